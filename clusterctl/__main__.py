@@ -1,0 +1,3 @@
+from clusterctl.cli.app import main
+
+main()

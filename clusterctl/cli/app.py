@@ -1,0 +1,166 @@
+"""The ``clusterctl`` command: global options, command registration, errors -> exit codes."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+from typing import Optional
+
+import typer
+
+from clusterctl import __version__
+from clusterctl.cli.context import AppContext, OutputFormat
+from clusterctl.errors import ClusterctlError, ExitCode
+
+HELP = """\
+Survey, benchmark, tune and bootstrap bare-metal GPU clusters over SSH.
+
+Every command works on the hosts of an inventory (clusterctl YAML or an Ansible
+INI/YAML inventory) and accepts the global options below, before or after the
+command name.
+
+Examples:
+
+  clusterctl -i inventories/demo.yaml survey
+
+  clusterctl -i hosts.ini -l 'rack-a,!gpu-a3' exec -- nvidia-smi -L
+
+  clusterctl topo show saved-topo.txt -o json
+"""
+
+app = typer.Typer(
+    name="clusterctl",
+    help=HELP,
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+
+#: Each module defines ``register(app)``. Kept as names so ``--help`` imports nothing heavy.
+COMMAND_MODULES: tuple[str, ...] = (
+    "clusterctl.cli.inventory_cmd",
+    "clusterctl.cli.exec_cmd",
+)
+
+#: Global options: name -> takes a value. Used to let users put them after the command.
+GLOBAL_OPTIONS: dict[str, bool] = {
+    "-i": True, "--inventory": True, "-l": True, "--limit": True, "-o": True, "--output": True,
+    "--parallel": True, "--timeout": True, "--debug": False, "--accept-new-host-keys": False,
+    "--ssh-config": True, "--known-hosts": True,
+}
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"clusterctl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def global_options(
+    ctx: typer.Context,
+    inventory: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
+        None, "-i", "--inventory", envvar="CLUSTERCTL_INVENTORY", metavar="FILE",
+        help="Inventory file (clusterctl YAML, Ansible INI or YAML). Default: ./inventory.yaml.",
+    ),
+    limit: Optional[str] = typer.Option(  # noqa: UP045
+        None, "-l", "--limit", metavar="PATTERN",
+        help="Hosts to act on, like Ansible's --limit: names, globs, groups; '!x' excludes, '&g' intersects.",
+    ),
+    output: OutputFormat = typer.Option(OutputFormat.table, "-o", "--output", help="Output format."),
+    parallel: int = typer.Option(64, "--parallel", min=1, max=4096, help="Hosts worked on at once."),
+    timeout: float = typer.Option(60.0, "--timeout", min=0.1, metavar="SECONDS", help="Time limit per host."),
+    accept_new_host_keys: bool = typer.Option(
+        False, "--accept-new-host-keys", help="Record unknown SSH host keys instead of refusing them."
+    ),
+    ssh_config: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--ssh-config", metavar="FILE", help="ssh_config file to read (default ~/.ssh/config)."
+    ),
+    known_hosts: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--known-hosts", metavar="FILE", help="known_hosts file (default ~/.ssh/known_hosts)."
+    ),
+    debug: bool = typer.Option(False, "--debug", help="Log every step and show tracebacks."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    ctx.obj = AppContext(
+        inventory_path=inventory,
+        limit=limit,
+        output=output,
+        parallel=parallel,
+        timeout_s=timeout,
+        debug=debug,
+        accept_new_host_keys=accept_new_host_keys,
+        ssh_config=ssh_config,
+        known_hosts=known_hosts,
+    )
+    if debug:
+        logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(name)s %(message)s")
+        logging.getLogger("paramiko").setLevel(logging.INFO)
+
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(_name).register(app)
+
+
+def hoist_global_options(argv: list[str]) -> list[str]:
+    """Move global options found after the command name to the front.
+
+    Users write ``clusterctl survey -i inv.yaml`` as often as ``clusterctl -i inv.yaml
+    survey``; click only accepts the latter. Nothing after ``--`` is touched, so
+    ``exec -- cmd -o x`` keeps its own arguments.
+    """
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest.extend(argv[i:])
+            break
+        name = arg.split("=", 1)[0]
+        if name in GLOBAL_OPTIONS:
+            front.append(arg)
+            if GLOBAL_OPTIONS[name] and "=" not in arg and i + 1 < len(argv):
+                front.append(argv[i + 1])
+                i += 1
+        else:
+            rest.append(arg)
+        i += 1
+    return front + rest
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
+    debug = "--debug" in args
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=args, prog_name="clusterctl", standalone_mode=False)
+    except ClusterctlError as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        _print_error(str(exc))
+        sys.exit(int(exc.exit_code))
+    except KeyboardInterrupt:
+        _print_error("interrupted")
+        sys.exit(130)
+    except Exception as exc:  # click's own usage errors and aborts
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(ExitCode.USAGE if isinstance(exc, click.UsageError) else exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            _print_error("aborted")
+            sys.exit(130)
+        raise
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _print_error(message: str) -> None:
+    prefix = "error: " if os.environ.get("NO_COLOR") or not sys.stderr.isatty() else "\x1b[1;31merror:\x1b[0m "
+    sys.stderr.write(prefix + message + "\n")

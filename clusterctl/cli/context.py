@@ -1,0 +1,136 @@
+"""What every command gets from the global options: the inventory, the hosts, a runner, output."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from clusterctl.errors import UsageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.model import Host, Inventory
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+
+
+@dataclass
+class AppContext:
+    inventory_path: str | None = None
+    limit: str | None = None
+    output: OutputFormat = OutputFormat.table
+    parallel: int = 64
+    timeout_s: float = 60.0
+    debug: bool = False
+    accept_new_host_keys: bool = False
+    ssh_config: str | None = None
+    known_hosts: str | None = None
+    _inventory: Inventory | None = field(default=None, repr=False)
+    _console: Console | None = field(default=None, repr=False)
+    _err_console: Console | None = field(default=None, repr=False)
+
+    # -- consoles ---------------------------------------------------------------------
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(no_color=_no_color(sys.stdout), highlight=False, soft_wrap=False)
+        return self._console
+
+    @property
+    def err_console(self) -> Console:
+        if self._err_console is None:
+            from rich.console import Console
+
+            self._err_console = Console(stderr=True, no_color=_no_color(sys.stderr), highlight=False)
+        return self._err_console
+
+    @property
+    def machine_output(self) -> bool:
+        return self.output is not OutputFormat.table
+
+    # -- inventory --------------------------------------------------------------------
+
+    def inventory(self) -> Inventory:
+        if self._inventory is None:
+            from clusterctl.inventory.loader import load_inventory, resolve_inventory_path
+
+            self._inventory = load_inventory(resolve_inventory_path(self.inventory_path))
+        return self._inventory
+
+    def hosts(self) -> tuple[Host, ...]:
+        from clusterctl.inventory.limit import select_hosts
+
+        return select_hosts(self.inventory(), self.limit)
+
+    # -- running ----------------------------------------------------------------------
+
+    @contextmanager
+    def runner(self, *, force_transport: str | None = None) -> Iterator[Runner]:
+        from clusterctl.fanout import Runner
+        from clusterctl.transport.factory import ConnectOptions, make_connector
+
+        options = ConnectOptions(
+            accept_new_host_keys=self.accept_new_host_keys,
+            ssh_config=self.ssh_config,
+            known_hosts=self.known_hosts,
+            force_transport=force_transport,
+        )
+        progress = None
+        if not self.machine_output and self.err_console.is_terminal:
+            from clusterctl.cli.progress import RichProgress
+
+            progress = RichProgress(self.err_console)
+        with Runner(make_connector(options), parallel=self.parallel, timeout_s=self.timeout_s, progress=progress) as r:
+            yield r
+
+    # -- output -----------------------------------------------------------------------
+
+    def emit(self, payload: Any, render_table: Callable[[], None]) -> None:
+        """Print ``payload`` as JSON/YAML, or call ``render_table`` for the human view."""
+        from clusterctl.cli.output import dump
+
+        if self.machine_output:
+            sys.stdout.write(dump(payload, self.output.value))
+        else:
+            render_table()
+
+    def warn(self, message: str) -> None:
+        self.err_console.print(f"[yellow]warning:[/] {message}", markup=True, highlight=False)
+
+
+def _no_color(stream: Any) -> bool:
+    return bool(os.environ.get("NO_COLOR")) or not getattr(stream, "isatty", lambda: False)()
+
+
+def app_context(ctx: typer.Context) -> AppContext:
+    obj = ctx.find_root().obj
+    if not isinstance(obj, AppContext):
+        obj = AppContext()
+        ctx.find_root().obj = obj
+    return obj
+
+
+def parse_positive_int(value: str, option: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise UsageError(f"{option} takes a whole number, got {value!r}") from None
+    if n < 1:
+        raise UsageError(f"{option} must be at least 1, got {n}")
+    return n

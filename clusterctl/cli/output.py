@@ -1,0 +1,36 @@
+"""Turning results into JSON/YAML and into the small rich pieces every command shares."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+
+def to_plain(value: Any) -> Any:
+    """Dataclasses, enums, tuples and paths as JSON-ready dicts/lists/strings."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value) if not f.name.startswith("_")}
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def dump(payload: Any, fmt: str) -> str:
+    plain = to_plain(payload)
+    if fmt == "json":
+        return json.dumps(plain, indent=2, sort_keys=False) + "\n"
+    import yaml
+
+    return str(yaml.safe_dump(plain, sort_keys=False, default_flow_style=False, allow_unicode=True))
+
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan", "ok": "green"}

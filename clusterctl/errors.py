@@ -1,0 +1,85 @@
+"""Errors that clusterctl turns into exit codes and one-paragraph messages.
+
+Library code raises these; only the CLI layer (``clusterctl.cli.app``) turns them
+into output and an exit code, so no module below the CLI calls ``sys.exit``.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """What clusterctl's exit status means."""
+
+    OK = 0
+    #: Findings at error level, or at least one host failed.
+    FAILED = 1
+    #: Bad inventory, bad option, unreadable input: the user must fix something first.
+    USAGE = 2
+
+
+class ClusterctlError(Exception):
+    """Base class of every error clusterctl reports without a traceback."""
+
+    exit_code: ExitCode = ExitCode.FAILED
+
+
+class UsageError(ClusterctlError):
+    """A problem in what the user gave us: an option, a file, an inventory value.
+
+    ``file``, ``line`` and ``field`` are optional and, when given, lead the message so that
+    the user can jump straight to the place to fix.
+    """
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.message = message
+        self.file = file
+        self.line = line
+        self.field = field
+        self.hint = hint
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        where = ""
+        if self.file:
+            where = self.file
+            if self.line is not None:
+                where += f":{self.line}"
+            where += ": "
+        field = f"field '{self.field}': " if self.field else ""
+        text = f"{where}{field}{self.message}"
+        if self.hint:
+            text += f" {self.hint}"
+        return text
+
+
+class InventoryError(UsageError):
+    """The inventory file is wrong: syntax, unknown field, bad value, duplicate host."""
+
+
+class ParseError(ClusterctlError):
+    """A tool's output could not be understood.
+
+    Parsers raise this (never IndexError or KeyError) and name the 1-based line of the
+    input where they gave up, so a user can compare with the raw output.
+    """
+
+    def __init__(self, what: str, message: str, *, line: int | None = None, text: str | None = None) -> None:
+        self.what = what
+        self.line = line
+        self.text = text
+        self.reason = message
+        where = f" at line {line}" if line is not None else ""
+        shown = f": {text.strip()[:120]!r}" if text else ""
+        super().__init__(f"cannot parse {what}{where}: {message}{shown}")

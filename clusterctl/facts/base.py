@@ -1,0 +1,64 @@
+"""A fact is a command string plus a pure function that parses its output.
+
+Parsers never touch the network, the clock or the file system: they take text and return
+typed data or raise ``clusterctl.errors.ParseError`` naming the line. That makes them
+testable on recorded real outputs, and lets the same fact run over ssh, locally or
+against a mock profile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from clusterctl.transport.base import CommandResult
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Fact(Generic[T]):
+    #: Short stable name, used as a key in reports (``topology``, ``gpus``, ``rdma``...).
+    name: str
+    #: The shell command line run on the host.
+    command: str
+    parse: Callable[[str], T]
+    sudo: bool = False
+
+
+@dataclass(frozen=True)
+class Missing:
+    """A fact that could not be read on a host, and why (shown to the user, kept in JSON)."""
+
+    fact: str
+    reason: str
+
+
+_KNOWN_FAILURES: tuple[tuple[str, str], ...] = (
+    ("Driver/library version mismatch", "NVIDIA driver/library version mismatch (reboot or reload the kernel module)"),
+    ("couldn't communicate with the NVIDIA driver", "nvidia-smi cannot talk to the NVIDIA driver (driver not loaded)"),
+    ("No devices were found", "no NVIDIA devices were found"),
+    ("No IB devices found", "no RDMA devices found"),
+    ("No such file or directory", "file or device not present"),
+    ("Permission denied", "permission denied"),
+)
+
+
+def missing_reason(result: CommandResult) -> str | None:
+    """Why a fact's command gave no usable output, or ``None`` if it succeeded.
+
+    Recognises the failures seen on real hosts so the report says "driver/library
+    version mismatch" rather than "exit 18".
+    """
+    text = f"{result.stdout}\n{result.stderr}"
+    if result.exit_code == 127 or "command not found" in text:
+        tool = result.command.split()[0] if result.command.split() else result.command
+        return f"{tool}: command not found"
+    for needle, reason in _KNOWN_FAILURES:
+        if needle in text:
+            return reason
+    if result.exit_code != 0:
+        tail = result.stderr_tail(2) or result.stdout.strip()[-200:]
+        return f"exit code {result.exit_code}" + (f": {tail}" if tail else "")
+    return None

@@ -1,0 +1,179 @@
+"""Typed data the fact parsers return. Pure data: no parsing or I/O here.
+
+Every class is a frozen dataclass so it can be compared in tests and turned into JSON
+with ``dataclasses.asdict``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# --- nvidia-smi topo -m -------------------------------------------------------------
+
+#: Link classes of ``nvidia-smi topo -m``, nearest first. ``NV#`` cells are kept as
+#: ``"NV"`` class with a link count; see ``TopoLink``.
+LINK_CLASSES: tuple[str, ...] = ("X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC")
+
+
+@dataclass(frozen=True)
+class TopoLink:
+    """One cell of the matrix: how device ``a`` reaches device ``b``."""
+
+    a: str
+    b: str
+    #: Raw cell text: ``X``, ``NV12``, ``PIX``, ``SYS``...
+    raw: str
+    #: ``X``, ``NV``, ``PIX``, ``PXB``, ``PHB``, ``NODE``, ``SYS``, ``SOC`` (old name of SYS)
+    #: or ``CNS`` etc. for rarer values real outputs hold.
+    kind: str
+    #: Number of NVLinks for ``NV#`` cells, else 0.
+    nvlinks: int = 0
+
+
+@dataclass(frozen=True)
+class TopoDevice:
+    #: Column label as printed: ``GPU0``, ``NIC0``, ``mlx5_0`` (old drivers print HCA names directly).
+    label: str
+    #: ``gpu`` or ``nic``.
+    kind: str
+    index: int
+    #: For NICs: the HCA name from the legend (``mlx5_0``) or the label itself when no legend.
+    device_name: str | None = None
+    #: CPU affinity as printed (``0-63,128-191``), ``None`` when the cell is empty/absent.
+    cpu_affinity: str | None = None
+    #: NUMA affinity as printed (``0``, ``0-1``), ``None`` when empty, ``N/A`` kept as ``None``.
+    numa_affinity: str | None = None
+    #: "GPU NUMA ID" column of newer drivers (``N/A`` -> ``None``).
+    gpu_numa_id: str | None = None
+    #: True for MIG device rows/columns, if a driver prints them.
+    mig: bool = False
+
+
+@dataclass(frozen=True)
+class TopoMatrix:
+    devices: tuple[TopoDevice, ...]
+    links: tuple[TopoLink, ...]
+    #: Legend lines kept verbatim (``X = Self``...), for display.
+    legend: tuple[str, ...] = ()
+
+    @property
+    def gpus(self) -> tuple[TopoDevice, ...]:
+        return tuple(d for d in self.devices if d.kind == "gpu")
+
+    @property
+    def nics(self) -> tuple[TopoDevice, ...]:
+        return tuple(d for d in self.devices if d.kind == "nic")
+
+    def link(self, a: str, b: str) -> TopoLink | None:
+        for link in self.links:
+            if link.a == a and link.b == b:
+                return link
+        return None
+
+
+# --- nvidia-smi --query-gpu ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GPUInfo:
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    memory_total_mib: int | None = None
+    driver_version: str | None = None
+    persistence_mode: bool | None = None
+    ecc_mode: bool | None = None
+    ecc_errors_uncorrected: int | None = None
+    power_limit_w: float | None = None
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+
+
+# --- nvidia-smi nvlink -s ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NVLinkLane:
+    link: int
+    #: GB/s per link when active; ``None`` when inactive.
+    speed_gbps: float | None
+    active: bool
+
+
+@dataclass(frozen=True)
+class NVLinkStatus:
+    gpu_index: int
+    gpu_name: str | None
+    uuid: str | None
+    lanes: tuple[NVLinkLane, ...]
+
+
+# --- ibv_devinfo -v ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RDMAPort:
+    port: int
+    #: ``PORT_ACTIVE``, ``PORT_DOWN``, ...
+    state: str
+    #: ``LinkUp``, ``Disabled``, ``Polling``, ...
+    phys_state: str | None
+    #: ``InfiniBand`` or ``Ethernet`` (= RoCE).
+    link_layer: str
+    #: Active rate in Gb/s computed from width x speed (4X x 50.0 Gbps = 200).
+    rate_gbps: float | None = None
+    active_width: str | None = None
+    active_speed: str | None = None
+    #: Index of the first RoCE v2 GID with an IPv4-mapped address, when listed.
+    roce_v2_gid_index: int | None = None
+    #: Every GID listed: (index, gid, type such as ``RoCE v2``).
+    gids: tuple[tuple[int, str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class RDMADevice:
+    hca: str
+    fw_version: str | None
+    node_guid: str | None
+    ports: tuple[RDMAPort, ...]
+    board_id: str | None = None
+
+
+# --- software stack ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SoftwareStack:
+    """Versions on a host; ``None`` means not installed or not found."""
+
+    os_name: str | None = None
+    os_version: str | None = None
+    kernel: str | None = None
+    driver: str | None = None
+    #: CUDA version the driver supports (``CUDA Version:`` in the nvidia-smi banner).
+    cuda: str | None = None
+    nccl: str | None = None
+    containerd: str | None = None
+    kubelet: str | None = None
+    kubeadm: str | None = None
+    nvidia_container_toolkit: str | None = None
+    #: CUDA toolkit installed on the host (``nvcc --version`` release), when there is one.
+    cuda_toolkit: str | None = None
+    #: Component -> why it could not be read, for the ones that are ``None``.
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+# --- ibdev2netdev / ip -o addr -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NetDevice:
+    name: str
+    #: RDMA device it belongs to, if any (from ibdev2netdev).
+    hca: str | None = None
+    port: int | None = None
+    up: bool | None = None
+    ipv4: tuple[str, ...] = ()

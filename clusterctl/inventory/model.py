@@ -1,0 +1,111 @@
+"""The inventory as clusterctl sees it, whatever file format it was read from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["control-plane", "worker"]
+ROLES: tuple[str, ...] = ("control-plane", "worker")
+FabricType = Literal["ib", "roce", "ethernet"]
+FABRIC_TYPES: tuple[str, ...] = ("ib", "roce", "ethernet")
+TransportKind = Literal["ssh", "local", "mock"]
+TRANSPORT_KINDS: tuple[str, ...] = ("ssh", "local", "mock")
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """What the host's RDMA/ethernet fabric should be."""
+
+    type: FabricType | None = None
+    #: Expected per-port line rate in Gb/s (200 for HDR, 400 for NDR).
+    rate_gbps: float | None = None
+    #: HCA device names expected on the host (mlx5_0, ...); empty = whatever is there.
+    hcas: tuple[str, ...] = ()
+    #: Fraction of line rate that a link within one rack must reach.
+    within_rack_min: float = 0.9
+    #: Fraction of line rate that a link across racks must reach.
+    across_racks_min: float = 0.6
+    #: Latency thresholds in microseconds.
+    latency_warn_us: float = 15.0
+    latency_error_us: float = 50.0
+
+
+@dataclass(frozen=True)
+class StackPin:
+    """Versions the host must run; ``None`` means not pinned."""
+
+    driver: str | None = None
+    cuda: str | None = None
+    nccl: str | None = None
+    kubernetes: str | None = None
+    containerd: str | None = None
+
+    def pinned(self) -> dict[str, str]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class SSHOptions:
+    key_file: str | None = None
+    #: ProxyJump spec: ``[user@]host[:port]``, comma-separated for a chain.
+    jump_host: str | None = None
+    #: Extra ssh_config-style options (e.g. ``{"ConnectTimeout": "5"}``).
+    options: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Host:
+    """One machine of the inventory, fully resolved (defaults and group vars applied)."""
+
+    name: str
+    #: Address to connect to; ``None`` means "reach it by its name" as Ansible does.
+    address: str | None = None
+    port: int | None = None
+    user: str | None = None
+    roles: tuple[str, ...] = ("worker",)
+    rack: str | None = None
+    groups: tuple[str, ...] = ()
+    labels: tuple[tuple[str, str], ...] = ()
+    fabric: Fabric = field(default_factory=Fabric)
+    ssh: SSHOptions = field(default_factory=SSHOptions)
+    transport: TransportKind = "ssh"
+    #: For ``transport: mock``: folder of the recorded profile (absolute path after loading).
+    profile: str | None = None
+    stack: StackPin = field(default_factory=StackPin)
+    #: Free-form variables (Ansible host/group vars that clusterctl does not interpret).
+    vars: tuple[tuple[str, Any], ...] = ()
+    #: Where the host was defined, for error messages: ``file:line``.
+    source: str | None = None
+
+    @property
+    def connect_address(self) -> str:
+        return self.address or self.name
+
+    @property
+    def label_dict(self) -> dict[str, str]:
+        return dict(self.labels)
+
+
+@dataclass(frozen=True)
+class Inventory:
+    name: str
+    hosts: tuple[Host, ...]
+    #: group name -> host names, in inventory order.
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    source: str | None = None
+    #: ``clusterctl`` or ``ansible-ini`` or ``ansible-yaml``.
+    format: str = "clusterctl"
+
+    def host(self, name: str) -> Host:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise KeyError(name)
+
+    @property
+    def racks(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for h in self.hosts:
+            out.setdefault(h.rack or "", []).append(h.name)
+        return out
