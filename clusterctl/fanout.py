@@ -244,7 +244,7 @@ class Runner:
                     transport = self._checkout(host, limit)
                     holder.append(transport)
                     value = task(DeadlineTransport(transport, begin + limit))
-                except BaseException as exc:  # noqa: BLE001 - every failure becomes the host's outcome
+                except BaseException as exc:  # every failure becomes the host's outcome
                     failure = failure_from(exc)
                     log.debug("host %s failed", host.name, exc_info=True)
                 if transport is not None:
@@ -329,10 +329,8 @@ class Runner:
         for o in fleet.outcomes:
             if o.ok and o.value is not None and not o.value.ok:
                 r = o.value
-                o = HostOutcome(
-                    o.host, r, Failure(FailureKind.COMMAND_FAILED, f"{command!r} failed", r.exit_code, r.stderr_tail(3)),
-                    o.duration_s,
-                )
+                failure = Failure(FailureKind.COMMAND_FAILED, f"{command!r} failed", r.exit_code, r.stderr_tail(3))
+                o = HostOutcome(o.host, r, failure, o.duration_s)
             outcomes.append(o)
         return FleetResult(tuple(outcomes))
 
@@ -340,7 +338,7 @@ class Runner:
 def _close_quietly(transport: Transport) -> None:
     try:
         transport.close()
-    except Exception:  # noqa: BLE001 - closing a broken connection must not mask the real failure
+    except Exception:  # closing a broken connection must not mask the real failure
         log.debug("closing %s failed", transport.host.name, exc_info=True)
 
 

@@ -12,7 +12,8 @@ from typing import Any
 def to_plain(value: Any) -> Any:
     """Dataclasses, enums, tuples and paths as JSON-ready dicts/lists/strings."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value) if not f.name.startswith("_")}
+        fields = dataclasses.fields(value)
+        return {f.name: to_plain(getattr(value, f.name)) for f in fields if not f.name.startswith("_")}
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, dict):

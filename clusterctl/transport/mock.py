@@ -32,7 +32,8 @@ _RULE_KEYS = {"match", "regex", "stdout", "stdout_text", "stderr", "stderr_text"
 class Rule:
     match: str | None
     regex: re.Pattern[str] | None
-    stdout: str
+    #: One output, or several that successive matches cycle through (run-to-run noise).
+    stdouts: tuple[str, ...]
     stderr: str
     exit_code: int
     delay_s: float
@@ -82,12 +83,17 @@ def _parse_rule(raw: Any, folder: Path, where: str) -> Rule:
         regex = re.compile(str(raw["regex"])) if "regex" in raw else None
     except re.error as exc:
         raise UsageError(f"bad regex {raw['regex']!r}: {exc}", file=where, field="commands") from exc
-    stdout = _read(folder, raw["stdout"], where) if "stdout" in raw else str(raw.get("stdout_text", ""))
+    if isinstance(raw.get("stdout"), list):
+        stdouts = tuple(_read(folder, str(name), where) for name in raw["stdout"])
+    elif "stdout" in raw:
+        stdouts = (_read(folder, str(raw["stdout"]), where),)
+    else:
+        stdouts = (str(raw.get("stdout_text", "")),)
     stderr = _read(folder, raw["stderr"], where) if "stderr" in raw else str(raw.get("stderr_text", ""))
     return Rule(
         match=str(raw["match"]) if "match" in raw else None,
         regex=regex,
-        stdout=stdout,
+        stdouts=stdouts,
         stderr=stderr,
         exit_code=int(raw.get("exit", 0)),
         delay_s=float(raw.get("delay", 0)),
@@ -139,6 +145,8 @@ class MockTransport(Transport):
         self.profile = profile
         self.files: dict[str, bytes] = dict(profile.files)
         self.state: dict[str, str] = {}
+        #: How often each rule answered, to cycle through its outputs.
+        self._answers: dict[int, int] = {}
         #: Every command line this host was asked to run, in order (tests and dry-run read it).
         self.history: list[str] = []
         self._lock = threading.Lock()
@@ -170,7 +178,10 @@ class MockTransport(Transport):
             time.sleep(rule.delay_s)
         with self._lock:
             self.state.update(rule.set_state)
-        return CommandResult(command, rule.stdout, rule.stderr, rule.exit_code, round(time.monotonic() - start, 4))
+            count = self._answers.get(id(rule), 0)
+            self._answers[id(rule)] = count + 1
+        stdout = rule.stdouts[count % len(rule.stdouts)]
+        return CommandResult(command, stdout, rule.stderr, rule.exit_code, round(time.monotonic() - start, 4))
 
     def _find(self, command: str) -> Rule | None:
         with self._lock:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import ClassVar
 
 import pytest
 
@@ -15,7 +16,7 @@ from clusterctl.transport.base import CommandResult, FailureKind, Transport, Tra
 class FakeTransport(Transport):
     """Behaves per host name: 'down*' cannot connect, 'hang*' blocks until closed."""
 
-    opened: list[str] = []
+    opened: ClassVar[list[str]] = []
 
     def __init__(self, host: Host) -> None:
         super().__init__(host)

@@ -1,0 +1,181 @@
+"""The host's software stack, read with ONE compound command.
+
+One round trip instead of ten: each tool's output is printed under a ``### <section>``
+line, and every tool may be absent (``2>&1 || true``) so a missing kubelet does not hide the
+driver version. ``parse_stack`` turns the sections into a ``SoftwareStack`` and records, for
+each component it could not read, why (``command not found``, no such file...).
+"""
+
+from __future__ import annotations
+
+import re
+
+from clusterctl.errors import ParseError
+from clusterctl.facts.base import Fact
+from clusterctl.facts.model import SoftwareStack
+
+_WHAT = "software stack"
+
+#: (section name, shell command). Each command's stderr is kept: it says why a tool is missing.
+STACK_SECTIONS: tuple[tuple[str, str], ...] = (
+    ("os-release", "cat /etc/os-release 2>&1"),
+    ("kernel", "uname -r 2>&1"),
+    ("driver", "cat /proc/driver/nvidia/version 2>&1"),
+    ("nvidia-smi", "nvidia-smi 2>&1 | head -n 4"),
+    ("nvcc", "nvcc --version 2>&1"),
+    # Versions live in the library file name or the package; each lookup may fail quietly.
+    (
+        "nccl",
+        "ls -1 /usr/lib/x86_64-linux-gnu/libnccl.so.* /usr/lib/aarch64-linux-gnu/libnccl.so.* "
+        "/usr/lib64/libnccl.so.* /usr/local/lib/libnccl.so.* 2>/dev/null; "
+        "dpkg-query -W -f='${Package} ${Version}\\n' 'libnccl*' 2>/dev/null; "
+        "rpm -qa 'libnccl*' 2>/dev/null",
+    ),
+    ("containerd", "containerd --version 2>&1"),
+    ("kubelet", "kubelet --version 2>&1"),
+    ("kubeadm", "kubeadm version -o short 2>&1"),
+    ("nvidia-ctk", "nvidia-ctk --version 2>&1"),
+)
+
+
+def _build_command() -> str:
+    return "; ".join(f"echo '### {name}'; {{ {command}; }} || true" for name, command in STACK_SECTIONS)
+
+
+_SECTION = re.compile(r"^### (\S+)\s*$")
+_VERSION = re.compile(r"\bv?(\d+\.\d+(?:\.\d+)*)")
+_DRIVER = re.compile(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)")
+_SMI_DRIVER = re.compile(r"Driver Version:\s*(\d+\.\d+(?:\.\d+)?)")
+_SMI_CUDA = re.compile(r"CUDA Version:\s*(\d+\.\d+)")
+_NVCC = re.compile(r"release (\d+\.\d+)")
+_NCCL = (
+    re.compile(r"libnccl\.so\.(\d+\.\d+\.\d+)"),
+    re.compile(r"^libnccl2? (\d+\.\d+\.\d+)", re.MULTILINE),
+    re.compile(r"^libnccl-(\d+\.\d+\.\d+)", re.MULTILINE),
+)
+_KERNEL = re.compile(r"^\d+\.\d+\S*$")
+#: Output that means "this tool/file is not there", and how we say it.
+_ABSENT = (
+    (re.compile(r"command not found|: not found|No such file or directory", re.IGNORECASE), None),
+    (
+        re.compile(r"NVIDIA-SMI has failed|couldn't communicate with the NVIDIA driver"),
+        "NVIDIA driver not loaded",
+    ),
+)
+
+
+def _sections(text: str) -> dict[str, list[str]]:
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _SECTION.match(line)
+        if match:
+            name = match.group(1)
+            if name in sections:
+                raise ParseError(_WHAT, f"section '{name}' appears twice", line=number, text=line)
+            current = sections[name] = []
+        elif current is None:
+            if line.strip():
+                raise ParseError(
+                    _WHAT, "output does not start with a '### <section>' line", line=number, text=line
+                )
+        else:
+            current.append(line)
+    if not sections:
+        raise ParseError(_WHAT, "no '### <section>' lines in the output")
+    return sections
+
+
+def _absent_reason(lines: list[str]) -> str | None:
+    text = "\n".join(lines).strip()
+    if not text:
+        return "no output"
+    for pattern, reason in _ABSENT:
+        if pattern.search(text):
+            return reason or next(line.strip() for line in lines if pattern.search(line))
+    return None
+
+
+def _os_release(lines: list[str]) -> tuple[str | None, str | None]:
+    values: dict[str, str] = {}
+    for line in lines:
+        if "=" in line:
+            key, _, value = line.partition("=")
+            values[key.strip()] = value.strip().strip('"').strip("'")
+    return values.get("NAME"), values.get("VERSION_ID")
+
+
+def parse_stack(text: str) -> SoftwareStack:
+    sections = _sections(text)
+    found: dict[str, str | None] = {}
+    missing: dict[str, str] = {}
+
+    def read(component: str, section: str, pattern: re.Pattern[str]) -> None:
+        lines = sections.get(section)
+        if lines is None:
+            missing.setdefault(component, f"section '{section}' absent from the output")
+            return
+        reason = _absent_reason(lines)
+        if reason is not None:
+            missing.setdefault(component, reason)
+            return
+        match = pattern.search("\n".join(lines))
+        if match:
+            found[component] = match.group(1)
+            missing.pop(component, None)
+        else:
+            first = next((line.strip() for line in lines if line.strip()), "")
+            missing.setdefault(component, f"unrecognised output: {first[:80]!r}")
+
+    os_name = os_version = None
+    if "os-release" in sections and _absent_reason(sections["os-release"]) is None:
+        os_name, os_version = _os_release(sections["os-release"])
+    if os_name is None:
+        missing["os"] = _absent_reason(sections.get("os-release", [])) or "no NAME= line in /etc/os-release"
+
+    kernel_lines = [line.strip() for line in sections.get("kernel", []) if line.strip()]
+    if kernel_lines and _KERNEL.match(kernel_lines[0]):
+        found["kernel"] = kernel_lines[0]
+    else:
+        missing["kernel"] = _absent_reason(sections.get("kernel", [])) or "unrecognised output of uname -r"
+
+    # The driver version is in /proc; nvidia-smi's banner also has it when /proc is hidden.
+    read("driver", "driver", _DRIVER)
+    if "driver" not in found:
+        smi_lines = sections.get("nvidia-smi", [])
+        if _absent_reason(smi_lines) is None and (match := _SMI_DRIVER.search("\n".join(smi_lines))):
+            found["driver"] = match.group(1)
+            missing.pop("driver", None)
+    read("cuda", "nvidia-smi", _SMI_CUDA)
+    read("cuda_toolkit", "nvcc", _NVCC)
+    nccl_text = "\n".join(sections.get("nccl", []))
+    nccl = next((m.group(1) for pattern in _NCCL if (m := pattern.search(nccl_text))), None)
+    if nccl:
+        found["nccl"] = nccl
+    else:
+        missing["nccl"] = (
+            "no libnccl library or package found"
+            if "nccl" in sections
+            else "section 'nccl' absent from the output"
+        )
+    read("containerd", "containerd", _VERSION)
+    read("kubelet", "kubelet", _VERSION)
+    read("kubeadm", "kubeadm", _VERSION)
+    read("nvidia_container_toolkit", "nvidia-ctk", _VERSION)
+    return SoftwareStack(
+        os_name=os_name,
+        os_version=os_version,
+        kernel=found.get("kernel"),
+        driver=found.get("driver"),
+        cuda=found.get("cuda"),
+        cuda_toolkit=found.get("cuda_toolkit"),
+        nccl=found.get("nccl"),
+        containerd=found.get("containerd"),
+        kubelet=found.get("kubelet"),
+        kubeadm=found.get("kubeadm"),
+        nvidia_container_toolkit=found.get("nvidia_container_toolkit"),
+        missing=missing,
+    )
+
+
+STACK: Fact[SoftwareStack] = Fact("stack", _build_command(), parse_stack)
