@@ -20,7 +20,7 @@ from typing import Generic, Protocol, TypeVar
 
 from clusterctl.errors import ClusterctlError, ParseError
 from clusterctl.inventory.model import Host
-from clusterctl.transport.base import CommandResult, FailureKind, PutResult, Transport, TransportError
+from clusterctl.transport.base import CommandResult, Connector, FailureKind, PutResult, Transport, TransportError
 
 T = TypeVar("T")
 log = logging.getLogger("clusterctl.fanout")
@@ -120,9 +120,6 @@ class DeadlineTransport(Transport):
     def get(self, path: str, *, sudo: bool = False) -> bytes | None:
         self._left(None)
         return self.inner.get(path, sudo=sudo)
-
-
-Connector = Callable[[Host, float], Transport]
 
 
 def raise_fd_limit() -> None:

@@ -43,6 +43,7 @@ app = typer.Typer(
 COMMAND_MODULES: tuple[str, ...] = (
     "clusterctl.cli.inventory_cmd",
     "clusterctl.cli.exec_cmd",
+    "clusterctl.cli.nccl_cmd",
 )
 
 #: Global options: name -> takes a value. Used to let users put them after the command.

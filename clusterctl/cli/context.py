@@ -49,7 +49,9 @@ class AppContext:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(no_color=_no_color(sys.stdout), highlight=False, soft_wrap=False)
+            # Off a terminal (a pipe, a ticket paste) rich would wrap at 80 columns; tables read better wider.
+            width = None if sys.stdout.isatty() else 160
+            self._console = Console(no_color=_no_color(sys.stdout), highlight=False, soft_wrap=False, width=width)
         return self._console
 
     @property

@@ -83,7 +83,7 @@ def show(ctx: typer.Context) -> None:
 
 @inventory_app.command("check", help="Validate the inventory; exit 2 on errors, print warnings.")
 def check(ctx: typer.Context) -> None:
-    from clusterctl.inventory.loader import check_inventory
+    from clusterctl.inventory.checks import check_inventory
 
     app = app_context(ctx)
     inventory = app.inventory()

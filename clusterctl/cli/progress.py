@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.progress import Progress, TaskID
 
     from clusterctl.fanout import HostOutcome
 
@@ -13,8 +14,8 @@ if TYPE_CHECKING:
 class RichProgress:
     def __init__(self, console: Console) -> None:
         self.console = console
-        self._progress = None
-        self._task = None
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
         self._failed = 0
 
     def start(self, total: int, label: str) -> None:

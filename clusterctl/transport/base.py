@@ -9,9 +9,8 @@ host key, authentication, timeout), with a ``FailureKind`` a user can act on.
 from __future__ import annotations
 
 import shlex
-import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -162,5 +161,5 @@ class Transport(ABC):
         self.close()
 
 
-def timed(start: float) -> float:
-    return round(time.monotonic() - start, 4)
+#: Opens a transport to a host within a time limit (seconds); used by the fan-out.
+Connector = Callable[["Host", float], Transport]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterctl.inventory.model import Host
-from clusterctl.transport.base import Transport
+from clusterctl.transport.base import Connector, Transport
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class ConnectOptions:
     force_transport: str | None = None
 
 
-def make_connector(options: ConnectOptions):  # type: ignore[no-untyped-def]
+def make_connector(options: ConnectOptions) -> Connector:
     """A ``Connector`` for ``clusterctl.fanout.Runner`` honouring the options."""
 
     def connect(host: Host, timeout_s: float) -> Transport:

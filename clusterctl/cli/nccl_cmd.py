@@ -1,0 +1,126 @@
+"""``clusterctl nccl lint``: check NCCL settings in env files, scripts and Kubernetes manifests."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import typer
+
+from clusterctl.cli.context import app_context
+from clusterctl.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from clusterctl.cli.context import AppContext
+    from clusterctl.nccl.lint import Finding
+
+nccl_app = typer.Typer(
+    name="nccl",
+    help="NCCL settings: check them against what each NCCL release reads and accepts.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+LINT_HELP = """Check NCCL settings for typos, wrong values, removed and harmful variables.
+
+Reads KEY=VALUE files (/etc/nccl.conf), shell and Slurm scripts (export lines,
+srun --export=..., mpirun -x ...) and Kubernetes manifests (container env:, ConfigMap data:).
+'-' reads standard input. Exits 1 when a finding is an error (or a warning, with --strict),
+2 when an input cannot be read.
+
+Examples:
+
+  clusterctl nccl lint job.sbatch --nccl-version 2.21.5 --fabric ib
+
+  clusterctl nccl lint pytorchjob.yaml -o json
+
+  env | clusterctl nccl lint - --format env --survey survey.json
+"""
+
+
+def register(app: typer.Typer) -> None:
+    nccl_app.command("lint", help=LINT_HELP)(lint_command)
+    app.add_typer(nccl_app, name="nccl")
+
+
+def lint_command(
+    ctx: typer.Context,
+    files: list[str] = typer.Argument(..., metavar="FILE...|-", help="Files to check; '-' is standard input."),
+    fmt: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
+        None, "--format", metavar="FORMAT", help="env, shell, slurm or k8s (default: from name and content)."
+    ),
+    nccl_version: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--nccl-version", metavar="X.Y.Z", help="NCCL release the settings are for (e.g. 2.21.5)."
+    ),
+    survey: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--survey", metavar="FILE", help="Saved survey (clusterctl survey --save): version, fabric, NVLink."
+    ),
+    fabric: Optional[str] = typer.Option(None, "--fabric", metavar="ib|roce|ethernet", help="Inter-host fabric."),  # noqa: UP045
+    strict: bool = typer.Option(False, "--strict", help="Exit 1 on warnings too."),
+) -> None:
+    from clusterctl.nccl.lint import FABRICS, lint_settings, summarise
+    from clusterctl.nccl.sources import FORMATS, read_settings
+
+    app = app_context(ctx)
+    if fmt is not None and fmt not in FORMATS:
+        raise UsageError(f"--format takes one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fabric is not None and fabric not in FABRICS:
+        raise UsageError(f"--fabric takes one of {', '.join(FABRICS)}, got {fabric!r}")
+    nvlink: bool | None = None
+    if survey is not None:
+        from clusterctl.nccl.survey_context import context_from_survey
+
+        context = context_from_survey(survey)
+        if context is None:
+            app.warn("--survey needs the survey module, which this clusterctl lacks; ignoring it")
+        else:
+            nccl_version = nccl_version or context.nccl_version
+            fabric = fabric or context.fabric
+            nvlink = context.nvlink
+            if len(context.versions_seen) > 1:
+                app.warn(f"hosts run different NCCL versions ({', '.join(context.versions_seen)}); "
+                         f"checking against {context.nccl_version}")
+    settings = []
+    for name in files:
+        if name == "-":
+            import sys
+
+            settings.extend(read_settings(sys.stdin.read(), fmt, name="<stdin>"))
+        else:
+            from pathlib import Path
+
+            if not Path(name).is_file():
+                raise UsageError(f"no such file: {name}")
+            settings.extend(read_settings(Path(name), fmt))
+    findings = lint_settings(settings, nccl_version=nccl_version, fabric=fabric, nvlink=nvlink)
+    counts = summarise(findings)
+    payload = {
+        "findings": findings,
+        "summary": {**counts, "settings": len(settings), "files": files, "nccl_version": nccl_version,
+                    "fabric": fabric},
+    }
+    app.emit(payload, lambda: _print_table(app, findings, counts, len(settings)))
+    if counts["error"] or (strict and counts["warning"]):
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+def _print_table(app: AppContext, findings: list[Finding], counts: dict[str, int], n_settings: int) -> None:
+    from rich.table import Table
+
+    from clusterctl.cli.output import SEVERITY_STYLE
+
+    by_file: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_file.setdefault(f.file, []).append(f)
+    for file, group in by_file.items():
+        table = Table(title=file, title_justify="left", show_lines=False, expand=False)
+        for column in ("line", "severity", "code", "variable", "message", "fix"):
+            table.add_column(column, overflow="fold")
+        for f in group:
+            style = SEVERITY_STYLE.get(f.severity, "")
+            table.add_row(str(f.line), f"[{style}]{f.severity}[/]" if style else f.severity, f.code, f.variable,
+                          f.message, f.fix)
+        app.console.print(table)
+    app.console.print(
+        f"{n_settings} NCCL setting(s) checked: {counts['error']} error(s), {counts['warning']} warning(s), "
+        f"{counts['info']} info", markup=False, highlight=False,
+    )

@@ -1,0 +1,130 @@
+"""``clusterctl survey``: topology, NICs and software stack of every host, judged against the fleet."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import typer
+
+from clusterctl.cli.context import AppContext, app_context
+from clusterctl.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from clusterctl.inventory.model import Host
+    from clusterctl.survey.report import SurveyReport
+
+HELP = """Survey the hosts: GPUs, NVLink topology, NICs and software stack, with findings.
+
+Each host is compared with the inventory (fabric rate, stack pin) and with the majority of
+its peers; findings have a severity and a stable code (see docs/survey.md). With --tp the
+survey also proposes a parallel layout: TP groups inside NVLink domains, the NIC of each
+local rank, pipeline stages within racks, data parallelism across hosts.
+
+Exits 0 when nothing is at error level, 1 with error findings or unreachable hosts (the
+partial results are still printed), 2 for usage problems.
+
+Examples:
+
+  clusterctl -i inventories/demo.yaml survey
+
+  clusterctl survey --matrix --tp 8 --pp 2
+
+  clusterctl survey -o json --save survey.json --graph graphs/
+
+  clusterctl survey --local
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("survey", help=HELP)(survey_command)
+
+
+def survey_command(
+    ctx: typer.Context,
+    local: bool = typer.Option(False, "--local", help="Survey this machine (local transport, NVML for GPUs)."),
+    tp: Optional[int] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
+        None, "--tp", min=1, help="Tensor-parallel size to advise a layout for."
+    ),
+    pp: int = typer.Option(1, "--pp", min=1, help="Pipeline-parallel size (with --tp)."),
+    world_size: Optional[int] = typer.Option(  # noqa: UP045
+        None, "--world-size", min=1, help="GPUs the job uses (default: all whole replicas that fit)."
+    ),
+    matrix: bool = typer.Option(False, "--matrix", help="Also print each host's colour-coded topology matrix."),
+    save: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--save", metavar="FILE", help="Keep the report as JSON for later commands (tune-nccl, bootstrap)."
+    ),
+    graph: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--graph", metavar="DIR", help="Write each host's GPU/NIC/NUMA graph (DOT, SVG/PNG if dot exists)."
+    ),
+) -> None:
+    app = app_context(ctx)
+    if (pp != 1 or world_size is not None) and tp is None:
+        raise UsageError("--pp and --world-size need --tp")
+    from clusterctl.survey.run import run_survey
+
+    if local:
+        from clusterctl.facts.nvml import probe_gpus_via_nvml
+
+        hosts: tuple[Host, ...] = (_local_host(app),)
+        with app.runner(force_transport="local") as runner:
+            report = run_survey(runner, hosts, tp=tp, pp=pp, world_size=world_size, gpu_reader=probe_gpus_via_nvml)
+    else:
+        inventory = app.inventory()
+        hosts = app.hosts()
+        if not hosts:
+            raise UsageError("no host selected: check -l/--limit and the inventory")
+        with app.runner() as runner:
+            report = run_survey(runner, hosts, inventory=inventory.name, tp=tp, pp=pp, world_size=world_size)
+    finish(app, report, matrix=matrix, save=save, graph=graph)
+
+
+def _local_host(app: AppContext) -> Host:
+    """This machine; with an inventory that names it, its expectations (fabric, stack pin) apply."""
+    import dataclasses
+    import socket
+
+    from clusterctl.inventory.model import Host
+
+    name = socket.gethostname()
+    if app.inventory_path:
+        for host in app.inventory().hosts:
+            if name in (host.name, host.address) or host.name == name.split(".")[0]:
+                return dataclasses.replace(host, transport="local")
+    return Host(name=name, address="localhost", transport="local")
+
+
+def finish(app: AppContext, report: SurveyReport, *, matrix: bool = False, save: str | None = None,
+           graph: str | None = None) -> None:
+    """Save, draw, print and set the exit code: shared by ``survey`` and ``topo show``."""
+    from clusterctl.survey.render import render_report
+    from clusterctl.survey.report import report_to_json
+
+    payload = report_to_json(report)
+    if save:
+        _save(save, payload)
+    if graph:
+        from clusterctl.survey.graph import write_graphs
+
+        topologies = {h.name: h.state.topology for h in report.hosts if h.state.topology is not None}
+        for files in write_graphs(graph, topologies):
+            made = ", ".join(str(p) for p in (files.dot, *files.rendered))
+            app.err_console.print(f"graph {files.host}: {made}" + (f" ({files.note})" if files.note else ""),
+                                  markup=False, highlight=False)
+    app.emit(payload, lambda: render_report(app.console, report, matrix=matrix))
+    if not report.ok:
+        raise typer.Exit(ExitCode.FAILED)
+
+
+def _save(path: str, payload: dict[str, object]) -> None:
+    import json
+    import os
+    from pathlib import Path
+
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.tmp")
+    try:
+        # Written whole then renamed: a later command never reads half a report.
+        tmp.write_text(json.dumps(payload, indent=2) + "\n")
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise UsageError(f"cannot write the report ({exc.strerror})", file=path) from exc

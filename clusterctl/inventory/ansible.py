@@ -1,0 +1,383 @@
+"""Ansible inventories (INI and YAML) read as they are, so a cluster needs no second inventory.
+
+Both formats are first read into the same small tree (groups with hosts, children and vars;
+hosts with vars; every var with its line), then resolved the way Ansible does: a host gets
+the vars of every group it belongs to, directly or through ``children``, applied from the
+shallowest group to the deepest (``all`` first, equal depths by name), then its own vars.
+
+Variables become host fields in ``ansible_vars``; everything clusterctl does not interpret
+is kept in ``Host.vars``, secrets masked.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clusterctl.errors import InventoryError
+from clusterctl.inventory import values
+from clusterctl.inventory.ansible_vars import HostBuilder, Var
+from clusterctl.inventory.loader import read_inventory_text
+from clusterctl.inventory.model import Host, Inventory
+from clusterctl.inventory.values import BadValue
+from clusterctl.inventory.yaml_tree import Mapping, Node, Scalar, kind_of, parse_yaml, to_python
+
+_RANGE = re.compile(r"\[([0-9a-zA-Z]+):([0-9a-zA-Z]+)(?::([0-9]+))?\]")
+
+
+@dataclass
+class _Group:
+    name: str
+    line: int
+    hosts: list[str] = field(default_factory=list)
+    children: list[str] = field(default_factory=list)
+    vars: dict[str, Var] = field(default_factory=dict)
+
+
+@dataclass
+class _HostDef:
+    name: str
+    line: int
+    vars: dict[str, Var] = field(default_factory=dict)
+
+
+class _Tree:
+    """Groups and hosts in the order the file names them."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.groups: dict[str, _Group] = {"all": _Group("all", 1)}
+        self.hosts: dict[str, _HostDef] = {}
+
+    def group(self, name: str, line: int) -> _Group:
+        if name not in self.groups:
+            self.groups[name] = _Group(name, line)
+        return self.groups[name]
+
+    def add_host(self, group: str, name: str, line: int, host_vars: dict[str, Var]) -> None:
+        host = self.hosts.setdefault(name, _HostDef(name, line))
+        host.vars.update(host_vars)
+        members = self.group(group, line).hosts
+        if name not in members:
+            members.append(name)
+
+    def error(
+        self, message: str, line: int | None, field: str | None = None, hint: str | None = None
+    ) -> InventoryError:
+        return InventoryError(message, file=self.file, line=line, field=field, hint=hint)
+
+
+def load_ansible_ini(path: str | Path) -> Inventory:
+    file_path = Path(path)
+    text = read_inventory_text(file_path)
+    return parse_ansible_ini(text, file=str(path), base_dir=file_path.resolve().parent)
+
+
+def load_ansible_yaml(path: str | Path) -> Inventory:
+    file_path = Path(path)
+    text = read_inventory_text(file_path)
+    return parse_ansible_yaml(parse_yaml(text, str(path)), file=str(path), base_dir=file_path.resolve().parent)
+
+
+# --- INI --------------------------------------------------------------------------------------
+
+
+def parse_ansible_ini(text: str, *, file: str, base_dir: Path) -> Inventory:
+    tree = _Tree(file)
+    group, kind = "ungrouped", "hosts"
+    for line_number, raw_line in enumerate(text.splitlines(), start=1):
+        line = raw_line.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            group, kind = _ini_section(tree, line, line_number)
+            continue
+        if kind == "hosts":
+            _ini_host_line(tree, group, line, line_number)
+        elif kind == "vars":
+            key, sep, value = line.partition("=")
+            if not sep or not key.strip():
+                raise tree.error(
+                    f"expected 'name=value' in [{group}:vars], found '{line}'.", line_number, f"{group}:vars"
+                )
+            tree.group(group, line_number).vars[key.strip()] = Var(_ini_value(value.strip()), line_number)
+        else:
+            child = _shlex(tree, line, line_number)[0]
+            children = tree.group(group, line_number).children
+            tree.group(child, line_number)
+            if child not in children:
+                children.append(child)
+    return _resolve(tree, base_dir, "ansible-ini")
+
+
+def _ini_section(tree: _Tree, line: str, line_number: int) -> tuple[str, str]:
+    match = re.fullmatch(r"\[([^\]:\s]+)(?::([^\]\s]*))?\]\s*(?:[#;].*)?", line)
+    if not match:
+        raise tree.error(
+            f"cannot read the section header '{line}'.",
+            line_number,
+            hint="Write [group], [group:vars] or [group:children].",
+        )
+    name, kind = match.group(1), match.group(2) or "hosts"
+    if kind not in ("hosts", "vars", "children"):
+        hint = values.did_you_mean(kind, ("vars", "children")) or "Valid kinds: vars, children."
+        raise tree.error(f"unknown section kind ':{kind}' in '{line}'.", line_number, hint=hint)
+    tree.group(name, line_number)
+    return name, kind
+
+
+def _ini_host_line(tree: _Tree, group: str, line: str, line_number: int) -> None:
+    # Ansible splits host lines like a shell would (quotes group words, '#' starts a comment),
+    # but nothing here is ever run: a name like 'gpu;reboot' stays that exact text.
+    tokens = _shlex(tree, line, line_number)
+    if not tokens:
+        return
+    pattern, port = _split_port(tokens[0])
+    host_vars: dict[str, Var] = {}
+    if port is not None:
+        host_vars["ansible_port"] = Var(port, line_number)
+    for token in tokens[1:]:
+        key, sep, value = token.partition("=")
+        if not sep or not key:
+            raise tree.error(
+                f"expected 'name=value' after the host name, found '{token}'.",
+                line_number,
+                pattern,
+                hint="Host variables are written 'gpu01 ansible_host=10.0.0.11 ansible_user=ubuntu'.",
+            )
+        host_vars[key] = Var(_ini_value(value), line_number)
+    try:
+        names = expand_host_range(pattern)
+    except BadValue as exc:
+        raise tree.error(exc.message, line_number, pattern, exc.hint) from None
+    for name in names:
+        tree.add_host(group, name, line_number, dict(host_vars))
+
+
+def _shlex(tree: _Tree, line: str, line_number: int) -> list[str]:
+    try:
+        return shlex.split(line, comments=True)
+    except ValueError as exc:
+        raise tree.error(f"cannot split this line into words: {exc}.", line_number, hint="Check the quotes.") from None
+
+
+def _split_port(pattern: str) -> tuple[str, str | None]:
+    """``gpu01:2222`` -> (``gpu01``, ``2222``); IPv6 addresses and ranges keep their colons."""
+    outside_ranges = re.sub(r"\[[^\]]*\]", "", pattern)
+    if outside_ranges.count(":") == 1:
+        name, _, port = pattern.rpartition(":")
+        if port.isdigit() and name:
+            return name, port
+    return pattern, None
+
+
+def _ini_value(raw: str) -> Any:
+    """A value as Ansible's INI reader gives it: quoted text unquoted, everything else as written."""
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+        try:
+            return ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            return raw[1:-1]
+    return raw
+
+
+def expand_host_range(pattern: str) -> list[str]:
+    """``gpu[01:04]`` -> gpu01..gpu04 (zero padding kept), ``n[a:c]``, ``[1:9:2]`` with a step."""
+    match = _RANGE.search(pattern)
+    if not match:
+        return [pattern]
+    start, end, step_text = match.group(1), match.group(2), match.group(3)
+    step = int(step_text) if step_text else 1
+    head, tail = pattern[: match.start()], pattern[match.end() :]
+    if step < 1:
+        raise BadValue(f"the range step in '{pattern}' must be at least 1.")
+    if start.isdigit() and end.isdigit():
+        first, last = int(start), int(end)
+        width = len(start) if start.startswith("0") else 0
+        items = [str(n).zfill(width) for n in range(first, last + 1, step)]
+    elif len(start) == 1 and len(end) == 1 and start.isalpha() and end.isalpha():
+        first, last = ord(start), ord(end)
+        items = [chr(c) for c in range(first, last + 1, step)]
+    else:
+        raise BadValue(
+            f"cannot expand the host range in '{pattern}'.",
+            "Ranges look like [01:16] or [a:f], optionally with a step: [1:9:2].",
+        )
+    if first > last:
+        raise BadValue(f"the host range in '{pattern}' goes backwards ({start} > {end}).")
+    return [name for item in items for name in expand_host_range(head + item + tail)]
+
+
+# --- YAML -------------------------------------------------------------------------------------
+
+
+def parse_ansible_yaml(root: Node | None, *, file: str, base_dir: Path) -> Inventory:
+    tree = _Tree(file)
+    if not isinstance(root, Mapping):
+        line = root.line if root is not None else 1
+        raise tree.error(f"an Ansible YAML inventory must be a mapping with 'all:', not {kind_of(root)}.", line)
+    for entry in root.entries:
+        _yaml_group(tree, entry.key, entry.key_line, entry.value, parent=None)
+    return _resolve(tree, base_dir, "ansible-yaml")
+
+
+def _yaml_group(tree: _Tree, name: str, line: int, node: Node, parent: str | None) -> None:
+    group = tree.group(name, line)
+    if parent is not None and name not in tree.groups[parent].children:
+        tree.groups[parent].children.append(name)
+    if isinstance(node, Scalar) and node.value is None:
+        return
+    if not isinstance(node, Mapping):
+        raise tree.error(
+            f"group '{name}' must be a mapping with 'hosts', 'children' or 'vars', not {kind_of(node)}.",
+            node.line,
+            name,
+        )
+    for entry in node.entries:
+        if entry.key not in ("hosts", "children", "vars"):
+            hint = values.did_you_mean(entry.key, ("hosts", "children", "vars"))
+            raise tree.error(
+                f"unknown key '{entry.key}' in group '{name}'.",
+                entry.key_line,
+                f"{name}.{entry.key}",
+                hint or "A group has only 'hosts', 'children' and 'vars'.",
+            )
+        body = entry.value
+        if isinstance(body, Scalar) and body.value is None:
+            continue
+        if not isinstance(body, Mapping):
+            raise tree.error(
+                f"'{entry.key}' of group '{name}' must be a mapping, not {kind_of(body)}.",
+                entry.key_line,
+                f"{name}.{entry.key}",
+                "Ansible YAML lists hosts as keys: 'hosts: {gpu01: {ansible_host: 10.0.0.11}}'.",
+            )
+        if entry.key == "vars":
+            group.vars.update(_yaml_vars(body))
+        elif entry.key == "children":
+            for child in body.entries:
+                _yaml_group(tree, child.key, child.key_line, child.value, parent=name)
+        else:
+            for host in body.entries:
+                _yaml_host(tree, name, host.key, host.key_line, host.value)
+
+
+def _yaml_host(tree: _Tree, group: str, pattern: str, line: int, node: Node) -> None:
+    host_vars: dict[str, Var] = {}
+    if isinstance(node, Mapping):
+        host_vars = _yaml_vars(node)
+    elif not (isinstance(node, Scalar) and node.value is None):
+        raise tree.error(
+            f"host '{pattern}' must map to its variables (or nothing), not {kind_of(node)}.",
+            node.line,
+            f"{group}.hosts.{pattern}",
+        )
+    try:
+        names = expand_host_range(pattern)
+    except BadValue as exc:
+        raise tree.error(exc.message, line, pattern, exc.hint) from None
+    for name in names:
+        tree.add_host(group, name, line, dict(host_vars))
+
+
+def _yaml_vars(node: Mapping) -> dict[str, Var]:
+    out: dict[str, Var] = {}
+    for entry in node.entries:
+        value = entry.value
+        # Numbers keep the text as written where a version or name is meant (cuda 12.10).
+        plain = value.text if isinstance(value, Scalar) and isinstance(value.value, float) else to_python(value)
+        out[entry.key] = Var(plain, entry.key_line)
+    return out
+
+
+# --- from the tree to the model ---------------------------------------------------------------
+
+
+def _resolve(tree: _Tree, base_dir: Path, fmt: str) -> Inventory:
+    ungrouped = tree.group("ungrouped", 1)
+    parents = _parents(tree)
+    depth = _depths(tree, parents)
+    order = {name: index for index, name in enumerate(tree.groups)}
+    for name in tree.hosts:
+        if not any(name in g.hosts for g in tree.groups.values() if g.name not in ("all", "ungrouped")):
+            if name not in ungrouped.hosts:
+                ungrouped.hosts.append(name)
+        elif name in ungrouped.hosts:
+            ungrouped.hosts.remove(name)
+
+    memberships: dict[str, set[str]] = {name: set() for name in tree.hosts}
+    for group in tree.groups.values():
+        for host in group.hosts:
+            memberships[host].update(_ancestors(group.name, parents))
+    hosts: list[Host] = []
+    for host_def in tree.hosts.values():
+        groups = sorted(memberships[host_def.name] | {"all"}, key=lambda g: (depth[g], g))
+        merged: dict[str, Var] = {}
+        for group_name in groups:
+            merged.update(tree.groups[group_name].vars)
+        merged.update(host_def.vars)
+        listed = tuple(sorted(memberships[host_def.name] - {"all"}, key=lambda g: order[g]))
+        builder = HostBuilder(
+            file=tree.file,
+            name=host_def.name,
+            line=host_def.line,
+            merged=merged,
+            groups=listed,
+            base_dir=base_dir,
+        )
+        hosts.append(builder.build())
+
+    group_hosts: dict[str, tuple[str, ...]] = {}
+    for name in tree.groups:
+        if name == "all" or (name == "ungrouped" and not ungrouped.hosts):
+            continue
+        group_hosts[name] = tuple(h.name for h in hosts if name in h.groups)
+    if not hosts:
+        raise tree.error("the inventory lists no hosts.", None, hint="Add host lines under a [group] section.")
+    return Inventory(name=Path(tree.file).stem, hosts=tuple(hosts), groups=group_hosts, source=tree.file, format=fmt)
+
+
+def _parents(tree: _Tree) -> dict[str, set[str]]:
+    parents: dict[str, set[str]] = {name: set() for name in tree.groups}
+    for group in tree.groups.values():
+        for child in group.children:
+            parents[child].add(group.name)
+    for name, found in parents.items():
+        if name != "all" and not found:
+            found.add("all")
+    return parents
+
+
+def _ancestors(name: str, parents: dict[str, set[str]]) -> set[str]:
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        if current not in seen:
+            seen.add(current)
+            todo.extend(parents[current])
+    return seen
+
+
+def _depths(tree: _Tree, parents: dict[str, set[str]]) -> dict[str, int]:
+    depth: dict[str, int] = {}
+
+    def visit(name: str, path: tuple[str, ...]) -> int:
+        if name in path:
+            cycle = " -> ".join((*path[path.index(name) :], name))
+            raise tree.error(
+                f"the groups contain each other in a loop: {cycle}.",
+                tree.groups[name].line,
+                f"{name}:children",
+            )
+        if name not in depth:
+            depth[name] = 0 if name == "all" else 1 + max(visit(p, (*path, name)) for p in parents[name])
+        return depth[name]
+
+    for name in tree.groups:
+        visit(name, ())
+    return depth

@@ -1,0 +1,270 @@
+"""From an Ansible host's resolved variables to a clusterctl ``Host``.
+
+Ansible's connection variables become the host's address, user, port, key file, jump host
+and transport; ``clusterctl_*`` variables (and ``rack``) set what Ansible has no word for;
+group names such as ``kube_control_plane`` give roles. Every error names the line where the
+offending variable was set, which may be a group's vars rather than the host's line.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, cast
+
+from clusterctl.errors import InventoryError
+from clusterctl.inventory import values
+from clusterctl.inventory.model import Fabric, Host, SSHOptions, StackPin, TransportKind
+from clusterctl.inventory.values import BadValue
+
+#: Group names that mean "control-plane" in kubespray, kubeadm-ansible, k3s-ansible and friends.
+CONTROL_PLANE_GROUPS = frozenset(
+    {
+        "kube_control_plane",
+        "kube-master",
+        "kube_master",
+        "masters",
+        "master",
+        "control_plane",
+        "control-plane",
+        "controlplane",
+    }
+)
+#: Group names that mean "worker".
+WORKER_GROUPS = frozenset({"kube_node", "kube-node", "workers", "worker", "nodes", "node"})
+
+#: Ansible variable -> what it sets. Legacy ``ansible_ssh_*`` spellings are still common.
+ADDRESS_VARS = ("ansible_host", "ansible_ssh_host")
+USER_VARS = ("ansible_user", "ansible_ssh_user")
+PORT_VARS = ("ansible_port", "ansible_ssh_port")
+KEY_FILE_VARS = ("ansible_ssh_private_key_file", "ansible_private_key_file")
+SSH_ARGS_VARS = ("ansible_ssh_common_args", "ansible_ssh_extra_args")
+STACK_NAMES = ("driver", "cuda", "nccl", "kubernetes", "containerd")
+
+#: Options of the OpenSSH client that take an argument (``man ssh``), to walk its command line.
+_SSH_FLAGS_WITH_ARGUMENT = set("BbcDEeFIiJLlmOoPpQRSWw")
+
+
+@dataclass
+class Var:
+    """A variable's value and the line that set it, so errors point there."""
+
+    value: Any
+    line: int
+
+
+class HostBuilder:
+    """Turns one host's resolved variables into a ``Host``; errors point at the variable's line."""
+
+    def __init__(
+        self,
+        *,
+        file: str,
+        name: str,
+        line: int,
+        merged: dict[str, Var],
+        groups: tuple[str, ...],
+        base_dir: Path,
+    ) -> None:
+        self.file = file
+        self.name = name
+        self.line = line
+        self.vars = merged
+        self.groups = groups
+        self.base_dir = base_dir
+        self.used: set[str] = set()
+
+    def error(self, message: str, line: int | None, field: str, hint: str | None = None) -> InventoryError:
+        return InventoryError(message, file=self.file, line=line, field=field, hint=hint)
+
+    def pick(self, names: tuple[str, ...]) -> tuple[str, Var] | None:
+        """The first of several spellings that is set (``ansible_host`` before ``ansible_ssh_host``)."""
+        self.used.update(names)
+        for name in names:
+            var = self.vars.get(name)
+            if var is not None and var.value is not None:
+                return name, var
+        return None
+
+    def convert(self, names: tuple[str, ...], convert: Any) -> Any:
+        found = self.pick(names)
+        if found is None:
+            return None
+        name, var = found
+        try:
+            return convert(var.value)
+        except BadValue as exc:
+            raise self.error(f"host '{self.name}': {exc.message}", var.line, name, exc.hint) from None
+
+    def build(self) -> Host:
+        jump_host, options = self.ssh_args()
+        transport = self.transport()
+        fabric: dict[str, Any] = {}
+        if (fabric_type := self.convert(("clusterctl_fabric_type",), values.fabric_type)) is not None:
+            fabric["type"] = fabric_type
+        rate = self.convert(("clusterctl_fabric_rate_gbps",), lambda v: values.positive_number(v, "rate_gbps"))
+        if rate is not None:
+            fabric["rate_gbps"] = rate
+        if (hcas := self.convert(("clusterctl_fabric_hcas",), lambda v: values.text_list(v, "hcas"))) is not None:
+            fabric["hcas"] = hcas
+        stack = {
+            name: self.convert((f"clusterctl_stack_{name}",), lambda v, n=name: values.text(v, f"the {n} version"))
+            for name in STACK_NAMES
+        }
+        host = Host(
+            name=self.name,
+            address=self.convert(ADDRESS_VARS, lambda v: values.text(v, "ansible_host")),
+            port=self.convert(PORT_VARS, values.port),
+            user=self.convert(USER_VARS, lambda v: values.text(v, "ansible_user")),
+            roles=self.roles(),
+            rack=self.convert(("clusterctl_rack", "rack"), lambda v: values.text(v, "rack")),
+            groups=self.groups,
+            fabric=Fabric(**fabric),
+            ssh=SSHOptions(
+                key_file=self.convert(KEY_FILE_VARS, lambda v: values.text(v, "key file")),
+                jump_host=jump_host,
+                options=options,
+            ),
+            transport=transport,
+            profile=self.profile(transport),
+            stack=StackPin(**{k: v for k, v in stack.items() if v is not None}),
+            source=f"{self.file}:{self.line}",
+        )
+        rest = {k: v.value for k, v in self.vars.items() if k not in self.used}
+        return replace(host, vars=tuple(values.mask_secrets(rest).items()))
+
+    def roles(self) -> tuple[str, ...]:
+        explicit = self.convert(("clusterctl_roles",), values.roles)
+        if explicit is not None:
+            return tuple(explicit)
+        found = []
+        if any(g in CONTROL_PLANE_GROUPS for g in self.groups):
+            found.append("control-plane")
+        if any(g in WORKER_GROUPS for g in self.groups):
+            found.append("worker")
+        return tuple(found) or ("worker",)
+
+    def transport(self) -> TransportKind:
+        explicit = self.convert(("clusterctl_transport",), values.transport)
+        connection = self.convert(("ansible_connection",), lambda v: values.text(v, "ansible_connection"))
+        if explicit is not None:
+            return cast("TransportKind", explicit)
+        if connection in (None, "ssh", "paramiko", "smart"):
+            return "ssh"
+        if connection == "local":
+            return "local"
+        var = self.vars["ansible_connection"]
+        raise self.error(
+            f"host '{self.name}': ansible_connection '{connection}' is not supported.",
+            var.line,
+            "ansible_connection",
+            "clusterctl reaches hosts over ssh (or local for this machine); set clusterctl_transport to override.",
+        )
+
+    def profile(self, transport: str) -> str | None:
+        found = self.pick(("clusterctl_profile",))
+        if found is None:
+            if transport == "mock":
+                raise self.error(
+                    f"host '{self.name}' uses the mock transport but has no profile.",
+                    self.line,
+                    "clusterctl_profile",
+                    "Set clusterctl_profile to the folder holding the host's profile.yaml.",
+                )
+            return None
+        name, var = found
+        if transport != "mock":
+            return str(var.value)
+        try:
+            return values.profile_folder(var.value, self.base_dir)
+        except BadValue as exc:
+            raise self.error(f"host '{self.name}': {exc.message}", var.line, name, exc.hint) from None
+
+    def ssh_args(self) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+        """Jump host and ``-o`` options from ``ansible_ssh_common_args``/``_extra_args``."""
+        self.used.update(SSH_ARGS_VARS)
+        jump: str | None = None
+        options: list[tuple[str, str]] = []
+        for name in SSH_ARGS_VARS:
+            var = self.vars.get(name)
+            if var is None or var.value in (None, ""):
+                continue
+            try:
+                found_jump, found_options = parse_ssh_args(str(var.value))
+            except BadValue as exc:
+                raise self.error(f"host '{self.name}': {exc.message}", var.line, name, exc.hint) from None
+            jump = found_jump or jump
+            options.extend(found_options)
+        return jump, tuple(options)
+
+
+def parse_ssh_args(args: str) -> tuple[str | None, list[tuple[str, str]]]:
+    """ProxyJump (``-J``, ``-o ProxyJump=``, or ``ssh -W %h:%p`` in a ProxyCommand) and other ``-o``."""
+    try:
+        tokens = shlex.split(args)
+    except ValueError as exc:
+        raise BadValue(f"cannot split the ssh arguments '{args}': {exc}.", "Check the quotes.") from None
+    jump: str | None = None
+    options: list[tuple[str, str]] = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        index += 1
+        if len(token) < 2 or token[0] != "-" or token[1] not in "Jo":
+            continue
+        argument = token[2:]
+        if not argument and index < len(tokens):
+            argument = tokens[index]
+            index += 1
+        if token[1] == "J":
+            jump = argument
+            continue
+        key, value = _ssh_option(argument)
+        if key.lower() == "proxyjump":
+            jump = value
+        elif key.lower() == "proxycommand" and (via := _jump_from_proxy_command(value)):
+            jump = via
+        elif key:
+            options.append((key, value))
+    return jump, options
+
+
+def _ssh_option(argument: str) -> tuple[str, str]:
+    match = re.match(r"\s*([A-Za-z]+)\s*(?:=|\s)\s*(.*)$", argument, re.DOTALL)
+    if not match:
+        return argument.strip(), ""
+    return match.group(1), match.group(2).strip()
+
+
+def _jump_from_proxy_command(command: str) -> str | None:
+    """``ssh -W %h:%p -q [-p 2222] [-l user] [user@]bastion`` is a jump through ``bastion``."""
+    try:
+        tokens = shlex.split(command)
+    except ValueError:
+        return None
+    if not tokens or Path(tokens[0]).name != "ssh" or not any(t.startswith("-W") for t in tokens):
+        return None
+    user = port = destination = None
+    index = 1
+    while index < len(tokens):
+        token = tokens[index]
+        index += 1
+        if token.startswith("-") and len(token) >= 2:
+            flag, argument = token[1], token[2:]
+            if flag in _SSH_FLAGS_WITH_ARGUMENT and not argument and index < len(tokens):
+                argument = tokens[index]
+                index += 1
+            if flag == "p":
+                port = argument
+            elif flag == "l":
+                user = argument
+            continue
+        destination = token
+        break
+    if destination is None:
+        return None
+    if user and "@" not in destination:
+        destination = f"{user}@{destination}"
+    return f"{destination}:{port}" if port else destination

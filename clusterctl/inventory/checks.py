@@ -1,0 +1,90 @@
+"""Warnings about an inventory that loads but is probably not what the user meant."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from clusterctl.inventory.model import Host, Inventory, StackPin
+
+_DEFAULT_SSH_PORT = 22
+
+
+def check_inventory(inventory: Inventory) -> list[str]:
+    """One sentence per suspicious thing, naming the hosts; an empty list means nothing found."""
+    warnings: list[str] = []
+    hosts = inventory.hosts
+    control_planes = [h.name for h in hosts if "control-plane" in h.roles]
+    if hosts and not control_planes:
+        warnings.append(
+            "no host has the role control-plane: Kubernetes bootstrap needs at least one "
+            "(set 'roles: [control-plane]' on a host)."
+        )
+    elif len(control_planes) % 2 == 0 and control_planes:
+        warnings.append(
+            f"{len(control_planes)} control-plane hosts ({_names(control_planes)}): etcd needs an odd "
+            "number to keep quorum when one fails."
+        )
+    with_rack = [h.name for h in hosts if h.rack]
+    without_rack = [h.name for h in hosts if not h.rack]
+    if with_rack and without_rack:
+        warnings.append(
+            f"hosts without a rack: {_names(without_rack)}, while {len(with_rack)} other host(s) have one; "
+            "within-rack and across-rack fabric thresholds cannot be told apart for them."
+        )
+    clashing = [g for g in inventory.groups if any(h.name == g for h in hosts)]
+    if clashing:
+        warnings.append(
+            f"group and host share a name: {_names(clashing)}; --limit with that name selects the host "
+            "and the whole group."
+        )
+    warnings.extend(_same_endpoint(hosts))
+    warnings.extend(_thresholds(hosts))
+    warnings.extend(_stack_disagreements(hosts))
+    return warnings
+
+
+def _same_endpoint(hosts: tuple[Host, ...]) -> list[str]:
+    by_endpoint: dict[str, list[str]] = defaultdict(list)
+    for host in hosts:
+        if host.transport != "ssh":
+            continue  # mock and local hosts do not connect anywhere
+        jump = f" via {host.ssh.jump_host}" if host.ssh.jump_host else ""
+        endpoint = f"{host.connect_address}:{host.port or _DEFAULT_SSH_PORT}{jump}"
+        by_endpoint[endpoint].append(host.name)
+    return [
+        f"hosts {_names(names)} all connect to {endpoint}: they are probably one machine listed twice."
+        for endpoint, names in by_endpoint.items()
+        if len(names) > 1
+    ]
+
+
+def _thresholds(hosts: tuple[Host, ...]) -> list[str]:
+    warnings = []
+    inverted_latency = [h.name for h in hosts if h.fabric.latency_warn_us > h.fabric.latency_error_us]
+    if inverted_latency:
+        warnings.append(
+            f"latency_warn_us is above latency_error_us on {_names(inverted_latency)}: "
+            "every slow link would be an error before it could be a warning."
+        )
+    inverted_rack = [h.name for h in hosts if h.fabric.within_rack_min < h.fabric.across_racks_min]
+    if inverted_rack:
+        warnings.append(
+            f"within_rack_min is below across_racks_min on {_names(inverted_rack)}: links inside a rack "
+            "usually must be faster than links across racks."
+        )
+    return warnings
+
+
+def _stack_disagreements(hosts: tuple[Host, ...]) -> list[str]:
+    warnings = []
+    for component in StackPin.__dataclass_fields__:
+        pins = Counter(getattr(h.stack, component) for h in hosts if getattr(h.stack, component))
+        if len(pins) > 1:
+            listed = ", ".join(f"{version} ({count} host(s))" for version, count in pins.most_common())
+            warnings.append(f"hosts pin different {component} versions: {listed}; a cluster usually runs one.")
+    return warnings
+
+
+def _names(names: list[str], limit: int = 8) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")

@@ -1,0 +1,91 @@
+"""``--limit``: choose hosts of the inventory by name, glob, group, exclusion and intersection.
+
+The pattern language is Ansible's: ``a,b`` or ``a:b`` is a union, ``!x`` removes, ``&x`` keeps
+only hosts also in ``x``, ``*`` globs match host and group names, ``~regex`` matches host names,
+``all`` is every host. Hosts come back in inventory order, whatever the pattern order.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable
+
+from clusterctl.errors import UsageError
+from clusterctl.inventory.model import Host, Inventory
+from clusterctl.inventory.values import did_you_mean
+
+
+def select_hosts(inventory: Inventory, patterns: Iterable[str] | str | None) -> tuple[Host, ...]:
+    """Hosts matching ``patterns``; all hosts when there is no pattern.
+
+    Raises ``UsageError`` (exit 2) naming a pattern that matches no host, so a typo never
+    silently runs on nothing (or, with ``!``, on everything).
+    """
+    terms = split_patterns(patterns)
+    if not terms:
+        return inventory.hosts
+    included: set[str] | None = None
+    required: list[set[str]] = []
+    excluded: set[str] = set()
+    for term in terms:
+        if term.startswith("!"):
+            excluded |= _match(inventory, term[1:], term)
+        elif term.startswith("&"):
+            required.append(_match(inventory, term[1:], term))
+        else:
+            included = (included or set()) | _match(inventory, term, term)
+    chosen = set(h.name for h in inventory.hosts) if included is None else included
+    for names in required:
+        chosen &= names
+    chosen -= excluded
+    return tuple(h for h in inventory.hosts if h.name in chosen)
+
+
+def split_patterns(patterns: Iterable[str] | str | None) -> list[str]:
+    """``"a,b:!c"`` and ``["a", "b,c"]`` to single terms; empty pieces are dropped."""
+    if patterns is None:
+        return []
+    items = [patterns] if isinstance(patterns, str) else list(patterns)
+    terms: list[str] = []
+    for item in items:
+        # As in Ansible: commas separate when there are any (so "fe80::1,gpu01" works);
+        # otherwise colons do. A colon inside [..] belongs to a glob class, not a separator.
+        separator = r",(?![^\[]*\])" if "," in item else r":(?![^\[]*\])"
+        for piece in re.split(separator, item):
+            piece = piece.strip()
+            if piece:
+                terms.append(piece)
+    return terms
+
+
+def _match(inventory: Inventory, pattern: str, term: str) -> set[str]:
+    host_names = [h.name for h in inventory.hosts]
+    if not pattern:
+        raise UsageError(f"the --limit pattern '{term}' is incomplete.", hint="Write '!name' or '&group'.")
+    if pattern in ("all", "*"):
+        return set(host_names)
+    found: set[str] = set()
+    # Exact names first, so a host called 'gpu[1]' or 'a*b' is found as itself.
+    if pattern in host_names:
+        found.add(pattern)
+    if pattern in inventory.groups:
+        found.update(inventory.groups[pattern])
+    if not found and pattern.startswith("~"):
+        try:
+            regex = re.compile(pattern[1:])
+        except re.error as exc:
+            raise UsageError(f"the --limit pattern '{term}' is not a valid regular expression: {exc}.") from None
+        found.update(n for n in host_names if regex.search(n))
+    elif not found and any(c in pattern for c in "*?["):
+        found.update(n for n in host_names if fnmatch.fnmatchcase(n, pattern))
+        for group, members in inventory.groups.items():
+            if fnmatch.fnmatchcase(group, pattern):
+                found.update(members)
+    if not found:
+        suggestion = did_you_mean(pattern, [*host_names, *inventory.groups])
+        raise UsageError(
+            f"the --limit pattern '{term}' matches no host or group of the inventory.",
+            hint=suggestion or "Run 'clusterctl inventory show' to see host and group names.",
+        )
+    return found

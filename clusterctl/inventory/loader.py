@@ -1,0 +1,100 @@
+"""Find the inventory file and read it in whichever format it is written."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from clusterctl.errors import InventoryError, UsageError
+from clusterctl.inventory.model import Inventory
+
+#: Environment variable naming the inventory when ``-i`` is not given.
+INVENTORY_ENV = "CLUSTERCTL_INVENTORY"
+#: File used when neither ``-i`` nor the environment names one.
+DEFAULT_INVENTORY = "inventory.yaml"
+
+_YAML_SUFFIXES = (".yaml", ".yml", ".json")
+_ANSIBLE_GROUP_KEYS = ("hosts", "children", "vars")
+
+
+def resolve_inventory_path(explicit: str | None, *, cwd: Path | None = None) -> Path:
+    """The inventory to use: ``-i`` value, else ``$CLUSTERCTL_INVENTORY``, else ``./inventory.yaml``."""
+    if explicit:
+        return Path(explicit)
+    from_env = os.environ.get(INVENTORY_ENV, "").strip()
+    if from_env:
+        return Path(from_env)
+    default = (cwd or Path.cwd()) / DEFAULT_INVENTORY
+    if default.is_file():
+        return Path(DEFAULT_INVENTORY) if cwd is None else default
+    raise UsageError(
+        "no inventory given.",
+        hint=f"Pass one with -i/--inventory PATH, set {INVENTORY_ENV}=PATH, "
+        f"or create ./{DEFAULT_INVENTORY} in the current folder.",
+    )
+
+
+def load_inventory(path: str | Path) -> Inventory:
+    """Read a clusterctl YAML, Ansible YAML or Ansible INI inventory, detecting which it is.
+
+    YAML whose top level is ``all:`` (or only Ansible groups) is read as Ansible; other YAML as
+    clusterctl's format; a file that is not a YAML mapping (``[group]`` headers, host lines) as
+    Ansible INI.
+    """
+    from clusterctl.inventory.ansible import parse_ansible_ini, parse_ansible_yaml
+    from clusterctl.inventory.native import parse_native
+    from clusterctl.inventory.yaml_tree import Mapping, parse_yaml
+
+    file_path = Path(path)
+    file = str(path)
+    text = read_inventory_text(file_path)
+    base_dir = file_path.resolve().parent
+    suffix = file_path.suffix.lower()
+    if suffix in (".ini", ".cfg") or (suffix not in _YAML_SUFFIXES and _looks_like_ini(text)):
+        return parse_ansible_ini(text, file=file, base_dir=base_dir)
+    root = parse_yaml(text, file)
+    if isinstance(root, Mapping) and _is_ansible_yaml(root):
+        return parse_ansible_yaml(root, file=file, base_dir=base_dir)
+    return parse_native(text, file=file, base_dir=base_dir)
+
+
+def read_inventory_text(file_path: Path) -> str:
+    """The file's text; a missing, folder, unreadable or non-UTF-8 file is an ``InventoryError``."""
+    if not file_path.exists():
+        raise InventoryError(
+            f"inventory file not found: {file_path}",
+            file=None,
+            hint="Check the path given with -i/--inventory or in CLUSTERCTL_INVENTORY.",
+        )
+    if file_path.is_dir():
+        raise InventoryError(f"the inventory {file_path} is a folder; give the inventory file inside it.", file=None)
+    try:
+        return file_path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InventoryError(
+            f"the inventory is not UTF-8 text (byte {exc.start} cannot be read).", file=str(file_path)
+        ) from None
+    except OSError as exc:
+        raise InventoryError(f"cannot read the inventory {file_path}: {exc.strerror}.") from None
+
+
+def _looks_like_ini(text: str) -> bool:
+    """INI when the first meaningful line is a ``[section]`` or a host line rather than ``key:``."""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";", "---")):
+            continue
+        if line.startswith("[") and line.endswith("]") and "," not in line:
+            return True
+        # A YAML mapping key is "name:" followed by a space or the end of the line; a host line
+        # ("gpu01 ansible_host=10.0.0.1", "gpu01:2222") is not.
+        first_word = line.split()[0]
+        return not (first_word.endswith(":") or ": " in line or line.startswith(("-", "{")))
+    return False
+
+
+def _is_ansible_yaml(root: object) -> bool:
+    from clusterctl.inventory.yaml_tree import Mapping
+
+    assert isinstance(root, Mapping)
+    return root.get("all") is not None and root.get("hosts") is None and root.get("cluster") is None

@@ -1,0 +1,486 @@
+"""clusterctl's own inventory format (YAML), read with line numbers for every error.
+
+Layout: ``cluster``, ``defaults`` (settings for every host), ``groups`` (``vars`` and
+``hosts``), ``hosts`` (a mapping by name, or a list of mappings with ``name:``). Settings are
+applied defaults < group vars (in the order the groups are written) < the host itself; the
+sections ``fabric``, ``ssh``, ``ssh.options``, ``stack``, ``labels`` and ``vars`` merge key by
+key, every other setting is replaced as a whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from clusterctl.errors import InventoryError
+from clusterctl.inventory import values
+from clusterctl.inventory.loader import read_inventory_text
+from clusterctl.inventory.model import Fabric, Host, Inventory, SSHOptions, StackPin
+from clusterctl.inventory.values import BadValue
+from clusterctl.inventory.yaml_tree import Mapping, Node, Scalar, Sequence, kind_of, parse_yaml, to_python
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """One value from the file, with where it was written (for errors found after merging)."""
+
+    value: Any
+    line: int
+    field: str
+
+
+class _Section(dict[str, _Setting]):
+    """Settings that merge key by key across defaults, groups and host (``fabric``, ``ssh``...)."""
+
+
+Layer = dict[str, _Setting]
+FieldReader = Callable[["_Reader", Node, str], Any]
+
+
+@dataclass(frozen=True)
+class _HostDef:
+    name: str
+    line: int
+    settings: Layer
+
+
+@dataclass(frozen=True)
+class _GroupDef:
+    name: str
+    line: int
+    settings: Layer
+    members: tuple[str, ...]
+
+
+def load_native(path: str | Path) -> Inventory:
+    """Read a clusterctl YAML inventory; ``InventoryError`` names file, line and field of any problem."""
+    file_path = Path(path)
+    text = read_inventory_text(file_path)
+    return parse_native(text, file=str(path), base_dir=file_path.resolve().parent)
+
+
+def parse_native(text: str, *, file: str, base_dir: Path) -> Inventory:
+    """The same as ``load_native`` for text already read; ``base_dir`` anchors relative profiles."""
+    return _Reader(file, base_dir).read(parse_yaml(text, file))
+
+
+class _Reader:
+    def __init__(self, file: str, base_dir: Path) -> None:
+        self.file = file
+        self.base_dir = base_dir
+
+    def error(self, message: str, *, line: int, field: str | None, hint: str | None = None) -> InventoryError:
+        return InventoryError(message, file=self.file, line=line, field=field or None, hint=hint)
+
+    # --- the document -------------------------------------------------------------------
+
+    def read(self, root: Node | None) -> Inventory:
+        if root is None or (isinstance(root, Scalar) and root.value is None):
+            raise self.error(
+                "the inventory is empty.", line=1, field=None, hint="It needs at least a 'hosts:' section."
+            )
+        if not isinstance(root, Mapping):
+            raise self.error(
+                f"the inventory must be a mapping with 'cluster', 'defaults', 'groups' and 'hosts', "
+                f"but it is {kind_of(root)}.",
+                line=root.line,
+                field=None,
+            )
+        self.check_known_fields(root, TOP_FIELDS, "")
+        cluster = root.get("cluster")
+        name = Path(self.file).stem
+        if cluster is not None:
+            name = self.scalar(cluster.value, "cluster", lambda v: values.text(v, "the cluster name"), raw=True)
+        defaults_entry = root.get("defaults")
+        defaults = self.settings(defaults_entry.value, "defaults", DEFAULT_FIELDS) if defaults_entry else _Section()
+        hosts_entry = root.get("hosts")
+        if hosts_entry is None:
+            raise self.error(
+                "the inventory has no 'hosts:' section.",
+                line=root.line,
+                field="hosts",
+                hint="List the machines under 'hosts:', e.g. 'hosts: {gpu-a1: {address: 10.0.0.11}}'.",
+            )
+        host_defs = self.hosts(hosts_entry.value)
+        groups_entry = root.get("groups")
+        group_defs = self.groups(groups_entry.value, [h.name for h in host_defs]) if groups_entry else []
+
+        hosts: list[Host] = []
+        for host_def in host_defs:
+            member_of = [g for g in group_defs if host_def.name in g.members]
+            layers = [defaults, *(g.settings for g in member_of), host_def.settings]
+            hosts.append(self.build_host(host_def, layers, tuple(g.name for g in member_of)))
+        groups = {g.name: tuple(h.name for h in host_defs if h.name in g.members) for g in group_defs}
+        return Inventory(name=name, hosts=tuple(hosts), groups=groups, source=self.file, format="clusterctl")
+
+    def hosts(self, node: Node) -> list[_HostDef]:
+        defs: list[_HostDef] = []
+        if isinstance(node, Mapping):
+            # Duplicate names in a mapping were already refused by the YAML reader.
+            for entry in node.entries:
+                field = f"hosts.{entry.key}"
+                self.check_host_name(entry.key, entry.key_line, field)
+                defs.append(_HostDef(entry.key, entry.key_line, self.host_settings(entry.value, field)))
+        elif isinstance(node, Sequence):
+            seen: dict[str, int] = {}
+            for index, item in enumerate(node.items):
+                host_def = self.listed_host(item, index)
+                if host_def.name in seen:
+                    raise self.error(
+                        f"duplicate host '{host_def.name}': it is already defined at line {seen[host_def.name]}.",
+                        line=host_def.line,
+                        field=f"hosts[{index}].name",
+                        hint="Each host may appear once; merge the two entries.",
+                    )
+                seen[host_def.name] = host_def.line
+                defs.append(host_def)
+        elif isinstance(node, Scalar) and node.value is None:
+            pass
+        else:
+            raise self.error(
+                f"'hosts' must be a mapping of host names to settings (or a list of hosts with 'name:'), "
+                f"not {kind_of(node)}.",
+                line=node.line,
+                field="hosts",
+            )
+        if not defs:
+            raise self.error(
+                "the inventory lists no hosts.",
+                line=node.line,
+                field="hosts",
+                hint="Add at least one host under 'hosts:'.",
+            )
+        return defs
+
+    def listed_host(self, item: Node, index: int) -> _HostDef:
+        field = f"hosts[{index}]"
+        if isinstance(item, Scalar) and isinstance(item.value, str):
+            self.check_host_name(item.value, item.line, field)
+            return _HostDef(item.value, item.line, _Section())
+        if not isinstance(item, Mapping):
+            raise self.error(
+                f"each host in the 'hosts' list must be a mapping with 'name:', not {kind_of(item)}.",
+                line=item.line,
+                field=field,
+            )
+        name_entry = item.get("name")
+        if name_entry is None:
+            raise self.error(
+                "this host has no 'name:'.",
+                line=item.line,
+                field=field,
+                hint="In a list of hosts, each one needs 'name: <host name>'.",
+            )
+        name = self.scalar(name_entry.value, f"{field}.name", lambda v: values.text(v, "a host name"), raw=True)
+        self.check_host_name(name, name_entry.key_line, f"{field}.name")
+        rest = Mapping(tuple(e for e in item.entries if e.key != "name"), item.line)
+        return _HostDef(name, name_entry.key_line, self.host_settings(rest, f"hosts.{name}"))
+
+    def check_host_name(self, name: str, line: int, field: str) -> None:
+        # Any other character, shell metacharacters included, is data: commands quote it.
+        if not name.strip():
+            raise self.error("a host name must not be empty.", line=line, field=field)
+
+    def host_settings(self, node: Node, field: str) -> Layer:
+        if isinstance(node, Scalar) and node.value is None:
+            return _Section()
+        if not isinstance(node, Mapping):
+            raise self.error(
+                f"a host's settings must be a mapping (address, port, user...), not {kind_of(node)}.",
+                line=node.line,
+                field=field,
+                hint="Write 'gpu-a1: {address: 10.0.0.11}' or leave the value empty.",
+            )
+        return self.settings(node, field, HOST_FIELDS)
+
+    def groups(self, node: Node, host_names: list[str]) -> list[_GroupDef]:
+        if isinstance(node, Scalar) and node.value is None:
+            return []
+        if not isinstance(node, Mapping):
+            raise self.error(
+                f"'groups' must be a mapping of group names to {{vars, hosts}}, not {kind_of(node)}.",
+                line=node.line,
+                field="groups",
+            )
+        known = set(host_names)
+        out: list[_GroupDef] = []
+        for entry in node.entries:
+            field = f"groups.{entry.key}"
+            if entry.key == "all":
+                raise self.error(
+                    "the group name 'all' is reserved: it always means every host.",
+                    line=entry.key_line,
+                    field=field,
+                )
+            body = entry.value
+            settings: Layer = _Section()
+            members_node: Node | None = None
+            if isinstance(body, Sequence):
+                members_node = body  # shorthand: ``rack-a: [gpu-a1, gpu-a2]``
+            elif isinstance(body, Mapping):
+                self.check_known_fields(body, GROUP_FIELDS, field)
+                vars_entry = body.get("vars")
+                if vars_entry is not None:
+                    settings = self.settings(vars_entry.value, f"{field}.vars", DEFAULT_FIELDS)
+                hosts_entry = body.get("hosts")
+                members_node = hosts_entry.value if hosts_entry else None
+            elif not (isinstance(body, Scalar) and body.value is None):
+                raise self.error(
+                    f"a group must be a mapping with 'vars' and 'hosts', not {kind_of(body)}.",
+                    line=body.line,
+                    field=field,
+                )
+            members = self.group_members(members_node, f"{field}.hosts", known)
+            out.append(_GroupDef(entry.key, entry.key_line, settings, members))
+        return out
+
+    def group_members(self, node: Node | None, field: str, known: set[str]) -> tuple[str, ...]:
+        if node is None or (isinstance(node, Scalar) and node.value is None):
+            return ()
+        if not isinstance(node, Sequence):
+            raise self.error(
+                f"a group's 'hosts' must be a list of host names, not {kind_of(node)}.",
+                line=node.line,
+                field=field,
+            )
+        members: list[str] = []
+        for index, item in enumerate(node.items):
+            name = self.scalar(item, f"{field}[{index}]", lambda v: values.text(v, "a host name"), raw=True)
+            if name not in known:
+                raise self.error(
+                    f"the group lists host '{name}', which is not defined under 'hosts'.",
+                    line=item.line,
+                    field=f"{field}[{index}]",
+                    hint=values.did_you_mean(name, known) or "Define the host under 'hosts:' first.",
+                )
+            if name not in members:
+                members.append(name)
+        return tuple(members)
+
+    # --- settings -----------------------------------------------------------------------
+
+    def check_known_fields(self, node: Mapping, spec: dict[str, Any], field: str) -> None:
+        for entry in node.entries:
+            if entry.key not in spec:
+                raise self.unknown_field(entry.key, entry.key_line, field, spec)
+
+    def unknown_field(self, key: str, line: int, field: str, spec: dict[str, Any]) -> InventoryError:
+        path = f"{field}.{key}" if field else key
+        if key in HOST_FIELDS and key not in spec:
+            return self.error(f"'{key}' can only be set on a host, not here.", line=line, field=path)
+        hint = values.did_you_mean(key, spec) or "Valid fields: " + ", ".join(sorted(spec)) + "."
+        return self.error(f"unknown field '{key}'.", line=line, field=path, hint=hint)
+
+    def settings(self, node: Node, field: str, spec: dict[str, FieldReader]) -> _Section:
+        section = _Section()
+        if isinstance(node, Scalar) and node.value is None:
+            return section
+        if not isinstance(node, Mapping):
+            raise self.error(
+                f"'{field.rsplit('.', 1)[-1]}' must be a mapping of settings, not {kind_of(node)}.",
+                line=node.line,
+                field=field,
+                hint="Valid fields: " + ", ".join(sorted(spec)) + ".",
+            )
+        for entry in node.entries:
+            reader = spec.get(entry.key)
+            if reader is None:
+                raise self.unknown_field(entry.key, entry.key_line, field, spec)
+            sub = f"{field}.{entry.key}"
+            section[entry.key] = _Setting(reader(self, entry.value, sub), entry.key_line, sub)
+        return section
+
+    def free_mapping(self, node: Node, field: str, *, text_values: bool) -> _Section:
+        """A mapping whose keys the user chooses (labels, ssh options, vars)."""
+        section = _Section()
+        if isinstance(node, Scalar) and node.value is None:
+            return section
+        if not isinstance(node, Mapping):
+            raise self.error(
+                f"'{field.rsplit('.', 1)[-1]}' must be a mapping of names to values, not {kind_of(node)}.",
+                line=node.line,
+                field=field,
+            )
+        for entry in node.entries:
+            sub = f"{field}.{entry.key}"
+            if text_values:
+                what = f"'{entry.key}'"
+                value: Any = self.scalar(entry.value, sub, partial(values.text, what=what), raw=True)
+            else:
+                value = to_python(entry.value)
+            section[entry.key] = _Setting(value, entry.key_line, sub)
+        return section
+
+    def scalar(self, node: Node, field: str, convert: Callable[[Any], Any], *, raw: bool = False) -> Any:
+        """One scalar, converted; ``raw`` passes numbers as written (``12.10``, not ``12.1``)."""
+        if not isinstance(node, Scalar):
+            raise self.error(f"expected a single value here, found {kind_of(node)}.", line=node.line, field=field)
+        value = node.value
+        if raw and isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = node.text
+        try:
+            return convert(value)
+        except BadValue as exc:
+            raise self.error(exc.message, line=node.line, field=field, hint=exc.hint) from None
+
+    def roles(self, node: Node, field: str) -> tuple[str, ...]:
+        if isinstance(node, Sequence):
+            if not node.items:
+                raise self.error(
+                    "roles must not be empty.",
+                    line=node.line,
+                    field=field,
+                    hint="Valid roles: control-plane, worker.",
+                )
+            found: list[str] = []
+            for index, item in enumerate(node.items):
+                role = self.scalar(item, f"{field}[{index}]", values.role)
+                if role not in found:
+                    found.append(role)
+            return tuple(found)
+        return tuple(self.scalar(node, field, values.roles))
+
+    def names(self, node: Node, field: str) -> tuple[str, ...]:
+        if isinstance(node, Sequence):
+            return tuple(
+                self.scalar(item, f"{field}[{i}]", lambda v: values.text(v, "a name"), raw=True)
+                for i, item in enumerate(node.items)
+            )
+        return tuple(self.scalar(node, field, lambda v: values.text_list(v, "this list"), raw=True))
+
+    # --- one host -----------------------------------------------------------------------
+
+    def build_host(self, host_def: _HostDef, layers: list[Layer], groups: tuple[str, ...]) -> Host:
+        merged: Layer = {}
+        for layer in layers:
+            merged = _merge(merged, layer)
+
+        def value(key: str, default: Any = None) -> Any:
+            setting = merged.get(key)
+            return default if setting is None or setting.value is None else setting.value
+
+        fabric: _Section = value("fabric", _Section())
+        ssh: _Section = value("ssh", _Section())
+        stack: _Section = value("stack", _Section())
+        options: _Section = ssh.get("options", _Setting(_Section(), 0, "")).value or _Section()
+        labels: _Section = value("labels", _Section())
+        free_vars: _Section = value("vars", _Section())
+        transport = value("transport", "ssh")
+        return Host(
+            name=host_def.name,
+            address=value("address"),
+            port=value("port"),
+            user=value("user"),
+            roles=value("roles", ("worker",)),
+            rack=value("rack"),
+            groups=groups,
+            labels=tuple((k, s.value) for k, s in labels.items()),
+            fabric=Fabric(**{k: s.value for k, s in fabric.items() if s.value is not None}),
+            ssh=SSHOptions(
+                key_file=_setting_value(ssh, "key_file"),
+                jump_host=_setting_value(ssh, "jump_host"),
+                options=tuple((k, s.value) for k, s in options.items()),
+            ),
+            transport=transport,
+            profile=self.profile(host_def, merged.get("profile"), transport),
+            stack=StackPin(**{k: s.value for k, s in stack.items() if s.value is not None}),
+            vars=tuple(values.mask_secrets({k: s.value for k, s in free_vars.items()}).items()),
+            source=f"{self.file}:{host_def.line}",
+        )
+
+    def profile(self, host_def: _HostDef, setting: _Setting | None, transport: str) -> str | None:
+        if setting is None or setting.value is None:
+            if transport == "mock":
+                raise self.error(
+                    f"host '{host_def.name}' uses the mock transport but has no profile.",
+                    line=host_def.line,
+                    field=f"hosts.{host_def.name}.profile",
+                    hint="Add 'profile: <folder with profile.yaml>' to the host, a group or defaults.",
+                )
+            return None
+        if transport != "mock":
+            return str(setting.value)
+        try:
+            return values.profile_folder(setting.value, self.base_dir)
+        except BadValue as exc:
+            raise self.error(
+                f"host '{host_def.name}': {exc.message}",
+                line=setting.line,
+                field=setting.field,
+                hint=exc.hint,
+            ) from None
+
+
+def _setting_value(section: _Section, key: str) -> Any:
+    setting = section.get(key)
+    return None if setting is None else setting.value
+
+
+def _merge(base: Layer, over: Layer) -> Layer:
+    out = dict(base)
+    for key, setting in over.items():
+        below = out.get(key)
+        if below is not None and isinstance(below.value, _Section) and isinstance(setting.value, _Section):
+            out[key] = _Setting(_Section(_merge(below.value, setting.value)), setting.line, setting.field)
+        else:
+            out[key] = setting
+    return out
+
+
+# --- the schema: field name -> reader -------------------------------------------------------
+
+
+def _text(what: str) -> FieldReader:
+    return lambda r, node, field: r.scalar(node, field, lambda v: values.optional_text(v, what), raw=True)
+
+
+def _number(what: str, check: Callable[[Any, str], float]) -> FieldReader:
+    return lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else check(v, what))
+
+
+def _port(r: _Reader, node: Node, field: str) -> int | None:
+    return r.scalar(node, field, lambda v: None if v is None else values.port(v))
+
+
+FABRIC_FIELDS: dict[str, FieldReader] = {
+    "type": lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else values.fabric_type(v)),
+    "rate_gbps": _number("rate_gbps", values.positive_number),
+    "hcas": lambda r, node, field: r.names(node, field),
+    "within_rack_min": _number("within_rack_min", values.fraction),
+    "across_racks_min": _number("across_racks_min", values.fraction),
+    "latency_warn_us": _number("latency_warn_us", values.positive_number),
+    "latency_error_us": _number("latency_error_us", values.positive_number),
+}
+
+SSH_FIELDS: dict[str, FieldReader] = {
+    "key_file": _text("key_file"),
+    "jump_host": _text("jump_host"),
+    "options": lambda r, node, field: r.free_mapping(node, field, text_values=True),
+}
+
+STACK_FIELDS: dict[str, FieldReader] = {
+    name: _text(f"the {name} version") for name in ("driver", "cuda", "nccl", "kubernetes", "containerd")
+}
+
+DEFAULT_FIELDS: dict[str, FieldReader] = {
+    "port": _port,
+    "user": _text("user"),
+    "roles": lambda r, node, field: r.roles(node, field),
+    "rack": _text("rack"),
+    "labels": lambda r, node, field: r.free_mapping(node, field, text_values=True),
+    "transport": lambda r, node, field: r.scalar(node, field, values.transport),
+    "profile": _text("profile"),
+    "fabric": lambda r, node, field: r.settings(node, field, FABRIC_FIELDS),
+    "ssh": lambda r, node, field: r.settings(node, field, SSH_FIELDS),
+    "stack": lambda r, node, field: r.settings(node, field, STACK_FIELDS),
+    "vars": lambda r, node, field: r.free_mapping(node, field, text_values=False),
+}
+
+HOST_FIELDS: dict[str, FieldReader] = {"address": _text("address"), **DEFAULT_FIELDS}
+
+GROUP_FIELDS: dict[str, None] = {"vars": None, "hosts": None}
+
+TOP_FIELDS: dict[str, None] = {"cluster": None, "defaults": None, "groups": None, "hosts": None}

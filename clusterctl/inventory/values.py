@@ -1,0 +1,214 @@
+"""Checks and conversions of single inventory values, shared by every inventory format.
+
+Each function takes the value as the file gave it (a YAML scalar, or the text of an Ansible
+INI variable) and returns the typed value, or raises ``BadValue`` with a sentence a user
+understands. The format readers add file, line and field to turn it into an
+``InventoryError``: these functions know nothing about where the value came from.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from clusterctl.inventory.model import FABRIC_TYPES, ROLES, TRANSPORT_KINDS
+
+#: Words people use for a role, from kubeadm/kubespray/k3s vocabulary, and the role they mean.
+ROLE_ALIASES: dict[str, str] = {
+    "master": "control-plane",
+    "masters": "control-plane",
+    "control_plane": "control-plane",
+    "controlplane": "control-plane",
+    "control": "control-plane",
+    "server": "control-plane",
+    "node": "worker",
+    "workers": "worker",
+    "agent": "worker",
+    "compute": "worker",
+}
+
+#: Names people write for a fabric type.
+FABRIC_ALIASES: dict[str, str] = {
+    "infiniband": "ib",
+    "rocev2": "roce",
+    "eth": "ethernet",
+    "tcp": "ethernet",
+}
+
+#: Variable names whose values are secrets; they are kept out of the model's free-form vars.
+SECRET_WORDS: tuple[str, ...] = ("pass", "secret", "token", "vault", "private_key_passphrase")
+MASK = "********"
+
+
+class BadValue(Exception):
+    """A value the inventory cannot use; ``hint`` says what would be accepted."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(message)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """``Did you mean 'x'?`` for the closest choice, or ``None`` when nothing is close."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"Did you mean '{close[0]}'?" if close else None
+
+
+def one_of_hint(word: str, choices: Iterable[str]) -> str:
+    options = list(choices)
+    listed = ", ".join(f"'{c}'" for c in options)
+    suggestion = did_you_mean(word, options)
+    return f"{suggestion} Valid values: {listed}." if suggestion else f"Valid values: {listed}."
+
+
+def is_secret_name(name: str) -> bool:
+    lowered = name.lower()
+    return any(word in lowered for word in SECRET_WORDS)
+
+
+def mask_secrets(variables: dict[str, Any]) -> dict[str, Any]:
+    """Same variables with every secret value replaced by a mask, so no output can show it."""
+    return {k: (MASK if is_secret_name(k) and v is not None else v) for k, v in variables.items()}
+
+
+def text(value: Any, what: str) -> str:
+    """A plain scalar as text; numbers are accepted because YAML turns ``rack: 1`` into an int."""
+    if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):
+        raise BadValue(f"{what} must be a text value, not {describe(value)}.")
+    return str(value)
+
+
+def optional_text(value: Any, what: str) -> str | None:
+    return None if value is None else text(value, what)
+
+
+def port(value: Any) -> int:
+    """A TCP port: a whole number from 1 to 65535 (digits in a string are accepted, as in INI)."""
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    if number is None or not 1 <= number <= 65535:
+        raise BadValue(
+            f"port must be a whole number from 1 to 65535, not {describe(value)}.",
+            "SSH normally listens on port 22.",
+        )
+    return number
+
+
+def role(value: Any) -> str:
+    name = text(value, "a role").strip()
+    if name in ROLES:
+        return name
+    alias = ROLE_ALIASES.get(name.lower())
+    if alias:
+        raise BadValue(f"unknown role '{name}'.", f"Did you mean '{alias}'? Valid roles: control-plane, worker.")
+    raise BadValue(f"unknown role '{name}'.", one_of_hint(name, ROLES))
+
+
+def roles(value: Any) -> tuple[str, ...]:
+    """A list of roles, or one text with commas (``control-plane,worker``) as INI files write it."""
+    items: list[Any]
+    if isinstance(value, str):
+        items = [part for part in (p.strip() for p in value.split(",")) if part]
+    elif isinstance(value, list):
+        items = value
+    else:
+        raise BadValue(f"roles must be a list such as [control-plane, worker], not {describe(value)}.")
+    if not items:
+        raise BadValue("roles must not be empty.", "Give at least one of: control-plane, worker.")
+    out: list[str] = []
+    for item in items:
+        name = role(item)
+        if name not in out:
+            out.append(name)
+    return tuple(out)
+
+
+def fabric_type(value: Any) -> str:
+    name = text(value, "fabric type").strip()
+    if name.lower() in FABRIC_TYPES:
+        return name.lower()
+    alias = FABRIC_ALIASES.get(name.lower())
+    if alias:
+        raise BadValue(f"unknown fabric type '{name}'.", f"Write '{alias}' for {name}.")
+    raise BadValue(f"unknown fabric type '{name}'.", one_of_hint(name, FABRIC_TYPES))
+
+
+def transport(value: Any) -> str:
+    name = text(value, "transport").strip()
+    if name in TRANSPORT_KINDS:
+        return name
+    raise BadValue(f"unknown transport '{name}'.", one_of_hint(name, TRANSPORT_KINDS))
+
+
+def positive_number(value: Any, what: str) -> float:
+    number = _number(value)
+    if number is None or number <= 0:
+        raise BadValue(f"{what} must be a number greater than 0, not {describe(value)}.")
+    return number
+
+
+def fraction(value: Any, what: str) -> float:
+    number = _number(value)
+    if number is None or not 0 < number <= 1:
+        raise BadValue(
+            f"{what} must be a fraction of line rate between 0 and 1, not {describe(value)}.",
+            "For example 0.9 means 90% of line rate.",
+        )
+    return number
+
+
+def text_list(value: Any, what: str) -> tuple[str, ...]:
+    """A list of names, or one text with commas."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    if isinstance(value, list):
+        return tuple(text(item, f"each entry of {what}") for item in value)
+    raise BadValue(f"{what} must be a list of names, not {describe(value)}.")
+
+
+def profile_folder(value: Any, base_dir: Path) -> str:
+    """Absolute path of a mock profile folder, relative paths taken from the inventory's folder."""
+    raw = text(value, "profile").strip()
+    path = Path(os.path.expanduser(raw))
+    if not path.is_absolute():
+        path = base_dir / path
+    path = path.resolve()
+    if not path.is_dir():
+        raise BadValue(
+            f"mock profile folder '{raw}' does not exist (looked for {path}).",
+            "A relative profile path is taken from the folder of the inventory file.",
+        )
+    return str(path)
+
+
+def describe(value: Any) -> str:
+    """How a wrong value is shown in a message: its text, or its kind when it is a structure."""
+    if value is None:
+        return "an empty value"
+    if isinstance(value, bool):
+        return f"'{str(value).lower()}' (a yes/no value)"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"'{value}'"
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None

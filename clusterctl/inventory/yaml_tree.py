@@ -1,0 +1,198 @@
+"""YAML read into a small tree that remembers the line of every key and value.
+
+PyYAML's ``safe_load`` forgets where things were and silently keeps the last of two equal
+keys, so a copy-pasted host would vanish without a word. Here the document is composed into
+nodes and walked by hand: every mapping entry keeps its key's line, duplicate keys are an
+error naming both lines, and scalars keep the text as written (``cuda: 12.10`` stays
+``"12.10"`` when a field wants text).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from clusterctl.errors import InventoryError
+
+#: Upper bound on nodes visited, so an alias bomb ("billion laughs") fails fast.
+MAX_NODES = 200_000
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_STANDARD_TAG_PREFIX = "tag:yaml.org,2002:"
+
+
+@dataclass(frozen=True)
+class Scalar:
+    value: Any
+    #: The scalar exactly as written (without quotes).
+    text: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: str
+    key_line: int
+    value: Node
+
+
+@dataclass(frozen=True)
+class Mapping:
+    entries: tuple[Entry, ...]
+    line: int
+
+    def get(self, key: str) -> Entry | None:
+        for entry in self.entries:
+            if entry.key == key:
+                return entry
+        return None
+
+    def keys(self) -> list[str]:
+        return [e.key for e in self.entries]
+
+
+@dataclass(frozen=True)
+class Sequence:
+    items: tuple[Node, ...]
+    line: int
+
+
+Node = Scalar | Mapping | Sequence
+
+
+def to_python(node: Node | None) -> Any:
+    """Plain dicts, lists and scalars, for free-form variables."""
+    if node is None:
+        return None
+    if isinstance(node, Scalar):
+        return node.value
+    if isinstance(node, Sequence):
+        return [to_python(item) for item in node.items]
+    return {e.key: to_python(e.value) for e in node.entries}
+
+
+def kind_of(node: Node | None) -> str:
+    if node is None or (isinstance(node, Scalar) and node.value is None):
+        return "an empty value"
+    if isinstance(node, Mapping):
+        return "a mapping"
+    if isinstance(node, Sequence):
+        return "a list"
+    return f"the value '{node.text}'"
+
+
+def parse_yaml(text: str, file: str) -> Node | None:
+    """The document's root node, or ``None`` for an empty document.
+
+    Raises ``InventoryError`` with the line and column PyYAML reports for a syntax error.
+    """
+    import yaml
+
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        return _Walker(loader, file).walk(root, "")
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        start = exc.context_mark
+        problem = exc.problem or exc.context or "the YAML syntax is wrong"
+        if start is not None and "end of stream" in problem:
+            # An unclosed quote or bracket is found only at the end of the file; the line
+            # where it was opened is the one to fix.
+            mark = start
+        line = mark.line + 1 if mark is not None else None
+        column = f" at column {mark.column + 1}" if mark is not None else ""
+        context = ""
+        if exc.context and exc.problem:
+            context = f" ({exc.context}"
+            if start is not None and start is not mark and start.line != (mark.line if mark else -1):
+                context += f" that started at line {start.line + 1}"
+            context += ")"
+        raise InventoryError(
+            f"this is not valid YAML: {problem}{context}{column}.",
+            file=file,
+            line=line,
+            hint="Check indentation, colons after keys and matching quotes around that line.",
+        ) from None
+    except yaml.YAMLError as exc:
+        raise InventoryError(f"this is not valid YAML: {exc}.", file=file) from None
+    finally:
+        loader.dispose()
+
+
+class _Walker:
+    def __init__(self, loader: Any, file: str) -> None:
+        self.loader = loader
+        self.file = file
+        self.visited = 0
+        #: Nodes on the current path, to refuse an alias that contains itself.
+        self.active: set[int] = set()
+
+    def walk(self, node: Any, path: str) -> Node:
+        import yaml
+
+        self.visited += 1
+        if self.visited > MAX_NODES:
+            raise InventoryError(
+                f"the document expands to more than {MAX_NODES} values (aliases repeated too often).",
+                file=self.file,
+                line=node.start_mark.line + 1,
+            )
+        line = node.start_mark.line + 1
+        if id(node) in self.active:
+            raise InventoryError("an alias refers to itself (recursive anchor).", file=self.file, line=line)
+        if isinstance(node, yaml.ScalarNode):
+            return Scalar(self._scalar_value(node), node.value, line)
+        self.active.add(id(node))
+        try:
+            if isinstance(node, yaml.SequenceNode):
+                return Sequence(tuple(self.walk(item, path) for item in node.value), line)
+            return self._mapping(node, line, path)
+        finally:
+            self.active.discard(id(node))
+
+    def _scalar_value(self, node: Any) -> Any:
+        # A tag PyYAML's safe loader does not know (Ansible's ``!vault``, ``!unsafe``) stays
+        # opaque text instead of failing the whole inventory.
+        if node.tag and not node.tag.startswith(_STANDARD_TAG_PREFIX):
+            return node.value
+        return self.loader.construct_object(node, deep=True)
+
+    def _mapping(self, node: Any, line: int, path: str) -> Mapping:
+        import yaml
+
+        explicit: dict[str, Entry] = {}
+        merged: dict[str, Entry] = {}
+        for key_node, value_node in node.value:
+            key_line = key_node.start_mark.line + 1
+            if key_node.tag == _MERGE_TAG:
+                # ``<<: *defaults``: inherited entries lose against keys written here.
+                sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+                for source in sources:
+                    inherited = self.walk(source, path)
+                    if not isinstance(inherited, Mapping):
+                        raise InventoryError("'<<' must merge a mapping.", file=self.file, line=key_line)
+                    for entry in inherited.entries:
+                        merged.setdefault(entry.key, entry)
+                continue
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise InventoryError(
+                    "a key must be a plain name, not a list or mapping.", file=self.file, line=key_line
+                )
+            key = key_node.value
+            field = f"{path}.{key}" if path else key
+            if key in explicit:
+                what = "host" if path.rsplit(".", 1)[-1] == "hosts" else "key"
+                raise InventoryError(
+                    f"duplicate {what} '{key}': it is already defined at line {explicit[key].key_line}.",
+                    file=self.file,
+                    line=key_line,
+                    field=field,
+                    hint="YAML would silently keep only the last one; remove or rename one of them.",
+                )
+            explicit[key] = Entry(key, key_line, self.walk(value_node, field))
+        entries = dict(merged)
+        entries.update(explicit)
+        return Mapping(tuple(entries.values()), line)
