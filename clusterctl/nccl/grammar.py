@@ -1,0 +1,327 @@
+"""Value grammars of NCCL variables, checked the way NCCL itself reads them.
+
+NCCL reads numeric parameters with ``strtoll(value, NULL, 0)``: "0x10" is 16, "4M" is 4 (the
+parse stops at the first non-digit) and "abc" is 0. Messages say what NCCL will actually use.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import TYPE_CHECKING
+
+from clusterctl.nccl.versions import NcclVersion
+
+if TYPE_CHECKING:
+    from clusterctl.nccl.knowledge import ValueProblem, VariableInfo
+
+#: NCCL 2.24 introduced "allreduce:tree,ring;broadcast:ring" for NCCL_ALGO / NCCL_PROTO.
+PER_COLLECTIVE_SINCE = NcclVersion(2, 24, 0)
+_STRTOLL_RE = re.compile(r"^\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
+_UNIT_RE = re.compile(r"^(?:[kKmMgGtT](?:i?[bB])?|[bB])$")
+_UNIT_FACTOR = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_HCA_TOKEN_RE = re.compile(r"^[A-Za-z0-9_.\-]+(?::\d+){0,3}$")
+
+
+def strtoll(text: str) -> tuple[int, str]:
+    """What C's strtoll(text, &end, 0) returns, and the unread rest ("" when all of it was a number)."""
+    m = _STRTOLL_RE.match(text)
+    if m is None:
+        return 0, text
+    sign, digits = m.group(1), m.group(2)
+    if digits.lower().startswith("0x"):
+        number = int(digits, 16)
+    elif digits.startswith("0") and len(digits) > 1:
+        number = int(digits, 8)
+    else:
+        number = int(digits, 10)
+    return (-number if sign == "-" else number), text[m.end():]
+
+
+def check_value(info: VariableInfo, value: str, version: NcclVersion | None) -> list[ValueProblem]:
+    checker = _CHECKERS.get(info.kind)
+    if checker is None or info.scope not in ("core", "example-plugin"):
+        # Only NCCL's own parsing is modelled; PyTorch and plugins parse their variables differently.
+        return []
+    return checker(info, value, version)
+
+
+def _problem(code: str, severity: str, message: str, fix: str) -> ValueProblem:
+    from clusterctl.nccl.knowledge import ValueProblem
+
+    return ValueProblem(code=code, severity=severity, message=message, fix=fix)
+
+
+def _invalid(message: str, fix: str, severity: str = "error") -> ValueProblem:
+    return _problem("INVALID_VALUE", severity, message, fix)
+
+
+# -- numbers -------------------------------------------------------------------------------
+
+
+def _read_number(info: VariableInfo, value: str) -> tuple[int | None, list[ValueProblem]]:
+    """The number NCCL reads from ``value``, with a problem when that is not what the text says."""
+    name = info.name
+    if value.strip() == "":
+        return None, [_invalid(f"{name} is set to an empty value; NCCL ignores it and uses its default",
+                               f"remove {name} or give it a value", severity="warning")]
+    number, rest = strtoll(value)
+    if rest == "":
+        return number, []
+    stripped = rest.strip()
+    if _STRTOLL_RE.match(value) and _UNIT_RE.match(stripped):
+        meant = number * _UNIT_FACTOR.get(stripped[0].lower(), 1)
+        return number, [_invalid(
+            f"{name}={value} is read as {number}: NCCL parses numbers with strtoll, which stops at {stripped!r}",
+            f"write the number in full: {name}={meant}",
+        )]
+    if _STRTOLL_RE.match(value):
+        return number, [_invalid(
+            f"{name}={value} is not a whole number: NCCL reads only the leading digits, {number}",
+            f"write a whole number, e.g. {name}={number}",
+        )]
+    return number, [_invalid(
+        f"{name}={value} is not a number: NCCL reads it as 0",
+        f"write a whole number{_documented_values(info)}",
+    )]
+
+
+def _documented_values(info: VariableInfo) -> str:
+    return f" ({', '.join(info.values)})" if info.values else ""
+
+
+def _range_text(low: int | None, high: int | None) -> str:
+    if low is not None and high is not None:
+        return f"{low}-{high}"
+    if low is not None:
+        return f">= {low}"
+    return f"<= {high}"
+
+
+def _check_int(info: VariableInfo, value: str, version: NcclVersion | None) -> list[ValueProblem]:
+    number, problems = _read_number(info, value)
+    if problems or number is None:
+        return problems
+    name = info.name
+    high = info.maximum_for(version)
+    low = info.minimum
+    if info.clamped:
+        return _check_clamped(info, value, number, low, high)
+    if info.multiple_of and number % info.multiple_of != 0:
+        problems.append(_invalid(f"{name}={value} is not a multiple of {info.multiple_of}",
+                                 f"use a multiple of {info.multiple_of}"))
+    if (low is not None and number < low) or (high is not None and number > high):
+        where = f" for NCCL {version}" if version is not None and info.maximum_by_version else ""
+        problems.append(_invalid(f"{name}={value} is outside the accepted range {_range_text(low, high)}{where}",
+                                 f"use a value in {_range_text(low, high)}"))
+    return problems
+
+
+def _check_clamped(info: VariableInfo, value: str, number: int, low: int | None, high: int | None
+                   ) -> list[ValueProblem]:
+    """NCCL_NTHREADS: NCCL does not fail on a bad value, it silently uses another one."""
+    name = info.name
+    multiple = info.multiple_of or 1
+    if number % multiple != 0:
+        used, why = high, f"not a multiple of {multiple}"
+    elif high is not None and number > high:
+        used, why = high, f"above {high}"
+    elif low is not None and number < low:
+        used, why = low, f"below {low}"
+    else:
+        return []
+    return [_invalid(f"{name}={value} is {why}: NCCL replaces it with {used}",
+                     f"use one of {', '.join(info.values)}" if info.values else f"use {used}")]
+
+
+def _check_bool(info: VariableInfo, value: str, version: NcclVersion | None) -> list[ValueProblem]:
+    name = info.name
+    number, problems = _read_number(info, value)
+    if problems:
+        if value.strip().lower() in ("true", "yes", "on", "false", "no", "off"):
+            return [_invalid(f"{name}={value} is not 0 or 1: NCCL reads it with strtoll as 0",
+                             f"write {name}=1 to turn it on or {name}=0 to turn it off")]
+        return problems
+    if number not in (0, 1):
+        return [_invalid(f"{name}={value} is not 0 or 1", f"write {name}=1 or {name}=0", severity="warning")]
+    return []
+
+
+# -- words ---------------------------------------------------------------------------------
+
+
+def _matches(info: VariableInfo, word: str, choices: tuple[str, ...]) -> str | None:
+    for choice in choices:
+        if word == choice or (info.case_insensitive and word.lower() == choice.lower()):
+            return choice
+    return None
+
+
+def _suggest(word: str, choices: tuple[str, ...]) -> str:
+    lowered = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
+    return f" (did you mean {lowered[close[0]]}?)" if close else ""
+
+
+def _check_enum(info: VariableInfo, value: str, version: NcclVersion | None) -> list[ValueProblem]:
+    name = info.name
+    choice = _matches(info, value.strip(), info.values)
+    if choice is None:
+        case = "" if info.case_insensitive else " (case matters)"
+        return [_invalid(f"{name}={value} is not one of {', '.join(info.values)}{case}; NCCL does not recognise it",
+                         f"use one of {', '.join(info.values)}{_suggest(value, info.values)}")]
+    if choice in info.deprecated_values:
+        return [_problem("DEPRECATED", "warning", f"{name}={value}: {info.deprecated_values[choice]}",
+                         f"remove {name} or use {info.default}" if info.default else f"remove {name}")]
+    return []
+
+
+def _check_level(info: VariableInfo, value: str, version: NcclVersion | None) -> list[ValueProblem]:
+    name = info.name
+    word = value.strip()
+    if _matches(info, word, info.values) is not None:
+        return []
+    if re.fullmatch(r"\d+", word):
+        return [_problem("LEGACY_VALUE", "info",
+                         f"{name}={value} is a legacy numeric level; "
+                         "what each number means changed between NCCL releases",
+                         f"use a level name: {', '.join(info.values)}")]
+    return [_invalid(f"{name}={value} is not a level NCCL knows ({', '.join(info.values)})",
+                     f"use one of {', '.join(info.values)}{_suggest(word, info.values)}")]
+
+
+# -- lists ---------------------------------------------------------------------------------
+
+
+def _check_word_list(info: VariableInfo, value: str, version: NcclVersion | None) -> list[ValueProblem]:
+    """NCCL_ALGO / NCCL_PROTO: "Ring,Tree", "^LL128", or since 2.24 "allreduce:tree,ring;broadcast:ring"."""
+    name = info.name
+    text = value.strip()
+    if text == "":
+        return [_invalid(f"{name} is set to an empty value", f"remove {name} or list what to use", "warning")]
+    problems: list[ValueProblem] = []
+    what = "an algorithm" if info.kind == "algo-list" else "a protocol"
+    if ":" in text or ";" in text:
+        if version is not None and version < PER_COLLECTIVE_SINCE:
+            problems.append(_invalid(
+                f"{name}={value} uses the per-collective form, which NCCL reads only from 2.24 on (this is {version})",
+                f"use a plain list such as {name}={info.values[0]} or upgrade NCCL"))
+        lists = []
+        for part in text.split(";"):
+            if not part.strip():
+                continue
+            if ":" not in part:
+                lists.append(part)
+                continue
+            collective, _, words = part.partition(":")
+            if not collective.strip():
+                problems.append(_invalid(f"{name}={value}: {part!r} has no collective name before ':'",
+                                         f"write it as allreduce:{words}"))
+            lists.append(words)
+    else:
+        lists = [text]
+    for words in lists:
+        body = words.strip()
+        if body.startswith("^"):
+            body = body[1:]
+        for token in body.split(","):
+            token = token.strip()
+            if not token:
+                problems.append(_invalid(f"{name}={value} has an empty entry", "remove the extra comma", "warning"))
+                continue
+            choice = _matches(info, token, info.values)
+            if choice is None:
+                current = ", ".join(v for v in info.values if v != "Collnet")
+                problems.append(_invalid(f"{name}={value}: {token!r} is not {what} NCCL knows ({current})",
+                                         f"use {current}{_suggest(token, info.values)}"))
+            elif choice == "Collnet" and version is not None and version.series >= (2, 14):
+                problems.append(_invalid(f"{name}={value}: 'Collnet' is read only by NCCL 2.5-2.13",
+                                         "use CollnetDirect or CollnetChain"))
+    return problems
+
+
+def _split_prefixed_list(value: str) -> tuple[str, str]:
+    """NCCL's "^" (exclude) then "=" (exact names) prefixes, and the list after them."""
+    body = value.strip()
+    prefix = ""
+    if body.startswith("^"):
+        prefix, body = "^", body[1:]
+    if body.startswith("="):
+        prefix, body = prefix + "=", body[1:]
+    return prefix, body
+
+
+def _check_name_list(info: VariableInfo, value: str, version: NcclVersion | None) -> list[ValueProblem]:
+    """NCCL_IB_HCA ("=mlx5_0:1,mlx5_1:1", "^mlx5_2") and NCCL_SOCKET_IFNAME ("=eth0", "^docker,lo")."""
+    name = info.name
+    problems: list[ValueProblem] = []
+    if value.strip() == "":
+        return [_invalid(f"{name} is set to an empty value", f"remove {name} or list the devices", "warning")]
+    if value != value.strip() or " " in value:
+        problems.append(_invalid(f"{name}={value!r} contains spaces; NCCL does not strip them from names",
+                                 "remove the spaces"))
+    _, body = _split_prefixed_list(value)
+    seen: set[str] = set()
+    for token in body.split(","):
+        token = token.strip()
+        if not token:
+            problems.append(_invalid(f"{name}={value} has an empty entry", "remove the extra comma", "warning"))
+            continue
+        if token in seen:
+            problems.append(_invalid(f"{name}={value} lists {token} more than once", f"list {token} once",
+                                     "warning"))
+        seen.add(token)
+        if info.kind == "hca-list" and not _HCA_TOKEN_RE.match(token):
+            problems.append(_invalid(
+                f"{name}={value}: {token!r} is not <device>[:<port>] (e.g. mlx5_0:1)",
+                "write devices as mlx5_0 or mlx5_0:1, comma separated"))
+        if token[0] in "^=":
+            problems.append(_invalid(
+                f"{name}={value}: {token[0]!r} only works at the start of the whole list, not before {token[1:]}",
+                f"put {token[0]!r} once in front of the list"))
+    return problems
+
+
+def _check_subsys_list(info: VariableInfo, value: str, version: NcclVersion | None) -> list[ValueProblem]:
+    name = info.name
+    problems: list[ValueProblem] = []
+    body = value.strip()
+    if body.startswith("^"):
+        body = body[1:]
+    for token in body.split(","):
+        token = token.strip()
+        if token and _matches(info, token, info.values) is None:
+            problems.append(_invalid(f"{name}={value}: {token!r} is not one NCCL knows ({', '.join(info.values)})",
+                                     f"use {', '.join(info.values)}{_suggest(token, info.values)}", "warning"))
+    return problems
+
+
+def _check_nothing(info: VariableInfo, value: str, version: NcclVersion | None) -> list[ValueProblem]:
+    return []
+
+
+_CHECKERS = {
+    "int": _check_int,
+    "bytes": _check_int,
+    "bool": _check_bool,
+    "enum": _check_enum,
+    "level": _check_level,
+    "algo-list": _check_word_list,
+    "proto-list": _check_word_list,
+    "hca-list": _check_name_list,
+    "ifname-list": _check_name_list,
+    "subsys-list": _check_subsys_list,
+    "list": _check_nothing,
+    "string": _check_nothing,
+}
+
+
+def normalise(info: VariableInfo, value: str) -> str:
+    """The value in a form that compares equal to the knowledge base's default when NCCL sees them alike."""
+    text = value.strip()
+    if info.kind in ("int", "bytes", "bool"):
+        number, rest = strtoll(text)
+        return str(number) if rest == "" and text else text
+    if info.case_insensitive:
+        return text.upper()
+    return text

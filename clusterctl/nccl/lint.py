@@ -1,0 +1,249 @@
+"""``clusterctl nccl lint``'s logic: findings about NCCL settings, from the knowledge base."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from clusterctl.nccl.grammar import normalise, strtoll
+from clusterctl.nccl.knowledge import SCOPE_READER, KnowledgeBase, VariableInfo, knowledge_base
+from clusterctl.nccl.sources import Setting
+from clusterctl.nccl.versions import NcclVersion, parse_version
+
+SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
+FABRICS: tuple[str, ...] = ("ib", "roce", "ethernet")
+#: Below this many channels a collective cannot spread over the NICs/NVLinks of a modern GPU host.
+LOW_CHANNEL_CAP = 4
+#: NCCL_SOCKET_NTHREADS * NCCL_NSOCKS_PERTHREAD may not exceed this (env.rst).
+MAX_SOCKETS_PER_PEER = 64
+
+
+@dataclass(frozen=True)
+class Finding:
+    variable: str
+    code: str
+    severity: str
+    file: str
+    line: int
+    message: str
+    fix: str
+
+
+def lint_settings(
+    settings: list[Setting],
+    *,
+    nccl_version: str | NcclVersion | None = None,
+    fabric: str | None = None,
+    nvlink: bool | None = None,
+    kb: KnowledgeBase | None = None,
+) -> list[Finding]:
+    """Everything worth saying about ``settings``, ordered by file, line and variable.
+
+    ``fabric`` (ib | roce | ethernet) and ``nvlink`` (whether the hosts have NVLink) enable the
+    checks that depend on the hardware; None means unknown.
+    """
+    kb = kb or knowledge_base()
+    version = parse_version(nccl_version) if isinstance(nccl_version, str) else nccl_version
+    if fabric is not None and fabric not in FABRICS:
+        from clusterctl.errors import UsageError
+
+        raise UsageError(f"unknown fabric {fabric!r}", hint=f"Use one of: {', '.join(FABRICS)}.")
+    findings: list[Finding] = []
+    for setting in settings:
+        findings.extend(_lint_one(setting, kb, version))
+    for file, group in _by_file(settings).items():
+        findings.extend(_duplicates(file, group))
+        findings.extend(_combinations(_effective(group), kb, fabric, nvlink))
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(findings, key=lambda f: (f.file, f.line, order.get(f.severity, 9), f.variable, f.code))
+
+
+def _by_file(settings: Iterable[Setting]) -> dict[str, list[Setting]]:
+    groups: dict[str, list[Setting]] = {}
+    for s in settings:
+        groups.setdefault(s.file, []).append(s)
+    return groups
+
+
+def _effective(group: list[Setting]) -> dict[str, Setting]:
+    """The value each name ends up with: the later line wins, as in a shell or an env list."""
+    result: dict[str, Setting] = {}
+    for s in sorted(group, key=lambda s: s.line):
+        result[s.name] = s
+    return result
+
+
+def _finding(s: Setting, code: str, severity: str, message: str, fix: str) -> Finding:
+    return Finding(s.name, code, severity, s.file, s.line, message, fix)
+
+
+def _lint_one(s: Setting, kb: KnowledgeBase, version: NcclVersion | None) -> list[Finding]:
+    info = kb.variable(s.name)
+    if info is None or info.scope == "nonexistent":
+        return [_unknown(s, kb, info)]
+    if info.scope == "pytorch":
+        if info.replaced_by:
+            return [_finding(
+                s, "PYTORCH_OLD_NAME", "warning",
+                f"{s.name} is read by {SCOPE_READER['pytorch']}; PyTorch renamed it {info.replaced_by} "
+                f"(PyTorch 2.2) and reads the old name only with a deprecation warning",
+                f"rename it to {info.replaced_by}")]
+        return []
+    if info.scope != "core":
+        return [_finding(s, "NOT_NCCL", "info", f"{s.name} is read by {SCOPE_READER[info.scope]}",
+                         "keep it only where that component is used")]
+    findings = _version_findings(s, info, version)
+    if s.dynamic:
+        return findings
+    problems = info.validate(s.value, version)
+    findings.extend(_finding(s, p.code, p.severity, p.message, p.fix) for p in problems)
+    if not problems:
+        findings.extend(_value_notes(s, info, version))
+    return findings
+
+
+def _unknown(s: Setting, kb: KnowledgeBase, info: VariableInfo | None) -> Finding:
+    similar = kb.similar(s.name)
+    if info is not None:
+        message = f"{s.name} is not an NCCL variable: no NCCL release reads it, so it has no effect"
+    elif s.name.startswith("TORCH_NCCL_"):
+        message = f"{s.name} is not a PyTorch ProcessGroupNCCL variable clusterctl knows; check the spelling"
+    else:
+        message = f"{s.name} is not a variable NCCL reads (NCCL ignores unknown names silently)"
+    if info is not None and info.hint:
+        fix = info.hint
+    elif similar:
+        fix = f"did you mean {' or '.join(similar)}?"
+    else:
+        fix = f"remove {s.name}"
+    severity = "warning" if s.name.startswith("TORCH_NCCL_") else "error"
+    return _finding(s, "UNKNOWN_VARIABLE", severity, message, fix)
+
+
+def _version_findings(s: Setting, info: VariableInfo, version: NcclVersion | None) -> list[Finding]:
+    replacement = info.replaced_by
+    instead = f"use {replacement}" if replacement else f"remove {s.name}"
+    why = f" (replaced by {replacement})" if replacement else ""
+    if info.removed is not None:
+        if version is None:
+            return [_finding(s, "NOT_IN_VERSION", "warning",
+                             f"{s.name} was removed in NCCL {_series(info.removed)}{why}; "
+                             f"NCCL {_series(info.removed)} and later ignore it", instead)]
+        if version >= info.removed:
+            return [_finding(s, "NOT_IN_VERSION", "error",
+                             f"{s.name} is not read by NCCL {version}: it was removed in "
+                             f"{_series(info.removed)}{why}", instead)]
+    if version is not None and info.since is not None and not info.read_by(version):
+        return [_finding(s, "NOT_IN_VERSION", "error",
+                         f"{s.name} is not read by NCCL {version}: it first appears in the "
+                         f"{_series(info.since)} series", f"upgrade NCCL to {_series(info.since)} or later, "
+                         f"or remove {s.name}")]
+    if replacement and info.removed is None:
+        note = (info.replaced_note or "").removeprefix(replacement).strip()
+        note = f" {note}" if note.startswith("(") else (f" ({note})" if note else "")
+        return [_finding(s, "DEPRECATED", "warning",
+                         f"{s.name} is deprecated in favour of {replacement}{note}", f"use {replacement}")]
+    return []
+
+
+def _series(version: NcclVersion) -> str:
+    return f"{version.major}.{version.minor}"
+
+
+def _value_notes(s: Setting, info: VariableInfo, version: NcclVersion | None) -> list[Finding]:
+    notes: list[Finding] = []
+    if s.name == "NCCL_DEBUG" and s.value.strip().upper() in ("INFO", "TRACE"):
+        notes.append(_finding(
+            s, "DEBUG_IN_PRODUCTION", "warning",
+            f"NCCL_DEBUG={s.value} logs every rank's initialisation (and more) to stdout; "
+            "it slows start-up and floods job logs", "use NCCL_DEBUG=WARN outside debugging sessions"))
+    default = info.default_for(version)
+    if default is not None and normalise(info, s.value) == normalise(info, default.value):
+        since = f" (since {_series(default.since)})" if default.since is not None and version is None else ""
+        notes.append(_finding(s, "DEFAULT_VALUE", "info",
+                              f"{s.name}={s.value} is NCCL's default{since}; setting it changes nothing",
+                              f"remove {s.name} unless you pin it on purpose"))
+    return notes
+
+
+def _duplicates(file: str, group: list[Setting]) -> list[Finding]:
+    findings: list[Finding] = []
+    first: dict[str, Setting] = {}
+    for s in sorted(group, key=lambda s: s.line):
+        if s.name in first and s.line != first[s.name].line:
+            earlier = first[s.name]
+            same = " (same value)" if earlier.value == s.value else f"; '{s.value}' wins over '{earlier.value}'"
+            findings.append(_finding(s, "DUPLICATE", "warning",
+                                     f"{s.name} is set again (first on line {earlier.line}){same}",
+                                     "keep one assignment"))
+        first.setdefault(s.name, s)
+    return findings
+
+
+def _number(s: Setting | None) -> int | None:
+    if s is None or s.dynamic:
+        return None
+    number, rest = strtoll(s.value)
+    return number if rest == "" and s.value.strip() else None
+
+
+def _combinations(env: dict[str, Setting], kb: KnowledgeBase, fabric: str | None, nvlink: bool | None
+                  ) -> list[Finding]:
+    """Checks that need more than one value or the hardware."""
+    findings: list[Finding] = []
+    ib_disable = env.get("NCCL_IB_DISABLE")
+    if _number(ib_disable) == 1 and ib_disable is not None:
+        if fabric in ("ib", "roce"):
+            name = "InfiniBand" if fabric == "ib" else "RoCE"
+            findings.append(_finding(
+                ib_disable, "HARMFUL", "error",
+                f"NCCL_IB_DISABLE=1 turns off NCCL's IB verbs transport, which carries both InfiniBand and RoCE: "
+                f"on this {name} fabric NCCL falls back to TCP sockets", "remove NCCL_IB_DISABLE (or set it to 0)"))
+        elif fabric is None:
+            ib_settings = sorted(n for n in env if n.startswith("NCCL_IB_") and n != "NCCL_IB_DISABLE")
+            if ib_settings:
+                findings.append(_finding(
+                    ib_disable, "HARMFUL", "warning",
+                    f"NCCL_IB_DISABLE=1 turns off the IB/RoCE transport, so {', '.join(ib_settings)} "
+                    f"{'has' if len(ib_settings) == 1 else 'have'} no effect and NCCL uses TCP sockets between hosts",
+                    "remove NCCL_IB_DISABLE if the hosts have InfiniBand or RoCE NICs"))
+    for name, what in (("NCCL_P2P_DISABLE", "GPU peer-to-peer over NVLink/PCIe"),
+                       ("NCCL_SHM_DISABLE", "the shared-memory transport")):
+        s = env.get(name)
+        if s is not None and _number(s) == 1 and nvlink is not False:
+            severity = "error" if nvlink else "warning"
+            on = "on these NVLink hosts " if nvlink else ""
+            findings.append(_finding(
+                s, "HARMFUL", severity,
+                f"{name}=1 disables {what} {on}for every communicator; intra-host traffic takes a slower path",
+                f"remove {name} unless it works around a known hardware fault"))
+    for name in ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS", "NCCL_MAX_NRINGS"):
+        s = env.get(name)
+        n = _number(s)
+        if s is not None and n is not None and 1 <= n < LOW_CHANNEL_CAP:
+            findings.append(_finding(
+                s, "HARMFUL", "warning",
+                f"{name}={s.value} caps every collective at {n} channel(s); multi-NIC and NVLink hosts need more "
+                "to reach full bandwidth", f"remove {name} or raise it"))
+    threads, socks = env.get("NCCL_SOCKET_NTHREADS"), env.get("NCCL_NSOCKS_PERTHREAD")
+    t, k = _number(threads), _number(socks)
+    if threads is not None and socks is not None and t is not None and k is not None and t * k > MAX_SOCKETS_PER_PEER:
+        later = max(threads, socks, key=lambda s: s.line)
+        findings.append(_finding(
+            later, "INVALID_VALUE", "error",
+            f"NCCL_SOCKET_NTHREADS * NCCL_NSOCKS_PERTHREAD = {t} * {k} = {t * k} exceeds {MAX_SOCKETS_PER_PEER}",
+            f"keep the product at most {MAX_SOCKETS_PER_PEER}"))
+    low, high = env.get("NCCL_MIN_NCHANNELS"), env.get("NCCL_MAX_NCHANNELS")
+    lo, hi = _number(low), _number(high)
+    if low is not None and high is not None and lo is not None and hi is not None and lo > hi:
+        findings.append(_finding(low, "INVALID_VALUE", "warning",
+                                 f"NCCL_MIN_NCHANNELS={lo} is above NCCL_MAX_NCHANNELS={hi}",
+                                 "make NCCL_MIN_NCHANNELS <= NCCL_MAX_NCHANNELS"))
+    return findings
+
+
+def summarise(findings: list[Finding]) -> dict[str, int]:
+    counts = {s: 0 for s in SEVERITIES}
+    for f in findings:
+        counts[f.severity] = counts.get(f.severity, 0) + 1
+    return counts

@@ -1,0 +1,51 @@
+"""What ``nccl lint --survey FILE`` takes from a saved survey: NCCL version, fabric, NVLink."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SurveyContext:
+    nccl_version: str | None
+    fabric: str | None
+    nvlink: bool | None
+    #: Versions seen when the hosts disagree (the most common one is used).
+    versions_seen: tuple[str, ...] = ()
+
+
+def context_from_survey(path: str | Path) -> SurveyContext | None:
+    """The fleet's NCCL version, fabric and NVLink presence; None when the survey module is absent."""
+    try:
+        from clusterctl.survey.report import load_saved_survey
+    except ImportError:
+        return None
+    saved = load_saved_survey(path)
+    hosts = list(getattr(saved, "hosts", {}).values())
+    versions = Counter(v for v in (_stack_nccl(h) for h in hosts) if v)
+    version = versions.most_common(1)[0][0] if versions else None
+    layers: Counter[str] = Counter()
+    nvlink_hosts = 0
+    for host in hosts:
+        for nic in getattr(host, "nics", ()):
+            if not getattr(nic, "fabric", False):
+                continue
+            for port in getattr(nic, "ports", ()):
+                layers[str(getattr(port, "link_layer", "")).lower()] += 1
+        if any(len(domain) > 1 for domain in getattr(host, "nvlink_domains", ())):
+            nvlink_hosts += 1
+    fabric = None
+    if layers:
+        top = layers.most_common(1)[0][0]
+        fabric = "ib" if top == "infiniband" else "roce" if top == "ethernet" else None
+    nvlink = (nvlink_hosts > 0) if hosts else None
+    return SurveyContext(version, fabric, nvlink, tuple(sorted(versions)))
+
+
+def _stack_nccl(host: Any) -> str | None:
+    stack = getattr(host, "stack", None)
+    value = stack.get("nccl") if isinstance(stack, dict) else getattr(stack, "nccl", None)
+    return str(value) if value else None
