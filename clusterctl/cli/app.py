@@ -43,7 +43,11 @@ app = typer.Typer(
 COMMAND_MODULES: tuple[str, ...] = (
     "clusterctl.cli.inventory_cmd",
     "clusterctl.cli.exec_cmd",
+    "clusterctl.cli.survey_cmd",
+    "clusterctl.cli.topo_cmd",
     "clusterctl.cli.nccl_cmd",
+    "clusterctl.cli.tune_cmd",
+    "clusterctl.cli.bench_cmd",
 )
 
 #: Global options: name -> takes a value. Used to let users put them after the command.

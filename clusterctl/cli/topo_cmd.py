@@ -1,0 +1,93 @@
+"""``clusterctl topo show FILE|-``: explain a saved or pasted ``nvidia-smi topo -m``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from clusterctl.cli.context import app_context
+from clusterctl.errors import ExitCode, UsageError
+
+topo_app = typer.Typer(
+    help="""Work with nvidia-smi topo -m matrices without reaching any host.
+
+Examples:
+
+  nvidia-smi topo -m > topo.txt; clusterctl topo show topo.txt --tp 8
+
+  ssh gpu-a3 nvidia-smi topo -m | clusterctl topo show - -o json
+""",
+    no_args_is_help=True,
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(topo_app, name="topo")
+
+
+@topo_app.command(
+    "show",
+    help="""Print the topology summary, single-host findings and (with --tp) layout advice.
+
+FILE holds the output of 'nvidia-smi topo -m' (shell prompt and legend may be included);
+'-' reads it from standard input. Exits 1 when a finding is at error level (a GPU pair
+that lost its NVLink), 2 when the input cannot be read or parsed.
+""",
+)
+def show(
+    ctx: typer.Context,
+    file: str = typer.Argument(..., metavar="FILE|-", help="Saved output of nvidia-smi topo -m, or '-' for stdin."),
+    tp: Optional[int] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
+        None, "--tp", min=1, help="Tensor-parallel size to advise a layout for."
+    ),
+    pp: int = typer.Option(1, "--pp", min=1, help="Pipeline-parallel size (with --tp)."),
+    graph: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--graph", metavar="DIR", help="Write the GPU/NIC/NUMA graph (DOT, SVG/PNG if dot exists)."
+    ),
+) -> None:
+    app = app_context(ctx)
+    if pp != 1 and tp is None:
+        raise UsageError("--pp needs --tp")
+    if file == "-":
+        text, name = sys.stdin.read(), "stdin"
+    else:
+        try:
+            with open(file, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+        except OSError as exc:
+            raise UsageError(f"cannot read ({exc.strerror})", file=file) from exc
+        name = Path(file).name
+    if not text.strip():
+        raise UsageError("empty input: expected the output of nvidia-smi topo -m", file=name)
+
+    from clusterctl.survey.render import render_advice, render_findings, render_host_summary, render_matrix
+    from clusterctl.survey.report import report_to_json
+    from clusterctl.survey.run import topo_show_report
+
+    report = topo_show_report(text, name=name, tp=tp, pp=pp)
+    if graph:
+        from clusterctl.survey.graph import write_graphs
+
+        topologies = {h.name: h.state.topology for h in report.hosts if h.state.topology is not None}
+        for files in write_graphs(graph, topologies):
+            made = ", ".join(str(p) for p in (files.dot, *files.rendered))
+            app.err_console.print(f"graph: {made}" + (f" ({files.note})" if files.note else ""),
+                                  markup=False, highlight=False)
+
+    def human() -> None:
+        host = report.hosts[0]
+        render_host_summary(app.console, host)
+        app.console.print()
+        render_matrix(app.console, host)
+        app.console.print()
+        render_findings(app.console, report.findings)
+        if report.advice:
+            app.console.print()
+            render_advice(app.console, report.advice)
+
+    app.emit(report_to_json(report), human)
+    if not report.ok:
+        raise typer.Exit(ExitCode.FAILED)

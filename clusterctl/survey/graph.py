@@ -1,0 +1,92 @@
+"""Each host's GPU/NIC/NUMA graph as Graphviz DOT, and SVG/PNG where ``dot`` is installed.
+
+NUMA nodes are clusters; GPUs and NICs sit in theirs. Edges: NVLink between GPUs (label
+``NV18``, thicker with more links) and GPU-NIC pairs on one PCIe switch or host bridge
+(``PIX``/``PXB``/``PHB``). Farther pairs are left out: drawn, an 8-GPU 10-NIC host is a hairball.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from clusterctl.errors import UsageError
+from clusterctl.survey.topology import SHAPE_WORDS, HostTopology
+
+_GPU_NIC_EDGES = {"PIX": "darkgreen", "PXB": "steelblue", "PHB": "orange"}
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_RENDER_TIMEOUT_S = 30
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def host_dot(name: str, topology: HostTopology) -> str:
+    lines = [f"graph {_quote(name)} {{",
+             f"  label={_quote(f'{name}: {SHAPE_WORDS[topology.shape]}')}; labelloc=t; fontname=Helvetica;",
+             "  node [fontname=Helvetica, style=filled];"]
+    groups: dict[str, list[str]] = {}
+    for gpu in topology.gpus:
+        groups.setdefault(gpu.numa_node or "?", []).append(
+            f"    {_quote(gpu.label)} [shape=box, fillcolor=palegreen, label={_quote(gpu.label)}];")
+    for nic in topology.nics:
+        groups.setdefault(nic.numa_node or "?", []).append(
+            f"    {_quote(nic.label)} [shape=ellipse, fillcolor=lightblue, label={_quote(nic.name)}];")
+    for number, (numa, nodes) in enumerate(sorted(groups.items())):
+        title = f"NUMA {numa}" if numa != "?" else "NUMA unknown"
+        lines += [f"  subgraph cluster_{number} {{", f"    label={_quote(title)}; style=rounded;", *nodes, "  }"]
+    for gpu in topology.gpus:
+        for peer, count in gpu.nvlink_peers:
+            if peer > gpu.index:
+                width = 1 + min(count, 18) / 6
+                lines.append(f"  {_quote(gpu.label)} -- {_quote(f'GPU{peer}')} "
+                             f"[label=\"NV{count}\", color=darkgreen, penwidth={width:.1f}];")
+    for gpu in topology.gpus:
+        for nic in topology.nics:
+            link = topology.matrix.link(gpu.label, nic.label)
+            if link is not None and link.kind in _GPU_NIC_EDGES:
+                lines.append(f"  {_quote(gpu.label)} -- {_quote(nic.label)} "
+                             f"[label={_quote(link.kind)}, color={_GPU_NIC_EDGES[link.kind]}, style=dashed];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class GraphFiles:
+    host: str
+    dot: Path
+    rendered: tuple[Path, ...]
+    #: Why SVG/PNG were not made, if they were not.
+    note: str | None = None
+
+
+def write_graphs(folder: str | Path, topologies: dict[str, HostTopology], *,
+                 formats: tuple[str, ...] = ("svg", "png")) -> list[GraphFiles]:
+    """Write ``HOST.dot`` (and ``HOST.svg``/``.png`` when ``dot`` exists) for every host."""
+    out = Path(folder)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the graph folder ({exc.strerror})", file=str(out)) from exc
+    dot_program = shutil.which("dot")
+    written: list[GraphFiles] = []
+    for name, topology in topologies.items():
+        stem = _SAFE_NAME.sub("_", name) or "host"
+        dot_path = out / f"{stem}.dot"
+        dot_path.write_text(host_dot(name, topology))
+        rendered: list[Path] = []
+        note = None if dot_program else "Graphviz 'dot' not installed: only .dot written"
+        for fmt in formats if dot_program else ():
+            target = out / f"{stem}.{fmt}"
+            try:
+                subprocess.run([dot_program or "dot", f"-T{fmt}", "-o", str(target), str(dot_path)],
+                               check=True, capture_output=True, timeout=_RENDER_TIMEOUT_S)
+                rendered.append(target)
+            except (subprocess.SubprocessError, OSError) as exc:
+                note = f"dot -T{fmt} failed: {exc}"
+        written.append(GraphFiles(name, dot_path, tuple(rendered), note))
+    return written

@@ -1,0 +1,203 @@
+"""The human views of a survey: fleet table, colour-coded matrices, findings, advice (rich)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from clusterctl.survey.advice import FIT_NONE, LayoutAdvice
+from clusterctl.survey.findings import Finding, Severity
+from clusterctl.survey.report import HostReport, SurveyReport
+from clusterctl.survey.topology import SHAPE_WORDS, Shape, compress_indices
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+#: Nearer is greener: the colour says how fast a pair talks.
+LINK_STYLE: dict[str, str] = {
+    "X": "dim", "NV": "bold green", "PIX": "green", "PXB": "cyan", "PHB": "yellow", "NODE": "magenta",
+    "SYS": "red", "SOC": "red",
+}
+SEVERITY_STYLE: dict[Severity, str] = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+
+
+def _shape_text(report: HostReport) -> str:
+    topology = report.state.topology
+    return SHAPE_WORDS[topology.shape] if topology else "?"
+
+
+def _nic_summary(report: HostReport) -> tuple[str, bool]:
+    """``8/8 up @ 400G`` and whether it looks wrong (a port down or slow)."""
+    facts = report.state.facts
+    devices = facts.rdma if facts else None
+    if devices is None:
+        return ("-" if facts is None else "?"), False
+    ports = [p for d in devices for p in d.ports]
+    up = [p for p in ports if p.state == "PORT_ACTIVE"]
+    rates = sorted({p.rate_gbps for p in up if p.rate_gbps}, reverse=True)
+    rate = "/".join(f"{r:g}G" for r in rates) if rates else ""
+    bad = any(f.code in ("NIC_DOWN", "NIC_SLOW") and f.severity is not Severity.INFO for f in report.findings)
+    return f"{len(up)}/{len(ports)} up" + (f" @ {rate}" if rate else ""), bad
+
+
+def render_fleet_table(console: Console, report: SurveyReport) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"Survey of {len(report.hosts)} host(s)", title_justify="left")
+    for column in ("host", "rack", "GPUs", "model", "shape", "NVLink domains", "NICs", "driver", "CUDA", "NCCL",
+                   "findings"):
+        table.add_column(column, no_wrap=column in ("host", "NICs"))
+    for host in report.hosts:
+        state = host.state
+        if state.facts is None:
+            table.add_row(f"[bold red]{state.name}[/]", state.host.rack or "", "", "", "", "", "", "", "", "",
+                          "[bold red]unreachable[/]")
+            continue
+        topology = state.topology
+        codes = {f.code for f in host.findings if f.severity is not Severity.INFO}
+        gpus = "?" if state.gpu_count is None else str(state.gpu_count)
+        if "GPU_COUNT_DIFFERS" in codes:
+            gpus = f"[bold red]{gpus}[/]"
+        model = state.gpu_model or "?"
+        if "GPU_MODEL_DIFFERS" in codes:
+            model = f"[yellow]{model}[/]"
+        shape = _shape_text(host)
+        domains = ", ".join(compress_indices(d) for d in topology.nvlink_domains) if topology else "?"
+        if codes & {"NVLINK_MISSING", "NVLINK_FEWER_LINKS", "NVLINK_LANE_INACTIVE"}:
+            shape, domains = f"[bold red]{shape}[/]", f"[bold red]{domains or '-'}[/]"
+        nics, nic_bad = _nic_summary(host)
+        if nic_bad:
+            nics = f"[bold red]{nics}[/]"
+        stack = state.facts.stack
+        drift = {f.evidence.get("component") for f in host.findings
+                 if f.code in ("STACK_DRIFT", "STACK_PIN_MISMATCH") and f.severity is not Severity.INFO}
+
+        table.add_row(
+            state.name, state.host.rack or "", gpus, model, shape, domains or "-", nics,
+            *(_version_cell(stack, name, drift) for name in ("driver", "cuda", "nccl")), _findings_cell(host),
+        )
+    console.print(table)
+
+
+def _version_cell(stack: object, attribute: str, drift: set[object]) -> str:
+    """A version, yellow when it is off the pin or the fleet majority."""
+    value = getattr(stack, attribute, None) if stack is not None else None
+    text = str(value) if value else "-"
+    return f"[yellow]{text}[/]" if attribute in drift else text
+
+
+def _findings_cell(host: HostReport) -> str:
+    errors, warnings, infos = (host.count(s) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO))
+    parts = []
+    if errors:
+        parts.append(f"[bold red]{errors} error{'s' if errors > 1 else ''}[/]")
+    if warnings:
+        parts.append(f"[yellow]{warnings} warning{'s' if warnings > 1 else ''}[/]")
+    if infos:
+        parts.append(f"[cyan]{infos} info[/]")
+    return ", ".join(parts) if parts else "[green]ok[/]"
+
+
+def render_matrix(console: Console, host: HostReport) -> None:
+    """The host's ``nvidia-smi topo -m`` matrix, each cell coloured by its link class."""
+    from rich.table import Table
+
+    topology = host.state.topology
+    if topology is None:
+        return
+    labels = [d.label for d in topology.matrix.devices]
+    names = {d.label: (d.device_name or d.label) for d in topology.matrix.devices}
+    table = Table(title=f"{host.name}: {SHAPE_WORDS[topology.shape]}", title_justify="left", box=None,
+                  pad_edge=False)
+    table.add_column("")
+    for label in labels:
+        table.add_column(names[label] if label.startswith("NIC") else label, justify="center")
+    table.add_column("NUMA")
+    for a in labels:
+        row = []
+        for b in labels:
+            link = topology.matrix.link(a, b)
+            raw = link.raw if link else "?"
+            style = LINK_STYLE.get(link.kind if link else "", "")
+            row.append(f"[{style}]{raw}[/]" if style else raw)
+        device = next(d for d in topology.matrix.devices if d.label == a)
+        table.add_row(names[a] if a.startswith("NIC") else a, *row, device.numa_affinity or "")
+    console.print(table)
+    console.print("[dim]NV# NVLink (green) < PIX < PXB < PHB < NODE < SYS (red): nearest first[/]")
+
+
+def render_host_summary(console: Console, host: HostReport) -> None:
+    """Shape, NVLink domains, each GPU's nearest NIC and NUMA node, each NIC's GPUs."""
+    topology = host.state.topology
+    if topology is None:
+        console.print(f"[bold]{host.name}[/]: no topology")
+        return
+    domains = ", ".join(f"[{compress_indices(d)}]" for d in topology.nvlink_domains) or "none"
+    console.print(f"[bold]{host.name}[/]: {len(topology.gpus)} GPU(s), {SHAPE_WORDS[topology.shape]}, "
+                  f"NVLink domains: {domains}")
+    if topology.shape is Shape.PCIE_ONLY:
+        console.print("  GPUs talk over PCIe only: keep tensor parallelism at 1 or expect slow all-reduce.")
+    for gpu in topology.gpus:
+        nic = ", ".join(gpu.nearest_nics) or "none"
+        style = LINK_STYLE.get(gpu.nic_link or "", "")
+        link = f"[{style}]{gpu.nic_link}[/]" if style and gpu.nic_link else (gpu.nic_link or "-")
+        console.print(f"  GPU{gpu.index}: NUMA {gpu.numa_node or '?'}, nearest NIC {nic} ({link})")
+    for n in topology.nics:
+        gpus = compress_indices(n.nearest_gpus) if n.nearest_gpus else "none (no GPU nearer than SYS)"
+        console.print(f"  {n.name}: NUMA {n.numa_node or '?'}, GPUs {gpus}" + (f" ({n.gpu_link})" if
+                                                                                 n.nearest_gpus else ""))
+
+
+def render_findings(console: Console, findings: Sequence[Finding]) -> None:
+    from rich.markup import escape
+
+    if not findings:
+        console.print("[green]No findings.[/]")
+        return
+    for f in findings:
+        style = SEVERITY_STYLE[f.severity]
+        console.print(f"[{style}]{f.severity.value.upper():7}[/] [bold]{escape(f.host)}[/] {f.code}: "
+                      f"{escape(f.message)}", soft_wrap=True)
+        if f.severity is not Severity.INFO and f.hint:
+            console.print(f"         [dim]fix: {escape(f.hint)}[/]", soft_wrap=True)
+
+
+def render_advice(console: Console, advice: LayoutAdvice) -> None:
+    from rich.table import Table
+
+    console.print(f"[bold]Layout advice[/] for TP={advice.tp} PP={advice.pp} (DP={advice.dp}, "
+                  f"world size {advice.world_size}):")
+    from rich.markup import escape
+
+    for line in advice.explanation:
+        console.print(f"  - {escape(line)}", soft_wrap=True)
+    table = Table(box=None, pad_edge=False)
+    for column in ("host", "fit", "TP groups", "rank -> GPU -> NIC"):
+        table.add_column(column)
+    for h in advice.hosts:
+        fit = f"[bold red]{h.fit}[/]" if h.fit == FIT_NONE else f"[green]{h.fit}[/]"
+        groups = " ".join(f"[{compress_indices(g)}]" for g in h.tp_groups) or "-"
+        ranks = ", ".join(f"{r.local_rank}->GPU{r.gpu}->{r.nic or '-'}" for r in h.rank_nics)
+        table.add_row(h.host, fit, groups, ranks)
+    console.print(table)
+    if advice.pp > 1 or advice.dp > 1:
+        layout = Table(box=None, pad_edge=False, title="placement", title_justify="left")
+        for column in ("DP", "PP stage", "host", "rack", "GPUs", "global ranks"):
+            layout.add_column(column)
+        for p in advice.placements:
+            layout.add_row(str(p.dp_rank), str(p.pp_stage), p.host, p.rack or "", compress_indices(p.gpus),
+                           f"{p.first_global_rank}-{p.first_global_rank + len(p.gpus) - 1}")
+        console.print(layout)
+
+
+def render_report(console: Console, report: SurveyReport, *, matrix: bool = False) -> None:
+    """The whole human view of a fleet survey."""
+    render_fleet_table(console, report)
+    if matrix:
+        for host in report.hosts:
+            render_matrix(console, host)
+    console.print()
+    render_findings(console, report.findings)
+    if report.advice:
+        console.print()
+        render_advice(console, report.advice)

@@ -1,0 +1,152 @@
+"""JSON report (schema, save/load) and the CLI: topo show, survey over mock inventories, the demo."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pytest
+from survey_builders import fleet, healthy_state, nvswitch
+from typer.testing import CliRunner
+
+from clusterctl.cli.app import app, hoist_global_options
+from clusterctl.errors import UsageError
+from clusterctl.survey.report import load_saved_survey, load_schema, report_to_json
+from clusterctl.survey.run import build_report
+
+REPO = Path(__file__).resolve().parents[2]
+TOPO = REPO / "tests" / "fixtures" / "topo"
+DEMO_PROFILE = REPO / "inventories" / "demo" / "profiles" / "dgx-a100"
+
+
+def invoke(*args: str, stdin: str | None = None):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(app, hoist_global_options(list(args)), input=stdin)
+
+
+def test_report_json_validates_and_holds_what_users_asked_for() -> None:
+    report = build_report(fleet(healthy_state("bad", topology=nvswitch(lost=[(2, 3)]))), tp=4)
+    data = report_to_json(report)
+    jsonschema.validate(data, load_schema())
+    bad = next(h for h in data["hosts"] if h["host"] == "bad")
+    assert data["schema_version"] == 1
+    assert bad["nvlink_domains"] == [[0, 1, 2, 3, 4, 5, 6, 7]] and bad["shape"] == "partial-nvlink"
+    assert bad["gpus"][3]["index"] == 3 and bad["gpus"][3]["nearest_nics"] == ["mlx5_3"]
+    nic = next(n for n in bad["nics"] if n["name"] == "mlx5_5")
+    assert nic["nearest_gpus"] == [5] and nic["numa_node"] == "1" and nic["fabric"] is True
+    assert [(f["severity"], f["code"]) for f in bad["findings"]] == [("error", "NVLINK_MISSING")]
+    assert data["summary"]["ok"] is False and data["advice"]["tp"] == 4
+
+
+def test_saved_report_loads_back_and_other_versions_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "survey.json"
+    path.write_text(json.dumps(report_to_json(build_report(fleet()))))
+    saved = load_saved_survey(path)
+    assert sorted(saved.hosts) == ["gpu-0", "gpu-1", "gpu-2"]
+    assert saved.hosts["gpu-0"].gpus[1].nearest_nics == ("mlx5_1",)
+    assert saved.hosts["gpu-0"].nics[0].up
+    data = json.loads(path.read_text())
+    data["schema_version"] = 2
+    path.write_text(json.dumps(data))
+    with pytest.raises(UsageError, match="schema version 2"):
+        load_saved_survey(path)
+
+
+def test_topo_show_from_stdin_as_json() -> None:
+    text = (TOPO / "derived-hgx-h100-gpu2-gpu3-nvlink-lost.txt").read_text()
+    result = invoke("topo", "show", "-", "--tp", "8", "-o", "json", stdin=text)
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.stdout)
+    jsonschema.validate(data, load_schema())
+    assert data["source"] == "topo-show"
+    assert [f["code"] for f in data["findings"]] == ["NVLINK_MISSING"]
+    assert data["advice"]["hosts"][0]["fit"] == "does-not-fit"
+
+
+def test_topo_show_healthy_file_prints_summary_and_exits_0() -> None:
+    result = invoke("topo", "show", str(TOPO / "hgx-h100-8gpu-8nic.txt"), "--tp", "4")
+    assert result.exit_code == 0, result.output
+    assert "NVSwitch full mesh" in result.stdout and "NVLink domains: [0-7]" in result.stdout
+    assert "GPU3: NUMA 0, nearest NIC mlx5_3 (PIX)" in result.stdout
+    assert "No findings." in result.stdout
+
+
+def test_topo_show_rejects_garbage_with_exit_2() -> None:
+    result = invoke("topo", "show", "-", stdin="hello\nworld\n")
+    assert result.exit_code != 0
+    assert isinstance(result.exception, UsageError)
+
+
+def _mock_inventory(tmp_path: Path) -> Path:
+    """Four DGX A100 mock hosts; gpu-x2 lost GPU0<->GPU1 NVLink, gpu-x4 cannot be reached."""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    topo = (DEMO_PROFILE / "nvidia-smi-topo-m.txt").read_text().splitlines()
+    for number, line in enumerate(topo):
+        parts = re.split(r"(\s+)", line.strip())  # tokens at even positions, separators kept
+        if parts[0] in ("GPU0", "GPU1") and not parts[2].startswith("GPU"):  # not the header
+            column = 2 if parts[0] == "GPU0" else 1  # GPU0 row: cell for GPU1; GPU1 row: cell for GPU0
+            assert parts[2 * column].startswith("NV")
+            parts[2 * column] = "SYS"
+            topo[number] = "".join(parts)
+    (broken / "topo.txt").write_text("\n".join(topo) + "\n")
+    (broken / "profile.yaml").write_text(
+        f"extends: {DEMO_PROFILE}\ncommands:\n  - match: nvidia-smi topo -m\n    stdout: topo.txt\n")
+    dead = tmp_path / "dead"
+    dead.mkdir()
+    (dead / "profile.yaml").write_text(
+        f"extends: {DEMO_PROFILE}\ncommands:\n  - regex: '.'\n    fail: unreachable\n")
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text(f"""cluster: t
+defaults:
+  transport: mock
+  profile: {DEMO_PROFILE}
+  fabric: {{type: ib, rate_gbps: 200}}
+hosts:
+  gpu-x1: {{address: 10.0.0.1, rack: r1}}
+  gpu-x2: {{address: 10.0.0.2, rack: r1, profile: {broken}}}
+  gpu-x3: {{address: 10.0.0.3, rack: r2}}
+  gpu-x4: {{address: 10.0.0.4, rack: r2, profile: {dead}}}
+""")
+    return inventory
+
+
+def test_survey_over_a_mock_inventory(tmp_path: Path) -> None:
+    inventory = _mock_inventory(tmp_path)
+    saved = tmp_path / "out" / "survey.json"
+    saved.parent.mkdir()
+    result = invoke("-i", str(inventory), "survey", "-o", "json", "--save", str(saved), "--tp", "8",
+                    "--graph", str(tmp_path / "graphs"))
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.stdout)
+    jsonschema.validate(data, load_schema())
+    problems = sorted((f["host"], f["code"]) for f in data["findings"] if f["severity"] != "info")
+    assert problems == [("gpu-x2", "NVLINK_MISSING"), ("gpu-x4", "HOST_UNREACHABLE")]
+    assert load_saved_survey(saved).hosts["gpu-x2"].shape == "partial-nvlink"
+    fits = {h["host"]: h["fit"] for h in data["advice"]["hosts"]}
+    assert fits == {"gpu-x1": "nvlink-all-pairs", "gpu-x2": "does-not-fit", "gpu-x3": "nvlink-all-pairs"}
+    assert (tmp_path / "graphs" / "gpu-x1.dot").read_text().count("NV12") == 28
+    if shutil.which("dot"):
+        assert (tmp_path / "graphs" / "gpu-x1.svg").exists()
+
+
+def test_survey_table_view_names_the_problems(tmp_path: Path) -> None:
+    result = invoke("-i", str(_mock_inventory(tmp_path)), "survey", "--matrix")
+    assert result.exit_code == 1
+    assert "gpu-x2 NVLINK_MISSING" in result.stdout and "unreachable" in result.stdout
+    assert "NVSwitch full mesh" in result.stdout
+
+
+@pytest.mark.skipif(not (REPO / "inventories" / "demo.yaml").exists(), reason="demo inventory not present")
+def test_demo_inventory_names_the_two_broken_hosts_and_nothing_else() -> None:
+    result = invoke("-i", str(REPO / "inventories" / "demo.yaml"), "survey", "-o", "json")
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.stdout)
+    problems = {(f["host"], f["code"], f["severity"]) for f in data["findings"] if f["severity"] != "info"}
+    assert ("gpu-a3", "NVLINK_MISSING", "error") in problems
+    assert ("gpu-b3", "NIC_SLOW", "error") in problems
+    assert {host for host, _, _ in problems} == {"gpu-a3", "gpu-b3"}
+    slow = next(f for f in data["findings"] if f["code"] == "NIC_SLOW")
+    assert slow["evidence"]["hca"] == "mlx5_2" and slow["evidence"]["rate_gbps"] == 10
