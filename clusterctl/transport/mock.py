@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
-from clusterctl.transport.base import CommandResult, FailureKind, PutResult, Transport, TransportError
+from clusterctl.transport.base import CommandResult, FailureKind, PutResult, Transport, TransportError, env_prefix
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
@@ -164,6 +164,9 @@ class MockTransport(Transport):
         if self._closed:
             raise TransportError(FailureKind.ERROR, "connection closed")
         start = time.monotonic()
+        # Like ssh, the environment travels as an ``export A='x'; `` prefix of the command
+        # line, so rules can match on it (a fake nccl-tests answering per NCCL_ALGO).
+        command = env_prefix(env) + command
         with self._lock:
             self.history.append(command)
         rule = self._find(command)

@@ -1,0 +1,123 @@
+"""``bench ib`` as one function: plan the rounds, run them, judge, localise stragglers."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from clusterctl.bench.ib import IBOptions, PlannedTest, plan_tests, run_rounds
+from clusterctl.bench.judge import is_slow, judge_link
+from clusterctl.bench.model import Finding, HcaInfo, LinkResult, Matrix, build_matrix
+from clusterctl.bench.schedule import Round, plan_rounds
+from clusterctl.bench.straggler import Diagnosis, Edge, find_straggler, localise
+from clusterctl.errors import UsageError
+from clusterctl.fanout import Runner
+from clusterctl.inventory.model import Host
+
+
+@dataclass(frozen=True)
+class IBBenchReport:
+    test: str
+    pattern: str
+    rounds: tuple[Round, ...]
+    planned: tuple[PlannedTest, ...]
+    results: tuple[LinkResult, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    diagnoses: tuple[Diagnosis, ...] = ()
+    rounds_used: int = 0
+    #: Rounds an all-pairs run of the same hosts would take (for --find-straggler's report).
+    all_pairs_rounds: int = 0
+    warnings: tuple[str, ...] = field(default=())
+
+    def matrix(self, *, by_hca: bool = False) -> Matrix:
+        return build_matrix(list(self.results), by_hca=by_hca, latency=self.test.endswith("_lat"))
+
+    @property
+    def failed(self) -> bool:
+        return any(f.severity == "error" for f in self.findings)
+
+
+def _edges(results: Sequence[LinkResult], hosts: Mapping[str, Host], *, by_hca: bool) -> list[Edge]:
+    worst: dict[tuple[str, str], bool] = {}
+    for r in results:
+        a, b = r.endpoints if by_hca else (r.server, r.client)
+        key = (a, b) if a <= b else (b, a)
+        worst[key] = worst.get(key, False) or is_slow(r, hosts[r.server])
+    return [(a, b, slow) for (a, b), slow in worst.items()]
+
+
+def _findings(
+    results: Sequence[LinkResult], hosts: Mapping[str, Host], diagnoses: Sequence[Diagnosis]
+) -> list[Finding]:
+    findings = [f for r in results for f in judge_link(r, hosts[r.server])]
+    severity = {"slow-host": "error", "slow-hca": "error", "bad-link": "error", "slow-rack-uplink": "error",
+                "inconclusive": "warning"}
+    findings.extend(Finding(severity[d.kind], d.kind, d.subject, d.explanation) for d in diagnoses)
+    return findings
+
+
+def run_ib_bench(
+    runner: Runner | None,
+    hosts: Sequence[Host],
+    hcas: Mapping[str, Sequence[HcaInfo]],
+    opts: IBOptions,
+    *,
+    pattern: str = "all-pairs",
+    find_stragglers: bool = False,
+    by_hca: bool = False,
+    dry_run: bool = False,
+    on_round: Callable[[int, list[LinkResult]], None] | None = None,
+) -> IBBenchReport:
+    """Plan (and unless ``dry_run``, run) perftest over ``hosts``. ``runner`` may be ``None`` for a dry run."""
+    opts.validate()
+    if len(hosts) < 2:
+        raise UsageError("bench ib needs at least two hosts")
+    missing = [h.name for h in hosts if not (opts.hcas or hcas.get(h.name))]
+    if missing:
+        raise UsageError(f"no active HCA known on {', '.join(missing)}: give --hca, --survey or fabric.hcas")
+    by_name = {h.name: h for h in hosts}
+    run_id = secrets.token_hex(4)
+    rounds = plan_rounds(hosts, "ring" if find_stragglers else pattern)
+    planned = plan_tests(rounds, by_name, hcas, opts, run_id=run_id)
+    n = len(hosts)
+    all_pairs_rounds = n - 1 if n % 2 == 0 else n
+    if dry_run or runner is None:
+        return IBBenchReport(opts.test, pattern, tuple(rounds), tuple(planned), rounds_used=len(rounds),
+                             all_pairs_rounds=all_pairs_rounds)
+    rack_of = {h.name: h.rack for h in hosts}
+    results: list[LinkResult] = []
+    round_offset = 0
+
+    def run_host_rounds(batch: list[Round]) -> list[Edge]:
+        nonlocal round_offset
+        tests = plan_tests(batch, by_name, hcas, opts, run_id=f"{run_id}-{round_offset}")
+        shifted = [_shift(t, round_offset) for t in tests]
+        round_offset += len(batch)
+        got = run_rounds(runner, shifted, opts, on_round)
+        results.extend(got)
+        return _edges(got, by_name, by_hca=False)
+
+    search = None
+    if find_stragglers:
+        search = find_straggler([h.name for h in hosts], rack_of, run_host_rounds)
+        used = search.rounds_used
+    else:
+        run_host_rounds(rounds)
+        used = len(rounds)
+    if search is not None:
+        diagnoses = list(search.diagnoses)
+    else:
+        # Per endpoint, so one slow HCA is not blamed on its whole host (nor a cable on a host).
+        diagnoses = localise(_edges(results, by_name, by_hca=True), rack_of, by_hca=True)
+    return IBBenchReport(
+        test=opts.test, pattern="find-straggler" if find_stragglers else pattern, rounds=tuple(rounds),
+        planned=tuple(planned), results=tuple(results), findings=tuple(_findings(results, by_name, diagnoses)),
+        diagnoses=tuple(diagnoses), rounds_used=used, all_pairs_rounds=all_pairs_rounds,
+    )
+
+
+def _shift(test: PlannedTest, offset: int) -> PlannedTest:
+    from dataclasses import replace
+
+    return replace(test, round=test.round + offset)

@@ -1,0 +1,71 @@
+"""Thresholds from the inventory's fabric, and the findings for each link result.
+
+Defaults (``clusterctl.inventory.model.Fabric``): a link within one rack must reach 90% of
+the line rate, one across racks 60% (uplinks are usually oversubscribed); latency above
+15 us is a warning, above 50 us an error. An inventory overrides them per host or group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from clusterctl.bench.model import Finding, HcaInfo, LinkResult
+from clusterctl.inventory.model import Host
+
+
+def line_rate(server: Host, client: Host, server_hca: HcaInfo | None, client_hca: HcaInfo | None) -> float | None:
+    """What the slower end should reach: the inventory's rate, else the port rate seen on the host."""
+    rates = [h.fabric.rate_gbps for h in (server, client) if h.fabric.rate_gbps]
+    if not rates:
+        rates = [h.rate_gbps for h in (server_hca, client_hca) if h is not None and h.rate_gbps]
+    return min(rates) if rates else None
+
+
+def placement(server: Host, client: Host) -> tuple[bool | None, float]:
+    """(same rack?, required fraction of line rate). Unknown racks count as one rack."""
+    same = None if server.rack is None or client.rack is None else server.rack == client.rack
+    if same is False:
+        return same, min(server.fabric.across_racks_min, client.fabric.across_racks_min)
+    return same, max(server.fabric.within_rack_min, client.fabric.within_rack_min)
+
+
+def annotate(result: LinkResult, server: Host, client: Host, server_hca: HcaInfo | None,
+             client_hca: HcaInfo | None) -> LinkResult:
+    same, fraction = placement(server, client)
+    return replace(result, expected_gbps=line_rate(server, client, server_hca, client_hca),
+                   min_fraction=fraction, same_rack=same)
+
+
+def judge_link(result: LinkResult, server: Host) -> list[Finding]:
+    subject = f"{result.server}/{result.server_hca} <-> {result.client}/{result.client_hca}"
+    if result.error is not None:
+        return [Finding("error", "link-failed", subject, f"{result.test} failed: {result.error}")]
+    findings: list[Finding] = []
+    if result.gbps is not None and result.expected_gbps and result.min_fraction is not None:
+        need = result.expected_gbps * result.min_fraction
+        where = {True: "within a rack", False: "across racks", None: "(racks unknown)"}[result.same_rack]
+        if result.gbps < need:
+            findings.append(Finding(
+                "error", "link-slow", subject,
+                f"{result.gbps:.1f} Gb/s is {result.gbps / result.expected_gbps:.0%} of the "
+                f"{result.expected_gbps:g} Gb/s line rate; a link {where} must reach "
+                f"{result.min_fraction:.0%} ({need:.1f} Gb/s)",
+            ))
+    if result.latency_us is not None:
+        fabric = server.fabric
+        if result.latency_us > fabric.latency_error_us:
+            findings.append(Finding(
+                "error", "latency-high", subject,
+                f"typical latency {result.latency_us:.2f} us is above {fabric.latency_error_us:g} us"))
+        elif result.latency_us > fabric.latency_warn_us:
+            findings.append(Finding(
+                "warning", "latency-high", subject,
+                f"typical latency {result.latency_us:.2f} us is above {fabric.latency_warn_us:g} us"))
+    return findings
+
+
+def is_slow(result: LinkResult, server: Host) -> bool:
+    """Whether a result counts against its endpoints when localising stragglers."""
+    if result.slow:
+        return True
+    return result.latency_us is not None and result.latency_us > server.fabric.latency_warn_us

@@ -1,0 +1,91 @@
+"""``bench report FILE...``: parse perftest and nccl-tests logs people already keep."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clusterctl.bench.model import Finding
+from clusterctl.errors import ParseError, UsageError
+from clusterctl.facts.nccltests import parse_nccl_tests
+from clusterctl.facts.perftest import PerftestResult, parse_perftest
+
+_NCCL_MARKERS = re.compile(r"Avg bus bandwidth|#\s+size\s+count\s+type|\bnThread\s+\d+\s+nGpus|_perf\b")
+
+
+@dataclass(frozen=True)
+class LogReport:
+    file: str
+    record: dict[str, Any]
+    findings: tuple[Finding, ...]
+
+
+def _perftest_record(result: PerftestResult) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "tool": "perftest", "test": result.test, "side": result.side, "device": result.device,
+        "link_type": result.link_type, "gid_index": result.gid_index, "bidirectional": result.bidirectional,
+        "printed_unit": result.printed_unit, "errors": list(result.errors),
+    }
+    if result.kind == "bw" or result.bandwidth:
+        record["rows"] = [{"size_bytes": r.size_bytes, "bw_avg_gbps": r.bw_avg_gbps, "bw_peak_gbps": r.bw_peak_gbps,
+                           "msg_rate_mpps": r.msg_rate_mpps} for r in result.bandwidth]
+        record["peak_gbps"] = result.peak_gbps
+    if result.latency:
+        record["latency"] = [{"size_bytes": r.size_bytes, "t_min_us": r.t_min_us, "t_max_us": r.t_max_us,
+                              "t_typical_us": r.t_typical_us, "t_avg_us": r.t_avg_us, "t_stdev_us": r.t_stdev_us,
+                              "p99_us": r.p99_us, "p99_9_us": r.p99_9_us} for r in result.latency]
+    return record
+
+
+def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fraction: float = 0.9,
+                latency_warn_us: float = 15.0, latency_error_us: float = 50.0) -> LogReport:
+    findings: list[Finding] = []
+    if _NCCL_MARKERS.search(text):
+        nccl = parse_nccl_tests(text)
+        failure = nccl.failure()
+        if failure:
+            findings.append(Finding("error", "nccl-failed", name, failure))
+        record: dict[str, Any] = {
+            "tool": "nccl-tests", "test": nccl.test, "hosts": list(nccl.hosts), "n_gpus": nccl.n_gpus,
+            "rows": [{"size_bytes": r.size_bytes, "type": r.type, "redop": r.redop,
+                      "out_of_place_busbw_gbs": r.out_of_place.busbw_gbs, "in_place_busbw_gbs": r.in_place.busbw_gbs,
+                      "out_of_place_wrong": r.out_of_place.wrong, "in_place_wrong": r.in_place.wrong}
+                     for r in nccl.rows],
+            "avg_busbw_gbs": nccl.avg_busbw_gbs, "out_of_bounds": nccl.out_of_bounds, "errors": list(nccl.errors),
+        }
+        return LogReport(name, record, tuple(findings))
+    result = parse_perftest(text)
+    if result.errors:
+        findings.append(Finding("error", "perftest-failed", name, result.errors[0]))
+    elif not result.ok and result.side != "server":
+        findings.append(Finding("error", "perftest-failed", name, "no result table in the output"))
+    if rate_gbps and result.peak_gbps is not None:
+        expected = rate_gbps * (2 if result.bidirectional else 1)
+        if result.peak_gbps < expected * min_fraction:
+            findings.append(Finding("error", "link-slow", name,
+                                    f"peak {result.peak_gbps:.1f} Gb/s is {result.peak_gbps / expected:.0%} of "
+                                    f"{expected:g} Gb/s (needs {min_fraction:.0%})"))
+    typical = result.typical_latency_us
+    if typical is not None and typical > latency_error_us:
+        findings.append(Finding("error", "latency-high", name,
+                                f"typical latency {typical} us > {latency_error_us} us"))
+    elif typical is not None and typical > latency_warn_us:
+        findings.append(Finding("warning", "latency-high", name,
+                                f"typical latency {typical} us > {latency_warn_us} us"))
+    return LogReport(name, _perftest_record(result), tuple(findings))
+
+
+def report_files(paths: list[str], **kwargs: Any) -> list[LogReport]:
+    reports = []
+    for path in paths:
+        try:
+            text = Path(path).read_text(errors="replace")
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror}", file=path) from None
+        try:
+            reports.append(report_text(path, text, **kwargs))
+        except ParseError as exc:
+            raise UsageError(str(exc), file=path, line=exc.line) from None
+    return reports

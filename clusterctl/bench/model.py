@@ -1,0 +1,127 @@
+"""Data the bench commands produce: link results, findings, matrices. Plain frozen dataclasses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Finding:
+    #: ``error``, ``warning`` or ``info``.
+    severity: str
+    #: Stable short code: ``link-slow``, ``slow-host``, ``bad-link``, ``slow-rack-uplink``...
+    code: str
+    #: What it is about: a host, ``host/hca``, ``a <-> b`` or a rack.
+    subject: str
+    message: str
+
+
+@dataclass(frozen=True)
+class HcaInfo:
+    """An RDMA device to test on a host, as the survey or ``ibv_devinfo -v`` saw it."""
+
+    name: str
+    #: ``InfiniBand`` or ``Ethernet`` (RoCE).
+    link_layer: str = "InfiniBand"
+    rate_gbps: float | None = None
+    #: RoCE v2 GID index to pass as ``-x``; ``None`` for InfiniBand or when unknown.
+    gid_index: int | None = None
+
+
+@dataclass(frozen=True)
+class LinkResult:
+    """One perftest run between a server endpoint and a client endpoint."""
+
+    round: int
+    server: str
+    client: str
+    server_hca: str
+    client_hca: str
+    port: int
+    test: str
+    #: Bandwidth in Gb/s (bandwidth tests), the lower of what both sides report.
+    gbps: float | None = None
+    #: Typical latency in microseconds (latency tests).
+    latency_us: float | None = None
+    #: Why the test failed, ``None`` when it produced a figure.
+    error: str | None = None
+    #: Line rate the link is judged against and the fraction it must reach.
+    expected_gbps: float | None = None
+    min_fraction: float | None = None
+    same_rack: bool | None = None
+    server_command: str = ""
+    client_command: str = ""
+    server_output: str = field(default="", repr=False)
+    client_output: str = field(default="", repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def pair(self) -> frozenset[str]:
+        return frozenset((self.server, self.client))
+
+    @property
+    def endpoints(self) -> tuple[str, str]:
+        return (f"{self.server}/{self.server_hca}", f"{self.client}/{self.client_hca}")
+
+    @property
+    def fraction(self) -> float | None:
+        if self.gbps is None or not self.expected_gbps:
+            return None
+        return self.gbps / self.expected_gbps
+
+    @property
+    def slow(self) -> bool:
+        """Failed, or below the fraction of line rate its placement requires."""
+        if self.error is not None:
+            return True
+        frac = self.fraction
+        return frac is not None and self.min_fraction is not None and frac < self.min_fraction
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A symmetric host x host (or endpoint x endpoint) table of the worst figure per pair."""
+
+    nodes: tuple[str, ...]
+    #: ``(a, b)`` with a before b in ``nodes`` -> value; missing = not tested; ``None`` = failed.
+    cells: dict[tuple[str, str], float | None]
+    unit: str = "Gb/s"
+
+    def get(self, a: str, b: str) -> float | None:
+        key = (a, b) if self.nodes.index(a) <= self.nodes.index(b) else (b, a)
+        return self.cells.get(key)
+
+    def tested(self, a: str, b: str) -> bool:
+        key = (a, b) if self.nodes.index(a) <= self.nodes.index(b) else (b, a)
+        return key in self.cells
+
+
+def build_matrix(results: list[LinkResult], *, by_hca: bool = False, latency: bool = False) -> Matrix:
+    """The worst (lowest bandwidth, highest latency) result per pair; failures are ``None``."""
+    order: dict[str, None] = {}
+    for r in results:
+        a, b = r.endpoints if by_hca else (r.server, r.client)
+        order.setdefault(a, None)
+        order.setdefault(b, None)
+    nodes = tuple(sorted(order))
+    cells: dict[tuple[str, str], float | None] = {}
+    for r in results:
+        a, b = r.endpoints if by_hca else (r.server, r.client)
+        key = (a, b) if nodes.index(a) <= nodes.index(b) else (b, a)
+        value = r.latency_us if latency else r.gbps
+        if r.error is not None:
+            value = None
+        if key not in cells:
+            cells[key] = value
+        elif cells[key] is not None:
+            old = cells[key]
+            if value is None:
+                cells[key] = None
+            elif old is not None:
+                cells[key] = max(old, value) if latency else min(old, value)
+    return Matrix(nodes=nodes, cells=cells, unit="us" if latency else "Gb/s")

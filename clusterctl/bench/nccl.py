@@ -1,0 +1,215 @@
+"""nccl-tests on each host alone and across hosts (``mpirun``), judged against the fleet.
+
+``run_nccl_test`` is the library entry point (the tune-nccl sweep calls it). Each host's bus
+bandwidth at the largest size is compared with the fleet median using the median absolute
+deviation (robust to the very outliers we look for): more than 2 robust standard deviations
+below is a warning, more than 3 an error; and with the peak expected for its GPUs.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from clusterctl.bench.model import Finding
+from clusterctl.errors import ParseError, UsageError
+from clusterctl.facts.nccltests import NcclTestResult, parse_nccl_tests
+from clusterctl.fanout import Runner
+from clusterctl.inventory.model import Host
+from clusterctl.transport.base import Transport
+
+OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv", "broadcast", "reduce")
+
+#: 8-GPU all_reduce bus bandwidth at large sizes (GB/s); see shared/reference/README.md.
+#: H100: ring figure; NVLS reaches 450+, so a ring-level result is never flagged as low.
+EXPECTED_ALLREDUCE_BUSBW: tuple[tuple[str, float], ...] = (("H100", 370.0), ("H200", 370.0), ("A100", 235.0))
+#: Below this fraction of the expected peak is a warning.
+PEAK_FRACTION = 0.9
+
+
+@dataclass(frozen=True)
+class NcclHostRun:
+    host: str
+    command: str
+    output: str
+    result: NcclTestResult | None
+    error: str | None = None
+
+    @property
+    def busbw_gbs(self) -> float | None:
+        return self.result.largest_busbw_gbs if self.result and self.error is None else None
+
+
+@dataclass(frozen=True)
+class NcclRun:
+    op: str
+    #: One entry per host (single-host runs) or one entry for the whole ``mpirun`` job.
+    runs: tuple[NcclHostRun, ...]
+    findings: tuple[Finding, ...] = ()
+    median_busbw_gbs: float | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return any(f.severity == "error" for f in self.findings)
+
+
+def binary(op: str, binary_dir: str | None = None) -> str:
+    if op not in OPS:
+        raise UsageError(f"unknown --op {op!r}; choose one of {', '.join(OPS)}")
+    name = f"{op}_perf"
+    return f"{binary_dir.rstrip('/')}/{name}" if binary_dir else name
+
+
+def nccl_args(op: str, *, min_bytes: str, max_bytes: str, factor: int, gpus: int | None,
+              binary_dir: str | None) -> list[str]:
+    args = [binary(op, binary_dir), "-b", min_bytes, "-e", max_bytes, "-f", str(factor)]
+    if gpus:
+        args += ["-g", str(gpus)]
+    return args
+
+
+def mpirun_command(hostfile: str, nprocs: int, test: Sequence[str], env: Mapping[str, str]) -> str:
+    """Open MPI: one process per host driving all its GPUs (``-g``), settings passed with ``-x``."""
+    words = ["mpirun", "--hostfile", hostfile, "-np", str(nprocs), "--map-by", "ppr:1:node", "--bind-to", "none"]
+    for key, value in env.items():
+        words += ["-x", f"{key}={value}"]
+    return " ".join(shlex.quote(w) for w in [*words, *test])
+
+
+def hostfile_text(hosts: Sequence[Host], gpus: int | None) -> str:
+    slots = f" slots={gpus}" if gpus else ""
+    return "".join(f"{h.connect_address}{slots}\n" for h in hosts)
+
+
+def _count_gpus(transport: Transport) -> int | None:
+    result = transport.run("nvidia-smi -L", timeout=30)
+    if not result.ok:
+        return None
+    return sum(1 for line in result.stdout.splitlines() if line.startswith("GPU ")) or None
+
+
+def _host_run(host: str, command: str, text: str, exit_code: int) -> NcclHostRun:
+    try:
+        parsed = parse_nccl_tests(text)
+    except ParseError as exc:
+        return NcclHostRun(host, command, text, None, str(exc))
+    failure = parsed.failure()
+    if failure is None and exit_code != 0:
+        failure = f"exit {exit_code}"
+    return NcclHostRun(host, command, text, parsed, failure)
+
+
+def run_nccl_test(
+    runner: Runner,
+    hosts: Sequence[Host],
+    *,
+    op: str = "all_reduce",
+    env: Mapping[str, str] | None = None,
+    min_bytes: str = "8",
+    max_bytes: str = "8G",
+    factor: int = 2,
+    gpus: int | None = None,
+    multi_node: bool = False,
+    binary_dir: str | None = None,
+    timeout_s: float = 900.0,
+) -> NcclRun:
+    """Run nccl-tests on each host alone, or once across ``hosts`` with ``mpirun`` (from the first)."""
+    environment = {str(k): str(v) for k, v in (env or {}).items()}
+    binary(op, binary_dir)
+    if not hosts:
+        raise UsageError("bench nccl needs at least one host")
+    if multi_node:
+        return _run_multi(runner, hosts, op, environment, min_bytes, max_bytes, factor, gpus, binary_dir, timeout_s)
+
+    def task(transport: Transport) -> NcclHostRun:
+        ngpus = gpus or _count_gpus(transport)
+        args = nccl_args(op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, gpus=ngpus,
+                         binary_dir=binary_dir)
+        command = " ".join(shlex.quote(a) for a in args)
+        result = transport.run(command, env=environment or None, timeout=timeout_s)
+        return _host_run(transport.host.name, command, result.stdout + result.stderr, result.exit_code)
+
+    fleet = runner.run_task(hosts, task, label=f"bench nccl: {op}", timeout_s=timeout_s + 30)
+    runs = []
+    for outcome in fleet.outcomes:
+        if outcome.value is not None:
+            runs.append(outcome.value)
+        else:
+            message = outcome.failure.describe() if outcome.failure else "no result"
+            runs.append(NcclHostRun(outcome.host.name, "", "", None, message))
+    expected = {h.name: dict(h.vars).get("expected_busbw_gbs") for h in hosts}
+    findings, median = judge_nccl(runs, op, expected)
+    return NcclRun(op, tuple(runs), tuple(findings), median, environment)
+
+
+def _run_multi(runner: Runner, hosts: Sequence[Host], op: str, env: dict[str, str], min_bytes: str,
+               max_bytes: str, factor: int, gpus: int | None, binary_dir: str | None, timeout_s: float) -> NcclRun:
+    launcher = hosts[0]
+    hostfile = f"/tmp/clusterctl-hostfile-{secrets.token_hex(4)}"
+
+    def task(transport: Transport) -> NcclHostRun:
+        ngpus = gpus or _count_gpus(transport)
+        transport.put(hostfile, hostfile_text(hosts, ngpus).encode(), backup=False)
+        try:
+            args = nccl_args(op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, gpus=ngpus,
+                             binary_dir=binary_dir)
+            command = mpirun_command(hostfile, len(hosts), args, env)
+            result = transport.run(command, timeout=timeout_s)
+        finally:
+            transport.run(f"rm -f {shlex.quote(hostfile)}", timeout=15)
+        return _host_run("+".join(h.name for h in hosts), command, result.stdout + result.stderr, result.exit_code)
+
+    fleet = runner.run_task([launcher], task, label=f"bench nccl: mpirun {op}", timeout_s=timeout_s + 30)
+    (outcome,) = fleet.outcomes
+    run = outcome.value or NcclHostRun(launcher.name, "", "", None,
+                                       outcome.failure.describe() if outcome.failure else "no result")
+    findings = [Finding("error", "nccl-failed", run.host, run.error)] if run.error else []
+    return NcclRun(op, (run,), tuple(findings), run.busbw_gbs, env)
+
+
+def expected_peak(result: NcclTestResult | None, op: str) -> tuple[float, str] | None:
+    """Peak bus bandwidth expected for an 8-GPU all_reduce on the GPUs the log names."""
+    if result is None or op != "all_reduce" or len(result.ranks) < 8:
+        return None
+    names = {name for _, _, _, name in result.ranks}
+    for marker, peak in EXPECTED_ALLREDUCE_BUSBW:
+        if names and all(marker in n for n in names):
+            return peak, f"8x {marker} on NVSwitch"
+    return None
+
+
+def judge_nccl(runs: Sequence[NcclHostRun], op: str, expected: Mapping[str, object] | None = None
+               ) -> tuple[list[Finding], float | None]:
+    findings = [Finding("error", "nccl-failed", r.host, r.error) for r in runs if r.error]
+    values = {r.host: r.busbw_gbs for r in runs if r.busbw_gbs is not None}
+    median = statistics.median(values.values()) if values else None
+    if median is not None and len(values) >= 3:
+        mad = statistics.median(abs(v - median) for v in values.values())
+        # 1.4826 x MAD estimates the standard deviation; a floor of 1% of the median keeps a
+        # perfectly uniform fleet from flagging a host for noise.
+        sd = max(1.4826 * mad, 0.01 * median)
+        for host, value in sorted(values.items()):
+            z = (median - value) / sd
+            if z > 3:
+                severity = "error"
+            elif z > 2:
+                severity = "warning"
+            else:
+                continue
+            findings.append(Finding(severity, "nccl-outlier", host,
+                                    f"{op} bus bandwidth {value:.1f} GB/s is {z:.1f} robust SD below the "
+                                    f"fleet median {median:.1f} GB/s"))
+    for r in runs:
+        if r.busbw_gbs is None:
+            continue
+        override = (expected or {}).get(r.host)
+        peak = (float(str(override)), "the inventory") if override else expected_peak(r.result, op)
+        if peak and r.busbw_gbs < PEAK_FRACTION * peak[0]:
+            findings.append(Finding("warning", "nccl-below-peak", r.host,
+                                    f"{op} bus bandwidth {r.busbw_gbs:.1f} GB/s is below {PEAK_FRACTION:.0%} of "
+                                    f"the ~{peak[0]:g} GB/s expected for {peak[1]}"))
+    return findings, median

@@ -1,0 +1,353 @@
+"""``clusterctl bench``: ib (perftest matrix), nccl (nccl-tests), report (saved logs), compare."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+import typer
+
+from clusterctl.cli.context import AppContext, app_context
+from clusterctl.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from clusterctl.bench.ibbench import IBBenchReport
+    from clusterctl.bench.model import Finding, Matrix
+
+bench_app = typer.Typer(
+    name="bench",
+    help="Benchmark the fabric (perftest between host pairs) and the GPUs (nccl-tests).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(bench_app, name="bench")
+
+
+def _print_findings(app: AppContext, findings: list[Finding]) -> None:
+    from clusterctl.cli.output import SEVERITY_STYLE
+
+    if not findings:
+        app.console.print("[green]no findings[/]", markup=True)
+        return
+    for f in findings:
+        style = SEVERITY_STYLE.get(f.severity, "")
+        app.console.print(f"[{style}]{f.severity:<7}[/] [bold]{f.subject}[/]: {f.message}", markup=True,
+                          highlight=False, soft_wrap=True)
+
+
+def _matrix_table(app: AppContext, matrix: Matrix, good: float | None) -> None:
+    from rich.table import Table
+
+    from clusterctl.bench.plot import colour
+
+    table = Table(title=f"{matrix.unit}", show_lines=False)
+    table.add_column("")
+    for node in matrix.nodes:
+        table.add_column(node, justify="right")
+    for a in matrix.nodes:
+        cells = []
+        for b in matrix.nodes:
+            if a == b or not matrix.tested(a, b):
+                cells.append("·")
+                continue
+            value = matrix.get(a, b)
+            text = "fail" if value is None else f"{value:.1f}"
+            cells.append(f"[{colour(value, good, latency=matrix.unit == 'us')}]{text}[/]")
+        table.add_row(a, *cells)
+    app.console.print(table)
+
+
+def _parse_env(pairs: list[str], env_file: str | None) -> dict[str, str]:
+    env: dict[str, str] = {}
+    if env_file:
+        env.update(_read_env_file(env_file))
+    for pair in pairs:
+        if "=" not in pair:
+            raise UsageError(f"--env takes KEY=VALUE, got {pair!r}")
+        key, value = pair.split("=", 1)
+        env[key.strip()] = value
+    return env
+
+
+def _read_env_file(path: str) -> dict[str, str]:
+    """tune-nccl's output: ``KEY=VALUE`` lines (``export`` and comments allowed), or YAML/JSON mapping."""
+    from pathlib import Path
+
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}", file=path) from None
+    if path.endswith((".yaml", ".yml", ".json")):
+        import yaml
+
+        data = yaml.safe_load(text)
+        source = data.get("env", data) if isinstance(data, dict) else None
+        if not isinstance(source, dict):
+            raise UsageError("expected a mapping of NCCL settings", file=path)
+        return {str(k): str(v) for k, v in source.items()}
+    env: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = line.removeprefix("export ").strip()
+        if "=" not in line:
+            raise UsageError("expected KEY=VALUE", file=path, line=number)
+        key, value = line.split("=", 1)
+        env[key.strip()] = value.strip().strip("'\"")
+    return env
+
+
+@bench_app.command("ib", help="""perftest (ib_write_bw, or ib_write_lat with --latency) between host pairs.
+
+Pairs run in rounds of disjoint pairs (round-robin tournament: N-1 rounds for N hosts),
+one test per HCA pair with its own port; every server is killed by PID afterwards.
+Exits 1 when a link is below its threshold or a test failed.
+
+Examples:
+
+  clusterctl -i inventories/demo.yaml bench ib --dry-run
+
+  clusterctl bench ib --pattern within-rack --plot matrix.svg
+
+  clusterctl bench ib --find-straggler -o json
+""")
+def ib_command(
+    ctx: typer.Context,
+    pattern: str = typer.Option("all-pairs", "--pattern", help="all-pairs | ring | within-rack | across-racks."),
+    latency: bool = typer.Option(False, "--latency", help="Run ib_write_lat instead of ib_write_bw."),
+    hca: list[str] = typer.Option([], "--hca", help="HCA to test (repeatable); default: every active HCA."),
+    survey: Optional[str] = typer.Option(None, "--survey", metavar="FILE",  # noqa: UP045
+                                         help="Saved survey (JSON/YAML) giving active HCAs and GID indexes."),
+    find_straggler: bool = typer.Option(False, "--find-straggler",
+                                        help="Ring first, then targeted re-tests: few rounds on big fleets."),
+    by_hca: bool = typer.Option(False, "--by-hca", help="Show an HCA x HCA matrix instead of host x host."),
+    duration: int = typer.Option(5, "--duration", min=1, help="Seconds per bandwidth test (-D)."),
+    size: Optional[int] = typer.Option(None, "--size", min=1, help="Message size in bytes (-s)."),  # noqa: UP045
+    qps: Optional[int] = typer.Option(None, "--qps", min=1, help="Queue pairs per test (-q)."),  # noqa: UP045
+    port: int = typer.Option(18515, "--port", help="First TCP port; each test of a round adds one."),
+    sudo: bool = typer.Option(False, "--sudo", help="Run perftest with sudo -n."),
+    settle: float = typer.Option(1.0, "--settle", min=0.0, help="Seconds between starting servers and clients."),
+    client_timeout: Optional[float] = typer.Option(None, "--client-timeout", min=0.1,  # noqa: UP045
+                                                   help="Limit per client run (default: duration + 30 s)."),
+    plot: Optional[str] = typer.Option(None, "--plot", metavar="FILE",  # noqa: UP045
+                                       help="Write a heat map (.svg, or .png with matplotlib)."),
+    results_dir: Optional[str] = typer.Option(None, "--results-dir", metavar="DIR",  # noqa: UP045
+                                              help="Where to keep raw outputs and results.json."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the rounds and exact commands; run nothing."),
+) -> None:
+    from clusterctl.bench.hcas import discover_hcas, from_inventory, hcas_from_survey
+    from clusterctl.bench.ib import IBOptions
+    from clusterctl.bench.ibbench import run_ib_bench
+    from clusterctl.bench.payload import dry_run_payload, ib_payload
+
+    app = app_context(ctx)
+    opts = IBOptions(test="ib_write_lat" if latency else "ib_write_bw", hcas=tuple(hca), size_bytes=size,
+                     duration_s=duration, qps=qps, base_port=port, sudo=sudo, settle_s=settle,
+                     client_timeout_s=client_timeout)
+    hosts = app.hosts()
+    if dry_run:
+        hcas = hcas_from_survey(survey, hosts) if survey else {h.name: from_inventory(h) for h in hosts}
+        report = run_ib_bench(None, hosts, hcas, opts, pattern=pattern, find_stragglers=find_straggler,
+                              dry_run=True)
+        app.emit(dry_run_payload(report), lambda: _print_plan(app, report))
+        return
+    with app.runner() as runner:
+        if survey or hca:
+            hcas = hcas_from_survey(survey, hosts) if survey else {h.name: from_inventory(h) for h in hosts}
+        else:
+            hcas, warnings = discover_hcas(runner, hosts)
+            for host, warning in warnings.items():
+                app.warn(f"{host}: {warning}")
+        report = run_ib_bench(runner, hosts, hcas, opts, pattern=pattern, find_stragglers=find_straggler,
+                              by_hca=by_hca)
+    payload = ib_payload(report, by_hca=by_hca)
+    folder = _save_ib(results_dir, report, payload)
+    matrix = report.matrix(by_hca=by_hca)
+    good = _good_value(report)
+    if plot:
+        from clusterctl.bench.plot import write_plot
+
+        write_plot(matrix, plot, good=good, title=f"{report.test} {report.pattern}")
+
+    def table() -> None:
+        _matrix_table(app, matrix, good)
+        if find_straggler:
+            app.console.print(f"rounds used: {report.rounds_used} (all pairs would take {report.all_pairs_rounds})")
+        _print_findings(app, list(report.findings))
+        app.err_console.print(f"results: {folder}", highlight=False)
+
+    app.emit({**payload, "results_dir": str(folder)}, table)
+    if report.failed:
+        raise typer.Exit(ExitCode.FAILED)
+
+
+def _good_value(report: IBBenchReport) -> float | None:
+    if report.test.endswith("_lat"):
+        return None
+    rates = [r.expected_gbps for r in report.results if r.expected_gbps]
+    return min(rates) if rates else None
+
+
+def _save_ib(results_dir: str | None, report: IBBenchReport, payload: dict[str, Any]) -> str:
+    from clusterctl.bench.results import new_results_dir, save_raw, save_results
+
+    folder = new_results_dir(results_dir)
+    for r in report.results:
+        stem = f"r{r.round}-{r.server}-{r.server_hca}--{r.client}-{r.client_hca}"
+        save_raw(folder, f"{stem}-client", r.client_output)
+        save_raw(folder, f"{stem}-server", r.server_output)
+    save_results(folder, payload)
+    return str(folder)
+
+
+def _print_plan(app: AppContext, report: IBBenchReport) -> None:
+    app.console.print(f"{report.test}, pattern {report.pattern}: {len(report.rounds)} round(s), "
+                      f"{len(report.planned)} test(s)", highlight=False)
+    for index in range(1, len(report.rounds) + 1):
+        app.console.print(f"round {index}:", style="bold")
+        for t in (t for t in report.planned if t.round == index):
+            app.console.print(f"  {t.server.name}$ {t.server_command}", markup=False, highlight=False, soft_wrap=True)
+            app.console.print(f"  {t.client.name}$ {t.client_command}", markup=False, highlight=False, soft_wrap=True)
+
+
+@bench_app.command("nccl", help="""nccl-tests on each host alone, or across hosts with mpirun (--multi-node).
+
+Compares each host's bus bandwidth with the fleet median (median/MAD) and with the peak
+expected for its GPUs; #wrong > 0 or a missing result table is a failure.
+
+Examples:
+
+  clusterctl bench nccl
+
+  clusterctl bench nccl --op all_gather --env NCCL_ALGO=Ring
+
+  clusterctl bench nccl --multi-node --env-file tuned-nccl.env
+""")
+def nccl_command(
+    ctx: typer.Context,
+    op: str = typer.Option("all_reduce", "--op", help="all_reduce, all_gather, reduce_scatter, alltoall, ..."),
+    env: list[str] = typer.Option([], "--env", metavar="KEY=VALUE", help="NCCL setting (repeatable)."),
+    env_file: Optional[str] = typer.Option(None, "--env-file", metavar="FILE",  # noqa: UP045
+                                           help="NCCL settings from tune-nccl's output file."),
+    min_bytes: str = typer.Option("8", "-b", "--min-bytes"),
+    max_bytes: str = typer.Option("8G", "-e", "--max-bytes"),
+    factor: int = typer.Option(2, "-f", "--factor", min=2),
+    gpus: Optional[int] = typer.Option(None, "-g", "--gpus", min=1,  # noqa: UP045
+                                       help="GPUs per host (default: nvidia-smi -L)."),
+    multi_node: bool = typer.Option(False, "--multi-node", help="One mpirun job across the selected hosts."),
+    binary_dir: Optional[str] = typer.Option(None, "--bin-dir", metavar="DIR",  # noqa: UP045
+                                             help="Folder of the *_perf binaries (default: PATH)."),
+    results_dir: Optional[str] = typer.Option(None, "--results-dir", metavar="DIR"),  # noqa: UP045
+) -> None:
+    from clusterctl.bench.nccl import run_nccl_test
+    from clusterctl.bench.payload import nccl_payload
+    from clusterctl.bench.results import new_results_dir, save_raw, save_results
+
+    app = app_context(ctx)
+    settings = _parse_env(env, env_file)
+    hosts = app.hosts()
+    with app.runner() as runner:
+        run = run_nccl_test(runner, hosts, op=op, env=settings, min_bytes=min_bytes, max_bytes=max_bytes,
+                            factor=factor, gpus=gpus, multi_node=multi_node, binary_dir=binary_dir)
+    payload = nccl_payload(run)
+    folder = new_results_dir(results_dir)
+    for r in run.runs:
+        save_raw(folder, f"nccl-{op}-{r.host}", r.output)
+    save_results(folder, {"nccl": payload})
+
+    def table() -> None:
+        from rich.table import Table
+
+        t = Table(title=f"{op}_perf bus bandwidth (GB/s), median {run.median_busbw_gbs}")
+        for col in ("host", "busbw", "avg busbw", "status"):
+            t.add_column(col)
+        for r in run.runs:
+            avg = r.result.avg_busbw_gbs if r.result else None
+            t.add_row(r.host, f"{r.busbw_gbs:.1f}" if r.busbw_gbs is not None else "-",
+                      f"{avg:.2f}" if avg is not None else "-", r.error or "ok")
+        app.console.print(t)
+        _print_findings(app, list(run.findings))
+        app.err_console.print(f"results: {folder}", highlight=False)
+
+    app.emit({**payload, "results_dir": str(folder)}, table)
+    if run.failed:
+        raise typer.Exit(ExitCode.FAILED)
+
+
+@bench_app.command("report", help="""Parse saved nccl-tests and perftest logs (client or server side).
+
+Examples:
+
+  clusterctl bench report slurm-1234.out ib_write_bw-*.log -o json
+
+  clusterctl bench report --rate-gbps 200 node1-mlx5_0.log
+""")
+def report_command(
+    ctx: typer.Context,
+    files: list[str] = typer.Argument(..., metavar="FILE...", help="Log files."),
+    rate_gbps: Optional[float] = typer.Option(None, "--rate-gbps", min=0.1,  # noqa: UP045
+                                              help="Line rate to judge perftest bandwidth against."),
+    min_fraction: float = typer.Option(0.9, "--min-fraction", min=0.0, max=1.0),
+) -> None:
+    from clusterctl.bench.logs import report_files
+    from clusterctl.bench.payload import finding_record
+
+    app = app_context(ctx)
+    reports = report_files(files, rate_gbps=rate_gbps, min_fraction=min_fraction)
+    payload = {"files": [{"file": r.file, **r.record, "findings": [finding_record(f) for f in r.findings]}
+                         for r in reports]}
+
+    def table() -> None:
+        for r in reports:
+            rec = r.record
+            figure = rec.get("avg_busbw_gbs") if rec["tool"] == "nccl-tests" else rec.get("peak_gbps")
+            unit = "GB/s avg busbw" if rec["tool"] == "nccl-tests" else "Gb/s peak"
+            text = f"{figure} {unit}" if figure is not None else "no figure"
+            app.console.print(f"[bold]{r.file}[/]: {rec['tool']} {rec.get('test') or ''} - {text}", markup=True,
+                              highlight=False)
+        _print_findings(app, [f for r in reports for f in r.findings])
+
+    app.emit(payload, table)
+    if any(f.severity == "error" for r in reports for f in r.findings):
+        raise typer.Exit(ExitCode.FAILED)
+
+
+@bench_app.command("compare", help="""What got faster or slower between two bench runs (results folders).
+
+Example:
+
+  clusterctl bench compare clusterctl-results/bench-20240101-120000 clusterctl-results/bench-20240102-120000
+""")
+def compare_command(
+    ctx: typer.Context,
+    before: str = typer.Argument(..., metavar="A"),
+    after: str = typer.Argument(..., metavar="B"),
+) -> None:
+    from clusterctl.bench.results import compare, load_results
+
+    app = app_context(ctx)
+    changes = compare(load_results(before), load_results(after))
+    payload = {"before": before, "after": after, "changes": [
+        {"key": c.key, "unit": c.unit, "before": c.before, "after": c.after, "verdict": c.verdict} for c in changes]}
+
+    def table() -> None:
+        from rich.table import Table
+
+        t = Table(title=f"{before} -> {after}")
+        for col in ("what", "before", "after", "change", "verdict"):
+            t.add_column(col)
+        style = {"faster": "green", "slower": "red", "gone": "yellow", "new": "cyan"}
+        for c in changes:
+            ratio = f"{(c.ratio - 1):+.0%}" if c.ratio is not None else "-"
+            t.add_row(c.key, _fmt(c.before, c.unit), _fmt(c.after, c.unit), ratio,
+                      f"[{style.get(c.verdict, '')}]{c.verdict}[/]" if c.verdict in style else c.verdict)
+        app.console.print(t)
+
+    app.emit(payload, table)
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    return "-" if value is None else f"{value:.2f} {unit}"

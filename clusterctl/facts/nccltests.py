@@ -1,0 +1,250 @@
+"""nccl-tests output (``all_reduce_perf``, ``all_gather_perf``, ``alltoall_perf``...).
+
+The table is announced by a ``#  size  count  type  redop  root  time  algbw  busbw  #wrong
+time ...`` comment line; its column names say which columns a row has, because they differ
+between versions and collectives (old versions print ``error`` as ``0e+00`` instead of
+``#wrong``; all_gather has no ``redop``; the first versions had no ``root``). The first
+``time algbw busbw #wrong`` group is out-of-place, the second in-place. ``N/A`` cells (in-place
+of some collectives) become ``None``. ``# Avg bus bandwidth : X`` closes the run.
+
+Multi-node logs interleave ``host:pid:tid [gpu] NCCL INFO ...`` lines from every rank, and
+non-MPI builds launched by ``mpirun`` print one header per process: those lines are skipped,
+and ``mpirun --tag-output`` prefixes (``[1,0]<stdout>:``) are removed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from clusterctl.errors import ParseError
+
+_WHAT = "nccl-tests output"
+
+#: ``mpirun --tag-output`` prefix: ``[1,0]<stdout>:``.
+_MPI_TAG = re.compile(r"^\s*\[\d+,\d+\]<(?:stdout|stderr)>:")
+_HEADER = re.compile(r"^\s*#\s+size\s+count\s+type\b")
+_AVG = re.compile(r"^\s*#\s*Avg bus bandwidth\s*:\s*(\S+)")
+_OOB = re.compile(r"^\s*#\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)?")
+_SETUP = re.compile(r"^\s*#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)")
+_RANK = re.compile(r"^\s*#?\s*Rank\s+(\d+)\b.*?\bon\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*?)\s*$")
+_TOOL = re.compile(r"\b((?:all_reduce|all_gather|reduce_scatter|alltoall|sendrecv|broadcast|reduce|gather|scatter|"
+                   r"hypercube)_perf)\b")
+_NCCL_LOG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b")
+_FAILURES = (
+    re.compile(r"Test NCCL failure"),
+    re.compile(r"Test CUDA failure"),
+    re.compile(r"Cuda failure"),
+    re.compile(r"NCCL WARN"),
+    re.compile(r"\bTest failure\b"),
+    re.compile(r"unhandled (?:system|cuda) error", re.IGNORECASE),
+    re.compile(r"NCCL failure"),
+)
+_KNOWN_COLUMNS = {"size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "error"}
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One half of a row: out-of-place or in-place."""
+
+    time_us: float | None
+    algbw_gbs: float | None
+    #: Bus bandwidth in GB/s (10^9 bytes/s), as nccl-tests prints it.
+    busbw_gbs: float | None
+    #: Wrong elements found by the check; ``None`` for ``N/A`` or the old float ``error`` column.
+    wrong: int | None
+    #: Old versions' max relative error (``0e+00``).
+    error: float | None = None
+
+
+@dataclass(frozen=True)
+class NcclRow:
+    size_bytes: int
+    count: int
+    type: str
+    redop: str | None
+    root: int | None
+    out_of_place: Measure
+    in_place: Measure
+
+
+@dataclass(frozen=True)
+class NcclTestResult:
+    #: ``all_reduce_perf`` etc. when the log names it (command line), else ``None``.
+    test: str | None
+    rows: tuple[NcclRow, ...]
+    #: ``# Avg bus bandwidth`` in GB/s, ``None`` when the run did not get that far.
+    avg_busbw_gbs: float | None
+    n_threads: int | None = None
+    n_gpus: int | None = None
+    min_bytes: int | None = None
+    max_bytes: int | None = None
+    #: ``# Out of bounds values : N OK|FAILED``.
+    out_of_bounds: int | None = None
+    #: (rank, host, device index, GPU name) from the ``Using devices`` block.
+    ranks: tuple[tuple[int, str, int, str], ...] = ()
+    #: Lines that say a rank failed (NCCL WARN, Test NCCL failure...), stripped.
+    errors: tuple[str, ...] = ()
+
+    @property
+    def wrong_total(self) -> int:
+        return sum((r.out_of_place.wrong or 0) + (r.in_place.wrong or 0) for r in self.rows)
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(host for _, host, _, _ in self.ranks))
+
+    @property
+    def peak_busbw_gbs(self) -> float | None:
+        values = [v for r in self.rows for v in (r.out_of_place.busbw_gbs, r.in_place.busbw_gbs) if v is not None]
+        return max(values, default=None)
+
+    @property
+    def largest_busbw_gbs(self) -> float | None:
+        """Bus bandwidth at the largest size (out-of-place, else in-place): the saturated figure."""
+        if not self.rows:
+            return None
+        row = max(self.rows, key=lambda r: r.size_bytes)
+        return row.out_of_place.busbw_gbs if row.out_of_place.busbw_gbs is not None else row.in_place.busbw_gbs
+
+    def failure(self) -> str | None:
+        """Why this run must count as failed, or ``None``."""
+        if self.errors:
+            return self.errors[0]
+        if not self.rows:
+            return "no result table in the output"
+        if self.wrong_total > 0:
+            return f"{self.wrong_total} wrong element(s) reported (#wrong > 0): data corruption"
+        if self.out_of_bounds:
+            return f"{self.out_of_bounds} out-of-bounds value(s)"
+        return None
+
+
+def _float(token: str, number: int, line: str) -> float | None:
+    if token.upper() == "N/A":
+        return None
+    try:
+        return float(token)
+    except ValueError:
+        raise ParseError(_WHAT, f"{token!r} is not a number", line=number, text=line) from None
+
+
+def _int(token: str, number: int, line: str) -> int:
+    try:
+        return int(token)
+    except ValueError:
+        raise ParseError(_WHAT, f"{token!r} is not a whole number", line=number, text=line) from None
+
+
+def _columns(line: str, number: int) -> list[str]:
+    names = line.strip().lstrip("#").split()
+    unknown = [n for n in names if n not in _KNOWN_COLUMNS]
+    if unknown or names.count("time") != 2 or names[:3] != ["size", "count", "type"]:
+        raise ParseError(_WHAT, "unrecognised table header", line=number, text=line)
+    return names
+
+
+def _measure(cells: dict[str, str], number: int, line: str) -> Measure:
+    wrong: int | None = None
+    if "#wrong" in cells and cells["#wrong"].upper() != "N/A":
+        wrong = _int(cells["#wrong"], number, line)
+    return Measure(
+        time_us=_float(cells.get("time", "N/A"), number, line),
+        algbw_gbs=_float(cells.get("algbw", "N/A"), number, line),
+        busbw_gbs=_float(cells.get("busbw", "N/A"), number, line),
+        wrong=wrong,
+        error=_float(cells["error"], number, line) if "error" in cells else None,
+    )
+
+
+def _row(tokens: list[str], columns: list[str], number: int, line: str) -> NcclRow:
+    if len(tokens) != len(columns):
+        raise ParseError(_WHAT, f"a row has {len(tokens)} columns, the header names {len(columns)}",
+                         line=number, text=line)
+    split = columns.index("time", columns.index("time") + 1)
+    first = columns.index("time")
+    lead = dict(zip(columns[:first], tokens[:first], strict=True))
+    oop = dict(zip(columns[first:split], tokens[first:split], strict=True))
+    inp = dict(zip(columns[split:], tokens[split:], strict=True))
+    root = lead.get("root")
+    return NcclRow(
+        size_bytes=_int(lead["size"], number, line),
+        count=_int(lead["count"], number, line),
+        type=lead["type"],
+        redop=lead.get("redop"),
+        root=_int(root, number, line) if root is not None else None,
+        out_of_place=_measure(oop, number, line),
+        in_place=_measure(inp, number, line),
+    )
+
+
+def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
+    """Parse one nccl-tests run (one or many ranks' output, any version).
+
+    A log with no table is not an error here: it is a result with no rows whose
+    ``failure()`` says so. Malformed table rows raise ``ParseError`` naming the line.
+    """
+    columns: list[str] | None = None
+    rows: list[NcclRow] = []
+    avg: float | None = None
+    oob: int | None = None
+    setup: tuple[int, int, int, int] | None = None
+    ranks: dict[int, tuple[int, str, int, str]] = {}
+    errors: list[str] = []
+    seen_rows: set[tuple[str, ...]] = set()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = _MPI_TAG.sub("", raw.rstrip())
+        if not line.strip():
+            continue
+        if test is None:
+            tool = _TOOL.search(line)
+            if tool and not _NCCL_LOG.search(line):
+                test = tool.group(1)
+        if any(p.search(line) for p in _FAILURES):
+            errors.append(line.strip())
+            continue
+        if _NCCL_LOG.search(line):
+            continue
+        if _HEADER.match(line):
+            columns = _columns(line, number)
+            continue
+        found = _AVG.match(line)
+        if found:
+            avg = _float(found.group(1), number, line)
+            continue
+        found = _OOB.match(line)
+        if found:
+            oob = int(found.group(1))
+            continue
+        found = _SETUP.match(line)
+        if found and setup is None:
+            setup = (int(found.group(1)), int(found.group(2)), int(found.group(3)), int(found.group(4)))
+            continue
+        found = _RANK.match(line)
+        if found:
+            rank = int(found.group(1))
+            ranks.setdefault(rank, (rank, found.group(2), int(found.group(3)), found.group(5)))
+            continue
+        stripped = line.strip()
+        if stripped.startswith("#") or columns is None:
+            continue
+        tokens = stripped.split()
+        if not tokens[0].isdigit():
+            continue  # launcher chatter between rows (mpirun warnings, shell prompts)
+        key = tuple(tokens)
+        if key in seen_rows:
+            continue  # the same row printed by each process of a non-MPI build
+        seen_rows.add(key)
+        rows.append(_row(tokens, columns, number, line))
+    return NcclTestResult(
+        test=test,
+        rows=tuple(rows),
+        avg_busbw_gbs=avg,
+        n_threads=setup[0] if setup else None,
+        n_gpus=setup[1] if setup else None,
+        min_bytes=setup[2] if setup else None,
+        max_bytes=setup[3] if setup else None,
+        out_of_bounds=oob,
+        ranks=tuple(ranks[k] for k in sorted(ranks)),
+        errors=tuple(errors),
+    )

@@ -1,0 +1,447 @@
+"""The NCCL settings a careful engineer would set for these hosts, each with a one-line reason.
+
+Pure functions of ``TuneHost`` data. A setting is only derived when it changes what NCCL
+would do on its own: repeating a default is noise in a config file and hides the settings
+that matter. What is left at its default, and why, goes to ``notes``; what looks wrong on a
+host (a down port, a mismatched layout) goes to ``warnings``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from clusterctl.nccl.tune.inputs import NicFacts, TuneHost
+from clusterctl.nccl.versions import NcclVersion, try_parse_version
+
+#: The order settings are listed in everywhere (files, tables): selection first, then policy.
+SETTING_ORDER: tuple[str, ...] = (
+    "NCCL_IB_DISABLE",
+    "NCCL_IB_HCA",
+    "NCCL_IB_GID_INDEX",
+    "NCCL_IB_ADDR_FAMILY",
+    "NCCL_IB_ROCE_VERSION_NUM",
+    "NCCL_SOCKET_IFNAME",
+    "NCCL_NET_GDR_LEVEL",
+    "NCCL_CROSS_NIC",
+)
+#: GPU-NIC distances nearest first, as ``nvidia-smi topo -m`` and NCCL_NET_GDR_LEVEL name them.
+GDR_LEVELS: tuple[str, ...] = ("PIX", "PXB", "PHB", "NODE", "SYS")
+#: NCCL's own GPUDirect RDMA limit when NCCL_NET_GDR_LEVEL is unset (src/graph/paths.cc: PATH_PXB).
+NCCL_DEFAULT_GDR_LEVEL = "PXB"
+#: NCCL_IB_GID_INDEX became dynamic (-1, chosen by address family) in 2.21; before, it was 0.
+DYNAMIC_GID_SINCE = NcclVersion(2, 21, 0)
+#: Interfaces that must never carry NCCL bootstrap traffic.
+NEVER_BOOTSTRAP_PREFIXES: tuple[str, ...] = ("lo", "docker", "virbr", "veth", "cni", "flannel", "cali", "kube-")
+
+
+@dataclass(frozen=True)
+class TunedSetting:
+    name: str
+    value: str
+    #: One line a user reads next to the value: why this and not NCCL's default.
+    reason: str
+    #: ``survey`` (derived from facts) or ``sweep`` (measured).
+    source: str = "survey"
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Settings for the cluster, the hosts that need something else, and what was left alone."""
+
+    hosts: tuple[str, ...]
+    nccl_version: str | None
+    #: ``ib``, ``roce``, ``socket`` or ``mixed``.
+    fabric: str
+    settings: tuple[TunedSetting, ...]
+    #: host name -> settings that replace or add to the common ones on that host.
+    host_overrides: dict[str, tuple[TunedSetting, ...]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    def for_host(self, name: str) -> tuple[TunedSetting, ...]:
+        """The settings one host gets: the common ones with its overrides applied."""
+        merged = {s.name: s for s in self.settings}
+        for setting in self.host_overrides.get(name, ()):
+            merged[setting.name] = setting
+        return sort_settings(merged.values())
+
+
+def sort_settings(settings: Iterable[TunedSetting]) -> tuple[TunedSetting, ...]:
+    items = list(settings)
+    rank = {name: i for i, name in enumerate(SETTING_ORDER)}
+    return tuple(sorted(items, key=lambda s: (rank.get(s.name, len(rank)), s.name)))
+
+
+@dataclass
+class _HostPlan:
+    """One host's own view, before hosts are compared."""
+
+    values: dict[str, TunedSetting] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    fabric: str = "socket"
+    chosen: tuple[NicFacts, ...] = ()
+    #: For NCCL_CROSS_NIC: per GPU, the position of its nearest chosen NIC(s).
+    rail_layout: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    socket_ifname: str | None = None
+
+    def set(self, name: str, value: str, reason: str) -> None:
+        self.values[name] = TunedSetting(name, value, reason)
+
+
+# --- NIC selection ---------------------------------------------------------------------------
+
+
+def _rank(kind: str) -> int:
+    return GDR_LEVELS.index(kind) if kind in GDR_LEVELS else len(GDR_LEVELS)
+
+
+def _affinity_key(nic: NicFacts) -> tuple[int, str, int]:
+    first_gpu = min(nic.nearest_gpus) if nic.nearest_gpus else 1 << 30
+    return (first_gpu, nic.hca, nic.port)
+
+
+def select_nics(host: TuneHost) -> tuple[tuple[NicFacts, ...], list[str]]:
+    """The RDMA ports NCCL should use, in GPU-affinity order, and why each other port is left out."""
+    left_out: list[str] = []
+    active: list[NicFacts] = []
+    for nic in host.nics:
+        if host.expected_hcas and nic.hca not in host.expected_hcas:
+            if nic.active:
+                left_out.append(f"{nic.spec} (not a fabric HCA in the inventory)")
+        elif nic.active:
+            active.append(nic)
+        else:
+            left_out.append(f"{nic.spec} ({nic.state.lower().removeprefix('port_')})")
+    infiniband = [n for n in active if not n.is_ethernet]
+    chosen: list[NicFacts]
+    if infiniband:
+        chosen = infiniband
+        left_out += [f"{n.spec} (Ethernet-only on an InfiniBand fabric)" for n in active if n.is_ethernet]
+    else:
+        chosen = []
+        for nic in active:
+            if nic.roce_v2_gid_index is None and not nic.gids:
+                left_out.append(f"{nic.spec} (no RoCE GID: no IP on its netdev)")
+            elif host.address and _carries(host, nic.netdev, host.address) and len(active) > 1:
+                left_out.append(f"{nic.spec} (management: carries {host.address})")
+            else:
+                chosen.append(nic)
+    # Storage/management NICs sit on another NUMA node than every GPU; keep them out of
+    # collectives when the host has NICs next to its GPUs.
+    if any(n.nearest_gpus for n in chosen):
+        far = [n for n in chosen if not n.nearest_gpus]
+        left_out += [f"{n.spec} (no GPU nearer than SYS)" for n in far]
+        chosen = [n for n in chosen if n.nearest_gpus]
+    return tuple(sorted(chosen, key=_affinity_key)), left_out
+
+
+def _carries(host: TuneHost, netdev: str | None, address: str) -> bool:
+    return any(d.name == netdev and address in d.ipv4 for d in host.netdevs)
+
+
+# --- per-host rules --------------------------------------------------------------------------
+
+
+def _gpu_nic_order(nics: Sequence[NicFacts]) -> str:
+    pairs = [f"GPU{min(n.nearest_gpus)}->{n.hca}" for n in nics if n.nearest_gpus]
+    if not pairs:
+        return "no topology, by name"
+    if len(pairs) > 3:
+        return f"{pairs[0]} ... {pairs[-1]}"
+    return ", ".join(pairs)
+
+
+def _plan_hca(host: TuneHost, plan: _HostPlan) -> None:
+    chosen, left_out = select_nics(host)
+    plan.chosen = chosen
+    if not chosen:
+        plan.fabric = "socket"
+        why = "no active RDMA port" if host.nics else "no RDMA device"
+        plan.set("NCCL_IB_DISABLE", "1", f"{why}: NCCL must use TCP sockets (slow; check the fabric)")
+        plan.warnings.append(f"{why} found: NCCL falls back to TCP sockets over NCCL_SOCKET_IFNAME")
+        return
+    plan.fabric = "roce" if all(n.is_ethernet for n in chosen) else "ib"
+    skipped = f"; leaves out {', '.join(left_out)}" if left_out else ""
+    plan.set(
+        "NCCL_IB_HCA",
+        "=" + ",".join(n.spec for n in chosen),
+        f"{len(chosen)} active {'RoCE' if plan.fabric == 'roce' else 'IB'} ports in GPU order "
+        f"({_gpu_nic_order(chosen)}), exact names{skipped}",
+    )
+    for item in left_out:
+        if "(down" in item or "(init" in item or "(polling" in item:
+            plan.warnings.append(f"RDMA port {item} is not active")
+    rates = {n.rate_gbps for n in chosen if n.rate_gbps}
+    if len(rates) > 1:
+        slow = [n.spec for n in chosen if n.rate_gbps == min(rates)]
+        plan.warnings.append(f"ports run at different rates {sorted(rates)} Gb/s; slowest: {', '.join(slow)}")
+
+
+def _is_ipv4_gid(gid: str) -> bool:
+    text = gid.strip().lower()
+    if text.startswith("::ffff:") or "0000:ffff:" in text:
+        return True
+    try:
+        return ipaddress.ip_address(text).version == 4
+    except ValueError:
+        return False
+
+
+def _plan_roce(host: TuneHost, plan: _HostPlan, version: NcclVersion | None) -> None:
+    if plan.fabric != "roce":
+        return
+    chosen = plan.chosen
+    if version is not None and version >= DYNAMIC_GID_SINCE:
+        gids = [g for n in chosen for g in n.gids]
+        v2_ipv4 = [g for g in gids if "v2" in g[2].lower() and _is_ipv4_gid(g[1])]
+        v2_any = [g for g in gids if "v2" in g[2].lower()]
+        v1 = [g for g in gids if "v1" in g[2].lower()]
+        if v2_ipv4 or any(n.roce_v2_gid_index is not None for n in chosen):
+            plan.notes.append(f"NCCL {version} picks the RoCE v2 IPv4 GID itself (AF_INET, RoCE v2 are its defaults)")
+        elif v2_any:
+            plan.set("NCCL_IB_ADDR_FAMILY", "AF_INET6",
+                     "the RoCE v2 GIDs carry only IPv6 addresses; NCCL looks for AF_INET")
+        elif v1:
+            plan.set("NCCL_IB_ROCE_VERSION_NUM", "1", "the ports list only RoCE v1 GIDs; NCCL looks for RoCE v2")
+        else:
+            plan.warnings.append("no RoCE GID found on the chosen ports: NCCL cannot address them")
+        return
+    indices = Counter(n.roce_v2_gid_index for n in chosen if n.roce_v2_gid_index is not None)
+    if not indices:
+        plan.warnings.append("no RoCE v2 GID with an IPv4 address on the chosen ports; NCCL_IB_GID_INDEX left unset")
+        return
+    index, _ = indices.most_common(1)[0]
+    if len(indices) > 1:
+        plan.warnings.append(
+            f"ports differ in RoCE v2 GID index {sorted(indices)}; NCCL takes one index for all, using {index}"
+        )
+    before = f"NCCL {version}" if version is not None else "NCCL before 2.21"
+    if index == 0:
+        plan.notes.append(f"RoCE v2 IPv4 GID is at index 0, which {before} uses by default")
+        return
+    plan.set("NCCL_IB_GID_INDEX", str(index),
+             f"RoCE v2 IPv4 GID is at index {index}; {before} would use index 0 (RoCE v1)")
+
+
+def _never_bootstrap(name: str) -> bool:
+    return name.startswith(NEVER_BOOTSTRAP_PREFIXES)
+
+
+def _plan_socket(host: TuneHost, plan: _HostPlan) -> None:
+    address = host.address
+    carriers = [d for d in host.netdevs if address and address in d.ipv4]
+    if not carriers:
+        plan.warnings.append(
+            "no surveyed interface carries the host's inventory address (the survey lists RDMA netdevs and, "
+            "when given, 'ip -o -4 addr'); NCCL_SOCKET_IFNAME left unset: set it to the management interface"
+        )
+        return
+    name = carriers[0].name
+    if _never_bootstrap(name):
+        plan.warnings.append(f"the inventory address {address} is on {name}, which NCCL must not bootstrap over")
+        return
+    plan.socket_ifname = name
+    plan.set("NCCL_SOCKET_IFNAME", "=" + name, f"{name} carries the inventory address {address}; NCCL would prefer ib*")
+
+
+def _plan_gdr(host: TuneHost, plan: _HostPlan) -> None:
+    if not plan.chosen or not host.gpu_indices:
+        return
+    distance: dict[int, str] = {}
+    for gpu in host.gpu_indices:
+        classes = [kind for n in plan.chosen for g, kind in n.gpu_links if g == gpu]
+        if classes:
+            distance[gpu] = min(classes, key=_rank)
+    if not distance:
+        return
+    default_rank = _rank(NCCL_DEFAULT_GDR_LEVEL)
+    worst = max(distance.values(), key=_rank)
+    if _rank(worst) <= default_rank:
+        plan.notes.append(
+            f"every GPU has a NIC at {worst} or nearer: NCCL's default ({NCCL_DEFAULT_GDR_LEVEL}) "
+            "already uses GPUDirect RDMA"
+        )
+        return
+    phb = sorted(g for g, k in distance.items() if k == "PHB")
+    far = sorted(g for g, k in distance.items() if _rank(k) > _rank("PHB"))
+    if phb:
+        gpus = ",".join(map(str, phb))
+        plan.set(
+            "NCCL_NET_GDR_LEVEL",
+            "PHB",
+            f"GPU {gpus} reach their NIC through the CPU host bridge (PHB); "
+            f"NCCL's default ({NCCL_DEFAULT_GDR_LEVEL}) turns GPUDirect RDMA off there",
+        )
+    if far:
+        plan.notes.append(
+            f"GPU {','.join(map(str, far))} have no NIC nearer than NODE/SYS: GPUDirect RDMA stays off for them "
+            "(NCCL's choice, kept: crossing the CPU interconnect is slower than staging in host memory)"
+        )
+
+
+def _rail_layout(host: TuneHost, chosen: Sequence[NicFacts]) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    layout = []
+    for gpu in host.gpu_indices:
+        near = tuple(i for i, n in enumerate(chosen) if gpu in n.nearest_gpus)
+        layout.append((gpu, near))
+    return tuple(layout)
+
+
+def plan_host(host: TuneHost, version: NcclVersion | None) -> _HostPlan:
+    plan = _HostPlan()
+    _plan_hca(host, plan)
+    _plan_roce(host, plan, version)
+    _plan_socket(host, plan)
+    _plan_gdr(host, plan)
+    if len(plan.chosen) >= 2:
+        plan.rail_layout = _rail_layout(host, plan.chosen)
+    return plan
+
+
+# --- across hosts ----------------------------------------------------------------------------
+
+
+def _common_prefix(names: Sequence[str]) -> str:
+    first, last = min(names), max(names)
+    i = 0
+    while i < min(len(first), len(last)) and first[i] == last[i]:
+        i += 1
+    return first[:i]
+
+
+def _merge_socket(hosts: Sequence[TuneHost], plans: dict[str, _HostPlan]) -> TunedSetting | None:
+    """One NCCL_SOCKET_IFNAME for all when the names agree or share a prefix that picks only them."""
+    names = {h.name: plans[h.name].socket_ifname for h in hosts}
+    if any(n is None for n in names.values()):
+        return None
+    distinct = sorted({n for n in names.values() if n})
+    if len(distinct) == 1:
+        return None  # identical values merge as usual
+    prefix = _common_prefix(distinct)
+    if len(prefix) < 2 or _never_bootstrap(prefix):
+        return None
+    for host in hosts:
+        matching = [d.name for d in host.netdevs if d.name.startswith(prefix) and d.ipv4]
+        if matching != [names[host.name]]:
+            return None
+    return TunedSetting(
+        "NCCL_SOCKET_IFNAME",
+        prefix,
+        f"the interfaces carrying the inventory addresses ({', '.join(distinct)}) share the prefix {prefix!r}, "
+        "which matches no other interface with an address",
+    )
+
+
+def _merge_cross_nic(
+    hosts: Sequence[TuneHost], plans: dict[str, _HostPlan], notes: list[str], warnings: list[str]
+) -> TunedSetting | None:
+    layouts = {h.name: plans[h.name].rail_layout for h in hosts}
+    if not all(layouts.values()):
+        return None
+    if any(not near for layout in layouts.values() for _, near in layout):
+        notes.append("some GPUs have no nearby NIC: NCCL_CROSS_NIC left at its default (2)")
+        return None
+    if len({layout for layout in layouts.values()}) > 1:
+        warnings.append("hosts differ in GPU-NIC layout: NCCL_CROSS_NIC left at its default (2, cross-rail allowed)")
+        return None
+    nics = len(plans[hosts[0].name].chosen)
+    return TunedSetting(
+        "NCCL_CROSS_NIC",
+        "0",
+        f"rail-optimised: every host has the same GPU-to-NIC layout over {nics} NICs, so rings/trees stay on one rail",
+    )
+
+
+def _version_of(hosts: Sequence[TuneHost], override: str | None, warnings: list[str]) -> NcclVersion | None:
+    if override:
+        return try_parse_version(override)
+    found = {h.name: try_parse_version(h.nccl_version) for h in hosts if h.nccl_version}
+    versions = {v for v in found.values() if v is not None}
+    if len(versions) > 1:
+        warnings.append(
+            "hosts run different NCCL versions ("
+            + ", ".join(sorted(str(v) for v in versions))
+            + "); settings follow the oldest"
+        )
+    if not versions:
+        return None
+    return min(versions)
+
+
+def derive_settings(hosts: Sequence[TuneHost], *, nccl_version: str | None = None) -> Tuning:
+    """Settings for ``hosts``: common ones, per-host overrides where hosts differ, notes and warnings."""
+    if not hosts:
+        return Tuning(hosts=(), nccl_version=nccl_version, fabric="socket", settings=())
+    warnings: list[str] = []
+    notes: list[str] = []
+    version = _version_of(hosts, nccl_version, warnings)
+    if version is None:
+        warnings.append("NCCL version unknown: version-dependent settings assume NCCL before 2.21")
+    plans = {h.name: plan_host(h, version) for h in hosts}
+    host_names = tuple(h.name for h in hosts)
+
+    common: dict[str, TunedSetting] = {}
+    overrides: dict[str, dict[str, TunedSetting]] = {h: {} for h in host_names}
+    special = {"NCCL_SOCKET_IFNAME": _merge_socket(hosts, plans)}
+    for name in SETTING_ORDER:
+        per_host = {h: plans[h].values.get(name) for h in host_names}
+        if name in special and special[name] is not None:
+            common[name] = special[name]  # type: ignore[assignment]
+            continue
+        values = Counter(s.value for s in per_host.values() if s is not None)
+        if not values:
+            continue
+        if all(s is not None for s in per_host.values()):
+            value, _ = values.most_common(1)[0]
+            common[name] = next(s for s in per_host.values() if s is not None and s.value == value)
+            for h, s in per_host.items():
+                if s is not None and s.value != value:
+                    overrides[h][name] = s
+        else:
+            for h, s in per_host.items():
+                if s is not None:
+                    overrides[h][name] = s
+    cross = _merge_cross_nic(hosts, plans, notes, warnings)
+    if cross is not None:
+        common[cross.name] = cross
+
+    for name in SETTING_ORDER:
+        differing = sorted(h for h in host_names if name in overrides[h])
+        if differing:
+            warnings.append(f"{name} differs on {', '.join(differing)}: written as per-host overrides")
+    fabrics = {plans[h].fabric for h in host_names}
+    if len(fabrics) > 1:
+        warnings.append(
+            f"hosts use different transports ({', '.join(sorted(fabrics))}): jobs spanning them run at the slowest"
+        )
+
+    notes += _grouped({h: plans[h].notes for h in host_names})
+    warnings += _grouped({h: plans[h].warnings for h in host_names})
+    return Tuning(
+        hosts=host_names,
+        nccl_version=str(version) if version else None,
+        fabric=fabrics.pop() if len(fabrics) == 1 else "mixed",
+        settings=sort_settings(common.values()),
+        host_overrides={h: sort_settings(o.values()) for h, o in overrides.items() if o},
+        notes=tuple(_dedupe(notes)),
+        warnings=tuple(_dedupe(warnings)),
+    )
+
+
+def _grouped(per_host: dict[str, list[str]]) -> list[str]:
+    """Each message once: bare when every host said it, else led by the hosts that did."""
+    from clusterctl.hostlist import compress
+
+    said: dict[str, list[str]] = {}
+    for host, messages in per_host.items():
+        for message in messages:
+            said.setdefault(message, []).append(host)
+    return [m if len(hosts) == len(per_host) else f"{compress(hosts)}: {m}" for m, hosts in said.items()]
+
+
+def _dedupe(items: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(items))

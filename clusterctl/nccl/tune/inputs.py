@@ -1,0 +1,229 @@
+"""The per-host facts NCCL tuning needs, whatever survey they came from.
+
+Tuning reads a small, flat view of a host: its RDMA ports with their GPU locality, its
+network interfaces with IPv4 addresses, and the NCCL version. Building that view from a
+live survey (``from_host_facts``) or a saved one (``from_saved_survey``) happens here, so
+``derive`` stays a pure function of typed data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from clusterctl.facts.model import NetDevice, RDMADevice, TopoMatrix
+
+if TYPE_CHECKING:
+    from clusterctl.inventory.model import Host
+    from clusterctl.survey.collect import HostFacts
+
+
+@dataclass(frozen=True)
+class NicFacts:
+    """One RDMA port and where it sits relative to the GPUs."""
+
+    hca: str
+    port: int = 1
+    #: ``PORT_ACTIVE``, ``PORT_DOWN``...
+    state: str = "PORT_ACTIVE"
+    #: ``InfiniBand`` or ``Ethernet`` (RoCE, or a plain Ethernet NIC with an RDMA driver).
+    link_layer: str = "InfiniBand"
+    rate_gbps: float | None = None
+    roce_v2_gid_index: int | None = None
+    #: Every GID: (index, gid, type such as ``RoCE v2``).
+    gids: tuple[tuple[int, str, str], ...] = ()
+    netdev: str | None = None
+    #: GPUs at the NIC's best link class (empty when only SYS or no topology).
+    nearest_gpus: tuple[int, ...] = ()
+    #: Link class from each GPU to this NIC: (gpu index, ``PIX``/``PXB``/``PHB``/``NODE``/``SYS``).
+    gpu_links: tuple[tuple[int, str], ...] = ()
+    numa_node: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.state.upper() in ("PORT_ACTIVE", "ACTIVE", "4")
+
+    @property
+    def is_ethernet(self) -> bool:
+        return self.link_layer.lower() == "ethernet"
+
+    @property
+    def spec(self) -> str:
+        """``mlx5_0:1`` as NCCL_IB_HCA writes one port."""
+        return f"{self.hca}:{self.port}"
+
+
+@dataclass(frozen=True)
+class TuneHost:
+    """What tuning knows about one host."""
+
+    name: str
+    #: The inventory address (or name) the host is reached at: bootstrap traffic should use it.
+    address: str | None = None
+    nccl_version: str | None = None
+    gpu_indices: tuple[int, ...] = ()
+    nics: tuple[NicFacts, ...] = ()
+    #: Every interface with its IPv4 addresses (RDMA netdevs and the others).
+    netdevs: tuple[NetDevice, ...] = ()
+    #: Fabric type the inventory declares (``ib``/``roce``/``ethernet``), if any.
+    fabric: str | None = None
+    #: HCAs the inventory names as the host's fabric (``fabric.hcas``); empty = whatever is there.
+    expected_hcas: tuple[str, ...] = ()
+
+
+def _gpu_links(matrix: TopoMatrix | None, nic_name: str) -> tuple[tuple[int, str], ...]:
+    if matrix is None:
+        return ()
+    label = next((d.label for d in matrix.nics if (d.device_name or d.label) == nic_name), None)
+    if label is None:
+        return ()
+    links: list[tuple[int, str]] = []
+    for gpu in matrix.gpus:
+        link = matrix.link(gpu.label, label) or matrix.link(label, gpu.label)
+        if link is not None:
+            links.append((gpu.index, "SYS" if link.kind == "SOC" else link.kind))
+    return tuple(links)
+
+
+def nics_from_facts(
+    rdma: Sequence[RDMADevice] | None,
+    matrix: TopoMatrix | None,
+    netdevs: Sequence[NetDevice] | None,
+) -> tuple[NicFacts, ...]:
+    """Join ``ibv_devinfo`` ports with the topology matrix and ``ibdev2netdev``."""
+    from clusterctl.survey.topology import build_topology
+
+    topology = build_topology(matrix) if matrix is not None else None
+    netdev_of = {(d.hca, d.port): d.name for d in netdevs or () if d.hca}
+    out: list[NicFacts] = []
+    for device in rdma or ():
+        placement = topology.nic(device.hca) if topology is not None else None
+        for port in device.ports:
+            out.append(
+                NicFacts(
+                    hca=device.hca,
+                    port=port.port,
+                    state=port.state,
+                    link_layer=port.link_layer,
+                    rate_gbps=port.rate_gbps,
+                    roce_v2_gid_index=port.roce_v2_gid_index,
+                    gids=port.gids,
+                    netdev=netdev_of.get((device.hca, port.port)),
+                    nearest_gpus=placement.nearest_gpus if placement else (),
+                    gpu_links=_gpu_links(matrix, device.hca),
+                    numa_node=placement.numa_node if placement else None,
+                )
+            )
+    return tuple(out)
+
+
+def from_host_facts(host: Host, facts: HostFacts) -> TuneHost:
+    """A live survey's facts of one host (``clusterctl.survey.collect``) as tuning input."""
+    matrix = facts.topology
+    netdevs = list(facts.netdev or ())
+    ipv4 = facts.values.get("ipv4")
+    if isinstance(ipv4, Mapping):
+        netdevs = _merge_addresses(netdevs, ipv4)
+    stack = facts.stack
+    return TuneHost(
+        name=host.name,
+        address=host.connect_address,
+        nccl_version=stack.nccl if stack else None,
+        gpu_indices=tuple(d.index for d in matrix.gpus) if matrix else tuple(g.index for g in facts.gpus or ()),
+        nics=nics_from_facts(facts.rdma, matrix, facts.netdev),
+        netdevs=tuple(netdevs),
+        fabric=host.fabric.type,
+        expected_hcas=host.fabric.hcas,
+    )
+
+
+def _merge_addresses(netdevs: list[NetDevice], addresses: Mapping[str, Any]) -> list[NetDevice]:
+    """Add interfaces that only ``ip addr`` knows (management ethernet) and their IPv4s."""
+    from dataclasses import replace
+
+    known = {d.name: d for d in netdevs}
+    merged = [replace(d, ipv4=tuple(addresses.get(d.name, d.ipv4))) for d in netdevs]
+    for name, found in addresses.items():
+        if name not in known:
+            merged.append(NetDevice(name=str(name), ipv4=tuple(str(a) for a in found)))
+    return merged
+
+
+# --- saved survey (clusterctl survey --save FILE) ---------------------------------------------
+
+
+def _matrix_links(record: Mapping[str, Any]) -> dict[tuple[str, str], str]:
+    """(row label, column label) -> link class, from a saved host's ``matrix``."""
+    matrix = record.get("matrix") or {}
+    labels = list(matrix.get("labels") or [])
+    out: dict[tuple[str, str], str] = {}
+    for a, row in zip(labels, matrix.get("rows") or [], strict=False):
+        for b, raw in zip(labels, row, strict=False):
+            kind = "NV" if str(raw).startswith("NV") else str(raw)
+            out[(a, b)] = "SYS" if kind == "SOC" else kind
+    return out
+
+
+def host_from_saved(record: Mapping[str, Any], inventory_host: Host | None = None) -> TuneHost:
+    """One host record of a saved survey report as tuning input."""
+    links = _matrix_links(record)
+    gpu_labels = {int(g["index"]): f"GPU{g['index']}" for g in record.get("gpus") or []}
+    nics: list[NicFacts] = []
+    netdevs: list[NetDevice] = []
+    for nic in record.get("nics") or []:
+        label = nic.get("label")
+        gpu_links = tuple(
+            (index, links[(gpu, label)]) for index, gpu in sorted(gpu_labels.items()) if (gpu, label) in links
+        )
+        by_port = {int(d.get("port") or 1): d for d in nic.get("netdevs") or []}
+        for d in nic.get("netdevs") or []:
+            netdevs.append(NetDevice(name=str(d["name"]), hca=nic["name"], port=d.get("port"), up=d.get("up"),
+                                     ipv4=tuple(d.get("ipv4") or ())))
+        for port in nic.get("ports") or []:
+            number = int(port["port"])
+            nics.append(
+                NicFacts(
+                    hca=str(nic["name"]),
+                    port=number,
+                    state=str(port.get("state") or "PORT_DOWN"),
+                    link_layer=str(port.get("link_layer") or "InfiniBand"),
+                    rate_gbps=port.get("rate_gbps"),
+                    roce_v2_gid_index=port.get("roce_v2_gid_index"),
+                    netdev=str(by_port[number]["name"]) if number in by_port else None,
+                    nearest_gpus=tuple(nic.get("nearest_gpus") or ()),
+                    gpu_links=gpu_links,
+                    numa_node=nic.get("numa_node"),
+                )
+            )
+    stack = record.get("stack") or {}
+    fabric = inventory_host.fabric if inventory_host is not None else None
+    return TuneHost(
+        name=str(record["host"]),
+        address=record.get("address") or (inventory_host.connect_address if inventory_host else None),
+        nccl_version=stack.get("nccl"),
+        gpu_indices=tuple(sorted(gpu_labels)),
+        nics=tuple(nics),
+        netdevs=tuple(netdevs),
+        fabric=fabric.type if fabric else None,
+        expected_hcas=fabric.hcas if fabric else (),
+    )
+
+
+def from_saved_survey(path: str, inventory_hosts: Sequence[Host] = ()) -> tuple[list[TuneHost], list[str]]:
+    """Reachable hosts of a saved survey (limited to ``inventory_hosts`` when given), and what was skipped."""
+    from clusterctl.survey.report import load_saved_survey
+
+    saved = load_saved_survey(path)
+    wanted = {h.name: h for h in inventory_hosts}
+    hosts: list[TuneHost] = []
+    skipped: list[str] = []
+    for record in saved.raw.get("hosts") or []:
+        name = str(record["host"])
+        if wanted and name not in wanted:
+            continue
+        if not record.get("reachable"):
+            skipped.append(f"{name}: unreachable in the saved survey, not tuned")
+            continue
+        hosts.append(host_from_saved(record, wanted.get(name)))
+    return hosts, skipped

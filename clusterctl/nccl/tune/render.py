@@ -1,0 +1,225 @@
+"""Rendering tuned settings from the Jinja templates in ``templates/nccl/``.
+
+Every value passes through a filter that makes it safe where it lands: ``shq`` quotes for a
+shell, ``yamlq`` writes a double-quoted YAML scalar, ``conf_value`` refuses anything NCCL's
+NAME=VALUE reader would misread, ``comment`` keeps reasons on one comment line. A value
+with a control character (a newline would start a new setting) is refused outright.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clusterctl.errors import UsageError
+from clusterctl.nccl.tune.derive import TunedSetting, Tuning, sort_settings
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
+    from clusterctl.nccl.tune.sweep import SweepResult
+
+FORMATS: tuple[str, ...] = ("conf", "env", "k8s", "slurm", "tuner", "all")
+CONF_PATH = "/etc/nccl.conf"
+PROFILE_PATH = "/etc/profile.d/nccl.sh"
+TUNER_PATH = "/etc/nccl_tuner.conf"
+CONFIGMAP_NAME = "nccl-settings"
+_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SAFE_HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def templates_dir() -> Path:
+    """``clusterctl/templates`` in an installed wheel, else ``<repo>/templates`` in a checkout."""
+    package = Path(__file__).resolve().parents[2]  # .../clusterctl
+    for candidate in (package / "templates", package.parent / "templates"):
+        if (candidate / "nccl").is_dir():
+            return candidate
+    raise UsageError(f"NCCL templates not found under {package / 'templates'} or {package.parent / 'templates'}")
+
+
+# --- filters ---------------------------------------------------------------------------------
+
+
+def _check_value(value: object) -> str:
+    text = str(value)
+    if _CONTROL.search(text):
+        raise UsageError(f"refusing to render a value with a control character: {text!r}")
+    return text
+
+
+def shell_quote(value: object) -> str:
+    return shlex.quote(_check_value(value))
+
+
+def yaml_quote(value: object) -> str:
+    # JSON strings are valid YAML double-quoted scalars: every special character is escaped.
+    return json.dumps(_check_value(value), ensure_ascii=False)
+
+
+def conf_value(value: object) -> str:
+    text = _check_value(value)
+    if text != text.strip():
+        raise UsageError(f"refusing to write a value with leading/trailing blanks to nccl.conf: {text!r}")
+    return text
+
+
+def one_line_comment(value: object) -> str:
+    if isinstance(value, (list, tuple)):
+        value = ", ".join(str(v) for v in value)
+    return " ".join(_CONTROL.sub(" ", str(value)).split())
+
+
+def environment() -> Environment:
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+    env = Environment(
+        loader=FileSystemLoader(str(templates_dir())),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,  # not HTML: each format escapes through its own filter
+    )
+    env.filters.update(shq=shell_quote, yamlq=yaml_quote, conf_value=conf_value, comment=one_line_comment)
+    return env
+
+
+# --- what gets rendered ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TunerRow:
+    collective: str
+    min_bytes: int
+    max_bytes: int
+    algorithm: str
+    protocol: str
+    channels: int
+    nodes: int
+    ranks: int
+
+
+def tuner_rows(sweep: SweepResult | None, *, nodes: int = -1, ranks: int = -1) -> list[TunerRow]:
+    if sweep is None:
+        return []
+    from clusterctl.nccl.tune.sweep import SIZE_RANGES
+
+    bounds = {name: (low, high) for name, low, high in SIZE_RANGES}
+    return [
+        TunerRow("allreduce", bounds[r][0], bounds[r][1], algo, proto, -1, nodes, ranks)
+        for r, algo, proto in sweep.tuner_rows
+    ]
+
+
+def final_settings(tuning: Tuning, sweep: SweepResult | None, *, host: str | None = None) -> tuple[TunedSetting, ...]:
+    """Derived settings, measured ones, and the tuner plugin's two variables when it has rows."""
+    base = tuning.for_host(host) if host else tuning.settings
+    merged = {s.name: s for s in base}
+    if sweep is not None:
+        for s in sweep.settings:
+            merged[s.name] = s
+        if sweep.tuner_rows:
+            why = "per-size algorithm/protocol winners of the sweep"
+            merged["NCCL_TUNER_PLUGIN"] = TunedSetting(
+                "NCCL_TUNER_PLUGIN", "example", f"NCCL's example tuner plugin applies the {why}", "sweep")
+            merged["NCCL_TUNER_CONFIG_FILE"] = TunedSetting(
+                "NCCL_TUNER_CONFIG_FILE", TUNER_PATH, f"the {why}, as CSV", "sweep")
+    for s in merged.values():
+        if not _NAME.match(s.name):
+            raise UsageError(f"refusing to render a setting with an invalid name: {s.name!r}")
+    return sort_settings(merged.values())
+
+
+def _overridden(tuning: Tuning) -> list[tuple[str, list[str]]]:
+    by_name: dict[str, list[str]] = {}
+    for host, settings in tuning.host_overrides.items():
+        for s in settings:
+            by_name.setdefault(s.name, []).append(host)
+    return sorted(by_name.items())
+
+
+def _host_folder(name: str) -> str:
+    if not _SAFE_HOST.match(name):
+        raise UsageError(f"host name {name!r} cannot be used as a folder name for its per-host files")
+    return name
+
+
+def render_files(
+    tuning: Tuning,
+    sweep: SweepResult | None = None,
+    *,
+    fmt: str = "all",
+    namespace: str | None = None,
+    configmap_name: str = CONFIGMAP_NAME,
+    nodes: int = -1,
+    ranks: int = -1,
+) -> dict[str, str]:
+    """Relative file name -> content for ``fmt``; hosts with overrides get ``hosts/<name>/...``."""
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}", hint=f"Use one of: {', '.join(FORMATS)}.")
+    env = environment()
+    common = final_settings(tuning, sweep)
+    context: dict[str, Any] = {
+        "nccl_version": tuning.nccl_version,
+        "fabric": tuning.fabric,
+        "overridden": _overridden(tuning),
+        "configmap_name": configmap_name,
+        "namespace": namespace,
+        "tuner_path": TUNER_PATH,
+        "host": None,
+    }
+    wanted = FORMATS[:-1] if fmt == "all" else (fmt,)
+    files: dict[str, str] = {}
+
+    def render(template: str, settings: Sequence[TunedSetting], **extra: Any) -> str:
+        return env.get_template(f"nccl/{template}").render(**{**context, "settings": settings, **extra})
+
+    if "conf" in wanted:
+        files["nccl.conf"] = render("nccl.conf.j2", common)
+    if "env" in wanted:
+        files["nccl.sh"] = render("nccl.sh.j2", common)
+    for host in sorted(tuning.host_overrides):
+        own = final_settings(tuning, sweep, host=host)
+        if "conf" in wanted:
+            files[f"hosts/{_host_folder(host)}/nccl.conf"] = render("nccl.conf.j2", own, host=host)
+        if "env" in wanted:
+            files[f"hosts/{_host_folder(host)}/nccl.sh"] = render("nccl.sh.j2", own, host=host)
+    if "k8s" in wanted:
+        files["nccl-configmap.yaml"] = render("configmap.yaml.j2", common)
+        files["nccl-envfrom.yaml"] = render("envfrom.yaml.j2", common)
+    if "slurm" in wanted:
+        files["nccl-slurm.sh"] = render("slurm-exports.sh.j2", common)
+    rows = tuner_rows(sweep, nodes=nodes, ranks=ranks)
+    if "tuner" in wanted and rows:
+        files["nccl_tuner.conf"] = render("nccl_tuner.conf.j2", common, rows=rows)
+    return files
+
+
+def conf_for_host(tuning: Tuning, sweep: SweepResult | None, host: str) -> str:
+    """The /etc/nccl.conf one host gets (common settings with its overrides)."""
+    has_own = host in tuning.host_overrides
+    settings = final_settings(tuning, sweep, host=host if has_own else None)
+    template = environment().get_template("nccl/nccl.conf.j2")
+    return template.render(
+        settings=settings, host=host if has_own else None, nccl_version=tuning.nccl_version, fabric=tuning.fabric
+    )
+
+
+def write_files(files: dict[str, str], out_dir: str | Path) -> list[Path]:
+    """Write rendered files under ``out_dir`` (created), each through a temporary file and a rename."""
+    root = Path(out_dir)
+    written: list[Path] = []
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+        written.append(path)
+    return written

@@ -1,0 +1,75 @@
+"""bench commands end to end on the demo inventory (mock hosts) and on saved logs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clusterctl.cli.app import main
+
+DEMO = str(Path(__file__).resolve().parents[2] / "inventories" / "demo.yaml")
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as info:
+        main(list(args))
+    return int(info.value.code or 0), capsys.readouterr().out
+
+
+def test_dry_run_prints_rounds_and_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(capsys, "-i", DEMO, "bench", "ib", "--dry-run", "--hca", "mlx5_0", "-o", "json")
+    plan = json.loads(out)
+    assert code == 0 and len(plan["rounds"]) == 5
+    first = plan["rounds"][0]["tests"][0]
+    # The client runs under coreutils timeout so that a hung one cannot outlive its round.
+    assert first["client_command"].startswith("timeout -k 5 ")
+    assert " ib_write_bw -d mlx5_0 -p 18515 " in first["client_command"]
+    assert first["server_command"].endswith("& echo $!")
+
+
+def test_demo_names_gpu_b3_mlx5_2_and_keeps_results(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    results = tmp_path / "run1"
+    plot = tmp_path / "matrix.svg"
+    code, out = run(capsys, "-i", DEMO, "bench", "ib", "-o", "json", "--results-dir", str(results),
+                    "--plot", str(plot))
+    payload = json.loads(out)
+    assert code == 1
+    assert [(d["kind"], d["subject"]) for d in payload["diagnoses"]] == [("slow-hca", "gpu-b3/mlx5_2")]
+    assert (results / "results.json").is_file() and any((results / "raw").iterdir())
+    assert "<svg" in plot.read_text() and "gpu-b3" in plot.read_text()
+
+
+def test_compare_shows_slower_links(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    before = {"links": [{"server": "a", "server_hca": "mlx5_0", "client": "b", "client_hca": "mlx5_0", "gbps": 190.0}]}
+    after = {"links": [{"server": "a", "server_hca": "mlx5_0", "client": "b", "client_hca": "mlx5_0", "gbps": 95.0}]}
+    (tmp_path / "A").mkdir()
+    (tmp_path / "B").mkdir()
+    (tmp_path / "A" / "results.json").write_text(json.dumps(before))
+    (tmp_path / "B" / "results.json").write_text(json.dumps(after))
+    code, out = run(capsys, "bench", "compare", str(tmp_path / "A"), str(tmp_path / "B"), "-o", "json")
+    (change,) = json.loads(out)["changes"]
+    assert code == 0 and change["verdict"] == "slower" and change["after"] == 95.0
+
+
+def test_report_on_saved_logs(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(capsys, "bench", "report", "-o", "json", "--rate-gbps", "200",
+                    str(FIXTURES / "nccl-tests" / "all_reduce-h100-2node-mpirun.txt"),
+                    str(FIXTURES / "perftest" / "write_bw-couldnt-connect-client.txt"),
+                    str(FIXTURES / "perftest" / "read_lat-client-cpufreq-warning-mlx4.txt"))
+    files = json.loads(out)["files"]
+    assert code == 1
+    assert files[0]["tool"] == "nccl-tests" and files[0]["test"] == "all_reduce_perf"
+    assert files[0]["avg_busbw_gbs"] == 76.0414 and files[0]["rows"][-1]["size_bytes"] == 8589934592
+    assert files[1]["findings"][0]["code"] == "perftest-failed"
+    assert files[2]["latency"][0]["t_typical_us"] == 1.79 and files[2]["findings"] == []
+
+
+def test_nccl_on_demo_hosts(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out = run(capsys, "-i", DEMO, "bench", "nccl", "-o", "json", "--results-dir", str(tmp_path / "n"),
+                    "--env", "NCCL_ALGO=Ring")
+    payload = json.loads(out)
+    assert [r["busbw_gbs"] for r in payload["runs"]] == [25.31] * 6
+    assert payload["median_busbw_gbs"] == 25.31 and code == 0

@@ -1,0 +1,102 @@
+"""bench ib against MockTransport fleets: commands, judgement, localisation, cleanup."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from clusterctl.bench.ib import IBOptions
+from clusterctl.bench.ibbench import run_ib_bench
+from clusterctl.bench.model import HcaInfo
+from clusterctl.bench.schedule import check_rounds
+
+from .conftest import SERVER_PID, FleetFactory
+
+OPTS = IBOptions(settle_s=0, duration_s=5)
+
+
+def hcas_for(hosts: list, names: tuple[str, ...] = ("mlx5_0",)) -> dict:  # type: ignore[type-arg]
+    return {h.name: [HcaInfo(name=n, rate_gbps=200) for n in names] for h in hosts}
+
+
+def test_slow_host_is_named(mock_fleet: FleetFactory) -> None:
+    fleet = mock_fleet(6, slow_host=3)
+    with fleet.runner() as runner:
+        report = run_ib_bench(runner, fleet.hosts, hcas_for(fleet.hosts), OPTS)
+    assert [(d.kind, d.subject) for d in report.diagnoses] == [("slow-host", "h3")]
+    assert report.rounds_used == 5 and len(report.results) == 15
+    slow = {r.pair for r in report.results if r.slow}
+    assert slow == {frozenset(("h3", f"h{i}")) for i in (1, 2, 4, 5, 6)}
+    assert report.failed
+
+
+def test_bad_link_is_named(mock_fleet: FleetFactory) -> None:
+    fleet = mock_fleet(6, bad_link=(1, 4))
+    with fleet.runner() as runner:
+        report = run_ib_bench(runner, fleet.hosts, hcas_for(fleet.hosts), OPTS)
+    assert [(d.kind, d.subject) for d in report.diagnoses] == [("bad-link", "h1/mlx5_0 <-> h4/mlx5_0")]
+    matrix = report.matrix()
+    assert matrix.get("h1", "h4") == 0.48 and matrix.get("h1", "h2") == 204.59
+
+
+def test_find_straggler_uses_fewer_rounds(mock_fleet: FleetFactory) -> None:
+    fleet = mock_fleet(10, slow_host=7)
+    with fleet.runner() as runner:
+        report = run_ib_bench(runner, fleet.hosts, hcas_for(fleet.hosts), OPTS, find_stragglers=True)
+    assert [(d.kind, d.subject) for d in report.diagnoses] == [("slow-host", "h7")]
+    assert report.rounds_used < report.all_pairs_rounds == 9
+
+
+def test_commands_use_distinct_ports_gid_index_and_kill_by_pid(mock_fleet: FleetFactory) -> None:
+    fleet = mock_fleet(4)
+    hcas = {h.name: [HcaInfo("mlx5_0", "Ethernet", 200, 3), HcaInfo("mlx5_1", "Ethernet", 200, 5)]
+            for h in fleet.hosts}
+    with fleet.runner() as runner:
+        report = run_ib_bench(runner, fleet.hosts, hcas, OPTS)
+    check_rounds(report.rounds)
+    for index in {t.round for t in report.planned}:
+        ports = [t.port for t in report.planned if t.round == index]
+        assert len(ports) == len(set(ports))
+    first = report.planned[0]
+    assert " -x 3 " in first.client_command and first.client_command.endswith("--report_gbits " +
+                                                                              first.server.connect_address)
+    for host in fleet.hosts:
+        starts = [c for c in fleet.history(host.name) if c.endswith("& echo $!")]
+        kills = [c for c in fleet.history(host.name) if c.startswith(f"kill {SERVER_PID} ")]
+        assert len(kills) == len(starts) > 0
+        assert not any("pkill" in c or "killall" in c for c in fleet.history(host.name))
+
+
+def test_server_is_killed_when_the_client_times_out(mock_fleet: FleetFactory) -> None:
+    fleet = mock_fleet(2, client_delay=5)
+    opts = replace(OPTS, client_timeout_s=0.3)
+    with fleet.runner() as runner:
+        report = run_ib_bench(runner, fleet.hosts, hcas_for(fleet.hosts), opts)
+    (result,) = report.results
+    assert result.error is not None and "timed out" in result.error
+    assert any(c.startswith(f"kill {SERVER_PID} ") for c in fleet.history(result.server))
+    assert any(f.code == "link-failed" for f in report.findings)
+
+
+def test_dry_run_runs_nothing(mock_fleet: FleetFactory) -> None:
+    fleet = mock_fleet(5)
+    report = run_ib_bench(None, fleet.hosts, hcas_for(fleet.hosts), OPTS, dry_run=True)
+    assert len(report.rounds) == 5 and report.results == ()
+    assert fleet.transports == {}
+
+
+def test_hcas_and_gid_index_from_a_saved_survey(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from clusterctl.bench.hcas import hcas_from_survey
+    from clusterctl.inventory.model import Fabric, Host
+
+    port = {"port": 1, "state": "PORT_ACTIVE", "link_layer": "Ethernet", "rate_gbps": 400.0, "roce_v2_gid_index": 3}
+    down = {**port, "state": "PORT_DOWN"}
+    survey = {"hosts": [{"host": "h1", "facts": {"rdma": [{"hca": "mlx5_0", "ports": [port]},
+                                                          {"hca": "mlx5_1", "ports": [down]}]}}]}
+    path = tmp_path / "survey.json"
+    path.write_text(json.dumps(survey))
+    hosts = [Host(name="h1"), Host(name="h2", fabric=Fabric(type="roce", hcas=("mlx5_4",)))]
+    found = hcas_from_survey(str(path), hosts)
+    assert found["h1"] == [HcaInfo("mlx5_0", "Ethernet", 400.0, 3)]
+    assert found["h2"] == [HcaInfo("mlx5_4", "Ethernet", None, None)]

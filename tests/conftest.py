@@ -1,0 +1,31 @@
+"""Fixtures shared by every test folder.
+
+``sshd_hosts``: a factory of real OpenSSH ``sshd`` mock hosts on loopback (see
+``tests/sshd_hosts.py``). Tests using it are marked ``@pytest.mark.sshd`` and skip, with the
+reason, only where ``/usr/sbin/sshd`` cannot run (CI installs openssh-server).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from sshd_hosts import SSHDHosts, sshd_missing_reason
+
+
+@pytest.fixture
+def sshd_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHDHosts]:
+    """``sshd_hosts(3, profile=DIR)`` starts three sshd mock hosts; all are stopped afterwards."""
+    reason = sshd_missing_reason()
+    if reason:
+        pytest.skip(reason)
+    farm = SSHDHosts(tmp_path_factory.mktemp("sshd"))
+    try:
+        yield farm
+    finally:
+        farm.stop_all()

@@ -1,0 +1,168 @@
+"""How SSHTransport merges inventory values, ssh_config and defaults, and checks host keys.
+
+No network: a temporary ssh_config and known_hosts file, never the user's own.
+"""
+
+from __future__ import annotations
+
+import base64
+import getpass
+import hashlib
+import hmac
+from pathlib import Path
+
+import paramiko
+import pytest
+
+from clusterctl.inventory.model import Host, SSHOptions
+from clusterctl.transport.base import FailureKind, TransportError
+from clusterctl.transport.ssh import (
+    JumpHop,
+    KnownHosts,
+    check_host_key,
+    load_ssh_config,
+    parse_jump_chain,
+    resolve_target,
+    target_for_host,
+)
+
+SSH_CONFIG = """\
+Host gpu-*
+    User ops
+    Port 2222
+    IdentityFile ~/.ssh/fleet_ed25519
+    ProxyJump bastion.example.com
+    ConnectTimeout 7
+
+Host gpu-a1
+    HostName 10.0.0.11
+
+Host 10.9.*
+    User by-address
+
+Host *
+    User fallback
+"""
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> paramiko.SSHConfig:
+    path = tmp_path / "ssh_config"
+    path.write_text(SSH_CONFIG)
+    loaded = load_ssh_config(str(path))
+    assert loaded is not None
+    return loaded
+
+
+def test_ssh_config_fills_what_the_inventory_leaves_open(config: paramiko.SSHConfig) -> None:
+    target = resolve_target(name="gpu-a1", config=config, default_connect_timeout_s=30)
+    assert target.hostname == "10.0.0.11"
+    assert target.user == "ops"
+    assert target.port == 2222
+    assert target.key_files == (str(Path("~/.ssh/fleet_ed25519").expanduser()),)
+    assert target.jump == (JumpHop("bastion.example.com"),)
+    assert target.connect_timeout_s == 7
+    assert target.known_hosts_name == "[10.0.0.11]:2222"
+
+
+def test_inventory_values_win_over_ssh_config(config: paramiko.SSHConfig, tmp_path: Path) -> None:
+    host = Host(
+        name="gpu-a1",
+        address="192.168.1.5",
+        port=22,
+        user="admin",
+        ssh=SSHOptions(key_file=str(tmp_path / "k"), jump_host="none"),
+    )
+    target = target_for_host(host, config, 30)
+    assert (target.hostname, target.port, target.user) == ("192.168.1.5", 22, "admin")
+    assert target.key_files == (str(tmp_path / "k"),)
+    assert target.jump == ()
+    assert target.known_hosts_name == "192.168.1.5"
+
+
+def test_inventory_ssh_options_override_the_file(config: paramiko.SSHConfig) -> None:
+    host = Host(name="gpu-b2", ssh=SSHOptions(options=(("ConnectTimeout", "3"), ("ProxyJump", "none"))))
+    target = target_for_host(host, config, 30)
+    assert target.connect_timeout_s == 3
+    assert target.jump == ()
+
+
+def test_address_patterns_apply_when_the_name_sets_nothing(config: paramiko.SSHConfig) -> None:
+    target = resolve_target(name="node7", address="10.9.0.7", config=config)
+    # "Host *" matched the name first (User fallback): the first value obtained wins, as in ssh.
+    assert target.user == "fallback"
+    assert target.hostname == "10.9.0.7"
+
+
+def test_defaults_without_any_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    target = resolve_target(name="plain", config=None)
+    assert (target.hostname, target.port, target.user) == ("plain", 22, getpass.getuser())
+    assert [Path(k).name for k in target.key_files] == ["id_ed25519", "id_ecdsa", "id_rsa"]
+    assert not target.explicit_keys
+
+
+def test_missing_explicit_ssh_config_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(TransportError) as err:
+        load_ssh_config(str(tmp_path / "nope"))
+    assert "does not exist" in err.value.message
+
+
+def test_proxyjump_chains_parse_user_host_and_port() -> None:
+    assert parse_jump_chain("a@bastion:2200,inner, [fe80::1]:22") == (
+        JumpHop("bastion", "a", 2200),
+        JumpHop("inner"),
+        JumpHop("fe80::1", None, 22),
+    )
+    assert parse_jump_chain("none") == ()
+    with pytest.raises(TransportError):
+        parse_jump_chain("host:notaport")
+
+
+def _key() -> paramiko.PKey:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    pem = Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+    )
+    import io
+
+    return paramiko.Ed25519Key.from_private_key(io.StringIO(pem.decode()))
+
+
+def _hashed(name: str) -> str:
+    salt = b"0123456789abcdefghij"
+    digest = hmac.new(salt, name.encode(), hashlib.sha1).digest()
+    return f"|1|{base64.b64encode(salt).decode()}|{base64.b64encode(digest).decode()}"
+
+
+def test_host_key_known_unknown_changed_and_hashed(tmp_path: Path) -> None:
+    good, other, stranger = _key(), _key(), _key()
+    path = tmp_path / "known_hosts"
+    path.write_text(
+        "# comment\n"
+        f"[10.0.0.5]:2222 {good.get_name()} {good.get_base64()}\n"
+        f"{_hashed('gpu-h')} {other.get_name()} {other.get_base64()}\n"
+    )
+    known = KnownHosts(path)
+    ported = resolve_target(name="a", address="10.0.0.5", port=2222, config=None)
+    check_host_key(known, ported, good, accept_new=False)  # recorded: accepted silently
+
+    hashed = resolve_target(name="gpu-h", config=None)
+    check_host_key(known, hashed, other, accept_new=False)
+
+    with pytest.raises(TransportError) as changed:
+        check_host_key(known, ported, stranger, accept_new=True)
+    assert changed.value.kind is FailureKind.HOST_KEY_REFUSED
+    assert "man-in-the-middle" in changed.value.message and f"{path}:2" in changed.value.message
+
+    fresh = resolve_target(name="new", address="10.0.0.6", config=None)
+    with pytest.raises(TransportError) as unknown:
+        check_host_key(known, fresh, stranger, accept_new=False)
+    assert "--accept-new-host-keys" in unknown.value.message
+    assert "SHA256:" in unknown.value.message
+    check_host_key(known, fresh, stranger, accept_new=True)
+    assert path.read_text().endswith(f"10.0.0.6 {stranger.get_name()} {stranger.get_base64()}\n")
+    # A second reader of the file (another run) trusts it now.
+    check_host_key(KnownHosts(path), fresh, stranger, accept_new=False)

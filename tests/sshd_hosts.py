@@ -1,0 +1,454 @@
+"""Real OpenSSH ``sshd`` mock hosts on loopback, for integration tests and the fan-out benchmark.
+
+Each host is one ``sshd -D`` on ``127.0.0.1:<free port>`` with its own ed25519 host key, its
+own folder (``bin/`` with fake tools, an empty ``home/``, ``sshd_config``, the log) and the
+environment ``PATH=<host>/bin:/usr/bin:/bin HOME=<host>/home`` set by sshd itself. The fake
+tools replay a mock profile (``clusterctl/transport/replay.py``), so a host answers
+``nvidia-smi topo -m`` with the recorded output just like ``MockTransport`` does, but over
+real SSH. See /work/shared/notes/mock-sshd.md for why each setting is there.
+
+Every process started here is stopped by its PID (checked against /proc first), together
+with the per-connection children it forked, never by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SSHD = Path("/usr/sbin/sshd")
+PRIVSEP_DIR = Path("/run/sshd")
+BANNER_WAIT_S = 10.0
+
+
+def sshd_missing_reason() -> str | None:
+    """Why sshd mock hosts cannot run here, or None when they can."""
+    if not SSHD.exists():
+        return f"{SSHD} is missing (install openssh-server to run the sshd integration tests)"
+    if not PRIVSEP_DIR.is_dir():
+        if os.geteuid() != 0:
+            return f"sshd needs its privilege separation folder {PRIVSEP_DIR}, which is missing"
+        PRIVSEP_DIR.mkdir(mode=0o755, parents=True, exist_ok=True)
+    return None
+
+
+def generate_ed25519(private_path: Path, comment: str) -> str:
+    """Write an OpenSSH ed25519 private key (mode 600); return the public key line."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+    )
+    private_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(private)
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    line = f"{public.decode()} {comment}"
+    private_path.with_name(private_path.name + ".pub").write_text(line + "\n")
+    return line
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_banner(address: str, port: int, timeout_s: float = BANNER_WAIT_S) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((address, port), timeout=1.0) as s:
+                if s.recv(64).startswith(b"SSH-"):
+                    return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _children_by_parent() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    return children
+
+
+def descendants(pid: int) -> list[int]:
+    tree = _children_by_parent()
+    found: list[int] = []
+    todo = list(tree.get(pid, []))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo.extend(tree.get(child, []))
+    return found
+
+
+def _signal(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
+# -- profiles -> fake tools ---------------------------------------------------------------
+
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
+#: Words the shell answers itself: a wrapper in bin/ would never be called for them.
+SHELL_BUILTINS = frozenset(
+    {
+        "echo", "printf", "test", "[", "cd", "export", "set", "unset", "true", "false", "exit", "type",
+        "command", "read", "eval", "exec", "if", "then", "for", "while", "case", "kill", "pwd", "ulimit",
+        "umask", "wait", "trap", ":", ".", "source",
+    }
+)
+
+
+def profile_tools(profile_dir: Path) -> list[str]:
+    """Tool names (first word) of every command rule of a profile, inherited ones included."""
+    from clusterctl.transport.mock import load_profile
+
+    tools: list[str] = []
+    for rule in load_profile(str(profile_dir)).rules:
+        if rule.match is not None:
+            word = rule.match.split()[0] if rule.match.split() else ""
+        elif rule.regex is not None:
+            literal = re.match(r"\^?([A-Za-z0-9_.+-]+)", rule.regex.pattern)
+            word = literal.group(1) if literal else ""
+        else:
+            word = ""
+        if word and _TOOL_NAME.match(word) and word not in SHELL_BUILTINS and word not in tools:
+            tools.append(word)
+    return tools
+
+
+def _write_script(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+# -- hosts --------------------------------------------------------------------------------
+
+
+@dataclass
+class SSHDHost:
+    """One running sshd mock host."""
+
+    name: str
+    address: str
+    port: int
+    folder: Path
+    client_pubkey_file: Path
+    profile: Path | None = None
+    extra_config: tuple[str, ...] = ()
+    host_pubkey: str = ""
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    # -- paths ---------------------------------------------------------------------------
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.folder / "bin"
+
+    @property
+    def home(self) -> Path:
+        return self.folder / "home"
+
+    @property
+    def config_file(self) -> Path:
+        return self.folder / "sshd_config"
+
+    @property
+    def host_key_file(self) -> Path:
+        return self.folder / "ssh_host_ed25519_key"
+
+    @property
+    def state_file(self) -> Path:
+        return self.folder / "state.json"
+
+    @property
+    def sudo_log(self) -> Path:
+        """Every ``sudo`` invocation on the host, one line of arguments each."""
+        return self.folder / "sudo.log"
+
+    @property
+    def log_file(self) -> Path:
+        return self.folder / "sshd.log"
+
+    @property
+    def pid(self) -> int:
+        if self.process is None:
+            raise RuntimeError(f"{self.name} is not running")
+        return self.process.pid
+
+    @property
+    def known_hosts_name(self) -> str:
+        return self.address if self.port == 22 else f"[{self.address}]:{self.port}"
+
+    def known_hosts_line(self) -> str:
+        key_type, key_b64 = self.host_pubkey.split()[:2]
+        return f"{self.known_hosts_name} {key_type} {key_b64}"
+
+    # -- set-up --------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        self.bin_dir.mkdir(parents=True, exist_ok=True)
+        self.home.mkdir(parents=True, exist_ok=True)
+        if not self.host_key_file.exists():
+            self.host_pubkey = generate_ed25519(self.host_key_file, f"host-key-of-{self.name}")
+        # The fan-out benchmark and tests read a per-host answer without any profile.
+        _write_script(self.bin_dir / "hostname", f"#!/bin/sh\necho {shlex.quote(self.name)}\n")
+        # No real privilege change on a mock host: record how sudo was called, then run it.
+        _write_script(
+            self.bin_dir / "sudo",
+            "#!/bin/sh\n"
+            f"printf '%s\\n' \"$*\" >> {shlex.quote(str(self.sudo_log))}\n"
+            'if [ "$1" = "-n" ]; then shift; fi\n'
+            'exec "$@"\n',
+        )
+        if self.profile is not None:
+            self._install_profile_tools(self.profile)
+        self._write_config()
+
+    def _install_profile_tools(self, profile: Path) -> None:
+        python = shlex.quote(sys.executable)
+        for tool in profile_tools(profile):
+            real = shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin")
+            fallback = f"--fallback {shlex.quote(real)} " if real else ""
+            _write_script(
+                self.bin_dir / tool,
+                "#!/bin/sh\n"
+                f"PYTHONPATH={shlex.quote(str(REPO_ROOT))} exec {python} -m clusterctl.transport.replay "
+                f"--profile {shlex.quote(str(profile))} --state {shlex.quote(str(self.state_file))} "
+                f"{fallback}-- {shlex.quote(tool)} \"$@\"\n",
+            )
+
+    def _write_config(self) -> None:
+        # sshd keeps the first value it reads for most keywords: the test's own lines go first.
+        lines = [
+            *self.extra_config,
+            f"Port {self.port}",
+            f"ListenAddress {self.address}",
+            f"HostKey {self.host_key_file}",
+            f"PidFile {self.folder / 'sshd.pid'}",
+            f"AuthorizedKeysFile {self.client_pubkey_file}",
+            "PubkeyAuthentication yes",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "UsePAM no",
+            "StrictModes no",
+            "PermitRootLogin yes",
+            "UseDNS no",
+            "PrintMotd no",
+            "PrintLastLog no",
+            "X11Forwarding no",
+            "AllowTcpForwarding yes",
+            "MaxStartups 1000",
+            "MaxSessions 100",
+            "LogLevel ERROR",
+            "Subsystem sftp internal-sftp",
+            f"SetEnv PATH={self.bin_dir}:/usr/bin:/bin HOME={self.home}",
+        ]
+        self.config_file.write_text("\n".join(lines) + "\n")
+
+    # -- life cycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start sshd and wait for its banner; moves to another free port if this one is taken."""
+        for _attempt in range(5):
+            self._write_config()
+            log = open(self.log_file, "ab")  # noqa: SIM115 - handed to the daemon for its lifetime
+            try:
+                self.process = subprocess.Popen(
+                    [str(SSHD), "-D", "-e", "-f", str(self.config_file)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            finally:
+                log.close()
+            if wait_for_banner(self.address, self.port):
+                return
+            self.stop()
+            self.port = free_port()
+        raise RuntimeError(f"sshd for {self.name} did not start; see {self.log_file}:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def _is_ours(self) -> bool:
+        # sshd rewrites its command line to "sshd: /usr/sbin/sshd -D -e -f <cfg> [listener] ...".
+        return self.process is not None and str(self.config_file) in _cmdline(self.process.pid)
+
+    def stop(self) -> None:
+        """Stop the daemon and every connection it forked (all by PID)."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        if process.poll() is None and str(self.config_file) in _cmdline(process.pid):
+            children = [(p, _cmdline(p)) for p in descendants(process.pid)]
+            for sig in (signal.SIGTERM, signal.SIGCONT):
+                _signal(process.pid, sig)
+            try:
+                process.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                _signal(process.pid, signal.SIGKILL)
+                process.wait(timeout=3)
+            for pid, cmdline in children:
+                # Only if it is still the same program (a PID may have been reused since).
+                if cmdline and _cmdline(pid) == cmdline:
+                    _signal(pid, signal.SIGKILL)
+        elif process.poll() is None:
+            process.kill()
+            process.wait(timeout=3)
+
+    def pause(self) -> None:
+        """SIGSTOP the daemon: TCP connections are still accepted (by the kernel), nothing answers."""
+        if self._is_ours():
+            os.kill(self.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self._is_ours():
+            os.kill(self.pid, signal.SIGCONT)
+
+    def change_host_key(self) -> str:
+        """Restart on the same port with a new host key (a reinstalled host, or an impostor)."""
+        self.stop()
+        self.host_key_file.unlink()
+        self.host_pubkey = generate_ed25519(self.host_key_file, f"new-host-key-of-{self.name}")
+        self.start()
+        return self.host_pubkey
+
+    def sshd_children(self) -> list[int]:
+        return descendants(self.pid) if self.process is not None else []
+
+
+class SSHDHosts:
+    """Starts sshd mock hosts on demand and stops all of them at the end.
+
+    ``farm(3)`` starts three hosts ``h1..h3``; ``farm(2, profile=DIR, names=[...])`` gives
+    them a mock profile and names.
+    """
+
+    def __init__(self, root: Path) -> None:
+        reason = sshd_missing_reason()
+        if reason:
+            raise RuntimeError(reason)
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.client_key = root / "client_ed25519"
+        self.client_pubkey = generate_ed25519(self.client_key, "clusterctl-tests")
+        self.user = getpass.getuser()
+        self.hosts: list[SSHDHost] = []
+
+    def __call__(
+        self,
+        count: int,
+        *,
+        profile: Path | str | None = None,
+        names: Sequence[str] | None = None,
+        extra_config: Sequence[str] = (),
+    ) -> list[SSHDHost]:
+        if names is not None and len(names) != count:
+            raise ValueError("names must have one entry per host")
+        started: list[SSHDHost] = []
+        for i in range(count):
+            number = len(self.hosts) + 1
+            name = names[i] if names is not None else f"h{number}"
+            host = SSHDHost(
+                name=name,
+                address="127.0.0.1",
+                port=free_port(),
+                folder=self.root / f"host{number}",
+                client_pubkey_file=self.client_key.with_name(self.client_key.name + ".pub"),
+                profile=Path(profile).resolve() if profile is not None else None,
+                extra_config=tuple(extra_config),
+            )
+            host.prepare()
+            self.hosts.append(host)
+            host.start()
+            started.append(host)
+        return started
+
+    # -- files for the client -----------------------------------------------------------
+
+    def write_known_hosts(self, path: Path, hosts: Iterable[SSHDHost] = ()) -> Path:
+        """A known_hosts file holding the keys of ``hosts`` (none: an empty file)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(h.known_hosts_line() + "\n" for h in hosts))
+        return path
+
+    def inventory_data(
+        self, hosts: Sequence[SSHDHost], extra: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        entries: dict[str, Any] = {}
+        for h in hosts:
+            entry: dict[str, Any] = {
+                "address": h.address,
+                "port": h.port,
+                "user": self.user,
+                "transport": "ssh",
+                "ssh": {"key_file": str(self.client_key)},
+            }
+            for key, value in (extra or {}).get(h.name, {}).items():
+                if isinstance(value, Mapping) and isinstance(entry.get(key), dict):
+                    entry[key] = {**entry[key], **value}
+                else:
+                    entry[key] = value
+            entries[h.name] = entry
+        return {"cluster": "sshd-mock", "hosts": entries}
+
+    def write_inventory(
+        self,
+        path: Path,
+        hosts: Sequence[SSHDHost],
+        extra: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> Path:
+        """A clusterctl YAML inventory for ``hosts``; ``extra[name]`` adds or overrides fields."""
+        import yaml
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(self.inventory_data(hosts, extra), sort_keys=False))
+        return path
+
+    def stop_all(self) -> None:
+        for host in self.hosts:
+            try:
+                host.stop()
+            except Exception as exc:
+                print(f"stopping {host.name} failed: {exc}", file=sys.stderr)

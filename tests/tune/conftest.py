@@ -1,0 +1,52 @@
+"""Tuning inputs built from real recordings (topology matrices) plus constructed RDMA ports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterctl.facts.model import NetDevice, RDMADevice, RDMAPort
+from clusterctl.facts.topo import parse_topo
+from clusterctl.nccl.tune.inputs import TuneHost, nics_from_facts
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+HERE = Path(__file__).resolve().parent
+
+
+def ib_port(state: str = "PORT_ACTIVE", rate: float = 400.0) -> RDMAPort:
+    return RDMAPort(1, state, "LinkUp" if state == "PORT_ACTIVE" else "Disabled", "InfiniBand", rate)
+
+
+def roce_port(gid_index: int | None = 3, gids: tuple[tuple[int, str, str], ...] = ()) -> RDMAPort:
+    return RDMAPort(1, "PORT_ACTIVE", "LinkUp", "Ethernet", 100.0, roce_v2_gid_index=gid_index, gids=gids)
+
+
+def hgx_host(
+    name: str = "gpu-1",
+    address: str = "10.0.0.11",
+    *,
+    nccl: str = "2.21.5",
+    down: tuple[int, ...] = (),
+    mgmt_ifname: str = "eno1",
+) -> TuneHost:
+    """HGX H100 (real topo -m: 8 GPUs, NIC i at PIX to GPU i) with 8 IB HCAs and a management NIC."""
+    matrix = parse_topo((FIXTURES / "topo" / "hgx-h100-8gpu-8nic.txt").read_text())
+    # Listed out of order on purpose: NCCL_IB_HCA must come out in GPU order.
+    rdma = [RDMADevice(f"mlx5_{i}", None, None, (ib_port("PORT_DOWN" if i in down else "PORT_ACTIVE"),))
+            for i in (3, 1, 0, 2, 7, 5, 6, 4)]
+    rdma.append(RDMADevice("mlx5_8", None, None, (roce_port(),)))
+    netdevs = [NetDevice(f"ib{i}", f"mlx5_{i}", 1, True) for i in range(8)]
+    netdevs += [NetDevice(mgmt_ifname, "mlx5_8", 1, True, (address,)), NetDevice("docker0", ipv4=("172.17.0.1",)),
+                NetDevice("lo", ipv4=("127.0.0.1",))]
+    return TuneHost(name, address, nccl, tuple(range(8)), nics_from_facts(rdma, matrix, netdevs), tuple(netdevs))
+
+
+@pytest.fixture
+def hgx() -> TuneHost:
+    return hgx_host()
+
+
+@pytest.fixture
+def make_hgx() -> object:
+    return hgx_host

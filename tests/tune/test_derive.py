@@ -1,0 +1,146 @@
+"""What tune-nccl derives from survey facts, and that it lints clean."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from clusterctl.facts.model import NetDevice, RDMADevice, RDMAPort
+from clusterctl.facts.topo import parse_topo
+from clusterctl.nccl.lint import lint_settings
+from clusterctl.nccl.sources import read_settings
+from clusterctl.nccl.tune.derive import derive_settings
+from clusterctl.nccl.tune.inputs import TuneHost, nics_from_facts
+from clusterctl.nccl.tune.render import render_files
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def values(tuning: Any) -> dict[str, str]:
+    return {s.name: s.value for s in tuning.settings}
+
+
+def test_ib_hca_lists_active_fabric_ports_in_gpu_order(hgx: TuneHost) -> None:
+    tuning = derive_settings([hgx])
+    assert values(tuning)["NCCL_IB_HCA"] == "=" + ",".join(f"mlx5_{i}:1" for i in range(8))
+    reason = next(s.reason for s in tuning.settings if s.name == "NCCL_IB_HCA")
+    assert "mlx5_8:1 (Ethernet-only on an InfiniBand fabric)" in reason
+
+
+def test_down_port_is_left_out_and_warned(make_hgx: Any) -> None:
+    tuning = derive_settings([make_hgx(down=(5,))])
+    assert "mlx5_5" not in values(tuning)["NCCL_IB_HCA"]
+    assert any("mlx5_5:1" in w and "not active" in w for w in tuning.warnings)
+
+
+def test_socket_ifname_is_the_interface_with_the_inventory_address(hgx: TuneHost) -> None:
+    tuning = derive_settings([hgx])
+    assert values(tuning)["NCCL_SOCKET_IFNAME"] == "=eno1"
+
+
+def test_socket_ifname_never_docker_or_lo(make_hgx: Any) -> None:
+    host = replace(make_hgx(), address="172.17.0.1")  # the address on docker0, not on eno1
+    tuning = derive_settings([host])
+    assert "NCCL_SOCKET_IFNAME" not in values(tuning)
+    assert any("docker0" in w for w in tuning.warnings)
+
+
+def test_rail_layout_alike_on_every_host_gives_cross_nic_0(make_hgx: Any) -> None:
+    tuning = derive_settings([make_hgx("gpu-1", "10.0.0.11"), make_hgx("gpu-2", "10.0.0.12")])
+    assert values(tuning)["NCCL_CROSS_NIC"] == "0"
+
+
+def test_hosts_with_different_layouts_keep_cross_nic_default(make_hgx: Any) -> None:
+    tuning = derive_settings([make_hgx("gpu-1", "10.0.0.11"), make_hgx("gpu-2", "10.0.0.12", down=(2,))])
+    assert "NCCL_CROSS_NIC" not in values(tuning)
+    # the host with the down port gets its own NCCL_IB_HCA
+    assert "gpu-2" in tuning.host_overrides
+    own = {s.name: s.value for s in tuning.for_host("gpu-2")}
+    assert "mlx5_2" not in own["NCCL_IB_HCA"]
+    assert "mlx5_2" in {s.name: s.value for s in tuning.for_host("gpu-1")}["NCCL_IB_HCA"]
+
+
+def test_different_bootstrap_interfaces_share_a_prefix(make_hgx: Any) -> None:
+    tuning = derive_settings([make_hgx("gpu-1", "10.0.0.11", mgmt_ifname="enp1s0"),
+                              make_hgx("gpu-2", "10.0.0.12", mgmt_ifname="enp2s0")])
+    assert values(tuning)["NCCL_SOCKET_IFNAME"] == "enp"
+    assert not tuning.host_overrides
+
+
+def test_nothing_repeats_a_default(hgx: TuneHost) -> None:
+    tuning = derive_settings([hgx])
+    assert "NCCL_NET_GDR_LEVEL" not in values(tuning)  # every GPU has a PIX NIC: NCCL's default
+    assert "NCCL_IB_DISABLE" not in values(tuning)
+    findings = lint_settings(
+        read_settings(render_files(tuning, fmt="conf")["nccl.conf"], "env", name="nccl.conf"),
+        nccl_version=tuning.nccl_version, fabric="ib",
+    )
+    assert [f for f in findings if f.code == "DEFAULT_VALUE"] == []
+
+
+def _roce_host(nccl: str, gid_index: int | None, gids: tuple[tuple[int, str, str], ...] = ()) -> TuneHost:
+    matrix = parse_topo((FIXTURES / "topo" / "a100-8nic-roce-no-gpu-numa-id.txt").read_text())
+    names = [d.device_name or d.label for d in matrix.nics]
+    rdma = [RDMADevice(n, None, None, (RDMAPort(1, "PORT_ACTIVE", "LinkUp", "Ethernet", 200.0,
+                                                 roce_v2_gid_index=gid_index, gids=gids),)) for n in names]
+    netdevs = [NetDevice(f"ens{i}", n, 1, True, (f"192.168.{i}.2",)) for i, n in enumerate(names)]
+    netdevs.append(NetDevice("eno1", ipv4=("10.0.0.5",)))
+    return TuneHost("roce-1", "10.0.0.5", nccl, tuple(d.index for d in matrix.gpus),
+                    nics_from_facts(rdma, matrix, netdevs), tuple(netdevs))
+
+
+def test_roce_before_2_21_sets_the_v2_gid_index() -> None:
+    tuning = derive_settings([_roce_host("2.18.3", 3)])
+    assert tuning.fabric == "roce"
+    assert values(tuning)["NCCL_IB_GID_INDEX"] == "3"
+
+
+def test_roce_from_2_21_leaves_gid_selection_to_nccl() -> None:
+    ipv4 = "0000:0000:0000:0000:0000:ffff:c0a8:0002"
+    gids = ((2, ipv4, "RoCE v1"), (3, ipv4, "RoCE v2"))
+    tuning = derive_settings([_roce_host("2.21.5", 3, gids)])
+    assert not {"NCCL_IB_GID_INDEX", "NCCL_IB_ADDR_FAMILY", "NCCL_IB_ROCE_VERSION_NUM"} & set(values(tuning))
+
+
+def test_roce_from_2_21_with_only_v1_gids_sets_the_version() -> None:
+    gids = ((0, "fe80:0000:0000:0000:0a00:27ff:fe00:0001", "RoCE v1"),)
+    tuning = derive_settings([_roce_host("2.21.5", None, gids)])
+    assert values(tuning)["NCCL_IB_ROCE_VERSION_NUM"] == "1"
+
+
+def test_phb_nics_raise_gdr_level_with_a_reason() -> None:
+    matrix = parse_topo((FIXTURES / "topo" / "pcie-4gpu-soc-phb-mlx5.txt").read_text())
+    names = [d.device_name or d.label for d in matrix.nics]
+    rdma = [RDMADevice(n, None, None, (RDMAPort(1, "PORT_ACTIVE", "LinkUp", "InfiniBand", 100.0),)) for n in names]
+    nics = nics_from_facts(rdma, matrix, [])
+    host = TuneHost("pcie-1", None, "2.21.5", tuple(d.index for d in matrix.gpus), nics)
+    tuning = derive_settings([host])
+    # mlx5_0 is PHB to GPU2/3 and SYS to GPU0/1 in this recording
+    setting = next(s for s in tuning.settings if s.name == "NCCL_NET_GDR_LEVEL")
+    assert setting.value == "PHB" and "GPU 2,3" in setting.reason and "host bridge" in setting.reason
+    assert any("GPU 0,1" in n and "stays off" in n for n in tuning.notes)
+
+
+def test_no_rdma_disables_ib_with_socket_settings(hgx: TuneHost) -> None:
+    host = replace(hgx, nics=())
+    tuning = derive_settings([host])
+    assert values(tuning) == {"NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "=eno1"}
+    assert tuning.fabric == "socket"
+
+
+def test_mixed_fleet_gets_per_host_ib_disable_and_a_warning(make_hgx: Any) -> None:
+    bare = replace(make_hgx("gpu-2", "10.0.0.12"), nics=())
+    tuning = derive_settings([make_hgx("gpu-1", "10.0.0.11"), bare])
+    assert {s.name: s.value for s in tuning.for_host("gpu-2")}["NCCL_IB_DISABLE"] == "1"
+    assert "NCCL_IB_DISABLE" not in {s.name for s in tuning.for_host("gpu-1")}
+    assert any("different transports" in w for w in tuning.warnings)
+
+
+def test_every_rendered_file_lints_without_warnings(make_hgx: Any) -> None:
+    tuning = derive_settings([make_hgx("gpu-1", "10.0.0.11"), make_hgx("gpu-2", "10.0.0.12", down=(2,))])
+    from clusterctl.cli.tune_cmd import lint_rendered
+
+    files = render_files(tuning, fmt="all")
+    assert "hosts/gpu-2/nccl.conf" in files
+    assert lint_rendered(files, tuning) == []

@@ -1,0 +1,115 @@
+"""``clusterctl tune-nccl`` end to end on the demo inventory's mock hosts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from clusterctl.cli.app import app, hoist_global_options
+from clusterctl.errors import UsageError
+from clusterctl.nccl.lint import lint_settings
+from clusterctl.nccl.sources import read_settings
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "inventories" / "demo.yaml"
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(app, hoist_global_options(list(args)))
+
+
+@pytest.fixture(scope="module")
+def demo_survey(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("survey") / "survey.json"
+    invoke("-i", str(DEMO), "survey", "-o", "json", "--save", str(path))  # exit 1: the demo has broken hosts
+    assert path.is_file()
+    return path
+
+
+def test_demo_survey_gives_settings_with_reasons_that_lint_clean(demo_survey: Path) -> None:
+    result = invoke("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey), "-o", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    settings = {s["name"]: s for s in data["settings"]}
+    assert settings["NCCL_IB_HCA"]["value"] == "=" + ",".join(f"mlx5_{i}:1" for i in range(8))
+    assert "mlx5_8" in settings["NCCL_IB_HCA"]["reason"]  # the storage card is named as left out
+    assert settings["NCCL_CROSS_NIC"]["value"] == "0"
+    assert all(s["reason"] for s in data["settings"])
+    assert data["lint"] == []
+    conf = read_settings(data["files"]["nccl.conf"], "env", name="nccl.conf")
+    findings = lint_settings(conf, nccl_version=data["nccl_version"], fabric="ib")
+    assert [f for f in findings if f.severity != "info"] == []
+    assert any("gpu-b3" in w and "10.0" in w for w in data["warnings"])  # the 10 Gb/s port
+
+
+def test_table_output_shows_reasons(demo_survey: Path) -> None:
+    result = invoke("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey))
+    assert result.exit_code == 0, result.output
+    assert "NCCL_IB_HCA" in result.stdout and "rail-optimised" in result.stdout
+
+
+def test_out_writes_every_format(demo_survey: Path, tmp_path: Path) -> None:
+    result = invoke("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey), "--format", "all",
+                    "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    names = {p.name for p in tmp_path.rglob("*") if p.is_file()}
+    assert {"nccl.conf", "nccl.sh", "nccl-configmap.yaml", "nccl-envfrom.yaml", "nccl-slurm.sh"} <= names
+
+
+def test_push_dry_run_shows_a_diff_and_changes_nothing(demo_survey: Path) -> None:
+    result = invoke("-i", str(DEMO), "-l", "gpu-a1", "tune-nccl", "--survey", str(demo_survey), "--push",
+                    "--dry-run", "-o", "json")
+    assert result.exit_code == 0, result.output
+    push = json.loads(result.stdout)["push"]
+    assert [p["host"] for p in push] == ["gpu-a1"]
+    assert "+NCCL_CROSS_NIC=0" in push[0]["diff"] and push[0]["backup"] is None
+
+
+def test_push_writes_conf_with_a_backup() -> None:
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.loader import load_inventory
+    from clusterctl.inventory.model import Host
+    from clusterctl.nccl.tune.derive import TunedSetting, Tuning
+    from clusterctl.nccl.tune.push import push_conf
+    from clusterctl.nccl.tune.render import conf_for_host
+    from clusterctl.transport.mock import MockTransport
+
+    host = load_inventory(str(DEMO)).host("gpu-a1")
+    tuning = Tuning(hosts=("gpu-a1",), nccl_version="2.18.3", fabric="ib",
+                    settings=(TunedSetting("NCCL_CROSS_NIC", "0", "rail-optimised"),))
+    transports: list[MockTransport] = []
+
+    def connect(h: Host, _t: float) -> MockTransport:
+        transports.append(MockTransport(h))
+        transports[-1].files["/etc/nccl.conf"] = b"NCCL_DEBUG=WARN\n"
+        return transports[-1]
+
+    with Runner(connect, parallel=1) as runner:
+        fleet = push_conf(runner, [host], lambda name: conf_for_host(tuning, None, name))
+        again = push_conf(runner, [host], lambda name: conf_for_host(tuning, None, name))
+    outcome = fleet.outcomes[0].value
+    assert outcome is not None and outcome.changed and outcome.backup_path
+    files = transports[0].files
+    assert files[outcome.backup_path] == b"NCCL_DEBUG=WARN\n"
+    assert b"NCCL_CROSS_NIC=0" in files["/etc/nccl.conf"]
+    second = again.outcomes[0].value
+    assert second is not None and not second.changed  # same content: nothing written
+
+
+def test_dry_run_without_push_is_a_usage_error(demo_survey: Path) -> None:
+    result = invoke("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey), "--dry-run")
+    assert isinstance(result.exception, UsageError)  # main() turns it into exit 2
+
+
+def test_live_survey_when_no_file_is_given() -> None:
+    result = invoke("-i", str(DEMO), "-l", "gpu-a1", "tune-nccl", "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["hosts"] == ["gpu-a1"]
+
+
+def test_unknown_format_is_a_usage_error(demo_survey: Path) -> None:
+    result = invoke("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey), "--format", "xml")
+    assert isinstance(result.exception, UsageError)
