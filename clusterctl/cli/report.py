@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from clusterctl.cli.context import AppContext
-from clusterctl.fanout import FleetResult, HostOutcome
+if TYPE_CHECKING:
+    from clusterctl.cli.context import AppContext
+    from clusterctl.fanout import FleetResult, HostOutcome
 
 
 def outcome_record(outcome: HostOutcome[Any]) -> dict[str, Any]:

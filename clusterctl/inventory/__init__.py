@@ -7,10 +7,21 @@ package imports no YAML library (loaders import it when called), so the CLI star
 
 from __future__ import annotations
 
-from clusterctl.inventory.checks import check_inventory
-from clusterctl.inventory.limit import select_hosts
-from clusterctl.inventory.loader import load_inventory, resolve_inventory_path
-from clusterctl.inventory.model import Fabric, Host, Inventory, SSHOptions, StackPin
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clusterctl.inventory.checks import check_inventory
+    from clusterctl.inventory.limit import select_hosts
+    from clusterctl.inventory.loader import load_inventory, resolve_inventory_path
+    from clusterctl.inventory.model import Fabric, Host, Inventory, SSHOptions, StackPin
+
+# Resolved on first use: `clusterctl --help` must not pay for the loaders.
+_EXPORTS = {
+    "Fabric": "model", "Host": "model", "Inventory": "model", "SSHOptions": "model", "StackPin": "model",
+    "check_inventory": "checks", "select_hosts": "limit",
+    "load_inventory": "loader", "resolve_inventory_path": "loader",
+}
 
 __all__ = [
     "Fabric",
@@ -23,3 +34,9 @@ __all__ = [
     "resolve_inventory_path",
     "select_hosts",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(f"clusterctl.inventory.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'clusterctl.inventory' has no attribute {name!r}")
