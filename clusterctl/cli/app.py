@@ -12,7 +12,7 @@ import typer
 
 from clusterctl import __version__
 from clusterctl.cli.context import AppContext, OutputFormat
-from clusterctl.errors import ClusterctlError, ExitCode
+from clusterctl.errors import ClusterctlError, ExitCode, UsageError
 
 HELP = """\
 Survey, benchmark, tune and bootstrap bare-metal GPU clusters over SSH.
@@ -90,6 +90,8 @@ def global_options(
     debug: bool = typer.Option(False, "--debug", help="Log every step and show tracebacks."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
+    if ssh_config is not None and not os.path.isfile(os.path.expanduser(ssh_config)):
+        raise UsageError(f"--ssh-config {ssh_config}: no such file")
     ctx.obj = AppContext(
         inventory_path=inventory,
         limit=limit,

@@ -10,10 +10,10 @@ from typing import Any
 
 from clusterctl.facts.base import Fact
 from clusterctl.facts.gpus import GPUS
-from clusterctl.facts.netdev import NETDEV
+from clusterctl.facts.netdev import IPV4_ADDRS, NETDEV
 from clusterctl.facts.nvlink import NVLINK
 from clusterctl.facts.rdma import RDMA
 from clusterctl.facts.stack import STACK
 from clusterctl.facts.topo import TOPOLOGY
 
-SURVEY_FACTS: tuple[Fact[Any], ...] = (TOPOLOGY, GPUS, NVLINK, RDMA, STACK, NETDEV)
+SURVEY_FACTS: tuple[Fact[Any], ...] = (TOPOLOGY, GPUS, NVLINK, RDMA, STACK, NETDEV, IPV4_ADDRS)

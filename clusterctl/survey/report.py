@@ -123,18 +123,27 @@ def _nics_json(state: HostState) -> list[dict[str, Any]]:
              "roce_v2_gid_index": p.roce_v2_gid_index}
             for p in device.ports
         ]
+    addresses = _ipv4(state)
     for dev in (facts.netdev if facts else None) or ():
         if dev.hca is None:
             continue
         record = records.setdefault(dev.hca, {"name": dev.hca, "label": None, "numa_node": None,
                                               "nearest_gpus": [], "gpu_link": None})
         record.setdefault("netdevs", []).append({"name": dev.name, "port": dev.port, "up": dev.up,
-                                                 "ipv4": list(dev.ipv4)})
+                                                 "ipv4": list(addresses.get(dev.name, dev.ipv4))})
     for name, record in records.items():
         record["fabric"] = name in fabric
         record.setdefault("ports", [])
         record.setdefault("netdevs", [])
     return list(records.values())
+
+
+def _ipv4(state: HostState) -> dict[str, tuple[str, ...]]:
+    """Interface -> IPv4 addresses from ``ip -o -4 addr show``; loopback left out."""
+    found = state.facts.values.get("ipv4") if state.facts else None
+    if not isinstance(found, dict):
+        return {}
+    return {str(k): tuple(v) for k, v in found.items() if k != "lo"}
 
 
 def host_to_json(host: HostReport, *, with_matrix: bool = True) -> dict[str, Any]:
@@ -157,6 +166,8 @@ def host_to_json(host: HostReport, *, with_matrix: bool = True) -> dict[str, Any
         "gpus": _gpus_json(state),
         "nvlink_domains": [list(d) for d in topology.nvlink_domains] if topology else [],
         "nics": _nics_json(state),
+        # Every interface with an IPv4 address (management, IPoIB, RoCE): NCCL_SOCKET_IFNAME is chosen from these.
+        "interfaces": [{"name": name, "ipv4": list(found)} for name, found in _ipv4(state).items()],
         "stack": _plain(asdict(stack)) if stack else None,
         "matrix": matrix_to_json(topology) if topology and with_matrix else None,
         "missing": [{"fact": m.fact, "reason": m.reason} for m in (facts.missing if facts else ())],

@@ -231,4 +231,4 @@ def test_ibdev2netdev_verbose_and_ip_merge() -> None:
 
 
 def test_survey_runs_topology_first() -> None:
-    assert [fact.name for fact in SURVEY_FACTS] == ["topology", "gpus", "nvlink", "rdma", "stack", "netdev"]
+    assert [fact.name for fact in SURVEY_FACTS] == ["topology", "gpus", "nvlink", "rdma", "stack", "netdev", "ipv4"]

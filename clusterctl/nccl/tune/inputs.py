@@ -9,7 +9,7 @@ live survey (``from_host_facts``) or a saved one (``from_saved_survey``) happens
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.facts.model import NetDevice, RDMADevice, TopoMatrix
@@ -140,7 +140,6 @@ def from_host_facts(host: Host, facts: HostFacts) -> TuneHost:
 
 def _merge_addresses(netdevs: list[NetDevice], addresses: Mapping[str, Any]) -> list[NetDevice]:
     """Add interfaces that only ``ip addr`` knows (management ethernet) and their IPv4s."""
-    from dataclasses import replace
 
     known = {d.name: d for d in netdevs}
     merged = [replace(d, ipv4=tuple(addresses.get(d.name, d.ipv4))) for d in netdevs]
@@ -196,6 +195,14 @@ def host_from_saved(record: Mapping[str, Any], inventory_host: Host | None = Non
                     numa_node=nic.get("numa_node"),
                 )
             )
+    known = {d.name for d in netdevs}
+    for interface in record.get("interfaces") or []:
+        name = str(interface["name"])
+        addresses = tuple(str(a) for a in interface.get("ipv4") or ())
+        if name in known:
+            netdevs = [replace(d, ipv4=addresses) if d.name == name else d for d in netdevs]
+        else:
+            netdevs.append(NetDevice(name=name, ipv4=addresses))
     stack = record.get("stack") or {}
     fabric = inventory_host.fabric if inventory_host is not None else None
     return TuneHost(
