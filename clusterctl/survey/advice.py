@@ -181,9 +181,11 @@ def advise(hosts: Sequence[AdviceHost], tp: int, pp: int = 1, world_size: int | 
     gpus_per_host = min(len(h.topology.gpus) for h in ordered)
     total = sum(len(h.topology.gpus) for h in ordered)
     model = tp * pp
+    # Only hosts whose TP groups sit on NVLink take part; the others are named in the advice.
+    fitting = sum(1 for a in per_host if a.fit != FIT_NONE)
     if world_size is None:
-        # Default: as many whole model replicas as the (smallest) hosts hold.
-        world = (gpus_per_host * len(ordered)) // model * model
+        # Default: as many whole model replicas as the (smallest) fitting hosts hold.
+        world = (gpus_per_host * fitting) // model * model
     else:
         world = world_size
         if world < 1 or world > total:
@@ -211,20 +213,27 @@ def _place(hosts: Sequence[AdviceHost], advice: Sequence[HostAdvice], tp: int, p
     of one rack whenever a rack has room for them. Within a host, stages take its TP groups
     (NVLink) in order; a host that cannot hold its TP groups on NVLink gets plain slices.
     """
-    slots: list[tuple[AdviceHost, tuple[int, ...]]] = []
+    by_rack: dict[str, list[tuple[AdviceHost, tuple[int, ...]]]] = {}
     for host, host_advice in zip(hosts, advice, strict=True):
-        groups = list(host_advice.tp_groups) or [
-            tuple(host.topology.gpu_indices[i : i + tp]) for i in range(0, gpus_per_host - tp + 1, tp)
-        ]
-        slots.extend((host, g) for g in groups[: gpus_per_host // tp] if len(g) == tp)
+        if host_advice.fit == FIT_NONE:
+            continue  # TP would leave NVLink there: the advice tells the user to drop or shrink it
+        groups = list(host_advice.tp_groups)
+        by_rack.setdefault(host.rack or "", []).extend(
+            (host, g) for g in groups[: gpus_per_host // tp] if len(g) == tp
+        )
+    # A replica's stages go to one rack while the rack has room for a whole replica; the
+    # slots left over in each rack are then pooled, and only those replicas cross racks.
+    replicas: list[list[tuple[AdviceHost, tuple[int, ...]]]] = []
+    leftovers: list[tuple[AdviceHost, tuple[int, ...]]] = []
+    for rack_slots in by_rack.values():
+        whole = len(rack_slots) // pp * pp
+        replicas.extend(rack_slots[i : i + pp] for i in range(0, whole, pp))
+        leftovers.extend(rack_slots[whole:])
+    replicas.extend(leftovers[i : i + pp] for i in range(0, len(leftovers) // pp * pp, pp))
     placements: list[StagePlacement] = []
     rank = 0
-    for d in range(dp):
-        for s in range(pp):
-            index = d * pp + s
-            if index >= len(slots):
-                break
-            host, gpus = slots[index]
+    for d, replica in enumerate(replicas[:dp]):
+        for s, (host, gpus) in enumerate(replica):
             placements.append(StagePlacement(d, s, host.name, host.rack, gpus, rank))
             rank += tp
     return placements
@@ -254,10 +263,15 @@ def _explain(hosts: Sequence[AdviceHost], advice: Sequence[HostAdvice], tp: int,
         lines.append("No NIC is near the GPUs: inter-host traffic will cross the CPU (no GPUDirect RDMA).")
     if pp > 1:
         hosts_per_replica = max(1, -(-tp * pp // gpus_per_host))
-        racks = {p.rack for p in placements if p.dp_rank == 0}
-        where = "inside one rack" if len(racks) <= 1 else f"across racks {', '.join(sorted(r or '-' for r in racks))}"
+        racks_of: dict[int, set[str | None]] = {}
+        for p in placements:
+            racks_of.setdefault(p.dp_rank, set()).add(p.rack)
+        crossing = sorted(d for d, racks in racks_of.items() if len(racks) > 1)
         lines.append(f"Pipeline parallelism: each replica's {pp} stages span {hosts_per_replica} host(s), "
-                     f"consecutive hosts {where}, so stage-to-stage sends stay near.")
+                     "kept inside one rack where the rack has room, so stage-to-stage sends stay near.")
+        if crossing:
+            lines.append(f"Replica(s) {', '.join(str(d) for d in crossing)} cross racks: no rack had room for "
+                         "all their stages; their stage-to-stage sends go over the spine.")
     if dp > 1:
         lines.append(f"Data parallelism: {dp} replicas across hosts; their gradient all-reduce runs once per step "
                      "and tolerates crossing racks.")

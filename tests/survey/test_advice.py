@@ -88,3 +88,25 @@ def test_pipeline_stays_in_a_rack_and_data_parallel_goes_across() -> None:
 def test_world_size_must_be_a_multiple_of_the_model() -> None:
     with pytest.raises(UsageError):
         advise([host("h1"), host("h2")], tp=8, world_size=12)
+
+
+def test_a_host_that_cannot_hold_tp_gets_no_stage_and_the_world_shrinks() -> None:
+    hosts = [host("a1"), host("a2"), host("a3", nvswitch(lost=[(2, 3)])), host("b1", rack="b"),
+             host("b2", rack="b"), host("b3", rack="b")]
+    advice = advise(hosts, tp=8, pp=2)
+    assert "a3" not in {p.host for p in advice.placements}
+    # Five hosts fit: two whole replicas of two stages (32 GPUs); the fifth host stays free.
+    assert (advice.dp, advice.world_size) == (2, 32)
+    assert len(advice.placements) == 4
+
+
+def test_pipeline_stages_stay_inside_a_rack_when_it_has_room() -> None:
+    hosts = [host("a1"), host("a2"), host("a3"), host("b1", rack="b"), host("b2", rack="b"), host("b3", rack="b")]
+    advice = advise(hosts, tp=8, pp=2)
+    racks_of: dict[int, set[str | None]] = {}
+    for p in advice.placements:
+        racks_of.setdefault(p.dp_rank, set()).add(p.rack)
+    assert advice.dp == 3
+    # Racks of three hosts hold one whole replica each; only the leftover pair crosses.
+    assert sorted(len(r) for r in racks_of.values()) == [1, 1, 2]
+    assert any("cross racks" in line for line in advice.explanation)
