@@ -57,6 +57,10 @@ def _findings(
     return findings
 
 
+#: Up to this many all-pairs rounds, --find-straggler measures all pairs.
+SMALL_FLEET_ROUNDS = 7
+
+
 def run_ib_bench(
     runner: Runner | None,
     hosts: Sequence[Host],
@@ -78,10 +82,14 @@ def run_ib_bench(
         raise UsageError(f"no active HCA known on {', '.join(missing)}: give --hca, --survey or fabric.hcas")
     by_name = {h.name: h for h in hosts}
     run_id = secrets.token_hex(4)
-    rounds = plan_rounds(hosts, "ring" if find_stragglers else pattern)
-    planned = plan_tests(rounds, by_name, hcas, opts, run_id=run_id)
     n = len(hosts)
     all_pairs_rounds = n - 1 if n % 2 == 0 else n
+    if find_stragglers and all_pairs_rounds <= SMALL_FLEET_ROUNDS:
+        # A ring plus its re-tests costs about as many rounds as the full matrix on a small
+        # fleet, and the full matrix tells more: measure everything instead.
+        find_stragglers, pattern = False, "all-pairs"
+    rounds = plan_rounds(hosts, "ring" if find_stragglers else pattern)
+    planned = plan_tests(rounds, by_name, hcas, opts, run_id=run_id)
     if dry_run or runner is None:
         return IBBenchReport(opts.test, pattern, tuple(rounds), tuple(planned), rounds_used=len(rounds),
                              all_pairs_rounds=all_pairs_rounds)

@@ -100,3 +100,12 @@ def test_hcas_and_gid_index_from_a_saved_survey(tmp_path) -> None:  # type: igno
     found = hcas_from_survey(str(path), hosts)
     assert found["h1"] == [HcaInfo("mlx5_0", "Ethernet", 400.0, 3)]
     assert found["h2"] == [HcaInfo("mlx5_4", "Ethernet", None, None)]
+
+
+def test_find_straggler_on_a_small_fleet_measures_every_pair(mock_fleet: FleetFactory) -> None:
+    fleet = mock_fleet(6, slow_host=3)
+    with fleet.runner() as runner:
+        report = run_ib_bench(runner, fleet.hosts, hcas_for(fleet.hosts), OPTS, find_stragglers=True)
+    assert report.pattern == "all-pairs"
+    assert report.rounds_used == report.all_pairs_rounds == 5
+    assert [(d.kind, d.subject) for d in report.diagnoses] == [("slow-host", "h3")]

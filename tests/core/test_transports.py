@@ -138,3 +138,20 @@ def test_bad_profile_is_a_usage_error(tmp_path: Path) -> None:
         MockTransport(Host(name="n", transport="mock", profile=str(folder)))
     with pytest.raises(UsageError, match="names no profile"):
         MockTransport(Host(name="n", transport="mock"))
+
+
+def test_mock_rule_can_simulate_a_transport_failure(tmp_path: Path) -> None:
+    folder = write_profile(tmp_path / "p", 'commands:\n  - match: "nvidia-smi -L"\n    fail: unreachable\n')
+    t = MockTransport(Host(name="n", transport="mock", profile=str(folder)))
+    with pytest.raises(TransportError) as err:
+        t.run("nvidia-smi -L")
+    assert err.value.kind is FailureKind.UNREACHABLE
+
+
+def test_mock_list_of_outputs_cycles(tmp_path: Path) -> None:
+    folder = write_profile(
+        tmp_path / "p", 'commands:\n  - regex: "all_reduce_perf"\n    stdout: [a.txt, b.txt]\n',
+        {"a.txt": "first\n", "b.txt": "second\n"},
+    )
+    t = MockTransport(Host(name="n", transport="mock", profile=str(folder)))
+    assert [t.run("all_reduce_perf -g 8").stdout for _ in range(3)] == ["first\n", "second\n", "first\n"]
