@@ -155,16 +155,21 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         _print_error("interrupted")
         sys.exit(130)
-    except Exception as exc:  # click's own usage errors and aborts
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(ExitCode.USAGE if isinstance(exc, click.UsageError) else exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            _print_error("aborted")
-            sys.exit(130)
-        raise
+    except typer.Abort:
+        _print_error("aborted")
+        sys.exit(130)
+    except Exception as exc:
+        # Click's own errors (a bad option, a missing argument). Recent typer releases vendor
+        # click under a private name, so they are recognised by shape, not by import.
+        show = getattr(exc, "show", None)
+        if not callable(show) or not isinstance(getattr(exc, "exit_code", None), int):
+            if debug:
+                raise
+            _print_error(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)")
+            sys.exit(ExitCode.FAILED)
+        show()
+        is_usage = any(cls.__name__ == "UsageError" for cls in type(exc).__mro__)
+        sys.exit(ExitCode.USAGE if is_usage else getattr(exc, "exit_code", 1))
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -20,3 +20,19 @@ def test_a_missing_ssh_config_is_a_usage_error(capsys) -> None:  # type: ignore[
         main(["--ssh-config", "/nonexistent/ssh_config", "inventory", "show"])
     assert exited.value.code == 2
     assert "--ssh-config /nonexistent/ssh_config: no such file" in capsys.readouterr().err
+
+
+def test_bad_options_are_usage_errors_even_where_typer_vendors_click() -> None:
+    """Recent typer releases ship click inside typer; the CLI must not need the click package."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['click'] = None\n"  # any `import click` now fails
+        "from clusterctl.cli.app import main\n"
+        "main(['survey', '--no-such-option'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "No such option: --no-such-option" in done.stderr
+    assert "Traceback" not in done.stderr
