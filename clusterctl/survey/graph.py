@@ -1,8 +1,9 @@
 """Each host's GPU/NIC/NUMA graph as Graphviz DOT, and SVG/PNG where ``dot`` is installed.
 
 NUMA nodes are clusters; GPUs and NICs sit in theirs. Edges: NVLink between GPUs (label
-``NV18``, thicker with more links) and GPU-NIC pairs on one PCIe switch or host bridge
-(``PIX``/``PXB``/``PHB``). Farther pairs are left out: drawn, an 8-GPU 10-NIC host is a hairball.
+``NV18``, thicker with more links; a full mesh of equal counts is drawn as one NVSwitch hub)
+and GPU-NIC pairs on one PCIe switch or host bridge (``PIX``/``PXB``/``PHB``). Farther pairs
+are left out: drawn, an 8-GPU 10-NIC host is a hairball.
 """
 
 from __future__ import annotations
@@ -39,9 +40,20 @@ def host_dot(name: str, topology: HostTopology) -> str:
     for number, (numa, nodes) in enumerate(sorted(groups.items())):
         title = f"NUMA {numa}" if numa != "?" else "NUMA unknown"
         lines += [f"  subgraph cluster_{number} {{", f"    label={_quote(title)}; style=rounded;", *nodes, "  }"]
+    hubbed: set[frozenset[int]] = set()
+    for number, (members, count) in enumerate(_switched_domains(topology)):
+        # A full mesh of equal NV# counts is an NVSwitch fabric: one hub reads better than
+        # n*(n-1)/2 crossing edges, and a GPU missing from it stands out at once.
+        hub = f"nvswitch{number}"
+        lines.append(f"  {_quote(hub)} [shape=hexagon, fillcolor=darkseagreen1, "
+                     f"label={_quote(f'NVSwitch fabric: NV{count} per GPU pair')}];")
+        width = 1 + min(count, 18) / 6
+        for index in members:
+            lines.append(f"  {_quote(f'GPU{index}')} -- {_quote(hub)} [color=darkgreen, penwidth={width:.1f}];")
+        hubbed.update(frozenset((a, b)) for a in members for b in members if a < b)
     for gpu in topology.gpus:
         for peer, count in gpu.nvlink_peers:
-            if peer > gpu.index:
+            if peer > gpu.index and frozenset((gpu.index, peer)) not in hubbed:
                 width = 1 + min(count, 18) / 6
                 lines.append(f"  {_quote(gpu.label)} -- {_quote(f'GPU{peer}')} "
                              f"[label=\"NV{count}\", color=darkgreen, penwidth={width:.1f}];")
@@ -53,6 +65,21 @@ def host_dot(name: str, topology: HostTopology) -> str:
                              f"[label={_quote(link.kind)}, color={_GPU_NIC_EDGES[link.kind]}, style=dashed];")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _switched_domains(topology: HostTopology) -> list[tuple[tuple[int, ...], int]]:
+    """NVLink domains of 3+ GPUs where every pair has the same NV# count (NVSwitch-like)."""
+    peers = {gpu.index: dict(gpu.nvlink_peers) for gpu in topology.gpus}
+    out: list[tuple[tuple[int, ...], int]] = []
+    for domain in topology.nvlink_domains:
+        if len(domain) < 3:
+            continue
+        counts = {peers.get(a, {}).get(b) for a in domain for b in domain if a < b}
+        if len(counts) == 1 and None not in counts:
+            (count,) = counts
+            if count is not None:
+                out.append((domain, count))
+    return out
 
 
 @dataclass(frozen=True)

@@ -127,7 +127,13 @@ def test_survey_over_a_mock_inventory(tmp_path: Path) -> None:
     assert load_saved_survey(saved).hosts["gpu-x2"].shape == "partial-nvlink"
     fits = {h["host"]: h["fit"] for h in data["advice"]["hosts"]}
     assert fits == {"gpu-x1": "nvlink-all-pairs", "gpu-x2": "does-not-fit", "gpu-x3": "nvlink-all-pairs"}
-    assert (tmp_path / "graphs" / "gpu-x1.dot").read_text().count("NV12") == 28
+    # A healthy NVSwitch host is drawn as one hub with all eight GPUs on it, not 28 crossing edges.
+    healthy = (tmp_path / "graphs" / "gpu-x1.dot").read_text()
+    assert "NVSwitch fabric: NV12 per GPU pair" in healthy
+    assert healthy.count('-- "nvswitch0"') == 8
+    # The host with a lost pair has no full mesh: its remaining NVLinks are drawn pair by pair.
+    broken = (tmp_path / "graphs" / "gpu-x2.dot").read_text()
+    assert "nvswitch" not in broken and broken.count('label="NV12"') == 27
     if shutil.which("dot"):
         assert (tmp_path / "graphs" / "gpu-x1.svg").exists()
 
