@@ -58,6 +58,12 @@ def test_failed_connection_is_reported_as_errors() -> None:
     assert any("Unable to init the socket connection" in e for e in result.errors)
 
 
+def test_no_rdma_device_at_all_is_an_error() -> None:
+    result = parse_perftest(read("write_bw-no-device-detected.txt"))
+    assert not result.ok and not result.bandwidth
+    assert "Unable to find the Infiniband/RoCE device" in result.errors
+
+
 def test_missing_device_message_is_an_error() -> None:
     # Hand-made: the message perftest prints for a wrong -d (no public recording found).
     result = parse_perftest(" IB device mlx5_9 not found\n Unable to find the Infiniband/RoCE device\n")
