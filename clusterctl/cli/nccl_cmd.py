@@ -66,6 +66,7 @@ def lint_command(
     if fabric is not None and fabric not in FABRICS:
         raise UsageError(f"--fabric takes one of {', '.join(FABRICS)}, got {fabric!r}")
     nvlink: bool | None = None
+    gpu_nic_links: tuple[str, ...] | None = None
     if survey is not None:
         from clusterctl.nccl.survey_context import context_from_survey
 
@@ -76,6 +77,7 @@ def lint_command(
             nccl_version = nccl_version or context.nccl_version
             fabric = fabric or context.fabric
             nvlink = context.nvlink
+            gpu_nic_links = context.gpu_nic_links or None
             if len(context.versions_seen) > 1:
                 app.warn(f"hosts run different NCCL versions ({', '.join(context.versions_seen)}); "
                          f"checking against {context.nccl_version}")
@@ -91,7 +93,8 @@ def lint_command(
             if not Path(name).is_file():
                 raise UsageError(f"no such file: {name}")
             settings.extend(read_settings(Path(name), fmt))
-    findings = lint_settings(settings, nccl_version=nccl_version, fabric=fabric, nvlink=nvlink)
+    findings = lint_settings(settings, nccl_version=nccl_version, fabric=fabric, nvlink=nvlink,
+                             gpu_nic_links=gpu_nic_links)
     counts = summarise(findings)
     payload = {
         "findings": findings,

@@ -14,6 +14,10 @@ SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
 FABRICS: tuple[str, ...] = ("ib", "roce", "ethernet")
 #: Below this many channels a collective cannot spread over the NICs/NVLinks of a modern GPU host.
 LOW_CHANNEL_CAP = 4
+#: NCCL's GPU-NIC distances for NCCL_NET_GDR_LEVEL, nearest first. nvidia-smi's NODE (across
+#: PCIe host bridges of one CPU) is what NCCL calls PHB. Legacy integers 0..5 map onto them.
+GDR_LEVELS: dict[str, int] = {"LOC": 0, "PIX": 1, "PXB": 2, "PHB": 3, "NODE": 3, "SYS": 4}
+_GDR_LEGACY: dict[int, int] = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 4}
 #: NCCL_SOCKET_NTHREADS * NCCL_NSOCKS_PERTHREAD may not exceed this (env.rst).
 MAX_SOCKETS_PER_PEER = 64
 
@@ -35,12 +39,15 @@ def lint_settings(
     nccl_version: str | NcclVersion | None = None,
     fabric: str | None = None,
     nvlink: bool | None = None,
+    gpu_nic_links: Iterable[str] | None = None,
     kb: KnowledgeBase | None = None,
 ) -> list[Finding]:
     """Everything worth saying about ``settings``, ordered by file, line and variable.
 
-    ``fabric`` (ib | roce | ethernet) and ``nvlink`` (whether the hosts have NVLink) enable the
-    checks that depend on the hardware; None means unknown.
+    ``fabric`` (ib | roce | ethernet), ``nvlink`` (whether the hosts have NVLink) and
+    ``gpu_nic_links`` (for every surveyed GPU, the ``nvidia-smi topo -m`` class to its nearest
+    NIC: PIX, PXB, PHB, NODE, SYS) enable the checks that depend on the hardware; None means
+    unknown.
     """
     kb = kb or knowledge_base()
     version = parse_version(nccl_version) if isinstance(nccl_version, str) else nccl_version
@@ -53,7 +60,10 @@ def lint_settings(
         findings.extend(_lint_one(setting, kb, version))
     for file, group in _by_file(settings).items():
         findings.extend(_duplicates(file, group))
-        findings.extend(_combinations(_effective(group), kb, fabric, nvlink))
+        effective = _effective(group)
+        findings.extend(_combinations(effective, kb, fabric, nvlink))
+        if gpu_nic_links is not None:
+            findings.extend(_gdr_against_topology(effective, tuple(gpu_nic_links)))
     order = {s: i for i, s in enumerate(SEVERITIES)}
     return sorted(findings, key=lambda f: (f.file, f.line, order.get(f.severity, 9), f.variable, f.code))
 
@@ -240,6 +250,45 @@ def _combinations(env: dict[str, Setting], kb: KnowledgeBase, fabric: str | None
                                  f"NCCL_MIN_NCHANNELS={lo} is above NCCL_MAX_NCHANNELS={hi}",
                                  "make NCCL_MIN_NCHANNELS <= NCCL_MAX_NCHANNELS"))
     return findings
+
+
+def _gdr_level(value: str) -> int | None:
+    text = value.strip().upper()
+    if text in GDR_LEVELS:
+        return GDR_LEVELS[text]
+    number, rest = strtoll(text)
+    return _GDR_LEGACY.get(number) if rest == "" and text else None
+
+
+def _gdr_against_topology(env: dict[str, Setting], links: tuple[str, ...]) -> list[Finding]:
+    """NCCL_NET_GDR_LEVEL judged against the surveyed GPU-to-nearest-NIC distances.
+
+    NCCL's default (PXB) uses GPUDirect RDMA where the GPU and NIC share a PCIe switch and
+    stages through host memory farther out, which is usually faster than peer-to-peer reads
+    through the CPU's root complex or across sockets.
+    """
+    s = env.get("NCCL_NET_GDR_LEVEL")
+    level = _gdr_level(s.value) if s is not None else None
+    distances = [GDR_LEVELS[link] for link in links if link in GDR_LEVELS]
+    if s is None or level is None or not distances:
+        return []
+    near = sum(1 for d in distances if d <= GDR_LEVELS["PXB"])
+    if level == 0 and near:
+        return [_finding(
+            s, "HARMFUL", "warning",
+            f"NCCL_NET_GDR_LEVEL={s.value} turns GPUDirect RDMA off, although {near} of the {len(distances)} "
+            "surveyed GPUs have a NIC on their own PCIe switch: every transfer is staged through host memory",
+            "remove NCCL_NET_GDR_LEVEL (NCCL's default, PXB, uses GPUDirect RDMA where it pays)")]
+    far = [d for d in distances if GDR_LEVELS["PXB"] < d <= level]
+    if far:
+        names = sorted({name for name, rank in GDR_LEVELS.items() if rank in set(far) and name != "NODE"})
+        return [_finding(
+            s, "HARMFUL", "warning",
+            f"NCCL_NET_GDR_LEVEL={s.value} forces GPUDirect RDMA for {len(far)} of the {len(distances)} surveyed "
+            f"GPUs whose nearest NIC is only reachable at {'/'.join(names)} (through the CPU's root complex or "
+            "across sockets), where peer-to-peer reads are usually slower than staging in host memory",
+            "remove NCCL_NET_GDR_LEVEL, or set it to PXB")]
+    return []
 
 
 def summarise(findings: list[Finding]) -> dict[str, int]:

@@ -15,6 +15,8 @@ class SurveyContext:
     nvlink: bool | None
     #: Versions seen when the hosts disagree (the most common one is used).
     versions_seen: tuple[str, ...] = ()
+    #: For every GPU of every host, the topo -m class to its nearest NIC (PIX ... SYS).
+    gpu_nic_links: tuple[str, ...] = ()
 
 
 def context_from_survey(path: str | Path) -> SurveyContext | None:
@@ -42,7 +44,8 @@ def context_from_survey(path: str | Path) -> SurveyContext | None:
         top = layers.most_common(1)[0][0]
         fabric = "ib" if top == "infiniband" else "roce" if top == "ethernet" else None
     nvlink = (nvlink_hosts > 0) if hosts else None
-    return SurveyContext(version, fabric, nvlink, tuple(sorted(versions)))
+    links = tuple(str(g.nic_link) for h in hosts for g in getattr(h, "gpus", ()) if getattr(g, "nic_link", None))
+    return SurveyContext(version, fabric, nvlink, tuple(sorted(versions)), links)
 
 
 def _stack_nccl(host: Any) -> str | None:
