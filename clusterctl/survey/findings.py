@@ -7,6 +7,9 @@ A100 hosts, a port to the same HCA port elsewhere. A majority needs at least
 without one, only single-host rules apply, tuned to stay quiet on healthy hardware (a
 difference that the whole fleet shares is a design, reported as ``info`` at most).
 
+The fleet side of every comparison (peer groups, majorities) lives in ``FleetBaseline``, built
+once per survey: asked per host, it made a 1,000-host survey quadratic in hosts.
+
 Severities (see docs/survey.md): lost NVLink, fewer NVLinks, a slow or down fabric NIC, GPU
 count differences, ECC errors, a stack pin violated, an unreachable host are errors.
 """
@@ -17,10 +20,11 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 from itertools import combinations
 from typing import Any, TypeVar
 
-from clusterctl.facts.model import GPUInfo, RDMADevice, RDMAPort, SoftwareStack
+from clusterctl.facts.model import GPUInfo, NVLinkStatus, RDMADevice, RDMAPort, SoftwareStack
 from clusterctl.inventory.model import Host
 from clusterctl.survey.collect import HostFacts
 from clusterctl.survey.topology import HostTopology, Shape, compress_indices, modal_nvlink_count
@@ -119,7 +123,8 @@ class HostState:
             return len(self.gpus)
         return len(self.topology.gpus) if self.topology is not None else None
 
-    @property
+    # Cached: every fleet comparison groups hosts by it, and the facts never change.
+    @cached_property
     def gpu_model(self) -> str | None:
         names = [g.name for g in self.gpus or () if g.name]
         return Counter(names).most_common(1)[0][0] if names else None
@@ -137,6 +142,137 @@ def majority(values: Iterable[V], minimum: int = MIN_PEERS_FOR_MAJORITY) -> V | 
         return None
     value, count = Counter(known).most_common(1)[0]
     return value if count * 2 > len(known) else None
+
+
+#: Hosts whose NVLink/PCIe/NIC placement are compared: same GPU model and GPU count.
+PeerGroup = tuple[str | None, int | None]
+#: GPU pair -> NVLink count most peers have (``None``: no majority).
+PairExpectation = dict[tuple[int, int], int | None]
+
+
+def peer_group(state: HostState) -> PeerGroup:
+    return state.gpu_model, state.gpu_count
+
+
+class FleetBaseline:
+    """What the fleet looks like, for the checks to compare each host with.
+
+    Built once per survey from every surveyed host. Each value is computed on first use and
+    kept per peer group (or port, stack field), so judging n hosts costs O(n) rather than
+    recomputing fleet-wide majorities for every host.
+    """
+
+    def __init__(self, fleet: Sequence[HostState]) -> None:
+        self.reachable: tuple[HostState, ...] = tuple(s for s in fleet if s.facts is not None)
+        # "Other hosts" leaves a host out by identity: two hosts may hold equal facts.
+        self._times_in_fleet: Counter[int] = Counter(id(s) for s in self.reachable)
+        self._readers: Counter[str] = Counter(name for s in self.reachable if s.facts is not None
+                                              for name in s.facts.values)
+        self._workers = tuple(s for s in self.reachable if not s.gpu_only_control_plane)
+        self._groups: dict[PeerGroup, list[HostState]] = {}
+        for s in self.reachable:
+            self._groups.setdefault(peer_group(s), []).append(s)
+        self._ports: dict[str, list[RDMAPort]] = {}
+        for s in self.reachable:
+            for device in (s.facts.rdma if s.facts else None) or ():
+                for port in device.ports:
+                    self._ports.setdefault(_port_key(device, port), []).append(port)
+        self._gpu_counts: dict[str | None, int | None] = {}
+        self._nvlinks: dict[tuple[PeerGroup, tuple[int, ...]], PairExpectation] = {}
+        self._lanes: dict[PeerGroup, int | None] = {}
+        self._pcie: dict[PeerGroup, tuple[int | None, int | None]] = {}
+        self._near_nic: dict[tuple[PeerGroup, int], bool] = {}
+        self._port_active: dict[str, bool | None] = {}
+        self._port_rate: dict[str, float | None] = {}
+        self._stack: dict[str, Any] = {}
+
+    # --- reachability --------------------------------------------------------------
+
+    def others_reachable(self, state: HostState) -> int:
+        """Surveyed hosts other than ``state``."""
+        return len(self.reachable) - self._times_in_fleet[id(state)]
+
+    def others_reading(self, state: HostState, fact: str) -> int:
+        """Surveyed hosts other than ``state`` that could read ``fact``."""
+        own = self._times_in_fleet[id(state)] if state.facts is not None and fact in state.facts.values else 0
+        return self._readers[fact] - own
+
+    # --- GPUs ----------------------------------------------------------------------
+
+    @cached_property
+    def gpu_model(self) -> str | None:
+        """The GPU model most workers have."""
+        return majority(s.gpu_model for s in self._workers if s.gpu_model)
+
+    def gpu_count(self, model: str | None) -> int | None:
+        """The GPU count most workers with ``model`` have (all workers when the model is unknown)."""
+        if model not in self._gpu_counts:
+            same_model = [s for s in self._workers if s.gpu_model == model] if model else self._workers
+            self._gpu_counts[model] = majority(s.gpu_count for s in same_model if s.gpu_count is not None)
+        return self._gpu_counts[model]
+
+    def hardware_peers(self, state: HostState) -> list[HostState]:
+        """Hosts with the same GPU model and count (``state`` included): whose NVLink/PCIe to compare with."""
+        return self._groups.get(peer_group(state), [])
+
+    def nvlinks(self, state: HostState, topology: HostTopology) -> PairExpectation:
+        """Per GPU pair, the NVLink count of most hardware peers whose GPUs are numbered alike."""
+        key = (peer_group(state), topology.gpu_indices)
+        if key not in self._nvlinks:
+            peers = [p.topology for p in self.hardware_peers(state)
+                     if p.topology is not None and p.topology.gpu_indices == topology.gpu_indices]
+            self._nvlinks[key] = {(a, b): majority(p.nvlinks(a, b) for p in peers)
+                                  for a, b in combinations(topology.gpu_indices, 2)}
+        return self._nvlinks[key]
+
+    def active_lanes(self, state: HostState) -> int | None:
+        """The active NVLink lane count per GPU of most GPUs on hardware peers."""
+        key = peer_group(state)
+        if key not in self._lanes:
+            self._lanes[key] = majority(_active_lanes(status) for p in self.hardware_peers(state)
+                                        if p.facts and p.facts.nvlink for status in p.facts.nvlink)
+        return self._lanes[key]
+
+    def pcie(self, state: HostState) -> tuple[int | None, int | None]:
+        """PCIe (width, generation) most GPUs of the hardware peers run at."""
+        key = peer_group(state)
+        if key not in self._pcie:
+            gpus = [g for p in self.hardware_peers(state) for g in p.gpus or ()]
+            self._pcie[key] = (majority((g.pcie_width_current for g in gpus if g.pcie_width_current), minimum=2),
+                               majority((g.pcie_gen_current for g in gpus if g.pcie_gen_current), minimum=2))
+        return self._pcie[key]
+
+    def peers_have_near_nic(self, state: HostState, gpu_index: int) -> bool:
+        """Whether most hardware peers have a NIC on the PCIe switch of GPU ``gpu_index``."""
+        key = (peer_group(state), gpu_index)
+        if key not in self._near_nic:
+            self._near_nic[key] = majority(_gpu_has_near_nic(p.topology, gpu_index)
+                                           for p in self.hardware_peers(state) if p.topology) is True
+        return self._near_nic[key]
+
+    # --- NICs ----------------------------------------------------------------------
+
+    def port_active(self, key: str) -> bool | None:
+        """Whether the port ``key`` (``mlx5_0/1``) is active on most hosts that have it."""
+        if key not in self._port_active:
+            self._port_active[key] = majority(p.state == "PORT_ACTIVE" for p in self._ports.get(key, []))
+        return self._port_active[key]
+
+    def port_rate(self, key: str) -> float | None:
+        """The rate the port ``key`` runs at on most hosts where it is active."""
+        if key not in self._port_rate:
+            self._port_rate[key] = majority(p.rate_gbps for p in self._ports.get(key, [])
+                                            if p.rate_gbps is not None and p.state == "PORT_ACTIVE")
+        return self._port_rate[key]
+
+    # --- software stack ------------------------------------------------------------
+
+    def stack_value(self, attribute: str) -> Any:
+        """The value of the ``SoftwareStack`` field most hosts that report it share."""
+        if attribute not in self._stack:
+            stacks = [s.facts.stack for s in self.reachable if s.facts is not None and s.facts.stack is not None]
+            self._stack[attribute] = majority(getattr(s, attribute) for s in stacks if getattr(s, attribute))
+        return self._stack[attribute]
 
 
 # --- checks ----------------------------------------------------------------------------
@@ -160,14 +296,14 @@ _FACT_SEVERITY: dict[str, tuple[Severity, Severity]] = {
 _GPU_FACTS = frozenset({"topology", "gpus", "nvlink"})
 
 
-def check_missing_facts(state: HostState, fleet: Sequence[HostState]) -> list[Finding]:
+def check_missing_facts(state: HostState, baseline: FleetBaseline) -> list[Finding]:
     if state.facts is None:
         return []
     out: list[Finding] = []
-    reachable = [s for s in fleet if s.facts is not None and s is not state]
+    reachable = baseline.others_reachable(state)
     for lost in state.facts.missing:
         with_peers, alone = _FACT_SEVERITY.get(lost.fact, (Severity.INFO, Severity.INFO))
-        readers = [s for s in reachable if s.facts is not None and lost.fact in s.facts.values]
+        readers = baseline.others_reading(state, lost.fact)
         if state.gpu_only_control_plane and lost.fact in _GPU_FACTS:
             severity = Severity.INFO
         elif not reachable:
@@ -175,7 +311,7 @@ def check_missing_facts(state: HostState, fleet: Sequence[HostState]) -> list[Fi
             # With no peers, "no GPU facts" still makes the host useless to a GPU cluster.
             if lost.fact in ("topology", "gpus"):
                 severity = Severity.WARNING
-        elif len(readers) * 2 > len(reachable):
+        elif readers * 2 > reachable:
             severity = with_peers
         else:
             severity = Severity.INFO
@@ -184,26 +320,18 @@ def check_missing_facts(state: HostState, fleet: Sequence[HostState]) -> list[Fi
     return out
 
 
-def _hardware_peers(state: HostState, fleet: Sequence[HostState]) -> list[HostState]:
-    """Hosts with the same GPU model and count (self included): whose NVLink/PCIe to compare with."""
-    return [s for s in fleet if s.facts is not None and s.gpu_model == state.gpu_model
-            and s.gpu_count == state.gpu_count]
-
-
-def check_gpu_inventory(state: HostState, fleet: Sequence[HostState]) -> list[Finding]:
+def check_gpu_inventory(state: HostState, baseline: FleetBaseline) -> list[Finding]:
     if state.facts is None or state.gpu_only_control_plane:
         return []
-    workers = [s for s in fleet if s.facts is not None and not s.gpu_only_control_plane]
     out: list[Finding] = []
-    expected_model = majority(s.gpu_model for s in workers if s.gpu_model)
+    expected_model = baseline.gpu_model
     model = state.gpu_model
     if expected_model and model and model != expected_model:
         out.append(finding(Severity.WARNING, "GPU_MODEL_DIFFERS", state.name,
                            f"GPUs are {model}; most hosts have {expected_model}",
                            model=model, fleet_model=expected_model))
     # Count peers share the model: a 4-GPU L40S box is not a broken 8-GPU H100 box.
-    same_model = [s for s in workers if s.gpu_model == model] if model else workers
-    expected_count = majority(s.gpu_count for s in same_model if s.gpu_count is not None)
+    expected_count = baseline.gpu_count(model)
     count = state.gpu_count
     if expected_count is not None and count is not None and count != expected_count:
         out.append(finding(Severity.ERROR, "GPU_COUNT_DIFFERS", state.name,
@@ -211,19 +339,18 @@ def check_gpu_inventory(state: HostState, fleet: Sequence[HostState]) -> list[Fi
     return out
 
 
-def check_nvlink_pairs(state: HostState, fleet: Sequence[HostState]) -> list[Finding]:
+def check_nvlink_pairs(state: HostState, baseline: FleetBaseline) -> list[Finding]:
     topology = state.topology
     if topology is None or len(topology.gpus) < 2:
         return []
-    peers = [s for s in _hardware_peers(state, fleet) if s.topology is not None
-             and s.topology.gpu_indices == topology.gpu_indices]
+    peers_expect = baseline.nvlinks(state, topology)
     missing: list[dict[str, Any]] = []
     fewer: list[dict[str, Any]] = []
     used_peers = False
     single_modal, linked_fraction = modal_nvlink_count(topology)
     for a, b in combinations(topology.gpu_indices, 2):
         have = topology.nvlinks(a, b)
-        expected = majority(p.topology.nvlinks(a, b) for p in peers if p.topology is not None)
+        expected = peers_expect[a, b]
         if expected is not None:
             used_peers = True
         else:
@@ -262,14 +389,16 @@ def _single_host_expectation(topology: HostTopology, modal: int, linked_fraction
     return modal if modal >= 4 else 0
 
 
-def check_nvlink_lanes(state: HostState, fleet: Sequence[HostState]) -> list[Finding]:
+def _active_lanes(status: NVLinkStatus) -> int:
+    return sum(1 for lane in status.lanes if lane.active)
+
+
+def check_nvlink_lanes(state: HostState, baseline: FleetBaseline) -> list[Finding]:
     statuses = state.facts.nvlink if state.facts else None
     if not statuses:
         return []
-    active = {s.gpu_index: sum(1 for lane in s.lanes if lane.active) for s in statuses}
-    peer_counts = [n for p in _hardware_peers(state, fleet) if p.facts and p.facts.nvlink
-                   for n in (sum(1 for lane in s.lanes if lane.active) for s in p.facts.nvlink)]
-    expected = majority(peer_counts) or majority(active.values(), minimum=2)
+    active = {s.gpu_index: _active_lanes(s) for s in statuses}
+    expected = baseline.active_lanes(state) or majority(active.values(), minimum=2)
     if not expected:
         return []
     out: list[Finding] = []
@@ -285,13 +414,11 @@ def check_nvlink_lanes(state: HostState, fleet: Sequence[HostState]) -> list[Fin
     return out
 
 
-def check_pcie(state: HostState, fleet: Sequence[HostState]) -> list[Finding]:
+def check_pcie(state: HostState, baseline: FleetBaseline) -> list[Finding]:
     gpus = state.gpus
     if not gpus:
         return []
-    peer_gpus = [g for p in _hardware_peers(state, fleet) for g in p.gpus or ()]
-    expected_width = majority((g.pcie_width_current for g in peer_gpus if g.pcie_width_current), minimum=2)
-    expected_gen = majority((g.pcie_gen_current for g in peer_gpus if g.pcie_gen_current), minimum=2)
+    expected_width, expected_gen = baseline.pcie(state)
     narrow: list[dict[str, Any]] = []
     by_design: list[int] = []
     slow_gen: list[dict[str, Any]] = []
@@ -364,7 +491,7 @@ def _port_key(device: RDMADevice, port: RDMAPort) -> str:
     return f"{device.hca}/{port.port}"
 
 
-def check_nics(state: HostState, fleet: Sequence[HostState]) -> list[Finding]:
+def check_nics(state: HostState, baseline: FleetBaseline) -> list[Finding]:
     if state.facts is None:
         return []
     devices = state.facts.rdma
@@ -376,19 +503,13 @@ def check_nics(state: HostState, fleet: Sequence[HostState]) -> list[Finding]:
     for hca in sorted(set(state.host.fabric.hcas) - present):
         out.append(finding(Severity.ERROR, "NIC_DOWN", state.name, f"{hca}: expected by the inventory, not found",
                            hca=hca, state="absent"))
-    peer_ports: dict[str, list[RDMAPort]] = {}
-    for peer in fleet:
-        for d in (peer.facts.rdma if peer.facts else None) or ():
-            for p in d.ports:
-                peer_ports.setdefault(_port_key(d, p), []).append(p)
     expected_rate = state.host.fabric.rate_gbps
     for device in devices:
         is_fabric = device.hca in fabric
         active_ports = [p for p in device.ports if p.state == "PORT_ACTIVE"]
         for port in device.ports:
             key = _port_key(device, port)
-            others = peer_ports.get(key, [])
-            peers_active = majority(p.state == "PORT_ACTIVE" for p in others)
+            peers_active = baseline.port_active(key)
             if port.state != "PORT_ACTIVE":
                 # A fabric HCA with no port up is down; a spare port is down only if peers use it.
                 if is_fabric and not active_ports:
@@ -403,16 +524,15 @@ def check_nics(state: HostState, fleet: Sequence[HostState]) -> list[Finding]:
                                        hca=device.hca, port=port.port, state=port.state,
                                        phys_state=port.phys_state, fabric=is_fabric))
                 continue
-            out.extend(_check_rate(state, device, port, is_fabric, expected_rate, others))
+            out.extend(_check_rate(state, device, port, is_fabric, expected_rate, baseline.port_rate(key)))
     return out
 
 
 def _check_rate(state: HostState, device: RDMADevice, port: RDMAPort, is_fabric: bool,
-                expected_rate: float | None, others: list[RDMAPort]) -> list[Finding]:
+                expected_rate: float | None, peers_rate: float | None) -> list[Finding]:
     if port.rate_gbps is None:
         return []
     key = _port_key(device, port)
-    peers_rate = majority(p.rate_gbps for p in others if p.rate_gbps is not None and p.state == "PORT_ACTIVE")
     layer_ok = state.host.fabric.type is None or _LINK_LAYER_OF_FABRIC.get(state.host.fabric.type) == port.link_layer
     if is_fabric and layer_ok and expected_rate and port.rate_gbps < expected_rate * RATE_TOLERANCE:
         return [finding(Severity.ERROR, "NIC_SLOW", state.name,
@@ -438,7 +558,7 @@ def _check_netdevs(state: HostState, fabric: set[str]) -> list[Finding]:
     return out
 
 
-def check_locality(state: HostState, fleet: Sequence[HostState]) -> list[Finding]:
+def check_locality(state: HostState, baseline: FleetBaseline) -> list[Finding]:
     """GPUs without a NIC on their PCIe switch, or whose nearest NIC is on the other socket.
 
     Where the peers are wired the same way this is the machine's design: ``info``. It is a
@@ -449,7 +569,6 @@ def check_locality(state: HostState, fleet: Sequence[HostState]) -> list[Finding
         return []
     if not topology.nics:
         return []
-    peers = [p for p in _hardware_peers(state, fleet) if p.topology is not None]
     no_near: list[int] = []
     far: list[int] = []
     for gpu in topology.gpus:
@@ -463,8 +582,7 @@ def check_locality(state: HostState, fleet: Sequence[HostState]) -> list[Finding
     ):
         if not indices:
             continue
-        peer_has_near = [i for i in indices
-                         if majority(_gpu_has_near_nic(p.topology, i) for p in peers if p.topology) is True]
+        peer_has_near = [i for i in indices if baseline.peers_have_near_nic(state, i)]
         severity = Severity.WARNING if peer_has_near else Severity.INFO
         links = sorted({g.nic_link or "?" for g in topology.gpus if g.index in indices})
         nearest = {f"GPU{g.index}": {"nics": list(g.nearest_nics), "link": g.nic_link, "numa": g.numa_node}
@@ -510,7 +628,7 @@ def _stack_value(stack: SoftwareStack, names: tuple[str, ...]) -> tuple[str | No
     return None, names[0]
 
 
-def check_stack(state: HostState, fleet: Sequence[HostState]) -> list[Finding]:
+def check_stack(state: HostState, baseline: FleetBaseline) -> list[Finding]:
     stack = state.facts.stack if state.facts else None
     if stack is None:
         return []
@@ -530,11 +648,10 @@ def check_stack(state: HostState, fleet: Sequence[HostState]) -> list[Finding]:
                                f"{component}: {value} installed, inventory pins {pin}",
                                component=component, pinned=pin, installed=value))
             pin_failed.add(attribute)
-    stacks = [s.facts.stack for s in fleet if s.facts is not None and s.facts.stack is not None]
     for attribute in DRIFT_FIELDS:
         if attribute in pin_failed:
             continue
-        expected = majority(getattr(s, attribute) for s in stacks if getattr(s, attribute))
+        expected = baseline.stack_value(attribute)
         value = getattr(stack, attribute)
         if expected is None or value == expected:
             continue
@@ -548,23 +665,30 @@ def check_stack(state: HostState, fleet: Sequence[HostState]) -> list[Finding]:
 # --- all together ----------------------------------------------------------------------
 
 
-def host_findings(state: HostState, fleet: Sequence[HostState]) -> list[Finding]:
-    """Every finding for one host; ``fleet`` holds all surveyed hosts (``state`` included)."""
+def host_findings(state: HostState, fleet: Sequence[HostState], baseline: FleetBaseline | None = None
+                  ) -> list[Finding]:
+    """Every finding for one host; ``fleet`` holds all surveyed hosts (``state`` included).
+
+    Pass the fleet's ``baseline`` when judging several hosts of it: building one reads the whole fleet.
+    """
     if state.facts is None:
         return check_reachability(state)
+    if baseline is None:
+        baseline = FleetBaseline(fleet)
     found = [
-        *check_missing_facts(state, fleet),
-        *check_gpu_inventory(state, fleet),
-        *check_nvlink_pairs(state, fleet),
-        *check_nvlink_lanes(state, fleet),
-        *check_pcie(state, fleet),
+        *check_missing_facts(state, baseline),
+        *check_gpu_inventory(state, baseline),
+        *check_nvlink_pairs(state, baseline),
+        *check_nvlink_lanes(state, baseline),
+        *check_pcie(state, baseline),
         *check_gpu_health(state),
-        *check_nics(state, fleet),
-        *check_locality(state, fleet),
-        *check_stack(state, fleet),
+        *check_nics(state, baseline),
+        *check_locality(state, baseline),
+        *check_stack(state, baseline),
     ]
     return sorted(found, key=Finding.sort_key)
 
 
 def fleet_findings(fleet: Sequence[HostState]) -> list[Finding]:
-    return sorted((f for state in fleet for f in host_findings(state, fleet)), key=Finding.sort_key)
+    baseline = FleetBaseline(fleet)
+    return sorted((f for state in fleet for f in host_findings(state, fleet, baseline)), key=Finding.sort_key)

@@ -80,7 +80,8 @@ def _plain(value: Any) -> Any:
 
 def matrix_to_json(topology: HostTopology) -> dict[str, Any]:
     labels = [d.label for d in topology.matrix.devices]
-    rows = [[(link.raw if (link := topology.matrix.link(a, b)) else "?") for b in labels] for a in labels]
+    cells = topology.links_by_labels
+    rows = [[(link.raw if (link := cells.get((a, b))) else "?") for b in labels] for a in labels]
     return {"labels": labels, "rows": rows}
 
 

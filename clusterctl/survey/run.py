@@ -10,7 +10,7 @@ from clusterctl.errors import ParseError, UsageError
 from clusterctl.inventory.model import Host
 from clusterctl.survey.advice import AdviceHost, LayoutAdvice, advise
 from clusterctl.survey.collect import GPUReader, HostFacts, collect_fleet
-from clusterctl.survey.findings import HostState, fleet_findings
+from clusterctl.survey.findings import Finding, HostState, fleet_findings
 from clusterctl.survey.report import HostReport, SurveyReport
 from clusterctl.survey.topology import build_topology
 
@@ -58,7 +58,11 @@ def build_report(
     generated_at: str | None = None,
 ) -> SurveyReport:
     findings = fleet_findings(states)
-    reports = tuple(HostReport(s, tuple(f for f in findings if f.host == s.name)) for s in states)
+    # Grouped once (order kept): filtering all findings for each host is quadratic on big fleets.
+    by_host: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_host.setdefault(f.host, []).append(f)
+    reports = tuple(HostReport(s, tuple(by_host.get(s.name, ()))) for s in states)
     advice = advise_states(states, tp, pp, world_size) if tp is not None else None
     stamp = generated_at or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return SurveyReport(reports, tuple(findings), stamp, inventory, advice, source)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 from itertools import combinations
 
 from clusterctl.facts.model import TopoLink, TopoMatrix
@@ -97,22 +98,52 @@ class HostTopology:
     #: Connected components of NV# links with at least two GPUs, as GPU indices.
     nvlink_domains: tuple[tuple[int, ...], ...]
 
+    # The lookups below are asked for every GPU pair of every host (fleet checks, JSON
+    # report), so their answers are indexed once per topology instead of scanned each time.
+
+    def link(self, a: str, b: str) -> TopoLink | None:
+        """The matrix cell from device ``a`` to device ``b`` (labels such as ``GPU0``, ``NIC3``)."""
+        return self.links_by_labels.get((a, b))
+
     def gpu_link(self, a: int, b: int) -> TopoLink | None:
-        return self.matrix.link(f"GPU{a}", f"GPU{b}")
+        return self.link(f"GPU{a}", f"GPU{b}")
 
     def nvlinks(self, a: int, b: int) -> int:
         """NVLink count between GPUs ``a`` and ``b`` (0: not NVLinked)."""
-        for gpu in self.gpus:
-            if gpu.index == a:
-                return next((count for peer, count in gpu.nvlink_peers if peer == b), 0)
-        return 0
+        return self._nvlink_counts.get((a, b), 0)
 
     def nic(self, name: str) -> NICPlacement | None:
         return next((n for n in self.nics if n.name == name), None)
 
-    @property
+    @cached_property
     def gpu_indices(self) -> tuple[int, ...]:
         return tuple(g.index for g in self.gpus)
+
+    @cached_property
+    def links_by_labels(self) -> dict[tuple[str, str], TopoLink]:
+        """(row label, column label) -> matrix cell."""
+        return link_index(self.matrix)
+
+    @cached_property
+    def _nvlink_counts(self) -> dict[tuple[int, int], int]:
+        """(GPU, peer) -> NVLink count, for NVLinked pairs; the first placement of an index wins."""
+        counts: dict[tuple[int, int], int] = {}
+        seen: set[int] = set()
+        for gpu in self.gpus:
+            if gpu.index in seen:
+                continue
+            seen.add(gpu.index)
+            for peer, count in gpu.nvlink_peers:
+                counts.setdefault((gpu.index, peer), count)
+        return counts
+
+
+def link_index(matrix: TopoMatrix) -> dict[tuple[str, str], TopoLink]:
+    """(row label, column label) -> cell: ``TopoMatrix.link`` in O(1), the first cell of a pair winning like it."""
+    index: dict[tuple[str, str], TopoLink] = {}
+    for link in matrix.links:
+        index.setdefault((link.a, link.b), link)
+    return index
 
 
 def _gpu_index(label: str) -> int:
@@ -172,15 +203,20 @@ def _best(links: list[tuple[str, TopoLink]]) -> tuple[str | None, tuple[str, ...
     """Best link class among ``(name, link)`` and every name at that class."""
     if not links:
         return None, ()
-    best = min(link_rank(link.kind) for _, link in links)
-    names = tuple(name for name, link in links if link_rank(link.kind) == best)
-    kind = next(link_class(link) for _, link in links if link_rank(link.kind) == best)
-    return kind, names
+    ranked = [(link_rank(link.kind), name, link) for name, link in links]
+    best = min(rank for rank, _, _ in ranked)
+    at_best = [(name, link) for rank, name, link in ranked if rank == best]
+    return link_class(at_best[0][1]), tuple(name for name, _ in at_best)
 
 
 def build_topology(matrix: TopoMatrix) -> HostTopology:
     """Everything the survey derives from one matrix."""
     graph = _nvlink_graph(matrix)
+    links_by_labels = link_index(matrix)
+
+    def cell(a: str, b: str) -> TopoLink | None:
+        return links_by_labels.get((a, b))
+
     nic_devices = matrix.nics
     gpu_devices = matrix.gpus
     gpus: list[GPUPlacement] = []
@@ -191,7 +227,7 @@ def build_topology(matrix: TopoMatrix) -> HostTopology:
         links = [
             (nic.device_name or nic.label, link)
             for nic in nic_devices
-            if (link := matrix.link(device.label, nic.label)) is not None
+            if (link := cell(device.label, nic.label)) is not None
         ]
         nic_link, nearest = _best(links)
         gpus.append(
@@ -210,7 +246,7 @@ def build_topology(matrix: TopoMatrix) -> HostTopology:
         links = [
             (device.label, link)
             for device in gpu_devices
-            if (link := matrix.link(nic.label, device.label) or matrix.link(device.label, nic.label)) is not None
+            if (link := cell(nic.label, device.label) or cell(device.label, nic.label)) is not None
         ]
         gpu_link, nearest_labels = _best(links)
         local = [(label, link) for label, link in links if link.kind in SAME_NUMA_CLASSES]
