@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.inventory.model import Host
 from clusterctl.survey.advice import AdviceHost, LayoutAdvice, advise
 from clusterctl.survey.collect import GPUReader, HostFacts, collect_fleet
-from clusterctl.survey.findings import Finding, HostState, fleet_findings
+from clusterctl.survey.findings import Finding, HostState, Severity, fleet_findings
 from clusterctl.survey.report import HostReport, SurveyReport
 from clusterctl.survey.topology import build_topology
 
@@ -31,20 +32,34 @@ def states_from_fleet(fleet: FleetResult[HostFacts]) -> list[HostState]:
     return states
 
 
-def _usable_nics(state: HostState) -> set[str] | None:
+def _usable_nics(state: HostState, slow: set[str]) -> set[str] | None:
     devices = state.facts.rdma if state.facts else None
     if devices is None:
         return None
-    return {d.hca for d in devices if any(p.state == "PORT_ACTIVE" for p in d.ports)}
+    return {d.hca for d in devices if any(p.state == "PORT_ACTIVE" for p in d.ports) and d.hca not in slow}
 
 
-def advise_states(states: Sequence[HostState], tp: int, pp: int = 1, world_size: int | None = None) -> LayoutAdvice:
+def _slow_nics(findings: Sequence[Finding]) -> dict[str, set[str]]:
+    """Host -> HCAs with an error-level NIC_SLOW finding: a rank bound to one drags every ring it is in."""
+    slow: dict[str, set[str]] = {}
+    for f in findings:
+        if f.code == "NIC_SLOW" and f.severity is Severity.ERROR and f.evidence.get("hca"):
+            slow.setdefault(f.host, set()).add(str(f.evidence["hca"]))
+    return slow
+
+
+def advise_states(states: Sequence[HostState], tp: int, pp: int = 1, world_size: int | None = None,
+                  findings: Sequence[Finding] = ()) -> LayoutAdvice:
+    slow = _slow_nics(findings)
     hosts = [
-        AdviceHost(s.name, s.host.rack, s.topology, _usable_nics(s))
+        AdviceHost(s.name, s.host.rack, s.topology, _usable_nics(s, slow.get(s.name, set())))
         for s in states
         if s.topology is not None and s.topology.gpus
     ]
-    return advise(hosts, tp, pp, world_size)
+    advice = advise(hosts, tp, pp, world_size)
+    notes = tuple(f"{host}: {', '.join(sorted(hcas))} left out of the rank-to-NIC choice (NIC_SLOW); its ranks "
+                  "use the next nearest NIC until the link is fixed." for host, hcas in sorted(slow.items()))
+    return replace(advice, explanation=advice.explanation + notes) if notes else advice
 
 
 def build_report(
@@ -63,7 +78,7 @@ def build_report(
     for f in findings:
         by_host.setdefault(f.host, []).append(f)
     reports = tuple(HostReport(s, tuple(by_host.get(s.name, ()))) for s in states)
-    advice = advise_states(states, tp, pp, world_size) if tp is not None else None
+    advice = advise_states(states, tp, pp, world_size, findings) if tp is not None else None
     stamp = generated_at or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return SurveyReport(reports, tuple(findings), stamp, inventory, advice, source)
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
+from contextlib import redirect_stdout
 from pathlib import Path
 
 import jsonschema
@@ -12,7 +14,7 @@ import pytest
 from survey_builders import fleet, healthy_state, nvswitch
 from typer.testing import CliRunner
 
-from clusterctl.cli.app import app, hoist_global_options
+from clusterctl.cli.app import app, hoist_global_options, main
 from clusterctl.errors import UsageError
 from clusterctl.survey.report import load_saved_survey, load_schema, report_to_json
 from clusterctl.survey.run import build_report
@@ -156,3 +158,16 @@ def test_demo_inventory_names_the_two_broken_hosts_and_nothing_else() -> None:
     assert {host for host, _, _ in problems} == {"gpu-a3", "gpu-b3"}
     slow = next(f for f in data["findings"] if f["code"] == "NIC_SLOW")
     assert slow["evidence"]["hca"] == "mlx5_2" and slow["evidence"]["rate_gbps"] == 10
+
+
+def test_layout_advice_keeps_ranks_off_a_slow_nic() -> None:
+    demo = str(Path(__file__).resolve().parents[2] / "inventories" / "demo.yaml")
+    out = io.StringIO()
+    with redirect_stdout(out), pytest.raises(SystemExit):
+        main(["-i", demo, "-l", "gpu-b*", "survey", "--tp", "8", "-o", "json"])
+    advice = json.loads(out.getvalue())["advice"]
+    nics = {h["host"]: {r["gpu"]: r["nic"] for r in h["rank_nics"]} for h in advice["hosts"]}
+    # gpu-b3's mlx5_2 trained at 10 Gb/s: its GPU2 rank moves to mlx5_3 on the same PCIe switch.
+    assert nics["gpu-b3"][2] == "mlx5_3"
+    assert nics["gpu-b1"][2] == "mlx5_2"
+    assert any("gpu-b3: mlx5_2 left out" in line for line in advice["explanation"])
