@@ -1,0 +1,243 @@
+"""Where and how to reach a host: ssh_config loading and the merged connection target.
+
+Precedence, as OpenSSH's ``ssh`` has it: the inventory entry (address, port, user,
+``ssh.key_file``, ``ssh.jump_host``, ``ssh.options``), then the user's ssh_config
+(``HostName``, ``User``, ``Port``, ``IdentityFile``, ``ProxyJump``, ``ConnectTimeout``,
+``HostKeyAlias``, ``IdentitiesOnly``, ``IdentityAgent``), then ssh's defaults (current user,
+port 22, ``~/.ssh/id_ed25519``/``id_ecdsa``/``id_rsa``).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import paramiko
+
+from clusterctl.transport.base import FailureKind, TransportError
+
+if TYPE_CHECKING:
+    from clusterctl.inventory.model import Host
+
+
+DEFAULT_PORT = 22
+DEFAULT_KEY_NAMES = ("id_ed25519", "id_ecdsa", "id_rsa")
+
+
+def user_home() -> Path:
+    return Path(os.path.expanduser("~"))
+
+
+@dataclass(frozen=True)
+class JumpHop:
+    """One ``[user@]host[:port]`` element of a ProxyJump chain."""
+
+    host: str
+    user: str | None = None
+    port: int | None = None
+
+    @classmethod
+    def parse(cls, spec: str) -> JumpHop:
+        text = spec.strip()
+        if text.startswith("ssh://"):
+            text = text[len("ssh://") :]
+        user = None
+        if "@" in text:
+            user, text = text.rsplit("@", 1)
+        port = None
+        if text.startswith("["):  # [v6addr]:port
+            addr, _, rest = text[1:].partition("]")
+            text = addr
+            if rest.startswith(":"):
+                port = _parse_port(rest[1:], spec)
+        elif text.count(":") == 1:
+            text, port_text = text.split(":")
+            port = _parse_port(port_text, spec)
+        if not text:
+            raise TransportError(FailureKind.ERROR, f"bad jump host {spec!r}: no host name")
+        return cls(host=text, user=user or None, port=port)
+
+
+def _parse_port(text: str, where: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise TransportError(FailureKind.ERROR, f"bad port {text!r} in {where!r}") from None
+    if not 0 < port < 65536:
+        raise TransportError(FailureKind.ERROR, f"port {port} out of range in {where!r}")
+    return port
+
+
+def parse_jump_chain(spec: str | None) -> tuple[JumpHop, ...]:
+    if not spec or spec.strip().lower() == "none":
+        return ()
+    return tuple(JumpHop.parse(part) for part in spec.split(",") if part.strip())
+
+
+@dataclass(frozen=True)
+class SSHTarget:
+    """Where and how to connect, after inventory, ssh_config and defaults were merged."""
+
+    #: The name the user knows the host by (inventory name), for messages.
+    name: str
+    hostname: str
+    port: int
+    user: str
+    key_files: tuple[str, ...]
+    #: True when ``key_files`` came from the user (inventory or ssh_config), not ssh's defaults.
+    explicit_keys: bool
+    identities_only: bool
+    jump: tuple[JumpHop, ...]
+    connect_timeout_s: float | None
+    #: Name the host key is stored under in known_hosts (HostKeyAlias), else the hostname.
+    host_key_alias: str | None = None
+    use_agent: bool = True
+
+    @property
+    def known_hosts_name(self) -> str:
+        name = self.host_key_alias or self.hostname
+        return name if self.port == DEFAULT_PORT else f"[{name}]:{self.port}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.user}@{self.hostname}:{self.port}"
+
+
+_config_lock = threading.Lock()
+_config_cache: dict[str, paramiko.SSHConfig | None] = {}
+
+
+def load_ssh_config(path: str | None) -> paramiko.SSHConfig | None:
+    """The parsed ssh_config (``~/.ssh/config`` when ``path`` is None), parsed once per process."""
+    explicit = path is not None
+    file = Path(path).expanduser() if path else user_home() / ".ssh" / "config"
+    key = str(file)
+    with _config_lock:
+        if key in _config_cache:
+            return _config_cache[key]
+        config: paramiko.SSHConfig | None = None
+        if file.is_file():
+            try:
+                config = paramiko.SSHConfig.from_path(key)
+            except (OSError, paramiko.ssh_exception.ConfigParseError) as exc:
+                raise TransportError(FailureKind.ERROR, f"cannot read ssh_config {file}: {exc}") from exc
+        elif explicit:
+            raise TransportError(FailureKind.ERROR, f"ssh_config file {file} does not exist")
+        _config_cache[key] = config
+        return config
+
+
+def _lookup(config: paramiko.SSHConfig | None, name: str) -> dict[str, Any]:
+    if config is None:
+        return {}
+    try:
+        found = dict(config.lookup(name))
+    except Exception as exc:  # paramiko raises several kinds for odd configs
+        raise TransportError(FailureKind.ERROR, f"ssh_config lookup for {name!r} failed: {exc}") from exc
+    # paramiko fills 'hostname' with the looked-up name itself when nothing matched.
+    if found.get("hostname") == name:
+        found.pop("hostname")
+    return found
+
+
+def _first(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return str(value[0]) if value else None
+    return str(value)
+
+
+def _yes(value: Any) -> bool:
+    return str(_first(value) or "").lower() in ("yes", "true", "1")
+
+
+def resolve_target(
+    *,
+    name: str,
+    address: str | None = None,
+    port: int | None = None,
+    user: str | None = None,
+    key_file: str | None = None,
+    jump_host: str | None = None,
+    options: Sequence[tuple[str, str]] = (),
+    config: paramiko.SSHConfig | None = None,
+    default_connect_timeout_s: float | None = None,
+) -> SSHTarget:
+    """Merge inventory values (win), ssh_config values, then ssh's defaults.
+
+    ssh_config is looked up by the inventory name (users write ``Host gpu-*``); values that
+    the name's lookup leaves unset are also looked up by the address, as ssh would if it
+    had been given the address.
+    """
+    found = _lookup(config, name)
+    if address and address != name:
+        for k, v in _lookup(config, address).items():
+            found.setdefault(k, v)
+    # Inventory ``ssh.options`` are ssh_config-style settings that win over the file.
+    for k, v in options:
+        found[k.lower()] = v
+
+    hostname = address or _first(found.get("hostname")) or name
+    resolved_port = port or (
+        _parse_port(str(_first(found["port"])), f"Port for {name}") if found.get("port") else None
+    )
+    resolved_user = user or _first(found.get("user")) or getpass.getuser()
+
+    identity_files = found.get("identityfile") or []
+    if isinstance(identity_files, str):
+        identity_files = [identity_files]
+    explicit_keys = bool(key_file) or bool(identity_files)
+    if key_file:
+        keys: tuple[str, ...] = (key_file,)
+    elif identity_files:
+        keys = tuple(str(p) for p in identity_files)
+    else:
+        keys = tuple(str(user_home() / ".ssh" / n) for n in DEFAULT_KEY_NAMES)
+    keys = tuple(os.path.expanduser(k) for k in keys)
+
+    jump_spec = jump_host if jump_host is not None else _first(found.get("proxyjump"))
+
+    timeout = default_connect_timeout_s
+    if found.get("connecttimeout"):
+        try:
+            configured = float(str(_first(found["connecttimeout"])))
+        except ValueError:
+            raise TransportError(FailureKind.ERROR, f"bad ConnectTimeout for {name}") from None
+        timeout = configured if timeout is None else min(timeout, configured)
+
+    agent_setting = str(_first(found.get("identityagent")) or "").lower()
+    return SSHTarget(
+        name=name,
+        hostname=hostname,
+        port=resolved_port or DEFAULT_PORT,
+        user=resolved_user,
+        key_files=keys,
+        explicit_keys=explicit_keys,
+        identities_only=_yes(found.get("identitiesonly")),
+        jump=parse_jump_chain(jump_spec),
+        connect_timeout_s=timeout,
+        host_key_alias=_first(found.get("hostkeyalias")),
+        use_agent=agent_setting != "none",
+    )
+
+
+def target_for_host(
+    host: Host, config: paramiko.SSHConfig | None, connect_timeout_s: float | None
+) -> SSHTarget:
+    return resolve_target(
+        name=host.name,
+        address=host.address,
+        port=host.port,
+        user=host.user,
+        key_file=host.ssh.key_file,
+        jump_host=host.ssh.jump_host,
+        options=host.ssh.options,
+        config=config,
+        default_connect_timeout_s=connect_timeout_s,
+    )

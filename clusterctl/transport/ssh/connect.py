@@ -1,0 +1,135 @@
+"""Opening one SSH connection: the TCP socket, the handshake, the host key check, then auth."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import paramiko
+
+from clusterctl.transport.base import FailureKind, TransportError
+from clusterctl.transport.ssh.auth import authenticate
+from clusterctl.transport.ssh.config import SSHTarget
+from clusterctl.transport.ssh.deadline import remaining
+from clusterctl.transport.ssh.hostkeys import KnownHosts, check_host_key
+
+# paramiko logs every failed handshake at ERROR with a traceback; without a handler Python
+# would print those on stderr next to our own one-line failure. --debug still shows them
+# (records propagate to the root logger it configures).
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+
+
+# GSSAPI is never tried (slow and needs a Kerberos setup); the rest of paramiko's defaults
+# are fine. curve25519 comes first in paramiko's list already when available.
+_DISABLED_ALGORITHMS: dict[str, list[str]] = {}
+
+
+def open_socket(target: SSHTarget, timeout_s: float) -> socket.socket:
+    """A TCP connection to the target, errors mapped to UNREACHABLE with the reason."""
+    where = f"{target.hostname}:{target.port}"
+    try:
+        sock = socket.create_connection((target.hostname, target.port), timeout=timeout_s)
+    except socket.gaierror as exc:
+        raise TransportError(
+            FailureKind.UNREACHABLE,
+            f"{target.name}: cannot resolve host name {target.hostname!r} ({exc.strerror})",
+        ) from exc
+    except ConnectionRefusedError as exc:
+        raise TransportError(
+            FailureKind.UNREACHABLE, f"{target.name}: connection refused by {where} (no sshd listening?)"
+        ) from exc
+    except TimeoutError as exc:
+        raise TransportError(
+            FailureKind.UNREACHABLE, f"{target.name}: no TCP connection to {where} within {timeout_s:g}s"
+        ) from exc
+    except OSError as exc:
+        reason = {
+            errno.EHOSTUNREACH: "no route to host",
+            errno.ENETUNREACH: "network unreachable",
+        }.get(exc.errno or 0, exc.strerror or str(exc))
+        raise TransportError(
+            FailureKind.UNREACHABLE, f"{target.name}: cannot connect to {where}: {reason}"
+        ) from exc
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+@dataclass
+class ConnectSettings:
+    known_hosts: KnownHosts
+    accept_new_host_keys: bool
+    config: paramiko.SSHConfig | None
+    connect_timeout_s: float
+
+
+def open_ssh(
+    target: SSHTarget,
+    sock: socket.socket | paramiko.Channel,
+    settings: ConnectSettings,
+    deadline: float,
+    on_transport: Callable[[paramiko.Transport], None] | None = None,
+) -> paramiko.Transport:
+    """Handshake, host key check and authentication on an open socket (or jump channel)."""
+    client = paramiko.Transport(sock, disabled_algorithms=_DISABLED_ALGORITHMS)
+    if on_transport is not None:
+        on_transport(client)
+    try:
+        budget = remaining(deadline, "the SSH handshake", target)
+        client.banner_timeout = budget
+        client.handshake_timeout = budget
+        client.auth_timeout = budget
+        known_types = [
+            e.key_type for e in settings.known_hosts.entries_for(target.known_hosts_name) if not e.marker
+        ]
+        if known_types:
+            # Ask for the key type we have on record first, as ssh does, so a host with several
+            # keys is checked against the one we know instead of looking "changed".
+            options = client.get_security_options()
+            preferred = [t for t in options.key_types if t in known_types or _rsa_family(t, known_types)]
+            options.key_types = preferred + [t for t in options.key_types if t not in preferred]
+        done = threading.Event()
+        client.start_client(event=done)
+        if not done.wait(budget):
+            if not getattr(client, "remote_version", ""):
+                raise _handshake_error(None, target, budget, banner_missing=True)
+            raise TransportError(
+                FailureKind.TIMED_OUT,
+                f"{target.name}: {target.hostname}:{target.port} accepted the TCP connection but the "
+                f"SSH handshake did not finish within {budget:g}s (sshd hung or overloaded?)",
+            )
+        if not client.is_active():
+            raise _handshake_error(client.get_exception(), target, budget)
+        server_key = client.get_remote_server_key()
+        check_host_key(settings.known_hosts, target, server_key, accept_new=settings.accept_new_host_keys)
+        authenticate(client, target, deadline)
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
+def _rsa_family(key_type: str, known: list[str]) -> bool:
+    return key_type.startswith("rsa-sha2-") and "ssh-rsa" in known
+
+
+def _handshake_error(
+    exc: BaseException | None, target: SSHTarget, budget: float, *, banner_missing: bool = False
+) -> TransportError:
+    text = str(exc) if exc else "negotiation failed"
+    if banner_missing or "banner" in text.lower():
+        return TransportError(
+            FailureKind.TIMED_OUT,
+            f"{target.name}: {target.hostname}:{target.port} accepted the TCP connection but sent "
+            f"no SSH banner within {budget:g}s (sshd hung, stopped or overloaded?)",
+        )
+    if isinstance(exc, (EOFError, ConnectionResetError)) or "eof" in text.lower():
+        return TransportError(
+            FailureKind.UNREACHABLE,
+            f"{target.name}: {target.hostname}:{target.port} closed the connection during "
+            f"the SSH handshake ({text or type(exc).__name__})",
+        )
+    return TransportError(FailureKind.ERROR, f"{target.name}: SSH handshake failed: {text}")
