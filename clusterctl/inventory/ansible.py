@@ -65,6 +65,15 @@ class _Tree:
         if name not in members:
             members.append(name)
 
+    def add_host_pattern(self, group: str, pattern: str, line: int, host_vars: dict[str, Var]) -> None:
+        """Add every host a pattern such as ``gpu[01:04]`` names (both formats write ranges)."""
+        try:
+            names = expand_host_range(pattern)
+        except BadValue as exc:
+            raise self.error(exc.message, line, pattern, exc.hint) from None
+        for name in names:
+            self.add_host(group, name, line, dict(host_vars))
+
     def error(
         self, message: str, line: int | None, field: str | None = None, hint: str | None = None
     ) -> InventoryError:
@@ -150,12 +159,7 @@ def _ini_host_line(tree: _Tree, group: str, line: str, line_number: int) -> None
                 hint="Host variables are written 'gpu01 ansible_host=10.0.0.11 ansible_user=ubuntu'.",
             )
         host_vars[key] = Var(_ini_value(value), line_number)
-    try:
-        names = expand_host_range(pattern)
-    except BadValue as exc:
-        raise tree.error(exc.message, line_number, pattern, exc.hint) from None
-    for name in names:
-        tree.add_host(group, name, line_number, dict(host_vars))
+    tree.add_host_pattern(group, pattern, line_number, host_vars)
 
 
 def _shlex(tree: _Tree, line: str, line_number: int) -> list[str]:
@@ -276,12 +280,7 @@ def _yaml_host(tree: _Tree, group: str, pattern: str, line: int, node: Node) -> 
             node.line,
             f"{group}.hosts.{pattern}",
         )
-    try:
-        names = expand_host_range(pattern)
-    except BadValue as exc:
-        raise tree.error(exc.message, line, pattern, exc.hint) from None
-    for name in names:
-        tree.add_host(group, name, line, dict(host_vars))
+    tree.add_host_pattern(group, pattern, line, host_vars)
 
 
 def _yaml_vars(node: Mapping) -> dict[str, Var]:
