@@ -1,35 +1,38 @@
 """Which HCAs to test on each host, and their RoCE v2 GID index.
 
-From a saved survey (``--survey FILE``, JSON or YAML) when given, else from ``ibv_devinfo -v``
+From a saved survey (``--survey FILE``, written by ``clusterctl survey --save``) when given, else
+from ``ibv_devinfo -v``
 on each host; a host where neither works falls back to the inventory's ``fabric.hcas``
 (without GID index, so RoCE tests there use perftest's default GID).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from clusterctl.bench.model import HcaInfo
 from clusterctl.errors import UsageError
-from clusterctl.facts.model import RDMADevice
+from clusterctl.facts.model import RDMADevice, RDMAPort
 from clusterctl.fanout import Runner
 from clusterctl.inventory.model import Host
 from clusterctl.transport.base import Transport
 
+if TYPE_CHECKING:
+    from clusterctl.survey.report import SavedPort
+
+
+def _first_active(name: str, ports: Sequence[RDMAPort | SavedPort]) -> HcaInfo | None:
+    port = next((p for p in ports if p.state == "PORT_ACTIVE"), None)
+    if port is None:
+        return None
+    return HcaInfo(name=name, link_layer=port.link_layer, rate_gbps=port.rate_gbps,
+                   gid_index=port.roce_v2_gid_index if port.link_layer == "Ethernet" else None)
+
 
 def active_hcas(devices: Sequence[RDMADevice]) -> list[HcaInfo]:
     """One entry per device with an active port (its first active port)."""
-    out: list[HcaInfo] = []
-    for device in devices:
-        port = next((p for p in device.ports if p.state == "PORT_ACTIVE"), None)
-        if port is None:
-            continue
-        out.append(HcaInfo(name=device.hca, link_layer=port.link_layer, rate_gbps=port.rate_gbps,
-                           gid_index=port.roce_v2_gid_index if port.link_layer == "Ethernet" else None))
-    return out
+    return [h for h in (_first_active(d.hca, d.ports) for d in devices) if h is not None]
 
 
 def from_inventory(host: Host) -> list[HcaInfo]:
@@ -67,66 +70,19 @@ def discover_hcas(runner: Runner, hosts: Sequence[Host]) -> tuple[dict[str, list
     return found, warnings
 
 
-def _devices_in(node: Any) -> list[dict[str, Any]]:
-    """Every mapping that looks like an RDMA device (``hca`` + ``ports``) under ``node``."""
-    if isinstance(node, Mapping):
-        if "hca" in node and isinstance(node.get("ports"), list):
-            return [dict(node)]
-        return [d for v in node.values() for d in _devices_in(v)]
-    if isinstance(node, list):
-        return [d for v in node for d in _devices_in(v)]
-    return []
-
-
-def _host_records(data: Any) -> dict[str, Any]:
-    hosts = data.get("hosts") if isinstance(data, Mapping) else data
-    if isinstance(hosts, Mapping):
-        return {str(k): v for k, v in hosts.items()}
-    if isinstance(hosts, list):
-        out = {}
-        for record in hosts:
-            if isinstance(record, Mapping):
-                name = record.get("host") or record.get("name")
-                if name:
-                    out[str(name)] = record
-        return out
-    return {}
-
-
 def hcas_from_survey(path: str, hosts: Sequence[Host]) -> dict[str, list[HcaInfo]]:
-    """Active HCAs per host from a saved survey report (``clusterctl survey -o json > FILE``)."""
-    text = _read(path)
-    try:
-        if path.endswith((".yaml", ".yml")):
-            import yaml
+    """Active HCAs per host from a saved survey report (``clusterctl survey --save FILE``).
 
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
-    except Exception as exc:
-        raise UsageError(f"cannot read the survey: {exc}", file=path) from None
-    records = _host_records(data)
+    Read with the survey's own loader, so the report is checked against its schema and a
+    host the survey could not read falls back to the inventory's HCAs.
+    """
+    from clusterctl.survey.report import load_saved_survey
+
+    saved = load_saved_survey(path)
     out: dict[str, list[HcaInfo]] = {}
     for host in hosts:
-        devices = _devices_in(records.get(host.name, {}))
-        hcas: list[HcaInfo] = []
-        for device in devices:
-            ports = [p for p in device["ports"] if isinstance(p, Mapping) and p.get("state") == "PORT_ACTIVE"]
-            if not ports:
-                continue
-            port = ports[0]
-            layer = str(port.get("link_layer") or "InfiniBand")
-            gid = port.get("roce_v2_gid_index")
-            hcas.append(HcaInfo(name=str(device["hca"]), link_layer=layer,
-                                rate_gbps=float(port["rate_gbps"]) if port.get("rate_gbps") else None,
-                                gid_index=int(gid) if gid is not None and layer == "Ethernet" else None))
+        record = saved.hosts.get(host.name)
+        nics = record.nics if record is not None else ()
+        hcas = [h for h in (_first_active(n.name, n.ports) for n in nics) if h is not None]
         out[host.name] = _expected_only(host, hcas) if hcas else from_inventory(host)
     return out
-
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}", file=path) from None
-

@@ -120,7 +120,7 @@ def ib_command(
     latency: bool = typer.Option(False, "--latency", help="Run ib_write_lat instead of ib_write_bw."),
     hca: list[str] = typer.Option([], "--hca", help="HCA to test (repeatable); default: every active HCA."),
     survey: Optional[str] = typer.Option(None, "--survey", metavar="FILE",  # noqa: UP045
-                                         help="Saved survey (JSON/YAML) giving active HCAs and GID indexes."),
+                                         help="Saved survey (survey --save): active HCAs, GID indexes."),
     find_straggler: bool = typer.Option(False, "--find-straggler",
                                         help="Ring first, then targeted re-tests: few rounds on big fleets."),
     by_hca: bool = typer.Option(False, "--by-hca", help="Show an HCA x HCA matrix instead of host x host."),

@@ -86,19 +86,33 @@ def test_dry_run_runs_nothing(mock_fleet: FleetFactory) -> None:
 
 def test_hcas_and_gid_index_from_a_saved_survey(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import json
+    from pathlib import Path
+
+    import pytest
 
     from clusterctl.bench.hcas import hcas_from_survey
+    from clusterctl.cli.app import main
     from clusterctl.inventory.model import Fabric, Host
 
-    port = {"port": 1, "state": "PORT_ACTIVE", "link_layer": "Ethernet", "rate_gbps": 400.0, "roce_v2_gid_index": 3}
-    down = {**port, "state": "PORT_DOWN"}
-    survey = {"hosts": [{"host": "h1", "facts": {"rdma": [{"hca": "mlx5_0", "ports": [port]},
-                                                          {"hca": "mlx5_1", "ports": [down]}]}}]}
-    path = tmp_path / "survey.json"
-    path.write_text(json.dumps(survey))
-    hosts = [Host(name="h1"), Host(name="h2", fabric=Fabric(type="roce", hcas=("mlx5_4",)))]
-    found = hcas_from_survey(str(path), hosts)
-    assert found["h1"] == [HcaInfo("mlx5_0", "Ethernet", 400.0, 3)]
+    # A real report, as `clusterctl survey --save` writes it for the demo cluster ...
+    demo = str(Path(__file__).resolve().parents[2] / "inventories" / "demo.yaml")
+    saved = tmp_path / "survey.json"
+    with pytest.raises(SystemExit):
+        main(["-i", demo, "-l", "gpu-a1", "survey", "-o", "json", "--save", str(saved)])
+    # ... turned into a RoCE host: mlx5_0 with its RoCE v2 GID, mlx5_1 down.
+    report = json.loads(saved.read_text())
+    for nic in report["hosts"][0]["nics"]:
+        for port in nic["ports"]:
+            port["link_layer"] = "Ethernet"
+            port["roce_v2_gid_index"] = 3
+            if nic["name"] == "mlx5_1":
+                port["state"] = "PORT_DOWN"
+    saved.write_text(json.dumps(report))
+    hosts = [Host(name="gpu-a1", fabric=Fabric(type="roce", hcas=("mlx5_0", "mlx5_1", "mlx5_2"))),
+             Host(name="h2", fabric=Fabric(type="roce", hcas=("mlx5_4",)))]
+    found = hcas_from_survey(str(saved), hosts)
+    assert found["gpu-a1"] == [HcaInfo("mlx5_0", "Ethernet", 200.0, 3), HcaInfo("mlx5_2", "Ethernet", 200.0, 3)]
+    # A host the survey does not know keeps the inventory's HCAs, without a GID index.
     assert found["h2"] == [HcaInfo("mlx5_4", "Ethernet", None, None)]
 
 
