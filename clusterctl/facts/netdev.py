@@ -8,6 +8,7 @@ the PCI address and carries the board description. ``merge_ipv4`` adds the addre
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from clusterctl.errors import ParseError
@@ -56,9 +57,13 @@ def parse_ip_addr(text: str) -> dict[str, tuple[str, ...]]:
 
 
 def merge_ipv4(
-    devices: tuple[NetDevice, ...], addresses: dict[str, tuple[str, ...]]
+    devices: Sequence[NetDevice], addresses: Mapping[str, Sequence[str]]
 ) -> tuple[NetDevice, ...]:
-    return tuple(replace(device, ipv4=addresses.get(device.name, device.ipv4)) for device in devices)
+    """The devices with their IPv4s, then the interfaces only ``ip addr`` knows (management ethernet)."""
+    known = {device.name for device in devices}
+    merged = [replace(d, ipv4=tuple(addresses.get(d.name, d.ipv4))) for d in devices]
+    merged += [NetDevice(name=name, ipv4=tuple(found)) for name, found in addresses.items() if name not in known]
+    return tuple(merged)
 
 
 NETDEV: Fact[tuple[NetDevice, ...]] = Fact("netdev", "ibdev2netdev", parse_ibdev2netdev)

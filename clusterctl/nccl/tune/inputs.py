@@ -9,10 +9,11 @@ live survey (``from_host_facts``) or a saved one (``from_saved_survey``) happens
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.facts.model import NetDevice, RDMADevice, TopoMatrix
+from clusterctl.facts.netdev import merge_ipv4
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
@@ -121,10 +122,10 @@ def nics_from_facts(
 def from_host_facts(host: Host, facts: HostFacts) -> TuneHost:
     """A live survey's facts of one host (``clusterctl.survey.collect``) as tuning input."""
     matrix = facts.topology
-    netdevs = list(facts.netdev or ())
+    netdevs = tuple(facts.netdev or ())
     ipv4 = facts.values.get("ipv4")
     if isinstance(ipv4, Mapping):
-        netdevs = _merge_addresses(netdevs, ipv4)
+        netdevs = merge_ipv4(netdevs, ipv4)
     stack = facts.stack
     return TuneHost(
         name=host.name,
@@ -132,21 +133,10 @@ def from_host_facts(host: Host, facts: HostFacts) -> TuneHost:
         nccl_version=stack.nccl if stack else None,
         gpu_indices=tuple(d.index for d in matrix.gpus) if matrix else tuple(g.index for g in facts.gpus or ()),
         nics=nics_from_facts(facts.rdma, matrix, facts.netdev),
-        netdevs=tuple(netdevs),
+        netdevs=netdevs,
         fabric=host.fabric.type,
         expected_hcas=host.fabric.hcas,
     )
-
-
-def _merge_addresses(netdevs: list[NetDevice], addresses: Mapping[str, Any]) -> list[NetDevice]:
-    """Add interfaces that only ``ip addr`` knows (management ethernet) and their IPv4s."""
-
-    known = {d.name: d for d in netdevs}
-    merged = [replace(d, ipv4=tuple(addresses.get(d.name, d.ipv4))) for d in netdevs]
-    for name, found in addresses.items():
-        if name not in known:
-            merged.append(NetDevice(name=str(name), ipv4=tuple(str(a) for a in found)))
-    return merged
 
 
 # --- saved survey (clusterctl survey --save FILE) ---------------------------------------------
@@ -195,14 +185,7 @@ def host_from_saved(record: Mapping[str, Any], inventory_host: Host | None = Non
                     numa_node=nic.get("numa_node"),
                 )
             )
-    known = {d.name for d in netdevs}
-    for interface in record.get("interfaces") or []:
-        name = str(interface["name"])
-        addresses = tuple(str(a) for a in interface.get("ipv4") or ())
-        if name in known:
-            netdevs = [replace(d, ipv4=addresses) if d.name == name else d for d in netdevs]
-        else:
-            netdevs.append(NetDevice(name=name, ipv4=addresses))
+    interfaces = {str(i["name"]): tuple(str(a) for a in i.get("ipv4") or ()) for i in record.get("interfaces") or []}
     stack = record.get("stack") or {}
     fabric = inventory_host.fabric if inventory_host is not None else None
     return TuneHost(
@@ -211,7 +194,7 @@ def host_from_saved(record: Mapping[str, Any], inventory_host: Host | None = Non
         nccl_version=stack.get("nccl"),
         gpu_indices=tuple(sorted(gpu_labels)),
         nics=tuple(nics),
-        netdevs=tuple(netdevs),
+        netdevs=merge_ipv4(netdevs, interfaces),
         fabric=fabric.type if fabric else None,
         expected_hcas=fabric.hcas if fabric else (),
     )
