@@ -1,0 +1,1 @@
+"""``clusterctl bootstrap``: Kubernetes with kubeadm on containerd with the NVIDIA runtime, in phases."""

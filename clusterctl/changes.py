@@ -1,0 +1,226 @@
+"""Every change clusterctl makes to a host passes through one gate.
+
+A ``Change`` says what would change on one host: a file to write (with the content that is
+there now, so the plan can show a diff) or a command to run. The ``Gate`` either *records* it
+(plan, dry-run: nothing is touched anywhere) or *applies* it through the host's transport and
+keeps what undo needs: the backup path of a file it replaced, the fact that a file was new, or
+the command that reverts a command. ``tune-nccl --push``, ``bench ib`` and every bootstrap phase
+go through it, so dry-run and undo behave the same everywhere (the k0sctl and pyinfra idea: plan
+is the same code as apply, stopped before the host is touched).
+"""
+
+from __future__ import annotations
+
+import difflib
+import shlex
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from clusterctl.secret import Secret, mask_text
+
+if TYPE_CHECKING:
+    from clusterctl.transport.base import CommandResult, Transport
+
+
+class ChangeKind(str, Enum):
+    WRITE_FILE = "write file"
+    RUN_COMMAND = "run command"
+
+
+@dataclass(frozen=True)
+class Change:
+    host: str
+    #: One line for people: "load br_netfilter at boot", "restart containerd".
+    summary: str
+    kind: ChangeKind
+    #: For WRITE_FILE: where, what, and what is there now (None: no such file).
+    path: str | None = None
+    content: bytes | None = None
+    current: bytes | None = None
+    mode: int = 0o644
+    #: For RUN_COMMAND: the shell line, every value in it already quoted.
+    command: str | None = None
+    #: Given to the command on stdin (a join token, a password): never in argv, never shown.
+    stdin_secret: Secret | None = None
+    #: A shell line that reverts RUN_COMMAND where one exists ("swapon -a" for "swapoff -a").
+    undo_command: str | None = None
+    sudo: bool = True
+    timeout_s: float | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def write_file(
+        cls,
+        host: str,
+        path: str,
+        content: str | bytes,
+        *,
+        current: str | bytes | None,
+        summary: str | None = None,
+        mode: int = 0o644,
+        sudo: bool = True,
+    ) -> Change:
+        data = content.encode() if isinstance(content, str) else content
+        old = current.encode() if isinstance(current, str) else current
+        return cls(host, summary or f"write {path}", ChangeKind.WRITE_FILE, path=path, content=data, current=old,
+                   mode=mode, sudo=sudo)
+
+    @classmethod
+    def run(
+        cls,
+        host: str,
+        command: str,
+        *,
+        summary: str | None = None,
+        undo: str | None = None,
+        sudo: bool = True,
+        timeout_s: float | None = None,
+        stdin_secret: Secret | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Change:
+        return cls(host, summary or command, ChangeKind.RUN_COMMAND, command=command, undo_command=undo, sudo=sudo,
+                   timeout_s=timeout_s, stdin_secret=stdin_secret, env=dict(env or {}))
+
+    @property
+    def is_noop(self) -> bool:
+        """A file write whose content is already there: nothing to do."""
+        return self.kind is ChangeKind.WRITE_FILE and self.content == self.current
+
+    def diff(self) -> str:
+        """Unified diff of the file as it is against the file as it would be ("" for commands)."""
+        if self.kind is not ChangeKind.WRITE_FILE or self.path is None:
+            return ""
+        before = (self.current or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
+        after = (self.content or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
+        old_label = "/dev/null" if self.current is None else f"{self.host}:{self.path}"
+        text = "".join(difflib.unified_diff(before, after, fromfile=old_label, tofile=f"{self.host}:{self.path}"))
+        return mask_text(text)
+
+    def describe(self) -> str:
+        """What would be done, safe to print: secrets masked."""
+        if self.kind is ChangeKind.WRITE_FILE:
+            return mask_text(f"write {self.path} (mode {self.mode:o})")
+        return mask_text(self.command or "")
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {"host": self.host, "summary": mask_text(self.summary), "kind": self.kind.value}
+        if self.kind is ChangeKind.WRITE_FILE:
+            data.update(path=self.path, mode=f"{self.mode:o}", diff=self.diff(), new_file=self.current is None)
+        else:
+            data.update(command=self.describe(), sudo=self.sudo)
+        return data
+
+
+@dataclass(frozen=True)
+class GateRecord:
+    """What the gate did with one change."""
+
+    change: Change
+    #: False in record mode (plan, dry-run): nothing was touched.
+    applied: bool
+    #: False when the host already matched (a file with identical content).
+    changed: bool
+    #: Where the previous file content was kept, for undo.
+    backup_path: str | None = None
+    #: The command's result, for RUN_COMMAND changes that ran.
+    result: CommandResult | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.result is not None and not self.result.ok
+
+
+class ChangeFailed(Exception):
+    """A change's command ran and failed. Carries the record so the caller can report and undo."""
+
+    def __init__(self, record: GateRecord) -> None:
+        self.record = record
+        result = record.result
+        tail = result.stderr_tail(3) if result is not None else ""
+        code = result.exit_code if result is not None else "?"
+        super().__init__(mask_text(f"{record.change.summary}: exit {code}" + (f": {tail}" if tail else "")))
+
+
+class Gate:
+    """The one place changes reach hosts. ``Gate(apply=False)`` records; ``Gate(apply=True)`` applies.
+
+    Thread-safe: one gate serves a whole fan-out; ``records`` keeps every change in the order
+    it passed, across hosts.
+    """
+
+    def __init__(self, *, apply: bool) -> None:
+        self.apply = apply
+        self._records: list[GateRecord] = []
+        self._lock = threading.Lock()
+
+    @property
+    def records(self) -> list[GateRecord]:
+        with self._lock:
+            return list(self._records)
+
+    def records_for(self, host: str) -> list[GateRecord]:
+        return [r for r in self.records if r.change.host == host]
+
+    def _keep(self, record: GateRecord) -> GateRecord:
+        with self._lock:
+            self._records.append(record)
+        return record
+
+    def submit(self, transport: Transport, change: Change) -> GateRecord:
+        """Record or apply ``change`` on ``transport``'s host. A failed command raises ``ChangeFailed``."""
+        if change.is_noop:
+            return self._keep(GateRecord(change, applied=False, changed=False))
+        if not self.apply:
+            return self._keep(GateRecord(change, applied=False, changed=True))
+        if change.kind is ChangeKind.WRITE_FILE:
+            assert change.path is not None and change.content is not None
+            put = transport.put(change.path, change.content, mode=change.mode, sudo=change.sudo, backup=True)
+            return self._keep(GateRecord(change, applied=True, changed=put.changed, backup_path=put.backup_path))
+        assert change.command is not None
+        stdin = change.stdin_secret.reveal().encode() if change.stdin_secret is not None else None
+        result = transport.run(change.command, sudo=change.sudo, timeout=change.timeout_s, env=change.env or None,
+                               stdin=stdin)
+        record = self._keep(GateRecord(change, applied=True, changed=True, result=result))
+        if not result.ok:
+            raise ChangeFailed(record)
+        return record
+
+    def submit_all(self, transport: Transport, changes: Sequence[Change]) -> list[GateRecord]:
+        return [self.submit(transport, c) for c in changes]
+
+    def undo(self, transport: Transport, records: Sequence[GateRecord]) -> list[str]:
+        """Revert applied changes, newest first; returns what was done, one line each.
+
+        A replaced file comes back from its backup, a new file is removed, a command is reverted
+        by its undo command when it has one (and is reported as not revertible otherwise).
+        """
+        done: list[str] = []
+        for record in reversed(records):
+            change = record.change
+            if not record.applied or not record.changed:
+                continue
+            if change.kind is ChangeKind.WRITE_FILE and change.path is not None:
+                path = shlex.quote(change.path)
+                if record.backup_path:
+                    line = f"cp -p {shlex.quote(record.backup_path)} {path}"
+                    done.append(f"restored {change.path} from {record.backup_path}")
+                elif change.current is None:
+                    line = f"rm -f {path}"
+                    done.append(f"removed {change.path} (it was new)")
+                else:
+                    done.append(f"cannot restore {change.path}: no backup was kept")
+                    continue
+                result = transport.run(line, sudo=change.sudo)
+                if not result.ok:
+                    done[-1] = f"failed to undo {change.path}: {result.stderr_tail(2)}"
+            elif change.undo_command:
+                result = transport.run(change.undo_command, sudo=change.sudo, timeout=change.timeout_s)
+                done.append(mask_text(f"undid '{change.summary}'" if result.ok else
+                                      f"failed to undo '{change.summary}': {result.stderr_tail(2)}"))
+            else:
+                done.append(mask_text(f"'{change.summary}' cannot be undone automatically"))
+        return done
+

@@ -1,0 +1,85 @@
+"""Values that must never be shown: join tokens, certificate keys, passwords, registry credentials.
+
+A ``Secret`` prints as a mask; only ``reveal()`` gives the value, and only code that hands it to
+a host (on stdin, or in a file of mode 0600) should call it. Every secret created is also
+registered process-wide, so ``mask_text`` can scrub it from anything that might still carry it
+by accident (a command line in an error message, a debug log line, a saved progress file).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+MASK = "********"
+#: Values shorter than this are not scrubbed from free text: masking "a" would mangle everything.
+MIN_SCRUB_LENGTH = 4
+
+_registry: set[str] = set()
+_registry_lock = threading.Lock()
+
+
+class Secret:
+    """A string that is masked wherever it is formatted. Compare and hash by value."""
+
+    __slots__ = ("_value", "label")
+
+    def __init__(self, value: str, label: str = "secret") -> None:
+        self._value = value
+        self.label = label
+        register_secret(value)
+
+    def reveal(self) -> str:
+        """The real value: only for handing it to a host, never for display."""
+        return self._value
+
+    def __str__(self) -> str:
+        return MASK
+
+    def __repr__(self) -> str:
+        return f"Secret({self.label}={MASK})"
+
+    def __format__(self, spec: str) -> str:
+        return MASK
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("clusterctl.Secret", self._value))
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+
+def register_secret(value: str) -> None:
+    """Remember ``value`` so that ``mask_text`` removes it from any text shown or logged."""
+    if len(value) >= MIN_SCRUB_LENGTH:
+        with _registry_lock:
+            _registry.add(value)
+
+
+def mask_text(text: str) -> str:
+    """``text`` with every registered secret value replaced by the mask (longest first)."""
+    with _registry_lock:
+        values = sorted(_registry, key=len, reverse=True)
+    for value in values:
+        if value in text:
+            text = text.replace(value, MASK)
+    return text
+
+
+def reveal(value: str | Secret) -> str:
+    return value.reveal() if isinstance(value, Secret) else value
+
+
+class SecretMaskingFilter(logging.Filter):
+    """A logging filter that scrubs registered secrets from every record it passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = mask_text(message)
+        if masked != message:
+            record.msg = masked
+            record.args = None
+        return True
