@@ -16,9 +16,9 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-from clusterctl.errors import ClusterctlError, ParseError
+from clusterctl.errors import ClusterctlError, Interrupted, ParseError
 from clusterctl.inventory.model import Host
 from clusterctl.transport.base import CommandResult, Connector, FailureKind, PutResult, Transport, TransportError
 
@@ -72,6 +72,28 @@ class FleetResult(Generic[T]):
     @property
     def values(self) -> dict[str, T]:
         return {o.host.name: o.value for o in self.outcomes if o.ok and o.value is not None}
+
+
+class FleetInterrupted(Interrupted):
+    """Ctrl-C (or SIGTERM) arrived during a fan-out: what finished, and which hosts had not.
+
+    The CLI prints the results so far and the hosts still running, and exits 130; code that
+    cleans up in ``finally`` (bench's servers) still runs on the way out.
+    """
+
+    def __init__(
+        self, finished: FleetResult[Any], running: tuple[Host, ...], waiting: tuple[Host, ...], signal_name: str
+    ) -> None:
+        self.finished = finished
+        #: Hosts whose task had started when the interrupt came (their connection is closed).
+        self.running = running
+        #: Hosts whose task had not started yet.
+        self.waiting = waiting
+        super().__init__(signal_name)
+
+    @property
+    def unfinished(self) -> tuple[Host, ...]:
+        return self.running + self.waiting
 
 
 class Progress(Protocol):
@@ -223,16 +245,19 @@ class Runner:
         done: queue.SimpleQueue[tuple[int, HostOutcome[T]]] = queue.SimpleQueue()
         started: dict[int, tuple[float, list[Transport]]] = {}
         state_lock = threading.Lock()
+        stopped = threading.Event()  # set on Ctrl-C: no worker starts another host
 
         def work() -> None:
             while True:
                 index = todo.get()
-                if index is None:
+                if index is None or stopped.is_set():
                     return
                 host = hosts[index]
                 begin = time.monotonic()
                 holder: list[Transport] = []
                 with state_lock:
+                    if stopped.is_set():
+                        return
                     started[index] = (begin, holder)
                 value: T | None = None
                 failure: Failure | None = None
@@ -272,6 +297,10 @@ class Runner:
                 except queue.Empty:
                     pass
                 self._expire(hosts, started, state_lock, results, limit)
+        except (KeyboardInterrupt, Interrupted) as exc:
+            stopped.set()
+            signal_name = exc.signal_name if isinstance(exc, Interrupted) else "SIGINT"
+            raise self._interrupted(hosts, started, state_lock, results, signal_name) from exc
         finally:
             if self.progress:
                 self.progress.stop()
@@ -302,6 +331,24 @@ class Runner:
             self._report(outcome)
             for transport in holder:
                 _close_quietly(transport)
+
+    def _interrupted(
+        self,
+        hosts: Sequence[Host],
+        started: dict[int, tuple[float, list[Transport]]],
+        state_lock: threading.Lock,
+        results: dict[int, HostOutcome[T]],
+        signal_name: str,
+    ) -> FleetInterrupted:
+        """Stop the hosts still working (their connection is closed under them) and say who they were."""
+        with state_lock:
+            running = {i: holder for i, (_, holder) in started.items() if i not in results}
+        for holder in running.values():
+            for transport in holder:
+                _close_quietly(transport)
+        finished: FleetResult[Any] = FleetResult(tuple(results[i] for i in sorted(results)))
+        waiting = tuple(hosts[i] for i in range(len(hosts)) if i not in results and i not in running)
+        return FleetInterrupted(finished, tuple(hosts[i] for i in sorted(running)), waiting, signal_name)
 
     def _report(self, outcome: HostOutcome[T]) -> None:
         if self.progress:

@@ -17,7 +17,7 @@ from clusterctl.errors import UsageError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from clusterctl.fanout import Runner
+    from clusterctl.fanout import Progress, Runner
     from clusterctl.inventory.model import Host, Inventory
 
 
@@ -78,12 +78,20 @@ class AppContext:
     def hosts(self) -> tuple[Host, ...]:
         from clusterctl.inventory.limit import select_hosts
 
-        return select_hosts(self.inventory(), self.limit)
+        hosts = select_hosts(self.inventory(), self.limit)
+        if not hosts:
+            # One rule for every command: a selection of nothing is a mistake, never a silent success.
+            raise UsageError(
+                f"no host selected: the --limit {self.limit!r} leaves no host of the inventory."
+                if self.limit
+                else "no host selected: the inventory has no hosts."
+            )
+        return hosts
 
     # -- running ----------------------------------------------------------------------
 
     @contextmanager
-    def runner(self, *, force_transport: str | None = None) -> Iterator[Runner]:
+    def runner(self, *, force_transport: str | None = None, progress: Progress | None = None) -> Iterator[Runner]:
         from clusterctl.fanout import Runner
         from clusterctl.transport.factory import ConnectOptions, make_connector
 
@@ -93,8 +101,7 @@ class AppContext:
             known_hosts=self.known_hosts,
             force_transport=force_transport,
         )
-        progress = None
-        if not self.machine_output and self.err_console.is_terminal:
+        if progress is None and not self.machine_output and self.err_console.is_terminal:
             from clusterctl.cli.progress import RichProgress
 
             progress = RichProgress(self.err_console)
