@@ -55,7 +55,7 @@ def exec_command(
         help="Write each host's output to DIR/HOST.out (and DIR/HOST.err) instead of printing it; for big outputs.",
     ),
 ) -> None:
-    from clusterctl.fanout import FleetInterrupted  # noqa: F811 - the class, at run time
+    from clusterctl.fanout import FleetInterrupted
 
     app = app_context(ctx)
     line = " ".join(command).strip()
