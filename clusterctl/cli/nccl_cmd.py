@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.errors import ExitCode, UsageError
+from clusterctl.errors import ExitCode, ParseError, UsageError
 
 if TYPE_CHECKING:
     from clusterctl.cli.context import AppContext
@@ -81,18 +81,17 @@ def lint_command(
             if len(context.versions_seen) > 1:
                 app.warn(f"hosts run different NCCL versions ({', '.join(context.versions_seen)}); "
                          f"checking against {context.nccl_version}")
+    from clusterctl.inputfile import read_text_input
+
     settings = []
+    unreadable: list[str] = []
     for name in files:
-        if name == "-":
-            import sys
-
-            settings.extend(read_settings(sys.stdin.read(), fmt, name="<stdin>"))
-        else:
-            from pathlib import Path
-
-            if not Path(name).is_file():
-                raise UsageError(f"no such file: {name}")
-            settings.extend(read_settings(Path(name), fmt))
+        # One unreadable file is reported (exit 2) without stopping the check of the others.
+        try:
+            text, label = read_text_input(name, "nccl-settings")
+            settings.extend(read_settings(text + ("" if "\n" in text else "\n"), fmt, name=label))
+        except (UsageError, ParseError) as exc:
+            unreadable.append(str(exc))
     findings = lint_settings(settings, nccl_version=nccl_version, fabric=fabric, nvlink=nvlink,
                              gpu_nic_links=gpu_nic_links)
     counts = summarise(findings)
@@ -101,29 +100,34 @@ def lint_command(
         "summary": {**counts, "settings": len(settings), "files": files, "nccl_version": nccl_version,
                     "fabric": fabric},
     }
+    if unreadable:
+        payload["summary"]["unreadable"] = unreadable
     app.emit(payload, lambda: _print_table(app, findings, counts, len(settings)))
+    for message in unreadable:
+        app.err_console.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    if unreadable:
+        raise typer.Exit(int(ExitCode.USAGE))
     if counts["error"] or (strict and counts["warning"]):
         raise typer.Exit(int(ExitCode.FAILED))
 
 
 def _print_table(app: AppContext, findings: list[Finding], counts: dict[str, int], n_settings: int) -> None:
-    from rich.table import Table
+    """One line per finding, ``FILE:LINE: severity CODE VARIABLE: message`` (as compilers and
+    shellcheck print), then its fix: linear in the findings, greppable, never split mid-word."""
+    import sys
 
-    from clusterctl.cli.output import SEVERITY_STYLE
+    from clusterctl.cli.report import plural
 
-    by_file: dict[str, list[Finding]] = {}
+    colour = app.console.is_terminal and not app.console.no_color
+    paint = {"error": "\x1b[1;31m", "warning": "\x1b[33m", "info": "\x1b[36m"}
+    out = []
     for f in findings:
-        by_file.setdefault(f.file, []).append(f)
-    for file, group in by_file.items():
-        table = Table(title=file, title_justify="left", show_lines=False, expand=False)
-        for column in ("line", "severity", "code", "variable", "message", "fix"):
-            table.add_column(column, overflow="fold")
-        for f in group:
-            style = SEVERITY_STYLE.get(f.severity, "")
-            table.add_row(str(f.line), f"[{style}]{f.severity}[/]" if style else f.severity, f.code, f.variable,
-                          f.message, f.fix)
-        app.console.print(table)
-    app.console.print(
-        f"{n_settings} NCCL setting(s) checked: {counts['error']} error(s), {counts['warning']} warning(s), "
-        f"{counts['info']} info", markup=False, highlight=False,
+        severity = f"{paint.get(f.severity, '')}{f.severity}\x1b[0m" if colour else f.severity
+        out.append(f"{f.file}:{f.line}: {severity} {f.code} {f.variable}: {f.message}\n")
+        if f.fix:
+            out.append(f"    fix: {f.fix}\n")
+    sys.stdout.writelines(out)
+    sys.stdout.write(
+        f"{plural(n_settings, 'NCCL setting')} checked: {plural(counts['error'], 'error')}, "
+        f"{plural(counts['warning'], 'warning')}, {counts['info']} info\n"
     )

@@ -120,6 +120,8 @@ class ValueProblem:
 class KnowledgeBase:
     def __init__(self, variables: dict[str, VariableInfo]) -> None:
         self._variables = variables
+        # A long file repeats the same few misspellings; difflib per line made lint quadratic-slow.
+        self._similar: dict[tuple[str, int], list[str]] = {}
 
     def __contains__(self, name: object) -> bool:
         return name in self._variables
@@ -138,8 +140,11 @@ class KnowledgeBase:
 
     def similar(self, name: str, *, limit: int = 3) -> list[str]:
         """Known names that look like ``name`` (typos), best first; never names that do not exist."""
-        candidates = [n for n, v in self._variables.items() if v.scope != "nonexistent" and n != name]
-        return difflib.get_close_matches(name, candidates, n=limit, cutoff=0.8)
+        key = (name, limit)
+        if key not in self._similar:
+            candidates = [n for n, v in self._variables.items() if v.scope != "nonexistent" and n != name]
+            self._similar[key] = difflib.get_close_matches(name, candidates, n=limit, cutoff=0.8)
+        return list(self._similar[key])
 
 
 @lru_cache(maxsize=1)

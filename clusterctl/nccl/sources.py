@@ -18,6 +18,7 @@ from clusterctl.errors import ParseError, UsageError
 FORMATS: tuple[str, ...] = ("env", "shell", "slurm", "k8s")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+_NCCL_ASSIGN_RE = re.compile(r"\b(TORCH_)?NCCL_[A-Za-z0-9_]*=")
 _DEFAULT_EXPANSION_RE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*):?-([^}]*)\}$")
 _STATEMENT_BREAKS = frozenset({";", "&&", "||", "|", "&", "then", "do", "else", "{", "}", "(", ")", "if", "while"})
 
@@ -152,6 +153,10 @@ def read_shell_text(text: str, label: str, *, first_line: int = 1) -> list[Setti
     for start, line in _logical_lines(text):
         line_no = first_line + start - 1
         tokens = _tokens(line)
+        if tokens is None and _NCCL_ASSIGN_RE.search(line):
+            # Skipping it would silently drop a setting the shell itself would choke on.
+            raise ParseError(f"shell script {label}", "unclosed quote in a line that sets an NCCL variable",
+                             line=line_no, text=line)
         if not tokens:
             continue
         at_statement_start = True
