@@ -95,13 +95,11 @@ def lint_command(
     findings = lint_settings(settings, nccl_version=nccl_version, fabric=fabric, nvlink=nvlink,
                              gpu_nic_links=gpu_nic_links)
     counts = summarise(findings)
-    payload = {
-        "findings": findings,
-        "summary": {**counts, "settings": len(settings), "files": files, "nccl_version": nccl_version,
-                    "fabric": fabric},
-    }
+    summary: dict[str, object] = {**counts, "settings": len(settings), "files": files,
+                                  "nccl_version": nccl_version, "fabric": fabric}
     if unreadable:
-        payload["summary"]["unreadable"] = unreadable
+        summary["unreadable"] = unreadable
+    payload = {"findings": findings, "summary": summary}
     app.emit(payload, lambda: _print_table(app, findings, counts, len(settings)))
     for message in unreadable:
         app.err_console.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
