@@ -70,9 +70,9 @@ class AppContext:
 
     def inventory(self) -> Inventory:
         if self._inventory is None:
-            from clusterctl.inventory.loader import load_inventory, resolve_inventory_path
+            from clusterctl.inventory.loader import open_inventory
 
-            self._inventory = load_inventory(resolve_inventory_path(self.inventory_path))
+            self._inventory = open_inventory(self.inventory_path)
         return self._inventory
 
     def hosts(self) -> tuple[Host, ...]:
@@ -120,7 +120,12 @@ class AppContext:
             render_table()
 
     def warn(self, message: str) -> None:
-        self.err_console.print(f"[yellow]warning:[/] {message}", markup=True, highlight=False)
+        from rich.markup import escape
+
+        # soft_wrap: the terminal wraps, rich never breaks a host or file name onto two lines;
+        # escape: '[user@]host' or '[control-plane]' in a message is text, not markup.
+        self.err_console.print(f"[yellow]warning:[/] {escape(message)}", markup=True, highlight=False,
+                               soft_wrap=True)
 
 
 def _no_color(stream: Any) -> bool:
