@@ -13,7 +13,11 @@ from clusterctl.errors import UsageError
 from clusterctl.hostlist import HostListError, expand
 from clusterctl.inventory.model import Host, Inventory
 
-_ITEM = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?P<host>\[[0-9A-Fa-f:.]+\]|[^:@\s]+|[0-9A-Fa-f:]+:[0-9A-Fa-f:.]+)(?::(?P<port>\d+))?$")
+_ITEM = re.compile(
+    r"^(?:(?P<user>[^@\s]+)@)?"
+    r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:@\s]+|[0-9A-Fa-f:]+:[0-9A-Fa-f:.]+)"
+    r"(?::(?P<port>\d+))?$"
+)
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.:%\[\]-]+$")
 
 
