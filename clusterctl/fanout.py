@@ -121,6 +121,14 @@ class DeadlineTransport(Transport):
         self._left(None)
         return self.inner.get(path, sudo=sudo)
 
+    def create_exclusive(self, path: str, data: bytes, *, sudo: bool = False) -> bytes | None:
+        self._left(None)
+        return self.inner.create_exclusive(path, data, sudo=sudo)
+
+    def remove(self, path: str, *, sudo: bool = False) -> None:
+        self._left(None)
+        self.inner.remove(path, sudo=sudo)
+
 
 def raise_fd_limit() -> None:
     """Lift the soft open-files limit to the hard one: each open connection holds a socket."""
