@@ -49,6 +49,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "clusterctl.cli.nccl_cmd",
     "clusterctl.cli.tune_cmd",
     "clusterctl.cli.bench_cmd",
+    "clusterctl.cli.bootstrap_cmd",
 )
 
 #: Global options: name -> takes a value. Used to let users put them after the command.
@@ -182,7 +183,7 @@ def _run(command: Any, args: list[str], debug: bool) -> None:
         _print_error(str(exc))
         sys.exit(int(exc.exit_code))
     except Interrupted as exc:
-        from clusterctl.cli.report import print_interrupted
+        from clusterctl.cli.host_failures import print_interrupted
 
         print_interrupted(exc)
         sys.exit(exc.exit_code)

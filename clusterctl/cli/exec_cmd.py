@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
-from clusterctl.cli.report import outcome_record, print_failures
+from clusterctl.cli.host_failures import outcome_record, print_failures
 from clusterctl.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:

@@ -114,7 +114,7 @@ def _print_table(app: AppContext, findings: list[Finding], counts: dict[str, int
     shellcheck print), then its fix: linear in the findings, greppable, never split mid-word."""
     import sys
 
-    from clusterctl.cli.report import plural
+    from clusterctl.cli.output import plural
 
     colour = app.console.is_terminal and not app.console.no_color
     paint = {"error": "\x1b[1;31m", "warning": "\x1b[33m", "info": "\x1b[36m"}

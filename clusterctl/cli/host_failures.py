@@ -52,6 +52,7 @@ def print_interrupted(exc: BaseException) -> None:
     """
     import sys
 
+    from clusterctl.cli.output import plural
     from clusterctl.fanout import FleetInterrupted
     from clusterctl.hostlist import compress
 
@@ -71,7 +72,3 @@ def print_interrupted(exc: BaseException) -> None:
             lines.append(f"not started: {compress(h.name for h in exc.waiting)}")
     sys.stderr.write("\n".join(lines) + "\n")
 
-
-def plural(count: int, noun: str, plural_form: str | None = None) -> str:
-    """``1 host``, ``2 hosts``: counts that read naturally."""
-    return f"{count} {noun if count == 1 else (plural_form or noun + 's')}"
