@@ -71,11 +71,13 @@ def global_options(
     ctx: typer.Context,
     inventory: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
         None, "-i", "--inventory", envvar="CLUSTERCTL_INVENTORY", metavar="FILE",
-        help="Inventory file (clusterctl YAML, Ansible INI or YAML). Default: ./inventory.yaml.",
+        help="Inventory file (clusterctl YAML, Ansible INI or YAML), or a host list such as "
+        "'gpu-[01-16],login1' or 'a,b,'. Default: ./inventory.yaml.",
     ),
     limit: Optional[str] = typer.Option(  # noqa: UP045
         None, "-l", "--limit", metavar="PATTERN",
-        help="Hosts to act on, like Ansible's --limit: names, globs, groups; '!x' excludes, '&g' intersects.",
+        help="Hosts to act on, like Ansible's --limit: names, globs, groups; '!x' excludes, '&g' intersects, "
+        "'~regex' matches names, '@FILE' reads names from a file (@retry: the last run's failed hosts).",
     ),
     output: OutputFormat = typer.Option(OutputFormat.table, "-o", "--output", help="Output format."),
     parallel: int = typer.Option(64, "--parallel", min=1, max=4096, help="Hosts worked on at once."),

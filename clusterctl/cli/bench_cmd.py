@@ -10,6 +10,8 @@ from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from clusterctl.bench.ib_bench import IBBenchReport
     from clusterctl.bench.model import Finding, Matrix
 
@@ -135,7 +137,7 @@ def ib_command(
     plot: Optional[str] = typer.Option(None, "--plot", metavar="FILE",  # noqa: UP045
                                        help="Write a heat map (.svg, or .png with matplotlib)."),
     results_dir: Optional[str] = typer.Option(None, "--results-dir", metavar="DIR",  # noqa: UP045
-                                              help="Where to keep raw outputs and results.json."),
+                                              help="Where to keep raw outputs and results.json (a new folder)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the rounds and exact commands; run nothing."),
 ) -> None:
     from clusterctl.bench.hcas import discover_hcas, from_inventory, hcas_from_survey
@@ -148,6 +150,16 @@ def ib_command(
                      duration_s=duration, qps=qps, base_port=port, sudo=sudo, settle_s=settle,
                      client_timeout_s=client_timeout)
     hosts = app.hosts()
+    folder = None
+    if not dry_run:
+        # Where results go is checked (and claimed) before any host is touched.
+        from clusterctl.bench.results import new_results_dir
+
+        if plot:
+            from clusterctl.bench.plot import check_plot_target
+
+            check_plot_target(plot)
+        folder = new_results_dir(results_dir)
     if dry_run:
         hcas = hcas_from_survey(survey, hosts) if survey else {h.name: from_inventory(h) for h in hosts}
         report = run_ib_bench(None, hosts, hcas, opts, pattern=pattern, find_stragglers=find_straggler,
@@ -164,7 +176,8 @@ def ib_command(
         report = run_ib_bench(runner, hosts, hcas, opts, pattern=pattern, find_stragglers=find_straggler,
                               by_hca=by_hca)
     payload = ib_payload(report, by_hca=by_hca)
-    folder = _save_ib(results_dir, report, payload)
+    assert folder is not None
+    _save_ib(folder, report, payload)
     matrix = report.matrix(by_hca=by_hca)
     good = _good_value(report)
     if plot:
@@ -191,10 +204,9 @@ def _good_value(report: IBBenchReport) -> float | None:
     return min(rates) if rates else None
 
 
-def _save_ib(results_dir: str | None, report: IBBenchReport, payload: dict[str, Any]) -> str:
-    from clusterctl.bench.results import new_results_dir, save_raw, save_results
+def _save_ib(folder: Path, report: IBBenchReport, payload: dict[str, Any]) -> str:
+    from clusterctl.bench.results import save_raw, save_results
 
-    folder = new_results_dir(results_dir)
     for r in report.results:
         stem = f"r{r.round}-{r.server}-{r.server_hca}--{r.client}-{r.client_hca}"
         save_raw(folder, f"{stem}-client", r.client_output)
@@ -232,15 +244,18 @@ def nccl_command(
     env: list[str] = typer.Option([], "--env", metavar="KEY=VALUE", help="NCCL setting (repeatable)."),
     env_file: Optional[str] = typer.Option(None, "--env-file", metavar="FILE",  # noqa: UP045
                                            help="NCCL settings from tune-nccl's output file."),
-    min_bytes: str = typer.Option("8", "-b", "--min-bytes"),
-    max_bytes: str = typer.Option("8G", "-e", "--max-bytes"),
-    factor: int = typer.Option(2, "-f", "--factor", min=2),
+    min_bytes: str = typer.Option("8", "-b", "--min-bytes", metavar="SIZE",
+                                  help="Smallest message size, as nccl-tests takes it (8, 1K, 1M)."),
+    max_bytes: str = typer.Option("8G", "-e", "--max-bytes", metavar="SIZE",
+                                  help="Largest message size, as nccl-tests takes it (8G)."),
+    factor: int = typer.Option(2, "-f", "--factor", min=2, help="Multiply the size by this between steps."),
     gpus: Optional[int] = typer.Option(None, "-g", "--gpus", min=1,  # noqa: UP045
                                        help="GPUs per host (default: nvidia-smi -L)."),
     multi_node: bool = typer.Option(False, "--multi-node", help="One mpirun job across the selected hosts."),
     binary_dir: Optional[str] = typer.Option(None, "--bin-dir", metavar="DIR",  # noqa: UP045
                                              help="Folder of the *_perf binaries (default: PATH)."),
-    results_dir: Optional[str] = typer.Option(None, "--results-dir", metavar="DIR"),  # noqa: UP045
+    results_dir: Optional[str] = typer.Option(None, "--results-dir", metavar="DIR",  # noqa: UP045
+                                              help="Where to keep raw outputs and results.json (a new folder)."),
 ) -> None:
     from clusterctl.bench.nccl_tests import run_nccl_test
     from clusterctl.bench.payload import nccl_payload
@@ -249,11 +264,11 @@ def nccl_command(
     app = app_context(ctx)
     settings = _parse_env(env, env_file)
     hosts = app.hosts()
+    folder = new_results_dir(results_dir)  # checked and claimed before any host is touched
     with app.runner() as runner:
         run = run_nccl_test(runner, hosts, op=op, env=settings, min_bytes=min_bytes, max_bytes=max_bytes,
                             factor=factor, gpus=gpus, multi_node=multi_node, binary_dir=binary_dir)
     payload = nccl_payload(run)
-    folder = new_results_dir(results_dir)
     for r in run.runs:
         save_raw(folder, f"nccl-{op}-{r.host}", r.output)
     save_results(folder, {"nccl": payload})
@@ -287,21 +302,25 @@ Examples:
 """)
 def report_command(
     ctx: typer.Context,
-    files: list[str] = typer.Argument(..., metavar="FILE...", help="Log files."),
+    files: list[str] = typer.Argument(..., metavar="FILE...|-", help="Log files; '-' reads standard input."),
     rate_gbps: Optional[float] = typer.Option(None, "--rate-gbps", min=0.1,  # noqa: UP045
                                               help="Line rate to judge perftest bandwidth against."),
-    min_fraction: float = typer.Option(0.9, "--min-fraction", min=0.0, max=1.0),
+    min_fraction: float = typer.Option(0.9, "--min-fraction", min=0.0, max=1.0,
+                                       help="Fraction of --rate-gbps a perftest peak must reach (0.9 = 90%)."),
 ) -> None:
     from clusterctl.bench.logs import report_files
     from clusterctl.bench.payload import finding_record
 
     app = app_context(ctx)
     reports = report_files(files, rate_gbps=rate_gbps, min_fraction=min_fraction)
-    payload = {"files": [{"file": r.file, **r.record, "findings": [finding_record(f) for f in r.findings]}
+    payload = {"files": [{"file": r.file, **r.record, "findings": [finding_record(f) for f in r.findings],
+                          **({"error": r.error} if r.error else {})}
                          for r in reports]}
 
     def table() -> None:
         for r in reports:
+            if r.error:
+                continue
             rec = r.record
             figure = rec.get("avg_busbw_gbs") if rec["tool"] == "nccl-tests" else rec.get("peak_gbps")
             unit = "GB/s avg busbw" if rec["tool"] == "nccl-tests" else "Gb/s peak"
@@ -311,6 +330,11 @@ def report_command(
         _print_findings(app, [f for r in reports for f in r.findings])
 
     app.emit(payload, table)
+    for r in reports:
+        if r.error:
+            app.err_console.print(f"error: {r.error}", markup=False, highlight=False, soft_wrap=True)
+    if any(r.error for r in reports):
+        raise typer.Exit(ExitCode.USAGE)
     if any(f.severity == "error" for r in reports for f in r.findings):
         raise typer.Exit(ExitCode.FAILED)
 
@@ -319,18 +343,26 @@ def report_command(
 
 Example:
 
-  clusterctl bench compare clusterctl-results/bench-20240101-120000 clusterctl-results/bench-20240102-120000
+  clusterctl bench ib --results-dir runs/before
+
+  clusterctl bench ib --results-dir runs/after
+
+  clusterctl bench compare runs/before runs/after
 """)
 def compare_command(
     ctx: typer.Context,
-    before: str = typer.Argument(..., metavar="A"),
-    after: str = typer.Argument(..., metavar="B"),
+    before: str = typer.Argument(..., metavar="A", help="Results folder (or its results.json) of the earlier run."),
+    after: str = typer.Argument(..., metavar="B", help="Results folder (or its results.json) of the later run."),
 ) -> None:
-    from clusterctl.bench.results import compare, load_results
+    from clusterctl.bench.results import comparability, compare, load_results
 
     app = app_context(ctx)
-    changes = compare(load_results(before), load_results(after))
-    payload = {"before": before, "after": after, "changes": [
+    first, second = load_results(before), load_results(after)
+    problem = comparability(first, second)
+    if problem:
+        app.warn(problem)
+    changes = compare(first, second)
+    payload = {"before": before, "after": after, "warning": problem, "changes": [
         {"key": c.key, "unit": c.unit, "before": c.before, "after": c.after, "verdict": c.verdict} for c in changes]}
 
     def table() -> None:

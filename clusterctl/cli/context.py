@@ -106,7 +106,12 @@ class AppContext:
 
             progress = RichProgress(self.err_console)
         with Runner(make_connector(options), parallel=self.parallel, timeout_s=self.timeout_s, progress=progress) as r:
-            yield r
+            try:
+                yield r
+            finally:
+                from clusterctl.retry import record_failed
+
+                record_failed(r.failed_hosts, self._inventory.source if self._inventory else None)
 
     # -- output -----------------------------------------------------------------------
 

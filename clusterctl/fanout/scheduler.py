@@ -53,6 +53,9 @@ class Runner:
         self.parallel = parallel
         self.timeout_s = timeout_s
         self.progress = progress
+        #: Every host that failed a task of this run (or was cut off by Ctrl-C), in order: what
+        #: ``--limit @retry`` selects next time.
+        self.failed_hosts: dict[str, None] = {}
         # Connections stay open across tasks of a run; past this many the least recently
         # used idle one is closed, so a 1,000-host run never holds 1,000 sockets and threads.
         self.max_open = max_open or max(parallel * 2, 128)
@@ -141,7 +144,9 @@ class Runner:
         finally:
             if self.progress:
                 self.progress.stop()
-        return FleetResult(tuple(results[i] for i in range(len(hosts))))
+        fleet = FleetResult(tuple(results[i] for i in range(len(hosts))))
+        self._note_failures(fleet)
+        return fleet
 
     def _expire(
         self,
@@ -185,7 +190,11 @@ class Runner:
                 close_quietly(transport)
         finished: FleetResult[Any] = FleetResult(tuple(results[i] for i in sorted(results)))
         waiting = tuple(hosts[i] for i in range(len(hosts)) if i not in results and i not in running)
-        return FleetInterrupted(finished, tuple(hosts[i] for i in sorted(running)), waiting, signal_name)
+        interrupted = FleetInterrupted(finished, tuple(hosts[i] for i in sorted(running)), waiting, signal_name)
+        self._note_failures(finished)
+        for host in interrupted.unfinished:
+            self.failed_hosts[host.name] = None
+        return interrupted
 
     def _report(self, outcome: HostOutcome[T]) -> None:
         if self.progress:
@@ -213,7 +222,13 @@ class Runner:
                 failure = Failure(FailureKind.COMMAND_FAILED, f"{command!r} failed", r.exit_code, r.stderr_tail(3))
                 o = HostOutcome(o.host, r, failure, o.duration_s)
             outcomes.append(o)
-        return FleetResult(tuple(outcomes))
+        fleet = FleetResult(tuple(outcomes))
+        self._note_failures(fleet)
+        return fleet
+
+    def _note_failures(self, fleet: FleetResult[Any]) -> None:
+        for o in fleet.failed:
+            self.failed_hosts[o.host.name] = None
 
 
 

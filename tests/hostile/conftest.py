@@ -36,10 +36,13 @@ def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
     return run
 
 
-def clusterctl_process(*argv: str, cwd: Path | None = None, **kwargs: object) -> subprocess.Popen[str]:
+def clusterctl_process(*argv: str, cwd: Path | None = None, path: str | None = None,
+                       **kwargs: object) -> subprocess.Popen[str]:
     """The real command in its own process (for signals, terminals and the environment)."""
     env = {k: v for k, v in os.environ.items() if k != "CLUSTERCTL_INVENTORY"}
     env.update(NO_COLOR="1", PYTHONPATH=str(REPO))
+    if path is not None:
+        env["PATH"] = path
     return subprocess.Popen(
         [sys.executable, "-m", "clusterctl", *argv], cwd=cwd or REPO, env=env, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs,  # type: ignore[call-overload]

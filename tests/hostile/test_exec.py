@@ -102,3 +102,23 @@ def test_ctrl_c_prints_what_finished_and_which_hosts_were_still_running(tmp_path
             assert doc["interrupted"] is True
             assert [h["stdout"] for h in doc["hosts"]] == ["quick\n"]
             assert len(doc["still_running"]) == 2
+
+
+def test_limit_at_retry_reruns_only_the_hosts_that_failed_last_time(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # The mock hosts have no 'no-such-tool': the two hosts selected fail with exit 127.
+    first = cli("-i", DEMO, "-l", "gpu-a2,gpu-b3", "exec", "--", "no-such-tool")
+    assert first.code == 1
+    failed = {"gpu-a2", "gpu-b3"}
+    again = cli("-i", DEMO, "-o", "json", "exec", "-l", "@retry", "--", "nvidia-smi", "-L")
+    assert again.code == 0, again.err
+    assert {h["host"] for h in json.loads(again.out)["hosts"]} == failed
+    names = tmp_path / "hosts.txt"
+    names.write_text("# two hosts\ngpu-a1\ngpu-b2\n")
+    from_file = cli("-i", DEMO, "-o", "json", "-l", f"@{names}", "exec", "--", "nvidia-smi", "-L")
+    assert [h["host"] for h in json.loads(from_file.out)["hosts"]] == ["gpu-a1", "gpu-b2"]
+
+
+def test_limit_at_retry_after_a_clean_run_selects_nothing_and_says_so(cli) -> None:  # type: ignore[no-untyped-def]
+    assert cli("-i", DEMO, "-l", "gpu-a1", "exec", "--", "nvidia-smi", "-L").code == 0
+    ran = cli("-i", DEMO, "-l", "@retry", "exec", "--", "nvidia-smi", "-L")
+    assert ran.code == 2 and "the last run had no failed host" in ran.err
