@@ -80,14 +80,19 @@ def save_raw(folder: Path, name: str, text: str) -> Path:
     return path
 
 
-#: Versions of results.json this clusterctl reads; files without one are version 1.
-RESULTS_SCHEMA_VERSION = 1
-
-
 def save_results(folder: Path, payload: dict[str, Any]) -> Path:
+    from clusterctl.findings import FINDINGS_SCHEMA_VERSION
+
     path = folder / RESULTS_FILE
-    path.write_text(json.dumps({"schema_version": RESULTS_SCHEMA_VERSION, **payload}, indent=2) + "\n")
+    path.write_text(json.dumps({"schema_version": FINDINGS_SCHEMA_VERSION, **payload}, indent=2) + "\n")
     return path
+
+
+def readable_versions() -> tuple[int, ...]:
+    """Versions of results.json this clusterctl reads: 1 (no version written) up to today's."""
+    from clusterctl.findings import FINDINGS_SCHEMA_VERSION
+
+    return tuple(range(1, FINDINGS_SCHEMA_VERSION + 1))
 
 
 def load_results(path: str) -> dict[str, Any]:
@@ -104,9 +109,10 @@ def load_results(path: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UsageError("not a results file", file=str(target))
     version = data.get("schema_version", 1)
-    if version != RESULTS_SCHEMA_VERSION:
+    if version not in readable_versions():
         raise UsageError(
-            f"schema_version {version!r} is not one this clusterctl reads ({RESULTS_SCHEMA_VERSION}).",
+            f"schema_version {version!r} is not one this clusterctl reads "
+            f"({', '.join(map(str, readable_versions()))}).",
             file=str(target), hint="Compare it with the clusterctl release that wrote it.",
         )
     return data

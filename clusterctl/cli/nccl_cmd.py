@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from clusterctl.cli.context import app_context
+from clusterctl.cli.output import plural
 from clusterctl.errors import ExitCode, ParseError, UsageError
 
 if TYPE_CHECKING:
-    from clusterctl.cli.context import AppContext
-    from clusterctl.nccl.lint import Finding
+    pass
 
 nccl_app = typer.Typer(
     name="nccl",
@@ -57,6 +57,8 @@ def lint_command(
     fabric: Optional[str] = typer.Option(None, "--fabric", metavar="ib|roce|ethernet", help="Inter-host fabric."),  # noqa: UP045
     strict: bool = typer.Option(False, "--strict", help="Exit 1 on warnings too."),
 ) -> None:
+    from clusterctl.cli.findings_view import exit_for, print_findings, summary_line
+    from clusterctl.findings import FINDINGS_SCHEMA_VERSION
     from clusterctl.nccl.lint import FABRICS, lint_settings, summarise
     from clusterctl.nccl.sources import FORMATS, read_settings
 
@@ -99,33 +101,21 @@ def lint_command(
                                   "nccl_version": nccl_version, "fabric": fabric}
     if unreadable:
         summary["unreadable"] = unreadable
-    payload = {"findings": findings, "summary": summary}
-    app.emit(payload, lambda: _print_table(app, findings, counts, len(settings)))
+    payload = {
+        "schema_version": FINDINGS_SCHEMA_VERSION,
+        "findings": [f.to_json() for f in findings],
+        "summary": summary,
+    }
+
+    def human() -> None:
+        print_findings(app.console, findings, empty="No problems found.")
+        app.console.print(f"{plural(len(settings), 'NCCL setting')} checked: {summary_line(findings)}", markup=False,
+                          highlight=False)
+
+    app.emit(payload, human)
     for message in unreadable:
         app.err_console.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
     if unreadable:
+        # One unreadable input is a usage error (exit 2), after the others were still checked.
         raise typer.Exit(int(ExitCode.USAGE))
-    if counts["error"] or (strict and counts["warning"]):
-        raise typer.Exit(int(ExitCode.FAILED))
-
-
-def _print_table(app: AppContext, findings: list[Finding], counts: dict[str, int], n_settings: int) -> None:
-    """One line per finding, ``FILE:LINE: severity CODE VARIABLE: message`` (as compilers and
-    shellcheck print), then its fix: linear in the findings, greppable, never split mid-word."""
-    import sys
-
-    from clusterctl.cli.output import plural
-
-    colour = app.console.is_terminal and not app.console.no_color
-    paint = {"error": "\x1b[1;31m", "warning": "\x1b[33m", "info": "\x1b[36m"}
-    out = []
-    for f in findings:
-        severity = f"{paint.get(f.severity, '')}{f.severity}\x1b[0m" if colour else f.severity
-        out.append(f"{f.file}:{f.line}: {severity} {f.code} {f.variable}: {f.message}\n")
-        if f.fix:
-            out.append(f"    fix: {f.fix}\n")
-    sys.stdout.writelines(out)
-    sys.stdout.write(
-        f"{plural(n_settings, 'NCCL setting')} checked: {plural(counts['error'], 'error')}, "
-        f"{plural(counts['warning'], 'warning')}, {counts['info']} info\n"
-    )
+    exit_for(findings, strict=strict)

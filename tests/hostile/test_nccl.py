@@ -50,8 +50,11 @@ def test_the_table_is_one_line_per_finding_with_natural_counts(cli, tmp_path: Pa
     ran = cli("nccl", "lint", str(conf))
     assert ran.code == 1
     lines = ran.out.splitlines()
-    assert lines[0].startswith(f"{conf}:1: error INVALID_VALUE NCCL_DEBUG: ")
-    assert lines[1].startswith("    fix: ")
+    # One line per finding, never folded mid-word, then its fix.
+    assert lines[0].startswith(f"ERROR   {conf}:1 NCCL_DEBUG INVALID_VALUE: NCCL_DEBUG=debug is not one of")
+    assert lines[1].strip().startswith("fix: ")
+    assert all(line.startswith(("ERROR ", "WARNING ", "INFO ")) or line.strip().startswith("fix: ")
+               for line in lines[:-1])
     assert lines[-1].startswith("3000 NCCL settings checked: ")
     single = tmp_path / "one.conf"
     single.write_text("NCCL_DEBUG=debug\n")

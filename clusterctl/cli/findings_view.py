@@ -1,0 +1,58 @@
+"""The one way every command prints findings, and maps them to its exit code.
+
+A finding is one line: severity, where (host and subject, or file:line and variable), code
+and message; below it, for errors and warnings, the fix to try. Exit 1 when any finding is
+an error (or, with ``--strict``, a warning); ``-o json`` prints ``Finding.to_json`` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import typer
+
+from clusterctl.errors import ExitCode
+from clusterctl.findings import Finding, Severity, count_by_severity, fails, sorted_findings
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+SEVERITY_STYLE: dict[Severity, str] = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+
+
+def print_findings(console: Console, findings: Sequence[Finding], *, empty: str = "No findings.") -> None:
+    from rich.text import Text
+
+    if not findings:
+        console.print(Text(empty, style="green"))
+        return
+    # One Text built with styled appends (no markup to parse per line) and printed once: 10,000
+    # findings cost what writing them costs, where a console.print per line took seconds.
+    text = Text(no_wrap=False)
+    for f in sorted_findings(findings):
+        text.append(f"{f.severity.value.upper():7}", style=SEVERITY_STYLE[f.severity])
+        text.append(" ")
+        text.append(f.label, style="bold")
+        text.append(f" {f.code}: {f.message}\n")
+        if f.severity is not Severity.INFO and f.fix:
+            text.append(f"        fix: {f.fix}\n", style="dim")
+    text.rstrip()
+    if console.no_color or not console.is_terminal:
+        console.file.write(text.plain + "\n")
+    else:
+        console.print(text, soft_wrap=True, highlight=False)
+
+
+def summary_line(findings: Sequence[Finding]) -> str:
+    """``2 errors, 1 warning, 0 info``: counts that read naturally."""
+    from clusterctl.cli.output import plural
+
+    counts = count_by_severity(findings)
+    return f"{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, {counts['info']} info"
+
+
+def exit_for(findings: Sequence[Finding], *, strict: bool = False) -> None:
+    """Exit 1 when the findings hold an error (with ``strict``, a warning too); return otherwise."""
+    if fails(findings, strict=strict):
+        raise typer.Exit(int(ExitCode.FAILED))
