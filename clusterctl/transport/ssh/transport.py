@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import paramiko
 
-from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError, wrap_command
+from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
+from clusterctl.transport.output import CappedOutput
 from clusterctl.transport.ssh.config import SSHTarget, load_ssh_config, resolve_target, target_for_host
 from clusterctl.transport.ssh.connect import ConnectSettings, open_socket, open_ssh
 from clusterctl.transport.ssh.deadline import remaining
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 
 
 READ_CHUNK = 65536
+#: What a command still running when its connection is closed gets between SIGTERM and SIGKILL.
+CLOSE_GRACE_S = 0.3
 
 
 class SSHTransport(Transport):
@@ -50,6 +53,9 @@ class SSHTransport(Transport):
         self._jump_keys: list[tuple[Any, ...]] = []
         self._closed = False
         self._target: SSHTarget | None = None
+        #: Channels with a command running, so close() and stop_remote() can stop them.
+        self._channels: set[paramiko.Channel] = set()
+        self._lock_channels = threading.Lock()
 
     # -- connection ---------------------------------------------------------------------
 
@@ -133,6 +139,18 @@ class SSHTransport(Transport):
         # Called from the fan-out's thread under a hung host: must not wait for the lock
         # that the hung call holds.
         self._closed = True
+        with self._lock_channels:
+            running = list(self._channels)
+        # Commands still running are ended on the host before the connection goes: closing
+        # alone would leave them running there (sshd does not signal a pty-less session).
+        if running:
+            for channel in running:
+                send_signal(channel, "TERM")
+            # A short grace for all of them together (close() may run for many hosts in turn).
+            grace_end = time.monotonic() + CLOSE_GRACE_S
+            for channel in running:
+                if not channel.status_event.wait(max(0.0, grace_end - time.monotonic())):
+                    send_signal(channel, "KILL")
         client, self._client = self._client, None
         pending, self._pending = list(self._pending), []
         sock, self._sock = self._sock, None
@@ -158,7 +176,7 @@ class SSHTransport(Transport):
         stdin: bytes | None = None,
     ) -> CommandResult:
         start = time.monotonic()
-        line = wrap_command(command, sudo=sudo, env=env)
+        line, feed = self.command_line(command, sudo=sudo, env=env, stdin=stdin)
         client = self._connection(timeout)
         left = None if timeout is None else timeout - (time.monotonic() - start)
         if left is not None and left <= 0:
@@ -173,70 +191,132 @@ class SSHTransport(Transport):
             raise TransportError(
                 FailureKind.UNREACHABLE, f"{self.host.name}: cannot open a channel: {exc}"
             ) from exc
+        with self._lock_channels:
+            self._channels.add(channel)
+        writer: threading.Thread | None = None
+        deadline = None if left is None else time.monotonic() + left
         try:
             channel.exec_command(line)
-            writer = _feed_stdin(channel, stdin)
-            out, err, code = self._collect(channel, command, None if left is None else timeout)
-            if writer is not None:
-                writer.join(timeout=1.0)
-        except TransportError:
-            channel.close()
+            writer = _feed_stdin(channel, feed)
+            out, err, code = self._collect(channel, command, deadline, timeout)
+        except TransportError as exc:
+            if exc.kind is FailureKind.TIMED_OUT and not self._closed:
+                stop_channel(channel)
             raise
         except (paramiko.SSHException, EOFError, OSError) as exc:
-            channel.close()
             kind = FailureKind.TIMED_OUT if self._closed else FailureKind.UNREACHABLE
             raise TransportError(
                 kind, f"{self.host.name}: connection lost while running {command}: {exc}"
             ) from exc
-        channel.close()
-        return CommandResult(
+        finally:
+            channel.close()
+            with self._lock_channels:
+                self._channels.discard(channel)
+            if writer is not None:
+                # The channel is closed: a writer still blocked on a full window returns now.
+                writer.join(timeout=5.0)
+        result = CommandResult(
             command,
             out.decode(errors="replace"),
             err.decode(errors="replace"),
             code,
             round(time.monotonic() - start, 4),
         )
+        return self.check_sudo(result, sudo=sudo)
+
+    def stop_remote(self) -> None:
+        with self._lock_channels:
+            channels = list(self._channels)
+        for channel in channels:
+            send_signal(channel, "TERM")
 
     def _collect(
-        self, channel: paramiko.Channel, command: str, budget: float | None
+        self, channel: paramiko.Channel, command: str, deadline: float | None, budget: float | None
     ) -> tuple[bytes, bytes, int]:
-        """Read stdout and stderr together until exit: one stream filling up never blocks the other."""
-        deadline = None if budget is None else time.monotonic() + budget
-        out: list[bytes] = []
-        err: list[bytes] = []
+        """Read stdout and stderr together until both reach EOF, then the exit status.
+
+        Both streams are read as data arrives, so one filling up never blocks the other;
+        the exit status is only taken once the server said EOF (sshd may send the status
+        before the last of the output), so no byte is lost.
+        """
+        out = CappedOutput()
+        err = CappedOutput()
         while True:
             progressed = False
             while channel.recv_ready():
-                out.append(channel.recv(READ_CHUNK))
+                out.add(channel.recv(READ_CHUNK))
                 progressed = True
             while channel.recv_stderr_ready():
-                err.append(channel.recv_stderr(READ_CHUNK))
+                err.add(channel.recv_stderr(READ_CHUNK))
                 progressed = True
             if progressed:
                 continue
-            if channel.exit_status_ready() or channel.closed:
-                # Data sent before the exit status is already buffered; drain it once more.
-                while channel.recv_ready():
-                    out.append(channel.recv(READ_CHUNK))
-                while channel.recv_stderr_ready():
-                    err.append(channel.recv_stderr(READ_CHUNK))
-                if self._closed:
-                    raise TransportError(
-                        FailureKind.TIMED_OUT, f"{self.host.name}: connection closed: {command}"
-                    )
-                if not channel.exit_status_ready():
-                    raise TransportError(
-                        FailureKind.UNREACHABLE, f"{self.host.name}: connection lost while running: {command}"
-                    )
-                return b"".join(out), b"".join(err), channel.recv_exit_status()
-            wait = 0.5
-            if deadline is not None:
-                wait = min(wait, deadline - time.monotonic())
-                if wait <= 0:
-                    raise TransportError(
-                        FailureKind.TIMED_OUT, f"{self.host.name}: no answer within {budget:g}s: {command}"
-                    )
-            select.select([channel], [], [], wait)
+            if channel.eof_received or channel.closed:
+                break
+            self._wait(channel, command, deadline, budget)
+        # EOF covers both streams (SSH has one EOF per channel): what is buffered is all.
+        while channel.recv_ready():
+            out.add(channel.recv(READ_CHUNK))
+        while channel.recv_stderr_ready():
+            err.add(channel.recv_stderr(READ_CHUNK))
+        # exit_status_ready() is also true for a closed channel: the event says a status came.
+        while not channel.status_event.is_set() and not channel.closed:
+            self._wait(channel, command, deadline, budget)
+        if self._closed:
+            raise TransportError(FailureKind.TIMED_OUT, f"{self.host.name}: connection closed: {command}")
+        if not channel.status_event.is_set():
+            raise TransportError(
+                FailureKind.UNREACHABLE, f"{self.host.name}: connection lost while running: {command}"
+            )
+        return out.value(), err.value(), channel.recv_exit_status()
+
+    def _wait(self, channel: paramiko.Channel, command: str, deadline: float | None, budget: float | None) -> None:
+        wait = 0.5
+        if deadline is not None:
+            wait = min(wait, deadline - time.monotonic())
+            if wait <= 0:
+                raise TransportError(
+                    FailureKind.TIMED_OUT,
+                    f"{self.host.name}: no answer within {budget:g}s (the command was stopped): {command}",
+                )
+        if self._closed:
+            raise TransportError(FailureKind.TIMED_OUT, f"{self.host.name}: connection closed: {command}")
+        select.select([channel], [], [], wait)
+
+
+def send_signal(channel: paramiko.Channel, name: str) -> bool:
+    """Send an SSH ``signal`` request (RFC 4254 6.9): sshd signals the command's process group.
+
+    OpenSSH's sshd (7.9 and later) answers it with ``killpg`` on the session's process group,
+    which the command's shell leads, so its children are stopped too. paramiko has no public
+    call for it, so the request is built here; no reply is asked for (sshd sends none).
+    """
+    if channel.closed or channel.exit_status_ready():
+        return False
+    message = paramiko.Message()
+    message.add_byte(paramiko.common.cMSG_CHANNEL_REQUEST)
+    message.add_int(channel.remote_chanid)
+    message.add_string("signal")
+    message.add_boolean(False)
+    message.add_string(name)
+    try:
+        channel.transport._send_user_message(message)  # type: ignore[union-attr]
+    except (paramiko.SSHException, EOFError, OSError):
+        return False
+    return True
+
+
+#: How long a command gets to end on SIGTERM before SIGKILL.
+STOP_GRACE_S = 2.0
+
+
+def stop_channel(channel: paramiko.Channel, grace_s: float = STOP_GRACE_S) -> None:
+    """Stop a channel's command on the host: SIGTERM, a grace period, then SIGKILL."""
+    for name, wait in (("TERM", grace_s), ("KILL", 1.0)):
+        if not send_signal(channel, name):
+            return
+        if channel.status_event.wait(wait):
+            return
 
 
 def _feed_stdin(channel: paramiko.Channel, data: bytes | None) -> threading.Thread | None:
