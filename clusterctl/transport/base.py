@@ -25,6 +25,8 @@ class FailureKind(str, Enum):
     AUTH_FAILED = "authentication failed"
     HOST_KEY_REFUSED = "host key refused"
     TIMED_OUT = "timed out"
+    #: The run was interrupted (Ctrl-C) while this host was still working.
+    INTERRUPTED = "interrupted"
     COMMAND_FAILED = "command failed"
     ERROR = "error"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import secrets
 import select
 import socket
 import threading
@@ -25,8 +26,8 @@ if TYPE_CHECKING:
 
 
 READ_CHUNK = 65536
-#: What a command still running when its connection is closed gets between SIGTERM and SIGKILL.
-CLOSE_GRACE_S = 0.3
+#: How long close() waits for running commands to be stopped on the host before it cuts the connection.
+CLOSE_GRACE_S = 3.0
 
 
 class SSHTransport(Transport):
@@ -56,6 +57,8 @@ class SSHTransport(Transport):
         #: Channels with a command running, so close() and stop_remote() can stop them.
         self._channels: set[paramiko.Channel] = set()
         self._lock_channels = threading.Lock()
+        self._stop_requested = threading.Event()
+        self._stop_kind = FailureKind.INTERRUPTED
 
     # -- connection ---------------------------------------------------------------------
 
@@ -138,19 +141,21 @@ class SSHTransport(Transport):
     def close(self) -> None:
         # Called from the fan-out's thread under a hung host: must not wait for the lock
         # that the hung call holds.
-        self._closed = True
         with self._lock_channels:
-            running = list(self._channels)
-        # Commands still running are ended on the host before the connection goes: closing
-        # alone would leave them running there (sshd does not signal a pty-less session).
-        if running:
-            for channel in running:
-                send_signal(channel, "TERM")
-            # A short grace for all of them together (close() may run for many hosts in turn).
+            running = bool(self._channels)
+        if running and not self._closed:
+            # Commands still running are stopped on the host by their own run(), which sees
+            # the request within POLL_S; closing at once would leave them running there
+            # (sshd does not signal a session without a pty when its channel goes).
+            self._stop_kind = FailureKind.TIMED_OUT
+            self._stop_requested.set()
             grace_end = time.monotonic() + CLOSE_GRACE_S
-            for channel in running:
-                if not channel.status_event.wait(max(0.0, grace_end - time.monotonic())):
-                    send_signal(channel, "KILL")
+            while time.monotonic() < grace_end:
+                with self._lock_channels:
+                    if not self._channels:
+                        break
+                time.sleep(0.02)
+        self._closed = True
         client, self._client = self._client, None
         pending, self._pending = list(self._pending), []
         sock, self._sock = self._sock, None
@@ -177,6 +182,7 @@ class SSHTransport(Transport):
     ) -> CommandResult:
         start = time.monotonic()
         line, feed = self.command_line(command, sudo=sudo, env=env, stdin=stdin)
+        group = GroupMarker()
         client = self._connection(timeout)
         left = None if timeout is None else timeout - (time.monotonic() - start)
         if left is not None and left <= 0:
@@ -196,12 +202,12 @@ class SSHTransport(Transport):
         writer: threading.Thread | None = None
         deadline = None if left is None else time.monotonic() + left
         try:
-            channel.exec_command(line)
+            channel.exec_command(group.announce() + line)
             writer = _feed_stdin(channel, feed)
-            out, err, code = self._collect(channel, command, deadline, timeout)
+            out, err, code = self._collect(channel, group, command, deadline, timeout)
         except TransportError as exc:
-            if exc.kind is FailureKind.TIMED_OUT and not self._closed:
-                stop_channel(channel)
+            if exc.kind in (FailureKind.TIMED_OUT, FailureKind.INTERRUPTED) and not self._closed:
+                self._stop_command(client, channel, group, sudo=sudo)
             raise
         except (paramiko.SSHException, EOFError, OSError) as exc:
             kind = FailureKind.TIMED_OUT if self._closed else FailureKind.UNREACHABLE
@@ -225,13 +231,17 @@ class SSHTransport(Transport):
         return self.check_sudo(result, sudo=sudo)
 
     def stop_remote(self) -> None:
-        with self._lock_channels:
-            channels = list(self._channels)
-        for channel in channels:
-            send_signal(channel, "TERM")
+        """Make every running command stop: each ``run`` ends its command's process group and raises."""
+        self._stop_kind = FailureKind.INTERRUPTED
+        self._stop_requested.set()
 
     def _collect(
-        self, channel: paramiko.Channel, command: str, deadline: float | None, budget: float | None
+        self,
+        channel: paramiko.Channel,
+        group: GroupMarker,
+        command: str,
+        deadline: float | None,
+        budget: float | None,
     ) -> tuple[bytes, bytes, int]:
         """Read stdout and stderr together until both reach EOF, then the exit status.
 
@@ -247,7 +257,7 @@ class SSHTransport(Transport):
                 out.add(channel.recv(READ_CHUNK))
                 progressed = True
             while channel.recv_stderr_ready():
-                err.add(channel.recv_stderr(READ_CHUNK))
+                err.add(group.filter(channel.recv_stderr(READ_CHUNK)))
                 progressed = True
             if progressed:
                 continue
@@ -258,7 +268,8 @@ class SSHTransport(Transport):
         while channel.recv_ready():
             out.add(channel.recv(READ_CHUNK))
         while channel.recv_stderr_ready():
-            err.add(channel.recv_stderr(READ_CHUNK))
+            err.add(group.filter(channel.recv_stderr(READ_CHUNK)))
+        err.add(group.flush())
         # exit_status_ready() is also true for a closed channel: the event says a status came.
         while not channel.status_event.is_set() and not channel.closed:
             self._wait(channel, command, deadline, budget)
@@ -271,7 +282,7 @@ class SSHTransport(Transport):
         return out.value(), err.value(), channel.recv_exit_status()
 
     def _wait(self, channel: paramiko.Channel, command: str, deadline: float | None, budget: float | None) -> None:
-        wait = 0.5
+        wait = POLL_S
         if deadline is not None:
             wait = min(wait, deadline - time.monotonic())
             if wait <= 0:
@@ -281,42 +292,111 @@ class SSHTransport(Transport):
                 )
         if self._closed:
             raise TransportError(FailureKind.TIMED_OUT, f"{self.host.name}: connection closed: {command}")
+        if self._stop_requested.is_set():
+            what = "interrupted" if self._stop_kind is FailureKind.INTERRUPTED else "connection closed"
+            raise TransportError(self._stop_kind, f"{self.host.name}: {what} (the command was stopped): {command}")
         select.select([channel], [], [], wait)
 
+    def _stop_command(
+        self, client: paramiko.Transport, channel: paramiko.Channel, group: GroupMarker, *, sudo: bool
+    ) -> None:
+        """End the command's process group on the host: SIGTERM, a grace period, then SIGKILL.
 
-def send_signal(channel: paramiko.Channel, name: str) -> bool:
-    """Send an SSH ``signal`` request (RFC 4254 6.9): sshd signals the command's process group.
+        The command runs as the leader of its own process group (sshd starts every session
+        with setsid), and its first words print that group's id on stderr (``GroupMarker``),
+        so a second channel can signal the whole group: children, pipelines and background
+        jobs included. A command under sudo gets SIGTERM through sudo, which relays it; the
+        final SIGKILL is also tried with ``sudo -n``. The SSH "signal" request is not used:
+        OpenSSH refuses it for root logins.
+        """
+        if group.pgid is None:
+            # It never started (or its stderr was not ours): nothing to signal but the channel.
+            return
+        grace_s = INTERRUPT_GRACE_S if self._stop_requested.is_set() else STOP_GRACE_S
+        for sig, grace in (("TERM", grace_s), ("KILL", 1.0)):
+            if channel.status_event.is_set() or channel.closed:
+                return
+            line = f"kill -s {sig} -- -{group.pgid} 2>/dev/null"
+            if sudo and sig == "KILL":
+                line += f"; sudo -n kill -s {sig} -- -{group.pgid} 2>/dev/null"
+            _run_quietly(client, line + "; true")
+            if channel.status_event.wait(grace):
+                return
 
-    OpenSSH's sshd (7.9 and later) answers it with ``killpg`` on the session's process group,
-    which the command's shell leads, so its children are stopped too. paramiko has no public
-    call for it, so the request is built here; no reply is asked for (sshd sends none).
+
+class GroupMarker:
+    """Learns the process group of a command from a marker line it prints first on stderr.
+
+    The marker carries a random token, so output of the command itself (or of a login
+    script printing on stderr before it) can never be mistaken for it; the line is removed
+    from the stderr the caller sees.
     """
-    if channel.closed or channel.exit_status_ready():
-        return False
-    message = paramiko.Message()
-    message.add_byte(paramiko.common.cMSG_CHANNEL_REQUEST)
-    message.add_int(channel.remote_chanid)
-    message.add_string("signal")
-    message.add_boolean(False)
-    message.add_string(name)
+
+    def __init__(self) -> None:
+        self.token = secrets.token_hex(6)
+        self.prefix = f"clusterctl-pgid-{self.token}:".encode()
+        self.pgid: int | None = None
+        self._held = b""
+        self._done = False
+
+    def announce(self) -> str:
+        return f"printf 'clusterctl-pgid-{self.token}:%s\\n' $$ >&2; "
+
+    def filter(self, chunk: bytes) -> bytes:
+        if self._done:
+            return chunk
+        data = self._held + chunk
+        at = data.find(self.prefix)
+        if at >= 0:
+            end = data.find(b"\n", at)
+            if end < 0:
+                self._held = data
+                return b""
+            value = data[at + len(self.prefix) : end]
+            if value.isdigit():
+                self.pgid = int(value)
+            self._done = True
+            self._held = b""
+            return data[:at] + data[end + 1 :]
+        if len(data) > MARKER_SEARCH_BYTES:
+            self._done = True
+            self._held = b""
+            return data
+        # Keep a possible partial marker at the end; pass the rest on.
+        keep = len(self.prefix) + 24
+        self._held = data[-keep:]
+        return data[:-keep]
+
+    def flush(self) -> bytes:
+        held, self._held = self._held, b""
+        self._done = True
+        return held
+
+
+def _run_quietly(client: paramiko.Transport, line: str) -> None:
+    """Run a short helper command on another channel of the same connection, ignoring failures."""
     try:
-        channel.transport._send_user_message(message)  # type: ignore[union-attr]
+        helper = client.open_session(timeout=5.0)
     except (paramiko.SSHException, EOFError, OSError):
-        return False
-    return True
+        return
+    try:
+        helper.exec_command(line)
+        helper.shutdown_write()
+        helper.status_event.wait(5.0)
+    except (paramiko.SSHException, EOFError, OSError):
+        pass
+    finally:
+        helper.close()
 
 
-#: How long a command gets to end on SIGTERM before SIGKILL.
+#: Seconds a timed-out command gets between SIGTERM and SIGKILL.
 STOP_GRACE_S = 2.0
-
-
-def stop_channel(channel: paramiko.Channel, grace_s: float = STOP_GRACE_S) -> None:
-    """Stop a channel's command on the host: SIGTERM, a grace period, then SIGKILL."""
-    for name, wait in (("TERM", grace_s), ("KILL", 1.0)):
-        if not send_signal(channel, name):
-            return
-        if channel.status_event.wait(wait):
-            return
+#: The same when the run is interrupted (Ctrl-C): the user is waiting.
+INTERRUPT_GRACE_S = 0.5
+#: How often a waiting command checks its deadline and stop requests.
+POLL_S = 0.2
+#: How far into stderr the process-group marker is looked for (login scripts may print first).
+MARKER_SEARCH_BYTES = 65536
 
 
 def _feed_stdin(channel: paramiko.Channel, data: bytes | None) -> threading.Thread | None:
