@@ -1,4 +1,4 @@
-"""The SSH transport is exact: every byte of output, commands stopped at their deadline, writes that keep what was there."""
+"""The SSH transport is exact: all output, commands stopped at their deadline, writes that keep what was there."""
 
 from __future__ import annotations
 
