@@ -15,14 +15,15 @@ import paramiko
 
 from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
 from clusterctl.transport.output import CappedOutput
+from clusterctl.transport.ssh.auth import Credentials
 from clusterctl.transport.ssh.config import SSHTarget, load_ssh_config, resolve_target, target_for_host
 from clusterctl.transport.ssh.connect import ConnectSettings, open_socket, open_ssh
 from clusterctl.transport.ssh.deadline import remaining
-from clusterctl.transport.ssh.hostkeys import known_hosts_file
 from clusterctl.transport.ssh.jump import direct_tcpip, jump_pool
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
+    from clusterctl.secret import Secret
 
 
 READ_CHUNK = 65536
@@ -41,8 +42,12 @@ class SSHTransport(Transport):
         ssh_config_path: str | None = None,
         known_hosts_path: str | None = None,
         connect_timeout_s: float = 30.0,
+        credentials: Credentials | None = None,
+        sudo_password: Secret | None = None,
     ) -> None:
         super().__init__(host)
+        self.credentials = credentials or Credentials()
+        self.sudo_password = sudo_password
         self.accept_new_host_keys = accept_new_host_keys
         self.ssh_config_path = ssh_config_path
         self.known_hosts_path = known_hosts_path
@@ -81,10 +86,11 @@ class SSHTransport(Transport):
                 limit = min(limit, timeout)
             deadline = time.monotonic() + limit
             settings = ConnectSettings(
-                known_hosts=known_hosts_file(self.known_hosts_path),
+                known_hosts_override=self.known_hosts_path,
                 accept_new_host_keys=self.accept_new_host_keys,
                 config=load_ssh_config(self.ssh_config_path),
                 connect_timeout_s=limit,
+                credentials=self.credentials,
             )
             sock = self._open_path(target, settings, deadline)
             client = open_ssh(target, sock, settings, deadline, on_transport=self._pending.append)
@@ -117,7 +123,7 @@ class SSHTransport(Transport):
             chain_key = (
                 *chain_key,
                 hop_target.label,
-                settings.known_hosts.path,
+                settings.known_hosts_override,
                 settings.accept_new_host_keys,
             )
             parent = via
