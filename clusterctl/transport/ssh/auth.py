@@ -65,7 +65,7 @@ def _load_private_key_uncached(path: str, passphrase: Secret | None) -> KeyAttem
     if not os.path.exists(path):
         return KeyAttempt(path, problem="no such file")
     try:
-        key = paramiko.PKey.from_path(path, password=passphrase.reveal() if passphrase else None)
+        key = paramiko.PKey.from_path(path, password=passphrase.reveal().encode() if passphrase else None)  # type: ignore[arg-type]
     except paramiko.PasswordRequiredException:
         return KeyAttempt(path, problem=_ENCRYPTED)
     except TypeError as exc:
@@ -74,8 +74,7 @@ def _load_private_key_uncached(path: str, passphrase: Secret | None) -> KeyAttem
             return KeyAttempt(path, problem=_ENCRYPTED)
         return KeyAttempt(path, problem=f"unreadable: {exc}")
     except (paramiko.SSHException, OSError, ValueError) as exc:
-        if passphrase is not None and ("password" in str(exc).lower() or "decrypt" in str(exc).lower()
-                                       or "bad" in str(exc).lower()):
+        if passphrase is not None and _load_private_key_uncached(path, None).problem == _ENCRYPTED:
             return KeyAttempt(path, problem="encrypted, and the passphrase given does not open it")
         return KeyAttempt(path, problem=f"unreadable: {exc}")
     return KeyAttempt(f"{path} ({key.get_name()} {sha256_fingerprint(key.asbytes())})", key=key)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import base64
 import fcntl
+import functools
 import hashlib
 import hmac
 import logging
 import os
+import re
 import threading
 from dataclasses import dataclass
-from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,7 +49,7 @@ class KnownHostLine:
             if pat.startswith("|1|"):
                 hit = _hashed_match(pat, name)
             else:
-                hit = fnmatch(name, pat) if ("*" in pat or "?" in pat) else name == pat
+                hit = _glob(pat).fullmatch(name) is not None if ("*" in pat or "?" in pat) else name == pat
             if hit and negated:
                 return False
             matched = matched or hit
@@ -60,6 +61,12 @@ class KnownHostLine:
             return sha256_fingerprint(base64.b64decode(self.key_base64))
         except ValueError:
             return "(unreadable key)"
+
+
+@functools.lru_cache(maxsize=4096)
+def _glob(pattern: str) -> re.Pattern[str]:
+    """ssh's host patterns know only ``*`` and ``?``: ``[127.0.0.1]:*`` has no character class."""
+    return re.compile(re.escape(pattern).replace(r"\*", ".*").replace(r"\?", "."), re.IGNORECASE)
 
 
 def _hashed_match(pattern: str, name: str) -> bool:
