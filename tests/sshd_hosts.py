@@ -358,6 +358,38 @@ class SSHDHost:
         self.start()
         return self.host_pubkey
 
+    def require_sudo_password(self, password: str) -> None:
+        """Make this host's fake sudo behave like sudo without NOPASSWD.
+
+        ``-n`` fails with sudo's own words until a password was accepted; ``-S`` reads one
+        line from stdin and checks it (against a hash: the password itself is never written on
+        the host); ``-v`` only validates; ``-k`` forgets. Accepted credentials are cached in
+        ``sudo.ts`` like sudo's timestamp. Every call's arguments go to ``sudo.log`` as before.
+        """
+        import hashlib
+
+        digest = hashlib.sha256(password.encode()).hexdigest()
+        stamp = shlex.quote(str(self.folder / "sudo.ts"))
+        _write_script(
+            self.bin_dir / "sudo",
+            "#!/bin/sh\n"
+            f"printf '%s\\n' \"$*\" >> {shlex.quote(str(self.sudo_log))}\n"
+            "nonint=0; fromstdin=0; validate=0\n"
+            "while [ $# -gt 0 ]; do case \"$1\" in\n"
+            "  -n) nonint=1;; -S) fromstdin=1;; -v) validate=1;; -k) rm -f " + stamp + ";;\n"
+            "  -p) shift;; --) shift; break;; -*) ;; *) break;; esac; shift; done\n"
+            f"if [ ! -e {stamp} ]; then\n"
+            "  if [ $nonint = 1 ]; then echo 'sudo: a password is required' >&2; exit 1; fi\n"
+            "  if [ $fromstdin = 0 ]; then echo 'sudo: a terminal is required to read the password' >&2; exit 1; fi\n"
+            "  IFS= read -r pw || pw=\n"
+            "  got=$(printf '%s' \"$pw\" | sha256sum | cut -d' ' -f1)\n"
+            f"  if [ \"$got\" != {digest} ]; then echo 'sudo: 1 incorrect password attempt' >&2; exit 1; fi\n"
+            f"  : > {stamp}\n"
+            "fi\n"
+            "if [ $validate = 1 ]; then exit 0; fi\n"
+            'exec "$@"\n',
+        )
+
     def certify_host_key(self, ca_key: Path, principals: Sequence[str], key_id: str = "") -> Path:
         """Sign this host's key with ``ca_key`` (``ssh-keygen -s -h``) and restart sshd presenting it."""
         pub = self.host_key_file.with_name(self.host_key_file.name + ".pub")

@@ -8,6 +8,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from clusterctl.secret import Secret, mask_text
+
 
 def to_plain(value: Any) -> Any:
     """Dataclasses, enums, tuples and paths as JSON-ready dicts/lists/strings."""
@@ -26,16 +28,19 @@ def to_plain(value: Any) -> Any:
         return [to_plain(v) for v in value]
     if isinstance(value, Path):
         return str(value)
+    if isinstance(value, Secret):
+        return str(value)  # the mask
     return value
 
 
 def dump(payload: Any, fmt: str) -> str:
+    """JSON or YAML text; any registered secret that slipped into a value is masked."""
     plain = to_plain(payload)
     if fmt == "json":
-        return json.dumps(plain, indent=2, sort_keys=False) + "\n"
+        return mask_text(json.dumps(plain, indent=2, sort_keys=False) + "\n")
     import yaml
 
-    return str(yaml.safe_dump(plain, sort_keys=False, default_flow_style=False, allow_unicode=True))
+    return mask_text(str(yaml.safe_dump(plain, sort_keys=False, default_flow_style=False, allow_unicode=True)))
 
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan", "ok": "green"}

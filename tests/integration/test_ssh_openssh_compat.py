@@ -52,7 +52,9 @@ def test_known_hosts_named_only_in_ssh_config_is_used(sshd_hosts: SSHDHosts, hom
     cluster = home / ".ssh" / "known_hosts.sshd-mock"
     sshd_hosts.write_known_hosts(cluster, [h1, h2])
     config = tmp_path / "ssh_config"
-    config.write_text("Host h*\n    UserKnownHostsFile ~/.ssh/absent ~/.ssh/known_hosts.%n-never %d/.ssh/known_hosts.sshd-mock\n")
+    config.write_text(
+        "Host h*\n    UserKnownHostsFile ~/.ssh/absent ~/.ssh/known_hosts.%n-never %d/.ssh/known_hosts.sshd-mock\n"
+    )
     assert _run(sshd_hosts, h1, config) == "h1"
     assert _run(sshd_hosts, h2, config) == "h2"
     # Without that line the same hosts are unknown.
