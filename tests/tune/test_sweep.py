@@ -16,10 +16,11 @@ import pytest
 from clusterctl.errors import UsageError
 from clusterctl.fanout import Runner
 from clusterctl.inventory.model import Host
-from clusterctl.nccl.tune.render import render_files, tuner_rows
 from clusterctl.nccl.tune.derive import Tuning
+from clusterctl.nccl.tune.render import render_files, tuner_rows
 from clusterctl.nccl.tune.sweep import (
     Candidate,
+    RangeOutcome,
     SweepResult,
     bench_measure,
     candidate_space,
@@ -68,7 +69,7 @@ class Machine:
         return out
 
 
-def _large(result: SweepResult, op: str = "allreduce") -> object:
+def _large(result: SweepResult, op: str = "allreduce") -> RangeOutcome:
     return next(r for r in result.ranges if r.range == "large" and r.collective == op)
 
 
@@ -82,7 +83,7 @@ def test_a_win_only_at_4_and_8_gib_is_seen() -> None:
     machine = Machine(gains={"NCCL_ALGO=Tree": (0.30, 4 << 30, 8 << 30)})
     result = run_sweep(machine.measure, [TREE, BUFF], nccl_version="2.21.5")
     large = _large(result)
-    assert large.significant and large.best_label == "NCCL_ALGO=Tree"  # type: ignore[attr-defined]
+    assert large.significant and large.best_label == "NCCL_ALGO=Tree"
 
 
 def test_screening_alternates_baseline_and_candidates() -> None:
@@ -101,9 +102,9 @@ def test_the_winner_is_judged_on_fresh_runs_only() -> None:
     result = run_sweep(machine.measure, [TREE, BUFF], nccl_version="2.21.5")
     large = _large(result)
     screening_runs = 2  # one in the first pass, one in the second
-    assert machine.calls.count("NCCL_ALGO=Tree") == screening_runs + large.best_runs  # type: ignore[attr-defined]
-    assert large.best_runs == 10  # type: ignore[attr-defined]
-    assert 0.15 < large.ci_low < large.gain < large.ci_high < 0.25  # type: ignore[attr-defined]
+    assert machine.calls.count("NCCL_ALGO=Tree") == screening_runs + large.best_runs
+    assert large.best_runs == 10
+    assert 0.15 < large.ci_low < large.gain < large.ci_high < 0.25
     assert {(s.name, s.value) for s in result.settings} == {("NCCL_ALGO", "Tree")}
     assert "corrected interval" in result.settings[0].reason
 
@@ -130,10 +131,10 @@ def test_a_win_is_refused_when_the_baseline_moved() -> None:
     total = len(machine.calls)
     moved = Machine(gains={"NCCL_ALGO=Tree": (0.20, 65 << 20, 8 << 30)}, step_after=total - 3)
     result = run_sweep(moved.measure, [TREE, BUFF], nccl_version="2.21.5")
-    assert _large(clean).significant  # type: ignore[attr-defined]
+    assert _large(clean).significant
     large = _large(result)
-    assert not large.significant and large.baseline_moved > 0.05  # type: ignore[attr-defined]
-    assert "baseline moved" in large.verdict and result.settings == ()  # type: ignore[attr-defined]
+    assert not large.significant and large.baseline_moved > 0.05
+    assert "baseline moved" in large.verdict and result.settings == ()
 
 
 def test_per_collective_winners_go_to_the_tuner_file_not_the_environment() -> None:
