@@ -18,8 +18,10 @@ LOW_CHANNEL_CAP = 4
 #: PCIe host bridges of one CPU) is what NCCL calls PHB. Legacy integers 0..5 map onto them.
 GDR_LEVELS: dict[str, int] = {"LOC": 0, "PIX": 1, "PXB": 2, "PHB": 3, "NODE": 3, "SYS": 4}
 _GDR_LEGACY: dict[int, int] = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 4}
-#: NCCL_SOCKET_NTHREADS * NCCL_NSOCKS_PERTHREAD may not exceed this (env.rst).
+#: NCCL_SOCKET_NTHREADS * NCCL_NSOCKS_PERTHREAD may not exceed this (src/transport/net_socket.cc MAX_SOCKETS).
 MAX_SOCKETS_PER_PEER = 64
+#: Prefixes of other libraries' settings: only the names a known plugin documents are judged.
+FOREIGN_PREFIXES: tuple[str, ...] = ("FI_",)
 
 
 @dataclass(frozen=True)
@@ -89,8 +91,10 @@ def _finding(s: Setting, code: str, severity: str, message: str, fix: str) -> Fi
 
 def _lint_one(s: Setting, kb: KnowledgeBase, version: NcclVersion | None) -> list[Finding]:
     info = kb.variable(s.name)
+    if info is None and s.name.startswith(FOREIGN_PREFIXES):
+        return []  # libfabric (FI_*) has hundreds of settings; only the ones plugins document are known
     if info is None or info.scope == "nonexistent":
-        return [_unknown(s, kb, info)]
+        return [_unknown(s, kb, info, version)]
     if info.scope == "pytorch":
         if info.replaced_by:
             return [_finding(
@@ -99,6 +103,8 @@ def _lint_one(s: Setting, kb: KnowledgeBase, version: NcclVersion | None) -> lis
                 f"(PyTorch 2.2) and reads the old name only with a deprecation warning",
                 f"rename it to {info.replaced_by}")]
         return []
+    if info.plugin is not None:
+        return _plugin_findings(s, info)
     if info.scope != "core":
         return [_finding(s, "NOT_NCCL", "info", f"{s.name} is read by {SCOPE_READER[info.scope]}",
                          "keep it only where that component is used")]
@@ -112,22 +118,65 @@ def _lint_one(s: Setting, kb: KnowledgeBase, version: NcclVersion | None) -> lis
     return findings
 
 
-def _unknown(s: Setting, kb: KnowledgeBase, info: VariableInfo | None) -> Finding:
-    similar = kb.similar(s.name)
+def _plugin_findings(s: Setting, info: VariableInfo) -> list[Finding]:
+    """A plugin's variable: said to be the plugin's (info), its value checked as the plugin reads it."""
+    plugin = info.plugin
+    assert plugin is not None
+    where = info.source.split(" ", 1)[1] if " " in info.source else info.source
+    findings = [_finding(
+        s, "PLUGIN_VARIABLE", "info",
+        f"{s.name} is read by {plugin.name}, not by libnccl ({plugin.repo}: {where})",
+        "keep it where that plugin is loaded; without it the setting does nothing")]
+    if info.note and info.note.startswith(("removed", "deprecated")):
+        findings.append(_finding(s, "DEPRECATED", "warning", f"{s.name}: {info.note}", f"remove {s.name}"))
+    if not s.dynamic:
+        findings.extend(_finding(s, p.code, p.severity, p.message, p.fix) for p in info.validate(s.value))
+    return findings
+
+
+def _unknown(s: Setting, kb: KnowledgeBase, info: VariableInfo | None, version: NcclVersion | None) -> Finding:
+    similar = kb.similar(s.name, version=version)
+    owner = kb.plugin_owning(s.name)
     if info is not None:
         message = f"{s.name} is not an NCCL variable: no NCCL release reads it, so it has no effect"
+    elif owner is not None:
+        message = (f"{s.name} is not a variable {owner.name} reads ({owner.repo}), "
+                   "and libnccl does not read it either")
     elif s.name.startswith("TORCH_NCCL_"):
         message = f"{s.name} is not a PyTorch ProcessGroupNCCL variable clusterctl knows; check the spelling"
     else:
-        message = f"{s.name} is not a variable NCCL reads (NCCL ignores unknown names silently)"
+        message = (f"{s.name} is not a variable NCCL or a known plugin reads "
+                   "(NCCL ignores unknown names silently)")
+    dead = kb.similar(s.name, version=version, living=False, limit=1)
+    dead_is_closer = bool(dead) and dead[0] not in similar and (
+        not similar or _likeness(s.name, dead[0]) > _likeness(s.name, similar[0]))
     if info is not None and info.hint:
         fix = info.hint
-    elif similar:
-        fix = f"did you mean {' or '.join(similar)}?"
+    elif dead_is_closer or not similar:
+        fix = _no_living_match(s.name, kb, version)
     else:
-        fix = f"remove {s.name}"
+        fix = f"did you mean {' or '.join(similar)}?"
     severity = "warning" if s.name.startswith("TORCH_NCCL_") else "error"
     return _finding(s, "UNKNOWN_VARIABLE", severity, message, fix)
+
+
+def _likeness(a: str, b: str) -> float:
+    import difflib
+
+    return difflib.SequenceMatcher(None, a, b).ratio()
+
+
+def _no_living_match(name: str, kb: KnowledgeBase, version: NcclVersion | None) -> str:
+    """The fix when no living variable is spelled alike: name the removed look-alike and its successor."""
+    dead = kb.similar(name, version=version, living=False, limit=1)
+    if not dead:
+        return f"remove {name}"
+    old = kb.variable(dead[0])
+    assert old is not None
+    gone = f"removed in NCCL {_series(old.removed)}" if old.removed is not None else "not read by this version"
+    successor = kb.successor(old, version)
+    then = f" and replaced by {successor}" if successor else ""
+    return f"remove {name}: the closest name, {old.name}, was {gone}{then}"
 
 
 def _version_findings(s: Setting, info: VariableInfo, version: NcclVersion | None) -> list[Finding]:

@@ -33,9 +33,13 @@ class Setting:
     dynamic: bool = False
 
 
+#: NCCL's own, PyTorch's, aws-ofi-nccl's and the libfabric settings that plugin documents.
+LINTED_PREFIXES: tuple[str, ...] = ("NCCL_", "TORCH_NCCL_", "OFI_NCCL_", "FI_")
+
+
 def is_nccl_name(name: str) -> bool:
-    """Names the linter looks at: NCCL_* and PyTorch's TORCH_NCCL_*."""
-    return name.startswith(("NCCL_", "TORCH_NCCL_"))
+    """Names the linter looks at: NCCL_*, PyTorch's TORCH_NCCL_*, aws-ofi-nccl's OFI_NCCL_* and FI_*."""
+    return name.startswith(LINTED_PREFIXES)
 
 
 def read_settings(source: str | Path, format: str | None = None, *, name: str | None = None) -> list[Setting]:
