@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from clusterctl.nccl.grammar import normalise, strtoll
 from clusterctl.nccl.knowledge import SCOPE_READER, KnowledgeBase, VariableInfo, knowledge_base
-from clusterctl.nccl.sources import Setting
+from clusterctl.nccl.sources import BUILD_ARG, PASSTHROUGH, Setting
 from clusterctl.nccl.versions import NcclVersion, parse_version
 
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
@@ -58,7 +58,10 @@ def lint_settings(
 
         raise UsageError(f"unknown fabric {fabric!r}", hint=f"Use one of: {', '.join(FABRICS)}.")
     findings: list[Finding] = []
+    assigned = {(s.file, s.name) for s in settings if s.origin != PASSTHROUGH}
     for setting in settings:
+        if setting.origin == PASSTHROUGH and (setting.file, setting.name) in assigned:
+            continue  # mpirun -x NAME forwards a value set (and checked) elsewhere in the file
         findings.extend(_lint_one(setting, kb, version))
     for file, group in _by_file(settings).items():
         findings.extend(_duplicates(file, group))
@@ -78,9 +81,14 @@ def _by_file(settings: Iterable[Setting]) -> dict[str, list[Setting]]:
 
 
 def _effective(group: list[Setting]) -> dict[str, Setting]:
-    """The value each name ends up with: the later line wins, as in a shell or an env list."""
+    """The value each name ends up with: the later line wins, as in a shell or an env list.
+
+    ``mpirun -x NAME`` passes on the value set before it, so it never replaces a known value.
+    """
     result: dict[str, Setting] = {}
     for s in sorted(group, key=lambda s: s.line):
+        if s.origin == PASSTHROUGH and s.name in result:
+            continue
         result[s.name] = s
     return result
 
@@ -93,6 +101,8 @@ def _lint_one(s: Setting, kb: KnowledgeBase, version: NcclVersion | None) -> lis
     info = kb.variable(s.name)
     if info is None and s.name.startswith(FOREIGN_PREFIXES):
         return []  # libfabric (FI_*) has hundreds of settings; only the ones plugins document are known
+    if info is None and s.origin == BUILD_ARG:
+        return []  # a build argument such as ARG NCCL_VERSION=2.23.4 never reaches NCCL at run time
     if info is None or info.scope == "nonexistent":
         return [_unknown(s, kb, info, version)]
     if info.scope == "pytorch":
@@ -123,10 +133,14 @@ def _plugin_findings(s: Setting, info: VariableInfo) -> list[Finding]:
     plugin = info.plugin
     assert plugin is not None
     where = info.source.split(" ", 1)[1] if " " in info.source else info.source
-    findings = [_finding(
-        s, "PLUGIN_VARIABLE", "info",
-        f"{s.name} is read by {plugin.name}, not by libnccl ({plugin.repo}: {where})",
-        "keep it where that plugin is loaded; without it the setting does nothing")]
+    if s.name.startswith(FOREIGN_PREFIXES):
+        said = f"; {info.note}" if info.note else ""
+        message = (f"{s.name} is a libfabric setting that {plugin.name} documents, not an NCCL variable "
+                   f"({plugin.repo}: {where}{said})")
+    else:
+        message = f"{s.name} is read by {plugin.name}, not by libnccl ({plugin.repo}: {where})"
+    findings = [_finding(s, "PLUGIN_VARIABLE", "info", message,
+                         "keep it where that plugin is loaded; without it the setting does nothing")]
     if info.note and info.note.startswith(("removed", "deprecated")):
         findings.append(_finding(s, "DEPRECATED", "warning", f"{s.name}: {info.note}", f"remove {s.name}"))
     if not s.dynamic:
@@ -229,6 +243,8 @@ def _duplicates(file: str, group: list[Setting]) -> list[Finding]:
     findings: list[Finding] = []
     first: dict[str, Setting] = {}
     for s in sorted(group, key=lambda s: s.line):
+        if s.origin == PASSTHROUGH:
+            continue  # mpirun -x NAME forwards the value set earlier: not a second assignment
         if s.name in first and s.line != first[s.name].line:
             earlier = first[s.name]
             same = " (same value)" if earlier.value == s.value else f"; '{s.value}' wins over '{earlier.value}'"
