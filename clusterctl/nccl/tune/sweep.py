@@ -36,7 +36,7 @@ from clusterctl.nccl.tune.stats import Interval, mean_interval, welch_p_value
 from clusterctl.nccl.versions import NcclVersion, try_parse_version
 
 if TYPE_CHECKING:
-    from clusterctl.bench.nccl import NcclRun
+    from clusterctl.bench.nccl_tests import NcclRun
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host
 
@@ -610,7 +610,7 @@ def bench_measure(
     Several hosts run one job across all of them (``mpirun`` from the first): that is what a
     training job sees. One host runs alone.
     """
-    from clusterctl.bench.nccl import run_nccl_test
+    from clusterctl.bench.nccl_tests import run_nccl_test
 
     def measure(env: Mapping[str, str]) -> Mapping[int, float]:
         full = {**(base_env or {}), **env}
