@@ -38,9 +38,13 @@ class AppContext:
     accept_new_host_keys: bool = False
     ssh_config: str | None = None
     known_hosts: str | None = None
+    ask_sudo_pass: bool = False
+    ask_key_passphrase: bool = False
+    ask_pass: bool = False
     _inventory: Inventory | None = field(default=None, repr=False)
     _console: Console | None = field(default=None, repr=False)
     _err_console: Console | None = field(default=None, repr=False)
+    _secrets: dict[str, Any] | None = field(default=None, repr=False)
 
     # -- consoles ---------------------------------------------------------------------
 
@@ -100,6 +104,7 @@ class AppContext:
             ssh_config=self.ssh_config,
             known_hosts=self.known_hosts,
             force_transport=force_transport,
+            **self.secrets(),
         )
         if progress is None and not self.machine_output and self.err_console.is_terminal:
             from clusterctl.cli.progress import RichProgress
@@ -112,6 +117,18 @@ class AppContext:
                 from clusterctl.retry import record_failed
 
                 record_failed(r.failed_hosts, self._inventory.source if self._inventory else None)
+
+    def secrets(self) -> dict[str, Any]:
+        """The sudo password and login secrets, asked for once per run (see ``cli.credentials``)."""
+        if self._secrets is None:
+            from clusterctl.cli.credentials import KEY_PASSPHRASE, SSH_PASSWORD, SUDO_PASSWORD, read_secret
+
+            self._secrets = {
+                "sudo_password": read_secret(SUDO_PASSWORD, ask=self.ask_sudo_pass),
+                "key_passphrase": read_secret(KEY_PASSPHRASE, ask=self.ask_key_passphrase),
+                "password": read_secret(SSH_PASSWORD, ask=self.ask_pass),
+            }
+        return self._secrets
 
     # -- output -----------------------------------------------------------------------
 

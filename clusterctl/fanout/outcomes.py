@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
-from clusterctl.errors import ClusterctlError, Interrupted, ParseError
+from clusterctl.errors import ClusterctlError, ParseError
 from clusterctl.inventory.model import Host
 from clusterctl.transport.base import CommandResult, FailureKind, TransportError
 
@@ -74,24 +74,3 @@ def failure_from(exc: BaseException) -> Failure:
         return Failure(FailureKind.ERROR, str(exc))
     return Failure(FailureKind.ERROR, f"{type(exc).__name__}: {exc}")
 
-
-class FleetInterrupted(Interrupted):
-    """Ctrl-C (or SIGTERM) arrived during a fan-out: what finished, and which hosts had not.
-
-    The CLI prints the results so far and the hosts still running, and exits 130; code that
-    cleans up in ``finally`` (bench's servers) still runs on the way out.
-    """
-
-    def __init__(
-        self, finished: FleetResult[Any], running: tuple[Host, ...], waiting: tuple[Host, ...], signal_name: str
-    ) -> None:
-        self.finished = finished
-        #: Hosts whose task had started when the interrupt came (their connection is closed).
-        self.running = running
-        #: Hosts whose task had not started yet.
-        self.waiting = waiting
-        super().__init__(signal_name)
-
-    @property
-    def unfinished(self) -> tuple[Host, ...]:
-        return self.running + self.waiting
