@@ -8,7 +8,7 @@ import pytest
 from cluster_builders import FIXTURES
 
 from clusterctl.bootstrap.cluster.topology_labels import render_feature_file, topology_labels
-from clusterctl.survey.report import SavedSurvey, load_saved_survey
+from clusterctl.saved_survey import SavedSurvey, load_saved_survey
 
 #: NFD's local feature file format (docs: customization guide, "Feature files"): a comment, a
 #: directive comment, or <name>[=<value>] where a prefixed name is <namespace>/<name>.

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from clusterctl.bootstrap.cluster.settings import LABEL_PREFIX
 from clusterctl.bootstrap.cluster.templating import render
-from clusterctl.survey.report import SavedHost, SavedSurvey
+from clusterctl.saved_survey import SavedHost, SavedSurvey
 
 FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
 FEATURE_FILE = "clusterctl-topology"
