@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from cluster_builders import make_inventory, make_settings
 
@@ -89,3 +91,48 @@ def test_zone_and_rack_become_kubelet_labels_and_bad_values_are_refused() -> Non
     assert kubelet_node_labels(inv.hosts[0]) == {"topology.kubernetes.io/zone": "zone-1", "clusterctl.dev/rack": "a"}
     with pytest.raises(UsageError, match="label value"):
         kubelet_node_labels(replace(inv.hosts[0], rack="rack a,evil=1"))
+
+
+INVENTORY = """\
+cluster: t
+defaults:
+  stack: {kubernetes: "1.36.2"}
+bootstrap:
+  pod_subnet: 10.32.0.0/12
+  network:
+    cni: flannel
+    manifest_mirror: https://mirror.site/flannel
+  addons:
+    mode: gpu-operator
+    charts:
+      gpu-operator: {archive: charts/gpu-operator-v26.7.0.tgz}
+  alerts: {namespace: observability}
+hosts:
+  cp1: {roles: [control-plane], address: 10.0.0.1}
+  w1: {address: 10.0.0.2}
+"""
+
+
+def test_the_inventory_bootstrap_section_feeds_the_cluster_settings(tmp_path: Path) -> None:
+    from clusterctl.inventory.loader import load_inventory
+
+    path = tmp_path / "inventory.yaml"
+    path.write_text(INVENTORY)
+    settings = cluster_settings(load_inventory(path))
+    assert settings.network.cni == "flannel" and settings.network.manifest_base == "https://mirror.site/flannel"
+    assert settings.pod_subnet == "10.32.0.0/12"
+    assert settings.addons.mode == "gpu-operator"
+    assert settings.addons.chart("gpu-operator").archive == str(tmp_path / "charts" / "gpu-operator-v26.7.0.tgz")
+    assert settings.alerts.namespace == "observability"
+    assert settings.control_plane_endpoint == "10.0.0.1:6443"
+
+
+def test_a_typo_in_the_cluster_sections_names_file_line_and_field(tmp_path: Path) -> None:
+    from clusterctl.errors import InventoryError
+    from clusterctl.inventory.loader import load_inventory
+
+    path = tmp_path / "inventory.yaml"
+    path.write_text(INVENTORY.replace("    cni: flannel", "    cnii: flannel"))
+    with pytest.raises(InventoryError) as err:
+        load_inventory(path)
+    assert str(err.value).startswith(f"{path}:7: field 'bootstrap.network.cnii': unknown field 'cnii'.")

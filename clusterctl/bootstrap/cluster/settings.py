@@ -290,6 +290,18 @@ def _celsius(value: Any, where: str) -> int:
     return value
 
 
+def check_network(data: Mapping[str, Any], where: str) -> NetworkSettings:
+    return _network(_mapping(data, where), where)
+
+
+def check_addons(data: Mapping[str, Any], where: str) -> AddonSettings:
+    return _addons(_mapping(data, where), where)
+
+
+def check_alerts(data: Mapping[str, Any], where: str) -> AlertSettings:
+    return _alerts(_mapping(data, where), where)
+
+
 #: Fields of the inventory's ``bootstrap:`` section that the cluster phases read.
 CLUSTER_FIELDS: tuple[str, ...] = (
     "kubernetes_version", "control_plane_endpoint", "pod_subnet", "service_subnet", "cri_socket",
