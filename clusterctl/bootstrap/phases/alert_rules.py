@@ -76,7 +76,7 @@ class AlertRules(Phase[AlertState]):
         if state.operator and (not wrapped.is_noop or not state.applied):
             changes.append(Change.run(host, kubectl(f"apply -f {shlex.quote(PROMETHEUS_RULE_PATH)}"),
                                       summary="apply the PrometheusRule"))
-        return changes
+        return cc.with_folders(ctx, changes)
 
 
 register(AlertRules(), order=cc.ORDER["alert-rules"])

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.bootstrap.cluster.settings import ClusterSettings, cluster_settings, first_control_plane
+from clusterctl.changes import Change
 from clusterctl.facts.kube import KubeNode, kubectl, parse_nodes
 from clusterctl.secret import Secret
 
@@ -82,6 +83,27 @@ def cdi_enabled(ctx: PhaseContext) -> bool:
 
 def exists(ctx: PhaseContext, path: str) -> bool:
     return ctx.transport.run(f"test -e {shlex.quote(path)}", sudo=True).exit_code == 0
+
+
+def missing_dirs(ctx: PhaseContext, paths: list[str]) -> list[str]:
+    """Parent folders of ``paths`` that do not exist yet (files are only written into existing folders)."""
+    folders = list(dict.fromkeys(p.rsplit("/", 1)[0] for p in paths))
+    return [f for f in folders if ctx.transport.run(f"test -d {shlex.quote(f)}", sudo=True).exit_code != 0]
+
+
+def mkdir_change(ctx: PhaseContext, folders: list[str]) -> list[Change]:
+    if not folders:
+        return []
+    return [Change.run(ctx.host.name, "mkdir -p -m 0755 " + " ".join(shlex.quote(f) for f in folders),
+                       summary=f"create {', '.join(folders)}")]
+
+
+def with_folders(ctx: PhaseContext, changes: list[Change]) -> list[Change]:
+    """``changes`` preceded by a ``mkdir -p`` of the folders its file writes need and the host lacks."""
+    from clusterctl.changes import ChangeKind
+
+    paths = [c.path for c in changes if c.kind is ChangeKind.WRITE_FILE and c.path and not c.is_noop]
+    return mkdir_change(ctx, missing_dirs(ctx, paths)) + changes if paths else changes
 
 
 def read(ctx: PhaseContext, path: str) -> bytes | None:

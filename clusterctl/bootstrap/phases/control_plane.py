@@ -25,10 +25,11 @@ from clusterctl.bootstrap.cluster import kubeadm
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.bootstrap.registry import register
-from clusterctl.changes import Change, Gate, GateRecord
+from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord
 from clusterctl.facts.kube import KubeNode
 from clusterctl.findings import Finding, Severity
 from clusterctl.secret import Secret
+from clusterctl.transport.base import FailureKind, TransportError
 
 KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
 CA_CERT = "/etc/kubernetes/pki/ca.crt"
@@ -64,6 +65,24 @@ def _join_change(ctx: PhaseContext, *, control_plane: bool) -> Change:
     what = "as a control plane (etcd member, API server)" if control_plane else "as a worker"
     return Change.run(ctx.host.name, kubeadm.JOIN_COMMAND, summary=f"kubeadm join {what}", stdin_secret=config,
                       undo="kubeadm reset --force", timeout_s=900)
+
+
+#: What kubeadm says when the token is unknown to the cluster: it expired (or was deleted).
+EXPIRED_TOKEN = "could not find a JWS signature in the cluster-info ConfigMap"
+
+
+def _submit_join(ctx: PhaseContext, gate: Gate, changes: Sequence[Change]) -> list[GateRecord]:
+    """Submit the join; an expired token is said in those words, with what to do."""
+    try:
+        return gate.submit_all(ctx.transport, changes)
+    except ChangeFailed as exc:
+        result = exc.record.result
+        if result is not None and EXPIRED_TOKEN in result.stderr + result.stdout:
+            raise TransportError(FailureKind.COMMAND_FAILED,
+                                 "kubeadm join: the join token expired or is unknown to the cluster (tokens made by "
+                                 "clusterctl live 30 minutes); run 'clusterctl bootstrap' again: each run makes a "
+                                 "fresh one") from exc
+        raise
 
 
 def _missing_material(ctx: PhaseContext, *, control_plane: bool) -> list[Finding]:
@@ -133,7 +152,7 @@ class ControlPlane(Phase[ControlPlaneState]):
                 Change.run(host.name, kubeadm.INIT_COMMAND, summary="kubeadm init (first control plane)",
                            stdin_secret=full, undo="kubeadm reset --force", timeout_s=1200),
             ]
-            return changes
+            return cc.with_folders(ctx, changes)
         if changes[0].content != changes[0].current:
             changes.append(Change.run(host.name, kubeadm.validate_command(), summary="kubeadm config validate"))
         pending = state.pending
@@ -149,9 +168,11 @@ class ControlPlane(Phase[ControlPlaneState]):
                 host.name, kubeadm.UPLOAD_CERTS_COMMAND,
                 summary=f"upload control-plane certificates (2 h) for {', '.join(pending_cp)}",
                 stdin_secret=kubeadm.render_cluster_op_config(settings, certificate_key=material.certificate_key)))
-        return changes
+        return cc.with_folders(ctx, changes)
 
     def apply(self, ctx: PhaseContext, gate: Gate, changes: Sequence[Change]) -> list[GateRecord]:
+        if not cc.is_first_cp(ctx):
+            return _submit_join(ctx, gate, changes)
         records = gate.submit_all(ctx.transport, changes)
         material = cc.join_material(ctx)
         if cc.is_first_cp(ctx) and material.ca_hash is None:
@@ -192,6 +213,9 @@ class Join(Phase[JoinState]):
 
     def plan(self, ctx: PhaseContext, state: JoinState) -> list[Change]:
         return [] if state.joined else [_join_change(ctx, control_plane=False)]
+
+    def apply(self, ctx: PhaseContext, gate: Gate, changes: Sequence[Change]) -> list[GateRecord]:
+        return _submit_join(ctx, gate, changes)
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
         if cc.exists(ctx, KUBELET_CONF):

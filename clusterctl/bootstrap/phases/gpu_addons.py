@@ -95,7 +95,7 @@ class GpuAddons(Phase[AddonState]):
                                                  summary=f"chart archive {chart.chart}-{chart.version}"))
             changes.append(Change.run(host, release.command(), summary=f"helm upgrade --install {chart.release} "
                                       f"({chart.chart} {chart.version})", timeout_s=900))
-        return changes
+        return cc.with_folders(ctx, changes)
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
         result = ctx.transport.run(HELM_LIST_COMMAND, sudo=True, timeout=60)

@@ -59,7 +59,7 @@ class Network(Phase[NetworkState]):
                                       timeout_s=300))
         changes.append(Change.run(host, kubectl(f"apply -f {shlex.quote(plan.rendered_path)}"),
                                   summary=f"apply {plan.cni} configuration", timeout_s=300))
-        return changes
+        return cc.with_folders(ctx, changes)
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
         plan = network_plan(cc.settings(ctx))

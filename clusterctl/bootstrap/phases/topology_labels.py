@@ -78,7 +78,7 @@ class TopologyLabels(Phase[LabelState]):
         if state.published != wanted:
             changes.append(Change.run(ctx.host.name, publish_command(), summary=f"publish {PUBLISHED_PATH} for NFD",
                                       undo=f"rm -f {shlex.quote(PUBLISHED_PATH)}"))
-        return changes
+        return cc.with_folders(ctx, changes)
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
         state = self.check(ctx)
