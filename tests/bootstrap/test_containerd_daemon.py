@@ -125,7 +125,8 @@ def test_rollback_when_containerd_does_not_start_with_the_new_config(daemon: Dae
     try:
         (daemon.base / "etc" / "conf.d" / "50-metrics.toml").write_text(
             f'version = 2\n[metrics]\n  address = "127.0.0.1:{port}"\n')
-        original = daemon.local_paths + '[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "registry.k8s.io/pause:3.9"\n'
+        original = (daemon.local_paths +
+                    '[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "registry.k8s.io/pause:3.9"\n')
         daemon.start(original)
         report = run_phase(daemon)
     finally:
