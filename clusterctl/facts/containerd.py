@@ -1,8 +1,9 @@
 """containerd on a node: version, config files, CRI plugin status, kubeadm's pause image.
 
-``containerd_probe`` reads the version, the root config and every drop-in in one round trip
-(files are printed under ``@@clusterctl@@ <name>`` lines: a TOML comment cannot be mistaken
-for one). The parsers are pure and tested on real outputs (``tests/fixtures/containerd/``).
+``containerd_probe`` reads the version, the root config, the list of drop-ins and kubeadm's
+images in one round trip (files are printed under ``@@clusterctl@@ <name>`` lines: a TOML
+comment cannot be mistaken for one); the phase then reads each drop-in. The parsers are pure
+and tested on real outputs (``tests/fixtures/containerd/``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.sections import MARKER_FILES, split_sections
+from clusterctl.facts.sections import MARKER_FILES, section_command, split_sections
 
 _WHAT = "containerd facts"
 
@@ -23,7 +24,7 @@ class ContainerdFacts:
     version: str | None
     #: Content of the root config; None when there is none.
     config: str | None
-    #: Drop-in path -> content, in the order containerd reads them (sorted glob).
+    #: Drop-in file name -> content ("" until read), in the order containerd reads them.
     dropins: dict[str, str] = field(default_factory=dict)
     #: Registry -> content of ``certs.d/<registry>/hosts.toml``.
     hosts_files: dict[str, str] = field(default_factory=dict)
@@ -102,22 +103,30 @@ def pause_image(images: tuple[str, ...]) -> str | None:
     return None
 
 
-def containerd_probe(config_path: str, dropin_dir: str, certs_dir: str, kubernetes: str | None) -> str:
-    """One shell line printing every piece under ``@@clusterctl@@ <name>`` headers."""
-    m = MARKER_FILES
-    q_config, q_dir, q_certs = (shlex.quote(p) for p in (config_path, dropin_dir, certs_dir))
+def containerd_probe(config_path: str, dropin_dir: str, certs_dir: str, kubernetes: str | None,
+                     registries: tuple[str, ...] = ()) -> str:
+    """One shell line printing every piece under ``@@clusterctl@@ <name>`` headers.
+
+    Simple commands only (no loops): the drop-ins are listed here and read one by one after.
+    """
     kube = f" --kubernetes-version {shlex.quote('v' + kubernetes.lstrip('v'))}" if kubernetes else ""
-    return "; ".join([
-        f"echo '{m} version'; containerd --version 2>&1",
-        f"echo '{m} config'; if [ -f {q_config} ]; then cat {q_config}; else echo '(absent)'; fi",
-        f'for f in {q_dir}/*.toml; do [ -f "$f" ] || continue; echo "{m} dropin:$f"; cat "$f"; done',
-        f'for f in {q_certs}/*/hosts.toml; do [ -f "$f" ] || continue; echo "{m} hosts:$f"; cat "$f"; done',
-        f"echo '{m} kubeadm-images'; kubeadm config images list{kube} 2>&1",
-        "true",
-    ])
+    sections = [
+        ("version", "containerd --version"),
+        ("config", f"cat {shlex.quote(config_path)}"),
+        ("dropins", f"ls -1 {shlex.quote(dropin_dir)}"),
+        *((f"hosts:{registry}", f"cat {shlex.quote(f'{certs_dir}/{registry}/hosts.toml')}") for registry in registries),
+        ("kubeadm-images", f"kubeadm config images list{kube}"),
+    ]
+    return section_command(sections, marker=MARKER_FILES)
+
+
+def _cat_missing(section_text: str) -> bool:
+    first = section_text.strip().splitlines()[0] if section_text.strip() else ""
+    return first.startswith("cat: ") and first.endswith("No such file or directory")
 
 
 def parse_containerd_probe(text: str) -> ContainerdFacts:
+    """The probe's output; drop-in contents are filled in by the caller (``dropin_names``)."""
     sections = split_sections(text, _WHAT, marker=MARKER_FILES)
     missing: dict[str, str] = {}
     version = None
@@ -133,16 +142,19 @@ def parse_containerd_probe(text: str) -> ContainerdFacts:
     config = None
     if config_section is None:
         missing["config"] = "section missing from the output"
-    elif config_section.text.strip() != "(absent)":
+    elif not _cat_missing(config_section.text):
         config = config_section.text
     dropins: dict[str, str] = {}
+    listing = sections.get("dropins")
+    if listing is not None and not re.search(r"^ls: ", listing.text, re.MULTILINE):
+        for line in listing.lines:
+            name = line.strip()
+            if name.endswith(".toml") and "/" not in name:
+                dropins[name] = ""
     hosts_files: dict[str, str] = {}
     for name, section in sections.items():
-        if name.startswith("dropin:"):
-            dropins[name[len("dropin:"):]] = section.text
-        elif name.startswith("hosts:"):
-            path = name[len("hosts:"):]
-            hosts_files[path.rstrip("/").rsplit("/", 2)[-2]] = section.text
+        if name.startswith("hosts:") and not _cat_missing(section.text):
+            hosts_files[name[len("hosts:"):]] = section.text
     pause = None
     images = sections.get("kubeadm-images")
     if images is not None and images.text.strip():

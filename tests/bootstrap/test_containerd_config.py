@@ -151,11 +151,12 @@ def test_local_settings_are_kept_and_cri_tweaks_reported() -> None:
 
 def test_probe_output_with_toml_comments_is_split_by_its_own_marker() -> None:
     text = ("@@clusterctl@@ version\ncontainerd containerd.io v2.2.1 dea7da59\n@@clusterctl@@ config\n"
-            "### a comment a user wrote\nversion = 3\n@@clusterctl@@ dropin:/etc/containerd/conf.d/99-nvidia.toml\n"
-            "version = 3\n@@clusterctl@@ kubeadm-images\nsh: 1: kubeadm: not found\n")
+            "### a comment a user wrote\nversion = 3\n@@clusterctl@@ dropins\n99-nvidia.toml\nREADME\n"
+            "@@clusterctl@@ hosts:docker.io\ncat: /etc/containerd/certs.d/docker.io/hosts.toml: No such file or "
+            "directory\n@@clusterctl@@ kubeadm-images\nsh: 1: kubeadm: not found\n")
     facts = parse_containerd_probe(text)
     assert facts.version == "2.2.1" and "### a comment" in (facts.config or "")
-    assert list(facts.dropins) == ["/etc/containerd/conf.d/99-nvidia.toml"]
+    assert list(facts.dropins) == ["99-nvidia.toml"] and facts.hosts_files == {}
     assert facts.kubeadm_pause is None and "kubeadm-images" in facts.missing
 
 

@@ -25,6 +25,7 @@ The write is atomic with a backup; containerd is restarted and must answer with 
 from __future__ import annotations
 
 import shlex
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -120,9 +121,14 @@ class Containerd(Phase[ContainerdState]):
 
     def check(self, ctx: PhaseContext) -> ContainerdState:
         paths = ContainerdPaths.from_options(ctx.options)
-        probe = containerd_probe(paths.config, paths.dropin_dir, paths.certs_dir, ctx.host.stack.kubernetes)
+        registries = tuple(name for name, _ in ctx.inventory.bootstrap.registry_mirrors)
+        probe = containerd_probe(paths.config, paths.dropin_dir, paths.certs_dir, ctx.host.stack.kubernetes,
+                                 registries)
         result = ctx.transport.run(probe, sudo=True)
         facts = parse_containerd_probe(result.stdout)
+        for name in list(facts.dropins):
+            content = ctx.transport.get(f"{paths.dropin_dir}/{name}", sudo=True)
+            facts.dropins[name] = (content or b"").decode("utf-8", errors="replace")
         state = ContainerdState(facts, paths)
         host = ctx.host.name
         version = facts.version or ctx.host.stack.containerd
@@ -139,7 +145,8 @@ class Containerd(Phase[ContainerdState]):
                                           host=host))
         try:
             root = parse_toml(facts.config, paths.config) if facts.config else {}
-            dropins = {p: parse_toml(text, p) for p, text in facts.dropins.items()}
+            dropins = {f"{paths.dropin_dir}/{n}": parse_toml(text, f"{paths.dropin_dir}/{n}")
+                       for n, text in facts.dropins.items()}
         except ParseError as exc:
             state.findings.append(Finding(Severity.ERROR, "CONTAINERD_CONFIG_UNREADABLE", str(exc), host=host,
                                           file=exc.what, line=exc.line,
@@ -229,11 +236,12 @@ def _as_rendered(wanted: WantedContainerd) -> dict[str, Any]:
 
 def containerd_answers(ctx: PhaseContext, paths: ContainerdPaths) -> list[Finding]:
     """Wait (bounded) for containerd to answer, then require its CRI plugin to be ``ok``."""
-    tries = max(1, int(paths.wait_s / 0.5))
-    ctr = paths.ctr
-    line = (f"i=0; until {ctr} version >/dev/null 2>&1; do i=$((i+1)); [ $i -ge {tries} ] && break; sleep 0.5; done; "
-            f"{ctr} plugins ls")
-    result = ctx.transport.run(line, sudo=True, timeout=paths.wait_s + 15)
+    deadline = time.monotonic() + paths.wait_s
+    while True:
+        result = ctx.transport.run(f"{paths.ctr} plugins ls", sudo=True, timeout=max(5.0, paths.wait_s))
+        if result.ok or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
     host = ctx.host.name
     if not result.ok:
         return [Finding(Severity.ERROR, "CONTAINERD_NOT_ANSWERING", f"containerd does not answer after the restart "
