@@ -105,8 +105,13 @@ def global_options(
         known_hosts=known_hosts,
     )
     if debug:
+        from clusterctl.secret import SecretMaskingFilter
+
         logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(name)s %(message)s")
         logging.getLogger("paramiko").setLevel(logging.INFO)
+        # Debug logs show command lines and outputs: no registered secret may pass.
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(SecretMaskingFilter())
 
 
 for _name in COMMAND_MODULES:
