@@ -28,7 +28,7 @@ class TuneRequest:
     #: Folder of an earlier ``--sweep --out``: reuse its measured winners.
     bench: str | None = None
     sweep: bool = False
-    budget: int = 24
+    budget: int = 120
     repeats: int = 3
     fmt: str = "conf"
     out: str | None = None
