@@ -154,7 +154,7 @@ def test_no_rdma_is_a_warning_to_fix_not_ib_disable(hgx: TuneHost) -> None:
     host = replace(hgx, nics=())
     tuning = derive_settings([host])
     assert "NCCL_IB_DISABLE" not in values(tuning)
-    assert tuning.fabric == "socket"
+    assert tuning.fabric == "ethernet"
     assert any("no RDMA device found" in w and "Fix the fabric" in w for w in tuning.warnings)
     declared = derive_settings([replace(host, fabric="ethernet")])
     assert not any("Fix the fabric" in w for w in declared.warnings)
@@ -199,7 +199,7 @@ def test_a_port_trained_slow_is_left_out_of_nccl_ib_hca_and_named(make_hgx: Any)
 
 def test_every_rendered_file_lints_without_warnings(make_hgx: Any) -> None:
     tuning = derive_settings([make_hgx("gpu-1", "10.0.0.11"), make_hgx("gpu-2", "10.0.0.12", down=(2,))])
-    from clusterctl.cli.tune_cmd import lint_rendered
+    from clusterctl.nccl.tune.run import lint_rendered
 
     files = render_files(tuning, fmt="all")
     assert "hosts/gpu-2/nccl.conf" in files

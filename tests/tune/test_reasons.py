@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from clusterctl.cli.tune_cmd import lint_rendered
 from clusterctl.facts.model import NetDevice, RDMADevice, RDMAPort
 from clusterctl.facts.topo import parse_topo
 from clusterctl.nccl.tune.derive import Tuning, derive_settings
 from clusterctl.nccl.tune.inputs import TuneHost, nics_from_facts
 from clusterctl.nccl.tune.render import render_files
+from clusterctl.nccl.tune.run import lint_rendered
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -89,6 +89,6 @@ def test_ethernet_only_hosts(make_hgx: Any) -> None:
     hosts = [replace(make_hgx(f"cpu-{i}", f"10.0.0.{i}"), nics=(), fabric="ethernet", expected_rate_gbps=100.0)
              for i in (1, 2)]
     tuning = derive_settings(hosts)
-    assert tuning.fabric == "socket"
+    assert tuning.fabric == "ethernet"
     assert {s.name for s in tuning.settings} == {"NCCL_SOCKET_IFNAME", "NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD"}
     _check(tuning)

@@ -67,7 +67,7 @@ class Tuning:
 
     hosts: tuple[str, ...]
     nccl_version: str | None
-    #: ``ib``, ``roce``, ``socket`` or ``mixed``.
+    #: ``ib``, ``roce``, ``ethernet`` (no RDMA: NCCL's socket transport; the inventory's word) or ``mixed``.
     fabric: str
     settings: tuple[TunedSetting, ...]
     #: host name -> settings that replace or add to the common ones on that host.
@@ -98,7 +98,7 @@ class _HostPlan:
     values: dict[str, TunedSetting] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    fabric: str = "socket"
+    fabric: str = "ethernet"
     chosen: tuple[NicFacts, ...] = ()
     #: For NCCL_CROSS_NIC: per GPU, the position of its nearest chosen NIC(s).
     rail_layout: tuple[tuple[int, tuple[int, ...]], ...] = ()
@@ -177,7 +177,7 @@ def _gpu_nic_order(nics: Sequence[NicFacts]) -> str:
 def _plan_hca(host: TuneHost, plan: _HostPlan, fleet_rate: float | None) -> None:
     chosen, left_out = select_nics(host)
     if not chosen:
-        plan.fabric = "socket"
+        plan.fabric = "ethernet"
         why = "no active RDMA port" if host.nics else "no RDMA device"
         if host.fabric == "ethernet":
             plan.notes.append(
@@ -305,7 +305,7 @@ def _plan_socket(host: TuneHost, plan: _HostPlan) -> None:
 
 def _plan_socket_knobs(host: TuneHost, plan: _HostPlan) -> None:
     """TCP between hosts: more helper threads and sockets than NCCL's one stream per peer."""
-    if plan.fabric != "socket":
+    if plan.fabric != "ethernet":
         return
     rate = host.expected_rate_gbps
     if rate is not None and rate < SOCKET_KNOBS_FROM_GBPS:
@@ -473,7 +473,7 @@ def _version_of(hosts: Sequence[TuneHost], override: str | None, warnings: list[
 def derive_settings(hosts: Sequence[TuneHost], *, nccl_version: str | None = None) -> Tuning:
     """Settings for ``hosts``: common ones, per-host overrides where hosts differ, notes and warnings."""
     if not hosts:
-        return Tuning(hosts=(), nccl_version=nccl_version, fabric="socket", settings=())
+        return Tuning(hosts=(), nccl_version=nccl_version, fabric="ethernet", settings=())
     warnings: list[str] = []
     notes: list[str] = []
     version = _version_of(hosts, nccl_version, warnings)
