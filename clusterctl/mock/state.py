@@ -125,6 +125,18 @@ class FileTree:
         os.chmod(tmp, mode)
         os.replace(tmp, target)
 
+    def create_exclusive(self, path: str, data: bytes) -> bytes | None:
+        """Create ``path`` (and its folder) only if absent; None when created, else what is there."""
+        target = self.local(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return target.read_bytes()
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        return None
+
     def exists(self, path: str) -> bool:
         return self.local(path).exists()
 

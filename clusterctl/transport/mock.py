@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from clusterctl.errors import UsageError
 from clusterctl.mock.profile import PROFILE_FILE, Profile, Rule, load_profile, normalise
+from clusterctl.secret import mask_text
 from clusterctl.transport.base import CommandResult, FailureKind, PutResult, Transport, TransportError, env_prefix
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ class MockTransport(Transport):
         # line, so rules can match on it (a fake nccl-tests answering per NCCL_ALGO).
         command = env_prefix(env) + command
         with self._lock:
-            self.history.append(command)
+            self.history.append(mask_text(command))
         try:
             result = self.machine.run_line(command, stdin or b"", timeout=timeout)
         except SimulatedFailure as exc:
@@ -124,12 +125,26 @@ class MockTransport(Transport):
         return CommandResult(command, result.stdout, result.stderr, result.exit_code,
                              round(time.monotonic() - start, 4))
 
-    def put(self, path: str, data: bytes, *, mode: int = 0o644, sudo: bool = False, backup: bool = True) -> PutResult:
+    def put(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        mode: int | None = None,
+        sudo: bool = False,
+        backup: bool = True,
+        owner: str | None = None,
+    ) -> PutResult:
+        """As over ssh: atomic, a unique backup of the old content, an existing file keeps its mode."""
+        import os
+        import secrets
+        import stat
+
         from clusterctl.mock.state import StateError
 
         fs = self.machine.host.fs
         with self._lock:
-            self.history.append(f"# put {path} ({len(data)} bytes, mode {mode:o})")
+            self.history.append(f"# put {path} ({len(data)} bytes, mode {mode or 0o644:o})")
         try:
             parent = path.rsplit("/", 1)[0] or "/"
             if not fs.is_dir(parent):
@@ -138,16 +153,39 @@ class MockTransport(Transport):
                     f"could not write {path} (exit 2): sh: 1: cannot create {path}: Directory nonexistent",
                 )
             old = fs.read(path)
-            if old == data:
+            current_mode = stat.S_IMODE(os.stat(fs.local(path)).st_mode) if old is not None else None
+            if old == data and (mode is None or mode == current_mode):
                 return PutResult(path=path, changed=False)
             backup_path = None
             if old is not None and backup:
-                backup_path = f"{path}.bak.{time.strftime('%Y%m%d%H%M%S')}"
-                fs.write(backup_path, old, mode=mode)
-            fs.write(path, data, mode=mode)
+                stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
+                backup_path = f"{path}.bak.{stamp}.{secrets.token_hex(3)}"
+                fs.write(backup_path, old, mode=current_mode or 0o644)
+            fs.write(path, data, mode=mode if mode is not None else (current_mode or 0o644))
         except StateError as exc:
             raise TransportError(FailureKind.COMMAND_FAILED, f"could not write {path}: {exc}") from None
         return PutResult(path=path, changed=True, backup_path=backup_path)
+
+    def create_exclusive(self, path: str, data: bytes, *, sudo: bool = False) -> bytes | None:
+        """Create ``path`` only if absent (``O_EXCL`` in the host's tree, so racing processes agree)."""
+        from clusterctl.mock.state import StateError
+
+        with self._lock:
+            self.history.append(f"# create {path} ({len(data)} bytes)")
+        try:
+            return self.machine.host.fs.create_exclusive(path, data)
+        except StateError as exc:
+            raise TransportError(FailureKind.COMMAND_FAILED, f"could not create {path}: {exc}") from None
+
+    def remove(self, path: str, *, sudo: bool = False) -> None:
+        from clusterctl.mock.state import StateError
+
+        with self._lock:
+            self.history.append(f"# remove {path}")
+        try:
+            self.machine.host.fs.remove(path)
+        except (StateError, IsADirectoryError) as exc:
+            raise TransportError(FailureKind.COMMAND_FAILED, f"could not remove {path}: {exc}") from None
 
     def get(self, path: str, *, sudo: bool = False) -> bytes | None:
         from clusterctl.mock.state import StateError
