@@ -32,6 +32,13 @@ PHASE_MODULES: list[str] = [
     "clusterctl.bootstrap.phases.packages",
     "clusterctl.bootstrap.phases.containerd",
     "clusterctl.bootstrap.phases.nvidia_runtime",
+    "clusterctl.bootstrap.phases.control_plane",
+    "clusterctl.bootstrap.phases.network",
+    "clusterctl.bootstrap.phases.gpu_addons",
+    "clusterctl.bootstrap.phases.topology_labels",
+    "clusterctl.bootstrap.phases.alert_rules",
+    "clusterctl.bootstrap.phases.verify",
+    "clusterctl.bootstrap.phases.reset",
 ]
 
 
@@ -56,6 +63,12 @@ def register(phase: Phase[Any], *, order: int, default: bool = True) -> Phase[An
             raise ValueError(f"two bootstrap phases are named {phase.name!r}")
         _phases[phase.name] = Registered(phase, order, default)
     return phase
+
+
+def unregister(name: str) -> None:
+    """Remove a phase (tests that register their own)."""
+    with _lock:
+        _phases.pop(name, None)
 
 
 def _load() -> None:
