@@ -19,7 +19,7 @@ from clusterctl.inventory.model import Host
 from clusterctl.transport.base import Transport
 
 if TYPE_CHECKING:
-    from clusterctl.survey.report import SavedPort
+    from clusterctl.saved_survey import SavedPort
 
 
 def _first_active(name: str, ports: Sequence[RDMAPort | SavedPort]) -> HcaInfo | None:
@@ -76,7 +76,7 @@ def hcas_from_survey(path: str, hosts: Sequence[Host]) -> dict[str, list[HcaInfo
     Read with the survey's own loader, so the report is checked against its schema and a
     host the survey could not read falls back to the inventory's HCAs.
     """
-    from clusterctl.survey.report import load_saved_survey
+    from clusterctl.saved_survey import load_saved_survey
 
     saved = load_saved_survey(path)
     out: dict[str, list[HcaInfo]] = {}

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from clusterctl.bench.ibbench import IBBenchReport
+from clusterctl.bench.ib_bench import IBBenchReport
 from clusterctl.bench.model import Finding, LinkResult
-from clusterctl.bench.nccl import NcclRun
+from clusterctl.bench.nccl_tests import NcclRun
 
 
 def finding_record(f: Finding) -> dict[str, str]:

@@ -10,7 +10,7 @@ from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
-    from clusterctl.bench.ibbench import IBBenchReport
+    from clusterctl.bench.ib_bench import IBBenchReport
     from clusterctl.bench.model import Finding, Matrix
 
 bench_app = typer.Typer(
@@ -139,9 +139,9 @@ def ib_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the rounds and exact commands; run nothing."),
 ) -> None:
     from clusterctl.bench.hcas import discover_hcas, from_inventory, hcas_from_survey
-    from clusterctl.bench.ib import IBOptions
-    from clusterctl.bench.ibbench import run_ib_bench
+    from clusterctl.bench.ib_bench import run_ib_bench
     from clusterctl.bench.payload import dry_run_payload, ib_payload
+    from clusterctl.bench.perftest_rounds import IBOptions
 
     app = app_context(ctx)
     opts = IBOptions(test="ib_write_lat" if latency else "ib_write_bw", hcas=tuple(hca), size_bytes=size,
@@ -242,7 +242,7 @@ def nccl_command(
                                              help="Folder of the *_perf binaries (default: PATH)."),
     results_dir: Optional[str] = typer.Option(None, "--results-dir", metavar="DIR"),  # noqa: UP045
 ) -> None:
-    from clusterctl.bench.nccl import run_nccl_test
+    from clusterctl.bench.nccl_tests import run_nccl_test
     from clusterctl.bench.payload import nccl_payload
     from clusterctl.bench.results import new_results_dir, save_raw, save_results
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.cli.report import outcome_record, print_failures
+from clusterctl.cli.host_failures import outcome_record, print_failures
 from clusterctl.errors import ExitCode, UsageError
 
 

@@ -22,7 +22,7 @@ class SurveyContext:
 def context_from_survey(path: str | Path) -> SurveyContext | None:
     """The fleet's NCCL version, fabric and NVLink presence; None when the survey module is absent."""
     try:
-        from clusterctl.survey.report import load_saved_survey
+        from clusterctl.saved_survey import load_saved_survey
     except ImportError:
         return None
     saved = load_saved_survey(path)

@@ -11,7 +11,7 @@ from clusterctl.errors import ParseError, UsageError
 from clusterctl.inventory.model import Host
 from clusterctl.survey.advice import AdviceHost, LayoutAdvice, advise
 from clusterctl.survey.collect import GPUReader, HostFacts, collect_fleet
-from clusterctl.survey.findings import Finding, HostState, Severity, fleet_findings
+from clusterctl.survey.findings import Finding, Severity, SurveyedHost, fleet_findings
 from clusterctl.survey.report import HostReport, SurveyReport
 from clusterctl.survey.topology import build_topology
 
@@ -19,12 +19,12 @@ if TYPE_CHECKING:
     from clusterctl.fanout import FleetResult, Runner
 
 
-def host_state(host: Host, facts: HostFacts | None, failure: str | None = None) -> HostState:
+def host_state(host: Host, facts: HostFacts | None, failure: str | None = None) -> SurveyedHost:
     matrix = facts.topology if facts else None
-    return HostState(host=host, facts=facts, topology=build_topology(matrix) if matrix else None, failure=failure)
+    return SurveyedHost(host=host, facts=facts, topology=build_topology(matrix) if matrix else None, failure=failure)
 
 
-def states_from_fleet(fleet: FleetResult[HostFacts]) -> list[HostState]:
+def states_from_fleet(fleet: FleetResult[HostFacts]) -> list[SurveyedHost]:
     states = []
     for outcome in fleet.outcomes:
         failure = outcome.failure.describe() if outcome.failure else None
@@ -32,7 +32,7 @@ def states_from_fleet(fleet: FleetResult[HostFacts]) -> list[HostState]:
     return states
 
 
-def _usable_nics(state: HostState, slow: set[str]) -> set[str] | None:
+def _usable_nics(state: SurveyedHost, slow: set[str]) -> set[str] | None:
     devices = state.facts.rdma if state.facts else None
     if devices is None:
         return None
@@ -48,7 +48,7 @@ def _slow_nics(findings: Sequence[Finding]) -> dict[str, set[str]]:
     return slow
 
 
-def advise_states(states: Sequence[HostState], tp: int, pp: int = 1, world_size: int | None = None,
+def advise_states(states: Sequence[SurveyedHost], tp: int, pp: int = 1, world_size: int | None = None,
                   findings: Sequence[Finding] = ()) -> LayoutAdvice:
     slow = _slow_nics(findings)
     hosts = [
@@ -63,7 +63,7 @@ def advise_states(states: Sequence[HostState], tp: int, pp: int = 1, world_size:
 
 
 def build_report(
-    states: Sequence[HostState],
+    states: Sequence[SurveyedHost],
     *,
     inventory: str | None = None,
     tp: int | None = None,

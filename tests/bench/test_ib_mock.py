@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from clusterctl.bench.ib import IBOptions
-from clusterctl.bench.ibbench import run_ib_bench
+from clusterctl.bench.ib_bench import run_ib_bench
 from clusterctl.bench.model import HcaInfo
+from clusterctl.bench.perftest_rounds import IBOptions
 from clusterctl.bench.schedule import check_rounds
 
 from .conftest import SERVER_PID, FleetFactory

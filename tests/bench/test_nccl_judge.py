@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clusterctl.bench.nccl import NcclHostRun, judge_nccl, mpirun_command, nccl_args
+from clusterctl.bench.nccl_tests import NcclHostRun, judge_nccl, mpirun_command, nccl_args
 from clusterctl.errors import UsageError
 from clusterctl.facts.nccltests import Measure, NcclRow, NcclTestResult
 

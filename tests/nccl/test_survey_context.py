@@ -40,7 +40,7 @@ def test_most_common_version_roce_fabric_and_nvlink(monkeypatch: pytest.MonkeyPa
         "b": Host({"nccl": "2.21.5"}, roce, ((0, 1, 2, 3),)),
         "c": Host({"nccl": "2.18.3"}, roce, ()),
     })
-    monkeypatch.setattr("clusterctl.survey.report.load_saved_survey", lambda path: saved)
+    monkeypatch.setattr("clusterctl.saved_survey.load_saved_survey", lambda path: saved)
     context = context_from_survey("survey.json")
     assert context is not None
     assert (context.nccl_version, context.fabric, context.nvlink) == ("2.21.5", "roce", True)

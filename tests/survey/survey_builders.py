@@ -19,7 +19,7 @@ from clusterctl.facts.model import (
 )
 from clusterctl.inventory.model import Fabric, Host, StackPin
 from clusterctl.survey.collect import HostFacts
-from clusterctl.survey.findings import HostState
+from clusterctl.survey.findings import SurveyedHost
 from clusterctl.survey.run import host_state
 
 
@@ -195,7 +195,7 @@ def inventory_host(
     )
 
 
-def healthy_state(name: str, rack: str = "a", **changes: Any) -> HostState:
+def healthy_state(name: str, rack: str = "a", **changes: Any) -> SurveyedHost:
     """An H100 HGX host with everything right; ``changes`` replace facts (``topology=``, ``gpus=``...)."""
     host = changes.pop("host", None) or inventory_host(name, rack)
     values: dict[str, Any] = {
@@ -211,5 +211,5 @@ def healthy_state(name: str, rack: str = "a", **changes: Any) -> HostState:
     return host_state(host, HostFacts(values=values, missing=tuple(missing)))
 
 
-def fleet(*broken: HostState, healthy: int = 3) -> list[HostState]:
+def fleet(*broken: SurveyedHost, healthy: int = 3) -> list[SurveyedHost]:
     return [healthy_state(f"gpu-{i}", rack="a" if i < 2 else "b") for i in range(healthy)] + list(broken)

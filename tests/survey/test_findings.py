@@ -16,15 +16,15 @@ from survey_builders import (
 from clusterctl.facts.base import Missing
 from clusterctl.facts.model import RDMADevice, RDMAPort
 from clusterctl.inventory.model import Fabric, Host, StackPin
-from clusterctl.survey.findings import Finding, HostState, Severity, fleet_findings, version_matches
+from clusterctl.survey.findings import Finding, Severity, SurveyedHost, fleet_findings, version_matches
 from clusterctl.survey.run import host_state
 
 
-def problems(states: list[HostState]) -> list[Finding]:
+def problems(states: list[SurveyedHost]) -> list[Finding]:
     return [f for f in fleet_findings(states) if f.severity is not Severity.INFO]
 
 
-def only(states: list[HostState], code: str, host: str = "bad") -> Finding:
+def only(states: list[SurveyedHost], code: str, host: str = "bad") -> Finding:
     """The broken host has exactly one finding of ``code``; healthy peers have no warning/error."""
     found = fleet_findings(states)
     assert [f for f in found if f.host != host and f.severity is not Severity.INFO] == []
@@ -106,7 +106,7 @@ def test_nic_slow_against_inventory_rate() -> None:
 
 
 def test_nic_slow_against_peers_without_an_inventory_rate() -> None:
-    def state(name: str, devices=None) -> HostState:  # type: ignore[no-untyped-def]
+    def state(name: str, devices=None) -> SurveyedHost:  # type: ignore[no-untyped-def]
         return healthy_state(name, host=inventory_host(name, rate=None), **({"rdma": devices} if devices else {}))
 
     states = [state(f"h{i}") for i in range(3)] + [state("bad", rdma(overrides={"mlx5_0": {"rate_gbps": 200.0}}))]

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 from clusterctl.cli.app import app, hoist_global_options, main
 from clusterctl.errors import UsageError
-from clusterctl.survey.report import load_saved_survey, load_schema, report_to_json
+from clusterctl.saved_survey import load_saved_survey, load_schema
+from clusterctl.survey.report import report_to_json
 from clusterctl.survey.run import build_report
 
 REPO = Path(__file__).resolve().parents[2]

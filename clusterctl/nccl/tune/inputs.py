@@ -202,7 +202,7 @@ def host_from_saved(record: Mapping[str, Any], inventory_host: Host | None = Non
 
 def from_saved_survey(path: str, inventory_hosts: Sequence[Host] = ()) -> tuple[list[TuneHost], list[str]]:
     """Reachable hosts of a saved survey (limited to ``inventory_hosts`` when given), and what was skipped."""
-    from clusterctl.survey.report import load_saved_survey
+    from clusterctl.saved_survey import load_saved_survey
 
     saved = load_saved_survey(path)
     wanted = {h.name: h for h in inventory_hosts}

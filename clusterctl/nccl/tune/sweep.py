@@ -23,7 +23,7 @@ from clusterctl.nccl.tune.derive import TunedSetting
 from clusterctl.nccl.versions import NcclVersion, try_parse_version
 
 if TYPE_CHECKING:
-    from clusterctl.bench.nccl import NcclRun
+    from clusterctl.bench.nccl_tests import NcclRun
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host
 
@@ -329,7 +329,7 @@ def bench_measure(runner: Runner, hosts: Sequence[Host], *, base_env: Mapping[st
     Several hosts run one job across all of them (``mpirun`` from the first): that is what a
     training job sees. One host runs alone.
     """
-    from clusterctl.bench.nccl import run_nccl_test
+    from clusterctl.bench.nccl_tests import run_nccl_test
 
     def measure(env: Mapping[str, str]) -> Mapping[int, float]:
         full = {**(base_env or {}), **env}

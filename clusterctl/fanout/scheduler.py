@@ -1,4 +1,4 @@
-"""Run one task on many hosts at once, with a bound, per-host deadlines and a result for each.
+"""The fan-out's scheduler: one task on many hosts at once, bounded, with per-host deadlines.
 
 The design follows what a fleet run needs: one bad host never stops or hangs the others
 (its deadline passes, its connection is closed under it, and it is reported as timed out);
@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import logging
 import queue
-import resource
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
-from clusterctl.errors import ClusterctlError, ParseError
+from clusterctl.fanout.outcomes import Failure, FleetResult, HostOutcome, failure_from
+from clusterctl.fanout.pool import ConnectionPool, close_quietly
+from clusterctl.fanout.time_budget import TimeBoxedTransport
 from clusterctl.inventory.model import Host
-from clusterctl.transport.base import CommandResult, Connector, FailureKind, PutResult, Transport, TransportError
+from clusterctl.transport.base import CommandResult, Connector, FailureKind, Transport
 
 T = TypeVar("T")
 log = logging.getLogger("clusterctl.fanout")
@@ -29,119 +28,10 @@ DEFAULT_PARALLEL = 64
 DEFAULT_TIMEOUT_S = 60.0
 
 
-@dataclass(frozen=True)
-class Failure:
-    kind: FailureKind
-    message: str
-    exit_code: int | None = None
-    stderr_tail: str = ""
-
-    def describe(self) -> str:
-        text = f"{self.kind.value}: {self.message}"
-        if self.exit_code is not None and self.kind is FailureKind.COMMAND_FAILED:
-            text = f"{self.kind.value} (exit {self.exit_code}): {self.message}"
-        if self.stderr_tail and self.stderr_tail not in text:
-            text += f" | {self.stderr_tail}"
-        return text
-
-
-@dataclass(frozen=True)
-class HostOutcome(Generic[T]):
-    host: Host
-    value: T | None
-    failure: Failure | None
-    duration_s: float
-
-    @property
-    def ok(self) -> bool:
-        return self.failure is None
-
-
-@dataclass(frozen=True)
-class FleetResult(Generic[T]):
-    outcomes: tuple[HostOutcome[T], ...]
-
-    @property
-    def ok(self) -> bool:
-        return all(o.ok for o in self.outcomes)
-
-    @property
-    def failed(self) -> tuple[HostOutcome[T], ...]:
-        return tuple(o for o in self.outcomes if not o.ok)
-
-    @property
-    def values(self) -> dict[str, T]:
-        return {o.host.name: o.value for o in self.outcomes if o.ok and o.value is not None}
-
-
 class Progress(Protocol):
     def start(self, total: int, label: str) -> None: ...
     def advance(self, outcome: HostOutcome[object]) -> None: ...
     def stop(self) -> None: ...
-
-
-class CommandFailed(Exception):
-    """Raised by tasks to report a command that ran but failed; becomes a COMMAND_FAILED outcome."""
-
-    def __init__(self, result: CommandResult, message: str | None = None) -> None:
-        self.result = result
-        super().__init__(message or f"{result.command!r} exited {result.exit_code}")
-
-
-class DeadlineTransport(Transport):
-    """Wraps a transport so that every call gets at most the time left to the host."""
-
-    def __init__(self, inner: Transport, deadline: float) -> None:
-        super().__init__(inner.host)
-        self.inner = inner
-        self.deadline = deadline
-
-    def _left(self, timeout: float | None) -> float:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise TransportError(FailureKind.TIMED_OUT, "the host's time ran out")
-        return left if timeout is None else min(timeout, left)
-
-    def run(
-        self,
-        command: str,
-        *,
-        sudo: bool = False,
-        timeout: float | None = None,
-        env: Mapping[str, str] | None = None,
-        stdin: bytes | None = None,
-    ) -> CommandResult:
-        return self.inner.run(command, sudo=sudo, timeout=self._left(timeout), env=env, stdin=stdin)
-
-    def put(self, path: str, data: bytes, *, mode: int = 0o644, sudo: bool = False, backup: bool = True) -> PutResult:
-        self._left(None)
-        return self.inner.put(path, data, mode=mode, sudo=sudo, backup=backup)
-
-    def get(self, path: str, *, sudo: bool = False) -> bytes | None:
-        self._left(None)
-        return self.inner.get(path, sudo=sudo)
-
-
-def raise_fd_limit() -> None:
-    """Lift the soft open-files limit to the hard one: each open connection holds a socket."""
-    try:
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if hard == resource.RLIM_INFINITY or hard > soft:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 65536, hard))
-    except (ValueError, OSError):  # pragma: no cover - some sandboxes forbid it
-        pass
-
-
-def failure_from(exc: BaseException) -> Failure:
-    if isinstance(exc, TransportError):
-        return Failure(exc.kind, exc.message)
-    if isinstance(exc, CommandFailed):
-        return Failure(FailureKind.COMMAND_FAILED, str(exc), exc.result.exit_code, exc.result.stderr_tail(3))
-    if isinstance(exc, ParseError):
-        return Failure(FailureKind.ERROR, str(exc))
-    if isinstance(exc, ClusterctlError):
-        return Failure(FailureKind.ERROR, str(exc))
-    return Failure(FailureKind.ERROR, f"{type(exc).__name__}: {exc}")
 
 
 class Runner:
@@ -165,41 +55,10 @@ class Runner:
         # Connections stay open across tasks of a run; past this many the least recently
         # used idle one is closed, so a 1,000-host run never holds 1,000 sockets and threads.
         self.max_open = max_open or max(parallel * 2, 128)
-        self._open: OrderedDict[str, Transport] = OrderedDict()
-        self._busy: set[str] = set()
-        self._lock = threading.Lock()
-        raise_fd_limit()
-
-    # -- connections ------------------------------------------------------------------
-
-    def _checkout(self, host: Host, timeout_s: float) -> Transport:
-        with self._lock:
-            transport = self._open.pop(host.name, None)
-            self._busy.add(host.name)
-        if transport is None:
-            transport = self.connect(host, timeout_s)
-        return transport
-
-    def _checkin(self, host: Host, transport: Transport, healthy: bool) -> None:
-        to_close: list[Transport] = []
-        with self._lock:
-            self._busy.discard(host.name)
-            if healthy:
-                self._open[host.name] = transport
-            else:
-                to_close.append(transport)
-            while len(self._open) > self.max_open:
-                _, oldest = self._open.popitem(last=False)
-                to_close.append(oldest)
-        for t in to_close:
-            _close_quietly(t)
+        self._pool = ConnectionPool(connect, max_open=self.max_open)
 
     def close(self) -> None:
-        with self._lock:
-            transports = list(self._open.values())
-            self._open.clear()
-        for t in transports:
-            _close_quietly(t)
+        self._pool.close()
 
     def __enter__(self) -> Runner:
         return self
@@ -238,18 +97,17 @@ class Runner:
                 failure: Failure | None = None
                 transport: Transport | None = None
                 try:
-                    transport = self._checkout(host, limit)
+                    transport = self._pool.checkout(host, limit)
                     holder.append(transport)
-                    value = task(DeadlineTransport(transport, begin + limit))
+                    value = task(TimeBoxedTransport(transport, begin + limit))
                 except BaseException as exc:  # every failure becomes the host's outcome
                     failure = failure_from(exc)
                     log.debug("host %s failed", host.name, exc_info=True)
                 if transport is not None:
                     healthy = failure is None or failure.kind in (FailureKind.COMMAND_FAILED, FailureKind.ERROR)
-                    self._checkin(host, transport, healthy)
+                    self._pool.checkin(host, transport, healthy)
                 else:
-                    with self._lock:
-                        self._busy.discard(host.name)
+                    self._pool.release(host)
                 done.put((index, HostOutcome(host, value, failure, round(time.monotonic() - begin, 3))))
 
         for i in range(len(hosts)):
@@ -301,7 +159,7 @@ class Runner:
             results[index] = outcome
             self._report(outcome)
             for transport in holder:
-                _close_quietly(transport)
+                close_quietly(transport)
 
     def _report(self, outcome: HostOutcome[T]) -> None:
         if self.progress:
@@ -331,12 +189,6 @@ class Runner:
             outcomes.append(o)
         return FleetResult(tuple(outcomes))
 
-
-def _close_quietly(transport: Transport) -> None:
-    try:
-        transport.close()
-    except Exception:  # closing a broken connection must not mask the real failure
-        log.debug("closing %s failed", transport.host.name, exc_info=True)
 
 
 def hosts_by_name(hosts: Iterable[Host]) -> dict[str, Host]:

@@ -6,9 +6,9 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from clusterctl.bench.ib import IBOptions, PlannedTest, plan_tests, run_rounds
 from clusterctl.bench.judge import is_slow, judge_link
 from clusterctl.bench.model import Finding, HcaInfo, LinkResult, Matrix, build_matrix
+from clusterctl.bench.perftest_rounds import IBOptions, PlannedTest, plan_tests, run_rounds
 from clusterctl.bench.schedule import Round, plan_rounds
 from clusterctl.bench.straggler import Diagnosis, Edge, find_straggler, localise
 from clusterctl.errors import UsageError

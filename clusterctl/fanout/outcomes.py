@@ -1,0 +1,75 @@
+"""What a fan-out returns: one ``HostOutcome`` per host, ok or failed with a ``Failure`` a user can act on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from clusterctl.errors import ClusterctlError, ParseError
+from clusterctl.inventory.model import Host
+from clusterctl.transport.base import CommandResult, FailureKind, TransportError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Failure:
+    kind: FailureKind
+    message: str
+    exit_code: int | None = None
+    stderr_tail: str = ""
+
+    def describe(self) -> str:
+        text = f"{self.kind.value}: {self.message}"
+        if self.exit_code is not None and self.kind is FailureKind.COMMAND_FAILED:
+            text = f"{self.kind.value} (exit {self.exit_code}): {self.message}"
+        if self.stderr_tail and self.stderr_tail not in text:
+            text += f" | {self.stderr_tail}"
+        return text
+
+
+@dataclass(frozen=True)
+class HostOutcome(Generic[T]):
+    host: Host
+    value: T | None
+    failure: Failure | None
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+@dataclass(frozen=True)
+class FleetResult(Generic[T]):
+    outcomes: tuple[HostOutcome[T], ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(o.ok for o in self.outcomes)
+
+    @property
+    def failed(self) -> tuple[HostOutcome[T], ...]:
+        return tuple(o for o in self.outcomes if not o.ok)
+
+    @property
+    def values(self) -> dict[str, T]:
+        return {o.host.name: o.value for o in self.outcomes if o.ok and o.value is not None}
+
+
+class CommandFailed(Exception):
+    """Raised by tasks to report a command that ran but failed; becomes a COMMAND_FAILED outcome."""
+
+    def __init__(self, result: CommandResult, message: str | None = None) -> None:
+        self.result = result
+        super().__init__(message or f"{result.command!r} exited {result.exit_code}")
+
+
+def failure_from(exc: BaseException) -> Failure:
+    if isinstance(exc, TransportError):
+        return Failure(exc.kind, exc.message)
+    if isinstance(exc, CommandFailed):
+        return Failure(FailureKind.COMMAND_FAILED, str(exc), exc.result.exit_code, exc.result.stderr_tail(3))
+    if isinstance(exc, (ParseError, ClusterctlError)):
+        return Failure(FailureKind.ERROR, str(exc))
+    return Failure(FailureKind.ERROR, f"{type(exc).__name__}: {exc}")

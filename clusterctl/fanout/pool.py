@@ -1,0 +1,84 @@
+"""The open connections of one fan-out run, reused across its tasks and bounded in number.
+
+Past ``max_open`` the least recently used idle connection is closed, so a 1,000-host run
+never holds 1,000 sockets. A connection that failed (timeout, transport error) is closed
+instead of going back to the pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import resource
+import threading
+from collections import OrderedDict
+
+from clusterctl.inventory.model import Host
+from clusterctl.transport.base import Connector, Transport
+
+log = logging.getLogger("clusterctl.fanout")
+
+
+class ConnectionPool:
+    def __init__(self, connect: Connector, *, max_open: int) -> None:
+        self.connect = connect
+        self.max_open = max_open
+        self._open: OrderedDict[str, Transport] = OrderedDict()
+        self._busy: set[str] = set()
+        self._lock = threading.Lock()
+        raise_fd_limit()
+
+    def checkout(self, host: Host, timeout_s: float) -> Transport:
+        """The host's open connection, or a new one (which may raise ``TransportError``)."""
+        with self._lock:
+            transport = self._open.pop(host.name, None)
+            self._busy.add(host.name)
+        if transport is None:
+            try:
+                transport = self.connect(host, timeout_s)
+            except BaseException:
+                self.release(host)
+                raise
+        return transport
+
+    def checkin(self, host: Host, transport: Transport, healthy: bool) -> None:
+        to_close: list[Transport] = []
+        with self._lock:
+            self._busy.discard(host.name)
+            if healthy:
+                self._open[host.name] = transport
+            else:
+                to_close.append(transport)
+            while len(self._open) > self.max_open:
+                _, oldest = self._open.popitem(last=False)
+                to_close.append(oldest)
+        for t in to_close:
+            close_quietly(t)
+
+    def release(self, host: Host) -> None:
+        """The host's task ended without a connection."""
+        with self._lock:
+            self._busy.discard(host.name)
+
+    def close(self) -> None:
+        with self._lock:
+            transports = list(self._open.values())
+            self._open.clear()
+        for t in transports:
+            close_quietly(t)
+
+
+def close_quietly(transport: Transport) -> None:
+    try:
+        transport.close()
+    except Exception:  # closing a broken connection must not mask the real failure
+        log.debug("closing %s failed", transport.host.name, exc_info=True)
+
+
+def raise_fd_limit() -> None:
+    """Lift the soft open-files limit to the hard one: each open connection holds a socket."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY or hard > soft:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 65536, hard))
+    except (ValueError, OSError):  # pragma: no cover - some sandboxes forbid it
+        pass

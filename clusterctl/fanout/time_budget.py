@@ -1,0 +1,46 @@
+"""A host's share of a fan-out's time limit, enforced on every call its task makes.
+
+(Not to be confused with ``transport/ssh/deadline.py``, the single deadline of one SSH
+connection attempt: this one bounds a whole task, connection and commands together.)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from clusterctl.transport.base import CommandResult, FailureKind, PutResult, Transport, TransportError
+
+
+class TimeBoxedTransport(Transport):
+    """Wraps a transport so that every call gets at most the time left to the host."""
+
+    def __init__(self, inner: Transport, deadline: float) -> None:
+        super().__init__(inner.host)
+        self.inner = inner
+        self.deadline = deadline
+
+    def _left(self, timeout: float | None) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TransportError(FailureKind.TIMED_OUT, "the host's time ran out")
+        return left if timeout is None else min(timeout, left)
+
+    def run(
+        self,
+        command: str,
+        *,
+        sudo: bool = False,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None,
+    ) -> CommandResult:
+        return self.inner.run(command, sudo=sudo, timeout=self._left(timeout), env=env, stdin=stdin)
+
+    def put(self, path: str, data: bytes, *, mode: int = 0o644, sudo: bool = False, backup: bool = True) -> PutResult:
+        self._left(None)
+        return self.inner.put(path, data, mode=mode, sudo=sudo, backup=backup)
+
+    def get(self, path: str, *, sudo: bool = False) -> bytes | None:
+        self._left(None)
+        return self.inner.get(path, sudo=sudo)

@@ -1,0 +1,157 @@
+"""A saved survey (``clusterctl survey --save FILE``): its schema, and reading it back.
+
+Later commands read what a survey found without surveying again: ``bench ib --survey``
+(HCAs and GID indexes), ``nccl lint --survey`` and ``tune-nccl --survey`` (NCCL version,
+fabric, NVLink, NIC locality), bootstrap. This module sits below all of them; the survey
+writes the shape (``clusterctl.survey.report``), everything else reads it here and refuses
+files of another schema version.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clusterctl.errors import UsageError
+from clusterctl.survey.findings import Finding, Severity
+
+SCHEMA_VERSION = 1
+REPORT_KIND = "clusterctl.survey"
+SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "survey.schema.json"
+
+
+def load_schema() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
+    return data
+
+
+def validate_report_json(data: Any) -> None:
+    """Raise ``UsageError`` naming the first place where ``data`` breaks the schema."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(load_schema())
+    error = next(iter(sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))), None)
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise UsageError(f"survey report does not match schema version {SCHEMA_VERSION}: at {where}: {error.message}")
+
+
+# --- reading a saved report back -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SavedGPU:
+    index: int
+    name: str | None
+    numa_node: str | None
+    nearest_nics: tuple[str, ...]
+    nic_link: str | None
+
+
+@dataclass(frozen=True)
+class SavedPort:
+    port: int
+    state: str
+    link_layer: str
+    rate_gbps: float | None
+    roce_v2_gid_index: int | None
+
+
+@dataclass(frozen=True)
+class SavedNIC:
+    name: str
+    numa_node: str | None
+    nearest_gpus: tuple[int, ...]
+    #: True for NICs that carry GPU traffic (inventory's HCA list, else NICs near GPUs).
+    fabric: bool
+    ports: tuple[SavedPort, ...]
+
+    @property
+    def up(self) -> bool:
+        return any(p.state == "PORT_ACTIVE" for p in self.ports)
+
+
+@dataclass(frozen=True)
+class SavedHost:
+    name: str
+    rack: str | None
+    reachable: bool
+    shape: str | None
+    gpu_count: int | None
+    gpu_model: str | None
+    nvlink_domains: tuple[tuple[int, ...], ...]
+    gpus: tuple[SavedGPU, ...]
+    nics: tuple[SavedNIC, ...]
+    stack: dict[str, Any] | None
+    findings: tuple[Finding, ...]
+
+
+@dataclass(frozen=True)
+class SavedSurvey:
+    generated_at: str
+    inventory: str | None
+    hosts: dict[str, SavedHost]
+    findings: tuple[Finding, ...]
+    #: The whole JSON document, for fields not lifted into the classes above.
+    raw: dict[str, Any] = field(repr=False, default_factory=dict)
+
+
+def _finding_from_json(data: dict[str, Any]) -> Finding:
+    return Finding(Severity(data["severity"]), data["code"], data["host"], data["message"],
+                   dict(data.get("evidence") or {}), data.get("hint", ""))
+
+
+def _host_from_json(data: dict[str, Any]) -> SavedHost:
+    return SavedHost(
+        name=data["host"],
+        rack=data.get("rack"),
+        reachable=data["reachable"],
+        shape=data.get("shape"),
+        gpu_count=data.get("gpu_count"),
+        gpu_model=data.get("gpu_model"),
+        nvlink_domains=tuple(tuple(d) for d in data.get("nvlink_domains", [])),
+        gpus=tuple(SavedGPU(g["index"], g.get("name"), g.get("numa_node"), tuple(g.get("nearest_nics", [])),
+                            g.get("nic_link")) for g in data.get("gpus", [])),
+        nics=tuple(
+            SavedNIC(n["name"], n.get("numa_node"), tuple(n.get("nearest_gpus", [])), bool(n.get("fabric")),
+                     tuple(SavedPort(p["port"], p["state"], p["link_layer"], p.get("rate_gbps"),
+                                     p.get("roce_v2_gid_index")) for p in n.get("ports", [])))
+            for n in data.get("nics", [])
+        ),
+        stack=data.get("stack"),
+        findings=tuple(_finding_from_json(f) for f in data.get("findings", [])),
+    )
+
+
+def load_saved_survey(path: str | Path) -> SavedSurvey:
+    """Read a report written by ``clusterctl survey --save FILE``.
+
+    Raises ``UsageError`` (exit 2) when the file is unreadable, not JSON, of another schema
+    version, or not shaped as documented.
+    """
+    where = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read the saved survey ({exc.strerror})", file=where) from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"not JSON: {exc.msg}", file=where, line=exc.lineno) from exc
+    if not isinstance(data, dict) or data.get("kind") != REPORT_KIND:
+        raise UsageError("not a clusterctl survey report (run clusterctl survey --save FILE)", file=where)
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise UsageError(
+            f"survey schema version {data.get('schema_version')!r}; this clusterctl reads version {SCHEMA_VERSION}",
+            file=where, hint="Run the survey again with this clusterctl.",
+        )
+    try:
+        validate_report_json(data)
+    except UsageError as exc:
+        raise UsageError(exc.message, file=where) from exc
+    hosts = {h["host"]: _host_from_json(h) for h in data["hosts"]}
+    return SavedSurvey(data["generated_at"], data.get("inventory"), hosts,
+                       tuple(_finding_from_json(f) for f in data["findings"]), data)
+

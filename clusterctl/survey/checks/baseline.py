@@ -1,0 +1,148 @@
+"""``FleetBaseline``: the fleet side of every comparison (peer groups, majorities), built once per survey.
+
+Asked per host, it made a 1,000-host survey quadratic in hosts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from functools import cached_property
+from itertools import combinations
+from typing import Any
+
+from clusterctl.facts.model import RDMAPort
+from clusterctl.survey.checks.host import (
+    PairExpectation,
+    PeerGroup,
+    SurveyedHost,
+    active_lanes,
+    gpu_has_near_nic,
+    majority,
+    peer_group,
+    port_key,
+)
+from clusterctl.survey.topology import HostTopology
+
+
+class FleetBaseline:
+    """What the fleet looks like, for the checks to compare each host with.
+
+    Built once per survey from every surveyed host. Each value is computed on first use and
+    kept per peer group (or port, stack field), so judging n hosts costs O(n) rather than
+    recomputing fleet-wide majorities for every host.
+    """
+
+    def __init__(self, fleet: Sequence[SurveyedHost]) -> None:
+        self.reachable: tuple[SurveyedHost, ...] = tuple(s for s in fleet if s.facts is not None)
+        # "Other hosts" leaves a host out by identity: two hosts may hold equal facts.
+        self._times_in_fleet: Counter[int] = Counter(id(s) for s in self.reachable)
+        self._readers: Counter[str] = Counter(name for s in self.reachable if s.facts is not None
+                                              for name in s.facts.values)
+        self._workers = tuple(s for s in self.reachable if not s.gpu_only_control_plane)
+        self._groups: dict[PeerGroup, list[SurveyedHost]] = {}
+        for s in self.reachable:
+            self._groups.setdefault(peer_group(s), []).append(s)
+        self._ports: dict[str, list[RDMAPort]] = {}
+        for s in self.reachable:
+            for device in (s.facts.rdma if s.facts else None) or ():
+                for port in device.ports:
+                    self._ports.setdefault(port_key(device, port), []).append(port)
+        self._gpu_counts: dict[str | None, int | None] = {}
+        self._nvlinks: dict[tuple[PeerGroup, tuple[int, ...]], PairExpectation] = {}
+        self._lanes: dict[PeerGroup, int | None] = {}
+        self._pcie: dict[PeerGroup, tuple[int | None, int | None]] = {}
+        self._near_nic: dict[tuple[PeerGroup, int], bool] = {}
+        self._port_active: dict[str, bool | None] = {}
+        self._port_rate: dict[str, float | None] = {}
+        self._stack: dict[str, Any] = {}
+
+    # --- reachability --------------------------------------------------------------
+
+    def others_reachable(self, state: SurveyedHost) -> int:
+        """Surveyed hosts other than ``state``."""
+        return len(self.reachable) - self._times_in_fleet[id(state)]
+
+    def others_reading(self, state: SurveyedHost, fact: str) -> int:
+        """Surveyed hosts other than ``state`` that could read ``fact``."""
+        own = self._times_in_fleet[id(state)] if state.facts is not None and fact in state.facts.values else 0
+        return self._readers[fact] - own
+
+    # --- GPUs ----------------------------------------------------------------------
+
+    @cached_property
+    def gpu_model(self) -> str | None:
+        """The GPU model most workers have."""
+        return majority(s.gpu_model for s in self._workers if s.gpu_model)
+
+    def gpu_count(self, model: str | None) -> int | None:
+        """The GPU count most workers with ``model`` have (all workers when the model is unknown)."""
+        if model not in self._gpu_counts:
+            same_model = [s for s in self._workers if s.gpu_model == model] if model else self._workers
+            self._gpu_counts[model] = majority(s.gpu_count for s in same_model if s.gpu_count is not None)
+        return self._gpu_counts[model]
+
+    def hardware_peers(self, state: SurveyedHost) -> list[SurveyedHost]:
+        """Hosts with the same GPU model and count (``state`` included): whose NVLink/PCIe to compare with."""
+        return self._groups.get(peer_group(state), [])
+
+    def nvlinks(self, state: SurveyedHost, topology: HostTopology) -> PairExpectation:
+        """Per GPU pair, the NVLink count of most hardware peers whose GPUs are numbered alike."""
+        key = (peer_group(state), topology.gpu_indices)
+        if key not in self._nvlinks:
+            peers = [p.topology for p in self.hardware_peers(state)
+                     if p.topology is not None and p.topology.gpu_indices == topology.gpu_indices]
+            self._nvlinks[key] = {(a, b): majority(p.nvlinks(a, b) for p in peers)
+                                  for a, b in combinations(topology.gpu_indices, 2)}
+        return self._nvlinks[key]
+
+    def active_lanes(self, state: SurveyedHost) -> int | None:
+        """The active NVLink lane count per GPU of most GPUs on hardware peers."""
+        key = peer_group(state)
+        if key not in self._lanes:
+            self._lanes[key] = majority(active_lanes(status) for p in self.hardware_peers(state)
+                                        if p.facts and p.facts.nvlink for status in p.facts.nvlink)
+        return self._lanes[key]
+
+    def pcie(self, state: SurveyedHost) -> tuple[int | None, int | None]:
+        """PCIe (width, generation) most GPUs of the hardware peers run at."""
+        key = peer_group(state)
+        if key not in self._pcie:
+            gpus = [g for p in self.hardware_peers(state) for g in p.gpus or ()]
+            self._pcie[key] = (majority((g.pcie_width_current for g in gpus if g.pcie_width_current), minimum=2),
+                               majority((g.pcie_gen_current for g in gpus if g.pcie_gen_current), minimum=2))
+        return self._pcie[key]
+
+    def peers_have_near_nic(self, state: SurveyedHost, gpu_index: int) -> bool:
+        """Whether most hardware peers have a NIC on the PCIe switch of GPU ``gpu_index``."""
+        key = (peer_group(state), gpu_index)
+        if key not in self._near_nic:
+            self._near_nic[key] = majority(gpu_has_near_nic(p.topology, gpu_index)
+                                           for p in self.hardware_peers(state) if p.topology) is True
+        return self._near_nic[key]
+
+    # --- NICs ----------------------------------------------------------------------
+
+    def port_active(self, key: str) -> bool | None:
+        """Whether the port ``key`` (``mlx5_0/1``) is active on most hosts that have it."""
+        if key not in self._port_active:
+            self._port_active[key] = majority(p.state == "PORT_ACTIVE" for p in self._ports.get(key, []))
+        return self._port_active[key]
+
+    def port_rate(self, key: str) -> float | None:
+        """The rate the port ``key`` runs at on most hosts where it is active."""
+        if key not in self._port_rate:
+            self._port_rate[key] = majority(p.rate_gbps for p in self._ports.get(key, [])
+                                            if p.rate_gbps is not None and p.state == "PORT_ACTIVE")
+        return self._port_rate[key]
+
+    # --- software stack ------------------------------------------------------------
+
+    def stack_value(self, attribute: str) -> Any:
+        """The value of the ``SoftwareStack`` field most hosts that report it share."""
+        if attribute not in self._stack:
+            stacks = [s.facts.stack for s in self.reachable if s.facts is not None and s.facts.stack is not None]
+            self._stack[attribute] = majority(getattr(s, attribute) for s in stacks if getattr(s, attribute))
+        return self._stack[attribute]
+
+

@@ -1,0 +1,71 @@
+"""Survey finding codes: what each means and the fix to try. Stable: scripts key on them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+SEVERITY_ORDER: dict[Severity, int] = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+#: Every code a finding can have, with what it means and the fix to try. Stable: scripts key on them.
+CODES: dict[str, tuple[str, str]] = {
+    "HOST_UNREACHABLE": ("host could not be surveyed", "Check the address, SSH access and host key: "
+                         "clusterctl -l HOST exec -- true"),
+    "FACT_MISSING": ("a fact could not be read", "Run the command on the host by hand; install the tool or fix "
+                     "the driver it needs."),
+    "GPU_COUNT_DIFFERS": ("fewer/more GPUs than peers", "A GPU fell off the bus or is not seen by the driver: "
+                          "check dmesg for Xid 79, reseat or replace the GPU."),
+    "GPU_MODEL_DIFFERS": ("GPU model differs from peers", "Survey mixed fleets per group (-l GROUP), or fix the "
+                          "inventory grouping."),
+    "NVLINK_MISSING": ("GPU pair without NVLink where peers have it", "Reset the GPUs / reboot; if it persists, "
+                       "the NVLink bridge, baseboard or NVSwitch needs service (run nvidia-smi nvlink -s)."),
+    "NVLINK_FEWER_LINKS": ("fewer NVLinks between a GPU pair than peers", "Check nvidia-smi nvlink -s and "
+                           "-e (error counters); reboot, then service the baseboard."),
+    "NVLINK_LANE_INACTIVE": ("NVLink lanes inactive", "Check nvidia-smi nvlink -e; a reboot or GPU reset may "
+                             "retrain the lanes, else service the GPU."),
+    "PCIE_DOWNTRAINED": ("PCIe link below its width/generation", "Reseat the GPU or riser, check BIOS PCIe "
+                         "settings; re-check generation under load (idle GPUs downclock it)."),
+    "PERSISTENCE_OFF": ("persistence mode off", "Enable nvidia-persistenced (systemctl enable --now "
+                        "nvidia-persistenced) or run nvidia-smi -pm 1."),
+    "ECC_ERRORS": ("uncorrected ECC errors", "Drain the host; check nvidia-smi -q -d ECC,PAGE_RETIREMENT and "
+                   "reset the GPU; replace it if errors recur."),
+    "NIC_DOWN": ("NIC port down or absent", "Check cable and switch port (ibstat, ibv_devinfo); for RoCE check "
+                 "the link and the switch configuration."),
+    "NIC_SLOW": ("NIC slower than expected", "Check the cable/transceiver and switch port speed (ibstat); a "
+                 "port trained at a lower width or speed needs reseating or a new cable."),
+    "GPU_NO_NEAR_NIC": ("GPU without a NIC on its PCIe switch", "GPUDirect RDMA will cross the host bridge: "
+                        "expect lower inter-node bandwidth; check NIC placement."),
+    "NIC_NUMA_MISMATCH": ("GPU's nearest NIC on the other NUMA node", "Traffic crosses the CPU interconnect: "
+                          "move the NIC, or pin ranks to NICs on their own socket."),
+    "STACK_PIN_MISMATCH": ("version differs from the inventory's stack pin", "Install the pinned version, "
+                           "or update the pin in the inventory."),
+    "STACK_DRIFT": ("version differs from the fleet majority", "Align the host with its peers (same "
+                    "packages), or pin the version in the inventory."),
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: Severity
+    code: str
+    host: str
+    message: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    hint: str = ""
+
+    def sort_key(self) -> tuple[int, str, str, str]:
+        return (SEVERITY_ORDER[self.severity], self.host, self.code, self.message)
+
+
+def finding(severity: Severity, code: str, host: str, message: str, **evidence: Any) -> Finding:
+    return Finding(severity, code, host, message, evidence, CODES[code][1])
+
+

@@ -1,0 +1,91 @@
+"""One surveyed host as the checks see it, and how hosts are grouped to compare them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TypeVar
+
+from clusterctl.facts.model import GPUInfo, NVLinkStatus, RDMADevice, RDMAPort
+from clusterctl.inventory.model import Host
+from clusterctl.survey.collect import HostFacts
+from clusterctl.survey.topology import HostTopology
+
+V = TypeVar("V", bound=Hashable)
+
+#: A majority needs at least this many hosts holding a value, and more than half of them agreeing.
+MIN_PEERS_FOR_MAJORITY = 3
+
+
+@dataclass(frozen=True)
+class SurveyedHost:
+    """One host as the checks see it: inventory entry, facts (``None`` when unreachable), topology."""
+
+    host: Host
+    facts: HostFacts | None
+    topology: HostTopology | None = None
+    #: Why the host could not be surveyed, when ``facts`` is ``None``.
+    failure: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.host.name
+
+    @property
+    def gpus(self) -> tuple[GPUInfo, ...] | None:
+        return self.facts.gpus if self.facts else None
+
+    @property
+    def gpu_count(self) -> int | None:
+        if self.gpus is not None:
+            return len(self.gpus)
+        return len(self.topology.gpus) if self.topology is not None else None
+
+    # Cached: every fleet comparison groups hosts by it, and the facts never change.
+    @cached_property
+    def gpu_model(self) -> str | None:
+        names = [g.name for g in self.gpus or () if g.name]
+        return Counter(names).most_common(1)[0][0] if names else None
+
+    @property
+    def gpu_only_control_plane(self) -> bool:
+        """A control-plane-only host: GPUs are not expected there."""
+        return "worker" not in self.host.roles
+
+
+def majority(values: Iterable[V], minimum: int = MIN_PEERS_FOR_MAJORITY) -> V | None:
+    """The value more than half of ``values`` agree on, given at least ``minimum`` of them."""
+    known = list(values)
+    if len(known) < minimum:
+        return None
+    value, count = Counter(known).most_common(1)[0]
+    return value if count * 2 > len(known) else None
+
+
+#: Hosts whose NVLink/PCIe/NIC placement are compared: same GPU model and GPU count.
+PeerGroup = tuple[str | None, int | None]
+#: GPU pair -> NVLink count most peers have (``None``: no majority).
+PairExpectation = dict[tuple[int, int], int | None]
+
+
+def peer_group(state: SurveyedHost) -> PeerGroup:
+    return state.gpu_model, state.gpu_count
+
+
+
+
+def active_lanes(status: NVLinkStatus) -> int:
+    return sum(1 for lane in status.lanes if lane.active)
+
+
+def port_key(device: RDMADevice, port: RDMAPort) -> str:
+    return f"{device.hca}/{port.port}"
+
+
+def gpu_has_near_nic(topology: HostTopology, index: int) -> bool:
+    return any(g.has_near_nic for g in topology.gpus if g.index == index)
+
+
+

@@ -1,0 +1,141 @@
+"""NIC checks: fabric HCAs present, up and at rate; GPU-NIC locality on the PCIe tree."""
+
+from __future__ import annotations
+
+from clusterctl.facts.model import RDMADevice, RDMAPort
+from clusterctl.survey.checks.baseline import FleetBaseline
+from clusterctl.survey.checks.codes import Finding, Severity, finding
+from clusterctl.survey.checks.host import (
+    SurveyedHost,
+    port_key,
+)
+from clusterctl.survey.topology import compress_indices
+
+#: A NIC this far below the expected rate is slow (rates are computed from width x speed,
+#: so a healthy port matches exactly; the margin only absorbs rounding such as 53.125 x 4).
+RATE_TOLERANCE = 0.97
+
+_LINK_LAYER_OF_FABRIC = {"ib": "InfiniBand", "roce": "Ethernet", "ethernet": "Ethernet"}
+
+
+def fabric_hcas(state: SurveyedHost) -> set[str]:
+    """HCAs that carry GPU traffic: the inventory's list, else the NICs on a GPU's PCIe switch.
+
+    A storage or management NIC (no GPU near it, or the wrong link layer for the fabric)
+    is not one, so its rate and state are only compared with the same NIC on peers.
+    """
+    fabric = state.host.fabric
+    if fabric.hcas:
+        return set(fabric.hcas)
+    devices = (state.facts.rdma if state.facts else None) or ()
+    layer = _LINK_LAYER_OF_FABRIC.get(fabric.type or "")
+    candidates = {d.hca for d in devices if layer is None or any(p.link_layer == layer for p in d.ports)}
+    if state.topology is not None and state.topology.nics:
+        near = {name for g in state.topology.gpus if g.has_near_nic for name in g.nearest_nics}
+        return candidates & near if devices else near
+    return candidates
+
+
+def check_nics(state: SurveyedHost, baseline: FleetBaseline) -> list[Finding]:
+    if state.facts is None:
+        return []
+    devices = state.facts.rdma
+    fabric = fabric_hcas(state)
+    out: list[Finding] = []
+    if devices is None:
+        return _check_netdevs(state, fabric)
+    present = {d.hca for d in devices}
+    for hca in sorted(set(state.host.fabric.hcas) - present):
+        out.append(finding(Severity.ERROR, "NIC_DOWN", state.name, f"{hca}: expected by the inventory, not found",
+                           hca=hca, state="absent"))
+    expected_rate = state.host.fabric.rate_gbps
+    for device in devices:
+        is_fabric = device.hca in fabric
+        active_ports = [p for p in device.ports if p.state == "PORT_ACTIVE"]
+        for port in device.ports:
+            key = port_key(device, port)
+            peers_active = baseline.port_active(key)
+            if port.state != "PORT_ACTIVE":
+                # A fabric HCA with no port up is down; a spare port is down only if peers use it.
+                if is_fabric and not active_ports:
+                    severity: Severity | None = Severity.ERROR
+                elif peers_active:
+                    severity = Severity.WARNING
+                else:
+                    severity = None
+                if severity is not None:
+                    out.append(finding(severity, "NIC_DOWN", state.name,
+                                       f"{key} is {port.state} ({port.phys_state or 'unknown phys state'})",
+                                       hca=device.hca, port=port.port, state=port.state,
+                                       phys_state=port.phys_state, fabric=is_fabric))
+                continue
+            out.extend(_check_rate(state, device, port, is_fabric, expected_rate, baseline.port_rate(key)))
+    return out
+
+
+def _check_rate(state: SurveyedHost, device: RDMADevice, port: RDMAPort, is_fabric: bool,
+                expected_rate: float | None, peers_rate: float | None) -> list[Finding]:
+    if port.rate_gbps is None:
+        return []
+    key = port_key(device, port)
+    layer_ok = state.host.fabric.type is None or _LINK_LAYER_OF_FABRIC.get(state.host.fabric.type) == port.link_layer
+    if is_fabric and layer_ok and expected_rate and port.rate_gbps < expected_rate * RATE_TOLERANCE:
+        return [finding(Severity.ERROR, "NIC_SLOW", state.name,
+                        f"{key} at {port.rate_gbps:g} Gb/s; the inventory's fabric is {expected_rate:g} Gb/s",
+                        hca=device.hca, port=port.port, rate_gbps=port.rate_gbps, expected_gbps=expected_rate,
+                        width=port.active_width, speed=port.active_speed, basis="inventory")]
+    if peers_rate and port.rate_gbps < peers_rate * RATE_TOLERANCE:
+        return [finding(Severity.ERROR if is_fabric else Severity.WARNING, "NIC_SLOW", state.name,
+                        f"{key} at {port.rate_gbps:g} Gb/s; the same port on peers runs at {peers_rate:g} Gb/s",
+                        hca=device.hca, port=port.port, rate_gbps=port.rate_gbps, expected_gbps=peers_rate,
+                        width=port.active_width, speed=port.active_speed, basis="peers")]
+    return []
+
+
+def _check_netdevs(state: SurveyedHost, fabric: set[str]) -> list[Finding]:
+    """Without ibv_devinfo, ibdev2netdev still tells a fabric port that is down."""
+    out: list[Finding] = []
+    for dev in (state.facts.netdev if state.facts else None) or ():
+        if dev.hca in fabric and dev.up is False:
+            out.append(finding(Severity.ERROR, "NIC_DOWN", state.name,
+                               f"{dev.hca}/{dev.port} ({dev.name}) is Down", hca=dev.hca, port=dev.port,
+                               netdev=dev.name, state="Down"))
+    return out
+
+
+def check_locality(state: SurveyedHost, baseline: FleetBaseline) -> list[Finding]:
+    """GPUs without a NIC on their PCIe switch, or whose nearest NIC is on the other socket.
+
+    Where the peers are wired the same way this is the machine's design: ``info``. It is a
+    warning when peers have a near NIC for that GPU (a NIC missing or moved).
+    """
+    topology = state.topology
+    if topology is None or not topology.gpus:
+        return []
+    if not topology.nics:
+        return []
+    no_near: list[int] = []
+    far: list[int] = []
+    for gpu in topology.gpus:
+        if gpu.has_near_nic:
+            continue
+        (far if gpu.nic_link == "SYS" else no_near).append(gpu.index)
+    out: list[Finding] = []
+    for code, indices, words in (
+        ("GPU_NO_NEAR_NIC", no_near, "have no NIC on their PCIe switch (nearest is {link})"),
+        ("NIC_NUMA_MISMATCH", far, "reach their nearest NIC only across the CPU interconnect (SYS)"),
+    ):
+        if not indices:
+            continue
+        peer_has_near = [i for i in indices if baseline.peers_have_near_nic(state, i)]
+        severity = Severity.WARNING if peer_has_near else Severity.INFO
+        links = sorted({g.nic_link or "?" for g in topology.gpus if g.index in indices})
+        nearest = {f"GPU{g.index}": {"nics": list(g.nearest_nics), "link": g.nic_link, "numa": g.numa_node}
+                   for g in topology.gpus if g.index in indices}
+        design = "" if peer_has_near else " (same on peers or no peers: likely the machine's design)"
+        out.append(finding(severity, code, state.name,
+                           f"GPUs {compress_indices(indices)} " + words.format(link="/".join(links)) + design,
+                           gpus=indices, nearest=nearest, peers_have_near_nic=peer_has_near))
+    return out
+
+
