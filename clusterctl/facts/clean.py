@@ -88,15 +88,14 @@ def clean_lines(text: str, *, keep_blank: bool = False) -> list[Line]:
     kept: list[tuple[int, str]] = []
     for number, raw in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), start=1):
         line = _ANSI.sub("", raw).replace("\x00", "").rstrip()
-        if _FENCE.match(line):
-            continue
         stripped = _strip_borders(line)
-        if stripped is None:
+        if stripped is None or _FENCE.match(stripped):
             continue
         kept.append((number, stripped.rstrip()))
+    kept = [(n, t) for n, t in kept if not is_prompt(t)]
     if _quoted(kept):
         kept = [(n, re.sub(r"^\s*>+ ?", "", t)) for n, t in kept]
-    kept = [(n, t) for n, t in kept if not is_prompt(t)]
+        kept = [(n, t) for n, t in kept if not is_prompt(t)]
     indent = _common_indent(kept)
     result: list[Line] = []
     for number, line in kept:

@@ -237,3 +237,21 @@ class NetDevice:
     port: int | None = None
     up: bool | None = None
     ipv4: tuple[str, ...] = ()
+
+
+class NetDevices(tuple[NetDevice, ...]):
+    """``ibdev2netdev``'s interfaces (a tuple) and the lines that could not be read."""
+
+    warnings: tuple[ParseWarning, ...]
+
+    def __new__(cls, devices: tuple[NetDevice, ...] | list[NetDevice] = (),
+                warnings: tuple[ParseWarning, ...] = ()) -> NetDevices:
+        made = super().__new__(cls, devices)
+        made.warnings = tuple(warnings)
+        return made
+
+
+class IPv4Addresses(dict[str, tuple[str, ...]]):
+    """Interface -> IPv4 addresses (a dict) and the lines of ``ip -o -4 addr`` that could not be read."""
+
+    warnings: tuple[ParseWarning, ...] = ()

@@ -258,12 +258,12 @@ def _parse_ibstat(lines: list[Line]) -> RDMADevices:
                 continue
             device.ports.append(port)
             continue
+        if line.strip().startswith(("ibpanic:", "ibwarn:", "ibstat:")):
+            warnings.append(ParseWarning(f"ibstat reported: {line.strip()[:100]}", number))
+            continue
         pair = _KEY_VALUE.match(line)
         if pair is None or device is None:
-            if line.strip().startswith("ibpanic:") or line.strip().startswith("ibwarn:"):
-                warnings.append(ParseWarning(f"ibstat reported: {line.strip()[:100]}", number))
-            else:
-                warnings.append(ParseWarning(f"unrecognised line not read: {line.strip()[:80]!r}", number))
+            warnings.append(ParseWarning(f"unrecognised line not read: {line.strip()[:80]!r}", number))
             continue
         (port.values if port is not None else device.values)[pair.group(1)] = pair.group(2)
     if not drafts:

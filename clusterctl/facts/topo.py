@@ -224,7 +224,8 @@ def _rows_named(rows: list[_Row]) -> str:
     """``row GPU0 (line 2)`` or ``rows GPU0..NIC7 (lines 2-17)``."""
     if len(rows) == 1:
         return f"row {rows[0].label} (line {rows[0].line.number})"
-    return f"rows {_names([r.label for r in rows])} ({len(rows)} rows, lines {rows[0].line.number}-{rows[-1].line.number})"
+    first, last = rows[0].line.number, rows[-1].line.number
+    return f"rows {_names([r.label for r in rows])} ({len(rows)} rows, lines {first}-{last})"
 
 
 class _Reader:

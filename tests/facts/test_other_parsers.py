@@ -227,9 +227,11 @@ def test_ibdev2netdev_verbose_and_ip_merge() -> None:
         "       valid_lft forever preferred_lft forever\n"
     )
     assert merge_ipv4((device,), addresses)[0].ipv4 == ("10.0.0.5",)
+    mixed = parse_ibdev2netdev("mlx5_0 port 1 ==> ib0 (Up)\nibdev2netdev: command not found\n")
+    assert [d.name for d in mixed] == ["ib0"] and [w.line for w in mixed.warnings] == [2]
     with pytest.raises(ParseError) as error:
-        parse_ibdev2netdev("mlx5_0 port 1 ==> ib0 (Up)\nibdev2netdev: command not found\n")
-    assert error.value.line == 2
+        parse_ibdev2netdev("ibdev2netdev: command not found\n")
+    assert error.value.line == 1
 
 
 def test_survey_runs_topology_first() -> None:
