@@ -256,7 +256,8 @@ class _Reader:
         self._note_missing(header, labels, rows, nic_names, legend_seen, cells)
         devices = self._devices(header, rows, labels, nic_names)
         links = tuple(_link(a, b, cells[(a, b)]) for a in labels for b in labels if (a, b) in cells)
-        return TopoMatrix(devices=tuple(devices), links=links, legend=tuple(legend), warnings=tuple(self.warnings))
+        ordered = sorted(self.warnings, key=lambda w: (w.line is None, w.line or 0))
+        return TopoMatrix(devices=tuple(devices), links=links, legend=tuple(legend), warnings=tuple(ordered))
 
     def _rows(self, header: _Header, start: int) -> tuple[dict[str, _Row], int]:
         known = set(header.labels)
