@@ -12,7 +12,6 @@ is the same code as apply, stopped before the host is touched).
 from __future__ import annotations
 
 import difflib
-import shlex
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from clusterctl.secret import Secret, mask_text
+from clusterctl.transport.base import TransportError
 
 if TYPE_CHECKING:
     from clusterctl.transport.base import CommandResult, Transport
@@ -203,19 +203,23 @@ class Gate:
             if not record.applied or not record.changed:
                 continue
             if change.kind is ChangeKind.WRITE_FILE and change.path is not None:
-                path = shlex.quote(change.path)
-                if record.backup_path:
-                    line = f"cp -p {shlex.quote(record.backup_path)} {path}"
-                    done.append(f"restored {change.path} from {record.backup_path}")
-                elif change.current is None:
-                    line = f"rm -f {path}"
-                    done.append(f"removed {change.path} (it was new)")
-                else:
-                    done.append(f"cannot restore {change.path}: no backup was kept")
-                    continue
-                result = transport.run(line, sudo=change.sudo)
-                if not result.ok:
-                    done[-1] = f"failed to undo {change.path}: {result.stderr_tail(2)}"
+                # Through the transport's own file primitives, so undo works the same on every
+                # transport (ssh, local, mock) and restores the mode with the content.
+                try:
+                    if record.backup_path:
+                        saved = transport.get(record.backup_path, sudo=change.sudo)
+                        if saved is None:
+                            done.append(f"cannot restore {change.path}: backup {record.backup_path} is gone")
+                            continue
+                        transport.put(change.path, saved, mode=change.mode, sudo=change.sudo, backup=False)
+                        done.append(f"restored {change.path} from {record.backup_path}")
+                    elif change.current is None:
+                        transport.remove(change.path, sudo=change.sudo)
+                        done.append(f"removed {change.path} (it was new)")
+                    else:
+                        done.append(f"cannot restore {change.path}: no backup was kept")
+                except TransportError as exc:
+                    done.append(f"failed to undo {change.path}: {exc.message}")
             elif change.undo_command:
                 result = transport.run(change.undo_command, sudo=change.sudo, timeout=change.timeout_s)
                 done.append(mask_text(f"undid '{change.summary}'" if result.ok else

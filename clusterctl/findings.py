@@ -14,11 +14,20 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from clusterctl.plain_json import to_plain
+
 
 class Severity(str, Enum):
     ERROR = "error"
     WARNING = "warning"
     INFO = "info"
+
+    def __str__(self) -> str:
+        # "error", not "Severity.ERROR", wherever a severity lands in text (f-strings, logs).
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
 
     @property
     def rank(self) -> int:
@@ -58,6 +67,13 @@ class Finding:
     def sort_key(self) -> tuple[int, str, int, str, str]:
         return (self.severity.rank, self.file or self.host or "", self.line or 0, self.code, self.message)
 
+    @property
+    def label(self) -> str:
+        """``where`` plus the subject when the finding is about a file (the variable on that line)."""
+        if self.file and self.subject:
+            return f"{self.where} {self.subject}"
+        return self.where
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"severity": self.severity.value, "code": self.code, "message": self.message}
         for key in ("host", "subject", "file", "line"):
@@ -67,8 +83,23 @@ class Finding:
         if self.fix:
             data["fix"] = self.fix
         if self.evidence:
-            data["evidence"] = dict(self.evidence)
+            data["evidence"] = to_plain(self.evidence)
         return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Finding:
+        """Read back what ``to_json`` wrote (``hint`` is accepted for ``fix``: survey schema version 1)."""
+        return cls(
+            Severity(data["severity"]), str(data["code"]), str(data["message"]), host=data.get("host"),
+            subject=data.get("subject"), file=data.get("file"), line=data.get("line"),
+            fix=str(data.get("fix", data.get("hint", "")) or ""), evidence=dict(data.get("evidence") or {}),
+        )
+
+
+#: The version of the one JSON shape of a finding (``Finding.to_json``), for payloads that carry findings.
+#: Version 1 was each command's own shape (survey ``hint``, bench kebab-case codes, lint ``variable``).
+FINDINGS_SCHEMA_VERSION = 2
+
 
 
 def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
@@ -77,3 +108,17 @@ def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
 
 def has_errors(findings: Iterable[Finding]) -> bool:
     return any(f.severity is Severity.ERROR for f in findings)
+
+
+def count_by_severity(findings: Iterable[Finding]) -> dict[str, int]:
+    """``{"error": n, "warning": n, "info": n}``, every severity present."""
+    counts = {s.value: 0 for s in Severity}
+    for f in findings:
+        counts[f.severity.value] += 1
+    return counts
+
+
+def fails(findings: Iterable[Finding], *, strict: bool = False) -> bool:
+    """Whether these findings make a command exit 1: any error, or with ``strict`` any warning too."""
+    worst = {Severity.ERROR, Severity.WARNING} if strict else {Severity.ERROR}
+    return any(f.severity in worst for f in findings)

@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from clusterctl.errors import UsageError
-from clusterctl.survey.findings import Finding, Severity
+from clusterctl.findings import Finding
 
-SCHEMA_VERSION = 1
+#: Written by this clusterctl. 2: findings in the one shape of ``Finding.to_json`` (``fix``, was ``hint``).
+SCHEMA_VERSION = 2
+#: Read by this clusterctl: version 1 files differ only in the findings' ``hint`` key.
+READABLE_VERSIONS = (1, 2)
 REPORT_KIND = "clusterctl.survey"
 SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "survey.schema.json"
 
@@ -98,11 +101,6 @@ class SavedSurvey:
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
 
 
-def _finding_from_json(data: dict[str, Any]) -> Finding:
-    return Finding(Severity(data["severity"]), data["code"], data["host"], data["message"],
-                   dict(data.get("evidence") or {}), data.get("hint", ""))
-
-
 def _host_from_json(data: dict[str, Any]) -> SavedHost:
     return SavedHost(
         name=data["host"],
@@ -121,7 +119,7 @@ def _host_from_json(data: dict[str, Any]) -> SavedHost:
             for n in data.get("nics", [])
         ),
         stack=data.get("stack"),
-        findings=tuple(_finding_from_json(f) for f in data.get("findings", [])),
+        findings=tuple(Finding.from_json(f) for f in data.get("findings", [])),
     )
 
 
@@ -142,9 +140,10 @@ def load_saved_survey(path: str | Path) -> SavedSurvey:
         raise UsageError(f"not JSON: {exc.msg}", file=where, line=exc.lineno) from exc
     if not isinstance(data, dict) or data.get("kind") != REPORT_KIND:
         raise UsageError("not a clusterctl survey report (run clusterctl survey --save FILE)", file=where)
-    if data.get("schema_version") != SCHEMA_VERSION:
+    if data.get("schema_version") not in READABLE_VERSIONS:
         raise UsageError(
-            f"survey schema version {data.get('schema_version')!r}; this clusterctl reads version {SCHEMA_VERSION}",
+            f"survey schema version {data.get('schema_version')!r}; this clusterctl reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}",
             file=where, hint="Run the survey again with this clusterctl.",
         )
     try:
@@ -153,5 +152,5 @@ def load_saved_survey(path: str | Path) -> SavedSurvey:
         raise UsageError(exc.message, file=where) from exc
     hosts = {h["host"]: _host_from_json(h) for h in data["hosts"]}
     return SavedSurvey(data["generated_at"], data.get("inventory"), hosts,
-                       tuple(_finding_from_json(f) for f in data["findings"]), data)
+                       tuple(Finding.from_json(f) for f in data["findings"]), data)
 

@@ -7,12 +7,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from clusterctl.bench.judge import is_slow, judge_link
-from clusterctl.bench.model import Finding, HcaInfo, LinkResult, Matrix, build_matrix
+from clusterctl.bench.model import HcaInfo, LinkResult, Matrix, bench_finding, build_matrix
 from clusterctl.bench.perftest_rounds import IBOptions, PlannedTest, plan_tests, run_rounds
 from clusterctl.bench.schedule import Round, plan_rounds
 from clusterctl.bench.straggler import Diagnosis, Edge, find_straggler, localise
 from clusterctl.errors import UsageError
 from clusterctl.fanout import Runner
+from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Host
 
 
@@ -35,7 +36,7 @@ class IBBenchReport:
 
     @property
     def failed(self) -> bool:
-        return any(f.severity == "error" for f in self.findings)
+        return any(f.severity is Severity.ERROR for f in self.findings)
 
 
 def _edges(results: Sequence[LinkResult], hosts: Mapping[str, Host], *, by_hca: bool) -> list[Edge]:
@@ -51,9 +52,9 @@ def _findings(
     results: Sequence[LinkResult], hosts: Mapping[str, Host], diagnoses: Sequence[Diagnosis]
 ) -> list[Finding]:
     findings = [f for r in results for f in judge_link(r, hosts[r.server])]
-    severity = {"slow-host": "error", "slow-hca": "error", "bad-link": "error", "slow-rack-uplink": "error",
-                "inconclusive": "warning"}
-    findings.extend(Finding(severity[d.kind], d.kind, d.subject, d.explanation) for d in diagnoses)
+    findings.extend(bench_finding(Severity.WARNING if d.kind == "inconclusive" else Severity.ERROR,
+                                  d.kind.upper().replace("-", "_"), d.subject, d.explanation,
+                                  about_kind="host" if d.kind == "slow-host" else "subject") for d in diagnoses)
     return findings
 
 

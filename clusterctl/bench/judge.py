@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from clusterctl.bench.model import Finding, HcaInfo, LinkResult
+from clusterctl.bench.model import HcaInfo, LinkResult, bench_finding
+from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Host
 
 
@@ -39,14 +40,13 @@ def annotate(result: LinkResult, server: Host, client: Host, server_hca: HcaInfo
 def judge_link(result: LinkResult, server: Host) -> list[Finding]:
     subject = f"{result.server}/{result.server_hca} <-> {result.client}/{result.client_hca}"
     if result.error is not None:
-        return [Finding("error", "link-failed", subject, f"{result.test} failed: {result.error}")]
+        return [bench_finding(Severity.ERROR, "LINK_FAILED", subject, f"{result.test} failed: {result.error}")]
     findings: list[Finding] = []
     if result.gbps is not None and result.expected_gbps and result.min_fraction is not None:
         need = result.expected_gbps * result.min_fraction
         where = {True: "within a rack", False: "across racks", None: "(racks unknown)"}[result.same_rack]
         if result.gbps < need:
-            findings.append(Finding(
-                "error", "link-slow", subject,
+            findings.append(bench_finding(Severity.ERROR, "LINK_SLOW", subject,
                 f"{result.gbps:.1f} Gb/s is {result.gbps / result.expected_gbps:.0%} of the "
                 f"{result.expected_gbps:g} Gb/s line rate; a link {where} must reach "
                 f"{result.min_fraction:.0%} ({need:.1f} Gb/s)",
@@ -54,12 +54,10 @@ def judge_link(result: LinkResult, server: Host) -> list[Finding]:
     if result.latency_us is not None:
         fabric = server.fabric
         if result.latency_us > fabric.latency_error_us:
-            findings.append(Finding(
-                "error", "latency-high", subject,
+            findings.append(bench_finding(Severity.ERROR, "LATENCY_HIGH", subject,
                 f"typical latency {result.latency_us:.2f} us is above {fabric.latency_error_us:g} us"))
         elif result.latency_us > fabric.latency_warn_us:
-            findings.append(Finding(
-                "warning", "latency-high", subject,
+            findings.append(bench_finding(Severity.WARNING, "LATENCY_HIGH", subject,
                 f"typical latency {result.latency_us:.2f} us is above {fabric.latency_warn_us:g} us"))
     return findings
 

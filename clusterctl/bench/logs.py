@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clusterctl.bench.model import Finding
+from clusterctl.bench.model import bench_finding
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.nccltests import parse_nccl_tests
 from clusterctl.facts.perftest import PerftestResult, parse_perftest
+from clusterctl.findings import Finding, Severity
 
 _NCCL_MARKERS = re.compile(r"Avg bus bandwidth|#\s+size\s+count\s+type|\bnThread\s+\d+\s+nGpus|_perf\b")
 
@@ -46,7 +47,7 @@ def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fra
         nccl = parse_nccl_tests(text)
         failure = nccl.failure()
         if failure:
-            findings.append(Finding("error", "nccl-failed", name, failure))
+            findings.append(bench_finding(Severity.ERROR, "NCCL_FAILED", name, failure, about_kind="file"))
         record: dict[str, Any] = {
             "tool": "nccl-tests", "test": nccl.test, "hosts": list(nccl.hosts), "n_gpus": nccl.n_gpus,
             "rows": [{"size_bytes": r.size_bytes, "type": r.type, "redop": r.redop,
@@ -58,22 +59,23 @@ def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fra
         return LogReport(name, record, tuple(findings))
     result = parse_perftest(text)
     if result.errors:
-        findings.append(Finding("error", "perftest-failed", name, result.errors[0]))
+        findings.append(bench_finding(Severity.ERROR, "PERFTEST_FAILED", name, result.errors[0], about_kind="file"))
     elif not result.ok and result.side != "server":
-        findings.append(Finding("error", "perftest-failed", name, "no result table in the output"))
+        findings.append(bench_finding(Severity.ERROR, "PERFTEST_FAILED", name, "no result table in the output",
+                                      about_kind="file"))
     if rate_gbps and result.peak_gbps is not None:
         expected = rate_gbps * (2 if result.bidirectional else 1)
         if result.peak_gbps < expected * min_fraction:
-            findings.append(Finding("error", "link-slow", name,
+            findings.append(bench_finding(Severity.ERROR, "LINK_SLOW", name,
                                     f"peak {result.peak_gbps:.1f} Gb/s is {result.peak_gbps / expected:.0%} of "
-                                    f"{expected:g} Gb/s (needs {min_fraction:.0%})"))
+                                    f"{expected:g} Gb/s (needs {min_fraction:.0%})", about_kind="file"))
     typical = result.typical_latency_us
     if typical is not None and typical > latency_error_us:
-        findings.append(Finding("error", "latency-high", name,
-                                f"typical latency {typical} us > {latency_error_us} us"))
+        findings.append(bench_finding(Severity.ERROR, "LATENCY_HIGH", name,
+                                f"typical latency {typical} us > {latency_error_us} us", about_kind="file"))
     elif typical is not None and typical > latency_warn_us:
-        findings.append(Finding("warning", "latency-high", name,
-                                f"typical latency {typical} us > {latency_warn_us} us"))
+        findings.append(bench_finding(Severity.WARNING, "LATENCY_HIGH", name,
+                                f"typical latency {typical} us > {latency_warn_us} us", about_kind="file"))
     return LogReport(name, _perftest_record(result), tuple(findings))
 
 

@@ -1,21 +1,22 @@
-"""Data the bench commands produce: link results, findings, matrices. Plain frozen dataclasses."""
+"""Data the bench commands produce: link results, findings (``clusterctl.findings.Finding``), matrices."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
+from clusterctl.findings import Finding, Severity
+
+SEVERITIES: tuple[str, ...] = tuple(s.value for s in Severity)
 
 
-@dataclass(frozen=True)
-class Finding:
-    #: ``error``, ``warning`` or ``info``.
-    severity: str
-    #: Stable short code: ``link-slow``, ``slow-host``, ``bad-link``, ``slow-rack-uplink``...
-    code: str
-    #: What it is about: a host, ``host/hca``, ``a <-> b`` or a rack.
-    subject: str
-    message: str
+def bench_finding(severity: Severity, code: str, about: str, message: str, *, about_kind: str = "subject") -> Finding:
+    """A bench finding about ``about``: a link ``a/hca <-> b/hca``, a rack, ``host/hca`` (``subject``),
+    a host (``about_kind="host"``) or a log file (``about_kind="file"``)."""
+    if about_kind == "host":
+        return Finding(severity, code, message, host=about)
+    if about_kind == "file":
+        return Finding(severity, code, message, file=about)
+    return Finding(severity, code, message, subject=about)
 
 
 @dataclass(frozen=True)

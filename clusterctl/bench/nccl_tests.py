@@ -14,10 +14,11 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from clusterctl.bench.model import Finding
+from clusterctl.bench.model import bench_finding
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.nccltests import NcclTestResult, parse_nccl_tests
 from clusterctl.fanout import Runner
+from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Host
 from clusterctl.transport.base import Transport
 
@@ -54,7 +55,7 @@ class NcclRun:
 
     @property
     def failed(self) -> bool:
-        return any(f.severity == "error" for f in self.findings)
+        return any(f.severity is Severity.ERROR for f in self.findings)
 
 
 def binary(op: str, binary_dir: str | None = None) -> str:
@@ -167,8 +168,12 @@ def _run_multi(runner: Runner, hosts: Sequence[Host], op: str, env: dict[str, st
     (outcome,) = fleet.outcomes
     run = outcome.value or NcclHostRun(launcher.name, "", "", None,
                                        outcome.failure.describe() if outcome.failure else "no result")
-    findings = [Finding("error", "nccl-failed", run.host, run.error)] if run.error else []
+    findings = [nccl_failed(run.host, run.error)] if run.error else []
     return NcclRun(op, (run,), tuple(findings), run.busbw_gbs, env)
+
+
+def nccl_failed(host: str, error: str) -> Finding:
+    return bench_finding(Severity.ERROR, "NCCL_FAILED", host, error, about_kind="host")
 
 
 def expected_peak(result: NcclTestResult | None, op: str) -> tuple[float, str] | None:
@@ -184,7 +189,7 @@ def expected_peak(result: NcclTestResult | None, op: str) -> tuple[float, str] |
 
 def judge_nccl(runs: Sequence[NcclHostRun], op: str, expected: Mapping[str, object] | None = None
                ) -> tuple[list[Finding], float | None]:
-    findings = [Finding("error", "nccl-failed", r.host, r.error) for r in runs if r.error]
+    findings = [nccl_failed(r.host, r.error) for r in runs if r.error]
     values = {r.host: r.busbw_gbs for r in runs if r.busbw_gbs is not None}
     median = statistics.median(values.values()) if values else None
     if median is not None and len(values) >= 3:
@@ -195,21 +200,21 @@ def judge_nccl(runs: Sequence[NcclHostRun], op: str, expected: Mapping[str, obje
         for host, value in sorted(values.items()):
             z = (median - value) / sd
             if z > 3:
-                severity = "error"
+                severity = Severity.ERROR
             elif z > 2:
-                severity = "warning"
+                severity = Severity.WARNING
             else:
                 continue
-            findings.append(Finding(severity, "nccl-outlier", host,
+            findings.append(bench_finding(severity, "NCCL_OUTLIER", host,
                                     f"{op} bus bandwidth {value:.1f} GB/s is {z:.1f} robust SD below the "
-                                    f"fleet median {median:.1f} GB/s"))
+                                    f"fleet median {median:.1f} GB/s", about_kind="host"))
     for r in runs:
         if r.busbw_gbs is None:
             continue
         override = (expected or {}).get(r.host)
         peak = (float(str(override)), "the inventory") if override else expected_peak(r.result, op)
         if peak and r.busbw_gbs < PEAK_FRACTION * peak[0]:
-            findings.append(Finding("warning", "nccl-below-peak", r.host,
+            findings.append(bench_finding(Severity.WARNING, "NCCL_BELOW_PEAK", r.host,
                                     f"{op} bus bandwidth {r.busbw_gbs:.1f} GB/s is below {PEAK_FRACTION:.0%} of "
-                                    f"the ~{peak[0]:g} GB/s expected for {peak[1]}"))
+                                    f"the ~{peak[0]:g} GB/s expected for {peak[1]}", about_kind="host"))
     return findings, median

@@ -6,12 +6,14 @@ from dataclasses import asdict
 from typing import Any
 
 from clusterctl.bench.ib_bench import IBBenchReport
-from clusterctl.bench.model import Finding, LinkResult
+from clusterctl.bench.model import LinkResult
 from clusterctl.bench.nccl_tests import NcclRun
+from clusterctl.findings import FINDINGS_SCHEMA_VERSION, Finding
 
 
-def finding_record(f: Finding) -> dict[str, str]:
-    return asdict(f)
+def finding_record(f: Finding) -> dict[str, Any]:
+    """The one JSON shape of a finding (``Finding.to_json``)."""
+    return f.to_json()
 
 
 def link_record(r: LinkResult) -> dict[str, Any]:
@@ -27,6 +29,7 @@ def ib_payload(report: IBBenchReport, *, by_hca: bool = False) -> dict[str, Any]
     matrix = report.matrix(by_hca=by_hca)
     return {
         "kind": "bench-ib",
+        "schema_version": FINDINGS_SCHEMA_VERSION,
         "test": report.test,
         "pattern": report.pattern,
         "rounds_used": report.rounds_used,
@@ -59,6 +62,7 @@ def dry_run_payload(report: IBBenchReport) -> dict[str, Any]:
 def nccl_payload(run: NcclRun) -> dict[str, Any]:
     return {
         "kind": "bench-nccl",
+        "schema_version": FINDINGS_SCHEMA_VERSION,
         "op": run.op,
         "env": run.env,
         "median_busbw_gbs": run.median_busbw_gbs,

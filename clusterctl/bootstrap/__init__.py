@@ -1,1 +1,55 @@
-"""``clusterctl bootstrap``: Kubernetes with kubeadm on containerd with the NVIDIA runtime, in phases."""
+"""``clusterctl bootstrap``: Kubernetes with kubeadm on containerd with the NVIDIA runtime, in phases.
+
+How the pieces fit
+------------------
+* ``phase.Phase``: one step (check -> findings -> plan -> apply through the gate -> verify ->
+  rollback). ``phase.PhaseContext``: what a phase sees (host, transport, inventory, ``shared``,
+  ``options``).
+* ``registry``: the ordered list of phases (node phases 100-199, cluster phases 200-299, final
+  checks 300-399; on-demand phases such as reset with ``default=False``).
+* ``engine.run_bootstrap``: runs the phases across hosts through the fan-out ``Runner``; takes
+  the per-host lock (``lock``), keeps progress for ``--resume`` (``progress``), and returns a
+  ``BootstrapReport`` (per host and phase: ok / changed / failed / skipped, changes, findings,
+  rollback lines; per phase: counts and time).
+* ``run.run``: what the CLI calls (chooses phases, sets up progress); ``run.write_plan_files``
+  for ``bootstrap plan --out DIR``.
+
+How to add a phase
+------------------
+1. Write a module under ``clusterctl/bootstrap/phases/`` with a ``Phase[State]`` subclass::
+
+       class Network(Phase[NetState]):
+           name = "network"                      # kebab-case, unique: `bootstrap phase network`
+           description = "the CNI, from templates/bootstrap/..."
+           once_per_cluster = True               # optional: run on one host for the cluster
+           serial = False                        # optional: one host at a time
+           timeout_s = 900.0                     # optional: per host, larger than --timeout
+
+           def applies_to(self, ctx): return "control-plane" in ctx.host.roles   # no transport here
+           def check(self, ctx) -> NetState: ...  # read facts (command + pure parser); change nothing
+           def findings(self, ctx, state): ...    # error-level findings stop this host
+           def plan(self, ctx, state) -> list[Change]: ...   # [] = nothing to do (a first-class answer)
+           def verify(self, ctx) -> list[Finding]: ...       # read again after apply; errors roll back
+           def rollback(self, ctx, gate, records): ...       # default: gate.undo (backups, undo commands)
+
+   ``plan`` must be the same code path for plan, dry-run and apply: never ``if dry_run``.
+   In plan mode a phase's ``check`` sees the host as it is *before* the earlier phases' planned
+   changes, so it must plan sensibly from the inventory when a tool is not installed yet.
+2. End the module with ``register(Network(), order=210)`` and add the module's dotted name to
+   ``registry.PHASE_MODULES``.
+3. Data for later phases goes in ``ctx.shared`` (one dict per run, shared by all hosts and
+   phases; keys namespaced like ``"control-plane.join"``). Put secrets in it as
+   ``clusterctl.secret.Secret`` and hand them to hosts only through ``Change.stdin_secret`` or a
+   file of mode 0600: the engine masks them everywhere it prints or saves. ``shared`` is not
+   kept across runs (the progress file never holds values), so a phase that reads a value
+   another phase produced must recreate it when absent (e.g. ``kubeadm token create`` on
+   ``--resume``), or fail with a clear message.
+4. Cross-host checks (two hosts with one hostname) go in ``fleet_findings(states)``, asked once
+   after every host's ``check`` (meant for read-only phases).
+5. Tests: a phase against ``MockTransport`` profiles or the simulated hosts; plan twice, apply,
+   apply again and assert the second apply reports ``ok`` with no changes.
+
+Who writes what on a node (containerd and the NVIDIA toolkit)
+-------------------------------------------------------------
+See ``phases/containerd.py`` and ``phases/nvidia_runtime.py``.
+"""

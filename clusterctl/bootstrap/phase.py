@@ -49,9 +49,21 @@ class Phase(ABC, Generic[State]):
     description: ClassVar[str]
     #: Read-only phases (preflight) have nothing to plan and never take the host lock for writing.
     read_only: ClassVar[bool] = False
+    #: Run on one host for the whole cluster (the first host ``applies_to`` accepts, in
+    #: inventory order: e.g. ``kubeadm init`` on the first control-plane host), not on each.
+    once_per_cluster: ClassVar[bool] = False
+    #: Run on one host at a time, in inventory order (control-plane joins grow etcd one by one).
+    serial: ClassVar[bool] = False
+    #: Seconds a host may spend in this phase (package installs take minutes); the engine
+    #: uses the larger of this and ``--timeout``.
+    timeout_s: ClassVar[float] = 600.0
 
     def applies_to(self, ctx: PhaseContext) -> bool:
-        """Whether this phase concerns the host at all (e.g. control-plane hosts only)."""
+        """Whether this phase concerns the host at all (e.g. control-plane hosts only).
+
+        Decided from ``ctx.host``, ``ctx.inventory`` and ``ctx.options`` only: the engine asks
+        before it connects, so ``ctx.transport`` must not be used here.
+        """
         return True
 
     @abstractmethod
@@ -76,4 +88,13 @@ class Phase(ABC, Generic[State]):
 
     def findings(self, ctx: PhaseContext, state: State) -> list[Finding]:
         """Problems seen in ``check`` that block or deserve a word (preflight's whole job)."""
+        return []
+
+    def fleet_findings(self, states: Mapping[str, State]) -> list[Finding]:
+        """Problems only visible across hosts (two hosts with one hostname), from every host's state.
+
+        Asked once after all hosts ran the phase. An error-level finding that names a host fails
+        that host for this phase. Meant for read-only phases (preflight): by the time it is
+        asked, a changing phase has already applied its changes.
+        """
         return []

@@ -48,6 +48,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "clusterctl.cli.nccl_cmd",
     "clusterctl.cli.tune_cmd",
     "clusterctl.cli.bench_cmd",
+    "clusterctl.cli.bootstrap_cmd",
 )
 
 #: Global options: name -> takes a value. Used to let users put them after the command.

@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
-from clusterctl.errors import ExitCode, UsageError
+from clusterctl.cli.findings_view import exit_for, print_findings
+from clusterctl.errors import UsageError
 
 if TYPE_CHECKING:
     from clusterctl.bench.ib_bench import IBBenchReport
-    from clusterctl.bench.model import Finding, Matrix
+    from clusterctl.bench.model import Matrix
 
 bench_app = typer.Typer(
     name="bench",
@@ -23,18 +24,6 @@ bench_app = typer.Typer(
 
 def register(app: typer.Typer) -> None:
     app.add_typer(bench_app, name="bench")
-
-
-def _print_findings(app: AppContext, findings: list[Finding]) -> None:
-    from clusterctl.cli.output import SEVERITY_STYLE
-
-    if not findings:
-        app.console.print("[green]no findings[/]", markup=True)
-        return
-    for f in findings:
-        style = SEVERITY_STYLE.get(f.severity, "")
-        app.console.print(f"[{style}]{f.severity:<7}[/] [bold]{f.subject}[/]: {f.message}", markup=True,
-                          highlight=False, soft_wrap=True)
 
 
 def _matrix_table(app: AppContext, matrix: Matrix, good: float | None) -> None:
@@ -176,12 +165,11 @@ def ib_command(
         _matrix_table(app, matrix, good)
         if find_straggler:
             app.console.print(f"rounds used: {report.rounds_used} (all pairs would take {report.all_pairs_rounds})")
-        _print_findings(app, list(report.findings))
+        print_findings(app.console, list(report.findings))
         app.err_console.print(f"results: {folder}", highlight=False)
 
     app.emit({**payload, "results_dir": str(folder)}, table)
-    if report.failed:
-        raise typer.Exit(ExitCode.FAILED)
+    exit_for(report.findings)
 
 
 def _good_value(report: IBBenchReport) -> float | None:
@@ -269,12 +257,11 @@ def nccl_command(
             t.add_row(r.host, f"{r.busbw_gbs:.1f}" if r.busbw_gbs is not None else "-",
                       f"{avg:.2f}" if avg is not None else "-", r.error or "ok")
         app.console.print(t)
-        _print_findings(app, list(run.findings))
+        print_findings(app.console, list(run.findings))
         app.err_console.print(f"results: {folder}", highlight=False)
 
     app.emit({**payload, "results_dir": str(folder)}, table)
-    if run.failed:
-        raise typer.Exit(ExitCode.FAILED)
+    exit_for(run.findings)
 
 
 @bench_app.command("report", help="""Parse saved nccl-tests and perftest logs (client or server side).
@@ -294,10 +281,12 @@ def report_command(
 ) -> None:
     from clusterctl.bench.logs import report_files
     from clusterctl.bench.payload import finding_record
+    from clusterctl.findings import FINDINGS_SCHEMA_VERSION
 
     app = app_context(ctx)
     reports = report_files(files, rate_gbps=rate_gbps, min_fraction=min_fraction)
-    payload = {"files": [{"file": r.file, **r.record, "findings": [finding_record(f) for f in r.findings]}
+    payload = {"schema_version": FINDINGS_SCHEMA_VERSION,
+               "files": [{"file": r.file, **r.record, "findings": [finding_record(f) for f in r.findings]}
                          for r in reports]}
 
     def table() -> None:
@@ -308,11 +297,10 @@ def report_command(
             text = f"{figure} {unit}" if figure is not None else "no figure"
             app.console.print(f"[bold]{r.file}[/]: {rec['tool']} {rec.get('test') or ''} - {text}", markup=True,
                               highlight=False)
-        _print_findings(app, [f for r in reports for f in r.findings])
+        print_findings(app.console, [f for r in reports for f in r.findings])
 
     app.emit(payload, table)
-    if any(f.severity == "error" for r in reports for f in r.findings):
-        raise typer.Exit(ExitCode.FAILED)
+    exit_for([f for r in reports for f in r.findings])
 
 
 @bench_app.command("compare", help="""What got faster or slower between two bench runs (results folders).

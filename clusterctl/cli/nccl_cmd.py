@@ -7,11 +7,10 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.errors import ExitCode, UsageError
+from clusterctl.errors import UsageError
 
 if TYPE_CHECKING:
-    from clusterctl.cli.context import AppContext
-    from clusterctl.nccl.lint import Finding
+    pass
 
 nccl_app = typer.Typer(
     name="nccl",
@@ -57,6 +56,8 @@ def lint_command(
     fabric: Optional[str] = typer.Option(None, "--fabric", metavar="ib|roce|ethernet", help="Inter-host fabric."),  # noqa: UP045
     strict: bool = typer.Option(False, "--strict", help="Exit 1 on warnings too."),
 ) -> None:
+    from clusterctl.cli.findings_view import exit_for, print_findings, summary_line
+    from clusterctl.findings import FINDINGS_SCHEMA_VERSION
     from clusterctl.nccl.lint import FABRICS, lint_settings, summarise
     from clusterctl.nccl.sources import FORMATS, read_settings
 
@@ -97,33 +98,16 @@ def lint_command(
                              gpu_nic_links=gpu_nic_links)
     counts = summarise(findings)
     payload = {
-        "findings": findings,
+        "schema_version": FINDINGS_SCHEMA_VERSION,
+        "findings": [f.to_json() for f in findings],
         "summary": {**counts, "settings": len(settings), "files": files, "nccl_version": nccl_version,
                     "fabric": fabric},
     }
-    app.emit(payload, lambda: _print_table(app, findings, counts, len(settings)))
-    if counts["error"] or (strict and counts["warning"]):
-        raise typer.Exit(int(ExitCode.FAILED))
 
+    def human() -> None:
+        print_findings(app.console, findings, empty="No problems found.")
+        app.console.print(f"{len(settings)} NCCL setting(s) checked: {summary_line(findings)}", markup=False,
+                          highlight=False)
 
-def _print_table(app: AppContext, findings: list[Finding], counts: dict[str, int], n_settings: int) -> None:
-    from rich.table import Table
-
-    from clusterctl.cli.output import SEVERITY_STYLE
-
-    by_file: dict[str, list[Finding]] = {}
-    for f in findings:
-        by_file.setdefault(f.file, []).append(f)
-    for file, group in by_file.items():
-        table = Table(title=file, title_justify="left", show_lines=False, expand=False)
-        for column in ("line", "severity", "code", "variable", "message", "fix"):
-            table.add_column(column, overflow="fold")
-        for f in group:
-            style = SEVERITY_STYLE.get(f.severity, "")
-            table.add_row(str(f.line), f"[{style}]{f.severity}[/]" if style else f.severity, f.code, f.variable,
-                          f.message, f.fix)
-        app.console.print(table)
-    app.console.print(
-        f"{n_settings} NCCL setting(s) checked: {counts['error']} error(s), {counts['warning']} warning(s), "
-        f"{counts['info']} info", markup=False, highlight=False,
-    )
+    app.emit(payload, human)
+    exit_for(findings, strict=strict)

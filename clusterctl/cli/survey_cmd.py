@@ -96,21 +96,30 @@ def _local_host(app: AppContext) -> Host:
 def finish(app: AppContext, report: SurveyReport, *, matrix: bool = False, save: str | None = None,
            graph: str | None = None) -> None:
     """Save, draw, print and set the exit code: shared by ``survey`` and ``topo show``."""
-    from clusterctl.survey.render import render_report
+    from clusterctl.cli.findings_view import print_findings
+    from clusterctl.survey.render import render_advice, render_fleet_table, render_matrix
     from clusterctl.survey.report import report_to_json
 
     payload = report_to_json(report)
     if save:
         _save(save, payload)
     if graph:
-        from clusterctl.survey.graph import write_graphs
+        from clusterctl.survey.graph import write_report_graphs
 
-        topologies = {h.name: h.state.topology for h in report.hosts if h.state.topology is not None}
-        for files in write_graphs(graph, topologies):
-            made = ", ".join(str(p) for p in (files.dot, *files.rendered))
-            app.err_console.print(f"graph {files.host}: {made}" + (f" ({files.note})" if files.note else ""),
-                                  markup=False, highlight=False)
-    app.emit(payload, lambda: render_report(app.console, report, matrix=matrix))
+        for files in write_report_graphs(graph, report):
+            app.err_console.print(files.describe(), markup=False, highlight=False)
+    def human() -> None:
+        render_fleet_table(app.console, report)
+        if matrix:
+            for host in report.hosts:
+                render_matrix(app.console, host)
+        app.console.print()
+        print_findings(app.console, report.findings)
+        if report.advice:
+            app.console.print()
+            render_advice(app.console, report.advice)
+
+    app.emit(payload, human)
     if not report.ok:
         raise typer.Exit(ExitCode.FAILED)
 

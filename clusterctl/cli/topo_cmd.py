@@ -35,8 +35,9 @@ def register(app: typer.Typer) -> None:
 FILE holds the output of 'nvidia-smi topo -m' (shell prompt and legend may be included);
 '-' reads it from standard input. A damaged paste (clipped by a narrow terminal, a row or the
 legend not pasted, cells run together) is read as far as it can be: what could not be read is
-listed first, with its line numbers, and is in -o json as the host's parse_warnings. Exits 1 when a finding is at error level (a GPU pair
-that lost its NVLink), 2 when the input cannot be read or parsed.
+listed first, with its line numbers, and is in -o json as the host's parse_warnings.
+Exits 1 when a finding is at error level (a GPU pair that lost its NVLink), 2 when the input
+cannot be read or parsed.
 """,
 )
 def show(
@@ -65,25 +66,17 @@ def show(
     if not text.strip():
         raise UsageError("empty input: expected the output of nvidia-smi topo -m", file=name)
 
-    from clusterctl.survey.render import (
-        render_advice,
-        render_findings,
-        render_host_summary,
-        render_matrix,
-        render_parse_warnings,
-    )
+    from clusterctl.cli.findings_view import print_findings
+    from clusterctl.survey.render import render_advice, render_host_summary, render_matrix, render_parse_warnings
     from clusterctl.survey.report import report_to_json
     from clusterctl.survey.run import topo_show_report
 
     report = topo_show_report(text, name=name, tp=tp, pp=pp)
     if graph:
-        from clusterctl.survey.graph import write_graphs
+        from clusterctl.survey.graph import write_report_graphs
 
-        topologies = {h.name: h.state.topology for h in report.hosts if h.state.topology is not None}
-        for files in write_graphs(graph, topologies):
-            made = ", ".join(str(p) for p in (files.dot, *files.rendered))
-            app.err_console.print(f"graph: {made}" + (f" ({files.note})" if files.note else ""),
-                                  markup=False, highlight=False)
+        for files in write_report_graphs(graph, report):
+            app.err_console.print(files.describe(), markup=False, highlight=False)
 
     def human() -> None:
         host = report.hosts[0]
@@ -94,7 +87,7 @@ def show(
         app.console.print()
         render_matrix(app.console, host)
         app.console.print()
-        render_findings(app.console, report.findings)
+        print_findings(app.console, report.findings)
         if report.advice:
             app.console.print()
             render_advice(app.console, report.advice)

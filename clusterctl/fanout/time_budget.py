@@ -44,3 +44,11 @@ class TimeBoxedTransport(Transport):
     def get(self, path: str, *, sudo: bool = False) -> bytes | None:
         self._left(None)
         return self.inner.get(path, sudo=sudo)
+
+    def create_exclusive(self, path: str, data: bytes, *, sudo: bool = False) -> bytes | None:
+        self._left(None)
+        return self.inner.create_exclusive(path, data, sudo=sudo)
+
+    def remove(self, path: str, *, sudo: bool = False) -> None:
+        self._left(None)
+        self.inner.remove(path, sudo=sudo)

@@ -87,6 +87,57 @@ class Host:
         return dict(self.labels)
 
 
+RuntimeMode = Literal["default", "runtimeclass"]
+RUNTIME_MODES: tuple[str, ...] = ("default", "runtimeclass")
+
+
+@dataclass(frozen=True)
+class AptRepo:
+    """One apt source for bootstrap's packages phase (deb822 ``.sources`` file on the host)."""
+
+    name: str
+    #: ``URIs:``; with ``bootstrap.mirror`` set, upstream hosts are rewritten to the mirror.
+    url: str
+    suites: tuple[str, ...] = ("/",)
+    components: tuple[str, ...] = ()
+    #: ASCII-armoured or binary OpenPGP key on the CONTROL machine, copied to the host.
+    key_file: str | None = None
+    #: Where the host fetches the key when no ``key_file`` is given (upstream default repos).
+    key_url: str | None = None
+
+
+@dataclass(frozen=True)
+class BootstrapConfig:
+    """What ``clusterctl bootstrap`` needs beyond the stack pin (inventory section ``bootstrap:``)."""
+
+    #: Replace the upstream repositories' hosts by this base URL (air-gapped sites).
+    mirror: str | None = None
+    #: Extra or replacement apt sources; empty: upstream defaults from the stack pin.
+    apt_repos: tuple[AptRepo, ...] = ()
+    #: Use only ``apt_repos`` (no upstream default repositories at all).
+    apt_repos_only: bool = False
+    #: NVIDIA Container Toolkit version to install and hold.
+    nvidia_container_toolkit: str = "1.20.0"
+    #: The containerd package: ``containerd.io`` (Docker's repository) or ``containerd`` (distribution).
+    containerd_package: str = "containerd.io"
+    #: ``default``: the nvidia runtime is containerd's default; ``runtimeclass``: pods ask for it.
+    runtime: RuntimeMode = "default"
+    #: Generate a CDI spec with ``nvidia-ctk cdi generate`` and enable CDI in containerd.
+    cdi: bool = False
+    pod_subnet: str = "10.244.0.0/16"
+    service_subnet: str = "10.96.0.0/12"
+    #: ``host:port`` of the API server load balancer; default: the first control-plane host.
+    control_plane_endpoint: str | None = None
+    #: Override of the pause image; default: the one the pinned kubeadm expects.
+    sandbox_image: str | None = None
+    #: Registry host -> mirror endpoints, written as ``certs.d/<host>/hosts.toml``.
+    registry_mirrors: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: Free space preflight wants under /var/lib (images, etcd, logs).
+    min_var_lib_gib: float = 20.0
+    #: Where ``file:line`` of the section is, for messages.
+    source: str | None = None
+
+
 @dataclass(frozen=True)
 class Inventory:
     name: str
@@ -96,6 +147,8 @@ class Inventory:
     source: str | None = None
     #: ``clusterctl`` or ``ansible-ini`` or ``ansible-yaml``.
     format: str = "clusterctl"
+    #: Settings of ``clusterctl bootstrap`` (defaults when the inventory has no ``bootstrap:``).
+    bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
 
     def host(self, name: str) -> Host:
         for h in self.hosts:

@@ -17,8 +17,9 @@ from typing import Any
 
 from clusterctl.errors import InventoryError
 from clusterctl.inventory import values
+from clusterctl.inventory.bootstrap_section import read_bootstrap
 from clusterctl.inventory.loader import read_inventory_text
-from clusterctl.inventory.model import Fabric, Host, Inventory, SSHOptions, StackPin
+from clusterctl.inventory.model import BootstrapConfig, Fabric, Host, Inventory, SSHOptions, StackPin
 from clusterctl.inventory.values import BadValue
 from clusterctl.inventory.yaml_tree import Mapping, Node, Scalar, Sequence, kind_of, parse_yaml, to_python
 
@@ -114,7 +115,11 @@ class _Reader:
             layers = [defaults, *(g.settings for g in member_of), host_def.settings]
             hosts.append(self.build_host(host_def, layers, tuple(g.name for g in member_of)))
         groups = {g.name: tuple(h.name for h in host_defs if h.name in g.members) for g in group_defs}
-        return Inventory(name=name, hosts=tuple(hosts), groups=groups, source=self.file, format="clusterctl")
+        bootstrap_entry = root.get("bootstrap")
+        bootstrap = (read_bootstrap(self, bootstrap_entry.value, "bootstrap") if bootstrap_entry
+                     else BootstrapConfig())
+        return Inventory(name=name, hosts=tuple(hosts), groups=groups, source=self.file, format="clusterctl",
+                         bootstrap=bootstrap)
 
     def hosts(self, node: Node) -> list[_HostDef]:
         defs: list[_HostDef] = []
@@ -483,4 +488,4 @@ HOST_FIELDS: dict[str, FieldReader] = {"address": _text("address"), **DEFAULT_FI
 
 GROUP_FIELDS: dict[str, None] = {"vars": None, "hosts": None}
 
-TOP_FIELDS: dict[str, None] = {"cluster": None, "defaults": None, "groups": None, "hosts": None}
+TOP_FIELDS: dict[str, None] = {"cluster": None, "defaults": None, "groups": None, "hosts": None, "bootstrap": None}

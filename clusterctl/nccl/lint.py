@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from clusterctl.findings import Finding, Severity, count_by_severity
 from clusterctl.nccl.grammar import normalise, strtoll
 from clusterctl.nccl.knowledge import SCOPE_READER, KnowledgeBase, VariableInfo, knowledge_base
 from clusterctl.nccl.sources import Setting
 from clusterctl.nccl.versions import NcclVersion, parse_version
 
-SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
+SEVERITIES: tuple[str, ...] = tuple(s.value for s in Severity)
 FABRICS: tuple[str, ...] = ("ib", "roce", "ethernet")
 #: Below this many channels a collective cannot spread over the NICs/NVLinks of a modern GPU host.
 LOW_CHANNEL_CAP = 4
@@ -20,17 +20,6 @@ GDR_LEVELS: dict[str, int] = {"LOC": 0, "PIX": 1, "PXB": 2, "PHB": 3, "NODE": 3,
 _GDR_LEGACY: dict[int, int] = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 4}
 #: NCCL_SOCKET_NTHREADS * NCCL_NSOCKS_PERTHREAD may not exceed this (env.rst).
 MAX_SOCKETS_PER_PEER = 64
-
-
-@dataclass(frozen=True)
-class Finding:
-    variable: str
-    code: str
-    severity: str
-    file: str
-    line: int
-    message: str
-    fix: str
 
 
 def lint_settings(
@@ -64,8 +53,7 @@ def lint_settings(
         findings.extend(_combinations(effective, kb, fabric, nvlink))
         if gpu_nic_links is not None:
             findings.extend(_gdr_against_topology(effective, tuple(gpu_nic_links)))
-    order = {s: i for i, s in enumerate(SEVERITIES)}
-    return sorted(findings, key=lambda f: (f.file, f.line, order.get(f.severity, 9), f.variable, f.code))
+    return sorted(findings, key=lambda f: (f.file or "", f.line or 0, f.severity.rank, f.subject or "", f.code))
 
 
 def _by_file(settings: Iterable[Setting]) -> dict[str, list[Setting]]:
@@ -83,8 +71,9 @@ def _effective(group: list[Setting]) -> dict[str, Setting]:
     return result
 
 
-def _finding(s: Setting, code: str, severity: str, message: str, fix: str) -> Finding:
-    return Finding(s.name, code, severity, s.file, s.line, message, fix)
+def _finding(s: Setting, code: str, severity: str | Severity, message: str, fix: str) -> Finding:
+    """A finding about setting ``s``: its file and line, the variable as subject."""
+    return Finding(Severity(severity), code, message, subject=s.name, file=s.file, line=s.line, fix=fix)
 
 
 def _lint_one(s: Setting, kb: KnowledgeBase, version: NcclVersion | None) -> list[Finding]:
@@ -292,7 +281,4 @@ def _gdr_against_topology(env: dict[str, Setting], links: tuple[str, ...]) -> li
 
 
 def summarise(findings: list[Finding]) -> dict[str, int]:
-    counts = {s: 0 for s in SEVERITIES}
-    for f in findings:
-        counts[f.severity] = counts.get(f.severity, 0) + 1
-    return counts
+    return count_by_severity(findings)

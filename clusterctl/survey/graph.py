@@ -13,9 +13,13 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clusterctl.errors import UsageError
 from clusterctl.survey.topology import SHAPE_WORDS, HostTopology
+
+if TYPE_CHECKING:
+    from clusterctl.survey.report import SurveyReport
 
 _GPU_NIC_EDGES = {"PIX": "darkgreen", "PXB": "steelblue", "PHB": "orange"}
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -90,6 +94,11 @@ class GraphFiles:
     #: Why SVG/PNG were not made, if they were not.
     note: str | None = None
 
+    def describe(self) -> str:
+        """``graph HOST: HOST.dot, HOST.svg`` (and why SVG/PNG are missing, when they are)."""
+        made = ", ".join(str(p) for p in (self.dot, *self.rendered))
+        return f"graph {self.host}: {made}" + (f" ({self.note})" if self.note else "")
+
 
 def write_graphs(folder: str | Path, topologies: dict[str, HostTopology], *,
                  formats: tuple[str, ...] = ("svg", "png")) -> list[GraphFiles]:
@@ -117,3 +126,9 @@ def write_graphs(folder: str | Path, topologies: dict[str, HostTopology], *,
                 note = f"dot -T{fmt} failed: {exc}"
         written.append(GraphFiles(name, dot_path, tuple(rendered), note))
     return written
+
+
+def write_report_graphs(folder: str | Path, report: SurveyReport) -> list[GraphFiles]:
+    """The graphs of every host of a survey (or ``topo show``) report whose topology is known."""
+    topologies = {h.name: h.state.topology for h in report.hosts if h.state.topology is not None}
+    return write_graphs(folder, topologies)

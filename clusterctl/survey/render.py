@@ -1,12 +1,14 @@
-"""The human views of a survey: fleet table, colour-coded matrices, findings, advice (rich)."""
+"""The human views of a survey: fleet table, colour-coded matrices, advice (rich).
+
+Findings are printed the one way every command prints them: ``clusterctl.cli.findings_view``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from clusterctl.survey.advice import FIT_NONE, LayoutAdvice
-from clusterctl.survey.findings import Finding, Severity
+from clusterctl.survey.findings import Severity
 from clusterctl.survey.report import HostReport, SurveyReport
 from clusterctl.survey.topology import SHAPE_WORDS, Shape, compress_indices
 
@@ -24,7 +26,6 @@ _ACROSS: dict[str, str] = {
     "SYS": "across the CPU interconnect to another NUMA node",
     "SOC": "across the CPU interconnect to another NUMA node",
 }
-SEVERITY_STYLE: dict[Severity, str] = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
 def _shape_text(report: HostReport) -> str:
@@ -160,20 +161,6 @@ def render_host_summary(console: Console, host: HostReport) -> None:
                                                                                  n.nearest_gpus else ""))
 
 
-def render_findings(console: Console, findings: Sequence[Finding]) -> None:
-    from rich.markup import escape
-
-    if not findings:
-        console.print("[green]No findings.[/]")
-        return
-    for f in findings:
-        style = SEVERITY_STYLE[f.severity]
-        console.print(f"[{style}]{f.severity.value.upper():7}[/] [bold]{escape(f.host)}[/] {f.code}: "
-                      f"{escape(f.message)}", soft_wrap=True)
-        if f.severity is not Severity.INFO and f.hint:
-            console.print(f"         [dim]fix: {escape(f.hint)}[/]", soft_wrap=True)
-
-
 def render_advice(console: Console, advice: LayoutAdvice) -> None:
     from rich.table import Table
 
@@ -200,19 +187,6 @@ def render_advice(console: Console, advice: LayoutAdvice) -> None:
             layout.add_row(str(p.dp_rank), str(p.pp_stage), p.host, p.rack or "", compress_indices(p.gpus),
                            f"{p.first_global_rank}-{p.first_global_rank + len(p.gpus) - 1}")
         console.print(layout)
-
-
-def render_report(console: Console, report: SurveyReport, *, matrix: bool = False) -> None:
-    """The whole human view of a fleet survey."""
-    render_fleet_table(console, report)
-    if matrix:
-        for host in report.hosts:
-            render_matrix(console, host)
-    console.print()
-    render_findings(console, report.findings)
-    if report.advice:
-        console.print()
-        render_advice(console, report.advice)
 
 
 def render_parse_warnings(console: Console, host: HostReport, source: str) -> None:

@@ -7,9 +7,9 @@ docs/survey.md); ``clusterctl.saved_survey`` reads a ``--save``d file back for l
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from enum import Enum
 from typing import Any
 
+from clusterctl.plain_json import to_plain
 from clusterctl.saved_survey import REPORT_KIND, SCHEMA_VERSION
 from clusterctl.survey.advice import LayoutAdvice
 from clusterctl.survey.findings import Finding, Severity, SurveyedHost, fabric_hcas
@@ -53,22 +53,6 @@ class SurveyReport:
 
 
 # --- to JSON ---------------------------------------------------------------------------
-
-
-def finding_to_json(f: Finding) -> dict[str, Any]:
-    return {"severity": f.severity.value, "code": f.code, "host": f.host, "message": f.message,
-            "evidence": _plain(f.evidence), "hint": f.hint}
-
-
-def _plain(value: Any) -> Any:
-    """JSON-ready copy: tuples as lists, enums as values, keys as strings."""
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def matrix_to_json(topology: HostTopology) -> dict[str, Any]:
@@ -162,13 +146,13 @@ def host_to_json(host: HostReport, *, with_matrix: bool = True) -> dict[str, Any
         "nics": _nics_json(state),
         # Every interface with an IPv4 address (management, IPoIB, RoCE): NCCL_SOCKET_IFNAME is chosen from these.
         "interfaces": [{"name": name, "ipv4": list(found)} for name, found in _ipv4(state).items()],
-        "stack": _plain(asdict(stack)) if stack else None,
+        "stack": to_plain(asdict(stack)) if stack else None,
         "matrix": matrix_to_json(topology) if topology and with_matrix else None,
         "missing": [{"fact": m.fact, "reason": m.reason} for m in (facts.missing if facts else ())],
         # What a parser could not read of a fact it read in part (line numbers of the tool's output).
         "parse_warnings": [{"fact": fact, **w.to_json()} for fact, found in (facts.warnings if facts else {}).items()
                            for w in found],
-        "findings": [finding_to_json(f) for f in host.findings],
+        "findings": [f.to_json() for f in host.findings],
     }
 
 
@@ -208,6 +192,6 @@ def report_to_json(report: SurveyReport) -> dict[str, Any]:
             "ok": report.ok,
         },
         "hosts": [host_to_json(h) for h in report.hosts],
-        "findings": [finding_to_json(f) for f in report.findings],
+        "findings": [f.to_json() for f in report.findings],
         "advice": advice_to_json(report.advice) if report.advice else None,
     }

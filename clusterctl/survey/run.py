@@ -44,7 +44,7 @@ def _slow_nics(findings: Sequence[Finding]) -> dict[str, set[str]]:
     slow: dict[str, set[str]] = {}
     for f in findings:
         if f.code == "NIC_SLOW" and f.severity is Severity.ERROR and f.evidence.get("hca"):
-            slow.setdefault(f.host, set()).add(str(f.evidence["hca"]))
+            slow.setdefault(f.host or "", set()).add(str(f.evidence["hca"]))
     return slow
 
 
@@ -79,7 +79,7 @@ def build_report(
     # Grouped once (order kept): filtering all findings for each host is quadratic on big fleets.
     by_host: dict[str, list[Finding]] = {}
     for f in findings:
-        by_host.setdefault(f.host, []).append(f)
+        by_host.setdefault(f.host or "", []).append(f)
     reports = tuple(HostReport(s, tuple(by_host.get(s.name, ()))) for s in states)
     advice = advise_states(states, tp, pp, world_size, findings) if tp is not None else None
     stamp = generated_at or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

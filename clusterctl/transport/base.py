@@ -151,6 +151,32 @@ class Transport(ABC):
             )
         return result.stdout.encode()
 
+    def create_exclusive(self, path: str, data: bytes, *, sudo: bool = False) -> bytes | None:
+        """Create ``path`` holding ``data`` only if it does not exist (``O_EXCL``: a lock file).
+
+        Returns ``None`` when this call created it, else the content already there. Two callers
+        racing for the same path never both get ``None``.
+        """
+        q = shlex.quote(path)
+        folder = shlex.quote(path.rsplit("/", 1)[0] or "/")
+        script = f"mkdir -p {folder} && if (set -C; cat > {q}) 2>/dev/null; then echo created; else cat {q}; exit 3; fi"
+        result = self.run("sh -c " + shlex.quote(script), sudo=sudo, stdin=data)
+        if result.exit_code == 3:
+            return result.stdout.encode()
+        if not result.ok or result.stdout.strip() != "created":
+            raise TransportError(
+                FailureKind.COMMAND_FAILED, f"could not create {path} (exit {result.exit_code}): {result.stderr_tail()}"
+            )
+        return None
+
+    def remove(self, path: str, *, sudo: bool = False) -> None:
+        """Remove ``path`` if it exists."""
+        result = self.run(f"rm -f {shlex.quote(path)}", sudo=sudo)
+        if not result.ok:
+            raise TransportError(
+                FailureKind.COMMAND_FAILED, f"could not remove {path} (exit {result.exit_code}): {result.stderr_tail()}"
+            )
+
     def close(self) -> None:  # noqa: B027 - optional hook, most transports hold nothing
         """Release the connection, if any. Safe to call twice and from another thread."""
 

@@ -228,5 +228,18 @@ class MockTransport(Transport):
         with self._lock:
             return self.files.get(path)
 
+    def create_exclusive(self, path: str, data: bytes, *, sudo: bool = False) -> bytes | None:
+        with self._lock:
+            if path in self.files:
+                return self.files[path]
+            self.files[path] = data
+            self.history.append(f"# create {path} ({len(data)} bytes)")
+        return None
+
+    def remove(self, path: str, *, sudo: bool = False) -> None:
+        with self._lock:
+            self.files.pop(path, None)
+            self.history.append(f"# remove {path}")
+
     def close(self) -> None:
         self._closed = True

@@ -74,7 +74,7 @@ def test_server_is_killed_when_the_client_times_out(mock_fleet: FleetFactory) ->
     (result,) = report.results
     assert result.error is not None and "timed out" in result.error
     assert any(c.startswith(f"kill {SERVER_PID} ") for c in fleet.history(result.server))
-    assert any(f.code == "link-failed" for f in report.findings)
+    assert any(f.code == "LINK_FAILED" for f in report.findings)
 
 
 def test_dry_run_runs_nothing(mock_fleet: FleetFactory) -> None:

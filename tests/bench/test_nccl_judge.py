@@ -19,7 +19,7 @@ def test_outliers_by_robust_deviation() -> None:
     values = {"h1": 230.0, "h2": 231.0, "h3": 229.0, "h4": 232.0, "h5": 228.0, "h6": 226.0, "h7": 150.0}
     findings, median = judge_nccl([run_with(h, v) for h, v in values.items()], "all_reduce")
     assert median == 229.0
-    assert [(f.severity, f.subject) for f in findings] == [("error", "h7")]
+    assert [(f.severity, f.host) for f in findings] == [("error", "h7")]
 
 
 def test_uniform_fleet_has_no_outliers() -> None:
@@ -29,7 +29,7 @@ def test_uniform_fleet_has_no_outliers() -> None:
 
 def test_inventory_expected_peak() -> None:
     findings, _ = judge_nccl([run_with("h1", 180.0)], "all_reduce", {"h1": 235})
-    assert [f.code for f in findings] == ["nccl-below-peak"]
+    assert [f.code for f in findings] == ["NCCL_BELOW_PEAK"]
 
 
 def test_commands_are_quoted_and_pass_env_with_x() -> None:

@@ -56,6 +56,6 @@ def test_lint_takes_the_distances_from_a_saved_survey(capsys: pytest.CaptureFixt
         main(["nccl", "lint", str(env), "--survey", str(saved), "-o", "json"])
     findings = json.loads(capsys.readouterr().out)["findings"]
     assert exited.value.code == 0  # a warning, not an error, without --strict
-    assert [(f["variable"], f["code"]) for f in findings] == [("NCCL_NET_GDR_LEVEL", "HARMFUL")]
+    assert [(f["subject"], f["code"]) for f in findings] == [("NCCL_NET_GDR_LEVEL", "HARMFUL")]
     # The demo's 6 hosts x 8 GPUs all have a NIC behind their PCIe switch (PXB).
     assert "48 of the 48" in findings[0]["message"]

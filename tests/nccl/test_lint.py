@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clusterctl.nccl.lint import Finding, lint_settings
+from clusterctl.findings import Finding
+from clusterctl.nccl.lint import lint_settings
 from clusterctl.nccl.sources import Setting, read_settings
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "nccl-settings"
@@ -161,4 +162,4 @@ def test_socket_threads_times_sockets_limit() -> None:
 
 def test_findings_are_plain_data_for_json() -> None:
     [f] = lint_settings([s("NCCL_BUFFSIZE", "4M")])
-    assert isinstance(f, Finding) and f.file == "job.env" and f.line == 1 and f.variable == "NCCL_BUFFSIZE"
+    assert isinstance(f, Finding) and f.file == "job.env" and f.line == 1 and f.subject == "NCCL_BUFFSIZE"

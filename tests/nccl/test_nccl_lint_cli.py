@@ -32,8 +32,8 @@ def test_json_for_ci_and_exit_1_on_errors(capsys: pytest.CaptureFixture[str]) ->
     data = json.loads(out)
     assert data["summary"]["error"] == 5 and data["summary"]["warning"] == 2
     first = data["findings"][0]
-    assert set(first) == {"variable", "code", "severity", "file", "line", "message", "fix"}
-    assert (first["variable"], first["code"], first["line"]) == ("NCCL_IB_DISABLE", "HARMFUL", 14)
+    assert set(first) == {"subject", "code", "severity", "file", "line", "message", "fix"}
+    assert (first["subject"], first["code"], first["line"]) == ("NCCL_IB_DISABLE", "HARMFUL", 14)
 
 
 def test_warnings_fail_only_with_strict(capsys: pytest.CaptureFixture[str]) -> None:

@@ -34,7 +34,7 @@ def test_report_json_validates_and_holds_what_users_asked_for() -> None:
     data = report_to_json(report)
     jsonschema.validate(data, load_schema())
     bad = next(h for h in data["hosts"] if h["host"] == "bad")
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     assert bad["nvlink_domains"] == [[0, 1, 2, 3, 4, 5, 6, 7]] and bad["shape"] == "partial-nvlink"
     assert bad["gpus"][3]["index"] == 3 and bad["gpus"][3]["nearest_nics"] == ["mlx5_3"]
     nic = next(n for n in bad["nics"] if n["name"] == "mlx5_5")
@@ -51,10 +51,22 @@ def test_saved_report_loads_back_and_other_versions_are_refused(tmp_path: Path) 
     assert saved.hosts["gpu-0"].gpus[1].nearest_nics == ("mlx5_1",)
     assert saved.hosts["gpu-0"].nics[0].up
     data = json.loads(path.read_text())
-    data["schema_version"] = 2
+    data["schema_version"] = 3
     path.write_text(json.dumps(data))
-    with pytest.raises(UsageError, match="schema version 2"):
+    with pytest.raises(UsageError, match="schema version 3"):
         load_saved_survey(path)
+
+
+def test_a_version_1_report_still_loads_with_its_hints_as_fixes(tmp_path: Path) -> None:
+    data = report_to_json(build_report(fleet(healthy_state("bad", topology=nvswitch(lost=[(2, 3)])))))
+    data["schema_version"] = 1
+    for finding in [*data["findings"], *(f for h in data["hosts"] for f in h["findings"])]:
+        finding["hint"] = finding.pop("fix")
+    path = tmp_path / "survey-v1.json"
+    path.write_text(json.dumps(data))
+    saved = load_saved_survey(path)
+    [lost] = [f for f in saved.findings if f.code == "NVLINK_MISSING"]
+    assert lost.host == "bad" and lost.fix.startswith("Reset the GPUs")
 
 
 def test_topo_show_from_stdin_as_json() -> None:

@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
-
-class Severity(str, Enum):
-    ERROR = "error"
-    WARNING = "warning"
-    INFO = "info"
-
-
-SEVERITY_ORDER: dict[Severity, int] = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+from clusterctl.findings import Finding, Severity
 
 #: Every code a finding can have, with what it means and the fix to try. Stable: scripts key on them.
 CODES: dict[str, tuple[str, str]] = {
@@ -55,20 +46,7 @@ CODES: dict[str, tuple[str, str]] = {
 }
 
 
-@dataclass(frozen=True)
-class Finding:
-    severity: Severity
-    code: str
-    host: str
-    message: str
-    evidence: dict[str, Any] = field(default_factory=dict)
-    hint: str = ""
-
-    def sort_key(self) -> tuple[int, str, str, str]:
-        return (SEVERITY_ORDER[self.severity], self.host, self.code, self.message)
-
-
 def finding(severity: Severity, code: str, host: str, message: str, **evidence: Any) -> Finding:
-    return Finding(severity, code, host, message, evidence, CODES[code][1])
+    return Finding(severity, code, message, host=host, fix=CODES[code][1], evidence=evidence)
 
 

@@ -1,0 +1,121 @@
+"""A per-host lock so that two bootstrap runs never interleave their changes on one host.
+
+The lock is a small JSON file on the host (owner, control machine, PID, start time, run id),
+created with ``O_EXCL`` semantics through the transport, so two runs racing for a host cannot
+both win. A run that finds a lock refuses the host and says who holds it; when the holder looks
+gone (its PID no longer runs on this control machine, or it is older than ``STALE_AFTER_S``) the
+message says the lock looks stale. ``--force-unlock`` removes a lock before taking it.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from clusterctl.errors import ClusterctlError
+from clusterctl.transport.base import Transport
+
+DEFAULT_LOCK_PATH = "/var/lib/clusterctl/bootstrap.lock"
+#: A lock older than this is reported as probably stale (no run takes six hours per host).
+STALE_AFTER_S = 6 * 3600
+
+
+class HostLocked(ClusterctlError):
+    """Another run holds the host's lock."""
+
+
+@dataclass(frozen=True)
+class LockInfo:
+    owner: str
+    control_host: str
+    pid: int
+    started: str
+    run_id: str
+
+    @classmethod
+    def mine(cls, run_id: str) -> LockInfo:
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):  # no passwd entry in some containers
+            user = str(os.getuid())
+        return cls(user, socket.gethostname(), os.getpid(), datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                   run_id)
+
+    def to_bytes(self) -> bytes:
+        return (json.dumps(self.__dict__, sort_keys=True) + "\n").encode()
+
+    @classmethod
+    def parse(cls, data: bytes) -> LockInfo | None:
+        try:
+            raw = json.loads(data.decode(errors="replace"))
+            return cls(str(raw["owner"]), str(raw["control_host"]), int(raw["pid"]), str(raw["started"]),
+                       str(raw["run_id"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def describe(self) -> str:
+        return f"{self.owner}@{self.control_host} (pid {self.pid}, since {self.started})"
+
+    def stale_reason(self, *, now: float | None = None) -> str | None:
+        """Why this lock looks abandoned, or ``None`` when its holder may still be running."""
+        if self.control_host == socket.gethostname() and not _pid_alive(self.pid):
+            return f"process {self.pid} no longer runs on {self.control_host}"
+        try:
+            started = datetime.fromisoformat(self.started).timestamp()
+        except ValueError:
+            return "its start time is unreadable"
+        age = (now if now is not None else time.time()) - started
+        if age > STALE_AFTER_S:
+            return f"it was taken {age / 3600:.0f} h ago"
+        return None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def acquire(transport: Transport, info: LockInfo, *, path: str = DEFAULT_LOCK_PATH, force: bool = False) -> str:
+    """Take the host's lock; returns a note for the run ("" or "cleared a stale lock ...").
+
+    Raises ``HostLocked`` naming the holder when another run has it (and ``force`` is off).
+    """
+    note = ""
+    held = transport.create_exclusive(path, info.to_bytes(), sudo=True)
+    if held is None:
+        return note
+    other = LockInfo.parse(held)
+    if other is not None and other.run_id == info.run_id:
+        return note
+    holder = other.describe() if other else f"an unreadable lock file {path}"
+    if not force:
+        stale = other.stale_reason() if other else "the lock file is unreadable"
+        if stale:
+            raise HostLocked(f"locked by {holder}; the lock looks stale ({stale}): rerun with --force-unlock "
+                             f"to clear it")
+        raise HostLocked(f"locked by {holder}: another bootstrap run is working on this host "
+                         f"(--force-unlock clears the lock if that run is dead)")
+    transport.remove(path, sudo=True)
+    if transport.create_exclusive(path, info.to_bytes(), sudo=True) is not None:
+        raise HostLocked(f"another run took the lock again right after --force-unlock cleared {holder}'s")
+    return f"cleared the lock held by {holder}"
+
+
+def release(transport: Transport, info: LockInfo, *, path: str = DEFAULT_LOCK_PATH) -> None:
+    """Remove the lock if it is still ours (a forced unlock by someone else must not be undone)."""
+    data = transport.get(path, sudo=True)
+    if data is None:
+        return
+    current = LockInfo.parse(data)
+    if current is not None and current.run_id == info.run_id:
+        transport.remove(path, sudo=True)

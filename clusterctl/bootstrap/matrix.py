@@ -1,0 +1,81 @@
+"""Which Kubernetes releases kubeadm still supports, and which containerd each one needs.
+
+Sources: containerd ``RELEASES.md`` "Kubernetes Support" table (1.30 to 1.33 as published;
+1.35 and 1.36 from the same table as of late 2026, recorded in
+``shared/reference/bootstrap-facts.md``). Kubernetes supports its three newest minors; 1.37
+was released 2026-08. A minor missing from the table is reported as unknown, not guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: Newest Kubernetes minor known here, and how many minors upstream supports at once.
+NEWEST_KUBERNETES = (1, 37)
+SUPPORTED_MINORS = 3
+
+#: Kubernetes minor -> the containerd releases (minimum patch per containerd minor) it supports.
+CONTAINERD_FOR_KUBERNETES: dict[tuple[int, int], tuple[tuple[int, int, int], ...]] = {
+    (1, 30): ((2, 1, 0), (2, 0, 0), (1, 7, 13), (1, 6, 28)),
+    (1, 31): ((2, 1, 0), (2, 0, 0), (1, 7, 20), (1, 6, 34)),
+    (1, 32): ((2, 1, 0), (2, 0, 1), (1, 7, 24), (1, 6, 36)),
+    (1, 33): ((2, 1, 0), (2, 0, 4), (1, 7, 24), (1, 6, 36)),
+    (1, 35): ((2, 2, 0), (2, 1, 5), (1, 7, 28)),
+    (1, 36): ((2, 3, 0), (2, 2, 0)),
+}
+
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """``1.36.2`` / ``v2.2.1`` / ``2.2.1-1~ubuntu`` / ``1.6.20~ds1`` -> (major, minor, patch)."""
+    match = _VERSION.match(text.strip())
+    if not match:
+        return None
+    return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
+
+
+def show(version: tuple[int, ...]) -> str:
+    return ".".join(str(p) for p in version)
+
+
+@dataclass(frozen=True)
+class MatrixVerdict:
+    ok: bool
+    #: "unknown" when the pair is not in the table (a warning, not an error).
+    known: bool
+    message: str
+
+
+def kubernetes_supported(kubernetes: str) -> MatrixVerdict:
+    """Whether kubeadm upstream still supports this Kubernetes minor."""
+    version = parse_version(kubernetes)
+    if version is None:
+        return MatrixVerdict(False, True, f"'{kubernetes}' is not a Kubernetes version")
+    minor = version[:2]
+    oldest = (NEWEST_KUBERNETES[0], NEWEST_KUBERNETES[1] - SUPPORTED_MINORS + 1)
+    if minor < oldest:
+        return MatrixVerdict(False, True, f"Kubernetes {show(minor)} is out of support (supported: "
+                             f"{show(oldest)} to {show(NEWEST_KUBERNETES)})")
+    if minor > NEWEST_KUBERNETES:
+        return MatrixVerdict(True, False, f"Kubernetes {show(minor)} is newer than clusterctl knows "
+                             f"({show(NEWEST_KUBERNETES)})")
+    return MatrixVerdict(True, True, "")
+
+
+def containerd_supports(kubernetes: str, containerd: str) -> MatrixVerdict:
+    """Whether the containerd release is one containerd's table lists for this Kubernetes minor."""
+    k = parse_version(kubernetes)
+    c = parse_version(containerd)
+    if k is None or c is None:
+        return MatrixVerdict(False, True, f"cannot compare Kubernetes '{kubernetes}' with containerd '{containerd}'")
+    needs = CONTAINERD_FOR_KUBERNETES.get(k[:2])
+    if needs is None:
+        return MatrixVerdict(True, False, f"containerd's support table has no row for Kubernetes {show(k[:2])}")
+    for minimum in needs:
+        if c[:2] == minimum[:2] and c >= minimum:
+            return MatrixVerdict(True, True, "")
+    wanted = " or ".join(f"{show(m)}+" for m in needs)
+    return MatrixVerdict(False, True, f"Kubernetes {show(k[:2])} needs containerd {wanted}; "
+                         f"containerd {show(c)} is pinned")

@@ -1,0 +1,107 @@
+"""What a bootstrap run has done, kept on the control machine so that ``--resume`` can skip it.
+
+One JSON file per cluster, ``<state dir>/bootstrap/<cluster>.json``; the state dir is
+``--state-dir``, else ``$CLUSTERCTL_STATE_DIR``, else ``$XDG_STATE_HOME/clusterctl``, else
+``~/.local/state/clusterctl``. It is rewritten atomically (temporary file, then rename) after
+every phase, so a crash or Ctrl-C leaves the last complete state. It holds phase names,
+statuses and times only: never a command, a diff or a value from the hosts, and the text is
+passed through ``mask_text`` before it is written, so no secret can reach it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from clusterctl.errors import UsageError
+from clusterctl.secret import mask_text
+
+FORMAT_VERSION = 1
+#: Statuses that mean "done": a resumed run verifies these and skips them.
+DONE = ("ok", "changed")
+
+
+def default_state_dir() -> Path:
+    explicit = os.environ.get("CLUSTERCTL_STATE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_STATE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state"
+    return base / "clusterctl"
+
+
+def progress_path(state_dir: Path, cluster: str) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", cluster) or "cluster"
+    return state_dir / "bootstrap" / f"{safe}.json"
+
+
+class ProgressStore:
+    """Per host and phase: the last status and when. Thread-safe; saved atomically."""
+
+    def __init__(self, path: Path, cluster: str) -> None:
+        self.path = path
+        self.cluster = cluster
+        self._lock = threading.Lock()
+        self.hosts: dict[str, dict[str, dict[str, Any]]] = {}
+
+    @classmethod
+    def load(cls, path: Path, cluster: str) -> ProgressStore:
+        store = cls(path, cluster)
+        if not path.exists():
+            return store
+        try:
+            raw = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"the progress file cannot be read ({exc}); remove it to start afresh",
+                             file=str(path)) from None
+        hosts = raw.get("hosts") if isinstance(raw, dict) else None
+        if not isinstance(hosts, dict):
+            raise UsageError("the progress file has no 'hosts' mapping; remove it to start afresh", file=str(path))
+        store.hosts = {str(h): dict(p) for h, p in hosts.items() if isinstance(p, dict)}
+        return store
+
+    def is_done(self, host: str, phase: str) -> bool:
+        with self._lock:
+            entry = self.hosts.get(host, {}).get(phase) or {}
+        return entry.get("status") in DONE
+
+    def forget(self, hosts: list[str]) -> None:
+        """A fresh (not resumed) run starts these hosts' history again."""
+        with self._lock:
+            for host in hosts:
+                self.hosts.pop(host, None)
+
+    def record(self, host: str, phase: str, status: str, duration_s: float, message: str = "") -> None:
+        entry: dict[str, Any] = {
+            "status": status,
+            "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "duration_s": round(duration_s, 3),
+        }
+        if message:
+            entry["message"] = message[:300]
+        with self._lock:
+            self.hosts.setdefault(host, {})[phase] = entry
+
+    def save(self) -> None:
+        with self._lock:
+            payload = {"version": FORMAT_VERSION, "cluster": self.cluster,
+                       "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"), "hosts": self.hosts}
+            text = mask_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise

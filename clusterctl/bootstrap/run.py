@@ -1,0 +1,92 @@
+"""The one function each ``clusterctl bootstrap`` command calls: choose phases, set up, run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clusterctl.bootstrap.engine import BootstrapReport, HostPhaseResult, RunSettings, run_bootstrap
+from clusterctl.bootstrap.lock import DEFAULT_LOCK_PATH
+from clusterctl.bootstrap.phase import Phase
+from clusterctl.bootstrap.progress import ProgressStore, default_state_dir, progress_path
+from clusterctl.bootstrap.registry import select_phases
+from clusterctl.changes import ChangeKind
+from clusterctl.errors import UsageError
+from clusterctl.secret import mask_text
+
+if TYPE_CHECKING:
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.model import Host, Inventory
+
+
+@dataclass(frozen=True)
+class BootstrapRequest:
+    apply: bool
+    phase: str | None = None
+    skip_phases: str | None = None
+    resume: bool = False
+    force_unlock: bool = False
+    state_dir: str | None = None
+    lock_path: str = DEFAULT_LOCK_PATH
+
+
+def run(
+    inventory: Inventory,
+    hosts: Sequence[Host],
+    runner: Runner,
+    request: BootstrapRequest,
+    on_phase: Callable[[Phase[Any], list[HostPhaseResult]], None] | None = None,
+) -> BootstrapReport:
+    phases = select_phases(request.phase, request.skip_phases)
+    if not phases:
+        raise UsageError("--skip-phases leaves no phase to run")
+    if request.resume and not request.apply:
+        raise UsageError("--resume only makes sense for a run that applies (not with --dry-run or plan)")
+    store = None
+    if request.apply:
+        state_dir = Path(request.state_dir).expanduser() if request.state_dir else default_state_dir()
+        path = progress_path(state_dir, inventory.name)
+        store = ProgressStore.load(path, inventory.name) if request.resume else ProgressStore(path, inventory.name)
+        if request.resume and not path.exists():
+            raise UsageError(f"--resume: no progress file for cluster '{inventory.name}' at {path}",
+                             hint="Run without --resume first (or pass the same --state-dir).")
+    settings = RunSettings(apply=request.apply, resume=request.resume, force_unlock=request.force_unlock,
+                           lock_path=request.lock_path, progress=store, on_phase=on_phase)
+    report = run_bootstrap(inventory, hosts, runner, phases, settings)
+    if store is not None:
+        report.notes.append(f"progress kept in {store.path}")
+    return report
+
+
+def write_plan_files(report: BootstrapReport, out_dir: str) -> list[Path]:
+    """Each file the plan would write, under ``out_dir/<host>/<path on the host>``, plus
+    ``out_dir/<host>/COMMANDS.sh`` listing the commands in order. Secrets are masked."""
+    root = Path(out_dir).expanduser()
+    written: list[Path] = []
+    commands: dict[str, list[str]] = {}
+    for result in report.results:
+        for change in result.changes:
+            if change.kind is ChangeKind.WRITE_FILE and change.path:
+                target = root / _safe(result.host) / change.path.lstrip("/")
+                if root.resolve() not in target.resolve().parents:
+                    raise UsageError(f"refusing to write {change.path} of {result.host} outside {root}")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(mask_text((change.content or b"").decode("utf-8", errors="replace")))
+                written.append(target)
+            else:
+                commands.setdefault(result.host, []).append(
+                    f"# [{result.phase}] {mask_text(change.summary)}\n{change.describe()}")
+    for host, lines in commands.items():
+        target = root / _safe(host) / "COMMANDS.sh"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("#!/bin/sh\n# What 'clusterctl bootstrap' would run on " + host + ", in order.\n"
+                          + "\n".join(lines) + "\n")
+        written.append(target)
+    return written
+
+
+def _safe(host: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in host)
+    return cleaned.lstrip(".") or "_"

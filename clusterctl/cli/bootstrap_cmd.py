@@ -1,0 +1,216 @@
+"""``clusterctl bootstrap``: Kubernetes on the inventory's hosts, phase by phase."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+import typer
+
+from clusterctl.cli.context import AppContext, app_context
+from clusterctl.errors import ExitCode
+
+if TYPE_CHECKING:
+    from clusterctl.bootstrap.engine import BootstrapReport, HostPhaseResult
+    from clusterctl.bootstrap.phase import Phase
+
+HELP = """\
+Bring up Kubernetes (kubeadm, containerd with the NVIDIA runtime) on the inventory's hosts.
+
+Phases run in order on every selected host at once; a host that fails a phase is left out of
+the later ones, the others go on. Each phase reads the host first and changes only what
+differs, so a second run changes nothing. 'bootstrap plan' shows every command and file diff
+without touching anything.
+
+Examples:
+
+  clusterctl -i inventories/demo.yaml bootstrap plan
+
+  clusterctl bootstrap plan --out review/          # files under review/<host>/<path>
+
+  clusterctl bootstrap --dry-run --skip-phases packages
+
+  clusterctl bootstrap --only 'gpu-b*'             # same as -l
+
+  clusterctl bootstrap --resume                    # after a failure: skip what is done
+
+  clusterctl bootstrap phase containerd -l gpu-a1
+"""
+
+bootstrap_app = typer.Typer(help=HELP, invoke_without_command=True, no_args_is_help=False,
+                            rich_markup_mode=None)
+
+_SKIP = typer.Option(None, "--skip-phases", metavar="A,B", help="Phases to leave out, comma-separated.")
+_ONLY = typer.Option(None, "--only", metavar="PATTERN", help="Only these hosts (like -l/--limit).")
+_DRY = typer.Option(False, "--dry-run", help="Plan and stop: show what would change, touch nothing.")
+_RESUME = typer.Option(False, "--resume", help="Skip phases an earlier run finished (verified again).")
+_UNLOCK = typer.Option(False, "--force-unlock", help="Clear a lock left by a dead run before taking it.")
+_STATE = typer.Option(None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STATE_DIR",
+                      help="Where progress is kept (default ~/.local/state/clusterctl).")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(bootstrap_app, name="bootstrap")
+
+
+@bootstrap_app.callback()
+def bootstrap_all(
+    ctx: typer.Context,
+    skip_phases: Optional[str] = _SKIP,  # noqa: UP045 - typer needs Optional on 3.10
+    only: Optional[str] = _ONLY,  # noqa: UP045
+    dry_run: bool = _DRY,
+    resume: bool = _RESUME,
+    force_unlock: bool = _UNLOCK,
+    state_dir: Optional[str] = _STATE,  # noqa: UP045
+) -> None:
+    if ctx.invoked_subcommand is not None:
+        return
+    _execute(app_context(ctx), phase=None, skip_phases=skip_phases, only=only, dry_run=dry_run, resume=resume,
+             force_unlock=force_unlock, state_dir=state_dir, out=None)
+
+
+@bootstrap_app.command("phase", help="Run one phase by name (see 'bootstrap phases').")
+def bootstrap_phase(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., metavar="NAME", help="preflight, kernel, packages, containerd, ..."),
+    only: Optional[str] = _ONLY,  # noqa: UP045
+    dry_run: bool = _DRY,
+    resume: bool = _RESUME,
+    force_unlock: bool = _UNLOCK,
+    state_dir: Optional[str] = _STATE,  # noqa: UP045
+) -> None:
+    _execute(app_context(ctx), phase=name, skip_phases=None, only=only, dry_run=dry_run, resume=resume,
+             force_unlock=force_unlock, state_dir=state_dir, out=None)
+
+
+@bootstrap_app.command("plan", help="Per host and phase: the commands and a unified diff of every file that "
+                       "would change. Touches nothing.")
+def bootstrap_plan(
+    ctx: typer.Context,
+    out: Optional[str] = typer.Option(None, "--out", metavar="DIR",  # noqa: UP045
+                                      help="Also write each file under DIR/<host>/<path on the host>."),
+    phase: Optional[str] = typer.Option(None, "--phase", metavar="NAME", help="Plan one phase only."),  # noqa: UP045
+    skip_phases: Optional[str] = _SKIP,  # noqa: UP045
+    only: Optional[str] = _ONLY,  # noqa: UP045
+) -> None:
+    _execute(app_context(ctx), phase=phase, skip_phases=skip_phases, only=only, dry_run=True, resume=False,
+             force_unlock=False, state_dir=None, out=out)
+
+
+@bootstrap_app.command("phases", help="List the phases in the order they run.")
+def bootstrap_phases(ctx: typer.Context) -> None:
+    from clusterctl.bootstrap.registry import all_phases
+
+    app = app_context(ctx)
+    phases = all_phases(include_on_demand=True)
+    default = {p.name for p in all_phases()}
+    payload = [{"name": p.name, "description": p.description, "read_only": p.read_only,
+                "once_per_cluster": p.once_per_cluster, "default": p.name in default} for p in phases]
+
+    def table() -> None:
+        for p in phases:
+            extra = "" if p.name in default else "  (only when asked by name)"
+            app.console.print(f"{p.name:<18} {p.description}{extra}", markup=False, highlight=False)
+
+    app.emit(payload, table)
+
+
+def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, only: str | None, dry_run: bool,
+             resume: bool, force_unlock: bool, state_dir: str | None, out: str | None) -> None:
+    from clusterctl.bootstrap.run import BootstrapRequest, run, write_plan_files
+    from clusterctl.inventory.limit import select_hosts
+
+    inventory = app.inventory()
+    hosts = app.hosts()
+    if only:
+        keep = {h.name for h in select_hosts(inventory, only)}
+        hosts = tuple(h for h in hosts if h.name in keep)
+    request = BootstrapRequest(apply=not dry_run, phase=phase, skip_phases=skip_phases, resume=resume,
+                               force_unlock=force_unlock, state_dir=state_dir)
+    show = None if app.machine_output else (lambda p, r: _print_phase(app, p, r, plan=dry_run))
+    with app.runner() as runner:
+        report = run(inventory, hosts, runner, request, on_phase=show)
+    written = write_plan_files(report, out) if out else []
+
+    def table() -> None:
+        _print_findings(app, report)
+        _print_recap(app, report)
+        if out:
+            app.console.print(f"wrote {len(written)} file(s) under {out}", markup=False, highlight=False)
+        for note in report.notes:
+            app.console.print(f"note: {note}", markup=False, highlight=False)
+
+    payload: dict[str, Any] = report.to_json()
+    if out:
+        payload["out_files"] = [str(p) for p in written]
+    app.emit(payload, table)
+    if report.failed_hosts:
+        for host, why in report.failed_hosts.items():
+            app.err_console.print(f"FAILED {host}: {why}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(ExitCode.FAILED)
+
+
+def _print_phase(app: AppContext, phase: Phase[Any], results: list[HostPhaseResult], *, plan: bool) -> None:
+    from clusterctl.bootstrap.engine import Status
+    from clusterctl.hostlist import compress
+
+    console = app.console
+    console.print(f"\nPHASE [{phase.name}] {'*' * max(3, 60 - len(phase.name))}", markup=False, highlight=False)
+    by_status: dict[Status, list[str]] = {}
+    for r in results:
+        if r.status is not Status.FAILED:
+            by_status.setdefault(r.status, []).append(r.host)
+    word = {Status.CHANGED: "would change" if plan else "changed"}
+    for status, names in by_status.items():
+        console.print(f"{word.get(status, status.value)}: {compress(names)}", markup=False, highlight=False)
+    for r in results:
+        if r.status is Status.FAILED:
+            console.print(f"failed: {r.host}: {r.message}", markup=False, highlight=False, soft_wrap=True)
+            for line in r.rollback:
+                console.print(f"  rollback: {line}", markup=False, highlight=False, soft_wrap=True)
+        if plan and r.changes:
+            console.print(f"--- {r.host} [{phase.name}]: {len(r.changes)} change(s)", markup=False,
+                          highlight=False)
+            for change in r.changes:
+                diff = change.diff()
+                if diff:
+                    console.print(diff.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
+                else:
+                    console.print(f"$ {change.describe()}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_findings(app: AppContext, report: BootstrapReport) -> None:
+    findings = report.all_findings()
+    if not findings:
+        return
+    from rich.table import Table
+
+    table = Table(title="findings", show_lines=False, highlight=False)
+    for column in ("severity", "host", "code", "message"):
+        table.add_column(column)
+    for f in findings:
+        table.add_row(f.severity.value, f.where, f.code, f.message)
+    app.console.print(table)
+
+
+def _print_recap(app: AppContext, report: BootstrapReport) -> None:
+    from rich.table import Table
+
+    from clusterctl.bootstrap.engine import Status
+
+    title = "PLAN RECAP (nothing was changed)" if not report.applied else "RECAP"
+    table = Table(title=title, highlight=False)
+    table.add_column("phase")
+    for s in Status:
+        table.add_column("would change" if (s is Status.CHANGED and not report.applied) else s.value,
+                         justify="right")
+    table.add_column("time", justify="right")
+    for p in report.recap:
+        table.add_row(p.phase, *(str(p.counts.get(s, 0)) for s in Status), f"{p.duration_s:.1f}s")
+    app.console.print(table)
+    for host, counts in report.host_counts().items():
+        parts = " ".join(f"{s.value}={counts[s]}" for s in Status)
+        app.console.print(f"{host:<20} : {parts}", markup=False, highlight=False)
+    if report.applied and not report.changed and report.ok:
+        app.console.print("nothing changed: every host was already as wanted", markup=False, highlight=False)
+    elif report.ok and not report.applied and not any(r.changes for r in report.results):
+        app.console.print("nothing to do: every host is already as wanted", markup=False, highlight=False)

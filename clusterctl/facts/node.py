@@ -1,0 +1,264 @@
+"""What bootstrap's preflight reads from a node, in one round trip, and the pure parsers.
+
+Each piece has its own parser (tested on outputs recorded on real machines, see
+``tests/fixtures/node/README.md``); ``parse_node`` puts them together into ``NodeFacts``. A
+piece whose tool is missing is ``None`` with the reason in ``NodeFacts.missing``: preflight
+decides whether that matters.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from clusterctl.errors import ParseError
+from clusterctl.facts.base import Fact
+from clusterctl.facts.sections import Section, section_command, split_sections
+
+_WHAT = "node facts"
+
+NODE_SECTIONS: tuple[tuple[str, str], ...] = (
+    # hostname first: a mock profile tells this probe from the stack probe by its first section.
+    ("hostname", "hostname"),
+    ("os-release", "cat /etc/os-release"),
+    ("kernel", "uname -r"),
+    ("product-uuid", "cat /sys/class/dmi/id/product_uuid"),
+    ("cpus", "nproc"),
+    ("meminfo", "grep -E '^(MemTotal|MemAvailable):' /proc/meminfo"),
+    ("swaps", "cat /proc/swaps"),
+    ("listening", "ss -Htlnp"),
+    ("timesync", "timedatectl show -p NTPSynchronized --value"),
+    ("nvidia-driver", "cat /sys/module/nvidia/version"),
+    ("gpus", "nvidia-smi -L"),
+    ("var-lib", "df -Pk /var/lib"),
+)
+
+_ABSENT = re.compile(r"not found|No such file or directory|has failed|couldn't communicate|"
+                     r"not been booted with systemd|Failed to connect to bus", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Swap:
+    name: str
+    kind: str
+    size_kib: int
+
+
+@dataclass(frozen=True)
+class ListeningSocket:
+    address: str
+    port: int
+    #: Process names from ``ss -p`` (``kube-apiserver``); empty without privileges.
+    processes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DiskSpace:
+    filesystem: str
+    total_kib: int
+    available_kib: int
+    mounted_on: str
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    os_id: str | None = None
+    os_id_like: tuple[str, ...] = ()
+    os_version_id: str | None = None
+    os_pretty: str | None = None
+    os_codename: str | None = None
+    kernel: str | None = None
+    hostname: str | None = None
+    product_uuid: str | None = None
+    cpus: int | None = None
+    mem_total_kib: int | None = None
+    swaps: tuple[Swap, ...] | None = None
+    listening: tuple[ListeningSocket, ...] | None = None
+    #: True / False from timedatectl; None when it could not say (no systemd).
+    time_synced: bool | None = None
+    nvidia_driver: str | None = None
+    gpus: tuple[str, ...] | None = None
+    var_lib: DiskSpace | None = None
+    #: Section -> why it could not be read.
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+def parse_os_release(text: str) -> dict[str, str]:
+    """``KEY=value`` lines of os-release(5), quotes removed; comments and blank lines skipped."""
+    values: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        key, sep, value = stripped.partition("=")
+        if not sep or not re.fullmatch(r"[A-Z0-9_]+", key):
+            raise ParseError("os-release", "expected KEY=value", line=number, text=line)
+        values[key] = value.strip().strip('"').strip("'")
+    return values
+
+
+def parse_proc_swaps(text: str) -> tuple[Swap, ...]:
+    """``/proc/swaps``: a header line, then one active swap area per line."""
+    lines = text.splitlines()
+    if not lines or not lines[0].startswith("Filename"):
+        raise ParseError("/proc/swaps", "expected the 'Filename Type Size Used Priority' header", line=1,
+                         text=lines[0] if lines else "")
+    out: list[Swap] = []
+    for number, line in enumerate(lines[1:], start=2):
+        cells = line.split()
+        if not cells:
+            continue
+        if len(cells) < 3 or not cells[2].isdigit():
+            raise ParseError("/proc/swaps", "expected 'name type size used priority'", line=number, text=line)
+        out.append(Swap(cells[0], cells[1], int(cells[2])))
+    return tuple(out)
+
+
+_SS_PROC = re.compile(r'\("([^"]+)",pid=')
+
+
+def parse_ss_listening(text: str) -> tuple[ListeningSocket, ...]:
+    """``ss -Htlnp``: ``LISTEN recvq sendq local peer [users:(("name",pid=N,fd=N),...)]``."""
+    out: list[ListeningSocket] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        cells = line.split()
+        if not cells:
+            continue
+        if len(cells) < 5 or cells[0] != "LISTEN":
+            raise ParseError("ss -Htlnp", "expected 'LISTEN recv-q send-q local-address:port peer'", line=number,
+                             text=line)
+        local = cells[3]
+        address, sep, port = local.rpartition(":")
+        if not sep or not port.isdigit():
+            raise ParseError("ss -Htlnp", f"no port in the local address {local!r}", line=number, text=line)
+        out.append(ListeningSocket(address, int(port), tuple(_SS_PROC.findall(line))))
+    return tuple(out)
+
+
+def parse_meminfo(text: str) -> dict[str, int]:
+    """``/proc/meminfo`` lines ``Name:   123 kB`` -> {name: kib}."""
+    out: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        match = re.fullmatch(r"([A-Za-z0-9_()]+):\s+(\d+)(?:\s+kB)?\s*", line)
+        if not match:
+            raise ParseError("/proc/meminfo", "expected 'Name: N kB'", line=number, text=line)
+        out[match.group(1)] = int(match.group(2))
+    return out
+
+
+def parse_df(text: str) -> DiskSpace:
+    """``df -Pk PATH``: the POSIX header, then one line (a long device name never wraps with -P)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines or not lines[0].startswith("Filesystem"):
+        raise ParseError("df -Pk", "expected the 'Filesystem 1024-blocks ...' header", line=1,
+                         text=lines[0] if lines else "")
+    if len(lines) < 2:
+        raise ParseError("df -Pk", "no file system line after the header", line=2)
+    cells = lines[1].split()
+    if len(cells) < 6 or not (cells[1].isdigit() and cells[3].isdigit()):
+        raise ParseError("df -Pk", "expected 'fs blocks used available capacity mount'", line=2, text=lines[1])
+    return DiskSpace(cells[0], int(cells[1]), int(cells[3]), " ".join(cells[5:]))
+
+
+def parse_nvidia_smi_list(text: str) -> tuple[str, ...]:
+    """``nvidia-smi -L``: ``GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)`` -> the UUIDs (or names)."""
+    out: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        match = re.match(r"\s*GPU (\d+): (.+?)(?: \(UUID: ([^)]+)\))?\s*$", line)
+        if match:
+            out.append(match.group(3) or match.group(2))
+        elif not re.match(r"\s+(MIG|Link) ", line):  # MIG devices are listed under their GPU
+            raise ParseError("nvidia-smi -L", "expected 'GPU N: name (UUID: ...)'", line=number, text=line)
+    return tuple(out)
+
+
+_DRIVER_VERSION = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
+
+
+def _absent(section: Section) -> str | None:
+    text = section.text.strip()
+    if not text:
+        return "no output"
+    if _ABSENT.search(text):
+        return section.lines[0].strip() if section.lines else text
+    return None
+
+
+def _one_line(section: Section) -> str:
+    values = [line.strip() for line in section.lines if line.strip()]
+    if len(values) != 1:
+        raise ParseError(_WHAT, f"section '{section.name}' should hold one line, it holds {len(values)}",
+                         line=section.first_line)
+    return values[0]
+
+
+def _at(section: Section, exc: ParseError) -> ParseError:
+    """Re-anchor a piece's line number in the whole output."""
+    line = None if exc.line is None else exc.line + section.first_line - 1
+    return ParseError(_WHAT, f"section '{section.name}': {exc.reason}", line=line, text=exc.text)
+
+
+def parse_node(text: str) -> NodeFacts:
+    sections = split_sections(text, _WHAT)
+    values: dict[str, object] = {}
+    missing: dict[str, str] = {}
+    for name, _ in NODE_SECTIONS:
+        section = sections.get(name)
+        if section is None:
+            missing[name] = "section missing from the output"
+            continue
+        why = _absent(section)
+        if why is not None:
+            missing[name] = why
+            continue
+        try:
+            _read(name, section, values)
+        except ParseError as exc:
+            raise _at(section, exc) from None
+    return NodeFacts(**values, missing=missing)  # type: ignore[arg-type]
+
+
+def _read(name: str, section: Section, values: dict[str, object]) -> None:
+    if name == "os-release":
+        release = parse_os_release(section.text)
+        values.update(os_id=release.get("ID"), os_version_id=release.get("VERSION_ID"),
+                      os_pretty=release.get("PRETTY_NAME"), os_codename=release.get("VERSION_CODENAME"),
+                      os_id_like=tuple(release.get("ID_LIKE", "").split()))
+    elif name == "kernel":
+        values["kernel"] = _one_line(section)
+    elif name == "hostname":
+        values["hostname"] = _one_line(section)
+    elif name == "product-uuid":
+        values["product_uuid"] = _one_line(section).lower()
+    elif name == "cpus":
+        line = _one_line(section)
+        if not line.isdigit():
+            raise ParseError(_WHAT, "nproc printed no number", line=1, text=line)
+        values["cpus"] = int(line)
+    elif name == "meminfo":
+        values["mem_total_kib"] = parse_meminfo(section.text).get("MemTotal")
+    elif name == "swaps":
+        values["swaps"] = parse_proc_swaps(section.text)
+    elif name == "listening":
+        values["listening"] = parse_ss_listening(section.text)
+    elif name == "timesync":
+        line = _one_line(section)
+        if line not in ("yes", "no"):
+            raise ParseError(_WHAT, "expected 'yes' or 'no'", line=1, text=line)
+        values["time_synced"] = line == "yes"
+    elif name == "nvidia-driver":
+        line = _one_line(section)
+        if not _DRIVER_VERSION.match(line):
+            raise ParseError(_WHAT, "expected a driver version such as 550.54.15", line=1, text=line)
+        values["nvidia_driver"] = line
+    elif name == "gpus":
+        values["gpus"] = parse_nvidia_smi_list(section.text)
+    elif name == "var-lib":
+        values["var_lib"] = parse_df(section.text)
+
+
+NODE_FACTS: Fact[NodeFacts] = Fact("node", section_command(NODE_SECTIONS), parse_node, sudo=True)

@@ -1,0 +1,61 @@
+"""Outputs of several commands read in ONE round trip, each under a ``### <name>`` line.
+
+``section_command`` builds the compound shell line (every command may fail without hiding
+the others: ``|| true``, stderr kept), ``split_sections`` cuts the output back into pieces,
+each with the 1-based line number where it starts so that parsers can name the real line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from clusterctl.errors import ParseError
+
+_HEADER = re.compile(r"^### (\S+)\s*$")
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    lines: tuple[str, ...]
+    #: 1-based line number of the section's first content line in the whole output.
+    first_line: int
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines) + ("\n" if self.lines else "")
+
+
+def section_command(sections: Sequence[tuple[str, str]]) -> str:
+    return "; ".join(f"echo '### {name}'; {{ {command}; }} 2>&1 || true" for name, command in sections)
+
+
+def split_sections(text: str, what: str) -> dict[str, Section]:
+    found: dict[str, Section] = {}
+    name: str | None = None
+    start = 0
+    lines: list[str] = []
+
+    def close() -> None:
+        if name is not None:
+            found[name] = Section(name, tuple(lines), start)
+
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _HEADER.match(line)
+        if match:
+            close()
+            name = match.group(1)
+            if name in found:
+                raise ParseError(what, f"section '{name}' appears twice", line=number, text=line)
+            start, lines = number + 1, []
+        elif name is None:
+            if line.strip():
+                raise ParseError(what, "output does not start with a '### <section>' line", line=number, text=line)
+        else:
+            lines.append(line)
+    close()
+    if not found:
+        raise ParseError(what, "no '### <section>' lines in the output")
+    return found

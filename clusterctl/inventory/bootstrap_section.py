@@ -1,0 +1,171 @@
+"""The ``bootstrap:`` section of clusterctl's inventory: apt sources, mirror, runtime, CDI, subnets.
+
+```yaml
+bootstrap:
+  mirror: https://mirror.example.internal     # air-gapped: upstream hosts rewritten to this
+  apt_repos:                                   # extra or replacement sources
+    - name: site-tools
+      url: https://mirror.example.internal/tools
+      suites: [stable]
+      components: [main]
+      key_file: keys/site-tools.asc            # on the control machine, relative to the inventory
+  nvidia_container_toolkit: "1.20.0"
+  runtime: default                             # or runtimeclass
+  cdi: false
+  pod_subnet: 10.244.0.0/16
+  registry_mirrors: {docker.io: [https://registry.example.internal]}
+```
+Every error names the file, line and field.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clusterctl.inventory import values
+from clusterctl.inventory.model import RUNTIME_MODES, AptRepo, BootstrapConfig
+from clusterctl.inventory.values import BadValue
+from clusterctl.inventory.yaml_tree import Mapping, Node, Scalar, Sequence, kind_of
+
+if TYPE_CHECKING:
+    from clusterctl.inventory.native import _Reader
+
+FIELDS = ("mirror", "apt_repos", "apt_repos_only", "nvidia_container_toolkit", "containerd_package", "runtime",
+          "cdi", "pod_subnet", "service_subnet", "control_plane_endpoint", "sandbox_image", "registry_mirrors",
+          "min_var_lib_gib")
+REPO_FIELDS = ("name", "url", "suites", "components", "key_file", "key_url")
+
+
+def _url(value: Any, what: str) -> str:
+    text = values.text(value, what)
+    if not text.startswith(("http://", "https://", "file:/")):
+        raise BadValue(f"{what} must be an http(s):// or file:/ URL, got {text!r}")
+    return text.rstrip("/")
+
+
+def _subnet(value: Any, what: str) -> str:
+    text = values.text(value, what)
+    try:
+        return str(ipaddress.ip_network(text, strict=True))
+    except ValueError as exc:
+        raise BadValue(f"{what} is not a network in CIDR form: {exc}", "Write it like 10.244.0.0/16.") from None
+
+
+def _flag(value: Any, what: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise BadValue(f"{what} must be true or false, got {values.describe(value)}")
+
+
+def _runtime(value: Any) -> str:
+    text = values.text(value, "runtime")
+    if text not in RUNTIME_MODES:
+        raise BadValue(f"unknown runtime mode {text!r}", values.one_of_hint(text, RUNTIME_MODES))
+    return text
+
+
+def _clean_name(value: Any) -> str:
+    text = values.text(value, "a repository name")
+    if not all(c.isalnum() or c in "-_." for c in text) or text.startswith("."):
+        raise BadValue(f"repository name {text!r} may only use letters, digits, '-', '_' and '.'",
+                       "It names the file /etc/apt/sources.list.d/<name>.sources.")
+    return text
+
+
+def read_bootstrap(r: _Reader, node: Node, field: str) -> BootstrapConfig:
+    if isinstance(node, Scalar) and node.value is None:
+        return BootstrapConfig(source=f"{r.file}:{node.line}")
+    if not isinstance(node, Mapping):
+        raise r.error(f"'bootstrap' must be a mapping of settings, not {kind_of(node)}.", line=node.line,
+                      field=field, hint="Valid fields: " + ", ".join(FIELDS) + ".")
+    out: dict[str, Any] = {}
+    for entry in node.entries:
+        sub = f"{field}.{entry.key}"
+        key, value = entry.key, entry.value
+        if key not in FIELDS:
+            raise r.error(f"unknown field '{key}'.", line=entry.key_line, field=sub,
+                          hint=values.did_you_mean(key, FIELDS) or "Valid fields: " + ", ".join(FIELDS) + ".")
+        if key == "apt_repos":
+            out[key] = _repos(r, value, sub)
+        elif key == "registry_mirrors":
+            out[key] = _mirrors(r, value, sub)
+        elif key in ("apt_repos_only", "cdi"):
+            out[key] = r.scalar(value, sub, partial(_flag, what=key))
+        elif key == "mirror":
+            out[key] = r.scalar(value, sub, lambda v: _url(v, "mirror"), raw=True)
+        elif key == "runtime":
+            out[key] = r.scalar(value, sub, _runtime)
+        elif key in ("pod_subnet", "service_subnet"):
+            out[key] = r.scalar(value, sub, partial(_subnet, what=key), raw=True)
+        elif key == "min_var_lib_gib":
+            out[key] = r.scalar(value, sub, lambda v: values.positive_number(v, "min_var_lib_gib"))
+        else:
+            out[key] = r.scalar(value, sub, partial(values.text, what=key), raw=True)
+    if out.get("pod_subnet") and out.get("service_subnet"):
+        pod, svc = ipaddress.ip_network(out["pod_subnet"]), ipaddress.ip_network(out["service_subnet"])
+        if pod.version == svc.version and pod.overlaps(svc):
+            raise r.error(f"pod_subnet {pod} overlaps service_subnet {svc}.", line=node.line, field=field,
+                          hint="Pick two separate ranges.")
+    return BootstrapConfig(**out, source=f"{r.file}:{node.line}")
+
+
+def _repos(r: _Reader, node: Node, field: str) -> tuple[AptRepo, ...]:
+    if not isinstance(node, Sequence):
+        raise r.error(f"'apt_repos' must be a list of repositories, not {kind_of(node)}.", line=node.line,
+                      field=field)
+    repos: list[AptRepo] = []
+    for index, item in enumerate(node.items):
+        sub = f"{field}[{index}]"
+        if not isinstance(item, Mapping):
+            raise r.error(f"each repository must be a mapping with name and url, not {kind_of(item)}.",
+                          line=item.line, field=sub)
+        raw: dict[str, Any] = {}
+        for entry in item.entries:
+            where = f"{sub}.{entry.key}"
+            if entry.key not in REPO_FIELDS:
+                raise r.error(f"unknown field '{entry.key}'.", line=entry.key_line, field=where,
+                              hint=values.did_you_mean(entry.key, REPO_FIELDS)
+                              or "Valid fields: " + ", ".join(REPO_FIELDS) + ".")
+            if entry.key in ("suites", "components"):
+                raw[entry.key] = r.names(entry.value, where)
+            elif entry.key == "name":
+                raw["name"] = r.scalar(entry.value, where, _clean_name, raw=True)
+            elif entry.key in ("url", "key_url"):
+                raw[entry.key] = r.scalar(entry.value, where, partial(_url, what=entry.key), raw=True)
+            else:
+                path = r.scalar(entry.value, where, lambda v: values.text(v, "key_file"), raw=True)
+                full = (r.base_dir / Path(path).expanduser()).resolve()
+                if not full.is_file():
+                    raise r.error(f"key_file {path} does not exist (looked at {full}).", line=entry.value.line,
+                                  field=where)
+                raw["key_file"] = str(full)
+        for needed in ("name", "url"):
+            if needed not in raw:
+                raise r.error(f"this repository has no '{needed}'.", line=item.line, field=sub)
+        if any(existing.name == raw["name"] for existing in repos):
+            raise r.error(f"two repositories are named '{raw['name']}'.", line=item.line, field=f"{sub}.name")
+        repos.append(AptRepo(**raw))
+    return tuple(repos)
+
+
+def _mirrors(r: _Reader, node: Node, field: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not isinstance(node, Mapping):
+        raise r.error(f"'registry_mirrors' must map a registry to mirror URLs, not {kind_of(node)}.",
+                      line=node.line, field=field, hint="e.g. registry_mirrors: {docker.io: [https://mirror.local]}")
+    out: list[tuple[str, tuple[str, ...]]] = []
+    for entry in node.entries:
+        sub = f"{field}.{entry.key}"
+        if "/" in entry.key or not entry.key.strip():
+            raise r.error(f"registry '{entry.key}' must be a host name such as docker.io.", line=entry.key_line,
+                          field=sub)
+        urls = r.names(entry.value, sub)
+        for url in urls:
+            try:
+                _url(url, "a mirror")
+            except BadValue as exc:
+                raise r.error(exc.message, line=entry.value.line, field=sub) from None
+        out.append((entry.key, tuple(urls)))
+    return tuple(out)

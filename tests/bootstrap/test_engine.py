@@ -1,0 +1,232 @@
+"""The phase engine on in-process mock hosts: plan vs apply, re-runs, failures, resume, lock, secrets."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from clusterctl.bootstrap.engine import RunSettings, Status, run_bootstrap
+from clusterctl.bootstrap.lock import LockInfo
+from clusterctl.bootstrap.phase import Phase, PhaseContext
+from clusterctl.bootstrap.progress import ProgressStore
+from clusterctl.changes import Change
+from clusterctl.fanout import Runner
+from clusterctl.inventory.model import Host, Inventory
+from clusterctl.secret import Secret
+from clusterctl.transport.base import Transport
+from clusterctl.transport.mock import MockTransport, load_profile
+
+LOCK = "/var/lib/clusterctl/bootstrap.lock"
+TOKEN = "abcdef.0123456789abcdef"
+
+
+class Fleet:
+    """Mock hosts that keep their files across runs (one transport per host for the whole test)."""
+
+    def __init__(self, tmp_path: Path, names: Sequence[str]) -> None:
+        profile = tmp_path / "profile"
+        profile.mkdir()
+        (profile / "profile.yaml").write_text(
+            "commands:\n"
+            "  - regex: '^fail-on-purpose'\n    exit: 4\n    stderr_text: 'E: injected failure\\n'\n"
+            "  - regex: '^(apt-get|systemctl|sysctl)'\n"
+        )
+        self.hosts = tuple(Host(name=n, transport="mock", profile=str(profile)) for n in names)
+        self.inventory = Inventory(name="lab", hosts=self.hosts)
+        loaded = load_profile(str(profile))
+        self.transports = {h.name: _Persistent(h, loaded) for h in self.hosts}
+
+    def runner(self) -> Runner:
+        return Runner(lambda host, _t: self.transports[host.name], parallel=8, timeout_s=10)
+
+    def file(self, host: str, path: str) -> bytes | None:
+        return self.transports[host].files.get(path)
+
+
+class _Persistent(MockTransport):
+    def close(self) -> None:  # the same "host" serves every run of a test
+        pass
+
+
+class WriteConf(Phase[bytes | None]):
+    """Writes one file; a host named in ``failing`` fails its command."""
+
+    name: ClassVar[str] = "write-conf"
+    description: ClassVar[str] = "test phase"
+
+    def __init__(self, failing: Sequence[str] = ()) -> None:
+        self.failing = set(failing)
+        self.checks = 0
+
+    def check(self, ctx: PhaseContext) -> bytes | None:
+        self.checks += 1
+        return ctx.transport.get("/etc/demo.conf")
+
+    def plan(self, ctx: PhaseContext, state: bytes | None) -> list[Change]:
+        changes = [Change.write_file(ctx.host.name, "/etc/demo.conf", "wanted = true\n", current=state)]
+        if ctx.host.name in self.failing:
+            changes.append(Change.run(ctx.host.name, "fail-on-purpose", summary="install things"))
+        return changes
+
+
+class Later(Phase[bool]):
+    name: ClassVar[str] = "later"
+    description: ClassVar[str] = "runs after write-conf"
+
+    def check(self, ctx: PhaseContext) -> bool:
+        return ctx.transport.get("/etc/later") is not None
+
+    def plan(self, ctx: PhaseContext, state: bool) -> list[Change]:
+        return [] if state else [Change.write_file(ctx.host.name, "/etc/later", "x\n", current=None)]
+
+
+def settings(tmp_path: Path, *, apply: bool = True, resume: bool = False, store: ProgressStore | None = None,
+             **kw: Any) -> RunSettings:
+    if store is None and apply:
+        store = (ProgressStore.load if resume else ProgressStore)(tmp_path / "state.json", "lab")
+    return RunSettings(apply=apply, resume=resume, progress=store, **kw)
+
+
+def run(fleet: Fleet, phases: Sequence[Phase[Any]], st: RunSettings) -> Any:
+    with fleet.runner() as runner:
+        return run_bootstrap(fleet.inventory, fleet.hosts, runner, phases, st)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Fleet:
+    return Fleet(tmp_path, ["n1", "n2", "n3"])
+
+
+def test_plan_touches_nothing_and_shows_the_diff(fleet: Fleet, tmp_path: Path) -> None:
+    report = run(fleet, [WriteConf()], settings(tmp_path, apply=False))
+    assert fleet.file("n1", "/etc/demo.conf") is None
+    assert fleet.file("n1", LOCK) is None  # plan takes no lock
+    result = report.results[0]
+    assert result.status is Status.CHANGED
+    assert "+wanted = true" in result.changes[0].diff()
+    assert not (tmp_path / "state.json").exists()
+
+
+def test_apply_then_second_apply_changes_nothing(fleet: Fleet, tmp_path: Path) -> None:
+    first = run(fleet, [WriteConf(), Later()], settings(tmp_path))
+    assert first.ok and first.changed
+    assert fleet.file("n2", "/etc/demo.conf") == b"wanted = true\n"
+    second = run(fleet, [WriteConf(), Later()], settings(tmp_path))
+    assert second.ok and not second.changed
+    assert {r.status for r in second.results} == {Status.OK}
+    assert [p.counts[Status.OK] for p in second.recap] == [3, 3]
+    assert fleet.file("n1", LOCK) is None  # released at the end
+
+
+def test_failed_host_is_left_out_of_later_phases_and_rolled_back(fleet: Fleet, tmp_path: Path) -> None:
+    report = run(fleet, [WriteConf(failing=["n2"]), Later()], settings(tmp_path))
+    assert not report.ok and list(report.failed_hosts) == ["n2"]
+    assert "injected failure" in report.failed_hosts["n2"]
+    by = {(r.host, r.phase): r for r in report.results}
+    assert by[("n2", "write-conf")].status is Status.FAILED
+    assert any("removed /etc/demo.conf" in line for line in by[("n2", "write-conf")].rollback)
+    assert fleet.file("n2", "/etc/demo.conf") is None  # rolled back
+    assert by[("n2", "later")].status is Status.SKIPPED
+    assert by[("n1", "later")].status is Status.CHANGED and by[("n3", "later")].status is Status.CHANGED
+    assert report.recap[0].counts == {Status.OK: 0, Status.CHANGED: 2, Status.FAILED: 1, Status.SKIPPED: 0}
+
+
+def test_resume_skips_what_is_done_and_verified(fleet: Fleet, tmp_path: Path) -> None:
+    run(fleet, [WriteConf(failing=["n2"]), Later()], settings(tmp_path))
+    progress = json.loads((tmp_path / "state.json").read_text())
+    assert progress["hosts"]["n2"]["write-conf"]["status"] == "failed"
+    phase = WriteConf()
+    report = run(fleet, [phase, Later()], settings(tmp_path, resume=True))
+    assert report.ok
+    by = {(r.host, r.phase): r for r in report.results}
+    assert by[("n1", "write-conf")].status is Status.SKIPPED
+    assert "earlier run" in by[("n1", "write-conf")].message
+    assert by[("n2", "write-conf")].status is Status.CHANGED
+    assert by[("n2", "later")].status is Status.CHANGED
+    assert phase.checks == 1  # only n2 was read again
+
+
+def test_a_second_concurrent_run_is_refused_by_the_lock(fleet: Fleet, tmp_path: Path) -> None:
+    other = LockInfo("alice", "elsewhere.example", 4242, "2099-01-01T00:00:00+00:00", "other-run")
+    fleet.transports["n1"].files[LOCK] = other.to_bytes()
+    report = run(fleet, [WriteConf()], settings(tmp_path))
+    assert "locked by alice@elsewhere.example (pid 4242" in report.failed_hosts["n1"]
+    assert fleet.file("n1", "/etc/demo.conf") is None
+    assert fleet.file("n2", "/etc/demo.conf") == b"wanted = true\n"
+    assert fleet.file("n1", LOCK) == other.to_bytes()  # never removes someone else's lock
+
+
+def test_stale_lock_is_reported_and_force_unlock_clears_it(fleet: Fleet, tmp_path: Path) -> None:
+    stale = LockInfo("bob", "old-laptop", 1, "2020-01-01T00:00:00+00:00", "dead-run")
+    fleet.transports["n1"].files[LOCK] = stale.to_bytes()
+    report = run(fleet, [WriteConf()], settings(tmp_path))
+    assert "looks stale" in report.failed_hosts["n1"] and "--force-unlock" in report.failed_hosts["n1"]
+    forced = run(fleet, [WriteConf()], settings(tmp_path, force_unlock=True))
+    assert forced.ok
+    assert any("cleared the lock held by bob@old-laptop" in note for note in forced.notes)
+
+
+class InitOnce(Phase[None]):
+    name: ClassVar[str] = "init-once"
+    description: ClassVar[str] = "once per cluster, shares a token"
+    once_per_cluster: ClassVar[bool] = True
+
+    def check(self, ctx: PhaseContext) -> None:
+        ctx.shared["join-token"] = Secret(TOKEN, "join token")
+
+    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
+        return [Change.run(ctx.host.name, "systemctl start init", summary="init the cluster")]
+
+
+class Join(Phase[None]):
+    name: ClassVar[str] = "join"
+    description: ClassVar[str] = "uses the token"
+
+    def applies_to(self, ctx: PhaseContext) -> bool:
+        return ctx.host.name != "n1"
+
+    def check(self, ctx: PhaseContext) -> None:
+        return None
+
+    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
+        token = ctx.shared["join-token"]
+        return [Change.run(ctx.host.name, "apt-get join --token-file /dev/stdin", stdin_secret=token,
+                           summary=f"join with token {token}")]
+
+
+def test_once_per_cluster_subsets_and_shared_secrets_never_leak(fleet: Fleet, tmp_path: Path) -> None:
+    report = run(fleet, [InitOnce(), Join()], settings(tmp_path))
+    assert report.ok
+    by = {(r.host, r.phase): r.status for r in report.results}
+    assert by[("n1", "init-once")] is Status.CHANGED
+    assert by[("n2", "init-once")] is Status.SKIPPED and by[("n1", "join")] is Status.SKIPPED
+    assert by[("n2", "join")] is Status.CHANGED
+    text = json.dumps(report.to_json()) + (tmp_path / "state.json").read_text()
+    assert TOKEN not in text and "join with token ********" in text
+    assert all(TOKEN not in line for t in fleet.transports.values() for line in t.history)
+
+
+class Broken(Phase[None]):
+    name: ClassVar[str] = "broken"
+    description: ClassVar[str] = "check raises"
+
+    def check(self, ctx: PhaseContext) -> None:
+        raise RuntimeError("cannot read the host")
+
+    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
+        return []
+
+
+def test_an_exception_in_one_phase_fails_the_host_not_the_run(fleet: Fleet, tmp_path: Path) -> None:
+    report = run(fleet, [Broken(), Later()], settings(tmp_path))
+    assert set(report.failed_hosts) == {"n1", "n2", "n3"}
+    assert "cannot read the host" in report.failed_hosts["n1"]
+    assert all(r.status is Status.SKIPPED for r in report.results if r.phase == "later")
+
+
+def _unused(_: Transport) -> None:  # keeps Transport imported for type readers
+    return None

@@ -1,0 +1,64 @@
+"""Preflight's node facts parsed from recorded real outputs (tests/fixtures/node/README.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterctl.errors import ParseError
+from clusterctl.facts.node import (
+    parse_df,
+    parse_meminfo,
+    parse_node,
+    parse_os_release,
+    parse_proc_swaps,
+    parse_ss_listening,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "node"
+
+
+def read(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def test_swaps_none_one_and_several() -> None:
+    assert parse_proc_swaps(read("proc-swaps-none.txt")) == ()
+    (swap,) = parse_proc_swaps(read("proc-swaps-swapfile-ubuntu.txt"))
+    assert (swap.name, swap.kind, swap.size_kib) == ("/swapfile", "file", 67108860)
+    assert [s.name for s in parse_proc_swaps(read("proc-swaps-three-areas.txt"))] == ["/dev/dm-1", "/dev/sdb3",
+                                                                                       "/dev/dm-7"]
+
+
+def test_listening_sockets_keep_the_process_names() -> None:
+    sockets = parse_ss_listening(read("ss-Htlnp-debian12-python-on-10250.txt"))
+    assert [(s.address, s.port, s.processes) for s in sockets] == [
+        ("0.0.0.0", 2024, ()), ("127.0.0.1", 10250, ("python3",))]
+
+
+def test_df_meminfo_os_release() -> None:
+    disk = parse_df(read("df-Pk-var-lib-debian12.txt"))
+    assert disk.mounted_on == "/" and disk.available_kib > 0
+    assert parse_meminfo(read("meminfo-debian12.txt"))["MemTotal"] == 24684092
+    assert parse_os_release(read("os-release-debian12.txt"))["ID"] == "debian"
+
+
+def test_whole_probe_of_a_host_without_gpu_or_systemd() -> None:
+    facts = parse_node(read("node-probe-debian12-no-gpu.txt"))
+    assert (facts.os_id, facts.os_version_id, facts.cpus, facts.swaps) == ("debian", "12", 2, ())
+    assert facts.nvidia_driver is None and facts.gpus is None and facts.time_synced is None
+    assert set(facts.missing) == {"product-uuid", "timesync", "nvidia-driver", "gpus"}
+    assert "No such file" in facts.missing["nvidia-driver"]
+
+
+@pytest.mark.parametrize("text, line", [
+    ("### hostname\nvm\n### cpus\nmany\n", 4),
+    ("### swaps\nFilename Type Size Used Priority\n/swapfile file big 0 -2\n", 3),
+    ("### listening\nLISTEN 0 128 nowhere 0.0.0.0:*\n", 2),
+    ("garbage first\n### hostname\nvm\n", 1),
+])
+def test_bad_output_names_the_line(text: str, line: int) -> None:
+    with pytest.raises(ParseError) as caught:
+        parse_node(text)
+    assert caught.value.line == line
