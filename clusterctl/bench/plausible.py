@@ -50,35 +50,49 @@ def _finding(severity: Severity, code: str, message: str, about: str, about_kind
     return Finding(severity, code, message, fix=fix, evidence=evidence, **where)
 
 
+def bandwidth_check(figure: float | None, *, line_rate_gbps: float | None, bidirectional: bool, test: str | None,
+                    about: str, about_kind: str = "subject", printed_unit: str | None = None) -> list[Finding]:
+    """A perftest bandwidth above the line rate (twice it for a bidirectional run) cannot be true."""
+    if figure is None or not line_rate_gbps:
+        return []
+    limit = line_rate_gbps * (2 if bidirectional else 1)
+    if figure <= limit * ROUNDING_MARGIN:
+        return []
+    mode = f"a bidirectional run on a {line_rate_gbps:g} Gb/s link" if bidirectional else \
+        f"one direction of a {line_rate_gbps:g} Gb/s link"
+    return [_finding(
+        Severity.ERROR, FIGURE_IMPOSSIBLE,
+        f"{test or 'perftest'} average {figure:.1f} Gb/s is above the {limit:g} Gb/s that {mode} can carry: this "
+        "figure cannot be a measurement of this link",
+        about, about_kind,
+        "Check the units (MB/sec and MiB/sec are 2^20 bytes/s), bidirectional mode (-b adds both directions), and "
+        "that the recording is of this link.",
+        measured_gbps=figure, limit_gbps=limit, bidirectional=bidirectional, printed_unit=printed_unit)]
+
+
+def link_type_check(link_type: str | None, *, fabric_type: str | None, about: str,
+                    about_kind: str = "subject") -> list[Finding]:
+    """A perftest banner whose ``Link type`` is not the inventory's fabric was measured elsewhere."""
+    expected = _LINK_TYPE.get(fabric_type or "")
+    if not expected or not link_type or link_type == expected:
+        return []
+    return [_finding(
+        Severity.WARNING, RECORDING_MISMATCH,
+        f"the recording's banner says 'Link type : {link_type}' but the inventory's fabric is "
+        f"{_FABRIC_WORDS[fabric_type or '']}: it was not measured on this fabric",
+        about, about_kind,
+        "Check the fabric type in the inventory, or that the test ran over the intended HCA (-d) and port.",
+        link_type=link_type, fabric=fabric_type)]
+
+
 def perftest_checks(result: PerftestResult, *, line_rate_gbps: float | None, fabric_type: str | None,
                     about: str, about_kind: str = "subject") -> list[Finding]:
     """A bandwidth above the line rate (x2 when bidirectional); a banner that names another link type."""
-    found: list[Finding] = []
-    figure = result.peak_gbps
-    if figure is not None and line_rate_gbps:
-        limit = line_rate_gbps * (2 if result.bidirectional else 1)
-        if figure > limit * ROUNDING_MARGIN:
-            mode = f"a bidirectional run on a {line_rate_gbps:g} Gb/s link" if result.bidirectional else \
-                f"one direction of a {line_rate_gbps:g} Gb/s link"
-            found.append(_finding(
-                Severity.ERROR, FIGURE_IMPOSSIBLE,
-                f"{result.test or 'perftest'} average {figure:.1f} Gb/s is above the {limit:g} Gb/s that {mode} can "
-                "carry: this figure cannot be a measurement of this link",
-                about, about_kind,
-                "Check the units (MB/sec and MiB/sec are 2^20 bytes/s), bidirectional mode (-b adds both "
-                "directions), and that the recording is of this link.",
-                measured_gbps=figure, limit_gbps=limit, bidirectional=result.bidirectional,
-                printed_unit=result.printed_unit))
-    expected = _LINK_TYPE.get(fabric_type or "")
-    if expected and result.link_type and result.link_type != expected:
-        found.append(_finding(
-            Severity.WARNING, RECORDING_MISMATCH,
-            f"the recording's banner says 'Link type : {result.link_type}' but the inventory's fabric is "
-            f"{_FABRIC_WORDS[fabric_type or '']}: it was not measured on this fabric",
-            about, about_kind,
-            "Check the fabric type in the inventory, or that the test ran over the intended HCA (-d) and port.",
-            link_type=result.link_type, fabric=fabric_type))
-    return found
+    return [
+        *bandwidth_check(result.peak_gbps, line_rate_gbps=line_rate_gbps, bidirectional=result.bidirectional,
+                         test=result.test, about=about, about_kind=about_kind, printed_unit=result.printed_unit),
+        *link_type_check(result.link_type, fabric_type=fabric_type, about=about, about_kind=about_kind),
+    ]
 
 
 def nvlink_limit(result: NcclTestResult) -> tuple[float, str] | None:

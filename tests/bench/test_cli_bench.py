@@ -71,5 +71,7 @@ def test_nccl_on_demo_hosts(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
     code, out = run(capsys, "-i", DEMO, "bench", "nccl", "-o", "json", "--results-dir", str(tmp_path / "n"),
                     "--env", "NCCL_ALGO=Ring")
     payload = json.loads(out)
-    assert [r["busbw_gbs"] for r in payload["runs"]] == [25.31] * 6
-    assert payload["median_busbw_gbs"] == 25.31 and code == 0
+    # Every demo host answers with the real 8x A100 NVSwitch run: plausible, and no other machine's log.
+    assert [r["busbw_gbs"] for r in payload["runs"]] == [232.44] * 6
+    assert payload["median_busbw_gbs"] == 232.44 and code == 0
+    assert payload["findings"] == []
