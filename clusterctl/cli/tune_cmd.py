@@ -23,8 +23,11 @@ bootstrap, NCCL_NET_GDR_LEVEL and NCCL_CROSS_NIC where NCCL's own choice is not 
 NCCL_IB_DISABLE only where there is no RDMA. Nothing that repeats a default.
 
 --sweep measures NCCL_ALGO/PROTO, channel counts, NCCL_BUFFSIZE and NCCL_NTHREADS against the
-defaults with nccl-tests on the hosts (successive halving within --budget runs) and keeps a
-value only where it beats the baseline by more than the run-to-run noise.
+defaults with nccl-tests on the hosts, within --budget runs: candidates alternate with the
+baseline (ABAB), the best of each size range is re-measured with fresh runs, and a value is
+kept only where its confidence interval (corrected for every candidate and size range) lies
+above the defaults and the baseline did not move during the sweep. Winners with an algorithm
+and protocol go to NCCL's tuner plugin file (2.28+), per collective and size.
 
 Examples:
 
@@ -32,7 +35,7 @@ Examples:
 
   clusterctl tune-nccl --survey survey.json --format all --out nccl/
 
-  clusterctl tune-nccl --sweep --budget 30 --out nccl/
+  clusterctl tune-nccl --sweep --budget 120 --out nccl/
 
   clusterctl tune-nccl --survey survey.json --push --dry-run
 """
@@ -51,7 +54,7 @@ def tune_nccl_command(
         None, "--bench", metavar="DIR", help="Folder of an earlier --sweep --out: reuse its measured winners."
     ),
     sweep: bool = typer.Option(False, "--sweep", help="Measure candidates with nccl-tests on the hosts."),
-    budget: int = typer.Option(24, "--budget", min=1, metavar="N", help="Most nccl-tests runs the sweep may use."),
+    budget: int = typer.Option(120, "--budget", min=1, metavar="N", help="Most nccl-tests runs the sweep may use."),
     repeats: int = typer.Option(3, "--repeats", min=2, metavar="N", help="Baseline runs that measure the noise."),
     fmt: str = typer.Option("conf", "--format", metavar="FORMAT", help="conf|env|k8s|slurm|tuner|all"),
     out: Optional[str] = typer.Option(None, "--out", metavar="DIR", help="Write the rendered files here."),  # noqa: UP045
@@ -241,10 +244,11 @@ def _print_sweep(app: AppContext, measured: SweepResult) -> None:
 
     table = Table(title=f"sweep: {measured.runs_used} of {measured.budget} runs "
                         f"(a full grid would take {measured.full_grid_runs})", title_justify="left")
-    for column in ("size range", "baseline GB/s", "noise", "best", "best GB/s", "kept"):
+    for column in ("collective", "size range", "baseline GB/s", "noise", "best", "gain (interval)", "kept"):
         table.add_column(column)
     for r in measured.ranges:
-        table.add_row(r.range, f"{r.baseline_gbps:.1f}", f"{r.noise:.1%}", r.best_label, f"{r.best_gbps:.1f}",
+        gain = f"{r.gain:+.1%} ({r.ci_low:+.1%}..{r.ci_high:+.1%})" if r.best_runs else "-"
+        table.add_row(r.collective, r.range, f"{r.baseline_gbps:.1f}", f"{r.noise:.1%}", r.best_label, gain,
                       "yes" if r.significant else "no: defaults best")
     app.console.print(table)
     for note in measured.notes:

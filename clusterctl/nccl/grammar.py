@@ -176,18 +176,88 @@ def _check_enum(info: VariableInfo, value: str, version: NcclVersion | None) -> 
     return []
 
 
+#: src/graph/paths.cc levelsOldToNew: legacy numbers 0..5 as path types (larger ones are clamped to 5).
+LEGACY_LEVELS: tuple[str, ...] = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")
+
+
+def legacy_level(text: str) -> str | None:
+    """The level NCCL reads from a legacy number ("3" -> PHB), None when ``text`` does not start with a digit."""
+    if not text[:1].isdigit():
+        return None
+    number, _ = strtoll(text)
+    return LEGACY_LEVELS[min(number, len(LEGACY_LEVELS) - 1)]
+
+
 def _check_level(info: VariableInfo, value: str, version: NcclVersion | None) -> list[ValueProblem]:
+    """NCCL_P2P_LEVEL / NCCL_NET_GDR_LEVEL as ncclGetLevel (src/graph/paths.cc) reads them.
+
+    A name is compared with strcmp against topoPathTypeStr (src/graph/topo.cc): exact case
+    only; a text starting with a digit is a legacy number; anything else is silently ignored
+    and NCCL keeps its own choice.
+    """
     name = info.name
     word = value.strip()
-    if _matches(info, word, info.values) is not None:
+    known = info.values_for(version)
+    if word in known:
         return []
-    if re.fullmatch(r"\d+", word):
+    if word in info.values:
+        since = info.value_since[word]
+        return [_invalid(f"{name}={value}: NCCL knows the level {word} only from {since.major}.{since.minor} on "
+                         f"(this is {version}); it ignores the value and keeps its own choice",
+                         f"use one of {', '.join(known)}, or upgrade NCCL")]
+    exact = next((v for v in known if v.lower() == word.lower()), None)
+    if exact is not None:
+        return [_invalid(f"{name}={value} is ignored: NCCL compares level names case-sensitively (strcmp), "
+                         f"so {word!r} matches no level and NCCL keeps its own choice",
+                         f"write {name}={exact}")]
+    legacy = legacy_level(word)
+    if legacy is not None:
         return [_problem("LEGACY_VALUE", "info",
-                         f"{name}={value} is a legacy numeric level; "
+                         f"{name}={value} is a legacy numeric level, read as {legacy}; "
                          "what each number means changed between NCCL releases",
-                         f"use a level name: {', '.join(info.values)}")]
-    return [_invalid(f"{name}={value} is not a level NCCL knows ({', '.join(info.values)})",
-                     f"use one of {', '.join(info.values)}{_suggest(word, info.values)}")]
+                         f"write {name}={legacy}")]
+    return [_invalid(f"{name}={value} is not a level NCCL knows ({', '.join(known)}); "
+                     "NCCL ignores it and keeps its own choice",
+                     f"use one of {', '.join(known)}{_suggest(word, known)}")]
+
+
+def _check_cidr(info: VariableInfo, value: str, version: NcclVersion | None) -> list[ValueProblem]:
+    """NCCL_IB_ADDR_RANGE as envIbAddrRange (src/transport/net_ib) reads it: one CIDR, else ignored.
+
+    NCCL splits at the first '/', reads the address with inet_pton and the mask with strtol, so
+    in "10.0.0.0/8,192.168.0.0/16" the mask is 8 and everything after the comma is dropped.
+    """
+    import ipaddress
+
+    name = info.name
+    text = value.strip()
+    if not text:
+        return []
+    address, slash, mask_text = text.partition("/")
+    if not slash:
+        return [_invalid(f"{name}={value} has no '/mask': NCCL ignores the range and considers every GID",
+                         f"write one range such as {name}={address or '10.0.0.0'}/16")]
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return [_invalid(f"{name}={value}: {address!r} is not an IP address; NCCL ignores the range",
+                         "write one range such as 10.0.0.0/16")]
+    mask, rest = strtoll(mask_text)
+    bits = 32 if ip.version == 4 else 128
+    problems: list[ValueProblem] = []
+    if rest.strip():
+        if "," in rest or " " in rest:
+            problems.append(_invalid(
+                f"{name}={value} lists more than one range; NCCL reads only one CIDR: it uses "
+                f"{address}/{mask} and silently drops the rest", f"keep one range: {name}={address}/{mask}",
+                "warning"))
+        else:
+            problems.append(_invalid(f"{name}={value}: the mask {mask_text!r} is read as {mask}",
+                                     f"write {name}={address}/{mask}", "warning"))
+    if mask > bits or mask < 0:
+        problems.append(_invalid(f"{name}={value}: a /{mask} mask is invalid for IPv{ip.version}; NCCL ignores "
+                                 "the range", f"use a mask of 0-{bits}"))
+    return problems
 
 
 # -- lists ---------------------------------------------------------------------------------
@@ -311,6 +381,7 @@ _CHECKERS = {
     "hca-list": _check_name_list,
     "ifname-list": _check_name_list,
     "subsys-list": _check_subsys_list,
+    "cidr": _check_cidr,
     "list": _check_nothing,
     "string": _check_nothing,
 }

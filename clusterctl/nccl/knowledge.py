@@ -1,7 +1,8 @@
 """clusterctl's NCCL knowledge base: what each variable name means, who reads it, what it accepts.
 
 The facts live in ``data/nccl_vars.yaml`` (derived from NCCL's source and user guide, see
-docs/nccl-lint.md); this module loads them into :class:`VariableInfo` records.
+docs/nccl-lint.md) and ``data/plugin_vars.yaml`` (what well-known network and tuner plugins read,
+from each plugin's source); this module loads them into :class:`VariableInfo` records.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from clusterctl.nccl.versions import NcclVersion, try_parse_version
 #: Every value grammar the knowledge base may name.
 KINDS: frozenset[str] = frozenset(
     {"int", "bool", "enum", "list", "string", "bytes", "hca-list", "ifname-list", "algo-list", "proto-list",
-     "subsys-list", "level"}
+     "subsys-list", "level", "cidr"}
 )
 #: Who reads a variable.
-SCOPES: frozenset[str] = frozenset({"core", "example-plugin", "sharp-plugin", "pytorch", "nccl-tests", "nonexistent"})
+SCOPES: frozenset[str] = frozenset(
+    {"core", "example-plugin", "sharp-plugin", "plugin", "pytorch", "nccl-tests", "nonexistent"}
+)
 
 #: Words shown to users for each scope.
 SCOPE_READER: dict[str, str] = {
@@ -29,7 +32,22 @@ SCOPE_READER: dict[str, str] = {
     "pytorch": "PyTorch's ProcessGroupNCCL, not libnccl",
     "nccl-tests": "the nccl-tests benchmarks, not libnccl",
     "nonexistent": "nothing: no NCCL release reads it",
+    "plugin": "a network or tuner plugin, not libnccl itself",
 }
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """A network or tuner plugin whose variables the knowledge base knows, from its source."""
+
+    id: str
+    name: str
+    repo: str
+    commit: str
+    #: Names under these prefixes belong to this plugin alone.
+    prefixes: tuple[str, ...] = ()
+    #: How the plugin reads its values (what happens to a bad one).
+    parse: str = ""
 
 
 @dataclass(frozen=True)
@@ -65,6 +83,10 @@ class VariableInfo:
     source: str = ""
     note: str | None = None
     hint: str | None = None
+    #: For ``scope == "plugin"``: the plugin that reads it.
+    plugin: Plugin | None = None
+    #: Values accepted only from a release on (NVB for the level variables since 2.8...).
+    value_since: dict[str, NcclVersion] = field(default_factory=dict)
 
     # -- versions -----------------------------------------------------------------------
 
@@ -102,9 +124,26 @@ class VariableInfo:
 
     def validate(self, value: str, version: NcclVersion | None = None) -> list[ValueProblem]:
         """What is wrong with ``value`` for this variable (empty list: nothing)."""
+        if self.plugin is not None:
+            from clusterctl.nccl.plugins import check_plugin_value
+
+            return check_plugin_value(self, value)
         from clusterctl.nccl.grammar import check_value
 
         return check_value(self, value, version)
+
+    def values_for(self, version: NcclVersion | None) -> tuple[str, ...]:
+        """The accepted values ``version`` knows (all of them when the version is unknown)."""
+        if version is None:
+            return self.values
+        return tuple(v for v in self.values if v not in self.value_since or version >= self.value_since[v])
+
+    @property
+    def reader(self) -> str:
+        """Who reads it, in words."""
+        if self.plugin is not None:
+            return f"{self.plugin.name} ({self.plugin.repo})"
+        return SCOPE_READER.get(self.scope, self.scope)
 
 
 @dataclass(frozen=True)
@@ -118,8 +157,16 @@ class ValueProblem:
 
 
 class KnowledgeBase:
-    def __init__(self, variables: dict[str, VariableInfo]) -> None:
+    def __init__(self, variables: dict[str, VariableInfo], plugins: tuple[Plugin, ...] = ()) -> None:
         self._variables = variables
+        self.plugins = plugins
+
+    def plugin_owning(self, name: str) -> Plugin | None:
+        """The plugin whose prefix ``name`` carries (NCCL_FASTRAK_..., OFI_NCCL_...), if any."""
+        for plugin in self.plugins:
+            if name.startswith(plugin.prefixes):
+                return plugin
+        return None
 
     def __contains__(self, name: object) -> bool:
         return name in self._variables
@@ -136,10 +183,47 @@ class KnowledgeBase:
     def variable(self, name: str) -> VariableInfo | None:
         return self._variables.get(name)
 
-    def similar(self, name: str, *, limit: int = 3) -> list[str]:
-        """Known names that look like ``name`` (typos), best first; never names that do not exist."""
-        candidates = [n for n, v in self._variables.items() if v.scope != "nonexistent" and n != name]
+    def similar(self, name: str, *, limit: int = 3, version: NcclVersion | None = None,
+                living: bool = True) -> list[str]:
+        """Known names that look like ``name`` (typos), best first; never names that do not exist.
+
+        With ``living`` only names that ``version`` reads (the newest release when None): a fix
+        must never point at a variable that was removed. A name under a plugin's prefix is
+        compared with that plugin's variables only.
+        """
+        owner = self.plugin_owning(name)
+        candidates = []
+        for n, v in self._variables.items():
+            if v.scope == "nonexistent" or n == name:
+                continue
+            if owner is not None and (v.plugin is None or v.plugin.id != owner.id):
+                continue
+            if living and not self.is_living(v, version):
+                continue
+            candidates.append(n)
         return difflib.get_close_matches(name, candidates, n=limit, cutoff=0.8)
+
+    def is_living(self, info: VariableInfo, version: NcclVersion | None) -> bool:
+        if info.scope != "core":
+            return True
+        if version is None:
+            return info.removed is None
+        return info.read_by(version)
+
+    def successor(self, info: VariableInfo, version: NcclVersion | None) -> str | None:
+        """The living variable that replaced ``info`` (following replacements), if any."""
+        seen = {info.name}
+        current = info
+        while current.replaced_by:
+            name = current.replaced_by.split("=")[0].split()[0]
+            nxt = self._variables.get(name)
+            if nxt is None or name in seen:
+                return None
+            if self.is_living(nxt, version):
+                return name
+            seen.add(name)
+            current = nxt
+        return None
 
 
 @lru_cache(maxsize=1)
@@ -149,10 +233,44 @@ def knowledge_base() -> KnowledgeBase:
 
     import yaml
 
-    text = resources.files("clusterctl.nccl").joinpath("data/nccl_vars.yaml").read_text(encoding="utf-8")
-    entries = yaml.safe_load(text)
+    data = resources.files("clusterctl.nccl").joinpath("data")
+    entries = yaml.safe_load(data.joinpath("nccl_vars.yaml").read_text(encoding="utf-8"))
     variables = {e["name"]: variable_from_entry(e) for e in entries}
-    return KnowledgeBase(variables)
+    plugins = []
+    for entry in yaml.safe_load(data.joinpath("plugin_vars.yaml").read_text(encoding="utf-8")):
+        plugin = Plugin(id=str(entry["id"]), name=str(entry["name"]), repo=str(entry["repo"]),
+                        commit=str(entry["commit"]), prefixes=tuple(entry.get("prefixes") or ()),
+                        parse=str(entry.get("parse", "")))
+        plugins.append(plugin)
+        for var in entry["variables"]:
+            known = variables.get(var["name"])
+            if known is not None and known.scope == "core":
+                continue  # libnccl reads it too: its own entry says how
+            variables[var["name"]] = plugin_variable(var, plugin)
+    return KnowledgeBase(variables, tuple(plugins))
+
+
+def plugin_variable(entry: dict[str, Any], plugin: Plugin) -> VariableInfo:
+    """One plugin variable (an entry of data/plugin_vars.yaml)."""
+    note = entry.get("note")
+    if entry.get("removed"):
+        note = "removed from the plugin (it warns and ignores it)" + (f"; {note}" if note else "")
+    elif entry.get("deprecated"):
+        note = "deprecated by the plugin" + (f"; {note}" if note else "")
+    return VariableInfo(
+        name=str(entry["name"]),
+        scope="plugin",
+        kind=str(entry["kind"]),
+        values=tuple(str(v) for v in entry.get("values") or ()),
+        case_insensitive=bool(entry.get("case_insensitive", False)),
+        minimum=entry.get("minimum"),
+        maximum=entry.get("maximum"),
+        default=None if entry.get("default") is None else str(entry["default"]),
+        documented=True,
+        source=f"{plugin.repo}@{plugin.commit[:10]} {entry.get('source', '')}".strip(),
+        note=note,
+        plugin=plugin,
+    )
 
 
 def _version(text: Any) -> NcclVersion | None:
@@ -196,4 +314,6 @@ def variable_from_entry(entry: dict[str, Any]) -> VariableInfo:
         source=str(entry.get("source", "")),
         note=entry.get("note"),
         hint=entry.get("hint"),
+        value_since={str(k): v for k, v in ((k, _version(v)) for k, v in (entry.get("value_since") or {}).items())
+                     if v is not None},
     )

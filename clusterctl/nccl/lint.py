@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from clusterctl.findings import Finding, Severity, count_by_severity
 from clusterctl.nccl.grammar import normalise, strtoll
 from clusterctl.nccl.knowledge import SCOPE_READER, KnowledgeBase, VariableInfo, knowledge_base
-from clusterctl.nccl.sources import Setting
+from clusterctl.nccl.sources import BUILD_ARG, PASSTHROUGH, Setting
 from clusterctl.nccl.versions import NcclVersion, parse_version
 
 SEVERITIES: tuple[str, ...] = tuple(s.value for s in Severity)
@@ -18,8 +18,10 @@ LOW_CHANNEL_CAP = 4
 #: PCIe host bridges of one CPU) is what NCCL calls PHB. Legacy integers 0..5 map onto them.
 GDR_LEVELS: dict[str, int] = {"LOC": 0, "PIX": 1, "PXB": 2, "PHB": 3, "NODE": 3, "SYS": 4}
 _GDR_LEGACY: dict[int, int] = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 4}
-#: NCCL_SOCKET_NTHREADS * NCCL_NSOCKS_PERTHREAD may not exceed this (env.rst).
+#: NCCL_SOCKET_NTHREADS * NCCL_NSOCKS_PERTHREAD may not exceed this (src/transport/net_socket.cc MAX_SOCKETS).
 MAX_SOCKETS_PER_PEER = 64
+#: Prefixes of other libraries' settings: only the names a known plugin documents are judged.
+FOREIGN_PREFIXES: tuple[str, ...] = ("FI_",)
 
 
 def lint_settings(
@@ -45,7 +47,10 @@ def lint_settings(
 
         raise UsageError(f"unknown fabric {fabric!r}", hint=f"Use one of: {', '.join(FABRICS)}.")
     findings: list[Finding] = []
+    assigned = {(s.file, s.name) for s in settings if s.origin != PASSTHROUGH}
     for setting in settings:
+        if setting.origin == PASSTHROUGH and (setting.file, setting.name) in assigned:
+            continue  # mpirun -x NAME forwards a value set (and checked) elsewhere in the file
         findings.extend(_lint_one(setting, kb, version))
     for file, group in _by_file(settings).items():
         findings.extend(_duplicates(file, group))
@@ -64,9 +69,14 @@ def _by_file(settings: Iterable[Setting]) -> dict[str, list[Setting]]:
 
 
 def _effective(group: list[Setting]) -> dict[str, Setting]:
-    """The value each name ends up with: the later line wins, as in a shell or an env list."""
+    """The value each name ends up with: the later line wins, as in a shell or an env list.
+
+    ``mpirun -x NAME`` passes on the value set before it, so it never replaces a known value.
+    """
     result: dict[str, Setting] = {}
     for s in sorted(group, key=lambda s: s.line):
+        if s.origin == PASSTHROUGH and s.name in result:
+            continue
         result[s.name] = s
     return result
 
@@ -78,8 +88,12 @@ def _finding(s: Setting, code: str, severity: str | Severity, message: str, fix:
 
 def _lint_one(s: Setting, kb: KnowledgeBase, version: NcclVersion | None) -> list[Finding]:
     info = kb.variable(s.name)
+    if info is None and s.name.startswith(FOREIGN_PREFIXES):
+        return []  # libfabric (FI_*) has hundreds of settings; only the ones plugins document are known
+    if info is None and s.origin == BUILD_ARG:
+        return []  # a build argument such as ARG NCCL_VERSION=2.23.4 never reaches NCCL at run time
     if info is None or info.scope == "nonexistent":
-        return [_unknown(s, kb, info)]
+        return [_unknown(s, kb, info, version)]
     if info.scope == "pytorch":
         if info.replaced_by:
             return [_finding(
@@ -88,6 +102,8 @@ def _lint_one(s: Setting, kb: KnowledgeBase, version: NcclVersion | None) -> lis
                 f"(PyTorch 2.2) and reads the old name only with a deprecation warning",
                 f"rename it to {info.replaced_by}")]
         return []
+    if info.plugin is not None:
+        return _plugin_findings(s, info)
     if info.scope != "core":
         return [_finding(s, "NOT_NCCL", "info", f"{s.name} is read by {SCOPE_READER[info.scope]}",
                          "keep it only where that component is used")]
@@ -101,22 +117,69 @@ def _lint_one(s: Setting, kb: KnowledgeBase, version: NcclVersion | None) -> lis
     return findings
 
 
-def _unknown(s: Setting, kb: KnowledgeBase, info: VariableInfo | None) -> Finding:
-    similar = kb.similar(s.name)
+def _plugin_findings(s: Setting, info: VariableInfo) -> list[Finding]:
+    """A plugin's variable: said to be the plugin's (info), its value checked as the plugin reads it."""
+    plugin = info.plugin
+    assert plugin is not None
+    where = info.source.split(" ", 1)[1] if " " in info.source else info.source
+    if s.name.startswith(FOREIGN_PREFIXES):
+        said = f"; {info.note}" if info.note else ""
+        message = (f"{s.name} is a libfabric setting that {plugin.name} documents, not an NCCL variable "
+                   f"({plugin.repo}: {where}{said})")
+    else:
+        message = f"{s.name} is read by {plugin.name}, not by libnccl ({plugin.repo}: {where})"
+    findings = [_finding(s, "PLUGIN_VARIABLE", "info", message,
+                         "keep it where that plugin is loaded; without it the setting does nothing")]
+    if info.note and info.note.startswith(("removed", "deprecated")):
+        findings.append(_finding(s, "DEPRECATED", "warning", f"{s.name}: {info.note}", f"remove {s.name}"))
+    if not s.dynamic:
+        findings.extend(_finding(s, p.code, p.severity, p.message, p.fix) for p in info.validate(s.value))
+    return findings
+
+
+def _unknown(s: Setting, kb: KnowledgeBase, info: VariableInfo | None, version: NcclVersion | None) -> Finding:
+    similar = kb.similar(s.name, version=version)
+    owner = kb.plugin_owning(s.name)
     if info is not None:
         message = f"{s.name} is not an NCCL variable: no NCCL release reads it, so it has no effect"
+    elif owner is not None:
+        message = (f"{s.name} is not a variable {owner.name} reads ({owner.repo}), "
+                   "and libnccl does not read it either")
     elif s.name.startswith("TORCH_NCCL_"):
         message = f"{s.name} is not a PyTorch ProcessGroupNCCL variable clusterctl knows; check the spelling"
     else:
-        message = f"{s.name} is not a variable NCCL reads (NCCL ignores unknown names silently)"
+        message = (f"{s.name} is not a variable NCCL or a known plugin reads "
+                   "(NCCL ignores unknown names silently)")
+    dead = kb.similar(s.name, version=version, living=False, limit=1)
+    dead_is_closer = bool(dead) and dead[0] not in similar and (
+        not similar or _likeness(s.name, dead[0]) > _likeness(s.name, similar[0]))
     if info is not None and info.hint:
         fix = info.hint
-    elif similar:
-        fix = f"did you mean {' or '.join(similar)}?"
+    elif dead_is_closer or not similar:
+        fix = _no_living_match(s.name, kb, version)
     else:
-        fix = f"remove {s.name}"
+        fix = f"did you mean {' or '.join(similar)}?"
     severity = "warning" if s.name.startswith("TORCH_NCCL_") else "error"
     return _finding(s, "UNKNOWN_VARIABLE", severity, message, fix)
+
+
+def _likeness(a: str, b: str) -> float:
+    import difflib
+
+    return difflib.SequenceMatcher(None, a, b).ratio()
+
+
+def _no_living_match(name: str, kb: KnowledgeBase, version: NcclVersion | None) -> str:
+    """The fix when no living variable is spelled alike: name the removed look-alike and its successor."""
+    dead = kb.similar(name, version=version, living=False, limit=1)
+    if not dead:
+        return f"remove {name}"
+    old = kb.variable(dead[0])
+    assert old is not None
+    gone = f"removed in NCCL {_series(old.removed)}" if old.removed is not None else "not read by this version"
+    successor = kb.successor(old, version)
+    then = f" and replaced by {successor}" if successor else ""
+    return f"remove {name}: the closest name, {old.name}, was {gone}{then}"
 
 
 def _version_findings(s: Setting, info: VariableInfo, version: NcclVersion | None) -> list[Finding]:
@@ -169,6 +232,8 @@ def _duplicates(file: str, group: list[Setting]) -> list[Finding]:
     findings: list[Finding] = []
     first: dict[str, Setting] = {}
     for s in sorted(group, key=lambda s: s.line):
+        if s.origin == PASSTHROUGH:
+            continue  # mpirun -x NAME forwards the value set earlier: not a second assignment
         if s.name in first and s.line != first[s.name].line:
             earlier = first[s.name]
             same = " (same value)" if earlier.value == s.value else f"; '{s.value}' wins over '{earlier.value}'"

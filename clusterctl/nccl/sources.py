@@ -1,9 +1,12 @@
 """Reading NCCL settings out of the files people keep them in.
 
 Formats: ``env`` (KEY=VALUE, also /etc/nccl.conf and ~/.nccl.conf), ``shell`` (export lines, plain
-assignments, ``VAR=1 cmd``, ``mpirun -x K=V``), ``slurm`` (a shell script; #SBATCH lines are
-comments, ``srun --export=ALL,K=V`` is read too) and ``k8s`` (container ``env:`` lists in any
-manifest kind, ConfigMap ``data:``, multi-document YAML).
+assignments, ``VAR=1 cmd``, ``mpirun -x K=V`` and ``-x K``, ``docker run -e K=V``, heredocs),
+``slurm`` (a shell script; #SBATCH lines are comments, ``srun --export=ALL,K=V`` is read too),
+``k8s`` (container ``env:`` lists and ``command``/``args`` in any manifest kind, ConfigMap
+``data:`` with whole files and scripts, multi-document YAML) and ``dockerfile`` (``ENV``,
+``ARG``, the shell of ``RUN`` with heredocs, ``CMD``/``ENTRYPOINT``). Every setting carries the
+physical line it is written on, also inside continued lines.
 """
 
 from __future__ import annotations
@@ -15,11 +18,17 @@ from pathlib import Path
 
 from clusterctl.errors import ParseError, UsageError
 
-FORMATS: tuple[str, ...] = ("env", "shell", "slurm", "k8s")
+FORMATS: tuple[str, ...] = ("env", "shell", "slurm", "k8s", "dockerfile")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
 _DEFAULT_EXPANSION_RE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*):?-([^}]*)\}$")
 _STATEMENT_BREAKS = frozenset({";", "&&", "||", "|", "&", "then", "do", "else", "{", "}", "(", ")", "if", "while"})
+
+
+#: ``Setting.origin`` values: passed through from the caller's environment (``mpirun -x NAME``,
+#: ``docker run -e NAME``) or a Dockerfile build argument (``ARG NAME=value``, gone at run time).
+PASSTHROUGH = "passthrough"
+BUILD_ARG = "build-arg"
 
 
 @dataclass(frozen=True)
@@ -31,11 +40,17 @@ class Setting:
     file: str
     line: int
     dynamic: bool = False
+    #: "" for an assignment, else PASSTHROUGH or BUILD_ARG.
+    origin: str = ""
+
+
+#: NCCL's own, PyTorch's, aws-ofi-nccl's and the libfabric settings that plugin documents.
+LINTED_PREFIXES: tuple[str, ...] = ("NCCL_", "TORCH_NCCL_", "OFI_NCCL_", "FI_")
 
 
 def is_nccl_name(name: str) -> bool:
-    """Names the linter looks at: NCCL_* and PyTorch's TORCH_NCCL_*."""
-    return name.startswith(("NCCL_", "TORCH_NCCL_"))
+    """Names the linter looks at: NCCL_*, PyTorch's TORCH_NCCL_*, aws-ofi-nccl's OFI_NCCL_* and FI_*."""
+    return name.startswith(LINTED_PREFIXES)
 
 
 def read_settings(source: str | Path, format: str | None = None, *, name: str | None = None) -> list[Setting]:
@@ -57,15 +72,27 @@ def read_settings(source: str | Path, format: str | None = None, *, name: str | 
     fmt = format or detect_format(label, text)
     if fmt not in FORMATS:
         raise UsageError(f"unknown settings format {fmt!r}", hint=f"Use one of: {', '.join(FORMATS)}.")
-    settings = _READERS[fmt](text, label)
+    try:
+        settings = _READERS[fmt](text, label)
+    except ParseError as exc:
+        # an input that cannot be read is a usage error (exit 2), never "nothing checked"
+        shown = f" ({exc.text.strip()[:80]!r})" if exc.text else ""
+        raise UsageError(f"cannot read it as {fmt}: {exc.reason}{shown}", file=label, line=exc.line,
+                         hint=f"Give --format ({', '.join(FORMATS)}) if the detected format is wrong.") from None
     return [s for s in settings if is_nccl_name(s.name)]
 
 
 def detect_format(label: str, text: str) -> str:
     """Guess the format from the file name, then from the content."""
     lowered = label.lower()
+    base = lowered.rsplit("/", 1)[-1]
     if lowered.endswith((".yaml", ".yml")):
         return "k8s"
+    if base.startswith(("dockerfile", "containerfile")) or base.endswith((".dockerfile", ".containerfile")):
+        return "dockerfile"
+    if re.search(r"^\s*FROM\s+\S+", text, re.MULTILINE | re.IGNORECASE) and re.search(
+            r"^\s*(ENV|ARG|RUN|CMD|ENTRYPOINT)\s", text, re.MULTILINE):
+        return "dockerfile"
     if lowered.endswith((".slurm", ".sbatch")) or re.search(r"^#SBATCH", text, re.MULTILINE):
         return "slurm"
     if lowered.endswith((".sh", ".bash")):
@@ -110,11 +137,12 @@ def read_env_text(text: str, label: str, *, first_line: int = 1) -> list[Setting
 # -- shell scripts ---------------------------------------------------------------------------
 
 
-def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """Lines with backslash continuations joined, each with the number of its first physical line."""
-    joined: list[tuple[int, str]] = []
+def _logical_lines(text: str) -> list[tuple[int, int, str]]:
+    """Lines with backslash continuations joined: (first physical line, last physical line, text)."""
+    joined: list[tuple[int, int, str]] = []
     buffer: list[str] = []
     start = 1
+    number = 0
     for number, raw in enumerate(text.splitlines(), start=1):
         if not buffer:
             start = number
@@ -122,10 +150,10 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
             buffer.append(raw[:-1])
             continue
         buffer.append(raw)
-        joined.append((start, " ".join(buffer)))
+        joined.append((start, number, " ".join(buffer)))
         buffer = []
     if buffer:
-        joined.append((start, " ".join(buffer)))
+        joined.append((start, number, " ".join(buffer)))
     return joined
 
 
@@ -147,48 +175,189 @@ def _shell_value(raw: str) -> tuple[str, bool]:
     return raw, "$" in raw or "`" in raw
 
 
+def _place(tokens: list[str], physical: list[str], first: int) -> list[tuple[str, int]]:
+    """Each token with the physical line it sits on (``physical`` starts at line ``first``).
+
+    shlex drops quotes and joins continuation lines, so each token is looked for (its NAME=
+    part, or its first characters) from the line of the token before it on.
+    """
+    placed: list[tuple[str, int]] = []
+    index = 0
+    for token in tokens:
+        assign = _ASSIGN_RE.match(token)
+        needles = [assign.group(1) + "="] if assign else [token, token[:12]]
+        for needle in needles:
+            word = re.compile(r"(?<![A-Za-z0-9_])" + re.escape(needle) + (r"" if assign else r"(?![A-Za-z0-9_])"))
+            found = next((i for i in range(index, len(physical)) if needle and word.search(physical[i])), None)
+            if found is not None:
+                index = found
+                break
+        placed.append((token, first + index))
+    return placed
+
+
+#: mpirun/mpiexec -x NAME[=VALUE], docker/podman run -e/--env NAME[=VALUE], srun/sbatch --export LIST.
+_PASS_FLAGS = frozenset({"-x", "-e", "--env"})
+_EXPORT_FLAGS = frozenset({"--export"})
+_ASSIGNING_WORDS = frozenset({"export", "declare", "local", "readonly", "env", "typeset"})
+
+
+def _scan(placed: list[tuple[str, int]], label: str, out: list[Setting], *, nccl_conf: bool = False) -> None:
+    """Settings in one shell statement list (tokens with their lines)."""
+    at_statement_start = True
+    command: str | None = None
+    i = 0
+    while i < len(placed):
+        token, line = placed[i]
+        if token in _STATEMENT_BREAKS:
+            at_statement_start, command = True, None
+            i += 1
+            continue
+        assign = _ASSIGN_RE.match(token)
+        if assign and (at_statement_start or (command in ("echo", "printf") and nccl_conf)):
+            value, dynamic = _shell_value(assign.group(2))
+            out.append(Setting(assign.group(1), value, label, line, dynamic))
+            i += 1
+            continue
+        if token in _ASSIGNING_WORDS or (at_statement_start and token in ("-x", "-g", "-r")):
+            at_statement_start = True
+            i += 1
+            continue
+        if token in _PASS_FLAGS and command is not None and i + 1 < len(placed):
+            nxt, nxt_line = placed[i + 1]
+            pair = _ASSIGN_RE.match(nxt)
+            if pair:
+                value, dynamic = _shell_value(pair.group(2))
+                out.append(Setting(pair.group(1), value, label, nxt_line, dynamic))
+                i += 2
+                continue
+            if _NAME_RE.match(nxt) and is_nccl_name(nxt):
+                # passed through from the caller's environment: the name is checked, the value is not known
+                out.append(Setting(nxt, "", label, nxt_line, dynamic=True, origin=PASSTHROUGH))
+                i += 2
+                continue
+        items: str | None = None
+        if token.startswith(("--export=", "--env=")):
+            items = token.split("=", 1)[1]
+        elif token in _EXPORT_FLAGS and i + 1 < len(placed):
+            items = placed[i + 1][0]
+            i += 1
+        if items is not None:
+            for item in items.split(",") if token.startswith("--export") else [items]:
+                pair = _ASSIGN_RE.match(item)
+                if pair:
+                    value, dynamic = _shell_value(pair.group(2))
+                    out.append(Setting(pair.group(1), value, label, line, dynamic))
+        if command is None:
+            command = token.rsplit("/", 1)[-1]
+        at_statement_start = False
+        i += 1
+
+
 def read_shell_text(text: str, label: str, *, first_line: int = 1) -> list[Setting]:
     settings: list[Setting] = []
-    for start, line in _logical_lines(text):
-        line_no = first_line + start - 1
+    physical = text.splitlines()
+    nccl_conf = "nccl.conf" in text
+    for start, end, line in _logical_lines(text):
         tokens = _tokens(line)
         if not tokens:
             continue
-        at_statement_start = True
-        i = 0
-        while i < len(tokens):
-            token = tokens[i]
-            if token in _STATEMENT_BREAKS:
-                at_statement_start = True
-                i += 1
-                continue
-            assign = _ASSIGN_RE.match(token)
-            if token in ("export", "declare", "local", "readonly", "env") or token in ("-x", "-g", "-r"):
-                if token == "-x" and i + 1 < len(tokens) and not at_statement_start:
-                    # mpirun -x NAME=VALUE passes the variable to the ranks
-                    nxt = _ASSIGN_RE.match(tokens[i + 1])
-                    if nxt:
-                        value, dynamic = _shell_value(nxt.group(2))
-                        settings.append(Setting(nxt.group(1), value, label, line_no, dynamic))
-                        i += 2
-                        continue
-                at_statement_start = token in ("export", "declare", "local", "readonly", "env") or at_statement_start
-                i += 1
-                continue
-            if assign and at_statement_start:
-                value, dynamic = _shell_value(assign.group(2))
-                settings.append(Setting(assign.group(1), value, label, line_no, dynamic))
-                i += 1
-                continue
-            if token.startswith("--export="):
-                for item in token[len("--export="):].split(","):
-                    pair = _ASSIGN_RE.match(item)
-                    if pair:
-                        value, dynamic = _shell_value(pair.group(2))
-                        settings.append(Setting(pair.group(1), value, label, line_no, dynamic))
-            at_statement_start = False
-            i += 1
+        placed = _place(tokens, physical[start - 1:end], first_line + start - 1)
+        _scan(placed, label, settings, nccl_conf=nccl_conf and "nccl.conf" in line)
     return settings
+
+
+def read_argv(items: list[tuple[str, int]], label: str) -> list[Setting]:
+    """An exec-form command (container ``command``/``args``, Dockerfile ``CMD [...]``): one word per item.
+
+    A word with a newline or spaces that holds a script (after ``-c``) is read as a shell script.
+    """
+    settings: list[Setting] = []
+    words: list[tuple[str, int]] = []
+    for text, line in items:
+        if "\n" in text or " " in text.strip():
+            settings.extend(read_shell_text(text, label, first_line=line))
+        else:
+            words.append((text, line))
+    _scan(words, label, settings)
+    return sorted(settings, key=lambda s: s.line)
+
+
+# -- Dockerfiles -------------------------------------------------------------------------------
+
+_INSTRUCTION_RE = re.compile(r"^\s*([A-Za-z]+)\s+(.*)$", re.DOTALL)
+_HEREDOC_RE = re.compile(r"<<-?\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?")
+
+
+def read_dockerfile_text(text: str, label: str) -> list[Setting]:
+    """``ENV A=1 B=2``, ``ENV A 1``, ``ARG A=1``, and the shell in ``RUN`` (heredocs too), ``CMD``/``ENTRYPOINT``."""
+    import json
+
+    settings: list[Setting] = []
+    physical = text.splitlines()
+    # Docker drops comment and empty lines inside a continued instruction: a lone backslash in
+    # their place keeps the instruction going and every other line on its own number.
+    kept: list[str] = []
+    continued = False
+    for raw in physical:
+        if continued and (not raw.strip() or raw.lstrip().startswith("#")):
+            kept.append("\\")
+            continue
+        kept.append("" if raw.lstrip().startswith("#") else raw)
+        continued = raw.endswith("\\")
+    skip_until = 0
+    for start, end, line in _logical_lines("\n".join(kept)):
+        if start <= skip_until:
+            continue
+        m = _INSTRUCTION_RE.match(line)
+        if m is None:
+            continue
+        instruction, rest = m.group(1).upper(), m.group(2)
+        span = kept[start - 1:end]
+        if instruction in ("ENV", "ARG"):
+            tokens = _tokens(rest) or []
+            if instruction == "ENV" and tokens and "=" not in tokens[0]:
+                # legacy form: ENV NAME the rest of the line is the value
+                name, _, value = rest.strip().partition(" ")
+                if _NAME_RE.match(name):
+                    value = _unquote(value.strip())
+                    settings.append(Setting(name, value, label, start, "$" in value))
+                continue
+            for token, token_line in _place(tokens, span, start):
+                pair = _ASSIGN_RE.match(token)
+                origin = BUILD_ARG if instruction == "ARG" else ""
+                if pair:
+                    settings.append(Setting(pair.group(1), pair.group(2), label, token_line, "$" in pair.group(2),
+                                            origin))
+                elif instruction == "ARG" and _NAME_RE.match(token):
+                    settings.append(Setting(token, "", label, token_line, dynamic=True, origin=origin))
+        elif instruction == "RUN":
+            heredoc = _HEREDOC_RE.search(rest)
+            if heredoc is not None:
+                marker = heredoc.group(1)
+                body_end = next((i for i in range(end, len(physical)) if physical[i].strip() == marker), len(physical))
+                body = "\n".join(physical[end:body_end])
+                settings.extend(read_shell_text(body, label, first_line=end + 1))
+                skip_until = body_end + 1
+            settings.extend(read_shell_text(_without_instruction(span), label, first_line=start))
+        elif instruction in ("CMD", "ENTRYPOINT"):
+            body = rest.strip()
+            if body.startswith("["):
+                try:
+                    argv = json.loads(body)
+                except ValueError:
+                    argv = None
+                if isinstance(argv, list):
+                    settings.extend(read_argv([(str(a), start) for a in argv], label))
+                    continue
+            settings.extend(read_shell_text(_without_instruction(span), label, first_line=start))
+    return settings
+
+
+def _without_instruction(span: list[str]) -> str:
+    """The instruction's lines with its keyword blanked (``RUN NCCL_X=1 cmd`` starts a statement)."""
+    first = re.sub(r"^(\s*)[A-Za-z]+", lambda m: m.group(1) + " " * (len(m.group(0)) - len(m.group(1))), span[0])
+    return "\n".join([first, *span[1:]])
 
 
 # -- Kubernetes manifests --------------------------------------------------------------------
@@ -268,7 +437,12 @@ def _walk_env_lists(node: object, label: str, out: list[Setting]) -> None:
 
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
-            if isinstance(k, yaml.ScalarNode) and k.value == "env" and isinstance(v, yaml.SequenceNode):
+            if (isinstance(k, yaml.ScalarNode) and k.value in ("command", "args")
+                    and isinstance(v, yaml.SequenceNode)):
+                words = [(str(item.value), _scalar_first_line(item)) for item in v.value
+                         if isinstance(item, yaml.ScalarNode)]
+                out.extend(read_argv(words, label))
+            elif isinstance(k, yaml.ScalarNode) and k.value == "env" and isinstance(v, yaml.SequenceNode):
                 for item in v.value:
                     name = _scalar_of(item, "name")
                     value_node = _child(item, "value")
@@ -283,6 +457,14 @@ def _walk_env_lists(node: object, label: str, out: list[Setting]) -> None:
     elif isinstance(node, yaml.SequenceNode):
         for item in node.value:
             _walk_env_lists(item, label, out)
+
+
+def _scalar_first_line(node: object) -> int:
+    """The 1-based line of a scalar's first character of content (a block scalar starts below its |)."""
+    import yaml
+
+    assert isinstance(node, yaml.ScalarNode)
+    return int(node.start_mark.line) + (2 if node.style in ("|", ">") else 1)
 
 
 def _line_of(node: object, key: str) -> int:
@@ -303,4 +485,5 @@ def _read_shell(text: str, label: str) -> list[Setting]:
     return read_shell_text(text, label)
 
 
-_READERS = {"env": _read_env, "shell": _read_shell, "slurm": _read_shell, "k8s": read_k8s_text}
+_READERS = {"env": _read_env, "shell": _read_shell, "slurm": _read_shell, "k8s": read_k8s_text,
+            "dockerfile": read_dockerfile_text}

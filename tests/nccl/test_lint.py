@@ -42,10 +42,11 @@ def test_frontier_exports_unknown_name_and_wrong_family() -> None:
         (5, "error", "INVALID_VALUE",
          "NCCL_SOCKET_FAMILY=ipv4 is not one of AF_INET, AF_INET6 (case matters); NCCL does not recognise it"),
         (8, "error", "UNKNOWN_VARIABLE",
-         "NCCL_TEMP_DIR is not a variable NCCL reads (NCCL ignores unknown names silently)"),
+         "NCCL_TEMP_DIR is not a variable NCCL or a known plugin reads (NCCL ignores unknown names silently)"),
         (11, "info", "DEFAULT_VALUE", "NCCL_DMABUF_ENABLE=1 is NCCL's default; setting it changes nothing"),
         (12, "info", "LEGACY_VALUE",
-         "NCCL_NET_GDR_LEVEL=3 is a legacy numeric level; what each number means changed between NCCL releases"),
+         "NCCL_NET_GDR_LEVEL=3 is a legacy numeric level, read as PHB; "
+         "what each number means changed between NCCL releases"),
     ]
 
 
@@ -142,8 +143,9 @@ def test_too_new_for_the_release() -> None:
 def test_not_nccl_names_say_who_reads_them() -> None:
     findings = lint_settings([s("NCCL_SHARP_DISABLE", "1"), s("NCCL_TESTS_SPLIT", "MOD 8", 2)])
     assert [(f.code, f.severity, f.message) for f in findings] == [
-        ("NOT_NCCL", "info", "NCCL_SHARP_DISABLE is read by the SHARP/IBext network plugin "
-                             "(Mellanox nccl-rdma-sharp-plugins), not libnccl itself"),
+        ("PLUGIN_VARIABLE", "info", "NCCL_SHARP_DISABLE is read by NVIDIA's nccl-rdma-sharp-plugins (IBext, UCX, "
+                                    "SHARP/CollNet), not by libnccl (Mellanox/nccl-rdma-sharp-plugins: "
+                                    "src/sharp_plugin.c)"),
         ("NOT_NCCL", "info", "NCCL_TESTS_SPLIT is read by the nccl-tests benchmarks, not libnccl"),
     ]
 

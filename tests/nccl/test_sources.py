@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl.errors import ParseError, UsageError
+from clusterctl.errors import UsageError
 from clusterctl.nccl.sources import Setting, detect_format, read_settings
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "nccl-settings"
@@ -45,7 +45,7 @@ def test_slurm_sbatch_lines_are_comments_and_srun_export_is_read() -> None:
             "mpirun -np 16 -x NCCL_MIN_NCHANNELS=4 ./a.out\n")
     assert detect_format("job.sh", text) == "slurm"
     assert pairs(read_settings(text)) == [
-        ("NCCL_IB_HCA", "ibp", 3), ("NCCL_ALGO", "Ring", 4), ("NCCL_PROTO", "Simple", 4),
+        ("NCCL_IB_HCA", "ibp", 3), ("NCCL_ALGO", "Ring", 5), ("NCCL_PROTO", "Simple", 5),
         ("NCCL_MIN_NCHANNELS", "4", 6)]
 
 
@@ -73,7 +73,9 @@ def test_configmap_data_and_multi_document() -> None:
 def test_broken_yaml_and_env_lines_name_the_line() -> None:
     with pytest.raises(UsageError, match=r"m\.yaml:4: not valid YAML"):
         read_settings("apiVersion: v1\nkind: Pod\nspec: [\n", "k8s", name="m.yaml")
-    with pytest.raises(ParseError, match="line 2"):
+    # a file that cannot be read is a usage error (exit 2) naming the line, never "nothing checked"
+    with pytest.raises(UsageError, match=r"<text>:2: cannot read it as env: expected NAME=VALUE "
+                                         r"\('this is not a setting'\)"):
         read_settings("NCCL_DEBUG=WARN\nthis is not a setting\n", "env")
 
 

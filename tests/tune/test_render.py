@@ -41,7 +41,7 @@ def _sweep() -> SweepResult:
         budget=24, runs_used=20, full_grid_runs=1152, candidates_tried=17, candidates_total=17,
         ranges=(RangeOutcome("small", 0.3, 0.05, "NCCL_ALGO=Tree NCCL_PROTO=LL", 0.5, True, 3),),
         settings=(TunedSetting("NCCL_BUFFSIZE", "8388608", "measured: large messages +20%", "sweep"),),
-        tuner_rows=(("small", "tree", "ll"),), notes=(),
+        tuner_rows=(("allreduce", "small", "tree", "ll"), ("allgather", "large", "ring", "simple")), notes=(),
     )
 
 
@@ -58,7 +58,9 @@ def test_rendered_files_match_golden(name: str) -> None:
 def test_tuner_csv_has_the_plugin_format() -> None:
     text = render_files(_tuning(), _sweep(), fmt="tuner", nodes=2, ranks=16)["nccl_tuner.conf"]
     rows = [line for line in text.splitlines() if line and not line.startswith("#")]
-    assert rows == ["allreduce,0,65535,tree,ll,-1,2,16"]
+    # one row per collective and size range; the open-ended range reaches SIZE_MAX (the plugin's strtoull)
+    assert rows == ["allgather,67108865,18446744073709551615,ring,simple,-1,2,16",
+                    "allreduce,0,65535,tree,ll,-1,2,16"]
     env = render_files(_tuning(), _sweep(), fmt="conf")["nccl.conf"]
     assert "NCCL_TUNER_CONFIG_FILE=/etc/nccl_tuner.conf" in env and "NCCL_TUNER_PLUGIN=example" in env
 

@@ -106,14 +106,17 @@ class TunerRow:
 
 
 def tuner_rows(sweep: SweepResult | None, *, nodes: int = -1, ranks: int = -1) -> list[TunerRow]:
+    """One CSV row per collective and size range the sweep confirmed (plugins/tuner/example/README.md)."""
     if sweep is None:
         return []
-    from clusterctl.nccl.tune.sweep import SIZE_RANGES
+    from clusterctl.nccl.tune.sweep import SIZE_RANGES, TUNER_MAX_BYTES
 
-    bounds = {name: (low, high) for name, low, high in SIZE_RANGES}
+    bounds = {name: (low, TUNER_MAX_BYTES if high is None else high) for name, low, high in SIZE_RANGES}
+    order = {name: i for i, (name, _, _) in enumerate(SIZE_RANGES)}
+    rows = sorted(sweep.tuner_rows, key=lambda r: (r[0], order.get(r[1], 9)))
     return [
-        TunerRow("allreduce", bounds[r][0], bounds[r][1], algo, proto, -1, nodes, ranks)
-        for r, algo, proto in sweep.tuner_rows
+        TunerRow(op, bounds[r][0], bounds[r][1], algo, proto, -1, nodes, ranks)
+        for op, r, algo, proto in rows
     ]
 
 
