@@ -8,6 +8,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from clusterctl.secret import Secret
+
 
 def to_plain(value: Any) -> Any:
     """Dataclasses, enums, tuples and paths as JSON-ready dicts/lists/strings."""
@@ -30,4 +32,6 @@ def to_plain(value: Any) -> Any:
         return [to_plain(v) for v in value]
     if isinstance(value, Path):
         return str(value)
+    if isinstance(value, Secret):
+        return str(value)  # the mask: a secret never reaches JSON, YAML or a saved file
     return value

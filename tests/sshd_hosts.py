@@ -174,6 +174,8 @@ class SSHDHost:
     extra_config: tuple[str, ...] = ()
     host_pubkey: str = ""
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    #: A host certificate (``ssh-keygen -s CA -h``) sshd presents besides its plain key.
+    host_certificate: Path | None = None
 
     # -- paths ---------------------------------------------------------------------------
 
@@ -280,6 +282,8 @@ class SSHDHost:
             "Subsystem sftp internal-sftp",
             f"SetEnv PATH={self.bin_dir}:/usr/bin:/bin HOME={self.home}",
         ]
+        if self.host_certificate is not None:
+            lines.append(f"HostCertificate {self.host_certificate}")
         self.config_file.write_text("\n".join(lines) + "\n")
 
     # -- life cycle ----------------------------------------------------------------------
@@ -354,6 +358,51 @@ class SSHDHost:
         self.start()
         return self.host_pubkey
 
+    def require_sudo_password(self, password: str) -> None:
+        """Make this host's fake sudo behave like sudo without NOPASSWD.
+
+        ``-n`` fails with sudo's own words until a password was accepted; ``-S`` reads one
+        line from stdin and checks it (against a hash: the password itself is never written on
+        the host); ``-v`` only validates; ``-k`` forgets. Accepted credentials are cached in
+        ``sudo.ts`` like sudo's timestamp. Every call's arguments go to ``sudo.log`` as before.
+        """
+        import hashlib
+
+        digest = hashlib.sha256(password.encode()).hexdigest()
+        stamp = shlex.quote(str(self.folder / "sudo.ts"))
+        _write_script(
+            self.bin_dir / "sudo",
+            "#!/bin/sh\n"
+            f"printf '%s\\n' \"$*\" >> {shlex.quote(str(self.sudo_log))}\n"
+            "nonint=0; fromstdin=0; validate=0\n"
+            "while [ $# -gt 0 ]; do case \"$1\" in\n"
+            "  -n) nonint=1;; -S) fromstdin=1;; -v) validate=1;; -k) rm -f " + stamp + ";;\n"
+            "  -p) shift;; --) shift; break;; -*) ;; *) break;; esac; shift; done\n"
+            f"if [ ! -e {stamp} ]; then\n"
+            "  if [ $nonint = 1 ]; then echo 'sudo: a password is required' >&2; exit 1; fi\n"
+            "  if [ $fromstdin = 0 ]; then echo 'sudo: a terminal is required to read the password' >&2; exit 1; fi\n"
+            "  IFS= read -r pw || pw=\n"
+            "  got=$(printf '%s' \"$pw\" | sha256sum | cut -d' ' -f1)\n"
+            f"  if [ \"$got\" != {digest} ]; then echo 'sudo: 1 incorrect password attempt' >&2; exit 1; fi\n"
+            f"  : > {stamp}\n"
+            "fi\n"
+            "if [ $validate = 1 ]; then exit 0; fi\n"
+            'exec "$@"\n',
+        )
+
+    def certify_host_key(self, ca_key: Path, principals: Sequence[str], key_id: str = "") -> Path:
+        """Sign this host's key with ``ca_key`` (``ssh-keygen -s -h``) and restart sshd presenting it."""
+        pub = self.host_key_file.with_name(self.host_key_file.name + ".pub")
+        subprocess.run(
+            ["ssh-keygen", "-q", "-s", str(ca_key), "-I", key_id or f"{self.name}-host", "-h",
+             "-n", ",".join(principals), "-V", "-5m:+1d", str(pub)],
+            check=True, capture_output=True,
+        )
+        self.host_certificate = self.host_key_file.with_name(self.host_key_file.name + "-cert.pub")
+        self.stop()
+        self.start()
+        return self.host_certificate
+
     def sshd_children(self) -> list[int]:
         return descendants(self.pid) if self.process is not None else []
 
@@ -375,6 +424,7 @@ class SSHDHosts:
         self.client_pubkey = generate_ed25519(self.client_key, "clusterctl-tests")
         self.user = getpass.getuser()
         self.hosts: list[SSHDHost] = []
+        self.agents: list[subprocess.Popen[bytes]] = []
 
     def __call__(
         self,
@@ -446,7 +496,53 @@ class SSHDHosts:
         path.write_text(yaml.safe_dump(self.inventory_data(hosts, extra), sort_keys=False))
         return path
 
+    # -- keys, CAs and agents for authentication and host-key tests --------------------------
+
+    def authorize(self, pubkey_line: str) -> None:
+        """Let another client key log in to every host of this farm."""
+        pub = self.client_key.with_name(self.client_key.name + ".pub")
+        with open(pub, "a", encoding="utf-8") as fh:
+            fh.write(pubkey_line.strip() + "\n")
+
+    def make_key(self, name: str, passphrase: str = "") -> Path:
+        """An ed25519 key made by ``ssh-keygen`` (encrypted when ``passphrase`` is given)."""
+        path = self.root / name
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-C", name, "-f", str(path)],
+            check=True, capture_output=True,
+        )
+        return path
+
+    def start_agent(self, keys: Sequence[tuple[Path, str]] = ()) -> Path:
+        """A real ``ssh-agent`` on a socket of its own, holding ``keys`` ((path, passphrase) pairs).
+
+        Stopped (by PID) with the farm. Returns the socket path, for ``SSH_AUTH_SOCK``.
+        """
+        sock = self.root / f"agent-{len(self.agents) + 1}.sock"
+        agent = subprocess.Popen(
+            ["ssh-agent", "-D", "-a", str(sock)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )
+        self.agents.append(agent)
+        deadline = time.monotonic() + 10
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for key, passphrase in keys:
+            askpass = self.root / f"askpass-{key.name}"
+            _write_script(askpass, f"#!/bin/sh\nprintf '%s\\n' {shlex.quote(passphrase)}\n")
+            env = {**os.environ, "SSH_AUTH_SOCK": str(sock), "SSH_ASKPASS": str(askpass),
+                   "SSH_ASKPASS_REQUIRE": "force", "DISPLAY": ":0"}
+            subprocess.run(["ssh-add", "-q", str(key)], env=env, check=True, capture_output=True,
+                           stdin=subprocess.DEVNULL, timeout=20)
+            askpass.unlink()
+        return sock
+
     def stop_all(self) -> None:
+        for agent in getattr(self, "agents", []):
+            if agent.poll() is None:
+                agent.terminate()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    agent.wait(timeout=3)
         for host in self.hosts:
             try:
                 host.stop()

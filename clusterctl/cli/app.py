@@ -55,7 +55,8 @@ COMMAND_MODULES: tuple[str, ...] = (
 GLOBAL_OPTIONS: dict[str, bool] = {
     "-i": True, "--inventory": True, "-l": True, "--limit": True, "-o": True, "--output": True,
     "--parallel": True, "--timeout": True, "--debug": False, "--accept-new-host-keys": False,
-    "--ssh-config": True, "--known-hosts": True,
+    "--ssh-config": True, "--known-hosts": True, "--ask-sudo-pass": False, "-K": False,
+    "--ask-key-passphrase": False, "--ask-pass": False, "-k": False,
 }
 
 
@@ -88,6 +89,17 @@ def global_options(
     known_hosts: Optional[str] = typer.Option(  # noqa: UP045
         None, "--known-hosts", metavar="FILE", help="known_hosts file (default ~/.ssh/known_hosts)."
     ),
+    ask_sudo_pass: bool = typer.Option(
+        False, "-K", "--ask-sudo-pass",
+        help="Ask once for the sudo password (also CLUSTERCTL_SUDO_PASS or CLUSTERCTL_SUDO_PASS_FILE, mode 0600).",
+    ),
+    ask_key_passphrase: bool = typer.Option(
+        False, "--ask-key-passphrase",
+        help="Ask once for the passphrase of encrypted SSH keys not in ssh-agent (also CLUSTERCTL_KEY_PASSPHRASE).",
+    ),
+    ask_pass: bool = typer.Option(
+        False, "-k", "--ask-pass", help="Ask once for an SSH login password (also CLUSTERCTL_SSH_PASS)."
+    ),
     debug: bool = typer.Option(False, "--debug", help="Log every step and show tracebacks."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
@@ -103,10 +115,18 @@ def global_options(
         accept_new_host_keys=accept_new_host_keys,
         ssh_config=ssh_config,
         known_hosts=known_hosts,
+        ask_sudo_pass=ask_sudo_pass,
+        ask_key_passphrase=ask_key_passphrase,
+        ask_pass=ask_pass,
     )
     if debug:
+        from clusterctl.secret import SecretMaskingFilter
+
         logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(name)s %(message)s")
         logging.getLogger("paramiko").setLevel(logging.INFO)
+        # On the handlers, so records of every logger (paramiko's too) pass the filter.
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(SecretMaskingFilter())
 
 
 for _name in COMMAND_MODULES:

@@ -38,9 +38,13 @@ class AppContext:
     accept_new_host_keys: bool = False
     ssh_config: str | None = None
     known_hosts: str | None = None
+    ask_sudo_pass: bool = False
+    ask_key_passphrase: bool = False
+    ask_pass: bool = False
     _inventory: Inventory | None = field(default=None, repr=False)
     _console: Console | None = field(default=None, repr=False)
     _err_console: Console | None = field(default=None, repr=False)
+    _secrets: dict[str, Any] | None = field(default=None, repr=False)
 
     # -- consoles ---------------------------------------------------------------------
 
@@ -92,6 +96,7 @@ class AppContext:
             ssh_config=self.ssh_config,
             known_hosts=self.known_hosts,
             force_transport=force_transport,
+            **self.secrets(),
         )
         progress = None
         if not self.machine_output and self.err_console.is_terminal:
@@ -100,6 +105,18 @@ class AppContext:
             progress = RichProgress(self.err_console)
         with Runner(make_connector(options), parallel=self.parallel, timeout_s=self.timeout_s, progress=progress) as r:
             yield r
+
+    def secrets(self) -> dict[str, Any]:
+        """The sudo password and login secrets, asked for once per run (see ``cli.credentials``)."""
+        if self._secrets is None:
+            from clusterctl.cli.credentials import KEY_PASSPHRASE, SSH_PASSWORD, SUDO_PASSWORD, read_secret
+
+            self._secrets = {
+                "sudo_password": read_secret(SUDO_PASSWORD, ask=self.ask_sudo_pass),
+                "key_passphrase": read_secret(KEY_PASSPHRASE, ask=self.ask_key_passphrase),
+                "password": read_secret(SSH_PASSWORD, ask=self.ask_pass),
+            }
+        return self._secrets
 
     # -- output -----------------------------------------------------------------------
 

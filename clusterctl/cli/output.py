@@ -6,17 +6,19 @@ import json
 from typing import Any
 
 from clusterctl.plain_json import to_plain
+from clusterctl.secret import mask_text
 
 __all__ = ["SEVERITY_STYLE", "dump", "to_plain"]
 
 
 def dump(payload: Any, fmt: str) -> str:
+    """JSON or YAML text; any registered secret that slipped into a value is masked."""
     plain = to_plain(payload)
     if fmt == "json":
-        return json.dumps(plain, indent=2, sort_keys=False) + "\n"
+        return mask_text(json.dumps(plain, indent=2, sort_keys=False) + "\n")
     import yaml
 
-    return str(yaml.safe_dump(plain, sort_keys=False, default_flow_style=False, allow_unicode=True))
+    return mask_text(str(yaml.safe_dump(plain, sort_keys=False, default_flow_style=False, allow_unicode=True)))
 
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan", "ok": "green"}

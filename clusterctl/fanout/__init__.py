@@ -4,10 +4,30 @@
 - ``pool``: the connections of a run, reused across its tasks, bounded in number.
 - ``time_budget``: a host's time limit applied to every call its task makes.
 - ``scheduler``: ``Runner``, the bounded worker threads and the deadline watch.
+
+Time limits: ``Runner(timeout_s=...)`` (``--timeout``) is each host's budget for one
+``run_task``; ``run_task(..., timeout_s=...)`` sets another budget for one task (a bootstrap
+phase that runs ``kubeadm init`` for minutes); ``transport.run(cmd, timeout=...)`` limits one
+command within that budget. Whichever ends first stops the command *on the host* (its
+process group gets SIGTERM, then SIGKILL) and the host is reported as timed out.
+
+Ctrl-C: ``run_task`` (and ``run_command``) raise ``FleetInterrupted``, a
+``KeyboardInterrupt`` carrying ``finished`` (a ``FleetResult`` of the hosts that ended
+before the interrupt), ``running`` (hosts that were still working: their commands were
+stopped on the host where the connection allowed it) and ``waiting`` (never started). It is raised
+within about ``INTERRUPT_WAIT_S`` seconds; no worker thread outlives the run beyond that.
+The CLI prints what finished from it.
 """
 
 from clusterctl.fanout.outcomes import CommandFailed, Failure, FleetResult, HostOutcome, failure_from
-from clusterctl.fanout.scheduler import DEFAULT_PARALLEL, DEFAULT_TIMEOUT_S, Progress, Runner, hosts_by_name
+from clusterctl.fanout.scheduler import (
+    DEFAULT_PARALLEL,
+    DEFAULT_TIMEOUT_S,
+    FleetInterrupted,
+    Progress,
+    Runner,
+    hosts_by_name,
+)
 from clusterctl.fanout.time_budget import TimeBoxedTransport
 
 __all__ = [
@@ -15,6 +35,7 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "CommandFailed",
     "Failure",
+    "FleetInterrupted",
     "FleetResult",
     "HostOutcome",
     "Progress",

@@ -13,19 +13,54 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from clusterctl.fanout.outcomes import Failure, FleetResult, HostOutcome, failure_from
 from clusterctl.fanout.pool import ConnectionPool, close_quietly
 from clusterctl.fanout.time_budget import TimeBoxedTransport
 from clusterctl.inventory.model import Host
-from clusterctl.transport.base import CommandResult, Connector, FailureKind, Transport
+from clusterctl.transport.base import CommandResult, Connector, FailureKind, Transport, TransportError
 
 T = TypeVar("T")
 log = logging.getLogger("clusterctl.fanout")
 
 DEFAULT_PARALLEL = 64
 DEFAULT_TIMEOUT_S = 60.0
+
+
+#: After Ctrl-C: how long hosts still running get to stop their commands and report.
+INTERRUPT_WAIT_S = 3.0
+#: At the end of a run: how long worker threads stuck on a closed connection get to finish.
+WORKER_JOIN_S = 5.0
+
+
+class FleetInterrupted(KeyboardInterrupt):
+    """Ctrl-C during ``run_task``: raised once the run has stopped, with what it got so far.
+
+    - ``finished``: the outcomes of hosts that ended before the interrupt (a ``FleetResult``).
+    - ``running``: hosts that were still working; their commands were asked to stop on the
+      host (SIGTERM, then SIGKILL to the command's process group) and their connections closed.
+    - ``waiting``: hosts that were never contacted.
+
+    It is a ``KeyboardInterrupt``, so code that does not care still exits as on Ctrl-C.
+    """
+
+    def __init__(
+        self,
+        finished: FleetResult[Any],
+        running: tuple[Host, ...],
+        waiting: tuple[Host, ...],
+        signal_name: str = "SIGINT",
+    ) -> None:
+        super().__init__("interrupted")
+        self.finished = finished
+        self.running = running
+        self.waiting = waiting
+        self.signal_name = signal_name
+
+    @property
+    def unfinished(self) -> tuple[Host, ...]:
+        return self.running + self.waiting
 
 
 class Progress(Protocol):
@@ -83,10 +118,12 @@ class Runner:
         started: dict[int, tuple[float, list[Transport]]] = {}
         state_lock = threading.Lock()
 
+        stopping = threading.Event()
+
         def work() -> None:
             while True:
                 index = todo.get()
-                if index is None:
+                if index is None or stopping.is_set():
                     return
                 host = hosts[index]
                 begin = time.monotonic()
@@ -99,6 +136,8 @@ class Runner:
                 try:
                     transport = self._pool.checkout(host, limit)
                     holder.append(transport)
+                    if stopping.is_set():
+                        raise TransportError(FailureKind.INTERRUPTED, f"{host.name}: interrupted before it started")
                     value = task(TimeBoxedTransport(transport, begin + limit))
                 except BaseException as exc:  # every failure becomes the host's outcome
                     failure = failure_from(exc)
@@ -113,9 +152,12 @@ class Runner:
         for i in range(len(hosts)):
             todo.put(i)
         workers = min(self.parallel, len(hosts))
+        threads = []
         for _ in range(workers):
             todo.put(None)
-            threading.Thread(target=work, daemon=True, name="clusterctl-fanout").start()
+            thread = threading.Thread(target=work, daemon=True, name="clusterctl-fanout")
+            thread.start()
+            threads.append(thread)
 
         if self.progress:
             self.progress.start(len(hosts), label)
@@ -130,10 +172,52 @@ class Runner:
                 except queue.Empty:
                     pass
                 self._expire(hosts, started, state_lock, results, limit)
+        except KeyboardInterrupt:
+            stopping.set()
+            raise self._interrupted(hosts, started, state_lock, results, done, threads) from None
         finally:
             if self.progress:
                 self.progress.stop()
+        _join(threads, WORKER_JOIN_S)
         return FleetResult(tuple(results[i] for i in range(len(hosts))))
+
+    def _interrupted(
+        self,
+        hosts: Sequence[Host],
+        started: dict[int, tuple[float, list[Transport]]],
+        state_lock: threading.Lock,
+        results: dict[int, HostOutcome[T]],
+        done: queue.SimpleQueue[tuple[int, HostOutcome[T]]],
+        threads: list[threading.Thread],
+    ) -> FleetInterrupted:
+        """Stop a run on Ctrl-C: stop what runs on the hosts, close, and say what finished."""
+        finished = dict(results)
+        with state_lock:
+            in_flight = {i: holder for i, (_, holder) in started.items() if i not in finished}
+        # Outcomes that were already queued count as finished.
+        while True:
+            try:
+                index, outcome = done.get_nowait()
+            except queue.Empty:
+                break
+            finished.setdefault(index, outcome)
+            in_flight.pop(index, None)
+        for holder in in_flight.values():
+            for transport in holder:
+                transport.stop_remote()
+        # Each host's own run() now ends its command's process group on the host (in the
+        # worker threads, so all hosts at once); wait a little for that, then cut what is left.
+        end = time.monotonic() + INTERRUPT_WAIT_S
+        for thread in threads:
+            thread.join(timeout=max(0.0, end - time.monotonic()))
+        for holder in in_flight.values():
+            for transport in holder:
+                close_quietly(transport)
+        _join(threads, 1.0)
+        running = tuple(hosts[i] for i in sorted(in_flight))
+        begun = set(finished) | set(in_flight)
+        waiting = tuple(h for i, h in enumerate(hosts) if i not in begun)
+        return FleetInterrupted(FleetResult(tuple(finished[i] for i in sorted(finished))), running, waiting)
 
     def _expire(
         self,
@@ -189,6 +273,15 @@ class Runner:
             outcomes.append(o)
         return FleetResult(tuple(outcomes))
 
+
+def _join(threads: list[threading.Thread], within_s: float) -> None:
+    """Wait for worker threads to end (a stuck one is a daemon: it cannot keep the process alive)."""
+    end = time.monotonic() + within_s
+    for thread in threads:
+        thread.join(timeout=max(0.0, end - time.monotonic()))
+    stuck = sum(t.is_alive() for t in threads)
+    if stuck:
+        log.debug("%d fan-out worker(s) still busy after the run", stuck)
 
 
 def hosts_by_name(hosts: Iterable[Host]) -> dict[str, Host]:

@@ -37,9 +37,21 @@ class TimeBoxedTransport(Transport):
     ) -> CommandResult:
         return self.inner.run(command, sudo=sudo, timeout=self._left(timeout), env=env, stdin=stdin)
 
-    def put(self, path: str, data: bytes, *, mode: int = 0o644, sudo: bool = False, backup: bool = True) -> PutResult:
+    def put(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        mode: int | None = None,
+        sudo: bool = False,
+        backup: bool = True,
+        owner: str | None = None,
+    ) -> PutResult:
         self._left(None)
-        return self.inner.put(path, data, mode=mode, sudo=sudo, backup=backup)
+        return self.inner.put(path, data, mode=mode, sudo=sudo, backup=backup, owner=owner)
+
+    def stop_remote(self) -> None:
+        self.inner.stop_remote()
 
     def get(self, path: str, *, sudo: bool = False) -> bytes | None:
         self._left(None)

@@ -38,8 +38,9 @@ FABRIC_ALIASES: dict[str, str] = {
     "tcp": "ethernet",
 }
 
-#: Variable names whose values are secrets; they are kept out of the model's free-form vars.
-SECRET_WORDS: tuple[str, ...] = ("pass", "secret", "token", "vault", "private_key_passphrase")
+#: Variable names whose values are secrets: kept as ``Secret`` (masked wherever shown, usable
+#: through ``reveal()`` by code that hands them to a host on stdin or in a 0600 file).
+SECRET_WORDS: tuple[str, ...] = ("pass", "secret", "token", "vault", "key", "credential")
 MASK = "********"
 
 
@@ -71,8 +72,13 @@ def is_secret_name(name: str) -> bool:
 
 
 def mask_secrets(variables: dict[str, Any]) -> dict[str, Any]:
-    """Same variables with every secret value replaced by a mask, so no output can show it."""
-    return {k: (MASK if is_secret_name(k) and v is not None else v) for k, v in variables.items()}
+    """Same variables with every secret-looking value wrapped in a ``Secret``, so no output can show it."""
+    from clusterctl.secret import Secret
+
+    return {
+        k: (Secret(str(v), label=k) if is_secret_name(k) and v is not None and not isinstance(v, Secret) else v)
+        for k, v in variables.items()
+    }
 
 
 def text(value: Any, what: str) -> str:

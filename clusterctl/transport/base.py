@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
+    from clusterctl.secret import Secret
 
 
 class FailureKind(str, Enum):
@@ -24,15 +25,20 @@ class FailureKind(str, Enum):
     AUTH_FAILED = "authentication failed"
     HOST_KEY_REFUSED = "host key refused"
     TIMED_OUT = "timed out"
+    #: The run was interrupted (Ctrl-C) while this host was still working.
+    INTERRUPTED = "interrupted"
     COMMAND_FAILED = "command failed"
     ERROR = "error"
 
 
 class TransportError(Exception):
     def __init__(self, kind: FailureKind, message: str) -> None:
+        from clusterctl.secret import mask_text
+
         self.kind = kind
-        self.message = message
-        super().__init__(f"{kind.value}: {message}")
+        # A command line in a message may carry a secret someone put there by mistake.
+        self.message = mask_text(message)
+        super().__init__(f"{kind.value}: {self.message}")
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,12 @@ class CommandResult:
     stderr: str
     exit_code: int
     duration_s: float
+
+    def __post_init__(self) -> None:
+        from clusterctl.secret import mask_text
+
+        # Results are printed, logged and saved: the command line never shows a secret.
+        object.__setattr__(self, "command", mask_text(self.command))
 
     @property
     def ok(self) -> bool:
@@ -72,42 +84,134 @@ def env_prefix(env: Mapping[str, str] | None) -> str:
     return "export " + " ".join(parts) + "; "
 
 
-def wrap_command(command: str, *, sudo: bool = False, env: Mapping[str, str] | None = None) -> str:
+#: What sudo prints when it would have to ask for a password but may not (``sudo -n``).
+_SUDO_NEEDS_PASSWORD = ("a password is required", "a terminal is required", "no askpass program")
+#: Printed by the password wrapper when sudo did not take the password it was given.
+SUDO_PASSWORD_REJECTED = "clusterctl: sudo did not accept the sudo password"
+
+
+def wrap_command(
+    command: str, *, sudo: bool = False, env: Mapping[str, str] | None = None, sudo_password: bool = False
+) -> str:
     """The exact shell line a transport runs for ``command``.
 
     With sudo the whole line, environment included, runs under ``sudo -n sh -c`` so that
     a password prompt can never hang a fleet run (``-n`` fails instead of asking).
+
+    With ``sudo_password`` the first line of the command's stdin is the password (the
+    transport prepends it, see ``stdin_with_password``). The wrapper reads it into a shell
+    variable (never an argument: ``ps`` on the host cannot show it), hands it to
+    ``sudo -S -v`` only when sudo really asks (a NOPASSWD rule or cached credentials need
+    none), then runs the command with ``sudo -n``, so the rest of stdin reaches the command
+    and never sudo's prompt. Where sudo keeps no credentials between calls
+    (``timestamp_timeout=0``) the password is piped to ``sudo -S`` once more, ahead of stdin.
     """
     line = env_prefix(env) + command
-    if sudo:
-        return "sudo -n sh -c " + shlex.quote(line)
-    return line
+    if not sudo:
+        return line
+    inner = "sudo -n sh -c " + shlex.quote(line)
+    if not sudo_password:
+        return inner
+    piped = "sudo -S -p '' sh -c " + shlex.quote(line)
+    return (
+        "IFS= read -r CLUSTERCTL_SUDO_PW; "
+        "if ! sudo -n true 2>/dev/null; then "
+        "printf '%s\\n' \"$CLUSTERCTL_SUDO_PW\" | sudo -S -v -p '' 2>/dev/null "
+        f"|| {{ echo {shlex.quote(SUDO_PASSWORD_REJECTED)} >&2; exit 1; }}; fi; "
+        f"if sudo -n true 2>/dev/null; then CLUSTERCTL_SUDO_PW=; exec {inner}; fi; "
+        f"{{ printf '%s\\n' \"$CLUSTERCTL_SUDO_PW\"; CLUSTERCTL_SUDO_PW=; exec cat; }} | {piped}"
+    )
 
 
-def atomic_write_script(path: str, *, mode: int, backup: bool) -> str:
-    """Shell that writes stdin to ``path`` atomically, keeping a backup of the old file.
+def stdin_with_password(password: Secret, stdin: bytes | None) -> bytes:
+    """The stdin that ``wrap_command(..., sudo_password=True)`` expects: password line first."""
+    return password.reveal().encode() + b"\n" + (stdin or b"")
 
-    The data goes to a temporary file in the same folder (so ``mv`` is a rename on one
-    file system) and replaces ``path`` only when it differs from what is there. It prints
-    ``unchanged`` or ``changed``, and ``backup:PATH`` when it kept the old content.
+
+def sudo_refusal(host: str, result: CommandResult, *, had_password: bool) -> TransportError | None:
+    """A clear error when sudo itself (not the command) refused, naming the fix."""
+    if result.exit_code == 0:
+        return None
+    text = result.stderr.lower()
+    if SUDO_PASSWORD_REJECTED.lower() in text:
+        return TransportError(
+            FailureKind.AUTH_FAILED,
+            f"{host}: sudo did not accept the sudo password given (--ask-sudo-pass, CLUSTERCTL_SUDO_PASS "
+            f"or CLUSTERCTL_SUDO_PASS_FILE); check it, or that this user may use sudo there",
+        )
+    if any(marker in text for marker in _SUDO_NEEDS_PASSWORD) and "sudo" in text:
+        if had_password:
+            return TransportError(
+                FailureKind.AUTH_FAILED,
+                f"{host}: sudo asks for a password on every call there (timestamp_timeout=0?) and did not "
+                f"take the one given",
+            )
+        return TransportError(
+            FailureKind.AUTH_FAILED,
+            f"{host}: sudo needs a password there; rerun with --ask-sudo-pass (or set CLUSTERCTL_SUDO_PASS, "
+            f"or CLUSTERCTL_SUDO_PASS_FILE naming a file of mode 0600), or allow this user NOPASSWD sudo",
+        )
+    return None
+
+
+def atomic_write_script(
+    path: str, *, mode: int | None, backup: bool, owner: str | None = None
+) -> str:
+    """Shell that writes stdin to ``path`` atomically, keeping what was there.
+
+    - A symlink is written through: its final target is replaced, the link stays a link.
+    - The data goes to a ``mktemp`` file in the target's folder (so ``mv`` is a rename on one
+      file system); a trap removes it on any failure (a full disk, a signal), so no
+      temporary file is ever left behind.
+    - The new file gets the old file's mode and owner unless ``mode``/``owner`` are given
+      (new files: ``mode`` or 0644, owned by whoever writes).
+    - The backup is named ``PATH.bak.<UTC timestamp>.<random>`` (made by ``mktemp``), so
+      two runs in the same second never share one, and keeps the old mode and owner.
+    - Writers of files in one folder are serialised with ``flock`` on the folder where
+      ``flock`` exists, so two concurrent writers each back up what the other left.
+    - Nothing is replaced when the content is already there.
+
+    It prints ``unchanged`` or ``changed``, and ``backup:PATH`` when it kept the old content.
     """
     q = shlex.quote(path)
-    tmp = shlex.quote(path + ".clusterctl-tmp.") + "$$"
     keep = ": ; "
     if backup:
-        keep = f'ts=$(date +%Y%m%d%H%M%S); cp -p {q} {q}.bak.$ts; echo "backup:"{q}.bak.$ts; '
+        keep = (
+            'bak=$(mktemp "$target.bak.$(date -u +%Y%m%d%H%M%S).XXXXXX"); '
+            'cp -p "$target" "$bak"; echo "backup:$bak"; '
+        )
+    new_mode = f"{mode:o}" if mode is not None else "644"
+    set_mode = f'chmod {mode:o} "$tmp"; ' if mode is not None else ""
+    set_owner = f'chown {shlex.quote(owner)} "$tmp"; ' if owner else ""
     return (
         "set -e; "
-        f"tmp={tmp}; "
-        f'cat > "$tmp"; chmod {mode:o} "$tmp"; '
-        f'if [ -f {q} ] && cmp -s "$tmp" {q}; then rm -f "$tmp"; echo unchanged; exit 0; fi; '
-        f"if [ -f {q} ]; then {keep}fi; "
-        f'mv -f "$tmp" {q}; echo changed'
+        f"target={q}; "
+        'if [ -L "$target" ]; then target=$(readlink -f -- "$target"); fi; '
+        'dir=$(dirname -- "$target"); '
+        'if command -v flock >/dev/null 2>&1; then exec 9<"$dir"; '
+        'flock -x -w 300 9 || { echo "clusterctl: another writer of $target held the lock for 300s" >&2; exit 75; }; '
+        "fi; "
+        'tmp=$(mktemp "$dir/.$(basename -- "$target").clusterctl-tmp.XXXXXX"); '
+        "trap 'rm -f \"$tmp\"' EXIT; trap 'exit 143' TERM HUP INT; "
+        'cat > "$tmp"; '
+        'if [ -f "$target" ]; then '
+        'if cmp -s "$tmp" "$target"; then echo unchanged; exit 0; fi; '
+        'chmod "$(stat -c %a -- "$target")" "$tmp"; '
+        'chown "$(stat -c %u:%g -- "$target")" "$tmp" 2>/dev/null || '
+        '{ [ "$(stat -c %u:%g -- "$target")" = "$(id -u):$(id -g)" ] || '
+        '{ echo "clusterctl: cannot keep the owner of $target (needs sudo)" >&2; exit 1; }; }; '
+        f"{keep}"
+        f'else chmod {new_mode} "$tmp"; fi; '
+        f"{set_mode}{set_owner}"
+        'mv -f "$tmp" "$target"; echo changed'
     )
 
 
 class Transport(ABC):
     """Reaches one host. Use as a context manager so connections are closed."""
+
+    #: The sudo password (``--ask-sudo-pass``); ``None``: sudo runs with ``-n`` and never asks.
+    sudo_password: Secret | None = None
 
     def __init__(self, host: Host) -> None:
         self.host = host
@@ -122,11 +226,52 @@ class Transport(ABC):
         env: Mapping[str, str] | None = None,
         stdin: bytes | None = None,
     ) -> CommandResult:
-        """Run a shell command line. Values in it must already be quoted by the caller."""
+        """Run a shell command line. Values in it must already be quoted by the caller.
 
-    def put(self, path: str, data: bytes, *, mode: int = 0o644, sudo: bool = False, backup: bool = True) -> PutResult:
-        """Write ``data`` to ``path`` atomically (temporary file, then rename), keeping a backup."""
-        script = atomic_write_script(path, mode=mode, backup=backup)
+        ``timeout`` is this command's own limit: when it passes, the command is stopped on
+        the host (not only abandoned) and ``TransportError(TIMED_OUT)`` is raised.
+        """
+
+    def command_line(
+        self, command: str, *, sudo: bool, env: Mapping[str, str] | None, stdin: bytes | None
+    ) -> tuple[str, bytes | None]:
+        """The line to run and the stdin to send, with the sudo password wired in when there is one."""
+        password = self.sudo_password if sudo else None
+        line = wrap_command(command, sudo=sudo, env=env, sudo_password=password is not None)
+        if password is not None:
+            return line, stdin_with_password(password, stdin)
+        return line, stdin
+
+    def check_sudo(self, result: CommandResult, *, sudo: bool) -> CommandResult:
+        """Raise when sudo itself refused (a password needed or rejected); else the result."""
+        if sudo:
+            refusal = sudo_refusal(self.host.name, result, had_password=self.sudo_password is not None)
+            if refusal is not None:
+                raise refusal
+        return result
+
+    def stop_remote(self) -> None:  # noqa: B027 - optional hook, most transports start nothing remote
+        """Ask every command this transport is running to stop (SIGTERM on the host), without waiting.
+
+        Used by the fan-out on Ctrl-C before ``close``; safe to call from another thread.
+        """
+
+    def put(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        mode: int | None = None,
+        sudo: bool = False,
+        backup: bool = True,
+        owner: str | None = None,
+    ) -> PutResult:
+        """Write ``data`` to ``path`` atomically, keeping mode, owner, symlinks, and a backup.
+
+        ``mode``/``owner`` (``"user:group"``) set the file's; by default an existing file keeps
+        its own and a new one gets 0644. See ``atomic_write_script`` for the details.
+        """
+        script = atomic_write_script(path, mode=mode, backup=backup, owner=owner)
         result = self.run("sh -c " + shlex.quote(script), sudo=sudo, stdin=data)
         if not result.ok:
             raise TransportError(

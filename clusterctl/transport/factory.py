@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterctl.inventory.model import Host
+from clusterctl.secret import Secret
 from clusterctl.transport.base import Connector, Transport
 
 
@@ -18,6 +19,12 @@ class ConnectOptions:
     known_hosts: str | None = None
     #: Force every host onto this transport (``--local``), else the inventory's choice.
     force_transport: str | None = None
+    #: ``--ask-sudo-pass``: fed to ``sudo -S`` on stdin when a host asks; else sudo runs with ``-n``.
+    sudo_password: Secret | None = None
+    #: ``--ask-key-passphrase``: opens encrypted key files the agent does not hold.
+    key_passphrase: Secret | None = None
+    #: ``--ask-pass``: SSH password authentication, where the ssh_config allows it.
+    password: Secret | None = None
 
 
 def make_connector(options: ConnectOptions) -> Connector:
@@ -32,8 +39,11 @@ def make_connector(options: ConnectOptions) -> Connector:
         if kind == "local":
             from clusterctl.transport.local import LocalTransport
 
-            return LocalTransport(host)
+            local = LocalTransport(host)
+            local.sudo_password = options.sudo_password
+            return local
         from clusterctl.transport.ssh import SSHTransport
+        from clusterctl.transport.ssh.auth import Credentials
 
         return SSHTransport(
             host,
@@ -41,6 +51,8 @@ def make_connector(options: ConnectOptions) -> Connector:
             ssh_config_path=options.ssh_config,
             known_hosts_path=options.known_hosts,
             connect_timeout_s=min(timeout_s, 30.0),
+            credentials=Credentials(key_passphrase=options.key_passphrase, password=options.password),
+            sudo_password=options.sudo_password,
         )
 
     return connect

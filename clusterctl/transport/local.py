@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping
+from typing import IO, TYPE_CHECKING
 
-from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError, wrap_command
+from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
+from clusterctl.transport.output import CappedOutput
+
+if TYPE_CHECKING:
+    from clusterctl.inventory.model import Host
+
+#: Seconds a timed-out command gets between SIGTERM and SIGKILL.
+STOP_GRACE_S = 2.0
 
 
 class LocalTransport(Transport):
+    def __init__(self, host: Host) -> None:
+        super().__init__(host)
+        self._running: set[subprocess.Popen[bytes]] = set()
+        self._lock = threading.Lock()
+
     def run(
         self,
         command: str,
@@ -21,26 +36,89 @@ class LocalTransport(Transport):
         env: Mapping[str, str] | None = None,
         stdin: bytes | None = None,
     ) -> CommandResult:
-        line = wrap_command(command, sudo=sudo and os.geteuid() != 0, env=env)
+        as_root = sudo and os.geteuid() != 0
+        line, feed = self.command_line(command, sudo=as_root, env=env, stdin=stdin)
         start = time.monotonic()
-        # A new session so that a timeout kills the whole process group, not only the shell.
+        # A new session so that a timeout ends the whole process group, not only the shell.
         proc = subprocess.Popen(
             ["/bin/sh", "-c", line],
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdin=subprocess.PIPE if feed is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
+        with self._lock:
+            self._running.add(proc)
+        out, err = CappedOutput(), CappedOutput()
+        readers = [_reader(proc.stdout, out), _reader(proc.stderr, err)]
+        writer = _writer(proc.stdin, feed) if feed is not None else None
         try:
-            out, err = proc.communicate(stdin, timeout=timeout)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired as exc:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise TransportError(FailureKind.TIMED_OUT, f"no answer within {timeout:g}s: {command}") from exc
-        return CommandResult(
+            _stop_group(proc, STOP_GRACE_S)
+            raise TransportError(
+                FailureKind.TIMED_OUT, f"no answer within {timeout:g}s (the command was stopped): {command}"
+            ) from exc
+        finally:
+            for thread in [*readers, *([writer] if writer else [])]:
+                thread.join(timeout=5.0)
+            with self._lock:
+                self._running.discard(proc)
+        result = CommandResult(
             command,
-            out.decode(errors="replace"),
-            err.decode(errors="replace"),
+            out.value().decode(errors="replace"),
+            err.value().decode(errors="replace"),
             proc.returncode,
             round(time.monotonic() - start, 4),
         )
+        return self.check_sudo(result, sudo=as_root)
+
+    def stop_remote(self) -> None:
+        with self._lock:
+            running = list(self._running)
+        for proc in running:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
+
+    def close(self) -> None:
+        with self._lock:
+            running = list(self._running)
+        for proc in running:
+            _stop_group(proc, 0.3)
+
+
+def _stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=wait)
+            # The shell is gone; children it left in the group get the same signal.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _reader(stream: IO[bytes] | None, into: CappedOutput) -> threading.Thread:
+    def read() -> None:
+        assert stream is not None
+        with stream:
+            while chunk := stream.read1(65536):  # type: ignore[attr-defined]
+                into.add(chunk)
+
+    thread = threading.Thread(target=read, daemon=True, name="clusterctl-local-read")
+    thread.start()
+    return thread
+
+
+def _writer(stream: IO[bytes] | None, data: bytes) -> threading.Thread:
+    def write() -> None:
+        assert stream is not None
+        with contextlib.suppress(BrokenPipeError, OSError), stream:
+            stream.write(data)
+
+    thread = threading.Thread(target=write, daemon=True, name="clusterctl-local-write")
+    thread.start()
+    return thread

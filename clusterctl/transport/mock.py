@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
+from clusterctl.secret import mask_text
 from clusterctl.transport.base import CommandResult, FailureKind, PutResult, Transport, TransportError, env_prefix
 
 if TYPE_CHECKING:
@@ -168,7 +169,7 @@ class MockTransport(Transport):
         # line, so rules can match on it (a fake nccl-tests answering per NCCL_ALGO).
         command = env_prefix(env) + command
         with self._lock:
-            self.history.append(command)
+            self.history.append(mask_text(command))
         rule = self._find(command)
         if rule is None:
             return CommandResult(command, *self._builtin(command), round(time.monotonic() - start, 4))
@@ -211,7 +212,16 @@ class MockTransport(Transport):
         tool = words[0] if words else ""
         return "", f"sh: 1: {tool}: not found\n", 127
 
-    def put(self, path: str, data: bytes, *, mode: int = 0o644, sudo: bool = False, backup: bool = True) -> PutResult:
+    def put(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        mode: int | None = None,
+        sudo: bool = False,
+        backup: bool = True,
+        owner: str | None = None,
+    ) -> PutResult:
         with self._lock:
             old = self.files.get(path)
             if old == data:
@@ -221,7 +231,7 @@ class MockTransport(Transport):
                 backup_path = f"{path}.bak.{time.strftime('%Y%m%d%H%M%S')}"
                 self.files[backup_path] = old
             self.files[path] = data
-            self.history.append(f"# put {path} ({len(data)} bytes, mode {mode:o})")
+            self.history.append(f"# put {path} ({len(data)} bytes, mode {mode or 0o644:o})")
         return PutResult(path=path, changed=True, backup_path=backup_path)
 
     def get(self, path: str, *, sudo: bool = False) -> bytes | None:

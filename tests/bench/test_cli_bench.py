@@ -81,6 +81,7 @@ def test_demo_ib_recordings_are_coherent_with_the_fabric(capsys: pytest.CaptureF
     code, out = run(capsys, "-i", DEMO, "bench", "ib", "-o", "json", "--results-dir", str(tmp_path / "r"))
     codes = {f["code"] for f in json.loads(out)["findings"]}
     assert "FIGURE_IMPOSSIBLE" not in codes and "RECORDING_MISMATCH" not in codes
+    assert code == 1  # gpu-b3/mlx5_2 is slow: the only problem the demo fabric has
     assert codes <= {"LINK_SLOW", "SLOW_HCA"}
 
 

@@ -24,11 +24,11 @@ def findings(name: str, **kwargs: object) -> list[Finding]:
 
 def problems(name: str) -> list[tuple[int, str, str, str]]:
     """Everything but the plugin notes: (line, severity, code, variable)."""
-    return [(f.line, f.severity, f.code, f.variable) for f in findings(name) if f.code != "PLUGIN_VARIABLE"]
+    return [(f.line, f.severity, f.code, f.subject) for f in findings(name) if f.code != "PLUGIN_VARIABLE"]
 
 
 def plugin_notes(name: str) -> dict[str, tuple[int, str]]:
-    return {f.variable: (f.line, f.message) for f in findings(name) if f.code == "PLUGIN_VARIABLE"}
+    return {f.subject: (f.line, f.message) for f in findings(name) if f.code == "PLUGIN_VARIABLE"}
 
 
 # -- plugins -----------------------------------------------------------------------------------
@@ -149,7 +149,7 @@ def test_mpijob_block_args_with_mpirun_x_name_passthrough() -> None:
         (55, "warning", "DEPRECATED", "NCCL_MIN_NCHANNELS"),
         (63, "info", "NOT_NCCL", "NCCL_TESTS_SPLIT_MASK")]
     # src/debug.cc: VERSION is a level of NCCL_DEBUG, not a subsystem of NCCL_DEBUG_SUBSYS
-    [subsys] = [f for f in findings("gke-tcpxo-mpi-nccl-test.yaml") if f.variable == "NCCL_DEBUG_SUBSYS"]
+    [subsys] = [f for f in findings("gke-tcpxo-mpi-nccl-test.yaml") if f.subject == "NCCL_DEBUG_SUBSYS"]
     assert "'VERSION' is not one NCCL knows" in subsys.message
 
 

@@ -97,6 +97,18 @@ class SSHTarget:
     #: Name the host key is stored under in known_hosts (HostKeyAlias), else the hostname.
     host_key_alias: str | None = None
     use_agent: bool = True
+    #: ``IdentityAgent``: a socket path; ``None`` means ``$SSH_AUTH_SOCK``.
+    identity_agent: str | None = None
+    #: ``UserKnownHostsFile`` (expanded; ``None``: ssh's default, ``()``: ``none``).
+    user_known_hosts: tuple[str, ...] | None = None
+    #: ``GlobalKnownHostsFile`` (expanded; ``None``: ssh's default).
+    global_known_hosts: tuple[str, ...] | None = None
+    #: ``StrictHostKeyChecking`` as configured (``yes``, ``accept-new``, ``no``, ``ask``), or None.
+    strict_host_key_checking: str | None = None
+    check_host_ip: bool = False
+    hash_known_hosts: bool = False
+    #: ``PasswordAuthentication`` (ssh's default: yes); used only when a password was given.
+    password_authentication: bool = True
 
     @property
     def known_hosts_name(self) -> str:
@@ -211,7 +223,29 @@ def resolve_target(
             raise TransportError(FailureKind.ERROR, f"bad ConnectTimeout for {name}") from None
         timeout = configured if timeout is None else min(timeout, configured)
 
-    agent_setting = str(_first(found.get("identityagent")) or "").lower()
+    agent_setting = str(_first(found.get("identityagent")) or "")
+    resolved_user_name = resolved_user
+    port_value = resolved_port or DEFAULT_PORT
+    alias = _first(found.get("hostkeyalias"))
+
+    def expand(value: str) -> str:
+        return expand_tokens(
+            value, host=hostname, original=name, port=port_value, remote_user=resolved_user_name, alias=alias
+        )
+
+    def files(key: str) -> tuple[str, ...] | None:
+        raw = found.get(key)
+        if raw is None:
+            return None
+        words = " ".join(raw if isinstance(raw, list) else [str(raw)]).split()
+        if [w.lower() for w in words] == ["none"]:
+            return ()
+        return tuple(expand(w) for w in words)
+
+    strict = _first(found.get("stricthostkeychecking"))
+    agent_path = None
+    if agent_setting and agent_setting.lower() not in ("none", "ssh_auth_sock"):
+        agent_path = os.environ.get(agent_setting[1:], "") if agent_setting.startswith("$") else expand(agent_setting)
     return SSHTarget(
         name=name,
         hostname=hostname,
@@ -222,9 +256,60 @@ def resolve_target(
         identities_only=_yes(found.get("identitiesonly")),
         jump=parse_jump_chain(jump_spec),
         connect_timeout_s=timeout,
-        host_key_alias=_first(found.get("hostkeyalias")),
-        use_agent=agent_setting != "none",
+        host_key_alias=alias,
+        use_agent=agent_setting.lower() != "none",
+        identity_agent=agent_path or None,
+        user_known_hosts=files("userknownhostsfile"),
+        global_known_hosts=files("globalknownhostsfile"),
+        strict_host_key_checking=strict.lower() if strict else None,
+        check_host_ip=_yes(found.get("checkhostip")),
+        hash_known_hosts=_yes(found.get("hashknownhosts")),
+        password_authentication=str(_first(found.get("passwordauthentication")) or "yes").lower() != "no",
     )
+
+
+def expand_tokens(
+    value: str, *, host: str, original: str, port: int, remote_user: str, alias: str | None = None
+) -> str:
+    """``~`` and ssh_config's ``%`` tokens in a file name, as ssh expands them.
+
+    ``%d`` home, ``%h`` host name, ``%k`` host key alias (else the host name), ``%n`` the name
+    as given, ``%p`` port, ``%r`` remote user, ``%u`` local user, ``%i`` local uid, ``%l``/``%L``
+    local host name (full/short), ``%%`` a percent sign. An unknown token is an error, as in ssh.
+    """
+    import socket
+
+    home = str(user_home())
+    if value == "~" or value.startswith("~/"):
+        value = home + value[1:]
+    local = socket.gethostname()
+    table = {
+        "d": home,
+        "h": host,
+        "k": alias or host,
+        "n": original,
+        "p": str(port),
+        "r": remote_user,
+        "u": getpass.getuser(),
+        "i": str(os.getuid()),
+        "l": local,
+        "L": local.split(".")[0],
+        "%": "%",
+    }
+    out: list[str] = []
+    i = 0
+    while i < len(value):
+        ch = value[i]
+        if ch == "%" and i + 1 < len(value):
+            token = value[i + 1]
+            if token not in table:
+                raise TransportError(FailureKind.ERROR, f"ssh_config: unknown token %{token} in {value!r}")
+            out.append(table[token])
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
 
 
 def target_for_host(

@@ -7,15 +7,16 @@ import logging
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import paramiko
 
 from clusterctl.transport.base import FailureKind, TransportError
-from clusterctl.transport.ssh.auth import authenticate
+from clusterctl.transport.ssh.auth import Credentials, authenticate
+from clusterctl.transport.ssh.certs import CERT_SUFFIX
 from clusterctl.transport.ssh.config import SSHTarget
 from clusterctl.transport.ssh.deadline import remaining
-from clusterctl.transport.ssh.hostkeys import KnownHosts, check_host_key
+from clusterctl.transport.ssh.hostkeys import check_host_key, host_key_policy
 
 # paramiko logs every failed handshake at ERROR with a traceback; without a handler Python
 # would print those on stderr next to our own one-line failure. --debug still shows them
@@ -60,10 +61,12 @@ def open_socket(target: SSHTarget, timeout_s: float) -> socket.socket:
 
 @dataclass
 class ConnectSettings:
-    known_hosts: KnownHosts
+    #: ``--known-hosts``: when given, the only known_hosts file read and written.
+    known_hosts_override: str | None
     accept_new_host_keys: bool
     config: paramiko.SSHConfig | None
     connect_timeout_s: float
+    credentials: Credentials = field(default_factory=Credentials)
 
 
 def open_ssh(
@@ -82,15 +85,22 @@ def open_ssh(
         client.banner_timeout = budget
         client.handshake_timeout = budget
         client.auth_timeout = budget
-        known_types = [
-            e.key_type for e in settings.known_hosts.entries_for(target.known_hosts_name) if not e.marker
-        ]
+        policy = host_key_policy(
+            target, override=settings.known_hosts_override, accept_new=settings.accept_new_host_keys
+        )
+        known_types = [e.key_type for _, e in policy.entries_for(target.known_hosts_name) if not e.marker]
+        options = client.get_security_options()
         if known_types:
             # Ask for the key type we have on record first, as ssh does, so a host with several
             # keys is checked against the one we know instead of looking "changed".
-            options = client.get_security_options()
             preferred = [t for t in options.key_types if t in known_types or _rsa_family(t, known_types)]
             options.key_types = preferred + [t for t in options.key_types if t not in preferred]
+        elif policy.authorities_for(target.known_hosts_name):
+            # A CA vouches for this host: ask for its certificate first, as ssh does.
+            # paramiko appends "<type>-cert-v01" variants after its plain list itself; listing
+            # them first here puts them ahead (the doubled names it also derives match nothing).
+            plain = [t for t in client.preferred_keys if not t.endswith(CERT_SUFFIX)]
+            client._preferred_keys = tuple([t + CERT_SUFFIX for t in plain] + plain)  # type: ignore[attr-defined]
         done = threading.Event()
         client.start_client(event=done)
         if not done.wait(budget):
@@ -104,12 +114,22 @@ def open_ssh(
         if not client.is_active():
             raise _handshake_error(client.get_exception(), target, budget)
         server_key = client.get_remote_server_key()
-        check_host_key(settings.known_hosts, target, server_key, accept_new=settings.accept_new_host_keys)
-        authenticate(client, target, deadline)
+        peer = _peer_ip(sock)
+        check_host_key(policy, target, server_key, peer_ip=peer)
+        authenticate(client, target, deadline, settings.credentials)
     except BaseException:
         client.close()
         raise
     return client
+
+
+def _peer_ip(sock: socket.socket | paramiko.Channel) -> str | None:
+    if isinstance(sock, socket.socket):
+        try:
+            return str(sock.getpeername()[0])
+        except OSError:
+            return None
+    return None
 
 
 def _rsa_family(key_type: str, known: list[str]) -> bool:

@@ -1,22 +1,27 @@
 """known_hosts: reading it, checking a host's key against it, recording new keys.
 
-Host keys are checked like ``StrictHostKeyChecking yes`` (or ``accept-new`` with
-``--accept-new-host-keys``); a changed key is always refused.
+Host keys are checked as OpenSSH checks them (see ``HostKeyPolicy`` for the files and the
+precedence): plain keys, hashed names, ``@cert-authority`` host certificates, ``@revoked``
+keys; a changed key is always refused.
 """
 
 from __future__ import annotations
 
 import base64
 import fcntl
+import functools
 import hashlib
 import hmac
+import logging
+import os
+import re
 import threading
 from dataclasses import dataclass
-from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clusterctl.transport.base import FailureKind, TransportError
+from clusterctl.transport.ssh.certs import HostCertificate, host_certificate
 from clusterctl.transport.ssh.config import SSHTarget, user_home
 
 if TYPE_CHECKING:
@@ -44,7 +49,7 @@ class KnownHostLine:
             if pat.startswith("|1|"):
                 hit = _hashed_match(pat, name)
             else:
-                hit = fnmatch(name, pat) if ("*" in pat or "?" in pat) else name == pat
+                hit = _glob(pat).fullmatch(name) is not None if ("*" in pat or "?" in pat) else name == pat
             if hit and negated:
                 return False
             matched = matched or hit
@@ -56,6 +61,12 @@ class KnownHostLine:
             return sha256_fingerprint(base64.b64decode(self.key_base64))
         except ValueError:
             return "(unreadable key)"
+
+
+@functools.lru_cache(maxsize=4096)
+def _glob(pattern: str) -> re.Pattern[str]:
+    """ssh's host patterns know only ``*`` and ``?``: ``[127.0.0.1]:*`` has no character class."""
+    return re.compile(re.escape(pattern).replace(r"\*", ".*").replace(r"\?", "."), re.IGNORECASE)
 
 
 def _hashed_match(pattern: str, name: str) -> bool:
@@ -99,6 +110,10 @@ class KnownHosts:
         with self._lock:
             return [e for e in self._lines if e.marker != "@cert-authority" and e.matches(name)]
 
+    def authorities_for(self, name: str) -> list[KnownHostLine]:
+        with self._lock:
+            return [e for e in self._lines if e.marker == "@cert-authority" and e.matches(name)]
+
     def add(self, name: str, key_type: str, key_base64: str) -> int:
         """Append ``name keytype key`` to the file (one writer at a time, across processes too)."""
         line = f"{name} {key_type} {key_base64}\n"
@@ -138,6 +153,7 @@ _known_hosts_cache: dict[str, KnownHosts] = {}
 
 
 def known_hosts_file(path: str | None) -> KnownHosts:
+    """One known_hosts file (``~/.ssh/known_hosts`` when ``path`` is None), read once per process."""
     file = Path(path).expanduser() if path else user_home() / ".ssh" / "known_hosts"
     key = str(file.absolute())
     with _known_hosts_lock:
@@ -148,41 +164,189 @@ def known_hosts_file(path: str | None) -> KnownHosts:
         return known
 
 
-def check_host_key(known: KnownHosts, target: SSHTarget, key: paramiko.PKey, *, accept_new: bool) -> None:
-    """Raise HOST_KEY_REFUSED unless ``key`` is the one known_hosts records for the target."""
+#: Read when ssh_config names no ``GlobalKnownHostsFile`` (clusters often manage it centrally).
+DEFAULT_GLOBAL_KNOWN_HOSTS = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
+DEFAULT_USER_KNOWN_HOSTS = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
+
+log = logging.getLogger("clusterctl.transport.ssh")
+
+
+@dataclass(frozen=True)
+class HostKeyPolicy:
+    """Where a host's key is looked up and what happens to one that is not there.
+
+    Precedence (documented in the README): ``--known-hosts FILE`` is the only file read and
+    written when given; otherwise the host's ``UserKnownHostsFile`` files, then its
+    ``GlobalKnownHostsFile`` files (read only), from ssh_config or ssh's defaults. New keys
+    are written to the first user file, as ssh does. ``StrictHostKeyChecking`` per host:
+    ``yes`` (and ``ask``: there is no one to ask) refuses unknown keys, ``accept-new``
+    records them, ``no`` records them with a warning; ``--accept-new-host-keys`` turns
+    ``yes``/``ask`` into ``accept-new``. A changed key is refused whatever the setting.
+    """
+
+    user_files: tuple[KnownHosts, ...]
+    global_files: tuple[KnownHosts, ...] = ()
+    strict: str = "yes"
+    check_host_ip: bool = False
+    hash_new: bool = False
+
+    @property
+    def files(self) -> tuple[KnownHosts, ...]:
+        return self.user_files + self.global_files
+
+    def entries_for(self, name: str) -> list[tuple[KnownHosts, KnownHostLine]]:
+        return [(f, e) for f in self.files for e in f.entries_for(name)]
+
+    def authorities_for(self, name: str) -> list[tuple[KnownHosts, KnownHostLine]]:
+        return [(f, e) for f in self.files for e in f.authorities_for(name)]
+
+    def describe_files(self) -> str:
+        return ", ".join(str(f.path) for f in self.files) or "no known_hosts file (UserKnownHostsFile none)"
+
+
+def host_key_policy(target: SSHTarget, *, override: str | None, accept_new: bool) -> HostKeyPolicy:
+    strict = (target.strict_host_key_checking or "yes").lower()
+    strict = {"off": "no", "false": "no", "true": "yes", "ask": "yes"}.get(strict, strict)
+    if strict not in ("yes", "accept-new", "no"):
+        raise TransportError(
+            FailureKind.ERROR, f"{target.name}: StrictHostKeyChecking {strict!r} is not one of yes, accept-new, no"
+        )
+    if accept_new and strict == "yes":
+        strict = "accept-new"
+    if override is not None:
+        return HostKeyPolicy((known_hosts_file(override),), (), strict, target.check_host_ip, target.hash_known_hosts)
+    user = target.user_known_hosts
+    if user is None:
+        user = tuple(os.path.expanduser(p) for p in DEFAULT_USER_KNOWN_HOSTS)
+    global_ = target.global_known_hosts if target.global_known_hosts is not None else DEFAULT_GLOBAL_KNOWN_HOSTS
+    return HostKeyPolicy(
+        tuple(known_hosts_file(p) for p in user),
+        tuple(known_hosts_file(p) for p in global_),
+        strict,
+        target.check_host_ip,
+        target.hash_known_hosts,
+    )
+
+
+def check_host_key(
+    known: KnownHosts | HostKeyPolicy,
+    target: SSHTarget,
+    key: paramiko.PKey,
+    *,
+    accept_new: bool = False,
+    peer_ip: str | None = None,
+) -> None:
+    """Raise HOST_KEY_REFUSED unless ``key`` is one the known_hosts files vouch for.
+
+    A plain ``KnownHosts`` is checked as the only file, ``accept-new`` when ``accept_new``.
+    """
+    policy = known if isinstance(known, HostKeyPolicy) else HostKeyPolicy(
+        (known,), (), "accept-new" if accept_new else "yes"
+    )
     name = target.known_hosts_name
-    key_type = key.get_name()
-    key_b64 = key.get_base64()
-    fingerprint = sha256_fingerprint(key.asbytes())
-    entries = known.entries_for(name)
-    for entry in entries:
+    certificate = host_certificate(key)
+    if certificate is not None:
+        if _certificate_trusted(policy, target, name, certificate):
+            return
+        # As ssh: a certificate no trusted CA signed is checked as the plain key it certifies.
+        key_type, key_b64 = certificate.key_type, certificate.key_base64
+    else:
+        key_type, key_b64 = key.get_name(), key.get_base64()
+    fingerprint = sha256_fingerprint(base64.b64decode(key_b64))
+    entries = policy.entries_for(name)
+    for file, entry in entries:
         if entry.marker == "@revoked" and entry.key_base64 == key_b64:
             raise TransportError(
                 FailureKind.HOST_KEY_REFUSED,
                 f"{target.name}: the host key {key_type} {fingerprint} of {name} is marked @revoked "
-                f"in {known.path}:{entry.line_no}",
+                f"in {file.path}:{entry.line_no}",
             )
-    plain = [e for e in entries if e.marker is None]
-    if any(e.key_type == key_type and e.key_base64 == key_b64 for e in plain):
+    plain = [(f, e) for f, e in entries if e.marker is None]
+    if any(e.key_base64 == key_b64 for _, e in plain):
+        _check_ip(policy, target, key_b64, peer_ip)
         return
     if plain:
         # Known under this name, but with other bytes (or another type we did not ask for):
         # exactly what a man-in-the-middle looks like. Never accepted automatically.
-        recorded = plain[0]
+        file, recorded = plain[0]
         raise TransportError(
             FailureKind.HOST_KEY_REFUSED,
             f"{target.name}: HOST KEY CHANGED for {name} - possible man-in-the-middle attack! "
-            f"It offered {key_type} {fingerprint}, but {known.path}:{recorded.line_no} records "
+            f"It offered {key_type} {fingerprint}, but {file.path}:{recorded.line_no} records "
             f"{recorded.key_type} {recorded.fingerprint}. If the host was really reinstalled, "
             f"remove that line "
-            f"(ssh-keygen -R '{name}' -f {known.path}) and verify the new key before connecting again.",
+            f"(ssh-keygen -R '{name}' -f {file.path}) and verify the new key before connecting again.",
         )
-    if not accept_new:
+    if policy.strict == "yes":
+        cert_note = ""
+        if certificate is not None:
+            cert_note = (
+                f" It presented a host certificate signed by CA {certificate.ca_type} "
+                f"{sha256_fingerprint(certificate.ca_blob)}, which no @cert-authority line trusts for {name}."
+            )
         raise TransportError(
             FailureKind.HOST_KEY_REFUSED,
-            f"{target.name}: unknown host key for {name} ({key_type} {fingerprint}), not in {known.path}. "
-            f"Verify this fingerprint with the host's administrator (on the host: ssh-keygen -lf "
-            f"/etc/ssh/ssh_host_{key_type.split('-')[-1]}_key.pub), then rerun with --accept-new-host-keys "
-            f"to record it.",
+            f"{target.name}: unknown host key for {name} ({key_type} {fingerprint}), not in "
+            f"{policy.describe_files()}.{cert_note} Verify this fingerprint with the host's administrator "
+            f"(on the host: ssh-keygen -lf /etc/ssh/ssh_host_{key_type.split('-')[-1]}_key.pub), then rerun "
+            f"with --accept-new-host-keys to record it (or set StrictHostKeyChecking accept-new for it).",
         )
-    known.add(name, key_type, key_b64)
+    if not policy.user_files:
+        raise TransportError(
+            FailureKind.HOST_KEY_REFUSED,
+            f"{target.name}: unknown host key for {name} ({key_type} {fingerprint}) and no known_hosts file "
+            f"to record it in (UserKnownHostsFile none)",
+        )
+    if policy.strict == "no":
+        log.warning(
+            "%s: StrictHostKeyChecking no: accepting the UNVERIFIED host key %s %s of %s without checking it; "
+            "anyone on the path could be impersonating this host",
+            target.name, key_type, fingerprint, name,
+        )
+    written = policy.user_files[0]
+    written.add(_hashed_name(name) if policy.hash_new else name, key_type, key_b64)
+    log.info("%s: recorded the host key %s %s of %s in %s", target.name, key_type, fingerprint, name, written.path)
+
+
+def _certificate_trusted(policy: HostKeyPolicy, target: SSHTarget, name: str, cert: HostCertificate) -> bool:
+    """True when a @cert-authority line for ``name`` signed this valid host certificate."""
+    for file, entry in policy.entries_for(name):
+        if entry.marker == "@revoked" and entry.key_base64 in (cert.ca_base64, cert.key_base64):
+            raise TransportError(
+                FailureKind.HOST_KEY_REFUSED,
+                f"{target.name}: the host certificate of {name} uses a key marked @revoked in "
+                f"{file.path}:{entry.line_no}",
+            )
+    authorities = [(f, e) for f, e in policy.authorities_for(name) if e.key_base64 == cert.ca_base64]
+    if not authorities:
+        return False
+    principal = target.host_key_alias or target.hostname
+    problem = cert.problem_for(principal)
+    if problem is not None:
+        file, entry = authorities[0]
+        raise TransportError(
+            FailureKind.HOST_KEY_REFUSED,
+            f"{target.name}: the host certificate of {name} (key id {cert.key_id!r}) is signed by the CA in "
+            f"{file.path}:{entry.line_no} but {problem}",
+        )
+    return True
+
+
+def _check_ip(policy: HostKeyPolicy, target: SSHTarget, key_b64: str, peer_ip: str | None) -> None:
+    """CheckHostIP: warn when the address the host answered on is recorded with another key."""
+    if not policy.check_host_ip or not peer_ip or peer_ip == target.hostname:
+        return
+    ip_name = peer_ip if target.port == 22 else f"[{peer_ip}]:{target.port}"
+    others = [e for _, e in policy.entries_for(ip_name) if e.marker is None and e.key_base64 != key_b64]
+    if others:
+        log.warning(
+            "%s: the host key of %s differs from the key known_hosts records for its address %s "
+            "(CheckHostIP): a reused address, or DNS pointing elsewhere",
+            target.name, target.hostname, ip_name,
+        )
+
+
+def _hashed_name(name: str) -> str:
+    salt = os.urandom(20)
+    digest = hmac.new(salt, name.encode(), hashlib.sha1).digest()
+    return f"|1|{base64.b64encode(salt).decode()}|{base64.b64encode(digest).decode()}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import secrets
 import select
 import socket
 import threading
@@ -12,18 +13,22 @@ from typing import TYPE_CHECKING, Any
 
 import paramiko
 
-from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError, wrap_command
+from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
+from clusterctl.transport.output import CappedOutput
+from clusterctl.transport.ssh.auth import Credentials
 from clusterctl.transport.ssh.config import SSHTarget, load_ssh_config, resolve_target, target_for_host
 from clusterctl.transport.ssh.connect import ConnectSettings, open_socket, open_ssh
 from clusterctl.transport.ssh.deadline import remaining
-from clusterctl.transport.ssh.hostkeys import known_hosts_file
 from clusterctl.transport.ssh.jump import direct_tcpip, jump_pool
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
+    from clusterctl.secret import Secret
 
 
 READ_CHUNK = 65536
+#: How long close() waits for running commands to be stopped on the host before it cuts the connection.
+CLOSE_GRACE_S = 3.0
 
 
 class SSHTransport(Transport):
@@ -37,8 +42,12 @@ class SSHTransport(Transport):
         ssh_config_path: str | None = None,
         known_hosts_path: str | None = None,
         connect_timeout_s: float = 30.0,
+        credentials: Credentials | None = None,
+        sudo_password: Secret | None = None,
     ) -> None:
         super().__init__(host)
+        self.credentials = credentials or Credentials()
+        self.sudo_password = sudo_password
         self.accept_new_host_keys = accept_new_host_keys
         self.ssh_config_path = ssh_config_path
         self.known_hosts_path = known_hosts_path
@@ -50,6 +59,11 @@ class SSHTransport(Transport):
         self._jump_keys: list[tuple[Any, ...]] = []
         self._closed = False
         self._target: SSHTarget | None = None
+        #: Channels with a command running, so close() and stop_remote() can stop them.
+        self._channels: set[paramiko.Channel] = set()
+        self._lock_channels = threading.Lock()
+        self._stop_requested = threading.Event()
+        self._stop_kind = FailureKind.INTERRUPTED
 
     # -- connection ---------------------------------------------------------------------
 
@@ -72,10 +86,11 @@ class SSHTransport(Transport):
                 limit = min(limit, timeout)
             deadline = time.monotonic() + limit
             settings = ConnectSettings(
-                known_hosts=known_hosts_file(self.known_hosts_path),
+                known_hosts_override=self.known_hosts_path,
                 accept_new_host_keys=self.accept_new_host_keys,
                 config=load_ssh_config(self.ssh_config_path),
                 connect_timeout_s=limit,
+                credentials=self.credentials,
             )
             sock = self._open_path(target, settings, deadline)
             client = open_ssh(target, sock, settings, deadline, on_transport=self._pending.append)
@@ -108,7 +123,7 @@ class SSHTransport(Transport):
             chain_key = (
                 *chain_key,
                 hop_target.label,
-                settings.known_hosts.path,
+                settings.known_hosts_override,
                 settings.accept_new_host_keys,
             )
             parent = via
@@ -132,6 +147,20 @@ class SSHTransport(Transport):
     def close(self) -> None:
         # Called from the fan-out's thread under a hung host: must not wait for the lock
         # that the hung call holds.
+        with self._lock_channels:
+            running = bool(self._channels)
+        if running and not self._closed:
+            # Commands still running are stopped on the host by their own run(), which sees
+            # the request within POLL_S; closing at once would leave them running there
+            # (sshd does not signal a session without a pty when its channel goes).
+            self._stop_kind = FailureKind.TIMED_OUT
+            self._stop_requested.set()
+            grace_end = time.monotonic() + CLOSE_GRACE_S
+            while time.monotonic() < grace_end:
+                with self._lock_channels:
+                    if not self._channels:
+                        break
+                time.sleep(0.02)
         self._closed = True
         client, self._client = self._client, None
         pending, self._pending = list(self._pending), []
@@ -158,7 +187,8 @@ class SSHTransport(Transport):
         stdin: bytes | None = None,
     ) -> CommandResult:
         start = time.monotonic()
-        line = wrap_command(command, sudo=sudo, env=env)
+        line, feed = self.command_line(command, sudo=sudo, env=env, stdin=stdin)
+        group = GroupMarker()
         client = self._connection(timeout)
         left = None if timeout is None else timeout - (time.monotonic() - start)
         if left is not None and left <= 0:
@@ -173,70 +203,206 @@ class SSHTransport(Transport):
             raise TransportError(
                 FailureKind.UNREACHABLE, f"{self.host.name}: cannot open a channel: {exc}"
             ) from exc
+        with self._lock_channels:
+            self._channels.add(channel)
+        writer: threading.Thread | None = None
+        deadline = None if left is None else time.monotonic() + left
         try:
-            channel.exec_command(line)
-            writer = _feed_stdin(channel, stdin)
-            out, err, code = self._collect(channel, command, None if left is None else timeout)
-            if writer is not None:
-                writer.join(timeout=1.0)
-        except TransportError:
-            channel.close()
+            channel.exec_command(group.announce() + line)
+            writer = _feed_stdin(channel, feed)
+            out, err, code = self._collect(channel, group, command, deadline, timeout)
+        except TransportError as exc:
+            if exc.kind in (FailureKind.TIMED_OUT, FailureKind.INTERRUPTED) and not self._closed:
+                self._stop_command(client, channel, group, sudo=sudo)
             raise
         except (paramiko.SSHException, EOFError, OSError) as exc:
-            channel.close()
             kind = FailureKind.TIMED_OUT if self._closed else FailureKind.UNREACHABLE
             raise TransportError(
                 kind, f"{self.host.name}: connection lost while running {command}: {exc}"
             ) from exc
-        channel.close()
-        return CommandResult(
+        finally:
+            channel.close()
+            with self._lock_channels:
+                self._channels.discard(channel)
+            if writer is not None:
+                # The channel is closed: a writer still blocked on a full window returns now.
+                writer.join(timeout=5.0)
+        result = CommandResult(
             command,
             out.decode(errors="replace"),
             err.decode(errors="replace"),
             code,
             round(time.monotonic() - start, 4),
         )
+        return self.check_sudo(result, sudo=sudo)
+
+    def stop_remote(self) -> None:
+        """Make every running command stop: each ``run`` ends its command's process group and raises."""
+        self._stop_kind = FailureKind.INTERRUPTED
+        self._stop_requested.set()
 
     def _collect(
-        self, channel: paramiko.Channel, command: str, budget: float | None
+        self,
+        channel: paramiko.Channel,
+        group: GroupMarker,
+        command: str,
+        deadline: float | None,
+        budget: float | None,
     ) -> tuple[bytes, bytes, int]:
-        """Read stdout and stderr together until exit: one stream filling up never blocks the other."""
-        deadline = None if budget is None else time.monotonic() + budget
-        out: list[bytes] = []
-        err: list[bytes] = []
+        """Read stdout and stderr together until both reach EOF, then the exit status.
+
+        Both streams are read as data arrives, so one filling up never blocks the other;
+        the exit status is only taken once the server said EOF (sshd may send the status
+        before the last of the output), so no byte is lost.
+        """
+        out = CappedOutput()
+        err = CappedOutput()
         while True:
             progressed = False
             while channel.recv_ready():
-                out.append(channel.recv(READ_CHUNK))
+                out.add(channel.recv(READ_CHUNK))
                 progressed = True
             while channel.recv_stderr_ready():
-                err.append(channel.recv_stderr(READ_CHUNK))
+                err.add(group.filter(channel.recv_stderr(READ_CHUNK)))
                 progressed = True
             if progressed:
                 continue
-            if channel.exit_status_ready() or channel.closed:
-                # Data sent before the exit status is already buffered; drain it once more.
-                while channel.recv_ready():
-                    out.append(channel.recv(READ_CHUNK))
-                while channel.recv_stderr_ready():
-                    err.append(channel.recv_stderr(READ_CHUNK))
-                if self._closed:
-                    raise TransportError(
-                        FailureKind.TIMED_OUT, f"{self.host.name}: connection closed: {command}"
-                    )
-                if not channel.exit_status_ready():
-                    raise TransportError(
-                        FailureKind.UNREACHABLE, f"{self.host.name}: connection lost while running: {command}"
-                    )
-                return b"".join(out), b"".join(err), channel.recv_exit_status()
-            wait = 0.5
-            if deadline is not None:
-                wait = min(wait, deadline - time.monotonic())
-                if wait <= 0:
-                    raise TransportError(
-                        FailureKind.TIMED_OUT, f"{self.host.name}: no answer within {budget:g}s: {command}"
-                    )
-            select.select([channel], [], [], wait)
+            if channel.eof_received or channel.closed:
+                break
+            self._wait(channel, command, deadline, budget)
+        # EOF covers both streams (SSH has one EOF per channel): what is buffered is all.
+        while channel.recv_ready():
+            out.add(channel.recv(READ_CHUNK))
+        while channel.recv_stderr_ready():
+            err.add(group.filter(channel.recv_stderr(READ_CHUNK)))
+        err.add(group.flush())
+        # exit_status_ready() is also true for a closed channel: the event says a status came.
+        while not channel.status_event.is_set() and not channel.closed:
+            self._wait(channel, command, deadline, budget)
+        if self._closed:
+            raise TransportError(FailureKind.TIMED_OUT, f"{self.host.name}: connection closed: {command}")
+        if not channel.status_event.is_set():
+            raise TransportError(
+                FailureKind.UNREACHABLE, f"{self.host.name}: connection lost while running: {command}"
+            )
+        return out.value(), err.value(), channel.recv_exit_status()
+
+    def _wait(self, channel: paramiko.Channel, command: str, deadline: float | None, budget: float | None) -> None:
+        wait = POLL_S
+        if deadline is not None:
+            wait = min(wait, deadline - time.monotonic())
+            if wait <= 0:
+                raise TransportError(
+                    FailureKind.TIMED_OUT,
+                    f"{self.host.name}: no answer within {budget:g}s (the command was stopped): {command}",
+                )
+        if self._closed:
+            raise TransportError(FailureKind.TIMED_OUT, f"{self.host.name}: connection closed: {command}")
+        if self._stop_requested.is_set():
+            what = "interrupted" if self._stop_kind is FailureKind.INTERRUPTED else "connection closed"
+            raise TransportError(self._stop_kind, f"{self.host.name}: {what} (the command was stopped): {command}")
+        select.select([channel], [], [], wait)
+
+    def _stop_command(
+        self, client: paramiko.Transport, channel: paramiko.Channel, group: GroupMarker, *, sudo: bool
+    ) -> None:
+        """End the command's process group on the host: SIGTERM, a grace period, then SIGKILL.
+
+        The command runs as the leader of its own process group (sshd starts every session
+        with setsid), and its first words print that group's id on stderr (``GroupMarker``),
+        so a second channel can signal the whole group: children, pipelines and background
+        jobs included. A command under sudo gets SIGTERM through sudo, which relays it; the
+        final SIGKILL is also tried with ``sudo -n``. The SSH "signal" request is not used:
+        OpenSSH refuses it for root logins.
+        """
+        if group.pgid is None:
+            # It never started (or its stderr was not ours): nothing to signal but the channel.
+            return
+        grace_s = INTERRUPT_GRACE_S if self._stop_requested.is_set() else STOP_GRACE_S
+        for sig, grace in (("TERM", grace_s), ("KILL", 1.0)):
+            if channel.status_event.is_set() or channel.closed:
+                return
+            line = f"kill -s {sig} -- -{group.pgid} 2>/dev/null"
+            if sudo and sig == "KILL":
+                line += f"; sudo -n kill -s {sig} -- -{group.pgid} 2>/dev/null"
+            _run_quietly(client, line + "; true")
+            if channel.status_event.wait(grace):
+                return
+
+
+class GroupMarker:
+    """Learns the process group of a command from a marker line it prints first on stderr.
+
+    The marker carries a random token, so output of the command itself (or of a login
+    script printing on stderr before it) can never be mistaken for it; the line is removed
+    from the stderr the caller sees.
+    """
+
+    def __init__(self) -> None:
+        self.token = secrets.token_hex(6)
+        self.prefix = f"clusterctl-pgid-{self.token}:".encode()
+        self.pgid: int | None = None
+        self._held = b""
+        self._done = False
+
+    def announce(self) -> str:
+        return f"printf 'clusterctl-pgid-{self.token}:%s\\n' $$ >&2; "
+
+    def filter(self, chunk: bytes) -> bytes:
+        if self._done:
+            return chunk
+        data = self._held + chunk
+        at = data.find(self.prefix)
+        if at >= 0:
+            end = data.find(b"\n", at)
+            if end < 0:
+                self._held = data
+                return b""
+            value = data[at + len(self.prefix) : end]
+            if value.isdigit():
+                self.pgid = int(value)
+            self._done = True
+            self._held = b""
+            return data[:at] + data[end + 1 :]
+        if len(data) > MARKER_SEARCH_BYTES:
+            self._done = True
+            self._held = b""
+            return data
+        # Keep a possible partial marker at the end; pass the rest on.
+        keep = len(self.prefix) + 24
+        self._held = data[-keep:]
+        return data[:-keep]
+
+    def flush(self) -> bytes:
+        held, self._held = self._held, b""
+        self._done = True
+        return held
+
+
+def _run_quietly(client: paramiko.Transport, line: str) -> None:
+    """Run a short helper command on another channel of the same connection, ignoring failures."""
+    try:
+        helper = client.open_session(timeout=5.0)
+    except (paramiko.SSHException, EOFError, OSError):
+        return
+    try:
+        helper.exec_command(line)
+        helper.shutdown_write()
+        helper.status_event.wait(5.0)
+    except (paramiko.SSHException, EOFError, OSError):
+        pass
+    finally:
+        helper.close()
+
+
+#: Seconds a timed-out command gets between SIGTERM and SIGKILL.
+STOP_GRACE_S = 2.0
+#: The same when the run is interrupted (Ctrl-C): the user is waiting.
+INTERRUPT_GRACE_S = 0.5
+#: How often a waiting command checks its deadline and stop requests.
+POLL_S = 0.2
+#: How far into stderr the process-group marker is looked for (login scripts may print first).
+MARKER_SEARCH_BYTES = 65536
 
 
 def _feed_stdin(channel: paramiko.Channel, data: bytes | None) -> threading.Thread | None:

@@ -1,0 +1,79 @@
+"""Secrets the user hands to a run: the sudo password, a key passphrase, a login password.
+
+Each comes from, in order: a prompt (``--ask-sudo-pass``, ``--ask-key-passphrase``,
+``--ask-pass``; read without echo from the terminal, or one line from stdin when stdin is
+not a terminal, so ``pass show x | clusterctl --ask-sudo-pass ...`` works), the environment
+variable (``CLUSTERCTL_SUDO_PASS``, ...), or a file named by ``..._FILE`` that only its
+owner may read (mode 0600 or stricter, as ssh demands of private keys). Never from an
+option's argument: that would show in ``ps`` and in shell history. Every value becomes a
+``Secret`` at once, so it is masked wherever it could be printed or logged.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from dataclasses import dataclass
+
+from clusterctl.errors import UsageError
+from clusterctl.secret import Secret
+
+
+@dataclass(frozen=True)
+class SecretSource:
+    label: str
+    option: str
+    env: str
+
+    @property
+    def env_file(self) -> str:
+        return self.env + "_FILE"
+
+
+SUDO_PASSWORD = SecretSource("sudo password", "--ask-sudo-pass", "CLUSTERCTL_SUDO_PASS")
+KEY_PASSPHRASE = SecretSource("SSH key passphrase", "--ask-key-passphrase", "CLUSTERCTL_KEY_PASSPHRASE")
+SSH_PASSWORD = SecretSource("SSH password", "--ask-pass", "CLUSTERCTL_SSH_PASS")
+
+
+def read_secret(source: SecretSource, *, ask: bool) -> Secret | None:
+    """The secret from the prompt (when ``ask``), the environment, or a 0600 file; else None."""
+    if ask:
+        return Secret(_prompt(f"{source.label}: "), source.label)
+    value = os.environ.get(source.env)
+    if value:
+        return Secret(value, source.label)
+    path = os.environ.get(source.env_file)
+    if path:
+        return Secret(_read_private_file(path, source), source.label)
+    return None
+
+
+def _prompt(text: str) -> str:
+    if sys.stdin is not None and sys.stdin.isatty():
+        import getpass
+
+        return getpass.getpass(text)
+    line = sys.stdin.readline() if sys.stdin is not None else ""
+    if not line:
+        raise UsageError(f"{text.rstrip(': ')} was asked for, but stdin is closed and there is no terminal")
+    return line.rstrip("\r\n")
+
+
+def _read_private_file(path: str, source: SecretSource) -> str:
+    where = f"{source.env_file}={path}"
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise UsageError(f"{where}: {exc.strerror}") from None
+    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise UsageError(
+            f"{where}: the file is readable by others (mode {stat.S_IMODE(info.st_mode):o}); "
+            f"a file holding the {source.label} must be mode 0600 (chmod 600 {path})"
+        )
+    try:
+        with open(path, encoding="utf-8") as fh:
+            first = fh.readline()
+    except OSError as exc:
+        raise UsageError(f"{where}: {exc.strerror}") from None
+    return first.rstrip("\r\n")

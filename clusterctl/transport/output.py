@@ -1,0 +1,85 @@
+"""A bounded capture of one command's output stream.
+
+A runaway command (``yes``, a debug log on a loop) must not exhaust the control machine's
+memory when hundreds of hosts run it at once. Each stream keeps its first and last
+``cap / 2`` bytes; what is dropped in between is replaced by one marker line saying how many
+bytes were left out, so the start (usually the command's banner) and the end (usually the
+error) are both still there. Every byte is still *read*, so the remote side never blocks on a
+full pipe.
+"""
+
+from __future__ import annotations
+
+import os
+
+#: Bytes kept per stream (stdout and stderr each) per command. ``CLUSTERCTL_MAX_OUTPUT``
+#: (bytes, or with a K/M/G suffix) overrides it.
+DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024
+
+
+def max_output_bytes() -> int:
+    """The per-stream cap: ``CLUSTERCTL_MAX_OUTPUT`` when set and valid, else the default."""
+    raw = os.environ.get("CLUSTERCTL_MAX_OUTPUT", "").strip().upper()
+    if not raw:
+        return DEFAULT_MAX_OUTPUT
+    scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(raw[-1], 1)
+    digits = raw[:-1] if raw[-1] in "KMG" else raw
+    try:
+        value = int(digits) * scale
+    except ValueError:
+        return DEFAULT_MAX_OUTPUT
+    return max(value, 1024)
+
+
+def dropped_marker(count: int) -> bytes:
+    return f"\n[... clusterctl dropped {count} bytes of output here (CLUSTERCTL_MAX_OUTPUT) ...]\n".encode()
+
+
+class CappedOutput:
+    """Collects chunks of one stream, keeping the head and the tail within ``cap`` bytes."""
+
+    def __init__(self, cap: int | None = None) -> None:
+        self.cap = cap if cap is not None else max_output_bytes()
+        self._head: list[bytes] = []
+        self._head_len = 0
+        self._tail: list[bytes] = []
+        self._tail_len = 0
+        self.total = 0
+
+    @property
+    def dropped(self) -> int:
+        return self.total - self._head_len - self._tail_len
+
+    def add(self, chunk: bytes) -> None:
+        if not chunk:
+            return
+        self.total += len(chunk)
+        half = self.cap // 2
+        if self._head_len < half:
+            take = chunk[: half - self._head_len]
+            self._head.append(take)
+            self._head_len += len(take)
+            chunk = chunk[len(take) :]
+            if not chunk:
+                return
+        self._tail.append(chunk)
+        self._tail_len += len(chunk)
+        # Trimmed in batches (at twice the tail's share), so a long stream of small chunks
+        # costs linear time; memory stays under 1.5 x cap.
+        if self._tail_len > 2 * (self.cap - half):
+            self._trim()
+
+    def _trim(self) -> None:
+        keep_len = self.cap - self.cap // 2
+        if self._tail_len > keep_len:
+            keep = b"".join(self._tail)[-keep_len:]
+            self._tail = [keep]
+            self._tail_len = len(keep)
+
+    def value(self) -> bytes:
+        self._trim()
+        head = b"".join(self._head)
+        tail = b"".join(self._tail)
+        if self.dropped:
+            return head + dropped_marker(self.dropped) + tail
+        return head + tail
