@@ -32,6 +32,13 @@ PHASE_MODULES: list[str] = [
     "clusterctl.bootstrap.phases.packages",
     "clusterctl.bootstrap.phases.containerd",
     "clusterctl.bootstrap.phases.nvidia_runtime",
+    "clusterctl.bootstrap.phases.control_plane",
+    "clusterctl.bootstrap.phases.network",
+    "clusterctl.bootstrap.phases.gpu_addons",
+    "clusterctl.bootstrap.phases.topology_labels",
+    "clusterctl.bootstrap.phases.alert_rules",
+    "clusterctl.bootstrap.phases.verify",
+    "clusterctl.bootstrap.phases.reset",
 ]
 
 

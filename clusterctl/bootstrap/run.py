@@ -30,6 +30,10 @@ class BootstrapRequest:
     force_unlock: bool = False
     state_dir: str | None = None
     lock_path: str = DEFAULT_LOCK_PATH
+    #: A saved ``clusterctl survey`` report: topology labels, GPU counts for verify, NVLink alert hosts.
+    survey: str | None = None
+    #: ``clusterctl reset --restore-containerd``: containerd's config back from clusterctl's first backup.
+    restore_containerd: bool = False
 
 
 def run(
@@ -52,12 +56,32 @@ def run(
         if request.resume and not path.exists():
             raise UsageError(f"--resume: no progress file for cluster '{inventory.name}' at {path}",
                              hint="Run without --resume first (or pass the same --state-dir).")
+    options = run_options(inventory, hosts, phases, request)
     settings = RunSettings(apply=request.apply, resume=request.resume, force_unlock=request.force_unlock,
-                           lock_path=request.lock_path, progress=store, on_phase=on_phase)
+                           lock_path=request.lock_path, progress=store, on_phase=on_phase, options=options)
     report = run_bootstrap(inventory, hosts, runner, phases, settings)
     if store is not None:
         report.notes.append(f"progress kept in {store.path}")
     return report
+
+
+def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any]],
+                request: BootstrapRequest) -> dict[str, Any]:
+    """``ctx.options`` of the run; checks the cluster settings and the survey up front (exit 2, not a
+    failure per host) when a cluster phase is part of the run."""
+    from clusterctl.bootstrap.phases.cluster_common import ORDER
+
+    options: dict[str, Any] = {"hosts": [h.name for h in hosts], "survey": request.survey,
+                               "restore_containerd": request.restore_containerd}
+    if any(p.name in ORDER and p.name != "reset" for p in phases):
+        from clusterctl.bootstrap.cluster.settings import cluster_settings
+
+        cluster_settings(inventory, options)
+        if request.survey:
+            from clusterctl.saved_survey import load_saved_survey
+
+            load_saved_survey(request.survey)
+    return options
 
 
 def write_plan_files(report: BootstrapReport, out_dir: str) -> list[Path]:

@@ -49,6 +49,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "clusterctl.cli.tune_cmd",
     "clusterctl.cli.bench_cmd",
     "clusterctl.cli.bootstrap_cmd",
+    "clusterctl.cli.reset_cmd",
 )
 
 #: Global options: name -> takes a value. Used to let users put them after the command.

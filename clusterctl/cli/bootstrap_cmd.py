@@ -44,6 +44,9 @@ _ONLY = typer.Option(None, "--only", metavar="PATTERN", help="Only these hosts (
 _DRY = typer.Option(False, "--dry-run", help="Plan and stop: show what would change, touch nothing.")
 _RESUME = typer.Option(False, "--resume", help="Skip phases an earlier run finished (verified again).")
 _UNLOCK = typer.Option(False, "--force-unlock", help="Clear a lock left by a dead run before taking it.")
+_SURVEY = typer.Option(None, "--survey", metavar="FILE", envvar="CLUSTERCTL_SURVEY",
+                       help="A saved 'clusterctl survey --save FILE' report: topology labels, GPU counts for "
+                       "verify, NVLink alert hosts.")
 _STATE = typer.Option(None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STATE_DIR",
                       help="Where progress is kept (default ~/.local/state/clusterctl).")
 
@@ -61,11 +64,12 @@ def bootstrap_all(
     resume: bool = _RESUME,
     force_unlock: bool = _UNLOCK,
     state_dir: Optional[str] = _STATE,  # noqa: UP045
+    survey: Optional[str] = _SURVEY,  # noqa: UP045
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
     _execute(app_context(ctx), phase=None, skip_phases=skip_phases, only=only, dry_run=dry_run, resume=resume,
-             force_unlock=force_unlock, state_dir=state_dir, out=None)
+             force_unlock=force_unlock, state_dir=state_dir, out=None, survey=survey)
 
 
 @bootstrap_app.command("phase", help="Run one phase by name (see 'bootstrap phases').")
@@ -77,9 +81,10 @@ def bootstrap_phase(
     resume: bool = _RESUME,
     force_unlock: bool = _UNLOCK,
     state_dir: Optional[str] = _STATE,  # noqa: UP045
+    survey: Optional[str] = _SURVEY,  # noqa: UP045
 ) -> None:
     _execute(app_context(ctx), phase=name, skip_phases=None, only=only, dry_run=dry_run, resume=resume,
-             force_unlock=force_unlock, state_dir=state_dir, out=None)
+             force_unlock=force_unlock, state_dir=state_dir, out=None, survey=survey)
 
 
 @bootstrap_app.command("plan", help="Per host and phase: the commands and a unified diff of every file that "
@@ -91,9 +96,10 @@ def bootstrap_plan(
     phase: Optional[str] = typer.Option(None, "--phase", metavar="NAME", help="Plan one phase only."),  # noqa: UP045
     skip_phases: Optional[str] = _SKIP,  # noqa: UP045
     only: Optional[str] = _ONLY,  # noqa: UP045
+    survey: Optional[str] = _SURVEY,  # noqa: UP045
 ) -> None:
     _execute(app_context(ctx), phase=phase, skip_phases=skip_phases, only=only, dry_run=True, resume=False,
-             force_unlock=False, state_dir=None, out=out)
+             force_unlock=False, state_dir=None, out=out, survey=survey)
 
 
 @bootstrap_app.command("phases", help="List the phases in the order they run.")
@@ -115,7 +121,8 @@ def bootstrap_phases(ctx: typer.Context) -> None:
 
 
 def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, only: str | None, dry_run: bool,
-             resume: bool, force_unlock: bool, state_dir: str | None, out: str | None) -> None:
+             resume: bool, force_unlock: bool, state_dir: str | None, out: str | None, survey: str | None = None,
+             restore_containerd: bool = False) -> None:
     from clusterctl.bootstrap.run import BootstrapRequest, run, write_plan_files
     from clusterctl.inventory.limit import select_hosts
 
@@ -125,7 +132,8 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
         keep = {h.name for h in select_hosts(inventory, only)}
         hosts = tuple(h for h in hosts if h.name in keep)
     request = BootstrapRequest(apply=not dry_run, phase=phase, skip_phases=skip_phases, resume=resume,
-                               force_unlock=force_unlock, state_dir=state_dir)
+                               force_unlock=force_unlock, state_dir=state_dir, survey=survey,
+                               restore_containerd=restore_containerd)
     show = None if app.machine_output else (lambda p, r: _print_phase(app, p, r, plan=dry_run))
     with app.runner() as runner:
         report = run(inventory, hosts, runner, request, on_phase=show)

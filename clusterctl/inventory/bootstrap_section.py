@@ -33,9 +33,12 @@ from clusterctl.inventory.yaml_tree import Mapping, Node, Scalar, Sequence, kind
 if TYPE_CHECKING:
     from clusterctl.inventory.native import _Reader
 
-FIELDS = ("mirror", "apt_repos", "apt_repos_only", "nvidia_container_toolkit", "containerd_package", "runtime",
+NODE_FIELDS = ("mirror", "apt_repos", "apt_repos_only", "nvidia_container_toolkit", "containerd_package", "runtime",
           "cdi", "pod_subnet", "service_subnet", "control_plane_endpoint", "sandbox_image", "registry_mirrors",
           "min_var_lib_gib")
+#: Sections the cluster phases read (checked by ``clusterctl.bootstrap.cluster.settings``).
+CLUSTER_SECTIONS = ("network", "addons", "alerts")
+FIELDS: tuple[str, ...] = (*NODE_FIELDS, *CLUSTER_SECTIONS, "image_repository")
 REPO_FIELDS = ("name", "url", "suites", "components", "key_file", "key_url")
 
 
@@ -88,7 +91,9 @@ def read_bootstrap(r: _Reader, node: Node, field: str) -> BootstrapConfig:
         if key not in FIELDS:
             raise r.error(f"unknown field '{key}'.", line=entry.key_line, field=sub,
                           hint=values.did_you_mean(key, FIELDS) or "Valid fields: " + ", ".join(FIELDS) + ".")
-        if key == "apt_repos":
+        if key in CLUSTER_SECTIONS:
+            out[key] = _cluster_section(r, key, value, sub)
+        elif key == "apt_repos":
             out[key] = _repos(r, value, sub)
         elif key == "registry_mirrors":
             out[key] = _mirrors(r, value, sub)
@@ -110,6 +115,32 @@ def read_bootstrap(r: _Reader, node: Node, field: str) -> BootstrapConfig:
             raise r.error(f"pod_subnet {pod} overlaps service_subnet {svc}.", line=node.line, field=field,
                           hint="Pick two separate ranges.")
     return BootstrapConfig(**out, source=f"{r.file}:{node.line}")
+
+
+def _cluster_section(r: _Reader, key: str, node: Node, field: str) -> dict[str, Any]:
+    """``network``, ``addons`` or ``alerts`` as plain values, checked now so errors carry the line."""
+    from clusterctl.bootstrap.cluster import settings as cluster
+    from clusterctl.errors import UsageError
+    from clusterctl.inventory.yaml_tree import to_python
+
+    if not isinstance(node, Mapping):
+        raise r.error(f"'{key}' must be a mapping of settings, not {kind_of(node)}.", line=node.line, field=field)
+    data = to_python(node)
+    check = {"network": cluster.check_network, "addons": cluster.check_addons, "alerts": cluster.check_alerts}[key]
+    try:
+        check(data, field)
+    except UsageError as exc:
+        where = exc.field or field
+        line = node.line
+        entry = node.get(where.split(".")[2]) if where.count(".") >= 2 else None
+        if entry is not None:
+            line = entry.key_line
+        raise r.error(exc.message, line=line, field=where, hint=exc.hint) from None
+    for chart in (data.get("charts") or {}).values() if key == "addons" else ():
+        if isinstance(chart, dict) and chart.get("archive"):
+            # Chart archives live on the control machine, next to the inventory.
+            chart["archive"] = str((r.base_dir / Path(str(chart["archive"])).expanduser()).resolve())
+    return dict(data)
 
 
 def _repos(r: _Reader, node: Node, field: str) -> tuple[AptRepo, ...]:

@@ -134,6 +134,14 @@ class BootstrapConfig:
     registry_mirrors: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: Free space preflight wants under /var/lib (images, etcd, logs).
     min_var_lib_gib: float = 20.0
+    #: Cluster phases: CNI choice, version and air-gap mirrors (``clusterctl.bootstrap.cluster.settings``).
+    network: dict[str, Any] | None = field(default=None, hash=False)
+    #: GPU add-ons: ``mode`` (device-plugin or gpu-operator), chart pins and archives, image registry.
+    addons: dict[str, Any] | None = field(default=None, hash=False)
+    #: Alert rules: PrometheusRule namespace and labels, temperature thresholds.
+    alerts: dict[str, Any] | None = field(default=None, hash=False)
+    #: Registry serving the control-plane images (kubeadm ``imageRepository``), air-gapped sites.
+    image_repository: str | None = None
     #: Where ``file:line`` of the section is, for messages.
     source: str | None = None
 

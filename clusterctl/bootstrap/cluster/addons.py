@@ -1,0 +1,130 @@
+"""GPU add-ons as Helm releases: device plugin (GFD on), NFD, DCGM exporter, or the GPU Operator.
+
+Each release is pinned (``pins.CHART_PINS``, overridable per chart in the inventory) and comes
+from its repository, or from a local chart archive for air-gapped sites. Values are rendered
+from ``templates/bootstrap/helm/``; ``helm upgrade --install`` makes a first run and a re-run
+the same command, and the phase skips a release whose chart version and values already match.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from clusterctl.bootstrap.cluster.alerts import COUNTERS_CONFIGMAP, render_counters_configmap
+from clusterctl.bootstrap.cluster.kubeadm import ADMIN_KUBECONFIG
+from clusterctl.bootstrap.cluster.settings import ChartSource, ClusterSettings
+from clusterctl.bootstrap.cluster.templating import render
+
+VALUES_DIR = "/etc/kubernetes/clusterctl/helm"
+CHARTS_DIR = "/etc/kubernetes/clusterctl/charts"
+MANIFESTS_DIR = "/etc/kubernetes/clusterctl/manifests"
+RUNTIME_CLASS = "nvidia"
+
+
+@dataclass(frozen=True)
+class HelmRelease:
+    chart: ChartSource
+    values: str
+
+    @property
+    def values_path(self) -> str:
+        return f"{VALUES_DIR}/{self.chart.release}.values.yaml"
+
+    @property
+    def archive_path(self) -> str | None:
+        """Where a local chart archive is copied on the host that runs Helm."""
+        if self.chart.archive is None:
+            return None
+        return f"{CHARTS_DIR}/{self.chart.chart}-{self.chart.version}.tgz"
+
+    def command(self) -> str:
+        c = self.chart
+        q = shlex.quote
+        source = f"{q(self.archive_path)}" if self.archive_path else \
+            f"{q(c.chart)} --repo {q(c.repository)} --version {q(c.version)}"
+        return (
+            f"helm upgrade --install {q(c.release)} {source} --namespace {q(c.namespace)} --create-namespace "
+            f"--values {q(self.values_path)} --wait --timeout 10m --kubeconfig {ADMIN_KUBECONFIG}"
+        )
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: str
+    text: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class AddonPlan:
+    #: Applied with kubectl before the releases (namespaces, counters ConfigMap, RuntimeClass).
+    manifests: tuple[Manifest, ...]
+    releases: tuple[HelmRelease, ...]
+
+
+def counters_key(settings: ClusterSettings) -> str:
+    # The GPU Operator mounts its dcgmExporter.config ConfigMap expecting this key name.
+    return "dcgm-metrics.csv" if settings.addons.mode == "gpu-operator" else "counters.csv"
+
+
+def addon_plan(
+    settings: ClusterSettings, *, runtime_class: bool, service_monitor: bool, cdi: bool = False,
+) -> AddonPlan:
+    """What phase gpu-addons installs. ``runtime_class``: containerd's default runtime is not nvidia."""
+    addons = settings.addons
+    registry = addons.image_registry
+    rc = RUNTIME_CLASS if runtime_class else None
+    key = counters_key(settings)
+    manifests: list[Manifest] = []
+    if runtime_class:
+        manifests.append(Manifest(f"{MANIFESTS_DIR}/runtimeclass-nvidia.yaml",
+                                  render("manifests/runtimeclass.yaml.j2", name=RUNTIME_CLASS, handler="nvidia"),
+                                  "RuntimeClass nvidia"))
+    if addons.mode == "gpu-operator":
+        op = addons.chart("gpu-operator")
+        manifests.append(_namespace(op.namespace))
+        manifests.append(Manifest(f"{MANIFESTS_DIR}/dcgm-counters.yaml",
+                                  render_counters_configmap(COUNTERS_CONFIGMAP, op.namespace, key),
+                                  "DCGM exporter counters ConfigMap"))
+        values = render("helm/gpu-operator.values.yaml.j2", chart_version=op.version, host_driver=addons.host_driver,
+                        host_toolkit=addons.host_toolkit, counters_configmap=COUNTERS_CONFIGMAP, counters_key=key,
+                        service_monitor=service_monitor, cdi=cdi, image_registry=registry)
+        return AddonPlan(tuple(manifests), (HelmRelease(op, values),))
+    dp, nfd, dcgm = (addons.chart(n) for n in ("nvidia-device-plugin", "node-feature-discovery", "dcgm-exporter"))
+    for namespace in dict.fromkeys((nfd.namespace, dp.namespace, dcgm.namespace)):
+        manifests.append(_namespace(namespace))
+    manifests.append(Manifest(f"{MANIFESTS_DIR}/dcgm-counters.yaml",
+                              render_counters_configmap(COUNTERS_CONFIGMAP, dcgm.namespace, key),
+                              "DCGM exporter counters ConfigMap"))
+    releases = (
+        HelmRelease(nfd, render("helm/node-feature-discovery.values.yaml.j2", chart_version=nfd.version,
+                                image_registry=registry)),
+        HelmRelease(dp, render("helm/nvidia-device-plugin.values.yaml.j2", chart_version=dp.version,
+                               runtime_class=rc, image_registry=registry)),
+        HelmRelease(dcgm, render("helm/dcgm-exporter.values.yaml.j2", chart_version=dcgm.version,
+                                 counters_configmap=COUNTERS_CONFIGMAP, counters_key=key,
+                                 service_monitor=service_monitor, runtime_class=rc, image_registry=registry)),
+    )
+    return AddonPlan(tuple(manifests), releases)
+
+
+def _namespace(name: str) -> Manifest:
+    return Manifest(f"{MANIFESTS_DIR}/namespace-{name}.yaml",
+                    render("manifests/namespace.yaml.j2", name=name, privileged=True), f"namespace {name}")
+
+
+TEST_POD_IMAGE = "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04"
+TEST_NAMESPACE = "default"
+
+
+def test_pod_name(node: str) -> str:
+    # Pod names are DNS labels (63 characters); node names may be longer FQDNs.
+    base = "clusterctl-gpu-verify-" + node.replace(".", "-").lower()
+    return base[:63].rstrip("-")
+
+
+def render_test_pod(node: str, *, runtime_class: bool, image_registry: str | None = None) -> str:
+    image = TEST_POD_IMAGE if not image_registry else f"{image_registry}/{TEST_POD_IMAGE.split('/', 1)[1]}"
+    return render("manifests/gpu-test-pod.yaml.j2", name=test_pod_name(node), namespace=TEST_NAMESPACE, node=node,
+                  runtime_class=RUNTIME_CLASS if runtime_class else None, image=image)

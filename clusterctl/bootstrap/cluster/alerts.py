@@ -1,0 +1,110 @@
+"""DCGM exporter counters and the Prometheus alerting rules built on them.
+
+dcgm-exporter collects only the fields listed in its counters CSV. Its default list
+(``etc/default-counters.csv``) has the Xid, temperature, power, PCIe replay, NVLink bandwidth
+and row-remap fields, but leaves off ECC error counts, NVLink CRC errors and the enforced power
+limit, which the rules below need; clusterctl ships its own list (defaults + those) in a
+ConfigMap and points the exporter at it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from clusterctl.bootstrap.cluster.settings import AlertSettings
+from clusterctl.bootstrap.cluster.templating import render
+from clusterctl.errors import UsageError
+
+RULES_PATH = "/etc/kubernetes/clusterctl/prometheus/dcgm-alerts.rules.yml"
+PROMETHEUS_RULE_PATH = "/etc/kubernetes/clusterctl/prometheus/dcgm-alerts.prometheusrule.yaml"
+COUNTERS_CONFIGMAP = "dcgm-exporter-clusterctl-counters"
+
+
+@dataclass(frozen=True)
+class Counter:
+    field: str
+    type: str
+    help: str
+    #: In dcgm-exporter's etc/default-counters.csv (enabled without clusterctl).
+    default: bool
+    #: Alert rules that read it (empty: kept because the default list has it).
+    needed_by: tuple[str, ...] = ()
+
+
+COUNTERS: tuple[Counter, ...] = (
+    Counter("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", True),
+    Counter("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", True),
+    Counter("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).", True, ("GPUMemoryTemperatureHigh",)),
+    Counter("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", True, ("GPUTemperatureHigh",)),
+    Counter("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", True, ("GPUPowerAtLimit",)),
+    Counter("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ).", True),
+    Counter("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.", True,
+            ("GPUPCIeReplaysRising",)),
+    Counter("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", True),
+    Counter("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", True),
+    Counter("DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).", True),
+    Counter("DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).", True),
+    Counter("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.", True,
+            ("GPUFellOffTheBus", "GPUXidError")),
+    Counter("DCGM_FI_DEV_FB_FREE", "gauge", "Frame buffer memory free (in MB).", True),
+    Counter("DCGM_FI_DEV_FB_USED", "gauge", "Frame buffer memory used (in MB).", True),
+    Counter("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter",
+            "Total number of NVLink bandwidth counters for all lanes.", True, ("NVLinkBandwidthZero",)),
+    Counter("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
+            "Number of remapped rows for uncorrectable errors", True, ("GPUUncorrectableRemappedRows",)),
+    Counter("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors",
+            True),
+    Counter("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed", True,
+            ("GPURowRemapFailure",)),
+    # Off in dcgm-exporter's default list; the rules need them.
+    Counter("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors.", False),
+    Counter("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors.", False,
+            ("GPUDoubleBitECCErrors",)),
+    Counter("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter",
+            "Total number of NVLink flow-control CRC errors.", False, ("NVLinkCRCErrors",)),
+    Counter("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter",
+            "Total number of NVLink data CRC errors.", False),
+    Counter("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "gauge", "Effective power limit the driver enforces (in W).", False,
+            ("GPUPowerAtLimit",)),
+)
+
+
+def enabled_by_clusterctl() -> list[Counter]:
+    """Counters the rules need that dcgm-exporter's defaults leave off."""
+    return [c for c in COUNTERS if not c.default]
+
+
+_HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def _hostname_regex(hosts: Iterable[str]) -> str:
+    """An RE2 alternation inside a PromQL double-quoted string: ``.`` becomes ``\\\\.`` (PromQL unescapes once)."""
+    names = sorted(set(hosts))
+    for name in names:
+        if not _HOSTNAME.match(name):
+            raise UsageError(f"host name {name!r} cannot go into an alert rule's Hostname matcher")
+    return "|".join(name.replace(".", "\\\\.") for name in names)
+
+
+def render_rules(settings: AlertSettings, nvlink_hosts: Iterable[str] = ()) -> str:
+    """The plain rules file (``rule_files:``), for promtool and a Prometheus outside the cluster."""
+    hosts = sorted(set(nvlink_hosts))
+    return render("alerts/dcgm-rules.yml.j2", **_values(settings, hosts))
+
+
+def render_prometheus_rule(settings: AlertSettings, nvlink_hosts: Iterable[str] = ()) -> str:
+    hosts = sorted(set(nvlink_hosts))
+    return render("alerts/prometheusrule.yaml.j2", namespace=settings.namespace,
+                  rule_labels=sorted(settings.rule_labels.items()), **_values(settings, hosts))
+
+
+def _values(settings: AlertSettings, hosts: list[str]) -> dict[str, object]:
+    return {"gpu_temp_c": settings.gpu_temp_c, "memory_temp_c": settings.memory_temp_c, "nvlink_hosts": hosts,
+            "nvlink_regex": _hostname_regex(hosts)}
+
+
+def render_counters_configmap(name: str, namespace: str, key: str) -> str:
+    return render("manifests/dcgm-counters-configmap.yaml.j2", name=name, namespace=namespace, key=key,
+                  counters=COUNTERS)

@@ -1,0 +1,203 @@
+"""kubeadm configuration (v1beta4) for init and joins, bootstrap tokens, certificate keys, CA hashes.
+
+The init configuration written to the host (``KUBEADM_CONFIG_PATH``) never holds a secret: the
+run's join token and the certificate key for control-plane joins are rendered into a second copy
+that kubeadm reads on stdin (``--config /dev/stdin``), so they stay out of argv, files and output.
+Tokens and keys are made here, on the control machine, and registered as ``Secret`` before any
+command that could echo them runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import re
+import secrets
+import string
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from clusterctl.bootstrap.cluster.settings import ClusterSettings, kubelet_node_labels
+from clusterctl.bootstrap.cluster.templating import render
+from clusterctl.errors import UsageError
+from clusterctl.secret import Secret
+
+if TYPE_CHECKING:
+    from clusterctl.inventory.model import Host, Inventory
+
+KUBEADM_CONFIG_PATH = "/etc/kubernetes/clusterctl/kubeadm-config.yaml"
+ADMIN_KUBECONFIG = "/etc/kubernetes/admin.conf"
+#: Short on purpose: a fresh token is made for every run that joins nodes.
+JOIN_TOKEN_TTL = "30m0s"
+#: kubeadm deletes the uploaded control-plane certificates after two hours.
+CERTIFICATE_KEY_LIFETIME_S = 2 * 3600
+CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
+_TOKEN = re.compile(r"^[a-z0-9]{6}\.[a-z0-9]{16}$")
+_TOKEN_ALPHABET = string.ascii_lowercase + string.digits
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """v1beta4 ``timeouts`` (Go durations); ``apiServer.timeoutForControlPlane`` moved here."""
+
+    control_plane: str = "4m0s"
+    kubelet: str = "4m0s"
+    api_call: str = "1m0s"
+    tls_bootstrap: str = "5m0s"
+    discovery: str = "5m0s"
+
+
+def new_bootstrap_token() -> Secret:
+    """A bootstrap token in kubeadm's ``[a-z0-9]{6}.[a-z0-9]{16}`` form, already masked everywhere."""
+    token = "".join(secrets.choice(_TOKEN_ALPHABET) for _ in range(6)) + "." + \
+        "".join(secrets.choice(_TOKEN_ALPHABET) for _ in range(16))
+    return Secret(token, "join token")
+
+
+def is_bootstrap_token(text: str) -> bool:
+    return bool(_TOKEN.match(text))
+
+
+def new_certificate_key() -> Secret:
+    """A 32-byte AES key, hex-encoded, as ``kubeadm certs certificate-key`` makes one."""
+    return Secret(secrets.token_hex(32), "certificate key")
+
+
+def ca_cert_hash(pem: bytes) -> str:
+    """``sha256:<hex>`` of the CA certificate's Subject Public Key Info, as kubeadm pins it."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    try:
+        cert = x509.load_pem_x509_certificate(pem)
+    except ValueError as exc:
+        raise UsageError(f"the cluster CA certificate could not be read: {exc}") from exc
+    spki = cert.public_key().public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo)
+    return "sha256:" + hashlib.sha256(spki).hexdigest()
+
+
+def _ip_or_none(address: str | None) -> str | None:
+    if not address:
+        return None
+    try:
+        return str(ipaddress.ip_address(address))
+    except ValueError:
+        return None  # a host name: kubeadm picks the address of the default route itself
+
+
+def _labels_arg(host: Host) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(kubelet_node_labels(host).items()))
+
+
+def control_plane_taints(host: Host) -> list[dict[str, str]]:
+    """No taint on a control-plane host that is also a worker (small GPU clusters use every host)."""
+    return [] if "worker" in host.roles else [dict(CONTROL_PLANE_TAINT)]
+
+
+def _common(settings: ClusterSettings, host: Host, timeouts: Timeouts) -> dict[str, object]:
+    return {
+        "cluster_name": settings.cluster_name,
+        "kubernetes_version": settings.kubernetes.text,
+        "control_plane_endpoint": settings.control_plane_endpoint,
+        "node_name": host.name,
+        "cri_socket": settings.cri_socket,
+        "node_labels": _labels_arg(host),
+        "advertise_address": _ip_or_none(host.address),
+        "bind_port": 6443,
+        "timeouts": timeouts,
+    }
+
+
+def render_init_config(
+    settings: ClusterSettings,
+    host: Host,
+    inventory: Inventory,
+    *,
+    token: Secret | None = None,
+    certificate_key: Secret | None = None,
+    timeouts: Timeouts | None = None,
+    api_server_args: dict[str, str] | None = None,
+) -> str:
+    """ClusterConfiguration + InitConfiguration + KubeletConfiguration for the first control plane.
+
+    Without ``token``/``certificate_key`` this is the file kept on the host (and shown in plans);
+    with them it is the copy kubeadm reads on stdin.
+    """
+    endpoint_host = settings.control_plane_endpoint.rsplit(":", 1)[0].strip("[]")
+    sans: list[str] = [endpoint_host]
+    for cp in inventory.hosts:
+        if "control-plane" in cp.roles:
+            for name in (cp.name, cp.address):
+                if name and name not in sans:
+                    sans.append(name)
+    return render(
+        "kubeadm/init-config.yaml.j2",
+        **_common(settings, host, timeouts or Timeouts()),
+        image_repository=settings.image_repository,
+        pod_subnet=settings.pod_subnet,
+        service_subnet=settings.service_subnet,
+        cert_sans=sans,
+        api_server_args=sorted((api_server_args or {}).items()),
+        controller_manager_args=[],
+        taints=control_plane_taints(host),
+        token=token.reveal() if token is not None else None,
+        token_ttl=JOIN_TOKEN_TTL,
+        certificate_key=certificate_key.reveal() if certificate_key is not None else None,
+    )
+
+
+def render_join_config(
+    settings: ClusterSettings,
+    host: Host,
+    *,
+    token: Secret,
+    ca_hash: str,
+    certificate_key: Secret | None = None,
+    timeouts: Timeouts | None = None,
+) -> Secret:
+    """The JoinConfiguration kubeadm reads on stdin: a ``Secret`` (it holds the token)."""
+    control_plane = "control-plane" in host.roles
+    if control_plane and certificate_key is None:
+        raise ValueError(f"{host.name} joins as a control plane: a certificate key is needed")
+    text = render(
+        "kubeadm/join-config.yaml.j2",
+        **_common(settings, host, timeouts or Timeouts()),
+        token=token.reveal(),
+        ca_cert_hash=ca_hash,
+        control_plane=control_plane,
+        certificate_key=certificate_key.reveal() if certificate_key is not None else None,
+        taints=control_plane_taints(host) if control_plane else None,
+    )
+    return Secret(text, "join configuration")
+
+
+def render_cluster_op_config(
+    settings: ClusterSettings, *, token: Secret | None = None, certificate_key: Secret | None = None,
+) -> Secret:
+    """Config for ``kubeadm token create`` / ``kubeadm init phase upload-certs`` read on stdin."""
+    text = render(
+        "kubeadm/cluster-op-config.yaml.j2",
+        kubernetes_version=settings.kubernetes.text,
+        control_plane_endpoint=settings.control_plane_endpoint,
+        cri_socket=settings.cri_socket,
+        token=token.reveal() if token is not None else None,
+        token_ttl=JOIN_TOKEN_TTL,
+        certificate_key=certificate_key.reveal() if certificate_key is not None else None,
+    )
+    return Secret(text, "kubeadm configuration")
+
+
+# --- commands (every value quoted; secrets only ever on stdin) -------------------------------------------
+
+def validate_command(path: str = KUBEADM_CONFIG_PATH) -> str:
+    import shlex
+
+    return f"kubeadm config validate --config {shlex.quote(path)}"
+
+
+INIT_COMMAND = "kubeadm init --config /dev/stdin --upload-certs --skip-token-print --skip-certificate-key-print"
+JOIN_COMMAND = "kubeadm join --config /dev/stdin"
+TOKEN_CREATE_COMMAND = f"kubeadm token create --config /dev/stdin --kubeconfig {ADMIN_KUBECONFIG}"
+UPLOAD_CERTS_COMMAND = (
+    "kubeadm init phase upload-certs --upload-certs --config /dev/stdin --skip-certificate-key-print"
+)

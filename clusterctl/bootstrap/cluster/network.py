@@ -1,0 +1,58 @@
+"""The CNI: Calico through its pinned operator (default) or Flannel from clusterctl's own manifest.
+
+Calico's operator manifests are applied from the pinned release (or a site mirror) as they are;
+clusterctl renders only the ``Installation`` with the pod subnet. Flannel is small enough that
+clusterctl renders all of it, with the pod subnet in ``net-conf.json`` and images from the
+site registry when one is set. Either way the pod subnet is the kubeadm config's ``podSubnet``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clusterctl.bootstrap.cluster.pins import CNI_PINS
+from clusterctl.bootstrap.cluster.settings import ClusterSettings
+from clusterctl.bootstrap.cluster.templating import render
+
+MANIFEST_DIR = "/etc/kubernetes/clusterctl/network"
+
+
+@dataclass(frozen=True)
+class NetworkPlan:
+    cni: str
+    version: str
+    #: URLs of pinned upstream manifests applied first, in order (server-side apply: Calico's CRDs are large).
+    remote_manifests: tuple[str, ...]
+    #: Manifest clusterctl renders, and where it is kept on the first control-plane host.
+    rendered_path: str
+    rendered: str
+    #: Object that says the CNI runs: (namespace, kind/name) for ``kubectl rollout status``.
+    rollout: tuple[str, str]
+
+
+def _image(upstream: str, registry: str | None) -> str:
+    """``ghcr.io/flannel-io/flannel:v1`` -> ``<registry>/flannel-io/flannel:v1`` on air-gapped sites."""
+    if not registry:
+        return upstream
+    return f"{registry}/{upstream.split('/', 1)[1]}"
+
+
+def network_plan(settings: ClusterSettings) -> NetworkPlan:
+    net = settings.network
+    pin = CNI_PINS[net.cni]
+    if net.cni == "calico":
+        text = render("cni/calico-installation.yaml.j2", version=net.version, pod_subnet=settings.pod_subnet,
+                      image_registry=net.image_registry)
+        return NetworkPlan(
+            "calico", net.version, tuple(f"{net.manifest_base}/{name}" for name in pin.manifests),
+            f"{MANIFEST_DIR}/calico-installation.yaml", text, ("calico-system", "daemonset/calico-node"),
+        )
+    flannel, cni_plugin = (image.replace(pin.version, net.version, 1) if i == 0 else image
+                           for i, image in enumerate(pin.images))
+    text = render(
+        "cni/flannel.yaml.j2", version=net.version, pod_subnet=settings.pod_subnet,
+        image_registry=net.image_registry, flannel_image=_image(flannel, net.image_registry),
+        cni_plugin_image=_image(cni_plugin, net.image_registry),
+    )
+    return NetworkPlan("flannel", net.version, (), f"{MANIFEST_DIR}/kube-flannel.yaml", text,
+                       ("kube-flannel", "daemonset/kube-flannel-ds"))

@@ -1,0 +1,82 @@
+"""alert-rules: Prometheus alerting rules for DCGM exporter metrics, on the first control plane.
+
+Writes the plain rules file (for a Prometheus outside the cluster: add it to ``rule_files``)
+and the same rules as a ``PrometheusRule``, applied when kube-prometheus-stack's CRD is there.
+The NVLink rule covers only the hosts whose saved survey shows NVLink.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import ClassVar
+
+from clusterctl.bootstrap.cluster.alerts import PROMETHEUS_RULE_PATH, RULES_PATH, render_prometheus_rule, render_rules
+from clusterctl.bootstrap.phase import Phase, PhaseContext
+from clusterctl.bootstrap.phases import cluster_common as cc
+from clusterctl.bootstrap.registry import register
+from clusterctl.changes import Change
+from clusterctl.facts.kube import kubectl
+from clusterctl.findings import Finding, Severity
+
+PROMETHEUS_RULE_CRD = "crd/prometheusrules.monitoring.coreos.com"
+RULE_NAME = "prometheusrule/clusterctl-dcgm-alerts"
+
+
+@dataclass
+class AlertState:
+    rules: bytes | None
+    prometheus_rule: bytes | None
+    operator: bool
+    applied: bool
+    nvlink_hosts: list[str]
+
+
+def _nvlink_hosts(ctx: PhaseContext) -> list[str]:
+    survey = cc.survey(ctx)
+    if survey is None:
+        return []
+    return sorted(h.name for h in survey.hosts.values() if any(len(d) >= 2 for d in h.nvlink_domains))
+
+
+class AlertRules(Phase[AlertState]):
+    name: ClassVar[str] = "alert-rules"
+    description: ClassVar[str] = "Prometheus rules for DCGM exporter: Xid 79, row remap, ECC, heat, power, PCIe, NVLink"
+    once_per_cluster: ClassVar[bool] = True
+
+    def applies_to(self, ctx: PhaseContext) -> bool:
+        return "control-plane" in ctx.host.roles
+
+    def check(self, ctx: PhaseContext) -> AlertState:
+        alerts = cc.settings(ctx).alerts
+        operator = cc.exists(ctx, "/etc/kubernetes/admin.conf") and cc.object_exists(ctx, PROMETHEUS_RULE_CRD)
+        applied = operator and cc.object_exists(ctx, RULE_NAME, alerts.namespace)
+        return AlertState(cc.read(ctx, RULES_PATH), cc.read(ctx, PROMETHEUS_RULE_PATH), operator, applied,
+                          _nvlink_hosts(ctx))
+
+    def findings(self, ctx: PhaseContext, state: AlertState) -> list[Finding]:
+        notes = []
+        if not state.operator:
+            notes.append(Finding(Severity.INFO, "NO_PROMETHEUS_OPERATOR",
+                                 f"no PrometheusRule CRD in the cluster: load {RULES_PATH} into your Prometheus "
+                                 "(rule_files), or install kube-prometheus-stack and run this phase again",
+                                 host=ctx.host.name))
+        if not state.nvlink_hosts:
+            notes.append(Finding(Severity.INFO, "NO_NVLINK_RULE", "no saved survey with NVLink hosts: the NVLink "
+                                 "bandwidth rule is left out (--survey FILE)", host=ctx.host.name))
+        return notes
+
+    def plan(self, ctx: PhaseContext, state: AlertState) -> list[Change]:
+        alerts, host = cc.settings(ctx).alerts, ctx.host.name
+        rules = Change.write_file(host, RULES_PATH, render_rules(alerts, state.nvlink_hosts), current=state.rules,
+                                  summary="DCGM alert rules (plain rules file)")
+        wrapped = Change.write_file(host, PROMETHEUS_RULE_PATH, render_prometheus_rule(alerts, state.nvlink_hosts),
+                                    current=state.prometheus_rule, summary="DCGM alert rules (PrometheusRule)")
+        changes = [c for c in (rules, wrapped) if not c.is_noop]
+        if state.operator and (not wrapped.is_noop or not state.applied):
+            changes.append(Change.run(host, kubectl(f"apply -f {shlex.quote(PROMETHEUS_RULE_PATH)}"),
+                                      summary="apply the PrometheusRule"))
+        return cc.with_folders(ctx, changes)
+
+
+register(AlertRules(), order=cc.ORDER["alert-rules"])

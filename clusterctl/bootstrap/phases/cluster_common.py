@@ -1,0 +1,153 @@
+"""What the cluster phases share: settings of the run, the first control plane, kubectl reads.
+
+``ctx.shared`` keys written here and by the control-plane phase (namespaced ``cluster.*``):
+
+* ``cluster.settings``: the run's ``ClusterSettings`` (built once from inventory and options);
+* ``cluster.survey``: the saved survey given with ``--survey`` (``None`` when there is none);
+* ``cluster.join``: ``JoinMaterial``: the run's join token and certificate key (``Secret``) and
+  the CA hash, made on the first control plane and read by the joining hosts.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from clusterctl.bootstrap.cluster.settings import ClusterSettings, cluster_settings, first_control_plane
+from clusterctl.changes import Change
+from clusterctl.facts.kube import KubeNode, kubectl, parse_nodes
+from clusterctl.secret import Secret
+
+if TYPE_CHECKING:
+    from clusterctl.bootstrap.phase import PhaseContext
+    from clusterctl.inventory.model import Host
+    from clusterctl.saved_survey import SavedSurvey
+
+#: Ordering of the cluster phases (the registry's 200-299 band; verify in 300-399).
+ORDER = {"control-plane": 200, "join": 210, "network": 220, "gpu-addons": 230, "topology-labels": 240,
+         "alert-rules": 250, "verify": 300, "reset": 900}
+
+
+def settings(ctx: PhaseContext) -> ClusterSettings:
+    cached = ctx.shared.get("cluster.settings")
+    if cached is None:
+        cached = cluster_settings(ctx.inventory, ctx.options)
+        ctx.shared["cluster.settings"] = cached
+    assert isinstance(cached, ClusterSettings)
+    return cached
+
+
+def survey(ctx: PhaseContext) -> SavedSurvey | None:
+    if "cluster.survey" not in ctx.shared:
+        path = ctx.options.get("survey")
+        if path:
+            from clusterctl.saved_survey import load_saved_survey
+
+            ctx.shared["cluster.survey"] = load_saved_survey(str(path))
+        else:
+            ctx.shared["cluster.survey"] = None
+    cached: SavedSurvey | None = ctx.shared["cluster.survey"]
+    return cached
+
+
+def first_cp(ctx: PhaseContext) -> Host:
+    host = first_control_plane(ctx.inventory)
+    if host is None:
+        from clusterctl.errors import UsageError
+
+        raise UsageError("no host has the control-plane role.", field="hosts")
+    return host
+
+
+def is_first_cp(ctx: PhaseContext) -> bool:
+    return ctx.host.name == first_cp(ctx).name
+
+
+def run_hosts(ctx: PhaseContext) -> list[str]:
+    """Names of the hosts in this run (``-l``/``--only`` applied), in inventory order."""
+    names = ctx.options.get("hosts")
+    return list(names) if names else [h.name for h in ctx.inventory.hosts]
+
+
+def runtime_class(ctx: PhaseContext) -> bool:
+    """Pods ask for the nvidia runtime by RuntimeClass (containerd's default stays runc)."""
+    bootstrap = getattr(ctx.inventory, "bootstrap", None)
+    return getattr(bootstrap, "runtime", "default") == "runtimeclass"
+
+
+def cdi_enabled(ctx: PhaseContext) -> bool:
+    bootstrap = getattr(ctx.inventory, "bootstrap", None)
+    return bool(getattr(bootstrap, "cdi", False))
+
+
+def exists(ctx: PhaseContext, path: str) -> bool:
+    return ctx.transport.run(f"test -e {shlex.quote(path)}", sudo=True).exit_code == 0
+
+
+def missing_dirs(ctx: PhaseContext, paths: list[str]) -> list[str]:
+    """Parent folders of ``paths`` that do not exist yet (files are only written into existing folders)."""
+    folders = list(dict.fromkeys(p.rsplit("/", 1)[0] for p in paths))
+    return [f for f in folders if ctx.transport.run(f"test -d {shlex.quote(f)}", sudo=True).exit_code != 0]
+
+
+def mkdir_change(ctx: PhaseContext, folders: list[str]) -> list[Change]:
+    if not folders:
+        return []
+    return [Change.run(ctx.host.name, "mkdir -p -m 0755 " + " ".join(shlex.quote(f) for f in folders),
+                       summary=f"create {', '.join(folders)}")]
+
+
+def with_folders(ctx: PhaseContext, changes: list[Change]) -> list[Change]:
+    """``changes`` preceded by a ``mkdir -p`` of the folders its file writes need and the host lacks."""
+    from clusterctl.changes import ChangeKind
+
+    paths = [c.path for c in changes if c.kind is ChangeKind.WRITE_FILE and c.path and not c.is_noop]
+    return mkdir_change(ctx, missing_dirs(ctx, paths)) + changes if paths else changes
+
+
+def read(ctx: PhaseContext, path: str) -> bytes | None:
+    return ctx.transport.get(path, sudo=True)
+
+
+def api_ready(ctx: PhaseContext) -> bool:
+    result = ctx.transport.run(kubectl("get --raw /readyz"), sudo=True, timeout=30)
+    return result.ok and result.stdout.strip() == "ok"
+
+
+def nodes(ctx: PhaseContext) -> list[KubeNode]:
+    result = ctx.transport.run(kubectl("get nodes -o json"), sudo=True, timeout=60)
+    if not result.ok:
+        from clusterctl.transport.base import FailureKind, TransportError
+
+        raise TransportError(FailureKind.COMMAND_FAILED,
+                             f"kubectl get nodes failed (exit {result.exit_code}): {result.stderr_tail(2)}")
+    return parse_nodes(result.stdout)
+
+
+def object_exists(ctx: PhaseContext, kind_name: str, namespace: str | None = None) -> bool:
+    ns = f"-n {shlex.quote(namespace)} " if namespace else ""
+    return ctx.transport.run(kubectl(f"get {ns}{shlex.quote(kind_name)} -o name"), sudo=True,
+                             timeout=60).exit_code == 0
+
+
+@dataclass
+class JoinMaterial:
+    """Made on the first control plane during this run; never saved anywhere."""
+
+    token: Secret | None = None
+    certificate_key: Secret | None = None
+    ca_hash: str | None = None
+
+
+def join_material(ctx: PhaseContext) -> JoinMaterial:
+    material = ctx.shared.get("cluster.join")
+    if material is None:
+        material = JoinMaterial()
+        ctx.shared["cluster.join"] = material
+    assert isinstance(material, JoinMaterial)
+    return material
+
+
+def first(items: Any) -> Any:
+    return next(iter(items), None)

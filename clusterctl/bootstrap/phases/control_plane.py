@@ -1,0 +1,227 @@
+"""control-plane and join: ``kubeadm init`` on the first control plane, then HA and worker joins.
+
+The first control-plane host (inventory order) gets the kubeadm configuration at
+``/etc/kubernetes/clusterctl/kubeadm-config.yaml`` (no secret in it), checked with
+``kubeadm config validate``, then ``kubeadm init`` reading the same configuration plus the run's
+bootstrap token and certificate key on stdin (``--upload-certs``: the control-plane
+certificates wait, encrypted, in the ``kubeadm-certs`` Secret for two hours). When the control
+plane already answers, init is skipped; when hosts of the run are not nodes yet, a fresh
+30-minute token is made instead (``kubeadm token create`` reading it on stdin), and control-plane
+certificates are uploaded again with a fresh key when another control plane must join. The CA
+hash comes from ``/etc/kubernetes/pki/ca.crt``. Token, key and hash live in ``ctx.shared`` for
+this run only: never in argv, files, output or the progress file.
+
+More control-plane hosts join one at a time (``serial``), then workers all at once (phase
+``join``); a host whose ``/etc/kubernetes/kubelet.conf`` exists has joined and is skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from clusterctl.bootstrap.cluster import kubeadm
+from clusterctl.bootstrap.phase import Phase, PhaseContext
+from clusterctl.bootstrap.phases import cluster_common as cc
+from clusterctl.bootstrap.registry import register
+from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord
+from clusterctl.facts.kube import KubeNode
+from clusterctl.findings import Finding, Severity
+from clusterctl.secret import Secret
+from clusterctl.transport.base import FailureKind, TransportError
+
+KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
+CA_CERT = "/etc/kubernetes/pki/ca.crt"
+#: Join configurations rendered in a plan before the CA exists carry this in place of the hash.
+PLACEHOLDER_HASH = "sha256:" + "0" * 64
+
+
+@dataclass
+class ControlPlaneState:
+    first: bool
+    config: bytes | None = None
+    #: kubeadm has run here (init on the first host, join on the others).
+    joined: bool = False
+    api_ready: bool = False
+    nodes: list[KubeNode] | None = None
+    ca_pem: bytes | None = None
+    #: Inventory hosts of this run that are not nodes yet (first host only).
+    pending: list[str] = field(default_factory=list)
+
+
+def _pending(ctx: PhaseContext, nodes: list[KubeNode] | None) -> list[str]:
+    known = {n.name for n in nodes or []}
+    return [name for name in cc.run_hosts(ctx) if name not in known]
+
+
+def _join_change(ctx: PhaseContext, *, control_plane: bool) -> Change:
+    material = cc.join_material(ctx)
+    assert material.token is not None
+    config = kubeadm.render_join_config(
+        cc.settings(ctx), ctx.host, token=material.token, ca_hash=material.ca_hash or PLACEHOLDER_HASH,
+        certificate_key=material.certificate_key if control_plane else None,
+    )
+    what = "as a control plane (etcd member, API server)" if control_plane else "as a worker"
+    return Change.run(ctx.host.name, kubeadm.JOIN_COMMAND, summary=f"kubeadm join {what}", stdin_secret=config,
+                      undo="kubeadm reset --force", timeout_s=900)
+
+
+#: What kubeadm says when the token is unknown to the cluster: it expired (or was deleted).
+EXPIRED_TOKEN = "could not find a JWS signature in the cluster-info ConfigMap"
+
+
+def _submit_join(ctx: PhaseContext, gate: Gate, changes: Sequence[Change]) -> list[GateRecord]:
+    """Submit the join; an expired token is said in those words, with what to do."""
+    try:
+        return gate.submit_all(ctx.transport, changes)
+    except ChangeFailed as exc:
+        result = exc.record.result
+        if result is not None and EXPIRED_TOKEN in result.stderr + result.stdout:
+            raise TransportError(FailureKind.COMMAND_FAILED,
+                                 "kubeadm join: the join token expired or is unknown to the cluster (tokens made by "
+                                 "clusterctl live 30 minutes); run 'clusterctl bootstrap' again: each run makes a "
+                                 "fresh one") from exc
+        raise
+
+
+def _missing_material(ctx: PhaseContext, *, control_plane: bool) -> list[Finding]:
+    material = cc.join_material(ctx)
+    lacking = [] if material.token is not None else ["a join token"]
+    if control_plane and material.certificate_key is None:
+        lacking.append("the uploaded control-plane certificates")
+    if not lacking:
+        return []
+    first = cc.first_cp(ctx).name
+    return [Finding(Severity.ERROR, "JOIN_MATERIAL_MISSING",
+                    f"cannot join: {' and '.join(lacking)} must be made on {first} in the same run",
+                    host=ctx.host.name, fix=f"Run with {first} included (phase control-plane runs there first).")]
+
+
+class ControlPlane(Phase[ControlPlaneState]):
+    name: ClassVar[str] = "control-plane"
+    description: ClassVar[str] = "kubeadm init on the first control plane (v1beta4 config), HA joins of the others"
+    serial: ClassVar[bool] = True
+    timeout_s: ClassVar[float] = 1200.0
+
+    def applies_to(self, ctx: PhaseContext) -> bool:
+        return "control-plane" in ctx.host.roles
+
+    def check(self, ctx: PhaseContext) -> ControlPlaneState:
+        first = cc.is_first_cp(ctx)
+        state = ControlPlaneState(first=first, joined=cc.exists(ctx, KUBELET_CONF))
+        if not first:
+            return state
+        state.config = cc.read(ctx, kubeadm.KUBEADM_CONFIG_PATH)
+        if state.joined or cc.exists(ctx, kubeadm.ADMIN_KUBECONFIG):
+            state.joined = True
+            state.api_ready = cc.api_ready(ctx)
+            if state.api_ready:
+                state.nodes = cc.nodes(ctx)
+                state.pending = _pending(ctx, state.nodes)
+            state.ca_pem = cc.read(ctx, CA_CERT)
+        return state
+
+    def findings(self, ctx: PhaseContext, state: ControlPlaneState) -> list[Finding]:
+        if state.first and state.joined and not state.api_ready:
+            return [Finding(Severity.ERROR, "CONTROL_PLANE_DOWN",
+                            "kubeadm already initialised this host but its API server does not answer "
+                            "(kubectl get --raw /readyz)", host=ctx.host.name,
+                            fix="Look at 'crictl ps -a' and the kubelet log; 'clusterctl reset' starts over.")]
+        if not state.first and not state.joined:
+            return _missing_material(ctx, control_plane=True)
+        return []
+
+    def plan(self, ctx: PhaseContext, state: ControlPlaneState) -> list[Change]:
+        if not state.first:
+            return [] if state.joined else [_join_change(ctx, control_plane=True)]
+        settings = cc.settings(ctx)
+        inventory, host = ctx.inventory, ctx.host
+        material = cc.join_material(ctx)
+        if state.ca_pem:
+            material.ca_hash = kubeadm.ca_cert_hash(state.ca_pem)
+        on_disk = kubeadm.render_init_config(settings, host, inventory)
+        changes = [Change.write_file(host.name, kubeadm.KUBEADM_CONFIG_PATH, on_disk, current=state.config,
+                                     mode=0o600, summary="kubeadm configuration (v1beta4)")]
+        if not state.joined:
+            material.token, material.certificate_key = kubeadm.new_bootstrap_token(), kubeadm.new_certificate_key()
+            full = Secret(kubeadm.render_init_config(settings, host, inventory, token=material.token,
+                                                     certificate_key=material.certificate_key), "init configuration")
+            changes += [
+                Change.run(host.name, kubeadm.validate_command(), summary="kubeadm config validate"),
+                Change.run(host.name, kubeadm.INIT_COMMAND, summary="kubeadm init (first control plane)",
+                           stdin_secret=full, undo="kubeadm reset --force", timeout_s=1200),
+            ]
+            return cc.with_folders(ctx, changes)
+        if changes[0].content != changes[0].current:
+            changes.append(Change.run(host.name, kubeadm.validate_command(), summary="kubeadm config validate"))
+        pending = state.pending
+        if pending:
+            material.token = kubeadm.new_bootstrap_token()
+            changes.append(Change.run(
+                host.name, kubeadm.TOKEN_CREATE_COMMAND, summary=f"join token (30 min) for {', '.join(pending)}",
+                stdin_secret=kubeadm.render_cluster_op_config(settings, token=material.token)))
+        pending_cp = [n for n in pending if "control-plane" in inventory.host(n).roles]
+        if pending_cp:
+            material.certificate_key = kubeadm.new_certificate_key()
+            changes.append(Change.run(
+                host.name, kubeadm.UPLOAD_CERTS_COMMAND,
+                summary=f"upload control-plane certificates (2 h) for {', '.join(pending_cp)}",
+                stdin_secret=kubeadm.render_cluster_op_config(settings, certificate_key=material.certificate_key)))
+        return cc.with_folders(ctx, changes)
+
+    def apply(self, ctx: PhaseContext, gate: Gate, changes: Sequence[Change]) -> list[GateRecord]:
+        if not cc.is_first_cp(ctx):
+            return _submit_join(ctx, gate, changes)
+        records = gate.submit_all(ctx.transport, changes)
+        material = cc.join_material(ctx)
+        if cc.is_first_cp(ctx) and material.ca_hash is None:
+            pem = cc.read(ctx, CA_CERT)
+            if pem:
+                material.ca_hash = kubeadm.ca_cert_hash(pem)
+        return records
+
+    def verify(self, ctx: PhaseContext) -> list[Finding]:
+        if cc.is_first_cp(ctx):
+            if cc.api_ready(ctx):
+                return []
+            return [Finding(Severity.ERROR, "CONTROL_PLANE_DOWN", "the API server does not answer after kubeadm init",
+                            host=ctx.host.name)]
+        if cc.exists(ctx, KUBELET_CONF):
+            return []
+        return [Finding(Severity.ERROR, "NOT_JOINED", "kubeadm join left no kubelet.conf", host=ctx.host.name)]
+
+
+@dataclass
+class JoinState:
+    joined: bool
+
+
+class Join(Phase[JoinState]):
+    name: ClassVar[str] = "join"
+    description: ClassVar[str] = "workers join with this run's short-lived token and the CA hash (stdin only)"
+    timeout_s: ClassVar[float] = 900.0
+
+    def applies_to(self, ctx: PhaseContext) -> bool:
+        return "control-plane" not in ctx.host.roles
+
+    def check(self, ctx: PhaseContext) -> JoinState:
+        return JoinState(cc.exists(ctx, KUBELET_CONF))
+
+    def findings(self, ctx: PhaseContext, state: JoinState) -> list[Finding]:
+        return [] if state.joined else _missing_material(ctx, control_plane=False)
+
+    def plan(self, ctx: PhaseContext, state: JoinState) -> list[Change]:
+        return [] if state.joined else [_join_change(ctx, control_plane=False)]
+
+    def apply(self, ctx: PhaseContext, gate: Gate, changes: Sequence[Change]) -> list[GateRecord]:
+        return _submit_join(ctx, gate, changes)
+
+    def verify(self, ctx: PhaseContext) -> list[Finding]:
+        if cc.exists(ctx, KUBELET_CONF):
+            return []
+        return [Finding(Severity.ERROR, "NOT_JOINED", "kubeadm join left no kubelet.conf", host=ctx.host.name)]
+
+
+register(ControlPlane(), order=cc.ORDER["control-plane"])
+register(Join(), order=cc.ORDER["join"])

@@ -1,0 +1,77 @@
+"""network: the CNI (Calico by default, Flannel selectable) with the kubeadm pod subnet.
+
+Runs once, on the first control plane. Calico: the pinned ``operator-crds.yaml`` and
+``tigera-operator.yaml`` (from upstream or the site mirror, server-side apply because the CRDs
+are large), then clusterctl's ``Installation`` with the pod subnet. Flannel: clusterctl's own
+manifest with the pod subnet in ``net-conf.json``. The rendered manifest is kept under
+``/etc/kubernetes/clusterctl/network/``; a re-run with the same manifest and the CNI's
+DaemonSet present changes nothing.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import ClassVar
+
+from clusterctl.bootstrap.cluster.network import NetworkPlan, network_plan
+from clusterctl.bootstrap.phase import Phase, PhaseContext
+from clusterctl.bootstrap.phases import cluster_common as cc
+from clusterctl.bootstrap.registry import register
+from clusterctl.changes import Change
+from clusterctl.facts.kube import kubectl
+from clusterctl.findings import Finding, Severity
+
+
+@dataclass
+class NetworkState:
+    plan: NetworkPlan
+    manifest: bytes | None
+    running: bool
+
+
+class Network(Phase[NetworkState]):
+    name: ClassVar[str] = "network"
+    description: ClassVar[str] = "the CNI (Calico operator, or Flannel) from pinned manifests, pod subnet as kubeadm's"
+    once_per_cluster: ClassVar[bool] = True
+    timeout_s: ClassVar[float] = 900.0
+
+    def applies_to(self, ctx: PhaseContext) -> bool:
+        return "control-plane" in ctx.host.roles
+
+    def check(self, ctx: PhaseContext) -> NetworkState:
+        plan = network_plan(cc.settings(ctx))
+        namespace, workload = plan.rollout
+        running = cc.exists(ctx, "/etc/kubernetes/admin.conf") and cc.object_exists(ctx, workload, namespace)
+        return NetworkState(plan, cc.read(ctx, plan.rendered_path), running)
+
+    def plan(self, ctx: PhaseContext, state: NetworkState) -> list[Change]:
+        plan, host = state.plan, ctx.host.name
+        subnet = cc.settings(ctx).pod_subnet
+        write = Change.write_file(host, plan.rendered_path, plan.rendered, current=state.manifest,
+                                  summary=f"{plan.cni} {plan.version} manifest (pod subnet {subnet})")
+        if write.is_noop and state.running:
+            return []
+        changes = [write]
+        for url in plan.remote_manifests:
+            changes.append(Change.run(host, kubectl(f"apply --server-side --force-conflicts -f {shlex.quote(url)}"),
+                                      summary=f"apply pinned {url.rsplit('/', 1)[-1]} ({plan.cni} {plan.version})",
+                                      timeout_s=300))
+        changes.append(Change.run(host, kubectl(f"apply -f {shlex.quote(plan.rendered_path)}"),
+                                  summary=f"apply {plan.cni} configuration", timeout_s=300))
+        return cc.with_folders(ctx, changes)
+
+    def verify(self, ctx: PhaseContext) -> list[Finding]:
+        plan = network_plan(cc.settings(ctx))
+        namespace, workload = plan.rollout
+        result = ctx.transport.run(
+            kubectl(f"-n {shlex.quote(namespace)} rollout status {shlex.quote(workload)} --timeout=600s"),
+            sudo=True, timeout=660)
+        if result.ok:
+            return []
+        return [Finding(Severity.ERROR, "CNI_NOT_READY", f"{plan.cni}: {workload} in {namespace} is not ready: "
+                        f"{result.stderr_tail(2) or result.stdout.strip()[-200:]}", host=ctx.host.name,
+                        fix=f"kubectl -n {namespace} get pods -o wide; images pulled from a mirror must exist there.")]
+
+
+register(Network(), order=cc.ORDER["network"])

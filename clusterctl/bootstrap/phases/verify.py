@@ -1,0 +1,126 @@
+"""verify: the cluster works, not just "ran": nodes Ready, GPUs allocatable, labels, a GPU pod per node.
+
+Runs once, on the first control plane, after everything else. Every host of the run must be a
+Ready node; its allocatable ``nvidia.com/gpu`` must equal the GPU count the saved survey saw
+(any GPU at all without a survey); the topology labels written from the survey must be on it;
+and a pod asking for one GPU must run ``nvidia-smi -L`` there and succeed. Any failure is an
+error naming the node (exit 1); success ends with one line that says the cluster works.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import ClassVar
+
+from clusterctl.bootstrap.cluster.addons import TEST_NAMESPACE, render_test_pod, test_pod_name
+from clusterctl.bootstrap.cluster.topology_labels import topology_labels
+from clusterctl.bootstrap.phase import Phase, PhaseContext
+from clusterctl.bootstrap.phases import cluster_common as cc
+from clusterctl.bootstrap.registry import register
+from clusterctl.changes import Change
+from clusterctl.facts.kube import KubeNode, kubectl
+from clusterctl.findings import Finding, Severity
+
+POD_TIMEOUT_S = 300
+
+
+@dataclass
+class VerifyState:
+    api_ready: bool
+
+
+def _node_findings(ctx: PhaseContext, nodes: dict[str, KubeNode]) -> list[Finding]:
+    survey = cc.survey(ctx)
+    problems: list[Finding] = []
+    for name in cc.run_hosts(ctx):
+        node = nodes.get(name)
+        if node is None:
+            problems.append(Finding(Severity.ERROR, "NODE_MISSING", f"{name} is not a node of the cluster",
+                                    host=name, fix="Run 'clusterctl bootstrap' again; phase join joins it."))
+            continue
+        if not node.ready:
+            problems.append(Finding(Severity.ERROR, "NODE_NOT_READY", f"{name} is not Ready ({node.not_ready_reason})",
+                                    host=name, fix="kubectl describe node; check the CNI pods on it."))
+        saved = survey.hosts.get(name) if survey else None
+        if saved is not None and saved.gpu_count is not None:
+            if node.allocatable_gpus != saved.gpu_count:
+                problems.append(Finding(
+                    Severity.ERROR, "GPU_ALLOCATABLE_MISMATCH",
+                    f"{name} offers {node.allocatable_gpus} nvidia.com/gpu; the survey saw {saved.gpu_count} GPUs",
+                    host=name, fix="Look at the device plugin pod on the node (kubectl -n nvidia-device-plugin logs).",
+                    evidence={"allocatable": node.allocatable_gpus, "survey": saved.gpu_count}))
+            wanted = topology_labels(saved, ctx.inventory.host(name).fabric.type).as_dict()
+            missing = sorted(k for k, v in wanted.items() if node.labels.get(k) != v)
+            if missing:
+                problems.append(Finding(
+                    Severity.ERROR, "TOPOLOGY_LABELS_MISSING", f"{name} lacks topology labels: {', '.join(missing)}",
+                    host=name, fix="NFD's worker reads features.d every minute; look at its pod on the node, then "
+                    "run 'clusterctl bootstrap phase verify' again."))
+    return problems
+
+
+def _gpu_pod(ctx: PhaseContext, node: str) -> Finding | None:
+    """Run the one-GPU test pod on ``node``; a finding when it does not succeed."""
+    name, ns = test_pod_name(node), TEST_NAMESPACE
+    pod = f"-n {shlex.quote(ns)} {shlex.quote(name)}"
+    run = ctx.transport.run
+    run(kubectl(f"delete pod {pod} --ignore-not-found --wait=true"), sudo=True, timeout=120)
+    manifest = render_test_pod(node, runtime_class=cc.runtime_class(ctx),
+                               image_registry=cc.settings(ctx).addons.image_registry)
+    created = run(kubectl("apply -f -"), sudo=True, timeout=60, stdin=manifest.encode())
+    if not created.ok:
+        return Finding(Severity.ERROR, "GPU_POD_FAILED", f"{node}: the GPU test pod was refused: "
+                       f"{created.stderr_tail(2)}", host=node)
+    try:
+        waited = run(kubectl(f"wait --for=jsonpath={{.status.phase}}=Succeeded pod/{shlex.quote(name)} "
+                             f"-n {shlex.quote(ns)} --timeout={POD_TIMEOUT_S}s"), sudo=True, timeout=POD_TIMEOUT_S + 30)
+        logs = run(kubectl(f"logs {pod}"), sudo=True, timeout=60)
+        if waited.ok and logs.ok and logs.stdout.lstrip().startswith("GPU 0:"):
+            return None
+        phase = run(kubectl(f"get pod {pod} -o jsonpath={{.status.phase}}"), sudo=True, timeout=60).stdout.strip()
+        detail = (logs.stdout.strip() or logs.stderr.strip() or waited.stderr.strip())[-300:]
+        return Finding(Severity.ERROR, "GPU_POD_FAILED",
+                       f"{node}: the pod asking for one GPU did not run nvidia-smi -L (phase {phase or 'unknown'}"
+                       f"{': ' + detail if detail else ''})", host=node,
+                       fix=f"kubectl describe pod {name} -n {ns}; on the node: nvidia-smi, and the nvidia runtime "
+                       "in containerd's config.")
+    finally:
+        run(kubectl(f"delete pod {pod} --ignore-not-found --wait=false"), sudo=True, timeout=60)
+
+
+class Verify(Phase[VerifyState]):
+    name: ClassVar[str] = "verify"
+    description: ClassVar[str] = "nodes Ready, allocatable GPUs = survey, labels on, a GPU pod runs nvidia-smi -L"
+    once_per_cluster: ClassVar[bool] = True
+    timeout_s: ClassVar[float] = 1800.0
+
+    def applies_to(self, ctx: PhaseContext) -> bool:
+        return "control-plane" in ctx.host.roles
+
+    def check(self, ctx: PhaseContext) -> VerifyState:
+        return VerifyState(cc.exists(ctx, "/etc/kubernetes/admin.conf") and cc.api_ready(ctx))
+
+    def plan(self, ctx: PhaseContext, state: VerifyState) -> list[Change]:
+        return []
+
+    def verify(self, ctx: PhaseContext) -> list[Finding]:
+        if not cc.api_ready(ctx):
+            return [Finding(Severity.ERROR, "CONTROL_PLANE_DOWN", "the API server does not answer", host=ctx.host.name)]
+        nodes = {n.name: n for n in cc.nodes(ctx)}
+        problems = _node_findings(ctx, nodes)
+        gpu_nodes = [n for n in cc.run_hosts(ctx) if n in nodes and nodes[n].ready and nodes[n].allocatable_gpus > 0]
+        for node in gpu_nodes:
+            finding = _gpu_pod(ctx, node)
+            if finding is not None:
+                problems.append(finding)
+        if not any(f.severity is Severity.ERROR for f in problems):
+            gpus = sum(nodes[n].allocatable_gpus for n in cc.run_hosts(ctx) if n in nodes)
+            problems.append(Finding(
+                Severity.INFO, "CLUSTER_WORKS",
+                f"works: {len(nodes)} node(s) Ready, {gpus} GPU(s) allocatable, and a pod asking for one GPU ran "
+                f"nvidia-smi -L on each of {len(gpu_nodes)} GPU node(s)", host=ctx.host.name))
+        return problems
+
+
+register(Verify(), order=cc.ORDER["verify"])

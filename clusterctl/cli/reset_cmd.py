@@ -1,0 +1,63 @@
+"""``clusterctl reset``: take hosts back from a bootstrapped cluster (behind a confirmation)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+from clusterctl.cli.context import app_context
+from clusterctl.errors import UsageError
+
+HELP = """\
+Undo what 'clusterctl bootstrap' set up for the cluster on the selected hosts.
+
+On each host, only what is there: 'kubeadm reset', CNI configuration and interfaces,
+iptables rules of kube-proxy/Calico/Flannel (the host's own rules stay), IPVS tables, what is
+left under /var/lib/kubelet and /var/lib/etcd, clusterctl's cluster files; with
+--restore-containerd, containerd's config from clusterctl's first backup. A second run finds
+nothing to do. Asks first, naming the hosts; --yes skips the question (scripts, CI).
+
+Examples:
+
+  clusterctl -i inventories/demo.yaml reset --dry-run
+
+  clusterctl reset -l gpu-b3 --yes
+
+  clusterctl reset --yes --restore-containerd
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("reset", help=HELP)(reset_command)
+
+
+def reset_command(
+    ctx: typer.Context,
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be removed; touch nothing."),
+    restore_containerd: bool = typer.Option(False, "--restore-containerd",
+                                            help="Put back containerd's config from clusterctl's first backup."),
+    only: Optional[str] = typer.Option(None, "--only", metavar="PATTERN",  # noqa: UP045
+                                       help="Only these hosts (like -l/--limit)."),
+    force_unlock: bool = typer.Option(False, "--force-unlock", help="Clear a lock left by a dead run first."),
+) -> None:
+    from clusterctl.cli.bootstrap_cmd import _execute
+    from clusterctl.hostlist import compress
+    from clusterctl.inventory.limit import select_hosts
+
+    app = app_context(ctx)
+    hosts = app.hosts()
+    if only:
+        keep = {h.name for h in select_hosts(app.inventory(), only)}
+        hosts = tuple(h for h in hosts if h.name in keep)
+    if not dry_run and not yes:
+        names = compress([h.name for h in hosts])
+        if not sys.stdin.isatty():
+            raise UsageError(f"reset would tear the cluster down on {names}; refusing without a terminal to ask.",
+                             hint="Pass --yes to confirm (or --dry-run to see what it would do).")
+        if not typer.confirm(f"Reset Kubernetes on {len(hosts)} host(s): {names}?", default=False):
+            raise typer.Exit(1)
+    _execute(app, phase="reset", skip_phases=None, only=only, dry_run=dry_run, resume=False,
+             force_unlock=force_unlock, state_dir=None, out=None, restore_containerd=restore_containerd)

@@ -1,0 +1,105 @@
+"""Facts about a Kubernetes cluster read through ``kubectl`` and ``helm`` (JSON outputs).
+
+Each parser takes the command's text and returns typed data, or raises ``ParseError`` naming
+the line where the JSON broke or the object that lacks what Kubernetes always writes.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterctl.errors import ParseError
+
+ADMIN_KUBECONFIG = "/etc/kubernetes/admin.conf"
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+def kubectl(args: str) -> str:
+    """A kubectl line run on a control-plane host as root, with the admin kubeconfig."""
+    return f"kubectl --kubeconfig {ADMIN_KUBECONFIG} {args}"
+
+
+def _load(what: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(what, f"not JSON: {exc.msg}", line=exc.lineno, text=text.splitlines()[exc.lineno - 1]
+                         if 0 < exc.lineno <= len(text.splitlines()) else None) from None
+
+
+@dataclass(frozen=True)
+class KubeNode:
+    name: str
+    ready: bool
+    #: ``nvidia.com/gpu`` the node offers to pods (0 when the device plugin has not registered).
+    allocatable_gpus: int
+    labels: dict[str, str] = field(default_factory=dict)
+    #: Why it is not Ready (the condition's reason and message), for reports.
+    not_ready_reason: str = ""
+
+
+NODES_COMMAND = kubectl("get nodes -o json")
+
+
+def parse_nodes(text: str) -> list[KubeNode]:
+    """``kubectl get nodes -o json`` -> the nodes (a ``List`` of ``Node`` objects)."""
+    data = _load("kubectl get nodes -o json", text)
+    if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+        raise ParseError("kubectl get nodes -o json", "no 'items' list: not a kubectl List")
+    nodes: list[KubeNode] = []
+    for index, item in enumerate(data["items"]):
+        metadata = item.get("metadata") if isinstance(item, dict) else None
+        if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
+            raise ParseError("kubectl get nodes -o json", f"items[{index}] has no metadata.name")
+        status = item.get("status") or {}
+        ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+        raw_gpus = (status.get("allocatable") or {}).get(GPU_RESOURCE, "0")
+        try:
+            gpus = int(str(raw_gpus))
+        except ValueError:
+            raise ParseError("kubectl get nodes -o json",
+                             f"node {metadata['name']}: allocatable {GPU_RESOURCE} is {raw_gpus!r}") from None
+        reason = "" if ready is None else f"{ready.get('reason', '')}: {ready.get('message', '')}".strip(": ")
+        nodes.append(KubeNode(metadata["name"], bool(ready and ready.get("status") == "True"), gpus,
+                              {str(k): str(v) for k, v in (metadata.get("labels") or {}).items()},
+                              "no Ready condition" if ready is None else reason))
+    return nodes
+
+
+@dataclass(frozen=True)
+class HelmRelease:
+    name: str
+    namespace: str
+    #: ``<chart>-<version>`` as Helm lists it.
+    chart: str
+    status: str
+    revision: int
+
+    def chart_version(self, chart_name: str) -> str | None:
+        prefix = chart_name + "-"
+        return self.chart[len(prefix):] if self.chart.startswith(prefix) else None
+
+
+HELM_LIST_COMMAND = f"helm list --all-namespaces --all --output json --kubeconfig {ADMIN_KUBECONFIG}"
+
+
+def parse_helm_list(text: str) -> list[HelmRelease]:
+    """``helm list -o json`` -> releases (Helm 3 writes a JSON array; ``revision`` is a string)."""
+    data = _load("helm list -o json", text.strip() or "[]")
+    if not isinstance(data, list):
+        raise ParseError("helm list -o json", "expected a JSON array of releases")
+    out: list[HelmRelease] = []
+    for index, item in enumerate(data):
+        try:
+            out.append(HelmRelease(str(item["name"]), str(item["namespace"]), str(item["chart"]),
+                                   str(item["status"]), int(str(item["revision"]))))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ParseError("helm list -o json", f"release {index} lacks or mangles {exc}") from None
+    return out
+
+
+def pod_phase_command(namespace: str, name: str) -> str:
+    return kubectl(f"get pod -n {shlex.quote(namespace)} {shlex.quote(name)} -o jsonpath={{.status.phase}}")
