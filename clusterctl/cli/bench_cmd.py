@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.cli.findings_view import exit_for, print_findings
+from clusterctl.errors import UsageError
 
 if TYPE_CHECKING:
     from clusterctl.bench.ib_bench import IBBenchReport
