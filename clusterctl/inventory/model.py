@@ -72,6 +72,9 @@ class Host:
     transport: TransportKind = "ssh"
     #: For ``transport: mock``: folder of the recorded profile (absolute path after loading).
     profile: str | None = None
+    #: For ``transport: mock``: the mock cluster's state folder (files, services, packages that
+    #: last between runs); absolute after loading. See ``clusterctl.mock.paths`` for the default.
+    mock_state: str | None = None
     stack: StackPin = field(default_factory=StackPin)
     #: Free-form variables (Ansible host/group vars that clusterctl does not interpret).
     vars: tuple[tuple[str, Any], ...] = ()
