@@ -7,12 +7,28 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
-from clusterctl.cli.findings_view import exit_for, print_findings
-from clusterctl.errors import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from rich.console import Console
+
     from clusterctl.bench.ib_bench import IBBenchReport
     from clusterctl.bench.model import Matrix
+    from clusterctl.findings import Finding
+
+
+def print_findings(console: Console, findings: Sequence[Finding]) -> None:
+    # Imported when a bench command prints, not when ``clusterctl --help`` starts.
+    from clusterctl.cli.findings_view import print_findings as show
+
+    show(console, findings)
+
+
+def exit_for(findings: Sequence[Finding]) -> None:
+    from clusterctl.cli.findings_view import exit_for as exit_with
+
+    exit_with(findings)
 
 bench_app = typer.Typer(
     name="bench",
@@ -238,6 +254,7 @@ def report_command(
 ) -> None:
     from clusterctl.bench.logs import report_files
     from clusterctl.bench.payload import finding_record
+    from clusterctl.errors import UsageError
     from clusterctl.findings import FINDINGS_SCHEMA_VERSION
 
     app = app_context(ctx)
