@@ -242,6 +242,12 @@ class Runner:
             )
             results[index] = outcome
             self._report(outcome)
+        # Ask every late host to stop its command first, so they all stop at once (in their
+        # own worker threads); then close them, each close waiting only for what is left.
+        for _, _, holder in late:
+            for transport in holder:
+                transport.stop_remote()
+        for _, _, holder in late:
             for transport in holder:
                 close_quietly(transport)
 
