@@ -233,7 +233,7 @@ class Runner:
         # says more precisely what hung (connect, banner, command).
         with state_lock:
             late = [(i, b, h) for i, (b, h) in started.items() if i not in results and now - b > limit + 1.0]
-        for index, begin, holder in late:
+        for index, begin, _holder in late:
             outcome: HostOutcome[T] = HostOutcome(
                 hosts[index],
                 None,
