@@ -170,7 +170,7 @@ def test_host_key_known_unknown_changed_and_hashed(tmp_path: Path) -> None:
 
 def test_host_key_policy_follows_ssh_config_per_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      caplog: pytest.LogCaptureFixture) -> None:
-    from clusterctl.transport.ssh import hostkeys, host_key_policy
+    from clusterctl.transport.ssh import host_key_policy, hostkeys
 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setattr(hostkeys, "DEFAULT_GLOBAL_KNOWN_HOSTS", (str(tmp_path / "global"),))
