@@ -110,7 +110,7 @@ def _confirm_push(app: AppContext, yes: bool) -> None:
     """A push changes every selected host: ask first, or require --yes where nobody can answer."""
     import sys
 
-    from clusterctl.cli.output import plural
+    from clusterctl.cli.wording import plural
     from clusterctl.hostlist import compress
 
     if yes:
