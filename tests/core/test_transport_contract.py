@@ -59,17 +59,22 @@ def subject(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Subject]
     folder = tmp_path / "etc"
     folder.mkdir()
     kind = request.param
+    where = str(folder)
     if kind == "local":
         transport: Transport = LocalTransport(Host(name="here", transport="local"))
     elif kind == "mock":
         profile = tmp_path / "profile"
         profile.mkdir()
         (profile / "profile.yaml").write_text(MOCK_PROFILE)
-        transport = MockTransport(Host(name="mock-1", transport="mock", profile=str(profile)))
+        transport = MockTransport(Host(name="mock-1", transport="mock", profile=str(profile),
+                                       mock_state=str(tmp_path / "mock-state")))
+        # The mock host has a file system of its own (kept in its state folder).
+        where = "/etc/contract"
+        assert transport.run(f"mkdir -p {where}").ok
     else:
         transport = _ssh(request, tmp_path)
     with transport:
-        yield Subject(transport, str(folder), real_files=kind != "mock")
+        yield Subject(transport, where, real_files=kind != "mock")
 
 
 def _listing(subject: Subject) -> list[str]:
