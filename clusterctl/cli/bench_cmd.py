@@ -7,11 +7,28 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
-from clusterctl.cli.findings_view import exit_for, print_findings
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from rich.console import Console
+
     from clusterctl.bench.ib_bench import IBBenchReport
     from clusterctl.bench.model import Matrix
+    from clusterctl.findings import Finding
+
+
+def print_findings(console: Console, findings: Sequence[Finding]) -> None:
+    # Imported when a bench command prints, not when ``clusterctl --help`` starts.
+    from clusterctl.cli.findings_view import print_findings as show
+
+    show(console, findings)
+
+
+def exit_for(findings: Sequence[Finding]) -> None:
+    from clusterctl.cli.findings_view import exit_for as exit_with
+
+    exit_with(findings)
 
 bench_app = typer.Typer(
     name="bench",
