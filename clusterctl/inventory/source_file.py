@@ -17,6 +17,12 @@ def read_inventory_text(file_path: Path) -> str:
         )
     if file_path.is_dir():
         raise InventoryError(f"the inventory {file_path} is a folder; give the inventory file inside it.", file=None)
+    from clusterctl.inputfile import LIMITS
+
+    if file_path.is_file() and file_path.stat().st_size > LIMITS["inventory"]:
+        raise InventoryError(
+            f"the inventory is larger than the {LIMITS['inventory'] // 2**20} MiB limit.", file=str(file_path)
+        )
     try:
         return file_path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:

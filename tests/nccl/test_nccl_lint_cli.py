@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from clirun import clusterctl
-from fixture_files import fixture_dir
 
-FIXTURES = fixture_dir("nccl-settings")
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "nccl-settings"
 
 
 
@@ -37,10 +35,10 @@ def test_table_groups_findings_by_file_with_lines() -> None:
     assert result.exit_code == 1
     assert "flagai-run_multi.sh" in result.stdout and "elvin-ma-run.sh" in result.stdout
     assert "NCCL_TIMEOUT" in result.stdout and "UNKNOWN_VARIABLE" in result.stdout
-    assert "8 NCCL setting(s) checked: 2 error(s), 2 warning(s), 1 info" in result.stdout
+    assert "8 NCCL settings checked: 2 errors, 2 warnings, 1 info" in result.stdout
 
 
-def test_stdin_with_explicit_format(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stdin_with_explicit_format() -> None:
     result = clusterctl("nccl", "lint", "-", "--format", "env", "-o", "json", stdin="NCCL_NTHREADS=8\n")
     assert result.exit_code == 1
     [finding] = json.loads(result.stdout)["findings"]
