@@ -33,6 +33,8 @@ TOOLS: dict[str, str] = {
     "swapoff": "clusterctl.mock.tools.swap",
     "nvidia-ctk": "clusterctl.mock.tools.nvidia_ctk",
     "ctr": "clusterctl.mock.tools.ctr",
+    "containerd": "clusterctl.mock.tools.containerd",
+    "curl": "clusterctl.mock.tools.curl",
     "crictl": "clusterctl.mock.tools.crictl",
     # Cluster tools (kubeadm, kubectl, helm) are added here by the bootstrap cluster-phases work:
     # "kubeadm": "clusterctl.mock.tools.kubeadm", "kubectl": ..., "helm": ...
