@@ -217,3 +217,23 @@ def test_a_file_that_cannot_be_read_is_a_usage_error(tmp_path: Path) -> None:
     err = run.stderr
     assert run.exit_code == 2
     assert "settings.conf:2: cannot read it as env: expected NAME=VALUE" in " ".join(err.split())
+
+
+def test_pretrain_script_check_disable_removed_names_and_if_else_arms() -> None:
+    found = findings("pretrain-net-type-excerpt.sh")
+    [check] = [f for f in found if f.subject == "NCCL_CHECK_DISABLE" and f.line == 11]
+    # the closest name was removed in 2.2: the fix never sends the user to it as if it were alive
+    assert (check.severity, check.code) == ("error", "UNKNOWN_VARIABLE")
+    assert check.fix == ("remove NCCL_CHECK_DISABLE: the closest name, NCCL_CHECKS_DISABLE, was removed in NCCL 2.2 "
+                         "and replaced by NCCL_CHECK_POINTERS")
+    [hca] = [f for f in found if f.subject == "NCCL_IB_HCA"]
+    assert (hca.line, hca.message) == (9, "NCCL_IB_HCA=mlx5_2:1,mlx5_2:1 lists mlx5_2:1 more than once")
+    # the same names in the if and the else arm can never both run: no DUPLICATE false alarms
+    assert [f for f in found if f.code == "DUPLICATE"] == []
+    assert {(f.line, f.subject) for f in found if f.code == "NOT_IN_VERSION"} == {
+        (13, "NCCL_LL_THRESHOLD"), (14, "NCCL_IB_CUDA_SUPPORT"), (21, "NCCL_LL_THRESHOLD"),
+        (22, "NCCL_IB_CUDA_SUPPORT")}
+    # a real second assignment outside the arms is still one
+    text = "export NCCL_IB_SL=3\nif [ -n \"$X\" ]; then export NCCL_IB_SL=5; fi\nexport NCCL_IB_SL=4\n"
+    dupes = [f.line for f in lint_settings(read_settings(text, "shell")) if f.code == "DUPLICATE"]
+    assert dupes == [2, 3]
