@@ -48,7 +48,8 @@ def lint_command(
     ctx: typer.Context,
     files: list[str] = typer.Argument(..., metavar="FILE...|-", help="Files to check; '-' is standard input."),
     fmt: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
-        None, "--format", metavar="FORMAT", help="env, shell, slurm, k8s or dockerfile (default: from name and content)."
+        None, "--format", metavar="FORMAT",
+        help="env, shell, slurm, k8s or dockerfile (default: from name and content).",
     ),
     nccl_version: Optional[str] = typer.Option(  # noqa: UP045
         None, "--nccl-version", metavar="X.Y.Z", help="NCCL release the settings are for (e.g. 2.21.5)."
