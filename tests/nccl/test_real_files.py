@@ -10,12 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from clirun import clusterctl
+from fixture_files import fixture_dir
 
-from clusterctl.cli.app import main
 from clusterctl.nccl.lint import Finding, lint_settings
 from clusterctl.nccl.sources import read_settings
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "nccl-settings"
+FIXTURES = fixture_dir("nccl-settings")
 
 
 def findings(name: str, **kwargs: object) -> list[Finding]:
@@ -202,21 +203,19 @@ def test_container_args_inline_settings_and_configmap_heredoc() -> None:
                                   "gke-tcpxo-mpi-nccl-test.yaml", "gke-tcpx-nccl-config.yaml",
                                   "tcpxo-nccl-env-profile.sh", "tcpxo-run-nccl-fastrak.sh",
                                   "bert-launch_docker_dist.sh"])
-def test_no_real_file_is_refused(name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(["nccl", "lint", str(FIXTURES / name)])
-    out, err = capsys.readouterr()
-    assert exit_info.value.code in (0, 1, None), err
+def test_no_real_file_is_refused(name: str) -> None:
+    run = clusterctl("nccl", "lint", FIXTURES / name)
+    out, err = run.stdout, run.stderr
+    assert run.exit_code in (0, 1), err
     assert "Traceback" not in out + err and "cannot read" not in err
 
 
-def test_a_file_that_cannot_be_read_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_file_that_cannot_be_read_is_a_usage_error(tmp_path: Path) -> None:
     bad = tmp_path / "settings.conf"
     bad.write_text("NCCL_DEBUG=WARN\nthis line is not a setting\n")
-    with pytest.raises(SystemExit) as exit_info:
-        main(["nccl", "lint", str(bad)])
-    _, err = capsys.readouterr()
-    assert exit_info.value.code == 2
+    run = clusterctl("nccl", "lint", bad)
+    err = run.stderr
+    assert run.exit_code == 2
     assert "settings.conf:2: cannot read it as env: expected NAME=VALUE" in " ".join(err.split())
 
 
