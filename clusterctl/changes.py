@@ -169,6 +169,14 @@ class Gate:
             self._records.append(record)
         return record
 
+    def record(self, change: Change) -> GateRecord:
+        """Keep ``change`` as planned without reaching its host: a plan step, whatever ``apply`` is.
+
+        For commands that only the apply run can carry out (a benchmark's servers and clients),
+        so that their dry run shows exactly what would run, host by host, in the same records.
+        """
+        return self._keep(GateRecord(change, applied=False, changed=not change.is_noop))
+
     def submit(self, transport: Transport, change: Change) -> GateRecord:
         """Record or apply ``change`` on ``transport``'s host. A failed command raises ``ChangeFailed``."""
         if change.is_noop:

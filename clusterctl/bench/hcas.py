@@ -15,6 +15,7 @@ from clusterctl.bench.model import HcaInfo
 from clusterctl.errors import UsageError
 from clusterctl.facts.model import RDMADevice, RDMAPort
 from clusterctl.fanout import Runner
+from clusterctl.inventory.fabric import rdma_link_layer
 from clusterctl.inventory.model import Host
 from clusterctl.transport.base import Transport
 
@@ -36,7 +37,7 @@ def active_hcas(devices: Sequence[RDMADevice]) -> list[HcaInfo]:
 
 
 def from_inventory(host: Host) -> list[HcaInfo]:
-    layer = "Ethernet" if host.fabric.type == "roce" else "InfiniBand"
+    layer = rdma_link_layer(host.fabric.type)
     return [HcaInfo(name=n, link_layer=layer, rate_gbps=host.fabric.rate_gbps) for n in host.fabric.hcas]
 
 
@@ -86,3 +87,17 @@ def hcas_from_survey(path: str, hosts: Sequence[Host]) -> dict[str, list[HcaInfo
         hcas = [h for h in (_first_active(n.name, n.ports) for n in nics) if h is not None]
         out[host.name] = _expected_only(host, hcas) if hcas else from_inventory(host)
     return out
+
+
+def choose_hcas(runner: Runner, hosts: Sequence[Host], *, survey: str | None, given: Sequence[str] = (),
+                discover: bool = True) -> tuple[dict[str, list[HcaInfo]], dict[str, str]]:
+    """Where each host's HCAs come from: a saved survey, else the inventory when ``--hca`` names
+    them or nothing may be read from hosts (a dry run), else ``ibv_devinfo -v`` on the hosts.
+
+    Returns (host -> HCAs, host -> warning).
+    """
+    if survey:
+        return hcas_from_survey(survey, hosts), {}
+    if given or not discover:
+        return {h.name: from_inventory(h) for h in hosts}, {}
+    return discover_hcas(runner, hosts)

@@ -11,6 +11,7 @@ from clusterctl.bench.model import HcaInfo, LinkResult, Matrix, bench_finding, b
 from clusterctl.bench.perftest_rounds import IBOptions, PlannedTest, plan_tests, run_rounds
 from clusterctl.bench.schedule import Round, plan_rounds
 from clusterctl.bench.straggler import Diagnosis, Edge, find_straggler, localise
+from clusterctl.changes import Change, Gate
 from clusterctl.errors import UsageError
 from clusterctl.fanout import Runner
 from clusterctl.findings import Finding, Severity
@@ -63,7 +64,7 @@ SMALL_FLEET_ROUNDS = 7
 
 
 def run_ib_bench(
-    runner: Runner | None,
+    runner: Runner,
     hosts: Sequence[Host],
     hcas: Mapping[str, Sequence[HcaInfo]],
     opts: IBOptions,
@@ -71,10 +72,14 @@ def run_ib_bench(
     pattern: str = "all-pairs",
     find_stragglers: bool = False,
     by_hca: bool = False,
-    dry_run: bool = False,
+    gate: Gate | None = None,
     on_round: Callable[[int, list[LinkResult]], None] | None = None,
 ) -> IBBenchReport:
-    """Plan (and unless ``dry_run``, run) perftest over ``hosts``. ``runner`` may be ``None`` for a dry run."""
+    """Plan perftest over ``hosts`` and run it on ``runner``.
+
+    Given a recording gate (``Gate(apply=False)``: ``--dry-run``), every server and client
+    command of the plan is recorded there instead, and no host is reached.
+    """
     opts.validate()
     if len(hosts) < 2:
         raise UsageError("bench ib needs at least two hosts")
@@ -91,7 +96,8 @@ def run_ib_bench(
         find_stragglers, pattern = False, "all-pairs"
     rounds = plan_rounds(hosts, "ring" if find_stragglers else pattern)
     planned = plan_tests(rounds, by_name, hcas, opts, run_id=run_id)
-    if dry_run or runner is None:
+    if gate is not None and not gate.apply:
+        record_plan(gate, planned, opts)
         return IBBenchReport(opts.test, pattern, tuple(rounds), tuple(planned), rounds_used=len(rounds),
                              all_pairs_rounds=all_pairs_rounds)
     rack_of = {h.name: h.rack for h in hosts}
@@ -124,6 +130,16 @@ def run_ib_bench(
         planned=tuple(planned), results=tuple(results), findings=tuple(_findings(results, by_name, diagnoses)),
         diagnoses=tuple(diagnoses), rounds_used=used, all_pairs_rounds=all_pairs_rounds,
     )
+
+
+def record_plan(gate: Gate, planned: Sequence[PlannedTest], opts: IBOptions) -> None:
+    """Each test's server start and client run, in round order (the round kills each server by its PID)."""
+    for t in planned:
+        who = f"{t.server.name}/{t.server_hca.name} <-> {t.client.name}/{t.client_hca.name}"
+        gate.record(Change.run(t.server.name, t.server_command, summary=f"round {t.round}: {opts.test} server, {who}",
+                               sudo=False))
+        gate.record(Change.run(t.client.name, t.client_command, summary=f"round {t.round}: {opts.test} client, {who}",
+                               sudo=False))
 
 
 def _shift(test: PlannedTest, offset: int) -> PlannedTest:

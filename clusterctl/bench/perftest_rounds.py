@@ -24,6 +24,7 @@ from clusterctl.bench.schedule import Round
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.perftest import PerftestResult, parse_perftest
 from clusterctl.fanout import FleetResult, Runner
+from clusterctl.inventory.fabric import rdma_link_layer
 from clusterctl.inventory.model import Host
 from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
 
@@ -174,11 +175,7 @@ def _select(hcas: Mapping[str, Sequence[HcaInfo]], host: Host, opts: IBOptions) 
     if not opts.hcas:
         return found
     by_name = {h.name: h for h in found}
-    return [by_name.get(name, HcaInfo(name=name, link_layer=_layer(host))) for name in opts.hcas]
-
-
-def _layer(host: Host) -> str:
-    return "Ethernet" if host.fabric.type == "roce" else "InfiniBand"
+    return [by_name.get(name, HcaInfo(name=name, link_layer=rdma_link_layer(host.fabric.type))) for name in opts.hcas]
 
 
 @dataclass

@@ -7,9 +7,13 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
+
+if TYPE_CHECKING:
+    from clusterctl.bench.ib_bench import IBBenchReport
+    from clusterctl.bench.nccl_tests import NcclRun
 
 RESULTS_FILE = "results.json"
 _SAFE = re.compile(r"[^A-Za-z0-9_.+-]+")
@@ -102,3 +106,23 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
     keys = list(dict.fromkeys([*a, *b]))
     return [Change(k, (a.get(k) or b.get(k) or (None, ""))[1], a.get(k, (None, ""))[0], b.get(k, (None, ""))[0])
             for k in keys]
+
+
+def save_ib_run(results_dir: str | None, report: IBBenchReport, payload: dict[str, Any]) -> Path:
+    """A ``bench ib`` run's folder: each test's raw client and server output, and results.json."""
+    folder = new_results_dir(results_dir)
+    for r in report.results:
+        stem = f"r{r.round}-{r.server}-{r.server_hca}--{r.client}-{r.client_hca}"
+        save_raw(folder, f"{stem}-client", r.client_output)
+        save_raw(folder, f"{stem}-server", r.server_output)
+    save_results(folder, payload)
+    return folder
+
+
+def save_nccl_run(results_dir: str | None, run: NcclRun, payload: dict[str, Any]) -> Path:
+    """A ``bench nccl`` run's folder: each host's (or the mpirun job's) raw output, and results.json."""
+    folder = new_results_dir(results_dir)
+    for r in run.runs:
+        save_raw(folder, f"nccl-{run.op}-{r.host}", r.output)
+    save_results(folder, {"nccl": payload})
+    return folder

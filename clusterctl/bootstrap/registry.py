@@ -65,6 +65,12 @@ def register(phase: Phase[Any], *, order: int, default: bool = True) -> Phase[An
     return phase
 
 
+def unregister(name: str) -> None:
+    """Remove a phase (tests that register their own)."""
+    with _lock:
+        _phases.pop(name, None)
+
+
 def _load() -> None:
     global _loaded
     if _loaded:

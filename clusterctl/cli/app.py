@@ -49,6 +49,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "clusterctl.cli.tune_cmd",
     "clusterctl.cli.bench_cmd",
     "clusterctl.cli.bootstrap_cmd",
+    "clusterctl.cli.undo_cmd",
     "clusterctl.cli.reset_cmd",
 )
 

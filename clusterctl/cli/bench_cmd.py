@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.cli.findings_view import exit_for, print_findings
-from clusterctl.errors import UsageError
 
 if TYPE_CHECKING:
     from clusterctl.bench.ib_bench import IBBenchReport
@@ -46,47 +45,6 @@ def _matrix_table(app: AppContext, matrix: Matrix, good: float | None) -> None:
             cells.append(f"[{colour(value, good, latency=matrix.unit == 'us')}]{text}[/]")
         table.add_row(a, *cells)
     app.console.print(table)
-
-
-def _parse_env(pairs: list[str], env_file: str | None) -> dict[str, str]:
-    env: dict[str, str] = {}
-    if env_file:
-        env.update(_read_env_file(env_file))
-    for pair in pairs:
-        if "=" not in pair:
-            raise UsageError(f"--env takes KEY=VALUE, got {pair!r}")
-        key, value = pair.split("=", 1)
-        env[key.strip()] = value
-    return env
-
-
-def _read_env_file(path: str) -> dict[str, str]:
-    """tune-nccl's output: ``KEY=VALUE`` lines (``export`` and comments allowed), or YAML/JSON mapping."""
-    from pathlib import Path
-
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}", file=path) from None
-    if path.endswith((".yaml", ".yml", ".json")):
-        import yaml
-
-        data = yaml.safe_load(text)
-        source = data.get("env", data) if isinstance(data, dict) else None
-        if not isinstance(source, dict):
-            raise UsageError("expected a mapping of NCCL settings", file=path)
-        return {str(k): str(v) for k, v in source.items()}
-    env: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        line = line.removeprefix("export ").strip()
-        if "=" not in line:
-            raise UsageError("expected KEY=VALUE", file=path, line=number)
-        key, value = line.split("=", 1)
-        env[key.strip()] = value.strip().strip("'\"")
-    return env
 
 
 @bench_app.command("ib", help="""perftest (ib_write_bw, or ib_write_lat with --latency) between host pairs.
@@ -127,33 +85,32 @@ def ib_command(
                                               help="Where to keep raw outputs and results.json."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the rounds and exact commands; run nothing."),
 ) -> None:
-    from clusterctl.bench.hcas import discover_hcas, from_inventory, hcas_from_survey
+    from clusterctl.bench.hcas import choose_hcas
     from clusterctl.bench.ib_bench import run_ib_bench
     from clusterctl.bench.payload import dry_run_payload, ib_payload
     from clusterctl.bench.perftest_rounds import IBOptions
+    from clusterctl.bench.results import save_ib_run
+    from clusterctl.changes import Gate
 
     app = app_context(ctx)
     opts = IBOptions(test="ib_write_lat" if latency else "ib_write_bw", hcas=tuple(hca), size_bytes=size,
                      duration_s=duration, qps=qps, base_port=port, sudo=sudo, settle_s=settle,
                      client_timeout_s=client_timeout)
     hosts = app.hosts()
-    if dry_run:
-        hcas = hcas_from_survey(survey, hosts) if survey else {h.name: from_inventory(h) for h in hosts}
-        report = run_ib_bench(None, hosts, hcas, opts, pattern=pattern, find_stragglers=find_straggler,
-                              dry_run=True)
-        app.emit(dry_run_payload(report), lambda: _print_plan(app, report))
-        return
+    # Dry run: the gate records every server and client command; no host is reached.
+    gate = Gate(apply=not dry_run)
     with app.runner() as runner:
-        if survey or hca:
-            hcas = hcas_from_survey(survey, hosts) if survey else {h.name: from_inventory(h) for h in hosts}
-        else:
-            hcas, warnings = discover_hcas(runner, hosts)
-            for host, warning in warnings.items():
-                app.warn(f"{host}: {warning}")
+        hcas, warnings = choose_hcas(runner, hosts, survey=survey, given=hca, discover=gate.apply)
+        for host, warning in warnings.items():
+            app.warn(f"{host}: {warning}")
         report = run_ib_bench(runner, hosts, hcas, opts, pattern=pattern, find_stragglers=find_straggler,
-                              by_hca=by_hca)
+                              by_hca=by_hca, gate=gate)
+    if not gate.apply:
+        plan = {**dry_run_payload(report), "changes": [r.change.to_json() for r in gate.records]}
+        app.emit(plan, lambda: _print_plan(app, report))
+        return
     payload = ib_payload(report, by_hca=by_hca)
-    folder = _save_ib(results_dir, report, payload)
+    folder = save_ib_run(results_dir, report, payload)
     matrix = report.matrix(by_hca=by_hca)
     good = _good_value(report)
     if plot:
@@ -177,18 +134,6 @@ def _good_value(report: IBBenchReport) -> float | None:
         return None
     rates = [r.expected_gbps for r in report.results if r.expected_gbps]
     return min(rates) if rates else None
-
-
-def _save_ib(results_dir: str | None, report: IBBenchReport, payload: dict[str, Any]) -> str:
-    from clusterctl.bench.results import new_results_dir, save_raw, save_results
-
-    folder = new_results_dir(results_dir)
-    for r in report.results:
-        stem = f"r{r.round}-{r.server}-{r.server_hca}--{r.client}-{r.client_hca}"
-        save_raw(folder, f"{stem}-client", r.client_output)
-        save_raw(folder, f"{stem}-server", r.server_output)
-    save_results(folder, payload)
-    return str(folder)
 
 
 def _print_plan(app: AppContext, report: IBBenchReport) -> None:
@@ -219,7 +164,8 @@ def nccl_command(
     op: str = typer.Option("all_reduce", "--op", help="all_reduce, all_gather, reduce_scatter, alltoall, ..."),
     env: list[str] = typer.Option([], "--env", metavar="KEY=VALUE", help="NCCL setting (repeatable)."),
     env_file: Optional[str] = typer.Option(None, "--env-file", metavar="FILE",  # noqa: UP045
-                                           help="NCCL settings from tune-nccl's output file."),
+                                           help="NCCL settings from a file: tune-nccl's nccl.conf, profile.d, "
+                                                "ConfigMap or Slurm output, or a job script."),
     min_bytes: str = typer.Option("8", "-b", "--min-bytes"),
     max_bytes: str = typer.Option("8G", "-e", "--max-bytes"),
     factor: int = typer.Option(2, "-f", "--factor", min=2),
@@ -230,21 +176,19 @@ def nccl_command(
                                              help="Folder of the *_perf binaries (default: PATH)."),
     results_dir: Optional[str] = typer.Option(None, "--results-dir", metavar="DIR"),  # noqa: UP045
 ) -> None:
+    from clusterctl.bench.nccl_env import nccl_env
     from clusterctl.bench.nccl_tests import run_nccl_test
     from clusterctl.bench.payload import nccl_payload
-    from clusterctl.bench.results import new_results_dir, save_raw, save_results
+    from clusterctl.bench.results import save_nccl_run
 
     app = app_context(ctx)
-    settings = _parse_env(env, env_file)
+    settings = nccl_env(env, env_file)
     hosts = app.hosts()
     with app.runner() as runner:
         run = run_nccl_test(runner, hosts, op=op, env=settings, min_bytes=min_bytes, max_bytes=max_bytes,
                             factor=factor, gpus=gpus, multi_node=multi_node, binary_dir=binary_dir)
     payload = nccl_payload(run)
-    folder = new_results_dir(results_dir)
-    for r in run.runs:
-        save_raw(folder, f"nccl-{op}-{r.host}", r.output)
-    save_results(folder, {"nccl": payload})
+    folder = save_nccl_run(results_dir, run, payload)
 
     def table() -> None:
         from rich.table import Table

@@ -6,13 +6,12 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+from clusterctl.cli.changes_view import print_gate_outcomes
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
-    from clusterctl.inventory.model import Host
-    from clusterctl.nccl.tune.derive import Tuning
-    from clusterctl.nccl.tune.inputs import TuneHost
+    from clusterctl.nccl.tune.run import TuneOutcome
     from clusterctl.nccl.tune.sweep import SweepResult
 
 HELP = """Derive NCCL settings for the selected hosts, each with its reason.
@@ -73,108 +72,20 @@ def tune_nccl_command(
         raise UsageError("--dry-run goes with --push (it shows what --push would change)")
     if sweep and bench:
         raise UsageError("--sweep measures now and --bench reuses an earlier sweep: give one of them")
+    from clusterctl.nccl.tune.run import TuneRequest, tune_nccl
+
     app = app_context(ctx)
-    hosts = app.hosts()
-    tune_hosts, skipped = _tune_inputs(app, hosts, survey)
-    if not tune_hosts:
-        raise UsageError("no reachable host to tune")
-
-    from clusterctl.nccl.tune.derive import derive_settings
-
-    tuning = derive_settings(tune_hosts, nccl_version=nccl_version)
-    measured: SweepResult | None = None
-    if sweep:
-        measured = _run_sweep(app, [h for h in hosts if h.name in tuning.hosts], tuning, budget, repeats)
-    elif bench:
-        from clusterctl.nccl.tune.sweep import load_sweep
-
-        measured = load_sweep(bench)
-
-    from clusterctl.nccl.tune.render import render_files, write_files
-
-    gpus = sum(len(h.gpu_indices) for h in tune_hosts)
-    files = render_files(tuning, measured, fmt=fmt, namespace=namespace,
-                         nodes=len(tune_hosts), ranks=gpus or -1)
-    lint_problems = lint_rendered(files, tuning)
-    written: list[str] = []
-    if out:
-        written = [str(p) for p in write_files(files, out)]
-        if measured is not None and sweep:
-            from clusterctl.nccl.tune.sweep import save_sweep
-
-            written.append(str(save_sweep(measured, out)))
-    pushed = _push(app, hosts, tuning, measured, dry_run) if push else None
-
-    payload = _payload(tuning, measured, skipped, lint_problems, written, pushed, files if not out else None)
-
-    def table() -> None:
-        _print_table(app, tuning, measured, skipped, lint_problems, written, pushed, files, fmt, out)
-
-    app.emit(payload, table)
-    if pushed is not None and not pushed.ok:
+    request = TuneRequest(survey=survey, bench=bench, sweep=sweep, budget=budget, repeats=repeats, fmt=fmt, out=out,
+                          push=push, dry_run=dry_run, nccl_version=nccl_version, namespace=namespace)
+    with app.runner() as runner:
+        outcome = tune_nccl(runner, app.hosts(), request)
+    app.emit(_payload(outcome), lambda: _print_table(app, outcome, fmt, out))
+    if outcome.pushed is not None and not outcome.pushed.ok:
         raise typer.Exit(ExitCode.FAILED)
 
 
-def _tune_inputs(app: AppContext, hosts: tuple[Host, ...], survey: str | None) -> tuple[list[TuneHost], list[str]]:
-    if survey:
-        from clusterctl.nccl.tune.inputs import from_saved_survey
-
-        return from_saved_survey(survey, hosts)
-    from clusterctl.facts.netdev import IPV4_ADDRS
-    from clusterctl.nccl.tune.inputs import from_host_facts
-    from clusterctl.survey.collect import collect_fleet, survey_facts
-
-    with app.runner() as runner:
-        fleet = collect_fleet(runner, hosts, facts=(*survey_facts(), IPV4_ADDRS))
-    out = [from_host_facts(o.host, o.value) for o in fleet.outcomes if o.ok and o.value is not None]
-    skipped = [f"{o.host.name}: {o.failure.describe()}" for o in fleet.outcomes if o.failure is not None]
-    return out, skipped
-
-
-def _run_sweep(app: AppContext, hosts: list[Host], tuning: Tuning, budget: int, repeats: int) -> SweepResult:
-    from clusterctl.nccl.tune.sweep import bench_measure, candidate_space, lint_validator, run_sweep
-    from clusterctl.nccl.versions import try_parse_version
-
-    version = try_parse_version(tuning.nccl_version) if tuning.nccl_version else None
-    candidates = candidate_space(version, validate=lint_validator())
-    # Candidates run on top of the derived settings: the sweep measures what a job would get.
-    base_env = {s.name: s.value for s in tuning.settings}
-    with app.runner() as runner:
-        measure = bench_measure(runner, hosts, base_env=base_env)
-        return run_sweep(measure, candidates, budget=budget, baseline_repeats=repeats,
-                         nccl_version=tuning.nccl_version)
-
-
-def _push(app: AppContext, hosts: tuple[Host, ...], tuning: Tuning, measured: SweepResult | None, dry_run: bool) -> Any:
-    from clusterctl.nccl.tune.push import push_conf
-    from clusterctl.nccl.tune.render import conf_for_host
-
-    targets = [h for h in hosts if h.name in tuning.hosts]
-    with app.runner() as runner:
-        return push_conf(runner, targets, lambda name: conf_for_host(tuning, measured, name), dry_run=dry_run)
-
-
-def lint_rendered(files: dict[str, str], tuning: Tuning) -> list[str]:
-    """Lint every rendered settings file; anything at warning level or above is reported."""
-    from clusterctl.nccl.lint import lint_settings
-    from clusterctl.nccl.sources import read_settings
-
-    formats = {".conf": "env", ".sh": "shell", ".yaml": "k8s"}
-    fabric = {"ib": "ib", "roce": "roce", "socket": "ethernet"}.get(tuning.fabric)
-    problems: list[str] = []
-    for name, text in files.items():
-        fmt = next((f for suffix, f in formats.items() if name.endswith(suffix)), None)
-        if fmt is None or name.endswith("nccl_tuner.conf"):
-            continue
-        settings = read_settings(text, fmt, name=name)
-        for f in lint_settings(settings, nccl_version=tuning.nccl_version, fabric=fabric):
-            if f.severity in ("error", "warning"):
-                problems.append(f"{f.file}:{f.line}: {f.severity}: {f.message}")
-    return problems
-
-
-def _payload(tuning: Tuning, measured: SweepResult | None, skipped: list[str], lint_problems: list[str],
-             written: list[str], pushed: Any, files: dict[str, str] | None) -> dict[str, Any]:
+def _payload(outcome: TuneOutcome) -> dict[str, Any]:
+    tuning, measured, files = outcome.tuning, outcome.measured, outcome.files
     payload: dict[str, Any] = {
         "hosts": list(tuning.hosts),
         "nccl_version": tuning.nccl_version,
@@ -182,27 +93,29 @@ def _payload(tuning: Tuning, measured: SweepResult | None, skipped: list[str], l
         "settings": tuning.settings,
         "host_overrides": tuning.host_overrides,
         "notes": list(tuning.notes),
-        "warnings": list(tuning.warnings) + skipped,
-        "lint": lint_problems,
+        "warnings": list(tuning.warnings) + outcome.skipped,
+        "lint": outcome.lint_problems,
         "sweep": measured,
-        "written": written,
+        "written": outcome.written,
     }
-    if files is not None:
+    if not outcome.written:
         payload["files"] = files
-    if pushed is not None:
+    if outcome.pushed is not None:
         payload["push"] = [
-            {"host": o.host.name, "ok": o.ok, "changed": o.value.changed if o.value else None,
-             "diff": o.value.diff if o.value else None, "backup": o.value.backup_path if o.value else None,
+            {"host": o.host.name, "ok": o.ok, "applied": o.value.applied if o.value else False,
+             "changed": o.value.changed if o.value else None,
+             "diff": o.value.change.diff() if o.value else None, "backup": o.value.backup_path if o.value else None,
              "error": o.failure.describe() if o.failure else None}
-            for o in pushed.outcomes
+            for o in outcome.pushed.outcomes
         ]
+        payload["undo_journal"] = str(outcome.undo_journal) if outcome.undo_journal else None
     return payload
 
 
-def _print_table(app: AppContext, tuning: Tuning, measured: SweepResult | None, skipped: list[str],
-                 lint_problems: list[str], written: list[str], pushed: Any, files: dict[str, str], fmt: str,
-                 out: str | None) -> None:
+def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | None) -> None:
     from rich.table import Table
+
+    tuning, measured, files, pushed = outcome.tuning, outcome.measured, outcome.files, outcome.pushed
 
     console = app.console
     title = f"NCCL settings for {len(tuning.hosts)} host(s), NCCL {tuning.nccl_version or '?'}, fabric {tuning.fabric}"
@@ -224,19 +137,21 @@ def _print_table(app: AppContext, tuning: Tuning, measured: SweepResult | None, 
         console.print(f"note: {note}", markup=False, highlight=False)
     if measured is not None:
         _print_sweep(app, measured)
-    for warning in list(tuning.warnings) + skipped:
+    for warning in list(tuning.warnings) + outcome.skipped:
         app.warn(warning)
-    for problem in lint_problems:
+    for problem in outcome.lint_problems:
         app.warn(f"lint: {problem}")
-    if written:
-        console.print(f"wrote {len(written)} file(s) under {out}", markup=False)
+    if outcome.written:
+        console.print(f"wrote {len(outcome.written)} file(s) under {out}", markup=False)
     elif not pushed:
         for name, text in files.items():
             if len(files) > 1:
                 console.print(f"--- {name}", markup=False, highlight=False)
             console.print(text.rstrip("\n"), markup=False, highlight=False)
     if pushed is not None:
-        _print_push(app, pushed)
+        print_gate_outcomes(app, pushed)
+        if outcome.undo_journal is not None:
+            console.print(f"undo with: clusterctl undo {outcome.undo_journal}", markup=False, highlight=False)
 
 
 def _print_sweep(app: AppContext, measured: SweepResult) -> None:
@@ -253,19 +168,3 @@ def _print_sweep(app: AppContext, measured: SweepResult) -> None:
     app.console.print(table)
     for note in measured.notes:
         app.console.print(f"note: {note}", markup=False, highlight=False)
-
-
-def _print_push(app: AppContext, pushed: Any) -> None:
-    for o in pushed.outcomes:
-        if o.failure is not None:
-            app.console.print(f"{o.host.name}: failed: {o.failure.describe()}", markup=False)
-            continue
-        value = o.value
-        if value.dry_run:
-            app.console.print(value.diff.rstrip("\n") or f"{o.host.name}: {value.path} already up to date",
-                              markup=False, highlight=False)
-        elif value.changed:
-            kept = f" (previous kept as {value.backup_path})" if value.backup_path else ""
-            app.console.print(f"{o.host.name}: wrote {value.path}{kept}", markup=False)
-        else:
-            app.console.print(f"{o.host.name}: {value.path} already up to date", markup=False)

@@ -13,7 +13,13 @@ from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
 
-_HEADER = re.compile(r"^### (\S+)\s*$")
+#: The default header. Probes that print files people write (TOML, fstab) use a marker no such
+#: file would hold on a line of its own (``MARKER_FILES``).
+MARKER = "###"
+MARKER_FILES = "@@clusterctl@@"
+
+
+_HEADERS = {m: re.compile(rf"^{re.escape(m)} (\S+)\s*$") for m in (MARKER, MARKER_FILES)}
 
 
 @dataclass(frozen=True)
@@ -28,11 +34,14 @@ class Section:
         return "\n".join(self.lines) + ("\n" if self.lines else "")
 
 
-def section_command(sections: Sequence[tuple[str, str]]) -> str:
-    return "; ".join(f"echo '### {name}'; {{ {command}; }} 2>&1 || true" for name, command in sections)
+def section_command(sections: Sequence[tuple[str, str]], *, marker: str = MARKER) -> str:
+    """``echo 'M name'; command 2>&1; ...``: each command a simple one (no groups or loops), so the
+    line runs the same on any POSIX shell and on the mock hosts' shell subset."""
+    return "; ".join(f"echo '{marker} {name}'; {command} 2>&1" for name, command in sections) + "; true"
 
 
-def split_sections(text: str, what: str) -> dict[str, Section]:
+def split_sections(text: str, what: str, *, marker: str = MARKER) -> dict[str, Section]:
+    header = _HEADERS.get(marker) or re.compile(rf"^{re.escape(marker)} (\S+)\s*$")
     found: dict[str, Section] = {}
     name: str | None = None
     start = 0
@@ -43,7 +52,7 @@ def split_sections(text: str, what: str) -> dict[str, Section]:
             found[name] = Section(name, tuple(lines), start)
 
     for number, line in enumerate(text.splitlines(), start=1):
-        match = _HEADER.match(line)
+        match = header.match(line)
         if match:
             close()
             name = match.group(1)
@@ -52,10 +61,11 @@ def split_sections(text: str, what: str) -> dict[str, Section]:
             start, lines = number + 1, []
         elif name is None:
             if line.strip():
-                raise ParseError(what, "output does not start with a '### <section>' line", line=number, text=line)
+                raise ParseError(what, f"output does not start with a '{marker} <section>' line", line=number,
+                                 text=line)
         else:
             lines.append(line)
     close()
     if not found:
-        raise ParseError(what, "no '### <section>' lines in the output")
+        raise ParseError(what, f"no '{marker} <section>' lines in the output")
     return found

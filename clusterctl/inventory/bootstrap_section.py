@@ -46,6 +46,8 @@ def _url(value: Any, what: str) -> str:
     text = values.text(value, what)
     if not text.startswith(("http://", "https://", "file:/")):
         raise BadValue(f"{what} must be an http(s):// or file:/ URL, got {text!r}")
+    if any(c.isspace() or ord(c) < 32 for c in text):
+        raise BadValue(f"{what} must not contain spaces or control characters, got {text!r}")
     return text.rstrip("/")
 
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clusterctl.inventory.fabric import rdma_fabric_of
+
 
 @dataclass(frozen=True)
 class SurveyContext:
@@ -42,7 +44,7 @@ def context_from_survey(path: str | Path) -> SurveyContext | None:
     fabric = None
     if layers:
         top = layers.most_common(1)[0][0]
-        fabric = "ib" if top == "infiniband" else "roce" if top == "ethernet" else None
+        fabric = rdma_fabric_of(top)
     nvlink = (nvlink_hosts > 0) if hosts else None
     links = tuple(str(g.nic_link) for h in hosts for g in getattr(h, "gpus", ()) if getattr(g, "nic_link", None))
     return SurveyContext(version, fabric, nvlink, tuple(sorted(versions)), links)

@@ -73,3 +73,37 @@ def test_nccl_on_demo_hosts(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
     payload = json.loads(out)
     assert [r["busbw_gbs"] for r in payload["runs"]] == [25.31] * 6
     assert payload["median_busbw_gbs"] == 25.31 and code == 0
+
+
+TUNED = {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1", "NCCL_SOCKET_IFNAME": "=enp226s0", "NCCL_CROSS_NIC": "0"}
+
+
+@pytest.mark.parametrize("name", ["nccl.conf", "nccl.sh", "nccl-configmap.yaml", "nccl-slurm.sh"])
+def test_env_file_takes_tune_nccls_own_files_and_exports_only_nccl_variables(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str
+) -> None:
+    from clusterctl.nccl.tune.derive import TunedSetting, Tuning
+    from clusterctl.nccl.tune.render import render_files, write_files
+
+    tuning = Tuning(hosts=("gpu-a1",), nccl_version="2.18.3", fabric="ib",
+                    settings=tuple(TunedSetting(k, v, "tuned") for k, v in TUNED.items()))
+    write_files(render_files(tuning, fmt="all", nodes=1, ranks=8), tmp_path / "tuned")
+    code, out = run(capsys, "-i", DEMO, "-l", "gpu-a1", "bench", "nccl", "-o", "json",
+                    "--results-dir", str(tmp_path / "n"), "--env-file", str(tmp_path / "tuned" / name))
+    payload = json.loads(out)
+    # The ConfigMap's apiVersion/kind/metadata/data, Slurm's comments and profile.d's exports
+    # are not NCCL settings: exactly the tuned variables reach the run, with their values.
+    assert code == 0 and payload["env"] == TUNED
+
+
+def test_env_pairs_override_the_file_and_computed_values_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    conf = tmp_path / "job.sh"
+    conf.write_text("export NCCL_DEBUG=INFO\nexport NCCL_IB_HCA=$HCAS\n")
+    code, _ = run(capsys, "-i", DEMO, "-l", "gpu-a1", "bench", "nccl", "--env-file", str(conf))
+    assert code == 2
+    conf.write_text("export NCCL_DEBUG=INFO\nNCCL_ALGO=Tree\n")
+    code, out = run(capsys, "-i", DEMO, "-l", "gpu-a1", "bench", "nccl", "-o", "json", "--results-dir",
+                    str(tmp_path / "n"), "--env-file", str(conf), "--env", "NCCL_ALGO=Ring")
+    assert code == 0 and json.loads(out)["env"] == {"NCCL_DEBUG": "INFO", "NCCL_ALGO": "Ring"}

@@ -8,6 +8,7 @@ from clusterctl.bench.ib_bench import run_ib_bench
 from clusterctl.bench.model import HcaInfo
 from clusterctl.bench.perftest_rounds import IBOptions
 from clusterctl.bench.schedule import check_rounds
+from clusterctl.changes import Gate
 
 from .conftest import SERVER_PID, FleetFactory
 
@@ -79,9 +80,16 @@ def test_server_is_killed_when_the_client_times_out(mock_fleet: FleetFactory) ->
 
 def test_dry_run_runs_nothing(mock_fleet: FleetFactory) -> None:
     fleet = mock_fleet(5)
-    report = run_ib_bench(None, fleet.hosts, hcas_for(fleet.hosts), OPTS, dry_run=True)
+    gate = Gate(apply=False)
+    with fleet.runner() as runner:
+        report = run_ib_bench(runner, fleet.hosts, hcas_for(fleet.hosts), OPTS, gate=gate)
     assert len(report.rounds) == 5 and report.results == ()
     assert fleet.transports == {}
+    # Every planned server start and client run is in the gate's records, on its own host.
+    assert len(gate.records) == 2 * len(report.planned)
+    first = report.planned[0]
+    assert [(r.change.host, r.change.command, r.applied) for r in gate.records[:2]] == [
+        (first.server.name, first.server_command, False), (first.client.name, first.client_command, False)]
 
 
 def test_hcas_and_gid_index_from_a_saved_survey(tmp_path) -> None:  # type: ignore[no-untyped-def]

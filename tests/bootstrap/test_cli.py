@@ -57,3 +57,77 @@ def test_json_output_and_unknown_phase(capsys: pytest.CaptureFixture[str]) -> No
 def test_phases_are_listed_in_order(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = clusterctl(["-i", str(DEMO), "bootstrap", "phases"], capsys)
     assert code == 0 and out.splitlines()[0].startswith("preflight")
+
+
+def test_demo_plan_of_every_phase_and_out_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "review"
+    code, stdout, err = clusterctl(["-i", str(DEMO), "bootstrap", "plan", "--out", str(out)], capsys)
+    assert code == 0, err
+    for phase in ("preflight", "kernel", "packages", "containerd", "nvidia-runtime"):
+        assert f"PHASE [{phase}]" in stdout
+    assert "+++ gpu-b2:/etc/containerd/config.toml" in stdout and "+version = 3" in stdout
+    config = out / "gpu-b2" / "etc" / "containerd" / "config.toml"
+    assert 'default_runtime_name = "nvidia"' in config.read_text()
+    assert (out / "gpu-a1" / "etc" / "sysctl.d" / "99-clusterctl-kubernetes.conf").is_file()
+    commands = (out / "gpu-a1" / "COMMANDS.sh").read_text()
+    assert "apt-mark hold containerd.io kubelet kubeadm kubectl" in commands
+    assert commands.index("modprobe br_netfilter") < commands.index("apt-get update") < commands.index(
+        "systemctl restart containerd")
+
+
+TOKEN = "q7x2ab.9f8e7d6c5b4a3210"
+
+
+class _SecretPhase:
+    """Registered for one test: a phase that handles a join token like the cluster phases will."""
+
+    @staticmethod
+    def make() -> object:
+        from typing import ClassVar
+
+        from clusterctl.bootstrap.phase import Phase, PhaseContext
+        from clusterctl.bootstrap.secrets import read_secret
+        from clusterctl.changes import Change
+
+        class JoinConfig(Phase[None]):
+            name: ClassVar[str] = "test-join-config"
+            description: ClassVar[str] = "writes a file holding a token"
+
+            def check(self, ctx: PhaseContext) -> None:
+                ctx.shared["join.token"] = read_secret("join token", env="CLUSTERCTL_TEST_TOKEN")
+
+            def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
+                token = ctx.shared["join.token"]
+                return [Change.write_file(ctx.host.name, "/etc/kubernetes/join.yaml",
+                                          f"discovery:\n  bootstrapToken:\n    token: {token.reveal()}\n",
+                                          current=None, mode=0o600),
+                        Change.run(ctx.host.name, "true", stdin_secret=token, summary=f"join with {token}")]
+
+        return JoinConfig()
+
+
+def test_no_secret_in_output_plan_out_files_logs_or_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from clusterctl.bootstrap import registry
+
+    monkeypatch.setenv("CLUSTERCTL_TEST_TOKEN", TOKEN)
+    state = tmp_path / "state"
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(state))
+    registry.register(_SecretPhase.make(), order=999, default=False)  # type: ignore[arg-type]
+    try:
+        seen = []
+        for args in (["bootstrap", "plan", "--phase", "test-join-config", "--out", str(tmp_path / "out")],
+                     ["-o", "json", "bootstrap", "plan", "--phase", "test-join-config"],
+                     ["--debug", "bootstrap", "phase", "test-join-config"],
+                     ["-o", "yaml", "bootstrap", "phase", "test-join-config", "--resume"]):
+            code, out, err = clusterctl(["-i", str(DEMO), "-l", "gpu-a1", *args], capsys)
+            assert code == 0, err
+            seen += [out, err]
+    finally:
+        registry.unregister("test-join-config")
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "join.yaml" for p in files) and any(p.suffix == ".json" for p in files)
+    texts = seen + [p.read_text() for p in files]
+    assert all(TOKEN not in text for text in texts)
+    assert any("token: ********" in text for text in texts)  # the masked file content is there to review
+    assert any("join with ********" in text for text in texts)

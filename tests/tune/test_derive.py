@@ -126,7 +126,7 @@ def test_no_rdma_disables_ib_with_socket_settings(hgx: TuneHost) -> None:
     host = replace(hgx, nics=())
     tuning = derive_settings([host])
     assert values(tuning) == {"NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "=eno1"}
-    assert tuning.fabric == "socket"
+    assert tuning.fabric == "ethernet"
 
 
 def test_mixed_fleet_gets_per_host_ib_disable_and_a_warning(make_hgx: Any) -> None:
@@ -139,7 +139,7 @@ def test_mixed_fleet_gets_per_host_ib_disable_and_a_warning(make_hgx: Any) -> No
 
 def test_every_rendered_file_lints_without_warnings(make_hgx: Any) -> None:
     tuning = derive_settings([make_hgx("gpu-1", "10.0.0.11"), make_hgx("gpu-2", "10.0.0.12", down=(2,))])
-    from clusterctl.cli.tune_cmd import lint_rendered
+    from clusterctl.nccl.tune.run import lint_rendered
 
     files = render_files(tuning, fmt="all")
     assert "hosts/gpu-2/nccl.conf" in files

@@ -68,7 +68,24 @@ def test_push_dry_run_shows_a_diff_and_changes_nothing(demo_survey: Path) -> Non
     assert "+NCCL_CROSS_NIC=0" in push[0]["diff"] and push[0]["backup"] is None
 
 
+def test_push_goes_through_the_gate_and_names_the_journal_undo_takes(
+    demo_survey: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = invoke("-i", str(DEMO), "-l", "gpu-a1", "tune-nccl", "--survey", str(demo_survey), "--push", "-o", "json")
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert [(p["host"], p["applied"], p["changed"]) for p in payload["push"]] == [("gpu-a1", True, True)]
+    journal = payload["undo_journal"]
+    assert journal and (tmp_path / journal).is_file()
+    undo = invoke("-i", str(DEMO), "undo", journal, "--dry-run", "-o", "json")
+    assert undo.exit_code == 0, undo.output
+    assert json.loads(undo.stdout)["hosts"] == [
+        {"host": "gpu-a1", "ok": True, "done": ["would remove /etc/nccl.conf (it was new)"], "error": None}]
+
+
 def test_push_writes_conf_with_a_backup() -> None:
+    from clusterctl.changes import Gate
     from clusterctl.fanout import Runner
     from clusterctl.inventory.loader import load_inventory
     from clusterctl.inventory.model import Host
@@ -88,10 +105,10 @@ def test_push_writes_conf_with_a_backup() -> None:
         return transports[-1]
 
     with Runner(connect, parallel=1) as runner:
-        fleet = push_conf(runner, [host], lambda name: conf_for_host(tuning, None, name))
-        again = push_conf(runner, [host], lambda name: conf_for_host(tuning, None, name))
+        fleet = push_conf(runner, [host], lambda name: conf_for_host(tuning, None, name), gate=Gate(apply=True))
+        again = push_conf(runner, [host], lambda name: conf_for_host(tuning, None, name), gate=Gate(apply=True))
     outcome = fleet.outcomes[0].value
-    assert outcome is not None and outcome.changed and outcome.backup_path
+    assert outcome is not None and outcome.applied and outcome.changed and outcome.backup_path
     files = transports[0].files
     assert files[outcome.backup_path] == b"NCCL_DEBUG=WARN\n"
     assert b"NCCL_CROSS_NIC=0" in files["/etc/nccl.conf"]

@@ -53,7 +53,7 @@ class Tuning:
 
     hosts: tuple[str, ...]
     nccl_version: str | None
-    #: ``ib``, ``roce``, ``socket`` or ``mixed``.
+    #: ``ib``, ``roce``, ``ethernet`` (no RDMA: NCCL's socket transport; the inventory's word) or ``mixed``.
     fabric: str
     settings: tuple[TunedSetting, ...]
     #: host name -> settings that replace or add to the common ones on that host.
@@ -82,7 +82,7 @@ class _HostPlan:
     values: dict[str, TunedSetting] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    fabric: str = "socket"
+    fabric: str = "ethernet"
     chosen: tuple[NicFacts, ...] = ()
     #: For NCCL_CROSS_NIC: per GPU, the position of its nearest chosen NIC(s).
     rail_layout: tuple[tuple[int, tuple[int, ...]], ...] = ()
@@ -159,7 +159,7 @@ def _plan_hca(host: TuneHost, plan: _HostPlan) -> None:
     chosen, left_out = select_nics(host)
     plan.chosen = chosen
     if not chosen:
-        plan.fabric = "socket"
+        plan.fabric = "ethernet"
         why = "no active RDMA port" if host.nics else "no RDMA device"
         plan.set("NCCL_IB_DISABLE", "1", f"{why}: NCCL must use TCP sockets (slow; check the fabric)")
         plan.warnings.append(f"{why} found: NCCL falls back to TCP sockets over NCCL_SOCKET_IFNAME")
@@ -375,7 +375,7 @@ def _version_of(hosts: Sequence[TuneHost], override: str | None, warnings: list[
 def derive_settings(hosts: Sequence[TuneHost], *, nccl_version: str | None = None) -> Tuning:
     """Settings for ``hosts``: common ones, per-host overrides where hosts differ, notes and warnings."""
     if not hosts:
-        return Tuning(hosts=(), nccl_version=nccl_version, fabric="socket", settings=())
+        return Tuning(hosts=(), nccl_version=nccl_version, fabric="ethernet", settings=())
     warnings: list[str] = []
     notes: list[str] = []
     version = _version_of(hosts, nccl_version, warnings)

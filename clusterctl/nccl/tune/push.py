@@ -1,12 +1,16 @@
-"""Writing /etc/nccl.conf to hosts (atomically, with a backup), or showing what would change."""
+"""Writing /etc/nccl.conf to hosts through the change gate: recorded (``--dry-run``) or applied.
+
+Each host's file is one ``Change.write_file`` with the content there now, so the dry run shows
+the same diff the push applies; applied, the gate writes it atomically with a backup and keeps
+what ``clusterctl undo`` needs to put the previous file back (or remove a file that was new).
+"""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from clusterctl.changes import Change, Gate, GateRecord
 from clusterctl.nccl.tune.render import CONF_PATH
 
 if TYPE_CHECKING:
@@ -15,21 +19,9 @@ if TYPE_CHECKING:
     from clusterctl.transport.base import Transport
 
 
-@dataclass(frozen=True)
-class PushOutcome:
-    path: str
-    changed: bool
-    #: Unified diff of the current file against the new one ("" when equal).
-    diff: str
-    backup_path: str | None = None
-    dry_run: bool = False
-
-
-def unified_diff(old: str | None, new: str, *, path: str, host: str) -> str:
-    before = (old or "").splitlines(keepends=True)
-    after = new.splitlines(keepends=True)
-    label = "/dev/null" if old is None else f"{host}:{path}"
-    return "".join(difflib.unified_diff(before, after, fromfile=label, tofile=f"{host}:{path} (tuned)"))
+def conf_change(host: str, content: str, current: bytes | None, *, path: str = CONF_PATH) -> Change:
+    return Change.write_file(host, path, content, current=current, summary=f"write tuned NCCL settings to {path}",
+                             mode=0o644, sudo=True)
 
 
 def push_conf(
@@ -37,20 +29,14 @@ def push_conf(
     hosts: Sequence[Host],
     content_for: Callable[[str], str],
     *,
-    dry_run: bool = False,
+    gate: Gate,
     path: str = CONF_PATH,
-) -> FleetResult[PushOutcome]:
-    """Write ``content_for(host name)`` to ``path`` on each host; with ``dry_run`` only diff it."""
+) -> FleetResult[GateRecord]:
+    """Pass ``content_for(host name)`` for ``path`` on each host through ``gate``: recorded or written."""
 
-    def task(transport: Transport) -> PushOutcome:
+    def task(transport: Transport) -> GateRecord:
         name = transport.host.name
-        new = content_for(name)
         current = transport.get(path, sudo=True)
-        old = current.decode("utf-8", errors="replace") if current is not None else None
-        diff = unified_diff(old, new, path=path, host=name)
-        if dry_run or old == new:
-            return PushOutcome(path=path, changed=old != new, diff=diff, dry_run=dry_run)
-        result = transport.put(path, new.encode("utf-8"), mode=0o644, sudo=True, backup=True)
-        return PushOutcome(path=path, changed=result.changed, diff=diff, backup_path=result.backup_path)
+        return gate.submit(transport, conf_change(name, content_for(name), current, path=path))
 
-    return runner.run_task(hosts, task, label="dry-run nccl.conf" if dry_run else "push nccl.conf")
+    return runner.run_task(hosts, task, label="push nccl.conf" if gate.apply else "dry-run nccl.conf")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from clusterctl.facts.model import RDMADevice, RDMAPort
+from clusterctl.inventory.fabric import link_layer_of
 from clusterctl.survey.checks.baseline import FleetBaseline
 from clusterctl.survey.checks.codes import Finding, Severity, finding
 from clusterctl.survey.checks.host import (
@@ -15,7 +16,6 @@ from clusterctl.survey.topology import compress_indices
 #: so a healthy port matches exactly; the margin only absorbs rounding such as 53.125 x 4).
 RATE_TOLERANCE = 0.97
 
-_LINK_LAYER_OF_FABRIC = {"ib": "InfiniBand", "roce": "Ethernet", "ethernet": "Ethernet"}
 
 
 def fabric_hcas(state: SurveyedHost) -> set[str]:
@@ -28,7 +28,7 @@ def fabric_hcas(state: SurveyedHost) -> set[str]:
     if fabric.hcas:
         return set(fabric.hcas)
     devices = (state.facts.rdma if state.facts else None) or ()
-    layer = _LINK_LAYER_OF_FABRIC.get(fabric.type or "")
+    layer = link_layer_of(fabric.type)
     candidates = {d.hca for d in devices if layer is None or any(p.link_layer == layer for p in d.ports)}
     if state.topology is not None and state.topology.nics:
         near = {name for g in state.topology.gpus if g.has_near_nic for name in g.nearest_nics}
@@ -78,7 +78,7 @@ def _check_rate(state: SurveyedHost, device: RDMADevice, port: RDMAPort, is_fabr
     if port.rate_gbps is None:
         return []
     key = port_key(device, port)
-    layer_ok = state.host.fabric.type is None or _LINK_LAYER_OF_FABRIC.get(state.host.fabric.type) == port.link_layer
+    layer_ok = state.host.fabric.type is None or link_layer_of(state.host.fabric.type) == port.link_layer
     if is_fabric and layer_ok and expected_rate and port.rate_gbps < expected_rate * RATE_TOLERANCE:
         return [finding(Severity.ERROR, "NIC_SLOW", state.name,
                         f"{key} at {port.rate_gbps:g} Gb/s; the inventory's fabric is {expected_rate:g} Gb/s",

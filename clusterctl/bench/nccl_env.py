@@ -1,0 +1,41 @@
+"""The NCCL environment a ``bench nccl`` run exports: settings files, then ``--env`` pairs.
+
+Settings files are read with ``clusterctl.nccl.sources.read_settings``, the one reader of NCCL
+settings: every format tune-nccl renders (nccl.conf/env, profile.d, ConfigMap, Slurm exports)
+and the ones people keep (job scripts, manifests). Only NCCL's variables come out of it, so a
+ConfigMap's ``apiVersion`` or ``metadata`` can never end up in the environment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from clusterctl.errors import UsageError
+
+
+def env_from_file(path: str) -> dict[str, str]:
+    """The NCCL variables set in ``path``, the last setting of a name winning (as in a shell)."""
+    from clusterctl.nccl.sources import read_settings
+
+    if not Path(path).is_file():
+        raise UsageError("no such settings file", file=path)
+    env: dict[str, str] = {}
+    for setting in sorted(read_settings(Path(path)), key=lambda s: s.line):
+        if setting.dynamic:
+            raise UsageError(f"{setting.name}={setting.value} is computed when the job runs; give its value "
+                             "with --env NAME=VALUE", file=path, line=setting.line)
+        env[setting.name] = setting.value
+    return env
+
+
+def nccl_env(pairs: Sequence[str], env_file: str | None = None) -> dict[str, str]:
+    """``env_file``'s settings, then ``--env KEY=VALUE`` pairs over them."""
+    env = env_from_file(env_file) if env_file else {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise UsageError(f"--env takes KEY=VALUE, got {pair!r}")
+        env[name] = value
+    return env

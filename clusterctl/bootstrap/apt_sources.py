@@ -1,0 +1,114 @@
+"""Which apt sources the packages phase writes, and which packages at which versions.
+
+Upstream defaults (from the stack pin):
+
+* Kubernetes: ``https://pkgs.k8s.io/core:/stable:/v<minor>/deb/`` suite ``/``, key ``Release.key``
+  there (kubernetes.io "Installing kubeadm");
+* NVIDIA Container Toolkit: ``https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)``
+  suite ``/``, key ``https://nvidia.github.io/libnvidia-container/gpgkey`` (NVIDIA's install guide);
+* containerd.io: ``https://download.docker.com/linux/<debian|ubuntu>`` suite ``<codename>``
+  component ``stable``, key ``.../gpg`` (Docker's install guide); left out when
+  ``bootstrap.containerd_package`` is the distribution's ``containerd``.
+
+``bootstrap.mirror`` (air-gapped sites) rewrites ``https://HOST/PATH`` to ``<mirror>/HOST/PATH``
+for sources and keys; keys may instead come from files on the control machine
+(``apt_repos[].key_file``), which is the only way that needs no network on the host at all.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from clusterctl.bootstrap.matrix import parse_version
+from clusterctl.inventory.model import AptRepo, BootstrapConfig, StackPin
+
+SOURCES_DIR = "/etc/apt/sources.list.d"
+KEYRING_DIR = "/etc/apt/keyrings"
+
+
+@dataclass(frozen=True)
+class Pin:
+    package: str
+    #: The apt version argument: an exact Debian version or ``1.36.2-*``.
+    version: str
+    #: The upstream version the installed one must start with.
+    upstream: str
+
+    def matches(self, installed: str) -> bool:
+        if "*" not in self.version:
+            return installed == self.version
+        return installed.startswith(self.version[:-1])
+
+
+def pin(package: str, version: str) -> Pin:
+    """``1.36.2`` -> ``1.36.2-*`` (upstream packages' Debian revision); a full Debian version is exact."""
+    if "-" in version or "~" in version or ":" in version:
+        return Pin(package, version, version)
+    return Pin(package, f"{version}-*", version)
+
+
+def wanted_packages(stack: StackPin, settings: BootstrapConfig) -> list[Pin]:
+    pins: list[Pin] = []
+    if stack.containerd:
+        pins.append(pin(settings.containerd_package, stack.containerd))
+    if stack.kubernetes:
+        pins += [pin(name, stack.kubernetes) for name in ("kubelet", "kubeadm", "kubectl")]
+    toolkit = settings.nvidia_container_toolkit
+    pins += [pin(name, toolkit) for name in ("nvidia-container-toolkit", "nvidia-container-toolkit-base",
+                                             "libnvidia-container-tools", "libnvidia-container1")]
+    return pins
+
+
+def default_repos(stack: StackPin, settings: BootstrapConfig, os_id: str | None, codename: str | None
+                  ) -> list[AptRepo]:
+    repos: list[AptRepo] = []
+    version = parse_version(stack.kubernetes or "")
+    if version:
+        base = f"https://pkgs.k8s.io/core:/stable:/v{version[0]}.{version[1]}/deb/"
+        repos.append(AptRepo("kubernetes", base, ("/",), (), None, base + "Release.key"))
+    repos.append(AptRepo("nvidia-container-toolkit", "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)",
+                         ("/",), (), None, "https://nvidia.github.io/libnvidia-container/gpgkey"))
+    if settings.containerd_package == "containerd.io":
+        distro = "ubuntu" if os_id == "ubuntu" else "debian"
+        repos.append(AptRepo("docker", f"https://download.docker.com/linux/{distro}", (codename or "stable",),
+                             ("stable",), None, f"https://download.docker.com/linux/{distro}/gpg"))
+    return repos
+
+
+def with_mirror(url: str, mirror: str | None) -> str:
+    if not mirror:
+        return url
+    match = re.match(r"^https?://([^/]+)(/.*)?$", url)
+    if not match:
+        return url
+    return f"{mirror.rstrip('/')}/{match.group(1)}{match.group(2) or '/'}"
+
+
+def chosen_repos(stack: StackPin, settings: BootstrapConfig, os_id: str | None, codename: str | None
+                 ) -> list[AptRepo]:
+    """Defaults (unless ``apt_repos_only``), replaced by name or extended by ``apt_repos``, mirrored."""
+    repos = {} if settings.apt_repos_only else {r.name: r for r in default_repos(stack, settings, os_id, codename)}
+    for repo in settings.apt_repos:
+        repos[repo.name] = repo
+    out = []
+    for repo in repos.values():
+        out.append(AptRepo(repo.name, with_mirror(repo.url, settings.mirror), repo.suites, repo.components,
+                           repo.key_file, with_mirror(repo.key_url, settings.mirror) if repo.key_url else None))
+    return out
+
+
+def sources_path(repo: AptRepo) -> str:
+    return f"{SOURCES_DIR}/clusterctl-{repo.name}.sources"
+
+
+def keyring_name(repo: AptRepo, key: bytes | None = None) -> str:
+    armored = key is None or key.lstrip().startswith(b"-----BEGIN PGP")
+    return f"clusterctl-{repo.name}.{'asc' if armored else 'gpg'}"
+
+
+def render_sources(repo: AptRepo, keyring: str) -> str:
+    from clusterctl.bootstrap.templates import render
+
+    return render("apt/repo.sources.j2", description=f"apt source '{repo.name}'", url=repo.url,
+                  suites=list(repo.suites), components=list(repo.components), keyring=keyring)

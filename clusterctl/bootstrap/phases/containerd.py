@@ -1,0 +1,260 @@
+"""containerd: the whole config at the version the installed containerd reads, restart, verify, roll back.
+
+Who writes what (the containerd and nvidia-runtime phases agree instead of fighting):
+
+* this phase owns ``/etc/containerd/config.toml`` (rendered whole from
+  ``templates/bootstrap/containerd/``): config version by the installed containerd (2 for 1.x,
+  3 for 2.0-2.2, 4 for 2.3+), ``imports`` of ``/etc/containerd/conf.d/*.toml`` kept, runc and
+  ``nvidia`` runtimes with ``SystemdCgroup = true``, ``nvidia`` as the default runtime or not
+  (``bootstrap.runtime``), CDI when asked, the sandbox image the pinned kubeadm expects, and
+  registry mirrors as ``certs.d/<registry>/hosts.toml``. Every runtime already in the host's
+  config (an ``nvidia`` entry written by ``nvidia-ctk`` or the GPU Operator with its own
+  ``BinaryName``, a kata runtime...) is carried over, so a re-run never loses one;
+* it never writes drop-ins; drop-ins others wrote (``99-nvidia.toml`` by ``nvidia-ctk`` >= 1.18
+  or the GPU Operator) stay, and are checked: a drop-in at a higher config version than the
+  root is refused (containerd 2.3.0-2.3.4 die on it), another version is a warning, and one that
+  would override a value this phase manages (on containerd 1.x a drop-in's plugin table replaces
+  the root's whole table) stops the phase before anything changes;
+* the nvidia-runtime phase never runs ``nvidia-ctk runtime configure`` (which would edit this
+  file and add a drop-in); it handles the toolkit's own files (CDI spec).
+
+The write is atomic with a backup; containerd is restarted and must answer with its CRI plugin
+``ok``; otherwise the backup is restored and containerd restarted again, and both are reported.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from clusterctl.bootstrap import matrix
+from clusterctl.bootstrap.containerd_config import (
+    CERTS_DIR,
+    CONFIG_PATH,
+    DROPIN_DIR,
+    DropinProblem,
+    WantedContainerd,
+    carried_settings,
+    check_dropins,
+    config_version_for,
+    file_version,
+    parse_toml,
+    render_config,
+    runtimes_of,
+)
+from clusterctl.bootstrap.phase import Phase, PhaseContext
+from clusterctl.bootstrap.registry import register
+from clusterctl.changes import Change, Gate, GateRecord
+from clusterctl.errors import ParseError
+from clusterctl.facts.containerd import (
+    ContainerdFacts,
+    containerd_probe,
+    cri_status,
+    parse_containerd_probe,
+    parse_ctr_plugins,
+)
+from clusterctl.findings import Finding, Severity
+
+#: Pause image by Kubernetes minor when kubeadm is not installed yet to say it (kubeadm's
+#: ``constants.PauseVersion``; 1.35 lists pause:3.10.1 and 1.37 recommends 3.10.2 in public
+#: ``kubeadm config images list`` / upgrade logs). The installed kubeadm's answer wins.
+PAUSE_BY_KUBERNETES: dict[tuple[int, int], str] = {
+    (1, 30): "3.9", (1, 31): "3.10", (1, 32): "3.10", (1, 33): "3.10",
+    (1, 34): "3.10.1", (1, 35): "3.10.1", (1, 36): "3.10.1", (1, 37): "3.10.2",
+}
+DEFAULT_RESTART = "systemctl restart containerd"
+#: Registry host -> the server containerd's hosts.toml names for it (docs/hosts.md).
+REGISTRY_SERVERS = {"docker.io": "https://registry-1.docker.io"}
+
+
+@dataclass(frozen=True)
+class ContainerdPaths:
+    config: str = CONFIG_PATH
+    dropin_dir: str = DROPIN_DIR
+    certs_dir: str = CERTS_DIR
+    restart: str = DEFAULT_RESTART
+    #: ``ctr`` with its flags (``ctr --address /run/containerd/containerd.sock``).
+    ctr: str = "ctr"
+    #: Seconds to wait for containerd to answer after a restart.
+    wait_s: float = 20.0
+
+    @classmethod
+    def from_options(cls, options: Any) -> ContainerdPaths:
+        given = {k.split(".", 1)[1]: v for k, v in dict(options).items() if k.startswith("containerd.")}
+        return cls(**given)
+
+
+@dataclass
+class ContainerdState:
+    facts: ContainerdFacts
+    paths: ContainerdPaths
+    wanted: WantedContainerd | None = None
+    problems: list[DropinProblem] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def sandbox_image(ctx: PhaseContext, facts: ContainerdFacts) -> str:
+    if ctx.inventory.bootstrap.sandbox_image:
+        return ctx.inventory.bootstrap.sandbox_image
+    if facts.kubeadm_pause:
+        return facts.kubeadm_pause
+    version = matrix.parse_version(ctx.host.stack.kubernetes or "")
+    tag = PAUSE_BY_KUBERNETES.get(version[:2]) if version else None
+    return f"registry.k8s.io/pause:{tag or '3.10.1'}"
+
+
+def hosts_toml(registry: str, mirrors: tuple[str, ...]) -> str:
+    from clusterctl.bootstrap.templates import render
+
+    server = REGISTRY_SERVERS.get(registry, f"https://{registry}")
+    return render("containerd/hosts.toml.j2", registry=registry, server=server, mirrors=list(mirrors))
+
+
+class Containerd(Phase[ContainerdState]):
+    name: ClassVar[str] = "containerd"
+    description: ClassVar[str] = ("containerd config at the installed version's format, nvidia runtime, "
+                                  "restart, verify, roll back")
+    timeout_s: ClassVar[float] = 180.0
+
+    def check(self, ctx: PhaseContext) -> ContainerdState:
+        paths = ContainerdPaths.from_options(ctx.options)
+        registries = tuple(name for name, _ in ctx.inventory.bootstrap.registry_mirrors)
+        probe = containerd_probe(paths.config, paths.dropin_dir, paths.certs_dir, ctx.host.stack.kubernetes,
+                                 registries)
+        result = ctx.transport.run(probe, sudo=True)
+        facts = parse_containerd_probe(result.stdout)
+        for name in list(facts.dropins):
+            content = ctx.transport.get(f"{paths.dropin_dir}/{name}", sudo=True)
+            facts.dropins[name] = (content or b"").decode("utf-8", errors="replace")
+        state = ContainerdState(facts, paths)
+        host = ctx.host.name
+        version = facts.version or ctx.host.stack.containerd
+        if version is None:
+            state.findings.append(Finding(Severity.ERROR, "CONTAINERD_UNKNOWN", "containerd is not installed and "
+                                          "the stack pins no containerd version", host=host,
+                                          fix="Pin stack.containerd, or run the packages phase first."))
+            return state
+        if facts.version and ctx.host.stack.containerd and \
+                matrix.parse_version(facts.version) != matrix.parse_version(ctx.host.stack.containerd):
+            state.findings.append(Finding(Severity.WARNING, "CONTAINERD_VERSION_DIFFERS",
+                                          f"containerd {facts.version} is installed, the stack pins "
+                                          f"{ctx.host.stack.containerd}; the config is written for {facts.version}",
+                                          host=host))
+        try:
+            root = parse_toml(facts.config, paths.config) if facts.config else {}
+            dropins = {f"{paths.dropin_dir}/{n}": parse_toml(text, f"{paths.dropin_dir}/{n}")
+                       for n, text in facts.dropins.items()}
+        except ParseError as exc:
+            state.findings.append(Finding(Severity.ERROR, "CONTAINERD_CONFIG_UNREADABLE", str(exc), host=host,
+                                          file=exc.what, line=exc.line,
+                                          fix="Fix or remove the file: containerd would not start with it."))
+            return state
+        existing = runtimes_of(root)
+        for doc in dropins.values():
+            for name, body in runtimes_of(doc).items():
+                existing.setdefault(name, body)
+        settings = ctx.inventory.bootstrap
+        target = config_version_for(version)
+        carried, dropped = carried_settings(root, target)
+        if dropped:
+            state.findings.append(Finding(Severity.WARNING, "CONTAINERD_SETTINGS_DROPPED",
+                                          f"{paths.config} sets CRI options clusterctl does not write; they are "
+                                          f"dropped: {', '.join(dropped[:6])}" + (" ..." if len(dropped) > 6 else ""),
+                                          host=host, file=paths.config, evidence={"dropped": dropped},
+                                          fix=f"Put them in a drop-in under {paths.dropin_dir}/ at config version "
+                                          f"{target}."))
+        state.wanted = WantedContainerd(version, target, sandbox_image(ctx, facts), settings.runtime, settings.cdi,
+                                        existing, paths.certs_dir, paths.dropin_dir, carried)
+        state.problems = check_dropins(target, version, _as_rendered(state.wanted), dropins, state.wanted)
+        if root and file_version(root) != target:
+            state.findings.append(Finding(Severity.INFO, "CONTAINERD_CONFIG_MIGRATED",
+                                          f"{paths.config} is config version {file_version(root)}; it is rewritten at "
+                                          f"version {target} for containerd {version}", host=host))
+        return state
+
+    def findings(self, ctx: PhaseContext, state: ContainerdState) -> list[Finding]:
+        out = list(state.findings)
+        for problem in state.problems:
+            severity = Severity.ERROR if problem.severity == "error" else Severity.WARNING
+            fix = {"CONTAINERD_DROPIN_VERSION_HIGHER": "Rewrite the drop-in at the root's version (or remove it).",
+                   "CONTAINERD_DROPIN_VERSION_MISMATCH": "Write drop-ins at the root's config version.",
+                   "CONTAINERD_DROPIN_OVERRIDES": "clusterctl's config.toml already holds the nvidia runtime: remove "
+                   "the drop-in, or regenerate it after this phase (nvidia-ctk copies the root's table)."}
+            out.append(Finding(severity, problem.code, problem.message, host=ctx.host.name, file=problem.path,
+                               fix=fix.get(problem.code, "")))
+        return out
+
+    def plan(self, ctx: PhaseContext, state: ContainerdState) -> list[Change]:
+        if state.wanted is None:
+            return []
+        host, paths = ctx.host.name, state.paths
+        changes: list[Change] = []
+        config_dir = paths.config.rsplit("/", 1)[0] or "/"
+        if state.facts.config is None:
+            changes.append(Change.run(host, f"mkdir -p {shlex.quote(config_dir)}",
+                                      summary=f"create {config_dir}"))
+        changes.append(Change.write_file(host, paths.config, render_config(state.wanted), current=state.facts.config,
+                                         summary=f"containerd config (version {state.wanted.version})"))
+        for registry, mirrors in ctx.inventory.bootstrap.registry_mirrors:
+            path = f"{paths.certs_dir}/{registry}/hosts.toml"
+            current = state.facts.hosts_files.get(registry)
+            if current is None:
+                changes.append(Change.run(host, f"mkdir -p {shlex.quote(path.rsplit('/', 1)[0])}",
+                                          summary=f"create the certs.d folder of {registry}"))
+            changes.append(Change.write_file(host, path, hosts_toml(registry, mirrors), current=current,
+                                             summary=f"registry mirrors for {registry}"))
+        if any(not c.is_noop for c in changes):
+            changes.append(Change.run(host, paths.restart, summary="restart containerd", timeout_s=120))
+        return changes
+
+    def verify(self, ctx: PhaseContext) -> list[Finding]:
+        paths = ContainerdPaths.from_options(ctx.options)
+        return containerd_answers(ctx, paths)
+
+    def rollback(self, ctx: PhaseContext, gate: Gate, records: Sequence[GateRecord]) -> list[str]:
+        paths = ContainerdPaths.from_options(ctx.options)
+        lines = gate.undo(ctx.transport, [r for r in records if r.change.command != paths.restart])
+        if not any(r.applied and r.changed for r in records):
+            return lines
+        result = ctx.transport.run(paths.restart, sudo=True, timeout=120)
+        problems = containerd_answers(ctx, paths)
+        if result.ok and not problems:
+            lines.append("restarted containerd with the previous config: it answers, CRI plugin ok")
+        else:
+            why = "; ".join(f.message for f in problems) or result.stderr_tail(2)
+            lines.append(f"restarted containerd with the previous config, and it still fails: {why}")
+        return lines
+
+
+def _as_rendered(wanted: WantedContainerd) -> dict[str, Any]:
+    """The root config as this phase will write it (drop-ins are checked against this)."""
+    return parse_toml(render_config(wanted), "rendered containerd config")
+
+
+def containerd_answers(ctx: PhaseContext, paths: ContainerdPaths) -> list[Finding]:
+    """Wait (bounded) for containerd to answer, then require its CRI plugin to be ``ok``."""
+    deadline = time.monotonic() + paths.wait_s
+    while True:
+        result = ctx.transport.run(f"{paths.ctr} plugins ls", sudo=True, timeout=max(5.0, paths.wait_s))
+        if result.ok or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    host = ctx.host.name
+    if not result.ok:
+        return [Finding(Severity.ERROR, "CONTAINERD_NOT_ANSWERING", f"containerd does not answer after the restart "
+                        f"({result.stderr_tail(2) or 'exit ' + str(result.exit_code)})", host=host,
+                        fix="journalctl -u containerd shows why it did not start.")]
+    try:
+        status = cri_status(parse_ctr_plugins(result.stdout))
+    except ParseError as exc:
+        return [Finding(Severity.ERROR, "CONTAINERD_NOT_ANSWERING", str(exc), host=host)]
+    if status != "ok":
+        return [Finding(Severity.ERROR, "CONTAINERD_CRI_NOT_LOADED", f"containerd answers but its CRI plugin is "
+                        f"{status or 'not listed'}", host=host, fix="journalctl -u containerd | grep cri")]
+    return []
+
+
+register(Containerd(), order=130)

@@ -1,0 +1,160 @@
+"""packages: containerd, kubeadm/kubelet/kubectl and the NVIDIA Container Toolkit at the pinned
+versions, from the configured apt sources, held against upgrade.
+
+Sources are deb822 files ``/etc/apt/sources.list.d/clusterctl-<name>.sources`` with their own
+keyring under ``/etc/apt/keyrings/`` (``Signed-By``), so no other source can vouch for these
+packages. Keys come from the inventory (``apt_repos[].key_file``, read on the control machine
+and written to the host: no network needed) or are fetched by the host from the source's key
+URL once (through the mirror when one is set). The Kubernetes/containerd pair is checked
+against containerd's published support table before anything is installed.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import ClassVar
+
+from clusterctl.bootstrap.apt_sources import (
+    KEYRING_DIR,
+    Pin,
+    chosen_repos,
+    keyring_name,
+    render_sources,
+    sources_path,
+    wanted_packages,
+)
+from clusterctl.bootstrap.phase import Phase, PhaseContext
+from clusterctl.bootstrap.phases.preflight import APT_FAMILIES, stack_findings
+from clusterctl.bootstrap.registry import register
+from clusterctl.changes import Change
+from clusterctl.errors import UsageError
+from clusterctl.facts.packages import PackageFacts, packages_probe, parse_packages_probe
+from clusterctl.findings import Finding, Severity
+from clusterctl.inventory.model import AptRepo
+
+APT_ENV = {"DEBIAN_FRONTEND": "noninteractive"}
+#: Keep config files already on the host (containerd's config.toml is the containerd phase's).
+INSTALL = ("apt-get install -y --allow-downgrades --allow-change-held-packages "
+           "-o Dpkg::Options::=--force-confold")
+
+
+def _key_bytes(repo: AptRepo) -> bytes | None:
+    if not repo.key_file:
+        return None
+    try:
+        return Path(repo.key_file).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read the signing key of apt source '{repo.name}': {exc.strerror}",
+                         file=repo.key_file, field="bootstrap.apt_repos.key_file") from None
+
+
+class Packages(Phase[PackageFacts]):
+    name: ClassVar[str] = "packages"
+    description: ClassVar[str] = "containerd, kubeadm/kubelet/kubectl, NVIDIA Container Toolkit: pinned, held"
+    timeout_s: ClassVar[float] = 900.0
+
+    def _repos(self, ctx: PhaseContext, facts: PackageFacts | None) -> list[AptRepo]:
+        return chosen_repos(ctx.host.stack, ctx.inventory.bootstrap, facts.os_id if facts else None,
+                            facts.codename if facts else None)
+
+    def _read(self, ctx: PhaseContext) -> PackageFacts:
+        pins = wanted_packages(ctx.host.stack, ctx.inventory.bootstrap)
+        # File names do not depend on the OS (only Docker's URL and suite inside do).
+        repos = self._repos(ctx, None)
+        files = tuple(sources_path(r) for r in repos)
+        result = ctx.transport.run(packages_probe(tuple(p.package for p in pins), files, KEYRING_DIR), sudo=True)
+        facts = parse_packages_probe(result.stdout)
+        # Keys given as files are compared byte for byte (they may be binary keyrings).
+        for repo in repos:
+            key = _key_bytes(repo)
+            name = keyring_name(repo, key)
+            if key is not None and name in facts.keyrings:
+                data = ctx.transport.get(f"{KEYRING_DIR}/{name}", sudo=True)
+                facts.files[f"{KEYRING_DIR}/{name}"] = None if data is None else data.decode("latin-1")
+        return facts
+
+    def check(self, ctx: PhaseContext) -> PackageFacts:
+        return self._read(ctx)
+
+    def findings(self, ctx: PhaseContext, state: PackageFacts) -> list[Finding]:
+        out = [f for f in stack_findings(ctx) if f.severity is Severity.ERROR]
+        family = {state.os_id or "", *state.os_like}
+        if state.os_id is not None and not family & set(APT_FAMILIES):
+            out.append(Finding(Severity.ERROR, "OS_UNSUPPORTED", f"{state.os_id}: the packages phase needs apt",
+                               host=ctx.host.name))
+        return out
+
+    def plan(self, ctx: PhaseContext, state: PackageFacts) -> list[Change]:
+        host = ctx.host.name
+        changes: list[Change] = []
+        if state.os_id is not None and state.codename is None and ctx.inventory.bootstrap.containerd_package == \
+                "containerd.io":
+            raise UsageError(f"{host}: /etc/os-release has no VERSION_CODENAME, needed for Docker's apt source")
+        sources_changed = False
+        if any(keyring_name(r, _key_bytes(r)) not in state.keyrings for r in self._repos(ctx, state)):
+            changes.append(Change.run(host, f"install -d -m 0755 {KEYRING_DIR}", summary="create the keyring folder"))
+        for repo in self._repos(ctx, state):
+            key = _key_bytes(repo)
+            keyring = keyring_name(repo, key)
+            keyring_path = f"{KEYRING_DIR}/{keyring}"
+            if key is not None:
+                known = state.files.get(keyring_path)
+                current_key = known.encode("latin-1") if known is not None else None
+                change = Change.write_file(host, keyring_path, key, current=current_key,
+                                           summary=f"signing key of '{repo.name}' from {repo.key_file}")
+                sources_changed |= not change.is_noop
+                changes.append(change)
+            elif keyring not in state.keyrings:
+                if not repo.key_url:
+                    raise UsageError(f"apt source '{repo.name}' has neither key_file nor key_url",
+                                     field="bootstrap.apt_repos")
+                changes.append(Change.run(
+                    host, f"curl -fsSL --retry 3 {shlex.quote(repo.key_url)} -o {shlex.quote(keyring_path)}",
+                    summary=f"fetch the signing key of '{repo.name}'", undo=f"rm -f {shlex.quote(keyring_path)}"))
+                sources_changed = True
+            path = sources_path(repo)
+            content = render_sources(repo, keyring_path)
+            current = state.files.get(path)
+            if current != content:
+                sources_changed = True
+            changes.append(Change.write_file(host, path, content, current=current, summary=f"apt source '{repo.name}'"))
+        pins = wanted_packages(ctx.host.stack, ctx.inventory.bootstrap)
+        missing = [p for p in pins if not self._installed(state, p)]
+        if missing or sources_changed:
+            changes.append(Change.run(host, "apt-get update", summary="refresh apt's package lists", env=APT_ENV,
+                                      timeout_s=300))
+        if missing:
+            args = " ".join(shlex.quote(f"{p.package}={p.version}") for p in missing)
+            changes.append(Change.run(host, f"{INSTALL} {args}", env=APT_ENV, timeout_s=600,
+                                      summary="install " + ", ".join(f"{p.package} {p.upstream}" for p in missing)))
+        unheld = [p.package for p in pins if p.package not in state.holds]
+        if unheld:
+            names = " ".join(shlex.quote(n) for n in unheld)
+            changes.append(Change.run(host, f"apt-mark hold {names}", summary="hold " + ", ".join(unheld),
+                                      undo=f"apt-mark unhold {names}"))
+        return changes
+
+    @staticmethod
+    def _installed(state: PackageFacts, wanted: Pin) -> bool:
+        found = state.packages.get(wanted.package)
+        return found is not None and found.installed and wanted.matches(found.version)
+
+    def verify(self, ctx: PhaseContext) -> list[Finding]:
+        state = self._read(ctx)
+        pins = wanted_packages(ctx.host.stack, ctx.inventory.bootstrap)
+        out: list[Finding] = []
+        wrong = [p for p in pins if not self._installed(state, p)]
+        if wrong:
+            seen = ", ".join(f"{p.package} {getattr(state.packages.get(p.package), 'version', '') or 'missing'} "
+                             f"(want {p.version})" for p in wrong)
+            out.append(Finding(Severity.ERROR, "PACKAGE_NOT_PINNED", f"not at the pinned version: {seen}",
+                               host=ctx.host.name))
+        unheld = [p.package for p in pins if p.package not in state.holds]
+        if unheld:
+            out.append(Finding(Severity.ERROR, "PACKAGE_NOT_HELD", f"not held: {', '.join(unheld)}",
+                               host=ctx.host.name))
+        return out
+
+
+register(Packages(), order=120)

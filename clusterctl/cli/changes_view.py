@@ -1,0 +1,42 @@
+"""The one way commands print what the change gate recorded or applied (push, dry-run, undo)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from clusterctl.changes import ChangeKind, GateRecord
+
+if TYPE_CHECKING:
+    from clusterctl.cli.context import AppContext
+    from clusterctl.fanout import FleetResult
+
+
+def record_line(record: GateRecord) -> str:
+    """One line for a change: what was (or would be) done on which host."""
+    change = record.change
+    if change.kind is ChangeKind.RUN_COMMAND:
+        return f"{change.host}$ {change.describe()}"
+    if not record.changed:
+        return f"{change.host}: {change.path} already up to date"
+    if not record.applied:
+        return f"{change.host}: would {change.summary}"
+    kept = f" (previous kept as {record.backup_path})" if record.backup_path else ""
+    return f"{change.host}: wrote {change.path}{kept}"
+
+
+def print_records(app: AppContext, records: Sequence[GateRecord], *, diffs: bool = True) -> None:
+    """Each record's line; for files the gate only recorded (dry-run), the diff instead."""
+    for record in records:
+        diff = record.change.diff() if diffs and not record.applied and record.changed else ""
+        app.console.print(diff.rstrip("\n") or record_line(record), markup=False, highlight=False, soft_wrap=True)
+
+
+def print_gate_outcomes(app: AppContext, fleet: FleetResult[GateRecord]) -> None:
+    """Per host: the record of its change, or why the host failed."""
+    for outcome in fleet.outcomes:
+        if outcome.failure is not None or outcome.value is None:
+            reason = outcome.failure.describe() if outcome.failure else "no result"
+            app.console.print(f"{outcome.host.name}: failed: {reason}", markup=False, highlight=False)
+            continue
+        print_records(app, [outcome.value])

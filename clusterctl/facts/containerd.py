@@ -1,0 +1,170 @@
+"""containerd on a node: version, config files, CRI plugin status, kubeadm's pause image.
+
+``containerd_probe`` reads the version, the root config, the list of drop-ins and kubeadm's
+images in one round trip (files are printed under ``@@clusterctl@@ <name>`` lines: a TOML
+comment cannot be mistaken for one); the phase then reads each drop-in. The parsers are pure
+and tested on real outputs (``tests/fixtures/containerd/``).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from clusterctl.errors import ParseError
+from clusterctl.facts.sections import MARKER_FILES, section_command, split_sections
+
+_WHAT = "containerd facts"
+
+
+@dataclass(frozen=True)
+class ContainerdFacts:
+    #: ``1.6.20``, ``2.2.1``; None when containerd is not installed.
+    version: str | None
+    #: Content of the root config; None when there is none.
+    config: str | None
+    #: Drop-in file name -> content ("" until read), in the order containerd reads them.
+    dropins: dict[str, str] = field(default_factory=dict)
+    #: Registry -> content of ``certs.d/<registry>/hosts.toml``.
+    hosts_files: dict[str, str] = field(default_factory=dict)
+    #: The pause image the installed kubeadm wants; None without kubeadm.
+    kubeadm_pause: str | None = None
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+_VERSION = re.compile(r"^containerd\s+\S+\s+v?(\d+\.\d+\.\d+)\S*")
+
+
+def parse_containerd_version(text: str) -> str:
+    """``containerd --version``: ``containerd <module or package> [v]X.Y.Z[~suffix] <revision>``."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        match = _VERSION.match(line.strip())
+        if not match:
+            raise ParseError("containerd --version", "expected 'containerd <package> <version> <revision>'",
+                             line=number, text=line)
+        return match.group(1)
+    raise ParseError("containerd --version", "no output")
+
+
+@dataclass(frozen=True)
+class PluginStatus:
+    type: str
+    id: str
+    platforms: str
+    status: str
+
+
+def parse_ctr_plugins(text: str) -> tuple[PluginStatus, ...]:
+    """``ctr plugins ls``: a ``TYPE ID PLATFORMS STATUS`` header, then one plugin per line."""
+    lines = text.splitlines()
+    if not lines or lines[0].split()[:4] != ["TYPE", "ID", "PLATFORMS", "STATUS"]:
+        raise ParseError("ctr plugins ls", "expected the 'TYPE ID PLATFORMS STATUS' header", line=1,
+                         text=lines[0] if lines else "")
+    out: list[PluginStatus] = []
+    for number, line in enumerate(lines[1:], start=2):
+        cells = line.split()
+        if not cells:
+            continue
+        if len(cells) != 4:
+            raise ParseError("ctr plugins ls", "expected four columns", line=number, text=line)
+        out.append(PluginStatus(*cells))
+    return tuple(out)
+
+
+def cri_status(plugins: tuple[PluginStatus, ...]) -> str | None:
+    """The CRI plugin's status (``ok``, ``error``, ``skip``), or None when it is not listed."""
+    for plugin in plugins:
+        if plugin.type == "io.containerd.grpc.v1" and plugin.id == "cri":
+            return plugin.status
+    return None
+
+
+def parse_kubeadm_images(text: str) -> tuple[str, ...]:
+    """``kubeadm config images list``: one image reference per line."""
+    out: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        value = line.strip()
+        if not value:
+            continue
+        if " " in value or "/" not in value or ":" not in value.rsplit("/", 1)[-1]:
+            raise ParseError("kubeadm config images list", "expected an image reference such as "
+                             "registry.k8s.io/pause:3.10.1", line=number, text=line)
+        out.append(value)
+    return tuple(out)
+
+
+def pause_image(images: tuple[str, ...]) -> str | None:
+    for image in images:
+        if image.rsplit("/", 1)[-1].startswith("pause:"):
+            return image
+    return None
+
+
+def containerd_probe(config_path: str, dropin_dir: str, certs_dir: str, kubernetes: str | None,
+                     registries: tuple[str, ...] = ()) -> str:
+    """One shell line printing every piece under ``@@clusterctl@@ <name>`` headers.
+
+    Simple commands only (no loops): the drop-ins are listed here and read one by one after.
+    """
+    kube = f" --kubernetes-version {shlex.quote('v' + kubernetes.lstrip('v'))}" if kubernetes else ""
+    sections = [
+        ("version", "containerd --version"),
+        ("config", f"cat {shlex.quote(config_path)}"),
+        ("dropins", f"ls -1 {shlex.quote(dropin_dir)}"),
+        *((f"hosts:{registry}", f"cat {shlex.quote(f'{certs_dir}/{registry}/hosts.toml')}") for registry in registries),
+        ("kubeadm-images", f"kubeadm config images list{kube}"),
+    ]
+    return section_command(sections, marker=MARKER_FILES)
+
+
+def _cat_missing(section_text: str) -> bool:
+    first = section_text.strip().splitlines()[0] if section_text.strip() else ""
+    return first.startswith("cat: ") and first.endswith("No such file or directory")
+
+
+def parse_containerd_probe(text: str) -> ContainerdFacts:
+    """The probe's output; drop-in contents are filled in by the caller (``dropin_names``)."""
+    sections = split_sections(text, _WHAT, marker=MARKER_FILES)
+    missing: dict[str, str] = {}
+    version = None
+    raw = sections.get("version")
+    if raw is None or not raw.text.strip() or re.search(r"not found", raw.text):
+        missing["version"] = (raw.text.strip() if raw else "") or "containerd is not installed"
+    else:
+        try:
+            version = parse_containerd_version(raw.text)
+        except ParseError as exc:
+            raise ParseError(_WHAT, f"section 'version': {exc.reason}", line=raw.first_line, text=exc.text) from None
+    config_section = sections.get("config")
+    config = None
+    if config_section is None:
+        missing["config"] = "section missing from the output"
+    elif not _cat_missing(config_section.text):
+        config = config_section.text
+    dropins: dict[str, str] = {}
+    listing = sections.get("dropins")
+    if listing is not None and not re.search(r"^ls: ", listing.text, re.MULTILINE):
+        for line in listing.lines:
+            name = line.strip()
+            if name.endswith(".toml") and "/" not in name:
+                dropins[name] = ""
+    hosts_files: dict[str, str] = {}
+    for name, section in sections.items():
+        if name.startswith("hosts:") and not _cat_missing(section.text):
+            hosts_files[name[len("hosts:"):]] = section.text
+    pause = None
+    images = sections.get("kubeadm-images")
+    if images is not None and images.text.strip():
+        if re.search(r"not found|error|unable", images.text, re.IGNORECASE):
+            missing["kubeadm-images"] = images.lines[0].strip()
+        else:
+            try:
+                pause = pause_image(parse_kubeadm_images(images.text))
+            except ParseError as exc:
+                raise ParseError(_WHAT, f"section 'kubeadm-images': {exc.reason}",
+                                 line=None if exc.line is None else exc.line + images.first_line - 1,
+                                 text=exc.text) from None
+    return ContainerdFacts(version, config, dict(sorted(dropins.items())), hosts_files, pause, missing)

@@ -1,0 +1,143 @@
+"""Kernel modules, sysctls, swap and fstab as the kernel phase reads them; pure parsers.
+
+Sources of the recorded outputs: ``tests/fixtures/kernel/README.md``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from clusterctl.errors import ParseError
+from clusterctl.facts.sections import MARKER_FILES, Section, section_command, split_sections
+
+_WHAT = "kernel facts"
+
+
+def parse_lsmod(text: str) -> tuple[str, ...]:
+    """``lsmod``: the ``Module Size Used by`` header, then ``name size count [users]`` lines."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines or lines[0].split()[:2] != ["Module", "Size"]:
+        raise ParseError("lsmod", "expected the 'Module Size Used by' header", line=1, text=lines[0] if lines else "")
+    names: list[str] = []
+    for number, line in enumerate(text.splitlines()[1:], start=2):
+        cells = line.split()
+        if not cells:
+            continue
+        if len(cells) < 3 or not cells[1].isdigit():
+            raise ParseError("lsmod", "expected 'module size used-count [users]'", line=number, text=line)
+        names.append(cells[0])
+    return tuple(names)
+
+
+_SYSCTL = re.compile(r"^([A-Za-z0-9_.\-/]+) = (.*)$")
+_SYSCTL_MISSING = re.compile(r"^sysctl: cannot stat /proc/sys/(\S+): No such file or directory$")
+
+
+def parse_sysctl(text: str) -> tuple[dict[str, str], tuple[str, ...]]:
+    """``sysctl KEY...`` (stderr joined): values by key, and the keys the kernel does not have."""
+    values: dict[str, str] = {}
+    missing: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        match = _SYSCTL.match(line.strip())
+        if match:
+            values[match.group(1)] = match.group(2).strip()
+            continue
+        gone = _SYSCTL_MISSING.match(line.strip())
+        if gone:
+            missing.append(gone.group(1).replace("/", "."))
+            continue
+        raise ParseError("sysctl", "expected 'key = value' or sysctl's 'cannot stat' message", line=number, text=line)
+    return values, tuple(missing)
+
+
+def parse_swapon_show(text: str) -> tuple[str, ...]:
+    """``swapon --show``: nothing when no swap is on, else a ``NAME TYPE SIZE USED PRIO`` table."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return ()
+    if lines[0].split()[:2] != ["NAME", "TYPE"]:
+        raise ParseError("swapon --show", "expected the 'NAME TYPE SIZE USED PRIO' header", line=1, text=lines[0])
+    return tuple(line.split()[0] for line in lines[1:])
+
+
+@dataclass(frozen=True)
+class FstabSwap:
+    line: int
+    text: str
+
+
+def fstab_swap_lines(text: str) -> tuple[FstabSwap, ...]:
+    """Active (not commented) fstab lines whose type field is ``swap``."""
+    out: list[FstabSwap] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        fields = stripped.split()
+        if len(fields) >= 3 and fields[2] == "swap":
+            out.append(FstabSwap(number, line))
+    return tuple(out)
+
+
+def comment_out_swap(text: str) -> str:
+    """fstab with every active swap line commented, the original line kept after the marker."""
+    swaps = {s.line for s in fstab_swap_lines(text)}
+    lines = text.splitlines(keepends=True)
+    for index in range(len(lines)):
+        if index + 1 in swaps:
+            lines[index] = "# clusterctl: swap off for the kubelet: " + lines[index]
+    return "".join(lines)
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    modules: tuple[str, ...] | None
+    sysctl: dict[str, str]
+    sysctl_missing: tuple[str, ...]
+    swaps: tuple[str, ...]
+    #: Current content of the files this phase manages (None: no such file).
+    files: dict[str, str | None] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+def kernel_probe(sysctl_keys: tuple[str, ...], files: tuple[str, ...]) -> str:
+    sections = [("modules", "lsmod"), ("sysctl", "sysctl " + " ".join(shlex.quote(k) for k in sysctl_keys)),
+                ("swaps", "swapon --show")]
+    sections += [(f"file:{path}", f"cat {shlex.quote(path)}") for path in files]
+    return section_command(sections, marker=MARKER_FILES)
+
+
+def _file(section: Section) -> str | None:
+    first = section.text.strip().splitlines()[0] if section.text.strip() else ""
+    if first.startswith("cat: ") and first.endswith("No such file or directory"):
+        return None
+    return section.text
+
+
+def parse_kernel_probe(text: str) -> KernelFacts:
+    sections = split_sections(text, _WHAT, marker=MARKER_FILES)
+    missing: dict[str, str] = {}
+    modules: tuple[str, ...] | None = None
+    values: dict[str, str] = {}
+    gone: tuple[str, ...] = ()
+    swaps: tuple[str, ...] = ()
+    for name, section in sections.items():
+        try:
+            if name == "modules":
+                if re.search(r"not found|could not open", section.text):
+                    missing["modules"] = section.text.strip().splitlines()[-1]
+                else:
+                    modules = parse_lsmod(section.text)
+            elif name == "sysctl":
+                values, gone = parse_sysctl(section.text)
+            elif name == "swaps":
+                swaps = parse_swapon_show(section.text)
+        except ParseError as exc:
+            line = None if exc.line is None else exc.line + section.first_line - 1
+            raise ParseError(_WHAT, f"section '{name}': {exc.reason}", line=line, text=exc.text) from None
+    files = {name[len("file:"):]: _file(section) for name, section in sections.items() if name.startswith("file:")}
+    return KernelFacts(modules, values, gone, swaps, files, missing)

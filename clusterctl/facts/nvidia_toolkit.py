@@ -1,0 +1,71 @@
+"""The NVIDIA Container Toolkit on a node: version, runtime binary, CDI spec and devices."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+from clusterctl.errors import ParseError
+from clusterctl.facts.sections import MARKER_FILES, section_command, split_sections
+
+_LOG = re.compile(r"^(?:[A-Z]{4}\[\d+\]|time=\"[^\"]*\" level=)")
+_VERSION = re.compile(r"NVIDIA Container Toolkit CLI version (\d+\.\d+\.\d+)")
+
+
+def parse_ctk_version(text: str) -> str:
+    match = _VERSION.search(text)
+    if not match:
+        raise ParseError("nvidia-ctk --version", "no 'NVIDIA Container Toolkit CLI version X.Y.Z' line",
+                         line=1, text=text.splitlines()[0] if text.strip() else "")
+    return match.group(1)
+
+
+def parse_cdi_list(text: str) -> tuple[str, ...]:
+    """``nvidia-ctk cdi list``: ``vendor/class=name`` lines; the toolkit's log lines are skipped."""
+    out: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        value = line.strip()
+        if not value or _LOG.match(value):
+            continue
+        if not re.fullmatch(r"[a-z0-9.\-]+/[a-z0-9.\-]+=\S+", value):
+            raise ParseError("nvidia-ctk cdi list", "expected a CDI device name such as nvidia.com/gpu=0",
+                             line=number, text=line)
+        out.append(value)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class ToolkitFacts:
+    ctk_version: str | None
+    runtime_binary: bool
+    #: The CDI spec's text (None: no spec file) and the loaded driver version it should name.
+    cdi_spec: str | None
+    driver: str | None
+
+
+def toolkit_probe(runtime_binary: str, cdi_spec: str) -> str:
+    return section_command([
+        ("ctk-version", "nvidia-ctk --version"),
+        ("runtime", f"ls -1 {shlex.quote(runtime_binary)}"),
+        ("cdi-spec", f"cat {shlex.quote(cdi_spec)}"),
+        ("driver", "cat /sys/module/nvidia/version"),
+    ], marker=MARKER_FILES)
+
+
+def _missing(text: str) -> bool:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return not first or "No such file or directory" in first or "not found" in first
+
+
+def parse_toolkit_probe(text: str) -> ToolkitFacts:
+    sections = split_sections(text, "nvidia toolkit facts", marker=MARKER_FILES)
+
+    def body(name: str) -> str:
+        section = sections.get(name)
+        return section.text if section is not None else ""
+
+    version = None if _missing(body("ctk-version")) else parse_ctk_version(body("ctk-version"))
+    driver = None if _missing(body("driver")) else body("driver").strip()
+    return ToolkitFacts(version, not _missing(body("runtime")), None if _missing(body("cdi-spec")) else
+                        body("cdi-spec"), driver)

@@ -1,0 +1,109 @@
+"""Debian packages as the packages phase reads them: versions, holds, apt sources, keyrings.
+
+Pure parsers; recorded outputs in ``tests/fixtures/apt/``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from clusterctl.errors import ParseError
+from clusterctl.facts.node import parse_os_release
+from clusterctl.facts.sections import MARKER_FILES, section_command, split_sections
+
+_WHAT = "package facts"
+DPKG_FORMAT = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"
+_NOT_FOUND = re.compile(r"^dpkg-query: no packages found matching (\S+)$")
+
+
+@dataclass(frozen=True)
+class InstalledPackage:
+    name: str
+    version: str
+    #: dpkg's two/three-letter status: ``ii`` installed, ``rc`` removed with config left...
+    status: str
+
+    @property
+    def installed(self) -> bool:
+        return self.status.startswith("ii") and bool(self.version)
+
+
+def parse_dpkg_query(text: str) -> dict[str, InstalledPackage]:
+    """``dpkg-query -W -f='${Package}\\t${Version}\\t${db:Status-Abbrev}\\n' NAMES 2>&1``."""
+    out: dict[str, InstalledPackage] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or _NOT_FOUND.match(line.strip()):
+            continue
+        cells = line.split("\t")
+        if len(cells) != 3 or not cells[0]:
+            raise ParseError("dpkg-query", "expected 'package<TAB>version<TAB>status'", line=number, text=line)
+        out[cells[0]] = InstalledPackage(cells[0], cells[1].strip(), cells[2].strip())
+    return out
+
+
+def parse_showhold(text: str) -> frozenset[str]:
+    names = set()
+    for number, line in enumerate(text.splitlines(), start=1):
+        value = line.strip()
+        if not value:
+            continue
+        if " " in value:
+            raise ParseError("apt-mark showhold", "expected one package name per line", line=number, text=line)
+        names.add(value)
+    return frozenset(names)
+
+
+@dataclass(frozen=True)
+class PackageFacts:
+    os_id: str | None
+    os_like: tuple[str, ...]
+    codename: str | None
+    arch: str | None
+    packages: dict[str, InstalledPackage]
+    holds: frozenset[str]
+    #: Current content of the sources / key files this phase manages (None: absent).
+    files: dict[str, str | None] = field(default_factory=dict)
+    keyrings: frozenset[str] = frozenset()
+
+
+def packages_probe(names: tuple[str, ...], files: tuple[str, ...], keyring_dir: str) -> str:
+    sections = [
+        ("os-release", "cat /etc/os-release"),
+        ("arch", "dpkg --print-architecture"),
+        ("packages", f"dpkg-query -W -f='{DPKG_FORMAT}' " + " ".join(shlex.quote(n) for n in names)),
+        ("holds", "apt-mark showhold"),
+        ("keyrings", f"ls -1 {shlex.quote(keyring_dir)}"),
+    ]
+    sections += [(f"file:{path}", f"cat {shlex.quote(path)}") for path in files]
+    return section_command(sections, marker=MARKER_FILES)
+
+
+def parse_packages_probe(text: str) -> PackageFacts:
+    sections = split_sections(text, _WHAT, marker=MARKER_FILES)
+
+    def body(name: str) -> str:
+        section = sections.get(name)
+        return section.text if section is not None else ""
+
+    try:
+        release = parse_os_release(body("os-release")) if "=" in body("os-release") else {}
+        packages = parse_dpkg_query(body("packages"))
+        holds = parse_showhold(body("holds")) if "not found" not in body("holds") else frozenset()
+    except ParseError as exc:
+        raise ParseError(_WHAT, exc.reason, line=exc.line, text=exc.text) from None
+    arch = body("arch").strip() or None
+    if arch is not None and not re.fullmatch(r"[a-z0-9]+", arch):
+        arch = None
+    listing = body("keyrings")
+    keyrings = frozenset() if listing.startswith("ls: ") else frozenset(
+        line.strip() for line in listing.splitlines() if line.strip())
+    files: dict[str, str | None] = {}
+    for name, section in sections.items():
+        if name.startswith("file:"):
+            first = section.text.strip().splitlines()[0] if section.text.strip() else ""
+            missing = first.startswith("cat: ") and first.endswith("No such file or directory")
+            files[name[len("file:"):]] = None if missing else section.text
+    return PackageFacts(release.get("ID"), tuple(release.get("ID_LIKE", "").split()), release.get("VERSION_CODENAME"),
+                        arch, packages, holds, files, keyrings)

@@ -1,0 +1,143 @@
+"""``tune-nccl`` as one call: inputs, derived settings, optional sweep, rendering, lint, push.
+
+Every step that reaches hosts (a live survey, the sweep, the push) runs on the one fan-out
+``runner`` it is given, so each host is connected once for the whole command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clusterctl.changes import Gate, GateRecord
+from clusterctl.errors import UsageError
+
+if TYPE_CHECKING:
+    from clusterctl.fanout import FleetResult, Runner
+    from clusterctl.inventory.model import Host
+    from clusterctl.nccl.tune.derive import Tuning
+    from clusterctl.nccl.tune.inputs import TuneHost
+    from clusterctl.nccl.tune.sweep import SweepResult
+
+
+@dataclass(frozen=True)
+class TuneRequest:
+    survey: str | None = None
+    #: Folder of an earlier ``--sweep --out``: reuse its measured winners.
+    bench: str | None = None
+    sweep: bool = False
+    budget: int = 120
+    repeats: int = 3
+    fmt: str = "conf"
+    out: str | None = None
+    push: bool = False
+    #: With ``push``: record the changes (diffs), write nothing.
+    dry_run: bool = False
+    nccl_version: str | None = None
+    namespace: str | None = None
+    #: Where the push's undo journal goes (default ``clusterctl-results/undo``).
+    journal_dir: str | None = None
+
+
+@dataclass
+class TuneOutcome:
+    tuning: Tuning
+    measured: SweepResult | None
+    #: Hosts left out, with why.
+    skipped: list[str]
+    #: Warnings and errors ``nccl lint`` finds in the rendered files (``file:line: severity: message``).
+    lint_problems: list[str]
+    files: dict[str, str]
+    written: list[str] = field(default_factory=list)
+    pushed: FleetResult[GateRecord] | None = None
+    #: The file ``clusterctl undo`` takes to revert the push, when it changed anything.
+    undo_journal: Path | None = None
+
+
+def tune_nccl(runner: Runner, hosts: Sequence[Host], request: TuneRequest) -> TuneOutcome:
+    from clusterctl.nccl.tune.derive import derive_settings
+    from clusterctl.nccl.tune.render import render_files, write_files
+
+    tune_hosts, skipped = tune_inputs(runner, hosts, request.survey)
+    if not tune_hosts:
+        raise UsageError("no reachable host to tune")
+    tuning = derive_settings(tune_hosts, nccl_version=request.nccl_version)
+    measured: SweepResult | None = None
+    if request.sweep:
+        measured = run_tuning_sweep(runner, [h for h in hosts if h.name in tuning.hosts], tuning, request)
+    elif request.bench:
+        from clusterctl.nccl.tune.sweep import load_sweep
+
+        measured = load_sweep(request.bench)
+    gpus = sum(len(h.gpu_indices) for h in tune_hosts)
+    files = render_files(tuning, measured, fmt=request.fmt, namespace=request.namespace,
+                         nodes=len(tune_hosts), ranks=gpus or -1)
+    outcome = TuneOutcome(tuning, measured, skipped, lint_rendered(files, tuning), files)
+    if request.out:
+        outcome.written = [str(p) for p in write_files(files, request.out)]
+        if measured is not None and request.sweep:
+            from clusterctl.nccl.tune.sweep import save_sweep
+
+            outcome.written.append(str(save_sweep(measured, request.out)))
+    if request.push:
+        from clusterctl.nccl.tune.push import push_conf
+        from clusterctl.nccl.tune.render import conf_for_host
+        from clusterctl.undo_journal import save_journal
+
+        gate = Gate(apply=not request.dry_run)
+        targets = [h for h in hosts if h.name in tuning.hosts]
+        outcome.pushed = push_conf(runner, targets, lambda name: conf_for_host(tuning, measured, name), gate=gate)
+        if gate.apply:
+            outcome.undo_journal = save_journal(gate.records, command="tune-nccl --push", folder=request.journal_dir)
+    return outcome
+
+
+def tune_inputs(runner: Runner, hosts: Sequence[Host], survey: str | None) -> tuple[list[TuneHost], list[str]]:
+    """Tuning input per host: from a saved survey when given, else surveyed now on ``runner``."""
+    if survey:
+        from clusterctl.nccl.tune.inputs import from_saved_survey
+
+        return from_saved_survey(survey, hosts)
+    from clusterctl.facts.netdev import IPV4_ADDRS
+    from clusterctl.nccl.tune.inputs import from_host_facts
+    from clusterctl.survey.collect import collect_fleet, survey_facts
+
+    fleet = collect_fleet(runner, hosts, facts=(*survey_facts(), IPV4_ADDRS))
+    out = [from_host_facts(o.host, o.value) for o in fleet.outcomes if o.ok and o.value is not None]
+    skipped = [f"{o.host.name}: {o.failure.describe()}" for o in fleet.outcomes if o.failure is not None]
+    return out, skipped
+
+
+def run_tuning_sweep(runner: Runner, hosts: list[Host], tuning: Tuning, request: TuneRequest) -> SweepResult:
+    from clusterctl.nccl.tune.sweep import bench_measure, candidate_space, lint_validator, run_sweep
+    from clusterctl.nccl.versions import try_parse_version
+
+    version = try_parse_version(tuning.nccl_version) if tuning.nccl_version else None
+    candidates = candidate_space(version, validate=lint_validator())
+    # Candidates run on top of the derived settings: the sweep measures what a job would get.
+    base_env = {s.name: s.value for s in tuning.settings}
+    measure = bench_measure(runner, hosts, base_env=base_env)
+    return run_sweep(measure, candidates, budget=request.budget, baseline_repeats=request.repeats,
+                     nccl_version=tuning.nccl_version)
+
+
+def lint_rendered(files: dict[str, str], tuning: Tuning) -> list[str]:
+    """Lint every rendered settings file; anything at warning level or above is reported."""
+    from clusterctl.findings import Severity
+    from clusterctl.nccl.lint import FABRICS, lint_settings
+    from clusterctl.nccl.sources import read_settings
+
+    formats = {".conf": "env", ".sh": "shell", ".yaml": "k8s"}
+    fabric = tuning.fabric if tuning.fabric in FABRICS else None
+    problems: list[str] = []
+    for name, text in files.items():
+        fmt = next((f for suffix, f in formats.items() if name.endswith(suffix)), None)
+        if fmt is None or name.endswith("nccl_tuner.conf"):
+            continue
+        settings = read_settings(text, fmt, name=name)
+        for f in lint_settings(settings, nccl_version=tuning.nccl_version, fabric=fabric):
+            if f.severity in (Severity.ERROR, Severity.WARNING):
+                problems.append(f"{f.file}:{f.line}: {f.severity}: {f.message}")
+    return problems

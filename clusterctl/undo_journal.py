@@ -1,0 +1,140 @@
+"""What a run changed on hosts, kept on the control machine so that ``clusterctl undo FILE`` can revert it.
+
+The gate keeps what undo needs in memory (``GateRecord``: the backup path of a replaced file,
+the fact that a file was new, a command's undo command). This writes those records of one
+run to a small JSON file and reads them back, so an undo works after the run has ended:
+``tune-nccl --push`` names its journal, ``clusterctl undo JOURNAL`` restores each host's files
+from their backups through the same gate.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clusterctl.changes import Change, ChangeKind, GateRecord
+from clusterctl.errors import UsageError
+
+if TYPE_CHECKING:
+    from clusterctl.fanout import FleetResult, Runner
+    from clusterctl.inventory.model import Host
+    from clusterctl.transport.base import Transport
+
+JOURNAL_KIND = "clusterctl.undo"
+JOURNAL_VERSION = 1
+#: Where journals go unless a command is told otherwise (next to bench's results).
+DEFAULT_FOLDER = Path("clusterctl-results") / "undo"
+
+
+def undoable(records: Sequence[GateRecord]) -> list[GateRecord]:
+    """The records that changed a host (applied, not already as wanted)."""
+    return [r for r in records if r.applied and r.changed]
+
+
+def record_json(record: GateRecord) -> dict[str, Any]:
+    change = record.change
+    data: dict[str, Any] = {"host": change.host, "summary": change.summary, "kind": change.kind.value,
+                            "sudo": change.sudo}
+    if change.kind is ChangeKind.WRITE_FILE:
+        data.update(path=change.path, mode=f"{change.mode:o}", backup_path=record.backup_path,
+                    new_file=change.current is None)
+    else:
+        data.update(undo_command=change.undo_command)
+    return data
+
+
+def save_journal(records: Sequence[GateRecord], *, command: str, folder: str | Path | None = None,
+                 now: float | None = None) -> Path | None:
+    """Write the undoable records to ``FOLDER/<command>-YYYYmmdd-HHMMSS.json``; ``None`` when nothing changed."""
+    kept = undoable(records)
+    if not kept:
+        return None
+    target_dir = Path(folder) if folder is not None else DEFAULT_FOLDER
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    slug = "-".join(command.replace("--", "").split())
+    path = target_dir / f"{slug}-{stamp}.json"
+    payload = {"kind": JOURNAL_KIND, "version": JOURNAL_VERSION, "command": command,
+               "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now)),
+               "changes": [record_json(r) for r in kept]}
+    try:
+        target_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(payload, indent=2) + "\n")
+    except OSError as exc:
+        raise UsageError(f"cannot write the undo journal ({exc.strerror})", file=str(path)) from exc
+    return path
+
+
+def load_journal(path: str | Path) -> list[GateRecord]:
+    """The records of a journal, as the gate's ``undo`` takes them. Bad files are a ``UsageError``."""
+    where = str(path)
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise UsageError(f"cannot read the undo journal ({exc.strerror})", file=where) from exc
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"not JSON: {exc.msg}", file=where, line=exc.lineno) from exc
+    if not isinstance(data, dict) or data.get("kind") != JOURNAL_KIND:
+        raise UsageError("not a clusterctl undo journal", file=where)
+    if data.get("version") != JOURNAL_VERSION:
+        raise UsageError(f"undo journal version {data.get('version')!r}; this clusterctl reads {JOURNAL_VERSION}",
+                         file=where)
+    records: list[GateRecord] = []
+    for index, item in enumerate(data.get("changes") or []):
+        try:
+            records.append(_record_from_json(item))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(f"change {index + 1} is malformed ({exc})", file=where) from exc
+    return records
+
+
+def _record_from_json(item: dict[str, Any]) -> GateRecord:
+    host, summary, sudo = str(item["host"]), str(item["summary"]), bool(item["sudo"])
+    if ChangeKind(item["kind"]) is ChangeKind.WRITE_FILE:
+        # Undo needs where the file is, its mode, whether it was new and where its backup is;
+        # the content itself stays on the host, in the backup.
+        change = Change(host, summary, ChangeKind.WRITE_FILE, path=str(item["path"]), content=b"",
+                        current=None if item["new_file"] else b"\0", mode=int(str(item["mode"]), 8), sudo=sudo)
+        return GateRecord(change, applied=True, changed=True, backup_path=item.get("backup_path"))
+    change = Change(host, summary, ChangeKind.RUN_COMMAND, command=summary, undo_command=item.get("undo_command"),
+                    sudo=sudo)
+    return GateRecord(change, applied=True, changed=True)
+
+
+def undo_on_hosts(runner: Runner, hosts: Sequence[Host], records: Sequence[GateRecord], *, apply: bool
+                  ) -> FleetResult[list[str]]:
+    """Revert ``records`` on those of ``hosts`` they concern, newest change first; one line per change.
+
+    Journal hosts not in ``hosts`` (narrowed with ``-l``) are left alone; none selected is a ``UsageError``.
+    """
+    from clusterctl.changes import Gate
+
+    by_host: dict[str, list[GateRecord]] = {}
+    for record in records:
+        by_host.setdefault(record.change.host, []).append(record)
+    targets = [h for h in hosts if h.name in by_host]
+    if not targets:
+        raise UsageError(f"the journal changed {', '.join(sorted(by_host)) or 'no host'}; none of them is selected")
+
+    def task(transport: Transport) -> list[str]:
+        mine = by_host[transport.host.name]
+        if apply:
+            return Gate(apply=True).undo(transport, mine)
+        return [_would_undo(r) for r in reversed(mine)]
+
+    return runner.run_task(targets, task, label="undo" if apply else "undo (dry run)")
+
+
+def _would_undo(record: GateRecord) -> str:
+    change = record.change
+    if change.kind is ChangeKind.WRITE_FILE:
+        if record.backup_path:
+            return f"would restore {change.path} from {record.backup_path}"
+        if change.current is None:
+            return f"would remove {change.path} (it was new)"
+        return f"cannot restore {change.path}: no backup was kept"
+    if change.undo_command:
+        return f"would run: {change.undo_command}"
+    return f"'{change.summary}' cannot be undone automatically"

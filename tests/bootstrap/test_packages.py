@@ -1,0 +1,92 @@
+"""The packages phase: parsers on recorded outputs, sources (upstream, mirror, key files), pins, holds."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from clusterctl.bootstrap.apt_sources import chosen_repos, pin, sources_path, wanted_packages, with_mirror
+from clusterctl.bootstrap.phase import PhaseContext
+from clusterctl.bootstrap.phases.packages import Packages
+from clusterctl.changes import ChangeKind
+from clusterctl.facts.packages import InstalledPackage, PackageFacts, parse_dpkg_query, parse_showhold
+from clusterctl.inventory.model import AptRepo, BootstrapConfig, Host, Inventory, StackPin
+from clusterctl.transport.local import LocalTransport
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "apt"
+STACK = StackPin(kubernetes="1.36.2", containerd="2.2.1")
+
+
+def test_dpkg_query_and_showhold_from_recorded_outputs() -> None:
+    found = parse_dpkg_query((FIXTURES / "dpkg-query-debian12.txt").read_text())
+    assert set(found) == {"containerd", "openssh-server"}
+    assert found["containerd"].version == "1.6.20~ds1-1+deb12u3" and found["containerd"].installed
+    assert parse_showhold((FIXTURES / "apt-mark-showhold-kube.txt").read_text()) == {"kubeadm", "kubectl", "kubelet"}
+
+
+def test_pins_follow_upstream_revisions_or_exact_debian_versions() -> None:
+    assert pin("kubeadm", "1.36.2").version == "1.36.2-*"
+    assert pin("kubeadm", "1.36.2").matches("1.36.2-1.1") and not pin("kubeadm", "1.36.2").matches("1.36.20-1.1")
+    exact = pin("containerd", "1.6.20~ds1-1+deb12u3")
+    assert exact.version == "1.6.20~ds1-1+deb12u3" and exact.matches("1.6.20~ds1-1+deb12u3")
+    names = [p.package for p in wanted_packages(STACK, BootstrapConfig())]
+    assert names[:4] == ["containerd.io", "kubelet", "kubeadm", "kubectl"] and "nvidia-container-toolkit" in names
+
+
+def test_air_gapped_mirror_and_own_repositories() -> None:
+    assert with_mirror("https://pkgs.k8s.io/core:/stable:/v1.36/deb/", "https://mirror.lan/apt") == \
+        "https://mirror.lan/apt/pkgs.k8s.io/core:/stable:/v1.36/deb/"
+    repos = chosen_repos(STACK, BootstrapConfig(mirror="https://mirror.lan/apt"), "ubuntu", "jammy")
+    assert [r.name for r in repos] == ["kubernetes", "nvidia-container-toolkit", "docker"]
+    assert all(r.url.startswith("https://mirror.lan/apt/") for r in repos)
+    assert all((r.key_url or "").startswith("https://mirror.lan/apt/") for r in repos)
+    own = AptRepo("kubernetes", "https://repo.lan/k8s", ("stable",), ("main",), key_file="/keys/k8s.asc")
+    only = chosen_repos(STACK, BootstrapConfig(apt_repos=(own,), apt_repos_only=True), "ubuntu", "jammy")
+    assert only == [own]
+
+
+def ctx(settings: BootstrapConfig) -> PhaseContext:
+    host = Host(name="n1", transport="local", stack=STACK)
+    return PhaseContext(host, LocalTransport(host), Inventory(name="lab", hosts=(host,), bootstrap=settings))
+
+
+FRESH = PackageFacts("ubuntu", ("debian",), "jammy", "amd64", {}, frozenset(), {}, frozenset())
+
+
+def test_fresh_host_then_nothing_to_do(tmp_path: Path) -> None:
+    key = tmp_path / "k8s.asc"
+    key.write_text("-----BEGIN PGP PUBLIC KEY BLOCK-----\nabc\n-----END PGP PUBLIC KEY BLOCK-----\n")
+    settings = BootstrapConfig(apt_repos=(AptRepo("kubernetes", "https://pkgs.k8s.io/core:/stable:/v1.36/deb/",
+                                                  ("/",), (), key_file=str(key)),))
+    changes = [c for c in Packages().plan(ctx(settings), FRESH) if not c.is_noop]
+    commands = [c.command or "" for c in changes if c.kind is ChangeKind.RUN_COMMAND]
+    assert commands[0] == "install -d -m 0755 /etc/apt/keyrings"
+    assert not any("pkgs.k8s.io" in c for c in commands if c.startswith("curl"))  # the key came from the file
+    assert any(c.startswith("curl -fsSL --retry 3 https://nvidia.github.io/libnvidia-container/gpgkey")
+               for c in commands)
+    install = next(c for c in commands if c.startswith("apt-get install"))
+    assert "'kubeadm=1.36.2-*'" in install and "'containerd.io=2.2.1-*'" in install
+    assert commands[-1].startswith("apt-mark hold containerd.io kubelet kubeadm kubectl")
+    written = {c.path: c.content for c in changes if c.kind is ChangeKind.WRITE_FILE}
+    assert written["/etc/apt/keyrings/clusterctl-kubernetes.asc"] == key.read_bytes()
+    docker = (written["/etc/apt/sources.list.d/clusterctl-docker.sources"] or b"").decode()
+    assert "URIs: https://download.docker.com/linux/ubuntu\nSuites: jammy\nComponents: stable\n" in docker
+    # The host once everything is there: no change at all.
+    versions = {"containerd.io": "2.2.1-1~ubuntu.22.04~jammy", "kubelet": "1.36.2-1.1", "kubeadm": "1.36.2-1.1",
+                "kubectl": "1.36.2-1.1"}
+    installed = {p.package: InstalledPackage(p.package, versions.get(p.package, "1.20.0-1"), "ii")
+                 for p in wanted_packages(STACK, settings)}
+    files: dict[str, str | None] = {path: (data or b"").decode() for path, data in written.items()}
+    done = replace(FRESH, packages=installed, holds=frozenset(installed), files=files,
+                   keyrings=frozenset(p.rsplit("/", 1)[1] for p in written if p.startswith("/etc/apt/keyrings/")) |
+                   {"clusterctl-nvidia-container-toolkit.asc", "clusterctl-docker.asc"})
+    assert [c for c in Packages().plan(ctx(settings), done) if not c.is_noop] == []
+    assert sources_path(settings.apt_repos[0]) == "/etc/apt/sources.list.d/clusterctl-kubernetes.sources"
+
+
+def test_kubernetes_that_the_pinned_containerd_does_not_support_is_refused() -> None:
+    host = Host(name="n1", transport="local", stack=StackPin(kubernetes="1.36.2", containerd="1.7.28"))
+    context = PhaseContext(host, LocalTransport(host), Inventory(name="lab", hosts=(host,)))
+    (finding,) = Packages().findings(context, FRESH)
+    assert finding.code == "CONTAINERD_KUBERNETES_MISMATCH"
+    assert finding.message == ("Kubernetes 1.36 needs containerd 2.3.0+ or 2.2.0+; containerd 1.7.28 is pinned")

@@ -1,0 +1,64 @@
+"""A run's changes, saved as a journal, can be reverted later: files from their backups, new files removed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clusterctl.changes import Change, Gate
+from clusterctl.errors import UsageError
+from clusterctl.fanout import Runner
+from clusterctl.inventory.model import Host
+from clusterctl.transport.base import Transport
+from clusterctl.transport.local import LocalTransport
+from clusterctl.undo_journal import load_journal, save_journal, undo_on_hosts
+
+HOST = Host(name="here", transport="local")
+
+
+def _local(host: Host, _timeout: float) -> Transport:
+    return LocalTransport(host)
+
+
+def test_journal_survives_the_run_and_undo_restores_every_file(tmp_path: Path) -> None:
+    replaced, created, same = tmp_path / "nccl.conf", tmp_path / "new.conf", tmp_path / "same.conf"
+    replaced.write_text("NCCL_DEBUG=WARN\n")
+    same.write_text("x\n")
+    gate = Gate(apply=True)
+    transport = LocalTransport(HOST)
+    gate.submit(transport, Change.write_file("here", str(replaced), "NCCL_DEBUG=INFO\n",
+                                             current=replaced.read_text(), sudo=False))
+    gate.submit(transport, Change.write_file("here", str(created), "new\n", current=None, sudo=False))
+    gate.submit(transport, Change.write_file("here", str(same), "x\n", current="x\n", sudo=False))
+    journal = save_journal(gate.records, command="tune-nccl --push", folder=tmp_path / "undo")
+    assert journal is not None and journal.name.startswith("tune-nccl-push-")
+    assert len(json.loads(journal.read_text())["changes"]) == 2  # the unchanged file needs no undo
+
+    records = load_journal(journal)
+    with Runner(_local) as runner:
+        planned = undo_on_hosts(runner, [HOST], records, apply=False)
+        assert planned.outcomes[0].value == [f"would remove {created} (it was new)",
+                                             f"would restore {replaced} from {records[0].backup_path}"]
+        assert replaced.read_text() == "NCCL_DEBUG=INFO\n" and created.exists()  # dry run touched nothing
+        done = undo_on_hosts(runner, [HOST], records, apply=True)
+    assert done.ok and not created.exists()
+    assert replaced.read_text() == "NCCL_DEBUG=WARN\n"
+
+
+def test_nothing_changed_writes_no_journal(tmp_path: Path) -> None:
+    gate = Gate(apply=False)
+    gate.submit(LocalTransport(HOST), Change.write_file("here", str(tmp_path / "f"), "x\n", current=None))
+    assert save_journal(gate.records, command="tune-nccl --push", folder=tmp_path) is None
+
+
+def test_a_file_that_is_not_a_journal_is_a_usage_error(tmp_path: Path) -> None:
+    bad = tmp_path / "survey.json"
+    bad.write_text('{"kind": "clusterctl.survey"}')
+    with pytest.raises(UsageError, match="not a clusterctl undo journal"):
+        load_journal(bad)
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"kind": "clusterctl.undo", "version": 1, "changes": [{"host": "h"}]}')
+    with pytest.raises(UsageError, match="change 1 is malformed"):
+        load_journal(broken)
