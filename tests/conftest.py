@@ -18,6 +18,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sshd_hosts import SSHDHosts, sshd_missing_reason
 
 
+@pytest.fixture(autouse=True)
+def _private_mock_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test's mock hosts keep their state in a folder of their own (never ~/.local/state)."""
+    folder = tmp_path_factory.mktemp("mock-state")
+    monkeypatch.setenv("CLUSTERCTL_MOCK_STATE", str(folder))
+    return folder
+
+
 @pytest.fixture
 def sshd_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHDHosts]:
     """``sshd_hosts(3, profile=DIR)`` starts three sshd mock hosts; all are stopped afterwards."""

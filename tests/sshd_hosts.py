@@ -196,8 +196,16 @@ class SSHDHost:
         return self.folder / "ssh_host_ed25519_key"
 
     @property
-    def state_file(self) -> Path:
-        return self.folder / "state.json"
+    def state_root(self) -> Path:
+        """The mock cluster state folder this host shares with the other hosts of its farm."""
+        return self.folder.parent / "mock-state"
+
+    @property
+    def state(self) -> Any:
+        """This host's ``clusterctl.mock.state.HostState`` (its tree and its JSON document)."""
+        from clusterctl.mock.state import MockCluster
+
+        return MockCluster(self.state_root).host(self.name)
 
     @property
     def sudo_log(self) -> Path:
@@ -244,16 +252,20 @@ class SSHDHost:
         self._write_config()
 
     def _install_profile_tools(self, profile: Path) -> None:
+        from clusterctl.mock.tools import machine_tools
+
         python = shlex.quote(sys.executable)
-        for tool in profile_tools(profile):
+        tools = profile_tools(profile)
+        tools += [t for t in machine_tools() if t not in tools]
+        for tool in tools:
             real = shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin")
             fallback = f"--fallback {shlex.quote(real)} " if real else ""
             _write_script(
                 self.bin_dir / tool,
                 "#!/bin/sh\n"
                 f"PYTHONPATH={shlex.quote(str(REPO_ROOT))} exec {python} -m clusterctl.transport.replay "
-                f"--profile {shlex.quote(str(profile))} --state {shlex.quote(str(self.state_file))} "
-                f"{fallback}-- {shlex.quote(tool)} \"$@\"\n",
+                f"--profile {shlex.quote(str(profile))} --state-dir {shlex.quote(str(self.state_root))} "
+                f"--host {shlex.quote(self.name)} {fallback}-- {shlex.quote(tool)} \"$@\"\n",
             )
 
     def _write_config(self) -> None:

@@ -129,6 +129,7 @@ class HostBuilder:
             ),
             transport=transport,
             profile=self.profile(transport),
+            mock_state=self.mock_state(),
             stack=StackPin(**{k: v for k, v in stack.items() if v is not None}),
             source=f"{self.file}:{self.line}",
         )
@@ -181,6 +182,12 @@ class HostBuilder:
             return values.profile_folder(var.value, self.base_dir)
         except BadValue as exc:
             raise self.error(f"host '{self.name}': {exc.message}", var.line, name, exc.hint) from None
+
+    def mock_state(self) -> str | None:
+        found = self.pick(("clusterctl_mock_state",))
+        if found is None or found[1].value in (None, ""):
+            return None
+        return str((self.base_dir / Path(str(found[1].value)).expanduser()).resolve())
 
     def ssh_args(self) -> tuple[str | None, tuple[tuple[str, str], ...]]:
         """Jump host and ``-o`` options from ``ansible_ssh_common_args``/``_extra_args``."""

@@ -39,8 +39,27 @@ def load_inventory(path: str | Path) -> Inventory:
 
     YAML whose top level is ``all:`` (or only Ansible groups) is read as Ansible; other YAML as
     clusterctl's format; a file that is not a YAML mapping (``[group]`` headers, host lines) as
-    Ansible INI.
+    Ansible INI. Mock hosts get their state folder (``with_mock_state``).
     """
+    inventory = _read_any(path)
+    return with_mock_state(inventory, str(Path(path).resolve()))
+
+
+def with_mock_state(inventory: Inventory, source: str) -> Inventory:
+    """Mock hosts without ``mock_state`` get their cluster's default state folder (never in the repo)."""
+    if not any(h.transport == "mock" and not h.mock_state for h in inventory.hosts):
+        return inventory
+    from dataclasses import replace
+
+    from clusterctl.mock.paths import default_state_folder
+
+    folder = str(default_state_folder(inventory.name, source))
+    hosts = tuple(replace(h, mock_state=folder) if h.transport == "mock" and not h.mock_state else h
+                  for h in inventory.hosts)
+    return replace(inventory, hosts=hosts)
+
+
+def _read_any(path: str | Path) -> Inventory:
     from clusterctl.inventory.ansible import parse_ansible_ini, parse_ansible_yaml
     from clusterctl.inventory.native import parse_native
     from clusterctl.inventory.yaml_tree import Mapping, parse_yaml

@@ -29,6 +29,9 @@ class Fabric:
     #: Latency thresholds in microseconds.
     latency_warn_us: float = 15.0
     latency_error_us: float = 50.0
+    #: Whether NIC i of every host connects to switch rail i (NCCL_CROSS_NIC=0 then keeps rings on
+    #: one rail); None = not known.
+    rail_optimized: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,9 @@ class Host:
     transport: TransportKind = "ssh"
     #: For ``transport: mock``: folder of the recorded profile (absolute path after loading).
     profile: str | None = None
+    #: For ``transport: mock``: the mock cluster's state folder (files, services, packages that
+    #: last between runs); absolute after loading. See ``clusterctl.mock.paths`` for the default.
+    mock_state: str | None = None
     stack: StackPin = field(default_factory=StackPin)
     #: Free-form variables (Ansible host/group vars that clusterctl does not interpret).
     vars: tuple[tuple[str, Any], ...] = ()

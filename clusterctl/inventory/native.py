@@ -391,6 +391,7 @@ class _Reader:
             ),
             transport=transport,
             profile=self.profile(host_def, merged.get("profile"), transport),
+            mock_state=self.mock_state(merged.get("mock_state")),
             stack=StackPin(**{k: s.value for k, s in stack.items() if s.value is not None}),
             vars=tuple(values.mask_secrets({k: s.value for k, s in free_vars.items()}).items()),
             source=f"{self.file}:{host_def.line}",
@@ -417,6 +418,12 @@ class _Reader:
                 field=setting.field,
                 hint=exc.hint,
             ) from None
+
+
+    def mock_state(self, setting: _Setting | None) -> str | None:
+        if setting is None or setting.value is None:
+            return None
+        return str((self.base_dir / Path(str(setting.value)).expanduser()).resolve())
 
 
 def _setting_value(section: _Section, key: str) -> Any:
@@ -458,6 +465,8 @@ FABRIC_FIELDS: dict[str, FieldReader] = {
     "across_racks_min": _number("across_racks_min", values.fraction),
     "latency_warn_us": _number("latency_warn_us", values.positive_number),
     "latency_error_us": _number("latency_error_us", values.positive_number),
+    "rail_optimized": lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else values.boolean(
+        v, "rail_optimized")),
 }
 
 SSH_FIELDS: dict[str, FieldReader] = {
@@ -478,6 +487,7 @@ DEFAULT_FIELDS: dict[str, FieldReader] = {
     "labels": lambda r, node, field: r.free_mapping(node, field, text_values=True),
     "transport": lambda r, node, field: r.scalar(node, field, values.transport),
     "profile": _text("profile"),
+    "mock_state": _text("mock_state"),
     "fabric": lambda r, node, field: r.settings(node, field, FABRIC_FIELDS),
     "ssh": lambda r, node, field: r.settings(node, field, SSH_FIELDS),
     "stack": lambda r, node, field: r.settings(node, field, STACK_FIELDS),

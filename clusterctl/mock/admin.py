@@ -1,0 +1,57 @@
+"""Where the mock hosts of an inventory keep their state, and forgetting it (``clusterctl mock``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clusterctl.inventory.model import Host
+
+
+@dataclass(frozen=True)
+class HostStateSummary:
+    host: str
+    folder: str
+    exists: bool
+    services: dict[str, str]
+    packages: dict[str, str]
+    values: dict[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"host": self.host, "folder": self.folder, "exists": self.exists, "services": self.services,
+                "packages": self.packages, "values": self.values}
+
+
+def mock_hosts(hosts: Sequence[Host]) -> list[Host]:
+    return [h for h in hosts if h.transport == "mock" and h.mock_state]
+
+
+def summaries(hosts: Sequence[Host]) -> list[HostStateSummary]:
+    from clusterctl.mock.state import MockCluster
+
+    found = []
+    for host in mock_hosts(hosts):
+        state = MockCluster(str(host.mock_state)).host(host.name)
+        data = state.read() if state.seeded else {}
+        services = {k: str(v.get("active")) for k, v in (data.get("services") or {}).items() if isinstance(v, dict)}
+        packages = {k: str(v.get("version")) for k, v in (data.get("packages") or {}).items() if isinstance(v, dict)}
+        found.append(HostStateSummary(host.name, str(state.folder), state.seeded, services, packages,
+                                      {str(k): str(v) for k, v in (data.get("values") or {}).items()}))
+    return found
+
+
+def reset(hosts: Sequence[Host], *, whole_cluster: bool) -> list[str]:
+    """Forget the state of ``hosts`` (and their clusters' shared state when ``whole_cluster``)."""
+    from clusterctl.mock.state import MockCluster
+
+    removed: list[str] = []
+    by_folder: dict[str, list[str]] = {}
+    for host in mock_hosts(hosts):
+        by_folder.setdefault(str(host.mock_state), []).append(host.name)
+    for folder, names in by_folder.items():
+        cluster = MockCluster(Path(folder))
+        removed += cluster.reset(None if whole_cluster else names)
+    return removed

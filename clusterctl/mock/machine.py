@@ -1,0 +1,300 @@
+"""One mock host: a profile's rules over simulated tools, on a persistent state folder.
+
+``MockMachine.run_line`` answers a whole command line (the in-process mock transport);
+``MockMachine.run_argv`` answers one program call (the sshd mock hosts' replay, where a real
+shell already split the line). Both pick an answer in the same order:
+
+1. the first profile rule that matches (its ``when_state``, ``skip`` and ``times`` honoured;
+   counts and ``set_state`` values kept in the host's state, so they last between processes);
+2. the simulated tool of that name, when the host has it (``clusterctl.mock.tools``);
+3. ``sh: 1: TOOL: not found``, exit 127.
+
+In-process, a line no rule matches as a whole is run by the small shell
+(``clusterctl.mock.shell``), which applies the same order to each program in it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from clusterctl.mock.profile import Profile, Rule, rule_tools
+from clusterctl.mock.shell import Shell
+from clusterctl.mock.state import STATE_VERSION, ClusterState, HostState, MockCluster, StateError
+from clusterctl.mock.tools import BIN_DIRS, FILE_TOOLS, tool_module
+from clusterctl.mock.tools.base import ToolContext, ToolResult
+
+#: Folders every Debian/Ubuntu host has; files written elsewhere need their folder made first.
+SKELETON = (
+    "/etc/apt/sources.list.d", "/etc/apt/keyrings", "/etc/apt/preferences.d", "/etc/default", "/etc/profile.d",
+    "/etc/sysctl.d", "/etc/modules-load.d", "/etc/modprobe.d", "/etc/systemd/system", "/etc/security/limits.d",
+    "/etc/ssl/certs", "/usr/local/bin", "/usr/local/sbin", "/usr/lib/sysctl.d", "/usr/share/keyrings", "/opt",
+    "/root", "/home", "/tmp", "/var/lib", "/var/log", "/var/tmp", "/run",
+)
+
+
+class SimulatedFailure(Exception):
+    """A rule's ``fail:``: the transport reports this failure kind instead of an answer."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        super().__init__(message)
+
+
+def command_lines(argv: Sequence[str]) -> list[str]:
+    """The command lines a user may have typed for this argv, most literal first.
+
+    Rules are written as users type them (``nvidia-smi topo -m``); arguments that needed
+    quoting are tried both quoted and bare, since the shell removed the quotes.
+    """
+    import shlex
+
+    quoted = shlex.join(argv)
+    bare = " ".join(argv)
+    return [quoted] if quoted == bare else [quoted, bare]
+
+
+def initial_state(profile: Profile) -> dict[str, Any]:
+    """The host's state document on first use, from the profile's ``machine:`` section."""
+    machine = profile.machine
+    packages: dict[str, Any] = {}
+    raw_packages = machine.get("packages") or {}
+    held = {str(n) for n in raw_packages.get("held") or []}
+    for name, version in (raw_packages.get("installed") or {}).items():
+        packages[str(name)] = {"version": str(version), "held": str(name) in held}
+    services: dict[str, Any] = {}
+    for name, spec in (machine.get("services") or {}).items():
+        spec = spec if isinstance(spec, dict) else {}
+        services[str(name)] = {
+            "active": "active" if spec.get("active", False) is True else str(spec.get("active") or "inactive"),
+            "enabled": "enabled" if spec.get("enabled", False) is True else str(spec.get("enabled") or "disabled"),
+        }
+    modules = machine.get("modules") or {}
+    return {
+        "version": STATE_VERSION,
+        "profile": str(profile.root),
+        "values": {},
+        "rule_hits": {},
+        "answers": {},
+        "services": services,
+        "packages": packages,
+        "modules": [str(m) for m in modules.get("loaded") or []],
+        "sysctl": {str(k): str(v) for k, v in (machine.get("sysctl") or {}).items()},
+        "swap": list(machine.get("swap") or []),
+    }
+
+
+class MockMachine:
+    """A profile played on a host state; see the module docstring for the answering order."""
+
+    def __init__(self, profile: Profile, host: HostState, cluster: ClusterState, *, host_name: str,
+                 shell_builtins: bool = True) -> None:
+        self.profile = profile
+        self.host = host
+        self.cluster = cluster
+        self.host_name = host_name
+        #: In-process the file tools (cat, test, mkdir...) are simulated; on sshd hosts the real ones run.
+        self.shell_builtins = shell_builtins
+        #: Per thread: the rule counts taken during the current command line.
+        self._call = threading.local()
+        self.seed()
+
+    @classmethod
+    def open(cls, profile: Profile, state_folder: Path | str, host_name: str, *,
+             shell_builtins: bool = True) -> MockMachine:
+        cluster = MockCluster(state_folder)
+        return cls(profile, cluster.host(host_name), cluster.cluster, host_name=host_name,
+                   shell_builtins=shell_builtins)
+
+    @property
+    def hostname(self) -> str:
+        return self.profile.hostname or self.host_name
+
+    # -- state ---------------------------------------------------------------------------
+
+    def seed(self) -> None:
+        """Create the host's state from the profile on first use (or after the profile changed)."""
+        with self.host.edit() as data:
+            if data.get("profile") == str(self.profile.root) and data.get("version") == STATE_VERSION:
+                return
+            if data and self.host.fs.root.exists():
+                # Pointed at another profile: a different machine, so start it afresh.
+                import shutil
+
+                shutil.rmtree(self.host.fs.root)
+            data.clear()
+            data.update(initial_state(self.profile))
+            for folder in SKELETON:
+                self.host.fs.mkdir(folder)
+            for path, content in self.profile.files.items():
+                self.host.fs.write(path, content)
+            self._seed_packages(data)
+
+    def _seed_packages(self, data: dict[str, Any]) -> None:
+        """Packages installed at first boot bring their files and (running) services, as after apt."""
+        from clusterctl.mock.tools import packages as db
+
+        ctx = self.context([], b"", {})
+        repo = db.repository(ctx)
+        services = data.setdefault("services", {})
+        for name, entry in (data.get("packages") or {}).items():
+            units, programs = db.KNOWN_PACKAGES.get(name, ((), ()))
+            package = repo.get(name) or db.Available(name, (), None, units, programs)
+            db.install_files(ctx, package, str(entry.get("version")))
+            for unit in package.units:
+                services.setdefault(unit, {"active": "active", "enabled": "enabled"})
+
+    # -- rules ---------------------------------------------------------------------------
+
+    def _candidates(self, lines: Sequence[str], values: dict[str, str]) -> list[int]:
+        return [i for i, rule in enumerate(self.profile.rules) if any(rule.matches(ln, values) for ln in lines)]
+
+    def answer_rule(self, lines: Sequence[str], *, timeout: float | None = None) -> ToolResult | None:
+        """The answer of the first rule matching any of ``lines``, or None when none applies."""
+        snapshot = self.host.read()
+        values = {str(k): str(v) for k, v in (snapshot.get("values") or {}).items()}
+        if not self._candidates(lines, values):
+            return None
+        chosen: Rule | None = None
+        with self.host.edit() as data:
+            values = {str(k): str(v) for k, v in (data.get("values") or {}).items()}
+            hits = data.setdefault("rule_hits", {})
+            counted: dict[int, int] | None = getattr(self._call, "counted", None)
+            for index in self._candidates(lines, values):
+                rule = self.profile.rules[index]
+                seen = int(hits.get(str(index), 0))
+                if rule.skip or rule.times is not None:
+                    # One command line counts once per rule, even when the rule is tried on the
+                    # whole line and again on the program inside it.
+                    if counted is not None and index in counted:
+                        seen = counted[index]
+                    else:
+                        hits[str(index)] = seen + 1
+                        if counted is not None:
+                            counted[index] = seen
+                    if seen < rule.skip or (rule.times is not None and seen >= rule.skip + rule.times):
+                        continue
+                chosen = rule
+                answers = data.setdefault("answers", {})
+                count = int(answers.get(str(index), 0))
+                answers[str(index)] = count + 1
+                if not rule.fail:
+                    data.setdefault("values", {}).update(dict(rule.set_state))
+                break
+        if chosen is None:
+            return None
+        if chosen.delay_s:
+            if timeout is not None and chosen.delay_s > timeout:
+                time.sleep(timeout)
+                raise SimulatedFailure("timed out", f"no answer within {timeout:g}s")
+            time.sleep(chosen.delay_s)
+        if chosen.fail:
+            raise SimulatedFailure(chosen.fail, f"{self.host_name}: simulated failure")
+        return ToolResult(chosen.stdouts[count % len(chosen.stdouts)], chosen.stderr, chosen.exit_code)
+
+    # -- tools ---------------------------------------------------------------------------
+
+    def _tree_binary(self, name: str) -> str | None:
+        for folder in BIN_DIRS:
+            try:
+                if self.host.fs.is_file(f"{folder}/{name}"):
+                    return f"{folder}/{name}"
+            except StateError:
+                continue
+        return None
+
+    def has_tool(self, name: str) -> str | None:
+        """Where the host has a program ``name`` (its path), or None."""
+        module = tool_module(name)
+        if module is not None and (self.shell_builtins or name not in FILE_TOOLS):
+            packages: tuple[str, ...] = getattr(module, "PACKAGES", ())
+            installed = self.host.section("packages")
+            if not packages or any(p in installed for p in packages):
+                return self._tree_binary(name) or f"/usr/bin/{name}"
+        found = self._tree_binary(name)
+        if found:
+            return found
+        return f"/usr/bin/{name}" if name in rule_tools(self.profile) else None
+
+    def context(self, argv: list[str], stdin: bytes, env: dict[str, str], cwd: str = "/root") -> ToolContext:
+        return ToolContext(argv=argv, stdin=stdin, env=env, host=self.host, cluster=self.cluster,
+                           host_name=self.host_name, hostname=self.hostname, machine=self.profile.machine,
+                           run=lambda line: self.run_line(line), cwd=cwd)
+
+    def run_tool(self, argv: list[str], stdin: bytes = b"", env: dict[str, str] | None = None,
+                 cwd: str = "/root") -> ToolResult | None:
+        """The simulated tool's answer, or None when the host has no such program."""
+        if not argv or self.has_tool(argv[0]) is None:
+            return None
+        module = tool_module(argv[0])
+        if module is None:
+            return None
+        result: ToolResult = module.run(self.context(list(argv), stdin, dict(env or {}), cwd))
+        return result
+
+    # -- entry points --------------------------------------------------------------------
+
+    def run_argv(self, argv: Sequence[str], stdin: bytes = b"", env: dict[str, str] | None = None,
+                 *, timeout: float | None = None, cwd: str = "/root") -> ToolResult:
+        """One program call: a rule, else the simulated tool, else "not found" (exit 127)."""
+        argv = list(argv)
+        answer = self.answer_rule(command_lines(argv), timeout=timeout)
+        if answer is not None:
+            return answer
+        result = self.run_tool(argv, stdin, env, cwd)
+        if result is not None:
+            return result
+        return ToolResult("", f"sh: 1: {argv[0] if argv else ''}: not found\n", 127)
+
+    def run_line(self, line: str, stdin: bytes = b"", env: dict[str, str] | None = None,
+                 *, timeout: float | None = None) -> ToolResult:
+        """A whole shell line: a rule for the whole line, else the mock shell runs it."""
+        outermost = getattr(self._call, "counted", None) is None
+        if outermost:
+            self._call.counted = {}
+        try:
+            return self._run_line(line, stdin, env, timeout=timeout)
+        finally:
+            if outermost:
+                self._call.counted = None
+
+    def _run_line(self, line: str, stdin: bytes, env: dict[str, str] | None, *, timeout: float | None) -> ToolResult:
+        answer = self.answer_rule([line], timeout=timeout)
+        if answer is not None:
+            return answer
+
+        def dispatch(argv: list[str], data: bytes, environ: dict[str, str], shell: Shell) -> tuple[bytes, bytes, int]:
+            if argv[:2] == ["command", "-v"]:
+                where = self.has_tool(argv[2])
+                return ((where + "\n").encode(), b"", 0) if where else (b"", b"", 1)
+            result = self.run_argv(argv, data, environ, timeout=timeout, cwd=shell.cwd)
+            return result.stdout.encode(), result.stderr.encode(), result.exit_code
+
+        def write(path: str, data: bytes, append: bool) -> None:
+            parent = path.rsplit("/", 1)[0] or "/"
+            try:
+                if not self.host.fs.is_dir(parent):
+                    raise OSError(2, "Directory nonexistent")
+                old = self.host.fs.read(path) if append else None
+                self.host.fs.write(path, (old or b"") + data)
+            except StateError as exc:
+                raise OSError(str(exc)) from None
+
+        def read(path: str) -> bytes | None:
+            try:
+                return self.host.fs.read(path)
+            except StateError:
+                return None
+
+        def glob(pattern: str) -> list[str]:
+            try:
+                return self.host.fs.glob(pattern)
+            except (StateError, ValueError):
+                return []
+
+        shell = Shell(dispatch, env=dict(env or {}), glob=glob, read_file=read, write_file=write)
+        out, err, code = shell.run(line, stdin)
+        return ToolResult(out.decode(errors="replace"), err.decode(errors="replace"), code)

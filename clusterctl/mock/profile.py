@@ -1,0 +1,205 @@
+"""Mock profiles: a folder with ``profile.yaml`` and recorded outputs (format in README/docs).
+
+``load_profile`` reads one (and the profiles it ``extends``) into a ``Profile``: the command
+rules (first match wins; this profile's before inherited ones), the files the host has, its
+hostname and its ``machine:`` section (package repository, services, kernel modules, sysctl,
+swap: the starting point of the simulated tools, see ``clusterctl.mock``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from clusterctl.errors import UsageError
+
+PROFILE_FILE = "profile.yaml"
+_RULE_KEYS = {"match", "regex", "stdout", "stdout_text", "stderr", "stderr_text", "exit", "delay", "set_state",
+              "when_state", "fail", "skip", "times"}
+#: Top-level keys of profile.yaml.
+_PROFILE_KEYS = {"extends", "hostname", "files", "commands", "machine"}
+#: Keys of ``machine:`` whose shape clusterctl checks; others are free for simulated tools.
+_MACHINE_SHAPES: dict[str, type] = {"packages": dict, "services": dict, "modules": dict, "sysctl": dict,
+                                    "swap": list, "kernel": str}
+
+
+@dataclass(frozen=True)
+class Rule:
+    match: str | None
+    regex: re.Pattern[str] | None
+    #: One output, or several that successive matches cycle through (run-to-run noise).
+    stdouts: tuple[str, ...]
+    stderr: str
+    exit_code: int
+    delay_s: float
+    set_state: tuple[tuple[str, str], ...]
+    when_state: tuple[tuple[str, str], ...]
+    #: Simulate a transport failure (``unreachable``, ``timed out``...) instead of output.
+    fail: str | None
+    #: Let this many matching calls pass by first (to fail at the 2nd restart, not the 1st).
+    skip: int = 0
+    #: Answer at most this many calls, then let later rules or the simulated tool answer (None: always).
+    times: int | None = None
+
+    def matches(self, command: str, state: Mapping[str, str]) -> bool:
+        if any(state.get(k) != v for k, v in self.when_state):
+            return False
+        if self.match is not None:
+            return normalise(command) == normalise(self.match)
+        return self.regex is not None and self.regex.search(command) is not None
+
+
+@dataclass(frozen=True)
+class Profile:
+    root: Path
+    hostname: str | None
+    rules: tuple[Rule, ...]
+    #: Absolute host path -> content.
+    files: dict[str, bytes] = field(default_factory=dict)
+    #: The ``machine:`` section: what the simulated tools start from (merged over ``extends``).
+    machine: Mapping[str, Any] = field(default_factory=dict)
+
+
+_TOOL_WORD = re.compile(r"^[A-Za-z0-9_.+\[-]+$")
+
+
+def rule_tools(profile: Profile) -> list[str]:
+    """Program names (first word) that the profile's rules answer, inherited rules included."""
+    names: list[str] = []
+    for rule in profile.rules:
+        word = ""
+        if rule.match is not None:
+            word = rule.match.split()[0] if rule.match.split() else ""
+        elif rule.regex is not None:
+            literal = re.match(r"\^?([A-Za-z0-9_.+-]+)", rule.regex.pattern)
+            word = literal.group(1) if literal else ""
+        if word and _TOOL_WORD.match(word) and word not in names:
+            names.append(word)
+    return names
+
+
+def normalise(command: str) -> str:
+    return " ".join(command.split())
+
+
+def _read(folder: Path, name: str, where: str) -> str:
+    path = folder / name
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise UsageError(f"mock profile file {path} cannot be read ({exc.strerror})", file=where) from exc
+
+
+def _parse_rule(raw: Any, folder: Path, where: str) -> Rule:
+    if not isinstance(raw, dict):
+        raise UsageError("each entry of 'commands' must be a mapping", file=where, field="commands")
+    unknown = set(raw) - _RULE_KEYS
+    if unknown:
+        raise UsageError(f"unknown key(s) {sorted(unknown)} in a command rule", file=where, field="commands")
+    if ("match" in raw) == ("regex" in raw):
+        raise UsageError("a command rule needs exactly one of 'match' or 'regex'", file=where, field="commands")
+    try:
+        regex = re.compile(str(raw["regex"])) if "regex" in raw else None
+    except re.error as exc:
+        raise UsageError(f"bad regex {raw['regex']!r}: {exc}", file=where, field="commands") from exc
+    if isinstance(raw.get("stdout"), list):
+        stdouts = tuple(_read(folder, str(name), where) for name in raw["stdout"])
+    elif "stdout" in raw:
+        stdouts = (_read(folder, str(raw["stdout"]), where),)
+    else:
+        stdouts = (str(raw.get("stdout_text", "")),)
+    stderr = _read(folder, raw["stderr"], where) if "stderr" in raw else str(raw.get("stderr_text", ""))
+    return Rule(
+        match=str(raw["match"]) if "match" in raw else None,
+        regex=regex,
+        stdouts=stdouts,
+        stderr=stderr,
+        exit_code=int(raw.get("exit", 0)),
+        delay_s=float(raw.get("delay", 0)),
+        set_state=tuple((str(k), str(v)) for k, v in (raw.get("set_state") or {}).items()),
+        when_state=tuple((str(k), str(v)) for k, v in (raw.get("when_state") or {}).items()),
+        fail=_fail_kind(raw.get("fail"), where),
+        skip=_count(raw, "skip", where) or 0,
+        times=_count(raw, "times", where),
+    )
+
+
+def _count(raw: Mapping[str, Any], key: str, where: str) -> int | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageError(f"'{key}' must be a whole number >= 0, not {value!r}", file=where, field=f"commands.{key}")
+    return value
+
+
+def _fail_kind(value: Any, where: str) -> str | None:
+    from clusterctl.transport.base import FailureKind
+
+    if not value:
+        return None
+    kinds = [k.value for k in FailureKind]
+    if str(value) not in kinds:
+        raise UsageError(f"'fail: {value}' is not a failure kind; use one of {kinds}", file=where,
+                         field="commands.fail")
+    return str(value)
+
+
+def merge_machine(parent: Mapping[str, Any], child: Mapping[str, Any]) -> dict[str, Any]:
+    """The child's ``machine:`` over the parent's, mappings merged key by key."""
+    out = dict(parent)
+    for key, value in child.items():
+        below = out.get(key)
+        out[key] = merge_machine(below, value) if isinstance(below, dict) and isinstance(value, dict) else value
+    return out
+
+
+def _machine(raw: Any, where: str) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise UsageError("'machine' must be a mapping", file=where, field="machine")
+    for key, shape in _MACHINE_SHAPES.items():
+        if key in raw and raw[key] is not None and not isinstance(raw[key], shape):
+            raise UsageError(f"'machine.{key}' must be a {'mapping' if shape is dict else shape.__name__}",
+                             file=where, field=f"machine.{key}")
+    return dict(raw)
+
+
+@lru_cache(maxsize=256)
+def load_profile(folder: str) -> Profile:
+    """Read a profile folder (and the ones it ``extends``). Cached: profiles are read-only."""
+    import yaml
+
+    root = Path(folder).resolve()
+    index = root / PROFILE_FILE
+    where = str(index)
+    if not index.is_file():
+        raise UsageError(f"mock profile {root} has no {PROFILE_FILE}", file=str(root), field="profile")
+    try:
+        data = yaml.safe_load(index.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise UsageError(f"invalid YAML: {exc}", file=where) from exc
+    if not isinstance(data, dict):
+        raise UsageError("a profile must be a mapping", file=where)
+    unknown = set(data) - _PROFILE_KEYS
+    if unknown:
+        raise UsageError(f"unknown key(s) {sorted(unknown)} in a profile; known: {sorted(_PROFILE_KEYS)}", file=where)
+    machine = _machine(data.get("machine"), where)
+    rules = tuple(_parse_rule(r, root, where) for r in data.get("commands") or [])
+    files = {str(p): _read(root, name, where).encode() for p, name in (data.get("files") or {}).items()}
+    hostname = data.get("hostname")
+    if data.get("extends"):
+        parent = load_profile(str((root / str(data["extends"])).resolve()))
+        rules = rules + parent.rules
+        files = {**parent.files, **files}
+        hostname = hostname or parent.hostname
+        machine = merge_machine(parent.machine, machine)
+    return Profile(root=root, hostname=str(hostname) if hostname else None, rules=rules, files=files,
+                   machine=machine)
+
+

@@ -1,0 +1,730 @@
+"""A small POSIX-shell subset, so command lines sent to an in-process mock host behave as on ``sh``.
+
+It covers what clusterctl and its phases send: ``;``, ``&&``, ``||``, pipes, ``if/then/elif/
+else/fi``, ``!``, quoting (single, double, backslash), ``$VAR``/``${VAR}``/``$?``/``$$`` and
+``$(...)``, redirections (``>``, ``>>``, ``<``, ``2>``, ``2>&1``, ``>&2``, ``&>``; files land in
+the host's tree, ``/dev/null`` discards), ``NAME=value`` prefixes, ``export``, ``set -e``,
+``exit``, ``cd``, ``sh -c``/``bash -c``, ``sudo``, ``env``, ``timeout``, ``command -v``,
+``echo``, ``printf`` and ``eval``. Glob patterns in unquoted words expand against the host's
+tree. Every other word is run by the ``dispatch`` callback (profile rules, then simulated
+tools). Anything else (background ``&``, subshells, here-documents, loops) is refused with a
+clear message and exit 2, never silently mis-run: add a profile rule for such a line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+#: A command's outcome: stdout, stderr, exit code.
+Outcome = tuple[bytes, bytes, int]
+#: Runs one simple command: (argv, stdin, environment, shell) -> outcome.
+Dispatch = Callable[[list[str], bytes, dict[str, str], "Shell"], Outcome]
+
+FAKE_PID = "4242"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=")
+_RESERVED = {"if", "then", "elif", "else", "fi", "!"}
+_UNSUPPORTED = {"for", "while", "until", "case", "do", "done", "esac", "function", "{", "}", "select"}
+
+
+class ShellSyntaxError(Exception):
+    pass
+
+
+class ExitShell(Exception):
+    def __init__(self, code: int) -> None:
+        self.code = code
+        super().__init__(code)
+
+
+# -- tokens ---------------------------------------------------------------------------------
+
+#: One piece of a word: ("lit", text, quoted) | ("var", name, quoted) | ("cmd", script, quoted).
+Segment = tuple[str, str, bool]
+
+
+@dataclass
+class Word:
+    segments: list[Segment] = field(default_factory=list)
+
+    def literal(self) -> str | None:
+        """The word's text when it has no expansion at all (reserved words, assignments)."""
+        if all(kind == "lit" for kind, _, _ in self.segments):
+            return "".join(text for _, text, _ in self.segments)
+        return None
+
+    def unquoted_literal(self) -> str | None:
+        if all(kind == "lit" and not quoted for kind, _, quoted in self.segments):
+            return "".join(text for _, text, _ in self.segments)
+        return None
+
+
+@dataclass
+class Op:
+    text: str
+
+
+Token = Word | Op
+
+_OPERATORS = ("&&", "||", ">>", "&>", ">&", "<<", ";", "|", "&", ">", "<", "(", ")", "\n")
+
+
+def _read_dollar(text: str, i: int, quoted: bool, segments: list[Segment]) -> int:
+    """Parse ``$...`` at ``text[i] == '$'``; append a segment; return the index after it."""
+    nxt = text[i + 1] if i + 1 < len(text) else ""
+    if nxt == "{":
+        end = text.find("}", i + 2)
+        if end < 0:
+            raise ShellSyntaxError("unterminated ${")
+        name = text[i + 2 : end]
+        if not (_NAME.fullmatch(name) or name in ("?", "$")):
+            raise ShellSyntaxError(f"unsupported parameter expansion ${{{name}}}")
+        segments.append(("var", name, quoted))
+        return end + 1
+    if nxt == "(":
+        if text.startswith("((", i + 1):
+            raise ShellSyntaxError("arithmetic $(( )) is not supported")
+        depth, j = 1, i + 2
+        while j < len(text) and depth:
+            ch = text[j]
+            if ch == "'":
+                j = text.find("'", j + 1)
+                if j < 0:
+                    raise ShellSyntaxError("unterminated quote in $(...)")
+            elif ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+            j += 1
+        if depth:
+            raise ShellSyntaxError("unterminated $(")
+        segments.append(("cmd", text[i + 2 : j - 1], quoted))
+        return j
+    if nxt in ("?", "$"):
+        segments.append(("var", nxt, quoted))
+        return i + 2
+    match = _NAME.match(text, i + 1)
+    if match:
+        segments.append(("var", match.group(0), quoted))
+        return match.end()
+    segments.append(("lit", "$", quoted))
+    return i + 1
+
+
+def tokenize(text: str) -> list[Token]:
+    tokens: list[Token] = []
+    segments: list[Segment] = []
+    in_word = False
+    i = 0
+
+    def end_word() -> None:
+        nonlocal segments, in_word
+        if in_word:
+            merged: list[Segment] = []
+            for seg in segments:
+                if merged and seg[0] == "lit" and merged[-1][0] == "lit" and merged[-1][2] == seg[2]:
+                    merged[-1] = ("lit", merged[-1][1] + seg[1], seg[2])
+                else:
+                    merged.append(seg)
+            tokens.append(Word(merged))
+        segments, in_word = [], False
+
+    while i < len(text):
+        ch = text[i]
+        if ch in " \t":
+            end_word()
+            i += 1
+        elif ch == "#" and not in_word:
+            while i < len(text) and text[i] != "\n":
+                i += 1
+        elif ch == "\\":
+            if i + 1 < len(text) and text[i + 1] == "\n":
+                i += 2
+                continue
+            segments.append(("lit", text[i + 1 : i + 2], True))
+            in_word = True
+            i += 2
+        elif ch == "'":
+            end = text.find("'", i + 1)
+            if end < 0:
+                raise ShellSyntaxError("unterminated single quote")
+            segments.append(("lit", text[i + 1 : end], True))
+            in_word = True
+            i = end + 1
+        elif ch == '"':
+            in_word = True
+            i += 1
+            buf = ""
+            while True:
+                if i >= len(text):
+                    raise ShellSyntaxError("unterminated double quote")
+                c = text[i]
+                if c == '"':
+                    i += 1
+                    break
+                if c == "\\" and i + 1 < len(text) and text[i + 1] in '"\\$`\n':
+                    buf += text[i + 1] if text[i + 1] != "\n" else ""
+                    i += 2
+                elif c == "$":
+                    if buf:
+                        segments.append(("lit", buf, True))
+                        buf = ""
+                    i = _read_dollar(text, i, True, segments)
+                elif c == "`":
+                    raise ShellSyntaxError("backquotes are not supported; use $(...)")
+                else:
+                    buf += c
+                    i += 1
+            segments.append(("lit", buf, True))
+        elif ch == "$":
+            in_word = True
+            i = _read_dollar(text, i, False, segments)
+        elif ch == "`":
+            raise ShellSyntaxError("backquotes are not supported; use $(...)")
+        else:
+            op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
+            if op is not None:
+                # "2>" / "2>&1": a bare number right before a redirection is its file descriptor.
+                if op[0] in "<>" and in_word and len(segments) == 1:
+                    kind, word_text, quoted = segments[0]
+                    if kind == "lit" and not quoted and word_text.isdigit():
+                        segments, in_word = [], False
+                        tokens.append(Op(word_text + op))
+                        i += len(op)
+                        continue
+                end_word()
+                tokens.append(Op(op))
+                i += len(op)
+            else:
+                segments.append(("lit", ch, False))
+                in_word = True
+                i += 1
+    end_word()
+    return tokens
+
+
+# -- syntax tree ----------------------------------------------------------------------------
+
+
+@dataclass
+class Redirect:
+    fd: int
+    #: ">", ">>", "<", ">&" (duplicate), "&>" (stdout and stderr).
+    op: str
+    target: Word
+
+
+@dataclass
+class Simple:
+    assigns: list[tuple[str, Word]]
+    words: list[Word]
+    redirects: list[Redirect]
+
+
+@dataclass
+class If:
+    branches: list[tuple[Sequence_, Sequence_]]
+    otherwise: Sequence_ | None
+    redirects: list[Redirect]
+
+
+@dataclass
+class Pipeline:
+    commands: list[Simple | If]
+    negate: bool = False
+
+
+@dataclass
+class AndOr:
+    first: Pipeline
+    rest: list[tuple[str, Pipeline]]
+
+
+@dataclass
+class Sequence_:
+    items: list[AndOr]
+
+
+class _Parser:
+    def __init__(self, tokens: list[Token]) -> None:
+        self.tokens = tokens
+        self.pos = 0
+
+    def peek(self) -> Token | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def peek_word(self) -> str | None:
+        tok = self.peek()
+        return tok.unquoted_literal() if isinstance(tok, Word) else None
+
+    def take(self) -> Token:
+        tok = self.tokens[self.pos]
+        self.pos += 1
+        return tok
+
+    def is_op(self, *ops: str) -> bool:
+        tok = self.peek()
+        return isinstance(tok, Op) and tok.text in ops
+
+    def skip_separators(self) -> None:
+        while self.is_op(";", "\n"):
+            self.take()
+
+    def sequence(self, stop: tuple[str, ...] = ()) -> Sequence_:
+        items: list[AndOr] = []
+        self.skip_separators()
+        while self.peek() is not None and self.peek_word() not in stop:
+            items.append(self.and_or())
+            if self.is_op("&"):
+                raise ShellSyntaxError("background jobs (&) are not supported")
+            if self.peek() is not None and not self.is_op(";", "\n") and self.peek_word() not in stop:
+                tok = self.peek()
+                raise ShellSyntaxError(f"unexpected {tok.text if isinstance(tok, Op) else 'word'!r}")
+            self.skip_separators()
+        return Sequence_(items)
+
+    def and_or(self) -> AndOr:
+        first = self.pipeline()
+        rest: list[tuple[str, Pipeline]] = []
+        while self.is_op("&&", "||"):
+            op = self.take()
+            assert isinstance(op, Op)
+            while self.is_op("\n"):
+                self.take()
+            rest.append((op.text, self.pipeline()))
+        return AndOr(first, rest)
+
+    def pipeline(self) -> Pipeline:
+        negate = False
+        if self.peek_word() == "!":
+            self.take()
+            negate = True
+        commands = [self.command()]
+        while self.is_op("|"):
+            self.take()
+            while self.is_op("\n"):
+                self.take()
+            commands.append(self.command())
+        return Pipeline(commands, negate)
+
+    def command(self) -> Simple | If:
+        word = self.peek_word()
+        if word in _UNSUPPORTED:
+            raise ShellSyntaxError(f"'{word}' is not supported by the mock shell")
+        if word == "if":
+            return self.if_clause()
+        if self.is_op("(", ")"):
+            raise ShellSyntaxError("subshells ( ... ) are not supported")
+        return self.simple()
+
+    def expect(self, word: str) -> None:
+        if self.peek_word() != word:
+            raise ShellSyntaxError(f"expected '{word}'")
+        self.take()
+
+    def if_clause(self) -> If:
+        self.expect("if")
+        branches: list[tuple[Sequence_, Sequence_]] = []
+        condition = self.sequence(("then",))
+        self.expect("then")
+        body = self.sequence(("elif", "else", "fi"))
+        branches.append((condition, body))
+        otherwise = None
+        while self.peek_word() == "elif":
+            self.take()
+            condition = self.sequence(("then",))
+            self.expect("then")
+            branches.append((condition, self.sequence(("elif", "else", "fi"))))
+        if self.peek_word() == "else":
+            self.take()
+            otherwise = self.sequence(("fi",))
+        self.expect("fi")
+        return If(branches, otherwise, self.redirects())
+
+    def redirects(self) -> list[Redirect]:
+        found: list[Redirect] = []
+        while True:
+            tok = self.peek()
+            if not isinstance(tok, Op) or not re.fullmatch(r"\d?(>>|>&|&>|<<|>|<)", tok.text):
+                return found
+            found.append(self.redirect())
+
+    def redirect(self) -> Redirect:
+        op = self.take()
+        assert isinstance(op, Op)
+        match = re.fullmatch(r"(\d?)(>>|>&|&>|<<|>|<)", op.text)
+        assert match
+        digits, kind = match.groups()
+        if kind == "<<":
+            raise ShellSyntaxError("here-documents (<<) are not supported")
+        fd = int(digits) if digits else (0 if kind == "<" else 1)
+        target = self.peek()
+        if not isinstance(target, Word):
+            raise ShellSyntaxError(f"{op.text} needs a target")
+        self.take()
+        return Redirect(fd, kind, target)
+
+    def simple(self) -> Simple:
+        assigns: list[tuple[str, Word]] = []
+        words: list[Word] = []
+        redirects: list[Redirect] = []
+        while True:
+            tok = self.peek()
+            if tok is None:
+                break
+            if isinstance(tok, Op):
+                if re.fullmatch(r"\d?(>>|>&|&>|<<|>|<)", tok.text):
+                    redirects.append(self.redirect())
+                    continue
+                break
+            first = tok.segments[0] if tok.segments else None
+            if not words and first and first[0] == "lit" and not first[2]:
+                assign = _ASSIGN.match(first[1])
+                if assign:
+                    self.take()
+                    rest = [("lit", first[1][assign.end() :], False), *tok.segments[1:]]
+                    assigns.append((assign.group(1), Word(rest)))
+                    continue
+            if not words and not assigns and self.peek_word() in ("then", "fi", "else", "elif"):
+                raise ShellSyntaxError(f"unexpected '{self.peek_word()}'")
+            words.append(tok)
+            self.take()
+        if not words and not assigns and not redirects:
+            tok = self.peek()
+            raise ShellSyntaxError(f"syntax error near {tok.text if isinstance(tok, Op) else 'end of line'!r}")
+        return Simple(assigns, words, redirects)
+
+
+def parse(text: str) -> Sequence_:
+    parser = _Parser(tokenize(text))
+    tree = parser.sequence()
+    if parser.peek() is not None:
+        tok = parser.peek()
+        raise ShellSyntaxError(f"unexpected {tok.text if isinstance(tok, Op) else parser.peek_word()!r}")
+    return tree
+
+
+# -- running --------------------------------------------------------------------------------
+
+
+class Shell:
+    """Runs a command line against one mock host. ``dispatch`` answers every external command.
+
+    ``glob`` expands an absolute pattern against the host's tree; ``read_file``/``write_file``
+    serve redirections.
+    """
+
+    def __init__(
+        self,
+        dispatch: Dispatch,
+        *,
+        env: dict[str, str] | None = None,
+        glob: Callable[[str], list[str]] | None = None,
+        read_file: Callable[[str], bytes | None] | None = None,
+        write_file: Callable[[str, bytes, bool], None] | None = None,
+        cwd: str = "/root",
+    ) -> None:
+        self.dispatch = dispatch
+        self.env: dict[str, str] = dict(env or {})
+        self.glob = glob
+        self.read_file = read_file
+        self.write_file = write_file
+        self.cwd = cwd
+        self.status = 0
+        self.errexit = False
+
+    def absolute(self, path: str) -> str:
+        return path if path.startswith("/") else f"{self.cwd.rstrip('/')}/{path}"
+
+    def run(self, text: str, stdin: bytes = b"") -> Outcome:
+        """Run a whole script; a syntax the mock cannot run answers exit 2 with the reason."""
+        try:
+            tree = parse(text)
+        except ShellSyntaxError as exc:
+            return b"", f"sh: 1: mock shell: {exc} (add a profile rule for this command line)\n".encode(), 2
+        out: list[bytes] = []
+        err: list[bytes] = []
+        try:
+            code = self.run_sequence(tree, stdin, out, err)
+        except ExitShell as exc:
+            code = exc.code
+        except ShellSyntaxError as exc:
+            err.append(f"sh: 1: mock shell: {exc}\n".encode())
+            code = 2
+        return b"".join(out), b"".join(err), code
+
+    def run_sequence(self, seq: Sequence_, stdin: bytes, out: list[bytes], err: list[bytes]) -> int:
+        code = 0
+        for item in seq.items:
+            code = self.run_and_or(item, stdin, out, err)
+        return code
+
+    def run_and_or(self, item: AndOr, stdin: bytes, out: list[bytes], err: list[bytes]) -> int:
+        code = self.run_pipeline(item.first, stdin, out, err)
+        last_ran = item.first
+        for op, pipeline in item.rest:
+            if (op == "&&" and code == 0) or (op == "||" and code != 0):
+                code = self.run_pipeline(pipeline, stdin, out, err)
+                last_ran = pipeline
+        # Like sh, set -e ignores a failure inside an && / || list unless the list's last
+        # command failed, and a failure negated with '!'.
+        tail = item.rest[-1][1] if item.rest else item.first
+        if self.errexit and code != 0 and last_ran is tail and not last_ran.negate:
+            raise ExitShell(code)
+        return code
+
+    def run_pipeline(self, pipeline: Pipeline, stdin: bytes, out: list[bytes], err: list[bytes]) -> int:
+        data = stdin
+        code = 0
+        for index, command in enumerate(pipeline.commands):
+            sink: list[bytes] = []
+            last = index == len(pipeline.commands) - 1
+            code = self.run_command(command, data, out if last else sink, err)
+            data = b"".join(sink)
+        if pipeline.negate:
+            code = 0 if code else 1
+        self.status = code
+        return code
+
+    def run_command(self, command: Simple | If, stdin: bytes, out: list[bytes], err: list[bytes]) -> int:
+        if isinstance(command, If):
+            my_out: list[bytes] = []
+            my_err: list[bytes] = []
+            saved = self.errexit
+            code = 0
+            ran = False
+            try:
+                for condition, body in command.branches:
+                    self.errexit = False
+                    cond_code = self.run_sequence(condition, stdin, my_out, my_err)
+                    self.errexit = saved
+                    if cond_code == 0:
+                        code = self.run_sequence(body, stdin, my_out, my_err)
+                        ran = True
+                        break
+                if not ran and command.otherwise:
+                    code = self.run_sequence(command.otherwise, stdin, my_out, my_err)
+            except ExitShell:
+                self._redirect(command.redirects, b"".join(my_out), b"".join(my_err), 0, out, err, stdin)
+                raise
+            return self._redirect(command.redirects, b"".join(my_out), b"".join(my_err), code, out, err, stdin)
+        given = self._input(command.redirects, stdin)
+        if given is None:
+            return 1
+        stdin = given
+        argv = [a for w in command.words for a in self.expand(w, split_glob=True)]
+        values = {name: self.expand(word)[0] if word.segments else "" for name, word in command.assigns}
+        if not argv:
+            self.env.update(values)
+            code = 0
+            return self._redirect(command.redirects, b"", b"", code, out, err, stdin)
+        env = {**self.env, **values}
+        o, e, code = self.builtin(argv, stdin, env)
+        self.status = code
+        return self._redirect(command.redirects, o, e, code, out, err, stdin)
+
+    def _input(self, redirects: list[Redirect], stdin: bytes) -> bytes | None:
+        for r in redirects:
+            if r.op == "<":
+                path = self.absolute(self.expand(r.target)[0])
+                data = b"" if path == "/dev/null" else (self.read_file(path) if self.read_file else None)
+                if data is None:
+                    return None
+                stdin = data
+        return stdin
+
+    def _redirect(
+        self,
+        redirects: list[Redirect],
+        o: bytes,
+        e: bytes,
+        code: int,
+        out: list[bytes],
+        err: list[bytes],
+        stdin: bytes,
+    ) -> int:
+        streams = {1: o, 2: e}
+        for r in redirects:
+            if r.op == "<":
+                continue
+            target = self.expand(r.target)[0]
+            if r.op == ">&":
+                if target not in ("1", "2"):
+                    raise ShellSyntaxError(f"unsupported redirection >&{target}")
+                dst = int(target)
+                if r.fd != dst:
+                    streams[dst] = streams.get(dst, b"") + streams.get(r.fd, b"")
+                    streams[r.fd] = b""
+                continue
+            data = streams[1] + streams[2] if r.op == "&>" else streams.get(r.fd, b"")
+            if r.op == "&>":
+                streams[1] = streams[2] = b""
+            else:
+                streams[r.fd] = b""
+            path = self.absolute(target)
+            if path == "/dev/null":
+                continue
+            if self.write_file is None:
+                raise ShellSyntaxError("redirection to a file is not available here")
+            try:
+                self.write_file(path, data, r.op == ">>")
+            except OSError as exc:
+                err.append(f"sh: 1: cannot create {target}: {exc.strerror or exc}\n".encode())
+                return 2
+        out.append(streams[1])
+        err.append(streams[2])
+        return code
+
+    # -- expansion ------------------------------------------------------------------------
+
+    def variable(self, name: str) -> str:
+        if name == "?":
+            return str(self.status)
+        if name == "$":
+            return FAKE_PID
+        return self.env.get(name, "")
+
+    def expand(self, word: Word, *, split_glob: bool = False) -> list[str]:
+        text = ""
+        pattern = False
+        for kind, value, quoted in word.segments:
+            if kind == "lit":
+                text += value
+                if not quoted and any(c in value for c in "*?["):
+                    pattern = True
+            elif kind == "var":
+                text += self.variable(value)
+            else:
+                sub = Shell(self.dispatch, env=self.env, glob=self.glob, read_file=self.read_file,
+                            write_file=self.write_file, cwd=self.cwd)
+                o, _e, code = sub.run(value)
+                self.status = code
+                text += o.decode(errors="replace").rstrip("\n")
+        if split_glob and pattern and self.glob is not None:
+            matches = self.glob(self.absolute(text))
+            if matches:
+                return matches
+        return [text]
+
+    # -- builtins -------------------------------------------------------------------------
+
+    def builtin(self, argv: list[str], stdin: bytes, env: dict[str, str]) -> Outcome:
+        name = argv[0]
+        if name in (":", "true"):
+            return b"", b"", 0
+        if name == "false":
+            return b"", b"", 1
+        if name == "exit":
+            raise ExitShell(int(argv[1]) if len(argv) > 1 and argv[1].isdigit() else self.status)
+        if name == "export":
+            for arg in argv[1:]:
+                key, sep, value = arg.partition("=")
+                if sep:
+                    self.env[key] = value
+            return b"", b"", 0
+        if name == "unset":
+            for arg in argv[1:]:
+                self.env.pop(arg, None)
+            return b"", b"", 0
+        if name == "set":
+            for arg in argv[1:]:
+                if arg.startswith("-") and "e" in arg:
+                    self.errexit = True
+                elif arg.startswith("+") and "e" in arg:
+                    self.errexit = False
+            return b"", b"", 0
+        if name == "cd":
+            self.cwd = self.absolute(argv[1]) if len(argv) > 1 else "/root"
+            return b"", b"", 0
+        if name == "echo":
+            args = argv[1:]
+            newline = True
+            if args and args[0] == "-n":
+                newline, args = False, args[1:]
+            return (" ".join(args) + ("\n" if newline else "")).encode(), b"", 0
+        if name == "printf":
+            return _printf(argv[1:]).encode(), b"", 0
+        if name == "eval":
+            sub = Shell(self.dispatch, env=self.env, glob=self.glob, read_file=self.read_file,
+                        write_file=self.write_file, cwd=self.cwd)
+            return sub.run(" ".join(argv[1:]), stdin)
+        if name in ("sh", "bash", "dash") and len(argv) >= 3 and argv[1] in ("-c", "-ec", "-ce", "-euc", "-eu"):
+            sub = Shell(self.dispatch, env=env, glob=self.glob, read_file=self.read_file,
+                        write_file=self.write_file, cwd=self.cwd)
+            if "e" in argv[1][1:]:
+                sub.errexit = True
+            return sub.run(argv[2], stdin)
+        if name == "sudo":
+            rest = argv[1:]
+            while rest and rest[0].startswith("-"):
+                flag = rest.pop(0)
+                if flag in ("-u", "-g") and rest:
+                    rest.pop(0)
+                if flag == "--":
+                    break
+            return self.builtin(rest, stdin, env) if rest else (b"", b"usage: sudo command\n", 1)
+        if name == "env":
+            rest = argv[1:]
+            extra: dict[str, str] = {}
+            while rest and _ASSIGN.match(rest[0]):
+                key, _, value = rest.pop(0).partition("=")
+                extra[key] = value
+            if not rest:
+                text = "".join(f"{k}={v}\n" for k, v in {**env, **extra}.items())
+                return text.encode(), b"", 0
+            return self.builtin(rest, stdin, {**env, **extra})
+        if name in ("timeout", "nohup", "exec", "nice", "ionice"):
+            rest = argv[1:]
+            while rest and rest[0].startswith("-"):
+                rest.pop(0)
+            if name == "timeout" and rest:
+                rest.pop(0)
+            if not rest:
+                return b"", b"", 0
+            return self.builtin(rest, stdin, env)
+        if name == "command" and len(argv) >= 3 and argv[1] == "-v":
+            o, _e, code = self.dispatch(["command", "-v", argv[2]], stdin, env, self)
+            return o, b"", code
+        if name == "command" and len(argv) >= 2:
+            return self.builtin(argv[1:], stdin, env)
+        return self.dispatch(argv, stdin, env, self)
+
+
+def _printf(args: list[str]) -> str:
+    """``printf FORMAT ARGS...`` for %s, %d, %b and the usual escapes; the format repeats for extra args."""
+    if not args:
+        return ""
+    fmt, rest = args[0], args[1:]
+    escapes = {"n": "\n", "t": "\t", "\\": "\\", "r": "\r", "0": "\0"}
+
+    def once(values: list[str]) -> tuple[str, list[str]]:
+        out, i = "", 0
+        while i < len(fmt):
+            ch = fmt[i]
+            if ch == "\\" and i + 1 < len(fmt):
+                out += escapes.get(fmt[i + 1], "\\" + fmt[i + 1])
+                i += 2
+            elif ch == "%" and i + 1 < len(fmt):
+                spec = fmt[i + 1]
+                if spec == "%":
+                    out += "%"
+                else:
+                    value = values.pop(0) if values else ""
+                    if spec == "b":
+                        value = value.replace("\\n", "\n").replace("\\t", "\t")
+                    elif spec == "d":
+                        value = value if value.lstrip("-").isdigit() else "0"
+                    out += value
+                i += 2
+            else:
+                out += ch
+                i += 1
+        return out, values
+
+    text, rest = once(list(rest))
+    while rest:
+        more, rest = once(rest)
+        text += more
+    return text

@@ -1,0 +1,250 @@
+"""What a mock host remembers between ``clusterctl`` processes, kept in a folder on disk.
+
+Layout of one mock cluster's state folder (see ``clusterctl.mock.paths`` for where it is)::
+
+    <state>/cluster.json          cluster-wide: joined nodes, helm releases, labels (shared)
+    <state>/hosts/<host>/fs/...   the host's filesystem tree (/etc/..., /var/lib/...)
+    <state>/hosts/<host>/host.json services, packages, modules, sysctl, swap, set_state values,
+                                   how often each profile rule answered
+
+Every read-modify-write of a JSON document happens under an exclusive ``flock`` on a lock
+file beside it, so the threads of one fan-out and the processes of sshd mock hosts (one
+process per command) never lose each other's updates. JSON is written to a temporary file
+and renamed, so a reader never sees half a document.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+STATE_VERSION = 1
+
+
+class StateError(Exception):
+    """A path that escapes the host's tree, or a state document that cannot be read."""
+
+
+class JsonDocument:
+    """One JSON object on disk, edited under an exclusive lock."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock_path = path.with_name(path.name + ".lock")
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self._lock_path, "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        try:
+            data = json.loads(text or "{}")
+        except ValueError as exc:
+            raise StateError(f"mock state {self.path} is not valid JSON ({exc}); reset it with "
+                             "'clusterctl mock reset'") from None
+        if not isinstance(data, dict):
+            raise StateError(f"mock state {self.path} is not a JSON object; reset it with 'clusterctl mock reset'")
+        return data
+
+    def read(self) -> dict[str, Any]:
+        """A snapshot of the document ({} when it does not exist yet)."""
+        with self._locked():
+            return self._load()
+
+    @contextlib.contextmanager
+    def edit(self) -> Iterator[dict[str, Any]]:
+        """``with doc.edit() as data:`` change ``data`` in place; written back when the block ends."""
+        with self._locked():
+            data = self._load()
+            yield data
+            fd, tmp = tempfile.mkstemp(prefix=".state-", dir=self.path.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, indent=1, sort_keys=True)
+            os.replace(tmp, self.path)
+
+
+class FileTree:
+    """A host's filesystem: absolute host paths mapped under one folder.
+
+    ``/etc/containerd/config.toml`` lives at ``<root>/etc/containerd/config.toml``. Paths are
+    normalised lexically and may not leave the tree (``/../..`` stays at ``/``), and symbolic
+    links inside the tree are never followed out of it.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def local(self, path: str) -> Path:
+        """Where host path ``path`` lives on this machine."""
+        if not path.startswith("/"):
+            raise StateError(f"mock host paths are absolute; got {path!r}")
+        parts: list[str] = []
+        for part in PurePosixPath(path).parts[1:]:
+            if part == "..":
+                if parts:
+                    parts.pop()
+            elif part not in (".", ""):
+                parts.append(part)
+        local = self.root.joinpath(*parts) if parts else self.root
+        # A symlink planted in the tree must not lead out of it.
+        resolved = local.resolve()
+        root = self.root.resolve()
+        if resolved != root and root not in resolved.parents:
+            raise StateError(f"{path} leads out of the mock host's tree")
+        return local
+
+    def read(self, path: str) -> bytes | None:
+        try:
+            return self.local(path).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    def write(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
+        target = self.local(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".put-", dir=target.parent)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+
+    def create_exclusive(self, path: str, data: bytes) -> bytes | None:
+        """Create ``path`` (and its folder) only if absent; None when created, else what is there."""
+        target = self.local(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return target.read_bytes()
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        return None
+
+    def exists(self, path: str) -> bool:
+        return self.local(path).exists()
+
+    def is_file(self, path: str) -> bool:
+        return self.local(path).is_file()
+
+    def is_dir(self, path: str) -> bool:
+        return self.local(path).is_dir()
+
+    def mkdir(self, path: str, *, parents: bool = True) -> None:
+        self.local(path).mkdir(parents=parents, exist_ok=parents)
+
+    def remove(self, path: str, *, recursive: bool = False) -> bool:
+        """Remove a file (or a folder with ``recursive``); False when there was nothing."""
+        target = self.local(path)
+        if target.is_dir() and not target.is_symlink():
+            if not recursive:
+                raise IsADirectoryError(path)
+            shutil.rmtree(target)
+            return True
+        try:
+            target.unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def listdir(self, path: str) -> list[str]:
+        return sorted(p.name for p in self.local(path).iterdir())
+
+    def glob(self, pattern: str) -> list[str]:
+        """Host paths matching an absolute shell pattern (``/etc/sysctl.d/*.conf``), sorted."""
+        rel = pattern.lstrip("/")
+        if not rel:
+            return ["/"]
+        return sorted("/" + str(p.relative_to(self.root)) for p in self.root.glob(rel))
+
+
+class HostState:
+    """One mock host's persistent state: its ``fs`` tree and its ``host.json`` document."""
+
+    def __init__(self, folder: Path, name: str) -> None:
+        self.folder = folder
+        self.name = name
+        self.fs = FileTree(folder / "fs")
+        self.doc = JsonDocument(folder / "host.json")
+
+    def read(self) -> dict[str, Any]:
+        return self.doc.read()
+
+    def edit(self) -> contextlib.AbstractContextManager[dict[str, Any]]:
+        return self.doc.edit()
+
+    @property
+    def seeded(self) -> bool:
+        return self.doc.path.exists()
+
+    def values(self) -> dict[str, str]:
+        """The ``set_state`` values rules have set so far."""
+        raw = self.read().get("values") or {}
+        return {str(k): str(v) for k, v in raw.items()}
+
+    def section(self, name: str) -> dict[str, Any]:
+        """A snapshot of one section (``services``, ``packages``...); {} when absent."""
+        value = self.read().get(name)
+        return value if isinstance(value, dict) else {}
+
+
+class ClusterState:
+    """State shared by every host of one mock cluster (``cluster.json``)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.doc = JsonDocument(folder / "cluster.json")
+
+    def read(self) -> dict[str, Any]:
+        return self.doc.read()
+
+    def edit(self) -> contextlib.AbstractContextManager[dict[str, Any]]:
+        return self.doc.edit()
+
+
+class MockCluster:
+    """One mock cluster's state folder: its hosts and its shared state."""
+
+    def __init__(self, folder: Path | str) -> None:
+        self.folder = Path(folder)
+        self.cluster = ClusterState(self.folder)
+
+    def host(self, name: str) -> HostState:
+        if not name or "/" in name or name in (".", ".."):
+            raise StateError(f"not a usable mock host name: {name!r}")
+        return HostState(self.folder / "hosts" / name, name)
+
+    def host_names(self) -> list[str]:
+        hosts = self.folder / "hosts"
+        return sorted(p.name for p in hosts.iterdir() if p.is_dir()) if hosts.is_dir() else []
+
+    def reset(self, hosts: list[str] | None = None) -> list[str]:
+        """Forget hosts' state (all of them and the cluster's when ``hosts`` is None); what was removed."""
+        removed: list[str] = []
+        if hosts is None:
+            if self.folder.exists():
+                removed = [str(self.folder)]
+                shutil.rmtree(self.folder)
+            return removed
+        for name in hosts:
+            folder = self.host(name).folder
+            if folder.exists():
+                shutil.rmtree(folder)
+                removed.append(str(folder))
+        return removed

@@ -1,0 +1,60 @@
+"""Simulated tools: one module per tool, registered by name in ``TOOLS``.
+
+A tool module defines ``run(ctx: ToolContext) -> ToolResult`` and may define ``PACKAGES``
+(the Debian packages that ship the tool: it then exists on a mock host only once one of
+them is installed, or an executable of that name is in the host's tree). See
+``clusterctl.mock`` for the whole API and an example.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from types import ModuleType
+
+from clusterctl.mock.tools.base import ToolContext, ToolResult
+
+#: Command name -> module that simulates it. Adding a tool: write the module, add a line here.
+TOOLS: dict[str, str] = {
+    # the host's files and shell utilities (they read and write the state tree)
+    **{name: "clusterctl.mock.tools.files" for name in (
+        "cat", "test", "[", "mkdir", "rm", "cp", "mv", "ls", "touch", "chmod", "chown", "tee", "cmp",
+        "grep", "head", "tail", "wc", "basename", "dirname", "date", "sleep", "uname", "id", "whoami",
+        "hostname", "stat", "readlink", "ln", "install", "sync",
+    )},
+    "systemctl": "clusterctl.mock.tools.systemctl",
+    "apt-get": "clusterctl.mock.tools.apt_get",
+    "apt": "clusterctl.mock.tools.apt_get",
+    "dpkg-query": "clusterctl.mock.tools.dpkg_query",
+    "apt-mark": "clusterctl.mock.tools.apt_mark",
+    "modprobe": "clusterctl.mock.tools.modprobe",
+    "lsmod": "clusterctl.mock.tools.modprobe",
+    "sysctl": "clusterctl.mock.tools.sysctl",
+    "swapon": "clusterctl.mock.tools.swap",
+    "swapoff": "clusterctl.mock.tools.swap",
+    "nvidia-ctk": "clusterctl.mock.tools.nvidia_ctk",
+    "ctr": "clusterctl.mock.tools.ctr",
+    "crictl": "clusterctl.mock.tools.crictl",
+    # Cluster tools (kubeadm, kubectl, helm) are added here by the bootstrap cluster-phases work:
+    # "kubeadm": "clusterctl.mock.tools.kubeadm", "kubectl": ..., "helm": ...
+}
+
+#: Tools that only the in-process mock simulates: on an sshd mock host the real shell and
+#: coreutils answer them (reading the host's private tree when it is isolated).
+FILE_TOOLS = frozenset(name for name, module in TOOLS.items() if module.endswith(".files"))
+
+#: Folders searched for an executable of a tool's name in the host's tree.
+BIN_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+
+
+def tool_module(name: str) -> ModuleType | None:
+    """The module simulating ``name``, or None when there is none."""
+    module = TOOLS.get(name)
+    return import_module(module) if module else None
+
+
+def machine_tools() -> list[str]:
+    """Names of simulated tools that stand for programs of the machine (not shell utilities)."""
+    return sorted(name for name in TOOLS if name not in FILE_TOOLS)
+
+
+__all__ = ["BIN_DIRS", "FILE_TOOLS", "TOOLS", "ToolContext", "ToolResult", "machine_tools", "tool_module"]

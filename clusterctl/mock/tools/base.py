@@ -1,0 +1,71 @@
+"""What a simulated tool gets (``ToolContext``) and what it answers (``ToolResult``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clusterctl.mock.state import ClusterState, FileTree, HostState
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int = 0
+
+
+@dataclass
+class ToolContext:
+    """One call of a simulated tool on one mock host."""
+
+    #: The command as the shell split it; ``argv[0]`` is the tool's name.
+    argv: list[str]
+    #: What the caller piped in (``put`` data, a join token...).
+    stdin: bytes
+    #: Environment the command sees (``export`` and ``NAME=value`` prefixes included).
+    env: dict[str, str]
+    #: This host's persistent state: ``host.fs`` (its tree), ``host.edit()`` (its JSON document).
+    host: HostState
+    #: State shared by every host of the mock cluster: ``cluster.edit()``.
+    cluster: ClusterState
+    #: The inventory name of the host and the name it answers to ``hostname``.
+    host_name: str
+    hostname: str
+    #: The profile's ``machine:`` section (package repository, services, modules...).
+    machine: Mapping[str, Any] = field(default_factory=dict)
+    #: Runs another command line on the same host, as a user would (rules, tools, shell).
+    run: Callable[[str], ToolResult] | None = None
+    #: The shell's working folder, for relative paths.
+    cwd: str = "/root"
+
+    @property
+    def fs(self) -> FileTree:
+        return self.host.fs
+
+    @property
+    def name(self) -> str:
+        return self.argv[0]
+
+    @property
+    def args(self) -> list[str]:
+        return self.argv[1:]
+
+    def path(self, path: str) -> str:
+        """``path`` made absolute against the working folder."""
+        return path if path.startswith("/") else f"{self.cwd.rstrip('/')}/{path}"
+
+    @staticmethod
+    def ok(stdout: str = "", stderr: str = "") -> ToolResult:
+        return ToolResult(stdout, stderr, 0)
+
+    @staticmethod
+    def fail(stderr: str, exit_code: int = 1, stdout: str = "") -> ToolResult:
+        return ToolResult(stdout, stderr, exit_code)
+
+    def installed_version(self, package: str) -> str | None:
+        """The installed version of a Debian package on this host, or None."""
+        entry = (self.host.section("packages")).get(package)
+        return str(entry.get("version")) if isinstance(entry, dict) and entry.get("version") else None

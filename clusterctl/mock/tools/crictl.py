@@ -1,0 +1,61 @@
+"""``crictl version`` and ``crictl info`` against the simulated containerd's CRI plugin.
+
+``info`` reports the runtimes containerd would run with (config.toml and its imports, merged
+as containerd 1.x does), so a missing NVIDIA drop-in shows. When containerd is down, or runs
+with ``disabled_plugins = ["cri"]`` (containerd.io's packaged config), crictl fails as it does
+for real: ``validate CRI v1 runtime API for endpoint ...`` with ``Unavailable`` or
+``Unimplemented``, exit 1.
+"""
+
+from __future__ import annotations
+
+import json
+
+from clusterctl.mock.tools import containerd_config as cc
+from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.ctr import active, containerd_version
+
+PACKAGES = ("cri-tools",)
+ENDPOINT = f"unix://{cc.SOCKET}"
+
+
+def _connect_error(ctx: ToolContext) -> str | None:
+    if not active(ctx):
+        return (f'E1201 00:00:00.000000    1234 remote_runtime.go:294] "Version from runtime service failed" '
+                f'err="rpc error: code = Unavailable desc = connection error: desc = \\"transport: Error while '
+                f'dialing: dial unix {cc.SOCKET}: connect: no such file or directory\\""\n'
+                f'FATA[0000] validate service connection: validate CRI v1 runtime API for endpoint "{ENDPOINT}": '
+                f'rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: '
+                f'dial unix {cc.SOCKET}: connect: no such file or directory"\n')
+    if cc.cri_disabled(cc.effective(ctx)):
+        return (f'FATA[0000] validate service connection: validate CRI v1 runtime API for endpoint "{ENDPOINT}": '
+                "rpc error: code = Unimplemented desc = unknown service runtime.v1.RuntimeService\n")
+    return None
+
+
+def run(ctx: ToolContext) -> ToolResult:
+    args = [a for a in ctx.args if not a.startswith("--runtime-endpoint") and not a.startswith("-r")]
+    if args[:1] in (["--version"], ["-v"]):
+        return ToolResult("crictl version v1.30.0\n")
+    error = _connect_error(ctx)
+    if error:
+        return ToolResult("", error, 1)
+    version = containerd_version(ctx).rsplit("-", 1)[0]
+    if args[:1] == ["version"]:
+        return ToolResult(f"Version:  0.1.0\nRuntimeName:  containerd\nRuntimeVersion:  v{version}\n"
+                          "RuntimeApiVersion:  v1\n")
+    if args[:1] == ["info"]:
+        config = cc.effective(ctx)
+        runtimes, default = cc.runtimes(config)
+        info = {
+            "status": {"conditions": [
+                {"type": "RuntimeReady", "status": True, "reason": "", "message": ""},
+                {"type": "NetworkReady", "status": False, "reason": "NetworkPluginNotReady",
+                 "message": "Network plugin returns error: cni plugin not initialized"},
+            ]},
+            "config": {"containerd": {"defaultRuntimeName": default, "runtimes": runtimes},
+                       "enableCDI": bool(((config.get("plugins") or {}).get(
+                           cc.cri_plugin(int(config.get("version", 1) or 1))) or {}).get("enable_cdi", False))},
+        }
+        return ToolResult(json.dumps(info, indent=2) + "\n")
+    return ToolResult("", f"crictl: mock host does not simulate 'crictl {' '.join(args[:1])}'\n", 1)

@@ -1,0 +1,91 @@
+"""``dpkg-query``: ``-W``/``--show`` (with ``-f``/``--showformat``), ``-s``/``--status``, ``-l``.
+
+Output recorded on Debian 12 (dpkg 1.21, recordings/ran-here-debian12.txt): the default
+format is ``${binary:Package}\\t${Version}\\n``; a name no package matches prints
+``dpkg-query: no packages found matching X`` on stderr, exit 1.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+from clusterctl.mock.tools import packages as db
+from clusterctl.mock.tools.base import ToolContext, ToolResult
+
+DEFAULT_FORMAT = "${binary:Package}\\t${Version}\\n"
+
+
+def _fields(name: str, version: str) -> dict[str, str]:
+    return {
+        "Package": name, "binary:Package": name, "Version": version, "Architecture": "amd64",
+        "Status": "install ok installed", "db:Status-Abbrev": "ii ", "db:Status-Status": "installed",
+        "db:Status-Want": "install",
+    }
+
+
+def _format(fmt: str, fields: dict[str, str]) -> str:
+    text = re.sub(r"\$\{([^}:;]+(?::[^};]+)?)(?:;-?\d+)?\}", lambda m: fields.get(m.group(1), ""), fmt)
+    return text.replace("\\n", "\n").replace("\\t", "\t")
+
+
+def run(ctx: ToolContext) -> ToolResult:
+    args = list(ctx.args)
+    fmt = DEFAULT_FORMAT
+    mode = None
+    names: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-W", "--show"):
+            mode = "show"
+        elif arg in ("-s", "--status"):
+            mode = "status"
+        elif arg in ("-l", "--list"):
+            mode = "list"
+        elif arg in ("-f", "--showformat") and i + 1 < len(args):
+            fmt = args[i + 1]
+            i += 1
+        elif arg.startswith(("-f", "--showformat=")):
+            fmt = arg.split("=", 1)[1] if arg.startswith("--") else arg[2:].lstrip("=")
+        else:
+            names.append(arg)
+        i += 1
+    if fmt == "":
+        return ToolResult("", "dpkg-query: error in show format: may not be empty string\n", 1)
+    if mode is None:
+        return ToolResult("", "dpkg-query: error: need an action option\n\n"
+                          "Type dpkg-query --help for help about querying packages.\n", 2)
+    installed = db.installed(ctx)
+    if mode == "status":
+        out, err, code = "", "", 0
+        for name in names:
+            if name not in installed:
+                err += (f"dpkg-query: package '{name}' is not installed and no information is available\n"
+                        "Use dpkg --info (= dpkg-deb --info) to examine archive files.\n")
+                code = 1
+                continue
+            out += (f"Package: {name}\nStatus: install ok installed\nArchitecture: amd64\n"
+                    f"Version: {installed[name]['version']}\n\n")
+        return ToolResult(out, err, code)
+    out, err, code = "", "", 0
+    patterns = names or ["*"]
+    for pattern in patterns:
+        matched = sorted(n for n in installed if fnmatch.fnmatchcase(n, pattern))
+        if not matched:
+            err += f"dpkg-query: no packages found matching {pattern}\n"
+            code = 1
+            continue
+        for name in matched:
+            version = str(installed[name]["version"])
+            if mode == "list":
+                out += f"ii  {name:<14} {version:<15} amd64        (mock package)\n"
+            else:
+                out += _format(fmt, _fields(name, version))
+    if mode == "list" and out:
+        out = ("Desired=Unknown/Install/Remove/Purge/Hold\n"
+               "| Status=Not/Inst/Conf-files/Unpacked/halF-conf/Half-inst/trig-aWait/Trig-pend\n"
+               "|/ Err?=(none)/Reinst-required (Status,Err: uppercase=bad)\n"
+               "||/ Name           Version         Architecture Description\n"
+               "+++-==============-===============-============-=================================\n") + out
+    return ToolResult(out, err, code)

@@ -1,0 +1,635 @@
+"""The host's file and shell utilities (GNU coreutils, grep, hostname) on the state tree.
+
+So that ``get``/``put`` and shell lines agree in the in-process mock: ``cat``, ``test``/``[``,
+``mkdir``, ``rm``, ``cp``, ``mv``, ``ls``, ``touch``, ``chmod``, ``tee``, ``cmp``, ``grep``,
+``head``, ``tail``, ``wc``, ``stat``, ``readlink``, ``ln``, ``install`` and friends. Messages and
+exit codes are GNU's (see recordings/README.md); options that clusterctl never sends are
+refused with the tool's own "invalid option" message rather than half-done.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat as stat_mod
+import time
+from collections.abc import Callable
+
+from clusterctl.mock.state import StateError
+from clusterctl.mock.tools.base import ToolContext, ToolResult
+
+DEFAULT_KERNEL = "6.8.0-45-generic"
+
+
+def _flags(args: list[str], known: str) -> tuple[set[str], list[str], str | None]:
+    """Split ``-abc`` style flags from operands; the first unknown flag is returned as an error."""
+    flags: set[str] = set()
+    rest: list[str] = []
+    operands_only = False
+    for arg in args:
+        if operands_only or not arg.startswith("-") or arg == "-":
+            rest.append(arg)
+        elif arg == "--":
+            operands_only = True
+        else:
+            for ch in arg[1:]:
+                if ch not in known:
+                    return flags, rest, ch
+                flags.add(ch)
+    return flags, rest, None
+
+
+def _invalid(tool: str, option: str) -> ToolResult:
+    return ToolResult("", f"{tool}: invalid option -- '{option}'\nTry '{tool} --help' for more information.\n", 1)
+
+
+def _missing(tool: str, what: str, path: str, code: int = 1) -> ToolResult:
+    return ToolResult("", f"{tool}: {what} '{path}': No such file or directory\n", code)
+
+
+def cat(ctx: ToolContext) -> ToolResult:
+    _none, paths, bad = _flags(ctx.args, "")
+    if bad:
+        return _invalid("cat", bad)
+    if not paths:
+        return ToolResult(ctx.stdin.decode(errors="replace"))
+    out, err, code = "", "", 0
+    for path in paths:
+        if path == "-":
+            out += ctx.stdin.decode(errors="replace")
+            continue
+        full = ctx.path(path)
+        if ctx.fs.is_dir(full):
+            err += f"cat: {path}: Is a directory\n"
+            code = 1
+            continue
+        data = ctx.fs.read(full)
+        if data is None:
+            err += f"cat: {path}: No such file or directory\n"
+            code = 1
+        else:
+            out += data.decode(errors="replace")
+    return ToolResult(out, err, code)
+
+
+def test(ctx: ToolContext) -> ToolResult:
+    args = list(ctx.args)
+    if ctx.name == "[":
+        if not args or args[-1] != "]":
+            return ToolResult("", "sh: 1: [: missing ]\n", 2)
+        args = args[:-1]
+    try:
+        return ToolResult("", "", 0 if _test_expr(ctx, args) else 1)
+    except ValueError as exc:
+        return ToolResult("", f"sh: 1: {ctx.name}: {exc}\n", 2)
+
+
+def _test_expr(ctx: ToolContext, args: list[str]) -> bool:
+    if not args:
+        return False
+    if args[0] == "!":
+        return not _test_expr(ctx, args[1:])
+    for op in ("-a", "-o"):
+        if op in args[1:]:
+            i = args.index(op, 1)
+            before, after = _test_expr(ctx, args[:i]), _test_expr(ctx, args[i + 1 :])
+            return (before and after) if op == "-a" else (before or after)
+    if len(args) == 1:
+        return args[0] != ""
+    if len(args) == 2:
+        op, operand = args
+        if op == "-n":
+            return operand != ""
+        if op == "-z":
+            return operand == ""
+        try:
+            local = ctx.fs.local(ctx.path(operand))
+        except StateError:
+            return False
+        checks: dict[str, Callable[[], bool]] = {
+            "-e": local.exists, "-f": local.is_file, "-d": local.is_dir, "-L": local.is_symlink,
+            "-h": local.is_symlink, "-s": lambda: local.is_file() and local.stat().st_size > 0,
+            "-x": lambda: local.exists() and bool(local.stat().st_mode & 0o111), "-r": local.exists,
+            "-w": local.exists,
+        }
+        if op in checks:
+            return checks[op]()
+        raise ValueError(f"{op}: unexpected operator")
+    if len(args) == 3:
+        left, op, right = args
+        if op in ("=", "=="):
+            return left == right
+        if op == "!=":
+            return left != right
+        numeric = {"-eq": lambda a, b: a == b, "-ne": lambda a, b: a != b, "-lt": lambda a, b: a < b,
+                   "-gt": lambda a, b: a > b, "-le": lambda a, b: a <= b, "-ge": lambda a, b: a >= b}
+        if op in numeric:
+            try:
+                return bool(numeric[op](int(left), int(right)))
+            except ValueError:
+                raise ValueError(f"Illegal number: {left if not left.lstrip('-').isdigit() else right}") from None
+        raise ValueError(f"{op}: unexpected operator")
+    raise ValueError("too many arguments")
+
+
+def mkdir(ctx: ToolContext) -> ToolResult:
+    args = list(ctx.args)
+    if "-m" in args:
+        i = args.index("-m")
+        del args[i : i + 2]
+    flags, paths, bad = _flags(args, "pv")
+    if bad:
+        return _invalid("mkdir", bad)
+    if not paths:
+        return ToolResult("", "mkdir: missing operand\nTry 'mkdir --help' for more information.\n", 1)
+    err, code = "", 0
+    for path in paths:
+        full = ctx.path(path)
+        if ctx.fs.exists(full):
+            if "p" not in flags or not ctx.fs.is_dir(full):
+                err += f"mkdir: cannot create directory '{path}': File exists\n"
+                code = 1
+            continue
+        parent = full.rsplit("/", 1)[0] or "/"
+        if "p" not in flags and not ctx.fs.is_dir(parent):
+            err += f"mkdir: cannot create directory '{path}': No such file or directory\n"
+            code = 1
+            continue
+        ctx.fs.mkdir(full)
+    return ToolResult("", err, code)
+
+
+def rm(ctx: ToolContext) -> ToolResult:
+    flags, paths, bad = _flags(ctx.args, "rfRv")
+    if bad:
+        return _invalid("rm", bad)
+    err, code = "", 0
+    for path in paths:
+        full = ctx.path(path)
+        if not ctx.fs.exists(full) and not ctx.fs.local(full).is_symlink():
+            if "f" not in flags:
+                err += f"rm: cannot remove '{path}': No such file or directory\n"
+                code = 1
+            continue
+        if ctx.fs.is_dir(full) and not flags & {"r", "R"}:
+            err += f"rm: cannot remove '{path}': Is a directory\n"
+            code = 1
+            continue
+        ctx.fs.remove(full, recursive=True)
+    if not paths and "f" not in flags:
+        return ToolResult("", "rm: missing operand\nTry 'rm --help' for more information.\n", 1)
+    return ToolResult("", err, code)
+
+
+def _copy_like(ctx: ToolContext, move: bool) -> ToolResult:
+    tool = "mv" if move else "cp"
+    flags, paths, bad = _flags(ctx.args, "fpaRrvnT" if not move else "fvnT")
+    if bad:
+        return _invalid(tool, bad)
+    if len(paths) < 2:
+        return ToolResult("", f"{tool}: missing destination file operand after '{paths[0] if paths else ''}'\n", 1)
+    *sources, dest = paths
+    dest_full = ctx.path(dest)
+    err, code = "", 0
+    for source in sources:
+        src_full = ctx.path(source)
+        local = ctx.fs.local(src_full)
+        if not local.exists():
+            err += f"{tool}: cannot stat '{source}': No such file or directory\n"
+            code = 1
+            continue
+        target = f"{dest_full.rstrip('/')}/{source.rsplit('/', 1)[-1]}" if ctx.fs.is_dir(dest_full) else dest_full
+        parent = target.rsplit("/", 1)[0] or "/"
+        if not ctx.fs.is_dir(parent):
+            verb = "cannot move" if move else "cannot create regular file"
+            err += f"{tool}: {verb} '{dest}': No such file or directory\n" if not move else \
+                f"mv: cannot move '{source}' to '{dest}': No such file or directory\n"
+            code = 1
+            continue
+        if local.is_dir():
+            if not move and not flags & {"r", "R", "a"}:
+                err += f"cp: -r not specified; omitting directory '{source}'\n"
+                code = 1
+                continue
+            import shutil
+
+            if move:
+                os.replace(local, ctx.fs.local(target))
+            else:
+                shutil.copytree(local, ctx.fs.local(target), dirs_exist_ok=True)
+            continue
+        data = local.read_bytes()
+        mode = stat_mod.S_IMODE(local.stat().st_mode)
+        ctx.fs.write(target, data, mode=mode if (move or flags & {"p", "a"}) else 0o644)
+        if move:
+            local.unlink()
+        elif flags & {"p", "a"}:
+            st = local.stat()
+            os.utime(ctx.fs.local(target), (st.st_atime, st.st_mtime))
+    return ToolResult("", err, code)
+
+
+def cp(ctx: ToolContext) -> ToolResult:
+    return _copy_like(ctx, move=False)
+
+
+def mv(ctx: ToolContext) -> ToolResult:
+    return _copy_like(ctx, move=True)
+
+
+def ls(ctx: ToolContext) -> ToolResult:
+    flags, paths, bad = _flags(ctx.args, "1laAd")
+    if bad:
+        return _invalid("ls", bad)
+    out, err, code = [], "", 0
+    for path in paths or [ctx.cwd]:
+        full = ctx.path(path)
+        if not ctx.fs.exists(full):
+            err += f"ls: cannot access '{path}': No such file or directory\n"
+            code = 2
+            continue
+        if ctx.fs.is_dir(full) and "d" not in flags:
+            names = [n for n in ctx.fs.listdir(full) if "a" in flags or "A" in flags or not n.startswith(".")]
+            out.extend(names)
+        else:
+            out.append(path)
+    return ToolResult("".join(n + "\n" for n in out), err, code)
+
+
+def touch(ctx: ToolContext) -> ToolResult:
+    err, code = "", 0
+    for path in [a for a in ctx.args if not a.startswith("-")]:
+        full = ctx.path(path)
+        if ctx.fs.exists(full):
+            os.utime(ctx.fs.local(full))
+        elif not ctx.fs.is_dir(full.rsplit("/", 1)[0] or "/"):
+            err += f"touch: cannot touch '{path}': No such file or directory\n"
+            code = 1
+        else:
+            ctx.fs.write(full, b"")
+    return ToolResult("", err, code)
+
+
+def _mode(spec: str, current: int) -> int | None:
+    if re.fullmatch(r"[0-7]{1,4}", spec):
+        return int(spec, 8)
+    match = re.fullmatch(r"([ugoa]*)([+-=])([rwx]+)", spec)
+    if not match:
+        return None
+    who, op, perms = match.groups()
+    bits = 0
+    for p in perms:
+        bits |= {"r": 0o444, "w": 0o222, "x": 0o111}[p]
+    mask = 0
+    for w in who or "a":
+        mask |= {"u": 0o700, "g": 0o070, "o": 0o007, "a": 0o777}[w]
+    bits &= mask
+    if op == "+":
+        return current | bits
+    if op == "-":
+        return current & ~bits
+    return (current & ~mask) | bits
+
+
+def chmod(ctx: ToolContext) -> ToolResult:
+    args = [a for a in ctx.args if a not in ("-R", "-v")]
+    if len(args) < 2:
+        return ToolResult("", "chmod: missing operand\n", 1)
+    spec, *paths = args
+    err, code = "", 0
+    for path in paths:
+        local = ctx.fs.local(ctx.path(path))
+        if not local.exists():
+            err += f"chmod: cannot access '{path}': No such file or directory\n"
+            code = 1
+            continue
+        mode = _mode(spec, stat_mod.S_IMODE(local.stat().st_mode))
+        if mode is None:
+            return ToolResult("", f"chmod: invalid mode: '{spec}'\n", 1)
+        local.chmod(mode)
+    return ToolResult("", err, code)
+
+
+def chown(ctx: ToolContext) -> ToolResult:
+    args = [a for a in ctx.args if not a.startswith("-")]
+    for path in args[1:]:
+        if not ctx.fs.exists(ctx.path(path)):
+            return ToolResult("", f"chown: cannot access '{path}': No such file or directory\n", 1)
+    return ToolResult()
+
+
+def tee(ctx: ToolContext) -> ToolResult:
+    flags, paths, bad = _flags(ctx.args, "a")
+    if bad:
+        return _invalid("tee", bad)
+    err, code = "", 0
+    for path in paths:
+        full = ctx.path(path)
+        if path == "/dev/null":
+            continue
+        if not ctx.fs.is_dir(full.rsplit("/", 1)[0] or "/"):
+            err += f"tee: {path}: No such file or directory\n"
+            code = 1
+            continue
+        old = ctx.fs.read(full) if "a" in flags else None
+        ctx.fs.write(full, (old or b"") + ctx.stdin)
+    return ToolResult(ctx.stdin.decode(errors="replace"), err, code)
+
+
+def cmp(ctx: ToolContext) -> ToolResult:
+    flags, paths, _bad = _flags(ctx.args, "s")
+    if len(paths) != 2:
+        return ToolResult("", "cmp: missing operand\n", 2)
+    data = [ctx.stdin if p == "-" else ctx.fs.read(ctx.path(p)) for p in paths]
+    for path, content in zip(paths, data, strict=True):
+        if content is None:
+            return ToolResult("", f"cmp: {path}: No such file or directory\n", 2)
+    if data[0] == data[1]:
+        return ToolResult()
+    if "s" in flags:
+        return ToolResult("", "", 1)
+    a, b = data[0] or b"", data[1] or b""
+    index = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+    line = a[:index].count(b"\n") + 1
+    return ToolResult(f"{paths[0]} {paths[1]} differ: byte {index + 1}, line {line}\n", "", 1)
+
+
+def grep(ctx: ToolContext) -> ToolResult:
+    args = list(ctx.args)
+    patterns: list[str] = []
+    while "-e" in args:
+        i = args.index("-e")
+        patterns.append(args[i + 1] if i + 1 < len(args) else "")
+        del args[i : i + 2]
+    flags, rest, bad = _flags(args, "qEFvxcinsHhwlr")
+    if bad:
+        return ToolResult("", f"grep: invalid option -- '{bad}'\nUsage: grep [OPTION]... PATTERNS [FILE]...\n", 2)
+    if not patterns:
+        if not rest:
+            return ToolResult("", "Usage: grep [OPTION]... PATTERNS [FILE]...\n", 2)
+        patterns = [rest.pop(0)]
+    regexes = []
+    for pattern in patterns:
+        text = re.escape(pattern) if "F" in flags else _posix_to_python(pattern, extended="E" in flags)
+        if "x" in flags:
+            text = f"^(?:{text})$"
+        elif "w" in flags:
+            text = rf"\b(?:{text})\b"
+        try:
+            regexes.append(re.compile(text, re.IGNORECASE if "i" in flags else 0))
+        except re.error:
+            return ToolResult("", f"grep: Invalid regular expression: {pattern}\n", 2)
+    sources = rest or ["-"]
+    out, err, found, error = "", "", False, False
+    for source in sources:
+        data = ctx.stdin if source == "-" else ctx.fs.read(ctx.path(source))
+        if data is None:
+            if "s" not in flags:
+                err += f"grep: {source}: No such file or directory\n"
+            error = True
+            continue
+        count = 0
+        for number, line in enumerate(data.decode(errors="replace").splitlines(), 1):
+            hit = any(r.search(line) for r in regexes) != ("v" in flags)
+            if not hit:
+                continue
+            count += 1
+            found = True
+            if "q" in flags:
+                return ToolResult("", "", 0)
+            if "c" not in flags and "l" not in flags:
+                prefix = f"{source}:" if (len(sources) > 1 or "H" in flags) and "h" not in flags else ""
+                out += prefix + (f"{number}:" if "n" in flags else "") + line + "\n"
+        if "c" in flags:
+            out += (f"{source}:" if len(sources) > 1 else "") + f"{count}\n"
+        if "l" in flags and count:
+            out += source + "\n"
+    return ToolResult(out, err, 0 if found else (2 if error else 1))
+
+
+def _posix_to_python(pattern: str, *, extended: bool) -> str:
+    if extended:
+        return pattern
+    # Basic regular expressions: \( \) \| \+ \? are the operators; bare ( ) | + ? are literals.
+    out, i = "", 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern) and pattern[i + 1] in "()|+?{}":
+            out += pattern[i + 1]
+            i += 2
+            continue
+        out += "\\" + ch if ch in "()|+?{}" else ch
+        i += 1
+    return out
+
+
+def _lines_tool(ctx: ToolContext, head: bool) -> ToolResult:
+    args = list(ctx.args)
+    count = 10
+    paths: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "-n" and i + 1 < len(args):
+            count = int(args[i + 1].lstrip("+-") or 10)
+            i += 2
+            continue
+        if re.fullmatch(r"-n?\d+", arg):
+            count = int(arg.lstrip("-n"))
+        else:
+            paths.append(arg)
+        i += 1
+    data = ctx.stdin if not paths else ctx.fs.read(ctx.path(paths[0]))
+    if data is None:
+        tool = "head" if head else "tail"
+        return ToolResult("", f"{tool}: cannot open '{paths[0]}' for reading: No such file or directory\n", 1)
+    lines = data.decode(errors="replace").splitlines(keepends=True)
+    chosen = lines[:count] if head else (lines[-count:] if count else [])
+    return ToolResult("".join(chosen))
+
+
+def head(ctx: ToolContext) -> ToolResult:
+    return _lines_tool(ctx, head=True)
+
+
+def tail(ctx: ToolContext) -> ToolResult:
+    return _lines_tool(ctx, head=False)
+
+
+def wc(ctx: ToolContext) -> ToolResult:
+    flags, paths, _bad = _flags(ctx.args, "lcw")
+    data = ctx.stdin if not paths else ctx.fs.read(ctx.path(paths[0]))
+    if data is None:
+        return ToolResult("", f"wc: {paths[0]}: No such file or directory\n", 1)
+    counts = {"l": data.count(b"\n"), "w": len(data.split()), "c": len(data)}
+    chosen = [str(counts[f]) for f in "lwc" if f in flags] or [str(counts[f]) for f in "lwc"]
+    return ToolResult(" ".join(chosen) + (f" {paths[0]}" if paths else "") + "\n")
+
+
+def stat(ctx: ToolContext) -> ToolResult:
+    args = list(ctx.args)
+    fmt = None
+    if "-c" in args:
+        i = args.index("-c")
+        fmt = args[i + 1] if i + 1 < len(args) else ""
+        del args[i : i + 2]
+    out, err, code = "", "", 0
+    for path in [a for a in args if not a.startswith("-")]:
+        local = ctx.fs.local(ctx.path(path))
+        if not local.exists():
+            err += f"stat: cannot statx '{path}': No such file or directory\n"
+            code = 1
+            continue
+        st = local.stat()
+        values = {"a": f"{stat_mod.S_IMODE(st.st_mode):o}", "s": str(st.st_size), "n": path, "U": "root",
+                  "G": "root", "Y": str(int(st.st_mtime)), "F": "directory" if local.is_dir() else "regular file"}
+        if fmt is None:
+            out += f"  File: {path}\n  Size: {st.st_size}\n"
+        else:
+            out += _format_stat(fmt, values) + "\n"
+    return ToolResult(out, err, code)
+
+
+def _format_stat(fmt: str, values: dict[str, str]) -> str:
+    return re.sub(r"%([asnUGYF])", lambda m: values[m.group(1)], fmt)
+
+
+def readlink(ctx: ToolContext) -> ToolResult:
+    paths = [a for a in ctx.args if not a.startswith("-")]
+    if not paths:
+        return ToolResult("", "readlink: missing operand\n", 1)
+    full = ctx.path(paths[0])
+    local = ctx.fs.local(full)
+    if local.is_symlink():
+        target = os.readlink(local)
+        root = str(ctx.fs.root)
+        return ToolResult((target[len(root) :] if target.startswith(root) else target) + "\n")
+    if "-f" in ctx.args or "-e" in ctx.args:
+        import posixpath
+
+        return ToolResult(posixpath.normpath(full) + "\n")
+    return ToolResult("", "", 1)
+
+
+def ln(ctx: ToolContext) -> ToolResult:
+    flags, paths, bad = _flags(ctx.args, "sfnv")
+    if bad:
+        return _invalid("ln", bad)
+    if len(paths) != 2:
+        return ToolResult("", "ln: missing file operand\n", 1)
+    target, link = paths
+    link_local = ctx.fs.local(ctx.path(link))
+    if link_local.exists() or link_local.is_symlink():
+        if "f" not in flags:
+            return ToolResult("", f"ln: failed to create symbolic link '{link}': File exists\n", 1)
+        link_local.unlink()
+    if "s" in flags:
+        # Inside the tree: point at the tree's copy of an absolute target.
+        os.symlink(str(ctx.fs.local(target)) if target.startswith("/") else target, link_local)
+    else:
+        data = ctx.fs.read(ctx.path(target))
+        if data is None:
+            return ToolResult("", f"ln: failed to access '{target}': No such file or directory\n", 1)
+        ctx.fs.write(ctx.path(link), data)
+    return ToolResult()
+
+
+def install(ctx: ToolContext) -> ToolResult:
+    args = list(ctx.args)
+    mode = 0o755
+    if "-m" in args:
+        i = args.index("-m")
+        mode = int(args[i + 1], 8)
+        del args[i : i + 2]
+    for opt in ("-o", "-g"):
+        while opt in args:
+            i = args.index(opt)
+            del args[i : i + 2]
+    flags, paths, bad = _flags(args, "dDpv")
+    if bad:
+        return _invalid("install", bad)
+    if "d" in flags:
+        for path in paths:
+            ctx.fs.mkdir(ctx.path(path))
+            ctx.fs.local(ctx.path(path)).chmod(mode)
+        return ToolResult()
+    if len(paths) != 2:
+        return ToolResult("", "install: missing destination file operand\n", 1)
+    source, dest = (ctx.path(p) for p in paths)
+    data = ctx.stdin if paths[0] == "/dev/stdin" else ctx.fs.read(source)
+    if data is None:
+        return ToolResult("", f"install: cannot stat '{paths[0]}': No such file or directory\n", 1)
+    if ctx.fs.is_dir(dest):
+        dest = f"{dest.rstrip('/')}/{source.rsplit('/', 1)[-1]}"
+    if "D" not in flags and not ctx.fs.is_dir(dest.rsplit("/", 1)[0] or "/"):
+        return ToolResult("", f"install: cannot create regular file '{paths[1]}': No such file or directory\n", 1)
+    ctx.fs.write(dest, data, mode=mode)
+    return ToolResult()
+
+
+def uname(ctx: ToolContext) -> ToolResult:
+    kernel = str(ctx.machine.get("kernel") or DEFAULT_KERNEL)
+    parts = {"s": "Linux", "n": ctx.hostname, "r": kernel, "m": "x86_64", "o": "GNU/Linux"}
+    flags, _rest, _bad = _flags(ctx.args, "snrmoav")
+    if "a" in flags:
+        return ToolResult(f"Linux {ctx.hostname} {kernel} #1 SMP x86_64 x86_64 x86_64 GNU/Linux\n")
+    chosen = [parts[f] for f in "snrmo" if f in flags] or ["Linux"]
+    return ToolResult(" ".join(chosen) + "\n")
+
+
+def basename(ctx: ToolContext) -> ToolResult:
+    if not ctx.args:
+        return ToolResult("", "basename: missing operand\n", 1)
+    name = ctx.args[0].rstrip("/").rsplit("/", 1)[-1] or "/"
+    if len(ctx.args) > 1 and name.endswith(ctx.args[1]) and name != ctx.args[1]:
+        name = name[: -len(ctx.args[1])]
+    return ToolResult(name + "\n")
+
+
+def dirname(ctx: ToolContext) -> ToolResult:
+    if not ctx.args:
+        return ToolResult("", "dirname: missing operand\n", 1)
+    path = ctx.args[0].rstrip("/")
+    parent = path.rsplit("/", 1)[0] if "/" in path else "."
+    return ToolResult((parent or "/") + "\n")
+
+
+def date(ctx: ToolContext) -> ToolResult:
+    fmt = next((a[1:] for a in ctx.args if a.startswith("+")), "%a %b %e %H:%M:%S %Z %Y")
+    utc = "-u" in ctx.args or "--utc" in ctx.args
+    return ToolResult(time.strftime(fmt, time.gmtime() if utc else time.localtime()) + "\n")
+
+
+def hostname(ctx: ToolContext) -> ToolResult:
+    if ctx.args and ctx.args[0] in ("-s", "--short"):
+        return ToolResult(ctx.hostname.split(".")[0] + "\n")
+    if ctx.args and not ctx.args[0].startswith("-"):
+        return ToolResult("", "hostname: you must be root to change the host name\n", 1)
+    return ToolResult(ctx.hostname + "\n")
+
+
+def id_(ctx: ToolContext) -> ToolResult:
+    if "-u" in ctx.args:
+        return ToolResult("0\n")
+    if "-un" in ctx.args or ("-u" in ctx.args and "-n" in ctx.args):
+        return ToolResult("root\n")
+    return ToolResult("uid=0(root) gid=0(root) groups=0(root)\n")
+
+
+HANDLERS: dict[str, Callable[[ToolContext], ToolResult]] = {
+    "cat": cat, "test": test, "[": test, "mkdir": mkdir, "rm": rm, "cp": cp, "mv": mv, "ls": ls,
+    "touch": touch, "chmod": chmod, "chown": chown, "tee": tee, "cmp": cmp, "grep": grep, "head": head,
+    "tail": tail, "wc": wc, "stat": stat, "readlink": readlink, "ln": ln, "install": install,
+    "uname": uname, "basename": basename, "dirname": dirname, "date": date, "hostname": hostname,
+    "id": id_, "whoami": lambda ctx: ToolResult("root\n"), "sleep": lambda ctx: ToolResult(),
+    "sync": lambda ctx: ToolResult(),
+}
+
+
+def run(ctx: ToolContext) -> ToolResult:
+    try:
+        return HANDLERS[ctx.name](ctx)
+    except StateError as exc:
+        return ToolResult("", f"{ctx.name}: {exc}\n", 1)
+    except NotADirectoryError:
+        return ToolResult("", f"{ctx.name}: Not a directory\n", 1)

@@ -1,0 +1,140 @@
+"""The Debian package database of a mock host, shared by ``apt-get``, ``dpkg-query`` and ``apt-mark``.
+
+The repository is the profile's ``machine.packages.repository``::
+
+    repository:
+      kubeadm:                                # name -> versions (oldest first), or a mapping:
+        versions: ["1.30.1-1.1", "1.30.2-1.1"]
+        source: pkgs.k8s.io/core:/stable:/v1.30   # only after a sources.list(.d) file names it
+                                                 # and `apt-get update` ran since
+        units: [kubelet]                      # systemd units the package ships
+      containerd: ["1.6.20~ds1-1+deb12u3"]
+
+Installed packages live in ``host.json`` → ``packages``: ``{name: {"version": V}}``; holds
+in ``holds``. Installing a package also writes its files into the tree (a stub executable
+per program, the unit file, and for Debian's ``containerd`` its packaged config.toml), so
+``test -x /usr/bin/kubeadm`` and ``cat /etc/containerd/config.toml`` agree with dpkg.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from clusterctl.mock.tools.base import ToolContext
+
+
+@dataclass(frozen=True)
+class Available:
+    name: str
+    versions: tuple[str, ...]
+    source: str | None
+    units: tuple[str, ...]
+    programs: tuple[str, ...]
+
+
+#: Systemd units and programs that well-known packages ship (Debian and upstream repositories).
+KNOWN_PACKAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "containerd": (("containerd",), ("containerd", "ctr", "containerd-shim-runc-v2")),
+    "containerd.io": (("containerd",), ("containerd", "ctr", "containerd-shim-runc-v2")),
+    "kubelet": (("kubelet",), ("kubelet",)),
+    "kubeadm": ((), ("kubeadm",)),
+    "kubectl": ((), ("kubectl",)),
+    "cri-tools": ((), ("crictl",)),
+    "kubernetes-cni": ((), ()),
+    "nvidia-container-toolkit": ((), ("nvidia-ctk", "nvidia-container-runtime")),
+    "nvidia-container-toolkit-base": ((), ("nvidia-ctk", "nvidia-container-runtime")),
+    "docker-ce": (("docker",), ("dockerd",)),
+    "openssh-server": (("ssh",), ("sshd",)),
+    "chrony": (("chrony",), ("chronyd",)),
+    "helm": ((), ("helm",)),
+}
+
+#: Configuration files packages ship: package -> {path: recording in recordings/packages/}.
+PACKAGED_FILES: dict[str, dict[str, str]] = {
+    "containerd": {"/etc/containerd/config.toml": "debian-containerd-config.toml"},
+}
+
+
+def repository(ctx: ToolContext) -> dict[str, Available]:
+    raw = (ctx.machine.get("packages") or {}).get("repository") or {}
+    found: dict[str, Available] = {}
+    for name, spec in raw.items():
+        known_units, known_programs = KNOWN_PACKAGES.get(str(name), ((), ()))
+        if isinstance(spec, dict):
+            versions = tuple(str(v) for v in spec.get("versions") or [])
+            found[str(name)] = Available(
+                str(name), versions, str(spec["source"]) if spec.get("source") else None,
+                tuple(str(u) for u in spec.get("units", known_units)),
+                tuple(str(p) for p in spec.get("programs", known_programs)),
+            )
+        else:
+            versions = tuple(str(v) for v in (spec if isinstance(spec, list) else [spec]))
+            found[str(name)] = Available(str(name), versions, None, known_units, known_programs)
+    return found
+
+
+def visible(ctx: ToolContext, package: Available) -> bool:
+    """Whether apt can see the package: no source needed, or its source is configured and updated."""
+    if package.source is None:
+        return True
+    updated = ctx.host.read().get("apt_updated") or []
+    return package.source in updated
+
+
+def configured_sources(ctx: ToolContext) -> list[str]:
+    """Every sources.list(.d) entry's text, to find which repository sources are configured."""
+    texts = []
+    for path in ["/etc/apt/sources.list", *ctx.fs.glob("/etc/apt/sources.list.d/*")]:
+        data = ctx.fs.read(path)
+        if data:
+            texts.append(data.decode(errors="replace"))
+    return texts
+
+
+def installed(ctx: ToolContext) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in ctx.host.section("packages").items() if isinstance(v, dict)}
+
+
+def holds(ctx: ToolContext) -> list[str]:
+    return [str(h) for h in ctx.host.read().get("holds") or []]
+
+
+def install_files(ctx: ToolContext, package: Available, version: str) -> None:
+    """Put the package's programs, unit files and packaged config into the tree."""
+    for program in package.programs:
+        stub = f"#!/bin/sh\n# {program} from {package.name} {version} (mock)\n"
+        ctx.fs.write(f"/usr/bin/{program}", stub.encode(), mode=0o755)
+    for unit in package.units:
+        ctx.fs.write(f"/lib/systemd/system/{unit}.service",
+                     f"[Unit]\nDescription={unit} (mock, from {package.name} {version})\n".encode())
+    for path, recording in PACKAGED_FILES.get(package.name, {}).items():
+        if ctx.fs.read(path) is None:
+            folder = resources.files("clusterctl.mock").joinpath("recordings").joinpath("packages")
+            data = folder.joinpath(recording).read_bytes()
+            ctx.fs.write(path, data)
+
+
+def remove_files(ctx: ToolContext, package: Available, *, purge: bool) -> None:
+    for program in package.programs:
+        ctx.fs.remove(f"/usr/bin/{program}")
+    for unit in package.units:
+        ctx.fs.remove(f"/lib/systemd/system/{unit}.service")
+    if purge:
+        for path in PACKAGED_FILES.get(package.name, {}):
+            ctx.fs.remove(path)
+
+
+def version_key(version: str) -> list[Any]:
+    """A sort key close to Debian's version ordering (epoch, then digit and non-digit runs; ~ sorts first)."""
+    import re
+
+    epoch, _, rest = version.rpartition(":")
+    key: list[Any] = [int(epoch) if epoch.isdigit() else 0]
+    for part in re.findall(r"\d+|[^\d]+", rest):
+        if part.isdigit():
+            key.append((1, int(part), ""))
+        else:
+            key.append((0 if part.startswith("~") else 2, 0, part))
+    return key

@@ -1,0 +1,149 @@
+"""``sysctl``: read (``-n``, ``-a`` not simulated), write (``-w``), ``-p FILE`` and ``--system``.
+
+Runtime values live in ``host.json`` → ``sysctl``; first-boot values come from the profile's
+``machine.sysctl`` on top of Linux defaults (``DEFAULTS``). ``--system`` applies the
+``/etc/sysctl.d``, ``/run/sysctl.d``, ``/usr/lib/sysctl.d`` files of the tree in procps 4's order
+and prints ``* Applying FILE ...`` and each setting. An unknown key fails as procps 4.0.2
+does (recorded on Debian 12): ``sysctl: cannot stat /proc/sys/a/b: No such file or directory``,
+exit 1. Keys under ``net.bridge`` exist only once ``br_netfilter`` is loaded, as on Linux.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clusterctl.mock.tools.base import ToolContext, ToolResult
+
+#: Linux defaults of the keys bootstrap and tuning care about.
+DEFAULTS = {
+    "net.ipv4.ip_forward": "0",
+    "net.ipv6.conf.all.forwarding": "0",
+    "net.ipv4.conf.all.rp_filter": "2",
+    "net.core.somaxconn": "4096",
+    "net.core.rmem_max": "212992",
+    "net.core.wmem_max": "212992",
+    "vm.swappiness": "60",
+    "vm.max_map_count": "65530",
+    "vm.overcommit_memory": "0",
+    "kernel.panic": "0",
+    "kernel.pid_max": "4194304",
+    "kernel.numa_balancing": "1",
+    "fs.inotify.max_user_watches": "65536",
+    "fs.inotify.max_user_instances": "128",
+    "fs.file-max": "9223372036854775807",
+}
+BRIDGE_KEYS = {"net.bridge.bridge-nf-call-iptables": "1", "net.bridge.bridge-nf-call-ip6tables": "1",
+               "net.bridge.bridge-nf-call-arptables": "1"}
+SYSTEM_DIRS = ("/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d", "/lib/sysctl.d")
+
+
+def _norm(key: str) -> str:
+    return key.replace("/", ".").strip()
+
+
+def _known(ctx: ToolContext, data: dict[str, Any]) -> dict[str, str]:
+    values = dict(DEFAULTS)
+    values.update({str(k): str(v) for k, v in (ctx.machine.get("sysctl") or {}).items()})
+    if "br_netfilter" in (data.get("modules") or []):
+        values.update(BRIDGE_KEYS)
+    values.update({str(k): str(v) for k, v in (data.get("sysctl") or {}).items()})
+    return values
+
+
+def _missing(key: str) -> str:
+    return f"sysctl: cannot stat /proc/sys/{key.replace('.', '/')}: No such file or directory\n"
+
+
+def _apply_lines(text: str) -> list[tuple[str, str, bool]]:
+    """(key, value, ignore_errors) for each setting line of a sysctl.conf file."""
+    found = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")) or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        ignore = key.startswith("-")
+        found.append((_norm(key.lstrip("-")), value.strip(), ignore))
+    return found
+
+
+def _system_files(ctx: ToolContext) -> list[str]:
+    chosen: dict[str, str] = {}
+    for folder in SYSTEM_DIRS:
+        for path in ctx.fs.glob(f"{folder}/*.conf"):
+            chosen.setdefault(path.rsplit("/", 1)[1], path)
+    files = [chosen[name] for name in sorted(chosen)]
+    if ctx.fs.is_file("/etc/sysctl.conf"):
+        files.append("/etc/sysctl.conf")
+    return files
+
+
+def run(ctx: ToolContext) -> ToolResult:
+    args = list(ctx.args)
+    value_only = quiet = write = False
+    files: list[str] = []
+    system = False
+    operands: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--system":
+            system = True
+        elif arg in ("-p", "--load"):
+            if i + 1 < len(args) and not args[i + 1].startswith("-"):
+                files.append(args[i + 1])
+                i += 1
+            else:
+                files.append("/etc/sysctl.conf")
+        elif arg.startswith("-p") and len(arg) > 2:
+            files.append(arg[2:])
+        elif arg.startswith("-") and not arg.startswith("--"):
+            value_only |= "n" in arg
+            quiet |= "q" in arg
+            write |= "w" in arg
+        else:
+            operands.append(arg)
+        i += 1
+    out, err, code = "", "", 0
+    with ctx.host.edit() as data:
+        runtime = data.setdefault("sysctl", {})
+        if system or files:
+            for path in _system_files(ctx) if system else files:
+                content = ctx.fs.read(path)
+                if content is None:
+                    err += f"sysctl: cannot open \"{path}\": No such file or directory\n"
+                    code = 1
+                    continue
+                if system:
+                    out += f"* Applying {path} ...\n"
+                for key, value, ignore in _apply_lines(content.decode(errors="replace")):
+                    if key not in _known(ctx, data):
+                        if not ignore:
+                            err += _missing(key)
+                            code = 1
+                        continue
+                    runtime[key] = value
+                    if not quiet:
+                        out += f"{key} = {value}\n"
+            return ToolResult(out, err, code)
+        for operand in operands:
+            if "=" in operand:
+                key, _, value = operand.partition("=")
+                key = _norm(key)
+                if key not in _known(ctx, data):
+                    err += _missing(key)
+                    code = 1
+                    continue
+                runtime[key] = value.strip()
+                if not quiet:
+                    out += f"{key} = {value.strip()}\n"
+                continue
+            key = _norm(operand)
+            known = _known(ctx, data)
+            if key not in known:
+                err += _missing(key)
+                code = 1
+                continue
+            out += f"{known[key]}\n" if value_only else f"{key} = {known[key]}\n"
+    _ = write
+    return ToolResult(out, err, code)

@@ -1,0 +1,269 @@
+"""``systemctl``: unit states that last (is-active, is-enabled, enable, disable, start, stop,
+restart, reload, daemon-reload, status, show).
+
+State (``host.json`` → ``services``): ``{unit: {"active": "active|inactive|failed",
+"enabled": "enabled|disabled", "restarts": N}}``. Units exist when the profile's
+``machine.services`` names them or an installed package ships them (``apt-get``).
+
+Starting a unit runs its start check first (``STARTS``): containerd's reads
+``/etc/containerd/config.toml`` and its imports from the tree and fails to start, like the
+real daemon, on a file that is not TOML or whose ``version`` the installed containerd cannot
+read. On an sshd mock host with a real containerd (``clusterctl.mock.daemons``), the real
+daemon is restarted instead and its exit decides. Messages and exit codes are systemd 252's
+(Debian 12; see recordings/README.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from clusterctl.mock.tools.base import ToolContext, ToolResult
+
+JOB_FAILED = (
+    "Job for {unit} failed because the control process exited with error code.\n"
+    'See "systemctl status {unit}" and "journalctl -xeu {unit}" for details.\n'
+)
+
+
+def unit_name(name: str) -> str:
+    return name if "." in name else f"{name}.service"
+
+
+def service_key(name: str) -> str:
+    return name[: -len(".service")] if name.endswith(".service") else name
+
+
+def containerd_start_check(ctx: ToolContext) -> str | None:
+    """Why containerd would not start with the config in the tree, or None."""
+    from clusterctl.mock.tools.containerd_config import TOMLError, parse_toml
+
+    version = ctx.installed_version("containerd") or ctx.installed_version("containerd.io") or "1.7.0"
+    major = int(version.split(".")[0]) if version.split(".")[0].isdigit() else 1
+    highest = 2 if major < 2 else (3 if version.startswith(("2.0", "2.1", "2.2")) else 4)
+    path = "/etc/containerd/config.toml"
+    data = ctx.fs.read(path)
+    if data is None:
+        return None
+    files = [path]
+    try:
+        root = parse_toml(data)
+    except TOMLError as exc:
+        return f'containerd: failed to load TOML: {path}: {exc}'
+    imports = root.get("imports") or []
+    for pattern in imports if isinstance(imports, list) else []:
+        files.extend(ctx.fs.glob(str(pattern)) if any(c in str(pattern) for c in "*?[") else [str(pattern)])
+    root_version = int(root.get("version", 1) or 1)
+    for file in files:
+        content = ctx.fs.read(file)
+        if content is None:
+            continue
+        try:
+            doc = parse_toml(content)
+        except TOMLError as exc:
+            return f"containerd: failed to load TOML from {file}: {exc}"
+        file_version = int(doc.get("version", root_version) or 1)
+        if file_version > highest:
+            return f"containerd: unsupported config version `{file_version}`"
+    return None
+
+
+def kubelet_state(ctx: ToolContext) -> str:
+    """The kubelet restarts every 10 s until kubeadm writes its config: systemd shows "activating"."""
+    return "active" if ctx.fs.is_file("/var/lib/kubelet/config.yaml") else "activating"
+
+
+#: Unit -> check run before it starts; returns the reason it fails to start, or None.
+STARTS: dict[str, Callable[[ToolContext], str | None]] = {"containerd": containerd_start_check}
+#: Unit -> what an "active" unit really shows (a service that keeps exiting is "activating").
+SETTLES: dict[str, Callable[[ToolContext], str]] = {"kubelet": kubelet_state}
+
+
+def _units(ctx: ToolContext) -> dict[str, Any]:
+    return ctx.host.section("services")
+
+
+def _start(ctx: ToolContext, key: str, *, restart: bool) -> ToolResult:
+    from clusterctl.mock import daemons
+
+    unit = unit_name(key)
+    reason: str | None
+    if daemons.is_real(ctx, key):
+        reason = daemons.restart(ctx, key) if restart else daemons.start(ctx, key)
+    else:
+        check = STARTS.get(key)
+        reason = check(ctx) if check else None
+    with ctx.host.edit() as data:
+        entry = data.setdefault("services", {}).setdefault(key, {"enabled": "disabled"})
+        if reason:
+            entry["active"] = "failed"
+            entry["result"] = reason
+        else:
+            was_active = entry.get("active") == "active"
+            entry["active"] = "active"
+            entry.pop("result", None)
+            if restart or not was_active:
+                entry["restarts"] = int(entry.get("restarts", 0)) + 1
+    if reason:
+        return ToolResult("", JOB_FAILED.format(unit=unit), 1)
+    return ToolResult()
+
+
+def _stop(ctx: ToolContext, key: str) -> None:
+    from clusterctl.mock import daemons
+
+    if daemons.is_real(ctx, key):
+        daemons.stop(ctx, key)
+    with ctx.host.edit() as data:
+        entry = data.setdefault("services", {}).setdefault(key, {"enabled": "disabled"})
+        entry["active"] = "inactive"
+
+
+def _set_enabled(ctx: ToolContext, key: str, enabled: bool) -> bool:
+    """Whether the state changed."""
+    with ctx.host.edit() as data:
+        entry = data.setdefault("services", {}).setdefault(key, {"active": "inactive"})
+        before = entry.get("enabled") == "enabled"
+        entry["enabled"] = "enabled" if enabled else "disabled"
+    return before != enabled
+
+
+def _active_state(ctx: ToolContext, key: str, units: dict[str, Any]) -> str:
+    from clusterctl.mock import daemons
+
+    entry = units.get(key)
+    if entry is None:
+        return "inactive"
+    state = str(entry.get("active", "inactive"))
+    if state == "active" and daemons.is_real(ctx, key) and not daemons.running(ctx, key):
+        return "failed"
+    if state == "active" and key in SETTLES:
+        return SETTLES[key](ctx)
+    return state
+
+
+def run(ctx: ToolContext) -> ToolResult:
+    args = [a for a in ctx.args if a not in ("--no-pager", "--no-block", "--system", "-q", "--quiet", "--now",
+                                             "--no-ask-password", "--full", "-l")]
+    quiet = "-q" in ctx.args or "--quiet" in ctx.args
+    now = "--now" in ctx.args
+    if not args:
+        return ToolResult("", "systemctl: mock host lists no units; give a command verb\n", 1)
+    verb, names = args[0], [service_key(n) for n in args[1:] if not n.startswith("-")]
+    units = _units(ctx)
+    if verb == "daemon-reload":
+        with ctx.host.edit() as data:
+            data["daemon_reloads"] = int(data.get("daemon_reloads", 0)) + 1
+        return ToolResult()
+    if verb in ("is-active", "is-failed"):
+        states = [_active_state(ctx, n, units) for n in names]
+        out = "" if quiet else "".join(s + "\n" for s in states)
+        if verb == "is-active":
+            return ToolResult(out, "", 0 if states and all(s == "active" for s in states) else 3)
+        return ToolResult(out, "", 0 if any(s == "failed" for s in states) else 1)
+    if verb == "is-enabled":
+        out, err, code = "", "", 0
+        for name in names:
+            if name not in units:
+                err += f"Failed to get unit file state for {unit_name(name)}: No such file or directory\n"
+                code = 1
+                continue
+            state = str(units[name].get("enabled", "disabled"))
+            out += "" if quiet else state + "\n"
+            if state != "enabled":
+                code = 1
+        return ToolResult(out, err, code)
+    missing = [n for n in names if n not in units]
+    if verb in ("enable", "disable"):
+        if missing:
+            return ToolResult("", f"Failed to {verb} unit: Unit file {unit_name(missing[0])} does not exist.\n", 1)
+        err = ""
+        for name in names:
+            if _set_enabled(ctx, name, verb == "enable"):
+                link = f"/etc/systemd/system/multi-user.target.wants/{unit_name(name)}"
+                err += (f"Created symlink {link} \u2192 /lib/systemd/system/{unit_name(name)}.\n" if verb == "enable"
+                        else f'Removed "{link}".\n')
+        if now:
+            for name in names:
+                if verb == "enable":
+                    result = _start(ctx, name, restart=False)
+                    if result.exit_code:
+                        return ToolResult("", err + result.stderr, result.exit_code)
+                else:
+                    _stop(ctx, name)
+        return ToolResult("", err, 0)
+    if verb in ("start", "restart", "reload", "try-restart", "reload-or-restart"):
+        word = {"reload-or-restart": "reload-or-restart", "try-restart": "try-restart"}.get(verb, verb)
+        if missing:
+            unit = unit_name(missing[0])
+            return ToolResult("", f"Failed to {word} {unit}: Unit {unit} not found.\n", 5)
+        for name in names:
+            if verb == "try-restart" and units[name].get("active") != "active":
+                continue
+            if verb == "start" and _active_state(ctx, name, units) == "active":
+                continue
+            result = _start(ctx, name, restart=verb != "start")
+            if result.exit_code:
+                return result
+        return ToolResult()
+    if verb == "stop":
+        if missing:
+            unit = unit_name(missing[0])
+            return ToolResult("", f"Failed to stop {unit}: Unit {unit} not loaded.\n", 5)
+        for name in names:
+            _stop(ctx, name)
+        return ToolResult()
+    if verb == "status":
+        if missing:
+            return ToolResult("", f"Unit {unit_name(missing[0])} could not be found.\n", 4)
+        out, code = "", 0
+        for name in names:
+            state = _active_state(ctx, name, units)
+            enabled = units[name].get("enabled", "disabled")
+            sub = {"active": "running", "failed": "failed", "inactive": "dead", "activating": "auto-restart"}.get(
+                state, state)
+            out += (f"\u25cf {unit_name(name)}\n     Loaded: loaded (/lib/systemd/system/{unit_name(name)}; {enabled}; "
+                    f"preset: enabled)\n     Active: {state} ({sub})\n")
+            if state != "active":
+                code = 3
+        return ToolResult(out, "", code)
+    if verb == "show":
+        return _show(ctx, args[1:], units)
+    return ToolResult("", f"Unknown command verb {verb}.\n", 1)
+
+
+def _show(ctx: ToolContext, args: list[str], units: dict[str, Any]) -> ToolResult:
+    props: list[str] = []
+    value_only = "--value" in args
+    names: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-p", "--property") and i + 1 < len(args):
+            props.extend(args[i + 1].split(","))
+            i += 2
+            continue
+        if arg.startswith("--property="):
+            props.extend(arg.split("=", 1)[1].split(","))
+        elif arg.startswith("-p") and len(arg) > 2:
+            props.extend(arg[2:].split(","))
+        elif not arg.startswith("-"):
+            names.append(service_key(arg))
+        i += 1
+    out = ""
+    for name in names:
+        entry = units.get(name)
+        state = _active_state(ctx, name, units)
+        values = {
+            "Id": unit_name(name),
+            "LoadState": "loaded" if entry is not None else "not-found",
+            "ActiveState": state,
+            "SubState": {"active": "running", "failed": "failed"}.get(state, "dead"),
+            "UnitFileState": str((entry or {}).get("enabled", "")),
+            "NRestarts": str((entry or {}).get("restarts", 0)),
+            "Result": "exit-code" if (entry or {}).get("result") else "success",
+        }
+        for prop in props or list(values):
+            value = values.get(prop, "")
+            out += f"{value}\n" if value_only else f"{prop}={value}\n"
+    return ToolResult(out)

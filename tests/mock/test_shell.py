@@ -1,0 +1,27 @@
+"""The mock shell runs what clusterctl sends as sh would, and refuses what it cannot run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_simulated_tools import node
+
+
+def test_lists_pipes_conditionals_and_redirections(cluster: Path) -> None:
+    t = node(cluster)
+    assert t.run("false || echo rescued").stdout == "rescued\n"
+    assert t.run("false && echo no; echo $?").stdout == "1\n"
+    assert t.run("set -e; false; echo never").exit_code == 1
+    assert t.run("cat /etc/os-release | grep -c PRETTY").stdout == "1\n"
+    assert t.run("if [ -e /etc/missing ]; then cat /etc/missing; else exit 3; fi").exit_code == 3
+    assert t.run("X='a b'; echo \"$X\" ${X}").stdout == "a b a b\n"
+    assert t.run("echo $(hostname)-$(uname -r)").stdout == "node-6.8.0-45-generic\n"
+    assert t.run("sudo -n sh -c 'echo secret > /root/f; cat /root/f' 2>/dev/null").stdout == "secret\n"
+    assert t.run("nosuch 2>&1").stdout == "sh: 1: nosuch: not found\n"
+    assert t.run("mkdir -p /etc/containerd/certs.d/docker.io && ls /etc/containerd/certs.d").stdout == "docker.io\n"
+
+
+def test_an_unsupported_construct_is_refused_with_the_reason(cluster: Path) -> None:
+    result = node(cluster).run("for i in 1 2; do echo $i; done")
+    assert result.exit_code == 2
+    assert "'for' is not supported" in result.stderr and "profile rule" in result.stderr

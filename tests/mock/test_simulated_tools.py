@@ -1,0 +1,169 @@
+"""Simulated tools answer as the real ones do (messages and exit codes from recordings)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest_mock import REPO_ROOT, write_cluster
+
+from clusterctl.inventory.loader import load_inventory
+from clusterctl.transport.base import FailureKind, TransportError
+from clusterctl.transport.mock import MockTransport
+
+K8S_SOURCE = "echo 'deb https://pkgs.k8s.io/core:/stable:/v1.30/deb/ /' > /etc/apt/sources.list.d/k8s.list"
+
+
+def node(inventory: Path, name: str = "n1") -> MockTransport:
+    return MockTransport(load_inventory(inventory).host(name))
+
+
+def test_apt_installs_only_known_versions_from_configured_sources(cluster: Path) -> None:
+    t = node(cluster)
+    hidden = t.run("apt-get install -y kubeadm=1.30.2-1.1")
+    assert (hidden.exit_code, hidden.stderr) == (100, "E: Unable to locate package kubeadm\n")
+    t.run(K8S_SOURCE)
+    assert t.run("apt-get update").ok
+    wrong = t.run("apt-get install -y kubeadm=1.30.9-1.1")
+    assert (wrong.exit_code, wrong.stderr) == (100, "E: Version '1.30.9-1.1' for 'kubeadm' was not found\n")
+    assert wrong.stdout.startswith("Reading package lists...\n")
+    ok = t.run("apt-get install -y kubeadm=1.30.1-1.1 kubelet=1.30.1-1.1")
+    assert ok.ok and "Setting up kubeadm (1.30.1-1.1) ..." in ok.stdout
+    assert t.run("command -v kubeadm").stdout == "/usr/bin/kubeadm\n"
+    again = t.run("apt-get install -y kubeadm=1.30.1-1.1")
+    assert "kubeadm is already the newest version (1.30.1-1.1)." in again.stdout
+    assert t.run("apt-mark hold kubeadm").stdout == "kubeadm set on hold.\n"
+    held = t.run("apt-get install -y kubeadm=1.30.2-1.1")
+    assert held.exit_code == 100 and "--allow-change-held-packages" in held.stderr
+    assert t.run("apt-get install -y --allow-change-held-packages kubeadm=1.30.2-1.1").ok
+    assert t.run("dpkg-query -W -f='${Version}' kubeadm").stdout == "1.30.2-1.1"
+    no_tty = t.run("apt-get install cri-tools")
+    assert no_tty.exit_code == 1 and no_tty.stdout.endswith("Do you want to continue? [Y/n] Abort.\n")
+
+
+def test_dpkg_query_and_apt_mark_answer_like_debian(cluster: Path) -> None:
+    t = node(cluster)
+    assert t.run("dpkg-query -W containerd").stdout == "containerd\t1.7.24-0ubuntu1~24.04.2\n"
+    missing = t.run("dpkg-query -W nosuchpkg")
+    assert (missing.exit_code, missing.stderr) == (1, "dpkg-query: no packages found matching nosuchpkg\n")
+    abbrev = t.run("dpkg-query -W -f='${db:Status-Abbrev} ${Version}\\n' containerd")
+    assert abbrev.stdout == "ii  1.7.24-0ubuntu1~24.04.2\n"
+    unknown = t.run("apt-mark hold nosuchpkg")
+    assert (unknown.exit_code, unknown.stderr) == (100, "E: Unable to locate package nosuchpkg\nE: No packages found\n")
+
+
+def test_systemctl_states_and_messages(cluster: Path) -> None:
+    t = node(cluster)
+    assert (t.run("systemctl is-active containerd").stdout, t.run("systemctl is-active containerd").exit_code) == \
+        ("active\n", 0)
+    unknown = t.run("systemctl is-active nosuch")
+    assert (unknown.stdout, unknown.exit_code) == ("inactive\n", 3)
+    assert t.run("systemctl is-enabled nosuch").stderr == \
+        "Failed to get unit file state for nosuch.service: No such file or directory\n"
+    restart = t.run("systemctl restart nosuch")
+    assert (restart.exit_code, restart.stderr) == (
+        5, "Failed to restart nosuch.service: Unit nosuch.service not found.\n")
+    assert t.run("systemctl disable containerd").stderr == \
+        'Removed "/etc/systemd/system/multi-user.target.wants/containerd.service".\n'
+    assert t.run("systemctl is-enabled containerd").exit_code == 1
+    assert "Created symlink" in t.run("systemctl enable --now containerd").stderr
+    assert t.run("systemctl daemon-reload").ok
+
+
+def test_containerd_restart_fails_with_a_config_it_cannot_read(cluster: Path) -> None:
+    t = node(cluster)
+    # Debian's packaged config (recorded) is there after install; a valid edit restarts fine.
+    t.run("apt-get install -y --reinstall containerd")
+    assert t.put("/etc/containerd/config.toml", b'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n').changed
+    assert t.run("systemctl restart containerd").ok
+    t.put("/etc/containerd/config.toml", b"version = 2\n[plugins\n")
+    broken = t.run("systemctl restart containerd")
+    assert broken.exit_code == 1
+    assert broken.stderr.startswith("Job for containerd.service failed because the control process exited")
+    assert t.run("systemctl is-active containerd").stdout == "failed\n"
+    t.put("/etc/containerd/config.toml", b"version = 3\n")  # containerd 1.7 reads v2 at most
+    assert t.run("systemctl restart containerd").exit_code == 1
+
+
+def test_kernel_modules_sysctl_and_swap(cluster: Path) -> None:
+    t = node(cluster)
+    bridge = t.run("sysctl -n net.bridge.bridge-nf-call-iptables")
+    assert (bridge.exit_code, bridge.stderr) == (
+        1, "sysctl: cannot stat /proc/sys/net/bridge/bridge-nf-call-iptables: No such file or directory\n")
+    missing = t.run("modprobe nosuchmod")
+    assert missing.stderr == "modprobe: FATAL: Module nosuchmod not found in directory /lib/modules/6.8.0-45-generic\n"
+    assert t.run("modprobe br_netfilter").ok
+    assert "br_netfilter" in t.run("lsmod").stdout
+    t.put("/etc/sysctl.d/99-kubernetes-cri.conf", b"net.ipv4.ip_forward = 1\nnet.bridge.bridge-nf-call-iptables = 1\n")
+    applied = t.run("sysctl --system")
+    assert applied.stdout == ("* Applying /etc/sysctl.d/99-kubernetes-cri.conf ...\n"
+                              "net.ipv4.ip_forward = 1\nnet.bridge.bridge-nf-call-iptables = 1\n")
+    assert t.run("sysctl -n net.ipv4.ip_forward").stdout == "1\n"
+    assert t.run("swapon --show").stdout == "NAME      TYPE SIZE USED PRIO\n/swap.img file   8G   0B   -2\n"
+    assert t.run("swapoff -a").ok
+    assert t.run("swapon --show").stdout == ""
+
+
+def test_nvidia_ctk_writes_the_drop_in_and_containerd_loads_it(cluster: Path) -> None:
+    t = node(cluster)
+    assert t.run("nvidia-ctk runtime configure --runtime=containerd").exit_code == 127  # not installed yet
+    assert t.run("apt-get install -y nvidia-container-toolkit cri-tools").ok
+    configured = t.run("nvidia-ctk runtime configure --runtime=containerd --set-as-default")
+    assert configured.ok
+    assert "INFO[0000] Wrote updated config to /etc/containerd/conf.d/99-nvidia.toml\n" in configured.stderr
+    drop_in = (t.get("/etc/containerd/conf.d/99-nvidia.toml") or b"").decode()
+    assert 'BinaryName = "/usr/bin/nvidia-container-runtime"' in drop_in
+    assert 'default_runtime_name = "nvidia"' in drop_in
+    assert 'imports = ["/etc/containerd/conf.d/*.toml"]' in (t.get("/etc/containerd/config.toml") or b"").decode()
+    assert t.run("systemctl restart containerd").ok
+    assert '"defaultRuntimeName": "nvidia"' in t.run("crictl info").stdout
+    assert t.run("nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml").ok
+    assert "name: all" in (t.get("/etc/cdi/nvidia.yaml") or b"").decode()
+
+
+def test_profile_rules_win_and_can_fail_one_chosen_step(tmp_path: Path) -> None:
+    inventory = write_cluster(tmp_path)
+    profile = tmp_path / "profile" / "profile.yaml"
+    profile.write_text(profile.read_text().replace("commands:\n", """commands:
+  - match: "systemctl restart containerd"
+    skip: 1
+    times: 1
+    exit: 1
+    stderr_text: "Job for containerd.service failed because a timeout was exceeded.\\n"
+  - match: "dpkg-query -W containerd"
+    stdout_text: "containerd\\t2.2.0-1\\n"
+  - match: "nvidia-smi -L"
+    fail: unreachable
+""", 1))
+    t = node(inventory)
+    assert t.run("dpkg-query -W containerd").stdout == "containerd\t2.2.0-1\n"
+    assert t.run("systemctl restart containerd").ok            # 1st: the simulated tool
+    assert t.run("systemctl restart containerd").exit_code == 1  # 2nd: the injected failure
+    # The count lasts between processes: a resumed run does not fail again.
+    assert node(inventory).run("systemctl restart containerd").ok
+    with pytest.raises(TransportError) as err:
+        t.run("nvidia-smi -L")
+    assert err.value.kind is FailureKind.UNREACHABLE
+
+
+def test_sshd_replay_shares_the_in_process_state(cluster: Path) -> None:
+    """The replay that sshd mock hosts run answers from the same state as MockTransport."""
+    host = load_inventory(cluster).host("n1")
+    t = MockTransport(host)
+    t.run(K8S_SOURCE + " && apt-get update && apt-get install -y kubelet=1.30.2-1.1")
+
+    def replay(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "clusterctl.transport.replay", "--profile", str(host.profile), "--state-dir",
+             str(host.mock_state), "--host", "n1", "--", *argv],
+            capture_output=True, text=True, timeout=60, cwd=REPO_ROOT,
+        )
+
+    assert replay("dpkg-query", "-W", "kubelet").stdout == "kubelet\t1.30.2-1.1\n"
+    stopped = replay("systemctl", "stop", "containerd")
+    assert stopped.returncode == 0
+    assert t.run("systemctl is-active containerd").stdout == "inactive\n"
+    assert replay("nvidia-smi", "-L").stdout.startswith("GPU 0: NVIDIA H100")
+    assert replay("nosuchtool").returncode == 127
