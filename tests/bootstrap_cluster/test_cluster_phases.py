@@ -56,6 +56,7 @@ def test_ha_control_planes_join_with_uploaded_certificates(tmp_path: Path) -> No
     nodes = sim.kube()["nodes"]
     assert [n for n, v in nodes.items() if v["control_plane"]] == ["gpu-a1", "gpu-a2", "gpu-a3"]
     assert sim.file("gpu-a3", "/etc/kubernetes/manifests/kube-apiserver.yaml") is not None
+    assert [f.code for f in report.all_findings() if f.code == "NO_HA_ENDPOINT"] == ["NO_HA_ENDPOINT"]
     again = sim.run()
     assert again.ok and not again.changed
 
