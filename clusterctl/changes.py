@@ -40,7 +40,8 @@ class Change:
     path: str | None = None
     content: bytes | None = None
     current: bytes | None = None
-    mode: int = 0o644
+    #: The file's mode; ``None``: a replaced file keeps its own, a new one gets 0644.
+    mode: int | None = None
     #: For RUN_COMMAND: the shell line, every value in it already quoted.
     command: str | None = None
     #: Given to the command on stdin (a join token, a password): never in argv, never shown.
@@ -60,7 +61,7 @@ class Change:
         *,
         current: str | bytes | None,
         summary: str | None = None,
-        mode: int = 0o644,
+        mode: int | None = None,
         sudo: bool = True,
     ) -> Change:
         data = content.encode() if isinstance(content, str) else content
@@ -102,13 +103,15 @@ class Change:
     def describe(self) -> str:
         """What would be done, safe to print: secrets masked."""
         if self.kind is ChangeKind.WRITE_FILE:
-            return mask_text(f"write {self.path} (mode {self.mode:o})")
+            mode = f" (mode {self.mode:o})" if self.mode is not None else ""
+            return mask_text(f"write {self.path}{mode}")
         return mask_text(self.command or "")
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {"host": self.host, "summary": mask_text(self.summary), "kind": self.kind.value}
         if self.kind is ChangeKind.WRITE_FILE:
-            data.update(path=self.path, mode=f"{self.mode:o}", diff=self.diff(), new_file=self.current is None)
+            mode = f"{self.mode:o}" if self.mode is not None else None
+            data.update(path=self.path, mode=mode, diff=self.diff(), new_file=self.current is None)
         else:
             data.update(command=self.describe(), sudo=self.sudo)
         return data

@@ -48,6 +48,9 @@ class LinkResult:
     latency_us: float | None = None
     #: Why the test failed, ``None`` when it produced a figure.
     error: str | None = None
+    #: What the client's banner said: a ``-b`` run, and the ``Link type`` (``IB`` / ``Ethernet``).
+    bidirectional: bool = False
+    link_type: str | None = None
     #: Line rate the link is judged against and the fraction it must reach.
     expected_gbps: float | None = None
     min_fraction: float | None = None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import logging
 import os
 import sys
 from typing import Optional
@@ -123,6 +122,8 @@ def global_options(
         ask_pass=ask_pass,
     )
     if debug:
+        import logging
+
         from clusterctl.secret import SecretMaskingFilter
 
         logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(name)s %(message)s")

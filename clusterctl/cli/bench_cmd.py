@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
-from clusterctl.cli.findings_view import exit_for, print_findings
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from rich.console import Console
+
     from clusterctl.bench.ib_bench import IBBenchReport
     from clusterctl.bench.model import Matrix
+    from clusterctl.findings import Finding
+
+
+def print_findings(console: Console, findings: Sequence[Finding]) -> None:
+    # Imported when a bench command prints, not when ``clusterctl --help`` starts.
+    from clusterctl.cli.findings_view import print_findings as show
+
+    show(console, findings)
+
+
+def exit_for(findings: Sequence[Finding]) -> None:
+    from clusterctl.cli.findings_view import exit_for as exit_with
+
+    exit_with(findings)
 
 bench_app = typer.Typer(
     name="bench",
@@ -210,11 +227,18 @@ def nccl_command(
 
 @bench_app.command("report", help="""Parse saved nccl-tests and perftest logs (client or server side).
 
+Pasted or captured logs are fine: shell prompts, code fences and terminal borders are ignored,
+and a row that cannot be read is listed with its line number while the rest is judged. A figure
+above what the link (or, for one host, the GPUs' NVLinks) can carry is an error, not a result;
+with --fabric and --gpus-per-host a log that describes another machine says so.
+
 Examples:
 
   clusterctl bench report slurm-1234.out ib_write_bw-*.log -o json
 
-  clusterctl bench report --rate-gbps 200 node1-mlx5_0.log
+  clusterctl bench report --rate-gbps 200 --fabric ib node1-mlx5_0.log
+
+  clusterctl bench report --gpus-per-host 8 all_reduce-gpu-a1.log
 """)
 def report_command(
     ctx: typer.Context,
@@ -222,29 +246,57 @@ def report_command(
     rate_gbps: Optional[float] = typer.Option(None, "--rate-gbps", min=0.1,  # noqa: UP045
                                               help="Line rate to judge perftest bandwidth against."),
     min_fraction: float = typer.Option(0.9, "--min-fraction", min=0.0, max=1.0),
+    fabric: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--fabric", help="ib, roce or ethernet: a perftest banner naming another link type is a finding."),
+    gpus_per_host: Optional[int] = typer.Option(  # noqa: UP045
+        None, "--gpus-per-host", min=1, help="GPUs per host: an nccl-tests log with another rank count per host is "
+        "a finding."),
 ) -> None:
     from clusterctl.bench.logs import report_files
     from clusterctl.bench.payload import finding_record
+    from clusterctl.errors import UsageError
     from clusterctl.findings import FINDINGS_SCHEMA_VERSION
 
     app = app_context(ctx)
-    reports = report_files(files, rate_gbps=rate_gbps, min_fraction=min_fraction)
+    if fabric is not None and fabric not in ("ib", "roce", "ethernet"):
+        raise UsageError(f"--fabric must be ib, roce or ethernet, not {fabric!r}")
+    reports = report_files(files, rate_gbps=rate_gbps, min_fraction=min_fraction, fabric=fabric,
+                           gpus_per_host=gpus_per_host)
     payload = {"schema_version": FINDINGS_SCHEMA_VERSION,
                "files": [{"file": r.file, **r.record, "findings": [finding_record(f) for f in r.findings]}
                          for r in reports]}
 
     def table() -> None:
+        from rich.markup import escape
+
         for r in reports:
             rec = r.record
-            figure = rec.get("avg_busbw_gbs") if rec["tool"] == "nccl-tests" else rec.get("peak_gbps")
-            unit = "GB/s avg busbw" if rec["tool"] == "nccl-tests" else "Gb/s peak"
-            text = f"{figure} {unit}" if figure is not None else "no figure"
-            app.console.print(f"[bold]{r.file}[/]: {rec['tool']} {rec.get('test') or ''} - {text}", markup=True,
-                              highlight=False)
+            app.console.print(f"[bold]{escape(r.file)}[/]: {rec['tool']} {rec.get('test') or ''} - "
+                              f"{_report_figure(rec)}", markup=True, highlight=False)
+            for warning in rec.get("parse_warnings", []):
+                where = f"line {warning['line']}: " if warning["line"] is not None else ""
+                app.console.print(f"  [yellow]read in part:[/] {escape(where + warning['message'])}",
+                                  highlight=False, soft_wrap=True)
         print_findings(app.console, [f for r in reports for f in r.findings])
 
     app.emit(payload, table)
     exit_for([f for r in reports for f in r.findings])
+
+
+def _report_figure(record: dict[str, Any]) -> str:
+    """The headline figure of one log: bus bandwidth, peak bandwidth, or latency (typical, average, p99)."""
+    if record["tool"] == "nccl-tests":
+        figure = record.get("avg_busbw_gbs")
+        return f"{figure} GB/s avg busbw" if figure is not None else "no figure"
+    latency = record.get("latency") or []
+    if latency:
+        row = min(latency, key=lambda r: r["size_bytes"])
+        parts = [f"typical {row['t_typical_us']:g} us"]
+        parts += [f"{word} {row[key]:g} us" for word, key in (("avg", "t_avg_us"), ("p99", "p99_us"))
+                  if row.get(key) is not None]
+        return f"{', '.join(parts)} at {row['size_bytes']} B"
+    figure = record.get("peak_gbps")
+    return f"{figure} Gb/s peak" if figure is not None else "no figure"
 
 
 @bench_app.command("compare", help="""What got faster or slower between two bench runs (results folders).

@@ -33,8 +33,11 @@ def register(app: typer.Typer) -> None:
     help="""Print the topology summary, single-host findings and (with --tp) layout advice.
 
 FILE holds the output of 'nvidia-smi topo -m' (shell prompt and legend may be included);
-'-' reads it from standard input. Exits 1 when a finding is at error level (a GPU pair
-that lost its NVLink), 2 when the input cannot be read or parsed.
+'-' reads it from standard input. A damaged paste (clipped by a narrow terminal, a row or the
+legend not pasted, cells run together) is read as far as it can be: what could not be read is
+listed first, with its line numbers, and is in -o json as the host's parse_warnings.
+Exits 1 when a finding is at error level (a GPU pair that lost its NVLink), 2 when the input
+cannot be read or parsed.
 """,
 )
 def show(
@@ -64,7 +67,7 @@ def show(
         raise UsageError("empty input: expected the output of nvidia-smi topo -m", file=name)
 
     from clusterctl.cli.findings_view import print_findings
-    from clusterctl.survey.render import render_advice, render_host_summary, render_matrix
+    from clusterctl.survey.render import render_advice, render_host_summary, render_matrix, render_parse_warnings
     from clusterctl.survey.report import report_to_json
     from clusterctl.survey.run import topo_show_report
 
@@ -77,6 +80,9 @@ def show(
 
     def human() -> None:
         host = report.hosts[0]
+        if host.state.facts is not None and host.state.facts.warnings:
+            render_parse_warnings(app.console, host, name)
+            app.console.print()
         render_host_summary(app.console, host)
         app.console.print()
         render_matrix(app.console, host)

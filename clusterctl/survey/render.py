@@ -20,6 +20,12 @@ LINK_STYLE: dict[str, str] = {
     "X": "dim", "NV": "bold green", "PIX": "green", "PXB": "cyan", "PHB": "yellow", "NODE": "magenta",
     "SYS": "red", "SOC": "red",
 }
+#: Paths from a GPU to a NIC that are not affinity: traffic leaves the GPU's PCIe host bridge or socket.
+_ACROSS: dict[str, str] = {
+    "NODE": "across the PCIe host bridges of its NUMA node",
+    "SYS": "across the CPU interconnect to another NUMA node",
+    "SOC": "across the CPU interconnect to another NUMA node",
+}
 
 
 def _shape_text(report: HostReport) -> str:
@@ -142,7 +148,13 @@ def render_host_summary(console: Console, host: HostReport) -> None:
         nic = ", ".join(gpu.nearest_nics) or "none"
         style = LINK_STYLE.get(gpu.nic_link or "", "")
         link = f"[{style}]{gpu.nic_link}[/]" if style and gpu.nic_link else (gpu.nic_link or "-")
-        console.print(f"  GPU{gpu.index}: NUMA {gpu.numa_node or '?'}, nearest NIC {nic} ({link})")
+        across = _ACROSS.get(gpu.nic_link or "")
+        if across and gpu.nearest_nics:
+            # Not affinity: a reader of "nearest NIC" must not take a NODE/SYS path for a local one.
+            console.print(f"  GPU{gpu.index}: NUMA {gpu.numa_node or '?'}, [bold]no NIC with affinity[/]: the "
+                          f"nearest, {nic}, is only reachable {across} ({link})")
+        else:
+            console.print(f"  GPU{gpu.index}: NUMA {gpu.numa_node or '?'}, nearest NIC {nic} ({link})")
     for n in topology.nics:
         gpus = compress_indices(n.nearest_gpus) if n.nearest_gpus else "none (no GPU nearer than SYS)"
         console.print(f"  {n.name}: NUMA {n.numa_node or '?'}, GPUs {gpus}" + (f" ({n.gpu_link})" if
@@ -175,3 +187,16 @@ def render_advice(console: Console, advice: LayoutAdvice) -> None:
             layout.add_row(str(p.dp_rank), str(p.pp_stage), p.host, p.rack or "", compress_indices(p.gpus),
                            f"{p.first_global_rank}-{p.first_global_rank + len(p.gpus) - 1}")
         console.print(layout)
+
+
+def render_parse_warnings(console: Console, host: HostReport, source: str) -> None:
+    """What the parsers could not read of this host's facts, with the input's line numbers."""
+    from rich.markup import escape
+
+    facts = host.state.facts
+    found = facts.warnings if facts else {}
+    for fact, warnings in found.items():
+        console.print(f"[yellow]{escape(source)}: {fact} read in part[/] ({len(warnings)} warning(s)):")
+        for warning in warnings:
+            where = f"line {warning.line}: " if warning.line is not None else ""
+            console.print(f"  [yellow]-[/] {escape(where + warning.message)}", soft_wrap=True)

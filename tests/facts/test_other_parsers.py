@@ -148,8 +148,10 @@ def test_rdma_no_devices_and_errors() -> None:
     with pytest.raises(ParseError) as error:
         parse_ibv_devinfo("\tfw_ver:\t\t20.1\n")
     assert error.value.line == 1
-    with pytest.raises(ParseError, match="no 'state'"):
-        parse_ibv_devinfo("hca_id:\tmlx5_0\n\t\tport:\t1\n\t\t\tlink_layer:\tEthernet\n")
+    # A port without a state costs that port, with a warning naming its line; the device stands.
+    (device,) = devices = parse_ibv_devinfo("hca_id:\tmlx5_0\n\t\tport:\t1\n\t\t\tlink_layer:\tEthernet\n")
+    assert device.hca == "mlx5_0" and device.ports == ()
+    assert [(w.line, "no 'state'" in w.message) for w in devices.warnings] == [(2, True)]
 
 
 # --- software stack -------------------------------------------------------------------
@@ -225,9 +227,11 @@ def test_ibdev2netdev_verbose_and_ip_merge() -> None:
         "       valid_lft forever preferred_lft forever\n"
     )
     assert merge_ipv4((device,), addresses)[0].ipv4 == ("10.0.0.5",)
+    mixed = parse_ibdev2netdev("mlx5_0 port 1 ==> ib0 (Up)\nibdev2netdev: command not found\n")
+    assert [d.name for d in mixed] == ["ib0"] and [w.line for w in mixed.warnings] == [2]
     with pytest.raises(ParseError) as error:
-        parse_ibdev2netdev("mlx5_0 port 1 ==> ib0 (Up)\nibdev2netdev: command not found\n")
-    assert error.value.line == 2
+        parse_ibdev2netdev("ibdev2netdev: command not found\n")
+    assert error.value.line == 1
 
 
 def test_survey_runs_topology_first() -> None:

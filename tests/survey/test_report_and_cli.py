@@ -184,3 +184,43 @@ def test_layout_advice_keeps_ranks_off_a_slow_nic() -> None:
     assert nics["gpu-b3"][2] == "mlx5_3"
     assert nics["gpu-b1"][2] == "mlx5_2"
     assert any("gpu-b3: mlx5_2 left out" in line for line in advice["explanation"])
+
+
+# --- partial reads (issue 13) ------------------------------------------------------------------
+
+
+def test_topo_show_of_a_clipped_paste_lists_what_it_could_not_read_and_carries_it_in_json() -> None:
+    path = str(TOPO / "DERIVED-h200-clipped-100-columns.txt")
+    text = invoke("topo", "show", path)
+    assert text.exit_code == 0, text.output
+    assert "topology read in part" in text.stdout and "line 1: rows NIC4..NIC7 have no column" in text.stdout
+    assert "FACT_PARTIAL" not in text.stdout  # a file's warnings are listed once, not repeated as a finding
+    data = json.loads(invoke("topo", "show", path, "-o", "json").stdout)
+    jsonschema.validate(data, load_schema())
+    warnings = data["hosts"][0]["parse_warnings"]
+    assert {w["fact"] for w in warnings} == {"topology"} and warnings[0]["line"] == 1
+
+
+def test_topo_show_says_when_the_nearest_nic_is_no_affinity() -> None:
+    result = invoke("topo", "show", str(TOPO / "rtx4090-8gpu-2nic-tabs.txt"))
+    lines = {line.split(":")[0].strip(): line for line in result.stdout.splitlines() if line.startswith("  GPU")}
+    assert "no NIC with affinity" in lines["GPU0"] and "across the CPU interconnect" in lines["GPU0"]
+    assert "nearest NIC NIC0, NIC1 (PHB)" in lines["GPU6"]
+
+
+def test_live_survey_turns_a_partial_read_into_a_finding_not_a_crash(tmp_path: Path) -> None:
+    clipped = tmp_path / "clipped"
+    clipped.mkdir()
+    shutil.copy(TOPO / "DERIVED-h200-clipped-140-columns.txt", clipped / "topo.txt")
+    (clipped / "profile.yaml").write_text(
+        f"extends: {DEMO_PROFILE}\ncommands:\n  - match: nvidia-smi topo -m\n    stdout: topo.txt\n")
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text(f"cluster: t\ndefaults: {{transport: mock, profile: {clipped}}}\nhosts:\n  gpu-p1: {{}}\n")
+    result = invoke("-i", str(inventory), "survey", "-o", "json")
+    data = json.loads(result.stdout)
+    jsonschema.validate(data, load_schema())
+    partial = [f for f in data["findings"] if f["code"] == "FACT_PARTIAL"]
+    assert [(f["host"], f["severity"]) for f in partial] == [("gpu-p1", "warning")]
+    assert partial[0]["evidence"]["warnings"][0]["line"] == 1
+    host = data["hosts"][0]
+    assert host["gpu_count"] == 8 and host["parse_warnings"][0]["fact"] == "topology"

@@ -257,6 +257,7 @@ class SSHTransport(Transport):
         """
         out = CappedOutput()
         err = CappedOutput()
+        idle_since: float | None = None
         while True:
             progressed = False
             while channel.recv_ready():
@@ -266,9 +267,18 @@ class SSHTransport(Transport):
                 err.add(group.filter(channel.recv_stderr(READ_CHUNK)))
                 progressed = True
             if progressed:
+                idle_since = None
                 continue
             if channel.eof_received or channel.closed:
                 break
+            if channel.status_event.is_set():
+                # The command exited but something it started in the background still holds
+                # its output open (ssh itself would wait for it): once nothing more arrives
+                # for a moment, the output is complete.
+                now = time.monotonic()
+                idle_since = idle_since or now
+                if now - idle_since >= EOF_GRACE_S:
+                    break
             self._wait(channel, command, deadline, budget)
         # EOF covers both streams (SSH has one EOF per channel): what is buffered is all.
         while channel.recv_ready():
@@ -276,18 +286,27 @@ class SSHTransport(Transport):
         while channel.recv_stderr_ready():
             err.add(group.filter(channel.recv_stderr(READ_CHUNK)))
         err.add(group.flush())
-        # exit_status_ready() is also true for a closed channel: the event says a status came.
-        while not channel.status_event.is_set() and not channel.closed:
-            self._wait(channel, command, deadline, budget)
+        # After EOF the channel's pipe stays readable: wait on the status event instead of select.
+        # (paramiko sets it for an exit status and when the channel closes.)
+        while not channel.status_event.is_set():
+            self._wait(channel, command, deadline, budget, event=channel.status_event)
         if self._closed:
             raise TransportError(FailureKind.TIMED_OUT, f"{self.host.name}: connection closed: {command}")
-        if not channel.status_event.is_set():
+        transport = channel.get_transport()
+        if channel.exit_status == -1 and (transport is None or not transport.is_active()):
             raise TransportError(
                 FailureKind.UNREACHABLE, f"{self.host.name}: connection lost while running: {command}"
             )
         return out.value(), err.value(), channel.recv_exit_status()
 
-    def _wait(self, channel: paramiko.Channel, command: str, deadline: float | None, budget: float | None) -> None:
+    def _wait(
+        self,
+        channel: paramiko.Channel,
+        command: str,
+        deadline: float | None,
+        budget: float | None,
+        event: threading.Event | None = None,
+    ) -> None:
         wait = POLL_S
         if deadline is not None:
             wait = min(wait, deadline - time.monotonic())
@@ -301,7 +320,10 @@ class SSHTransport(Transport):
         if self._stop_requested.is_set():
             what = "interrupted" if self._stop_kind is FailureKind.INTERRUPTED else "connection closed"
             raise TransportError(self._stop_kind, f"{self.host.name}: {what} (the command was stopped): {command}")
-        select.select([channel], [], [], wait)
+        if event is not None:
+            event.wait(wait)
+        else:
+            select.select([channel], [], [], wait)
 
     def _stop_command(
         self, client: paramiko.Transport, channel: paramiko.Channel, group: GroupMarker, *, sudo: bool
@@ -401,6 +423,8 @@ STOP_GRACE_S = 2.0
 INTERRUPT_GRACE_S = 0.5
 #: How often a waiting command checks its deadline and stop requests.
 POLL_S = 0.2
+#: After the exit status, how long output may pause before it counts as complete without EOF.
+EOF_GRACE_S = 1.0
 #: How far into stderr the process-group marker is looked for (login scripts may print first).
 MARKER_SEARCH_BYTES = 65536
 
