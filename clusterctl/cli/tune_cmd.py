@@ -58,6 +58,9 @@ def tune_nccl_command(
     sweep: bool = typer.Option(False, "--sweep", help="Measure candidates with nccl-tests on the hosts."),
     budget: int = typer.Option(120, "--budget", min=1, metavar="N", help="Most nccl-tests runs the sweep may use."),
     repeats: int = typer.Option(3, "--repeats", min=2, metavar="N", help="Baseline runs that measure the noise."),
+    collectives: list[str] = typer.Option(
+        ["all_reduce"], "--collective", metavar="OP",
+        help="Collective the sweep measures (repeatable): all_reduce, all_gather, reduce_scatter, broadcast, reduce."),
     fmt: str = typer.Option("conf", "--format", metavar="FORMAT", help="conf|env|k8s|slurm|tuner|all"),
     out: Optional[str] = typer.Option(None, "--out", metavar="DIR", help="Write the rendered files here."),  # noqa: UP045
     push: bool = typer.Option(False, "--push", help="Write /etc/nccl.conf on the hosts (atomic, with a backup)."),
@@ -79,7 +82,8 @@ def tune_nccl_command(
 
     app = app_context(ctx)
     request = TuneRequest(survey=survey, bench=bench, sweep=sweep, budget=budget, repeats=repeats, fmt=fmt, out=out,
-                          push=push, dry_run=dry_run, nccl_version=nccl_version, namespace=namespace)
+                          push=push, dry_run=dry_run, nccl_version=nccl_version, namespace=namespace,
+                          collectives=tuple(dict.fromkeys(collectives)))
     with app.runner() as runner:
         outcome = tune_nccl(runner, app.hosts(), request)
     app.emit(_payload(outcome), lambda: _print_table(app, outcome, fmt, out))

@@ -76,6 +76,10 @@ class Tuning:
     warnings: tuple[str, ...] = ()
     #: Settings the topology makes worth measuring but not writing unmeasured: one env per entry.
     sweep_candidates: tuple[tuple[tuple[str, str], ...], ...] = ()
+    #: Every host is an NVSwitch system (NVLS/NVLSTree are worth measuring).
+    nvswitch: bool = False
+    #: Every host has one GPU (NCCL's PAT algorithm applies).
+    one_gpu_per_node: bool = False
 
     def for_host(self, name: str) -> tuple[TunedSetting, ...]:
         """The settings one host gets: the common ones with its overrides applied."""
@@ -530,6 +534,8 @@ def derive_settings(hosts: Sequence[TuneHost], *, nccl_version: str | None = Non
         notes=tuple(_dedupe(notes)),
         warnings=tuple(_dedupe(warnings)),
         sweep_candidates=candidates,
+        nvswitch=all(h.nvswitch for h in hosts),
+        one_gpu_per_node=all(len(h.gpu_indices) == 1 for h in hosts),
     )
 
 

@@ -39,6 +39,8 @@ class TuneRequest:
     namespace: str | None = None
     #: Where the push's undo journal goes (default ``clusterctl-results/undo``).
     journal_dir: str | None = None
+    #: nccl-tests collectives the sweep measures (all_reduce, all_gather, reduce_scatter...).
+    collectives: tuple[str, ...] = ("all_reduce",)
 
 
 @dataclass
@@ -117,8 +119,8 @@ def run_tuning_sweep(runner: Runner, hosts: list[Host], tuning: Tuning, request:
     candidates = candidates_for(tuning, validate=lint_validator())
     # Candidates run on top of the derived settings: the sweep measures what a job would get.
     base_env = {s.name: s.value for s in tuning.settings}
-    measure = bench_measure(runner, hosts, base_env=base_env)
-    return run_sweep(measure, candidates, budget=request.budget, baseline_repeats=request.repeats,
+    measures = {op: bench_measure(runner, hosts, base_env=base_env, op=op) for op in request.collectives}
+    return run_sweep(measures, candidates, budget=request.budget, baseline_repeats=request.repeats,
                      nccl_version=tuning.nccl_version)
 
 
