@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from clusterctl.bench.model import bench_finding
@@ -23,6 +22,8 @@ class LogReport:
     file: str
     record: dict[str, Any]
     findings: tuple[Finding, ...]
+    #: Why the file could not be read or parsed (the other files are still reported).
+    error: str | None = None
 
 
 def _perftest_record(result: PerftestResult) -> dict[str, Any]:
@@ -94,14 +95,15 @@ def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fra
 
 
 def report_files(paths: list[str], **kwargs: Any) -> list[LogReport]:
+    """A report per file ('-' is standard input); a file that cannot be read or parsed gets its
+    ``error`` and the others are still reported."""
+    from clusterctl.inputfile import read_text_input
+
     reports = []
     for path in paths:
         try:
-            text = Path(path).read_text(errors="replace")
-        except OSError as exc:
-            raise UsageError(f"cannot read {path}: {exc.strerror}", file=path) from None
-        try:
-            reports.append(report_text(path, text, **kwargs))
-        except ParseError as exc:
-            raise UsageError(str(exc), file=path, line=exc.line) from None
+            text, label = read_text_input(path, "benchmark-log")
+            reports.append(report_text(label, text, **kwargs))
+        except (UsageError, ParseError) as exc:
+            reports.append(LogReport(path if path != "-" else "<stdin>", {"tool": None}, (), error=str(exc)))
     return reports

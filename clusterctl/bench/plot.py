@@ -55,6 +55,20 @@ def svg(matrix: Matrix, *, good: float | None, title: str = "") -> str:
     return "\n".join(parts) + "\n"
 
 
+def check_plot_target(path: str) -> None:
+    """Before any host is touched: the extension is known, the folder writable, matplotlib there for .png."""
+    from importlib.util import find_spec
+
+    from clusterctl.writable import writable_file
+
+    suffix = Path(path).suffix.lower()
+    if suffix not in (".svg", ".png"):
+        raise UsageError(f"--plot writes .svg or .png, not {suffix or 'a file without an extension'}", file=path)
+    writable_file(path, "--plot")
+    if suffix == ".png" and find_spec("matplotlib") is None:
+        raise UsageError("a .png plot needs matplotlib (pip install matplotlib); .svg works without it", file=path)
+
+
 def write_plot(matrix: Matrix, path: str, *, good: float | None, title: str = "") -> Path:
     """``.svg`` always works; ``.png`` needs matplotlib (a clear error when it is missing)."""
     target = Path(path)

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.errors import UsageError
+from clusterctl.cli.output import plural
+from clusterctl.errors import ExitCode, ParseError, UsageError
 
 if TYPE_CHECKING:
     pass
@@ -82,32 +83,39 @@ def lint_command(
             if len(context.versions_seen) > 1:
                 app.warn(f"hosts run different NCCL versions ({', '.join(context.versions_seen)}); "
                          f"checking against {context.nccl_version}")
+    from clusterctl.inputfile import read_text_input
+
     settings = []
+    unreadable: list[str] = []
     for name in files:
-        if name == "-":
-            import sys
-
-            settings.extend(read_settings(sys.stdin.read(), fmt, name="<stdin>"))
-        else:
-            from pathlib import Path
-
-            if not Path(name).is_file():
-                raise UsageError(f"no such file: {name}")
-            settings.extend(read_settings(Path(name), fmt))
+        # One unreadable file is reported (exit 2) without stopping the check of the others.
+        try:
+            text, label = read_text_input(name, "nccl-settings")
+            settings.extend(read_settings(text + ("" if "\n" in text else "\n"), fmt, name=label))
+        except (UsageError, ParseError) as exc:
+            unreadable.append(str(exc))
     findings = lint_settings(settings, nccl_version=nccl_version, fabric=fabric, nvlink=nvlink,
                              gpu_nic_links=gpu_nic_links)
     counts = summarise(findings)
+    summary: dict[str, object] = {**counts, "settings": len(settings), "files": files,
+                                  "nccl_version": nccl_version, "fabric": fabric}
+    if unreadable:
+        summary["unreadable"] = unreadable
     payload = {
         "schema_version": FINDINGS_SCHEMA_VERSION,
         "findings": [f.to_json() for f in findings],
-        "summary": {**counts, "settings": len(settings), "files": files, "nccl_version": nccl_version,
-                    "fabric": fabric},
+        "summary": summary,
     }
 
     def human() -> None:
         print_findings(app.console, findings, empty="No problems found.")
-        app.console.print(f"{len(settings)} NCCL setting(s) checked: {summary_line(findings)}", markup=False,
+        app.console.print(f"{plural(len(settings), 'NCCL setting')} checked: {summary_line(findings)}", markup=False,
                           highlight=False)
 
     app.emit(payload, human)
+    for message in unreadable:
+        app.err_console.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    if unreadable:
+        # One unreadable input is a usage error (exit 2), after the others were still checked.
+        raise typer.Exit(int(ExitCode.USAGE))
     exit_for(findings, strict=strict)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -54,15 +53,10 @@ def show(
     app = app_context(ctx)
     if pp != 1 and tp is None:
         raise UsageError("--pp needs --tp")
-    if file == "-":
-        text, name = sys.stdin.read(), "stdin"
-    else:
-        try:
-            with open(file, encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
-        except OSError as exc:
-            raise UsageError(f"cannot read ({exc.strerror})", file=file) from exc
-        name = Path(file).name
+    from clusterctl.inputfile import read_text_input
+
+    text, label = read_text_input(file, "topology")
+    name = "stdin" if file == "-" else Path(label).name
     if not text.strip():
         raise UsageError("empty input: expected the output of nvidia-smi topo -m", file=name)
 

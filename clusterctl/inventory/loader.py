@@ -34,6 +34,19 @@ def resolve_inventory_path(explicit: str | None, *, cwd: Path | None = None) -> 
     )
 
 
+def open_inventory(explicit: str | None) -> Inventory:
+    """The inventory ``-i`` (or ``$CLUSTERCTL_INVENTORY``) names: a file, or an ad-hoc host list
+    such as ``'gpu-[01-16],login1'`` or ``'a,b,'`` when no file of that name exists."""
+    from clusterctl.hostlist import looks_like_host_list
+
+    spec = explicit or os.environ.get(INVENTORY_ENV, "").strip()
+    if spec and looks_like_host_list(spec):
+        from clusterctl.inventory.adhoc import inventory_from_host_list
+
+        return inventory_from_host_list(spec)
+    return load_inventory(resolve_inventory_path(explicit))
+
+
 def load_inventory(path: str | Path) -> Inventory:
     """Read a clusterctl YAML, Ansible YAML or Ansible INI inventory, detecting which it is.
 
@@ -87,6 +100,12 @@ def read_inventory_text(file_path: Path) -> str:
         )
     if file_path.is_dir():
         raise InventoryError(f"the inventory {file_path} is a folder; give the inventory file inside it.", file=None)
+    from clusterctl.inputfile import LIMITS
+
+    if file_path.is_file() and file_path.stat().st_size > LIMITS["inventory"]:
+        raise InventoryError(
+            f"the inventory is larger than the {LIMITS['inventory'] // 2**20} MiB limit.", file=str(file_path)
+        )
     try:
         return file_path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:

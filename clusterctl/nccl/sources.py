@@ -21,6 +21,7 @@ from clusterctl.errors import ParseError, UsageError
 FORMATS: tuple[str, ...] = ("env", "shell", "slurm", "k8s", "dockerfile")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+_NCCL_ASSIGN_RE = re.compile(r"\b(TORCH_)?NCCL_[A-Za-z0-9_]*=")
 _DEFAULT_EXPANSION_RE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*):?-([^}]*)\}$")
 _STATEMENT_BREAKS = frozenset({";", "&&", "||", "|", "&", "then", "do", "else", "{", "}", "(", ")", "if", "while"})
 
@@ -260,6 +261,10 @@ def read_shell_text(text: str, label: str, *, first_line: int = 1) -> list[Setti
     nccl_conf = "nccl.conf" in text
     for start, end, line in _logical_lines(text):
         tokens = _tokens(line)
+        if tokens is None and _NCCL_ASSIGN_RE.search(line):
+            # Skipping it would silently drop a setting the shell itself would choke on.
+            raise ParseError(f"shell script {label}", "unclosed quote in a line that sets an NCCL variable",
+                             line=first_line + start - 1, text=line)
         if not tokens:
             continue
         placed = _place(tokens, physical[start - 1:end], first_line + start - 1)

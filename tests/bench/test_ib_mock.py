@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from clusterctl.bench.ib_bench import run_ib_bench
 from clusterctl.bench.model import HcaInfo
@@ -131,3 +132,19 @@ def test_find_straggler_on_a_small_fleet_measures_every_pair(mock_fleet: FleetFa
     assert report.pattern == "all-pairs"
     assert report.rounds_used == report.all_pairs_rounds == 5
     assert [(d.kind, d.subject) for d in report.diagnoses] == [("slow-host", "h3")]
+
+
+def test_hcas_are_found_with_ibstat_where_ibv_devinfo_is_missing(tmp_path: Path) -> None:
+    from clusterctl.bench.hcas import discover_hcas
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.model import Fabric, Host
+    from clusterctl.transport.mock import MockTransport
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "ibstat"
+    profile = tmp_path / "p"
+    profile.mkdir()
+    (profile / "ibstat.txt").write_text((fixtures / "socket-direct-cx6-ibp2s0f0.txt").read_text())
+    (profile / "profile.yaml").write_text("commands:\n  - match: ibstat\n    stdout: ibstat.txt\n")
+    host = Host(name="sd1", transport="mock", profile=str(profile), fabric=Fabric(type="ib", rate_gbps=100))
+    found, warnings = discover_hcas(Runner(lambda h, t: MockTransport(h), parallel=1, timeout_s=30), [host])
+    assert [(h.name, h.rate_gbps) for h in found["sd1"]] == [("ibp2s0f0", 100.0)] and warnings == {}

@@ -48,7 +48,7 @@ def test_table_groups_findings_by_file_with_lines(capsys: pytest.CaptureFixture[
     assert code == 1
     assert "flagai-run_multi.sh" in out and "elvin-ma-run.sh" in out
     assert "NCCL_TIMEOUT" in out and "UNKNOWN_VARIABLE" in out
-    assert "8 NCCL setting(s) checked: 2 error(s), 2 warning(s), 1 info" in out
+    assert "8 NCCL settings checked: 2 errors, 2 warnings, 1 info" in out
 
 
 def test_stdin_with_explicit_format(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
