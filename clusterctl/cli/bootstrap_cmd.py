@@ -160,6 +160,7 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
 def _print_phase(app: AppContext, phase: Phase[Any], results: list[HostPhaseResult], *, plan: bool) -> None:
     from clusterctl.bootstrap.engine import Status
     from clusterctl.hostlist import compress
+    from clusterctl.secret import mask_text
 
     console = app.console
     console.print(f"\nPHASE [{phase.name}] {'*' * max(3, 60 - len(phase.name))}", markup=False, highlight=False)
@@ -170,6 +171,15 @@ def _print_phase(app: AppContext, phase: Phase[Any], results: list[HostPhaseResu
     word = {Status.CHANGED: "would change" if plan else "changed"}
     for status, names in by_status.items():
         console.print(f"{word.get(status, status.value)}: {compress(names)}", markup=False, highlight=False)
+    if not plan:
+        # What changed, hosts with the same changes on one line (a fleet reads in a few lines).
+        done: dict[tuple[str, ...], list[str]] = {}
+        for r in results:
+            if r.status is Status.CHANGED and r.changes:
+                done.setdefault(tuple(c.summary for c in r.changes), []).append(r.host)
+        for summaries, names in done.items():
+            console.print(f"  {compress(names)}: {mask_text('; '.join(summaries))}", markup=False,
+                          highlight=False, soft_wrap=True)
     for r in results:
         if r.status is Status.FAILED:
             console.print(f"failed: {r.host}: {r.message}", markup=False, highlight=False, soft_wrap=True)

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from clusterctl.cli.changes_view import print_gate_outcomes
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode, UsageError
 
@@ -156,6 +155,8 @@ def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | Non
                 console.print(f"--- {name}", markup=False, highlight=False)
             console.print(text.rstrip("\n"), markup=False, highlight=False)
     if pushed is not None:
+        from clusterctl.cli.changes_view import print_gate_outcomes
+
         print_gate_outcomes(app, pushed)
         if outcome.undo_journal is not None:
             console.print(f"undo with: clusterctl undo {outcome.undo_journal}", markup=False, highlight=False)

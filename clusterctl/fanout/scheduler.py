@@ -246,7 +246,7 @@ class Runner:
         # says more precisely what hung (connect, banner, command).
         with state_lock:
             late = [(i, b, h) for i, (b, h) in started.items() if i not in results and now - b > limit + 1.0]
-        for index, begin, holder in late:
+        for index, begin, _holder in late:
             outcome: HostOutcome[T] = HostOutcome(
                 hosts[index],
                 None,
@@ -255,6 +255,12 @@ class Runner:
             )
             results[index] = outcome
             self._report(outcome)
+        # Ask every late host to stop its command first, so they all stop at once (in their
+        # own worker threads); then close them, each close waiting only for what is left.
+        for _, _, holder in late:
+            for transport in holder:
+                transport.stop_remote()
+        for _, _, holder in late:
             for transport in holder:
                 close_quietly(transport)
 

@@ -98,7 +98,8 @@ class _SecretPhase:
 
             def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
                 token = ctx.shared["join.token"]
-                return [Change.write_file(ctx.host.name, "/etc/default/join.yaml",
+                return [Change.run(ctx.host.name, "install -d -m 0755 /etc/kubernetes", summary="folder"),
+                        Change.write_file(ctx.host.name, "/etc/kubernetes/join.yaml",
                                           f"discovery:\n  bootstrapToken:\n    token: {token.reveal()}\n",
                                           current=None, mode=0o600),
                         Change.run(ctx.host.name, "true", stdin_secret=token, summary=f"join with {token}")]

@@ -36,3 +36,20 @@ def test_bad_options_are_usage_errors_even_where_typer_vendors_click() -> None:
     assert done.returncode == 2, done.stderr
     assert "No such option: --no-such-option" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_help_imports_nothing_heavy() -> None:
+    """``clusterctl --help`` starts fast: no SSH, YAML, rich, logging or change machinery loaded."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from clusterctl.cli.app import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = ['paramiko', 'yaml', 'rich', 'jinja2', 'logging', 'clusterctl.changes', 'clusterctl.transport',"
+        " 'clusterctl.fanout', 'clusterctl.findings']\n"
+        "print('LOADED', [m for m in heavy if m in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "LOADED []" in done.stdout, done.stdout[-400:] + done.stderr[-400:]

@@ -33,6 +33,8 @@ TOOLS: dict[str, str] = {
     "swapoff": "clusterctl.mock.tools.swap",
     "nvidia-ctk": "clusterctl.mock.tools.nvidia_ctk",
     "ctr": "clusterctl.mock.tools.ctr",
+    "containerd": "clusterctl.mock.tools.containerd",
+    "curl": "clusterctl.mock.tools.curl",
     "crictl": "clusterctl.mock.tools.crictl",
     # Cluster tools sharing one simulated Kubernetes cluster (clusterctl.mock.tools.kube_state):
     "kubeadm": "clusterctl.mock.tools.kubeadm",
