@@ -261,6 +261,36 @@ def _join(ctx: ToolContext) -> ToolResult:
     return ctx.ok(recording("kubeadm-join-success.txt"))
 
 
+#: Per Kubernetes minor: (pause, etcd, coredns) tags kubeadm lists (its ``constants`` package and the
+#: ``kubeadm config images list`` outputs quoted in release notes; 1.37 moved to pause 3.10.2).
+IMAGE_TAGS: dict[int, tuple[str, str, str]] = {
+    31: ("3.10", "3.5.15-0", "v1.11.3"), 32: ("3.10", "3.5.16-0", "v1.11.3"), 33: ("3.10", "3.5.21-0", "v1.12.0"),
+    34: ("3.10.1", "3.6.4-0", "v1.12.1"), 35: ("3.10.1", "3.6.5-0", "v1.12.1"), 36: ("3.10.1", "3.6.5-0", "v1.12.1"),
+    37: ("3.10.2", "3.6.6-0", "v1.12.4"),
+}
+
+
+def _images(ctx: ToolContext) -> ToolResult:
+    """``kubeadm config images list|pull [--kubernetes-version V] [--config F]``."""
+    version = _option(ctx.args, "--kubernetes-version")
+    if version is None:
+        cluster = load_config(ctx, ctx.args).get("ClusterConfiguration") or {}
+        version = str(cluster.get("kubernetesVersion") or _version(ctx))
+    version = "v" + version.lstrip("v")
+    try:
+        minor = int(version.split(".")[1])
+    except (IndexError, ValueError):
+        return ctx.fail(f'couldn\'t parse Kubernetes version "{version}"\n', 1)
+    pause, etcd, coredns = IMAGE_TAGS.get(minor, IMAGE_TAGS[max(IMAGE_TAGS)])
+    images = [f"registry.k8s.io/{name}:{version}" for name in ("kube-apiserver", "kube-controller-manager",
+                                                              "kube-scheduler", "kube-proxy")]
+    images += [f"registry.k8s.io/coredns/coredns:{coredns}", f"registry.k8s.io/pause:{pause}",
+               f"registry.k8s.io/etcd:{etcd}"]
+    if ctx.args[2:3] == ["pull"]:
+        return ctx.ok("".join(f"[config/images] Pulled {image}\n" for image in images))
+    return ctx.ok("\n".join(images) + "\n")
+
+
 def _token_create(ctx: ToolContext) -> ToolResult:
     if not ctx.fs.exists(ks.ADMIN_CONF) or not ks.read(ctx).get("initialized"):
         return ctx.fail("failed to load admin kubeconfig: open /etc/kubernetes/admin.conf: no such file or directory\n"
@@ -317,6 +347,8 @@ def run(ctx: ToolContext) -> ToolResult:
             return ctx.ok(f'kubeadm version: &version.Info{{Major:"1", Minor:"{_minor(ctx)}", '
                           f'GitVersion:"{_version(ctx)}", GitTreeState:"clean", Compiler:"gc", '
                           'Platform:"linux/amd64"}\n')
+        if args[:2] == ["config", "images"] and args[2:3] in (["list"], ["pull"]):
+            return _images(ctx)
         if args[:2] == ["config", "validate"]:
             load_config(ctx, args)
             return ctx.ok("ok\n")
