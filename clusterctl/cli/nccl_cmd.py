@@ -73,16 +73,13 @@ def lint_command(
         from clusterctl.nccl.survey_context import context_from_survey
 
         context = context_from_survey(survey)
-        if context is None:
-            app.warn("--survey needs the survey module, which this clusterctl lacks; ignoring it")
-        else:
-            nccl_version = nccl_version or context.nccl_version
-            fabric = fabric or context.fabric
-            nvlink = context.nvlink
-            gpu_nic_links = context.gpu_nic_links or None
-            if len(context.versions_seen) > 1:
-                app.warn(f"hosts run different NCCL versions ({', '.join(context.versions_seen)}); "
-                         f"checking against {context.nccl_version}")
+        nccl_version = nccl_version or context.nccl_version
+        fabric = fabric or context.fabric
+        nvlink = context.nvlink
+        gpu_nic_links = context.gpu_nic_links or None
+        if len(context.versions_seen) > 1:
+            app.warn(f"hosts run different NCCL versions ({', '.join(context.versions_seen)}); "
+                     f"checking against {context.nccl_version}")
     from clusterctl.inputfile import read_text_input
 
     settings = []

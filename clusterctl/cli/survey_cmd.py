@@ -64,8 +64,9 @@ def survey_command(
 
     if local:
         from clusterctl.facts.nvml import probe_gpus_via_nvml
+        from clusterctl.inventory.this_machine import this_machine
 
-        hosts: tuple[Host, ...] = (_local_host(app),)
+        hosts: tuple[Host, ...] = (this_machine(app.inventory() if app.inventory_path else None),)
         with app.runner(force_transport="local") as runner:
             report = run_survey(runner, hosts, tp=tp, pp=pp, world_size=world_size, gpu_reader=probe_gpus_via_nvml)
     else:
@@ -76,21 +77,6 @@ def survey_command(
         with app.runner() as runner:
             report = run_survey(runner, hosts, inventory=inventory.name, tp=tp, pp=pp, world_size=world_size)
     finish(app, report, matrix=matrix, save=save, graph=graph)
-
-
-def _local_host(app: AppContext) -> Host:
-    """This machine; with an inventory that names it, its expectations (fabric, stack pin) apply."""
-    import dataclasses
-    import socket
-
-    from clusterctl.inventory.model import Host
-
-    name = socket.gethostname()
-    if app.inventory_path:
-        for host in app.inventory().hosts:
-            if name in (host.name, host.address) or host.name == name.split(".")[0]:
-                return dataclasses.replace(host, transport="local")
-    return Host(name=name, address="localhost", transport="local")
 
 
 def finish(app: AppContext, report: SurveyReport, *, matrix: bool = False, save: str | None = None,

@@ -21,8 +21,8 @@ from typing import Any
 from clusterctl.errors import InventoryError
 from clusterctl.inventory import values
 from clusterctl.inventory.ansible_vars import HostBuilder, Var
-from clusterctl.inventory.loader import read_inventory_text
 from clusterctl.inventory.model import Host, Inventory
+from clusterctl.inventory.source_file import read_inventory_text
 from clusterctl.inventory.values import BadValue
 from clusterctl.inventory.yaml_tree import Mapping, Node, Scalar, kind_of, parse_yaml, to_python
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from clusterctl.errors import InventoryError, UsageError
+from clusterctl.errors import UsageError
 from clusterctl.inventory.model import Inventory
+from clusterctl.inventory.source_file import read_inventory_text
 
 #: Environment variable naming the inventory when ``-i`` is not given.
 INVENTORY_ENV = "CLUSTERCTL_INVENTORY"
@@ -88,32 +89,6 @@ def _read_any(path: str | Path) -> Inventory:
     if isinstance(root, Mapping) and _is_ansible_yaml(root):
         return parse_ansible_yaml(root, file=file, base_dir=base_dir)
     return parse_native(text, file=file, base_dir=base_dir)
-
-
-def read_inventory_text(file_path: Path) -> str:
-    """The file's text; a missing, folder, unreadable or non-UTF-8 file is an ``InventoryError``."""
-    if not file_path.exists():
-        raise InventoryError(
-            f"inventory file not found: {file_path}",
-            file=None,
-            hint="Check the path given with -i/--inventory or in CLUSTERCTL_INVENTORY.",
-        )
-    if file_path.is_dir():
-        raise InventoryError(f"the inventory {file_path} is a folder; give the inventory file inside it.", file=None)
-    from clusterctl.inputfile import LIMITS
-
-    if file_path.is_file() and file_path.stat().st_size > LIMITS["inventory"]:
-        raise InventoryError(
-            f"the inventory is larger than the {LIMITS['inventory'] // 2**20} MiB limit.", file=str(file_path)
-        )
-    try:
-        return file_path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InventoryError(
-            f"the inventory is not UTF-8 text (byte {exc.start} cannot be read).", file=str(file_path)
-        ) from None
-    except OSError as exc:
-        raise InventoryError(f"cannot read the inventory {file_path}: {exc.strerror}.") from None
 
 
 def _looks_like_ini(text: str) -> bool:

@@ -10,10 +10,11 @@ import difflib
 import re
 from typing import TYPE_CHECKING
 
+from clusterctl.nccl.value_problem import ValueProblem
 from clusterctl.nccl.versions import NcclVersion
 
 if TYPE_CHECKING:
-    from clusterctl.nccl.knowledge import ValueProblem, VariableInfo
+    from clusterctl.nccl.knowledge import VariableInfo
 
 #: NCCL 2.24 introduced "allreduce:tree,ring;broadcast:ring" for NCCL_ALGO / NCCL_PROTO.
 PER_COLLECTIVE_SINCE = NcclVersion(2, 24, 0)
@@ -47,8 +48,6 @@ def check_value(info: VariableInfo, value: str, version: NcclVersion | None) -> 
 
 
 def _problem(code: str, severity: str, message: str, fix: str) -> ValueProblem:
-    from clusterctl.nccl.knowledge import ValueProblem
-
     return ValueProblem(code=code, severity=severity, message=message, fix=fix)
 
 

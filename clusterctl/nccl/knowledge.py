@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from clusterctl.nccl.value_problem import ValueProblem
 from clusterctl.nccl.versions import NcclVersion, try_parse_version
 
 #: Every value grammar the knowledge base may name.
@@ -144,16 +145,6 @@ class VariableInfo:
         if self.plugin is not None:
             return f"{self.plugin.name} ({self.plugin.repo})"
         return SCOPE_READER.get(self.scope, self.scope)
-
-
-@dataclass(frozen=True)
-class ValueProblem:
-    """One thing wrong with a value: a stable code, a severity, what NCCL does with it, how to fix it."""
-
-    code: str
-    severity: str
-    message: str
-    fix: str
 
 
 class KnowledgeBase:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from clirun import clusterctl
+
 from clusterctl.bench.ib_bench import run_ib_bench
 from clusterctl.bench.model import HcaInfo
 from clusterctl.bench.perftest_rounds import IBOptions
@@ -97,17 +99,13 @@ def test_hcas_and_gid_index_from_a_saved_survey(tmp_path) -> None:  # type: igno
     import json
     from pathlib import Path
 
-    import pytest
-
     from clusterctl.bench.hcas import hcas_from_survey
-    from clusterctl.cli.app import main
     from clusterctl.inventory.model import Fabric, Host
 
     # A real report, as `clusterctl survey --save` writes it for the demo cluster ...
     demo = str(Path(__file__).resolve().parents[2] / "inventories" / "demo.yaml")
     saved = tmp_path / "survey.json"
-    with pytest.raises(SystemExit):
-        main(["-i", demo, "-l", "gpu-a1", "survey", "-o", "json", "--save", str(saved)])
+    clusterctl("-i", demo, "-l", "gpu-a1", "survey", "-o", "json", "--save", saved)
     # ... turned into a RoCE host: mlx5_0 with its RoCE v2 GID, mlx5_1 down.
     report = json.loads(saved.read_text())
     for nic in report["hosts"][0]["nics"]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
+from fixture_files import FIXTURES as FIXTURES_ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,7 +33,7 @@ from clusterctl.facts.rdma import parse_ibstat, parse_ibv_devinfo, parse_rdma
 from clusterctl.facts.stack import parse_stack
 from clusterctl.facts.topo import parse_topo
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = FIXTURES_ROOT
 
 
 def _is_tuple_of(kind: type) -> Callable[[Any], bool]:

@@ -1,14 +1,13 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from fixture_files import fixture_dir
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.model import TopoMatrix
 from clusterctl.facts.topo import TOPOLOGY, parse_topo
 
-TOPO = Path(__file__).resolve().parent.parent / "fixtures" / "topo"
+TOPO = fixture_dir("topo")
 
 
 def topo(name: str) -> TopoMatrix:

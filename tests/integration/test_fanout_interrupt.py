@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_runner import REPO_ROOT
+from clirun import REPO_ROOT
 from sshd_hosts import SSHDHost, SSHDHosts, descendants
 
 from clusterctl.fanout import FleetInterrupted, Runner
