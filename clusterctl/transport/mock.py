@@ -19,6 +19,7 @@ from clusterctl.errors import UsageError
 from clusterctl.mock.profile import PROFILE_FILE, Profile, Rule, load_profile, normalise
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import CommandResult, FailureKind, PutResult, Transport, TransportError, env_prefix
+from clusterctl.wording import seconds
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
@@ -119,7 +120,7 @@ class MockTransport(Transport):
         except SimulatedFailure as exc:
             kind = FailureKind(exc.kind)
             if kind is FailureKind.TIMED_OUT:
-                message = f"no answer within {timeout:g}s: {command}" if timeout else str(exc)
+                message = f"no answer within {seconds(timeout)}: {command}" if timeout else str(exc)
                 raise TransportError(kind, message) from None
             raise TransportError(kind, f"{self.host.name}: simulated failure") from None
         return CommandResult(command, result.stdout, result.stderr, result.exit_code,
