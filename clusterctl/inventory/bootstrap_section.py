@@ -111,11 +111,12 @@ def read_bootstrap(r: _Reader, node: Node, field: str) -> BootstrapConfig:
             out[key] = r.scalar(value, sub, lambda v: values.positive_number(v, "min_var_lib_gib"))
         else:
             out[key] = r.scalar(value, sub, partial(values.text, what=key), raw=True)
-    if out.get("pod_subnet") and out.get("service_subnet"):
-        pod, svc = ipaddress.ip_network(out["pod_subnet"]), ipaddress.ip_network(out["service_subnet"])
-        if pod.version == svc.version and pod.overlaps(svc):
+    defaults = BootstrapConfig()
+    pod = ipaddress.ip_network(out.get("pod_subnet", defaults.pod_subnet))
+    svc = ipaddress.ip_network(out.get("service_subnet", defaults.service_subnet))
+    if pod.version == svc.version and pod.overlaps(svc):
             raise r.error(f"pod_subnet {pod} overlaps service_subnet {svc}.", line=node.line, field=field,
-                          hint="Pick two separate ranges.")
+                      hint="Pick two separate ranges.")
     return BootstrapConfig(**out, source=f"{r.file}:{node.line}")
 
 
