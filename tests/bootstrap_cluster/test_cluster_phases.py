@@ -154,3 +154,31 @@ def test_flannel_and_the_gpu_operator(tmp_path: Path) -> None:
     assert "kube-system/gpu-operator" not in sim.kube()["releases"]
     assert "gpu-operator/gpu-operator" in sim.kube()["releases"]
     assert sim.file("gpu-a2", "/etc/cni/net.d/10-flannel.conflist") is not None
+
+
+def test_a_local_chart_archive_is_copied_and_shown_as_a_binary_change(tmp_path: Path) -> None:
+    import gzip
+
+    from clusterctl.inventory.model import BootstrapConfig
+
+    archive = tmp_path / "dcgm-exporter-4.6.0.tgz"
+    archive.write_bytes(gzip.compress(b"chart files"))
+    sim = SimCluster(tmp_path / "sim", SIX[:2], bootstrap=BootstrapConfig(
+        addons={"charts": {"dcgm-exporter": {"archive": str(archive)}}}))
+    plan = sim.run(apply=False)
+    copies = [c for r in plan.results for c in r.changes if c.path and c.path.endswith(".tgz")]
+    assert copies and copies[0].diff().startswith("Binary files /dev/null and gpu-a1:")
+    report = sim.run()
+    assert report.ok, report.failed_hosts
+    assert sim.file("gpu-a1", "/etc/kubernetes/clusterctl/charts/dcgm-exporter-4.6.0.tgz") == archive.read_bytes()
+    assert sim.kube()["releases"]["dcgm-exporter/dcgm-exporter"]["chart"] == "dcgm-exporter-4.6.0"
+
+
+def test_without_a_survey_the_cluster_still_works_and_the_missing_labels_are_said(tmp_path: Path) -> None:
+    sim = SimCluster(tmp_path, SIX[:2])
+    report = sim.run(survey=None)
+    assert report.ok, report.failed_hosts
+    codes = [f.code for f in report.all_findings()]
+    assert codes.count("NO_TOPOLOGY_LABELS") == 2 and "NO_NVLINK_RULE" in codes and "CLUSTER_WORKS" in codes
+    rules = sim.file("gpu-a1", "/etc/kubernetes/clusterctl/prometheus/dcgm-alerts.rules.yml")
+    assert rules is not None and b"NVLinkBandwidthZero" not in rules

@@ -44,6 +44,10 @@ def _node_findings(ctx: PhaseContext, nodes: dict[str, KubeNode]) -> list[Findin
             problems.append(Finding(Severity.ERROR, "NODE_NOT_READY", f"{name} is not Ready ({node.not_ready_reason})",
                                     host=name, fix="kubectl describe node; check the CNI pods on it."))
         saved = survey.hosts.get(name) if survey else None
+        if saved is None and node.ready and node.allocatable_gpus == 0 and "worker" in ctx.inventory.host(name).roles:
+            problems.append(Finding(Severity.WARNING, "NO_GPU_ALLOCATABLE",
+                                    f"{name} offers no nvidia.com/gpu and no saved survey says whether it has GPUs",
+                                    host=name, fix="Pass --survey FILE so verify knows how many GPUs each node has."))
         if saved is not None and saved.gpu_count is not None:
             if node.allocatable_gpus != saved.gpu_count:
                 problems.append(Finding(
@@ -114,7 +118,7 @@ class Verify(Phase[VerifyState]):
         while True:
             nodes = {n.name: n for n in cc.nodes(ctx)}
             problems = _node_findings(ctx, nodes)
-            if not problems or time.monotonic() + 15 > deadline:
+            if not any(f.severity is Severity.ERROR for f in problems) or time.monotonic() + 15 > deadline:
                 break
             time.sleep(15)
         gpu_nodes = [n for n in cc.run_hosts(ctx) if n in nodes and nodes[n].ready and nodes[n].allocatable_gpus > 0]
