@@ -142,7 +142,7 @@ def test_duplicate_hostnames_and_product_uuids_fail_both_hosts(tmp_path: Path,
     (demo / "profiles" / "net" / "gpu-b1" / "node-probe.txt").write_text(a1)  # a cloned disk image
     inventory = tmp_path / "demo.yaml"
     inventory.write_text(DEMO.read_text())
-    code, out, err = clusterctl(["-i", str(inventory), "-o", "json", "bootstrap", "plan", "--phase", "preflight"],
+    code, out, _ = clusterctl(["-i", str(inventory), "-o", "json", "bootstrap", "plan", "--phase", "preflight"],
                                 capsys)
     assert code == 1
     data = json.loads(out)
