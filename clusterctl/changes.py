@@ -94,9 +94,12 @@ class Change:
         """Unified diff of the file as it is against the file as it would be ("" for commands)."""
         if self.kind is not ChangeKind.WRITE_FILE or self.path is None:
             return ""
+        old_label = "/dev/null" if self.current is None else f"{self.host}:{self.path}"
+        if _binary(self.current) or _binary(self.content):
+            # A chart archive or any other binary file: a line diff would print bytes to the terminal.
+            return f"Binary files {old_label} and {self.host}:{self.path} differ\n"
         before = (self.current or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
         after = (self.content or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
-        old_label = "/dev/null" if self.current is None else f"{self.host}:{self.path}"
         text = "".join(difflib.unified_diff(before, after, fromfile=old_label, tofile=f"{self.host}:{self.path}"))
         return mask_text(text)
 
@@ -115,6 +118,18 @@ class Change:
         else:
             data.update(command=self.describe(), sudo=self.sudo)
         return data
+
+
+def _binary(data: bytes | None) -> bool:
+    if not data:
+        return False
+    if b"\0" in data[:8192]:
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,11 @@ def write_plan_files(report: BootstrapReport, out_dir: str) -> list[Path]:
                 if root.resolve() not in target.resolve().parents:
                     raise UsageError(f"refusing to write {change.path} of {result.host} outside {root}")
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(mask_text((change.content or b"").decode("utf-8", errors="replace")))
+                content = change.content or b""
+                if b"\0" in content[:8192]:
+                    target.write_bytes(content)  # a chart archive: as it would land on the host
+                else:
+                    target.write_text(mask_text(content.decode("utf-8", errors="replace")))
                 written.append(target)
             else:
                 commands.setdefault(result.host, []).append(

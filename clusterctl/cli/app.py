@@ -43,6 +43,7 @@ app = typer.Typer(
 COMMAND_MODULES: tuple[str, ...] = (
     "clusterctl.cli.inventory_cmd",
     "clusterctl.cli.exec_cmd",
+    "clusterctl.cli.copy_cmd",
     "clusterctl.cli.survey_cmd",
     "clusterctl.cli.topo_cmd",
     "clusterctl.cli.nccl_cmd",

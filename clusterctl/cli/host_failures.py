@@ -52,7 +52,7 @@ def print_interrupted(exc: BaseException) -> None:
     """
     import sys
 
-    from clusterctl.cli.output import plural
+    from clusterctl.cli.wording import plural
     from clusterctl.fanout import FleetInterrupted
     from clusterctl.hostlist import compress
 

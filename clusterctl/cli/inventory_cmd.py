@@ -7,7 +7,7 @@ from typing import Any
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.cli.output import plural
+from clusterctl.cli.wording import plural
 from clusterctl.errors import ExitCode
 
 inventory_app = typer.Typer(

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.cli.output import plural
+from clusterctl.cli.wording import plural
 from clusterctl.errors import ExitCode, ParseError, UsageError
 
 if TYPE_CHECKING:
@@ -23,7 +23,9 @@ nccl_app = typer.Typer(
 LINT_HELP = """Check NCCL settings for typos, wrong values, removed and harmful variables.
 
 Reads KEY=VALUE files (/etc/nccl.conf), shell and Slurm scripts (export lines,
-srun --export=..., mpirun -x ...) and Kubernetes manifests (container env:, ConfigMap data:).
+srun --export=..., mpirun -x ..., docker run -e ...), Dockerfiles (ENV, ARG, RUN, CMD) and
+Kubernetes manifests (container env:, command/args, ConfigMap data:). Variables of well-known
+plugins (GPUDirect-TCPX/TCPXO, aws-ofi-nccl, nccl-rdma-sharp-plugins) are reported as info.
 '-' reads standard input. Exits 1 when a finding is an error (or a warning, with --strict),
 2 when an input cannot be read.
 
@@ -46,7 +48,8 @@ def lint_command(
     ctx: typer.Context,
     files: list[str] = typer.Argument(..., metavar="FILE...|-", help="Files to check; '-' is standard input."),
     fmt: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
-        None, "--format", metavar="FORMAT", help="env, shell, slurm or k8s (default: from name and content)."
+        None, "--format", metavar="FORMAT",
+        help="env, shell, slurm, k8s or dockerfile (default: from name and content).",
     ),
     nccl_version: Optional[str] = typer.Option(  # noqa: UP045
         None, "--nccl-version", metavar="X.Y.Z", help="NCCL release the settings are for (e.g. 2.21.5)."

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from clusterctl.cli.wording import plural
+
 __all__ = ["SEVERITY_STYLE", "dump", "plural"]
 
 
@@ -21,11 +23,6 @@ def dump(payload: Any, fmt: str) -> str:
     import yaml
 
     return mask_text(str(yaml.safe_dump(plain, sort_keys=False, default_flow_style=False, allow_unicode=True)))
-
-
-def plural(count: int, noun: str, plural_form: str | None = None) -> str:
-    """``1 host``, ``2 hosts``: counts that read naturally."""
-    return f"{count} {noun if count == 1 else (plural_form or noun + 's')}"
 
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan", "ok": "green"}

@@ -72,8 +72,8 @@ def test_push_goes_through_the_gate_and_names_the_journal_undo_takes(
     demo_survey: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    result = clusterctl("-i", str(DEMO), "-l", "gpu-a1", "tune-nccl", "--survey", str(demo_survey), "--push", "-o",
-                        "json")
+    result = clusterctl("-i", str(DEMO), "-l", "gpu-a1", "tune-nccl", "--survey", str(demo_survey), "--push",
+                        "--yes", "-o", "json")
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert [(p["host"], p["applied"], p["changed"]) for p in payload["push"]] == [("gpu-a1", True, True)]

@@ -304,7 +304,9 @@ def _plan_socket(host: TuneHost, plan: _HostPlan) -> None:
         plan.warnings.append(f"the inventory address {address} is on {name}, which NCCL must not bootstrap over")
         return
     plan.socket_ifname = name
-    plan.set("NCCL_SOCKET_IFNAME", "=" + name, f"{name} carries the inventory address {address}; NCCL would prefer ib*")
+    # Not this host's address: the reason lands in the file every host with the same interface gets.
+    plan.set("NCCL_SOCKET_IFNAME", "=" + name,
+             f"{name} carries the inventory address of every host it is set for; NCCL would prefer ib*")
 
 
 def _plan_socket_knobs(host: TuneHost, plan: _HostPlan) -> None:
