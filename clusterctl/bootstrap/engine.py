@@ -23,7 +23,7 @@ from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord
 from clusterctl.findings import Finding, Severity, has_errors, sorted_findings
 from clusterctl.secret import mask_text
-from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
+from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
 
 if TYPE_CHECKING:
     from clusterctl.bootstrap.progress import ProgressStore
@@ -145,8 +145,7 @@ class RunSettings:
 class _Unconnected(Transport):
     """What ``applies_to`` gets as a transport: using it is a bug in the phase."""
 
-    def run(self, command: str, *, sudo: bool = False, timeout: float | None = None,
-            env: Mapping[str, str] | None = None, stdin: bytes | None = None) -> CommandResult:
+    def execute(self, request: RunRequest) -> CommandResult:
         raise TransportError(FailureKind.ERROR, "applies_to() must decide without running commands")
 
 

@@ -9,7 +9,6 @@ host key, authentication, timeout), with a ``FailureKind`` a user can act on.
 from __future__ import annotations
 
 import shlex
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -61,6 +60,33 @@ class CommandResult:
 
     def stderr_tail(self, lines: int = 5) -> str:
         return "\n".join(self.stderr.strip().splitlines()[-lines:])
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """A command line and how to run it: ``Transport.run``'s arguments, spelled out once.
+
+    Implementations receive it in ``execute``; wrappers (the fan-out's time budget) pass it on
+    with one field changed (``dataclasses.replace``) instead of repeating every keyword.
+    """
+
+    command: str
+    sudo: bool = False
+    timeout: float | None = None
+    env: Mapping[str, str] | None = None
+    stdin: bytes | None = None
+
+
+@dataclass(frozen=True)
+class PutRequest:
+    """A file to write and how: ``Transport.put``'s arguments, spelled out once (see ``write``)."""
+
+    path: str
+    data: bytes
+    mode: int | None = None
+    sudo: bool = False
+    backup: bool = True
+    owner: str | None = None
 
 
 @dataclass(frozen=True)
@@ -207,8 +233,12 @@ def atomic_write_script(
     )
 
 
-class Transport(ABC):
-    """Reaches one host. Use as a context manager so connections are closed."""
+class Transport:
+    """Reaches one host. Use as a context manager so connections are closed.
+
+    An implementation overrides ``execute`` (and ``write`` when it keeps files itself); callers
+    use ``run``, ``put``, ``get``: their keywords are spelled out once, here.
+    """
 
     #: The sudo password (``--ask-sudo-pass``); ``None``: sudo runs with ``-n`` and never asks.
     sudo_password: Secret | None = None
@@ -216,7 +246,6 @@ class Transport(ABC):
     def __init__(self, host: Host) -> None:
         self.host = host
 
-    @abstractmethod
     def run(
         self,
         command: str,
@@ -231,6 +260,11 @@ class Transport(ABC):
         ``timeout`` is this command's own limit: when it passes, the command is stopped on
         the host (not only abandoned) and ``TransportError(TIMED_OUT)`` is raised.
         """
+        return self.execute(RunRequest(command, sudo, timeout, env, stdin))
+
+    def execute(self, request: RunRequest) -> CommandResult:
+        """Run ``request``: what each transport implements (``run`` is its one public spelling)."""
+        raise NotImplementedError(f"{type(self).__name__} runs no commands")
 
     def command_line(
         self, command: str, *, sudo: bool, env: Mapping[str, str] | None, stdin: bytes | None
@@ -250,7 +284,7 @@ class Transport(ABC):
                 raise refusal
         return result
 
-    def stop_remote(self) -> None:  # noqa: B027 - optional hook, most transports start nothing remote
+    def stop_remote(self) -> None:
         """Ask every command this transport is running to stop (SIGTERM on the host), without waiting.
 
         Used by the fan-out on Ctrl-C before ``close``; safe to call from another thread.
@@ -271,7 +305,12 @@ class Transport(ABC):
         ``mode``/``owner`` (``"user:group"``) set the file's; by default an existing file keeps
         its own and a new one gets 0644. See ``atomic_write_script`` for the details.
         """
-        script = atomic_write_script(path, mode=mode, backup=backup, owner=owner)
+        return self.write(PutRequest(path, data, mode, sudo, backup, owner))
+
+    def write(self, request: PutRequest) -> PutResult:
+        """Carry out ``put``: one shell script through ``execute``; transports with their own files override it."""
+        path, data, sudo = request.path, request.data, request.sudo
+        script = atomic_write_script(path, mode=request.mode, backup=request.backup, owner=request.owner)
         result = self.run("sh -c " + shlex.quote(script), sudo=sudo, stdin=data)
         if not result.ok:
             raise TransportError(
@@ -322,7 +361,7 @@ class Transport(ABC):
                 FailureKind.COMMAND_FAILED, f"could not remove {path} (exit {result.exit_code}): {result.stderr_tail()}"
             )
 
-    def close(self) -> None:  # noqa: B027 - optional hook, most transports hold nothing
+    def close(self) -> None:
         """Release the connection, if any. Safe to call twice and from another thread."""
 
     def __enter__(self) -> Transport:
