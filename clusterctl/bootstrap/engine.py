@@ -167,7 +167,9 @@ def run_bootstrap(
     if store is not None and settings.apply and not settings.resume:
         store.forget([h.name for h in hosts])
     try:
-        if settings.apply:
+        # Read-only runs (preflight alone) change nothing, so they need no lock and may run
+        # beside another run.
+        if settings.apply and any(not p.read_only for p in phases):
             locked = _lock_hosts(runner, hosts, lock_info, settings, report)
         for phase in phases:
             live = [h for h in hosts if h.name not in report.failed_hosts]
