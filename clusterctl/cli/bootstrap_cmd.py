@@ -25,13 +25,13 @@ Examples:
 
   clusterctl -i inventories/demo.yaml bootstrap plan
 
-  clusterctl bootstrap plan --out review/          # files under review/<host>/<path>
+  clusterctl bootstrap plan --out review/
 
   clusterctl bootstrap --dry-run --skip-phases packages
 
-  clusterctl bootstrap --only 'gpu-b*'             # same as -l
+  clusterctl bootstrap --only 'gpu-b*'
 
-  clusterctl bootstrap --resume                    # after a failure: skip what is done
+  clusterctl bootstrap --resume
 
   clusterctl bootstrap phase containerd -l gpu-a1
 """

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.errors import ExitCode, UsageError
+from clusterctl.errors import UsageError
 
 topo_app = typer.Typer(
     help="""Work with nvidia-smi topo -m matrices without reaching any host.
@@ -60,19 +60,13 @@ def show(
     if not text.strip():
         raise UsageError("empty input: expected the output of nvidia-smi topo -m", file=name)
 
-    from clusterctl.cli.findings_view import print_findings
-    from clusterctl.survey.render import render_advice, render_host_summary, render_matrix, render_parse_warnings
-    from clusterctl.survey.report import report_to_json
+    from clusterctl.cli.survey_cmd import finish
+    from clusterctl.survey.render import render_host_summary, render_matrix, render_parse_warnings
     from clusterctl.survey.run import topo_show_report
 
     report = topo_show_report(text, name=name, tp=tp, pp=pp)
-    if graph:
-        from clusterctl.survey.graph import write_report_graphs
 
-        for files in write_report_graphs(graph, report):
-            app.err_console.print(files.describe(), markup=False, highlight=False)
-
-    def human() -> None:
+    def host_view() -> None:
         host = report.hosts[0]
         if host.state.facts is not None and host.state.facts.warnings:
             render_parse_warnings(app.console, host, name)
@@ -80,12 +74,5 @@ def show(
         render_host_summary(app.console, host)
         app.console.print()
         render_matrix(app.console, host)
-        app.console.print()
-        print_findings(app.console, report.findings)
-        if report.advice:
-            app.console.print()
-            render_advice(app.console, report.advice)
 
-    app.emit(report_to_json(report), human)
-    if not report.ok:
-        raise typer.Exit(ExitCode.FAILED)
+    finish(app, report, head=host_view, graph=graph)

@@ -132,3 +132,21 @@ def test_no_secret_in_output_plan_out_files_logs_or_progress(tmp_path: Path, cap
     assert all(TOKEN not in text for text in texts)
     assert any("token: ********" in text for text in texts)  # the masked file content is there to review
     assert any("join with ********" in text for text in texts)
+
+
+def test_duplicate_hostnames_and_product_uuids_fail_both_hosts(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    demo = tmp_path / "demo"
+    shutil.copytree(REPO / "inventories" / "demo", demo)
+    a1 = (demo / "profiles" / "net" / "gpu-a1" / "node-probe.txt").read_text()
+    (demo / "profiles" / "net" / "gpu-b1" / "node-probe.txt").write_text(a1)  # a cloned disk image
+    inventory = tmp_path / "demo.yaml"
+    inventory.write_text(DEMO.read_text())
+    code, out, _ = clusterctl(["-i", str(inventory), "-o", "json", "bootstrap", "plan", "--phase", "preflight"],
+                                capsys)
+    assert code == 1
+    data = json.loads(out)
+    codes = {(r["host"], f["code"]) for r in data["results"] for f in r["findings"]}
+    for host in ("gpu-a1", "gpu-b1"):
+        assert (host, "DUPLICATE_HOSTNAME") in codes and (host, "DUPLICATE_PRODUCT_UUID") in codes
+    assert set(data["failed_hosts"]) == {"gpu-a1", "gpu-b1"}

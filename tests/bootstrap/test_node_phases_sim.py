@@ -145,3 +145,16 @@ def test_a_rerun_after_nvidia_ctk_wrote_its_drop_in_keeps_the_nvidia_runtime(lab
     assert runtimes["nvidia"]["options"]["BinaryName"] == "/usr/bin/nvidia-container-runtime"
     assert runtimes["runc"]["options"]["SystemdCgroup"] is True
     assert not lab.run(phases=("containerd",)).changed
+
+
+def test_a_stopped_containerd_with_the_right_config_is_started(lab: Lab) -> None:
+    assert lab.run().ok
+    node = lab.transport("gpu-a3")
+    assert node.run("systemctl stop containerd", sudo=True).ok
+    report = lab.run(phases=("containerd",))
+    assert report.ok, report.failed_hosts
+    (result,) = [r for r in report.results if r.host == "gpu-a3"]
+    assert result.status is Status.CHANGED
+    assert [c.summary for c in result.changes] == ["start containerd (it was inactive)"]
+    assert node.run("systemctl is-active containerd").stdout.strip() == "active"
+    assert statuses(report, "gpu-a1") == {"containerd": Status.OK}

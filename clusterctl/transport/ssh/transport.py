@@ -8,12 +8,11 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import paramiko
 
-from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
+from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
 from clusterctl.transport.output import CappedOutput
 from clusterctl.transport.ssh.auth import Credentials
 from clusterctl.transport.ssh.config import SSHTarget, load_ssh_config, resolve_target, target_for_host
@@ -178,15 +177,8 @@ class SSHTransport(Transport):
 
     # -- commands -----------------------------------------------------------------------
 
-    def run(
-        self,
-        command: str,
-        *,
-        sudo: bool = False,
-        timeout: float | None = None,
-        env: Mapping[str, str] | None = None,
-        stdin: bytes | None = None,
-    ) -> CommandResult:
+    def execute(self, request: RunRequest) -> CommandResult:
+        command, sudo, timeout, env, stdin = request.command, request.sudo, request.timeout, request.env, request.stdin
         start = time.monotonic()
         line, feed = self.command_line(command, sudo=sudo, env=env, stdin=stdin)
         group = GroupMarker()
