@@ -58,3 +58,17 @@ def test_a_kubernetes_pin_before_v1beta4_is_a_usage_error(capsys: pytest.Capture
     code, _, err = run(capsys, "-i", str(inventory), "bootstrap", "plan", "--phase", "control-plane")
     assert code == 2
     assert "v1beta3" in err and "1.31" in err
+
+
+def test_the_demo_bootstraps_through_verify_then_changes_nothing_then_resets(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    progress = ["--state-dir", str(tmp_path / "progress")]
+    code, out, err = run(capsys, "-i", DEMO, "bootstrap", "--survey", SURVEY, *progress)
+    assert code == 0, err
+    assert "works: 6 node(s) Ready, 48 GPU(s) allocatable" in out
+    code, out, err = run(capsys, "-i", DEMO, "bootstrap", "--survey", SURVEY, *progress)
+    assert code == 0 and "nothing changed" in out, err
+    code, out, err = run(capsys, "-i", DEMO, "reset", "--yes", *progress)
+    assert code == 0, err
+    code, out, err = run(capsys, "-i", DEMO, "reset", "--yes", *progress)
+    assert code == 0 and "nothing changed" in out, err
