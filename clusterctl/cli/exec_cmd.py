@@ -46,7 +46,9 @@ Examples:
 def exec_command(
     ctx: typer.Context,
     command: list[str] = typer.Argument(..., metavar="[--] COMMAND...", help="The command line to run."),
-    sudo: bool = typer.Option(False, "--sudo", help="Run it with 'sudo -n' (never prompts)."),
+    sudo: bool = typer.Option(
+        False, "--sudo", help="Run it under sudo: 'sudo -n' (never prompts), or with the -K/--ask-sudo-pass password."
+    ),
     stream: bool = typer.Option(
         False, "--stream", help="Print 'host: line' output, each host's as soon as it finishes, instead of grouping."
     ),

@@ -214,7 +214,8 @@ def atomic_write_script(
         f"target={q}; "
         'if [ -L "$target" ]; then target=$(readlink -f -- "$target"); fi; '
         'dir=$(dirname -- "$target"); '
-        'if command -v flock >/dev/null 2>&1; then exec 9<"$dir"; '
+        # (A folder this user cannot read cannot be locked: the write goes on unlocked.)
+        'if command -v flock >/dev/null 2>&1 && [ -d "$dir" ] && [ -r "$dir" ]; then exec 9<"$dir"; '
         'flock -x -w 300 9 || { echo "clusterctl: another writer of $target held the lock for 300s" >&2; exit 75; }; '
         "fi; "
         'tmp=$(mktemp "$dir/.$(basename -- "$target").clusterctl-tmp.XXXXXX"); '
@@ -324,16 +325,36 @@ class Transport:
         return PutResult(path=path, changed="changed" in result.stdout.split(), backup_path=backup_path)
 
     def get(self, path: str, *, sudo: bool = False) -> bytes | None:
-        """Content of ``path``, or ``None`` when there is no such file."""
+        """Content of ``path``, byte for byte, or ``None`` when there is no such file.
+
+        The file travels base64-encoded (output is text), so any byte survives; a host
+        without ``base64`` gets ``cat`` and UTF-8 text.
+        """
+        import base64
+        import binascii
+
         q = shlex.quote(path)
-        result = self.run(f"if [ -e {q} ]; then cat {q}; else exit 3; fi", sudo=sudo)
+        result = self.run(
+            f"if [ ! -e {q} ]; then exit 3; fi; if command -v base64 >/dev/null 2>&1; then base64 < {q}; "
+            f"else echo plain; cat {q}; fi",
+            sudo=sudo,
+        )
         if result.exit_code == 3:
             return None
         if not result.ok:
             raise TransportError(
                 FailureKind.COMMAND_FAILED, f"could not read {path} (exit {result.exit_code}): {result.stderr_tail()}"
             )
-        return result.stdout.encode()
+        if result.stdout.startswith("plain\n"):
+            return result.stdout[len("plain\n") :].encode()
+        try:
+            return base64.b64decode("".join(result.stdout.split()), validate=True)
+        except (binascii.Error, ValueError):
+            raise TransportError(
+                FailureKind.COMMAND_FAILED,
+                f"could not read {path}: the file is larger than the output kept per command "
+                f"(CLUSTERCTL_MAX_OUTPUT) or came back damaged",
+            ) from None
 
     def create_exclusive(self, path: str, data: bytes, *, sudo: bool = False) -> bytes | None:
         """Create ``path`` holding ``data`` only if it does not exist (``O_EXCL``: a lock file).

@@ -7,18 +7,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from clusterctl.cli.app import main
+from clirun import clusterctl as run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "inventories" / "demo.yaml"
 
 
 def clusterctl(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exited:
-        main(args)
-    out, err = capsys.readouterr()
-    return int(exited.value.code or 0), out, err
+    done = run_cli(*args)
+    return done.exit_code, done.stdout, done.stderr
 
 
 def test_demo_plan_works_with_no_cluster(capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,19 +6,16 @@ import json
 from pathlib import Path
 
 import pytest
+from clirun import clusterctl as run_cli
 from cluster_builders import FIXTURES
-
-from clusterctl.cli.app import main
 
 DEMO = str(Path(__file__).resolve().parents[2] / "inventories" / "demo.yaml")
 SURVEY = str(FIXTURES / "demo-survey.json")
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exited:
-        main(list(argv))
-    captured = capsys.readouterr()
-    return int(exited.value.code or 0), captured.out, captured.err
+    done = run_cli(*argv)
+    return done.exit_code, done.stdout, done.stderr
 
 
 def test_bootstrap_plan_on_the_demo_plans_every_cluster_phase(capsys: pytest.CaptureFixture[str],
@@ -61,3 +58,17 @@ def test_a_kubernetes_pin_before_v1beta4_is_a_usage_error(capsys: pytest.Capture
     code, _, err = run(capsys, "-i", str(inventory), "bootstrap", "plan", "--phase", "control-plane")
     assert code == 2
     assert "v1beta3" in err and "1.31" in err
+
+
+def test_the_demo_bootstraps_through_verify_then_changes_nothing_then_resets(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    progress = ["--state-dir", str(tmp_path / "progress")]
+    code, out, err = run(capsys, "-i", DEMO, "bootstrap", "--survey", SURVEY, *progress)
+    assert code == 0, err
+    assert "works: 6 node(s) Ready, 48 GPU(s) allocatable" in out
+    code, out, err = run(capsys, "-i", DEMO, "bootstrap", "--survey", SURVEY, *progress)
+    assert code == 0 and "nothing changed" in out, err
+    code, out, err = run(capsys, "-i", DEMO, "reset", "--yes", *progress)
+    assert code == 0, err
+    code, out, err = run(capsys, "-i", DEMO, "reset", "--yes", *progress)
+    assert code == 0 and "nothing changed" in out, err

@@ -90,3 +90,12 @@ def test_secret_files_must_be_private(tmp_path: Path, monkeypatch: pytest.Monkey
     os.chmod(path, 0o600)
     secret = read_secret(SUDO_PASSWORD, ask=False)
     assert secret is not None and secret.reveal() == "s3cret-sudo" and str(secret) == MASK
+
+
+def test_get_returns_every_byte(tmp_path: Path) -> None:
+    data = bytes(range(256)) * 3 + b"\xff\xfe not utf-8 \x00"
+    path = tmp_path / "blob"
+    path.write_bytes(data)
+    t = LocalTransport(Host(name="local", transport="local"))
+    assert t.get(str(path)) == data
+    assert t.get(str(tmp_path / "absent")) is None
