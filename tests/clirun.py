@@ -48,7 +48,8 @@ def clusterctl(*args: str | Path, stdin: str | None = None) -> CliRun:
 
     out, err = io.StringIO(), io.StringIO()
     saved_stdin = sys.stdin
-    sys.stdin = io.StringIO(stdin or "")
+    if stdin is not None:  # else whatever the test left there (pytest's, or a monkeypatched one)
+        sys.stdin = io.StringIO(stdin)
     start = time.monotonic()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

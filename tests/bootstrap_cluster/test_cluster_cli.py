@@ -7,10 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
+from clirun import clusterctl as run_cli
 from sim_cluster import DEMO_SURVEY, PROFILE
 
 from clusterctl import secret
-from clusterctl.cli.app import main
 from clusterctl.mock.state import MockCluster
 
 HOSTS = ("gpu-a1", "gpu-a2", "gpu-b1")
@@ -37,10 +37,8 @@ def write_inventory(root: Path) -> Path:
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exited:
-        main(list(argv))
-    captured = capsys.readouterr()
-    return int(exited.value.code or 0), captured.out, captured.err
+    done = run_cli(*argv)
+    return done.exit_code, done.stdout, done.stderr
 
 
 def test_bootstrap_works_then_a_broken_gpu_pod_fails_verify_then_reset_twice(

@@ -6,19 +6,16 @@ import json
 from pathlib import Path
 
 import pytest
+from clirun import clusterctl as run_cli
 from cluster_builders import FIXTURES
-
-from clusterctl.cli.app import main
 
 DEMO = str(Path(__file__).resolve().parents[2] / "inventories" / "demo.yaml")
 SURVEY = str(FIXTURES / "demo-survey.json")
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exited:
-        main(list(argv))
-    captured = capsys.readouterr()
-    return int(exited.value.code or 0), captured.out, captured.err
+    done = run_cli(*argv)
+    return done.exit_code, done.stdout, done.stderr
 
 
 def test_bootstrap_plan_on_the_demo_plans_every_cluster_phase(capsys: pytest.CaptureFixture[str],

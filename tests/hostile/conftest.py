@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from clirun import clusterctl as run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = str(REPO / "inventories" / "demo.yaml")
@@ -23,15 +24,11 @@ class Ran:
 
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
-    """``cli("-i", INV, "exec", ...)`` -> Ran(code, stdout, stderr), in this process."""
-    from clusterctl.cli.app import main
+    """``cli("-i", INV, "exec", ...)`` -> Ran(code, stdout, stderr), in this process (``tests/clirun.py``)."""
 
     def run(*argv: str) -> Ran:
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as exited:
-            main(list(argv))
-        captured = capsys.readouterr()
-        return Ran(int(exited.value.code or 0), captured.out, captured.err)
+        done = run_cli(*argv)
+        return Ran(done.exit_code, done.stdout, done.stderr)
 
     return run
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from clirun import clusterctl
 
 from clusterctl.nccl.tune.managed_block import BEGIN, END, merge_managed_block
 
@@ -15,13 +16,8 @@ from .conftest import DEMO
 
 @pytest.fixture(scope="module")
 def saved_survey(tmp_path_factory: pytest.TempPathFactory) -> str:
-    import contextlib
-
-    from clusterctl.cli.app import main
-
     path = tmp_path_factory.mktemp("survey") / "survey.json"
-    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(None):
-        main(["-i", DEMO, "survey", "-o", "json", "--save", str(path)])
+    clusterctl("-i", DEMO, "survey", "-o", "json", "--save", path)
     return str(path)
 
 
