@@ -185,16 +185,31 @@ def _print_phase(app: AppContext, phase: Phase[Any], results: list[HostPhaseResu
             console.print(f"failed: {r.host}: {r.message}", markup=False, highlight=False, soft_wrap=True)
             for line in r.rollback:
                 console.print(f"  rollback: {line}", markup=False, highlight=False, soft_wrap=True)
-        if plan and r.changes:
-            console.print(f"--- {r.host} [{phase.name}]: {len(r.changes)} change(s)", markup=False,
-                          highlight=False)
-            for change in r.changes:
-                diff = change.diff()
-                if diff:
-                    console.print(diff.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
-                else:
-                    console.print(f"$ {change.describe()}", markup=False, highlight=False, soft_wrap=True)
+    if plan:
+        _print_plan(app, phase, results)
 
+
+def _print_plan(app: AppContext, phase: Phase[Any], results: list[HostPhaseResult]) -> None:
+    """Each host's commands and diffs; hosts whose plan is the same are printed once, together."""
+    from clusterctl.hostlist import compress
+
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for r in results:
+        if not r.changes:
+            continue
+        lines: list[str] = []
+        for change in r.changes:
+            diff = change.diff()
+            # The diff labels name the host: neutral labels let identical hosts share one block.
+            text = diff.replace(f"{r.host}:", "HOST:") if diff else f"$ {change.describe()}"
+            lines.append(text.rstrip("\n"))
+        groups.setdefault(tuple(lines), []).append(r.host)
+    for block, hosts in groups.items():
+        app.console.print(f"--- {compress(hosts)} [{phase.name}]: {len(block)} change(s)", markup=False,
+                          highlight=False)
+        for text in block:
+            shown = text.replace("HOST:", f"{hosts[0]}:") if len(hosts) == 1 else text
+            app.console.print(shown, markup=False, highlight=False, soft_wrap=True)
 
 def _print_findings(app: AppContext, report: BootstrapReport) -> None:
     findings = report.all_findings()

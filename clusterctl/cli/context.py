@@ -54,7 +54,7 @@ class AppContext:
             from rich.console import Console
 
             # Off a terminal (a pipe, a ticket paste) rich would wrap at 80 columns; tables read better wider.
-            width = None if sys.stdout.isatty() else 160
+            width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
             self._console = Console(no_color=_no_color(sys.stdout), highlight=False, soft_wrap=False, width=width)
         return self._console
 

@@ -46,7 +46,7 @@ def print_findings(console: Console, findings: Sequence[Finding], *, empty: str 
 
 def summary_line(findings: Sequence[Finding]) -> str:
     """``2 errors, 1 warning, 0 info``: counts that read naturally."""
-    from clusterctl.cli.wording import plural
+    from clusterctl.wording import plural
 
     counts = count_by_severity(findings)
     return f"{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, {counts['info']} info"

@@ -52,9 +52,9 @@ def print_interrupted(exc: BaseException) -> None:
     """
     import sys
 
-    from clusterctl.cli.wording import plural
     from clusterctl.fanout import FleetInterrupted
     from clusterctl.hostlist import compress
+    from clusterctl.wording import plural
 
     signal_name = getattr(exc, "signal_name", "SIGINT")
     lines = [f"interrupted ({signal_name})"]

@@ -7,8 +7,8 @@ from typing import Any
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.cli.wording import plural
 from clusterctl.errors import ExitCode
+from clusterctl.wording import plural
 
 inventory_app = typer.Typer(
     help="""Show or validate the inventory.

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.cli.wording import plural
 from clusterctl.errors import ExitCode, ParseError, UsageError
+from clusterctl.wording import plural
 
 if TYPE_CHECKING:
     pass

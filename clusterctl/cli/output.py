@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from clusterctl.cli.wording import plural
+from clusterctl.wording import plural
 
 __all__ = ["SEVERITY_STYLE", "dump", "plural"]
 

@@ -110,8 +110,8 @@ def _confirm_push(app: AppContext, yes: bool) -> None:
     """A push changes every selected host: ask first, or require --yes where nobody can answer."""
     import sys
 
-    from clusterctl.cli.wording import plural
     from clusterctl.hostlist import compress
+    from clusterctl.wording import plural
 
     if yes:
         return

@@ -21,6 +21,7 @@ from clusterctl.fanout.pool import ConnectionPool, close_quietly
 from clusterctl.fanout.time_budget import TimeBoxedTransport
 from clusterctl.inventory.model import Host
 from clusterctl.transport.base import CommandResult, Connector, FailureKind, Transport, TransportError
+from clusterctl.wording import seconds
 
 T = TypeVar("T")
 log = logging.getLogger("clusterctl.fanout")
@@ -250,7 +251,7 @@ class Runner:
             outcome: HostOutcome[T] = HostOutcome(
                 hosts[index],
                 None,
-                Failure(FailureKind.TIMED_OUT, f"no result within {limit:g}s"),
+                Failure(FailureKind.TIMED_OUT, f"no result within {seconds(limit)}"),
                 round(now - begin, 3),
             )
             results[index] = outcome

@@ -47,43 +47,70 @@ def _nic_summary(report: HostReport) -> tuple[str, bool]:
     return f"{len(up)}/{len(ports)} up" + (f" @ {rate}" if rate else ""), bad
 
 
+#: Fleet table columns, most important first: on a narrow console the last ones are left out
+#: (the JSON output has everything).
+FLEET_COLUMNS: tuple[str, ...] = ("host", "GPUs", "shape", "NICs", "findings", "NVLink domains", "driver", "NCCL",
+                                  "CUDA", "rack", "model")
+#: Order the kept columns are shown in.
+_SHOWN_ORDER: tuple[str, ...] = ("host", "rack", "GPUs", "model", "shape", "NVLink domains", "NICs", "driver", "CUDA",
+                                 "NCCL", "findings")
+
+
 def render_fleet_table(console: Console, report: SurveyReport) -> None:
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=f"Survey of {len(report.hosts)} host(s)", title_justify="left")
-    for column in ("host", "rack", "GPUs", "model", "shape", "NVLink domains", "NICs", "driver", "CUDA", "NCCL",
-                   "findings"):
-        table.add_column(column, no_wrap=column in ("host", "NICs"))
-    for host in report.hosts:
-        state = host.state
-        if state.facts is None:
-            table.add_row(f"[bold red]{state.name}[/]", state.host.rack or "", "", "", "", "", "", "", "", "",
-                          "[bold red]unreachable[/]")
-            continue
-        topology = state.topology
-        codes = {f.code for f in host.findings if f.severity is not Severity.INFO}
-        gpus = "?" if state.gpu_count is None else str(state.gpu_count)
-        if "GPU_COUNT_DIFFERS" in codes:
-            gpus = f"[bold red]{gpus}[/]"
-        model = state.gpu_model or "?"
-        if "GPU_MODEL_DIFFERS" in codes:
-            model = f"[yellow]{model}[/]"
-        shape = _shape_text(host)
-        domains = ", ".join(compress_indices(d) for d in topology.nvlink_domains) if topology else "?"
-        if codes & {"NVLINK_MISSING", "NVLINK_FEWER_LINKS", "NVLINK_LANE_INACTIVE"}:
-            shape, domains = f"[bold red]{shape}[/]", f"[bold red]{domains or '-'}[/]"
-        nics, nic_bad = _nic_summary(host)
-        if nic_bad:
-            nics = f"[bold red]{nics}[/]"
-        stack = state.facts.stack
-        drift = {f.evidence.get("component") for f in host.findings
-                 if f.code in ("STACK_DRIFT", "STACK_PIN_MISMATCH") and f.severity is not Severity.INFO}
+    from clusterctl.wording import plural
 
-        table.add_row(
-            state.name, state.host.rack or "", gpus, model, shape, domains or "-", nics,
-            *(_version_cell(stack, name, drift) for name in ("driver", "cuda", "nccl")), _findings_cell(host),
-        )
+    rows = [_fleet_row(host) for host in report.hosts]
+    widths = {c: max([len(c)] + [len(Text.from_markup(r[c]).plain) for r in rows]) for c in FLEET_COLUMNS}
+    kept = list(FLEET_COLUMNS)
+    # Each column costs its text plus two spaces of padding and a border; cells never wrap.
+    while len(kept) > 3 and sum(widths[c] + 3 for c in kept) + 1 > console.width:
+        kept.pop()
+    shown = [c for c in _SHOWN_ORDER if c in kept]
+    table = Table(title=f"Survey of {plural(len(report.hosts), 'host')}", title_justify="left")
+    for column in shown:
+        table.add_column(column, no_wrap=True)
+    for row in rows:
+        table.add_row(*(row[c] for c in shown))
     console.print(table)
+    left_out = [c for c in FLEET_COLUMNS if c not in kept]
+    if left_out:
+        console.print(f"(left out to fit {console.width} columns: {', '.join(left_out)}; -o json has every field)",
+                      markup=False, highlight=False, style="dim")
+
+
+def _fleet_row(host: HostReport) -> dict[str, str]:
+    state = host.state
+    if state.facts is None:
+        row = dict.fromkeys(FLEET_COLUMNS, "")
+        row.update(host=f"[bold red]{state.name}[/]", rack=state.host.rack or "", findings="[bold red]unreachable[/]")
+        return row
+    topology = state.topology
+    codes = {f.code for f in host.findings if f.severity is not Severity.INFO}
+    gpus = "?" if state.gpu_count is None else str(state.gpu_count)
+    if "GPU_COUNT_DIFFERS" in codes:
+        gpus = f"[bold red]{gpus}[/]"
+    model = (state.gpu_model or "?").removeprefix("NVIDIA ")
+    if "GPU_MODEL_DIFFERS" in codes:
+        model = f"[yellow]{model}[/]"
+    shape = _shape_text(host)
+    domains = ", ".join(compress_indices(d) for d in topology.nvlink_domains) if topology else "?"
+    if codes & {"NVLINK_MISSING", "NVLINK_FEWER_LINKS", "NVLINK_LANE_INACTIVE"}:
+        shape, domains = f"[bold red]{shape}[/]", f"[bold red]{domains or '-'}[/]"
+    nics, nic_bad = _nic_summary(host)
+    if nic_bad:
+        nics = f"[bold red]{nics}[/]"
+    stack = state.facts.stack
+    drift = {f.evidence.get("component") for f in host.findings
+             if f.code in ("STACK_DRIFT", "STACK_PIN_MISMATCH") and f.severity is not Severity.INFO}
+    return {
+        "host": state.name, "rack": state.host.rack or "", "GPUs": gpus, "model": model, "shape": shape,
+        "NVLink domains": domains or "-", "NICs": nics, "driver": _version_cell(stack, "driver", drift),
+        "CUDA": _version_cell(stack, "cuda", drift), "NCCL": _version_cell(stack, "nccl", drift),
+        "findings": _findings_cell(host),
+    }
 
 
 def _version_cell(stack: object, attribute: str, drift: set[object]) -> str:
@@ -100,7 +127,7 @@ def _findings_cell(host: HostReport) -> str:
         parts.append(f"[bold red]{errors} error{'s' if errors > 1 else ''}[/]")
     if warnings:
         parts.append(f"[yellow]{warnings} warning{'s' if warnings > 1 else ''}[/]")
-    if infos:
+    if infos and not parts:  # infos only count when nothing worse is there (all are listed below)
         parts.append(f"[cyan]{infos} info[/]")
     return ", ".join(parts) if parts else "[green]ok[/]"
 

@@ -12,6 +12,7 @@ from typing import IO, TYPE_CHECKING
 
 from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
 from clusterctl.transport.output import CappedOutput
+from clusterctl.wording import seconds
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
@@ -49,7 +50,7 @@ class LocalTransport(Transport):
         except subprocess.TimeoutExpired as exc:
             _stop_group(proc, STOP_GRACE_S)
             raise TransportError(
-                FailureKind.TIMED_OUT, f"no answer within {timeout:g}s (the command was stopped): {command}"
+                FailureKind.TIMED_OUT, f"no answer within {seconds(timeout)} (the command was stopped): {command}"
             ) from exc
         finally:
             for thread in [*readers, *([writer] if writer else [])]:

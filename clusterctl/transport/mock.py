@@ -28,6 +28,7 @@ from clusterctl.transport.base import (
     TransportError,
     env_prefix,
 )
+from clusterctl.wording import seconds
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
@@ -121,7 +122,7 @@ class MockTransport(Transport):
         except SimulatedFailure as exc:
             kind = FailureKind(exc.kind)
             if kind is FailureKind.TIMED_OUT:
-                message = f"no answer within {timeout:g}s: {command}" if timeout else str(exc)
+                message = f"no answer within {seconds(timeout)}: {command}" if timeout else str(exc)
                 raise TransportError(kind, message) from None
             raise TransportError(kind, f"{self.host.name}: simulated failure") from None
         return CommandResult(command, result.stdout, result.stderr, result.exit_code,

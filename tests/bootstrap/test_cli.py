@@ -62,7 +62,9 @@ def test_demo_plan_of_every_phase_and_out_files(tmp_path: Path, capsys: pytest.C
     assert code == 0, err
     for phase in ("preflight", "kernel", "packages", "containerd", "nvidia-runtime"):
         assert f"PHASE [{phase}]" in stdout
-    assert "+++ gpu-b2:/etc/containerd/config.toml" in stdout and "+version = 3" in stdout
+    # Six identical hosts: their plan is printed once, for all of them.
+    assert "--- gpu-a[1-3],gpu-b[1-3] [containerd]: 3 change(s)" in stdout
+    assert stdout.count("+++ HOST:/etc/containerd/config.toml") == 1 and "+version = 3" in stdout
     config = out / "gpu-b2" / "etc" / "containerd" / "config.toml"
     assert 'default_runtime_name = "nvidia"' in config.read_text()
     assert (out / "gpu-a1" / "etc" / "sysctl.d" / "99-clusterctl-kubernetes.conf").is_file()

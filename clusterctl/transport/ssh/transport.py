@@ -19,6 +19,7 @@ from clusterctl.transport.ssh.config import SSHTarget, load_ssh_config, resolve_
 from clusterctl.transport.ssh.connect import ConnectSettings, open_socket, open_ssh
 from clusterctl.transport.ssh.deadline import remaining
 from clusterctl.transport.ssh.jump import direct_tcpip, jump_pool
+from clusterctl.wording import seconds
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
@@ -305,7 +306,7 @@ class SSHTransport(Transport):
             if wait <= 0:
                 raise TransportError(
                     FailureKind.TIMED_OUT,
-                    f"{self.host.name}: no answer within {budget:g}s (the command was stopped): {command}",
+                    f"{self.host.name}: no answer within {seconds(budget)} (the command was stopped): {command}",
                 )
         if self._closed:
             raise TransportError(FailureKind.TIMED_OUT, f"{self.host.name}: connection closed: {command}")
