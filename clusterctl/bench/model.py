@@ -96,6 +96,14 @@ class Matrix:
     cells: dict[tuple[str, str], float | None]
     unit: str = "Gb/s"
 
+    @property
+    def cell_meaning(self) -> str:
+        """What one cell's number is, for the table's and the heat map's titles."""
+        per_hca = any("/" in n for n in self.nodes)
+        tests = "tests of that HCA pair" if per_hca else "tests between the two hosts (every HCA pair)"
+        worst = "highest latency in us" if self.unit == "us" else "lowest bandwidth in Gb/s"
+        return f"each cell: the {worst} of the {tests}; 'fail': a test failed; '·': not tested"
+
     def get(self, a: str, b: str) -> float | None:
         key = (a, b) if self.nodes.index(a) <= self.nodes.index(b) else (b, a)
         return self.cells.get(key)

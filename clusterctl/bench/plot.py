@@ -29,9 +29,10 @@ def svg(matrix: Matrix, *, good: float | None, title: str = "") -> str:
     n = len(matrix.nodes)
     size = LABEL + n * CELL + 20
     latency = matrix.unit == "us"
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size + 30}" '
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(size, 600)}" height="{size + 30}" '
              f'font-family="sans-serif" font-size="11">',
-             f'<text x="10" y="18" font-size="14">{escape(title or "bandwidth matrix")} ({escape(matrix.unit)})</text>']
+             f'<text x="10" y="18" font-size="14">{escape(title or "bandwidth matrix")} ({escape(matrix.unit)})</text>',
+             f'<text x="10" y="34" font-size="11">{escape(matrix.cell_meaning)}</text>']
     for i, node in enumerate(matrix.nodes):
         y = 30 + LABEL + i * CELL + CELL / 2
         parts.append(f'<text x="{LABEL - 6}" y="{y:.0f}" text-anchor="end">{escape(node)}</text>')

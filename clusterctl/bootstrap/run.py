@@ -71,16 +71,17 @@ def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Ph
     failure per host) when a cluster phase is part of the run."""
     from clusterctl.bootstrap.phases.cluster_common import ORDER
 
-    options: dict[str, Any] = {"hosts": [h.name for h in hosts], "survey": request.survey,
+    survey = request.survey or getattr(getattr(inventory, "bootstrap", None), "survey", None)
+    options: dict[str, Any] = {"hosts": [h.name for h in hosts], "survey": survey,
                                "restore_containerd": request.restore_containerd}
     if any(p.name in ORDER and p.name != "reset" for p in phases):
         from clusterctl.bootstrap.cluster.settings import cluster_settings
 
         cluster_settings(inventory, options)
-        if request.survey:
+        if survey:
             from clusterctl.saved_survey import load_saved_survey
 
-            load_saved_survey(request.survey)
+            load_saved_survey(survey)
     return options
 
 

@@ -48,7 +48,7 @@ def _matrix_table(app: AppContext, matrix: Matrix, good: float | None) -> None:
 
     from clusterctl.bench.plot import colour
 
-    table = Table(title=f"{matrix.unit}", show_lines=False)
+    table = Table(title=matrix.cell_meaning, title_justify="left", show_lines=False)
     table.add_column("")
     for node in matrix.nodes:
         table.add_column(node, justify="right")

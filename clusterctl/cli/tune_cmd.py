@@ -164,7 +164,7 @@ def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | Non
     title = f"NCCL settings for {len(tuning.hosts)} host(s), NCCL {tuning.nccl_version or '?'}, fabric {tuning.fabric}"
     table = Table(title=title, title_justify="left", show_lines=False)
     table.add_column("variable", no_wrap=True)
-    table.add_column("value", overflow="fold")
+    table.add_column("value", no_wrap=True)  # a value split mid-token could be copied wrong
     table.add_column("reason", overflow="fold")
     settings = list(tuning.settings) + (list(measured.settings) if measured else [])
     for s in settings:

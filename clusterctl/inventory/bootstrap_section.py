@@ -38,7 +38,7 @@ NODE_FIELDS = ("mirror", "apt_repos", "apt_repos_only", "nvidia_container_toolki
           "min_var_lib_gib")
 #: Sections the cluster phases read (checked by ``clusterctl.bootstrap.cluster.settings``).
 CLUSTER_SECTIONS = ("network", "addons", "alerts")
-FIELDS: tuple[str, ...] = (*NODE_FIELDS, *CLUSTER_SECTIONS, "image_repository")
+FIELDS: tuple[str, ...] = (*NODE_FIELDS, *CLUSTER_SECTIONS, "image_repository", "survey")
 REPO_FIELDS = ("name", "url", "suites", "components", "key_file", "key_url")
 
 
@@ -101,6 +101,10 @@ def read_bootstrap(r: _Reader, node: Node, field: str) -> BootstrapConfig:
             out[key] = _mirrors(r, value, sub)
         elif key in ("apt_repos_only", "cdi"):
             out[key] = r.scalar(value, sub, partial(_flag, what=key))
+        elif key == "survey":
+            # A saved survey report on the control machine, next to the inventory.
+            path = r.scalar(value, sub, partial(values.text, what=key), raw=True)
+            out[key] = str((r.base_dir / Path(path).expanduser()).resolve())
         elif key == "mirror":
             out[key] = r.scalar(value, sub, lambda v: _url(v, "mirror"), raw=True)
         elif key == "runtime":

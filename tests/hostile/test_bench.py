@@ -147,3 +147,13 @@ def _running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return "\nState:\tZ" not in status
+
+
+def test_the_matrix_says_what_a_cell_is(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    plot = tmp_path / "m.svg"
+    ran = cli("-i", DEMO, "-l", "gpu-a1,gpu-a2", "bench", "ib", "--settle", "0", "--plot", str(plot),
+              "--results-dir", str(tmp_path / "r"))
+    assert ran.code == 0, ran.err
+    meaning = "the lowest bandwidth in Gb/s of the tests between the two hosts (every HCA pair)"
+    assert meaning in ran.out.replace("\n", " ") or meaning in " ".join(ran.out.split())
+    assert meaning in plot.read_text()
