@@ -98,7 +98,8 @@ class _SecretPhase:
 
             def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
                 token = ctx.shared["join.token"]
-                return [Change.write_file(ctx.host.name, "/etc/kubernetes/join.yaml",
+                # A folder a fresh mock host has: mock hosts, like real ones, do not create missing folders.
+                return [Change.write_file(ctx.host.name, "/root/join.yaml",
                                           f"discovery:\n  bootstrapToken:\n    token: {token.reveal()}\n",
                                           current=None, mode=0o600),
                         Change.run(ctx.host.name, "true", stdin_secret=token, summary=f"join with {token}")]
