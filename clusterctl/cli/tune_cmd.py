@@ -17,9 +17,12 @@ if TYPE_CHECKING:
 HELP = """Derive NCCL settings for the selected hosts, each with its reason.
 
 From a saved survey (--survey FILE, else a live survey of the hosts): NCCL_IB_HCA with the
-active fabric ports in GPU order, the RoCE GID index/address family, NCCL_SOCKET_IFNAME for
-bootstrap, NCCL_NET_GDR_LEVEL and NCCL_CROSS_NIC where NCCL's own choice is not right, and
-NCCL_IB_DISABLE only where there is no RDMA. Nothing that repeats a default.
+active fabric ports in GPU order (a port that trained below the fleet's rate is left out and
+named), the RoCE GID index/address family, NCCL_SOCKET_IFNAME for bootstrap, the socket
+threads on TCP fabrics, and NCCL_CROSS_NIC=0 only where the inventory declares the fabric
+rail-optimised (fabric.rail_optimized). Nothing that repeats a default. Debugging settings
+(NCCL_NET_GDR_LEVEL, NCCL_IB_DISABLE) are never derived: no RDMA is a warning to fix, and a
+GPU that reaches its NIC through the CPU gets NCCL_NET_GDR_LEVEL=PHB measured by --sweep.
 
 --sweep measures NCCL_ALGO/PROTO, channel counts, NCCL_BUFFSIZE and NCCL_NTHREADS against the
 defaults with nccl-tests on the hosts, within --budget runs: candidates alternate with the

@@ -29,6 +29,9 @@ class Fabric:
     #: Latency thresholds in microseconds.
     latency_warn_us: float = 15.0
     latency_error_us: float = 50.0
+    #: Whether NIC i of every host connects to switch rail i (NCCL_CROSS_NIC=0 then keeps rings on
+    #: one rail); None = not known.
+    rail_optimized: bool | None = None
 
 
 @dataclass(frozen=True)

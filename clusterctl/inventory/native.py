@@ -465,6 +465,8 @@ FABRIC_FIELDS: dict[str, FieldReader] = {
     "across_racks_min": _number("across_racks_min", values.fraction),
     "latency_warn_us": _number("latency_warn_us", values.positive_number),
     "latency_error_us": _number("latency_error_us", values.positive_number),
+    "rail_optimized": lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else values.boolean(
+        v, "rail_optimized")),
 }
 
 SSH_FIELDS: dict[str, FieldReader] = {

@@ -153,6 +153,13 @@ def transport(value: Any) -> str:
     raise BadValue(f"unknown transport '{name}'.", one_of_hint(name, TRANSPORT_KINDS))
 
 
+def boolean(value: Any, what: str) -> bool:
+    """A YAML true/false (not a quoted string, not a number)."""
+    if isinstance(value, bool):
+        return value
+    raise BadValue(f"{what} must be true or false, not {describe(value)}.")
+
+
 def positive_number(value: Any, what: str) -> float:
     number = _number(value)
     if number is None or number <= 0:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from clusterctl.findings import Finding, Severity, count_by_severity
-from clusterctl.nccl.grammar import normalise, strtoll
+from clusterctl.nccl.grammar import legacy_level, normalise, strtoll
 from clusterctl.nccl.knowledge import SCOPE_READER, KnowledgeBase, VariableInfo, knowledge_base
+from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, GPU_NIC_PATHS, nccl_path, path_rank, uses_gdr
 from clusterctl.nccl.sources import BUILD_ARG, PASSTHROUGH, Setting
 from clusterctl.nccl.versions import NcclVersion, parse_version
 
@@ -14,10 +15,6 @@ SEVERITIES: tuple[str, ...] = tuple(s.value for s in Severity)
 FABRICS: tuple[str, ...] = ("ib", "roce", "ethernet")
 #: Below this many channels a collective cannot spread over the NICs/NVLinks of a modern GPU host.
 LOW_CHANNEL_CAP = 4
-#: NCCL's GPU-NIC distances for NCCL_NET_GDR_LEVEL, nearest first. nvidia-smi's NODE (across
-#: PCIe host bridges of one CPU) is what NCCL calls PHB. Legacy integers 0..5 map onto them.
-GDR_LEVELS: dict[str, int] = {"LOC": 0, "PIX": 1, "PXB": 2, "PHB": 3, "NODE": 3, "SYS": 4}
-_GDR_LEGACY: dict[int, int] = {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 5: 4}
 #: NCCL_SOCKET_NTHREADS * NCCL_NSOCKS_PERTHREAD may not exceed this (src/transport/net_socket.cc MAX_SOCKETS).
 MAX_SOCKETS_PER_PEER = 64
 #: Prefixes of other libraries' settings: only the names a known plugin documents are judged.
@@ -306,39 +303,40 @@ def _combinations(env: dict[str, Setting], kb: KnowledgeBase, fabric: str | None
     return findings
 
 
-def _gdr_level(value: str) -> int | None:
-    text = value.strip().upper()
-    if text in GDR_LEVELS:
-        return GDR_LEVELS[text]
-    number, rest = strtoll(text)
-    return _GDR_LEGACY.get(number) if rest == "" and text else None
+def _gdr_level(value: str) -> str | None:
+    """The path type NCCL reads from NCCL_NET_GDR_LEVEL (exact name, or a legacy number); None if ignored."""
+    text = value.strip()
+    if text in GPU_NIC_PATHS:
+        return text
+    return legacy_level(text)
 
 
 def _gdr_against_topology(env: dict[str, Setting], links: tuple[str, ...]) -> list[Finding]:
     """NCCL_NET_GDR_LEVEL judged against the surveyed GPU-to-nearest-NIC distances.
 
-    NCCL's default (PXB) uses GPUDirect RDMA where the GPU and NIC share a PCIe switch and
-    stages through host memory farther out, which is usually faster than peer-to-peer reads
-    through the CPU's root complex or across sockets.
+    The distances go through the same table as tune-nccl (clusterctl.nccl.paths): nvidia-smi's
+    NODE is NCCL's PHB. NCCL's default (PXB) uses GPUDirect RDMA where the GPU and NIC share a
+    PCIe switch and stages through host memory farther out, which is usually faster than
+    peer-to-peer reads through the CPU's root complex or across sockets.
     """
     s = env.get("NCCL_NET_GDR_LEVEL")
     level = _gdr_level(s.value) if s is not None else None
-    distances = [GDR_LEVELS[link] for link in links if link in GDR_LEVELS]
-    if s is None or level is None or not distances:
+    paths = [p for p in (nccl_path(link) for link in links) if p is not None and p != "LOC"]
+    if s is None or level is None or not paths:
         return []
-    near = sum(1 for d in distances if d <= GDR_LEVELS["PXB"])
-    if level == 0 and near:
+    near = sum(1 for p in paths if uses_gdr(p, DEFAULT_GDR_LEVEL))
+    if level == "LOC" and near:
         return [_finding(
             s, "HARMFUL", "warning",
-            f"NCCL_NET_GDR_LEVEL={s.value} turns GPUDirect RDMA off, although {near} of the {len(distances)} "
+            f"NCCL_NET_GDR_LEVEL={s.value} turns GPUDirect RDMA off, although {near} of the {len(paths)} "
             "surveyed GPUs have a NIC on their own PCIe switch: every transfer is staged through host memory",
             "remove NCCL_NET_GDR_LEVEL (NCCL's default, PXB, uses GPUDirect RDMA where it pays)")]
-    far = [d for d in distances if GDR_LEVELS["PXB"] < d <= level]
+    far = [p for p in paths if not uses_gdr(p, DEFAULT_GDR_LEVEL) and uses_gdr(p, level)]
     if far:
-        names = sorted({name for name, rank in GDR_LEVELS.items() if rank in set(far) and name != "NODE"})
+        names = sorted(set(far), key=path_rank)
         return [_finding(
             s, "HARMFUL", "warning",
-            f"NCCL_NET_GDR_LEVEL={s.value} forces GPUDirect RDMA for {len(far)} of the {len(distances)} surveyed "
+            f"NCCL_NET_GDR_LEVEL={s.value} forces GPUDirect RDMA for {len(far)} of the {len(paths)} surveyed "
             f"GPUs whose nearest NIC is only reachable at {'/'.join(names)} (through the CPU's root complex or "
             "across sockets), where peer-to-peer reads are usually slower than staging in host memory",
             "remove NCCL_NET_GDR_LEVEL, or set it to PXB")]

@@ -111,3 +111,62 @@ def test_levels_accept_names_and_flag_legacy_numbers() -> None:
     assert messages("NCCL_NET_GDR_LEVEL", "5") == [
         "NCCL_NET_GDR_LEVEL=5 is a legacy numeric level, read as SYS; "
         "what each number means changed between NCCL releases"]
+
+
+# -- checked against NCCL's parsing code (NVIDIA/nccl @ 5067397c and its release tags) ---------
+
+
+def test_level_names_are_case_sensitive_like_strcmp() -> None:
+    # src/graph/paths.cc ncclGetLevel: strcmp(str, topoPathTypeStr[i]) -- "pix" matches nothing and
+    # NCCL keeps its own choice (it does not start with a digit, so it is no legacy number either)
+    assert messages("NCCL_NET_GDR_LEVEL", "pix") == [
+        "NCCL_NET_GDR_LEVEL=pix is ignored: NCCL compares level names case-sensitively (strcmp), so 'pix' "
+        "matches no level and NCCL keeps its own choice"]
+    assert messages("NCCL_P2P_LEVEL", "PIX") == []
+
+
+@pytest.mark.parametrize(("level", "first", "before"), [
+    ("NVB", NcclVersion(2, 8, 3), NcclVersion(2, 7, 8)),    # src/graph/topo.cc topoPathTypeStr, by tag
+    ("PXN", NcclVersion(2, 12, 7), NcclVersion(2, 11, 4)),
+    ("C2C", NcclVersion(2, 26, 2), NcclVersion(2, 25, 1)),
+    ("P2C", NcclVersion(2, 27, 3), NcclVersion(2, 26, 6)),
+])
+def test_level_names_exist_only_from_the_release_that_has_them(level: str, first: NcclVersion,
+                                                              before: NcclVersion) -> None:
+    assert messages("NCCL_P2P_LEVEL", level, first) == []
+    assert messages("NCCL_NET_GDR_LEVEL", level, before) == [
+        f"NCCL_NET_GDR_LEVEL={level}: NCCL knows the level {level} only from {first.major}.{first.minor} on "
+        f"(this is {before}); it ignores the value and keeps its own choice"]
+
+
+def test_legacy_numbers_map_through_levels_old_to_new() -> None:
+    # src/graph/paths.cc: levelsOldToNew[] = {LOC, PIX, PXB, PHB, SYS, SYS}; larger numbers clamp to 5
+    assert messages("NCCL_P2P_LEVEL", "2")[0].startswith("NCCL_P2P_LEVEL=2 is a legacy numeric level, read as PXB")
+    assert messages("NCCL_P2P_LEVEL", "9")[0].startswith("NCCL_P2P_LEVEL=9 is a legacy numeric level, read as SYS")
+
+
+def test_ib_addr_range_is_one_cidr() -> None:
+    # src/transport/net_ib/connect.cc envIbAddrRange: split at the first '/', inet_pton the address,
+    # strtol the mask ("8,192.168.0.0/16" -> 8); no '/' or a bad address -> the range is ignored
+    assert messages("NCCL_IB_ADDR_RANGE", "10.0.0.0/8") == []
+    assert messages("NCCL_IB_ADDR_RANGE", "10.0.0.0/8,192.168.0.0/16") == [
+        "NCCL_IB_ADDR_RANGE=10.0.0.0/8,192.168.0.0/16 lists more than one range; NCCL reads only one CIDR: "
+        "it uses 10.0.0.0/8 and silently drops the rest"]
+    assert messages("NCCL_IB_ADDR_RANGE", "10.0.0.0") == [
+        "NCCL_IB_ADDR_RANGE=10.0.0.0 has no '/mask': NCCL ignores the range and considers every GID"]
+    assert messages("NCCL_IB_ADDR_RANGE", "10.0.0.0/40") == [
+        "NCCL_IB_ADDR_RANGE=10.0.0.0/40: a /40 mask is invalid for IPv4; NCCL ignores the range"]
+    assert messages("NCCL_IB_ADDR_RANGE", "fd00::/64") == []
+
+
+def test_socket_threads_times_sockets_per_thread_limit() -> None:
+    # src/transport/net_socket.cc: MAX_THREADS 16, MAX_SOCKETS 64 (nSocksPerThread * nThreads)
+    from clusterctl.nccl.lint import lint_settings
+    from clusterctl.nccl.sources import Setting
+
+    ok = [Setting("NCCL_SOCKET_NTHREADS", "16", "f", 1), Setting("NCCL_NSOCKS_PERTHREAD", "4", "f", 2)]
+    assert lint_settings(ok) == []
+    too_many = [Setting("NCCL_SOCKET_NTHREADS", "8", "f", 1), Setting("NCCL_NSOCKS_PERTHREAD", "16", "f", 2)]
+    assert [f.message for f in lint_settings(too_many)] == [
+        "NCCL_SOCKET_NTHREADS * NCCL_NSOCKS_PERTHREAD = 8 * 16 = 128 exceeds 64"]
+    assert messages("NCCL_SOCKET_NTHREADS", "17") == ["NCCL_SOCKET_NTHREADS=17 is outside the accepted range 1-16"]

@@ -46,13 +46,24 @@ def test_socket_ifname_never_docker_or_lo(make_hgx: Any) -> None:
     assert any("docker0" in w for w in tuning.warnings)
 
 
-def test_rail_layout_alike_on_every_host_gives_cross_nic_0(make_hgx: Any) -> None:
-    tuning = derive_settings([make_hgx("gpu-1", "10.0.0.11"), make_hgx("gpu-2", "10.0.0.12")])
-    assert values(tuning)["NCCL_CROSS_NIC"] == "0"
+def test_cross_nic_0_only_on_a_fabric_declared_rail_optimised(make_hgx: Any) -> None:
+    # env.rst (NCCL_CROSS_NIC): "dependent on the network topology, and in particular on whether the
+    # network fabric is rail-optimized" - which a survey cannot see; src/graph/search.cc default 2
+    rails = [replace(make_hgx("gpu-1", "10.0.0.11"), rail_optimized=True),
+             replace(make_hgx("gpu-2", "10.0.0.12"), rail_optimized=True)]
+    tuning = derive_settings(rails)
+    setting = next(s for s in tuning.settings if s.name == "NCCL_CROSS_NIC")
+    assert setting.value == "0" and "fabric.rail_optimized" in setting.reason
+    unknown = derive_settings([make_hgx("gpu-1", "10.0.0.11"), make_hgx("gpu-2", "10.0.0.12")])
+    assert "NCCL_CROSS_NIC" not in values(unknown)
+    assert any("not known" in n and "fabric.rail_optimized: true" in n for n in unknown.notes)
+    # one host: no inter-host ring to keep on a rail, whatever the inventory says
+    assert "NCCL_CROSS_NIC" not in values(derive_settings(rails[:1]))
 
 
 def test_hosts_with_different_layouts_keep_cross_nic_default(make_hgx: Any) -> None:
-    tuning = derive_settings([make_hgx("gpu-1", "10.0.0.11"), make_hgx("gpu-2", "10.0.0.12", down=(2,))])
+    tuning = derive_settings([replace(make_hgx("gpu-1", "10.0.0.11"), rail_optimized=True),
+                              replace(make_hgx("gpu-2", "10.0.0.12", down=(2,)), rail_optimized=True)])
     assert "NCCL_CROSS_NIC" not in values(tuning)
     # the host with the down port gets its own NCCL_IB_HCA
     assert "gpu-2" in tuning.host_overrides
@@ -109,32 +120,81 @@ def test_roce_from_2_21_with_only_v1_gids_sets_the_version() -> None:
     assert values(tuning)["NCCL_IB_ROCE_VERSION_NUM"] == "1"
 
 
-def test_phb_nics_raise_gdr_level_with_a_reason() -> None:
-    matrix = parse_topo((FIXTURES / "topo" / "pcie-4gpu-soc-phb-mlx5.txt").read_text())
+def _pcie_host(topo: str, name: str = "pcie-1") -> TuneHost:
+    matrix = parse_topo((FIXTURES / "topo" / topo).read_text())
     names = [d.device_name or d.label for d in matrix.nics]
     rdma = [RDMADevice(n, None, None, (RDMAPort(1, "PORT_ACTIVE", "LinkUp", "InfiniBand", 100.0),)) for n in names]
-    nics = nics_from_facts(rdma, matrix, [])
-    host = TuneHost("pcie-1", None, "2.21.5", tuple(d.index for d in matrix.gpus), nics)
-    tuning = derive_settings([host])
+    return TuneHost(name, None, "2.21.5", tuple(d.index for d in matrix.gpus), nics_from_facts(rdma, matrix, []))
+
+
+def test_phb_nics_are_measured_not_written() -> None:
+    # src/graph/paths.cc: netGdrLevel defaults to PATH_PXB, and ncclTopoCheckGdr turns GPUDirect RDMA
+    # off when the GPU-NIC path is farther; env.rst files NCCL_NET_GDR_LEVEL under debugging
+    tuning = derive_settings([_pcie_host("pcie-4gpu-soc-phb-mlx5.txt")])
+    assert "NCCL_NET_GDR_LEVEL" not in values(tuning)
     # mlx5_0 is PHB to GPU2/3 and SYS to GPU0/1 in this recording
-    setting = next(s for s in tuning.settings if s.name == "NCCL_NET_GDR_LEVEL")
-    assert setting.value == "PHB" and "GPU 2,3" in setting.reason and "host bridge" in setting.reason
-    assert any("GPU 0,1" in n and "stays off" in n for n in tuning.notes)
+    assert any("GPU 2,3" in n and "NCCL calls PHB" in n and "measured by --sweep" in n for n in tuning.notes)
+    assert any("GPU 0,1" in n and "no NIC nearer than SYS" in n for n in tuning.notes)
+    assert (("NCCL_NET_GDR_LEVEL", "PHB"),) in tuning.sweep_candidates
 
 
-def test_no_rdma_disables_ib_with_socket_settings(hgx: TuneHost) -> None:
+def test_nvidia_smi_node_is_nccl_phb() -> None:
+    # every GPU's nearest HCA is NODE (across host bridges of one CPU): computePaths in
+    # src/graph/paths.cc types any path through a CPU as PATH_PHB, so NCCL's default keeps GDR off
+    # there and NCCL_NET_GDR_LEVEL=PHB (not a level "NODE", which ncclGetLevel would ignore) turns it on
+    tuning = derive_settings([_pcie_host("4gpu-nv3-4mlx5-tabs.txt")])
+    note = next(n for n in tuning.notes if "GPU 0,1,2,3" in n)
+    assert "nvidia-smi NODE, which NCCL calls PHB" in note
+    assert (("NCCL_NET_GDR_LEVEL", "PHB"),) in tuning.sweep_candidates
+
+
+def test_no_rdma_is_a_warning_to_fix_not_ib_disable(hgx: TuneHost) -> None:
+    # src/transport/net_ib/init.cc: with no IB device NCCL logs "NET/IB : No device found." and uses
+    # sockets by itself; NCCL_IB_DISABLE=1 in nccl.conf would keep it on TCP after the fabric is fixed
     host = replace(hgx, nics=())
     tuning = derive_settings([host])
-    assert values(tuning) == {"NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "=eno1"}
+    assert "NCCL_IB_DISABLE" not in values(tuning)
     assert tuning.fabric == "ethernet"
+    assert any("no RDMA device found" in w and "Fix the fabric" in w for w in tuning.warnings)
+    declared = derive_settings([replace(host, fabric="ethernet")])
+    assert not any("Fix the fabric" in w for w in declared.warnings)
+    assert any("NCCL_IB_DISABLE is not needed" in n for n in declared.notes)
 
 
-def test_mixed_fleet_gets_per_host_ib_disable_and_a_warning(make_hgx: Any) -> None:
+def test_tcp_fabric_gets_socket_threads_within_nccls_limit(hgx: TuneHost) -> None:
+    # env.rst: "For generic 100G networks, this value can be manually set to 4" for both knobs, and
+    # src/transport/net_socket.cc caps threads x sockets per thread at MAX_SOCKETS (64)
+    tuning = derive_settings([replace(hgx, nics=(), fabric="ethernet", expected_rate_gbps=100.0)])
+    assert values(tuning) == {"NCCL_SOCKET_IFNAME": "=eno1", "NCCL_SOCKET_NTHREADS": "4",
+                              "NCCL_NSOCKS_PERTHREAD": "4"}
+    reasons = {s.name: s.reason for s in tuning.settings}
+    assert "net_socket.cc" in reasons["NCCL_SOCKET_NTHREADS"] and "64" in reasons["NCCL_NSOCKS_PERTHREAD"]
+    assert all(int(dict(env).get("NCCL_SOCKET_NTHREADS", "1")) * int(dict(env).get("NCCL_NSOCKS_PERTHREAD", "1"))
+               <= 64 for env in tuning.sweep_candidates)
+    assert any(dict(env).get("NCCL_SOCKET_NTHREADS") == "8" for env in tuning.sweep_candidates)
+    slow = derive_settings([replace(hgx, nics=(), fabric="ethernet", expected_rate_gbps=10.0)])
+    assert "NCCL_SOCKET_NTHREADS" not in values(slow)
+
+
+def test_mixed_fleet_gets_per_host_socket_knobs_and_a_warning(make_hgx: Any) -> None:
     bare = replace(make_hgx("gpu-2", "10.0.0.12"), nics=())
     tuning = derive_settings([make_hgx("gpu-1", "10.0.0.11"), bare])
-    assert {s.name: s.value for s in tuning.for_host("gpu-2")}["NCCL_IB_DISABLE"] == "1"
-    assert "NCCL_IB_DISABLE" not in {s.name for s in tuning.for_host("gpu-1")}
+    assert "NCCL_IB_DISABLE" not in {s.name for s in tuning.for_host("gpu-2")}
+    assert {s.name: s.value for s in tuning.for_host("gpu-2")}["NCCL_SOCKET_NTHREADS"] == "4"
+    assert "NCCL_SOCKET_NTHREADS" not in {s.name for s in tuning.for_host("gpu-1")}
     assert any("different transports" in w for w in tuning.warnings)
+
+
+def test_a_port_trained_slow_is_left_out_of_nccl_ib_hca_and_named(make_hgx: Any) -> None:
+    slow = make_hgx("gpu-2", "10.0.0.12")
+    nics = tuple(replace(n, rate_gbps=100.0) if n.hca == "mlx5_5" else n for n in slow.nics)
+    tuning = derive_settings([make_hgx("gpu-1", "10.0.0.11"), replace(slow, nics=nics)])
+    own = {s.name: s for s in tuning.for_host("gpu-2")}
+    assert "mlx5_5" not in own["NCCL_IB_HCA"].value
+    assert "mlx5_5:1 (trained at 100 Gb/s, fleet 400 Gb/s)" in own["NCCL_IB_HCA"].reason
+    assert "mlx5_5" in {s.name: s.value for s in tuning.for_host("gpu-1")}["NCCL_IB_HCA"]
+    assert any("mlx5_5:1 at 100 Gb/s trained below the fleet's 400 Gb/s: left out of NCCL_IB_HCA on gpu-2" in w
+               for w in tuning.warnings)
 
 
 def test_every_rendered_file_lints_without_warnings(make_hgx: Any) -> None:

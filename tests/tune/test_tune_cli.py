@@ -36,13 +36,16 @@ def test_demo_survey_gives_settings_with_reasons_that_lint_clean(demo_survey: Pa
     settings = {s["name"]: s for s in data["settings"]}
     assert settings["NCCL_IB_HCA"]["value"] == "=" + ",".join(f"mlx5_{i}:1" for i in range(8))
     assert "mlx5_8" in settings["NCCL_IB_HCA"]["reason"]  # the storage card is named as left out
-    assert settings["NCCL_CROSS_NIC"]["value"] == "0"
+    # the demo inventory does not say whether the fabric is rail-optimised: NCCL's default stays
+    assert "NCCL_CROSS_NIC" not in settings
+    assert any("fabric.rail_optimized" in n for n in data["notes"])
     assert all(s["reason"] for s in data["settings"])
     assert data["lint"] == []
     conf = read_settings(data["files"]["nccl.conf"], "env", name="nccl.conf")
     findings = lint_settings(conf, nccl_version=data["nccl_version"], fabric="ib")
     assert [f for f in findings if f.severity != "info"] == []
-    assert any("gpu-b3" in w and "10.0" in w for w in data["warnings"])  # the 10 Gb/s port
+    # the port that trained at 10 Gb/s is named and left out of gpu-b3's NCCL_IB_HCA
+    assert any("gpu-b3" in w and "10 Gb/s" in w and "left out of NCCL_IB_HCA" in w for w in data["warnings"])
 
 
 def test_table_output_shows_reasons(demo_survey: Path) -> None:
@@ -65,7 +68,7 @@ def test_push_dry_run_shows_a_diff_and_changes_nothing(demo_survey: Path) -> Non
     assert result.exit_code == 0, result.output
     push = json.loads(result.stdout)["push"]
     assert [p["host"] for p in push] == ["gpu-a1"]
-    assert "+NCCL_CROSS_NIC=0" in push[0]["diff"] and push[0]["backup"] is None
+    assert "+NCCL_IB_HCA==mlx5_0:1" in push[0]["diff"] and push[0]["backup"] is None
 
 
 def test_push_goes_through_the_gate_and_names_the_journal_undo_takes(

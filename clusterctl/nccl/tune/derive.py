@@ -3,7 +3,11 @@
 Pure functions of ``TuneHost`` data. A setting is only derived when it changes what NCCL
 would do on its own: repeating a default is noise in a config file and hides the settings
 that matter. What is left at its default, and why, goes to ``notes``; what looks wrong on a
-host (a down port, a mismatched layout) goes to ``warnings``.
+host (a down port, a slow port, no RDMA at all) goes to ``warnings`` as something to fix, never
+into the config for good. Settings NCCL's documentation files under debugging
+(NCCL_NET_GDR_LEVEL, NCCL_IB_DISABLE...) are not derived from topology alone: where the
+topology makes one worth trying it is offered to the sweep (``Tuning.sweep_candidates``), so it
+lands in a file only with a measured reason.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, nccl_path, path_rank, uses_gdr
 from clusterctl.nccl.tune.inputs import NicFacts, TuneHost
 from clusterctl.nccl.versions import NcclVersion, try_parse_version
 
@@ -26,11 +31,20 @@ SETTING_ORDER: tuple[str, ...] = (
     "NCCL_SOCKET_IFNAME",
     "NCCL_NET_GDR_LEVEL",
     "NCCL_CROSS_NIC",
+    "NCCL_SOCKET_NTHREADS",
+    "NCCL_NSOCKS_PERTHREAD",
 )
-#: GPU-NIC distances nearest first, as ``nvidia-smi topo -m`` and NCCL_NET_GDR_LEVEL name them.
+#: GPU-NIC distances nearest first, as ``nvidia-smi topo -m`` names them (NODE is NCCL's PHB).
 GDR_LEVELS: tuple[str, ...] = ("PIX", "PXB", "PHB", "NODE", "SYS")
 #: NCCL's own GPUDirect RDMA limit when NCCL_NET_GDR_LEVEL is unset (src/graph/paths.cc: PATH_PXB).
-NCCL_DEFAULT_GDR_LEVEL = "PXB"
+NCCL_DEFAULT_GDR_LEVEL = DEFAULT_GDR_LEVEL
+#: A port this much below the fleet's rate counts as trained slow (rates are reported exactly).
+SLOW_PORT_TOLERANCE = 0.99
+#: env.rst: "For generic 100G networks, this value can be manually set to 4" (both socket knobs);
+#: src/transport/net_socket.cc: at most 16 threads and 64 sockets (threads x sockets per thread).
+SOCKET_THREADS, SOCKETS_PER_THREAD = 4, 4
+#: Below this Ethernet rate one TCP stream per peer keeps up; no socket knobs are derived.
+SOCKET_KNOBS_FROM_GBPS = 50.0
 #: NCCL_IB_GID_INDEX became dynamic (-1, chosen by address family) in 2.21; before, it was 0.
 DYNAMIC_GID_SINCE = NcclVersion(2, 21, 0)
 #: Interfaces that must never carry NCCL bootstrap traffic.
@@ -60,6 +74,8 @@ class Tuning:
     host_overrides: dict[str, tuple[TunedSetting, ...]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    #: Settings the topology makes worth measuring but not writing unmeasured: one env per entry.
+    sweep_candidates: tuple[tuple[tuple[str, str], ...], ...] = ()
 
     def for_host(self, name: str) -> tuple[TunedSetting, ...]:
         """The settings one host gets: the common ones with its overrides applied."""
@@ -87,6 +103,7 @@ class _HostPlan:
     #: For NCCL_CROSS_NIC: per GPU, the position of its nearest chosen NIC(s).
     rail_layout: tuple[tuple[int, tuple[int, ...]], ...] = ()
     socket_ifname: str | None = None
+    candidates: list[tuple[tuple[str, str], ...]] = field(default_factory=list)
 
     def set(self, name: str, value: str, reason: str) -> None:
         self.values[name] = TunedSetting(name, value, reason)
@@ -96,7 +113,9 @@ class _HostPlan:
 
 
 def _rank(kind: str) -> int:
-    return GDR_LEVELS.index(kind) if kind in GDR_LEVELS else len(GDR_LEVELS)
+    """Nearness of an nvidia-smi class as NCCL sees it (NODE ranks with PHB)."""
+    path = nccl_path(kind)
+    return path_rank(path) if path is not None else path_rank("")
 
 
 def _affinity_key(nic: NicFacts) -> tuple[int, str, int]:
@@ -155,15 +174,24 @@ def _gpu_nic_order(nics: Sequence[NicFacts]) -> str:
     return ", ".join(pairs)
 
 
-def _plan_hca(host: TuneHost, plan: _HostPlan) -> None:
+def _plan_hca(host: TuneHost, plan: _HostPlan, fleet_rate: float | None) -> None:
     chosen, left_out = select_nics(host)
-    plan.chosen = chosen
     if not chosen:
         plan.fabric = "ethernet"
         why = "no active RDMA port" if host.nics else "no RDMA device"
-        plan.set("NCCL_IB_DISABLE", "1", f"{why}: NCCL must use TCP sockets (slow; check the fabric)")
-        plan.warnings.append(f"{why} found: NCCL falls back to TCP sockets over NCCL_SOCKET_IFNAME")
+        if host.fabric == "ethernet":
+            plan.notes.append(
+                f"{why}, as the inventory's Ethernet fabric says: NCCL uses TCP sockets by itself "
+                "(src/transport/net_ib/init.cc finds no IB device), so NCCL_IB_DISABLE is not needed")
+        else:
+            plan.warnings.append(
+                f"{why} found: NCCL falls back to TCP sockets over NCCL_SOCKET_IFNAME. Fix the fabric "
+                "(driver, cabling, port state) and survey again; NCCL_IB_DISABLE=1 is not written, it would "
+                "keep NCCL on TCP after the fix")
         return
+    chosen, slow_notes = _drop_slow_ports(host, chosen, fleet_rate, plan)
+    left_out += slow_notes
+    plan.chosen = chosen
     plan.fabric = "roce" if all(n.is_ethernet for n in chosen) else "ib"
     skipped = f"; leaves out {', '.join(left_out)}" if left_out else ""
     plan.set(
@@ -175,10 +203,37 @@ def _plan_hca(host: TuneHost, plan: _HostPlan) -> None:
     for item in left_out:
         if "(down" in item or "(init" in item or "(polling" in item:
             plan.warnings.append(f"RDMA port {item} is not active")
-    rates = {n.rate_gbps for n in chosen if n.rate_gbps}
-    if len(rates) > 1:
-        slow = [n.spec for n in chosen if n.rate_gbps == min(rates)]
-        plan.warnings.append(f"ports run at different rates {sorted(rates)} Gb/s; slowest: {', '.join(slow)}")
+
+
+def _drop_slow_ports(host: TuneHost, chosen: tuple[NicFacts, ...], fleet_rate: float | None, plan: _HostPlan
+                     ) -> tuple[tuple[NicFacts, ...], list[str]]:
+    """Leave out ports that trained below the fleet's rate: rings and trees run at their slowest link."""
+    if not fleet_rate:
+        return chosen, []
+    slow = [n for n in chosen if n.rate_gbps and n.rate_gbps < fleet_rate * SLOW_PORT_TOLERANCE]
+    if not slow:
+        return chosen, []
+    names = ", ".join(f"{n.spec} at {n.rate_gbps:g} Gb/s" for n in slow)
+    if len(slow) == len(chosen):
+        plan.warnings.append(
+            f"every fabric port trained below the fleet's {fleet_rate:g} Gb/s ({names}): kept in NCCL_IB_HCA "
+            "because NCCL needs a port, but jobs spanning this host run at that rate; fix the links")
+        return chosen, []
+    plan.warnings.append(
+        f"{names} trained below the fleet's {fleet_rate:g} Gb/s: left out of NCCL_IB_HCA on {host.name}, since "
+        "a ring or tree through it would run at its rate; fix the link (cable, transceiver, port speed) "
+        "and tune again to get it back")
+    kept = tuple(n for n in chosen if n not in slow)
+    return kept, [f"{n.spec} (trained at {n.rate_gbps:g} Gb/s, fleet {fleet_rate:g} Gb/s)" for n in slow]
+
+
+def fleet_rate(hosts: Sequence[TuneHost]) -> float | None:
+    """The line rate fabric ports should run at: the inventory's, else the fastest active port surveyed."""
+    declared = [h.expected_rate_gbps for h in hosts if h.expected_rate_gbps]
+    if declared:
+        return max(declared)
+    rates = [n.rate_gbps for h in hosts for n in select_nics(h)[0] if n.rate_gbps]
+    return max(rates) if rates else None
 
 
 def _is_ipv4_gid(gid: str) -> bool:
@@ -248,38 +303,63 @@ def _plan_socket(host: TuneHost, plan: _HostPlan) -> None:
     plan.set("NCCL_SOCKET_IFNAME", "=" + name, f"{name} carries the inventory address {address}; NCCL would prefer ib*")
 
 
+def _plan_socket_knobs(host: TuneHost, plan: _HostPlan) -> None:
+    """TCP between hosts: more helper threads and sockets than NCCL's one stream per peer."""
+    if plan.fabric != "ethernet":
+        return
+    rate = host.expected_rate_gbps
+    if rate is not None and rate < SOCKET_KNOBS_FROM_GBPS:
+        plan.notes.append(f"the {rate:g} Gb/s Ethernet fabric is filled by NCCL's default socket threads")
+        return
+    speed = f"the {rate:g} Gb/s" if rate else "an Ethernet"
+    plan.set("NCCL_SOCKET_NTHREADS", str(SOCKET_THREADS),
+             f"NCCL talks TCP between hosts over {speed} fabric; without this it uses one helper thread and one "
+             "socket per peer except on AWS/GCP NICs (src/transport/net_socket.cc), which cannot fill 100G links; "
+             "env.rst suggests 4 for generic 100G networks")
+    plan.set("NCCL_NSOCKS_PERTHREAD", str(SOCKETS_PER_THREAD),
+             f"{SOCKET_THREADS} threads x {SOCKETS_PER_THREAD} sockets = {SOCKET_THREADS * SOCKETS_PER_THREAD} "
+             "sockets per peer, within NCCL's limit of 64 (net_socket.cc MAX_SOCKETS); env.rst suggests 4 for "
+             "generic 100G networks")
+    from clusterctl.nccl.tune.sweep import socket_candidates
+
+    plan.candidates.extend(c.env for c in socket_candidates(None))
+
+
 def _plan_gdr(host: TuneHost, plan: _HostPlan) -> None:
+    """Where NCCL will and will not use GPUDirect RDMA, said in NCCL's terms (clusterctl.nccl.paths)."""
     if not plan.chosen or not host.gpu_indices:
         return
     distance: dict[int, str] = {}
     for gpu in host.gpu_indices:
-        classes = [kind for n in plan.chosen for g, kind in n.gpu_links if g == gpu]
+        classes = [kind for n in plan.chosen for g, kind in n.gpu_links if g == gpu and nccl_path(kind)]
         if classes:
             distance[gpu] = min(classes, key=_rank)
     if not distance:
         return
-    default_rank = _rank(NCCL_DEFAULT_GDR_LEVEL)
-    worst = max(distance.values(), key=_rank)
-    if _rank(worst) <= default_rank:
+    paths = {gpu: nccl_path(kind) or "SYS" for gpu, kind in distance.items()}
+    if all(uses_gdr(p) for p in paths.values()):
+        worst = max(distance.values(), key=_rank)
         plan.notes.append(
-            f"every GPU has a NIC at {worst} or nearer: NCCL's default ({NCCL_DEFAULT_GDR_LEVEL}) "
+            f"every GPU has a NIC at {worst} or nearer: NCCL's default (NCCL_NET_GDR_LEVEL={DEFAULT_GDR_LEVEL}) "
             "already uses GPUDirect RDMA"
         )
         return
-    phb = sorted(g for g, k in distance.items() if k == "PHB")
-    far = sorted(g for g, k in distance.items() if _rank(k) > _rank("PHB"))
-    if phb:
-        gpus = ",".join(map(str, phb))
-        plan.set(
-            "NCCL_NET_GDR_LEVEL",
-            "PHB",
-            f"GPU {gpus} reach their NIC through the CPU host bridge (PHB); "
-            f"NCCL's default ({NCCL_DEFAULT_GDR_LEVEL}) turns GPUDirect RDMA off there",
+    through_cpu = sorted(g for g, p in paths.items() if p == "PHB")
+    far = sorted(g for g, p in paths.items() if p == "SYS")
+    if through_cpu:
+        shown = sorted({distance[g] for g in through_cpu})
+        gpus = ",".join(map(str, through_cpu))
+        plan.notes.append(
+            f"GPU {gpus} reach their nearest NIC through the CPU (nvidia-smi {'/'.join(shown)}, which NCCL calls "
+            f"PHB): NCCL's default ({DEFAULT_GDR_LEVEL}) stages their traffic through host memory. "
+            "NCCL_NET_GDR_LEVEL=PHB would use GPUDirect RDMA for them; NCCL's documentation files it under "
+            "debugging, so it is measured by --sweep rather than written"
         )
+        plan.candidates.append((("NCCL_NET_GDR_LEVEL", "PHB"),))
     if far:
         plan.notes.append(
-            f"GPU {','.join(map(str, far))} have no NIC nearer than NODE/SYS: GPUDirect RDMA stays off for them "
-            "(NCCL's choice, kept: crossing the CPU interconnect is slower than staging in host memory)"
+            f"GPU {','.join(map(str, far))} have no NIC nearer than SYS (across the CPU interconnect): NCCL keeps "
+            "GPUDirect RDMA off for them, which is right: staging in host memory is faster there"
         )
 
 
@@ -291,11 +371,12 @@ def _rail_layout(host: TuneHost, chosen: Sequence[NicFacts]) -> tuple[tuple[int,
     return tuple(layout)
 
 
-def plan_host(host: TuneHost, version: NcclVersion | None) -> _HostPlan:
+def plan_host(host: TuneHost, version: NcclVersion | None, rate: float | None = None) -> _HostPlan:
     plan = _HostPlan()
-    _plan_hca(host, plan)
+    _plan_hca(host, plan, rate)
     _plan_roce(host, plan, version)
     _plan_socket(host, plan)
+    _plan_socket_knobs(host, plan)
     _plan_gdr(host, plan)
     if len(plan.chosen) >= 2:
         plan.rail_layout = _rail_layout(host, plan.chosen)
@@ -339,8 +420,24 @@ def _merge_socket(hosts: Sequence[TuneHost], plans: dict[str, _HostPlan]) -> Tun
 def _merge_cross_nic(
     hosts: Sequence[TuneHost], plans: dict[str, _HostPlan], notes: list[str], warnings: list[str]
 ) -> TunedSetting | None:
+    """NCCL_CROSS_NIC=0 only on a fabric known to be rail-optimised, for jobs that span hosts.
+
+    env.rst: the setting "is dependent on the network topology, and in particular on whether the
+    network fabric is rail-optimized"; NCCL's default (2, src/graph/search.cc) lets rings use
+    different NICs on different hosts when that is better. A survey sees the GPU-NIC layout
+    inside hosts, not how NICs are cabled to switches: that comes from the inventory.
+    """
     layouts = {h.name: plans[h.name].rail_layout for h in hosts}
-    if not all(layouts.values()):
+    if len(hosts) < 2 or not all(layouts.values()):
+        return None  # one host, or one NIC: no inter-host ring to keep on a rail
+    declared = {h.rail_optimized for h in hosts}
+    if declared != {True}:
+        notes.append(
+            "NCCL_CROSS_NIC left at NCCL's default (2): whether the fabric is rail-optimised (NIC i of every host "
+            "on switch rail i) is not known; set fabric.rail_optimized: true in the inventory if it is"
+            if None in declared else
+            "NCCL_CROSS_NIC left at NCCL's default (2): the inventory says the fabric is not rail-optimised"
+        )
         return None
     if any(not near for layout in layouts.values() for _, near in layout):
         notes.append("some GPUs have no nearby NIC: NCCL_CROSS_NIC left at its default (2)")
@@ -352,7 +449,8 @@ def _merge_cross_nic(
     return TunedSetting(
         "NCCL_CROSS_NIC",
         "0",
-        f"rail-optimised: every host has the same GPU-to-NIC layout over {nics} NICs, so rings/trees stay on one rail",
+        f"the inventory declares the fabric rail-optimised (fabric.rail_optimized) and every host has the same "
+        f"GPU-to-NIC layout over {nics} NICs: rings and trees stay on one rail",
     )
 
 
@@ -381,7 +479,8 @@ def derive_settings(hosts: Sequence[TuneHost], *, nccl_version: str | None = Non
     version = _version_of(hosts, nccl_version, warnings)
     if version is None:
         warnings.append("NCCL version unknown: version-dependent settings assume NCCL before 2.21")
-    plans = {h.name: plan_host(h, version) for h in hosts}
+    rate = fleet_rate(hosts)
+    plans = {h.name: plan_host(h, version, rate) for h in hosts}
     host_names = tuple(h.name for h in hosts)
 
     common: dict[str, TunedSetting] = {}
@@ -421,6 +520,7 @@ def derive_settings(hosts: Sequence[TuneHost], *, nccl_version: str | None = Non
 
     notes += _grouped({h: plans[h].notes for h in host_names})
     warnings += _grouped({h: plans[h].warnings for h in host_names})
+    candidates = tuple(dict.fromkeys(c for h in host_names for c in plans[h].candidates))
     return Tuning(
         hosts=host_names,
         nccl_version=str(version) if version else None,
@@ -429,6 +529,7 @@ def derive_settings(hosts: Sequence[TuneHost], *, nccl_version: str | None = Non
         host_overrides={h: sort_settings(o.values()) for h, o in overrides.items() if o},
         notes=tuple(_dedupe(notes)),
         warnings=tuple(_dedupe(warnings)),
+        sweep_candidates=candidates,
     )
 
 

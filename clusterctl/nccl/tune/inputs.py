@@ -71,6 +71,10 @@ class TuneHost:
     fabric: str | None = None
     #: HCAs the inventory names as the host's fabric (``fabric.hcas``); empty = whatever is there.
     expected_hcas: tuple[str, ...] = ()
+    #: Per-port line rate the inventory expects (``fabric.rate_gbps``), if given.
+    expected_rate_gbps: float | None = None
+    #: Whether the inventory declares the fabric rail-optimised (``fabric.rail_optimized``); None = unknown.
+    rail_optimized: bool | None = None
 
 
 def _gpu_links(matrix: TopoMatrix | None, nic_name: str) -> tuple[tuple[int, str], ...]:
@@ -136,6 +140,8 @@ def from_host_facts(host: Host, facts: HostFacts) -> TuneHost:
         netdevs=netdevs,
         fabric=host.fabric.type,
         expected_hcas=host.fabric.hcas,
+        expected_rate_gbps=host.fabric.rate_gbps,
+        rail_optimized=getattr(host.fabric, "rail_optimized", None),
     )
 
 
@@ -197,6 +203,8 @@ def host_from_saved(record: Mapping[str, Any], inventory_host: Host | None = Non
         netdevs=merge_ipv4(netdevs, interfaces),
         fabric=fabric.type if fabric else None,
         expected_hcas=fabric.hcas if fabric else (),
+        expected_rate_gbps=fabric.rate_gbps if fabric else None,
+        rail_optimized=getattr(fabric, "rail_optimized", None) if fabric else None,
     )
 
 

@@ -111,11 +111,10 @@ def tune_inputs(runner: Runner, hosts: Sequence[Host], survey: str | None) -> tu
 
 
 def run_tuning_sweep(runner: Runner, hosts: list[Host], tuning: Tuning, request: TuneRequest) -> SweepResult:
-    from clusterctl.nccl.tune.sweep import bench_measure, candidate_space, lint_validator, run_sweep
-    from clusterctl.nccl.versions import try_parse_version
+    from clusterctl.nccl.tune.sweep import bench_measure, candidates_for, lint_validator, run_sweep
 
-    version = try_parse_version(tuning.nccl_version) if tuning.nccl_version else None
-    candidates = candidate_space(version, validate=lint_validator())
+    # the common knobs plus what the topology made worth measuring (GDR level, socket threads)
+    candidates = candidates_for(tuning, validate=lint_validator())
     # Candidates run on top of the derived settings: the sweep measures what a job would get.
     base_env = {s.name: s.value for s in tuning.settings}
     measure = bench_measure(runner, hosts, base_env=base_env)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clusterctl.errors import ClusterctlError, UsageError
-from clusterctl.nccl.tune.derive import TunedSetting
+from clusterctl.nccl.tune.derive import TunedSetting, Tuning
 from clusterctl.nccl.tune.stats import Interval, mean_interval, welch_p_value
 from clusterctl.nccl.versions import NcclVersion, try_parse_version
 
@@ -143,6 +143,25 @@ def candidate_space(
     out = [Candidate(env) for env in options]
     if validate is not None:
         out = [c for c in out if all(validate(k, v, version) for k, v in c.env)]
+    return out
+
+
+def candidates_for(tuning: Tuning, *, validate: Validator | None = None) -> list[Candidate]:
+    """The candidate space for a tuning: the common knobs, then what the topology made worth measuring.
+
+    ``tuning.sweep_candidates`` holds settings derive would not write unmeasured (NCCL_NET_GDR_LEVEL=PHB
+    where GPUs reach their NIC through the CPU, the socket knobs on TCP fabrics).
+    """
+    version = try_parse_version(tuning.nccl_version) if tuning.nccl_version else None
+    out = candidate_space(version, validate=validate)
+    seen = {c.env for c in out}
+    for env in tuning.sweep_candidates:
+        candidate = Candidate(tuple(env))
+        if candidate.env in seen:
+            continue
+        if validate is None or all(validate(k, v, version) for k, v in candidate.env):
+            out.append(candidate)
+            seen.add(candidate.env)
     return out
 
 
