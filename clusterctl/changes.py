@@ -40,7 +40,8 @@ class Change:
     path: str | None = None
     content: bytes | None = None
     current: bytes | None = None
-    mode: int = 0o644
+    #: The file's mode; ``None``: a replaced file keeps its own, a new one gets 0644.
+    mode: int | None = None
     #: For RUN_COMMAND: the shell line, every value in it already quoted.
     command: str | None = None
     #: Given to the command on stdin (a join token, a password): never in argv, never shown.
@@ -60,7 +61,7 @@ class Change:
         *,
         current: str | bytes | None,
         summary: str | None = None,
-        mode: int = 0o644,
+        mode: int | None = None,
         sudo: bool = True,
     ) -> Change:
         data = content.encode() if isinstance(content, str) else content
@@ -93,25 +94,42 @@ class Change:
         """Unified diff of the file as it is against the file as it would be ("" for commands)."""
         if self.kind is not ChangeKind.WRITE_FILE or self.path is None:
             return ""
+        old_label = "/dev/null" if self.current is None else f"{self.host}:{self.path}"
+        if _binary(self.current) or _binary(self.content):
+            # A chart archive or any other binary file: a line diff would print bytes to the terminal.
+            return f"Binary files {old_label} and {self.host}:{self.path} differ\n"
         before = (self.current or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
         after = (self.content or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
-        old_label = "/dev/null" if self.current is None else f"{self.host}:{self.path}"
         text = "".join(difflib.unified_diff(before, after, fromfile=old_label, tofile=f"{self.host}:{self.path}"))
         return mask_text(text)
 
     def describe(self) -> str:
         """What would be done, safe to print: secrets masked."""
         if self.kind is ChangeKind.WRITE_FILE:
-            return mask_text(f"write {self.path} (mode {self.mode:o})")
+            mode = f" (mode {self.mode:o})" if self.mode is not None else ""
+            return mask_text(f"write {self.path}{mode}")
         return mask_text(self.command or "")
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {"host": self.host, "summary": mask_text(self.summary), "kind": self.kind.value}
         if self.kind is ChangeKind.WRITE_FILE:
-            data.update(path=self.path, mode=f"{self.mode:o}", diff=self.diff(), new_file=self.current is None)
+            mode = f"{self.mode:o}" if self.mode is not None else None
+            data.update(path=self.path, mode=mode, diff=self.diff(), new_file=self.current is None)
         else:
             data.update(command=self.describe(), sudo=self.sudo)
         return data
+
+
+def _binary(data: bytes | None) -> bool:
+    if not data:
+        return False
+    if b"\0" in data[:8192]:
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
 
 
 @dataclass(frozen=True)

@@ -83,3 +83,17 @@ class ParseError(ClusterctlError):
         where = f" at line {line}" if line is not None else ""
         shown = f": {text.strip()[:120]!r}" if text else ""
         super().__init__(f"cannot parse {what}{where}: {message}{shown}")
+
+
+class Interrupted(BaseException):
+    """Ctrl-C or SIGTERM. A ``BaseException`` (like ``KeyboardInterrupt``) so that no
+    ``except Exception`` swallows it, while every ``finally`` (remote cleanup) still runs; the
+    CLI reports it and exits 130 (SIGINT) or 143 (SIGTERM)."""
+
+    def __init__(self, signal_name: str = "SIGINT") -> None:
+        self.signal_name = signal_name
+        super().__init__(signal_name)
+
+    @property
+    def exit_code(self) -> int:
+        return 143 if self.signal_name == "SIGTERM" else 130

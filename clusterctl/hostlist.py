@@ -45,3 +45,63 @@ def compress(names: Iterable[str]) -> str:
                 start = prev = n
         parts.append(f"{prefix}[{','.join(ranges)}]{suffix}")
     return ",".join(parts)
+
+
+#: pdsh's ``gpu[01-16,20]`` and Ansible's ``gpu[01:16]``: one bracketed range in a name.
+_RANGE_PART = re.compile(r"\[([^\[\]]*)\]")
+#: Hosts one ad-hoc list may name (a typo like gpu[1-9999999] fails at once instead).
+MAX_LIST_HOSTS = 100_000
+
+
+class HostListError(ValueError):
+    """An ad-hoc host list that cannot be expanded; the message says which part and why."""
+
+
+def expand(spec: str) -> list[str]:
+    """``'gpu-[01-03],login1'`` -> gpu-01, gpu-02, gpu-03, login1 (pdsh's and Ansible's forms).
+
+    Commas inside brackets belong to the range; empty items (Ansible's ``'a,b,'``) are
+    dropped; duplicates are kept once, in first-seen order.
+    """
+    names: dict[str, None] = {}
+    for item in re.split(r",(?![^\[]*\])", spec):
+        item = item.strip()
+        if item:
+            for name in _expand_item(item):
+                names[name] = None
+                if len(names) > MAX_LIST_HOSTS:
+                    raise HostListError(f"the host list names more than {MAX_LIST_HOSTS:,} hosts")
+    return list(names)
+
+
+def _expand_item(item: str) -> list[str]:
+    m = _RANGE_PART.search(item)
+    if m is None:
+        if "[" in item or "]" in item:
+            raise HostListError(f"unbalanced bracket in {item!r}")
+        return [item]
+    head, tail = item[: m.start()], item[m.end() :]
+    out: list[str] = []
+    for piece in m.group(1).split(","):
+        bounds = re.fullmatch(r"\s*(\d+)\s*(?:[-:]\s*(\d+)\s*)?", piece)
+        if bounds is None:
+            raise HostListError(f"{item!r}: '{piece}' is not a number or a range like 01-16")
+        start, end = bounds.group(1), bounds.group(2) or bounds.group(1)
+        if int(end) < int(start):
+            raise HostListError(f"{item!r}: the range {piece} goes backwards")
+        if int(end) - int(start) >= MAX_LIST_HOSTS:
+            raise HostListError(f"{item!r}: the range {piece} names more than {MAX_LIST_HOSTS:,} hosts")
+        width = len(start) if start.startswith("0") else 0
+        for n in range(int(start), int(end) + 1):
+            out.extend(_expand_item(f"{head}{n:0{width}d}{tail}"))
+    return out
+
+
+def looks_like_host_list(spec: str) -> bool:
+    """An ``-i`` value that names hosts rather than a file: it has a comma (Ansible's ``'a,b,'``)
+    or a pdsh range (``gpu[01-16]``), and no file of that name exists."""
+    import os
+
+    if os.path.exists(spec):
+        return False
+    return "," in spec or bool(re.fullmatch(r"[^/\s\[\]]*\[[\d,:\s-]+\][^/\s\[\]]*", spec))

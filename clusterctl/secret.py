@@ -8,8 +8,9 @@ by accident (a command line in an error message, a debug log line, a saved progr
 
 from __future__ import annotations
 
-import logging
+import functools
 import threading
+from typing import Any
 
 MASK = "********"
 #: Values shorter than this are not scrubbed from free text: masking "a" would mangle everything.
@@ -73,13 +74,27 @@ def reveal(value: str | Secret) -> str:
     return value.reveal() if isinstance(value, Secret) else value
 
 
-class SecretMaskingFilter(logging.Filter):
-    """A logging filter that scrubs registered secrets from every record it passes."""
+def __getattr__(name: str) -> Any:
+    # ``SecretMaskingFilter`` is built on first use: importing ``logging`` for it at start-up
+    # would cost every command (``clusterctl --help`` included) for what only --debug needs.
+    if name == "SecretMaskingFilter":
+        return _masking_filter_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        masked = mask_text(message)
-        if masked != message:
-            record.msg = masked
-            record.args = None
-        return True
+
+@functools.lru_cache(maxsize=1)
+def _masking_filter_class() -> type:
+    import logging
+
+    class SecretMaskingFilter(logging.Filter):
+        """A logging filter that scrubs registered secrets from every record it passes."""
+
+        def filter(self, record: logging.LogRecord) -> bool:
+            message = record.getMessage()
+            masked = mask_text(message)
+            if masked != message:
+                record.msg = masked
+                record.args = None
+            return True
+
+    return SecretMaskingFilter

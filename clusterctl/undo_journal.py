@@ -39,8 +39,8 @@ def record_json(record: GateRecord) -> dict[str, Any]:
     data: dict[str, Any] = {"host": change.host, "summary": change.summary, "kind": change.kind.value,
                             "sudo": change.sudo}
     if change.kind is ChangeKind.WRITE_FILE:
-        data.update(path=change.path, mode=f"{change.mode:o}", backup_path=record.backup_path,
-                    new_file=change.current is None)
+        mode = None if change.mode is None else f"{change.mode:o}"
+        data.update(path=change.path, mode=mode, backup_path=record.backup_path, new_file=change.current is None)
     else:
         data.update(undo_command=change.undo_command)
     return data
@@ -95,8 +95,9 @@ def _record_from_json(item: dict[str, Any]) -> GateRecord:
     if ChangeKind(item["kind"]) is ChangeKind.WRITE_FILE:
         # Undo needs where the file is, its mode, whether it was new and where its backup is;
         # the content itself stays on the host, in the backup.
+        mode = int(str(item["mode"]), 8) if item.get("mode") else None
         change = Change(host, summary, ChangeKind.WRITE_FILE, path=str(item["path"]), content=b"",
-                        current=None if item["new_file"] else b"\0", mode=int(str(item["mode"]), 8), sudo=sudo)
+                        current=None if item["new_file"] else b"\0", mode=mode, sudo=sudo)
         return GateRecord(change, applied=True, changed=True, backup_path=item.get("backup_path"))
     change = Change(host, summary, ChangeKind.RUN_COMMAND, command=summary, undo_command=item.get("undo_command"),
                     sudo=sudo)

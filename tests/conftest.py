@@ -37,3 +37,10 @@ def sshd_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHDHosts]:
         yield farm
     finally:
         farm.stop_all()
+
+
+@pytest.fixture(autouse=True)
+def _private_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands record the last run's failed hosts (``--limit @retry``) under XDG_STATE_HOME:
+    keep tests from writing into the real home and from seeing each other's runs."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))

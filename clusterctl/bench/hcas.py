@@ -49,14 +49,18 @@ def _expected_only(host: Host, found: list[HcaInfo]) -> list[HcaInfo]:
 
 
 def discover_hcas(runner: Runner, hosts: Sequence[Host]) -> tuple[dict[str, list[HcaInfo]], dict[str, str]]:
-    """(host -> active HCAs, host -> warning) read with ``ibv_devinfo -v``."""
-    from clusterctl.facts.rdma import parse_ibv_devinfo
+    """(host -> active HCAs, host -> warning) read with ``ibv_devinfo -v``, else ``ibstat``."""
+    from clusterctl.facts.rdma import parse_rdma
 
     def task(transport: Transport) -> list[HcaInfo]:
         result = transport.run("ibv_devinfo -v", timeout=30)
         if not result.ok:
+            # Hosts without ibverbs-utils often have infiniband-diags: the same facts, another format.
+            fallback = transport.run("ibstat", timeout=30)
+            if fallback.ok and fallback.stdout.strip():
+                return active_hcas(parse_rdma(fallback.stdout))
             raise UsageError(f"ibv_devinfo -v exited {result.exit_code}: {result.stderr_tail(1)}")
-        return active_hcas(parse_ibv_devinfo(result.stdout))
+        return active_hcas(parse_rdma(result.stdout))
 
     fleet = runner.run_task(hosts, task, label="bench: ibv_devinfo -v", timeout_s=60)
     found: dict[str, list[HcaInfo]] = {}

@@ -43,6 +43,9 @@ class IBBenchReport:
 def _edges(results: Sequence[LinkResult], hosts: Mapping[str, Host], *, by_hca: bool) -> list[Edge]:
     worst: dict[tuple[str, str], bool] = {}
     for r in results:
+        if r.error is not None:
+            # A test that failed measured nothing: it is reported as failed, never counted as slow.
+            continue
         a, b = r.endpoints if by_hca else (r.server, r.client)
         key = (a, b) if a <= b else (b, a)
         worst[key] = worst.get(key, False) or is_slow(r, hosts[r.server])
@@ -86,6 +89,11 @@ def run_ib_bench(
     missing = [h.name for h in hosts if not (opts.hcas or hcas.get(h.name))]
     if missing:
         raise UsageError(f"no active HCA known on {', '.join(missing)}: give --hca, --survey or fabric.hcas")
+    unreachable: list[Finding] = []
+    if gate is None or gate.apply:
+        hosts, unreachable = _reachable(runner, hosts)
+        if len(hosts) < 2:
+            return IBBenchReport(opts.test, pattern, (), (), findings=tuple(unreachable))
     by_name = {h.name: h for h in hosts}
     run_id = secrets.token_hex(4)
     n = len(hosts)
@@ -127,9 +135,24 @@ def run_ib_bench(
         diagnoses = localise(_edges(results, by_name, by_hca=True), rack_of, by_hca=True)
     return IBBenchReport(
         test=opts.test, pattern="find-straggler" if find_stragglers else pattern, rounds=tuple(rounds),
-        planned=tuple(planned), results=tuple(results), findings=tuple(_findings(results, by_name, diagnoses)),
+        planned=tuple(planned), results=tuple(results),
+        findings=tuple(unreachable + _findings(results, by_name, diagnoses)),
         diagnoses=tuple(diagnoses), rounds_used=used, all_pairs_rounds=all_pairs_rounds,
     )
+
+
+def _reachable(runner: Runner, hosts: Sequence[Host]) -> tuple[list[Host], list[Finding]]:
+    """The hosts that answer, and a finding per host that does not: an unreachable host is
+    unreachable, not a host whose every link is slow."""
+    from clusterctl.transport.base import FailureKind
+
+    probe = runner.run_command(hosts, "true", label="bench: reach hosts")
+    down = {o.host.name: o.failure for o in probe.failed
+            if o.failure is not None and o.failure.kind is not FailureKind.COMMAND_FAILED}
+    findings = [Finding(Severity.ERROR, "HOST_UNREACHABLE", f"not tested: {failure.describe()}", host=name,
+                        fix="check that the host is up and its SSH port is open, then run bench again")
+                for name, failure in down.items()]
+    return [h for h in hosts if h.name not in down], findings
 
 
 def record_plan(gate: Gate, planned: Sequence[PlannedTest], opts: IBOptions) -> None:

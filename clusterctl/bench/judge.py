@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from clusterctl.bench.model import HcaInfo, LinkResult, bench_finding
+from clusterctl.bench.plausible import bandwidth_check, link_type_check
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Host
 
@@ -41,14 +42,21 @@ def judge_link(result: LinkResult, server: Host) -> list[Finding]:
     subject = f"{result.server}/{result.server_hca} <-> {result.client}/{result.client_hca}"
     if result.error is not None:
         return [bench_finding(Severity.ERROR, "LINK_FAILED", subject, f"{result.test} failed: {result.error}")]
-    findings: list[Finding] = []
+    findings: list[Finding] = [
+        *bandwidth_check(result.gbps, line_rate_gbps=result.expected_gbps, bidirectional=result.bidirectional,
+                         test=result.test, about=subject),
+        *link_type_check(result.link_type, fabric_type=server.fabric.type, about=subject),
+    ]
     if result.gbps is not None and result.expected_gbps and result.min_fraction is not None:
-        need = result.expected_gbps * result.min_fraction
+        # A bidirectional run (-b) adds both directions: it is judged against twice the line rate.
+        rate = result.expected_gbps * (2 if result.bidirectional else 1)
+        need = rate * result.min_fraction
         where = {True: "within a rack", False: "across racks", None: "(racks unknown)"}[result.same_rack]
         if result.gbps < need:
+            both = " (both directions)" if result.bidirectional else ""
             findings.append(bench_finding(Severity.ERROR, "LINK_SLOW", subject,
-                f"{result.gbps:.1f} Gb/s is {result.gbps / result.expected_gbps:.0%} of the "
-                f"{result.expected_gbps:g} Gb/s line rate; a link {where} must reach "
+                f"{result.gbps:.1f} Gb/s is {result.gbps / rate:.0%} of the "
+                f"{rate:g} Gb/s line rate{both}; a link {where} must reach "
                 f"{result.min_fraction:.0%} ({need:.1f} Gb/s)",
             ))
     if result.latency_us is not None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from clusterctl.bench.model import bench_finding
+from clusterctl.bench.plausible import nccl_checks, perftest_checks
 from clusterctl.errors import ParseError, UsageError
+from clusterctl.facts.model import ParseWarning
 from clusterctl.facts.nccltests import parse_nccl_tests
 from clusterctl.facts.perftest import PerftestResult, parse_perftest
 from clusterctl.findings import Finding, Severity
@@ -21,6 +22,8 @@ class LogReport:
     file: str
     record: dict[str, Any]
     findings: tuple[Finding, ...]
+    #: Why the file could not be read or parsed (the other files are still reported).
+    error: str | None = None
 
 
 def _perftest_record(result: PerftestResult) -> dict[str, Any]:
@@ -28,6 +31,7 @@ def _perftest_record(result: PerftestResult) -> dict[str, Any]:
         "tool": "perftest", "test": result.test, "side": result.side, "device": result.device,
         "link_type": result.link_type, "gid_index": result.gid_index, "bidirectional": result.bidirectional,
         "printed_unit": result.printed_unit, "errors": list(result.errors),
+        "parse_warnings": _warnings(result.warnings),
     }
     if result.kind == "bw" or result.bandwidth:
         record["rows"] = [{"size_bytes": r.size_bytes, "bw_avg_gbps": r.bw_avg_gbps, "bw_peak_gbps": r.bw_peak_gbps,
@@ -40,14 +44,23 @@ def _perftest_record(result: PerftestResult) -> dict[str, Any]:
     return record
 
 
+def _warnings(found: tuple[ParseWarning, ...]) -> list[dict[str, Any]]:
+    return [w.to_json() for w in found]
+
+
 def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fraction: float = 0.9,
-                latency_warn_us: float = 15.0, latency_error_us: float = 50.0) -> LogReport:
+                latency_warn_us: float = 15.0, latency_error_us: float = 50.0, fabric: str | None = None,
+                gpus_per_host: int | None = None) -> LogReport:
+    """One log judged: failures, slow links, high latency, and figures that cannot be true
+    (``clusterctl.bench.plausible``: above the line rate or NVLink limit, or a banner that names
+    another fabric or GPU count than ``fabric`` / ``gpus_per_host``)."""
     findings: list[Finding] = []
     if _NCCL_MARKERS.search(text):
         nccl = parse_nccl_tests(text)
         failure = nccl.failure()
         if failure:
             findings.append(bench_finding(Severity.ERROR, "NCCL_FAILED", name, failure, about_kind="file"))
+        findings += nccl_checks(nccl, gpus_per_host=gpus_per_host, about=name, about_kind="file")
         record: dict[str, Any] = {
             "tool": "nccl-tests", "test": nccl.test, "hosts": list(nccl.hosts), "n_gpus": nccl.n_gpus,
             "rows": [{"size_bytes": r.size_bytes, "type": r.type, "redop": r.redop,
@@ -55,6 +68,7 @@ def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fra
                       "out_of_place_wrong": r.out_of_place.wrong, "in_place_wrong": r.in_place.wrong}
                      for r in nccl.rows],
             "avg_busbw_gbs": nccl.avg_busbw_gbs, "out_of_bounds": nccl.out_of_bounds, "errors": list(nccl.errors),
+            "parse_warnings": _warnings(nccl.warnings),
         }
         return LogReport(name, record, tuple(findings))
     result = parse_perftest(text)
@@ -63,6 +77,7 @@ def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fra
     elif not result.ok and result.side != "server":
         findings.append(bench_finding(Severity.ERROR, "PERFTEST_FAILED", name, "no result table in the output",
                                       about_kind="file"))
+    findings += perftest_checks(result, line_rate_gbps=rate_gbps, fabric_type=fabric, about=name, about_kind="file")
     if rate_gbps and result.peak_gbps is not None:
         expected = rate_gbps * (2 if result.bidirectional else 1)
         if result.peak_gbps < expected * min_fraction:
@@ -80,14 +95,15 @@ def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fra
 
 
 def report_files(paths: list[str], **kwargs: Any) -> list[LogReport]:
+    """A report per file ('-' is standard input); a file that cannot be read or parsed gets its
+    ``error`` and the others are still reported."""
+    from clusterctl.inputfile import read_text_input
+
     reports = []
     for path in paths:
         try:
-            text = Path(path).read_text(errors="replace")
-        except OSError as exc:
-            raise UsageError(f"cannot read {path}: {exc.strerror}", file=path) from None
-        try:
-            reports.append(report_text(path, text, **kwargs))
-        except ParseError as exc:
-            raise UsageError(str(exc), file=path, line=exc.line) from None
+            text, label = read_text_input(path, "benchmark-log")
+            reports.append(report_text(label, text, **kwargs))
+        except (UsageError, ParseError) as exc:
+            reports.append(LogReport(path if path != "-" else "<stdin>", {"tool": None}, (), error=str(exc)))
     return reports

@@ -48,6 +48,9 @@ class LinkResult:
     latency_us: float | None = None
     #: Why the test failed, ``None`` when it produced a figure.
     error: str | None = None
+    #: What the client's banner said: a ``-b`` run, and the ``Link type`` (``IB`` / ``Ethernet``).
+    bidirectional: bool = False
+    link_type: str | None = None
     #: Line rate the link is judged against and the fraction it must reach.
     expected_gbps: float | None = None
     min_fraction: float | None = None
@@ -92,6 +95,14 @@ class Matrix:
     #: ``(a, b)`` with a before b in ``nodes`` -> value; missing = not tested; ``None`` = failed.
     cells: dict[tuple[str, str], float | None]
     unit: str = "Gb/s"
+
+    @property
+    def cell_meaning(self) -> str:
+        """What one cell's number is, for the table's and the heat map's titles."""
+        per_hca = any("/" in n for n in self.nodes)
+        tests = "tests of that HCA pair" if per_hca else "tests between the two hosts (every HCA pair)"
+        worst = "highest latency in us" if self.unit == "us" else "lowest bandwidth in Gb/s"
+        return f"each cell: the {worst} of the {tests}; 'fail': a test failed; '·': not tested"
 
     def get(self, a: str, b: str) -> float | None:
         key = (a, b) if self.nodes.index(a) <= self.nodes.index(b) else (b, a)

@@ -12,9 +12,10 @@ import secrets
 import shlex
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from clusterctl.bench.model import bench_finding
+from clusterctl.bench.plausible import FIGURE_IMPOSSIBLE, nccl_checks
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.nccltests import NcclTestResult, parse_nccl_tests
 from clusterctl.fanout import Runner
@@ -38,6 +39,8 @@ class NcclHostRun:
     output: str
     result: NcclTestResult | None
     error: str | None = None
+    #: GPUs the host has (``nvidia-smi -L``), when counted: a log with another rank count measured something else.
+    host_gpus: int | None = None
 
     @property
     def busbw_gbs(self) -> float | None:
@@ -127,12 +130,14 @@ def run_nccl_test(
         return _run_multi(runner, hosts, op, environment, min_bytes, max_bytes, factor, gpus, binary_dir, timeout_s)
 
     def task(transport: Transport) -> NcclHostRun:
-        ngpus = gpus or _count_gpus(transport)
+        counted = None if gpus else _count_gpus(transport)
+        ngpus = gpus or counted
         args = nccl_args(op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, gpus=ngpus,
                          binary_dir=binary_dir)
         command = " ".join(shlex.quote(a) for a in args)
         result = transport.run(command, env=environment or None, timeout=timeout_s)
-        return _host_run(transport.host.name, command, result.stdout + result.stderr, result.exit_code)
+        run = _host_run(transport.host.name, command, result.stdout + result.stderr, result.exit_code)
+        return replace(run, host_gpus=counted)
 
     fleet = runner.run_task(hosts, task, label=f"bench nccl: {op}", timeout_s=timeout_s + 30)
     runs = []
@@ -190,7 +195,12 @@ def expected_peak(result: NcclTestResult | None, op: str) -> tuple[float, str] |
 def judge_nccl(runs: Sequence[NcclHostRun], op: str, expected: Mapping[str, object] | None = None
                ) -> tuple[list[Finding], float | None]:
     findings = [nccl_failed(r.host, r.error) for r in runs if r.error]
-    values = {r.host: r.busbw_gbs for r in runs if r.busbw_gbs is not None}
+    for r in runs:
+        if r.result is not None:
+            # A figure above the GPUs' NVLinks, or a log with fewer ranks than the host has GPUs, is no result.
+            findings += nccl_checks(r.result, gpus_per_host=r.host_gpus, about=r.host, about_kind="host")
+    impossible = {f.host for f in findings if f.code == FIGURE_IMPOSSIBLE}
+    values = {r.host: r.busbw_gbs for r in runs if r.busbw_gbs is not None and r.host not in impossible}
     median = statistics.median(values.values()) if values else None
     if median is not None and len(values) >= 3:
         mad = statistics.median(abs(v - median) for v in values.values())

@@ -296,6 +296,7 @@ def measure(base: LinkResult, client_text: str, server_text: str, exit_code: int
     if not client.ok:
         reason = client.errors[0] if client.errors else "no result table"
         return replace(base, error=reason if exit_code == 0 else f"exit {exit_code}: {reason}")
+    base = replace(base, bidirectional=client.bidirectional, link_type=client.link_type)
     server = _parse_quietly(server_text)
     if client.kind == "lat":
         return replace(base, latency_us=client.typical_latency_us)

@@ -29,9 +29,10 @@ def svg(matrix: Matrix, *, good: float | None, title: str = "") -> str:
     n = len(matrix.nodes)
     size = LABEL + n * CELL + 20
     latency = matrix.unit == "us"
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size + 30}" '
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(size, 600)}" height="{size + 30}" '
              f'font-family="sans-serif" font-size="11">',
-             f'<text x="10" y="18" font-size="14">{escape(title or "bandwidth matrix")} ({escape(matrix.unit)})</text>']
+             f'<text x="10" y="18" font-size="14">{escape(title or "bandwidth matrix")} ({escape(matrix.unit)})</text>',
+             f'<text x="10" y="34" font-size="11">{escape(matrix.cell_meaning)}</text>']
     for i, node in enumerate(matrix.nodes):
         y = 30 + LABEL + i * CELL + CELL / 2
         parts.append(f'<text x="{LABEL - 6}" y="{y:.0f}" text-anchor="end">{escape(node)}</text>')
@@ -53,6 +54,20 @@ def svg(matrix: Matrix, *, good: float | None, title: str = "") -> str:
                          f'{escape(text)}</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
+
+
+def check_plot_target(path: str) -> None:
+    """Before any host is touched: the extension is known, the folder writable, matplotlib there for .png."""
+    from importlib.util import find_spec
+
+    from clusterctl.writable import writable_file
+
+    suffix = Path(path).suffix.lower()
+    if suffix not in (".svg", ".png"):
+        raise UsageError(f"--plot writes .svg or .png, not {suffix or 'a file without an extension'}", file=path)
+    writable_file(path, "--plot")
+    if suffix == ".png" and find_spec("matplotlib") is None:
+        raise UsageError("a .png plot needs matplotlib (pip install matplotlib); .svg works without it", file=path)
 
 
 def write_plot(matrix: Matrix, path: str, *, good: float | None, title: str = "") -> Path:

@@ -19,16 +19,63 @@ RESULTS_FILE = "results.json"
 _SAFE = re.compile(r"[^A-Za-z0-9_.+-]+")
 
 
+#: Marks a results folder as taken by one run; created exclusively, so two runs never share one.
+CLAIM_FILE = ".clusterctl-run"
+
+
 def new_results_dir(base: str | None = None, *, now: float | None = None, prefix: str = "bench") -> Path:
-    """``./clusterctl-results/bench-YYYYmmdd-HHMMSS`` (or ``base`` itself when given), created."""
+    """A results folder that belongs to this run alone, created now (before any host is touched).
+
+    Default ``./clusterctl-results/bench-YYYYmmdd-HHMMSS``, with ``-2``, ``-3``... when another run
+    took that second; ``base`` when given, refused when another run already wrote there.
+    """
     if base:
-        folder = Path(base)
+        folder = Path(base).expanduser()
+        _make(folder, "--results-dir", exist_ok=True)
+        _claim(folder)
     else:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
-        folder = Path("clusterctl-results") / f"{prefix}-{stamp}"
-    folder.mkdir(parents=True, exist_ok=True)
+        parent = Path("clusterctl-results")
+        _make(parent, "results folder", exist_ok=True)
+        for attempt in range(1, 1000):
+            folder = parent / (f"{prefix}-{stamp}" if attempt == 1 else f"{prefix}-{stamp}-{attempt}")
+            try:
+                folder.mkdir()  # atomic: exactly one run creates each name
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise UsageError(f"cannot create {folder}: {exc.strerror or exc}.") from None
+            _claim(folder)
+            break
+        else:  # pragma: no cover - a thousand runs in one second
+            raise UsageError(f"too many runs named {prefix}-{stamp} in {parent}")
     (folder / "raw").mkdir(exist_ok=True)
     return folder
+
+
+def _make(folder: Path, what: str, *, exist_ok: bool) -> None:
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{what} {folder}: exists and is not a folder.")
+    try:
+        folder.mkdir(parents=True, exist_ok=exist_ok)
+    except OSError as exc:
+        raise UsageError(f"{what} {folder}: cannot create the folder: {exc.strerror or exc}.") from None
+
+
+def _claim(folder: Path) -> None:
+    import os
+
+    try:
+        fd = os.open(folder / CLAIM_FILE, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        raise UsageError(
+            f"{folder} already holds the results of another run; give a new folder to --results-dir "
+            "(or leave it out: each run then gets its own)."
+        ) from None
+    except OSError as exc:
+        raise UsageError(f"{folder}: not writable: {exc.strerror or exc}.") from None
+    with os.fdopen(fd, "w") as handle:
+        handle.write(f"{os.getpid()}\n")
 
 
 def save_raw(folder: Path, name: str, text: str) -> Path:
@@ -38,24 +85,58 @@ def save_raw(folder: Path, name: str, text: str) -> Path:
 
 
 def save_results(folder: Path, payload: dict[str, Any]) -> Path:
+    from clusterctl.findings import FINDINGS_SCHEMA_VERSION
+
     path = folder / RESULTS_FILE
-    path.write_text(json.dumps(payload, indent=2) + "\n")
+    path.write_text(json.dumps({"schema_version": FINDINGS_SCHEMA_VERSION, **payload}, indent=2) + "\n")
     return path
+
+
+def readable_versions() -> tuple[int, ...]:
+    """Versions of results.json this clusterctl reads: 1 (no version written) up to today's."""
+    from clusterctl.findings import FINDINGS_SCHEMA_VERSION
+
+    return tuple(range(1, FINDINGS_SCHEMA_VERSION + 1))
 
 
 def load_results(path: str) -> dict[str, Any]:
     target = Path(path)
     if target.is_dir():
         target = target / RESULTS_FILE
+    from clusterctl.inputfile import read_text_input
+
+    text, _ = read_text_input(str(target), "results")
     try:
-        data = json.loads(target.read_text())
-    except OSError as exc:
-        raise UsageError(f"cannot read {target}: {exc.strerror}", file=str(target)) from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"not a results file: {exc}", file=str(target), line=exc.lineno) from None
     if not isinstance(data, dict):
         raise UsageError("not a results file", file=str(target))
+    version = data.get("schema_version", 1)
+    if version not in readable_versions():
+        raise UsageError(
+            f"schema_version {version!r} is not one this clusterctl reads "
+            f"({', '.join(map(str, readable_versions()))}).",
+            file=str(target), hint="Compare it with the clusterctl release that wrote it.",
+        )
     return data
+
+
+def run_kind(data: dict[str, Any]) -> str:
+    """``ib_write_bw``, ``ib_write_lat`` or ``nccl all_reduce``: what a results file measured."""
+    if "nccl" in data:
+        return f"nccl {data['nccl'].get('op', '')}".strip()
+    return str(data.get("test") or data.get("kind") or "unknown")
+
+
+def comparability(before: dict[str, Any], after: dict[str, Any]) -> str | None:
+    """Why two runs cannot be compared figure by figure, or ``None`` when they can."""
+    a, b = run_kind(before), run_kind(after)
+    if a != b:
+        return f"the runs measured different things ({a} vs {b}): no figure of one is comparable with the other"
+    if not set(figures(before)) & set(figures(after)):
+        return "the runs share no link or host: every figure is new or gone"
+    return None
 
 
 @dataclass(frozen=True)
@@ -108,9 +189,9 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
             for k in keys]
 
 
-def save_ib_run(results_dir: str | None, report: IBBenchReport, payload: dict[str, Any]) -> Path:
-    """A ``bench ib`` run's folder: each test's raw client and server output, and results.json."""
-    folder = new_results_dir(results_dir)
+def save_ib_run(folder: Path, report: IBBenchReport, payload: dict[str, Any]) -> Path:
+    """Into a ``bench ib`` run's folder (``new_results_dir``, made before the run): each test's raw
+    client and server output, and results.json."""
     for r in report.results:
         stem = f"r{r.round}-{r.server}-{r.server_hca}--{r.client}-{r.client_hca}"
         save_raw(folder, f"{stem}-client", r.client_output)
@@ -119,9 +200,9 @@ def save_ib_run(results_dir: str | None, report: IBBenchReport, payload: dict[st
     return folder
 
 
-def save_nccl_run(results_dir: str | None, run: NcclRun, payload: dict[str, Any]) -> Path:
-    """A ``bench nccl`` run's folder: each host's (or the mpirun job's) raw output, and results.json."""
-    folder = new_results_dir(results_dir)
+def save_nccl_run(folder: Path, run: NcclRun, payload: dict[str, Any]) -> Path:
+    """Into a ``bench nccl`` run's folder (``new_results_dir``, made before the run): each host's (or
+    the mpirun job's) raw output, and results.json."""
     for r in run.runs:
         save_raw(folder, f"nccl-{run.op}-{r.host}", r.output)
     save_results(folder, {"nccl": payload})

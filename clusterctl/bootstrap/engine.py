@@ -23,7 +23,7 @@ from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord
 from clusterctl.findings import Finding, Severity, has_errors, sorted_findings
 from clusterctl.secret import mask_text
-from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
+from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
 
 if TYPE_CHECKING:
     from clusterctl.bootstrap.progress import ProgressStore
@@ -145,8 +145,7 @@ class RunSettings:
 class _Unconnected(Transport):
     """What ``applies_to`` gets as a transport: using it is a bug in the phase."""
 
-    def run(self, command: str, *, sudo: bool = False, timeout: float | None = None,
-            env: Mapping[str, str] | None = None, stdin: bytes | None = None) -> CommandResult:
+    def execute(self, request: RunRequest) -> CommandResult:
         raise TransportError(FailureKind.ERROR, "applies_to() must decide without running commands")
 
 
@@ -168,7 +167,9 @@ def run_bootstrap(
     if store is not None and settings.apply and not settings.resume:
         store.forget([h.name for h in hosts])
     try:
-        if settings.apply:
+        # Read-only runs (preflight alone) change nothing, so they need no lock and may run
+        # beside another run.
+        if settings.apply and any(not p.read_only for p in phases):
             locked = _lock_hosts(runner, hosts, lock_info, settings, report)
         for phase in phases:
             live = [h for h in hosts if h.name not in report.failed_hosts]

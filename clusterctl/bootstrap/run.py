@@ -71,16 +71,17 @@ def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Ph
     failure per host) when a cluster phase is part of the run."""
     from clusterctl.bootstrap.phases.cluster_common import ORDER
 
-    options: dict[str, Any] = {"hosts": [h.name for h in hosts], "survey": request.survey,
+    survey = request.survey or getattr(getattr(inventory, "bootstrap", None), "survey", None)
+    options: dict[str, Any] = {"hosts": [h.name for h in hosts], "survey": survey,
                                "restore_containerd": request.restore_containerd}
     if any(p.name in ORDER and p.name != "reset" for p in phases):
         from clusterctl.bootstrap.cluster.settings import cluster_settings
 
         cluster_settings(inventory, options)
-        if request.survey:
+        if survey:
             from clusterctl.saved_survey import load_saved_survey
 
-            load_saved_survey(request.survey)
+            load_saved_survey(survey)
     return options
 
 
@@ -97,7 +98,11 @@ def write_plan_files(report: BootstrapReport, out_dir: str) -> list[Path]:
                 if root.resolve() not in target.resolve().parents:
                     raise UsageError(f"refusing to write {change.path} of {result.host} outside {root}")
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(mask_text((change.content or b"").decode("utf-8", errors="replace")))
+                content = change.content or b""
+                if b"\0" in content[:8192]:
+                    target.write_bytes(content)  # a chart archive: as it would land on the host
+                else:
+                    target.write_text(mask_text(content.decode("utf-8", errors="replace")))
                 written.append(target)
             else:
                 commands.setdefault(result.host, []).append(

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import importlib
-import logging
 import os
 import sys
-from typing import Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 import typer
 
 from clusterctl import __version__
 from clusterctl.cli.context import AppContext, OutputFormat
-from clusterctl.errors import ClusterctlError, ExitCode, UsageError
+from clusterctl.errors import ClusterctlError, ExitCode, Interrupted, UsageError
 
 HELP = """\
 Survey, benchmark, tune and bootstrap bare-metal GPU clusters over SSH.
@@ -43,6 +43,7 @@ app = typer.Typer(
 COMMAND_MODULES: tuple[str, ...] = (
     "clusterctl.cli.inventory_cmd",
     "clusterctl.cli.exec_cmd",
+    "clusterctl.cli.copy_cmd",
     "clusterctl.cli.survey_cmd",
     "clusterctl.cli.topo_cmd",
     "clusterctl.cli.nccl_cmd",
@@ -74,11 +75,13 @@ def global_options(
     ctx: typer.Context,
     inventory: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
         None, "-i", "--inventory", envvar="CLUSTERCTL_INVENTORY", metavar="FILE",
-        help="Inventory file (clusterctl YAML, Ansible INI or YAML). Default: ./inventory.yaml.",
+        help="Inventory file (clusterctl YAML, Ansible INI or YAML), or a host list such as "
+        "'gpu-[01-16],login1' or 'a,b,'. Default: ./inventory.yaml.",
     ),
     limit: Optional[str] = typer.Option(  # noqa: UP045
         None, "-l", "--limit", metavar="PATTERN",
-        help="Hosts to act on, like Ansible's --limit: names, globs, groups; '!x' excludes, '&g' intersects.",
+        help="Hosts to act on, like Ansible's --limit: names, globs, groups; '!x' excludes, '&g' intersects, "
+        "'~regex' matches names, '@FILE' reads names from a file (@retry: the last run's failed hosts).",
     ),
     output: OutputFormat = typer.Option(OutputFormat.table, "-o", "--output", help="Output format."),
     parallel: int = typer.Option(64, "--parallel", min=1, max=4096, help="Hosts worked on at once."),
@@ -123,6 +126,8 @@ def global_options(
         ask_pass=ask_pass,
     )
     if debug:
+        import logging
+
         from clusterctl.secret import SecretMaskingFilter
 
         logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(name)s %(message)s")
@@ -136,15 +141,24 @@ for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)
 
 
+#: Commands whose trailing words are a remote command line, and their own options (-> takes a value).
+#: Everything from the first word that is not one of these options belongs to the remote command.
+COMMAND_LINE_COMMANDS: dict[str, dict[str, bool]] = {
+    "exec": {"--sudo": False, "--stream": False, "--out-dir": True, "-h": False, "--help": False},
+}
+
+
 def hoist_global_options(argv: list[str]) -> list[str]:
     """Move global options found after the command name to the front.
 
     Users write ``clusterctl survey -i inv.yaml`` as often as ``clusterctl -i inv.yaml
     survey``; click only accepts the latter. Nothing after ``--`` is touched, so
-    ``exec -- cmd -o x`` keeps its own arguments.
+    ``exec -- cmd -o x`` keeps its own arguments; for ``exec`` the first word of the remote
+    command starts it just as ``--`` would (``exec nvidia-smi -i 0`` runs ``nvidia-smi -i 0``).
     """
     front: list[str] = []
     rest: list[str] = []
+    command: str | None = None
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -152,12 +166,23 @@ def hoist_global_options(argv: list[str]) -> list[str]:
             rest.extend(argv[i:])
             break
         name = arg.split("=", 1)[0]
+        own = COMMAND_LINE_COMMANDS.get(command or "")
         if name in GLOBAL_OPTIONS:
             front.append(arg)
             if GLOBAL_OPTIONS[name] and "=" not in arg and i + 1 < len(argv):
                 front.append(argv[i + 1])
                 i += 1
+        elif own is not None and name in own:
+            rest.append(arg)
+            if own[name] and "=" not in arg and i + 1 < len(argv):
+                rest.append(argv[i + 1])
+                i += 1
+        elif own is not None and not arg.startswith("-"):
+            rest.extend(["--", *argv[i:]])
+            break
         else:
+            if command is None and not arg.startswith("-"):
+                command = arg
             rest.append(arg)
         i += 1
     return front + rest
@@ -167,6 +192,14 @@ def main(argv: list[str] | None = None) -> None:
     args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
     debug = "--debug" in args
     command = typer.main.get_command(app)
+    restore = _interrupts_raise()
+    try:
+        _run(command, args, debug)
+    finally:
+        restore()
+
+
+def _run(command: Any, args: list[str], debug: bool) -> None:
     try:
         code = command.main(args=args, prog_name="clusterctl", standalone_mode=False)
     except ClusterctlError as exc:
@@ -176,6 +209,11 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         _print_error(str(exc))
         sys.exit(int(exc.exit_code))
+    except Interrupted as exc:
+        from clusterctl.cli.host_failures import print_interrupted
+
+        print_interrupted(exc)
+        sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         _print_error("interrupted")
         sys.exit(130)
@@ -195,6 +233,27 @@ def main(argv: list[str] | None = None) -> None:
         is_usage = any(cls.__name__ == "UsageError" for cls in type(exc).__mro__)
         sys.exit(ExitCode.USAGE if is_usage else getattr(exc, "exit_code", 1))
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _interrupts_raise() -> Callable[[], None]:
+    """Ctrl-C and SIGTERM become ``Interrupted``: typer would turn a KeyboardInterrupt into a
+    silent exit 130, and SIGTERM would end Python at once, skipping every ``finally`` that
+    stops remote perftest servers and removes their logs."""
+    import signal
+
+    def on_signal(signum: int, frame: object) -> None:
+        raise Interrupted(signal.Signals(signum).name)
+
+    try:
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread (an embedding program): leave signals as they are
+        return lambda: None
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+    return restore
 
 
 def _print_error(message: str) -> None:

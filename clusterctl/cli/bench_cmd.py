@@ -2,16 +2,34 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
-from clusterctl.cli.findings_view import exit_for, print_findings
+from clusterctl.errors import ExitCode
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from rich.console import Console
+
     from clusterctl.bench.ib_bench import IBBenchReport
     from clusterctl.bench.model import Matrix
+    from clusterctl.findings import Finding
+
+
+def print_findings(console: Console, findings: Sequence[Finding]) -> None:
+    # Imported when a bench command prints, not when ``clusterctl --help`` starts.
+    from clusterctl.cli.findings_view import print_findings as show
+
+    show(console, findings)
+
+
+def exit_for(findings: Sequence[Finding]) -> None:
+    from clusterctl.cli.findings_view import exit_for as exit_with
+
+    exit_with(findings)
 
 bench_app = typer.Typer(
     name="bench",
@@ -30,7 +48,7 @@ def _matrix_table(app: AppContext, matrix: Matrix, good: float | None) -> None:
 
     from clusterctl.bench.plot import colour
 
-    table = Table(title=f"{matrix.unit}", show_lines=False)
+    table = Table(title=matrix.cell_meaning, title_justify="left", show_lines=False)
     table.add_column("")
     for node in matrix.nodes:
         table.add_column(node, justify="right")
@@ -82,7 +100,7 @@ def ib_command(
     plot: Optional[str] = typer.Option(None, "--plot", metavar="FILE",  # noqa: UP045
                                        help="Write a heat map (.svg, or .png with matplotlib)."),
     results_dir: Optional[str] = typer.Option(None, "--results-dir", metavar="DIR",  # noqa: UP045
-                                              help="Where to keep raw outputs and results.json."),
+                                              help="Where to keep raw outputs and results.json (a new folder)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the rounds and exact commands; run nothing."),
 ) -> None:
     from clusterctl.bench.hcas import choose_hcas
@@ -97,6 +115,16 @@ def ib_command(
                      duration_s=duration, qps=qps, base_port=port, sudo=sudo, settle_s=settle,
                      client_timeout_s=client_timeout)
     hosts = app.hosts()
+    folder = None
+    if not dry_run:
+        # Where results go is checked (and claimed) before any host is touched.
+        from clusterctl.bench.results import new_results_dir
+
+        if plot:
+            from clusterctl.bench.plot import check_plot_target
+
+            check_plot_target(plot)
+        folder = new_results_dir(results_dir)
     # Dry run: the gate records every server and client command; no host is reached.
     gate = Gate(apply=not dry_run)
     with app.runner() as runner:
@@ -110,7 +138,8 @@ def ib_command(
         app.emit(plan, lambda: _print_plan(app, report))
         return
     payload = ib_payload(report, by_hca=by_hca)
-    folder = save_ib_run(results_dir, report, payload)
+    assert folder is not None
+    save_ib_run(folder, report, payload)
     matrix = report.matrix(by_hca=by_hca)
     good = _good_value(report)
     if plot:
@@ -166,29 +195,33 @@ def nccl_command(
     env_file: Optional[str] = typer.Option(None, "--env-file", metavar="FILE",  # noqa: UP045
                                            help="NCCL settings from a file: tune-nccl's nccl.conf, profile.d, "
                                                 "ConfigMap or Slurm output, or a job script."),
-    min_bytes: str = typer.Option("8", "-b", "--min-bytes"),
-    max_bytes: str = typer.Option("8G", "-e", "--max-bytes"),
-    factor: int = typer.Option(2, "-f", "--factor", min=2),
+    min_bytes: str = typer.Option("8", "-b", "--min-bytes", metavar="SIZE",
+                                  help="Smallest message size, as nccl-tests takes it (8, 1K, 1M)."),
+    max_bytes: str = typer.Option("8G", "-e", "--max-bytes", metavar="SIZE",
+                                  help="Largest message size, as nccl-tests takes it (8G)."),
+    factor: int = typer.Option(2, "-f", "--factor", min=2, help="Multiply the size by this between steps."),
     gpus: Optional[int] = typer.Option(None, "-g", "--gpus", min=1,  # noqa: UP045
                                        help="GPUs per host (default: nvidia-smi -L)."),
     multi_node: bool = typer.Option(False, "--multi-node", help="One mpirun job across the selected hosts."),
     binary_dir: Optional[str] = typer.Option(None, "--bin-dir", metavar="DIR",  # noqa: UP045
                                              help="Folder of the *_perf binaries (default: PATH)."),
-    results_dir: Optional[str] = typer.Option(None, "--results-dir", metavar="DIR"),  # noqa: UP045
+    results_dir: Optional[str] = typer.Option(None, "--results-dir", metavar="DIR",  # noqa: UP045
+                                              help="Where to keep raw outputs and results.json (a new folder)."),
 ) -> None:
     from clusterctl.bench.nccl_env import nccl_env
     from clusterctl.bench.nccl_tests import run_nccl_test
     from clusterctl.bench.payload import nccl_payload
-    from clusterctl.bench.results import save_nccl_run
+    from clusterctl.bench.results import new_results_dir, save_nccl_run
 
     app = app_context(ctx)
     settings = nccl_env(env, env_file)
     hosts = app.hosts()
+    folder = new_results_dir(results_dir)  # checked and claimed before any host is touched
     with app.runner() as runner:
         run = run_nccl_test(runner, hosts, op=op, env=settings, min_bytes=min_bytes, max_bytes=max_bytes,
                             factor=factor, gpus=gpus, multi_node=multi_node, binary_dir=binary_dir)
     payload = nccl_payload(run)
-    folder = save_nccl_run(results_dir, run, payload)
+    save_nccl_run(folder, run, payload)
 
     def table() -> None:
         from rich.table import Table
@@ -210,59 +243,111 @@ def nccl_command(
 
 @bench_app.command("report", help="""Parse saved nccl-tests and perftest logs (client or server side).
 
+Pasted or captured logs are fine: shell prompts, code fences and terminal borders are ignored,
+and a row that cannot be read is listed with its line number while the rest is judged. A figure
+above what the link (or, for one host, the GPUs' NVLinks) can carry is an error, not a result;
+with --fabric and --gpus-per-host a log that describes another machine says so.
+
 Examples:
 
   clusterctl bench report slurm-1234.out ib_write_bw-*.log -o json
 
-  clusterctl bench report --rate-gbps 200 node1-mlx5_0.log
+  clusterctl bench report --rate-gbps 200 --fabric ib node1-mlx5_0.log
+
+  clusterctl bench report --gpus-per-host 8 all_reduce-gpu-a1.log
 """)
 def report_command(
     ctx: typer.Context,
-    files: list[str] = typer.Argument(..., metavar="FILE...", help="Log files."),
+    files: list[str] = typer.Argument(..., metavar="FILE...|-", help="Log files; '-' reads standard input."),
     rate_gbps: Optional[float] = typer.Option(None, "--rate-gbps", min=0.1,  # noqa: UP045
                                               help="Line rate to judge perftest bandwidth against."),
-    min_fraction: float = typer.Option(0.9, "--min-fraction", min=0.0, max=1.0),
+    min_fraction: float = typer.Option(0.9, "--min-fraction", min=0.0, max=1.0,
+                                       help="Fraction of --rate-gbps a perftest peak must reach (0.9 = 90%)."),
+    fabric: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--fabric", help="ib, roce or ethernet: a perftest banner naming another link type is a finding."),
+    gpus_per_host: Optional[int] = typer.Option(  # noqa: UP045
+        None, "--gpus-per-host", min=1, help="GPUs per host: an nccl-tests log with another rank count per host is "
+        "a finding."),
 ) -> None:
     from clusterctl.bench.logs import report_files
     from clusterctl.bench.payload import finding_record
+    from clusterctl.errors import UsageError
     from clusterctl.findings import FINDINGS_SCHEMA_VERSION
 
     app = app_context(ctx)
-    reports = report_files(files, rate_gbps=rate_gbps, min_fraction=min_fraction)
+    if fabric is not None and fabric not in ("ib", "roce", "ethernet"):
+        raise UsageError(f"--fabric must be ib, roce or ethernet, not {fabric!r}")
+    reports = report_files(files, rate_gbps=rate_gbps, min_fraction=min_fraction, fabric=fabric,
+                           gpus_per_host=gpus_per_host)
     payload = {"schema_version": FINDINGS_SCHEMA_VERSION,
-               "files": [{"file": r.file, **r.record, "findings": [finding_record(f) for f in r.findings]}
+               "files": [{"file": r.file, **r.record, "findings": [finding_record(f) for f in r.findings],
+                          **({"error": r.error} if r.error else {})}
                          for r in reports]}
 
     def table() -> None:
+        from rich.markup import escape
+
         for r in reports:
+            if r.error:
+                continue
             rec = r.record
-            figure = rec.get("avg_busbw_gbs") if rec["tool"] == "nccl-tests" else rec.get("peak_gbps")
-            unit = "GB/s avg busbw" if rec["tool"] == "nccl-tests" else "Gb/s peak"
-            text = f"{figure} {unit}" if figure is not None else "no figure"
-            app.console.print(f"[bold]{r.file}[/]: {rec['tool']} {rec.get('test') or ''} - {text}", markup=True,
-                              highlight=False)
+            app.console.print(f"[bold]{escape(r.file)}[/]: {rec['tool']} {rec.get('test') or ''} - "
+                              f"{_report_figure(rec)}", markup=True, highlight=False)
+            for warning in rec.get("parse_warnings", []):
+                where = f"line {warning['line']}: " if warning["line"] is not None else ""
+                app.console.print(f"  [yellow]read in part:[/] {escape(where + warning['message'])}",
+                                  highlight=False, soft_wrap=True)
         print_findings(app.console, [f for r in reports for f in r.findings])
 
     app.emit(payload, table)
+    for r in reports:
+        if r.error:
+            app.err_console.print(f"error: {r.error}", markup=False, highlight=False, soft_wrap=True)
+    if any(r.error for r in reports):
+        raise typer.Exit(ExitCode.USAGE)
     exit_for([f for r in reports for f in r.findings])
+
+
+def _report_figure(record: dict[str, Any]) -> str:
+    """The headline figure of one log: bus bandwidth, peak bandwidth, or latency (typical, average, p99)."""
+    if record["tool"] == "nccl-tests":
+        figure = record.get("avg_busbw_gbs")
+        return f"{figure} GB/s avg busbw" if figure is not None else "no figure"
+    latency = record.get("latency") or []
+    if latency:
+        row = min(latency, key=lambda r: r["size_bytes"])
+        parts = [f"typical {row['t_typical_us']:g} us"]
+        parts += [f"{word} {row[key]:g} us" for word, key in (("avg", "t_avg_us"), ("p99", "p99_us"))
+                  if row.get(key) is not None]
+        return f"{', '.join(parts)} at {row['size_bytes']} B"
+    figure = record.get("peak_gbps")
+    return f"{figure} Gb/s peak" if figure is not None else "no figure"
 
 
 @bench_app.command("compare", help="""What got faster or slower between two bench runs (results folders).
 
 Example:
 
-  clusterctl bench compare clusterctl-results/bench-20240101-120000 clusterctl-results/bench-20240102-120000
+  clusterctl bench ib --results-dir runs/before
+
+  clusterctl bench ib --results-dir runs/after
+
+  clusterctl bench compare runs/before runs/after
 """)
 def compare_command(
     ctx: typer.Context,
-    before: str = typer.Argument(..., metavar="A"),
-    after: str = typer.Argument(..., metavar="B"),
+    before: str = typer.Argument(..., metavar="A", help="Results folder (or its results.json) of the earlier run."),
+    after: str = typer.Argument(..., metavar="B", help="Results folder (or its results.json) of the later run."),
 ) -> None:
-    from clusterctl.bench.results import compare, load_results
+    from clusterctl.bench.results import comparability, compare, load_results
 
     app = app_context(ctx)
-    changes = compare(load_results(before), load_results(after))
-    payload = {"before": before, "after": after, "changes": [
+    first, second = load_results(before), load_results(after)
+    problem = comparability(first, second)
+    if problem:
+        app.warn(problem)
+    changes = compare(first, second)
+    payload = {"before": before, "after": after, "warning": problem, "changes": [
         {"key": c.key, "unit": c.unit, "before": c.before, "after": c.after, "verdict": c.verdict} for c in changes]}
 
     def table() -> None:

@@ -25,13 +25,13 @@ Examples:
 
   clusterctl -i inventories/demo.yaml bootstrap plan
 
-  clusterctl bootstrap plan --out review/          # files under review/<host>/<path>
+  clusterctl bootstrap plan --out review/
 
   clusterctl bootstrap --dry-run --skip-phases packages
 
-  clusterctl bootstrap --only 'gpu-b*'             # same as -l
+  clusterctl bootstrap --only 'gpu-b*'
 
-  clusterctl bootstrap --resume                    # after a failure: skip what is done
+  clusterctl bootstrap --resume
 
   clusterctl bootstrap phase containerd -l gpu-a1
 """
@@ -160,6 +160,7 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
 def _print_phase(app: AppContext, phase: Phase[Any], results: list[HostPhaseResult], *, plan: bool) -> None:
     from clusterctl.bootstrap.engine import Status
     from clusterctl.hostlist import compress
+    from clusterctl.secret import mask_text
 
     console = app.console
     console.print(f"\nPHASE [{phase.name}] {'*' * max(3, 60 - len(phase.name))}", markup=False, highlight=False)
@@ -170,21 +171,45 @@ def _print_phase(app: AppContext, phase: Phase[Any], results: list[HostPhaseResu
     word = {Status.CHANGED: "would change" if plan else "changed"}
     for status, names in by_status.items():
         console.print(f"{word.get(status, status.value)}: {compress(names)}", markup=False, highlight=False)
+    if not plan:
+        # What changed, hosts with the same changes on one line (a fleet reads in a few lines).
+        done: dict[tuple[str, ...], list[str]] = {}
+        for r in results:
+            if r.status is Status.CHANGED and r.changes:
+                done.setdefault(tuple(c.summary for c in r.changes), []).append(r.host)
+        for summaries, names in done.items():
+            console.print(f"  {compress(names)}: {mask_text('; '.join(summaries))}", markup=False,
+                          highlight=False, soft_wrap=True)
     for r in results:
         if r.status is Status.FAILED:
             console.print(f"failed: {r.host}: {r.message}", markup=False, highlight=False, soft_wrap=True)
             for line in r.rollback:
                 console.print(f"  rollback: {line}", markup=False, highlight=False, soft_wrap=True)
-        if plan and r.changes:
-            console.print(f"--- {r.host} [{phase.name}]: {len(r.changes)} change(s)", markup=False,
-                          highlight=False)
-            for change in r.changes:
-                diff = change.diff()
-                if diff:
-                    console.print(diff.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
-                else:
-                    console.print(f"$ {change.describe()}", markup=False, highlight=False, soft_wrap=True)
+    if plan:
+        _print_plan(app, phase, results)
 
+
+def _print_plan(app: AppContext, phase: Phase[Any], results: list[HostPhaseResult]) -> None:
+    """Each host's commands and diffs; hosts whose plan is the same are printed once, together."""
+    from clusterctl.hostlist import compress
+
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for r in results:
+        if not r.changes:
+            continue
+        lines: list[str] = []
+        for change in r.changes:
+            diff = change.diff()
+            # The diff labels name the host: neutral labels let identical hosts share one block.
+            text = diff.replace(f"{r.host}:", "HOST:") if diff else f"$ {change.describe()}"
+            lines.append(text.rstrip("\n"))
+        groups.setdefault(tuple(lines), []).append(r.host)
+    for block, hosts in groups.items():
+        app.console.print(f"--- {compress(hosts)} [{phase.name}]: {len(block)} change(s)", markup=False,
+                          highlight=False)
+        for text in block:
+            shown = text.replace("HOST:", f"{hosts[0]}:") if len(hosts) == 1 else text
+            app.console.print(shown, markup=False, highlight=False, soft_wrap=True)
 
 def _print_findings(app: AppContext, report: BootstrapReport) -> None:
     findings = report.all_findings()

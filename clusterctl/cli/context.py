@@ -17,7 +17,7 @@ from clusterctl.errors import UsageError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from clusterctl.fanout import Runner
+    from clusterctl.fanout import Progress, Runner
     from clusterctl.inventory.model import Host, Inventory
 
 
@@ -54,7 +54,7 @@ class AppContext:
             from rich.console import Console
 
             # Off a terminal (a pipe, a ticket paste) rich would wrap at 80 columns; tables read better wider.
-            width = None if sys.stdout.isatty() else 160
+            width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
             self._console = Console(no_color=_no_color(sys.stdout), highlight=False, soft_wrap=False, width=width)
         return self._console
 
@@ -74,20 +74,28 @@ class AppContext:
 
     def inventory(self) -> Inventory:
         if self._inventory is None:
-            from clusterctl.inventory.loader import load_inventory, resolve_inventory_path
+            from clusterctl.inventory.loader import open_inventory
 
-            self._inventory = load_inventory(resolve_inventory_path(self.inventory_path))
+            self._inventory = open_inventory(self.inventory_path)
         return self._inventory
 
     def hosts(self) -> tuple[Host, ...]:
         from clusterctl.inventory.limit import select_hosts
 
-        return select_hosts(self.inventory(), self.limit)
+        hosts = select_hosts(self.inventory(), self.limit)
+        if not hosts:
+            # One rule for every command: a selection of nothing is a mistake, never a silent success.
+            raise UsageError(
+                f"no host selected: the --limit {self.limit!r} leaves no host of the inventory."
+                if self.limit
+                else "no host selected: the inventory has no hosts."
+            )
+        return hosts
 
     # -- running ----------------------------------------------------------------------
 
     @contextmanager
-    def runner(self, *, force_transport: str | None = None) -> Iterator[Runner]:
+    def runner(self, *, force_transport: str | None = None, progress: Progress | None = None) -> Iterator[Runner]:
         from clusterctl.fanout import Runner
         from clusterctl.transport.factory import ConnectOptions, make_connector
 
@@ -98,13 +106,17 @@ class AppContext:
             force_transport=force_transport,
             **self.secrets(),
         )
-        progress = None
-        if not self.machine_output and self.err_console.is_terminal:
+        if progress is None and not self.machine_output and self.err_console.is_terminal:
             from clusterctl.cli.progress import RichProgress
 
             progress = RichProgress(self.err_console)
         with Runner(make_connector(options), parallel=self.parallel, timeout_s=self.timeout_s, progress=progress) as r:
-            yield r
+            try:
+                yield r
+            finally:
+                from clusterctl.retry import record_failed
+
+                record_failed(r.failed_hosts, self._inventory.source if self._inventory else None)
 
     def secrets(self) -> dict[str, Any]:
         """The sudo password and login secrets, asked for once per run (see ``cli.credentials``)."""
@@ -130,7 +142,12 @@ class AppContext:
             render_table()
 
     def warn(self, message: str) -> None:
-        self.err_console.print(f"[yellow]warning:[/] {message}", markup=True, highlight=False)
+        from rich.markup import escape
+
+        # soft_wrap: the terminal wraps, rich never breaks a host or file name onto two lines;
+        # escape: '[user@]host' or '[control-plane]' in a message is text, not markup.
+        self.err_console.print(f"[yellow]warning:[/] {escape(message)}", markup=True, highlight=False,
+                               soft_wrap=True)
 
 
 def _no_color(stream: Any) -> bool:

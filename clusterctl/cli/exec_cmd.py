@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
 import typer
 
-from clusterctl.cli.context import app_context
+from clusterctl.cli.context import AppContext, app_context
 from clusterctl.cli.host_failures import outcome_record, print_failures
 from clusterctl.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from clusterctl.fanout import FleetInterrupted, FleetResult, HostOutcome
+    from clusterctl.transport.base import CommandResult
 
 
 def register(app: typer.Typer) -> None:
@@ -15,14 +23,20 @@ def register(app: typer.Typer) -> None:
         help="""Run a shell command on the selected hosts, at once.
 
 Identical outputs are printed once with the hosts that gave them (like pdsh | dshbak -c).
-The command line is passed to the remote shell as ssh does: write it after '--'.
-Exits 1 when any host failed or the command exited non-zero there.
+Everything after the first word of the command belongs to the command, with or without
+'--' (so 'exec nvidia-smi -i 0' runs 'nvidia-smi -i 0'); put clusterctl's own options
+before it. Exits 1 when any host failed or the command exited non-zero there; 130 on
+Ctrl-C, after printing what finished and which hosts were still running.
 
 Examples:
 
   clusterctl -i inventories/demo.yaml exec -- nvidia-smi -L
 
   clusterctl -l 'gpu-*' exec --sudo -- systemctl is-active containerd
+
+  clusterctl exec --stream -- dmesg        # 'host: line', each host as it finishes
+
+  clusterctl exec --out-dir logs/ -- journalctl -b   # logs/HOST.out, logs/HOST.err
 
   clusterctl exec -o json -- uname -r
 """,
@@ -31,45 +45,133 @@ Examples:
 
 def exec_command(
     ctx: typer.Context,
-    command: list[str] = typer.Argument(..., metavar="-- COMMAND...", help="The command line to run."),
-    sudo: bool = typer.Option(False, "--sudo", help="Run it with 'sudo -n' (never prompts)."),
+    command: list[str] = typer.Argument(..., metavar="[--] COMMAND...", help="The command line to run."),
+    sudo: bool = typer.Option(
+        False, "--sudo", help="Run it under sudo: 'sudo -n' (never prompts), or with the -K/--ask-sudo-pass password."
+    ),
+    stream: bool = typer.Option(
+        False, "--stream", help="Print 'host: line' output, each host's as soon as it finishes, instead of grouping."
+    ),
+    out_dir: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
+        None, "--out-dir", metavar="DIR",
+        help="Write each host's output to DIR/HOST.out (and DIR/HOST.err) instead of printing it; for big outputs.",
+    ),
 ) -> None:
+    from clusterctl.fanout import FleetInterrupted
+
     app = app_context(ctx)
     line = " ".join(command).strip()
     if not line:
         raise UsageError("exec needs a command, e.g. clusterctl exec -- uname -r")
+    if stream and out_dir:
+        raise UsageError("--stream and --out-dir exclude each other: print the lines, or write them to files.")
+    folder = None
+    if out_dir is not None:
+        from clusterctl.writable import writable_dir
+
+        folder = writable_dir(out_dir, "--out-dir")
     hosts = app.hosts()
-    with app.runner() as runner:
-        fleet = runner.run_command(hosts, line, sudo=sudo, label="exec")
+    streamer = _Streamer() if stream and not app.machine_output else None
+    try:
+        with app.runner(progress=streamer) as runner:
+            fleet = runner.run_command(hosts, line, sudo=sudo, label="exec")
+    except FleetInterrupted as exc:
+        # What finished is printed as it would have been; main then says what was still running.
+        _report(app, exc.finished, line, sudo, folder, streamed=streamer is not None, interrupted=exc)
+        raise
+    _report(app, fleet, line, sudo, folder, streamed=streamer is not None)
+    if not fleet.ok:
+        raise typer.Exit(ExitCode.FAILED)
+
+
+class _Streamer:
+    """A fan-out progress hook that prints each host's lines as ``host: line`` when it finishes."""
+
+    def start(self, total: int, label: str) -> None:
+        pass
+
+    def advance(self, outcome: HostOutcome[Any]) -> None:
+        from clusterctl.dshbak import prefixed_lines
+
+        result = outcome.value
+        if result is None:
+            return
+        sys.stdout.writelines(prefixed_lines(outcome.host.name, result.stdout + result.stderr))
+        sys.stdout.flush()
+
+    def stop(self) -> None:
+        pass
+
+
+def _report(
+    app: AppContext,
+    fleet: FleetResult[CommandResult],
+    line: str,
+    sudo: bool,
+    folder: Path | None,
+    *,
+    streamed: bool,
+    interrupted: FleetInterrupted | None = None,
+) -> None:
+    files = _write_files(folder, fleet) if folder is not None else {}
 
     def table() -> None:
-        from clusterctl.hostlist import compress
+        if folder is not None:
+            for o in fleet.outcomes:
+                if o.host.name in files:
+                    code = o.value.exit_code if o.value else None
+                    sys.stdout.write(f"{o.host.name}: exit {code}, {', '.join(files[o.host.name])}\n")
+        elif not streamed:
+            from clusterctl.dshbak import group_outputs
 
-        groups: dict[tuple[str, str, int], list[str]] = {}
-        for o in fleet.outcomes:
-            if o.value is None:
-                continue
-            key = (o.value.stdout, o.value.stderr, o.value.exit_code)
-            groups.setdefault(key, []).append(o.host.name)
-        for (stdout, stderr, code), names in groups.items():
-            rule = "-" * 16
-            status = "" if code == 0 else f" (exit {code})"
-            app.console.print(f"{rule}\n{compress(names)}{status}\n{rule}", markup=False, highlight=False)
-            text = stdout + (stderr if stderr else "")
-            app.console.print(text.rstrip("\n"), markup=False, highlight=False)
-        print_failures(app, fleet)
+            outputs = ((o.host.name, o.value.stdout, o.value.stderr, o.value.exit_code)
+                       for o in fleet.outcomes if o.value is not None)
+            for group in group_outputs(outputs):
+                # Written as they are: never wrapped or re-rendered (and fast for a million lines).
+                sys.stdout.write(group.header)
+                sys.stdout.write(group.body())
+        sys.stdout.flush()
+        if interrupted is None:
+            print_failures(app, fleet)
 
     records = []
     for o in fleet.outcomes:
         rec = outcome_record(o)
+        saved = files.get(o.host.name)
         rec.update(
-            stdout=o.value.stdout if o.value else None,
-            stderr=o.value.stderr if o.value else None,
+            stdout=None if saved or not o.value else o.value.stdout,
+            stderr=None if saved or not o.value else o.value.stderr,
             exit_code=o.value.exit_code if o.value else None,
         )
+        if saved:
+            rec["files"] = saved
         records.append(rec)
-    app.emit({"command": line, "sudo": sudo, "hosts": records}, table)
-    if not fleet.ok:
-        if app.machine_output:
-            print_failures(app, fleet)
-        raise typer.Exit(ExitCode.FAILED)
+    payload: dict[str, Any] = {"command": line, "sudo": sudo, "hosts": records}
+    if interrupted is not None:
+        payload["interrupted"] = True
+        payload["still_running"] = [h.name for h in interrupted.running]
+        payload["not_started"] = [h.name for h in interrupted.waiting]
+    app.emit(payload, table)
+    if not fleet.ok and app.machine_output and interrupted is None:
+        print_failures(app, fleet)
+
+
+def _write_files(folder: Path, fleet: FleetResult[CommandResult]) -> dict[str, list[str]]:
+    """Each host's stdout to HOST.out and, when it printed any, its stderr to HOST.err."""
+    from clusterctl.writable import host_file_name
+
+    written: dict[str, list[str]] = {}
+    for o in fleet.outcomes:
+        if o.value is None:
+            continue
+        paths = []
+        out = folder / host_file_name(o.host.name, ".out")
+        out.write_text(o.value.stdout, encoding="utf-8")
+        paths.append(str(out))
+        if o.value.stderr:
+            err = folder / host_file_name(o.host.name, ".err")
+            err.write_text(o.value.stderr, encoding="utf-8")
+            paths.append(str(err))
+        written[o.host.name] = paths
+    return written
+

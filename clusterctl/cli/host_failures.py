@@ -42,3 +42,33 @@ def print_failures(app: AppContext, fleet: FleetResult[Any]) -> None:
             f"{total} host{'s' if total != 1 else ''}: {total - failed} ok, [red]{failed} failed[/]",
             markup=True, highlight=False,
         )
+
+
+def print_interrupted(exc: BaseException) -> None:
+    """``interrupted``, then what finished and which hosts were still running, on stderr.
+
+    Commands that can show their own partial results (``exec``) do so before this runs; for
+    every other command this is the whole report of an interrupted fan-out.
+    """
+    import sys
+
+    from clusterctl.fanout import FleetInterrupted
+    from clusterctl.hostlist import compress
+    from clusterctl.wording import plural
+
+    signal_name = getattr(exc, "signal_name", "SIGINT")
+    lines = [f"interrupted ({signal_name})"]
+    if isinstance(exc, FleetInterrupted):
+        finished = exc.finished.outcomes
+        total = len(finished) + len(exc.unfinished)
+        ok = [o.host.name for o in finished if o.ok]
+        lines.append(f"finished: {len(finished)} of {plural(total, 'host')}" + (f"; ok: {compress(ok)}" if ok else ""))
+        for o in exc.finished.failed:
+            assert o.failure is not None
+            lines.append(f"FAILED {o.host.name}: {o.failure.describe()}")
+        if exc.running:
+            lines.append(f"still running (stopped): {compress(h.name for h in exc.running)}")
+        if exc.waiting:
+            lines.append(f"not started: {compress(h.name for h in exc.waiting)}")
+    sys.stderr.write("\n".join(lines) + "\n")
+

@@ -8,6 +8,7 @@ import typer
 
 from clusterctl.cli.context import app_context
 from clusterctl.errors import ExitCode
+from clusterctl.wording import plural
 
 inventory_app = typer.Typer(
     help="""Show or validate the inventory.
@@ -58,7 +59,7 @@ def show(ctx: typer.Context) -> None:
     def table() -> None:
         from rich.table import Table
 
-        t = Table(title=f"{inventory.name} ({inventory.format}, {len(hosts)} hosts)", title_justify="left")
+        t = Table(title=f"{inventory.name} ({inventory.format}, {plural(len(hosts), 'host')})", title_justify="left")
         for col in ("host", "address", "user", "transport", "roles", "rack", "fabric", "groups"):
             t.add_column(col)
         for h in hosts:
@@ -92,7 +93,8 @@ def check(ctx: typer.Context) -> None:
     def table() -> None:
         for w in warnings:
             app.warn(w)
-        app.console.print(f"{inventory.source}: {len(inventory.hosts)} hosts, {len(warnings)} warning(s)")
+        app.console.print(f"{inventory.source}: {plural(len(inventory.hosts), 'host')}, "
+                          f"{plural(len(warnings), 'warning')}", markup=False, highlight=False)
 
     app.emit({"source": inventory.source, "hosts": len(inventory.hosts), "warnings": warnings}, table)
     if warnings and app.machine_output:

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.errors import UsageError
+from clusterctl.errors import ExitCode, ParseError, UsageError
+from clusterctl.wording import plural
 
 if TYPE_CHECKING:
     pass
@@ -22,7 +23,9 @@ nccl_app = typer.Typer(
 LINT_HELP = """Check NCCL settings for typos, wrong values, removed and harmful variables.
 
 Reads KEY=VALUE files (/etc/nccl.conf), shell and Slurm scripts (export lines,
-srun --export=..., mpirun -x ...) and Kubernetes manifests (container env:, ConfigMap data:).
+srun --export=..., mpirun -x ..., docker run -e ...), Dockerfiles (ENV, ARG, RUN, CMD) and
+Kubernetes manifests (container env:, command/args, ConfigMap data:). Variables of well-known
+plugins (GPUDirect-TCPX/TCPXO, aws-ofi-nccl, nccl-rdma-sharp-plugins) are reported as info.
 '-' reads standard input. Exits 1 when a finding is an error (or a warning, with --strict),
 2 when an input cannot be read.
 
@@ -45,7 +48,8 @@ def lint_command(
     ctx: typer.Context,
     files: list[str] = typer.Argument(..., metavar="FILE...|-", help="Files to check; '-' is standard input."),
     fmt: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
-        None, "--format", metavar="FORMAT", help="env, shell, slurm or k8s (default: from name and content)."
+        None, "--format", metavar="FORMAT",
+        help="env, shell, slurm, k8s or dockerfile (default: from name and content).",
     ),
     nccl_version: Optional[str] = typer.Option(  # noqa: UP045
         None, "--nccl-version", metavar="X.Y.Z", help="NCCL release the settings are for (e.g. 2.21.5)."
@@ -72,42 +76,46 @@ def lint_command(
         from clusterctl.nccl.survey_context import context_from_survey
 
         context = context_from_survey(survey)
-        if context is None:
-            app.warn("--survey needs the survey module, which this clusterctl lacks; ignoring it")
-        else:
-            nccl_version = nccl_version or context.nccl_version
-            fabric = fabric or context.fabric
-            nvlink = context.nvlink
-            gpu_nic_links = context.gpu_nic_links or None
-            if len(context.versions_seen) > 1:
-                app.warn(f"hosts run different NCCL versions ({', '.join(context.versions_seen)}); "
-                         f"checking against {context.nccl_version}")
+        nccl_version = nccl_version or context.nccl_version
+        fabric = fabric or context.fabric
+        nvlink = context.nvlink
+        gpu_nic_links = context.gpu_nic_links or None
+        if len(context.versions_seen) > 1:
+            app.warn(f"hosts run different NCCL versions ({', '.join(context.versions_seen)}); "
+                     f"checking against {context.nccl_version}")
+    from clusterctl.inputfile import read_text_input
+
     settings = []
+    unreadable: list[str] = []
     for name in files:
-        if name == "-":
-            import sys
-
-            settings.extend(read_settings(sys.stdin.read(), fmt, name="<stdin>"))
-        else:
-            from pathlib import Path
-
-            if not Path(name).is_file():
-                raise UsageError(f"no such file: {name}")
-            settings.extend(read_settings(Path(name), fmt))
+        # One unreadable file is reported (exit 2) without stopping the check of the others.
+        try:
+            text, label = read_text_input(name, "nccl-settings")
+            settings.extend(read_settings(text + ("" if "\n" in text else "\n"), fmt, name=label))
+        except (UsageError, ParseError) as exc:
+            unreadable.append(str(exc))
     findings = lint_settings(settings, nccl_version=nccl_version, fabric=fabric, nvlink=nvlink,
                              gpu_nic_links=gpu_nic_links)
     counts = summarise(findings)
+    summary: dict[str, object] = {**counts, "settings": len(settings), "files": files,
+                                  "nccl_version": nccl_version, "fabric": fabric}
+    if unreadable:
+        summary["unreadable"] = unreadable
     payload = {
         "schema_version": FINDINGS_SCHEMA_VERSION,
         "findings": [f.to_json() for f in findings],
-        "summary": {**counts, "settings": len(settings), "files": files, "nccl_version": nccl_version,
-                    "fabric": fabric},
+        "summary": summary,
     }
 
     def human() -> None:
         print_findings(app.console, findings, empty="No problems found.")
-        app.console.print(f"{len(settings)} NCCL setting(s) checked: {summary_line(findings)}", markup=False,
+        app.console.print(f"{plural(len(settings), 'NCCL setting')} checked: {summary_line(findings)}", markup=False,
                           highlight=False)
 
     app.emit(payload, human)
+    for message in unreadable:
+        app.err_console.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    if unreadable:
+        # One unreadable input is a usage error (exit 2), after the others were still checked.
+        raise typer.Exit(int(ExitCode.USAGE))
     exit_for(findings, strict=strict)

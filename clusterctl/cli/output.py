@@ -5,14 +5,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from clusterctl.plain_json import to_plain
-from clusterctl.secret import mask_text
+from clusterctl.wording import plural
 
-__all__ = ["SEVERITY_STYLE", "dump", "to_plain"]
+__all__ = ["SEVERITY_STYLE", "dump", "plural"]
 
 
 def dump(payload: Any, fmt: str) -> str:
     """JSON or YAML text; any registered secret that slipped into a value is masked."""
+    # Imported here: every command module imports this one, and `clusterctl --help` must not
+    # pay for the secret registry's logging set-up.
+    from clusterctl.plain_json import to_plain
+    from clusterctl.secret import mask_text
+
     plain = to_plain(payload)
     if fmt == "json":
         return mask_text(json.dumps(plain, indent=2, sort_keys=False) + "\n")

@@ -42,6 +42,9 @@ def reset_command(
     only: Optional[str] = typer.Option(None, "--only", metavar="PATTERN",  # noqa: UP045
                                        help="Only these hosts (like -l/--limit)."),
     force_unlock: bool = typer.Option(False, "--force-unlock", help="Clear a lock left by a dead run first."),
+    state_dir: Optional[str] = typer.Option(None, "--state-dir", metavar="DIR",  # noqa: UP045
+                                            envvar="CLUSTERCTL_STATE_DIR",
+                                            help="Where progress is kept (default ~/.local/state/clusterctl)."),
 ) -> None:
     from clusterctl.cli.bootstrap_cmd import _execute
     from clusterctl.hostlist import compress
@@ -60,4 +63,4 @@ def reset_command(
         if not typer.confirm(f"Reset Kubernetes on {len(hosts)} host(s): {names}?", default=False):
             raise typer.Exit(1)
     _execute(app, phase="reset", skip_phases=None, only=only, dry_run=dry_run, resume=False,
-             force_unlock=force_unlock, state_dir=None, out=None, restore_containerd=restore_containerd)
+             force_unlock=force_unlock, state_dir=state_dir, out=None, restore_containerd=restore_containerd)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Optional
 
 import typer
@@ -64,8 +65,9 @@ def survey_command(
 
     if local:
         from clusterctl.facts.nvml import probe_gpus_via_nvml
+        from clusterctl.inventory.this_machine import this_machine
 
-        hosts: tuple[Host, ...] = (_local_host(app),)
+        hosts: tuple[Host, ...] = (this_machine(app.inventory() if app.inventory_path else None),)
         with app.runner(force_transport="local") as runner:
             report = run_survey(runner, hosts, tp=tp, pp=pp, world_size=world_size, gpu_reader=probe_gpus_via_nvml)
     else:
@@ -75,29 +77,25 @@ def survey_command(
             raise UsageError("no host selected: check -l/--limit and the inventory")
         with app.runner() as runner:
             report = run_survey(runner, hosts, inventory=inventory.name, tp=tp, pp=pp, world_size=world_size)
-    finish(app, report, matrix=matrix, save=save, graph=graph)
+    from clusterctl.survey.render import render_fleet_table, render_matrix
+
+    def fleet_view() -> None:
+        render_fleet_table(app.console, report)
+        for host in report.hosts if matrix else ():
+            render_matrix(app.console, host)
+
+    finish(app, report, head=fleet_view, save=save, graph=graph)
 
 
-def _local_host(app: AppContext) -> Host:
-    """This machine; with an inventory that names it, its expectations (fabric, stack pin) apply."""
-    import dataclasses
-    import socket
-
-    from clusterctl.inventory.model import Host
-
-    name = socket.gethostname()
-    if app.inventory_path:
-        for host in app.inventory().hosts:
-            if name in (host.name, host.address) or host.name == name.split(".")[0]:
-                return dataclasses.replace(host, transport="local")
-    return Host(name=name, address="localhost", transport="local")
-
-
-def finish(app: AppContext, report: SurveyReport, *, matrix: bool = False, save: str | None = None,
+def finish(app: AppContext, report: SurveyReport, *, head: Callable[[], None], save: str | None = None,
            graph: str | None = None) -> None:
-    """Save, draw, print and set the exit code: shared by ``survey`` and ``topo show``."""
+    """Save, draw, print and set the exit code: shared by ``survey`` and ``topo show``.
+
+    ``head`` prints the command's own view (the fleet table, or one host's summary); the
+    findings and the layout advice follow it the same way for both.
+    """
     from clusterctl.cli.findings_view import print_findings
-    from clusterctl.survey.render import render_advice, render_fleet_table, render_matrix
+    from clusterctl.survey.render import render_advice
     from clusterctl.survey.report import report_to_json
 
     payload = report_to_json(report)
@@ -108,11 +106,9 @@ def finish(app: AppContext, report: SurveyReport, *, matrix: bool = False, save:
 
         for files in write_report_graphs(graph, report):
             app.err_console.print(files.describe(), markup=False, highlight=False)
+
     def human() -> None:
-        render_fleet_table(app.console, report)
-        if matrix:
-            for host in report.hosts:
-                render_matrix(app.console, host)
+        head()
         app.console.print()
         print_findings(app.console, report.findings)
         if report.advice:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.errors import ExitCode, UsageError
+from clusterctl.errors import UsageError
 
 topo_app = typer.Typer(
     help="""Work with nvidia-smi topo -m matrices without reaching any host.
@@ -33,8 +32,11 @@ def register(app: typer.Typer) -> None:
     help="""Print the topology summary, single-host findings and (with --tp) layout advice.
 
 FILE holds the output of 'nvidia-smi topo -m' (shell prompt and legend may be included);
-'-' reads it from standard input. Exits 1 when a finding is at error level (a GPU pair
-that lost its NVLink), 2 when the input cannot be read or parsed.
+'-' reads it from standard input. A damaged paste (clipped by a narrow terminal, a row or the
+legend not pasted, cells run together) is read as far as it can be: what could not be read is
+listed first, with its line numbers, and is in -o json as the host's parse_warnings.
+Exits 1 when a finding is at error level (a GPU pair that lost its NVLink), 2 when the input
+cannot be read or parsed.
 """,
 )
 def show(
@@ -51,41 +53,26 @@ def show(
     app = app_context(ctx)
     if pp != 1 and tp is None:
         raise UsageError("--pp needs --tp")
-    if file == "-":
-        text, name = sys.stdin.read(), "stdin"
-    else:
-        try:
-            with open(file, encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
-        except OSError as exc:
-            raise UsageError(f"cannot read ({exc.strerror})", file=file) from exc
-        name = Path(file).name
+    from clusterctl.inputfile import read_text_input
+
+    text, label = read_text_input(file, "topology")
+    name = "stdin" if file == "-" else Path(label).name
     if not text.strip():
         raise UsageError("empty input: expected the output of nvidia-smi topo -m", file=name)
 
-    from clusterctl.cli.findings_view import print_findings
-    from clusterctl.survey.render import render_advice, render_host_summary, render_matrix
-    from clusterctl.survey.report import report_to_json
+    from clusterctl.cli.survey_cmd import finish
+    from clusterctl.survey.render import render_host_summary, render_matrix, render_parse_warnings
     from clusterctl.survey.run import topo_show_report
 
     report = topo_show_report(text, name=name, tp=tp, pp=pp)
-    if graph:
-        from clusterctl.survey.graph import write_report_graphs
 
-        for files in write_report_graphs(graph, report):
-            app.err_console.print(files.describe(), markup=False, highlight=False)
-
-    def human() -> None:
+    def host_view() -> None:
         host = report.hosts[0]
+        if host.state.facts is not None and host.state.facts.warnings:
+            render_parse_warnings(app.console, host, name)
+            app.console.print()
         render_host_summary(app.console, host)
         app.console.print()
         render_matrix(app.console, host)
-        app.console.print()
-        print_findings(app.console, report.findings)
-        if report.advice:
-            app.console.print()
-            render_advice(app.console, report.advice)
 
-    app.emit(report_to_json(report), human)
-    if not report.ok:
-        raise typer.Exit(ExitCode.FAILED)
+    finish(app, report, head=host_view, graph=graph)

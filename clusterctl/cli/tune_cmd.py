@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from clusterctl.cli.changes_view import print_gate_outcomes
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode, UsageError
 
@@ -58,6 +57,9 @@ def tune_nccl_command(
     sweep: bool = typer.Option(False, "--sweep", help="Measure candidates with nccl-tests on the hosts."),
     budget: int = typer.Option(120, "--budget", min=1, metavar="N", help="Most nccl-tests runs the sweep may use."),
     repeats: int = typer.Option(3, "--repeats", min=2, metavar="N", help="Baseline runs that measure the noise."),
+    collectives: list[str] = typer.Option(
+        ["all_reduce"], "--collective", metavar="OP",
+        help="Collective the sweep measures (repeatable): all_reduce, all_gather, reduce_scatter, broadcast, reduce."),
     fmt: str = typer.Option("conf", "--format", metavar="FORMAT", help="conf|env|k8s|slurm|tuner|all"),
     out: Optional[str] = typer.Option(None, "--out", metavar="DIR", help="Write the rendered files here."),  # noqa: UP045
     push: bool = typer.Option(False, "--push", help="Write /etc/nccl.conf on the hosts (atomic, with a backup)."),
@@ -66,6 +68,9 @@ def tune_nccl_command(
         None, "--nccl-version", metavar="VERSION", help="Tune for this NCCL version instead of the surveyed one."
     ),
     namespace: Optional[str] = typer.Option(None, "--namespace", help="Namespace of the ConfigMap."),  # noqa: UP045
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="With --push: change the hosts without asking (required off a terminal)."
+    ),
 ) -> None:
     from clusterctl.nccl.tune.render import FORMATS
 
@@ -77,14 +82,46 @@ def tune_nccl_command(
         raise UsageError("--sweep measures now and --bench reuses an earlier sweep: give one of them")
     from clusterctl.nccl.tune.run import TuneRequest, tune_nccl
 
+    if nccl_version is not None:
+        from clusterctl.nccl.versions import parse_version
+
+        parse_version(nccl_version)  # the same rule as nccl lint: 'banana' is a usage error
     app = app_context(ctx)
+    if push and not dry_run:
+        _confirm_push(app, yes)
     request = TuneRequest(survey=survey, bench=bench, sweep=sweep, budget=budget, repeats=repeats, fmt=fmt, out=out,
-                          push=push, dry_run=dry_run, nccl_version=nccl_version, namespace=namespace)
+                          push=push, dry_run=dry_run, nccl_version=nccl_version, namespace=namespace,
+                          collectives=tuple(dict.fromkeys(collectives)))
     with app.runner() as runner:
         outcome = tune_nccl(runner, app.hosts(), request)
     app.emit(_payload(outcome), lambda: _print_table(app, outcome, fmt, out))
+    for host, conflicts in outcome.site_conflicts.items():
+        for c in conflicts:
+            app.warn(f"{host}: /etc/nccl.conf line {c.line} (a site setting outside clusterctl's block) sets "
+                     f"{c.name}={c.site_value}; NCCL keeps the first value it reads, the block's {c.block_value}")
     if outcome.pushed is not None and not outcome.pushed.ok:
         raise typer.Exit(ExitCode.FAILED)
+    if outcome.lint_errors:
+        # The files just rendered fail clusterctl's own lint: say so in the exit status too.
+        raise typer.Exit(ExitCode.FAILED)
+
+
+def _confirm_push(app: AppContext, yes: bool) -> None:
+    """A push changes every selected host: ask first, or require --yes where nobody can answer."""
+    import sys
+
+    from clusterctl.hostlist import compress
+    from clusterctl.wording import plural
+
+    if yes:
+        return
+    hosts = app.hosts()
+    what = f"write /etc/nccl.conf on {plural(len(hosts), 'host')} ({compress(h.name for h in hosts)})"
+    if not sys.stdin.isatty():
+        raise UsageError(f"--push would {what}; confirm with --yes (there is no terminal to ask on).",
+                         hint="See the changes first with --push --dry-run.")
+    if not typer.confirm(f"{what[0].upper()}{what[1:]}? (--dry-run shows the diff)", default=False, err=True):
+        raise UsageError("nothing pushed.")
 
 
 def _payload(outcome: TuneOutcome) -> dict[str, Any]:
@@ -112,6 +149,9 @@ def _payload(outcome: TuneOutcome) -> dict[str, Any]:
             for o in outcome.pushed.outcomes
         ]
         payload["undo_journal"] = str(outcome.undo_journal) if outcome.undo_journal else None
+        payload["site_conflicts"] = {host: [{"line": c.line, "name": c.name, "site_value": c.site_value,
+                                             "block_value": c.block_value} for c in conflicts]
+                                     for host, conflicts in outcome.site_conflicts.items()}
     return payload
 
 
@@ -124,7 +164,7 @@ def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | Non
     title = f"NCCL settings for {len(tuning.hosts)} host(s), NCCL {tuning.nccl_version or '?'}, fabric {tuning.fabric}"
     table = Table(title=title, title_justify="left", show_lines=False)
     table.add_column("variable", no_wrap=True)
-    table.add_column("value", overflow="fold")
+    table.add_column("value", no_wrap=True)  # a value split mid-token could be copied wrong
     table.add_column("reason", overflow="fold")
     settings = list(tuning.settings) + (list(measured.settings) if measured else [])
     for s in settings:
@@ -152,6 +192,8 @@ def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | Non
                 console.print(f"--- {name}", markup=False, highlight=False)
             console.print(text.rstrip("\n"), markup=False, highlight=False)
     if pushed is not None:
+        from clusterctl.cli.changes_view import print_gate_outcomes
+
         print_gate_outcomes(app, pushed)
         if outcome.undo_journal is not None:
             console.print(f"undo with: clusterctl undo {outcome.undo_journal}", markup=False, highlight=False)

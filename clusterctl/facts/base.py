@@ -25,6 +25,9 @@ class Fact(Generic[T]):
     command: str
     parse: Callable[[str], T]
     sudo: bool = False
+    #: Other commands that give the same fact, tried in order when this one cannot (tool not
+    #: installed, no output): ``ibstat`` where ``ibv_devinfo`` is missing.
+    fallbacks: tuple[Fact[T], ...] = ()
 
 
 @dataclass(frozen=True)

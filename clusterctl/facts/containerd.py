@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.sections import MARKER_FILES, section_command, split_sections
+from clusterctl.facts.sections import MARKER_FILES, Section, section_command, split_sections
 
 _WHAT = "containerd facts"
 
@@ -30,6 +30,10 @@ class ContainerdFacts:
     hosts_files: dict[str, str] = field(default_factory=dict)
     #: The pause image the installed kubeadm wants; None without kubeadm.
     kubeadm_pause: str | None = None
+    #: systemd's word for the service (``active``, ``inactive``, ``failed``...) and whether it
+    #: starts at boot (``enabled``, ``disabled``...); None where systemctl could not say.
+    service: str | None = None
+    enabled: str | None = None
     missing: dict[str, str] = field(default_factory=dict)
 
 
@@ -116,6 +120,8 @@ def containerd_probe(config_path: str, dropin_dir: str, certs_dir: str, kubernet
         ("dropins", f"ls -1 {shlex.quote(dropin_dir)}"),
         *((f"hosts:{registry}", f"cat {shlex.quote(f'{certs_dir}/{registry}/hosts.toml')}") for registry in registries),
         ("kubeadm-images", f"kubeadm config images list{kube}"),
+        ("service", "systemctl is-active containerd"),
+        ("enabled", "systemctl is-enabled containerd"),
     ]
     return section_command(sections, marker=MARKER_FILES)
 
@@ -167,4 +173,15 @@ def parse_containerd_probe(text: str) -> ContainerdFacts:
                 raise ParseError(_WHAT, f"section 'kubeadm-images': {exc.reason}",
                                  line=None if exc.line is None else exc.line + images.first_line - 1,
                                  text=exc.text) from None
-    return ContainerdFacts(version, config, dict(sorted(dropins.items())), hosts_files, pause, missing)
+    service = _systemd_word(sections.get("service"), ("active", "inactive", "failed", "activating", "deactivating"))
+    enabled = _systemd_word(sections.get("enabled"), ("enabled", "disabled", "masked", "static"))
+    return ContainerdFacts(version, config, dict(sorted(dropins.items())), hosts_files, pause, missing=missing,
+                           service=service, enabled=enabled)
+
+
+def _systemd_word(section: Section | None, words: tuple[str, ...]) -> str | None:
+    """``systemctl is-active`` / ``is-enabled`` answer one word; anything else (no systemd) is None."""
+    if section is None:
+        return None
+    lines = [line.strip() for line in section.lines if line.strip()]
+    return lines[0] if len(lines) == 1 and lines[0] in words else None

@@ -7,6 +7,34 @@ with ``dataclasses.asdict``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+# --- partial reads -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParseWarning:
+    """Something a parser could not read, and why; the rest of the result still stands.
+
+    Parsers read what can be read: a clipped column, a row that was not pasted or a cell the
+    tool itself fused with its neighbour costs the facts it held, not the whole input.
+    """
+
+    message: str
+    #: 1-based line of the input it is about (``None``: the input as a whole).
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}" if self.line is not None else self.message
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "message": self.message}
+
+
+def warnings_of(value: object) -> tuple[ParseWarning, ...]:
+    """The warnings a parsed value carries (``()`` for values of parsers that have none)."""
+    found = getattr(value, "warnings", ())
+    return tuple(w for w in found if isinstance(w, ParseWarning)) if isinstance(found, tuple) else ()
 
 # --- nvidia-smi topo -m -------------------------------------------------------------
 
@@ -55,6 +83,12 @@ class TopoMatrix:
     links: tuple[TopoLink, ...]
     #: Legend lines kept verbatim (``X = Self``...), for display.
     legend: tuple[str, ...] = ()
+    #: What could not be read (clipped columns, rows not pasted, fused cells); empty when whole.
+    warnings: tuple[ParseWarning, ...] = ()
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.warnings)
 
     @property
     def gpus(self) -> tuple[TopoDevice, ...]:
@@ -140,6 +174,32 @@ class RDMADevice:
     node_guid: str | None
     ports: tuple[RDMAPort, ...]
     board_id: str | None = None
+    #: ``CA type`` of ``ibstat`` (``MT4123``); ``ibv_devinfo`` has ``vendor_part_id`` instead.
+    ca_type: str | None = None
+
+
+class RDMADevices(tuple[RDMADevice, ...]):
+    """The RDMA devices of a host, and what could not be read about them.
+
+    A tuple (every caller iterates it as one) that also carries ``warnings`` and the tool the
+    facts came from (``ibv_devinfo`` or ``ibstat``).
+    """
+
+    warnings: tuple[ParseWarning, ...]
+    source: str
+
+    def __new__(
+        cls, devices: tuple[RDMADevice, ...] | list[RDMADevice] = (), warnings: tuple[ParseWarning, ...] = (),
+        source: str = "ibv_devinfo",
+    ) -> RDMADevices:
+        made = super().__new__(cls, devices)
+        made.warnings = tuple(warnings)
+        made.source = source
+        return made
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.warnings)
 
 
 # --- software stack ------------------------------------------------------------------
@@ -177,3 +237,21 @@ class NetDevice:
     port: int | None = None
     up: bool | None = None
     ipv4: tuple[str, ...] = ()
+
+
+class NetDevices(tuple[NetDevice, ...]):
+    """``ibdev2netdev``'s interfaces (a tuple) and the lines that could not be read."""
+
+    warnings: tuple[ParseWarning, ...]
+
+    def __new__(cls, devices: tuple[NetDevice, ...] | list[NetDevice] = (),
+                warnings: tuple[ParseWarning, ...] = ()) -> NetDevices:
+        made = super().__new__(cls, devices)
+        made.warnings = tuple(warnings)
+        return made
+
+
+class IPv4Addresses(dict[str, tuple[str, ...]]):
+    """Interface -> IPv4 addresses (a dict) and the lines of ``ip -o -4 addr`` that could not be read."""
+
+    warnings: tuple[ParseWarning, ...] = ()

@@ -7,6 +7,12 @@ between versions and collectives (old versions print ``error`` as ``0e+00`` inst
 ``time algbw busbw #wrong`` group is out-of-place, the second in-place. ``N/A`` cells (in-place
 of some collectives) become ``None``. ``# Avg bus bandwidth : X`` closes the run.
 
+``#wrong`` is printed with ``%g``: past 999999 wrong elements it reads ``1.04858e+06``, which
+is exactly the corrupted-data case that matters most, so it is read as a number like any other.
+Binaries built with ``NAME_SUFFIX`` (``all_gather_perf_mpi``) name the same tests. A row cut by
+a CUDA or NCCL error printed into it is not a measurement: it is left out with a warning, and
+the error counts as the run's failure. Any other unreadable row costs that row, not the run.
+
 Multi-node logs interleave ``host:pid:tid [gpu] NCCL INFO ...`` lines from every rank, and
 non-MPI builds launched by ``mpirun`` print one header per process: those lines are skipped,
 and ``mpirun --tag-output`` prefixes (``[1,0]<stdout>:``) are removed.
@@ -18,6 +24,8 @@ import re
 from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
+from clusterctl.facts.clean import clean_lines
+from clusterctl.facts.model import ParseWarning
 
 _WHAT = "nccl-tests output"
 
@@ -29,7 +37,7 @@ _OOB = re.compile(r"^\s*#\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)?")
 _SETUP = re.compile(r"^\s*#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)")
 _RANK = re.compile(r"^\s*#?\s*Rank\s+(\d+)\b.*?\bon\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*?)\s*$")
 _TOOL = re.compile(r"\b((?:all_reduce|all_gather|reduce_scatter|alltoall|sendrecv|broadcast|reduce|gather|scatter|"
-                   r"hypercube)_perf)\b")
+                   r"hypercube)_perf)(?:_\w+)?\b")
 _NCCL_LOG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b")
 _FAILURES = (
     re.compile(r"Test NCCL failure"),
@@ -85,6 +93,12 @@ class NcclTestResult:
     ranks: tuple[tuple[int, str, int, str], ...] = ()
     #: Lines that say a rank failed (NCCL WARN, Test NCCL failure...), stripped.
     errors: tuple[str, ...] = ()
+    #: Rows that could not be read, by line; the other rows stand.
+    warnings: tuple[ParseWarning, ...] = ()
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.warnings)
 
     @property
     def wrong_total(self) -> int:
@@ -144,10 +158,18 @@ def _columns(line: str, number: int) -> list[str]:
     return names
 
 
+def _wrong(token: str, number: int, line: str) -> int:
+    """``#wrong`` as printed with ``%g``: ``0``, ``1024``, ``1.04858e+06``."""
+    value = _float(token, number, line)
+    if value is None or value < 0 or value != value:
+        raise ParseError(_WHAT, f"{token!r} is not a count of wrong elements", line=number, text=line)
+    return round(value)
+
+
 def _measure(cells: dict[str, str], number: int, line: str) -> Measure:
     wrong: int | None = None
     if "#wrong" in cells and cells["#wrong"].upper() != "N/A":
-        wrong = _int(cells["#wrong"], number, line)
+        wrong = _wrong(cells["#wrong"], number, line)
     return Measure(
         time_us=_float(cells.get("time", "N/A"), number, line),
         algbw_gbs=_float(cells.get("algbw", "N/A"), number, line),
@@ -192,16 +214,28 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
     ranks: dict[int, tuple[int, str, int, str]] = {}
     errors: list[str] = []
     seen_rows: set[tuple[str, ...]] = set()
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = _MPI_TAG.sub("", raw.rstrip())
+    warnings: list[ParseWarning] = []
+    if test is None:
+        # From the raw text: the command line the test is named in is often the prompt line the
+        # pre-cleaning drops (``user@host:~/nccl-tests$ ./build/alltoall_perf``).
+        test = next((found.group(1) for raw in text.splitlines()
+                     if not _NCCL_LOG.search(raw) and (found := _TOOL.search(raw))), None)
+    for cleaned in clean_lines(text):
+        number = cleaned.number
+        line = _MPI_TAG.sub("", cleaned.text)
         if not line.strip():
             continue
-        if test is None:
-            tool = _TOOL.search(line)
-            if tool and not _NCCL_LOG.search(line):
-                test = tool.group(1)
         if any(p.search(line) for p in _FAILURES):
-            errors.append(line.strip())
+            failure = next(p.search(line) for p in _FAILURES if p.search(line))
+            start = failure.start() if failure else 0
+            head = line[:start].split()
+            if columns is not None and head and head[0].isdigit() and len(head) > 3:
+                # "  1048576  262144  float  sum  -1  host: Test NCCL failure ...": the row never finished.
+                warnings.append(ParseWarning(f"the row for {head[0]} bytes was cut by an error printed into it; "
+                                             "not read", number))
+                errors.append(line[start:].strip())
+            else:
+                errors.append(line.strip())
             continue
         if _NCCL_LOG.search(line):
             continue
@@ -235,7 +269,10 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
         if key in seen_rows:
             continue  # the same row printed by each process of a non-MPI build
         seen_rows.add(key)
-        rows.append(_row(tokens, columns, number, line))
+        try:
+            rows.append(_row(tokens, columns, number, line))
+        except ParseError as exc:
+            warnings.append(ParseWarning(f"table row not read: {exc.reason}", number))
     return NcclTestResult(
         test=test,
         rows=tuple(rows),
@@ -247,4 +284,5 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
         out_of_bounds=oob,
         ranks=tuple(ranks[k] for k in sorted(ranks)),
         errors=tuple(errors),
+        warnings=tuple(warnings),
     )

@@ -3,9 +3,15 @@
 Client and server print the same shape: a banner (``RDMA_Write BW Test``), ``key : value``
 settings (``Device``, ``Link type``, ``GID index``), the local/remote address lines, then one
 table. Bandwidth tables are ``#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec]
-MsgRate[Mpps]`` (``[MB/sec]`` without ``--report_gbits``; perftest's MB is 2^20 bytes);
+MsgRate[Mpps]`` (``[MB/sec]`` without ``--report_gbits``; perftest's MB is 2^20 bytes, and
+perftest 4.5-0.20 and later print it honestly as ``[MiB/sec]``, the same unit);
 latency tables are ``#bytes #iterations t_min[usec] t_max[usec] t_typical[usec]`` and, in
 newer versions, ``t_avg``, ``t_stdev``, ``99% percentile`` and ``99.9% percentile``.
+
+Newer banners add ``Lock-free``, ``Using Enhanced Reorder`` and ``CQE Poll Batch`` fields; they
+are settings like the others and are read past. Pasted logs are pre-cleaned
+(``clusterctl.facts.clean``: prompts, fences, borders); a table row that cannot be read costs
+that row, with a warning naming its line, not the run.
 
 Real logs interleave other lines (``Conflicting CPU frequency values detected``, libibverbs
 warnings) and, on failure, end early with messages such as ``Couldn't connect to
@@ -19,15 +25,17 @@ import re
 from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
+from clusterctl.facts.clean import clean_lines
+from clusterctl.facts.model import ParseWarning
 
 _WHAT = "perftest output"
 
-#: perftest's "MB/sec" is MiB/s: bytes per second / 2^20. Gb/s is 10^9 bit/s.
+#: perftest's "MB/sec" (and "MiB/sec" in newer versions) is bytes per second / 2^20. Gb/s is 10^9 bit/s.
 MIB_PER_S_TO_GBPS = 1048576 * 8 / 1e9
 
 _BANNER = re.compile(r"^\s*((?:RDMA_Write|RDMA_Read|Send|Atomic\w*)(?: [\w/]+)*? (?:BW|Latency) Test)\s*$")
 _BW_HEADER = re.compile(
-    r"#bytes\s+#iterations\s+BW[ _]peak\[(Gb|MB)/sec\]\s+BW[ _]average\[(Gb|MB)/sec\]", re.IGNORECASE
+    r"#bytes\s+#iterations\s+BW[ _]peak\[(Gb|MB|MiB)/sec\]\s+BW[ _]average\[(Gb|MB|MiB)/sec\]", re.IGNORECASE
 )
 _LAT_HEADER = re.compile(r"#bytes\s+#iterations\s+t_min\[usec\]")
 _LAT_COLUMNS = re.compile(r"t_min|t_max|t_typical|t_avg|t_stdev|99\.9% percentile|99% percentile")
@@ -96,12 +104,18 @@ class PerftestResult:
     gid_index: int | None = None
     qps: int | None = None
     bidirectional: bool = False
-    #: Unit the log printed bandwidth in (``Gb/sec`` or ``MB/sec``); rows are always Gb/s.
+    #: Unit the log printed bandwidth in (``Gb/sec``, ``MB/sec`` or ``MiB/sec``); rows are always Gb/s.
     printed_unit: str | None = None
     bandwidth: tuple[BandwidthRow, ...] = ()
     latency: tuple[LatencyRow, ...] = ()
     #: Lines that say the test failed, verbatim (stripped).
     errors: tuple[str, ...] = ()
+    #: Table rows that could not be read, by line; the other rows stand.
+    warnings: tuple[ParseWarning, ...] = ()
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.warnings)
 
     @property
     def ok(self) -> bool:
@@ -188,8 +202,11 @@ def parse_perftest(text: str) -> PerftestResult:
     bw_rows: list[BandwidthRow] = []
     lat_rows: list[LatencyRow] = []
     errors: list[str] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = _MPI_TAG.sub("", raw.rstrip())
+    warnings: list[ParseWarning] = []
+    lines = clean_lines(text)
+    for cleaned in lines:
+        number = cleaned.number
+        line = _MPI_TAG.sub("", cleaned.text)
         if not line.strip():
             continue
         if "Waiting for client to connect" in line:
@@ -203,7 +220,7 @@ def parse_perftest(text: str) -> PerftestResult:
         if bw_header:
             kind, in_table = "bw", True
             unit = f"{bw_header.group(1)}/sec"
-            scale = MIB_PER_S_TO_GBPS if bw_header.group(1).upper() == "MB" else 1.0
+            scale = MIB_PER_S_TO_GBPS if bw_header.group(1).upper() in ("MB", "MIB") else 1.0
             continue
         if _LAT_HEADER.search(line):
             kind, in_table = "lat", True
@@ -214,10 +231,13 @@ def parse_perftest(text: str) -> PerftestResult:
             continue
         if in_table and _NUMBER_START.match(line):
             tokens = line.split()
-            if kind == "bw":
-                bw_rows.append(_bw_row(tokens, number, line, scale))
-            else:
-                lat_rows.append(_lat_row(tokens, lat_columns, number, line))
+            try:
+                if kind == "bw":
+                    bw_rows.append(_bw_row(tokens, number, line, scale))
+                else:
+                    lat_rows.append(_lat_row(tokens, lat_columns, number, line))
+            except ParseError as exc:
+                warnings.append(ParseWarning(f"table row not read: {exc.reason}", number))
             continue
         error = _error_in(line)
         if error is not None:
@@ -230,8 +250,9 @@ def parse_perftest(text: str) -> PerftestResult:
                     settings[key] = match.group(1)
         # Anything else (warnings, CPU frequency notes, address lines) is commentary.
     if banner is None and kind is None and not errors:
-        raise ParseError(_WHAT, "no perftest banner, result table or known error message", line=1,
-                         text=text.splitlines()[0] if text.splitlines() else "")
+        first = lines[0] if lines else None
+        raise ParseError(_WHAT, "no perftest banner, result table or known error message",
+                         line=first.number if first else 1, text=first.text if first else "")
     side = "server" if server else ("client" if (bw_rows or lat_rows or errors) else None)
     return PerftestResult(
         test=_test_name(banner) if banner else None,
@@ -246,4 +267,5 @@ def parse_perftest(text: str) -> PerftestResult:
         bandwidth=tuple(bw_rows),
         latency=tuple(lat_rows),
         errors=tuple(errors),
+        warnings=tuple(warnings),
     )

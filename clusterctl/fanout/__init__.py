@@ -11,8 +11,9 @@ phase that runs ``kubeadm init`` for minutes); ``transport.run(cmd, timeout=...)
 command within that budget. Whichever ends first stops the command *on the host* (its
 process group gets SIGTERM, then SIGKILL) and the host is reported as timed out.
 
-Ctrl-C: ``run_task`` (and ``run_command``) raise ``FleetInterrupted``, a
-``KeyboardInterrupt`` carrying ``finished`` (a ``FleetResult`` of the hosts that ended
+Ctrl-C (and SIGTERM under the CLI): ``run_task`` (and ``run_command``) raise
+``FleetInterrupted``, a ``clusterctl.errors.Interrupted`` (a ``BaseException``)
+carrying ``finished`` (a ``FleetResult`` of the hosts that ended
 before the interrupt), ``running`` (hosts that were still working: their commands were
 stopped on the host where the connection allowed it) and ``waiting`` (never started). It is raised
 within about ``INTERRUPT_WAIT_S`` seconds; no worker thread outlives the run beyond that.

@@ -73,3 +73,4 @@ def failure_from(exc: BaseException) -> Failure:
     if isinstance(exc, (ParseError, ClusterctlError)):
         return Failure(FailureKind.ERROR, str(exc))
     return Failure(FailureKind.ERROR, f"{type(exc).__name__}: {exc}")
+

@@ -15,11 +15,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
+from clusterctl.errors import Interrupted
 from clusterctl.fanout.outcomes import Failure, FleetResult, HostOutcome, failure_from
 from clusterctl.fanout.pool import ConnectionPool, close_quietly
 from clusterctl.fanout.time_budget import TimeBoxedTransport
 from clusterctl.inventory.model import Host
 from clusterctl.transport.base import CommandResult, Connector, FailureKind, Transport, TransportError
+from clusterctl.wording import seconds
 
 T = TypeVar("T")
 log = logging.getLogger("clusterctl.fanout")
@@ -34,15 +36,16 @@ INTERRUPT_WAIT_S = 3.0
 WORKER_JOIN_S = 5.0
 
 
-class FleetInterrupted(KeyboardInterrupt):
-    """Ctrl-C during ``run_task``: raised once the run has stopped, with what it got so far.
+class FleetInterrupted(Interrupted):
+    """Ctrl-C (or SIGTERM) during ``run_task``: raised once the run has stopped, with what it got so far.
 
     - ``finished``: the outcomes of hosts that ended before the interrupt (a ``FleetResult``).
     - ``running``: hosts that were still working; their commands were asked to stop on the
       host (SIGTERM, then SIGKILL to the command's process group) and their connections closed.
     - ``waiting``: hosts that were never contacted.
 
-    It is a ``KeyboardInterrupt``, so code that does not care still exits as on Ctrl-C.
+    An ``Interrupted`` (a ``BaseException``, like ``KeyboardInterrupt``): no ``except Exception``
+    swallows it, every ``finally`` runs, and the CLI prints what finished and exits 130.
     """
 
     def __init__(
@@ -52,11 +55,10 @@ class FleetInterrupted(KeyboardInterrupt):
         waiting: tuple[Host, ...],
         signal_name: str = "SIGINT",
     ) -> None:
-        super().__init__("interrupted")
+        super().__init__(signal_name)
         self.finished = finished
         self.running = running
         self.waiting = waiting
-        self.signal_name = signal_name
 
     @property
     def unfinished(self) -> tuple[Host, ...]:
@@ -87,6 +89,9 @@ class Runner:
         self.parallel = parallel
         self.timeout_s = timeout_s
         self.progress = progress
+        #: Every host that failed a task of this run (or was cut off by Ctrl-C), in order: what
+        #: ``--limit @retry`` selects next time.
+        self.failed_hosts: dict[str, None] = {}
         # Connections stay open across tasks of a run; past this many the least recently
         # used idle one is closed, so a 1,000-host run never holds 1,000 sockets and threads.
         self.max_open = max_open or max(parallel * 2, 128)
@@ -172,14 +177,21 @@ class Runner:
                 except queue.Empty:
                     pass
                 self._expire(hosts, started, state_lock, results, limit)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Interrupted) as exc:
             stopping.set()
-            raise self._interrupted(hosts, started, state_lock, results, done, threads) from None
+            signal_name = exc.signal_name if isinstance(exc, Interrupted) else "SIGINT"
+            interrupted = self._interrupted(hosts, started, state_lock, results, done, threads, signal_name)
+            self._note_failures(interrupted.finished)
+            for host in interrupted.unfinished:
+                self.failed_hosts[host.name] = None
+            raise interrupted from None
         finally:
             if self.progress:
                 self.progress.stop()
         _join(threads, WORKER_JOIN_S)
-        return FleetResult(tuple(results[i] for i in range(len(hosts))))
+        fleet = FleetResult(tuple(results[i] for i in range(len(hosts))))
+        self._note_failures(fleet)
+        return fleet
 
     def _interrupted(
         self,
@@ -189,6 +201,7 @@ class Runner:
         results: dict[int, HostOutcome[T]],
         done: queue.SimpleQueue[tuple[int, HostOutcome[T]]],
         threads: list[threading.Thread],
+        signal_name: str = "SIGINT",
     ) -> FleetInterrupted:
         """Stop a run on Ctrl-C: stop what runs on the hosts, close, and say what finished."""
         finished = dict(results)
@@ -217,7 +230,8 @@ class Runner:
         running = tuple(hosts[i] for i in sorted(in_flight))
         begun = set(finished) | set(in_flight)
         waiting = tuple(h for i, h in enumerate(hosts) if i not in begun)
-        return FleetInterrupted(FleetResult(tuple(finished[i] for i in sorted(finished))), running, waiting)
+        return FleetInterrupted(FleetResult(tuple(finished[i] for i in sorted(finished))), running, waiting,
+                                signal_name)
 
     def _expire(
         self,
@@ -233,15 +247,21 @@ class Runner:
         # says more precisely what hung (connect, banner, command).
         with state_lock:
             late = [(i, b, h) for i, (b, h) in started.items() if i not in results and now - b > limit + 1.0]
-        for index, begin, holder in late:
+        for index, begin, _holder in late:
             outcome: HostOutcome[T] = HostOutcome(
                 hosts[index],
                 None,
-                Failure(FailureKind.TIMED_OUT, f"no result within {limit:g}s"),
+                Failure(FailureKind.TIMED_OUT, f"no result within {seconds(limit)}"),
                 round(now - begin, 3),
             )
             results[index] = outcome
             self._report(outcome)
+        # Ask every late host to stop its command first, so they all stop at once (in their
+        # own worker threads); then close them, each close waiting only for what is left.
+        for _, _, holder in late:
+            for transport in holder:
+                transport.stop_remote()
+        for _, _, holder in late:
             for transport in holder:
                 close_quietly(transport)
 
@@ -271,7 +291,13 @@ class Runner:
                 failure = Failure(FailureKind.COMMAND_FAILED, f"{command!r} failed", r.exit_code, r.stderr_tail(3))
                 o = HostOutcome(o.host, r, failure, o.duration_s)
             outcomes.append(o)
-        return FleetResult(tuple(outcomes))
+        fleet = FleetResult(tuple(outcomes))
+        self._note_failures(fleet)
+        return fleet
+
+    def _note_failures(self, fleet: FleetResult[Any]) -> None:
+        for o in fleet.failed:
+            self.failed_hosts[o.host.name] = None
 
 
 def _join(threads: list[threading.Thread], within_s: float) -> None:

@@ -7,9 +7,16 @@ connection attempt: this one bounds a whole task, connection and commands togeth
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 
-from clusterctl.transport.base import CommandResult, FailureKind, PutResult, Transport, TransportError
+from clusterctl.transport.base import (
+    CommandResult,
+    FailureKind,
+    PutRequest,
+    PutResult,
+    RunRequest,
+    Transport,
+    TransportError,
+)
 
 
 class TimeBoxedTransport(Transport):
@@ -26,29 +33,13 @@ class TimeBoxedTransport(Transport):
             raise TransportError(FailureKind.TIMED_OUT, "the host's time ran out")
         return left if timeout is None else min(timeout, left)
 
-    def run(
-        self,
-        command: str,
-        *,
-        sudo: bool = False,
-        timeout: float | None = None,
-        env: Mapping[str, str] | None = None,
-        stdin: bytes | None = None,
-    ) -> CommandResult:
-        return self.inner.run(command, sudo=sudo, timeout=self._left(timeout), env=env, stdin=stdin)
+    def execute(self, request: RunRequest) -> CommandResult:
+        return self.inner.run(request.command, sudo=request.sudo, timeout=self._left(request.timeout), env=request.env,
+                              stdin=request.stdin)
 
-    def put(
-        self,
-        path: str,
-        data: bytes,
-        *,
-        mode: int | None = None,
-        sudo: bool = False,
-        backup: bool = True,
-        owner: str | None = None,
-    ) -> PutResult:
+    def write(self, request: PutRequest) -> PutResult:
         self._left(None)
-        return self.inner.put(path, data, mode=mode, sudo=sudo, backup=backup, owner=owner)
+        return self.inner.write(request)
 
     def stop_remote(self) -> None:
         self.inner.stop_remote()

@@ -21,8 +21,8 @@ from typing import Any
 from clusterctl.errors import InventoryError
 from clusterctl.inventory import values
 from clusterctl.inventory.ansible_vars import HostBuilder, Var
-from clusterctl.inventory.loader import read_inventory_text
 from clusterctl.inventory.model import Host, Inventory
+from clusterctl.inventory.source_file import read_inventory_text
 from clusterctl.inventory.values import BadValue
 from clusterctl.inventory.yaml_tree import Mapping, Node, Scalar, kind_of, parse_yaml, to_python
 
@@ -34,6 +34,7 @@ class _Group:
     name: str
     line: int
     hosts: list[str] = field(default_factory=list)
+    member_set: set[str] = field(default_factory=set)
     children: list[str] = field(default_factory=list)
     vars: dict[str, Var] = field(default_factory=dict)
 
@@ -61,9 +62,11 @@ class _Tree:
     def add_host(self, group: str, name: str, line: int, host_vars: dict[str, Var]) -> None:
         host = self.hosts.setdefault(name, _HostDef(name, line))
         host.vars.update(host_vars)
-        members = self.group(group, line).hosts
-        if name not in members:
-            members.append(name)
+        target = self.group(group, line)
+        # A set beside the ordered list: 'name in list' per host made big ranges quadratic.
+        if name not in target.member_set:
+            target.member_set.add(name)
+            target.hosts.append(name)
 
     def add_host_pattern(self, group: str, pattern: str, line: int, host_vars: dict[str, Var]) -> None:
         """Add every host a pattern such as ``gpu[01:04]`` names (both formats write ranges)."""
@@ -189,10 +192,23 @@ def _ini_value(raw: str) -> Any:
     return raw
 
 
+#: Hosts one range may name: far above any real cluster, low enough that a typo such as
+#: ``gpu[1:2000000]`` is an error in a second rather than minutes of work and gigabytes.
+MAX_RANGE_HOSTS = 100_000
+_BROKEN_RANGE = re.compile(r"\[([^\]:]*):([^\]]*)\]")
+
+
 def expand_host_range(pattern: str) -> list[str]:
     """``gpu[01:04]`` -> gpu01..gpu04 (zero padding kept), ``n[a:c]``, ``[1:9:2]`` with a step."""
     match = _RANGE.search(pattern)
     if not match:
+        broken = _BROKEN_RANGE.search(pattern)
+        if broken and not _is_ipv6(broken.group(0)[1:-1]):
+            # Ansible refuses 'z[1:]' too; taken literally it would become a host named 'z[1:]'.
+            raise BadValue(
+                f"the host range in '{pattern}' is incomplete.",
+                "Ranges look like [01:16] or [a:f], optionally with a step: [1:9:2].",
+            )
         return [pattern]
     start, end, step_text = match.group(1), match.group(2), match.group(3)
     step = int(step_text) if step_text else 1
@@ -202,6 +218,11 @@ def expand_host_range(pattern: str) -> list[str]:
     if start.isdigit() and end.isdigit():
         first, last = int(start), int(end)
         width = len(start) if start.startswith("0") else 0
+        if len(range(first, last + 1, step)) > MAX_RANGE_HOSTS:
+            raise BadValue(
+                f"the host range in '{pattern}' names {len(range(first, last + 1, step)):,} hosts, more than "
+                f"the limit of {MAX_RANGE_HOSTS:,}.", "Check the range's end.",
+            )
         items = [str(n).zfill(width) for n in range(first, last + 1, step)]
     elif len(start) == 1 and len(end) == 1 and start.isalpha() and end.isalpha():
         first, last = ord(start), ord(end)
@@ -213,7 +234,17 @@ def expand_host_range(pattern: str) -> list[str]:
         )
     if first > last:
         raise BadValue(f"the host range in '{pattern}' goes backwards ({start} > {end}).")
-    return [name for item in items for name in expand_host_range(head + item + tail)]
+    names = [name for item in items for name in expand_host_range(head + item + tail)]
+    if len(names) > MAX_RANGE_HOSTS:  # nested ranges multiply
+        raise BadValue(
+            f"the host range in '{pattern}' names {len(names):,} hosts, more than the limit of "
+            f"{MAX_RANGE_HOSTS:,}.", "Check the range's end.",
+        )
+    return names
+
+
+def _is_ipv6(text: str) -> bool:
+    return text.count(":") >= 2 and all(c in "0123456789abcdefABCDEF:." for c in text)
 
 
 # --- YAML -------------------------------------------------------------------------------------
@@ -301,12 +332,13 @@ def _resolve(tree: _Tree, base_dir: Path, fmt: str) -> Inventory:
     parents = _parents(tree)
     depth = _depths(tree, parents)
     order = {name: index for index, name in enumerate(tree.groups)}
-    for name in tree.hosts:
-        if not any(name in g.hosts for g in tree.groups.values() if g.name not in ("all", "ungrouped")):
-            if name not in ungrouped.hosts:
-                ungrouped.hosts.append(name)
-        elif name in ungrouped.hosts:
-            ungrouped.hosts.remove(name)
+    grouped: set[str] = set()
+    for g in tree.groups.values():
+        if g.name not in ("all", "ungrouped"):
+            grouped.update(g.hosts)
+    # Ungrouped: the hosts no real group names, in file order (as Ansible does).
+    ungrouped.hosts = [n for n in dict.fromkeys([*ungrouped.hosts, *tree.hosts]) if n not in grouped]
+    ungrouped.member_set = set(ungrouped.hosts)
 
     memberships: dict[str, set[str]] = {name: set() for name in tree.hosts}
     for group in tree.groups.values():

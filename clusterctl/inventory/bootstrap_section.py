@@ -38,7 +38,7 @@ NODE_FIELDS = ("mirror", "apt_repos", "apt_repos_only", "nvidia_container_toolki
           "min_var_lib_gib")
 #: Sections the cluster phases read (checked by ``clusterctl.bootstrap.cluster.settings``).
 CLUSTER_SECTIONS = ("network", "addons", "alerts")
-FIELDS: tuple[str, ...] = (*NODE_FIELDS, *CLUSTER_SECTIONS, "image_repository")
+FIELDS: tuple[str, ...] = (*NODE_FIELDS, *CLUSTER_SECTIONS, "image_repository", "survey")
 REPO_FIELDS = ("name", "url", "suites", "components", "key_file", "key_url")
 
 
@@ -101,6 +101,10 @@ def read_bootstrap(r: _Reader, node: Node, field: str) -> BootstrapConfig:
             out[key] = _mirrors(r, value, sub)
         elif key in ("apt_repos_only", "cdi"):
             out[key] = r.scalar(value, sub, partial(_flag, what=key))
+        elif key == "survey":
+            # A saved survey report on the control machine, next to the inventory.
+            path = r.scalar(value, sub, partial(values.text, what=key), raw=True)
+            out[key] = str((r.base_dir / Path(path).expanduser()).resolve())
         elif key == "mirror":
             out[key] = r.scalar(value, sub, lambda v: _url(v, "mirror"), raw=True)
         elif key == "runtime":
@@ -111,11 +115,12 @@ def read_bootstrap(r: _Reader, node: Node, field: str) -> BootstrapConfig:
             out[key] = r.scalar(value, sub, lambda v: values.positive_number(v, "min_var_lib_gib"))
         else:
             out[key] = r.scalar(value, sub, partial(values.text, what=key), raw=True)
-    if out.get("pod_subnet") and out.get("service_subnet"):
-        pod, svc = ipaddress.ip_network(out["pod_subnet"]), ipaddress.ip_network(out["service_subnet"])
-        if pod.version == svc.version and pod.overlaps(svc):
+    defaults = BootstrapConfig()
+    pod = ipaddress.ip_network(out.get("pod_subnet", defaults.pod_subnet))
+    svc = ipaddress.ip_network(out.get("service_subnet", defaults.service_subnet))
+    if pod.version == svc.version and pod.overlaps(svc):
             raise r.error(f"pod_subnet {pod} overlaps service_subnet {svc}.", line=node.line, field=field,
-                          hint="Pick two separate ranges.")
+                      hint="Pick two separate ranges.")
     return BootstrapConfig(**out, source=f"{r.file}:{node.line}")
 
 

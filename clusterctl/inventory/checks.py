@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from collections import Counter, defaultdict
 
 from clusterctl.inventory.model import Host, Inventory, StackPin
@@ -37,9 +39,39 @@ def check_inventory(inventory: Inventory) -> list[str]:
             f"group and host share a name: {_names(clashing)}; --limit with that name selects the host "
             "and the whole group."
         )
+    warnings.extend(_unreachable_by_design(hosts))
     warnings.extend(_same_endpoint(hosts))
     warnings.extend(_thresholds(hosts))
     warnings.extend(_stack_disagreements(hosts))
+    return warnings
+
+
+# A DNS name or an IPv4/IPv6 address (with an optional %zone); anything else cannot be resolved.
+_HOST_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?$|^[0-9A-Fa-f:.]+(%[A-Za-z0-9_.-]+)?$")
+_JUMP_HOP = re.compile(r"^(?:[^@\s]+@)?(\[[0-9A-Fa-f:.]+\]|[^:@\s\[\]]+)(?::(\d+))?$")
+
+
+def _unreachable_by_design(hosts: tuple[Host, ...]) -> list[str]:
+    """Addresses, jump hosts and key files that cannot work, found before any connection is tried."""
+    warnings = []
+    for host in hosts:
+        if host.transport != "ssh":
+            continue
+        if not _HOST_NAME.match(host.connect_address):
+            warnings.append(
+                f"host {host.name}: address {host.connect_address!r} is not a host name or IP address "
+                "(clusterctl quotes it, so it is never run as a command, but no host can be reached by it)."
+            )
+        if host.ssh.jump_host:
+            for hop in host.ssh.jump_host.split(","):
+                m = _JUMP_HOP.match(hop.strip())
+                if not m or not _HOST_NAME.match(m.group(1).strip("[]")):
+                    warnings.append(
+                        f"host {host.name}: jump host {hop.strip()!r} is not [user@]host[:port] with a host "
+                        "name or IP address."
+                    )
+        if host.ssh.key_file and not os.path.isfile(os.path.expanduser(host.ssh.key_file)):
+            warnings.append(f"host {host.name}: SSH key file {host.ssh.key_file} does not exist on this machine.")
     return warnings
 
 

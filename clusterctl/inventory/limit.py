@@ -2,7 +2,8 @@
 
 The pattern language is Ansible's: ``a,b`` or ``a:b`` is a union, ``!x`` removes, ``&x`` keeps
 only hosts also in ``x``, ``*`` globs match host and group names, ``~regex`` matches host names,
-``all`` is every host. Hosts come back in inventory order, whatever the pattern order.
+``all`` is every host, ``@FILE`` the names in a file (``@retry``: the last run's failed hosts).
+Hosts come back in inventory order, whatever the pattern order.
 """
 
 from __future__ import annotations
@@ -61,6 +62,14 @@ def split_patterns(patterns: Iterable[str] | str | None) -> list[str]:
 
 def _match(inventory: Inventory, pattern: str, term: str) -> set[str]:
     host_names = [h.name for h in inventory.hosts]
+    if pattern.startswith("@") and len(pattern) > 1:
+        # Ansible's --limit @file, and @retry for the hosts the last run failed on.
+        from clusterctl.retry import names_from
+
+        listed: set[str] = set()
+        for name in names_from(pattern):
+            listed |= _match(inventory, name, f"{name} (from {pattern})")
+        return listed
     if not pattern:
         raise UsageError(f"the --limit pattern '{term}' is incomplete.", hint="Write '!name' or '&group'.")
     if pattern in ("all", "*"):

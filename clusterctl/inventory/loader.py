@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from clusterctl.errors import InventoryError, UsageError
+from clusterctl.errors import UsageError
 from clusterctl.inventory.model import Inventory
+from clusterctl.inventory.source_file import read_inventory_text
 
 #: Environment variable naming the inventory when ``-i`` is not given.
 INVENTORY_ENV = "CLUSTERCTL_INVENTORY"
@@ -32,6 +33,19 @@ def resolve_inventory_path(explicit: str | None, *, cwd: Path | None = None) -> 
         hint=f"Pass one with -i/--inventory PATH, set {INVENTORY_ENV}=PATH, "
         f"or create ./{DEFAULT_INVENTORY} in the current folder.",
     )
+
+
+def open_inventory(explicit: str | None) -> Inventory:
+    """The inventory ``-i`` (or ``$CLUSTERCTL_INVENTORY``) names: a file, or an ad-hoc host list
+    such as ``'gpu-[01-16],login1'`` or ``'a,b,'`` when no file of that name exists."""
+    from clusterctl.hostlist import looks_like_host_list
+
+    spec = explicit or os.environ.get(INVENTORY_ENV, "").strip()
+    if spec and looks_like_host_list(spec):
+        from clusterctl.inventory.adhoc import inventory_from_host_list
+
+        return inventory_from_host_list(spec)
+    return load_inventory(resolve_inventory_path(explicit))
 
 
 def load_inventory(path: str | Path) -> Inventory:
@@ -75,26 +89,6 @@ def _read_any(path: str | Path) -> Inventory:
     if isinstance(root, Mapping) and _is_ansible_yaml(root):
         return parse_ansible_yaml(root, file=file, base_dir=base_dir)
     return parse_native(text, file=file, base_dir=base_dir)
-
-
-def read_inventory_text(file_path: Path) -> str:
-    """The file's text; a missing, folder, unreadable or non-UTF-8 file is an ``InventoryError``."""
-    if not file_path.exists():
-        raise InventoryError(
-            f"inventory file not found: {file_path}",
-            file=None,
-            hint="Check the path given with -i/--inventory or in CLUSTERCTL_INVENTORY.",
-        )
-    if file_path.is_dir():
-        raise InventoryError(f"the inventory {file_path} is a folder; give the inventory file inside it.", file=None)
-    try:
-        return file_path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InventoryError(
-            f"the inventory is not UTF-8 text (byte {exc.start} cannot be read).", file=str(file_path)
-        ) from None
-    except OSError as exc:
-        raise InventoryError(f"cannot read the inventory {file_path}: {exc.strerror}.") from None
 
 
 def _looks_like_ini(text: str) -> bool:

@@ -148,6 +148,8 @@ class BootstrapConfig:
     alerts: dict[str, Any] | None = field(default=None, hash=False)
     #: Registry serving the control-plane images (kubeadm ``imageRepository``), air-gapped sites.
     image_repository: str | None = None
+    #: A saved ``clusterctl survey --save`` report (absolute path on the control machine); ``--survey`` wins.
+    survey: str | None = None
     #: Where ``file:line`` of the section is, for messages.
     source: str | None = None
 

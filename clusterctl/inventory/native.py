@@ -18,8 +18,8 @@ from typing import Any
 from clusterctl.errors import InventoryError
 from clusterctl.inventory import values
 from clusterctl.inventory.bootstrap_section import read_bootstrap
-from clusterctl.inventory.loader import read_inventory_text
 from clusterctl.inventory.model import BootstrapConfig, Fabric, Host, Inventory, SSHOptions, StackPin
+from clusterctl.inventory.source_file import read_inventory_text
 from clusterctl.inventory.values import BadValue
 from clusterctl.inventory.yaml_tree import Mapping, Node, Scalar, Sequence, kind_of, parse_yaml, to_python
 

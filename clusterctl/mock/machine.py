@@ -26,6 +26,7 @@ from clusterctl.mock.shell import Shell
 from clusterctl.mock.state import STATE_VERSION, ClusterState, HostState, MockCluster, StateError
 from clusterctl.mock.tools import BIN_DIRS, FILE_TOOLS, tool_module
 from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.wording import seconds
 
 #: Folders every Debian/Ubuntu host has; files written elsewhere need their folder made first.
 SKELETON = (
@@ -189,7 +190,7 @@ class MockMachine:
         if chosen.delay_s:
             if timeout is not None and chosen.delay_s > timeout:
                 time.sleep(timeout)
-                raise SimulatedFailure("timed out", f"no answer within {timeout:g}s")
+                raise SimulatedFailure("timed out", f"no answer within {seconds(timeout)}")
             time.sleep(chosen.delay_s)
         if chosen.fail:
             raise SimulatedFailure(chosen.fail, f"{self.host_name}: simulated failure")

@@ -10,10 +10,11 @@ import difflib
 import re
 from typing import TYPE_CHECKING
 
+from clusterctl.nccl.value_problem import ValueProblem
 from clusterctl.nccl.versions import NcclVersion
 
 if TYPE_CHECKING:
-    from clusterctl.nccl.knowledge import ValueProblem, VariableInfo
+    from clusterctl.nccl.knowledge import VariableInfo
 
 #: NCCL 2.24 introduced "allreduce:tree,ring;broadcast:ring" for NCCL_ALGO / NCCL_PROTO.
 PER_COLLECTIVE_SINCE = NcclVersion(2, 24, 0)
@@ -47,8 +48,6 @@ def check_value(info: VariableInfo, value: str, version: NcclVersion | None) -> 
 
 
 def _problem(code: str, severity: str, message: str, fix: str) -> ValueProblem:
-    from clusterctl.nccl.knowledge import ValueProblem
-
     return ValueProblem(code=code, severity=severity, message=message, fix=fix)
 
 
@@ -353,16 +352,26 @@ def _check_name_list(info: VariableInfo, value: str, version: NcclVersion | None
 
 
 def _check_subsys_list(info: VariableInfo, value: str, version: NcclVersion | None) -> list[ValueProblem]:
+    """NCCL_DEBUG_SUBSYS: names compared with strcasecmp (src/debug.cc); the list grew by release."""
     name = info.name
     problems: list[ValueProblem] = []
     body = value.strip()
     if body.startswith("^"):
         body = body[1:]
+    known = info.values_for(version)
     for token in body.split(","):
         token = token.strip()
-        if token and _matches(info, token, info.values) is None:
-            problems.append(_invalid(f"{name}={value}: {token!r} is not one NCCL knows ({', '.join(info.values)})",
-                                     f"use {', '.join(info.values)}{_suggest(token, info.values)}", "warning"))
+        if not token or _matches(info, token, known) is not None:
+            continue
+        later = _matches(info, token, info.values)
+        if later is not None:
+            since = info.value_since[later]
+            problems.append(_invalid(
+                f"{name}={value}: {token!r} is a subsystem only from NCCL {since.major}.{since.minor} on "
+                f"(this is {version}); NCCL ignores it", f"use {', '.join(known)}", "warning"))
+        else:
+            problems.append(_invalid(f"{name}={value}: {token!r} is not one NCCL knows ({', '.join(known)})",
+                                     f"use {', '.join(known)}{_suggest(token, known)}", "warning"))
     return problems
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from clusterctl.nccl.value_problem import ValueProblem
 from clusterctl.nccl.versions import NcclVersion, try_parse_version
 
 #: Every value grammar the knowledge base may name.
@@ -146,20 +147,12 @@ class VariableInfo:
         return SCOPE_READER.get(self.scope, self.scope)
 
 
-@dataclass(frozen=True)
-class ValueProblem:
-    """One thing wrong with a value: a stable code, a severity, what NCCL does with it, how to fix it."""
-
-    code: str
-    severity: str
-    message: str
-    fix: str
-
-
 class KnowledgeBase:
     def __init__(self, variables: dict[str, VariableInfo], plugins: tuple[Plugin, ...] = ()) -> None:
         self._variables = variables
         self.plugins = plugins
+        # A long file repeats the same few misspellings; difflib per line made lint slow.
+        self._similar: dict[tuple[str, int, str | None, bool], list[str]] = {}
 
     def plugin_owning(self, name: str) -> Plugin | None:
         """The plugin whose prefix ``name`` carries (NCCL_FASTRAK_..., OFI_NCCL_...), if any."""
@@ -191,6 +184,9 @@ class KnowledgeBase:
         must never point at a variable that was removed. A name under a plugin's prefix is
         compared with that plugin's variables only.
         """
+        key = (name, limit, None if version is None else str(version), living)
+        if key in self._similar:
+            return list(self._similar[key])
         owner = self.plugin_owning(name)
         candidates = []
         for n, v in self._variables.items():
@@ -201,7 +197,8 @@ class KnowledgeBase:
             if living and not self.is_living(v, version):
                 continue
             candidates.append(n)
-        return difflib.get_close_matches(name, candidates, n=limit, cutoff=0.8)
+        self._similar[key] = difflib.get_close_matches(name, candidates, n=limit, cutoff=0.8)
+        return list(self._similar[key])
 
     def is_living(self, info: VariableInfo, version: NcclVersion | None) -> bool:
         if info.scope != "core":

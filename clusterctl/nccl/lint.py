@@ -231,7 +231,7 @@ def _duplicates(file: str, group: list[Setting]) -> list[Finding]:
     for s in sorted(group, key=lambda s: s.line):
         if s.origin == PASSTHROUGH:
             continue  # mpirun -x NAME forwards the value set earlier: not a second assignment
-        if s.name in first and s.line != first[s.name].line:
+        if s.name in first and s.line != first[s.name].line and not s.exclusive_with(first[s.name]):
             earlier = first[s.name]
             same = " (same value)" if earlier.value == s.value else f"; '{s.value}' wins over '{earlier.value}'"
             findings.append(_finding(s, "DUPLICATE", "warning",

@@ -11,15 +11,15 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from clusterctl.nccl.value_problem import ValueProblem
+
 if TYPE_CHECKING:
-    from clusterctl.nccl.knowledge import ValueProblem, VariableInfo
+    from clusterctl.nccl.knowledge import VariableInfo
 
 _INT_RE = re.compile(r"^\s*[+-]?\d+\s*$")
 
 
 def _problem(severity: str, message: str, fix: str) -> ValueProblem:
-    from clusterctl.nccl.knowledge import ValueProblem
-
     return ValueProblem(code="INVALID_VALUE", severity=severity, message=message, fix=fix)
 
 

@@ -11,6 +11,7 @@ physical line it is written on, also inside continued lines.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from clusterctl.errors import ParseError, UsageError
 FORMATS: tuple[str, ...] = ("env", "shell", "slurm", "k8s", "dockerfile")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+_NCCL_ASSIGN_RE = re.compile(r"\b(TORCH_)?NCCL_[A-Za-z0-9_]*=")
 _DEFAULT_EXPANSION_RE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*):?-([^}]*)\}$")
 _STATEMENT_BREAKS = frozenset({";", "&&", "||", "|", "&", "then", "do", "else", "{", "}", "(", ")", "if", "while"})
 
@@ -42,6 +44,12 @@ class Setting:
     dynamic: bool = False
     #: "" for an assignment, else PASSTHROUGH or BUILD_ARG.
     origin: str = ""
+    #: Shell ``if`` arms it sits in: ((if number, arm number), ...), outermost first.
+    branch: tuple[tuple[int, int], ...] = ()
+
+    def exclusive_with(self, other: Setting) -> bool:
+        """Whether the two can never both run: different arms of the same ``if``."""
+        return any(a[0] == b[0] and a[1] != b[1] for a, b in zip(self.branch, other.branch, strict=False))
 
 
 #: NCCL's own, PyTorch's, aws-ofi-nccl's and the libfabric settings that plugin documents.
@@ -202,13 +210,46 @@ _EXPORT_FLAGS = frozenset({"--export"})
 _ASSIGNING_WORDS = frozenset({"export", "declare", "local", "readonly", "env", "typeset"})
 
 
-def _scan(placed: list[tuple[str, int]], label: str, out: list[Setting], *, nccl_conf: bool = False) -> None:
+class _Branches:
+    """Where a script is in its ``if ... elif ... else ... fi`` arms, across lines."""
+
+    def __init__(self) -> None:
+        self.stack: list[list[int]] = []
+        self.count = 0
+
+    def word(self, token: str) -> None:
+        if token == "if":
+            self.count += 1
+            self.stack.append([self.count, 0])
+        elif token in ("elif", "else") and self.stack:
+            self.stack[-1][1] += 1
+        elif token == "fi" and self.stack:
+            self.stack.pop()
+
+    @property
+    def current(self) -> tuple[tuple[int, int], ...]:
+        return tuple((a, b) for a, b in self.stack)
+
+
+def _scan(placed: list[tuple[str, int]], label: str, out: list[Setting], *, nccl_conf: bool = False,
+          branches: _Branches | None = None) -> None:
     """Settings in one shell statement list (tokens with their lines)."""
+    branches = branches or _Branches()
+
+    def add(setting: Setting) -> None:
+        out.append(dataclasses.replace(setting, branch=branches.current))
+
     at_statement_start = True
     command: str | None = None
     i = 0
     while i < len(placed):
         token, line = placed[i]
+        if at_statement_start and token in ("if", "elif", "else", "fi"):
+            branches.word(token)
+        if token in ("fi", "elif", "else"):
+            at_statement_start, command = True, None
+            i += 1
+            continue
         if token in _STATEMENT_BREAKS:
             at_statement_start, command = True, None
             i += 1
@@ -216,7 +257,7 @@ def _scan(placed: list[tuple[str, int]], label: str, out: list[Setting], *, nccl
         assign = _ASSIGN_RE.match(token)
         if assign and (at_statement_start or (command in ("echo", "printf") and nccl_conf)):
             value, dynamic = _shell_value(assign.group(2))
-            out.append(Setting(assign.group(1), value, label, line, dynamic))
+            add(Setting(assign.group(1), value, label, line, dynamic))
             i += 1
             continue
         if token in _ASSIGNING_WORDS or (at_statement_start and token in ("-x", "-g", "-r")):
@@ -228,12 +269,12 @@ def _scan(placed: list[tuple[str, int]], label: str, out: list[Setting], *, nccl
             pair = _ASSIGN_RE.match(nxt)
             if pair:
                 value, dynamic = _shell_value(pair.group(2))
-                out.append(Setting(pair.group(1), value, label, nxt_line, dynamic))
+                add(Setting(pair.group(1), value, label, nxt_line, dynamic))
                 i += 2
                 continue
             if _NAME_RE.match(nxt) and is_nccl_name(nxt):
                 # passed through from the caller's environment: the name is checked, the value is not known
-                out.append(Setting(nxt, "", label, nxt_line, dynamic=True, origin=PASSTHROUGH))
+                add(Setting(nxt, "", label, nxt_line, dynamic=True, origin=PASSTHROUGH))
                 i += 2
                 continue
         items: str | None = None
@@ -247,7 +288,7 @@ def _scan(placed: list[tuple[str, int]], label: str, out: list[Setting], *, nccl
                 pair = _ASSIGN_RE.match(item)
                 if pair:
                     value, dynamic = _shell_value(pair.group(2))
-                    out.append(Setting(pair.group(1), value, label, line, dynamic))
+                    add(Setting(pair.group(1), value, label, line, dynamic))
         if command is None:
             command = token.rsplit("/", 1)[-1]
         at_statement_start = False
@@ -258,12 +299,17 @@ def read_shell_text(text: str, label: str, *, first_line: int = 1) -> list[Setti
     settings: list[Setting] = []
     physical = text.splitlines()
     nccl_conf = "nccl.conf" in text
+    branches = _Branches()
     for start, end, line in _logical_lines(text):
         tokens = _tokens(line)
+        if tokens is None and _NCCL_ASSIGN_RE.search(line):
+            # Skipping it would silently drop a setting the shell itself would choke on.
+            raise ParseError(f"shell script {label}", "unclosed quote in a line that sets an NCCL variable",
+                             line=first_line + start - 1, text=line)
         if not tokens:
             continue
         placed = _place(tokens, physical[start - 1:end], first_line + start - 1)
-        _scan(placed, label, settings, nccl_conf=nccl_conf and "nccl.conf" in line)
+        _scan(placed, label, settings, nccl_conf=nccl_conf and "nccl.conf" in line, branches=branches)
     return settings
 
 

@@ -21,12 +21,10 @@ class SurveyContext:
     gpu_nic_links: tuple[str, ...] = ()
 
 
-def context_from_survey(path: str | Path) -> SurveyContext | None:
-    """The fleet's NCCL version, fabric and NVLink presence; None when the survey module is absent."""
-    try:
-        from clusterctl.saved_survey import load_saved_survey
-    except ImportError:
-        return None
+def context_from_survey(path: str | Path) -> SurveyContext:
+    """The fleet's NCCL version, fabric and NVLink presence, read from a saved survey."""
+    from clusterctl.saved_survey import load_saved_survey
+
     saved = load_saved_survey(path)
     hosts = list(getattr(saved, "hosts", {}).values())
     versions = Counter(v for v in (_stack_nccl(h) for h in hosts) if v)

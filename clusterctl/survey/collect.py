@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact, Missing, missing_reason
-from clusterctl.facts.model import GPUInfo, NetDevice, NVLinkStatus, RDMADevice, SoftwareStack, TopoMatrix
+from clusterctl.facts.model import (
+    GPUInfo,
+    NetDevice,
+    NVLinkStatus,
+    ParseWarning,
+    RDMADevice,
+    SoftwareStack,
+    TopoMatrix,
+    warnings_of,
+)
 from clusterctl.transport.base import Transport
 
 if TYPE_CHECKING:
@@ -34,6 +43,12 @@ class HostFacts:
     missing: tuple[Missing, ...] = ()
     #: Where the GPU facts came from: ``nvidia-smi`` or ``nvml``.
     gpu_source: str = "nvidia-smi"
+
+    @property
+    def warnings(self) -> dict[str, tuple[ParseWarning, ...]]:
+        """Fact name -> what its parser could not read (only facts read partly)."""
+        found = {name: warnings_of(value) for name, value in self.values.items()}
+        return {name: w for name, w in found.items() if w}
 
     @property
     def topology(self) -> TopoMatrix | None:
@@ -72,7 +87,20 @@ def survey_facts() -> tuple[Fact[Any], ...]:
 
 
 def read_fact(transport: Transport, fact: Fact[Any]) -> tuple[Any, Missing | None]:
-    """Run one fact's command and parse it; a failure becomes a ``Missing`` with the reason."""
+    """Run one fact's command and parse it; a failure becomes a ``Missing`` with the reason.
+
+    When the command cannot give the fact, its fallbacks are tried in order (``ibstat`` for
+    ``ibv_devinfo``); the reason kept is the first command's, which is the one users expect.
+    """
+    value, lost = _read_one(transport, fact)
+    for fallback in fact.fallbacks if lost is not None else ():
+        other, other_lost = _read_one(transport, fallback)
+        if other_lost is None:
+            return other, None
+    return value, lost
+
+
+def _read_one(transport: Transport, fact: Fact[Any]) -> tuple[Any, Missing | None]:
     result = transport.run(fact.command, sudo=fact.sudo, timeout=FACT_TIMEOUT_S)
     # A command that exited 0 is parsed even if its output mentions "No such file": compound
     # facts (the stack) print each absent tool's error and still carry the rest.

@@ -29,7 +29,7 @@ from clusterctl.survey.checks.gpu import (
 )
 from clusterctl.survey.checks.host import SurveyedHost, majority
 from clusterctl.survey.checks.nic import check_locality, check_nics, fabric_hcas
-from clusterctl.survey.checks.reachability import check_missing_facts, check_reachability
+from clusterctl.survey.checks.reachability import check_missing_facts, check_partial_facts, check_reachability
 from clusterctl.survey.checks.stack import check_stack, version_matches
 
 __all__ = [
@@ -62,6 +62,7 @@ def host_findings(state: SurveyedHost, fleet: Sequence[SurveyedHost], baseline: 
         baseline = FleetBaseline(fleet)
     found = [
         *check_missing_facts(state, baseline),
+        *check_partial_facts(state),
         *check_gpu_inventory(state, baseline),
         *check_nvlink_pairs(state, baseline),
         *check_nvlink_lanes(state, baseline),

@@ -20,6 +20,12 @@ LINK_STYLE: dict[str, str] = {
     "X": "dim", "NV": "bold green", "PIX": "green", "PXB": "cyan", "PHB": "yellow", "NODE": "magenta",
     "SYS": "red", "SOC": "red",
 }
+#: Paths from a GPU to a NIC that are not affinity: traffic leaves the GPU's PCIe host bridge or socket.
+_ACROSS: dict[str, str] = {
+    "NODE": "across the PCIe host bridges of its NUMA node",
+    "SYS": "across the CPU interconnect to another NUMA node",
+    "SOC": "across the CPU interconnect to another NUMA node",
+}
 
 
 def _shape_text(report: HostReport) -> str:
@@ -41,43 +47,70 @@ def _nic_summary(report: HostReport) -> tuple[str, bool]:
     return f"{len(up)}/{len(ports)} up" + (f" @ {rate}" if rate else ""), bad
 
 
+#: Fleet table columns, most important first: on a narrow console the last ones are left out
+#: (the JSON output has everything).
+FLEET_COLUMNS: tuple[str, ...] = ("host", "GPUs", "shape", "NICs", "findings", "NVLink domains", "driver", "NCCL",
+                                  "CUDA", "rack", "model")
+#: Order the kept columns are shown in.
+_SHOWN_ORDER: tuple[str, ...] = ("host", "rack", "GPUs", "model", "shape", "NVLink domains", "NICs", "driver", "CUDA",
+                                 "NCCL", "findings")
+
+
 def render_fleet_table(console: Console, report: SurveyReport) -> None:
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=f"Survey of {len(report.hosts)} host(s)", title_justify="left")
-    for column in ("host", "rack", "GPUs", "model", "shape", "NVLink domains", "NICs", "driver", "CUDA", "NCCL",
-                   "findings"):
-        table.add_column(column, no_wrap=column in ("host", "NICs"))
-    for host in report.hosts:
-        state = host.state
-        if state.facts is None:
-            table.add_row(f"[bold red]{state.name}[/]", state.host.rack or "", "", "", "", "", "", "", "", "",
-                          "[bold red]unreachable[/]")
-            continue
-        topology = state.topology
-        codes = {f.code for f in host.findings if f.severity is not Severity.INFO}
-        gpus = "?" if state.gpu_count is None else str(state.gpu_count)
-        if "GPU_COUNT_DIFFERS" in codes:
-            gpus = f"[bold red]{gpus}[/]"
-        model = state.gpu_model or "?"
-        if "GPU_MODEL_DIFFERS" in codes:
-            model = f"[yellow]{model}[/]"
-        shape = _shape_text(host)
-        domains = ", ".join(compress_indices(d) for d in topology.nvlink_domains) if topology else "?"
-        if codes & {"NVLINK_MISSING", "NVLINK_FEWER_LINKS", "NVLINK_LANE_INACTIVE"}:
-            shape, domains = f"[bold red]{shape}[/]", f"[bold red]{domains or '-'}[/]"
-        nics, nic_bad = _nic_summary(host)
-        if nic_bad:
-            nics = f"[bold red]{nics}[/]"
-        stack = state.facts.stack
-        drift = {f.evidence.get("component") for f in host.findings
-                 if f.code in ("STACK_DRIFT", "STACK_PIN_MISMATCH") and f.severity is not Severity.INFO}
+    from clusterctl.wording import plural
 
-        table.add_row(
-            state.name, state.host.rack or "", gpus, model, shape, domains or "-", nics,
-            *(_version_cell(stack, name, drift) for name in ("driver", "cuda", "nccl")), _findings_cell(host),
-        )
+    rows = [_fleet_row(host) for host in report.hosts]
+    widths = {c: max([len(c)] + [len(Text.from_markup(r[c]).plain) for r in rows]) for c in FLEET_COLUMNS}
+    kept = list(FLEET_COLUMNS)
+    # Each column costs its text plus two spaces of padding and a border; cells never wrap.
+    while len(kept) > 3 and sum(widths[c] + 3 for c in kept) + 1 > console.width:
+        kept.pop()
+    shown = [c for c in _SHOWN_ORDER if c in kept]
+    table = Table(title=f"Survey of {plural(len(report.hosts), 'host')}", title_justify="left")
+    for column in shown:
+        table.add_column(column, no_wrap=True)
+    for row in rows:
+        table.add_row(*(row[c] for c in shown))
     console.print(table)
+    left_out = [c for c in FLEET_COLUMNS if c not in kept]
+    if left_out:
+        console.print(f"(left out to fit {console.width} columns: {', '.join(left_out)}; -o json has every field)",
+                      markup=False, highlight=False, style="dim")
+
+
+def _fleet_row(host: HostReport) -> dict[str, str]:
+    state = host.state
+    if state.facts is None:
+        row = dict.fromkeys(FLEET_COLUMNS, "")
+        row.update(host=f"[bold red]{state.name}[/]", rack=state.host.rack or "", findings="[bold red]unreachable[/]")
+        return row
+    topology = state.topology
+    codes = {f.code for f in host.findings if f.severity is not Severity.INFO}
+    gpus = "?" if state.gpu_count is None else str(state.gpu_count)
+    if "GPU_COUNT_DIFFERS" in codes:
+        gpus = f"[bold red]{gpus}[/]"
+    model = (state.gpu_model or "?").removeprefix("NVIDIA ")
+    if "GPU_MODEL_DIFFERS" in codes:
+        model = f"[yellow]{model}[/]"
+    shape = _shape_text(host)
+    domains = ", ".join(compress_indices(d) for d in topology.nvlink_domains) if topology else "?"
+    if codes & {"NVLINK_MISSING", "NVLINK_FEWER_LINKS", "NVLINK_LANE_INACTIVE"}:
+        shape, domains = f"[bold red]{shape}[/]", f"[bold red]{domains or '-'}[/]"
+    nics, nic_bad = _nic_summary(host)
+    if nic_bad:
+        nics = f"[bold red]{nics}[/]"
+    stack = state.facts.stack
+    drift = {f.evidence.get("component") for f in host.findings
+             if f.code in ("STACK_DRIFT", "STACK_PIN_MISMATCH") and f.severity is not Severity.INFO}
+    return {
+        "host": state.name, "rack": state.host.rack or "", "GPUs": gpus, "model": model, "shape": shape,
+        "NVLink domains": domains or "-", "NICs": nics, "driver": _version_cell(stack, "driver", drift),
+        "CUDA": _version_cell(stack, "cuda", drift), "NCCL": _version_cell(stack, "nccl", drift),
+        "findings": _findings_cell(host),
+    }
 
 
 def _version_cell(stack: object, attribute: str, drift: set[object]) -> str:
@@ -94,7 +127,7 @@ def _findings_cell(host: HostReport) -> str:
         parts.append(f"[bold red]{errors} error{'s' if errors > 1 else ''}[/]")
     if warnings:
         parts.append(f"[yellow]{warnings} warning{'s' if warnings > 1 else ''}[/]")
-    if infos:
+    if infos and not parts:  # infos only count when nothing worse is there (all are listed below)
         parts.append(f"[cyan]{infos} info[/]")
     return ", ".join(parts) if parts else "[green]ok[/]"
 
@@ -142,7 +175,13 @@ def render_host_summary(console: Console, host: HostReport) -> None:
         nic = ", ".join(gpu.nearest_nics) or "none"
         style = LINK_STYLE.get(gpu.nic_link or "", "")
         link = f"[{style}]{gpu.nic_link}[/]" if style and gpu.nic_link else (gpu.nic_link or "-")
-        console.print(f"  GPU{gpu.index}: NUMA {gpu.numa_node or '?'}, nearest NIC {nic} ({link})")
+        across = _ACROSS.get(gpu.nic_link or "")
+        if across and gpu.nearest_nics:
+            # Not affinity: a reader of "nearest NIC" must not take a NODE/SYS path for a local one.
+            console.print(f"  GPU{gpu.index}: NUMA {gpu.numa_node or '?'}, [bold]no NIC with affinity[/]: the "
+                          f"nearest, {nic}, is only reachable {across} ({link})")
+        else:
+            console.print(f"  GPU{gpu.index}: NUMA {gpu.numa_node or '?'}, nearest NIC {nic} ({link})")
     for n in topology.nics:
         gpus = compress_indices(n.nearest_gpus) if n.nearest_gpus else "none (no GPU nearer than SYS)"
         console.print(f"  {n.name}: NUMA {n.numa_node or '?'}, GPUs {gpus}" + (f" ({n.gpu_link})" if
@@ -175,3 +214,16 @@ def render_advice(console: Console, advice: LayoutAdvice) -> None:
             layout.add_row(str(p.dp_rank), str(p.pp_stage), p.host, p.rack or "", compress_indices(p.gpus),
                            f"{p.first_global_rank}-{p.first_global_rank + len(p.gpus) - 1}")
         console.print(layout)
+
+
+def render_parse_warnings(console: Console, host: HostReport, source: str) -> None:
+    """What the parsers could not read of this host's facts, with the input's line numbers."""
+    from rich.markup import escape
+
+    facts = host.state.facts
+    found = facts.warnings if facts else {}
+    for fact, warnings in found.items():
+        console.print(f"[yellow]{escape(source)}: {fact} read in part[/] ({len(warnings)} warning(s)):")
+        for warning in warnings:
+            where = f"line {warning.line}: " if warning.line is not None else ""
+            console.print(f"  [yellow]-[/] {escape(where + warning.message)}", soft_wrap=True)

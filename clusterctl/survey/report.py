@@ -149,6 +149,9 @@ def host_to_json(host: HostReport, *, with_matrix: bool = True) -> dict[str, Any
         "stack": to_plain(asdict(stack)) if stack else None,
         "matrix": matrix_to_json(topology) if topology and with_matrix else None,
         "missing": [{"fact": m.fact, "reason": m.reason} for m in (facts.missing if facts else ())],
+        # What a parser could not read of a fact it read in part (line numbers of the tool's output).
+        "parse_warnings": [{"fact": fact, **w.to_json()} for fact, found in (facts.warnings if facts else {}).items()
+                           for w in found],
         "findings": [f.to_json() for f in host.findings],
     }
 

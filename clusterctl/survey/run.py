@@ -73,6 +73,9 @@ def build_report(
     generated_at: str | None = None,
 ) -> SurveyReport:
     findings = fleet_findings(states)
+    if source == "topo-show":
+        # A pasted file's partial read is shown as the input's own warnings, line by line, not as a host finding.
+        findings = [f for f in findings if f.code != "FACT_PARTIAL"]
     # Grouped once (order kept): filtering all findings for each host is quadratic on big fleets.
     by_host: dict[str, list[Finding]] = {}
     for f in findings:

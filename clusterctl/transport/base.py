@@ -9,7 +9,6 @@ host key, authentication, timeout), with a ``FailureKind`` a user can act on.
 from __future__ import annotations
 
 import shlex
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -61,6 +60,33 @@ class CommandResult:
 
     def stderr_tail(self, lines: int = 5) -> str:
         return "\n".join(self.stderr.strip().splitlines()[-lines:])
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """A command line and how to run it: ``Transport.run``'s arguments, spelled out once.
+
+    Implementations receive it in ``execute``; wrappers (the fan-out's time budget) pass it on
+    with one field changed (``dataclasses.replace``) instead of repeating every keyword.
+    """
+
+    command: str
+    sudo: bool = False
+    timeout: float | None = None
+    env: Mapping[str, str] | None = None
+    stdin: bytes | None = None
+
+
+@dataclass(frozen=True)
+class PutRequest:
+    """A file to write and how: ``Transport.put``'s arguments, spelled out once (see ``write``)."""
+
+    path: str
+    data: bytes
+    mode: int | None = None
+    sudo: bool = False
+    backup: bool = True
+    owner: str | None = None
 
 
 @dataclass(frozen=True)
@@ -188,7 +214,8 @@ def atomic_write_script(
         f"target={q}; "
         'if [ -L "$target" ]; then target=$(readlink -f -- "$target"); fi; '
         'dir=$(dirname -- "$target"); '
-        'if command -v flock >/dev/null 2>&1; then exec 9<"$dir"; '
+        # (A folder this user cannot read cannot be locked: the write goes on unlocked.)
+        'if command -v flock >/dev/null 2>&1 && [ -d "$dir" ] && [ -r "$dir" ]; then exec 9<"$dir"; '
         'flock -x -w 300 9 || { echo "clusterctl: another writer of $target held the lock for 300s" >&2; exit 75; }; '
         "fi; "
         'tmp=$(mktemp "$dir/.$(basename -- "$target").clusterctl-tmp.XXXXXX"); '
@@ -207,8 +234,12 @@ def atomic_write_script(
     )
 
 
-class Transport(ABC):
-    """Reaches one host. Use as a context manager so connections are closed."""
+class Transport:
+    """Reaches one host. Use as a context manager so connections are closed.
+
+    An implementation overrides ``execute`` (and ``write`` when it keeps files itself); callers
+    use ``run``, ``put``, ``get``: their keywords are spelled out once, here.
+    """
 
     #: The sudo password (``--ask-sudo-pass``); ``None``: sudo runs with ``-n`` and never asks.
     sudo_password: Secret | None = None
@@ -216,7 +247,6 @@ class Transport(ABC):
     def __init__(self, host: Host) -> None:
         self.host = host
 
-    @abstractmethod
     def run(
         self,
         command: str,
@@ -231,6 +261,11 @@ class Transport(ABC):
         ``timeout`` is this command's own limit: when it passes, the command is stopped on
         the host (not only abandoned) and ``TransportError(TIMED_OUT)`` is raised.
         """
+        return self.execute(RunRequest(command, sudo, timeout, env, stdin))
+
+    def execute(self, request: RunRequest) -> CommandResult:
+        """Run ``request``: what each transport implements (``run`` is its one public spelling)."""
+        raise NotImplementedError(f"{type(self).__name__} runs no commands")
 
     def command_line(
         self, command: str, *, sudo: bool, env: Mapping[str, str] | None, stdin: bytes | None
@@ -250,7 +285,7 @@ class Transport(ABC):
                 raise refusal
         return result
 
-    def stop_remote(self) -> None:  # noqa: B027 - optional hook, most transports start nothing remote
+    def stop_remote(self) -> None:
         """Ask every command this transport is running to stop (SIGTERM on the host), without waiting.
 
         Used by the fan-out on Ctrl-C before ``close``; safe to call from another thread.
@@ -271,7 +306,12 @@ class Transport(ABC):
         ``mode``/``owner`` (``"user:group"``) set the file's; by default an existing file keeps
         its own and a new one gets 0644. See ``atomic_write_script`` for the details.
         """
-        script = atomic_write_script(path, mode=mode, backup=backup, owner=owner)
+        return self.write(PutRequest(path, data, mode, sudo, backup, owner))
+
+    def write(self, request: PutRequest) -> PutResult:
+        """Carry out ``put``: one shell script through ``execute``; transports with their own files override it."""
+        path, data, sudo = request.path, request.data, request.sudo
+        script = atomic_write_script(path, mode=request.mode, backup=request.backup, owner=request.owner)
         result = self.run("sh -c " + shlex.quote(script), sudo=sudo, stdin=data)
         if not result.ok:
             raise TransportError(
@@ -285,16 +325,36 @@ class Transport(ABC):
         return PutResult(path=path, changed="changed" in result.stdout.split(), backup_path=backup_path)
 
     def get(self, path: str, *, sudo: bool = False) -> bytes | None:
-        """Content of ``path``, or ``None`` when there is no such file."""
+        """Content of ``path``, byte for byte, or ``None`` when there is no such file.
+
+        The file travels base64-encoded (output is text), so any byte survives; a host
+        without ``base64`` gets ``cat`` and UTF-8 text.
+        """
+        import base64
+        import binascii
+
         q = shlex.quote(path)
-        result = self.run(f"if [ -e {q} ]; then cat {q}; else exit 3; fi", sudo=sudo)
+        result = self.run(
+            f"if [ ! -e {q} ]; then exit 3; fi; if command -v base64 >/dev/null 2>&1; then base64 < {q}; "
+            f"else echo plain; cat {q}; fi",
+            sudo=sudo,
+        )
         if result.exit_code == 3:
             return None
         if not result.ok:
             raise TransportError(
                 FailureKind.COMMAND_FAILED, f"could not read {path} (exit {result.exit_code}): {result.stderr_tail()}"
             )
-        return result.stdout.encode()
+        if result.stdout.startswith("plain\n"):
+            return result.stdout[len("plain\n") :].encode()
+        try:
+            return base64.b64decode("".join(result.stdout.split()), validate=True)
+        except (binascii.Error, ValueError):
+            raise TransportError(
+                FailureKind.COMMAND_FAILED,
+                f"could not read {path}: the file is larger than the output kept per command "
+                f"(CLUSTERCTL_MAX_OUTPUT) or came back damaged",
+            ) from None
 
     def create_exclusive(self, path: str, data: bytes, *, sudo: bool = False) -> bytes | None:
         """Create ``path`` holding ``data`` only if it does not exist (``O_EXCL``: a lock file).
@@ -322,7 +382,7 @@ class Transport(ABC):
                 FailureKind.COMMAND_FAILED, f"could not remove {path} (exit {result.exit_code}): {result.stderr_tail()}"
             )
 
-    def close(self) -> None:  # noqa: B027 - optional hook, most transports hold nothing
+    def close(self) -> None:
         """Release the connection, if any. Safe to call twice and from another thread."""
 
     def __enter__(self) -> Transport:

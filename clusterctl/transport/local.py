@@ -8,11 +8,11 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING
 
-from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
+from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
 from clusterctl.transport.output import CappedOutput
+from clusterctl.wording import seconds
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
@@ -27,15 +27,8 @@ class LocalTransport(Transport):
         self._running: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
 
-    def run(
-        self,
-        command: str,
-        *,
-        sudo: bool = False,
-        timeout: float | None = None,
-        env: Mapping[str, str] | None = None,
-        stdin: bytes | None = None,
-    ) -> CommandResult:
+    def execute(self, request: RunRequest) -> CommandResult:
+        command, sudo, timeout, env, stdin = request.command, request.sudo, request.timeout, request.env, request.stdin
         as_root = sudo and os.geteuid() != 0
         line, feed = self.command_line(command, sudo=as_root, env=env, stdin=stdin)
         start = time.monotonic()
@@ -57,7 +50,7 @@ class LocalTransport(Transport):
         except subprocess.TimeoutExpired as exc:
             _stop_group(proc, STOP_GRACE_S)
             raise TransportError(
-                FailureKind.TIMED_OUT, f"no answer within {timeout:g}s (the command was stopped): {command}"
+                FailureKind.TIMED_OUT, f"no answer within {seconds(timeout)} (the command was stopped): {command}"
             ) from exc
         finally:
             for thread in [*readers, *([writer] if writer else [])]:

@@ -11,14 +11,24 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clusterctl.errors import UsageError
 from clusterctl.mock.profile import PROFILE_FILE, Profile, Rule, load_profile, normalise
 from clusterctl.secret import mask_text
-from clusterctl.transport.base import CommandResult, FailureKind, PutResult, Transport, TransportError, env_prefix
+from clusterctl.transport.base import (
+    CommandResult,
+    FailureKind,
+    PutRequest,
+    PutResult,
+    RunRequest,
+    Transport,
+    TransportError,
+    env_prefix,
+)
+from clusterctl.wording import seconds
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
@@ -95,15 +105,8 @@ class MockTransport(Transport):
                     raise TransportError(FailureKind.ERROR, f"mock state of {self.host.name}: {exc}") from exc
             return self._machine
 
-    def run(
-        self,
-        command: str,
-        *,
-        sudo: bool = False,
-        timeout: float | None = None,
-        env: Mapping[str, str] | None = None,
-        stdin: bytes | None = None,
-    ) -> CommandResult:
+    def execute(self, request: RunRequest) -> CommandResult:
+        command, timeout, env, stdin = request.command, request.timeout, request.env, request.stdin
         from clusterctl.mock.machine import SimulatedFailure
 
         if self._closed:
@@ -119,22 +122,14 @@ class MockTransport(Transport):
         except SimulatedFailure as exc:
             kind = FailureKind(exc.kind)
             if kind is FailureKind.TIMED_OUT:
-                message = f"no answer within {timeout:g}s: {command}" if timeout else str(exc)
+                message = f"no answer within {seconds(timeout)}: {command}" if timeout else str(exc)
                 raise TransportError(kind, message) from None
             raise TransportError(kind, f"{self.host.name}: simulated failure") from None
         return CommandResult(command, result.stdout, result.stderr, result.exit_code,
                              round(time.monotonic() - start, 4))
 
-    def put(
-        self,
-        path: str,
-        data: bytes,
-        *,
-        mode: int | None = None,
-        sudo: bool = False,
-        backup: bool = True,
-        owner: str | None = None,
-    ) -> PutResult:
+    def write(self, request: PutRequest) -> PutResult:
+        path, data, mode, backup = request.path, request.data, request.mode, request.backup
         """As over ssh: atomic, a unique backup of the old content, an existing file keeps its mode."""
         import os
         import secrets

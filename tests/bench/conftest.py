@@ -7,15 +7,16 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
+from fixture_files import fixture_dir
 
 from clusterctl.fanout import Runner
 from clusterctl.inventory.model import Fabric, Host
 from clusterctl.transport.base import Transport
 from clusterctl.transport.mock import MockTransport
 
-PERFTEST = Path(__file__).resolve().parents[1] / "fixtures" / "perftest"
-#: Real recordings: a 200G-class sweep peaking at 204.59 Gb/s, and a run that reached 0.48 Gb/s.
-FAST = "write_bw-bidir-a-sweep-gbits-indented.txt"
+PERFTEST = fixture_dir("perftest")
+#: Real recordings: a unidirectional HDR InfiniBand sweep peaking at 196.8 Gb/s, and a run that reached 0.48 Gb/s.
+FAST = "write_bw-hdr200-ib-a-sweep-client.txt"
 SLOW = "write_bw-roce-postlist-gbits-client.txt"
 SERVER_PID = 4242
 

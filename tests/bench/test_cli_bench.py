@@ -6,23 +6,20 @@ import json
 from pathlib import Path
 
 import pytest
-
-from clusterctl.cli.app import main
+from clirun import clusterctl
+from fixture_files import FIXTURES as FIXTURES_ROOT
 
 DEMO = str(Path(__file__).resolve().parents[2] / "inventories" / "demo.yaml")
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = FIXTURES_ROOT
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as info:
-        main(list(args))
-    return int(info.value.code or 0), capsys.readouterr().out
 
 
-def test_dry_run_prints_rounds_and_commands(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = run(capsys, "-i", DEMO, "bench", "ib", "--dry-run", "--hca", "mlx5_0", "-o", "json")
-    plan = json.loads(out)
-    assert code == 0 and len(plan["rounds"]) == 5
+
+def test_dry_run_prints_rounds_and_commands() -> None:
+    result = clusterctl("-i", DEMO, "bench", "ib", "--dry-run", "--hca", "mlx5_0", "-o", "json")
+    plan = json.loads(result.stdout)
+    assert result.exit_code == 0 and len(plan["rounds"]) == 5
     first = plan["rounds"][0]["tests"][0]
     # The client runs under coreutils timeout so that a hung one cannot outlive its round.
     assert first["client_command"].startswith("timeout -k 5 ")
@@ -30,49 +27,90 @@ def test_dry_run_prints_rounds_and_commands(capsys: pytest.CaptureFixture[str]) 
     assert first["server_command"].endswith("& echo $!")
 
 
-def test_demo_names_gpu_b3_mlx5_2_and_keeps_results(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_demo_names_gpu_b3_mlx5_2_and_keeps_results(tmp_path: Path) -> None:
     results = tmp_path / "run1"
     plot = tmp_path / "matrix.svg"
-    code, out = run(capsys, "-i", DEMO, "bench", "ib", "-o", "json", "--results-dir", str(results),
-                    "--plot", str(plot))
-    payload = json.loads(out)
-    assert code == 1
+    result = clusterctl("-i", DEMO, "bench", "ib", "-o", "json", "--results-dir", str(results), "--plot", str(plot))
+    payload = json.loads(result.stdout)
+    assert result.exit_code == 1
     assert [(d["kind"], d["subject"]) for d in payload["diagnoses"]] == [("slow-hca", "gpu-b3/mlx5_2")]
     assert (results / "results.json").is_file() and any((results / "raw").iterdir())
     assert "<svg" in plot.read_text() and "gpu-b3" in plot.read_text()
 
 
-def test_compare_shows_slower_links(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_compare_shows_slower_links(tmp_path: Path) -> None:
     before = {"links": [{"server": "a", "server_hca": "mlx5_0", "client": "b", "client_hca": "mlx5_0", "gbps": 190.0}]}
     after = {"links": [{"server": "a", "server_hca": "mlx5_0", "client": "b", "client_hca": "mlx5_0", "gbps": 95.0}]}
     (tmp_path / "A").mkdir()
     (tmp_path / "B").mkdir()
     (tmp_path / "A" / "results.json").write_text(json.dumps(before))
     (tmp_path / "B" / "results.json").write_text(json.dumps(after))
-    code, out = run(capsys, "bench", "compare", str(tmp_path / "A"), str(tmp_path / "B"), "-o", "json")
-    (change,) = json.loads(out)["changes"]
-    assert code == 0 and change["verdict"] == "slower" and change["after"] == 95.0
+    result = clusterctl("bench", "compare", str(tmp_path / "A"), str(tmp_path / "B"), "-o", "json")
+    (change,) = json.loads(result.stdout)["changes"]
+    assert result.exit_code == 0 and change["verdict"] == "slower" and change["after"] == 95.0
 
 
-def test_report_on_saved_logs(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = run(capsys, "bench", "report", "-o", "json", "--rate-gbps", "200",
-                    str(FIXTURES / "nccl-tests" / "all_reduce-h100-2node-mpirun.txt"),
-                    str(FIXTURES / "perftest" / "write_bw-couldnt-connect-client.txt"),
-                    str(FIXTURES / "perftest" / "read_lat-client-cpufreq-warning-mlx4.txt"))
-    files = json.loads(out)["files"]
-    assert code == 1
+def test_report_on_saved_logs() -> None:
+    result = clusterctl("bench", "report", "-o", "json", "--rate-gbps", "200",
+                        str(FIXTURES / "nccl-tests" / "all_reduce-h100-2node-mpirun.txt"),
+                        str(FIXTURES / "perftest" / "write_bw-couldnt-connect-client.txt"),
+                        str(FIXTURES / "perftest" / "read_lat-client-cpufreq-warning-mlx4.txt"))
+    files = json.loads(result.stdout)["files"]
+    assert result.exit_code == 1
     assert files[0]["tool"] == "nccl-tests" and files[0]["test"] == "all_reduce_perf"
     assert files[0]["avg_busbw_gbs"] == 76.0414 and files[0]["rows"][-1]["size_bytes"] == 8589934592
     assert files[1]["findings"][0]["code"] == "PERFTEST_FAILED"
     assert files[2]["latency"][0]["t_typical_us"] == 1.79 and files[2]["findings"] == []
 
 
-def test_nccl_on_demo_hosts(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, out = run(capsys, "-i", DEMO, "bench", "nccl", "-o", "json", "--results-dir", str(tmp_path / "n"),
-                    "--env", "NCCL_ALGO=Ring")
-    payload = json.loads(out)
-    assert [r["busbw_gbs"] for r in payload["runs"]] == [25.31] * 6
-    assert payload["median_busbw_gbs"] == 25.31 and code == 0
+def test_nccl_on_demo_hosts(tmp_path: Path) -> None:
+    result = clusterctl("-i", DEMO, "bench", "nccl", "-o", "json", "--results-dir", str(tmp_path / "n"), "--env",
+                        "NCCL_ALGO=Ring")
+    payload = json.loads(result.stdout)
+    # Every demo host answers with the real 8x A100 NVSwitch run: plausible, and no other machine's log.
+    assert [r["busbw_gbs"] for r in payload["runs"]] == [232.44] * 6
+    assert payload["median_busbw_gbs"] == 232.44 and result.exit_code == 0
+    assert payload["findings"] == []
+
+
+def test_demo_ib_recordings_are_coherent_with_the_fabric(tmp_path: Path) -> None:
+    result = clusterctl("-i", DEMO, "bench", "ib", "-o", "json", "--results-dir", str(tmp_path / "r"))
+    codes = {f["code"] for f in json.loads(result.stdout)["findings"]}
+    assert "FIGURE_IMPOSSIBLE" not in codes and "RECORDING_MISMATCH" not in codes
+    assert result.exit_code == 1  # gpu-b3/mlx5_2 is slow: the only problem the demo fabric has
+    assert codes <= {"LINK_SLOW", "SLOW_HCA"}
+
+
+def test_report_text_shows_latency_figures_and_what_it_could_not_read() -> None:
+    result = clusterctl("bench", "report", str(FIXTURES / "perftest" / "send_lat-ndr400-percentiles.txt"),
+                        str(FIXTURES / "nccl-tests" / "DERIVED-all_reduce-a100-row-cut-by-cuda-error.txt"))
+    assert result.exit_code == 1
+    assert "typical 1.27 us, avg 1.27 us, p99 1.37 us at 2 B" in result.stdout
+    assert "no figure" not in result.stdout.split("\n")[0]
+    assert "read in part: line 44: the row for 1073741824 bytes was cut by an error" in result.stdout
+
+
+def test_report_flags_figures_that_cannot_be_true_and_other_machines() -> None:
+    result = clusterctl("bench", "report", "-o", "json", "--rate-gbps", "200", "--fabric", "ib", "--gpus-per-host",
+                        "8", str(FIXTURES / "perftest" / "write_bw-ndr400-gbits-prompt.txt"),
+                        str(FIXTURES / "perftest" / "write_bw-bidir-a-sweep-gbits-indented.txt"),
+                        str(FIXTURES / "nccl-tests" / "all_reduce-rtx4090-4gpu-single-process.txt"),
+                        str(FIXTURES / "perftest" / "write_bw-hdr200-ib-a-sweep-client.txt"),
+                        str(FIXTURES / "nccl-tests" / "all_reduce-a100-8gpu-nvswitch-single-node.txt"))
+    files = json.loads(result.stdout)["files"]
+    codes = [[f["code"] for f in entry["findings"]] for entry in files]
+    assert result.exit_code == 1
+    # The bidirectional RoCE sweep: another fabric, and 204.6 Gb/s is half of what -b on 200G should reach.
+    assert codes == [["FIGURE_IMPOSSIBLE"], ["RECORDING_MISMATCH", "LINK_SLOW"], ["RECORDING_MISMATCH"], [], []]
+    assert files[0]["parse_warnings"] == [] and files[0]["printed_unit"] == "Gb/sec"
+
+
+def test_report_on_a_healthy_newer_perftest_in_mib_per_second() -> None:
+    result = clusterctl("bench", "report", "-o", "json", "--rate-gbps", "400",
+                        str(FIXTURES / "perftest" / "send_bw-ndr400-mib-sec-lockfree-prompt.txt"))
+    (entry,) = json.loads(result.stdout)["files"]
+    assert result.exit_code == 0 and entry["findings"] == [] and entry["printed_unit"] == "MiB/sec"
+    assert round(entry["peak_gbps"], 1) == 390.5
 
 
 TUNED = {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1", "NCCL_SOCKET_IFNAME": "=enp226s0", "NCCL_CROSS_NIC": "0"}
@@ -80,7 +118,7 @@ TUNED = {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1", "NCCL_SOCKET_IFNAME": "=enp226s0",
 
 @pytest.mark.parametrize("name", ["nccl.conf", "nccl.sh", "nccl-configmap.yaml", "nccl-slurm.sh"])
 def test_env_file_takes_tune_nccls_own_files_and_exports_only_nccl_variables(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str
+    tmp_path: Path, name: str
 ) -> None:
     from clusterctl.nccl.tune.derive import TunedSetting, Tuning
     from clusterctl.nccl.tune.render import render_files, write_files
@@ -88,22 +126,22 @@ def test_env_file_takes_tune_nccls_own_files_and_exports_only_nccl_variables(
     tuning = Tuning(hosts=("gpu-a1",), nccl_version="2.18.3", fabric="ib",
                     settings=tuple(TunedSetting(k, v, "tuned") for k, v in TUNED.items()))
     write_files(render_files(tuning, fmt="all", nodes=1, ranks=8), tmp_path / "tuned")
-    code, out = run(capsys, "-i", DEMO, "-l", "gpu-a1", "bench", "nccl", "-o", "json",
-                    "--results-dir", str(tmp_path / "n"), "--env-file", str(tmp_path / "tuned" / name))
-    payload = json.loads(out)
+    result = clusterctl("-i", DEMO, "-l", "gpu-a1", "bench", "nccl", "-o", "json", "--results-dir",
+                        str(tmp_path / "n"), "--env-file", str(tmp_path / "tuned" / name))
+    payload = json.loads(result.stdout)
     # The ConfigMap's apiVersion/kind/metadata/data, Slurm's comments and profile.d's exports
     # are not NCCL settings: exactly the tuned variables reach the run, with their values.
-    assert code == 0 and payload["env"] == TUNED
+    assert result.exit_code == 0 and payload["env"] == TUNED
 
 
 def test_env_pairs_override_the_file_and_computed_values_are_refused(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    tmp_path: Path
 ) -> None:
     conf = tmp_path / "job.sh"
     conf.write_text("export NCCL_DEBUG=INFO\nexport NCCL_IB_HCA=$HCAS\n")
-    code, _ = run(capsys, "-i", DEMO, "-l", "gpu-a1", "bench", "nccl", "--env-file", str(conf))
-    assert code == 2
+    result = clusterctl("-i", DEMO, "-l", "gpu-a1", "bench", "nccl", "--env-file", str(conf))
+    assert result.exit_code == 2
     conf.write_text("export NCCL_DEBUG=INFO\nNCCL_ALGO=Tree\n")
-    code, out = run(capsys, "-i", DEMO, "-l", "gpu-a1", "bench", "nccl", "-o", "json", "--results-dir",
-                    str(tmp_path / "n"), "--env-file", str(conf), "--env", "NCCL_ALGO=Ring")
-    assert code == 0 and json.loads(out)["env"] == {"NCCL_DEBUG": "INFO", "NCCL_ALGO": "Ring"}
+    result = clusterctl("-i", DEMO, "-l", "gpu-a1", "bench", "nccl", "-o", "json", "--results-dir",
+                        str(tmp_path / "n"), "--env-file", str(conf), "--env", "NCCL_ALGO=Ring")
+    assert result.exit_code == 0 and json.loads(result.stdout)["env"] == {"NCCL_DEBUG": "INFO", "NCCL_ALGO": "Ring"}

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
+
+from clirun import clusterctl
 
 from clusterctl.bench.ib_bench import run_ib_bench
 from clusterctl.bench.model import HcaInfo
@@ -36,7 +39,7 @@ def test_bad_link_is_named(mock_fleet: FleetFactory) -> None:
         report = run_ib_bench(runner, fleet.hosts, hcas_for(fleet.hosts), OPTS)
     assert [(d.kind, d.subject) for d in report.diagnoses] == [("bad-link", "h1/mlx5_0 <-> h4/mlx5_0")]
     matrix = report.matrix()
-    assert matrix.get("h1", "h4") == 0.48 and matrix.get("h1", "h2") == 204.59
+    assert matrix.get("h1", "h4") == 0.48 and matrix.get("h1", "h2") == 196.8
 
 
 def test_find_straggler_uses_fewer_rounds(mock_fleet: FleetFactory) -> None:
@@ -96,17 +99,13 @@ def test_hcas_and_gid_index_from_a_saved_survey(tmp_path) -> None:  # type: igno
     import json
     from pathlib import Path
 
-    import pytest
-
     from clusterctl.bench.hcas import hcas_from_survey
-    from clusterctl.cli.app import main
     from clusterctl.inventory.model import Fabric, Host
 
     # A real report, as `clusterctl survey --save` writes it for the demo cluster ...
     demo = str(Path(__file__).resolve().parents[2] / "inventories" / "demo.yaml")
     saved = tmp_path / "survey.json"
-    with pytest.raises(SystemExit):
-        main(["-i", demo, "-l", "gpu-a1", "survey", "-o", "json", "--save", str(saved)])
+    clusterctl("-i", demo, "-l", "gpu-a1", "survey", "-o", "json", "--save", saved)
     # ... turned into a RoCE host: mlx5_0 with its RoCE v2 GID, mlx5_1 down.
     report = json.loads(saved.read_text())
     for nic in report["hosts"][0]["nics"]:
@@ -131,3 +130,19 @@ def test_find_straggler_on_a_small_fleet_measures_every_pair(mock_fleet: FleetFa
     assert report.pattern == "all-pairs"
     assert report.rounds_used == report.all_pairs_rounds == 5
     assert [(d.kind, d.subject) for d in report.diagnoses] == [("slow-host", "h3")]
+
+
+def test_hcas_are_found_with_ibstat_where_ibv_devinfo_is_missing(tmp_path: Path) -> None:
+    from clusterctl.bench.hcas import discover_hcas
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.model import Fabric, Host
+    from clusterctl.transport.mock import MockTransport
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "ibstat"
+    profile = tmp_path / "p"
+    profile.mkdir()
+    (profile / "ibstat.txt").write_text((fixtures / "socket-direct-cx6-ibp2s0f0.txt").read_text())
+    (profile / "profile.yaml").write_text("commands:\n  - match: ibstat\n    stdout: ibstat.txt\n")
+    host = Host(name="sd1", transport="mock", profile=str(profile), fabric=Fabric(type="ib", rate_gbps=100))
+    found, warnings = discover_hcas(Runner(lambda h, t: MockTransport(h), parallel=1, timeout_s=30), [host])
+    assert [(h.name, h.rate_gbps) for h in found["sd1"]] == [("ibp2s0f0", 100.0)] and warnings == {}

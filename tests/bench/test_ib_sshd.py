@@ -13,7 +13,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
-from cli_runner import run_clusterctl
+from clirun import run_clusterctl
 from sshd_hosts import SSHDHosts
 
 from .conftest import FAST, PERFTEST, SLOW

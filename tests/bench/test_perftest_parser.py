@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from fixture_files import fixture_dir, read_fixture
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.perftest import MIB_PER_S_TO_GBPS, parse_perftest
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "perftest"
+FIXTURES = fixture_dir("perftest")
 
 
-def read(name: str) -> str:
-    return (FIXTURES / name).read_text()
 
 
 def test_roce_post_list_client_in_gbits() -> None:
-    result = parse_perftest(read("write_bw-roce-postlist-gbits-client.txt"))
+    result = parse_perftest(read_fixture("perftest", "write_bw-roce-postlist-gbits-client.txt"))
     assert result.test == "ib_write_bw"
     assert result.kind == "bw" and result.side == "client" and result.ok
     assert result.link_type == "Ethernet" and result.gid_index == 2 and result.device == "ib0"
@@ -28,7 +25,7 @@ def test_roce_post_list_client_in_gbits() -> None:
 
 
 def test_bidirectional_size_sweep_keeps_every_row_and_finds_the_plateau() -> None:
-    result = parse_perftest(read("write_bw-bidir-a-sweep-gbits-indented.txt"))
+    result = parse_perftest(read_fixture("perftest", "write_bw-bidir-a-sweep-gbits-indented.txt"))
     assert result.bidirectional
     assert [r.size_bytes for r in result.bandwidth] == [2**i for i in range(1, 24)]
     assert result.peak_gbps == 204.59
@@ -37,7 +34,7 @@ def test_bidirectional_size_sweep_keeps_every_row_and_finds_the_plateau() -> Non
 
 
 def test_latency_client_skips_cpu_frequency_warning_inside_table() -> None:
-    result = parse_perftest(read("read_lat-client-cpufreq-warning-mlx4.txt"))
+    result = parse_perftest(read_fixture("perftest", "read_lat-client-cpufreq-warning-mlx4.txt"))
     assert result.test == "ib_read_lat" and result.kind == "lat" and result.ok
     (row,) = result.latency
     assert (row.t_min_us, row.t_max_us, row.t_typical_us, row.t_avg_us, row.t_stdev_us) == (1.76, 6.12, 1.79, 1.80, 0.06)  # noqa: E501 - recorded line
@@ -46,20 +43,20 @@ def test_latency_client_skips_cpu_frequency_warning_inside_table() -> None:
 
 
 def test_server_side_without_table_is_a_server_result_that_is_not_ok() -> None:
-    result = parse_perftest(read("read_lat-server-waiting-mlx4.txt"))
+    result = parse_perftest(read_fixture("perftest", "read_lat-server-waiting-mlx4.txt"))
     assert result.side == "server" and result.device == "mlx4_0"
     assert not result.ok and result.latency == ()
 
 
 def test_failed_connection_is_reported_as_errors() -> None:
-    result = parse_perftest(read("write_bw-couldnt-connect-client.txt"))
+    result = parse_perftest(read_fixture("perftest", "write_bw-couldnt-connect-client.txt"))
     assert not result.ok
     assert result.errors[0] == "Couldn't connect to 192.168.125.211:18515"
     assert any("Unable to init the socket connection" in e for e in result.errors)
 
 
 def test_no_rdma_device_at_all_is_an_error() -> None:
-    result = parse_perftest(read("write_bw-no-device-detected.txt"))
+    result = parse_perftest(read_fixture("perftest", "write_bw-no-device-detected.txt"))
     assert not result.ok and not result.bandwidth
     assert "Unable to find the Infiniband/RoCE device" in result.errors
 
@@ -83,11 +80,11 @@ def test_mb_per_sec_is_mebibytes_converted_to_gbits() -> None:
     assert pytest.approx(0.008388608) == MIB_PER_S_TO_GBPS
 
 
-def test_malformed_row_names_its_line() -> None:
-    text = read("write_bw-roce-postlist-gbits-client.txt").replace("224958464", "22495x464")
-    with pytest.raises(ParseError) as info:
-        parse_perftest(text)
-    assert info.value.line == 18
+def test_malformed_row_is_left_out_with_a_warning_naming_its_line() -> None:
+    text = read_fixture("perftest", "write_bw-roce-postlist-gbits-client.txt").replace("224958464", "22495x464")
+    result = parse_perftest(text)
+    assert result.bandwidth == () and not result.ok  # nothing invented from the bad row
+    assert [w.line for w in result.warnings] == [18] and "22495x464" in result.warnings[0].message
 
 
 def test_unrelated_text_raises_parse_error_naming_line_one() -> None:

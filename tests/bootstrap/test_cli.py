@@ -7,18 +7,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from clusterctl.cli.app import main
+from clirun import clusterctl as run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "inventories" / "demo.yaml"
 
 
 def clusterctl(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exited:
-        main(args)
-    out, err = capsys.readouterr()
-    return int(exited.value.code or 0), out, err
+    done = run_cli(*args)
+    return done.exit_code, done.stdout, done.stderr
 
 
 def test_demo_plan_works_with_no_cluster(capsys: pytest.CaptureFixture[str]) -> None:
@@ -65,7 +62,9 @@ def test_demo_plan_of_every_phase_and_out_files(tmp_path: Path, capsys: pytest.C
     assert code == 0, err
     for phase in ("preflight", "kernel", "packages", "containerd", "nvidia-runtime"):
         assert f"PHASE [{phase}]" in stdout
-    assert "+++ gpu-b2:/etc/containerd/config.toml" in stdout and "+version = 3" in stdout
+    # Six identical hosts: their plan is printed once, for all of them.
+    assert "--- gpu-a[1-3],gpu-b[1-3] [containerd]: 3 change(s)" in stdout
+    assert stdout.count("+++ HOST:/etc/containerd/config.toml") == 1 and "+version = 3" in stdout
     config = out / "gpu-b2" / "etc" / "containerd" / "config.toml"
     assert 'default_runtime_name = "nvidia"' in config.read_text()
     assert (out / "gpu-a1" / "etc" / "sysctl.d" / "99-clusterctl-kubernetes.conf").is_file()
@@ -98,8 +97,8 @@ class _SecretPhase:
 
             def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
                 token = ctx.shared["join.token"]
-                # A folder a fresh mock host has: mock hosts, like real ones, do not create missing folders.
-                return [Change.write_file(ctx.host.name, "/root/join.yaml",
+                return [Change.run(ctx.host.name, "install -d -m 0755 /etc/kubernetes", summary="folder"),
+                        Change.write_file(ctx.host.name, "/etc/kubernetes/join.yaml",
                                           f"discovery:\n  bootstrapToken:\n    token: {token.reveal()}\n",
                                           current=None, mode=0o600),
                         Change.run(ctx.host.name, "true", stdin_secret=token, summary=f"join with {token}")]
@@ -132,3 +131,21 @@ def test_no_secret_in_output_plan_out_files_logs_or_progress(tmp_path: Path, cap
     assert all(TOKEN not in text for text in texts)
     assert any("token: ********" in text for text in texts)  # the masked file content is there to review
     assert any("join with ********" in text for text in texts)
+
+
+def test_duplicate_hostnames_and_product_uuids_fail_both_hosts(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    demo = tmp_path / "demo"
+    shutil.copytree(REPO / "inventories" / "demo", demo)
+    a1 = (demo / "profiles" / "net" / "gpu-a1" / "node-probe.txt").read_text()
+    (demo / "profiles" / "net" / "gpu-b1" / "node-probe.txt").write_text(a1)  # a cloned disk image
+    inventory = tmp_path / "demo.yaml"
+    inventory.write_text(DEMO.read_text())
+    code, out, _ = clusterctl(["-i", str(inventory), "-o", "json", "bootstrap", "plan", "--phase", "preflight"],
+                                capsys)
+    assert code == 1
+    data = json.loads(out)
+    codes = {(r["host"], f["code"]) for r in data["results"] for f in r["findings"]}
+    for host in ("gpu-a1", "gpu-b1"):
+        assert (host, "DUPLICATE_HOSTNAME") in codes and (host, "DUPLICATE_PRODUCT_UUID") in codes
+    assert set(data["failed_hosts"]) == {"gpu-a1", "gpu-b1"}

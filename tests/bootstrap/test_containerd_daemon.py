@@ -35,13 +35,16 @@ RESTART = """#!/bin/sh
 D={d}
 if [ -f $D/pid ]; then
   kill $(cat $D/pid) 2>/dev/null
-  for i in $(seq 1 100); do kill -0 $(cat $D/pid) 2>/dev/null || break; sleep 0.1; done
+  for i in $(seq 1 20); do kill -0 $(cat $D/pid) 2>/dev/null || break; sleep 0.1; done
+  kill -9 $(cat $D/pid) 2>/dev/null
 fi
 containerd --config $D/etc/config.toml > $D/daemon.log 2>&1 &
 echo $! > $D/pid
 for i in $(seq 1 100); do
-  kill -0 $(cat $D/pid) 2>/dev/null || {{ echo "containerd exited: $(tail -n 1 $D/daemon.log)" >&2; exit 1; }}
-  ctr --address $D/ctd.sock version >/dev/null 2>&1 && exit 0
+  # An exited daemon stays a zombie child of this script: look at its state, not just its PID.
+  grep -qs '^State:[[:space:]]*[RSD]' /proc/$(cat $D/pid)/status || {{
+    echo "containerd exited: $(tail -n 1 $D/daemon.log)" >&2; exit 1; }}
+  ctr --address $D/ctd.sock --connect-timeout 1s version >/dev/null 2>&1 && exit 0
   sleep 0.1
 done
 echo "containerd did not answer" >&2

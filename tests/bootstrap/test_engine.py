@@ -230,3 +230,22 @@ def test_an_exception_in_one_phase_fails_the_host_not_the_run(fleet: Fleet, tmp_
 
 def _unused(_: Transport) -> None:  # keeps Transport imported for type readers
     return None
+
+
+class ReadOnly(Phase[None]):
+    name: ClassVar[str] = "read-only"
+    description: ClassVar[str] = "reads only"
+    read_only: ClassVar[bool] = True
+
+    def check(self, ctx: PhaseContext) -> None:
+        return None
+
+    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
+        return []
+
+
+def test_a_read_only_run_takes_no_lock_and_runs_beside_another(fleet: Fleet, tmp_path: Path) -> None:
+    other = LockInfo("alice", "elsewhere.example", 4242, "2099-01-01T00:00:00+00:00", "other-run")
+    fleet.transports["n1"].files[LOCK] = other.to_bytes()
+    report = run(fleet, [ReadOnly()], settings(tmp_path))
+    assert report.ok and fleet.file("n2", LOCK) is None

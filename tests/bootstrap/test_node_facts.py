@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from fixture_files import read_fixture
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.node import (
@@ -16,11 +15,9 @@ from clusterctl.facts.node import (
     parse_ss_listening,
 )
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "node"
-
 
 def read(name: str) -> str:
-    return (FIXTURES / name).read_text()
+    return read_fixture("node", name)
 
 
 def test_swaps_none_one_and_several() -> None:

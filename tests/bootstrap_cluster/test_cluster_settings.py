@@ -136,3 +136,19 @@ def test_a_typo_in_the_cluster_sections_names_file_line_and_field(tmp_path: Path
     with pytest.raises(InventoryError) as err:
         load_inventory(path)
     assert str(err.value).startswith(f"{path}:7: field 'bootstrap.network.cnii': unknown field 'cnii'.")
+
+
+def test_the_inventory_can_name_the_saved_survey(tmp_path: Path) -> None:
+    from clusterctl.bootstrap.registry import all_phases
+    from clusterctl.bootstrap.run import BootstrapRequest, run_options
+    from clusterctl.inventory.loader import load_inventory
+
+    path = tmp_path / "inventory.yaml"
+    path.write_text(INVENTORY.replace("  pod_subnet: 10.32.0.0/12", "  pod_subnet: 10.32.0.0/12\n  survey: s.json"))
+    (tmp_path / "s.json").write_text((Path(__file__).parent / "fixtures" / "demo-survey.json").read_text())
+    inventory = load_inventory(path)
+    options = run_options(inventory, inventory.hosts, all_phases(), BootstrapRequest(apply=False))
+    assert options["survey"] == str(tmp_path / "s.json")
+    other = str(Path(__file__).parent / "fixtures" / "demo-survey.json")
+    given = run_options(inventory, inventory.hosts, all_phases(), BootstrapRequest(apply=False, survey=other))
+    assert given["survey"] == other  # --survey wins over the inventory's

@@ -12,11 +12,12 @@ import jsonschema
 import pytest
 import yaml
 from cluster_builders import make_inventory, make_settings
+from fixture_files import fixture_dir
 
 from clusterctl.bootstrap.cluster import kubeadm
 from clusterctl.secret import MASK, mask_text
 
-SCHEMA = json.loads((Path(__file__).parents[1] / "fixtures" / "kubeadm-schema" / "v1beta4.schema.json").read_text())
+SCHEMA = json.loads((fixture_dir("kubeadm-schema") / "v1beta4.schema.json").read_text())
 
 
 def check_v1beta4(text: str) -> list[dict[str, Any]]:

@@ -1,3 +1,5 @@
+from clirun import clusterctl
+
 from clusterctl.cli.app import hoist_global_options
 
 
@@ -11,15 +13,10 @@ def test_nothing_after_double_dash_is_touched() -> None:
     assert hoist_global_options(argv) == ["--limit=gpu*", "exec", "--", "ls", "-l", "-o", "x"]
 
 
-def test_a_missing_ssh_config_is_a_usage_error(capsys) -> None:  # type: ignore[no-untyped-def]
-    import pytest
-
-    from clusterctl.cli.app import main
-
-    with pytest.raises(SystemExit) as exited:
-        main(["--ssh-config", "/nonexistent/ssh_config", "inventory", "show"])
-    assert exited.value.code == 2
-    assert "--ssh-config /nonexistent/ssh_config: no such file" in capsys.readouterr().err
+def test_a_missing_ssh_config_is_a_usage_error() -> None:
+    run = clusterctl("--ssh-config", "/nonexistent/ssh_config", "inventory", "show")
+    assert run.exit_code == 2
+    assert "--ssh-config /nonexistent/ssh_config: no such file" in run.stderr
 
 
 def test_bad_options_are_usage_errors_even_where_typer_vendors_click() -> None:
@@ -36,3 +33,20 @@ def test_bad_options_are_usage_errors_even_where_typer_vendors_click() -> None:
     assert done.returncode == 2, done.stderr
     assert "No such option: --no-such-option" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_help_imports_nothing_heavy() -> None:
+    """``clusterctl --help`` starts fast: no SSH, YAML, rich, logging or change machinery loaded."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from clusterctl.cli.app import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = ['paramiko', 'yaml', 'rich', 'jinja2', 'logging', 'clusterctl.changes', 'clusterctl.transport',"
+        " 'clusterctl.fanout', 'clusterctl.findings']\n"
+        "print('LOADED', [m for m in heavy if m in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "LOADED []" in done.stdout, done.stdout[-400:] + done.stderr[-400:]

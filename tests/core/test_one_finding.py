@@ -61,4 +61,4 @@ def test_exit_code_follows_the_worst_severity() -> None:
     with pytest.raises(typer.Exit):
         exit_for([Finding(Severity.ERROR, "X", "m"), *warning])
     assert count_by_severity(warning) == {"error": 0, "warning": 1, "info": 0}
-    assert summary_line(warning) == "0 error(s), 1 warning(s), 0 info"
+    assert summary_line(warning) == "0 errors, 1 warning, 0 info"

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clirun import clusterctl
 
 from clusterctl.facts.base import Fact
 from clusterctl.facts.gpus import GPUS
@@ -140,13 +141,10 @@ def test_files_the_profile_declares_can_be_read(inventory: Inventory) -> None:
     assert transport.run("hostname").stdout == "gpu-b1\n"
 
 
-def test_exec_nvidia_smi_l_on_the_demo_inventory(capsys: pytest.CaptureFixture[str]) -> None:
-    from clusterctl.cli.app import main
-
-    with pytest.raises(SystemExit) as exit_info:
-        main(["-i", str(DEMO), "-o", "json", "exec", "--", "nvidia-smi", "-L"])
-    out = capsys.readouterr().out
-    assert exit_info.value.code == 0, out
+def test_exec_nvidia_smi_l_on_the_demo_inventory() -> None:
+    run = clusterctl("-i", DEMO, "-o", "json", "exec", "--", "nvidia-smi", "-L")
+    out = run.stdout
+    assert run.exit_code == 0, run.output
     records = json.loads(out)
     text = json.dumps(records)
     for name in HEALTHY + BROKEN:

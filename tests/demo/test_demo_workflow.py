@@ -5,25 +5,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
+from clirun import clusterctl
 
-from clusterctl.cli.app import main
 from clusterctl.nccl.lint import lint_settings
 from clusterctl.nccl.sources import read_settings
 
 DEMO = str(Path(__file__).resolve().parents[2] / "inventories" / "demo.yaml")
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as exited:
-        main(list(argv))
-    return int(exited.value.code or 0), capsys.readouterr().out
 
 
-def test_survey_saves_every_hosts_interfaces(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+
+def test_survey_saves_every_hosts_interfaces(tmp_path: Path) -> None:
     saved = tmp_path / "survey.json"
-    code, _ = run(capsys, "-i", DEMO, "survey", "-o", "json", "--save", str(saved))
-    assert code == 1  # gpu-a3 and gpu-b3 are broken on purpose
+    result = clusterctl("-i", DEMO, "survey", "-o", "json", "--save", str(saved))
+    assert result.exit_code == 1  # gpu-a3 and gpu-b3 are broken on purpose
     hosts = {h["host"]: h for h in json.loads(saved.read_text())["hosts"]}
     a1 = {i["name"]: i["ipv4"] for i in hosts["gpu-a1"]["interfaces"]}
     assert a1["enp226s0"] == ["10.0.0.11"]
@@ -36,14 +32,14 @@ def test_survey_saves_every_hosts_interfaces(capsys: pytest.CaptureFixture[str],
 
 
 def test_tune_nccl_from_the_saved_survey_picks_the_management_interface_and_lints_clean(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    tmp_path: Path
 ) -> None:
     saved = tmp_path / "survey.json"
-    run(capsys, "-i", DEMO, "survey", "-o", "json", "--save", str(saved))
+    clusterctl("-i", DEMO, "survey", "-o", "json", "--save", str(saved))
     out_dir = tmp_path / "nccl"
-    code, out = run(capsys, "-i", DEMO, "tune-nccl", "--survey", str(saved), "-o", "json", "--out", str(out_dir))
-    assert code == 0
-    settings = {s["name"]: s["value"] for s in json.loads(out)["settings"]}
+    result = clusterctl("-i", DEMO, "tune-nccl", "--survey", str(saved), "-o", "json", "--out", str(out_dir))
+    assert result.exit_code == 0
+    settings = {s["name"]: s["value"] for s in json.loads(result.stdout)["settings"]}
     assert settings["NCCL_SOCKET_IFNAME"] == "=enp226s0"
     assert settings["NCCL_IB_HCA"].startswith("=mlx5_0:1,")
     assert "mlx5_8" not in settings["NCCL_IB_HCA"]

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from fixture_files import read_fixture
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.gpus import GPUS, parse_gpus
@@ -11,13 +10,6 @@ from clusterctl.facts.nvlink import NVLINK, parse_nvlink
 from clusterctl.facts.rdma import RDMA, parse_ibv_devinfo
 from clusterctl.facts.stack import STACK, parse_stack
 from clusterctl.facts.survey_facts import SURVEY_FACTS
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-
-
-def read(tool: str, name: str) -> str:
-    return (FIXTURES / tool / name).read_text()
-
 
 # --- nvidia-smi --query-gpu -----------------------------------------------------------
 
@@ -31,7 +23,7 @@ def test_gpus_command_asks_for_every_field_as_csv_with_header() -> None:
 
 
 def test_gpus_identity_csv_with_units_and_unknown_fields() -> None:
-    (gpu,) = parse_gpus(read("nvidia-smi", "rtx5080-identity.csv"))
+    (gpu,) = parse_gpus(read_fixture("nvidia-smi", "rtx5080-identity.csv"))
     assert gpu.index == 0 and gpu.name == "NVIDIA GeForce RTX 5080"
     assert gpu.uuid == "GPU-49dacec4-c9d8-7109-cffc-9ff262186fe6"
     assert (gpu.pci_bus_id, gpu.memory_total_mib, gpu.driver_version) == (
@@ -43,17 +35,17 @@ def test_gpus_identity_csv_with_units_and_unknown_fields() -> None:
 
 
 def test_gpus_pcie_link_fields() -> None:
-    gpus = parse_gpus(read("nvidia-smi", "l40s-8gpu-pcie.csv"))
+    gpus = parse_gpus(read_fixture("nvidia-smi", "l40s-8gpu-pcie.csv"))
     assert [g.index for g in gpus] == list(range(8))
     assert {(g.pcie_gen_current, g.pcie_gen_max, g.pcie_width_current, g.pcie_width_max) for g in gpus} == {
         (1, 4, 16, 16)
     }
-    narrow = parse_gpus(read("nvidia-smi", "rtx5060ti-2gpu-pcie-names.csv"))
+    narrow = parse_gpus(read_fixture("nvidia-smi", "rtx5060ti-2gpu-pcie-names.csv"))
     assert (narrow[1].pcie_width_current, narrow[1].pcie_width_max) == (8, 16)
 
 
 def test_gpus_without_index_column_are_numbered_in_order() -> None:
-    gpus = parse_gpus(read("nvidia-smi", "rtx5060ti-no-index-driver.csv"))
+    gpus = parse_gpus(read_fixture("nvidia-smi", "rtx5060ti-no-index-driver.csv"))
     assert [(g.index, g.driver_version, g.pcie_gen_current) for g in gpus] == [
         (0, "595.71.05", 1),
         (1, "595.71.05", 1),
@@ -101,7 +93,7 @@ def test_gpus_bad_values_name_the_line(text: str, line: int) -> None:
 
 def test_nvlink_inactive_links_recorded() -> None:
     assert NVLINK.command == "nvidia-smi nvlink -s"
-    (gpu,) = parse_nvlink(read("nvlink", "v100-gpu3-two-inactive.txt"))
+    (gpu,) = parse_nvlink(read_fixture("nvlink", "v100-gpu3-two-inactive.txt"))
     assert gpu.gpu_index == 3 and gpu.gpu_name == "Tesla V100-SXM2-32GB"
     assert [lane.link for lane in gpu.lanes if not lane.active] == [3, 5]
     assert gpu.lanes[0].speed_gbps == pytest.approx(25.781)
@@ -124,7 +116,7 @@ def test_nvlink_uuid_and_errors() -> None:
 
 def test_rdma_roce_port_rate_and_gid_index() -> None:
     assert RDMA.command == "ibv_devinfo -v"
-    (device,) = parse_ibv_devinfo(read("ibv_devinfo", "roce-bond-cx6dx-vv.txt"))
+    (device,) = parse_ibv_devinfo(read_fixture("ibv_devinfo", "roce-bond-cx6dx-vv.txt"))
     assert (device.hca, device.fw_version, device.board_id) == ("mlx5_bond_0", "22.36.1010", "MT_0000000359")
     assert device.node_guid == "08c0:eb03:00f0:28b2"
     (port,) = device.ports
@@ -148,8 +140,10 @@ def test_rdma_no_devices_and_errors() -> None:
     with pytest.raises(ParseError) as error:
         parse_ibv_devinfo("\tfw_ver:\t\t20.1\n")
     assert error.value.line == 1
-    with pytest.raises(ParseError, match="no 'state'"):
-        parse_ibv_devinfo("hca_id:\tmlx5_0\n\t\tport:\t1\n\t\t\tlink_layer:\tEthernet\n")
+    # A port without a state costs that port, with a warning naming its line; the device stands.
+    (device,) = devices = parse_ibv_devinfo("hca_id:\tmlx5_0\n\t\tport:\t1\n\t\t\tlink_layer:\tEthernet\n")
+    assert device.hca == "mlx5_0" and device.ports == ()
+    assert [(w.line, "no 'state'" in w.message) for w in devices.warnings] == [(2, True)]
 
 
 # --- software stack -------------------------------------------------------------------
@@ -173,7 +167,7 @@ def test_stack_command_prints_every_section_and_tolerates_missing_tools() -> Non
 
 
 def test_stack_recorded_on_a_host_without_driver_or_kubernetes() -> None:
-    stack = parse_stack(read("stack", "debian12-build-host-nvcc-no-driver.txt"))
+    stack = parse_stack(read_fixture("stack", "debian12-build-host-nvcc-no-driver.txt"))
     assert (stack.os_name, stack.os_version, stack.kernel) == ("Debian GNU/Linux", "12", "6.18.44-fc-v857")
     assert stack.cuda_toolkit == "13.0" and stack.driver is None and stack.kubelet is None
     assert "No such file or directory" in stack.missing["driver"]
@@ -182,7 +176,7 @@ def test_stack_recorded_on_a_host_without_driver_or_kubernetes() -> None:
 
 
 def test_stack_gpu_node_assembled_from_recorded_pieces() -> None:
-    stack = parse_stack(read("stack", "assembled-ubuntu-gpu-k8s-node.txt"))
+    stack = parse_stack(read_fixture("stack", "assembled-ubuntu-gpu-k8s-node.txt"))
     assert (stack.os_name, stack.os_version) == ("Ubuntu", "22.04")
     assert stack.driver == "440.95.01" and stack.cuda == "10.2"
     assert stack.nccl == "2.21.5" and stack.containerd == "1.7.12"
@@ -202,14 +196,14 @@ def test_stack_needs_sections() -> None:
 
 def test_ibdev2netdev_recordings() -> None:
     assert NETDEV.command == "ibdev2netdev" and IPV4_ADDRS.command == "ip -o -4 addr show"
-    devices = parse_ibdev2netdev(read("ibdev2netdev", "mixed-eth-ib-up-down.txt"))
+    devices = parse_ibdev2netdev(read_fixture("ibdev2netdev", "mixed-eth-ib-up-down.txt"))
     assert len(devices) == 8
     assert [(d.hca, d.name) for d in devices if d.up] == [
         ("mlx5_2", "ens6"),
         ("mlx5_3", "ens14f0"),
         ("mlx5_5", "ib0"),
     ]
-    pair = parse_ibdev2netdev(read("ibdev2netdev", "cx4-ib0-up-ib1-down.txt"))
+    pair = parse_ibdev2netdev(read_fixture("ibdev2netdev", "cx4-ib0-up-ib1-down.txt"))
     assert [(d.name, d.up, d.port) for d in pair] == [("ib0", True, 1), ("ib1", False, 1)]
 
 
@@ -225,9 +219,11 @@ def test_ibdev2netdev_verbose_and_ip_merge() -> None:
         "       valid_lft forever preferred_lft forever\n"
     )
     assert merge_ipv4((device,), addresses)[0].ipv4 == ("10.0.0.5",)
+    mixed = parse_ibdev2netdev("mlx5_0 port 1 ==> ib0 (Up)\nibdev2netdev: command not found\n")
+    assert [d.name for d in mixed] == ["ib0"] and [w.line for w in mixed.warnings] == [2]
     with pytest.raises(ParseError) as error:
-        parse_ibdev2netdev("mlx5_0 port 1 ==> ib0 (Up)\nibdev2netdev: command not found\n")
-    assert error.value.line == 2
+        parse_ibdev2netdev("ibdev2netdev: command not found\n")
+    assert error.value.line == 1
 
 
 def test_survey_runs_topology_first() -> None:

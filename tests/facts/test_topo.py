@@ -1,14 +1,13 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from fixture_files import fixture_dir
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.model import TopoMatrix
 from clusterctl.facts.topo import TOPOLOGY, parse_topo
 
-TOPO = Path(__file__).resolve().parent.parent / "fixtures" / "topo"
+TOPO = fixture_dir("topo")
 
 
 def topo(name: str) -> TopoMatrix:
@@ -25,8 +24,12 @@ def test_command_is_the_plain_matrix() -> None:
     assert TOPOLOGY.command == "nvidia-smi topo -m"
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in TOPO.glob("*.txt")))
-def test_every_recording_gives_a_full_symmetric_matrix(name: str) -> None:
+WHOLE = sorted(p.name for p in TOPO.glob("*.txt") if p.name not in
+               {"DERIVED-h200-clipped-100-columns.txt", "DERIVED-h200-gpu-rows-only.txt"})
+
+
+@pytest.mark.parametrize("name", WHOLE)
+def test_every_whole_recording_gives_a_full_symmetric_matrix(name: str) -> None:
     matrix = topo(name)
     labels = [d.label for d in matrix.devices]
     assert len(matrix.links) == len(labels) ** 2
@@ -129,22 +132,106 @@ def test_ansi_underlined_header_parses() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "line"),
+    ("text", "line", "says"),
     [
-        ("        GPU0    GPU1\nGPU0     X\nGPU1    NV4      X\n", 2),
-        ("        GPU0    GPU1\nGPU0     X      BOGUS\nGPU1    NV4      X\n", 2),
-        ("        GPU0    GPU1\nGPU0     X      X\nGPU1    NV4      X\n", 2),
-        ("        GPU0    GPU1\nGPU0     X      NV4\nGPU1    NV4      X\nGPU1    NV4      X\n", 4),
+        ("        GPU0    GPU1\nGPU0     X\nGPU1    NV4      X\n", 2, "1 of 2 cells"),
+        ("        GPU0    GPU1\nGPU0     X      BOGUS\nGPU1    NV4      X\n", 2, "'BOGUS' is not a link type"),
+        ("        GPU0    GPU1\nGPU0     X      X\nGPU1    NV4      X\n", 2, "'X' off the diagonal"),
     ],
 )
-def test_bad_rows_name_their_line(text: str, line: int) -> None:
+def test_a_damaged_row_costs_its_cells_not_the_matrix(text: str, line: int, says: str) -> None:
+    # The GPU1 row still has the GPU pair's link: the matrix is symmetric, so it stands.
+    matrix = parse_topo(text)
+    assert raw(matrix, "GPU0", "GPU1") == "NV4"
+    assert matrix.partial
+    assert any(w.line == line and says in w.message for w in matrix.warnings), matrix.warnings
+
+
+def test_a_second_row_for_the_same_device_is_an_error_naming_its_line() -> None:
+    text = "        GPU0    GPU1\nGPU0     X      NV4\nGPU1    NV4      X\nGPU1    NV4      X\n"
     with pytest.raises(ParseError) as error:
         parse_topo(text)
-    assert error.value.line == line
+    assert error.value.line == 4
 
 
-def test_missing_row_and_no_header_are_errors() -> None:
-    with pytest.raises(ParseError, match="no matrix row for GPU1"):
-        parse_topo("        GPU0    GPU1\nGPU0     X      NV4\n\nLegend:\n")
+def test_missing_gpu_block_and_no_header_are_errors() -> None:
+    # Neither row has GPU0 -> GPU2: the GPU-to-GPU block, the core of the matrix, is incomplete.
+    with pytest.raises(ParseError, match="GPU-to-GPU block is incomplete"):
+        parse_topo("        GPU0    GPU1    GPU2\nGPU0     X      NV4\nGPU1    NV4      X      NV4\n")
+    with pytest.raises(ParseError, match="no GPU rows"):
+        parse_topo("        GPU0    GPU1\n\nLegend:\n")
     with pytest.raises(ParseError, match="no header"):
         parse_topo("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n")
+
+
+# --- round 2: pasted, clipped and fused outputs (issue 13) -------------------------------------
+
+H200 = [("GPU0", "NIC4", "PIX"), ("GPU2", "NIC0", "PIX"), ("GPU7", "NIC2", "PIX"), ("GPU5", "NIC7", "PIX"),
+        ("GPU0", "NIC2", "SYS"), ("GPU4", "NIC0", "SYS"), ("GPU7", "NIC7", "NODE")]
+
+
+def test_h200_on_epyc_reads_whole_without_warnings() -> None:
+    m = topo("h200-epyc9534-8nic-tabs.txt")
+    assert (len(m.gpus), len(m.nics), m.partial) == (8, 8, False)
+    for a, b, cell in H200:
+        assert raw(m, a, b) == cell
+    assert [(g.cpu_affinity, g.numa_affinity) for g in m.gpus[3:5]] == [("0-63,128-191", "0"), ("64-127,192-255", "1")]
+
+
+def test_markdown_paste_with_a_blank_line_after_every_row_reads_the_same() -> None:
+    pasted, recorded = topo("DERIVED-h200-markdown-blank-lines.txt"), topo("h200-epyc9534-8nic-tabs.txt")
+    assert pasted == recorded
+
+
+def test_cells_fused_with_the_affinity_list_are_split_and_said() -> None:
+    m = topo("DERIVED-h200-fused-cells.txt")
+    recorded = topo("h200-epyc9534-8nic-tabs.txt")
+    assert m.links == recorded.links  # "SY", "SYS0-63,...", "N64-127,..." all read back to the recording's cells
+    assert [(g.cpu_affinity, g.numa_affinity) for g in m.gpus] == [
+        (g.cpu_affinity, g.numa_affinity) for g in recorded.gpus]
+    said = {(w.line, w.message.split(" ")[1]) for w in m.warnings}
+    assert (2, "GPU0") in said and (9, "GPU7") in said  # the line of each fused cell
+    assert any("'64-127,192-2551'" in w.message and w.line == 7 for w in m.warnings)
+
+
+def test_a_fused_numa_cell_no_other_row_explains_is_left_unknown_not_guessed() -> None:
+    text = ("\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+            "GPU0\t X \tNV4\t0-7\t0\t\tN/A\n"
+            "GPU1\tNV4\t X \t8-151\t\tN/A\n")
+    m = parse_topo(text)
+    assert (m.gpus[1].cpu_affinity, m.gpus[1].numa_affinity) == (None, None)
+    assert m.gpus[0].cpu_affinity == "0-7"
+    assert any(w.line == 3 and "fused with the NUMA cell" in w.message for w in m.warnings)
+
+
+def test_terminal_clipped_at_100_columns_keeps_gpu_block_and_nics_from_rows_and_legend() -> None:
+    m = topo("DERIVED-h200-clipped-100-columns.txt")
+    recorded = topo("h200-epyc9534-8nic-tabs.txt")
+    assert [n.device_name for n in m.nics] == [f"mlx5_{i}" for i in range(8)]
+    for a, b, cell in H200:  # GPU -> NIC4..7 come from the NIC rows, which kept their GPU cells
+        assert raw(m, a, b) == cell
+    known = {(link.a, link.b) for link in m.links}
+    assert all(recorded.link(a, b) == m.link(a, b) for a, b in known)  # nothing invented
+    assert m.link("NIC4", "NIC6") is None  # cut from every row that had it
+    assert all(g.cpu_affinity is None and g.numa_affinity is None for g in m.gpus)
+    assert any("cut short" in w.message and w.line == 1 for w in m.warnings)
+    assert any("NUMA Affinity column was cut off" in w.message for w in m.warnings)
+
+
+def test_terminal_clipped_inside_the_affinity_column_drops_the_cut_values() -> None:
+    m = topo("DERIVED-h200-clipped-140-columns.txt")
+    assert m.links == topo("h200-epyc9534-8nic-tabs.txt").links
+    assert all(g.cpu_affinity is None for g in m.gpus)  # "0-63" is what was left of "0-63,128-191"
+    assert any("'0-63'" in w.message and w.line == 2 for w in m.warnings)
+
+
+def test_partial_paste_without_nic_rows_or_legend_keeps_the_gpu_facts() -> None:
+    m = topo("DERIVED-h200-gpu-rows-only.txt")
+    assert (len(m.gpus), len(m.nics)) == (8, 8)
+    for a, b, cell in H200:
+        assert raw(m, a, b) == cell
+    assert raw(m, "NIC4", "GPU0") == "PIX"  # symmetric
+    assert m.link("NIC0", "NIC1") is None
+    assert [n.device_name for n in m.nics][:2] == ["NIC0", "NIC1"]
+    messages = " | ".join(w.message for w in m.warnings)
+    assert "no rows for NIC0..NIC7" in messages and "NIC Legend not pasted" in messages

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cli_runner import run_clusterctl
+from clirun import run_clusterctl
 from sshd_hosts import SSHDHosts
 
 pytestmark = pytest.mark.sshd

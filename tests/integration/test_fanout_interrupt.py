@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_runner import REPO_ROOT
+from clirun import REPO_ROOT
 from sshd_hosts import SSHDHost, SSHDHosts, descendants
 
 from clusterctl.fanout import FleetInterrupted, Runner
@@ -72,6 +72,7 @@ def test_sigint_during_a_fanout_over_hung_hosts_exits_promptly_and_stops_remote_
     assert proc.returncode == 130, err
     assert took < 8, f"took {took:.1f}s to stop"
     assert "Traceback" not in err
+    assert "interrupted" in err and "h[1-3]" in err  # the hosts that were still running are named
     assert _wait_for(lambda: not _sleepers(hosts, "41"), 5), "remote commands still running after Ctrl-C"
     assert not marker.exists()
 

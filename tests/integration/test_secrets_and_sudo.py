@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_runner import REPO_ROOT
+from clirun import REPO_ROOT
 from sshd_hosts import SSHDHost, SSHDHosts
 
 from clusterctl.changes import Change, Gate

@@ -171,3 +171,15 @@ def test_a_failed_write_leaves_no_temporary_file(sshd_hosts: SSHDHosts, tmp_path
         assert sorted(os.listdir(small)) == ["big.conf"]
     finally:
         subprocess.run(["umount", str(small)], check=False)
+
+
+def test_a_background_child_holding_the_output_open_does_not_hang_the_command(
+    sshd_hosts: SSHDHosts, tmp_path: Path
+) -> None:
+    (h,) = sshd_hosts(1)
+    with _transport(sshd_hosts, h, tmp_path) as t:
+        start = time.monotonic()
+        result = t.run("sleep 4 & echo started", timeout=30)
+        took = time.monotonic() - start
+    assert result.ok and result.stdout == "started\n"
+    assert took < 3.5

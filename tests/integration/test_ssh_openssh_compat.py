@@ -160,3 +160,28 @@ def test_encrypted_key_held_by_a_real_agent_or_opened_with_its_passphrase(
     with SSHTransport(Host(name=h.name, address=h.address, port=h.port, user=sshd_hosts.user),
                       ssh_config_path=str(only), known_hosts_path=str(known)) as t:
         assert t.run("hostname", timeout=15).stdout.strip() == "h1"
+
+
+def test_a_password_is_tried_last_and_its_refusal_is_explained(
+    sshd_hosts: SSHDHosts, home: Path, tmp_path: Path
+) -> None:
+    from sshd_hosts import generate_ed25519
+
+    (h,) = sshd_hosts(1)
+    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", [h])
+    config = tmp_path / "ssh_config"
+    config.write_text("")
+    stranger = tmp_path / "stranger"
+    generate_ed25519(stranger, "not-authorized")
+    password = Credentials(password=Secret("pw-never-shown-123", "SSH password"))
+    err = _refused(sshd_hosts, h, config, known_hosts=known, key_file=stranger, credentials=password)
+    assert err.kind is FailureKind.AUTH_FAILED
+    assert str(stranger) in err.message and "password" in err.message
+    assert err.message.index(str(stranger)) < err.message.index("password")  # keys first, as ssh
+    assert "the server allows: publickey" in err.message
+    assert "pw-never-shown-123" not in err.message
+    # PasswordAuthentication no in ssh_config: the password is not even offered.
+    no_passwords = tmp_path / "no_passwords_config"
+    no_passwords.write_text("Host *\n    PasswordAuthentication no\n")
+    err = _refused(sshd_hosts, h, no_passwords, known_hosts=known, key_file=stranger, credentials=password)
+    assert "; password (" not in err.message

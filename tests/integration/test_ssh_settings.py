@@ -166,3 +166,47 @@ def test_host_key_known_unknown_changed_and_hashed(tmp_path: Path) -> None:
     assert path.read_text().endswith(f"10.0.0.6 {stranger.get_name()} {stranger.get_base64()}\n")
     # A second reader of the file (another run) trusts it now.
     check_host_key(KnownHosts(path), fresh, stranger, accept_new=False)
+
+
+def test_host_key_policy_follows_ssh_config_per_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    from clusterctl.transport.ssh import host_key_policy, hostkeys
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(hostkeys, "DEFAULT_GLOBAL_KNOWN_HOSTS", (str(tmp_path / "global"),))
+    config_file = tmp_path / "config"
+    config_file.write_text(
+        "Host hashed\n    StrictHostKeyChecking accept-new\n    HashKnownHosts yes\n"
+        "    UserKnownHostsFile ~/kh-%n-%p\n"
+        "Host lax\n    StrictHostKeyChecking no\n    UserKnownHostsFile ~/kh-lax\n"
+        "Host strict\n    StrictHostKeyChecking yes\n    UserKnownHostsFile none\n"
+    )
+    config = load_ssh_config(str(config_file))
+    key = _key()
+
+    hashed = resolve_target(name="hashed", address="10.1.1.1", config=config)
+    assert hashed.user_known_hosts == (str(tmp_path / "kh-hashed-22"),)
+    check_host_key(host_key_policy(hashed, override=None, accept_new=False), hashed, key)
+    written = (tmp_path / "kh-hashed-22").read_text()
+    assert written.startswith("|1|") and "10.1.1.1" not in written
+    # The hashed entry is found again by a fresh reader.
+    check_host_key(KnownHosts(tmp_path / "kh-hashed-22"), hashed, key, accept_new=False)
+
+    lax = resolve_target(name="lax", address="10.1.1.2", config=config)
+    with caplog.at_level("WARNING", logger="clusterctl.transport.ssh"):
+        check_host_key(host_key_policy(lax, override=None, accept_new=False), lax, key)
+    assert "UNVERIFIED" in caplog.text
+    # Even "no" refuses a key that changed.
+    with pytest.raises(TransportError) as changed:
+        check_host_key(host_key_policy(lax, override=None, accept_new=False), lax, _key())
+    assert "HOST KEY CHANGED" in changed.value.message
+
+    strict = resolve_target(name="strict", address="10.1.1.3", config=config)
+    policy = host_key_policy(strict, override=None, accept_new=True)
+    assert policy.user_files == () and policy.strict == "accept-new"
+    with pytest.raises(TransportError) as nowhere:
+        check_host_key(policy, strict, key)
+    assert "no known_hosts file to record it in" in nowhere.value.message
+    # --known-hosts wins over all of it.
+    override = host_key_policy(strict, override=str(tmp_path / "given"), accept_new=False)
+    assert [str(f.path) for f in override.files] == [str(tmp_path / "given")]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_runner import CliRun, run_clusterctl
+from clirun import CliRun, run_clusterctl
 from sshd_hosts import SSHDHosts
 
 pytestmark = pytest.mark.sshd

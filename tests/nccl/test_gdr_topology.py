@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import pytest
+from clirun import clusterctl
 
-from clusterctl.cli.app import main
 from clusterctl.nccl.lint import lint_settings
 from clusterctl.nccl.sources import Setting
 
@@ -45,17 +43,14 @@ def test_without_a_survey_the_level_is_only_checked_for_validity() -> None:
     assert lint_settings(gdr("SYS")) == []
 
 
-def test_lint_takes_the_distances_from_a_saved_survey(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_lint_takes_the_distances_from_a_saved_survey(tmp_path: Path) -> None:
     saved = tmp_path / "survey.json"
-    with pytest.raises(SystemExit):
-        main(["-i", DEMO, "survey", "-o", "json", "--save", str(saved)])
-    capsys.readouterr()
+    clusterctl("-i", DEMO, "survey", "-o", "json", "--save", saved)
     env = tmp_path / "job.env"
     env.write_text("NCCL_NET_GDR_LEVEL=LOC\n")
-    with pytest.raises(SystemExit) as exited:
-        main(["nccl", "lint", str(env), "--survey", str(saved), "-o", "json"])
-    findings = json.loads(capsys.readouterr().out)["findings"]
-    assert exited.value.code == 0  # a warning, not an error, without --strict
+    lint = clusterctl("nccl", "lint", env, "--survey", saved, "-o", "json")
+    findings = lint.json()["findings"]
+    assert lint.exit_code == 0  # a warning, not an error, without --strict
     assert [(f["subject"], f["code"]) for f in findings] == [("NCCL_NET_GDR_LEVEL", "HARMFUL")]
     # The demo's 6 hosts x 8 GPUs all have a NIC behind their PCIe switch (PXB).
     assert "48 of the 48" in findings[0]["message"]

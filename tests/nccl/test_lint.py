@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from fixture_files import fixture_dir
 
 from clusterctl.findings import Finding
 from clusterctl.nccl.lint import lint_settings
 from clusterctl.nccl.sources import Setting, read_settings
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "nccl-settings"
+FIXTURES = fixture_dir("nccl-settings")
 
 
 def lint(name: str, **kwargs: object) -> list[tuple[int, str, str, str]]:

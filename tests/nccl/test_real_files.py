@@ -10,12 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from clirun import clusterctl
+from fixture_files import fixture_dir
 
-from clusterctl.cli.app import main
 from clusterctl.nccl.lint import Finding, lint_settings
 from clusterctl.nccl.sources import read_settings
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "nccl-settings"
+FIXTURES = fixture_dir("nccl-settings")
 
 
 def findings(name: str, **kwargs: object) -> list[Finding]:
@@ -202,19 +203,37 @@ def test_container_args_inline_settings_and_configmap_heredoc() -> None:
                                   "gke-tcpxo-mpi-nccl-test.yaml", "gke-tcpx-nccl-config.yaml",
                                   "tcpxo-nccl-env-profile.sh", "tcpxo-run-nccl-fastrak.sh",
                                   "bert-launch_docker_dist.sh"])
-def test_no_real_file_is_refused(name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(["nccl", "lint", str(FIXTURES / name)])
-    out, err = capsys.readouterr()
-    assert exit_info.value.code in (0, 1, None), err
+def test_no_real_file_is_refused(name: str) -> None:
+    run = clusterctl("nccl", "lint", FIXTURES / name)
+    out, err = run.stdout, run.stderr
+    assert run.exit_code in (0, 1), err
     assert "Traceback" not in out + err and "cannot read" not in err
 
 
-def test_a_file_that_cannot_be_read_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_file_that_cannot_be_read_is_a_usage_error(tmp_path: Path) -> None:
     bad = tmp_path / "settings.conf"
     bad.write_text("NCCL_DEBUG=WARN\nthis line is not a setting\n")
-    with pytest.raises(SystemExit) as exit_info:
-        main(["nccl", "lint", str(bad)])
-    _, err = capsys.readouterr()
-    assert exit_info.value.code == 2
+    run = clusterctl("nccl", "lint", bad)
+    err = run.stderr
+    assert run.exit_code == 2
     assert "settings.conf:2: cannot read it as env: expected NAME=VALUE" in " ".join(err.split())
+
+
+def test_pretrain_script_check_disable_removed_names_and_if_else_arms() -> None:
+    found = findings("pretrain-net-type-excerpt.sh")
+    [check] = [f for f in found if f.subject == "NCCL_CHECK_DISABLE" and f.line == 11]
+    # the closest name was removed in 2.2: the fix never sends the user to it as if it were alive
+    assert (check.severity, check.code) == ("error", "UNKNOWN_VARIABLE")
+    assert check.fix == ("remove NCCL_CHECK_DISABLE: the closest name, NCCL_CHECKS_DISABLE, was removed in NCCL 2.2 "
+                         "and replaced by NCCL_CHECK_POINTERS")
+    [hca] = [f for f in found if f.subject == "NCCL_IB_HCA"]
+    assert (hca.line, hca.message) == (9, "NCCL_IB_HCA=mlx5_2:1,mlx5_2:1 lists mlx5_2:1 more than once")
+    # the same names in the if and the else arm can never both run: no DUPLICATE false alarms
+    assert [f for f in found if f.code == "DUPLICATE"] == []
+    assert {(f.line, f.subject) for f in found if f.code == "NOT_IN_VERSION"} == {
+        (13, "NCCL_LL_THRESHOLD"), (14, "NCCL_IB_CUDA_SUPPORT"), (21, "NCCL_LL_THRESHOLD"),
+        (22, "NCCL_IB_CUDA_SUPPORT")}
+    # a real second assignment outside the arms is still one
+    text = "export NCCL_IB_SL=3\nif [ -n \"$X\" ]; then export NCCL_IB_SL=5; fi\nexport NCCL_IB_SL=4\n"
+    dupes = [f.line for f in lint_settings(read_settings(text, "shell")) if f.code == "DUPLICATE"]
+    assert dupes == [2, 3]

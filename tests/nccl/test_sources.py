@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from fixture_files import fixture_dir
 
 from clusterctl.errors import UsageError
 from clusterctl.nccl.sources import Setting, detect_format, read_settings
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "nccl-settings"
+FIXTURES = fixture_dir("nccl-settings")
 
 
 def pairs(settings: list[Setting]) -> list[tuple[str, str, int]]:

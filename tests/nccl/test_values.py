@@ -170,3 +170,12 @@ def test_socket_threads_times_sockets_per_thread_limit() -> None:
     assert [f.message for f in lint_settings(too_many)] == [
         "NCCL_SOCKET_NTHREADS * NCCL_NSOCKS_PERTHREAD = 8 * 16 = 128 exceeds 64"]
     assert messages("NCCL_SOCKET_NTHREADS", "17") == ["NCCL_SOCKET_NTHREADS=17 is outside the accepted range 1-16"]
+
+
+def test_debug_subsystems_by_release() -> None:
+    # src/debug.cc by tag: BOOTSTRAP and REG appear in 2.21, RAS in 2.24; VERSION is a level, not a subsystem
+    assert messages("NCCL_DEBUG_SUBSYS", "INIT,NET,BOOTSTRAP", NcclVersion(2, 21, 5)) == []
+    assert messages("NCCL_DEBUG_SUBSYS", "INIT,RAS", NcclVersion(2, 21, 5)) == [
+        "NCCL_DEBUG_SUBSYS=INIT,RAS: 'RAS' is a subsystem only from NCCL 2.24 on (this is 2.21.5); NCCL ignores it"]
+    assert messages("NCCL_DEBUG_SUBSYS", "init,version")[0].startswith(
+        "NCCL_DEBUG_SUBSYS=init,version: 'version' is not one NCCL knows")

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import shutil
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import jsonschema
 import pytest
+from clirun import clusterctl
 from survey_builders import fleet, healthy_state, nvswitch
-from typer.testing import CliRunner
 
-from clusterctl.cli.app import app, hoist_global_options, main
 from clusterctl.errors import UsageError
 from clusterctl.saved_survey import load_saved_survey, load_schema
 from clusterctl.survey.report import report_to_json
@@ -25,8 +22,7 @@ TOPO = REPO / "tests" / "fixtures" / "topo"
 DEMO_PROFILE = REPO / "inventories" / "demo" / "profiles" / "dgx-a100"
 
 
-def invoke(*args: str, stdin: str | None = None):  # type: ignore[no-untyped-def]
-    return CliRunner().invoke(app, hoist_global_options(list(args)), input=stdin)
+
 
 
 def test_report_json_validates_and_holds_what_users_asked_for() -> None:
@@ -71,7 +67,7 @@ def test_a_version_1_report_still_loads_with_its_hints_as_fixes(tmp_path: Path) 
 
 def test_topo_show_from_stdin_as_json() -> None:
     text = (TOPO / "derived-hgx-h100-gpu2-gpu3-nvlink-lost.txt").read_text()
-    result = invoke("topo", "show", "-", "--tp", "8", "-o", "json", stdin=text)
+    result = clusterctl("topo", "show", "-", "--tp", "8", "-o", "json", stdin=text)
     assert result.exit_code == 1, result.output
     data = json.loads(result.stdout)
     jsonschema.validate(data, load_schema())
@@ -81,7 +77,7 @@ def test_topo_show_from_stdin_as_json() -> None:
 
 
 def test_topo_show_healthy_file_prints_summary_and_exits_0() -> None:
-    result = invoke("topo", "show", str(TOPO / "hgx-h100-8gpu-8nic.txt"), "--tp", "4")
+    result = clusterctl("topo", "show", str(TOPO / "hgx-h100-8gpu-8nic.txt"), "--tp", "4")
     assert result.exit_code == 0, result.output
     assert "NVSwitch full mesh" in result.stdout and "NVLink domains: [0-7]" in result.stdout
     assert "GPU3: NUMA 0, nearest NIC mlx5_3 (PIX)" in result.stdout
@@ -89,9 +85,8 @@ def test_topo_show_healthy_file_prints_summary_and_exits_0() -> None:
 
 
 def test_topo_show_rejects_garbage_with_exit_2() -> None:
-    result = invoke("topo", "show", "-", stdin="hello\nworld\n")
-    assert result.exit_code != 0
-    assert isinstance(result.exception, UsageError)
+    result = clusterctl("topo", "show", "-", stdin="hello\nworld\n")
+    assert result.exit_code == 2 and result.stderr.startswith("error:") and "Traceback" not in result.stderr
 
 
 def _mock_inventory(tmp_path: Path) -> Path:
@@ -132,8 +127,8 @@ def test_survey_over_a_mock_inventory(tmp_path: Path) -> None:
     inventory = _mock_inventory(tmp_path)
     saved = tmp_path / "out" / "survey.json"
     saved.parent.mkdir()
-    result = invoke("-i", str(inventory), "survey", "-o", "json", "--save", str(saved), "--tp", "8",
-                    "--graph", str(tmp_path / "graphs"))
+    result = clusterctl("-i", str(inventory), "survey", "-o", "json", "--save", str(saved), "--tp", "8", "--graph",
+                        str(tmp_path / "graphs"))
     assert result.exit_code == 1, result.output
     data = json.loads(result.stdout)
     jsonschema.validate(data, load_schema())
@@ -154,7 +149,7 @@ def test_survey_over_a_mock_inventory(tmp_path: Path) -> None:
 
 
 def test_survey_table_view_names_the_problems(tmp_path: Path) -> None:
-    result = invoke("-i", str(_mock_inventory(tmp_path)), "survey", "--matrix")
+    result = clusterctl("-i", str(_mock_inventory(tmp_path)), "survey", "--matrix")
     assert result.exit_code == 1
     assert "gpu-x2 NVLINK_MISSING" in result.stdout and "unreachable" in result.stdout
     assert "NVSwitch full mesh" in result.stdout
@@ -162,7 +157,7 @@ def test_survey_table_view_names_the_problems(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not (REPO / "inventories" / "demo.yaml").exists(), reason="demo inventory not present")
 def test_demo_inventory_names_the_two_broken_hosts_and_nothing_else() -> None:
-    result = invoke("-i", str(REPO / "inventories" / "demo.yaml"), "survey", "-o", "json")
+    result = clusterctl("-i", str(REPO / "inventories" / "demo.yaml"), "survey", "-o", "json")
     assert result.exit_code == 1, result.output
     data = json.loads(result.stdout)
     problems = {(f["host"], f["code"], f["severity"]) for f in data["findings"] if f["severity"] != "info"}
@@ -175,12 +170,49 @@ def test_demo_inventory_names_the_two_broken_hosts_and_nothing_else() -> None:
 
 def test_layout_advice_keeps_ranks_off_a_slow_nic() -> None:
     demo = str(Path(__file__).resolve().parents[2] / "inventories" / "demo.yaml")
-    out = io.StringIO()
-    with redirect_stdout(out), pytest.raises(SystemExit):
-        main(["-i", demo, "-l", "gpu-b*", "survey", "--tp", "8", "-o", "json"])
-    advice = json.loads(out.getvalue())["advice"]
+    advice = clusterctl("-i", demo, "-l", "gpu-b*", "survey", "--tp", "8", "-o", "json").json()["advice"]
     nics = {h["host"]: {r["gpu"]: r["nic"] for r in h["rank_nics"]} for h in advice["hosts"]}
     # gpu-b3's mlx5_2 trained at 10 Gb/s: its GPU2 rank moves to mlx5_3 on the same PCIe switch.
     assert nics["gpu-b3"][2] == "mlx5_3"
     assert nics["gpu-b1"][2] == "mlx5_2"
     assert any("gpu-b3: mlx5_2 left out" in line for line in advice["explanation"])
+
+
+# --- partial reads (issue 13) ------------------------------------------------------------------
+
+
+def test_topo_show_of_a_clipped_paste_lists_what_it_could_not_read_and_carries_it_in_json() -> None:
+    path = str(TOPO / "DERIVED-h200-clipped-100-columns.txt")
+    text = clusterctl("topo", "show", path)
+    assert text.exit_code == 0, text.output
+    assert "topology read in part" in text.stdout and "line 1: rows NIC4..NIC7 have no column" in text.stdout
+    assert "FACT_PARTIAL" not in text.stdout  # a file's warnings are listed once, not repeated as a finding
+    data = json.loads(clusterctl("topo", "show", path, "-o", "json").stdout)
+    jsonschema.validate(data, load_schema())
+    warnings = data["hosts"][0]["parse_warnings"]
+    assert {w["fact"] for w in warnings} == {"topology"} and warnings[0]["line"] == 1
+
+
+def test_topo_show_says_when_the_nearest_nic_is_no_affinity() -> None:
+    result = clusterctl("topo", "show", str(TOPO / "rtx4090-8gpu-2nic-tabs.txt"))
+    lines = {line.split(":")[0].strip(): line for line in result.stdout.splitlines() if line.startswith("  GPU")}
+    assert "no NIC with affinity" in lines["GPU0"] and "across the CPU interconnect" in lines["GPU0"]
+    assert "nearest NIC NIC0, NIC1 (PHB)" in lines["GPU6"]
+
+
+def test_live_survey_turns_a_partial_read_into_a_finding_not_a_crash(tmp_path: Path) -> None:
+    clipped = tmp_path / "clipped"
+    clipped.mkdir()
+    shutil.copy(TOPO / "DERIVED-h200-clipped-140-columns.txt", clipped / "topo.txt")
+    (clipped / "profile.yaml").write_text(
+        f"extends: {DEMO_PROFILE}\ncommands:\n  - match: nvidia-smi topo -m\n    stdout: topo.txt\n")
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text(f"cluster: t\ndefaults: {{transport: mock, profile: {clipped}}}\nhosts:\n  gpu-p1: {{}}\n")
+    result = clusterctl("-i", str(inventory), "survey", "-o", "json")
+    data = json.loads(result.stdout)
+    jsonschema.validate(data, load_schema())
+    partial = [f for f in data["findings"] if f["code"] == "FACT_PARTIAL"]
+    assert [(f["host"], f["severity"]) for f in partial] == [("gpu-p1", "warning")]
+    assert partial[0]["evidence"]["warnings"][0]["line"] == 1
+    host = data["hosts"][0]
+    assert host["gpu_count"] == 8 and host["parse_warnings"][0]["fact"] == "topology"

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from fixture_files import fixture_dir
 from survey_builders import hybrid_cube_mesh, nvswitch, pcie_only
 
 from clusterctl.facts.topo import parse_topo
 from clusterctl.survey.topology import Shape, build_topology
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "topo"
+FIXTURES = fixture_dir("topo")
 
 
 def real(name: str):  # type: ignore[no-untyped-def]

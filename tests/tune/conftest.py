@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fixture_files import FIXTURES as FIXTURES_ROOT
 
 from clusterctl.facts.model import NetDevice, RDMADevice, RDMAPort
 from clusterctl.facts.topo import parse_topo
 from clusterctl.nccl.tune.inputs import TuneHost, nics_from_facts
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = FIXTURES_ROOT
 HERE = Path(__file__).resolve().parent
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
+
+from fixture_files import FIXTURES as FIXTURES_ROOT
 
 from clusterctl.facts.model import NetDevice, RDMADevice, RDMAPort
 from clusterctl.facts.topo import parse_topo
@@ -14,7 +15,7 @@ from clusterctl.nccl.tune.derive import derive_settings
 from clusterctl.nccl.tune.inputs import TuneHost, nics_from_facts
 from clusterctl.nccl.tune.render import render_files
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = FIXTURES_ROOT
 
 
 def values(tuning: Any) -> dict[str, str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fixture_files import fixture_dir
 
 from clusterctl.errors import UsageError
 from clusterctl.nccl.tune.derive import TunedSetting, Tuning
@@ -17,7 +18,7 @@ from clusterctl.nccl.tune.render import render_files, templates_dir
 from clusterctl.nccl.tune.sweep import RangeOutcome, SweepResult
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
-SCHEMA = Path(__file__).resolve().parents[1] / "fixtures" / "k8s-schema" / "configmap-v1.json"
+SCHEMA = fixture_dir("k8s-schema") / "configmap-v1.json"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
 
 

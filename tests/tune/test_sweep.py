@@ -217,3 +217,25 @@ def test_against_a_mock_host_with_real_nccl_tests_output() -> None:
     assert {(s.name, s.value) for s in result.settings} == {("NCCL_ALGO", "Tree")}
     # NCCL_BUFFSIZE=8388608's large messages are -1..+6%: within the noise, never kept
     assert all(s.name != "NCCL_BUFFSIZE" for s in result.settings)
+
+
+def test_the_tuning_adds_what_the_topology_makes_worth_measuring() -> None:
+    from dataclasses import replace
+
+    from clusterctl.nccl.tune.derive import Tuning
+    from clusterctl.nccl.tune.sweep import candidates_for
+
+    tuning = Tuning(hosts=("a",), nccl_version="2.21.5", fabric="ib", settings=(),
+                    sweep_candidates=((("NCCL_NET_GDR_LEVEL", "PHB"),),))
+    labels = {c.label for c in candidates_for(tuning, validate=lint_validator())}
+    assert "NCCL_NET_GDR_LEVEL=PHB" in labels and "NCCL_ALGO=NVLS" not in labels
+    # NVSwitch systems: NCCL picks NVLS/NVLSTree itself, so they are measured too
+    nvswitch = {c.label for c in candidates_for(replace(tuning, nvswitch=True), validate=lint_validator())}
+    assert {"NCCL_ALGO=NVLS", "NCCL_ALGO=NVLSTree"} <= nvswitch
+
+
+def test_saved_surveys_mark_nvswitch_hosts() -> None:
+    from clusterctl.nccl.tune.inputs import host_from_saved
+
+    assert host_from_saved({"host": "a", "shape": "nvswitch"}).nvswitch
+    assert not host_from_saved({"host": "b", "shape": "pcie"}).nvswitch

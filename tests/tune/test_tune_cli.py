@@ -6,10 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
+from clirun import clusterctl
 
-from clusterctl.cli.app import app, hoist_global_options
-from clusterctl.errors import UsageError
 from clusterctl.nccl.lint import lint_settings
 from clusterctl.nccl.sources import read_settings
 
@@ -17,20 +15,19 @@ REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "inventories" / "demo.yaml"
 
 
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(app, hoist_global_options(list(args)))
+
 
 
 @pytest.fixture(scope="module")
 def demo_survey(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("survey") / "survey.json"
-    invoke("-i", str(DEMO), "survey", "-o", "json", "--save", str(path))  # exit 1: the demo has broken hosts
+    clusterctl("-i", str(DEMO), "survey", "-o", "json", "--save", str(path))  # exit 1: the demo has broken hosts
     assert path.is_file()
     return path
 
 
 def test_demo_survey_gives_settings_with_reasons_that_lint_clean(demo_survey: Path) -> None:
-    result = invoke("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey), "-o", "json")
+    result = clusterctl("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey), "-o", "json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     settings = {s["name"]: s for s in data["settings"]}
@@ -49,22 +46,22 @@ def test_demo_survey_gives_settings_with_reasons_that_lint_clean(demo_survey: Pa
 
 
 def test_table_output_shows_reasons(demo_survey: Path) -> None:
-    result = invoke("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey))
+    result = clusterctl("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey))
     assert result.exit_code == 0, result.output
     assert "NCCL_IB_HCA" in result.stdout and "rail-optimised" in result.stdout
 
 
 def test_out_writes_every_format(demo_survey: Path, tmp_path: Path) -> None:
-    result = invoke("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey), "--format", "all",
-                    "--out", str(tmp_path))
+    result = clusterctl("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey), "--format", "all", "--out",
+                        str(tmp_path))
     assert result.exit_code == 0, result.output
     names = {p.name for p in tmp_path.rglob("*") if p.is_file()}
     assert {"nccl.conf", "nccl.sh", "nccl-configmap.yaml", "nccl-envfrom.yaml", "nccl-slurm.sh"} <= names
 
 
 def test_push_dry_run_shows_a_diff_and_changes_nothing(demo_survey: Path) -> None:
-    result = invoke("-i", str(DEMO), "-l", "gpu-a1", "tune-nccl", "--survey", str(demo_survey), "--push",
-                    "--dry-run", "-o", "json")
+    result = clusterctl("-i", str(DEMO), "-l", "gpu-a1", "tune-nccl", "--survey", str(demo_survey), "--push",
+                        "--dry-run", "-o", "json")
     assert result.exit_code == 0, result.output
     push = json.loads(result.stdout)["push"]
     assert [p["host"] for p in push] == ["gpu-a1"]
@@ -75,13 +72,14 @@ def test_push_goes_through_the_gate_and_names_the_journal_undo_takes(
     demo_survey: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    result = invoke("-i", str(DEMO), "-l", "gpu-a1", "tune-nccl", "--survey", str(demo_survey), "--push", "-o", "json")
+    result = clusterctl("-i", str(DEMO), "-l", "gpu-a1", "tune-nccl", "--survey", str(demo_survey), "--push",
+                        "--yes", "-o", "json")
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert [(p["host"], p["applied"], p["changed"]) for p in payload["push"]] == [("gpu-a1", True, True)]
     journal = payload["undo_journal"]
     assert journal and (tmp_path / journal).is_file()
-    undo = invoke("-i", str(DEMO), "undo", journal, "--dry-run", "-o", "json")
+    undo = clusterctl("-i", str(DEMO), "undo", journal, "--dry-run", "-o", "json")
     assert undo.exit_code == 0, undo.output
     assert json.loads(undo.stdout)["hosts"] == [
         {"host": "gpu-a1", "ok": True, "done": ["would remove /etc/nccl.conf (it was new)"], "error": None}]
@@ -120,16 +118,16 @@ def test_push_writes_conf_with_a_backup() -> None:
 
 
 def test_dry_run_without_push_is_a_usage_error(demo_survey: Path) -> None:
-    result = invoke("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey), "--dry-run")
-    assert isinstance(result.exception, UsageError)  # main() turns it into exit 2
+    result = clusterctl("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey), "--dry-run")
+    assert result.exit_code == 2 and result.stderr.startswith("error: --dry-run goes with --push")
 
 
 def test_live_survey_when_no_file_is_given() -> None:
-    result = invoke("-i", str(DEMO), "-l", "gpu-a1", "tune-nccl", "-o", "json")
+    result = clusterctl("-i", str(DEMO), "-l", "gpu-a1", "tune-nccl", "-o", "json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["hosts"] == ["gpu-a1"]
 
 
 def test_unknown_format_is_a_usage_error(demo_survey: Path) -> None:
-    result = invoke("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey), "--format", "xml")
-    assert isinstance(result.exception, UsageError)
+    result = clusterctl("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey), "--format", "xml")
+    assert result.exit_code == 2 and result.stderr.startswith("error:") and "Traceback" not in result.stderr

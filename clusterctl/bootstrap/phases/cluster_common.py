@@ -18,6 +18,7 @@ from clusterctl.bootstrap.cluster.settings import ClusterSettings, cluster_setti
 from clusterctl.changes import Change
 from clusterctl.facts.kube import KubeNode, kubectl, parse_nodes
 from clusterctl.secret import Secret
+from clusterctl.transport.base import CommandResult
 
 if TYPE_CHECKING:
     from clusterctl.bootstrap.phase import PhaseContext
@@ -123,6 +124,24 @@ def nodes(ctx: PhaseContext) -> list[KubeNode]:
         raise TransportError(FailureKind.COMMAND_FAILED,
                              f"kubectl get nodes failed (exit {result.exit_code}): {result.stderr_tail(2)}")
     return parse_nodes(result.stdout)
+
+
+def settle_s(ctx: PhaseContext, default: float) -> float:
+    """How long to wait for the cluster to converge (CNI pods, NFD's next pass); ``settle_s`` option."""
+    value = ctx.options.get("settle_s")
+    return float(value) if value is not None else default
+
+
+def poll(ctx: PhaseContext, command: str, *, within_s: float, every_s: float = 10.0) -> CommandResult:
+    """Run ``command`` until it succeeds or ``within_s`` has passed; the last result."""
+    import time
+
+    deadline = time.monotonic() + within_s
+    while True:
+        result = ctx.transport.run(command, sudo=True, timeout=max(30.0, every_s * 3))
+        if result.ok or time.monotonic() + every_s > deadline:
+            return result
+        time.sleep(every_s)
 
 
 def object_exists(ctx: PhaseContext, kind_name: str, namespace: str | None = None) -> bool:

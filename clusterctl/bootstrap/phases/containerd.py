@@ -206,8 +206,16 @@ class Containerd(Phase[ContainerdState]):
                                           summary=f"create the certs.d folder of {registry}"))
             changes.append(Change.write_file(host, path, hosts_toml(registry, mirrors), current=current,
                                              summary=f"registry mirrors for {registry}"))
+        facts = state.facts
         if any(not c.is_noop for c in changes):
             changes.append(Change.run(host, paths.restart, summary="restart containerd", timeout_s=120))
+        elif facts.version is not None and facts.service in ("inactive", "failed"):
+            # The config is right but containerd is down (stopped, or failed before): start it.
+            changes.append(Change.run(host, paths.restart, summary=f"start containerd (it was {facts.service})",
+                                      timeout_s=120))
+        if facts.version is not None and facts.enabled == "disabled":
+            changes.append(Change.run(host, "systemctl enable containerd", summary="start containerd at boot",
+                                      undo="systemctl disable containerd"))
         return changes
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:

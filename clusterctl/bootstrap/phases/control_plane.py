@@ -123,6 +123,19 @@ class ControlPlane(Phase[ControlPlaneState]):
         return state
 
     def findings(self, ctx: PhaseContext, state: ControlPlaneState) -> list[Finding]:
+        notes = []
+        control_planes = [h for h in ctx.inventory.hosts if "control-plane" in h.roles]
+        bootstrap = getattr(ctx.inventory, "bootstrap", None)
+        if state.first and len(control_planes) > 1 and not getattr(bootstrap, "control_plane_endpoint", None):
+            notes.append(Finding(
+                Severity.WARNING, "NO_HA_ENDPOINT",
+                f"{len(control_planes)} control planes share the endpoint {cc.settings(ctx).control_plane_endpoint} "
+                f"(the first one's address): when {ctx.host.name} is down, nodes lose the API server",
+                host=ctx.host.name, fix="Set bootstrap.control_plane_endpoint to a load balancer or VIP in front of "
+                "every control plane before the first run (kubeadm bakes it into certificates and kubeconfigs)."))
+        return notes + self._blocking(ctx, state)
+
+    def _blocking(self, ctx: PhaseContext, state: ControlPlaneState) -> list[Finding]:
         if state.first and state.joined and not state.api_ready:
             return [Finding(Severity.ERROR, "CONTROL_PLANE_DOWN",
                             "kubeadm already initialised this host but its API server does not answer "

@@ -29,6 +29,7 @@ SERVICE_MONITOR_CRD = "crd/servicemonitors.monitoring.coreos.com"
 @dataclass
 class AddonState:
     plan: AddonPlan
+    helm: bool = True
     files: dict[str, bytes | None] = field(default_factory=dict)
     releases: dict[str, HelmRelease] = field(default_factory=dict)
 
@@ -51,7 +52,7 @@ class GpuAddons(Phase[AddonState]):
         ready = cc.exists(ctx, "/etc/kubernetes/admin.conf")
         service_monitor = ready and cc.object_exists(ctx, SERVICE_MONITOR_CRD)
         plan = _plan(ctx, service_monitor=service_monitor)
-        state = AddonState(plan)
+        state = AddonState(plan, helm=ctx.transport.run("command -v helm", sudo=True).exit_code == 0)
         for path in [m.path for m in plan.manifests] + [r.values_path for r in plan.releases]:
             state.files[path] = cc.read(ctx, path)
         for release in plan.releases:
@@ -62,6 +63,14 @@ class GpuAddons(Phase[AddonState]):
             if result.ok:
                 state.releases = {r.name: r for r in parse_helm_list(result.stdout)}
         return state
+
+    def findings(self, ctx: PhaseContext, state: AddonState) -> list[Finding]:
+        if state.helm:
+            return []
+        return [Finding(Severity.WARNING, "HELM_MISSING", f"helm is not installed on {ctx.host.name}; this phase "
+                        "runs 'helm upgrade --install' there", host=ctx.host.name,
+                        fix="Install Helm 3 on the first control-plane host (https://helm.sh/docs/intro/install/), "
+                        "from your mirror on air-gapped sites.")]
 
     def plan(self, ctx: PhaseContext, state: AddonState) -> list[Change]:
         host = ctx.host.name

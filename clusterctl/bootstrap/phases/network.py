@@ -64,9 +64,9 @@ class Network(Phase[NetworkState]):
     def verify(self, ctx: PhaseContext) -> list[Finding]:
         plan = network_plan(cc.settings(ctx))
         namespace, workload = plan.rollout
-        result = ctx.transport.run(
-            kubectl(f"-n {shlex.quote(namespace)} rollout status {shlex.quote(workload)} --timeout=600s"),
-            sudo=True, timeout=660)
+        # Calico's operator creates calico-node a little after the Installation: wait for it to appear.
+        result = cc.poll(ctx, kubectl(f"-n {shlex.quote(namespace)} rollout status {shlex.quote(workload)} "
+                                      "--timeout=300s"), within_s=cc.settle_s(ctx, 600.0))
         if result.ok:
             return []
         return [Finding(Severity.ERROR, "CNI_NOT_READY", f"{plan.cni}: {workload} in {namespace} is not ready: "

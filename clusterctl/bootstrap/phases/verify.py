@@ -10,6 +10,7 @@ error naming the node (exit 1); success ends with one line that says the cluster
 from __future__ import annotations
 
 import shlex
+import time
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -43,6 +44,10 @@ def _node_findings(ctx: PhaseContext, nodes: dict[str, KubeNode]) -> list[Findin
             problems.append(Finding(Severity.ERROR, "NODE_NOT_READY", f"{name} is not Ready ({node.not_ready_reason})",
                                     host=name, fix="kubectl describe node; check the CNI pods on it."))
         saved = survey.hosts.get(name) if survey else None
+        if saved is None and node.ready and node.allocatable_gpus == 0 and "worker" in ctx.inventory.host(name).roles:
+            problems.append(Finding(Severity.WARNING, "NO_GPU_ALLOCATABLE",
+                                    f"{name} offers no nvidia.com/gpu and no saved survey says whether it has GPUs",
+                                    host=name, fix="Pass --survey FILE so verify knows how many GPUs each node has."))
         if saved is not None and saved.gpu_count is not None:
             if node.allocatable_gpus != saved.gpu_count:
                 problems.append(Finding(
@@ -107,8 +112,15 @@ class Verify(Phase[VerifyState]):
     def verify(self, ctx: PhaseContext) -> list[Finding]:
         if not cc.api_ready(ctx):
             return [Finding(Severity.ERROR, "CONTROL_PLANE_DOWN", "the API server does not answer", host=ctx.host.name)]
-        nodes = {n.name: n for n in cc.nodes(ctx)}
-        problems = _node_findings(ctx, nodes)
+        # NFD's worker republishes features every minute and the device plugin registers a little after
+        # its pod starts: give the cluster time to converge before calling a node broken.
+        deadline = time.monotonic() + cc.settle_s(ctx, 180.0)
+        while True:
+            nodes = {n.name: n for n in cc.nodes(ctx)}
+            problems = _node_findings(ctx, nodes)
+            if not any(f.severity is Severity.ERROR for f in problems) or time.monotonic() + 15 > deadline:
+                break
+            time.sleep(15)
         gpu_nodes = [n for n in cc.run_hosts(ctx) if n in nodes and nodes[n].ready and nodes[n].allocatable_gpus > 0]
         for node in gpu_nodes:
             finding = _gpu_pod(ctx, node)

@@ -33,9 +33,13 @@ TOOLS: dict[str, str] = {
     "swapoff": "clusterctl.mock.tools.swap",
     "nvidia-ctk": "clusterctl.mock.tools.nvidia_ctk",
     "ctr": "clusterctl.mock.tools.ctr",
+    "containerd": "clusterctl.mock.tools.containerd",
+    "curl": "clusterctl.mock.tools.curl",
     "crictl": "clusterctl.mock.tools.crictl",
-    # Cluster tools (kubeadm, kubectl, helm) are added here by the bootstrap cluster-phases work:
-    # "kubeadm": "clusterctl.mock.tools.kubeadm", "kubectl": ..., "helm": ...
+    # Cluster tools sharing one simulated Kubernetes cluster (clusterctl.mock.tools.kube_state):
+    "kubeadm": "clusterctl.mock.tools.kubeadm",
+    "kubectl": "clusterctl.mock.tools.kubectl",
+    "helm": "clusterctl.mock.tools.helm",
 }
 
 #: Tools that only the in-process mock simulates: on an sshd mock host the real shell and

@@ -9,6 +9,8 @@ held package changed without ``--allow-change-held-packages`` and a downgrade wi
 
 from __future__ import annotations
 
+import fnmatch
+
 from clusterctl.mock.tools import packages as db
 from clusterctl.mock.tools.base import ToolContext, ToolResult
 
@@ -65,9 +67,12 @@ def install(ctx: ToolContext, names: list[str], options: set[str]) -> ToolResult
         package = repo.get(name)
         if package is None or not db.visible(ctx, package) or not package.versions:
             return ToolResult(HEADER + f"E: Unable to locate package {name}\n", "", 100)
-        if wanted and wanted not in package.versions:
+        # apt takes glob patterns in a version ('kubeadm=1.36.2-*', as the Kubernetes upgrade
+        # docs write it) and picks the newest version that matches.
+        matching = [v for v in package.versions if fnmatch.fnmatchcase(v, wanted)] if wanted else []
+        if wanted and not matching:
             return ToolResult(HEADER + f"E: Version '{wanted}' for '{name}' was not found\n", "", 100)
-        version = wanted or max(package.versions, key=db.version_key)
+        version = max(matching or package.versions, key=db.version_key)
         current = str(have[name]["version"]) if name in have else None
         if current == version:
             newest.append(f"{name} is already the newest version ({version}).")

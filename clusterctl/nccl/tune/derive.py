@@ -76,6 +76,10 @@ class Tuning:
     warnings: tuple[str, ...] = ()
     #: Settings the topology makes worth measuring but not writing unmeasured: one env per entry.
     sweep_candidates: tuple[tuple[tuple[str, str], ...], ...] = ()
+    #: Every host is an NVSwitch system (NVLS/NVLSTree are worth measuring).
+    nvswitch: bool = False
+    #: Every host has one GPU (NCCL's PAT algorithm applies).
+    one_gpu_per_node: bool = False
 
     def for_host(self, name: str) -> tuple[TunedSetting, ...]:
         """The settings one host gets: the common ones with its overrides applied."""
@@ -300,7 +304,9 @@ def _plan_socket(host: TuneHost, plan: _HostPlan) -> None:
         plan.warnings.append(f"the inventory address {address} is on {name}, which NCCL must not bootstrap over")
         return
     plan.socket_ifname = name
-    plan.set("NCCL_SOCKET_IFNAME", "=" + name, f"{name} carries the inventory address {address}; NCCL would prefer ib*")
+    # Not this host's address: the reason lands in the file every host with the same interface gets.
+    plan.set("NCCL_SOCKET_IFNAME", "=" + name,
+             f"{name} carries the inventory address of every host it is set for; NCCL would prefer ib*")
 
 
 def _plan_socket_knobs(host: TuneHost, plan: _HostPlan) -> None:
@@ -530,6 +536,8 @@ def derive_settings(hosts: Sequence[TuneHost], *, nccl_version: str | None = Non
         notes=tuple(_dedupe(notes)),
         warnings=tuple(_dedupe(warnings)),
         sweep_candidates=candidates,
+        nvswitch=all(h.nvswitch for h in hosts),
+        one_gpu_per_node=all(len(h.gpu_indices) == 1 for h in hosts),
     )
 
 

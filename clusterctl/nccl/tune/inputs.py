@@ -75,6 +75,8 @@ class TuneHost:
     expected_rate_gbps: float | None = None
     #: Whether the inventory declares the fabric rail-optimised (``fabric.rail_optimized``); None = unknown.
     rail_optimized: bool | None = None
+    #: Every GPU pair joined by NVLink through NVSwitches (NCCL may pick NVLS/NVLSTree there).
+    nvswitch: bool = False
 
 
 def _gpu_links(matrix: TopoMatrix | None, nic_name: str) -> tuple[tuple[int, str], ...]:
@@ -142,7 +144,16 @@ def from_host_facts(host: Host, facts: HostFacts) -> TuneHost:
         expected_hcas=host.fabric.hcas,
         expected_rate_gbps=host.fabric.rate_gbps,
         rail_optimized=getattr(host.fabric, "rail_optimized", None),
+        nvswitch=_is_nvswitch(matrix),
     )
+
+
+def _is_nvswitch(matrix: TopoMatrix | None) -> bool:
+    if matrix is None:
+        return False
+    from clusterctl.survey.topology import Shape, build_topology
+
+    return build_topology(matrix).shape == Shape.NVSWITCH
 
 
 # --- saved survey (clusterctl survey --save FILE) ---------------------------------------------
@@ -205,6 +216,7 @@ def host_from_saved(record: Mapping[str, Any], inventory_host: Host | None = Non
         expected_hcas=fabric.hcas if fabric else (),
         expected_rate_gbps=fabric.rate_gbps if fabric else None,
         rail_optimized=getattr(fabric, "rail_optimized", None) if fabric else None,
+        nvswitch=record.get("shape") == "nvswitch",
     )
 
 

@@ -16,6 +16,7 @@ from clusterctl.nccl.tune.render import CONF_PATH
 if TYPE_CHECKING:
     from clusterctl.fanout import FleetResult, Runner
     from clusterctl.inventory.model import Host
+    from clusterctl.nccl.tune.managed_block import SiteConflict
     from clusterctl.transport.base import Transport
 
 
@@ -31,12 +32,22 @@ def push_conf(
     *,
     gate: Gate,
     path: str = CONF_PATH,
+    site_conflicts: dict[str, list[SiteConflict]] | None = None,
 ) -> FleetResult[GateRecord]:
-    """Pass ``content_for(host name)`` for ``path`` on each host through ``gate``: recorded or written."""
+    """Pass ``content_for(host name)`` for ``path`` on each host through ``gate``: recorded or written.
+
+    The content goes into clusterctl's managed block; the site's own lines in the file are kept
+    (``managed_block``), and those the block overrides are added to ``site_conflicts[host]``.
+    """
+    from clusterctl.nccl.tune.managed_block import merge_managed_block
 
     def task(transport: Transport) -> GateRecord:
         name = transport.host.name
         current = transport.get(path, sudo=True)
-        return gate.submit(transport, conf_change(name, content_for(name), current, path=path))
+        old = current.decode("utf-8", errors="replace") if current is not None else None
+        content, conflicts = merge_managed_block(old, content_for(name))
+        if conflicts and site_conflicts is not None:
+            site_conflicts[name] = conflicts
+        return gate.submit(transport, conf_change(name, content, current, path=path))
 
     return runner.run_task(hosts, task, label="push nccl.conf" if gate.apply else "dry-run nccl.conf")

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
     from clusterctl.nccl.tune.derive import Tuning
     from clusterctl.nccl.tune.inputs import TuneHost
+    from clusterctl.nccl.tune.managed_block import SiteConflict
     from clusterctl.nccl.tune.sweep import SweepResult
 
 
@@ -39,6 +40,8 @@ class TuneRequest:
     namespace: str | None = None
     #: Where the push's undo journal goes (default ``clusterctl-results/undo``).
     journal_dir: str | None = None
+    #: nccl-tests collectives the sweep measures (all_reduce, all_gather, reduce_scatter...).
+    collectives: tuple[str, ...] = ("all_reduce",)
 
 
 @dataclass
@@ -54,6 +57,13 @@ class TuneOutcome:
     pushed: FleetResult[GateRecord] | None = None
     #: The file ``clusterctl undo`` takes to revert the push, when it changed anything.
     undo_journal: Path | None = None
+    #: Per host: site settings outside clusterctl's block of /etc/nccl.conf that the block overrides.
+    site_conflicts: dict[str, list[SiteConflict]] = field(default_factory=dict)
+
+    @property
+    def lint_errors(self) -> int:
+        """Error-level findings of ``nccl lint`` in the files just rendered (the command then exits 1)."""
+        return sum(": error: " in problem for problem in self.lint_problems)
 
 
 def tune_nccl(runner: Runner, hosts: Sequence[Host], request: TuneRequest) -> TuneOutcome:
@@ -88,7 +98,8 @@ def tune_nccl(runner: Runner, hosts: Sequence[Host], request: TuneRequest) -> Tu
 
         gate = Gate(apply=not request.dry_run)
         targets = [h for h in hosts if h.name in tuning.hosts]
-        outcome.pushed = push_conf(runner, targets, lambda name: conf_for_host(tuning, measured, name), gate=gate)
+        outcome.pushed = push_conf(runner, targets, lambda name: conf_for_host(tuning, measured, name), gate=gate,
+                                   site_conflicts=outcome.site_conflicts)
         if gate.apply:
             outcome.undo_journal = save_journal(gate.records, command="tune-nccl --push", folder=request.journal_dir)
     return outcome
@@ -117,8 +128,8 @@ def run_tuning_sweep(runner: Runner, hosts: list[Host], tuning: Tuning, request:
     candidates = candidates_for(tuning, validate=lint_validator())
     # Candidates run on top of the derived settings: the sweep measures what a job would get.
     base_env = {s.name: s.value for s in tuning.settings}
-    measure = bench_measure(runner, hosts, base_env=base_env)
-    return run_sweep(measure, candidates, budget=request.budget, baseline_repeats=request.repeats,
+    measures = {op: bench_measure(runner, hosts, base_env=base_env, op=op) for op in request.collectives}
+    return run_sweep(measures, candidates, budget=request.budget, baseline_repeats=request.repeats,
                      nccl_version=tuning.nccl_version)
 
 
@@ -138,5 +149,5 @@ def lint_rendered(files: dict[str, str], tuning: Tuning) -> list[str]:
         settings = read_settings(text, fmt, name=name)
         for f in lint_settings(settings, nccl_version=tuning.nccl_version, fabric=fabric):
             if f.severity in (Severity.ERROR, Severity.WARNING):
-                problems.append(f"{f.file}:{f.line}: {f.severity}: {f.message}")
+                problems.append(f"{f.file}:{f.line}: {f.severity.value}: {f.message}")
     return problems

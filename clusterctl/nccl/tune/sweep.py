@@ -153,7 +153,8 @@ def candidates_for(tuning: Tuning, *, validate: Validator | None = None) -> list
     where GPUs reach their NIC through the CPU, the socket knobs on TCP fabrics).
     """
     version = try_parse_version(tuning.nccl_version) if tuning.nccl_version else None
-    out = candidate_space(version, validate=validate)
+    out = candidate_space(version, validate=validate, nvswitch=tuning.nvswitch,
+                          one_gpu_per_node=tuning.one_gpu_per_node)
     seen = {c.env for c in out}
     for env in tuning.sweep_candidates:
         candidate = Candidate(tuple(env))

@@ -12,6 +12,9 @@ CODES: dict[str, tuple[str, str]] = {
                          "clusterctl -l HOST exec -- true"),
     "FACT_MISSING": ("a fact could not be read", "Run the command on the host by hand; install the tool or fix "
                      "the driver it needs."),
+    "FACT_PARTIAL": ("a fact was read only in part", "The tool's output had parts clusterctl could not read (see "
+                     "the warnings and their line numbers); run the command on the host and compare, and report "
+                     "the output if it is a format clusterctl should know."),
     "GPU_COUNT_DIFFERS": ("fewer/more GPUs than peers", "A GPU fell off the bus or is not seen by the driver: "
                           "check dmesg for Xid 79, reseat or replace the GPU."),
     "GPU_MODEL_DIFFERS": ("GPU model differs from peers", "Survey mixed fleets per group (-l GROUP), or fix the "

@@ -51,3 +51,15 @@ def check_missing_facts(state: SurveyedHost, baseline: FleetBaseline) -> list[Fi
     return out
 
 
+
+
+def check_partial_facts(state: SurveyedHost) -> list[Finding]:
+    """A fact read only in part on a live host: what was read is used, what was not is said."""
+    if state.facts is None:
+        return []
+    out: list[Finding] = []
+    for fact, warnings in state.facts.warnings.items():
+        shown = "; ".join(str(w) for w in warnings[:3]) + (f" (+{len(warnings) - 3} more)" if len(warnings) > 3 else "")
+        out.append(finding(Severity.WARNING, "FACT_PARTIAL", state.name, f"{fact}: read in part: {shown}",
+                           fact=fact, warnings=[w.to_json() for w in warnings]))
+    return out

@@ -1,23 +1,37 @@
 """Reaching a host over SSH with paramiko, the way OpenSSH's ``ssh`` would.
 
 What it honours, in order of precedence: the inventory entry, then the user's ssh_config,
-then ssh's defaults (``config``). Host keys are checked against known_hosts like
-``StrictHostKeyChecking yes`` (or ``accept-new`` with ``--accept-new-host-keys``); a changed
-key is always refused (``hostkeys``).
+then ssh's defaults (``config``). Host keys are checked as OpenSSH checks them: the files of
+``UserKnownHostsFile``/``GlobalKnownHostsFile`` (or ``--known-hosts`` alone),
+``StrictHostKeyChecking`` per host, ``@cert-authority`` host certificates, ``@revoked``; a
+changed key is always refused (``hostkeys``, ``certs``). Authentication follows OpenSSH's
+order: agent keys, identity files, then a password (``auth``).
+
+Commands (``transport``): both streams are read to EOF, each capped per command; a command
+past its deadline, or interrupted, is stopped on the host by signalling its process group.
 
 Everything that does not depend on the host (ssh_config and known_hosts parsing, loaded
 private keys, the agent's key list, jump-host connections) is done once per process and
 shared by every host, so a fan-out over hundreds of hosts pays for it once.
 
-Modules: ``config`` (ssh_config, SSHTarget), ``hostkeys`` (known_hosts), ``auth`` (agent and
-key files), ``connect`` (socket, handshake, host key check, auth), ``jump`` (ProxyJump pool),
-``transport`` (SSHTransport). This package imports paramiko: import it only for SSH hosts
+Modules: ``config`` (ssh_config, SSHTarget), ``hostkeys`` (known_hosts, HostKeyPolicy),
+``certs`` (OpenSSH host certificates), ``auth`` (agent, key files, password), ``connect``
+(socket, handshake, host key check, auth), ``jump`` (ProxyJump pool), ``transport``
+(SSHTransport). This package imports paramiko: import it only for SSH hosts
 (``clusterctl.transport.factory`` does), so that ``clusterctl --help`` stays fast.
 """
 
 from __future__ import annotations
 
-from clusterctl.transport.ssh.auth import KeyAttempt, agent_keys, authenticate, keys_to_offer, load_private_key
+from clusterctl.transport.ssh.auth import (
+    Credentials,
+    KeyAttempt,
+    agent_keys,
+    authenticate,
+    keys_to_offer,
+    load_private_key,
+    reset_caches,
+)
 from clusterctl.transport.ssh.config import (
     DEFAULT_KEY_NAMES,
     DEFAULT_PORT,
@@ -31,9 +45,11 @@ from clusterctl.transport.ssh.config import (
 )
 from clusterctl.transport.ssh.connect import ConnectSettings, open_socket, open_ssh
 from clusterctl.transport.ssh.hostkeys import (
+    HostKeyPolicy,
     KnownHostLine,
     KnownHosts,
     check_host_key,
+    host_key_policy,
     known_hosts_file,
     sha256_fingerprint,
 )
@@ -44,6 +60,8 @@ __all__ = [
     "DEFAULT_PORT",
     "READ_CHUNK",
     "ConnectSettings",
+    "Credentials",
+    "HostKeyPolicy",
     "JumpHop",
     "KeyAttempt",
     "KnownHostLine",
@@ -53,6 +71,7 @@ __all__ = [
     "agent_keys",
     "authenticate",
     "check_host_key",
+    "host_key_policy",
     "keys_to_offer",
     "known_hosts_file",
     "load_private_key",
@@ -60,6 +79,7 @@ __all__ = [
     "open_socket",
     "open_ssh",
     "parse_jump_chain",
+    "reset_caches",
     "resolve_target",
     "sha256_fingerprint",
     "target_for_host",

@@ -17,6 +17,7 @@ from clusterctl.transport.ssh.certs import CERT_SUFFIX
 from clusterctl.transport.ssh.config import SSHTarget
 from clusterctl.transport.ssh.deadline import remaining
 from clusterctl.transport.ssh.hostkeys import check_host_key, host_key_policy
+from clusterctl.wording import seconds
 
 # paramiko logs every failed handshake at ERROR with a traceback; without a handler Python
 # would print those on stderr next to our own one-line failure. --debug still shows them
@@ -45,7 +46,7 @@ def open_socket(target: SSHTarget, timeout_s: float) -> socket.socket:
         ) from exc
     except TimeoutError as exc:
         raise TransportError(
-            FailureKind.UNREACHABLE, f"{target.name}: no TCP connection to {where} within {timeout_s:g}s"
+            FailureKind.UNREACHABLE, f"{target.name}: no TCP connection to {where} within {seconds(timeout_s)}"
         ) from exc
     except OSError as exc:
         reason = {
@@ -109,7 +110,7 @@ def open_ssh(
             raise TransportError(
                 FailureKind.TIMED_OUT,
                 f"{target.name}: {target.hostname}:{target.port} accepted the TCP connection but the "
-                f"SSH handshake did not finish within {budget:g}s (sshd hung or overloaded?)",
+                f"SSH handshake did not finish within {seconds(budget)} (sshd hung or overloaded?)",
             )
         if not client.is_active():
             raise _handshake_error(client.get_exception(), target, budget)
@@ -144,7 +145,7 @@ def _handshake_error(
         return TransportError(
             FailureKind.TIMED_OUT,
             f"{target.name}: {target.hostname}:{target.port} accepted the TCP connection but sent "
-            f"no SSH banner within {budget:g}s (sshd hung, stopped or overloaded?)",
+            f"no SSH banner within {seconds(budget)} (sshd hung, stopped or overloaded?)",
         )
     if isinstance(exc, (EOFError, ConnectionResetError)) or "eof" in text.lower():
         return TransportError(

@@ -8,18 +8,18 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import paramiko
 
-from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
+from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
 from clusterctl.transport.output import CappedOutput
 from clusterctl.transport.ssh.auth import Credentials
 from clusterctl.transport.ssh.config import SSHTarget, load_ssh_config, resolve_target, target_for_host
 from clusterctl.transport.ssh.connect import ConnectSettings, open_socket, open_ssh
 from clusterctl.transport.ssh.deadline import remaining
 from clusterctl.transport.ssh.jump import direct_tcpip, jump_pool
+from clusterctl.wording import seconds
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
@@ -177,15 +177,8 @@ class SSHTransport(Transport):
 
     # -- commands -----------------------------------------------------------------------
 
-    def run(
-        self,
-        command: str,
-        *,
-        sudo: bool = False,
-        timeout: float | None = None,
-        env: Mapping[str, str] | None = None,
-        stdin: bytes | None = None,
-    ) -> CommandResult:
+    def execute(self, request: RunRequest) -> CommandResult:
+        command, sudo, timeout, env, stdin = request.command, request.sudo, request.timeout, request.env, request.stdin
         start = time.monotonic()
         line, feed = self.command_line(command, sudo=sudo, env=env, stdin=stdin)
         group = GroupMarker()
@@ -257,6 +250,7 @@ class SSHTransport(Transport):
         """
         out = CappedOutput()
         err = CappedOutput()
+        idle_since: float | None = None
         while True:
             progressed = False
             while channel.recv_ready():
@@ -266,9 +260,18 @@ class SSHTransport(Transport):
                 err.add(group.filter(channel.recv_stderr(READ_CHUNK)))
                 progressed = True
             if progressed:
+                idle_since = None
                 continue
             if channel.eof_received or channel.closed:
                 break
+            if channel.status_event.is_set():
+                # The command exited but something it started in the background still holds
+                # its output open (ssh itself would wait for it): once nothing more arrives
+                # for a moment, the output is complete.
+                now = time.monotonic()
+                idle_since = idle_since or now
+                if now - idle_since >= EOF_GRACE_S:
+                    break
             self._wait(channel, command, deadline, budget)
         # EOF covers both streams (SSH has one EOF per channel): what is buffered is all.
         while channel.recv_ready():
@@ -276,32 +279,44 @@ class SSHTransport(Transport):
         while channel.recv_stderr_ready():
             err.add(group.filter(channel.recv_stderr(READ_CHUNK)))
         err.add(group.flush())
-        # exit_status_ready() is also true for a closed channel: the event says a status came.
-        while not channel.status_event.is_set() and not channel.closed:
-            self._wait(channel, command, deadline, budget)
+        # After EOF the channel's pipe stays readable: wait on the status event instead of select.
+        # (paramiko sets it for an exit status and when the channel closes.)
+        while not channel.status_event.is_set():
+            self._wait(channel, command, deadline, budget, event=channel.status_event)
         if self._closed:
             raise TransportError(FailureKind.TIMED_OUT, f"{self.host.name}: connection closed: {command}")
-        if not channel.status_event.is_set():
+        transport = channel.get_transport()
+        if channel.exit_status == -1 and (transport is None or not transport.is_active()):
             raise TransportError(
                 FailureKind.UNREACHABLE, f"{self.host.name}: connection lost while running: {command}"
             )
         return out.value(), err.value(), channel.recv_exit_status()
 
-    def _wait(self, channel: paramiko.Channel, command: str, deadline: float | None, budget: float | None) -> None:
+    def _wait(
+        self,
+        channel: paramiko.Channel,
+        command: str,
+        deadline: float | None,
+        budget: float | None,
+        event: threading.Event | None = None,
+    ) -> None:
         wait = POLL_S
         if deadline is not None:
             wait = min(wait, deadline - time.monotonic())
             if wait <= 0:
                 raise TransportError(
                     FailureKind.TIMED_OUT,
-                    f"{self.host.name}: no answer within {budget:g}s (the command was stopped): {command}",
+                    f"{self.host.name}: no answer within {seconds(budget)} (the command was stopped): {command}",
                 )
         if self._closed:
             raise TransportError(FailureKind.TIMED_OUT, f"{self.host.name}: connection closed: {command}")
         if self._stop_requested.is_set():
             what = "interrupted" if self._stop_kind is FailureKind.INTERRUPTED else "connection closed"
             raise TransportError(self._stop_kind, f"{self.host.name}: {what} (the command was stopped): {command}")
-        select.select([channel], [], [], wait)
+        if event is not None:
+            event.wait(wait)
+        else:
+            select.select([channel], [], [], wait)
 
     def _stop_command(
         self, client: paramiko.Transport, channel: paramiko.Channel, group: GroupMarker, *, sudo: bool
@@ -401,6 +416,8 @@ STOP_GRACE_S = 2.0
 INTERRUPT_GRACE_S = 0.5
 #: How often a waiting command checks its deadline and stop requests.
 POLL_S = 0.2
+#: After the exit status, how long output may pause before it counts as complete without EOF.
+EOF_GRACE_S = 1.0
 #: How far into stderr the process-group marker is looked for (login scripts may print first).
 MARKER_SEARCH_BYTES = 65536
 

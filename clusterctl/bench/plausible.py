@@ -1,0 +1,135 @@
+"""Figures that cannot be true, and recordings that describe another machine.
+
+A measurement above what the link or the GPUs can physically carry is not a fast result: it is
+a wrong unit, a bidirectional run read as one direction, or a log of some other machine. The
+same goes for a log whose own banner contradicts the inventory (``Link type: Ethernet`` on an
+InfiniBand fabric, 4 ranks on a host that has 8 GPUs). These checks say so instead of "ok".
+
+Limits, per direction:
+
+- a perftest bandwidth is at most the port's line rate, twice that for a bidirectional run
+  (``-b``: perftest adds both directions);
+- an nccl-tests bus bandwidth on one host is at most the NVLink bandwidth of one GPU: the sum of
+  its links as ``nvidia-smi nvlink -s`` reports them (A100: 12 x 25 GB/s; H100/H200: 18 x
+  26.562 GB/s; B200/B300: 18 x 53.125 GB/s). NVLink SHARP (NVLS) gets close to that limit,
+  never above it; a small margin absorbs rounding.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from clusterctl.facts.nccltests import NcclTestResult
+from clusterctl.facts.perftest import PerftestResult
+from clusterctl.findings import Finding, Severity
+
+FIGURE_IMPOSSIBLE = "FIGURE_IMPOSSIBLE"
+RECORDING_MISMATCH = "RECORDING_MISMATCH"
+#: Printed figures are rounded; a hair above a limit is rounding, not physics.
+ROUNDING_MARGIN = 1.01
+#: One GPU's NVLink bandwidth per direction (GB/s): links x per-link speed as nvidia-smi nvlink -s prints it.
+NVLINK_GBS_PER_GPU: tuple[tuple[str, float, str], ...] = (
+    ("B300", 18 * 53.125, "18 NVLink5 links x 53.125 GB/s"),
+    ("B200", 18 * 53.125, "18 NVLink5 links x 53.125 GB/s"),
+    ("H200", 18 * 26.562, "18 NVLink4 links x 26.562 GB/s"),
+    ("H100", 18 * 26.562, "18 NVLink4 links x 26.562 GB/s"),
+    ("H800", 8 * 26.562, "8 NVLink4 links x 26.562 GB/s"),
+    ("A100", 12 * 25.0, "12 NVLink3 links x 25 GB/s"),
+    ("A800", 8 * 25.0, "8 NVLink3 links x 25 GB/s"),
+)
+#: Fabric type in the inventory -> the ``Link type`` perftest prints for it.
+_LINK_TYPE = {"ib": "IB", "roce": "Ethernet", "ethernet": "Ethernet"}
+_FABRIC_WORDS = {"ib": "InfiniBand", "roce": "RoCE (Ethernet)", "ethernet": "Ethernet"}
+
+
+def _finding(severity: Severity, code: str, message: str, about: str, about_kind: str, fix: str,
+             **evidence: Any) -> Finding:
+    where: dict[str, Any] = {"host": about} if about_kind == "host" else (
+        {"file": about} if about_kind == "file" else {"subject": about})
+    return Finding(severity, code, message, fix=fix, evidence=evidence, **where)
+
+
+def bandwidth_check(figure: float | None, *, line_rate_gbps: float | None, bidirectional: bool, test: str | None,
+                    about: str, about_kind: str = "subject", printed_unit: str | None = None) -> list[Finding]:
+    """A perftest bandwidth above the line rate (twice it for a bidirectional run) cannot be true."""
+    if figure is None or not line_rate_gbps:
+        return []
+    limit = line_rate_gbps * (2 if bidirectional else 1)
+    if figure <= limit * ROUNDING_MARGIN:
+        return []
+    mode = f"a bidirectional run on a {line_rate_gbps:g} Gb/s link" if bidirectional else \
+        f"one direction of a {line_rate_gbps:g} Gb/s link"
+    return [_finding(
+        Severity.ERROR, FIGURE_IMPOSSIBLE,
+        f"{test or 'perftest'} average {figure:.1f} Gb/s is above the {limit:g} Gb/s that {mode} can carry: this "
+        "figure cannot be a measurement of this link",
+        about, about_kind,
+        "Check the units (MB/sec and MiB/sec are 2^20 bytes/s), bidirectional mode (-b adds both directions), and "
+        "that the recording is of this link.",
+        measured_gbps=figure, limit_gbps=limit, bidirectional=bidirectional, printed_unit=printed_unit)]
+
+
+def link_type_check(link_type: str | None, *, fabric_type: str | None, about: str,
+                    about_kind: str = "subject") -> list[Finding]:
+    """A perftest banner whose ``Link type`` is not the inventory's fabric was measured elsewhere."""
+    expected = _LINK_TYPE.get(fabric_type or "")
+    if not expected or not link_type or link_type == expected:
+        return []
+    return [_finding(
+        Severity.WARNING, RECORDING_MISMATCH,
+        f"the recording's banner says 'Link type : {link_type}' but the inventory's fabric is "
+        f"{_FABRIC_WORDS[fabric_type or '']}: it was not measured on this fabric",
+        about, about_kind,
+        "Check the fabric type in the inventory, or that the test ran over the intended HCA (-d) and port.",
+        link_type=link_type, fabric=fabric_type)]
+
+
+def perftest_checks(result: PerftestResult, *, line_rate_gbps: float | None, fabric_type: str | None,
+                    about: str, about_kind: str = "subject") -> list[Finding]:
+    """A bandwidth above the line rate (x2 when bidirectional); a banner that names another link type."""
+    return [
+        *bandwidth_check(result.peak_gbps, line_rate_gbps=line_rate_gbps, bidirectional=result.bidirectional,
+                         test=result.test, about=about, about_kind=about_kind, printed_unit=result.printed_unit),
+        *link_type_check(result.link_type, fabric_type=fabric_type, about=about, about_kind=about_kind),
+    ]
+
+
+def nvlink_limit(result: NcclTestResult) -> tuple[float, str] | None:
+    """One GPU's NVLink bandwidth per direction for the GPUs the log names, when all are one known model."""
+    names = {name for _, _, _, name in result.ranks}
+    if not names:
+        return None
+    for marker, gbs, basis in NVLINK_GBS_PER_GPU:
+        if all(marker in name for name in names):
+            return gbs, f"{marker}: {basis}"
+    return None
+
+
+def nccl_checks(result: NcclTestResult, *, gpus_per_host: int | None, about: str, about_kind: str = "host",
+                busbw_limit: tuple[float, str] | None = None) -> list[Finding]:
+    """A single-host bus bandwidth above one GPU's NVLink bandwidth; fewer ranks than the host has GPUs."""
+    found: list[Finding] = []
+    hosts = Counter(host for _, host, _, _ in result.ranks)
+    limit = busbw_limit or nvlink_limit(result)
+    figure = result.peak_busbw_gbs
+    if limit and figure is not None and len(hosts) <= 1 and figure > limit[0] * ROUNDING_MARGIN:
+        found.append(_finding(
+            Severity.ERROR, FIGURE_IMPOSSIBLE,
+            f"{result.test or 'nccl-tests'} bus bandwidth {figure:.1f} GB/s is above the {limit[0]:.0f} GB/s one "
+            f"GPU's NVLinks carry per direction ({limit[1]}): this figure cannot be a measurement of this host",
+            about, about_kind,
+            "Check that the log is of this host and GPU model, and the units (nccl-tests prints GB/s, 10^9 bytes).",
+            measured_gbs=figure, limit_gbs=round(limit[0], 1)))
+    if gpus_per_host and hosts:
+        short = {host: count for host, count in hosts.items() if count != gpus_per_host}
+        if short:
+            host, count = sorted(short.items())[0]
+            found.append(_finding(
+                Severity.WARNING, RECORDING_MISMATCH,
+                f"the log has {count} rank(s) on {host} where the host has {gpus_per_host} GPUs: it measured "
+                f"{'part of the' if count < gpus_per_host else 'another'} machine",
+                about, about_kind,
+                "Run with -g <GPUs per host> (or one rank per GPU under mpirun), or check that the log is of this "
+                "host.", ranks=dict(sorted(hosts.items())), gpus_per_host=gpus_per_host))
+    return found

@@ -1,0 +1,78 @@
+"""``clusterctl copy SRC DEST``: a local file to every selected host, atomically, with a backup."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import typer
+
+from clusterctl.cli.context import app_context
+from clusterctl.errors import ExitCode, UsageError
+
+
+def register(app: typer.Typer) -> None:
+    app.command(
+        "copy",
+        help="""Copy a local file to the same path on every selected host.
+
+Each host's file is written atomically (temporary file, then rename) with a backup of the
+previous one; an unchanged file is left alone. --dry-run shows the diff per host and writes
+nothing; 'clusterctl undo JOURNAL' puts the previous files back. Exits 1 when a host failed.
+
+Examples:
+
+  clusterctl -l 'gpu-*' copy nccl.conf /etc/nccl.conf --sudo
+
+  clusterctl copy limits.conf /etc/security/limits.d/ --mode 644 --sudo --dry-run
+""",
+    )(copy_command)
+
+
+def copy_command(
+    ctx: typer.Context,
+    source: str = typer.Argument(..., metavar="SRC", help="Local file to send."),
+    dest: str = typer.Argument(..., metavar="DEST", help="Absolute path on the hosts; ending in '/': keep SRC's name."),
+    mode: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
+        None, "--mode", metavar="OCTAL", help="File mode on the hosts, e.g. 644 (default: SRC's mode)."
+    ),
+    sudo: bool = typer.Option(False, "--sudo", help="Write as root with 'sudo -n' (for /etc and the like)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show the diff per host; write nothing."),
+) -> None:
+    from clusterctl.cli.changes_view import print_gate_outcomes
+    from clusterctl.cli.host_failures import print_failures
+    from clusterctl.copy import CopyRequest, copy_file, read_source, remote_path
+    from clusterctl.undo_journal import save_journal
+
+    app = app_context(ctx)
+    file_mode = None
+    if mode is not None:
+        try:
+            file_mode = int(mode, 8)
+        except ValueError:
+            raise UsageError(f"--mode takes an octal mode such as 644, got {mode!r}") from None
+    read_source(source)  # a missing or unreadable SRC stops here, before any host is touched
+    remote_path(source, dest)
+    hosts = app.hosts()
+    request = CopyRequest(source=source, dest=dest, mode=file_mode, sudo=sudo, dry_run=dry_run)
+    with app.runner() as runner:
+        fleet, gate = copy_file(runner, hosts, request)
+    journal = save_journal(gate.records, command="copy") if gate.apply else None
+    records: list[dict[str, Any]] = []
+    for o in fleet.outcomes:
+        rec = o.value
+        records.append({"host": o.host.name, "ok": o.ok, "applied": rec.applied if rec else False,
+                        "changed": rec.changed if rec else None, "backup": rec.backup_path if rec else None,
+                        "error": o.failure.describe() if o.failure else None})
+
+    def table() -> None:
+        print_gate_outcomes(app, fleet)
+        if journal:
+            app.err_console.print(f"undo with: clusterctl undo {journal}", markup=False, highlight=False)
+        print_failures(app, fleet)
+
+    app.emit({"source": source, "dest": remote_path(source, dest), "dry_run": dry_run, "hosts": records,
+              "undo_journal": str(journal) if journal else None}, table)
+    if not fleet.ok:
+        if app.machine_output:
+            print_failures(app, fleet)
+        raise typer.Exit(ExitCode.FAILED)

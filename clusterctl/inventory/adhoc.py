@@ -1,0 +1,44 @@
+"""An inventory from a host list on the command line: ``-i 'gpu-[01-16],login1'`` or ``-i 'a,b,'``.
+
+pdsh users name hosts with ``-w gpu[01-16]`` and Ansible users with ``-i 'a,b,'``; both work
+without writing an inventory file. Each item is ``[user@]host[:port]``; everything else takes
+its default (ssh, port from ssh_config, the current user), as in those tools.
+"""
+
+from __future__ import annotations
+
+import re
+
+from clusterctl.errors import UsageError
+from clusterctl.hostlist import HostListError, expand
+from clusterctl.inventory.model import Host, Inventory
+
+_ITEM = re.compile(
+    r"^(?:(?P<user>[^@\s]+)@)?"
+    r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:@\s]+|[0-9A-Fa-f:]+:[0-9A-Fa-f:.]+)"
+    r"(?::(?P<port>\d+))?$"
+)
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9_.:%\[\]-]+$")
+
+
+def inventory_from_host_list(spec: str) -> Inventory:
+    try:
+        items = expand(spec)
+    except HostListError as exc:
+        raise UsageError(f"-i {spec!r}: {exc}.", hint="Write hosts as 'gpu-[01-16],login1' or 'a,b,'.") from None
+    if not items:
+        raise UsageError(f"-i {spec!r} names no host.", hint="Write hosts as 'gpu-[01-16],login1' or 'a,b,'.")
+    hosts: list[Host] = []
+    seen: set[str] = set()
+    for item in items:
+        m = _ITEM.match(item)
+        if m is None or not _SAFE_NAME.match(m.group("host")):
+            raise UsageError(f"-i {spec!r}: {item!r} is not [user@]host[:port].")
+        name = m.group("host").strip("[]")
+        if name in seen:
+            continue
+        seen.add(name)
+        port = int(m.group("port")) if m.group("port") else None
+        hosts.append(Host(name=name, user=m.group("user"), port=port, groups=("ungrouped",), source="-i"))
+    groups = {"ungrouped": tuple(h.name for h in hosts)}
+    return Inventory(name="ad-hoc", hosts=tuple(hosts), groups=groups, source=f"-i {spec}", format="host-list")

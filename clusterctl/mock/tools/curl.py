@@ -1,0 +1,43 @@
+"""``curl -fsSL [--retry N] URL -o FILE``: how bootstrap fetches an apt source's signing key.
+
+No network on a mock host: the file written is a placeholder ASCII-armoured block naming the
+URL (apt is simulated too and does not check signatures). Without ``-o`` the placeholder goes
+to stdout. A URL that is not http(s) fails as curl does: ``curl: (1) Protocol "x" not
+supported``, exit 1 (curl 7.88 on Debian 12).
+"""
+
+from __future__ import annotations
+
+from clusterctl.mock.tools.base import ToolContext, ToolResult
+
+
+def run(ctx: ToolContext) -> ToolResult:
+    args = list(ctx.args)
+    output = None
+    url = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-o", "--output") and i + 1 < len(args):
+            output = args[i + 1]
+            i += 1
+        elif arg in ("--retry", "--connect-timeout", "-m", "--max-time") and i + 1 < len(args):
+            i += 1
+        elif not arg.startswith("-"):
+            url = arg
+        i += 1
+    if url is None:
+        return ToolResult("", "curl: no URL specified!\n", 2)
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    if scheme not in ("http", "https"):
+        return ToolResult("", f'curl: (1) Protocol "{scheme}" not supported\n', 1)
+    body = (f"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n(mock key fetched from {url})\n"
+            "-----END PGP PUBLIC KEY BLOCK-----\n")
+    if output is None:
+        return ToolResult(body)
+    folder = output.rsplit("/", 1)[0] or "/"
+    if not ctx.fs.is_dir(folder):
+        return ToolResult("", f"curl: (23) Failure writing output to destination, passed {len(body)} returned 0\n",
+                          23)
+    ctx.fs.write(output, body.encode())
+    return ToolResult()

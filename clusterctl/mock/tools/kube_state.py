@@ -1,0 +1,134 @@
+"""The simulated Kubernetes cluster that ``kubeadm``, ``kubectl`` and ``helm`` share.
+
+It lives in the mock cluster's ``cluster.json`` under ``kubernetes`` (every host of one mock
+cluster sees the same one)::
+
+    {"initialized": true, "version": "v1.36.2", "endpoint": "10.0.0.11:6443",
+     "pod_subnet": "10.244.0.0/16", "ca_hash": "sha256:...",
+     "tokens": {"<id>": {"sha256": "...", "expires": 1764570000.0}},   # never the token itself
+     "certs": {"sha256": "...", "expires": ...},                        # uploaded for CP joins
+     "nodes": {"gpu-a1": {"control_plane": true, "labels": {...}, "gpus": ["GPU 0: ..."],
+                          "kubelet_version": "v1.36.2"}},
+     "objects": {"daemonset/calico-system/calico-node": {...}},         # what kubectl applied
+     "releases": {"nvidia-device-plugin/nvidia-device-plugin": {...}},  # what helm installed
+     "pods": {"default/<name>": {"node": ..., "phase": ..., "logs": ...}},
+     "clock_offset_s": 0}                                              # tests move time forward
+
+Secrets are kept as SHA-256 digests only, so no token or key lands in the state folder.
+A node is Ready once a CNI's DaemonSet exists; it offers ``nvidia.com/gpu`` once the device
+plugin (or the GPU Operator) is deployed; NFD publishes the labels of each host's
+``features.d`` files once NFD is deployed; GFD adds ``nvidia.com/gpu.*`` with the device plugin.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from clusterctl.mock.state import HostState
+from clusterctl.mock.tools.base import ToolContext
+
+ADMIN_CONF = "/etc/kubernetes/admin.conf"
+KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
+FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
+CNI_WORKLOADS = ("daemonset/calico-system/calico-node", "daemonset/kube-flannel/kube-flannel-ds")
+DEVICE_PLUGIN_RELEASES = ("nvidia-device-plugin", "gpu-operator")
+NFD_RELEASES = ("node-feature-discovery", "gpu-operator")
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def now(kube: dict[str, Any]) -> float:
+    return time.time() + float(kube.get("clock_offset_s", 0))
+
+
+def read(ctx: ToolContext) -> dict[str, Any]:
+    data = ctx.cluster.read().get("kubernetes")
+    return data if isinstance(data, dict) else {}
+
+
+@contextmanager
+def edit(ctx: ToolContext) -> Iterator[dict[str, Any]]:
+    with ctx.cluster.edit() as data:
+        kube = data.setdefault("kubernetes", {})
+        yield kube
+
+
+def other_host(ctx: ToolContext, name: str) -> HostState:
+    """Another host of the same mock cluster (its files: features.d for NFD)."""
+    return HostState(ctx.host.folder.parent / name, name)
+
+
+def cni_ready(kube: dict[str, Any]) -> bool:
+    objects = kube.get("objects") or {}
+    return any(key in objects for key in CNI_WORKLOADS)
+
+
+def deployed(kube: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any] | None:
+    for key, release in (kube.get("releases") or {}).items():
+        if key.split("/", 1)[1] in names and release.get("status") == "deployed":
+            return dict(release)
+    return None
+
+
+def nfd_labels(ctx: ToolContext, node: str) -> dict[str, str]:
+    """What NFD's worker publishes from the node's features.d files (labels only, ``# +no-label`` respected)."""
+    labels: dict[str, str] = {}
+    tree = other_host(ctx, node).fs
+    try:
+        names = tree.listdir(FEATURES_DIR) if tree.is_dir(FEATURES_DIR) else []
+    except OSError:
+        return labels
+    for name in names:
+        if name.startswith("."):
+            continue  # NFD skips hidden files: a half-written dot-file is never read
+        data = tree.read(f"{FEATURES_DIR}/{name}") or b""
+        no_label = False
+        for line in data.decode(errors="replace").splitlines():
+            line = line.strip()
+            if line == "# +no-label":
+                no_label = True
+            if not line or line.startswith("#") or no_label:
+                continue
+            key, _, value = line.partition("=")
+            if "/" not in key:
+                key = f"feature.node.kubernetes.io/{key}"
+            if key.split("/", 1)[0].endswith("kubernetes.io") and not key.startswith("feature.node.kubernetes.io/"):
+                continue  # denied namespace
+            labels[key] = value or "true"
+    return labels
+
+
+def cni_conflist(objects: dict[str, Any]) -> tuple[str, bytes] | None:
+    """The CNI config file the CNI's DaemonSet writes on every node, once it runs."""
+    if "daemonset/calico-system/calico-node" in objects:
+        return "/etc/cni/net.d/10-calico.conflist", b'{"name": "k8s-pod-network", "cniVersion": "0.3.1"}\n'
+    if "daemonset/kube-flannel/kube-flannel-ds" in objects:
+        return "/etc/cni/net.d/10-flannel.conflist", b'{"name": "cbr0", "cniVersion": "0.3.1"}\n'
+    return None
+
+
+def spread_cni(ctx: ToolContext, kube: dict[str, Any]) -> None:
+    """Write the CNI's config file on every node (what its DaemonSet pod does)."""
+    conflist = cni_conflist(kube.get("objects") or {})
+    if conflist is None:
+        return
+    path, data = conflist
+    for node in (kube.get("nodes") or {}).values():
+        tree = other_host(ctx, str(node.get("host"))).fs
+        if tree.read(path) is None:
+            tree.write(path, data)
+
+
+def gfd_labels(gpus: list[str]) -> dict[str, str]:
+    """GPU Feature Discovery's labels for a node with these ``nvidia-smi -L`` lines."""
+    if not gpus:
+        return {}
+    product = gpus[0].split(": ", 1)[1].split(" (UUID", 1)[0].replace(" ", "-")
+    return {"nvidia.com/gpu.count": str(len(gpus)), "nvidia.com/gpu.product": product,
+            "nvidia.com/gpu.present": "true"}

@@ -1,0 +1,368 @@
+"""``kubeadm``: config validate, init, join, token create, init phase upload-certs, reset, version.
+
+Cluster-wide state is ``kube_state`` (shared by the hosts of one mock cluster). Outputs are
+kubeadm's recorded ones (``recordings/kube/``, sources in recordings/README.md). Behaviour that
+matters to clusterctl and is kubeadm's own:
+
+* configuration read with ``--config FILE`` or ``--config /dev/stdin``; only
+  ``kubeadm.k8s.io/v1beta4`` (and kubelet/kube-proxy types) is accepted from 1.37, v1beta3
+  and v1beta4 before; unknown fields fail strict decoding;
+* ``init`` on a host that already runs a control plane fails preflight;
+* ``join`` needs a known, unexpired token and a pinned CA hash matching the cluster's; a
+  control-plane join needs the certificate key of certificates uploaded less than two hours ago;
+  a host with ``/etc/kubernetes/kubelet.conf`` fails preflight;
+* with ``--skip-token-print``/``--skip-certificate-key-print`` the values are withheld.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from importlib import resources
+from typing import Any
+
+from clusterctl.mock.tools import kube_state as ks
+from clusterctl.mock.tools.base import ToolContext, ToolResult
+
+PACKAGES = ("kubeadm",)
+READS_STDIN = True
+CERTS_LIFETIME_S = 2 * 3600
+KNOWN_FIELDS: dict[str, set[str]] = {
+    "ClusterConfiguration": {"apiVersion", "kind", "etcd", "networking", "kubernetesVersion", "controlPlaneEndpoint",
+                             "apiServer", "controllerManager", "scheduler", "dns", "proxy", "certificatesDir",
+                             "imageRepository", "featureGates", "clusterName", "encryptionAlgorithm",
+                             "certificateValidityPeriod", "caCertificateValidityPeriod"},
+    "InitConfiguration": {"apiVersion", "kind", "bootstrapTokens", "dryRun", "nodeRegistration", "localAPIEndpoint",
+                          "certificateKey", "skipPhases", "patches", "timeouts"},
+    "JoinConfiguration": {"apiVersion", "kind", "dryRun", "nodeRegistration", "caCertPath", "discovery",
+                          "controlPlane", "skipPhases", "patches", "timeouts"},
+    "ResetConfiguration": {"apiVersion", "kind", "cleanupTmpDir", "certificatesDir", "criSocket", "dryRun", "force",
+                           "ignorePreflightErrors", "skipPhases", "unmountFlags"},
+}
+MANIFESTS = ("etcd.yaml", "kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml")
+
+
+def recording(file_name: str, /, **values: str) -> str:
+    text = (resources.files("clusterctl.mock.recordings") / "kube" / file_name).read_text()
+    for key, value in values.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
+def _minor(ctx: ToolContext) -> int:
+    version = ctx.installed_version("kubeadm") or "1.36.0"
+    try:
+        return int(version.split(".")[1])
+    except (IndexError, ValueError):
+        return 36
+
+
+def _version(ctx: ToolContext) -> str:
+    return "v" + (ctx.installed_version("kubeadm") or "1.36.0").split("-")[0]
+
+
+def _option(args: list[str], name: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+class ConfigError(Exception):
+    pass
+
+
+def load_config(ctx: ToolContext, args: list[str]) -> dict[str, dict[str, Any]]:
+    """The documents of ``--config`` by kind; ``ConfigError`` with kubeadm's wording when refused."""
+    import yaml
+
+    path = _option(args, "--config")
+    if path is None:
+        return {}
+    if path in ("/dev/stdin", "-"):
+        data = ctx.stdin
+    else:
+        content = ctx.fs.read(ctx.path(path))
+        if content is None:
+            raise ConfigError(f"unable to read config from \"{path}\" : open {path}: no such file or directory")
+        data = content
+    docs: dict[str, dict[str, Any]] = {}
+    try:
+        loaded = [d for d in yaml.safe_load_all(data.decode()) if d]
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"error converting YAML to JSON: {exc}") from None
+    for doc in loaded:
+        api, kind = str(doc.get("apiVersion", "")), str(doc.get("kind", ""))
+        if api.startswith("kubeadm.k8s.io/"):
+            allowed = ("kubeadm.k8s.io/v1beta4",) if _minor(ctx) >= 37 else ("kubeadm.k8s.io/v1beta3",
+                                                                             "kubeadm.k8s.io/v1beta4")
+            if api not in allowed:
+                raise ConfigError(f'no kind "{kind}" is registered for version "{api}" in scheme '
+                                  '"k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/scheme/scheme.go:31"')
+            unknown = sorted(set(doc) - KNOWN_FIELDS.get(kind, set(doc)))
+            if unknown:
+                raise ConfigError(f'{kind}: strict decoding error: unknown field "{unknown[0]}"')
+        docs[kind] = doc
+    return docs
+
+
+def _node_labels(registration: dict[str, Any]) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for arg in registration.get("kubeletExtraArgs") or []:
+        if isinstance(arg, dict) and arg.get("name") == "node-labels":
+            for pair in str(arg.get("value", "")).split(","):
+                key, _, value = pair.partition("=")
+                if key:
+                    labels[key] = value
+    return labels
+
+
+def _gpus(ctx: ToolContext) -> list[str]:
+    """The host's GPUs as ``nvidia-smi -L`` lists them (what the device plugin will find)."""
+    if ctx.run is None:
+        return []
+    result = ctx.run("nvidia-smi -L")
+    return [line for line in result.stdout.splitlines() if line.startswith("GPU ")] if result.exit_code == 0 else []
+
+
+def _register_node(ctx: ToolContext, kube: dict[str, Any], registration: dict[str, Any], *,
+                   control_plane: bool) -> None:
+    name = str(registration.get("name") or ctx.hostname)
+    labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+              **_node_labels(registration)}
+    if control_plane:
+        labels["node-role.kubernetes.io/control-plane"] = ""
+    kube.setdefault("nodes", {})[name] = {"control_plane": control_plane, "labels": labels, "gpus": _gpus(ctx),
+                                          "kubelet_version": _version(ctx), "host": ctx.host_name}
+
+
+def _write_node_files(ctx: ToolContext, *, control_plane: bool, ca_pem: bytes) -> None:
+    ctx.fs.write(ks.KUBELET_CONF, b"apiVersion: v1\nkind: Config\n# kubelet client credentials (simulated)\n",
+                 mode=0o600)
+    ctx.fs.write("/etc/kubernetes/pki/ca.crt", ca_pem)
+    ctx.fs.write("/var/lib/kubelet/config.yaml", b"apiVersion: kubelet.config.k8s.io/v1beta1\nkind: "
+                 b"KubeletConfiguration\ncgroupDriver: systemd\n")
+    if control_plane:
+        ctx.fs.write(ks.ADMIN_CONF, b"apiVersion: v1\nkind: Config\n# cluster-admin credentials (simulated)\n",
+                     mode=0o600)
+        for name in MANIFESTS:
+            ctx.fs.write(f"/etc/kubernetes/manifests/{name}", f"# static pod {name} (simulated)\n".encode(), mode=0o600)
+        ctx.fs.write("/var/lib/etcd/member/snap/db", b"")
+
+
+def _new_ca() -> tuple[bytes, str]:
+    """A real self-signed CA certificate and its kubeadm pin (SHA-256 of the public key info)."""
+    from datetime import datetime, timedelta, timezone
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes")])
+    start = datetime.now(timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(start)
+            .not_valid_after(start + timedelta(days=3650))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    spki = cert.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return cert.public_bytes(serialization.Encoding.PEM), "sha256:" + hashlib.sha256(spki).hexdigest()
+
+
+def _ttl_seconds(text: str) -> float:
+    import re
+
+    total = 0.0
+    for amount, unit in re.findall(r"([0-9.]+)(h|m|s)", text or "24h"):
+        total += float(amount) * {"h": 3600, "m": 60, "s": 1}[unit]
+    return total or 24 * 3600
+
+
+def _store_tokens(kube: dict[str, Any], init: dict[str, Any]) -> list[str]:
+    stored = []
+    for token in init.get("bootstrapTokens") or []:
+        value = str(token.get("token", ""))
+        if "." in value:
+            token_id = value.split(".", 1)[0]
+            kube.setdefault("tokens", {})[token_id] = {"sha256": ks.digest(value),
+                                                      "expires": ks.now(kube) + _ttl_seconds(str(token.get("ttl")))}
+            stored.append(value)
+    return stored
+
+
+def _init(ctx: ToolContext) -> ToolResult:
+    version = _version(ctx)
+    if ctx.fs.exists("/etc/kubernetes/manifests/kube-apiserver.yaml"):
+        return ctx.fail(recording("kubeadm-init-preflight-exists.txt", version=version), 1)
+    docs = load_config(ctx, ctx.args)
+    cluster = docs.get("ClusterConfiguration") or {}
+    init = docs.get("InitConfiguration") or {}
+    ca_pem, ca_hash = _new_ca()
+    with ks.edit(ctx) as kube:
+        kube.clear()
+        kube.update({"initialized": True, "version": str(cluster.get("kubernetesVersion") or version),
+                     "endpoint": str(cluster.get("controlPlaneEndpoint") or ""), "ca_hash": ca_hash,
+                     "pod_subnet": str((cluster.get("networking") or {}).get("podSubnet") or ""),
+                     "objects": {}, "releases": {}, "pods": {}, "nodes": {}, "tokens": {}})
+        stored = _store_tokens(kube, init)
+        if not stored:  # kubeadm makes a default token (24 h) when the config names none
+            import secrets
+            import string
+
+            alphabet = string.ascii_lowercase + string.digits
+            made = "".join(secrets.choice(alphabet) for _ in range(6)) + "." + \
+                "".join(secrets.choice(alphabet) for _ in range(16))
+            _store_tokens(kube, {"bootstrapTokens": [{"token": made, "ttl": "24h"}]})
+        key = init.get("certificateKey")
+        if "--upload-certs" in ctx.args and key:
+            kube["certs"] = {"sha256": ks.digest(str(key)), "expires": ks.now(kube) + CERTS_LIFETIME_S}
+        _register_node(ctx, kube, init.get("nodeRegistration") or {}, control_plane=True)
+    _write_node_files(ctx, control_plane=True, ca_pem=ca_pem)
+    node = str((init.get("nodeRegistration") or {}).get("name") or ctx.hostname)
+    return ctx.ok(recording("kubeadm-init-success.txt", version=version, node=node))
+
+
+def _join(ctx: ToolContext) -> ToolResult:
+    if ctx.fs.exists(ks.KUBELET_CONF):
+        return ctx.fail(recording("kubeadm-join-kubelet-conf-exists.txt"), 1)
+    docs = load_config(ctx, ctx.args)
+    join = docs.get("JoinConfiguration") or {}
+    discovery = (join.get("discovery") or {}).get("bootstrapToken") or {}
+    token = str(discovery.get("token", ""))
+    token_id = token.split(".", 1)[0]
+    kube = ks.read(ctx)
+    if not kube.get("initialized"):
+        return ctx.fail(f"error execution phase preflight: couldn't validate the identity of the API Server: "
+                        f"Get \"https://{discovery.get('apiServerEndpoint', '')}/api/v1/namespaces/kube-public/"
+                        "configmaps/cluster-info?timeout=10s\": dial tcp: connect: connection refused\n", 1)
+    known = (kube.get("tokens") or {}).get(token_id)
+    if known is None or known.get("sha256") != ks.digest(token) or known.get("expires", 0) < ks.now(kube):
+        return ctx.fail(recording("kubeadm-join-jws.txt", token_id=token_id), 1)
+    pins = [str(h) for h in discovery.get("caCertHashes") or []]
+    if kube.get("ca_hash") not in pins:
+        return ctx.fail(recording("kubeadm-join-ca-pin.txt", ca_hash=kube.get("ca_hash", "")), 1)
+    control_plane = join.get("controlPlane") is not None
+    if control_plane:
+        key = str((join.get("controlPlane") or {}).get("certificateKey", ""))
+        certs = kube.get("certs") or {}
+        if certs.get("sha256") != ks.digest(key) or certs.get("expires", 0) < ks.now(kube):
+            return ctx.fail("error execution phase control-plane-prepare/download-certs: error downloading certs: "
+                            "the Secret does not include the required certificate or key - name: external-etcd.crt, "
+                            "path: /etc/kubernetes/pki/apiserver-etcd-client.crt\n", 1)
+    ca_pem = next((ks.other_host(ctx, n.get("host", name)).fs.read("/etc/kubernetes/pki/ca.crt")
+                   for name, n in (kube.get("nodes") or {}).items() if n.get("control_plane")), None)
+    with ks.edit(ctx) as live:
+        _register_node(ctx, live, join.get("nodeRegistration") or {}, control_plane=control_plane)
+        ks.spread_cni(ctx, live)
+    _write_node_files(ctx, control_plane=control_plane, ca_pem=ca_pem or b"")
+    return ctx.ok(recording("kubeadm-join-success.txt"))
+
+
+#: Per Kubernetes minor: (pause, etcd, coredns) tags kubeadm lists (its ``constants`` package and the
+#: ``kubeadm config images list`` outputs quoted in release notes; 1.37 moved to pause 3.10.2).
+IMAGE_TAGS: dict[int, tuple[str, str, str]] = {
+    31: ("3.10", "3.5.15-0", "v1.11.3"), 32: ("3.10", "3.5.16-0", "v1.11.3"), 33: ("3.10", "3.5.21-0", "v1.12.0"),
+    34: ("3.10.1", "3.6.4-0", "v1.12.1"), 35: ("3.10.1", "3.6.5-0", "v1.12.1"), 36: ("3.10.1", "3.6.5-0", "v1.12.1"),
+    37: ("3.10.2", "3.6.6-0", "v1.12.4"),
+}
+
+
+def _images(ctx: ToolContext) -> ToolResult:
+    """``kubeadm config images list|pull [--kubernetes-version V] [--config F]``."""
+    version = _option(ctx.args, "--kubernetes-version")
+    if version is None:
+        cluster = load_config(ctx, ctx.args).get("ClusterConfiguration") or {}
+        version = str(cluster.get("kubernetesVersion") or _version(ctx))
+    version = "v" + version.lstrip("v")
+    try:
+        minor = int(version.split(".")[1])
+    except (IndexError, ValueError):
+        return ctx.fail(f'couldn\'t parse Kubernetes version "{version}"\n', 1)
+    pause, etcd, coredns = IMAGE_TAGS.get(minor, IMAGE_TAGS[max(IMAGE_TAGS)])
+    images = [f"registry.k8s.io/{name}:{version}" for name in ("kube-apiserver", "kube-controller-manager",
+                                                              "kube-scheduler", "kube-proxy")]
+    images += [f"registry.k8s.io/coredns/coredns:{coredns}", f"registry.k8s.io/pause:{pause}",
+               f"registry.k8s.io/etcd:{etcd}"]
+    if ctx.args[2:3] == ["pull"]:
+        return ctx.ok("".join(f"[config/images] Pulled {image}\n" for image in images))
+    return ctx.ok("\n".join(images) + "\n")
+
+
+def _token_create(ctx: ToolContext) -> ToolResult:
+    if not ctx.fs.exists(ks.ADMIN_CONF) or not ks.read(ctx).get("initialized"):
+        return ctx.fail("failed to load admin kubeconfig: open /etc/kubernetes/admin.conf: no such file or directory\n"
+                        "To see the stack trace of this error execute with --v=5 or higher\n", 1)
+    docs = load_config(ctx, ctx.args)
+    init = docs.get("InitConfiguration") or {}
+    with ks.edit(ctx) as kube:
+        stored = _store_tokens(kube, init)
+    if not stored:
+        return ctx.fail("clusterctl's simulated kubeadm needs the token in the configuration\n", 2)
+    return ctx.ok(stored[0] + "\n")
+
+
+def _upload_certs(ctx: ToolContext) -> ToolResult:
+    docs = load_config(ctx, ctx.args)
+    key = str((docs.get("InitConfiguration") or {}).get("certificateKey", ""))
+    if not key:
+        return ctx.fail("error execution phase upload-certs: certificate key is required\n", 1)
+    with ks.edit(ctx) as kube:
+        kube["certs"] = {"sha256": ks.digest(key), "expires": ks.now(kube) + CERTS_LIFETIME_S}
+    shown = "<value withheld>" if "--skip-certificate-key-print" in ctx.args else key
+    return ctx.ok('[upload-certs] Storing the certificates in Secret "kubeadm-certs" in the "kube-system" Namespace\n'
+                  f"[upload-certs] Using certificate key:\n{shown}\n")
+
+
+def _reset(ctx: ToolContext) -> ToolResult:
+    if "--force" not in ctx.args and "-f" not in ctx.args:
+        return ctx.fail("[reset] Are you sure you want to proceed? [y/N]: error: won't proceed; the user didn't "
+                        "answer (Y|y) in order to continue\n", 1)
+    for path in ("/etc/kubernetes/manifests", "/etc/kubernetes/pki", "/var/lib/etcd"):
+        if ctx.fs.is_dir(path):
+            ctx.fs.remove(path, recursive=True)
+    for name in ("admin.conf", "super-admin.conf", "kubelet.conf", "bootstrap-kubelet.conf", "controller-manager.conf",
+                 "scheduler.conf"):
+        ctx.fs.remove(f"/etc/kubernetes/{name}")
+    if ctx.fs.is_dir("/var/lib/kubelet"):
+        for name in ctx.fs.listdir("/var/lib/kubelet"):
+            ctx.fs.remove(f"/var/lib/kubelet/{name}", recursive=True)
+    with ks.edit(ctx) as kube:
+        nodes = kube.get("nodes") or {}
+        for name in [n for n, v in nodes.items() if v.get("host") == ctx.host_name]:
+            del nodes[name]
+        if not any(v.get("control_plane") for v in nodes.values()):
+            kube.clear()  # the last control plane is gone: so is the cluster
+    return ctx.ok(recording("kubeadm-reset.txt"))
+
+
+def run(ctx: ToolContext) -> ToolResult:
+    args = ctx.args
+    try:
+        if args[:1] == ["version"]:
+            if "short" in args or "-o=short" in args:
+                return ctx.ok(_version(ctx) + "\n")
+            return ctx.ok(f'kubeadm version: &version.Info{{Major:"1", Minor:"{_minor(ctx)}", '
+                          f'GitVersion:"{_version(ctx)}", GitTreeState:"clean", Compiler:"gc", '
+                          'Platform:"linux/amd64"}\n')
+        if args[:2] == ["config", "images"] and args[2:3] in (["list"], ["pull"]):
+            return _images(ctx)
+        if args[:2] == ["config", "validate"]:
+            load_config(ctx, args)
+            return ctx.ok("ok\n")
+        if args[:3] == ["init", "phase", "upload-certs"]:
+            return _upload_certs(ctx)
+        if args[:1] == ["init"]:
+            return _init(ctx)
+        if args[:1] == ["join"]:
+            return _join(ctx)
+        if args[:2] == ["token", "create"]:
+            return _token_create(ctx)
+        if args[:1] == ["reset"]:
+            return _reset(ctx)
+    except ConfigError as exc:
+        return ctx.fail(f"{exc}\nTo see the stack trace of this error execute with --v=5 or higher\n", 1)
+    word = args[0] if args else ""
+    return ctx.fail(f'unknown command "{word}" for "kubeadm"\nRun \'kubeadm --help\' for usage.\n', 1)

@@ -1,0 +1,262 @@
+"""``kubectl`` against the simulated cluster (``kube_state``), as root on a control-plane host.
+
+Supported: ``get --raw /readyz``; ``get nodes -o json``; ``get [-n NS] KIND/NAME -o name``;
+``get pod -n NS NAME -o jsonpath={.status.phase}``; ``apply [--server-side] -f FILE|URL|-``;
+``rollout status KIND/NAME -n NS``; ``wait --for=jsonpath={.status.phase}=PHASE pod/NAME``;
+``logs``; ``delete pod``. Messages are kubectl's (recordings/kube/, recordings/README.md).
+Pinned upstream manifests are known by name (Calico's ``operator-crds.yaml`` and
+``tigera-operator.yaml``); any other URL answers 404, as for a mirror that lacks the file.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from clusterctl.mock.tools import kube_state as ks
+from clusterctl.mock.tools.base import ToolContext, ToolResult
+
+PACKAGES = ("kubectl",)
+READS_STDIN = True
+CLUSTER_SCOPED = {"namespace", "clusterrole", "clusterrolebinding", "runtimeclass", "customresourcedefinition",
+                  "installation", "apiserver", "priorityclass"}
+BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+#: kind -> (resource, group suffix) for ``-o name`` and messages.
+RESOURCES = {"daemonset": ("daemonsets", "apps"), "deployment": ("deployments", "apps"),
+             "customresourcedefinition": ("customresourcedefinitions", "apiextensions.k8s.io"),
+             "prometheusrule": ("prometheusrules", "monitoring.coreos.com"), "pod": ("pods", ""),
+             "configmap": ("configmaps", ""), "namespace": ("namespaces", ""),
+             "runtimeclass": ("runtimeclasses", "node.k8s.io"), "installation": ("installations", "operator.tigera.io"),
+             "apiserver": ("apiservers", "operator.tigera.io")}
+ALIASES = {"crd": "customresourcedefinition", "ds": "daemonset", "deploy": "deployment", "ns": "namespace",
+           "po": "pod", "cm": "configmap"}
+CRD_FOR_KIND = {"installation": "installations.operator.tigera.io", "apiserver": "apiservers.operator.tigera.io",
+                "prometheusrule": "prometheusrules.monitoring.coreos.com",
+                "servicemonitor": "servicemonitors.monitoring.coreos.com"}
+#: What applying a pinned upstream manifest creates (by file name).
+KNOWN_MANIFESTS: dict[str, list[tuple[str, str, str]]] = {
+    "operator-crds.yaml": [("customresourcedefinition", "", n) for n in (
+        "installations.operator.tigera.io", "apiservers.operator.tigera.io", "tigerastatuses.operator.tigera.io",
+        "imagesets.operator.tigera.io")],
+    "tigera-operator.yaml": [("namespace", "", "tigera-operator"),
+                             ("deployment", "tigera-operator", "tigera-operator")],
+}
+NOT_READY = ("container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network "
+             "plugin returns error: cni plugin not initialized")
+
+
+def _key(kind: str, namespace: str, name: str) -> str:
+    return f"{kind}/{namespace}/{name}"
+
+
+def _split(args: list[str]) -> tuple[list[str], dict[str, str], set[str]]:
+    """Positional words, options with values, and bare flags."""
+    words: list[str] = []
+    options: dict[str, str] = {}
+    flags: set[str] = set()
+    takes_value = {"-n", "--namespace", "-o", "--output", "-f", "--filename", "--kubeconfig", "--timeout", "--for"}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg.startswith("--") and "=" in arg:
+            name, value = arg.split("=", 1)
+            options[name] = value
+        elif arg in takes_value and i + 1 < len(args):
+            options[arg] = args[i + 1]
+            i += 1
+        elif arg.startswith("-") and arg != "-":
+            flags.add(arg)
+        else:
+            words.append(arg)
+        i += 1
+    for short, long in (("-n", "--namespace"), ("-o", "--output"), ("-f", "--filename")):
+        if short in options:
+            options[long] = options.pop(short)
+    return words, options, flags
+
+
+def _resource(kind: str, name: str) -> str:
+    resource, group = RESOURCES.get(kind, (kind + "s", ""))
+    return f"{resource}.{group}" if group else resource
+
+
+def _type_name(text: str) -> tuple[str, str]:
+    kind, _, name = text.partition("/")
+    kind = kind.lower()
+    kind = ALIASES.get(kind, kind)
+    if "." in kind:  # daemonset.apps
+        kind = kind.split(".", 1)[0]
+    if kind.endswith("s") and kind[:-1] in RESOURCES:
+        kind = kind[:-1]
+    return kind, name
+
+
+def _not_found(kind: str, name: str) -> ToolResult:
+    return ToolResult("", f'Error from server (NotFound): {_resource(kind, name)} "{name}" not found\n', 1)
+
+
+def _nodes_json(ctx: ToolContext, kube: dict[str, Any]) -> str:
+    ready = ks.cni_ready(kube)
+    plugin = ks.deployed(kube, ks.DEVICE_PLUGIN_RELEASES)
+    nfd = ks.deployed(kube, ks.NFD_RELEASES)
+    items = []
+    for name, node in sorted((kube.get("nodes") or {}).items()):
+        labels = dict(node.get("labels") or {})
+        gpus = list(node.get("gpus") or [])
+        allocatable = {"cpu": "128", "memory": "2113373940Ki", "pods": "110"}
+        if plugin is not None and gpus:
+            allocatable["nvidia.com/gpu"] = str(len(gpus))
+            labels.update(ks.gfd_labels(gpus))
+        if nfd is not None:
+            labels.update(ks.nfd_labels(ctx, str(node.get("host", name))))
+        condition = {"type": "Ready", "status": "True", "reason": "KubeletReady",
+                     "message": "kubelet is posting ready status"} if ready else \
+            {"type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": NOT_READY}
+        items.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+                      "spec": {}, "status": {"allocatable": allocatable, "capacity": dict(allocatable),
+                                             "conditions": [condition],
+                                             "nodeInfo": {"kubeletVersion": node.get("kubelet_version", ""),
+                                                          "operatingSystem": "linux", "architecture": "amd64"}}})
+    return json.dumps({"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}},
+                      indent=4) + "\n"
+
+
+def _schedule_pod(ctx: ToolContext, kube: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
+    spec = doc.get("spec") or {}
+    node = str((spec.get("nodeSelector") or {}).get("kubernetes.io/hostname", ""))
+    wanted = 0
+    for container in spec.get("containers") or []:
+        wanted += int(str(((container.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu", 0)))
+    record = (kube.get("nodes") or {}).get(node)
+    gpus = list((record or {}).get("gpus") or [])
+    offered = len(gpus) if ks.deployed(kube, ks.DEVICE_PLUGIN_RELEASES) else 0
+    if record is None or not ks.cni_ready(kube) or offered < wanted:
+        return {"node": node, "phase": "Pending", "logs": ""}
+    host = ks.other_host(ctx, str(record.get("host", node)))
+    if (host.read().get("values") or {}).get("gpu-pod") == "fail":
+        # What a container prints when the NVIDIA runtime gave it no working GPU (toolkit#48).
+        return {"node": node, "phase": "Failed", "logs": "Failed to initialize NVML: Unknown Error\n"}
+    first = gpus[0].split(": ", 1)[1] if gpus else ""
+    return {"node": node, "phase": "Succeeded", "logs": f"GPU 0: {first}\n"}
+
+
+def _apply_docs(ctx: ToolContext, docs: list[dict[str, Any]], source: str, server_side: bool) -> ToolResult:
+    out: list[str] = []
+    with ks.edit(ctx) as kube:
+        objects = kube.setdefault("objects", {})
+        for doc in docs:
+            kind = str(doc.get("kind", "")).lower()
+            meta = doc.get("metadata") or {}
+            name = str(meta.get("name", ""))
+            crd = CRD_FOR_KIND.get(kind)
+            if crd and _key("customresourcedefinition", "", crd) not in objects:
+                return ToolResult("\n".join(out) + ("\n" if out else ""),
+                                  f'error: resource mapping not found for name: "{name}" namespace: "" from '
+                                  f'"{source}": no matches for kind "{doc.get("kind")}" in version '
+                                  f'"{doc.get("apiVersion")}"\nensure CRDs are installed first\n', 1)
+            namespace = "" if kind in CLUSTER_SCOPED else str(meta.get("namespace") or "default")
+            if namespace and namespace not in BUILTIN_NAMESPACES and \
+                    _key("namespace", "", namespace) not in objects:
+                return ToolResult("\n".join(out) + ("\n" if out else ""),
+                                  f'Error from server (NotFound): error when creating "{source}": namespaces '
+                                  f'"{namespace}" not found\n', 1)
+            key = _key(kind, namespace, name)
+            body = json.dumps(doc, sort_keys=True)
+            before = objects.get(key)
+            objects[key] = {"spec": body}
+            if kind == "pod":
+                kube.setdefault("pods", {})[f"{namespace}/{name}"] = _schedule_pod(ctx, kube, doc)
+            if kind == "installation" and _key("deployment", "tigera-operator", "tigera-operator") in objects:
+                objects[_key("namespace", "", "calico-system")] = {"spec": "{}"}
+                objects[_key("daemonset", "calico-system", "calico-node")] = {"spec": "{}"}
+            verb = "serverside-applied" if server_side else \
+                "created" if before is None else ("unchanged" if before.get("spec") == body else "configured")
+            out.append(f"{_name_of(kind)}/{name} {verb}")
+        ks.spread_cni(ctx, kube)
+    return ctx.ok("\n".join(out) + "\n")
+
+
+def _name_of(kind: str) -> str:
+    _, group = RESOURCES.get(kind, (kind + "s", ""))
+    return f"{kind}.{group}" if group else kind
+
+
+def _apply(ctx: ToolContext, options: dict[str, str], flags: set[str]) -> ToolResult:
+    import yaml
+
+    source = options.get("--filename", "")
+    server_side = "--server-side" in flags
+    if source.startswith(("http://", "https://")):
+        known = KNOWN_MANIFESTS.get(source.rsplit("/", 1)[-1])
+        if known is None:
+            return ctx.fail(f'error: unable to read URL "{source}", server reported 404 Not Found, status code=404\n')
+        docs = [{"kind": k, "metadata": {"name": n, "namespace": ns}} for k, ns, n in known]
+        return _apply_docs(ctx, docs, source, server_side)
+    data = ctx.stdin if source == "-" else ctx.fs.read(ctx.path(source))
+    if data is None:
+        return ctx.fail(f'error: the path "{source}" does not exist\n')
+    try:
+        docs = [d for d in yaml.safe_load_all(data.decode()) if isinstance(d, dict)]
+    except yaml.YAMLError as exc:
+        return ctx.fail(f'error: error parsing {source}: error converting YAML to JSON: {exc}\n')
+    return _apply_docs(ctx, docs, source, server_side)
+
+
+def run(ctx: ToolContext) -> ToolResult:
+    words, options, flags = _split(ctx.args)
+    kubeconfig = options.get("--kubeconfig")
+    if kubeconfig and not ctx.fs.exists(kubeconfig):
+        return ctx.fail(f"error: stat {kubeconfig}: no such file or directory\n")
+    kube = ks.read(ctx)
+    if words[:1] == ["version"] and "--client" in flags:
+        return ctx.ok("Client Version: v" + (ctx.installed_version("kubectl") or "1.36.0").split("-")[0] + "\n")
+    if not kube.get("initialized") or not kubeconfig:
+        endpoint = "localhost:8080" if not kubeconfig else str(kube.get("endpoint") or "127.0.0.1:6443")
+        from clusterctl.mock.tools.kubeadm import recording
+
+        return ctx.fail(recording("kubectl-refused.txt", endpoint=endpoint))
+    namespace = options.get("--namespace", "default")
+    if words[:1] == ["get"] and "--raw" in flags:
+        return ctx.ok("ok") if words[1:] == ["/readyz"] else _not_found("path", " ".join(words[1:]))
+    if words[:2] == ["get", "nodes"]:
+        return ctx.ok(_nodes_json(ctx, kube))
+    if words[:1] == ["apply"]:
+        return _apply(ctx, options, flags)
+    if words[:1] == ["get"] and len(words) >= 2:
+        if words[1] in ("pod", "pods") and len(words) >= 3:
+            pod = (kube.get("pods") or {}).get(f"{namespace}/{words[2]}")
+            if pod is None:
+                return _not_found("pod", words[2])
+            return ctx.ok(str(pod.get("phase", "")))
+        kind, name = _type_name(words[1])
+        ns = "" if kind in CLUSTER_SCOPED else namespace
+        if _key(kind, ns, name) not in (kube.get("objects") or {}):
+            return _not_found(kind, name)
+        return ctx.ok(f"{_name_of(kind)}/{name}\n")
+    if words[:2] == ["rollout", "status"] and len(words) >= 3:
+        kind, name = _type_name(words[2])
+        if _key(kind, namespace, name) not in (kube.get("objects") or {}):
+            return _not_found(kind, name)
+        return ctx.ok(f'daemon set "{name}" successfully rolled out\n')
+    if words[:1] == ["wait"] and len(words) >= 2:
+        kind, name = _type_name(words[1])
+        pod = (kube.get("pods") or {}).get(f"{namespace}/{name}")
+        wanted = options.get("--for", "").rsplit("=", 1)[-1]
+        if pod is None:
+            return _not_found("pod", name)
+        if pod.get("phase") == wanted:
+            return ctx.ok(f"pod/{name} condition met\n")
+        return ctx.fail(f"error: timed out waiting for the condition on pods/{name}\n")
+    if words[:1] == ["logs"] and len(words) >= 2:
+        pod = (kube.get("pods") or {}).get(f"{namespace}/{words[1]}")
+        if pod is None:
+            return _not_found("pod", words[1])
+        return ctx.ok(str(pod.get("logs", "")))
+    if words[:2] == ["delete", "pod"] and len(words) >= 3:
+        with ks.edit(ctx) as live:
+            removed = (live.get("pods") or {}).pop(f"{namespace}/{words[2]}", None)
+            (live.get("objects") or {}).pop(_key("pod", namespace, words[2]), None)
+        if removed is None and "--ignore-not-found" not in flags and "--ignore-not-found=true" not in ctx.args:
+            return _not_found("pod", words[2])
+        return ctx.ok(f'pod "{words[2]}" deleted\n' if removed is not None else "")
+    return ctx.fail(f'error: unknown command "{" ".join(words[:2])}" for "kubectl"\n')

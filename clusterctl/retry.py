@@ -1,0 +1,55 @@
+"""The last run's failed hosts, for ``--limit @retry`` (Ansible's retry files, without the clutter).
+
+Every command that reaches hosts rewrites one small file with the hosts that failed (or were
+still running at Ctrl-C); ``--limit @retry`` selects exactly those next time. ``--limit @FILE``
+reads host names from any file, one per line (``#`` comments allowed), as Ansible does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from clusterctl.errors import UsageError
+
+RETRY_NAME = "retry"
+
+
+def retry_file() -> Path:
+    """``$XDG_STATE_HOME/clusterctl/last-failed`` (default ``~/.local/state/clusterctl/last-failed``)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "clusterctl" / "last-failed"
+
+
+def record_failed(names: Iterable[str], inventory_source: str | None) -> None:
+    """Replace the retry file with ``names``; never fails the command that called it."""
+    path = retry_file()
+    lines = [f"# failed hosts of the last clusterctl run (inventory: {inventory_source or '?'})", *names]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:  # a read-only home must not turn a good run into a failure
+        pass
+
+
+def names_from(term: str) -> list[str]:
+    """Host names a ``@retry`` or ``@FILE`` limit term stands for."""
+    spec = term[1:]
+    path = retry_file() if spec == RETRY_NAME and not Path(spec).exists() else Path(spec).expanduser()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if spec == RETRY_NAME:
+            raise UsageError("--limit @retry: no run has recorded failed hosts yet.") from None
+        raise UsageError(f"--limit {term}: no such file.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--limit {term}: cannot read {path}: {exc}.") from None
+    names = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+    names = [n for n in names if n]
+    if not names:
+        what = "the last run had no failed host" if spec == RETRY_NAME else f"{path} names no host"
+        raise UsageError(f"--limit {term}: {what}.")
+    return names

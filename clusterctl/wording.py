@@ -1,0 +1,17 @@
+"""Small words of output that must read naturally, importable without anything heavy."""
+
+from __future__ import annotations
+
+
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """``1 host``, ``2 hosts``: counts that read naturally."""
+    return f"{count} {noun if count == 1 else (plural_form or noun + 's')}"
+
+
+
+def seconds(value: float | None) -> str:
+    """``60 s``, ``4.9 s``, ``0.25 s``: a duration as people write it (a space before the unit)."""
+    if value is None:
+        return "the time limit"
+    shown = round(value, 2) if value < 1 else round(value, 1)
+    return f"{shown:g} s"

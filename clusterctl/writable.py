@@ -1,0 +1,50 @@
+"""Check where results will be written before any host is touched.
+
+A benchmark that runs for ten minutes and then cannot save its plot has wasted the ten
+minutes; these checks run first and fail as usage errors (exit 2) that say why.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from clusterctl.errors import UsageError
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._@+-]")
+
+
+def writable_dir(path: str | Path, option: str) -> Path:
+    """``path`` as a folder that exists (created if needed) and can be written to."""
+    folder = Path(path).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{option} {path}: exists and is not a folder.")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot create the folder: {exc.strerror or exc}.") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: the folder is not writable.")
+    return folder
+
+
+def writable_file(path: str | Path, option: str) -> Path:
+    """``path`` as a file that can be created or replaced: its folder exists and is writable."""
+    file = Path(path).expanduser()
+    if str(path) == "-":
+        return file
+    if file.is_dir():
+        raise UsageError(f"{option} {path}: is a folder; give a file name.")
+    parent = file.parent
+    if not parent.is_dir():
+        raise UsageError(f"{option} {path}: the folder {parent} does not exist.")
+    if not os.access(parent, os.W_OK | os.X_OK) or (file.exists() and not os.access(file, os.W_OK)):
+        raise UsageError(f"{option} {path}: not writable.")
+    return file
+
+
+def host_file_name(host: str, suffix: str) -> str:
+    """A file name for a host's output that cannot leave the folder (inventory names are untrusted)."""
+    name = _UNSAFE.sub("_", host).lstrip(".") or "_"
+    return name + suffix

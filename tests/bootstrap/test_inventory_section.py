@@ -1,0 +1,49 @@
+"""The inventory's ``bootstrap:`` section: values read, mistakes named by file, line and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterctl.errors import InventoryError
+from clusterctl.inventory.native import load_native
+
+HOSTS = "hosts:\n  n1: {transport: local}\n"
+
+
+def load(tmp_path: Path, section: str) -> object:
+    path = tmp_path / "inv.yaml"
+    path.write_text(HOSTS + section)
+    return load_native(path)
+
+
+def test_settings_are_read(tmp_path: Path) -> None:
+    (tmp_path / "k8s.asc").write_text("-----BEGIN PGP PUBLIC KEY BLOCK-----\n")
+    inventory = load(tmp_path, "bootstrap:\n  mirror: https://mirror.lan/apt/\n  runtime: runtimeclass\n  cdi: true\n"
+                               "  apt_repos:\n    - {name: kubernetes, url: 'https://repo.lan/k8s', suites: ['/'],"
+                               " key_file: k8s.asc}\n  registry_mirrors: {docker.io: ['https://registry.lan']}\n")
+    settings = inventory.bootstrap  # type: ignore[attr-defined]
+    assert settings.mirror == "https://mirror.lan/apt" and settings.runtime == "runtimeclass" and settings.cdi
+    assert settings.apt_repos[0].key_file == str(tmp_path / "k8s.asc")
+    assert settings.registry_mirrors == (("docker.io", ("https://registry.lan",)),)
+
+
+@pytest.mark.parametrize("section, line, field, words", [
+    ("bootstrap:\n  runtim: default\n", 4, "bootstrap.runtim", "Did you mean 'runtime'?"),
+    ("bootstrap:\n  runtime: kata\n", 4, "bootstrap.runtime", "unknown runtime mode 'kata'"),
+    ("bootstrap:\n  pod_subnet: 10.244.0.0/33\n", 4, "bootstrap.pod_subnet", "not a network in CIDR form"),
+    ("bootstrap:\n  pod_subnet: 10.96.0.0/16\n", 4, "bootstrap", "overlaps service_subnet"),
+    ("bootstrap:\n  apt_repos:\n    - {name: k8s, url: 'https://x', key_file: nope.asc}\n", 5,
+     "bootstrap.apt_repos[0].key_file", "key_file nope.asc does not exist"),
+    ("bootstrap:\n  apt_repos:\n    - {name: 'a b', url: 'https://x'}\n", 5, "bootstrap.apt_repos[0].name",
+     "may only use letters"),
+    ("bootstrap:\n  mirror: 'https://m.lan/a b'\n", 4, "bootstrap.mirror", "must not contain spaces"),
+    ("bootstrap:\n  cdi: yes-please\n", 4, "bootstrap.cdi", "must be true or false"),
+])
+def test_mistakes_name_file_line_and_field(tmp_path: Path, section: str, line: int, field: str, words: str) -> None:
+    with pytest.raises(InventoryError) as caught:
+        load(tmp_path, section)
+    error = caught.value
+    assert (error.line, error.field) == (line, field) and error.file and error.file.endswith("inv.yaml")
+    assert words in str(error)

@@ -1,0 +1,20 @@
+"""The one reader of recorded tool outputs under ``tests/fixtures/<tool>/`` (each folder's README
+names where every recording came from)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def fixture_dir(tool: str) -> Path:
+    """``tests/fixtures/<tool>``; a missing folder fails the test loudly rather than skipping it."""
+    folder = FIXTURES / tool
+    assert folder.is_dir(), f"no fixture folder {folder}"
+    return folder
+
+
+def read_fixture(tool: str, name: str) -> str:
+    """The text of one recording, ``tests/fixtures/<tool>/<name>``."""
+    return (fixture_dir(tool) / name).read_text(encoding="utf-8")

@@ -1,0 +1,54 @@
+"""``clusterctl copy SRC DEST``: pdcp's habit, through the transport's atomic put and the gate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import local_inventory
+
+
+def test_copy_writes_the_file_whole_with_its_mode_and_leaves_an_unchanged_file_alone(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    inv = local_inventory(tmp_path, "n1")
+    src = tmp_path / "blob.bin"
+    src.write_bytes(bytes(range(256)) * 64)  # binary, NULs included
+    dest = tmp_path / "remote" / "blob.bin"
+    dest.parent.mkdir()
+    ran = cli("-i", inv, "-o", "json", "copy", str(src), str(dest.parent) + "/", "--mode", "600")
+    assert ran.code == 0, ran.err
+    assert dest.read_bytes() == src.read_bytes()
+    assert dest.stat().st_mode & 0o777 == 0o600
+    [host] = json.loads(ran.out)["hosts"]
+    assert host["applied"] and host["changed"]
+    again = cli("-i", inv, "-o", "json", "copy", str(src), str(dest), "--mode", "600")
+    assert json.loads(again.out)["hosts"][0]["changed"] is False
+
+
+def test_copy_dry_run_writes_nothing(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    inv = local_inventory(tmp_path, "n1")
+    src = tmp_path / "nccl.conf"
+    src.write_text("NCCL_DEBUG=WARN\n")
+    dest = tmp_path / "out.conf"
+    ran = cli("-i", inv, "copy", str(src), str(dest), "--dry-run")
+    assert ran.code == 0, ran.err
+    assert "+NCCL_DEBUG=WARN" in ran.out
+    assert not dest.exists()
+
+
+@pytest.mark.parametrize(("source", "dest", "message"), [
+    ("missing.conf", "/etc/x", "cannot read"),
+    (".", "/etc/x", "is a folder"),
+    ("nccl.conf", "etc/x", "must be an absolute path"),
+])
+def test_bad_sources_and_destinations_stop_before_any_host(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, dest: str, message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nccl.conf").write_text("NCCL_DEBUG=WARN\n")
+    ran = cli("-i", "unreachable-[1-3]", "copy", source, dest)
+    assert ran.code == 2 and message in ran.err

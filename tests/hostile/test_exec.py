@@ -1,0 +1,124 @@
+"""Hostile cases for ``exec`` (and the fan-out every command shares): huge outputs, flags that
+belong to the remote command, selections of nothing, Ctrl-C, and pdsh's habits."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+from clusterctl.cli.app import hoist_global_options
+
+from .conftest import DEMO, clusterctl_process, local_inventory
+
+
+def test_a_million_lines_come_out_whole_and_unwrapped(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    inv = local_inventory(tmp_path, "n1", "n2")
+    wide = "x" * 400
+    ran = cli("-i", inv, "exec", "--", f"seq 1 200000; echo {wide}")
+    assert ran.code == 0
+    lines = ran.out.splitlines()
+    # One group for both hosts, every line as printed (no wrapping of the 400-column line).
+    assert lines[:3] == ["-" * 16, "n[1-2]", "-" * 16]
+    assert lines[3:] == [str(n) for n in range(1, 200001)] + [wide]
+
+
+def test_everything_after_the_first_word_belongs_to_the_remote_command() -> None:
+    assert hoist_global_options(["exec", "nvidia-smi", "-i", "0"]) == ["exec", "--", "nvidia-smi", "-i", "0"]
+    assert hoist_global_options(["exec", "hostname", "-l", "gpu-a1"]) == ["exec", "--", "hostname", "-l", "gpu-a1"]
+    # clusterctl's own options before the command still work, wherever they are.
+    assert hoist_global_options(["exec", "-l", "gpu-a1", "--sudo", "ls", "-o", "x"]) == [
+        "-l", "gpu-a1", "exec", "--sudo", "--", "ls", "-o", "x"]
+    assert hoist_global_options(["-i", "inv", "exec", "--out-dir", "d", "uname", "-r"]) == [
+        "-i", "inv", "exec", "--out-dir", "d", "--", "uname", "-r"]
+
+
+def test_a_remote_flag_that_looks_like_a_global_option_runs_remotely(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    inv = local_inventory(tmp_path, "n1", "n2")
+    ran = cli("-i", inv, "exec", "echo", "-i", "0", "-l", "n1")
+    assert ran.code == 0, ran.err
+    assert ran.out.splitlines()[1] == "n[1-2]"  # no silent --limit
+    assert "-i 0 -l n1" in ran.out
+
+
+def test_a_limit_that_selects_nothing_is_a_usage_error_for_every_command(cli) -> None:  # type: ignore[no-untyped-def]
+    for command in (["exec", "--", "hostname"], ["inventory", "show"], ["survey"]):
+        ran = cli("-i", DEMO, "-l", "gpu-a1,&gpu-b1", *command)
+        assert ran.code == 2, command
+        assert "no host selected" in ran.err
+
+
+def test_out_dir_writes_one_file_per_host(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "logs"
+    ran = cli("-i", DEMO, "-l", "gpu-a1,gpu-a2", "exec", "--out-dir", str(out), "--", "nvidia-smi", "-L")
+    assert ran.code == 0, ran.err
+    assert sorted(p.name for p in out.iterdir()) == ["gpu-a1.out", "gpu-a2.out"]
+    assert (out / "gpu-a1.out").read_text().startswith("GPU 0: NVIDIA A100")
+    assert "gpu-a1: exit 0" in ran.out and "GPU 0" not in ran.out
+
+
+def test_an_unwritable_out_dir_stops_before_any_host_is_touched(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    ran = cli("-i", DEMO, "exec", "--out-dir", str(blocker / "sub"), "--", "hostname")
+    assert ran.code == 2
+    assert "--out-dir" in ran.err and "Traceback" not in ran.err
+
+
+def test_stream_prints_host_prefixed_lines(cli) -> None:  # type: ignore[no-untyped-def]
+    ran = cli("-i", DEMO, "-l", "gpu-a1,gpu-b2", "exec", "--stream", "nvidia-smi", "-L")
+    assert ran.code == 0, ran.err
+    lines = ran.out.splitlines()
+    assert len(lines) == 16
+    assert {line.split(": ", 1)[0] for line in lines} == {"gpu-a1", "gpu-b2"}
+    assert all(line.split(": ", 1)[1].startswith("GPU ") for line in lines)
+
+
+def test_ctrl_c_prints_what_finished_and_which_hosts_were_still_running(tmp_path: Path) -> None:
+    inv = local_inventory(tmp_path, "n1", "n2", "n3")
+    marker = tmp_path / "first"
+    # The first host to start finishes at once; the others hang until interrupted.
+    command = f"if mkdir {marker} 2>/dev/null; then echo quick; else sleep 20; fi"
+    for fmt in ("table", "json"):
+        if marker.exists():
+            marker.rmdir()
+        proc = clusterctl_process("-i", inv, "-o", fmt, "exec", "--", command)
+        deadline = time.monotonic() + 30
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # let the quick host's result reach the fan-out
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        assert "interrupted" in err and "Traceback" not in err
+        assert "still running" in err
+        running = err.split("still running (stopped): ", 1)[1].splitlines()[0]
+        if fmt == "table":
+            assert "quick" in out
+            assert running.count("n") == 1 or "[" in running  # two hosts, compressed or not
+        else:
+            doc = json.loads(out)
+            assert doc["interrupted"] is True
+            assert [h["stdout"] for h in doc["hosts"]] == ["quick\n"]
+            assert len(doc["still_running"]) == 2
+
+
+def test_limit_at_retry_reruns_only_the_hosts_that_failed_last_time(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # The mock hosts have no 'no-such-tool': the two hosts selected fail with exit 127.
+    first = cli("-i", DEMO, "-l", "gpu-a2,gpu-b3", "exec", "--", "no-such-tool")
+    assert first.code == 1
+    failed = {"gpu-a2", "gpu-b3"}
+    again = cli("-i", DEMO, "-o", "json", "exec", "-l", "@retry", "--", "nvidia-smi", "-L")
+    assert again.code == 0, again.err
+    assert {h["host"] for h in json.loads(again.out)["hosts"]} == failed
+    names = tmp_path / "hosts.txt"
+    names.write_text("# two hosts\ngpu-a1\ngpu-b2\n")
+    from_file = cli("-i", DEMO, "-o", "json", "-l", f"@{names}", "exec", "--", "nvidia-smi", "-L")
+    assert [h["host"] for h in json.loads(from_file.out)["hosts"]] == ["gpu-a1", "gpu-b2"]
+
+
+def test_limit_at_retry_after_a_clean_run_selects_nothing_and_says_so(cli) -> None:  # type: ignore[no-untyped-def]
+    assert cli("-i", DEMO, "-l", "gpu-a1", "exec", "--", "nvidia-smi", "-L").code == 0
+    ran = cli("-i", DEMO, "-l", "@retry", "exec", "--", "nvidia-smi", "-L")
+    assert ran.code == 2 and "the last run had no failed host" in ran.err

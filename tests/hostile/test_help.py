@@ -1,0 +1,86 @@
+"""Help that teaches: every option explained, nothing advertised that does not exist, and the
+README's tour working exactly as written on a fresh checkout."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shlex
+import time
+from pathlib import Path
+
+import pytest
+import typer
+
+from clusterctl.cli.app import HELP, app
+
+from .conftest import REPO
+
+
+def _commands() -> list[tuple[list[str], object]]:
+    found: list[tuple[list[str], object]] = []
+
+    def walk(command: object, path: list[str]) -> None:
+        found.append((path, command))
+        for name, sub in (getattr(command, "commands", None) or {}).items():
+            walk(sub, [*path, name])
+
+    walk(typer.main.get_command(app), [])
+    return found
+
+
+def test_every_option_and_argument_has_help() -> None:
+    missing = [f"clusterctl {' '.join(path)} {param.name}"
+               for path, command in _commands() for param in command.params  # type: ignore[attr-defined]
+               if not getattr(param, "help", None) and param.name != "help"]
+    assert missing == []
+
+
+def test_the_limit_help_lists_every_pattern_form() -> None:
+    limit = next(p for p in typer.main.get_command(app).params if p.name == "limit")
+    for form in ("'!x'", "'&g'", "'~regex'", "'@FILE'", "@retry"):
+        assert form in (limit.help or "")
+
+
+def test_top_level_help_names_only_commands_that_exist() -> None:
+    existing = {path[0] for path, _ in _commands() if path}
+    advertised = set(re.findall(r"^\s+clusterctl (?:-\S+ \S+ )*([a-z-]+)", HELP, re.MULTILINE))
+    assert advertised and advertised <= existing
+
+
+def _tour() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    block = text.split("## A tour on the demo cluster", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = []
+    for raw in block.splitlines():
+        line = raw.split("  #", 1)[0].strip()
+        if line and not line.startswith("#"):
+            lines.append(line)
+    return lines
+
+
+def test_the_readme_tour_works_as_written_on_a_fresh_checkout(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fresh checkout: the repository's files, nothing any earlier run wrote.
+    for name in ("inventories", "tests"):
+        (tmp_path / name).symlink_to(REPO / name)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)  # perftest's settle time; mocks answer at once
+    ran_any = 0
+    for line in _tour():
+        if line.startswith("export "):
+            name, value = line[len("export "):].split("=", 1)
+            monkeypatch.setenv(name, value)
+            continue
+        if "|" in line:
+            continue  # 'nvidia-smi topo -m | clusterctl ...' needs a GPU host
+        words = [w for part in shlex.split(line) for w in (sorted(glob.glob(part)) if "*" in part else [part])]
+        assert words[0] == "clusterctl"
+        ran = cli(*words[1:])
+        assert ran.code in (0, 1), f"{line}\n{ran.err}"
+        assert "internal error" not in ran.err and "Traceback" not in ran.err, line
+        ran_any += 1
+    assert ran_any >= 15
+    assert os.path.isfile("runs/after/results.json")

@@ -1,0 +1,91 @@
+"""Hostile inventories: huge or broken ranges, addresses that are commands, missing keys, and
+the ad-hoc host lists pdsh and Ansible users type instead of an inventory file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clusterctl.hostlist import HostListError, expand
+from clusterctl.inventory.ansible import MAX_RANGE_HOSTS
+from clusterctl.inventory.loader import load_inventory
+
+
+def test_an_incomplete_ini_range_is_an_error_like_ansibles(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ini = tmp_path / "hosts.ini"
+    ini.write_text("[gpu]\nz[1:]\n")
+    ran = cli("-i", str(ini), "inventory", "show")
+    assert ran.code == 2
+    assert f"{ini}:2:" in ran.err and "incomplete" in ran.err
+
+
+def test_a_range_past_the_limit_fails_at_once(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ini = tmp_path / "hosts.ini"
+    ini.write_text("[gpu]\nbig[1:2000000000]\n")
+    ran = cli("-i", str(ini), "inventory", "check")
+    assert ran.code == 2 and f"limit of {MAX_RANGE_HOSTS:,}" in ran.err
+
+
+def test_a_big_range_loads_in_linear_work(tmp_path: Path) -> None:
+    # 60,000 hosts in one group: membership used to be a list scan per host (minutes).
+    ini = tmp_path / "hosts.ini"
+    ini.write_text("[gpu]\nbig[1:60000]\n[gpu:vars]\nclusterctl_rack=a\n")
+    inventory = load_inventory(ini)
+    assert len(inventory.hosts) == 60000
+    assert inventory.groups["gpu"][-1] == "big60000"
+    assert "ungrouped" not in inventory.groups or not inventory.groups["ungrouped"]
+
+
+def test_check_names_addresses_jump_hosts_and_key_files_that_cannot_work(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(
+        "cluster: bad\nhosts:\n"
+        '  gpu-a1: {address: "10.0.0.1; rm -rf /", roles: [control-plane]}\n'
+        '  gpu-a2: {address: 10.0.0.2, ssh: {key_file: /nonexistent/id_ed25519, jump_host: "bastion;id"}}\n'
+        '  gpu-a3: {address: 10.0.0.3, ssh: {jump_host: "admin@bastion.example.com:2222,10.0.0.9"}}\n'
+    )
+    ran = cli("-i", str(inv), "-o", "json", "inventory", "check")
+    warnings = json.loads(ran.out)["warnings"]
+    assert any("gpu-a1" in w and "not a host name or IP address" in w for w in warnings)
+    assert any("gpu-a2" in w and "'bastion;id'" in w for w in warnings)
+    assert any("gpu-a2" in w and "/nonexistent/id_ed25519 does not exist" in w for w in warnings)
+    assert not any("gpu-a3" in w for w in warnings)
+
+
+def test_warnings_keep_brackets_and_are_not_wrapped_by_clusterctl(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    inv = tmp_path / "inv.yaml"
+    inv.write_text("cluster: c\nhosts:\n  gpu-with-a-rather-long-name-01: {address: 10.0.0.1}\n")
+    ran = cli("-i", str(inv), "inventory", "check")
+    assert "(set 'roles: [control-plane]' on a host)." in ran.err
+    assert ran.err.count("\n") == 1
+    assert "1 host, 1 warning" in ran.out
+
+
+@pytest.mark.parametrize(
+    ("spec", "names"),
+    [
+        ("gpu-[01-03,07],login1", ["gpu-01", "gpu-02", "gpu-03", "gpu-07", "login1"]),
+        ("a,b,", ["a", "b"]),
+        ("gpu[01:02]", ["gpu01", "gpu02"]),
+        ("n[1-2]-ib[0-1]", ["n1-ib0", "n1-ib1", "n2-ib0", "n2-ib1"]),
+    ],
+)
+def test_ad_hoc_host_lists_expand_like_pdsh_and_ansible(spec: str, names: list[str]) -> None:
+    assert expand(spec) == names
+
+
+@pytest.mark.parametrize("spec", ["gpu[1-", "gpu[a-b]", "gpu[5-1]", "gpu[1-99999999]"])
+def test_broken_host_lists_are_refused(spec: str) -> None:
+    with pytest.raises(HostListError):
+        expand(spec)
+
+
+def test_an_ad_hoc_list_works_as_an_inventory(cli) -> None:  # type: ignore[no-untyped-def]
+    ran = cli("-i", "gpu-[01-02],root@login1:2222", "-o", "json", "inventory", "show")
+    assert ran.code == 0, ran.err
+    hosts = {h["name"]: h for h in json.loads(ran.out)["hosts"]}
+    assert list(hosts) == ["gpu-01", "gpu-02", "login1"]
+    assert hosts["login1"]["user"] == "root" and hosts["login1"]["port"] == 2222
+    assert cli("-i", "x;rm -rf /,", "inventory", "show").code == 2

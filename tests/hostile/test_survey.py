@@ -1,0 +1,37 @@
+"""Output people read: the survey table at 100 columns, cells never split, durations in words."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterctl.wording import plural, seconds
+
+from .conftest import DEMO
+
+
+def test_the_survey_table_fits_100_columns_without_splitting_a_cell(  # type: ignore[no-untyped-def]
+    cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    ran = cli("-i", DEMO, "survey")
+    assert ran.code == 1  # the demo's two broken hosts
+    table = ran.out.split("\n\n", 1)[0].splitlines()
+    assert max(len(line.rstrip()) for line in table) <= 100
+    rows = [line for line in table if line.startswith("│")]
+    assert len(rows) == 6  # one line per host: no cell folded onto a second line
+    assert "1 error, 1 warning" in next(r for r in rows if "gpu-a3" in r)
+    assert "left out to fit 100 columns" in ran.out and "-o json has every field" in ran.out
+
+
+def test_a_wide_console_shows_every_column(cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("COLUMNS", "200")
+    ran = cli("-i", DEMO, "survey")
+    header = next(line for line in ran.out.splitlines() if line.startswith("┃"))
+    for column in ("host", "rack", "GPUs", "model", "shape", "NVLink domains", "NICs", "driver", "CUDA", "NCCL"):
+        assert column in header
+    assert "left out" not in ran.out
+
+
+def test_counts_and_durations_read_naturally() -> None:
+    assert (plural(1, "host"), plural(2, "host"), plural(0, "error")) == ("1 host", "2 hosts", "0 errors")
+    assert (seconds(60.0), seconds(4.900001), seconds(0.25)) == ("60 s", "4.9 s", "0.25 s")

@@ -1,0 +1,45 @@
+"""Simulated tools the bootstrap node phases need: containerd's version line, curl for apt keys,
+apt's version globs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest_mock import write_cluster
+
+from clusterctl.inventory.loader import load_inventory
+from clusterctl.transport.mock import MockTransport
+
+K8S_SOURCE = "echo 'deb https://pkgs.k8s.io/core:/stable:/v1.30/deb/ /' > /etc/apt/sources.list.d/k8s.list"
+
+
+def node(inventory: Path) -> MockTransport:
+    return MockTransport(load_inventory(inventory).host("n1"))
+
+
+def test_apt_version_globs_pick_the_newest_match(tmp_path: Path) -> None:
+    t = node(write_cluster(tmp_path))
+    t.run(K8S_SOURCE)
+    assert t.run("apt-get update").ok
+    done = t.run("apt-get install -y 'kubeadm=1.30.*'")
+    assert done.ok and "Setting up kubeadm (1.30.2-1.1) ..." in done.stdout
+    missing = t.run("apt-get install -y 'kubelet=1.31.*'")
+    assert (missing.exit_code, missing.stderr) == (100, "E: Version '1.31.*' for 'kubelet' was not found\n")
+
+
+def test_containerd_version_line_follows_the_installed_package(tmp_path: Path) -> None:
+    t = node(write_cluster(tmp_path))  # the profile's machine has Ubuntu's containerd 1.7.24 installed
+    assert t.run("containerd --version").stdout == (
+        "containerd github.com/containerd/containerd 1.7.24 1.7.24-0ubuntu1~24.04.2\n")
+    assert t.run("apt-get remove -y containerd").ok
+    assert t.run("containerd --version").exit_code == 127  # no package, no program
+
+
+def test_curl_writes_a_key_file_only_into_an_existing_folder(tmp_path: Path) -> None:
+    t = node(write_cluster(tmp_path))
+    failed = t.run("curl -fsSL --retry 3 https://example.org/key.asc -o /srv/keys/x.asc")
+    assert failed.exit_code == 23 and "Failure writing output" in failed.stderr
+    assert t.run("install -d -m 0755 /etc/apt/keyrings").ok
+    assert t.run("curl -fsSL https://example.org/key.asc -o /etc/apt/keyrings/x.asc").ok
+    assert t.files["/etc/apt/keyrings/x.asc"].startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
+    assert t.run("curl -fsSL ftp://example.org/key -o /tmp/k").stderr == 'curl: (1) Protocol "ftp" not supported\n'
