@@ -277,4 +277,15 @@ def _explain(hosts: Sequence[AdviceHost], advice: Sequence[HostAdvice], tp: int,
                      "and tolerates crossing racks.")
     if len(placements) < dp * pp:
         lines.append(f"Only {len(placements)} of {dp * pp} stage slots could be placed: the hosts lack room.")
+    placed = {p.host for p in placements}
+    spare = [a.host for a in ok if a.host not in placed]
+    if spare and dp > 0:
+        # A host that fits but gets no rank must not look like an oversight.
+        model = tp * pp
+        free = sum(a.gpus for a in ok if a.host in spare)
+        lines.append(
+            f"{', '.join(spare)} {'fits' if len(spare) == 1 else 'fit'} but {'holds' if len(spare) == 1 else 'hold'} "
+            f"no rank: {world} GPUs make {dp} whole replica{'s' if dp != 1 else ''} of TP {tp} x PP {pp} = {model} "
+            f"GPUs, and the {free} GPUs left cannot make another; "
+            f"{'it is a spare' if len(spare) == 1 else 'they are spares'} (--world-size chooses the size).")
     return lines

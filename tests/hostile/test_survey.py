@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from clusterctl.wording import plural, seconds
@@ -35,3 +37,12 @@ def test_a_wide_console_shows_every_column(cli, monkeypatch: pytest.MonkeyPatch)
 def test_counts_and_durations_read_naturally() -> None:
     assert (plural(1, "host"), plural(2, "host"), plural(0, "error")) == ("1 host", "2 hosts", "0 errors")
     assert (seconds(60.0), seconds(4.900001), seconds(0.25)) == ("60 s", "4.9 s", "0.25 s")
+
+
+def test_layout_advice_says_why_a_host_that_fits_holds_no_rank(cli) -> None:  # type: ignore[no-untyped-def]
+    ran = cli("-i", DEMO, "-o", "json", "survey", "--tp", "8", "--pp", "2")
+    advice = json.loads(ran.out)["advice"]
+    placed = {p["host"] for p in advice["placements"]}
+    spare = [h["host"] for h in advice["hosts"] if h["fit"] != "does-not-fit" and h["host"] not in placed]
+    assert spare == ["gpu-b3"]
+    assert any(line.startswith("gpu-b3 fits but holds no rank") and "spare" in line for line in advice["explanation"])

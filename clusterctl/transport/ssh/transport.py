@@ -331,7 +331,13 @@ class SSHTransport(Transport):
         OpenSSH refuses it for root logins.
         """
         if group.pgid is None:
-            # It never started (or its stderr was not ours): nothing to signal but the channel.
+            # Its marker never arrived (the shell had not started, or a login script swallowed
+            # stderr): ask sshd itself, which signals the session's process group where it
+            # can (OpenSSH 7.9+, not for root logins).
+            for sig, grace in (("TERM", STOP_GRACE_S / 2), ("KILL", 0.5)):
+                if channel.status_event.is_set() or not _signal_request(channel, sig):
+                    return
+                channel.status_event.wait(grace)
             return
         grace_s = INTERRUPT_GRACE_S if self._stop_requested.is_set() else STOP_GRACE_S
         for sig, grace in (("TERM", grace_s), ("KILL", 1.0)):
@@ -392,6 +398,21 @@ class GroupMarker:
         held, self._held = self._held, b""
         self._done = True
         return held
+
+
+def _signal_request(channel: paramiko.Channel, name: str) -> bool:
+    """An SSH "signal" channel request (RFC 4254 6.9); paramiko has no public call for it."""
+    message = paramiko.Message()
+    message.add_byte(paramiko.common.cMSG_CHANNEL_REQUEST)
+    message.add_int(channel.remote_chanid)
+    message.add_string("signal")
+    message.add_boolean(False)
+    message.add_string(name)
+    try:
+        channel.transport._send_user_message(message)  # type: ignore[union-attr]
+    except (paramiko.SSHException, EOFError, OSError, AttributeError):
+        return False
+    return True
 
 
 def _run_quietly(client: paramiko.Transport, line: str) -> None:
