@@ -14,8 +14,9 @@ from fixture_files import fixture_dir
 
 from clusterctl.errors import UsageError
 from clusterctl.nccl.tune.derive import TunedSetting, Tuning
-from clusterctl.nccl.tune.render import render_files, templates_dir
+from clusterctl.nccl.tune.render import render_files
 from clusterctl.nccl.tune.sweep import RangeOutcome, SweepResult
+from clusterctl.templating import templates_dir
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 SCHEMA = fixture_dir("k8s-schema") / "configmap-v1.json"

@@ -1,16 +1,12 @@
 """Rendering tuned settings from the Jinja templates in ``templates/nccl/``.
 
-Every value passes through a filter that makes it safe where it lands: ``shq`` quotes for a
-shell, ``yamlq`` writes a double-quoted YAML scalar, ``conf_value`` refuses anything NCCL's
-NAME=VALUE reader would misread, ``comment`` keeps reasons on one comment line. A value
-with a control character (a newline would start a new setting) is refused outright.
+The shared environment of ``clusterctl.templating`` renders them: every value passes through a
+filter that makes it safe where it lands (``shq``, ``yamlq``, ``conf_value``, ``comment``).
 """
 
 from __future__ import annotations
 
-import json
 import re
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
 from clusterctl.nccl.tune.derive import TunedSetting, Tuning, sort_settings
+from clusterctl.templating import environment
 
 if TYPE_CHECKING:
-    from jinja2 import Environment
-
     from clusterctl.nccl.tune.sweep import SweepResult
 
 FORMATS: tuple[str, ...] = ("conf", "env", "k8s", "slurm", "tuner", "all")
@@ -30,64 +25,7 @@ PROFILE_PATH = "/etc/profile.d/nccl.sh"
 TUNER_PATH = "/etc/nccl_tuner.conf"
 CONFIGMAP_NAME = "nccl-settings"
 _NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SAFE_HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-def templates_dir() -> Path:
-    """``clusterctl/templates`` in an installed wheel, else ``<repo>/templates`` in a checkout."""
-    package = Path(__file__).resolve().parents[2]  # .../clusterctl
-    for candidate in (package / "templates", package.parent / "templates"):
-        if (candidate / "nccl").is_dir():
-            return candidate
-    raise UsageError(f"NCCL templates not found under {package / 'templates'} or {package.parent / 'templates'}")
-
-
-# --- filters ---------------------------------------------------------------------------------
-
-
-def _check_value(value: object) -> str:
-    text = str(value)
-    if _CONTROL.search(text):
-        raise UsageError(f"refusing to render a value with a control character: {text!r}")
-    return text
-
-
-def shell_quote(value: object) -> str:
-    return shlex.quote(_check_value(value))
-
-
-def yaml_quote(value: object) -> str:
-    # JSON strings are valid YAML double-quoted scalars: every special character is escaped.
-    return json.dumps(_check_value(value), ensure_ascii=False)
-
-
-def conf_value(value: object) -> str:
-    text = _check_value(value)
-    if text != text.strip():
-        raise UsageError(f"refusing to write a value with leading/trailing blanks to nccl.conf: {text!r}")
-    return text
-
-
-def one_line_comment(value: object) -> str:
-    if isinstance(value, (list, tuple)):
-        value = ", ".join(str(v) for v in value)
-    return " ".join(_CONTROL.sub(" ", str(value)).split())
-
-
-def environment() -> Environment:
-    from jinja2 import Environment, FileSystemLoader, StrictUndefined
-
-    env = Environment(
-        loader=FileSystemLoader(str(templates_dir())),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,  # not HTML: each format escapes through its own filter
-    )
-    env.filters.update(shq=shell_quote, yamlq=yaml_quote, conf_value=conf_value, comment=one_line_comment)
-    return env
 
 
 # --- what gets rendered ----------------------------------------------------------------------
