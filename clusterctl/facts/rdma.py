@@ -133,6 +133,16 @@ def _unique(drafts: list[_DeviceDraft], warnings: list[ParseWarning], what: str)
     return kept
 
 
+def _add_port(device: _DeviceDraft, port_number: int, line: int, warnings: list[ParseWarning]) -> _PortDraft | None:
+    """A new port block of ``device``; None (and a warning) when the device already has that port."""
+    if any(existing.port == port_number for existing in device.ports):
+        warnings.append(ParseWarning(f"port {port_number} listed twice for {device.hca}: the second is not read", line))
+        return None
+    port = _PortDraft(port=port_number, line=line)
+    device.ports.append(port)
+    return port
+
+
 def parse_ibv_devinfo(text: str) -> RDMADevices:
     """``ibv_devinfo [-v]`` output as devices; see the module docstring."""
     return _parse_ibv_devinfo(clean_lines(text))
@@ -179,13 +189,7 @@ def _parse_ibv_devinfo(lines: list[Line]) -> RDMADevices:
                 warnings.append(ParseWarning(f"port number {value!r} is not a number: that port is not read", number))
                 port = None
                 continue
-            if any(existing.port == int(value) for existing in device.ports):
-                warnings.append(ParseWarning(f"port {value} listed twice for {device.hca}: the second is not read",
-                                             number))
-                port = None
-                continue
-            port = _PortDraft(port=int(value), line=number)
-            device.ports.append(port)
+            port = _add_port(device, int(value), number, warnings)
             continue
         (port.values if port is not None else device.values)[key] = value
     if not drafts and warnings:
@@ -250,13 +254,7 @@ def _parse_ibstat(lines: list[Line]) -> RDMADevices:
             continue
         found = _IBSTAT_PORT.match(line)
         if found and device is not None:
-            port = _PortDraft(port=int(found.group(1)), line=number)
-            if any(p.port == port.port for p in device.ports):
-                warnings.append(ParseWarning(f"port {port.port} listed twice for {device.hca}: the second is not "
-                                             "read", number))
-                port = None
-                continue
-            device.ports.append(port)
+            port = _add_port(device, int(found.group(1)), number, warnings)
             continue
         if line.strip().startswith(("ibpanic:", "ibwarn:", "ibstat:")):
             warnings.append(ParseWarning(f"ibstat reported: {line.strip()[:100]}", number))
