@@ -3,7 +3,8 @@
 NUMA nodes are clusters; GPUs and NICs sit in theirs. Edges: NVLink between GPUs (label
 ``NV18``, thicker with more links; a full mesh of equal counts is drawn as one NVSwitch hub)
 and GPU-NIC pairs on one PCIe switch or host bridge (``PIX``/``PXB``/``PHB``). Farther pairs
-are left out: drawn, an 8-GPU 10-NIC host is a hairball.
+are left out: drawn, an 8-GPU 10-NIC host is a hairball. What the host's findings name (a GPU
+that lost its NVLinks, a slow NIC, the missing GPU-GPU links) is drawn in red.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clusterctl.errors import UsageError
+from clusterctl.findings import Finding, Severity
 from clusterctl.survey.topology import SHAPE_WORDS, HostTopology
 
 if TYPE_CHECKING:
@@ -30,17 +33,59 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def host_dot(name: str, topology: HostTopology) -> str:
+@dataclass(frozen=True)
+class Marks:
+    """What a host's findings name, drawn in red: GPUs, NICs and GPU pairs that lost NVLink."""
+
+    gpus: frozenset[int] = frozenset()
+    nics: frozenset[str] = frozenset()
+    #: (a, b, what was expected there, e.g. ``NV12``).
+    missing_links: tuple[tuple[int, int, str], ...] = ()
+
+    @classmethod
+    def from_findings(cls, findings: Iterable[Finding]) -> Marks:
+        gpus: set[int] = set()
+        nics: set[str] = set()
+        missing: list[tuple[int, int, str]] = []
+        for f in findings:
+            if f.severity is Severity.INFO:
+                continue
+            evidence = f.evidence or {}
+            if isinstance(evidence.get("gpu"), int):
+                gpus.add(evidence["gpu"])
+            if isinstance(evidence.get("hca"), str):
+                nics.add(evidence["hca"])
+            for pair in evidence.get("pairs") or ():
+                ends = pair.get("gpus") if isinstance(pair, Mapping) else None
+                if isinstance(ends, (list, tuple)) and len(ends) == 2 and all(isinstance(g, int) for g in ends):
+                    missing.append((ends[0], ends[1], str(pair.get("expected") or "NVLink")))
+        # A GPU in every missing pair is the broken one (GPU3 of 0-3, 1-3, 2-3...).
+        if missing:
+            common = set.intersection(*({a, b} for a, b, _ in missing))
+            gpus |= common
+        return cls(frozenset(gpus), frozenset(nics), tuple(missing))
+
+
+_BAD = "fillcolor=salmon, color=red, penwidth=2"
+
+
+def host_dot(name: str, topology: HostTopology, marks: Marks | None = None) -> str:
+    marks = marks or Marks()
+    title = f"{name}: {SHAPE_WORDS[topology.shape]}"
+    if marks.gpus or marks.nics or marks.missing_links:
+        title += " (red: named by a finding)"
     lines = [f"graph {_quote(name)} {{",
-             f"  label={_quote(f'{name}: {SHAPE_WORDS[topology.shape]}')}; labelloc=t; fontname=Helvetica;",
+             f"  label={_quote(title)}; labelloc=t; fontname=Helvetica;",
              "  node [fontname=Helvetica, style=filled];"]
     groups: dict[str, list[str]] = {}
     for gpu in topology.gpus:
+        look = _BAD if gpu.index in marks.gpus else "fillcolor=palegreen"
         groups.setdefault(gpu.numa_node or "?", []).append(
-            f"    {_quote(gpu.label)} [shape=box, fillcolor=palegreen, label={_quote(gpu.label)}];")
+            f"    {_quote(gpu.label)} [shape=box, {look}, label={_quote(gpu.label)}];")
     for nic in topology.nics:
+        look = _BAD if nic.name in marks.nics else "fillcolor=lightblue"
         groups.setdefault(nic.numa_node or "?", []).append(
-            f"    {_quote(nic.label)} [shape=ellipse, fillcolor=lightblue, label={_quote(nic.name)}];")
+            f"    {_quote(nic.label)} [shape=ellipse, {look}, label={_quote(nic.name)}];")
     for number, (numa, nodes) in enumerate(sorted(groups.items())):
         title = f"NUMA {numa}" if numa != "?" else "NUMA unknown"
         lines += [f"  subgraph cluster_{number} {{", f"    label={_quote(title)}; style=rounded;", *nodes, "  }"]
@@ -67,6 +112,9 @@ def host_dot(name: str, topology: HostTopology) -> str:
             if link is not None and link.kind in _GPU_NIC_EDGES:
                 lines.append(f"  {_quote(gpu.label)} -- {_quote(nic.label)} "
                              f"[label={_quote(link.kind)}, color={_GPU_NIC_EDGES[link.kind]}, style=dashed];")
+    for a, b, expected in marks.missing_links:
+        lines.append(f"  {_quote(f'GPU{a}')} -- {_quote(f'GPU{b}')} "
+                     f"[label={_quote(f'no {expected}')}, color=red, fontcolor=red, style=dotted, penwidth=2];")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -100,8 +148,13 @@ class GraphFiles:
         return f"graph {self.host}: {made}" + (f" ({self.note})" if self.note else "")
 
 
-def write_graphs(folder: str | Path, topologies: dict[str, HostTopology], *,
-                 formats: tuple[str, ...] = ("svg", "png")) -> list[GraphFiles]:
+def write_graphs(
+    folder: str | Path,
+    topologies: dict[str, HostTopology],
+    *,
+    formats: tuple[str, ...] = ("svg", "png"),
+    marks: Mapping[str, Marks] | None = None,
+) -> list[GraphFiles]:
     """Write ``HOST.dot`` (and ``HOST.svg``/``.png`` when ``dot`` exists) for every host."""
     out = Path(folder)
     try:
@@ -113,7 +166,7 @@ def write_graphs(folder: str | Path, topologies: dict[str, HostTopology], *,
     for name, topology in topologies.items():
         stem = _SAFE_NAME.sub("_", name) or "host"
         dot_path = out / f"{stem}.dot"
-        dot_path.write_text(host_dot(name, topology))
+        dot_path.write_text(host_dot(name, topology, (marks or {}).get(name)))
         rendered: list[Path] = []
         note = None if dot_program else "Graphviz 'dot' not installed: only .dot written"
         for fmt in formats if dot_program else ():
@@ -131,4 +184,5 @@ def write_graphs(folder: str | Path, topologies: dict[str, HostTopology], *,
 def write_report_graphs(folder: str | Path, report: SurveyReport) -> list[GraphFiles]:
     """The graphs of every host of a survey (or ``topo show``) report whose topology is known."""
     topologies = {h.name: h.state.topology for h in report.hosts if h.state.topology is not None}
-    return write_graphs(folder, topologies)
+    marks = {h.name: Marks.from_findings(h.findings) for h in report.hosts}
+    return write_graphs(folder, topologies, marks=marks)

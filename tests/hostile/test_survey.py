@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -46,3 +47,14 @@ def test_layout_advice_says_why_a_host_that_fits_holds_no_rank(cli) -> None:  # 
     spare = [h["host"] for h in advice["hosts"] if h["fit"] != "does-not-fit" and h["host"] not in placed]
     assert spare == ["gpu-b3"]
     assert any(line.startswith("gpu-b3 fits but holds no rank") and "spare" in line for line in advice["explanation"])
+
+
+def test_the_graph_draws_what_the_findings_name_in_red(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    cli("-i", DEMO, "survey", "--graph", str(tmp_path))
+    a3 = (tmp_path / "gpu-a3.dot").read_text()
+    assert '"GPU3" [shape=box, fillcolor=salmon' in a3  # the GPU that lost its NVLinks
+    assert '"GPU0" -- "GPU3" [label="no NV12", color=red' in a3  # and the links it lost
+    assert "salmon" not in a3.replace('"GPU3" [shape=box, fillcolor=salmon', "")
+    b3 = (tmp_path / "gpu-b3.dot").read_text()
+    assert 'fillcolor=salmon, color=red, penwidth=2, label="mlx5_2"' in b3  # the NIC trained at 10 Gb/s
+    assert "salmon" not in (tmp_path / "gpu-a1.dot").read_text()
