@@ -15,15 +15,20 @@ from clusterctl.errors import UsageError
 _UNSAFE = re.compile(r"[^A-Za-z0-9._@+-]")
 
 
-def writable_dir(path: str | Path, option: str) -> Path:
-    """``path`` as a folder that exists (created if needed) and can be written to."""
-    folder = Path(path).expanduser()
+def make_folder(folder: Path, label: str) -> None:
+    """Create ``folder`` and its parents (fine if it exists); ``label`` leads the usage error."""
     if folder.exists() and not folder.is_dir():
-        raise UsageError(f"{option} {path}: exists and is not a folder.")
+        raise UsageError(f"{label}: exists and is not a folder.")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"{option} {path}: cannot create the folder: {exc.strerror or exc}.") from None
+        raise UsageError(f"{label}: cannot create the folder: {exc.strerror or exc}.") from None
+
+
+def writable_dir(path: str | Path, option: str) -> Path:
+    """``path`` as a folder that exists (created if needed) and can be written to."""
+    folder = Path(path).expanduser()
+    make_folder(folder, f"{option} {path}")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(f"{option} {path}: the folder is not writable.")
     return folder

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
+from clusterctl.writable import make_folder
 
 if TYPE_CHECKING:
     from clusterctl.bench.ib_bench import IBBenchReport
@@ -31,12 +32,12 @@ def new_results_dir(base: str | None = None, *, now: float | None = None, prefix
     """
     if base:
         folder = Path(base).expanduser()
-        _make(folder, "--results-dir", exist_ok=True)
+        make_folder(folder, f"--results-dir {folder}")
         _claim(folder)
     else:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
         parent = Path("clusterctl-results")
-        _make(parent, "results folder", exist_ok=True)
+        make_folder(parent, f"results folder {parent}")
         for attempt in range(1, 1000):
             folder = parent / (f"{prefix}-{stamp}" if attempt == 1 else f"{prefix}-{stamp}-{attempt}")
             try:
@@ -51,15 +52,6 @@ def new_results_dir(base: str | None = None, *, now: float | None = None, prefix
             raise UsageError(f"too many runs named {prefix}-{stamp} in {parent}")
     (folder / "raw").mkdir(exist_ok=True)
     return folder
-
-
-def _make(folder: Path, what: str, *, exist_ok: bool) -> None:
-    if folder.exists() and not folder.is_dir():
-        raise UsageError(f"{what} {folder}: exists and is not a folder.")
-    try:
-        folder.mkdir(parents=True, exist_ok=exist_ok)
-    except OSError as exc:
-        raise UsageError(f"{what} {folder}: cannot create the folder: {exc.strerror or exc}.") from None
 
 
 def _claim(folder: Path) -> None:
