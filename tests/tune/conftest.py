@@ -43,6 +43,18 @@ def hgx_host(
     return TuneHost(name, address, nccl, tuple(range(8)), nics_from_facts(rdma, matrix, netdevs), tuple(netdevs))
 
 
+def roce_host(nccl: str, gid_index: int | None, gids: tuple[tuple[int, str, str], ...] = ()) -> TuneHost:
+    """A100 with 8 RoCE NICs (real topo -m) whose ports carry ``gid_index`` / ``gids``, plus a management NIC."""
+    matrix = parse_topo((FIXTURES / "topo" / "a100-8nic-roce-no-gpu-numa-id.txt").read_text())
+    names = [d.device_name or d.label for d in matrix.nics]
+    rdma = [RDMADevice(n, None, None, (RDMAPort(1, "PORT_ACTIVE", "LinkUp", "Ethernet", 200.0,
+                                                 roce_v2_gid_index=gid_index, gids=gids),)) for n in names]
+    netdevs = [NetDevice(f"ens{i}", n, 1, True, (f"192.168.{i}.2",)) for i, n in enumerate(names)]
+    netdevs.append(NetDevice("eno1", ipv4=("10.0.0.5",)))
+    return TuneHost("roce-1", "10.0.0.5", nccl, tuple(d.index for d in matrix.gpus),
+                    nics_from_facts(rdma, matrix, netdevs), tuple(netdevs))
+
+
 @pytest.fixture
 def hgx() -> TuneHost:
     return hgx_host()
@@ -51,3 +63,8 @@ def hgx() -> TuneHost:
 @pytest.fixture
 def make_hgx() -> object:
     return hgx_host
+
+
+@pytest.fixture
+def make_roce_host() -> object:
+    return roce_host

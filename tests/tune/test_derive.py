@@ -7,7 +7,7 @@ from typing import Any
 
 from fixture_files import FIXTURES as FIXTURES_ROOT
 
-from clusterctl.facts.model import NetDevice, RDMADevice, RDMAPort
+from clusterctl.facts.model import RDMADevice, RDMAPort
 from clusterctl.facts.topo import parse_topo
 from clusterctl.nccl.lint import lint_settings
 from clusterctl.nccl.sources import read_settings
@@ -91,33 +91,22 @@ def test_nothing_repeats_a_default(hgx: TuneHost) -> None:
     assert [f for f in findings if f.code == "DEFAULT_VALUE"] == []
 
 
-def _roce_host(nccl: str, gid_index: int | None, gids: tuple[tuple[int, str, str], ...] = ()) -> TuneHost:
-    matrix = parse_topo((FIXTURES / "topo" / "a100-8nic-roce-no-gpu-numa-id.txt").read_text())
-    names = [d.device_name or d.label for d in matrix.nics]
-    rdma = [RDMADevice(n, None, None, (RDMAPort(1, "PORT_ACTIVE", "LinkUp", "Ethernet", 200.0,
-                                                 roce_v2_gid_index=gid_index, gids=gids),)) for n in names]
-    netdevs = [NetDevice(f"ens{i}", n, 1, True, (f"192.168.{i}.2",)) for i, n in enumerate(names)]
-    netdevs.append(NetDevice("eno1", ipv4=("10.0.0.5",)))
-    return TuneHost("roce-1", "10.0.0.5", nccl, tuple(d.index for d in matrix.gpus),
-                    nics_from_facts(rdma, matrix, netdevs), tuple(netdevs))
-
-
-def test_roce_before_2_21_sets_the_v2_gid_index() -> None:
-    tuning = derive_settings([_roce_host("2.18.3", 3)])
+def test_roce_before_2_21_sets_the_v2_gid_index(make_roce_host: Any) -> None:
+    tuning = derive_settings([make_roce_host("2.18.3", 3)])
     assert tuning.fabric == "roce"
     assert values(tuning)["NCCL_IB_GID_INDEX"] == "3"
 
 
-def test_roce_from_2_21_leaves_gid_selection_to_nccl() -> None:
+def test_roce_from_2_21_leaves_gid_selection_to_nccl(make_roce_host: Any) -> None:
     ipv4 = "0000:0000:0000:0000:0000:ffff:c0a8:0002"
     gids = ((2, ipv4, "RoCE v1"), (3, ipv4, "RoCE v2"))
-    tuning = derive_settings([_roce_host("2.21.5", 3, gids)])
+    tuning = derive_settings([make_roce_host("2.21.5", 3, gids)])
     assert not {"NCCL_IB_GID_INDEX", "NCCL_IB_ADDR_FAMILY", "NCCL_IB_ROCE_VERSION_NUM"} & set(values(tuning))
 
 
-def test_roce_from_2_21_with_only_v1_gids_sets_the_version() -> None:
+def test_roce_from_2_21_with_only_v1_gids_sets_the_version(make_roce_host: Any) -> None:
     gids = ((0, "fe80:0000:0000:0000:0a00:27ff:fe00:0001", "RoCE v1"),)
-    tuning = derive_settings([_roce_host("2.21.5", None, gids)])
+    tuning = derive_settings([make_roce_host("2.21.5", None, gids)])
     assert values(tuning)["NCCL_IB_ROCE_VERSION_NUM"] == "1"
 
 

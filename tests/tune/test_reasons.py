@@ -6,19 +6,13 @@ rendered file linting clean.
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from clusterctl.facts.model import NetDevice, RDMADevice, RDMAPort
-from clusterctl.facts.topo import parse_topo
 from clusterctl.nccl.tune.derive import Tuning, derive_settings
-from clusterctl.nccl.tune.inputs import TuneHost, nics_from_facts
 from clusterctl.nccl.tune.render import render_files
 from clusterctl.nccl.tune.run import lint_rendered
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 #: What each reason must say, and the NCCL source behaviour that makes it true.
 SOURCE_RULES: dict[str, tuple[str, ...]] = {
@@ -62,24 +56,14 @@ def test_infiniband_hosts(make_hgx: Any) -> None:
     _check(tuning)
 
 
-def _roce_host(nccl: str, gid_index: int | None, gids: tuple[tuple[int, str, str], ...] = ()) -> TuneHost:
-    matrix = parse_topo((FIXTURES / "topo" / "a100-8nic-roce-no-gpu-numa-id.txt").read_text())
-    names = [d.device_name or d.label for d in matrix.nics]
-    rdma = [RDMADevice(n, None, None, (RDMAPort(1, "PORT_ACTIVE", "LinkUp", "Ethernet", 200.0,
-                                                 roce_v2_gid_index=gid_index, gids=gids),)) for n in names]
-    netdevs = [NetDevice(f"ens{i}", n, 1, True, (f"192.168.{i}.2",)) for i, n in enumerate(names)]
-    netdevs.append(NetDevice("eno1", ipv4=("10.0.0.5",)))
-    return TuneHost("roce-1", "10.0.0.5", nccl, tuple(d.index for d in matrix.gpus),
-                    nics_from_facts(rdma, matrix, netdevs), tuple(netdevs))
-
-
 @pytest.mark.parametrize("nccl,gid_index,gids,expected", [
     ("2.18.3", 3, (), "NCCL_IB_GID_INDEX"),
     ("2.21.5", None, ((0, "fe80:0000:0000:0000:0a00:27ff:fe00:0001", "RoCE v1"),), "NCCL_IB_ROCE_VERSION_NUM"),
     ("2.21.5", None, ((3, "fe80:0000:0000:0000:0a00:27ff:fe00:0001", "RoCE v2"),), "NCCL_IB_ADDR_FAMILY"),
 ])
-def test_roce_hosts(nccl: str, gid_index: int | None, gids: tuple[tuple[int, str, str], ...], expected: str) -> None:
-    tuning = derive_settings([_roce_host(nccl, gid_index, gids)])
+def test_roce_hosts(make_roce_host: Any, nccl: str, gid_index: int | None, gids: tuple[tuple[int, str, str], ...],
+                    expected: str) -> None:
+    tuning = derive_settings([make_roce_host(nccl, gid_index, gids)])
     assert tuning.fabric == "roce"
     assert expected in {s.name for s in tuning.settings}
     _check(tuning)
