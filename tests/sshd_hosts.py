@@ -46,6 +46,29 @@ def sshd_missing_reason() -> str | None:
     return None
 
 
+#: Folders an isolated host gets privately, bind-mounted from its tree (``<state>/hosts/<name>/fs``).
+PRIVATE_DIRS = ("etc", "var/lib", "opt", "run")
+CONTAINERD = Path("/usr/bin/containerd")
+
+
+def isolation_missing_reason() -> str | None:
+    """Why isolated hosts (own mount and UTS namespaces) cannot run here, or None when they can."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return "unshare (util-linux) is missing"
+    probe = subprocess.run([unshare, "--mount", "--uts", "--propagation", "private", "true"],
+                           capture_output=True, text=True, timeout=10)
+    if probe.returncode != 0:
+        return f"unshare --mount --uts is not permitted here: {probe.stderr.strip() or probe.returncode}"
+    return None
+
+
+def containerd_missing_reason() -> str | None:
+    if not CONTAINERD.exists():
+        return f"{CONTAINERD} is missing (install Debian's containerd to run the real-daemon tests)"
+    return isolation_missing_reason()
+
+
 def generate_ed25519(private_path: Path, comment: str) -> str:
     """Write an OpenSSH ed25519 private key (mode 600); return the public key line."""
     from cryptography.hazmat.primitives import serialization
@@ -172,6 +195,10 @@ class SSHDHost:
     client_pubkey_file: Path
     profile: Path | None = None
     extra_config: tuple[str, ...] = ()
+    #: Own mount and UTS namespaces: private /etc, /var/lib, /opt, /run and hostname.
+    isolated: bool = False
+    #: A real containerd behind the simulated ``systemctl`` (isolated hosts only).
+    containerd: bool = False
     host_pubkey: str = ""
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     #: A host certificate (``ssh-keygen -s CA -h``) sshd presents besides its plain key.
@@ -237,8 +264,11 @@ class SSHDHost:
         self.home.mkdir(parents=True, exist_ok=True)
         if not self.host_key_file.exists():
             self.host_pubkey = generate_ed25519(self.host_key_file, f"host-key-of-{self.name}")
-        # The fan-out benchmark and tests read a per-host answer without any profile.
-        _write_script(self.bin_dir / "hostname", f"#!/bin/sh\necho {shlex.quote(self.name)}\n")
+        if self.isolated:
+            self._prepare_tree()
+        else:
+            # The fan-out benchmark and tests read a per-host answer without any profile.
+            _write_script(self.bin_dir / "hostname", f"#!/bin/sh\necho {shlex.quote(self.name)}\n")
         # No real privilege change on a mock host: record how sudo was called, then run it.
         _write_script(
             self.bin_dir / "sudo",
@@ -249,7 +279,50 @@ class SSHDHost:
         )
         if self.profile is not None:
             self._install_profile_tools(self.profile)
+        if self.containerd:
+            # The real ctr talks to the real daemon.
+            (self.bin_dir / "ctr").unlink(missing_ok=True)
         self._write_config()
+
+    @property
+    def tree(self) -> Path:
+        """The host's filesystem tree; /etc, /var/lib, /opt and /run of an isolated host live here."""
+        return self.state_root / "hosts" / self.name / "fs"
+
+    def _prepare_tree(self) -> None:
+        """Seed the private folders: a copy of this machine's /etc (sshd and libc need it), the
+        profile's files and simulated state on top, /run/sshd for sshd's privilege separation."""
+        if not (self.tree / "etc").exists():
+            self.tree.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["cp", "-a", "/etc", str(self.tree / "etc")], check=False, capture_output=True)
+        for folder in PRIVATE_DIRS:
+            (self.tree / folder).mkdir(parents=True, exist_ok=True)
+        (self.tree / "run" / "sshd").mkdir(parents=True, exist_ok=True)
+        (self.tree / "etc" / "hostname").write_text(self.name + "\n")
+        if self.profile is not None:
+            from clusterctl.mock.machine import MockMachine
+            from clusterctl.mock.profile import load_profile
+
+            MockMachine.open(load_profile(str(self.profile)), self.state_root, self.name, shell_builtins=False)
+        if self.containerd:
+            from clusterctl.mock.state import MockCluster
+
+            version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "containerd"], capture_output=True,
+                                     text=True, check=False).stdout.strip() or "1.6.20~ds1-1+deb12u3"
+            with MockCluster(self.state_root).host(self.name).edit() as data:
+                data.setdefault("packages", {})["containerd"] = {"version": version}
+                data.setdefault("services", {})["containerd"] = {"active": "inactive", "enabled": "enabled"}
+                data.setdefault("daemons", {})["containerd"] = {
+                    "argv": [str(CONTAINERD), "--config", "/etc/containerd/config.toml"],
+                    "ready": "/run/containerd/containerd.sock",
+                }
+
+    def daemon_pids(self) -> list[int]:
+        """PIDs of the real daemons this host's simulated systemctl started (still recorded)."""
+        if not self.isolated:
+            return []
+        data = self.state.read() if self.state.seeded else {}
+        return [int(s["pid"]) for s in (data.get("daemons") or {}).values() if isinstance(s, dict) and s.get("pid")]
 
     def _install_profile_tools(self, profile: Path) -> None:
         from clusterctl.mock.tools import machine_tools
@@ -307,7 +380,7 @@ class SSHDHost:
             log = open(self.log_file, "ab")  # noqa: SIM115 - handed to the daemon for its lifetime
             try:
                 self.process = subprocess.Popen(
-                    [str(SSHD), "-D", "-e", "-f", str(self.config_file)],
+                    self._sshd_argv(),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -321,6 +394,17 @@ class SSHDHost:
             self.port = free_port()
         raise RuntimeError(f"sshd for {self.name} did not start; see {self.log_file}:\n{self.log_tail()}")
 
+    def _sshd_argv(self) -> list[str]:
+        sshd = [str(SSHD), "-D", "-e", "-f", str(self.config_file)]
+        if not self.isolated:
+            return sshd
+        mounts = " && ".join(
+            f"mount --bind {shlex.quote(str(self.tree / folder))} /{folder}" for folder in PRIVATE_DIRS
+        )
+        script = f"{mounts} && hostname {shlex.quote(self.name)} && exec {shlex.join(sshd)}"
+        # unshare and sh both exec: the PID Popen returns is sshd's own.
+        return ["unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c", script]
+
     def log_tail(self, lines: int = 20) -> str:
         try:
             return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
@@ -332,7 +416,11 @@ class SSHDHost:
         return self.process is not None and str(self.config_file) in _cmdline(self.process.pid)
 
     def stop(self) -> None:
-        """Stop the daemon and every connection it forked (all by PID)."""
+        """Stop the daemon, every connection it forked and the real daemons it started (all by PID)."""
+        if self.isolated and self.state.seeded:
+            from clusterctl.mock.daemons import stop_all
+
+            stop_all(self.state.read())
         process, self.process = self.process, None
         if process is None:
             return
@@ -445,7 +533,11 @@ class SSHDHosts:
         profile: Path | str | None = None,
         names: Sequence[str] | None = None,
         extra_config: Sequence[str] = (),
+        isolated: bool = False,
+        containerd: bool = False,
     ) -> list[SSHDHost]:
+        """Start ``count`` hosts. ``isolated``: own namespaces and private trees (callers skip
+        with ``isolation_missing_reason()``); ``containerd``: a real containerd too."""
         if names is not None and len(names) != count:
             raise ValueError("names must have one entry per host")
         started: list[SSHDHost] = []
@@ -460,6 +552,8 @@ class SSHDHosts:
                 client_pubkey_file=self.client_key.with_name(self.client_key.name + ".pub"),
                 profile=Path(profile).resolve() if profile is not None else None,
                 extra_config=tuple(extra_config),
+                isolated=isolated or containerd,
+                containerd=containerd,
             )
             host.prepare()
             self.hosts.append(host)
