@@ -230,6 +230,10 @@ class MockMachine:
         """The simulated tool's answer, or None when the host has no such program."""
         if not argv or self.has_tool(argv[0]) is None:
             return None
+        if not self.shell_builtins and argv[0] in FILE_TOOLS:
+            # On an sshd host the real utility answers what no rule does: it has the real
+            # files and the real stdin (``cat > FILE`` of put and of the bootstrap lock).
+            return None
         module = tool_module(argv[0])
         if module is None:
             return None
