@@ -53,6 +53,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "clusterctl.cli.undo_cmd",
     "clusterctl.cli.reset_cmd",
     "clusterctl.cli.mock_cmd",
+    "clusterctl.cli.record_cmd",
 )
 
 #: Global options: name -> takes a value. Used to let users put them after the command.

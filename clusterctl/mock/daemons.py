@@ -72,6 +72,9 @@ def stop_pid(pid: int, argv: list[str], wait_s: float = 5.0) -> None:
     if alive(pid, argv):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and alive(pid, argv):
+            time.sleep(0.05)
 
 
 def _ready(path: str) -> bool:

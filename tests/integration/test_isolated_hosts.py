@@ -8,6 +8,7 @@ permitted or containerd is not installed.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -101,8 +102,19 @@ def test_real_containerd_starts_with_a_good_config_and_fails_with_a_broken_one(
     sshd = host.pid
     children = descendants(sshd)
     sshd_hosts.stop_all()
+    # A killed process takes a moment to go; none may outlive that.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_running(p) for p in [sshd, *children, *pids]):
+        time.sleep(0.1)
     for pid in [sshd, *children, *pids]:
-        assert not _running(pid), f"process {pid} still runs after teardown"
+        assert not _running(pid), f"process {pid} ({_cmdline(pid)}) still runs after teardown"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _running(pid: int) -> bool:

@@ -1,0 +1,241 @@
+"""``clusterctl record``: turn real hosts into mock profiles a team can replay in its CI.
+
+Runs every read-only fact command clusterctl knows (``record_commands``: survey's facts and
+their fallbacks, bootstrap's preflight node facts, ``hostname``) on each host through the
+normal transport, and writes::
+
+    OUT/inventory.yaml               the same hosts (names, roles, racks, fabric, stack pin),
+                                     transport: mock, each pointing at its profile
+    OUT/profiles/<host>/profile.yaml one exact-match rule per command, outputs beside it
+    OUT/README.md                    when, from where, with which clusterctl, which commands
+
+Nothing that changes a host is ever run: the command list is fixed here, read-only by
+construction (no ``put``, no gate). ``--redact`` replaces IPv4 addresses, MAC addresses,
+UUIDs, InfiniBand GUIDs and serial numbers consistently (the same original always becomes
+the same stand-in, across hosts and files), in outputs and in the inventory.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.model import Host, Inventory
+    from clusterctl.transport.base import Transport
+
+#: Per-command limit while recording (a hung tool must not eat the host's deadline).
+COMMAND_TIMEOUT_S = 30.0
+
+
+def record_commands() -> list[tuple[str, bool]]:
+    """(command line, needs sudo) of every read-only fact clusterctl runs, in a stable order."""
+    from clusterctl.facts.node import NODE_FACTS
+    from clusterctl.facts.survey_facts import SURVEY_FACTS
+
+    found: list[tuple[str, bool]] = [("hostname", False)]
+    todo: list[Any] = [*SURVEY_FACTS, NODE_FACTS]
+    while todo:
+        fact = todo.pop(0)
+        if (fact.command, fact.sudo) not in found:
+            found.append((fact.command, fact.sudo))
+        todo[0:0] = list(fact.fallbacks)
+    return found
+
+
+@dataclass
+class Redactor:
+    """Replaces identifiers consistently: one original, one stand-in, everywhere."""
+
+    enabled: bool = True
+    mapping: dict[str, str] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=dict)
+
+    PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+        ("uuid", re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")),
+        ("mac", re.compile(r"\b[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5}\b")),
+        ("guid", re.compile(r"\b[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){3}\b")),
+        ("ipv4", re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")),
+    )
+    SERIAL = re.compile(r"(?im)(serial(?:[ _-]?number)?\s*[:=]\s*)(\S+)")
+    #: Addresses that identify nothing and keep outputs readable.
+    KEEP = frozenset({"127.0.0.1", "0.0.0.0", "255.255.255.255", "255.255.255.0", "255.255.0.0", "255.0.0.0"})
+
+    def _stand_in(self, kind: str, original: str) -> str:
+        key = f"{kind}:{original.lower()}"
+        if key not in self.mapping:
+            n = self.counters.get(kind, 0) + 1
+            self.counters[kind] = n
+            self.mapping[key] = {
+                "uuid": f"00000000-0000-4000-8000-{n:012x}",
+                "mac": f"02:00:00:{n >> 16 & 255:02x}:{n >> 8 & 255:02x}:{n & 255:02x}",
+                "guid": f"0000:0000:0000:{n:04x}",
+                "ipv4": f"192.0.2.{n}" if n < 255 else f"198.51.100.{n - 254}",
+                "serial": f"SERIAL{n:06d}",
+                "host": f"host-{n}.example.invalid",
+            }[kind]
+        return self.mapping[key]
+
+    def address(self, value: str) -> str:
+        """A host's inventory address: always replaced (names and addresses alike) when redacting."""
+        return self._stand_in("ipv4" if re.fullmatch(r"(?:\d{1,3}\.){3}\d{1,3}", value) else "host", value) \
+            if self.enabled else value
+
+    def text(self, value: str) -> str:
+        if not self.enabled:
+            return value
+        value = self.SERIAL.sub(lambda m: m.group(1) + self._stand_in("serial", m.group(2)), value)
+        for kind, pattern in self.PATTERNS:
+            value = pattern.sub(self._replacer(kind), value)
+        return value
+
+    def _replacer(self, kind: str) -> Callable[[re.Match[str]], str]:
+        def replace(match: re.Match[str]) -> str:
+            found = match.group(0)
+            return found if found in self.KEEP else self._stand_in(kind, found)
+
+        return replace
+
+
+@dataclass(frozen=True)
+class Recorded:
+    command: str
+    stdout: str
+    stderr: str
+    exit_code: int
+
+
+def record_host(transport: Transport, commands: Sequence[tuple[str, bool]]) -> list[Recorded]:
+    """Run each read-only command once; a command that fails is recorded with its failure."""
+    from clusterctl.transport.base import TransportError
+
+    found = []
+    for command, sudo in commands:
+        try:
+            result = transport.run(command, sudo=sudo, timeout=COMMAND_TIMEOUT_S)
+        except TransportError as exc:
+            if exc.kind.value == "timed out":
+                continue  # a tool that hangs is left out: the replayed host answers "not found"
+            raise
+        found.append(Recorded(command, result.stdout, result.stderr, result.exit_code))
+    return found
+
+
+def _file_name(index: int, command: str) -> str:
+    words = re.sub(r"[^A-Za-z0-9]+", "-", " ".join(shlex.split(command)[:3]) if command else "cmd").strip("-")
+    return f"{index:02d}-{words[:40] or 'cmd'}.txt"
+
+
+def write_profile(folder: Path, host_name: str, recorded: Sequence[Recorded], redactor: Redactor) -> None:
+    import yaml
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rules: list[dict[str, Any]] = []
+    hostname = None
+    for index, item in enumerate(recorded, 1):
+        stdout = redactor.text(item.stdout)
+        if item.command == "hostname" and item.exit_code == 0:
+            hostname = stdout.strip()
+            continue
+        name = _file_name(index, item.command)
+        (folder / name).write_text(stdout)
+        rule: dict[str, Any] = {"match": item.command, "stdout": name}
+        if item.stderr:
+            rule["stderr_text"] = redactor.text(item.stderr)
+        if item.exit_code:
+            rule["exit"] = item.exit_code
+        rules.append(rule)
+    profile: dict[str, Any] = {"hostname": hostname or host_name, "commands": rules}
+    header = f"# Recorded from {host_name} by 'clusterctl record'; see ../../README.md.\n"
+    (folder / "profile.yaml").write_text(header + yaml.safe_dump(profile, sort_keys=False, width=10_000))
+
+
+def inventory_entry(host: Host, redactor: Redactor) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "transport": "mock",
+        "profile": f"profiles/{host.name}",
+        "roles": list(host.roles),
+    }
+    if host.address:
+        entry["address"] = redactor.address(host.address)
+    if host.rack:
+        entry["rack"] = host.rack
+    if host.labels:
+        entry["labels"] = dict(host.labels)
+    fabric = {k: v for k, v in {"type": host.fabric.type, "rate_gbps": host.fabric.rate_gbps,
+                                 "hcas": list(host.fabric.hcas) or None}.items() if v}
+    if fabric:
+        entry["fabric"] = fabric
+    if host.stack.pinned():
+        entry["stack"] = host.stack.pinned()
+    return entry
+
+
+@dataclass(frozen=True)
+class RecordReport:
+    out: str
+    hosts: list[str]
+    failed: dict[str, str]
+    commands: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"out": self.out, "hosts": self.hosts, "failed": self.failed, "commands": self.commands}
+
+
+def record(runner: Runner, inventory: Inventory, hosts: Sequence[Host], out: Path, *, redact: bool) -> RecordReport:
+    """Record ``hosts`` into ``out`` (see the module docstring)."""
+    import datetime
+    import platform
+
+    import yaml
+
+    from clusterctl import __version__
+
+    commands = record_commands()
+    fleet = runner.run_task(hosts, lambda t: record_host(t, commands), label="record")
+    redactor = Redactor(enabled=redact)
+    done: list[str] = []
+    failed: dict[str, str] = {}
+    entries: dict[str, Any] = {}
+    for outcome in fleet.outcomes:
+        name = outcome.host.name
+        if outcome.value is None:
+            failed[name] = outcome.failure.describe() if outcome.failure else "failed"
+            continue
+        write_profile(out / "profiles" / name, name, outcome.value, redactor)
+        entries[name] = inventory_entry(outcome.host, redactor)
+        done.append(name)
+    out.mkdir(parents=True, exist_ok=True)
+    document = {"cluster": inventory.name, "hosts": entries}
+    (out / "inventory.yaml").write_text(
+        "# Mock replica of the recorded hosts: clusterctl -i THIS_FILE survey | tune-nccl | bootstrap plan\n"
+        + yaml.safe_dump(document, sort_keys=False))
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "# Recorded mock hosts",
+        "",
+        f"- When: {when}",
+        f"- From: {redactor.text(platform.node()) if redact else platform.node()} (the control machine)",
+        f"- clusterctl: {__version__}",
+        f"- Inventory: {Path(inventory.source).name if inventory.source else '(unknown)'}, "
+        f"hosts {', '.join(done) or '(none)'}",
+        "- Redacted: " + ("yes: IPv4 and MAC addresses, UUIDs, GUIDs and serial numbers replaced consistently"
+                          if redact else "no"),
+        "",
+        "Replay: `clusterctl -i inventory.yaml survey` (or `tune-nccl`, `bootstrap plan`). Every",
+        "profile answers these read-only commands with what the host answered (stdout, stderr, exit",
+        "code); anything else is answered by clusterctl's simulated tools.",
+        "",
+        "Commands recorded (nothing that changes a host is ever run):",
+        "",
+        *[f"- `{c}`" + (" (sudo)" if s else "") for c, s in commands],
+    ]
+    if failed:
+        lines += ["", "Hosts that could not be recorded:", "", *[f"- {h}: {why}" for h, why in failed.items()]]
+    (out / "README.md").write_text("\n".join(lines) + "\n")
+    return RecordReport(str(out), done, failed, [c for c, _ in commands])
