@@ -11,18 +11,24 @@ containerd is missing.
 
 from __future__ import annotations
 
+import json
+import os
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
-from clirun import run_clusterctl
-from sshd_hosts import SSHDHosts, containerd_missing_reason
+from clirun import CliRun, run_clusterctl
+from sshd_hosts import SSHDHost, SSHDHosts, containerd_missing_reason
 
 from clusterctl.bootstrap.registry import all_phases
 
 pytestmark = pytest.mark.sshd
 
-PROFILE = Path(__file__).resolve().parents[2] / "inventories" / "demo" / "profiles" / "dgx-a100"
+REPO = Path(__file__).resolve().parents[2]
+PROFILE = REPO / "inventories" / "demo" / "profiles" / "dgx-a100"
 NODE_PHASES = ["preflight", "kernel", "packages", "containerd", "nvidia-runtime"]
 CLUSTER_PHASES = ",".join(p.name for p in all_phases() if p.name not in NODE_PHASES)
 
@@ -44,26 +50,39 @@ commands:
 """
 
 
+#: A failure injected in the packages phase (the in-process twin: test_node_phases_sim.py).
+FETCH_FAILS = (
+    "  - regex: 'apt-get install'\n    times: 1\n    exit: 100\n"
+    '    stderr_text: "E: Failed to fetch https://pkgs.k8s.io/core:/stable:/v1.36/deb/amd64/'
+    'kubeadm_1.36.2-1.1_amd64.deb  Connection timed out\\n"\n'
+)
+
+
 class Fleet:
-    def __init__(self, farm: SSHDHosts, tmp_path: Path, names: list[str]) -> None:
-        profile = tmp_path / "profile"
-        profile.mkdir()
-        (profile / "profile.yaml").write_text(TOOLKIT_BINARY.format(demo=PROFILE))
-        self.hosts = farm(len(names), profile=profile, names=names, containerd=True)
+    def __init__(self, farm: SSHDHosts, tmp_path: Path, names: list[str], *, containerd: bool = True,
+                 inject: dict[str, str] | None = None) -> None:
+        self.hosts: list[SSHDHost] = []
+        for name in names:
+            profile = tmp_path / f"profile-{name}"
+            profile.mkdir()
+            rules = (inject or {}).get(name, "")
+            (profile / "profile.yaml").write_text(TOOLKIT_BINARY.format(demo=PROFILE) + rules)
+            self.hosts += farm(1, profile=profile, names=[name], isolated=True, containerd=containerd)
         # Workers only: the hosts are this small machine, below kubeadm's control-plane minimum.
-        # Debian's containerd 1.6 is what runs: Kubernetes 1.32 is the newest minor it supports.
+        # A current stack is pinned; the real containerd is Debian's 1.6, so the containerd phase
+        # writes a version-2 config for it (and warns that the pin differs).
         extra = {n: {"roles": ["worker"], "stack": {"kubernetes": "1.36.2", "containerd": "2.2.1"}} for n in names}
-        inventory = farm.write_inventory(tmp_path / "inv.yaml", self.hosts, extra)
+        self.inventory = farm.write_inventory(tmp_path / "inv.yaml", self.hosts, extra)
         known = farm.write_known_hosts(tmp_path / "known_hosts", self.hosts)
-        self.common = ["-i", str(inventory), "--known-hosts", str(known), "-o", "json"]
+        self.common = ["-i", str(self.inventory), "--known-hosts", str(known), "-o", "json"]
         self.state = tmp_path / "state"
         self.home = tmp_path / "home"
 
-    def ssh(self, host: object, command: str) -> object:
-        return run_clusterctl([*self.common, "-l", host.name, "exec", "--sudo", "--", command],  # type: ignore[attr-defined]
+    def ssh(self, host: SSHDHost, command: str) -> CliRun:
+        return run_clusterctl([*self.common, "-l", host.name, "exec", "--sudo", "--", command],
                               home=self.home, timeout_s=120)
 
-    def bootstrap(self, *args: str) -> object:
+    def bootstrap(self, *args: str) -> CliRun:
         return run_clusterctl([*self.common, "bootstrap", *args, "--state-dir", str(self.state)],
                               home=self.home, timeout_s=300)
 
@@ -129,3 +148,44 @@ def test_rollback_when_the_real_containerd_does_not_start_with_the_new_config(
     assert (node.tree / "etc/containerd/config.toml").read_text() == original
     answers = fleet.ssh(node, "ctr plugins ls")
     assert answers.exit_code == 0 and "io.containerd.grpc.v1" in answers.stdout
+
+
+def test_lock_refuses_a_concurrent_run_and_resume_finishes_after_an_injected_failure(
+    sshd_hosts: SSHDHosts, tmp_path: Path
+) -> None:
+    fleet = Fleet(sshd_hosts, tmp_path, ["node1", "node2"], containerd=False, inject={"node2": FETCH_FAILS})
+    args = [*fleet.common, "bootstrap", "--skip-phases", CLUSTER_PHASES, "--state-dir", str(fleet.state)]
+    env = {k: v for k, v in os.environ.items() if k != "SSH_AUTH_SOCK"}
+    env.update(HOME=str(fleet.home), NO_COLOR="1", PYTHONPATH=str(REPO), COLUMNS="200")
+    fleet.home.mkdir()
+    first = subprocess.Popen([sys.executable, "-m", "clusterctl", *args], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env, cwd=fleet.home)
+    try:
+        locks = [h.tree / "var/lib/clusterctl/bootstrap.lock" for h in fleet.hosts]
+        deadline = time.monotonic() + 120
+        while not all(lock.exists() for lock in locks) and time.monotonic() < deadline and first.poll() is None:
+            time.sleep(0.1)
+        assert all(lock.exists() for lock in locks), "the first run never held both hosts' locks"
+        second = fleet.bootstrap("--skip-phases", CLUSTER_PHASES)
+        out, err = first.communicate(timeout=300)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert second.exit_code == 1, second.output
+    refused = second.json()["failed_hosts"]
+    assert set(refused) == {"node1", "node2"}
+    assert all("another bootstrap run is working on this host" in m for m in refused.values()), refused
+
+    assert first.returncode == 1, out + err
+    data = json.loads(out)
+    assert list(data["failed_hosts"]) == ["node2"] and "Connection timed out" in data["failed_hosts"]["node2"]
+    status = {(r["host"], r["phase"]): r["status"] for r in data["results"]}
+    assert status[("node1", "nvidia-runtime")] == "ok" and status[("node1", "containerd")] == "changed"
+    assert status[("node2", "containerd")] == "skipped"  # left out of the later phases
+    assert not any(lock.exists() for lock in locks)  # released at the end, failure or not
+
+    resumed = fleet.bootstrap("--skip-phases", CLUSTER_PHASES, "--resume")
+    assert resumed.exit_code == 0, resumed.output
+    status = {(r["host"], r["phase"]): r["status"] for r in resumed.json()["results"]}
+    assert {s for (h, _), s in status.items() if h == "node1"} == {"skipped"}
+    assert [status[("node2", p)] for p in NODE_PHASES] == ["skipped", "skipped", "changed", "changed", "ok"]
