@@ -4,7 +4,7 @@ Each host is a real sshd in its own mount and UTS namespaces (private /etc, /var
 /run and hostname: ``sshd_hosts(..., isolated=True)``), replaying the demo's DGX A100 profile,
 with a REAL containerd (Debian's 1.6) behind its simulated ``systemctl``: the config the
 containerd phase writes is the one the daemon reads, and ``ctr`` talks to that daemon. Each
-host's lock, apt sources and progress are its own, so ``--resume`` and the lock are shown here
+host's lock and apt sources are its own, so ``--resume`` and the lock are shown here
 too. The in-process versions of these scenarios: tests/bootstrap/test_node_phases_sim.py and
 tests/bootstrap/test_containerd_daemon.py. Skipped, with the reason, where unshare, sshd or
 containerd is missing.
