@@ -6,7 +6,7 @@ split into lines or re-rendered, so 1,000,000 lines cost about what writing them
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from clusterctl.hostlist import compress
@@ -39,10 +39,3 @@ def group_outputs(outputs: Iterable[tuple[str, str, str, int]]) -> list[OutputGr
     for host, stdout, stderr, code in outputs:
         groups.setdefault((stdout, stderr, code), []).append(host)
     return [OutputGroup(tuple(hosts), out, err, code) for (out, err, code), hosts in groups.items()]
-
-
-def prefixed_lines(host: str, text: str) -> Iterator[str]:
-    """``host: line`` for every line of ``text`` (pdsh's own output form), each ending in a newline."""
-    prefix = f"{host}: "
-    for line in text.splitlines():
-        yield prefix + line + "\n"

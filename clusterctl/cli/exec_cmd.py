@@ -34,7 +34,7 @@ Examples:
 
   clusterctl -l 'gpu-*' exec --sudo -- systemctl is-active containerd
 
-  clusterctl exec --stream -- dmesg        # 'host: line', each host as it finishes
+  clusterctl exec --stream -- dmesg -w     # 'host: line' as each line arrives, like pdsh
 
   clusterctl exec --out-dir logs/ -- journalctl -b   # logs/HOST.out, logs/HOST.err
 
@@ -50,7 +50,8 @@ def exec_command(
         False, "--sudo", help="Run it under sudo: 'sudo -n' (never prompts), or with the -K/--ask-sudo-pass password."
     ),
     stream: bool = typer.Option(
-        False, "--stream", help="Print 'host: line' output, each host's as soon as it finishes, instead of grouping."
+        False, "--stream",
+        help="Print 'host: line' as each line arrives (stderr's as 'host: [stderr] line'), instead of grouping.",
     ),
     out_dir: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
         None, "--out-dir", metavar="DIR",
@@ -74,7 +75,9 @@ def exec_command(
     streamer = _Streamer() if stream and not app.machine_output else None
     try:
         with app.runner(progress=streamer) as runner:
-            fleet = runner.run_command(hosts, line, sudo=sudo, label="exec")
+            fleet = runner.run_command(
+                hosts, line, sudo=sudo, label="exec", on_line=streamer.line if streamer is not None else None
+            )
     except FleetInterrupted as exc:
         # What finished is printed as it would have been; main then says what was still running.
         _report(app, exc.finished, line, sudo, folder, streamed=streamer is not None, interrupted=exc)
@@ -85,19 +88,36 @@ def exec_command(
 
 
 class _Streamer:
-    """A fan-out progress hook that prints each host's lines as ``host: line`` when it finishes."""
+    """Prints ``host: line`` as each line arrives (stderr's as ``host: [stderr] line``), like pdsh.
+
+    Lines come from every host's thread at once; one lock around each write keeps them whole.
+    Also the fan-out's progress hook: a host whose transport sent no lines (one that cannot
+    stream) gets its output printed when it finishes.
+    """
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self._heard: set[str] = set()
+
+    def line(self, host: str, stream: str, text: str) -> None:
+        marker = "[stderr] " if stream == "stderr" else ""
+        with self._lock:
+            self._heard.add(host)
+            sys.stdout.write(f"{host}: {marker}{text}\n")
+            sys.stdout.flush()
 
     def start(self, total: int, label: str) -> None:
         pass
 
     def advance(self, outcome: HostOutcome[Any]) -> None:
-        from clusterctl.dshbak import prefixed_lines
-
         result = outcome.value
-        if result is None:
+        if result is None or outcome.host.name in self._heard:
             return
-        sys.stdout.writelines(prefixed_lines(outcome.host.name, result.stdout + result.stderr))
-        sys.stdout.flush()
+        for stream, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+            for line in text.splitlines():
+                self.line(outcome.host.name, stream, line)
 
     def stop(self) -> None:
         pass

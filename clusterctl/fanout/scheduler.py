@@ -21,7 +21,11 @@ from clusterctl.fanout.pool import ConnectionPool, close_quietly
 from clusterctl.fanout.time_budget import TimeBoxedTransport
 from clusterctl.inventory.model import Host
 from clusterctl.transport.base import CommandResult, Connector, FailureKind, Transport, TransportError
+from clusterctl.transport.output import OutputStream
 from clusterctl.wording import seconds
+
+#: Called with a host's name, the stream and one line of its output, as the line arrives.
+HostLine = Callable[[str, OutputStream, str], None]
 
 T = TypeVar("T")
 log = logging.getLogger("clusterctl.fanout")
@@ -277,11 +281,22 @@ class Runner:
         sudo: bool = False,
         env: Mapping[str, str] | None = None,
         label: str = "",
+        on_line: HostLine | None = None,
     ) -> FleetResult[CommandResult]:
-        """Run one shell command everywhere; a non-zero exit is a COMMAND_FAILED outcome that keeps its output."""
+        """Run one shell command everywhere; a non-zero exit is a COMMAND_FAILED outcome that keeps its output.
+
+        ``on_line(host, stream, line)`` gets every line as it arrives, from the hosts' threads at once.
+        """
 
         def task(transport: Transport) -> CommandResult:
-            return transport.run(command, sudo=sudo, env=env)
+            if on_line is None:
+                return transport.run(command, sudo=sudo, env=env)
+            name = transport.host.name
+
+            def host_line(stream: OutputStream, line: str) -> None:
+                on_line(name, stream, line)
+
+            return transport.run(command, sudo=sudo, env=env, on_line=host_line)
 
         fleet = self.run_task(hosts, task, label=label or command)
         outcomes = []

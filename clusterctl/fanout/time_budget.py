@@ -7,6 +7,7 @@ connection attempt: this one bounds a whole task, connection and commands togeth
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from clusterctl.transport.base import (
     CommandResult,
@@ -34,8 +35,7 @@ class TimeBoxedTransport(Transport):
         return left if timeout is None else min(timeout, left)
 
     def execute(self, request: RunRequest) -> CommandResult:
-        return self.inner.run(request.command, sudo=request.sudo, timeout=self._left(request.timeout), env=request.env,
-                              stdin=request.stdin)
+        return self.inner.execute(replace(request, timeout=self._left(request.timeout)))
 
     def write(self, request: PutRequest) -> PutResult:
         self._left(None)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
     from clusterctl.secret import Secret
+    from clusterctl.transport.output import OnLine
 
 
 class FailureKind(str, Enum):
@@ -75,6 +76,10 @@ class RunRequest:
     timeout: float | None = None
     env: Mapping[str, str] | None = None
     stdin: bytes | None = None
+    #: Called with each output line as it arrives, masked (``LineSplitter``): what
+    #: ``exec --stream`` prints. Called from the transport's reader thread(s), possibly for
+    #: stdout and stderr at once; the result still holds the whole (capped) output.
+    on_line: OnLine | None = None
 
 
 @dataclass(frozen=True)
@@ -255,13 +260,15 @@ class Transport:
         timeout: float | None = None,
         env: Mapping[str, str] | None = None,
         stdin: bytes | None = None,
+        on_line: OnLine | None = None,
     ) -> CommandResult:
         """Run a shell command line. Values in it must already be quoted by the caller.
 
         ``timeout`` is this command's own limit: when it passes, the command is stopped on
         the host (not only abandoned) and ``TransportError(TIMED_OUT)`` is raised.
+        ``on_line(stream, line)`` gets each line of output as it arrives (see ``RunRequest``).
         """
-        return self.execute(RunRequest(command, sudo, timeout, env, stdin))
+        return self.execute(RunRequest(command, sudo, timeout, env, stdin, on_line))
 
     def execute(self, request: RunRequest) -> CommandResult:
         """Run ``request``: what each transport implements (``run`` is its one public spelling)."""

@@ -125,6 +125,14 @@ class MockTransport(Transport):
                 message = f"no answer within {seconds(timeout)}: {command}" if timeout else str(exc)
                 raise TransportError(kind, message) from None
             raise TransportError(kind, f"{self.host.name}: simulated failure") from None
+        if request.on_line is not None:
+            # The recorded output is handed on line by line, as a real host's would arrive.
+            from clusterctl.transport.output import splitters
+
+            for lines, text in zip(splitters(request.on_line), (result.stdout, result.stderr), strict=True):
+                assert lines is not None
+                lines.add(text.encode())
+                lines.flush()
         return CommandResult(command, result.stdout, result.stderr, result.exit_code,
                              round(time.monotonic() - start, 4))
 

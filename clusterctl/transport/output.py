@@ -11,6 +11,13 @@ full pipe.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Literal
+
+#: Which stream of a command a line came from.
+OutputStream = Literal["stdout", "stderr"]
+#: Called with each line of a command's output as it arrives (see ``LineSplitter``).
+OnLine = Callable[[OutputStream, str], None]
 
 #: Bytes kept per stream (stdout and stderr each) per command. ``CLUSTERCTL_MAX_OUTPUT``
 #: (bytes, or with a K/M/G suffix) overrides it.
@@ -83,3 +90,62 @@ class CappedOutput:
         if self.dropped:
             return head + dropped_marker(self.dropped) + tail
         return head + tail
+
+
+class LineSplitter:
+    """Hands each complete line of one stream to ``on_line`` as it arrives (``exec --stream``).
+
+    Lines are decoded as UTF-8 (bad bytes replaced) and masked (``mask_text``) before the
+    callback sees them, without their newline; ``flush`` hands on a last partial line. A line
+    that grows past ``MAX_LINE_BYTES`` without a newline (a progress bar drawn with ``\\r``, a
+    binary blob) is handed on in pieces of that size, so memory stays bounded whatever the
+    command prints. The whole output is still collected separately (``CappedOutput``).
+    """
+
+    #: The longest piece of a line held back waiting for its newline.
+    MAX_LINE_BYTES = 64 * 1024
+
+    def __init__(self, stream: OutputStream, on_line: OnLine) -> None:
+        self.stream = stream
+        self.on_line = on_line
+        self._held = b""
+        self._failed = False
+
+    def add(self, chunk: bytes) -> None:
+        if not chunk:
+            return
+        data = self._held + chunk
+        end = data.rfind(b"\n")
+        if end >= 0:
+            for line in data[:end].split(b"\n"):
+                self._emit(line)
+            data = data[end + 1 :]
+        while len(data) > self.MAX_LINE_BYTES:
+            self._emit(data[: self.MAX_LINE_BYTES])
+            data = data[self.MAX_LINE_BYTES :]
+        self._held = data
+
+    def flush(self) -> None:
+        held, self._held = self._held, b""
+        if held:
+            self._emit(held)
+
+    def _emit(self, line: bytes) -> None:
+        from clusterctl.secret import mask_text
+
+        if self._failed:
+            return
+        try:
+            self.on_line(self.stream, mask_text(line.decode(errors="replace")))
+        except Exception:  # a closed stdout (| head): stop listening, never stop reading the command
+            self._failed = True
+            import logging
+
+            logging.getLogger(__name__).debug("output line callback failed; no more lines sent", exc_info=True)
+
+
+def splitters(on_line: OnLine | None) -> tuple[LineSplitter | None, LineSplitter | None]:
+    """One splitter per stream (stdout, stderr), or none when nobody listens."""
+    if on_line is None:
+        return None, None
+    return LineSplitter("stdout", on_line), LineSplitter("stderr", on_line)

@@ -10,7 +10,7 @@ import pytest
 
 from clusterctl.fanout import CommandFailed, Runner
 from clusterctl.inventory.model import Host
-from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
+from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
 
 
 class FakeTransport(Transport):
@@ -23,7 +23,8 @@ class FakeTransport(Transport):
         self.closed = threading.Event()
         self.commands: list[str] = []
 
-    def run(self, command, *, sudo=False, timeout=None, env=None, stdin=None):  # type: ignore[no-untyped-def]
+    def execute(self, request: RunRequest) -> CommandResult:
+        command = request.command
         self.commands.append(command)
         if self.host.name.startswith("hang"):
             # Like a SIGSTOPped sshd: nothing comes back until the connection is closed.

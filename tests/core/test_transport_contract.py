@@ -10,6 +10,8 @@ sshd mock host and is skipped, with the reason, where sshd cannot run.
 from __future__ import annotations
 
 import shlex
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,9 @@ commands:
   - match: "echo oops >&2; exit 3"
     stderr_text: "oops\\n"
     exit: 3
+  - match: "recorded-build"
+    stdout_text: "first\\nsecond\\npartial"
+    stderr_text: "warning: slow\\n"
 """
 
 
@@ -95,6 +100,54 @@ def test_run_returns_output_and_status_and_passes_env_verbatim(subject: Subject)
     tricky = "$(touch /tmp/never) `id` 'q' \"d\""
     assert t.run('printf %s "$V"', env={"V": tricky}).stdout == tricky
     assert t.run("cat", stdin=b"through stdin\n").stdout == "through stdin\n"
+
+
+def test_output_lines_arrive_while_the_command_still_runs(subject: Subject, tmp_path: Path) -> None:
+    """``on_line`` sees each line as it comes (``exec --stream``); the result still holds it all."""
+    seen: list[tuple[float, str, str]] = []
+    lock = threading.Lock()
+    go_on = tmp_path / "first-line-seen"
+
+    def on_line(stream: str, line: str) -> None:
+        with lock:
+            seen.append((time.monotonic(), stream, line))
+        if line == "first":
+            go_on.touch()  # the command waits for this: only a line seen while it runs lets it finish
+
+    t = subject.transport
+    if isinstance(t, MockTransport):
+        # The mock answers from its recording at once: it hands the recorded lines on in order.
+        result = t.run("recorded-build", on_line=on_line)
+        assert [(s, line) for _, s, line in seen] == [
+            ("stdout", "first"), ("stdout", "second"), ("stdout", "partial"), ("stderr", "warning: slow")
+        ]
+        assert (result.stdout, result.stderr) == ("first\nsecond\npartial", "warning: slow\n")
+        return
+    wait = f"i=0; while [ ! -e {go_on} ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done"
+    result = t.run(
+        f"echo first; echo 'warning: slow' >&2; {wait}; [ -e {go_on} ] || exit 9; "
+        "sleep 1; echo second; printf partial",
+        on_line=on_line,
+        timeout=30,
+    )
+    assert result.exit_code == 0, "the first line was not handed on while the command ran"
+    times = {line: at for at, _, line in seen}
+    # "second" is printed a second after "first" was seen: it cannot have come in the same read.
+    assert times["first"] < times["second"] <= times["partial"]
+    assert [line for _, s, line in seen if s == "stdout"] == ["first", "second", "partial"]
+    assert [line for _, s, line in seen if s == "stderr"] == ["warning: slow"]
+    assert (result.stdout, result.stderr) == ("first\nsecond\npartial", "warning: slow\n")
+
+
+def test_output_lines_never_show_a_secret(subject: Subject) -> None:
+    from clusterctl.secret import Secret
+
+    token = Secret("s3cr3t-streamed-value")
+    seen: list[str] = []
+    t = subject.transport
+    t.run(f"echo token={token.reveal()}", on_line=lambda stream, line: seen.append(line))
+    assert seen and all(token.reveal() not in line for line in seen)
+    assert seen == ["token=" + str(token)]
 
 
 def test_put_is_atomic_keeps_a_backup_and_leaves_equal_content_alone(subject: Subject) -> None:

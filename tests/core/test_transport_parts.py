@@ -99,3 +99,37 @@ def test_get_returns_every_byte(tmp_path: Path) -> None:
     t = LocalTransport(Host(name="local", transport="local"))
     assert t.get(str(path)) == data
     assert t.get(str(tmp_path / "absent")) is None
+
+
+def test_line_splitter_hands_on_whole_masked_lines_and_bounds_a_line_without_newline() -> None:
+    from clusterctl.transport.output import LineSplitter
+
+    token = Secret("pa55-in-a-split-line")
+    seen: list[tuple[str, str]] = []
+    lines = LineSplitter("stderr", lambda stream, line: seen.append((stream, line)))
+    # A line split across reads (the secret too) is handed on once, whole and masked.
+    for chunk in (b"one\ntw", b"o " + token.reveal()[:6].encode(), token.reveal()[6:].encode() + b"\n", b"tail"):
+        lines.add(chunk)
+    assert seen == [("stderr", "one"), ("stderr", f"two {MASK}")]
+    lines.flush()
+    assert seen[-1] == ("stderr", "tail")
+    # A runaway line with no newline is handed on in bounded pieces, nothing lost.
+    seen.clear()
+    lines.add(b"x" * (LineSplitter.MAX_LINE_BYTES * 2 + 10))
+    lines.flush()
+    assert [len(line) for _, line in seen] == [LineSplitter.MAX_LINE_BYTES, LineSplitter.MAX_LINE_BYTES, 10]
+
+
+def test_a_failing_line_callback_stops_the_lines_not_the_reading() -> None:
+    from clusterctl.transport.output import LineSplitter
+
+    calls: list[str] = []
+
+    def broken(stream: str, line: str) -> None:
+        calls.append(line)
+        raise BrokenPipeError("stdout closed")
+
+    lines = LineSplitter("stdout", broken)
+    lines.add(b"a\nb\nc\n")
+    lines.flush()
+    assert calls == ["a"]

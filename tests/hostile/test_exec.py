@@ -75,6 +75,40 @@ def test_stream_prints_host_prefixed_lines(cli) -> None:  # type: ignore[no-unty
     assert all(line.split(": ", 1)[1].startswith("GPU ") for line in lines)
 
 
+def _waits_for(flag: Path) -> str:
+    """Shell that waits (10 s at most) for ``flag``, which the test creates once it read the first line."""
+    return f"i=0; while [ ! -e {flag} ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; [ -e {flag} ] || exit 9"
+
+
+def test_stream_prints_each_line_while_the_command_still_runs(tmp_path: Path) -> None:
+    inv = local_inventory(tmp_path, "n1")
+    flag = tmp_path / "first-line-read"
+    command = f"echo first; {_waits_for(flag)}; echo second; echo 'warning: late' >&2; printf partial; exit 4"
+    proc = clusterctl_process("-i", inv, "exec", "--stream", "--", command)
+    assert proc.stdout is not None
+    # The command cannot go on before this line is read: only streaming lets it finish.
+    assert proc.stdout.readline() == "n1: first\n"
+    flag.touch()
+    out, err = proc.communicate(timeout=60)
+    lines = out.splitlines()
+    # (stdout and stderr are two pipes: their lines keep their own order, not each other's.)
+    assert [line for line in lines if "[stderr]" not in line] == ["n1: second", "n1: partial"]
+    assert "n1: [stderr] warning: late" in lines and len(lines) == 3
+    # The summary still comes after the lines: the host failed with its exit code.
+    assert proc.returncode == 1
+    assert "n1" in err and "4" in err
+
+
+def test_stream_never_mixes_two_hosts_lines(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    inv = local_inventory(tmp_path, "n1", "n2", "n3")
+    wide = "y" * 3000
+    ran = cli("-i", inv, "exec", "--stream", "--", f"for i in $(seq 1 300); do echo {wide}; done")
+    assert ran.code == 0, ran.err
+    lines = ran.out.splitlines()
+    assert len(lines) == 900
+    assert all(line in (f"n1: {wide}", f"n2: {wide}", f"n3: {wide}") for line in lines)
+
+
 def test_ctrl_c_prints_what_finished_and_which_hosts_were_still_running(tmp_path: Path) -> None:
     inv = local_inventory(tmp_path, "n1", "n2", "n3")
     marker = tmp_path / "first"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from clirun import run_clusterctl
+from clirun import REPO_ROOT, run_clusterctl
 from sshd_hosts import SSHDHosts
 
 pytestmark = pytest.mark.sshd
@@ -192,3 +194,28 @@ def test_identical_outputs_are_printed_once_with_their_hosts(sshd_hosts: SSHDHos
     assert "h[1-3]" in lines
     assert "h4" in lines
     assert lines.index("same") > lines.index("h[1-3]")
+
+
+def test_stream_prints_lines_of_hosts_still_running(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
+    hosts = sshd_hosts(2)
+    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts)
+    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
+    flag = tmp_path / "first-lines-read"
+    # Each host waits (10 s at most) for the flag the test makes once it read both first lines.
+    wait = f"i=0; while [ ! -e {flag} ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; [ -e {flag} ] || exit 9"
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "CLUSTERCTL_INVENTORY")}
+    env.update(HOME=str(home), NO_COLOR="1", PYTHONPATH=str(REPO_ROOT))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "clusterctl", *_base_args(inventory, known), "exec", "--stream", "--",
+         f'echo "first $(hostname)"; {wait}; echo "oops $(hostname)" >&2; echo done'],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(home),
+    )
+    assert proc.stdout is not None
+    first = sorted(proc.stdout.readline() for _ in hosts)
+    assert first == ["h1: first h1\n", "h2: first h2\n"]
+    flag.touch()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert sorted(out.splitlines()) == ["h1: [stderr] oops h1", "h1: done", "h2: [stderr] oops h2", "h2: done"]

@@ -167,3 +167,12 @@ def test_sshd_replay_shares_the_in_process_state(cluster: Path) -> None:
     assert t.run("systemctl is-active containerd").stdout == "inactive\n"
     assert replay("nvidia-smi", "-L").stdout.startswith("GPU 0: NVIDIA H100")
     assert replay("nosuchtool").returncode == 127
+
+
+def test_containerd_and_dpkg_versions_as_debian_prints_them(cluster: Path) -> None:
+    t = node(cluster)
+    version = t.run("containerd --version").stdout.split()
+    assert version[:2] == ["containerd", "github.com/containerd/containerd"] and version[3] == "1.7.24-0ubuntu1~24.04.2"
+    assert t.run("dpkg --print-architecture").stdout == "amd64\n"
+    assert t.run("apt-get remove -y containerd").ok
+    assert t.run("containerd --version").exit_code == 127

@@ -25,6 +25,7 @@ TOOLS: dict[str, str] = {
     "apt-get": "clusterctl.mock.tools.apt_get",
     "apt": "clusterctl.mock.tools.apt_get",
     "dpkg-query": "clusterctl.mock.tools.dpkg_query",
+    "dpkg": "clusterctl.mock.tools.dpkg",
     "apt-mark": "clusterctl.mock.tools.apt_mark",
     "modprobe": "clusterctl.mock.tools.modprobe",
     "lsmod": "clusterctl.mock.tools.modprobe",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import paramiko
 
 from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
-from clusterctl.transport.output import CappedOutput
+from clusterctl.transport.output import CappedOutput, OnLine, splitters
 from clusterctl.transport.ssh.auth import Credentials
 from clusterctl.transport.ssh.config import SSHTarget, load_ssh_config, resolve_target, target_for_host
 from clusterctl.transport.ssh.connect import ConnectSettings, open_socket, open_ssh
@@ -203,7 +203,7 @@ class SSHTransport(Transport):
         try:
             channel.exec_command(group.announce() + line)
             writer = _feed_stdin(channel, feed)
-            out, err, code = self._collect(channel, group, command, deadline, timeout)
+            out, err, code = self._collect(channel, group, command, deadline, timeout, request.on_line)
         except TransportError as exc:
             if exc.kind in (FailureKind.TIMED_OUT, FailureKind.INTERRUPTED) and not self._closed:
                 self._stop_command(client, channel, group, sudo=sudo)
@@ -241,23 +241,37 @@ class SSHTransport(Transport):
         command: str,
         deadline: float | None,
         budget: float | None,
+        on_line: OnLine | None = None,
     ) -> tuple[bytes, bytes, int]:
         """Read stdout and stderr together until both reach EOF, then the exit status.
 
         Both streams are read as data arrives, so one filling up never blocks the other;
         the exit status is only taken once the server said EOF (sshd may send the status
-        before the last of the output), so no byte is lost.
+        before the last of the output), so no byte is lost. With ``on_line`` each line is also
+        handed on as it arrives (stderr without the process-group marker).
         """
         out = CappedOutput()
         err = CappedOutput()
+        out_lines, err_lines = splitters(on_line)
+
+        def take_out(chunk: bytes) -> None:
+            out.add(chunk)
+            if out_lines is not None:
+                out_lines.add(chunk)
+
+        def take_err(chunk: bytes) -> None:
+            err.add(chunk)
+            if err_lines is not None:
+                err_lines.add(chunk)
+
         idle_since: float | None = None
         while True:
             progressed = False
             while channel.recv_ready():
-                out.add(channel.recv(READ_CHUNK))
+                take_out(channel.recv(READ_CHUNK))
                 progressed = True
             while channel.recv_stderr_ready():
-                err.add(group.filter(channel.recv_stderr(READ_CHUNK)))
+                take_err(group.filter(channel.recv_stderr(READ_CHUNK)))
                 progressed = True
             if progressed:
                 idle_since = None
@@ -275,10 +289,13 @@ class SSHTransport(Transport):
             self._wait(channel, command, deadline, budget)
         # EOF covers both streams (SSH has one EOF per channel): what is buffered is all.
         while channel.recv_ready():
-            out.add(channel.recv(READ_CHUNK))
+            take_out(channel.recv(READ_CHUNK))
         while channel.recv_stderr_ready():
-            err.add(group.filter(channel.recv_stderr(READ_CHUNK)))
-        err.add(group.flush())
+            take_err(group.filter(channel.recv_stderr(READ_CHUNK)))
+        take_err(group.flush())
+        for lines in (out_lines, err_lines):
+            if lines is not None:
+                lines.flush()
         # After EOF the channel's pipe stays readable: wait on the status event instead of select.
         # (paramiko sets it for an exit status and when the channel closes.)
         while not channel.status_event.is_set():
