@@ -230,6 +230,10 @@ class MockMachine:
         """The simulated tool's answer, or None when the host has no such program."""
         if not argv or self.has_tool(argv[0]) is None:
             return None
+        if not self.shell_builtins and _reads_stdin(argv):
+            # On an sshd host the replay gets no stdin for file utilities: the real cat copies
+            # it (``cat > FILE`` of put and of the bootstrap lock).
+            return None
         module = tool_module(argv[0])
         if module is None:
             return None
@@ -299,3 +303,9 @@ class MockMachine:
         shell = Shell(dispatch, env=dict(env or {}), glob=glob, read_file=read, write_file=write)
         out, err, code = shell.run(line, stdin)
         return ToolResult(out.decode(errors="replace"), err.decode(errors="replace"), code)
+
+
+def _reads_stdin(argv: Sequence[str]) -> bool:
+    """Whether this ``cat`` copies its stdin (no file operand, or ``-``)."""
+    operands = [a for a in argv[1:] if a == "-" or not a.startswith("-")]
+    return argv[0] == "cat" and (not operands or "-" in operands)

@@ -2,10 +2,9 @@
 
 Three sshd hosts replaying the demo's DGX A100 profile; the simulated tools (lsmod, sysctl,
 dpkg-query, apt-mark, ...) answer through the hosts' wrappers, the rest of each probe line
-runs in the real shell. Only runs that change nothing go over sshd here: these hosts all
-share this machine's files, so a bootstrap that writes waits for mock hosts with a mount
-namespace of their own (the in-process simulated hosts cover apply, re-apply, resume and the
-lock: tests/bootstrap/test_node_phases_sim.py).
+runs in the real shell. Only runs that change nothing go over these hosts, which share this
+machine's files; runs that write go over isolated hosts (own mount namespace, real
+containerd): tests/integration/test_bootstrap_isolated.py.
 """
 
 from __future__ import annotations
