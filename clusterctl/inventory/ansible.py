@@ -353,7 +353,7 @@ def _resolve(tree: _Tree, base_dir: Path, fmt: str) -> Inventory:
             file=tree.file,
             name=host_def.name,
             line=host_def.line,
-            merged=merged,
+            vars=merged,
             groups=listed,
             base_dir=base_dir,
         )
