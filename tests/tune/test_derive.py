@@ -194,3 +194,11 @@ def test_every_rendered_file_lints_without_warnings(make_hgx: Any) -> None:
     files = render_files(tuning, fmt="all")
     assert "hosts/gpu-2/nccl.conf" in files
     assert lint_rendered(files, tuning) == []
+
+
+def test_ib_hca_reason_pairs_each_gpu_with_its_own_nic_where_two_share_a_switch(make_roce_host: Any) -> None:
+    # In this recording GPU pairs share a PCIe switch with NIC pairs (both NICs PXB to both GPUs):
+    # the reason must not name one GPU for two NICs.
+    tuning = derive_settings([make_roce_host("2.21.5", 3)])
+    reason = next(s.reason for s in tuning.settings if s.name == "NCCL_IB_HCA")
+    assert "GPU0->mlx5_0 ... GPU7->mlx5_7" in reason, reason

@@ -170,7 +170,18 @@ def _carries(host: TuneHost, netdev: str | None, address: str) -> bool:
 
 
 def _gpu_nic_order(nics: Sequence[NicFacts]) -> str:
-    pairs = [f"GPU{min(n.nearest_gpus)}->{n.hca}" for n in nics if n.nearest_gpus]
+    # Where two GPUs share a PCIe switch with two NICs (DGX A100), both NICs are nearest to
+    # both GPUs: give each NIC, in order, the first nearest GPU no earlier NIC took, so the
+    # text reads GPU6->mlx5_6, GPU7->mlx5_7 rather than GPU6 twice.
+    taken: set[int] = set()
+    pairs = []
+    for nic in nics:
+        if not nic.nearest_gpus:
+            continue
+        free = sorted(set(nic.nearest_gpus) - taken)
+        gpu = free[0] if free else min(nic.nearest_gpus)
+        taken.add(gpu)
+        pairs.append(f"GPU{gpu}->{nic.hca}")
     if not pairs:
         return "no topology, by name"
     if len(pairs) > 3:
