@@ -53,16 +53,17 @@ FieldReader = Callable[["_Reader", Node, str], Any]
 
 @dataclass(frozen=True)
 class _HostDef:
+    """A host as written: its name, the line that names it and its own settings."""
+
     name: str
     line: int
     settings: Layer
 
 
 @dataclass(frozen=True)
-class _GroupDef:
-    name: str
-    line: int
-    settings: Layer
+class _GroupDef(_HostDef):
+    """A group as written: a name, line and settings (its ``vars``) like a host, plus its hosts."""
+
     members: tuple[str, ...]
 
 
