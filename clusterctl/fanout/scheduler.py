@@ -13,7 +13,8 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
 
 from clusterctl.errors import Interrupted
 from clusterctl.fanout.outcomes import Failure, FleetResult, HostOutcome, failure_from
@@ -38,6 +39,23 @@ DEFAULT_TIMEOUT_S = 60.0
 INTERRUPT_WAIT_S = 3.0
 #: At the end of a run: how long worker threads stuck on a closed connection get to finish.
 WORKER_JOIN_S = 5.0
+
+
+@dataclass
+class _TaskRun(Generic[T]):
+    """What one ``run_task`` call shares between its workers and its watcher."""
+
+    hosts: Sequence[Host]
+    #: Seconds each host may take.
+    limit: float
+    #: Host index -> (when its worker began, the transport it got, once it got one).
+    started: dict[int, tuple[float, list[Transport]]] = field(default_factory=dict)
+    started_lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Outcomes the watcher has taken (reported): from workers, or timed out by the watcher.
+    results: dict[int, HostOutcome[T]] = field(default_factory=dict)
+    #: Outcomes workers have put and the watcher has not taken yet.
+    done: queue.SimpleQueue[tuple[int, HostOutcome[T]]] = field(default_factory=queue.SimpleQueue)
+    threads: list[threading.Thread] = field(default_factory=list)
 
 
 class FleetInterrupted(Interrupted):
@@ -122,11 +140,8 @@ class Runner:
     ) -> FleetResult[T]:
         """Run ``task(transport)`` on every host; never raises for a host's failure."""
         limit = self.timeout_s if timeout_s is None else timeout_s
+        run: _TaskRun[T] = _TaskRun(hosts, limit)
         todo: queue.SimpleQueue[int | None] = queue.SimpleQueue()
-        done: queue.SimpleQueue[tuple[int, HostOutcome[T]]] = queue.SimpleQueue()
-        started: dict[int, tuple[float, list[Transport]]] = {}
-        state_lock = threading.Lock()
-
         stopping = threading.Event()
 
         def work() -> None:
@@ -137,8 +152,8 @@ class Runner:
                 host = hosts[index]
                 begin = time.monotonic()
                 holder: list[Transport] = []
-                with state_lock:
-                    started[index] = (begin, holder)
+                with run.started_lock:
+                    run.started[index] = (begin, holder)
                 value: T | None = None
                 failure: Failure | None = None
                 transport: Transport | None = None
@@ -156,35 +171,34 @@ class Runner:
                     self._pool.checkin(host, transport, healthy)
                 else:
                     self._pool.release(host)
-                done.put((index, HostOutcome(host, value, failure, round(time.monotonic() - begin, 3))))
+                run.done.put((index, HostOutcome(host, value, failure, round(time.monotonic() - begin, 3))))
 
         for i in range(len(hosts)):
             todo.put(i)
         workers = min(self.parallel, len(hosts))
-        threads = []
         for _ in range(workers):
             todo.put(None)
             thread = threading.Thread(target=work, daemon=True, name="clusterctl-fanout")
             thread.start()
-            threads.append(thread)
+            run.threads.append(thread)
 
         if self.progress:
             self.progress.start(len(hosts), label)
-        results: dict[int, HostOutcome[T]] = {}
+        results = run.results
         try:
             while len(results) < len(hosts):
                 try:
-                    index, outcome = done.get(timeout=0.05)
+                    index, outcome = run.done.get(timeout=0.05)
                     if index not in results:
                         results[index] = outcome
                         self._report(outcome)
                 except queue.Empty:
                     pass
-                self._expire(hosts, started, state_lock, results, limit)
+                self._expire(run)
         except (KeyboardInterrupt, Interrupted) as exc:
             stopping.set()
             signal_name = exc.signal_name if isinstance(exc, Interrupted) else "SIGINT"
-            interrupted = self._interrupted(hosts, started, state_lock, results, done, threads, signal_name)
+            interrupted = self._interrupted(run, signal_name)
             self._note_failures(interrupted.finished)
             for host in interrupted.unfinished:
                 self.failed_hosts[host.name] = None
@@ -192,29 +206,21 @@ class Runner:
         finally:
             if self.progress:
                 self.progress.stop()
-        _join(threads, WORKER_JOIN_S)
+        _join(run.threads, WORKER_JOIN_S)
         fleet = FleetResult(tuple(results[i] for i in range(len(hosts))))
         self._note_failures(fleet)
         return fleet
 
-    def _interrupted(
-        self,
-        hosts: Sequence[Host],
-        started: dict[int, tuple[float, list[Transport]]],
-        state_lock: threading.Lock,
-        results: dict[int, HostOutcome[T]],
-        done: queue.SimpleQueue[tuple[int, HostOutcome[T]]],
-        threads: list[threading.Thread],
-        signal_name: str = "SIGINT",
-    ) -> FleetInterrupted:
+    def _interrupted(self, run: _TaskRun[T], signal_name: str = "SIGINT") -> FleetInterrupted:
         """Stop a run on Ctrl-C: stop what runs on the hosts, close, and say what finished."""
-        finished = dict(results)
-        with state_lock:
-            in_flight = {i: holder for i, (_, holder) in started.items() if i not in finished}
+        hosts, threads = run.hosts, run.threads
+        finished = dict(run.results)
+        with run.started_lock:
+            in_flight = {i: holder for i, (_, holder) in run.started.items() if i not in finished}
         # Outcomes that were already queued count as finished.
         while True:
             try:
-                index, outcome = done.get_nowait()
+                index, outcome = run.done.get_nowait()
             except queue.Empty:
                 break
             finished.setdefault(index, outcome)
@@ -237,23 +243,17 @@ class Runner:
         return FleetInterrupted(FleetResult(tuple(finished[i] for i in sorted(finished))), running, waiting,
                                 signal_name)
 
-    def _expire(
-        self,
-        hosts: Sequence[Host],
-        started: dict[int, tuple[float, list[Transport]]],
-        state_lock: threading.Lock,
-        results: dict[int, HostOutcome[T]],
-        limit: float,
-    ) -> None:
+    def _expire(self, run: _TaskRun[T]) -> None:
         """Report hosts past their deadline as timed out and close their connection under them."""
         now = time.monotonic()
+        limit, results = run.limit, run.results
         # A grace second past the deadline lets the transport's own timeout fire first, which
         # says more precisely what hung (connect, banner, command).
-        with state_lock:
-            late = [(i, b, h) for i, (b, h) in started.items() if i not in results and now - b > limit + 1.0]
+        with run.started_lock:
+            late = [(i, b, h) for i, (b, h) in run.started.items() if i not in results and now - b > limit + 1.0]
         for index, begin, _holder in late:
             outcome: HostOutcome[T] = HostOutcome(
-                hosts[index],
+                run.hosts[index],
                 None,
                 Failure(FailureKind.TIMED_OUT, f"no result within {seconds(limit)}"),
                 round(now - begin, 3),

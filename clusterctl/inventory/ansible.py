@@ -24,7 +24,7 @@ from clusterctl.inventory.ansible_vars import HostBuilder, Var
 from clusterctl.inventory.model import Host, Inventory
 from clusterctl.inventory.source_file import read_inventory_text
 from clusterctl.inventory.values import BadValue
-from clusterctl.inventory.yaml_tree import Mapping, Node, Scalar, kind_of, parse_yaml, to_python
+from clusterctl.inventory.yaml_tree import Mapping, Node, Scalar, as_mapping, is_empty, kind_of, parse_yaml, to_python
 
 _RANGE = re.compile(r"\[([0-9a-zA-Z]+):([0-9a-zA-Z]+)(?::([0-9]+))?\]")
 
@@ -264,15 +264,14 @@ def _yaml_group(tree: _Tree, name: str, line: int, node: Node, parent: str | Non
     group = tree.group(name, line)
     if parent is not None and name not in tree.groups[parent].children:
         tree.groups[parent].children.append(name)
-    if isinstance(node, Scalar) and node.value is None:
-        return
-    if not isinstance(node, Mapping):
+    group_body = as_mapping(node)
+    if group_body is None:
         raise tree.error(
             f"group '{name}' must be a mapping with 'hosts', 'children' or 'vars', not {kind_of(node)}.",
             node.line,
             name,
         )
-    for entry in node.entries:
+    for entry in group_body.entries:
         if entry.key not in ("hosts", "children", "vars"):
             hint = values.did_you_mean(entry.key, ("hosts", "children", "vars"))
             raise tree.error(
@@ -281,12 +280,10 @@ def _yaml_group(tree: _Tree, name: str, line: int, node: Node, parent: str | Non
                 f"{name}.{entry.key}",
                 hint or "A group has only 'hosts', 'children' and 'vars'.",
             )
-        body = entry.value
-        if isinstance(body, Scalar) and body.value is None:
-            continue
-        if not isinstance(body, Mapping):
+        body = as_mapping(entry.value)
+        if body is None:
             raise tree.error(
-                f"'{entry.key}' of group '{name}' must be a mapping, not {kind_of(body)}.",
+                f"'{entry.key}' of group '{name}' must be a mapping, not {kind_of(entry.value)}.",
                 entry.key_line,
                 f"{name}.{entry.key}",
                 "Ansible YAML lists hosts as keys: 'hosts: {gpu01: {ansible_host: 10.0.0.11}}'.",
@@ -305,7 +302,7 @@ def _yaml_host(tree: _Tree, group: str, pattern: str, line: int, node: Node) -> 
     host_vars: dict[str, Var] = {}
     if isinstance(node, Mapping):
         host_vars = _yaml_vars(node)
-    elif not (isinstance(node, Scalar) and node.value is None):
+    elif not is_empty(node):
         raise tree.error(
             f"host '{pattern}' must map to its variables (or nothing), not {kind_of(node)}.",
             node.line,
@@ -356,7 +353,7 @@ def _resolve(tree: _Tree, base_dir: Path, fmt: str) -> Inventory:
             file=tree.file,
             name=host_def.name,
             line=host_def.line,
-            merged=merged,
+            vars=merged,
             groups=listed,
             base_dir=base_dir,
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -55,26 +55,19 @@ class Var:
     line: int
 
 
+@dataclass(kw_only=True)
 class HostBuilder:
     """Turns one host's resolved variables into a ``Host``; errors point at the variable's line."""
 
-    def __init__(
-        self,
-        *,
-        file: str,
-        name: str,
-        line: int,
-        merged: dict[str, Var],
-        groups: tuple[str, ...],
-        base_dir: Path,
-    ) -> None:
-        self.file = file
-        self.name = name
-        self.line = line
-        self.vars = merged
-        self.groups = groups
-        self.base_dir = base_dir
-        self.used: set[str] = set()
+    file: str
+    name: str
+    line: int
+    #: The host's variables after Ansible's precedence (group vars, then host vars) was applied.
+    vars: dict[str, Var]
+    groups: tuple[str, ...]
+    base_dir: Path
+    #: Variable names read so far, so unread ``ansible_*`` ones can be reported.
+    used: set[str] = field(default_factory=set)
 
     def error(self, message: str, line: int | None, field: str, hint: str | None = None) -> InventoryError:
         return InventoryError(message, file=self.file, line=line, field=field, hint=hint)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from clusterctl.inventory import values
 from clusterctl.inventory.model import RUNTIME_MODES, AptRepo, BootstrapConfig
 from clusterctl.inventory.values import BadValue
-from clusterctl.inventory.yaml_tree import Mapping, Node, Scalar, Sequence, kind_of
+from clusterctl.inventory.yaml_tree import Mapping, Node, Sequence, kind_of
 
 if TYPE_CHECKING:
     from clusterctl.inventory.native import _Reader
@@ -81,13 +81,10 @@ def _clean_name(value: Any) -> str:
 
 
 def read_bootstrap(r: _Reader, node: Node, field: str) -> BootstrapConfig:
-    if isinstance(node, Scalar) and node.value is None:
-        return BootstrapConfig(source=f"{r.file}:{node.line}")
-    if not isinstance(node, Mapping):
-        raise r.error(f"'bootstrap' must be a mapping of settings, not {kind_of(node)}.", line=node.line,
-                      field=field, hint="Valid fields: " + ", ".join(FIELDS) + ".")
+    settings = r.mapping(node, field, must_be="'bootstrap' must be a mapping of settings",
+                         hint="Valid fields: " + ", ".join(FIELDS) + ".")
     out: dict[str, Any] = {}
-    for entry in node.entries:
+    for entry in settings.entries:
         sub = f"{field}.{entry.key}"
         key, value = entry.key, entry.value
         if key not in FIELDS:
@@ -119,7 +116,7 @@ def read_bootstrap(r: _Reader, node: Node, field: str) -> BootstrapConfig:
     pod = ipaddress.ip_network(out.get("pod_subnet", defaults.pod_subnet))
     svc = ipaddress.ip_network(out.get("service_subnet", defaults.service_subnet))
     if pod.version == svc.version and pod.overlaps(svc):
-            raise r.error(f"pod_subnet {pod} overlaps service_subnet {svc}.", line=node.line, field=field,
+        raise r.error(f"pod_subnet {pod} overlaps service_subnet {svc}.", line=node.line, field=field,
                       hint="Pick two separate ranges.")
     return BootstrapConfig(**out, source=f"{r.file}:{node.line}")
 

@@ -21,7 +21,17 @@ from clusterctl.inventory.bootstrap_section import read_bootstrap
 from clusterctl.inventory.model import BootstrapConfig, Fabric, Host, Inventory, SSHOptions, StackPin
 from clusterctl.inventory.source_file import read_inventory_text
 from clusterctl.inventory.values import BadValue
-from clusterctl.inventory.yaml_tree import Mapping, Node, Scalar, Sequence, kind_of, parse_yaml, to_python
+from clusterctl.inventory.yaml_tree import (
+    Mapping,
+    Node,
+    Scalar,
+    Sequence,
+    as_mapping,
+    is_empty,
+    kind_of,
+    parse_yaml,
+    to_python,
+)
 
 
 @dataclass(frozen=True)
@@ -79,7 +89,7 @@ class _Reader:
     # --- the document -------------------------------------------------------------------
 
     def read(self, root: Node | None) -> Inventory:
-        if root is None or (isinstance(root, Scalar) and root.value is None):
+        if root is None or is_empty(root):
             raise self.error(
                 "the inventory is empty.", line=1, field=None, hint="It needs at least a 'hosts:' section."
             )
@@ -142,9 +152,7 @@ class _Reader:
                     )
                 seen[host_def.name] = host_def.line
                 defs.append(host_def)
-        elif isinstance(node, Scalar) and node.value is None:
-            pass
-        else:
+        elif not is_empty(node):
             raise self.error(
                 f"'hosts' must be a mapping of host names to settings (or a list of hosts with 'name:'), "
                 f"not {kind_of(node)}.",
@@ -190,29 +198,16 @@ class _Reader:
             raise self.error("a host name must not be empty.", line=line, field=field)
 
     def host_settings(self, node: Node, field: str) -> Layer:
-        if isinstance(node, Scalar) and node.value is None:
-            return _Section()
-        if not isinstance(node, Mapping):
-            raise self.error(
-                f"a host's settings must be a mapping (address, port, user...), not {kind_of(node)}.",
-                line=node.line,
-                field=field,
-                hint="Write 'gpu-a1: {address: 10.0.0.11}' or leave the value empty.",
-            )
-        return self.settings(node, field, HOST_FIELDS)
+        return self.settings(
+            node, field, HOST_FIELDS, must_be="a host's settings must be a mapping (address, port, user...)",
+            hint="Write 'gpu-a1: {address: 10.0.0.11}' or leave the value empty.",
+        )
 
     def groups(self, node: Node, host_names: list[str]) -> list[_GroupDef]:
-        if isinstance(node, Scalar) and node.value is None:
-            return []
-        if not isinstance(node, Mapping):
-            raise self.error(
-                f"'groups' must be a mapping of group names to {{vars, hosts}}, not {kind_of(node)}.",
-                line=node.line,
-                field="groups",
-            )
+        groups = self.mapping(node, "groups", must_be="'groups' must be a mapping of group names to {vars, hosts}")
         known = set(host_names)
         out: list[_GroupDef] = []
-        for entry in node.entries:
+        for entry in groups.entries:
             field = f"groups.{entry.key}"
             if entry.key == "all":
                 raise self.error(
@@ -232,7 +227,7 @@ class _Reader:
                     settings = self.settings(vars_entry.value, f"{field}.vars", DEFAULT_FIELDS)
                 hosts_entry = body.get("hosts")
                 members_node = hosts_entry.value if hosts_entry else None
-            elif not (isinstance(body, Scalar) and body.value is None):
+            elif not is_empty(body):
                 raise self.error(
                     f"a group must be a mapping with 'vars' and 'hosts', not {kind_of(body)}.",
                     line=body.line,
@@ -243,7 +238,7 @@ class _Reader:
         return out
 
     def group_members(self, node: Node | None, field: str, known: set[str]) -> tuple[str, ...]:
-        if node is None or (isinstance(node, Scalar) and node.value is None):
+        if node is None or is_empty(node):
             return ()
         if not isinstance(node, Sequence):
             raise self.error(
@@ -279,18 +274,25 @@ class _Reader:
         hint = values.did_you_mean(key, spec) or "Valid fields: " + ", ".join(sorted(spec)) + "."
         return self.error(f"unknown field '{key}'.", line=line, field=path, hint=hint)
 
-    def settings(self, node: Node, field: str, spec: dict[str, FieldReader]) -> _Section:
+    def mapping(self, node: Node, field: str, *, must_be: str, hint: str | None = None) -> Mapping:
+        """``node`` as a mapping (empty for a key with no value), else the error "{must_be}, not ..."."""
+        mapping = as_mapping(node)
+        if mapping is None:
+            raise self.error(f"{must_be}, not {kind_of(node)}.", line=node.line, field=field, hint=hint)
+        return mapping
+
+    def settings(
+        self, node: Node, field: str, spec: dict[str, FieldReader], *, must_be: str | None = None,
+        hint: str | None = None,
+    ) -> _Section:
+        """Known fields, each read by its reader from ``spec``."""
+        name = field.rsplit(".", 1)[-1]
+        mapping = self.mapping(
+            node, field, must_be=must_be or f"'{name}' must be a mapping of settings",
+            hint=hint or "Valid fields: " + ", ".join(sorted(spec)) + ".",
+        )
         section = _Section()
-        if isinstance(node, Scalar) and node.value is None:
-            return section
-        if not isinstance(node, Mapping):
-            raise self.error(
-                f"'{field.rsplit('.', 1)[-1]}' must be a mapping of settings, not {kind_of(node)}.",
-                line=node.line,
-                field=field,
-                hint="Valid fields: " + ", ".join(sorted(spec)) + ".",
-            )
-        for entry in node.entries:
+        for entry in mapping.entries:
             reader = spec.get(entry.key)
             if reader is None:
                 raise self.unknown_field(entry.key, entry.key_line, field, spec)
@@ -300,16 +302,10 @@ class _Reader:
 
     def free_mapping(self, node: Node, field: str, *, text_values: bool) -> _Section:
         """A mapping whose keys the user chooses (labels, ssh options, vars)."""
+        name = field.rsplit(".", 1)[-1]
+        mapping = self.mapping(node, field, must_be=f"'{name}' must be a mapping of names to values")
         section = _Section()
-        if isinstance(node, Scalar) and node.value is None:
-            return section
-        if not isinstance(node, Mapping):
-            raise self.error(
-                f"'{field.rsplit('.', 1)[-1]}' must be a mapping of names to values, not {kind_of(node)}.",
-                line=node.line,
-                field=field,
-            )
-        for entry in node.entries:
+        for entry in mapping.entries:
             sub = f"{field}.{entry.key}"
             if text_values:
                 what = f"'{entry.key}'"

@@ -71,8 +71,21 @@ def to_python(node: Node | None) -> Any:
     return {e.key: to_python(e.value) for e in node.entries}
 
 
+def is_empty(node: Node | None) -> bool:
+    """A key written with no value (``vars:``): every inventory format reads it as "nothing here"."""
+    return node is None or (isinstance(node, Scalar) and node.value is None)
+
+
+def as_mapping(node: Node) -> Mapping | None:
+    """``node`` as a mapping, an empty one for a key with no value; ``None`` for a scalar or a
+    list, so that the caller can say what it wanted there."""
+    if isinstance(node, Mapping):
+        return node
+    return Mapping((), node.line) if is_empty(node) else None
+
+
 def kind_of(node: Node | None) -> str:
-    if node is None or (isinstance(node, Scalar) and node.value is None):
+    if node is None or is_empty(node):
         return "an empty value"
     if isinstance(node, Mapping):
         return "a mapping"

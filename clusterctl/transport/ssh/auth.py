@@ -15,6 +15,7 @@ import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import paramiko
@@ -179,6 +180,31 @@ def keys_to_offer(target: SSHTarget, credentials: Credentials | None = None) -> 
     return offered
 
 
+def _try_method(
+    client: paramiko.Transport, target: SSHTarget, tried: list[str], label: str, call: Callable[[], object]
+) -> list[str] | None:
+    """Make one authentication attempt and note its outcome in ``tried``.
+
+    Returns the methods the server allows when it rejected this method outright, else ``None``.
+    A dropped connection is not a refusal: it raises, so the next method is not tried on a
+    dead transport.
+    """
+    tried.append(label)
+    try:
+        call()
+    except paramiko.BadAuthenticationType as exc:
+        return list(exc.allowed_types)
+    except paramiko.AuthenticationException:
+        tried[-1] += " (refused)"
+    except paramiko.SSHException as exc:
+        if not client.is_active():
+            raise TransportError(
+                FailureKind.UNREACHABLE, f"{target.name}: connection lost during authentication: {exc}"
+            ) from exc
+        tried[-1] += f" ({exc})"
+    return None
+
+
 def authenticate(
     client: paramiko.Transport, target: SSHTarget, deadline: float, credentials: Credentials | None = None
 ) -> None:
@@ -193,42 +219,21 @@ def authenticate(
         if allowed is not None and "publickey" not in allowed:
             break
         remaining(deadline, "authentication", target)
-        tried.append(attempt.label)
-        try:
-            client.auth_publickey(target.user, attempt.key)
-        except paramiko.BadAuthenticationType as exc:
-            allowed = list(exc.allowed_types)
+        offer_key = partial(client.auth_publickey, target.user, attempt.key)
+        rejected = _try_method(client, target, tried, attempt.label, offer_key)
+        if rejected is not None:
+            allowed = rejected
             tried[-1] += " (the server takes no public keys)"
-            continue
-        except paramiko.AuthenticationException:
-            tried[-1] += " (refused)"
-            continue
-        except paramiko.SSHException as exc:
-            if not client.is_active():
-                raise TransportError(
-                    FailureKind.UNREACHABLE, f"{target.name}: connection lost during authentication: {exc}"
-                ) from exc
-            tried[-1] += f" ({exc})"
-            continue
-        if client.is_authenticated():
+        elif client.is_authenticated():
             return
     password = credentials.password if credentials else None
     if password is not None and target.password_authentication:
         remaining(deadline, "authentication", target)
-        tried.append("password")
-        try:
-            client.auth_password(target.user, password.reveal())
-        except paramiko.BadAuthenticationType as exc:
-            tried[-1] += f" (not accepted; the server allows: {', '.join(exc.allowed_types)})"
-        except paramiko.AuthenticationException:
-            tried[-1] += " (refused)"
-        except paramiko.SSHException as exc:
-            if not client.is_active():
-                raise TransportError(
-                    FailureKind.UNREACHABLE, f"{target.name}: connection lost during authentication: {exc}"
-                ) from exc
-            tried[-1] += f" ({exc})"
-        if client.is_authenticated():
+        send_password = partial(client.auth_password, target.user, password.reveal())
+        rejected = _try_method(client, target, tried, "password", send_password)
+        if rejected is not None:
+            tried[-1] += f" (not accepted; the server allows: {', '.join(rejected)})"
+        elif client.is_authenticated():
             return
     what = "; ".join(tried) if tried else "no usable key"
     extra = f"; could not use: {'; '.join(skipped)}" if skipped else ""
