@@ -15,6 +15,7 @@ line the user sees in their file.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -24,6 +25,8 @@ _BORDER_ONLY = re.compile(rf"^[\s{_BOX}]+$")
 _BORDER_LEFT = re.compile(rf"^\s*[{_BOX}]\s?")
 _BORDER_RIGHT = re.compile(rf"\s*[{_BOX}]\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)[\w+-]*\s*$")
+#: ``mpirun --tag-output`` prefix: ``[1,0]<stdout>:``.
+_MPI_TAG = re.compile(r"^\s*\[\d+,\d+\]<(?:stdout|stderr)>:")
 #: Shell prompts, with or without the command after them:
 #: ``user@host:~/dir$ cmd``, ``(venv) user@host:~$``, ``[root@host ~]# cmd``, ``$ cmd``, ``host$ cmd``.
 _PROMPTS = (
@@ -105,3 +108,12 @@ def clean_lines(text: str, *, keep_blank: bool = False) -> list[Line]:
             continue
         result.append(Line(number, line[len(indent):] if indent else line))
     return result
+
+
+def without_mpi_tags(lines: Iterable[Line]) -> Iterator[Line]:
+    """``lines`` without the ``[1,0]<stdout>:`` prefix ``mpirun --tag-output`` puts on each rank's
+    lines (benchmark logs of multi-node runs); lines that held nothing else are dropped."""
+    for line in lines:
+        text = _MPI_TAG.sub("", line.text)
+        if text.strip():
+            yield Line(line.number, text)

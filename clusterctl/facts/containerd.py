@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.sections import MARKER_FILES, Section, section_command, split_sections
+from clusterctl.facts.table import numbered_lines, rows_under_header
 
 _WHAT = "containerd facts"
 
@@ -42,13 +43,11 @@ _VERSION = re.compile(r"^containerd\s+\S+\s+v?(\d+\.\d+\.\d+)\S*")
 
 def parse_containerd_version(text: str) -> str:
     """``containerd --version``: ``containerd <module or package> [v]X.Y.Z[~suffix] <revision>``."""
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        match = _VERSION.match(line.strip())
+    for line in numbered_lines(text):
+        match = _VERSION.match(line.text.strip())
         if not match:
             raise ParseError("containerd --version", "expected 'containerd <package> <version> <revision>'",
-                             line=number, text=line)
+                             line=line.number, text=line.text)
         return match.group(1)
     raise ParseError("containerd --version", "no output")
 
@@ -63,17 +62,11 @@ class PluginStatus:
 
 def parse_ctr_plugins(text: str) -> tuple[PluginStatus, ...]:
     """``ctr plugins ls``: a ``TYPE ID PLATFORMS STATUS`` header, then one plugin per line."""
-    lines = text.splitlines()
-    if not lines or lines[0].split()[:4] != ["TYPE", "ID", "PLATFORMS", "STATUS"]:
-        raise ParseError("ctr plugins ls", "expected the 'TYPE ID PLATFORMS STATUS' header", line=1,
-                         text=lines[0] if lines else "")
     out: list[PluginStatus] = []
-    for number, line in enumerate(lines[1:], start=2):
-        cells = line.split()
-        if not cells:
-            continue
+    for row in rows_under_header(text, "ctr plugins ls", "TYPE ID PLATFORMS STATUS"):
+        cells = row.tokens
         if len(cells) != 4:
-            raise ParseError("ctr plugins ls", "expected four columns", line=number, text=line)
+            raise ParseError("ctr plugins ls", "expected four columns", line=row.number, text=row.text)
         out.append(PluginStatus(*cells))
     return tuple(out)
 
@@ -89,13 +82,11 @@ def cri_status(plugins: tuple[PluginStatus, ...]) -> str | None:
 def parse_kubeadm_images(text: str) -> tuple[str, ...]:
     """``kubeadm config images list``: one image reference per line."""
     out: list[str] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        value = line.strip()
-        if not value:
-            continue
+    for line in numbered_lines(text):
+        value = line.text.strip()
         if " " in value or "/" not in value or ":" not in value.rsplit("/", 1)[-1]:
             raise ParseError("kubeadm config images list", "expected an image reference such as "
-                             "registry.k8s.io/pause:3.10.1", line=number, text=line)
+                             "registry.k8s.io/pause:3.10.1", line=line.number, text=line.text)
         out.append(value)
     return tuple(out)
 

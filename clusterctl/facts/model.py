@@ -31,6 +31,25 @@ class ParseWarning:
         return {"line": self.line, "message": self.message}
 
 
+class PartialRead:
+    """A parse result that reads what can be read: ``warnings`` says what could not (empty when
+    the input was read whole), and the rest of the result stands."""
+
+    warnings: tuple[ParseWarning, ...] = ()
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.warnings)
+
+
+@dataclass(frozen=True)
+class ParseResult(PartialRead):
+    """``PartialRead`` for the results that are dataclasses: ``warnings`` is a keyword argument, so
+    a result's own fields keep their places in the constructor."""
+
+    warnings: tuple[ParseWarning, ...] = field(default=(), kw_only=True)
+
+
 def warnings_of(value: object) -> tuple[ParseWarning, ...]:
     """The warnings a parsed value carries (``()`` for values of parsers that have none)."""
     found = getattr(value, "warnings", ())
@@ -78,17 +97,13 @@ class TopoDevice:
 
 
 @dataclass(frozen=True)
-class TopoMatrix:
+class TopoMatrix(ParseResult):
+    """The matrix; ``warnings`` name what could not be read (clipped columns, rows not pasted, fused cells)."""
+
     devices: tuple[TopoDevice, ...]
     links: tuple[TopoLink, ...]
     #: Legend lines kept verbatim (``X = Self``...), for display.
     legend: tuple[str, ...] = ()
-    #: What could not be read (clipped columns, rows not pasted, fused cells); empty when whole.
-    warnings: tuple[ParseWarning, ...] = ()
-
-    @property
-    def partial(self) -> bool:
-        return bool(self.warnings)
 
     @property
     def gpus(self) -> tuple[TopoDevice, ...]:
@@ -178,14 +193,13 @@ class RDMADevice:
     ca_type: str | None = None
 
 
-class RDMADevices(tuple[RDMADevice, ...]):
+class RDMADevices(PartialRead, tuple[RDMADevice, ...]):
     """The RDMA devices of a host, and what could not be read about them.
 
     A tuple (every caller iterates it as one) that also carries ``warnings`` and the tool the
     facts came from (``ibv_devinfo`` or ``ibstat``).
     """
 
-    warnings: tuple[ParseWarning, ...]
     source: str
 
     def __new__(
@@ -196,10 +210,6 @@ class RDMADevices(tuple[RDMADevice, ...]):
         made.warnings = tuple(warnings)
         made.source = source
         return made
-
-    @property
-    def partial(self) -> bool:
-        return bool(self.warnings)
 
 
 # --- software stack ------------------------------------------------------------------
@@ -239,10 +249,8 @@ class NetDevice:
     ipv4: tuple[str, ...] = ()
 
 
-class NetDevices(tuple[NetDevice, ...]):
+class NetDevices(PartialRead, tuple[NetDevice, ...]):
     """``ibdev2netdev``'s interfaces (a tuple) and the lines that could not be read."""
-
-    warnings: tuple[ParseWarning, ...]
 
     def __new__(cls, devices: tuple[NetDevice, ...] | list[NetDevice] = (),
                 warnings: tuple[ParseWarning, ...] = ()) -> NetDevices:
@@ -251,7 +259,5 @@ class NetDevices(tuple[NetDevice, ...]):
         return made
 
 
-class IPv4Addresses(dict[str, tuple[str, ...]]):
+class IPv4Addresses(PartialRead, dict[str, tuple[str, ...]]):
     """Interface -> IPv4 addresses (a dict) and the lines of ``ip -o -4 addr`` that could not be read."""
-
-    warnings: tuple[ParseWarning, ...] = ()

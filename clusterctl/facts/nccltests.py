@@ -24,13 +24,11 @@ import re
 from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.clean import clean_lines
-from clusterctl.facts.model import ParseWarning
+from clusterctl.facts.clean import clean_lines, without_mpi_tags
+from clusterctl.facts.model import ParseResult, ParseWarning
 
 _WHAT = "nccl-tests output"
 
-#: ``mpirun --tag-output`` prefix: ``[1,0]<stdout>:``.
-_MPI_TAG = re.compile(r"^\s*\[\d+,\d+\]<(?:stdout|stderr)>:")
 _HEADER = re.compile(r"^\s*#\s+size\s+count\s+type\b")
 _AVG = re.compile(r"^\s*#\s*Avg bus bandwidth\s*:\s*(\S+)")
 _OOB = re.compile(r"^\s*#\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)?")
@@ -39,15 +37,10 @@ _RANK = re.compile(r"^\s*#?\s*Rank\s+(\d+)\b.*?\bon\s+(\S+)\s+device\s+(\d+)\s+\
 _TOOL = re.compile(r"\b((?:all_reduce|all_gather|reduce_scatter|alltoall|sendrecv|broadcast|reduce|gather|scatter|"
                    r"hypercube)_perf)(?:_\w+)?\b")
 _NCCL_LOG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b")
-_FAILURES = (
-    re.compile(r"Test NCCL failure"),
-    re.compile(r"Test CUDA failure"),
-    re.compile(r"Cuda failure"),
-    re.compile(r"NCCL WARN"),
-    re.compile(r"\bTest failure\b"),
-    re.compile(r"unhandled (?:system|cuda) error", re.IGNORECASE),
-    re.compile(r"NCCL failure"),
-)
+#: Where a line says a rank failed: ``Test NCCL failure``, ``Test CUDA failure``, ``Cuda failure``,
+#: ``NCCL WARN``, ``Test failure``, ``unhandled system error``, ``NCCL failure``.
+_FAILURE = re.compile(r"Test (?:NCCL|CUDA) failure|Cuda failure|NCCL WARN|\bTest failure\b|"
+                      r"(?i:unhandled (?:system|cuda) error)|NCCL failure")
 _KNOWN_COLUMNS = {"size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "error"}
 
 
@@ -77,7 +70,9 @@ class NcclRow:
 
 
 @dataclass(frozen=True)
-class NcclTestResult:
+class NcclTestResult(ParseResult):
+    """One run's table and summary; ``warnings`` name the rows that could not be read."""
+
     #: ``all_reduce_perf`` etc. when the log names it (command line), else ``None``.
     test: str | None
     rows: tuple[NcclRow, ...]
@@ -93,12 +88,6 @@ class NcclTestResult:
     ranks: tuple[tuple[int, str, int, str], ...] = ()
     #: Lines that say a rank failed (NCCL WARN, Test NCCL failure...), stripped.
     errors: tuple[str, ...] = ()
-    #: Rows that could not be read, by line; the other rows stand.
-    warnings: tuple[ParseWarning, ...] = ()
-
-    @property
-    def partial(self) -> bool:
-        return bool(self.warnings)
 
     @property
     def wrong_total(self) -> int:
@@ -220,14 +209,11 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
         # pre-cleaning drops (``user@host:~/nccl-tests$ ./build/alltoall_perf``).
         test = next((found.group(1) for raw in text.splitlines()
                      if not _NCCL_LOG.search(raw) and (found := _TOOL.search(raw))), None)
-    for cleaned in clean_lines(text):
-        number = cleaned.number
-        line = _MPI_TAG.sub("", cleaned.text)
-        if not line.strip():
-            continue
-        if any(p.search(line) for p in _FAILURES):
-            failure = next(p.search(line) for p in _FAILURES if p.search(line))
-            start = failure.start() if failure else 0
+    for cleaned in without_mpi_tags(clean_lines(text)):
+        number, line = cleaned.number, cleaned.text
+        failure = _FAILURE.search(line)
+        if failure:
+            start = failure.start()
             head = line[:start].split()
             if columns is not None and head and head[0].isdigit() and len(head) > 3:
                 # "  1048576  262144  float  sum  -1  host: Test NCCL failure ...": the row never finished.

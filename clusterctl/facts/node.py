@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact
 from clusterctl.facts.sections import Section, section_command, split_sections
+from clusterctl.facts.table import numbered_lines, rows_under_header
 
 _WHAT = "node facts"
 
@@ -86,30 +87,24 @@ class NodeFacts:
 def parse_os_release(text: str) -> dict[str, str]:
     """``KEY=value`` lines of os-release(5), quotes removed; comments and blank lines skipped."""
     values: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
+    for line in numbered_lines(text):
+        stripped = line.text.strip()
+        if stripped.startswith("#"):
             continue
         key, sep, value = stripped.partition("=")
         if not sep or not re.fullmatch(r"[A-Z0-9_]+", key):
-            raise ParseError("os-release", "expected KEY=value", line=number, text=line)
+            raise ParseError("os-release", "expected KEY=value", line=line.number, text=line.text)
         values[key] = value.strip().strip('"').strip("'")
     return values
 
 
 def parse_proc_swaps(text: str) -> tuple[Swap, ...]:
     """``/proc/swaps``: a header line, then one active swap area per line."""
-    lines = text.splitlines()
-    if not lines or not lines[0].startswith("Filename"):
-        raise ParseError("/proc/swaps", "expected the 'Filename Type Size Used Priority' header", line=1,
-                         text=lines[0] if lines else "")
     out: list[Swap] = []
-    for number, line in enumerate(lines[1:], start=2):
-        cells = line.split()
-        if not cells:
-            continue
+    for row in rows_under_header(text, "/proc/swaps", "Filename Type Size Used Priority"):
+        cells = row.tokens
         if len(cells) < 3 or not cells[2].isdigit():
-            raise ParseError("/proc/swaps", "expected 'name type size used priority'", line=number, text=line)
+            raise ParseError("/proc/swaps", "expected 'name type size used priority'", line=row.number, text=row.text)
         out.append(Swap(cells[0], cells[1], int(cells[2])))
     return tuple(out)
 
@@ -120,30 +115,26 @@ _SS_PROC = re.compile(r'\("([^"]+)",pid=')
 def parse_ss_listening(text: str) -> tuple[ListeningSocket, ...]:
     """``ss -Htlnp``: ``LISTEN recvq sendq local peer [users:(("name",pid=N,fd=N),...)]``."""
     out: list[ListeningSocket] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        cells = line.split()
-        if not cells:
-            continue
+    for line in numbered_lines(text):
+        cells = line.tokens
         if len(cells) < 5 or cells[0] != "LISTEN":
-            raise ParseError("ss -Htlnp", "expected 'LISTEN recv-q send-q local-address:port peer'", line=number,
-                             text=line)
+            raise ParseError("ss -Htlnp", "expected 'LISTEN recv-q send-q local-address:port peer'",
+                             line=line.number, text=line.text)
         local = cells[3]
         address, sep, port = local.rpartition(":")
         if not sep or not port.isdigit():
-            raise ParseError("ss -Htlnp", f"no port in the local address {local!r}", line=number, text=line)
-        out.append(ListeningSocket(address, int(port), tuple(_SS_PROC.findall(line))))
+            raise ParseError("ss -Htlnp", f"no port in the local address {local!r}", line=line.number, text=line.text)
+        out.append(ListeningSocket(address, int(port), tuple(_SS_PROC.findall(line.text))))
     return tuple(out)
 
 
 def parse_meminfo(text: str) -> dict[str, int]:
     """``/proc/meminfo`` lines ``Name:   123 kB`` -> {name: kib}."""
     out: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        match = re.fullmatch(r"([A-Za-z0-9_()]+):\s+(\d+)(?:\s+kB)?\s*", line)
+    for line in numbered_lines(text):
+        match = re.fullmatch(r"([A-Za-z0-9_()]+):\s+(\d+)(?:\s+kB)?\s*", line.text)
         if not match:
-            raise ParseError("/proc/meminfo", "expected 'Name: N kB'", line=number, text=line)
+            raise ParseError("/proc/meminfo", "expected 'Name: N kB'", line=line.number, text=line.text)
         out[match.group(1)] = int(match.group(2))
     return out
 
@@ -165,14 +156,12 @@ def parse_df(text: str) -> DiskSpace:
 def parse_nvidia_smi_list(text: str) -> tuple[str, ...]:
     """``nvidia-smi -L``: ``GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)`` -> the UUIDs (or names)."""
     out: list[str] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        match = re.match(r"\s*GPU (\d+): (.+?)(?: \(UUID: ([^)]+)\))?\s*$", line)
+    for line in numbered_lines(text):
+        match = re.match(r"\s*GPU (\d+): (.+?)(?: \(UUID: ([^)]+)\))?\s*$", line.text)
         if match:
             out.append(match.group(3) or match.group(2))
-        elif not re.match(r"\s+(MIG|Link) ", line):  # MIG devices are listed under their GPU
-            raise ParseError("nvidia-smi -L", "expected 'GPU N: name (UUID: ...)'", line=number, text=line)
+        elif not re.match(r"\s+(MIG|Link) ", line.text):  # MIG devices are listed under their GPU
+            raise ParseError("nvidia-smi -L", "expected 'GPU N: name (UUID: ...)'", line=line.number, text=line.text)
     return tuple(out)
 
 

@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.clean import clean_lines
-from clusterctl.facts.model import ParseWarning
+from clusterctl.facts.clean import clean_lines, without_mpi_tags
+from clusterctl.facts.model import ParseResult, ParseWarning
 
 _WHAT = "perftest output"
 
@@ -45,25 +45,13 @@ _SETTING = {
     "gid_index": re.compile(r"\bGID index\s*:\s*(\d+)"),
     "qps": re.compile(r"\bNumber of qps\s*:\s*(\d+)"),
 }
-_MPI_TAG = re.compile(r"^\s*\[\d+,\d+\]<(?:stdout|stderr)>:")
 _RULE = re.compile(r"^\s*-{20,}\s*$")
 _NUMBER_START = re.compile(r"^\s*\d")
-#: Lines perftest (or the libraries under it) prints that say the test did not run.
-_ERRORS = (
-    re.compile(r"Couldn't connect to \S+"),
-    re.compile(r"Unable to init the socket connection"),
-    re.compile(r"Unable to open file descriptor for socket connection"),
-    re.compile(r"IB device \S+ not found"),
-    re.compile(r"No IB devices found"),
-    re.compile(r"Couldn't get context for the device"),
-    re.compile(r"Couldn't read remote address"),
-    re.compile(r"Completion with error"),
-    re.compile(r"Failed status \d+"),
-    re.compile(r"Failed to \w[\w ]*"),
-    re.compile(r"Unable to \w[\w ]*"),
-    re.compile(r"Couldn't \w[\w ]*"),
-    re.compile(r"\bnot found\b"),
-)
+#: Lines perftest (or the libraries under it) prints that say the test did not run: ``Couldn't connect
+#: to HOST:PORT``, ``Couldn't get context for the device``, ``Unable to init the socket connection``,
+#: ``IB device mlx5_9 not found``, ``No IB devices found``, ``Completion with error``, ``Failed status 12``.
+_ERROR = re.compile(r"(?:Couldn't|Unable to|Failed to) \w|\bnot found\b|No IB devices found|Completion with error|"
+                    r"Failed status \d")
 _TOOL_PREFIX = {"RDMA_Write": "ib_write", "RDMA_Read": "ib_read", "Send": "ib_send", "Atomic": "ib_atomic"}
 
 
@@ -91,7 +79,9 @@ class LatencyRow:
 
 
 @dataclass(frozen=True)
-class PerftestResult:
+class PerftestResult(ParseResult):
+    """One run's settings and table; ``warnings`` name the table rows that could not be read."""
+
     #: ``ib_write_bw``, ``ib_read_lat``... from the banner; ``None`` when the log has none.
     test: str | None
     #: ``bw`` or ``lat``, ``None`` when no table was printed.
@@ -110,12 +100,6 @@ class PerftestResult:
     latency: tuple[LatencyRow, ...] = ()
     #: Lines that say the test failed, verbatim (stripped).
     errors: tuple[str, ...] = ()
-    #: Table rows that could not be read, by line; the other rows stand.
-    warnings: tuple[ParseWarning, ...] = ()
-
-    @property
-    def partial(self) -> bool:
-        return bool(self.warnings)
 
     @property
     def ok(self) -> bool:
@@ -182,13 +166,6 @@ def _lat_row(tokens: list[str], columns: list[str], number: int, line: str) -> L
     )
 
 
-def _error_in(line: str) -> str | None:
-    for pattern in _ERRORS:
-        if pattern.search(line):
-            return line.strip()
-    return None
-
-
 def parse_perftest(text: str) -> PerftestResult:
     """Parse one perftest run's output (client or server side, any version)."""
     settings: dict[str, str] = {}
@@ -204,11 +181,8 @@ def parse_perftest(text: str) -> PerftestResult:
     errors: list[str] = []
     warnings: list[ParseWarning] = []
     lines = clean_lines(text)
-    for cleaned in lines:
-        number = cleaned.number
-        line = _MPI_TAG.sub("", cleaned.text)
-        if not line.strip():
-            continue
+    for cleaned in without_mpi_tags(lines):
+        number, line = cleaned.number, cleaned.text
         if "Waiting for client to connect" in line:
             server = True
             continue
@@ -239,9 +213,8 @@ def parse_perftest(text: str) -> PerftestResult:
             except ParseError as exc:
                 warnings.append(ParseWarning(f"table row not read: {exc.reason}", number))
             continue
-        error = _error_in(line)
-        if error is not None:
-            errors.append(error)
+        if _ERROR.search(line):
+            errors.append(line.strip())
             continue
         if banner is not None and not in_table:
             for key, pattern in _SETTING.items():

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
@@ -93,7 +94,7 @@ def _is_ipv4_mapped(gid: str) -> bool:
         return False
 
 
-def _finish_port(draft: _PortDraft, hca: str, warnings: list[ParseWarning]) -> RDMAPort | None:
+def _ibv_port(draft: _PortDraft, hca: str, warnings: list[ParseWarning]) -> RDMAPort | None:
     values = draft.values
     if "state" not in values:
         warnings.append(ParseWarning(f"{hca} port {draft.port} has no 'state' line: port left out", draft.line))
@@ -119,28 +120,59 @@ def _finish_port(draft: _PortDraft, hca: str, warnings: list[ParseWarning]) -> R
     )
 
 
-def _unique(drafts: list[_DeviceDraft], warnings: list[ParseWarning], what: str) -> list[_DeviceDraft]:
-    """Drafts with a name seen before dropped (a paste that repeats a block), with a warning."""
-    seen: set[str] = set()
-    kept: list[_DeviceDraft] = []
-    for draft in drafts:
-        if draft.hca in seen:
-            warnings.append(ParseWarning(f"{what} lists {draft.hca} a second time: the second block is left out",
-                                         draft.line))
-            continue
-        seen.add(draft.hca)
-        kept.append(draft)
-    return kept
+@dataclass
+class _Drafts:
+    """The device and port blocks read so far, the block lines go to, and what could not be read.
 
+    Both formats fill one: a device opens with ``hca_id:`` or ``CA '...'``, a port with ``port:`` or
+    ``Port N:``, and every ``key: value`` line goes to the open port, else to the open device.
+    """
 
-def _add_port(device: _DeviceDraft, port_number: int, line: int, warnings: list[ParseWarning]) -> _PortDraft | None:
-    """A new port block of ``device``; None (and a warning) when the device already has that port."""
-    if any(existing.port == port_number for existing in device.ports):
-        warnings.append(ParseWarning(f"port {port_number} listed twice for {device.hca}: the second is not read", line))
-        return None
-    port = _PortDraft(port=port_number, line=line)
-    device.ports.append(port)
-    return port
+    #: The tool, for messages and ``RDMADevices.source``.
+    tool: str
+    devices: list[_DeviceDraft] = field(default_factory=list)
+    warnings: list[ParseWarning] = field(default_factory=list)
+    device: _DeviceDraft | None = None
+    port: _PortDraft | None = None
+
+    def warn(self, message: str, line: int | None) -> None:
+        self.warnings.append(ParseWarning(message, line))
+
+    def open_device(self, hca: str, line: int) -> None:
+        self.device, self.port = _DeviceDraft(hca=hca, line=line), None
+        self.devices.append(self.device)
+
+    def open_port(self, device: _DeviceDraft, port_number: int, line: int) -> None:
+        """A new port block of ``device``; none (and a warning) when the device already has that port."""
+        self.port = None
+        if any(existing.port == port_number for existing in device.ports):
+            self.warn(f"port {port_number} listed twice for {device.hca}: the second is not read", line)
+            return
+        self.port = _PortDraft(port=port_number, line=line)
+        device.ports.append(self.port)
+
+    def set(self, device: _DeviceDraft, key: str, value: str) -> None:
+        (self.port.values if self.port is not None else device.values)[key] = value
+
+    def finish(self, read_port: Callable[[_PortDraft, str, list[ParseWarning]], RDMAPort | None],
+               read_device: Callable[[_DeviceDraft, tuple[RDMAPort, ...]], RDMADevice]) -> RDMADevices:
+        """The devices, each read once (a paste that repeats a block costs the repeat, with a warning)."""
+        devices = []
+        for draft in self._unique():
+            ports = (read_port(p, draft.hca, self.warnings) for p in draft.ports)
+            devices.append(read_device(draft, tuple(p for p in ports if p is not None)))
+        return RDMADevices(devices, tuple(self.warnings), source=self.tool)
+
+    def _unique(self) -> list[_DeviceDraft]:
+        seen: set[str] = set()
+        kept: list[_DeviceDraft] = []
+        for draft in self.devices:
+            if draft.hca in seen:
+                self.warn(f"{self.tool} lists {draft.hca} a second time: the second block is left out", draft.line)
+                continue
+            seen.add(draft.hca)
+            kept.append(draft)
+        return kept
 
 
 def parse_ibv_devinfo(text: str) -> RDMADevices:
@@ -149,64 +181,54 @@ def parse_ibv_devinfo(text: str) -> RDMADevices:
 
 
 def _parse_ibv_devinfo(lines: list[Line]) -> RDMADevices:
-    drafts: list[_DeviceDraft] = []
-    warnings: list[ParseWarning] = []
-    device: _DeviceDraft | None = None
-    port: _PortDraft | None = None
+    drafts = _Drafts("ibv_devinfo")
     for item in lines:
         number, line = item.number, item.text
+        device = drafts.device
         if line.strip() == _NO_DEVICES and device is None:
             continue
         indented = line[:1] in (" ", "\t")
         gid = _GID.match(line)
         if gid:
-            if port is None:
-                warnings.append(ParseWarning("GID line outside a port: not read", number))
+            if drafts.port is None:
+                drafts.warn("GID line outside a port: not read", number)
                 continue
-            port.gids.append((int(gid.group(1)), gid.group(2), gid.group(3) or ""))
+            drafts.port.gids.append((int(gid.group(1)), gid.group(2), gid.group(3) or ""))
             continue
         pair = _KEY_VALUE.match(line)
         if pair is None:
             if indented and device is not None:
                 continue  # capability flag list under a key such as device_cap_flags
-            warnings.append(ParseWarning(f"unrecognised line not read: {line.strip()[:80]!r}", number))
+            drafts.warn(f"unrecognised line not read: {line.strip()[:80]!r}", number)
             continue
         key, value = pair.group(1), pair.group(2)
         if key == "hca_id":
-            if not value:
-                warnings.append(ParseWarning("'hca_id' names no device: its block is not read", number))
-                device = port = None
-                continue
-            device = _DeviceDraft(hca=value, line=number)
-            port = None
-            drafts.append(device)
+            if value:
+                drafts.open_device(value, number)
+            else:
+                drafts.warn("'hca_id' names no device: its block is not read", number)
+                drafts.device = drafts.port = None
             continue
         if device is None:
-            warnings.append(ParseWarning(f"'{key}' line outside a device (no 'hca_id' above it): not read", number))
-            continue
-        if key == "port":
-            if not value.isdigit():
-                warnings.append(ParseWarning(f"port number {value!r} is not a number: that port is not read", number))
-                port = None
-                continue
-            port = _add_port(device, int(value), number, warnings)
-            continue
-        (port.values if port is not None else device.values)[key] = value
-    if not drafts and warnings:
-        first = next((w for w in warnings if w.line is not None), None)
+            drafts.warn(f"'{key}' line outside a device (no 'hca_id' above it): not read", number)
+        elif key != "port":
+            drafts.set(device, key, value)
+        elif value.isdigit():
+            drafts.open_port(device, int(value), number)
+        else:
+            drafts.warn(f"port number {value!r} is not a number: that port is not read", number)
+            drafts.port = None
+    if not drafts.devices and drafts.warnings:
+        first = next((w for w in drafts.warnings if w.line is not None), None)
         raise ParseError(_WHAT, "no 'hca_id' device block in the input",
                          line=first.line if first else None)
-    devices = []
-    for draft in _unique(drafts, warnings, "ibv_devinfo"):
-        ports = tuple(p for p in (_finish_port(d, draft.hca, warnings) for d in draft.ports) if p is not None)
-        devices.append(RDMADevice(
-            hca=draft.hca,
-            fw_version=draft.values.get("fw_ver"),
-            node_guid=draft.values.get("node_guid"),
-            board_id=draft.values.get("board_id"),
-            ports=ports,
-        ))
-    return RDMADevices(devices, tuple(warnings), source="ibv_devinfo")
+    return drafts.finish(_ibv_port, _ibv_device)
+
+
+def _ibv_device(draft: _DeviceDraft, ports: tuple[RDMAPort, ...]) -> RDMADevice:
+    values = draft.values
+    return RDMADevice(hca=draft.hca, fw_version=values.get("fw_ver"), node_guid=values.get("node_guid"),
+                      board_id=values.get("board_id"), ports=ports)
 
 
 def _guid(value: str | None) -> str | None:
@@ -241,44 +263,37 @@ def parse_ibstat(text: str) -> RDMADevices:
 
 
 def _parse_ibstat(lines: list[Line]) -> RDMADevices:
-    drafts: list[_DeviceDraft] = []
-    warnings: list[ParseWarning] = []
-    device: _DeviceDraft | None = None
-    port: _PortDraft | None = None
+    drafts = _Drafts("ibstat")
     for item in lines:
         number, line = item.number, item.text
         ca = _CA.match(line)
         if ca:
-            device, port = _DeviceDraft(hca=ca.group(1), line=number), None
-            drafts.append(device)
+            drafts.open_device(ca.group(1), number)
             continue
+        device = drafts.device
         found = _IBSTAT_PORT.match(line)
         if found and device is not None:
-            port = _add_port(device, int(found.group(1)), number, warnings)
+            drafts.open_port(device, int(found.group(1)), number)
             continue
         if line.strip().startswith(("ibpanic:", "ibwarn:", "ibstat:")):
-            warnings.append(ParseWarning(f"ibstat reported: {line.strip()[:100]}", number))
+            drafts.warn(f"ibstat reported: {line.strip()[:100]}", number)
             continue
         pair = _KEY_VALUE.match(line)
         if pair is None or device is None:
-            warnings.append(ParseWarning(f"unrecognised line not read: {line.strip()[:80]!r}", number))
+            drafts.warn(f"unrecognised line not read: {line.strip()[:80]!r}", number)
             continue
-        (port.values if port is not None else device.values)[pair.group(1)] = pair.group(2)
-    if not drafts:
+        drafts.set(device, pair.group(1), pair.group(2))
+    if not drafts.devices:
         first = lines[0] if lines else None
         raise ParseError("ibstat", "no \"CA '<name>'\" device block in the input",
                          line=first.number if first else None, text=first.text if first else None)
-    devices = []
-    for draft in _unique(drafts, warnings, "ibstat"):
-        ports = tuple(p for p in (_ibstat_port(d, draft.hca, warnings) for d in draft.ports) if p is not None)
-        devices.append(RDMADevice(
-            hca=draft.hca,
-            fw_version=draft.values.get("Firmware version"),
-            node_guid=_guid(draft.values.get("Node GUID")),
-            ports=ports,
-            ca_type=draft.values.get("CA type"),
-        ))
-    return RDMADevices(devices, tuple(warnings), source="ibstat")
+    return drafts.finish(_ibstat_port, _ibstat_device)
+
+
+def _ibstat_device(draft: _DeviceDraft, ports: tuple[RDMAPort, ...]) -> RDMADevice:
+    values = draft.values
+    return RDMADevice(hca=draft.hca, fw_version=values.get("Firmware version"),
+                      node_guid=_guid(values.get("Node GUID")), ports=ports, ca_type=values.get("CA type"))
 
 
 def is_ibstat(text: str) -> bool:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 
-from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact
 from clusterctl.facts.model import SoftwareStack
+from clusterctl.facts.sections import split_sections
 
 _WHAT = "software stack"
 
@@ -42,7 +42,6 @@ def _build_command() -> str:
     return "; ".join(f"echo '### {name}'; {{ {command}; }} || true" for name, command in STACK_SECTIONS)
 
 
-_SECTION = re.compile(r"^### (\S+)\s*$")
 _VERSION = re.compile(r"\bv?(\d+\.\d+(?:\.\d+)*)")
 _DRIVER = re.compile(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)")
 _SMI_DRIVER = re.compile(r"Driver Version:\s*(\d+\.\d+(?:\.\d+)?)")
@@ -65,25 +64,7 @@ _ABSENT = (
 
 
 def _sections(text: str) -> dict[str, list[str]]:
-    sections: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        match = _SECTION.match(line)
-        if match:
-            name = match.group(1)
-            if name in sections:
-                raise ParseError(_WHAT, f"section '{name}' appears twice", line=number, text=line)
-            current = sections[name] = []
-        elif current is None:
-            if line.strip():
-                raise ParseError(
-                    _WHAT, "output does not start with a '### <section>' line", line=number, text=line
-                )
-        else:
-            current.append(line)
-    if not sections:
-        raise ParseError(_WHAT, "no '### <section>' lines in the output")
-    return sections
+    return {name: list(section.lines) for name, section in split_sections(text, _WHAT).items()}
 
 
 def _absent_reason(lines: list[str]) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact, Missing, missing_reason
@@ -31,8 +31,29 @@ if TYPE_CHECKING:
     from clusterctl.fanout import FleetResult, Runner
     from clusterctl.inventory.model import Host
 
+T = TypeVar("T")
+
 #: Per-fact command limit: a hung nvidia-smi must not eat the host's whole deadline.
 FACT_TIMEOUT_S = 30.0
+
+
+class FactView(Generic[T]):
+    """``HostFacts.<fact>``: the parsed fact if it was read (and is a ``kind``), else ``None``."""
+
+    def __init__(self, name: str, kind: type[T]) -> None:
+        self.name, self.kind = name, kind
+
+    @overload
+    def __get__(self, facts: None, owner: type) -> FactView[T]: ...
+
+    @overload
+    def __get__(self, facts: HostFacts, owner: type) -> T | None: ...
+
+    def __get__(self, facts: HostFacts | None, owner: type) -> FactView[T] | T | None:
+        if facts is None:
+            return self
+        value = facts.values.get(self.name)
+        return value if isinstance(value, self.kind) else None
 
 
 @dataclass(frozen=True)
@@ -50,31 +71,12 @@ class HostFacts:
         found = {name: warnings_of(value) for name, value in self.values.items()}
         return {name: w for name, w in found.items() if w}
 
-    @property
-    def topology(self) -> TopoMatrix | None:
-        value = self.values.get("topology")
-        return value if isinstance(value, TopoMatrix) else None
-
-    @property
-    def gpus(self) -> tuple[GPUInfo, ...] | None:
-        return self.values.get("gpus")
-
-    @property
-    def nvlink(self) -> tuple[NVLinkStatus, ...] | None:
-        return self.values.get("nvlink")
-
-    @property
-    def rdma(self) -> tuple[RDMADevice, ...] | None:
-        return self.values.get("rdma")
-
-    @property
-    def stack(self) -> SoftwareStack | None:
-        value = self.values.get("stack")
-        return value if isinstance(value, SoftwareStack) else None
-
-    @property
-    def netdev(self) -> tuple[NetDevice, ...] | None:
-        return self.values.get("netdev")
+    topology = FactView[TopoMatrix]("topology", TopoMatrix)
+    gpus = FactView[tuple[GPUInfo, ...]]("gpus", tuple)
+    nvlink = FactView[tuple[NVLinkStatus, ...]]("nvlink", tuple)
+    rdma = FactView[tuple[RDMADevice, ...]]("rdma", tuple)
+    stack = FactView[SoftwareStack]("stack", SoftwareStack)
+    netdev = FactView[tuple[NetDevice, ...]]("netdev", tuple)
 
     def missing_fact(self, name: str) -> Missing | None:
         return next((m for m in self.missing if m.fact == name), None)

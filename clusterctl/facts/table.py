@@ -1,0 +1,27 @@
+"""Lines of a command's raw output with their numbers, and columns under a header line.
+
+For outputs read straight from a host (``/proc/meminfo``, ``ss``, ``ctr plugins ls``): no pasted-text
+pre-cleaning (``clusterctl.facts.clean``), only blank lines skipped, so errors name the real line.
+"""
+
+from __future__ import annotations
+
+from clusterctl.errors import ParseError
+from clusterctl.facts.clean import Line
+
+
+def numbered_lines(text: str) -> list[Line]:
+    """The non-blank lines of ``text``, as printed, with their 1-based line numbers."""
+    return [Line(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+
+
+def rows_under_header(text: str, what: str, header: str) -> list[Line]:
+    """The non-blank lines after ``header`` (its words, however spaced), with their 1-based numbers.
+
+    Raises ``ParseError`` naming line 1 when the output does not start with that header.
+    """
+    first = text.splitlines()[:1]
+    words = header.split()
+    if not first or first[0].split()[:len(words)] != words:
+        raise ParseError(what, f"expected the '{header}' header", line=1, text=first[0] if first else "")
+    return [line for line in numbered_lines(text) if line.number > 1]
