@@ -33,6 +33,9 @@ How to add a phase
            def verify(self, ctx) -> list[Finding]: ...       # read again after apply; errors roll back
            def rollback(self, ctx, gate, records): ...       # default: gate.undo (backups, undo commands)
 
+   A phase that acts on the cluster through its API (manifests, Helm releases) subclasses
+   ``ClusterWidePhase[State]`` instead (it sets ``role = "control-plane"``, ``once_per_cluster = True``).
+
    ``plan`` must be the same code path for plan, dry-run and apply: never ``if dry_run``.
    In plan mode a phase's ``check`` sees the host as it is *before* the earlier phases' planned
    changes, so it must plan sensibly from the inventory when a tool is not installed yet.
