@@ -24,13 +24,17 @@ How to add a phase
            once_per_cluster = True               # optional: run on one host for the cluster
            serial = False                        # optional: one host at a time
            timeout_s = 900.0                     # optional: per host, larger than --timeout
+           role = "control-plane"                # optional: only hosts with this inventory role
 
-           def applies_to(self, ctx): return "control-plane" in ctx.host.roles   # no transport here
+           def applies_to(self, ctx): ...         # optional, instead of role; no transport here
            def check(self, ctx) -> NetState: ...  # read facts (command + pure parser); change nothing
            def findings(self, ctx, state): ...    # error-level findings stop this host
            def plan(self, ctx, state) -> list[Change]: ...   # [] = nothing to do (a first-class answer)
            def verify(self, ctx) -> list[Finding]: ...       # read again after apply; errors roll back
            def rollback(self, ctx, gate, records): ...       # default: gate.undo (backups, undo commands)
+
+   A phase that acts on the cluster through its API (manifests, Helm releases) subclasses
+   ``ClusterWidePhase[State]`` instead (it sets ``role = "control-plane"``, ``once_per_cluster = True``).
 
    ``plan`` must be the same code path for plan, dry-run and apply: never ``if dry_run``.
    In plan mode a phase's ``check`` sees the host as it is *before* the earlier phases' planned

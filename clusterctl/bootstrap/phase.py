@@ -47,6 +47,8 @@ class Phase(ABC, Generic[State]):
     name: ClassVar[str]
     #: One line for ``clusterctl bootstrap --help`` and the plan.
     description: ClassVar[str]
+    #: Only hosts with this inventory role run the phase (``"control-plane"``); None: every host.
+    role: ClassVar[str | None] = None
     #: Read-only phases (preflight) have nothing to plan and never take the host lock for writing.
     read_only: ClassVar[bool] = False
     #: Run on one host for the whole cluster (the first host ``applies_to`` accepts, in
@@ -62,9 +64,9 @@ class Phase(ABC, Generic[State]):
         """Whether this phase concerns the host at all (e.g. control-plane hosts only).
 
         Decided from ``ctx.host``, ``ctx.inventory`` and ``ctx.options`` only: the engine asks
-        before it connects, so ``ctx.transport`` must not be used here.
+        before it connects, so ``ctx.transport`` must not be used here. By default: ``role``.
         """
-        return True
+        return self.role is None or self.role in ctx.host.roles
 
     @abstractmethod
     def check(self, ctx: PhaseContext) -> State:
@@ -98,3 +100,11 @@ class Phase(ABC, Generic[State]):
         asked, a changing phase has already applied its changes.
         """
         return []
+
+
+class ClusterWidePhase(Phase[State]):
+    """A phase that acts on the cluster as a whole (objects through the API server, Helm releases):
+    run once, from the first control-plane host."""
+
+    role = "control-plane"
+    once_per_cluster = True

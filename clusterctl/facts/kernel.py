@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.sections import MARKER_FILES, Section, section_command, split_sections
+from clusterctl.facts.table import numbered_lines
 
 _WHAT = "kernel facts"
 
@@ -39,18 +40,17 @@ def parse_sysctl(text: str) -> tuple[dict[str, str], tuple[str, ...]]:
     """``sysctl KEY...`` (stderr joined): values by key, and the keys the kernel does not have."""
     values: dict[str, str] = {}
     missing: list[str] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        match = _SYSCTL.match(line.strip())
+    for line in numbered_lines(text):
+        match = _SYSCTL.match(line.text.strip())
         if match:
             values[match.group(1)] = match.group(2).strip()
             continue
-        gone = _SYSCTL_MISSING.match(line.strip())
+        gone = _SYSCTL_MISSING.match(line.text.strip())
         if gone:
             missing.append(gone.group(1).replace("/", "."))
             continue
-        raise ParseError("sysctl", "expected 'key = value' or sysctl's 'cannot stat' message", line=number, text=line)
+        raise ParseError("sysctl", "expected 'key = value' or sysctl's 'cannot stat' message", line=line.number,
+                         text=line.text)
     return values, tuple(missing)
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.sections import MARKER_FILES, section_command, split_sections
+from clusterctl.facts.table import numbered_lines
 
 _LOG = re.compile(r"^(?:[A-Z]{4}\[\d+\]|time=\"[^\"]*\" level=)")
 _VERSION = re.compile(r"NVIDIA Container Toolkit CLI version (\d+\.\d+\.\d+)")
@@ -24,13 +25,13 @@ def parse_ctk_version(text: str) -> str:
 def parse_cdi_list(text: str) -> tuple[str, ...]:
     """``nvidia-ctk cdi list``: ``vendor/class=name`` lines; the toolkit's log lines are skipped."""
     out: list[str] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        value = line.strip()
-        if not value or _LOG.match(value):
+    for line in numbered_lines(text):
+        value = line.text.strip()
+        if _LOG.match(value):
             continue
         if not re.fullmatch(r"[a-z0-9.\-]+/[a-z0-9.\-]+=\S+", value):
             raise ParseError("nvidia-ctk cdi list", "expected a CDI device name such as nvidia.com/gpu=0",
-                             line=number, text=line)
+                             line=line.number, text=line.text)
         out.append(value)
     return tuple(out)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from clusterctl.errors import ParseError
 from clusterctl.facts.node import parse_os_release
 from clusterctl.facts.sections import MARKER_FILES, section_command, split_sections
+from clusterctl.facts.table import numbered_lines
 
 _WHAT = "package facts"
 DPKG_FORMAT = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"
@@ -45,12 +46,11 @@ def parse_dpkg_query(text: str) -> dict[str, InstalledPackage]:
 
 def parse_showhold(text: str) -> frozenset[str]:
     names = set()
-    for number, line in enumerate(text.splitlines(), start=1):
-        value = line.strip()
-        if not value:
-            continue
+    for line in numbered_lines(text):
+        value = line.text.strip()
         if " " in value:
-            raise ParseError("apt-mark showhold", "expected one package name per line", line=number, text=line)
+            raise ParseError("apt-mark showhold", "expected one package name per line", line=line.number,
+                             text=line.text)
         names.add(value)
     return frozenset(names)
 

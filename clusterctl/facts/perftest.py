@@ -56,9 +56,15 @@ _TOOL_PREFIX = {"RDMA_Write": "ib_write", "RDMA_Read": "ib_read", "Send": "ib_se
 
 
 @dataclass(frozen=True)
-class BandwidthRow:
+class TableRow:
+    """The ``#bytes #iterations`` columns every perftest table starts with."""
+
     size_bytes: int
     iterations: int
+
+
+@dataclass(frozen=True)
+class BandwidthRow(TableRow):
     #: Gb/s (10^9 bit/s), converted from perftest's MiB/s when the log used MB/sec.
     bw_peak_gbps: float
     bw_avg_gbps: float
@@ -66,9 +72,7 @@ class BandwidthRow:
 
 
 @dataclass(frozen=True)
-class LatencyRow:
-    size_bytes: int
-    iterations: int
+class LatencyRow(TableRow):
     t_min_us: float
     t_max_us: float
     t_typical_us: float
@@ -134,12 +138,15 @@ def _test_name(banner: str) -> str:
     return prefix + ("_lat" if banner.endswith("Latency Test") else "_bw")
 
 
+def _size_and_iterations(tokens: list[str], number: int, line: str) -> tuple[int, int]:
+    return int(_number(tokens[0], number, line, integer=True)), int(_number(tokens[1], number, line, integer=True))
+
+
 def _bw_row(tokens: list[str], number: int, line: str, scale: float) -> BandwidthRow:
     if len(tokens) not in (4, 5):
         raise ParseError(_WHAT, f"a bandwidth row has 4 or 5 columns, this one has {len(tokens)}", line=number,
                          text=line)
-    size = int(_number(tokens[0], number, line, integer=True))
-    iters = int(_number(tokens[1], number, line, integer=True))
+    size, iters = _size_and_iterations(tokens, number, line)
     peak = _number(tokens[2], number, line) * scale
     avg = _number(tokens[3], number, line) * scale
     rate = _number(tokens[4], number, line) if len(tokens) == 5 else None
@@ -153,9 +160,10 @@ def _lat_row(tokens: list[str], columns: list[str], number: int, line: str) -> L
     values = {name: _number(tok, number, line) for name, tok in zip(columns, tokens[2:], strict=True)}
     if not {"t_min", "t_max", "t_typical"} <= set(values):
         raise ParseError(_WHAT, "latency table lacks t_min/t_max/t_typical", line=number, text=line)
+    size, iters = _size_and_iterations(tokens, number, line)
     return LatencyRow(
-        size_bytes=int(_number(tokens[0], number, line, integer=True)),
-        iterations=int(_number(tokens[1], number, line, integer=True)),
+        size_bytes=size,
+        iterations=iters,
         t_min_us=values["t_min"],
         t_max_us=values["t_max"],
         t_typical_us=values["t_typical"],

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
@@ -94,46 +94,44 @@ def _is_ipv4_mapped(gid: str) -> bool:
         return False
 
 
-def _ibv_port(draft: _PortDraft, hca: str, warnings: list[ParseWarning]) -> RDMAPort | None:
-    values = draft.values
-    if "state" not in values:
-        warnings.append(ParseWarning(f"{hca} port {draft.port} has no 'state' line: port left out", draft.line))
-        return None
-    phys = values.get("phys_state")
-    phys_state = _PHYS_STATE_NAMES.get(_without_code(phys), _without_code(phys)) if phys else None
-    width = _without_code(values["active_width"]) if "active_width" in values else None
-    speed = _without_code(values["active_speed"]) if "active_speed" in values else None
-    roce_index = next(
-        (index for index, gid, kind in draft.gids if kind == "RoCE v2" and _is_ipv4_mapped(gid)),
-        None,
-    )
-    return RDMAPort(
-        port=draft.port,
-        state=_without_code(values["state"]),
-        phys_state=phys_state,
-        link_layer=values.get("link_layer", "InfiniBand"),
-        rate_gbps=_rate_gbps(width, speed),
-        active_width=width,
-        active_speed=speed,
-        roce_v2_gid_index=roce_index,
-        gids=tuple(draft.gids),
-    )
+class _Reader(ABC):
+    """One format's reading: its lines open device and port blocks, then the blocks become devices.
 
-
-@dataclass
-class _Drafts:
-    """The device and port blocks read so far, the block lines go to, and what could not be read.
-
-    Both formats fill one: a device opens with ``hca_id:`` or ``CA '...'``, a port with ``port:`` or
-    ``Port N:``, and every ``key: value`` line goes to the open port, else to the open device.
+    Both formats open a device (``hca_id:`` / ``CA '...'``), then its ports (``port:`` /
+    ``Port N:``), and every ``key: value`` line goes to the open port, else to the open device.
     """
 
     #: The tool, for messages and ``RDMADevices.source``.
     tool: str
-    devices: list[_DeviceDraft] = field(default_factory=list)
-    warnings: list[ParseWarning] = field(default_factory=list)
-    device: _DeviceDraft | None = None
-    port: _PortDraft | None = None
+    #: The key of a port's state line; a port without one is left out.
+    state_key: str
+
+    def __init__(self) -> None:
+        self.devices: list[_DeviceDraft] = []
+        self.warnings: list[ParseWarning] = []
+        self.device: _DeviceDraft | None = None
+        self.port: _PortDraft | None = None
+
+    def read(self, lines: list[Line]) -> RDMADevices:
+        for line in lines:
+            self.read_line(line.number, line.text)
+        if not self.devices:
+            self.check_empty(lines)
+        devices = [self.device_of(draft, self._ports(draft)) for draft in self._unique()]
+        return RDMADevices(devices, tuple(self.warnings), source=self.tool)
+
+    @abstractmethod
+    def read_line(self, number: int, line: str) -> None: ...
+
+    @abstractmethod
+    def check_empty(self, lines: list[Line]) -> None:
+        """Raise ``ParseError`` unless input with no device block is a host without RDMA devices."""
+
+    @abstractmethod
+    def port_of(self, draft: _PortDraft) -> RDMAPort: ...
+
+    @abstractmethod
+    def device_of(self, draft: _DeviceDraft, ports: tuple[RDMAPort, ...]) -> RDMADevice: ...
 
     def warn(self, message: str, line: int | None) -> None:
         self.warnings.append(ParseWarning(message, line))
@@ -154,16 +152,8 @@ class _Drafts:
     def set(self, device: _DeviceDraft, key: str, value: str) -> None:
         (self.port.values if self.port is not None else device.values)[key] = value
 
-    def finish(self, read_port: Callable[[_PortDraft, str, list[ParseWarning]], RDMAPort | None],
-               read_device: Callable[[_DeviceDraft, tuple[RDMAPort, ...]], RDMADevice]) -> RDMADevices:
-        """The devices, each read once (a paste that repeats a block costs the repeat, with a warning)."""
-        devices = []
-        for draft in self._unique():
-            ports = (read_port(p, draft.hca, self.warnings) for p in draft.ports)
-            devices.append(read_device(draft, tuple(p for p in ports if p is not None)))
-        return RDMADevices(devices, tuple(self.warnings), source=self.tool)
-
     def _unique(self) -> list[_DeviceDraft]:
+        """Each device once: a paste that repeats a block costs the repeat, with a warning."""
         seen: set[str] = set()
         kept: list[_DeviceDraft] = []
         for draft in self.devices:
@@ -174,61 +164,90 @@ class _Drafts:
             kept.append(draft)
         return kept
 
+    def _ports(self, device: _DeviceDraft) -> tuple[RDMAPort, ...]:
+        ports = []
+        for draft in device.ports:
+            if self.state_key in draft.values:
+                ports.append(self.port_of(draft))
+            else:
+                self.warn(f"{device.hca} port {draft.port} has no '{self.state_key}' line: port left out", draft.line)
+        return tuple(ports)
 
-def parse_ibv_devinfo(text: str) -> RDMADevices:
-    """``ibv_devinfo [-v]`` output as devices; see the module docstring."""
-    return _parse_ibv_devinfo(clean_lines(text))
 
+class _IbvDevinfo(_Reader):
+    tool = "ibv_devinfo"
+    state_key = "state"
 
-def _parse_ibv_devinfo(lines: list[Line]) -> RDMADevices:
-    drafts = _Drafts("ibv_devinfo")
-    for item in lines:
-        number, line = item.number, item.text
-        device = drafts.device
+    def read_line(self, number: int, line: str) -> None:
+        device = self.device
         if line.strip() == _NO_DEVICES and device is None:
-            continue
-        indented = line[:1] in (" ", "\t")
+            return
         gid = _GID.match(line)
         if gid:
-            if drafts.port is None:
-                drafts.warn("GID line outside a port: not read", number)
-                continue
-            drafts.port.gids.append((int(gid.group(1)), gid.group(2), gid.group(3) or ""))
-            continue
+            if self.port is None:
+                self.warn("GID line outside a port: not read", number)
+            else:
+                self.port.gids.append((int(gid.group(1)), gid.group(2), gid.group(3) or ""))
+            return
         pair = _KEY_VALUE.match(line)
         if pair is None:
-            if indented and device is not None:
-                continue  # capability flag list under a key such as device_cap_flags
-            drafts.warn(f"unrecognised line not read: {line.strip()[:80]!r}", number)
-            continue
+            if line[:1] not in (" ", "\t") or device is None:
+                self.warn(f"unrecognised line not read: {line.strip()[:80]!r}", number)
+            return  # else a capability flag list under a key such as device_cap_flags
         key, value = pair.group(1), pair.group(2)
         if key == "hca_id":
             if value:
-                drafts.open_device(value, number)
+                self.open_device(value, number)
             else:
-                drafts.warn("'hca_id' names no device: its block is not read", number)
-                drafts.device = drafts.port = None
-            continue
-        if device is None:
-            drafts.warn(f"'{key}' line outside a device (no 'hca_id' above it): not read", number)
+                self.warn("'hca_id' names no device: its block is not read", number)
+                self.device = self.port = None
+        elif device is None:
+            self.warn(f"'{key}' line outside a device (no 'hca_id' above it): not read", number)
         elif key != "port":
-            drafts.set(device, key, value)
+            self.set(device, key, value)
         elif value.isdigit():
-            drafts.open_port(device, int(value), number)
+            self.open_port(device, int(value), number)
         else:
-            drafts.warn(f"port number {value!r} is not a number: that port is not read", number)
-            drafts.port = None
-    if not drafts.devices and drafts.warnings:
-        first = next((w for w in drafts.warnings if w.line is not None), None)
-        raise ParseError(_WHAT, "no 'hca_id' device block in the input",
-                         line=first.line if first else None)
-    return drafts.finish(_ibv_port, _ibv_device)
+            self.warn(f"port number {value!r} is not a number: that port is not read", number)
+            self.port = None
+
+    def check_empty(self, lines: list[Line]) -> None:
+        # Nothing at all (or ``No IB devices found``) is a host without RDMA devices.
+        if self.warnings:
+            first = next((w for w in self.warnings if w.line is not None), None)
+            raise ParseError(_WHAT, "no 'hca_id' device block in the input", line=first.line if first else None)
+
+    def port_of(self, draft: _PortDraft) -> RDMAPort:
+        values = draft.values
+        phys = values.get("phys_state")
+        phys_state = _PHYS_STATE_NAMES.get(_without_code(phys), _without_code(phys)) if phys else None
+        width = _without_code(values["active_width"]) if "active_width" in values else None
+        speed = _without_code(values["active_speed"]) if "active_speed" in values else None
+        roce_index = next(
+            (index for index, gid, kind in draft.gids if kind == "RoCE v2" and _is_ipv4_mapped(gid)),
+            None,
+        )
+        return RDMAPort(
+            port=draft.port,
+            state=_without_code(values["state"]),
+            phys_state=phys_state,
+            link_layer=values.get("link_layer", "InfiniBand"),
+            rate_gbps=_rate_gbps(width, speed),
+            active_width=width,
+            active_speed=speed,
+            roce_v2_gid_index=roce_index,
+            gids=tuple(draft.gids),
+        )
+
+    def device_of(self, draft: _DeviceDraft, ports: tuple[RDMAPort, ...]) -> RDMADevice:
+        values = draft.values
+        return RDMADevice(hca=draft.hca, fw_version=values.get("fw_ver"), node_guid=values.get("node_guid"),
+                          board_id=values.get("board_id"), ports=ports)
 
 
-def _ibv_device(draft: _DeviceDraft, ports: tuple[RDMAPort, ...]) -> RDMADevice:
-    values = draft.values
-    return RDMADevice(hca=draft.hca, fw_version=values.get("fw_ver"), node_guid=values.get("node_guid"),
-                      board_id=values.get("board_id"), ports=ports)
+def parse_ibv_devinfo(text: str) -> RDMADevices:
+    """``ibv_devinfo [-v]`` output as devices; see the module docstring."""
+    return _IbvDevinfo().read(clean_lines(text))
 
 
 def _guid(value: str | None) -> str | None:
@@ -242,58 +261,52 @@ def _guid(value: str | None) -> str | None:
     return ":".join(digits[i:i + 4] for i in range(0, 16, 4))
 
 
-def _ibstat_port(draft: _PortDraft, hca: str, warnings: list[ParseWarning]) -> RDMAPort | None:
-    values = draft.values
-    if "State" not in values:
-        warnings.append(ParseWarning(f"{hca} port {draft.port} has no 'State' line: port left out", draft.line))
-        return None
-    rate = _RATE.match(values.get("Rate", ""))
-    return RDMAPort(
-        port=draft.port,
-        state=_IBSTAT_STATES.get(values["State"], values["State"]),
-        phys_state=values.get("Physical state"),
-        link_layer=values.get("Link layer", "InfiniBand"),
-        rate_gbps=float(rate.group(1)) if rate else None,
-    )
+class _Ibstat(_Reader):
+    tool = "ibstat"
+    state_key = "State"
+
+    def read_line(self, number: int, line: str) -> None:
+        ca = _CA.match(line)
+        if ca:
+            self.open_device(ca.group(1), number)
+            return
+        device = self.device
+        found = _IBSTAT_PORT.match(line)
+        pair = _KEY_VALUE.match(line)
+        if found and device is not None:
+            self.open_port(device, int(found.group(1)), number)
+        elif line.strip().startswith(("ibpanic:", "ibwarn:", "ibstat:")):
+            self.warn(f"ibstat reported: {line.strip()[:100]}", number)
+        elif pair is None or device is None:
+            self.warn(f"unrecognised line not read: {line.strip()[:80]!r}", number)
+        else:
+            self.set(device, pair.group(1), pair.group(2))
+
+    def check_empty(self, lines: list[Line]) -> None:
+        first = lines[0] if lines else None
+        raise ParseError("ibstat", "no \"CA '<name>'\" device block in the input",
+                         line=first.number if first else None, text=first.text if first else None)
+
+    def port_of(self, draft: _PortDraft) -> RDMAPort:
+        values = draft.values
+        rate = _RATE.match(values.get("Rate", ""))
+        return RDMAPort(
+            port=draft.port,
+            state=_IBSTAT_STATES.get(values["State"], values["State"]),
+            phys_state=values.get("Physical state"),
+            link_layer=values.get("Link layer", "InfiniBand"),
+            rate_gbps=float(rate.group(1)) if rate else None,
+        )
+
+    def device_of(self, draft: _DeviceDraft, ports: tuple[RDMAPort, ...]) -> RDMADevice:
+        values = draft.values
+        return RDMADevice(hca=draft.hca, fw_version=values.get("Firmware version"),
+                          node_guid=_guid(values.get("Node GUID")), ports=ports, ca_type=values.get("CA type"))
 
 
 def parse_ibstat(text: str) -> RDMADevices:
     """``ibstat`` output as devices; see the module docstring."""
-    return _parse_ibstat(clean_lines(text))
-
-
-def _parse_ibstat(lines: list[Line]) -> RDMADevices:
-    drafts = _Drafts("ibstat")
-    for item in lines:
-        number, line = item.number, item.text
-        ca = _CA.match(line)
-        if ca:
-            drafts.open_device(ca.group(1), number)
-            continue
-        device = drafts.device
-        found = _IBSTAT_PORT.match(line)
-        if found and device is not None:
-            drafts.open_port(device, int(found.group(1)), number)
-            continue
-        if line.strip().startswith(("ibpanic:", "ibwarn:", "ibstat:")):
-            drafts.warn(f"ibstat reported: {line.strip()[:100]}", number)
-            continue
-        pair = _KEY_VALUE.match(line)
-        if pair is None or device is None:
-            drafts.warn(f"unrecognised line not read: {line.strip()[:80]!r}", number)
-            continue
-        drafts.set(device, pair.group(1), pair.group(2))
-    if not drafts.devices:
-        first = lines[0] if lines else None
-        raise ParseError("ibstat", "no \"CA '<name>'\" device block in the input",
-                         line=first.number if first else None, text=first.text if first else None)
-    return drafts.finish(_ibstat_port, _ibstat_device)
-
-
-def _ibstat_device(draft: _DeviceDraft, ports: tuple[RDMAPort, ...]) -> RDMADevice:
-    values = draft.values
-    return RDMADevice(hca=draft.hca, fw_version=values.get("Firmware version"),
-                      node_guid=_guid(values.get("Node GUID")), ports=ports, ca_type=values.get("CA type"))
+    return _Ibstat().read(clean_lines(text))
 
 
 def is_ibstat(text: str) -> bool:
@@ -304,9 +317,8 @@ def is_ibstat(text: str) -> bool:
 def parse_rdma(text: str) -> RDMADevices:
     """``ibv_devinfo`` or ``ibstat`` output, whichever ``text`` is."""
     lines = clean_lines(text)
-    if any(_CA.match(line.text) for line in lines):
-        return _parse_ibstat(lines)
-    return _parse_ibv_devinfo(lines)
+    reader = _Ibstat() if any(_CA.match(line.text) for line in lines) else _IbvDevinfo()
+    return reader.read(lines)
 
 
 IBSTAT: Fact[RDMADevices] = Fact("rdma", "ibstat", parse_ibstat)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +21,7 @@ class HostStateSummary:
     values: dict[str, str]
 
     def to_json(self) -> dict[str, Any]:
-        return {"host": self.host, "folder": self.folder, "exists": self.exists, "services": self.services,
-                "packages": self.packages, "values": self.values}
+        return asdict(self)
 
 
 def mock_hosts(hosts: Sequence[Host]) -> list[Host]:

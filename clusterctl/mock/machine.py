@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -88,19 +89,21 @@ def initial_state(profile: Profile) -> dict[str, Any]:
     }
 
 
+@dataclass(eq=False, repr=False)
 class MockMachine:
     """A profile played on a host state; see the module docstring for the answering order."""
 
-    def __init__(self, profile: Profile, host: HostState, cluster: ClusterState, *, host_name: str,
-                 shell_builtins: bool = True) -> None:
-        self.profile = profile
-        self.host = host
-        self.cluster = cluster
-        self.host_name = host_name
-        #: In-process the file tools (cat, test, mkdir...) are simulated; on sshd hosts the real ones run.
-        self.shell_builtins = shell_builtins
-        #: Per thread: the rule counts taken during the current command line.
-        self._call = threading.local()
+    profile: Profile
+    host: HostState
+    cluster: ClusterState
+    _: KW_ONLY
+    host_name: str
+    #: In-process the file tools (cat, test, mkdir...) are simulated; on sshd hosts the real ones run.
+    shell_builtins: bool = True
+    #: Per thread: the rule counts taken during the current command line.
+    _call: threading.local = field(default_factory=threading.local, init=False, repr=False)
+
+    def __post_init__(self) -> None:
         self.seed()
 
     @classmethod

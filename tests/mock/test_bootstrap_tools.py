@@ -43,3 +43,17 @@ def test_curl_writes_a_key_file_only_into_an_existing_folder(tmp_path: Path) -> 
     assert t.run("curl -fsSL https://example.org/key.asc -o /etc/apt/keyrings/x.asc").ok
     assert t.files["/etc/apt/keyrings/x.asc"].startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
     assert t.run("curl -fsSL ftp://example.org/key -o /tmp/k").stderr == 'curl: (1) Protocol "ftp" not supported\n'
+
+
+def test_file_tools_answer_by_the_name_they_were_called_by(tmp_path: Path) -> None:
+    t = node(write_cluster(tmp_path))
+    assert t.run("printf 'a\\nb\\nc\\n' > /tmp/abc && cp /tmp/abc /tmp/copy && mv /tmp/copy /tmp/moved").ok
+    assert t.run("head -n 1 /tmp/moved").stdout == "a\n"
+    assert t.run("tail -n 1 /tmp/moved").stdout == "c\n"
+    assert t.run("test -e /tmp/copy").exit_code == 1
+    assert t.run("mv /tmp/nope /tmp/x").stderr == "mv: cannot stat '/tmp/nope': No such file or directory\n"
+    assert t.run("tail /tmp/nope").stderr == "tail: cannot open '/tmp/nope' for reading: No such file or directory\n"
+    refused = t.run("rm -z /tmp/abc")
+    assert refused.exit_code == 1
+    assert refused.stderr == "rm: invalid option -- 'z'\nTry 'rm --help' for more information.\n"
+    assert t.run("cat /tmp/abc").stdout == "a\nb\nc\n"

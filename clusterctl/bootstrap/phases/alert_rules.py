@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import ClassVar
 
 from clusterctl.bootstrap.cluster.alerts import PROMETHEUS_RULE_PATH, RULES_PATH, render_prometheus_rule, render_rules
-from clusterctl.bootstrap.phase import Phase, PhaseContext
+from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.bootstrap.registry import register
 from clusterctl.changes import Change
@@ -39,13 +38,9 @@ def _nvlink_hosts(ctx: PhaseContext) -> list[str]:
     return sorted(h.name for h in survey.hosts.values() if any(len(d) >= 2 for d in h.nvlink_domains))
 
 
-class AlertRules(Phase[AlertState]):
-    name: ClassVar[str] = "alert-rules"
-    description: ClassVar[str] = "Prometheus rules for DCGM exporter: Xid 79, row remap, ECC, heat, power, PCIe, NVLink"
-    once_per_cluster: ClassVar[bool] = True
-
-    def applies_to(self, ctx: PhaseContext) -> bool:
-        return "control-plane" in ctx.host.roles
+class AlertRules(ClusterWidePhase[AlertState]):
+    name = "alert-rules"
+    description = "Prometheus rules for DCGM exporter: Xid 79, row remap, ECC, heat, power, PCIe, NVLink"
 
     def check(self, ctx: PhaseContext) -> AlertState:
         alerts = cc.settings(ctx).alerts

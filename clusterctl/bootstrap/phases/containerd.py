@@ -28,7 +28,7 @@ import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from clusterctl.bootstrap import matrix
 from clusterctl.bootstrap.containerd_config import (
@@ -114,10 +114,10 @@ def hosts_toml(registry: str, mirrors: tuple[str, ...]) -> str:
 
 
 class Containerd(Phase[ContainerdState]):
-    name: ClassVar[str] = "containerd"
-    description: ClassVar[str] = ("containerd config at the installed version's format, nvidia runtime, "
-                                  "restart, verify, roll back")
-    timeout_s: ClassVar[float] = 180.0
+    name = "containerd"
+    description = ("containerd config at the installed version's format, nvidia runtime, "
+                   "restart, verify, roll back")
+    timeout_s = 180.0
 
     def check(self, ctx: PhaseContext) -> ContainerdState:
         paths = ContainerdPaths.from_options(ctx.options)

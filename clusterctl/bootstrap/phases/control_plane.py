@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from clusterctl.bootstrap.cluster import kubeadm
 from clusterctl.bootstrap.phase import Phase, PhaseContext
@@ -99,13 +98,11 @@ def _missing_material(ctx: PhaseContext, *, control_plane: bool) -> list[Finding
 
 
 class ControlPlane(Phase[ControlPlaneState]):
-    name: ClassVar[str] = "control-plane"
-    description: ClassVar[str] = "kubeadm init on the first control plane (v1beta4 config), HA joins of the others"
-    serial: ClassVar[bool] = True
-    timeout_s: ClassVar[float] = 1200.0
-
-    def applies_to(self, ctx: PhaseContext) -> bool:
-        return "control-plane" in ctx.host.roles
+    name = "control-plane"
+    description = "kubeadm init on the first control plane (v1beta4 config), HA joins of the others"
+    role = "control-plane"
+    serial = True
+    timeout_s = 1200.0
 
     def check(self, ctx: PhaseContext) -> ControlPlaneState:
         first = cc.is_first_cp(ctx)
@@ -205,27 +202,24 @@ class ControlPlane(Phase[ControlPlaneState]):
         return [Finding(Severity.ERROR, "NOT_JOINED", "kubeadm join left no kubelet.conf", host=ctx.host.name)]
 
 
-@dataclass
-class JoinState:
-    joined: bool
+class Join(Phase[bool]):
+    """State: whether this host has joined already (kubelet.conf is there)."""
 
-
-class Join(Phase[JoinState]):
-    name: ClassVar[str] = "join"
-    description: ClassVar[str] = "workers join with this run's short-lived token and the CA hash (stdin only)"
-    timeout_s: ClassVar[float] = 900.0
+    name = "join"
+    description = "workers join with this run's short-lived token and the CA hash (stdin only)"
+    timeout_s = 900.0
 
     def applies_to(self, ctx: PhaseContext) -> bool:
         return "control-plane" not in ctx.host.roles
 
-    def check(self, ctx: PhaseContext) -> JoinState:
-        return JoinState(cc.exists(ctx, KUBELET_CONF))
+    def check(self, ctx: PhaseContext) -> bool:
+        return cc.exists(ctx, KUBELET_CONF)
 
-    def findings(self, ctx: PhaseContext, state: JoinState) -> list[Finding]:
-        return [] if state.joined else _missing_material(ctx, control_plane=False)
+    def findings(self, ctx: PhaseContext, state: bool) -> list[Finding]:
+        return [] if state else _missing_material(ctx, control_plane=False)
 
-    def plan(self, ctx: PhaseContext, state: JoinState) -> list[Change]:
-        return [] if state.joined else [_join_change(ctx, control_plane=False)]
+    def plan(self, ctx: PhaseContext, state: bool) -> list[Change]:
+        return [] if state else [_join_change(ctx, control_plane=False)]
 
     def apply(self, ctx: PhaseContext, gate: Gate, changes: Sequence[Change]) -> list[GateRecord]:
         return _submit_join(ctx, gate, changes)

@@ -12,10 +12,9 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
 
 from clusterctl.bootstrap.cluster.addons import AddonPlan, addon_plan
-from clusterctl.bootstrap.phase import Phase, PhaseContext
+from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.bootstrap.registry import register
 from clusterctl.changes import Change
@@ -39,14 +38,10 @@ def _plan(ctx: PhaseContext, *, service_monitor: bool) -> AddonPlan:
                       cdi=cc.cdi_enabled(ctx))
 
 
-class GpuAddons(Phase[AddonState]):
-    name: ClassVar[str] = "gpu-addons"
-    description: ClassVar[str] = "device plugin with GFD, NFD, DCGM exporter (or the GPU Operator), pinned Helm charts"
-    once_per_cluster: ClassVar[bool] = True
-    timeout_s: ClassVar[float] = 1800.0
-
-    def applies_to(self, ctx: PhaseContext) -> bool:
-        return "control-plane" in ctx.host.roles
+class GpuAddons(ClusterWidePhase[AddonState]):
+    name = "gpu-addons"
+    description = "device plugin with GFD, NFD, DCGM exporter (or the GPU Operator), pinned Helm charts"
+    timeout_s = 1800.0
 
     def check(self, ctx: PhaseContext) -> AddonState:
         ready = cc.exists(ctx, "/etc/kubernetes/admin.conf")

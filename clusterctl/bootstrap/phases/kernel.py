@@ -6,7 +6,6 @@ the marker, the previous file kept as a backup).
 from __future__ import annotations
 
 import shlex
-from typing import ClassVar
 
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.registry import register
@@ -23,18 +22,14 @@ SYSCTL_FILE = "/etc/sysctl.d/99-clusterctl-kubernetes.conf"
 FSTAB = "/etc/fstab"
 
 
-def read_kernel(ctx: PhaseContext) -> KernelFacts:
-    result = ctx.transport.run(kernel_probe(tuple(SYSCTLS), (MODULES_FILE, SYSCTL_FILE, FSTAB)), sudo=True)
-    return parse_kernel_probe(result.stdout)
-
-
 class Kernel(Phase[KernelFacts]):
-    name: ClassVar[str] = "kernel"
-    description: ClassVar[str] = "overlay and br_netfilter, forwarding and bridge sysctls, swap off (now and at boot)"
-    timeout_s: ClassVar[float] = 120.0
+    name = "kernel"
+    description = "overlay and br_netfilter, forwarding and bridge sysctls, swap off (now and at boot)"
+    timeout_s = 120.0
 
     def check(self, ctx: PhaseContext) -> KernelFacts:
-        return read_kernel(ctx)
+        result = ctx.transport.run(kernel_probe(tuple(SYSCTLS), (MODULES_FILE, SYSCTL_FILE, FSTAB)), sudo=True)
+        return parse_kernel_probe(result.stdout)
 
     def findings(self, ctx: PhaseContext, state: KernelFacts) -> list[Finding]:
         if state.modules is None:
@@ -70,7 +65,7 @@ class Kernel(Phase[KernelFacts]):
         return changes
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
-        facts = read_kernel(ctx)
+        facts = self.check(ctx)
         host = ctx.host.name
         out: list[Finding] = []
         missing = [m for m in MODULES if facts.modules is not None and m not in facts.modules]

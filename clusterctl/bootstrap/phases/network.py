@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import ClassVar
 
 from clusterctl.bootstrap.cluster.network import NetworkPlan, network_plan
-from clusterctl.bootstrap.phase import Phase, PhaseContext
+from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.bootstrap.registry import register
 from clusterctl.changes import Change
@@ -30,14 +29,10 @@ class NetworkState:
     running: bool
 
 
-class Network(Phase[NetworkState]):
-    name: ClassVar[str] = "network"
-    description: ClassVar[str] = "the CNI (Calico operator, or Flannel) from pinned manifests, pod subnet as kubeadm's"
-    once_per_cluster: ClassVar[bool] = True
-    timeout_s: ClassVar[float] = 900.0
-
-    def applies_to(self, ctx: PhaseContext) -> bool:
-        return "control-plane" in ctx.host.roles
+class Network(ClusterWidePhase[NetworkState]):
+    name = "network"
+    description = "the CNI (Calico operator, or Flannel) from pinned manifests, pod subnet as kubeadm's"
+    timeout_s = 900.0
 
     def check(self, ctx: PhaseContext) -> NetworkState:
         plan = network_plan(cc.settings(ctx))

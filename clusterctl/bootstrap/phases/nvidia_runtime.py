@@ -17,8 +17,6 @@ Who writes what, so that the two phases agree instead of fighting:
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from clusterctl.bootstrap.containerd_config import NVIDIA_RUNTIME_BINARY
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.registry import register
@@ -30,18 +28,14 @@ from clusterctl.findings import Finding, Severity
 CDI_SPEC = "/etc/cdi/nvidia.yaml"
 
 
-def read_toolkit(ctx: PhaseContext) -> ToolkitFacts:
-    result = ctx.transport.run(toolkit_probe(NVIDIA_RUNTIME_BINARY, CDI_SPEC), sudo=True)
-    return parse_toolkit_probe(result.stdout)
-
-
 class NvidiaRuntime(Phase[ToolkitFacts]):
-    name: ClassVar[str] = "nvidia-runtime"
-    description: ClassVar[str] = "NVIDIA Container Toolkit: runtime binary checked, CDI spec when asked"
-    timeout_s: ClassVar[float] = 180.0
+    name = "nvidia-runtime"
+    description = "NVIDIA Container Toolkit: runtime binary checked, CDI spec when asked"
+    timeout_s = 180.0
 
     def check(self, ctx: PhaseContext) -> ToolkitFacts:
-        return read_toolkit(ctx)
+        result = ctx.transport.run(toolkit_probe(NVIDIA_RUNTIME_BINARY, CDI_SPEC), sudo=True)
+        return parse_toolkit_probe(result.stdout)
 
     def plan(self, ctx: PhaseContext, state: ToolkitFacts) -> list[Change]:
         if not ctx.inventory.bootstrap.cdi:
@@ -56,7 +50,7 @@ class NvidiaRuntime(Phase[ToolkitFacts]):
                            summary=f"generate the CDI spec ({why})")]
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
-        facts = read_toolkit(ctx)
+        facts = self.check(ctx)
         host = ctx.host.name
         out: list[Finding] = []
         if facts.ctk_version is None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import ClassVar
 
 from clusterctl.bootstrap.apt_sources import (
     KEYRING_DIR,
@@ -50,9 +49,9 @@ def _key_bytes(repo: AptRepo) -> bytes | None:
 
 
 class Packages(Phase[PackageFacts]):
-    name: ClassVar[str] = "packages"
-    description: ClassVar[str] = "containerd, kubeadm/kubelet/kubectl, NVIDIA Container Toolkit: pinned, held"
-    timeout_s: ClassVar[float] = 900.0
+    name = "packages"
+    description = "containerd, kubeadm/kubelet/kubectl, NVIDIA Container Toolkit: pinned, held"
+    timeout_s = 900.0
 
     def _repos(self, ctx: PhaseContext, facts: PackageFacts | None) -> list[AptRepo]:
         return chosen_repos(ctx.host.stack, ctx.inventory.bootstrap, facts.os_id if facts else None,

@@ -10,7 +10,6 @@ warnings are shown and the run goes on (swap, for one, is turned off by the kern
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
 
 from clusterctl.bootstrap import matrix
 from clusterctl.bootstrap.phase import Phase, PhaseContext
@@ -48,10 +47,10 @@ def read_node_facts(ctx: PhaseContext) -> NodeFacts:
 
 
 class Preflight(Phase[NodeFacts]):
-    name: ClassVar[str] = "preflight"
-    description: ClassVar[str] = "read-only checks: OS, swap, ports, unique names, time, CPU/memory, driver, GPUs, disk"
-    read_only: ClassVar[bool] = True
-    timeout_s: ClassVar[float] = 60.0
+    name = "preflight"
+    description = "read-only checks: OS, swap, ports, unique names, time, CPU/memory, driver, GPUs, disk"
+    read_only = True
+    timeout_s = 60.0
 
     def check(self, ctx: PhaseContext) -> NodeFacts:
         return read_node_facts(ctx)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
@@ -72,9 +71,9 @@ def _cri_socket(ctx: PhaseContext) -> str:
 
 
 class Reset(Phase[ResetState]):
-    name: ClassVar[str] = "reset"
-    description: ClassVar[str] = "kubeadm reset, CNI files and interfaces, iptables/IPVS leftovers, kubelet state"
-    timeout_s: ClassVar[float] = 600.0
+    name = "reset"
+    description = "kubeadm reset, CNI files and interfaces, iptables/IPVS leftovers, kubelet state"
+    timeout_s = 600.0
 
     def check(self, ctx: PhaseContext) -> ResetState:
         state = ResetState()

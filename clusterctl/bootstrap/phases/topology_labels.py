@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import ClassVar
 
 from clusterctl.bootstrap.cluster.topology_labels import (
     FEATURE_FILE,
@@ -45,8 +44,8 @@ class LabelState:
 
 
 class TopologyLabels(Phase[LabelState]):
-    name: ClassVar[str] = "topology-labels"
-    description: ClassVar[str] = "NFD feature files from a saved survey: NVLink domains, fabric, lost NVLink"
+    name = "topology-labels"
+    description = "NFD feature files from a saved survey: NVLink domains, fabric, lost NVLink"
 
     def check(self, ctx: PhaseContext) -> LabelState:
         survey = cc.survey(ctx)

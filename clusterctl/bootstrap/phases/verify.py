@@ -12,11 +12,10 @@ from __future__ import annotations
 import shlex
 import time
 from dataclasses import dataclass
-from typing import ClassVar
 
 from clusterctl.bootstrap.cluster.addons import TEST_NAMESPACE, render_test_pod, test_pod_name
 from clusterctl.bootstrap.cluster.topology_labels import topology_labels
-from clusterctl.bootstrap.phase import Phase, PhaseContext
+from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.bootstrap.registry import register
 from clusterctl.changes import Change
@@ -94,14 +93,10 @@ def _gpu_pod(ctx: PhaseContext, node: str) -> Finding | None:
         run(kubectl(f"delete pod {pod} --ignore-not-found --wait=false"), sudo=True, timeout=60)
 
 
-class Verify(Phase[VerifyState]):
-    name: ClassVar[str] = "verify"
-    description: ClassVar[str] = "nodes Ready, allocatable GPUs = survey, labels on, a GPU pod runs nvidia-smi -L"
-    once_per_cluster: ClassVar[bool] = True
-    timeout_s: ClassVar[float] = 1800.0
-
-    def applies_to(self, ctx: PhaseContext) -> bool:
-        return "control-plane" in ctx.host.roles
+class Verify(ClusterWidePhase[VerifyState]):
+    name = "verify"
+    description = "nodes Ready, allocatable GPUs = survey, labels on, a GPU pod runs nvidia-smi -L"
+    timeout_s = 1800.0
 
     def check(self, ctx: PhaseContext) -> VerifyState:
         return VerifyState(cc.exists(ctx, "/etc/kubernetes/admin.conf") and cc.api_ready(ctx))

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from clusterctl.mock.tools.base import ToolContext
+from clusterctl.templating import toml_key, toml_value
 
 CONFIG = "/etc/containerd/config.toml"
 SOCKET = "/run/containerd/containerd.sock"
@@ -77,26 +78,14 @@ def dumps(doc: dict[str, Any]) -> str:
     """TOML for nested tables of strings, numbers, booleans and lists (enough for configs we write)."""
     lines: list[str] = []
 
-    def value(v: Any) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, (int, float)):
-            return str(v)
-        if isinstance(v, list):
-            return "[" + ", ".join(value(x) for x in v) + "]"
-        return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-    def key(k: str) -> str:
-        return k if k.replace("_", "").replace("-", "").isalnum() else f'"{k}"'
-
     def table(prefix: list[str], body: dict[str, Any]) -> None:
         scalars = {k: v for k, v in body.items() if not isinstance(v, dict)}
         tables = {k: v for k, v in body.items() if isinstance(v, dict)}
         if prefix and (scalars or not tables):
             lines.append("")
-            lines.append("[" + ".".join(key(p) for p in prefix) + "]")
+            lines.append("[" + ".".join(toml_key(p) for p in prefix) + "]")
         for k, v in scalars.items():
-            lines.append(f"{'  ' * min(len(prefix), 1)}{key(k)} = {value(v)}")
+            lines.append(f"{'  ' * min(len(prefix), 1)}{toml_key(k)} = {toml_value(v)}")
         for k, v in tables.items():
             table([*prefix, k], v)
 

@@ -39,8 +39,16 @@ def _flags(args: list[str], known: str) -> tuple[set[str], list[str], str | None
     return flags, rest, None
 
 
-def _invalid(tool: str, option: str) -> ToolResult:
-    return ToolResult("", f"{tool}: invalid option -- '{option}'\nTry '{tool} --help' for more information.\n", 1)
+class _InvalidOption(Exception):
+    """An option the simulated tool does not know; ``run`` answers as GNU coreutils do."""
+
+
+def _options(args: list[str], known: str) -> tuple[set[str], list[str]]:
+    """``_flags`` for tools that refuse an unknown option (exit 1, coreutils' message)."""
+    flags, rest, bad = _flags(args, known)
+    if bad:
+        raise _InvalidOption(bad)
+    return flags, rest
 
 
 def _missing(tool: str, what: str, path: str, code: int = 1) -> ToolResult:
@@ -48,9 +56,7 @@ def _missing(tool: str, what: str, path: str, code: int = 1) -> ToolResult:
 
 
 def cat(ctx: ToolContext) -> ToolResult:
-    _none, paths, bad = _flags(ctx.args, "")
-    if bad:
-        return _invalid("cat", bad)
+    _none, paths = _options(ctx.args, "")
     if not paths:
         return ToolResult(ctx.stdin.decode(errors="replace"))
     out, err, code = "", "", 0
@@ -137,9 +143,7 @@ def mkdir(ctx: ToolContext) -> ToolResult:
     if "-m" in args:
         i = args.index("-m")
         del args[i : i + 2]
-    flags, paths, bad = _flags(args, "pv")
-    if bad:
-        return _invalid("mkdir", bad)
+    flags, paths = _options(args, "pv")
     if not paths:
         return ToolResult("", "mkdir: missing operand\nTry 'mkdir --help' for more information.\n", 1)
     err, code = "", 0
@@ -160,9 +164,7 @@ def mkdir(ctx: ToolContext) -> ToolResult:
 
 
 def rm(ctx: ToolContext) -> ToolResult:
-    flags, paths, bad = _flags(ctx.args, "rfRv")
-    if bad:
-        return _invalid("rm", bad)
+    flags, paths = _options(ctx.args, "rfRv")
     err, code = "", 0
     for path in paths:
         full = ctx.path(path)
@@ -181,11 +183,11 @@ def rm(ctx: ToolContext) -> ToolResult:
     return ToolResult("", err, code)
 
 
-def _copy_like(ctx: ToolContext, move: bool) -> ToolResult:
-    tool = "mv" if move else "cp"
-    flags, paths, bad = _flags(ctx.args, "fpaRrvnT" if not move else "fvnT")
-    if bad:
-        return _invalid(tool, bad)
+def cp_mv(ctx: ToolContext) -> ToolResult:
+    """``cp`` and ``mv``, told apart by the name they were called by."""
+    tool = ctx.name
+    move = tool == "mv"
+    flags, paths = _options(ctx.args, "fpaRrvnT" if not move else "fvnT")
     if len(paths) < 2:
         return ToolResult("", f"{tool}: missing destination file operand after '{paths[0] if paths else ''}'\n", 1)
     *sources, dest = paths
@@ -229,18 +231,8 @@ def _copy_like(ctx: ToolContext, move: bool) -> ToolResult:
     return ToolResult("", err, code)
 
 
-def cp(ctx: ToolContext) -> ToolResult:
-    return _copy_like(ctx, move=False)
-
-
-def mv(ctx: ToolContext) -> ToolResult:
-    return _copy_like(ctx, move=True)
-
-
 def ls(ctx: ToolContext) -> ToolResult:
-    flags, paths, bad = _flags(ctx.args, "1laAd")
-    if bad:
-        return _invalid("ls", bad)
+    flags, paths = _options(ctx.args, "1laAd")
     out, err, code = [], "", 0
     for path in paths or [ctx.cwd]:
         full = ctx.path(path)
@@ -319,9 +311,7 @@ def chown(ctx: ToolContext) -> ToolResult:
 
 
 def tee(ctx: ToolContext) -> ToolResult:
-    flags, paths, bad = _flags(ctx.args, "a")
-    if bad:
-        return _invalid("tee", bad)
+    flags, paths = _options(ctx.args, "a")
     err, code = "", 0
     for path in paths:
         full = ctx.path(path)
@@ -423,7 +413,9 @@ def _posix_to_python(pattern: str, *, extended: bool) -> str:
     return out
 
 
-def _lines_tool(ctx: ToolContext, head: bool) -> ToolResult:
+def head_tail(ctx: ToolContext) -> ToolResult:
+    """``head`` and ``tail``, told apart by the name they were called by."""
+    head = ctx.name == "head"
     args = list(ctx.args)
     count = 10
     paths: list[str] = []
@@ -441,19 +433,10 @@ def _lines_tool(ctx: ToolContext, head: bool) -> ToolResult:
         i += 1
     data = ctx.stdin if not paths else ctx.fs.read(ctx.path(paths[0]))
     if data is None:
-        tool = "head" if head else "tail"
-        return ToolResult("", f"{tool}: cannot open '{paths[0]}' for reading: No such file or directory\n", 1)
+        return ToolResult("", f"{ctx.name}: cannot open '{paths[0]}' for reading: No such file or directory\n", 1)
     lines = data.decode(errors="replace").splitlines(keepends=True)
     chosen = lines[:count] if head else (lines[-count:] if count else [])
     return ToolResult("".join(chosen))
-
-
-def head(ctx: ToolContext) -> ToolResult:
-    return _lines_tool(ctx, head=True)
-
-
-def tail(ctx: ToolContext) -> ToolResult:
-    return _lines_tool(ctx, head=False)
 
 
 def wc(ctx: ToolContext) -> ToolResult:
@@ -512,9 +495,7 @@ def readlink(ctx: ToolContext) -> ToolResult:
 
 
 def ln(ctx: ToolContext) -> ToolResult:
-    flags, paths, bad = _flags(ctx.args, "sfnv")
-    if bad:
-        return _invalid("ln", bad)
+    flags, paths = _options(ctx.args, "sfnv")
     if len(paths) != 2:
         return ToolResult("", "ln: missing file operand\n", 1)
     target, link = paths
@@ -545,9 +526,7 @@ def install(ctx: ToolContext) -> ToolResult:
         while opt in args:
             i = args.index(opt)
             del args[i : i + 2]
-    flags, paths, bad = _flags(args, "dDpv")
-    if bad:
-        return _invalid("install", bad)
+    flags, paths = _options(args, "dDpv")
     if "d" in flags:
         for path in paths:
             ctx.fs.mkdir(ctx.path(path))
@@ -617,9 +596,9 @@ def id_(ctx: ToolContext) -> ToolResult:
 
 
 HANDLERS: dict[str, Callable[[ToolContext], ToolResult]] = {
-    "cat": cat, "test": test, "[": test, "mkdir": mkdir, "rm": rm, "cp": cp, "mv": mv, "ls": ls,
-    "touch": touch, "chmod": chmod, "chown": chown, "tee": tee, "cmp": cmp, "grep": grep, "head": head,
-    "tail": tail, "wc": wc, "stat": stat, "readlink": readlink, "ln": ln, "install": install,
+    "cat": cat, "test": test, "[": test, "mkdir": mkdir, "rm": rm, "cp": cp_mv, "mv": cp_mv, "ls": ls,
+    "touch": touch, "chmod": chmod, "chown": chown, "tee": tee, "cmp": cmp, "grep": grep, "head": head_tail,
+    "tail": head_tail, "wc": wc, "stat": stat, "readlink": readlink, "ln": ln, "install": install,
     "uname": uname, "basename": basename, "dirname": dirname, "date": date, "hostname": hostname,
     "id": id_, "whoami": lambda ctx: ToolResult("root\n"), "sleep": lambda ctx: ToolResult(),
     "sync": lambda ctx: ToolResult(),
@@ -629,6 +608,9 @@ HANDLERS: dict[str, Callable[[ToolContext], ToolResult]] = {
 def run(ctx: ToolContext) -> ToolResult:
     try:
         return HANDLERS[ctx.name](ctx)
+    except _InvalidOption as exc:
+        tool = ctx.name
+        return ToolResult("", f"{tool}: invalid option -- '{exc}'\nTry '{tool} --help' for more information.\n", 1)
     except StateError as exc:
         return ToolResult("", f"{ctx.name}: {exc}\n", 1)
     except NotADirectoryError:
