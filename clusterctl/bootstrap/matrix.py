@@ -1,7 +1,8 @@
 """Which Kubernetes releases kubeadm still supports, and which containerd each one needs.
 
 Sources: containerd ``RELEASES.md`` "Kubernetes Support" table (1.30 to 1.33 as published;
-1.35 and 1.36 from the same table as of late 2026, recorded in
+1.34 as the release/2.3 branch's table gives it and as several public runbooks quote it; 1.35
+and 1.36 from the same table as of late 2026, recorded in
 ``shared/reference/bootstrap-facts.md``). Kubernetes supports its three newest minors; 1.37
 was released 2026-08. A minor missing from the table is reported as unknown, not guessed.
 """
@@ -21,6 +22,7 @@ CONTAINERD_FOR_KUBERNETES: dict[tuple[int, int], tuple[tuple[int, int, int], ...
     (1, 31): ((2, 1, 0), (2, 0, 0), (1, 7, 20), (1, 6, 34)),
     (1, 32): ((2, 1, 0), (2, 0, 1), (1, 7, 24), (1, 6, 36)),
     (1, 33): ((2, 1, 0), (2, 0, 4), (1, 7, 24), (1, 6, 36)),
+    (1, 34): ((2, 1, 3), (2, 0, 6), (1, 7, 28), (1, 6, 39)),
     (1, 35): ((2, 2, 0), (2, 1, 5), (1, 7, 28)),
     (1, 36): ((2, 3, 0), (2, 2, 0)),
 }

@@ -90,3 +90,15 @@ def test_kubernetes_that_the_pinned_containerd_does_not_support_is_refused() -> 
     (finding,) = Packages().findings(context, FRESH)
     assert finding.code == "CONTAINERD_KUBERNETES_MISMATCH"
     assert finding.message == ("Kubernetes 1.36 needs containerd 2.3.0+ or 2.2.0+; containerd 1.7.28 is pinned")
+
+
+def test_kubernetes_1_34_checks_containerd_against_its_own_row() -> None:
+    def findings(containerd: str) -> list[str]:
+        host = Host(name="n1", transport="local", stack=StackPin(kubernetes="1.34.3", containerd=containerd))
+        context = PhaseContext(host, LocalTransport(host), Inventory(name="lab", hosts=(host,)))
+        return [f.message for f in Packages().findings(context, FRESH) if f.code == "CONTAINERD_KUBERNETES_MISMATCH"]
+
+    # containerd's table: 1.34 -> 2.1.3+, 2.0.6+, 1.7.28+, 1.6.39+
+    assert findings("2.1.3") == [] and findings("1.6.39") == []
+    assert findings("1.6.38") == ["Kubernetes 1.34 needs containerd 2.1.3+ or 2.0.6+ or 1.7.28+ or 1.6.39+; "
+                                  "containerd 1.6.38 is pinned"]
