@@ -1,8 +1,9 @@
 """Outputs of several commands read in ONE round trip, each under a ``### <name>`` line.
 
 ``section_command`` builds the compound shell line (every command may fail without hiding
-the others: the commands are joined with ``;`` and the line ends in ``; true``, stderr kept), ``split_sections`` cuts the output back into pieces,
-each with the 1-based line number where it starts so that parsers can name the real line.
+the others: the commands are joined with ``;`` and the line ends in ``; true``, stderr kept),
+``split_sections`` cuts the output back into pieces, each with the 1-based line number where
+it starts so that parsers can name the real line.
 """
 
 from __future__ import annotations
