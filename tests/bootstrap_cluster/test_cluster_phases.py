@@ -161,7 +161,7 @@ def test_a_local_chart_archive_is_copied_and_shown_as_a_binary_change(tmp_path: 
 
     from clusterctl.inventory.model import BootstrapConfig
 
-    archive = tmp_path / "dcgm-exporter-4.6.0.tgz"
+    archive = tmp_path / "dcgm-exporter-4.8.2.tgz"
     archive.write_bytes(gzip.compress(b"chart files"))
     sim = SimCluster(tmp_path / "sim", SIX[:2], bootstrap=BootstrapConfig(
         addons={"charts": {"dcgm-exporter": {"archive": str(archive)}}}))
@@ -170,8 +170,8 @@ def test_a_local_chart_archive_is_copied_and_shown_as_a_binary_change(tmp_path: 
     assert copies and copies[0].diff().startswith("Binary files /dev/null and gpu-a1:")
     report = sim.run()
     assert report.ok, report.failed_hosts
-    assert sim.file("gpu-a1", "/etc/kubernetes/clusterctl/charts/dcgm-exporter-4.6.0.tgz") == archive.read_bytes()
-    assert sim.kube()["releases"]["dcgm-exporter/dcgm-exporter"]["chart"] == "dcgm-exporter-4.6.0"
+    assert sim.file("gpu-a1", "/etc/kubernetes/clusterctl/charts/dcgm-exporter-4.8.2.tgz") == archive.read_bytes()
+    assert sim.kube()["releases"]["dcgm-exporter/dcgm-exporter"]["chart"] == "dcgm-exporter-4.8.2"
 
 
 def test_without_a_survey_the_cluster_still_works_and_the_missing_labels_are_said(tmp_path: Path) -> None:

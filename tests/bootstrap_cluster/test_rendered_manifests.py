@@ -145,4 +145,4 @@ def test_helm_commands_are_pinned_and_idempotent() -> None:
     assert command.startswith("helm upgrade --install nvidia-device-plugin nvidia-device-plugin ")
     assert "--repo https://nvidia.github.io/k8s-device-plugin --version 0.20.0" in command
     local = by_name["dcgm-exporter"].command()
-    assert "--repo" not in local and "/etc/kubernetes/clusterctl/charts/dcgm-exporter-4.6.0.tgz" in local
+    assert "--repo" not in local and "/etc/kubernetes/clusterctl/charts/dcgm-exporter-4.8.2.tgz" in local

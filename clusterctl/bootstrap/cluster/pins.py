@@ -36,8 +36,9 @@ CHART_PINS: dict[str, ChartPin] = {
             "0.20.0 depends on)",
         ),
         ChartPin(
-            "dcgm-exporter", "dcgm-exporter", "4.6.0", "https://nvidia.github.io/dcgm-exporter/helm-charts",
-            "dcgm-exporter", "github.com/NVIDIA/dcgm-exporter releases, chart 4.6.x",
+            "dcgm-exporter", "dcgm-exporter", "4.8.2", "https://nvidia.github.io/dcgm-exporter/helm-charts",
+            "dcgm-exporter", "github.com/NVIDIA/dcgm-exporter deployment/Chart.yaml 4.8.2 (2026-05-06, image "
+            "4.5.3-4.8.2; etc/default-counters.csv unchanged since chart 4.6.0)",
         ),
         ChartPin(
             "gpu-operator", "gpu-operator", "v26.7.0", "https://helm.ngc.nvidia.com/nvidia", "gpu-operator",
