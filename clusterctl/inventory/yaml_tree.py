@@ -71,9 +71,9 @@ def to_python(node: Node | None) -> Any:
     return {e.key: to_python(e.value) for e in node.entries}
 
 
-def is_empty(node: Node | None) -> bool:
+def is_empty(node: Node) -> bool:
     """A key written with no value (``vars:``): every inventory format reads it as "nothing here"."""
-    return node is None or (isinstance(node, Scalar) and node.value is None)
+    return isinstance(node, Scalar) and node.value is None
 
 
 def as_mapping(node: Node) -> Mapping | None:

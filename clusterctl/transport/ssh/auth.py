@@ -229,8 +229,9 @@ def authenticate(
     password = credentials.password if credentials else None
     if password is not None and target.password_authentication:
         remaining(deadline, "authentication", target)
-        send_password = partial(client.auth_password, target.user, password.reveal())
-        rejected = _try_method(client, target, tried, "password", send_password)
+        # Revealed only inside the call: no object holds the plain text between attempts.
+        rejected = _try_method(client, target, tried, "password",
+                               lambda: client.auth_password(target.user, password.reveal()))
         if rejected is not None:
             tried[-1] += f" (not accepted; the server allows: {', '.join(rejected)})"
         elif client.is_authenticated():
