@@ -309,15 +309,19 @@ def parse_ibstat(text: str) -> RDMADevices:
     return _Ibstat().read(clean_lines(text))
 
 
+def _has_ca_line(lines: list[Line]) -> bool:
+    return any(_CA.match(line.text) for line in lines)
+
+
 def is_ibstat(text: str) -> bool:
     """Whether ``text`` is ``ibstat`` output (a ``CA '<name>'`` line) rather than ``ibv_devinfo``."""
-    return any(_CA.match(line.text) for line in clean_lines(text))
+    return _has_ca_line(clean_lines(text))
 
 
 def parse_rdma(text: str) -> RDMADevices:
     """``ibv_devinfo`` or ``ibstat`` output, whichever ``text`` is."""
     lines = clean_lines(text)
-    reader = _Ibstat() if any(_CA.match(line.text) for line in lines) else _IbvDevinfo()
+    reader = _Ibstat() if _has_ca_line(lines) else _IbvDevinfo()
     return reader.read(lines)
 
 
