@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from contract import Answer, RealHost, SimulatedHost
 from demo_calls import VARIANTS, DemoRecordings
-from toolset import KUBERNETES_NEWEST, KUBERNETES_OLDEST
+from toolset import KUBERNETES_DEMO_MINOR, KUBERNETES_NEWEST, KUBERNETES_OLDEST
 
 from clusterctl.bootstrap.cluster.kubeadm import is_bootstrap_token
 from clusterctl.facts.containerd import containerd_probe, parse_containerd_probe, parse_kubeadm_images
@@ -24,7 +24,7 @@ from clusterctl.facts.sections import section_command
 from clusterctl.facts.stack import parse_stack
 
 Tool = Callable[[str, str], Path]
-RELEASES = (KUBERNETES_NEWEST, KUBERNETES_OLDEST)
+RELEASES = (KUBERNETES_NEWEST, KUBERNETES_DEMO_MINOR, KUBERNETES_OLDEST)
 
 
 class Pair:

@@ -11,63 +11,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from containerd_cases import CASES, Case, Tool, binaries, clusterctl_config, cri_tables
 from containerd_daemon import ContainerdDaemon, relocated
-from demo_calls import VARIANTS, DemoRecordings, Variant
-from real_tools import system_tool
-from toolset import CONTAINERD_22, CONTAINERD_23
+from demo_calls import DemoRecordings
 
-from clusterctl.bootstrap.containerd_config import WantedContainerd, parse_toml, render_config
+from clusterctl.bootstrap.containerd_config import parse_toml
 from clusterctl.facts.containerd import cri_status, parse_ctr_plugins
-
-Tool = Callable[[str, str], Path]
-DEBIAN = "1.6"
-
-
-@dataclass(frozen=True)
-class Case:
-    containerd: str
-    variant: Variant | None
-    version: int
-    sandbox: str
-
-
-CASES = (
-    Case(CONTAINERD_22, VARIANTS[0], 3, "registry.k8s.io/pause:3.10.1"),
-    Case(CONTAINERD_23, VARIANTS[2], 4, "registry.k8s.io/pause:3.10.2"),
-    Case(DEBIAN, None, 2, "registry.k8s.io/pause:3.10.1"),
-)
-
-
-def binaries(case: Case, upstream_tool: Tool) -> tuple[Path, Path]:
-    if case.containerd != DEBIAN:
-        return upstream_tool("containerd", case.containerd), upstream_tool("ctr", case.containerd)
-    return system_tool("containerd", "containerd"), system_tool("ctr", "containerd")
-
-
-def clusterctl_config(case: Case, demo_recordings: DemoRecordings) -> str:
-    if case.variant is None:
-        wanted = WantedContainerd("1.6.20", 2, case.sandbox, "default", False)
-        return render_config(wanted)
-    config = demo_recordings.get(case.variant).file("gpu-a2", "/etc/containerd/config.toml")
-    assert config is not None, "the bootstrap wrote no /etc/containerd/config.toml"
-    return config.decode()
-
-
-def cri_tables(dumped: dict[str, Any], version: int) -> tuple[dict[str, Any], dict[str, Any], str]:
-    """(runtime table's ``containerd`` part, images/registry part, sandbox image) of a dumped config."""
-    plugins = dumped["plugins"]
-    if version == 2:
-        cri = plugins["io.containerd.grpc.v1.cri"]
-        return cri["containerd"], cri["registry"], cri["sandbox_image"]
-    images = plugins["io.containerd.cri.v1.images"]
-    return (plugins["io.containerd.cri.v1.runtime"]["containerd"], images["registry"],
-            images["pinned_images"]["sandbox"])
 
 
 def assert_clusterctls_settings(runtime: dict[str, Any], registry: dict[str, Any], sandbox: str, case: Case) -> None:
