@@ -126,6 +126,8 @@ def load_config(ctx: ToolContext, args: list[str]) -> dict[str, dict[str, Any]]:
             if api not in ("kubeadm.k8s.io/v1beta3", "kubeadm.k8s.io/v1beta4"):
                 raise ConfigError(f'no kind "{kind}" is registered for version "{api}" in scheme '
                                   '"k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/scheme/scheme.go:31"')
+            if api == "kubeadm.k8s.io/v1beta3":
+                _check_v1beta3(ctx, kind, doc)
             types = schema()["$defs"]
             unknown = unknown_field(doc, types[kind], types) if api.endswith("v1beta4") and kind in types else None
             if unknown:
@@ -135,6 +137,25 @@ def load_config(ctx: ToolContext, args: list[str]) -> dict[str, dict[str, Any]]:
                                   f'"{unknown}"')
         docs[kind] = doc
     return docs
+
+
+#: v1beta3's ``extraArgs`` were maps; v1beta4 made them ``[{name, value}]`` lists (Go struct, field).
+V1BETA3_MAPS = {"apiServer": ("APIServer", "extraArgs"), "controllerManager": ("ControlPlaneComponent", "extraArgs"),
+                "scheduler": ("ControlPlaneComponent", "extraArgs"),
+                "nodeRegistration": ("NodeRegistrationOptions", "kubeletExtraArgs")}
+
+
+def _check_v1beta3(ctx: ToolContext, kind: str, doc: dict[str, Any]) -> None:
+    """Before 1.37 kubeadm still reads v1beta3, warning (klog) that it is deprecated; v1beta4's list
+    shapes do not decode into its maps."""
+    ctx.log(_klog("W", "common.go:100", f'your configuration file uses a deprecated API spec: "kubeadm.k8s.io/'
+                  f'v1beta3" (kind: "{kind}"). Please use \'kubeadm config migrate --old-config old-config-file '
+                  "--new-config new-config-file', which will write the new, similar spec using a newer API version."))
+    for section, (struct, field) in V1BETA3_MAPS.items():
+        if isinstance((doc.get(section) or {}).get(field), list):
+            raise ConfigError(f'error unmarshaling configuration schema.GroupVersionKind{{Group:"kubeadm.k8s.io", '
+                              f'Version:"v1beta3", Kind:"{kind}"}}: json: cannot unmarshal array into Go struct field '
+                              f"{struct}.{section}.{field} of type map[string]string")
 
 
 def _node_labels(registration: dict[str, Any]) -> dict[str, str]:
@@ -424,6 +445,13 @@ def _version_answer(ctx: ToolContext) -> ToolResult:
 
 
 def run(ctx: ToolContext) -> ToolResult:
+    result = _run(ctx)
+    if not ctx.logged:
+        return result
+    return ToolResult(result.stdout, "".join(ctx.logged) + result.stderr, result.exit_code)
+
+
+def _run(ctx: ToolContext) -> ToolResult:
     args = ctx.args
     try:
         if args[:1] == ["version"]:
