@@ -40,6 +40,8 @@ from clusterctl.saved_survey import load_saved_survey
 from clusterctl.secret import mask_text
 
 GPUS_PER_NODE = 8
+#: kwok's own stage definitions (build-tools copies them beside the binary): Ready nodes, running pods.
+KWOK_STAGES = ("node-initialize.yaml", "node-heartbeat.yaml", "pod-ready.yaml", "pod-complete.yaml", "pod-delete.yaml")
 VARIANT = VARIANTS[2]  # the demo at Kubernetes 1.37 (the control plane binaries' release)
 
 
@@ -71,7 +73,9 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
     (folder / "plane").mkdir()
     try:
         plane.start()
-        plane.start_process("kwok", ["kwok", "--kubeconfig=/etc/kubernetes/admin.conf", "--manage-all-nodes=false",
+        stages = ",".join(str(tools["kwok"].parent / name) for name in KWOK_STAGES)
+        plane.start_process("kwok", ["kwok", "--kubeconfig=/etc/kubernetes/admin.conf", f"--config={stages}",
+                                     "--manage-all-nodes=false",
                                      "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
                                      f"--node-ip={ADDRESS}"])
         for host in inventory.hosts:

@@ -93,6 +93,7 @@ def test_its_drop_in_over_clusterctls_root_keeps_clusterctls_settings_as_cluster
     ours, theirs = parse_toml(text, "root"), parse_toml(dropin.read_text(), "drop-in")
     predicted = effective_config(ours, [theirs], major)
     predicted_runtime, predicted_registry, predicted_sandbox = cri_tables(predicted, case.version)
+    assert predicted_registry["config_path"] == registry["config_path"]
     assert set(predicted_runtime["runtimes"]) == set(runtime["runtimes"])
     for name in predicted_runtime["runtimes"]:
         assert predicted_runtime["runtimes"][name]["options"].get("BinaryName") == \

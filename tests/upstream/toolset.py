@@ -45,6 +45,8 @@ class Tool:
     #: Built only when ``build-tools --all`` (or CLUSTERCTL_TOOLS_ALL=1) asks: not needed by CI's tests.
     optional: bool = False
     env: dict[str, str] = field(default_factory=dict)
+    #: Files of the module copied beside the binary (kwok's stage definitions), as module-relative paths.
+    data: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -82,14 +84,18 @@ TOOLS: tuple[Tool, ...] = (
     *_containerd(CONTAINERD_22),
     Tool("crictl", "1.37.0", "sigs.k8s.io/cri-tools", "sigs.k8s.io/cri-tools/cmd/crictl",
          ldflags=("-X sigs.k8s.io/cri-tools/pkg/version.Version=v1.37.0",)),
-    *_containerd(CONTAINERD_23),
     Tool("etcd", ETCD, "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3"),
     _kubernetes("kube-apiserver", KUBERNETES_NEWEST),
     _kubernetes("kube-controller-manager", KUBERNETES_NEWEST),
     _kubernetes("kube-scheduler", KUBERNETES_NEWEST),
     _kubernetes("kubectl", KUBERNETES_NEWEST),
     Tool("kwok", "0.8.0", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok",
-         ldflags=("-X sigs.k8s.io/kwok/pkg/consts.Version=v0.8.0",)),
+         ldflags=("-X sigs.k8s.io/kwok/pkg/consts.Version=v0.8.0",),
+         # kwok runs no stage unless given some: nodes Ready with heartbeats, pods Running.
+         data=("kustomize/stage/node/fast/node-initialize.yaml", "kustomize/stage/node/heartbeat/node-heartbeat.yaml",
+               "kustomize/stage/pod/fast/pod-ready.yaml", "kustomize/stage/pod/fast/pod-complete.yaml",
+               "kustomize/stage/pod/fast/pod-delete.yaml")),
+    *_containerd(CONTAINERD_23),
     Tool("nvidia-ctk", "1.20.0", "github.com/NVIDIA/nvidia-container-toolkit",
          "github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-ctk",
          ldflags=("-X github.com/NVIDIA/nvidia-container-toolkit/internal/info.version=1.20.0",)),
