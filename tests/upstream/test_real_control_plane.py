@@ -210,3 +210,40 @@ def test_verify_reads_the_real_nodes_and_finds_them_ready_with_their_gpus(contro
     assert [(f.code, f.host) for f in findings if f.severity is Severity.ERROR] == [
         ("GPU_ALLOCATABLE_MISMATCH", "gpu-b2")]
     assert re.search(r"offers 7 nvidia.com/gpu", findings[0].message)
+
+
+def test_clusterctls_helm_lines_install_a_chart_archive_and_read_the_release_back(control_plane: Cluster,
+                                                                                  tmp_path: Path) -> None:
+    """An air-gapped site's chart archive, installed with clusterctl's own helm line, listed with its parser."""
+    from clusterctl.bootstrap.cluster.addons import HelmRelease
+    from clusterctl.bootstrap.cluster.settings import ChartSource
+    from clusterctl.facts.kube import HELM_LIST_COMMAND, parse_helm_list
+
+    helm = find_tool("helm", "3.22.0")
+    plane = control_plane.plane
+    if not (plane.bin / "helm").exists():
+        (plane.bin / "helm").symlink_to(helm)
+    chart = tmp_path / "site-probe"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: site-probe\nversion: 0.1.0\n")
+    (chart / "templates" / "configmap.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: site-probe\ndata:\n  said: {{ .Values.said | quote }}\n")
+    packaged = plane.sh(f"helm package {chart} --destination {tmp_path}")
+    assert packaged.returncode == 0, packaged.stderr
+    release = HelmRelease(ChartSource("site-probe", "site-probe", "0.1.0", "", "site-probe",
+                                      archive=str(tmp_path / "site-probe-0.1.0.tgz")), "said: hello\n")
+    assert release.archive_path is not None
+    for path, data in ((release.archive_path, (tmp_path / "site-probe-0.1.0.tgz").read_bytes()),
+                       (release.values_path, release.values.encode())):
+        target = plane.host_path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    installed = plane.sh(release.command(), timeout=300)
+    assert installed.returncode == 0, installed.stderr
+    listed = plane.sh(HELM_LIST_COMMAND)
+    assert listed.returncode == 0, listed.stderr
+    (found,) = parse_helm_list(listed.stdout)
+    assert (found.name, found.namespace, found.status, found.revision) == ("site-probe", "site-probe", "deployed", 1)
+    assert found.chart_version("site-probe") == "0.1.0"
+    said = control_plane.plane.kubectl("-n site-probe get configmap site-probe -o jsonpath={.data.said}")
+    assert said.stdout == "hello"
