@@ -624,7 +624,7 @@ class Shell:
                     kept.append(False)
         if not split_glob:
             return [text]
-        words = [f for f, keep in zip(fields, kept) if f or keep]
+        words = [f for f, keep in zip(fields, kept, strict=True) if f or keep]
         if pattern and self.glob is not None and len(words) == 1:
             matches = self.glob(self.absolute(words[0]))
             if matches:
