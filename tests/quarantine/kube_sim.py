@@ -63,7 +63,7 @@ class KubeSim:
     def transport(self, name: str | None = None) -> Any:
         """The mock transport of one host (the first control plane by default), made once."""
         from clusterctl.inventory.loader import load_inventory
-        from clusterctl.transport.mock import MockTransport
+        from clusterctl.mock.transport import MockTransport
 
         name = name or self.names[0]
         if name not in self._transports:

@@ -52,7 +52,7 @@ def test_broken_pod_lists_name_what_is_wrong(text: str, where: str) -> None:
 
 
 def test_a_node_without_a_name_or_with_a_bad_taint_is_refused() -> None:
-    with pytest.raises(ParseError, match="metadata.name"):
+    with pytest.raises(ParseError, match=r"metadata\.name"):
         parse_node(json.dumps({"kind": "Node", "metadata": {}}))
     with pytest.raises(ParseError, match=r"spec.taints\[0\]"):
         parse_node(json.dumps({"kind": "Node", "metadata": {"name": "a"}, "spec": {"taints": [{"value": "x"}]}}))
