@@ -37,7 +37,8 @@ RELEASE_HELP = """\
 Bring quarantined hosts back, only once they prove healthy: the health checks (--level, 1 by
 default) and a single-host 'bench nccl' run on each host first; a host that passes both has its
 taint removed, is uncordoned and resumed in Slurm; a host that fails stays quarantined and the
-reasons are printed (exit 1). --skip-checks releases without the checks.
+reasons are printed (exit 1). --skip-checks releases without the checks. Asks before releasing
+the hosts that passed (--yes for scripts; required off a terminal).
 
 Examples:
 
@@ -159,12 +160,15 @@ def release_command(
 
     app = app_context(ctx)
     targets = named_hosts(app, hosts)
-    confirm(f"release {compress([h.name for h in targets])} once {'it passes' if not skip_checks else 'asked'}"
-            f"{'' if not skip_checks else ' (checks skipped)'}", yes=yes, dry_run=dry_run)
     gate = Gate(apply=not dry_run)
+
+    def ask(names: list[str]) -> None:
+        # After the checks: a host that stays quarantined needs no answer from anyone.
+        confirm(f"release {compress(names)}{' (checks skipped)' if skip_checks else ''}", yes=yes, dry_run=dry_run)
+
     with app.runner() as runner:
         results = release_hosts(runner, app.inventory(), targets, gate,
-                                checks=None if skip_checks else health_and_nccl_checks(level))
+                                checks=None if skip_checks else health_and_nccl_checks(level), confirm=ask)
     journal = save_journal(app, gate, "release")
     payload = {"dry_run": dry_run, "journal": journal, "checks_skipped": skip_checks,
                "hosts": [r.to_json() for r in results]}

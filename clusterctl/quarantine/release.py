@@ -68,8 +68,14 @@ def health_and_nccl_checks(level: int = 1) -> ReleaseChecks:
 
 
 def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], gate: Gate, *,
-                  checks: ReleaseChecks | None = None) -> list[HostRelease]:
-    """Release the quarantined hosts among ``hosts`` that pass ``checks`` (None: no checks, ``--skip-checks``)."""
+                  checks: ReleaseChecks | None = None,
+                  confirm: Callable[[list[str]], None] | None = None) -> list[HostRelease]:
+    """Release the quarantined hosts among ``hosts`` that pass ``checks`` (None: no checks, ``--skip-checks``).
+
+    ``confirm(names)`` is called once the checks are done and before any change, with the hosts
+    about to be released (not at all when none passed): the question is asked only when there is
+    something to answer; it raises to stop.
+    """
     cp = control_plane(inventory)
     results = {h.name: HostRelease(h.name) for h in hosts}
 
@@ -108,6 +114,8 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
                 candidates.remove(host)
     if not candidates:
         return [results[h.name] for h in hosts]
+    if confirm is not None:
+        confirm([h.name for h in candidates])
 
     def release_on_cp(transport: Transport) -> None:
         for host in candidates:

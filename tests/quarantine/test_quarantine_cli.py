@@ -25,7 +25,9 @@ def test_changing_hosts_needs_yes_off_a_terminal_and_names_must_be_in_the_invent
     before = sim.snapshot()
     code, out = cli(sim, "quarantine", "gpu-a3", "--reason", "xid")
     assert code == 2 and "--yes" in out
-    code, out = cli(sim, "release", "gpu-a3")
+    assert cli(sim, "quarantine", "gpu-a3", "--reason", "xid", "--yes")[0] == 0
+    before = sim.snapshot()
+    code, out = cli(sim, "release", "gpu-a3", "--skip-checks")
     assert code == 2 and "--yes" in out
     code, out = cli(sim, "quarantine", "gpu-zz", "--reason", "xid", "--yes")
     assert code == 2 and "not in the inventory: gpu-zz" in out
