@@ -10,11 +10,12 @@ engineer would type it there. Hosts named in ``slurmd`` run slurmd.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from host_state import snapshot
 
 from clusterctl.mock.state import MockCluster
 
@@ -121,25 +122,10 @@ class KubeSim:
         with self.state.cluster.edit() as data:
             data["kubernetes"]["pods"][f"{namespace}/{name}"]["phase"] = "Running"
 
-    def snapshot(self) -> dict[str, str]:
-        """Every file of the mock state, hashed; the simulator's replay counters are left out (they say
-        which recording answers next, not anything about a host). Every host is brought up first: a
-        mock host writes its first-boot state when first used, which is no change of any command."""
+    def snapshot(self) -> dict[str, bytes]:
+        """The mock state as ``host_state.snapshot`` sees it (the simulator's bookkeeping left out). Every
+        host is brought up first: a mock host writes its first-boot state when first used, which is no
+        change of any command."""
         for name in self.names:
             self.sh("true", host=name)
         return snapshot(self.root / "state")
-
-
-def snapshot(folder: Path) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for path in sorted(folder.rglob("*")):
-        if not path.is_file() or path.name.endswith(".lock"):
-            continue
-        data = path.read_bytes()
-        if path.name == "host.json":
-            doc = json.loads(data)
-            doc.pop("answers", None)
-            doc.pop("rule_hits", None)
-            data = json.dumps(doc, sort_keys=True).encode()
-        found[str(path.relative_to(folder))] = hashlib.sha256(data).hexdigest()
-    return found

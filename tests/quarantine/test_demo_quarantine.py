@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from clirun import DEMO, REPO_ROOT, clusterctl
-from kube_sim import snapshot
+from host_state import snapshot
 
 SURVEY = REPO_ROOT / "tests" / "bootstrap_cluster" / "fixtures" / "demo-survey.json"
 KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
