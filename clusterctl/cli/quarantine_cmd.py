@@ -47,6 +47,8 @@ Examples:
   clusterctl release gpu-a3 --dry-run
 """
 
+QUARANTINE_SHORT = "Take hosts out of service: taint, cordon and (--drain) drain them, in Kubernetes and Slurm."
+RELEASE_SHORT = "Bring quarantined hosts back once their health and a one-host NCCL test pass."
 STATUS_HELP = """\
 Which nodes are quarantined: since when, by whom, why (reason and finding codes), and what
 their release needs. Nodes cordoned outside clusterctl are listed too, marked so.
@@ -60,8 +62,8 @@ Examples:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("quarantine", help=QUARANTINE_HELP)(quarantine_command)
-    app.command("release", help=RELEASE_HELP)(release_command)
+    app.command("quarantine", help=QUARANTINE_HELP, short_help=QUARANTINE_SHORT)(quarantine_command)
+    app.command("release", help=RELEASE_HELP, short_help=RELEASE_SHORT)(release_command)
     app.command("status", help=STATUS_HELP)(status_command)
 
 
