@@ -12,8 +12,10 @@ parse as POSIX shell (``dash -n``), whatever the programs would do.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -50,6 +52,8 @@ class Jail:
             shutil.copy(library, target)
         (folder / "bin").mkdir(exist_ok=True)
         shutil.copy(dash, folder / "bin" / "dash")
+        (folder / "dev").mkdir()
+        os.mknod(folder / "dev" / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # lines say 2>/dev/null
         (folder / "stubs").mkdir()
         (folder / "stubs" / "sh").symlink_to("/bin/dash")
         for name in names | set(PASS_THROUGH):
