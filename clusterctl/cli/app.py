@@ -50,6 +50,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "clusterctl.cli.tune_cmd",
     "clusterctl.cli.bench_cmd",
     "clusterctl.cli.bootstrap_cmd",
+    "clusterctl.cli.artifacts_cmd",
     "clusterctl.cli.undo_cmd",
     "clusterctl.cli.reset_cmd",
     "clusterctl.cli.mock_cmd",
