@@ -51,6 +51,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "clusterctl.cli.bench_cmd",
     "clusterctl.cli.bootstrap_cmd",
     "clusterctl.cli.artifacts_cmd",
+    "clusterctl.cli.upgrade_cmd",
     "clusterctl.cli.undo_cmd",
     "clusterctl.cli.reset_cmd",
     "clusterctl.cli.mock_cmd",

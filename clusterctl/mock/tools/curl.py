@@ -41,6 +41,8 @@ def run(ctx: ToolContext) -> ToolResult:
     served = ctx.machine.get("http")
     if isinstance(served, dict):
         return _site(ctx, served, url, output, write_out, flags)
+    if url.endswith("/Packages"):
+        return _packages_index(ctx, url, output, write_out, flags)
     body = (f"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n(mock key fetched from {url})\n"
             "-----END PGP PUBLIC KEY BLOCK-----\n")
     if output is None:
@@ -68,3 +70,15 @@ def _site(ctx: ToolContext, served: dict[str, object], url: str, output: str | N
     elif output == "/dev/null":
         body = ""
     return ToolResult(body + shown)
+
+
+def _packages_index(ctx: ToolContext, url: str, output: str | None, write_out: str, flags: set[str]) -> ToolResult:
+    from clusterctl.mock.tools import packages as db
+
+    source = next((s for s in db.all_sources(ctx) if s.rstrip("/") in url), None)
+    if source is None:
+        return _site(ctx, {}, url, output, write_out, flags)
+    stanzas = [f"Package: {name}\nVersion: {version}\nArchitecture: amd64\n"
+               f"Filename: pool/{name}_{version}_amd64.deb\n"
+               for name, versions in sorted(db.offered(ctx, source).items()) for version in versions]
+    return _site(ctx, {url: {"body": "\n".join(stanzas)}}, url, output, write_out, flags)

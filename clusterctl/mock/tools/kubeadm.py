@@ -1,4 +1,5 @@
-"""``kubeadm``: config validate, init, join, token create, init phase upload-certs, reset, version.
+"""``kubeadm``: config validate, init, join, token create, init phase upload-certs, reset, version,
+upgrade plan/apply/node.
 
 Cluster-wide state is ``kube_state`` (shared by the hosts of one mock cluster). Outputs are
 kubeadm's recorded ones (``recordings/kube/``, sources in recordings/README.md). Behaviour that
@@ -11,7 +12,13 @@ matters to clusterctl and is kubeadm's own:
 * ``join`` needs a known, unexpired token and a pinned CA hash matching the cluster's; a
   control-plane join needs the certificate key of certificates uploaded less than two hours ago;
   a host with ``/etc/kubernetes/kubelet.conf`` fails preflight;
-* with ``--skip-token-print``/``--skip-certificate-key-print`` the values are withheld.
+* with ``--skip-token-print``/``--skip-certificate-key-print`` the values are withheld;
+* ``upgrade plan|apply VERSION`` refuse a version above the installed kubeadm ("Upgrade kubeadm
+  first") and more than one minor above the cluster's (kubeadm's ``MaximumAllowedMinorVersionUpgradeSkew``,
+  ``app/phases/upgrade/policy.go``); ``apply`` asks unless ``-y``, then writes this host's static
+  pod manifests at the new version and records it as the cluster's; ``upgrade node`` brings a
+  further control plane's manifests to the cluster's version (a worker: nothing but the kubelet
+  configuration). Static pod manifests name their image with its tag, as kubeadm's do.
 """
 
 from __future__ import annotations
@@ -137,6 +144,20 @@ def _register_node(ctx: ToolContext, kube: dict[str, Any], registration: dict[st
                                           "kubelet_version": _version(ctx), "host": ctx.host_name}
 
 
+def write_manifests(ctx: ToolContext, version: str) -> None:
+    """The control plane's static pod manifests at ``version`` (images as kubeadm names them)."""
+    try:
+        minor = int(version.lstrip("v").split(".")[1])
+    except (IndexError, ValueError):
+        minor = 36
+    etcd = IMAGE_TAGS.get(minor, IMAGE_TAGS[max(IMAGE_TAGS)])[1]
+    for name in MANIFESTS:
+        component = name[:-len(".yaml")]
+        tag = etcd if component == "etcd" else version
+        ctx.fs.write(f"/etc/kubernetes/manifests/{name}",
+                     ks.static_pod_manifest(component, f"registry.k8s.io/{component}:{tag}"), mode=0o600)
+
+
 def _write_node_files(ctx: ToolContext, *, control_plane: bool, ca_pem: bytes) -> None:
     ctx.fs.write(ks.KUBELET_CONF, b"apiVersion: v1\nkind: Config\n# kubelet client credentials (simulated)\n",
                  mode=0o600)
@@ -146,8 +167,7 @@ def _write_node_files(ctx: ToolContext, *, control_plane: bool, ca_pem: bytes) -
     if control_plane:
         ctx.fs.write(ks.ADMIN_CONF, b"apiVersion: v1\nkind: Config\n# cluster-admin credentials (simulated)\n",
                      mode=0o600)
-        for name in MANIFESTS:
-            ctx.fs.write(f"/etc/kubernetes/manifests/{name}", f"# static pod {name} (simulated)\n".encode(), mode=0o600)
+        write_manifests(ctx, str(ks.read(ctx).get("version") or _version(ctx)))
         ctx.fs.write("/var/lib/etcd/member/snap/db", b"")
 
 
@@ -362,6 +382,10 @@ def run(ctx: ToolContext) -> ToolResult:
             return _token_create(ctx)
         if args[:1] == ["reset"]:
             return _reset(ctx)
+        if args[:1] == ["upgrade"]:
+            from clusterctl.mock.tools import kubeadm_upgrade
+
+            return kubeadm_upgrade.run(ctx)
     except ConfigError as exc:
         return ctx.fail(f"{exc}\nTo see the stack trace of this error execute with --v=5 or higher\n", 1)
     word = args[0] if args else ""
