@@ -52,6 +52,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "clusterctl.cli.bootstrap_cmd",
     "clusterctl.cli.artifacts_cmd",
     "clusterctl.cli.upgrade_cmd",
+    "clusterctl.cli.remove_node_cmd",
     "clusterctl.cli.undo_cmd",
     "clusterctl.cli.reset_cmd",
     "clusterctl.cli.mock_cmd",

@@ -382,20 +382,9 @@ def load_progress(path: Path) -> dict[str, Any]:
 
 def _stack_report(runner: Runner, inventory: Inventory, hosts: Sequence[Host], phases: Sequence[str], *,
                   apply: bool) -> BootstrapReport:
-    """Bootstrap's ``phases`` on ``hosts`` of the upgraded inventory (pins at the target).
+    from clusterctl.day2.phases import run_phases
 
-    On connections of their own: a phase reads the host it works on from its transport, and the
-    rollout's connections carry the inventory's hosts as they were (the old Kubernetes pin).
-    """
-    from clusterctl.bootstrap.engine import RunSettings, run_bootstrap
-    from clusterctl.bootstrap.registry import phase_named
-    from clusterctl.bootstrap.run import BootstrapRequest, run_options
-    from clusterctl.fanout import Runner as FleetRunner
-
-    chosen = [phase_named(p) for p in phases]
-    options = run_options(inventory, hosts, chosen, BootstrapRequest(apply=apply))
-    with FleetRunner(runner.connect, parallel=runner.parallel, timeout_s=runner.timeout_s) as own:
-        return run_bootstrap(inventory, hosts, own, chosen, RunSettings(apply=apply, options=options))
+    return run_phases(runner, inventory, hosts, phases, apply=apply)
 
 
 def _failure(report: BootstrapReport, host: str) -> str | None:

@@ -358,6 +358,20 @@ def _reset(ctx: ToolContext) -> ToolResult:
     return ctx.ok(recording("kubeadm-reset.txt"))
 
 
+def _remove_etcd_member(ctx: ToolContext) -> ToolResult:
+    """``kubeadm reset phase remove-etcd-member``: this control plane's member leaves etcd (wording simplified)."""
+    if not ctx.fs.exists("/etc/kubernetes/manifests/etcd.yaml"):
+        return ctx.ok("[reset] No etcd config found. Assuming external etcd\n[reset] Please, manually reset etcd to "
+                      "prevent further issues\n")
+    with ks.edit(ctx) as kube:
+        removed = kube.setdefault("etcd_removed", [])
+        if ctx.host_name not in removed:
+            removed.append(ctx.host_name)
+    ctx.fs.remove("/var/lib/etcd/member", recursive=True)
+    return ctx.ok(f"[reset] Removing member {ctx.hostname} from the etcd cluster\n[reset] Deleting contents of the "
+                  "etcd data directory: /var/lib/etcd\n")
+
+
 def run(ctx: ToolContext) -> ToolResult:
     args = ctx.args
     try:
@@ -380,6 +394,8 @@ def run(ctx: ToolContext) -> ToolResult:
             return _join(ctx)
         if args[:2] == ["token", "create"]:
             return _token_create(ctx)
+        if args[:3] == ["reset", "phase", "remove-etcd-member"]:
+            return _remove_etcd_member(ctx)
         if args[:1] == ["reset"]:
             return _reset(ctx)
         if args[:1] == ["upgrade"]:

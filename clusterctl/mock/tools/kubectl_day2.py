@@ -1,7 +1,8 @@
 """``kubectl drain``, ``uncordon`` and ``delete node`` against the simulated cluster.
 
 Messages are kubectl's (``staging/src/k8s.io/kubectl/pkg/cmd/drain``): ``node/N cordoned``,
-``node/N drained``, ``node/N uncordoned``, ``node "N" deleted``, ``Error from server
+``node/N drained``, ``node/N uncordoned``, ``node "N" deleted`` (nothing with
+``--ignore-not-found`` when it is gone), ``Error from server
 (NotFound): nodes "N" not found``. A drain evicts the pods the simulation schedules on the node
 (clusterctl's one-GPU test pods). A host whose state sets ``drain: hang`` never finishes: the
 drain gives up at ``--timeout`` with kubectl's "global timeout reached" error.
@@ -27,6 +28,8 @@ def run(ctx: ToolContext, words: list[str], options: dict[str, str], flags: set[
         nodes = kube.setdefault("nodes", {})
         node = nodes.get(name)
         if node is None:
+            if verb == "delete" and ("--ignore-not-found" in flags or "--ignore-not-found=true" in ctx.args):
+                return ctx.ok()
             return _missing(name)
         if verb == "delete":
             del nodes[name]
