@@ -40,10 +40,10 @@ LIST_FILES = {"apt-package": "packages.txt", "apt-key": "keys.txt", "image": "im
               "manifest": "manifests.txt"}
 
 
-def register(app: typer.Typer) -> None:
-    from clusterctl.cli.bootstrap_cmd import bootstrap_app
-
-    bootstrap_app.command("artifacts", help=HELP)(artifacts_command)
+def register_on(bootstrap_app: typer.Typer) -> None:
+    """Add ``artifacts`` to the ``bootstrap`` group (called by ``bootstrap_cmd.register``), once."""
+    if not any(c.name == "artifacts" for c in bootstrap_app.registered_commands):
+        bootstrap_app.command("artifacts", help=HELP)(artifacts_command)
 
 
 def artifacts_command(

@@ -10,7 +10,9 @@ from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode, UsageError
 
 HELP = """\
-Take one host out of the cluster: drain it, remove its etcd member (a control plane; refused
+Take one host out of the cluster: drain, etcd member, kubeadm reset, delete node.
+
+It is drained, its etcd member removed (a control plane; refused
 when that would break etcd's quorum, and for the last control plane), 'kubeadm reset' and the
 cleanup bootstrap's reset phase does, then 'kubectl delete node'. The host stays in the
 inventory: 'clusterctl bootstrap' later joins it again as a fresh node. Asks first, naming the

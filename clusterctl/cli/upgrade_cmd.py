@@ -14,9 +14,10 @@ if TYPE_CHECKING:
     from clusterctl.day2.upgrade import HostUpgrade, Step, UpgradeReport
 
 HELP = """\
-Upgrade the cluster's Kubernetes (and the node stack when the inventory's pins changed),
-one node at a time, in kubeadm's documented order: the first control plane ('kubeadm upgrade
-apply'), the other control planes, then the workers ('kubeadm upgrade node'). Each node is
+Upgrade the cluster's Kubernetes and node stack, node by node, in kubeadm's order.
+
+The first control plane ('kubeadm upgrade apply'), the other control planes, then the workers
+('kubeadm upgrade node'); the node stack too when the inventory's pins changed. Each node is
 drained, its packages unheld, upgraded and held again, the kubelet restarted, and the node
 uncordoned once it is Ready at the new version. One minor version at a time.
 
