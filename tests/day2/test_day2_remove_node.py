@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clirun import clusterctl
-from conftest import DEMO, DEMO_SURVEY, state_digest
+from day2_helpers import DEMO, DEMO_SURVEY, state_digest
 
 from clusterctl.day2.remove_node import quorum_check
 from clusterctl.facts.kube import KubeNode, parse_nodes

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from clirun import clusterctl
-from conftest import DEMO, mock_cluster_folder, set_fault, state_digest
+from day2_helpers import DEMO, mock_cluster_folder, set_fault, state_digest
 
 
 def _run(*args: str | Path) -> Any:
