@@ -3,7 +3,7 @@
 The list comes from the same functions the phases plan with, so it cannot drift from what a
 run would fetch: the packages phase's pins and apt sources (``apt_sources``), kubeadm's own
 images for the pinned version (``cluster.kubeadm_images``), the CNI's pinned manifests and
-images (``cluster.pins``/``cluster.network``), the add-on charts and the images their pinned
+images (``inventory.pins``/``cluster.network``), the add-on charts and the images their pinned
 versions pull, and the image the verify phase runs. Mirrors the inventory configures are
 applied (``bootstrap.mirror``, ``image_repository``, ``network.image_registry``/``manifest_mirror``,
 ``addons.image_registry``, chart archives), so each item names where a run will look for it.
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from clusterctl.bootstrap.apt_sources import chosen_repos, wanted_packages
 from clusterctl.bootstrap.cluster.kubeadm_images import kubeadm_images
-from clusterctl.bootstrap.cluster.pins import CNI_PINS
+from clusterctl.inventory.pins import CNI_PINS
 
 if TYPE_CHECKING:
     from clusterctl.bootstrap.cluster.settings import ClusterSettings

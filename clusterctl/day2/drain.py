@@ -1,11 +1,10 @@
 """Taking a node's pods off it before work, and letting pods back after: the day-2 seam for draining.
 
 ``drain_node`` is the one call the upgrade and ``remove-node`` make; it runs on the first
-control plane. Today it is ``kubectl drain --ignore-daemonsets --delete-emptydir-data
---timeout=Ns`` as one gated change (kubectl cordons first, honours PodDisruptionBudgets and
-stops at the timeout); quarantine's pod-by-pod drain (one eviction per change) replaces the
-body of this function once it lands, with the same contract: it returns when the node is
-empty, raises ``DrainFailed`` naming what stayed.
+control plane: the node is cordoned, then quarantine's drain (``clusterctl.quarantine.drain``:
+kubectl drain's rules, one eviction per gated change, PodDisruptionBudgets honoured and retried
+until the timeout) takes its pods off. It returns when the node is empty and raises
+``DrainFailed`` naming the pods that stayed and why. ``drain_change`` is what a plan shows.
 """
 
 from __future__ import annotations
@@ -27,11 +26,11 @@ class DrainFailed(Exception):
 
 
 def drain_change(cp: str, node: str, timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S) -> Change:
+    """The plan's view of a drain: the cordon; the evictions are listed when it runs (the pods then)."""
     q = shlex.quote
-    return Change.run(cp, kubectl(f"drain {q(node)} --ignore-daemonsets --delete-emptydir-data "
-                                  f"--timeout={int(timeout_s)}s"),
-                      summary=f"drain node {node} (pods evicted, DaemonSets left)",
-                      undo=kubectl(f"uncordon {q(node)}"), timeout_s=timeout_s + 30)
+    return Change.run(cp, kubectl(f"cordon {q(node)}"),
+                      summary=f"cordon {node}, then evict its pods (DaemonSets left, budgets honoured, "
+                              f"up to {int(timeout_s)} s)", undo=kubectl(f"uncordon {q(node)}"), timeout_s=60)
 
 
 def uncordon_change(cp: str, node: str) -> Change:
@@ -41,12 +40,23 @@ def uncordon_change(cp: str, node: str) -> Change:
 
 def drain_node(transport: Transport, gate: Gate, node: str, timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S) -> None:
     """Cordon and drain ``node`` from the control plane ``transport`` reaches; ``DrainFailed`` if it stays busy."""
+    from clusterctl.quarantine.drain import DrainOptions
+    from clusterctl.quarantine.drain import drain_node as evict_pods
+    from clusterctl.quarantine.node_ops import cordon
+    from clusterctl.quarantine.run import read_node
+
+    state = read_node(transport, node)
+    if state is None:
+        raise DrainFailed(f"{node} is not a node of the cluster")
     try:
-        gate.submit(transport, drain_change(transport.host.name, node, timeout_s))
+        gate.submit_all(transport, cordon(transport.host.name, state))
     except ChangeFailed as exc:
-        result = exc.record.result
-        detail = (result.stderr_tail(3) if result is not None else "") or str(exc)
-        raise DrainFailed(f"drain of {node} did not finish within {int(timeout_s)} s: {detail}") from None
+        raise DrainFailed(f"cannot cordon {node}: {exc}") from None
+    report = evict_pods(transport, gate, node, DrainOptions(timeout_s=timeout_s, delete_emptydir_data=True))
+    if report.not_evicted:
+        left = "; ".join(f"{p.pod}: {p.reason}" for p in report.not_evicted[:3])
+        more = f" (+{len(report.not_evicted) - 3} more)" if len(report.not_evicted) > 3 else ""
+        raise DrainFailed(f"drain of {node} did not finish within {int(timeout_s)} s: {left}{more}")
 
 
 def uncordon_node(transport: Transport, gate: Gate, node: str) -> None:

@@ -123,6 +123,8 @@ class UpgradeReport:
     notes: list[str] = field(default_factory=list)
     #: Why the rollout stopped early (a node's failure); None: it ran to the end (or was a plan).
     stopped: str | None = None
+    #: Nodes this upgrade (or the interrupted one it resumes) cordoned and has not uncordoned yet.
+    cordoned: set[str] = field(default_factory=set)
 
     @property
     def nothing_to_do(self) -> bool:
@@ -275,7 +277,9 @@ def _source_changes(report: BootstrapReport | None, host: str) -> list[Change]:
 
 
 def plan_host(host: Host, role: str, first_cp: str, state: HostState, node: KubeNode | None, target: Version,
-              stack_plan: BootstrapReport | None, request: UpgradeRequest) -> HostUpgrade:
+              stack_plan: BootstrapReport | None, request: UpgradeRequest, *,
+              cordoned_by_us: bool = False) -> HostUpgrade:
+    """The node's steps. A node someone else cordoned (a quarantine) is upgraded and left cordoned."""
     name = host.name
     packages = {n: state.packages.get(n, "") for n in PACKAGE_NAMES}
     plan = HostUpgrade(name, role, node.kubelet_version if node else "", state.control_plane, packages)
@@ -284,7 +288,9 @@ def plan_host(host: Host, role: str, first_cp: str, state: HostState, node: Kube
     kubeadm_done = _at(packages.get("kubeadm"), target)
     kubelet_done = _at(packages.get("kubelet"), target) and _at(packages.get("kubectl"), target)
     cp_done = role == "worker" or _at(state.control_plane, target)
-    node_done = node is not None and _at(node.kubelet_version, target) and node.ready and not node.unschedulable
+    keep_cordoned = node is not None and node.unschedulable and not cordoned_by_us
+    node_done = node is not None and _at(node.kubelet_version, target) and node.ready and \
+        (not node.unschedulable or keep_cordoned)
     if kubeadm_done and kubelet_done and cp_done and node_done and not stack:
         plan.status = "up to date"
         return plan
@@ -314,7 +320,10 @@ def plan_host(host: Host, role: str, first_cp: str, state: HostState, node: Kube
         Change.run(name, "systemctl daemon-reload && systemctl restart kubelet", summary="restart the kubelet")]))
     steps.append(Step("ready", first_cp, f"wait until {name} is Ready at {target.tag} "
                       f"(up to {int(request.ready_timeout_s)} s)"))
-    steps.append(Step("uncordon", first_cp, f"uncordon {name}", [uncordon_change(first_cp, name)]))
+    if keep_cordoned:
+        plan.message = "cordoned before the upgrade: left cordoned"
+    else:
+        steps.append(Step("uncordon", first_cp, f"uncordon {name}", [uncordon_change(first_cp, name)]))
     plan.steps = steps
     return plan
 
@@ -356,7 +365,7 @@ def progress_file(state_dir: str | None, cluster: str) -> Path:
 def save_progress(path: Path, report: UpgradeReport) -> None:
     """Target and per-host status only (no command, no output): written atomically."""
     data = {"cluster": report.cluster, "target": report.target, "stopped": mask_text(report.stopped or ""),
-            "hosts": {h.host: h.status for h in report.hosts}}
+            "hosts": {h.host: h.status for h in report.hosts}, "cordoned": sorted(report.cordoned)}
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".upgrade-")
     with os.fdopen(fd, "w") as handle:
@@ -415,10 +424,12 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
             raise UsageError("no version to upgrade to: give --to X or pin stack.kubernetes", field="--to")
         wanted = pin
     target = parse(wanted)
+    earlier = load_progress(progress) if progress.exists() else {}
     order = rollout_order(inventory, hosts)
     state = read_cluster(runner, first, [h for h, _ in order])
     check_upgrade(state.current, target)
     report = UpgradeReport(inventory.name, state.current.text, target.text, request.apply)
+    report.cordoned = {str(h) for h in earlier.get("cordoned") or []}
     if pin and parse(pin, where="stack.kubernetes") != target:
         report.notes.append(f"the inventory pins Kubernetes {pin}: set stack.kubernetes to {target.text} so that "
                             "'clusterctl bootstrap' keeps this version")
@@ -440,7 +451,7 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
                                            f"{host.name} is not Ready before the upgrade ({node.not_ready_reason})",
                                            host=host.name))
         report.hosts.append(plan_host(host, role, first.name, state.hosts[host.name], node, target, stack_plan,
-                                      request))
+                                      request, cordoned_by_us=host.name in report.cordoned))
     cluster_plan = _stack_report(runner, upgraded, [upgraded.host(first.name)], CLUSTER_PHASES, apply=False)
     report.addons.append(Step("addons", first.name, "CNI and add-on charts at their pins (bootstrap's network and "
                               "gpu-addons phases)", [c for r in cluster_plan.results for c in r.changes]))
@@ -496,6 +507,10 @@ def _apply(runner: Runner, inventory: Inventory, first: Host, report: UpgradeRep
             if work:
                 _run_step(runner, inventory, first, gate, work, request, parse(report.target))
                 for h, s in work:
+                    if s.name == "drain" and s.status in ("done", "failed") and not h.message:
+                        report.cordoned.add(h.host)  # a failed drain may have cordoned it already
+                    elif s.name == "uncordon" and s.status == "done":
+                        report.cordoned.discard(h.host)
                     if on_step is not None:
                         on_step(h, s)
                     if s.status == "failed":

@@ -45,7 +45,7 @@ def test_the_next_patch_plans_every_node_in_kubeadms_order_then_converges(bootst
                for c in commands)
     worker = plan["hosts"][3]
     assert [c["command"] for c in worker["steps"][1]["changes"]] == ["kubeadm upgrade node"]
-    assert worker["steps"][2]["runs_on"] == "gpu-a1" and "drain gpu-b1" in worker["steps"][2]["changes"][0]["command"]
+    assert worker["steps"][2]["runs_on"] == "gpu-a1" and "cordon gpu-b1" in worker["steps"][2]["changes"][0]["command"]
     human = _run("upgrade", "plan", "--to", "1.36.3")
     assert "PLAN (nothing was changed)" in human.stdout
 
@@ -93,18 +93,55 @@ def test_plan_and_dry_run_change_nothing(bootstrapped_demo: Path) -> None:
     assert state_digest(bootstrapped_demo) == before
 
 
-def test_a_drain_that_hangs_stops_the_rollout_and_resume_finishes_it(bootstrapped_demo: Path) -> None:
-    set_fault(bootstrapped_demo, "gpu-b1", "drain", "hang")
-    done = _apply(bootstrapped_demo, "--to", "1.36.3", "--drain-timeout", "5")
+BLOCKING_BUDGET = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: trainer, namespace: default}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: trainer}}
+  template:
+    metadata: {labels: {app: trainer}}
+    spec: {containers: [{name: main, image: busybox}]}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: trainer, namespace: default}
+spec: {minAvailable: 6, selector: {matchLabels: {app: trainer}}}
+"""
+KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
+
+
+def test_a_drain_that_cannot_finish_stops_the_rollout_and_resume_finishes_it(bootstrapped_demo: Path,
+                                                                               tmp_path: Path) -> None:
+    (tmp_path / "trainer.yaml").write_text(BLOCKING_BUDGET)
+    assert _run("-l", "gpu-a1", "copy", tmp_path / "trainer.yaml", "/root/trainer.yaml").exit_code == 0
+    assert _run("-l", "gpu-a1", "exec", "--", f"{KUBECTL} apply -f /root/trainer.yaml").exit_code == 0
+    done = _apply(bootstrapped_demo, "--to", "1.36.3", "--drain-timeout", "1")
     assert done.exit_code == 1
-    assert "STOPPED: gpu-b1: step drain" in done.stderr and "global timeout reached" in done.stderr
-    report = {h["host"]: h["status"] for h in _json("upgrade", "plan", "--to", "1.36.3")["hosts"]}
-    assert report["gpu-a1"] == report["gpu-a3"] == "up to date"
-    assert _installed(bootstrapped_demo, "gpu-b2", "kubeadm") == "1.36.2-1.1"  # not touched
-    assert _installed(bootstrapped_demo, "gpu-b1", "kubelet") == "1.36.2-1.1"  # stopped before its kubelet
-    set_fault(bootstrapped_demo, "gpu-b1", "drain", None)
+    # The first node with a pod of the budget: gpu-a1 (tainted control plane) runs none of them.
+    assert "STOPPED: gpu-a2: step drain" in done.stderr and "disruption budget" in done.stderr
+    assert _installed(bootstrapped_demo, "gpu-a1", "kubelet") == "1.36.3-1.1"  # done before the stop
+    assert _installed(bootstrapped_demo, "gpu-a3", "kubeadm") == "1.36.2-1.1"  # not touched
+    assert _installed(bootstrapped_demo, "gpu-a2", "kubelet") == "1.36.2-1.1"  # stopped before its kubelet
+    assert _run("-l", "gpu-a1", "exec", "--", f"{KUBECTL} delete pdb trainer").exit_code in (0, 1)
+    assert _run("-l", "gpu-a1", "exec", "--", f"{KUBECTL} apply -f /root/trainer.yaml").exit_code == 0
+    relaxed = BLOCKING_BUDGET.replace("minAvailable: 6", "minAvailable: 1")
+    (tmp_path / "trainer.yaml").write_text(relaxed)
+    assert _run("-l", "gpu-a1", "copy", tmp_path / "trainer.yaml", "/root/trainer.yaml").exit_code == 0
+    assert _run("-l", "gpu-a1", "exec", "--", f"{KUBECTL} apply -f /root/trainer.yaml").exit_code == 0
     resumed = _apply(bootstrapped_demo, "--resume")
     assert resumed.exit_code == 0, resumed.output
+    assert _json("upgrade", "plan", "--to", "1.36.3")["nothing_to_do"] is True  # gpu-a1 uncordoned again
+
+
+def test_a_node_cordoned_before_the_upgrade_is_upgraded_and_left_cordoned(bootstrapped_demo: Path) -> None:
+    assert _run("-l", "gpu-a1", "exec", "--", f"{KUBECTL} cordon gpu-b2").exit_code == 0
+    done = _apply(bootstrapped_demo, "--to", "1.36.3", "-o", "json")
+    assert done.exit_code == 0, done.output
+    hosts = {h["host"]: h for h in done.json()["hosts"]}
+    assert "uncordon" not in [s["step"] for s in hosts["gpu-b2"]["steps"]]
+    assert "left cordoned" in hosts["gpu-b2"]["message"]
     assert _json("upgrade", "plan", "--to", "1.36.3")["nothing_to_do"] is True
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from clusterctl.mock.tools import kube_state as ks
 from clusterctl.mock.tools.base import ToolContext, ToolResult
-from clusterctl.mock.tools.kubeadm import MANIFESTS, write_manifests
+from clusterctl.mock.tools.kubeadm_manifests import MANIFESTS, write_manifests
 
 TRACE = "To see the stack trace of this error execute with --v=5 or higher\n"
 
