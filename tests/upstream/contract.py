@@ -40,8 +40,8 @@ class SimulatedHost:
         profile.mkdir(parents=True, exist_ok=True)
         installed = "".join(f'      {name}: "{version}"\n' for name, version in packages.items())
         active = "".join(f"    {name}: {{active: true, enabled: true}}\n" for name in services)
-        (profile / "profile.yaml").write_text("hostname: sim\nsimulate: true\nmachine:\n  packages:\n    installed:\n" + installed
-                                              + ("  services:\n" + active if services else ""))
+        header = "hostname: sim\nsimulate: true\nmachine:\n  packages:\n    installed:\n"
+        (profile / "profile.yaml").write_text(header + installed + ("  services:\n" + active if services else ""))
         self.machine = MockMachine.open(load_profile(str(profile)), folder / "state", "sim")
         for path, data in (files or {}).items():
             self.machine.host.fs.write(path.format(root=""), data.replace(b"{root}", b""))

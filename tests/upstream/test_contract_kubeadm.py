@@ -88,7 +88,7 @@ def test_the_containerd_probe_reads_the_same_pause_image_pinned_or_not(pair: Pai
 
 def test_a_mismatch_in_the_simulated_kubeadm_is_caught(pair: Pair, monkeypatch: pytest.MonkeyPatch) -> None:
     """The contract can fail: a simulated kubeadm that lists another pause tag is told apart."""
-    from clusterctl.mock.tools import kubeadm as simulated_kubeadm
+    from clusterctl.mock.tools import kubeadm_manifests as simulated_kubeadm
 
     minor = int(pair.release.split(".")[1])
     _pause, etcd, coredns = simulated_kubeadm.IMAGE_TAGS[minor]
