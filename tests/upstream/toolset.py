@@ -98,7 +98,9 @@ TOOLS: tuple[Tool, ...] = (
     *_containerd(CONTAINERD_23),
     Tool("nvidia-ctk", "1.20.0", "github.com/NVIDIA/nvidia-container-toolkit",
          "github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-ctk",
-         ldflags=("-X github.com/NVIDIA/nvidia-container-toolkit/internal/info.version=1.20.0",)),
+         ldflags=("-X github.com/NVIDIA/nvidia-container-toolkit/internal/info.version=1.20.0",),
+         # go-nvml loads libnvidia-ml with dlopen (cgo); nothing of it runs without a GPU.
+         env={"CGO_ENABLED": "1"}),
     Tool("nfd-worker", "0.19.0", "sigs.k8s.io/node-feature-discovery",
          "sigs.k8s.io/node-feature-discovery/cmd/nfd-worker",
          ldflags=("-X sigs.k8s.io/node-feature-discovery/pkg/version.version=v0.19.0",)),
