@@ -19,6 +19,7 @@ from demo_calls import VARIANTS, DemoRecordings
 from toolset import KUBERNETES_DEMO_MINOR, KUBERNETES_NEWEST, KUBERNETES_OLDEST
 
 from clusterctl.bootstrap.cluster.kubeadm import is_bootstrap_token
+from clusterctl.bootstrap.cluster.kubeadm_images import kubeadm_images
 from clusterctl.facts.containerd import containerd_probe, parse_containerd_probe, parse_kubeadm_images
 from clusterctl.facts.sections import section_command
 from clusterctl.facts.stack import parse_stack
@@ -73,6 +74,8 @@ def test_image_lists_agree(pair: Pair) -> None:
     simulated, actual = image_lists(pair, f"kubeadm config images list --kubernetes-version v{pair.release}")
     assert simulated == actual
     assert any(image.startswith("registry.k8s.io/pause:") for image in actual)
+    # The product's own table (day-2 artifacts for air-gapped mirrors) says the same.
+    assert tuple(kubeadm_images(pair.release)) == actual
 
 
 def test_the_containerd_probe_reads_the_same_pause_image_pinned_or_not(pair: Pair) -> None:
