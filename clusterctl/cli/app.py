@@ -45,6 +45,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "clusterctl.cli.exec_cmd",
     "clusterctl.cli.copy_cmd",
     "clusterctl.cli.survey_cmd",
+    "clusterctl.cli.health_cmd",
     "clusterctl.cli.topo_cmd",
     "clusterctl.cli.nccl_cmd",
     "clusterctl.cli.tune_cmd",
