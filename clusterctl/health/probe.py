@@ -63,6 +63,18 @@ def level0_probes(since_s: int, timeout_s: float) -> tuple[Probe, ...]:
     )
 
 
+def recorded_commands(since_s: int = 86400) -> list[str]:
+    """The simple commands inside the level-0 probes, as a mock host answers them (``clusterctl record``).
+
+    A replayed host answers each program of the probe line by its own rule, so these are the
+    program calls, without the ``timeout``/``sh -c``/``sudo -n`` around them.
+    """
+    counters = " ".join(f"/sys/class/infiniband/*/ports/*/counters/{name}" for name in IB_COUNTERS)
+    return [f"journalctl -k --no-pager -q -o short-iso --since=-{int(since_s)}s", "dmesg -T", "nvidia-smi -q",
+            "nvidia-smi nvlink -s", "nvidia-smi nvlink -e", "ibv_devinfo -v", "ibstat", f"grep -H . {counters}",
+            "lspci -vvv"]
+
+
 def probe_command(probes: tuple[Probe, ...]) -> str:
     """The one line run on the host: each probe under its header, its exit status after it."""
     return "; ".join(f"echo '{MARKER} {p.name}'; {p.command}; echo \"@@rc $?\"" for p in probes) + "; true"
