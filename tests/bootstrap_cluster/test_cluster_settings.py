@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from cluster_builders import make_inventory, make_settings
 
-from clusterctl.bootstrap.cluster.pins import CHART_PINS
 from clusterctl.bootstrap.cluster.settings import cluster_settings, kubelet_node_labels, kubernetes_version
 from clusterctl.errors import UsageError
+from clusterctl.inventory.pins import CHART_PINS
 
 
 def test_a_pin_that_needs_kubeadm_v1beta3_is_refused_with_the_supported_range() -> None:
@@ -148,7 +148,7 @@ def test_the_inventory_can_name_the_saved_survey(tmp_path: Path) -> None:
     (tmp_path / "s.json").write_text((Path(__file__).parent / "fixtures" / "demo-survey.json").read_text())
     inventory = load_inventory(path)
     options = run_options(inventory, inventory.hosts, all_phases(), BootstrapRequest(apply=False))
-    assert options["survey"] == str(tmp_path / "s.json")
+    assert options.survey == str(tmp_path / "s.json")
     other = str(Path(__file__).parent / "fixtures" / "demo-survey.json")
     given = run_options(inventory, inventory.hosts, all_phases(), BootstrapRequest(apply=False, survey=other))
-    assert given["survey"] == other  # --survey wins over the inventory's
+    assert given.survey == other  # --survey wins over the inventory's
