@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.clean import clean_lines
+from clusterctl.facts.clean import clean
 from clusterctl.facts.health_model import NVLinkErrorCounters, NVLinkErrors
 from clusterctl.facts.model import ParseWarning
 
@@ -29,7 +29,10 @@ def parse_nvlink_errors(text: str) -> NVLinkErrors:
     links: dict[tuple[int, int], NVLinkErrorCounters] = {}
     gpu: tuple[int, str | None] | None = None
     gpus_seen = 0
-    for line in clean_lines(text):
+    cleaned = clean(text)
+    if any("elision" in note for note in cleaned.removed):
+        warnings.append(ParseWarning(f"the paste leaves links out ({cleaned.describe()}): their counters are unknown"))
+    for line in cleaned.lines:
         raw = line.text.strip()
         header = _GPU.match(raw)
         if header:

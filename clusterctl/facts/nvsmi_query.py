@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.clean import clean_lines
+from clusterctl.facts.clean import clean
 from clusterctl.facts.health_model import EccCounts, GpuHealth, NvidiaSmiQuery
 from clusterctl.facts.model import ParseWarning
 
@@ -148,7 +148,10 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
     gpus: list[tuple[str, int, GpuValues]] = []
     stack: list[tuple[int, str]] = []
     seen_header = False
-    for line in clean_lines(text):
+    cleaned = clean(text)
+    if any("elision" in note for note in cleaned.removed):
+        warnings.append(ParseWarning(f"the paste leaves lines out ({cleaned.describe()}): values there are unknown"))
+    for line in cleaned.lines:
         raw = line.text.expandtabs(4)
         if "NVSMI LOG" in raw:
             seen_header = True
