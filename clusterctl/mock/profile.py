@@ -45,6 +45,11 @@ class Rule:
     #: Answer at most this many calls, then let later rules or the simulated tool answer (None: always).
     times: int | None = None
 
+    @property
+    def replays_plainly(self) -> bool:
+        """Always the same answer and no state set: answering it needs no bookkeeping."""
+        return not self.skip and self.times is None and len(self.stdouts) == 1 and not self.set_state
+
     def matches(self, command: str, state: Mapping[str, str]) -> bool:
         if any(state.get(k) != v for k, v in self.when_state):
             return False

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
-from clusterctl.bootstrap.registry import register
 from clusterctl.changes import Change
 
 KUBEADM_LEFTOVERS = ("/etc/kubernetes/manifests/kube-apiserver.yaml", "/etc/kubernetes/kubelet.conf",
@@ -49,7 +48,7 @@ class ResetState:
 
 
 def _lines(ctx: PhaseContext, command: str) -> list[str] | None:
-    result = ctx.transport.run(command, sudo=True, timeout=60)
+    result = ctx.reader.run(command, sudo=True, timeout=60)
     return result.stdout.splitlines() if result.ok else None
 
 
@@ -88,7 +87,7 @@ class Reset(Phase[ResetState]):
             if _lines(ctx, f"ls -1A {folder}"):
                 state.leftover_dirs.append(folder)
         state.clusterctl_paths = [p for p in CLUSTERCTL_PATHS if cc.exists(ctx, p)]
-        if ctx.options.get("restore_containerd"):
+        if ctx.options.restore_containerd:
             backup = first_containerd_backup(_lines(ctx, "ls -1 /etc/containerd") or [])
             if backup and cc.read(ctx, backup) != cc.read(ctx, CONTAINERD_CONFIG):
                 state.containerd_backup = backup
@@ -124,6 +123,3 @@ class Reset(Phase[ResetState]):
                 summary=f"restore containerd's config from clusterctl's first backup {state.containerd_backup}"))
             changes.append(Change.run(host, "systemctl restart containerd", summary="restart containerd"))
         return changes
-
-
-register(Reset(), order=cc.ORDER["reset"], default=False)
