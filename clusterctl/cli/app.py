@@ -53,6 +53,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reset": ("clusterctl.cli.reset_cmd",
               "Undo what 'clusterctl bootstrap' set up for the cluster on the selected hosts."),
     "undo": ("clusterctl.cli.undo_cmd", "Revert the changes a run made on hosts, from the undo journal it wrote."),
+    "quarantine": ("clusterctl.cli.quarantine_cmd",
+                   "Take hosts out of service: taint, cordon and (--drain) drain them, in Kubernetes and Slurm."),
+    "release": ("clusterctl.cli.quarantine_cmd",
+                "Bring quarantined hosts back once their health and a one-host NCCL test pass."),
+    "status": ("clusterctl.cli.quarantine_cmd",
+               "Which nodes are quarantined: since when, by whom, why (reason and finding codes), and what their "
+               "release needs."),
     "record": ("clusterctl.cli.record_cmd", "Record the selected hosts as mock profiles that replay them in CI."),
     "mock": ("clusterctl.cli.mock_cmd", "Show or forget what mock hosts remember between runs."),
 }

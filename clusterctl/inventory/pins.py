@@ -3,6 +3,8 @@
 Each pin names where it was read (the projects' own release pages, as collected in the
 project's checked facts); ``docs/bootstrap.md`` lists them for users, and an inventory can
 override any of them (``bootstrap.addons.charts.<name>.version``, ``bootstrap.network.version``).
+They live with the inventory, beside the settings they are the defaults of
+(``cluster_sections``), as kubeadm keeps its defaults with its config API.
 """
 
 from __future__ import annotations
