@@ -352,6 +352,7 @@ def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, sha
         problems = _verify(phase, ctx, host_gate)
         if not has_errors(problems):
             return done(Status.SKIPPED, SkipReason.DONE_BEFORE.value)
+    reader.remember()
     try:
         state = phase.check(ctx)
         result.state = state
@@ -368,6 +369,8 @@ def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, sha
         result.changes = changes
         return done(Status.CHANGED if changes else Status.OK)
     before = len(host_gate.records())
+    # Verify reads the host again; where nothing is applied, its first reads are check's answers.
+    reader.replay_once(keep=not changes)
     try:
         records = phase.apply(ctx, host_gate, changes)
     except (ChangeFailed, TransportError) as exc:

@@ -57,6 +57,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                    "Take hosts out of service: taint, cordon and (--drain) drain them, in Kubernetes and Slurm."),
     "release": ("clusterctl.cli.quarantine_cmd",
                 "Bring quarantined hosts back once their health and a one-host NCCL test pass."),
+    "remediate": ("clusterctl.cli.remediate_cmd",
+                  "Act on alerts: quarantine the hosts that bootstrap's DCGM alert rules name."),
     "status": ("clusterctl.cli.quarantine_cmd",
                "Which nodes are quarantined: since when, by whom, why (reason and finding codes), and what their "
                "release needs."),

@@ -22,7 +22,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterctl.mock.profile import Profile, Rule, rule_tools
+from clusterctl.mock.profile import Profile, Rule, normalise, rule_tools
 from clusterctl.mock.shell import Shell
 from clusterctl.mock.state import STATE_VERSION, ClusterState, HostState, MockCluster, StateError
 from clusterctl.mock.tools import BIN_DIRS, FILE_TOOLS, tool_module
@@ -185,19 +185,30 @@ class MockMachine:
                 break
         return chosen, count
 
+    def _first_match(self, lines: Sequence[str]) -> Rule | None:
+        """The first rule answering any of ``lines`` in the current state (read only if a rule asks)."""
+        normalised = [normalise(line) for line in lines]
+        values: dict[str, str] | None = None
+        for rule in self.profile.rules:
+            if not any(rule.matches_command(line, norm) for line, norm in zip(lines, normalised, strict=True)):
+                continue
+            if rule.when_state:
+                values = self.host.values() if values is None else values
+                if not rule.state_allows(values):
+                    continue
+            return rule
+        return None
+
     def _candidates(self, lines: Sequence[str], values: dict[str, str]) -> list[int]:
         return [i for i, rule in enumerate(self.profile.rules) if any(rule.matches(ln, values) for ln in lines)]
 
     def answer_rule(self, lines: Sequence[str], *, timeout: float | None = None) -> ToolResult | None:
         """The answer of the first rule matching any of ``lines``, or None when none applies."""
-        snapshot = self.host.read()
-        values = {str(k): str(v) for k, v in (snapshot.get("values") or {}).items()}
-        candidates = self._candidates(lines, values)
-        if not candidates:
+        first = self._first_match(lines)
+        if first is None:
             return None
         chosen: Rule | None = None
         count = 0
-        first = self.profile.rules[candidates[0]]
         if first.replays_plainly:
             # A plain recorded answer changes no state: no lock, no write (survey replays
             # dozens of these per host).
