@@ -80,3 +80,27 @@ def test_the_inventory_section_is_read_and_checked(tmp_path: Path) -> None:
     with pytest.raises(InventoryError) as caught:
         load_inventory(str(path))
     assert ":3:" in caught.value.render() or "line 3" in caught.value.render()
+
+
+def test_the_policy_quarantines_through_the_cluster_and_a_plan_changes_nothing(tmp_path: Path) -> None:
+    from kube_sim import KubeSim
+
+    from clusterctl.changes import Gate
+    from clusterctl.fanout import Runner
+    from clusterctl.quarantine.auto import quarantine_by_policy
+    from clusterctl.transport.factory import ConnectOptions, make_connector
+
+    sim = KubeSim(tmp_path, names=["gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5"])
+    sim.deploy("web", 5)
+    inventory = load_inventory(str(sim.inventory))
+    before = sim.snapshot()
+    with Runner(make_connector(ConnectOptions()), parallel=8, timeout_s=60) as runner:
+        plan = quarantine_by_policy(runner, inventory, fleet(), Gate(apply=False), max_unavailable="2")
+        assert sim.snapshot() == before
+        assert [(d.host, d.action) for d in plan.decisions if d.acts] == [("gpu-1", "drain"), ("gpu-2", "drain")]
+        done = quarantine_by_policy(runner, inventory, fleet(), Gate(apply=True), max_unavailable="2")
+    assert all(r.ok for r in done.results) and len(done.results) == 2
+    taint = sim.node("gpu-1")["spec"]["taints"][0]
+    assert taint == {"key": "clusterctl.dev/unhealthy", "value": "GPU_XID", "effect": "NoSchedule"}
+    assert not any(p.startswith("default/web-") for p in sim.pods_on("gpu-2"))
+    assert "unschedulable" not in sim.node("gpu-4")["spec"]  # held by the cap of 2
