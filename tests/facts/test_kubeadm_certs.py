@@ -1,4 +1,4 @@
-"""``kubeadm certs check-expiration`` tables from several kubeadm releases (recordings in tests/fixtures/kubeadm-certs)."""
+"""``kubeadm certs check-expiration`` tables of several kubeadm releases (tests/fixtures/kubeadm-certs)."""
 
 from __future__ import annotations
 
