@@ -486,6 +486,14 @@ def _run(ctx: ToolContext) -> ToolResult:
             return _join(ctx)
         if args[:2] == ["token", "create"]:
             return _token_create(ctx)
+        if args[:2] == ["certs", "check-expiration"]:
+            from clusterctl.mock.tools import kubeadm_certs
+
+            return kubeadm_certs.check_expiration(ctx)
+        if args[:3] == ["certs", "renew", "all"]:
+            from clusterctl.mock.tools import kubeadm_certs
+
+            return kubeadm_certs.renew_all(ctx)
         if args[:3] == ["reset", "phase", "remove-etcd-member"]:
             return _remove_etcd_member(ctx)
         if args[:1] == ["reset"]:
