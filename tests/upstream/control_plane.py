@@ -4,7 +4,7 @@ Everything runs inside one network and mount namespace (``unshare --net --mount`
 the machine changes and no port can clash with anything outside:
 
 * the network has only ``lo``, which also carries the demo's first control-plane address
-  (10.0.0.11), as a host's NIC would;
+  (10.0.0.11) and the default route, as a host's NIC would;
 * ``/etc`` and ``/var/lib`` are overlays whose writes land in the test's folder, so kubeadm
   writes ``/etc/kubernetes`` (certificates, kubeconfigs, static pod manifests) and etcd its data
   where they would be on a host, and clusterctl's own ``kubectl --kubeconfig
@@ -39,6 +39,8 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-schedul
 SETUP = """set -e
 ip link set lo up
 ip addr add {address}/32 dev lo
+# A default route, as a host has: kubeadm picks the API address from it where a config names none.
+ip route add default dev lo src {address}
 for dir in etc var-lib; do mkdir -p {folder}/$dir-upper {folder}/$dir-work; done
 mount -t overlay overlay -o lowerdir=/etc,upperdir={folder}/etc-upper,workdir={folder}/etc-work /etc
 mount -t overlay overlay -o lowerdir=/var/lib,upperdir={folder}/var-lib-upper,workdir={folder}/var-lib-work /var/lib

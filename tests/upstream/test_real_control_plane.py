@@ -1,0 +1,269 @@
+"""clusterctl against a real control plane: kubeadm's phases, etcd and the API server, kwok nodes.
+
+One control plane per test session (``control_plane`` below), started from the init
+configuration clusterctl renders for the demo's first control plane (Kubernetes 1.37 variant),
+with the run's token and certificate key, and always stopped at the end. The demo's six hosts
+are kwok nodes carrying their kubelet labels and eight allocatable ``nvidia.com/gpu`` each, as
+the device plugin would report them. What is checked is clusterctl's: its kubeadm command
+lines, the manifests it applies (through a real server-side dry-run, then applied), and its
+verify phase's node checks reading the real API server's answers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from contract import SimulatedHost
+from control_plane import ADDRESS, ControlPlane, kwok_node
+from demo_calls import SURVEY, VARIANTS
+from real_tools import find_tool
+from toolset import ETCD, KUBERNETES_NEWEST
+
+from clusterctl.bootstrap.cluster import kubeadm
+from clusterctl.bootstrap.cluster.addons import addon_plan, render_test_pod
+from clusterctl.bootstrap.cluster.network import network_plan
+from clusterctl.bootstrap.cluster.settings import ClusterSettings, cluster_settings, kubelet_node_labels
+from clusterctl.bootstrap.cluster.topology_labels import topology_labels
+from clusterctl.bootstrap.phase import PhaseContext
+from clusterctl.bootstrap.phases import cluster_common
+from clusterctl.bootstrap.phases.verify import _node_findings
+from clusterctl.findings import Severity
+from clusterctl.inventory.loader import load_inventory
+from clusterctl.inventory.model import Inventory
+from clusterctl.saved_survey import load_saved_survey
+from clusterctl.secret import mask_text
+
+GPUS_PER_NODE = 8
+#: kwok's own stage definitions (build-tools copies them beside the binary): Ready nodes, running pods.
+KWOK_STAGES = ("node-initialize.yaml", "node-heartbeat.yaml", "pod-ready.yaml", "pod-complete.yaml", "pod-delete.yaml")
+VARIANT = VARIANTS[2]  # the demo at Kubernetes 1.37 (the control plane binaries' release)
+
+
+class Cluster:
+    def __init__(self, plane: ControlPlane, inventory: Inventory, settings: ClusterSettings) -> None:
+        self.plane, self.inventory, self.settings = plane, inventory, settings
+
+    def context(self) -> PhaseContext:
+        from clusterctl.bootstrap.run_data import RunOptions
+
+        first = self.inventory.hosts[0]
+        return PhaseContext(first, self.plane.transport(first), self.inventory,
+                            options=RunOptions(hosts=tuple(h.name for h in self.inventory.hosts), survey=str(SURVEY)))
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    tools = {name: find_tool(name, KUBERNETES_NEWEST)
+             for name in ("kubeadm", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")}
+    tools["etcd"] = find_tool("etcd", ETCD)
+    tools["kwok"] = find_tool("kwok", "0.8.0")
+    folder = tmp_path_factory.mktemp("control-plane")
+    inventory = load_inventory(str(VARIANT.write_inventory(folder / "inventory")))
+    settings = cluster_settings(inventory)
+    first = inventory.hosts[0]
+    assert first.address == ADDRESS, "the namespace's address is the demo's first control plane's"
+    init = kubeadm.render_init_config(settings, first, inventory, token=kubeadm.new_bootstrap_token(),
+                                      certificate_key=kubeadm.new_certificate_key())
+    plane = ControlPlane(folder / "plane", tools, init)
+    (folder / "plane").mkdir()
+    try:
+        plane.start()
+        stages = ",".join(str(tools["kwok"].parent / name) for name in KWOK_STAGES)
+        plane.start_process("kwok", ["kwok", "--kubeconfig=/etc/kubernetes/admin.conf", f"--config={stages}",
+                                     "--manage-all-nodes=false",
+                                     "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+                                     f"--node-ip={ADDRESS}"])
+        for host in inventory.hosts:
+            node = kwok_node(host.name, kubelet_node_labels(host), GPUS_PER_NODE,
+                             control_plane="control-plane" in host.roles)
+            created = plane.kubectl("create -f -", stdin=json.dumps(node).encode())
+            assert created.returncode == 0, created.stderr
+        config = plane.folder / "init.yaml"
+        plane.must(f"kubeadm init phase mark-control-plane --config {config}")
+        # The controller-manager makes each namespace's default ServiceAccount; pods need it.
+        deadline = time.monotonic() + 90
+        while plane.kubectl("-n default get serviceaccount default").returncode != 0:
+            assert time.monotonic() < deadline, plane.log_tail("kube-controller-manager")
+            time.sleep(1)
+        yield Cluster(plane, inventory, settings)
+    finally:
+        plane.stop()
+
+
+def kubectl_json(cluster: Cluster, args: str) -> dict[str, object]:
+    done = cluster.plane.kubectl(f"{args} -o json")
+    assert done.returncode == 0, done.stderr
+    loaded: dict[str, object] = json.loads(done.stdout)
+    return loaded
+
+
+def test_kubeadm_phases_stored_clusterctls_configuration_in_the_cluster(control_plane: Cluster) -> None:
+    stored = kubectl_json(control_plane, "-n kube-system get configmap kubeadm-config")
+    cluster_config = yaml.safe_load(stored["data"]["ClusterConfiguration"])  # type: ignore[index]
+    assert cluster_config["kubernetesVersion"] == f"v{KUBERNETES_NEWEST}"
+    assert cluster_config["networking"]["podSubnet"] == control_plane.settings.pod_subnet
+    assert cluster_config["controlPlaneEndpoint"] == control_plane.settings.control_plane_endpoint
+    assert {"name": "allocate-node-cidrs", "value": "true"} in cluster_config["controllerManager"]["extraArgs"]
+    assert control_plane.plane.kubectl("-n kube-system get secret kubeadm-certs").returncode == 0
+    assert control_plane.plane.kubectl("-n kube-public get configmap cluster-info").returncode == 0
+    assert control_plane.plane.kubectl("-n kube-system get deployment coredns").returncode == 0
+    assert control_plane.plane.kubectl("-n kube-system get daemonset kube-proxy").returncode == 0
+
+
+def test_the_first_control_plane_is_marked_without_a_taint_as_it_also_runs_gpu_work(control_plane: Cluster) -> None:
+    node = kubectl_json(control_plane, "get node gpu-a1")
+    assert "node-role.kubernetes.io/control-plane" in node["metadata"]["labels"]  # type: ignore[index]
+    taints = node["spec"].get("taints") or []  # type: ignore[attr-defined]
+    assert not [t for t in taints if t["key"] == "node-role.kubernetes.io/control-plane"]
+
+
+def test_token_create_and_upload_certs_lines_agree_with_the_simulated_kubeadm(control_plane: Cluster,
+                                                                              tmp_path: Path) -> None:
+    """clusterctl's own lines (adding nodes later), on the real cluster and on a simulated one."""
+    token, key = kubeadm.new_bootstrap_token(), kubeadm.new_certificate_key()
+    token_config = kubeadm.render_cluster_op_config(control_plane.settings, token=token).reveal().encode()
+    real = control_plane.plane.sh(kubeadm.TOKEN_CREATE_COMMAND, stdin=token_config)
+    assert real.returncode == 0, mask_text(real.stderr)
+    assert real.stdout.strip() == token.reveal()
+    secret = f"-n kube-system get secret bootstrap-token-{token.reveal().split('.')[0]}"
+    assert control_plane.plane.kubectl(secret).returncode == 0
+    certs_config = kubeadm.render_cluster_op_config(control_plane.settings, certificate_key=key).reveal().encode()
+    real_certs = control_plane.plane.sh(kubeadm.UPLOAD_CERTS_COMMAND, stdin=certs_config)
+    assert real_certs.returncode == 0, mask_text(real_certs.stderr)
+    assert key.reveal() not in real_certs.stdout + real_certs.stderr
+    # The simulated cluster: the same lines after a simulated init.
+    sim = SimulatedHost(tmp_path / "sim", {"kubeadm": f"{KUBERNETES_NEWEST}-1.1"})
+    init = sim.run(kubeadm.INIT_COMMAND, control_plane.plane.init_config.encode())
+    assert init.exit_code == 0, init.output
+    simulated = sim.run(kubeadm.TOKEN_CREATE_COMMAND, token_config)
+    assert (simulated.exit_code, simulated.stdout) == (real.returncode, real.stdout)
+    simulated_certs = sim.run(kubeadm.UPLOAD_CERTS_COMMAND, certs_config)
+    assert simulated_certs.exit_code == real_certs.returncode
+    assert [line for line in simulated_certs.stdout.splitlines() if "certificate key" in line] == \
+        [line for line in real_certs.stdout.splitlines() if "certificate key" in line] == []
+
+
+def manifests(settings: ClusterSettings) -> dict[str, str]:
+    """Every manifest clusterctl applies itself with kubectl (helm charts and upstream URLs aside)."""
+    out: dict[str, str] = {}
+    for runtime_class in (False, True):
+        for item in addon_plan(settings, runtime_class=runtime_class, service_monitor=False).manifests:
+            out[item.path] = item.text
+    from dataclasses import replace
+
+    operator = replace(settings, addons=replace(settings.addons, mode="gpu-operator"))
+    for item in addon_plan(operator, runtime_class=False, service_monitor=False).manifests:
+        out["gpu-operator:" + item.path] = item.text
+    flannel = replace(settings, network=replace(settings.network, cni="flannel"))
+    out["flannel"] = network_plan(flannel).rendered
+    out["gpu test pod"] = render_test_pod("gpu-a2", runtime_class=True)
+    return out
+
+
+def test_every_manifest_clusterctl_applies_passes_a_server_side_dry_run(control_plane: Cluster) -> None:
+    rendered = manifests(control_plane.settings)
+    # clusterctl creates its namespaces and the nvidia RuntimeClass first (a dry-run creates nothing,
+    # and objects in a namespace or pods naming a RuntimeClass need them): apply those for real, then
+    # dry-run everything.
+    namespaces = [doc for text in rendered.values() for doc in yaml.safe_load_all(text)
+                  if doc and doc.get("kind") in ("Namespace", "RuntimeClass")]
+    assert namespaces
+    for doc in namespaces:
+        applied = control_plane.plane.kubectl("apply --server-side -f -", stdin=json.dumps(doc).encode())
+        assert applied.returncode == 0, applied.stderr
+    for name, text in rendered.items():
+        done = control_plane.plane.kubectl("apply --server-side --dry-run=server -f -", stdin=text.encode())
+        assert done.returncode == 0, f"{name}: {done.stderr}"
+        assert "(server dry run)" in done.stdout, name
+
+
+def test_the_check_can_fail_a_misspelt_field_is_refused_by_the_server(control_plane: Cluster) -> None:
+    pod = render_test_pod("gpu-a2", runtime_class=False).replace("nodeSelector:", "nodeSelectr:")
+    done = control_plane.plane.kubectl("apply --server-side --dry-run=server -f -", stdin=pod.encode())
+    assert done.returncode != 0 and "nodeSelectr" in done.stderr
+
+
+def label_nodes_as_nfd_would(cluster: Cluster) -> None:
+    """The topology labels clusterctl's feature files carry, set on the nodes as NFD's master sets them."""
+    survey = load_saved_survey(str(SURVEY))
+    for host in cluster.inventory.hosts:
+        saved = survey.hosts[host.name]
+        labels = topology_labels(saved, host.fabric.type).as_dict()
+        pairs = " ".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        done = cluster.plane.kubectl(f"label node {host.name} --overwrite {pairs}")
+        assert done.returncode == 0, done.stderr
+
+
+def wait_ready(cluster: Cluster, deadline_s: float = 60) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        nodes = cluster_common.nodes(cluster.context())
+        if len(nodes) == len(cluster.inventory.hosts) and all(n.ready for n in nodes):
+            return
+        time.sleep(1)
+    pytest.fail(f"kwok did not make the nodes Ready: {cluster.plane.log_tail('kwok')}")
+
+
+def test_verify_reads_the_real_nodes_and_finds_them_ready_with_their_gpus(control_plane: Cluster) -> None:
+    wait_ready(control_plane)
+    label_nodes_as_nfd_would(control_plane)
+    ctx = control_plane.context()
+    nodes = {n.name: n for n in cluster_common.nodes(ctx)}
+    assert {n.allocatable_gpus for n in nodes.values()} == {GPUS_PER_NODE}
+    assert cluster_common.api_ready(ctx)
+    findings = _node_findings(ctx, nodes)
+    assert [f for f in findings if f.severity is Severity.ERROR] == []
+    # ... and it can fail: a node whose device plugin reports one GPU less than the survey saw.
+    patch = json.dumps({"status": {"allocatable": {"nvidia.com/gpu": str(GPUS_PER_NODE - 1)}}})
+    done = control_plane.plane.kubectl(f"patch node gpu-b2 --subresource=status --type=merge -p {patch!r}")
+    assert done.returncode == 0, done.stderr
+    findings = [f for f in _node_findings(ctx, {n.name: n for n in cluster_common.nodes(ctx)})
+                if f.severity is Severity.ERROR]
+    assert [(f.code, f.host) for f in findings] == [("GPU_ALLOCATABLE_MISMATCH", "gpu-b2")]
+    assert re.search(r"offers 7 nvidia.com/gpu", findings[0].message)
+    restore = json.dumps({"status": {"allocatable": {"nvidia.com/gpu": str(GPUS_PER_NODE)}}})
+    assert control_plane.plane.kubectl(f"patch node gpu-b2 --subresource=status --type=merge -p {restore!r}") \
+        .returncode == 0
+
+
+def test_clusterctls_helm_lines_install_a_chart_archive_and_read_the_release_back(control_plane: Cluster,
+                                                                                  tmp_path: Path) -> None:
+    """An air-gapped site's chart archive, installed with clusterctl's own helm line, listed with its parser."""
+    from clusterctl.bootstrap.cluster.addons import HelmRelease
+    from clusterctl.facts.kube import HELM_LIST_COMMAND, parse_helm_list
+    from clusterctl.inventory.cluster_sections import ChartSource
+
+    helm = find_tool("helm", "3.22.0")
+    plane = control_plane.plane
+    if not (plane.bin / "helm").exists():
+        (plane.bin / "helm").symlink_to(helm)
+    chart = tmp_path / "site-probe"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: site-probe\nversion: 0.1.0\n")
+    (chart / "templates" / "configmap.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: site-probe\ndata:\n  said: {{ .Values.said | quote }}\n")
+    packaged = plane.sh(f"helm package {chart} --destination {tmp_path}")
+    assert packaged.returncode == 0, packaged.stderr
+    release = HelmRelease(ChartSource("site-probe", "site-probe", "0.1.0", "", "site-probe",
+                                      archive=str(tmp_path / "site-probe-0.1.0.tgz")), "said: hello\n")
+    assert release.archive_path is not None
+    for path, data in ((release.archive_path, (tmp_path / "site-probe-0.1.0.tgz").read_bytes()),
+                       (release.values_path, release.values.encode())):
+        target = plane.host_path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    installed = plane.sh(release.command(), timeout=300)
+    assert installed.returncode == 0, installed.stderr
+    listed = plane.sh(HELM_LIST_COMMAND)
+    assert listed.returncode == 0, listed.stderr
+    (found,) = parse_helm_list(listed.stdout)
+    assert (found.name, found.namespace, found.status, found.revision) == ("site-probe", "site-probe", "deployed", 1)
+    assert found.chart_version("site-probe") == "0.1.0"
+    said = control_plane.plane.kubectl("-n site-probe get configmap site-probe -o jsonpath={.data.said}")
+    assert said.stdout == "hello"
