@@ -13,6 +13,7 @@ import typer
 from clusterctl import __version__
 from clusterctl.cli.context import AppContext, OutputFormat
 from clusterctl.errors import ClusterctlError, ExitCode, Interrupted, UsageError
+from clusterctl.terminal_text import visible
 
 HELP = """\
 Survey, benchmark, tune and bootstrap bare-metal GPU clusters over SSH.
@@ -259,4 +260,4 @@ def _interrupts_raise() -> Callable[[], None]:
 
 def _print_error(message: str) -> None:
     prefix = "error: " if os.environ.get("NO_COLOR") or not sys.stderr.isatty() else "\x1b[1;31merror:\x1b[0m "
-    sys.stderr.write(prefix + message + "\n")
+    sys.stderr.write(prefix + visible(message) + "\n")

@@ -8,6 +8,7 @@ import typer
 
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode
+from clusterctl.terminal_text import one_line
 
 if TYPE_CHECKING:
     from clusterctl.bootstrap.engine import BootstrapReport, HostPhaseResult
@@ -153,7 +154,7 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
     app.emit(payload, table)
     if report.failed_hosts:
         for host, why in report.failed_hosts.items():
-            app.err_console.print(f"FAILED {host}: {why}", markup=False, highlight=False, soft_wrap=True)
+            app.err_console.print(f"FAILED {host}: {one_line(why)}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(ExitCode.FAILED)
 
 
@@ -178,13 +179,13 @@ def _print_phase(app: AppContext, phase: Phase[Any], results: list[HostPhaseResu
             if r.status is Status.CHANGED and r.changes:
                 done.setdefault(tuple(c.summary for c in r.changes), []).append(r.host)
         for summaries, names in done.items():
-            console.print(f"  {compress(names)}: {mask_text('; '.join(summaries))}", markup=False,
+            console.print(f"  {compress(names)}: {one_line(mask_text('; '.join(summaries)))}", markup=False,
                           highlight=False, soft_wrap=True)
     for r in results:
         if r.status is Status.FAILED:
-            console.print(f"failed: {r.host}: {r.message}", markup=False, highlight=False, soft_wrap=True)
+            console.print(f"failed: {r.host}: {one_line(r.message)}", markup=False, highlight=False, soft_wrap=True)
             for line in r.rollback:
-                console.print(f"  rollback: {line}", markup=False, highlight=False, soft_wrap=True)
+                console.print(f"  rollback: {one_line(line)}", markup=False, highlight=False, soft_wrap=True)
     if plan:
         _print_plan(app, phase, results)
 

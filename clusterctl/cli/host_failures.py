@@ -29,10 +29,12 @@ def outcome_record(outcome: HostOutcome[Any]) -> dict[str, Any]:
 
 def print_failures(app: AppContext, fleet: FleetResult[Any]) -> None:
     """One clear line per failed host, on stderr, then a one-line summary."""
+    from clusterctl.terminal_text import markup_safe
+
     for outcome in fleet.failed:
         assert outcome.failure is not None
         app.err_console.print(
-            f"[bold red]FAILED[/] [bold]{outcome.host.name}[/]: {outcome.failure.describe()}",
+            f"[bold red]FAILED[/] [bold]{markup_safe(outcome.host.name)}[/]: {markup_safe(outcome.failure.describe())}",
             markup=True, highlight=False, soft_wrap=True,
         )
     total = len(fleet.outcomes)

@@ -6,6 +6,7 @@ import typer
 
 from clusterctl.cli.context import app_context
 from clusterctl.errors import ExitCode
+from clusterctl.terminal_text import one_line
 
 HELP = """Revert the changes a run made on hosts, from the undo journal it wrote.
 
@@ -45,7 +46,7 @@ def undo_command(
 
         for outcome in fleet.outcomes:
             for line in outcome.value or []:
-                app.console.print(f"{outcome.host.name}: {line}", markup=False, highlight=False)
+                app.console.print(f"{outcome.host.name}: {one_line(line)}", markup=False, highlight=False)
         print_failures(app, fleet)
 
     app.emit(payload, human)
