@@ -3,7 +3,7 @@
 Each host is one ``sshd -D`` on ``127.0.0.1:<free port>`` with its own ed25519 host key, its
 own folder (``bin/`` with fake tools, an empty ``home/``, ``sshd_config``, the log) and the
 environment ``PATH=<host>/bin:/usr/bin:/bin HOME=<host>/home`` set by sshd itself. The fake
-tools replay a mock profile (``clusterctl/transport/replay.py``), so a host answers
+tools replay a mock profile (``clusterctl/mock/replay.py``), so a host answers
 ``nvidia-smi topo -m`` with the recorded output just like ``MockTransport`` does, but over
 real SSH. See /work/shared/notes/mock-sshd.md for why each setting is there.
 
@@ -160,7 +160,7 @@ SHELL_BUILTINS = frozenset(
 
 def profile_tools(profile_dir: Path) -> list[str]:
     """Tool names (first word) of every command rule of a profile, inherited ones included."""
-    from clusterctl.transport.mock import load_profile
+    from clusterctl.mock.transport import load_profile
 
     tools: list[str] = []
     for rule in load_profile(str(profile_dir)).rules:
@@ -336,7 +336,7 @@ class SSHDHost:
             _write_script(
                 self.bin_dir / tool,
                 "#!/bin/sh\n"
-                f"PYTHONPATH={shlex.quote(str(REPO_ROOT))} exec {python} -m clusterctl.transport.replay "
+                f"PYTHONPATH={shlex.quote(str(REPO_ROOT))} exec {python} -m clusterctl.mock.replay "
                 f"--profile {shlex.quote(str(profile))} --state-dir {shlex.quote(str(self.state_root))} "
                 f"--host {shlex.quote(self.name)} {fallback}-- {shlex.quote(tool)} \"$@\"\n",
             )

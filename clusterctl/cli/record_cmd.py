@@ -35,7 +35,7 @@ def record_command(
     out: Path = typer.Option(..., "--out", metavar="DIR", help="Folder to write (created; must be empty)."),
     redact: bool = typer.Option(False, "--redact", help="Replace addresses, MACs, UUIDs, GUIDs, serial numbers."),
 ) -> None:
-    from clusterctl.mock.record import record
+    from clusterctl.record.run import record
 
     app = app_context(ctx)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):

@@ -65,7 +65,7 @@ def with_mock_state(inventory: Inventory, source: str) -> Inventory:
         return inventory
     from dataclasses import replace
 
-    from clusterctl.mock.paths import default_state_folder
+    from clusterctl.inventory.mock_state import default_state_folder
 
     folder = str(default_state_folder(inventory.name, source))
     hosts = tuple(replace(h, mock_state=folder) if h.transport == "mock" and not h.mock_state else h

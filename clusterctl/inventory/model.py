@@ -76,7 +76,7 @@ class Host:
     #: For ``transport: mock``: folder of the recorded profile (absolute path after loading).
     profile: str | None = None
     #: For ``transport: mock``: the mock cluster's state folder (files, services, packages that
-    #: last between runs); absolute after loading. See ``clusterctl.mock.paths`` for the default.
+    #: last between runs); absolute after loading. See ``clusterctl.inventory.mock_state`` for the default.
     mock_state: str | None = None
     stack: StackPin = field(default_factory=StackPin)
     #: Free-form variables (Ansible host/group vars that clusterctl does not interpret).

@@ -11,7 +11,7 @@ each program call in this order:
 In-process, a whole line no rule matches is run by a small POSIX shell
 (``clusterctl.mock.shell``: ``;``, ``&&``, ``||``, pipes, ``if``, quoting, ``$VAR``, ``$(...)``,
 redirections into the host's tree); over sshd the real shell runs and calls the wrappers
-of ``python -m clusterctl.transport.replay``. Both use ``MockMachine`` on the same state.
+of ``python -m clusterctl.mock.replay``. Both use ``MockMachine`` on the same state.
 
 **State** (``clusterctl.mock.state``) lives in the mock cluster's folder (inventory
 ``mock_state:``, else ``$CLUSTERCTL_MOCK_STATE/<cluster>-<hash>``, else

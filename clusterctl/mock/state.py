@@ -1,6 +1,6 @@
 """What a mock host remembers between ``clusterctl`` processes, kept in a folder on disk.
 
-Layout of one mock cluster's state folder (see ``clusterctl.mock.paths`` for where it is)::
+Layout of one mock cluster's state folder (see ``clusterctl.inventory.mock_state`` for where it is)::
 
     <state>/cluster.json          cluster-wide: joined nodes, helm releases, labels (shared)
     <state>/hosts/<host>/fs/...   the host's filesystem tree (/etc/..., /var/lib/...)

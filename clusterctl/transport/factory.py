@@ -33,7 +33,7 @@ def make_connector(options: ConnectOptions) -> Connector:
     def connect(host: Host, timeout_s: float) -> Transport:
         kind = options.force_transport or host.transport
         if kind == "mock":
-            from clusterctl.transport.mock import MockTransport
+            from clusterctl.mock.transport import MockTransport
 
             return MockTransport(host)
         if kind == "local":

@@ -11,8 +11,8 @@ from fixture_files import fixture_dir
 
 from clusterctl.fanout import Runner
 from clusterctl.inventory.model import Fabric, Host
+from clusterctl.mock.transport import MockTransport
 from clusterctl.transport.base import Transport
-from clusterctl.transport.mock import MockTransport
 
 PERFTEST = fixture_dir("perftest")
 #: Real recordings: a unidirectional HDR InfiniBand sweep peaking at 196.8 Gb/s, and a run that reached 0.48 Gb/s.

@@ -136,7 +136,7 @@ def test_hcas_are_found_with_ibstat_where_ibv_devinfo_is_missing(tmp_path: Path)
     from clusterctl.bench.hcas import discover_hcas
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Fabric, Host
-    from clusterctl.transport.mock import MockTransport
+    from clusterctl.mock.transport import MockTransport
 
     fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "ibstat"
     profile = tmp_path / "p"

@@ -16,9 +16,9 @@ from clusterctl.bootstrap.progress import ProgressStore
 from clusterctl.changes import Change
 from clusterctl.fanout import Runner
 from clusterctl.inventory.model import Host, Inventory
+from clusterctl.mock.transport import MockTransport, load_profile
 from clusterctl.secret import Secret
 from clusterctl.transport.base import Transport
-from clusterctl.transport.mock import MockTransport, load_profile
 
 LOCK = "/var/lib/clusterctl/bootstrap.lock"
 TOKEN = "abcdef.0123456789abcdef"

@@ -23,7 +23,7 @@ from clusterctl.bootstrap.registry import all_phases
 from clusterctl.fanout import Runner
 from clusterctl.inventory.loader import load_inventory
 from clusterctl.inventory.model import Inventory
-from clusterctl.transport.mock import MockTransport
+from clusterctl.mock.transport import MockTransport
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "inventories" / "demo.yaml"

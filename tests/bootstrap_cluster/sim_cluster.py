@@ -20,7 +20,7 @@ from clusterctl.fanout import Runner
 from clusterctl.inventory.model import BootstrapConfig, Host, Inventory, StackPin
 from clusterctl.mock.machine import MockMachine
 from clusterctl.mock.profile import load_profile
-from clusterctl.transport.mock import MockTransport
+from clusterctl.mock.transport import MockTransport
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_SURVEY = Path(__file__).parent / "fixtures" / "demo-survey.json"

@@ -20,9 +20,9 @@ import pytest
 from sshd_hosts import SSHDHosts
 
 from clusterctl.inventory.model import Host, SSHOptions
+from clusterctl.mock.transport import MockTransport
 from clusterctl.transport.base import Transport
 from clusterctl.transport.local import LocalTransport
-from clusterctl.transport.mock import MockTransport
 
 #: The mock answers from its recorded profile: these are the run() cases below, as recorded.
 MOCK_PROFILE = """

@@ -9,9 +9,9 @@ import pytest
 
 from clusterctl.errors import UsageError
 from clusterctl.inventory.model import Host
+from clusterctl.mock.transport import MockTransport, load_profile
 from clusterctl.transport.base import FailureKind, TransportError, wrap_command
 from clusterctl.transport.local import LocalTransport
-from clusterctl.transport.mock import MockTransport, load_profile
 
 
 def test_local_run_env_is_quoted_not_interpreted(tmp_path: Path) -> None:

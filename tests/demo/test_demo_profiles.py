@@ -20,7 +20,7 @@ from clusterctl.facts.survey_facts import SURVEY_FACTS
 from clusterctl.facts.topo import TOPOLOGY
 from clusterctl.inventory.loader import load_inventory
 from clusterctl.inventory.model import Host, Inventory
-from clusterctl.transport.mock import MockTransport
+from clusterctl.mock.transport import MockTransport
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "inventories" / "demo.yaml"

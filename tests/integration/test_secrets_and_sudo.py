@@ -15,9 +15,9 @@ from sshd_hosts import SSHDHost, SSHDHosts
 
 from clusterctl.changes import Change, Gate
 from clusterctl.inventory.model import Host, SSHOptions
+from clusterctl.mock.transport import MockTransport, Profile, Rule
 from clusterctl.secret import Secret
 from clusterctl.transport.base import FailureKind, TransportError
-from clusterctl.transport.mock import MockTransport, Profile, Rule
 from clusterctl.transport.ssh import SSHTransport
 
 pytestmark = pytest.mark.sshd

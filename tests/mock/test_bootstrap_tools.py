@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest_mock import write_cluster
 
 from clusterctl.inventory.loader import load_inventory
-from clusterctl.transport.mock import MockTransport
+from clusterctl.mock.transport import MockTransport
 
 K8S_SOURCE = "echo 'deb https://pkgs.k8s.io/core:/stable:/v1.30/deb/ /' > /etc/apt/sources.list.d/k8s.list"
 

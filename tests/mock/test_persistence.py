@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest_mock import clusterctl, write_cluster
 
 from clusterctl.inventory.loader import load_inventory
-from clusterctl.transport.mock import MockTransport
+from clusterctl.mock.transport import MockTransport
 
 
 def test_a_file_written_in_one_process_is_read_by_the_next(cluster: Path) -> None:

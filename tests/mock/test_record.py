@@ -6,9 +6,10 @@ from pathlib import Path
 
 from clusterctl.fanout import Runner
 from clusterctl.inventory.loader import load_inventory
-from clusterctl.mock.record import Redactor, record, record_commands
+from clusterctl.mock.transport import MockTransport
+from clusterctl.record.redact import Redactor
+from clusterctl.record.run import record, record_commands
 from clusterctl.transport.base import Transport
-from clusterctl.transport.mock import MockTransport
 
 DEMO = Path(__file__).resolve().parents[2] / "inventories" / "demo.yaml"
 

@@ -10,8 +10,8 @@ import pytest
 from conftest_mock import REPO_ROOT, write_cluster
 
 from clusterctl.inventory.loader import load_inventory
+from clusterctl.mock.transport import MockTransport
 from clusterctl.transport.base import FailureKind, TransportError
-from clusterctl.transport.mock import MockTransport
 
 K8S_SOURCE = "echo 'deb https://pkgs.k8s.io/core:/stable:/v1.30/deb/ /' > /etc/apt/sources.list.d/k8s.list"
 
@@ -156,7 +156,7 @@ def test_sshd_replay_shares_the_in_process_state(cluster: Path) -> None:
 
     def replay(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "clusterctl.transport.replay", "--profile", str(host.profile), "--state-dir",
+            [sys.executable, "-m", "clusterctl.mock.replay", "--profile", str(host.profile), "--state-dir",
              str(host.mock_state), "--host", "n1", "--", *argv],
             capture_output=True, text=True, timeout=60, cwd=REPO_ROOT,
         )

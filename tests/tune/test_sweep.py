@@ -16,6 +16,7 @@ import pytest
 from clusterctl.errors import UsageError
 from clusterctl.fanout import Runner
 from clusterctl.inventory.model import Host
+from clusterctl.mock.transport import MockTransport
 from clusterctl.nccl.tune.derive import Tuning
 from clusterctl.nccl.tune.render import render_files, tuner_rows
 from clusterctl.nccl.tune.sweep import (
@@ -32,7 +33,6 @@ from clusterctl.nccl.tune.sweep import (
     socket_candidates,
 )
 from clusterctl.nccl.versions import parse_version
-from clusterctl.transport.mock import MockTransport
 
 PROFILE = Path(__file__).resolve().parent / "profiles" / "sweep"
 SIZES = [8 << i for i in range(31)]  # 8 B .. 8 GiB, as tune-nccl --sweep measures

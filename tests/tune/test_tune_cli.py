@@ -90,10 +90,10 @@ def test_push_writes_conf_with_a_backup() -> None:
     from clusterctl.fanout import Runner
     from clusterctl.inventory.loader import load_inventory
     from clusterctl.inventory.model import Host
+    from clusterctl.mock.transport import MockTransport
     from clusterctl.nccl.tune.derive import TunedSetting, Tuning
     from clusterctl.nccl.tune.push import push_conf
     from clusterctl.nccl.tune.render import conf_for_host
-    from clusterctl.transport.mock import MockTransport
 
     host = load_inventory(str(DEMO)).host("gpu-a1")
     tuning = Tuning(hosts=("gpu-a1",), nccl_version="2.18.3", fabric="ib",

@@ -42,7 +42,7 @@ def state_folder_for(host: Host, profile: Profile) -> Path:
     """The mock cluster state folder of ``host``: the inventory's choice, else a default per profile."""
     if getattr(host, "mock_state", None):
         return Path(str(host.mock_state))
-    from clusterctl.mock.paths import default_state_folder
+    from clusterctl.inventory.mock_state import default_state_folder
 
     return default_state_folder(None, str(profile.root))
 

@@ -3,7 +3,7 @@
 The integration-test fixture puts a small wrapper per tool in each sshd mock host's ``bin/``
 (``nvidia-smi``, ``ib_write_bw``, ``systemctl``, ``apt-get``...) that runs::
 
-    python -m clusterctl.transport.replay --profile DIR --state-dir DIR --host NAME -- TOOL ARGS...
+    python -m clusterctl.mock.replay --profile DIR --state-dir DIR --host NAME -- TOOL ARGS...
 
 It answers exactly as the in-process ``MockTransport`` does, from the same state folder
 (``clusterctl.mock.machine.MockMachine.run_argv``): the first matching profile rule (its
@@ -58,7 +58,7 @@ def replay(profile_dir: str, state_dir: str, host: str, argv: Sequence[str], fal
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m clusterctl.transport.replay", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m clusterctl.mock.replay", description=__doc__)
     parser.add_argument("--profile", required=True, help="mock profile folder (with profile.yaml)")
     parser.add_argument("--state-dir", required=True, help="the mock cluster's state folder")
     parser.add_argument("--host", required=True, help="the host's name in that state folder")

@@ -1,4 +1,4 @@
-"""Where a mock cluster keeps its state.
+"""Where a mock cluster keeps its state: the default of the inventory's ``mock_state`` setting.
 
 In order:
 
@@ -8,7 +8,8 @@ In order:
 3. else ``${XDG_STATE_HOME:-~/.local/state}/clusterctl/mock/<cluster>-<hash>``.
 
 ``<hash>`` is taken from the inventory file's absolute path, so two checkouts of the same demo
-inventory do not share state, and nothing is ever written into the repository.
+inventory do not share state, and nothing is ever written into the repository. Plain path arithmetic,
+kept with the inventory so that loading one never imports the simulator (``clusterctl.mock``).
 """
 
 from __future__ import annotations
