@@ -19,9 +19,9 @@ from clusterctl.bootstrap.cluster.pins import (
     CHART_PINS,
     CNI_PINS,
     KUBEADM_V1BETA4_FIRST_MINOR,
-    NEWEST_CHECKED_MINOR,
     ChartPin,
 )
+from clusterctl.bootstrap.matrix import NEWEST_KUBERNETES, show
 from clusterctl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def kubernetes_version(pin: str, *, where: str = "stack.kubernetes") -> Kubernet
         raise UsageError(
             f"Kubernetes {pin} would need the kubeadm config API v1beta3, which clusterctl does not write "
             f"(v1beta3 is removed in Kubernetes 1.37). clusterctl supports Kubernetes 1.{KUBEADM_V1BETA4_FIRST_MINOR} "
-            f"and later (kubeadm.k8s.io/v1beta4; checked up to 1.{NEWEST_CHECKED_MINOR}).",
+            f"and later (kubeadm.k8s.io/v1beta4; checked up to {show(NEWEST_KUBERNETES)}).",
             field=where, hint=f"Pin 1.{KUBEADM_V1BETA4_FIRST_MINOR}.0 or later.",
         )
     return version
