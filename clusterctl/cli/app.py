@@ -190,10 +190,27 @@ def hoist_global_options(argv: list[str]) -> list[str]:
     return front + rest
 
 
+def keep_examples_unwrapped(command: Any) -> None:
+    """Mark every indented paragraph of every help text (examples, file previews) as not to be
+    rewrapped: click would break a long path or command mid-word, and a copy-paste would fail.
+
+    click keeps a paragraph as written when it starts with a ``\\b`` line; the prose around is
+    still wrapped to the terminal.
+    """
+    help_text = getattr(command, "help", None)
+    if help_text:
+        paragraphs = help_text.split("\n\n")
+        command.help = "\n\n".join(
+            "\b\n" + p if p.startswith("  ") and not p.startswith("\b") else p for p in paragraphs)
+    for sub in getattr(command, "commands", {}).values():
+        keep_examples_unwrapped(sub)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
     debug = "--debug" in args
     command = typer.main.get_command(app)
+    keep_examples_unwrapped(command)
     restore = _interrupts_raise()
     try:
         _run(command, args, debug)

@@ -146,7 +146,7 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
         if out:
             app.console.print(f"wrote {len(written)} file(s) under {out}", markup=False, highlight=False)
         for note in report.notes:
-            app.console.print(f"note: {note}", markup=False, highlight=False)
+            app.console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
 
     payload: dict[str, Any] = report.to_json()
     if out:

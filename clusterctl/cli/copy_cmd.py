@@ -67,7 +67,8 @@ def copy_command(
     def table() -> None:
         print_gate_outcomes(app, fleet)
         if journal:
-            app.err_console.print(f"undo with: clusterctl undo {journal}", markup=False, highlight=False)
+            app.err_console.print(f"undo with: clusterctl undo {journal}", markup=False, highlight=False,
+                                  soft_wrap=True)
         print_failures(app, fleet)
 
     app.emit({"source": source, "dest": remote_path(source, dest), "dry_run": dry_run, "hosts": records,

@@ -190,13 +190,15 @@ def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | Non
         for name, text in files.items():
             if len(files) > 1:
                 console.print(f"--- {name}", markup=False, highlight=False)
-            console.print(text.rstrip("\n"), markup=False, highlight=False)
+            # A file's lines as they are (soft_wrap: never broken mid-path, so a copy-paste works).
+            console.print(text.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
     if pushed is not None:
         from clusterctl.cli.changes_view import print_gate_outcomes
 
         print_gate_outcomes(app, pushed)
         if outcome.undo_journal is not None:
-            console.print(f"undo with: clusterctl undo {outcome.undo_journal}", markup=False, highlight=False)
+            console.print(f"undo with: clusterctl undo {outcome.undo_journal}", markup=False, highlight=False,
+                          soft_wrap=True)
 
 
 def _print_sweep(app: AppContext, measured: SweepResult) -> None:

@@ -16,7 +16,7 @@ from clusterctl.bootstrap.cluster.settings import cluster_settings
 from clusterctl.inventory import load_inventory
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((REPO / "inventories" / "examples").iterdir()) + [REPO / "inventories" / "demo.yaml"]
+EXAMPLES = [*sorted((REPO / "inventories" / "examples").iterdir()), REPO / "inventories" / "demo.yaml"]
 
 
 def _readme_inventory(tmp_path: Path) -> Path:
