@@ -82,6 +82,7 @@ def exec_command(
     except FleetInterrupted as exc:
         # What finished is printed as it would have been; main then says what was still running.
         _report(app, exc.finished, line, sudo, folder, streamed=streamer is not None, interrupted=exc)
+        exc.reported = True  # the machine output above already says it: main adds only stderr lines
         raise
     _report(app, fleet, line, sudo, folder, streamed=streamer is not None)
     if not fleet.ok:

@@ -76,11 +76,21 @@ class FleetInterrupted(Interrupted):
         running: tuple[Host, ...],
         waiting: tuple[Host, ...],
         signal_name: str = "SIGINT",
+        *,
+        label: str = "",
+        run_hosts: tuple[str, ...] = (),
     ) -> None:
         super().__init__(signal_name)
         self.finished = finished
         self.running = running
         self.waiting = waiting
+        #: The step that was stopped (``bench nccl: all_reduce``, ``bootstrap: containerd``).
+        self.label = label
+        #: Every host this run had worked on or meant to (all its steps), in order: a step may
+        #: cover only some of the command's hosts, and the summary says so.
+        self.run_hosts = run_hosts
+        #: Set by a command that printed its own partial results (machine output included).
+        self.reported = False
 
     @property
     def unfinished(self) -> tuple[Host, ...]:
@@ -114,6 +124,8 @@ class Runner:
         #: Every host that failed a task of this run (or was cut off by Ctrl-C), in order: what
         #: ``--limit @retry`` selects next time.
         self.failed_hosts: dict[str, None] = {}
+        #: Every host a task of this run was given, in order (for the summary of an interrupt).
+        self.hosts_seen: dict[str, None] = {}
         # Connections stay open across tasks of a run; past this many the least recently
         # used idle one is closed, so a 1,000-host run never holds 1,000 sockets and threads.
         self.max_open = max_open or max(parallel * 2, 128)
@@ -141,6 +153,7 @@ class Runner:
         """Run ``task(transport)`` on every host; never raises for a host's failure."""
         limit = self.timeout_s if timeout_s is None else timeout_s
         run: _TaskRun[T] = _TaskRun(hosts, limit)
+        self.hosts_seen.update((h.name, None) for h in hosts)
         todo: queue.SimpleQueue[int | None] = queue.SimpleQueue()
         stopping = threading.Event()
 
@@ -199,6 +212,7 @@ class Runner:
             stopping.set()
             signal_name = exc.signal_name if isinstance(exc, Interrupted) else "SIGINT"
             interrupted = self._interrupted(run, signal_name)
+            interrupted.label, interrupted.run_hosts = label, tuple(self.hosts_seen)
             self._note_failures(interrupted.finished)
             for host in interrupted.unfinished:
                 self.failed_hosts[host.name] = None
