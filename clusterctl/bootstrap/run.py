@@ -34,6 +34,8 @@ class BootstrapRequest:
     survey: str | None = None
     #: ``clusterctl reset --restore-containerd``: containerd's config back from clusterctl's first backup.
     restore_containerd: bool = False
+    #: ``clusterctl reset --force``: also remove what bootstrap did not make (listed otherwise).
+    force: bool = False
 
 
 def run(
@@ -73,7 +75,7 @@ def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Ph
 
     survey = request.survey or getattr(getattr(inventory, "bootstrap", None), "survey", None)
     options: dict[str, Any] = {"hosts": [h.name for h in hosts], "survey": survey,
-                               "restore_containerd": request.restore_containerd}
+                               "restore_containerd": request.restore_containerd, "force": request.force}
     if any(p.name in ORDER and p.name != "reset" for p in phases):
         from clusterctl.bootstrap.cluster.settings import cluster_settings
 

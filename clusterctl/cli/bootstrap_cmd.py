@@ -123,7 +123,7 @@ def bootstrap_phases(ctx: typer.Context) -> None:
 
 def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, only: str | None, dry_run: bool,
              resume: bool, force_unlock: bool, state_dir: str | None, out: str | None, survey: str | None = None,
-             restore_containerd: bool = False) -> None:
+             restore_containerd: bool = False, force: bool = False) -> None:
     from clusterctl.bootstrap.run import BootstrapRequest, run, write_plan_files
     from clusterctl.inventory.limit import select_hosts
 
@@ -134,7 +134,7 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
         hosts = tuple(h for h in hosts if h.name in keep)
     request = BootstrapRequest(apply=not dry_run, phase=phase, skip_phases=skip_phases, resume=resume,
                                force_unlock=force_unlock, state_dir=state_dir, survey=survey,
-                               restore_containerd=restore_containerd)
+                               restore_containerd=restore_containerd, force=force)
     show = None if app.machine_output else (lambda p, r: _print_phase(app, p, r, plan=dry_run))
     with app.runner() as runner:
         report = run(inventory, hosts, runner, request, on_phase=show)
