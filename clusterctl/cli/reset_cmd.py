@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Optional
 
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.errors import UsageError
 
 HELP = """\
 Undo what 'clusterctl bootstrap' set up for the cluster on the selected hosts.
@@ -51,7 +49,6 @@ def reset_command(
                                             help="Where progress is kept (default ~/.local/state/clusterctl)."),
 ) -> None:
     from clusterctl.cli.bootstrap_cmd import _execute
-    from clusterctl.hostlist import compress
     from clusterctl.inventory.limit import select_hosts
 
     app = app_context(ctx)
@@ -59,13 +56,11 @@ def reset_command(
     if only:
         keep = {h.name for h in select_hosts(app.inventory(), only)}
         hosts = tuple(h for h in hosts if h.name in keep)
-    if not dry_run and not yes:
-        names = compress([h.name for h in hosts])
-        if not sys.stdin.isatty():
-            raise UsageError(f"reset would tear the cluster down on {names}; refusing without a terminal to ask.",
-                             hint="Pass --yes to confirm (or --dry-run to see what it would do).")
-        if not typer.confirm(f"Reset Kubernetes on {len(hosts)} host(s): {names}?", default=False):
-            raise typer.Exit(1)
+    if not dry_run:
+        from clusterctl.cli.confirm import confirm_change
+
+        confirm_change("tear Kubernetes down (kubeadm reset, CNI files, iptables rules, kubelet state)",
+                       [h.name for h in hosts], yes=yes, preview="clusterctl reset --dry-run")
     _execute(app, phase="reset", skip_phases=None, only=only, dry_run=dry_run, resume=False,
              force_unlock=force_unlock, state_dir=state_dir, out=None, restore_containerd=restore_containerd,
-             force=force)
+             force=force, yes=True)  # asked above
