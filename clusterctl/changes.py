@@ -11,9 +11,11 @@ is the same code as apply, stopped before the host is touched).
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import shlex
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
 class ChangeKind(str, Enum):
     WRITE_FILE = "write file"
     RUN_COMMAND = "run command"
+    #: Remove one file (undo of a file that was new, a temporary file's clean-up).
+    REMOVE_FILE = "remove file"
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,10 @@ class Change:
     sudo: bool = True
     timeout_s: float | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    #: Given to RUN_COMMAND on stdin when it is no secret (a manifest for ``kubectl apply -f -``).
+    stdin: bytes | None = None
+    #: For WRITE_FILE: keep the replaced content as a backup (undo's own restores keep none).
+    backup: bool = True
 
     @classmethod
     def write_file(
@@ -63,11 +71,16 @@ class Change:
         summary: str | None = None,
         mode: int | None = None,
         sudo: bool = True,
+        backup: bool = True,
     ) -> Change:
         data = content.encode() if isinstance(content, str) else content
         old = current.encode() if isinstance(current, str) else current
         return cls(host, summary or f"write {path}", ChangeKind.WRITE_FILE, path=path, content=data, current=old,
-                   mode=mode, sudo=sudo)
+                   mode=mode, sudo=sudo, backup=backup)
+
+    @classmethod
+    def remove_file(cls, host: str, path: str, *, summary: str | None = None, sudo: bool = True) -> Change:
+        return cls(host, summary or f"remove {path}", ChangeKind.REMOVE_FILE, path=path, sudo=sudo)
 
     @classmethod
     def run(
@@ -80,10 +93,11 @@ class Change:
         sudo: bool = True,
         timeout_s: float | None = None,
         stdin_secret: Secret | None = None,
+        stdin: bytes | None = None,
         env: Mapping[str, str] | None = None,
     ) -> Change:
         return cls(host, summary or command, ChangeKind.RUN_COMMAND, command=command, undo_command=undo, sudo=sudo,
-                   timeout_s=timeout_s, stdin_secret=stdin_secret, env=dict(env or {}))
+                   timeout_s=timeout_s, stdin_secret=stdin_secret, stdin=stdin, env=dict(env or {}))
 
     @property
     def is_noop(self) -> bool:
@@ -108,6 +122,8 @@ class Change:
         if self.kind is ChangeKind.WRITE_FILE:
             mode = f" (mode {self.mode:o})" if self.mode is not None else ""
             return mask_text(f"write {self.path}{mode}")
+        if self.kind is ChangeKind.REMOVE_FILE:
+            return mask_text(f"rm -f {shlex.quote(self.path or '')}")
         return mask_text(self.command or "")
 
     def to_json(self) -> dict[str, object]:
@@ -115,6 +131,8 @@ class Change:
         if self.kind is ChangeKind.WRITE_FILE:
             mode = f"{self.mode:o}" if self.mode is not None else None
             data.update(path=self.path, mode=mode, diff=self.diff(), new_file=self.current is None)
+        elif self.kind is ChangeKind.REMOVE_FILE:
+            data.update(path=self.path, sudo=self.sudo)
         else:
             data.update(command=self.describe(), sudo=self.sudo)
         return data
@@ -145,6 +163,8 @@ class GateRecord:
     backup_path: str | None = None
     #: The command's result, for RUN_COMMAND changes that ran.
     result: CommandResult | None = None
+    #: Part of a temporary change (``Gate.temporary``): cleaned up already, nothing for undo.
+    temporary: bool = False
 
     @property
     def failed(self) -> bool:
@@ -160,6 +180,17 @@ class ChangeFailed(Exception):
         tail = result.stderr_tail(3) if result is not None else ""
         code = result.exit_code if result is not None else "?"
         super().__init__(mask_text(f"{record.change.summary}: exit {code}" + (f": {tail}" if tail else "")))
+
+
+@dataclass(frozen=True)
+class UndoStep:
+    """How one applied change is reverted: the change that does it (None: nothing can), and what to say."""
+
+    change: Change | None
+    #: The line once done (or why it cannot be done).
+    done: str
+    #: The line in record mode (``undo --dry-run``).
+    planned: str
 
 
 class Gate:
@@ -187,6 +218,10 @@ class Gate:
             self._records.append(record)
         return record
 
+    def for_host(self, transport: Transport) -> HostGate:
+        """This gate bound to one host: what a phase's ``apply`` gets (it never holds the transport)."""
+        return HostGate(self, transport)
+
     def record(self, change: Change) -> GateRecord:
         """Keep ``change`` as planned without reaching its host: a plan step, whatever ``apply`` is.
 
@@ -195,21 +230,26 @@ class Gate:
         """
         return self._keep(GateRecord(change, applied=False, changed=not change.is_noop))
 
-    def submit(self, transport: Transport, change: Change) -> GateRecord:
+    def submit(self, transport: Transport, change: Change, *, temporary: bool = False) -> GateRecord:
         """Record or apply ``change`` on ``transport``'s host. A failed command raises ``ChangeFailed``."""
         if change.is_noop:
-            return self._keep(GateRecord(change, applied=False, changed=False))
+            return self._keep(GateRecord(change, applied=False, changed=False, temporary=temporary))
         if not self.apply:
-            return self._keep(GateRecord(change, applied=False, changed=True))
+            return self._keep(GateRecord(change, applied=False, changed=True, temporary=temporary))
         if change.kind is ChangeKind.WRITE_FILE:
             assert change.path is not None and change.content is not None
-            put = transport.put(change.path, change.content, mode=change.mode, sudo=change.sudo, backup=True)
-            return self._keep(GateRecord(change, applied=True, changed=put.changed, backup_path=put.backup_path))
+            put = transport.put(change.path, change.content, mode=change.mode, sudo=change.sudo, backup=change.backup)
+            return self._keep(GateRecord(change, applied=True, changed=put.changed, backup_path=put.backup_path,
+                                         temporary=temporary))
+        if change.kind is ChangeKind.REMOVE_FILE:
+            assert change.path is not None
+            transport.remove(change.path, sudo=change.sudo)
+            return self._keep(GateRecord(change, applied=True, changed=True, temporary=temporary))
         assert change.command is not None
-        stdin = change.stdin_secret.reveal().encode() if change.stdin_secret is not None else None
+        stdin = change.stdin_secret.reveal().encode() if change.stdin_secret is not None else change.stdin
         result = transport.run(change.command, sudo=change.sudo, timeout=change.timeout_s, env=change.env or None,
                                stdin=stdin)
-        record = self._keep(GateRecord(change, applied=True, changed=True, result=result))
+        record = self._keep(GateRecord(change, applied=True, changed=True, result=result, temporary=temporary))
         if not result.ok:
             raise ChangeFailed(record)
         return record
@@ -217,40 +257,132 @@ class Gate:
     def submit_all(self, transport: Transport, changes: Sequence[Change]) -> list[GateRecord]:
         return [self.submit(transport, c) for c in changes]
 
+    @contextlib.contextmanager
+    def temporary(self, transport: Transport, setup: Sequence[Change], cleanup: Sequence[Change]
+                  ) -> Iterator[list[GateRecord]]:
+        """``with gate.temporary(t, [make], [remove]):`` a change that lasts only as long as the block.
+
+        ``setup`` passes the gate first; every ``cleanup`` change passes it when the block ends,
+        however it ends (an exception, a failed setup change): a hostfile for ``mpirun``, a test pod.
+        In record mode both are recorded and the block still runs. A failing clean-up is raised
+        once all were tried, unless the block is already raising. Nothing of it goes to undo.
+        """
+        done: list[GateRecord] = []
+        try:
+            for change in setup:
+                done.append(self.submit(transport, change, temporary=True))
+            yield done
+        except BaseException:
+            self._clean_up(transport, cleanup)
+            raise
+        failure = self._clean_up(transport, cleanup)
+        if failure is not None:
+            raise failure
+
+    def _clean_up(self, transport: Transport, cleanup: Sequence[Change]) -> Exception | None:
+        first: Exception | None = None
+        for change in cleanup:
+            try:
+                self.submit(transport, change, temporary=True)
+            except (ChangeFailed, TransportError) as exc:
+                first = first or exc
+        return first
+
     def undo(self, transport: Transport, records: Sequence[GateRecord]) -> list[str]:
-        """Revert applied changes, newest first; returns what was done, one line each.
+        """Revert applied changes, newest first, through this gate; returns what was done, one line each.
 
         A replaced file comes back from its backup, a new file is removed, a command is reverted
-        by its undo command when it has one (and is reported as not revertible otherwise).
+        by its undo command when it has one (and is reported as not revertible otherwise). In
+        record mode the same steps are worked out (backups are looked for) and recorded, and the
+        lines say what would be done: ``undo --dry-run`` is this code, stopped before the host.
         """
-        done: list[str] = []
+        lines: list[str] = []
         for record in reversed(records):
-            change = record.change
-            if not record.applied or not record.changed:
+            if not record.applied or not record.changed or record.temporary:
                 continue
-            if change.kind is ChangeKind.WRITE_FILE and change.path is not None:
-                # Through the transport's own file primitives, so undo works the same on every
-                # transport (ssh, local, mock) and restores the mode with the content.
-                try:
-                    if record.backup_path:
-                        saved = transport.get(record.backup_path, sudo=change.sudo)
-                        if saved is None:
-                            done.append(f"cannot restore {change.path}: backup {record.backup_path} is gone")
-                            continue
-                        transport.put(change.path, saved, mode=change.mode, sudo=change.sudo, backup=False)
-                        done.append(f"restored {change.path} from {record.backup_path}")
-                    elif change.current is None:
-                        transport.remove(change.path, sudo=change.sudo)
-                        done.append(f"removed {change.path} (it was new)")
-                    else:
-                        done.append(f"cannot restore {change.path}: no backup was kept")
-                except TransportError as exc:
-                    done.append(f"failed to undo {change.path}: {exc.message}")
-            elif change.undo_command:
-                result = transport.run(change.undo_command, sudo=change.sudo, timeout=change.timeout_s)
-                done.append(mask_text(f"undid '{change.summary}'" if result.ok else
-                                      f"failed to undo '{change.summary}': {result.stderr_tail(2)}"))
-            else:
-                done.append(mask_text(f"'{change.summary}' cannot be undone automatically"))
-        return done
+            try:
+                step = undo_step(transport, record)
+            except TransportError as exc:
+                lines.append(mask_text(f"failed to undo '{record.change.summary}': {exc.message}"))
+                continue
+            if step.change is None:
+                lines.append(mask_text(step.done))
+                continue
+            if not self.apply:
+                self.submit(transport, step.change)
+                lines.append(mask_text(step.planned))
+                continue
+            try:
+                self.submit(transport, step.change)
+            except ChangeFailed as exc:
+                tail = exc.record.result.stderr_tail(2) if exc.record.result is not None else ""
+                lines.append(mask_text(f"failed to undo '{record.change.summary}': {tail}"))
+                continue
+            except TransportError as exc:
+                what = record.change.path or record.change.summary
+                lines.append(mask_text(f"failed to undo {what}: {exc.message}"))
+                continue
+            lines.append(mask_text(step.done))
+        return lines
 
+
+def undo_step(transport: Transport, record: GateRecord) -> UndoStep:
+    """What reverts ``record`` on its host: read (the backup, the file as it is now), never written."""
+    change = record.change
+    if change.kind is ChangeKind.WRITE_FILE and change.path is not None:
+        path = change.path
+        if record.backup_path:
+            # Through the transport's own file primitives, so undo works the same on every
+            # transport (ssh, local, mock) and restores the mode with the content.
+            saved = transport.get(record.backup_path, sudo=change.sudo)
+            if saved is None:
+                gone = f"cannot restore {path}: backup {record.backup_path} is gone"
+                return UndoStep(None, gone, gone)
+            now = transport.get(path, sudo=change.sudo)
+            restore = Change.write_file(change.host, path, saved, current=now, mode=change.mode, sudo=change.sudo,
+                                        backup=False, summary=f"restore {path} from {record.backup_path}")
+            return UndoStep(restore, f"restored {path} from {record.backup_path}",
+                            f"would restore {path} from {record.backup_path}")
+        if change.current is None:
+            remove = Change.remove_file(change.host, path, sudo=change.sudo, summary=f"remove {path} (it was new)")
+            return UndoStep(remove, f"removed {path} (it was new)", f"would remove {path} (it was new)")
+        kept = f"cannot restore {path}: no backup was kept"
+        return UndoStep(None, kept, kept)
+    if change.undo_command:
+        revert = Change.run(change.host, change.undo_command, summary=f"undo '{change.summary}'", sudo=change.sudo,
+                            timeout_s=change.timeout_s)
+        return UndoStep(revert, f"undid '{change.summary}'", f"would run: {change.undo_command}")
+    cannot = f"'{change.summary}' cannot be undone automatically"
+    return UndoStep(None, cannot, cannot)
+
+
+class HostGate:
+    """A ``Gate`` bound to one host's transport: submit, undo and temporary changes there, nothing else."""
+
+    def __init__(self, gate: Gate, transport: Transport) -> None:
+        self.gate = gate
+        self._transport = transport
+
+    @property
+    def apply(self) -> bool:
+        return self.gate.apply
+
+    @property
+    def host(self) -> str:
+        return self._transport.host.name
+
+    def submit(self, change: Change) -> GateRecord:
+        return self.gate.submit(self._transport, change)
+
+    def submit_all(self, changes: Sequence[Change]) -> list[GateRecord]:
+        return self.gate.submit_all(self._transport, changes)
+
+    def undo(self, records: Sequence[GateRecord]) -> list[str]:
+        return self.gate.undo(self._transport, records)
+
+    def temporary(self, setup: Sequence[Change], cleanup: Sequence[Change]
+                  ) -> contextlib.AbstractContextManager[list[GateRecord]]:
+        return self.gate.temporary(self._transport, setup, cleanup)
+
+    def records(self) -> list[GateRecord]:
+        return self.gate.records_for(self.host)

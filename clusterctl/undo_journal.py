@@ -30,8 +30,8 @@ DEFAULT_FOLDER = Path("clusterctl-results") / "undo"
 
 
 def undoable(records: Sequence[GateRecord]) -> list[GateRecord]:
-    """The records that changed a host (applied, not already as wanted)."""
-    return [r for r in records if r.applied and r.changed]
+    """The records that changed a host for good (applied, not already as wanted, not temporary)."""
+    return [r for r in records if r.applied and r.changed and not r.temporary]
 
 
 def record_json(record: GateRecord) -> dict[str, Any]:
@@ -119,23 +119,10 @@ def undo_on_hosts(runner: Runner, hosts: Sequence[Host], records: Sequence[GateR
     if not targets:
         raise UsageError(f"the journal changed {', '.join(sorted(by_host)) or 'no host'}; none of them is selected")
 
+    gate = Gate(apply=apply)
+
     def task(transport: Transport) -> list[str]:
-        mine = by_host[transport.host.name]
-        if apply:
-            return Gate(apply=True).undo(transport, mine)
-        return [_would_undo(r) for r in reversed(mine)]
+        # One code path for undo and its dry run: the gate works out each step and applies or records it.
+        return gate.undo(transport, by_host[transport.host.name])
 
     return runner.run_task(targets, task, label="undo" if apply else "undo (dry run)")
-
-
-def _would_undo(record: GateRecord) -> str:
-    change = record.change
-    if change.kind is ChangeKind.WRITE_FILE:
-        if record.backup_path:
-            return f"would restore {change.path} from {record.backup_path}"
-        if change.current is None:
-            return f"would remove {change.path} (it was new)"
-        return f"cannot restore {change.path}: no backup was kept"
-    if change.undo_command:
-        return f"would run: {change.undo_command}"
-    return f"'{change.summary}' cannot be undone automatically"

@@ -3,16 +3,18 @@
 How the pieces fit
 ------------------
 * ``phase.Phase``: one step (check -> findings -> plan -> apply through the gate -> verify ->
-  rollback). ``phase.PhaseContext``: what a phase sees (host, transport, inventory, ``shared``,
-  ``options``).
-* ``registry``: the ordered list of phases (node phases 100-199, cluster phases 200-299, final
-  checks 300-399; on-demand phases such as reset with ``default=False``).
+  rollback). ``phase.PhaseContext``: what a phase sees: ``host``, ``reader`` (the host,
+  read-only: ``clusterctl.host_reader.HostReader``), ``inventory``, ``options``
+  (``run_data.RunOptions``) and ``shared`` (``run_data.RunData``, typed data phases share).
+* ``registry.PHASES``: the one list of phases in run order (``"module:Class"``, imported on
+  first use; on-demand phases such as reset marked ``default=False``).
 * ``engine.run_bootstrap``: runs the phases across hosts through the fan-out ``Runner``; takes
-  the per-host lock (``lock``), keeps progress for ``--resume`` (``progress``), and returns a
-  ``BootstrapReport`` (per host and phase: ok / changed / failed / skipped, changes, findings,
-  rollback lines; per phase: counts and time).
-* ``run.run``: what the CLI calls (chooses phases, sets up progress); ``run.write_plan_files``
-  for ``bootstrap plan --out DIR``.
+  the per-host lock (``lock``), keeps progress for ``--resume`` (``progress``), decides why a
+  host skips a phase in one place (``engine.skip_reason``), and returns a ``BootstrapReport``
+  (per host and phase: ok / changed / failed / skipped, changes, findings, rollback lines; per
+  phase: counts and time).
+* ``run.run``: what the CLI calls (chooses phases, sets up progress, writes the undo journal of
+  an applying run); ``run.write_plan_files`` for ``bootstrap plan --out DIR``.
 
 How to add a phase
 ------------------
@@ -25,33 +27,39 @@ How to add a phase
            serial = False                        # optional: one host at a time
            timeout_s = 900.0                     # optional: per host, larger than --timeout
            role = "control-plane"                # optional: only hosts with this inventory role
+           uses_cluster_settings = True          # optional: the run checks bootstrap: up front
 
-           def applies_to(self, ctx): ...         # optional, instead of role; no transport here
-           def check(self, ctx) -> NetState: ...  # read facts (command + pure parser); change nothing
+           def applies_to(self, ctx): ...         # optional, instead of role; no host reads here
+           def check(self, ctx) -> NetState: ...  # read facts through ctx.reader; change nothing
            def findings(self, ctx, state): ...    # error-level findings stop this host
            def plan(self, ctx, state) -> list[Change]: ...   # [] = nothing to do (a first-class answer)
            def verify(self, ctx) -> list[Finding]: ...       # read again after apply; errors roll back
-           def rollback(self, ctx, gate, records): ...       # default: gate.undo (backups, undo commands)
+           def rollback(self, ctx, records) -> list[Change]: ...  # optional: after the gate's undo
 
    A phase that acts on the cluster through its API (manifests, Helm releases) subclasses
    ``ClusterWidePhase[State]`` instead (it sets ``role = "control-plane"``, ``once_per_cluster = True``).
 
-   ``plan`` must be the same code path for plan, dry-run and apply: never ``if dry_run``.
-   In plan mode a phase's ``check`` sees the host as it is *before* the earlier phases' planned
-   changes, so it must plan sensibly from the inventory when a tool is not installed yet.
-2. End the module with ``register(Network(), order=210)`` and add the module's dotted name to
-   ``registry.PHASE_MODULES``.
-3. Data for later phases goes in ``ctx.shared`` (one dict per run, shared by all hosts and
-   phases; keys namespaced like ``"control-plane.join"``). Put secrets in it as
-   ``clusterctl.secret.Secret`` and hand them to hosts only through ``Change.stdin_secret`` or a
-   file of mode 0600: the engine masks them everywhere it prints or saves. ``shared`` is not
-   kept across runs (the progress file never holds values), so a phase that reads a value
-   another phase produced must recreate it when absent (e.g. ``kubeadm token create`` on
-   ``--resume``), or fail with a clear message.
+   ``check``, ``plan`` and ``verify`` get the host read-only (``ctx.reader``: ``run`` a command
+   that reads, ``get`` a file); writing through it is a ``ReadOnlyHost`` error and simulated
+   hosts refuse a read-only command that changes them. Everything that changes a host is a
+   ``Change`` in ``plan``'s answer; a change verify needs for a moment (a test pod) goes through
+   ``ctx.temporary(setup, cleanup)``. ``plan`` must be the same code path for plan, dry-run and
+   apply: never ``if dry_run``. In plan mode a phase's ``check`` sees the host as it is *before*
+   the earlier phases' planned changes, so it must plan sensibly from the inventory when a tool
+   is not installed yet.
+2. Add one line to ``registry.PHASES`` where it runs: ``PhaseEntry("clusterctl.bootstrap.phases.network:Network")``.
+3. Data for later phases is a field of ``run_data.RunData`` (``ctx.shared``: one per run, shared
+   by all hosts and phases). Put secrets in it as ``clusterctl.secret.Secret`` and hand them to
+   hosts only through ``Change.stdin_secret`` or a file of mode 0600: the engine masks them
+   everywhere it prints or saves. ``shared`` is not kept across runs (the progress file never
+   holds values), so a phase that reads a value another phase produced must recreate it when
+   absent (e.g. ``kubeadm token create`` on ``--resume``), or fail with a clear message. A new
+   option of the run is a field of ``run_data.RunOptions``.
 4. Cross-host checks (two hosts with one hostname) go in ``fleet_findings(states)``, asked once
    after every host's ``check`` (meant for read-only phases).
 5. Tests: a phase against ``MockTransport`` profiles or the simulated hosts; plan twice, apply,
-   apply again and assert the second apply reports ``ok`` with no changes.
+   apply again and assert the second apply reports ``ok`` with no changes, and that a plan leaves
+   the hosts as they were (``tests/host_state.py``'s ``assert_hosts_unchanged``).
 
 Who writes what on a node (containerd and the NVIDIA toolkit)
 -------------------------------------------------------------

@@ -4,24 +4,27 @@ For each phase the engine asks every host still in the run (in parallel through 
 ``Runner``): ``check`` -> ``findings`` (an error-level finding stops the host) -> ``plan``. In
 plan mode (``bootstrap plan``, ``--dry-run``) the changes are recorded by the gate and nothing
 else happens. In apply mode they pass through the gate, ``verify`` reads the host again, and a
-failed change or verify triggers the phase's ``rollback``. A host that fails a phase is left
-out of the later phases; the other hosts go on. See ``clusterctl.bootstrap`` for how to write a
-phase.
+failed change or verify triggers the rollback: the gate undoes the phase's records, then the
+phase's own ``rollback`` changes pass the gate. A host that fails a phase is left out of the
+later phases; the other hosts go on. Why a host skips a phase is decided in one place,
+``skip_reason``. See ``clusterctl.bootstrap`` for how to write a phase.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.bootstrap import lock as host_lock
 from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord
+from clusterctl.bootstrap.run_data import RunData, RunOptions
+from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord, HostGate
 from clusterctl.findings import Finding, Severity, has_errors, sorted_findings
+from clusterctl.host_reader import HostReader, ReadOnlyHost
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
 
@@ -55,6 +58,8 @@ class HostPhaseResult:
     rollback: list[str] = field(default_factory=list)
     #: What ``check`` returned, for the phase's ``fleet_findings`` (not reported).
     state: Any = field(default=None, repr=False)
+    #: What the gate applied for this phase here and kept (for the undo journal; not reported).
+    records: list[GateRecord] = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"host": self.host, "phase": self.phase, "status": self.status.value,
@@ -92,6 +97,8 @@ class BootstrapReport:
     #: Notes about the run itself (a cleared stale lock, a resumed progress file).
     notes: list[str] = field(default_factory=list)
     duration_s: float = 0.0
+    #: The journal ``clusterctl undo`` reverts this run with (applying runs that changed something).
+    undo_journal: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -110,6 +117,10 @@ class BootstrapReport:
     def all_findings(self) -> list[Finding]:
         return sorted_findings(f for r in self.results for f in r.findings)
 
+    def kept_records(self) -> list[GateRecord]:
+        """What the run changed and left in place (rolled-back phases left out), in order: the undo journal."""
+        return [rec for r in self.results if r.status is not Status.FAILED for rec in r.records]
+
     def to_json(self) -> dict[str, Any]:
         return {
             "cluster": self.cluster,
@@ -123,6 +134,7 @@ class BootstrapReport:
                       "hosts": {h: {s.value: n for s, n in c.items()} for h, c in self.host_counts().items()}},
             "failed_hosts": {h: mask_text(m) for h, m in self.failed_hosts.items()},
             "notes": [mask_text(n) for n in self.notes],
+            "undo_journal": self.undo_journal,
             "duration_s": round(self.duration_s, 3),
         }
 
@@ -137,13 +149,42 @@ class RunSettings:
     #: Where the run's progress is kept (apply mode); ``None``: not kept.
     progress: ProgressStore | None = None
     #: Options of the run given to every phase as ``ctx.options``.
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: RunOptions = field(default_factory=RunOptions)
     #: Called with each phase's results as it finishes (the CLI prints them as they come).
-    on_phase: Any = None
+    on_phase: Callable[[Phase[Any], list[HostPhaseResult]], None] | None = None
+
+
+class SkipReason(str, Enum):
+    """Why a host does not run a phase; the value is what the report says."""
+
+    EARLIER_FAILURE = "left out: an earlier step failed"
+    NOT_THIS_HOST = "does not apply to this host"
+    OTHER_HOST = "runs once per cluster, on another host"
+    #: Only after ``verify`` confirms it on the host (``--resume``); otherwise the phase runs.
+    DONE_BEFORE = "done in an earlier run, verified again"
+
+
+def skip_reason(phase: Phase[Any], ctx: PhaseContext, *, failed_earlier: bool, first_target: str | None,
+                done_before: bool) -> SkipReason | None:
+    """The one answer to "why does this host skip this phase"; ``None``: it runs it.
+
+    ``first_target``: for a once-per-cluster phase, the host that runs it (the first the phase
+    applies to, in inventory order). ``done_before``: the progress file of a resumed run says this
+    host finished the phase. Asked before connecting: ``ctx.reader`` is not usable here.
+    """
+    if failed_earlier:
+        return SkipReason.EARLIER_FAILURE
+    if not phase.applies_to(ctx):
+        return SkipReason.NOT_THIS_HOST
+    if phase.once_per_cluster and ctx.host.name != first_target:
+        return SkipReason.OTHER_HOST
+    if done_before:
+        return SkipReason.DONE_BEFORE
+    return None
 
 
 class _Unconnected(Transport):
-    """What ``applies_to`` gets as a transport: using it is a bug in the phase."""
+    """What ``applies_to`` and ``skip_reason`` get as a host: using it is a bug in the phase."""
 
     def execute(self, request: RunRequest) -> CommandResult:
         raise TransportError(FailureKind.ERROR, "applies_to() must decide without running commands")
@@ -159,7 +200,7 @@ def run_bootstrap(
     """Run ``phases`` on ``hosts``; never raises for a host's failure (it is in the report)."""
     began = time.monotonic()
     report = BootstrapReport(inventory.name, settings.apply, [p.name for p in phases], [h.name for h in hosts])
-    shared: dict[str, Any] = {}
+    shared = RunData()
     gate = Gate(apply=settings.apply)
     lock_info = host_lock.LockInfo.mine(uuid.uuid4().hex)
     locked: list[Host] = []
@@ -172,20 +213,14 @@ def run_bootstrap(
         if settings.apply and any(not p.read_only for p in phases):
             locked = _lock_hosts(runner, hosts, lock_info, settings, report)
         for phase in phases:
-            live = [h for h in hosts if h.name not in report.failed_hosts]
-            results, duration = _run_phase(phase, inventory, live, runner, gate, shared, settings)
-            skipped_out = [HostPhaseResult(h.name, phase.name, Status.SKIPPED,
-                                           message="left out: an earlier step failed")
-                           for h in hosts if h.name in report.failed_hosts]
-            phase_results = results + skipped_out
-            phase_results.sort(key=lambda r: report.hosts.index(r.host))
+            phase_results, duration = _run_phase(phase, inventory, hosts, runner, gate, shared, settings, report)
             report.results.extend(phase_results)
             counts = {s: sum(1 for r in phase_results if r.status is s) for s in Status}
             report.recap.append(PhaseRecap(phase.name, duration, counts))
-            for r in results:
+            for r in phase_results:
                 if r.status is Status.FAILED:
                     report.failed_hosts.setdefault(r.host, f"phase {phase.name}: {r.message}")
-                if store is not None and settings.apply:
+                if store is not None and settings.apply and r.message != SkipReason.EARLIER_FAILURE.value:
                     store.record(r.host, phase.name, r.status.value, r.duration_s, r.message)
             if store is not None and settings.apply:
                 store.save()
@@ -223,33 +258,46 @@ def _unlock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInf
     runner.run_task(hosts, drop, label="unlock")
 
 
-def _targets(phase: Phase[Any], inventory: Inventory, hosts: Sequence[Host], shared: MutableMapping[str, Any],
-             options: Mapping[str, Any]) -> list[Host]:
-    chosen = [h for h in hosts
-              if phase.applies_to(PhaseContext(h, _Unconnected(h), inventory, shared, options))]
-    if phase.once_per_cluster:
-        return chosen[:1]
-    return chosen
-
-
 def _run_phase(
     phase: Phase[Any],
     inventory: Inventory,
     hosts: Sequence[Host],
     runner: Runner,
     gate: Gate,
-    shared: MutableMapping[str, Any],
+    shared: RunData,
     settings: RunSettings,
+    report: BootstrapReport,
 ) -> tuple[list[HostPhaseResult], float]:
+    """``phase`` on every host of the run: a result per host (skipped ones included), in inventory order."""
     began = time.monotonic()
-    targets = _targets(phase, inventory, hosts, shared, settings.options)
-    names = {h.name for h in targets}
-    why = "runs once per cluster, on another host" if phase.once_per_cluster else "does not apply to this host"
-    results = [HostPhaseResult(h.name, phase.name, Status.SKIPPED, message=why) for h in hosts if h.name not in names]
+
+    def unconnected(host: Host) -> PhaseContext:
+        return PhaseContext(host, HostReader(_Unconnected(host), what=f"phase {phase.name}"), inventory, shared,
+                            settings.options)
+
+    live = [h for h in hosts if h.name not in report.failed_hosts]
+    first_target = None
+    if phase.once_per_cluster:
+        first_target = next((h.name for h in live if phase.applies_to(unconnected(h))), None)
+    store = settings.progress
+    resuming = settings.apply and settings.resume and store is not None
+    results: list[HostPhaseResult] = []
+    targets: list[Host] = []
+    done_before: set[str] = set()
+    for host in hosts:
+        why = skip_reason(phase, unconnected(host), failed_earlier=host.name in report.failed_hosts,
+                          first_target=first_target,
+                          done_before=resuming and store is not None and store.is_done(host.name, phase.name))
+        if why is None or why is SkipReason.DONE_BEFORE:
+            targets.append(host)
+            if why is SkipReason.DONE_BEFORE:
+                done_before.add(host.name)
+        else:
+            results.append(HostPhaseResult(host.name, phase.name, Status.SKIPPED, message=why.value))
 
     def task(transport: Transport) -> HostPhaseResult:
-        ctx = PhaseContext(transport.host, transport, inventory, shared, settings.options)
-        return _one_host(phase, ctx, gate, settings)
+        return _one_host(phase, transport, inventory, shared, gate, settings,
+                         done_before=transport.host.name in done_before)
 
     limit = max(runner.timeout_s, phase.timeout_s)
     batches = [[h] for h in targets] if phase.serial else [list(targets)]
@@ -265,6 +313,8 @@ def _run_phase(
                 results.append(HostPhaseResult(outcome.host.name, phase.name, Status.FAILED, outcome.duration_s,
                                                message=mask_text(message)))
     _fleet_findings(phase, results)
+    order = {h.name: i for i, h in enumerate(hosts)}
+    results.sort(key=lambda r: order.get(r.host, len(order)))
     return results, time.monotonic() - began
 
 
@@ -283,10 +333,14 @@ def _fleet_findings(phase: Phase[Any], results: list[HostPhaseResult]) -> None:
             target.message = mask_text(finding.message)
 
 
-def _one_host(phase: Phase[Any], ctx: PhaseContext, gate: Gate, settings: RunSettings) -> HostPhaseResult:
-    host = ctx.host.name
+def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, shared: RunData, gate: Gate,
+              settings: RunSettings, *, done_before: bool) -> HostPhaseResult:
+    host = transport.host.name
     began = time.monotonic()
     result = HostPhaseResult(host, phase.name, Status.OK)
+    reader = HostReader(transport, what=f"phase {phase.name}")
+    ctx = PhaseContext(transport.host, reader, inventory, shared, settings.options)
+    host_gate = gate.for_host(transport)
 
     def done(status: Status, message: str = "") -> HostPhaseResult:
         result.status = status
@@ -294,43 +348,74 @@ def _one_host(phase: Phase[Any], ctx: PhaseContext, gate: Gate, settings: RunSet
         result.duration_s = time.monotonic() - began
         return result
 
-    store = settings.progress
-    if settings.apply and settings.resume and store is not None and store.is_done(host, phase.name):
-        problems = phase.verify(ctx)
+    if done_before:
+        problems = _verify(phase, ctx, host_gate)
         if not has_errors(problems):
-            return done(Status.SKIPPED, "done in an earlier run, verified again")
-    state = phase.check(ctx)
-    result.state = state
-    result.findings = list(phase.findings(ctx, state))
-    if has_errors(result.findings):
-        blocking = [f for f in result.findings if f.severity is Severity.ERROR]
-        return done(Status.FAILED, "; ".join(f.message for f in blocking[:3]) +
-                    (f" (+{len(blocking) - 3} more)" if len(blocking) > 3 else ""))
-    changes = [c for c in phase.plan(ctx, state) if not c.is_noop]
+            return done(Status.SKIPPED, SkipReason.DONE_BEFORE.value)
+    try:
+        state = phase.check(ctx)
+        result.state = state
+        result.findings = list(phase.findings(ctx, state))
+        if has_errors(result.findings):
+            blocking = [f for f in result.findings if f.severity is Severity.ERROR]
+            return done(Status.FAILED, "; ".join(f.message for f in blocking[:3]) +
+                        (f" (+{len(blocking) - 3} more)" if len(blocking) > 3 else ""))
+        changes = [c for c in phase.plan(ctx, state) if not c.is_noop]
+    except ReadOnlyHost as exc:
+        return done(Status.FAILED, f"bug in phase {phase.name}: {exc}")
     if not settings.apply:
-        gate.submit_all(ctx.transport, changes)
+        host_gate.submit_all(changes)
         result.changes = changes
         return done(Status.CHANGED if changes else Status.OK)
-    before = len(gate.records_for(host))
+    before = len(host_gate.records())
     try:
-        records = phase.apply(ctx, gate, changes)
+        records = phase.apply(ctx, host_gate, changes)
     except (ChangeFailed, TransportError) as exc:
-        mine = gate.records_for(host)[before:]
+        mine = host_gate.records()[before:]
         result.changes = [r.change for r in mine if r.changed]
-        result.rollback = _rollback(phase, ctx, gate, mine)
+        result.rollback = _rollback(phase, ctx, host_gate, mine)
         return done(Status.FAILED, str(exc))
     result.changes = [r.change for r in records if r.changed]
-    problems = phase.verify(ctx)
+    result.records = [r for r in host_gate.records()[before:] if r.applied and r.changed and not r.temporary]
+    problems = _verify(phase, ctx, host_gate)
     result.findings.extend(problems)
     if has_errors(problems):
-        result.rollback = _rollback(phase, ctx, gate, records)
+        result.rollback = _rollback(phase, ctx, host_gate, records)
         return done(Status.FAILED, "verify failed: " + "; ".join(f.message for f in problems
                                                                    if f.severity is Severity.ERROR))
     return done(Status.CHANGED if result.changes else Status.OK)
 
 
-def _rollback(phase: Phase[Any], ctx: PhaseContext, gate: Gate, records: Sequence[GateRecord]) -> list[str]:
+def _verify(phase: Phase[Any], ctx: PhaseContext, gate: HostGate) -> list[Finding]:
+    """``phase.verify`` with the read-only view, and the gate bound for its temporary changes only."""
+    ctx._gate = gate
     try:
-        return phase.rollback(ctx, gate, records)
+        return phase.verify(ctx)
+    except ReadOnlyHost as exc:
+        return [Finding(Severity.ERROR, "PHASE_CHANGED_HOST", f"bug in phase {phase.name}: {exc}",
+                        host=ctx.host.name)]
+    finally:
+        ctx._gate = None
+
+
+def _rollback(phase: Phase[Any], ctx: PhaseContext, gate: HostGate, records: Sequence[GateRecord]) -> list[str]:
+    """Undo ``records`` through the gate, then pass the phase's own rollback changes; one line per step."""
+    try:
+        extra = phase.rollback(ctx, records) if any(r.applied and r.changed for r in records) else []
+        # A command the rollback runs again (containerd's restart) is not reported as one undo cannot revert.
+        again = {c.command for c in extra if c.command}
+        lines = gate.undo([r for r in records if r.change.command is None or r.change.command not in again])
+        for change in extra:
+            try:
+                gate.submit(change)
+                lines.append(mask_text(f"{change.summary}: done"))
+            except ChangeFailed as exc:
+                tail = exc.record.result.stderr_tail(2) if exc.record.result is not None else ""
+                lines.append(mask_text(f"{change.summary}: failed" + (f": {tail}" if tail else "")))
+        if phase.verify_after_rollback:
+            problems = [f for f in _verify(phase, ctx, gate) if f.severity is Severity.ERROR]
+            lines.append("after the rollback, verify passes again" if not problems else
+                         mask_text("after the rollback, verify still fails: " + "; ".join(f.message for f in problems)))
+        return lines
     except Exception as exc:  # a failing rollback must still leave the original failure reported
         return [f"rollback failed: {type(exc).__name__}: {mask_text(str(exc))}"]

@@ -1,11 +1,14 @@
 """What a bootstrap phase is: check, plan, apply through the gate, verify.
 
-A phase never changes a host in ``check`` or ``plan``; ``plan`` returns the ``Change`` values
-needed to bring the host to the wanted state, and an empty list is the first-class answer
-"nothing to do". The engine passes the changes through the one ``Gate``: in record mode that is
-the plan and the dry-run, in apply mode the changes are made and their backups kept. ``verify``
-then confirms the result by reading facts again; when it fails the engine may undo the phase's
-records through the gate (``rollback``), which a phase can extend (restart a service again).
+A phase never changes a host in ``check``, ``plan`` or ``verify``: they get ``ctx.reader``, a
+read-only view of the host (``clusterctl.host_reader.HostReader``). ``plan`` returns the
+``Change`` values needed to bring the host to the wanted state, and an empty list is the
+first-class answer "nothing to do". The engine passes the changes through the one ``Gate``: in
+record mode that is the plan and the dry-run, in apply mode the changes are made and their
+backups kept. ``verify`` then confirms the result by reading facts again (a change it needs for
+a moment, a test pod, goes through ``ctx.temporary``); when it fails the engine undoes the
+phase's records through the gate and then applies the phase's ``rollback`` changes (restart a
+service on its old config).
 
 Phases are small objects addressed by ``name`` (``clusterctl bootstrap phase NAME``,
 ``--skip-phases``), like kubeadm's.
@@ -13,17 +16,19 @@ Phases are small objects addressed by ``name`` (``clusterctl bootstrap phase NAM
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
-from clusterctl.changes import Change, Gate, GateRecord
+from clusterctl.bootstrap.run_data import RunData, RunOptions
+from clusterctl.changes import Change, GateRecord, HostGate
 from clusterctl.findings import Finding
+from clusterctl.host_reader import HostReader, ReadOnlyHost
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
-    from clusterctl.transport.base import Transport
 
 State = TypeVar("State")
 
@@ -33,13 +38,27 @@ class PhaseContext:
     """What a phase sees of one host and of the run."""
 
     host: Host
-    transport: Transport
+    #: The host, read-only: run commands that read, read files. Changes go to the gate.
+    reader: HostReader
     inventory: Inventory
-    #: Data phases share across hosts of one run (the control-plane endpoint, a join token as a
-    #: ``Secret``, the saved survey). Written by the engine and cluster phases, read by others.
-    shared: MutableMapping[str, Any] = field(default_factory=dict)
-    #: Options of this run (mirrors, runtime choice, paths) resolved from inventory and CLI.
-    options: Mapping[str, Any] = field(default_factory=dict)
+    #: Data phases share across hosts of one run (the join token as a ``Secret``, the saved survey).
+    shared: RunData = field(default_factory=RunData)
+    #: Options of this run (survey, paths, hosts) resolved from inventory and CLI.
+    options: RunOptions = field(default_factory=RunOptions)
+    #: Bound by the engine while ``verify`` runs in an applying run: see ``temporary``.
+    _gate: HostGate | None = field(default=None, repr=False)
+
+    def temporary(self, setup: Sequence[Change], cleanup: Sequence[Change]
+                  ) -> contextlib.AbstractContextManager[list[GateRecord]]:
+        """A change that lasts only for the ``with`` block, through the gate (verify's GPU test pod).
+
+        ``cleanup`` runs however the block ends; neither is kept for undo. Only ``verify`` of an
+        applying run may make one: in check and plan it is a ``ReadOnlyHost`` error.
+        """
+        if self._gate is None:
+            raise ReadOnlyHost(f"{self.reader.what} may not make temporary changes on {self.host.name}: only "
+                               "verify of an applying run can")
+        return self._gate.temporary(setup, cleanup)
 
 
 class Phase(ABC, Generic[State]):
@@ -59,12 +78,18 @@ class Phase(ABC, Generic[State]):
     #: Seconds a host may spend in this phase (package installs take minutes); the engine
     #: uses the larger of this and ``--timeout``.
     timeout_s: ClassVar[float] = 600.0
+    #: Reads the cluster settings (``bootstrap:`` section): a run with this phase checks them up
+    #: front (exit 2) instead of failing on every host.
+    uses_cluster_settings: ClassVar[bool] = False
+    #: After a rollback, run ``verify`` again and say whether the host is back to working
+    #: (containerd: it answers on the old config).
+    verify_after_rollback: ClassVar[bool] = False
 
     def applies_to(self, ctx: PhaseContext) -> bool:
         """Whether this phase concerns the host at all (e.g. control-plane hosts only).
 
         Decided from ``ctx.host``, ``ctx.inventory`` and ``ctx.options`` only: the engine asks
-        before it connects, so ``ctx.transport`` must not be used here. By default: ``role``.
+        before it connects, so ``ctx.reader`` must not be used here. By default: ``role``.
         """
         return self.role is None or self.role in ctx.host.roles
 
@@ -76,17 +101,18 @@ class Phase(ABC, Generic[State]):
     def plan(self, ctx: PhaseContext, state: State) -> list[Change]:
         """The changes that bring the host from ``state`` to the wanted state; [] when none."""
 
-    def apply(self, ctx: PhaseContext, gate: Gate, changes: Sequence[Change]) -> list[GateRecord]:
+    def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
         """Pass the planned changes through the gate, in order. Override only to interleave reads."""
-        return gate.submit_all(ctx.transport, changes)
+        return gate.submit_all(changes)
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
         """Findings that say the phase's result is not there; [] when it is."""
         return []
 
-    def rollback(self, ctx: PhaseContext, gate: Gate, records: Sequence[GateRecord]) -> list[str]:
-        """Undo this phase's applied changes after a failed verify; lines saying what was done."""
-        return gate.undo(ctx.transport, records)
+    def rollback(self, ctx: PhaseContext, records: Sequence[GateRecord]) -> list[Change]:
+        """Changes to make after a failed apply or verify, once the gate has undone ``records``
+        (backups restored, undo commands run): restart a service on its old config. [] by default."""
+        return []
 
     def findings(self, ctx: PhaseContext, state: State) -> list[Finding]:
         """Problems seen in ``check`` that block or deserve a word (preflight's whole job)."""
@@ -108,3 +134,4 @@ class ClusterWidePhase(Phase[State]):
 
     role = "control-plane"
     once_per_cluster = True
+    uses_cluster_settings = True

@@ -1,23 +1,18 @@
-"""The ordered list of bootstrap phases: node phases first, then cluster phases.
+"""The bootstrap phases, in the order they run: ``PHASES`` is the one place that order is said.
 
-Each phase module calls ``register(PhaseClass(), order=N)`` at import time. ``order`` places
-it in the run; the convention leaves room between neighbours:
-
-* 100-199 node phases (``preflight`` 100, ``kernel`` 110, ``packages`` 120, ``containerd`` 130,
-  ``nvidia-runtime`` 140);
-* 200-299 cluster phases (control plane, network, GPU add-ons, labels, alert rules);
-* 300-399 checks of the finished cluster (``verify``);
-* phases that tear down (``reset``) register with ``default=False``: they run only when asked
-  by name (``clusterctl bootstrap phase reset``), never as part of ``clusterctl bootstrap``.
-
-Modules are listed in ``PHASE_MODULES`` and imported on first use, so ``clusterctl --help``
-stays fast; a new phase module only needs adding there.
+Each entry names a phase class as ``"module:Class"`` and is imported on first use, so
+``clusterctl --help`` never loads a phase. A plain ``clusterctl bootstrap`` runs the entries
+marked ``default`` from top to bottom (node phases, then cluster phases, then the final checks);
+the others (``reset``) run only when asked by name (``clusterctl bootstrap phase reset``,
+``clusterctl reset``). Adding a phase is one module under ``phases/`` and one line here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,86 +20,84 @@ from clusterctl.bootstrap.phase import Phase
 from clusterctl.errors import UsageError
 from clusterctl.inventory.values import did_you_mean
 
-#: Modules whose import registers phases. Cluster phases (issue 12) append theirs here.
-PHASE_MODULES: list[str] = [
-    "clusterctl.bootstrap.phases.preflight",
-    "clusterctl.bootstrap.phases.kernel",
-    "clusterctl.bootstrap.phases.packages",
-    "clusterctl.bootstrap.phases.containerd",
-    "clusterctl.bootstrap.phases.nvidia_runtime",
-    "clusterctl.bootstrap.phases.control_plane",
-    "clusterctl.bootstrap.phases.network",
-    "clusterctl.bootstrap.phases.gpu_addons",
-    "clusterctl.bootstrap.phases.topology_labels",
-    "clusterctl.bootstrap.phases.alert_rules",
-    "clusterctl.bootstrap.phases.verify",
-    "clusterctl.bootstrap.phases.reset",
-]
-
 
 @dataclass(frozen=True)
-class Registered:
-    phase: Phase[Any]
-    order: int
+class PhaseEntry:
+    #: ``"clusterctl.bootstrap.phases.kernel:Kernel"``: the module and the ``Phase`` class in it.
+    target: str
     #: Part of a plain ``clusterctl bootstrap`` run; False for on-demand phases such as reset.
-    default: bool
+    default: bool = True
 
 
-_phases: dict[str, Registered] = {}
+#: Every phase, in run order.
+PHASES: tuple[PhaseEntry, ...] = (
+    # Node phases: each host on its own.
+    PhaseEntry("clusterctl.bootstrap.phases.preflight:Preflight"),
+    PhaseEntry("clusterctl.bootstrap.phases.kernel:Kernel"),
+    PhaseEntry("clusterctl.bootstrap.phases.packages:Packages"),
+    PhaseEntry("clusterctl.bootstrap.phases.containerd:Containerd"),
+    PhaseEntry("clusterctl.bootstrap.phases.nvidia_runtime:NvidiaRuntime"),
+    # Cluster phases: kubeadm, then what runs on the cluster.
+    PhaseEntry("clusterctl.bootstrap.phases.control_plane:ControlPlane"),
+    PhaseEntry("clusterctl.bootstrap.phases.control_plane:Join"),
+    PhaseEntry("clusterctl.bootstrap.phases.network:Network"),
+    PhaseEntry("clusterctl.bootstrap.phases.gpu_addons:GpuAddons"),
+    PhaseEntry("clusterctl.bootstrap.phases.topology_labels:TopologyLabels"),
+    PhaseEntry("clusterctl.bootstrap.phases.alert_rules:AlertRules"),
+    # The finished cluster works.
+    PhaseEntry("clusterctl.bootstrap.phases.verify:Verify"),
+    # On demand only.
+    PhaseEntry("clusterctl.bootstrap.phases.reset:Reset", default=False),
+)
+
 _lock = threading.Lock()
-_loaded = False
+_loaded: list[tuple[Phase[Any], bool]] | None = None
+#: Phases tests add for one test (``added_for_test``), after the listed ones, on demand only.
+_extra: list[Phase[Any]] = []
 
 
-def register(phase: Phase[Any], *, order: int, default: bool = True) -> Phase[Any]:
-    """Add ``phase`` to the run at position ``order``; a second phase of the same name is an error."""
-    with _lock:
-        known = _phases.get(phase.name)
-        if known is not None and type(known.phase) is not type(phase):
-            raise ValueError(f"two bootstrap phases are named {phase.name!r}")
-        _phases[phase.name] = Registered(phase, order, default)
+def _instantiate(entry: PhaseEntry) -> Phase[Any]:
+    module_name, _, class_name = entry.target.partition(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    phase = cls()
+    if not isinstance(phase, Phase):
+        raise TypeError(f"{entry.target} is not a bootstrap Phase")
     return phase
 
 
-def unregister(name: str) -> None:
-    """Remove a phase (tests that register their own)."""
-    with _lock:
-        _phases.pop(name, None)
-
-
-def _load() -> None:
+def _load() -> list[tuple[Phase[Any], bool]]:
     global _loaded
-    if _loaded:
-        return
-    for module in PHASE_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            # A listed module that is not written yet must not break the phases that are.
-            if exc.name != module:
-                raise
-    _loaded = True
+    with _lock:
+        if _loaded is None:
+            loaded = [(_instantiate(e), e.default) for e in PHASES]
+            names = [p.name for p, _ in loaded]
+            twice = sorted({n for n in names if names.count(n) > 1})
+            if twice:
+                raise ValueError(f"two bootstrap phases are named {', '.join(twice)}")
+            _loaded = loaded
+        return [*_loaded, *((p, False) for p in _extra)]
 
 
 def all_phases(*, include_on_demand: bool = False) -> list[Phase[Any]]:
     """Every phase in run order (on-demand phases such as reset only when asked)."""
-    _load()
-    with _lock:
-        entries = sorted(_phases.values(), key=lambda r: (r.order, r.phase.name))
-    return [r.phase for r in entries if r.default or include_on_demand]
+    return [p for p, default in _load() if default or include_on_demand]
+
+
+def is_default(phase: Phase[Any]) -> bool:
+    """Whether ``phase`` is part of a plain ``clusterctl bootstrap`` run."""
+    return any(p.name == phase.name and default for p, default in _load())
 
 
 def phase_named(name: str) -> Phase[Any]:
-    _load()
-    with _lock:
-        entry = _phases.get(name)
-        names = sorted(_phases)
-    if entry is None:
-        raise UsageError(
-            f"there is no bootstrap phase named {name!r}.",
-            field="phase",
-            hint=did_you_mean(name, names) or "Phases: " + ", ".join(p.name for p in all_phases()) + ".",
-        )
-    return entry.phase
+    for phase, _ in _load():
+        if phase.name == name:
+            return phase
+    raise UsageError(
+        f"there is no bootstrap phase named {name!r}.",
+        field="phase",
+        hint=did_you_mean(name, [p.name for p, _ in _load()])
+        or "Phases: " + ", ".join(p.name for p in all_phases()) + ".",
+    )
 
 
 def select_phases(only: str | None = None, skip: str | None = None) -> list[Phase[Any]]:
@@ -114,3 +107,15 @@ def select_phases(only: str | None = None, skip: str | None = None) -> list[Phas
     for name in skipped:
         phase_named(name)  # a typo in --skip-phases must not silently skip nothing
     return [p for p in chosen if p.name not in skipped]
+
+
+@contextlib.contextmanager
+def added_for_test(phase: Phase[Any]) -> Iterator[Phase[Any]]:
+    """Make ``phase`` addressable by name (on demand) for the length of the block: tests of the CLI."""
+    with _lock:
+        _extra.append(phase)
+    try:
+        yield phase
+    finally:
+        with _lock:
+            _extra.remove(phase)

@@ -12,6 +12,7 @@ from clusterctl.bootstrap.lock import DEFAULT_LOCK_PATH
 from clusterctl.bootstrap.phase import Phase
 from clusterctl.bootstrap.progress import ProgressStore, default_state_dir, progress_path
 from clusterctl.bootstrap.registry import select_phases
+from clusterctl.bootstrap.run_data import RunOptions
 from clusterctl.changes import ChangeKind
 from clusterctl.errors import UsageError
 from clusterctl.secret import mask_text
@@ -36,6 +37,8 @@ class BootstrapRequest:
     restore_containerd: bool = False
     #: ``clusterctl reset --force``: also remove what bootstrap did not make (listed otherwise).
     force: bool = False
+    #: Where that journal goes; ``None``: ``<state dir>/undo``.
+    journal_dir: str | None = None
 
 
 def run(
@@ -51,8 +54,8 @@ def run(
     if request.resume and not request.apply:
         raise UsageError("--resume only makes sense for a run that applies (not with --dry-run or plan)")
     store = None
+    state_dir = Path(request.state_dir).expanduser() if request.state_dir else default_state_dir()
     if request.apply:
-        state_dir = Path(request.state_dir).expanduser() if request.state_dir else default_state_dir()
         path = progress_path(state_dir, inventory.name)
         store = ProgressStore.load(path, inventory.name) if request.resume else ProgressStore(path, inventory.name)
         if request.resume and not path.exists():
@@ -64,22 +67,29 @@ def run(
     report = run_bootstrap(inventory, hosts, runner, phases, settings)
     if store is not None:
         report.notes.append(f"progress kept in {store.path}")
+    if request.apply:
+        from clusterctl.undo_journal import save_journal
+
+        command = f"bootstrap phase {request.phase}" if request.phase else "bootstrap"
+        journal = save_journal(report.kept_records(), command=command,
+                               folder=request.journal_dir or state_dir / "undo")
+        if journal is not None:
+            report.undo_journal = str(journal)
+            report.notes.append(f"undo with: clusterctl undo {journal}")
     return report
 
 
 def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any]],
-                request: BootstrapRequest) -> dict[str, Any]:
+                request: BootstrapRequest) -> RunOptions:
     """``ctx.options`` of the run; checks the cluster settings and the survey up front (exit 2, not a
-    failure per host) when a cluster phase is part of the run."""
-    from clusterctl.bootstrap.phases.cluster_common import ORDER
-
+    failure per host) when a phase that reads them is part of the run."""
     survey = request.survey or getattr(getattr(inventory, "bootstrap", None), "survey", None)
-    options: dict[str, Any] = {"hosts": [h.name for h in hosts], "survey": survey,
-                               "restore_containerd": request.restore_containerd, "force": request.force}
-    if any(p.name in ORDER and p.name != "reset" for p in phases):
+    options = RunOptions(hosts=tuple(h.name for h in hosts), survey=survey,
+                         restore_containerd=request.restore_containerd, force=request.force)
+    if any(p.uses_cluster_settings for p in phases):
         from clusterctl.bootstrap.cluster.settings import cluster_settings
 
-        cluster_settings(inventory, options)
+        cluster_settings(inventory)
         if survey:
             from clusterctl.saved_survey import load_saved_survey
 

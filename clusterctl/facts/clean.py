@@ -1,15 +1,25 @@
-"""One pre-cleaning step for tool output that was pasted, captured or piped, used by every parser.
+"""One pre-cleaning step for tool output that was pasted, captured or piped, used by every reader.
 
 What people paste into an issue or save from a terminal is rarely the bare output of the tool:
 there is the shell prompt and command line above it (``user@host:~$ ibv_devinfo``,
 ``[root@gpu01 ~]# ibstat``, ``$ kubectl exec pod -- ibv_devinfo``), Markdown code fences, a
-``> `` quote prefix on every line (mail, issue replies), the common indentation of a Markdown
-list, tmux/screen pane borders (``│`` at either end of a line, ``┌──┐`` rules), ANSI colour codes,
-``\\r`` line ends, trailing padding, and blank lines between rows. None of it is data.
+``> `` quote prefix on every line (mail, issue replies), a ``# `` or ``// `` comment prefix on
+every line (a matrix kept as a comment block in a launch script or a source file), the common
+indentation of a Markdown list, tmux/screen pane borders (``│`` at either end of a line, ``┌──┐``
+rules), ANSI colour codes, ``\\r`` line ends, trailing padding, the author's elisions (a line of
+just ``...``) and blank lines between rows. None of it is data.
 
-``clean_lines`` removes all of that and hands each parser the remaining lines **with their
+``clean_lines`` removes all of that and hands each reader the remaining lines **with their
 1-based line numbers in the original text**, so a warning or a parse error still points at the
-line the user sees in their file.
+line the user sees in their file. ``clean`` does the same and also says, in words, what it
+removed; ``seen`` says what a text looked like, for a reader's refusal ("every line starts
+with '; '"), and ``comment_block`` finds a tool's output kept as a comment block inside a
+longer file (a launch script with ``nvidia-smi topo -m`` pasted above the commands).
+
+Speed: real outputs run to thousands of lines (``ibv_devinfo -v`` on an 8-NIC host is about
+1,300) and every host of a survey pays this step, so each line gets only cheap character tests;
+the patterns run on the few lines that could hold what they look for (a prompt needs a ``$``, a
+``#`` or a ``%``; a border needs a box-drawing character at either end).
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ from dataclasses import dataclass
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 #: Box-drawing characters tmux, screen and many TUIs draw pane borders with.
 _BOX = "─━│┃┄┅┆┇┈┉┊┋┌┍┎┏┐┑┒┓└┕┖┗┘┙┚┛├┝┞┟┠┡┢┣┤┥┦┧┨┩┪┫┬┭┮┯┰┱┲┳┴┵┶┷┸┹┺┻┼┽┾┿╀╁╂╃╄╅╆╇╈╉╊╋═║╒╓╔╕╖╗╘╙╚╛╜╝╞╟╠╡╢╣╤╥╦╧╨╩╪╫╬╭╮╯╰"
+_BOX_CHARS = frozenset(_BOX)
 _BORDER_ONLY = re.compile(rf"^[\s{_BOX}]+$")
 _BORDER_LEFT = re.compile(rf"^\s*[{_BOX}]\s?")
 _BORDER_RIGHT = re.compile(rf"\s*[{_BOX}]\s*$")
@@ -28,13 +39,26 @@ _FENCE = re.compile(r"^\s*(```|~~~)[\w+-]*\s*$")
 #: ``mpirun --tag-output`` prefix: ``[1,0]<stdout>:``.
 _MPI_TAG = re.compile(r"^\s*\[\d+,\d+\]<(?:stdout|stderr)>:")
 #: Shell prompts, with or without the command after them:
-#: ``user@host:~/dir$ cmd``, ``(venv) user@host:~$``, ``[root@host ~]# cmd``, ``$ cmd``, ``host$ cmd``.
-_PROMPTS = (
+#: ``user@host:~/dir$ cmd``, ``(venv) user@host:~$``, ``[root@host ~]# cmd``, ``$ cmd``, ``host$ cmd``,
+#: ``~/nccl-tests$ cmd`` (a paste clipped at the left), ``sh-4.4# cmd``, ``bash-5.1$ cmd``.
+_PROMPTS_AT = (
     re.compile(r"^\s*(?:\([^)]*\)\s*)?[\w.+-]+@[\w.-]+(?::[^\s$#]*)?\s?[$#%]\s*(?:\S.*)?$"),
     re.compile(r"^\s*(?:\([^)]*\)\s*)?\[[\w.+-]+@[\w.-]+[^\]]*\]\s?[$#%]\s*(?:\S.*)?$"),
+)
+_PROMPTS_DOLLAR = (
     re.compile(r"^\s*\$(?:\s+\S.*)?$"),
     re.compile(r"^\s*[\w.-]+\s?\$\s+\S.*$"),
+    re.compile(r"^\s*~[\w./-]*\$(?:\s+\S.*)?$"),
 )
+_PROMPT_SHELL_ROOT = re.compile(r"^\s*(?:ba|z|k|c|tc)?sh-\d+(?:\.\d+)*#(?:\s+\S.*)?$")
+#: A line that is nothing but the author's elision of lines they left out.
+_ELISIONS = frozenset(("...", "…", "[...]", "(...)", "<...>", "[…]", "<snip>", "[snip]", "(snip)", "...snip...",
+                       "[truncated]", "(truncated)", "<truncated>"))
+#: Comment markers a block of pasted output is kept behind, longest first (``//`` before ``/``).
+_COMMENT_MARKERS = ("//", "#", "--", ";", "%")
+#: The markers a comment *block inside a longer file* is recognised by (``--``/``;``/``%`` lines are
+#: too common in outputs themselves to be taken for comments unless every line has them).
+_BLOCK_MARKERS = ("//", "#")
 
 
 @dataclass(frozen=True)
@@ -50,9 +74,35 @@ class Line:
         return self.text.split()
 
 
+@dataclass(frozen=True)
+class Cleaned:
+    """The data lines of a text and what the cleaning took away, in words (for messages)."""
+
+    lines: list[Line]
+    #: ``("2 shell prompt lines", "a '# ' comment prefix on every line")``: empty for bare output.
+    removed: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """``"after removing 2 shell prompt lines and a '# ' comment prefix on every line"``, or ``""``."""
+        if not self.removed:
+            return ""
+        if len(self.removed) == 1:
+            return f"after removing {self.removed[0]}"
+        return "after removing " + ", ".join(self.removed[:-1]) + f" and {self.removed[-1]}"
+
+
 def is_prompt(text: str) -> bool:
     """Whether a line is a shell prompt (with or without the command typed after it)."""
-    return any(pattern.match(text) for pattern in _PROMPTS)
+    # Cheap character tests first: nearly every line of a real output has no '$', and a '#' or
+    # '%' prompt needs a user@host (or sh-N.N) before it.
+    if "$" in text:
+        if any(pattern.match(text) for pattern in _PROMPTS_DOLLAR):
+            return True
+    elif "#" not in text and "%" not in text:
+        return False
+    if "@" in text and any(pattern.match(text) for pattern in _PROMPTS_AT):
+        return True
+    return "sh-" in text and _PROMPT_SHELL_ROOT.match(text) is not None
 
 
 def _strip_borders(text: str) -> str | None:
@@ -63,42 +113,127 @@ def _strip_borders(text: str) -> str | None:
     return _BORDER_RIGHT.sub("", text)
 
 
-def _quoted(lines: list[tuple[int, str]]) -> bool:
-    """Every non-blank line starts with ``>``: a quoted reply (mail, GitHub)."""
-    texts = [t for _, t in lines if t.strip()]
-    return bool(texts) and all(t.lstrip().startswith(">") for t in texts)
+def _may_have_border(text: str) -> bool:
+    if not text:
+        return False
+    if text[-1] in _BOX_CHARS:
+        return True
+    first = text.lstrip()[:1]
+    return bool(first) and first in _BOX_CHARS
+
+
+def _split(text: str) -> list[str]:
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.split("\n")
+
+
+def _common_marker(lines: list[tuple[int, str]]) -> str | None:
+    """The quote (``>``) or comment marker every non-blank line starts with, after its indentation."""
+    first: str | None = None
+    for _, text in lines:
+        stripped = text.lstrip()
+        if not stripped:
+            continue
+        if first is None:
+            if stripped[0] == ">":
+                first = ">"
+            else:
+                first = next((m for m in _COMMENT_MARKERS if stripped.startswith(m)), None)
+                if first is None:
+                    return None
+        elif not stripped.startswith(first):
+            return None
+    return first
+
+
+def _unprefix(text: str, marker: str) -> str:
+    """``text`` without its indentation, ``marker`` (``>>`` nested quotes too) and one space or tab after."""
+    stripped = text.lstrip()
+    if not stripped.startswith(marker):
+        return text
+    rest = stripped[len(marker):]
+    if marker == ">":
+        rest = rest.lstrip(">")
+    return rest[1:] if rest[:1] in (" ", "\t") else rest
+
+
+def _shown(marker: str, lines: list[tuple[int, str]]) -> str:
+    """The marker as the lines show it: ``'# '`` when most have a space after it."""
+    spaced = sum(1 for _, t in lines if t.lstrip().startswith(marker + " "))
+    return f"'{marker} '" if spaced * 2 >= sum(1 for _, t in lines if t.strip()) else f"'{marker}'"
 
 
 def _common_indent(lines: list[tuple[int, str]]) -> str:
-    texts = [t for _, t in lines if t.strip()]
-    if not texts:
-        return ""
-    prefix = re.match(r"[ \t]*", texts[0])
-    common = prefix.group(0) if prefix else ""
-    for text in texts[1:]:
-        while common and not text.startswith(common):
-            common = common[:-1]
-    return common
+    common: str | None = None
+    for _, text in lines:
+        if not text.strip():
+            continue
+        indent = text[:len(text) - len(text.lstrip())]
+        if common is None:
+            common = indent
+        else:
+            while common and not text.startswith(common):
+                common = common[:-1]
+        if not common:
+            return ""
+    return common or ""
 
 
-def clean_lines(text: str, *, keep_blank: bool = False) -> list[Line]:
-    """The data lines of ``text`` with their original line numbers (see the module docstring).
+def _plural(count: int, what: str) -> str:
+    return f"{count} {what}" if count == 1 else f"{count} {what}s"
+
+
+def _first_pass(numbered: Iterable[tuple[int, str]], removed: dict[str, int]) -> list[tuple[int, str]]:
+    """ANSI codes, NULs, pane borders, fences, prompts and elisions out; trailing blanks off."""
+    kept: list[tuple[int, str]] = []
+    for number, raw in numbered:
+        line = raw
+        if "\x1b" in line:
+            line = _ANSI.sub("", line)
+        if "\x00" in line:
+            line = line.replace("\x00", "")
+        line = line.rstrip()
+        if _may_have_border(line):
+            stripped = _strip_borders(line)
+            if stripped is None:
+                removed["border"] += 1
+                continue
+            removed["border"] += 1
+            line = stripped.rstrip()
+        if ("`" in line or "~" in line) and _FENCE.match(line):
+            removed["fence"] += 1
+            continue
+        if is_prompt(line):
+            removed["prompt"] += 1
+            continue
+        if line.strip() in _ELISIONS:
+            removed["elision"] += 1
+            continue
+        kept.append((number, line))
+    return kept
+
+
+def clean(text: str, *, keep_blank: bool = False) -> Cleaned:
+    """The data lines of ``text`` with their original line numbers (see the module docstring),
+    and what was removed.
 
     Trailing whitespace is removed; leading whitespace is kept except the indentation common
     to every line (a pasted block indented as a whole), because some formats (``ibv_devinfo``,
     ``ibstat``) nest by indentation. Blank lines are dropped unless ``keep_blank``.
     """
-    kept: list[tuple[int, str]] = []
-    for number, raw in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), start=1):
-        line = _ANSI.sub("", raw).replace("\x00", "").rstrip()
-        stripped = _strip_borders(line)
-        if stripped is None or _FENCE.match(stripped):
-            continue
-        kept.append((number, stripped.rstrip()))
-    kept = [(n, t) for n, t in kept if not is_prompt(t)]
-    if _quoted(kept):
-        kept = [(n, re.sub(r"^\s*>+ ?", "", t)) for n, t in kept]
-        kept = [(n, t) for n, t in kept if not is_prompt(t)]
+    removed = {"border": 0, "fence": 0, "prompt": 0, "elision": 0}
+    kept = _first_pass(enumerate(_split(text), start=1), removed)
+    prefixes: list[str] = []
+    # A quoted reply of a comment block, or a comment block in a quoted reply: peel one layer at a time.
+    for _ in range(3):
+        marker = _common_marker(kept)
+        if marker is None:
+            break
+        shown = _shown(marker, kept)
+        prefixes.append(f"a {shown} quote prefix on every line" if marker == ">"
+                        else f"a {shown} comment prefix on every line")
+        kept = _first_pass(((n, _unprefix(t, marker)) for n, t in kept), removed)
     indent = _common_indent(kept)
     result: list[Line] = []
     for number, line in kept:
@@ -107,13 +242,117 @@ def clean_lines(text: str, *, keep_blank: bool = False) -> list[Line]:
                 result.append(Line(number, ""))
             continue
         result.append(Line(number, line[len(indent):] if indent else line))
-    return result
+    notes = [_plural(removed["prompt"], "shell prompt line")] if removed["prompt"] else []
+    notes += prefixes
+    if removed["fence"]:
+        notes.append(_plural(removed["fence"], "code fence"))
+    if removed["border"]:
+        notes.append("pane borders")
+    if removed["elision"]:
+        notes.append(_plural(removed["elision"], "'...' elision line"))
+    return Cleaned(result, tuple(notes))
+
+
+def clean_lines(text: str, *, keep_blank: bool = False) -> list[Line]:
+    """The data lines of ``text`` with their original line numbers: ``clean(text).lines``."""
+    return clean(text, keep_blank=keep_blank).lines
+
+
+def comment_block(text: str, anchor: re.Pattern[str]) -> list[Line] | None:
+    """The cleaned lines of the ``#``/``//`` comment block of ``text`` that holds a line matching
+    ``anchor`` once its marker is off (``nvidia-smi topo -m`` kept above a launch script's commands),
+    with their line numbers in the whole text; ``None`` when no comment block holds one."""
+    numbered = list(enumerate(_split(text), start=1))
+    index = 0
+    while index < len(numbered):
+        stripped = numbered[index][1].lstrip()
+        marker = next((m for m in _BLOCK_MARKERS if stripped.startswith(m)), None)
+        if marker is None:
+            index += 1
+            continue
+        end = index
+        while end < len(numbered) and numbered[end][1].lstrip().startswith(marker):
+            end += 1
+        block = numbered[index:end]
+        if any(anchor.search(_unprefix(t, marker)) for _, t in block):
+            removed = {"border": 0, "fence": 0, "prompt": 0, "elision": 0}
+            kept = _first_pass(((n, _unprefix(t, marker)) for n, t in block), removed)
+            indent = _common_indent(kept)
+            return [Line(n, t[len(indent):]) for n, t in kept if t.strip()]
+        index = end
+    return None
+
+
+def _quoted_text(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[:limit - 3] + "...")
+
+
+def seen(text: str) -> str:
+    """What ``text`` looked like, for a reader that refuses it: ``"every line starts with '| '"``,
+    ``"lines 18-37 are a '#' comment block inside a longer text"``, ``"the input is empty"``,
+    ``"the first data line is 'foo' (after removing 1 shell prompt line)"``."""
+    raw = [(n, t.rstrip()) for n, t in enumerate(_split(text), start=1) if t.strip()]
+    if not raw:
+        return "the input is empty"
+    cleaned = clean(text)
+    after = cleaned.describe()
+    if not cleaned.lines:
+        return "nothing is left " + (after or "of the input")
+    lead = _shared_lead(cleaned.lines)
+    if lead:
+        return f"every line starts with '{lead}'" + (f" ({after})" if after else "")
+    blocks = _comment_runs(raw)
+    if blocks and blocks[0][3] < len(raw):
+        first, last, marker, _ = blocks[0]
+        return (f"lines {first}-{last} are a '{marker}' comment block inside a longer text; the first data line "
+                f"is {_quoted_text(cleaned.lines[0].text.strip())}")
+    return f"the first data line (line {cleaned.lines[0].number}) is {_quoted_text(cleaned.lines[0].text.strip())}" + (
+        f" ({after})" if after else "")
+
+
+def _shared_lead(lines: list[Line]) -> str:
+    """The punctuation (and the space after it) every line starts with, when there is one: a prefix
+    the cleaning did not know (``| ``, ``* ``, ``;; ``)."""
+    texts = [line.text.lstrip() for line in lines]
+    if len(texts) < 2:
+        return ""
+    first = texts[0]
+    length = 0
+    while length < min(len(first), 4) and not first[length].isalnum() and not first[length].isspace():
+        length += 1
+    if length == 0:
+        return ""
+    lead = first[:length]
+    if not all(t.startswith(lead) for t in texts):
+        return ""
+    spaced = all(t[length:length + 1] == " " for t in texts if len(t) > length)
+    return lead + (" " if spaced else "")
+
+
+def _comment_runs(raw: list[tuple[int, str]]) -> list[tuple[int, int, str, int]]:
+    """Runs of at least 3 consecutive non-blank lines with the same ``#``/``//`` marker, longest first:
+    (first line number, last line number, marker, how many lines)."""
+    runs: list[tuple[int, int, str, int]] = []
+    index = 0
+    while index < len(raw):
+        stripped = raw[index][1].lstrip()
+        marker = next((m for m in _BLOCK_MARKERS if stripped.startswith(m)), None)
+        end = index + 1
+        if marker is not None:
+            while end < len(raw) and raw[end][1].lstrip().startswith(marker):
+                end += 1
+            if end - index >= 3:
+                runs.append((raw[index][0], raw[end - 1][0], marker, end - index))
+        index = end
+    return sorted(runs, key=lambda run: -run[3])
 
 
 def without_mpi_tags(lines: Iterable[Line]) -> Iterator[Line]:
     """``lines`` without the ``[1,0]<stdout>:`` prefix ``mpirun --tag-output`` puts on each rank's
     lines (benchmark logs of multi-node runs); lines that held nothing else are dropped."""
     for line in lines:
-        text = _MPI_TAG.sub("", line.text)
+        text = line.text
+        if "]<" in text:
+            text = _MPI_TAG.sub("", text)
         if text.strip():
             yield Line(line.number, text)

@@ -2,7 +2,9 @@
 
 Output is a ``GPU N: <name> (UUID: GPU-...)`` line followed by indented
 ``Link K: 26.562 GB/s`` or ``Link K: <inactive>`` lines. GPUs without NVLink get a header
-and either no link lines or an ``NVML: Unable to retrieve NVLink information...`` note.
+and either no link lines or an ``NVML: Unable to retrieve NVLink information...`` note; a host
+without NVLink prints only a note (``Device does not have or support Nvlink.``). Pastes go through
+the shared pre-cleaning (prompts, fences, quotes, comment prefixes, ``...`` elisions).
 """
 
 from __future__ import annotations
@@ -11,13 +13,19 @@ import re
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact
+from clusterctl.facts.clean import clean_lines
 from clusterctl.facts.model import NVLinkLane, NVLinkStatus
 
 _WHAT = "nvidia-smi nvlink -s"
 _GPU = re.compile(r"^GPU (\d+): (.*?)(?: \(UUID: ([^)]*)\))?\s*$")
 _LINK = re.compile(r"^\s+Link (\d+): (?:(\d+(?:\.\d+)?) GB/s|<inactive>)\s*$")
 #: Notes nvidia-smi prints under a GPU instead of link lines.
-_NOTE = re.compile(r"^\s*(NVML: .*|.*does not (?:have|support) .*NVLink.*)$", re.IGNORECASE)
+_NOTE = re.compile(r"^\s*(NVML: .*|.*does not (?:have|support) .*NVLink.*|Unable to retrieve NVLink information.*)$",
+                   re.IGNORECASE)
+
+#: What nvidia-smi prints instead of any GPU block on a host without NVLink. ("Unable to retrieve
+#: NVLink information as all links are inActive" on its own is a failure, not this: left unread.)
+_NO_NVLINK = re.compile(r"^\s*Device does not (?:have|support) (?:or support )?NVLink\.?\s*$", re.IGNORECASE)
 
 
 def parse_nvlink(text: str) -> tuple[NVLinkStatus, ...]:
@@ -31,9 +39,8 @@ def parse_nvlink(text: str) -> tuple[NVLinkStatus, ...]:
                 NVLinkStatus(gpu_index=current[0], gpu_name=current[1], uuid=current[2], lanes=tuple(lanes))
             )
 
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for cleaned in clean_lines(text):
+        number, line = cleaned.number, cleaned.text
         gpu = _GPU.match(line)
         if gpu:
             flush()
@@ -56,7 +63,10 @@ def parse_nvlink(text: str) -> tuple[NVLinkStatus, ...]:
             continue
         if current is not None and _NOTE.match(line):
             continue
-        raise ParseError(_WHAT, "unrecognised line", line=number, text=line)
+        if not statuses and _NO_NVLINK.match(line):
+            continue  # the whole answer of a host without NVLink
+        raise ParseError(_WHAT, "unrecognised line" if current is not None or statuses else
+                         "unrecognised line before any 'GPU N:' line", line=number, text=line)
     flush()
     indexes = [status.gpu_index for status in statuses]
     if len(set(indexes)) != len(indexes):

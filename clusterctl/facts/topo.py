@@ -16,6 +16,8 @@ warning naming the line (``TopoMatrix.warnings``):
   They are split where the known link types, the other rows and the symmetric cell make it
   unambiguous; otherwise the cell or affinity is left unknown.
 - Markdown pastes put a blank line after every row (the shared pre-cleaning drops them).
+- A matrix kept as a comment block (``# `` or ``// `` on every line) is unprefixed by the shared
+  pre-cleaning; one kept as a comment block inside a launch script is read from that block.
 - A narrow terminal clips the header and the long rows: the missing columns are recovered
   from the row labels and the symmetric cells of the rows that survived, the NIC names from
   the legend; cut affinity values are dropped rather than read wrong.
@@ -31,7 +33,7 @@ from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact
-from clusterctl.facts.clean import Line, clean_lines
+from clusterctl.facts.clean import Line, clean_lines, comment_block, seen
 from clusterctl.facts.model import ParseWarning, TopoDevice, TopoLink, TopoMatrix
 
 _WHAT = "nvidia-smi topo -m"
@@ -494,9 +496,22 @@ class _Reader:
         return max(int(n) for n in re.findall(r"\d+", cpu)) > highest
 
 
+_HEADER_ANCHOR = re.compile(r"^\s*GPU0\b(?!\s+X\b)")
+
+
 def parse_topo(text: str) -> TopoMatrix:
-    """Parse ``nvidia-smi topo -m`` output; see the module docstring for the variants."""
-    return _Reader(clean_lines(text)).read()
+    """Parse ``nvidia-smi topo -m`` output; see the module docstring for the variants.
+
+    A matrix kept as a ``#``/``//`` comment block inside a longer file (a launch script, a source
+    file) is read from that block; when there is no header at all, the error says what the input
+    looked like instead."""
+    lines = clean_lines(text)
+    if not any(_is_header(line.tokens) for line in lines):
+        block = comment_block(text, _HEADER_ANCHOR)
+        if block is None:
+            raise ParseError(_WHAT, f"no header line starting with 'GPU0' found; {seen(text)}")
+        lines = block
+    return _Reader(lines).read()
 
 
 TOPOLOGY: Fact[TopoMatrix] = Fact("topology", "nvidia-smi topo -m", parse_topo)

@@ -80,6 +80,9 @@ class RunRequest:
     #: ``exec --stream`` prints. Called from the transport's reader thread(s), possibly for
     #: stdout and stderr at once; the result still holds the whole (capped) output.
     on_line: OnLine | None = None
+    #: Asked through a read-only view (``clusterctl.host_reader``): the command must change nothing.
+    #: A real host cannot tell and runs it; a simulated host refuses one that changes its state.
+    read_only: bool = False
 
 
 @dataclass(frozen=True)

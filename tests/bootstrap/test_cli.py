@@ -93,10 +93,11 @@ class _SecretPhase:
             description: ClassVar[str] = "writes a file holding a token"
 
             def check(self, ctx: PhaseContext) -> None:
-                ctx.shared["join.token"] = read_secret("join token", env="CLUSTERCTL_TEST_TOKEN")
+                ctx.shared.join.token = read_secret("join token", env="CLUSTERCTL_TEST_TOKEN")
 
             def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
-                token = ctx.shared["join.token"]
+                token = ctx.shared.join.token
+                assert token is not None
                 return [Change.run(ctx.host.name, "install -d -m 0755 /etc/kubernetes", summary="folder"),
                         Change.write_file(ctx.host.name, "/etc/kubernetes/join.yaml",
                                           f"discovery:\n  bootstrapToken:\n    token: {token.reveal()}\n",
@@ -113,8 +114,7 @@ def test_no_secret_in_output_plan_out_files_logs_or_progress(tmp_path: Path, cap
     monkeypatch.setenv("CLUSTERCTL_TEST_TOKEN", TOKEN)
     state = tmp_path / "state"
     monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(state))
-    registry.register(_SecretPhase.make(), order=999, default=False)  # type: ignore[arg-type]
-    try:
+    with registry.added_for_test(_SecretPhase.make()):  # type: ignore[arg-type]
         seen = []
         for args in (["bootstrap", "plan", "--phase", "test-join-config", "--out", str(tmp_path / "out")],
                      ["-o", "json", "bootstrap", "plan", "--phase", "test-join-config"],
@@ -123,8 +123,6 @@ def test_no_secret_in_output_plan_out_files_logs_or_progress(tmp_path: Path, cap
             code, out, err = clusterctl(["-i", str(DEMO), "-l", "gpu-a1", *args], capsys)
             assert code == 0, err
             seen += [out, err]
-    finally:
-        registry.unregister("test-join-config")
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.name == "join.yaml" for p in files) and any(p.suffix == ".json" for p in files)
     texts = seen + [p.read_text() for p in files]
@@ -149,3 +147,23 @@ def test_duplicate_hostnames_and_product_uuids_fail_both_hosts(tmp_path: Path,
     for host in ("gpu-a1", "gpu-b1"):
         assert (host, "DUPLICATE_HOSTNAME") in codes and (host, "DUPLICATE_PRODUCT_UUID") in codes
     assert set(data["failed_hosts"]) == {"gpu-a1", "gpu-b1"}
+
+
+def test_an_applying_run_writes_an_undo_journal_that_undo_reverts(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(tmp_path / "state"))
+    base = ["-i", str(DEMO), "-l", "gpu-a1"]
+    code, out, err = clusterctl([*base, "-o", "json", "bootstrap", "phase", "kernel"], capsys)
+    assert code == 0, err
+    journal = json.loads(out)["undo_journal"]
+    assert journal and Path(journal).parent == tmp_path / "state" / "undo"
+    code, out, err = clusterctl([*base, "exec", "cat /etc/sysctl.d/99-clusterctl-kubernetes.conf"], capsys)
+    assert code == 0 and "net.ipv4.ip_forward" in out
+    code, out, err = clusterctl([*base, "undo", journal], capsys)
+    assert code == 0, err
+    assert "removed /etc/sysctl.d/99-clusterctl-kubernetes.conf (it was new)" in out
+    code, out, err = clusterctl([*base, "exec", "test -e /etc/sysctl.d/99-clusterctl-kubernetes.conf"], capsys)
+    assert code != 0
+    # A plan writes no journal: nothing changed.
+    code, out, err = clusterctl([*base, "-o", "json", "bootstrap", "plan", "--phase", "kernel"], capsys)
+    assert code == 0 and json.loads(out)["undo_journal"] is None

@@ -19,6 +19,7 @@ import pytest
 
 from clusterctl.bootstrap.engine import RunSettings, Status, run_bootstrap
 from clusterctl.bootstrap.phases.containerd import Containerd
+from clusterctl.bootstrap.run_data import ContainerdPaths, RunOptions
 from clusterctl.fanout import Runner
 from clusterctl.inventory.model import Host, Inventory, StackPin
 from clusterctl.transport.local import LocalTransport
@@ -77,10 +78,10 @@ class Daemon:
         if pid_file.exists():
             subprocess.run(["sh", "-c", f"kill $(cat {pid_file}) 2>/dev/null; sleep 0.3"], timeout=10)
 
-    def options(self) -> dict[str, object]:
-        return {"containerd.config": str(self.config), "containerd.dropin_dir": f"{self.base}/etc/conf.d",
-                "containerd.certs_dir": f"{self.base}/etc/certs.d", "containerd.restart": str(self.restart),
-                "containerd.ctr": f"ctr --address {self.base}/ctd.sock", "containerd.wait_s": 10.0}
+    def paths(self) -> ContainerdPaths:
+        return ContainerdPaths(config=str(self.config), dropin_dir=f"{self.base}/etc/conf.d",
+                               certs_dir=f"{self.base}/etc/certs.d", restart=str(self.restart),
+                               ctr=f"ctr --address {self.base}/ctd.sock", wait_s=10.0)
 
 
 @pytest.fixture
@@ -97,7 +98,8 @@ def run_phase(daemon: Daemon) -> object:
     inventory = Inventory(name="lab", hosts=(host,))
     with Runner(lambda h, _t: LocalTransport(h), parallel=1, timeout_s=120) as runner:
         return run_bootstrap(inventory, (host,), runner, [Containerd()],
-                             RunSettings(apply=True, options=daemon.options(), lock_path=f"{daemon.base}/lock"))
+                             RunSettings(apply=True, options=RunOptions(containerd=daemon.paths()),
+                                         lock_path=f"{daemon.base}/lock"))
 
 
 def test_apply_keeps_the_nvidia_runtime_nvidia_ctk_wrote_and_a_rerun_changes_nothing(daemon: Daemon) -> None:
@@ -139,6 +141,7 @@ def test_rollback_when_containerd_does_not_start_with_the_new_config(daemon: Dae
     assert result.status is Status.FAILED
     assert "restart containerd: exit 1" in result.message and "address already in use" in result.message
     assert any(line.startswith(f"restored {daemon.config} from ") for line in result.rollback)
-    assert "restarted containerd with the previous config: it answers, CRI plugin ok" in result.rollback
+    assert "restart containerd with the previous config: done" in result.rollback
+    assert result.rollback[-1] == "after the rollback, verify passes again"  # containerd answers, CRI ok
     assert daemon.config.read_text() == original
     assert daemon.answers()

@@ -15,6 +15,7 @@ from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.progress import ProgressStore
 from clusterctl.changes import Change
 from clusterctl.fanout import Runner
+from clusterctl.findings import Finding
 from clusterctl.inventory.model import Host, Inventory
 from clusterctl.mock.transport import MockTransport, load_profile
 from clusterctl.secret import Secret
@@ -64,7 +65,7 @@ class WriteConf(Phase[bytes | None]):
 
     def check(self, ctx: PhaseContext) -> bytes | None:
         self.checks += 1
-        return ctx.transport.get("/etc/demo.conf")
+        return ctx.reader.get("/etc/demo.conf")
 
     def plan(self, ctx: PhaseContext, state: bytes | None) -> list[Change]:
         changes = [Change.write_file(ctx.host.name, "/etc/demo.conf", "wanted = true\n", current=state)]
@@ -78,7 +79,7 @@ class Later(Phase[bool]):
     description: ClassVar[str] = "runs after write-conf"
 
     def check(self, ctx: PhaseContext) -> bool:
-        return ctx.transport.get("/etc/later") is not None
+        return ctx.reader.get("/etc/later") is not None
 
     def plan(self, ctx: PhaseContext, state: bool) -> list[Change]:
         return [] if state else [Change.write_file(ctx.host.name, "/etc/later", "x\n", current=None)]
@@ -176,7 +177,7 @@ class InitOnce(Phase[None]):
     once_per_cluster: ClassVar[bool] = True
 
     def check(self, ctx: PhaseContext) -> None:
-        ctx.shared["join-token"] = Secret(TOKEN, "join token")
+        ctx.shared.join.token = Secret(TOKEN, "join token")
 
     def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
         return [Change.run(ctx.host.name, "systemctl start init", summary="init the cluster")]
@@ -193,7 +194,8 @@ class Join(Phase[None]):
         return None
 
     def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
-        token = ctx.shared["join-token"]
+        token = ctx.shared.join.token
+        assert token is not None
         return [Change.run(ctx.host.name, "apt-get join --token-file /dev/stdin", stdin_secret=token,
                            summary=f"join with token {token}")]
 
@@ -228,10 +230,6 @@ def test_an_exception_in_one_phase_fails_the_host_not_the_run(fleet: Fleet, tmp_
     assert all(r.status is Status.SKIPPED for r in report.results if r.phase == "later")
 
 
-def _unused(_: Transport) -> None:  # keeps Transport imported for type readers
-    return None
-
-
 class ReadOnly(Phase[None]):
     name: ClassVar[str] = "read-only"
     description: ClassVar[str] = "reads only"
@@ -249,3 +247,105 @@ def test_a_read_only_run_takes_no_lock_and_runs_beside_another(fleet: Fleet, tmp
     fleet.transports["n1"].files[LOCK] = other.to_bytes()
     report = run(fleet, [ReadOnly()], settings(tmp_path))
     assert report.ok and fleet.file("n2", LOCK) is None
+
+
+class WritesFromPlan(Phase[None]):
+    """A buggy phase: it writes to the host itself instead of returning a Change."""
+
+    name: ClassVar[str] = "writes-from-plan"
+    description: ClassVar[str] = "bypasses the gate"
+
+    def check(self, ctx: PhaseContext) -> None:
+        return None
+
+    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
+        ctx.reader.put("/etc/sneaky.conf", b"x\n")
+        return []
+
+
+@pytest.mark.parametrize("apply", [False, True])
+def test_a_phase_that_writes_from_plan_fails_and_writes_nothing(fleet: Fleet, tmp_path: Path, apply: bool) -> None:
+    report = run(fleet, [WritesFromPlan(), Later()], settings(tmp_path, apply=apply))
+    assert set(report.failed_hosts) == {"n1", "n2", "n3"}
+    assert "bug in phase writes-from-plan: phase writes-from-plan may not write /etc/sneaky.conf on n1" in \
+        report.failed_hosts["n1"] and "Change.write_file" in report.failed_hosts["n1"]
+    assert fleet.file("n1", "/etc/sneaky.conf") is None and fleet.file("n1", "/etc/later") is None
+
+
+class ProbesWithAFile(Phase[bool]):
+    """verify needs a file on the host for a moment (as bootstrap's GPU test pod): a temporary change."""
+
+    name: ClassVar[str] = "probe-file"
+    description: ClassVar[str] = "temporary change in verify"
+    PROBE = "/tmp/probe.txt"
+
+    def __init__(self) -> None:
+        self.seen: list[bytes | None] = []
+
+    def check(self, ctx: PhaseContext) -> bool:
+        return ctx.reader.get("/etc/demo.conf") == b"wanted = true\n"
+
+    def plan(self, ctx: PhaseContext, state: bool) -> list[Change]:
+        return [] if state else [Change.write_file(ctx.host.name, "/etc/demo.conf", "wanted = true\n", current=None)]
+
+    def verify(self, ctx: PhaseContext) -> list[Finding]:
+        host = ctx.host.name
+        with ctx.temporary([Change.write_file(host, self.PROBE, "probe\n", current=None)],
+                           [Change.remove_file(host, self.PROBE)]):
+            self.seen.append(ctx.reader.get(self.PROBE))
+            if host == "n2":
+                raise RuntimeError("verify broke half-way")
+        return []
+
+
+def test_a_temporary_change_is_cleaned_up_however_verify_ends_and_is_not_journaled(
+        fleet: Fleet, tmp_path: Path) -> None:
+    phase = ProbesWithAFile()
+    report = run(fleet, [phase], settings(tmp_path))
+    assert phase.seen == [b"probe\n"] * 3  # there while verify ran...
+    assert all(fleet.file(h, ProbesWithAFile.PROBE) is None for h in ("n1", "n2", "n3"))  # ...and gone after
+    assert list(report.failed_hosts) == ["n2"] and "verify broke half-way" in report.failed_hosts["n2"]
+    kept = report.kept_records()
+    assert [(r.change.host, r.change.path) for r in kept] == [("n1", "/etc/demo.conf"), ("n3", "/etc/demo.conf")]
+
+
+class TemporaryInCheck(ProbesWithAFile):
+    name: ClassVar[str] = "temporary-in-check"
+
+    def check(self, ctx: PhaseContext) -> bool:
+        with ctx.temporary([Change.write_file(ctx.host.name, self.PROBE, "probe\n", current=None)], []):
+            return True
+
+
+def test_check_may_not_make_even_a_temporary_change(fleet: Fleet, tmp_path: Path) -> None:
+    report = run(fleet, [TemporaryInCheck()], settings(tmp_path))
+    assert "may not make temporary changes on n1: only verify of an applying run can" in report.failed_hosts["n1"]
+    assert fleet.file("n1", ProbesWithAFile.PROBE) is None
+
+
+def test_the_journal_keeps_what_stayed_changed_and_leaves_rolled_back_hosts_out(fleet: Fleet, tmp_path: Path) -> None:
+    report = run(fleet, [WriteConf(failing=["n2"]), Later()], settings(tmp_path))
+    kept = [(r.change.host, r.change.path) for r in report.kept_records()]
+    assert kept == [("n1", "/etc/demo.conf"), ("n3", "/etc/demo.conf"), ("n1", "/etc/later"), ("n3", "/etc/later")]
+
+
+def test_skip_reason_is_the_one_answer_in_the_order_a_user_reads_it() -> None:
+    from clusterctl.bootstrap.engine import SkipReason, skip_reason
+    from clusterctl.host_reader import HostReader
+
+    hosts = [Host(name="n1"), Host(name="n2")]  # the test Join applies to every host but n1
+    inventory = Inventory(name="lab", hosts=tuple(hosts))
+
+    def ctx(host: Host) -> PhaseContext:
+        return PhaseContext(host, HostReader(Transport(host)), inventory)  # asked before connecting
+
+    once = InitOnce()
+    assert skip_reason(once, ctx(hosts[0]), failed_earlier=False, first_target="n1", done_before=False) is None
+    assert skip_reason(once, ctx(hosts[1]), failed_earlier=False, first_target="n1",
+                       done_before=False) is SkipReason.OTHER_HOST
+    assert skip_reason(Join(), ctx(hosts[0]), failed_earlier=False, first_target=None,
+                       done_before=True) is SkipReason.NOT_THIS_HOST
+    assert skip_reason(Join(), ctx(hosts[1]), failed_earlier=True, first_target=None,
+                       done_before=True) is SkipReason.EARLIER_FAILURE
+    assert skip_reason(Join(), ctx(hosts[1]), failed_earlier=False, first_target=None,
+                       done_before=True) is SkipReason.DONE_BEFORE

@@ -16,6 +16,7 @@ from clusterctl.bootstrap.engine import BootstrapReport, RunSettings, run_bootst
 from clusterctl.bootstrap.phase import Phase
 from clusterctl.bootstrap.progress import ProgressStore
 from clusterctl.bootstrap.registry import phase_named
+from clusterctl.bootstrap.run_data import RunOptions
 from clusterctl.fanout import Runner
 from clusterctl.inventory.model import BootstrapConfig, Host, Inventory, StackPin
 from clusterctl.mock.machine import MockMachine
@@ -92,8 +93,8 @@ class SimCluster:
             survey: Path | None = DEMO_SURVEY, **options: Any) -> BootstrapReport:
         chosen: list[Phase[Any]] = [phase_named(p) if isinstance(p, str) else p for p in phases]
         selected = [self.hosts_by_name[n] for n in (hosts or list(self.hosts_by_name))]
-        run_options = {"hosts": [h.name for h in selected], "survey": str(survey) if survey else None,
-                       **self.options, **options}
+        run_options = RunOptions(hosts=tuple(h.name for h in selected), survey=str(survey) if survey else None,
+                                 **{**self.options, **options})
         store = ProgressStore(self.root / "progress.json", "sim") if apply else None
         settings = RunSettings(apply=apply, progress=store, options=run_options)
         with Runner(lambda host, _t: self.transports[host.name], parallel=8, timeout_s=30) as runner:

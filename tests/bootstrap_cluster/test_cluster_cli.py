@@ -17,10 +17,9 @@ HOSTS = ("gpu-a1", "gpu-a2", "gpu-b1")
 
 
 def node_phases() -> str:
-    from clusterctl.bootstrap.phases.cluster_common import ORDER
     from clusterctl.bootstrap.registry import all_phases
 
-    return ",".join(p.name for p in all_phases() if p.name not in ORDER)
+    return ",".join(p.name for p in all_phases() if not p.uses_cluster_settings)
 
 
 def write_inventory(root: Path) -> Path:

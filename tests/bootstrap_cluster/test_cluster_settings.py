@@ -148,7 +148,7 @@ def test_the_inventory_can_name_the_saved_survey(tmp_path: Path) -> None:
     (tmp_path / "s.json").write_text((Path(__file__).parent / "fixtures" / "demo-survey.json").read_text())
     inventory = load_inventory(path)
     options = run_options(inventory, inventory.hosts, all_phases(), BootstrapRequest(apply=False))
-    assert options["survey"] == str(tmp_path / "s.json")
+    assert options.survey == str(tmp_path / "s.json")
     other = str(Path(__file__).parent / "fixtures" / "demo-survey.json")
     given = run_options(inventory, inventory.hosts, all_phases(), BootstrapRequest(apply=False, survey=other))
-    assert given["survey"] == other  # --survey wins over the inventory's
+    assert given.survey == other  # --survey wins over the inventory's

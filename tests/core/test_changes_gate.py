@@ -71,3 +71,52 @@ def test_secret_is_masked_in_every_formatting() -> None:
     assert str(secret) == MASK and f"{secret}" == MASK and "s3cr3t" not in repr(secret)
     assert secret.reveal() == "s3cr3t-value"
     assert mask_text("sudo -S <<< s3cr3t-value") == f"sudo -S <<< {MASK}"
+
+
+@pytest.mark.parametrize("apply", [False, True])
+def test_undo_and_its_dry_run_are_one_path_that_differ_only_in_touching_the_host(
+        tmp_path: Path, local: LocalTransport, apply: bool) -> None:
+    kept, gone, new = tmp_path / "kept.conf", tmp_path / "gone.conf", tmp_path / "new.conf"
+    kept.write_text("old\n")
+    gone.write_text("old\n")
+    made = Gate(apply=True)
+    records = [made.submit(local, Change.write_file("here", str(p), "new\n", current=p.read_text() if p.exists()
+                                                    else None, sudo=False)) for p in (kept, gone, new)]
+    Path(records[1].backup_path or "").unlink()  # someone cleaned up the backups
+    undo = Gate(apply=apply)
+    lines = undo.undo(local, records)
+    would = "" if apply else "would "
+    assert lines == [f"{would}remove {new} (it was new)" if not apply else f"removed {new} (it was new)",
+                     f"cannot restore {gone}: backup {records[1].backup_path} is gone",
+                     f"{would}restore {kept} from {records[0].backup_path}" if not apply
+                     else f"restored {kept} from {records[0].backup_path}"]
+    # The steps pass the gate in both modes: recorded in the dry run, applied otherwise.
+    assert [(r.change.summary, r.applied) for r in undo.records] == [
+        (f"remove {new} (it was new)", apply), (f"restore {kept} from {records[0].backup_path}", apply)]
+    assert kept.read_text() == ("old\n" if apply else "new\n")
+    assert new.exists() is not apply
+
+
+@pytest.mark.parametrize("apply", [False, True])
+def test_a_temporary_change_is_always_cleaned_up(tmp_path: Path, local: LocalTransport, apply: bool) -> None:
+    probe = tmp_path / "hostfile"
+    gate = Gate(apply=apply)
+    make = Change.write_file("here", str(probe), "a slots=8\n", current=None, sudo=False)
+    remove = Change.remove_file("here", str(probe), sudo=False)
+    with pytest.raises(RuntimeError, match="mpirun died"), gate.temporary(local, [make], [remove]):
+        assert probe.exists() is apply
+        raise RuntimeError("mpirun died")
+    assert not probe.exists()
+    assert [(r.change.kind.value, r.applied, r.temporary) for r in gate.records] == [
+        ("write file", apply, True), ("remove file", apply, True)]
+
+
+def test_a_failed_setup_still_runs_the_clean_up_and_raises(tmp_path: Path, local: LocalTransport) -> None:
+    marker = tmp_path / "cleaned"
+    gate = Gate(apply=True)
+    entered = False
+    setup = [Change.run("here", "exit 3", summary="start the pod", sudo=False)]
+    cleanup = [Change.run("here", f"touch {marker}", summary="delete the pod", sudo=False)]
+    with pytest.raises(ChangeFailed, match="start the pod"), gate.temporary(local, setup, cleanup):
+        entered = True
+    assert not entered and marker.exists()

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from clusterctl.bootstrap.cluster.alerts import PROMETHEUS_RULE_PATH, RULES_PATH, render_prometheus_rule, render_rules
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
-from clusterctl.bootstrap.registry import register
 from clusterctl.changes import Change
 from clusterctl.facts.kube import kubectl
 from clusterctl.findings import Finding, Severity
@@ -72,6 +71,3 @@ class AlertRules(ClusterWidePhase[AlertState]):
             changes.append(Change.run(host, kubectl(f"apply -f {shlex.quote(PROMETHEUS_RULE_PATH)}"),
                                       summary="apply the PrometheusRule"))
         return cc.with_folders(ctx, changes)
-
-
-register(AlertRules(), order=cc.ORDER["alert-rules"])

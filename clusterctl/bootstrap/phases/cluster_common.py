@@ -1,55 +1,47 @@
 """What the cluster phases share: settings of the run, the first control plane, kubectl reads.
 
-``ctx.shared`` keys written here and by the control-plane phase (namespaced ``cluster.*``):
+``ctx.shared`` (``RunData``) fields filled here and by the control-plane phase:
 
-* ``cluster.settings``: the run's ``ClusterSettings`` (built once from inventory and options);
-* ``cluster.survey``: the saved survey given with ``--survey`` (``None`` when there is none);
-* ``cluster.join``: ``JoinMaterial``: the run's join token and certificate key (``Secret``) and
-  the CA hash, made on the first control plane and read by the joining hosts.
+* ``cluster_settings``: the run's ``ClusterSettings`` (built once from the inventory);
+* ``survey``: the saved survey given with ``--survey`` (``None`` when there is none);
+* ``join``: ``JoinMaterial``: the run's join token and certificate key (``Secret``) and the CA
+  hash, made on the first control plane and read by the joining hosts.
 """
 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from clusterctl.bootstrap.cluster.settings import ClusterSettings, cluster_settings, first_control_plane
 from clusterctl.changes import Change
 from clusterctl.facts.kube import KubeNode, kubectl, parse_nodes
-from clusterctl.secret import Secret
 from clusterctl.transport.base import CommandResult
 
 if TYPE_CHECKING:
     from clusterctl.bootstrap.phase import PhaseContext
+    from clusterctl.bootstrap.run_data import JoinMaterial
     from clusterctl.inventory.model import Host
     from clusterctl.saved_survey import SavedSurvey
 
-#: Ordering of the cluster phases (the registry's 200-299 band; verify in 300-399).
-ORDER = {"control-plane": 200, "join": 210, "network": 220, "gpu-addons": 230, "topology-labels": 240,
-         "alert-rules": 250, "verify": 300, "reset": 900}
-
-
 def settings(ctx: PhaseContext) -> ClusterSettings:
-    cached = ctx.shared.get("cluster.settings")
-    if cached is None:
-        cached = cluster_settings(ctx.inventory, ctx.options)
-        ctx.shared["cluster.settings"] = cached
-    assert isinstance(cached, ClusterSettings)
-    return cached
+    shared = ctx.shared
+    with shared.lock:
+        if shared.cluster_settings is None:
+            shared.cluster_settings = cluster_settings(ctx.inventory)
+        return shared.cluster_settings
 
 
 def survey(ctx: PhaseContext) -> SavedSurvey | None:
-    if "cluster.survey" not in ctx.shared:
-        path = ctx.options.get("survey")
-        if path:
-            from clusterctl.saved_survey import load_saved_survey
+    shared = ctx.shared
+    with shared.lock:
+        if not shared.survey_read:
+            if ctx.options.survey:
+                from clusterctl.saved_survey import load_saved_survey
 
-            ctx.shared["cluster.survey"] = load_saved_survey(str(path))
-        else:
-            ctx.shared["cluster.survey"] = None
-    cached: SavedSurvey | None = ctx.shared["cluster.survey"]
-    return cached
+                shared.survey = load_saved_survey(ctx.options.survey)
+            shared.survey_read = True
+        return shared.survey
 
 
 def first_cp(ctx: PhaseContext) -> Host:
@@ -67,7 +59,7 @@ def is_first_cp(ctx: PhaseContext) -> bool:
 
 def run_hosts(ctx: PhaseContext) -> list[str]:
     """Names of the hosts in this run (``-l``/``--only`` applied), in inventory order."""
-    names = ctx.options.get("hosts")
+    names = ctx.options.hosts
     return list(names) if names else [h.name for h in ctx.inventory.hosts]
 
 
@@ -83,13 +75,13 @@ def cdi_enabled(ctx: PhaseContext) -> bool:
 
 
 def exists(ctx: PhaseContext, path: str) -> bool:
-    return ctx.transport.run(f"test -e {shlex.quote(path)}", sudo=True).exit_code == 0
+    return ctx.reader.run(f"test -e {shlex.quote(path)}", sudo=True).exit_code == 0
 
 
 def missing_dirs(ctx: PhaseContext, paths: list[str]) -> list[str]:
     """Parent folders of ``paths`` that do not exist yet (files are only written into existing folders)."""
     folders = list(dict.fromkeys(p.rsplit("/", 1)[0] for p in paths))
-    return [f for f in folders if ctx.transport.run(f"test -d {shlex.quote(f)}", sudo=True).exit_code != 0]
+    return [f for f in folders if ctx.reader.run(f"test -d {shlex.quote(f)}", sudo=True).exit_code != 0]
 
 
 def mkdir_change(ctx: PhaseContext, folders: list[str]) -> list[Change]:
@@ -108,16 +100,16 @@ def with_folders(ctx: PhaseContext, changes: list[Change]) -> list[Change]:
 
 
 def read(ctx: PhaseContext, path: str) -> bytes | None:
-    return ctx.transport.get(path, sudo=True)
+    return ctx.reader.get(path, sudo=True)
 
 
 def api_ready(ctx: PhaseContext) -> bool:
-    result = ctx.transport.run(kubectl("get --raw /readyz"), sudo=True, timeout=30)
+    result = ctx.reader.run(kubectl("get --raw /readyz"), sudo=True, timeout=30)
     return result.ok and result.stdout.strip() == "ok"
 
 
 def nodes(ctx: PhaseContext) -> list[KubeNode]:
-    result = ctx.transport.run(kubectl("get nodes -o json"), sudo=True, timeout=60)
+    result = ctx.reader.run(kubectl("get nodes -o json"), sudo=True, timeout=60)
     if not result.ok:
         from clusterctl.transport.base import FailureKind, TransportError
 
@@ -128,7 +120,7 @@ def nodes(ctx: PhaseContext) -> list[KubeNode]:
 
 def settle_s(ctx: PhaseContext, default: float) -> float:
     """How long to wait for the cluster to converge (CNI pods, NFD's next pass); ``settle_s`` option."""
-    value = ctx.options.get("settle_s")
+    value = ctx.options.settle_s
     return float(value) if value is not None else default
 
 
@@ -138,7 +130,7 @@ def poll(ctx: PhaseContext, command: str, *, within_s: float, every_s: float = 1
 
     deadline = time.monotonic() + within_s
     while True:
-        result = ctx.transport.run(command, sudo=True, timeout=max(30.0, every_s * 3))
+        result = ctx.reader.run(command, sudo=True, timeout=max(30.0, every_s * 3))
         if result.ok or time.monotonic() + every_s > deadline:
             return result
         time.sleep(every_s)
@@ -146,27 +138,9 @@ def poll(ctx: PhaseContext, command: str, *, within_s: float, every_s: float = 1
 
 def object_exists(ctx: PhaseContext, kind_name: str, namespace: str | None = None) -> bool:
     ns = f"-n {shlex.quote(namespace)} " if namespace else ""
-    return ctx.transport.run(kubectl(f"get {ns}{shlex.quote(kind_name)} -o name"), sudo=True,
+    return ctx.reader.run(kubectl(f"get {ns}{shlex.quote(kind_name)} -o name"), sudo=True,
                              timeout=60).exit_code == 0
 
 
-@dataclass
-class JoinMaterial:
-    """Made on the first control plane during this run; never saved anywhere."""
-
-    token: Secret | None = None
-    certificate_key: Secret | None = None
-    ca_hash: str | None = None
-
-
 def join_material(ctx: PhaseContext) -> JoinMaterial:
-    material = ctx.shared.get("cluster.join")
-    if material is None:
-        material = JoinMaterial()
-        ctx.shared["cluster.join"] = material
-    assert isinstance(material, JoinMaterial)
-    return material
-
-
-def first(items: Any) -> Any:
-    return next(iter(items), None)
+    return ctx.shared.join

@@ -32,9 +32,6 @@ from typing import Any
 
 from clusterctl.bootstrap import matrix
 from clusterctl.bootstrap.containerd_config import (
-    CERTS_DIR,
-    CONFIG_PATH,
-    DROPIN_DIR,
     DropinProblem,
     WantedContainerd,
     carried_settings,
@@ -46,8 +43,8 @@ from clusterctl.bootstrap.containerd_config import (
     runtimes_of,
 )
 from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.bootstrap.registry import register
-from clusterctl.changes import Change, Gate, GateRecord
+from clusterctl.bootstrap.run_data import ContainerdPaths
+from clusterctl.changes import Change, GateRecord
 from clusterctl.errors import ParseError
 from clusterctl.facts.containerd import (
     ContainerdFacts,
@@ -65,26 +62,8 @@ PAUSE_BY_KUBERNETES: dict[tuple[int, int], str] = {
     (1, 30): "3.9", (1, 31): "3.10", (1, 32): "3.10", (1, 33): "3.10",
     (1, 34): "3.10.1", (1, 35): "3.10.1", (1, 36): "3.10.1", (1, 37): "3.10.2",
 }
-DEFAULT_RESTART = "systemctl restart containerd"
 #: Registry host -> the server containerd's hosts.toml names for it (docs/hosts.md).
 REGISTRY_SERVERS = {"docker.io": "https://registry-1.docker.io"}
-
-
-@dataclass(frozen=True)
-class ContainerdPaths:
-    config: str = CONFIG_PATH
-    dropin_dir: str = DROPIN_DIR
-    certs_dir: str = CERTS_DIR
-    restart: str = DEFAULT_RESTART
-    #: ``ctr`` with its flags (``ctr --address /run/containerd/containerd.sock``).
-    ctr: str = "ctr"
-    #: Seconds to wait for containerd to answer after a restart.
-    wait_s: float = 20.0
-
-    @classmethod
-    def from_options(cls, options: Any) -> ContainerdPaths:
-        given = {k.split(".", 1)[1]: v for k, v in dict(options).items() if k.startswith("containerd.")}
-        return cls(**given)
 
 
 @dataclass
@@ -118,16 +97,18 @@ class Containerd(Phase[ContainerdState]):
     description = ("containerd config at the installed version's format, nvidia runtime, "
                    "restart, verify, roll back")
     timeout_s = 180.0
+    #: After a rollback, containerd must answer on the old config (the verify reads say so).
+    verify_after_rollback = True
 
     def check(self, ctx: PhaseContext) -> ContainerdState:
-        paths = ContainerdPaths.from_options(ctx.options)
+        paths = ctx.options.containerd
         registries = tuple(name for name, _ in ctx.inventory.bootstrap.registry_mirrors)
         probe = containerd_probe(paths.config, paths.dropin_dir, paths.certs_dir, ctx.host.stack.kubernetes,
                                  registries)
-        result = ctx.transport.run(probe, sudo=True)
+        result = ctx.reader.run(probe, sudo=True)
         facts = parse_containerd_probe(result.stdout)
         for name in list(facts.dropins):
-            content = ctx.transport.get(f"{paths.dropin_dir}/{name}", sudo=True)
+            content = ctx.reader.get(f"{paths.dropin_dir}/{name}", sudo=True)
             facts.dropins[name] = (content or b"").decode("utf-8", errors="replace")
         state = ContainerdState(facts, paths)
         host = ctx.host.name
@@ -219,22 +200,13 @@ class Containerd(Phase[ContainerdState]):
         return changes
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
-        paths = ContainerdPaths.from_options(ctx.options)
+        paths = ctx.options.containerd
         return containerd_answers(ctx, paths)
 
-    def rollback(self, ctx: PhaseContext, gate: Gate, records: Sequence[GateRecord]) -> list[str]:
-        paths = ContainerdPaths.from_options(ctx.options)
-        lines = gate.undo(ctx.transport, [r for r in records if r.change.command != paths.restart])
-        if not any(r.applied and r.changed for r in records):
-            return lines
-        result = ctx.transport.run(paths.restart, sudo=True, timeout=120)
-        problems = containerd_answers(ctx, paths)
-        if result.ok and not problems:
-            lines.append("restarted containerd with the previous config: it answers, CRI plugin ok")
-        else:
-            why = "; ".join(f.message for f in problems) or result.stderr_tail(2)
-            lines.append(f"restarted containerd with the previous config, and it still fails: {why}")
-        return lines
+    def rollback(self, ctx: PhaseContext, records: Sequence[GateRecord]) -> list[Change]:
+        # The old config is back (the gate restored it): containerd must run on it again.
+        return [Change.run(ctx.host.name, ctx.options.containerd.restart, timeout_s=120,
+                           summary="restart containerd with the previous config")]
 
 
 def _as_rendered(wanted: WantedContainerd) -> dict[str, Any]:
@@ -246,7 +218,7 @@ def containerd_answers(ctx: PhaseContext, paths: ContainerdPaths) -> list[Findin
     """Wait (bounded) for containerd to answer, then require its CRI plugin to be ``ok``."""
     deadline = time.monotonic() + paths.wait_s
     while True:
-        result = ctx.transport.run(f"{paths.ctr} plugins ls", sudo=True, timeout=max(5.0, paths.wait_s))
+        result = ctx.reader.run(f"{paths.ctr} plugins ls", sudo=True, timeout=max(5.0, paths.wait_s))
         if result.ok or time.monotonic() >= deadline:
             break
         time.sleep(0.5)
@@ -263,6 +235,3 @@ def containerd_answers(ctx: PhaseContext, paths: ContainerdPaths) -> list[Findin
         return [Finding(Severity.ERROR, "CONTAINERD_CRI_NOT_LOADED", f"containerd answers but its CRI plugin is "
                         f"{status or 'not listed'}", host=host, fix="journalctl -u containerd | grep cri")]
     return []
-
-
-register(Containerd(), order=130)

@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from clusterctl.bootstrap.cluster import kubeadm
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
-from clusterctl.bootstrap.registry import register
-from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord
+from clusterctl.changes import Change, ChangeFailed, GateRecord, HostGate
 from clusterctl.facts.kube import KubeNode
 from clusterctl.findings import Finding, Severity
 from clusterctl.secret import Secret
@@ -70,10 +69,10 @@ def _join_change(ctx: PhaseContext, *, control_plane: bool) -> Change:
 EXPIRED_TOKEN = "could not find a JWS signature in the cluster-info ConfigMap"
 
 
-def _submit_join(ctx: PhaseContext, gate: Gate, changes: Sequence[Change]) -> list[GateRecord]:
+def _submit_join(gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
     """Submit the join; an expired token is said in those words, with what to do."""
     try:
-        return gate.submit_all(ctx.transport, changes)
+        return gate.submit_all(changes)
     except ChangeFailed as exc:
         result = exc.record.result
         if result is not None and EXPIRED_TOKEN in result.stderr + result.stdout:
@@ -103,6 +102,7 @@ class ControlPlane(Phase[ControlPlaneState]):
     role = "control-plane"
     serial = True
     timeout_s = 1200.0
+    uses_cluster_settings = True
 
     def check(self, ctx: PhaseContext) -> ControlPlaneState:
         first = cc.is_first_cp(ctx)
@@ -180,10 +180,10 @@ class ControlPlane(Phase[ControlPlaneState]):
                 stdin_secret=kubeadm.render_cluster_op_config(settings, certificate_key=material.certificate_key)))
         return cc.with_folders(ctx, changes)
 
-    def apply(self, ctx: PhaseContext, gate: Gate, changes: Sequence[Change]) -> list[GateRecord]:
+    def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
         if not cc.is_first_cp(ctx):
-            return _submit_join(ctx, gate, changes)
-        records = gate.submit_all(ctx.transport, changes)
+            return _submit_join(gate, changes)
+        records = gate.submit_all(changes)
         material = cc.join_material(ctx)
         if cc.is_first_cp(ctx) and material.ca_hash is None:
             pem = cc.read(ctx, CA_CERT)
@@ -208,6 +208,7 @@ class Join(Phase[bool]):
     name = "join"
     description = "workers join with this run's short-lived token and the CA hash (stdin only)"
     timeout_s = 900.0
+    uses_cluster_settings = True
 
     def applies_to(self, ctx: PhaseContext) -> bool:
         return "control-plane" not in ctx.host.roles
@@ -221,14 +222,10 @@ class Join(Phase[bool]):
     def plan(self, ctx: PhaseContext, state: bool) -> list[Change]:
         return [] if state else [_join_change(ctx, control_plane=False)]
 
-    def apply(self, ctx: PhaseContext, gate: Gate, changes: Sequence[Change]) -> list[GateRecord]:
-        return _submit_join(ctx, gate, changes)
+    def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
+        return _submit_join(gate, changes)
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
         if cc.exists(ctx, KUBELET_CONF):
             return []
         return [Finding(Severity.ERROR, "NOT_JOINED", "kubeadm join left no kubelet.conf", host=ctx.host.name)]
-
-
-register(ControlPlane(), order=cc.ORDER["control-plane"])
-register(Join(), order=cc.ORDER["join"])

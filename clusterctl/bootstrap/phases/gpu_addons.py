@@ -16,7 +16,6 @@ from pathlib import Path
 from clusterctl.bootstrap.cluster.addons import AddonPlan, addon_plan
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
-from clusterctl.bootstrap.registry import register
 from clusterctl.changes import Change
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import HELM_LIST_COMMAND, HelmRelease, kubectl, parse_helm_list
@@ -47,14 +46,14 @@ class GpuAddons(ClusterWidePhase[AddonState]):
         ready = cc.exists(ctx, "/etc/kubernetes/admin.conf")
         service_monitor = ready and cc.object_exists(ctx, SERVICE_MONITOR_CRD)
         plan = _plan(ctx, service_monitor=service_monitor)
-        state = AddonState(plan, helm=ctx.transport.run("command -v helm", sudo=True).exit_code == 0)
+        state = AddonState(plan, helm=ctx.reader.run("command -v helm", sudo=True).exit_code == 0)
         for path in [m.path for m in plan.manifests] + [r.values_path for r in plan.releases]:
             state.files[path] = cc.read(ctx, path)
         for release in plan.releases:
             if release.archive_path:
                 state.files[release.archive_path] = cc.read(ctx, release.archive_path)
         if ready:
-            result = ctx.transport.run(HELM_LIST_COMMAND, sudo=True, timeout=60)
+            result = ctx.reader.run(HELM_LIST_COMMAND, sudo=True, timeout=60)
             if result.ok:
                 state.releases = {r.name: r for r in parse_helm_list(result.stdout)}
         return state
@@ -102,7 +101,7 @@ class GpuAddons(ClusterWidePhase[AddonState]):
         return cc.with_folders(ctx, changes)
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
-        result = ctx.transport.run(HELM_LIST_COMMAND, sudo=True, timeout=60)
+        result = ctx.reader.run(HELM_LIST_COMMAND, sudo=True, timeout=60)
         if not result.ok:
             return [Finding(Severity.ERROR, "HELM_FAILED", f"helm list failed: {result.stderr_tail(2)}",
                             host=ctx.host.name)]
@@ -115,6 +114,3 @@ class GpuAddons(ClusterWidePhase[AddonState]):
                                         f"Helm release {release.chart.release} is "
                                         f"{'missing' if found is None else found.status}", host=ctx.host.name))
         return problems
-
-
-register(GpuAddons(), order=cc.ORDER["gpu-addons"])

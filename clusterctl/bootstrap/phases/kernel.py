@@ -8,7 +8,6 @@ from __future__ import annotations
 import shlex
 
 from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.bootstrap.registry import register
 from clusterctl.bootstrap.templates import render
 from clusterctl.changes import Change
 from clusterctl.facts.kernel import KernelFacts, comment_out_swap, fstab_swap_lines, kernel_probe, parse_kernel_probe
@@ -28,7 +27,7 @@ class Kernel(Phase[KernelFacts]):
     timeout_s = 120.0
 
     def check(self, ctx: PhaseContext) -> KernelFacts:
-        result = ctx.transport.run(kernel_probe(tuple(SYSCTLS), (MODULES_FILE, SYSCTL_FILE, FSTAB)), sudo=True)
+        result = ctx.reader.run(kernel_probe(tuple(SYSCTLS), (MODULES_FILE, SYSCTL_FILE, FSTAB)), sudo=True)
         return parse_kernel_probe(result.stdout)
 
     def findings(self, ctx: PhaseContext, state: KernelFacts) -> list[Finding]:
@@ -79,6 +78,3 @@ class Kernel(Phase[KernelFacts]):
             out.append(Finding(Severity.ERROR, "SWAP_STILL_ON", f"swap still on: {', '.join(facts.swaps)}", host=host,
                                fix="A systemd .swap unit may turn it on: systemctl mask it."))
         return out
-
-
-register(Kernel(), order=110)

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from clusterctl.bootstrap.cluster.network import NetworkPlan, network_plan
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
-from clusterctl.bootstrap.registry import register
 from clusterctl.changes import Change
 from clusterctl.facts.kube import kubectl
 from clusterctl.findings import Finding, Severity
@@ -67,6 +66,3 @@ class Network(ClusterWidePhase[NetworkState]):
         return [Finding(Severity.ERROR, "CNI_NOT_READY", f"{plan.cni}: {workload} in {namespace} is not ready: "
                         f"{result.stderr_tail(2) or result.stdout.strip()[-200:]}", host=ctx.host.name,
                         fix=f"kubectl -n {namespace} get pods -o wide; images pulled from a mirror must exist there.")]
-
-
-register(Network(), order=cc.ORDER["network"])

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from clusterctl.bootstrap.containerd_config import NVIDIA_RUNTIME_BINARY
 from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.bootstrap.registry import register
 from clusterctl.changes import Change
 from clusterctl.errors import ParseError
 from clusterctl.facts.nvidia_toolkit import ToolkitFacts, parse_cdi_list, parse_toolkit_probe, toolkit_probe
@@ -34,7 +33,7 @@ class NvidiaRuntime(Phase[ToolkitFacts]):
     timeout_s = 180.0
 
     def check(self, ctx: PhaseContext) -> ToolkitFacts:
-        result = ctx.transport.run(toolkit_probe(NVIDIA_RUNTIME_BINARY, CDI_SPEC), sudo=True)
+        result = ctx.reader.run(toolkit_probe(NVIDIA_RUNTIME_BINARY, CDI_SPEC), sudo=True)
         return parse_toolkit_probe(result.stdout)
 
     def plan(self, ctx: PhaseContext, state: ToolkitFacts) -> list[Change]:
@@ -60,7 +59,7 @@ class NvidiaRuntime(Phase[ToolkitFacts]):
             out.append(Finding(Severity.ERROR, "NVIDIA_RUNTIME_MISSING", f"{NVIDIA_RUNTIME_BINARY}, the runtime "
                                "containerd's config names, does not exist", host=host))
         if ctx.inventory.bootstrap.cdi:
-            result = ctx.transport.run("nvidia-ctk cdi list", sudo=True)
+            result = ctx.reader.run("nvidia-ctk cdi list", sudo=True)
             try:
                 devices = parse_cdi_list(result.stdout + result.stderr) if result.ok else ()
             except ParseError as exc:
@@ -70,6 +69,3 @@ class NvidiaRuntime(Phase[ToolkitFacts]):
                 out.append(Finding(Severity.ERROR, "CDI_NO_GPUS", "the CDI spec lists no nvidia.com/gpu device",
                                    host=host, fix=f"nvidia-ctk cdi generate --output={CDI_SPEC}"))
         return out
-
-
-register(NvidiaRuntime(), order=140)

@@ -25,7 +25,6 @@ from clusterctl.bootstrap.apt_sources import (
 )
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases.preflight import APT_FAMILIES, stack_findings
-from clusterctl.bootstrap.registry import register
 from clusterctl.changes import Change
 from clusterctl.errors import UsageError
 from clusterctl.facts.packages import PackageFacts, packages_probe, parse_packages_probe
@@ -62,14 +61,14 @@ class Packages(Phase[PackageFacts]):
         # File names do not depend on the OS (only Docker's URL and suite inside do).
         repos = self._repos(ctx, None)
         files = tuple(sources_path(r) for r in repos)
-        result = ctx.transport.run(packages_probe(tuple(p.package for p in pins), files, KEYRING_DIR), sudo=True)
+        result = ctx.reader.run(packages_probe(tuple(p.package for p in pins), files, KEYRING_DIR), sudo=True)
         facts = parse_packages_probe(result.stdout)
         # Keys given as files are compared byte for byte (they may be binary keyrings).
         for repo in repos:
             key = _key_bytes(repo)
             name = keyring_name(repo, key)
             if key is not None and name in facts.keyrings:
-                data = ctx.transport.get(f"{KEYRING_DIR}/{name}", sudo=True)
+                data = ctx.reader.get(f"{KEYRING_DIR}/{name}", sudo=True)
                 facts.files[f"{KEYRING_DIR}/{name}"] = None if data is None else data.decode("latin-1")
         return facts
 
@@ -154,6 +153,3 @@ class Packages(Phase[PackageFacts]):
             out.append(Finding(Severity.ERROR, "PACKAGE_NOT_HELD", f"not held: {', '.join(unheld)}",
                                host=ctx.host.name))
         return out
-
-
-register(Packages(), order=120)

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 
 from clusterctl.bootstrap import matrix
 from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.bootstrap.registry import register
 from clusterctl.changes import Change
 from clusterctl.errors import ClusterctlError
 from clusterctl.facts.node import NODE_FACTS, NodeFacts
@@ -40,7 +39,7 @@ class PreflightFailed(ClusterctlError):
 
 
 def read_node_facts(ctx: PhaseContext) -> NodeFacts:
-    result = ctx.transport.run(NODE_FACTS.command, sudo=NODE_FACTS.sudo)
+    result = ctx.reader.run(NODE_FACTS.command, sudo=NODE_FACTS.sudo)
     if result.exit_code == 127 and not result.stdout:
         raise PreflightFailed(f"cannot run the preflight probe: {result.stderr_tail(2)}")
     return NODE_FACTS.parse(result.stdout)
@@ -169,6 +168,3 @@ def stack_findings(ctx: PhaseContext) -> list[Finding]:
                                                                       "containerd": containerd},
                            fix="Pin a containerd that containerd's RELEASES.md lists for this Kubernetes."))
     return out
-
-
-register(Preflight(), order=100)

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
-from clusterctl.bootstrap.registry import register
 from clusterctl.changes import Change
 from clusterctl.findings import Finding, Severity
 
@@ -65,7 +64,7 @@ class ResetState:
 
 
 def _lines(ctx: PhaseContext, command: str) -> list[str] | None:
-    result = ctx.transport.run(command, sudo=True, timeout=60)
+    result = ctx.reader.run(command, sudo=True, timeout=60)
     return result.stdout.splitlines() if result.ok else None
 
 
@@ -93,7 +92,7 @@ class Reset(Phase[ResetState]):
 
     def check(self, ctx: PhaseContext) -> ResetState:
         state = ResetState()
-        force = bool(ctx.options.get("force"))
+        force = ctx.options.force
         # etcd data is kubeadm's only on a control plane; on a worker it is someone else's.
         control_plane = "control-plane" in ctx.host.roles
         state.kubeadm = any(cc.exists(ctx, p) for p in KUBEADM_LEFTOVERS
@@ -114,7 +113,7 @@ class Reset(Phase[ResetState]):
             else:
                 state.left.append(folder)
         state.clusterctl_paths = [p for p in CLUSTERCTL_PATHS if cc.exists(ctx, p)]
-        if ctx.options.get("restore_containerd"):
+        if ctx.options.restore_containerd:
             backup = first_containerd_backup(_lines(ctx, "ls -1A /etc/containerd") or [])
             if backup is None:
                 state.not_restored = (f"no backup of {CONTAINERD_CONFIG} kept by clusterctl on this host "
@@ -123,7 +122,7 @@ class Reset(Phase[ResetState]):
                 state.not_restored = f"{CONTAINERD_CONFIG} is already the same as its first backup {backup}"
             else:
                 state.containerd_backup = backup
-                active = ctx.transport.run("systemctl is-active containerd", sudo=True, timeout=30)
+                active = ctx.reader.run("systemctl is-active containerd", sudo=True, timeout=30)
                 state.containerd_active = active.stdout.strip() == "active"
         return state
 
@@ -177,6 +176,3 @@ class Reset(Phase[ResetState]):
             if state.containerd_active:
                 changes.append(Change.run(host, "systemctl restart containerd", summary="restart containerd"))
         return changes
-
-
-register(Reset(), order=cc.ORDER["reset"], default=False)

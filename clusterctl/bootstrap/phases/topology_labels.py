@@ -21,7 +21,6 @@ from clusterctl.bootstrap.cluster.topology_labels import (
 )
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
-from clusterctl.bootstrap.registry import register
 from clusterctl.changes import Change
 from clusterctl.findings import Finding, Severity
 
@@ -46,6 +45,7 @@ class LabelState:
 class TopologyLabels(Phase[LabelState]):
     name = "topology-labels"
     description = "NFD feature files from a saved survey: NVLink domains, fabric, lost NVLink"
+    uses_cluster_settings = True
 
     def check(self, ctx: PhaseContext) -> LabelState:
         survey = cc.survey(ctx)
@@ -85,6 +85,3 @@ class TopologyLabels(Phase[LabelState]):
             return [Finding(Severity.ERROR, "FEATURES_NOT_PUBLISHED", f"{PUBLISHED_PATH} differs from what was "
                             "written", host=ctx.host.name)]
         return []
-
-
-register(TopologyLabels(), order=cc.ORDER["topology-labels"])

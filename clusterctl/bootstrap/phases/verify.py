@@ -17,8 +17,7 @@ from clusterctl.bootstrap.cluster.addons import TEST_NAMESPACE, render_test_pod,
 from clusterctl.bootstrap.cluster.topology_labels import topology_labels
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
-from clusterctl.bootstrap.registry import register
-from clusterctl.changes import Change
+from clusterctl.changes import Change, ChangeFailed
 from clusterctl.facts.kube import KubeNode, kubectl
 from clusterctl.findings import Finding, Severity
 
@@ -65,32 +64,43 @@ def _node_findings(ctx: PhaseContext, nodes: dict[str, KubeNode]) -> list[Findin
 
 
 def _gpu_pod(ctx: PhaseContext, node: str) -> Finding | None:
-    """Run the one-GPU test pod on ``node``; a finding when it does not succeed."""
+    """Run the one-GPU test pod on ``node``; a finding when it does not succeed.
+
+    The pod is a temporary change through the gate: created for the test, deleted however it ends.
+    """
     name, ns = test_pod_name(node), TEST_NAMESPACE
     pod = f"-n {shlex.quote(ns)} {shlex.quote(name)}"
-    run = ctx.transport.run
-    run(kubectl(f"delete pod {pod} --ignore-not-found --wait=true"), sudo=True, timeout=120)
+    host = ctx.host.name
     manifest = render_test_pod(node, runtime_class=cc.runtime_class(ctx),
                                image_registry=cc.settings(ctx).addons.image_registry)
-    created = run(kubectl("apply -f -"), sudo=True, timeout=60, stdin=manifest.encode())
-    if not created.ok:
-        return Finding(Severity.ERROR, "GPU_POD_FAILED", f"{node}: the GPU test pod was refused: "
-                       f"{created.stderr_tail(2)}", host=node)
+    setup = [Change.run(host, kubectl(f"delete pod {pod} --ignore-not-found --wait=true"), timeout_s=120,
+                        summary=f"remove a GPU test pod left on {node}"),
+             Change.run(host, kubectl("apply -f -"), stdin=manifest.encode(), timeout_s=60,
+                        summary=f"GPU test pod on {node}")]
+    cleanup = [Change.run(host, kubectl(f"delete pod {pod} --ignore-not-found --wait=false"), timeout_s=60,
+                          summary=f"delete the GPU test pod on {node}")]
+    run = ctx.reader.run
     try:
-        waited = run(kubectl(f"wait --for=jsonpath={{.status.phase}}=Succeeded pod/{shlex.quote(name)} "
-                             f"-n {shlex.quote(ns)} --timeout={POD_TIMEOUT_S}s"), sudo=True, timeout=POD_TIMEOUT_S + 30)
-        logs = run(kubectl(f"logs {pod}"), sudo=True, timeout=60)
-        if waited.ok and logs.ok and logs.stdout.lstrip().startswith("GPU 0:"):
-            return None
-        phase = run(kubectl(f"get pod {pod} -o jsonpath={{.status.phase}}"), sudo=True, timeout=60).stdout.strip()
-        detail = (logs.stdout.strip() or logs.stderr.strip() or waited.stderr.strip())[-300:]
-        return Finding(Severity.ERROR, "GPU_POD_FAILED",
-                       f"{node}: the pod asking for one GPU did not run nvidia-smi -L (phase {phase or 'unknown'}"
-                       f"{': ' + detail if detail else ''})", host=node,
-                       fix=f"kubectl describe pod {name} -n {ns}; on the node: nvidia-smi, and the nvidia runtime "
-                       "in containerd's config.")
-    finally:
-        run(kubectl(f"delete pod {pod} --ignore-not-found --wait=false"), sudo=True, timeout=60)
+        with ctx.temporary(setup, cleanup):
+            waited = run(kubectl(f"wait --for=jsonpath={{.status.phase}}=Succeeded pod/{shlex.quote(name)} "
+                                 f"-n {shlex.quote(ns)} --timeout={POD_TIMEOUT_S}s"), sudo=True,
+                         timeout=POD_TIMEOUT_S + 30)
+            logs = run(kubectl(f"logs {pod}"), sudo=True, timeout=60)
+            if waited.ok and logs.ok and logs.stdout.lstrip().startswith("GPU 0:"):
+                return None
+            phase = run(kubectl(f"get pod {pod} -o jsonpath={{.status.phase}}"), sudo=True,
+                        timeout=60).stdout.strip()
+    except ChangeFailed as exc:
+        result = exc.record.result
+        what = "the GPU test pod was refused" if exc.record.change in setup else "the GPU test pod was not deleted"
+        return Finding(Severity.ERROR, "GPU_POD_FAILED", f"{node}: {what}: "
+                       f"{result.stderr_tail(2) if result is not None else exc}", host=node)
+    detail = (logs.stdout.strip() or logs.stderr.strip() or waited.stderr.strip())[-300:]
+    return Finding(Severity.ERROR, "GPU_POD_FAILED",
+                   f"{node}: the pod asking for one GPU did not run nvidia-smi -L (phase {phase or 'unknown'}"
+                   f"{': ' + detail if detail else ''})", host=node,
+                   fix=f"kubectl describe pod {name} -n {ns}; on the node: nvidia-smi, and the nvidia runtime "
+                   "in containerd's config.")
 
 
 class Verify(ClusterWidePhase[VerifyState]):
@@ -128,6 +138,3 @@ class Verify(ClusterWidePhase[VerifyState]):
                 f"works: {len(nodes)} node(s) Ready, {gpus} GPU(s) allocatable, and a pod asking for one GPU ran "
                 f"nvidia-smi -L on each of {len(gpu_nodes)} GPU node(s)", host=ctx.host.name))
         return problems
-
-
-register(Verify(), order=cc.ORDER["verify"])

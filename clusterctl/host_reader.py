@@ -1,0 +1,63 @@
+"""The read-only view of a host that code which must not change anything gets (a phase's check, plan, verify).
+
+A ``HostReader`` runs commands that read and reads files; it has no way to write a file, remove
+one or take a lock, and asking is an error (``ReadOnlyHost``). Every change goes as a ``Change``
+to the ``Gate`` instead, so that plan and dry-run stay true and undo knows about it.
+
+A command line cannot be told apart from a changing one by looking at it, so commands run through
+the reader are *marked* read-only (``RunRequest.read_only``): simulated hosts refuse one that
+would change their state (``clusterctl.mock``: the phase fails, naming the command), and a real
+host runs it as asked. Tests therefore catch a phase that changes a host from ``plan``; the
+tests' ``assert_hosts_unchanged`` checks the whole state folder after every plan and dry-run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NoReturn
+
+from clusterctl.transport.base import RunRequest
+
+if TYPE_CHECKING:
+    from clusterctl.inventory.model import Host
+    from clusterctl.transport.base import CommandResult, Transport
+
+
+class ReadOnlyHost(Exception):
+    """Something holding a read-only view tried to change the host."""
+
+
+class HostReader:
+    """Reads one host through its transport; never changes it."""
+
+    def __init__(self, transport: Transport, *, what: str = "this step") -> None:
+        self._transport = transport
+        #: Who holds the view, for the error ("phase kernel (plan)").
+        self.what = what
+
+    @property
+    def host(self) -> Host:
+        return self._transport.host
+
+    def run(self, command: str, *, sudo: bool = False, timeout: float | None = None,
+            env: Mapping[str, str] | None = None, stdin: bytes | None = None) -> CommandResult:
+        """Run a command that only reads (values in it already quoted)."""
+        return self._transport.execute(RunRequest(command, sudo, timeout, env, stdin, read_only=True))
+
+    def get(self, path: str, *, sudo: bool = False) -> bytes | None:
+        """Content of ``path`` or ``None`` when there is no such file."""
+        return self._transport.get(path, sudo=sudo)
+
+    # What the read-only view refuses, with a message that says what to do instead.
+
+    def put(self, path: str, *_: object, **__: object) -> NoReturn:
+        raise ReadOnlyHost(f"{self.what} may not write {path} on {self.host.name}: return a Change.write_file "
+                           "for the gate instead")
+
+    def remove(self, path: str, *_: object, **__: object) -> NoReturn:
+        raise ReadOnlyHost(f"{self.what} may not remove {path} on {self.host.name}: return a Change for the "
+                           "gate instead")
+
+    def create_exclusive(self, path: str, *_: object, **__: object) -> NoReturn:
+        raise ReadOnlyHost(f"{self.what} may not create {path} on {self.host.name}: return a Change for the "
+                           "gate instead")

@@ -1,0 +1,81 @@
+"""Every plan and dry run leaves the hosts byte for byte as they were (the gate records, nothing else).
+
+One parametrized case per command that changes hosts. A new command that changes hosts adds its
+dry run here: a ``DryRun`` with the command line and, when the dry run only means something on
+a host that already holds changes, a ``before`` that makes them (an apply, a journal to undo).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from clirun import DEMO, REPO_ROOT, clusterctl
+from host_state import assert_hosts_unchanged, differences, seed_mock_hosts, snapshot
+
+SURVEY = REPO_ROOT / "tests" / "bootstrap_cluster" / "fixtures" / "demo-survey.json"
+
+
+@dataclass(frozen=True)
+class DryRun:
+    name: str
+    #: The dry-run command line (after ``-i INVENTORY``); ``{journal}`` and ``{tmp}`` are filled in.
+    args: tuple[str, ...]
+    #: Commands that bring the hosts into a state worth planning from (they do change hosts).
+    before: tuple[tuple[str, ...], ...] = ()
+    #: Exit codes that mean the dry run worked (a plan that finds errors exits 1).
+    exit_codes: tuple[int, ...] = (0,)
+    #: Extra set-up on this machine (a source file for copy).
+    prepare: Callable[[Path], None] = field(default=lambda _: None)
+
+
+def _source(tmp: Path) -> None:
+    (tmp / "nccl.conf").write_text("NCCL_DEBUG=WARN\n")
+
+
+DRY_RUNS = [
+    DryRun("bootstrap plan", ("bootstrap", "plan", "--survey", str(SURVEY)), exit_codes=(0, 1)),
+    DryRun("bootstrap --dry-run after kernel", ("bootstrap", "--dry-run", "--survey", str(SURVEY)),
+           before=(("bootstrap", "phase", "kernel"),), exit_codes=(0, 1)),
+    DryRun("bootstrap phase --dry-run", ("bootstrap", "phase", "kernel", "--dry-run")),
+    DryRun("reset --dry-run", ("reset", "--dry-run", "--restore-containerd"),
+           before=(("bootstrap", "phase", "kernel"),)),
+    DryRun("tune-nccl --push --dry-run", ("tune-nccl", "--survey", str(SURVEY), "--push", "--dry-run")),
+    DryRun("copy --dry-run", ("copy", "{tmp}/nccl.conf", "/etc/nccl.conf", "--dry-run"), prepare=_source),
+    DryRun("undo --dry-run", ("undo", "{journal}", "--dry-run"), before=(("bootstrap", "phase", "kernel"),)),
+    DryRun("bench ib --dry-run", ("bench", "ib", "--dry-run")),
+]
+
+
+@pytest.mark.parametrize("case", DRY_RUNS, ids=[c.name for c in DRY_RUNS])
+def test_a_dry_run_leaves_every_host_byte_for_byte_as_it_was(
+        case: DryRun, tmp_path: Path, _private_mock_state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.chdir(tmp_path)
+    case.prepare(tmp_path)
+    base = ("-i", str(DEMO), "-l", "gpu-a1,gpu-b1")
+    seed_mock_hosts(DEMO)
+    journal = ""
+    for step in case.before:
+        done = clusterctl(*base, "-o", "json", *step)
+        assert done.exit_code == 0, done.output
+        journal = done.json().get("undo_journal") or journal
+    args = [a.format(journal=journal, tmp=tmp_path) for a in case.args]
+    with assert_hosts_unchanged(_private_mock_state):
+        ran = clusterctl(*base, *args)
+    assert ran.exit_code in case.exit_codes, ran.output
+
+
+def test_the_check_catches_a_change(tmp_path: Path, _private_mock_state: Path) -> None:
+    """The helper itself: a command that does change a host is caught, naming the file."""
+    seed_mock_hosts(DEMO)
+    before = snapshot(_private_mock_state)
+    ran = clusterctl("-i", str(DEMO), "-l", "gpu-a1", "exec", "--sudo", "touch /etc/sneaky.conf")
+    assert ran.exit_code == 0, ran.output
+    (line,) = differences(before, snapshot(_private_mock_state))
+    assert line.startswith("new: ") and line.endswith("/hosts/gpu-a1/fs/etc/sneaky.conf")
+    with pytest.raises(AssertionError, match=r"changed: .*/hosts/gpu-a1/fs/etc/sneaky\.conf"), \
+            assert_hosts_unchanged(_private_mock_state):
+        clusterctl("-i", str(DEMO), "-l", "gpu-a1", "exec", "--sudo", "echo again > /etc/sneaky.conf")
