@@ -238,7 +238,18 @@ def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo,
     def take(transport: Transport) -> str:
         return host_lock.acquire(transport, info, path=settings.lock_path, force=settings.force_unlock)
 
-    fleet = runner.run_task(hosts, take, label="lock")
+    from clusterctl.fanout import FleetInterrupted
+
+    try:
+        fleet = runner.run_task(hosts, take, label="lock")
+    except FleetInterrupted as exc:
+        # Ctrl-C while the locks are taken: give back what this run took before saying what
+        # happened (release checks the run id: nobody else's lock is touched). Hosts still
+        # taking theirs were cut off; one that hangs must not hold the interrupt up.
+        took = [o.host for o in exc.finished.outcomes if o.ok] + list(exc.running)
+        if took:
+            _unlock_hosts(runner, took, info, settings, timeout_s=UNLOCK_AFTER_INTERRUPT_S)
+        raise
     locked: list[Host] = []
     for outcome in fleet.outcomes:
         if outcome.ok:
@@ -251,11 +262,16 @@ def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo,
     return locked
 
 
-def _unlock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings) -> None:
+#: How long releasing the locks may take after Ctrl-C (a host that stopped answering is given up on).
+UNLOCK_AFTER_INTERRUPT_S = 10.0
+
+
+def _unlock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings,
+                  *, timeout_s: float | None = None) -> None:
     def drop(transport: Transport) -> None:
         host_lock.release(transport, info, path=settings.lock_path)
 
-    runner.run_task(hosts, drop, label="unlock")
+    runner.run_task(hosts, drop, label="unlock", timeout_s=timeout_s)
 
 
 def _run_phase(
