@@ -308,6 +308,8 @@ class Gate:
         for record in reversed(records):
             if not record.applied or not record.changed or record.temporary:
                 continue
+            if record.failed:
+                continue  # the command that failed did not happen: nothing to undo, nothing to say
             try:
                 step = undo_step(transport, record, force=force)
             except TransportError as exc:
