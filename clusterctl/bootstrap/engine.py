@@ -161,7 +161,7 @@ class SkipReason(str, Enum):
     NOT_THIS_HOST = "does not apply to this host"
     OTHER_HOST = "runs once per cluster, on another host"
     #: Only after ``verify`` confirms it on the host (``--resume``); otherwise the phase runs.
-    DONE_BEFORE = "done in an earlier run, verified again"
+    DONE_BEFORE = "done in an earlier run, and the host confirms: nothing to do"
 
 
 def skip_reason(phase: Phase[Any], ctx: PhaseContext, *, failed_earlier: bool, first_target: str | None,
@@ -364,10 +364,6 @@ def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, sha
         result.duration_s = time.monotonic() - began
         return result
 
-    if done_before:
-        problems = _verify(phase, ctx, host_gate)
-        if not has_errors(problems):
-            return done(Status.SKIPPED, SkipReason.DONE_BEFORE.value)
     try:
         state = phase.check(ctx)
         result.state = state
@@ -379,6 +375,12 @@ def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, sha
         changes = [c for c in phase.plan(ctx, state) if not c.is_noop]
     except ReadOnlyHost as exc:
         return done(Status.FAILED, f"bug in phase {phase.name}: {exc}")
+    if done_before and not changes:
+        # The progress file is a hint: the phase is skipped only when the host itself says there
+        # is nothing to do (its check plans no change) and verify passes there now.
+        problems = _verify(phase, ctx, host_gate) if settings.apply else []
+        if not has_errors(problems):
+            return done(Status.SKIPPED, SkipReason.DONE_BEFORE.value)
     if not settings.apply:
         host_gate.submit_all(changes)
         result.changes = changes

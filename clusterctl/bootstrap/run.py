@@ -56,7 +56,9 @@ def run(
     store = None
     state_dir = Path(request.state_dir).expanduser() if request.state_dir else default_state_dir()
     if request.apply:
-        path = progress_path(state_dir, inventory.name)
+        fleet = [str(Path(inventory.source).resolve()) if inventory.source else inventory.name,
+                 *sorted({str(h.mock_state) for h in inventory.hosts if h.mock_state})]
+        path = progress_path(state_dir, inventory.name, fleet)
         store = ProgressStore.load(path, inventory.name) if request.resume else ProgressStore(path, inventory.name)
         if request.resume and not path.exists():
             raise UsageError(f"--resume: no progress file for cluster '{inventory.name}' at {path}",
