@@ -99,10 +99,13 @@ class BootstrapReport:
     duration_s: float = 0.0
     #: The journal ``clusterctl undo`` reverts this run with (applying runs that changed something).
     undo_journal: str | None = None
+    #: Why an applying run that included ``verify`` could not verify the cluster (it ran on no
+    #: host); such a run is not ok, even when no host failed.
+    not_verified: str | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.failed_hosts
+        return not self.failed_hosts and self.not_verified is None
 
     @property
     def changed(self) -> bool:
@@ -135,6 +138,8 @@ class BootstrapReport:
             "failed_hosts": {h: mask_text(m) for h, m in self.failed_hosts.items()},
             "notes": [mask_text(n) for n in self.notes],
             "undo_journal": self.undo_journal,
+            "verified": self.not_verified is None,
+            "not_verified": self.not_verified,
             "duration_s": round(self.duration_s, 3),
         }
 
@@ -213,6 +218,7 @@ def run_bootstrap(
         if settings.apply and any(not p.read_only for p in phases):
             locked = _lock_hosts(runner, hosts, lock_info, settings, report)
         for phase in phases:
+            shared.failed_hosts = frozenset(report.failed_hosts)
             phase_results, duration = _run_phase(phase, inventory, hosts, runner, gate, shared, settings, report)
             report.results.extend(phase_results)
             counts = {s: sum(1 for r in phase_results if r.status is s) for s in Status}
@@ -229,8 +235,27 @@ def run_bootstrap(
     finally:
         if locked:
             _unlock_hosts(runner, locked, lock_info, settings)
+    report.not_verified = _not_verified(report) if settings.apply else None
     report.duration_s = time.monotonic() - began
     return report
+
+
+#: A verify result that counts as the cluster checked on that host.
+_VERIFIED = {Status.OK, Status.CHANGED}
+
+
+def _not_verified(report: BootstrapReport) -> str | None:
+    """Why the run's ``verify`` phase checked nothing, or ``None`` (it ran, or was not asked for)."""
+    if "verify" not in report.phases:
+        return None
+    results = [r for r in report.results if r.phase == "verify"]
+    if any(r.status in _VERIFIED or r.message == SkipReason.DONE_BEFORE.value for r in results):
+        return None
+    if any(r.status is Status.FAILED for r in results):
+        return None  # a failed verify is already a failed host, with its reason
+    reasons = sorted({r.message for r in results if r.message}) or ["no host of this run could run it"]
+    return ("verify did not run: " + "; ".join(reasons) + " (it runs on the first control-plane host: include "
+            "that host in the run, or run 'clusterctl bootstrap phase verify' afterwards)")
 
 
 def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings,

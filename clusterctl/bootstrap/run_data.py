@@ -77,5 +77,8 @@ class RunData:
     survey_read: bool = False
     #: The join token, certificate key and CA hash of this run.
     join: JoinMaterial = field(default_factory=JoinMaterial)
+    #: Hosts that dropped out of this run (a failed phase or lock), kept by the engine after each
+    #: phase: verify reports them as missing at once instead of waiting for them to appear.
+    failed_hosts: frozenset[str] = frozenset()
     #: Held by phases that fill a field for every host at once (the first host to ask builds it).
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)

@@ -163,9 +163,13 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
     if out:
         payload["out_files"] = [str(p) for p in written]
     app.emit(payload, table)
-    if report.failed_hosts:
-        for host, why in report.failed_hosts.items():
-            app.err_console.print(f"FAILED {host}: {one_line(why)}", markup=False, highlight=False, soft_wrap=True)
+    for host, why in report.failed_hosts.items():
+        app.err_console.print(f"FAILED {host}: {one_line(why)}", markup=False, highlight=False, soft_wrap=True)
+    if report.not_verified:
+        # No host failed, but nothing says the cluster works: that is not a success.
+        app.err_console.print(f"NOT VERIFIED: {one_line(report.not_verified)}", markup=False, highlight=False,
+                              soft_wrap=True)
+    if not report.ok:
         raise typer.Exit(ExitCode.FAILED)
 
 
