@@ -87,7 +87,10 @@ def global_options(
     ),
     output: OutputFormat = typer.Option(OutputFormat.table, "-o", "--output", help="Output format."),
     parallel: int = typer.Option(64, "--parallel", min=1, max=4096, help="Hosts worked on at once."),
-    timeout: float = typer.Option(60.0, "--timeout", min=0.1, metavar="SECONDS", help="Time limit per host."),
+    timeout: Optional[float] = typer.Option(  # noqa: UP045
+        None, "--timeout", min=0.1, metavar="SECONDS",
+        help="Time limit per host (default 60); when given, also the most any one remote step may take "
+        "(bootstrap phases that allow longer are held to it)."),
     accept_new_host_keys: bool = typer.Option(
         False, "--accept-new-host-keys", help="Record unknown SSH host keys instead of refusing them."
     ),
@@ -118,7 +121,8 @@ def global_options(
         limit=limit,
         output=output,
         parallel=parallel,
-        timeout_s=timeout,
+        timeout_s=60.0 if timeout is None else timeout,
+        step_timeout_s=timeout,
         debug=debug,
         accept_new_host_keys=accept_new_host_keys,
         ssh_config=ssh_config,

@@ -37,6 +37,8 @@ DEFAULT_TIMEOUT_S = 60.0
 
 #: After Ctrl-C: how long hosts still running get to stop their commands and report.
 INTERRUPT_WAIT_S = 3.0
+#: How often a long task says which hosts it still waits for (the CLI prints it on stderr).
+WAIT_NOTICE_S = 30.0
 #: At the end of a run: how long worker threads stuck on a closed connection get to finish.
 WORKER_JOIN_S = 5.0
 
@@ -114,6 +116,8 @@ class Runner:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         progress: Progress | None = None,
         max_open: int | None = None,
+        step_timeout_s: float | None = None,
+        on_wait: Callable[[str, list[str], float], None] | None = None,
     ) -> None:
         if parallel < 1:
             raise ValueError("parallel must be at least 1")
@@ -121,6 +125,11 @@ class Runner:
         self.parallel = parallel
         self.timeout_s = timeout_s
         self.progress = progress
+        #: The most one remote step (connecting, a command, a file) may take, whatever a task's
+        #: own limit: a stuck host fails at this bound, alone and named (``--timeout`` as given).
+        self.step_timeout_s = step_timeout_s
+        #: Called every ``WAIT_NOTICE_S`` of a task's run with the hosts still working.
+        self.on_wait = on_wait
         #: Every host that failed a task of this run (or was cut off by Ctrl-C), in order: what
         #: ``--limit @retry`` selects next time.
         self.failed_hosts: dict[str, None] = {}
@@ -171,11 +180,11 @@ class Runner:
                 failure: Failure | None = None
                 transport: Transport | None = None
                 try:
-                    transport = self._pool.checkout(host, limit)
+                    transport = self._pool.checkout(host, min(limit, self.step_timeout_s or limit))
                     holder.append(transport)
                     if stopping.is_set():
                         raise TransportError(FailureKind.INTERRUPTED, f"{host.name}: interrupted before it started")
-                    value = task(TimeBoxedTransport(transport, begin + limit))
+                    value = task(TimeBoxedTransport(transport, begin + limit, step_s=self.step_timeout_s))
                 except BaseException as exc:  # every failure becomes the host's outcome
                     failure = failure_from(exc)
                     log.debug("host %s failed", host.name, exc_info=True)
@@ -198,8 +207,13 @@ class Runner:
         if self.progress:
             self.progress.start(len(hosts), label)
         results = run.results
+        began = last_notice = time.monotonic()
         try:
             while len(results) < len(hosts):
+                if self.on_wait is not None and time.monotonic() - last_notice >= WAIT_NOTICE_S:
+                    last_notice = time.monotonic()
+                    pending = [hosts[i].name for i in range(len(hosts)) if i not in results]
+                    self.on_wait(label, pending, last_notice - began)
                 try:
                     index, outcome = run.done.get(timeout=0.05)
                     if index not in results:
