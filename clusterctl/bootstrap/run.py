@@ -37,6 +37,8 @@ class BootstrapRequest:
     restore_containerd: bool = False
     #: ``clusterctl reset --force``: also remove what bootstrap did not make (listed otherwise).
     force: bool = False
+    #: ``bootstrap --without-survey``: drop what an earlier run's survey gave, knowingly.
+    without_survey: bool = False
     #: Where that journal goes; ``None``: ``<state dir>/undo``.
     journal_dir: str | None = None
 
@@ -87,7 +89,8 @@ def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Ph
     failure per host) when a phase that reads them is part of the run."""
     survey = request.survey or getattr(getattr(inventory, "bootstrap", None), "survey", None)
     options = RunOptions(hosts=tuple(h.name for h in hosts), survey=survey,
-                         restore_containerd=request.restore_containerd, force=request.force)
+                         restore_containerd=request.restore_containerd, force=request.force,
+                         applying=request.apply, without_survey=request.without_survey)
     if any(p.uses_cluster_settings for p in phases):
         from clusterctl.bootstrap.cluster.settings import cluster_settings
 

@@ -49,6 +49,12 @@ class RunOptions:
     restore_containerd: bool = False
     #: ``clusterctl reset --force``: also remove what bootstrap did not make (reset lists it otherwise).
     force: bool = False
+    #: The run changes hosts (not a plan or dry run): a change that would drop what an earlier
+    #: run's survey put there is refused then, and only shown in a plan.
+    applying: bool = False
+    #: ``bootstrap --without-survey``: accept dropping what an earlier run's survey gave (the
+    #: NVLink alert rule's hosts) in a run without ``--survey``.
+    without_survey: bool = False
     #: Seconds to let the cluster converge before verify calls a node broken; ``None``: each phase's default.
     settle_s: float | None = None
     containerd: ContainerdPaths = field(default_factory=ContainerdPaths)

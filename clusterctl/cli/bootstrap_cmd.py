@@ -54,6 +54,8 @@ _UNLOCK = typer.Option(False, "--force-unlock", help="Clear a lock left by a dea
 _SURVEY = typer.Option(None, "--survey", metavar="FILE", envvar="CLUSTERCTL_SURVEY",
                        help="A saved 'clusterctl survey --save FILE' report: topology labels, GPU counts for "
                        "verify, NVLink alert hosts.")
+_WITHOUT_SURVEY = typer.Option(False, "--without-survey", help="Run without a saved survey even where that "
+                               "drops what an earlier run's survey gave (the NVLink alert rule).")
 _YES = typer.Option(False, "--yes", "-y", help="Change the hosts without asking (required off a terminal).")
 _STATE = typer.Option(None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STATE_DIR",
                       help="Where progress is kept (default ~/.local/state/clusterctl).")
@@ -73,12 +75,14 @@ def bootstrap_all(
     force_unlock: bool = _UNLOCK,
     state_dir: Optional[str] = _STATE,  # noqa: UP045
     survey: Optional[str] = _SURVEY,  # noqa: UP045
+    without_survey: bool = _WITHOUT_SURVEY,
     yes: bool = _YES,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
     _execute(app_context(ctx), phase=None, skip_phases=skip_phases, only=only, dry_run=dry_run, resume=resume,
-             force_unlock=force_unlock, state_dir=state_dir, out=None, survey=survey, yes=yes)
+             force_unlock=force_unlock, state_dir=state_dir, out=None, survey=survey, yes=yes,
+             without_survey=without_survey)
 
 
 @bootstrap_app.command("phase", help="Run one phase by name (see 'bootstrap phases').")
@@ -91,10 +95,12 @@ def bootstrap_phase(
     force_unlock: bool = _UNLOCK,
     state_dir: Optional[str] = _STATE,  # noqa: UP045
     survey: Optional[str] = _SURVEY,  # noqa: UP045
+    without_survey: bool = _WITHOUT_SURVEY,
     yes: bool = _YES,
 ) -> None:
     _execute(app_context(ctx), phase=name, skip_phases=None, only=only, dry_run=dry_run, resume=resume,
-             force_unlock=force_unlock, state_dir=state_dir, out=None, survey=survey, yes=yes)
+             force_unlock=force_unlock, state_dir=state_dir, out=None, survey=survey, yes=yes,
+             without_survey=without_survey)
 
 
 @bootstrap_app.command("plan", help="Per host and phase: the commands and a unified diff of every file that "
@@ -132,7 +138,8 @@ def bootstrap_phases(ctx: typer.Context) -> None:
 
 def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, only: str | None, dry_run: bool,
              resume: bool, force_unlock: bool, state_dir: str | None, out: str | None, survey: str | None = None,
-             restore_containerd: bool = False, force: bool = False, yes: bool = False) -> None:
+             restore_containerd: bool = False, force: bool = False, yes: bool = False,
+             without_survey: bool = False) -> None:
     from clusterctl.bootstrap.run import BootstrapRequest, run, write_plan_files
     from clusterctl.inventory.limit import select_hosts
 
@@ -145,7 +152,7 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
         _confirm_bootstrap(phase, skip_phases, [h.name for h in hosts], yes=yes)
     request = BootstrapRequest(apply=not dry_run, phase=phase, skip_phases=skip_phases, resume=resume,
                                force_unlock=force_unlock, state_dir=state_dir, survey=survey,
-                               restore_containerd=restore_containerd, force=force)
+                               restore_containerd=restore_containerd, force=force, without_survey=without_survey)
     show = None if app.machine_output else (lambda p, r: _print_phase(app, p, r, plan=dry_run))
     with app.runner() as runner:
         report = run(inventory, hosts, runner, request, on_phase=show)

@@ -94,7 +94,7 @@ class SimCluster:
         chosen: list[Phase[Any]] = [phase_named(p) if isinstance(p, str) else p for p in phases]
         selected = [self.hosts_by_name[n] for n in (hosts or list(self.hosts_by_name))]
         run_options = RunOptions(hosts=tuple(h.name for h in selected), survey=str(survey) if survey else None,
-                                 **{**self.options, **options})
+                                 **{"applying": apply, **self.options, **options})
         path = self.root / "progress.json"
         store = ((ProgressStore.load if resume else ProgressStore)(path, "sim")) if apply else None
         settings = RunSettings(apply=apply, resume=resume, progress=store, options=run_options)
