@@ -10,11 +10,11 @@ from typing import ClassVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bootstrap_cluster"))
 
-from sim_cluster import CLUSTER_PHASES, SimCluster  # noqa: E402
+from sim_cluster import CLUSTER_PHASES, SimCluster
 
-from clusterctl.bootstrap.engine import Status  # noqa: E402
-from clusterctl.bootstrap.phase import Phase, PhaseContext  # noqa: E402
-from clusterctl.changes import Change, Gate, GateRecord  # noqa: E402
+from clusterctl.bootstrap.engine import Status
+from clusterctl.bootstrap.phase import Phase, PhaseContext
+from clusterctl.changes import Change, Gate, GateRecord
 
 HOSTS = ["gpu-a1", "gpu-a2", "gpu-a3"]
 
