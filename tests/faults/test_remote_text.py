@@ -51,3 +51,23 @@ def test_streamed_exec_lines_are_shown_as_text(sshd_hosts: SSHDHosts, tmp_path: 
 
     assert "\x1b" not in run.stdout + run.stderr
     assert f"{hosts[0].name}: \\x1b]0;owned" in run.stdout
+
+
+def test_bootstrap_failure_lines_show_apt_escapes_as_text(tmp_path: Path) -> None:
+    import shutil
+
+    from clirun import clusterctl
+
+    repo = Path(__file__).resolve().parents[2]
+    inventories = tmp_path / "inventories"
+    shutil.copytree(repo / "inventories", inventories)
+    profile = inventories / "demo" / "profiles" / "dgx-a100" / "profile.yaml"
+    profile.write_text(profile.read_text().replace("commands:\n", "commands:\n  - regex: '^apt-get install '\n"
+                                                   "    exit: 100\n    stderr_text: \"\\e[31mE: [bold]broken"
+                                                   "[/bold]\\e]0;owned\\a\\n\"\n", 1))
+    done = clusterctl("-i", inventories / "demo.yaml", "-l", "gpu-a1", "bootstrap", "phase", "packages",
+                      "--state-dir", tmp_path / "progress")
+    assert done.exit_code == 1
+    shown = done.stdout + done.stderr
+    assert "\x1b" not in shown and "\x07" not in shown
+    assert "\\x1b[31mE: [bold]broken[/bold]\\x1b]0;owned\\x07" in shown
