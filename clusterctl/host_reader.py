@@ -34,6 +34,25 @@ class HostReader:
         self._transport = transport
         #: Who holds the view, for the error ("phase kernel (plan)").
         self.what = what
+        #: Answers kept by ``remember()``, each given back once by ``run`` (see ``replay_once``).
+        self._kept: dict[tuple[str, bool, tuple[tuple[str, str], ...], bytes | None], CommandResult] = {}
+        self._keeping = False
+
+    def remember(self) -> None:
+        """From now on, keep every answer, so that ``replay_once`` can give it back."""
+        self._keeping = True
+
+    def replay_once(self, keep: bool) -> None:
+        """Stop keeping answers; with ``keep`` False, forget them (the host changed since).
+
+        A phase reads its host in ``check`` and again in ``verify``; when nothing was applied in
+        between, the second read would only repeat the first, one round trip per phase and host
+        (a no-op bootstrap on 1,000 hosts). Each kept answer is given back once, so a verify
+        that polls (waits for a node) still reaches the host from its second try on.
+        """
+        self._keeping = False
+        if not keep:
+            self._kept.clear()
 
     @property
     def host(self) -> Host:
@@ -42,7 +61,13 @@ class HostReader:
     def run(self, command: str, *, sudo: bool = False, timeout: float | None = None,
             env: Mapping[str, str] | None = None, stdin: bytes | None = None) -> CommandResult:
         """Run a command that only reads (values in it already quoted)."""
-        return self._transport.execute(RunRequest(command, sudo, timeout, env, stdin, read_only=True))
+        key = (command, sudo, tuple(sorted((env or {}).items())), stdin)
+        if not self._keeping and key in self._kept:
+            return self._kept.pop(key)
+        result = self._transport.execute(RunRequest(command, sudo, timeout, env, stdin, read_only=True))
+        if self._keeping and result.exit_code == 0:
+            self._kept[key] = result
+        return result
 
     def get(self, path: str, *, sudo: bool = False) -> bytes | None:
         """Content of ``path`` or ``None`` when there is no such file."""

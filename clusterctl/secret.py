@@ -18,6 +18,9 @@ MIN_SCRUB_LENGTH = 4
 
 _registry: set[str] = set()
 _registry_lock = threading.Lock()
+#: The registry longest first, rebuilt when a secret is added: ``mask_text`` runs on every command
+#: result, so it must not sort (or take a lock) each time.
+_by_length: tuple[str, ...] = ()
 
 
 class Secret:
@@ -55,16 +58,18 @@ class Secret:
 
 def register_secret(value: str) -> None:
     """Remember ``value`` so that ``mask_text`` removes it from any text shown or logged."""
+    global _by_length
     if len(value) >= MIN_SCRUB_LENGTH:
         with _registry_lock:
-            _registry.add(value)
+            if value not in _registry:
+                _registry.add(value)
+                _by_length = tuple(sorted(_registry, key=len, reverse=True))
 
 
 def mask_text(text: str) -> str:
     """``text`` with every registered secret value replaced by the mask (longest first)."""
-    with _registry_lock:
-        values = sorted(_registry, key=len, reverse=True)
-    for value in values:
+    # One read of the tuple: a secret registered meanwhile is in the next call's snapshot.
+    for value in _by_length:
         if value in text:
             text = text.replace(value, MASK)
     return text

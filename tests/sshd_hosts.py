@@ -418,7 +418,7 @@ class SSHDHost:
     def stop(self) -> None:
         """Stop the daemon, every connection it forked and the real daemons it started (all by PID)."""
         if self.isolated and self.state.seeded:
-            from clusterctl.mock.daemons import stop_all
+            from clusterctl.mock.tools.daemons import stop_all
 
             stop_all(self.state.read())
         process, self.process = self.process, None

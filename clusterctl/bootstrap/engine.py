@@ -389,6 +389,7 @@ def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, sha
         result.duration_s = time.monotonic() - began
         return result
 
+    reader.remember()
     try:
         state = phase.check(ctx)
         result.state = state
@@ -403,6 +404,7 @@ def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, sha
     if done_before and not changes:
         # The progress file is a hint: the phase is skipped only when the host itself says there
         # is nothing to do (its check plans no change) and verify passes there now.
+        reader.replay_once(keep=True)  # nothing applied: verify's first reads are check's answers
         problems = _verify(phase, ctx, host_gate) if settings.apply else []
         if not has_errors(problems):
             return done(Status.SKIPPED, SkipReason.DONE_BEFORE.value)
@@ -411,6 +413,8 @@ def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, sha
         result.changes = changes
         return done(Status.CHANGED if changes else Status.OK)
     before = len(host_gate.records())
+    # Verify reads the host again; where nothing is applied, its first reads are check's answers.
+    reader.replay_once(keep=not changes)
     try:
         records = phase.apply(ctx, host_gate, changes)
     except (ChangeFailed, TransportError) as exc:

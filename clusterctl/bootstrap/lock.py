@@ -12,13 +12,14 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import shlex
 import socket
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from clusterctl.errors import ClusterctlError
-from clusterctl.transport.base import Transport
+from clusterctl.transport.base import FailureKind, Transport, TransportError
 
 DEFAULT_LOCK_PATH = "/var/lib/clusterctl/bootstrap.lock"
 #: A lock older than this is reported as probably stale (no run takes six hours per host).
@@ -112,10 +113,14 @@ def acquire(transport: Transport, info: LockInfo, *, path: str = DEFAULT_LOCK_PA
 
 
 def release(transport: Transport, info: LockInfo, *, path: str = DEFAULT_LOCK_PATH) -> None:
-    """Remove the lock if it is still ours (a forced unlock by someone else must not be undone)."""
-    data = transport.get(path, sudo=True)
-    if data is None:
-        return
-    current = LockInfo.parse(data)
-    if current is not None and current.run_id == info.run_id:
-        transport.remove(path, sudo=True)
+    """Remove the lock if it is still ours (a forced unlock by someone else must not be undone).
+
+    One round trip: the host removes the file only if it names this run (the ``run_id`` field as
+    ``to_bytes`` writes it), so releasing costs what taking the lock costs.
+    """
+    ours = shlex.quote(f'"run_id": {json.dumps(info.run_id)}')
+    q = shlex.quote(path)
+    result = transport.run(f"if grep -qF -- {ours} {q} 2>/dev/null; then rm -f {q}; fi", sudo=True)
+    if not result.ok:
+        raise TransportError(FailureKind.COMMAND_FAILED,
+                             f"could not release the lock {path} (exit {result.exit_code}): {result.stderr_tail()}")

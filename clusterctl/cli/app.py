@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from clusterctl import __version__
 from clusterctl.cli.context import AppContext, OutputFormat
@@ -31,30 +32,97 @@ Examples:
   clusterctl topo show saved-topo.txt -o json
 """
 
+
+#: Every top-level command: the module whose ``register(app)`` defines it, and the one line
+#: ``clusterctl --help`` shows for it. A module is imported only when its command runs (or its
+#: own ``--help`` is asked for), so start-up pays for none of them; a test checks each line
+#: against the command's own help. A new command is one module plus one entry here.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "inventory": ("clusterctl.cli.inventory_cmd", "Show or validate the inventory."),
+    "exec": ("clusterctl.cli.exec_cmd", "Run a shell command on the selected hosts, at once."),
+    "copy": ("clusterctl.cli.copy_cmd", "Copy a local file to the same path on every selected host."),
+    "survey": ("clusterctl.cli.survey_cmd",
+               "Survey the hosts: GPUs, NVLink topology, NICs and software stack, with findings."),
+    "topo": ("clusterctl.cli.topo_cmd", "Work with nvidia-smi topo -m matrices without reaching any host."),
+    "bench": ("clusterctl.cli.bench_cmd",
+              "Benchmark the fabric (perftest between host pairs) and the GPUs (nccl-tests)."),
+    "nccl": ("clusterctl.cli.nccl_cmd",
+             "NCCL settings: check them against what each NCCL release reads and accepts."),
+    "tune-nccl": ("clusterctl.cli.tune_cmd", "Derive NCCL settings for the selected hosts, each with its reason."),
+    "bootstrap": ("clusterctl.cli.bootstrap_cmd",
+                  "Bring up Kubernetes (kubeadm, containerd with the NVIDIA runtime) on the inventory's hosts."),
+    "reset": ("clusterctl.cli.reset_cmd",
+              "Undo what 'clusterctl bootstrap' set up for the cluster on the selected hosts."),
+    "undo": ("clusterctl.cli.undo_cmd", "Revert the changes a run made on hosts, from the undo journal it wrote."),
+    "quarantine": ("clusterctl.cli.quarantine_cmd",
+                   "Take hosts out of service: taint, cordon and (--drain) drain them, in Kubernetes and Slurm."),
+    "release": ("clusterctl.cli.quarantine_cmd",
+                "Bring quarantined hosts back once their health and a one-host NCCL test pass."),
+    "status": ("clusterctl.cli.quarantine_cmd",
+               "Which nodes are quarantined: since when, by whom, why (reason and finding codes), and what their "
+               "release needs."),
+    "record": ("clusterctl.cli.record_cmd", "Record the selected hosts as mock profiles that replay them in CI."),
+    "mock": ("clusterctl.cli.mock_cmd", "Show or forget what mock hosts remember between runs."),
+}
+
+
+class LazyCommands(TyperGroup):
+    """The top-level group: commands are built from their module on first use (see ``COMMANDS``)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.commands[cmd_name] = load_command(cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        limit = formatter.width - 6 - max(len(name) for name in self.list_commands(ctx))
+        rows = []
+        for name in self.list_commands(ctx):
+            loaded = self.commands.get(name)
+            text = loaded.get_short_help_str(limit) if loaded is not None else _short(COMMANDS[name][1], limit)
+            rows.append((name, text))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _short(text: str, limit: int) -> str:
+    """``text`` cut at a word to fit ``limit`` with "...", as click shortens a command's help."""
+    if len(text) <= limit:
+        return text
+    words: list[str] = []
+    for word in text.split():
+        if len(" ".join([*words, word])) + 3 > limit:
+            break
+        words.append(word)
+    return " ".join(words) + "..."
+
+
+def load_command(name: str) -> Any:
+    """The click command ``name`` as its module registers it (typer vendors click: duck-typed)."""
+    module = importlib.import_module(COMMANDS[name][0])
+    holder = typer.Typer(add_completion=False, rich_markup_mode=None)
+    module.register(holder)
+    built = typer.main.get_command(holder)
+    inner = getattr(built, "commands", None)
+    if inner is not None and name in inner:
+        built = inner[name]
+    else:
+        built.name = name  # typer returns a lone command itself, named after its function
+    keep_examples_unwrapped(built)
+    return built
+
+
 app = typer.Typer(
+    cls=LazyCommands,
     name="clusterctl",
     help=HELP,
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-)
-
-#: Each module defines ``register(app)``. Kept as names so ``--help`` imports nothing heavy.
-COMMAND_MODULES: tuple[str, ...] = (
-    "clusterctl.cli.inventory_cmd",
-    "clusterctl.cli.exec_cmd",
-    "clusterctl.cli.copy_cmd",
-    "clusterctl.cli.survey_cmd",
-    "clusterctl.cli.topo_cmd",
-    "clusterctl.cli.nccl_cmd",
-    "clusterctl.cli.tune_cmd",
-    "clusterctl.cli.bench_cmd",
-    "clusterctl.cli.bootstrap_cmd",
-    "clusterctl.cli.undo_cmd",
-    "clusterctl.cli.reset_cmd",
-    "clusterctl.cli.mock_cmd",
-    "clusterctl.cli.record_cmd",
 )
 
 #: Global options: name -> takes a value. Used to let users put them after the command.
@@ -141,10 +209,6 @@ def global_options(
         # On the handlers, so records of every logger (paramiko's too) pass the filter.
         for handler in logging.getLogger().handlers:
             handler.addFilter(SecretMaskingFilter())
-
-
-for _name in COMMAND_MODULES:
-    importlib.import_module(_name).register(app)
 
 
 #: Commands whose trailing words are a remote command line, and their own options (-> takes a value).

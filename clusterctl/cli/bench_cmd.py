@@ -208,10 +208,10 @@ def nccl_command(
     results_dir: Optional[str] = typer.Option(None, "--results-dir", metavar="DIR",  # noqa: UP045
                                               help="Where to keep raw outputs and results.json (a new folder)."),
 ) -> None:
-    from clusterctl.bench.nccl_env import nccl_env
     from clusterctl.bench.nccl_tests import run_nccl_test
     from clusterctl.bench.payload import nccl_payload
     from clusterctl.bench.results import new_results_dir, save_nccl_run
+    from clusterctl.nccl.run_env import nccl_env
 
     app = app_context(ctx)
     settings = nccl_env(env, env_file)

@@ -11,7 +11,7 @@ from clusterctl.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from clusterctl.nccl.tune.run import TuneOutcome
-    from clusterctl.nccl.tune.sweep import SweepResult
+    from clusterctl.nccl.tune.sweep_result import SweepResult
 
 HELP = """Derive NCCL settings for the selected hosts, each with its reason.
 

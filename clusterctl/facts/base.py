@@ -10,11 +10,28 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
-
-from clusterctl.transport.base import CommandResult
+from typing import Generic, Protocol, TypeVar
 
 T = TypeVar("T")
+
+
+class CommandOutput(Protocol):
+    """What ``missing_reason`` reads of a command's result (``transport.base.CommandResult`` has it).
+
+    A protocol, so that facts stay pure parsers that import no transport.
+    """
+
+    @property
+    def command(self) -> str: ...
+
+    @property
+    def stdout(self) -> str: ...
+
+    @property
+    def stderr(self) -> str: ...
+
+    @property
+    def exit_code(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -48,7 +65,7 @@ _KNOWN_FAILURES: tuple[tuple[str, str], ...] = (
 )
 
 
-def missing_reason(result: CommandResult) -> str | None:
+def missing_reason(result: CommandOutput) -> str | None:
     """Why a fact's command gave no usable output, or ``None`` if it succeeded.
 
     Recognises the failures seen on real hosts so the report says "driver/library
@@ -62,6 +79,6 @@ def missing_reason(result: CommandResult) -> str | None:
         if needle in text:
             return reason
     if result.exit_code != 0:
-        tail = result.stderr_tail(2) or result.stdout.strip()[-200:]
+        tail = "\n".join(result.stderr.strip().splitlines()[-2:]) or result.stdout.strip()[-200:]
         return f"exit code {result.exit_code}" + (f": {tail}" if tail else "")
     return None

@@ -23,31 +23,29 @@ from __future__ import annotations
 import ipaddress
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from clusterctl.inventory import values
 from clusterctl.inventory.model import RUNTIME_MODES, AptRepo, BootstrapConfig
+from clusterctl.inventory.node_reader import NodeReader
 from clusterctl.inventory.values import BadValue
 from clusterctl.inventory.yaml_tree import Mapping, Node, Sequence, kind_of
-
-if TYPE_CHECKING:
-    from clusterctl.inventory.native import _Reader
 
 NODE_FIELDS = ("mirror", "apt_repos", "apt_repos_only", "nvidia_container_toolkit", "containerd_package", "runtime",
           "cdi", "pod_subnet", "service_subnet", "control_plane_endpoint", "sandbox_image", "registry_mirrors",
           "min_var_lib_gib")
-#: Sections the cluster phases read (checked by ``clusterctl.bootstrap.cluster.settings``).
+#: Sections the cluster phases read (checked by ``clusterctl.inventory.cluster_sections``).
 CLUSTER_SECTIONS = ("network", "addons", "alerts")
 FIELDS: tuple[str, ...] = (*NODE_FIELDS, *CLUSTER_SECTIONS, "image_repository", "survey")
 REPO_FIELDS = ("name", "url", "suites", "components", "key_file", "key_url")
 
 
 def _endpoint(value: Any, what: str) -> str:
-    from clusterctl.bootstrap.cluster.settings import endpoint
     from clusterctl.errors import UsageError
+    from clusterctl.inventory.cluster_sections import endpoint_setting
 
     try:
-        endpoint(values.text(value, what), what)
+        endpoint_setting(values.text(value, what), what)
     except UsageError as exc:
         raise BadValue(f"{what}: {exc.message}", "Write host or host:port, e.g. k8s-api.example.internal:6443.") \
             from None
@@ -102,7 +100,7 @@ def _clean_name(value: Any) -> str:
     return text
 
 
-def read_bootstrap(r: _Reader, node: Node, field: str) -> BootstrapConfig:
+def read_bootstrap(r: NodeReader, node: Node, field: str) -> BootstrapConfig:
     settings = r.mapping(node, field, must_be="'bootstrap' must be a mapping of settings",
                          hint="Valid fields: " + ", ".join(FIELDS) + ".")
     out: dict[str, Any] = {}
@@ -145,10 +143,10 @@ def read_bootstrap(r: _Reader, node: Node, field: str) -> BootstrapConfig:
     return BootstrapConfig(**out, source=f"{r.file}:{node.line}")
 
 
-def _cluster_section(r: _Reader, key: str, node: Node, field: str) -> dict[str, Any]:
+def _cluster_section(r: NodeReader, key: str, node: Node, field: str) -> dict[str, Any]:
     """``network``, ``addons`` or ``alerts`` as plain values, checked now so errors carry the line."""
-    from clusterctl.bootstrap.cluster import settings as cluster
     from clusterctl.errors import UsageError
+    from clusterctl.inventory import cluster_sections as cluster
     from clusterctl.inventory.yaml_tree import to_python
 
     if not isinstance(node, Mapping):
@@ -171,7 +169,7 @@ def _cluster_section(r: _Reader, key: str, node: Node, field: str) -> dict[str, 
     return dict(data)
 
 
-def _repos(r: _Reader, node: Node, field: str) -> tuple[AptRepo, ...]:
+def _repos(r: NodeReader, node: Node, field: str) -> tuple[AptRepo, ...]:
     if not isinstance(node, Sequence):
         raise r.error(f"'apt_repos' must be a list of repositories, not {kind_of(node)}.", line=node.line,
                       field=field)
@@ -210,7 +208,7 @@ def _repos(r: _Reader, node: Node, field: str) -> tuple[AptRepo, ...]:
     return tuple(repos)
 
 
-def _mirrors(r: _Reader, node: Node, field: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _mirrors(r: NodeReader, node: Node, field: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     if not isinstance(node, Mapping):
         raise r.error(f"'registry_mirrors' must map a registry to mirror URLs, not {kind_of(node)}.",
                       line=node.line, field=field, hint="e.g. registry_mirrors: {docker.io: [https://mirror.local]}")

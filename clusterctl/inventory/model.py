@@ -140,7 +140,7 @@ class BootstrapConfig:
     registry_mirrors: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: Free space preflight wants under /var/lib (images, etcd, logs).
     min_var_lib_gib: float = 20.0
-    #: Cluster phases: CNI choice, version and air-gap mirrors (``clusterctl.bootstrap.cluster.settings``).
+    #: Cluster phases: CNI choice, version and air-gap mirrors (checked by ``clusterctl.inventory.cluster_sections``).
     network: dict[str, Any] | None = field(default=None, hash=False)
     #: GPU add-ons: ``mode`` (device-plugin or gpu-operator), chart pins and archives, image registry.
     addons: dict[str, Any] | None = field(default=None, hash=False)

@@ -19,6 +19,7 @@ from clusterctl.errors import InventoryError
 from clusterctl.inventory import values
 from clusterctl.inventory.bootstrap_section import read_bootstrap
 from clusterctl.inventory.model import BootstrapConfig, Fabric, Host, Inventory, SSHOptions, StackPin
+from clusterctl.inventory.node_reader import NodeReader
 from clusterctl.inventory.source_file import read_inventory_text
 from clusterctl.inventory.values import BadValue
 from clusterctl.inventory.yaml_tree import (
@@ -26,7 +27,6 @@ from clusterctl.inventory.yaml_tree import (
     Node,
     Scalar,
     Sequence,
-    as_mapping,
     is_empty,
     kind_of,
     parse_yaml,
@@ -79,13 +79,8 @@ def parse_native(text: str, *, file: str, base_dir: Path) -> Inventory:
     return _Reader(file, base_dir).read(parse_yaml(text, file))
 
 
-class _Reader:
-    def __init__(self, file: str, base_dir: Path) -> None:
-        self.file = file
-        self.base_dir = base_dir
-
-    def error(self, message: str, *, line: int, field: str | None, hint: str | None = None) -> InventoryError:
-        return InventoryError(message, file=self.file, line=line, field=field or None, hint=hint)
+class _Reader(NodeReader):
+    """The document's structure: defaults, groups, hosts and their settings."""
 
     # --- the document -------------------------------------------------------------------
 
@@ -280,13 +275,6 @@ class _Reader:
         hint = values.did_you_mean(key, spec) or "Valid fields: " + ", ".join(sorted(spec)) + "."
         return self.error(f"unknown field '{key}'.", line=line, field=path, hint=hint)
 
-    def mapping(self, node: Node, field: str, *, must_be: str, hint: str | None = None) -> Mapping:
-        """``node`` as a mapping (empty for a key with no value), else the error "{must_be}, not ..."."""
-        mapping = as_mapping(node)
-        if mapping is None:
-            raise self.error(f"{must_be}, not {kind_of(node)}.", line=node.line, field=field, hint=hint)
-        return mapping
-
     def settings(
         self, node: Node, field: str, spec: dict[str, FieldReader], *, must_be: str | None = None,
         hint: str | None = None,
@@ -321,18 +309,6 @@ class _Reader:
             section[entry.key] = _Setting(value, entry.key_line, sub)
         return section
 
-    def scalar(self, node: Node, field: str, convert: Callable[[Any], Any], *, raw: bool = False) -> Any:
-        """One scalar, converted; ``raw`` passes numbers as written (``12.10``, not ``12.1``)."""
-        if not isinstance(node, Scalar):
-            raise self.error(f"expected a single value here, found {kind_of(node)}.", line=node.line, field=field)
-        value = node.value
-        if raw and isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = node.text
-        try:
-            return convert(value)
-        except BadValue as exc:
-            raise self.error(exc.message, line=node.line, field=field, hint=exc.hint) from None
-
     def roles(self, node: Node, field: str) -> tuple[str, ...]:
         if isinstance(node, Sequence):
             if not node.items:
@@ -349,14 +325,6 @@ class _Reader:
                     found.append(role)
             return tuple(found)
         return tuple(self.scalar(node, field, values.roles))
-
-    def names(self, node: Node, field: str) -> tuple[str, ...]:
-        if isinstance(node, Sequence):
-            return tuple(
-                self.scalar(item, f"{field}[{i}]", lambda v: values.text(v, "a name"), raw=True)
-                for i, item in enumerate(node.items)
-            )
-        return tuple(self.scalar(node, field, lambda v: values.text_list(v, "this list"), raw=True))
 
     # --- one host -----------------------------------------------------------------------
 

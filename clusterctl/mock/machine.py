@@ -22,7 +22,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterctl.mock.profile import Profile, Rule, rule_tools
+from clusterctl.mock.profile import Profile, Rule, normalise, rule_tools
 from clusterctl.mock.shell import Shell
 from clusterctl.mock.state import STATE_VERSION, ClusterState, HostState, MockCluster, StateError
 from clusterctl.mock.tools import BIN_DIRS, FILE_TOOLS, tool_module
@@ -153,16 +153,11 @@ class MockMachine:
 
     # -- rules ---------------------------------------------------------------------------
 
-    def _candidates(self, lines: Sequence[str], values: dict[str, str]) -> list[int]:
-        return [i for i, rule in enumerate(self.profile.rules) if any(rule.matches(ln, values) for ln in lines)]
-
-    def answer_rule(self, lines: Sequence[str], *, timeout: float | None = None) -> ToolResult | None:
-        """The answer of the first rule matching any of ``lines``, or None when none applies."""
-        snapshot = self.host.read()
-        values = {str(k): str(v) for k, v in (snapshot.get("values") or {}).items()}
-        if not self._candidates(lines, values):
-            return None
+    def _take_rule(self, lines: Sequence[str]) -> tuple[Rule | None, int]:
+        """Under the state lock: the first rule that applies now (counting skips, ``times`` and
+        cycling answers) and how many times it answered before; state it sets is stored."""
         chosen: Rule | None = None
+        count = 0
         with self.host.edit() as data:
             values = {str(k): str(v) for k, v in (data.get("values") or {}).items()}
             hits = data.setdefault("rule_hits", {})
@@ -188,6 +183,38 @@ class MockMachine:
                 if not rule.fail:
                     data.setdefault("values", {}).update(dict(rule.set_state))
                 break
+        return chosen, count
+
+    def _first_match(self, lines: Sequence[str]) -> Rule | None:
+        """The first rule answering any of ``lines`` in the current state (read only if a rule asks)."""
+        normalised = [normalise(line) for line in lines]
+        values: dict[str, str] | None = None
+        for rule in self.profile.rules:
+            if not any(rule.matches_command(line, norm) for line, norm in zip(lines, normalised, strict=True)):
+                continue
+            if rule.when_state:
+                values = self.host.values() if values is None else values
+                if not rule.state_allows(values):
+                    continue
+            return rule
+        return None
+
+    def _candidates(self, lines: Sequence[str], values: dict[str, str]) -> list[int]:
+        return [i for i, rule in enumerate(self.profile.rules) if any(rule.matches(ln, values) for ln in lines)]
+
+    def answer_rule(self, lines: Sequence[str], *, timeout: float | None = None) -> ToolResult | None:
+        """The answer of the first rule matching any of ``lines``, or None when none applies."""
+        first = self._first_match(lines)
+        if first is None:
+            return None
+        chosen: Rule | None = None
+        count = 0
+        if first.replays_plainly:
+            # A plain recorded answer changes no state: no lock, no write (survey replays
+            # dozens of these per host).
+            chosen = first
+        else:
+            chosen, count = self._take_rule(lines)
         if chosen is None:
             return None
         if chosen.delay_s:

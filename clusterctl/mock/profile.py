@@ -8,6 +8,7 @@ swap: the starting point of the simulated tools, see ``clusterctl.mock``).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -45,12 +46,26 @@ class Rule:
     #: Answer at most this many calls, then let later rules or the simulated tool answer (None: always).
     times: int | None = None
 
+    @property
+    def replays_plainly(self) -> bool:
+        """Always the same answer and no state set: answering it needs no bookkeeping."""
+        return not self.skip and self.times is None and len(self.stdouts) == 1 and not self.set_state
+
     def matches(self, command: str, state: Mapping[str, str]) -> bool:
-        if any(state.get(k) != v for k, v in self.when_state):
-            return False
+        return self.state_allows(state) and self.matches_command(command, normalise(command))
+
+    def state_allows(self, state: Mapping[str, str]) -> bool:
+        return all(state.get(k) == v for k, v in self.when_state)
+
+    def matches_command(self, command: str, normalised: str) -> bool:
+        """Whether the rule answers ``command`` (``normalised``: the same, whitespace-normalised)."""
         if self.match is not None:
-            return normalise(command) == normalise(self.match)
+            return normalised == self._normalised_match
         return self.regex is not None and self.regex.search(command) is not None
+
+    @functools.cached_property
+    def _normalised_match(self) -> str:
+        return normalise(self.match or "")
 
 
 @dataclass(frozen=True)

@@ -64,20 +64,34 @@ class JsonDocument:
         return data
 
     def read(self) -> dict[str, Any]:
-        """A snapshot of the document ({} when it does not exist yet)."""
-        with self._locked():
-            return self._load()
+        """A snapshot of the document ({} when it does not exist yet).
+
+        No lock: every write replaces the file whole (``os.replace``), so a reader sees the old
+        document or the new one, never half of one. Replayed commands read state on every call.
+        """
+        return self._load()
 
     @contextlib.contextmanager
     def edit(self) -> Iterator[dict[str, Any]]:
-        """``with doc.edit() as data:`` change ``data`` in place; written back when the block ends."""
+        """``with doc.edit() as data:`` change ``data`` in place; written back when the block ends.
+
+        Written only when ``data`` changed: most edits only look (seeding an already seeded host).
+        """
         with self._locked():
             data = self._load()
+            before = _dumps(data)
             yield data
+            after = _dumps(data)
+            if after == before and self.path.exists():
+                return
             fd, tmp = tempfile.mkstemp(prefix=".state-", dir=self.path.parent)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, indent=1, sort_keys=True)
+                fh.write(after)
             os.replace(tmp, self.path)
+
+
+def _dumps(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=1, sort_keys=True)
 
 
 class FileTree:

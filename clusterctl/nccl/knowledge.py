@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from clusterctl.nccl.value_problem import ValueProblem
 from clusterctl.nccl.versions import NcclVersion, try_parse_version
 
 #: Every value grammar the knowledge base may name.
@@ -122,16 +121,6 @@ class VariableInfo:
         return self.maximum
 
     # -- values -------------------------------------------------------------------------
-
-    def validate(self, value: str, version: NcclVersion | None = None) -> list[ValueProblem]:
-        """What is wrong with ``value`` for this variable (empty list: nothing)."""
-        if self.plugin is not None:
-            from clusterctl.nccl.plugins import check_plugin_value
-
-            return check_plugin_value(self, value)
-        from clusterctl.nccl.grammar import check_value
-
-        return check_value(self, value, version)
 
     def values_for(self, version: NcclVersion | None) -> tuple[str, ...]:
         """The accepted values ``version`` knows (all of them when the version is unknown)."""

@@ -9,6 +9,7 @@ from clusterctl.nccl.grammar import legacy_level, normalise, strtoll
 from clusterctl.nccl.knowledge import SCOPE_READER, KnowledgeBase, VariableInfo, knowledge_base
 from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, GPU_NIC_PATHS, nccl_path, path_rank, uses_gdr
 from clusterctl.nccl.sources import BUILD_ARG, PASSTHROUGH, Setting
+from clusterctl.nccl.value_check import value_problems
 from clusterctl.nccl.versions import NcclVersion, parse_version
 
 SEVERITIES: tuple[str, ...] = tuple(s.value for s in Severity)
@@ -107,7 +108,7 @@ def _lint_one(s: Setting, kb: KnowledgeBase, version: NcclVersion | None) -> lis
     findings = _version_findings(s, info, version)
     if s.dynamic:
         return findings
-    problems = info.validate(s.value, version)
+    problems = value_problems(info, s.value, version)
     findings.extend(_finding(s, p.code, p.severity, p.message, p.fix) for p in problems)
     if not problems:
         findings.extend(_value_notes(s, info, version))
@@ -130,7 +131,7 @@ def _plugin_findings(s: Setting, info: VariableInfo) -> list[Finding]:
     if info.note and info.note.startswith(("removed", "deprecated")):
         findings.append(_finding(s, "DEPRECATED", "warning", f"{s.name}: {info.note}", f"remove {s.name}"))
     if not s.dynamic:
-        findings.extend(_finding(s, p.code, p.severity, p.message, p.fix) for p in info.validate(s.value))
+        findings.extend(_finding(s, p.code, p.severity, p.message, p.fix) for p in value_problems(info, s.value))
     return findings
 
 

@@ -15,7 +15,7 @@ from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.progress import ProgressStore
 from clusterctl.changes import Change
 from clusterctl.fanout import Runner
-from clusterctl.findings import Finding
+from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Host, Inventory
 from clusterctl.mock.transport import MockTransport, load_profile
 from clusterctl.secret import Secret
@@ -349,3 +349,74 @@ def test_skip_reason_is_the_one_answer_in_the_order_a_user_reads_it() -> None:
                        done_before=True) is SkipReason.EARLIER_FAILURE
     assert skip_reason(Join(), ctx(hosts[1]), failed_earlier=False, first_target=None,
                        done_before=True) is SkipReason.DONE_BEFORE
+
+
+class ProbedPhase(Phase[str]):
+    """Reads a file with one command in check; verify reads it again, polling up to three times
+    until it says ``ready`` (as a phase waiting for a node does)."""
+
+    name: ClassVar[str] = "probed"
+    description: ClassVar[str] = "test phase that reads with commands"
+
+    def check(self, ctx: PhaseContext) -> str:
+        return ctx.reader.run("cat /etc/probed.conf").stdout
+
+    def plan(self, ctx: PhaseContext, state: str) -> list[Change]:
+        wanted = "ready\n"
+        return [] if state == wanted else [Change.write_file(ctx.host.name, "/etc/probed.conf", wanted,
+                                                             current=state.encode() or None)]
+
+    def verify(self, ctx: PhaseContext) -> list[Finding]:
+        for _ in range(3):
+            if ctx.reader.run("cat /etc/probed.conf").stdout == "ready\n":
+                return []
+        return [Finding(Severity.ERROR, "NOT_READY", "never ready", host=ctx.host.name)]
+
+
+def _reads(fleet: Fleet, host: str) -> int:
+    return sum(1 for line in fleet.transports[host].history if line.startswith("cat /etc/probed.conf"))
+
+
+def test_a_no_op_phase_reads_each_host_once_and_a_changed_one_is_verified_afresh(fleet: Fleet,
+                                                                                  tmp_path: Path) -> None:
+    first = run(fleet, [ProbedPhase()], settings(tmp_path))
+    assert first.ok and first.changed
+    assert _reads(fleet, "n1") == 2  # check, then verify after the write: a fresh read
+    second = run(fleet, [ProbedPhase()], settings(tmp_path))
+    assert second.ok and not second.changed
+    assert _reads(fleet, "n1") == 3  # the no-op's verify got check's answer, no second round trip
+
+
+def test_a_polling_verify_still_reaches_the_host_after_the_first_replayed_answer(fleet: Fleet,
+                                                                                  tmp_path: Path) -> None:
+    fleet.transports["n1"].files["/etc/probed.conf"] = b"starting\n"
+
+    class Waits(ProbedPhase):
+        """Changes nothing itself; the service it waits for comes up right after check."""
+
+        def check(self, ctx: PhaseContext) -> str:
+            text = super().check(ctx)
+            fleet.transports[ctx.host.name].files["/etc/probed.conf"] = b"ready\n"
+            return text
+
+        def plan(self, ctx: PhaseContext, state: str) -> list[Change]:
+            return []
+
+    report = run(fleet, [Waits()], settings(tmp_path))
+    assert "n1" not in report.failed_hosts
+    # check, then verify: its first poll is check's answer ("starting"), its second reaches the host.
+    assert _reads(fleet, "n1") == 2
+
+
+def test_release_leaves_a_lock_another_run_took_over(fleet: Fleet, tmp_path: Path) -> None:
+    from clusterctl.bootstrap.lock import acquire, release
+
+    transport = fleet.transports["n1"]
+    mine = LockInfo("alice", "laptop", 1, "2026-01-01T00:00:00+00:00", "run-a")
+    theirs = LockInfo("bob", "desk", 2, "2026-01-01T00:00:01+00:00", "run-b")
+    assert acquire(transport, mine) == ""
+    transport.files[LOCK] = theirs.to_bytes()  # bob forced the lock open and took it
+    release(transport, mine)
+    assert fleet.file("n1", LOCK) == theirs.to_bytes()
+    release(transport, theirs)
+    assert fleet.file("n1", LOCK) is None

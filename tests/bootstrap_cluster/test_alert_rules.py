@@ -12,7 +12,7 @@ import yaml
 from cluster_builders import FIXTURES
 
 from clusterctl.bootstrap.cluster import alerts
-from clusterctl.bootstrap.cluster.settings import AlertSettings
+from clusterctl.inventory.cluster_sections import AlertSettings
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (Debian package 'prometheus')")

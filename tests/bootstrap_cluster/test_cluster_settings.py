@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from cluster_builders import make_inventory, make_settings
 
-from clusterctl.bootstrap.cluster.pins import CHART_PINS
 from clusterctl.bootstrap.cluster.settings import cluster_settings, kubelet_node_labels, kubernetes_version
 from clusterctl.errors import UsageError
+from clusterctl.inventory.pins import CHART_PINS
 
 
 def test_a_pin_that_needs_kubeadm_v1beta3_is_refused_with_the_supported_range() -> None:

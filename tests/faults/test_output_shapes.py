@@ -25,11 +25,9 @@ def _run(columns: int, *argv: str) -> str:
 
 
 def _source_examples(command: str) -> list[str]:
-    import typer
+    from clusterctl.cli.app import load_command
 
-    from clusterctl.cli.app import app
-
-    help_text = typer.main.get_command(app).commands[command].help or ""  # type: ignore[attr-defined]
+    help_text = load_command(command).help or ""
     return [line.strip() for line in help_text.splitlines() if line.startswith("  ") and line.strip()]
 
 

@@ -7,13 +7,15 @@ import glob
 import os
 import re
 import shlex
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 import typer
 
-from clusterctl.cli.app import HELP, app
+from clusterctl.cli.app import COMMANDS, HELP, app
 
 from .conftest import REPO
 
@@ -23,11 +25,35 @@ def _commands() -> list[tuple[list[str], object]]:
 
     def walk(command: object, path: list[str]) -> None:
         found.append((path, command))
-        for name, sub in (getattr(command, "commands", None) or {}).items():
-            walk(sub, [*path, name])
+        if not hasattr(command, "list_commands"):
+            return
+        context = typer.Context(command)  # type: ignore[arg-type]
+        for name in command.list_commands(context):
+            walk(command.get_command(context, name), [*path, name])
 
     walk(typer.main.get_command(app), [])
     return found
+
+
+def test_top_level_help_lines_are_the_commands_own_help() -> None:
+    """``--help`` lists commands from a table without importing them: each line must be what
+    the command itself says, so the table cannot drift from the code."""
+    top = typer.main.get_command(app)
+    context = typer.Context(top)  # type: ignore[arg-type]
+    for name, (_module, line) in COMMANDS.items():
+        command = top.get_command(context, name)  # type: ignore[attr-defined]
+        assert command is not None, name
+        assert command.get_short_help_str(limit=1000) == line, name
+
+
+def test_top_level_help_imports_no_command_module() -> None:
+    code = ("import sys; sys.argv = ['clusterctl', '--help']\n"
+            "from clusterctl.cli.app import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.endswith('_cmd')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert "Commands:" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_every_option_and_argument_has_help() -> None:

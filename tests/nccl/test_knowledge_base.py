@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clusterctl.nccl.knowledge import KINDS, SCOPES, VariableInfo, knowledge_base
+from clusterctl.nccl.value_check import value_problems
 from clusterctl.nccl.versions import NcclVersion
 
 KB = knowledge_base()
@@ -45,7 +46,7 @@ def test_defaults_are_valid_under_their_own_grammar(info: VariableInfo) -> None:
         default = info.default_for(version)  # each release's own default, valid in that release
         if default is None:
             continue
-        problems = [p for p in info.validate(default.value, version) if p.severity != "info"]
+        problems = [p for p in value_problems(info, default.value, version) if p.severity != "info"]
         assert problems == [], f"default {default.value!r} of {info.name}: {problems}"
 
 

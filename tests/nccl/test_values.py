@@ -6,6 +6,7 @@ import pytest
 
 from clusterctl.nccl.grammar import strtoll
 from clusterctl.nccl.knowledge import knowledge_base
+from clusterctl.nccl.value_check import value_problems
 from clusterctl.nccl.versions import NcclVersion
 
 KB = knowledge_base()
@@ -14,7 +15,7 @@ KB = knowledge_base()
 def messages(name: str, value: str, version: NcclVersion | None = None) -> list[str]:
     info = KB.variable(name)
     assert info is not None
-    return [p.message for p in info.validate(value, version)]
+    return [p.message for p in value_problems(info, value, version)]
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -28,10 +29,10 @@ def test_strtoll_reads_like_c(text: str, expected: tuple[int, str]) -> None:
 def test_unit_suffix_is_read_as_the_bare_number() -> None:
     info = KB.variable("NCCL_BUFFSIZE")
     assert info is not None
-    [problem] = info.validate("4M")
+    [problem] = value_problems(info, "4M")
     assert problem.message == "NCCL_BUFFSIZE=4M is read as 4: NCCL parses numbers with strtoll, which stops at 'M'"
     assert problem.fix == "write the number in full: NCCL_BUFFSIZE=4194304"
-    assert info.validate("0x400000") == []
+    assert value_problems(info, "0x400000") == []
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -80,7 +81,7 @@ def test_algo_grammar_with_exclusion_and_per_collective_form() -> None:
     assert messages("NCCL_ALGO", "allreduce:tree,ring;broadcast:ring", NcclVersion(2, 21, 5)) == [
         "NCCL_ALGO=allreduce:tree,ring;broadcast:ring uses the per-collective form, which NCCL reads only from "
         "2.24 on (this is 2.21.5)"]
-    [bad] = KB.variable("NCCL_ALGO").validate("Rings")  # type: ignore[union-attr]
+    [bad] = value_problems(KB.variable("NCCL_ALGO"), "Rings")  # type: ignore[arg-type]
     assert bad.fix.endswith("(did you mean Ring?)")
     assert messages("NCCL_ALGO", "Collnet", NcclVersion(2, 18, 3)) == [
         "NCCL_ALGO=Collnet: 'Collnet' is read only by NCCL 2.5-2.13"]

@@ -15,7 +15,7 @@ from fixture_files import fixture_dir
 from clusterctl.errors import UsageError
 from clusterctl.nccl.tune.derive import TunedSetting, Tuning
 from clusterctl.nccl.tune.render import render_files
-from clusterctl.nccl.tune.sweep import RangeOutcome, SweepResult
+from clusterctl.nccl.tune.sweep_result import RangeOutcome, SweepResult
 from clusterctl.templating import templates_dir
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -17,21 +17,13 @@ from clusterctl.errors import UsageError
 from clusterctl.fanout import Runner
 from clusterctl.inventory.model import Host
 from clusterctl.mock.transport import MockTransport
+from clusterctl.nccl.tune.bench_measure import bench_measure
+from clusterctl.nccl.tune.candidates import Candidate, candidate_space, lint_validator, socket_candidates
 from clusterctl.nccl.tune.derive import Tuning
 from clusterctl.nccl.tune.render import render_files, tuner_rows
-from clusterctl.nccl.tune.sweep import (
-    Candidate,
-    RangeOutcome,
-    SweepResult,
-    bench_measure,
-    candidate_space,
-    lint_validator,
-    load_sweep,
-    range_of,
-    run_sweep,
-    save_sweep,
-    socket_candidates,
-)
+from clusterctl.nccl.tune.saved_sweep import load_sweep, save_sweep
+from clusterctl.nccl.tune.sweep import run_sweep
+from clusterctl.nccl.tune.sweep_result import RangeOutcome, SweepResult, range_of
 from clusterctl.nccl.versions import parse_version
 
 PROFILE = Path(__file__).resolve().parent / "profiles" / "sweep"

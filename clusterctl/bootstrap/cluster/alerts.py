@@ -13,9 +13,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from clusterctl.bootstrap.cluster.settings import AlertSettings
 from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.errors import UsageError
+from clusterctl.inventory.cluster_sections import AlertSettings
 
 RULES_PATH = "/etc/kubernetes/clusterctl/prometheus/dcgm-alerts.rules.yml"
 PROMETHEUS_RULE_PATH = "/etc/kubernetes/clusterctl/prometheus/dcgm-alerts.prometheusrule.yaml"

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clusterctl.bootstrap.cluster.pins import CNI_PINS
 from clusterctl.bootstrap.cluster.settings import ClusterSettings
 from clusterctl.bootstrap.cluster.templating import render
+from clusterctl.inventory.pins import CNI_PINS
 
 MANIFEST_DIR = "/etc/kubernetes/clusterctl/network"
 

@@ -42,6 +42,8 @@ TOOLS: dict[str, str] = {
     "kubelet": "clusterctl.mock.tools.kubelet",
     "kubectl": "clusterctl.mock.tools.kubectl",
     "helm": "clusterctl.mock.tools.helm",
+    # Slurm's scontrol, sharing the mock cluster's node states:
+    "scontrol": "clusterctl.mock.tools.scontrol",
 }
 
 #: Tools that only the in-process mock simulates: on an sshd mock host the real shell and

@@ -1,9 +1,13 @@
 """``kubectl`` against the simulated cluster (``kube_state``), as root on a control-plane host.
 
-Supported: ``get --raw /readyz``; ``get nodes -o json``; ``get [-n NS] KIND/NAME -o name``;
+Supported: ``get --raw /readyz``; ``get nodes [NAME] -o json``; ``get [-n NS] KIND/NAME -o name``;
 ``get pod -n NS NAME -o jsonpath={.status.phase}``; ``apply [--server-side] -f FILE|URL|-``;
 ``rollout status KIND/NAME -n NS``; ``wait --for=jsonpath={.status.phase}=PHASE pod/NAME``;
-``logs``; ``delete pod``. Messages are kubectl's (recordings/kube/, recordings/README.md).
+``logs``; ``delete pod``; and on nodes and their pods (``kubectl_nodes``): ``taint``, ``cordon``,
+``uncordon``, ``annotate``, ``get pods -A --field-selector spec.nodeName=N -o json``, evictions
+through ``create --raw .../eviction -f -``; applied Deployments, StatefulSets and
+PodDisruptionBudgets run and guard pods (``kube_workloads``). Messages are kubectl's
+(recordings/kube/, recordings/README.md).
 Pinned upstream manifests are known by name (Calico's ``operator-crds.yaml`` and
 ``tigera-operator.yaml``); any other URL answers 404, as for a mirror that lacks the file.
 """
@@ -14,6 +18,8 @@ import json
 from typing import Any
 
 from clusterctl.mock.tools import kube_state as ks
+from clusterctl.mock.tools import kube_workloads as kw
+from clusterctl.mock.tools import kubectl_nodes as kn
 from clusterctl.mock.tools.base import ToolContext, ToolResult
 
 PACKAGES = ("kubectl",)
@@ -27,9 +33,10 @@ RESOURCES = {"daemonset": ("daemonsets", "apps"), "deployment": ("deployments", 
              "prometheusrule": ("prometheusrules", "monitoring.coreos.com"), "pod": ("pods", ""),
              "configmap": ("configmaps", ""), "namespace": ("namespaces", ""),
              "runtimeclass": ("runtimeclasses", "node.k8s.io"), "installation": ("installations", "operator.tigera.io"),
-             "apiserver": ("apiservers", "operator.tigera.io")}
+             "apiserver": ("apiservers", "operator.tigera.io"), "statefulset": ("statefulsets", "apps"),
+             "poddisruptionbudget": ("poddisruptionbudgets", "policy"), "node": ("nodes", "")}
 ALIASES = {"crd": "customresourcedefinition", "ds": "daemonset", "deploy": "deployment", "ns": "namespace",
-           "po": "pod", "cm": "configmap"}
+           "po": "pod", "cm": "configmap", "sts": "statefulset", "pdb": "poddisruptionbudget", "no": "node"}
 CRD_FOR_KIND = {"installation": "installations.operator.tigera.io", "apiserver": "apiservers.operator.tigera.io",
                 "prometheusrule": "prometheusrules.monitoring.coreos.com",
                 "servicemonitor": "servicemonitors.monitoring.coreos.com"}
@@ -54,7 +61,8 @@ def _split(args: list[str]) -> tuple[list[str], dict[str, str], set[str]]:
     words: list[str] = []
     options: dict[str, str] = {}
     flags: set[str] = set()
-    takes_value = {"-n", "--namespace", "-o", "--output", "-f", "--filename", "--kubeconfig", "--timeout", "--for"}
+    takes_value = {"-n", "--namespace", "-o", "--output", "-f", "--filename", "--kubeconfig", "--timeout", "--for",
+                   "--field-selector", "--selector", "-l"}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -95,7 +103,8 @@ def _not_found(kind: str, name: str) -> ToolResult:
     return ToolResult("", f'Error from server (NotFound): {_resource(kind, name)} "{name}" not found\n', 1)
 
 
-def _nodes_json(ctx: ToolContext, kube: dict[str, Any]) -> str:
+def _nodes_json(ctx: ToolContext, kube: dict[str, Any], only: str | None = None) -> str | None:
+    """All nodes as a ``List``, or the one node ``only`` as an object (None: no such node)."""
     ready = ks.cni_ready(kube)
     plugin = ks.deployed(kube, ks.DEVICE_PLUGIN_RELEASES)
     nfd = ks.deployed(kube, ks.NFD_RELEASES)
@@ -112,11 +121,13 @@ def _nodes_json(ctx: ToolContext, kube: dict[str, Any]) -> str:
         condition = {"type": "Ready", "status": "True", "reason": "KubeletReady",
                      "message": "kubelet is posting ready status"} if ready else \
             {"type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": NOT_READY}
-        items.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-                      "spec": {}, "status": {"allocatable": allocatable, "capacity": dict(allocatable),
-                                             "conditions": [condition],
-                                             "nodeInfo": {"kubeletVersion": node.get("kubelet_version", ""),
-                                                          "operatingSystem": "linux", "architecture": "amd64"}}})
+        status = {"allocatable": allocatable, "capacity": dict(allocatable), "conditions": [condition],
+                  "nodeInfo": {"kubeletVersion": node.get("kubelet_version", ""), "operatingSystem": "linux",
+                               "architecture": "amd64"}}
+        items.append(kn.node_object(name, node, labels, status))
+    if only is not None:
+        found = next((item for item in items if item["metadata"]["name"] == only), None)
+        return None if found is None else json.dumps(found, indent=4) + "\n"
     return json.dumps({"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}},
                       indent=4) + "\n"
 
@@ -166,6 +177,10 @@ def _apply_docs(ctx: ToolContext, docs: list[dict[str, Any]], source: str, serve
             objects[key] = {"spec": body}
             if kind == "pod":
                 kube.setdefault("pods", {})[f"{namespace}/{name}"] = _schedule_pod(ctx, kube, doc)
+            elif kind in ("deployment", "statefulset"):
+                kw.apply_workload(kube, kind, namespace, doc)
+            elif kind == "poddisruptionbudget":
+                kw.apply_pdb(kube, namespace, doc)
             if kind == "installation" and _key("deployment", "tigera-operator", "tigera-operator") in objects:
                 objects[_key("namespace", "", "calico-system")] = {"spec": "{}"}
                 objects[_key("daemonset", "calico-system", "calico-node")] = {"spec": "{}"}
@@ -218,8 +233,21 @@ def run(ctx: ToolContext) -> ToolResult:
     namespace = options.get("--namespace", "default")
     if words[:1] == ["get"] and "--raw" in flags:
         return ctx.ok("ok") if words[1:] == ["/readyz"] else _not_found("path", " ".join(words[1:]))
-    if words[:2] == ["get", "nodes"]:
-        return ctx.ok(_nodes_json(ctx, kube))
+    if words[:2] in (["get", "nodes"], ["get", "node"], ["get", "no"]):
+        if len(words) >= 3:
+            one = _nodes_json(ctx, kube, only=words[2])
+            return kn.node_missing(words[2]) if one is None else ctx.ok(one)
+        return ctx.ok(str(_nodes_json(ctx, kube)))
+    if words[:2] in (["get", "pods"], ["get", "pod"], ["get", "po"]) and len(words) == 2:
+        return kn.pods_list(ctx, options, flags)
+    if words[:1] == ["taint"]:
+        return kn.taint(ctx, words[1:], flags)
+    if words[:1] in (["cordon"], ["uncordon"]):
+        return kn.cordon(ctx, words[0], words[1:])
+    if words[:1] == ["annotate"]:
+        return kn.annotate(ctx, words[1:], flags)
+    if words[:1] == ["create"] and "--raw" in flags and len(words) >= 2:
+        return kn.create_raw(ctx, words[1], options)
     if words[:1] == ["apply"]:
         return _apply(ctx, options, flags)
     if words[:1] == ["get"] and len(words) >= 2:

@@ -8,7 +8,7 @@ State (``host.json`` → ``services``): ``{unit: {"active": "active|inactive|fai
 Starting a unit runs its start check first (``STARTS``): containerd's reads
 ``/etc/containerd/config.toml`` and its imports from the tree and fails to start, like the
 real daemon, on a file that is not TOML or whose ``version`` the installed containerd cannot
-read. On an sshd mock host with a real containerd (``clusterctl.mock.daemons``), the real
+read. On an sshd mock host with a real containerd (``clusterctl.mock.tools.daemons``), the real
 daemon is restarted instead and its exit decides. Messages and exit codes are systemd 252's
 (Debian 12; see recordings/README.md).
 """
@@ -84,7 +84,7 @@ def _units(ctx: ToolContext) -> dict[str, Any]:
 
 
 def _start(ctx: ToolContext, key: str, *, restart: bool) -> ToolResult:
-    from clusterctl.mock import daemons
+    from clusterctl.mock.tools import daemons
 
     unit = unit_name(key)
     reason: str | None
@@ -110,7 +110,7 @@ def _start(ctx: ToolContext, key: str, *, restart: bool) -> ToolResult:
 
 
 def _stop(ctx: ToolContext, key: str) -> None:
-    from clusterctl.mock import daemons
+    from clusterctl.mock.tools import daemons
 
     if daemons.is_real(ctx, key):
         daemons.stop(ctx, key)
@@ -129,7 +129,7 @@ def _set_enabled(ctx: ToolContext, key: str, enabled: bool) -> bool:
 
 
 def _active_state(ctx: ToolContext, key: str, units: dict[str, Any]) -> str:
-    from clusterctl.mock import daemons
+    from clusterctl.mock.tools import daemons
 
     entry = units.get(key)
     if entry is None:

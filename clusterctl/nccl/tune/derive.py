@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, nccl_path, path_rank, uses_gdr
+from clusterctl.nccl.tune.candidates import socket_candidates
 from clusterctl.nccl.tune.inputs import NicFacts, TuneHost
 from clusterctl.nccl.versions import NcclVersion, try_parse_version
 
@@ -337,8 +338,6 @@ def _plan_socket_knobs(host: TuneHost, plan: _HostPlan) -> None:
              f"{SOCKET_THREADS} threads x {SOCKETS_PER_THREAD} sockets = {SOCKET_THREADS * SOCKETS_PER_THREAD} "
              "sockets per peer, within NCCL's limit of 64 (net_socket.cc MAX_SOCKETS); env.rst suggests 4 for "
              "generic 100G networks")
-    from clusterctl.nccl.tune.sweep import socket_candidates
-
     plan.candidates.extend(c.env for c in socket_candidates(None))
 
 

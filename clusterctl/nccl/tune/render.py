@@ -17,7 +17,7 @@ from clusterctl.nccl.tune.derive import TunedSetting, Tuning, sort_settings
 from clusterctl.templating import environment
 
 if TYPE_CHECKING:
-    from clusterctl.nccl.tune.sweep import SweepResult
+    from clusterctl.nccl.tune.sweep_result import SweepResult
 
 FORMATS: tuple[str, ...] = ("conf", "env", "k8s", "slurm", "tuner", "all")
 CONF_PATH = "/etc/nccl.conf"
@@ -47,7 +47,7 @@ def tuner_rows(sweep: SweepResult | None, *, nodes: int = -1, ranks: int = -1) -
     """One CSV row per collective and size range the sweep confirmed (plugins/tuner/example/README.md)."""
     if sweep is None:
         return []
-    from clusterctl.nccl.tune.sweep import SIZE_RANGES, TUNER_MAX_BYTES
+    from clusterctl.nccl.tune.sweep_result import SIZE_RANGES, TUNER_MAX_BYTES
 
     bounds = {name: (low, TUNER_MAX_BYTES if high is None else high) for name, low, high in SIZE_RANGES}
     order = {name: i for i, (name, _, _) in enumerate(SIZE_RANGES)}

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from clusterctl.nccl.tune.derive import Tuning
     from clusterctl.nccl.tune.inputs import TuneHost
     from clusterctl.nccl.tune.managed_block import SiteConflict
-    from clusterctl.nccl.tune.sweep import SweepResult
+    from clusterctl.nccl.tune.sweep_result import SweepResult
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def tune_nccl(runner: Runner, hosts: Sequence[Host], request: TuneRequest) -> Tu
     if request.sweep:
         measured = run_tuning_sweep(runner, [h for h in hosts if h.name in tuning.hosts], tuning, request)
     elif request.bench:
-        from clusterctl.nccl.tune.sweep import load_sweep
+        from clusterctl.nccl.tune.saved_sweep import load_sweep
 
         measured = load_sweep(request.bench)
     gpus = sum(len(h.gpu_indices) for h in tune_hosts)
@@ -88,7 +88,7 @@ def tune_nccl(runner: Runner, hosts: Sequence[Host], request: TuneRequest) -> Tu
     if request.out:
         outcome.written = [str(p) for p in write_files(files, request.out)]
         if measured is not None and request.sweep:
-            from clusterctl.nccl.tune.sweep import save_sweep
+            from clusterctl.nccl.tune.saved_sweep import save_sweep
 
             outcome.written.append(str(save_sweep(measured, request.out)))
     if request.push:
@@ -122,7 +122,9 @@ def tune_inputs(runner: Runner, hosts: Sequence[Host], survey: str | None) -> tu
 
 
 def run_tuning_sweep(runner: Runner, hosts: list[Host], tuning: Tuning, request: TuneRequest) -> SweepResult:
-    from clusterctl.nccl.tune.sweep import bench_measure, candidates_for, lint_validator, run_sweep
+    from clusterctl.nccl.tune.bench_measure import bench_measure
+    from clusterctl.nccl.tune.candidates import lint_validator
+    from clusterctl.nccl.tune.sweep import candidates_for, run_sweep
 
     # the common knobs plus what the topology made worth measuring (GDR level, socket threads)
     candidates = candidates_for(tuning, validate=lint_validator())

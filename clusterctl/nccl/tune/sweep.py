@@ -19,35 +19,25 @@ Gains are ratios of geometric means of bus bandwidth over the sizes of a range, 
 counts alike. Winners that NCCL's tuner plugin can express (an algorithm and a protocol, from
 2.28) become per-collective, per-size rows of its CSV; anything else becomes an environment
 variable only when it wins somewhere and is measurably slower nowhere.
+
+The candidates are ``candidates.py``'s, the results ``sweep_result.py``'s, the measurement
+through ``bench nccl`` is ``bench_measure.py`` and saving for ``--bench`` is ``saved_sweep.py``.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-from clusterctl.errors import ClusterctlError, UsageError
+from clusterctl.errors import UsageError
+from clusterctl.nccl.tune.candidates import TUNER_CSV_SINCE, Candidate, Validator, candidate_space
 from clusterctl.nccl.tune.derive import TunedSetting, Tuning
 from clusterctl.nccl.tune.stats import Interval, mean_interval, welch_p_value
+from clusterctl.nccl.tune.sweep_result import SIZE_RANGES, Measure, RangeOutcome, SweepResult, range_levels
 from clusterctl.nccl.versions import NcclVersion, try_parse_version
 
-if TYPE_CHECKING:
-    from clusterctl.bench.nccl_tests import NcclRun
-    from clusterctl.fanout import Runner
-    from clusterctl.inventory.model import Host
-
-#: (name, smallest bytes, largest bytes or None = no limit): every measured size belongs to one.
-SIZE_RANGES: tuple[tuple[str, int, int | None], ...] = (
-    ("small", 0, 64 * 1024 - 1),
-    ("medium", 64 * 1024, 64 * 1024 * 1024),
-    ("large", 64 * 1024 * 1024 + 1, None),
-)
-#: The tuner CSV's max_bytes for the open-ended range: the plugin reads it with strtoull into size_t.
-TUNER_MAX_BYTES = 18446744073709551615
 #: nccl-tests binary stem -> the collective name NCCL's example tuner plugin reads.
 COLLECTIVES: dict[str, str] = {
     "all_reduce": "allreduce",
@@ -56,23 +46,16 @@ COLLECTIVES: dict[str, str] = {
     "broadcast": "broadcast",
     "reduce": "reduce",
 }
-#: Channel knobs were renamed in 2.17 (NCCL_MIN/MAX_NCHANNELS -> NCCL_MIN/MAX_CTAS).
-CTAS_SINCE = NcclVersion(2, 17, 0)
-#: The example tuner plugin's CSV format (plugins/tuner/example, NCCL_TUNER_CONFIG_FILE) dates from 2.28.
-TUNER_CSV_SINCE = NcclVersion(2, 28, 0)
+
 #: NCCL_ALGO/NCCL_PROTO per-collective form ("allreduce:tree") dates from 2.24.
 PER_COLLECTIVE_SINCE = NcclVersion(2, 24, 0)
-#: First release whose ncclAlgoStr has each algorithm (src/graph/tuning.cc, src/enqueue.cc by tag).
-ALGO_SINCE: dict[str, NcclVersion] = {
-    "NVLS": NcclVersion(2, 17, 0),
-    "NVLSTree": NcclVersion(2, 18, 0),
-    "PAT": NcclVersion(2, 23, 0),
-}
+
 #: The example tuner plugin's algorithm names (plugins/tuner/example/README.md).
 TUNER_ALGOS: dict[str, str] = {
     "Tree": "tree", "Ring": "ring", "CollnetDirect": "collnet_direct", "CollnetChain": "collnet_chain",
     "NVLS": "nvls", "NVLSTree": "nvls_tree", "PAT": "pat",
 }
+
 DEFAULT_BUDGET = 120
 DEFAULT_BASELINE_REPEATS = 3
 #: Fresh baseline/candidate pairs that confirm a screened winner (fewer when the budget is short).
@@ -87,64 +70,6 @@ MOVED_ALPHA = 0.01
 MOVED_MIN = 0.01
 #: A global setting must not lose more than this anywhere it was measured (log-ratio, ~0.5%).
 SLOWER_MIN = 0.005
-
-#: env -> bus bandwidth (GB/s) per message size in bytes, for one run on all hosts.
-Measure = Callable[[Mapping[str, str]], Mapping[int, float]]
-#: (name, value, nccl version) -> is it a valid setting there (the lint knowledge base answers).
-Validator = Callable[[str, str, "NcclVersion | None"], bool]
-
-
-@dataclass(frozen=True)
-class Candidate:
-    env: tuple[tuple[str, str], ...]
-
-    @property
-    def label(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self.env) or "defaults"
-
-    def get(self, name: str) -> str | None:
-        return dict(self.env).get(name)
-
-
-def candidate_space(
-    version: NcclVersion | None,
-    *,
-    validate: Validator | None = None,
-    nvswitch: bool = False,
-    collnet: bool = False,
-    one_gpu_per_node: bool = False,
-) -> list[Candidate]:
-    """One-knob variations of the defaults (plus algorithm/protocol pairs where a tuner CSV can use them).
-
-    ``nvswitch`` adds NVLS/NVLSTree (NCCL picks them itself on NVSwitch systems, so they are worth
-    measuring there), ``collnet`` the CollNet algorithms (SHARP), ``one_gpu_per_node`` PAT (NCCL
-    runs PAT only with one GPU per node).
-    """
-    algos = ["Ring", "Tree"]
-    if nvswitch:
-        algos += ["NVLS", "NVLSTree"]
-    if collnet:
-        algos += ["CollnetDirect", "CollnetChain"]
-    if one_gpu_per_node:
-        algos += ["PAT"]
-    algos = [a for a in algos if a not in ALGO_SINCE or version is None or version >= ALGO_SINCE[a]]
-    protos = ("LL", "LL128", "Simple")
-    options: list[tuple[tuple[str, str], ...]] = []
-    options += [(("NCCL_ALGO", a),) for a in algos]
-    options += [(("NCCL_PROTO", p),) for p in protos]
-    if version is not None and version >= TUNER_CSV_SINCE:
-        options += [(("NCCL_ALGO", a), ("NCCL_PROTO", p)) for a in ("Ring", "Tree") for p in protos]
-    if version is None or version >= CTAS_SINCE:
-        options += [(("NCCL_MIN_CTAS", "32"),), (("NCCL_MAX_CTAS", "8"),)]
-    else:
-        options += [(("NCCL_MIN_NCHANNELS", "32"),), (("NCCL_MAX_NCHANNELS", "8"),)]
-    options += [(("NCCL_BUFFSIZE", str(n)),) for n in (2097152, 8388608, 16777216)]
-    options += [(("NCCL_NTHREADS", "256"),)]
-    out = [Candidate(env) for env in options]
-    if validate is not None:
-        out = [c for c in out if all(validate(k, v, version) for k, v in c.env)]
-    return out
-
 
 def candidates_for(tuning: Tuning, *, validate: Validator | None = None) -> list[Candidate]:
     """The candidate space for a tuning: the common knobs, then what the topology made worth measuring.
@@ -164,55 +89,6 @@ def candidates_for(tuning: Tuning, *, validate: Validator | None = None) -> list
             out.append(candidate)
             seen.add(candidate.env)
     return out
-
-
-def socket_candidates(version: NcclVersion | None, *, validate: Validator | None = None) -> list[Candidate]:
-    """NCCL's TCP socket transport knobs, each pair within its limit of 64 sockets per peer.
-
-    src/transport/net_socket.cc: NCCL_SOCKET_NTHREADS is capped at 16 (MAX_THREADS) and
-    NCCL_SOCKET_NTHREADS * NCCL_NSOCKS_PERTHREAD at 64 (MAX_SOCKETS); above that NCCL lowers
-    NCCL_NSOCKS_PERTHREAD itself with a warning.
-    """
-    pairs = [(2, 8), (4, 4), (4, 8), (8, 4), (8, 8), (16, 4)]
-    out = [
-        Candidate((("NCCL_SOCKET_NTHREADS", str(t)), ("NCCL_NSOCKS_PERTHREAD", str(k))))
-        for t, k in pairs if t * k <= 64
-    ]
-    if validate is not None:
-        out = [c for c in out if all(validate(k, v, version) for k, v in c.env)]
-    return out
-
-
-def lint_validator() -> Validator:
-    """Validity from the lint knowledge base: a value lint warns about, or NCCL's default, is not swept."""
-    from clusterctl.nccl.lint import lint_settings
-    from clusterctl.nccl.sources import Setting
-
-    def validate(name: str, value: str, version: NcclVersion | None) -> bool:
-        findings = lint_settings([Setting(name, value, "<sweep>", 1)], nccl_version=version)
-        return not any(f.severity in ("error", "warning") or f.code == "DEFAULT_VALUE" for f in findings)
-
-    return validate
-
-
-# --- measurements ----------------------------------------------------------------------------
-
-
-def range_of(size: int) -> str:
-    for name, low, high in SIZE_RANGES:
-        if size >= low and (high is None or size <= high):
-            return name
-    raise ValueError(f"negative message size {size}")
-
-
-def range_levels(busbw: Mapping[int, float]) -> dict[str, float]:
-    """Per size range, the mean of log(bus bandwidth) over its sizes (zero or missing sizes skipped)."""
-    sums: dict[str, list[float]] = {}
-    for size, bw in busbw.items():
-        if bw and bw > 0:
-            sums.setdefault(range_of(size), []).append(math.log(bw))
-    return {name: statistics.fmean(values) for name, values in sums.items()}
-
 
 @dataclass
 class Runs:
@@ -237,7 +113,6 @@ class Runs:
         """Relative run-to-run standard deviation; 0 for one run."""
         values = self.per_range.get(name) or []
         return math.expm1(statistics.stdev(values)) if len(values) >= 2 else 0.0
-
 
 @dataclass
 class _Sequence:
@@ -270,55 +145,6 @@ def _abab(seq: _Sequence, items: Sequence[Candidate]) -> list[tuple[Candidate, d
         out.append((item, diffs))
         before = after
     return out
-
-
-# --- results -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RangeOutcome:
-    range: str
-    baseline_gbps: float
-    #: Relative run-to-run noise (standard deviation) of the baseline.
-    noise: float
-    best_label: str
-    best_gbps: float
-    #: True when the confirmed gain's corrected interval lies above zero and the baseline held still.
-    significant: bool
-    #: Fresh runs behind ``best_gbps`` (the confirmation pairs).
-    best_runs: int
-    collective: str = "allreduce"
-    #: Confirmed relative gain and its corrected confidence interval (0 when nothing was confirmed).
-    gain: float = 0.0
-    ci_low: float = 0.0
-    ci_high: float = 0.0
-    #: Relative change of the baseline between the start and the end of the sweep.
-    baseline_moved: float = 0.0
-    #: Why the defaults were kept, when they were.
-    verdict: str = ""
-
-
-@dataclass(frozen=True)
-class SweepResult:
-    budget: int
-    runs_used: int
-    #: Runs a full grid over the same knobs with the same repeats would have needed.
-    full_grid_runs: int
-    candidates_tried: int
-    candidates_total: int
-    ranges: tuple[RangeOutcome, ...]
-    #: Settings to put in every file: one candidate that wins somewhere and is slower nowhere.
-    settings: tuple[TunedSetting, ...]
-    #: Per-collective, per-range winners with an algorithm and protocol, for the tuner CSV:
-    #: (collective, range, algo, proto) with the plugin's lower-case names.
-    tuner_rows: tuple[tuple[str, str, str, str], ...]
-    notes: tuple[str, ...]
-    #: (label, per-range geometric-mean GB/s, runs) for every configuration measured, baseline first
-    #: (the first collective's).
-    table: tuple[tuple[str, dict[str, float], int], ...] = ()
-    #: The confidence level of each interval after the correction, e.g. 0.9992.
-    confidence: float = 0.0
-
 
 def full_grid_size(candidates: Sequence[Candidate], repeats: int) -> int:
     """Runs for every combination of every knob's values, each repeated like the baseline."""
@@ -620,100 +446,3 @@ def _place_winners(
             value = ";".join(f"{o}:{v.lower()}" for o in ops)
         settings.append(TunedSetting(k, value, reason, source="sweep"))
     return tuple(settings), rows, notes
-
-
-def bench_measure(
-    runner: Runner, hosts: Sequence[Host], *, base_env: Mapping[str, str] | None = None, op: str = "all_reduce"
-) -> Measure:
-    """A ``Measure`` running ``<op>_perf`` through the bench library, ``base_env`` under every candidate.
-
-    Several hosts run one job across all of them (``mpirun`` from the first): that is what a
-    training job sees. One host runs alone.
-    """
-    from clusterctl.bench.nccl_tests import run_nccl_test
-
-    def measure(env: Mapping[str, str]) -> Mapping[int, float]:
-        full = {**(base_env or {}), **env}
-        run = run_nccl_test(runner, hosts, op=op, env=full, multi_node=len(hosts) > 1)
-        return busbw_by_size(run)
-
-    return measure
-
-
-#: From here on the printed busbw (two decimals) is within 0.05%; below it the time column is used.
-PRINTED_PRECISE_GBPS = 10.0
-
-
-def busbw_by_size(run: NcclRun) -> dict[int, float]:
-    """Bytes -> bus bandwidth of a bench run: best of out-of-place/in-place, slowest host when several ran."""
-    per_host: list[dict[int, float]] = []
-    for host_run in run.runs:
-        if host_run.result is None or not host_run.result.rows:
-            why = host_run.error or "no result rows"
-            raise ClusterctlError(f"nccl-tests on {host_run.host} with {run.env or 'defaults'}: {why}")
-        rows = host_run.result.rows
-        # busbw/algbw is one constant per run (it depends on the collective and rank count only)
-        factor = next((m.busbw_gbs / m.algbw_gbs for r in reversed(rows) for m in (r.out_of_place, r.in_place)
-                       if m.busbw_gbs and m.algbw_gbs and m.algbw_gbs >= 0.1), None)
-        sizes: dict[int, float] = {}
-        for row in rows:
-            values = []
-            for m in (row.out_of_place, row.in_place):
-                # printed busbw has two decimals: precise enough from 10 GB/s, else derive it from the time
-                if m.busbw_gbs is not None and m.busbw_gbs >= PRINTED_PRECISE_GBPS:
-                    values.append(m.busbw_gbs)
-                elif factor is not None and m.time_us and m.time_us > 0:
-                    values.append(row.size_bytes / (m.time_us * 1e3) * factor)
-                elif m.busbw_gbs is not None:
-                    values.append(m.busbw_gbs)
-            if values:
-                sizes[row.size_bytes] = max(values)
-        per_host.append(sizes)
-    common = set.intersection(*(set(d) for d in per_host)) if per_host else set()
-    return {size: min(d[size] for d in per_host) for size in sorted(common)}
-
-
-# --- saving a sweep for --bench ---------------------------------------------------------------
-
-SWEEP_FILE = "sweep.json"
-
-
-def save_sweep(result: SweepResult, out_dir: str) -> Path:
-    import dataclasses
-    import json
-
-    path = Path(out_dir) / SWEEP_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(dataclasses.asdict(result), indent=2) + "\n", encoding="utf-8")
-    return path
-
-
-def load_sweep(folder: str) -> SweepResult:
-    """A sweep saved by ``tune-nccl --sweep --out DIR`` (``DIR/sweep.json``)."""
-    import json
-
-    path = Path(folder) / SWEEP_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return SweepResult(
-            budget=int(data["budget"]),
-            runs_used=int(data["runs_used"]),
-            full_grid_runs=int(data["full_grid_runs"]),
-            candidates_tried=int(data["candidates_tried"]),
-            candidates_total=int(data["candidates_total"]),
-            ranges=tuple(RangeOutcome(**r) for r in data["ranges"]),
-            settings=tuple(TunedSetting(**s) for s in data["settings"]),
-            # sweeps saved before per-collective results have (range, algo, proto) rows: all-reduce
-            tuner_rows=tuple(
-                (str(r[0]), str(r[1]), str(r[2]), str(r[3])) if len(r) == 4 else ("allreduce", str(r[0]), str(r[1]),
-                                                                                  str(r[2]))
-                for r in data["tuner_rows"]
-            ),
-            notes=tuple(data["notes"]),
-            table=tuple((t[0], dict(t[1]), int(t[2])) for t in data.get("table", [])),
-            confidence=float(data.get("confidence", 0.0)),
-        )
-    except OSError as exc:
-        raise UsageError(f"cannot read {path} ({exc.strerror}); --bench wants the --out folder of a --sweep") from exc
-    except (ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"{path} is not a saved sweep: {exc}") from exc

@@ -3,6 +3,8 @@
 Each pin names where it was read (the projects' own release pages, as collected in the
 project's checked facts); ``docs/bootstrap.md`` lists them for users, and an inventory can
 override any of them (``bootstrap.addons.charts.<name>.version``, ``bootstrap.network.version``).
+They live with the inventory, beside the settings they are the defaults of
+(``cluster_sections``), as kubeadm keeps its defaults with its config API.
 """
 
 from __future__ import annotations
@@ -82,5 +84,7 @@ CNI_PINS: dict[str, CNIPin] = {
 KUBEADM_API = "kubeadm.k8s.io/v1beta4"
 #: v1beta4 arrived in 1.31 (kubernetes#125029); v1beta3 was removed in 1.37 (kubernetes#136016).
 KUBEADM_V1BETA4_FIRST_MINOR = 31
-# The newest Kubernetes minor clusterctl knows is written once, in clusterctl.bootstrap.matrix
-# (NEWEST_KUBERNETES); newer minors still get v1beta4, with a warning.
+#: The newest Kubernetes minor clusterctl knows (1.37, released 2026-08), written here and nowhere
+#: else: the support window (``bootstrap.matrix``), kubeadm's config API message and the docs'
+#: test read it. Newer minors still get v1beta4, with a warning.
+NEWEST_KUBERNETES = (1, 37)

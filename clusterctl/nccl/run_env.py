@@ -1,6 +1,9 @@
 """The NCCL environment a ``bench nccl`` run exports: settings files, then ``--env`` pairs.
 
-Settings files are read with ``clusterctl.nccl.sources.read_settings``, the one reader of NCCL
+Kept with NCCL's settings rather than in ``bench``, so that bench (which tune-nccl's sweep
+runs) needs nothing from here.
+
+Settings files are read with ``sources.read_settings``, the one reader of NCCL
 settings: every format tune-nccl renders (nccl.conf/env, profile.d, ConfigMap, Slurm exports)
 and the ones people keep (job scripts, manifests). Only NCCL's variables come out of it, so a
 ConfigMap's ``apiVersion`` or ``metadata`` can never end up in the environment.
@@ -12,12 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from clusterctl.errors import UsageError
+from clusterctl.nccl.sources import read_settings
 
 
 def env_from_file(path: str) -> dict[str, str]:
     """The NCCL variables set in ``path``, the last setting of a name winning (as in a shell)."""
-    from clusterctl.nccl.sources import read_settings
-
     if not Path(path).is_file():
         raise UsageError("no such settings file", file=path)
     env: dict[str, str] = {}

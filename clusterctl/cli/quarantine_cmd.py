@@ -1,0 +1,200 @@
+"""``clusterctl quarantine``, ``release`` and ``status``: take a failing host out of service and back."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Optional
+
+import typer
+
+from clusterctl.cli.context import AppContext, app_context
+from clusterctl.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from clusterctl.changes import Gate
+    from clusterctl.inventory.model import Host
+
+QUARANTINE_HELP = """\
+Take hosts out of service: taint their nodes clusterctl.dev/unhealthy=CODE:NoSchedule, cordon
+them, note who, when, why and the finding codes on the node, and with --drain evict their pods
+the way 'kubectl drain --ignore-daemonsets' does (PodDisruptionBudgets honoured and retried
+until --drain-timeout, DaemonSet pods left, pods without a controller or with emptyDir data
+only with --force / --delete-emptydir-data; what could not be evicted is listed). Hosts that
+run slurmd are drained in Slurm too. Kubernetes is reached through the inventory's first
+control-plane host. Asks first (--yes for scripts; required off a terminal); --dry-run shows
+every change and touches nothing. Prints the undo journal: 'clusterctl undo FILE' puts the
+nodes back as they were (evicted pods are not brought back: their controllers made new ones).
+
+Examples:
+
+  clusterctl quarantine gpu-a3 --reason "NVLink down on GPU3" --code NVLINK_DOWN --drain --yes
+
+  clusterctl quarantine gpu-a3 gpu-b3 --reason nvlink --dry-run
+"""
+
+RELEASE_HELP = """\
+Bring quarantined hosts back, only once they prove healthy: the health checks (--level, 1 by
+default) and a single-host 'bench nccl' run on each host first; a host that passes both has its
+taint removed, is uncordoned and resumed in Slurm; a host that fails stays quarantined and the
+reasons are printed (exit 1). --skip-checks releases without the checks. Asks before releasing
+the hosts that passed (--yes for scripts; required off a terminal).
+
+Examples:
+
+  clusterctl release gpu-a3
+
+  clusterctl release gpu-a3 --dry-run
+"""
+
+QUARANTINE_SHORT = "Take hosts out of service: taint, cordon and (--drain) drain them, in Kubernetes and Slurm."
+RELEASE_SHORT = "Bring quarantined hosts back once their health and a one-host NCCL test pass."
+STATUS_HELP = """\
+Which nodes are quarantined: since when, by whom, why (reason and finding codes), and what
+their release needs. Nodes cordoned outside clusterctl are listed too, marked so.
+
+Examples:
+
+  clusterctl status
+
+  clusterctl status -o json
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("quarantine", help=QUARANTINE_HELP, short_help=QUARANTINE_SHORT)(quarantine_command)
+    app.command("release", help=RELEASE_HELP, short_help=RELEASE_SHORT)(release_command)
+    app.command("status", help=STATUS_HELP)(status_command)
+
+
+def named_hosts(app: AppContext, names: Sequence[str]) -> list[Host]:
+    """The inventory hosts named on the command line (``-l`` narrows them further); an unknown name is exit 2."""
+    inventory = app.inventory()
+    known = {h.name: h for h in inventory.hosts}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UsageError(f"not in the inventory: {', '.join(unknown)}", field="HOST",
+                         hint="Name hosts as 'clusterctl inventory show' lists them.")
+    selected = {h.name for h in app.hosts()}
+    chosen = [known[n] for n in dict.fromkeys(names) if n in selected]
+    if not chosen:
+        raise UsageError("--limit leaves none of the named hosts")
+    return chosen
+
+
+def confirm(what: str, *, yes: bool, dry_run: bool) -> None:
+    """The one rule for commands that change hosts: --yes, or a question on a terminal; refused off one."""
+    if dry_run or yes:
+        return
+    if not sys.stdin.isatty():
+        raise UsageError(f"this would {what}; refusing without a terminal to ask.",
+                         hint="Pass --yes to confirm (or --dry-run to see what it would do).")
+    if not typer.confirm(f"{what[0].upper()}{what[1:]}?", default=False, err=True):
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+def save_journal(app: AppContext, gate: Gate, command: str) -> str | None:
+    from clusterctl.undo_journal import save_journal as write
+
+    # Refused evictions (a budget said no) changed nothing: keep them out of the journal.
+    kept = [r for r in gate.records if not r.failed]
+    path = write(kept, command=command) if gate.apply else None
+    return str(path) if path else None
+
+
+def quarantine_command(
+    ctx: typer.Context,
+    hosts: list[str] = typer.Argument(..., metavar="HOST...", help="Hosts to quarantine (inventory names)."),
+    reason: str = typer.Option(..., "--reason", metavar="TEXT", help="Why: kept on the node for whoever looks next."),
+    code: Optional[list[str]] = typer.Option(  # noqa: UP045
+        None, "--code", metavar="CODE", help="Finding code(s) behind it (repeatable); the first is the taint's value."),
+    drain: bool = typer.Option(False, "--drain", help="Also evict the nodes' pods (PodDisruptionBudgets honoured)."),
+    drain_timeout: float = typer.Option(300.0, "--drain-timeout", metavar="SECONDS",
+                                        help="How long a drain may wait for budgets and terminating pods."),
+    force: bool = typer.Option(False, "--force", help="With --drain: evict pods that declare no controller too."),
+    delete_emptydir_data: bool = typer.Option(False, "--delete-emptydir-data",
+                                              help="With --drain: evict pods with emptyDir data too (it is lost)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show every change; touch nothing."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
+) -> None:
+    from clusterctl.changes import Gate
+    from clusterctl.hostlist import compress
+    from clusterctl.quarantine.drain import DrainOptions
+    from clusterctl.quarantine.run import QuarantineRequest, quarantine_hosts
+
+    app = app_context(ctx)
+    targets = named_hosts(app, hosts)
+    if drain_timeout <= 0:
+        raise UsageError("--drain-timeout must be positive", field="--drain-timeout")
+    confirm(f"quarantine {compress([h.name for h in targets])}{' and drain it' if drain else ''}", yes=yes,
+            dry_run=dry_run)
+    request = QuarantineRequest(reason=reason, codes=tuple(code or ()), drain=drain,
+                                drain_options=DrainOptions(timeout_s=drain_timeout, force=force,
+                                                           delete_emptydir_data=delete_emptydir_data))
+    gate = Gate(apply=not dry_run)
+    with app.runner() as runner:
+        results = quarantine_hosts(runner, app.inventory(), targets, request, gate)
+    journal = save_journal(app, gate, "quarantine")
+    payload = {"dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
+
+    def human() -> None:
+        from clusterctl.cli.quarantine_view import print_quarantine
+
+        print_quarantine(app, results, dry_run=dry_run, journal=journal)
+
+    app.emit(payload, human)
+    if not all(r.ok for r in results):
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+def release_command(
+    ctx: typer.Context,
+    hosts: list[str] = typer.Argument(..., metavar="HOST...", help="Quarantined hosts to bring back."),
+    skip_checks: bool = typer.Option(False, "--skip-checks", help="Release without the health and NCCL checks."),
+    level: int = typer.Option(1, "--level", min=1, max=4, help="Health check level that must pass (1-4)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Run the checks, show what release would change; "
+                                 "touch nothing."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
+) -> None:
+    from clusterctl.changes import Gate
+    from clusterctl.hostlist import compress
+    from clusterctl.quarantine.release import health_and_nccl_checks, release_hosts
+
+    app = app_context(ctx)
+    targets = named_hosts(app, hosts)
+    gate = Gate(apply=not dry_run)
+
+    def ask(names: list[str]) -> None:
+        # After the checks: a host that stays quarantined needs no answer from anyone.
+        confirm(f"release {compress(names)}{' (checks skipped)' if skip_checks else ''}", yes=yes, dry_run=dry_run)
+
+    with app.runner() as runner:
+        results = release_hosts(runner, app.inventory(), targets, gate,
+                                checks=None if skip_checks else health_and_nccl_checks(level), confirm=ask)
+    journal = save_journal(app, gate, "release")
+    payload = {"dry_run": dry_run, "journal": journal, "checks_skipped": skip_checks,
+               "hosts": [r.to_json() for r in results]}
+
+    def human() -> None:
+        from clusterctl.cli.quarantine_view import print_release
+
+        print_release(app, results, dry_run=dry_run, journal=journal, skipped=skip_checks)
+
+    app.emit(payload, human)
+    if not all(r.ok for r in results):
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+def status_command(ctx: typer.Context) -> None:
+    from clusterctl.quarantine.status import quarantined_nodes
+
+    app = app_context(ctx)
+    with app.runner() as runner:
+        nodes = quarantined_nodes(runner, app.inventory())
+
+    def human() -> None:
+        from clusterctl.cli.quarantine_view import print_status
+
+        print_status(app, nodes)
+
+    app.emit({"quarantined": [n.to_json() for n in nodes]}, human)

@@ -1,0 +1,90 @@
+"""How quarantine, release and status print: one line per change, drains and refusals spelled out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from clusterctl.cli.context import AppContext
+    from clusterctl.quarantine.release import HostRelease
+    from clusterctl.quarantine.run import HostQuarantine
+    from clusterctl.quarantine.status import QuarantinedNode
+
+
+def _say(app: AppContext, text: str) -> None:
+    # Pod names, reasons and messages come from the cluster: printed as text, never as markup.
+    app.console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def print_quarantine(app: AppContext, results: Sequence[HostQuarantine], *, dry_run: bool,
+                     journal: str | None) -> None:
+    would = "would " if dry_run else ""
+    for r in results:
+        if r.error:
+            _say(app, f"FAILED {r.host}: {r.error}")
+            continue
+        if not r.done:
+            _say(app, f"{r.host}: already quarantined as asked; nothing to change")
+        for line in r.done:
+            _say(app, f"{r.host}: {would}{line}")
+        if r.drain is not None:
+            d = r.drain
+            evicted = ", ".join(d.evicted) if d.evicted else "none"
+            _say(app, f"{r.host}: drain: {would}evict {len(d.evicted)} pod(s): {evicted}" if dry_run else
+                 f"{r.host}: drain: evicted {len(d.evicted)} pod(s): {evicted}")
+            if d.ignored:
+                _say(app, f"{r.host}: drain: left {len(d.ignored)} pod(s) on purpose: "
+                          + ", ".join(f"{p.pod} ({p.reason})" for p in d.ignored))
+            for warning in d.warnings:
+                _say(app, f"{r.host}: drain: warning: {warning}")
+            for left in d.not_evicted:
+                _say(app, f"{r.host}: drain: NOT EVICTED {left.pod}: {left.reason}")
+        if r.slurm and r.slurm != "no slurmd":
+            _say(app, f"{r.host}: slurm: {r.slurm}")
+    if dry_run:
+        _say(app, "dry run: nothing was changed")
+    elif journal:
+        _say(app, f"undo with: clusterctl undo {journal}")
+
+
+def print_release(app: AppContext, results: Sequence[HostRelease], *, dry_run: bool, journal: str | None,
+                  skipped: bool) -> None:
+    would = "would " if dry_run else ""
+    for r in results:
+        if r.not_quarantined:
+            _say(app, f"{r.host}: not quarantined; nothing to release")
+            continue
+        for line in r.checks:
+            _say(app, f"{r.host}: check: {line}")
+        if r.refused:
+            _say(app, f"REFUSED {r.host}: stays quarantined: " + "; ".join(r.refused))
+            continue
+        if skipped:
+            _say(app, f"{r.host}: checks skipped (--skip-checks)")
+        for line in r.done:
+            _say(app, f"{r.host}: {would}{line}")
+        if r.slurm and r.slurm != "no slurmd":
+            _say(app, f"{r.host}: slurm: {r.slurm}")
+        _say(app, f"{r.host}: {'would be ' if dry_run else ''}released")
+    if dry_run:
+        _say(app, "dry run: nothing was changed")
+    elif journal:
+        _say(app, f"undo with: clusterctl undo {journal}")
+
+
+def print_status(app: AppContext, nodes: Sequence[QuarantinedNode]) -> None:
+    if not nodes:
+        _say(app, "no node is quarantined or cordoned")
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in ("HOST", "SINCE", "BY", "REASON", "CODES", "CORDONED", "RELEASE NEEDS"):
+        table.add_column(column)
+    for n in nodes:
+        cells = (n.host, n.since or "-", n.by or "-", n.reason or "-", ",".join(n.codes) or "-",
+                 "yes" if n.cordoned else "no", n.release_needs)
+        table.add_row(*(Text(c) for c in cells))
+    app.console.print(table, markup=False, highlight=False)

@@ -1,0 +1,281 @@
+"""The cluster sections of an inventory's ``bootstrap:`` (network, addons, alerts): types, defaults, checks.
+
+Checked when the inventory is read, so an error names its file and line
+(``clusterctl.inventory.bootstrap_section``), and again by the cluster phases'
+``clusterctl.bootstrap.cluster.settings``, which builds the run's settings from them. Plain values in
+(as YAML gives them), ``UsageError`` naming the field out; defaults from ``clusterctl.inventory.pins``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from clusterctl.errors import UsageError
+from clusterctl.inventory.pins import CHART_PINS, CNI_PINS, ChartPin
+
+CNI_NAMES: tuple[str, ...] = ("calico", "flannel")
+ADDON_MODES: tuple[str, ...] = ("device-plugin", "gpu-operator")
+AddonMode = Literal["device-plugin", "gpu-operator"]
+_REGISTRY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]*(:\d{1,5})?(/[a-z0-9][a-z0-9._/-]*)?$")
+
+
+@dataclass(frozen=True)
+class ChartSource:
+    """Where one Helm chart comes from: its repository, or a local archive for air-gapped sites."""
+
+    release: str
+    chart: str
+    version: str
+    repository: str
+    namespace: str
+    #: A ``.tgz`` on the control machine (copied to the host running Helm); wins over ``repository``.
+    archive: str | None = None
+
+    @classmethod
+    def from_pin(cls, pin: ChartPin) -> ChartSource:
+        return cls(pin.release, pin.chart, pin.version, pin.repository, pin.namespace)
+
+
+@dataclass(frozen=True)
+class NetworkSettings:
+    cni: str = "calico"
+    version: str = CNI_PINS["calico"].version
+    #: Base URL the pinned upstream manifests are fetched from (a site mirror for air-gapped sites).
+    manifest_base: str = CNI_PINS["calico"].manifest_base
+    #: Registry (``host[:port][/path]``) that serves the CNI's images instead of their upstream ones.
+    image_registry: str | None = None
+
+
+@dataclass(frozen=True)
+class AddonSettings:
+    mode: AddonMode = "device-plugin"
+    charts: Mapping[str, ChartSource] = field(default_factory=dict)
+    #: Registry that serves the add-ons' images (air-gapped sites).
+    image_registry: str | None = None
+    #: The hosts already have the NVIDIA driver and container toolkit (part 1 installs the toolkit):
+    #: the GPU Operator must then leave both alone.
+    host_driver: bool = True
+    host_toolkit: bool = True
+
+    def chart(self, release: str) -> ChartSource:
+        return self.charts[release]
+
+
+@dataclass(frozen=True)
+class AlertSettings:
+    #: Namespace of the PrometheusRule (kube-prometheus-stack's, usually ``monitoring``).
+    namespace: str = "monitoring"
+    #: Labels kube-prometheus-stack's ruleSelector matches (its default is ``release: <its release>``).
+    rule_labels: Mapping[str, str] = field(default_factory=lambda: {"release": "kube-prometheus-stack"})
+    gpu_temp_c: int = 85
+    memory_temp_c: int = 95
+
+
+def settings_mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise UsageError(f"must be a mapping of settings, not {type(value).__name__}.", field=where)
+    return value
+
+
+def _known(data: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
+    from clusterctl.inventory.values import did_you_mean
+
+    for key in data:
+        if key not in known:
+            raise UsageError(f"unknown field '{key}'.", field=f"{where}.{key}",
+                             hint=did_you_mean(str(key), known) or "Valid fields: " + ", ".join(known) + ".")
+
+
+def text_setting(value: Any, where: str) -> str:
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool) or str(value).strip() == "":
+        raise UsageError(f"must be a non-empty text value, not {value!r}.", field=where)
+    text = str(value).strip()
+    if any(ord(c) < 32 for c in text):
+        raise UsageError("must not contain control characters.", field=where)
+    return text
+
+
+def url_setting(value: Any, where: str) -> str:
+    text = text_setting(value, where)
+    if not text.startswith(("http://", "https://", "file:/")):
+        raise UsageError(f"must be an http(s):// or file:/ URL, got {text!r}.", field=where)
+    return text.rstrip("/")
+
+
+def registry_setting(value: Any, where: str) -> str:
+    text = text_setting(value, where).rstrip("/")
+    if not _REGISTRY.match(text):
+        raise UsageError(f"{text!r} is not a registry such as registry.example.internal:5000/mirror.", field=where)
+    return text
+
+
+def subnet_setting(value: Any, where: str) -> str:
+    text = text_setting(value, where)
+    try:
+        return str(ipaddress.ip_network(text, strict=True))
+    except ValueError as exc:
+        raise UsageError(f"is not a network in CIDR form: {exc}.", field=where, hint="Write it like 10.244.0.0/16.") \
+            from None
+
+
+def _choice(value: Any, choices: tuple[str, ...], where: str) -> str:
+    from clusterctl.inventory.values import one_of_hint
+
+    text = text_setting(value, where)
+    if text not in choices:
+        raise UsageError(f"unknown value {text!r}.", field=where, hint=one_of_hint(text, choices))
+    return text
+
+
+def _flag(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise UsageError(f"must be true or false, not {value!r}.", field=where)
+    return value
+
+
+#: A release version as projects tag it (``v3.31.7``, ``1.20.0``, ``0.17.4-rc.1``): it lands in URLs and file names.
+_RELEASE = re.compile(r"^v?[0-9]+\.[0-9]+\.[0-9]+(?:[-+][0-9A-Za-z.-]+)?$")
+#: A Kubernetes namespace (DNS-1123 label) and a label key (optional DNS prefix, then a name).
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+def _release(value: Any, where: str) -> str:
+    text = text_setting(value, where)
+    if not _RELEASE.match(text):
+        raise UsageError(f"{text!r} is not a release version such as v3.31.7.", field=where,
+                         hint="It becomes part of a download URL: only digits, dots and a -suffix are allowed.")
+    return text
+
+
+def _namespace(value: Any, where: str) -> str:
+    text = text_setting(value, where)
+    if not _DNS_LABEL.match(text):
+        raise UsageError(f"{text!r} is not a Kubernetes namespace name (lower-case letters, digits and '-', "
+                         "at most 63 characters).", field=where)
+    return text
+
+
+def _label(key: Any, value: Any, where: str) -> tuple[str, str]:
+    from clusterctl.templating import LABEL_VALUE
+
+    name = str(key)
+    if not _LABEL_KEY.match(name):
+        raise UsageError(f"{name!r} is not a Kubernetes label key.", field=where)
+    text = text_setting(value, where)
+    if len(text) > 63 or not LABEL_VALUE.match(text):
+        raise UsageError(f"{text!r} is not a Kubernetes label value (at most 63 letters, digits, '-', '_', '.').",
+                         field=where)
+    return name, text
+
+
+_HOST_PORT = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:\d{1,5})?$|^\[[0-9A-Fa-f:]+\](:\d{1,5})?$")
+
+
+def endpoint_setting(value: str, where: str) -> str:
+    """``host`` or ``host:port`` of the API server; the port defaults to 6443."""
+    text = text_setting(value, where)
+    if not _HOST_PORT.match(text):
+        raise UsageError(f"{text!r} is not host[:port].", field=where)
+    has_port = text.rsplit("]", 1)[-1].count(":") == 1 if text.startswith("[") else ":" in text
+    return text if has_port else f"{text}:6443"
+
+
+def _optional_registry(data: Mapping[str, Any], where: str) -> str | None:
+    return registry_setting(data["image_registry"], f"{where}.image_registry") if data.get("image_registry") else None
+
+
+def _network(data: Mapping[str, Any], where: str) -> NetworkSettings:
+    _known(data, ("cni", "version", "manifest_mirror", "image_registry"), where)
+    cni = _choice(data.get("cni", "calico"), CNI_NAMES, f"{where}.cni")
+    pin = CNI_PINS[cni]
+    version = _release(data["version"], f"{where}.version") if "version" in data else pin.version
+    if not version.startswith("v"):
+        version = "v" + version
+    base = pin.manifest_base.replace(pin.version, version)
+    if "manifest_mirror" in data:
+        base = url_setting(data["manifest_mirror"], f"{where}.manifest_mirror")
+    registry = _optional_registry(data, where)
+    return NetworkSettings(cni, version, base, registry)
+
+
+def _charts(data: Mapping[str, Any], where: str) -> dict[str, ChartSource]:
+    charts = {name: ChartSource.from_pin(pin) for name, pin in CHART_PINS.items()}
+    for release, body in data.items():
+        sub = f"{where}.{release}"
+        if release not in charts:
+            from clusterctl.inventory.values import one_of_hint
+
+            raise UsageError(f"clusterctl installs no chart named {release!r}.", field=sub,
+                             hint=one_of_hint(str(release), tuple(charts)))
+        body = settings_mapping(body, sub)
+        _known(body, ("version", "repository", "archive"), sub)
+        chart = charts[release]
+        if "version" in body:
+            chart = replace(chart, version=_release(body["version"], f"{sub}.version"))
+        if "repository" in body:
+            chart = replace(chart, repository=url_setting(body["repository"], f"{sub}.repository"))
+        if "archive" in body:
+            archive = text_setting(body["archive"], f"{sub}.archive")
+            if not archive.endswith(".tgz"):
+                raise UsageError(f"{archive!r} is not a chart archive (.tgz, as 'helm pull' writes it).",
+                                 field=f"{sub}.archive")
+            chart = replace(chart, archive=archive)
+        charts[release] = chart
+    return charts
+
+
+def _addons(data: Mapping[str, Any], where: str) -> AddonSettings:
+    _known(data, ("mode", "charts", "image_registry", "host_driver", "host_toolkit"), where)
+    mode = _choice(data.get("mode", "device-plugin"), ADDON_MODES, f"{where}.mode")
+    charts = _charts(settings_mapping(data.get("charts"), f"{where}.charts"), f"{where}.charts")
+    registry = _optional_registry(data, where)
+    return AddonSettings(
+        mode,  # type: ignore[arg-type]
+        charts,
+        registry,
+        _flag(data.get("host_driver", True), f"{where}.host_driver"),
+        _flag(data.get("host_toolkit", True), f"{where}.host_toolkit"),
+    )
+
+
+def _alerts(data: Mapping[str, Any], where: str) -> AlertSettings:
+    _known(data, ("namespace", "rule_labels", "gpu_temp_c", "memory_temp_c"), where)
+    out = AlertSettings()
+    if "namespace" in data:
+        out = replace(out, namespace=_namespace(data["namespace"], f"{where}.namespace"))
+    if "rule_labels" in data:
+        labels = settings_mapping(data["rule_labels"], f"{where}.rule_labels")
+        out = replace(out, rule_labels=dict(_label(k, v, f"{where}.rule_labels.{k}") for k, v in labels.items()))
+    if "gpu_temp_c" in data:
+        out = replace(out, gpu_temp_c=_celsius(data["gpu_temp_c"], f"{where}.gpu_temp_c"))
+    if "memory_temp_c" in data:
+        out = replace(out, memory_temp_c=_celsius(data["memory_temp_c"], f"{where}.memory_temp_c"))
+    return out
+
+
+def _celsius(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 30 <= value <= 130:
+        raise UsageError(f"must be a whole number of degrees Celsius between 30 and 130, not {value!r}.", field=where)
+    return value
+
+
+# A section that is absent (None) gets every default; anything but a mapping is refused.
+
+
+def check_network(data: Any, where: str) -> NetworkSettings:
+    return _network(settings_mapping(data, where), where)
+
+
+def check_addons(data: Any, where: str) -> AddonSettings:
+    return _addons(settings_mapping(data, where), where)
+
+
+def check_alerts(data: Any, where: str) -> AlertSettings:
+    return _alerts(settings_mapping(data, where), where)

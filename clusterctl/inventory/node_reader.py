@@ -1,0 +1,54 @@
+"""Reading YAML nodes with the file and line of every error: the part every section reader shares.
+
+``native._Reader`` (the document: defaults, groups, hosts) and ``bootstrap_section`` (the
+``bootstrap:`` section) both read through it, so neither needs the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from clusterctl.errors import InventoryError
+from clusterctl.inventory import values
+from clusterctl.inventory.values import BadValue
+from clusterctl.inventory.yaml_tree import Mapping, Node, Scalar, Sequence, as_mapping, kind_of
+
+
+class NodeReader:
+    """Errors, scalars, mappings and name lists of one inventory file, each error naming file, line and field."""
+
+    def __init__(self, file: str, base_dir: Path) -> None:
+        self.file = file
+        self.base_dir = base_dir
+
+    def error(self, message: str, *, line: int, field: str | None, hint: str | None = None) -> InventoryError:
+        return InventoryError(message, file=self.file, line=line, field=field or None, hint=hint)
+
+    def mapping(self, node: Node, field: str, *, must_be: str, hint: str | None = None) -> Mapping:
+        """``node`` as a mapping (empty for a key with no value), else the error "{must_be}, not ..."."""
+        mapping = as_mapping(node)
+        if mapping is None:
+            raise self.error(f"{must_be}, not {kind_of(node)}.", line=node.line, field=field, hint=hint)
+        return mapping
+
+    def scalar(self, node: Node, field: str, convert: Callable[[Any], Any], *, raw: bool = False) -> Any:
+        """One scalar, converted; ``raw`` passes numbers as written (``12.10``, not ``12.1``)."""
+        if not isinstance(node, Scalar):
+            raise self.error(f"expected a single value here, found {kind_of(node)}.", line=node.line, field=field)
+        value = node.value
+        if raw and isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = node.text
+        try:
+            return convert(value)
+        except BadValue as exc:
+            raise self.error(exc.message, line=node.line, field=field, hint=exc.hint) from None
+
+    def names(self, node: Node, field: str) -> tuple[str, ...]:
+        if isinstance(node, Sequence):
+            return tuple(
+                self.scalar(item, f"{field}[{i}]", lambda v: values.text(v, "a name"), raw=True)
+                for i, item in enumerate(node.items)
+            )
+        return tuple(self.scalar(node, field, lambda v: values.text_list(v, "this list"), raw=True))

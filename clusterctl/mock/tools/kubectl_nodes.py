@@ -1,0 +1,196 @@
+"""``kubectl`` verbs on nodes and their pods: taint, cordon/uncordon, annotate, pods by node, evictions.
+
+Messages and exit codes are kubectl's (``staging/src/k8s.io/kubectl/pkg/cmd/taint``, ``drain``
+for cordon/uncordon, ``annotate``), as quoted in recordings/README.md:
+
+* ``node/N tainted`` / ``node/N untainted``; a taint of the same key and effect without
+  ``--overwrite``: ``error: node N already has K taint(s) with same effect(s) and --overwrite is
+  false``; removing a taint the node lacks: ``error: taint "K:E" not found``;
+* ``node/N cordoned`` / ``node/N already cordoned`` (``uncordoned`` likewise);
+* ``node/N annotated``; an annotation already set without ``--overwrite``: ``error: --overwrite is
+  false but found the following declared annotation(s): 'K' already has a value (V)``;
+* an unknown node: ``Error from server (NotFound): nodes "N" not found``;
+* ``create --raw .../pods/NAME/eviction -f -``: the API's ``Status`` (201) on stdout, or
+  ``Error from server (TooManyRequests): Cannot evict pod as it would violate the pod's
+  disruption budget.`` (429), ``(NotFound)``, ``(InternalError)``, ``(BadRequest)``; exit 1.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from clusterctl.mock.tools import kube_state as ks
+from clusterctl.mock.tools import kube_workloads as kw
+from clusterctl.mock.tools.base import ToolContext, ToolResult
+
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+EVICTION_PATH = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/eviction$")
+_STATUS_REASON = {400: "BadRequest", 404: "NotFound", 429: "TooManyRequests", 500: "InternalError"}
+
+
+def node_missing(name: str) -> ToolResult:
+    return ToolResult("", f'Error from server (NotFound): nodes "{name}" not found\n', 1)
+
+
+def _node_name(words: list[str]) -> str | None:
+    """``nodes N``, ``node N``, ``node/N`` -> N."""
+    if words and words[0].startswith(("node/", "nodes/")):
+        return words[0].split("/", 1)[1]
+    if len(words) >= 2 and words[0] in ("node", "nodes", "no"):
+        return words[1]
+    return None
+
+
+def taint(ctx: ToolContext, words: list[str], flags: set[str]) -> ToolResult:
+    """``kubectl taint nodes N KEY[=VALUE]:EFFECT`` (add) or ``KEY[:EFFECT]-`` (remove)."""
+    node_name = _node_name(words)
+    specs = words[1:] if words and "/" in words[0] else words[2:]
+    if node_name is None or not specs:
+        return ctx.fail("error: at least one taint update is required\n")
+    overwrite = "--overwrite" in flags or "--overwrite=true" in ctx.args
+    with ks.edit(ctx) as kube:
+        node = (kube.get("nodes") or {}).get(node_name)
+        if node is None:
+            return node_missing(node_name)
+        taints = [dict(t) for t in node.get("taints") or []]
+        for spec in specs:
+            if spec.endswith("-"):
+                key, _, effect = spec[:-1].partition(":")
+                kept = [t for t in taints if not (t["key"] == key and (not effect or t["effect"] == effect))]
+                if len(kept) == len(taints):
+                    return ctx.fail(f'error: taint "{spec[:-1]}" not found\n')
+                taints = kept
+                continue
+            key_value, _, effect = spec.rpartition(":")
+            key, _, value = key_value.partition("=")
+            if effect not in EFFECTS or not key:
+                return ctx.fail(f'error: invalid taint spec: {spec}, unknown taint effect "{effect}"\n'
+                                if key else f"error: invalid taint spec: {spec}\n")
+            same = [t for t in taints if t["key"] == key and t["effect"] == effect]
+            if same and not overwrite:
+                return ctx.fail(f"error: node {node_name} already has {key} taint(s) with same effect(s) and "
+                                "--overwrite is false\n")
+            taints = [t for t in taints if not (t["key"] == key and t["effect"] == effect)]
+            taints.append({"key": key, "value": value, "effect": effect} if value else {"key": key, "effect": effect})
+        removed = all(s.endswith("-") for s in specs)
+        node["taints"] = taints
+    return ctx.ok(f"node/{node_name} {'untainted' if removed else 'tainted'}\n")
+
+
+def cordon(ctx: ToolContext, verb: str, words: list[str]) -> ToolResult:
+    if not words:
+        return ctx.fail(f"error: USAGE: {verb} NODE [flags]\nSee 'kubectl {verb} -h' for help and examples\n")
+    name = words[0].split("/", 1)[1] if "/" in words[0] else words[0]
+    wanted = verb == "cordon"
+    with ks.edit(ctx) as kube:
+        node = (kube.get("nodes") or {}).get(name)
+        if node is None:
+            return node_missing(name)
+        if bool(node.get("unschedulable")) == wanted:
+            return ctx.ok(f"node/{name} already {verb}ed\n")
+        node["unschedulable"] = wanted
+    return ctx.ok(f"node/{name} {verb}ed\n")
+
+
+def annotate(ctx: ToolContext, words: list[str], flags: set[str]) -> ToolResult:
+    """``kubectl annotate [--overwrite] node N KEY=VALUE... KEY-...``."""
+    node_name = _node_name(words)
+    specs = words[1:] if words and "/" in words[0] else words[2:]
+    if node_name is None or not specs:
+        return ctx.fail("error: at least one annotation update is required\n")
+    overwrite = "--overwrite" in flags or "--overwrite=true" in ctx.args
+    with ks.edit(ctx) as kube:
+        node = (kube.get("nodes") or {}).get(node_name)
+        if node is None:
+            return node_missing(node_name)
+        annotations = dict(node.get("annotations") or {})
+        for spec in specs:
+            if spec.endswith("-") and "=" not in spec:
+                annotations.pop(spec[:-1], None)
+                continue
+            key, sep, value = spec.partition("=")
+            if not sep or not key:
+                return ctx.fail(f"error: invalid annotation format: {spec}\n")
+            if key in annotations and annotations[key] != value and not overwrite:
+                return ctx.fail("error: --overwrite is false but found the following declared annotation(s): "
+                                f"'{key}' already has a value ({annotations[key]})\n")
+            annotations[key] = value
+        node["annotations"] = annotations
+    return ctx.ok(f"node/{node_name} annotated\n")
+
+
+def node_object(name: str, node: dict[str, Any], labels: dict[str, str], status: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    taints = kw.node_taints(node)
+    if taints:
+        spec["taints"] = taints
+    if node.get("unschedulable"):
+        spec["unschedulable"] = True
+    metadata: dict[str, Any] = {"name": name, "labels": labels}
+    if node.get("annotations"):
+        metadata["annotations"] = dict(node["annotations"])
+    return {"apiVersion": "v1", "kind": "Node", "metadata": metadata, "spec": spec, "status": status}
+
+
+def pod_object(key: str, pod: dict[str, Any]) -> dict[str, Any]:
+    namespace, name = key.split("/", 1)
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(pod.get("labels") or {})}
+    owner = pod.get("owner")
+    if owner:
+        group = "v1" if owner.get("kind") == "ReplicationController" else "apps/v1"
+        metadata["ownerReferences"] = [{"apiVersion": group, "kind": owner["kind"], "name": owner["name"],
+                                        "controller": True, "blockOwnerDeletion": True,
+                                        "uid": kw.suffix(str(owner), 8) + "-0000-4000-8000-000000000000"}]
+    if pod.get("mirror"):
+        metadata["annotations"] = {"kubernetes.io/config.mirror": kw.suffix(key, 12)}
+    volumes: list[dict[str, Any]] = [{"name": "kube-api-access", "projected": {"sources": []}}]
+    if pod.get("emptydir"):
+        volumes.append({"name": "scratch", "emptyDir": {}})
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
+            "spec": {"nodeName": pod.get("node", ""), "volumes": volumes},
+            "status": {"phase": pod.get("phase", "Pending")}}
+
+
+def pods_list(ctx: ToolContext, options: dict[str, str], flags: set[str]) -> ToolResult:
+    """``kubectl get pods -A --field-selector spec.nodeName=N -o json``."""
+    kube = ks.read(ctx)
+    selector = options.get("--field-selector", "")
+    node = selector.split("=", 1)[1] if selector.startswith("spec.nodeName=") else None
+    everywhere = "-A" in flags or "--all-namespaces" in flags
+    namespace = options.get("--namespace", "default")
+    pods = kw.pods_on(kube, node) if node is not None else kw.pods_on_any(kube) + [
+        (k, p) for k, p in sorted((kube.get("pods") or {}).items()) if not p.get("node")]
+    items = [pod_object(k, p) for k, p in pods if everywhere or k.startswith(namespace + "/")]
+    return ctx.ok(json.dumps({"apiVersion": "v1", "items": items, "kind": "List",
+                              "metadata": {"resourceVersion": ""}}, indent=4) + "\n")
+
+
+def create_raw(ctx: ToolContext, path: str, options: dict[str, str]) -> ToolResult:
+    match = EVICTION_PATH.match(path)
+    if match is None:
+        return ctx.fail("Error from server (NotFound): the server could not find the requested resource\n")
+    source = options.get("--filename", "")
+    data = ctx.stdin if source == "-" else ctx.fs.read(ctx.path(source)) if source else None
+    if data is None:
+        return ctx.fail("error: --raw and --filename must both be specified\n" if not source
+                        else f'error: the path "{source}" does not exist\n')
+    try:
+        body = json.loads(data.decode() or "null")
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        body = None
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    if not isinstance(body, dict) or body.get("kind") != "Eviction" or not isinstance(meta, dict):
+        return _status_error(400, "the body of the request was in an unknown format - accepted media types "
+                             "include: application/json, application/yaml, application/vnd.kubernetes.protobuf")
+    if meta.get("name") != match["name"]:
+        return _status_error(400, "name in URL does not match name in Eviction object")
+    code, message = kw.evict(ctx, match["ns"], match["name"])
+    if code != 201:
+        return _status_error(code, message)
+    return ctx.ok('{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201}\n')
+
+
+def _status_error(code: int, message: str) -> ToolResult:
+    return ToolResult("", f"Error from server ({_STATUS_REASON.get(code, 'InternalError')}): {message}\n", 1)

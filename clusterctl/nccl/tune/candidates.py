@@ -1,0 +1,104 @@
+"""What a sweep measures: one-knob variations of NCCL's defaults, each valid for the NCCL version.
+
+``candidate_space`` is the common knobs (algorithms, protocols, channels, buffer size, threads);
+``socket_candidates`` the TCP socket transport's (derive proposes them on Ethernet fabrics);
+``lint_validator`` drops a value the lint knowledge base warns about, or NCCL's default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from clusterctl.nccl.versions import NcclVersion
+
+#: Channel knobs were renamed in 2.17 (NCCL_MIN/MAX_NCHANNELS -> NCCL_MIN/MAX_CTAS).
+CTAS_SINCE = NcclVersion(2, 17, 0)
+#: The example tuner plugin's CSV format (plugins/tuner/example, NCCL_TUNER_CONFIG_FILE) dates from 2.28.
+TUNER_CSV_SINCE = NcclVersion(2, 28, 0)
+#: First release whose ncclAlgoStr has each algorithm (src/graph/tuning.cc, src/enqueue.cc by tag).
+ALGO_SINCE: dict[str, NcclVersion] = {
+    "NVLS": NcclVersion(2, 17, 0),
+    "NVLSTree": NcclVersion(2, 18, 0),
+    "PAT": NcclVersion(2, 23, 0),
+}
+
+#: (name, value, nccl version) -> is it a valid setting there (the lint knowledge base answers).
+Validator = Callable[[str, str, "NcclVersion | None"], bool]
+
+@dataclass(frozen=True)
+class Candidate:
+    env: tuple[tuple[str, str], ...]
+
+    @property
+    def label(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.env) or "defaults"
+
+    def get(self, name: str) -> str | None:
+        return dict(self.env).get(name)
+
+def candidate_space(
+    version: NcclVersion | None,
+    *,
+    validate: Validator | None = None,
+    nvswitch: bool = False,
+    collnet: bool = False,
+    one_gpu_per_node: bool = False,
+) -> list[Candidate]:
+    """One-knob variations of the defaults (plus algorithm/protocol pairs where a tuner CSV can use them).
+
+    ``nvswitch`` adds NVLS/NVLSTree (NCCL picks them itself on NVSwitch systems, so they are worth
+    measuring there), ``collnet`` the CollNet algorithms (SHARP), ``one_gpu_per_node`` PAT (NCCL
+    runs PAT only with one GPU per node).
+    """
+    algos = ["Ring", "Tree"]
+    if nvswitch:
+        algos += ["NVLS", "NVLSTree"]
+    if collnet:
+        algos += ["CollnetDirect", "CollnetChain"]
+    if one_gpu_per_node:
+        algos += ["PAT"]
+    algos = [a for a in algos if a not in ALGO_SINCE or version is None or version >= ALGO_SINCE[a]]
+    protos = ("LL", "LL128", "Simple")
+    options: list[tuple[tuple[str, str], ...]] = []
+    options += [(("NCCL_ALGO", a),) for a in algos]
+    options += [(("NCCL_PROTO", p),) for p in protos]
+    if version is not None and version >= TUNER_CSV_SINCE:
+        options += [(("NCCL_ALGO", a), ("NCCL_PROTO", p)) for a in ("Ring", "Tree") for p in protos]
+    if version is None or version >= CTAS_SINCE:
+        options += [(("NCCL_MIN_CTAS", "32"),), (("NCCL_MAX_CTAS", "8"),)]
+    else:
+        options += [(("NCCL_MIN_NCHANNELS", "32"),), (("NCCL_MAX_NCHANNELS", "8"),)]
+    options += [(("NCCL_BUFFSIZE", str(n)),) for n in (2097152, 8388608, 16777216)]
+    options += [(("NCCL_NTHREADS", "256"),)]
+    out = [Candidate(env) for env in options]
+    if validate is not None:
+        out = [c for c in out if all(validate(k, v, version) for k, v in c.env)]
+    return out
+
+def socket_candidates(version: NcclVersion | None, *, validate: Validator | None = None) -> list[Candidate]:
+    """NCCL's TCP socket transport knobs, each pair within its limit of 64 sockets per peer.
+
+    src/transport/net_socket.cc: NCCL_SOCKET_NTHREADS is capped at 16 (MAX_THREADS) and
+    NCCL_SOCKET_NTHREADS * NCCL_NSOCKS_PERTHREAD at 64 (MAX_SOCKETS); above that NCCL lowers
+    NCCL_NSOCKS_PERTHREAD itself with a warning.
+    """
+    pairs = [(2, 8), (4, 4), (4, 8), (8, 4), (8, 8), (16, 4)]
+    out = [
+        Candidate((("NCCL_SOCKET_NTHREADS", str(t)), ("NCCL_NSOCKS_PERTHREAD", str(k))))
+        for t, k in pairs if t * k <= 64
+    ]
+    if validate is not None:
+        out = [c for c in out if all(validate(k, v, version) for k, v in c.env)]
+    return out
+
+def lint_validator() -> Validator:
+    """Validity from the lint knowledge base: a value lint warns about, or NCCL's default, is not swept."""
+    from clusterctl.nccl.lint import lint_settings
+    from clusterctl.nccl.sources import Setting
+
+    def validate(name: str, value: str, version: NcclVersion | None) -> bool:
+        findings = lint_settings([Setting(name, value, "<sweep>", 1)], nccl_version=version)
+        return not any(f.severity in ("error", "warning") or f.code == "DEFAULT_VALUE" for f in findings)
+
+    return validate

@@ -1,0 +1,217 @@
+"""Drain one node the way ``kubectl drain --ignore-daemonsets`` does, one eviction at a time through the gate.
+
+Why pod by pod rather than running ``kubectl drain`` on the control-plane host: each eviction
+is then one ``Change`` the gate records (a dry run lists exactly the pods that would go, a real
+run keeps what it did), the pods that cannot go are listed with their reason instead of ending
+the whole drain at the first one, and the behaviour does not depend on the kubectl version of
+the host. The rules are kubectl's (``k8s.io/kubectl/pkg/drain/filters.go``):
+
+* DaemonSet pods are left (their controller would put them back at once, tolerating the
+  cordon); mirror pods (static pods the kubelet owns) cannot be evicted and are left too;
+* finished pods (Succeeded, Failed) go whatever else is true of them;
+* a pod with no controller is lost for good when evicted: only with ``force``;
+* a pod with ``emptyDir`` data loses it: only with ``delete_emptydir_data``;
+* every eviction goes through the Eviction API, which honours PodDisruptionBudgets: a 429
+  ("would violate the pod's disruption budget") is retried every ``retry_every_s`` until
+  ``timeout_s``; what is left then is reported, never deleted around the budget;
+* an evicted pod counts as gone once it has left the node's pod list (graceful termination).
+
+The node is expected to be cordoned first (``node_ops.cordon``), as kubectl drain does, or the
+scheduler may put the replacements back on it. ``drain_node`` is the one entry point; the
+upgrade of day 2 calls it too.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from clusterctl.changes import Change, ChangeFailed, Gate
+from clusterctl.errors import ParseError
+from clusterctl.facts.kube import kubectl
+from clusterctl.facts.kube_nodes import Pod, parse_pods, pods_command
+from clusterctl.transport.base import FailureKind, TransportError
+
+if TYPE_CHECKING:
+    from clusterctl.transport.base import Transport
+
+#: kubectl drain's pause between two tries of an eviction a budget refused.
+RETRY_EVERY_S = 5.0
+DEFAULT_TIMEOUT_S = 300.0
+BUDGET_REFUSAL = "TooManyRequests"
+
+
+@dataclass(frozen=True)
+class DrainOptions:
+    #: The whole drain's limit: evictions a budget keeps refusing and pods still terminating by then are reported.
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    #: Evict pods that declare no controller (they are not recreated anywhere).
+    force: bool = False
+    #: Evict pods with emptyDir volumes (their data is lost).
+    delete_emptydir_data: bool = False
+    retry_every_s: float = RETRY_EVERY_S
+    #: Passed to the Eviction as ``deleteOptions.gracePeriodSeconds``; None: each pod's own.
+    grace_period_s: int | None = None
+
+
+@dataclass(frozen=True)
+class PodLeft:
+    """A pod drain did not take off the node, and why."""
+
+    pod: str
+    reason: str
+
+
+@dataclass
+class DrainReport:
+    node: str
+    #: Applied: the pods evicted and gone. Dry run: the pods that would be evicted.
+    evicted: list[str] = field(default_factory=list)
+    #: DaemonSet and mirror pods, left on purpose (not a failure).
+    ignored: list[PodLeft] = field(default_factory=list)
+    #: Pods that could not be evicted (no controller, local data, budget until the timeout, API errors).
+    not_evicted: list[PodLeft] = field(default_factory=list)
+    #: Pods that were finished (Succeeded/Failed) and were removed or would be.
+    warnings: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return not self.not_evicted
+
+    def to_json(self) -> dict[str, object]:
+        return {"node": self.node, "dry_run": self.dry_run, "complete": self.complete, "evicted": self.evicted,
+                "ignored": [{"pod": p.pod, "reason": p.reason} for p in self.ignored],
+                "not_evicted": [{"pod": p.pod, "reason": p.reason} for p in self.not_evicted],
+                "warnings": self.warnings}
+
+
+def eviction_command(pod: Pod, grace_period_s: int | None = None) -> str:
+    """POST an ``Eviction`` for ``pod`` (policy/v1) through ``kubectl create --raw``, the body on stdin."""
+    body: dict[str, object] = {"apiVersion": "policy/v1", "kind": "Eviction",
+                               "metadata": {"name": pod.name, "namespace": pod.namespace}}
+    if grace_period_s is not None:
+        body["deleteOptions"] = {"gracePeriodSeconds": grace_period_s}
+    path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/eviction"
+    return (f"printf '%s' {shlex.quote(json.dumps(body, separators=(',', ':')))} | "
+            + kubectl(f"create --raw {shlex.quote(path)} -f -"))
+
+
+def list_pods(transport: Transport, node: str) -> list[Pod]:
+    """The pods bound to ``node`` (a read: not a change)."""
+    result = transport.run(pods_command(node), sudo=True, timeout=60)
+    if not result.ok:
+        raise TransportError(FailureKind.COMMAND_FAILED,
+                             f"listing the pods of node {node} failed (exit {result.exit_code}): "
+                             f"{result.stderr_tail(2)}")
+    try:
+        return parse_pods(result.stdout)
+    except ParseError as exc:
+        raise TransportError(FailureKind.COMMAND_FAILED, f"listing the pods of node {node}: {exc}") from exc
+
+
+def sort_pods(pods: list[Pod], options: DrainOptions, report: DrainReport) -> list[Pod]:
+    """The pods to evict; the others go to ``report.ignored`` / ``report.not_evicted`` with kubectl's reasons."""
+    chosen: list[Pod] = []
+    for pod in pods:
+        if pod.deleting:
+            report.warnings.append(f"{pod.ref} is already terminating")
+            continue
+        if pod.mirror:
+            report.ignored.append(PodLeft(pod.ref, "mirror pod (a static pod the kubelet owns)"))
+            continue
+        if pod.controller_kind == "DaemonSet" and not pod.finished:
+            report.ignored.append(PodLeft(pod.ref, f"DaemonSet-managed ({pod.controller_name})"))
+            continue
+        if pod.finished:
+            chosen.append(pod)
+            continue
+        if not pod.controller_kind and not options.force:
+            report.not_evicted.append(PodLeft(pod.ref, "declares no controller: nothing would recreate it "
+                                                       "(--force to evict it anyway)"))
+            continue
+        if pod.local_storage and not options.delete_emptydir_data:
+            report.not_evicted.append(PodLeft(pod.ref, "has local storage (emptyDir) that eviction deletes "
+                                                       "(--delete-emptydir-data to evict it anyway)"))
+            continue
+        if not pod.controller_kind:
+            report.warnings.append(f"{pod.ref} declares no controller: evicted for good (--force)")
+        elif pod.local_storage:
+            report.warnings.append(f"{pod.ref}: its emptyDir data is deleted (--delete-emptydir-data)")
+        chosen.append(pod)
+    return chosen
+
+
+def drain_node(transport: Transport, gate: Gate, node: str, options: DrainOptions | None = None, *,
+               sleep: Callable[[float], None] = time.sleep,
+               clock: Callable[[], float] = time.monotonic) -> DrainReport:
+    """Evict ``node``'s pods through ``transport`` (a control-plane host running kubectl as root).
+
+    With ``gate.apply`` false, nothing is evicted: the report lists what would be. A budget's
+    refusal is retried until ``options.timeout_s``; what cannot go is in ``not_evicted``.
+    """
+    options = options or DrainOptions()
+    report = DrainReport(node, dry_run=not gate.apply)
+    to_evict = sort_pods(list_pods(transport, node), options, report)
+    if not gate.apply:
+        for pod in to_evict:
+            gate.submit(transport, _eviction(transport, pod, node, options))
+            report.evicted.append(pod.ref)
+        return report
+    deadline = clock() + options.timeout_s
+    pending = list(to_evict)
+    asked: list[Pod] = []
+    last_refusal: dict[str, str] = {}
+    while pending:
+        still: list[Pod] = []
+        for pod in pending:
+            try:
+                gate.submit(transport, _eviction(transport, pod, node, options))
+                asked.append(pod)
+            except ChangeFailed as exc:
+                stderr = exc.record.result.stderr if exc.record.result is not None else ""
+                message = stderr.strip().splitlines()[-1] if stderr.strip() else str(exc)
+                if "(NotFound)" in stderr:
+                    asked.append(pod)  # gone already: what an eviction wanted
+                elif BUDGET_REFUSAL in stderr:
+                    last_refusal[pod.ref] = message
+                    still.append(pod)
+                else:
+                    report.not_evicted.append(PodLeft(pod.ref, f"eviction refused: {message}"))
+        pending = still
+        if pending and clock() + options.retry_every_s > deadline:
+            for pod in pending:
+                report.not_evicted.append(PodLeft(pod.ref, f"its PodDisruptionBudget allowed no eviction within "
+                                                           f"{options.timeout_s:g} s ({last_refusal[pod.ref]})"))
+            break
+        if pending:
+            sleep(options.retry_every_s)
+    _wait_gone(transport, node, asked, report, options, deadline, sleep, clock)
+    return report
+
+
+def _eviction(transport: Transport, pod: Pod, node: str, options: DrainOptions) -> Change:
+    return Change.run(transport.host.name, eviction_command(pod, options.grace_period_s),
+                      summary=f"evict pod {pod.ref} from node {node}", timeout_s=60)
+
+
+def _wait_gone(transport: Transport, node: str, asked: list[Pod], report: DrainReport, options: DrainOptions,
+               deadline: float, sleep: Callable[[float], None], clock: Callable[[], float]) -> None:
+    """Wait until every evicted pod has left the node (terminated), as kubectl drain waits for deletion."""
+    waiting = {p.ref for p in asked}
+    while waiting:
+        present = {p.ref for p in list_pods(transport, node)}
+        for ref in sorted(waiting - present):
+            report.evicted.append(ref)
+        waiting &= present
+        if not waiting:
+            return
+        if clock() + min(options.retry_every_s, 2.0) > deadline:
+            for ref in sorted(waiting):
+                report.not_evicted.append(PodLeft(ref, f"evicted but still terminating after {options.timeout_s:g} s"))
+            return
+        sleep(min(options.retry_every_s, 2.0))

@@ -1,0 +1,109 @@
+"""The node changes of quarantine and release: taint, cordon, annotations, each with the command that reverts it.
+
+Every builder compares with the node as read (``NodeState``) and returns only what differs, so
+a second quarantine of a quarantined node changes nothing, and each ``Change`` carries its undo
+(``uncordon`` for a cordon, the previous annotation values for an annotation), so that
+``clusterctl undo JOURNAL`` puts the node back as it was. Commands run as root on the first
+control-plane host with the admin kubeconfig; every value is quoted.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+
+from clusterctl.changes import Change
+from clusterctl.facts.kube import kubectl
+from clusterctl.facts.kube_nodes import NodeState, Taint
+
+TAINT_KEY = "clusterctl.dev/unhealthy"
+TAINT_EFFECT = "NoSchedule"
+ANNOTATION_PREFIX = "clusterctl.dev/quarantine-"
+#: who (user@machine), when (UTC, ISO 8601), why (the reason given), codes (finding codes, comma-separated).
+ANNOTATION_KEYS = ("by", "at", "reason", "codes")
+_LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$")
+
+
+def annotation(name: str) -> str:
+    return ANNOTATION_PREFIX + name
+
+
+def taint_value(code: str) -> str:
+    """``code`` as a taint value (a label value: 63 characters of ``[A-Za-z0-9._-]``, alphanumeric ends)."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", code).strip("._-")[:63].rstrip("._-")
+    return cleaned if _LABEL_VALUE.match(cleaned) else "manual"
+
+
+def _node(node: str) -> str:
+    return shlex.quote(node)
+
+
+def taint(cp: str, node: NodeState, value: str) -> list[Change]:
+    wanted = Taint(TAINT_KEY, TAINT_EFFECT, value)
+    current = next((t for t in node.taints if t.key == TAINT_KEY and t.effect == TAINT_EFFECT), None)
+    if current == wanted:
+        return []
+    add = kubectl(f"taint nodes {_node(node.name)} --overwrite {shlex.quote(wanted.spec())}")
+    undo = (kubectl(f"taint nodes {_node(node.name)} {shlex.quote(f'{TAINT_KEY}:{TAINT_EFFECT}-')}") if current is None
+            else kubectl(f"taint nodes {_node(node.name)} --overwrite {shlex.quote(current.spec())}"))
+    return [Change.run(cp, add, summary=f"taint node {node.name} {wanted.spec()}", undo=undo, timeout_s=60)]
+
+
+def untaint(cp: str, node: NodeState) -> list[Change]:
+    current = next((t for t in node.taints if t.key == TAINT_KEY), None)
+    if current is None:
+        return []
+    remove = kubectl(f"taint nodes {_node(node.name)} {shlex.quote(f'{TAINT_KEY}-')}")
+    undo = kubectl(f"taint nodes {_node(node.name)} --overwrite {shlex.quote(current.spec())}")
+    return [Change.run(cp, remove, summary=f"remove taint {TAINT_KEY} from node {node.name}", undo=undo,
+                       timeout_s=60)]
+
+
+def cordon(cp: str, node: NodeState) -> list[Change]:
+    if node.unschedulable:
+        return []
+    return [Change.run(cp, kubectl(f"cordon {_node(node.name)}"), summary=f"cordon node {node.name}",
+                       undo=kubectl(f"uncordon {_node(node.name)}"), timeout_s=60)]
+
+
+def uncordon(cp: str, node: NodeState) -> list[Change]:
+    if not node.unschedulable:
+        return []
+    return [Change.run(cp, kubectl(f"uncordon {_node(node.name)}"), summary=f"uncordon node {node.name}",
+                       undo=kubectl(f"cordon {_node(node.name)}"), timeout_s=60)]
+
+
+def annotate(cp: str, node: NodeState, wanted: Mapping[str, str | None]) -> list[Change]:
+    """Set (value) or remove (None) annotations; one command, its undo restoring every previous value."""
+    sets: list[str] = []
+    restores: list[str] = []
+    keys: list[str] = []
+    for key, value in wanted.items():
+        before = node.annotations.get(key)
+        if before == value:
+            continue
+        keys.append(key)
+        sets.append(f"{key}-" if value is None else f"{key}={value}")
+        restores.append(f"{key}-" if before is None else f"{key}={before}")
+    if not sets:
+        return []
+    words = " ".join(shlex.quote(s) for s in sets)
+    back = " ".join(shlex.quote(s) for s in restores)
+    verb = "annotate" if any(v is not None for v in wanted.values()) else "remove the annotations of"
+    return [Change.run(cp, kubectl(f"annotate --overwrite node {_node(node.name)} {words}"),
+                       summary=f"{verb} node {node.name} ({', '.join(keys)})",
+                       undo=kubectl(f"annotate --overwrite node {_node(node.name)} {back}"), timeout_s=60)]
+
+
+def quarantine_annotations(*, who: str, when: str, reason: str, codes: list[str]) -> dict[str, str | None]:
+    return {annotation("by"): who, annotation("at"): when, annotation("reason"): reason,
+            annotation("codes"): ",".join(codes)}
+
+
+def release_annotations() -> dict[str, str | None]:
+    return {annotation(name): None for name in ANNOTATION_KEYS}
+
+
+def is_quarantined(node: NodeState) -> bool:
+    return node.taint(TAINT_KEY) is not None or annotation("at") in node.annotations

@@ -1,0 +1,154 @@
+"""``release``: a quarantined host comes back only after it proves healthy.
+
+For each host: the health checks (level 1 by default) and a single-host ``bench nccl``
+(all_reduce over its GPUs) run first; only a host that passes both has its taint removed, is
+uncordoned, loses clusterctl's quarantine annotations and is resumed in Slurm (when clusterctl
+drained it there). A host that fails stays quarantined, with the reasons. ``skip_checks``
+releases without them (the operator knows better; said in the output). A host that is not
+quarantined is left as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from clusterctl.changes import ChangeFailed, Gate
+from clusterctl.findings import Finding, Severity
+from clusterctl.quarantine import node_ops, slurm
+from clusterctl.quarantine.run import control_plane, read_node
+
+if TYPE_CHECKING:
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.model import Host, Inventory
+    from clusterctl.transport.base import Transport
+
+
+@dataclass
+class HostRelease:
+    host: str
+    released: bool = False
+    #: Why the host stays quarantined (failed checks, not a node, a failed change).
+    refused: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)
+    slurm: str = ""
+    not_quarantined: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.refused
+
+    def to_json(self) -> dict[str, object]:
+        return {"host": self.host, "released": self.released, "not_quarantined": self.not_quarantined,
+                "refused": self.refused, "checks": self.checks, "done": self.done, "slurm": self.slurm}
+
+
+#: ``checks(runner, hosts) -> {host: findings}``: error-level findings keep a host quarantined.
+ReleaseChecks = Callable[["Runner", Sequence["Host"]], dict[str, list[Finding]]]
+
+
+def health_and_nccl_checks(level: int = 1) -> ReleaseChecks:
+    """The default release gate: ``health --level LEVEL`` and ``bench nccl`` on each host alone."""
+
+    def checks(runner: Runner, hosts: Sequence[Host]) -> dict[str, list[Finding]]:
+        from clusterctl.quarantine.checks import health_findings, nccl_findings
+
+        found: dict[str, list[Finding]] = {h.name: [] for h in hosts}
+        for name, findings in health_findings(runner, hosts, level).items():
+            found[name] += findings
+        passed = [h for h in hosts if not any(f.severity is Severity.ERROR for f in found[h.name])]
+        # The NCCL test only on hosts whose health passed: a broken host need not be benchmarked.
+        for name, findings in nccl_findings(runner, passed).items():
+            found[name] += findings
+        return found
+
+    return checks
+
+
+def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], gate: Gate, *,
+                  checks: ReleaseChecks | None = None,
+                  confirm: Callable[[list[str]], None] | None = None) -> list[HostRelease]:
+    """Release the quarantined hosts among ``hosts`` that pass ``checks`` (None: no checks, ``--skip-checks``).
+
+    ``confirm(names)`` is called once the checks are done and before any change, with the hosts
+    about to be released (not at all when none passed): the question is asked only when there is
+    something to answer; it raises to stop.
+    """
+    cp = control_plane(inventory)
+    results = {h.name: HostRelease(h.name) for h in hosts}
+
+    def read_all(transport: Transport) -> dict[str, bool | None]:
+        states: dict[str, bool | None] = {}
+        for host in hosts:
+            node = read_node(transport, host.name)
+            states[host.name] = None if node is None else node_ops.is_quarantined(node)
+        return states
+
+    fleet = runner.run_task([cp], read_all, label="release: read nodes")
+    (outcome,) = fleet.outcomes
+    if outcome.value is None:
+        why = outcome.failure.describe() if outcome.failure else "no result"
+        for result in results.values():
+            result.refused.append(f"the control plane {cp.name} could not be used: {why}")
+        return list(results.values())
+    candidates: list[Host] = []
+    for host in hosts:
+        state = outcome.value[host.name]
+        if state is None:
+            results[host.name].refused.append(f"{host.name} is not a node of the cluster")
+        elif not state:
+            results[host.name].not_quarantined = True
+        else:
+            candidates.append(host)
+    if checks is not None and candidates:
+        found = checks(runner, candidates)
+        for host in list(candidates):
+            findings = found.get(host.name, [])
+            errors = [f for f in findings if f.severity is Severity.ERROR]
+            results[host.name].checks = [f"{f.severity.value} {f.code}: {f.message}" for f in findings
+                                         if f.severity is not Severity.INFO]
+            if errors:
+                results[host.name].refused += [f"{f.code}: {f.message}" for f in errors]
+                candidates.remove(host)
+    if not candidates:
+        return [results[h.name] for h in hosts]
+    if confirm is not None:
+        confirm([h.name for h in candidates])
+
+    def release_on_cp(transport: Transport) -> None:
+        for host in candidates:
+            node = read_node(transport, host.name)
+            if node is None:
+                results[host.name].refused.append(f"{host.name} is no longer a node of the cluster")
+                continue
+            changes = (node_ops.untaint(transport.host.name, node) + node_ops.uncordon(transport.host.name, node)
+                       + node_ops.annotate(transport.host.name, node, node_ops.release_annotations()))
+            try:
+                for record in gate.submit_all(transport, changes):
+                    results[host.name].done.append(record.change.summary)
+                results[host.name].released = True
+            except ChangeFailed as exc:
+                results[host.name].refused.append(str(exc))
+
+    done = runner.run_task([cp], release_on_cp, label="release")
+    (released,) = done.outcomes
+    if not released.ok:
+        why = released.failure.describe() if released.failure else "no result"
+        for host in candidates:
+            if not results[host.name].released:
+                results[host.name].refused.append(f"the control plane {cp.name} failed: {why}")
+    back = [h for h in candidates if results[h.name].released]
+    for name, text in slurm.resume_hosts(runner, back, gate).items():
+        results[name].slurm = text
+        if text.startswith("failed"):
+            results[name].refused.append(text)
+    return [results[h.name] for h in hosts]
+
+
+def not_released(results: Sequence[HostRelease]) -> list[Finding]:
+    """One error finding per host that stays quarantined (for exit codes and JSON)."""
+    return [Finding(Severity.ERROR, "RELEASE_REFUSED", f"{r.host} stays quarantined: {'; '.join(r.refused)}",
+                    host=r.host, fix="Fix what the checks name, then 'clusterctl release' again "
+                    "(--skip-checks only when you know better).") for r in results if r.refused]

@@ -1,0 +1,156 @@
+"""``quarantine`` as one call: taint, cordon, annotate and (asked) drain nodes; drain them in Slurm too.
+
+The Kubernetes side runs on the inventory's first control-plane host (kubectl as root with the
+admin kubeconfig, as bootstrap does), one node after the other; the Slurm side runs on each
+quarantined host that runs ``slurmd``. Every change passes the one ``Gate`` given by the caller
+(record mode for ``--dry-run``), so the caller keeps one journal that ``clusterctl undo`` reads.
+A host that is not a node of the cluster, or whose drain leaves pods, is reported for that
+host; the others go on.
+"""
+
+from __future__ import annotations
+
+import getpass
+import socket
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from clusterctl.changes import ChangeFailed, Gate
+from clusterctl.errors import ParseError, UsageError
+from clusterctl.facts.kube_nodes import NodeState, node_command, parse_node
+from clusterctl.quarantine import node_ops, slurm
+from clusterctl.quarantine.drain import DrainOptions, DrainReport, drain_node
+from clusterctl.transport.base import FailureKind, TransportError
+
+if TYPE_CHECKING:
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.model import Host, Inventory
+    from clusterctl.transport.base import Transport
+
+
+@dataclass(frozen=True)
+class QuarantineRequest:
+    reason: str
+    #: Finding codes that led here (health, an alert); the first is the taint's value.
+    codes: tuple[str, ...] = ()
+    drain: bool = False
+    drain_options: DrainOptions = field(default_factory=DrainOptions)
+    #: Who asked: ``user@machine`` (the annotation); default: this process's user and machine.
+    who: str | None = None
+
+
+@dataclass
+class HostQuarantine:
+    host: str
+    #: What was done (or would be), one line per change, in order.
+    done: list[str] = field(default_factory=list)
+    drain: DrainReport | None = None
+    #: Slurm's part: "drained", "already drained", "no slurmd", or an error.
+    slurm: str = ""
+    error: str | None = None
+    already: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and (self.drain is None or self.drain.complete)
+
+    def to_json(self) -> dict[str, object]:
+        return {"host": self.host, "ok": self.ok, "already_quarantined": self.already, "done": self.done,
+                "drain": self.drain.to_json() if self.drain else None, "slurm": self.slurm, "error": self.error}
+
+
+def who_am_i() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+def utc_now(now: float | None = None) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+
+
+def control_plane(inventory: Inventory) -> Host:
+    from clusterctl.bootstrap.cluster.settings import first_control_plane
+
+    host = first_control_plane(inventory)
+    if host is None:
+        raise UsageError("no host has the control-plane role: quarantine reaches the cluster through the first "
+                         "control-plane host", field="hosts", hint="Give one host 'roles: [control-plane]'.")
+    return host
+
+
+def read_node(transport: Transport, name: str) -> NodeState | None:
+    """The node as the API server has it; None when there is no such node."""
+    result = transport.run(node_command(name), sudo=True, timeout=60)
+    if not result.ok:
+        if "(NotFound)" in result.stderr:
+            return None
+        raise TransportError(FailureKind.COMMAND_FAILED,
+                             f"kubectl get node {name} failed (exit {result.exit_code}): {result.stderr_tail(2)}")
+    try:
+        return parse_node(result.stdout)
+    except ParseError as exc:
+        raise TransportError(FailureKind.COMMAND_FAILED, str(exc)) from exc
+
+
+def quarantine_node(transport: Transport, gate: Gate, name: str, request: QuarantineRequest,
+                    *, when: str) -> HostQuarantine:
+    """Taint, cordon, annotate and (asked) drain one node through ``transport`` (the control plane)."""
+    outcome = HostQuarantine(name)
+    node = read_node(transport, name)
+    if node is None:
+        outcome.error = f"{name} is not a node of the cluster (kubectl get node: NotFound)"
+        return outcome
+    outcome.already = node_ops.is_quarantined(node)
+    code = node_ops.taint_value(request.codes[0] if request.codes else request.reason)
+    cp = transport.host.name
+    annotations = node_ops.quarantine_annotations(who=request.who or who_am_i(), when=when,
+                                                  reason=request.reason, codes=list(request.codes))
+    if outcome.already:
+        # A second quarantine keeps the first one's who and when: status says since when.
+        for key in ("by", "at"):
+            previous = node.annotations.get(node_ops.annotation(key))
+            if previous:
+                annotations[node_ops.annotation(key)] = previous
+    changes = node_ops.taint(cp, node, code) + node_ops.cordon(cp, node) + node_ops.annotate(cp, node, annotations)
+    try:
+        for record in gate.submit_all(transport, changes):
+            outcome.done.append(record.change.summary)
+    except ChangeFailed as exc:
+        outcome.error = str(exc)
+        return outcome
+    if request.drain:
+        outcome.drain = drain_node(transport, gate, name, request.drain_options)
+    return outcome
+
+
+def quarantine_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], request: QuarantineRequest,
+                     gate: Gate, *, now: float | None = None) -> list[HostQuarantine]:
+    """Quarantine ``hosts`` (Kubernetes through the first control plane, then Slurm on each host)."""
+    if not hosts:
+        raise UsageError("no host to quarantine")
+    if not request.reason.strip():
+        raise UsageError("--reason must say why (it is kept on the node for whoever looks next)")
+    cp = control_plane(inventory)
+    when = utc_now(now)
+
+    def on_control_plane(transport: Transport) -> list[HostQuarantine]:
+        return [quarantine_node(transport, gate, h.name, request, when=when) for h in hosts]
+
+    timeout = 120.0 + len(hosts) * (request.drain_options.timeout_s + 120.0 if request.drain else 60.0)
+    fleet = runner.run_task([cp], on_control_plane, label="quarantine", timeout_s=timeout)
+    (outcome,) = fleet.outcomes
+    if outcome.value is None:
+        why = outcome.failure.describe() if outcome.failure else "no result"
+        return [HostQuarantine(h.name, error=f"the control plane {cp.name} could not be used: {why}") for h in hosts]
+    results = {r.host: r for r in outcome.value}
+    slurm_targets = [h for h in hosts if results[h.name].error is None]
+    for host_name, text in slurm.drain_hosts(runner, slurm_targets, gate, request.reason).items():
+        results[host_name].slurm = text
+        if text.startswith("failed"):
+            results[host_name].error = text
+    return [results[h.name] for h in hosts]

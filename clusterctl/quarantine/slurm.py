@@ -1,0 +1,109 @@
+"""Slurm's side of quarantine and release: ``scontrol update nodename=... state=drain|resume``.
+
+Only on hosts that run ``slurmd`` (``systemctl is-active slurmd``); the command runs on the host
+itself (its ``scontrol`` reaches slurmctld with the host's own configuration). The Slurm node
+name is the host's ``slurm_node`` variable, else its inventory name. Quarantine marks its reason
+``clusterctl: REASON`` so that release resumes only nodes clusterctl drained, never a node an
+administrator drained for another reason. Each drain carries ``state=resume`` as its undo.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from clusterctl.changes import Change, ChangeFailed, Gate
+
+if TYPE_CHECKING:
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.model import Host
+    from clusterctl.transport.base import Transport
+
+REASON_PREFIX = "clusterctl: "
+_STATE = re.compile(r"(?:^|\s)State=(\S+)")
+_REASON = re.compile(r"(?:^|\s)Reason=(.*?)(?:\s\[[^\]]*\])?\s*$")
+
+
+def node_name(host: Host) -> str:
+    return str(dict(host.vars).get("slurm_node") or host.name)
+
+
+def runs_slurmd(transport: Transport) -> bool:
+    return transport.run("systemctl is-active --quiet slurmd", timeout=30).exit_code == 0
+
+
+def node_state(transport: Transport, name: str) -> tuple[str, str] | None:
+    """(State, Reason) of ``scontrol -o show node NAME``; None when Slurm does not know the node."""
+    result = transport.run(f"scontrol -o show node {shlex.quote(name)}", timeout=30)
+    if not result.ok:
+        return None
+    state = _STATE.search(result.stdout)
+    reason = _REASON.search(result.stdout.strip())
+    return (state.group(1) if state else "UNKNOWN"), (reason.group(1).strip() if reason else "")
+
+
+def _update(name: str, state: str, reason: str | None = None) -> str:
+    words = f"scontrol update nodename={shlex.quote(name)} state={state}"
+    return words + (f" reason={shlex.quote(reason)}" if reason is not None else "")
+
+
+def drain_hosts(runner: Runner, hosts: Sequence[Host], gate: Gate, reason: str) -> dict[str, str]:
+    """Drain in Slurm every host of ``hosts`` that runs slurmd; host -> what happened, one line."""
+    if not hosts:
+        return {}
+    by_name = {h.name: h for h in hosts}
+
+    def task(transport: Transport) -> str:
+        if not runs_slurmd(transport):
+            return "no slurmd"
+        name = node_name(by_name[transport.host.name])
+        found = node_state(transport, name)
+        if found is None:
+            return f"failed: Slurm does not know node {name} (scontrol show node)"
+        state, current = found
+        if "DRAIN" in state:
+            return f"already drained in Slurm ({current or state})"
+        change = Change.run(transport.host.name, _update(name, "drain", REASON_PREFIX + reason),
+                            summary=f"drain Slurm node {name}", undo=_update(name, "resume"), timeout_s=60)
+        try:
+            gate.submit(transport, change)
+        except ChangeFailed as exc:
+            return f"failed: {exc}"
+        return f"drained in Slurm node {name}" if gate.apply else f"would drain Slurm node {name}"
+
+    fleet = runner.run_task(list(hosts), task, label="slurm drain")
+    return {o.host.name: (o.value if o.value is not None else
+                          f"failed: {o.failure.describe() if o.failure else 'no result'}") for o in fleet.outcomes}
+
+
+def resume_hosts(runner: Runner, hosts: Sequence[Host], gate: Gate) -> dict[str, str]:
+    """Resume in Slurm the hosts clusterctl drained there; nodes drained for another reason stay."""
+    if not hosts:
+        return {}
+    by_name = {h.name: h for h in hosts}
+
+    def task(transport: Transport) -> str:
+        if not runs_slurmd(transport):
+            return "no slurmd"
+        name = node_name(by_name[transport.host.name])
+        found = node_state(transport, name)
+        if found is None:
+            return f"failed: Slurm does not know node {name} (scontrol show node)"
+        state, reason = found
+        if "DRAIN" not in state:
+            return f"not drained in Slurm ({state})"
+        if not reason.startswith(REASON_PREFIX):
+            return f"left drained in Slurm: drained by someone else ({reason or 'no reason'})"
+        change = Change.run(transport.host.name, _update(name, "resume"), summary=f"resume Slurm node {name}",
+                            undo=_update(name, "drain", reason), timeout_s=60)
+        try:
+            gate.submit(transport, change)
+        except ChangeFailed as exc:
+            return f"failed: {exc}"
+        return f"resumed in Slurm node {name}" if gate.apply else f"would resume Slurm node {name}"
+
+    fleet = runner.run_task(list(hosts), task, label="slurm resume")
+    return {o.host.name: (o.value if o.value is not None else
+                          f"failed: {o.failure.describe() if o.failure else 'no result'}") for o in fleet.outcomes}

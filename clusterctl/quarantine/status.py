@@ -1,0 +1,81 @@
+"""Which hosts are quarantined, since when, by whom, why, and what their release needs.
+
+Read from the cluster itself (the nodes' taint and clusterctl's annotations, through the first
+control-plane host), so it is the same from any control machine and after any number of runs.
+A node cordoned or tainted by someone else (no clusterctl annotation) is listed too, marked so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from clusterctl.errors import ClusterctlError, ParseError
+from clusterctl.facts.kube import kubectl
+from clusterctl.facts.kube_nodes import NodeState, parse_node_list
+from clusterctl.quarantine import node_ops
+from clusterctl.quarantine.run import control_plane
+from clusterctl.transport.base import FailureKind, TransportError
+
+if TYPE_CHECKING:
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.model import Inventory
+    from clusterctl.transport.base import Transport
+
+RELEASE_NEEDS = "health (level 1) and bench nccl on the host pass: clusterctl release {host}"
+
+
+@dataclass(frozen=True)
+class QuarantinedNode:
+    host: str
+    since: str
+    by: str
+    reason: str
+    codes: tuple[str, ...]
+    cordoned: bool
+    taint: str
+    #: False: cordoned or tainted, but not by clusterctl (no annotation).
+    by_clusterctl: bool
+    release_needs: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"host": self.host, "since": self.since, "by": self.by, "reason": self.reason,
+                "codes": list(self.codes), "cordoned": self.cordoned, "taint": self.taint,
+                "by_clusterctl": self.by_clusterctl, "release_needs": self.release_needs}
+
+
+def describe(node: NodeState) -> QuarantinedNode | None:
+    ours = node_ops.is_quarantined(node)
+    if not ours and not node.unschedulable:
+        return None
+    taint = node.taint(node_ops.TAINT_KEY)
+    notes = node.annotations
+    codes = tuple(c for c in notes.get(node_ops.annotation("codes"), "").split(",") if c)
+    needs = RELEASE_NEEDS.format(host=node.name) if ours else \
+        f"cordoned outside clusterctl: kubectl uncordon {node.name} when its owner agrees"
+    return QuarantinedNode(node.name, notes.get(node_ops.annotation("at"), ""),
+                           notes.get(node_ops.annotation("by"), ""),
+                           notes.get(node_ops.annotation("reason"), ""), codes, node.unschedulable,
+                           taint.spec() if taint else "", ours, needs)
+
+
+def quarantined_nodes(runner: Runner, inventory: Inventory) -> list[QuarantinedNode]:
+    """The cluster's quarantined (or otherwise cordoned) nodes, in the API server's order."""
+    cp = control_plane(inventory)
+
+    def task(transport: Transport) -> list[NodeState]:
+        result = transport.run(kubectl("get nodes -o json"), sudo=True, timeout=60)
+        if not result.ok:
+            raise TransportError(FailureKind.COMMAND_FAILED,
+                                 f"kubectl get nodes failed (exit {result.exit_code}): {result.stderr_tail(2)}")
+        try:
+            return parse_node_list(result.stdout)
+        except ParseError as exc:
+            raise TransportError(FailureKind.COMMAND_FAILED, str(exc)) from exc
+
+    fleet = runner.run_task([cp], task, label="status")
+    (outcome,) = fleet.outcomes
+    if outcome.value is None:
+        raise ClusterctlError(f"cannot read the nodes through the control plane {cp.name}: "
+                              f"{outcome.failure.describe() if outcome.failure else 'no result'}")
+    return [q for q in (describe(n) for n in outcome.value) if q is not None]

@@ -1,0 +1,100 @@
+"""The issue's walk on the demo after bootstrap: quarantine with drain, release refused and granted, undo, dry runs."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from clirun import DEMO, REPO_ROOT, clusterctl
+from host_state import snapshot
+
+SURVEY = REPO_ROOT / "tests" / "bootstrap_cluster" / "fixtures" / "demo-survey.json"
+KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
+WORKLOAD = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: trainer, namespace: default}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: trainer}}
+  template:
+    metadata: {labels: {app: trainer}}
+    spec: {containers: [{name: main, image: busybox}]}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: trainer, namespace: default}
+spec: {minAvailable: 5, selector: {matchLabels: {app: trainer}}}
+"""
+
+
+def cli(*args: str | Path) -> tuple[int, str]:
+    done = clusterctl("-i", DEMO, *args)
+    return done.exit_code, done.stdout + done.stderr
+
+
+def node(name: str) -> dict[str, object]:
+    code, out = cli("-l", "gpu-a1", "-o", "json", "exec", "--", f"{KUBECTL} get node {name} -o json")
+    assert code == 0, out
+    return json.loads(json.loads(out)["hosts"][0]["stdout"]) if '"hosts"' in out else json.loads(out)
+
+
+def state_folder() -> Path:
+    (folder,) = [p for p in Path(os.environ["CLUSTERCTL_MOCK_STATE"]).iterdir() if p.name.startswith("demo-")]
+    return folder
+
+
+def test_quarantine_drain_release_and_undo_on_the_demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out = cli("bootstrap", "--survey", SURVEY, "--state-dir", tmp_path / "progress")
+    assert code == 0, out
+    (tmp_path / "trainer.yaml").write_text(WORKLOAD)
+    assert cli("-l", "gpu-a1", "copy", tmp_path / "trainer.yaml", "/root/trainer.yaml")[0] == 0
+    assert cli("-l", "gpu-a1", "exec", "--", f"{KUBECTL} apply -f /root/trainer.yaml")[0] == 0
+    as_it_was = node("gpu-a3")
+
+    before = snapshot(state_folder())
+    code, out = cli("quarantine", "gpu-a3", "--reason", "nvlink", "--drain", "--dry-run")
+    assert code == 0, out
+    assert "would taint node gpu-a3 clusterctl.dev/unhealthy=nvlink:NoSchedule" in out
+    assert "would evict 1 pod(s): default/trainer-" in out and "nothing was changed" in out
+    assert snapshot(state_folder()) == before
+
+    code, out = cli("-o", "json", "quarantine", "gpu-a3", "--reason", "nvlink", "--drain", "--yes")
+    assert code == 0, out
+    report = json.loads(out)
+    (host,) = report["hosts"]
+    assert host["drain"]["complete"] and host["drain"]["evicted"][0].startswith("default/trainer-")
+    assert all("DaemonSet-managed" in p["reason"] for p in host["drain"]["ignored"])
+    quarantined = node("gpu-a3")
+    spec = quarantined["spec"]
+    assert {"key": "clusterctl.dev/unhealthy", "value": "nvlink", "effect": "NoSchedule"} in spec["taints"]
+    assert spec["unschedulable"] is True
+    notes = quarantined["metadata"]["annotations"]
+    assert notes["clusterctl.dev/quarantine-reason"] == "nvlink" and "@" in notes["clusterctl.dev/quarantine-by"]
+    code, out = cli("status")
+    assert code == 0 and "gpu-a3" in out and "nvlink" in out and "clusterctl release gpu-a3" in out
+
+    before = snapshot(state_folder())
+    code, out = cli("release", "gpu-a3", "--dry-run")
+    assert code == 1 and "NVLINK_MISSING" in out and "stays quarantined" in out
+    assert snapshot(state_folder()) == before
+    code, out = cli("release", "gpu-a3", "--yes")
+    assert code == 1 and "REFUSED gpu-a3" in out and "NVLINK" in out
+    assert node("gpu-a3")["spec"] == spec
+
+    assert cli("quarantine", "gpu-b1", "--reason", "maintenance", "--yes")[0] == 0
+    code, out = cli("release", "gpu-b1", "--yes")
+    assert code == 0 and "gpu-b1: released" in out, out
+    assert "taints" not in node("gpu-b1")["spec"] and "annotations" not in node("gpu-b1")["metadata"]
+
+    journal = report["journal"]
+    before = snapshot(state_folder())
+    assert cli("undo", "--dry-run", journal)[0] == 0
+    assert snapshot(state_folder()) == before
+    code, out = cli("undo", journal)
+    assert code == 0, out
+    assert node("gpu-a3") == as_it_was
+    assert "no node is quarantined" in cli("status")[1]

@@ -1,0 +1,60 @@
+"""parse_pods / parse_node / parse_node_list on recorded and derived kubectl JSON, and on broken input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fixture_files import read_fixture
+from kube_sim import KubeSim
+
+from clusterctl.errors import ParseError
+from clusterctl.facts.kube_nodes import Taint, parse_node, parse_node_list, parse_pods
+
+
+def test_a_recorded_replicaset_pod() -> None:
+    (pod,) = parse_pods(read_fixture("kubectl", "pods-minikube-replicaset.json"))
+    assert (pod.ref, pod.phase, pod.controller_kind, pod.controller_name) == \
+        ("default/queue-l4dv8", "Running", "ReplicaSet", "queue")
+    assert not pod.mirror and not pod.local_storage and not pod.deleting
+
+
+def test_daemonset_mirror_and_bare_pods_are_told_apart() -> None:
+    pods = {p.name: p for p in parse_pods(read_fixture("kubectl", "DERIVED-pods-daemonset-mirror-bare.json"))}
+    assert pods["kube-proxy-7xk2p"].controller_kind == "DaemonSet"
+    assert pods["kube-apiserver-minikube"].mirror and pods["kube-apiserver-minikube"].controller_kind == ""
+    bare = pods["debug"]
+    assert bare.controller_kind == "" and bare.local_storage and bare.deleting
+
+
+def test_a_cordoned_tainted_node_from_the_simulated_kubectl(tmp_path: object) -> None:
+    sim = KubeSim(tmp_path)  # type: ignore[arg-type]
+    sim.kubectl("taint nodes gpu-a2 clusterctl.dev/unhealthy=XID_79:NoSchedule")
+    sim.kubectl("cordon gpu-a2")
+    sim.kubectl("annotate node gpu-a2 clusterctl.dev/quarantine-reason='fell off the bus'")
+    node = parse_node(sim.kubectl("get node gpu-a2 -o json")[1])
+    assert node.unschedulable and node.taint("clusterctl.dev/unhealthy") == Taint("clusterctl.dev/unhealthy",
+                                                                                   "NoSchedule", "XID_79")
+    assert node.annotations == {"clusterctl.dev/quarantine-reason": "fell off the bus"}
+    nodes = {n.name: n for n in parse_node_list(sim.kubectl("get nodes -o json")[1])}
+    assert nodes["gpu-a2"].unschedulable and not nodes["gpu-a1"].unschedulable
+
+
+@pytest.mark.parametrize("text, where", [
+    ('{"items": [', "line 1"),
+    ('{"kind": "List"}', "no 'items' list"),
+    ('{"items": [{"metadata": {"name": "x"}}]}', "items[0]"),
+])
+def test_broken_pod_lists_name_what_is_wrong(text: str, where: str) -> None:
+    with pytest.raises(ParseError) as caught:
+        parse_pods(text)
+    assert where in str(caught.value)
+
+
+def test_a_node_without_a_name_or_with_a_bad_taint_is_refused() -> None:
+    with pytest.raises(ParseError, match=r"metadata\.name"):
+        parse_node(json.dumps({"kind": "Node", "metadata": {}}))
+    with pytest.raises(ParseError, match=r"spec.taints\[0\]"):
+        parse_node(json.dumps({"kind": "Node", "metadata": {"name": "a"}, "spec": {"taints": [{"value": "x"}]}}))
+    with pytest.raises(ParseError, match="not a Node"):
+        parse_node("[]")

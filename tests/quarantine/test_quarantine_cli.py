@@ -1,0 +1,102 @@
+"""quarantine / release / status as a user runs them on a small simulated cluster (no bootstrap run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from clirun import clusterctl
+from kube_sim import KubeSim
+
+
+@pytest.fixture
+def sim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KubeSim:
+    monkeypatch.chdir(tmp_path)
+    return KubeSim(tmp_path, slurmd=("gpu-a2",))
+
+
+def cli(sim: KubeSim, *args: str) -> tuple[int, str]:
+    done = clusterctl("-i", sim.inventory, *args)
+    return done.exit_code, done.stdout + done.stderr
+
+
+def test_changing_hosts_needs_yes_off_a_terminal_and_names_must_be_in_the_inventory(sim: KubeSim) -> None:
+    before = sim.snapshot()
+    code, out = cli(sim, "quarantine", "gpu-a3", "--reason", "xid")
+    assert code == 2 and "--yes" in out
+    assert cli(sim, "quarantine", "gpu-a3", "--reason", "xid", "--yes")[0] == 0
+    before = sim.snapshot()
+    code, out = cli(sim, "release", "gpu-a3", "--skip-checks")
+    assert code == 2 and "--yes" in out
+    code, out = cli(sim, "quarantine", "gpu-zz", "--reason", "xid", "--yes")
+    assert code == 2 and "not in the inventory: gpu-zz" in out
+    assert sim.snapshot() == before
+
+
+def test_a_second_quarantine_changes_nothing_and_keeps_since_when(sim: KubeSim) -> None:
+    code, out = cli(sim, "quarantine", "gpu-a3", "--reason", "Xid 79", "--code", "XID_79", "--yes")
+    assert code == 0, out
+    first = sim.node("gpu-a3")["metadata"]["annotations"]
+    assert first["clusterctl.dev/quarantine-codes"] == "XID_79"
+    assert {"key": "clusterctl.dev/unhealthy", "value": "XID_79", "effect": "NoSchedule"} in \
+        sim.node("gpu-a3")["spec"]["taints"]
+    code, out = cli(sim, "quarantine", "gpu-a3", "--reason", "Xid 79", "--code", "XID_79", "--yes")
+    assert code == 0 and "already quarantined as asked" in out
+    assert sim.node("gpu-a3")["metadata"]["annotations"] == first
+
+
+def test_a_drain_that_leaves_pods_says_which_and_exits_1(sim: KubeSim) -> None:
+    sim.bare_pod("notebook", "gpu-a3")
+    code, out = cli(sim, "quarantine", "gpu-a3", "--reason", "ecc", "--drain", "--yes")
+    assert code == 1
+    assert "NOT EVICTED default/notebook: declares no controller" in out
+    assert "default/notebook" in sim.pods_on("gpu-a3")
+    assert sim.node("gpu-a3")["spec"]["unschedulable"] is True  # cordoned all the same
+
+
+def test_slurm_hosts_are_drained_and_resumed_with_the_node(sim: KubeSim) -> None:
+    code, out = cli(sim, "quarantine", "gpu-a2", "--reason", "nvlink", "--yes")
+    assert code == 0 and "gpu-a2: slurm: drained in Slurm node gpu-a2" in out
+    state = sim.sh("scontrol -o show node gpu-a2")[1]
+    assert "State=IDLE+DRAIN" in state and "Reason=clusterctl: nvlink" in state
+    code, out = cli(sim, "release", "gpu-a2", "--skip-checks", "--yes")
+    assert code == 0 and "checks skipped" in out and "resumed in Slurm node gpu-a2" in out
+    assert "State=IDLE " in sim.sh("scontrol -o show node gpu-a2")[1]
+
+
+def test_release_leaves_a_slurm_drain_someone_else_made(sim: KubeSim) -> None:
+    sim.sh("scontrol update nodename=gpu-a2 state=drain reason='bad DIMM, ticket 4711'", host="gpu-a2")
+    assert cli(sim, "quarantine", "gpu-a2", "--reason", "nvlink", "--yes")[0] == 0
+    code, out = cli(sim, "release", "gpu-a2", "--skip-checks", "--yes")
+    assert code == 0 and "drained by someone else (bad DIMM, ticket 4711)" in out
+    assert "State=IDLE+DRAIN" in sim.sh("scontrol -o show node gpu-a2")[1]
+
+
+def test_release_of_a_host_that_is_not_quarantined_changes_nothing(sim: KubeSim) -> None:
+    code, out = cli(sim, "-o", "json", "release", "gpu-a1", "--skip-checks", "--yes")
+    assert code == 0 and json.loads(out)["hosts"][0]["not_quarantined"] is True
+    assert json.loads(out)["journal"] is None
+
+
+def test_status_lists_cordons_made_outside_clusterctl(sim: KubeSim) -> None:
+    sim.kubectl("cordon gpu-a1")
+    assert cli(sim, "quarantine", "gpu-a3", "--reason", "nvlink", "--yes")[0] == 0
+    code, out = cli(sim, "-o", "json", "status")
+    assert code == 0
+    rows = {r["host"]: r for r in json.loads(out)["quarantined"]}
+    assert rows["gpu-a3"]["by_clusterctl"] and rows["gpu-a3"]["reason"] == "nvlink"
+    assert not rows["gpu-a1"]["by_clusterctl"] and "kubectl uncordon gpu-a1" in rows["gpu-a1"]["release_needs"]
+
+
+def test_dry_runs_of_quarantine_and_release_touch_nothing(sim: KubeSim) -> None:
+    sim.deploy("web", 3, min_available=2)
+    before = sim.snapshot()
+    code, out = cli(sim, "quarantine", "gpu-a2", "gpu-a3", "--reason", "x", "--drain", "--dry-run")
+    assert code == 0 and "would drain Slurm node gpu-a2" in out and "would evict 1 pod(s)" in out
+    assert sim.snapshot() == before
+    assert cli(sim, "quarantine", "gpu-a2", "--reason", "x", "--yes")[0] == 0
+    before = sim.snapshot()
+    code, out = cli(sim, "release", "gpu-a2", "--skip-checks", "--dry-run")
+    assert code == 0 and "would resume Slurm node gpu-a2" in out and "would be released" in out
+    assert sim.snapshot() == before
