@@ -11,9 +11,9 @@ import pytest
 from clirun import clusterctl
 
 from clusterctl.bootstrap import matrix
-from clusterctl.bootstrap.cluster.pins import CNI_PINS
 from clusterctl.bootstrap.cluster.settings import cluster_settings
 from clusterctl.inventory import load_inventory
+from clusterctl.inventory.pins import CNI_PINS
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = [*sorted((REPO / "inventories" / "examples").iterdir()), REPO / "inventories" / "demo.yaml"]
