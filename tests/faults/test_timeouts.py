@@ -78,13 +78,13 @@ def test_a_stopped_host_and_a_hung_probe_fail_alone_at_the_timeout(sshd_hosts: S
     known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
     stopped[0].pause()
     try:
-        run = run_clusterctl(["-i", str(inventory), "--known-hosts", str(known), "--timeout", "5", "-o", "json",
+        run = run_clusterctl(["-i", str(inventory), "--known-hosts", str(known), "--timeout", "20", "-o", "json",
                               "bootstrap", "phase", "preflight", "--state-dir", str(tmp_path / "state")],
-                             home=tmp_path / "home", timeout_s=120)
+                             home=tmp_path / "home", timeout_s=240)
     finally:
         stopped[0].resume()
     assert run.exit_code == 1, run.output
     failed = run.json()["failed_hosts"]
     assert set(failed) == {"stopped1", "hung1"}, failed
-    assert all("timed out" in why or "within 5" in why or "banner" in why for why in failed.values()), failed
-    assert run.elapsed_s < 90  # bounded by the 5 s steps, not the phase's own 600 s
+    assert all("timed out" in why or "within 20" in why or "banner" in why for why in failed.values()), failed
+    assert run.elapsed_s < 150  # bounded by the 20 s steps, not the phase's own 600 s
