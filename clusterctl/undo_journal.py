@@ -59,6 +59,12 @@ def save_journal(records: Sequence[GateRecord], *, command: str, folder: str | P
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
     slug = "-".join(command.replace("--", "").split())
     path = target_dir / f"{slug}-{stamp}.json"
+    # Two runs in the same second must not share a journal: the second would overwrite what
+    # undoes the first (and one marked used would hide the other).
+    serial = 2
+    while path.exists():
+        path = target_dir / f"{slug}-{stamp}-{serial}.json"
+        serial += 1
     payload = {"kind": JOURNAL_KIND, "version": JOURNAL_VERSION, "command": command,
                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now)),
                "changes": [record_json(r) for r in kept]}

@@ -62,6 +62,9 @@ _STATE = typer.Option(None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STA
 
 
 def register(app: typer.Typer) -> None:
+    from clusterctl.cli.artifacts_cmd import register_on
+
+    register_on(bootstrap_app)
     app.add_typer(bootstrap_app, name="bootstrap")
 
 

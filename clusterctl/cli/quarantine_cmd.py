@@ -13,7 +13,10 @@ from clusterctl.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from clusterctl.changes import Gate
+    from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host
+    from clusterctl.quarantine.auto import PolicyRun
+    from clusterctl.quarantine.policy import HostVerdict
 
 QUARANTINE_HELP = """\
 Take hosts out of service: taint their nodes clusterctl.dev/unhealthy=CODE:NoSchedule, cordon
@@ -198,3 +201,15 @@ def status_command(ctx: typer.Context) -> None:
         print_status(app, nodes)
 
     app.emit({"quarantined": [n.to_json() for n in nodes]}, human)
+
+
+def apply_health_policy(app: AppContext, runner: Runner, verdicts: Sequence[HostVerdict], *, yes: bool,
+                        max_unavailable: str | None) -> tuple[PolicyRun, str | None]:
+    """``health --quarantine``: decide per host, then quarantine with --yes (only plan without); the run and
+    its undo journal. Print it with ``quarantine_view.print_policy``."""
+    from clusterctl.changes import Gate
+    from clusterctl.quarantine.auto import quarantine_by_policy
+
+    gate = Gate(apply=yes)
+    run = quarantine_by_policy(runner, app.inventory(), verdicts, gate, max_unavailable=max_unavailable)
+    return run, save_journal(app, gate, "health-quarantine")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from clusterctl.cli.context import AppContext
+    from clusterctl.quarantine.auto import PolicyRun
     from clusterctl.quarantine.release import HostRelease
     from clusterctl.quarantine.run import HostQuarantine
     from clusterctl.quarantine.status import QuarantinedNode
@@ -88,3 +89,18 @@ def print_status(app: AppContext, nodes: Sequence[QuarantinedNode]) -> None:
                  "yes" if n.cordoned else "no", n.release_needs)
         table.add_row(*(Text(c) for c in cells))
     app.console.print(table, markup=False, highlight=False)
+
+
+def print_policy(app: AppContext, run: PolicyRun, *, dry_run: bool, journal: str | None) -> None:
+    """What ``health --quarantine`` decided per host, then what it did (or would do)."""
+    words = {"drain": "quarantine and drain", "quarantine": "quarantine", "report": "report only",
+             "held": "HELD (cap)", "already": "already out of service"}
+    for d in run.decisions:
+        if d.action == "report" and not d.codes and d.reason == "all checks passed":
+            continue
+        _say(app, f"policy: {d.host}: {words.get(d.action, d.action)}"
+                  f"{' [' + ','.join(d.codes) + ']' if d.codes else ''}: {d.reason}")
+    if run.results:
+        print_quarantine(app, run.results, dry_run=dry_run, journal=journal)
+    if dry_run and any(d.acts for d in run.decisions):
+        _say(app, "dry run: pass --yes to quarantine (nothing was changed)")

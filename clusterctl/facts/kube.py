@@ -39,6 +39,10 @@ class KubeNode:
     labels: dict[str, str] = field(default_factory=dict)
     #: Why it is not Ready (the condition's reason and message), for reports.
     not_ready_reason: str = ""
+    #: ``status.nodeInfo.kubeletVersion`` (``v1.36.2``): what the running kubelet reports.
+    kubelet_version: str = ""
+    #: ``spec.unschedulable``: cordoned.
+    unschedulable: bool = False
 
 
 NODES_COMMAND = kubectl("get nodes -o json")
@@ -65,7 +69,9 @@ def parse_nodes(text: str) -> list[KubeNode]:
         reason = "" if ready is None else f"{ready.get('reason', '')}: {ready.get('message', '')}".strip(": ")
         nodes.append(KubeNode(metadata["name"], bool(ready and ready.get("status") == "True"), gpus,
                               {str(k): str(v) for k, v in (metadata.get("labels") or {}).items()},
-                              "no Ready condition" if ready is None else reason))
+                              "no Ready condition" if ready is None else reason,
+                              str((status.get("nodeInfo") or {}).get("kubeletVersion") or ""),
+                              bool((item.get("spec") or {}).get("unschedulable"))))
     return nodes
 
 

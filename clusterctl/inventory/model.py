@@ -155,6 +155,22 @@ class BootstrapConfig:
 
 
 @dataclass(frozen=True)
+class QuarantineConfig:
+    """The policy of ``health --quarantine`` and ``remediate serve`` (inventory section ``quarantine:``).
+
+    ``None`` fields take the defaults of ``clusterctl.quarantine.policy``.
+    """
+
+    #: A host count (``"3"``) or a share of the fleet (``"10%"``); None: 10%, at least one host.
+    max_unavailable: str | None = None
+    quarantine_codes: frozenset[str] | None = None
+    drain_codes: frozenset[str] | None = None
+    ignore_codes: frozenset[str] = frozenset()
+    #: Alert name -> ``drain``, ``quarantine`` or ``report`` (over the receiver's defaults).
+    alerts: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Inventory:
     name: str
     hosts: tuple[Host, ...]
@@ -165,6 +181,8 @@ class Inventory:
     format: str = "clusterctl"
     #: Settings of ``clusterctl bootstrap`` (defaults when the inventory has no ``bootstrap:``).
     bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
+    #: The quarantine policy (defaults when the inventory has no ``quarantine:``).
+    quarantine: QuarantineConfig = field(default_factory=QuarantineConfig)
 
     def host(self, name: str) -> Host:
         for h in self.hosts:

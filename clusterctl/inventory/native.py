@@ -18,8 +18,9 @@ from typing import Any
 from clusterctl.errors import InventoryError
 from clusterctl.inventory import values
 from clusterctl.inventory.bootstrap_section import read_bootstrap
-from clusterctl.inventory.model import BootstrapConfig, Fabric, Host, Inventory, SSHOptions, StackPin
+from clusterctl.inventory.model import BootstrapConfig, Fabric, Host, Inventory, QuarantineConfig, SSHOptions, StackPin
 from clusterctl.inventory.node_reader import NodeReader
+from clusterctl.inventory.quarantine_section import read_quarantine
 from clusterctl.inventory.source_file import read_inventory_text
 from clusterctl.inventory.values import BadValue
 from clusterctl.inventory.yaml_tree import (
@@ -124,8 +125,11 @@ class _Reader(NodeReader):
         bootstrap_entry = root.get("bootstrap")
         bootstrap = (read_bootstrap(self, bootstrap_entry.value, "bootstrap") if bootstrap_entry
                      else BootstrapConfig())
+        quarantine_entry = root.get("quarantine")
+        quarantine = (read_quarantine(self, quarantine_entry.value, "quarantine") if quarantine_entry
+                      else QuarantineConfig())
         return Inventory(name=name, hosts=tuple(hosts), groups=groups, source=self.file, format="clusterctl",
-                         bootstrap=bootstrap)
+                         bootstrap=bootstrap, quarantine=quarantine)
 
     def hosts(self, node: Node) -> list[_HostDef]:
         defs: list[_HostDef] = []
@@ -484,4 +488,5 @@ HOST_FIELDS: dict[str, FieldReader] = {"address": _checked(values.address, "addr
 
 GROUP_FIELDS: dict[str, None] = {"vars": None, "hosts": None}
 
-TOP_FIELDS: dict[str, None] = {"cluster": None, "defaults": None, "groups": None, "hosts": None, "bootstrap": None}
+TOP_FIELDS: dict[str, None] = {"cluster": None, "defaults": None, "groups": None, "hosts": None, "bootstrap": None,
+                                   "quarantine": None}

@@ -5,7 +5,9 @@ each program call in this order:
 
 1. the first **profile rule** that matches (``profile.yaml`` ``commands:``; rules always win,
    and ``skip:``/``times:``/``when_state:`` let a rule inject a failure at a chosen step);
-2. the **simulated tool** of that name, when the host has it (``clusterctl.mock.tools``);
+2. the **simulated tool** of that name, when the host has it (``clusterctl.mock.tools``): the file
+   utilities always, the stateful machine tools only on a profile with ``simulate: true`` (a
+   profile without it replays its recordings and nothing else);
 3. ``sh: 1: TOOL: not found``, exit 127.
 
 In-process, a whole line no rule matches is run by a small POSIX shell

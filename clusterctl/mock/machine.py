@@ -6,7 +6,9 @@ shell already split the line). Both pick an answer in the same order:
 
 1. the first profile rule that matches (its ``when_state``, ``skip`` and ``times`` honoured;
    counts and ``set_state`` values kept in the host's state, so they last between processes);
-2. the simulated tool of that name, when the host has it (``clusterctl.mock.tools``);
+2. the simulated tool of that name, when the host has it (``clusterctl.mock.tools``): the file
+   utilities always (in-process), the stateful machine tools only when the profile says
+   ``simulate: true``;
 3. ``sh: 1: TOOL: not found``, exit 127.
 
 In-process, a line no rule matches as a whole is run by the small shell
@@ -237,10 +239,22 @@ class MockMachine:
                 continue
         return None
 
+    def simulates(self, name: str) -> bool:
+        """Whether a simulated tool answers ``name`` here.
+
+        The file utilities (``cat``, ``test``, ``mkdir``...) serve the host's tree in-process; the
+        stateful machine tools (``systemctl``, ``apt-get``, ``kubeadm``...) only on a profile that
+        says ``simulate: true``: any other profile answers with its recordings alone, so that a
+        replayed host never answers from the simulation instead.
+        """
+        if tool_module(name) is None:
+            return False
+        return self.shell_builtins if name in FILE_TOOLS else self.profile.simulate
+
     def has_tool(self, name: str) -> str | None:
         """Where the host has a program ``name`` (its path), or None."""
         module = tool_module(name)
-        if module is not None and (self.shell_builtins or name not in FILE_TOOLS):
+        if module is not None and self.simulates(name):
             packages: tuple[str, ...] = getattr(module, "PACKAGES", ())
             installed = self.host.section("packages")
             if not packages or any(p in installed for p in packages):
@@ -258,7 +272,7 @@ class MockMachine:
     def run_tool(self, argv: list[str], stdin: bytes = b"", env: dict[str, str] | None = None,
                  cwd: str = "/root") -> ToolResult | None:
         """The simulated tool's answer, or None when the host has no such program."""
-        if not argv or self.has_tool(argv[0]) is None:
+        if not argv or not self.simulates(argv[0]) or self.has_tool(argv[0]) is None:
             return None
         if not self.shell_builtins and _reads_stdin(argv):
             # On an sshd host the replay gets no stdin for file utilities: the real cat copies

@@ -2,8 +2,10 @@
 
 ``load_profile`` reads one (and the profiles it ``extends``) into a ``Profile``: the command
 rules (first match wins; this profile's before inherited ones), the files the host has, its
-hostname and its ``machine:`` section (package repository, services, kernel modules, sysctl,
-swap: the starting point of the simulated tools, see ``clusterctl.mock``).
+hostname, whether the stateful simulated tools answer what the rules do not (``simulate:``, off
+by default: a profile replays its recordings) and its ``machine:`` section (package repository,
+services, kernel modules, sysctl, swap: the starting point of the simulated tools, see
+``clusterctl.mock``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ PROFILE_FILE = "profile.yaml"
 _RULE_KEYS = {"match", "regex", "stdout", "stdout_text", "stderr", "stderr_text", "exit", "delay", "set_state",
               "when_state", "fail", "skip", "times"}
 #: Top-level keys of profile.yaml.
-_PROFILE_KEYS = {"extends", "hostname", "files", "commands", "machine"}
+_PROFILE_KEYS = {"extends", "hostname", "files", "commands", "machine", "simulate"}
 #: Keys of ``machine:`` whose shape clusterctl checks; others are free for simulated tools.
 _MACHINE_SHAPES: dict[str, type] = {"packages": dict, "services": dict, "modules": dict, "sysctl": dict,
                                     "swap": list, "kernel": str}
@@ -77,6 +79,9 @@ class Profile:
     files: dict[str, bytes] = field(default_factory=dict)
     #: The ``machine:`` section: what the simulated tools start from (merged over ``extends``).
     machine: Mapping[str, Any] = field(default_factory=dict)
+    #: ``simulate: true``: the stateful simulated tools answer what the rules do not. Off by
+    #: default, so a recorded profile answers only with its recordings (inherited over ``extends``).
+    simulate: bool = False
 
 
 _TOOL_WORD = re.compile(r"^[A-Za-z0-9_.+\[-]+$")
@@ -208,13 +213,21 @@ def load_profile(folder: str) -> Profile:
     rules = tuple(_parse_rule(r, root, where) for r in data.get("commands") or [])
     files = {str(p): _read(root, name, where).encode() for p, name in (data.get("files") or {}).items()}
     hostname = data.get("hostname")
+    simulate = data.get("simulate")
+    if simulate is not None and not isinstance(simulate, bool):
+        raise UsageError(f"'simulate' must be true or false, not {simulate!r}", file=where, field="simulate")
     if data.get("extends"):
         parent = load_profile(str((root / str(data["extends"])).resolve()))
         rules = rules + parent.rules
         files = {**parent.files, **files}
         hostname = hostname or parent.hostname
         machine = merge_machine(parent.machine, machine)
+        simulate = parent.simulate if simulate is None else simulate
+    if machine and not simulate:
+        raise UsageError("'machine' describes what the simulated tools start from, but this profile does not "
+                         "use them", file=where, field="machine",
+                         hint="Add 'simulate: true' (or remove 'machine:' to replay the recordings alone).")
     return Profile(root=root, hostname=str(hostname) if hostname else None, rules=rules, files=files,
-                   machine=machine)
+                   machine=machine, simulate=bool(simulate))
 
 

@@ -38,6 +38,9 @@ class JsonDocument:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock_path = path.with_name(path.name + ".lock")
+        #: The text last read and the file it came from (inode, mtime, size): simulated tools read
+        #: their host's state on every call, and an unchanged file need not be opened again.
+        self._seen: tuple[tuple[int, int, int], str] | None = None
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -51,7 +54,14 @@ class JsonDocument:
 
     def _load(self) -> dict[str, Any]:
         try:
-            text = self.path.read_text(encoding="utf-8")
+            info = os.stat(self.path)
+            stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
+            if self._seen is not None and self._seen[0] == stamp:
+                text = self._seen[1]
+            else:
+                # Writes replace the file (a new inode), so a changed file never keeps its stamp.
+                text = self.path.read_text(encoding="utf-8")
+                self._seen = (stamp, text)
         except FileNotFoundError:
             return {}
         try:
@@ -104,9 +114,9 @@ class FileTree:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._resolved_root: Path | None = None
 
-    def local(self, path: str) -> Path:
-        """Where host path ``path`` lives on this machine."""
+    def _lexical(self, path: str) -> Path:
         if not path.startswith("/"):
             raise StateError(f"mock host paths are absolute; got {path!r}")
         parts: list[str] = []
@@ -116,13 +126,24 @@ class FileTree:
                     parts.pop()
             elif part not in (".", ""):
                 parts.append(part)
-        local = self.root.joinpath(*parts) if parts else self.root
+        return self.root.joinpath(*parts) if parts else self.root
+
+    def local(self, path: str) -> Path:
+        """Where host path ``path`` lives on this machine."""
+        local = self._lexical(path)
         # A symlink planted in the tree must not lead out of it.
         resolved = local.resolve()
-        root = self.root.resolve()
+        if self._resolved_root is None:
+            self._resolved_root = self.root.resolve()
+        root = self._resolved_root
         if resolved != root and root not in resolved.parents:
             raise StateError(f"{path} leads out of the mock host's tree")
         return local
+
+    def _absent(self, path: str) -> bool:
+        # Nothing at the lexical place (not even a link): no need to resolve it (most of the
+        # simulator's look-ups are for programs in bin folders a host does not have).
+        return not os.path.lexists(self._lexical(path))
 
     def read(self, path: str) -> bytes | None:
         try:
@@ -152,13 +173,13 @@ class FileTree:
         return None
 
     def exists(self, path: str) -> bool:
-        return self.local(path).exists()
+        return not self._absent(path) and self.local(path).exists()
 
     def is_file(self, path: str) -> bool:
-        return self.local(path).is_file()
+        return not self._absent(path) and self.local(path).is_file()
 
     def is_dir(self, path: str) -> bool:
-        return self.local(path).is_dir()
+        return not self._absent(path) and self.local(path).is_dir()
 
     def mkdir(self, path: str, *, parents: bool = True) -> None:
         self.local(path).mkdir(parents=parents, exist_ok=parents)

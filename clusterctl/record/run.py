@@ -99,7 +99,8 @@ def write_profile(folder: Path, host_name: str, recorded: Sequence[Recorded], re
             rule["exit"] = item.exit_code
         rules.append(rule)
     profile: dict[str, Any] = {"hostname": hostname or host_name, "commands": rules}
-    header = f"# Recorded from {host_name} by 'clusterctl record'; see ../../README.md.\n"
+    header = (f"# Recorded from {host_name} by 'clusterctl record'; see ../../README.md. A pure replay:\n"
+              "# add 'simulate: true' to let the simulated tools answer what was not recorded.\n")
     (folder / "profile.yaml").write_text(header + yaml.safe_dump(profile, sort_keys=False, width=10_000))
 
 
@@ -175,9 +176,10 @@ def record(runner: Runner, inventory: Inventory, hosts: Sequence[Host], out: Pat
         "- Redacted: " + ("yes: IPv4 and MAC addresses, UUIDs, GUIDs and serial numbers replaced consistently"
                           if redact else "no"),
         "",
-        "Replay: `clusterctl -i inventory.yaml survey` (or `tune-nccl`, `bootstrap plan`). Every",
-        "profile answers these read-only commands with what the host answered (stdout, stderr, exit",
-        "code); anything else is answered by clusterctl's simulated tools.",
+        "Replay: `clusterctl -i inventory.yaml survey` (or `tune-nccl`). Every profile answers these",
+        "read-only commands with what the host answered (stdout, stderr, exit code) and nothing else:",
+        "any other command gets `not found` (exit 127). For `bootstrap plan`, add `simulate: true` to",
+        "a profile: clusterctl's simulated tools then answer what was not recorded.",
         "",
         "Commands recorded (nothing that changes a host is ever run):",
         "",

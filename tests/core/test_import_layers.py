@@ -66,3 +66,22 @@ def test_the_import_contracts_are_kept() -> None:
     done = subprocess.run([command, "--no-cache"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
     assert "0 broken" in done.stdout and "Layers: dependencies point down only KEPT" in done.stdout
+
+
+def test_the_check_sees_imports_inside_functions_and_under_type_checking(tmp_path: Path) -> None:
+    pytest.importorskip("importlinter", reason="import-linter missing: pip install -e '.[test]'")
+    package = tmp_path / "layered"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "high.py").write_text("from layered import low\n")
+    (package / "low.py").write_text("def later() -> None:\n    from layered import high  # noqa\n")
+    (package / "lower.py").write_text("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+                                      "    from layered import high\n")
+    config = tmp_path / "layers.toml"
+    config.write_text('[tool.importlinter]\nroot_package = "layered"\n\n[[tool.importlinter.contracts]]\n'
+                      'name = "layers"\ntype = "layers"\nlayers = ["layered.high", "layered.low", "layered.lower"]\n')
+    done = subprocess.run([_lint_imports(), "--no-cache", "--config", str(config)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout
+    assert "layered.low -> layered.high (l.2)" in done.stdout
+    assert "layered.lower -> layered.high (l.4)" in done.stdout

@@ -20,6 +20,7 @@ from clusterctl.transport.ssh import SSHTransport
 pytestmark = pytest.mark.sshd
 
 PROFILE = """\
+simulate: true
 commands:
   - match: "nvidia-smi -L"
     stdout_text: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\\n"

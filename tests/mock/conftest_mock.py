@@ -15,6 +15,7 @@ files:
 commands:
   - match: "nvidia-smi -L"
     stdout_text: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\\nGPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-2)\\n"
+simulate: true
 machine:
   kernel: 6.8.0-45-generic
   packages:

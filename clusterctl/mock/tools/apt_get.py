@@ -46,10 +46,7 @@ def _assume_yes(options: set[str]) -> bool:
 
 def update(ctx: ToolContext) -> ToolResult:
     sources = db.configured_sources(ctx)
-    seen: list[str] = []
-    for package in db.repository(ctx).values():
-        if package.source and any(package.source in text for text in sources) and package.source not in seen:
-            seen.append(package.source)
+    seen = [source for source in db.all_sources(ctx) if any(source in text for text in sources)]
     with ctx.host.edit() as data:
         data["apt_updated"] = seen
     lines = [f"Hit:{i} https://{source} InRelease" for i, source in enumerate(seen, 1)]
@@ -69,10 +66,11 @@ def install(ctx: ToolContext, names: list[str], options: set[str]) -> ToolResult
             return ToolResult(HEADER + f"E: Unable to locate package {name}\n", "", 100)
         # apt takes glob patterns in a version ('kubeadm=1.36.2-*', as the Kubernetes upgrade
         # docs write it) and picks the newest version that matches.
-        matching = [v for v in package.versions if fnmatch.fnmatchcase(v, wanted)] if wanted else []
+        offered = db.versions_seen(ctx, package)
+        matching = [v for v in offered if fnmatch.fnmatchcase(v, wanted)] if wanted else []
         if wanted and not matching:
             return ToolResult(HEADER + f"E: Version '{wanted}' for '{name}' was not found\n", "", 100)
-        version = max(matching or package.versions, key=db.version_key)
+        version = max(matching or offered, key=db.version_key)
         current = str(have[name]["version"]) if name in have else None
         if current == version:
             newest.append(f"{name} is already the newest version ({version}).")

@@ -15,14 +15,21 @@ def run(ctx: ToolContext) -> ToolResult:
     args = list(ctx.args)
     output = None
     url = None
+    write_out = ""
+    flags: set[str] = set()
     i = 0
     while i < len(args):
         arg = args[i]
         if arg in ("-o", "--output") and i + 1 < len(args):
             output = args[i + 1]
             i += 1
-        elif arg in ("--retry", "--connect-timeout", "-m", "--max-time") and i + 1 < len(args):
+        elif arg in ("-w", "--write-out") and i + 1 < len(args):
+            write_out = args[i + 1]
             i += 1
+        elif arg in ("--retry", "--connect-timeout", "-m", "--max-time", "-H", "--header") and i + 1 < len(args):
+            i += 1
+        elif arg.startswith("-") and not arg.startswith("--"):
+            flags.update(arg[1:])
         elif not arg.startswith("-"):
             url = arg
         i += 1
@@ -31,6 +38,11 @@ def run(ctx: ToolContext) -> ToolResult:
     scheme = url.split("://", 1)[0] if "://" in url else ""
     if scheme not in ("http", "https"):
         return ToolResult("", f'curl: (1) Protocol "{scheme}" not supported\n', 1)
+    served = ctx.machine.get("http")
+    if isinstance(served, dict):
+        return _site(ctx, served, url, output, write_out, flags)
+    if url.endswith("/Packages"):
+        return _packages_index(ctx, url, output, write_out, flags)
     body = (f"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n(mock key fetched from {url})\n"
             "-----END PGP PUBLIC KEY BLOCK-----\n")
     if output is None:
@@ -41,3 +53,32 @@ def run(ctx: ToolContext) -> ToolResult:
                           23)
     ctx.fs.write(output, body.encode())
     return ToolResult()
+
+
+def _site(ctx: ToolContext, served: dict[str, object], url: str, output: str | None, write_out: str,
+          flags: set[str]) -> ToolResult:
+    entry = served.get(url)
+    entry = entry if isinstance(entry, dict) else ({} if entry is None else {"body": str(entry)})
+    status = int(str(entry.get("status", 200 if url in served else 404)))
+    body = "" if "I" in flags else str(entry.get("body", ""))
+    shown = write_out.replace("%{http_code}", str(status))
+    if status >= 400 and "f" in flags:
+        return ToolResult(shown, f"curl: (22) The requested URL returned error: {status}\n", 22)
+    if output is not None and output != "/dev/null":
+        ctx.fs.write(output, body.encode())
+        body = ""
+    elif output == "/dev/null":
+        body = ""
+    return ToolResult(body + shown)
+
+
+def _packages_index(ctx: ToolContext, url: str, output: str | None, write_out: str, flags: set[str]) -> ToolResult:
+    from clusterctl.mock.tools import packages as db
+
+    source = next((s for s in db.all_sources(ctx) if s.rstrip("/") in url), None)
+    if source is None:
+        return _site(ctx, {}, url, output, write_out, flags)
+    stanzas = [f"Package: {name}\nVersion: {version}\nArchitecture: amd64\n"
+               f"Filename: pool/{name}_{version}_amd64.deb\n"
+               for name, versions in sorted(db.offered(ctx, source).items()) for version in versions]
+    return _site(ctx, {url: {"body": "\n".join(stanzas)}}, url, output, write_out, flags)

@@ -132,3 +132,20 @@ def gfd_labels(gpus: list[str]) -> dict[str, str]:
     product = gpus[0].split(": ", 1)[1].split(" (UUID", 1)[0].replace(" ", "-")
     return {"nvidia.com/gpu.count": str(len(gpus)), "nvidia.com/gpu.product": product,
             "nvidia.com/gpu.present": "true"}
+
+
+def fault(ctx: ToolContext, host: str, name: str) -> str | None:
+    """A fault a test or profile set on a host (``values`` in its state: ``kubelet: not-ready``)."""
+    value = (other_host(ctx, host).read().get("values") or {}).get(name)
+    return str(value) if value is not None else None
+
+
+def node_ready(ctx: ToolContext, kube: dict[str, Any], node: dict[str, Any]) -> bool:
+    """Ready once a CNI runs, unless the host's kubelet is set to stay NotReady (``kubelet: not-ready``)."""
+    return cni_ready(kube) and fault(ctx, str(node.get("host", "")), "kubelet") != "not-ready"
+
+
+def static_pod_manifest(component: str, image: str) -> bytes:
+    """What kubeadm writes to /etc/kubernetes/manifests/<component>.yaml, cut to what clusterctl reads."""
+    return (f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {component}\n  namespace: kube-system\n"
+            f"spec:\n  containers:\n  - name: {component}\n    image: {image}\n").encode()

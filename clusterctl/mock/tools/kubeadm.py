@@ -1,4 +1,5 @@
-"""``kubeadm``: config validate, init, join, token create, init phase upload-certs, reset, version.
+"""``kubeadm``: config validate, init, join, token create, init phase upload-certs, reset, version,
+upgrade plan/apply/node.
 
 Cluster-wide state is ``kube_state`` (shared by the hosts of one mock cluster). Outputs are
 kubeadm's recorded ones (``recordings/kube/``, sources in recordings/README.md). Behaviour that
@@ -11,7 +12,13 @@ matters to clusterctl and is kubeadm's own:
 * ``join`` needs a known, unexpired token and a pinned CA hash matching the cluster's; a
   control-plane join needs the certificate key of certificates uploaded less than two hours ago;
   a host with ``/etc/kubernetes/kubelet.conf`` fails preflight;
-* with ``--skip-token-print``/``--skip-certificate-key-print`` the values are withheld.
+* with ``--skip-token-print``/``--skip-certificate-key-print`` the values are withheld;
+* ``upgrade plan|apply VERSION`` refuse a version above the installed kubeadm ("Upgrade kubeadm
+  first") and more than one minor above the cluster's (kubeadm's ``MaximumAllowedMinorVersionUpgradeSkew``,
+  ``app/phases/upgrade/policy.go``); ``apply`` asks unless ``-y``, then writes this host's static
+  pod manifests at the new version and records it as the cluster's; ``upgrade node`` brings a
+  further control plane's manifests to the cluster's version (a worker: nothing but the kubelet
+  configuration). Static pod manifests name their image with its tag, as kubeadm's do.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from typing import Any
 
 from clusterctl.mock.tools import kube_state as ks
 from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.kubeadm_manifests import IMAGE_TAGS, write_manifests
 
 PACKAGES = ("kubeadm",)
 READS_STDIN = True
@@ -38,7 +46,6 @@ KNOWN_FIELDS: dict[str, set[str]] = {
     "ResetConfiguration": {"apiVersion", "kind", "cleanupTmpDir", "certificatesDir", "criSocket", "dryRun", "force",
                            "ignorePreflightErrors", "skipPhases", "unmountFlags"},
 }
-MANIFESTS = ("etcd.yaml", "kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml")
 
 
 def recording(file_name: str, /, **values: str) -> str:
@@ -146,8 +153,7 @@ def _write_node_files(ctx: ToolContext, *, control_plane: bool, ca_pem: bytes) -
     if control_plane:
         ctx.fs.write(ks.ADMIN_CONF, b"apiVersion: v1\nkind: Config\n# cluster-admin credentials (simulated)\n",
                      mode=0o600)
-        for name in MANIFESTS:
-            ctx.fs.write(f"/etc/kubernetes/manifests/{name}", f"# static pod {name} (simulated)\n".encode(), mode=0o600)
+        write_manifests(ctx, str(ks.read(ctx).get("version") or _version(ctx)))
         ctx.fs.write("/var/lib/etcd/member/snap/db", b"")
 
 
@@ -261,13 +267,6 @@ def _join(ctx: ToolContext) -> ToolResult:
     return ctx.ok(recording("kubeadm-join-success.txt"))
 
 
-#: Per Kubernetes minor: (pause, etcd, coredns) tags kubeadm lists (its ``constants`` package and the
-#: ``kubeadm config images list`` outputs quoted in release notes; 1.37 moved to pause 3.10.2).
-IMAGE_TAGS: dict[int, tuple[str, str, str]] = {
-    31: ("3.10", "3.5.15-0", "v1.11.3"), 32: ("3.10", "3.5.16-0", "v1.11.3"), 33: ("3.10", "3.5.21-0", "v1.12.0"),
-    34: ("3.10.1", "3.6.4-0", "v1.12.1"), 35: ("3.10.1", "3.6.5-0", "v1.12.1"), 36: ("3.10.1", "3.6.5-0", "v1.12.1"),
-    37: ("3.10.2", "3.6.6-0", "v1.12.4"),
-}
 
 
 def _images(ctx: ToolContext) -> ToolResult:
@@ -338,6 +337,20 @@ def _reset(ctx: ToolContext) -> ToolResult:
     return ctx.ok(recording("kubeadm-reset.txt"))
 
 
+def _remove_etcd_member(ctx: ToolContext) -> ToolResult:
+    """``kubeadm reset phase remove-etcd-member``: this control plane's member leaves etcd (wording simplified)."""
+    if not ctx.fs.exists("/etc/kubernetes/manifests/etcd.yaml"):
+        return ctx.ok("[reset] No etcd config found. Assuming external etcd\n[reset] Please, manually reset etcd to "
+                      "prevent further issues\n")
+    with ks.edit(ctx) as kube:
+        removed = kube.setdefault("etcd_removed", [])
+        if ctx.host_name not in removed:
+            removed.append(ctx.host_name)
+    ctx.fs.remove("/var/lib/etcd/member", recursive=True)
+    return ctx.ok(f"[reset] Removing member {ctx.hostname} from the etcd cluster\n[reset] Deleting contents of the "
+                  "etcd data directory: /var/lib/etcd\n")
+
+
 def run(ctx: ToolContext) -> ToolResult:
     args = ctx.args
     try:
@@ -360,8 +373,14 @@ def run(ctx: ToolContext) -> ToolResult:
             return _join(ctx)
         if args[:2] == ["token", "create"]:
             return _token_create(ctx)
+        if args[:3] == ["reset", "phase", "remove-etcd-member"]:
+            return _remove_etcd_member(ctx)
         if args[:1] == ["reset"]:
             return _reset(ctx)
+        if args[:1] == ["upgrade"]:
+            from clusterctl.mock.tools import kubeadm_upgrade
+
+            return kubeadm_upgrade.run(ctx)
     except ConfigError as exc:
         return ctx.fail(f"{exc}\nTo see the stack trace of this error execute with --v=5 or higher\n", 1)
     word = args[0] if args else ""

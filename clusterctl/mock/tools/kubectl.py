@@ -119,7 +119,7 @@ def _nodes_json(ctx: ToolContext, kube: dict[str, Any], only: str | None = None)
         if nfd is not None:
             labels.update(ks.nfd_labels(ctx, str(node.get("host", name))))
         condition = {"type": "Ready", "status": "True", "reason": "KubeletReady",
-                     "message": "kubelet is posting ready status"} if ready else \
+                     "message": "kubelet is posting ready status"} if ready and ks.node_ready(ctx, kube, node) else \
             {"type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": NOT_READY}
         status = {"allocatable": allocatable, "capacity": dict(allocatable), "conditions": [condition],
                   "nodeInfo": {"kubeletVersion": node.get("kubelet_version", ""), "operatingSystem": "linux",
@@ -287,4 +287,8 @@ def run(ctx: ToolContext) -> ToolResult:
         if removed is None and "--ignore-not-found" not in flags and "--ignore-not-found=true" not in ctx.args:
             return _not_found("pod", words[2])
         return ctx.ok(f'pod "{words[2]}" deleted\n' if removed is not None else "")
+    if words[:1] in (["drain"], ["uncordon"]) or words[:2] in (["delete", "node"], ["delete", "nodes"]):
+        from clusterctl.mock.tools import kubectl_day2
+
+        return kubectl_day2.run(ctx, words, options, flags)
     return ctx.fail(f'error: unknown command "{" ".join(words[:2])}" for "kubectl"\n')

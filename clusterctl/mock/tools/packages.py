@@ -9,6 +9,9 @@ The repository is the profile's ``machine.packages.repository``::
                                                  # and `apt-get update` ran since
         units: [kubelet]                      # systemd units the package ships
       containerd: ["1.6.20~ds1-1+deb12u3"]
+      kubelet:                                # a list: one entry per source (pkgs.k8s.io has
+        - {versions: ["1.36.2-1.1"], source: pkgs.k8s.io/core:/stable:/v1.36/deb}   # one per minor)
+        - {versions: ["1.37.2-1.1"], source: pkgs.k8s.io/core:/stable:/v1.37/deb}
 
 Installed packages live in ``host.json`` → ``packages``: ``{name: {"version": V}}``; holds
 in ``holds``. Installing a package also writes its files into the tree (a stub executable
@@ -32,6 +35,8 @@ class Available:
     source: str | None
     units: tuple[str, ...]
     programs: tuple[str, ...]
+    #: (source, versions) per source, for a package more than one repository serves.
+    channels: tuple[tuple[str | None, tuple[str, ...]], ...] = ()
 
 
 #: Systemd units and programs that well-known packages ship (Debian and upstream repositories).
@@ -57,12 +62,53 @@ PACKAGED_FILES: dict[str, dict[str, str]] = {
 }
 
 
+def _channels(spec: Any) -> list[dict[str, Any]]:
+    """A repository entry as its sources: a mapping is one, a list of mappings several."""
+    if isinstance(spec, list) and spec and all(isinstance(s, dict) for s in spec):
+        return [dict(s) for s in spec]
+    return []
+
+
+def all_sources(ctx: ToolContext) -> list[str]:
+    """Every source any package of the repository comes from (what ``apt-get update`` may find)."""
+    raw = (ctx.machine.get("packages") or {}).get("repository") or {}
+    found: list[str] = []
+    for spec in raw.values():
+        for channel in _channels(spec) or ([spec] if isinstance(spec, dict) else []):
+            source = channel.get("source")
+            if source and str(source) not in found:
+                found.append(str(source))
+    return found
+
+
+def offered(ctx: ToolContext, source: str) -> dict[str, list[str]]:
+    """Package -> versions the repository serves from ``source`` (an apt ``Packages`` index's content)."""
+    raw = (ctx.machine.get("packages") or {}).get("repository") or {}
+    found: dict[str, list[str]] = {}
+    for name, spec in raw.items():
+        for channel in _channels(spec) or ([spec] if isinstance(spec, dict) else []):
+            if str(channel.get("source") or "") == source:
+                found.setdefault(str(name), []).extend(str(v) for v in channel.get("versions") or [])
+    return found
+
+
 def repository(ctx: ToolContext) -> dict[str, Available]:
     raw = (ctx.machine.get("packages") or {}).get("repository") or {}
     found: dict[str, Available] = {}
     for name, spec in raw.items():
         known_units, known_programs = KNOWN_PACKAGES.get(str(name), ((), ()))
-        if isinstance(spec, dict):
+        channels = _channels(spec)
+        if channels:
+            first = channels[0]
+            found[str(name)] = Available(
+                str(name), tuple(str(v) for c in channels for v in c.get("versions") or []),
+                str(first["source"]) if first.get("source") else None,
+                tuple(str(u) for u in first.get("units", known_units)),
+                tuple(str(p) for p in first.get("programs", known_programs)),
+                tuple((str(c["source"]) if c.get("source") else None,
+                       tuple(str(v) for v in c.get("versions") or [])) for c in channels),
+            )
+        elif isinstance(spec, dict):
             versions = tuple(str(v) for v in spec.get("versions") or [])
             found[str(name)] = Available(
                 str(name), versions, str(spec["source"]) if spec.get("source") else None,
@@ -77,10 +123,21 @@ def repository(ctx: ToolContext) -> dict[str, Available]:
 
 def visible(ctx: ToolContext, package: Available) -> bool:
     """Whether apt can see the package: no source needed, or its source is configured and updated."""
+    if package.channels:
+        return bool(versions_seen(ctx, package))
     if package.source is None:
         return True
     updated = ctx.host.read().get("apt_updated") or []
     return package.source in updated
+
+
+def versions_seen(ctx: ToolContext, package: Available) -> tuple[str, ...]:
+    """The versions apt offers: those of the package's sources that are configured and updated."""
+    if not package.channels:
+        return package.versions if visible(ctx, package) else ()
+    updated = ctx.host.read().get("apt_updated") or []
+    return tuple(v for source, versions in package.channels if source is None or source in updated
+                 for v in versions)
 
 
 def configured_sources(ctx: ToolContext) -> list[str]:

@@ -73,8 +73,25 @@ def kubelet_state(ctx: ToolContext) -> str:
     return "active" if ctx.fs.is_file("/var/lib/kubelet/config.yaml") else "activating"
 
 
+def kubelet_start(ctx: ToolContext) -> str | None:
+    """A (re)started kubelet registers the installed binary's version on its Node; ``kubelet: fail`` on the
+    host makes it exit at once (a broken kubelet package or flag)."""
+    from clusterctl.mock.tools import kube_state as ks
+
+    if ks.fault(ctx, ctx.host_name, "kubelet") == "fail":
+        return "kubelet: failed to run Kubelet: validate service connection: validate CRI v1 runtime API"
+    installed = ctx.installed_version("kubelet")
+    if installed and ks.read(ctx).get("nodes"):
+        with ks.edit(ctx) as kube:
+            for node in (kube.get("nodes") or {}).values():
+                if node.get("host") == ctx.host_name:
+                    node["kubelet_version"] = "v" + installed.split("-")[0]
+    return None
+
+
 #: Unit -> check run before it starts; returns the reason it fails to start, or None.
-STARTS: dict[str, Callable[[ToolContext], str | None]] = {"containerd": containerd_start_check}
+STARTS: dict[str, Callable[[ToolContext], str | None]] = {"containerd": containerd_start_check,
+                                                          "kubelet": kubelet_start}
 #: Unit -> what an "active" unit really shows (a service that keeps exiting is "activating").
 SETTLES: dict[str, Callable[[ToolContext], str]] = {"kubelet": kubelet_state}
 

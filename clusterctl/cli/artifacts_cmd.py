@@ -1,0 +1,151 @@
+"""``clusterctl bootstrap artifacts``: what an air-gapped site must mirror, and whether its mirrors have it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+import typer
+
+from clusterctl.cli.context import AppContext, app_context
+from clusterctl.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from clusterctl.bootstrap.artifacts import ArtifactList
+    from clusterctl.bootstrap.artifacts_probe import ProbeResult
+
+HELP = """\
+List every apt package (with its version and source), signing key, container image (with
+its tag), Helm chart (with version and repository) and manifest a bootstrap of these hosts
+fetches: kubeadm's own images for the pinned Kubernetes version, the CNI, the device plugin,
+NFD, DCGM exporter or the GPU Operator, and the verify pod's image. The mirrors the inventory
+configures are applied, so each line says where a run will look.
+
+--probe asks, from one host (the first control plane unless --from), whether each item is
+there, and names what is missing (exit 1 when something is).
+
+Examples:
+
+  clusterctl -i inventories/demo.yaml bootstrap artifacts
+
+  clusterctl bootstrap artifacts -o json > artifacts.json
+
+  clusterctl bootstrap artifacts --out mirror-lists/
+
+  clusterctl bootstrap artifacts --probe --from gpu-a1
+"""
+
+#: --out files: one plain list per kind, as mirroring tools take them.
+LIST_FILES = {"apt-package": "packages.txt", "apt-key": "keys.txt", "image": "images.txt", "chart": "charts.txt",
+              "manifest": "manifests.txt"}
+
+
+def register_on(bootstrap_app: typer.Typer) -> None:
+    """Add ``artifacts`` to the ``bootstrap`` group (called by ``bootstrap_cmd.register``), once."""
+    if not any(c.name == "artifacts" for c in bootstrap_app.registered_commands):
+        bootstrap_app.command("artifacts", help=HELP)(artifacts_command)
+
+
+def artifacts_command(
+    ctx: typer.Context,
+    out: Optional[str] = typer.Option(None, "--out", metavar="DIR",  # noqa: UP045 - typer needs Optional on 3.10
+                                      help="Also write images.txt, packages.txt, charts.txt, manifests.txt, "
+                                      "keys.txt and artifacts.json under DIR."),
+    probe: bool = typer.Option(False, "--probe", help="Ask whether each item is on the configured mirrors."),
+    probe_from: Optional[str] = typer.Option(None, "--from", metavar="HOST",  # noqa: UP045
+                                             help="Host to probe from (default: the first control plane)."),
+) -> None:
+    from clusterctl.bootstrap.artifacts import artifact_list
+
+    app = app_context(ctx)
+    inventory = app.inventory()
+    hosts = app.hosts()
+    found = artifact_list(inventory, hosts)
+    results = _probe(app, found, probe_from) if probe else None
+    written = write_lists(found, out) if out else []
+    payload: dict[str, Any] = found.to_json()
+    if results is not None:
+        payload["probe"] = [r.to_json() for r in results]
+        payload["missing"] = [r.artifact.reference for r in results if r.status == "missing"]
+    if out:
+        payload["out_files"] = [str(p) for p in written]
+    app.emit(payload, lambda: _table(app, found, results, written))
+    if results is not None and any(r.status == "missing" for r in results):
+        raise typer.Exit(ExitCode.FAILED)
+
+
+def write_lists(found: ArtifactList, out: str) -> list[Path]:
+    import json
+
+    root = Path(out).expanduser()
+    root.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for kind, name in LIST_FILES.items():
+        lines = sorted({a.reference for a in found.of_kind(kind)})
+        path = root / name
+        path.write_text("".join(line + "\n" for line in lines))
+        written.append(path)
+    path = root / "artifacts.json"
+    path.write_text(json.dumps(found.to_json(), indent=2) + "\n")
+    written.append(path)
+    return written
+
+
+def _probe(app: AppContext, found: ArtifactList, probe_from: str | None) -> list[ProbeResult]:
+    from clusterctl.bootstrap.artifacts_probe import probe
+    from clusterctl.bootstrap.cluster.settings import first_control_plane
+
+    inventory = app.inventory()
+    host = next((h for h in inventory.hosts if h.name == probe_from), None) if probe_from else \
+        first_control_plane(inventory)
+    if host is None:
+        raise UsageError(f"--from: no host named {probe_from!r} in the inventory" if probe_from else
+                         "no control-plane host to probe from", field="--from",
+                         hint="Name one with --from HOST.")
+    mirrors = dict(inventory.bootstrap.registry_mirrors)
+
+    def task(transport: Any) -> list[ProbeResult]:
+        def run(command: str) -> tuple[str, str, int]:
+            result = transport.run(command, timeout=30)
+            return result.stdout, result.stderr, result.exit_code
+
+        return probe(found, run, mirrors)
+
+    with app.runner() as runner:
+        fleet = runner.run_task([host], task, label="probe")
+    outcome = fleet.outcomes[0]
+    if not outcome.ok or outcome.value is None:
+        message = outcome.failure.describe() if outcome.failure else "no result"
+        raise UsageError(f"cannot probe the mirrors from {host.name}: {message}")
+    return list(outcome.value)
+
+
+def _table(app: AppContext, found: ArtifactList, results: list[ProbeResult] | None, written: list[Path]) -> None:
+    from rich.table import Table
+
+    status = {id(r.artifact): r for r in results or []}
+    table = Table(title=f"artifacts of cluster {found.cluster} (Kubernetes {found.kubernetes})", highlight=False)
+    for column in ("kind", "artifact", "source", "phase", *(("on mirror",) if results is not None else ())):
+        table.add_column(column)
+    for a in found.artifacts:
+        row = [a.kind, a.reference if a.kind != "chart" else f"{a.name} {a.version}",
+               a.source if a.kind != "image" else (a.note or a.source), a.phase]
+        if results is not None:
+            r = status.get(id(a))
+            row.append(f"{r.status}: {r.detail}" if r else "")
+        table.add_row(*row)
+    app.console.print(table)
+    counts = {kind: len(found.of_kind(kind)) for kind in LIST_FILES}
+    app.console.print(", ".join(f"{n} {k}(s)" for k, n in counts.items()), markup=False, highlight=False)
+    for note in found.notes:
+        app.console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+    if results is not None:
+        missing = [r for r in results if r.status == "missing"]
+        unknown = [r for r in results if r.status == "unknown"]
+        for r in missing:
+            app.console.print(f"MISSING {r.artifact.reference} ({r.url}: {r.detail})", markup=False,
+                              highlight=False, soft_wrap=True)
+        app.console.print(f"{len(results) - len(missing) - len(unknown)} present, {len(missing)} missing, "
+                          f"{len(unknown)} not known", markup=False, highlight=False)
+    if written:
+        app.console.print(f"wrote {len(written)} file(s) under {written[0].parent}", markup=False, highlight=False)

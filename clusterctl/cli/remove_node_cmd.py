@@ -1,0 +1,88 @@
+"""``clusterctl remove-node HOST``: drain, reset and delete one node (etcd member first for a control plane)."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from clusterctl.cli.context import AppContext, app_context
+from clusterctl.errors import ExitCode, UsageError
+
+HELP = """\
+Take one host out of the cluster: drain, etcd member, kubeadm reset, delete node.
+
+It is drained, its etcd member removed (a control plane; refused
+when that would break etcd's quorum, and for the last control plane), 'kubeadm reset' and the
+cleanup bootstrap's reset phase does, then 'kubectl delete node'. The host stays in the
+inventory: 'clusterctl bootstrap' later joins it again as a fresh node. Asks first, naming the
+host; --yes skips the question.
+
+Examples:
+
+  clusterctl -i inventories/demo.yaml remove-node gpu-b3 --dry-run
+
+  clusterctl remove-node gpu-b3 --yes
+
+  clusterctl bootstrap                 # joins gpu-b3 again
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("remove-node", help=HELP)(remove_node_command)
+
+
+def remove_node_command(
+    ctx: typer.Context,
+    host: str = typer.Argument(..., metavar="HOST", help="Inventory name of the host to remove."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show the steps; touch nothing."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    drain_timeout: int = typer.Option(300, "--drain-timeout", metavar="S", help="Seconds the drain may take."),
+) -> None:
+    from clusterctl.day2.remove_node import remove_node
+
+    app = app_context(ctx)
+    inventory = app.inventory()
+    if drain_timeout < 1:
+        raise UsageError("--drain-timeout must be 1 second or more", field="--drain-timeout")
+    if not dry_run and not yes:
+        if not sys.stdin.isatty():
+            raise UsageError(f"remove-node would drain and reset {host}; refusing without a terminal to ask.",
+                             hint="Pass --yes to confirm (or --dry-run to see the steps).")
+        if not typer.confirm(f"Remove {host} from the cluster '{inventory.name}' (drain, reset, delete)?",
+                             default=False):
+            raise typer.Exit(1)
+    with app.runner() as runner:
+        report = remove_node(inventory, host, runner, apply=not dry_run, drain_timeout_s=drain_timeout)
+    app.emit(report.to_json(), lambda: _print(app, report))
+    if report.failed:
+        app.err_console.print(f"FAILED {host}: {report.failed}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(ExitCode.FAILED)
+
+
+def _print(app: AppContext, report: object) -> None:
+    from clusterctl.day2.remove_node import RemovalReport
+    from clusterctl.secret import mask_text
+
+    assert isinstance(report, RemovalReport)
+
+    def say(text: str) -> None:
+        app.console.print(mask_text(text), markup=False, highlight=False, soft_wrap=True)
+
+    kind = "control plane" if report.control_plane else "worker"
+    say(f"remove {report.host} ({kind}) through {report.via}" + (f"; etcd: {report.etcd}" if report.etcd else ""))
+    for number, step in enumerate(report.steps, 1):
+        state = "" if not report.applied else f" [{step.status}]"
+        say(f"  {number}. {step.name}: {step.summary} (on {step.runs_on}){state}"
+            + (f": {step.message}" if step.message else ""))
+        if not report.applied:
+            for change in step.changes:
+                say(f"      $ {change.describe()}")
+    for note in report.notes:
+        say(f"note: {note}")
+    if report.nothing_to_do:
+        say("nothing to do: the host is not part of the cluster")
+    elif not report.applied:
+        say("PLAN (nothing was changed)")
+    elif not report.failed:
+        say(f"removed: {report.host} (still in the inventory; 'clusterctl bootstrap' joins it again)")

@@ -1,0 +1,618 @@
+"""``clusterctl upgrade plan|apply --to X``: Kubernetes and the node stack, node by node, in kubeadm's order.
+
+The order is the one of kubeadm's upgrade documentation ("Upgrading kubeadm clusters"):
+
+1. the first control plane: its kubeadm package (unhold, install ``X-*``, hold), ``kubeadm
+   upgrade plan X`` then ``kubeadm upgrade apply X``; then the node is drained, kubelet and
+   kubectl upgraded the same way, the kubelet restarted, and the node uncordoned once Ready;
+2. every further control plane, one at a time: the same with ``kubeadm upgrade node``;
+3. the workers, ``--max-unavailable`` at a time: the same with ``kubeadm upgrade node``.
+
+While a node is drained, bootstrap's own node phases run on it (``packages``, ``containerd``,
+``nvidia-runtime``) with the inventory's pins, so a changed containerd or NVIDIA Container
+Toolkit pin rolls out with the node: the package is upgraded and held, containerd's
+configuration re-rendered at the installed version's config version with the NVIDIA runtime
+kept. After the last node, the cluster phases ``network`` and ``gpu-addons`` bring the CNI and
+the charts to their pins. A node whose packages, kubelet and control plane already run the
+target, with nothing left for those phases, is up to date and not touched.
+
+One minor at a time (``versions.check_upgrade``); the target must exist in the pinned
+repository (its ``Packages`` index, read from the first control plane). A failure on a node
+stops the rollout there: the nodes after it are not started and the report says which are
+upgraded, which failed at which step, which were not touched; ``--resume`` continues from the
+cluster's state (an upgraded node is found up to date and skipped).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clusterctl.bootstrap.apt_sources import KEYRING_DIR, chosen_repos
+from clusterctl.changes import Change, ChangeFailed, Gate
+from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainFailed, drain_change, drain_node, uncordon_change
+from clusterctl.day2.versions import Version, check_upgrade, parse, static_pod_version
+from clusterctl.errors import ParseError, UsageError
+from clusterctl.facts.kube import NODES_COMMAND, KubeNode, parse_nodes
+from clusterctl.findings import Finding, Severity
+from clusterctl.secret import mask_text
+
+if TYPE_CHECKING:
+    from clusterctl.bootstrap.engine import BootstrapReport
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.model import Host, Inventory
+    from clusterctl.transport.base import Transport
+
+APT_ENV = {"DEBIAN_FRONTEND": "noninteractive"}
+INSTALL = "apt-get install -y --allow-downgrades -o Dpkg::Options::=--force-confold"
+APISERVER_MANIFEST = "/etc/kubernetes/manifests/kube-apiserver.yaml"
+NODE_PHASES = ("packages", "containerd", "nvidia-runtime")
+CLUSTER_PHASES = ("network", "gpu-addons")
+DEFAULT_READY_TIMEOUT_S = 300.0
+READY_POLL_S = 2.0
+#: The Kubernetes packages the upgrade moves itself (in kubeadm's order), the others are the node phases'.
+PACKAGE_NAMES = ("kubeadm", "kubelet", "kubectl")
+#: Steps of one node, in order (``Step.name``).
+STEP_ORDER = ("kubeadm", "kubeadm-upgrade", "drain", "kubelet", "node-stack", "restart-kubelet", "ready", "uncordon")
+
+
+@dataclass
+class Step:
+    name: str
+    #: The host the step's changes run on (the node itself, or the first control plane).
+    runs_on: str
+    summary: str
+    changes: list[Change] = field(default_factory=list)
+    #: ``planned``, ``done``, ``failed``, ``not started``.
+    status: str = "planned"
+    message: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"step": self.name, "runs_on": self.runs_on, "summary": mask_text(self.summary),
+                                "status": self.status, "changes": [c.to_json() for c in self.changes]}
+        if self.message:
+            data["message"] = mask_text(self.message)
+        return data
+
+
+@dataclass
+class HostUpgrade:
+    host: str
+    #: ``first control plane``, ``control plane``, ``worker``.
+    role: str
+    kubelet: str = ""
+    control_plane: str | None = None
+    packages: dict[str, str] = field(default_factory=dict)
+    steps: list[Step] = field(default_factory=list)
+    #: ``up to date``, ``planned``, ``upgraded``, ``failed``, ``not started``.
+    status: str = "planned"
+    message: str = ""
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.steps)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"host": self.host, "role": self.role, "status": self.status,
+                                "kubelet": self.kubelet, "packages": dict(self.packages),
+                                "steps": [s.to_json() for s in self.steps]}
+        if self.control_plane is not None:
+            data["control_plane"] = self.control_plane
+        if self.message:
+            data["message"] = mask_text(self.message)
+        return data
+
+
+@dataclass
+class UpgradeReport:
+    cluster: str
+    current: str
+    target: str
+    applied: bool
+    hosts: list[HostUpgrade] = field(default_factory=list)
+    #: The cluster phases (network, gpu-addons) after the last node.
+    addons: list[Step] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    #: Why the rollout stopped early (a node's failure); None: it ran to the end (or was a plan).
+    stopped: str | None = None
+    #: Nodes this upgrade (or the interrupted one it resumes) cordoned and has not uncordoned yet.
+    cordoned: set[str] = field(default_factory=set)
+
+    @property
+    def nothing_to_do(self) -> bool:
+        return not any(h.pending for h in self.hosts) and not any(s.changes for s in self.addons)
+
+    @property
+    def ok(self) -> bool:
+        return self.stopped is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cluster": self.cluster, "mode": "apply" if self.applied else "plan", "current": self.current,
+                "target": self.target, "ok": self.ok, "nothing_to_do": self.nothing_to_do,
+                "stopped": mask_text(self.stopped) if self.stopped else None,
+                "hosts": [h.to_json() for h in self.hosts], "addons": [s.to_json() for s in self.addons],
+                "findings": [f.to_json() for f in self.findings], "notes": [mask_text(n) for n in self.notes]}
+
+
+@dataclass(frozen=True)
+class UpgradeRequest:
+    #: ``None``: the inventory's ``stack.kubernetes``.
+    to: str | None
+    apply: bool
+    max_unavailable: int = 1
+    resume: bool = False
+    state_dir: str | None = None
+    drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S
+    ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S
+    ready_poll_s: float = READY_POLL_S
+
+
+# --- reading the cluster -----------------------------------------------------------------------------------
+
+
+@dataclass
+class HostState:
+    packages: dict[str, str]
+    holds: frozenset[str]
+    control_plane: str | None
+
+
+@dataclass
+class ClusterState:
+    nodes: dict[str, KubeNode]
+    hosts: dict[str, HostState]
+    current: Version
+
+
+def _read_host(transport: Transport, control_plane: bool) -> HostState:
+    from clusterctl.facts.packages import packages_probe, parse_packages_probe
+
+    facts = parse_packages_probe(transport.run(packages_probe(PACKAGE_NAMES, (), KEYRING_DIR), sudo=True).stdout)
+    installed = {name: p.version for name, p in facts.packages.items() if p.installed and p.version}
+    cp_version = None
+    if control_plane:
+        result = transport.run(f"cat {APISERVER_MANIFEST}", sudo=True)
+        if result.ok:
+            cp_version = static_pod_version(result.stdout)
+    return HostState(installed, facts.holds, cp_version)
+
+
+def _read_nodes(transport: Transport) -> dict[str, KubeNode]:
+    result = transport.run(NODES_COMMAND, sudo=True, timeout=60)
+    if not result.ok:
+        raise UsageError(f"cannot list the cluster's nodes from {transport.host.name}: "
+                         f"{result.stderr_tail(2) or f'exit {result.exit_code}'}",
+                         hint="Is the cluster bootstrapped? Run 'clusterctl bootstrap' first.")
+    return {n.name: n for n in parse_nodes(result.stdout)}
+
+
+def read_cluster(runner: Runner, first_cp: Host, hosts: Sequence[Host]) -> ClusterState:
+    fleet = runner.run_task([first_cp], _read_nodes, label="nodes")
+    outcome = fleet.outcomes[0]
+    if not outcome.ok or outcome.value is None:
+        raise UsageError(f"cannot read the cluster from {first_cp.name}: "
+                         f"{outcome.failure.describe() if outcome.failure else 'no answer'}")
+    nodes = outcome.value
+    states = runner.run_task(list(hosts), lambda t: _read_host(t, "control-plane" in t.host.roles), label="read")
+    found: dict[str, HostState] = {}
+    for o in states.outcomes:
+        if not o.ok or o.value is None:
+            raise UsageError(f"cannot read {o.host.name}: {o.failure.describe() if o.failure else 'no answer'}",
+                             hint="Every host of the rollout must answer before anything changes.")
+        found[o.host.name] = o.value
+    cp_text = found[first_cp.name].control_plane
+    if cp_text is None:
+        raise UsageError(f"{first_cp.name} runs no control plane ({APISERVER_MANIFEST} is missing)",
+                         hint="Run 'clusterctl bootstrap' first.")
+    return ClusterState(nodes, found, parse(cp_text, where=APISERVER_MANIFEST))
+
+
+def repository_versions(transport: Transport, inventory: Inventory, target: Version) -> tuple[str, list[str]]:
+    """The Kubernetes apt repository of ``target``'s minor (mirrors applied) and the kubeadm versions it offers."""
+    from clusterctl.bootstrap.artifacts_probe import parse_packages_index
+    from clusterctl.inventory.model import StackPin
+
+    repos = chosen_repos(StackPin(kubernetes=target.text), inventory.bootstrap, None, None)
+    repo = next((r for r in repos if r.name == "kubernetes"), None)
+    if repo is None:
+        return "", []
+    base = repo.url.rstrip("/")
+    suite = repo.suites[0] if repo.suites else "/"
+    url = f"{base}/Packages" if suite == "/" else \
+        f"{base}/dists/{suite}/{(repo.components or ('main',))[0]}/binary-amd64/Packages"
+    result = transport.run(f"curl -fsS --max-time 30 {shlex.quote(url)}", timeout=60)
+    if not result.ok:
+        raise OSError(result.stderr_tail(2) or f"exit {result.exit_code}")
+    return url, parse_packages_index(result.stdout).get("kubeadm", [])
+
+
+# --- planning ----------------------------------------------------------------------------------------------
+
+
+def _apt_step(host: str, names: Sequence[str], target: Version) -> Change:
+    q = " ".join(shlex.quote(n) for n in names)
+    pins = " ".join(shlex.quote(f"{n}={target.apt}") for n in names)
+    return Change.run(host, f"apt-mark unhold {q} && {INSTALL} {pins} && apt-mark hold {q}", env=APT_ENV,
+                      timeout_s=600, summary=f"upgrade {', '.join(names)} to {target.text} (unhold, install, hold)")
+
+
+def _at(version: str | None, target: Version) -> bool:
+    return bool(version) and str(version).lstrip("v").split("-")[0] == target.text
+
+
+def target_inventory(inventory: Inventory, target: Version) -> Inventory:
+    """The inventory as the upgraded cluster has it: every host's Kubernetes pin at ``target``."""
+    hosts = tuple(replace(h, stack=replace(h.stack, kubernetes=target.text)) for h in inventory.hosts)
+    return replace(inventory, hosts=hosts)
+
+
+def _covered(change: Change) -> bool:
+    """A change of the packages phase that the upgrade's own kubeadm/kubelet steps already make."""
+    summary = change.summary
+    if summary.startswith(("apt source 'kubernetes'", "signing key of 'kubernetes'", "fetch the signing key of "
+                           "'kubernetes'", "refresh apt's package lists")):
+        return True
+    if summary.startswith(("install ", "hold ")):
+        names = [part.strip().split(" ")[0] for part in summary.split(" ", 1)[1].split(",")]
+        return all(n in PACKAGE_NAMES for n in names)
+    return False
+
+
+def _source_changes(report: BootstrapReport | None, host: str) -> list[Change]:
+    """The packages phase's new apt source for the target minor, and the update after it."""
+    if report is None:
+        return []
+    changes = [c for r in report.results if r.host == host and r.phase == "packages" for c in r.changes]
+    return [c for c in changes if c.summary.startswith(("apt source 'kubernetes'", "signing key of 'kubernetes'",
+                                                       "fetch the signing key of 'kubernetes'",
+                                                       "create the keyring folder", "refresh apt's package lists"))]
+
+
+def plan_host(host: Host, role: str, first_cp: str, state: HostState, node: KubeNode | None, target: Version,
+              stack_plan: BootstrapReport | None, request: UpgradeRequest, *,
+              cordoned_by_us: bool = False) -> HostUpgrade:
+    """The node's steps. A node someone else cordoned (a quarantine) is upgraded and left cordoned."""
+    name = host.name
+    packages = {n: state.packages.get(n, "") for n in PACKAGE_NAMES}
+    plan = HostUpgrade(name, role, node.kubelet_version if node else "", state.control_plane, packages)
+    stack = [c for r in (stack_plan.results if stack_plan else []) if r.host == name for c in r.changes
+             if not _covered(c)]
+    kubeadm_done = _at(packages.get("kubeadm"), target)
+    kubelet_done = _at(packages.get("kubelet"), target) and _at(packages.get("kubectl"), target)
+    cp_done = role == "worker" or _at(state.control_plane, target)
+    keep_cordoned = node is not None and node.unschedulable and not cordoned_by_us
+    node_done = node is not None and _at(node.kubelet_version, target) and node.ready and \
+        (not node.unschedulable or keep_cordoned)
+    if kubeadm_done and kubelet_done and cp_done and node_done and not stack:
+        plan.status = "up to date"
+        return plan
+    steps: list[Step] = []
+    sources = _source_changes(stack_plan, name)
+    if not kubeadm_done or sources:
+        steps.append(Step("kubeadm", name, f"kubeadm {target.text} from the v{target.major}.{target.minor} repository",
+                          [*sources, _apt_step(name, ["kubeadm"], target)]))
+    if role == "first control plane":
+        if not cp_done:
+            steps.append(Step("kubeadm-upgrade", name, f"control plane to {target.tag} (kubeadm upgrade apply)", [
+                Change.run(name, f"kubeadm upgrade plan {target.tag}", summary="kubeadm upgrade plan (checks)",
+                           timeout_s=300),
+                Change.run(name, f"kubeadm upgrade apply {target.tag} --yes", timeout_s=900,
+                           summary=f"kubeadm upgrade apply {target.tag}")]))
+    else:
+        what = "control plane and kubelet configuration" if role == "control plane" else "kubelet configuration"
+        steps.append(Step("kubeadm-upgrade", name, f"{what} (kubeadm upgrade node)",
+                          [Change.run(name, "kubeadm upgrade node", summary="kubeadm upgrade node", timeout_s=900)]))
+    steps.append(Step("drain", first_cp, f"drain {name}", [drain_change(first_cp, name, request.drain_timeout_s)]))
+    if not kubelet_done:
+        steps.append(Step("kubelet", name, f"kubelet and kubectl {target.text}",
+                          [_apt_step(name, ["kubelet", "kubectl"], target)]))
+    steps.append(Step("node-stack", name, "packages, containerd config, NVIDIA runtime at the inventory's pins "
+                      "(bootstrap's node phases)", stack))
+    steps.append(Step("restart-kubelet", name, "restart the kubelet", [
+        Change.run(name, "systemctl daemon-reload && systemctl restart kubelet", summary="restart the kubelet")]))
+    steps.append(Step("ready", first_cp, f"wait until {name} is Ready at {target.tag} "
+                      f"(up to {int(request.ready_timeout_s)} s)"))
+    if keep_cordoned:
+        plan.message = "cordoned before the upgrade: left cordoned"
+    else:
+        steps.append(Step("uncordon", first_cp, f"uncordon {name}", [uncordon_change(first_cp, name)]))
+    plan.steps = steps
+    return plan
+
+
+def rollout_order(inventory: Inventory, hosts: Sequence[Host]) -> list[tuple[Host, str]]:
+    from clusterctl.bootstrap.cluster.settings import first_control_plane
+
+    first = first_control_plane(inventory)
+    chosen = {h.name for h in hosts}
+    order: list[tuple[Host, str]] = []
+    if first is not None and first.name in chosen:
+        order.append((first, "first control plane"))
+    order += [(h, "control plane") for h in hosts if "control-plane" in h.roles and h is not first
+              and (first is None or h.name != first.name)]
+    order += [(h, "worker") for h in hosts if "control-plane" not in h.roles]
+    return order
+
+
+def batches(order: Sequence[HostUpgrade], max_unavailable: int) -> list[list[HostUpgrade]]:
+    """Control planes one by one; workers ``max_unavailable`` at a time (in inventory order)."""
+    out: list[list[HostUpgrade]] = [[h] for h in order if h.role != "worker"]
+    workers = [h for h in order if h.role == "worker"]
+    step = max(1, max_unavailable)
+    out += [workers[i:i + step] for i in range(0, len(workers), step)]
+    return out
+
+
+# --- progress (for --resume) -------------------------------------------------------------------------------
+
+
+def progress_file(state_dir: str | None, cluster: str) -> Path:
+    from clusterctl.bootstrap.progress import default_state_dir
+
+    base = Path(state_dir).expanduser() if state_dir else default_state_dir()
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in cluster) or "cluster"
+    return base / "upgrade" / f"{safe}.json"
+
+
+def save_progress(path: Path, report: UpgradeReport) -> None:
+    """Target and per-host status only (no command, no output): written atomically."""
+    data = {"cluster": report.cluster, "target": report.target, "stopped": mask_text(report.stopped or ""),
+            "hosts": {h.host: h.status for h in report.hosts}, "cordoned": sorted(report.cordoned)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".upgrade-")
+    with os.fdopen(fd, "w") as handle:
+        json.dump(data, handle, indent=2)
+    os.replace(tmp, path)
+
+
+def load_progress(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"--resume: no upgrade was started for this cluster (no {path})",
+                         hint="Run 'clusterctl upgrade apply --to X' first (or pass the same --state-dir).") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UsageError(f"--resume: cannot read {path}: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("target"), str):
+        raise UsageError(f"--resume: {path} is not an upgrade progress file")
+    return data
+
+
+# --- running -----------------------------------------------------------------------------------------------
+
+
+def _stack_report(runner: Runner, inventory: Inventory, hosts: Sequence[Host], phases: Sequence[str], *,
+                  apply: bool) -> BootstrapReport:
+    from clusterctl.day2.phases import run_phases
+
+    return run_phases(runner, inventory, hosts, phases, apply=apply)
+
+
+def _failure(report: BootstrapReport, host: str) -> str | None:
+    return report.failed_hosts.get(host)
+
+
+def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request: UpgradeRequest,
+            on_step: Callable[[HostUpgrade, Step], None] | None = None) -> UpgradeReport:
+    """Plan (``request.apply`` False) or run the rollout; never raises for a node's failure (it is in the report)."""
+    from clusterctl.bootstrap.cluster.settings import first_control_plane
+
+    first = first_control_plane(inventory)
+    if first is None:
+        raise UsageError("the inventory has no control-plane host", field="roles")
+    progress = progress_file(request.state_dir, inventory.name)
+    wanted = request.to
+    if request.resume:
+        if not request.apply:
+            raise UsageError("--resume continues an 'upgrade apply'; 'upgrade plan' always reads the cluster afresh")
+        saved = load_progress(progress)
+        if wanted and parse(wanted).text != saved["target"]:
+            raise UsageError(f"--resume: the interrupted upgrade was to {saved['target']}, not {wanted}",
+                             field="--to", hint=f"Resume with --to {saved['target']} (or without --to).")
+        wanted = str(saved["target"])
+    pin = first.stack.kubernetes
+    if not wanted:
+        if not pin:
+            raise UsageError("no version to upgrade to: give --to X or pin stack.kubernetes", field="--to")
+        wanted = pin
+    target = parse(wanted)
+    earlier = load_progress(progress) if progress.exists() else {}
+    order = rollout_order(inventory, hosts)
+    state = read_cluster(runner, first, [h for h, _ in order])
+    check_upgrade(state.current, target)
+    report = UpgradeReport(inventory.name, state.current.text, target.text, request.apply)
+    report.cordoned = {str(h) for h in earlier.get("cordoned") or []}
+    if pin and parse(pin, where="stack.kubernetes") != target:
+        report.notes.append(f"the inventory pins Kubernetes {pin}: set stack.kubernetes to {target.text} so that "
+                            "'clusterctl bootstrap' keeps this version")
+    _check_repository(runner, first, inventory, target, report)
+    upgraded = target_inventory(inventory, target)
+    up_hosts = [upgraded.host(h.name) for h, _ in order]
+    stack_plan = _stack_report(runner, upgraded, up_hosts, NODE_PHASES, apply=False)
+    for name, why in stack_plan.failed_hosts.items():
+        report.findings.append(Finding(Severity.ERROR, "UPGRADE_STACK_BLOCKED", f"the node phases cannot plan: {why}",
+                                       host=name))
+    for host, role in order:
+        node = state.nodes.get(host.name)
+        if node is None:
+            report.findings.append(Finding(Severity.ERROR, "UPGRADE_NODE_MISSING",
+                                           f"{host.name} is not a node of the cluster", host=host.name,
+                                           fix="Add it with 'clusterctl bootstrap' before upgrading."))
+        elif not node.ready:
+            report.findings.append(Finding(Severity.WARNING, "UPGRADE_NODE_NOT_READY",
+                                           f"{host.name} is not Ready before the upgrade ({node.not_ready_reason})",
+                                           host=host.name))
+        report.hosts.append(plan_host(host, role, first.name, state.hosts[host.name], node, target, stack_plan,
+                                      request, cordoned_by_us=host.name in report.cordoned))
+    cluster_plan = _stack_report(runner, upgraded, [upgraded.host(first.name)], CLUSTER_PHASES, apply=False)
+    report.addons.append(Step("addons", first.name, "CNI and add-on charts at their pins (bootstrap's network and "
+                              "gpu-addons phases)", [c for r in cluster_plan.results for c in r.changes]))
+    blocking = [f for f in report.findings if f.severity is Severity.ERROR]
+    if not request.apply:
+        for host_plan in report.hosts:
+            for step in host_plan.steps:
+                if on_step is not None:
+                    on_step(host_plan, step)
+        return report
+    if blocking:
+        report.stopped = "; ".join(f.message for f in blocking[:3])
+        for host_plan in report.hosts:
+            if host_plan.pending:
+                host_plan.status = "not started"
+        return report
+    _apply(runner, upgraded, first, report, request, progress, on_step)
+    return report
+
+
+def _check_repository(runner: Runner, first: Host, inventory: Inventory, target: Version,
+                      report: UpgradeReport) -> None:
+    def ask(transport: Transport) -> tuple[str, list[str]]:
+        return repository_versions(transport, inventory, target)
+
+    outcome = runner.run_task([first], ask, label="repository").outcomes[0]
+    if not outcome.ok or outcome.value is None:
+        why = outcome.failure.describe() if outcome.failure else "no answer"
+        report.findings.append(Finding(Severity.WARNING, "UPGRADE_REPOSITORY_UNREAD",
+                                       f"could not read the Kubernetes repository from {first.name}: {why}",
+                                       host=first.name))
+        return
+    url, offered = outcome.value
+    if url and not any(v.startswith(target.text + "-") for v in offered):
+        shown = ", ".join(offered[-4:]) or "no kubeadm at all"
+        raise UsageError(f"Kubernetes {target.text} is not in the pinned repository {url} (kubeadm there: {shown}).",
+                         field="--to", hint="Pick a version the repository offers, or mirror it first "
+                         "('clusterctl bootstrap artifacts').")
+
+
+def _apply(runner: Runner, inventory: Inventory, first: Host, report: UpgradeReport, request: UpgradeRequest,
+           progress: Path, on_step: Callable[[HostUpgrade, Step], None] | None) -> None:
+    gate = Gate(apply=True)
+    pending = [h for h in report.hosts if h.pending]
+    for host_plan in report.hosts:
+        if not host_plan.pending:
+            host_plan.status = "up to date"
+    save_progress(progress, report)
+    for batch in batches(pending, request.max_unavailable):
+        for name in STEP_ORDER:
+            live = [h for h in batch if h.status != "failed"]
+            work = [(h, s) for h in live for s in h.steps if s.name == name]
+            if work:
+                _run_step(runner, inventory, first, gate, work, request, parse(report.target))
+                for h, s in work:
+                    if s.name == "drain" and s.status in ("done", "failed") and not h.message:
+                        report.cordoned.add(h.host)  # a failed drain may have cordoned it already
+                    elif s.name == "uncordon" and s.status == "done":
+                        report.cordoned.discard(h.host)
+                    if on_step is not None:
+                        on_step(h, s)
+                    if s.status == "failed":
+                        h.status, h.message = "failed", f"step {s.name}: {s.message}"
+                        for later in h.steps[h.steps.index(s) + 1:]:
+                            later.status = "not started"
+        for h in batch:
+            if h.status != "failed":
+                h.status = "upgraded"
+        save_progress(progress, report)
+        failed = [h for h in batch if h.status == "failed"]
+        if failed:
+            report.stopped = "; ".join(f"{h.host}: {h.message}" for h in failed)
+            for h in pending:
+                if h.status == "planned":
+                    h.status = "not started"
+                    for s in h.steps:
+                        s.status = "not started"
+            save_progress(progress, report)
+            return
+    addons = report.addons[0]
+    if addons.changes:
+        result = _stack_report(runner, inventory, [inventory.host(first.name)], CLUSTER_PHASES, apply=True)
+        why = _failure(result, first.name)
+        addons.status, addons.message = ("failed", why) if why else ("done", "")
+        if why:
+            report.stopped = f"add-ons: {why}"
+    else:
+        addons.status = "done"
+    save_progress(progress, report)
+
+
+def _run_step(runner: Runner, inventory: Inventory, first: Host, gate: Gate, work: list[tuple[HostUpgrade, Step]],
+              request: UpgradeRequest, target: Version) -> None:
+    """One step on every node of a batch: node-side steps in parallel, control-plane-side ones in turn."""
+    name = work[0][1].name
+    if name == "node-stack":
+        hosts = [inventory.host(h.host) for h, _ in work]
+        result = _stack_report(runner, inventory, hosts, NODE_PHASES, apply=True)
+        for h, step in work:
+            why = _failure(result, h.host)
+            step.changes = [c for r in result.results if r.host == h.host for c in r.changes]
+            step.status, step.message = ("failed", why) if why else ("done", "")
+        return
+    if work[0][1].runs_on != work[0][0].host:  # drain, ready, uncordon: from the first control plane
+        for h, step in work:
+            def on_cp(transport: Transport, h: HostUpgrade = h, step: Step = step) -> None:
+                if step.name == "drain":
+                    drain_node(transport, gate, h.host, request.drain_timeout_s)
+                elif step.name == "ready":
+                    _wait_ready(transport, h.host, target, request)
+                else:
+                    gate.submit_all(transport, step.changes)
+
+            outcome = runner.run_task([first], on_cp, label=f"{name} {h.host}",
+                                      timeout_s=max(runner.timeout_s, request.drain_timeout_s + 60,
+                                                    request.ready_timeout_s + 60)).outcomes[0]
+            _settle(step, outcome)
+        return
+    by_host = {h.host: step for h, step in work}
+
+    def on_node(transport: Transport) -> None:
+        gate.submit_all(transport, by_host[transport.host.name].changes)
+
+    fleet = runner.run_task([inventory.host(h.host) for h, _ in work], on_node, label=name,
+                            timeout_s=max(runner.timeout_s, 900))
+    for outcome in fleet.outcomes:
+        _settle(by_host[outcome.host.name], outcome)
+
+
+def _settle(step: Step, outcome: Any) -> None:
+    if outcome.ok:
+        step.status = "done"
+        return
+    failure = outcome.failure
+    step.status = "failed"
+    step.message = failure.message if failure is not None else "no result"
+
+
+class NotReady(Exception):
+    pass
+
+
+def _wait_ready(transport: Transport, node: str, target: Version, request: UpgradeRequest) -> None:
+    deadline = time.monotonic() + request.ready_timeout_s
+    last = "not listed"
+    while True:
+        result = transport.run(NODES_COMMAND, sudo=True, timeout=60)
+        if result.ok:
+            try:
+                found = {n.name: n for n in parse_nodes(result.stdout)}.get(node)
+            except ParseError as exc:
+                found, last = None, str(exc)
+            if found is not None:
+                if found.ready and _at(found.kubelet_version, target):
+                    return
+                last = (f"kubelet {found.kubelet_version or '?'}, "
+                        + ("Ready" if found.ready else f"NotReady ({found.not_ready_reason})"))
+        if time.monotonic() >= deadline:
+            raise NotReady(f"{node} did not come back Ready at {target.tag} within "
+                           f"{int(request.ready_timeout_s)} s (last seen: {last}); it stays cordoned")
+        time.sleep(request.ready_poll_s)
+
+
+__all__ = ["ChangeFailed", "DrainFailed", "HostUpgrade", "Step", "UpgradeReport", "UpgradeRequest", "upgrade"]

@@ -1,0 +1,74 @@
+"""Which Kubernetes upgrades are allowed: kubeadm's version policy, as a pure function.
+
+kubeadm upgrades one minor at a time (``MaximumAllowedMinorVersionUpgradeSkew = 1`` in
+``cmd/kubeadm/app/phases/upgrade/policy.go``) and the kubeadm upgrade documentation says
+"skipping MINOR versions when upgrading is unsupported"; a downgrade is not an upgrade. The
+static pod manifests name the running control plane's version in their image tag, which is
+what ``kubeadm upgrade plan`` compares with too.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from clusterctl.errors import ParseError, UsageError
+
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
+
+
+@dataclass(frozen=True, order=True)
+class Version:
+    major: int
+    minor: int
+    patch: int
+
+    @property
+    def text(self) -> str:
+        return f"{self.major}.{self.minor}.{self.patch}"
+
+    @property
+    def tag(self) -> str:
+        """``v1.37.2``: kubeadm's and the kubelet's spelling."""
+        return "v" + self.text
+
+    @property
+    def apt(self) -> str:
+        """``1.37.2-*``: the apt pin the Kubernetes upgrade documentation writes."""
+        return self.text + "-*"
+
+
+def parse(text: str, *, where: str = "--to") -> Version:
+    match = _VERSION.match(text.strip())
+    if not match:
+        raise UsageError(f"{text!r} is not a Kubernetes version (MAJOR.MINOR.PATCH, e.g. 1.37.2).", field=where)
+    return Version(*(int(g) for g in match.groups()))
+
+
+def check_upgrade(current: Version, target: Version) -> None:
+    """Refuse what kubeadm refuses: a skipped minor, a downgrade, another major (exit 2, with the reason)."""
+    if target.major != current.major:
+        raise UsageError(f"the cluster runs {current.text}; {target.text} is another major version.", field="--to")
+    if target < current:
+        raise UsageError(f"the cluster runs {current.text}; {target.text} would be a downgrade, which kubeadm "
+                         "does not do.", field="--to", hint=f"Pick {current.text} or later.")
+    if target.minor > current.minor + 1:
+        step = Version(current.major, current.minor + 1, 0)
+        raise UsageError(
+            f"the cluster runs {current.text}; {target.text} skips the minor version(s) between. kubeadm "
+            f"upgrades one minor at a time (skipping MINOR versions is unsupported).", field="--to",
+            hint=f"Upgrade to the newest 1.{step.minor}.x first (clusterctl upgrade apply --to 1.{step.minor}.N), "
+                 f"then to {target.text}.")
+
+
+def static_pod_version(text: str) -> str:
+    """The image tag of a static pod manifest's container (``kube-apiserver.yaml`` -> ``v1.36.2``)."""
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip().lstrip("- ")
+        if stripped.startswith("image:"):
+            image = stripped.split(":", 1)[1].strip().strip("'\"")
+            _name, sep, tag = image.rpartition(":")
+            if not sep or "/" in tag or not tag:
+                raise ParseError("a static pod manifest", "the image has no tag", line=number, text=line)
+            return tag.split("@", 1)[0]
+    raise ParseError("a static pod manifest", "no 'image:' line")

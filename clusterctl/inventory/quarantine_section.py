@@ -1,0 +1,79 @@
+"""The ``quarantine:`` section of clusterctl's inventory: the policy of ``health --quarantine`` and
+``remediate serve``.
+
+```yaml
+quarantine:
+  max_unavailable: 10%              # or a host count; never more hosts out of service at once
+  quarantine_codes: [GPU_XID]       # health codes that quarantine (default: any error of an unhealthy host)
+  drain_codes: [NVLINK_DOWN]        # ... and also drain (default: codes whose Xid-catalogue action
+                                    # takes the host down: RESET_GPU, RESTART_BM, RMA, ...)
+  ignore_codes: [PCIE_DOWNGRADED]   # never quarantine for these
+  alerts: {GPUXidError: quarantine, GPUTemperatureHigh: report}   # remediate serve: drain|quarantine|report
+```
+Every error names the file, line and field.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from clusterctl.inventory import values
+from clusterctl.inventory.model import QuarantineConfig
+from clusterctl.inventory.yaml_tree import to_python
+
+if TYPE_CHECKING:
+    from clusterctl.inventory.node_reader import NodeReader
+    from clusterctl.inventory.yaml_tree import Node
+
+FIELDS = ("max_unavailable", "quarantine_codes", "drain_codes", "ignore_codes", "alerts")
+ALERT_ACTIONS = ("drain", "quarantine", "report")
+_CODE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
+_MAX = re.compile(r"^(\d+)(%?)$")
+
+
+def max_unavailable(value: Any, what: str = "max_unavailable") -> str:
+    """``3`` or ``10%`` (at least one host either way), as text."""
+    text = str(value).strip()
+    match = _MAX.match(text)
+    if isinstance(value, bool) or not match or (match.group(2) and not 0 < int(match.group(1)) <= 100) \
+            or int(match.group(1)) < 1:
+        raise values.BadValue(f"{what} must be a host count (1 or more) or a percentage such as 10%, got {text!r}")
+    return text
+
+
+def _codes(value: Any, what: str) -> frozenset[str]:
+    names = values.text_list(value, what)
+    for name in names:
+        if not _CODE.match(name):
+            raise values.BadValue(f"{what}: {name!r} is not a finding code (letters, digits and _)")
+    return frozenset(names)
+
+
+def read_quarantine(r: NodeReader, node: Node, field: str) -> QuarantineConfig:
+    settings = r.mapping(node, field, must_be="'quarantine' must be a mapping of settings",
+                         hint="Valid fields: " + ", ".join(FIELDS) + ".")
+    out: dict[str, Any] = {}
+    for entry in settings.entries:
+        sub = f"{field}.{entry.key}"
+        if entry.key not in FIELDS:
+            raise r.error(f"unknown field '{entry.key}'.", line=entry.key_line, field=sub,
+                          hint=values.did_you_mean(entry.key, FIELDS) or "Valid fields: " + ", ".join(FIELDS) + ".")
+        raw = to_python(entry.value)
+        try:
+            if entry.key == "max_unavailable":
+                out[entry.key] = max_unavailable(raw)
+            elif entry.key == "alerts":
+                if not isinstance(raw, dict):
+                    raise values.BadValue("alerts must map alert names to drain, quarantine or report")
+                alerts: dict[str, str] = {}
+                for name, action in raw.items():
+                    if str(action) not in ALERT_ACTIONS:
+                        raise values.BadValue(f"alerts.{name}: {action!r} is not one of {', '.join(ALERT_ACTIONS)}")
+                    alerts[str(name)] = str(action)
+                out[entry.key] = alerts
+            else:
+                out[entry.key] = _codes(raw, entry.key)
+        except values.BadValue as exc:
+            raise r.error(exc.message, line=entry.value.line, field=sub, hint=exc.hint) from None
+    return QuarantineConfig(**out)

@@ -1,0 +1,30 @@
+"""What the simulated kubeadm knows of its images and static pod manifests (shared by init/join and upgrade)."""
+
+from __future__ import annotations
+
+from clusterctl.mock.tools import kube_state as ks
+from clusterctl.mock.tools.base import ToolContext
+
+MANIFESTS = ("etcd.yaml", "kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml")
+
+#: Per Kubernetes minor: (pause, etcd, coredns) tags kubeadm lists (its ``constants`` package and the
+#: ``kubeadm config images list`` outputs quoted in release notes; 1.37 moved to pause 3.10.2).
+IMAGE_TAGS: dict[int, tuple[str, str, str]] = {
+    31: ("3.10", "3.5.15-0", "v1.11.3"), 32: ("3.10", "3.5.16-0", "v1.11.3"), 33: ("3.10", "3.5.21-0", "v1.12.0"),
+    34: ("3.10.1", "3.6.4-0", "v1.12.1"), 35: ("3.10.1", "3.6.5-0", "v1.12.1"), 36: ("3.10.1", "3.6.5-0", "v1.12.1"),
+    37: ("3.10.2", "3.6.6-0", "v1.12.4"),
+}
+
+
+def write_manifests(ctx: ToolContext, version: str) -> None:
+    """The control plane's static pod manifests at ``version`` (images as kubeadm names them)."""
+    try:
+        minor = int(version.lstrip("v").split(".")[1])
+    except (IndexError, ValueError):
+        minor = 36
+    etcd = IMAGE_TAGS.get(minor, IMAGE_TAGS[max(IMAGE_TAGS)])[1]
+    for name in MANIFESTS:
+        component = name[:-len(".yaml")]
+        tag = etcd if component == "etcd" else version
+        ctx.fs.write(f"/etc/kubernetes/manifests/{name}",
+                     ks.static_pod_manifest(component, f"registry.k8s.io/{component}:{tag}"), mode=0o600)

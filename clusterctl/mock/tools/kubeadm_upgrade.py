@@ -1,0 +1,143 @@
+"""``kubeadm upgrade plan [VERSION]``, ``upgrade apply VERSION [-y]``, ``upgrade node`` (simulated).
+
+The version rules are kubeadm's (``cmd/kubeadm/app/phases/upgrade/policy.go``,
+``EnforceVersionPolicies``): the target may not be above the kubeadm binary's own version
+("Upgrade kubeadm first using the tool you used to install kubeadm"), nor more than one minor
+above the cluster's ("kubeadm can upgrade only 1 minor version at a time"), nor a downgrade of
+more than a patch without ``--force``. The messages quote those lines; the surrounding output
+is cut to the lines clusterctl's users see in kubeadm's upgrade documentation.
+"""
+
+from __future__ import annotations
+
+from clusterctl.mock.tools import kube_state as ks
+from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.kubeadm_manifests import MANIFESTS, write_manifests
+
+TRACE = "To see the stack trace of this error execute with --v=5 or higher\n"
+
+
+def _parse(version: str) -> tuple[int, int, int] | None:
+    parts = version.lstrip("v").split("-")[0].split(".")
+    try:
+        major, minor, patch = (int(p) for p in parts)
+    except ValueError:
+        return None
+    return major, minor, patch
+
+
+def _kubeadm_version(ctx: ToolContext) -> str:
+    return "v" + (ctx.installed_version("kubeadm") or "1.36.0").split("-")[0]
+
+
+def _policy_errors(cluster: str, target: str, kubeadm: str) -> list[str]:
+    c, t, k = _parse(cluster), _parse(target), _parse(kubeadm)
+    if t is None:
+        return [f'Unable to parse normalized version "{target}" as a semantic version']
+    errors: list[str] = []
+    if c is not None and t[:2] < c[:2]:
+        errors.append(f'Specified version to downgrade to "{target}" is too low; kubeadm can downgrade only '
+                      "patch releases")
+    if c is not None and t[1] > c[1] + 1:
+        errors.append(f'Specified version to upgrade to "{target}" is too high; kubeadm can upgrade only 1 minor '
+                      "version at a time")
+    if k is not None and t > k:
+        errors.append(f'Specified version to upgrade to "{target}" is higher than the kubeadm version "{kubeadm}". '
+                      "Upgrade kubeadm first using the tool you used to install kubeadm")
+    return errors
+
+
+def _fatal(errors: list[str]) -> ToolResult:
+    listed = "".join(f"\t- {e}\n" for e in errors)
+    return ToolResult("", f"[upgrade/version] FATAL: the --version argument is invalid due to these fatal errors:"
+                      f"\n\n{listed}\nCan be bypassed if you pass the --force flag\n{TRACE}", 1)
+
+
+def _manifest_version(ctx: ToolContext) -> str | None:
+    data = ctx.fs.read("/etc/kubernetes/manifests/kube-apiserver.yaml") or b""
+    for line in data.decode(errors="replace").splitlines():
+        if "image:" in line and ":" in line.split("image:", 1)[1]:
+            return line.rsplit(":", 1)[1].strip()
+    return None
+
+
+def _plan(ctx: ToolContext, kube: dict[str, object], target: str | None) -> ToolResult:
+    cluster = str(kube.get("version") or "")
+    kubeadm = _kubeadm_version(ctx)
+    wanted = target or kubeadm
+    errors = _policy_errors(cluster, wanted, kubeadm)
+    if errors:
+        return _fatal(errors)
+    head = ("[preflight] Running pre-flight checks.\n[upgrade/config] Reading configuration from the "
+            '"kubeadm-config" ConfigMap in namespace "kube-system"...\n[upgrade] Running cluster health checks\n'
+            f"[upgrade] Fetching available versions to upgrade to\n[upgrade/versions] Cluster version: {cluster}\n"
+            f"[upgrade/versions] kubeadm version: {kubeadm}\n")
+    if wanted == cluster:
+        return ctx.ok(head + "\nAwesome, you're up-to-date! Enjoy!\n")
+    nodes = sorted(name for name, n in (kube.get("nodes") or {}).items()  # type: ignore[attr-defined]
+                   if n.get("control_plane"))
+    rows = "".join(f"{component:<26}{node:<12}{cluster:<10}{wanted}\n" for component in
+                   ("kube-apiserver", "kube-controller-manager", "kube-scheduler") for node in nodes)
+    return ctx.ok(head + "\nUpgrade to the latest version in the v" + wanted.lstrip("v").rsplit(".", 1)[0]
+                  + " series:\n\n" + f"{'COMPONENT':<26}{'NODE':<12}{'CURRENT':<10}TARGET\n" + rows
+                  + f"\nYou can now apply the upgrade by executing the following command:\n\n\tkubeadm upgrade apply "
+                  f"{wanted}\n\n_____________________________________________________________________\n")
+
+
+def _apply(ctx: ToolContext, kube: dict[str, object], target: str) -> ToolResult:
+    cluster = str(kube.get("version") or "")
+    kubeadm = _kubeadm_version(ctx)
+    errors = _policy_errors(cluster, target, kubeadm)
+    if errors:
+        return _fatal(errors)
+    if not ({"-y", "--yes", "-f", "--force"} & set(ctx.args)):
+        return ToolResult("[upgrade/confirm] Are you sure you want to proceed? [y/N]: ",
+                          "won't proceed; the user didn't answer (Y|y) in order to continue\n" + TRACE, 1)
+    write_manifests(ctx, target)
+    with ks.edit(ctx) as live:
+        live["version"] = target
+    return ctx.ok(f'[upgrade] Running cluster health checks\n[upgrade/version] You have chosen to change the cluster '
+                  f'version to "{target}"\n[upgrade/versions] Cluster version: {cluster}\n[upgrade/versions] kubeadm '
+                  f'version: {kubeadm}\n[upgrade/staticpods] Writing new Static Pod manifests to '
+                  f'"/etc/kubernetes/tmp/kubeadm-upgraded-manifests"\n[upgrade/successful] SUCCESS! Your cluster was '
+                  f'upgraded to "{target}". Enjoy!\n\n[upgrade/kubelet] Now that your control plane is upgraded, '
+                  "please proceed with upgrading your kubelets if you haven't already done so.\n")
+
+
+def _node(ctx: ToolContext, kube: dict[str, object]) -> ToolResult:
+    if not ctx.fs.exists(ks.KUBELET_CONF):
+        return ctx.fail("couldn't create a Kubernetes client from file \"/etc/kubernetes/kubelet.conf\": failed to "
+                        "load admin kubeconfig: open /etc/kubernetes/kubelet.conf: no such file or directory\n" + TRACE)
+    cluster = str(kube.get("version") or "")
+    kubeadm = _kubeadm_version(ctx)
+    if (_parse(kubeadm) or (0, 0, 0)) < (_parse(cluster) or (0, 0, 0)):
+        return ctx.fail(f'[upgrade/version] FATAL: kubeadm version "{kubeadm}" is lower than the cluster version '
+                        f'"{cluster}": upgrade kubeadm first\n' + TRACE)
+    out = "[upgrade] Reading configuration from the \"kubeadm-config\" ConfigMap in namespace \"kube-system\"...\n"
+    if ctx.fs.exists(f"/etc/kubernetes/manifests/{MANIFESTS[1]}"):
+        if _manifest_version(ctx) != cluster:
+            write_manifests(ctx, cluster)
+        out += "[upgrade] The control plane instance for this node was successfully upgraded!\n"
+    else:
+        out += "[upgrade] Skipping phase. Not a control plane node.\n"
+    return ctx.ok(out + "[upgrade] The configuration for this node was successfully upgraded!\n[upgrade] Now you "
+                  "should go ahead and upgrade the kubelet package using your package manager.\n")
+
+
+def run(ctx: ToolContext) -> ToolResult:
+    args = [a for a in ctx.args[1:] if not a.startswith("-")]
+    verb = args[0] if args else ""
+    kube = ks.read(ctx)
+    if verb in ("plan", "apply") and (not ctx.fs.exists(ks.ADMIN_CONF) or not kube.get("initialized")):
+        return ctx.fail("[upgrade/config] FATAL: failed to load admin kubeconfig: open /etc/kubernetes/admin.conf: "
+                        "no such file or directory\n" + TRACE)
+    if verb == "plan":
+        return _plan(ctx, kube, "v" + args[1].lstrip("v") if len(args) > 1 else None)
+    if verb == "apply":
+        if len(args) < 2:
+            return ctx.fail("[upgrade/version] FATAL: missing one or more required arguments. Required arguments: "
+                            "[version]\n" + TRACE)
+        return _apply(ctx, kube, "v" + args[1].lstrip("v"))
+    if verb == "node":
+        return _node(ctx, kube)
+    return ctx.fail(f'unknown command "{verb}" for "kubeadm upgrade"\n')

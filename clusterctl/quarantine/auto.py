@@ -1,0 +1,50 @@
+"""``health --quarantine``: the policy's decisions on a health run, then the quarantine path for those that act.
+
+Hosts already out of service are read from the cluster first (they count against the cap);
+hosts to drain and hosts only to quarantine go through ``quarantine_hosts`` in two batches, each
+with its finding codes (the first is the taint's value) and the health reason as the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from clusterctl.quarantine.drain import DrainOptions
+from clusterctl.quarantine.policy import Decision, HostVerdict, decide
+from clusterctl.quarantine.run import HostQuarantine, QuarantineRequest, quarantine_hosts
+
+if TYPE_CHECKING:
+    from clusterctl.changes import Gate
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.model import Inventory
+
+
+@dataclass
+class PolicyRun:
+    decisions: list[Decision]
+    results: list[HostQuarantine] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return {"decisions": [d.to_json() for d in self.decisions], "results": [r.to_json() for r in self.results]}
+
+
+def quarantine_by_policy(runner: Runner, inventory: Inventory, verdicts: Sequence[HostVerdict], gate: Gate, *,
+                         max_unavailable: str | None = None,
+                         drain_options: DrainOptions | None = None) -> PolicyRun:
+    """Decide for every host of ``verdicts``; quarantine (gate in record mode: only plan) those that act."""
+    from clusterctl.quarantine.status import quarantined_nodes
+
+    already = [n.host for n in quarantined_nodes(runner, inventory)]
+    decisions = decide(verdicts, inventory.quarantine, fleet_size=len(inventory.hosts), already=already,
+                       max_unavailable=max_unavailable)
+    run = PolicyRun(decisions)
+    by_name = {h.name: h for h in inventory.hosts}
+    for action in ("drain", "quarantine"):
+        chosen = [d for d in decisions if d.action == action and d.host in by_name]
+        for decision in chosen:  # one request per host: each carries its own codes and reason
+            request = QuarantineRequest(reason=decision.reason, codes=decision.codes, drain=action == "drain",
+                                        drain_options=drain_options or DrainOptions())
+            run.results += quarantine_hosts(runner, inventory, [by_name[decision.host]], request, gate)
+    return run

@@ -1,0 +1,56 @@
+"""Shared by the day-2 tests: the demo cluster bootstrapped once, faults, a digest of the mock state."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "inventories" / "demo.yaml"
+DEMO_SURVEY = REPO / "tests" / "bootstrap_cluster" / "fixtures" / "demo-survey.json"
+_BOOTSTRAPPED: dict[str, Path] = {}
+
+
+def bootstrap_once(cache: Path) -> Path:
+    """The demo cluster after 'clusterctl bootstrap', made once per session and copied for each test."""
+    from clirun import clusterctl
+
+    if "demo" not in _BOOTSTRAPPED:
+        saved = os.environ.get("CLUSTERCTL_MOCK_STATE")
+        os.environ["CLUSTERCTL_MOCK_STATE"] = str(cache)
+        try:
+            done = clusterctl("-i", DEMO, "bootstrap", "--survey", DEMO_SURVEY, "--state-dir", cache / "progress")
+        finally:
+            if saved is None:
+                os.environ.pop("CLUSTERCTL_MOCK_STATE", None)
+            else:
+                os.environ["CLUSTERCTL_MOCK_STATE"] = saved
+        assert done.exit_code == 0, done.output
+        _BOOTSTRAPPED["demo"] = cache
+    return _BOOTSTRAPPED["demo"]
+
+
+def mock_cluster_folder(state: Path) -> Path:
+    return next(p for p in state.iterdir() if p.name.startswith("demo-"))
+
+
+def set_fault(state: Path, host: str, name: str, value: str | None) -> None:
+    """Make a demo mock host misbehave (``drain: hang``, ``kubelet: not-ready``); None clears it."""
+    from clusterctl.mock.state import HostState
+
+    folder = mock_cluster_folder(state) / "hosts" / host
+    with HostState(folder, host).edit() as data:
+        values = data.setdefault("values", {})
+        if value is None:
+            values.pop(name, None)
+        else:
+            values[name] = value
+
+
+def state_digest(state: Path) -> str:
+    """One hash of every file the mock cluster keeps (names and bytes)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in state.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(state)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()

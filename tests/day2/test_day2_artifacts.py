@@ -1,0 +1,147 @@
+"""``bootstrap artifacts``: the air-gapped site's mirror list, and the probe of the mirrors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from clirun import DEMO, clusterctl
+from sim_cluster import SimCluster
+
+from clusterctl.bootstrap.artifacts_probe import chart_versions, judge_status, parse_packages_index
+from clusterctl.bootstrap.cluster.kubeadm_images import TAGS_BY_MINOR, kubeadm_images
+from clusterctl.errors import ParseError
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def test_the_demo_lists_every_image_kubeadm_pulls_and_every_chart_and_package() -> None:
+    done = clusterctl("-i", DEMO, "-o", "json", "bootstrap", "artifacts")
+    assert done.exit_code == 0, done.output
+    listed = done.json()
+    refs = {a["reference"] for a in listed["artifacts"]}
+    for image in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy"):
+        assert f"registry.k8s.io/{image}:v1.36.2" in refs
+    assert {"registry.k8s.io/coredns/coredns:v1.12.1", "registry.k8s.io/pause:3.10.1",
+            "registry.k8s.io/etcd:3.6.5-0"} <= refs
+    charts = {(a["name"], a["version"], a["source"]) for a in listed["artifacts"] if a["kind"] == "chart"}
+    assert charts == {
+        ("node-feature-discovery", "0.19.0", "https://kubernetes-sigs.github.io/node-feature-discovery/charts"),
+        ("nvidia-device-plugin", "0.20.0", "https://nvidia.github.io/k8s-device-plugin"),
+        ("dcgm-exporter", "4.8.2", "https://nvidia.github.io/dcgm-exporter/helm-charts"),
+    }
+    assert {"kubeadm=1.36.2-*", "kubelet=1.36.2-*", "kubectl=1.36.2-*", "containerd.io=2.2.1-*",
+            "nvidia-container-toolkit=1.20.0-*"} <= refs
+    assert {"nvcr.io/nvidia/k8s-device-plugin:v0.20.0", "registry.k8s.io/nfd/node-feature-discovery:v0.19.0",
+            "quay.io/calico/node:v3.31.4"} <= refs
+    kubelet = next(a for a in listed["artifacts"] if a["name"] == "kubelet")
+    assert len(kubelet["hosts"]) == 6 and kubelet["source"] == "https://pkgs.k8s.io/core:/stable:/v1.36/deb/"
+
+
+@pytest.mark.parametrize("minor", sorted(TAGS_BY_MINOR))
+def test_the_image_list_is_what_the_simulated_kubeadm_answers(tmp_path: Path, minor: int) -> None:
+    sim = SimCluster(tmp_path, ["gpu-a1"])
+    result = sim.machine("gpu-a1").run_line(f"kubeadm config images list --kubernetes-version v1.{minor}.3", b"")
+    assert result.exit_code == 0
+    assert result.stdout.split() == sorted(kubeadm_images(f"1.{minor}.3"), key=result.stdout.split().index)
+    assert sorted(result.stdout.split()) == sorted(kubeadm_images(f"1.{minor}.3"))
+
+
+def test_a_site_registry_rehomes_images_and_coredns_loses_its_sub_path() -> None:
+    images = kubeadm_images("1.36.2", "mirror.site:5000/k8s")
+    assert "mirror.site:5000/k8s/coredns:v1.12.1" in images
+    assert "mirror.site:5000/k8s/kube-apiserver:v1.36.2" in images
+
+
+def test_mirrors_of_the_inventory_are_applied_and_out_writes_plain_lists(tmp_path: Path) -> None:
+    text = Path(DEMO).read_text().replace("profile: demo/", f"profile: {Path(DEMO).parent}/demo/")
+    text += """
+bootstrap:
+  mirror: https://mirror.site/repos
+  image_repository: mirror.site:5000/k8s
+  network: {image_registry: mirror.site:5000}
+  addons:
+    image_registry: mirror.site:5000
+    charts:
+      dcgm-exporter: {repository: https://mirror.site/charts}
+"""
+    inventory = tmp_path / "site.yaml"
+    inventory.write_text(text)
+    done = clusterctl("-i", inventory, "-o", "json", "bootstrap", "artifacts", "--out", tmp_path / "lists")
+    assert done.exit_code == 0, done.output
+    sources = {a["name"]: a["source"] for a in done.json()["artifacts"]}
+    assert sources["kubeadm"] == "https://mirror.site/repos/pkgs.k8s.io/core:/stable:/v1.36/deb/"
+    assert sources["dcgm-exporter"] == "https://mirror.site/charts"
+    images = (tmp_path / "lists" / "images.txt").read_text().splitlines()
+    assert "mirror.site:5000/k8s/etcd:3.6.5-0" in images
+    assert "mirror.site:5000/calico/node:v3.31.4" in images
+    assert "mirror.site:5000/nvidia/k8s-device-plugin:v0.20.0" in images
+    assert not any(i.startswith(("registry.k8s.io", "nvcr.io", "quay.io")) for i in images)
+    assert "kubeadm=1.36.2-*" in (tmp_path / "lists" / "packages.txt").read_text().splitlines()
+    assert json.loads((tmp_path / "lists" / "artifacts.json").read_text())["kubernetes"] == "v1.36.2"
+
+
+def test_a_real_packages_index_reads_with_epochs_and_continuation_lines() -> None:
+    text = (FIXTURES / "apt-packages-index" / "bookworm-updates-main-amd64.txt").read_text()
+    offered = parse_packages_index(text)
+    assert offered == {"ca-certificates": ["20230311+deb12u1"], "openssh-client": ["1:9.2p1-2+deb12u7"],
+                       "openssh-server": ["1:9.2p1-2+deb12u7"]}
+    with pytest.raises(ParseError) as caught:
+        parse_packages_index("Package: x\n<html>not an index</html>\n")
+    assert caught.value.line == 2
+
+
+def test_a_real_helm_index_lists_the_chart_versions() -> None:
+    text = (FIXTURES / "helm-index" / "nvidia-device-plugin-index.yaml").read_text()
+    assert chart_versions(text, "nvidia-device-plugin") == ["0.14.0", "0.14.0-rc.3"]
+    assert chart_versions(text, "dcgm-exporter") == []
+    with pytest.raises(ParseError):
+        chart_versions("<html>404</html>", "x")
+
+
+def test_http_answers_are_judged() -> None:
+    assert judge_status("200", 0, "")[0] == "present"
+    assert judge_status("404", 0, "")[0] == "missing"
+    assert judge_status("401", 0, "")[0] == "unknown"
+    status, detail = judge_status("000", 6, "curl: (6) Could not resolve host: mirror.site\n")
+    assert status == "unknown" and "Could not resolve host" in detail
+
+
+def test_the_probe_names_what_the_site_mirror_lacks(tmp_path: Path) -> None:
+    profiles = Path(DEMO).parent / "demo" / "profiles" / "net"
+    profile = tmp_path / "mirrored"
+    profile.mkdir()
+    index = "apiVersion: v1\nentries:\n  nvidia-device-plugin:\n  - name: nvidia-device-plugin\n    version: 0.20.0\n"
+    served = {
+        "https://mirror.site/repos/pkgs.k8s.io/core:/stable:/v1.36/deb/Packages":
+            {"body": "Package: kubeadm\nVersion: 1.36.2-1.1\n\nPackage: kubelet\nVersion: 1.36.2-1.1\n"},
+        "https://mirror.site/charts/index.yaml": {"body": index},
+        "https://mirror.site:5000/v2/k8s/kube-apiserver/manifests/v1.36.2": {"status": 200},
+    }
+    (profile / "profile.yaml").write_text(json.dumps({"extends": str(profiles / "gpu-a1"),
+                                                      "machine": {"http": served}}))
+    inventory = tmp_path / "site.yaml"
+    inventory.write_text(f"""
+cluster: site
+defaults: {{transport: mock, stack: {{kubernetes: "1.36.2", containerd: "2.2.1"}}}}
+hosts:
+  cp1: {{profile: {profile}, address: 10.0.0.1, roles: [control-plane, worker]}}
+bootstrap:
+  mirror: https://mirror.site/repos
+  image_repository: mirror.site:5000/k8s
+  registry_mirrors: {{"mirror.site:5000": ["https://mirror.site:5000"]}}
+  addons:
+    charts:
+      nvidia-device-plugin: {{repository: https://mirror.site/charts}}
+""")
+    done = clusterctl("-i", inventory, "-o", "json", "bootstrap", "artifacts", "--probe")
+    assert done.exit_code == 1, done.output
+    probed = {r["reference"]: r["status"] for r in done.json()["probe"]}
+    assert probed["kubeadm=1.36.2-*"] == "present" and probed["kubectl=1.36.2-*"] == "missing"
+    assert probed["mirror.site:5000/k8s/kube-apiserver:v1.36.2"] == "present"
+    assert probed["mirror.site:5000/k8s/etcd:3.6.5-0"] == "missing"
+    assert probed["https://mirror.site/charts nvidia-device-plugin 0.20.0"] == "present"
+    assert "kubectl=1.36.2-*" in done.json()["missing"]
+    human = clusterctl("-i", inventory, "bootstrap", "artifacts", "--probe")
+    assert "MISSING mirror.site:5000/k8s/etcd:3.6.5-0" in human.stdout

@@ -1,0 +1,157 @@
+"""``clusterctl upgrade plan|apply`` on the demo mock cluster after bootstrap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from clirun import clusterctl
+from day2_helpers import DEMO, mock_cluster_folder, set_fault, state_digest
+
+
+def _run(*args: str | Path) -> Any:
+    return clusterctl("-i", DEMO, *args)
+
+
+def _json(*args: str | Path) -> dict[str, Any]:
+    done = _run("-o", "json", *args)
+    assert done.exit_code in (0, 1), done.output
+    data: dict[str, Any] = done.json()
+    return data
+
+
+def _apply(state: Path, *args: str) -> Any:
+    return _run("upgrade", "apply", "--yes", "--state-dir", state / "progress", "--ready-timeout", "2", *args)
+
+
+def _installed(state: Path, host: str, package: str) -> str:
+    from clusterctl.mock.state import HostState
+
+    data = HostState(mock_cluster_folder(state) / "hosts" / host, host).read()
+    return str(data["packages"][package]["version"])
+
+
+def test_the_next_patch_plans_every_node_in_kubeadms_order_then_converges(bootstrapped_demo: Path) -> None:
+    plan = _json("upgrade", "plan", "--to", "1.36.3")
+    assert (plan["current"], plan["target"], plan["nothing_to_do"]) == ("1.36.2", "1.36.3", False)
+    assert [h["host"] for h in plan["hosts"]] == ["gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b2", "gpu-b3"]
+    first = plan["hosts"][0]
+    assert first["role"] == "first control plane"
+    assert [s["step"] for s in first["steps"]] == ["kubeadm", "kubeadm-upgrade", "drain", "kubelet", "node-stack",
+                                                    "restart-kubelet", "ready", "uncordon"]
+    commands = [c["command"] for s in first["steps"] for c in s["changes"] if "command" in c]
+    assert commands.index("kubeadm upgrade plan v1.36.3") < commands.index("kubeadm upgrade apply v1.36.3 --yes")
+    assert any("apt-mark unhold kubeadm" in c and "'kubeadm=1.36.3-*'" in c and c.endswith("apt-mark hold kubeadm")
+               for c in commands)
+    worker = plan["hosts"][3]
+    assert [c["command"] for c in worker["steps"][1]["changes"]] == ["kubeadm upgrade node"]
+    assert worker["steps"][2]["runs_on"] == "gpu-a1" and "cordon gpu-b1" in worker["steps"][2]["changes"][0]["command"]
+    human = _run("upgrade", "plan", "--to", "1.36.3")
+    assert "PLAN (nothing was changed)" in human.stdout
+
+    done = _apply(bootstrapped_demo, "--to", "1.36.3")
+    assert done.exit_code == 0, done.output
+    assert "upgraded: every node runs 1.36.3" in done.stdout
+    assert _installed(bootstrapped_demo, "gpu-b3", "kubelet") == "1.36.3-1.1"
+    again = _json("upgrade", "plan", "--to", "1.36.3")
+    assert again["nothing_to_do"] is True
+    assert all(h["status"] == "up to date" for h in again["hosts"])
+    assert "nothing to do" in _run("upgrade", "plan", "--to", "1.36.3").stdout
+
+
+def test_the_next_minor_moves_the_apt_source_and_keeps_the_nvidia_runtime(bootstrapped_demo: Path) -> None:
+    plan = _json("upgrade", "plan", "--to", "1.37.2")
+    first = plan["hosts"][0]["steps"][0]["changes"]
+    source = next(c for c in first if c.get("path") == "/etc/apt/sources.list.d/clusterctl-kubernetes.sources")
+    assert "+URIs: https://pkgs.k8s.io/core:/stable:/v1.37/deb/" in source["diff"]
+    done = _apply(bootstrapped_demo, "--to", "1.37.2", "--max-unavailable", "3")
+    assert done.exit_code == 0, done.output
+    from clusterctl.mock.state import HostState
+
+    host = HostState(mock_cluster_folder(bootstrapped_demo) / "hosts" / "gpu-a2", "gpu-a2")
+    config = (host.fs.read("/etc/containerd/config.toml") or b"").decode()
+    assert "runtimes.nvidia" in config and "pause:3.10.2" in config
+    assert _json("upgrade", "plan", "--to", "1.37.2")["nothing_to_do"] is True
+
+
+def test_a_skipped_minor_a_downgrade_and_a_missing_version_are_refused(bootstrapped_demo: Path) -> None:
+    skipped = _run("upgrade", "plan", "--to", "1.38.0")
+    assert skipped.exit_code == 2 and "one minor at a time" in skipped.stderr and "1.37" in skipped.stderr
+    down = _run("upgrade", "apply", "--to", "1.35.4", "--yes")
+    assert down.exit_code == 2 and "downgrade" in down.stderr
+    missing = _run("upgrade", "plan", "--to", "1.37.9")
+    assert missing.exit_code == 2
+    assert "1.37.9 is not in the pinned repository" in missing.stderr and "1.37.2-1.1" in missing.stderr
+    assert _run("upgrade", "plan", "--to", "one.two").exit_code == 2
+    assert _run("upgrade", "apply", "--to", "1.36.3").exit_code == 2  # no terminal, no --yes
+
+
+def test_plan_and_dry_run_change_nothing(bootstrapped_demo: Path) -> None:
+    before = state_digest(bootstrapped_demo)
+    assert _run("upgrade", "plan", "--to", "1.37.2").exit_code == 0
+    assert _run("upgrade", "apply", "--to", "1.37.2", "--dry-run", "--yes").exit_code == 0
+    assert state_digest(bootstrapped_demo) == before
+
+
+BLOCKING_BUDGET = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: trainer, namespace: default}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: trainer}}
+  template:
+    metadata: {labels: {app: trainer}}
+    spec: {containers: [{name: main, image: busybox}]}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: trainer, namespace: default}
+spec: {minAvailable: 6, selector: {matchLabels: {app: trainer}}}
+"""
+KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
+
+
+def test_a_drain_that_cannot_finish_stops_the_rollout_and_resume_finishes_it(bootstrapped_demo: Path,
+                                                                               tmp_path: Path) -> None:
+    (tmp_path / "trainer.yaml").write_text(BLOCKING_BUDGET)
+    assert _run("-l", "gpu-a1", "copy", tmp_path / "trainer.yaml", "/root/trainer.yaml").exit_code == 0
+    assert _run("-l", "gpu-a1", "exec", "--", f"{KUBECTL} apply -f /root/trainer.yaml").exit_code == 0
+    done = _apply(bootstrapped_demo, "--to", "1.36.3", "--drain-timeout", "1")
+    assert done.exit_code == 1
+    # The first node with a pod of the budget: gpu-a1 (tainted control plane) runs none of them.
+    assert "STOPPED: gpu-a2: step drain" in done.stderr and "disruption budget" in done.stderr
+    assert _installed(bootstrapped_demo, "gpu-a1", "kubelet") == "1.36.3-1.1"  # done before the stop
+    assert _installed(bootstrapped_demo, "gpu-a3", "kubeadm") == "1.36.2-1.1"  # not touched
+    assert _installed(bootstrapped_demo, "gpu-a2", "kubelet") == "1.36.2-1.1"  # stopped before its kubelet
+    assert _run("-l", "gpu-a1", "exec", "--", f"{KUBECTL} delete pdb trainer").exit_code in (0, 1)
+    assert _run("-l", "gpu-a1", "exec", "--", f"{KUBECTL} apply -f /root/trainer.yaml").exit_code == 0
+    relaxed = BLOCKING_BUDGET.replace("minAvailable: 6", "minAvailable: 1")
+    (tmp_path / "trainer.yaml").write_text(relaxed)
+    assert _run("-l", "gpu-a1", "copy", tmp_path / "trainer.yaml", "/root/trainer.yaml").exit_code == 0
+    assert _run("-l", "gpu-a1", "exec", "--", f"{KUBECTL} apply -f /root/trainer.yaml").exit_code == 0
+    resumed = _apply(bootstrapped_demo, "--resume")
+    assert resumed.exit_code == 0, resumed.output
+    assert _json("upgrade", "plan", "--to", "1.36.3")["nothing_to_do"] is True  # gpu-a1 uncordoned again
+
+
+def test_a_node_cordoned_before_the_upgrade_is_upgraded_and_left_cordoned(bootstrapped_demo: Path) -> None:
+    assert _run("-l", "gpu-a1", "exec", "--", f"{KUBECTL} cordon gpu-b2").exit_code == 0
+    done = _apply(bootstrapped_demo, "--to", "1.36.3", "-o", "json")
+    assert done.exit_code == 0, done.output
+    hosts = {h["host"]: h for h in done.json()["hosts"]}
+    assert "uncordon" not in [s["step"] for s in hosts["gpu-b2"]["steps"]]
+    assert "left cordoned" in hosts["gpu-b2"]["message"]
+    assert _json("upgrade", "plan", "--to", "1.36.3")["nothing_to_do"] is True
+
+
+def test_a_node_that_stays_not_ready_is_named_and_left_cordoned(bootstrapped_demo: Path) -> None:
+    set_fault(bootstrapped_demo, "gpu-a2", "kubelet", "not-ready")
+    done = _apply(bootstrapped_demo, "--to", "1.36.3", "-o", "json")
+    assert done.exit_code == 1
+    hosts = {h["host"]: h for h in done.json()["hosts"]}
+    assert hosts["gpu-a2"]["status"] == "failed" and "did not come back Ready" in hosts["gpu-a2"]["message"]
+    assert "stays cordoned" in hosts["gpu-a2"]["message"]
+    assert {hosts[h]["status"] for h in ("gpu-a3", "gpu-b1", "gpu-b2", "gpu-b3")} == {"not started"}
+    assert _run("upgrade", "apply", "--resume", "--to", "1.37.2", "--yes", "--state-dir",
+                bootstrapped_demo / "progress").exit_code == 2

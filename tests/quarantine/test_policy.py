@@ -1,0 +1,106 @@
+"""The quarantine policy: who goes, who drains, who waits, and the inventory's quarantine: section."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from clusterctl.errors import InventoryError, UsageError
+from clusterctl.findings import Finding, Severity
+from clusterctl.inventory.loader import load_inventory
+from clusterctl.inventory.model import QuarantineConfig
+from clusterctl.quarantine.policy import cap, decide
+
+
+@dataclass(frozen=True)
+class Verdict:
+    host: str
+    reason: str
+    findings: tuple[Finding, ...]
+
+
+def error(host: str, code: str, action: str | None = None) -> Finding:
+    return Finding(Severity.ERROR, code, f"{code} on {host}", host=host,
+                   evidence={"action": action} if action else {})
+
+
+def fleet() -> list[Verdict]:
+    return [Verdict("gpu-1", "GPU_XID: Xid 79", (error("gpu-1", "GPU_XID", "RESTART_BM"),)),
+            Verdict("gpu-2", "NVLINK_DOWN", (error("gpu-2", "NVLINK_DOWN", "RESET_GPU"),)),
+            Verdict("gpu-3", "THROTTLED", (Finding(Severity.WARNING, "GPU_THROTTLED", "hot", host="gpu-3"),)),
+            Verdict("gpu-4", "ECC", (error("gpu-4", "ECC_UNCORRECTABLE"),)),
+            Verdict("gpu-5", "all checks passed", ())]
+
+
+def test_unhealthy_hosts_go_down_ones_needing_a_reset_drain_degraded_ones_are_reported() -> None:
+    decided = {d.host: d.action for d in decide(fleet(), QuarantineConfig(), fleet_size=10, max_unavailable="5")}
+    assert decided == {"gpu-1": "drain", "gpu-2": "drain", "gpu-3": "report", "gpu-4": "quarantine",
+                       "gpu-5": "report"}
+
+
+def test_the_cap_counts_hosts_already_out_and_holds_the_rest() -> None:
+    decided = decide(fleet(), QuarantineConfig(), fleet_size=20, already=["gpu-9"])  # 10% of 20 = 2
+    assert [(d.host, d.action) for d in decided if d.action != "report"] == \
+        [("gpu-1", "drain"), ("gpu-2", "held"), ("gpu-4", "held")]
+    assert "most --max-unavailable allows (2)" in next(d.reason for d in decided if d.host == "gpu-2")
+
+
+def test_codes_from_the_inventory_narrow_and_ignore() -> None:
+    config = QuarantineConfig(quarantine_codes=frozenset({"GPU_XID", "ECC_UNCORRECTABLE"}),
+                              drain_codes=frozenset({"ECC_UNCORRECTABLE"}), ignore_codes=frozenset({"GPU_XID"}))
+    decided = {d.host: d.action for d in decide(fleet(), config, fleet_size=10, max_unavailable="10")}
+    assert decided["gpu-1"] == "report" and decided["gpu-2"] == "report" and decided["gpu-4"] == "drain"
+
+
+@pytest.mark.parametrize("value, size, expected", [(None, 100, 10), (None, 5, 1), ("3", 100, 3), ("25%", 10, 2)])
+def test_cap_values(value: str | None, size: int, expected: int) -> None:
+    assert cap(value, size) == expected
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "110%", "lots"])
+def test_bad_caps_are_usage_errors(value: str) -> None:
+    with pytest.raises(UsageError):
+        cap(value, 10)
+
+
+def test_the_inventory_section_is_read_and_checked(tmp_path: Path) -> None:
+    path = tmp_path / "inv.yaml"
+    path.write_text("hosts: {a: {}, b: {}}\nquarantine:\n  max_unavailable: 20%\n  drain_codes: [GPU_XID]\n"
+                    "  alerts: {GPUTemperatureHigh: quarantine}\n")
+    config = load_inventory(str(path)).quarantine
+    assert config.max_unavailable == "20%" and config.drain_codes == frozenset({"GPU_XID"})
+    assert config.alerts == {"GPUTemperatureHigh": "quarantine"} and config.quarantine_codes is None
+    path.write_text("hosts: {a: {}}\nquarantine:\n  max_unavailabel: 2\n")
+    with pytest.raises(InventoryError) as caught:
+        load_inventory(str(path))
+    assert "quarantine.max_unavailabel" in str(caught.value.render()) and "max_unavailable" in caught.value.render()
+    path.write_text("hosts: {a: {}}\nquarantine:\n  alerts: {GPUXidError: reboot}\n")
+    with pytest.raises(InventoryError) as caught:
+        load_inventory(str(path))
+    assert ":3:" in caught.value.render() or "line 3" in caught.value.render()
+
+
+def test_the_policy_quarantines_through_the_cluster_and_a_plan_changes_nothing(tmp_path: Path) -> None:
+    from kube_sim import KubeSim
+
+    from clusterctl.changes import Gate
+    from clusterctl.fanout import Runner
+    from clusterctl.quarantine.auto import quarantine_by_policy
+    from clusterctl.transport.factory import ConnectOptions, make_connector
+
+    sim = KubeSim(tmp_path, names=["gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5"])
+    sim.deploy("web", 5)
+    inventory = load_inventory(str(sim.inventory))
+    before = sim.snapshot()
+    with Runner(make_connector(ConnectOptions()), parallel=8, timeout_s=60) as runner:
+        plan = quarantine_by_policy(runner, inventory, fleet(), Gate(apply=False), max_unavailable="2")
+        assert sim.snapshot() == before
+        assert [(d.host, d.action) for d in plan.decisions if d.acts] == [("gpu-1", "drain"), ("gpu-2", "drain")]
+        done = quarantine_by_policy(runner, inventory, fleet(), Gate(apply=True), max_unavailable="2")
+    assert all(r.ok for r in done.results) and len(done.results) == 2
+    taint = sim.node("gpu-1")["spec"]["taints"][0]
+    assert taint == {"key": "clusterctl.dev/unhealthy", "value": "GPU_XID", "effect": "NoSchedule"}
+    assert not any(p.startswith("default/web-") for p in sim.pods_on("gpu-2"))
+    assert "unschedulable" not in sim.node("gpu-4")["spec"]  # held by the cap of 2

@@ -1,0 +1,169 @@
+"""remediate serve: the webhook receiver's decisions, its HTTP answers, and a bounded burst."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kube_sim import KubeSim
+
+from clusterctl.fanout import Runner
+from clusterctl.inventory.loader import load_inventory
+from clusterctl.quarantine.receiver import Remediator, parse_payload, serve, webhook_config
+from clusterctl.transport.factory import ConnectOptions, make_connector
+
+
+def payload(*alerts: tuple[str, str], status: str = "firing") -> bytes:
+    return json.dumps({"version": "4", "status": status, "receiver": "clusterctl-remediate", "alerts": [
+        {"status": status, "labels": {"alertname": name, "Hostname": host, "gpu": "3", "severity": "critical"},
+         "annotations": {}, "startsAt": "2026-12-01T20:00:00Z"} for name, host in alerts]}).encode()
+
+
+def remediator(sim: KubeSim, **options: Any) -> tuple[Remediator, io.StringIO]:
+    inventory = load_inventory(str(sim.inventory))
+    log = io.StringIO()
+    connect = make_connector(ConnectOptions())
+    return Remediator(inventory, lambda: Runner(connect, parallel=16, timeout_s=60), log,
+                      journal_folder=str(sim.root / "undo"), **options), log
+
+
+def decisions(log: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.getvalue().splitlines()]
+
+
+@pytest.fixture
+def sim(tmp_path: Path) -> KubeSim:
+    return KubeSim(tmp_path, names=[f"gpu-{i:02d}" for i in range(1, 11)])
+
+
+def test_an_alert_quarantines_and_drains_the_host_it_names_once(sim: KubeSim) -> None:
+    sim.deploy("web", 10)
+    receiver, log = remediator(sim)
+    status, answer = receiver.handle(payload(("GPUFellOffTheBus", "gpu-03")))
+    assert status == 200 and answer["journals"]
+    spec = sim.node("gpu-03")["spec"]
+    assert {"key": "clusterctl.dev/unhealthy", "value": "GPUFellOffTheBus", "effect": "NoSchedule"} in spec["taints"]
+    assert not any(p.startswith("default/web-") for p in sim.pods_on("gpu-03"))
+    before = sim.snapshot()
+    status, _ = receiver.handle(payload(("GPUFellOffTheBus", "gpu-03"), ("GPUXidError", "gpu-03")))
+    assert status == 200 and sim.snapshot() == before
+    assert [d["decision"] for d in decisions(log) if d.get("host") == "gpu-03"] == ["drain", "duplicate", "duplicate"]
+
+
+def test_hosts_outside_the_inventory_reports_and_resolved_alerts_change_nothing(sim: KubeSim) -> None:
+    receiver, log = remediator(sim)
+    before = sim.snapshot()
+    status, _ = receiver.handle(payload(("GPUFellOffTheBus", "db-7"), ("GPUTemperatureHigh", "gpu-01")))
+    assert status == 200
+    status, _ = receiver.handle(payload(("GPUFellOffTheBus", "gpu-02"), status="resolved"))
+    assert status == 200 and sim.snapshot() == before
+    seen = {(d.get("host"), d["decision"]) for d in decisions(log)}
+    assert {("db-7", "ignored"), ("gpu-01", "reported"), ("gpu-02", "ignored")} <= seen
+
+
+def test_a_bad_body_is_a_400_and_changes_nothing(sim: KubeSim) -> None:
+    receiver, log = remediator(sim)
+    before = sim.snapshot()
+    for body in (b"not json", b"\xff\xfe", b"[]", b'{"alerts": {}}', b'{"alerts": [{"labels": {}}]}',
+                 b'{"alerts": [{"status": "maybe", "labels": {"alertname": "x"}}]}'):
+        status, answer = receiver.handle(body)
+        assert status == 400 and answer["error"], body
+    assert sim.snapshot() == before
+    assert {d["decision"] for d in decisions(log)} == {"rejected"}
+
+
+def test_the_cap_counts_nodes_already_out_of_service(sim: KubeSim) -> None:
+    sim.kubectl("cordon gpu-10")
+    receiver, log = remediator(sim, max_unavailable="2")
+    receiver.handle(payload(("GPUXidError", "gpu-01"), ("GPUXidError", "gpu-02"), ("GPUXidError", "gpu-03")))
+    taken = [n for n in sim.names if sim.node(n)["spec"].get("unschedulable")]
+    assert taken == ["gpu-01", "gpu-10"]
+    assert [d["decision"] for d in decisions(log) if d.get("host") in ("gpu-02", "gpu-03")] == ["held", "held"]
+
+
+def test_a_dry_run_decides_logs_and_touches_nothing(sim: KubeSim) -> None:
+    receiver, log = remediator(sim, dry_run=True)
+    before = sim.snapshot()
+    status, _ = receiver.handle(payload(("GPUFellOffTheBus", "gpu-04")))
+    assert status == 200 and sim.snapshot() == before
+    assert [d["decision"] for d in decisions(log) if d.get("host") == "gpu-04"] == ["would drain"]
+
+
+def test_instance_labels_lose_their_port() -> None:
+    body = json.dumps({"alerts": [{"labels": {"alertname": "GPUXidError", "instance": "10.0.0.4:9400"}}]}).encode()
+    assert parse_payload(body)[0].host_label == "10.0.0.4"
+
+
+@pytest.fixture
+def http_receiver(sim: KubeSim) -> Iterator[tuple[str, io.StringIO]]:
+    receiver, log = remediator(sim)
+    bound: list[int] = []
+    started = threading.Event()
+
+    def ready(port: int) -> None:
+        bound.append(port)
+        started.set()
+
+    thread = threading.Thread(target=serve, args=(receiver, "127.0.0.1", 0), kwargs={"ready": ready}, daemon=True)
+    thread.start()
+    assert started.wait(30)
+    yield f"http://127.0.0.1:{bound[0]}", log
+
+
+def post(url: str, body: bytes) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_over_http_bad_bodies_get_400_and_alerts_act(sim: KubeSim, http_receiver: tuple[str, io.StringIO]) -> None:
+    url, _ = http_receiver
+    with urllib.request.urlopen(url + "/healthz", timeout=30) as answer:
+        assert answer.status == 200
+    assert post(url + "/webhook", b"{nope")[0] == 400
+    assert "unschedulable" not in sim.node("gpu-05")["spec"]
+    status, answer = post(url + "/webhook", payload(("NVLinkCRCErrors", "gpu-05")))
+    assert status == 200 and sim.node("gpu-05")["spec"]["unschedulable"] is True
+
+
+def test_the_alertmanager_snippet_names_the_receiver() -> None:
+    import yaml
+
+    config = yaml.safe_load(webhook_config("http://10.0.0.5:9095/webhook"))
+    assert config["route"]["receiver"] == "clusterctl-remediate"
+    assert config["receivers"][0]["webhook_configs"][0]["url"] == "http://10.0.0.5:9095/webhook"
+
+
+def test_a_burst_of_1000_alerts_for_100_hosts_respects_the_cap_and_acts_once(tmp_path: Path) -> None:
+    sim = KubeSim(tmp_path, names=[f"node-{i:03d}" for i in range(100)])
+    receiver, log = remediator(sim)
+    names = ("GPUXidError", "GPUFellOffTheBus", "NVLinkCRCErrors", "GPUTemperatureHigh", "GPURowRemapFailure")
+    bodies = [payload(*[(names[(batch + i) % len(names)], f"node-{(batch * 7 + i * 13) % 100:03d}")
+                        for i in range(10)]) for batch in range(100)]
+    answers: list[int] = []
+
+    def send(chunk: list[bytes]) -> None:
+        for body in chunk:
+            answers.append(receiver.handle(body)[0])
+
+    threads = [threading.Thread(target=send, args=(bodies[i::8],)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    assert answers.count(200) == 100
+    acted = [d for d in decisions(log) if d["decision"] in ("drain", "quarantine")]
+    assert len(acted) == 10 and len({d["host"] for d in acted}) == 10  # 10% of 100 hosts, each once
+    out = [n for n in sim.names if sim.node(n)["spec"].get("unschedulable")]
+    assert sorted(out) == sorted(d["host"] for d in acted)
+    assert sum(1 for d in decisions(log) if d["decision"] == "held") > 0
