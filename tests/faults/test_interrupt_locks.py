@@ -49,7 +49,7 @@ def test_sigint_while_locking_releases_the_locks_this_run_took(sshd_hosts: SSHDH
             time.sleep(0.1)
         assert all(lock.exists() for lock in locks), "the run never took the two answering hosts' locks"
         proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=30)
+        _out, err = proc.communicate(timeout=90)
     finally:
         if proc.poll() is None:
             proc.kill()
