@@ -288,7 +288,7 @@ def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo,
 
 
 #: How long releasing the locks may take after Ctrl-C (a host that stopped answering is given up on).
-UNLOCK_AFTER_INTERRUPT_S = 10.0
+UNLOCK_AFTER_INTERRUPT_S = 30.0
 
 
 def _unlock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings,
