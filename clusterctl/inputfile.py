@@ -27,6 +27,7 @@ LIMITS: dict[str, int] = {
     "survey": 256 * MiB,
     "inventory": 16 * MiB,
     "results": 64 * MiB,
+    "tool output": 64 * MiB,
 }
 
 

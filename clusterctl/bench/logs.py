@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from clusterctl.bench.model import bench_finding
+from clusterctl.bench.net_capacity import link_capacity_checks
 from clusterctl.bench.plausible import nccl_checks, perftest_checks
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.model import ParseWarning
@@ -14,7 +16,7 @@ from clusterctl.facts.nccltests import parse_nccl_tests
 from clusterctl.facts.perftest import PerftestResult, parse_perftest
 from clusterctl.findings import Finding, Severity
 
-_NCCL_MARKERS = re.compile(r"Avg bus bandwidth|#\s+size\s+count\s+type|\bnThread\s+\d+\s+nGpus|_perf\b")
+_NCCL_MARKERS = re.compile(r"Avg bus bandwidth|\bsize\s+count\s+type\s|\bnThread\s+\d+\s+nGpus|_perf(?:_\w+)?\b")
 
 
 @dataclass(frozen=True)
@@ -44,16 +46,29 @@ def _perftest_record(result: PerftestResult) -> dict[str, Any]:
     return record
 
 
+def _network_record(result: Any) -> dict[str, Any] | None:
+    """What the log's NCCL INFO lines said about the network, for -o json (``None`` when nothing)."""
+    net = result.net
+    if net.empty:
+        return None
+    return {"network": net.network, "nranks": net.nranks, "nnodes": net.nnodes, "channels": net.channels,
+            "nics_listed": [{"index": n.index, "name": n.name, "link": n.link, "gbs": n.gbs} for n in net.listed()],
+            "nics_used": [n.name for n in net.used_nics()]}
+
+
 def _warnings(found: tuple[ParseWarning, ...]) -> list[dict[str, Any]]:
     return [w.to_json() for w in found]
 
 
 def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fraction: float = 0.9,
                 latency_warn_us: float = 15.0, latency_error_us: float = 50.0, fabric: str | None = None,
-                gpus_per_host: int | None = None) -> LogReport:
+                gpus_per_host: int | None = None,
+                survey_ports: Mapping[str, Sequence[tuple[str, float]]] | None = None) -> LogReport:
     """One log judged: failures, slow links, high latency, and figures that cannot be true
     (``clusterctl.bench.plausible``: above the line rate or NVLink limit, or a banner that names
-    another fabric or GPU count than ``fabric`` / ``gpus_per_host``)."""
+    another fabric or GPU count than ``fabric`` / ``gpus_per_host``). A multi-node nccl-tests log
+    is judged against its inter-node links (``clusterctl.bench.net_capacity``): the NICs its own
+    NCCL INFO lines name, their speed from the log, ``rate_gbps`` (each NIC's) or ``survey_ports``."""
     findings: list[Finding] = []
     if _NCCL_MARKERS.search(text):
         nccl = parse_nccl_tests(text)
@@ -61,13 +76,18 @@ def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fra
         if failure:
             findings.append(bench_finding(Severity.ERROR, "NCCL_FAILED", name, failure, about_kind="file"))
         findings += nccl_checks(nccl, gpus_per_host=gpus_per_host, about=name, about_kind="file")
+        if not failure:
+            findings += link_capacity_checks(nccl, about=name, about_kind="file", nic_rate_gbps=rate_gbps,
+                                             survey_ports=survey_ports)
         record: dict[str, Any] = {
             "tool": "nccl-tests", "test": nccl.test, "hosts": list(nccl.hosts), "n_gpus": nccl.n_gpus,
             "rows": [{"size_bytes": r.size_bytes, "type": r.type, "redop": r.redop,
                       "out_of_place_busbw_gbs": r.out_of_place.busbw_gbs, "in_place_busbw_gbs": r.in_place.busbw_gbs,
                       "out_of_place_wrong": r.out_of_place.wrong, "in_place_wrong": r.in_place.wrong}
                      for r in nccl.rows],
-            "avg_busbw_gbs": nccl.avg_busbw_gbs, "out_of_bounds": nccl.out_of_bounds, "errors": list(nccl.errors),
+            "avg_busbw_gbs": nccl.avg_busbw_gbs, "largest_busbw_gbs": nccl.largest_busbw_gbs,
+            "out_of_bounds": nccl.out_of_bounds, "errors": list(nccl.errors),
+            "network": _network_record(nccl),
             "parse_warnings": _warnings(nccl.warnings),
         }
         return LogReport(name, record, tuple(findings))

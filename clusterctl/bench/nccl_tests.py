@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from clusterctl.bench.model import bench_finding
 from clusterctl.bench.plausible import FIGURE_IMPOSSIBLE, nccl_checks, topology_check
+from clusterctl.changes import Change, Gate
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.model import NVLinkStatus
 from clusterctl.facts.nccltests import NcclTestResult, parse_nccl_tests
@@ -136,14 +137,20 @@ def run_nccl_test(
     multi_node: bool = False,
     binary_dir: str | None = None,
     timeout_s: float = 900.0,
+    gate: Gate | None = None,
 ) -> NcclRun:
-    """Run nccl-tests on each host alone, or once across ``hosts`` with ``mpirun`` (from the first)."""
+    """Run nccl-tests on each host alone, or once across ``hosts`` with ``mpirun`` (from the first).
+
+    ``mpirun``'s hostfile is a temporary change through ``gate`` (one that applies, by default):
+    written to the launcher, removed however the run ends.
+    """
     environment = {str(k): str(v) for k, v in (env or {}).items()}
     binary(op, binary_dir)
     if not hosts:
         raise UsageError("bench nccl needs at least one host")
     if multi_node:
-        return _run_multi(runner, hosts, op, environment, min_bytes, max_bytes, factor, gpus, binary_dir, timeout_s)
+        return _run_multi(runner, hosts, op, environment, min_bytes, max_bytes, factor, gpus, binary_dir, timeout_s,
+                          gate or Gate(apply=True))
 
     def task(transport: Transport) -> NcclHostRun:
         counted = None if gpus else _count_gpus(transport)
@@ -170,20 +177,22 @@ def run_nccl_test(
 
 
 def _run_multi(runner: Runner, hosts: Sequence[Host], op: str, env: dict[str, str], min_bytes: str,
-               max_bytes: str, factor: int, gpus: int | None, binary_dir: str | None, timeout_s: float) -> NcclRun:
+               max_bytes: str, factor: int, gpus: int | None, binary_dir: str | None, timeout_s: float,
+               gate: Gate) -> NcclRun:
     launcher = hosts[0]
     hostfile = f"/tmp/clusterctl-hostfile-{secrets.token_hex(4)}"
 
     def task(transport: Transport) -> NcclHostRun:
         ngpus = gpus or _count_gpus(transport)
-        transport.put(hostfile, hostfile_text(hosts, ngpus).encode(), backup=False)
-        try:
-            args = nccl_args(op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, gpus=ngpus,
-                             binary_dir=binary_dir)
-            command = mpirun_command(hostfile, len(hosts), args, env)
+        name = transport.host.name
+        write = Change.write_file(name, hostfile, hostfile_text(hosts, ngpus), current=None, sudo=False, backup=False,
+                                  summary="mpirun hostfile")
+        remove = Change.remove_file(name, hostfile, sudo=False, summary="remove the mpirun hostfile")
+        args = nccl_args(op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, gpus=ngpus,
+                         binary_dir=binary_dir)
+        command = mpirun_command(hostfile, len(hosts), args, env)
+        with gate.temporary(transport, [write], [remove]):
             result = transport.run(command, timeout=timeout_s)
-        finally:
-            transport.run(f"rm -f {shlex.quote(hostfile)}", timeout=15)
         return _host_run("+".join(h.name for h in hosts), command, result.stdout + result.stderr, result.exit_code)
 
     fleet = runner.run_task([launcher], task, label=f"bench nccl: mpirun {op}", timeout_s=timeout_s + 30)

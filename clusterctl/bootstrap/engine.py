@@ -260,6 +260,8 @@ def _not_verified(report: BootstrapReport) -> str | None:
 
 def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings,
                 report: BootstrapReport) -> list[Host]:
+    # The lock is the one write that does not pass the gate: it guards the run itself (taken
+    # before the first change, released after the last, never planned, never undone).
     def take(transport: Transport) -> str:
         return host_lock.acquire(transport, info, path=settings.lock_path, force=settings.force_unlock)
 

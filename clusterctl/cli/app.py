@@ -43,6 +43,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "copy": ("clusterctl.cli.copy_cmd", "Copy a local file to the same path on every selected host."),
     "survey": ("clusterctl.cli.survey_cmd",
                "Survey the hosts: GPUs, NVLink topology, NICs and software stack, with findings."),
+    "health": ("clusterctl.cli.health_cmd",
+               "Check the hosts' GPUs, NVLinks, NICs and PCIe paths; give each host a verdict."),
     "topo": ("clusterctl.cli.topo_cmd", "Work with nvidia-smi topo -m matrices without reaching any host."),
     "bench": ("clusterctl.cli.bench_cmd",
               "Benchmark the fabric (perftest between host pairs) and the GPUs (nccl-tests)."),

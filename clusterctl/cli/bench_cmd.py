@@ -254,7 +254,9 @@ def nccl_command(
 Pasted or captured logs are fine: shell prompts, code fences and terminal borders are ignored,
 and a row that cannot be read is listed with its line number while the rest is judged. A figure
 above what the link (or, for one host, the GPUs' NVLinks) can carry is an error, not a result;
-with --fabric and --gpus-per-host a log that describes another machine says so.
+with --fabric and --gpus-per-host a log that describes another machine says so. A multi-node
+nccl-tests log is judged against its inter-node links: the NICs its NCCL INFO lines name
+(NCCL_DEBUG=INFO), their speed from the log, --rate-gbps (each NIC's) or --survey.
 
 Examples:
 
@@ -263,12 +265,15 @@ Examples:
   clusterctl bench report --rate-gbps 200 --fabric ib node1-mlx5_0.log
 
   clusterctl bench report --gpus-per-host 8 all_reduce-gpu-a1.log
+
+  clusterctl bench report --rate-gbps 400 slurm-2node-all_reduce.out
 """)
 def report_command(
     ctx: typer.Context,
     files: list[str] = typer.Argument(..., metavar="FILE...|-", help="Log files; '-' reads standard input."),
     rate_gbps: Optional[float] = typer.Option(None, "--rate-gbps", min=0.1,  # noqa: UP045
-                                              help="Line rate to judge perftest bandwidth against."),
+                                              help="Line rate to judge perftest bandwidth against; for a "
+                                              "multi-node nccl-tests log, each NIC's line rate."),
     min_fraction: float = typer.Option(0.9, "--min-fraction", min=0.0, max=1.0,
                                        help="Fraction of --rate-gbps a perftest peak must reach (0.9 = 90%)."),
     fabric: Optional[str] = typer.Option(  # noqa: UP045
@@ -276,6 +281,8 @@ def report_command(
     gpus_per_host: Optional[int] = typer.Option(  # noqa: UP045
         None, "--gpus-per-host", min=1, help="GPUs per host: an nccl-tests log with another rank count per host is "
         "a finding."),
+    survey: Optional[str] = typer.Option(None, "--survey", metavar="FILE",  # noqa: UP045
+                                         help="Saved survey (survey --save): NIC line rates for nccl-tests logs."),
 ) -> None:
     from clusterctl.bench.logs import report_files
     from clusterctl.bench.payload import finding_record
@@ -285,8 +292,17 @@ def report_command(
     app = app_context(ctx)
     if fabric is not None and fabric not in ("ib", "roce", "ethernet"):
         raise UsageError(f"--fabric must be ib, roce or ethernet, not {fabric!r}")
+    survey_ports = None
+    if survey is not None:
+        from clusterctl.saved_survey import load_saved_survey
+
+        saved = load_saved_survey(survey)
+        survey_ports = {name: [(nic.name, port.rate_gbps) for nic in host.nics if nic.fabric or not any(
+                            n.fabric for n in host.nics)
+                               for port in nic.ports if port.state == "PORT_ACTIVE" and port.rate_gbps]
+                        for name, host in saved.hosts.items()}
     reports = report_files(files, rate_gbps=rate_gbps, min_fraction=min_fraction, fabric=fabric,
-                           gpus_per_host=gpus_per_host)
+                           gpus_per_host=gpus_per_host, survey_ports=survey_ports)
     payload = {"schema_version": FINDINGS_SCHEMA_VERSION,
                "files": [{"file": r.file, **r.record, "findings": [finding_record(f) for f in r.findings],
                           **({"error": r.error} if r.error else {})}
@@ -320,7 +336,10 @@ def _report_figure(record: dict[str, Any]) -> str:
     """The headline figure of one log: bus bandwidth, peak bandwidth, or latency (typical, average, p99)."""
     if record["tool"] == "nccl-tests":
         figure = record.get("avg_busbw_gbs")
-        return f"{figure} GB/s avg busbw" if figure is not None else "no figure"
+        if figure is not None:
+            return f"{figure} GB/s avg busbw"
+        largest = record.get("largest_busbw_gbs")
+        return f"{largest} GB/s busbw at the largest size (no Avg line)" if largest is not None else "no figure"
     latency = record.get("latency") or []
     if latency:
         row = min(latency, key=lambda r: r["size_bytes"])

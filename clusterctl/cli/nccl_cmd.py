@@ -59,6 +59,9 @@ def lint_command(
     ),
     fabric: Optional[str] = typer.Option(None, "--fabric", metavar="ib|roce|ethernet", help="Inter-host fabric."),  # noqa: UP045
     strict: bool = typer.Option(False, "--strict", help="Exit 1 on warnings too."),
+    torch_version: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--torch-version", metavar="X.Y", help="PyTorch release the job runs (TORCH_NCCL_* names by version)."
+    ),
 ) -> None:
     from clusterctl.cli.findings_view import exit_for, print_findings, summary_line
     from clusterctl.findings import FINDINGS_SCHEMA_VERSION
@@ -95,7 +98,7 @@ def lint_command(
         except (UsageError, ParseError) as exc:
             unreadable.append(str(exc))
     findings = lint_settings(settings, nccl_version=nccl_version, fabric=fabric, nvlink=nvlink,
-                             gpu_nic_links=gpu_nic_links)
+                             gpu_nic_links=gpu_nic_links, torch_version=torch_version)
     counts = summarise(findings)
     summary: dict[str, object] = {**counts, "settings": len(settings), "files": files,
                                   "nccl_version": nccl_version, "fabric": fabric}

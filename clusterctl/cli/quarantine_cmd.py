@@ -154,7 +154,7 @@ def release_command(
     ctx: typer.Context,
     hosts: list[str] = typer.Argument(..., metavar="HOST...", help="Quarantined hosts to bring back."),
     skip_checks: bool = typer.Option(False, "--skip-checks", help="Release without the health and NCCL checks."),
-    level: int = typer.Option(1, "--level", min=1, max=4, help="Health check level that must pass (1-4)."),
+    level: int = typer.Option(1, "--level", min=0, max=3, help="Health check level that must pass (0-3)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Run the checks, show what release would change; "
                                  "touch nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),

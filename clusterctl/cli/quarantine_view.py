@@ -103,4 +103,4 @@ def print_policy(app: AppContext, run: PolicyRun, *, dry_run: bool, journal: str
     if run.results:
         print_quarantine(app, run.results, dry_run=dry_run, journal=journal)
     if dry_run and any(d.acts for d in run.decisions):
-        _say(app, "dry run: pass --yes to quarantine (nothing was changed)")
+        _say(app, "(--quarantine without --yes only says what it would do: pass --yes to quarantine)")

@@ -262,7 +262,8 @@ def comment_block(text: str, anchor: re.Pattern[str]) -> list[Line] | None:
     """The cleaned lines of the ``#``/``//`` comment block of ``text`` that holds a line matching
     ``anchor`` once its marker is off (``nvidia-smi topo -m`` kept above a launch script's commands),
     with their line numbers in the whole text; ``None`` when no comment block holds one."""
-    numbered = list(enumerate(_split(text), start=1))
+    # Borders, fences, prompts and elisions out first: the file may itself be a pasted pane.
+    numbered = _first_pass(enumerate(_split(text), start=1), {"border": 0, "fence": 0, "prompt": 0, "elision": 0})
     index = 0
     while index < len(numbered):
         stripped = numbered[index][1].lstrip()

@@ -7,9 +7,14 @@ between versions and collectives (old versions print ``error`` as ``0e+00`` inst
 ``time algbw busbw #wrong`` group is out-of-place, the second in-place. ``N/A`` cells (in-place
 of some collectives) become ``None``. ``# Avg bus bandwidth : X`` closes the run.
 
+Logs copied from docs or chat often lost the ``#`` at the start of the comment lines (Markdown
+renders them as headings): the header, ``Out of bounds`` and ``Avg bus bandwidth`` lines are
+recognised by their words, not by the ``#``.
+
 ``#wrong`` is printed with ``%g``: past 999999 wrong elements it reads ``1.04858e+06``, which
 is exactly the corrupted-data case that matters most, so it is read as a number like any other.
-Binaries built with ``NAME_SUFFIX`` (``all_gather_perf_mpi``) name the same tests. A row cut by
+Binaries built with ``NAME_SUFFIX`` (``all_gather_perf_mpi``) keep that name in ``test`` (it is the
+binary the user ran; ``collective`` gives ``all_gather``), with or without ``mpirun --tag-output``. A row cut by
 a CUDA or NCCL error printed into it is not a measurement: it is left out with a warning, and
 the error counts as the run's failure. Any other unreadable row costs that row, not the run.
 
@@ -21,21 +26,25 @@ and ``mpirun --tag-output`` prefixes (``[1,0]<stdout>:``) are removed.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.clean import clean_lines, without_mpi_tags
 from clusterctl.facts.model import ParseResult, ParseWarning
+from clusterctl.facts.nccl_info import NcclNetInfo, parse_nccl_info
 
 _WHAT = "nccl-tests output"
 
-_HEADER = re.compile(r"^\s*#\s+size\s+count\s+type\b")
-_AVG = re.compile(r"^\s*#\s*Avg bus bandwidth\s*:\s*(\S+)")
-_OOB = re.compile(r"^\s*#\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)?")
+#: The table header, by its columns: docs and chat that turn ``# `` lines into headings (or strip
+#: them) lose the ``#`` at the start, never the column names.
+_HEADER = re.compile(r"^\s*#?\s*size\s+count\s+type\s+(?:redop\s+)?(?:root\s+)?time\s+algbw\s+busbw\b")
+_AVG = re.compile(r"^\s*#?\s*Avg bus bandwidth\s*:\s*(\S+)")
+_OOB = re.compile(r"^\s*#?\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)?")
 _SETUP = re.compile(r"^\s*#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)")
 _RANK = re.compile(r"^\s*#?\s*Rank\s+(\d+)\b.*?\bon\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*?)\s*$")
+#: The binary's name as built, ``NAME_SUFFIX`` included (``all_reduce_perf_mpi``): the name the user ran.
 _TOOL = re.compile(r"\b((?:all_reduce|all_gather|reduce_scatter|alltoall|sendrecv|broadcast|reduce|gather|scatter|"
-                   r"hypercube)_perf)(?:_\w+)?\b")
+                   r"hypercube)_perf(?:_[A-Za-z0-9]+)*)\b")
 _NCCL_LOG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b")
 #: Where a line says a rank failed: ``Test NCCL failure``, ``Test CUDA failure``, ``Cuda failure``,
 #: ``NCCL WARN``, ``Test failure``, ``unhandled system error``, ``NCCL failure``.
@@ -73,7 +82,7 @@ class NcclRow:
 class NcclTestResult(ParseResult):
     """One run's table and summary; ``warnings`` name the rows that could not be read."""
 
-    #: ``all_reduce_perf`` etc. when the log names it (command line), else ``None``.
+    #: ``all_reduce_perf``, ``all_reduce_perf_mpi`` etc. when the log names it (command line), else ``None``.
     test: str | None
     rows: tuple[NcclRow, ...]
     #: ``# Avg bus bandwidth`` in GB/s, ``None`` when the run did not get that far.
@@ -88,6 +97,13 @@ class NcclTestResult(ParseResult):
     ranks: tuple[tuple[int, str, int, str], ...] = ()
     #: Lines that say a rank failed (NCCL WARN, Test NCCL failure...), stripped.
     errors: tuple[str, ...] = ()
+    #: What the log's ``NCCL INFO`` lines say about the network (NICs listed and used, their speed, ranks).
+    net: NcclNetInfo = field(default_factory=NcclNetInfo)
+
+    @property
+    def collective(self) -> str | None:
+        """``all_reduce`` for ``all_reduce_perf`` and ``all_reduce_perf_mpi``."""
+        return self.test.split("_perf", 1)[0] if self.test else None
 
     @property
     def wrong_total(self) -> int:
@@ -204,6 +220,7 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
     errors: list[str] = []
     seen_rows: set[tuple[str, ...]] = set()
     warnings: list[ParseWarning] = []
+    info_lines: list[str] = []
     if test is None:
         # From the raw text: the command line the test is named in is often the prompt line the
         # pre-cleaning drops (``user@host:~/nccl-tests$ ./build/alltoall_perf``).
@@ -224,6 +241,7 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
                 errors.append(line.strip())
             continue
         if _NCCL_LOG.search(line):
+            info_lines.append(line)
             continue
         if _HEADER.match(line):
             columns = _columns(line, number)
@@ -271,4 +289,5 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
         ranks=tuple(ranks[k] for k in sorted(ranks)),
         errors=tuple(errors),
         warnings=tuple(warnings),
+        net=parse_nccl_info(info_lines),
     )

@@ -16,16 +16,50 @@ and renamed, so a reader never sees half a document.
 from __future__ import annotations
 
 import contextlib
+import copy
 import fcntl
 import json
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 STATE_VERSION = 1
+#: What the simulator notes about itself in ``host.json`` on every answered read (how often each
+#: profile rule answered): no part of the host, so a read-only command may advance it.
+BOOKKEEPING_KEYS = ("answers", "rule_hits")
+
+
+class ReadOnlyViolation(Exception):
+    """A command asked for read-only (``RunRequest.read_only``) tried to change the simulated host."""
+
+
+_read_only = threading.local()
+
+
+@contextlib.contextmanager
+def read_only(command: str) -> Iterator[None]:
+    """While the block runs (in this thread), any change to a host's state raises ``ReadOnlyViolation``."""
+    previous = getattr(_read_only, "command", None)
+    _read_only.command = command
+    try:
+        yield
+    finally:
+        _read_only.command = previous
+
+
+def refuse_change(action: str) -> None:
+    """Raise ``ReadOnlyViolation`` when a read-only command is running in this thread; else nothing."""
+    command = getattr(_read_only, "command", None)
+    if command is not None:
+        raise ReadOnlyViolation(f"a read-only command would {action}: {command}")
+
+
+def _host_part(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k not in BOOKKEEPING_KEYS}
 
 
 class StateError(Exception):
@@ -89,8 +123,12 @@ class JsonDocument:
         """
         with self._locked():
             data = self._load()
+            guarded = getattr(_read_only, "command", None) is not None
             before = _dumps(data)
+            host_before = copy.deepcopy(_host_part(data)) if guarded else None
             yield data
+            if guarded and _host_part(data) != host_before:
+                refuse_change(f"change {self.path.name}")
             after = _dumps(data)
             if after == before and self.path.exists():
                 return
@@ -152,6 +190,7 @@ class FileTree:
             return None
 
     def write(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
+        refuse_change(f"write {path}")
         target = self.local(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".put-", dir=target.parent)
@@ -162,6 +201,7 @@ class FileTree:
 
     def create_exclusive(self, path: str, data: bytes) -> bytes | None:
         """Create ``path`` (and its folder) only if absent; None when created, else what is there."""
+        refuse_change(f"create {path}")
         target = self.local(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -182,10 +222,12 @@ class FileTree:
         return not self._absent(path) and self.local(path).is_dir()
 
     def mkdir(self, path: str, *, parents: bool = True) -> None:
+        refuse_change(f"create the folder {path}")
         self.local(path).mkdir(parents=parents, exist_ok=parents)
 
     def remove(self, path: str, *, recursive: bool = False) -> bool:
         """Remove a file (or a folder with ``recursive``); False when there was nothing."""
+        refuse_change(f"remove {path}")
         target = self.local(path)
         if target.is_dir() and not target.is_symlink():
             if not recursive:

@@ -9,6 +9,7 @@ finds them (``clusterctl mock reset`` forgets them).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator, MutableMapping
@@ -108,6 +109,7 @@ class MockTransport(Transport):
     def execute(self, request: RunRequest) -> CommandResult:
         command, timeout, env, stdin = request.command, request.timeout, request.env, request.stdin
         from clusterctl.mock.machine import SimulatedFailure
+        from clusterctl.mock.state import ReadOnlyViolation, read_only
 
         if self._closed:
             raise TransportError(FailureKind.ERROR, "connection closed")
@@ -117,8 +119,15 @@ class MockTransport(Transport):
         command = env_prefix(env) + command
         with self._lock:
             self.history.append(mask_text(command))
+        machine = self.machine
+        # A command asked through a read-only view may not change the simulated host (a real
+        # host cannot tell): the caller is told, naming the command, and the host stays as it was.
+        guard = read_only(command) if request.read_only else contextlib.nullcontext()
         try:
-            result = self.machine.run_line(command, stdin or b"", timeout=timeout)
+            with guard:
+                result = machine.run_line(command, stdin or b"", timeout=timeout)
+        except ReadOnlyViolation as exc:
+            raise TransportError(FailureKind.ERROR, f"{self.host.name}: {exc}") from None
         except SimulatedFailure as exc:
             kind = FailureKind(exc.kind)
             if kind is FailureKind.TIMED_OUT:

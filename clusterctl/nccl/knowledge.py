@@ -21,7 +21,7 @@ KINDS: frozenset[str] = frozenset(
 )
 #: Who reads a variable.
 SCOPES: frozenset[str] = frozenset(
-    {"core", "example-plugin", "sharp-plugin", "plugin", "pytorch", "nccl-tests", "nonexistent"}
+    {"core", "example-plugin", "sharp-plugin", "plugin", "pytorch", "nccl-tests", "build", "nonexistent"}
 )
 
 #: Words shown to users for each scope.
@@ -31,6 +31,7 @@ SCOPE_READER: dict[str, str] = {
     "sharp-plugin": "the SHARP/IBext network plugin (Mellanox nccl-rdma-sharp-plugins), not libnccl itself",
     "pytorch": "PyTorch's ProcessGroupNCCL, not libnccl",
     "nccl-tests": "the nccl-tests benchmarks, not libnccl",
+    "build": "build systems and install scripts (where NCCL is found or installed), not libnccl at run time",
     "nonexistent": "nothing: no NCCL release reads it",
     "plugin": "a network or tuner plugin, not libnccl itself",
 }
@@ -87,6 +88,9 @@ class VariableInfo:
     plugin: Plugin | None = None
     #: Values accepted only from a release on (NVB for the level variables since 2.8...).
     value_since: dict[str, NcclVersion] = field(default_factory=dict)
+    #: For ``scope == "pytorch"``: the first PyTorch release series that reads it, as (major, minor),
+    #: where PyTorch's release notes or renaming PR say so (data/pytorch_vars.yaml).
+    pytorch_since: tuple[int, int] | None = None
 
     # -- versions -----------------------------------------------------------------------
 
@@ -233,7 +237,42 @@ def knowledge_base() -> KnowledgeBase:
             if known is not None and known.scope == "core":
                 continue  # libnccl reads it too: its own entry says how
             variables[var["name"]] = plugin_variable(var, plugin)
+    for entry in yaml.safe_load(data.joinpath("pytorch_vars.yaml").read_text(encoding="utf-8")):
+        variables[entry["name"]] = pytorch_variable(entry)
+    for entry in yaml.safe_load(data.joinpath("build_vars.yaml").read_text(encoding="utf-8")):
+        variables.setdefault(entry["name"], VariableInfo(
+            name=str(entry["name"]), scope="build", kind="string", source=f"[build] {entry['source']}"))
     return KnowledgeBase(variables, tuple(plugins))
+
+
+def pytorch_series(text: str) -> tuple[int, int]:
+    """``(2, 4)`` for "2.4", "2.4.1", "2.4.0+cu121", "2.5.0a0"; ValueError otherwise."""
+    import re
+
+    found = re.match(r"^\s*(\d+)\.(\d+)", text)
+    if found is None:
+        raise ValueError(f"not a PyTorch version: {text!r}")
+    return int(found.group(1)), int(found.group(2))
+
+
+def pytorch_variable(entry: dict[str, Any]) -> VariableInfo:
+    """One PyTorch ProcessGroupNCCL variable (an entry of data/pytorch_vars.yaml)."""
+    since = entry.get("pytorch_since")
+    seen = ", ".join(entry.get("seen_in") or ())
+    return VariableInfo(
+        name=str(entry["name"]),
+        scope="pytorch",
+        kind=str(entry["kind"]),
+        minimum=entry.get("minimum"),
+        maximum=entry.get("maximum"),
+        default=None if entry.get("default") is None else str(entry["default"]),
+        documented=True,
+        source=f"[pytorch] torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp (pytorch/pytorch); seen in {seen} "
+               "(clusterctl/nccl/data/pytorch_vars.yaml)",
+        since_text=f"PyTorch {since}" if since else None,
+        note=entry.get("note"),
+        pytorch_since=pytorch_series(str(since)) if since else None,
+    )
 
 
 def plugin_variable(entry: dict[str, Any], plugin: Plugin) -> VariableInfo:

@@ -8,7 +8,7 @@ from clusterctl.findings import Finding, Severity, count_by_severity
 from clusterctl.nccl.grammar import legacy_level, normalise, strtoll
 from clusterctl.nccl.knowledge import SCOPE_READER, KnowledgeBase, VariableInfo, knowledge_base
 from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, GPU_NIC_PATHS, nccl_path, path_rank, uses_gdr
-from clusterctl.nccl.sources import BUILD_ARG, PASSTHROUGH, Setting
+from clusterctl.nccl.sources import BUILD_ARG, PASSTHROUGH, Setting, resembles_nccl_name
 from clusterctl.nccl.value_check import value_problems
 from clusterctl.nccl.versions import NcclVersion, parse_version
 
@@ -30,27 +30,30 @@ def lint_settings(
     nvlink: bool | None = None,
     gpu_nic_links: Iterable[str] | None = None,
     kb: KnowledgeBase | None = None,
+    torch_version: str | None = None,
 ) -> list[Finding]:
     """Everything worth saying about ``settings``, ordered by file, line and variable.
 
     ``fabric`` (ib | roce | ethernet), ``nvlink`` (whether the hosts have NVLink) and
     ``gpu_nic_links`` (for every surveyed GPU, the ``nvidia-smi topo -m`` class to its nearest
     NIC: PIX, PXB, PHB, NODE, SYS) enable the checks that depend on the hardware; None means
-    unknown.
+    unknown. ``torch_version`` (``2.4``, ``2.4.1+cu121``) checks PyTorch's TORCH_NCCL_* names against
+    the release that first reads them.
     """
     kb = kb or knowledge_base()
+    torch = _torch_series(torch_version)
     version = parse_version(nccl_version) if isinstance(nccl_version, str) else nccl_version
     if fabric is not None and fabric not in FABRICS:
         from clusterctl.errors import UsageError
 
         raise UsageError(f"unknown fabric {fabric!r}", hint=f"Use one of: {', '.join(FABRICS)}.")
     findings: list[Finding] = []
-    assigned = {(s.file, s.name) for s in settings if s.origin != PASSTHROUGH}
+    assigned = {(s.file, s.scope, s.name) for s in settings if s.origin != PASSTHROUGH}
     for setting in settings:
-        if setting.origin == PASSTHROUGH and (setting.file, setting.name) in assigned:
+        if setting.origin == PASSTHROUGH and (setting.file, setting.scope, setting.name) in assigned:
             continue  # mpirun -x NAME forwards a value set (and checked) elsewhere in the file
-        findings.extend(_lint_one(setting, kb, version))
-    for file, group in _by_file(settings).items():
+        findings.extend(_lint_one(setting, kb, version, torch))
+    for (file, _scope), group in _by_environment(settings).items():
         findings.extend(_duplicates(file, group))
         effective = _effective(group)
         findings.extend(_combinations(effective, kb, fabric, nvlink))
@@ -59,10 +62,13 @@ def lint_settings(
     return sorted(findings, key=lambda f: (f.file or "", f.line or 0, f.severity.rank, f.subject or "", f.code))
 
 
-def _by_file(settings: Iterable[Setting]) -> dict[str, list[Setting]]:
-    groups: dict[str, list[Setting]] = {}
+def _by_environment(settings: Iterable[Setting]) -> dict[tuple[str, str], list[Setting]]:
+    """Settings per environment: per file, and inside a Kubernetes file per container (a RayCluster's
+    head and each worker group, a JobSet's replicated jobs, a PyTorchJob's Master and Worker each
+    start with their own environment: the same name once in each is no duplicate)."""
+    groups: dict[tuple[str, str], list[Setting]] = {}
     for s in settings:
-        groups.setdefault(s.file, []).append(s)
+        groups.setdefault((s.file, s.scope), []).append(s)
     return groups
 
 
@@ -84,12 +90,39 @@ def _finding(s: Setting, code: str, severity: str | Severity, message: str, fix:
     return Finding(Severity(severity), code, message, subject=s.name, file=s.file, line=s.line, fix=fix)
 
 
-def _lint_one(s: Setting, kb: KnowledgeBase, version: NcclVersion | None) -> list[Finding]:
+def _torch_series(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    from clusterctl.nccl.knowledge import pytorch_series
+
+    try:
+        return pytorch_series(text)
+    except ValueError:
+        from clusterctl.errors import UsageError
+
+        raise UsageError(f"--torch-version {text!r} is not a PyTorch version such as 2.4 or 2.4.1") from None
+
+
+def _lint_one(s: Setting, kb: KnowledgeBase, version: NcclVersion | None,
+              torch: tuple[int, int] | None = None) -> list[Finding]:
+    if resembles_nccl_name(s.name):
+        if s.origin == BUILD_ARG:
+            return []  # ARG AWS_OFI_NCCL_VERSION=...: a build parameter, gone at run time
+        return [_finding(s, "NOT_NCCL", "info",
+                         f"{s.name} is not read by NCCL or a known plugin: the name only resembles one "
+                         "(NCCL reads names under NCCL_, plugins under their own prefixes)",
+                         "nothing to do unless it was meant for NCCL")]
     info = kb.variable(s.name)
     if info is None and s.name.startswith(FOREIGN_PREFIXES):
         return []  # libfabric (FI_*) has hundreds of settings; only the ones plugins document are known
-    if info is None and s.origin == BUILD_ARG:
+    if (info is None or info.scope == "build") and s.origin == BUILD_ARG:
         return []  # a build argument such as ARG NCCL_VERSION=2.23.4 never reaches NCCL at run time
+    if info is None and s.referenced_at is not None and not kb.similar(s.name, version=version):
+        return [_finding(
+            s, "NOT_NCCL", "info",
+            f"{s.name} is not read by NCCL or a known plugin; the file reads it back itself (line "
+            f"{s.referenced_at}), so it is taken for the script's own variable",
+            "rename it without the NCCL_ prefix if it is the script's own, so it is not taken for an NCCL setting")]
     if info is None or info.scope == "nonexistent":
         return [_unknown(s, kb, info, version)]
     if info.scope == "pytorch":
@@ -99,7 +132,7 @@ def _lint_one(s: Setting, kb: KnowledgeBase, version: NcclVersion | None) -> lis
                 f"{s.name} is read by {SCOPE_READER['pytorch']}; PyTorch renamed it {info.replaced_by} "
                 f"(PyTorch 2.2) and reads the old name only with a deprecation warning",
                 f"rename it to {info.replaced_by}")]
-        return []
+        return _pytorch_findings(s, info, torch)
     if info.plugin is not None:
         return _plugin_findings(s, info)
     if info.scope != "core":
@@ -113,6 +146,18 @@ def _lint_one(s: Setting, kb: KnowledgeBase, version: NcclVersion | None) -> lis
     if not problems:
         findings.extend(_value_notes(s, info, version))
     return findings
+
+
+def _pytorch_findings(s: Setting, info: VariableInfo, torch: tuple[int, int] | None) -> list[Finding]:
+    """A PyTorch ProcessGroupNCCL variable too new for ``--torch-version``."""
+    findings: list[Finding] = []
+    since = info.pytorch_since
+    if torch is not None and since is not None and torch < since:
+        findings.append(_finding(
+            s, "NOT_IN_VERSION", "warning",
+            f"{s.name} is read by PyTorch {since[0]}.{since[1]} and later; PyTorch {torch[0]}.{torch[1]} ignores it",
+            f"upgrade PyTorch to {since[0]}.{since[1]} or later, or remove {s.name}"))
+    return findings  # values: PyTorch's getCvar* parsing is not modelled (clusterctl.nccl.grammar)
 
 
 def _plugin_findings(s: Setting, info: VariableInfo) -> list[Finding]:

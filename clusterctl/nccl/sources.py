@@ -46,6 +46,13 @@ class Setting:
     origin: str = ""
     #: Shell ``if`` arms it sits in: ((if number, arm number), ...), outermost first.
     branch: tuple[tuple[int, int], ...] = ()
+    #: The environment it belongs to inside its file: one per Kubernetes container (a RayCluster's
+    #: head and workers, a JobSet's replicated jobs, a PyTorchJob's Master and Worker each have their
+    #: own) or ConfigMap key, ``"container 'worker' (line 40)"``; ``""`` for a file with one environment.
+    scope: str = ""
+    #: The first line (other than its own) where the same file reads the name back (``$NAME``,
+    #: ``${NAME}``): a script's own variable, such as an install path used in LD_LIBRARY_PATH.
+    referenced_at: int | None = None
 
     def exclusive_with(self, other: Setting) -> bool:
         """Whether the two can never both run: different arms of the same ``if``."""
@@ -59,6 +66,28 @@ LINTED_PREFIXES: tuple[str, ...] = ("NCCL_", "TORCH_NCCL_", "OFI_NCCL_", "FI_")
 def is_nccl_name(name: str) -> bool:
     """Names the linter looks at: NCCL_*, PyTorch's TORCH_NCCL_*, aws-ofi-nccl's OFI_NCCL_* and FI_*."""
     return name.startswith(LINTED_PREFIXES)
+
+
+_RESEMBLES_RE = re.compile(r"(?:^|_)NCCL(?:_|$)")
+
+
+def resembles_nccl_name(name: str) -> bool:
+    """Environment names that only look like NCCL's (``USE_NCCL``, ``MY_NCCL_HOME``): reported as info,
+    never judged. A script's lower-case variables (``nccl_algo``) are not environment settings."""
+    return not is_nccl_name(name) and name.isupper() and _RESEMBLES_RE.search(name) is not None
+
+
+_REFERENCE_RE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _references(text: str, first_line: int = 1) -> dict[str, list[int]]:
+    """Where each name is read back (``$NAME``, ``${NAME...}``), by 1-based line."""
+    found: dict[str, list[int]] = {}
+    for number, line in enumerate(text.splitlines(), start=first_line):
+        if "$" in line:
+            for name in _REFERENCE_RE.findall(line):
+                found.setdefault(name, []).append(number)
+    return found
 
 
 def read_settings(source: str | Path, format: str | None = None, *, name: str | None = None) -> list[Setting]:
@@ -87,7 +116,14 @@ def read_settings(source: str | Path, format: str | None = None, *, name: str | 
         shown = f" ({exc.text.strip()[:80]!r})" if exc.text else ""
         raise UsageError(f"cannot read it as {fmt}: {exc.reason}{shown}", file=label, line=exc.line,
                          hint=f"Give --format ({', '.join(FORMATS)}) if the detected format is wrong.") from None
-    return [s for s in settings if is_nccl_name(s.name)]
+    references = _references(text)
+    kept = [s for s in settings if is_nccl_name(s.name) or resembles_nccl_name(s.name)]
+    return [_with_reference(s, references) for s in kept]
+
+
+def _with_reference(setting: Setting, references: dict[str, list[int]]) -> Setting:
+    lines = [n for n in references.get(setting.name, ()) if n != setting.line]
+    return dataclasses.replace(setting, referenced_at=lines[0]) if lines else setting
 
 
 def detect_format(label: str, text: str) -> str:
@@ -424,8 +460,25 @@ def read_k8s_text(text: str, label: str) -> list[Setting]:
             continue
         if _scalar_of(doc, "kind") == "ConfigMap":
             settings.extend(_configmap_settings(doc, label))
-        _walk_env_lists(doc, label, settings)
+        _walk_env_lists(doc, label, settings, _document_scope(doc))
     return settings
+
+
+def _document_scope(doc: object) -> str:
+    """Settings outside any container (an operator's own env list) belong to their document."""
+    import yaml
+
+    kind = _scalar_of(doc, "kind") or "document"
+    line = int(doc.start_mark.line) + 1 if isinstance(doc, yaml.Node) else 0
+    return f"{kind} (line {line})"
+
+
+def _container_scope(item: object) -> str:
+    import yaml
+
+    name = _scalar_of(item, "name")
+    line = int(item.start_mark.line) + 1 if isinstance(item, yaml.Node) else 0
+    return f"container '{name}' (line {line})" if name else f"container (line {line})"
 
 
 def _scalar_of(node: object, key: str) -> str | None:
@@ -463,11 +516,13 @@ def _configmap_settings(doc: object, label: str) -> list[Setting]:
         if _NAME_RE.match(str(k.value)) and "\n" not in str(v.value):
             found.append(Setting(str(k.value), str(v.value), label, k.start_mark.line + 1))
         elif "\n" in str(v.value):
-            # a whole nccl.conf or script stored under one key: its lines start after the key's line
+            # a whole nccl.conf or script stored under one key: its lines start after the key's line;
+            # each key is its own file (mounted or sourced separately), so its own environment
             body = str(v.value)
             first = v.start_mark.line + 2 if v.style in ("|", ">") else v.start_mark.line + 1
             reader = read_shell_text if re.search(r"^\s*export\s", body, re.MULTILINE) else _lenient_env
-            found.extend(reader(body, label, first_line=first))
+            scope = f"ConfigMap key '{k.value}' (line {k.start_mark.line + 1})"
+            found.extend(dataclasses.replace(s, scope=scope) for s in reader(body, label, first_line=first))
     return found
 
 
@@ -478,7 +533,11 @@ def _lenient_env(text: str, label: str, *, first_line: int = 1) -> list[Setting]
         return read_shell_text(text, label, first_line=first_line)
 
 
-def _walk_env_lists(node: object, label: str, out: list[Setting]) -> None:
+#: Keys whose list items are containers, each with an environment of its own.
+_CONTAINER_LISTS = frozenset({"containers", "initContainers", "ephemeralContainers"})
+
+
+def _walk_env_lists(node: object, label: str, out: list[Setting], scope: str = "") -> None:
     import yaml
 
     if isinstance(node, yaml.MappingNode):
@@ -487,7 +546,7 @@ def _walk_env_lists(node: object, label: str, out: list[Setting]) -> None:
                     and isinstance(v, yaml.SequenceNode)):
                 words = [(str(item.value), _scalar_first_line(item)) for item in v.value
                          if isinstance(item, yaml.ScalarNode)]
-                out.extend(read_argv(words, label))
+                out.extend(dataclasses.replace(s, scope=scope) for s in read_argv(words, label))
             elif isinstance(k, yaml.ScalarNode) and k.value == "env" and isinstance(v, yaml.SequenceNode):
                 for item in v.value:
                     name = _scalar_of(item, "name")
@@ -495,14 +554,18 @@ def _walk_env_lists(node: object, label: str, out: list[Setting]) -> None:
                     if name is None:
                         continue
                     if isinstance(value_node, yaml.ScalarNode):
-                        out.append(Setting(name, str(value_node.value), label, _line_of(item, "name")))
+                        out.append(Setting(name, str(value_node.value), label, _line_of(item, "name"), scope=scope))
                     elif _child(item, "valueFrom") is not None:
-                        out.append(Setting(name, "", label, _line_of(item, "name"), dynamic=True))
+                        out.append(Setting(name, "", label, _line_of(item, "name"), dynamic=True, scope=scope))
+            elif (isinstance(k, yaml.ScalarNode) and k.value in _CONTAINER_LISTS
+                    and isinstance(v, yaml.SequenceNode)):
+                for item in v.value:
+                    _walk_env_lists(item, label, out, _container_scope(item))
             else:
-                _walk_env_lists(v, label, out)
+                _walk_env_lists(v, label, out, scope)
     elif isinstance(node, yaml.SequenceNode):
         for item in node.value:
-            _walk_env_lists(item, label, out)
+            _walk_env_lists(item, label, out, scope)
 
 
 def _scalar_first_line(node: object) -> int:

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 class PolicyRun:
     decisions: list[Decision]
     results: list[HostQuarantine] = field(default_factory=list)
+    #: False: a plan (no --yes); nothing was changed.
+    applied: bool = False
 
     def to_json(self) -> dict[str, object]:
         return {"decisions": [d.to_json() for d in self.decisions], "results": [r.to_json() for r in self.results]}
@@ -39,7 +41,7 @@ def quarantine_by_policy(runner: Runner, inventory: Inventory, verdicts: Sequenc
     already = [n.host for n in quarantined_nodes(runner, inventory)]
     decisions = decide(verdicts, inventory.quarantine, fleet_size=len(inventory.hosts), already=already,
                        max_unavailable=max_unavailable)
-    run = PolicyRun(decisions)
+    run = PolicyRun(decisions, applied=gate.apply)
     by_name = {h.name: h for h in inventory.hosts}
     for action in ("drain", "quarantine"):
         chosen = [d for d in decisions if d.action == action and d.host in by_name]

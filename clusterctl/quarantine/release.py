@@ -107,8 +107,9 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
         for host in list(candidates):
             findings = found.get(host.name, [])
             errors = [f for f in findings if f.severity is Severity.ERROR]
+            # Warnings and errors, and the figures that passed (the NCCL bus bandwidth measured).
             results[host.name].checks = [f"{f.severity.value} {f.code}: {f.message}" for f in findings
-                                         if f.severity is not Severity.INFO]
+                                         if f.severity is not Severity.INFO or f.code == "NCCL_RESULT"]
             if errors:
                 results[host.name].refused += [f"{f.code}: {f.message}" for f in errors]
                 candidates.remove(host)

@@ -47,6 +47,10 @@ def record_commands() -> list[tuple[str, bool]]:
         if (fact.command, fact.sudo) not in found:
             found.append((fact.command, fact.sudo))
         todo[0:0] = list(fact.fallbacks)
+    from clusterctl.health.probe import recorded_commands
+
+    # clusterctl health's level-0 probes: a replayed host then answers 'clusterctl health' too.
+    found += [(command, False) for command in recorded_commands() if (command, False) not in found]
     return found
 
 

@@ -353,6 +353,38 @@ def test_skip_reason_is_the_one_answer_in_the_order_a_user_reads_it() -> None:
                        done_before=True) is SkipReason.DONE_BEFORE
 
 
+class RunsAChangeFromPlan(Phase[None]):
+    """A buggy phase: its plan runs a changing command through the read-only view."""
+
+    name: ClassVar[str] = "runs-a-change"
+    description: ClassVar[str] = "changes the host from plan"
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def check(self, ctx: PhaseContext) -> None:
+        return None
+
+    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
+        ctx.reader.run(self.command, sudo=True)
+        return []
+
+
+@pytest.mark.parametrize(("command", "refused"), [
+    ("echo x > /etc/sneaky.conf", "write /etc/sneaky.conf"),
+    ("rm -f /etc/keep.conf", "run rm"),
+    ("sh -c 'mkdir -p /etc/new.d'", "run mkdir"),
+    ("cat /etc/keep.conf > /etc/keep.conf.copy", "write /etc/keep.conf.copy"),
+])
+def test_a_simulated_host_refuses_a_change_asked_read_only(fleet: Fleet, tmp_path: Path, command: str,
+                                                           refused: str) -> None:
+    fleet.transports["n1"].files["/etc/keep.conf"] = b"keep\n"
+    report = run(fleet, [RunsAChangeFromPlan(command)], settings(tmp_path, apply=False))
+    assert f"a read-only command would {refused}" in report.failed_hosts["n1"]
+    assert fleet.file("n1", "/etc/keep.conf") == b"keep\n"
+    assert all(fleet.file("n1", p) is None for p in ("/etc/sneaky.conf", "/etc/new.d", "/etc/keep.conf.copy"))
+
+
 class ProbedPhase(Phase[str]):
     """Reads a file with one command in check; verify reads it again, polling up to three times
     until it says ``ready`` (as a phase waiting for a node does)."""

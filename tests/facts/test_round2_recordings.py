@@ -183,7 +183,8 @@ def test_wrong_count_in_g_notation_is_data_corruption() -> None:
 
 def test_suffixed_binary_with_tag_output_names_the_test() -> None:
     result = parse_nccl_tests(read("nccl-tests", "all_gather_perf_mpi-rtx5090-2rank-tag-output.txt"))
-    assert result.test == "all_gather_perf" and len(result.rows) == 8 and result.failure() is None
+    assert result.test == "all_gather_perf_mpi" and result.collective == "all_gather"
+    assert len(result.rows) == 8 and result.failure() is None
     assert result.avg_busbw_gbs == 1.55089
 
 

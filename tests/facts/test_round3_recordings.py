@@ -10,6 +10,8 @@ import pytest
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.clean import clean, clean_lines, is_prompt, seen
+from clusterctl.facts.nccl_info import parse_nccl_info
+from clusterctl.facts.nccltests import parse_nccl_tests
 from clusterctl.facts.nvlink import parse_nvlink
 from clusterctl.facts.topo import parse_topo
 
@@ -123,3 +125,45 @@ def test_nvlink_all_links_inactive_alone_is_not_taken_for_no_nvlink() -> None:
 def test_cleaning_keeps_line_numbers_through_prefix_and_elision() -> None:
     lines = clean_lines("// $ nvidia-smi nvlink -s\n// GPU 0: X\n//   ...\n//   Link 0: 1 GB/s\n")
     assert [(line.number, line.text) for line in lines] == [(2, "GPU 0: X"), (4, "  Link 0: 1 GB/s")]
+
+
+# --- nccl-tests logs that lost their '#' markers, tag prefixes, NCCL INFO lines ------------------
+
+
+@pytest.mark.parametrize("name, avg, last_busbw, wrong", [
+    ("all_reduce-a3high-tcpx-2node-no-hash-markers.txt", 40.6043, 50.17, 0),
+    ("all_reduce-a3mega-tcpxo-2node-no-hash-markers-wrong-na.txt", 146.948, 188.54, None),
+])
+def test_nccl_tests_log_without_hash_markers_is_read_by_its_columns(
+        name: str, avg: float, last_busbw: float, wrong: int | None) -> None:
+    result = parse_nccl_tests(read("nccl-tests", name))
+    assert result.failure() is None
+    assert len(result.rows) == 11 and result.rows[0].size_bytes == 8388608
+    assert result.avg_busbw_gbs == avg and result.out_of_bounds == 0
+    assert result.largest_busbw_gbs == last_busbw and result.rows[-1].out_of_place.wrong == wrong
+    assert (result.n_threads, result.n_gpus, result.max_bytes) == (1, 1, 8589934592)
+
+
+def test_suffixed_binary_keeps_its_name_under_tag_output() -> None:
+    result = parse_nccl_tests(read("nccl-tests", "all_gather_perf_mpi-rtx5090-2rank-tag-output.txt"))
+    assert result.test == "all_gather_perf_mpi" and result.collective == "all_gather"
+
+
+def test_nccl_info_lines_say_which_nics_were_listed_used_and_how_fast() -> None:
+    result = parse_nccl_tests(read("nccl-tests", "gather-a100-2node-1nic-nccl-info-topology-excerpt.txt"))
+    net = result.net
+    assert net.network == "IB" and net.nranks == 2 and net.channels == 2
+    assert [(n.name, n.link, n.gbs) for n in net.listed()] == [("mlx5_0", "RoCE", 3.125), ("mlx5_2", "IB", 25.0)]
+    assert [n.name for n in net.used_nics()] == ["mlx5_2"]
+    # The '...' the excerpt holds is an elision, not a row; the rows on both sides are read.
+    assert len(result.rows) == 14 and result.hosts == ("n013", "n014") and result.largest_busbw_gbs == 10.91
+
+
+def test_nccl_info_speed_lines_of_newer_nccl() -> None:
+    net = parse_nccl_info([
+        "h1:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB eth0:10.0.4.19<0>",
+        "h1:1:2 [0] NCCL INFO NET/IB: [0] mlx5_0:uverbs0:1/IB provider=Mlx5 speed=400000 context=0x1",
+        "h1:1:2 [0] NCCL INFO comm 0x1 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0",
+    ])
+    assert [(n.name, n.gbs) for n in net.listed()] == [("mlx5_0", 50.0), ("mlx5_1", None)]
+    assert (net.nranks, net.nnodes, net.hosts) == (16, 2, ("h1",))

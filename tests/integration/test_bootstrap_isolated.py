@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from clirun import CliRun, run_clusterctl
+from host_state import assert_hosts_unchanged
 from sshd_hosts import SSHDHost, SSHDHosts, containerd_missing_reason
 
 from clusterctl.bootstrap.registry import all_phases
@@ -90,6 +91,13 @@ class Fleet:
 
 def test_full_apply_over_sshd_then_a_second_apply_changes_nothing(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
     fleet = Fleet(sshd_hosts, tmp_path, ["node1", "node2"])
+    node = fleet.hosts[0]
+    # A dry run over real sshd hosts reads them and touches nothing (it plans every write below).
+    with assert_hosts_unchanged(node.tree / "etc"), assert_hosts_unchanged(node.tree / "var/lib"):
+        planned = fleet.bootstrap("--dry-run", "--skip-phases", CLUSTER_PHASES)
+    assert planned.exit_code == 0, planned.output
+    assert any(c.get("path") == "/etc/containerd/config.toml" for r in planned.json()["results"]
+               for c in r["changes"])
     first = fleet.bootstrap("--skip-phases", CLUSTER_PHASES)
     assert first.exit_code == 0, first.output
     data = first.json()
@@ -98,7 +106,6 @@ def test_full_apply_over_sshd_then_a_second_apply_changes_nothing(sshd_hosts: SS
         assert {r["phase"]: r["status"] for r in data["results"] if r["host"] == host} == {
             "preflight": "ok", "kernel": "changed", "packages": "changed", "containerd": "changed",
             "nvidia-runtime": "ok"}
-    node = fleet.hosts[0]
     # The real containerd of node1 runs with the config the phase wrote in node1's own /etc.
     config = (node.tree / "etc/containerd/config.toml").read_text()
     assert "version = 2" in config and '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]' in config

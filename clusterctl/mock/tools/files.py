@@ -15,7 +15,7 @@ import stat as stat_mod
 import time
 from collections.abc import Callable
 
-from clusterctl.mock.state import StateError
+from clusterctl.mock.state import StateError, refuse_change
 from clusterctl.mock.tools.base import ToolContext, ToolResult
 
 DEFAULT_KERNEL = "6.8.0-45-generic"
@@ -605,7 +605,14 @@ HANDLERS: dict[str, Callable[[ToolContext], ToolResult]] = {
 }
 
 
+#: The file tools that change files; asked read-only, they are refused before they start
+#: (some of them change the tree directly rather than through ``FileTree``'s guarded methods).
+CHANGING = frozenset({"mkdir", "rm", "cp", "mv", "touch", "chmod", "chown", "tee", "ln", "install"})
+
+
 def run(ctx: ToolContext) -> ToolResult:
+    if ctx.name in CHANGING:
+        refuse_change(f"run {ctx.name}")
     try:
         return HANDLERS[ctx.name](ctx)
     except _InvalidOption as exc:

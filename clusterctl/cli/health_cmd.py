@@ -1,0 +1,161 @@
+"""``clusterctl health``: GPU, NVLink, NIC and PCIe health per host, with a verdict; ``health compare``
+of two saved runs; ``health read`` of pasted or saved tool outputs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import typer
+
+from clusterctl.cli.context import AppContext, app_context
+from clusterctl.errors import ExitCode
+
+if TYPE_CHECKING:
+    from clusterctl.health.model import HealthReport
+
+health_app = typer.Typer(
+    help="""Check the hosts' GPUs, NVLinks, NICs and PCIe paths; give each host a verdict.
+
+Level 0 (the default: seconds, read-only, safe while jobs run) reads nvidia-smi -q (ECC, row
+remapping, retired pages, throttle reasons, temperatures, power, PCIe link), the kernel log
+since --since (NVRM Xid, NVSwitch SXid, "fallen off the bus", each Xid judged with NVIDIA's
+Xid catalogue), nvidia-smi nvlink -s/-e, ibstat and the InfiniBand port counters, and lspci
+-vvv (PCIe downgrades, ACS on the switches between GPUs and NICs). Levels 1-3 add
+'dcgmi diag -r N' where DCGM is installed; level 2 and 3 also run single-host nccl-tests,
+judged against the fleet. Each host ends healthy, degraded (watch it) or unhealthy (take it
+out of service), with the reason; findings say what to do. See docs/health.md.
+
+Exits 0 when every host is healthy, 1 when a host is degraded, unhealthy or could not be
+checked, 2 for usage problems.
+
+Examples:
+
+  clusterctl -i inventories/demo.yaml health
+
+  clusterctl health --since 7d --save health-monday.json
+
+  clusterctl health compare health-monday.json health-today.json
+
+  clusterctl health read dmesg.txt nvidia-smi-q.txt -o json
+""",
+    invoke_without_command=True,
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(health_app, name="health")
+
+
+@health_app.callback()
+def health_command(
+    ctx: typer.Context,
+    level: int = typer.Option(0, "--level", min=0, max=3, help="0 reads only; 1-3 add dcgmi diag -r N; 2+ nccl-tests."),
+    since: str = typer.Option("24h", "--since", metavar="DURATION", help="Kernel log window: 30m, 24h, 7d."),
+    save: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
+        None, "--save", metavar="FILE", help="Keep the report as JSON (for 'health compare')."),
+    probe_timeout: float = typer.Option(30.0, "--probe-timeout", min=1.0, metavar="SECONDS",
+                                        help="Limit for each probe command on a host (a hung nvidia-smi)."),
+) -> None:
+    if ctx.invoked_subcommand is not None:
+        return
+    app = app_context(ctx)
+    from clusterctl.errors import UsageError
+    from clusterctl.health.model import HealthOptions
+    from clusterctl.health.run import run_health
+
+    options = HealthOptions(level=level, since=since, probe_timeout_s=probe_timeout)
+    inventory = app.inventory()
+    hosts = app.hosts()
+    if not hosts:
+        raise UsageError("no host selected: check -l/--limit and the inventory")
+    with app.runner() as runner:
+        report = run_health(hosts, runner, options, inventory=inventory.name)
+    finish(app, report, save=save)
+
+
+def finish(app: AppContext, report: HealthReport, *, save: str | None = None) -> None:
+    """Save, print (table or -o json/yaml) and exit 1 unless every host is healthy."""
+    from clusterctl.health.report import report_to_json
+
+    payload = report_to_json(report)
+    if save:
+        from clusterctl.cli.survey_cmd import _save
+
+        _save(save, payload)
+
+    def human() -> None:
+        from clusterctl.cli.findings_view import print_findings
+        from clusterctl.health.render import render_verdicts
+
+        render_verdicts(app.console, report)
+        app.console.print()
+        print_findings(app.console, [f for f in report.findings if f.severity.value != "info"],
+                       empty="No findings above info level.")
+
+    app.emit(payload, human)
+    if not report.ok:
+        raise typer.Exit(ExitCode.FAILED)
+
+
+@health_app.command("compare", help="""What got worse between two saved health runs, host by host.
+
+A and B are reports saved with 'clusterctl health --save' (or -o json). Named: hosts whose verdict
+got worse, new findings, error counters that grew (ECC, remapped rows, NVLink, InfiniBand), new
+Xids, NVLinks and ports that went down. Exits 1 when something got worse, 0 when nothing did.
+
+Example:
+
+  clusterctl health compare monday.json today.json
+""")
+def compare_command(
+    ctx: typer.Context,
+    first: str = typer.Argument(..., metavar="A.json", help="The earlier report."),
+    second: str = typer.Argument(..., metavar="B.json", help="The later report."),
+) -> None:
+    app = app_context(ctx)
+    from clusterctl.health.compare import compare_reports
+    from clusterctl.health.report import load_report
+
+    before, after = load_report(first), load_report(second)
+    changes = compare_reports(before, after)
+
+    def human() -> None:
+        from clusterctl.cli.findings_view import print_findings
+
+        print_findings(app.console, changes, empty="Nothing got worse.")
+
+    app.emit({"before": first, "after": second, "worse": [c.to_json() for c in changes]}, human)
+    if changes:
+        raise typer.Exit(ExitCode.FAILED)
+
+
+@health_app.command("read", help="""Judge saved or pasted tool outputs, without reaching any host.
+
+Each FILE holds one tool's output (or '-' for stdin): nvidia-smi -q, the kernel log (dmesg,
+journalctl -k, syslog lines), nvidia-smi nvlink -s / -e, ibstat, the sysfs counters (grep -H),
+perfquery, lspci -vvv or dcgmi diag (text or -j JSON). The format is recognised from the text;
+shell prompts, tmux pane borders and clipped pastes are tolerated, and what could not be read is
+named with its line. The files are judged together as one host (--host names it).
+Exits 1 when the verdict is not healthy, 2 when a file cannot be read as any of these tools.
+
+Example:
+
+  clusterctl health read dmesg.txt nvidia-smi-q.txt nvlink-e.txt -o json
+""")
+def read_command(
+    ctx: typer.Context,
+    files: list[str] = typer.Argument(..., metavar="FILE...", help="Saved tool outputs ('-' for stdin)."),
+    host: str = typer.Option("input", "--host", help="Name for the host these outputs came from."),
+) -> None:
+    app = app_context(ctx)
+    from clusterctl.health.read import read_outputs
+    from clusterctl.inputfile import read_text_input
+
+    texts = []
+    for name in files:
+        text, label = read_text_input(name, "tool output")
+        texts.append(("stdin" if name == "-" else label, text))
+    report, notes = read_outputs(texts, host=host)
+    for note in notes:
+        app.warn(note)
+    finish(app, report)

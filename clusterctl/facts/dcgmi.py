@@ -1,0 +1,166 @@
+"""``dcgmi diag -r N``: per-test, per-GPU results, as a table (text) or ``-j`` JSON, DCGM 3.x and 4.x.
+
+Text: a box table with ``| Diagnostic | Result |`` rows; category rows (``|-----  Deployment  ---``),
+metadata rows (``DCGM Version``), test rows whose result is ``Pass``, ``Fail - GPU: 0``, ``Skip - All``,
+and continuation rows (empty first cell) holding ``GPU0: ...`` details or ``Warning``/``Error`` rows.
+JSON: DCGM 3.x puts the categories under ``"DCGM GPU Diagnostic"`` with each result's ``gpu_id`` and
+``status``; 4.x under ``"DCGM Diagnostic"`` with ``entity_id`` and a per-test ``test_summary``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from clusterctl.errors import ParseError
+from clusterctl.facts.clean import clean_lines
+from clusterctl.facts.health_model import DcgmDiag, DcgmResult
+from clusterctl.facts.model import ParseWarning
+
+_WHAT = "dcgmi diag"
+_ROW = re.compile(r"^\|\s*(.*?)\s*\|\s*(.*?)\s*\|$")
+_CATEGORY = re.compile(r"^[|+]-+\s+([A-Za-z][\w ]*?)\s+-+[+|]")
+_STATUS = re.compile(r"^(Pass|Fail|Warn(?:ing)?|Skip|Not Run|Error)\b(?:\s*-\s*(.*))?$", re.IGNORECASE)
+_GPU_LIST = re.compile(r"GPUs?:\s*([\d,\s]+)")
+_GPU_DETAIL = re.compile(r"^GPU\s?(\d+)\s*:\s*(.*)$")
+_METADATA = {"DCGM Version": "dcgm_version", "Driver Version Detected": "driver_version"}
+
+
+def looks_like_dcgmi(text: str) -> bool:
+    return ("DCGM GPU Diagnostic" in text or "DCGM Diagnostic" in text or "Successfully ran diagnostic" in text
+            or bool(re.search(r"^\|\s*Diagnostic\s*\|\s*Result\s*\|", text, re.MULTILINE)))
+
+
+def _status(value: str) -> str:
+    word = value.strip().split(" ")[0].capitalize() if value.strip() else ""
+    return {"Warning": "Warn", "Not": "Not Run"}.get(word, word)
+
+
+def parse_dcgmi_diag(text: str) -> DcgmDiag:
+    stripped = text.strip()
+    start = stripped.find("{")
+    if start >= 0 and ('"DCGM GPU Diagnostic"' in stripped or '"DCGM Diagnostic"' in stripped):
+        return _parse_json(stripped[start:])
+    return _parse_text(text)
+
+
+def _gpu_of(result: dict[str, Any]) -> int | None:
+    for key in ("gpu_id", "entity_id", "gpu_ids"):
+        value = result.get(key)
+        if isinstance(value, (int, str)) and str(value).strip().isdigit():
+            return int(value)
+    return None
+
+
+def _info(result: dict[str, Any]) -> str:
+    parts = [str(result.get("info") or "")]
+    for warning in result.get("warnings") or ():
+        parts.append(str(warning.get("warning") if isinstance(warning, dict) else warning))
+    for error in result.get("errors") or ():
+        parts.append(str(error.get("error") if isinstance(error, dict) else error))
+    return "; ".join(p.strip() for p in parts if p and p.strip())
+
+
+def _parse_json(text: str) -> DcgmDiag:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(_WHAT, f"not valid JSON: {exc.msg}", line=exc.lineno) from exc
+    if not isinstance(data, dict):
+        raise ParseError(_WHAT, "JSON is not an object", line=1)
+    body = data.get("DCGM Diagnostic") or data.get("DCGM GPU Diagnostic")
+    if not isinstance(body, dict):
+        raise ParseError(_WHAT, "no 'DCGM Diagnostic' / 'DCGM GPU Diagnostic' object", line=1)
+    results: list[DcgmResult] = []
+    warnings: list[ParseWarning] = []
+    for category in body.get("test_categories") or ():
+        if not isinstance(category, dict):
+            warnings.append(ParseWarning("a test category is not an object"))
+            continue
+        for test in category.get("tests") or ():
+            if not isinstance(test, dict):
+                continue
+            name = str(test.get("name", "?"))
+            for result in test.get("results") or ():
+                if isinstance(result, dict) and (result.get("entity_group") in (None, "GPU")):
+                    results.append(DcgmResult(str(category.get("category", "?")), name,
+                                              _status(str(result.get("status", ""))), _gpu_of(result), _info(result)))
+            summary = test.get("test_summary")
+            if isinstance(summary, dict) and not test.get("results"):
+                results.append(DcgmResult(str(category.get("category", "?")), name,
+                                          _status(str(summary.get("status", ""))), None, _info(summary)))
+    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    version = (metadata or {}).get("DCGM Version") or (metadata or {}).get("version") or body.get("version") \
+        or data.get("version")
+    driver = (metadata or {}).get("Driver Version Detected") or body.get("Driver Version Detected") \
+        or data.get("Driver Version Detected")
+    return DcgmDiag(tuple(results), dcgm_version=str(version) if version else None,
+                    driver_version=str(driver) if driver else None, format="json", warnings=tuple(warnings))
+
+
+def _parse_text(text: str) -> DcgmDiag:
+    results: list[DcgmResult] = []
+    warnings: list[ParseWarning] = []
+    meta: dict[str, str] = {}
+    category = "?"
+    saw_table = False
+    for line in clean_lines(text):
+        raw = line.text.strip()
+        heading = _CATEGORY.match(raw)
+        if heading:
+            category = heading.group(1).strip()
+            saw_table = True
+            continue
+        if raw.startswith("+") or set(raw) <= set("+=-| "):
+            continue
+        row = _ROW.match(raw)
+        if not row:
+            if raw.startswith("|"):
+                warnings.append(ParseWarning(f"unreadable table row {raw[:80]!r} (clipped?)", line.number))
+            continue
+        name, value = row.group(1), row.group(2)
+        if name == "Diagnostic" and value == "Result":
+            saw_table = True
+            continue
+        if name in _METADATA:
+            meta[_METADATA[name]] = value
+            continue
+        status = _STATUS.match(value)
+        if name and status and name not in ("Warning", "Error", "Info"):
+            state, rest = _status(status.group(1)), status.group(2) or ""
+            listed = _GPU_LIST.search(rest)
+            if listed:
+                for listed_gpu in (int(g) for g in re.findall(r"\d+", listed.group(1))):
+                    results.append(DcgmResult(category, name, state, listed_gpu, "", line.number))
+            else:
+                results.append(DcgmResult(category, name, state, None, rest, line.number))
+            continue
+        detail = _GPU_DETAIL.match(value)
+        if name == "Error" and (not results or results[-1].line is None or results[-1].status != "Fail"):
+            # A diagnostic that failed before any test ran (DCGM 3.x "Deployment" errors).
+            named = re.search(r"GPU\s?(\d+)", value)
+            results.append(DcgmResult(category, "Error", "Fail", int(named.group(1)) if named else None, value,
+                                      line.number))
+            continue
+        if results and (not name or name in ("Warning", "Error", "Info")):
+            last = results[-1]
+            gpu: int | None = int(detail.group(1)) if detail else last.gpu
+            info = detail.group(2) if detail else value
+            sub = _STATUS.match(info)
+            if detail and sub and not name:
+                results.append(DcgmResult(last.category, last.test, _status(sub.group(1)), gpu, "", line.number))
+            elif name == "Error" or (last.status == "Fail" and last.gpu == gpu):
+                results[-1] = DcgmResult(last.category, last.test, "Fail" if name == "Error" else last.status,
+                                         last.gpu if last.gpu is not None else gpu,
+                                         (last.info + " " + info).strip(), last.line)
+            else:
+                results[-1] = DcgmResult(last.category, last.test, last.status, last.gpu,
+                                         (last.info + " " + info).strip(), last.line)
+            continue
+        if name and value:
+            meta.setdefault(name, value)
+    if not saw_table and not results:
+        raise ParseError(_WHAT, "no '| Diagnostic | Result |' table and no JSON object", line=1)
+    return DcgmDiag(tuple(results), dcgm_version=meta.get("dcgm_version"), driver_version=meta.get("driver_version"),
+                    format="text", warnings=tuple(warnings))

@@ -1,0 +1,252 @@
+"""Typed data the health parsers return (``clusterctl health``). Pure data: no parsing or I/O here.
+
+Kept beside ``facts/model.py`` rather than in it: these types are read only by the health
+check, and a module of their own keeps them together with their field notes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterctl.facts.model import ParseResult
+
+# --- nvidia-smi -q ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EccCounts:
+    """ECC error counts of one GPU; ``None`` where the GPU or driver reports ``N/A``.
+
+    Ampere and newer split SRAM and DRAM; older GPUs report single-bit (correctable) and
+    double-bit (uncorrectable) totals. Both are summed into the same four numbers.
+    """
+
+    volatile_correctable: int | None = None
+    volatile_uncorrectable: int | None = None
+    aggregate_correctable: int | None = None
+    aggregate_uncorrectable: int | None = None
+
+
+@dataclass(frozen=True)
+class GpuHealth:
+    """What ``nvidia-smi -q`` says about one GPU that bears on its health."""
+
+    #: Position in the output (nvidia-smi lists GPUs in PCI order, which is its index order).
+    index: int
+    bus_id: str
+    #: 1-based line of the ``GPU 00000000:07:00.0`` header in the input.
+    line: int
+    name: str | None = None
+    uuid: str | None = None
+    serial: str | None = None
+    persistence_mode: bool | None = None
+    #: ``Enabled``/``Disabled`` (``None``: no MIG on this GPU).
+    mig_mode: str | None = None
+    ecc_mode: str | None = None
+    ecc: EccCounts = field(default_factory=EccCounts)
+    #: Retired pages (pre-Ampere page retirement): single-bit, double-bit, pending.
+    retired_pages_sbe: int | None = None
+    retired_pages_dbe: int | None = None
+    retired_pages_pending: bool | None = None
+    #: Row remapper (Ampere and newer).
+    remapped_rows_correctable: int | None = None
+    remapped_rows_uncorrectable: int | None = None
+    remap_pending: bool | None = None
+    remap_failure: bool | None = None
+    #: Clock event (throttle) reasons reported ``Active``, as nvidia-smi names them.
+    clock_events_active: tuple[str, ...] = ()
+    temperature_c: float | None = None
+    #: Absolute slowdown / shutdown temperatures (older drivers) ...
+    slowdown_temp_c: float | None = None
+    shutdown_temp_c: float | None = None
+    #: ... or, on drivers that print ``GPU T.Limit Temp``, the margin to the slowdown limit.
+    t_limit_margin_c: float | None = None
+    memory_temperature_c: float | None = None
+    memory_max_operating_temp_c: float | None = None
+    power_draw_w: float | None = None
+    power_limit_w: float | None = None
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+    pcie_replays: int | None = None
+    reset_required: bool | None = None
+    drain_and_reset_recommended: bool | None = None
+    #: NVLink fabric (NVSwitch systems, GB200): ``Completed`` / ``Success`` when ready.
+    fabric_state: str | None = None
+    fabric_status: str | None = None
+
+
+@dataclass(frozen=True)
+class NvidiaSmiQuery(ParseResult):
+    driver_version: str | None
+    cuda_version: str | None
+    gpus: tuple[GpuHealth, ...]
+    #: ``Attached GPUs`` as printed (``None`` when the line was not in the input).
+    attached_gpus: int | None = None
+
+
+# --- kernel log ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KernelEvent:
+    """One line of the kernel log that matters to GPU health."""
+
+    #: ``xid`` (NVRM Xid), ``sxid`` (NVSwitch SXid) or ``fallen-off-bus`` (no Xid on the line).
+    kind: str
+    #: 1-based line in the input.
+    line: int
+    #: The log line as printed (trimmed), the evidence shown to users.
+    text: str
+    #: The line's timestamp as printed (ISO from journalctl, ``[Tue Dec 1 10:00:00 2026]`` from dmesg -T).
+    timestamp: str | None = None
+    #: PCI address of the GPU or NVSwitch (``0000:07:00``), lower case.
+    pci: str | None = None
+    #: The Xid / SXid number.
+    code: int | None = None
+    #: What followed the code on the line (``pid=..., name=..., <message>``).
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class KernelLog(ParseResult):
+    events: tuple[KernelEvent, ...]
+    #: ``journalctl``, ``dmesg`` or ``unknown`` (a paste), from the lines' timestamp format.
+    source: str = "unknown"
+    #: Why the log could not be read (permission denied), when the output says so.
+    unreadable: str | None = None
+    lines: int = 0
+
+
+# --- nvidia-smi nvlink -e --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NVLinkErrorCounters:
+    gpu_index: int
+    link: int
+    #: Counter name as nvidia-smi prints it (``Replay Errors``, ``CRC Errors``...) -> value.
+    counters: dict[str, int]
+    gpu_name: str | None = None
+    line: int | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(self.counters.values())
+
+
+@dataclass(frozen=True)
+class NVLinkErrors(ParseResult):
+    links: tuple[NVLinkErrorCounters, ...]
+
+
+# --- InfiniBand port counters -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IBPortCounters:
+    hca: str
+    port: int
+    #: sysfs counter name (``symbol_error``, ``link_downed``...) -> value. perfquery names are mapped to these.
+    counters: dict[str, int]
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class IBCounters(ParseResult):
+    ports: tuple[IBPortCounters, ...]
+    #: ``sysfs`` or ``perfquery``.
+    source: str = "sysfs"
+
+
+# --- lspci -vvv ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PciLink:
+    speed_gts: float | None
+    width: int | None
+
+
+@dataclass(frozen=True)
+class PciDevice:
+    #: ``0000:3b:00.0`` (domain added when lspci left it out).
+    address: str
+    #: ``PCI bridge``, ``3D controller``, ``Infiniband controller``...
+    device_class: str
+    description: str
+    line: int
+    link_cap: PciLink | None = None
+    link_status: PciLink | None = None
+    #: ``LnkSta`` said ``(downgraded)`` for speed / width.
+    speed_downgraded: bool = False
+    width_downgraded: bool = False
+    #: ACSCtl flags: name -> enabled (``ReqRedir`` -> True), when lspci could read the capability.
+    acs_control: dict[str, bool] | None = None
+    #: ``Root Port``, ``Downstream Port``, ``Upstream Port``, ``Endpoint``... from the Express capability.
+    port_type: str | None = None
+    #: Bridges: secondary and subordinate bus numbers (the buses behind it).
+    secondary_bus: int | None = None
+    subordinate_bus: int | None = None
+    #: ``Capabilities: <access denied>`` (lspci run without root).
+    access_denied: bool = False
+
+    @property
+    def bus(self) -> int:
+        return int(self.address.split(":")[1], 16)
+
+    @property
+    def is_bridge(self) -> bool:
+        return self.secondary_bus is not None
+
+    @property
+    def is_gpu(self) -> bool:
+        return "NVIDIA" in self.description and self.device_class in ("3D controller", "VGA compatible controller")
+
+    @property
+    def is_nic(self) -> bool:
+        return self.device_class in ("Infiniband controller", "Ethernet controller", "Network controller")
+
+    @property
+    def acs_redirects(self) -> bool:
+        """ACS makes peer-to-peer requests or completions go up to the root complex."""
+        flags = self.acs_control or {}
+        return any(flags.get(flag) for flag in ("ReqRedir", "CmpltRedir"))
+
+
+@dataclass(frozen=True)
+class PciDevices(ParseResult):
+    devices: tuple[PciDevice, ...]
+
+
+# --- dcgmi diag ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DcgmResult:
+    """One test's result for one GPU (``gpu`` ``None``: for the whole test / host)."""
+
+    category: str
+    test: str
+    #: ``Pass``, ``Fail``, ``Warn``, ``Skip``, ``Not Run``...
+    status: str
+    gpu: int | None = None
+    info: str = ""
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class DcgmDiag(ParseResult):
+    results: tuple[DcgmResult, ...]
+    dcgm_version: str | None = None
+    driver_version: str | None = None
+    #: ``text`` or ``json``.
+    format: str = "text"
+    #: Extra fields kept from the JSON (for -o json of ``health read``).
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> tuple[DcgmResult, ...]:
+        return tuple(r for r in self.results if r.status.lower().startswith("fail"))

@@ -1,0 +1,85 @@
+"""InfiniBand / RoCE port error counters: sysfs ``counters/`` files (``grep -H .`` over them) and
+``perfquery`` (infiniband-diags).
+
+``grep -H . /sys/class/infiniband/*/ports/*/counters/<name>`` prints one
+``/sys/class/infiniband/mlx5_0/ports/1/counters/symbol_error:0`` line per file. ``perfquery``
+prints ``# Port counters: Lid 4 port 1 ...`` then ``SymbolErrorCounter:..............0`` lines;
+its names are mapped to the sysfs ones so both read the same.
+"""
+
+from __future__ import annotations
+
+import re
+
+from clusterctl.errors import ParseError
+from clusterctl.facts.clean import clean_lines
+from clusterctl.facts.health_model import IBCounters, IBPortCounters
+from clusterctl.facts.model import ParseWarning
+
+_SYSFS = re.compile(r"^/sys/class/infiniband/([^/\s]+)/ports/(\d+)/(?:hw_)?counters/(\w+):\s*(\d+)\s*$")
+_PERF_HEADER = re.compile(r"^#\s*Port (?:extended )?counters:.*?(?:Lid\s+(\d+))?.*?port\s+(\d+)", re.IGNORECASE)
+_PERF_ROW = re.compile(r"^(\w+):\.*\s*(\d+)\s*$")
+#: perfquery name -> sysfs counter name.
+PERFQUERY_NAMES: dict[str, str] = {
+    "SymbolErrorCounter": "symbol_error", "LinkErrorRecoveryCounter": "link_error_recovery",
+    "LinkDownedCounter": "link_downed", "PortRcvErrors": "port_rcv_errors",
+    "PortRcvRemotePhysicalErrors": "port_rcv_remote_physical_errors", "PortXmitDiscards": "port_xmit_discards",
+    "LocalLinkIntegrityErrors": "local_link_integrity_errors",
+    "ExcessiveBufferOverrunErrors": "excessive_buffer_overrun_errors", "PortXmitWait": "port_xmit_wait",
+    "PortRcvSwitchRelayErrors": "port_rcv_switch_relay_errors", "PortXmitConstraintErrors":
+    "port_xmit_constraint_errors", "PortRcvConstraintErrors": "port_rcv_constraint_errors",
+    "VL15Dropped": "VL15_dropped",
+}
+
+
+def parse_ib_counters(text: str) -> IBCounters:
+    """sysfs ``grep -H`` lines or a ``perfquery`` output (told apart by their first data line)."""
+    lines = clean_lines(text)
+    if any(_PERF_HEADER.match(line.text.strip()) for line in lines[:5]):
+        return parse_perfquery(text)
+    ports: dict[tuple[str, int], IBPortCounters] = {}
+    warnings: list[ParseWarning] = []
+    for line in lines:
+        match = _SYSFS.match(line.text.strip())
+        if not match:
+            warnings.append(ParseWarning(f"not a sysfs counter line: {line.text.strip()[:80]!r}", line.number))
+            continue
+        key = (match.group(1), int(match.group(2)))
+        known = ports.get(key)
+        counters = {**(known.counters if known else {}), match.group(3): int(match.group(4))}
+        ports[key] = IBPortCounters(key[0], key[1], counters, known.line if known else line.number)
+    if not ports:
+        raise ParseError("ib counters", "no '/sys/class/infiniband/<hca>/ports/<n>/counters/<name>:<value>' line",
+                         line=lines[0].number if lines else 1)
+    return IBCounters(tuple(ports[k] for k in sorted(ports)), source="sysfs", warnings=tuple(warnings))
+
+
+def parse_perfquery(text: str) -> IBCounters:
+    """``perfquery`` (one or several ports); the HCA is unknown to perfquery, so it is ``lid-<N>``."""
+    ports: list[IBPortCounters] = []
+    warnings: list[ParseWarning] = []
+    current: tuple[str, int, int] | None = None
+    counters: dict[str, int] = {}
+
+    def flush() -> None:
+        if current is not None:
+            ports.append(IBPortCounters(current[0], current[1], dict(counters), current[2]))
+
+    for line in clean_lines(text):
+        raw = line.text.strip()
+        header = _PERF_HEADER.match(raw)
+        if header:
+            flush()
+            current, counters = (f"lid-{header.group(1) or '?'}", int(header.group(2)), line.number), {}
+            continue
+        row = _PERF_ROW.match(raw)
+        if row and current is not None:
+            if row.group(1) in ("PortSelect", "CounterSelect"):
+                continue
+            counters[PERFQUERY_NAMES.get(row.group(1), row.group(1))] = int(row.group(2))
+            continue
+        warnings.append(ParseWarning(f"unrecognised line {raw[:80]!r}", line.number))
+    flush()
+    if not ports:
+        raise ParseError("perfquery", "no '# Port counters: ... port N' header", line=1)
+    return IBCounters(tuple(ports), source="perfquery", warnings=tuple(warnings))

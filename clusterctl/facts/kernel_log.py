@@ -1,0 +1,85 @@
+"""The kernel log (``journalctl -k``, ``dmesg``, syslog, pasted excerpts): NVRM Xid, NVSwitch SXid
+and "fallen off the bus" lines.
+
+A log is mostly lines that do not matter here, so unrecognised lines are skipped, never
+errors. Every timestamp style real hosts print is accepted in front of the message:
+journalctl ``-o short-iso`` / ``short``, ``dmesg -T`` (``[Sun Feb 23 16:24:18 2025]``), plain
+``dmesg`` (``[ 1234.567890]``), ``dmesg --time-format iso``, ``dmesg -x`` facility prefixes
+(``kern  :warn  :``) and syslog. A GPU can fall off the bus without any Xid line
+(``NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.``), so that phrase is its own event.
+"""
+
+from __future__ import annotations
+
+import re
+
+from clusterctl.facts.clean import clean_lines
+from clusterctl.facts.health_model import KernelEvent, KernelLog
+
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-9A-Fa-f])?)\):\s*(\d+)"
+                  r"(?:,\s*(.*))?$")
+_SXID = re.compile(r"nvidia-nvswitch\d*: SXid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}"
+                   r"(?:\.[0-9A-Fa-f])?)\):\s*(\d+)(?:,\s*(.*))?$")
+_FALLEN = re.compile(r"fallen off the bus", re.IGNORECASE)
+_PCI = re.compile(r"([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-9A-Fa-f])?)")
+_STAMPS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("journalctl", re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:[+-]\d{2}:?\d{2}|Z)?)\s")),
+    ("dmesg", re.compile(r"^\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4})\]\s")),
+    ("dmesg", re.compile(r"^\[\s*(\d+\.\d+)\]\s")),
+    ("syslog", re.compile(r"^([A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2})\s")),
+)
+_FACILITY = re.compile(r"^(?:kern|user|daemon|syslog)\s*:\s*\w+\s*:\s*")
+_UNREADABLE = (
+    "No journal files were opened due to insufficient permissions",
+    "No journal files were found",
+    "read kernel buffer failed",
+    "Operation not permitted",
+)
+
+
+def _timestamp(text: str) -> tuple[str | None, str | None]:
+    """(source, timestamp) of a line, from the first timestamp style that matches."""
+    body = _FACILITY.sub("", text)
+    for source, pattern in _STAMPS:
+        match = pattern.match(body)
+        if match:
+            return source, match.group(1)
+    return None, None
+
+
+def parse_kernel_log(text: str) -> KernelLog:
+    """GPU-health events of a kernel log, in order. Never raises: a log without them has none."""
+    events: list[KernelEvent] = []
+    sources: dict[str, int] = {}
+    unreadable: str | None = None
+    lines = clean_lines(text)
+    for line in lines:
+        raw = line.text.strip()
+        source, stamp = _timestamp(raw)
+        if source:
+            sources[source] = sources.get(source, 0) + 1
+        if unreadable is None and not events and any(marker in raw for marker in _UNREADABLE):
+            unreadable = raw[:200]
+        evidence = raw[:400]
+        xid = _XID.search(raw)
+        if xid:
+            events.append(KernelEvent("xid", line.number, evidence, stamp, xid.group(1).lower(), int(xid.group(2)),
+                                      (xid.group(3) or "").strip()))
+            continue
+        sxid = _SXID.search(raw)
+        if sxid:
+            events.append(KernelEvent("sxid", line.number, evidence, stamp, sxid.group(1).lower(), int(sxid.group(2)),
+                                      (sxid.group(3) or "").strip()))
+            continue
+        if _FALLEN.search(raw) and ("NVRM" in raw or "nvidia" in raw.lower()):
+            pci = _PCI.search(raw.split("NVRM", 1)[-1])
+            events.append(KernelEvent("fallen-off-bus", line.number, evidence, stamp,
+                                      pci.group(1).lower() if pci else None, None, raw))
+    source = max(sources, key=lambda s: sources[s]) if sources else "unknown"
+    if events:
+        unreadable = None
+    return KernelLog(tuple(events), source=source, unreadable=unreadable, lines=len(lines))
+
+
+def looks_like_kernel_log(text: str) -> bool:
+    return bool(re.search(r"NVRM|SXid|nvidia-nvswitch|kernel:|^\[\s*\d+\.\d+\]", text, re.MULTILINE))

@@ -1,0 +1,82 @@
+"""``lspci -vvv``: PCIe link capability vs status (downgrades) and ACS control on bridges.
+
+Each device is a block: ``3b:00.0 3D controller: NVIDIA Corporation ...`` (domain optional)
+followed by indented detail lines. What is read: the Express capability's port type
+(``Root Port``, ``Downstream Port``...), ``LnkCap``/``LnkSta`` speed and width and their
+``(downgraded)`` marks, bridges' ``Bus: primary=.., secondary=.., subordinate=..`` and the ACS
+capability's ``ACSCtl:`` flags. Without root, lspci prints ``Capabilities: <access denied>``;
+that is kept so the check can say so rather than report ACS as off.
+"""
+
+from __future__ import annotations
+
+import re
+
+from clusterctl.errors import ParseError
+from clusterctl.facts.clean import clean_lines
+from clusterctl.facts.health_model import PciDevice, PciDevices, PciLink
+from clusterctl.facts.model import ParseWarning
+
+_HEADER = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+([^:]+?):\s*(.*)$")
+_LINK = re.compile(r"Speed\s+([\d.]+)GT/s(?:\s*\((\w+)\))?,\s*Width\s+x(\d+)(?:\s*\((\w+)\))?")
+_BUS = re.compile(r"Bus:\s*primary=([0-9a-fA-F]+),\s*secondary=([0-9a-fA-F]+),\s*subordinate=([0-9a-fA-F]+)")
+_EXPRESS = re.compile(r"Express \(v\d\) ([A-Za-z ]+?)(?:,|\s*\(|$)")
+_ACS_FLAG = re.compile(r"(\w+)([+-])")
+
+
+def _link(text: str) -> tuple[PciLink, bool, bool] | None:
+    match = _LINK.search(text)
+    if not match:
+        return None
+    link = PciLink(float(match.group(1)), int(match.group(3)))
+    return link, match.group(2) == "downgraded", match.group(4) == "downgraded"
+
+
+def parse_lspci(text: str) -> PciDevices:
+    devices: list[PciDevice] = []
+    warnings: list[ParseWarning] = []
+    current: dict[str, object] | None = None
+
+    def flush() -> None:
+        if current is not None:
+            devices.append(PciDevice(**current))  # type: ignore[arg-type]
+
+    for line in clean_lines(text):
+        raw = line.text
+        header = _HEADER.match(raw) if not raw[:1].isspace() else None
+        if header:
+            flush()
+            address = header.group(1).lower()
+            current = {"address": address if address.count(":") == 2 else f"0000:{address}",
+                       "device_class": header.group(2).strip(), "description": header.group(3).strip(),
+                       "line": line.number}
+            continue
+        if current is None:
+            if raw.strip():
+                warnings.append(ParseWarning(f"line before any device: {raw.strip()[:80]!r}", line.number))
+            continue
+        body = raw.strip()
+        if body.startswith("LnkCap:"):
+            found = _link(body)
+            if found:
+                current["link_cap"] = found[0]
+        elif body.startswith("LnkSta:"):
+            found = _link(body)
+            if found:
+                current["link_status"], current["speed_downgraded"], current["width_downgraded"] = found
+        elif body.startswith("ACSCtl:"):
+            current["acs_control"] = {name: sign == "+" for name, sign in _ACS_FLAG.findall(body[len("ACSCtl:"):])}
+        elif body.startswith("Bus:"):
+            bus = _BUS.search(body)
+            if bus:
+                current["secondary_bus"], current["subordinate_bus"] = int(bus.group(2), 16), int(bus.group(3), 16)
+        elif body.startswith("Capabilities:"):
+            if "<access denied>" in body:
+                current["access_denied"] = True
+            express = _EXPRESS.search(body)
+            if express:
+                current["port_type"] = express.group(1).strip()
+    flush()
+    if not devices:
+        raise ParseError("lspci -vvv", "no '<bus>:<dev>.<fn> <class>: <device>' line", line=1)
+    return PciDevices(tuple(devices), warnings=tuple(warnings))

@@ -1,0 +1,71 @@
+"""``nvidia-smi nvlink -e``: per-GPU, per-link NVLink error counters.
+
+Output is a ``GPU N: <name> (UUID: ...)`` line followed by ``Link K: <Counter>: <value>`` lines
+(``Replay Errors``, ``Recovery Errors``, ``CRC Errors`` on Ampere/Hopper; other names on newer
+drivers), one counter a line or several on a line separated by commas. Blank lines separate
+links. Pastes add ``=== GPU 0 ===`` banners of loops and ``[...]`` where they were clipped:
+those are skipped with a warning, and so is any other line the parser cannot read.
+"""
+
+from __future__ import annotations
+
+import re
+
+from clusterctl.errors import ParseError
+from clusterctl.facts.clean import clean
+from clusterctl.facts.health_model import NVLinkErrorCounters, NVLinkErrors
+from clusterctl.facts.model import ParseWarning
+
+_WHAT = "nvidia-smi nvlink -e"
+_GPU = re.compile(r"^GPU (\d+):\s*(.*?)(?:\s*\(UUID: [^)]*\))?\s*$")
+_LINK = re.compile(r"^Link (\d+):\s*(.*)$")
+#: A trailing note after the number (``891   <- link 1 is unhealthy``) is a paste's annotation: ignored.
+_COUNTER = re.compile(r"^([A-Za-z][\w /-]*?)\s*:\s*(\d+)(?:\s+\S.*)?$")
+_NOISE = re.compile(r"^(=+.*=+|\[\.\.\.\]|\.\.\.|…)$")
+
+
+def parse_nvlink_errors(text: str) -> NVLinkErrors:
+    warnings: list[ParseWarning] = []
+    links: dict[tuple[int, int], NVLinkErrorCounters] = {}
+    gpu: tuple[int, str | None] | None = None
+    gpus_seen = 0
+    cleaned = clean(text)
+    if any("elision" in note for note in cleaned.removed):
+        warnings.append(ParseWarning(f"the paste leaves links out ({cleaned.describe()}): their counters are unknown"))
+    for line in cleaned.lines:
+        raw = line.text.strip()
+        header = _GPU.match(raw)
+        if header:
+            gpu = (int(header.group(1)), header.group(2).strip() or None)
+            gpus_seen += 1
+            continue
+        link = _LINK.match(raw)
+        if link and gpu is not None:
+            number = int(link.group(1))
+            rest = link.group(2).strip()
+            counters: dict[str, int] = {}
+            for part in (p.strip() for p in rest.split(",")) if rest else ():
+                counter = _COUNTER.match(part)
+                if counter:
+                    counters[counter.group(1)] = int(counter.group(2))
+                elif part:
+                    warnings.append(ParseWarning(f"GPU {gpu[0]} link {number}: unreadable counter {part[:60]!r}",
+                                                 line.number))
+            key = (gpu[0], number)
+            known = links.get(key)
+            merged = {**(known.counters if known else {}), **counters}
+            links[key] = NVLinkErrorCounters(gpu[0], number, merged, gpu[1], known.line if known else line.number)
+            continue
+        if raw.startswith("NVML:"):
+            continue
+        if _NOISE.match(raw):
+            if "[" in raw or "..." in raw or "…" in raw:
+                warnings.append(ParseWarning("the paste was clipped here: links left out are unknown", line.number))
+            continue
+        if link:
+            warnings.append(ParseWarning("link line before any 'GPU N:' line", line.number))
+            continue
+        warnings.append(ParseWarning(f"unrecognised line {raw[:80]!r}", line.number))
+    if not links and not gpus_seen:
+        raise ParseError(_WHAT, "no 'GPU N:' block with 'Link K: <counter>: <value>' lines", line=1)
+    return NVLinkErrors(tuple(links[k] for k in sorted(links)), warnings=tuple(warnings))

@@ -1,0 +1,204 @@
+"""``nvidia-smi -q``: the per-GPU health sections (ECC, retired pages, row remapper, clock
+event reasons, temperatures, power, PCIe link, persistence, MIG, reset status, fabric).
+
+The output is a tree by indentation: ``GPU 00000000:07:00.0`` opens a GPU; under it
+``Key : Value`` lines and section lines (``ECC Errors``) whose children are indented further.
+Section and key names changed over driver releases (``Clocks Throttle Reasons`` became
+``Clocks Event Reasons`` in 535, ``Power Readings`` became ``GPU Power Readings``, ``Single Bit`` /
+``Double Bit`` ECC became ``SRAM``/``DRAM Correctable``/``Uncorrectable`` on Ampere); the reader
+looks each value up under every name it had. A pasted output is pre-cleaned (prompt, borders)
+and may be clipped (``[...]``): what is missing is ``None`` and the clipped lines are warnings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from clusterctl.errors import ParseError
+from clusterctl.facts.clean import clean
+from clusterctl.facts.health_model import EccCounts, GpuHealth, NvidiaSmiQuery
+from clusterctl.facts.model import ParseWarning
+
+_WHAT = "nvidia-smi -q"
+_GPU = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
+_KEY_VALUE = re.compile(r"^(\s*)(\S[^:]*?)\s*:\s?(.*)$")
+_SECTION = re.compile(r"^(\s*)([A-Za-z][\w ./()+-]*?)\s*$")
+_NUMBER = re.compile(r"^(-?\d+(?:\.\d+)?)")
+_CLIPPED = re.compile(r"^\s*(\[\.\.\.\]|\.\.\.|…)\s*$")
+_NOT_AVAILABLE = {"n/a", "[n/a]", "not supported", "[not supported]", "unknown error", "[unknown error]",
+                  "insufficient permissions", "[insufficient permissions]", "not available", ""}
+#: Clock event reasons that say nothing about health: the GPU is idle or runs as configured.
+BENIGN_CLOCK_EVENTS = frozenset({"Idle", "Applications Clocks Setting", "Sync Boost", "Display Clock Setting",
+                                 "GPU idle"})
+
+GpuValues = dict[str, str]
+
+
+def _value(values: Mapping[str, str], *paths: str) -> str | None:
+    for path in paths:
+        raw = values.get(path)
+        if raw is not None and raw.strip().lower() not in _NOT_AVAILABLE:
+            return raw.strip()
+    return None
+
+
+def _int(values: Mapping[str, str], *paths: str) -> int | None:
+    raw = _value(values, *paths)
+    match = _NUMBER.match(raw) if raw else None
+    return int(float(match.group(1))) if match else None
+
+
+def _float(values: Mapping[str, str], *paths: str) -> float | None:
+    raw = _value(values, *paths)
+    match = _NUMBER.match(raw) if raw else None
+    return float(match.group(1)) if match else None
+
+
+def _yes(values: Mapping[str, str], *paths: str) -> bool | None:
+    raw = _value(values, *paths)
+    if raw is None:
+        return None
+    low = raw.lower()
+    if low in ("yes", "enabled", "on", "active", "true"):
+        return True
+    if low in ("no", "disabled", "off", "not active", "false", "none"):
+        return False
+    return None
+
+
+def _sum(parts: list[int | None]) -> int | None:
+    known = [p for p in parts if p is not None]
+    return sum(known) if known else None
+
+
+def _ecc(values: Mapping[str, str]) -> EccCounts:
+    def count(scope: str, kind: str) -> int | None:
+        new = [_int(values, f"ECC Errors/{scope}/{mem} {kind}") for mem in ("SRAM", "DRAM")]
+        if kind == "Uncorrectable" and new[0] is None:
+            # 550+ split SRAM uncorrectable errors by how they were caught.
+            new += [_int(values, f"ECC Errors/{scope}/SRAM Uncorrectable {how}") for how in ("Parity", "SEC-DED")]
+        if any(v is not None for v in new):
+            return _sum(new)
+        old = "Single Bit" if kind == "Correctable" else "Double Bit"
+        return _int(values, f"ECC Errors/{scope}/{old}/Total")
+
+    return EccCounts(count("Volatile", "Correctable"), count("Volatile", "Uncorrectable"),
+                     count("Aggregate", "Correctable"), count("Aggregate", "Uncorrectable"))
+
+
+def _clock_events(values: Mapping[str, str]) -> tuple[str, ...]:
+    active = []
+    for path, raw in values.items():
+        top, _, name = path.partition("/")
+        if top not in ("Clocks Event Reasons", "Clocks Throttle Reasons") or not name or "Counters" in top:
+            continue
+        if raw.strip().lower() == "active":
+            active.append(name.rsplit("/", 1)[-1])
+    return tuple(active)
+
+
+def _gpu(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:
+    width = _value(values, "PCI/GPU Link Info/Link Width/Current")
+    width_max = _value(values, "PCI/GPU Link Info/Link Width/Max")
+    return GpuHealth(
+        index=index, bus_id=bus_id.lower(), line=line,
+        name=_value(values, "Product Name"), uuid=_value(values, "GPU UUID"), serial=_value(values, "Serial Number"),
+        persistence_mode=_yes(values, "Persistence Mode"),
+        mig_mode=_value(values, "MIG Mode/Current"), ecc_mode=_value(values, "ECC Mode/Current"),
+        ecc=_ecc(values),
+        retired_pages_sbe=_int(values, "Retired Pages/Single Bit ECC", "Retired Pages/Single Bit ECC/Count"),
+        retired_pages_dbe=_int(values, "Retired Pages/Double Bit ECC", "Retired Pages/Double Bit ECC/Count"),
+        retired_pages_pending=_yes(values, "Retired Pages/Pending Page Blacklist",
+                                   "Retired Pages/Pending Page Retirement", "Retired Pages/Pending"),
+        remapped_rows_correctable=_int(values, "Remapped Rows/Correctable Error"),
+        remapped_rows_uncorrectable=_int(values, "Remapped Rows/Uncorrectable Error"),
+        remap_pending=_yes(values, "Remapped Rows/Pending"),
+        remap_failure=_yes(values, "Remapped Rows/Remapping Failure Occurred"),
+        clock_events_active=_clock_events(values),
+        temperature_c=_float(values, "Temperature/GPU Current Temp"),
+        slowdown_temp_c=_float(values, "Temperature/GPU Slowdown Temp"),
+        shutdown_temp_c=_float(values, "Temperature/GPU Shutdown Temp"),
+        t_limit_margin_c=_float(values, "Temperature/GPU T.Limit Temp"),
+        memory_temperature_c=_float(values, "Temperature/Memory Current Temp"),
+        memory_max_operating_temp_c=_float(values, "Temperature/Memory Max Operating Temp"),
+        power_draw_w=_float(values, "GPU Power Readings/Power Draw", "Power Readings/Power Draw",
+                            "GPU Power Readings/Average Power Draw", "Power Readings/Average Power Draw"),
+        power_limit_w=_float(values, "GPU Power Readings/Current Power Limit", "GPU Power Readings/Power Limit",
+                             "Power Readings/Power Limit", "Power Readings/Enforced Power Limit"),
+        pcie_gen_current=_int(values, "PCI/GPU Link Info/PCIe Generation/Current"),
+        pcie_gen_max=_int(values, "PCI/GPU Link Info/PCIe Generation/Max"),
+        pcie_width_current=int(width.rstrip("x")) if width and width.rstrip("x").isdigit() else None,
+        pcie_width_max=int(width_max.rstrip("x")) if width_max and width_max.rstrip("x").isdigit() else None,
+        pcie_replays=_int(values, "PCI/Replays Since Reset"),
+        reset_required=_yes(values, "GPU Reset Status/Reset Required"),
+        drain_and_reset_recommended=_yes(values, "GPU Reset Status/Drain and Reset Recommended"),
+        fabric_state=_value(values, "Fabric/State"), fabric_status=_value(values, "Fabric/Status"),
+    )
+
+
+def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
+    """Read ``nvidia-smi -q`` (whole, ``-d`` sections, or a clipped paste) into per-GPU health facts.
+
+    Raises ``ParseError`` when the text holds no ``GPU <bus id>`` block and no NVSMI header:
+    it is not this tool's output.
+    """
+    warnings: list[ParseWarning] = []
+    header: dict[str, str] = {}
+    gpus: list[tuple[str, int, GpuValues]] = []
+    stack: list[tuple[int, str]] = []
+    seen_header = False
+    cleaned = clean(text)
+    if any("elision" in note for note in cleaned.removed):
+        warnings.append(ParseWarning(f"the paste leaves lines out ({cleaned.describe()}): values there are unknown"))
+    for line in cleaned.lines:
+        raw = line.text.expandtabs(4)
+        if "NVSMI LOG" in raw:
+            seen_header = True
+            continue
+        if _CLIPPED.match(raw):
+            warnings.append(ParseWarning("the paste was clipped here ([...]): values left out are unknown",
+                                         line.number))
+            continue
+        gpu = _GPU.match(raw)
+        if gpu:
+            gpus.append((gpu.group(1), line.number, {}))
+            stack = []
+            continue
+        indent = len(raw) - len(raw.lstrip())
+        if not gpus and not seen_header and "Attached GPUs" not in header and indent == 4:
+            # A paste that starts inside a GPU block: its lines belong to a GPU of unknown bus id.
+            gpus.append(("", line.number, {}))
+            warnings.append(ParseWarning("the paste starts inside a GPU block (no 'GPU <bus id>' line above it)",
+                                         line.number))
+        kv = _KEY_VALUE.match(raw)
+        section = None if kv else _SECTION.match(raw)
+        if not kv and not section:
+            warnings.append(ParseWarning(f"unrecognised line {raw.strip()[:80]!r}", line.number))
+            continue
+        name = (kv.group(2) if kv else section.group(2) if section else "").strip()
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        path = "/".join([*(n for _, n in stack), name])
+        if kv and kv.group(3).strip():
+            target = gpus[-1][2] if gpus else header
+            # The first value wins: a clipped paste may repeat a section, the tool never does.
+            target.setdefault(path, kv.group(3).strip())
+        else:
+            stack.append((indent, name))
+    if not gpus and not seen_header and "Driver Version" not in header:
+        raise ParseError(_WHAT, "no 'GPU <bus id>' block and no NVSMI LOG header: not nvidia-smi -q output",
+                         line=1)
+    attached = _int(header, "Attached GPUs")
+    if attached is not None and gpus and attached != len(gpus):
+        warnings.append(ParseWarning(f"'Attached GPUs' says {attached} but {len(gpus)} GPU blocks were read"))
+    return NvidiaSmiQuery(
+        driver_version=_value(header, "Driver Version"), cuda_version=_value(header, "CUDA Version"),
+        gpus=tuple(_gpu(i, bus or _value(values, "PCI/Bus Id") or "unknown", number, values)
+                   for i, (bus, number, values) in enumerate(gpus)),
+        attached_gpus=attached, warnings=tuple(warnings),
+    )
+
+
+def looks_like_nvidia_smi_q(text: str) -> bool:
+    return "NVSMI LOG" in text or bool(re.search(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:", text, re.MULTILINE))

@@ -1,0 +1,541 @@
+"""Judging one host's probes, alone and against its peers, into findings.
+
+Thresholds are absolute where NVIDIA documents them (a pending row remap needs a GPU reset, a
+remapping failure means RMA, the Xid catalogue's action per Xid, a GPU at its slowdown
+temperature) and fleet-relative where it does not (error counters far above the median of the
+same counter on peer hosts, a power cap or MIG mode unlike the majority's). Peers are hosts
+with the same GPU model and count, as in survey (``survey.checks.host.majority``).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from clusterctl.facts.health_model import GpuHealth, KernelEvent, PciDevice
+from clusterctl.findings import Finding, Severity
+from clusterctl.health import xid_catalog
+from clusterctl.health.probe import HostProbe
+from clusterctl.survey.checks.host import majority
+
+#: A counter is "far above the fleet" above this many times the peers' median ...
+FLEET_FACTOR = 10
+#: ... and never below these floors (a clean fleet's median is 0). Link recoveries and link-down
+#: events are rare enough that one is worth a look.
+NVLINK_FLOORS = {"Recovery Errors": 1}
+NVLINK_FLOOR = 100
+IB_FLOORS = {"link_downed": 1, "link_error_recovery": 1}
+IB_FLOOR = 100
+ECC_CORRECTABLE_FLOOR = 1000
+#: Clock event reasons that mean the hardware is protecting itself (not a setting, not idle).
+HW_SLOWDOWN = ("HW Slowdown", "HW Thermal Slowdown", "HW Power Brake Slowdown")
+SW_SLOWDOWN = ("SW Thermal Slowdown",)
+
+
+@dataclass
+class HostInput:
+    """One host as the judge sees it."""
+
+    name: str
+    probe: HostProbe | None
+    failure: str | None = None
+
+    @property
+    def gpus(self) -> tuple[GpuHealth, ...]:
+        return self.probe.smi.gpus if self.probe and self.probe.smi else ()
+
+    @property
+    def peer_key(self) -> tuple[str | None, int]:
+        names = Counter(g.name for g in self.gpus if g.name)
+        return (names.most_common(1)[0][0] if names else None, len(self.gpus))
+
+
+@dataclass
+class Baseline:
+    """The fleet side of the comparisons, built once per run from every host that answered."""
+
+    hosts: Sequence[HostInput]
+    _groups: dict[tuple[str | None, int], list[HostInput]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for h in self.hosts:
+            if h.probe is not None:
+                self._groups.setdefault(h.peer_key, []).append(h)
+
+    def peers(self, host: HostInput) -> list[HostInput]:
+        return self._groups.get(host.peer_key, [])
+
+    def gpu_count(self) -> int | None:
+        """The GPU count most GPU hosts have (hosts with nvidia-smi answers)."""
+        return majority(len(h.gpus) for h in self.hosts if h.gpus)
+
+    def median(self, values: Iterable[int | float]) -> float:
+        known = list(values)
+        return statistics.median(known) if known else 0.0
+
+
+def _finding(severity: Severity, code: str, host: str, message: str, *, subject: str | None = None,
+             fix: str = "", evidence: str | None = None, **more: object) -> Finding:
+    data: dict[str, object] = {k: v for k, v in more.items() if v is not None}
+    if evidence:
+        data["evidence"] = evidence
+    return Finding(severity, code, message, host=host, subject=subject, fix=fix, evidence=data)
+
+
+def gpu_subject(gpu: GpuHealth) -> str:
+    return f"GPU {gpu.index}"
+
+
+def _pci_key(address: str | None) -> str | None:
+    """``bb:dd`` of a PCI address in any of the forms the tools print (``0000:19:00``, ``00000000:19:00.0``)."""
+    if not address:
+        return None
+    parts = address.lower().split(".")[0].split(":")
+    return ":".join(parts[-2:]) if len(parts) >= 2 else None
+
+
+# --- nvidia-smi -q ------------------------------------------------------------------------
+
+
+def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
+    found: list[Finding] = []
+    name = host.name
+    for gpu in host.gpus:
+        subject = gpu_subject(gpu)
+        where = f"{gpu.bus_id} {gpu.name or ''}".strip()
+        if gpu.remap_failure:
+            found.append(_finding(
+                Severity.ERROR, "GPU_ROW_REMAP_FAILURE", name, f"{where}: row remapping failed (no spare rows left)",
+                subject=subject, evidence="Remapping Failure Occurred : Yes", action="RMA",
+                fix="Drain the host and open an RMA for this GPU: NVIDIA's memory error guide says a GPU with a "
+                    "row-remapping failure can no longer mask bad memory."))
+        if gpu.remap_pending:
+            found.append(_finding(
+                Severity.ERROR, "GPU_ROW_REMAP_PENDING", name,
+                f"{where}: a row remap is pending ({gpu.remapped_rows_uncorrectable or 0} uncorrectable, "
+                f"{gpu.remapped_rows_correctable or 0} correctable rows remapped)",
+                subject=subject, evidence="Remapped Rows / Pending : Yes", action="RESET_GPU",
+                fix=f"Drain the host, then reset the GPU (nvidia-smi -r -i {gpu.index}) or reboot: the remap only "
+                    "takes effect after a reset (NVIDIA A100/H100 memory error management)."))
+        if gpu.reset_required or gpu.drain_and_reset_recommended:
+            what = "Reset Required" if gpu.reset_required else "Drain and Reset Recommended"
+            found.append(_finding(
+                Severity.ERROR, "GPU_RESET_REQUIRED", name, f"{where}: nvidia-smi reports '{what}: Yes'",
+                subject=subject, evidence=f"GPU Reset Status / {what} : Yes", action="RESET_GPU",
+                fix=f"Drain the host and reset the GPU (nvidia-smi -r -i {gpu.index}) or reboot."))
+        vol = gpu.ecc.volatile_uncorrectable
+        if vol:
+            found.append(_finding(
+                Severity.ERROR, "GPU_ECC_UNCORRECTABLE", name,
+                f"{where}: {vol} uncorrectable ECC error(s) since the last reset", subject=subject,
+                evidence=f"ECC Errors / Volatile / Uncorrectable : {vol}", action="RESET_GPU", count=vol,
+                fix="Drain the host and reset the GPU so the faulty memory is retired/remapped; RMA if uncorrectable "
+                    "errors come back after the reset."))
+        elif gpu.ecc.aggregate_uncorrectable:
+            found.append(_finding(
+                Severity.INFO, "GPU_ECC_UNCORRECTABLE_HISTORY", name,
+                f"{where}: {gpu.ecc.aggregate_uncorrectable} uncorrectable ECC error(s) over the GPU's lifetime "
+                "(none since the last reset)", subject=subject, count=gpu.ecc.aggregate_uncorrectable))
+        if gpu.retired_pages_pending:
+            found.append(_finding(
+                Severity.WARNING, "GPU_PAGE_RETIREMENT_PENDING", name, f"{where}: retired pages are pending",
+                subject=subject, evidence="Retired Pages / Pending Page Blacklist : Yes", action="RESET_GPU",
+                fix=f"Reset the GPU (nvidia-smi -r -i {gpu.index}) or reboot when it is idle so the pages are "
+                    "retired."))
+        hw = [r for r in gpu.clock_events_active if r in HW_SLOWDOWN]
+        sw = [r for r in gpu.clock_events_active if r in SW_SLOWDOWN]
+        if hw or sw:
+            found.append(_finding(
+                Severity.WARNING, "GPU_CLOCKS_THROTTLED", name, f"{where}: clocks held down by {', '.join(hw + sw)}",
+                subject=subject, evidence="Clocks Event Reasons: " + ", ".join(f"{r} : Active" for r in hw + sw),
+                fix="Check cooling and power delivery (HW Power Brake: the PSU or the chassis asserted it; HW "
+                    "Thermal: the GPU is too hot); drain the host if it persists under load."))
+        found += _temperature(name, gpu, subject, where)
+        if gpu.pcie_width_current and gpu.pcie_width_max and gpu.pcie_width_current < gpu.pcie_width_max:
+            found.append(_finding(
+                Severity.ERROR, "GPU_PCIE_DOWNGRADED", name,
+                f"{where}: PCIe link is x{gpu.pcie_width_current}, the GPU supports x{gpu.pcie_width_max}",
+                subject=subject, evidence=f"Link Width Current : {gpu.pcie_width_current}x (Max {gpu.pcie_width_max}x)",
+                fix="Reseat the GPU / riser or check the slot; a narrow link cuts host<->GPU bandwidth."))
+        if gpu.persistence_mode is False:
+            found.append(_finding(
+                Severity.WARNING, "GPU_PERSISTENCE_OFF", name, f"{where}: persistence mode is off", subject=subject,
+                fix="Enable nvidia-persistenced (or nvidia-smi -pm 1): without it each job pays GPU initialisation "
+                    "and the driver may unload between jobs."))
+        if gpu.fabric_state and (gpu.fabric_state != "Completed" or (gpu.fabric_status or "Success") != "Success"):
+            found.append(_finding(
+                Severity.ERROR, "GPU_FABRIC_NOT_READY", name,
+                f"{where}: NVLink fabric state {gpu.fabric_state}, status {gpu.fabric_status}", subject=subject,
+                evidence=f"Fabric / State : {gpu.fabric_state}",
+                fix="Check nvidia-fabricmanager (systemctl status nvidia-fabricmanager) and the NVSwitches; "
+                    "CUDA jobs fail until the fabric is up."))
+    found += _fleet_gpu(host, baseline)
+    return found
+
+
+def _temperature(name: str, gpu: GpuHealth, subject: str, where: str) -> list[Finding]:
+    current = gpu.temperature_c
+    if current is None:
+        return []
+    if gpu.shutdown_temp_c and current >= gpu.shutdown_temp_c - 5:
+        return [_finding(Severity.ERROR, "GPU_TEMPERATURE_HIGH", name,
+                         f"{where}: {current:g} C, within 5 C of its shutdown temperature {gpu.shutdown_temp_c:g} C",
+                         subject=subject, fix="Drain the host and check its cooling now.")]
+    if (gpu.slowdown_temp_c and current >= gpu.slowdown_temp_c) or (
+            gpu.t_limit_margin_c is not None and gpu.t_limit_margin_c <= 0):
+        return [_finding(Severity.WARNING, "GPU_TEMPERATURE_HIGH", name,
+                         f"{where}: {current:g} C, at or past its slowdown temperature", subject=subject,
+                         fix="Check fans, airflow and inlet temperature; the GPU slows itself down here.")]
+    return []
+
+
+def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
+    found: list[Finding] = []
+    peers = [p for p in baseline.peers(host) if p is not host]
+    expected = baseline.gpu_count()
+    if host.probe and host.probe.smi and expected and len(host.gpus) < expected:
+        found.append(_finding(
+            Severity.ERROR, "GPU_MISSING", host.name,
+            f"nvidia-smi lists {len(host.gpus)} GPU(s), most hosts have {expected}",
+            evidence=f"Attached GPUs : {host.probe.smi.attached_gpus or len(host.gpus)}",
+            fix="A GPU is gone from the bus or from the driver: look for Xid 79 / 'fallen off the bus' in the "
+                "kernel log; drain and reboot the host, RMA if it stays missing."))
+    if len(peers) < 2:
+        return found
+    peer_gpus = [g for p in peers for g in p.gpus]
+    cap = majority(g.power_limit_w for g in peer_gpus if g.power_limit_w)
+    mig = majority(g.mig_mode for g in peer_gpus if g.mig_mode)
+    correctable = baseline.median(g.ecc.volatile_correctable or 0 for g in peer_gpus)
+    for gpu in host.gpus:
+        subject = gpu_subject(gpu)
+        if cap and gpu.power_limit_w and gpu.power_limit_w < cap * 0.95:
+            found.append(_finding(
+                Severity.WARNING, "GPU_POWER_LIMIT_LOW", host.name,
+                f"{gpu.bus_id}: power limit {gpu.power_limit_w:g} W, peers run at {cap:g} W", subject=subject,
+                fix=f"Restore the power limit (nvidia-smi -i {gpu.index} -pl {cap:g}) unless it was capped on "
+                    "purpose."))
+        if mig and gpu.mig_mode and gpu.mig_mode != mig:
+            found.append(_finding(
+                Severity.WARNING, "GPU_MIG_MODE_DIFFERS", host.name,
+                f"{gpu.bus_id}: MIG mode {gpu.mig_mode}, peers have {mig}", subject=subject,
+                fix="Set the MIG mode the fleet uses (nvidia-smi -i N -mig 0|1, then reset the GPU)."))
+        value = gpu.ecc.volatile_correctable or 0
+        if value >= max(ECC_CORRECTABLE_FLOOR, FLEET_FACTOR * correctable):
+            found.append(_finding(
+                Severity.WARNING, "GPU_ECC_CORRECTABLE_HIGH", host.name,
+                f"{gpu.bus_id}: {value} correctable ECC errors since the last reset (peers' median {correctable:g})",
+                subject=subject, count=value,
+                fix="Watch it: a rising correctable count often precedes row remaps; reset the GPU at the next "
+                    "maintenance window and compare with 'clusterctl health compare'."))
+    return found
+
+
+# --- kernel log -----------------------------------------------------------------------
+
+
+def check_kernel_log(host: HostInput) -> list[Finding]:
+    probe = host.probe
+    if probe is None or probe.kernel is None:
+        return []
+    gpus = {_pci_key(g.bus_id): g for g in host.gpus}
+    groups: dict[tuple[str, str | None, int | None], list[KernelEvent]] = {}
+    for event in probe.kernel.events:
+        groups.setdefault((event.kind, _pci_key(event.pci), event.code), []).append(event)
+    found: list[Finding] = []
+    for (kind, pci, code), events in groups.items():
+        gpu = gpus.get(pci)
+        subject = gpu_subject(gpu) if gpu else (f"PCI {pci}" if pci else None)
+        first, last = events[0], events[-1]
+        times = f" ({len(events)} times, last {last.timestamp})" if len(events) > 1 and last.timestamp else (
+            f" ({len(events)} times)" if len(events) > 1 else "")
+        if kind == "xid" and code is not None:
+            severity, action, bucket = xid_catalog.judge(code)
+            entry = xid_catalog.lookup(code)
+            meaning = f"{entry.mnemonic}: {entry.description}" if entry else "not in NVIDIA's catalogue"
+            found.append(_finding(
+                severity, "GPU_XID", host.name, f"Xid {code} ({meaning}){times}", subject=subject, fix=action,
+                evidence=last.text, xid=code, action=bucket, count=len(events), first_line=first.text,
+                catalog=xid_catalog.CATALOG_SOURCE, catalog_version=xid_catalog.CATALOG_VERSION))
+        elif kind == "sxid" and code is not None:
+            fatal = "non-fatal" not in first.message.lower() and "fatal" in first.message.lower()
+            found.append(_finding(
+                Severity.ERROR if fatal else Severity.WARNING, "NVSWITCH_SXID", host.name,
+                f"NVSwitch SXid {code}{' (fatal)' if fatal else ''}{times}", subject=subject, evidence=last.text,
+                sxid=code, count=len(events),
+                fix="Fatal SXid: drain the host and restart it to reset the fabric (NVIDIA Fabric Manager guide); "
+                    "non-fatal: watch for repeats and for Xid 74 on the GPUs." if fatal else
+                    "Non-fatal SXid: watch for repeats, and for Xid 74 on the GPUs behind that NVSwitch."))
+        elif kind == "fallen-off-bus":
+            found.append(_finding(
+                Severity.ERROR, "GPU_FELL_OFF_BUS", host.name, f"a GPU fell off the PCIe bus{times}",
+                subject=subject, evidence=last.text, action="RESTART_BM", count=len(events),
+                fix="Drain the host and reboot it (NVIDIA: RESTART_BM for Xid 79); if it happens again, check the "
+                    "slot, riser and power, then RMA."))
+    if probe.kernel.unreadable:
+        found.append(_finding(
+            Severity.WARNING, "KERNEL_LOG_UNREADABLE", host.name, f"the kernel log could not be read: "
+            f"{probe.kernel.unreadable}", evidence=probe.kernel.unreadable,
+            fix="Give the login user read access to the kernel log (adm / systemd-journal group, or passwordless "
+                "'sudo -n journalctl -k'), else Xids go unseen."))
+    return found
+
+
+# --- NVLink ---------------------------------------------------------------------------
+
+
+def check_nvlink(host: HostInput, baseline: Baseline) -> list[Finding]:
+    probe = host.probe
+    if probe is None:
+        return []
+    found: list[Finding] = []
+    peer_links = [p.probe.nvlink for p in baseline.peers(host) if p is not host and p.probe and p.probe.nvlink]
+    active_peers = majority(sum(1 for lane in s.lanes if lane.active) for links in peer_links for s in links)
+    errors = {(e.gpu_index, e.link): e for e in (probe.nvlink_errors.links if probe.nvlink_errors else ())}
+    for status in probe.nvlink or ():
+        active = sum(1 for lane in status.lanes if lane.active)
+        expected = active_peers if active_peers is not None else max(
+            (sum(1 for lane in s.lanes if lane.active) for s in probe.nvlink or ()), default=0)
+        if status.lanes and active < expected:
+            down = [lane.link for lane in status.lanes if not lane.active]
+            counted = [errors[(status.gpu_index, link)] for link in down if (status.gpu_index, link) in errors]
+            with_errors = {f"link {e.link}": e.counters for e in counted if e.total}
+            found.append(_finding(
+                Severity.ERROR, "NVLINK_DOWN", host.name,
+                f"{active} of {len(status.lanes)} NVLinks active, peers have {expected}"
+                + (f"; error counters on the inactive links: {_short(with_errors)}" if with_errors else ""),
+                subject=f"GPU {status.gpu_index}", evidence=f"Link {down[0]}: <inactive>", inactive_links=down,
+                counters=with_errors or None, action="RESET_GPU",
+                fix="Drain the host, reset the GPUs (or reboot) and check again; NVLinks that stay down after a "
+                    "reset are a hardware fault (RMA the GPU or baseboard)."))
+    inactive = {(s.gpu_index, lane.link) for s in probe.nvlink or () for lane in s.lanes if not lane.active}
+    # A link already reported down carries its counters in that finding.
+    found += [f for f in _fleet_counters(host, baseline)
+              if (f.evidence.get("gpu"), f.evidence.get("link")) not in inactive]
+    return found
+
+
+def _short(counters: dict[str, dict[str, int]]) -> str:
+    parts = []
+    for link, values in list(counters.items())[:3]:
+        parts.append(f"{link} " + ", ".join(f"{k} {v}" for k, v in values.items() if v))
+    more = f" (+{len(counters) - 3} links)" if len(counters) > 3 else ""
+    return "; ".join(parts) + more
+
+
+def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
+    probe = host.probe
+    if probe is None or probe.nvlink_errors is None:
+        return []
+    peer_links = [e for p in baseline.peers(host) if p is not host and p.probe and p.probe.nvlink_errors
+                  for e in p.probe.nvlink_errors.links]
+    found: list[Finding] = []
+    medians: dict[str, float] = {}
+    for link in probe.nvlink_errors.links:
+        high = {}
+        for counter, value in link.counters.items():
+            if counter not in medians:
+                medians[counter] = baseline.median(e.counters.get(counter, 0) for e in peer_links)
+            if value >= max(NVLINK_FLOORS.get(counter, NVLINK_FLOOR), FLEET_FACTOR * medians[counter]):
+                high[counter] = value
+        if high:
+            found.append(_finding(
+                Severity.WARNING, "NVLINK_ERRORS_HIGH", host.name,
+                f"link {link.link}: " + ", ".join(f"{k} {v} (peers' median {medians[k]:g})" for k, v in high.items()),
+                subject=f"GPU {link.gpu_index}", evidence=f"Link {link.link}: " + ", ".join(
+                    f"{k}: {v}" for k, v in high.items()), gpu=link.gpu_index, link=link.link, counters=high,
+                fix="Watch the link with 'clusterctl health compare' of two saved runs; a counter that keeps growing "
+                    "means a bad NVLink: drain the host and reset the GPUs, RMA if it persists."))
+    return found
+
+
+# --- InfiniBand / RoCE ----------------------------------------------------------------
+
+
+def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
+    probe = host.probe
+    if probe is None:
+        return []
+    found: list[Finding] = []
+    peer_devices = [d for p in baseline.hosts if p is not host and p.probe and p.probe.rdma for d in p.probe.rdma]
+    for device in probe.rdma or ():
+        for port in device.ports:
+            key = f"{device.hca}/{port.port}"
+            same = [q for d in peer_devices if d.hca == device.hca for q in d.ports if q.port == port.port]
+            states = [q.state for q in same]
+            usual = majority(s == "PORT_ACTIVE" for s in states)
+            rates = [q.rate_gbps for q in same if q.state == "PORT_ACTIVE" and q.rate_gbps]
+            usual_rate = majority(rates)
+            if port.state == "PORT_ACTIVE" and usual_rate and port.rate_gbps and port.rate_gbps < usual_rate:
+                found.append(_finding(
+                    Severity.ERROR, "IB_PORT_SLOW", host.name,
+                    f"port runs at {port.rate_gbps:g} Gb/s, most hosts' {device.hca} at {usual_rate:g} Gb/s",
+                    subject=key, evidence=f"{device.hca} port {port.port}: {port.active_width or '?'} "
+                    f"{port.active_speed or ''}".strip(),
+                    fix="The link trained at a lower width or speed: reseat or replace the cable / transceiver, "
+                        "check the switch port's speed setting."))
+            if port.state != "PORT_ACTIVE" and usual:
+                found.append(_finding(
+                    Severity.ERROR, "IB_PORT_DOWN", host.name, f"port state {port.state}, active on most hosts",
+                    subject=key, evidence=f"{device.hca} port {port.port}: State {port.state}"
+                    + (f", Physical state {port.phys_state}" if port.phys_state else ""),
+                    fix="Check the cable and the switch port (ibstat, then the switch's port counters); a fabric "
+                        "HCA down takes the host's GPUs on that rail off the fabric."))
+    counters = probe.ib_counters.ports if probe.ib_counters else ()
+    peer_ports = [c for p in baseline.hosts if p is not host and p.probe and p.probe.ib_counters
+                  for c in p.probe.ib_counters.ports]
+    medians: dict[str, float] = {}
+    for port_counters in counters:
+        high = {}
+        for counter, value in port_counters.counters.items():
+            if counter not in medians:
+                medians[counter] = baseline.median(c.counters.get(counter, 0) for c in peer_ports)
+            if value >= max(IB_FLOORS.get(counter, IB_FLOOR), FLEET_FACTOR * medians[counter]):
+                high[counter] = value
+        if high:
+            flapping = "link_downed" in high or "link_error_recovery" in high
+            found.append(_finding(
+                Severity.WARNING, "IB_LINK_FLAPPING" if flapping else "IB_ERRORS_HIGH", host.name,
+                ", ".join(f"{k} {v} (fleet median {medians[k]:g})" for k, v in high.items()),
+                subject=f"{port_counters.hca}/{port_counters.port}", counters=high,
+                evidence=", ".join(f"counters/{k}:{v}" for k, v in high.items()),
+                fix="Reseat or replace the cable / transceiver and check the switch port; compare two saved runs "
+                    "('clusterctl health compare') to see whether the counters still grow."))
+    return found
+
+
+# --- PCIe (lspci -vvv) ------------------------------------------------------------------
+
+
+def _ancestors(device: PciDevice, bridges: Sequence[PciDevice]) -> list[PciDevice]:
+    bus = device.bus
+    return [b for b in bridges if b is not device and b.secondary_bus is not None and b.subordinate_bus is not None
+            and b.secondary_bus <= bus <= b.subordinate_bus]
+
+
+def check_pcie(host: HostInput) -> list[Finding]:
+    probe = host.probe
+    if probe is None or probe.pci is None:
+        return []
+    devices = probe.pci.devices
+    bridges = [d for d in devices if d.is_bridge]
+    endpoints = [d for d in devices if d.is_gpu or d.is_nic]
+    gpus = [d for d in devices if d.is_gpu]
+    found: list[Finding] = []
+    switch_of: dict[str, set[str]] = {}
+    for d in endpoints:
+        switch_of[d.address] = {b.address for b in _ancestors(d, bridges) if b.port_type == "Upstream Port"}
+    for bridge in bridges:
+        if not bridge.acs_redirects or bridge.port_type not in ("Downstream Port", "Upstream Port"):
+            continue
+        below = [d for d in endpoints if d in _ancestors_inv(bridge, endpoints)]
+        if not any(d.is_gpu for d in below):
+            continue
+        # A peer on the same PCIe switch (GPU or NIC outside this port) is what the redirect cuts off.
+        switches = set().union(*(switch_of[d.address] for d in below)) if below else set()
+        peers = [d for d in endpoints if d not in below and switch_of[d.address] & switches]
+        if not peers and bridge.port_type == "Downstream Port":
+            continue
+        flags = " ".join(f"{k}{'+' if v else '-'}" for k, v in (bridge.acs_control or {}).items())
+        names = ", ".join(f"{d.address} ({'GPU' if d.is_gpu else 'NIC'})" for d in below[:2])
+        found.append(_finding(
+            Severity.ERROR, "PCIE_ACS_ENABLED", host.name,
+            f"ACS redirects peer-to-peer traffic on PCIe switch port {bridge.address} above {names}"
+            + (f"; it goes through the CPU instead of to {peers[0].address}" if peers else ""),
+            subject=bridge.address, evidence=f"ACSCtl: {flags}",
+            fix="Disable ACS on the PCIe switch ports (BIOS setting, or 'setpci -s <bridge> ECAP_ACS+0x6.w=0000' at "
+                "boot) unless the host runs VMs that need it: NCCL's troubleshooting guide names ACS as a cause of "
+                "P2P/GPUDirect hangs and low bandwidth."))
+    for d in endpoints:
+        if d.width_downgraded and d.link_status and d.link_cap:
+            gpu_switches: set[str] = set().union(*(switch_of[g.address] for g in gpus)) if gpus else set()
+            fabric = d.is_gpu or bool(switch_of.get(d.address, set()) & gpu_switches)
+            found.append(_finding(
+                Severity.ERROR if fabric else Severity.INFO, "PCIE_LINK_DOWNGRADED", host.name,
+                f"{d.address} {d.description[:60]}: PCIe x{d.link_status.width}, capable of x{d.link_cap.width}",
+                subject=d.address, evidence=f"LnkSta: Width x{d.link_status.width} (downgraded)",
+                fix="Reseat the card or check the slot/riser; a narrow link cuts its bandwidth."))
+    if any(d.access_denied for d in devices) and not any(d.acs_control for d in devices):
+        found.append(_finding(
+            Severity.INFO, "PCIE_CAPABILITIES_UNREADABLE", host.name,
+            "lspci could not read PCIe capabilities (not root): ACS and link states are unknown",
+            fix="Allow 'sudo -n lspci -vvv' for the login user so ACS can be checked."))
+    return found
+
+
+def _ancestors_inv(bridge: PciDevice, endpoints: Sequence[PciDevice]) -> list[PciDevice]:
+    if bridge.secondary_bus is None or bridge.subordinate_bus is None:
+        return []
+    return [d for d in endpoints if bridge.secondary_bus <= d.bus <= bridge.subordinate_bus]
+
+
+# --- the probes themselves -------------------------------------------------------------
+
+
+#: Which missing tools matter: probe name -> (severity where GPUs are expected, why).
+_TOOL_WEIGHT: dict[str, tuple[Severity, str]] = {
+    "nvidia-smi-q": (Severity.ERROR, "the GPUs cannot be checked"),
+    "nvlink-s": (Severity.INFO, "NVLink states are unknown"),
+    "nvlink-e": (Severity.INFO, "NVLink error counters are unknown"),
+    "kernel-log": (Severity.WARNING, "Xids in the kernel log go unseen"),
+    "rdma": (Severity.INFO, "InfiniBand/RoCE ports are not checked"),
+    "ib-counters": (Severity.INFO, "InfiniBand/RoCE error counters are not checked"),
+    "lspci": (Severity.INFO, "PCIe ACS and link downgrades are not checked"),
+    "dcgm": (Severity.WARNING, "the DCGM diagnostic did not run"),
+}
+
+
+def check_probes(host: HostInput, baseline: Baseline) -> list[Finding]:
+    probe = host.probe
+    if probe is None:
+        return []
+    found = []
+    # GPUs are expected where other hosts of the run have them: there a missing nvidia-smi hides them.
+    gpu_fleet = any(other.gpus for other in baseline.hosts if other is not host)
+    for problem in probe.problems:
+        severity, why = _TOOL_WEIGHT.get(problem.probe, (Severity.INFO, "not checked"))
+        if problem.kind == "hung":
+            found.append(_finding(
+                Severity.ERROR, "PROBE_HUNG", host.name, f"{problem.tool} hung ({problem.probe}): {problem.reason}",
+                subject=problem.probe, evidence=problem.reason,
+                fix="A hung nvidia-smi usually means a GPU or the driver stopped answering: check the kernel log "
+                    "for Xid 79/119, drain the host and reboot it." if problem.tool == "nvidia-smi" else
+                    f"Find out why {problem.tool} hangs on this host."))
+            continue
+        if problem.probe == "nvidia-smi-q" and not gpu_fleet:
+            severity = Severity.INFO
+        code = "TOOL_MISSING" if problem.kind == "missing" else "PROBE_FAILED"
+        found.append(_finding(
+            severity, code, host.name, f"{problem.reason}: {why}", subject=problem.probe, evidence=problem.reason,
+            tool=problem.tool,
+            fix=f"Install {problem.tool} (or put it on the login user's PATH) to include this check."
+            if problem.kind == "missing" else f"Run the {problem.probe} probe by hand on the host to see why."))
+    return found
+
+
+def check_dcgm(host: HostInput) -> list[Finding]:
+    diag = host.probe.dcgm if host.probe else None
+    if diag is None:
+        return []
+    found = []
+    for result in diag.results:
+        status = result.status.lower()
+        if status not in ("fail", "warn", "error"):
+            continue
+        failed = status in ("fail", "error")
+        subject = f"GPU {result.gpu}" if result.gpu is not None else None
+        found.append(_finding(
+            Severity.ERROR if failed else Severity.WARNING, "DCGM_DIAG_FAILED" if failed else "DCGM_DIAG_WARNING",
+            host.name, f"dcgmi diag {result.category} / {result.test}: {result.status}"
+            + (f": {result.info}" if result.info else ""), subject=subject,
+            evidence=f"| {result.test} | {result.status} |", dcgm_version=diag.dcgm_version,
+            fix="Drain the host and look at the failed test's detail (dcgmi diag -r 3 -v); a hardware test that "
+                "fails again after a GPU reset means RMA." if failed else "Look at the warning's detail."))
+    return found
+
+
+def judge_host(host: HostInput, baseline: Baseline) -> list[Finding]:
+    """Every finding about one host that answered."""
+    return (check_probes(host, baseline) + check_gpus(host, baseline) + check_kernel_log(host)
+            + check_nvlink(host, baseline) + check_ib(host, baseline) + check_pcie(host) + check_dcgm(host))

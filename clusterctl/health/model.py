@@ -1,0 +1,141 @@
+"""The health check's shapes: options in, one verdict per host out."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from clusterctl.errors import UsageError
+from clusterctl.findings import Finding, Severity, sorted_findings
+
+
+class Verdict(str, Enum):
+    HEALTHY = "healthy"
+    #: Watch it: something is off (a warning) but the host can keep its jobs.
+    DEGRADED = "degraded"
+    #: Take it out of service: at least one error-level finding.
+    UNHEALTHY = "unhealthy"
+    #: It could not be checked (unreachable, timed out): not known to be healthy.
+    UNKNOWN = "unknown"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def rank(self) -> int:
+        """Higher is worse (``health compare`` says a host got worse when this grows)."""
+        return _RANK[self]
+
+
+_RANK = {Verdict.HEALTHY: 0, Verdict.DEGRADED: 1, Verdict.UNKNOWN: 2, Verdict.UNHEALTHY: 3}
+
+_SINCE = re.compile(r"^(\d+)\s*([smhdw])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def since_seconds(value: str) -> int:
+    """``24h`` -> 86400. Accepts s, m, h, d, w; anything else is a usage error."""
+    match = _SINCE.match(value.strip().lower())
+    if not match or int(match.group(1)) == 0:
+        raise UsageError(f"--since takes a duration such as 30m, 24h or 7d, got {value!r}")
+    return int(match.group(1)) * _UNIT_S[match.group(2)]
+
+
+@dataclass(frozen=True)
+class HealthOptions:
+    """What ``run_health`` checks, and how long it waits."""
+
+    #: 0: reads only (seconds, safe while jobs run); 1-3: plus ``dcgmi diag -r N``; 2+: plus nccl-tests.
+    level: int = 0
+    #: How far back the kernel log is read: ``30m``, ``24h``, ``7d``.
+    since: str = "24h"
+    #: Each probe command's own limit on the host (a hung nvidia-smi is stopped and reported).
+    probe_timeout_s: float = 30.0
+    #: ``dcgmi diag`` limit (level 3 takes tens of minutes on 8 GPUs).
+    dcgm_timeout_s: float = 3600.0
+    #: nccl-tests at level 2+ (single host, all its GPUs).
+    nccl_op: str = "all_reduce"
+    nccl_max_bytes: str = "8G"
+    nccl_binary_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.level not in (0, 1, 2, 3):
+            raise UsageError(f"--level takes 0, 1, 2 or 3, got {self.level}")
+        since_seconds(self.since)
+
+    @property
+    def since_s(self) -> int:
+        return since_seconds(self.since)
+
+
+@dataclass(frozen=True)
+class HostHealth:
+    host: str
+    verdict: Verdict
+    #: One line: why the verdict (the worst finding), or "all checks passed".
+    reason: str
+    findings: tuple[Finding, ...] = ()
+    #: Why the host could not be checked (unreachable, timed out).
+    failure: str | None = None
+    #: What was read, kept for ``health compare`` (counters, Xids, link states): plain JSON values.
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the host may take (or go back to) work: healthy, nothing worse than info."""
+        return self.verdict is Verdict.HEALTHY
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"host": self.host, "verdict": self.verdict.value, "reason": self.reason,
+                                "findings": [f.to_json() for f in sorted_findings(self.findings)]}
+        if self.failure:
+            data["failure"] = self.failure
+        data["facts"] = self.facts
+        return data
+
+
+def verdict_of(findings: tuple[Finding, ...] | list[Finding], failure: str | None = None) -> tuple[Verdict, str]:
+    """The verdict of a host from its findings, and the one-line reason."""
+    if failure:
+        return Verdict.UNKNOWN, f"could not be checked: {failure}"
+    ordered = sorted_findings(findings)
+    worst = ordered[0] if ordered else None
+    if worst is None or worst.severity is Severity.INFO:
+        return Verdict.HEALTHY, "all checks passed"
+    verdict = Verdict.UNHEALTHY if worst.severity is Severity.ERROR else Verdict.DEGRADED
+    same = [f for f in ordered if f.severity is worst.severity]
+    more = f" (+{len(same) - 1} more)" if len(same) > 1 else ""
+    subject = f"{worst.subject}: " if worst.subject else ""
+    return verdict, f"{worst.code}: {subject}{worst.message}{more}"
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    hosts: tuple[HostHealth, ...]
+    generated_at: str
+    level: int
+    since: str
+    inventory: str | None = None
+    #: Findings about the run rather than one host (none yet; kept for the JSON shape).
+    fleet_findings: tuple[Finding, ...] = ()
+    source: str = "health"
+
+    @property
+    def findings(self) -> list[Finding]:
+        return sorted_findings([f for h in self.hosts for f in h.findings] + list(self.fleet_findings))
+
+    def host(self, name: str) -> HostHealth | None:
+        return next((h for h in self.hosts if h.host == name), None)
+
+    def counts(self) -> dict[str, int]:
+        counts = {v.value: 0 for v in Verdict}
+        for h in self.hosts:
+            counts[h.verdict.value] += 1
+        return counts
+
+    @property
+    def ok(self) -> bool:
+        """Every host healthy: the command exits 0."""
+        return all(h.ok for h in self.hosts)

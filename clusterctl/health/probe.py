@@ -1,0 +1,212 @@
+"""What ``clusterctl health`` reads on a host, in ONE command per host, and how it is read back.
+
+Level 0 only reads (no agent, nothing written): each probe is one simple command under a
+``### <name>`` header, followed by ``@@rc <exit status>`` so that a missing tool (127) or a
+hung one (``timeout`` gives 124) is told from a tool that answered. Every probe command runs
+under ``timeout`` so a hung ``nvidia-smi`` (the classic sign of a GPU that fell off the bus)
+costs its own limit, not the host's whole run. The kernel log goes first: it is the fastest
+probe and the one that still answers when the GPU driver hangs.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterctl.errors import ParseError
+from clusterctl.facts.base import missing_reason
+from clusterctl.facts.health_model import DcgmDiag, IBCounters, KernelLog, NvidiaSmiQuery, NVLinkErrors, PciDevices
+from clusterctl.facts.model import NVLinkStatus, RDMADevices
+from clusterctl.facts.sections import MARKER, split_sections
+from clusterctl.transport.base import CommandResult
+
+#: The sysfs InfiniBand/RoCE port counters read: errors that show a flapping or dirty link.
+IB_COUNTERS: tuple[str, ...] = (
+    "symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors", "port_rcv_remote_physical_errors",
+    "port_xmit_discards", "local_link_integrity_errors", "excessive_buffer_overrun_errors",
+)
+_RC = re.compile(r"^@@rc (\d+)\s*$")
+RC_MISSING = 127
+RC_TIMED_OUT = 124
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One read: its section name, the tool named in findings, and the command line."""
+
+    name: str
+    tool: str
+    command: str
+
+
+def kernel_log_command(since_s: int) -> str:
+    """``journalctl -k`` since ``since_s`` ago, root first; ``dmesg -T`` when there is no journal."""
+    journal = f"journalctl -k --no-pager -q -o short-iso --since=-{int(since_s)}s"
+    return (f"sudo -n {journal} 2>/dev/null || {journal} 2>&1 || sudo -n dmesg -T 2>/dev/null || dmesg -T 2>&1")
+
+
+def level0_probes(since_s: int, timeout_s: float) -> tuple[Probe, ...]:
+    limit = f"timeout {int(max(timeout_s, 1))}"
+    counters = " ".join(f"/sys/class/infiniband/*/ports/*/counters/{name}" for name in IB_COUNTERS)
+    return (
+        Probe("now", "date", "date '+%Y-%m-%dT%H:%M:%S'"),
+        Probe("kernel-log", "journalctl", f"{limit} sh -c {shlex.quote(kernel_log_command(since_s))}"),
+        Probe("nvidia-smi-q", "nvidia-smi", f"{limit} nvidia-smi -q 2>&1"),
+        Probe("nvlink-s", "nvidia-smi", f"{limit} nvidia-smi nvlink -s 2>&1"),
+        Probe("nvlink-e", "nvidia-smi", f"{limit} nvidia-smi nvlink -e 2>&1"),
+        Probe("rdma", "ibstat", f"{limit} sh -c {shlex.quote('ibv_devinfo -v 2>/dev/null || ibstat 2>&1')}"),
+        Probe("ib-counters", "sysfs", f"grep -H . {counters} 2>/dev/null"),
+        Probe("lspci", "lspci", f"{limit} lspci -vvv 2>&1"),
+    )
+
+
+def recorded_commands(since_s: int = 86400) -> list[str]:
+    """The simple commands inside the level-0 probes, as a mock host answers them (``clusterctl record``).
+
+    A replayed host answers each program of the probe line by its own rule, so these are the
+    program calls, without the ``timeout``/``sh -c``/``sudo -n`` around them.
+    """
+    counters = " ".join(f"/sys/class/infiniband/*/ports/*/counters/{name}" for name in IB_COUNTERS)
+    return [f"journalctl -k --no-pager -q -o short-iso --since=-{int(since_s)}s", "dmesg -T", "nvidia-smi -q",
+            "nvidia-smi nvlink -s", "nvidia-smi nvlink -e", "ibv_devinfo -v", "ibstat", f"grep -H . {counters}",
+            "lspci -vvv"]
+
+
+def probe_command(probes: tuple[Probe, ...]) -> str:
+    """The one line run on the host: each probe under its header, its exit status after it."""
+    return "; ".join(f"echo '{MARKER} {p.name}'; {p.command}; echo \"@@rc $?\"" for p in probes) + "; true"
+
+
+@dataclass(frozen=True)
+class ProbeOutput:
+    name: str
+    text: str
+    exit_code: int | None
+    #: 1-based line of the section's first line in the whole output (for warnings).
+    first_line: int = 1
+
+
+def split_probe_output(text: str) -> dict[str, ProbeOutput]:
+    """Cut the one command's output back into the probes' outputs and exit statuses."""
+    sections = split_sections(text, "health probe")
+    found = {}
+    for name, section in sections.items():
+        lines = list(section.lines)
+        code: int | None = None
+        while lines and not lines[-1].strip():
+            lines.pop()
+        if lines:
+            match = _RC.match(lines[-1])
+            if match:
+                code = int(match.group(1))
+                lines.pop()
+        found[name] = ProbeOutput(name, "\n".join(lines) + ("\n" if lines else ""), code, section.first_line)
+    return found
+
+
+@dataclass(frozen=True)
+class ProbeProblem:
+    """A probe that gave no usable answer: ``missing`` tool, ``hung`` (timed out), ``failed``, ``unparsable``."""
+
+    probe: str
+    tool: str
+    kind: str
+    reason: str
+
+
+@dataclass
+class HostProbe:
+    """What one host's probes gave, parsed; ``None`` for a probe that gave nothing usable."""
+
+    smi: NvidiaSmiQuery | None = None
+    nvlink: tuple[NVLinkStatus, ...] | None = None
+    nvlink_errors: NVLinkErrors | None = None
+    kernel: KernelLog | None = None
+    rdma: RDMADevices | None = None
+    ib_counters: IBCounters | None = None
+    pci: PciDevices | None = None
+    dcgm: DcgmDiag | None = None
+    #: The host's local time (``date``), to cut a ``dmesg -T`` log at ``--since``.
+    now: str | None = None
+    problems: list[ProbeProblem] = field(default_factory=list)
+    #: Single-host nccl-tests at level 2+ (``bench.nccl_tests.NcclHostRun``).
+    nccl: Any = None
+
+    def problem(self, probe: str) -> ProbeProblem | None:
+        return next((p for p in self.problems if p.probe == probe), None)
+
+
+def _parsers() -> dict[str, tuple[str, Callable[[str], Any]]]:
+    from clusterctl.facts.ib_counters import parse_ib_counters
+    from clusterctl.facts.kernel_log import parse_kernel_log
+    from clusterctl.facts.lspci import parse_lspci
+    from clusterctl.facts.nvlink import parse_nvlink
+    from clusterctl.facts.nvlink_errors import parse_nvlink_errors
+    from clusterctl.facts.nvsmi_query import parse_nvidia_smi_q
+    from clusterctl.facts.rdma import parse_rdma
+
+    return {
+        "kernel-log": ("kernel", parse_kernel_log),
+        "nvidia-smi-q": ("smi", parse_nvidia_smi_q),
+        "nvlink-s": ("nvlink", parse_nvlink),
+        "nvlink-e": ("nvlink_errors", parse_nvlink_errors),
+        "rdma": ("rdma", parse_rdma),
+        "ib-counters": ("ib_counters", parse_ib_counters),
+        "lspci": ("pci", parse_lspci),
+    }
+
+
+def _problem(probe: Probe, output: ProbeOutput) -> ProbeProblem | None:
+    """Why a probe's answer is not usable, or ``None`` when it is."""
+    code = output.exit_code
+    if code == RC_TIMED_OUT:
+        return ProbeProblem(probe.name, probe.tool, "hung", f"{probe.tool} did not answer within its time limit")
+    result = CommandResult(probe.command, output.text, "", code if code is not None else 0, 0.0)
+    if code == RC_MISSING or ("not found" in output.text and code not in (0, None)):
+        tool = "journalctl and dmesg" if probe.name == "kernel-log" else (_missing_tool(output.text) or probe.tool)
+        return ProbeProblem(probe.name, tool, "missing", f"{tool}: command not found")
+    if code not in (0, None) and not output.text.strip():
+        return ProbeProblem(probe.name, probe.tool, "failed", f"exit code {code}")
+    if code not in (0, None) or not output.text.strip():
+        reason = missing_reason(result) if code not in (0, None) else None
+        if reason or not output.text.strip():
+            return ProbeProblem(probe.name, probe.tool, "failed", reason or "no output")
+    return None
+
+
+def _missing_tool(text: str) -> str | None:
+    match = re.search(r"(?:sh: \d+: |bash: )?([\w.-]+): (?:command )?not found", text)
+    return match.group(1) if match else None
+
+
+def read_probes(text: str, probes: tuple[Probe, ...]) -> HostProbe:
+    """Parse the one command's output into a ``HostProbe``; a probe that cannot be read is a problem."""
+    found = split_probe_output(text)
+    parsers = _parsers()
+    probe = HostProbe()
+    for p in probes:
+        output = found.get(p.name)
+        if output is None:
+            probe.problems.append(ProbeProblem(p.name, p.tool, "failed", "no output (the probe did not run)"))
+            continue
+        if p.name == "now":
+            probe.now = output.text.strip() or None
+            continue
+        if p.name == "ib-counters" and not output.text.strip():
+            continue  # no RDMA device: nothing to count, not a problem
+        if p.name == "kernel-log" and output.exit_code == 0 and not output.text.strip():
+            probe.kernel = KernelLog((), source="journalctl")  # nothing logged in the window
+            continue
+        trouble = _problem(p, output)
+        if trouble is not None:
+            probe.problems.append(trouble)
+            continue
+        attribute, parse = parsers[p.name]
+        try:
+            setattr(probe, attribute, parse(output.text))
+        except ParseError as exc:
+            probe.problems.append(ProbeProblem(p.name, p.tool, "unparsable", str(exc)))
+    return probe

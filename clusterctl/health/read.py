@@ -1,0 +1,81 @@
+"""``health read FILE...``: the health parsers and checks on saved or pasted tool outputs.
+
+Each text's tool is recognised from its content (first match wins, most specific first), read by
+the same parser the live check uses (after the one pre-cleaning step, ``facts.clean``), and all
+texts are judged together as one host. What a parser could not read comes back as notes naming
+the file and line; a text no parser recognises is a usage error (exit 2).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from clusterctl.errors import ParseError, UsageError
+from clusterctl.facts.clean import clean_lines
+from clusterctl.facts.model import warnings_of
+from clusterctl.health.checks import HostInput
+from clusterctl.health.model import HealthReport
+from clusterctl.health.probe import HostProbe
+
+
+def _has(pattern: str) -> Callable[[str], bool]:
+    compiled = re.compile(pattern, re.MULTILINE)
+    return lambda text: bool(compiled.search(text))
+
+
+def _formats() -> list[tuple[str, str, Callable[[str], bool], Callable[[str], Any]]]:
+    from clusterctl.facts.dcgmi import looks_like_dcgmi, parse_dcgmi_diag
+    from clusterctl.facts.ib_counters import parse_ib_counters
+    from clusterctl.facts.kernel_log import parse_kernel_log
+    from clusterctl.facts.lspci import parse_lspci
+    from clusterctl.facts.nvlink import parse_nvlink
+    from clusterctl.facts.nvlink_errors import parse_nvlink_errors
+    from clusterctl.facts.nvsmi_query import looks_like_nvidia_smi_q, parse_nvidia_smi_q
+    from clusterctl.facts.rdma import parse_rdma
+
+    def nvlink_status(text: str) -> Any:
+        cleaned = "\n".join(line.text for line in clean_lines(text) if not line.text.strip().startswith("[..."))
+        return parse_nvlink(cleaned)
+
+    return [
+        ("dcgmi diag", "dcgm", looks_like_dcgmi, parse_dcgmi_diag),
+        ("nvidia-smi -q", "smi", looks_like_nvidia_smi_q, parse_nvidia_smi_q),
+        ("nvidia-smi nvlink -e", "nvlink_errors", _has(r"Link \d+: [A-Za-z][\w /-]*: \d+"), parse_nvlink_errors),
+        ("nvidia-smi nvlink -s", "nvlink", _has(r"Link \d+: (?:[\d.]+ GB/s|<inactive>)"), nvlink_status),
+        ("lspci -vvv", "pci", _has(r"^\s*(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] [^:]+: .*\n(?:\s+.*\n)*?\s+"
+                                   r"(?:Control:|Capabilities:|LnkSta:|Subsystem:)"), parse_lspci),
+        ("InfiniBand counters", "ib_counters", _has(r"/sys/class/infiniband/\S+/counters/\w+:\s*\d+|"
+                                                    r"# Port (?:extended )?counters"), parse_ib_counters),
+        ("ibstat / ibv_devinfo", "rdma", _has(r"^\s*(?:CA '|hca_id:)"), parse_rdma),
+        ("kernel log", "kernel", _has(r"NVRM|SXid|nvidia-nvswitch|kernel:|^\s*\[\s*\d+\.\d+\]|"
+                                      r"^\s*\[[A-Z][a-z]{2} [A-Z][a-z]{2}"), parse_kernel_log),
+    ]
+
+
+def read_outputs(texts: Sequence[tuple[str, str]], *, host: str = "input") -> tuple[HealthReport, list[str]]:
+    """Judge ``(name, text)`` tool outputs as one host; also returns notes on what was read partly."""
+    from clusterctl.health.run import judge
+
+    probe = HostProbe()
+    notes: list[str] = []
+    formats = _formats()
+    for name, text in texts:
+        if not text.strip():
+            raise UsageError("empty input: expected the output of a health tool (nvidia-smi -q, dmesg, ...)",
+                             file=name)
+        chosen = next((f for f in formats if f[2](text)), None)
+        if chosen is None:
+            raise UsageError("not recognised as nvidia-smi -q, a kernel log, nvidia-smi nvlink -s/-e, ibstat, "
+                             "InfiniBand counters, perfquery, lspci -vvv or dcgmi diag output", file=name)
+        label, attribute, _, parse = chosen
+        try:
+            value = parse(text)
+        except ParseError as exc:
+            raise UsageError(f"{label} output could not be read: {exc.reason}", file=name, line=exc.line) from exc
+        if getattr(probe, attribute) is not None:
+            notes.append(f"{name}: a second {label} output; this one replaces the first")
+        setattr(probe, attribute, value)
+        notes += [f"{name}: {label}: {w}" for w in warnings_of(value)]
+    return judge([HostInput(host, probe)], source="health-read"), notes

@@ -1,0 +1,28 @@
+"""The human view of a health report: one line per host, worst first."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from clusterctl.health.model import HealthReport, Verdict
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+VERDICT_STYLE: dict[Verdict, str] = {Verdict.HEALTHY: "green", Verdict.DEGRADED: "yellow",
+                                     Verdict.UNHEALTHY: "bold red", Verdict.UNKNOWN: "magenta"}
+
+
+def render_verdicts(console: Console, report: HealthReport) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=f"Health (level {report.level}, kernel log since {report.since})", title_justify="left")
+    table.add_column("host", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("reason", overflow="fold")
+    for host in sorted(report.hosts, key=lambda h: (-h.verdict.rank, h.host)):
+        table.add_row(Text(host.host), Text(host.verdict.value, style=VERDICT_STYLE[host.verdict]), Text(host.reason))
+    console.print(table)
+    counts = report.counts()
+    console.print(", ".join(f"{counts[v.value]} {v.value}" for v in Verdict if counts[v.value]), markup=False)

@@ -1,0 +1,89 @@
+"""``clusterctl health`` as one call: probe every host (one command each), judge, give verdicts.
+
+``run_health(hosts, runner, options) -> HealthReport`` is the public entry point (``quarantine``'s
+release gate calls it on one host). Level 0 only reads. Levels 1-3 add ``dcgmi diag -r N`` on
+hosts that have DCGM (a missing ``dcgmi`` is a finding, not a crash); level 2+ also runs the
+single-host nccl-tests of ``bench nccl`` (``clusterctl.bench.nccl_tests.run_nccl_test``), judged
+against the fleet the way ``bench nccl`` judges it.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from clusterctl.findings import Finding, Severity
+from clusterctl.health.checks import Baseline, HostInput, judge_host
+from clusterctl.health.model import HealthOptions, HealthReport, HostHealth, verdict_of
+from clusterctl.health.probe import HostProbe, level0_probes, probe_command, read_probes
+from clusterctl.health.summary import host_facts
+from clusterctl.inventory.model import Host
+from clusterctl.transport.base import Transport
+
+if TYPE_CHECKING:
+    from clusterctl.fanout import Runner
+
+
+def probe_host(transport: Transport, options: HealthOptions) -> HostProbe:
+    """Run the level-0 probes on one host (one command) and read their outputs."""
+    probes = level0_probes(options.since_s, options.probe_timeout_s)
+    result = transport.run(probe_command(probes), timeout=options.probe_timeout_s * len(probes) + 30)
+    return read_probes(result.stdout, probes)
+
+
+def judge(inputs: Sequence[HostInput], *, level: int = 0, since: str = "24h", inventory: str | None = None,
+          extra: dict[str, list[Finding]] | None = None, source: str = "health",
+          generated_at: str | None = None) -> HealthReport:
+    """Findings and verdicts for hosts already probed (``health read`` uses it on pasted outputs)."""
+    baseline = Baseline(inputs)
+    hosts = []
+    for item in inputs:
+        if item.probe is None:
+            failure = item.failure or "no result"
+            finding = Finding(Severity.ERROR, "HOST_UNREACHABLE", f"could not be checked: {failure}",
+                              host=item.name, fix="Check that the host is up and reachable over SSH, then run "
+                                                  "'clusterctl health' on it again (-l HOST).")
+            verdict, reason = verdict_of([finding], failure)
+            hosts.append(HostHealth(item.name, verdict, reason, (finding,), failure=failure))
+            continue
+        findings = judge_host(item, baseline) + list((extra or {}).get(item.name, ()))
+        verdict, reason = verdict_of(findings)
+        hosts.append(HostHealth(item.name, verdict, reason, tuple(findings), facts=host_facts(item.probe)))
+    stamp = generated_at or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return HealthReport(tuple(hosts), stamp, level, since, inventory, source=source)
+
+
+def run_health(hosts: Sequence[Host], runner: Runner, options: HealthOptions | None = None, *,
+               inventory: str | None = None) -> HealthReport:
+    """Check ``hosts`` at ``options.level`` and judge each alone and against the others.
+
+    Never raises for a host: an unreachable or hung host is a host with verdict ``unknown``
+    (``HOST_UNREACHABLE``), the others are judged as usual.
+    """
+    options = options or HealthOptions()
+    budget = options.probe_timeout_s * len(level0_probes(options.since_s, options.probe_timeout_s)) + 60
+
+    def task(transport: Transport) -> HostProbe:
+        return probe_host(transport, options)
+
+    fleet = runner.run_task(hosts, task, label="health", timeout_s=budget)
+    inputs = []
+    for outcome in fleet.outcomes:
+        failure = outcome.failure.describe() if outcome.failure else None
+        inputs.append(HostInput(outcome.host.name, outcome.value if outcome.ok else None, failure))
+    extra: dict[str, list[Finding]] = {}
+    if options.level >= 1:
+        from clusterctl.health.deep import run_dcgm
+
+        run_dcgm(runner, hosts, inputs, options)
+    if options.level >= 2:
+        from clusterctl.health.deep import run_nccl
+
+        for name, findings in run_nccl(runner, hosts, inputs, options).items():
+            extra.setdefault(name, []).extend(findings)
+    return judge(inputs, level=options.level, since=options.since, inventory=inventory, extra=extra)
+
+
+def report_facts(report: HealthReport) -> dict[str, Any]:
+    return {h.host: h.facts for h in report.hosts}

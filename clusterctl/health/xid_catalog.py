@@ -1,0 +1,84 @@
+"""NVIDIA's published Xid catalogue: what each Xid means and the action NVIDIA gives for it.
+
+``data/xid_catalog.csv`` holds the catalogue's rows (Ampere and newer: A100, H100, B100,
+GB200) except those NVIDIA marks "Unused": the Xid, its mnemonic, description, and the two
+resolution buckets ("Immediate Action", "Investigatory Action"). ``CATALOG_SOURCE`` and
+``CATALOG_VERSION`` say which publication the rows are from; every health finding about an Xid
+carries both, so a report says which catalogue judged it.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from clusterctl.findings import Severity
+
+CATALOG_SOURCE = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
+#: The catalogue as published on 2025-10-29 (the copy these rows were taken from; Xids 1-172).
+CATALOG_VERSION = "2025-10-29"
+
+
+@dataclass(frozen=True)
+class XidEntry:
+    xid: int
+    mnemonic: str
+    description: str
+    #: NVIDIA's "Resolution Bucket (Immediate Action)": RESTART_APP, RESET_GPU, RESTART_BM, IGNORE...
+    immediate_action: str
+    investigatory_action: str
+
+
+#: What each immediate-action bucket asks of an operator, and how bad it is for the host.
+ACTIONS: dict[str, tuple[Severity, str]] = {
+    "IGNORE": (Severity.INFO, "No action needed for this Xid alone (NVIDIA: IGNORE); watch for it repeating."),
+    "RESTART_APP": (Severity.WARNING, "Restart the application that hit it (NVIDIA: RESTART_APP); if it repeats "
+                                      "on the same GPU, drain the host and run 'clusterctl health --level 2'."),
+    "RESET_GPU": (Severity.ERROR, "Drain the host and reset the GPU (nvidia-smi -r -i <gpu>) or reboot "
+                                  "(NVIDIA: RESET_GPU)."),
+    "RESTART_BM": (Severity.ERROR, "Drain the host and reboot it (NVIDIA: RESTART_BM); if it comes back, "
+                                   "open an RMA."),
+    "RESTART_VM": (Severity.ERROR, "Restart the VM (NVIDIA: RESTART_VM)."),
+    "CONTACT_SUPPORT": (Severity.ERROR, "Drain the host and contact NVIDIA support / open an RMA "
+                                        "(NVIDIA: CONTACT_SUPPORT)."),
+    "CHECK_MECHANICALS": (Severity.ERROR, "Check the GPU's auxiliary power cabling (NVIDIA: CHECK_MECHANICALS)."),
+    "UPDATE_SWFW": (Severity.WARNING, "Update the driver / firmware (NVIDIA: UPDATE_SWFW)."),
+    "CHECK_UVM": (Severity.WARNING, "Check the application's unified-memory use (NVIDIA: CHECK_UVM)."),
+    "WORKFLOW_XID_45": (Severity.INFO, "Follows another Xid: act on that one (NVIDIA: WORKFLOW_XID_45)."),
+    "WORKFLOW_XID_48": (Severity.ERROR, "Double-bit ECC error: drain the host and reset the GPU so the row is "
+                                        "remapped; RMA if it repeats (NVIDIA: WORKFLOW_XID_48)."),
+    "WORKFLOW_NVLINK_ERR": (Severity.ERROR, "NVLink error: drain the host, reset the GPUs and check the NVLink "
+                                            "counters (nvidia-smi nvlink -e); RMA if it repeats "
+                                            "(NVIDIA: WORKFLOW_NVLINK_ERR)."),
+    "WORKFLOW_NVLINK5_ERR": (Severity.ERROR, "NVLink 5 error: drain the host and follow NVIDIA's NVLink5 workflow "
+                                             "(reset, then fabric manager and link checks) (NVIDIA: "
+                                             "WORKFLOW_NVLINK5_ERR)."),
+    "XID_154": (Severity.ERROR, "The driver changed the GPU's recovery action: do what the message asks (reset "
+                                "or reboot) (NVIDIA: XID_154)."),
+}
+_UNKNOWN = (Severity.WARNING, "Not in NVIDIA's Xid catalogue: look the Xid up in the driver's release notes.")
+
+
+@cache
+def catalog() -> dict[int, XidEntry]:
+    text = resources.files("clusterctl.health").joinpath("data/xid_catalog.csv").read_text(encoding="utf-8")
+    rows = csv.DictReader(text.splitlines())
+    return {int(r["xid"]): XidEntry(int(r["xid"]), r["mnemonic"], r["description"], r["immediate_action"],
+                                    r["investigatory_action"]) for r in rows}
+
+
+def lookup(xid: int) -> XidEntry | None:
+    return catalog().get(xid)
+
+
+def judge(xid: int) -> tuple[Severity, str, str]:
+    """(severity, what to do, NVIDIA's bucket) for one Xid."""
+    entry = lookup(xid)
+    bucket = entry.immediate_action if entry else ""
+    # Buckets NVIDIA left empty (newest Xids) fall back on the investigatory bucket.
+    if entry and not bucket:
+        bucket = entry.investigatory_action
+    severity, action = ACTIONS.get(bucket, _UNKNOWN) if entry else _UNKNOWN
+    return severity, action, bucket or "UNKNOWN"

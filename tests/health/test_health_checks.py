@@ -1,0 +1,125 @@
+"""Judging real recorded outputs: the finding a user would act on, and the host's verdict."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fixture_files import read_fixture
+
+from clusterctl.errors import UsageError
+from clusterctl.facts.ib_counters import parse_ib_counters
+from clusterctl.facts.kernel_log import parse_kernel_log
+from clusterctl.facts.lspci import parse_lspci
+from clusterctl.facts.nvsmi_query import parse_nvidia_smi_q
+from clusterctl.health import xid_catalog
+from clusterctl.health.checks import HostInput
+from clusterctl.health.model import HealthOptions, HostHealth, Verdict, since_seconds
+from clusterctl.health.probe import HostProbe, level0_probes, probe_command, read_probes
+from clusterctl.health.run import judge
+
+
+def _judge_one(**facts: object) -> HostHealth:
+    probe = HostProbe(**facts)  # type: ignore[arg-type]
+    report = judge([HostInput("h1", probe)])
+    return report.hosts[0]
+
+
+def test_pending_row_remap_makes_the_host_unhealthy_with_a_reset_action() -> None:
+    smi = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "gpud-535.129.03-a10-pcie-remap-pending.txt"))
+    host = _judge_one(smi=smi)
+    assert host.verdict is Verdict.UNHEALTHY and host.reason.startswith("GPU_ROW_REMAP_PENDING")
+    finding = next(f for f in host.findings if f.code == "GPU_ROW_REMAP_PENDING")
+    assert "nvidia-smi -r -i 0" in finding.fix and finding.evidence["action"] == "RESET_GPU"
+    assert not host.ok
+
+
+def test_hw_power_brake_on_a_real_h100_is_a_degraded_host() -> None:
+    host = _judge_one(smi=parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "gpud-535.161.08-8xh100-sxm.txt")))
+    assert host.verdict is Verdict.DEGRADED and "GPU_CLOCKS_THROTTLED" in host.reason
+    # The power brake held every GPU of the chassis at once, as a PSU/chassis brake does.
+    assert {f.subject for f in host.findings if f.code == "GPU_CLOCKS_THROTTLED"} == {f"GPU {i}" for i in range(8)}
+    assert host.reason.endswith("(+7 more)")
+
+
+def test_xid_findings_carry_nvidia_catalogue_action_and_version() -> None:
+    host = _judge_one(kernel=parse_kernel_log(read_fixture("kernel-log", "gpud-dmesg-iso-xid48-63-94-h100.log")))
+    by_xid = {f.evidence["xid"]: f for f in host.findings if f.code == "GPU_XID"}
+    assert by_xid[48].severity.value == "error" and by_xid[48].evidence["action"] == "WORKFLOW_XID_48"
+    assert by_xid[63].severity.value == "info"  # IGNORE: the remap is judged from nvidia-smi -q
+    assert by_xid[94].evidence["count"] == 9 and by_xid[94].evidence["action"] == "RESTART_APP"
+    assert by_xid[48].evidence["catalog_version"] == xid_catalog.CATALOG_VERSION
+    assert "Xid (PCI:0000:19:00): 48" in by_xid[48].evidence["evidence"]
+    assert host.verdict is Verdict.UNHEALTHY
+
+
+def test_xid_79_is_a_reboot_and_fatal_sxid_an_error() -> None:
+    host = _judge_one(kernel=parse_kernel_log(read_fixture("kernel-log", "modal-xid79-fallen-off-bus.log")))
+    (xid,) = [f for f in host.findings if f.code == "GPU_XID"]
+    assert xid.evidence["action"] == "RESTART_BM" and "reboot" in xid.fix
+    log = parse_kernel_log(read_fixture("kernel-log", "nvtrust124-dmesg-sxid-h100-nvswitch.log"))
+    nonfatal = _judge_one(kernel=log)
+    assert nonfatal.verdict is Verdict.DEGRADED and "NVSWITCH_SXID" in nonfatal.reason
+
+
+def test_catalogue_rows_cover_the_common_xids() -> None:
+    for xid, bucket in ((13, "RESTART_APP"), (31, "RESTART_APP"), (48, "WORKFLOW_XID_48"), (63, "IGNORE"),
+                        (74, "WORKFLOW_NVLINK_ERR"), (79, "RESTART_BM"), (95, "RESET_GPU"), (119, "RESET_GPU")):
+        assert xid_catalog.judge(xid)[2] == bucket
+    assert xid_catalog.judge(9999)[2] == "UNKNOWN"
+
+
+def test_acs_on_a_storage_switch_is_not_flagged() -> None:
+    host = _judge_one(pci=parse_lspci(read_fixture("lspci", "gpud-lspci-vvv-8xh100.txt")))
+    assert not [f for f in host.findings if f.code == "PCIE_ACS_ENABLED"]
+    downgraded = [f for f in host.findings if f.code == "PCIE_LINK_DOWNGRADED"]
+    assert downgraded and all(f.severity.value == "info" for f in downgraded)  # the management NIC only
+
+
+def test_acs_redirect_between_a_gpu_and_its_nic_is_an_error() -> None:
+    # Derived from the real H100 recording: ACS request/completion redirect switched on for the PCIe
+    # switch port above GPU 0000:19:00.0 (17:01.0), whose switch also holds NIC 0000:1a:00.0.
+    text = read_fixture("lspci", "gpud-lspci-vvv-8xh100.txt")
+    start = text.index("\n17:01.0 PCI bridge")
+    end = text.index("\n\n", start + 1)
+    block = re.sub(r"ACSCtl:\tSrcValid(.) TransBlk- ReqRedir- CmpltRedir-",
+                   r"ACSCtl:\tSrcValid\1 TransBlk- ReqRedir+ CmpltRedir+", text[start:end])
+    host = _judge_one(pci=parse_lspci(text[:start] + block + text[end:]))
+    (acs,) = [f for f in host.findings if f.code == "PCIE_ACS_ENABLED"]
+    assert acs.subject == "0000:17:01.0" and "0000:19:00.0 (GPU)" in acs.message and "0000:1a:00.0" in acs.message
+    assert host.verdict is Verdict.UNHEALTHY
+
+
+def test_a_flapping_ib_link_stands_out_from_the_fleet() -> None:
+    counters = parse_ib_counters(read_fixture("ib-counters", "gpud-sysfs-h100-grep-H.txt"))
+    host = _judge_one(ib_counters=counters)
+    flapping = [f for f in host.findings if f.code == "IB_LINK_FLAPPING"]
+    assert [f.subject for f in flapping] == ["mlx5_1/1"] and flapping[0].evidence["counters"]["link_downed"] == 255
+
+
+def test_probe_output_with_missing_and_hung_tools() -> None:
+    probes = level0_probes(86400, 30)
+    text = ("### now\n2026-12-01T10:00:00\n@@rc 0\n### kernel-log\n@@rc 0\n### nvidia-smi-q\n@@rc 124\n"
+            "### nvlink-s\nsh: 1: nvidia-smi: not found\n@@rc 127\n### nvlink-e\n@@rc 124\n"
+            "### rdma\nsh: 1: ibstat: not found\n@@rc 127\n### ib-counters\n@@rc 2\n### lspci\n@@rc 0\n")
+    probe = read_probes(text, probes)
+    kinds = {p.probe: p.kind for p in probe.problems}
+    assert kinds["nvidia-smi-q"] == "hung" and kinds["rdma"] == "missing" and "ib-counters" not in kinds
+    host = judge([HostInput("h1", probe)]).hosts[0]
+    assert host.verdict is Verdict.UNHEALTHY and host.reason.startswith("PROBE_HUNG")
+    assert probe.kernel is not None and probe.kernel.events == ()  # an empty window is no problem
+
+
+def test_probe_command_quotes_nothing_from_the_inventory_and_writes_nothing() -> None:
+    line = probe_command(level0_probes(3600, 20))
+    assert "--since=-3600s" in line and "timeout 20 nvidia-smi -q" in line
+    assert ">" not in line.replace("2>&1", "").replace("2>/dev/null", "")  # no redirection into a file
+
+
+def test_since_takes_durations_only() -> None:
+    assert since_seconds("24h") == 86400 and since_seconds("30m") == 1800 and since_seconds("7d") == 604800
+    for bad in ("", "0h", "yesterday", "24"):
+        with pytest.raises(UsageError):
+            HealthOptions(since=bad)
+    with pytest.raises(UsageError):
+        HealthOptions(level=4)

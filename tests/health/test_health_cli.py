@@ -1,0 +1,88 @@
+"""``clusterctl health`` over the demo inventory, ``health compare`` and ``health read`` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from clirun import DEMO, REPO_ROOT, clusterctl
+from fixture_files import fixture_dir
+
+PROFILES = REPO_ROOT / "inventories" / "demo" / "profiles"
+
+
+def test_demo_health_names_unhealthy_and_degraded_hosts_with_actions() -> None:
+    run = clusterctl("-i", str(DEMO), "health")
+    assert run.exit_code == 1, run.output
+    out = run.stdout
+    for host, code in (("gpu-a3", "NVLINK_DOWN"), ("gpu-b2", "GPU_ROW_REMAP_PENDING"), ("gpu-b3", "IB_PORT_SLOW"),
+                       ("gpu-b1", "GPU_XID")):
+        assert any(host in line and code in line for line in out.splitlines()), (host, code, out)
+    assert "fix: Drain the host, then reset the GPU (nvidia-smi -r -i 5)" in out
+    assert "CRC Errors 891" in out  # gpu-a3's lost links with their error counters
+
+
+def test_demo_health_json_lists_every_host_with_its_verdict() -> None:
+    run = clusterctl("-i", str(DEMO), "-o", "json", "health")
+    assert run.exit_code == 1
+    data = run.json()
+    verdicts = {h["host"]: h["verdict"] for h in data["hosts"]}
+    assert verdicts == {"gpu-a1": "healthy", "gpu-a2": "healthy", "gpu-a3": "unhealthy", "gpu-b1": "degraded",
+                        "gpu-b2": "unhealthy", "gpu-b3": "unhealthy"}
+    assert data["kind"] == "clusterctl.health" and data["xid_catalog"]["version"]
+    b1 = next(h for h in data["hosts"] if h["host"] == "gpu-b1")
+    xid = next(f for f in b1["findings"] if f["code"] == "GPU_XID")
+    assert xid["evidence"]["action"] == "RESTART_APP" and "Xid (PCI:0000:4e:00): 13" in xid["evidence"]["evidence"]
+
+
+def _inventory(tmp_path: Path, name: str, profile: str) -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"""cluster: t
+defaults: {{transport: mock, roles: [worker], fabric: {{type: ib, rate_gbps: 200}}}}
+hosts:
+  n1: {{profile: {PROFILES / 'dgx-a100'}}}
+  n2: {{profile: {PROFILES / 'dgx-a100'}}}
+  n3: {{profile: {PROFILES / profile}}}
+""")
+    return path
+
+
+def test_compare_names_what_got_worse(tmp_path: Path) -> None:
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    first = clusterctl("-i", str(_inventory(tmp_path, "monday", "dgx-a100")), "health", "--save", str(before))
+    assert first.exit_code == 0, first.output
+    second = clusterctl("-i", str(_inventory(tmp_path, "today", "gpu-a3")), "health", "--save", str(after))
+    assert second.exit_code == 1
+    compared = clusterctl("-o", "json", "health", "compare", str(before), str(after))
+    assert compared.exit_code == 1, compared.output
+    worse = {(w["host"], w["code"]) for w in compared.json()["worse"]}
+    assert {("n3", "HEALTH_VERDICT_WORSE"), ("n3", "HEALTH_NVLINK_WENT_DOWN"),
+            ("n3", "HEALTH_NVLINK_COUNTERS_GREW")} <= worse
+    assert not any(host != "n3" for host, _ in worse)
+    same = clusterctl("health", "compare", str(before), str(before))
+    assert same.exit_code == 0 and "Nothing got worse." in same.stdout
+
+
+def test_compare_refuses_what_is_not_a_health_report(tmp_path: Path) -> None:
+    other = tmp_path / "x.json"
+    other.write_text(json.dumps({"kind": "clusterctl.survey"}))
+    run = clusterctl("health", "compare", str(other), str(other))
+    assert run.exit_code == 2 and "not a clusterctl health report" in run.stderr
+
+
+def test_read_judges_pasted_outputs_as_one_host() -> None:
+    smi = fixture_dir("nvidia-smi-q") / "mlengineering-510.73.08-a100-remap-pending-clipped.txt"
+    log = fixture_dir("kernel-log") / "mlengineering-xid63-row-remap.log"
+    run = clusterctl("-o", "json", "health", "read", str(smi), str(log), "--host", "node-115")
+    assert run.exit_code == 1, run.output
+    (host,) = run.json()["hosts"]
+    assert host["host"] == "node-115" and host["verdict"] == "unhealthy"
+    assert host["reason"].startswith("GPU_ROW_REMAP_PENDING")
+    assert "leaves lines out" in run.stderr and "says 8 but 1" in run.stderr  # what could not be read
+
+
+def test_read_refuses_text_it_does_not_know(tmp_path: Path) -> None:
+    other = tmp_path / "notes.txt"
+    other.write_text("just some notes\n")
+    run = clusterctl("health", "read", str(other))
+    assert run.exit_code == 2 and "notes.txt" in run.stderr and "not recognised" in run.stderr
