@@ -70,7 +70,16 @@ def save_journal(records: Sequence[GateRecord], *, command: str, folder: str | P
                "changes": [record_json(r) for r in kept]}
     try:
         target_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(payload, indent=2) + "\n")
+        # Two runs in the same second keep two journals: never overwrite one (its undo would be lost).
+        serial = 1
+        while True:
+            try:
+                with path.open("x") as handle:
+                    handle.write(json.dumps(payload, indent=2) + "\n")
+                break
+            except FileExistsError:
+                serial += 1
+                path = target_dir / f"{slug}-{stamp}-{serial}.json"
     except OSError as exc:
         raise UsageError(f"cannot write the undo journal ({exc.strerror})", file=str(path)) from exc
     return path

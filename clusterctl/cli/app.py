@@ -57,6 +57,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "Upgrade the cluster's Kubernetes and node stack, node by node, in kubeadm's order."),
     "remove-node": ("clusterctl.cli.remove_node_cmd",
                     "Take one host out of the cluster: drain, etcd member, kubeadm reset, delete node."),
+    "certs": ("clusterctl.cli.certs_cmd",
+              "Check and renew the certificates kubeadm manages on every control plane."),
     "reset": ("clusterctl.cli.reset_cmd",
               "Undo what 'clusterctl bootstrap' set up for the cluster on the selected hosts."),
     "undo": ("clusterctl.cli.undo_cmd", "Revert the changes a run made on hosts, from the undo journal it wrote."),

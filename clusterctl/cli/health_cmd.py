@@ -12,6 +12,7 @@ from clusterctl.errors import ExitCode
 
 if TYPE_CHECKING:
     from clusterctl.health.model import HealthReport
+    from clusterctl.quarantine.auto import PolicyRun
 
 health_app = typer.Typer(
     help="""Check the hosts' GPUs, NVLinks, NICs and PCIe paths; give each host a verdict.
@@ -55,6 +56,13 @@ def health_command(
         None, "--save", metavar="FILE", help="Keep the report as JSON (for 'health compare')."),
     probe_timeout: float = typer.Option(30.0, "--probe-timeout", min=1.0, metavar="SECONDS",
                                         help="Limit for each probe command on a host (a hung nvidia-smi)."),
+    quarantine: bool = typer.Option(False, "--quarantine",
+                                    help="Apply the quarantine policy: unhealthy hosts are quarantined (only said "
+                                    "without --yes), degraded ones reported (docs/quarantine.md)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="With --quarantine: quarantine (without it: a dry run)."),
+    max_unavailable: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--max-unavailable", metavar="N|PCT",
+        help="With --quarantine: most hosts out of service at once (default: the inventory's, else 10%, at least 1)."),
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -68,16 +76,26 @@ def health_command(
     hosts = app.hosts()
     if not hosts:
         raise UsageError("no host selected: check -l/--limit and the inventory")
+    if not quarantine and (yes or max_unavailable):
+        raise UsageError("--yes and --max-unavailable go with --quarantine")
+    policy = None
     with app.runner() as runner:
         report = run_health(hosts, runner, options, inventory=inventory.name)
-    finish(app, report, save=save)
+        if quarantine:
+            from clusterctl.cli.quarantine_cmd import apply_health_policy
+
+            policy = apply_health_policy(app, runner, report.hosts, yes=yes, max_unavailable=max_unavailable)
+    finish(app, report, save=save, policy=policy)
 
 
-def finish(app: AppContext, report: HealthReport, *, save: str | None = None) -> None:
+def finish(app: AppContext, report: HealthReport, *, save: str | None = None,
+           policy: tuple[PolicyRun, str | None] | None = None) -> None:
     """Save, print (table or -o json/yaml) and exit 1 unless every host is healthy."""
     from clusterctl.health.report import report_to_json
 
     payload = report_to_json(report)
+    if policy is not None:
+        payload["quarantine"] = {**policy[0].to_json(), "dry_run": not policy[0].applied, "journal": policy[1]}
     if save:
         from clusterctl.cli.survey_cmd import _save
 
@@ -91,6 +109,11 @@ def finish(app: AppContext, report: HealthReport, *, save: str | None = None) ->
         app.console.print()
         print_findings(app.console, [f for f in report.findings if f.severity.value != "info"],
                        empty="No findings above info level.")
+        if policy is not None:
+            from clusterctl.cli.quarantine_view import print_policy
+
+            app.console.print()
+            print_policy(app, policy[0], dry_run=not policy[0].applied, journal=policy[1])
 
     app.emit(payload, human)
     if not report.ok:

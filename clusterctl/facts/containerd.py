@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
+from clusterctl.facts.klog import is_klog_line
 from clusterctl.facts.sections import MARKER_FILES, Section, section_command, split_sections
 from clusterctl.facts.table import numbered_lines, rows_under_header
 
@@ -80,9 +81,11 @@ def cri_status(plugins: tuple[PluginStatus, ...]) -> str | None:
 
 
 def parse_kubeadm_images(text: str) -> tuple[str, ...]:
-    """``kubeadm config images list``: one image reference per line."""
+    """``kubeadm config images list``: one image reference per line (klog lines from stderr skipped)."""
     out: list[str] = []
     for line in numbered_lines(text):
+        if is_klog_line(line.text):
+            continue
         value = line.text.strip()
         if " " in value or "/" not in value or ":" not in value.rsplit("/", 1)[-1]:
             raise ParseError("kubeadm config images list", "expected an image reference such as "
@@ -154,9 +157,12 @@ def parse_containerd_probe(text: str) -> ContainerdFacts:
             hosts_files[name[len("hosts:"):]] = section.text
     pause = None
     images = sections.get("kubeadm-images")
-    if images is not None and images.text.strip():
-        if re.search(r"not found|error|unable", images.text, re.IGNORECASE):
-            missing["kubeadm-images"] = images.lines[0].strip()
+    answer = [line for line in images.lines if not is_klog_line(line)] if images is not None else []
+    if images is not None and "".join(answer).strip():
+        # kubeadm's own log lines (``could not fetch a Kubernetes version from the internet``) are
+        # not a failure: it falls back to its own version and lists the images.
+        if re.search(r"not found|error|unable", "\n".join(answer), re.IGNORECASE):
+            missing["kubeadm-images"] = next(line for line in answer if line.strip()).strip()
         else:
             try:
                 pause = pause_image(parse_kubeadm_images(images.text))

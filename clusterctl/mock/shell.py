@@ -598,26 +598,49 @@ class Shell:
         return self.env.get(name, "")
 
     def expand(self, word: Word, *, split_glob: bool = False) -> list[str]:
+        """The fields of ``word``. For a command's words (``split_glob``) an unquoted ``$VAR`` or
+        ``$(...)`` is split on blanks as sh does (``x='a b'; cmd $x`` passes two arguments, an
+        empty one none) and unquoted patterns glob; assignments keep one field."""
         text = ""
         pattern = False
+        fields: list[str] = [""]
+        #: Whether the current field holds something that keeps it even when empty ("" or '').
+        kept = [False]
         for kind, value, quoted in word.segments:
             if kind == "lit":
-                text += value
+                expanded = value
                 if not quoted and any(c in value for c in "*?["):
                     pattern = True
             elif kind == "var":
-                text += self.variable(value)
+                expanded = self.variable(value)
             else:
                 sub = Shell(self.dispatch, env=self.env, glob=self.glob, read_file=self.read_file,
                             write_file=self.write_file, cwd=self.cwd)
                 o, _e, code = sub.run(value)
                 self.status = code
-                text += o.decode(errors="replace").rstrip("\n")
-        if split_glob and pattern and self.glob is not None:
-            matches = self.glob(self.absolute(text))
+                expanded = o.decode(errors="replace").rstrip("\n")
+            text += expanded
+            if kind == "lit" or quoted:
+                fields[-1] += expanded
+                kept[-1] = kept[-1] or quoted or bool(expanded)
+                continue
+            for piece in re.split(r"([ \t\n]+)", expanded):
+                if not piece:
+                    continue
+                if piece.strip(" \t\n"):
+                    fields[-1] += piece
+                    kept[-1] = True
+                elif fields[-1] or kept[-1]:
+                    fields.append("")
+                    kept.append(False)
+        if not split_glob:
+            return [text]
+        words = [f for f, keep in zip(fields, kept, strict=True) if f or keep]
+        if pattern and self.glob is not None and len(words) == 1:
+            matches = self.glob(self.absolute(words[0]))
             if matches:
                 return matches
-        return [text]
+        return words
 
     # -- builtins -------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The checks a host passes before release: its health, then nccl-tests on its GPUs alone.
 
-``health_findings`` returns each host's findings (error level: not healthy); ``nccl_findings``
+``health_findings`` returns each host's ``clusterctl health`` findings (error level: not healthy); ``nccl_findings``
 runs ``all_reduce_perf`` on each host by itself (``bench nccl``'s single-host mode) and returns
 its findings (a failed or implausible run is an error; a figure below the GPUs' expected
 peak is a warning, shown but not blocking, as in ``bench nccl``).
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from clusterctl.findings import Finding
+from clusterctl.findings import Finding, Severity
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -19,13 +19,20 @@ if TYPE_CHECKING:
 
 
 def health_findings(runner: Runner, hosts: Sequence[Host], level: int = 1) -> dict[str, list[Finding]]:
-    """Each host's health findings, judged on the host alone (a quarantined host is no peer baseline)."""
-    from clusterctl.survey.run import run_survey
+    """Each host's ``clusterctl health --level LEVEL`` findings. An unhealthy host has error findings;
+    a host that could not be checked gets one (``HEALTH_UNKNOWN``): not known healthy is not healthy.
+    A degraded host (warnings only: watch it, it can keep jobs) passes, its warnings shown."""
+    from clusterctl.health.model import HealthOptions, Verdict
+    from clusterctl.health.run import run_health
 
+    report = run_health(list(hosts), runner, HealthOptions(level=level))
     found: dict[str, list[Finding]] = {h.name: [] for h in hosts}
-    for host in hosts:
-        report = run_survey(runner, [host])
-        found[host.name] = [f for f in report.findings if f.host in (None, host.name)]
+    for checked in report.hosts:
+        findings = list(checked.findings)
+        if checked.verdict is Verdict.UNKNOWN and not any(f.severity is Severity.ERROR for f in findings):
+            findings.append(Finding(Severity.ERROR, "HEALTH_UNKNOWN", f"health could not check it: {checked.reason}",
+                                    host=checked.host))
+        found[checked.host] = findings
     return found
 
 
@@ -46,7 +53,5 @@ def nccl_findings(runner: Runner, hosts: Sequence[Host]) -> dict[str, list[Findi
 
 
 def _info(host: str, busbw: float) -> Finding:
-    from clusterctl.findings import Severity
-
     return Finding(Severity.INFO, "NCCL_RESULT", f"all_reduce bus bandwidth {busbw:.1f} GB/s on the host alone",
                    host=host)

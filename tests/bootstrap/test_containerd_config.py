@@ -66,6 +66,19 @@ def test_ctr_plugins_and_kubeadm_images_from_real_outputs() -> None:
     assert pause_image(parse_kubeadm_images(fixture("kubeadm-config-images-list-1.23.0.txt"))) == "k8s.gcr.io/pause:3.6"
 
 
+def test_kubeadms_klog_lines_among_the_images_are_skipped_not_taken_for_a_failure() -> None:
+    """Unpinned, kubeadm logs to stderr that it could not reach dl.k8s.io; the probe merges stderr."""
+    unpinned = fixture("kubeadm-config-images-list-1.37.2-unpinned.txt")
+    assert unpinned.startswith("W1201 ")
+    assert pause_image(parse_kubeadm_images(unpinned)) == "registry.k8s.io/pause:3.10.2"
+    probe = f"@@clusterctl@@ version\ncontainerd containerd.io v2.2.1 abc\n@@clusterctl@@ kubeadm-images\n{unpinned}"
+    facts = parse_containerd_probe(probe)
+    assert facts.kubeadm_pause == "registry.k8s.io/pause:3.10.2" and "kubeadm-images" not in facts.missing
+    with pytest.raises(ParseError) as error:
+        parse_kubeadm_images(unpinned.replace("registry.k8s.io/etcd:3.7.0-0", "etcd 3.7.0"))
+    assert error.value.line == 9
+
+
 GOLDEN_CASES = {
     "config-v2-containerd-1.6-default-runtime.toml": WantedContainerd("1.6.20", 2, PAUSE, "default", False),
     "config-v3-containerd-2.2-runtimeclass-cdi.toml": WantedContainerd("2.2.1", 3, PAUSE, "runtimeclass", True),

@@ -111,7 +111,7 @@ def test_apply_keeps_the_nvidia_runtime_nvidia_ctk_wrote_and_a_rerun_changes_not
     assert "version = 2" in written and 'imports = ["' in written
     assert '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]' in written
     assert "privileged_without_host_devices = false" in written  # nvidia-ctk's own keys kept
-    assert 'sandbox_image = "registry.k8s.io/pause:3.10.1"' in written
+    assert 'sandbox_image = "registry.k8s.io/pause:3.10.2"' in written  # kubeadm 1.36's pause (no kubeadm here)
     assert f'address = "{daemon.base}/ctd.sock"' in written  # the host's own settings kept
     assert daemon.answers()
     second = run_phase(daemon)

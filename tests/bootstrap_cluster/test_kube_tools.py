@@ -49,7 +49,10 @@ def test_config_validate_is_strict_and_refuses_v1beta3_from_1_37(tmp_path: Path)
         data["packages"]["kubeadm"]["version"] = "1.37.0-1.1"
     old = good.replace("kubeadm.k8s.io/v1beta4", "kubeadm.k8s.io/v1beta3")
     code, _, err = sh(sim, "gpu-a1", "kubeadm config validate --config /dev/stdin", old)
-    assert code == 1 and 'version "kubeadm.k8s.io/v1beta3"' in err
+    assert code == 1 and 'old API spec: "kubeadm.k8s.io/v1beta3"' in err
+    nested = good.replace("  certSANs:", "  timeoutForControlPlane: 4m0s\n  certSANs:")
+    code, _, err = sh(sim, "gpu-a1", "kubeadm config validate --config /dev/stdin", nested)
+    assert code == 1 and 'unknown field "apiServer.timeoutForControlPlane"' in err
 
 
 def test_tokens_expire_after_their_ttl(sim: SimCluster) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,12 +11,13 @@ import jsonschema
 import pytest
 import yaml
 from cluster_builders import make_inventory, make_settings
-from fixture_files import fixture_dir
 
 from clusterctl.bootstrap.cluster import kubeadm
+from clusterctl.mock.tools import kubeadm as simulated_kubeadm
 from clusterctl.secret import MASK, mask_text
 
-SCHEMA = json.loads((fixture_dir("kubeadm-schema") / "v1beta4.schema.json").read_text())
+#: The one list of kubeadm's fields, shared with the simulated kubeadm (clusterctl/mock/recordings/kube/README.md).
+SCHEMA = simulated_kubeadm.schema()
 
 
 def check_v1beta4(text: str) -> list[dict[str, Any]]:

@@ -110,8 +110,10 @@ def test_device_plugin_values_turn_gfd_on_and_leave_nfd_to_its_own_release() -> 
     assert values["nvidia-device-plugin"]["gfd"]["enabled"] is True
     assert values["nvidia-device-plugin"]["nfd"]["enabled"] is False
     assert "nvidia.com" in values["node-feature-discovery"]["master"]["config"]["extraLabelNs"]
+    assert "worker" not in values["node-feature-discovery"]  # NFD 0.19 reads no sources.local.hooksEnabled
     dcgm = values["dcgm-exporter"]
-    assert dcgm["serviceMonitor"]["enabled"] is True
+    # kube-prometheus-stack scrapes only ServiceMonitors with its release label: the chart needs it given.
+    assert dcgm["serviceMonitor"] == {"enabled": True, "additionalLabels": {"release": "kube-prometheus-stack"}}
     mount = dcgm["extraVolumeMounts"][0]["mountPath"]
     assert dcgm["arguments"] == ["-f", f"{mount}/counters.csv"]
     configmap = yaml.safe_load(next(m.text for m in plan.manifests if "counters" in m.path))
@@ -132,6 +134,11 @@ def test_gpu_operator_leaves_the_hosts_driver_and_toolkit_alone() -> None:
     assert values["dcgmExporter"]["config"]["name"] == configmap["metadata"]["name"]
     assert "dcgm-metrics.csv" in configmap["data"]
     assert configmap["metadata"]["namespace"] == release.chart.namespace
+    assert values["dcgmExporter"]["serviceMonitor"] == {"enabled": False}
+    kps = make_settings(addons={"mode": "gpu-operator"}, alerts={"rule_labels": {"release": "kps"}})
+    monitored = addons.addon_plan(kps, runtime_class=False, service_monitor=True)
+    assert yaml.safe_load(monitored.releases[0].values)["dcgmExporter"]["serviceMonitor"] == {
+        "enabled": True, "additionalLabels": {"release": "kps"}}
     driver_too = addons.addon_plan(make_settings(addons={"mode": "gpu-operator", "host_driver": False}),
                                    runtime_class=False, service_monitor=False)
     assert yaml.safe_load(driver_too.releases[0].values)["driver"]["enabled"] is True

@@ -62,3 +62,13 @@ def test_a_file_that_is_not_a_journal_is_a_usage_error(tmp_path: Path) -> None:
     broken.write_text('{"kind": "clusterctl.undo", "version": 1, "changes": [{"host": "h"}]}')
     with pytest.raises(UsageError, match="change 1 is malformed"):
         load_journal(broken)
+
+
+def test_two_runs_in_the_same_second_keep_two_journals(tmp_path: Path) -> None:
+    gate = Gate(apply=True)
+    target = tmp_path / "a.conf"
+    gate.submit(LocalTransport(HOST), Change.write_file("here", str(target), "a\n", current=None, sudo=False))
+    first = save_journal(gate.records, command="quarantine", folder=tmp_path / "undo", now=1_700_000_000)
+    second = save_journal(gate.records, command="quarantine", folder=tmp_path / "undo", now=1_700_000_000)
+    assert first is not None and second is not None and first != second
+    assert first.exists() and second.exists() and second.name.endswith("-2.json")

@@ -23,8 +23,8 @@ def test_the_demo_lists_every_image_kubeadm_pulls_and_every_chart_and_package() 
     refs = {a["reference"] for a in listed["artifacts"]}
     for image in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy"):
         assert f"registry.k8s.io/{image}:v1.36.2" in refs
-    assert {"registry.k8s.io/coredns/coredns:v1.12.1", "registry.k8s.io/pause:3.10.1",
-            "registry.k8s.io/etcd:3.6.5-0"} <= refs
+    assert {"registry.k8s.io/coredns/coredns:v1.14.2", "registry.k8s.io/pause:3.10.2",
+            "registry.k8s.io/etcd:3.6.8-0"} <= refs
     charts = {(a["name"], a["version"], a["source"]) for a in listed["artifacts"] if a["kind"] == "chart"}
     assert charts == {
         ("node-feature-discovery", "0.19.0", "https://kubernetes-sigs.github.io/node-feature-discovery/charts"),
@@ -50,7 +50,7 @@ def test_the_image_list_is_what_the_simulated_kubeadm_answers(tmp_path: Path, mi
 
 def test_a_site_registry_rehomes_images_and_coredns_loses_its_sub_path() -> None:
     images = kubeadm_images("1.36.2", "mirror.site:5000/k8s")
-    assert "mirror.site:5000/k8s/coredns:v1.12.1" in images
+    assert "mirror.site:5000/k8s/coredns:v1.14.2" in images
     assert "mirror.site:5000/k8s/kube-apiserver:v1.36.2" in images
 
 
@@ -74,7 +74,7 @@ bootstrap:
     assert sources["kubeadm"] == "https://mirror.site/repos/pkgs.k8s.io/core:/stable:/v1.36/deb/"
     assert sources["dcgm-exporter"] == "https://mirror.site/charts"
     images = (tmp_path / "lists" / "images.txt").read_text().splitlines()
-    assert "mirror.site:5000/k8s/etcd:3.6.5-0" in images
+    assert "mirror.site:5000/k8s/etcd:3.6.8-0" in images
     assert "mirror.site:5000/calico/node:v3.31.7" in images
     assert "mirror.site:5000/nvidia/k8s-device-plugin:v0.20.0" in images
     assert not any(i.startswith(("registry.k8s.io", "nvcr.io", "quay.io")) for i in images)
@@ -140,8 +140,8 @@ bootstrap:
     probed = {r["reference"]: r["status"] for r in done.json()["probe"]}
     assert probed["kubeadm=1.36.2-*"] == "present" and probed["kubectl=1.36.2-*"] == "missing"
     assert probed["mirror.site:5000/k8s/kube-apiserver:v1.36.2"] == "present"
-    assert probed["mirror.site:5000/k8s/etcd:3.6.5-0"] == "missing"
+    assert probed["mirror.site:5000/k8s/etcd:3.6.8-0"] == "missing"
     assert probed["https://mirror.site/charts nvidia-device-plugin 0.20.0"] == "present"
     assert "kubectl=1.36.2-*" in done.json()["missing"]
     human = clusterctl("-i", inventory, "bootstrap", "artifacts", "--probe")
-    assert "MISSING mirror.site:5000/k8s/etcd:3.6.5-0" in human.stdout
+    assert "MISSING mirror.site:5000/k8s/etcd:3.6.8-0" in human.stdout

@@ -98,3 +98,26 @@ def test_quarantine_drain_release_and_undo_on_the_demo(tmp_path: Path, monkeypat
     assert code == 0, out
     assert node("gpu-a3") == as_it_was
     assert "no node is quarantined" in cli("status")[1]
+
+
+def test_health_quarantine_on_the_demo_plans_then_quarantines_within_the_cap(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out = cli("bootstrap", "--survey", SURVEY, "--state-dir", tmp_path / "progress")
+    assert code == 0, out
+    before = snapshot(state_folder())
+    code, out = cli("-o", "json", "health", "--quarantine")
+    assert code == 1  # unhealthy hosts: health's own exit code
+    plan = json.loads(out)["quarantine"]
+    assert plan["dry_run"] and snapshot(state_folder()) == before
+    acting = [d for d in plan["decisions"] if d["action"] in ("drain", "quarantine")]
+    assert [(d["host"], d["action"]) for d in acting] == [("gpu-a3", "drain")]  # 10% of 6 hosts: one
+    assert any(d["action"] == "held" for d in plan["decisions"])
+    code, out = cli("health", "--quarantine", "--yes")
+    assert "gpu-a3: taint node gpu-a3 clusterctl.dev/unhealthy=NVLINK_DOWN:NoSchedule" in out, out
+    assert "HELD (cap)" in out and "undo with: clusterctl undo" in out
+    taken = [n for n in ("gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b2", "gpu-b3")
+             if node(n)["spec"].get("unschedulable")]
+    assert taken == ["gpu-a3"]
+    code, out = cli("health", "--yes")
+    assert code == 2 and "--quarantine" in out

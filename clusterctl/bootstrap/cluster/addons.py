@@ -77,6 +77,8 @@ def addon_plan(
     registry = addons.image_registry
     rc = RUNTIME_CLASS if runtime_class else None
     key = counters_key(settings)
+    # The Prometheus stack that loads clusterctl's rules selects ServiceMonitors by the same labels.
+    monitor_labels = sorted(settings.alerts.rule_labels.items())
     manifests: list[Manifest] = []
     if runtime_class:
         manifests.append(Manifest(f"{MANIFESTS_DIR}/runtimeclass-nvidia.yaml",
@@ -90,7 +92,8 @@ def addon_plan(
                                   "DCGM exporter counters ConfigMap"))
         values = render("helm/gpu-operator.values.yaml.j2", chart_version=op.version, host_driver=addons.host_driver,
                         host_toolkit=addons.host_toolkit, counters_configmap=COUNTERS_CONFIGMAP, counters_key=key,
-                        service_monitor=service_monitor, cdi=cdi, image_registry=registry)
+                        service_monitor=service_monitor, monitor_labels=monitor_labels, cdi=cdi,
+                        image_registry=registry)
         return AddonPlan(tuple(manifests), (HelmRelease(op, values),))
     dp, nfd, dcgm = (addons.chart(n) for n in ("nvidia-device-plugin", "node-feature-discovery", "dcgm-exporter"))
     for namespace in dict.fromkeys((nfd.namespace, dp.namespace, dcgm.namespace)):
@@ -105,7 +108,8 @@ def addon_plan(
                                runtime_class=rc, image_registry=registry)),
         HelmRelease(dcgm, render("helm/dcgm-exporter.values.yaml.j2", chart_version=dcgm.version,
                                  counters_configmap=COUNTERS_CONFIGMAP, counters_key=key,
-                                 service_monitor=service_monitor, runtime_class=rc, image_registry=registry)),
+                                 service_monitor=service_monitor, monitor_labels=monitor_labels, runtime_class=rc,
+                                 image_registry=registry)),
     )
     return AddonPlan(tuple(manifests), releases)
 

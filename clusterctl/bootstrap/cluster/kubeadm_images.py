@@ -12,9 +12,11 @@ kubeadm builds the list from its ``cmd/kubeadm/app/constants/constants.go`` (``P
 
 Tags per minor were read from kubeadm's constants at each release branch (kubernetes/kubernetes
 ``cmd/kubeadm/app/constants/constants.go``; etcd's own bump guide quotes the 1.34-1.36 map) and
-from ``kubeadm config images list`` outputs in release notes; they agree with the simulated
-kubeadm (``clusterctl/mock/tools/kubeadm.py``). Patch releases can bump etcd: on a connected
-machine, ``kubeadm config images list --kubernetes-version V`` of that very kubeadm is the check.
+from ``kubeadm config images list`` outputs in release notes; 1.35 to 1.37 are the real kubeadm
+1.35.4, 1.36.3 and 1.37.2's answers, compared on every run of the real-tools tier
+(``tests/upstream/test_contract_kubeadm.py``), as is the simulated kubeadm's table. Patch releases
+can bump etcd: ``kubeadm config images list --kubernetes-version V`` of that very kubeadm is the
+check.
 """
 
 from __future__ import annotations
@@ -40,9 +42,9 @@ TAGS_BY_MINOR: dict[int, KubeadmImageTags] = {
     32: KubeadmImageTags("3.10", "3.5.16-0", "v1.11.3"),
     33: KubeadmImageTags("3.10", "3.5.21-0", "v1.12.0"),
     34: KubeadmImageTags("3.10.1", "3.6.4-0", "v1.12.1"),
-    35: KubeadmImageTags("3.10.1", "3.6.5-0", "v1.12.1"),
-    36: KubeadmImageTags("3.10.1", "3.6.5-0", "v1.12.1"),
-    37: KubeadmImageTags("3.10.2", "3.6.6-0", "v1.12.4"),
+    35: KubeadmImageTags("3.10.1", "3.6.6-0", "v1.13.1"),
+    36: KubeadmImageTags("3.10.2", "3.6.8-0", "v1.14.2"),
+    37: KubeadmImageTags("3.10.2", "3.7.0-0", "v1.14.6"),
 }
 
 CONTROL_PLANE_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy")

@@ -56,11 +56,11 @@ from clusterctl.facts.containerd import (
 from clusterctl.findings import Finding, Severity
 
 #: Pause image by Kubernetes minor when kubeadm is not installed yet to say it (kubeadm's
-#: ``constants.PauseVersion``; 1.35 lists pause:3.10.1 and 1.37 recommends 3.10.2 in public
-#: ``kubeadm config images list`` / upgrade logs). The installed kubeadm's answer wins.
+#: ``constants.PauseVersion``; 1.35 to 1.37 as the real kubeadm 1.35.4, 1.36.3 and 1.37.2 list it,
+#: checked by tests/upstream: 1.36 moved to 3.10.2). The installed kubeadm's answer wins.
 PAUSE_BY_KUBERNETES: dict[tuple[int, int], str] = {
     (1, 30): "3.9", (1, 31): "3.10", (1, 32): "3.10", (1, 33): "3.10",
-    (1, 34): "3.10.1", (1, 35): "3.10.1", (1, 36): "3.10.1", (1, 37): "3.10.2",
+    (1, 34): "3.10.1", (1, 35): "3.10.1", (1, 36): "3.10.2", (1, 37): "3.10.2",
 }
 #: Registry host -> the server containerd's hosts.toml names for it (docs/hosts.md).
 REGISTRY_SERVERS = {"docker.io": "https://registry-1.docker.io"}

@@ -40,6 +40,11 @@ class ToolContext:
     run: Callable[[str], ToolResult] | None = None
     #: The shell's working folder, for relative paths.
     cwd: str = "/root"
+    #: Log lines the tool wrote to stderr along the way (klog warnings), before its answer's own.
+    logged: list[str] = field(default_factory=list)
+
+    def log(self, line: str) -> None:
+        self.logged.append(line)
 
     @property
     def fs(self) -> FileTree:

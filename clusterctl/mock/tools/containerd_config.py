@@ -1,8 +1,9 @@
 """Reading containerd's configuration from a mock host's tree (shared by nvidia-ctk, ctr, crictl).
 
 Not a tool: helpers that resolve ``/etc/containerd/config.toml`` with its ``imports`` the way
-containerd 1.x does (an imported file replaces each top-level ``plugins.<id>`` table it
-names; see /work/shared/reference/bootstrap-facts.md) and write small TOML documents.
+the installed containerd does (1.x: an imported file replaces each top-level ``plugins.<id>``
+table it names; 2.x: merged key by key; see /work/shared/reference/bootstrap-facts.md) and write
+small TOML documents.
 """
 
 from __future__ import annotations
@@ -46,17 +47,41 @@ def load(ctx: ToolContext, path: str = CONFIG) -> dict[str, Any] | None:
         return None
 
 
+def installed_major(ctx: ToolContext) -> int:
+    """The installed containerd's major version (1 when it cannot tell: Debian's and Ubuntu's 1.x)."""
+    package = ctx.installed_version("containerd") or ctx.installed_version("containerd.io") or "1"
+    head = package.split(".", 1)[0].split(":")[-1]
+    return int(head) if head.isdigit() else 1
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        below = out.get(key)
+        out[key] = _deep_merge(below, value) if isinstance(below, dict) and isinstance(value, dict) else value
+    return out
+
+
 def effective(ctx: ToolContext) -> dict[str, Any]:
-    """The configuration containerd 1.x runs with: the root file, then each import over it."""
+    """The configuration containerd runs with: the root file, then each import over it.
+
+    containerd 1.x replaces each whole ``plugins.<id>`` table an import names; 2.x merges imports
+    key by key (checked against the real 1.6, 2.2 and 2.3 by tests/upstream/test_contract_containerd.py).
+    """
     root = load(ctx) or {}
     merged = dict(root)
     plugins = dict(root.get("plugins") or {})
+    whole_tables = installed_major(ctx) < 2
     for pattern in root.get("imports") or []:
         paths = ctx.fs.glob(str(pattern)) if any(c in str(pattern) for c in "*?[") else [str(pattern)]
         for path in paths:
             doc = load(ctx, path) or {}
             for plugin_id, table in (doc.get("plugins") or {}).items():
-                plugins[plugin_id] = table  # 1.x: the whole plugin table is replaced
+                below = plugins.get(plugin_id)
+                if whole_tables or not isinstance(below, dict) or not isinstance(table, dict):
+                    plugins[plugin_id] = table  # 1.x: the whole plugin table is replaced
+                else:
+                    plugins[plugin_id] = _deep_merge(below, table)
     merged["plugins"] = plugins
     return merged
 

@@ -34,18 +34,10 @@ from clusterctl.mock.tools.kubeadm_manifests import IMAGE_TAGS, write_manifests
 PACKAGES = ("kubeadm",)
 READS_STDIN = True
 CERTS_LIFETIME_S = 2 * 3600
-KNOWN_FIELDS: dict[str, set[str]] = {
-    "ClusterConfiguration": {"apiVersion", "kind", "etcd", "networking", "kubernetesVersion", "controlPlaneEndpoint",
-                             "apiServer", "controllerManager", "scheduler", "dns", "proxy", "certificatesDir",
-                             "imageRepository", "featureGates", "clusterName", "encryptionAlgorithm",
-                             "certificateValidityPeriod", "caCertificateValidityPeriod"},
-    "InitConfiguration": {"apiVersion", "kind", "bootstrapTokens", "dryRun", "nodeRegistration", "localAPIEndpoint",
-                          "certificateKey", "skipPhases", "patches", "timeouts"},
-    "JoinConfiguration": {"apiVersion", "kind", "dryRun", "nodeRegistration", "caCertPath", "discovery",
-                          "controlPlane", "skipPhases", "patches", "timeouts"},
-    "ResetConfiguration": {"apiVersion", "kind", "cleanupTmpDir", "certificatesDir", "criSocket", "dryRun", "force",
-                           "ignorePreflightErrors", "skipPhases", "unmountFlags"},
-}
+#: kubeadm's config API fields, one schema for the simulator and the tests (recordings/kube/README.md).
+SCHEMA_FILE = "kubeadm-v1beta4.schema.json"
+#: The git commit a version answer names (the real one is the release's).
+REVISION = "0000000000000000000000000000000000000000"
 
 
 def recording(file_name: str, /, **values: str) -> str:
@@ -53,6 +45,36 @@ def recording(file_name: str, /, **values: str) -> str:
     for key, value in values.items():
         text = text.replace("{" + key + "}", value)
     return text
+
+
+def schema() -> dict[str, Any]:
+    import json
+
+    loaded: dict[str, Any] = json.loads((resources.files("clusterctl.mock.recordings") / "kube" / SCHEMA_FILE)
+                                        .read_text())
+    return loaded
+
+
+def unknown_field(value: Any, node: dict[str, Any], defs: dict[str, Any], path: str = "") -> str | None:
+    """The first field kubeadm's strict decoding refuses, as its path (``apiServer.extraArgs[0].foo``)."""
+    while "$ref" in node:
+        node = defs[str(node["$ref"]).rsplit("/", 1)[-1]]
+    if isinstance(value, dict) and "properties" in node:
+        properties: dict[str, Any] = node["properties"]
+        for key, item in value.items():
+            if key not in properties:
+                if node.get("additionalProperties") is False:
+                    return f"{path}{key}"
+                continue
+            found = unknown_field(item, properties[key], defs, f"{path}{key}.")
+            if found:
+                return found
+    elif isinstance(value, list) and isinstance(node.get("items"), dict):
+        for index, item in enumerate(value):
+            found = unknown_field(item, node["items"], defs, f"{path.rstrip('.')}[{index}].")
+            if found:
+                return found
+    return None
 
 
 def _minor(ctx: ToolContext) -> int:
@@ -102,16 +124,45 @@ def load_config(ctx: ToolContext, args: list[str]) -> dict[str, dict[str, Any]]:
     for doc in loaded:
         api, kind = str(doc.get("apiVersion", "")), str(doc.get("kind", ""))
         if api.startswith("kubeadm.k8s.io/"):
-            allowed = ("kubeadm.k8s.io/v1beta4",) if _minor(ctx) >= 37 else ("kubeadm.k8s.io/v1beta3",
-                                                                             "kubeadm.k8s.io/v1beta4")
-            if api not in allowed:
+            if api == "kubeadm.k8s.io/v1beta3" and _minor(ctx) >= 37:
+                # v1beta3 was removed in 1.37 (kubernetes#136016): the real kubeadm's wording.
+                raise ConfigError(f'your configuration file uses an old API spec: "{api}" (kind: "{kind}"). Please '
+                                  f"use kubeadm v1.{_minor(ctx) - 1} instead and run 'kubeadm config migrate "
+                                  "--old-config old-config-file --new-config new-config-file', which will write the "
+                                  "new, similar spec using a newer API version.")
+            if api not in ("kubeadm.k8s.io/v1beta3", "kubeadm.k8s.io/v1beta4"):
                 raise ConfigError(f'no kind "{kind}" is registered for version "{api}" in scheme '
                                   '"k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/scheme/scheme.go:31"')
-            unknown = sorted(set(doc) - KNOWN_FIELDS.get(kind, set(doc)))
+            if api == "kubeadm.k8s.io/v1beta3":
+                _check_v1beta3(ctx, kind, doc)
+            types = schema()["$defs"]
+            unknown = unknown_field(doc, types[kind], types) if api.endswith("v1beta4") and kind in types else None
             if unknown:
-                raise ConfigError(f'{kind}: strict decoding error: unknown field "{unknown[0]}"')
+                group, version = api.split("/", 1)
+                raise ConfigError(f'error unmarshaling configuration schema.GroupVersionKind{{Group:"{group}", '
+                                  f'Version:"{version}", Kind:"{kind}"}}: strict decoding error: unknown field '
+                                  f'"{unknown}"')
         docs[kind] = doc
     return docs
+
+
+#: v1beta3's ``extraArgs`` were maps; v1beta4 made them ``[{name, value}]`` lists (Go struct, field).
+V1BETA3_MAPS = {"apiServer": ("APIServer", "extraArgs"), "controllerManager": ("ControlPlaneComponent", "extraArgs"),
+                "scheduler": ("ControlPlaneComponent", "extraArgs"),
+                "nodeRegistration": ("NodeRegistrationOptions", "kubeletExtraArgs")}
+
+
+def _check_v1beta3(ctx: ToolContext, kind: str, doc: dict[str, Any]) -> None:
+    """Before 1.37 kubeadm still reads v1beta3, warning (klog) that it is deprecated; v1beta4's list
+    shapes do not decode into its maps."""
+    ctx.log(_klog("W", "common.go:100", f'your configuration file uses a deprecated API spec: "kubeadm.k8s.io/'
+                  f'v1beta3" (kind: "{kind}"). Please use \'kubeadm config migrate --old-config old-config-file '
+                  "--new-config new-config-file', which will write the new, similar spec using a newer API version."))
+    for section, (struct, field) in V1BETA3_MAPS.items():
+        if isinstance((doc.get(section) or {}).get(field), list):
+            raise ConfigError(f'error unmarshaling configuration schema.GroupVersionKind{{Group:"kubeadm.k8s.io", '
+                              f'Version:"v1beta3", Kind:"{kind}"}}: json: cannot unmarshal array into Go struct field '
+                              f"{struct}.{section}.{field} of type map[string]string")
 
 
 def _node_labels(registration: dict[str, Any]) -> dict[str, str]:
@@ -178,6 +229,16 @@ def _new_ca() -> tuple[bytes, str]:
     return cert.public_bytes(serialization.Encoding.PEM), "sha256:" + hashlib.sha256(spki).hexdigest()
 
 
+def _new_token() -> str:
+    """``[a-z0-9]{6}.[a-z0-9]{16}``, as ``kubeadm token generate`` prints one."""
+    import secrets
+    import string
+
+    alphabet = string.ascii_lowercase + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(6)) + "." + \
+        "".join(secrets.choice(alphabet) for _ in range(16))
+
+
 def _ttl_seconds(text: str) -> float:
     import re
 
@@ -215,13 +276,7 @@ def _init(ctx: ToolContext) -> ToolResult:
                      "objects": {}, "releases": {}, "pods": {}, "nodes": {}, "tokens": {}})
         stored = _store_tokens(kube, init)
         if not stored:  # kubeadm makes a default token (24 h) when the config names none
-            import secrets
-            import string
-
-            alphabet = string.ascii_lowercase + string.digits
-            made = "".join(secrets.choice(alphabet) for _ in range(6)) + "." + \
-                "".join(secrets.choice(alphabet) for _ in range(16))
-            _store_tokens(kube, {"bootstrapTokens": [{"token": made, "ttl": "24h"}]})
+            _store_tokens(kube, {"bootstrapTokens": [{"token": _new_token(), "ttl": "24h"}]})
         key = init.get("certificateKey")
         if "--upload-certs" in ctx.args and key:
             kube["certs"] = {"sha256": ks.digest(str(key)), "expires": ks.now(kube) + CERTS_LIFETIME_S}
@@ -272,9 +327,18 @@ def _join(ctx: ToolContext) -> ToolResult:
 def _images(ctx: ToolContext) -> ToolResult:
     """``kubeadm config images list|pull [--kubernetes-version V] [--config F]``."""
     version = _option(ctx.args, "--kubernetes-version")
+    logged = ""
     if version is None:
         cluster = load_config(ctx, ctx.args).get("ClusterConfiguration") or {}
-        version = str(cluster.get("kubernetesVersion") or _version(ctx))
+        version = str(cluster.get("kubernetesVersion") or "")
+    if not version:
+        # Unpinned, kubeadm asks dl.k8s.io for stable-1.txt; a mock host has no internet, so it
+        # logs (klog, on stderr) and falls back to its own version, as the real one does offline.
+        version = _version(ctx)
+        logged = _klog("W", "version.go:108", 'could not fetch a Kubernetes version from the internet: unable to '
+                       'get URL "https://dl.k8s.io/release/stable-1.txt": Get "https://dl.k8s.io/release/'
+                       'stable-1.txt": dial tcp: lookup dl.k8s.io: no such host')
+        logged += _klog("W", "version.go:109", f"falling back to the local client version: {version}")
     version = "v" + version.lstrip("v")
     try:
         minor = int(version.split(".")[1])
@@ -286,8 +350,17 @@ def _images(ctx: ToolContext) -> ToolResult:
     images += [f"registry.k8s.io/coredns/coredns:{coredns}", f"registry.k8s.io/pause:{pause}",
                f"registry.k8s.io/etcd:{etcd}"]
     if ctx.args[2:3] == ["pull"]:
-        return ctx.ok("".join(f"[config/images] Pulled {image}\n" for image in images))
-    return ctx.ok("\n".join(images) + "\n")
+        return ctx.ok("".join(f"[config/images] Pulled {image}\n" for image in images), logged)
+    return ctx.ok("\n".join(images) + "\n", logged)
+
+
+def _klog(level: str, where: str, message: str) -> str:
+    """One klog line (``W1201 20:36:04.244084   12315 version.go:108] ...``), as kubeadm logs to stderr."""
+    import time
+
+    now = time.time()
+    stamp = time.strftime("%m%d %H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}"
+    return f"{level}{stamp}   12315 {where}] {message}\n"
 
 
 def _token_create(ctx: ToolContext) -> ToolResult:
@@ -306,13 +379,19 @@ def _token_create(ctx: ToolContext) -> ToolResult:
 def _upload_certs(ctx: ToolContext) -> ToolResult:
     docs = load_config(ctx, ctx.args)
     key = str((docs.get("InitConfiguration") or {}).get("certificateKey", ""))
-    if not key:
-        return ctx.fail("error execution phase upload-certs: certificate key is required\n", 1)
+    if "--upload-certs" not in ctx.args:
+        # Without the flag the phase does nothing (kubeadm's uploadcerts.go): it only says so.
+        return ctx.ok("[upload-certs] Skipping phase. Please see --upload-certs\n")
+    if not key:  # kubeadm makes one (copycerts.CreateCertificateKey)
+        import secrets
+
+        key = secrets.token_hex(32)
     with ks.edit(ctx) as kube:
         kube["certs"] = {"sha256": ks.digest(key), "expires": ks.now(kube) + CERTS_LIFETIME_S}
-    shown = "<value withheld>" if "--skip-certificate-key-print" in ctx.args else key
-    return ctx.ok('[upload-certs] Storing the certificates in Secret "kubeadm-certs" in the "kube-system" Namespace\n'
-                  f"[upload-certs] Using certificate key:\n{shown}\n")
+    stored = '[upload-certs] Storing the certificates in Secret "kubeadm-certs" in the "kube-system" Namespace\n'
+    if "--skip-certificate-key-print" in ctx.args:
+        return ctx.ok(stored)  # the real kubeadm prints no key line at all then, not a placeholder
+    return ctx.ok(stored + f"[upload-certs] Using certificate key:\n{key}\n")
 
 
 def _reset(ctx: ToolContext) -> ToolResult:
@@ -351,15 +430,49 @@ def _remove_etcd_member(ctx: ToolContext) -> ToolResult:
                   "etcd data directory: /var/lib/etcd\n")
 
 
+def _version_answer(ctx: ToolContext) -> ToolResult:
+    """``kubeadm version [-o short|json|yaml]`` in the real kubeadm's three shapes."""
+    output = _option(ctx.args, "-o") or _option(ctx.args, "--output") or ""
+    version, minor = _version(ctx), str(_minor(ctx))
+    if output == "short":
+        return ctx.ok(version + "\n")
+    info = {"major": "1", "minor": minor, "gitVersion": version, "gitCommit": REVISION, "gitTreeState": "clean",
+            "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.26.8", "compiler": "gc",
+            "platform": "linux/amd64"}
+    if output == "json":
+        import json
+
+        return ctx.ok(json.dumps({"clientVersion": info}, indent=2) + "\n")
+    if output == "yaml":
+        return ctx.ok("clientVersion:\n" + "".join(f"  {key}: {value!r}\n".replace("'", '"')
+                                                   for key, value in info.items()))
+    if output:
+        return ctx.fail(f'error: invalid output format: {output}\nTo see the stack trace of this error execute with '
+                        "--v=5 or higher\n", 1)
+    return ctx.ok(f'kubeadm version: &version.Info{{Major:"1", Minor:"{minor}", EmulationMajor:"", '
+                  f'EmulationMinor:"", MinCompatibilityMajor:"", MinCompatibilityMinor:"", GitVersion:"{version}", '
+                  f'GitCommit:"{REVISION}", GitTreeState:"clean", BuildDate:"2026-01-01T00:00:00Z", '
+                  'GoVersion:"go1.26.8", Compiler:"gc", Platform:"linux/amd64"}\n')
+
+
 def run(ctx: ToolContext) -> ToolResult:
+    result = _run(ctx)
+    if not ctx.logged:
+        return result
+    return ToolResult(result.stdout, "".join(ctx.logged) + result.stderr, result.exit_code)
+
+
+def _run(ctx: ToolContext) -> ToolResult:
     args = ctx.args
     try:
         if args[:1] == ["version"]:
-            if "short" in args or "-o=short" in args:
-                return ctx.ok(_version(ctx) + "\n")
-            return ctx.ok(f'kubeadm version: &version.Info{{Major:"1", Minor:"{_minor(ctx)}", '
-                          f'GitVersion:"{_version(ctx)}", GitTreeState:"clean", Compiler:"gc", '
-                          'Platform:"linux/amd64"}\n')
+            return _version_answer(ctx)
+        if args[:2] == ["token", "generate"]:
+            return ctx.ok(_new_token() + "\n")
+        if args[:2] == ["certs", "certificate-key"]:
+            import secrets
+
+            return ctx.ok(secrets.token_hex(32) + "\n")
         if args[:2] == ["config", "images"] and args[2:3] in (["list"], ["pull"]):
             return _images(ctx)
         if args[:2] == ["config", "validate"]:
@@ -373,6 +486,14 @@ def run(ctx: ToolContext) -> ToolResult:
             return _join(ctx)
         if args[:2] == ["token", "create"]:
             return _token_create(ctx)
+        if args[:2] == ["certs", "check-expiration"]:
+            from clusterctl.mock.tools import kubeadm_certs
+
+            return kubeadm_certs.check_expiration(ctx)
+        if args[:3] == ["certs", "renew", "all"]:
+            from clusterctl.mock.tools import kubeadm_certs
+
+            return kubeadm_certs.renew_all(ctx)
         if args[:3] == ["reset", "phase", "remove-etcd-member"]:
             return _remove_etcd_member(ctx)
         if args[:1] == ["reset"]:
@@ -382,6 +503,6 @@ def run(ctx: ToolContext) -> ToolResult:
 
             return kubeadm_upgrade.run(ctx)
     except ConfigError as exc:
-        return ctx.fail(f"{exc}\nTo see the stack trace of this error execute with --v=5 or higher\n", 1)
+        return ctx.fail(f"error: {exc}\nTo see the stack trace of this error execute with --v=5 or higher\n", 1)
     word = args[0] if args else ""
     return ctx.fail(f'unknown command "{word}" for "kubeadm"\nRun \'kubeadm --help\' for usage.\n', 1)

@@ -7,12 +7,14 @@ from clusterctl.mock.tools.base import ToolContext
 
 MANIFESTS = ("etcd.yaml", "kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml")
 
-#: Per Kubernetes minor: (pause, etcd, coredns) tags kubeadm lists (its ``constants`` package and the
-#: ``kubeadm config images list`` outputs quoted in release notes; 1.37 moved to pause 3.10.2).
+#: Per Kubernetes minor: (pause, etcd, coredns) tags kubeadm lists (its ``constants`` package:
+#: PauseVersion, DefaultEtcdVersion, CoreDNSVersion). 1.35 to 1.37 are the real kubeadm's answers
+#: (tests/upstream/test_contract_kubeadm.py compares them on every run of the real-tools tier);
+#: older minors from ``kubeadm config images list`` outputs quoted in release notes.
 IMAGE_TAGS: dict[int, tuple[str, str, str]] = {
     31: ("3.10", "3.5.15-0", "v1.11.3"), 32: ("3.10", "3.5.16-0", "v1.11.3"), 33: ("3.10", "3.5.21-0", "v1.12.0"),
-    34: ("3.10.1", "3.6.4-0", "v1.12.1"), 35: ("3.10.1", "3.6.5-0", "v1.12.1"), 36: ("3.10.1", "3.6.5-0", "v1.12.1"),
-    37: ("3.10.2", "3.6.6-0", "v1.12.4"),
+    34: ("3.10.1", "3.6.4-0", "v1.12.1"), 35: ("3.10.1", "3.6.6-0", "v1.13.1"), 36: ("3.10.2", "3.6.8-0", "v1.14.2"),
+    37: ("3.10.2", "3.7.0-0", "v1.14.6"),
 }
 
 

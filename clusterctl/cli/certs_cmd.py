@@ -1,0 +1,115 @@
+"""``clusterctl certs check|renew``: kubeadm's certificates on the control planes."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from clusterctl.cli.context import AppContext, app_context
+from clusterctl.errors import ExitCode, UsageError
+
+HELP = """\
+Check and renew the certificates kubeadm manages on every control plane.
+
+'certs check' runs 'kubeadm certs check-expiration' on each control plane and shows the days
+each certificate has left (exit 1 when one expired; a warning under 30 days). 'certs renew'
+runs 'kubeadm certs renew all' and restarts the control plane's static pods so they load the
+new certificates, one control plane at a time.
+
+Examples:
+
+  clusterctl -i inventories/demo.yaml certs check
+
+  clusterctl certs renew --dry-run
+
+  clusterctl certs renew --yes
+"""
+
+certs_app = typer.Typer(help=HELP, no_args_is_help=True, rich_markup_mode=None)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(certs_app, name="certs")
+
+
+@certs_app.command("check", help="Days left for each certificate kubeadm manages, per control plane.")
+def certs_check(
+    ctx: typer.Context,
+    warn_days: int = typer.Option(30, "--warn-days", metavar="N", help="Warn when fewer days are left."),
+) -> None:
+    from clusterctl.day2.certs import check
+    from clusterctl.findings import Severity
+
+    app = app_context(ctx)
+    with app.runner() as runner:
+        report = check(runner, app.inventory(), list(app.hosts()), warn_days=warn_days)
+    app.emit(report.to_json(), lambda: _print_check(app, report))
+    if any(f.severity is Severity.ERROR for f in report.findings):
+        raise typer.Exit(ExitCode.FAILED)
+
+
+def _print_check(app: AppContext, report: object) -> None:
+    from rich.table import Table
+
+    from clusterctl.day2.certs import CertsReport
+
+    assert isinstance(report, CertsReport)
+    table = Table(title="kubeadm certificates", highlight=False)
+    for column in ("host", "certificate", "expires", "days left", "signed by"):
+        table.add_column(column, justify="right" if column == "days left" else "left")
+    for host in report.hosts:
+        if host.expiration is None:
+            table.add_row(host.host, "(unread)", host.error, "", "")
+            continue
+        for cert in (*host.expiration.certificates, *host.expiration.authorities):
+            table.add_row(host.host, cert.name, f"{cert.expires:%Y-%m-%d %H:%M}", str(cert.days_left(report.now)),
+                          cert.authority or ("(authority)" if cert in host.expiration.authorities else ""))
+    app.console.print(table)
+    for f in report.findings:
+        app.console.print(f"{f.severity.value.upper():<7} {f.where} {f.code}: {f.message}", markup=False,
+                          highlight=False, soft_wrap=True)
+
+
+@certs_app.command("renew", help="kubeadm certs renew all, then restart the static pods; one control plane at a time.")
+def certs_renew(
+    ctx: typer.Context,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show the steps; touch nothing."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    wait: int = typer.Option(20, "--restart-wait", metavar="S",
+                             help="Seconds a manifest stays out (the kubelet's fileCheckFrequency, 20 s)."),
+) -> None:
+    from clusterctl.day2.certs import renew
+    from clusterctl.hostlist import compress
+    from clusterctl.secret import mask_text
+
+    app = app_context(ctx)
+    inventory = app.inventory()
+    if wait < 1:
+        raise UsageError("--restart-wait must be 1 second or more", field="--restart-wait")
+    if not dry_run and not yes:
+        names = compress([h.name for h in app.hosts() if "control-plane" in h.roles])
+        if not sys.stdin.isatty():
+            raise UsageError(f"certs renew restarts the control plane on {names}; refusing without a terminal to ask.",
+                             hint="Pass --yes to confirm (or --dry-run to see the steps).")
+        if not typer.confirm(f"Renew the certificates and restart the control plane on {names}?", default=False):
+            raise typer.Exit(1)
+    with app.runner() as runner:
+        steps = renew(runner, inventory, list(app.hosts()), apply=not dry_run, wait_s=wait)
+
+    def table() -> None:
+        for step in steps:
+            app.console.print(f"{step.host}: {step.status}" + (f": {step.message}" if step.message else "")
+                              + (f" (soonest certificate: {step.soonest_days} days left)"
+                                 if step.soonest_days is not None else ""), markup=False, highlight=False,
+                              soft_wrap=True)
+            if dry_run:
+                for change in step.changes:
+                    app.console.print(f"    $ {mask_text(change.describe())}", markup=False, highlight=False,
+                                      soft_wrap=True)
+        if dry_run:
+            app.console.print("PLAN (nothing was changed)", markup=False, highlight=False)
+
+    app.emit({"dry_run": dry_run, "hosts": [s.to_json() for s in steps]}, table)
+    if any(s.status == "failed" for s in steps):
+        raise typer.Exit(ExitCode.FAILED)

@@ -1,0 +1,38 @@
+"""``clusterctl certs check|renew`` on the demo mock cluster after bootstrap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clirun import clusterctl
+from day2_helpers import DEMO, set_fault, state_digest
+
+
+def test_check_lists_days_left_and_warns_before_expiry(bootstrapped_demo: Path) -> None:
+    done = clusterctl("-i", DEMO, "-o", "json", "certs", "check")
+    assert done.exit_code == 0, done.output
+    (host,) = done.json()["hosts"]
+    assert host["host"] == "gpu-a1"
+    days = {c["name"]: c["days_left"] for c in host["certificates"]}
+    assert 300 < days["apiserver"] < 366 and "etcd-server" in days
+    assert done.json()["findings"] == []
+    set_fault(bootstrapped_demo, "gpu-a1", "certs", "expiring")
+    soon = clusterctl("-i", DEMO, "certs", "check")
+    assert soon.exit_code == 0 and "CERT_EXPIRING" in soon.stdout and "apiserver expires in 4 day(s)" in soon.stdout
+
+
+def test_renew_restarts_the_static_pods_and_its_dry_run_touches_nothing(bootstrapped_demo: Path) -> None:
+    set_fault(bootstrapped_demo, "gpu-a1", "certs", "expiring")
+    before = state_digest(bootstrapped_demo)
+    plan = clusterctl("-i", DEMO, "-o", "json", "certs", "renew", "--dry-run")
+    assert plan.exit_code == 0 and state_digest(bootstrapped_demo) == before
+    commands = [c["command"] for c in plan.json()["hosts"][0]["changes"]]
+    assert commands[0] == "kubeadm certs renew all"
+    assert any("mv /etc/kubernetes/manifests/kube-apiserver.yaml" in c and "sleep 20" in c for c in commands)
+    assert clusterctl("-i", DEMO, "certs", "renew").exit_code == 2  # no terminal, no --yes
+    done = clusterctl("-i", DEMO, "-o", "json", "certs", "renew", "--yes", "--restart-wait", "1")
+    assert done.exit_code == 0, done.output
+    assert done.json()["hosts"][0]["soonest_days_left"] >= 364
+    listing = clusterctl("-i", DEMO, "-l", "gpu-a1", "exec", "--", "ls /etc/kubernetes/manifests")
+    assert all(f"{c}.yaml" in listing.stdout for c in ("etcd", "kube-apiserver", "kube-scheduler"))
+    assert "CERT_EXPIRING" not in clusterctl("-i", DEMO, "certs", "check").stdout

@@ -1,0 +1,29 @@
+"""The real-tools tier: the upstream programs themselves, built by ``tests/upstream/build-tools``.
+
+``upstream_tool("kubeadm", "1.37.2")`` is the path of that build (skip and failure rules:
+``real_tools``); ``demo_recordings`` bootstraps each demo variant once per session on mock hosts
+and keeps what clusterctl handed the tools (``demo_calls``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from demo_calls import DemoRecordings
+from real_tools import find_tool
+
+
+@pytest.fixture
+def upstream_tool() -> Callable[[str, str], Path]:
+    return find_tool
+
+
+@pytest.fixture(scope="session")
+def demo_recordings(tmp_path_factory: pytest.TempPathFactory) -> DemoRecordings:
+    return DemoRecordings(tmp_path_factory.mktemp("demo-recordings"))

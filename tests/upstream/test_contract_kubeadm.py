@@ -1,0 +1,133 @@
+"""The simulated kubeadm answers clusterctl's kubeadm command lines as the real kubeadm does.
+
+Each line runs twice: on a mock host (``clusterctl/mock/tools/kubeadm.py``) with the Debian
+package of that release installed, and as the real kubeadm of the release under ``dash``. The
+two must agree on the exit code and on what clusterctl reads from the output, through
+clusterctl's own command lines and parsers where it has them (the stack and containerd probes).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from contract import Answer, RealHost, SimulatedHost
+from demo_calls import VARIANTS, DemoRecordings
+from toolset import KUBERNETES_DEMO_MINOR, KUBERNETES_NEWEST, KUBERNETES_OLDEST
+
+from clusterctl.bootstrap.cluster.kubeadm import is_bootstrap_token
+from clusterctl.bootstrap.cluster.kubeadm_images import kubeadm_images
+from clusterctl.facts.containerd import containerd_probe, parse_containerd_probe, parse_kubeadm_images
+from clusterctl.facts.sections import section_command
+from clusterctl.facts.stack import parse_stack
+
+Tool = Callable[[str, str], Path]
+RELEASES = (KUBERNETES_NEWEST, KUBERNETES_DEMO_MINOR, KUBERNETES_OLDEST)
+
+
+class Pair:
+    """A mock host and the real kubeadm of one release, for the same lines."""
+
+    def __init__(self, release: str, folder: Path, upstream_tool: Tool) -> None:
+        self.release = release
+        self.sim = SimulatedHost(folder / "sim", {"kubeadm": f"{release}-1.1"})
+        self.real = RealHost(folder / "real", {"kubeadm": upstream_tool("kubeadm", release)})
+
+    def run(self, line: str, stdin: bytes = b"") -> tuple[Answer, Answer]:
+        sim, real = self.sim.run(line, stdin), self.real.run(line, stdin)
+        assert sim.exit_code == real.exit_code, f"{line}: exit {sim.exit_code} simulated, {real.exit_code} real\n" \
+            f"simulated: {sim.output}\nreal: {real.output}"
+        return sim, real
+
+
+@pytest.fixture(params=RELEASES)
+def pair(request: pytest.FixtureRequest, tmp_path: Path, upstream_tool: Tool) -> Pair:
+    return Pair(str(request.param), tmp_path, upstream_tool)
+
+
+def test_version_answers_agree_in_every_form_clusterctl_reads(pair: Pair) -> None:
+    sim, real = pair.run("kubeadm version -o short")
+    assert sim.stdout == real.stdout == f"v{pair.release}\n"
+    sim, real = pair.run("kubeadm version -o json")
+    simulated, actual = json.loads(sim.stdout), json.loads(real.stdout)
+    assert simulated.keys() == actual.keys()
+    for key in ("major", "minor", "gitVersion", "platform"):
+        assert simulated["clientVersion"][key] == actual["clientVersion"][key], key
+    sim, real = pair.run("kubeadm version")
+    shown = re.compile(r'GitVersion:"(v[^"]+)"')
+    assert shown.findall(sim.stdout) == shown.findall(real.stdout) == [f"v{pair.release}"]
+    # The survey's stack probe: its own line and parser.
+    probe = section_command([("kubeadm", "kubeadm version -o short 2>&1")])
+    sim, real = pair.run(probe)
+    assert parse_stack(sim.stdout).kubeadm == parse_stack(real.stdout).kubeadm == pair.release
+
+
+def image_lists(pair: Pair, line: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    sim, real = pair.run(line)
+    return parse_kubeadm_images(sim.stdout), parse_kubeadm_images(real.stdout)
+
+
+def test_image_lists_agree(pair: Pair) -> None:
+    simulated, actual = image_lists(pair, f"kubeadm config images list --kubernetes-version v{pair.release}")
+    assert simulated == actual
+    assert any(image.startswith("registry.k8s.io/pause:") for image in actual)
+    # The product's own table (day-2 artifacts for air-gapped mirrors) says the same.
+    assert tuple(kubeadm_images(pair.release)) == actual
+
+
+def test_the_containerd_probe_reads_the_same_pause_image_pinned_or_not(pair: Pair) -> None:
+    """Unpinned, the real kubeadm writes klog lines to stderr; the probe merges it (``2>&1``)."""
+    for kubernetes in (pair.release, None):
+        probe = containerd_probe("/nonexistent/config.toml", "/nonexistent/conf.d", "/nonexistent/certs.d",
+                                 kubernetes)
+        sim, real = pair.run(probe)
+        simulated, actual = parse_containerd_probe(sim.stdout), parse_containerd_probe(real.stdout)
+        assert actual.kubeadm_pause is not None, real.stdout
+        assert simulated.kubeadm_pause == actual.kubeadm_pause, f"kubernetes={kubernetes}"
+
+
+def test_a_mismatch_in_the_simulated_kubeadm_is_caught(pair: Pair, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The contract can fail: a simulated kubeadm that lists another pause tag is told apart."""
+    from clusterctl.mock.tools import kubeadm_manifests as simulated_kubeadm
+
+    minor = int(pair.release.split(".")[1])
+    _pause, etcd, coredns = simulated_kubeadm.IMAGE_TAGS[minor]
+    monkeypatch.setitem(simulated_kubeadm.IMAGE_TAGS, minor, ("3.9", etcd, coredns))
+    simulated, actual = image_lists(pair, f"kubeadm config images list --kubernetes-version v{pair.release}")
+    assert simulated != actual
+
+
+def test_token_and_certificate_key_generators_exist_and_agree_on_formats(pair: Pair) -> None:
+    sim, real = pair.run("kubeadm token generate")
+    assert is_bootstrap_token(sim.stdout.strip()) and is_bootstrap_token(real.stdout.strip())
+    sim, real = pair.run("kubeadm certs certificate-key")
+    for answer in (sim, real):
+        assert re.fullmatch(r"[0-9a-f]{64}\n", answer.stdout), answer.output
+
+
+def unknown_field(answer: Answer) -> str | None:
+    found = re.search(r'unknown field "([^"]+)"', answer.stderr)
+    return found.group(1) if found else None
+
+
+def test_config_validate_accepts_and_refuses_the_same_configs(pair: Pair, demo_recordings: DemoRecordings) -> None:
+    kept = next(c for c in demo_recordings.get(VARIANTS[0]).of("kubeadm", "config", "validate")).config
+    assert kept is not None
+    version = f'kubernetesVersion: "v{pair.release}"'.encode()
+    config = re.sub(rb'kubernetesVersion: "v[0-9.]+"', version, kept)
+    cases = {
+        "as clusterctl writes it": config,
+        "unknown top-level field": config.replace(b"clusterName:", b"clusterNmae:"),
+        "unknown nested field": config.replace(b"  certSANs:", b"  timeoutForControlPlane: 4m0s\n  certSANs:"),
+        "v1beta3": config.replace(b"kubeadm.k8s.io/v1beta4", b"kubeadm.k8s.io/v1beta3"),
+    }
+    for name, text in cases.items():
+        sim, real = pair.run("kubeadm config validate --config /dev/stdin", text)
+        assert unknown_field(sim) == unknown_field(real), name
+        if name == "as clusterctl writes it":
+            assert real.exit_code == 0, real.stderr
+        elif name != "v1beta3":
+            assert real.exit_code != 0 and unknown_field(real) is not None, name

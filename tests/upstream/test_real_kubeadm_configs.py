@@ -1,0 +1,85 @@
+"""Every kubeadm configuration clusterctl hands kubeadm, checked by the real kubeadm of that minor.
+
+The inputs are not re-rendered here: they are what the demo's bootstrap (and its variants) passed
+to kubeadm on its mock hosts, stdin copies with their token and certificate key included
+(``demo_calls``). The real ``kubeadm config validate`` decodes them strictly (unknown fields at any
+depth, API versions the release no longer reads) and runs kubeadm's own validation.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+from demo_calls import VARIANTS, DemoRecordings, Variant
+from toolset import KUBERNETES_NEWEST, KUBERNETES_OLDEST, kubeadm_for
+
+from clusterctl.bootstrap.cluster import kubeadm as kubeadm_config
+from clusterctl.bootstrap.cluster.settings import settings_from_mapping
+from clusterctl.secret import mask_text
+
+Tool = Callable[[str, str], Path]
+
+
+def validate(kubeadm: Path, config: bytes, folder: Path) -> subprocess.CompletedProcess[str]:
+    path = folder / "config.yaml"
+    path.write_bytes(config)
+    path.chmod(0o600)
+    return subprocess.run([str(kubeadm), "config", "validate", "--config", str(path)], capture_output=True,
+                          text=True, timeout=60)
+
+
+def kinds(config: bytes) -> set[str]:
+    return {str(doc.get("kind")) for doc in yaml.safe_load_all(config) if doc}
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
+def test_every_config_clusterctl_hands_kubeadm_passes_the_real_kubeadm(
+        variant: Variant, demo_recordings: DemoRecordings, upstream_tool: Tool, tmp_path: Path) -> None:
+    kubeadm = upstream_tool("kubeadm", kubeadm_for(variant.kubernetes))
+    recording = demo_recordings.get(variant)
+    configs = [call for call in recording.of("kubeadm") if call.config is not None]
+    seen: set[str] = set()
+    for call in configs:
+        assert call.config is not None
+        done = validate(kubeadm, call.config, tmp_path)
+        assert done.returncode == 0, f"{call.host}: {call.line}: {mask_text(done.stderr)}"
+        seen |= {f"{call.argv[1]}:{kind}" for kind in kinds(call.config)}
+        if call.argv[1] == "join" and b"controlPlane:" in call.config:
+            seen.add("join:control-plane")
+    # The run handed kubeadm the file it keeps, the init copy on stdin, and worker joins on stdin.
+    assert {"config:InitConfiguration", "init:InitConfiguration", "init:ClusterConfiguration",
+            "init:KubeletConfiguration", "join:JoinConfiguration"} <= seen
+    if variant.control_planes > 1:
+        assert "join:control-plane" in seen
+
+
+@pytest.mark.parametrize("kubernetes", [KUBERNETES_OLDEST, kubeadm_for("1.36"), KUBERNETES_NEWEST])
+def test_token_and_certificate_upload_configs_pass_the_real_kubeadm(kubernetes: str, upstream_tool: Tool,
+                                                                    tmp_path: Path) -> None:
+    """The configs ``kubeadm token create`` and ``init phase upload-certs`` read on stdin (adding nodes later)."""
+    kubeadm = upstream_tool("kubeadm", kubernetes)
+    settings = settings_from_mapping({}, kubernetes_pin=kubernetes, first_control_plane="10.0.0.11")
+    token, key = kubeadm_config.new_bootstrap_token(), kubeadm_config.new_certificate_key()
+    for config in (kubeadm_config.render_cluster_op_config(settings, token=token),
+                   kubeadm_config.render_cluster_op_config(settings, certificate_key=key)):
+        done = validate(kubeadm, config.reveal().encode(), tmp_path)
+        assert done.returncode == 0, mask_text(done.stderr)
+
+
+def test_the_real_kubeadm_refuses_what_the_check_is_for(demo_recordings: DemoRecordings, upstream_tool: Tool,
+                                                        tmp_path: Path) -> None:
+    """The check can fail: a nested unknown field, a v1beta3 shape, v1beta3 itself on 1.37."""
+    kubeadm = upstream_tool("kubeadm", KUBERNETES_NEWEST)
+    recording = demo_recordings.get(VARIANTS[0])
+    kept = next(c for c in recording.of("kubeadm", "config", "validate")).config
+    assert kept is not None
+    nested = kept.replace(b"  certSANs:", b"  timeoutForControlPlane: 4m0s\n  certSANs:")
+    done = validate(kubeadm, nested, tmp_path)
+    assert done.returncode != 0 and 'unknown field "apiServer.timeoutForControlPlane"' in done.stderr
+    v1beta3 = kept.replace(b"kubeadm.k8s.io/v1beta4", b"kubeadm.k8s.io/v1beta3")
+    done = validate(kubeadm, v1beta3, tmp_path)
+    assert done.returncode != 0 and "v1beta3" in done.stderr

@@ -1,0 +1,133 @@
+"""The upstream tools the real-tools tier runs, at which versions, and where they live.
+
+One list for the build script (``tests/upstream/build-tools``) and for the tests, so the two can
+never disagree about a version. Standard library only: the build script runs before any venv.
+
+Each tool is built from its published Go module (the Go module proxy serves them; ``go list -m
+-versions MODULE`` shows which) into ``<cache>/<name>-<version>/``, where ``<cache>`` is
+``$CLUSTERCTL_TOOLS_CACHE`` or ``~/.cache/clusterctl-tools``. Nothing fetched or built goes into
+the repository.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Kubernetes releases built: the pinned newest minor (``bootstrap.matrix.NEWEST_KUBERNETES``), the
+#: demo inventory's minor (1.36; the proxy serves 1.36.1 and 1.36.3, not the demo's 1.36.2) and the
+#: oldest one kubeadm still supports. Patch: the newest each minor has on the module proxy.
+KUBERNETES_NEWEST = "1.37.2"
+KUBERNETES_DEMO_MINOR = "1.36.3"
+KUBERNETES_OLDEST = "1.35.4"
+#: The etcd kubeadm 1.37 deploys (``constants.DefaultEtcdVersion`` = 3.7.0-0).
+ETCD = "3.7.0"
+#: The demo's containerd pin (inventories/demo.yaml) and the newest 2.3 patch the proxy serves.
+CONTAINERD_22 = "2.2.1"
+CONTAINERD_23 = "2.3.7"
+
+
+@dataclass(frozen=True)
+class Tool:
+    #: Folder name stem and how tests ask for it: ``kubeadm``, ``containerd``.
+    name: str
+    version: str
+    #: Go module and the main package inside it.
+    module: str
+    package: str
+    #: ``kubernetes``: a wrapper module pins every ``k8s.io/<staging>`` module to ``v0.<minor>.<patch>``.
+    kind: str = "go"
+    ldflags: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    #: The binary's file name when it differs from ``name``.
+    binary: str = ""
+    #: Built only when ``build-tools --all`` (or CLUSTERCTL_TOOLS_ALL=1) asks: not needed by CI's tests.
+    optional: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    #: Files of the module copied beside the binary (kwok's stage definitions), as module-relative paths.
+    data: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}-{self.version}"
+
+    @property
+    def file_name(self) -> str:
+        return self.binary or self.name
+
+
+def _kubernetes(name: str, version: str, *, optional: bool = False) -> Tool:
+    major, minor, _ = version.split(".")
+    stamp = {"gitVersion": f"v{version}", "gitMajor": major, "gitMinor": minor, "gitTreeState": "clean",
+             "gitCommit": "0000000000000000000000000000000000000000", "buildDate": "2026-01-01T00:00:00Z"}
+    flags = tuple(f"-X k8s.io/{pkg}/version.{key}={value}"
+                  for pkg in ("component-base", "client-go/pkg") for key, value in stamp.items())
+    return Tool(name, version, "k8s.io/kubernetes", f"k8s.io/kubernetes/cmd/{name}", kind="kubernetes",
+                ldflags=flags, optional=optional)
+
+
+def _containerd(version: str) -> tuple[Tool, Tool]:
+    """The daemon and its ``ctr`` (clusterctl reads ``ctr plugins ls``), from one release."""
+    module = "github.com/containerd/containerd/v2"
+    stamp = (f"-X {module}/version.Version=v{version}",)
+    tags = ("no_btrfs", "no_devmapper", "no_zfs")
+    return (Tool("containerd", version, module, f"{module}/cmd/containerd", ldflags=stamp, tags=tags),
+            Tool("ctr", version, module, f"{module}/cmd/ctr", ldflags=stamp, tags=tags))
+
+
+TOOLS: tuple[Tool, ...] = (
+    # Order = build order: the most useful first, so a partial cold build is already worth something.
+    _kubernetes("kubeadm", KUBERNETES_NEWEST),
+    _kubernetes("kubeadm", KUBERNETES_DEMO_MINOR),
+    _kubernetes("kubeadm", KUBERNETES_OLDEST),
+    *_containerd(CONTAINERD_22),
+    Tool("crictl", "1.37.0", "sigs.k8s.io/cri-tools", "sigs.k8s.io/cri-tools/cmd/crictl",
+         ldflags=("-X sigs.k8s.io/cri-tools/pkg/version.Version=v1.37.0",)),
+    Tool("etcd", ETCD, "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3"),
+    _kubernetes("kube-apiserver", KUBERNETES_NEWEST),
+    _kubernetes("kube-controller-manager", KUBERNETES_NEWEST),
+    _kubernetes("kube-scheduler", KUBERNETES_NEWEST),
+    _kubernetes("kubectl", KUBERNETES_NEWEST),
+    Tool("kwok", "0.8.0", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok",
+         ldflags=("-X sigs.k8s.io/kwok/pkg/consts.Version=v0.8.0",),
+         # kwok runs no stage unless given some: nodes Ready with heartbeats, pods Running.
+         data=("kustomize/stage/node/fast/node-initialize.yaml", "kustomize/stage/node/heartbeat/node-heartbeat.yaml",
+               "kustomize/stage/pod/fast/pod-ready.yaml", "kustomize/stage/pod/fast/pod-complete.yaml",
+               "kustomize/stage/pod/fast/pod-delete.yaml")),
+    *_containerd(CONTAINERD_23),
+    Tool("nvidia-ctk", "1.20.0", "github.com/NVIDIA/nvidia-container-toolkit",
+         "github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-ctk",
+         ldflags=("-X github.com/NVIDIA/nvidia-container-toolkit/internal/info.version=1.20.0",),
+         # go-nvml loads libnvidia-ml with dlopen (cgo); nothing of it runs without a GPU.
+         env={"CGO_ENABLED": "1"}),
+    Tool("nfd-worker", "0.19.0", "sigs.k8s.io/node-feature-discovery",
+         "sigs.k8s.io/node-feature-discovery/cmd/nfd-worker",
+         ldflags=("-X sigs.k8s.io/node-feature-discovery/pkg/version.version=v0.19.0",)),
+    Tool("helm", "3.22.0", "helm.sh/helm/v3", "helm.sh/helm/v3/cmd/helm",
+         ldflags=("-X helm.sh/helm/v3/internal/version.version=v3.22.0",)),
+    _kubernetes("kube-apiserver", KUBERNETES_OLDEST, optional=True),
+    _kubernetes("kube-controller-manager", KUBERNETES_OLDEST, optional=True),
+    _kubernetes("kube-scheduler", KUBERNETES_OLDEST, optional=True),
+)
+
+
+def cache_folder() -> Path:
+    configured = os.environ.get("CLUSTERCTL_TOOLS_CACHE")
+    return Path(configured) if configured else Path.home() / ".cache" / "clusterctl-tools"
+
+
+def tool_path(name: str, version: str, cache: Path | None = None) -> Path:
+    for tool in TOOLS:
+        if tool.name == name and tool.version == version:
+            return (cache or cache_folder()) / tool.key / tool.file_name
+    raise KeyError(f"{name} {version} is not in tests/upstream/toolset.py")
+
+
+def kubeadm_for(kubernetes: str) -> str:
+    """The built kubeadm release for a Kubernetes pin: the one of the same minor."""
+    minor = kubernetes.lstrip("v").split(".")[:2]
+    for version in (KUBERNETES_NEWEST, KUBERNETES_DEMO_MINOR, KUBERNETES_OLDEST):
+        if version.split(".")[:2] == minor:
+            return version
+    raise KeyError(f"no kubeadm of Kubernetes {'.'.join(minor)} in tests/upstream/toolset.py")
