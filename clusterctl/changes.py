@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import hashlib
 import shlex
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -165,6 +166,10 @@ class GateRecord:
     result: CommandResult | None = None
     #: Part of a temporary change (``Gate.temporary``): cleaned up already, nothing for undo.
     temporary: bool = False
+    #: SHA-256 of what a WRITE_FILE put on the host, as an undo journal keeps it: ``clusterctl undo``
+    #: checks the file still holds exactly that before restoring or removing it. (A rollback in the
+    #: same run works from the in-memory record and does not check.)
+    written_sha256: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -288,8 +293,11 @@ class Gate:
                 first = first or exc
         return first
 
-    def undo(self, transport: Transport, records: Sequence[GateRecord]) -> list[str]:
+    def undo(self, transport: Transport, records: Sequence[GateRecord], *, force: bool = False) -> list[str]:
         """Revert applied changes, newest first, through this gate; returns what was done, one line each.
+
+        A file whose content is no longer what the gate wrote (edited by hand since, or made
+        again by someone else) is left alone with a ``refused:`` line, unless ``force``.
 
         A replaced file comes back from its backup, a new file is removed, a command is reverted
         by its undo command when it has one (and is reported as not revertible otherwise). In
@@ -300,8 +308,10 @@ class Gate:
         for record in reversed(records):
             if not record.applied or not record.changed or record.temporary:
                 continue
+            if record.failed:
+                continue  # the command that failed did not happen: nothing to undo, nothing to say
             try:
-                step = undo_step(transport, record)
+                step = undo_step(transport, record, force=force)
             except TransportError as exc:
                 lines.append(mask_text(f"failed to undo '{record.change.summary}': {exc.message}"))
                 continue
@@ -326,11 +336,27 @@ class Gate:
         return lines
 
 
-def undo_step(transport: Transport, record: GateRecord) -> UndoStep:
-    """What reverts ``record`` on its host: read (the backup, the file as it is now), never written."""
+def undo_step(transport: Transport, record: GateRecord, *, force: bool = False) -> UndoStep:
+    """What reverts ``record`` on its host: read (the backup, the file as it is now), never written.
+
+    Before a file of a journal is restored or removed its content is checked against what the
+    gate wrote (``written_sha256``): a mismatch means someone changed it since, and undo would
+    destroy their work, so it is refused unless ``force``.
+    """
     change = record.change
     if change.kind is ChangeKind.WRITE_FILE and change.path is not None:
         path = change.path
+        expected = record.written_sha256
+        if expected is not None and not force:
+            now = transport.get(path, sudo=change.sudo)
+            if now is None and change.current is None:
+                gone = f"{path} is already gone (it was new): nothing to remove"
+                return UndoStep(None, gone, gone)
+            if now is None or hashlib.sha256(now).hexdigest() != expected:
+                what = "was removed" if now is None else "was changed"
+                refused = (f"refused: {path} {what} since clusterctl wrote it (its content is not what the journal "
+                           "recorded); undo it with --force to overwrite that")
+                return UndoStep(None, refused, refused)
         if record.backup_path:
             # Through the transport's own file primitives, so undo works the same on every
             # transport (ssh, local, mock) and restores the mode with the content.
@@ -377,8 +403,8 @@ class HostGate:
     def submit_all(self, changes: Sequence[Change]) -> list[GateRecord]:
         return self.gate.submit_all(self._transport, changes)
 
-    def undo(self, records: Sequence[GateRecord]) -> list[str]:
-        return self.gate.undo(self._transport, records)
+    def undo(self, records: Sequence[GateRecord], *, force: bool = False) -> list[str]:
+        return self.gate.undo(self._transport, records, force=force)
 
     def temporary(self, setup: Sequence[Change], cleanup: Sequence[Change]
                   ) -> contextlib.AbstractContextManager[list[GateRecord]]:

@@ -9,6 +9,7 @@ inert where it lands:
 - ``toml`` / ``toml_key`` write a TOML value / key (strings escaped);
 - ``conf_value`` refuses what NCCL's NAME=VALUE reader would misread; ``label_value`` refuses
   what Kubernetes would refuse as a label value; ``comment`` keeps text on one comment line.
+- ``block`` marks what a template macro rendered (``{{ table(...) | block }}``) as lines.
 
 A value with a control character (a newline would start a new key or setting) is refused outright.
 """
@@ -115,6 +116,21 @@ def to_json(value: object) -> str:
 # --- the environment -------------------------------------------------------------------------
 
 
+class RenderedBlock(str):
+    """Lines a macro of these templates rendered (its values already went through their filters)."""
+
+
+def rendered_block(value: object) -> RenderedBlock:
+    return RenderedBlock(value)
+
+
+def _finalize(value: object) -> object:
+    if isinstance(value, RenderedBlock):
+        return value
+    return checked(value) if isinstance(value, str) else value
+
+
+
 @lru_cache(maxsize=1)
 def environment() -> Environment:
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -126,6 +142,9 @@ def environment() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
         autoescape=False,  # not HTML: each value escapes through its own filter
+        # The last line of defence, for a value a template prints without a filter: a control
+        # character (a newline starts a new key, table or setting) is refused, never written.
+        finalize=_finalize,
     )
     env.filters.update(
         shq=shell_quote,
@@ -136,6 +155,7 @@ def environment() -> Environment:
         conf_value=conf_value,
         label_value=label_value,
         comment=one_line_comment,
+        block=rendered_block,
     )
     return env
 

@@ -9,6 +9,7 @@ from their backups through the same gate.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Sequence
@@ -40,7 +41,9 @@ def record_json(record: GateRecord) -> dict[str, Any]:
                             "sudo": change.sudo}
     if change.kind is ChangeKind.WRITE_FILE:
         mode = None if change.mode is None else f"{change.mode:o}"
-        data.update(path=change.path, mode=mode, backup_path=record.backup_path, new_file=change.current is None)
+        data.update(path=change.path, mode=mode, backup_path=record.backup_path, new_file=change.current is None,
+                    # What the file held right after the write: undo refuses to touch it if it changed since.
+                    sha256=record.written_sha256 or hashlib.sha256(change.content or b"").hexdigest())
     else:
         data.update(undo_command=change.undo_command)
     return data
@@ -56,6 +59,12 @@ def save_journal(records: Sequence[GateRecord], *, command: str, folder: str | P
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
     slug = "-".join(command.replace("--", "").split())
     path = target_dir / f"{slug}-{stamp}.json"
+    # Two runs in the same second must not share a journal: the second would overwrite what
+    # undoes the first (and one marked used would hide the other).
+    serial = 2
+    while path.exists():
+        path = target_dir / f"{slug}-{stamp}-{serial}.json"
+        serial += 1
     payload = {"kind": JOURNAL_KIND, "version": JOURNAL_VERSION, "command": command,
                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now)),
                "changes": [record_json(r) for r in kept]}
@@ -107,14 +116,44 @@ def _record_from_json(item: dict[str, Any]) -> GateRecord:
         mode = int(str(item["mode"]), 8) if item.get("mode") else None
         change = Change(host, summary, ChangeKind.WRITE_FILE, path=str(item["path"]), content=b"",
                         current=None if item["new_file"] else b"\0", mode=mode, sudo=sudo)
-        return GateRecord(change, applied=True, changed=True, backup_path=item.get("backup_path"))
+        return GateRecord(change, applied=True, changed=True, backup_path=item.get("backup_path"),
+                          written_sha256=item.get("sha256"))
     change = Change(host, summary, ChangeKind.RUN_COMMAND, command=summary, undo_command=item.get("undo_command"),
                     sudo=sudo)
     return GateRecord(change, applied=True, changed=True)
 
 
-def undo_on_hosts(runner: Runner, hosts: Sequence[Host], records: Sequence[GateRecord], *, apply: bool
-                  ) -> FleetResult[list[str]]:
+def journal_used_by(path: str | Path) -> dict[str, str]:
+    """Hosts an earlier ``clusterctl undo`` already reverted with this journal -> when (ISO time)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    used = data.get("used") if isinstance(data, dict) else None
+    return {str(k): str(v) for k, v in used.items()} if isinstance(used, dict) else {}
+
+
+def mark_journal_used(path: str | Path, hosts: Sequence[str], *, now: float | None = None) -> None:
+    """Note in the journal that these hosts were reverted with it: replaying it later would delete or
+    overwrite what was made since (a file created again), so the next undo refuses without --force."""
+    if not hosts:
+        return
+    target = Path(path)
+    data = json.loads(target.read_text())
+    used = data.get("used") if isinstance(data.get("used"), dict) else {}
+    when = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now))
+    used.update({host: when for host in hosts})
+    data["used"] = used
+    try:
+        temp = target.with_name(target.name + ".tmp")
+        temp.write_text(json.dumps(data, indent=2) + "\n")
+        temp.replace(target)
+    except OSError as exc:
+        raise UsageError(f"cannot mark the undo journal as used ({exc.strerror})", file=str(target)) from exc
+
+
+def undo_on_hosts(runner: Runner, hosts: Sequence[Host], records: Sequence[GateRecord], *, apply: bool,
+                  force: bool = False) -> FleetResult[list[str]]:
     """Revert ``records`` on those of ``hosts`` they concern, newest change first; one line per change.
 
     Journal hosts not in ``hosts`` (narrowed with ``-l``) are left alone; none selected is a ``UsageError``.
@@ -132,6 +171,6 @@ def undo_on_hosts(runner: Runner, hosts: Sequence[Host], records: Sequence[GateR
 
     def task(transport: Transport) -> list[str]:
         # One code path for undo and its dry run: the gate works out each step and applies or records it.
-        return gate.undo(transport, by_host[transport.host.name])
+        return gate.undo(transport, by_host[transport.host.name], force=force)
 
     return runner.run_task(targets, task, label="undo" if apply else "undo (dry run)")

@@ -40,6 +40,13 @@ def sshd_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHDHosts]:
 
 
 @pytest.fixture(autouse=True)
+def _changes_confirmed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests run as a CI job that reviewed its plan: commands that change hosts do not ask
+    (``CLUSTERCTL_YES``, ``clusterctl/cli/confirm.py``). Tests of the question itself delete it."""
+    monkeypatch.setenv("CLUSTERCTL_YES", "1")
+
+
+@pytest.fixture(autouse=True)
 def _private_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Commands record the last run's failed hosts (``--limit @retry``) under XDG_STATE_HOME:
     keep tests from writing into the real home and from seeing each other's runs."""

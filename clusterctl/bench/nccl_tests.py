@@ -15,9 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from clusterctl.bench.model import bench_finding
-from clusterctl.bench.plausible import FIGURE_IMPOSSIBLE, nccl_checks
+from clusterctl.bench.plausible import FIGURE_IMPOSSIBLE, nccl_checks, topology_check
 from clusterctl.changes import Change, Gate
 from clusterctl.errors import ParseError, UsageError
+from clusterctl.facts.model import NVLinkStatus
 from clusterctl.facts.nccltests import NcclTestResult, parse_nccl_tests
 from clusterctl.fanout import Runner
 from clusterctl.findings import Finding, Severity
@@ -42,6 +43,8 @@ class NcclHostRun:
     error: str | None = None
     #: GPUs the host has (``nvidia-smi -L``), when counted: a log with another rank count measured something else.
     host_gpus: int | None = None
+    #: The host's NVLinks as ``nvidia-smi nvlink -s`` reports them, read beside the run (None: not read).
+    nvlinks: tuple[NVLinkStatus, ...] | None = None
 
     @property
     def busbw_gbs(self) -> float | None:
@@ -97,6 +100,19 @@ def _count_gpus(transport: Transport) -> int | None:
     return sum(1 for line in result.stdout.splitlines() if line.startswith("GPU ")) or None
 
 
+def _read_nvlinks(transport: Transport) -> tuple[NVLinkStatus, ...] | None:
+    """The host's NVLinks now; None when the host cannot say (no nvidia-smi, an unreadable answer)."""
+    from clusterctl.facts.nvlink import NVLINK
+
+    result = transport.run(NVLINK.command, timeout=30)
+    if not result.ok:
+        return None
+    try:
+        return NVLINK.parse(result.stdout)
+    except ParseError:
+        return None
+
+
 def _host_run(host: str, command: str, text: str, exit_code: int) -> NcclHostRun:
     try:
         parsed = parse_nccl_tests(text)
@@ -144,7 +160,8 @@ def run_nccl_test(
         command = " ".join(shlex.quote(a) for a in args)
         result = transport.run(command, env=environment or None, timeout=timeout_s)
         run = _host_run(transport.host.name, command, result.stdout + result.stderr, result.exit_code)
-        return replace(run, host_gpus=counted)
+        # Read with the run: a figure the host's own links cannot give is a finding, not "ok".
+        return replace(run, host_gpus=counted, nvlinks=_read_nvlinks(transport))
 
     fleet = runner.run_task(hosts, task, label=f"bench nccl: {op}", timeout_s=timeout_s + 30)
     runs = []
@@ -208,6 +225,8 @@ def judge_nccl(runs: Sequence[NcclHostRun], op: str, expected: Mapping[str, obje
         if r.result is not None:
             # A figure above the GPUs' NVLinks, or a log with fewer ranks than the host has GPUs, is no result.
             findings += nccl_checks(r.result, gpus_per_host=r.host_gpus, about=r.host, about_kind="host")
+            if not any(f.host == r.host and f.code == FIGURE_IMPOSSIBLE for f in findings):
+                findings += topology_check(r.result, r.nvlinks, about=r.host)
     impossible = {f.host for f in findings if f.code == FIGURE_IMPOSSIBLE}
     values = {r.host: r.busbw_gbs for r in runs if r.busbw_gbs is not None and r.host not in impossible}
     median = statistics.median(values.values()) if values else None

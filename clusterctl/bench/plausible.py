@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from clusterctl.facts.model import NVLinkStatus
 from clusterctl.facts.nccltests import NcclTestResult
 from clusterctl.facts.perftest import PerftestResult
 from clusterctl.findings import Finding, Severity
@@ -38,6 +39,8 @@ NVLINK_GBS_PER_GPU: tuple[tuple[str, float, str], ...] = (
     ("A100", 12 * 25.0, "12 NVLink3 links x 25 GB/s"),
     ("A800", 8 * 25.0, "8 NVLink3 links x 25 GB/s"),
 )
+#: What a GPU without an active NVLink can move per direction: PCIe Gen5 x16 (a Gen4 link gives half).
+PCIE_GBS_PER_GPU = 64.0
 #: Fabric type in the inventory -> the ``Link type`` perftest prints for it.
 _LINK_TYPE = {"ib": "IB", "roce": "Ethernet", "ethernet": "Ethernet"}
 _FABRIC_WORDS = {"ib": "InfiniBand", "roce": "RoCE (Ethernet)", "ethernet": "Ethernet"}
@@ -133,3 +136,41 @@ def nccl_checks(result: NcclTestResult, *, gpus_per_host: int | None, about: str
                 "Run with -g <GPUs per host> (or one rank per GPU under mpirun), or check that the log is of this "
                 "host.", ranks=dict(sorted(hosts.items())), gpus_per_host=gpus_per_host))
     return found
+
+
+def topology_limit(statuses: tuple[NVLinkStatus, ...]) -> tuple[float, str] | None:
+    """What the host's NVLinks, as ``nvidia-smi nvlink -s`` reports them now, let one GPU move.
+
+    A collective over every GPU goes as fast as its slowest GPU: a GPU whose links are all
+    inactive sends over PCIe, so the host cannot reach an NVLink figure whatever its model.
+    """
+    if not statuses:
+        return None
+    limits: list[tuple[float, str]] = []
+    for status in statuses:
+        active = [lane.speed_gbps for lane in status.lanes if lane.active and lane.speed_gbps]
+        if active:
+            limits.append((sum(active), f"GPU{status.gpu_index} has {len(active)} active NVLink(s), "
+                           f"{sum(active):g} GB/s"))
+        else:
+            limits.append((PCIE_GBS_PER_GPU, f"GPU{status.gpu_index} has no active NVLink (nvidia-smi nvlink -s): "
+                           f"its traffic crosses PCIe, at most ~{PCIE_GBS_PER_GPU:g} GB/s per direction"))
+    return min(limits)
+
+
+def topology_check(result: NcclTestResult, statuses: tuple[NVLinkStatus, ...] | None, *, about: str,
+                   about_kind: str = "host") -> list[Finding]:
+    """A single-host bus bandwidth the host's own topology cannot give (a GPU without NVLink)."""
+    limit = topology_limit(statuses or ())
+    figure = result.peak_busbw_gbs
+    hosts = {host for _, host, _, _ in result.ranks}
+    if limit is None or figure is None or len(hosts) > 1 or figure <= limit[0] * ROUNDING_MARGIN:
+        return []
+    return [_finding(
+        Severity.ERROR, FIGURE_IMPOSSIBLE,
+        f"{result.test or 'nccl-tests'} bus bandwidth {figure:.1f} GB/s is above what this host's topology can "
+        f"give: {limit[1]}",
+        about, about_kind,
+        "Look at the host's NVLinks (clusterctl survey; nvidia-smi nvlink -s and -e): a GPU that lost them needs a "
+        "reset or service. This figure is not a measurement of the host as it is now.",
+        measured_gbs=figure, limit_gbs=round(limit[0], 1))]

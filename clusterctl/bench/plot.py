@@ -25,13 +25,58 @@ def colour(value: float | None, good: float | None, *, latency: bool = False) ->
     return f"#{red:02x}{green:02x}40"
 
 
+#: Width of one character at the SVG's font sizes, generously (sans-serif digits and letters).
+CHAR_PX = {11: 6.6, 14: 8.4}
+LEGEND_HEIGHT = 56
+
+
+def _legend(matrix: Matrix, good: float | None, top: float) -> tuple[list[str], int]:
+    """What each colour means: the scale from bad to good with its values, then failed and untested."""
+    latency = matrix.unit == "us"
+    parts = [f'<text x="10" y="{top + 12:.0f}">colour:</text>']
+    x = 60
+    if good:
+        # Five steps of the scale, each with the value it stands for.
+        steps = [good * 2, good * 1.5, good * 1.25, good * 1.1, good] if latency else \
+            [0.0, good * 0.25, good * 0.5, good * 0.75, good]
+        for value in steps:
+            label = f"{value:.0f}" if value >= 10 else f"{value:.2f}"
+            if value == steps[0] and latency:
+                label = ">=" + label
+            elif value == good and not latency:
+                label += "+"
+            parts.append(f'<rect x="{x}" y="{top}" width="{CELL}" height="16" '
+                         f'fill="{colour(value, good, latency=latency)}" stroke="#ffffff"/>')
+            parts.append(f'<text x="{x + CELL / 2:.0f}" y="{top + 30:.0f}" text-anchor="middle">{escape(label)}</text>')
+            x += CELL
+        direction = "lower is better" if latency else "higher is better"
+        parts.append(f'<text x="{x + 8}" y="{top + 12:.0f}">{escape(matrix.unit)}, {direction} '
+                     f'(green at {good:g})</text>')
+        x += 8 + int(len(f"{matrix.unit}, {direction} (green at {good:g})") * CHAR_PX[11]) + 16
+    else:
+        parts.append(f'<rect x="{x}" y="{top}" width="{CELL}" height="16" fill="#d0d0d0"/>')
+        parts.append(f'<text x="{x + CELL + 6}" y="{top + 12:.0f}">no expected value: not coloured</text>')
+        x += CELL + 6 + int(len("no expected value: not coloured") * CHAR_PX[11]) + 16
+    for fill, stroke, words in (("#7f7f7f", "#ffffff", "failed"), ("#ffffff", "#cccccc", "not tested")):
+        parts.append(f'<rect x="{x}" y="{top}" width="16" height="16" fill="{fill}" stroke="{stroke}"/>')
+        parts.append(f'<text x="{x + 22}" y="{top + 12:.0f}">{words}</text>')
+        x += 22 + int(len(words) * CHAR_PX[11]) + 16
+    return parts, x
+
+
 def svg(matrix: Matrix, *, good: float | None, title: str = "") -> str:
     n = len(matrix.nodes)
     size = LABEL + n * CELL + 20
     latency = matrix.unit == "us"
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(size, 600)}" height="{size + 30}" '
+    heading = f"{title or 'bandwidth matrix'} ({matrix.unit})"
+    legend, legend_end = _legend(matrix, good, top=30 + size + 6)
+    # Wide enough for the title, the subtitle and the legend: none of them is cut at the edge.
+    width = max(size, 600, legend_end + 10, int(30 + len(heading) * CHAR_PX[14]),
+                int(30 + len(matrix.cell_meaning) * CHAR_PX[11]))
+    height = size + 30 + LEGEND_HEIGHT
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'font-family="sans-serif" font-size="11">',
-             f'<text x="10" y="18" font-size="14">{escape(title or "bandwidth matrix")} ({escape(matrix.unit)})</text>',
+             f'<text x="10" y="18" font-size="14">{escape(heading)}</text>',
              f'<text x="10" y="34" font-size="11">{escape(matrix.cell_meaning)}</text>']
     for i, node in enumerate(matrix.nodes):
         y = 30 + LABEL + i * CELL + CELL / 2
@@ -52,6 +97,7 @@ def svg(matrix: Matrix, *, good: float | None, title: str = "") -> str:
                          f'<title>{escape(a)} - {escape(b)}: {escape(text)} {escape(matrix.unit)}</title></rect>')
             parts.append(f'<text x="{x + CELL / 2:.0f}" y="{y + CELL / 2 + 4:.0f}" text-anchor="middle">'
                          f'{escape(text)}</text>')
+    parts.extend(legend)
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 

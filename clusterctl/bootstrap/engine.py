@@ -99,10 +99,13 @@ class BootstrapReport:
     duration_s: float = 0.0
     #: The journal ``clusterctl undo`` reverts this run with (applying runs that changed something).
     undo_journal: str | None = None
+    #: Why an applying run that included ``verify`` could not verify the cluster (it ran on no
+    #: host); such a run is not ok, even when no host failed.
+    not_verified: str | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.failed_hosts
+        return not self.failed_hosts and self.not_verified is None
 
     @property
     def changed(self) -> bool:
@@ -135,6 +138,8 @@ class BootstrapReport:
             "failed_hosts": {h: mask_text(m) for h, m in self.failed_hosts.items()},
             "notes": [mask_text(n) for n in self.notes],
             "undo_journal": self.undo_journal,
+            "verified": self.not_verified is None,
+            "not_verified": self.not_verified,
             "duration_s": round(self.duration_s, 3),
         }
 
@@ -161,7 +166,7 @@ class SkipReason(str, Enum):
     NOT_THIS_HOST = "does not apply to this host"
     OTHER_HOST = "runs once per cluster, on another host"
     #: Only after ``verify`` confirms it on the host (``--resume``); otherwise the phase runs.
-    DONE_BEFORE = "done in an earlier run, verified again"
+    DONE_BEFORE = "done in an earlier run, and the host confirms: nothing to do"
 
 
 def skip_reason(phase: Phase[Any], ctx: PhaseContext, *, failed_earlier: bool, first_target: str | None,
@@ -213,6 +218,7 @@ def run_bootstrap(
         if settings.apply and any(not p.read_only for p in phases):
             locked = _lock_hosts(runner, hosts, lock_info, settings, report)
         for phase in phases:
+            shared.failed_hosts = frozenset(report.failed_hosts)
             phase_results, duration = _run_phase(phase, inventory, hosts, runner, gate, shared, settings, report)
             report.results.extend(phase_results)
             counts = {s: sum(1 for r in phase_results if r.status is s) for s in Status}
@@ -229,8 +235,27 @@ def run_bootstrap(
     finally:
         if locked:
             _unlock_hosts(runner, locked, lock_info, settings)
+    report.not_verified = _not_verified(report) if settings.apply else None
     report.duration_s = time.monotonic() - began
     return report
+
+
+#: A verify result that counts as the cluster checked on that host.
+_VERIFIED = {Status.OK, Status.CHANGED}
+
+
+def _not_verified(report: BootstrapReport) -> str | None:
+    """Why the run's ``verify`` phase checked nothing, or ``None`` (it ran, or was not asked for)."""
+    if "verify" not in report.phases:
+        return None
+    results = [r for r in report.results if r.phase == "verify"]
+    if any(r.status in _VERIFIED or r.message == SkipReason.DONE_BEFORE.value for r in results):
+        return None
+    if any(r.status is Status.FAILED for r in results):
+        return None  # a failed verify is already a failed host, with its reason
+    reasons = sorted({r.message for r in results if r.message}) or ["no host of this run could run it"]
+    return ("verify did not run: " + "; ".join(reasons) + " (it runs on the first control-plane host: include "
+            "that host in the run, or run 'clusterctl bootstrap phase verify' afterwards)")
 
 
 def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings,
@@ -240,7 +265,18 @@ def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo,
     def take(transport: Transport) -> str:
         return host_lock.acquire(transport, info, path=settings.lock_path, force=settings.force_unlock)
 
-    fleet = runner.run_task(hosts, take, label="lock")
+    from clusterctl.fanout import FleetInterrupted
+
+    try:
+        fleet = runner.run_task(hosts, take, label="lock")
+    except FleetInterrupted as exc:
+        # Ctrl-C while the locks are taken: give back what this run took before saying what
+        # happened (release checks the run id: nobody else's lock is touched). Hosts still
+        # taking theirs were cut off; one that hangs must not hold the interrupt up.
+        took = [o.host for o in exc.finished.outcomes if o.ok] + list(exc.running)
+        if took:
+            _unlock_hosts(runner, took, info, settings, timeout_s=UNLOCK_AFTER_INTERRUPT_S)
+        raise
     locked: list[Host] = []
     for outcome in fleet.outcomes:
         if outcome.ok:
@@ -253,11 +289,16 @@ def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo,
     return locked
 
 
-def _unlock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings) -> None:
+#: How long releasing the locks may take after Ctrl-C (a host that stopped answering is given up on).
+UNLOCK_AFTER_INTERRUPT_S = 30.0
+
+
+def _unlock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings,
+                  *, timeout_s: float | None = None) -> None:
     def drop(transport: Transport) -> None:
         host_lock.release(transport, info, path=settings.lock_path)
 
-    runner.run_task(hosts, drop, label="unlock")
+    runner.run_task(hosts, drop, label="unlock", timeout_s=timeout_s)
 
 
 def _run_phase(
@@ -350,10 +391,6 @@ def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, sha
         result.duration_s = time.monotonic() - began
         return result
 
-    if done_before:
-        problems = _verify(phase, ctx, host_gate)
-        if not has_errors(problems):
-            return done(Status.SKIPPED, SkipReason.DONE_BEFORE.value)
     reader.remember()
     try:
         state = phase.check(ctx)
@@ -366,6 +403,13 @@ def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, sha
         changes = [c for c in phase.plan(ctx, state) if not c.is_noop]
     except ReadOnlyHost as exc:
         return done(Status.FAILED, f"bug in phase {phase.name}: {exc}")
+    if done_before and not changes:
+        # The progress file is a hint: the phase is skipped only when the host itself says there
+        # is nothing to do (its check plans no change) and verify passes there now.
+        reader.replay_once(keep=True)  # nothing applied: verify's first reads are check's answers
+        problems = _verify(phase, ctx, host_gate) if settings.apply else []
+        if not has_errors(problems):
+            return done(Status.SKIPPED, SkipReason.DONE_BEFORE.value)
     if not settings.apply:
         host_gate.submit_all(changes)
         result.changes = changes

@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-#: Newest Kubernetes minor known here, and how many minors upstream supports at once.
-NEWEST_KUBERNETES = (1, 37)
+from clusterctl.inventory.pins import NEWEST_KUBERNETES
+
+#: How many minors upstream supports at once (the newest is ``inventory.pins.NEWEST_KUBERNETES``).
 SUPPORTED_MINORS = 3
 
 #: Kubernetes minor -> the containerd releases (minimum patch per containerd minor) it supports.

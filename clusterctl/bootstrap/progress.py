@@ -10,11 +10,13 @@ passed through ``mask_text`` before it is written, so no secret can reach it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import tempfile
 import threading
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -36,9 +38,16 @@ def default_state_dir() -> Path:
     return base / "clusterctl"
 
 
-def progress_path(state_dir: Path, cluster: str) -> Path:
+def progress_path(state_dir: Path, cluster: str, fleet: Sequence[str] = ()) -> Path:
+    """The progress file of one fleet: the cluster name plus a digest of what identifies the fleet
+    (the inventory file, the mock hosts' state folders), so two checkouts of one cluster name, or a
+    mock fleet and its real twin, never share a record. The record stays a hint either way: a
+    resumed run skips a phase only when the host confirms there is nothing to do."""
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", cluster) or "cluster"
-    return state_dir / "bootstrap" / f"{safe}.json"
+    if not fleet:
+        return state_dir / "bootstrap" / f"{safe}.json"
+    digest = hashlib.sha256("\0".join(fleet).encode()).hexdigest()[:10]
+    return state_dir / "bootstrap" / f"{safe}-{digest}.json"
 
 
 class ProgressStore:

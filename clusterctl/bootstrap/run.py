@@ -35,6 +35,10 @@ class BootstrapRequest:
     survey: str | None = None
     #: ``clusterctl reset --restore-containerd``: containerd's config back from clusterctl's first backup.
     restore_containerd: bool = False
+    #: ``clusterctl reset --force``: also remove what bootstrap did not make (listed otherwise).
+    force: bool = False
+    #: ``bootstrap --without-survey``: drop what an earlier run's survey gave, knowingly.
+    without_survey: bool = False
     #: Where that journal goes; ``None``: ``<state dir>/undo``.
     journal_dir: str | None = None
 
@@ -54,7 +58,9 @@ def run(
     store = None
     state_dir = Path(request.state_dir).expanduser() if request.state_dir else default_state_dir()
     if request.apply:
-        path = progress_path(state_dir, inventory.name)
+        fleet = [str(Path(inventory.source).resolve()) if inventory.source else inventory.name,
+                 *sorted({str(h.mock_state) for h in inventory.hosts if h.mock_state})]
+        path = progress_path(state_dir, inventory.name, fleet)
         store = ProgressStore.load(path, inventory.name) if request.resume else ProgressStore(path, inventory.name)
         if request.resume and not path.exists():
             raise UsageError(f"--resume: no progress file for cluster '{inventory.name}' at {path}",
@@ -83,7 +89,8 @@ def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Ph
     failure per host) when a phase that reads them is part of the run."""
     survey = request.survey or getattr(getattr(inventory, "bootstrap", None), "survey", None)
     options = RunOptions(hosts=tuple(h.name for h in hosts), survey=survey,
-                         restore_containerd=request.restore_containerd)
+                         restore_containerd=request.restore_containerd, force=request.force,
+                         applying=request.apply, without_survey=request.without_survey)
     if any(p.uses_cluster_settings for p in phases):
         from clusterctl.bootstrap.cluster.settings import cluster_settings
 

@@ -47,6 +47,14 @@ class RunOptions:
     survey: str | None = None
     #: ``clusterctl reset --restore-containerd``: containerd's config back from clusterctl's first backup.
     restore_containerd: bool = False
+    #: ``clusterctl reset --force``: also remove what bootstrap did not make (reset lists it otherwise).
+    force: bool = False
+    #: The run changes hosts (not a plan or dry run): a change that would drop what an earlier
+    #: run's survey put there is refused then, and only shown in a plan.
+    applying: bool = False
+    #: ``bootstrap --without-survey``: accept dropping what an earlier run's survey gave (the
+    #: NVLink alert rule's hosts) in a run without ``--survey``.
+    without_survey: bool = False
     #: Seconds to let the cluster converge before verify calls a node broken; ``None``: each phase's default.
     settle_s: float | None = None
     containerd: ContainerdPaths = field(default_factory=ContainerdPaths)
@@ -75,5 +83,8 @@ class RunData:
     survey_read: bool = False
     #: The join token, certificate key and CA hash of this run.
     join: JoinMaterial = field(default_factory=JoinMaterial)
+    #: Hosts that dropped out of this run (a failed phase or lock), kept by the engine after each
+    #: phase: verify reports them as missing at once instead of waiting for them to appear.
+    failed_hosts: frozenset[str] = frozenset()
     #: Held by phases that fill a field for every host at once (the first host to ask builds it).
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)

@@ -14,6 +14,7 @@ from typer.core import TyperGroup
 from clusterctl import __version__
 from clusterctl.cli.context import AppContext, OutputFormat
 from clusterctl.errors import ClusterctlError, ExitCode, Interrupted, UsageError
+from clusterctl.terminal_text import visible
 
 HELP = """\
 Survey, benchmark, tune and bootstrap bare-metal GPU clusters over SSH.
@@ -117,8 +118,10 @@ def load_command(name: str) -> Any:
     built = typer.main.get_command(holder)
     inner = getattr(built, "commands", None)
     if inner is not None and name in inner:
-        return inner[name]
-    built.name = name  # typer returns a lone command itself, named after its function
+        built = inner[name]
+    else:
+        built.name = name  # typer returns a lone command itself, named after its function
+    keep_examples_unwrapped(built)
     return built
 
 
@@ -162,7 +165,10 @@ def global_options(
     ),
     output: OutputFormat = typer.Option(OutputFormat.table, "-o", "--output", help="Output format."),
     parallel: int = typer.Option(64, "--parallel", min=1, max=4096, help="Hosts worked on at once."),
-    timeout: float = typer.Option(60.0, "--timeout", min=0.1, metavar="SECONDS", help="Time limit per host."),
+    timeout: Optional[float] = typer.Option(  # noqa: UP045
+        None, "--timeout", min=0.1, metavar="SECONDS",
+        help="Time limit per host (default 60); when given, also the most any one remote step may take "
+        "(bootstrap phases that allow longer are held to it)."),
     accept_new_host_keys: bool = typer.Option(
         False, "--accept-new-host-keys", help="Record unknown SSH host keys instead of refusing them."
     ),
@@ -193,7 +199,8 @@ def global_options(
         limit=limit,
         output=output,
         parallel=parallel,
-        timeout_s=timeout,
+        timeout_s=60.0 if timeout is None else timeout,
+        step_timeout_s=timeout,
         debug=debug,
         accept_new_host_keys=accept_new_host_keys,
         ssh_config=ssh_config,
@@ -261,15 +268,47 @@ def hoist_global_options(argv: list[str]) -> list[str]:
     return front + rest
 
 
+def keep_examples_unwrapped(command: Any) -> None:
+    """Mark every indented paragraph of every help text (examples, file previews) as not to be
+    rewrapped: click would break a long path or command mid-word, and a copy-paste would fail.
+
+    click keeps a paragraph as written when it starts with a ``\\b`` line; the prose around is
+    still wrapped to the terminal.
+    """
+    help_text = getattr(command, "help", None)
+    if help_text:
+        paragraphs = help_text.split("\n\n")
+        command.help = "\n\n".join(
+            "\b\n" + p if p.startswith("  ") and not p.startswith("\b") else p for p in paragraphs)
+    for sub in getattr(command, "commands", {}).values():
+        keep_examples_unwrapped(sub)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
     debug = "--debug" in args
     command = typer.main.get_command(app)
+    keep_examples_unwrapped(command)
     restore = _interrupts_raise()
     try:
         _run(command, args, debug)
     finally:
         restore()
+
+
+def _output_format(args: list[str]) -> str:
+    """The ``-o/--output`` value of this command line (``table`` when none), for reports made after click."""
+    value = "table"
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg in ("-o", "--output") and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith("--output="):
+            value = arg.split("=", 1)[1]
+        elif arg.startswith("-o") and len(arg) > 2:
+            value = arg[2:]
+    return value
 
 
 def _run(command: Any, args: list[str], debug: bool) -> None:
@@ -285,7 +324,7 @@ def _run(command: Any, args: list[str], debug: bool) -> None:
     except Interrupted as exc:
         from clusterctl.cli.host_failures import print_interrupted
 
-        print_interrupted(exc)
+        print_interrupted(exc, output=_output_format(args))
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         _print_error("interrupted")
@@ -331,4 +370,4 @@ def _interrupts_raise() -> Callable[[], None]:
 
 def _print_error(message: str) -> None:
     prefix = "error: " if os.environ.get("NO_COLOR") or not sys.stderr.isatty() else "\x1b[1;31merror:\x1b[0m "
-    sys.stderr.write(prefix + message + "\n")
+    sys.stderr.write(prefix + visible(message) + "\n")

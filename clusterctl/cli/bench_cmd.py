@@ -226,13 +226,21 @@ def nccl_command(
     def table() -> None:
         from rich.table import Table
 
-        t = Table(title=f"{op}_perf bus bandwidth (GB/s), median {run.median_busbw_gbs}")
+        from clusterctl.findings import sorted_findings
+
+        title = f"{op}_perf bus bandwidth (GB/s), median {run.median_busbw_gbs}"
+        t = Table(title=title, min_width=len(title))  # a title is never wrapped onto two lines
         for col in ("host", "busbw", "avg busbw", "status"):
             t.add_column(col)
+        # A host's status is its worst finding: a figure its topology cannot give is not "ok".
+        worst: dict[str, str] = {}
+        for f in sorted_findings(list(run.findings)):
+            if f.host and f.host not in worst:
+                worst[f.host] = f"{f.severity.value}: {f.code}"
         for r in run.runs:
             avg = r.result.avg_busbw_gbs if r.result else None
             t.add_row(r.host, f"{r.busbw_gbs:.1f}" if r.busbw_gbs is not None else "-",
-                      f"{avg:.2f}" if avg is not None else "-", r.error or "ok")
+                      f"{avg:.2f}" if avg is not None else "-", r.error or worst.get(r.host, "ok"))
         app.console.print(t)
         print_findings(app.console, list(run.findings))
         app.err_console.print(f"results: {folder}", highlight=False)

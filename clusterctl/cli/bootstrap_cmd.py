@@ -8,6 +8,7 @@ import typer
 
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode
+from clusterctl.terminal_text import one_line
 
 if TYPE_CHECKING:
     from clusterctl.bootstrap.engine import BootstrapReport, HostPhaseResult
@@ -21,6 +22,12 @@ the later ones, the others go on. Each phase reads the host first and changes on
 differs, so a second run changes nothing. 'bootstrap plan' shows every command and file diff
 without touching anything.
 
+On a real host an apply runs commands as root through sudo: it loads kernel modules and sets
+sysctls, turns swap off and comments it out of /etc/fstab, adds apt sources and downloads and
+installs containerd, kubelet, kubeadm and kubectl, rewrites containerd's config and restarts it,
+and runs kubeadm init/join (see docs/bootstrap.md). It asks first, naming the hosts; --yes (or
+CLUSTERCTL_YES=1) confirms without asking, and is required off a terminal.
+
 Examples:
 
   clusterctl -i inventories/demo.yaml bootstrap plan
@@ -29,7 +36,7 @@ Examples:
 
   clusterctl bootstrap --dry-run --skip-phases packages
 
-  clusterctl bootstrap --only 'gpu-b*'
+  clusterctl bootstrap --only 'gpu-b*' --yes
 
   clusterctl bootstrap --resume
 
@@ -47,6 +54,9 @@ _UNLOCK = typer.Option(False, "--force-unlock", help="Clear a lock left by a dea
 _SURVEY = typer.Option(None, "--survey", metavar="FILE", envvar="CLUSTERCTL_SURVEY",
                        help="A saved 'clusterctl survey --save FILE' report: topology labels, GPU counts for "
                        "verify, NVLink alert hosts.")
+_WITHOUT_SURVEY = typer.Option(False, "--without-survey", help="Run without a saved survey even where that "
+                               "drops what an earlier run's survey gave (the NVLink alert rule).")
+_YES = typer.Option(False, "--yes", "-y", help="Change the hosts without asking (required off a terminal).")
 _STATE = typer.Option(None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STATE_DIR",
                       help="Where progress is kept (default ~/.local/state/clusterctl).")
 
@@ -68,11 +78,14 @@ def bootstrap_all(
     force_unlock: bool = _UNLOCK,
     state_dir: Optional[str] = _STATE,  # noqa: UP045
     survey: Optional[str] = _SURVEY,  # noqa: UP045
+    without_survey: bool = _WITHOUT_SURVEY,
+    yes: bool = _YES,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
     _execute(app_context(ctx), phase=None, skip_phases=skip_phases, only=only, dry_run=dry_run, resume=resume,
-             force_unlock=force_unlock, state_dir=state_dir, out=None, survey=survey)
+             force_unlock=force_unlock, state_dir=state_dir, out=None, survey=survey, yes=yes,
+             without_survey=without_survey)
 
 
 @bootstrap_app.command("phase", help="Run one phase by name (see 'bootstrap phases').")
@@ -85,9 +98,12 @@ def bootstrap_phase(
     force_unlock: bool = _UNLOCK,
     state_dir: Optional[str] = _STATE,  # noqa: UP045
     survey: Optional[str] = _SURVEY,  # noqa: UP045
+    without_survey: bool = _WITHOUT_SURVEY,
+    yes: bool = _YES,
 ) -> None:
     _execute(app_context(ctx), phase=name, skip_phases=None, only=only, dry_run=dry_run, resume=resume,
-             force_unlock=force_unlock, state_dir=state_dir, out=None, survey=survey)
+             force_unlock=force_unlock, state_dir=state_dir, out=None, survey=survey, yes=yes,
+             without_survey=without_survey)
 
 
 @bootstrap_app.command("plan", help="Per host and phase: the commands and a unified diff of every file that "
@@ -125,7 +141,8 @@ def bootstrap_phases(ctx: typer.Context) -> None:
 
 def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, only: str | None, dry_run: bool,
              resume: bool, force_unlock: bool, state_dir: str | None, out: str | None, survey: str | None = None,
-             restore_containerd: bool = False) -> None:
+             restore_containerd: bool = False, force: bool = False, yes: bool = False,
+             without_survey: bool = False) -> None:
     from clusterctl.bootstrap.run import BootstrapRequest, run, write_plan_files
     from clusterctl.inventory.limit import select_hosts
 
@@ -134,9 +151,11 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
     if only:
         keep = {h.name for h in select_hosts(inventory, only)}
         hosts = tuple(h for h in hosts if h.name in keep)
+    if not dry_run:
+        _confirm_bootstrap(phase, skip_phases, [h.name for h in hosts], yes=yes)
     request = BootstrapRequest(apply=not dry_run, phase=phase, skip_phases=skip_phases, resume=resume,
                                force_unlock=force_unlock, state_dir=state_dir, survey=survey,
-                               restore_containerd=restore_containerd)
+                               restore_containerd=restore_containerd, force=force, without_survey=without_survey)
     show = None if app.machine_output else (lambda p, r: _print_phase(app, p, r, plan=dry_run))
     with app.runner() as runner:
         report = run(inventory, hosts, runner, request, on_phase=show)
@@ -148,16 +167,46 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
         if out:
             app.console.print(f"wrote {len(written)} file(s) under {out}", markup=False, highlight=False)
         for note in report.notes:
-            app.console.print(f"note: {note}", markup=False, highlight=False)
+            app.console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
 
     payload: dict[str, Any] = report.to_json()
     if out:
         payload["out_files"] = [str(p) for p in written]
     app.emit(payload, table)
-    if report.failed_hosts:
-        for host, why in report.failed_hosts.items():
-            app.err_console.print(f"FAILED {host}: {why}", markup=False, highlight=False, soft_wrap=True)
+    for host, why in report.failed_hosts.items():
+        app.err_console.print(f"FAILED {host}: {one_line(why)}", markup=False, highlight=False, soft_wrap=True)
+    if report.not_verified:
+        # No host failed, but nothing says the cluster works: that is not a success.
+        app.err_console.print(f"NOT VERIFIED: {one_line(report.not_verified)}", markup=False, highlight=False,
+                              soft_wrap=True)
+    if not report.ok:
         raise typer.Exit(ExitCode.FAILED)
+
+
+#: What each phase that changes a host does to it, in words for the confirmation question.
+_PHASE_WORDS = {
+    "kernel": "load kernel modules, set sysctls, turn swap off and comment it out of /etc/fstab",
+    "packages": "add apt sources, download and install packages",
+    "containerd": "rewrite containerd's config and restart it",
+    "nvidia-runtime": "configure the NVIDIA container runtime",
+    "control-plane": "run kubeadm init",
+    "join": "run kubeadm join",
+    "reset": "tear Kubernetes down",
+}
+
+
+def _confirm_bootstrap(phase: str | None, skip_phases: str | None, hosts: list[str], *, yes: bool) -> None:
+    """Apply asks first, like reset and tune-nccl --push: --yes, or a question on the terminal."""
+    from clusterctl.bootstrap.registry import select_phases
+    from clusterctl.cli.confirm import confirm_change
+
+    changing = [p for p in select_phases(phase, skip_phases) if not p.read_only]
+    if not changing:
+        return  # preflight or verify alone only read
+    done = [_PHASE_WORDS[p.name] for p in changing if p.name in _PHASE_WORDS]
+    others = [p.name for p in changing if p.name not in _PHASE_WORDS]
+    what = "run commands as root (sudo): " + "; ".join(done + ([f"apply {', '.join(others)}"] if others else []))
+    confirm_change(what, hosts, yes=yes, preview="clusterctl bootstrap plan")
 
 
 def _print_phase(app: AppContext, phase: Phase[Any], results: list[HostPhaseResult], *, plan: bool) -> None:
@@ -181,13 +230,13 @@ def _print_phase(app: AppContext, phase: Phase[Any], results: list[HostPhaseResu
             if r.status is Status.CHANGED and r.changes:
                 done.setdefault(tuple(c.summary for c in r.changes), []).append(r.host)
         for summaries, names in done.items():
-            console.print(f"  {compress(names)}: {mask_text('; '.join(summaries))}", markup=False,
+            console.print(f"  {compress(names)}: {one_line(mask_text('; '.join(summaries)))}", markup=False,
                           highlight=False, soft_wrap=True)
     for r in results:
         if r.status is Status.FAILED:
-            console.print(f"failed: {r.host}: {r.message}", markup=False, highlight=False, soft_wrap=True)
+            console.print(f"failed: {r.host}: {one_line(r.message)}", markup=False, highlight=False, soft_wrap=True)
             for line in r.rollback:
-                console.print(f"  rollback: {line}", markup=False, highlight=False, soft_wrap=True)
+                console.print(f"  rollback: {one_line(line)}", markup=False, highlight=False, soft_wrap=True)
     if plan:
         _print_plan(app, phase, results)
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import ChangeKind, GateRecord
+from clusterctl.terminal_text import visible
 
 if TYPE_CHECKING:
     from clusterctl.cli.context import AppContext
@@ -29,7 +30,8 @@ def print_records(app: AppContext, records: Sequence[GateRecord], *, diffs: bool
     """Each record's line; for files the gate only recorded (dry-run), the diff instead."""
     for record in records:
         diff = record.change.diff() if diffs and not record.applied and record.changed else ""
-        app.console.print(diff.rstrip("\n") or record_line(record), markup=False, highlight=False, soft_wrap=True)
+        shown = visible(diff.rstrip("\n") or record_line(record))
+        app.console.print(shown, markup=False, highlight=False, soft_wrap=True)
 
 
 def print_gate_outcomes(app: AppContext, fleet: FleetResult[GateRecord]) -> None:

@@ -34,6 +34,8 @@ class AppContext:
     output: OutputFormat = OutputFormat.table
     parallel: int = 64
     timeout_s: float = 60.0
+    #: ``--timeout`` as the user gave it: then no remote step (connect, command, file) may take longer.
+    step_timeout_s: float | None = None
     debug: bool = False
     accept_new_host_keys: bool = False
     ssh_config: str | None = None
@@ -110,13 +112,23 @@ class AppContext:
             from clusterctl.cli.progress import RichProgress
 
             progress = RichProgress(self.err_console)
-        with Runner(make_connector(options), parallel=self.parallel, timeout_s=self.timeout_s, progress=progress) as r:
+        with Runner(make_connector(options), parallel=self.parallel, timeout_s=self.timeout_s, progress=progress,
+                    step_timeout_s=self.step_timeout_s, on_wait=self._say_still_waiting) as r:
             try:
                 yield r
             finally:
                 from clusterctl.retry import record_failed
 
                 record_failed(r.failed_hosts, self._inventory.source if self._inventory else None)
+
+    def _say_still_waiting(self, label: str, hosts: list[str], waited_s: float) -> None:
+        """A long wait says what it waits for (on stderr, also in scripts): never minutes of silence."""
+        from clusterctl.hostlist import compress
+        from clusterctl.wording import seconds
+
+        step = f" ({label})" if label else ""
+        self.err_console.print(f"still waiting{step} after {seconds(waited_s)} for {compress(hosts)}",
+                               markup=False, highlight=False, soft_wrap=True)
 
     def secrets(self) -> dict[str, Any]:
         """The sudo password and login secrets, asked for once per run (see ``cli.credentials``)."""

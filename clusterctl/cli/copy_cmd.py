@@ -17,7 +17,8 @@ def register(app: typer.Typer) -> None:
 
 Each host's file is written atomically (temporary file, then rename) with a backup of the
 previous one; an unchanged file is left alone. --dry-run shows the diff per host and writes
-nothing; 'clusterctl undo JOURNAL' puts the previous files back. Exits 1 when a host failed.
+nothing; 'clusterctl undo JOURNAL' puts the previous files back. It asks first, naming the
+hosts; --yes confirms without asking (required off a terminal). Exits 1 when a host failed.
 
 Examples:
 
@@ -37,6 +38,7 @@ def copy_command(
     ),
     sudo: bool = typer.Option(False, "--sudo", help="Write as root with 'sudo -n' (for /etc and the like)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the diff per host; write nothing."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Write without asking (required off a terminal)."),
 ) -> None:
     from clusterctl.cli.changes_view import print_gate_outcomes
     from clusterctl.cli.host_failures import print_failures
@@ -53,6 +55,11 @@ def copy_command(
     read_source(source)  # a missing or unreadable SRC stops here, before any host is touched
     remote_path(source, dest)
     hosts = app.hosts()
+    if not dry_run:
+        from clusterctl.cli.confirm import confirm_change
+
+        confirm_change(f"write {remote_path(source, dest)}", [h.name for h in hosts], yes=yes,
+                       preview=f"clusterctl copy --dry-run {source} {dest}")
     request = CopyRequest(source=source, dest=dest, mode=file_mode, sudo=sudo, dry_run=dry_run)
     with app.runner() as runner:
         fleet, gate = copy_file(runner, hosts, request)
@@ -67,7 +74,8 @@ def copy_command(
     def table() -> None:
         print_gate_outcomes(app, fleet)
         if journal:
-            app.err_console.print(f"undo with: clusterctl undo {journal}", markup=False, highlight=False)
+            app.err_console.print(f"undo with: clusterctl undo {journal}", markup=False, highlight=False,
+                                  soft_wrap=True)
         print_failures(app, fleet)
 
     app.emit({"source": source, "dest": remote_path(source, dest), "dry_run": dry_run, "hosts": records,

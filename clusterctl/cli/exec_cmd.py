@@ -11,6 +11,7 @@ import typer
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.cli.host_failures import outcome_record, print_failures
 from clusterctl.errors import ExitCode, UsageError
+from clusterctl.terminal_text import one_line, visible
 
 if TYPE_CHECKING:
     from clusterctl.fanout import FleetInterrupted, FleetResult, HostOutcome
@@ -81,6 +82,7 @@ def exec_command(
     except FleetInterrupted as exc:
         # What finished is printed as it would have been; main then says what was still running.
         _report(app, exc.finished, line, sudo, folder, streamed=streamer is not None, interrupted=exc)
+        exc.reported = True  # the machine output above already says it: main adds only stderr lines
         raise
     _report(app, fleet, line, sudo, folder, streamed=streamer is not None)
     if not fleet.ok:
@@ -105,7 +107,7 @@ class _Streamer:
         marker = "[stderr] " if stream == "stderr" else ""
         with self._lock:
             self._heard.add(host)
-            sys.stdout.write(f"{host}: {marker}{text}\n")
+            sys.stdout.write(f"{host}: {marker}{one_line(text)}\n")
             sys.stdout.flush()
 
     def start(self, total: int, label: str) -> None:
@@ -147,9 +149,10 @@ def _report(
             outputs = ((o.host.name, o.value.stdout, o.value.stderr, o.value.exit_code)
                        for o in fleet.outcomes if o.value is not None)
             for group in group_outputs(outputs):
-                # Written as they are: never wrapped or re-rendered (and fast for a million lines).
+                # Never wrapped or re-rendered (and fast for a million lines); control characters
+                # are shown, not obeyed (--out-dir keeps the bytes as they came).
                 sys.stdout.write(group.header)
-                sys.stdout.write(group.body())
+                sys.stdout.write(visible(group.body()))
         sys.stdout.flush()
         if interrupted is None:
             print_failures(app, fleet)

@@ -14,6 +14,7 @@ import typer
 
 from clusterctl.errors import ExitCode
 from clusterctl.findings import Finding, Severity, count_by_severity, fails, sorted_findings
+from clusterctl.terminal_text import one_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -34,7 +35,7 @@ def print_findings(console: Console, findings: Sequence[Finding], *, empty: str 
         text.append(f"{f.severity.value.upper():7}", style=SEVERITY_STYLE[f.severity])
         text.append(" ")
         text.append(f.label, style="bold")
-        text.append(f" {f.code}: {f.message}\n")
+        text.append(f" {f.code}: {one_line(f.message)}\n")
         if f.severity is not Severity.INFO and f.fix:
             text.append(f"        fix: {f.fix}\n", style="dim")
     text.rstrip()

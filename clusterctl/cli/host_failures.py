@@ -29,10 +29,12 @@ def outcome_record(outcome: HostOutcome[Any]) -> dict[str, Any]:
 
 def print_failures(app: AppContext, fleet: FleetResult[Any]) -> None:
     """One clear line per failed host, on stderr, then a one-line summary."""
+    from clusterctl.terminal_text import markup_safe
+
     for outcome in fleet.failed:
         assert outcome.failure is not None
         app.err_console.print(
-            f"[bold red]FAILED[/] [bold]{outcome.host.name}[/]: {outcome.failure.describe()}",
+            f"[bold red]FAILED[/] [bold]{markup_safe(outcome.host.name)}[/]: {markup_safe(outcome.failure.describe())}",
             markup=True, highlight=False, soft_wrap=True,
         )
     total = len(fleet.outcomes)
@@ -44,11 +46,13 @@ def print_failures(app: AppContext, fleet: FleetResult[Any]) -> None:
         )
 
 
-def print_interrupted(exc: BaseException) -> None:
-    """``interrupted``, then what finished and which hosts were still running, on stderr.
+def print_interrupted(exc: BaseException, *, output: str = "table") -> None:
+    """``interrupted``, what finished, what was running, what never started and how to retry.
 
-    Commands that can show their own partial results (``exec``) do so before this runs; for
-    every other command this is the whole report of an interrupted fan-out.
+    On stderr for people; with ``-o json``/``yaml`` the same facts also go to stdout as one
+    document, so a script that was reading the output learns what happened. Commands that can
+    show their own partial results (``exec``) do so before this runs; for every other command
+    this is the whole report of an interrupted fan-out.
     """
     import sys
 
@@ -58,17 +62,36 @@ def print_interrupted(exc: BaseException) -> None:
 
     signal_name = getattr(exc, "signal_name", "SIGINT")
     lines = [f"interrupted ({signal_name})"]
+    record: dict[str, Any] = {"interrupted": True, "signal": signal_name}
     if isinstance(exc, FleetInterrupted):
         finished = exc.finished.outcomes
-        total = len(finished) + len(exc.unfinished)
+        step_hosts = [o.host.name for o in finished] + [h.name for h in exc.unfinished]
         ok = [o.host.name for o in finished if o.ok]
-        lines.append(f"finished: {len(finished)} of {plural(total, 'host')}" + (f"; ok: {compress(ok)}" if ok else ""))
-        for o in exc.finished.failed:
+        failed = [o for o in exc.finished.failed]
+        step = f" during {exc.label}" if exc.label else ""
+        lines[0] += step
+        lines.append(f"finished: {len(finished)} of the {plural(len(step_hosts), 'host')} in this step"
+                     + (f"; ok: {compress(ok)}" if ok else ""))
+        for o in failed:
             assert o.failure is not None
             lines.append(f"FAILED {o.host.name}: {o.failure.describe()}")
         if exc.running:
             lines.append(f"still running (stopped): {compress(h.name for h in exc.running)}")
         if exc.waiting:
             lines.append(f"not started: {compress(h.name for h in exc.waiting)}")
-    sys.stderr.write("\n".join(lines) + "\n")
+        others = [name for name in exc.run_hosts if name not in set(step_hosts)]
+        if others:
+            lines.append(f"not part of this step ({plural(len(exc.run_hosts), 'host')} in the run): "
+                         f"{compress(others)}")
+        if exc.unfinished or failed:
+            lines.append("retry: run the same command with --limit @retry (the hosts that failed or did not finish)")
+        record.update(step=exc.label or None, run_hosts=list(exc.run_hosts) or step_hosts, ok=ok,
+                      failed=[outcome_record(o) for o in failed],
+                      still_running=[h.name for h in exc.running], not_started=[h.name for h in exc.waiting],
+                      retry="--limit @retry")
+    if output in ("json", "yaml") and not getattr(exc, "reported", False):
+        from clusterctl.cli.output import dump
 
+        sys.stdout.write(dump(record, output))
+        sys.stdout.flush()
+    sys.stderr.write("\n".join(lines) + "\n")

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Optional
 
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.errors import UsageError
 
 HELP = """\
 Undo what 'clusterctl bootstrap' set up for the cluster on the selected hosts.
 
-On each host, only what is there: 'kubeadm reset', CNI configuration and interfaces,
-iptables rules of kube-proxy/Calico/Flannel (the host's own rules stay), IPVS tables, what is
-left under /var/lib/kubelet and /var/lib/etcd, clusterctl's cluster files; with
---restore-containerd, containerd's config from clusterctl's first backup. A second run finds
+On each host, only what bootstrap made and is still there: 'kubeadm reset' (kubeadm's own
+files), the CNI configuration Calico/Flannel write, CNI interfaces, iptables rules of
+kube-proxy/Calico/Flannel (the host's own rules stay), IPVS tables, kubeadm's kubelet state,
+etcd data on control-plane hosts, clusterctl's cluster files. Anything else it finds there (a
+user's /etc/cni/net.d file, /var/lib/etcd on a worker) is listed and left in place; --force
+removes it too. With --restore-containerd, containerd's config comes back from the first
+backup clusterctl kept, and reset says which (or why nothing was restored). A second run finds
 nothing to do. Asks first, naming the hosts; --yes skips the question (scripts, CI).
 
 Examples:
@@ -42,12 +43,12 @@ def reset_command(
     only: Optional[str] = typer.Option(None, "--only", metavar="PATTERN",  # noqa: UP045
                                        help="Only these hosts (like -l/--limit)."),
     force_unlock: bool = typer.Option(False, "--force-unlock", help="Clear a lock left by a dead run first."),
+    force: bool = typer.Option(False, "--force", help="Also remove files bootstrap did not make (listed otherwise)."),
     state_dir: Optional[str] = typer.Option(None, "--state-dir", metavar="DIR",  # noqa: UP045
                                             envvar="CLUSTERCTL_STATE_DIR",
                                             help="Where progress is kept (default ~/.local/state/clusterctl)."),
 ) -> None:
     from clusterctl.cli.bootstrap_cmd import _execute
-    from clusterctl.hostlist import compress
     from clusterctl.inventory.limit import select_hosts
 
     app = app_context(ctx)
@@ -55,12 +56,11 @@ def reset_command(
     if only:
         keep = {h.name for h in select_hosts(app.inventory(), only)}
         hosts = tuple(h for h in hosts if h.name in keep)
-    if not dry_run and not yes:
-        names = compress([h.name for h in hosts])
-        if not sys.stdin.isatty():
-            raise UsageError(f"reset would tear the cluster down on {names}; refusing without a terminal to ask.",
-                             hint="Pass --yes to confirm (or --dry-run to see what it would do).")
-        if not typer.confirm(f"Reset Kubernetes on {len(hosts)} host(s): {names}?", default=False):
-            raise typer.Exit(1)
+    if not dry_run:
+        from clusterctl.cli.confirm import confirm_change
+
+        confirm_change("tear Kubernetes down (kubeadm reset, CNI files, iptables rules, kubelet state)",
+                       [h.name for h in hosts], yes=yes, preview="clusterctl reset --dry-run")
     _execute(app, phase="reset", skip_phases=None, only=only, dry_run=dry_run, resume=False,
-             force_unlock=force_unlock, state_dir=state_dir, out=None, restore_containerd=restore_containerd)
+             force_unlock=force_unlock, state_dir=state_dir, out=None, restore_containerd=restore_containerd,
+             force=force, yes=True)  # asked above

@@ -107,21 +107,11 @@ def tune_nccl_command(
 
 
 def _confirm_push(app: AppContext, yes: bool) -> None:
-    """A push changes every selected host: ask first, or require --yes where nobody can answer."""
-    import sys
+    """A push changes every selected host: the one confirmation rule (``cli/confirm.py``)."""
+    from clusterctl.cli.confirm import confirm_change
 
-    from clusterctl.hostlist import compress
-    from clusterctl.wording import plural
-
-    if yes:
-        return
-    hosts = app.hosts()
-    what = f"write /etc/nccl.conf on {plural(len(hosts), 'host')} ({compress(h.name for h in hosts)})"
-    if not sys.stdin.isatty():
-        raise UsageError(f"--push would {what}; confirm with --yes (there is no terminal to ask on).",
-                         hint="See the changes first with --push --dry-run.")
-    if not typer.confirm(f"{what[0].upper()}{what[1:]}? (--dry-run shows the diff)", default=False, err=True):
-        raise UsageError("nothing pushed.")
+    confirm_change("write /etc/nccl.conf", [h.name for h in app.hosts()], yes=yes,
+                   preview="clusterctl tune-nccl --push --dry-run")
 
 
 def _payload(outcome: TuneOutcome) -> dict[str, Any]:
@@ -190,13 +180,15 @@ def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | Non
         for name, text in files.items():
             if len(files) > 1:
                 console.print(f"--- {name}", markup=False, highlight=False)
-            console.print(text.rstrip("\n"), markup=False, highlight=False)
+            # A file's lines as they are (soft_wrap: never broken mid-path, so a copy-paste works).
+            console.print(text.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
     if pushed is not None:
         from clusterctl.cli.changes_view import print_gate_outcomes
 
         print_gate_outcomes(app, pushed)
         if outcome.undo_journal is not None:
-            console.print(f"undo with: clusterctl undo {outcome.undo_journal}", markup=False, highlight=False)
+            console.print(f"undo with: clusterctl undo {outcome.undo_journal}", markup=False, highlight=False,
+                          soft_wrap=True)
 
 
 def _print_sweep(app: AppContext, measured: SweepResult) -> None:

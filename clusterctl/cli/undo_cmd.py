@@ -6,12 +6,18 @@ import typer
 
 from clusterctl.cli.context import app_context
 from clusterctl.errors import ExitCode
+from clusterctl.terminal_text import one_line
 
 HELP = """Revert the changes a run made on hosts, from the undo journal it wrote.
 
 tune-nccl --push prints the journal's path ("undo with: clusterctl undo FILE"). Each replaced
 file is restored from the backup kept on its host, a file that was new is removed. With -l,
 only those hosts; with --dry-run, say what would be done and touch nothing.
+
+A file whose content is no longer what the run wrote (edited by hand since) is left alone and
+reported as refused; a journal already used for a host is refused for it (replaying it would
+delete what was made since). --force does both anyway. It asks first, naming the hosts; --yes
+confirms without asking (required off a terminal).
 
 Examples:
 
@@ -29,13 +35,32 @@ def undo_command(
     ctx: typer.Context,
     journal: str = typer.Argument(..., metavar="JOURNAL", help="Undo journal written by the run to revert."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be restored; change nothing."),
+    force: bool = typer.Option(False, "--force", help="Undo files changed since the run, and replay a journal "
+                               "that was already used."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Change the hosts without asking (required off a terminal)."),
 ) -> None:
-    from clusterctl.undo_journal import load_journal, undo_on_hosts
+    from clusterctl.cli.confirm import confirm_change
+    from clusterctl.errors import UsageError
+    from clusterctl.undo_journal import journal_used_by, load_journal, mark_journal_used, undo_on_hosts
 
     app = app_context(ctx)
     records = load_journal(journal)
+    hosts = app.hosts()
+    in_journal = {r.change.host for r in records}
+    used = {h: when for h, when in journal_used_by(journal).items() if h in {x.name for x in hosts}}
+    if used and not force and not dry_run:
+        listed = ", ".join(f"{h} at {when}" for h, when in sorted(used.items()))
+        raise UsageError(f"this journal was already used to undo {listed}: replaying it would remove or overwrite "
+                         "what was made since.", file=journal,
+                         hint="Narrow the hosts with -l, or pass --force to replay it anyway.")
+    if not dry_run:
+        confirm_change("revert the changes of this journal", [h.name for h in hosts if h.name in in_journal],
+                       yes=yes, preview=f"clusterctl undo --dry-run {journal}")
     with app.runner() as runner:
-        fleet = undo_on_hosts(runner, app.hosts(), records, apply=not dry_run)
+        fleet = undo_on_hosts(runner, hosts, records, apply=not dry_run, force=force)
+    if not dry_run:
+        # A host whose undo ran is marked, even if some files were refused: its other files are reverted.
+        mark_journal_used(journal, [o.host.name for o in fleet.outcomes if o.ok])
     payload = {"journal": journal, "dry_run": dry_run, "hosts": [
         {"host": o.host.name, "ok": o.ok, "done": o.value or [], "error": o.failure.describe() if o.failure else None}
         for o in fleet.outcomes]}
@@ -45,9 +70,10 @@ def undo_command(
 
         for outcome in fleet.outcomes:
             for line in outcome.value or []:
-                app.console.print(f"{outcome.host.name}: {line}", markup=False, highlight=False)
+                app.console.print(f"{outcome.host.name}: {one_line(line)}", markup=False, highlight=False)
         print_failures(app, fleet)
 
     app.emit(payload, human)
-    if not fleet.ok or any(line.startswith(("failed", "cannot")) for o in fleet.outcomes for line in o.value or []):
+    if not fleet.ok or any(line.startswith(("failed", "cannot", "refused")) for o in fleet.outcomes
+                           for line in o.value or []):
         raise typer.Exit(int(ExitCode.FAILED))

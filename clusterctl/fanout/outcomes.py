@@ -7,6 +7,7 @@ from typing import Generic, TypeVar
 
 from clusterctl.errors import ClusterctlError, ParseError
 from clusterctl.inventory.model import Host
+from clusterctl.terminal_text import one_line
 from clusterctl.transport.base import CommandResult, FailureKind, TransportError
 
 T = TypeVar("T")
@@ -25,7 +26,8 @@ class Failure:
             text = f"{self.kind.value} (exit {self.exit_code}): {self.message}"
         if self.stderr_tail and self.stderr_tail not in text:
             text += f" | {self.stderr_tail}"
-        return text
+        # Shown on a terminal: remote stderr's control characters are made visible.
+        return one_line(text)
 
 
 @dataclass(frozen=True)

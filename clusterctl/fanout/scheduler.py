@@ -37,6 +37,8 @@ DEFAULT_TIMEOUT_S = 60.0
 
 #: After Ctrl-C: how long hosts still running get to stop their commands and report.
 INTERRUPT_WAIT_S = 3.0
+#: How often a long task says which hosts it still waits for (the CLI prints it on stderr).
+WAIT_NOTICE_S = 30.0
 #: At the end of a run: how long worker threads stuck on a closed connection get to finish.
 WORKER_JOIN_S = 5.0
 
@@ -76,11 +78,21 @@ class FleetInterrupted(Interrupted):
         running: tuple[Host, ...],
         waiting: tuple[Host, ...],
         signal_name: str = "SIGINT",
+        *,
+        label: str = "",
+        run_hosts: tuple[str, ...] = (),
     ) -> None:
         super().__init__(signal_name)
         self.finished = finished
         self.running = running
         self.waiting = waiting
+        #: The step that was stopped (``bench nccl: all_reduce``, ``bootstrap: containerd``).
+        self.label = label
+        #: Every host this run had worked on or meant to (all its steps), in order: a step may
+        #: cover only some of the command's hosts, and the summary says so.
+        self.run_hosts = run_hosts
+        #: Set by a command that printed its own partial results (machine output included).
+        self.reported = False
 
     @property
     def unfinished(self) -> tuple[Host, ...]:
@@ -104,6 +116,8 @@ class Runner:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         progress: Progress | None = None,
         max_open: int | None = None,
+        step_timeout_s: float | None = None,
+        on_wait: Callable[[str, list[str], float], None] | None = None,
     ) -> None:
         if parallel < 1:
             raise ValueError("parallel must be at least 1")
@@ -111,9 +125,16 @@ class Runner:
         self.parallel = parallel
         self.timeout_s = timeout_s
         self.progress = progress
+        #: The most one remote step (connecting, a command, a file) may take, whatever a task's
+        #: own limit: a stuck host fails at this bound, alone and named (``--timeout`` as given).
+        self.step_timeout_s = step_timeout_s
+        #: Called every ``WAIT_NOTICE_S`` of a task's run with the hosts still working.
+        self.on_wait = on_wait
         #: Every host that failed a task of this run (or was cut off by Ctrl-C), in order: what
         #: ``--limit @retry`` selects next time.
         self.failed_hosts: dict[str, None] = {}
+        #: Every host a task of this run was given, in order (for the summary of an interrupt).
+        self.hosts_seen: dict[str, None] = {}
         # Connections stay open across tasks of a run; past this many the least recently
         # used idle one is closed, so a 1,000-host run never holds 1,000 sockets and threads.
         self.max_open = max_open or max(parallel * 2, 128)
@@ -141,6 +162,7 @@ class Runner:
         """Run ``task(transport)`` on every host; never raises for a host's failure."""
         limit = self.timeout_s if timeout_s is None else timeout_s
         run: _TaskRun[T] = _TaskRun(hosts, limit)
+        self.hosts_seen.update((h.name, None) for h in hosts)
         todo: queue.SimpleQueue[int | None] = queue.SimpleQueue()
         stopping = threading.Event()
 
@@ -158,11 +180,11 @@ class Runner:
                 failure: Failure | None = None
                 transport: Transport | None = None
                 try:
-                    transport = self._pool.checkout(host, limit)
+                    transport = self._pool.checkout(host, min(limit, self.step_timeout_s or limit))
                     holder.append(transport)
                     if stopping.is_set():
                         raise TransportError(FailureKind.INTERRUPTED, f"{host.name}: interrupted before it started")
-                    value = task(TimeBoxedTransport(transport, begin + limit))
+                    value = task(TimeBoxedTransport(transport, begin + limit, step_s=self.step_timeout_s))
                 except BaseException as exc:  # every failure becomes the host's outcome
                     failure = failure_from(exc)
                     log.debug("host %s failed", host.name, exc_info=True)
@@ -185,8 +207,13 @@ class Runner:
         if self.progress:
             self.progress.start(len(hosts), label)
         results = run.results
+        began = last_notice = time.monotonic()
         try:
             while len(results) < len(hosts):
+                if self.on_wait is not None and time.monotonic() - last_notice >= WAIT_NOTICE_S:
+                    last_notice = time.monotonic()
+                    pending = [hosts[i].name for i in range(len(hosts)) if i not in results]
+                    self.on_wait(label, pending, last_notice - began)
                 try:
                     index, outcome = run.done.get(timeout=0.05)
                     if index not in results:
@@ -199,6 +226,7 @@ class Runner:
             stopping.set()
             signal_name = exc.signal_name if isinstance(exc, Interrupted) else "SIGINT"
             interrupted = self._interrupted(run, signal_name)
+            interrupted.label, interrupted.run_hosts = label, tuple(self.hosts_seen)
             self._note_failures(interrupted.finished)
             for host in interrupted.unfinished:
                 self.failed_hosts[host.name] = None

@@ -23,35 +23,53 @@ from clusterctl.transport.base import (
 class TimeBoxedTransport(Transport):
     """Wraps a transport so that every call gets at most the time left to the host."""
 
-    def __init__(self, inner: Transport, deadline: float) -> None:
+    def __init__(self, inner: Transport, deadline: float, *, step_s: float | None = None) -> None:
         super().__init__(inner.host)
         self.inner = inner
         self.deadline = deadline
+        #: The most any single call may take (``--timeout`` as the user gave it), or None.
+        self.step_s = step_s
 
     def _left(self, timeout: float | None) -> float:
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise TransportError(FailureKind.TIMED_OUT, "the host's time ran out")
+        if self.step_s is not None:
+            left = min(left, self.step_s)
         return left if timeout is None else min(timeout, left)
 
     def execute(self, request: RunRequest) -> CommandResult:
         return self.inner.execute(replace(request, timeout=self._left(request.timeout)))
 
+    # File calls: a transport that keeps files by shell commands (ssh, local) is driven through
+    # the base class here, so each of its commands passes ``execute`` above and gets the bound;
+    # handing the call to the inner transport would run those commands with no limit at all
+    # (a host stopped with SIGSTOP then held a run for ever). Transports that keep files
+    # themselves (mock) are asked directly.
+
+    def _own(self, name: str) -> bool:
+        return getattr(type(self.inner), name) is not getattr(Transport, name)
+
     def write(self, request: PutRequest) -> PutResult:
         self._left(None)
-        return self.inner.write(request)
+        return self.inner.write(request) if self._own("write") else Transport.write(self, request)
 
     def stop_remote(self) -> None:
         self.inner.stop_remote()
 
     def get(self, path: str, *, sudo: bool = False) -> bytes | None:
         self._left(None)
-        return self.inner.get(path, sudo=sudo)
+        return self.inner.get(path, sudo=sudo) if self._own("get") else Transport.get(self, path, sudo=sudo)
 
     def create_exclusive(self, path: str, data: bytes, *, sudo: bool = False) -> bytes | None:
         self._left(None)
-        return self.inner.create_exclusive(path, data, sudo=sudo)
+        if self._own("create_exclusive"):
+            return self.inner.create_exclusive(path, data, sudo=sudo)
+        return Transport.create_exclusive(self, path, data, sudo=sudo)
 
     def remove(self, path: str, *, sudo: bool = False) -> None:
         self._left(None)
-        self.inner.remove(path, sudo=sudo)
+        if self._own("remove"):
+            self.inner.remove(path, sudo=sudo)
+        else:
+            Transport.remove(self, path, sudo=sudo)

@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from typing import TypeVar, cast
 
-from clusterctl.facts.health_model import GpuHealth, KernelEvent, PciDevice
+from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent, NVLinkErrorCounters, PciDevice
+from clusterctl.facts.model import RDMAPort
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
 from clusterctl.health.probe import HostProbe
 from clusterctl.survey.checks.host import majority
+
+T = TypeVar("T")
 
 #: A counter is "far above the fleet" above this many times the peers' median ...
 FLEET_FACTOR = 10
@@ -58,6 +63,7 @@ class Baseline:
 
     hosts: Sequence[HostInput]
     _groups: dict[tuple[str | None, int], list[HostInput]] = field(default_factory=dict)
+    _cache: dict[tuple[object, ...], object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for h in self.hosts:
@@ -70,6 +76,13 @@ class Baseline:
     def gpu_count(self) -> int | None:
         """The GPU count most GPU hosts have (hosts with nvidia-smi answers)."""
         return majority(len(h.gpus) for h in self.hosts if h.gpus)
+
+    def cached(self, key: tuple[object, ...], compute: Callable[[], T]) -> T:
+        """``compute()`` once per ``key`` for the whole run: asked per host, fleet values made judging
+        n hosts cost n^2 (every host scanned the others)."""
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return cast(T, self._cache[key])
 
     def median(self, values: Iterable[int | float]) -> float:
         known = list(values)
@@ -94,6 +107,10 @@ def _pci_key(address: str | None) -> str | None:
         return None
     parts = address.lower().split(".")[0].split(":")
     return ":".join(parts[-2:]) if len(parts) >= 2 else None
+
+
+def _counter_median(baseline: Baseline, items: Sequence[NVLinkErrorCounters | IBPortCounters], name: str) -> float:
+    return baseline.median(item.counters.get(name, 0) for item in items)
 
 
 # --- nvidia-smi -q ------------------------------------------------------------------------
@@ -193,7 +210,7 @@ def _temperature(name: str, gpu: GpuHealth, subject: str, where: str) -> list[Fi
 
 def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
     found: list[Finding] = []
-    peers = [p for p in baseline.peers(host) if p is not host]
+    group = baseline.peers(host)
     expected = baseline.gpu_count()
     if host.probe and host.probe.smi and expected and len(host.gpus) < expected:
         found.append(_finding(
@@ -202,12 +219,16 @@ def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
             evidence=f"Attached GPUs : {host.probe.smi.attached_gpus or len(host.gpus)}",
             fix="A GPU is gone from the bus or from the driver: look for Xid 79 / 'fallen off the bus' in the "
                 "kernel log; drain and reboot the host, RMA if it stays missing."))
-    if len(peers) < 2:
+    if len(group) < 3:
         return found
-    peer_gpus = [g for p in peers for g in p.gpus]
-    cap = majority(g.power_limit_w for g in peer_gpus if g.power_limit_w)
-    mig = majority(g.mig_mode for g in peer_gpus if g.mig_mode)
-    correctable = baseline.median(g.ecc.volatile_correctable or 0 for g in peer_gpus)
+
+    def peer_values() -> tuple[float | None, str | None, float]:
+        gpus = [g for p in group for g in p.gpus]
+        return (majority(g.power_limit_w for g in gpus if g.power_limit_w),
+                majority(g.mig_mode for g in gpus if g.mig_mode),
+                baseline.median(g.ecc.volatile_correctable or 0 for g in gpus))
+
+    cap, mig, correctable = baseline.cached(("gpu", host.peer_key), peer_values)
     for gpu in host.gpus:
         subject = gpu_subject(gpu)
         if cap and gpu.power_limit_w and gpu.power_limit_w < cap * 0.95:
@@ -290,8 +311,11 @@ def check_nvlink(host: HostInput, baseline: Baseline) -> list[Finding]:
     if probe is None:
         return []
     found: list[Finding] = []
-    peer_links = [p.probe.nvlink for p in baseline.peers(host) if p is not host and p.probe and p.probe.nvlink]
-    active_peers = majority(sum(1 for lane in s.lanes if lane.active) for links in peer_links for s in links)
+    def peers_active() -> int | None:
+        links = [p.probe.nvlink for p in baseline.peers(host) if p.probe and p.probe.nvlink]
+        return majority(sum(1 for lane in s.lanes if lane.active) for statuses in links for s in statuses)
+
+    active_peers = baseline.cached(("nvlink-active", host.peer_key), peers_active)
     errors = {(e.gpu_index, e.link): e for e in (probe.nvlink_errors.links if probe.nvlink_errors else ())}
     for status in probe.nvlink or ():
         active = sum(1 for lane in status.lanes if lane.active)
@@ -328,15 +352,18 @@ def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
     probe = host.probe
     if probe is None or probe.nvlink_errors is None:
         return []
-    peer_links = [e for p in baseline.peers(host) if p is not host and p.probe and p.probe.nvlink_errors
-                  for e in p.probe.nvlink_errors.links]
+    def peer_links() -> list[NVLinkErrorCounters]:
+        return [e for p in baseline.peers(host) if p.probe and p.probe.nvlink_errors
+                for e in p.probe.nvlink_errors.links]
     found: list[Finding] = []
     medians: dict[str, float] = {}
     for link in probe.nvlink_errors.links:
         high = {}
         for counter, value in link.counters.items():
             if counter not in medians:
-                medians[counter] = baseline.median(e.counters.get(counter, 0) for e in peer_links)
+                links = baseline.cached(("nvlink-links", host.peer_key), peer_links)
+                medians[counter] = baseline.cached(("nvlink-median", host.peer_key, counter),
+                                                   partial(_counter_median, baseline, links, counter))
             if value >= max(NVLINK_FLOORS.get(counter, NVLINK_FLOOR), FLEET_FACTOR * medians[counter]):
                 high[counter] = value
         if high:
@@ -358,11 +385,19 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
     if probe is None:
         return []
     found: list[Finding] = []
-    peer_devices = [d for p in baseline.hosts if p is not host and p.probe and p.probe.rdma for d in p.probe.rdma]
+    def port_index() -> dict[tuple[str, int], list[RDMAPort]]:
+        index: dict[tuple[str, int], list[RDMAPort]] = {}
+        for p in baseline.hosts:
+            for d in (p.probe.rdma if p.probe else None) or ():
+                for q in d.ports:
+                    index.setdefault((d.hca, q.port), []).append(q)
+        return index
+
+    ports = baseline.cached(("ib-ports",), port_index)
     for device in probe.rdma or ():
         for port in device.ports:
             key = f"{device.hca}/{port.port}"
-            same = [q for d in peer_devices if d.hca == device.hca for q in d.ports if q.port == port.port]
+            same = ports.get((device.hca, port.port), [])
             states = [q.state for q in same]
             usual = majority(s == "PORT_ACTIVE" for s in states)
             rates = [q.rate_gbps for q in same if q.state == "PORT_ACTIVE" and q.rate_gbps]
@@ -383,14 +418,16 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
                     fix="Check the cable and the switch port (ibstat, then the switch's port counters); a fabric "
                         "HCA down takes the host's GPUs on that rail off the fabric."))
     counters = probe.ib_counters.ports if probe.ib_counters else ()
-    peer_ports = [c for p in baseline.hosts if p is not host and p.probe and p.probe.ib_counters
-                  for c in p.probe.ib_counters.ports]
+    def peer_ports() -> list[IBPortCounters]:
+        return [c for p in baseline.hosts if p.probe and p.probe.ib_counters for c in p.probe.ib_counters.ports]
     medians: dict[str, float] = {}
     for port_counters in counters:
         high = {}
         for counter, value in port_counters.counters.items():
             if counter not in medians:
-                medians[counter] = baseline.median(c.counters.get(counter, 0) for c in peer_ports)
+                every = baseline.cached(("ib-counters",), peer_ports)
+                medians[counter] = baseline.cached(("ib-median", counter),
+                                                   partial(_counter_median, baseline, every, counter))
             if value >= max(IB_FLOORS.get(counter, IB_FLOOR), FLEET_FACTOR * medians[counter]):
                 high[counter] = value
         if high:
@@ -492,7 +529,8 @@ def check_probes(host: HostInput, baseline: Baseline) -> list[Finding]:
         return []
     found = []
     # GPUs are expected where other hosts of the run have them: there a missing nvidia-smi hides them.
-    gpu_fleet = any(other.gpus for other in baseline.hosts if other is not host)
+    with_gpus = baseline.cached(("hosts-with-gpus",), lambda: sum(1 for other in baseline.hosts if other.gpus))
+    gpu_fleet = with_gpus - (1 if host.gpus else 0) > 0
     for problem in probe.problems:
         severity, why = _TOOL_WEIGHT.get(problem.probe, (Severity.INFO, "not checked"))
         if problem.kind == "hung":

@@ -60,6 +60,11 @@ class _Tree:
         return self.groups[name]
 
     def add_host(self, group: str, name: str, line: int, host_vars: dict[str, Var]) -> None:
+        if name not in self.hosts:
+            try:
+                values.host_name(name)
+            except BadValue as exc:
+                raise self.error(exc.message, line, name, exc.hint) from None
         host = self.hosts.setdefault(name, _HostDef(name, line))
         host.vars.update(host_vars)
         target = self.group(group, line)

@@ -103,12 +103,12 @@ class HostBuilder:
         if (hcas := self.convert(("clusterctl_fabric_hcas",), lambda v: values.text_list(v, "hcas"))) is not None:
             fabric["hcas"] = hcas
         stack = {
-            name: self.convert((f"clusterctl_stack_{name}",), lambda v, n=name: values.text(v, f"the {n} version"))
+            name: self.convert((f"clusterctl_stack_{name}",), lambda v, n=name: values.version(v, f"the {n} version"))
             for name in STACK_NAMES
         }
         host = Host(
             name=self.name,
-            address=self.convert(ADDRESS_VARS, lambda v: values.text(v, "ansible_host")),
+            address=self.convert(ADDRESS_VARS, lambda v: values.address(v, "ansible_host")),
             port=self.convert(PORT_VARS, values.port),
             user=self.convert(USER_VARS, lambda v: values.text(v, "ansible_user")),
             roles=self.roles(),
@@ -224,7 +224,14 @@ def parse_ssh_args(args: str) -> tuple[str | None, list[tuple[str, str]]]:
         key, value = _ssh_option(argument)
         if key.lower() == "proxyjump":
             jump = value
-        elif key.lower() == "proxycommand" and (via := _jump_from_proxy_command(value)):
+        elif key.lower() == "proxycommand":
+            # Only 'ssh -W %h:%p bastion' is understood (it is a jump); any other command is refused
+            # rather than dropped, which would connect directly, around the proxy the user set.
+            via = _jump_from_proxy_command(value)
+            if via is None:
+                raise BadValue(f"ProxyCommand '{value}' is not supported: clusterctl connects through jump hosts "
+                               "only.", "Write -o ProxyJump=[user@]bastion[:port] (or -J bastion), or "
+                               "ProxyCommand='ssh -W %h:%p bastion'.")
             jump = via
         elif key:
             options.append((key, value))

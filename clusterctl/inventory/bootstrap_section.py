@@ -40,6 +40,28 @@ FIELDS: tuple[str, ...] = (*NODE_FIELDS, *CLUSTER_SECTIONS, "image_repository", 
 REPO_FIELDS = ("name", "url", "suites", "components", "key_file", "key_url")
 
 
+def _endpoint(value: Any, what: str) -> str:
+    from clusterctl.errors import UsageError
+    from clusterctl.inventory.cluster_sections import endpoint_setting
+
+    try:
+        endpoint_setting(values.text(value, what), what)
+    except UsageError as exc:
+        raise BadValue(f"{what}: {exc.message}", "Write host or host:port, e.g. k8s-api.example.internal:6443.") \
+            from None
+    return values.text(value, what)
+
+
+#: Settings that land in file names, keys, URLs or commands, each with its own check.
+TEXT_CHECKS = {
+    "nvidia_container_toolkit": values.version,
+    "containerd_package": values.package_name,
+    "sandbox_image": values.image_reference,
+    "image_repository": values.image_reference,
+    "control_plane_endpoint": _endpoint,
+}
+
+
 def _url(value: Any, what: str) -> str:
     text = values.text(value, what)
     if not text.startswith(("http://", "https://", "file:/")):
@@ -108,6 +130,8 @@ def read_bootstrap(r: NodeReader, node: Node, field: str) -> BootstrapConfig:
             out[key] = r.scalar(value, sub, partial(_subnet, what=key), raw=True)
         elif key == "min_var_lib_gib":
             out[key] = r.scalar(value, sub, lambda v: values.positive_number(v, "min_var_lib_gib"))
+        elif key in TEXT_CHECKS:
+            out[key] = r.scalar(value, sub, partial(TEXT_CHECKS[key], what=key), raw=True)
         else:
             out[key] = r.scalar(value, sub, partial(values.text, what=key), raw=True)
     defaults = BootstrapConfig()
@@ -191,9 +215,11 @@ def _mirrors(r: NodeReader, node: Node, field: str) -> tuple[tuple[str, tuple[st
     out: list[tuple[str, tuple[str, ...]]] = []
     for entry in node.entries:
         sub = f"{field}.{entry.key}"
-        if "/" in entry.key or not entry.key.strip():
-            raise r.error(f"registry '{entry.key}' must be a host name such as docker.io.", line=entry.key_line,
-                          field=sub)
+        try:
+            # The key names a folder under certs.d and sits in hosts.toml: no '/', '..', newline or quote.
+            values.registry_host(entry.key, "registry")
+        except BadValue as exc:
+            raise r.error(exc.message, line=entry.key_line, field=sub, hint=exc.hint) from None
         urls = r.names(entry.value, sub)
         for url in urls:
             try:

@@ -139,6 +139,54 @@ def _flag(value: Any, where: str) -> bool:
     return value
 
 
+#: A release version as projects tag it (``v3.31.7``, ``1.20.0``, ``0.17.4-rc.1``): it lands in URLs and file names.
+_RELEASE = re.compile(r"^v?[0-9]+\.[0-9]+\.[0-9]+(?:[-+][0-9A-Za-z.-]+)?$")
+#: A Kubernetes namespace (DNS-1123 label) and a label key (optional DNS prefix, then a name).
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+def _release(value: Any, where: str) -> str:
+    text = text_setting(value, where)
+    if not _RELEASE.match(text):
+        raise UsageError(f"{text!r} is not a release version such as v3.31.7.", field=where,
+                         hint="It becomes part of a download URL: only digits, dots and a -suffix are allowed.")
+    return text
+
+
+def _namespace(value: Any, where: str) -> str:
+    text = text_setting(value, where)
+    if not _DNS_LABEL.match(text):
+        raise UsageError(f"{text!r} is not a Kubernetes namespace name (lower-case letters, digits and '-', "
+                         "at most 63 characters).", field=where)
+    return text
+
+
+def _label(key: Any, value: Any, where: str) -> tuple[str, str]:
+    from clusterctl.templating import LABEL_VALUE
+
+    name = str(key)
+    if not _LABEL_KEY.match(name):
+        raise UsageError(f"{name!r} is not a Kubernetes label key.", field=where)
+    text = text_setting(value, where)
+    if len(text) > 63 or not LABEL_VALUE.match(text):
+        raise UsageError(f"{text!r} is not a Kubernetes label value (at most 63 letters, digits, '-', '_', '.').",
+                         field=where)
+    return name, text
+
+
+_HOST_PORT = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:\d{1,5})?$|^\[[0-9A-Fa-f:]+\](:\d{1,5})?$")
+
+
+def endpoint_setting(value: str, where: str) -> str:
+    """``host`` or ``host:port`` of the API server; the port defaults to 6443."""
+    text = text_setting(value, where)
+    if not _HOST_PORT.match(text):
+        raise UsageError(f"{text!r} is not host[:port].", field=where)
+    has_port = text.rsplit("]", 1)[-1].count(":") == 1 if text.startswith("[") else ":" in text
+    return text if has_port else f"{text}:6443"
+
+
 def _optional_registry(data: Mapping[str, Any], where: str) -> str | None:
     return registry_setting(data["image_registry"], f"{where}.image_registry") if data.get("image_registry") else None
 
@@ -147,7 +195,7 @@ def _network(data: Mapping[str, Any], where: str) -> NetworkSettings:
     _known(data, ("cni", "version", "manifest_mirror", "image_registry"), where)
     cni = _choice(data.get("cni", "calico"), CNI_NAMES, f"{where}.cni")
     pin = CNI_PINS[cni]
-    version = text_setting(data["version"], f"{where}.version") if "version" in data else pin.version
+    version = _release(data["version"], f"{where}.version") if "version" in data else pin.version
     if not version.startswith("v"):
         version = "v" + version
     base = pin.manifest_base.replace(pin.version, version)
@@ -170,7 +218,7 @@ def _charts(data: Mapping[str, Any], where: str) -> dict[str, ChartSource]:
         _known(body, ("version", "repository", "archive"), sub)
         chart = charts[release]
         if "version" in body:
-            chart = replace(chart, version=text_setting(body["version"], f"{sub}.version"))
+            chart = replace(chart, version=_release(body["version"], f"{sub}.version"))
         if "repository" in body:
             chart = replace(chart, repository=url_setting(body["repository"], f"{sub}.repository"))
         if "archive" in body:
@@ -201,10 +249,10 @@ def _alerts(data: Mapping[str, Any], where: str) -> AlertSettings:
     _known(data, ("namespace", "rule_labels", "gpu_temp_c", "memory_temp_c"), where)
     out = AlertSettings()
     if "namespace" in data:
-        out = replace(out, namespace=text_setting(data["namespace"], f"{where}.namespace"))
+        out = replace(out, namespace=_namespace(data["namespace"], f"{where}.namespace"))
     if "rule_labels" in data:
         labels = settings_mapping(data["rule_labels"], f"{where}.rule_labels")
-        out = replace(out, rule_labels={str(k): text_setting(v, f"{where}.rule_labels.{k}") for k, v in labels.items()})
+        out = replace(out, rule_labels=dict(_label(k, v, f"{where}.rule_labels.{k}") for k, v in labels.items()))
     if "gpu_temp_c" in data:
         out = replace(out, gpu_temp_c=_celsius(data["gpu_temp_c"], f"{where}.gpu_temp_c"))
     if "memory_temp_c" in data:

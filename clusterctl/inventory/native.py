@@ -193,9 +193,14 @@ class _Reader(NodeReader):
         return _HostDef(name, name_entry.key_line, self.host_settings(rest, f"hosts.{name}"))
 
     def check_host_name(self, name: str, line: int, field: str) -> None:
-        # Any other character, shell metacharacters included, is data: commands quote it.
         if not name.strip():
             raise self.error("a host name must not be empty.", line=line, field=field)
+        # Commands quote every name, but a name with a space or ';' cannot name a node, a file or
+        # a Kubernetes object: refused here, so plan never says "ok" for an apply that must fail.
+        try:
+            values.host_name(name)
+        except BadValue as exc:
+            raise self.error(exc.message, line=line, field=field, hint=exc.hint) from None
 
     def host_settings(self, node: Node, field: str) -> Layer:
         return self.settings(
@@ -438,14 +443,30 @@ FABRIC_FIELDS: dict[str, FieldReader] = {
         v, "rail_optimized")),
 }
 
+def _ssh_options(r: _Reader, node: Node, field: str) -> _Section:
+    options = r.free_mapping(node, field, text_values=True)
+    for key, setting in options.items():
+        if key.lower() == "proxycommand":
+            # Dropping it would connect directly, around the proxy the user set: refuse it.
+            raise r.error("ProxyCommand is not supported: clusterctl connects through jump hosts only.",
+                          line=setting.line, field=setting.field,
+                          hint="Write ssh: {jump_host: '[user@]bastion[:port]'} (ProxyJump) instead.")
+    return options
+
+
 SSH_FIELDS: dict[str, FieldReader] = {
     "key_file": _text("key_file"),
     "jump_host": _text("jump_host"),
-    "options": lambda r, node, field: r.free_mapping(node, field, text_values=True),
+    "options": _ssh_options,
 }
 
+def _checked(convert: Callable[[Any, str], str], what: str) -> FieldReader:
+    return lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else convert(v, what), raw=True)
+
+
 STACK_FIELDS: dict[str, FieldReader] = {
-    name: _text(f"the {name} version") for name in ("driver", "cuda", "nccl", "kubernetes", "containerd")
+    name: _checked(values.version, f"the {name} version") for name in ("driver", "cuda", "nccl", "kubernetes",
+                                                                      "containerd")
 }
 
 DEFAULT_FIELDS: dict[str, FieldReader] = {
@@ -463,7 +484,7 @@ DEFAULT_FIELDS: dict[str, FieldReader] = {
     "vars": lambda r, node, field: r.free_mapping(node, field, text_values=False),
 }
 
-HOST_FIELDS: dict[str, FieldReader] = {"address": _text("address"), **DEFAULT_FIELDS}
+HOST_FIELDS: dict[str, FieldReader] = {"address": _checked(values.address, "address"), **DEFAULT_FIELDS}
 
 GROUP_FIELDS: dict[str, None] = {"vars": None, "hosts": None}
 

@@ -67,8 +67,9 @@ class CNIPin:
 
 CNI_PINS: dict[str, CNIPin] = {
     "calico": CNIPin(
-        "calico", "v3.31.4", "https://raw.githubusercontent.com/projectcalico/calico/v3.31.4/manifests",
+        "calico", "v3.31.7", "https://raw.githubusercontent.com/projectcalico/calico/v3.31.7/manifests",
         ("operator-crds.yaml", "tigera-operator.yaml"), (), "192.168.0.0/16",
+        "projectcalico/calico tags: v3.31.7 is the newest 3.31 patch (read 2026-12-01); manifests as in "
         "docs.tigera.io/calico/latest/getting-started/kubernetes/self-managed-onprem/onpremises (operator install)",
     ),
     "flannel": CNIPin(
@@ -83,5 +84,7 @@ CNI_PINS: dict[str, CNIPin] = {
 KUBEADM_API = "kubeadm.k8s.io/v1beta4"
 #: v1beta4 arrived in 1.31 (kubernetes#125029); v1beta3 was removed in 1.37 (kubernetes#136016).
 KUBEADM_V1BETA4_FIRST_MINOR = 31
-#: Newest minor this clusterctl was checked against; newer minors still get v1beta4, with a warning.
-NEWEST_CHECKED_MINOR = 38
+#: The newest Kubernetes minor clusterctl knows (1.37, released 2026-08), written here and nowhere
+#: else: the support window (``bootstrap.matrix``), kubeadm's config API message and the docs'
+#: test read it. Newer minors still get v1beta4, with a warning.
+NEWEST_KUBERNETES = (1, 37)

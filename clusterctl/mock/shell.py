@@ -1,7 +1,7 @@
 """A small POSIX-shell subset, so command lines sent to an in-process mock host behave as on ``sh``.
 
 It covers what clusterctl and its phases send: ``;``, ``&&``, ``||``, pipes, ``if/then/elif/
-else/fi``, ``!``, quoting (single, double, backslash), ``$VAR``/``${VAR}``/``$?``/``$$`` and
+else/fi``, ``{ ...; }`` groups, ``!``, quoting (single, double, backslash), ``$VAR``/``${VAR}``/``$?``/``$$`` and
 ``$(...)``, redirections (``>``, ``>>``, ``<``, ``2>``, ``2>&1``, ``>&2``, ``&>``; files land in
 the host's tree, ``/dev/null`` discards), ``NAME=value`` prefixes, ``export``, ``set -e``,
 ``exit``, ``cd``, ``sh -c``/``bash -c``, ``sudo``, ``env``, ``timeout``, ``command -v``,
@@ -26,7 +26,7 @@ FAKE_PID = "4242"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=")
 _RESERVED = {"if", "then", "elif", "else", "fi", "!"}
-_UNSUPPORTED = {"for", "while", "until", "case", "do", "done", "esac", "function", "{", "}", "select"}
+_UNSUPPORTED = {"for", "while", "until", "case", "do", "done", "esac", "function", "select"}
 
 
 class ShellSyntaxError(Exception):
@@ -315,6 +315,10 @@ class _Parser:
             raise ShellSyntaxError(f"'{word}' is not supported by the mock shell")
         if word == "if":
             return self.if_clause()
+        if word == "{":
+            return self.brace_group()
+        if word == "}":
+            raise ShellSyntaxError("unexpected '}'")
         if self.is_op("(", ")"):
             raise ShellSyntaxError("subshells ( ... ) are not supported")
         return self.simple()
@@ -342,6 +346,13 @@ class _Parser:
             otherwise = self.sequence(("fi",))
         self.expect("fi")
         return If(branches, otherwise, self.redirects())
+
+    def brace_group(self) -> If:
+        """``{ LIST; }``: run LIST in this shell, its output redirected as one (an ``if`` with no test)."""
+        self.expect("{")
+        body = self.sequence(("}",))
+        self.expect("}")
+        return If([(Sequence_([]), body)], None, self.redirects())
 
     def redirects(self) -> list[Redirect]:
         found: list[Redirect] = []

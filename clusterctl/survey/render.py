@@ -133,30 +133,52 @@ def _findings_cell(host: HostReport) -> str:
 
 
 def render_matrix(console: Console, host: HostReport) -> None:
-    """The host's ``nvidia-smi topo -m`` matrix, each cell coloured by its link class."""
+    """The host's ``nvidia-smi topo -m`` matrix, each cell coloured by its link class.
+
+    Cells are never cut: where the NIC names do not fit the terminal, columns are headed by
+    short names (``N0``...) with a key line, and a matrix still wider than the terminal is
+    printed whole (the terminal wraps it; a pipe keeps it) rather than cropped to ``G…``.
+    """
+    from rich.markup import escape
     from rich.table import Table
 
     topology = host.state.topology
     if topology is None:
         return
-    labels = [d.label for d in topology.matrix.devices]
-    names = {d.label: (d.device_name or d.label) for d in topology.matrix.devices}
+    devices = topology.matrix.devices
+    labels = [d.label for d in devices]
+    names = {d.label: (d.device_name or d.label) for d in devices}
+    cells = {(a, b): (topology.matrix.link(a, b)) for a in labels for b in labels}
+    cell_width = max([len(link.raw) for link in cells.values() if link] + [2])
+
+    def width_with(headers: dict[str, str]) -> int:
+        # No padding: each column is one character wider than its widest cell, centred.
+        widths = [max(len(h) for h in headers.values()), *(max(len(headers[a]), cell_width) for a in labels), 4]
+        return sum(w + 1 for w in widths)
+
+    full = {a: names[a] if a.startswith("NIC") else a for a in labels}
+    nics = [a for a in labels if a.startswith("NIC")]
+    short = {a: (f"N{nics.index(a)}" if a in nics else a.replace("GPU", "G")) for a in labels}
+    headers = full if width_with(full) <= console.width else short
     table = Table(title=f"{host.name}: {SHAPE_WORDS[topology.shape]}", title_justify="left", box=None,
-                  pad_edge=False)
-    table.add_column("")
+                  pad_edge=False, padding=(0, 0))
+    table.add_column("", no_wrap=True, min_width=max(len(h) for h in headers.values()) + 1)
     for label in labels:
-        table.add_column(names[label] if label.startswith("NIC") else label, justify="center")
-    table.add_column("NUMA")
+        table.add_column(escape(headers[label]), justify="center", no_wrap=True,
+                         min_width=max(len(headers[label]), cell_width) + 1)
+    table.add_column(" NUMA", no_wrap=True, min_width=5)
     for a in labels:
         row = []
         for b in labels:
-            link = topology.matrix.link(a, b)
+            link = cells[(a, b)]
             raw = link.raw if link else "?"
             style = LINK_STYLE.get(link.kind if link else "", "")
             row.append(f"[{style}]{raw}[/]" if style else raw)
-        device = next(d for d in topology.matrix.devices if d.label == a)
-        table.add_row(names[a] if a.startswith("NIC") else a, *row, device.numa_affinity or "")
-    console.print(table)
+        device = next(d for d in devices if d.label == a)
+        table.add_row(escape(headers[a]), *row, device.numa_affinity or "")
+    console.print(table, width=max(console.width, width_with(headers)), crop=False)
+    if headers is short and nics:
+        console.print("key: " + ", ".join(f"{short[a]}={escape(names[a])}" for a in nics), soft_wrap=True)
     console.print("[dim]NV# NVLink (green) < PIX < PXB < PHB < NODE < SYS (red): nearest first[/]")
 
 

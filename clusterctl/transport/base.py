@@ -370,11 +370,16 @@ class Transport:
         """Create ``path`` holding ``data`` only if it does not exist (``O_EXCL``: a lock file).
 
         Returns ``None`` when this call created it, else the content already there. Two callers
-        racing for the same path never both get ``None``.
+        racing for the same path never both get ``None``. The content is written to a temporary
+        file first and hard-linked into place (``ln`` fails when the path exists), so the path
+        never exists empty or half-written: a run cut off here (Ctrl-C) leaves either nothing
+        or a whole lock it can recognise as its own and release.
         """
         q = shlex.quote(path)
         folder = shlex.quote(path.rsplit("/", 1)[0] or "/")
-        script = f"mkdir -p {folder} && if (set -C; cat > {q}) 2>/dev/null; then echo created; else cat {q}; exit 3; fi"
+        script = (f"mkdir -p {folder} && tmp=$(mktemp {folder}/.clusterctl-new.XXXXXX) && "
+                  "trap 'rm -f \"$tmp\"' EXIT && cat > \"$tmp\" && "
+                  f"if ln \"$tmp\" {q} 2>/dev/null; then echo created; else cat {q}; exit 3; fi")
         result = self.run("sh -c " + shlex.quote(script), sudo=sudo, stdin=data)
         if result.exit_code == 3:
             return result.stdout.encode()

@@ -89,13 +89,14 @@ class SimCluster:
         return data if isinstance(data, dict) else {}
 
     def run(self, phases: Sequence[str | Phase[Any]] = CLUSTER_PHASES, *, apply: bool = True,
-            hosts: Sequence[str] | None = None,
+            hosts: Sequence[str] | None = None, resume: bool = False,
             survey: Path | None = DEMO_SURVEY, **options: Any) -> BootstrapReport:
         chosen: list[Phase[Any]] = [phase_named(p) if isinstance(p, str) else p for p in phases]
         selected = [self.hosts_by_name[n] for n in (hosts or list(self.hosts_by_name))]
         run_options = RunOptions(hosts=tuple(h.name for h in selected), survey=str(survey) if survey else None,
-                                 **{**self.options, **options})
-        store = ProgressStore(self.root / "progress.json", "sim") if apply else None
-        settings = RunSettings(apply=apply, progress=store, options=run_options)
+                                 **{"applying": apply, **self.options, **options})
+        path = self.root / "progress.json"
+        store = ((ProgressStore.load if resume else ProgressStore)(path, "sim")) if apply else None
+        settings = RunSettings(apply=apply, resume=resume, progress=store, options=run_options)
         with Runner(lambda host, _t: self.transports[host.name], parallel=8, timeout_s=30) as runner:
             return run_bootstrap(self.inventory, selected, runner, chosen, settings)

@@ -188,13 +188,14 @@ def test_reset_can_put_back_containerds_config_from_the_first_backup(tmp_path: P
     sim = SimCluster(tmp_path, SIX[:1])
     tree = sim.machine("gpu-a1").host.fs
     original = b'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "registry.k8s.io/pause:3.9"\n'
-    tree.write("/etc/containerd/config.toml.bak.20261101093000", original)
-    tree.write("/etc/containerd/config.toml.bak.20261120101500", b"version = 2\n# a later backup\n")
+    # The names the gate gives backups: PATH.bak.<UTC time>.<mktemp's six characters>.
+    tree.write("/etc/containerd/config.toml.bak.20261101093000.a1B2c3", original)
+    tree.write("/etc/containerd/config.toml.bak.20261120101500.Zz9yX8", b"version = 2\n# a later backup\n")
     tree.write("/etc/containerd/config.toml", b"version = 2\n# what clusterctl wrote\n")
     first = sim.run(["reset"], restore_containerd=True)
     assert first.ok, first.failed_hosts
     summaries = [c.summary for r in first.results for c in r.changes]
-    assert any("config.toml.bak.20261101093000" in s for s in summaries)
+    assert any("config.toml.bak.20261101093000.a1B2c3" in s for s in summaries)
     assert tree.read("/etc/containerd/config.toml") == original
     second = sim.run(["reset"], restore_containerd=True)
     assert second.ok and not second.changed

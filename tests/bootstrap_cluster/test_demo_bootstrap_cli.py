@@ -44,7 +44,9 @@ def test_dry_run_and_reset_dry_run_touch_nothing(capsys: pytest.CaptureFixture[s
     assert "nothing to do" in out
 
 
-def test_reset_refuses_without_a_terminal_or_yes(capsys: pytest.CaptureFixture[str]) -> None:
+def test_reset_refuses_without_a_terminal_or_yes(capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLUSTERCTL_YES")  # tests confirm by default (tests/conftest.py)
     code, _, err = run(capsys, "-i", DEMO, "reset")
     assert code == 2 and "--yes" in err
 

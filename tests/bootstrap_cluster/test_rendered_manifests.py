@@ -62,8 +62,8 @@ def test_calico_installation_uses_the_pod_subnet_and_pinned_operator_manifests()
     assert installation["kind"] == "Installation"
     assert installation["spec"]["calicoNetwork"]["ipPools"][0]["cidr"] == "10.32.0.0/12"
     assert plan.remote_manifests == (
-        "https://raw.githubusercontent.com/projectcalico/calico/v3.31.4/manifests/operator-crds.yaml",
-        "https://raw.githubusercontent.com/projectcalico/calico/v3.31.4/manifests/tigera-operator.yaml",
+        "https://raw.githubusercontent.com/projectcalico/calico/v3.31.7/manifests/operator-crds.yaml",
+        "https://raw.githubusercontent.com/projectcalico/calico/v3.31.7/manifests/tigera-operator.yaml",
     )
     mirrored = make_settings(network={"manifest_mirror": "https://mirror.site/calico", "image_registry": "reg.site"})
     plan = network.network_plan(mirrored)

@@ -46,6 +46,8 @@ DRY_RUNS = [
     DryRun("copy --dry-run", ("copy", "{tmp}/nccl.conf", "/etc/nccl.conf", "--dry-run"), prepare=_source),
     DryRun("undo --dry-run", ("undo", "{journal}", "--dry-run"), before=(("bootstrap", "phase", "kernel"),)),
     DryRun("bench ib --dry-run", ("bench", "ib", "--dry-run")),
+    # Level 0 only reads; a host it finds unhealthy exits 1.
+    DryRun("health", ("health",), exit_codes=(0, 1)),
 ]
 
 

@@ -31,10 +31,10 @@ def test_the_demo_lists_every_image_kubeadm_pulls_and_every_chart_and_package() 
         ("nvidia-device-plugin", "0.20.0", "https://nvidia.github.io/k8s-device-plugin"),
         ("dcgm-exporter", "4.8.2", "https://nvidia.github.io/dcgm-exporter/helm-charts"),
     }
-    assert {"kubeadm=1.36.2-*", "kubelet=1.36.2-*", "kubectl=1.36.2-*", "containerd.io=2.2.1-*",
+    assert {"kubeadm=1.36.2-*", "kubelet=1.36.2-*", "kubectl=1.36.2-*", "containerd.io=2.2.7-*",
             "nvidia-container-toolkit=1.20.0-*"} <= refs
     assert {"nvcr.io/nvidia/k8s-device-plugin:v0.20.0", "registry.k8s.io/nfd/node-feature-discovery:v0.19.0",
-            "quay.io/calico/node:v3.31.4"} <= refs
+            "quay.io/calico/node:v3.31.7"} <= refs
     kubelet = next(a for a in listed["artifacts"] if a["name"] == "kubelet")
     assert len(kubelet["hosts"]) == 6 and kubelet["source"] == "https://pkgs.k8s.io/core:/stable:/v1.36/deb/"
 
@@ -75,7 +75,7 @@ bootstrap:
     assert sources["dcgm-exporter"] == "https://mirror.site/charts"
     images = (tmp_path / "lists" / "images.txt").read_text().splitlines()
     assert "mirror.site:5000/k8s/etcd:3.6.8-0" in images
-    assert "mirror.site:5000/calico/node:v3.31.4" in images
+    assert "mirror.site:5000/calico/node:v3.31.7" in images
     assert "mirror.site:5000/nvidia/k8s-device-plugin:v0.20.0" in images
     assert not any(i.startswith(("registry.k8s.io", "nvcr.io", "quay.io")) for i in images)
     assert "kubeadm=1.36.2-*" in (tmp_path / "lists" / "packages.txt").read_text().splitlines()

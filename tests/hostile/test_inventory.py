@@ -42,13 +42,17 @@ def test_check_names_addresses_jump_hosts_and_key_files_that_cannot_work(cli, tm
     inv = tmp_path / "inv.yaml"
     inv.write_text(
         "cluster: bad\nhosts:\n"
-        '  gpu-a1: {address: "10.0.0.1; rm -rf /", roles: [control-plane]}\n'
+        '  gpu-a1: {address: "gpu-a1-", roles: [control-plane]}\n'
         '  gpu-a2: {address: 10.0.0.2, ssh: {key_file: /nonexistent/id_ed25519, jump_host: "bastion;id"}}\n'
         '  gpu-a3: {address: 10.0.0.3, ssh: {jump_host: "admin@bastion.example.com:2222,10.0.0.9"}}\n'
     )
     ran = cli("-i", str(inv), "-o", "json", "inventory", "check")
     warnings = json.loads(ran.out)["warnings"]
     assert any("gpu-a1" in w and "not a host name or IP address" in w for w in warnings)
+    # An address no host could have (a shell command) is refused when the inventory loads.
+    inv.write_text('cluster: bad\nhosts:\n  gpu-a1: {address: "10.0.0.1; rm -rf /"}\n')
+    refused = cli("-i", str(inv), "inventory", "check")
+    assert refused.code == 2 and f"{inv}:3" in refused.err and "hosts.gpu-a1.address" in refused.err
     assert any("gpu-a2" in w and "'bastion;id'" in w for w in warnings)
     assert any("gpu-a2" in w and "/nonexistent/id_ed25519 does not exist" in w for w in warnings)
     assert not any("gpu-a3" in w for w in warnings)

@@ -33,9 +33,10 @@ def test_push_off_a_terminal_needs_yes_and_touches_nothing_without_it(  # type: 
     cli, saved_survey: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CLUSTERCTL_YES")
     ran = cli("-i", DEMO, "-l", "gpu-a1", "tune-nccl", "--survey", saved_survey, "--push")
     assert ran.code == 2
-    assert "confirm with --yes" in ran.err and "gpu-a1" in ran.err
+    assert "Pass --yes" in ran.err and "gpu-a1" in ran.err
     assert not (tmp_path / "clusterctl-results").exists()  # no undo journal: nothing was pushed
     pushed = cli("-i", DEMO, "-l", "gpu-a1", "-o", "json", "tune-nccl", "--survey", saved_survey, "--push", "--yes")
     assert pushed.code == 0, pushed.err

@@ -141,12 +141,11 @@ def test_hashed_known_hosts_entries_are_recognised(sshd_hosts: SSHDHosts, tmp_pa
 def test_shell_metacharacters_in_inventory_values_are_never_run(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
     marker_name = tmp_path / "pwned-by-name"
     marker_label = tmp_path / "pwned-by-label"
-    evil_name = f"x;touch {marker_name}"
-    hosts = sshd_hosts(2, names=[evil_name, "ok-host"])
+    hosts = sshd_hosts(2, names=["odd-host", "ok-host"])
     inventory = sshd_hosts.write_inventory(
         tmp_path / "inv.yaml",
         hosts,
-        extra={evil_name: {"rack": f"$(touch {marker_label})", "labels": {"note": f"`touch {marker_label}`"}}},
+        extra={"odd-host": {"rack": f"$(touch {marker_label})", "labels": {"note": f"`touch {marker_label}`"}}},
     )
     known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
 
@@ -155,9 +154,15 @@ def test_shell_metacharacters_in_inventory_values_are_never_run(sshd_hosts: SSHD
     )
 
     assert run.exit_code == 0, run.stderr
-    assert run.by_host()[evil_name]["stdout"] == evil_name + "\n"
-    assert not marker_name.exists()
+    assert run.by_host()["odd-host"]["stdout"] == "odd-host\n"
     assert not marker_label.exists()
+    # A host name that is a shell command is refused when the inventory loads, before any connection.
+    text = inventory.read_text().replace("odd-host:", f'"x;touch {marker_name}":', 1)
+    evil = tmp_path / "evil.yaml"
+    evil.write_text(text)
+    refused = run_clusterctl([*_base_args(evil, known), "exec", "--", "hostname"], home=tmp_path / "home")
+    assert refused.exit_code == 2 and str(evil) in refused.stderr and "host name" in refused.stderr
+    assert not marker_name.exists()
 
 
 def test_exec_sudo_runs_the_line_under_sudo_n(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:

@@ -184,26 +184,28 @@ def test_clusterctl_variables(write: WriteFile, tmp_path: Path) -> None:
     assert "clusterctl_roles" not in free  # interpreted variables are not repeated as free vars
 
 
-def test_real_terraform_ini_template_keeps_placeholders_as_data() -> None:
-    inventory = load_inventory(FIXTURES / "stackhpc-tf-demo-inventory.tpl")
-    assert [h.name for h in inventory.hosts] == ["${control}", "${computes}"]
-    compute = inventory.host("${computes}")
-    assert compute.user == "${ssh_user_name}"
-    # ProxyCommand "ssh USER@PROXY -W %h:%p": the destination comes before -W here.
-    assert compute.ssh.jump_host == "${ssh_user_name}@${proxy_ip}"
-    assert dict(compute.ssh.options) == {"ControlMaster": "auto", "ControlPersist": "60s"}
-    assert compute.groups == ("slurm_compute", "${instance_prefix}_${partition_name}")
+def test_real_terraform_ini_template_is_refused_at_its_placeholder_host() -> None:
+    # An unrendered template names no host: '${control}' is refused where it stands (exit 2),
+    # never carried into commands and node names as if it were one.
+    with pytest.raises(InventoryError) as caught:
+        load_inventory(FIXTURES / "stackhpc-tf-demo-inventory.tpl")
+    assert caught.value.exit_code == ExitCode.USAGE
+    assert caught.value.line == 7
+    assert "${control}" in str(caught.value)
 
 
-def test_real_yaml_inventory_with_proxyjump() -> None:
-    inventory = load_inventory(FIXTURES / "kcaylor-rcd-cui-inventory.yaml")
-    assert inventory.format == "ansible-yaml"
-    assert inventory.groups == {"mgmt": ("mgmt01",), "login": ("login01",), "compute": ("compute01", "compute02")}
-    compute01 = inventory.host("compute01")
-    assert (compute01.address, compute01.user) == ("${compute01_private_ip}", "root")
-    assert compute01.ssh.jump_host == "root@${mgmt_public_ip}"
-    assert inventory.host("mgmt01").ssh.jump_host is None
-    assert dict(inventory.host("mgmt01").vars)["zone"] == "management"
+def test_the_terraform_templates_proxycommand_is_a_jump_through_its_destination() -> None:
+    # ProxyCommand "ssh USER@PROXY -W %h:%p" from the same template: the destination comes before -W.
+    jump, options = parse_ssh_args('-C -o ControlMaster=auto -o ControlPersist=60s '
+                                   '-o ProxyCommand="ssh admin@10.0.0.9 -W %h:%p"')
+    assert jump == "admin@10.0.0.9"
+    assert dict(options) == {"ControlMaster": "auto", "ControlPersist": "60s"}
+
+
+def test_real_yaml_inventory_template_is_refused_at_its_placeholder_address() -> None:
+    with pytest.raises(InventoryError) as caught:
+        load_inventory(FIXTURES / "kcaylor-rcd-cui-inventory.yaml")
+    assert caught.value.line == 6 and "ansible_host" in str(caught.value)
 
 
 def test_real_kubespray_sample_ini_without_hosts() -> None:
@@ -239,10 +241,25 @@ def test_example_ini_rack_b_goes_through_its_own_bastion() -> None:
     assert inventory.host("gpu-a1").fabric.rate_gbps == 200
 
 
-def test_shell_metacharacters_in_ini_names(write: WriteFile) -> None:
-    inventory = load_inventory(write("[g]\ngpu;reboot ansible_host='$(rm -rf /)'\n'a b' x=1\n", "hosts.ini"))
-    assert [h.name for h in inventory.hosts] == ["gpu;reboot", "a b"]
-    assert inventory.host("gpu;reboot").address == "$(rm -rf /)"
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [("[g]\ngpu;reboot\n", "gpu;reboot"), ("[g]\n'a b' x=1\n", "a b"),
+     ("[g]\ngpu1 ansible_host='$(rm -rf /)'\n", "ansible_host"),
+     ("[g]\ngpu1 clusterctl_stack_kubernetes='1.36\"'\n", "clusterctl_stack_kubernetes")],
+)
+def test_shell_metacharacters_in_ini_names_addresses_and_versions_are_refused(
+    write: WriteFile, text: str, field: str
+) -> None:
+    caught = error_of(write(text, "hosts.ini"))
+    assert caught.line == 2 and caught.field == field
+
+
+@pytest.mark.parametrize("command", ["nc -X connect -x proxy.example:3128 %h %p", "corkscrew proxy 8080 %h %p"])
+def test_a_proxycommand_that_is_not_a_jump_is_refused_never_dropped(write: WriteFile, command: str) -> None:
+    # Dropping it would connect directly, around the proxy the user set.
+    caught = error_of(write(f"[g]\ngpu1 ansible_ssh_common_args='-o ProxyCommand=\"{command}\"'\n", "hosts.ini"))
+    assert caught.line == 2 and caught.field == "ansible_ssh_common_args"
+    assert "ProxyCommand" in str(caught) and "ProxyJump" in str(caught)
 
 
 # --- errors -------------------------------------------------------------------------------------
@@ -327,7 +344,6 @@ def test_host_ranges() -> None:
         ('-o ProxyCommand="ssh -W %h:%p -q bastion"', "bastion"),
         ('-o ProxyCommand="ssh -i keys/id_rsa -W %h:%p -q admin@10.1.1.1"', "admin@10.1.1.1"),
         ('-o ProxyCommand="ssh -W %h:%p -p 2222 -l ops bastion"', "ops@bastion:2222"),
-        ('-o ProxyCommand="nc -X 5 -x proxy:1080 %h %p"', None),
         ("-o StrictHostKeyChecking=no", None),
     ],
 )
@@ -335,6 +351,10 @@ def test_jump_host_from_ssh_args(args: str, jump: str | None) -> None:
     assert parse_ssh_args(args)[0] == jump
 
 
-def test_proxy_command_that_is_not_a_jump_is_kept_as_option() -> None:
-    _, options = parse_ssh_args('-o ProxyCommand="nc -x proxy:1080 %h %p" -o StrictHostKeyChecking=no')
-    assert options == [("ProxyCommand", "nc -x proxy:1080 %h %p"), ("StrictHostKeyChecking", "no")]
+def test_proxy_command_that_is_not_a_jump_is_refused_by_the_args_parser() -> None:
+    from clusterctl.inventory.values import BadValue
+
+    with pytest.raises(BadValue, match="ProxyCommand 'nc -x proxy:1080 %h %p' is not supported"):
+        parse_ssh_args('-o ProxyCommand="nc -x proxy:1080 %h %p" -o StrictHostKeyChecking=no')
+
+

@@ -24,18 +24,18 @@ from clusterctl.inventory.cluster_sections import (
     check_addons,
     check_alerts,
     check_network,
+    endpoint_setting,
     registry_setting,
     subnet_setting,
     text_setting,
 )
-from clusterctl.inventory.pins import CNI_PINS, KUBEADM_V1BETA4_FIRST_MINOR, NEWEST_CHECKED_MINOR
+from clusterctl.inventory.pins import CNI_PINS, KUBEADM_V1BETA4_FIRST_MINOR, NEWEST_KUBERNETES
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
 
 DEFAULT_CRI_SOCKET = "unix:///run/containerd/containerd.sock"
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
-_HOST_PORT = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:\d{1,5})?$|^\[[0-9A-Fa-f:]+\](:\d{1,5})?$")
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def kubernetes_version(pin: str, *, where: str = "stack.kubernetes") -> Kubernet
         raise UsageError(
             f"Kubernetes {pin} would need the kubeadm config API v1beta3, which clusterctl does not write "
             f"(v1beta3 is removed in Kubernetes 1.37). clusterctl supports Kubernetes 1.{KUBEADM_V1BETA4_FIRST_MINOR} "
-            f"and later (kubeadm.k8s.io/v1beta4; checked up to 1.{NEWEST_CHECKED_MINOR}).",
+            f"and later (kubeadm.k8s.io/v1beta4; checked up to {NEWEST_KUBERNETES[0]}.{NEWEST_KUBERNETES[1]}).",
             field=where, hint=f"Pin 1.{KUBEADM_V1BETA4_FIRST_MINOR}.0 or later.",
         )
     return version
@@ -92,13 +92,9 @@ class ClusterSettings:
 # --- reading ---------------------------------------------------------------------------------------------
 
 
-def endpoint(value: str, where: str) -> str:
-    """``host`` or ``host:port`` of the API server; the port defaults to 6443."""
-    text = text_setting(value, where)
-    if not _HOST_PORT.match(text):
-        raise UsageError(f"{text!r} is not host[:port].", field=where)
-    has_port = text.rsplit("]", 1)[-1].count(":") == 1 if text.startswith("[") else ":" in text
-    return text if has_port else f"{text}:6443"
+#: ``host`` or ``host:port`` of the API server (the port defaults to 6443); checked where the
+#: inventory is read, so the inventory loader and the cluster phases agree.
+endpoint = endpoint_setting
 
 
 #: Fields of the inventory's ``bootstrap:`` section that the cluster phases read.

@@ -37,6 +37,16 @@ def _nvlink_hosts(ctx: PhaseContext) -> list[str]:
     return sorted(h.name for h in survey.hosts.values() if any(len(d) >= 2 for d in h.nvlink_domains))
 
 
+#: The alert only rendered for hosts a saved survey shows with NVLink.
+NVLINK_RULE = "alert: NVLinkBandwidthZero"
+
+
+def _dropped_nvlink_rule(ctx: PhaseContext, state: AlertState) -> bool:
+    """The rules on the host have the NVLink rule, and this run (no survey) would write them without it."""
+    return (not state.nvlink_hosts and cc.survey(ctx) is None and state.rules is not None
+            and NVLINK_RULE in state.rules.decode("utf-8", errors="replace"))
+
+
 class AlertRules(ClusterWidePhase[AlertState]):
     name = "alert-rules"
     description = "Prometheus rules for DCGM exporter: Xid 79, row remap, ECC, heat, power, PCIe, NVLink"
@@ -55,17 +65,29 @@ class AlertRules(ClusterWidePhase[AlertState]):
                                  f"no PrometheusRule CRD in the cluster: load {RULES_PATH} into your Prometheus "
                                  "(rule_files), or install kube-prometheus-stack and run this phase again",
                                  host=ctx.host.name))
-        if not state.nvlink_hosts:
+        dropped = _dropped_nvlink_rule(ctx, state)
+        if dropped:
+            # An earlier run's survey put the NVLink rule there; a run without --survey must not
+            # take it away unnoticed: the plan says so, and an apply asks for a choice.
+            blocking = ctx.options.applying and not ctx.options.without_survey
+            notes.append(Finding(
+                Severity.ERROR if blocking else Severity.WARNING, "SURVEY_DATA_DROPPED",
+                f"without --survey this run would remove the NVLink bandwidth rule an earlier run installed "
+                f"(from {RULES_PATH})", host=ctx.host.name,
+                fix="Pass --survey FILE (the saved survey of that run) to keep it, or --without-survey to remove it."))
+        elif not state.nvlink_hosts:
             notes.append(Finding(Severity.INFO, "NO_NVLINK_RULE", "no saved survey with NVLink hosts: the NVLink "
                                  "bandwidth rule is left out (--survey FILE)", host=ctx.host.name))
         return notes
 
     def plan(self, ctx: PhaseContext, state: AlertState) -> list[Change]:
         alerts, host = cc.settings(ctx).alerts, ctx.host.name
+        removal = " - REMOVES the NVLink bandwidth rule (no --survey)" if _dropped_nvlink_rule(ctx, state) else ""
         rules = Change.write_file(host, RULES_PATH, render_rules(alerts, state.nvlink_hosts), current=state.rules,
-                                  summary="DCGM alert rules (plain rules file)")
+                                  summary="DCGM alert rules (plain rules file)" + removal)
         wrapped = Change.write_file(host, PROMETHEUS_RULE_PATH, render_prometheus_rule(alerts, state.nvlink_hosts),
-                                    current=state.prometheus_rule, summary="DCGM alert rules (PrometheusRule)")
+                                    current=state.prometheus_rule,
+                                    summary="DCGM alert rules (PrometheusRule)" + removal)
         changes = [c for c in (rules, wrapped) if not c.is_noop]
         if state.operator and (not wrapped.is_noop or not state.applied):
             changes.append(Change.run(host, kubectl(f"apply -f {shlex.quote(PROMETHEUS_RULE_PATH)}"),

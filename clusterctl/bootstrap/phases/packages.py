@@ -32,9 +32,14 @@ from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import AptRepo
 
 APT_ENV = {"DEBIAN_FRONTEND": "noninteractive"}
+#: Seconds apt waits for a dpkg/apt lock another process holds (unattended-upgrades right after
+#: boot, a cloud-init run) instead of failing at once; apt 1.9.11+ honours it, older apt ignores it.
+APT_LOCK_WAIT_S = 120
+APT_LOCK = f"-o DPkg::Lock::Timeout={APT_LOCK_WAIT_S}"
 #: Keep config files already on the host (containerd's config.toml is the containerd phase's).
-INSTALL = ("apt-get install -y --allow-downgrades --allow-change-held-packages "
+INSTALL = (f"apt-get install -y {APT_LOCK} --allow-downgrades --allow-change-held-packages "
            "-o Dpkg::Options::=--force-confold")
+UPDATE = f"apt-get update {APT_LOCK}"
 
 
 def _key_bytes(repo: AptRepo) -> bytes | None:
@@ -120,11 +125,11 @@ class Packages(Phase[PackageFacts]):
         pins = wanted_packages(ctx.host.stack, ctx.inventory.bootstrap)
         missing = [p for p in pins if not self._installed(state, p)]
         if missing or sources_changed:
-            changes.append(Change.run(host, "apt-get update", summary="refresh apt's package lists", env=APT_ENV,
-                                      timeout_s=300))
+            changes.append(Change.run(host, UPDATE, summary="refresh apt's package lists", env=APT_ENV,
+                                      timeout_s=300 + APT_LOCK_WAIT_S))
         if missing:
             args = " ".join(shlex.quote(f"{p.package}={p.version}") for p in missing)
-            changes.append(Change.run(host, f"{INSTALL} {args}", env=APT_ENV, timeout_s=600,
+            changes.append(Change.run(host, f"{INSTALL} {args}", env=APT_ENV, timeout_s=600 + APT_LOCK_WAIT_S,
                                       summary="install " + ", ".join(f"{p.package} {p.upstream}" for p in missing)))
         unheld = [p.package for p in pins if p.package not in state.holds]
         if unheld:

@@ -50,7 +50,7 @@ class TopologyLabels(Phase[LabelState]):
     def check(self, ctx: PhaseContext) -> LabelState:
         survey = cc.survey(ctx)
         if survey is None:
-            return LabelState(None, None, None, "no saved survey given (--survey FILE)")
+            return LabelState(None, None, cc.read(ctx, PUBLISHED_PATH), "no saved survey given (--survey FILE)")
         saved = survey.hosts.get(ctx.host.name)
         if saved is None or not saved.reachable:
             return LabelState(None, None, None, f"the survey of {survey.generated_at} has no data for this host")
@@ -59,6 +59,11 @@ class TopologyLabels(Phase[LabelState]):
         return LabelState(text, cc.read(ctx, STAGING_PATH), cc.read(ctx, PUBLISHED_PATH))
 
     def findings(self, ctx: PhaseContext, state: LabelState) -> list[Finding]:
+        if state.wanted is None and state.published is not None:
+            # Labels from an earlier run's survey stay as they are: say so, not "no labels".
+            return [Finding(Severity.INFO, "TOPOLOGY_LABELS_KEPT", f"topology labels left as an earlier run "
+                            f"published them ({state.why_none}); they are not refreshed", host=ctx.host.name,
+                            fix="Pass --survey FILE with a current survey to refresh them.")]
         if state.wanted is None:
             return [Finding(Severity.WARNING, "NO_TOPOLOGY_LABELS", f"no topology labels: {state.why_none}",
                             host=ctx.host.name, fix="clusterctl survey --save survey.json, then bootstrap "

@@ -35,8 +35,11 @@ def _node_findings(ctx: PhaseContext, nodes: dict[str, KubeNode]) -> list[Findin
     for name in cc.run_hosts(ctx):
         node = nodes.get(name)
         if node is None:
-            problems.append(Finding(Severity.ERROR, "NODE_MISSING", f"{name} is not a node of the cluster",
-                                    host=name, fix="Run 'clusterctl bootstrap' again; phase join joins it."))
+            dropped = name in ctx.shared.failed_hosts
+            why = " (it dropped out of this run before joining)" if dropped else ""
+            problems.append(Finding(Severity.ERROR, "NODE_MISSING", f"{name} is not a node of the cluster{why}",
+                                    host=name, fix="Run 'clusterctl bootstrap' again; phase join joins it.",
+                                    evidence={"dropped_out": dropped}))
             continue
         if not node.ready:
             problems.append(Finding(Severity.ERROR, "NODE_NOT_READY", f"{name} is not Ready ({node.not_ready_reason})",
@@ -123,7 +126,11 @@ class Verify(ClusterWidePhase[VerifyState]):
         while True:
             nodes = {n.name: n for n in cc.nodes(ctx)}
             problems = _node_findings(ctx, nodes)
-            if not any(f.severity is Severity.ERROR for f in problems) or time.monotonic() + 15 > deadline:
+            # Waiting helps a node that is converging, never one that dropped out of the run before
+            # joining: such a node is reported at once, and only the others are waited for.
+            pending = [f for f in problems if f.severity is Severity.ERROR
+                       and not (f.code == "NODE_MISSING" and (f.evidence or {}).get("dropped_out"))]
+            if not pending or time.monotonic() + 15 > deadline:
                 break
             time.sleep(15)
         gpu_nodes = [n for n in cc.run_hosts(ctx) if n in nodes and nodes[n].ready and nodes[n].allocatable_gpus > 0]

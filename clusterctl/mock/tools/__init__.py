@@ -39,6 +39,7 @@ TOOLS: dict[str, str] = {
     "crictl": "clusterctl.mock.tools.crictl",
     # Cluster tools sharing one simulated Kubernetes cluster (clusterctl.mock.tools.kube_state):
     "kubeadm": "clusterctl.mock.tools.kubeadm",
+    "kubelet": "clusterctl.mock.tools.kubelet",
     "kubectl": "clusterctl.mock.tools.kubectl",
     "helm": "clusterctl.mock.tools.helm",
     # Slurm's scontrol, sharing the mock cluster's node states:

@@ -214,6 +214,11 @@ def resolve_target(
     keys = tuple(os.path.expanduser(k) for k in keys)
 
     jump_spec = jump_host if jump_host is not None else _first(found.get("proxyjump"))
+    proxy_command = _first(found.get("proxycommand"))
+    if jump_spec is None and proxy_command and str(proxy_command).lower() != "none":
+        # ssh would run it; connecting directly instead would go around the proxy the user set.
+        raise TransportError(FailureKind.ERROR, f"ssh_config sets ProxyCommand {proxy_command!r} for {name}, which "
+                             "clusterctl does not run: write ProxyJump (or ssh.jump_host in the inventory) instead")
 
     timeout = default_connect_timeout_s
     if found.get("connecttimeout"):
