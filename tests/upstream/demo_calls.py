@@ -39,8 +39,9 @@ class Variant:
             profile.mkdir(parents=True, exist_ok=True)
             (profile / "profile.yaml").write_text(self._profile(DEMO.parent / "demo" / "profiles" / "net" / host))
             text = text.replace(f"profile: demo/profiles/net/{host}\n", f"profile: {profile}\n")
-        text = text.replace('kubernetes: "1.36.2"', f'kubernetes: "{self.kubernetes}"')
-        text = text.replace('containerd: "2.2.1"', f'containerd: "{self.containerd}"')
+        # The variant's own pins (the demo's containerd 2.2 patch may be one the module proxy lacks).
+        text = re.sub(r'(\n    kubernetes: )"[^"]+"', rf'\g<1>"{self.kubernetes}"', text, count=1)
+        text = re.sub(r'(\n    containerd: )"[^"]+"', rf'\g<1>"{self.containerd}"', text, count=1)
         for name in ("gpu-a2", "gpu-a3")[: self.control_planes - 1]:
             text = re.sub(rf"(  {name}:\n(?:    .*\n)*?    rack: a\n)", r"\1    roles: [control-plane, worker]\n",
                           text)
@@ -164,7 +165,7 @@ def record_bootstrap(variant: Variant, tmp: Path, monkeypatch: pytest.MonkeyPatc
     with monkeypatch.context() as patch:
         patch.setattr(MockMachine, "run_tool", run_tool)
         patch.setattr(MockMachine, "run_line", run_line)
-        done = clusterctl("-i", str(inventory), "bootstrap", "--survey", str(SURVEY),
+        done = clusterctl("-i", str(inventory), "bootstrap", "--yes", "--survey", str(SURVEY),
                           "--state-dir", str(tmp / f"{variant.name}-progress"))
     recording.output = done.output
     assert done.exit_code == 0, done.output
