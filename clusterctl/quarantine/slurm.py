@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import Change, ChangeFailed, Gate
@@ -49,8 +49,11 @@ def _update(name: str, state: str, reason: str | None = None) -> str:
     return words + (f" reason={shlex.quote(reason)}" if reason is not None else "")
 
 
-def drain_hosts(runner: Runner, hosts: Sequence[Host], gate: Gate, reason: str) -> dict[str, str]:
-    """Drain in Slurm every host of ``hosts`` that runs slurmd; host -> what happened, one line."""
+def _on_slurm_nodes(runner: Runner, hosts: Sequence[Host], gate: Gate, label: str,
+                    decide: Callable[[Transport, str, str, str], str | tuple[Change, str, str]]) -> dict[str, str]:
+    """For every host that runs slurmd: read its node's (State, Reason), let ``decide`` say why
+    nothing is done or give the change (with its lines for done and for dry-run), pass that
+    through the gate; host -> what happened, one line."""
     if not hosts:
         return {}
     by_name = {h.name: h for h in hosts}
@@ -62,48 +65,44 @@ def drain_hosts(runner: Runner, hosts: Sequence[Host], gate: Gate, reason: str) 
         found = node_state(transport, name)
         if found is None:
             return f"failed: Slurm does not know node {name} (scontrol show node)"
-        state, current = found
-        if "DRAIN" in state:
-            return f"already drained in Slurm ({current or state})"
-        change = Change.run(transport.host.name, _update(name, "drain", REASON_PREFIX + reason),
-                            summary=f"drain Slurm node {name}", undo=_update(name, "resume"), timeout_s=60)
+        decision = decide(transport, name, *found)
+        if isinstance(decision, str):
+            return decision
+        change, done, would = decision
         try:
             gate.submit(transport, change)
         except ChangeFailed as exc:
             return f"failed: {exc}"
-        return f"drained in Slurm node {name}" if gate.apply else f"would drain Slurm node {name}"
+        return done if gate.apply else would
 
-    fleet = runner.run_task(list(hosts), task, label="slurm drain")
+    fleet = runner.run_task(list(hosts), task, label=label)
     return {o.host.name: (o.value if o.value is not None else
                           f"failed: {o.failure.describe() if o.failure else 'no result'}") for o in fleet.outcomes}
 
 
+def drain_hosts(runner: Runner, hosts: Sequence[Host], gate: Gate, reason: str) -> dict[str, str]:
+    """Drain in Slurm every host of ``hosts`` that runs slurmd; host -> what happened, one line."""
+
+    def decide(transport: Transport, name: str, state: str, current: str) -> str | tuple[Change, str, str]:
+        if "DRAIN" in state:
+            return f"already drained in Slurm ({current or state})"
+        change = Change.run(transport.host.name, _update(name, "drain", REASON_PREFIX + reason),
+                            summary=f"drain Slurm node {name}", undo=_update(name, "resume"), timeout_s=60)
+        return change, f"drained in Slurm node {name}", f"would drain Slurm node {name}"
+
+    return _on_slurm_nodes(runner, hosts, gate, "slurm drain", decide)
+
+
 def resume_hosts(runner: Runner, hosts: Sequence[Host], gate: Gate) -> dict[str, str]:
     """Resume in Slurm the hosts clusterctl drained there; nodes drained for another reason stay."""
-    if not hosts:
-        return {}
-    by_name = {h.name: h for h in hosts}
 
-    def task(transport: Transport) -> str:
-        if not runs_slurmd(transport):
-            return "no slurmd"
-        name = node_name(by_name[transport.host.name])
-        found = node_state(transport, name)
-        if found is None:
-            return f"failed: Slurm does not know node {name} (scontrol show node)"
-        state, reason = found
+    def decide(transport: Transport, name: str, state: str, reason: str) -> str | tuple[Change, str, str]:
         if "DRAIN" not in state:
             return f"not drained in Slurm ({state})"
         if not reason.startswith(REASON_PREFIX):
             return f"left drained in Slurm: drained by someone else ({reason or 'no reason'})"
         change = Change.run(transport.host.name, _update(name, "resume"), summary=f"resume Slurm node {name}",
                             undo=_update(name, "drain", reason), timeout_s=60)
-        try:
-            gate.submit(transport, change)
-        except ChangeFailed as exc:
-            return f"failed: {exc}"
-        return f"resumed in Slurm node {name}" if gate.apply else f"would resume Slurm node {name}"
+        return change, f"resumed in Slurm node {name}", f"would resume Slurm node {name}"
 
-    fleet = runner.run_task(list(hosts), task, label="slurm resume")
-    return {o.host.name: (o.value if o.value is not None else
-                          f"failed: {o.failure.describe() if o.failure else 'no result'}") for o in fleet.outcomes}
+    return _on_slurm_nodes(runner, hosts, gate, "slurm resume", decide)
