@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from clusterctl.changes import Change, Gate
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainFailed, drain_change, drain_node
+from clusterctl.day2.steps import Step
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import kubectl, parse_nodes
 from clusterctl.secret import mask_text
@@ -35,23 +36,6 @@ CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
 
 
 @dataclass
-class RemovalStep:
-    name: str
-    runs_on: str
-    summary: str
-    changes: list[Change] = field(default_factory=list)
-    status: str = "planned"
-    message: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"step": self.name, "runs_on": self.runs_on, "summary": self.summary,
-                                "status": self.status, "changes": [c.to_json() for c in self.changes]}
-        if self.message:
-            data["message"] = mask_text(self.message)
-        return data
-
-
-@dataclass
 class RemovalReport:
     host: str
     control_plane: bool
@@ -59,7 +43,7 @@ class RemovalReport:
     #: Host whose kubectl the cluster-side steps use.
     via: str
     etcd: str = ""
-    steps: list[RemovalStep] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     failed: str | None = None
 
@@ -114,22 +98,22 @@ def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,
         report.etcd = f"{len(members)} etcd member(s) now, {len(left)} after ({sum(m.ready for m in left)} Ready)"
     q = shlex.quote
     if node is not None:
-        report.steps.append(RemovalStep("drain", via.name, f"drain {name}",
+        report.steps.append(Step("drain", via.name, f"drain {name}",
                                         [drain_change(via.name, name, drain_timeout_s)]))
     else:
         report.notes.append(f"{name} is not a node of the cluster: nothing to drain or delete")
     if report.control_plane and node is not None:
-        report.steps.append(RemovalStep("etcd-member", name, f"{name}'s etcd member leaves the cluster", [
+        report.steps.append(Step("etcd-member", name, f"{name}'s etcd member leaves the cluster", [
             Change.run(name, "kubeadm reset phase remove-etcd-member", timeout_s=180,
                        summary="kubeadm reset phase remove-etcd-member")]))
     reset = run_phases(runner, inventory, [host], ["reset"], apply=False)
     reset_changes = [c for r in reset.results for c in r.changes]
     if reset.failed_hosts:
         raise UsageError(f"cannot plan the reset of {name}: {reset.failed_hosts[name]}")
-    report.steps.append(RemovalStep("reset", name, "kubeadm reset and what it leaves (bootstrap's reset phase)",
+    report.steps.append(Step("reset", name, "kubeadm reset and what it leaves (bootstrap's reset phase)",
                                     reset_changes))
     if node is not None:
-        report.steps.append(RemovalStep("delete-node", via.name, f"delete the Node object {name}", [
+        report.steps.append(Step("delete-node", via.name, f"delete the Node object {name}", [
             Change.run(via.name, kubectl(f"delete node {q(name)} --ignore-not-found"),
                        summary=f"kubectl delete node {name}")]))
     if not apply:
@@ -147,7 +131,7 @@ def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,
             else:
                 target = via if step.runs_on == via.name else host
 
-                def task(transport: Transport, step: RemovalStep = step) -> None:
+                def task(transport: Transport, step: Step = step) -> None:
                     _run(transport, gate, step, name, drain_timeout_s)
 
                 outcome = runner.run_task([target], task, label=step.name,
@@ -165,7 +149,7 @@ def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,
     return report
 
 
-def _run(transport: Transport, gate: Gate, step: RemovalStep, node: str, drain_timeout_s: float) -> None:
+def _run(transport: Transport, gate: Gate, step: Step, node: str, drain_timeout_s: float) -> None:
     if step.name == "drain":
         drain_node(transport, gate, node, drain_timeout_s)
     else:

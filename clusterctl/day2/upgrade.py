@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from clusterctl.bootstrap.apt_sources import KEYRING_DIR, chosen_repos
 from clusterctl.changes import Change, ChangeFailed, Gate
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainFailed, drain_change, drain_node, uncordon_change
+from clusterctl.day2.steps import Step
 from clusterctl.day2.versions import Version, check_upgrade, parse, static_pod_version
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.kube import NODES_COMMAND, KubeNode, parse_nodes
@@ -61,25 +62,6 @@ READY_POLL_S = 2.0
 PACKAGE_NAMES = ("kubeadm", "kubelet", "kubectl")
 #: Steps of one node, in order (``Step.name``).
 STEP_ORDER = ("kubeadm", "kubeadm-upgrade", "drain", "kubelet", "node-stack", "restart-kubelet", "ready", "uncordon")
-
-
-@dataclass
-class Step:
-    name: str
-    #: The host the step's changes run on (the node itself, or the first control plane).
-    runs_on: str
-    summary: str
-    changes: list[Change] = field(default_factory=list)
-    #: ``planned``, ``done``, ``failed``, ``not started``.
-    status: str = "planned"
-    message: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"step": self.name, "runs_on": self.runs_on, "summary": mask_text(self.summary),
-                                "status": self.status, "changes": [c.to_json() for c in self.changes]}
-        if self.message:
-            data["message"] = mask_text(self.message)
-        return data
 
 
 @dataclass
