@@ -86,3 +86,37 @@ def test_read_refuses_text_it_does_not_know(tmp_path: Path) -> None:
     other.write_text("just some notes\n")
     run = clusterctl("health", "read", str(other))
     assert run.exit_code == 2 and "notes.txt" in run.stderr and "not recognised" in run.stderr
+
+
+def _dcgm_profile(tmp_path: Path, name: str, answer: str) -> Path:
+    """The demo's healthy host with DCGM installed: ``dcgmi diag -r N -j`` answers ``answer``."""
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "diag.json").write_text(answer)
+    (folder / "profile.yaml").write_text(f"extends: {PROFILES / 'dgx-a100'}\ncommands:\n"
+                                         "  - regex: 'dcgmi diag -r [123] -j'\n    stdout: diag.json\n")
+    return folder
+
+
+def test_level_1_runs_dcgm_diag_and_a_failed_test_makes_the_host_unhealthy(tmp_path: Path) -> None:
+    """Level 1 on hosts that have DCGM: the real 3.x JSON (every test skipped) says nothing; the same
+    answer with one test failed on GPU 0 (derived from it) takes that host out of service."""
+    recorded = (fixture_dir("dcgmi") / "dcgm139-3x-json-skips-clipped.json").read_text()
+    failed = recorded.replace('"status" : "Skip"', '"status" : "Fail"', 1)
+    assert failed != recorded
+    inventory = tmp_path / "dcgm.yaml"
+    inventory.write_text(f"""cluster: t
+defaults: {{transport: mock, roles: [worker], fabric: {{type: ib, rate_gbps: 200}}}}
+hosts:
+  n1: {{profile: {_dcgm_profile(tmp_path, 'skips', recorded)}}}
+  n2: {{profile: {_dcgm_profile(tmp_path, 'fails', failed)}}}
+""")
+    run = clusterctl("-i", str(inventory), "-o", "json", "health", "--level", "1")
+    assert run.exit_code == 1, run.output
+    hosts = {h["host"]: h for h in run.json()["hosts"]}
+    codes = {name: {f["code"] for f in host["findings"]} for name, host in hosts.items()}
+    assert "DCGM_DIAG_FAILED" in codes["n2"] and hosts["n2"]["verdict"] == "unhealthy"
+    failed_finding = next(f for f in hosts["n2"]["findings"] if f["code"] == "DCGM_DIAG_FAILED")
+    assert "PCIe" in failed_finding["message"] and "Fail" in failed_finding["message"]
+    assert not any(code.startswith("DCGM") for code in codes["n1"]), codes["n1"]
+    assert not any("dcgmi" in f["message"] and "not installed" in f["message"] for f in hosts["n1"]["findings"])
