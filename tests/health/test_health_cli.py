@@ -120,3 +120,16 @@ hosts:
     assert "PCIe" in failed_finding["message"] and "Fail" in failed_finding["message"]
     assert not any(code.startswith("DCGM") for code in codes["n1"]), codes["n1"]
     assert not any("dcgmi" in f["message"] and "not installed" in f["message"] for f in hosts["n1"]["findings"])
+
+
+def test_level_2_adds_each_hosts_own_nccl_test_judged_against_the_fleet() -> None:
+    run = clusterctl("-i", str(DEMO), "-l", "gpu-a1,gpu-a2,gpu-a3", "-o", "json", "health", "--level", "2")
+    assert run.exit_code == 1, run.output
+    hosts = {h["host"]: h for h in run.json()["hosts"]}
+    for name, host in hosts.items():
+        busbw = [f for f in host["findings"] if f["code"] == "NCCL_BUSBW"]
+        assert busbw and "bus bandwidth" in busbw[0]["message"] and "fleet median" in busbw[0]["message"], name
+    # gpu-a3's recorded all_reduce figure is one its topology (GPU3 without NVLink) cannot give.
+    assert "FIGURE_IMPOSSIBLE" in {f["code"] for f in hosts["gpu-a3"]["findings"]}
+    level0 = clusterctl("-i", str(DEMO), "-l", "gpu-a1", "-o", "json", "health")
+    assert not any(f["code"].startswith("NCCL") for h in level0.json()["hosts"] for f in h["findings"])
