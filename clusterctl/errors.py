@@ -92,6 +92,9 @@ class Interrupted(BaseException):
 
     def __init__(self, signal_name: str = "SIGINT") -> None:
         self.signal_name = signal_name
+        #: How to go on, when the command knows better than "retry with --limit @retry"
+        #: (``upgrade apply --resume``); set by the command before the interrupt reaches the CLI.
+        self.retry_hint: str | None = None
         super().__init__(signal_name)
 
     @property

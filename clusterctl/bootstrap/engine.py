@@ -157,6 +157,9 @@ class RunSettings:
     options: RunOptions = field(default_factory=RunOptions)
     #: Called with each phase's results as it finishes (the CLI prints them as they come).
     on_phase: Callable[[Phase[Any], list[HostPhaseResult]], None] | None = None
+    #: The hosts' locks, already held by the caller (a day-2 action running some phases under its
+    #: own locks): the run takes and gives back none.
+    held_lock: host_lock.LockInfo | None = None
 
 
 class SkipReason(str, Enum):
@@ -215,7 +218,7 @@ def run_bootstrap(
     try:
         # Read-only runs (preflight alone) change nothing, so they need no lock and may run
         # beside another run.
-        if settings.apply and any(not p.read_only for p in phases):
+        if settings.apply and settings.held_lock is None and any(not p.read_only for p in phases):
             locked = _lock_hosts(runner, hosts, lock_info, settings, report)
         for phase in phases:
             shared.failed_hosts = frozenset(report.failed_hosts)

@@ -83,12 +83,18 @@ def print_interrupted(exc: BaseException, *, output: str = "table") -> None:
         if others:
             lines.append(f"not part of this step ({plural(len(exc.run_hosts), 'host')} in the run): "
                          f"{compress(others)}")
-        if exc.unfinished or failed:
+        if exc.retry_hint:
+            lines.append(exc.retry_hint)
+        elif exc.unfinished or failed:
             lines.append("retry: run the same command with --limit @retry (the hosts that failed or did not finish)")
         record.update(step=exc.label or None, run_hosts=list(exc.run_hosts) or step_hosts, ok=ok,
                       failed=[outcome_record(o) for o in failed],
                       still_running=[h.name for h in exc.running], not_started=[h.name for h in exc.waiting],
-                      retry="--limit @retry")
+                      retry=exc.retry_hint or "--limit @retry")
+    hint = getattr(exc, "retry_hint", None)
+    if not isinstance(exc, FleetInterrupted) and hint:
+        lines.append(hint)
+        record["retry"] = hint
     if output in ("json", "yaml") and not getattr(exc, "reported", False):
         from clusterctl.cli.output import dump
 

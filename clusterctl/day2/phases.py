@@ -11,13 +11,17 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from clusterctl.bootstrap.engine import BootstrapReport
+    from clusterctl.bootstrap.lock import LockInfo
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
 
 
 def run_phases(runner: Runner, inventory: Inventory, hosts: Sequence[Host], phases: Sequence[str], *,
-               apply: bool) -> BootstrapReport:
-    """Plan (``apply`` False) or run the named bootstrap phases on ``hosts``; failures are in the report."""
+               apply: bool, lock: LockInfo | None = None) -> BootstrapReport:
+    """Plan (``apply`` False) or run the named bootstrap phases on ``hosts``; failures are in the report.
+
+    ``lock``: the hosts' locks the day-2 action already holds (the phases take none of their own).
+    """
     from clusterctl.bootstrap.engine import RunSettings, run_bootstrap
     from clusterctl.bootstrap.registry import phase_named
     from clusterctl.bootstrap.run import BootstrapRequest, run_options
@@ -26,4 +30,4 @@ def run_phases(runner: Runner, inventory: Inventory, hosts: Sequence[Host], phas
     chosen = [phase_named(p) for p in phases]
     options = run_options(inventory, hosts, chosen, BootstrapRequest(apply=apply))
     with FleetRunner(runner.connect, parallel=runner.parallel, timeout_s=runner.timeout_s) as own:
-        return run_bootstrap(inventory, hosts, own, chosen, RunSettings(apply=apply, options=options))
+        return run_bootstrap(inventory, hosts, own, chosen, RunSettings(apply=apply, options=options, held_lock=lock))

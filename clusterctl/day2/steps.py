@@ -17,7 +17,7 @@ class Step:
     runs_on: str
     summary: str
     changes: list[Change] = field(default_factory=list)
-    #: ``planned``, ``done``, ``failed``, ``not started``.
+    #: ``planned``, ``running``, ``done``, ``failed``, ``interrupted``, ``not started``.
     status: str = "planned"
     message: str = ""
 

@@ -30,6 +30,7 @@ import os
 import shlex
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,7 +41,7 @@ from clusterctl.changes import Change, ChangeFailed, Gate
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainFailed, drain_change, drain_node, uncordon_change
 from clusterctl.day2.steps import Step
 from clusterctl.day2.versions import Version, check_upgrade, parse, static_pod_version
-from clusterctl.errors import ParseError, UsageError
+from clusterctl.errors import Interrupted, ParseError, UsageError
 from clusterctl.facts.kube import NODES_COMMAND, KubeNode, parse_nodes
 from clusterctl.findings import Finding, Severity
 from clusterctl.secret import mask_text
@@ -73,7 +74,8 @@ class HostUpgrade:
     control_plane: str | None = None
     packages: dict[str, str] = field(default_factory=dict)
     steps: list[Step] = field(default_factory=list)
-    #: ``up to date``, ``planned``, ``upgraded``, ``failed``, ``not started``.
+    #: ``up to date``, ``planned``, ``upgrading`` (its batch is running), ``upgraded``, ``failed``,
+    #: ``interrupted`` (Ctrl-C during its batch), ``not started``.
     status: str = "planned"
     message: str = ""
 
@@ -107,6 +109,8 @@ class UpgradeReport:
     stopped: str | None = None
     #: Nodes this upgrade (or the interrupted one it resumes) cordoned and has not uncordoned yet.
     cordoned: set[str] = field(default_factory=set)
+    #: Host -> the steps an earlier, interrupted rollout to the same target finished there (a hint).
+    done_before: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def nothing_to_do(self) -> bool:
@@ -260,8 +264,14 @@ def _source_changes(report: BootstrapReport | None, host: str) -> list[Change]:
 
 def plan_host(host: Host, role: str, first_cp: str, state: HostState, node: KubeNode | None, target: Version,
               stack_plan: BootstrapReport | None, request: UpgradeRequest, *,
-              cordoned_by_us: bool = False) -> HostUpgrade:
-    """The node's steps. A node someone else cordoned (a quarantine) is upgraded and left cordoned."""
+              cordoned_by_us: bool = False, done_before: frozenset[str] = frozenset()) -> HostUpgrade:
+    """The node's steps. A node someone else cordoned (a quarantine) is upgraded and left cordoned.
+
+    ``done_before``: the steps an interrupted rollout to the same target finished on this node (its
+    progress file). A hint only, as for bootstrap's ``--resume``: every step whose effect the host
+    shows is decided by what the host shows; ``kubeadm upgrade node`` leaves nothing to read, so
+    it is skipped when the hint says it ran and the host's kubeadm is at the target.
+    """
     name = host.name
     packages = {n: state.packages.get(n, "") for n in PACKAGE_NAMES}
     plan = HostUpgrade(name, role, node.kubelet_version if node else "", state.control_plane, packages)
@@ -278,9 +288,12 @@ def plan_host(host: Host, role: str, first_cp: str, state: HostState, node: Kube
         return plan
     steps: list[Step] = []
     sources = _source_changes(stack_plan, name)
-    if not kubeadm_done or sources:
+    if not kubeadm_done:
         steps.append(Step("kubeadm", name, f"kubeadm {target.text} from the v{target.major}.{target.minor} repository",
                           [*sources, _apt_step(name, ["kubeadm"], target)]))
+    elif sources:  # kubeadm is there already (a resumed rollout): only the repository is left to set
+        steps.append(Step("kubeadm", name, f"the v{target.major}.{target.minor} repository (kubeadm {target.text} is "
+                          "installed)", sources))
     if role == "first control plane":
         if not cp_done:
             steps.append(Step("kubeadm-upgrade", name, f"control plane to {target.tag} (kubeadm upgrade apply)", [
@@ -288,7 +301,7 @@ def plan_host(host: Host, role: str, first_cp: str, state: HostState, node: Kube
                            timeout_s=300),
                 Change.run(name, f"kubeadm upgrade apply {target.tag} --yes", timeout_s=900,
                            summary=f"kubeadm upgrade apply {target.tag}")]))
-    else:
+    elif not (kubeadm_done and cp_done and "kubeadm-upgrade" in done_before):
         what = "control plane and kubelet configuration" if role == "control plane" else "kubelet configuration"
         steps.append(Step("kubeadm-upgrade", name, f"{what} (kubeadm upgrade node)",
                           [Change.run(name, "kubeadm upgrade node", summary="kubeadm upgrade node", timeout_s=900)]))
@@ -298,8 +311,11 @@ def plan_host(host: Host, role: str, first_cp: str, state: HostState, node: Kube
                           [_apt_step(name, ["kubelet", "kubectl"], target)]))
     steps.append(Step("node-stack", name, "packages, containerd config, NVIDIA runtime at the inventory's pins "
                       "(bootstrap's node phases)", stack))
-    steps.append(Step("restart-kubelet", name, "restart the kubelet", [
-        Change.run(name, "systemctl daemon-reload && systemctl restart kubelet", summary="restart the kubelet")]))
+    # A kubelet the node already reports at the target was restarted since its upgrade (an
+    # interrupted rollout got that far), unless the node stack changes under it now.
+    if not (kubelet_done and node is not None and _at(node.kubelet_version, target) and not stack):
+        steps.append(Step("restart-kubelet", name, "restart the kubelet", [
+            Change.run(name, "systemctl daemon-reload && systemctl restart kubelet", summary="restart the kubelet")]))
     steps.append(Step("ready", first_cp, f"wait until {name} is Ready at {target.tag} "
                       f"(up to {int(request.ready_timeout_s)} s)"))
     if keep_cordoned:
@@ -346,8 +362,11 @@ def progress_file(state_dir: str | None, cluster: str) -> Path:
 
 def save_progress(path: Path, report: UpgradeReport) -> None:
     """Target and per-host status only (no command, no output): written atomically."""
+    steps = {h.host: sorted({*report.done_before.get(h.host, ()), *(s.name for s in h.steps if s.status == "done")})
+             for h in report.hosts}
     data = {"cluster": report.cluster, "target": report.target, "stopped": mask_text(report.stopped or ""),
-            "hosts": {h.host: h.status for h in report.hosts}, "cordoned": sorted(report.cordoned)}
+            "hosts": {h.host: h.status for h in report.hosts}, "cordoned": sorted(report.cordoned),
+            "steps": {host: names for host, names in steps.items() if names}}
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".upgrade-")
     with os.fdopen(fd, "w") as handle:
@@ -372,10 +391,10 @@ def load_progress(path: Path) -> dict[str, Any]:
 
 
 def _stack_report(runner: Runner, inventory: Inventory, hosts: Sequence[Host], phases: Sequence[str], *,
-                  apply: bool) -> BootstrapReport:
+                  apply: bool, lock: Any = None) -> BootstrapReport:
     from clusterctl.day2.phases import run_phases
 
-    return run_phases(runner, inventory, hosts, phases, apply=apply)
+    return run_phases(runner, inventory, hosts, phases, apply=apply, lock=lock)
 
 
 def _failure(report: BootstrapReport, host: str) -> str | None:
@@ -412,6 +431,9 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
     check_upgrade(state.current, target)
     report = UpgradeReport(inventory.name, state.current.text, target.text, request.apply)
     report.cordoned = {str(h) for h in earlier.get("cordoned") or []}
+    if earlier.get("target") == target.text and isinstance(earlier.get("steps"), dict):
+        report.done_before = {str(h): frozenset(str(n) for n in names) for h, names in earlier["steps"].items()
+                              if isinstance(names, list)}
     if pin and parse(pin, where="stack.kubernetes") != target:
         report.notes.append(f"the inventory pins Kubernetes {pin}: set stack.kubernetes to {target.text} so that "
                             "'clusterctl bootstrap' keeps this version")
@@ -433,7 +455,8 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
                                            f"{host.name} is not Ready before the upgrade ({node.not_ready_reason})",
                                            host=host.name))
         report.hosts.append(plan_host(host, role, first.name, state.hosts[host.name], node, target, stack_plan,
-                                      request, cordoned_by_us=host.name in report.cordoned))
+                                      request, cordoned_by_us=host.name in report.cordoned,
+                                      done_before=report.done_before.get(host.name, frozenset())))
     cluster_plan = _stack_report(runner, upgraded, [upgraded.host(first.name)], CLUSTER_PHASES, apply=False)
     report.addons.append(Step("addons", first.name, "CNI and add-on charts at their pins (bootstrap's network and "
                               "gpu-addons phases)", [c for r in cluster_plan.results for c in r.changes]))
@@ -476,29 +499,123 @@ def _check_repository(runner: Runner, first: Host, inventory: Inventory, target:
 
 def _apply(runner: Runner, inventory: Inventory, first: Host, report: UpgradeReport, request: UpgradeRequest,
            progress: Path, on_step: Callable[[HostUpgrade, Step], None] | None) -> None:
-    gate = Gate(apply=True)
-    pending = [h for h in report.hosts if h.pending]
+    """Run the rollout under every node's lock; the progress file is written after each step, so
+    that Ctrl-C (or a crash) anywhere leaves what ``--resume`` needs: which nodes this rollout
+    cordoned (recorded before the drain starts) and which steps each node finished."""
+    from clusterctl.bootstrap import lock as host_lock
+
     for host_plan in report.hosts:
         if not host_plan.pending:
             host_plan.status = "up to date"
-    save_progress(progress, report)
+    lock = host_lock.LockInfo.mine(uuid.uuid4().hex)
+    hosts = [inventory.host(h.host) for h in report.hosts]
+    refused = _lock_hosts(runner, hosts, lock)
+    if refused:
+        report.stopped = "; ".join(f"{host}: {why}" for host, why in refused.items())
+        _not_started(report.hosts)
+        return
+    try:
+        save_progress(progress, report)
+        _roll_out(runner, inventory, first, report, request, progress, on_step, lock)
+    except Interrupted as exc:
+        running = [h for h in report.hosts if h.status == "upgrading"]
+        for h in running:
+            h.status = "interrupted"
+            step = next((s for s in h.steps if s.status == "running"), None)
+            h.message = f"interrupted ({exc.signal_name})" + (f" at step {step.name}" if step else "")
+            if step is not None:
+                step.status = "interrupted"
+        _not_started(report.hosts)
+        report.stopped = "; ".join(f"{h.host}: {h.message}" for h in running) or f"interrupted ({exc.signal_name})"
+        save_progress(progress, report)
+        exc.retry_hint = _interrupted_summary(report)
+        _unlock_hosts(runner, hosts, lock, timeout_s=UNLOCK_AFTER_INTERRUPT_S)
+        raise
+    _unlock_hosts(runner, hosts, lock)
+
+
+def _interrupted_summary(report: UpgradeReport) -> str:
+    from clusterctl.hostlist import compress
+
+    def named(status: str) -> str:
+        return compress(h.host for h in report.hosts if h.status == status) or "none"
+
+    lines = [f"upgrade to {report.target} interrupted: {mask_text(report.stopped or '')}",
+             f"upgraded: {named('upgraded')}; up to date: {named('up to date')}; not started: {named('not started')}"]
+    if report.cordoned:
+        lines.append(f"cordoned by this upgrade (uncordoned when it finishes): {compress(sorted(report.cordoned))}")
+    lines.append("resume: clusterctl upgrade apply --resume --yes (the same target; what the hosts show done is "
+                 "not done again)")
+    return "\n".join(lines)
+
+
+#: How long giving the locks back may take after Ctrl-C (a host that stopped answering is given up on).
+UNLOCK_AFTER_INTERRUPT_S = 30.0
+
+
+def _lock_hosts(runner: Runner, hosts: Sequence[Host], lock: Any) -> dict[str, str]:
+    """Take every node's lock (bootstrap's: the two never interleave); host -> why it was refused."""
+    from clusterctl.bootstrap import lock as host_lock
+
+    def take(transport: Transport) -> str:
+        return host_lock.acquire(transport, lock)
+
+    try:
+        fleet = runner.run_task(hosts, take, label="lock")
+    except Interrupted:
+        _unlock_hosts(runner, hosts, lock, timeout_s=UNLOCK_AFTER_INTERRUPT_S)
+        raise
+    refused = {o.host.name: f"lock: {o.failure.message}" for o in fleet.outcomes if not o.ok and o.failure}
+    if refused:
+        _unlock_hosts(runner, hosts, lock)
+    return refused
+
+
+def _unlock_hosts(runner: Runner, hosts: Sequence[Host], lock: Any, *, timeout_s: float | None = None) -> None:
+    from clusterctl.bootstrap import lock as host_lock
+
+    def drop(transport: Transport) -> None:
+        host_lock.release(transport, lock)
+
+    runner.run_task(hosts, drop, label="unlock", timeout_s=timeout_s)
+
+
+def _not_started(hosts: Sequence[HostUpgrade]) -> None:
+    for h in hosts:
+        if h.status == "planned":
+            h.status = "not started"
+            for s in h.steps:
+                s.status = "not started"
+
+
+def _roll_out(runner: Runner, inventory: Inventory, first: Host, report: UpgradeReport, request: UpgradeRequest,
+              progress: Path, on_step: Callable[[HostUpgrade, Step], None] | None, lock: Any) -> None:
+    gate = Gate(apply=True)
+    pending = [h for h in report.hosts if h.pending]
     for batch in batches(pending, request.max_unavailable):
+        for h in batch:
+            h.status = "upgrading"
         for name in STEP_ORDER:
             live = [h for h in batch if h.status != "failed"]
             work = [(h, s) for h in live for s in h.steps if s.name == name]
-            if work:
-                _run_step(runner, inventory, first, gate, work, request, parse(report.target))
-                for h, s in work:
-                    if s.name == "drain" and s.status in ("done", "failed") and not h.message:
-                        report.cordoned.add(h.host)  # a failed drain may have cordoned it already
-                    elif s.name == "uncordon" and s.status == "done":
-                        report.cordoned.discard(h.host)
-                    if on_step is not None:
-                        on_step(h, s)
-                    if s.status == "failed":
-                        h.status, h.message = "failed", f"step {s.name}: {s.message}"
-                        for later in h.steps[h.steps.index(s) + 1:]:
-                            later.status = "not started"
+            if not work:
+                continue
+            for h, s in work:
+                s.status = "running"
+                if s.name == "drain" and not h.message:
+                    report.cordoned.add(h.host)  # before the cordon: an interrupt may come right after it
+            save_progress(progress, report)
+            _run_step(runner, inventory, first, gate, work, request, parse(report.target), lock)
+            for h, s in work:
+                if s.name == "uncordon" and s.status == "done":
+                    report.cordoned.discard(h.host)
+                if on_step is not None:
+                    on_step(h, s)
+                if s.status == "failed":
+                    h.status, h.message = "failed", f"step {s.name}: {s.message}"
+                    for later in h.steps[h.steps.index(s) + 1:]:
+                        later.status = "not started"
+            save_progress(progress, report)
         for h in batch:
             if h.status != "failed":
                 h.status = "upgraded"
@@ -506,16 +623,12 @@ def _apply(runner: Runner, inventory: Inventory, first: Host, report: UpgradeRep
         failed = [h for h in batch if h.status == "failed"]
         if failed:
             report.stopped = "; ".join(f"{h.host}: {h.message}" for h in failed)
-            for h in pending:
-                if h.status == "planned":
-                    h.status = "not started"
-                    for s in h.steps:
-                        s.status = "not started"
+            _not_started(pending)
             save_progress(progress, report)
             return
     addons = report.addons[0]
     if addons.changes:
-        result = _stack_report(runner, inventory, [inventory.host(first.name)], CLUSTER_PHASES, apply=True)
+        result = _stack_report(runner, inventory, [inventory.host(first.name)], CLUSTER_PHASES, apply=True, lock=lock)
         why = _failure(result, first.name)
         addons.status, addons.message = ("failed", why) if why else ("done", "")
         if why:
@@ -526,12 +639,12 @@ def _apply(runner: Runner, inventory: Inventory, first: Host, report: UpgradeRep
 
 
 def _run_step(runner: Runner, inventory: Inventory, first: Host, gate: Gate, work: list[tuple[HostUpgrade, Step]],
-              request: UpgradeRequest, target: Version) -> None:
+              request: UpgradeRequest, target: Version, lock: Any = None) -> None:
     """One step on every node of a batch: node-side steps in parallel, control-plane-side ones in turn."""
     name = work[0][1].name
     if name == "node-stack":
         hosts = [inventory.host(h.host) for h, _ in work]
-        result = _stack_report(runner, inventory, hosts, NODE_PHASES, apply=True)
+        result = _stack_report(runner, inventory, hosts, NODE_PHASES, apply=True, lock=lock)
         for h, step in work:
             why = _failure(result, h.host)
             step.changes = [c for r in result.results if r.host == h.host for c in r.changes]

@@ -155,3 +155,23 @@ def test_a_node_that_stays_not_ready_is_named_and_left_cordoned(bootstrapped_dem
     assert {hosts[h]["status"] for h in ("gpu-a3", "gpu-b1", "gpu-b2", "gpu-b3")} == {"not started"}
     assert _run("upgrade", "apply", "--resume", "--to", "1.37.2", "--yes", "--state-dir",
                 bootstrapped_demo / "progress").exit_code == 2
+
+
+def test_a_host_another_run_holds_is_refused_before_anything_changes(bootstrapped_demo: Path) -> None:
+    """upgrade apply takes bootstrap's per-host lock on every node: a bootstrap (or a second upgrade)
+    working on gpu-b2 stops it before the first change, and the locks it took are given back."""
+    from clusterctl.mock.state import HostState
+
+    other = ('{"control_host": "admin-box", "owner": "ops", "pid": 4242, "run_id": "another-run", '
+             '"started": "2099-01-01T00:00:00+00:00"}\n')
+    lock = "/var/lib/clusterctl/bootstrap.lock"
+    hosts = mock_cluster_folder(bootstrapped_demo) / "hosts"
+    HostState(hosts / "gpu-b2", "gpu-b2").fs.write(lock, other.encode())
+    done = _apply(bootstrapped_demo, "--to", "1.36.3", "-o", "json")
+    assert done.exit_code == 1
+    assert "gpu-b2: lock: locked by ops@admin-box" in done.json()["stopped"]
+    assert {h["status"] for h in done.json()["hosts"]} == {"not started"}
+    assert _installed(bootstrapped_demo, "gpu-a1", "kubeadm") == "1.36.2-1.1"
+    for name in ("gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b3"):
+        assert HostState(hosts / name, name).fs.read(lock) is None
+    assert HostState(hosts / "gpu-b2", "gpu-b2").fs.read(lock) == other.encode()  # never someone else's
