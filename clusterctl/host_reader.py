@@ -37,6 +37,11 @@ class HostReader:
         #: Answers kept by ``remember()``, each given back once by ``run`` (see ``replay_once``).
         self._kept: dict[tuple[str, bool, tuple[tuple[str, str], ...], bytes | None], CommandResult] = {}
         self._keeping = False
+        #: Every read made while a transcript runs (``start_transcript``), in order, as one shell
+        #: line each and whether it ran as root; ``None`` when one could not be replayed as a line
+        #: (it had input or its own environment).
+        self.transcript: list[tuple[str, bool]] | None = None
+        self._transcribing = False
 
     def remember(self) -> None:
         """From now on, keep every answer, so that ``replay_once`` can give it back."""
@@ -54,6 +59,20 @@ class HostReader:
         if not keep:
             self._kept.clear()
 
+    def start_transcript(self) -> None:
+        """From now on, note every read (``transcript``): what a later run replays as one batch
+        to learn whether the host still answers as it did (``clusterctl.bootstrap.confirm``)."""
+        self.transcript = []
+        self._transcribing = True
+
+    def _note(self, line: str, sudo: bool, replayable: bool = True) -> None:
+        if not self._transcribing:
+            return
+        if not replayable:
+            self.transcript, self._transcribing = None, False
+        elif self.transcript is not None and (line, sudo) not in self.transcript:
+            self.transcript.append((line, sudo))
+
     @property
     def host(self) -> Host:
         return self._transport.host
@@ -62,6 +81,7 @@ class HostReader:
             env: Mapping[str, str] | None = None, stdin: bytes | None = None) -> CommandResult:
         """Run a command that only reads (values in it already quoted)."""
         key = (command, sudo, tuple(sorted((env or {}).items())), stdin)
+        self._note(command, sudo, replayable=not env and stdin is None)
         if not self._keeping and key in self._kept:
             return self._kept.pop(key)
         result = self._transport.execute(RunRequest(command, sudo, timeout, env, stdin, read_only=True))
@@ -71,6 +91,9 @@ class HostReader:
 
     def get(self, path: str, *, sudo: bool = False) -> bytes | None:
         """Content of ``path`` or ``None`` when there is no such file."""
+        import shlex
+
+        self._note(f"cat -- {shlex.quote(path)}", sudo)
         return self._transport.get(path, sudo=sudo)
 
     # What the read-only view refuses, with a message that says what to do instead.

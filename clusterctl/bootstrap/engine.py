@@ -29,6 +29,7 @@ from clusterctl.secret import mask_text
 from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
 
 if TYPE_CHECKING:
+    from clusterctl.bootstrap.confirm import HostConfirmations, Read
     from clusterctl.bootstrap.progress import ProgressStore
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
@@ -60,6 +61,9 @@ class HostPhaseResult:
     state: Any = field(default=None, repr=False)
     #: What the gate applied for this phase here and kept (for the undo journal; not reported).
     records: list[GateRecord] = field(default_factory=list, repr=False)
+    #: The reads that show this phase has nothing left to do here (``clusterctl.bootstrap.confirm``);
+    #: ``None``: none that could be replayed (not reported).
+    reads: list[Read] | None = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"host": self.host, "phase": self.phase, "status": self.status.value,
@@ -160,6 +164,9 @@ class RunSettings:
     #: The hosts' locks, already held by the caller (a day-2 action running some phases under its
     #: own locks): the run takes and gives back none.
     held_lock: host_lock.LockInfo | None = None
+    #: What confirms each host unchanged since its phases last had nothing to do (one batched read
+    #: per host instead of each phase's own; ``clusterctl.bootstrap.confirm``); ``None``: not used.
+    confirmations: HostConfirmations | None = None
 
 
 class SkipReason(str, Enum):
@@ -170,15 +177,19 @@ class SkipReason(str, Enum):
     OTHER_HOST = "runs once per cluster, on another host"
     #: Only after ``verify`` confirms it on the host (``--resume``); otherwise the phase runs.
     DONE_BEFORE = "done in an earlier run, and the host confirms: nothing to do"
+    #: The host answered the reads of its phases' last "nothing to do" exactly as then.
+    CONFIRMED = "unchanged since the last run: the host answers its phases' reads as then (one batched read)"
 
 
 def skip_reason(phase: Phase[Any], ctx: PhaseContext, *, failed_earlier: bool, first_target: str | None,
-                done_before: bool) -> SkipReason | None:
+                done_before: bool, confirmed: bool = False) -> SkipReason | None:
     """The one answer to "why does this host skip this phase"; ``None``: it runs it.
 
     ``first_target``: for a once-per-cluster phase, the host that runs it (the first the phase
     applies to, in inventory order). ``done_before``: the progress file of a resumed run says this
-    host finished the phase. Asked before connecting: ``ctx.reader`` is not usable here.
+    host finished the phase. ``confirmed``: the host's one batched read at the start of the run
+    answered as recorded (``clusterctl.bootstrap.confirm``). Asked before connecting: ``ctx.reader``
+    is not usable here.
     """
     if failed_earlier:
         return SkipReason.EARLIER_FAILURE
@@ -186,6 +197,8 @@ def skip_reason(phase: Phase[Any], ctx: PhaseContext, *, failed_earlier: bool, f
         return SkipReason.NOT_THIS_HOST
     if phase.once_per_cluster and ctx.host.name != first_target:
         return SkipReason.OTHER_HOST
+    if confirmed:
+        return SkipReason.CONFIRMED
     if done_before:
         return SkipReason.DONE_BEFORE
     return None
@@ -215,14 +228,18 @@ def run_bootstrap(
     store = settings.progress
     if store is not None and settings.apply and not settings.resume:
         store.forget([h.name for h in hosts])
+    confirmed: frozenset[str] = frozenset()
+    if settings.confirmations is not None and not settings.resume:
+        confirmed = _confirm_unchanged(runner, inventory, hosts, phases, settings, report)
     try:
         # Read-only runs (preflight alone) change nothing, so they need no lock and may run
-        # beside another run.
+        # beside another run. Nor does a host confirmed unchanged: nothing will change there.
         if settings.apply and settings.held_lock is None and any(not p.read_only for p in phases):
-            locked = _lock_hosts(runner, hosts, lock_info, settings, report)
+            locked = _lock_hosts(runner, [h for h in hosts if h.name not in confirmed], lock_info, settings, report)
         for phase in phases:
             shared.failed_hosts = frozenset(report.failed_hosts)
-            phase_results, duration = _run_phase(phase, inventory, hosts, runner, gate, shared, settings, report)
+            phase_results, duration = _run_phase(phase, inventory, hosts, runner, gate, shared, settings, report,
+                                                 confirmed)
             report.results.extend(phase_results)
             counts = {s: sum(1 for r in phase_results if r.status is s) for s in Status}
             report.recap.append(PhaseRecap(phase.name, duration, counts))
@@ -235,6 +252,8 @@ def run_bootstrap(
                 store.save()
             if settings.on_phase is not None:
                 settings.on_phase(phase, phase_results)
+        if settings.confirmations is not None and settings.apply and not settings.resume:
+            _record_unchanged(runner, inventory, hosts, phases, settings, report, confirmed)
     finally:
         if locked:
             _unlock_hosts(runner, locked, lock_info, settings)
@@ -259,6 +278,83 @@ def _not_verified(report: BootstrapReport) -> str | None:
     reasons = sorted({r.message for r in results if r.message}) or ["no host of this run could run it"]
     return ("verify did not run: " + "; ".join(reasons) + " (it runs on the first control-plane host: include "
             "that host in the run, or run 'clusterctl bootstrap phase verify' afterwards)")
+
+
+def _applicable(phases: Sequence[Phase[Any]], inventory: Inventory, hosts: Sequence[Host],
+                settings: RunSettings) -> dict[str, list[Phase[Any]]]:
+    """Host -> the phases of the run it would run (not those for other hosts or run once elsewhere)."""
+    def ctx(host: Host) -> PhaseContext:
+        return PhaseContext(host, HostReader(_Unconnected(host)), inventory, RunData(), settings.options)
+
+    out: dict[str, list[Phase[Any]]] = {h.name: [] for h in hosts}
+    for phase in phases:
+        takers = [h for h in hosts if phase.applies_to(ctx(h))]
+        if phase.once_per_cluster:
+            takers = takers[:1]
+        for h in takers:
+            out[h.name].append(phase)
+    return out
+
+
+def _confirm_unchanged(runner: Runner, inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any]],
+                       settings: RunSettings, report: BootstrapReport) -> frozenset[str]:
+    """The hosts whose every phase of this run is confirmed by their one batched read."""
+    from clusterctl.bootstrap.confirm import confirm_hosts, inputs_digest
+
+    store = settings.confirmations
+    assert store is not None
+    candidates = []
+    for host, own in _applicable(phases, inventory, hosts, settings).items():
+        record = store.get(host)
+        changing = [p for p in own if not p.read_only]
+        if record is None or not changing or any(not p.confirmable or p.name not in record.phases
+                                                 for p in changing):
+            continue
+        entry = inventory.host(host)
+        if record.inputs == inputs_digest(inventory, entry, settings.options):
+            candidates.append((entry, record))
+    from clusterctl.fanout import FleetInterrupted
+
+    try:
+        confirmed = confirm_hosts(runner, candidates)
+    except FleetInterrupted:
+        raise
+    if confirmed:
+        from clusterctl.hostlist import compress
+
+        report.notes.append(f"unchanged since the last run (one batched read each, no phase read or lock): "
+                            f"{compress(h.name for h in hosts if h.name in confirmed)}")
+    return frozenset(confirmed)
+
+
+def _record_unchanged(runner: Runner, inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any]],
+                      settings: RunSettings, report: BootstrapReport, confirmed: frozenset[str]) -> None:
+    """Keep, for each host whose phases all ended with nothing left to do, the reads that show it."""
+    from clusterctl.bootstrap.confirm import inputs_digest, record_hosts
+
+    store = settings.confirmations
+    assert store is not None
+    results = {(r.host, r.phase): r for r in report.results}
+    entries = []
+    for host, own in _applicable(phases, inventory, hosts, settings).items():
+        if host in confirmed:
+            continue
+        reads: list[Read] = []
+        for phase in (p for p in own if not p.read_only):
+            result = results.get((host, phase.name))
+            if not phase.confirmable or result is None or result.status not in (Status.OK, Status.CHANGED) \
+                    or result.reads is None:
+                reads = []
+                break
+            reads += [r for r in result.reads if r not in reads]
+        if host in report.failed_hosts or not reads:
+            store.put(host, None)
+            continue
+        entry = inventory.host(host)
+        entries.append((entry, inputs_digest(inventory, entry, settings.options),
+                        tuple(p.name for p in own), tuple(reads)))
+    record_hosts(runner, store, entries)
+    store.save()
 
 
 def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings,
@@ -313,6 +409,7 @@ def _run_phase(
     shared: RunData,
     settings: RunSettings,
     report: BootstrapReport,
+    confirmed: frozenset[str] = frozenset(),
 ) -> tuple[list[HostPhaseResult], float]:
     """``phase`` on every host of the run: a result per host (skipped ones included), in inventory order."""
     began = time.monotonic()
@@ -332,7 +429,7 @@ def _run_phase(
     done_before: set[str] = set()
     for host in hosts:
         why = skip_reason(phase, unconnected(host), failed_earlier=host.name in report.failed_hosts,
-                          first_target=first_target,
+                          first_target=first_target, confirmed=host.name in confirmed,
                           done_before=resuming and store is not None and store.is_done(host.name, phase.name))
         if why is None or why is SkipReason.DONE_BEFORE:
             targets.append(host)
@@ -394,6 +491,9 @@ def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, sha
         result.duration_s = time.monotonic() - began
         return result
 
+    transcribe = settings.confirmations is not None and phase.confirmable
+    if transcribe:
+        reader.start_transcript()
     reader.remember()
     try:
         state = phase.check(ctx)
@@ -417,6 +517,7 @@ def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, sha
         host_gate.submit_all(changes)
         result.changes = changes
         return done(Status.CHANGED if changes else Status.OK)
+
     before = len(host_gate.records())
     # Verify reads the host again; where nothing is applied, its first reads are check's answers.
     reader.replay_once(keep=not changes)
@@ -429,13 +530,34 @@ def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, sha
         return done(Status.FAILED, str(exc))
     result.changes = [r.change for r in records if r.changed]
     result.records = [r for r in host_gate.records()[before:] if r.applied and r.changed and not r.temporary]
+    seen = len(reader.transcript or ())
     problems = _verify(phase, ctx, host_gate)
     result.findings.extend(problems)
     if has_errors(problems):
         result.rollback = _rollback(phase, ctx, host_gate, records)
         return done(Status.FAILED, "verify failed: " + "; ".join(f.message for f in problems
                                                                    if f.severity is Severity.ERROR))
+    if transcribe:
+        result.reads = _reads_after_change(phase, transport, inventory, shared, settings, reader, seen) \
+            if result.changes else reader.transcript
     return done(Status.CHANGED if result.changes else Status.OK)
+
+
+def _reads_after_change(phase: Phase[Any], transport: Transport, inventory: Inventory, shared: RunData,
+                        settings: RunSettings, reader: HostReader, seen: int) -> list[Read] | None:
+    """What confirms a phase that changed the host: its check read again now, which must plan nothing
+    (check's first reads were made before the change), and what verify read after it."""
+    again = HostReader(transport, what=f"phase {phase.name}")
+    again.start_transcript()
+    ctx = PhaseContext(transport.host, again, inventory, shared, settings.options)
+    try:
+        if [c for c in phase.plan(ctx, phase.check(ctx)) if not c.is_noop]:
+            return None
+    except Exception:  # a check that cannot run again here confirms nothing; the phase's result stands
+        return None
+    if again.transcript is None or reader.transcript is None:
+        return None
+    return again.transcript + [r for r in reader.transcript[seen:] if r not in again.transcript]
 
 
 def _verify(phase: Phase[Any], ctx: PhaseContext, gate: HostGate) -> list[Finding]:

@@ -70,6 +70,11 @@ class Phase(ABC, Generic[State]):
     role: ClassVar[str | None] = None
     #: Read-only phases (preflight) have nothing to plan and never take the host lock for writing.
     read_only: ClassVar[bool] = False
+    #: What it plans depends only on what check reads from the host, the inventory and the run's
+    #: options (not on other hosts or on what earlier phases of the run made): a re-run may then
+    #: skip the host when one batched replay of its reads answers as before
+    #: (``clusterctl.bootstrap.confirm``).
+    confirmable: ClassVar[bool] = False
     #: Run on one host for the whole cluster (the first host ``applies_to`` accepts, in
     #: inventory order: e.g. ``kubeadm init`` on the first control-plane host), not on each.
     once_per_cluster: ClassVar[bool] = False

@@ -58,16 +58,19 @@ def run(
     store = None
     state_dir = Path(request.state_dir).expanduser() if request.state_dir else default_state_dir()
     if request.apply:
-        fleet = [str(Path(inventory.source).resolve()) if inventory.source else inventory.name,
-                 *sorted({str(h.mock_state) for h in inventory.hosts if h.mock_state})]
-        path = progress_path(state_dir, inventory.name, fleet)
+        path = progress_path(state_dir, inventory.name, _fleet(inventory))
         store = ProgressStore.load(path, inventory.name) if request.resume else ProgressStore(path, inventory.name)
         if request.resume and not path.exists():
             raise UsageError(f"--resume: no progress file for cluster '{inventory.name}' at {path}",
                              hint="Run without --resume first (or pass the same --state-dir).")
     options = run_options(inventory, hosts, phases, request)
+    from clusterctl.bootstrap.confirm import HostConfirmations
+
+    fleet_path = progress_path(state_dir, inventory.name, _fleet(inventory))
+    confirmations = HostConfirmations.load(fleet_path.with_name(fleet_path.stem + ".confirmed.json"))
     settings = RunSettings(apply=request.apply, resume=request.resume, force_unlock=request.force_unlock,
-                           lock_path=request.lock_path, progress=store, on_phase=on_phase, options=options)
+                           lock_path=request.lock_path, progress=store, on_phase=on_phase, options=options,
+                           confirmations=confirmations)
     report = run_bootstrap(inventory, hosts, runner, phases, settings)
     if store is not None:
         report.notes.append(f"progress kept in {store.path}")
@@ -81,6 +84,12 @@ def run(
             report.undo_journal = str(journal)
             report.notes.append(f"undo with: clusterctl undo {journal}")
     return report
+
+
+def _fleet(inventory: Inventory) -> list[str]:
+    """What identifies the fleet's records: the inventory file and the mock hosts' state folders."""
+    return [str(Path(inventory.source).resolve()) if inventory.source else inventory.name,
+            *sorted({str(h.mock_state) for h in inventory.hosts if h.mock_state})]
 
 
 def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any]],

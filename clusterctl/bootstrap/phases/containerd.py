@@ -94,6 +94,7 @@ def hosts_toml(registry: str, mirrors: tuple[str, ...]) -> str:
 
 class Containerd(Phase[ContainerdState]):
     name = "containerd"
+    confirmable = True
     description = ("containerd config at the installed version's format, nvidia runtime, "
                    "restart, verify, roll back")
     timeout_s = 180.0

@@ -206,6 +206,7 @@ class Join(Phase[bool]):
     """State: whether this host has joined already (kubelet.conf is there)."""
 
     name = "join"
+    confirmable = True
     description = "workers join with this run's short-lived token and the CA hash (stdin only)"
     timeout_s = 900.0
     uses_cluster_settings = True

@@ -23,6 +23,7 @@ FSTAB = "/etc/fstab"
 
 class Kernel(Phase[KernelFacts]):
     name = "kernel"
+    confirmable = True
     description = "overlay and br_netfilter, forwarding and bridge sysctls, swap off (now and at boot)"
     timeout_s = 120.0
 

@@ -29,6 +29,7 @@ CDI_SPEC = "/etc/cdi/nvidia.yaml"
 
 class NvidiaRuntime(Phase[ToolkitFacts]):
     name = "nvidia-runtime"
+    confirmable = True
     description = "NVIDIA Container Toolkit: runtime binary checked, CDI spec when asked"
     timeout_s = 180.0
 

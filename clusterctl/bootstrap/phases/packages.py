@@ -54,6 +54,7 @@ def _key_bytes(repo: AptRepo) -> bytes | None:
 
 class Packages(Phase[PackageFacts]):
     name = "packages"
+    confirmable = True
     description = "containerd, kubeadm/kubelet/kubectl, NVIDIA Container Toolkit: pinned, held"
     timeout_s = 900.0
 

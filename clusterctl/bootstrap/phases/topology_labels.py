@@ -44,6 +44,7 @@ class LabelState:
 
 class TopologyLabels(Phase[LabelState]):
     name = "topology-labels"
+    confirmable = True
     description = "NFD feature files from a saved survey: NVLink domains, fabric, lost NVLink"
     uses_cluster_settings = True
 

@@ -1,0 +1,195 @@
+"""One batched read per host instead of every phase's own: how a re-run skips hosts nothing changed on.
+
+After a run in which a host's phases all ended with nothing left to do (their check planned
+nothing, or what they changed verified and a second check planned nothing), the engine notes
+the exact reads those checks and verifies made there (``HostReader.transcript``: the command
+lines, in order) and runs them once more as ONE command, keeping a digest of the answer. The
+next run (a plain ``clusterctl bootstrap``, an inventory with new hosts) sends that one command
+first: a host whose answer has the same digest, with the same inventory entry, pins and run
+options, answers every read of every phase exactly as when its phases last found nothing to
+do, so the phases would plan nothing again (check and plan are functions of those reads and
+the inventory). It is skipped (``SkipReason.CONFIRMED``) without its own per-phase reads or
+a lock. Any other answer (a module unloaded, a package unheld, a file edited, a service
+stopped) and the host runs every phase as usual, and the phases repair it.
+
+The record is a hint kept on the control machine (``<state dir>/bootstrap/<cluster>-<digest>
+.confirmed.json``, mode 600): the commands (masked), their digest, never an answer. Like the
+progress file, it decides nothing alone: the host's own answer does (issue #20's rule).
+Phases opt in with ``Phase.confirmable``: their plan depends only on what they read from the
+host, the inventory and the run's options. Read-only phases (preflight) check a host before
+changes; a confirmed host gets none, so they are skipped with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import tempfile
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clusterctl.host_reader import HostReader
+from clusterctl.secret import mask_text
+
+if TYPE_CHECKING:
+    from clusterctl.bootstrap.run_data import RunOptions
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.model import Host, Inventory
+    from clusterctl.transport.base import Transport
+
+FORMAT_VERSION = 1
+#: A read as the transcript keeps it: the command line and whether it ran as root.
+Read = tuple[str, bool]
+
+
+def inputs_digest(inventory: Inventory, host: Host, options: RunOptions) -> str:
+    """What the phases plan from besides the host's answers: its inventory entry (without the line it
+    is on: adding a host moves the others), the cluster-wide sections (without the hosts and the
+    groups' member lists), the run's options (without the list of hosts), the saved survey's content
+    and clusterctl's version."""
+    from clusterctl import __version__
+
+    entry = replace(host, source=None)
+    cluster = replace(inventory, hosts=(), groups={}, source=None)
+    opts = replace(options, hosts=(), applying=False)
+    survey = hashlib.sha256()
+    if options.survey:  # its content, not only its name: the labels come from it
+        try:
+            survey.update(Path(options.survey).expanduser().read_bytes())
+        except OSError:
+            survey.update(b"unreadable")
+    text = "\0".join((__version__, repr(entry), repr(cluster), repr(opts), survey.hexdigest()))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def batch_command(reads: Sequence[Read]) -> tuple[str, bool]:
+    """The reads as one command line, each followed by its exit status, and whether it runs as root
+    (when any of them did). A read is put in the line as it is (the phases' probes are plain
+    sequences of commands); one that could end the line early (``exit``, more than one line) runs
+    in a shell of its own."""
+    parts = []
+    for index, (line, _sudo) in enumerate(reads):
+        own = "\n" in line or re.search(r"\bexit\b", line) is not None or not _splits(line)
+        body = f"sh -c {shlex.quote(line)} 2>&1" if own else line
+        parts.append(f"echo '@@confirm {index}'; {body}; echo \"@@rc $?\"")
+    return "; ".join(parts), any(sudo for _line, sudo in reads)
+
+
+def _splits(line: str) -> bool:
+    try:
+        shlex.split(line)
+    except ValueError:
+        return False
+    return True
+
+
+def answer_digest(stdout: str, stderr: str, exit_code: int) -> str:
+    return hashlib.sha256(f"{exit_code}\0{stdout}\0{stderr}".encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class HostRecord:
+    inputs: str
+    phases: tuple[str, ...]
+    reads: tuple[Read, ...]
+    digest: str
+    when: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"inputs": self.inputs, "phases": list(self.phases), "reads": [[c, s] for c, s in self.reads],
+                "digest": self.digest, "when": self.when}
+
+    @classmethod
+    def from_json(cls, raw: Any) -> HostRecord | None:
+        try:
+            return cls(str(raw["inputs"]), tuple(str(p) for p in raw["phases"]),
+                       tuple((str(c), bool(s)) for c, s in raw["reads"]), str(raw["digest"]), str(raw["when"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+class HostConfirmations:
+    """Per host: the reads that confirm it and their digest. Thread-safe; saved atomically, mode 600."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self.hosts: dict[str, HostRecord] = {}
+
+    @classmethod
+    def load(cls, path: Path) -> HostConfirmations:
+        store = cls(path)
+        try:
+            raw = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return store  # no record (or an unreadable one): every host runs its phases
+        hosts = raw.get("hosts") if isinstance(raw, dict) and raw.get("version") == FORMAT_VERSION else None
+        for name, entry in (hosts or {}).items():
+            record = HostRecord.from_json(entry)
+            if record is not None:
+                store.hosts[str(name)] = record
+        return store
+
+    def get(self, host: str) -> HostRecord | None:
+        with self._lock:
+            return self.hosts.get(host)
+
+    def put(self, host: str, record: HostRecord | None) -> None:
+        with self._lock:
+            if record is None:
+                self.hosts.pop(host, None)
+            else:
+                self.hosts[host] = record
+
+    def save(self) -> None:
+        with self._lock:
+            payload = {"version": FORMAT_VERSION, "hosts": {h: r.to_json() for h, r in sorted(self.hosts.items())}}
+        text = mask_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(text)
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def _ask(transport: Transport, reads: Sequence[Read]) -> str:
+    command, sudo = batch_command(reads)
+    result = HostReader(transport, what="the confirmation read").run(command, sudo=sudo)
+    return answer_digest(result.stdout, result.stderr, result.exit_code)
+
+
+def confirm_hosts(runner: Runner, candidates: Sequence[tuple[Host, HostRecord]]) -> set[str]:
+    """The hosts whose one batched read answers as recorded (a host that fails to answer is not confirmed)."""
+    if not candidates:
+        return set()
+    records = {h.name: r for h, r in candidates}
+    fleet = runner.run_task([h for h, _ in candidates], lambda t: _ask(t, records[t.host.name].reads),
+                            label="confirm")
+    return {o.host.name for o in fleet.outcomes if o.ok and o.value == records[o.host.name].digest}
+
+
+def record_hosts(runner: Runner, store: HostConfirmations, entries: Sequence[tuple[Host, str, tuple[str, ...],
+                                                                                  tuple[Read, ...]]]) -> None:
+    """Run each host's batched read once and keep its digest (hosts that do not answer keep none)."""
+    if not entries:
+        return
+    by_name = {h.name: (inputs, phases, reads) for h, inputs, phases, reads in entries}
+    fleet = runner.run_task([h for h, *_ in entries], lambda t: _ask(t, by_name[t.host.name][2]),
+                            label="record confirmation")
+    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    for outcome in fleet.outcomes:
+        inputs, phases, reads = by_name[outcome.host.name]
+        store.put(outcome.host.name, HostRecord(inputs, phases, reads, str(outcome.value), when)
+                  if outcome.ok and outcome.value else None)
