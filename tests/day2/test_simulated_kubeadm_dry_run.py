@@ -12,8 +12,12 @@ import pytest
 from clirun import clusterctl
 from day2_helpers import DEMO, state_digest
 
-from clusterctl.bootstrap.cluster.kubeadm import RESET_COMMAND, render_reset_config, render_upgrade_config, \
-    upgrade_command
+from clusterctl.bootstrap.cluster.kubeadm import (
+    RESET_COMMAND,
+    render_reset_config,
+    render_upgrade_config,
+    upgrade_command,
+)
 
 
 def on_host(host: str, line: str, config: str) -> tuple[int, str]:
