@@ -19,7 +19,7 @@ TIERS = {
     "upstream": "tier 3, real tools and control plane (tests/upstream)",
 }
 SIMULATED = "tier 2, simulated hosts (every other folder)"
-SSHD = "  of which real sshd mock hosts (@pytest.mark.sshd)"
+SSHD = "tier 2, of it real sshd mock hosts (@pytest.mark.sshd)"
 
 
 @dataclass
