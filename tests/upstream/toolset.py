@@ -77,18 +77,24 @@ def _containerd(version: str) -> tuple[Tool, Tool]:
 
 
 TOOLS: tuple[Tool, ...] = (
-    # Order = build order: the most useful first, so a partial cold build is already worth something.
+    # Order = build order, the most useful first, so a partial cold build is already worth something.
+    # The tools of one module and version build together (build-tools joins them at the place of
+    # the first): Kubernetes 1.37's five binaries are one build. Builds of little shared code
+    # alternate, so that two at once (build-tools --jobs 2) seldom compile the same packages.
     _kubernetes("kubeadm", KUBERNETES_NEWEST),
-    _kubernetes("kubeadm", KUBERNETES_DEMO_MINOR),
-    _kubernetes("kubeadm", KUBERNETES_OLDEST),
-    *_containerd(CONTAINERD_22),
-    Tool("crictl", "1.37.0", "sigs.k8s.io/cri-tools", "sigs.k8s.io/cri-tools/cmd/crictl",
-         ldflags=("-X sigs.k8s.io/cri-tools/pkg/version.Version=v1.37.0",)),
-    Tool("etcd", ETCD, "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3"),
     _kubernetes("kube-apiserver", KUBERNETES_NEWEST),
     _kubernetes("kube-controller-manager", KUBERNETES_NEWEST),
     _kubernetes("kube-scheduler", KUBERNETES_NEWEST),
     _kubernetes("kubectl", KUBERNETES_NEWEST),
+    *_containerd(CONTAINERD_22),
+    _kubernetes("kubeadm", KUBERNETES_DEMO_MINOR),
+    Tool("crictl", "1.37.0", "sigs.k8s.io/cri-tools", "sigs.k8s.io/cri-tools/cmd/crictl",
+         ldflags=("-X sigs.k8s.io/cri-tools/pkg/version.Version=v1.37.0",)),
+    _kubernetes("kubeadm", KUBERNETES_OLDEST),
+    _kubernetes("kube-apiserver", KUBERNETES_OLDEST, optional=True),
+    _kubernetes("kube-controller-manager", KUBERNETES_OLDEST, optional=True),
+    _kubernetes("kube-scheduler", KUBERNETES_OLDEST, optional=True),
+    Tool("etcd", ETCD, "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3"),
     Tool("kwok", "0.8.0", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok",
          ldflags=("-X sigs.k8s.io/kwok/pkg/consts.Version=v0.8.0",),
          # kwok runs no stage unless given some: nodes Ready with heartbeats, pods Running.
@@ -106,9 +112,6 @@ TOOLS: tuple[Tool, ...] = (
          ldflags=("-X sigs.k8s.io/node-feature-discovery/pkg/version.version=v0.19.0",)),
     Tool("helm", "3.22.0", "helm.sh/helm/v3", "helm.sh/helm/v3/cmd/helm",
          ldflags=("-X helm.sh/helm/v3/internal/version.version=v3.22.0",)),
-    _kubernetes("kube-apiserver", KUBERNETES_OLDEST, optional=True),
-    _kubernetes("kube-controller-manager", KUBERNETES_OLDEST, optional=True),
-    _kubernetes("kube-scheduler", KUBERNETES_OLDEST, optional=True),
 )
 
 
