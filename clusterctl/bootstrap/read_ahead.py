@@ -21,6 +21,7 @@ from __future__ import annotations
 import secrets
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from clusterctl.transport.base import CommandResult, Transport
 
@@ -62,6 +63,18 @@ def split_batch(text: str, count: int, token: str) -> list[str] | None:
     return outputs
 
 
+@dataclass(frozen=True)
+class Batch:
+    commands: tuple[str, ...]
+    sudo: bool
+    #: Random per batch: no command's output can print a marker line of it.
+    token: str
+
+    @property
+    def line(self) -> str:
+        return batch_command(self.commands, self.token)
+
+
 class ReadAhead:
     """One host's answers read ahead: each given once, all forgotten after a change."""
 
@@ -72,27 +85,32 @@ class ReadAhead:
     def __len__(self) -> int:
         return len(self._answers)
 
-    def fill(self, transport: Transport, reads: Sequence[tuple[str, bool]], *, timeout: float | None = None) -> int:
-        """Read every eligible command of ``reads`` in one round trip per sudo setting; returns how many."""
+    def batches(self, reads: Sequence[tuple[str, bool]]) -> list[Batch]:
+        """The batches that read every eligible command of ``reads``: one per sudo setting."""
         wanted: dict[bool, list[str]] = {}
         for command, sudo in reads:
             if eligible(command) and command not in wanted.setdefault(sudo, []):
                 wanted[sudo].append(command)
-        got = 0
-        for sudo, commands in wanted.items():
-            if len(commands) < 2:
-                continue  # one command alone is read by its phase: nothing to save
-            token = secrets.token_hex(8)
-            result = transport.run(batch_command(commands, token), sudo=sudo, timeout=timeout)
-            outputs = split_batch(result.stdout, len(commands), token) if result.ok else None
-            if outputs is None:
-                continue
-            share = round(result.duration_s / len(commands), 4)
-            with self._lock:
-                for command, output in zip(commands, outputs, strict=True):
-                    self._answers[(command, sudo)] = CommandResult(command, output, "", 0, share)
-            got += len(commands)
-        return got
+        # One command alone is read by its phase: nothing to save.
+        return [Batch(tuple(commands), sudo, secrets.token_hex(8)) for sudo, commands in wanted.items()
+                if len(commands) > 1]
+
+    def accept(self, batch: Batch, result: CommandResult | None) -> int:
+        """Keep the answers of a batch that ran whole (``result``); returns how many were kept."""
+        outputs = split_batch(result.stdout, len(batch.commands), batch.token) if result and result.ok else None
+        if result is None or outputs is None:
+            return 0
+        share = round(result.duration_s / len(batch.commands), 4)
+        with self._lock:
+            for command, output in zip(batch.commands, outputs, strict=True):
+                self._answers[(command, batch.sudo)] = CommandResult(command, output, "", 0, share)
+        return len(batch.commands)
+
+    def fill(self, transport: Transport, reads: Sequence[tuple[str, bool]], *, skip: Batch | None = None) -> int:
+        """Read every eligible command of ``reads`` in one round trip per sudo setting (but ``skip``,
+        already read with the lock); returns how many answers were kept."""
+        return sum(self.accept(batch, transport.run(batch.line, sudo=batch.sudo))
+                   for batch in self.batches(reads) if skip is None or batch.sudo != skip.sudo)
 
     def take(self, command: str, sudo: bool) -> CommandResult | None:
         with self._lock:

@@ -148,3 +148,25 @@ def test_hosts_whose_previous_run_finished_every_phase_are_the_ones_read_ahead(t
     fresh = ProgressStore(store.path, "lab")  # what a new (not resumed) run starts with
     assert converged_hosts(fresh, phases, hosts) == {"done", "not-mine"}
     assert converged_hosts(None, phases, hosts) == frozenset()
+
+
+def test_the_lock_and_the_reads_after_it_go_in_one_round_trip(tmp_path: Path) -> None:
+    from clusterctl.transport.local import LocalTransport
+
+    class Counted(LocalTransport):
+        calls = 0
+
+        def execute(self, request: RunRequest) -> CommandResult:
+            Counted.calls += 1
+            return super().execute(request)
+
+    lock = str(tmp_path / "locks" / "bootstrap.lock")
+    host = Counted(Host(name="here", transport="local"))
+    held, result = host.create_exclusive_then(lock, b"mine\n", "echo read; printf x >&2; exit 5")
+    assert held is None and Counted.calls == 1
+    assert result is not None and (result.stdout, result.stderr, result.exit_code) == ("read\n", "x", 5)
+    assert Path(lock).read_bytes() == b"mine\n"
+    # Someone holds it: the reads do not run, the holder's lock is what comes back.
+    held, result = host.create_exclusive_then(lock, b"other\n", "touch " + shlex.quote(str(tmp_path / "ran")))
+    assert held == b"mine\n" and result is None and not (tmp_path / "ran").exists()
+    assert host.create_exclusive(lock, b"again\n") == b"mine\n"
