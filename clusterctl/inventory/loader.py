@@ -75,7 +75,7 @@ def with_mock_state(inventory: Inventory, source: str) -> Inventory:
 
 def _read_any(path: str | Path) -> Inventory:
     from clusterctl.inventory.ansible import parse_ansible_ini, parse_ansible_yaml
-    from clusterctl.inventory.native import read_native
+    from clusterctl.inventory.native import parse_native
     from clusterctl.inventory.yaml_tree import Mapping, parse_yaml
 
     file_path = Path(path)
@@ -88,7 +88,7 @@ def _read_any(path: str | Path) -> Inventory:
     root = parse_yaml(text, file)
     if isinstance(root, Mapping) and _is_ansible_yaml(root):
         return parse_ansible_yaml(root, file=file, base_dir=base_dir)
-    return read_native(root, file=file, base_dir=base_dir)
+    return parse_native(text, file=file, base_dir=base_dir)
 
 
 def _looks_like_ini(text: str) -> bool:

@@ -77,12 +77,7 @@ def load_native(path: str | Path) -> Inventory:
 
 def parse_native(text: str, *, file: str, base_dir: Path) -> Inventory:
     """The same as ``load_native`` for text already read; ``base_dir`` anchors relative profiles."""
-    return read_native(parse_yaml(text, file), file=file, base_dir=base_dir)
-
-
-def read_native(root: Node | None, *, file: str, base_dir: Path) -> Inventory:
-    """The same for a document already parsed (``parse_yaml``): the loader reads each file once."""
-    return _Reader(file, base_dir).read(root)
+    return _Reader(file, base_dir).read(parse_yaml(text, file))
 
 
 class _Reader(NodeReader):

@@ -101,9 +101,7 @@ def parse_yaml(text: str, file: str) -> Node | None:
     """
     import yaml
 
-    # libyaml's parser where PyYAML was built with it: the same nodes and marks, about ten
-    # times faster than the pure-Python one (a 1,000-host inventory is read before any work).
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    loader = yaml.SafeLoader(text)
     try:
         root = loader.get_single_node()
         if root is None:
