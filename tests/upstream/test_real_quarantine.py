@@ -28,7 +28,9 @@ from clirun import CliRun, clusterctl
 from real_cluster import Cluster, kubectl_json
 
 from clusterctl.facts.kube_nodes import parse_node
+from clusterctl.inventory.model import Host
 from clusterctl.quarantine import node_ops
+from clusterctl.transport.base import CommandResult, PutRequest, PutResult, RunRequest, Transport
 
 NODE = "gpu-b3"
 NAMESPACE = "jobs"
@@ -118,25 +120,56 @@ def workload(control_plane: Cluster) -> Iterator[Cluster]:
             control_plane.plane.kubectl(line)
 
 
-@pytest.fixture
-def cli(control_plane: Cluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..., CliRun]:
-    """``clusterctl -i INVENTORY ARGS`` with the first control plane reached inside the real control plane's
-    namespace (its kubectl lines hit the real API server) and every other host its mock host."""
+class FirstControlPlane(Transport):
+    """The first control plane in two halves: its Kubernetes side (kubectl, ``/etc/kubernetes``) is the
+    real control plane's namespace, its machine (packages, repositories, services, files) its mock host."""
+
+    def __init__(self, host: Host, cluster: Transport, machine: Transport) -> None:
+        super().__init__(host)
+        self.cluster, self.machine = cluster, machine
+
+    def execute(self, request: RunRequest) -> CommandResult:
+        command = request.command
+        if command.startswith("kubectl ") or "/etc/kubernetes/" in command:
+            return self.cluster.execute(request)
+        return self.machine.execute(request)
+
+    def write(self, request: PutRequest) -> PutResult:
+        return self.machine.write(request)
+
+    def get(self, path: str, *, sudo: bool = False) -> bytes | None:
+        return self.machine.get(path, sudo=sudo)
+
+    def close(self) -> None:
+        self.cluster.close()
+        self.machine.close()
+
+
+def through_the_plane(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``clusterctl`` run of the test reaches the first control plane's Kubernetes side inside the real
+    control plane's namespace (its kubectl lines hit the real API server); everything else is mock hosts."""
     from clusterctl.transport import factory
 
-    monkeypatch.chdir(tmp_path)  # the undo journals go to ./clusterctl-results/undo
-    first = control_plane.inventory.hosts[0].name
+    first = cluster.inventory.hosts[0].name
     make_connector = factory.make_connector
 
-    def through_the_plane(options: factory.ConnectOptions) -> Any:
-        others = make_connector(options)
+    def connector(options: factory.ConnectOptions) -> Callable[[Host, float], Transport]:
+        mock_hosts = make_connector(options)
 
-        def connect(host: Any, timeout_s: float) -> Any:
-            return control_plane.plane.transport(host) if host.name == first else others(host, timeout_s)
+        def connect(host: Host, timeout_s: float) -> Transport:
+            machine = mock_hosts(host, timeout_s)
+            return FirstControlPlane(host, cluster.plane.transport(host), machine) if host.name == first else machine
 
         return connect
 
-    monkeypatch.setattr(factory, "make_connector", through_the_plane)
+    monkeypatch.setattr(factory, "make_connector", connector)
+
+
+@pytest.fixture
+def cli(control_plane: Cluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..., CliRun]:
+    """``clusterctl -i INVENTORY ARGS`` against the real control plane (``through_the_plane``)."""
+    monkeypatch.chdir(tmp_path)  # the undo journals go to ./clusterctl-results/undo
+    through_the_plane(control_plane, monkeypatch)
     return lambda *args: clusterctl("-i", control_plane.inventory_path, *args)
 
 
@@ -269,3 +302,34 @@ def test_release_refuses_a_host_whose_checks_fail_and_lets_a_healthy_one_back(
     released_too = cli("release", "gpu-a3", "--skip-checks", "--yes")
     assert released_too.exit_code == 0 and "checks skipped" in released_too.stdout, released_too.output
     assert not node_ops.is_quarantined(parse_node(workload.plane.kubectl("get node gpu-a3 -o json").stdout))
+
+
+def test_upgrade_plan_reads_the_versions_and_cordons_from_the_real_cluster(
+        workload: Cluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``upgrade plan --to 1.37.3`` (the next patch): the control plane's version from the static pod manifest
+    kubeadm wrote, every node's kubelet version and cordon from the real API server (a quarantined node is
+    left cordoned), the packages from the hosts (mock hosts whose repository offers 1.37.3). It changes
+    nothing on the API server."""
+    from demo_calls import Variant
+
+    monkeypatch.chdir(tmp_path)
+    through_the_plane(workload, monkeypatch)
+    inventory = Variant("k8s-1.37-next", kubernetes="1.37.2", containerd="2.3.7").write_inventory(tmp_path / "inv")
+    for profile in (tmp_path / "inv" / "profiles").glob("*/profile.yaml"):
+        text = profile.read_text().replace('versions: ["1.37.2-1.1"]', 'versions: ["1.37.2-1.1", "1.37.3-1.1"]')
+        profile.write_text(text)
+    assert clusterctl("-i", inventory, "quarantine", "gpu-b2", "--reason", "row remap", "--yes").exit_code == 0
+    before = untouched(workload)
+    done = clusterctl("-i", inventory, "-o", "json", "upgrade", "plan", "--to", "1.37.3")
+    assert done.exit_code == 0, done.output
+    plan = done.json()
+    assert (plan["current"], plan["target"], plan["mode"]) == ("1.37.2", "1.37.3", "plan")
+    hosts = {h["host"]: h for h in plan["hosts"]}
+    assert list(hosts) == ["gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b2", "gpu-b3"]
+    assert {h["kubelet"] for h in hosts.values()} == {"v1.37.2"}
+    assert hosts["gpu-a1"]["role"] == "first control plane" and hosts["gpu-a1"]["control_plane"] == "v1.37.2"
+    assert hosts["gpu-b2"]["message"] == "cordoned before the upgrade: left cordoned"
+    assert "uncordon" not in [s["step"] for s in hosts["gpu-b2"]["steps"]]
+    assert "uncordon" in [s["step"] for s in hosts["gpu-b3"]["steps"]]
+    assert untouched(workload) == before
+    assert clusterctl("-i", inventory, "release", "gpu-b2", "--skip-checks", "--yes").exit_code == 0
