@@ -280,15 +280,18 @@ def test_quarantine_taints_cordons_annotates_and_drains_honouring_the_budget_and
 
 def test_release_refuses_a_host_whose_checks_fail_and_lets_a_healthy_one_back(
         workload: Cluster, cli: Callable[..., CliRun]) -> None:
-    """gpu-a3's GPU3 lost its NVLinks (the demo's recordings): its health fails and it stays out; gpu-a2 is
-    healthy: its health and a one-host NCCL test pass (on its mock host), and the API server has it back."""
-    for name in ("gpu-a3", "gpu-a2"):
+    """gpu-a3's GPU3 lost its NVLinks and gpu-b3's mlx5_2 trained at 10 Gb/s (the demo's recordings): their
+    health fails (gpu-b3's beside the other hosts) and they stay out; gpu-a2 is healthy: its health and a
+    one-host NCCL test pass (on its mock host), and the API server has it back."""
+    for name in ("gpu-a3", NODE, "gpu-a2"):
         done = cli("quarantine", name, "--reason", "maintenance", "--yes")
         assert done.exit_code == 0, done.output
-    refused = cli("release", "gpu-a3", "--yes")
+    refused = cli("release", "gpu-a3", NODE, "--yes")
     assert refused.exit_code == 1, refused.output
     assert "REFUSED gpu-a3: stays quarantined: NVLINK_DOWN" in refused.stdout, refused.output
-    assert node_ops.is_quarantined(parse_node(workload.plane.kubectl("get node gpu-a3 -o json").stdout))
+    assert f"REFUSED {NODE}: stays quarantined: IB_PORT_SLOW" in refused.stdout, refused.output
+    for name in ("gpu-a3", NODE):
+        assert node_ops.is_quarantined(parse_node(workload.plane.kubectl(f"get node {name} -o json").stdout))
 
     as_quarantined = scheduling_state(workload, "gpu-a2")
     released = cli("release", "gpu-a2", "--yes")
@@ -299,9 +302,10 @@ def test_release_refuses_a_host_whose_checks_fail_and_lets_a_healthy_one_back(
     assert back["unschedulable"] is False
     assert not [k for k in back["annotations"] if k.startswith(node_ops.ANNOTATION_PREFIX)]
     assert back["labels"] == as_quarantined["labels"]
-    released_too = cli("release", "gpu-a3", "--skip-checks", "--yes")
+    released_too = cli("release", "gpu-a3", NODE, "--skip-checks", "--yes")
     assert released_too.exit_code == 0 and "checks skipped" in released_too.stdout, released_too.output
-    assert not node_ops.is_quarantined(parse_node(workload.plane.kubectl("get node gpu-a3 -o json").stdout))
+    for name in ("gpu-a3", NODE):
+        assert not node_ops.is_quarantined(parse_node(workload.plane.kubectl(f"get node {name} -o json").stdout))
 
 
 def test_upgrade_plan_reads_the_versions_and_cordons_from_the_real_cluster(
