@@ -167,10 +167,16 @@ def test_every_manifest_clusterctl_applies_passes_a_server_side_dry_run(control_
     for doc in namespaces:
         applied = control_plane.plane.kubectl("apply --server-side -f -", stdin=json.dumps(doc).encode())
         assert applied.returncode == 0, applied.stderr
-    for name, text in rendered.items():
-        done = control_plane.plane.kubectl("apply --server-side --dry-run=server -f -", stdin=text.encode())
-        assert done.returncode == 0, f"{name}: {done.stderr}"
-        assert "(server dry run)" in done.stdout, name
+    # One kubectl for all (it answers object by object); one per manifest only to name a refused one.
+    everything = "\n---\n".join(rendered.values())
+    done = control_plane.plane.kubectl("apply --server-side --dry-run=server -f -", stdin=everything.encode())
+    if done.returncode != 0:
+        for name, text in rendered.items():
+            one = control_plane.plane.kubectl("apply --server-side --dry-run=server -f -", stdin=text.encode())
+            assert one.returncode == 0, f"{name}: {one.stderr}"
+    assert done.returncode == 0, done.stderr
+    objects = [doc for text in rendered.values() for doc in yaml.safe_load_all(text) if doc]
+    assert done.stdout.count("(server dry run)") == len(objects), done.stdout
 
 
 def test_the_custom_resources_are_checked_against_their_crds(control_plane: Cluster,
@@ -316,3 +322,61 @@ def test_clusterctls_helm_lines_install_a_chart_archive_and_read_the_release_bac
     assert found.chart_version("site-probe") == "0.1.0"
     said = control_plane.plane.kubectl("-n site-probe get configmap site-probe -o jsonpath={.data.said}")
     assert said.stdout == "hello"
+
+
+#: The step lines of a dry-run upgrade that the simulated kubeadm models (``[dryrun] Would ...``; one
+#: of them is printed without a line end by kubeadm itself, so they are found, not split on lines).
+DRY_RUN_STEP = re.compile(r'\[dryrun\] Would (?:pull|upgrade|upload|write|configure)[^\[\n]*|'
+                          r'\[upgrade/successful\] Finished dryrunning successfully!')
+
+
+def mirror_static_pods(cluster: Cluster, node: str) -> None:
+    """What a kubelet does with kubeadm's static pod manifests: a mirror pod of each in kube-system
+    (kubeadm's upgrade finds the API server's advertised endpoint in its annotation); kwok runs them."""
+    plane = cluster.plane
+    for manifest in sorted(plane.host_path("/etc/kubernetes/manifests").iterdir()):
+        pod = yaml.safe_load(manifest.read_text())
+        name = f"{pod['metadata']['name']}-{node}"
+        if plane.kubectl(f"-n kube-system get pod {name}").returncode == 0:
+            continue
+        pod["metadata"]["name"] = name
+        pod["metadata"].setdefault("annotations", {})["kubernetes.io/config.mirror"] = "clusterctl-test"
+        pod["spec"]["nodeName"] = node
+        created = plane.kubectl("-n kube-system create -f -", stdin=json.dumps(pod).encode())
+        assert created.returncode == 0, created.stderr
+
+
+def test_upgrade_dry_runs_agree_with_the_simulated_kubeadm_and_change_nothing(control_plane: Cluster,
+                                                                              tmp_path: Path) -> None:
+    """clusterctl's upgrade lines with ``--dry-run`` on the real control plane and on a simulated one:
+    the same exit, every step the simulator announces announced by the real kubeadm, nothing changed.
+    (This control plane has no kubelet, whose checks kubeadm makes before an upgrade: they are ignored
+    on both sides.)"""
+    plane = control_plane.plane
+    mirror_static_pods(control_plane, "gpu-a1")
+    # The kubelets' own version, as kubelets of the release report it (kwok's nodes say "fake"): kubeadm
+    # checks every node's against the target.
+    version = json.dumps({"status": {"nodeInfo": {"kubeletVersion": f"v{KUBERNETES_NEWEST}"}}})
+    for host in control_plane.inventory.hosts:
+        patched = plane.kubectl(f"patch node {host.name} --subresource=status --type=merge -p {version!r}")
+        assert patched.returncode == 0, patched.stderr
+    config = kubeadm.render_upgrade_config(f"v{KUBERNETES_NEWEST}").encode()
+    manifests_before = {p.name: p.read_bytes() for p in plane.host_path("/etc/kubernetes/manifests").iterdir()}
+    stored = kubectl_json(control_plane, "-n kube-system get configmap kubeadm-config")
+    sim = SimulatedHost(tmp_path / "sim", {"kubeadm": f"{KUBERNETES_NEWEST}-1.1"})
+    assert sim.run(kubeadm.INIT_COMMAND, plane.init_config.encode()).exit_code == 0
+    for verb in ("apply", "node"):
+        line = kubeadm.upgrade_command(verb, f"v{KUBERNETES_NEWEST}" if verb == "apply" else None) + \
+            " --dry-run --ignore-preflight-errors=all"
+        real = plane.sh(line, stdin=config, timeout=300)
+        simulated = sim.run(line, config)
+        assert (simulated.exit_code, real.returncode) == (0, 0), f"{line}\nreal: {real.stdout[-3000:]}" \
+            f"{real.stderr[-3000:]}\nsimulated: {simulated.output}"
+        announced = DRY_RUN_STEP.findall(simulated.stdout)
+        assert announced and announced[-1].startswith("[upgrade/successful]")
+        for step in announced:
+            assert step.strip() in real.stdout, f"{verb}: {step!r} is not in the real dry run:\n{real.stdout[-4000:]}"
+    assert {p.name: p.read_bytes() for p in plane.host_path("/etc/kubernetes/manifests").iterdir()} == \
+        manifests_before
+    after = kubectl_json(control_plane, "-n kube-system get configmap kubeadm-config")
+    assert after["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]  # type: ignore[index]
