@@ -42,7 +42,7 @@ def parse_shared(parse: Callable[[str], T], text: str) -> T:
     value = parse(text)
     with _lock:
         _parsed[key] = value
-        if len(_parsed) > KEPT:
+        while len(_parsed) > KEPT:
             _parsed.popitem(last=False)
     return value
 

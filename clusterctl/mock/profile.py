@@ -231,6 +231,20 @@ def forget_profiles() -> None:
     _read_profile.cache_clear()
 
 
+def _yaml_document(text: str) -> Any:
+    """``yaml.safe_load`` with libyaml's parser when PyYAML has it; a document it refuses is read
+    again by PyYAML's own, whose error message is the one users have always seen."""
+    import yaml
+
+    fast = getattr(yaml, "CSafeLoader", None)
+    if fast is not None:
+        try:
+            return yaml.load(text, Loader=fast)  # CSafeLoader: the safe loader, in C
+        except yaml.YAMLError:
+            pass
+    return yaml.safe_load(text)
+
+
 @lru_cache(maxsize=256)
 def _read_profile(folder: str) -> Profile:
     import yaml
@@ -241,7 +255,7 @@ def _read_profile(folder: str) -> Profile:
     if not index.is_file():
         raise UsageError(f"mock profile {root} has no {PROFILE_FILE}", file=str(root), field="profile")
     try:
-        data = yaml.safe_load(index.read_text()) or {}
+        data = _yaml_document(index.read_text()) or {}
     except yaml.YAMLError as exc:
         raise UsageError(f"invalid YAML: {exc}", file=where) from exc
     if not isinstance(data, dict):

@@ -434,7 +434,7 @@ def parse(text: str) -> Sequence_:
     tree = _parse(text)
     with _TREES_LOCK:
         _TREES[text] = tree
-        if len(_TREES) > _TREES_KEPT:
+        while len(_TREES) > _TREES_KEPT:
             _TREES.popitem(last=False)
     return tree
 
