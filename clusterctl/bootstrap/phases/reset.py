@@ -1,7 +1,8 @@
 """reset: take a host back to before ``clusterctl bootstrap``'s cluster phases (``clusterctl reset``).
 
 It removes only what the cluster bootstrap made, each only when it is there (so a second run
-finds nothing to do): ``kubeadm reset --force`` when kubeadm left anything (static pod
+finds nothing to do): ``kubeadm reset`` (its ResetConfiguration on stdin: forced, the inventory's
+CRI socket, kubeadm's tmp folder too) when kubeadm left anything (static pod
 manifests, kubeconfigs, etcd data; kubeadm removes its own files); the CNI configuration the
 CNIs clusterctl installs write (Calico's ``10-calico.conflist`` and ``calico-kubeconfig``,
 Flannel's ``10-flannel.conflist``); CNI interfaces (``cni0``, ``flannel.1``, ``vxlan.calico``,
@@ -149,8 +150,10 @@ class Reset(Phase[ResetState]):
         host, q = ctx.host.name, shlex.quote
         changes: list[Change] = []
         if state.kubeadm:
-            socket = _cri_socket(ctx)
-            changes.append(Change.run(host, f"kubeadm reset --force --cri-socket {q(socket)}",
+            from clusterctl.bootstrap.cluster.kubeadm import RESET_COMMAND, render_reset_config
+
+            config = render_reset_config(_cri_socket(ctx)).encode()
+            changes.append(Change.run(host, RESET_COMMAND, stdin=config,
                                       summary="kubeadm reset (static pods, etcd member, certificates, kubelet config)",
                                       timeout_s=600))
         if state.cni_files:
