@@ -398,7 +398,14 @@ def _reset(ctx: ToolContext) -> ToolResult:
     if "--force" not in ctx.args and "-f" not in ctx.args:
         return ctx.fail("[reset] Are you sure you want to proceed? [y/N]: error: won't proceed; the user didn't "
                         "answer (Y|y) in order to continue\n", 1)
-    for path in ("/etc/kubernetes/manifests", "/etc/kubernetes/pki", "/var/lib/etcd"):
+    # The remove-etcd-member phase cleans the default etcd data folder even without an etcd manifest
+    # (removeetcdmember.go's getEtcdDataDir falls back to /var/lib/etcd), unless it is skipped.
+    skipped = {p for i, a in enumerate(ctx.args) if a == "--skip-phases" and i + 1 < len(ctx.args)
+               for p in ctx.args[i + 1].split(",")}
+    skipped |= {p for a in ctx.args if a.startswith("--skip-phases=") for p in a.split("=", 1)[1].split(",")}
+    folders = ["/etc/kubernetes/manifests", "/etc/kubernetes/pki"]
+    folders += [] if "remove-etcd-member" in skipped else ["/var/lib/etcd"]
+    for path in folders:
         if ctx.fs.is_dir(path):
             ctx.fs.remove(path, recursive=True)
     for name in ("admin.conf", "super-admin.conf", "kubelet.conf", "bootstrap-kubelet.conf", "controller-manager.conf",
