@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from clirun import clusterctl
 
 REPO = Path(__file__).resolve().parents[2]
