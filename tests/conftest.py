@@ -16,6 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sshd_hosts import SSHDHosts, sshd_missing_reason
+from tier_times import pytest_runtest_logreport, pytest_terminal_summary  # noqa: F401  (hooks: each tier's time)
 
 
 @pytest.fixture(autouse=True)

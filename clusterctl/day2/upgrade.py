@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.bootstrap.apt_sources import KEYRING_DIR, chosen_repos
+from clusterctl.bootstrap.cluster.kubeadm import render_upgrade_config, upgrade_command
 from clusterctl.changes import Change, ChangeFailed, Gate
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainFailed, drain_change, drain_node, uncordon_change
 from clusterctl.day2.steps import Step
@@ -277,6 +278,8 @@ def plan_host(host: Host, role: str, first_cp: str, state: HostState, node: Kube
         plan.status = "up to date"
         return plan
     steps: list[Step] = []
+    # kubeadm's UpgradeConfiguration (v1beta4) on stdin: the target, certificate renewal, etcd, image pulls.
+    config = render_upgrade_config(target.tag).encode()
     sources = _source_changes(stack_plan, name)
     if not kubeadm_done or sources:
         steps.append(Step("kubeadm", name, f"kubeadm {target.text} from the v{target.major}.{target.minor} repository",
@@ -284,14 +287,15 @@ def plan_host(host: Host, role: str, first_cp: str, state: HostState, node: Kube
     if role == "first control plane":
         if not cp_done:
             steps.append(Step("kubeadm-upgrade", name, f"control plane to {target.tag} (kubeadm upgrade apply)", [
-                Change.run(name, f"kubeadm upgrade plan {target.tag}", summary="kubeadm upgrade plan (checks)",
-                           timeout_s=300),
-                Change.run(name, f"kubeadm upgrade apply {target.tag} --yes", timeout_s=900,
+                Change.run(name, upgrade_command("plan", target.tag), stdin=config,
+                           summary="kubeadm upgrade plan (checks)", timeout_s=300),
+                Change.run(name, upgrade_command("apply", target.tag), stdin=config, timeout_s=900,
                            summary=f"kubeadm upgrade apply {target.tag}")]))
     else:
         what = "control plane and kubelet configuration" if role == "control plane" else "kubelet configuration"
         steps.append(Step("kubeadm-upgrade", name, f"{what} (kubeadm upgrade node)",
-                          [Change.run(name, "kubeadm upgrade node", summary="kubeadm upgrade node", timeout_s=900)]))
+                          [Change.run(name, upgrade_command("node"), stdin=config, summary="kubeadm upgrade node",
+                                      timeout_s=900)]))
     steps.append(Step("drain", first_cp, f"drain {name}", [drain_change(first_cp, name, request.drain_timeout_s)]))
     if not kubelet_done:
         steps.append(Step("kubelet", name, f"kubelet and kubectl {target.text}",

@@ -138,3 +138,40 @@ def test_ca_hash_matches_the_openssl_pipeline_kubeadm_documents(tmp_path: Path) 
                 " | openssl dgst -sha256 -hex | sed 's/^.* //'")
     expected = subprocess.run(pipeline, shell=True, cwd=tmp_path, capture_output=True, text=True, check=True).stdout
     assert kubeadm.ca_cert_hash(pem) == "sha256:" + expected.strip()
+
+
+def test_reset_config_carries_the_inventorys_cri_socket_and_forces_the_reset() -> None:
+    (reset,) = check_v1beta4(kubeadm.render_reset_config("unix:///run/k3s/containerd/containerd.sock"))
+    assert reset["kind"] == "ResetConfiguration"
+    assert reset["criSocket"] == "unix:///run/k3s/containerd/containerd.sock"
+    # clusterctl asked before (confirm rule); kubeadm refuses --force beside --config, so it is here.
+    assert reset["force"] is True and reset["cleanupTmpDir"] is True
+    assert kubeadm.RESET_COMMAND == "kubeadm reset --config /dev/stdin"
+
+
+def test_a_hostile_cri_socket_stays_one_string_in_the_reset_config() -> None:
+    from clusterctl.templating import TemplateError
+
+    hostile = "unix:///run/x.sock\" force: false, cleanupTmpDir: false # '"
+    (reset,) = check_v1beta4(kubeadm.render_reset_config(hostile))
+    assert reset["criSocket"] == hostile
+    assert reset["force"] is True and reset["cleanupTmpDir"] is True
+    with pytest.raises(TemplateError, match="control character"):
+        kubeadm.render_reset_config("unix:///run/x.sock\nforce: false")
+
+
+def test_upgrade_config_names_the_target_in_every_section_that_reads_one() -> None:
+    (upgrade,) = check_v1beta4(kubeadm.render_upgrade_config("v1.37.2"))
+    assert upgrade["apply"]["kubernetesVersion"] == upgrade["plan"]["kubernetesVersion"] == "v1.37.2"
+    assert "kubernetesVersion" not in upgrade["node"]  # upgrade node takes the cluster's version
+    assert upgrade["apply"]["certificateRenewal"] is upgrade["node"]["certificateRenewal"] is True
+    assert upgrade["apply"]["imagePullPolicy"] == upgrade["node"]["imagePullPolicy"] == "IfNotPresent"
+    assert kubeadm.upgrade_command("apply", "v1.37.2") == "kubeadm upgrade apply v1.37.2 --config /dev/stdin --yes"
+    assert kubeadm.upgrade_command("node") == "kubeadm upgrade node --config /dev/stdin"
+
+
+def test_the_schema_refuses_a_misspelt_upgrade_field() -> None:
+    """The check can fail: the schema knows UpgradeConfiguration's sections field by field."""
+    misspelt = kubeadm.render_upgrade_config("v1.37.2").replace("etcdUpgrade:", "etcdUpgrde:")
+    with pytest.raises(jsonschema.ValidationError):
+        check_v1beta4(misspelt)

@@ -17,7 +17,7 @@ def test_remove_node_gpu_b3_then_bootstrap_adds_it_back(bootstrapped_demo: Path)
     assert plan.exit_code == 0, plan.output
     steps = plan.json()["steps"]
     assert [s["step"] for s in steps] == ["drain", "reset", "delete-node"]
-    assert any("kubeadm reset --force" in c["command"] for c in steps[1]["changes"])
+    assert any(c["command"] == "kubeadm reset --config /dev/stdin" for c in steps[1]["changes"])
     assert state_digest(bootstrapped_demo) == before  # the dry run touched nothing
 
     assert clusterctl("-i", DEMO, "remove-node", "gpu-b3").exit_code == 2  # no terminal, no --yes

@@ -40,11 +40,12 @@ def test_the_next_patch_plans_every_node_in_kubeadms_order_then_converges(bootst
     assert [s["step"] for s in first["steps"]] == ["kubeadm", "kubeadm-upgrade", "drain", "kubelet", "node-stack",
                                                     "restart-kubelet", "ready", "uncordon"]
     commands = [c["command"] for s in first["steps"] for c in s["changes"] if "command" in c]
-    assert commands.index("kubeadm upgrade plan v1.36.3") < commands.index("kubeadm upgrade apply v1.36.3 --yes")
+    assert commands.index("kubeadm upgrade plan v1.36.3 --config /dev/stdin") < \
+        commands.index("kubeadm upgrade apply v1.36.3 --config /dev/stdin --yes")
     assert any("apt-mark unhold kubeadm" in c and "'kubeadm=1.36.3-*'" in c and c.endswith("apt-mark hold kubeadm")
                for c in commands)
     worker = plan["hosts"][3]
-    assert [c["command"] for c in worker["steps"][1]["changes"]] == ["kubeadm upgrade node"]
+    assert [c["command"] for c in worker["steps"][1]["changes"]] == ["kubeadm upgrade node --config /dev/stdin"]
     assert worker["steps"][2]["runs_on"] == "gpu-a1" and "cordon gpu-b1" in worker["steps"][2]["changes"][0]["command"]
     human = _run("upgrade", "plan", "--to", "1.36.3")
     assert "PLAN (nothing was changed)" in human.stdout

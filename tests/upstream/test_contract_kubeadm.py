@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from contract import Answer, RealHost, SimulatedHost
 from demo_calls import VARIANTS, DemoRecordings
+from sandbox import Sandbox
 from toolset import KUBERNETES_DEMO_MINOR, KUBERNETES_NEWEST, KUBERNETES_OLDEST
 
-from clusterctl.bootstrap.cluster.kubeadm import is_bootstrap_token
+from clusterctl.bootstrap.cluster.kubeadm import RESET_COMMAND, is_bootstrap_token, render_reset_config
 from clusterctl.bootstrap.cluster.kubeadm_images import kubeadm_images
 from clusterctl.facts.containerd import containerd_probe, parse_containerd_probe, parse_kubeadm_images
 from clusterctl.facts.sections import section_command
@@ -131,3 +132,96 @@ def test_config_validate_accepts_and_refuses_the_same_configs(pair: Pair, demo_r
             assert real.exit_code == 0, real.stderr
         elif name != "v1beta3":
             assert real.exit_code != 0 and unknown_field(real) is not None, name
+
+
+#: A control plane's kubeadm files, a kubelet's and etcd's state, an upgrade's backup in kubeadm's
+#: tmp folder, and one file of clusterctl's own that kubeadm must leave alone.
+HOST_FILES = {
+    "/etc/kubernetes/manifests/kube-apiserver.yaml": b"apiVersion: v1\nkind: Pod\n",
+    "/etc/kubernetes/pki/ca.crt": b"(certificate)\n",
+    "/etc/kubernetes/scheduler.conf": b"apiVersion: v1\nkind: Config\n",
+    "/etc/kubernetes/tmp/kubeadm-backup-manifests-2026-12-01-10-00-00/kube-apiserver.yaml": b"kind: Pod\n",
+    "/etc/kubernetes/clusterctl/kubeadm-config.yaml": b"kind: ClusterConfiguration\n",
+    "/var/lib/kubelet/config.yaml": b"kind: KubeletConfiguration\n",
+    "/var/lib/etcd/member/snap/db": b"(etcd data)\n",
+}
+FOLDERS = ("/etc/kubernetes", "/var/lib/kubelet", "/var/lib/etcd")
+
+
+def simulated_files(host: SimulatedHost) -> list[str]:
+    fs = host.machine.host.fs
+    root = fs.local("/")
+    return sorted("/" + str(p.relative_to(root)) for folder in FOLDERS if fs.is_dir(folder)
+                  for p in fs.local(folder).rglob("*") if p.is_file())
+
+
+def kubeadm_lines(answer: Answer) -> list[str]:
+    """kubeadm's own step lines (``[reset] ...``, ``[dryrun] Would ...``): what a user reads of a reset."""
+    return [line for line in answer.stdout.splitlines() if line.startswith("[")]
+
+
+class ResetPair:
+    """The simulated kubeadm on a mock host and the real one in a private namespace, with HOST_FILES."""
+
+    def __init__(self, release: str, folder: Path, upstream_tool: Tool) -> None:
+        self.sim = SimulatedHost(folder / "sim", {"kubeadm": f"{release}-1.1"}, HOST_FILES)
+        self.real = Sandbox(folder / "real", {"kubeadm": upstream_tool("kubeadm", release)}, HOST_FILES)
+
+    def run(self, line: str, stdin: bytes) -> tuple[Answer, Answer]:
+        sim, real = self.sim.run(line, stdin), self.real.run(line, stdin)
+        assert sim.exit_code == real.exit_code, f"{line}: exit {sim.exit_code} simulated, {real.exit_code} real\n" \
+            f"simulated: {sim.output}\nreal: {real.output}"
+        return sim, real
+
+    def files(self) -> tuple[list[str], list[str]]:
+        return simulated_files(self.sim), self.real.files(*FOLDERS)
+
+
+@pytest.fixture(params=RELEASES)
+def reset_pair(request: pytest.FixtureRequest, tmp_path: Path, upstream_tool: Tool) -> ResetPair:
+    return ResetPair(str(request.param), tmp_path, upstream_tool)
+
+
+def test_reset_dry_run_changes_nothing_and_says_what_it_would_do(reset_pair: ResetPair) -> None:
+    """clusterctl's reset line and configuration with ``--dry-run``: the same steps announced, nothing gone."""
+    before = sorted(HOST_FILES)
+    assert reset_pair.files() == (before, before)
+    config = render_reset_config("unix:///run/containerd/containerd.sock").encode()
+    sim, real = reset_pair.run(f"{RESET_COMMAND} --dry-run", config)
+    assert real.exit_code == 0, real.output
+    assert kubeadm_lines(sim) == kubeadm_lines(real)
+    assert any(line.startswith("[dryrun] Would delete contents of directories:") for line in kubeadm_lines(real))
+    assert reset_pair.files() == (before, before)
+
+
+def test_reset_removes_the_same_files_with_the_same_lines(reset_pair: ResetPair) -> None:
+    config = render_reset_config("unix:///run/containerd/containerd.sock").encode()
+    sim, real = reset_pair.run(RESET_COMMAND, config)
+    assert real.exit_code == 0, real.output
+    assert kubeadm_lines(sim) == kubeadm_lines(real)
+    simulated, actual = reset_pair.files()
+    assert simulated == actual == ["/etc/kubernetes/clusterctl/kubeadm-config.yaml"]
+
+
+def test_reset_refuses_force_beside_its_configuration_as_the_real_one_does(reset_pair: ResetPair) -> None:
+    """kubeadm 1.31+ will not mix ``--config`` with ``--force``/``--cri-socket``: clusterctl's old line."""
+    config = render_reset_config("unix:///run/containerd/containerd.sock").encode()
+    sim, real = reset_pair.run(f"{RESET_COMMAND} --force --cri-socket unix:///run/containerd/containerd.sock",
+                               config)
+    assert real.exit_code != 0
+    assert "can not mix '--config' with arguments [cri-socket force]" in sim.stderr
+    assert "can not mix '--config' with arguments [cri-socket force]" in real.stderr
+    assert reset_pair.files() == (sorted(HOST_FILES), sorted(HOST_FILES))
+
+
+def test_a_simulated_reset_that_ignores_dry_run_is_caught(reset_pair: ResetPair,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The contract can fail: a simulated kubeadm that drops ``--dry-run`` is told apart from the real one."""
+    from clusterctl.mock.tools import kubeadm_reset as simulated_reset
+
+    monkeypatch.setattr(simulated_reset, "dry_run", lambda args, section=None: False)
+    config = render_reset_config("unix:///run/containerd/containerd.sock").encode()
+    sim, real = reset_pair.run(f"{RESET_COMMAND} --dry-run", config)
+    assert kubeadm_lines(sim) != kubeadm_lines(real)
+    simulated, actual = reset_pair.files()
+    assert simulated != actual

@@ -8,6 +8,7 @@ depth, API versions the release no longer reads) and runs kubeadm's own validati
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from demo_calls import VARIANTS, DemoRecordings, Variant
+from sandbox import Sandbox
 from toolset import KUBERNETES_NEWEST, KUBERNETES_OLDEST, kubeadm_for
 
 from clusterctl.bootstrap.cluster import kubeadm as kubeadm_config
@@ -83,3 +85,56 @@ def test_the_real_kubeadm_refuses_what_the_check_is_for(demo_recordings: DemoRec
     v1beta3 = kept.replace(b"kubeadm.k8s.io/v1beta4", b"kubeadm.k8s.io/v1beta3")
     done = validate(kubeadm, v1beta3, tmp_path)
     assert done.returncode != 0 and "v1beta3" in done.stderr
+
+
+RELEASES = (KUBERNETES_OLDEST, kubeadm_for("1.36"), KUBERNETES_NEWEST)
+
+
+def reset_and_upgrade_configs(kubernetes: str) -> tuple[bytes, bytes]:
+    """clusterctl's ResetConfiguration (the demo's CRI socket) and UpgradeConfiguration (to this release)."""
+    settings = settings_from_mapping({}, kubernetes_pin=kubernetes, first_control_plane="10.0.0.11")
+    return (kubeadm_config.render_reset_config(settings.cri_socket).encode(),
+            kubeadm_config.render_upgrade_config(f"v{kubernetes}").encode())
+
+
+@pytest.mark.parametrize("kubernetes", RELEASES)
+def test_reset_and_upgrade_configs_pass_the_real_kubeadm(kubernetes: str, upstream_tool: Tool,
+                                                         tmp_path: Path) -> None:
+    """``config validate``, and the commands' own reading of them: kubeadm reset and upgrade decode
+    their configuration leniently (an unknown field is only a klog warning), and 1.35's ``config
+    validate`` does not decode an UpgradeConfiguration at all, so the command's stderr is read too."""
+    kubeadm = upstream_tool("kubeadm", kubernetes)
+    reset, upgrade = reset_and_upgrade_configs(kubernetes)
+    for config in (reset, upgrade):
+        done = validate(kubeadm, config, tmp_path)
+        assert done.returncode == 0, done.stderr
+    sandbox = Sandbox(tmp_path / "host", {"kubeadm": kubeadm})
+    done = sandbox.run(f"{kubeadm_config.RESET_COMMAND} --dry-run", reset)
+    assert done.exit_code == 0, done.stderr
+    assert "strict decoding" not in done.stderr
+    # The reset configuration's fields reached kubeadm: kubeadm's tmp folder is among what it would empty.
+    assert "[dryrun] Would delete contents of directories: [/etc/kubernetes/manifests /etc/kubernetes/pki " \
+        "/etc/kubernetes/tmp]" in done.stdout
+    for verb in ("node", "apply"):
+        line = kubeadm_config.upgrade_command(verb, f"v{kubernetes}" if verb == "apply" else None)
+        done = sandbox.run(f"{line} --dry-run", upgrade)
+        assert "can not mix" not in done.stderr and "strict decoding" not in done.stderr, done.stderr
+        # It got as far as the node's own checks (this sandbox has no kubelet): the configuration was taken.
+        assert re.search(r"\[upgrade/preflight\] Running pre-?flight checks", done.stdout), done.output
+
+
+@pytest.mark.parametrize("kubernetes", RELEASES)
+def test_the_real_kubeadm_tells_a_misspelt_reset_or_upgrade_field(kubernetes: str, upstream_tool: Tool,
+                                                                   tmp_path: Path) -> None:
+    """The check can fail: a misspelt field is refused (``config validate``) or warned about (the command)."""
+    kubeadm = upstream_tool("kubeadm", kubernetes)
+    reset, upgrade = reset_and_upgrade_configs(kubernetes)
+    done = validate(kubeadm, reset.replace(b"cleanupTmpDir:", b"cleanupTmpDri:"), tmp_path)
+    assert done.returncode != 0 and 'unknown field "cleanupTmpDri"' in done.stderr
+    misspelt = upgrade.replace(b"etcdUpgrade:", b"etcdUpgrde:")
+    done = validate(kubeadm, misspelt, tmp_path)
+    if int(kubernetes.split(".")[1]) >= 36:
+        assert done.returncode != 0 and 'unknown field "apply.etcdUpgrde"' in done.stderr
+    sandbox = Sandbox(tmp_path / "host", {"kubeadm": kubeadm})
+    done = sandbox.run(f"{kubeadm_config.upgrade_command('node')} --dry-run", misspelt)
+    assert 'unknown field "node.etcdUpgrde"' in done.stderr

@@ -45,6 +45,8 @@ class Timeouts:
     api_call: str = "1m0s"
     tls_bootstrap: str = "5m0s"
     discovery: str = "5m0s"
+    #: ``kubeadm upgrade``: how long it waits for a static pod to come back at the new version.
+    upgrade_manifests: str = "5m0s"
 
 
 def new_bootstrap_token() -> Secret:
@@ -187,6 +189,28 @@ def render_cluster_op_config(
     return Secret(text, "kubeadm configuration")
 
 
+#: Pull policy of the control-plane images during an upgrade (kubeadm's default, said out loud).
+UPGRADE_IMAGE_PULL_POLICY = "IfNotPresent"
+
+
+def render_reset_config(cri_socket: str, *, timeouts: Timeouts | None = None,
+                        skip_phases: tuple[str, ...] = ()) -> str:
+    """The ResetConfiguration ``kubeadm reset --config /dev/stdin`` reads (``RESET_COMMAND``);
+    ``skip_phases``: kubeadm's reset phases not to run (``remove-etcd-member`` where bootstrap made no
+    etcd member: that phase empties /var/lib/etcd even on a worker)."""
+    return render("kubeadm/reset-config.yaml.j2", cri_socket=cri_socket, timeouts=timeouts or Timeouts(),
+                  skip_phases=skip_phases)
+
+
+def render_upgrade_config(target: str, *, timeouts: Timeouts | None = None) -> str:
+    """The UpgradeConfiguration ``kubeadm upgrade plan|apply|node --config /dev/stdin`` reads.
+
+    ``target`` is the tag upgraded to (``v1.37.2``); ``upgrade node`` reads the cluster's version.
+    """
+    return render("kubeadm/upgrade-config.yaml.j2", kubernetes_version=target,
+                  image_pull_policy=UPGRADE_IMAGE_PULL_POLICY, timeouts=timeouts or Timeouts())
+
+
 # --- commands (every value quoted; secrets only ever on stdin) -------------------------------------------
 
 def validate_command(path: str = KUBEADM_CONFIG_PATH) -> str:
@@ -201,3 +225,14 @@ TOKEN_CREATE_COMMAND = f"kubeadm token create --config /dev/stdin --kubeconfig {
 UPLOAD_CERTS_COMMAND = (
     "kubeadm init phase upload-certs --upload-certs --config /dev/stdin --skip-certificate-key-print"
 )
+#: kubeadm refuses ``--force``/``--cri-socket`` beside ``--config``: the ResetConfiguration carries them.
+RESET_COMMAND = "kubeadm reset --config /dev/stdin"
+
+
+def upgrade_command(verb: str, target: str | None = None) -> str:
+    """``kubeadm upgrade plan|apply|node`` reading ``render_upgrade_config`` on stdin."""
+    import shlex
+
+    version = f" {shlex.quote(target)}" if target else ""
+    confirm = " --yes" if verb == "apply" else ""
+    return f"kubeadm upgrade {verb}{version} --config /dev/stdin{confirm}"

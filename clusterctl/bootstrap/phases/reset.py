@@ -1,8 +1,9 @@
 """reset: take a host back to before ``clusterctl bootstrap`` (``clusterctl reset``).
 
 What bootstrap made is read from its own undo journals (``<state dir>/undo/``, see
-``bootstrap.reset_journals``), never guessed from names: on a host they name, ``kubeadm reset
---force`` runs only when bootstrap's ``kubeadm init``/``join`` made the host a node (kubeadm
+``bootstrap.reset_journals``), never guessed from names: on a host they name, ``kubeadm reset``
+(its ResetConfiguration on stdin: forced, the inventory's CRI socket, kubeadm's tmp folder too)
+runs only when bootstrap's ``kubeadm init``/``join`` made the host a node (kubeadm
 removes its own files; etcd data only where bootstrap made an etcd member); the CNI files and
 interfaces, kube-proxy/Calico/Flannel iptables lines and IPVS tables only on such a node and for
 the CNI bootstrap installed; then every file bootstrap created is removed and every file it
@@ -275,15 +276,17 @@ class Reset(Phase[ResetState]):
         mark = KNOWN_NAMES_MARK if state.basis == BY_KNOWN_NAMES else ""
         changes: list[Change] = []
         if state.kubeadm:
-            socket = _cri_socket(ctx)
-            # kubeadm's remove-etcd-member phase empties /var/lib/etcd whenever it finds no etcd manifest
-            # (cmd/kubeadm/app/cmd/phases/reset/removeetcdmember.go: the default data dir): on a host where
+            from clusterctl.bootstrap.cluster.kubeadm import RESET_COMMAND, render_reset_config
+
+            # kubeadm's remove-etcd-member phase empties /var/lib/etcd whenever it holds anything, with or
+            # without an etcd manifest (cmd/kubeadm/app/cmd/phases/reset/removeetcdmember.go): on a host where
             # bootstrap made no etcd member that data is someone else's, so the phase is skipped there.
-            skip = "" if state.etcd_ours else " --skip-phases remove-etcd-member"
+            skip = () if state.etcd_ours else ("remove-etcd-member",)
             what = "static pods, etcd member, certificates, kubelet config" if state.etcd_ours else \
                 "static pods, certificates, kubelet config; etcd data left alone"
-            changes.append(Change.run(host, f"kubeadm reset --force --cri-socket {q(socket)}{skip}",
-                                      summary=f"kubeadm reset ({what}){mark}", timeout_s=600))
+            config = render_reset_config(_cri_socket(ctx), skip_phases=skip).encode()
+            changes.append(Change.run(host, RESET_COMMAND, stdin=config, summary=f"kubeadm reset ({what}){mark}",
+                                      timeout_s=600))
         if state.cni_files:
             changes.append(Change.run(host, "rm -f " + " ".join(q(f"{CNI_DIR}/{n}") for n in state.cni_files),
                                       summary=f"remove CNI configuration: {', '.join(state.cni_files)}{mark}"))

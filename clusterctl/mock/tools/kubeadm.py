@@ -29,13 +29,24 @@ from typing import Any
 
 from clusterctl.mock.tools import kube_state as ks
 from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.kubeadm_config import (
+    ConfigError,
+    check_mixed_arguments,
+    dry_run,
+    klog,
+    kubeadm_minor,
+    load_config,
+    option,
+    schema,
+)
 from clusterctl.mock.tools.kubeadm_manifests import IMAGE_TAGS, write_manifests
+
+__all__ = ["IMAGE_TAGS", "ConfigError", "check_mixed_arguments", "dry_run", "load_config", "recording", "run",
+           "schema"]
 
 PACKAGES = ("kubeadm",)
 READS_STDIN = True
 CERTS_LIFETIME_S = 2 * 3600
-#: kubeadm's config API fields, one schema for the simulator and the tests (recordings/kube/README.md).
-SCHEMA_FILE = "kubeadm-v1beta4.schema.json"
 #: The git commit a version answer names (the real one is the release's).
 REVISION = "0000000000000000000000000000000000000000"
 
@@ -47,122 +58,24 @@ def recording(file_name: str, /, **values: str) -> str:
     return text
 
 
-def schema() -> dict[str, Any]:
-    import json
-
-    loaded: dict[str, Any] = json.loads((resources.files("clusterctl.mock.recordings") / "kube" / SCHEMA_FILE)
-                                        .read_text())
-    return loaded
-
-
-def unknown_field(value: Any, node: dict[str, Any], defs: dict[str, Any], path: str = "") -> str | None:
-    """The first field kubeadm's strict decoding refuses, as its path (``apiServer.extraArgs[0].foo``)."""
-    while "$ref" in node:
-        node = defs[str(node["$ref"]).rsplit("/", 1)[-1]]
-    if isinstance(value, dict) and "properties" in node:
-        properties: dict[str, Any] = node["properties"]
-        for key, item in value.items():
-            if key not in properties:
-                if node.get("additionalProperties") is False:
-                    return f"{path}{key}"
-                continue
-            found = unknown_field(item, properties[key], defs, f"{path}{key}.")
-            if found:
-                return found
-    elif isinstance(value, list) and isinstance(node.get("items"), dict):
-        for index, item in enumerate(value):
-            found = unknown_field(item, node["items"], defs, f"{path.rstrip('.')}[{index}].")
-            if found:
-                return found
-    return None
-
-
-def _minor(ctx: ToolContext) -> int:
-    version = ctx.installed_version("kubeadm") or "1.36.0"
-    try:
-        return int(version.split(".")[1])
-    except (IndexError, ValueError):
-        return 36
-
-
 def _version(ctx: ToolContext) -> str:
     return "v" + (ctx.installed_version("kubeadm") or "1.36.0").split("-")[0]
 
 
-def _option(args: list[str], name: str) -> str | None:
-    for i, arg in enumerate(args):
-        if arg == name and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith(name + "="):
-            return arg.split("=", 1)[1]
-    return None
+def dry_run_files(ctx: ToolContext, command: str, *, control_plane: bool) -> ToolResult:
+    """What a dry-run ``init``/``join`` ends with (``PrintFilesIfDryRunning``, cmd/kubeadm/app/util/dryrun):
+    the folder it would have written to; the manifests it then prints are left out, and unlike the
+    real one the simulator does not make that folder (nothing on the host changes)."""
+    import secrets
 
-
-class ConfigError(Exception):
-    pass
-
-
-def load_config(ctx: ToolContext, args: list[str]) -> dict[str, dict[str, Any]]:
-    """The documents of ``--config`` by kind; ``ConfigError`` with kubeadm's wording when refused."""
-    import yaml
-
-    path = _option(args, "--config")
-    if path is None:
-        return {}
-    if path in ("/dev/stdin", "-"):
-        data = ctx.stdin
-    else:
-        content = ctx.fs.read(ctx.path(path))
-        if content is None:
-            raise ConfigError(f"unable to read config from \"{path}\" : open {path}: no such file or directory")
-        data = content
-    docs: dict[str, dict[str, Any]] = {}
-    try:
-        loaded = [d for d in yaml.safe_load_all(data.decode()) if d]
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"error converting YAML to JSON: {exc}") from None
-    for doc in loaded:
-        api, kind = str(doc.get("apiVersion", "")), str(doc.get("kind", ""))
-        if api.startswith("kubeadm.k8s.io/"):
-            if api == "kubeadm.k8s.io/v1beta3" and _minor(ctx) >= 37:
-                # v1beta3 was removed in 1.37 (kubernetes#136016): the real kubeadm's wording.
-                raise ConfigError(f'your configuration file uses an old API spec: "{api}" (kind: "{kind}"). Please '
-                                  f"use kubeadm v1.{_minor(ctx) - 1} instead and run 'kubeadm config migrate "
-                                  "--old-config old-config-file --new-config new-config-file', which will write the "
-                                  "new, similar spec using a newer API version.")
-            if api not in ("kubeadm.k8s.io/v1beta3", "kubeadm.k8s.io/v1beta4"):
-                raise ConfigError(f'no kind "{kind}" is registered for version "{api}" in scheme '
-                                  '"k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/scheme/scheme.go:31"')
-            if api == "kubeadm.k8s.io/v1beta3":
-                _check_v1beta3(ctx, kind, doc)
-            types = schema()["$defs"]
-            unknown = unknown_field(doc, types[kind], types) if api.endswith("v1beta4") and kind in types else None
-            if unknown:
-                group, version = api.split("/", 1)
-                raise ConfigError(f'error unmarshaling configuration schema.GroupVersionKind{{Group:"{group}", '
-                                  f'Version:"{version}", Kind:"{kind}"}}: strict decoding error: unknown field '
-                                  f'"{unknown}"')
-        docs[kind] = doc
-    return docs
-
-
-#: v1beta3's ``extraArgs`` were maps; v1beta4 made them ``[{name, value}]`` lists (Go struct, field).
-V1BETA3_MAPS = {"apiServer": ("APIServer", "extraArgs"), "controllerManager": ("ControlPlaneComponent", "extraArgs"),
-                "scheduler": ("ControlPlaneComponent", "extraArgs"),
-                "nodeRegistration": ("NodeRegistrationOptions", "kubeletExtraArgs")}
-
-
-def _check_v1beta3(ctx: ToolContext, kind: str, doc: dict[str, Any]) -> None:
-    """Before 1.37 kubeadm still reads v1beta3, warning (klog) that it is deprecated; v1beta4's list
-    shapes do not decode into its maps."""
-    ctx.log(_klog("W", "common.go:100", f'your configuration file uses a deprecated API spec: "kubeadm.k8s.io/'
-                  f'v1beta3" (kind: "{kind}"). Please use \'kubeadm config migrate --old-config old-config-file '
-                  "--new-config new-config-file', which will write the new, similar spec using a newer API version."))
-    for section, (struct, field) in V1BETA3_MAPS.items():
-        if isinstance((doc.get(section) or {}).get(field), list):
-            raise ConfigError(f'error unmarshaling configuration schema.GroupVersionKind{{Group:"kubeadm.k8s.io", '
-                              f'Version:"v1beta3", Kind:"{kind}"}}: json: cannot unmarshal array into Go struct field '
-                              f"{struct}.{section}.{field} of type map[string]string")
+    folder = f"/etc/kubernetes/tmp/kubeadm-{command}-dryrun{secrets.randbelow(10**9)}"
+    ctx.log(klog("W", "constants.go:621", f"Using dry-run directory {folder}. To override it, set the environment "
+                  f"variable KUBEADM_{command.upper()}_DRYRUN_DIR"))
+    wrote = "certificates, kubeconfig files and control plane manifests" if control_plane else \
+        "certificates and kubeconfig files"
+    return ctx.ok(f'[dryrun] Wrote {wrote} to the "{folder}" directory\n[dryrun] The certificates or kubeconfig '
+                  f"files would not be printed due to their sensitive nature\n[dryrun] Please examine the "
+                  f'"{folder}" directory for details about what would be written\n')
 
 
 def _node_labels(registration: dict[str, Any]) -> dict[str, str]:
@@ -262,11 +175,16 @@ def _store_tokens(kube: dict[str, Any], init: dict[str, Any]) -> list[str]:
 
 def _init(ctx: ToolContext) -> ToolResult:
     version = _version(ctx)
+    check_mixed_arguments(ctx.args)
     if ctx.fs.exists("/etc/kubernetes/manifests/kube-apiserver.yaml"):
         return ctx.fail(recording("kubeadm-init-preflight-exists.txt", version=version), 1)
     docs = load_config(ctx, ctx.args)
     cluster = docs.get("ClusterConfiguration") or {}
     init = docs.get("InitConfiguration") or {}
+    if dry_run(ctx.args, init):
+        # kubeadm writes what init would make into a temporary folder and prints it; nothing of the
+        # host or the cluster changes (cmd/kubeadm/app/cmd/init.go, dry-run directory).
+        return dry_run_files(ctx, "init", control_plane=True)
     ca_pem, ca_hash = _new_ca()
     with ks.edit(ctx) as kube:
         kube.clear()
@@ -287,6 +205,7 @@ def _init(ctx: ToolContext) -> ToolResult:
 
 
 def _join(ctx: ToolContext) -> ToolResult:
+    check_mixed_arguments(ctx.args)
     if ctx.fs.exists(ks.KUBELET_CONF):
         return ctx.fail(recording("kubeadm-join-kubelet-conf-exists.txt"), 1)
     docs = load_config(ctx, ctx.args)
@@ -313,6 +232,8 @@ def _join(ctx: ToolContext) -> ToolResult:
             return ctx.fail("error execution phase control-plane-prepare/download-certs: error downloading certs: "
                             "the Secret does not include the required certificate or key - name: external-etcd.crt, "
                             "path: /etc/kubernetes/pki/apiserver-etcd-client.crt\n", 1)
+    if dry_run(ctx.args, join):
+        return dry_run_files(ctx, "join", control_plane=control_plane)
     ca_pem = next((ks.other_host(ctx, n.get("host", name)).fs.read("/etc/kubernetes/pki/ca.crt")
                    for name, n in (kube.get("nodes") or {}).items() if n.get("control_plane")), None)
     with ks.edit(ctx) as live:
@@ -326,7 +247,7 @@ def _join(ctx: ToolContext) -> ToolResult:
 
 def _images(ctx: ToolContext) -> ToolResult:
     """``kubeadm config images list|pull [--kubernetes-version V] [--config F]``."""
-    version = _option(ctx.args, "--kubernetes-version")
+    version = option(ctx.args, "--kubernetes-version")
     logged = ""
     if version is None:
         cluster = load_config(ctx, ctx.args).get("ClusterConfiguration") or {}
@@ -335,10 +256,10 @@ def _images(ctx: ToolContext) -> ToolResult:
         # Unpinned, kubeadm asks dl.k8s.io for stable-1.txt; a mock host has no internet, so it
         # logs (klog, on stderr) and falls back to its own version, as the real one does offline.
         version = _version(ctx)
-        logged = _klog("W", "version.go:108", 'could not fetch a Kubernetes version from the internet: unable to '
+        logged = klog("W", "version.go:108", 'could not fetch a Kubernetes version from the internet: unable to '
                        'get URL "https://dl.k8s.io/release/stable-1.txt": Get "https://dl.k8s.io/release/'
                        'stable-1.txt": dial tcp: lookup dl.k8s.io: no such host')
-        logged += _klog("W", "version.go:109", f"falling back to the local client version: {version}")
+        logged += klog("W", "version.go:109", f"falling back to the local client version: {version}")
     version = "v" + version.lstrip("v")
     try:
         minor = int(version.split(".")[1])
@@ -352,15 +273,6 @@ def _images(ctx: ToolContext) -> ToolResult:
     if ctx.args[2:3] == ["pull"]:
         return ctx.ok("".join(f"[config/images] Pulled {image}\n" for image in images), logged)
     return ctx.ok("\n".join(images) + "\n", logged)
-
-
-def _klog(level: str, where: str, message: str) -> str:
-    """One klog line (``W1201 20:36:04.244084   12315 version.go:108] ...``), as kubeadm logs to stderr."""
-    import time
-
-    now = time.time()
-    stamp = time.strftime("%m%d %H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}"
-    return f"{level}{stamp}   12315 {where}] {message}\n"
 
 
 def _token_create(ctx: ToolContext) -> ToolResult:
@@ -394,53 +306,10 @@ def _upload_certs(ctx: ToolContext) -> ToolResult:
     return ctx.ok(stored + f"[upload-certs] Using certificate key:\n{key}\n")
 
 
-def _reset(ctx: ToolContext) -> ToolResult:
-    if "--force" not in ctx.args and "-f" not in ctx.args:
-        return ctx.fail("[reset] Are you sure you want to proceed? [y/N]: error: won't proceed; the user didn't "
-                        "answer (Y|y) in order to continue\n", 1)
-    # The remove-etcd-member phase cleans the default etcd data folder even without an etcd manifest
-    # (removeetcdmember.go's getEtcdDataDir falls back to /var/lib/etcd), unless it is skipped.
-    skipped = {p for i, a in enumerate(ctx.args) if a == "--skip-phases" and i + 1 < len(ctx.args)
-               for p in ctx.args[i + 1].split(",")}
-    skipped |= {p for a in ctx.args if a.startswith("--skip-phases=") for p in a.split("=", 1)[1].split(",")}
-    folders = ["/etc/kubernetes/manifests", "/etc/kubernetes/pki"]
-    folders += [] if "remove-etcd-member" in skipped else ["/var/lib/etcd"]
-    for path in folders:
-        if ctx.fs.is_dir(path):
-            ctx.fs.remove(path, recursive=True)
-    for name in ("admin.conf", "super-admin.conf", "kubelet.conf", "bootstrap-kubelet.conf", "controller-manager.conf",
-                 "scheduler.conf"):
-        ctx.fs.remove(f"/etc/kubernetes/{name}")
-    if ctx.fs.is_dir("/var/lib/kubelet"):
-        for name in ctx.fs.listdir("/var/lib/kubelet"):
-            ctx.fs.remove(f"/var/lib/kubelet/{name}", recursive=True)
-    with ks.edit(ctx) as kube:
-        nodes = kube.get("nodes") or {}
-        for name in [n for n, v in nodes.items() if v.get("host") == ctx.host_name]:
-            del nodes[name]
-        if not any(v.get("control_plane") for v in nodes.values()):
-            kube.clear()  # the last control plane is gone: so is the cluster
-    return ctx.ok(recording("kubeadm-reset.txt"))
-
-
-def _remove_etcd_member(ctx: ToolContext) -> ToolResult:
-    """``kubeadm reset phase remove-etcd-member``: this control plane's member leaves etcd (wording simplified)."""
-    if not ctx.fs.exists("/etc/kubernetes/manifests/etcd.yaml"):
-        return ctx.ok("[reset] No etcd config found. Assuming external etcd\n[reset] Please, manually reset etcd to "
-                      "prevent further issues\n")
-    with ks.edit(ctx) as kube:
-        removed = kube.setdefault("etcd_removed", [])
-        if ctx.host_name not in removed:
-            removed.append(ctx.host_name)
-    ctx.fs.remove("/var/lib/etcd/member", recursive=True)
-    return ctx.ok(f"[reset] Removing member {ctx.hostname} from the etcd cluster\n[reset] Deleting contents of the "
-                  "etcd data directory: /var/lib/etcd\n")
-
-
 def _version_answer(ctx: ToolContext) -> ToolResult:
     """``kubeadm version [-o short|json|yaml]`` in the real kubeadm's three shapes."""
-    output = _option(ctx.args, "-o") or _option(ctx.args, "--output") or ""
-    version, minor = _version(ctx), str(_minor(ctx))
+    output = option(ctx.args, "-o") or option(ctx.args, "--output") or ""
+    version, minor = _version(ctx), str(kubeadm_minor(ctx))
     if output == "short":
         return ctx.ok(version + "\n")
     info = {"major": "1", "minor": minor, "gitVersion": version, "gitCommit": REVISION, "gitTreeState": "clean",
@@ -502,9 +371,13 @@ def _run(ctx: ToolContext) -> ToolResult:
 
             return kubeadm_certs.renew_all(ctx)
         if args[:3] == ["reset", "phase", "remove-etcd-member"]:
-            return _remove_etcd_member(ctx)
+            from clusterctl.mock.tools import kubeadm_reset
+
+            return kubeadm_reset.remove_etcd_member(ctx)
         if args[:1] == ["reset"]:
-            return _reset(ctx)
+            from clusterctl.mock.tools import kubeadm_reset
+
+            return kubeadm_reset.run(ctx)
         if args[:1] == ["upgrade"]:
             from clusterctl.mock.tools import kubeadm_upgrade
 

@@ -12,9 +12,15 @@ from __future__ import annotations
 
 from clusterctl.mock.tools import kube_state as ks
 from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.kubeadm_config import check_mixed_arguments, dry_run, load_config
 from clusterctl.mock.tools.kubeadm_manifests import MANIFESTS, write_manifests
 
 TRACE = "To see the stack trace of this error execute with --v=5 or higher\n"
+#: Flags of ``kubeadm upgrade`` that take a value as the next word.
+VALUED_FLAGS = frozenset({"--config", "--kubeconfig", "--ignore-preflight-errors", "--feature-gates", "--patches",
+                          "--skip-phases", "--certificate-renewal", "--etcd-upgrade", "-v", "--v"})
+#: What a dry run ends with (cmd/kubeadm/app/cmd/upgrade/apply.go and node.go).
+DRY_RUN_DONE = "[upgrade/successful] Finished dryrunning successfully!\n"
 
 
 def _parse(version: str) -> tuple[int, int, int] | None:
@@ -84,13 +90,22 @@ def _plan(ctx: ToolContext, kube: dict[str, object], target: str | None) -> Tool
                   f"{wanted}\n\n_____________________________________________________________________\n")
 
 
-def _apply(ctx: ToolContext, kube: dict[str, object], target: str) -> ToolResult:
+def _apply(ctx: ToolContext, kube: dict[str, object], target: str, *, dry_run: bool, confirmed: bool) -> ToolResult:
     cluster = str(kube.get("version") or "")
     kubeadm = _kubeadm_version(ctx)
     errors = _policy_errors(cluster, target, kubeadm)
     if errors:
         return _fatal(errors)
-    if not ({"-y", "--yes", "-f", "--force"} & set(ctx.args)):
+    if dry_run:
+        # The phases' own dry-run lines (cmd/kubeadm/app/cmd/phases/upgrade/apply/*.go); nothing changes.
+        return ctx.ok("[upgrade/preflight] Running preflight checks\n"
+                      "[dryrun] Would pull the required images (like 'kubeadm config images pull')\n"
+                      f'[dryrun] Would upgrade your static Pod-hosted control plane to version "{target}"'
+                      "[dryrun] Would upload the kubeadm ClusterConfiguration to a ConfigMap\n"
+                      "[dryrun] Would upload the kubelet configuration to a ConfigMap\n"
+                      "[dryrun] Would write the CRISocket annotation for the control-plane node\n"
+                      "[dryrun] Would configure bootstrap token and cluster-info RBAC rules\n" + DRY_RUN_DONE)
+    if not confirmed and not ({"-y", "--yes", "-f", "--force"} & set(ctx.args)):
         return ToolResult("[upgrade/confirm] Are you sure you want to proceed? [y/N]: ",
                           "won't proceed; the user didn't answer (Y|y) in order to continue\n" + TRACE, 1)
     write_manifests(ctx, target)
@@ -104,7 +119,7 @@ def _apply(ctx: ToolContext, kube: dict[str, object], target: str) -> ToolResult
                   "please proceed with upgrading your kubelets if you haven't already done so.\n")
 
 
-def _node(ctx: ToolContext, kube: dict[str, object]) -> ToolResult:
+def _node(ctx: ToolContext, kube: dict[str, object], *, dry_run: bool) -> ToolResult:
     if not ctx.fs.exists(ks.KUBELET_CONF):
         return ctx.fail("couldn't create a Kubernetes client from file \"/etc/kubernetes/kubelet.conf\": failed to "
                         "load admin kubeconfig: open /etc/kubernetes/kubelet.conf: no such file or directory\n" + TRACE)
@@ -114,6 +129,12 @@ def _node(ctx: ToolContext, kube: dict[str, object]) -> ToolResult:
         return ctx.fail(f'[upgrade/version] FATAL: kubeadm version "{kubeadm}" is lower than the cluster version '
                         f'"{cluster}": upgrade kubeadm first\n' + TRACE)
     out = "[upgrade] Reading configuration from the \"kubeadm-config\" ConfigMap in namespace \"kube-system\"...\n"
+    if dry_run:
+        # cmd/kubeadm/app/cmd/phases/upgrade/node/*.go: only what it would do; nothing changes.
+        out += "[upgrade/preflight] Would pull the required images (like 'kubeadm config images pull')\n"
+        if ctx.fs.exists(f"/etc/kubernetes/manifests/{MANIFESTS[1]}"):
+            out += f'[dryrun] Would upgrade your static Pod-hosted control plane to version "{cluster}"'
+        return ctx.ok(out + DRY_RUN_DONE)
     if ctx.fs.exists(f"/etc/kubernetes/manifests/{MANIFESTS[1]}"):
         if _manifest_version(ctx) != cluster:
             write_manifests(ctx, cluster)
@@ -124,20 +145,40 @@ def _node(ctx: ToolContext, kube: dict[str, object]) -> ToolResult:
                   "should go ahead and upgrade the kubelet package using your package manager.\n")
 
 
+def _positional(args: list[str]) -> list[str]:
+    """The words that are not flags or flag values (``--config FILE``: FILE is the flag's)."""
+    words: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in VALUED_FLAGS:
+            skip = True
+        elif not arg.startswith("-"):
+            words.append(arg)
+    return words
+
+
 def run(ctx: ToolContext) -> ToolResult:
-    args = [a for a in ctx.args[1:] if not a.startswith("-")]
+    args = _positional(ctx.args[1:])
     verb = args[0] if args else ""
+    check_mixed_arguments(ctx.args)
+    config = load_config(ctx, ctx.args).get("UpgradeConfiguration") or {}
+    section = config.get(verb) or {}
+    # The positional version wins over the configuration's (cmd/kubeadm/app/cmd/upgrade/apply.go).
+    target = args[1] if len(args) > 1 else str(section.get("kubernetesVersion") or "") or None
     kube = ks.read(ctx)
     if verb in ("plan", "apply") and (not ctx.fs.exists(ks.ADMIN_CONF) or not kube.get("initialized")):
         return ctx.fail("[upgrade/config] FATAL: failed to load admin kubeconfig: open /etc/kubernetes/admin.conf: "
                         "no such file or directory\n" + TRACE)
     if verb == "plan":
-        return _plan(ctx, kube, "v" + args[1].lstrip("v") if len(args) > 1 else None)
+        return _plan(ctx, kube, "v" + target.lstrip("v") if target else None)
     if verb == "apply":
-        if len(args) < 2:
+        if not target:
             return ctx.fail("[upgrade/version] FATAL: missing one or more required arguments. Required arguments: "
                             "[version]\n" + TRACE)
-        return _apply(ctx, kube, "v" + args[1].lstrip("v"))
+        return _apply(ctx, kube, "v" + target.lstrip("v"), dry_run=dry_run(ctx.args, section),
+                      confirmed=bool(section.get("forceUpgrade")))
     if verb == "node":
-        return _node(ctx, kube)
+        return _node(ctx, kube, dry_run=dry_run(ctx.args, section))
     return ctx.fail(f'unknown command "{verb}" for "kubeadm upgrade"\n')
