@@ -1,3 +1,3 @@
-from clusterctl.cli.app import main
+from clusterctl.cli.app import run_program
 
-main()
+run_program()

@@ -14,7 +14,7 @@ tests' ``assert_hosts_unchanged`` checks the whole state folder after every plan
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
 from clusterctl.transport.base import RunRequest
 
@@ -27,11 +27,19 @@ class ReadOnlyHost(Exception):
     """Something holding a read-only view tried to change the host."""
 
 
+class KnownAnswers(Protocol):
+    """Answers read before they were asked (``clusterctl.bootstrap.read_ahead``), each given once."""
+
+    def take(self, command: str, sudo: bool) -> CommandResult | None: ...
+
+
 class HostReader:
     """Reads one host through its transport; never changes it."""
 
-    def __init__(self, transport: Transport, *, what: str = "this step") -> None:
+    def __init__(self, transport: Transport, *, what: str = "this step", known: KnownAnswers | None = None) -> None:
         self._transport = transport
+        #: Answers already read in a batch with other steps' reads (a plain command, no env or stdin).
+        self._known = known
         #: Who holds the view, for the error ("phase kernel (plan)").
         self.what = what
         #: Answers kept by ``remember()``, each given back once by ``run`` (see ``replay_once``).
@@ -64,7 +72,9 @@ class HostReader:
         key = (command, sudo, tuple(sorted((env or {}).items())), stdin)
         if not self._keeping and key in self._kept:
             return self._kept.pop(key)
-        result = self._transport.execute(RunRequest(command, sudo, timeout, env, stdin, read_only=True))
+        result = self._known.take(command, sudo) if self._known is not None and not env and stdin is None else None
+        if result is None:
+            result = self._transport.execute(RunRequest(command, sudo, timeout, env, stdin, read_only=True))
         if self._keeping and result.exit_code == 0:
             self._kept[key] = result
         return result

@@ -176,6 +176,138 @@ def profile_tools(profile_dir: Path) -> list[str]:
     return tools
 
 
+_SAFE_LITERAL = re.compile(r"[A-Za-z0-9_./=:,+@% -]+")
+
+
+#: More alternatives than this and a rule is not analysed (its calls all go to the replay).
+_MAX_ALTERNATIVES = 16
+
+
+def _literal_alternatives(items: Any) -> list[tuple[str, bool]] | None:
+    """Every literal text a match of this regex sequence (``re._parser`` items) begins with, each
+    with whether it could still grow; None past ``_MAX_ALTERNATIVES``. Sound, not exact: any match
+    begins with one of the texts."""
+    from re import _constants as c
+
+    alts: list[tuple[str, bool]] = [("", True)]
+
+    def extend(options: list[tuple[str, bool]]) -> list[tuple[str, bool]] | None:
+        out = [a for a in alts if not a[1]]
+        out += [(text + more, grows) for text, is_open in alts if is_open for more, grows in options]
+        return out if len(out) <= _MAX_ALTERNATIVES else None
+
+    for op, arg in items:
+        result: list[tuple[str, bool]] | None
+        if op is c.LITERAL:
+            result = [(text + chr(arg), True) if is_open else (text, False) for text, is_open in alts]
+        elif op is c.AT:
+            result = alts  # zero-width: only narrows where a match may be
+        elif op is c.SUBPATTERN:
+            inner = _literal_alternatives(arg[3])
+            result = None if inner is None else extend(inner)
+        elif op is c.BRANCH:
+            options: list[tuple[str, bool]] = []
+            for branch in arg[1]:
+                inner = _literal_alternatives(branch)
+                if inner is None:
+                    return None
+                options += inner
+            result = extend(options)
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT):
+            low, _high, body = arg
+            inner = _literal_alternatives(body)
+            if inner is None:
+                return None
+            once = [(text, False) for text, _ in inner]
+            # Skipping the repeat (none at all) keeps an alternative open: what follows still counts.
+            result = extend([("", True), *once] if low == 0 else once)
+        else:
+            result = [(text, False) for text, _ in alts]
+        if result is None:
+            return None
+        alts = result
+    return alts
+
+
+def _regex_patterns(pattern: str) -> list[str] | None:
+    """Shell patterns that together match every line ``re.search(pattern, line)`` matches."""
+    from re import _constants as c
+    from re import _parser
+
+    items = list(_parser.parse(pattern))
+    anchored = bool(items) and items[0] == (c.AT, c.AT_BEGINNING)
+    if not anchored:
+        # A search matches anywhere: what comes after a leading zero-width or one-character
+        # piece (``(^|\\s)``) must still be in the line.
+        while items and (items[0][0] in (c.AT, c.IN, c.ANY, c.CATEGORY) or (
+                items[0][0] is c.SUBPATTERN and all(
+                    op in (c.AT, c.IN, c.BRANCH) for op, _ in items[0][1][3]))):
+            items.pop(0)
+    alts = _literal_alternatives(items)
+    if alts is None:
+        return None
+    lead = "" if anchored else "*"
+    out = []
+    for text, _ in alts:
+        # Only the beginning that needs no quoting in sh (a shorter beginning is still certain).
+        safe = _SAFE_LITERAL.match(text)
+        if safe is None:
+            return None  # nothing certain about the line
+        out.append(f'{lead}"{safe.group(0)}"*')
+    return out
+
+
+def rule_pattern(rule: Any) -> str | None:
+    """A shell ``case`` pattern for the command line (``"TOOL $*"``) of every call that ``rule``
+    could answer, or None when none can be given (every call then goes to the replay).
+
+    The pattern may match more calls than the rule does (those reach the replay, which
+    decides), never fewer: a ``match`` rule gives its words with ``*`` between them; a regex
+    the literal texts its matches begin with (``_literal_alternatives``). Literal text is kept
+    to characters that need no quoting, so the bare line the wrapper sees and the quoted one
+    the rules are also tried on agree.
+    """
+    if rule.match is not None:
+        words = rule.match.split()
+        if not words or not all(_SAFE_LITERAL.fullmatch(w) for w in words):
+            return None
+        return "*".join(f'"{w}"' for w in words) + "*"
+    if rule.regex is None:
+        return None
+    patterns = _regex_patterns(rule.regex.pattern)
+    return None if patterns is None else "|".join(patterns)
+
+
+def replay_filter(tool: str, profile: Any, real: str | None) -> str:
+    """Shell lines that answer, without starting Python, the calls of a tool that nothing simulated
+    can answer: the machine's own program runs (or "not found", as the replay would say).
+
+    A wrapper exists for every program a profile rule names (``cat`` because of one rule for
+    ``cat /tmp/clusterctl-bench-*.log``); without this filter every ``cat`` of a host, its
+    ``cat /etc/os-release`` included, cost a Python start and a profile load, which a real host
+    does not pay. The stateful simulated tools (``apt-get``, ``systemctl``...) always reach the
+    replay, and so does any call some rule could match (``rule_pattern``).
+    """
+    from clusterctl.mock.tools import FILE_TOOLS, tool_module
+
+    if tool_module(tool) is not None and tool not in FILE_TOOLS and profile.simulate:
+        return ""
+    patterns: list[str] = []
+    for rule in profile.rules:
+        pattern = rule_pattern(rule)
+        if pattern is None:
+            return ""  # a rule whose calls cannot be told apart in sh: every call goes to the replay
+        for one in pattern.split("|"):
+            literal = one.split('"')[1]
+            # A pattern anchored at the line's start that cannot begin with this tool is left out.
+            if one.startswith("*") or literal.startswith(tool + " ") or (tool + " ").startswith(literal) \
+                    or literal == tool:
+                patterns.append(one)
+    otherwise = (f"exec {shlex.quote(real)} \"$@\"" if real
+                 else f"echo {shlex.quote(f'sh: 1: {tool}: not found')} >&2; exit 127")
+    return f"case \"{tool} $*\" in {'|'.join(patterns) or 'clusterctl-none'}) ;; *) {otherwise} ;; esac\n"
+
+
 def _write_script(path: Path, text: str) -> None:
     path.write_text(text)
     path.chmod(0o755)
@@ -325,21 +457,20 @@ class SSHDHost:
         return [int(s["pid"]) for s in (data.get("daemons") or {}).values() if isinstance(s, dict) and s.get("pid")]
 
     def _install_profile_tools(self, profile: Path) -> None:
+        from clusterctl.mock.profile import load_profile
         from clusterctl.mock.tools import machine_tools
 
         python = shlex.quote(sys.executable)
         tools = profile_tools(profile)
         tools += [t for t in machine_tools() if t not in tools]
+        loaded = load_profile(str(profile))
         for tool in tools:
             real = shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin")
             fallback = f"--fallback {shlex.quote(real)} " if real else ""
-            _write_script(
-                self.bin_dir / tool,
-                "#!/bin/sh\n"
-                f"PYTHONPATH={shlex.quote(str(REPO_ROOT))} exec {python} -m clusterctl.mock.replay "
-                f"--profile {shlex.quote(str(profile))} --state-dir {shlex.quote(str(self.state_root))} "
-                f"--host {shlex.quote(self.name)} {fallback}-- {shlex.quote(tool)} \"$@\"\n",
-            )
+            replay = (f"PYTHONPATH={shlex.quote(str(REPO_ROOT))} exec {python} -m clusterctl.mock.replay "
+                      f"--profile {shlex.quote(str(profile))} --state-dir {shlex.quote(str(self.state_root))} "
+                      f"--host {shlex.quote(self.name)} {fallback}-- {shlex.quote(tool)} \"$@\"\n")
+            _write_script(self.bin_dir / tool, "#!/bin/sh\n" + replay_filter(tool, loaded, real) + replay)
 
     def _write_config(self) -> None:
         # sshd keeps the first value it reads for most keywords: the test's own lines go first.

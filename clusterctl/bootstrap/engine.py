@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from clusterctl.bootstrap import lock as host_lock
 from clusterctl.bootstrap.phase import Phase, PhaseContext
+from clusterctl.bootstrap.read_ahead import ReadAhead
 from clusterctl.bootstrap.run_data import RunData, RunOptions
 from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord, HostGate
 from clusterctl.findings import Finding, Severity, has_errors, sorted_findings
@@ -157,6 +158,10 @@ class RunSettings:
     options: RunOptions = field(default_factory=RunOptions)
     #: Called with each phase's results as it finishes (the CLI prints them as they come).
     on_phase: Callable[[Phase[Any], list[HostPhaseResult]], None] | None = None
+    #: Hosts where no change is expected before the phases read them (every host of a plan; in
+    #: an applying run, hosts whose previous run finished every phase): their phases' reads are
+    #: done in one round trip, with the lock (``clusterctl.bootstrap.read_ahead``).
+    read_ahead: frozenset[str] = frozenset()
 
 
 class SkipReason(str, Enum):
@@ -212,14 +217,18 @@ def run_bootstrap(
     store = settings.progress
     if store is not None and settings.apply and not settings.resume:
         store.forget([h.name for h in hosts])
+    ahead = _reads_ahead(inventory, hosts, phases, shared, settings)
     try:
         # Read-only runs (preflight alone) change nothing, so they need no lock and may run
         # beside another run.
         if settings.apply and any(not p.read_only for p in phases):
-            locked = _lock_hosts(runner, hosts, lock_info, settings, report)
+            locked = _lock_hosts(runner, hosts, lock_info, settings, report, ahead)
+        elif ahead:
+            _fill_ahead(runner, [h for h in hosts if h.name in ahead], ahead)
         for phase in phases:
             shared.failed_hosts = frozenset(report.failed_hosts)
-            phase_results, duration = _run_phase(phase, inventory, hosts, runner, gate, shared, settings, report)
+            phase_results, duration = _run_phase(phase, inventory, hosts, runner, gate, shared, settings, report,
+                                                 ahead)
             report.results.extend(phase_results)
             counts = {s: sum(1 for r in phase_results if r.status is s) for s in Status}
             report.recap.append(PhaseRecap(phase.name, duration, counts))
@@ -258,12 +267,61 @@ def _not_verified(report: BootstrapReport) -> str | None:
             "that host in the run, or run 'clusterctl bootstrap phase verify' afterwards)")
 
 
+#: (command, sudo) pairs each host's phases read first, for the hosts that read ahead.
+Reads = dict[str, tuple[list[tuple[str, bool]], ReadAhead]]
+
+
+def _reads_ahead(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any]], shared: RunData,
+                 settings: RunSettings) -> Reads:
+    """What each read-ahead host's phases will read first (phases that run on every host alone)."""
+    out: Reads = {}
+    for host in hosts:
+        if host.name not in settings.read_ahead:
+            continue
+        ctx = PhaseContext(host, HostReader(_Unconnected(host), what="read ahead"), inventory, shared,
+                           settings.options)
+        reads = [read for phase in phases if not (phase.serial or phase.once_per_cluster) and phase.applies_to(ctx)
+                 for read in phase.reads(ctx)]
+        if len(reads) > 1:
+            out[host.name] = (reads, ReadAhead())
+    return out
+
+
+def _fill_ahead(runner: Runner, hosts: Sequence[Host], ahead: Reads) -> None:
+    """The read-ahead on its own (a plan takes no lock): one round trip per host."""
+    def read(transport: Transport) -> int:
+        reads, answers = ahead[transport.host.name]
+        try:
+            return answers.fill(transport, reads)
+        except TransportError:
+            return 0  # the phases read one by one and report what is wrong
+
+    runner.run_task(hosts, read, label="read")
+
+
 def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings,
-                report: BootstrapReport) -> list[Host]:
+                report: BootstrapReport, ahead: Reads | None = None) -> list[Host]:
     # The lock is the one write that does not pass the gate: it guards the run itself (taken
     # before the first change, released after the last, never planned, never undone).
     def take(transport: Transport) -> str:
-        return host_lock.acquire(transport, info, path=settings.lock_path, force=settings.force_unlock)
+        planned = (ahead or {}).get(transport.host.name)
+        if planned is None:
+            return host_lock.acquire(transport, info, path=settings.lock_path, force=settings.force_unlock)
+        # Once the lock is ours no other run changes the host: the reads run right after it, in
+        # the same round trip (the lock is taken with sudo, so the sudo batch goes with it). A
+        # failed read-ahead costs nothing but itself: the phases then read the host one by one
+        # and say what is wrong.
+        reads, answers = planned
+        with_lock = next((b for b in answers.batches(reads) if b.sudo), None)
+        note, result = host_lock.acquire_then(transport, info, with_lock.line if with_lock else None,
+                                              path=settings.lock_path, force=settings.force_unlock)
+        try:
+            if with_lock is not None:
+                answers.accept(with_lock, result)
+            answers.fill(transport, reads, skip=with_lock if result is not None else None)
+        except TransportError:
+            answers.forget()
+        return note
 
     from clusterctl.fanout import FleetInterrupted
 
@@ -310,6 +368,7 @@ def _run_phase(
     shared: RunData,
     settings: RunSettings,
     report: BootstrapReport,
+    ahead: Reads | None = None,
 ) -> tuple[list[HostPhaseResult], float]:
     """``phase`` on every host of the run: a result per host (skipped ones included), in inventory order."""
     began = time.monotonic()
@@ -339,8 +398,10 @@ def _run_phase(
             results.append(HostPhaseResult(host.name, phase.name, Status.SKIPPED, message=why.value))
 
     def task(transport: Transport) -> HostPhaseResult:
+        planned = (ahead or {}).get(transport.host.name)
         return _one_host(phase, transport, inventory, shared, gate, settings,
-                         done_before=transport.host.name in done_before)
+                         done_before=transport.host.name in done_before,
+                         known=planned[1] if planned is not None else None)
 
     limit = max(runner.timeout_s, phase.timeout_s)
     batches = [[h] for h in targets] if phase.serial else [list(targets)]
@@ -377,11 +438,11 @@ def _fleet_findings(phase: Phase[Any], results: list[HostPhaseResult]) -> None:
 
 
 def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, shared: RunData, gate: Gate,
-              settings: RunSettings, *, done_before: bool) -> HostPhaseResult:
+              settings: RunSettings, *, done_before: bool, known: ReadAhead | None = None) -> HostPhaseResult:
     host = transport.host.name
     began = time.monotonic()
     result = HostPhaseResult(host, phase.name, Status.OK)
-    reader = HostReader(transport, what=f"phase {phase.name}")
+    reader = HostReader(transport, what=f"phase {phase.name}", known=known)
     ctx = PhaseContext(transport.host, reader, inventory, shared, settings.options)
     host_gate = gate.for_host(transport)
 
@@ -417,6 +478,8 @@ def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, sha
     before = len(host_gate.records())
     # Verify reads the host again; where nothing is applied, its first reads are check's answers.
     reader.replay_once(keep=not changes)
+    if changes and known is not None:
+        known.forget()  # the host is about to change: what was read ahead is no longer sure
     try:
         records = phase.apply(ctx, host_gate, changes)
     except (ChangeFailed, TransportError) as exc:

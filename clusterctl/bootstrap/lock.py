@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from clusterctl.errors import ClusterctlError
-from clusterctl.transport.base import FailureKind, Transport, TransportError
+from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
 
 DEFAULT_LOCK_PATH = "/var/lib/clusterctl/bootstrap.lock"
 #: A lock older than this is reported as probably stale (no run takes six hours per host).
@@ -91,13 +91,20 @@ def acquire(transport: Transport, info: LockInfo, *, path: str = DEFAULT_LOCK_PA
 
     Raises ``HostLocked`` naming the holder when another run has it (and ``force`` is off).
     """
+    return acquire_then(transport, info, None, path=path, force=force)[0]
+
+
+def acquire_then(transport: Transport, info: LockInfo, command: str | None, *, path: str = DEFAULT_LOCK_PATH,
+                 force: bool = False) -> tuple[str, CommandResult | None]:
+    """``acquire``, and once the lock is this run's, ``command`` (under sudo) in the same round trip
+    where the lock was free: the note and the command's result (``None`` where it did not run)."""
     note = ""
-    held = transport.create_exclusive(path, info.to_bytes(), sudo=True)
+    held, result = transport.create_exclusive_then(path, info.to_bytes(), command, sudo=True)
     if held is None:
-        return note
+        return note, result
     other = LockInfo.parse(held)
     if other is not None and other.run_id == info.run_id:
-        return note
+        return note, None
     holder = other.describe() if other else f"an unreadable lock file {path}"
     if not force:
         stale = other.stale_reason() if other else "the lock file is unreadable"
@@ -109,7 +116,7 @@ def acquire(transport: Transport, info: LockInfo, *, path: str = DEFAULT_LOCK_PA
     transport.remove(path, sudo=True)
     if transport.create_exclusive(path, info.to_bytes(), sudo=True) is not None:
         raise HostLocked(f"another run took the lock again right after --force-unlock cleared {holder}'s")
-    return f"cleared the lock held by {holder}"
+    return f"cleared the lock held by {holder}", None
 
 
 def release(transport: Transport, info: LockInfo, *, path: str = DEFAULT_LOCK_PATH) -> None:

@@ -97,6 +97,18 @@ class Phase(ABC, Generic[State]):
     def check(self, ctx: PhaseContext) -> State:
         """Read the host's current state through facts. Never changes anything."""
 
+    def reads(self, ctx: PhaseContext) -> Sequence[tuple[str, bool]]:
+        """The commands ``check`` will run, as ``(command, sudo)``, known before it runs; () by default.
+
+        Decided from ``ctx.host``, ``ctx.inventory`` and ``ctx.options`` only (like ``applies_to``).
+        Where no change is expected first, the engine reads these for every phase of the run in one
+        round trip, and ``check`` (or a ``verify`` where nothing was applied) gets the answers from
+        ``ctx.reader`` as if it had asked (``clusterctl.bootstrap.read_ahead``). Name only commands
+        that change nothing and whose stderr means nothing when they succeed: answers read ahead
+        carry their output and exit status, not their stderr.
+        """
+        return ()
+
     @abstractmethod
     def plan(self, ctx: PhaseContext, state: State) -> list[Change]:
         """The changes that bring the host from ``state`` to the wanted state; [] when none."""

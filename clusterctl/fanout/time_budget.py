@@ -67,6 +67,14 @@ class TimeBoxedTransport(Transport):
             return self.inner.create_exclusive(path, data, sudo=sudo)
         return Transport.create_exclusive(self, path, data, sudo=sudo)
 
+    def create_exclusive_then(
+        self, path: str, data: bytes, command: str | None, *, sudo: bool = False
+    ) -> tuple[bytes | None, CommandResult | None]:
+        self._left(None)
+        if self._own("create_exclusive_then"):
+            return self.inner.create_exclusive_then(path, data, command, sudo=sudo)
+        return Transport.create_exclusive_then(self, path, data, command, sudo=sudo)
+
     def remove(self, path: str, *, sudo: bool = False) -> None:
         self._left(None)
         if self._own("remove"):

@@ -189,6 +189,14 @@ class MockTransport(Transport):
         except StateError as exc:
             raise TransportError(FailureKind.COMMAND_FAILED, f"could not create {path}: {exc}") from None
 
+    def create_exclusive_then(
+        self, path: str, data: bytes, command: str | None, *, sudo: bool = False
+    ) -> tuple[bytes | None, CommandResult | None]:
+        held = self.create_exclusive(path, data, sudo=sudo)
+        if held is not None or command is None:
+            return held, None
+        return None, self.run(command, sudo=sudo)
+
     def remove(self, path: str, *, sudo: bool = False) -> None:
         from clusterctl.mock.state import StateError
 

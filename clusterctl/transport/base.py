@@ -375,19 +375,35 @@ class Transport:
         never exists empty or half-written: a run cut off here (Ctrl-C) leaves either nothing
         or a whole lock it can recognise as its own and release.
         """
+        return self.create_exclusive_then(path, data, None, sudo=sudo)[0]
+
+    def create_exclusive_then(
+        self, path: str, data: bytes, command: str | None, *, sudo: bool = False
+    ) -> tuple[bytes | None, CommandResult | None]:
+        """``create_exclusive``, and where this call created the file, ``command`` right after it in
+        the same round trip (a run's lock and its first reads), under the same ``sudo``.
+
+        Returns what ``create_exclusive`` returns and the command's result: ``None`` when the file
+        was already there (the command did not run) or when no command was given.
+        """
         q = shlex.quote(path)
         folder = shlex.quote(path.rsplit("/", 1)[0] or "/")
+        then = f"; {command}" if command else ""
         script = (f"mkdir -p {folder} && tmp=$(mktemp {folder}/.clusterctl-new.XXXXXX) && "
                   "trap 'rm -f \"$tmp\"' EXIT && cat > \"$tmp\" && "
-                  f"if ln \"$tmp\" {q} 2>/dev/null; then echo created; else cat {q}; exit 3; fi")
+                  f"if ln \"$tmp\" {q} 2>/dev/null; then echo created{then}; else cat {q}; exit 3; fi")
         result = self.run("sh -c " + shlex.quote(script), sudo=sudo, stdin=data)
-        if result.exit_code == 3:
-            return result.stdout.encode()
-        if not result.ok or result.stdout.strip() != "created":
+        created = result.stdout.startswith("created\n")
+        if not created and result.exit_code == 3:
+            return result.stdout.encode(), None
+        if not created or (command is None and (not result.ok or result.stdout.strip() != "created")):
             raise TransportError(
                 FailureKind.COMMAND_FAILED, f"could not create {path} (exit {result.exit_code}): {result.stderr_tail()}"
             )
-        return None
+        if command is None:
+            return None, None
+        return None, CommandResult(command, result.stdout[len("created\n"):], result.stderr, result.exit_code,
+                                   result.duration_s)
 
     def remove(self, path: str, *, sudo: bool = False) -> None:
         """Remove ``path`` if it exists."""

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 from clirun import clusterctl
 
 from clusterctl.cli.app import hoist_global_options
@@ -50,3 +52,27 @@ def test_help_imports_nothing_heavy() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "LOADED []" in done.stdout, done.stdout[-400:] + done.stderr[-400:]
+
+
+def test_the_program_ends_with_the_commands_status_and_every_byte_of_its_output(tmp_path: Path) -> None:
+    """``python -m clusterctl`` skips the interpreter's teardown (``run_program``): the exit status
+    and the whole output, written to a pipe, must be exactly what the command produced."""
+    import json
+    import subprocess
+    import sys
+
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text("cluster: here\nhosts:\n  me: {transport: local}\n")
+
+    def program(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "clusterctl", "-i", str(inventory), *args],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+    big = program("-o", "json", "exec", "--", "seq", "1", "200000")
+    assert big.returncode == 0, big.stderr
+    assert json.loads(big.stdout)["hosts"][0]["stdout"].endswith("199999\n200000\n")
+    failed = program("-o", "json", "exec", "--", "false")
+    assert failed.returncode == 1
+    assert json.loads(failed.stdout)["hosts"][0]["exit_code"] == 1
+    usage = program("--parallel", "0", "exec", "--", "true")
+    assert usage.returncode == 2 and usage.stderr.strip()

@@ -12,7 +12,9 @@ verify phase's node checks reading the real API server's answers.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,8 +24,8 @@ import yaml
 from contract import SimulatedHost
 from control_plane import ADDRESS, ControlPlane, kwok_node
 from demo_calls import SURVEY, VARIANTS
-from real_tools import find_tool
-from toolset import ETCD, KUBERNETES_NEWEST
+from real_tools import find_tool, missing
+from toolset import ETCD, KUBERNETES_NEWEST, module_files
 
 from clusterctl.bootstrap.cluster import kubeadm
 from clusterctl.bootstrap.cluster.addons import addon_plan, render_test_pod
@@ -150,24 +152,77 @@ def test_token_create_and_upload_certs_lines_agree_with_the_simulated_kubeadm(co
 
 
 def manifests(settings: ClusterSettings) -> dict[str, str]:
-    """Every manifest clusterctl applies itself with kubectl (helm charts and upstream URLs aside)."""
+    """Every manifest clusterctl applies itself with kubectl for one inventory (Helm charts aside)."""
+    from dataclasses import replace
+
+    from clusterctl.bootstrap.cluster.alerts import render_prometheus_rule
+
     out: dict[str, str] = {}
     for runtime_class in (False, True):
         for item in addon_plan(settings, runtime_class=runtime_class, service_monitor=False).manifests:
             out[item.path] = item.text
-    from dataclasses import replace
-
-    operator = replace(settings, addons=replace(settings.addons, mode="gpu-operator"))
-    for item in addon_plan(operator, runtime_class=False, service_monitor=False).manifests:
-        out["gpu-operator:" + item.path] = item.text
-    flannel = replace(settings, network=replace(settings.network, cni="flannel"))
-    out["flannel"] = network_plan(flannel).rendered
+    out["network:" + settings.network.cni] = network_plan(settings).rendered
+    # An air-gapped site: Calico's images from the site registry (the Installation's registry field).
+    mirrored = replace(settings, network=replace(settings.network, image_registry="registry.example:5000/mirror"))
+    out["network-mirrored:" + settings.network.cni] = network_plan(mirrored).rendered
+    out["prometheus rule"] = render_prometheus_rule(settings.alerts, ["gpu-a1", "gpu-a2"])
     out["gpu test pod"] = render_test_pod("gpu-a2", runtime_class=True)
     return out
 
 
-def test_every_manifest_clusterctl_applies_passes_a_server_side_dry_run(control_plane: Cluster) -> None:
-    rendered = manifests(control_plane.settings)
+def every_variants_manifests(folder: Path) -> dict[str, str]:
+    """The manifests of every demo variant (device plugin and GPU Operator, Calico and Flannel, one and
+    three control planes, each Kubernetes minor), the same text once."""
+    seen: dict[str, str] = {}
+    for variant in VARIANTS:
+        inventory = load_inventory(str(variant.write_inventory(folder / variant.name)))
+        for name, text in manifests(cluster_settings(inventory)).items():
+            if text not in seen.values():
+                seen[f"{variant.name}: {name}"] = text
+    return seen
+
+
+#: The upstream CRDs the manifests need (tests/upstream/fetch-manifests), as (module files, path in them).
+UPSTREAM_CRDS = (
+    ("calico-operator-crds", "manifests/operator-crds.yaml"),
+    ("prometheus-operator-crds", "example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml"),
+    ("prometheus-operator-crds", "example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"),
+)
+
+
+def upstream_file(name: str, relative: str) -> Path:
+    path = module_files(name) / relative
+    if not path.exists():
+        missing(f"{path} is not there: run tests/upstream/fetch-manifests")
+    return path
+
+
+@pytest.fixture(scope="session")
+def upstream_crds(control_plane: Cluster) -> list[str]:
+    """Calico's operator CRDs and the Prometheus operator's, applied for real (server-side: Calico's are
+    larger than client-side apply's annotation allows), and Established."""
+    names: list[str] = []
+    for name, relative in UPSTREAM_CRDS:
+        text = upstream_file(name, relative).read_bytes()
+        done = control_plane.plane.kubectl("apply --server-side -f -", stdin=text)
+        assert done.returncode == 0, done.stderr
+        names += [doc["metadata"]["name"] for doc in yaml.safe_load_all(text) if doc]
+    waited = control_plane.plane.kubectl("wait --for condition=established --timeout=120s "
+                                         + " ".join(f"crd/{n}" for n in names))
+    assert waited.returncode == 0, waited.stderr
+    # The namespace kube-prometheus-stack runs in (the PrometheusRule's), as the site's stack would have made it.
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": control_plane.settings.alerts.namespace}}
+    assert control_plane.plane.kubectl("apply --server-side -f -", stdin=json.dumps(namespace).encode()) \
+        .returncode == 0
+    return names
+
+
+def test_every_manifest_clusterctl_applies_passes_a_server_side_dry_run(control_plane: Cluster,
+                                                                       upstream_crds: list[str],
+                                                                       tmp_path: Path) -> None:
+    rendered = every_variants_manifests(tmp_path)
+    assert any("kind: Installation" in text for text in rendered.values())
+    assert any("kind: PrometheusRule" in text for text in rendered.values())
     # clusterctl creates its namespaces and the nvidia RuntimeClass first (a dry-run creates nothing,
     # and objects in a namespace or pods naming a RuntimeClass need them): apply those for real, then
     # dry-run everything.
@@ -177,10 +232,75 @@ def test_every_manifest_clusterctl_applies_passes_a_server_side_dry_run(control_
     for doc in namespaces:
         applied = control_plane.plane.kubectl("apply --server-side -f -", stdin=json.dumps(doc).encode())
         assert applied.returncode == 0, applied.stderr
-    for name, text in rendered.items():
-        done = control_plane.plane.kubectl("apply --server-side --dry-run=server -f -", stdin=text.encode())
-        assert done.returncode == 0, f"{name}: {done.stderr}"
-        assert "(server dry run)" in done.stdout, name
+    # One kubectl for all (it answers object by object); one per manifest only to name a refused one.
+    everything = "\n---\n".join(rendered.values())
+    done = control_plane.plane.kubectl("apply --server-side --dry-run=server -f -", stdin=everything.encode())
+    if done.returncode != 0:
+        for name, text in rendered.items():
+            one = control_plane.plane.kubectl("apply --server-side --dry-run=server -f -", stdin=text.encode())
+            assert one.returncode == 0, f"{name}: {one.stderr}"
+    assert done.returncode == 0, done.stderr
+    objects = [doc for text in rendered.values() for doc in yaml.safe_load_all(text) if doc]
+    assert done.stdout.count("(server dry run)") == len(objects), done.stdout
+
+
+def test_the_custom_resources_are_checked_against_their_crds(control_plane: Cluster,
+                                                             upstream_crds: list[str]) -> None:
+    """The check can fail: the CRDs' schemas refuse a value and a field clusterctl's manifests could get wrong."""
+    calico = network_plan(control_plane.settings).rendered
+    for wrong, said in ((calico.replace("VXLANCrossSubnet", "VXLANCrossSubnett"), "VXLANCrossSubnett"),
+                        (calico.replace("natOutgoing:", "natOutgoin:"), "natOutgoin")):
+        done = control_plane.plane.kubectl("apply --server-side --dry-run=server -f -", stdin=wrong.encode())
+        assert done.returncode != 0 and said in done.stderr, done.stdout + done.stderr
+    from clusterctl.bootstrap.cluster.alerts import render_prometheus_rule
+
+    rule = render_prometheus_rule(control_plane.settings.alerts).replace("    expr:", "    exp:", 1)
+    done = control_plane.plane.kubectl("apply --server-side --dry-run=server -f -", stdin=rule.encode())
+    assert done.returncode != 0 and "exp" in done.stderr, done.stdout + done.stderr
+
+
+def test_clusterctls_crd_probes_see_the_real_crds(control_plane: Cluster, upstream_crds: list[str]) -> None:
+    """alert-rules and gpu-addons decide from these reads whether kube-prometheus-stack is there."""
+    from clusterctl.bootstrap.phases.alert_rules import PROMETHEUS_RULE_CRD
+    from clusterctl.bootstrap.phases.gpu_addons import SERVICE_MONITOR_CRD
+
+    ctx = control_plane.context()
+    assert cluster_common.object_exists(ctx, PROMETHEUS_RULE_CRD)
+    assert cluster_common.object_exists(ctx, SERVICE_MONITOR_CRD)
+    assert not cluster_common.object_exists(ctx, "crd/podmonitors.monitoring.coreos.com")
+
+
+def test_clusterctls_nfd_values_render_the_pinned_chart_and_pass_the_server(control_plane: Cluster,
+                                                                           tmp_path: Path) -> None:
+    """The real helm renders NFD 0.19.0's own chart (its values.schema.json checks the values) with
+    clusterctl's values; its CRDs go in for real and every object passes a server-side dry-run."""
+    helm = find_tool("helm", "3.22.0")
+    chart = upstream_file("node-feature-discovery-chart", "deployment/helm/node-feature-discovery")
+    (release,) = [r for r in addon_plan(control_plane.settings, runtime_class=False, service_monitor=False).releases
+                  if r.chart.release == "node-feature-discovery"]
+    values = tmp_path / "values.yaml"
+    values.write_text(release.values)
+    rendered = subprocess.run([str(helm), "template", release.chart.release, str(chart), "--namespace",
+                               release.chart.namespace, "--values", str(values), "--include-crds"],
+                              capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    assert rendered.returncode == 0, rendered.stderr
+    docs = [d for d in yaml.safe_load_all(rendered.stdout) if d]
+    crds = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
+    assert crds
+    for doc in [*crds, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": release.chart.namespace}}]:
+        done = control_plane.plane.kubectl("apply --server-side -f -", stdin=json.dumps(doc).encode())
+        assert done.returncode == 0, done.stderr
+    names = " ".join(f"crd/{d['metadata']['name']}" for d in crds)
+    assert control_plane.plane.kubectl(f"wait --for condition=established --timeout=120s {names}").returncode == 0
+    for doc in docs:
+        if doc["kind"] == "CustomResourceDefinition":
+            continue
+        done = control_plane.plane.kubectl(f"apply --server-side --dry-run=server -n {release.chart.namespace} -f -",
+                                           stdin=json.dumps(doc).encode())
+        assert done.returncode == 0, f"{doc['kind']}/{doc['metadata']['name']}: {done.stderr}"
+    # The worker reads clusterctl's label namespaces from the master's config, as rendered.
+    master = next(d for d in docs if d["kind"] == "ConfigMap" and "master" in d["metadata"]["name"])
+    assert "clusterctl.dev" in json.dumps(master["data"])
 
 
 def test_the_check_can_fail_a_misspelt_field_is_refused_by_the_server(control_plane: Cluster) -> None:
@@ -267,3 +387,61 @@ def test_clusterctls_helm_lines_install_a_chart_archive_and_read_the_release_bac
     assert found.chart_version("site-probe") == "0.1.0"
     said = control_plane.plane.kubectl("-n site-probe get configmap site-probe -o jsonpath={.data.said}")
     assert said.stdout == "hello"
+
+
+#: The step lines of a dry-run upgrade that the simulated kubeadm models (``[dryrun] Would ...``; one
+#: of them is printed without a line end by kubeadm itself, so they are found, not split on lines).
+DRY_RUN_STEP = re.compile(r'\[dryrun\] Would (?:pull|upgrade|upload|write|configure)[^\[\n]*|'
+                          r'\[upgrade/successful\] Finished dryrunning successfully!')
+
+
+def mirror_static_pods(cluster: Cluster, node: str) -> None:
+    """What a kubelet does with kubeadm's static pod manifests: a mirror pod of each in kube-system
+    (kubeadm's upgrade finds the API server's advertised endpoint in its annotation); kwok runs them."""
+    plane = cluster.plane
+    for manifest in sorted(plane.host_path("/etc/kubernetes/manifests").iterdir()):
+        pod = yaml.safe_load(manifest.read_text())
+        name = f"{pod['metadata']['name']}-{node}"
+        if plane.kubectl(f"-n kube-system get pod {name}").returncode == 0:
+            continue
+        pod["metadata"]["name"] = name
+        pod["metadata"].setdefault("annotations", {})["kubernetes.io/config.mirror"] = "clusterctl-test"
+        pod["spec"]["nodeName"] = node
+        created = plane.kubectl("-n kube-system create -f -", stdin=json.dumps(pod).encode())
+        assert created.returncode == 0, created.stderr
+
+
+def test_upgrade_dry_runs_agree_with_the_simulated_kubeadm_and_change_nothing(control_plane: Cluster,
+                                                                              tmp_path: Path) -> None:
+    """clusterctl's upgrade lines with ``--dry-run`` on the real control plane and on a simulated one:
+    the same exit, every step the simulator announces announced by the real kubeadm, nothing changed.
+    (This control plane has no kubelet, whose checks kubeadm makes before an upgrade: they are ignored
+    on both sides.)"""
+    plane = control_plane.plane
+    mirror_static_pods(control_plane, "gpu-a1")
+    # The kubelets' own version, as kubelets of the release report it (kwok's nodes say "fake"): kubeadm
+    # checks every node's against the target.
+    version = json.dumps({"status": {"nodeInfo": {"kubeletVersion": f"v{KUBERNETES_NEWEST}"}}})
+    for host in control_plane.inventory.hosts:
+        patched = plane.kubectl(f"patch node {host.name} --subresource=status --type=merge -p {version!r}")
+        assert patched.returncode == 0, patched.stderr
+    config = kubeadm.render_upgrade_config(f"v{KUBERNETES_NEWEST}").encode()
+    manifests_before = {p.name: p.read_bytes() for p in plane.host_path("/etc/kubernetes/manifests").iterdir()}
+    stored = kubectl_json(control_plane, "-n kube-system get configmap kubeadm-config")
+    sim = SimulatedHost(tmp_path / "sim", {"kubeadm": f"{KUBERNETES_NEWEST}-1.1"})
+    assert sim.run(kubeadm.INIT_COMMAND, plane.init_config.encode()).exit_code == 0
+    for verb in ("apply", "node"):
+        line = kubeadm.upgrade_command(verb, f"v{KUBERNETES_NEWEST}" if verb == "apply" else None) + \
+            " --dry-run --ignore-preflight-errors=all"
+        real = plane.sh(line, stdin=config, timeout=300)
+        simulated = sim.run(line, config)
+        assert (simulated.exit_code, real.returncode) == (0, 0), f"{line}\nreal: {real.stdout[-3000:]}" \
+            f"{real.stderr[-3000:]}\nsimulated: {simulated.output}"
+        announced = DRY_RUN_STEP.findall(simulated.stdout)
+        assert announced and announced[-1].startswith("[upgrade/successful]")
+        for step in announced:
+            assert step.strip() in real.stdout, f"{verb}: {step!r} is not in the real dry run:\n{real.stdout[-4000:]}"
+    assert {p.name: p.read_bytes() for p in plane.host_path("/etc/kubernetes/manifests").iterdir()} == \
+        manifests_before
+    after = kubectl_json(control_plane, "-n kube-system get configmap kubeadm-config")
+    assert after["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]  # type: ignore[index]

@@ -134,3 +134,57 @@ def kubeadm_for(kubernetes: str) -> str:
         if version.split(".")[:2] == minor:
             return version
     raise KeyError(f"no kubeadm of Kubernetes {'.'.join(minor)} in tests/upstream/toolset.py")
+
+
+@dataclass(frozen=True)
+class ModuleFiles:
+    """Files of a published Go module the tier needs as they are (CRDs, a Helm chart), not a build.
+
+    ``tests/upstream/fetch-manifests`` copies them (``go mod download -json MODULE@VERSION``, its
+    ``Dir``) into ``<cache>/<name>-<version>/``, keeping their module-relative paths; a folder is
+    copied whole. Nothing of them goes into the repository.
+    """
+
+    name: str
+    module: str
+    version: str
+    #: Module-relative files or folders.
+    paths: tuple[str, ...]
+    #: Why this version (the pin it stands for, or why not the pin).
+    note: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}-{self.version}"
+
+
+#: The module proxy this project's machines reach serves only some versions of these modules
+#: (``go list -m -versions`` and ``@v/list`` answer 403 for the others); what is not served is
+#: named in docs/testing.md.
+MODULE_FILES: tuple[ModuleFiles, ...] = (
+    ModuleFiles(
+        "prometheus-operator-crds", "github.com/prometheus-operator/prometheus-operator", "v0.85.0",
+        ("example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml",
+         "example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"),
+        "clusterctl pins no Prometheus operator (the site's kube-prometheus-stack brings the CRDs); v0.85.0 is "
+        "the newest version of the root module the proxy serves (monitoring.coreos.com/v1 since v0.18)"),
+    ModuleFiles(
+        "calico-operator-crds", "github.com/projectcalico/calico", "v1.11.0-cni-plugin.0.20250813170300-a0db560f0520",
+        ("manifests/operator-crds.yaml",),
+        "NOT the pin (Calico v3.31.7 with its Tigera operator): the proxy serves neither "
+        "github.com/projectcalico/calico@v3.31.7 nor any github.com/tigera/operator version, only this "
+        "release-v3.28 commit (Calico v3.28.5, operator v1.34.13); operator.tigera.io/v1 Installation and "
+        "APIServer as that operator defines them"),
+    ModuleFiles(
+        "node-feature-discovery-chart", "sigs.k8s.io/node-feature-discovery", "v0.19.0",
+        ("deployment/helm/node-feature-discovery",),
+        "the chart of the pinned NFD 0.19.0 (pins.CHART_PINS), with its values.schema.json and CRDs"),
+)
+
+
+def module_files(name: str, cache: Path | None = None) -> Path:
+    """The folder ``fetch-manifests`` copied ``name``'s files into (module-relative paths below it)."""
+    for entry in MODULE_FILES:
+        if entry.name == name:
+            return (cache or cache_folder()) / entry.key
+    raise KeyError(f"{name} is not in tests/upstream/toolset.py MODULE_FILES")

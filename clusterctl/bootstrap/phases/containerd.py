@@ -100,12 +100,22 @@ class Containerd(Phase[ContainerdState]):
     #: After a rollback, containerd must answer on the old config (the verify reads say so).
     verify_after_rollback = True
 
-    def check(self, ctx: PhaseContext) -> ContainerdState:
+    def _probe(self, ctx: PhaseContext) -> str:
         paths = ctx.options.containerd
         registries = tuple(name for name, _ in ctx.inventory.bootstrap.registry_mirrors)
-        probe = containerd_probe(paths.config, paths.dropin_dir, paths.certs_dir, ctx.host.stack.kubernetes,
-                                 registries)
-        result = ctx.reader.run(probe, sudo=True)
+        return containerd_probe(paths.config, paths.dropin_dir, paths.certs_dir, ctx.host.stack.kubernetes,
+                                registries)
+
+    def reads(self, ctx: PhaseContext) -> list[tuple[str, bool]]:
+        reads = [(self._probe(ctx), True)]
+        if ctx.options.applying:
+            # verify's first question too: on a host where nothing changes, it is answered from here.
+            reads.append((f"{ctx.options.containerd.ctr} plugins ls", True))
+        return reads
+
+    def check(self, ctx: PhaseContext) -> ContainerdState:
+        paths = ctx.options.containerd
+        result = ctx.reader.run(self._probe(ctx), sudo=True)
         facts = parse_containerd_probe(result.stdout)
         for name in list(facts.dropins):
             content = ctx.reader.get(f"{paths.dropin_dir}/{name}", sudo=True)

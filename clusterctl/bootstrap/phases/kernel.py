@@ -26,6 +26,9 @@ class Kernel(Phase[KernelFacts]):
     description = "overlay and br_netfilter, forwarding and bridge sysctls, swap off (now and at boot)"
     timeout_s = 120.0
 
+    def reads(self, ctx: PhaseContext) -> list[tuple[str, bool]]:
+        return [(kernel_probe(tuple(SYSCTLS), (MODULES_FILE, SYSCTL_FILE, FSTAB)), True)]
+
     def check(self, ctx: PhaseContext) -> KernelFacts:
         result = ctx.reader.run(kernel_probe(tuple(SYSCTLS), (MODULES_FILE, SYSCTL_FILE, FSTAB)), sudo=True)
         return parse_kernel_probe(result.stdout)

@@ -32,6 +32,9 @@ class NvidiaRuntime(Phase[ToolkitFacts]):
     description = "NVIDIA Container Toolkit: runtime binary checked, CDI spec when asked"
     timeout_s = 180.0
 
+    def reads(self, ctx: PhaseContext) -> list[tuple[str, bool]]:
+        return [(toolkit_probe(NVIDIA_RUNTIME_BINARY, CDI_SPEC), True)]
+
     def check(self, ctx: PhaseContext) -> ToolkitFacts:
         result = ctx.reader.run(toolkit_probe(NVIDIA_RUNTIME_BINARY, CDI_SPEC), sudo=True)
         return parse_toolkit_probe(result.stdout)

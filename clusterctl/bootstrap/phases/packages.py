@@ -61,12 +61,18 @@ class Packages(Phase[PackageFacts]):
         return chosen_repos(ctx.host.stack, ctx.inventory.bootstrap, facts.os_id if facts else None,
                             facts.codename if facts else None)
 
-    def _read(self, ctx: PhaseContext) -> PackageFacts:
+    def _probe(self, ctx: PhaseContext) -> str:
         pins = wanted_packages(ctx.host.stack, ctx.inventory.bootstrap)
         # File names do not depend on the OS (only Docker's URL and suite inside do).
+        files = tuple(sources_path(r) for r in self._repos(ctx, None))
+        return packages_probe(tuple(p.package for p in pins), files, KEYRING_DIR)
+
+    def reads(self, ctx: PhaseContext) -> list[tuple[str, bool]]:
+        return [(self._probe(ctx), True)]
+
+    def _read(self, ctx: PhaseContext) -> PackageFacts:
         repos = self._repos(ctx, None)
-        files = tuple(sources_path(r) for r in repos)
-        result = ctx.reader.run(packages_probe(tuple(p.package for p in pins), files, KEYRING_DIR), sudo=True)
+        result = ctx.reader.run(self._probe(ctx), sudo=True)
         facts = parse_packages_probe(result.stdout)
         # Keys given as files are compared byte for byte (they may be binary keyrings).
         for repo in repos:

@@ -51,6 +51,9 @@ class Preflight(Phase[NodeFacts]):
     read_only = True
     timeout_s = 60.0
 
+    def reads(self, ctx: PhaseContext) -> list[tuple[str, bool]]:
+        return [(NODE_FACTS.command, NODE_FACTS.sudo)]
+
     def check(self, ctx: PhaseContext) -> NodeFacts:
         return read_node_facts(ctx)
 
