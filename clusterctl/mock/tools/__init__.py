@@ -17,7 +17,7 @@ from clusterctl.mock.tools.base import ToolContext, ToolResult
 TOOLS: dict[str, str] = {
     # the host's files and shell utilities (they read and write the state tree)
     **{name: "clusterctl.mock.tools.files" for name in (
-        "cat", "test", "[", "mkdir", "rm", "cp", "mv", "ls", "touch", "chmod", "chown", "tee", "cmp",
+        "cat", "test", "[", "mkdir", "rm", "rmdir", "cp", "mv", "ls", "touch", "chmod", "chown", "tee", "cmp",
         "grep", "head", "tail", "wc", "basename", "dirname", "date", "sleep", "uname", "id", "whoami",
         "hostname", "stat", "readlink", "ln", "install", "sync",
     )},
