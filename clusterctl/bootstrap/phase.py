@@ -102,8 +102,10 @@ class Phase(ABC, Generic[State]):
 
         Decided from ``ctx.host``, ``ctx.inventory`` and ``ctx.options`` only (like ``applies_to``).
         Where no change is expected first, the engine reads these for every phase of the run in one
-        round trip, and ``check`` gets the answers from ``ctx.reader`` as if it had asked
-        (``clusterctl.bootstrap.read_ahead``; only ``section_command`` probes take part).
+        round trip, and ``check`` (or a ``verify`` where nothing was applied) gets the answers from
+        ``ctx.reader`` as if it had asked (``clusterctl.bootstrap.read_ahead``). Name only commands
+        that change nothing and whose stderr means nothing when they succeed: answers read ahead
+        carry their output and exit status, not their stderr.
         """
         return ()
 

@@ -11,13 +11,16 @@ is applied on the host the rest is forgotten (``forget``), so no phase ever read
 a change. A guess that was wrong (the host had drifted) costs the reads of the later phases, done
 again one by one after the change.
 
-Only probes whose answer is their output take part: ``section_command`` lines, which end in
-``; true`` and so always exit 0. A batch that fails as a whole (sudo refused, a shell missing) is
-not used: each phase then reads on its own and reports what went wrong itself.
+Each command's exit status is kept with its output; one that failed there is not given (its
+phase runs it again itself, and sees why). The answers carry no stderr (the batch's is shared), so
+a phase names in ``reads`` only commands whose stderr means nothing when they succeed (the
+``section_command`` probes fold it into their output). A batch that fails as a whole (sudo
+refused, a shell missing, an output cut short) is not used: each phase then reads on its own.
 """
 
 from __future__ import annotations
 
+import re
 import secrets
 import threading
 from collections.abc import Sequence
@@ -28,36 +31,32 @@ from clusterctl.transport.base import CommandResult, Transport
 MARKER = "@@clusterctl-read-ahead@@"
 
 
-def eligible(command: str) -> bool:
-    """Whether a read can be batched: its exit status says nothing (it ends in ``; true``)."""
-    return command.rstrip().endswith("; true")
-
-
 def batch_command(commands: Sequence[str], token: str) -> str:
-    """One shell line running ``commands`` in order, each output opened by a marker line.
+    """One shell line running ``commands`` in order, each output between two marker lines, the
+    second with the command's exit status.
 
     Every output is followed by one ``echo`` (a newline), so a marker always starts a line even
     after an output without a final newline; ``split_batch`` takes that newline off again.
     """
-    parts = [f"echo '{MARKER} {token} {i}'; {command}; echo" for i, command in enumerate(commands)]
-    parts.append(f"echo '{MARKER} {token} end'")
-    return "; ".join(parts)
+    return "; ".join(f"echo '{MARKER} {token} {i}'; {command}; clusterctl_read_rc=$?; echo; "
+                     f"echo \"{MARKER} {token} {i} exit $clusterctl_read_rc\"" for i, command in enumerate(commands))
 
 
-def split_batch(text: str, count: int, token: str) -> list[str] | None:
-    """The ``count`` outputs of a ``batch_command`` run, or None when the output is not whole."""
-    first = f"{MARKER} {token} 0\n"
-    if not text.startswith(first):
-        return None
-    rest = text[len(first):]
-    outputs: list[str] = []
-    for i in [*range(1, count), "end"]:
-        header = f"\n{MARKER} {token} {i}\n"
-        at = rest.find(header)
-        if at < 0:
+def split_batch(text: str, count: int, token: str) -> list[tuple[str, int]] | None:
+    """The ``count`` (output, exit status) pairs of a ``batch_command`` run, or None when the
+    output is not whole."""
+    rest = text
+    outputs: list[tuple[str, int]] = []
+    for i in range(count):
+        header = f"{MARKER} {token} {i}\n"
+        if not rest.startswith(header):
             return None
-        outputs.append(rest[:at])  # without the newline the batch's echo added
-        rest = rest[at + len(header):]
+        rest = rest[len(header):]
+        closing = re.search(rf"\n{re.escape(MARKER)} {token} {i} exit (\d+)\n", rest)
+        if closing is None:
+            return None
+        outputs.append((rest[:closing.start()], int(closing.group(1))))  # without the echo's newline
+        rest = rest[closing.end():]
     if rest.strip():
         return None
     return outputs
@@ -86,28 +85,33 @@ class ReadAhead:
         return len(self._answers)
 
     def batches(self, reads: Sequence[tuple[str, bool]]) -> list[Batch]:
-        """The batches that read every eligible command of ``reads``: one per sudo setting."""
+        """The batches that read every command of ``reads``: one per sudo setting."""
         wanted: dict[bool, list[str]] = {}
         for command, sudo in reads:
-            if eligible(command) and command not in wanted.setdefault(sudo, []):
+            if command not in wanted.setdefault(sudo, []):
                 wanted[sudo].append(command)
         # One command alone is read by its phase: nothing to save.
         return [Batch(tuple(commands), sudo, secrets.token_hex(8)) for sudo, commands in wanted.items()
                 if len(commands) > 1]
 
     def accept(self, batch: Batch, result: CommandResult | None) -> int:
-        """Keep the answers of a batch that ran whole (``result``); returns how many were kept."""
+        """Keep the answers of a batch that ran whole (``result``); returns how many were kept.
+
+        A command that failed in the batch is not kept: its phase runs it itself (stderr and all)."""
         outputs = split_batch(result.stdout, len(batch.commands), batch.token) if result and result.ok else None
         if result is None or outputs is None:
             return 0
         share = round(result.duration_s / len(batch.commands), 4)
+        kept = 0
         with self._lock:
-            for command, output in zip(batch.commands, outputs, strict=True):
-                self._answers[(command, batch.sudo)] = CommandResult(command, output, "", 0, share)
-        return len(batch.commands)
+            for command, (output, code) in zip(batch.commands, outputs, strict=True):
+                if code == 0:
+                    self._answers[(command, batch.sudo)] = CommandResult(command, output, "", 0, share)
+                    kept += 1
+        return kept
 
     def fill(self, transport: Transport, reads: Sequence[tuple[str, bool]], *, skip: Batch | None = None) -> int:
-        """Read every eligible command of ``reads`` in one round trip per sudo setting (but ``skip``,
+        """Read every command of ``reads`` in one round trip per sudo setting (but ``skip``,
         already read with the lock); returns how many answers were kept."""
         return sum(self.accept(batch, transport.run(batch.line, sudo=batch.sudo))
                    for batch in self.batches(reads) if skip is None or batch.sudo != skip.sudo)

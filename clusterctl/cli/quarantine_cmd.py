@@ -173,7 +173,8 @@ def release_command(
 
     with app.runner() as runner:
         results = release_hosts(runner, app.inventory(), targets, gate,
-                                checks=None if skip_checks else health_and_nccl_checks(level), confirm=ask)
+                                checks=None if skip_checks else health_and_nccl_checks(level, app.inventory().hosts),
+                                confirm=ask)
     journal = save_journal(app, gate, "release")
     payload = {"dry_run": dry_run, "journal": journal, "checks_skipped": skip_checks,
                "hosts": [r.to_json() for r in results]}

@@ -1,14 +1,16 @@
 """``clusterctl health`` as one call: probe every host (one command each), judge, give verdicts.
 
 ``run_health(hosts, runner, options) -> HealthReport`` is the public entry point (``quarantine``'s
-release gate calls it on one host). Level 0 only reads. Levels 1-3 add ``dcgmi diag -r N`` on
-hosts that have DCGM (a missing ``dcgmi`` is a finding, not a crash); level 2+ also runs the
-single-host nccl-tests of ``bench nccl`` (``clusterctl.bench.nccl_tests.run_nccl_test``), judged
-against the fleet the way ``bench nccl`` judges it.
+release gate calls it on the hosts to release, with the rest of the fleet as ``peers``). Level 0
+only reads. Levels 1-3 add ``dcgmi diag -r N`` on hosts that have DCGM (a missing ``dcgmi`` is a
+finding, not a crash); level 2+ also runs the single-host nccl-tests of ``bench nccl``
+(``clusterctl.bench.nccl_tests.run_nccl_test``), judged against the fleet the way ``bench nccl``
+judges it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -55,19 +57,25 @@ def judge(inputs: Sequence[HostInput], *, level: int = 0, since: str = "24h", in
 
 
 def run_health(hosts: Sequence[Host], runner: Runner, options: HealthOptions | None = None, *,
-               inventory: str | None = None) -> HealthReport:
+               inventory: str | None = None, peers: Sequence[Host] = ()) -> HealthReport:
     """Check ``hosts`` at ``options.level`` and judge each alone and against the others.
+
+    ``peers``: more hosts read at level 0 only (never a DCGM or NCCL run) that ``hosts`` are judged
+    against and that the report leaves out: one host checked alone has no fleet to compare with
+    (an IB port at 10 Gb/s where every other host's runs at 200 is only seen beside the others).
 
     Never raises for a host: an unreachable or hung host is a host with verdict ``unknown``
     (``HOST_UNREACHABLE``), the others are judged as usual.
     """
     options = options or HealthOptions()
     budget = options.probe_timeout_s * len(level0_probes(options.since_s, options.probe_timeout_s)) + 60
+    checked = {h.name for h in hosts}
+    probed = [*hosts, *(p for p in peers if p.name not in checked)]
 
     def task(transport: Transport) -> HostProbe:
         return probe_host(transport, options)
 
-    fleet = runner.run_task(hosts, task, label="health", timeout_s=budget)
+    fleet = runner.run_task(probed, task, label="health", timeout_s=budget)
     inputs = []
     for outcome in fleet.outcomes:
         failure = outcome.failure.describe() if outcome.failure else None
@@ -82,7 +90,10 @@ def run_health(hosts: Sequence[Host], runner: Runner, options: HealthOptions | N
 
         for name, findings in run_nccl(runner, hosts, inputs, options).items():
             extra.setdefault(name, []).extend(findings)
-    return judge(inputs, level=options.level, since=options.since, inventory=inventory, extra=extra)
+    report = judge(inputs, level=options.level, since=options.since, inventory=inventory, extra=extra)
+    if len(probed) == len(hosts):
+        return report
+    return dataclasses.replace(report, hosts=tuple(h for h in report.hosts if h.host in checked))
 
 
 def report_facts(report: HealthReport) -> dict[str, Any]:

@@ -18,14 +18,19 @@ if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
 
 
-def health_findings(runner: Runner, hosts: Sequence[Host], level: int = 1) -> dict[str, list[Finding]]:
+def health_findings(runner: Runner, hosts: Sequence[Host], level: int = 1,
+                    peers: Sequence[Host] = ()) -> dict[str, list[Finding]]:
     """Each host's ``clusterctl health --level LEVEL`` findings. An unhealthy host has error findings;
     a host that could not be checked gets one (``HEALTH_UNKNOWN``): not known healthy is not healthy.
-    A degraded host (warnings only: watch it, it can keep jobs) passes, its warnings shown."""
+    A degraded host (warnings only: watch it, it can keep jobs) passes, its warnings shown.
+
+    ``peers`` (the rest of the fleet) are read at level 0 only, so that the hosts are judged beside
+    them as ``clusterctl health`` judges the fleet: a host alone has nothing to compare its IB port
+    rates or NVLink counters with, and would pass with a link at a twentieth of everyone's speed."""
     from clusterctl.health.model import HealthOptions, Verdict
     from clusterctl.health.run import run_health
 
-    report = run_health(list(hosts), runner, HealthOptions(level=level))
+    report = run_health(list(hosts), runner, HealthOptions(level=level), peers=peers)
     found: dict[str, list[Finding]] = {h.name: [] for h in hosts}
     for checked in report.hosts:
         findings = list(checked.findings)

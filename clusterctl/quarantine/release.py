@@ -49,14 +49,15 @@ class HostRelease:
 ReleaseChecks = Callable[["Runner", Sequence["Host"]], dict[str, list[Finding]]]
 
 
-def health_and_nccl_checks(level: int = 1) -> ReleaseChecks:
-    """The default release gate: ``health --level LEVEL`` and ``bench nccl`` on each host alone."""
+def health_and_nccl_checks(level: int = 1, peers: Sequence[Host] = ()) -> ReleaseChecks:
+    """The default release gate: ``health --level LEVEL`` (judged beside ``peers``, the rest of the
+    fleet, read at level 0) and ``bench nccl`` on each host alone."""
 
     def checks(runner: Runner, hosts: Sequence[Host]) -> dict[str, list[Finding]]:
         from clusterctl.quarantine.checks import health_findings, nccl_findings
 
         found: dict[str, list[Finding]] = {h.name: [] for h in hosts}
-        for name, findings in health_findings(runner, hosts, level).items():
+        for name, findings in health_findings(runner, hosts, level, peers).items():
             found[name] += findings
         passed = [h for h in hosts if not any(f.severity is Severity.ERROR for f in found[h.name])]
         # The NCCL test only on hosts whose health passed: a broken host need not be benchmarked.

@@ -20,14 +20,15 @@ from clusterctl.mock.transport import MockTransport, load_profile
 from clusterctl.transport.base import CommandResult, RunRequest
 
 
-def test_a_batch_gives_back_each_output_exactly_even_without_a_final_newline() -> None:
-    commands = ["printf 'no newline'; true", "echo one; echo two; true", "true", "printf 'x\\n\\n'; true",
+def test_a_batch_gives_back_each_output_and_status_exactly_even_without_a_final_newline() -> None:
+    commands = ["printf 'no newline'; true", "echo one; echo two", "true", "printf 'x\\n\\n'; false",
                 # An output that looks like a marker, with another token, is only output.
-                f"echo '{MARKER} 0123 1'; true"]
+                f"echo '{MARKER} 0123 1'; echo '{MARKER} 0123 1 exit 0'"]
     line = batch_command(commands, "feedface")
     out = subprocess.run(["sh", "-c", line], capture_output=True, text=True, check=True).stdout
     assert split_batch(out, len(commands), "feedface") == [
-        "no newline", "one\ntwo\n", "", "x\n\n", f"{MARKER} 0123 1\n"]
+        ("no newline", 0), ("one\ntwo\n", 0), ("", 0), ("x\n\n", 1),
+        (f"{MARKER} 0123 1\n{MARKER} 0123 1 exit 0\n", 0)]
     # Cut short (the connection dropped, the output cap was hit): not used at all.
     assert split_batch(out[: len(out) // 2], len(commands), "feedface") is None
     assert split_batch(out, len(commands), "otherrun") is None
@@ -170,3 +171,21 @@ def test_the_lock_and_the_reads_after_it_go_in_one_round_trip(tmp_path: Path) ->
     held, result = host.create_exclusive_then(lock, b"other\n", "touch " + shlex.quote(str(tmp_path / "ran")))
     assert held == b"mine\n" and result is None and not (tmp_path / "ran").exists()
     assert host.create_exclusive(lock, b"again\n") == b"mine\n"
+
+
+def test_a_read_that_failed_in_the_batch_is_asked_again_by_its_phase() -> None:
+    from clusterctl.bootstrap.read_ahead import ReadAhead
+    from clusterctl.transport.local import LocalTransport
+
+    answers = ReadAhead()
+    host = LocalTransport(Host(name="here", transport="local"))
+    failing = "ls /nonexistent-clusterctl-read"
+    reads = [("echo fine", False), (failing, False), ("echo also fine", False)]
+    assert answers.fill(host, reads) == 2
+    fine = answers.take("echo fine", False)
+    assert fine is not None and (fine.stdout, fine.exit_code) == ("fine\n", 0)
+    assert answers.take(failing, False) is None  # run by the phase itself, which then sees why
+    assert answers.take("echo fine", False) is None  # each answer is given once
+    assert answers.take("echo also fine", False) is not None
+    # A read that ends the shell cuts the batch short: nothing of it is used.
+    assert ReadAhead().fill(host, [("echo a", False), ("exit 0", False), ("echo b", False)]) == 0

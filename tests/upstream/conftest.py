@@ -2,13 +2,14 @@
 
 ``upstream_tool("kubeadm", "1.37.2")`` is the path of that build (skip and failure rules:
 ``real_tools``); ``demo_recordings`` bootstraps each demo variant once per session on mock hosts
-and keeps what clusterctl handed the tools (``demo_calls``).
+and keeps what clusterctl handed the tools (``demo_calls``); ``control_plane`` is the one real
+control plane of the session (``real_cluster``), shared by every module that needs it.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from demo_calls import DemoRecordings
+from real_cluster import Cluster, start_cluster
 from real_tools import find_tool
 
 
@@ -27,3 +29,9 @@ def upstream_tool() -> Callable[[str, str], Path]:
 @pytest.fixture(scope="session")
 def demo_recordings(tmp_path_factory: pytest.TempPathFactory) -> DemoRecordings:
     return DemoRecordings(tmp_path_factory.mktemp("demo-recordings"))
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with start_cluster(tmp_path_factory.mktemp("control-plane")) as cluster:
+        yield cluster

@@ -20,6 +20,7 @@ kwok keeps fake nodes Ready. ``stop`` ends every process; the namespace and its 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -168,18 +169,24 @@ class ControlPlane:
         path = self.folder / "logs" / f"{name}.log"
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
 
-    def stop(self) -> None:
-        for process in [*self.processes.values(), *([self.holder] if self.holder else [])]:
+    def stop(self, grace_s: float = 3.0) -> None:
+        """SIGTERM to everything, SIGKILL to what is still there after ``grace_s``. Nothing of it outlives
+        the test (a private namespace, a temporary folder), and kube-apiserver's graceful shutdown alone
+        waits more than 20 s: a longer grace only made every session slower."""
+        everything = [*self.processes.values(), *([self.holder] if self.holder else [])]
+        for process in everything:
             if process.poll() is None:
                 try:
                     os.killpg(process.pid, signal.SIGTERM)
                 except ProcessLookupError:
                     continue
-        for process in [*self.processes.values(), *([self.holder] if self.holder else [])]:
+        deadline = time.monotonic() + grace_s
+        for process in everything:
             try:
-                process.wait(timeout=20)
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=10)
 
     # -- clients ----------------------------------------------------------------------------
@@ -206,8 +213,10 @@ class NamespaceTransport(LocalTransport):
         return replace(result, command=request.command)
 
 
-def kwok_node(name: str, labels: dict[str, str], gpus: int, *, control_plane: bool) -> dict[str, Any]:
-    """A Node kwok keeps Ready, carrying what the device plugin and the kubelet would have set."""
+def kwok_node(name: str, labels: dict[str, str], gpus: int, *, control_plane: bool,
+              kubelet_version: str = "fake") -> dict[str, Any]:
+    """A Node kwok keeps Ready, carrying what the device plugin and the kubelet would have set
+    (``kubelet_version``: what ``kubectl get nodes`` shows as VERSION, as upgrade reads it)."""
     capacity = {"cpu": "128", "memory": "2Ti", "pods": "110", "nvidia.com/gpu": str(gpus)}
     node_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
                    "type": "kwok", **labels}
@@ -219,4 +228,5 @@ def kwok_node(name: str, labels: dict[str, str], gpus: int, *, control_plane: bo
                                          "node.alpha.kubernetes.io/ttl": "0"}},
             "spec": {},
             "status": {"capacity": capacity, "allocatable": capacity,
-                       "nodeInfo": {"kubeletVersion": "fake", "architecture": "amd64", "operatingSystem": "linux"}}}
+                       "nodeInfo": {"kubeletVersion": kubelet_version, "architecture": "amd64",
+                                    "operatingSystem": "linux"}}}

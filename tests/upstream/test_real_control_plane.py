@@ -1,12 +1,13 @@
 """clusterctl against a real control plane: kubeadm's phases, etcd and the API server, kwok nodes.
 
-One control plane per test session (``control_plane`` below), started from the init
-configuration clusterctl renders for the demo's first control plane (Kubernetes 1.37 variant),
-with the run's token and certificate key, and always stopped at the end. The demo's six hosts
-are kwok nodes carrying their kubelet labels and eight allocatable ``nvidia.com/gpu`` each, as
-the device plugin would report them. What is checked is clusterctl's: its kubeadm command
-lines, the manifests it applies (through a real server-side dry-run, then applied), and its
-verify phase's node checks reading the real API server's answers.
+One control plane per test session (the ``control_plane`` fixture, ``real_cluster``), shared
+with the other modules of the tier, started from the init configuration clusterctl renders for
+the demo's first control plane (Kubernetes 1.37 variant), with the run's token and certificate
+key, and always stopped at the end. The demo's six hosts are kwok nodes carrying their kubelet
+labels and eight allocatable ``nvidia.com/gpu`` each, as the device plugin would report them.
+What is checked is clusterctl's: its kubeadm command lines, the manifests it applies (through a
+real server-side dry-run, then applied), and its verify phase's node checks reading the real API
+server's answers.
 """
 
 from __future__ import annotations
@@ -16,93 +17,27 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 from contract import SimulatedHost
-from control_plane import ADDRESS, ControlPlane, kwok_node
 from demo_calls import SURVEY, VARIANTS
+from real_cluster import GPUS_PER_NODE, Cluster, kubectl_json
 from real_tools import find_tool, missing
-from toolset import ETCD, KUBERNETES_NEWEST, module_files
+from toolset import KUBERNETES_NEWEST, module_files
 
 from clusterctl.bootstrap.cluster import kubeadm
 from clusterctl.bootstrap.cluster.addons import addon_plan, render_test_pod
 from clusterctl.bootstrap.cluster.network import network_plan
-from clusterctl.bootstrap.cluster.settings import ClusterSettings, cluster_settings, kubelet_node_labels
+from clusterctl.bootstrap.cluster.settings import ClusterSettings, cluster_settings
 from clusterctl.bootstrap.cluster.topology_labels import topology_labels
-from clusterctl.bootstrap.phase import PhaseContext
 from clusterctl.bootstrap.phases import cluster_common
 from clusterctl.bootstrap.phases.verify import _node_findings
 from clusterctl.findings import Severity
 from clusterctl.inventory.loader import load_inventory
-from clusterctl.inventory.model import Inventory
 from clusterctl.saved_survey import load_saved_survey
 from clusterctl.secret import mask_text
-
-GPUS_PER_NODE = 8
-#: kwok's own stage definitions (build-tools copies them beside the binary): Ready nodes, running pods.
-KWOK_STAGES = ("node-initialize.yaml", "node-heartbeat.yaml", "pod-ready.yaml", "pod-complete.yaml", "pod-delete.yaml")
-VARIANT = VARIANTS[2]  # the demo at Kubernetes 1.37 (the control plane binaries' release)
-
-
-class Cluster:
-    def __init__(self, plane: ControlPlane, inventory: Inventory, settings: ClusterSettings) -> None:
-        self.plane, self.inventory, self.settings = plane, inventory, settings
-
-    def context(self) -> PhaseContext:
-        from clusterctl.bootstrap.run_data import RunOptions
-
-        first = self.inventory.hosts[0]
-        return PhaseContext(first, self.plane.transport(first), self.inventory,
-                            options=RunOptions(hosts=tuple(h.name for h in self.inventory.hosts), survey=str(SURVEY)))
-
-
-@pytest.fixture(scope="session")
-def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    tools = {name: find_tool(name, KUBERNETES_NEWEST)
-             for name in ("kubeadm", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")}
-    tools["etcd"] = find_tool("etcd", ETCD)
-    tools["kwok"] = find_tool("kwok", "0.8.0")
-    folder = tmp_path_factory.mktemp("control-plane")
-    inventory = load_inventory(str(VARIANT.write_inventory(folder / "inventory")))
-    settings = cluster_settings(inventory)
-    first = inventory.hosts[0]
-    assert first.address == ADDRESS, "the namespace's address is the demo's first control plane's"
-    init = kubeadm.render_init_config(settings, first, inventory, token=kubeadm.new_bootstrap_token(),
-                                      certificate_key=kubeadm.new_certificate_key())
-    plane = ControlPlane(folder / "plane", tools, init)
-    (folder / "plane").mkdir()
-    try:
-        plane.start()
-        stages = ",".join(str(tools["kwok"].parent / name) for name in KWOK_STAGES)
-        plane.start_process("kwok", ["kwok", "--kubeconfig=/etc/kubernetes/admin.conf", f"--config={stages}",
-                                     "--manage-all-nodes=false",
-                                     "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-                                     f"--node-ip={ADDRESS}"])
-        for host in inventory.hosts:
-            node = kwok_node(host.name, kubelet_node_labels(host), GPUS_PER_NODE,
-                             control_plane="control-plane" in host.roles)
-            created = plane.kubectl("create -f -", stdin=json.dumps(node).encode())
-            assert created.returncode == 0, created.stderr
-        config = plane.folder / "init.yaml"
-        plane.must(f"kubeadm init phase mark-control-plane --config {config}")
-        # The controller-manager makes each namespace's default ServiceAccount; pods need it.
-        deadline = time.monotonic() + 90
-        while plane.kubectl("-n default get serviceaccount default").returncode != 0:
-            assert time.monotonic() < deadline, plane.log_tail("kube-controller-manager")
-            time.sleep(1)
-        yield Cluster(plane, inventory, settings)
-    finally:
-        plane.stop()
-
-
-def kubectl_json(cluster: Cluster, args: str) -> dict[str, object]:
-    done = cluster.plane.kubectl(f"{args} -o json")
-    assert done.returncode == 0, done.stderr
-    loaded: dict[str, object] = json.loads(done.stdout)
-    return loaded
 
 
 def test_kubeadm_phases_stored_clusterctls_configuration_in_the_cluster(control_plane: Cluster) -> None:

@@ -107,7 +107,11 @@ class Containerd(Phase[ContainerdState]):
                                 registries)
 
     def reads(self, ctx: PhaseContext) -> list[tuple[str, bool]]:
-        return [(self._probe(ctx), True)]
+        reads = [(self._probe(ctx), True)]
+        if ctx.options.applying:
+            # verify's first question too: on a host where nothing changes, it is answered from here.
+            reads.append((f"{ctx.options.containerd.ctr} plugins ls", True))
+        return reads
 
     def check(self, ctx: PhaseContext) -> ContainerdState:
         paths = ctx.options.containerd

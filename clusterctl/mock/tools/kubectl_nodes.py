@@ -3,9 +3,11 @@
 Messages and exit codes are kubectl's (``staging/src/k8s.io/kubectl/pkg/cmd/taint``, ``drain``
 for cordon/uncordon, ``annotate``), as quoted in recordings/README.md:
 
-* ``node/N tainted`` / ``node/N untainted``; a taint of the same key and effect without
-  ``--overwrite``: ``error: node N already has K taint(s) with same effect(s) and --overwrite is
-  false``; removing a taint the node lacks: ``error: taint "K:E" not found``;
+* ``node/N tainted`` / ``node/N untainted``, and ``node/N modified`` whenever ``--overwrite`` is
+  given (the real kubectl 1.37 says so; ``tests/upstream/test_contract_kubectl_nodes.py``); a
+  taint of the same key and effect without ``--overwrite``: ``error: node N already has K
+  taint(s) with same effect(s) and --overwrite is false``; removing a taint the node lacks:
+  ``error: taint "K:E" not found``;
 * ``node/N cordoned`` / ``node/N already cordoned`` (``uncordoned`` likewise);
 * ``node/N annotated``; an annotation already set without ``--overwrite``: ``error: --overwrite is
   false but found the following declared annotation(s): 'K' already has a value (V)``;
@@ -54,29 +56,35 @@ def taint(ctx: ToolContext, words: list[str], flags: set[str]) -> ToolResult:
         node = (kube.get("nodes") or {}).get(node_name)
         if node is None:
             return node_missing(node_name)
-        taints = [dict(t) for t in node.get("taints") or []]
+        old = [dict(t) for t in node.get("taints") or []]
+        adds: list[dict[str, str]] = []
+        removes: list[tuple[str, str]] = []
         for spec in specs:
             if spec.endswith("-"):
                 key, _, effect = spec[:-1].partition(":")
-                kept = [t for t in taints if not (t["key"] == key and (not effect or t["effect"] == effect))]
-                if len(kept) == len(taints):
-                    return ctx.fail(f'error: taint "{spec[:-1]}" not found\n')
-                taints = kept
+                removes.append((key, effect))
                 continue
             key_value, _, effect = spec.rpartition(":")
             key, _, value = key_value.partition("=")
             if effect not in EFFECTS or not key:
                 return ctx.fail(f'error: invalid taint spec: {spec}, unknown taint effect "{effect}"\n'
                                 if key else f"error: invalid taint spec: {spec}\n")
-            same = [t for t in taints if t["key"] == key and t["effect"] == effect]
-            if same and not overwrite:
+            if any(t["key"] == key and t["effect"] == effect for t in old) and not overwrite:
                 return ctx.fail(f"error: node {node_name} already has {key} taint(s) with same effect(s) and "
                                 "--overwrite is false\n")
-            taints = [t for t in taints if not (t["key"] == key and t["effect"] == effect)]
-            taints.append({"key": key, "value": value, "effect": effect} if value else {"key": key, "effect": effect})
-        removed = all(s.endswith("-") for s in specs)
+            adds.append({"key": key, "value": value, "effect": effect} if value else {"key": key, "effect": effect})
+        # kubectl's reorganizeTaints: the new taints first, then the old ones not replaced; "modified" with
+        # --overwrite (or adding and removing at once), else "tainted" when the list grew, else "untainted".
+        taints = adds + [t for t in old if not any(a["key"] == t["key"] and a["effect"] == t["effect"] for a in adds)]
+        added = len(taints) != len(old)
+        for key, effect in removes:
+            kept = [t for t in taints if not (t["key"] == key and (not effect or t["effect"] == effect))]
+            if len(kept) == len(taints):
+                return ctx.fail(f'error: taint "{key}{":" + effect if effect else ""}" not found\n')
+            taints = kept
         node["taints"] = taints
-    return ctx.ok(f"node/{node_name} {'untainted' if removed else 'tainted'}\n")
+    verb = "modified" if (added and removes) or overwrite else "tainted" if added else "untainted"
+    return ctx.ok(f"node/{node_name} {verb}\n")
 
 
 def cordon(ctx: ToolContext, verb: str, words: list[str]) -> ToolResult:
