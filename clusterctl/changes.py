@@ -28,6 +28,17 @@ if TYPE_CHECKING:
     from clusterctl.transport.base import CommandResult, Transport
 
 
+#: ``Change.makes`` tags: what a change leaves on a host that ``clusterctl reset`` must know about.
+MAKES_KUBEADM_NODE = "kubeadm-node"
+MAKES_ETCD_MEMBER = "etcd-member"
+MAKES_IN_CLUSTER = "in-cluster"
+MAKES_NO_TRACE = "no-trace"
+MAKES_PACKAGE = "package:"
+MAKES_DIR = "dir:"
+MAKES_CNI = "cni:"
+MAKES_FILE = "file:"
+
+
 class ChangeKind(str, Enum):
     WRITE_FILE = "write file"
     RUN_COMMAND = "run command"
@@ -60,6 +71,11 @@ class Change:
     stdin: bytes | None = None
     #: For WRITE_FILE: keep the replaced content as a backup (undo's own restores keep none).
     backup: bool = True
+    #: What this change brings onto the host beyond its own file, for ``clusterctl reset`` to read back
+    #: from the undo journal (``MAKES_*`` below): ``package:kubelet`` (installed, absent before),
+    #: ``kubeadm-node``, ``etcd-member``, ``cni:calico``, ``dir:/etc/kubernetes/clusterctl``,
+    #: ``in-cluster`` (an API object: it goes with the cluster), ``no-trace`` (leaves nothing behind).
+    makes: tuple[str, ...] = ()
 
     @classmethod
     def write_file(
@@ -73,11 +89,12 @@ class Change:
         mode: int | None = None,
         sudo: bool = True,
         backup: bool = True,
+        makes: tuple[str, ...] = (),
     ) -> Change:
         data = content.encode() if isinstance(content, str) else content
         old = current.encode() if isinstance(current, str) else current
         return cls(host, summary or f"write {path}", ChangeKind.WRITE_FILE, path=path, content=data, current=old,
-                   mode=mode, sudo=sudo, backup=backup)
+                   mode=mode, sudo=sudo, backup=backup, makes=makes)
 
     @classmethod
     def remove_file(cls, host: str, path: str, *, summary: str | None = None, sudo: bool = True) -> Change:
@@ -96,9 +113,10 @@ class Change:
         stdin_secret: Secret | None = None,
         stdin: bytes | None = None,
         env: Mapping[str, str] | None = None,
+        makes: tuple[str, ...] = (),
     ) -> Change:
         return cls(host, summary or command, ChangeKind.RUN_COMMAND, command=command, undo_command=undo, sudo=sudo,
-                   timeout_s=timeout_s, stdin_secret=stdin_secret, stdin=stdin, env=dict(env or {}))
+                   timeout_s=timeout_s, stdin_secret=stdin_secret, stdin=stdin, env=dict(env or {}), makes=makes)
 
     @property
     def is_noop(self) -> bool:

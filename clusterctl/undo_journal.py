@@ -13,6 +13,7 @@ import hashlib
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,10 @@ if TYPE_CHECKING:
     from clusterctl.transport.base import Transport
 
 JOURNAL_KIND = "clusterctl.undo"
-JOURNAL_VERSION = 1
+#: 2 adds what each change made (``makes``, for ``clusterctl reset``) and the fleet the run was on.
+JOURNAL_VERSION = 2
+#: Versions this clusterctl reads (``clusterctl undo`` takes a version-1 journal as it always did).
+READABLE_VERSIONS = (1, 2)
 #: Where journals go unless a command is told otherwise (next to bench's results).
 DEFAULT_FOLDER = Path("clusterctl-results") / "undo"
 
@@ -41,17 +45,25 @@ def record_json(record: GateRecord) -> dict[str, Any]:
                             "sudo": change.sudo}
     if change.kind is ChangeKind.WRITE_FILE:
         mode = None if change.mode is None else f"{change.mode:o}"
-        data.update(path=change.path, mode=mode, backup_path=record.backup_path, new_file=change.current is None,
+        # The gate's put keeps a backup of every file it replaces: none kept means there was no file, even
+        # where the phase's read took a missing file for an empty one.
+        new_file = change.current is None or (record.backup_path is None and change.backup)
+        data.update(path=change.path, mode=mode, backup_path=record.backup_path, new_file=new_file,
                     # What the file held right after the write: undo refuses to touch it if it changed since.
                     sha256=record.written_sha256 or hashlib.sha256(change.content or b"").hexdigest())
     else:
         data.update(undo_command=change.undo_command)
+    if change.makes:
+        data["makes"] = list(change.makes)
     return data
 
 
 def save_journal(records: Sequence[GateRecord], *, command: str, folder: str | Path | None = None,
-                 now: float | None = None) -> Path | None:
-    """Write the undoable records to ``FOLDER/<command>-YYYYmmdd-HHMMSS.json``; ``None`` when nothing changed."""
+                 now: float | None = None, cluster: str | None = None, fleet: str | None = None) -> Path | None:
+    """Write the undoable records to ``FOLDER/<command>-YYYYmmdd-HHMMSS.json``; ``None`` when nothing changed.
+
+    ``cluster`` and ``fleet`` (bootstrap's runs: the inventory's name and ``progress.fleet_key``) say
+    which fleet the hosts' names belong to, so that ``clusterctl reset`` reads only its own fleet's."""
     kept = undoable(records)
     if not kept:
         return None
@@ -68,6 +80,10 @@ def save_journal(records: Sequence[GateRecord], *, command: str, folder: str | P
     payload = {"kind": JOURNAL_KIND, "version": JOURNAL_VERSION, "command": command,
                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now)),
                "changes": [record_json(r) for r in kept]}
+    if cluster is not None:
+        payload["cluster"] = cluster
+    if fleet is not None:
+        payload["fleet"] = fleet
     try:
         target_dir.mkdir(parents=True, exist_ok=True)
         # Two runs in the same second keep two journals: never overwrite one (its undo would be lost).
@@ -85,8 +101,27 @@ def save_journal(records: Sequence[GateRecord], *, command: str, folder: str | P
     return path
 
 
+@dataclass(frozen=True)
+class Journal:
+    """One journal as written: what ran, on which fleet, its records, and the hosts already reverted with it."""
+
+    path: Path
+    version: int
+    command: str
+    created: str
+    cluster: str | None
+    fleet: str | None
+    used: dict[str, str]
+    records: list[GateRecord]
+
+
 def load_journal(path: str | Path) -> list[GateRecord]:
     """The records of a journal, as the gate's ``undo`` takes them. Bad files are a ``UsageError``."""
+    return read_journal(path).records
+
+
+def read_journal(path: str | Path) -> Journal:
+    """A whole journal; bad files are a ``UsageError`` naming the file."""
     where = str(path)
     try:
         data = json.loads(Path(path).read_text())
@@ -96,30 +131,38 @@ def load_journal(path: str | Path) -> list[GateRecord]:
         raise UsageError(f"not JSON: {exc.msg}", file=where, line=exc.lineno) from exc
     if not isinstance(data, dict) or data.get("kind") != JOURNAL_KIND:
         raise UsageError("not a clusterctl undo journal", file=where)
-    if data.get("version") != JOURNAL_VERSION:
-        raise UsageError(f"undo journal version {data.get('version')!r}; this clusterctl reads {JOURNAL_VERSION}",
-                         file=where)
+    if data.get("version") not in READABLE_VERSIONS:
+        raise UsageError(f"undo journal version {data.get('version')!r}; this clusterctl reads "
+                         f"{', '.join(str(v) for v in READABLE_VERSIONS)}", file=where)
     records: list[GateRecord] = []
     for index, item in enumerate(data.get("changes") or []):
         try:
             records.append(_record_from_json(item))
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"change {index + 1} is malformed ({exc})", file=where) from exc
-    return records
+    used = data.get("used")
+    return Journal(Path(path), int(data["version"]), str(data.get("command") or ""), str(data.get("created") or ""),
+                   _text_or_none(data.get("cluster")), _text_or_none(data.get("fleet")),
+                   {str(k): str(v) for k, v in used.items()} if isinstance(used, dict) else {}, records)
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _record_from_json(item: dict[str, Any]) -> GateRecord:
     host, summary, sudo = str(item["host"]), str(item["summary"]), bool(item["sudo"])
+    makes = tuple(str(m) for m in item.get("makes") or ())
     if ChangeKind(item["kind"]) is ChangeKind.WRITE_FILE:
         # Undo needs where the file is, its mode, whether it was new and where its backup is;
         # the content itself stays on the host, in the backup.
         mode = int(str(item["mode"]), 8) if item.get("mode") else None
         change = Change(host, summary, ChangeKind.WRITE_FILE, path=str(item["path"]), content=b"",
-                        current=None if item["new_file"] else b"\0", mode=mode, sudo=sudo)
+                        current=None if item["new_file"] else b"\0", mode=mode, sudo=sudo, makes=makes)
         return GateRecord(change, applied=True, changed=True, backup_path=item.get("backup_path"),
                           written_sha256=item.get("sha256"))
     change = Change(host, summary, ChangeKind.RUN_COMMAND, command=summary, undo_command=item.get("undo_command"),
-                    sudo=sudo)
+                    sudo=sudo, makes=makes)
     return GateRecord(change, applied=True, changed=True)
 
 

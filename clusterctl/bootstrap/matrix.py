@@ -1,9 +1,9 @@
 """Which Kubernetes releases kubeadm still supports, and which containerd each one needs.
 
 Sources: containerd ``RELEASES.md`` "Kubernetes Support" table (1.30 to 1.33 as published;
-1.34 as the release/2.3 branch's table gives it and as several public runbooks quote it; 1.35
-and 1.36 from the same table as of late 2026, recorded in
-``shared/reference/bootstrap-facts.md``). Kubernetes supports its three newest minors; 1.37
+1.34 as the release/2.3 branch's table gives it and as several public runbooks quote it; 1.32
+to 1.37 as containerd v2.4.2's RELEASES.md gives them, read from its module on the Go module
+proxy 2026-12-01). Kubernetes supports its three newest minors; 1.37
 was released 2026-08. A minor missing from the table is reported as unknown, not guessed.
 """
 
@@ -26,6 +26,7 @@ CONTAINERD_FOR_KUBERNETES: dict[tuple[int, int], tuple[tuple[int, int, int], ...
     (1, 34): ((2, 1, 3), (2, 0, 6), (1, 7, 28), (1, 6, 39)),
     (1, 35): ((2, 2, 0), (2, 1, 5), (1, 7, 28)),
     (1, 36): ((2, 3, 0), (2, 2, 0)),
+    (1, 37): ((2, 4, 0), (2, 3, 0)),
 }
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")

@@ -38,6 +38,12 @@ def default_state_dir() -> Path:
     return base / "clusterctl"
 
 
+def fleet_key(fleet: Sequence[str]) -> str:
+    """A short digest of what identifies a fleet (the inventory file, the mock hosts' state folders):
+    the progress file's name and the undo journals' ``fleet`` carry it."""
+    return hashlib.sha256("\0".join(fleet).encode()).hexdigest()[:10]
+
+
 def progress_path(state_dir: Path, cluster: str, fleet: Sequence[str] = ()) -> Path:
     """The progress file of one fleet: the cluster name plus a digest of what identifies the fleet
     (the inventory file, the mock hosts' state folders), so two checkouts of one cluster name, or a
@@ -46,8 +52,7 @@ def progress_path(state_dir: Path, cluster: str, fleet: Sequence[str] = ()) -> P
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", cluster) or "cluster"
     if not fleet:
         return state_dir / "bootstrap" / f"{safe}.json"
-    digest = hashlib.sha256("\0".join(fleet).encode()).hexdigest()[:10]
-    return state_dir / "bootstrap" / f"{safe}-{digest}.json"
+    return state_dir / "bootstrap" / f"{safe}-{fleet_key(fleet)}.json"
 
 
 class ProgressStore:

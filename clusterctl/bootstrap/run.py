@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clusterctl.bootstrap.engine import BootstrapReport, HostPhaseResult, RunSettings, SkipReason, run_bootstrap
+from clusterctl.bootstrap.engine import BootstrapReport, HostPhaseResult, RunSettings, SkipReason, Status, run_bootstrap
 from clusterctl.bootstrap.lock import DEFAULT_LOCK_PATH
 from clusterctl.bootstrap.phase import Phase
-from clusterctl.bootstrap.progress import DONE, ProgressStore, default_state_dir, progress_path
+from clusterctl.bootstrap.progress import DONE, ProgressStore, default_state_dir, fleet_key, progress_path
 from clusterctl.bootstrap.registry import select_phases
 from clusterctl.bootstrap.run_data import RunOptions
 from clusterctl.changes import ChangeKind
@@ -18,6 +18,7 @@ from clusterctl.errors import UsageError
 from clusterctl.secret import mask_text
 
 if TYPE_CHECKING:
+    from clusterctl.bootstrap.reset_journals import ResetJournals
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
 
@@ -39,8 +40,10 @@ class BootstrapRequest:
     force: bool = False
     #: ``bootstrap --without-survey``: drop what an earlier run's survey gave, knowingly.
     without_survey: bool = False
-    #: Where that journal goes; ``None``: ``<state dir>/undo``.
+    #: Where that journal goes (and where ``reset`` reads bootstrap's); ``None``: ``<state dir>/undo``.
     journal_dir: str | None = None
+    #: ``clusterctl reset --purge-packages``: purge what the journals say bootstrap installed.
+    purge_packages: bool = False
 
 
 def run(
@@ -57,15 +60,21 @@ def run(
         raise UsageError("--resume only makes sense for a run that applies (not with --dry-run or plan)")
     store = None
     state_dir = Path(request.state_dir).expanduser() if request.state_dir else default_state_dir()
+    journal_dir = Path(request.journal_dir) if request.journal_dir else state_dir / "undo"
+    fleet = [str(Path(inventory.source).resolve()) if inventory.source else inventory.name,
+             *sorted({str(h.mock_state) for h in inventory.hosts if h.mock_state})]
+    journals = None
+    if any(p.name == "reset" for p in phases):
+        from clusterctl.bootstrap.reset_journals import bootstrap_journals
+
+        journals = bootstrap_journals(journal_dir, cluster=inventory.name, fleet=fleet_key(fleet))
     if request.apply:
-        fleet = [str(Path(inventory.source).resolve()) if inventory.source else inventory.name,
-                 *sorted({str(h.mock_state) for h in inventory.hosts if h.mock_state})]
         path = progress_path(state_dir, inventory.name, fleet)
         store = ProgressStore.load(path, inventory.name) if request.resume else ProgressStore(path, inventory.name)
         if request.resume and not path.exists():
             raise UsageError(f"--resume: no progress file for cluster '{inventory.name}' at {path}",
                              hint="Run without --resume first (or pass the same --state-dir).")
-    options = run_options(inventory, hosts, phases, request)
+    options = run_options(inventory, hosts, phases, request, journals)
     # A plan changes nothing before any read; an applying run reads ahead where it expects no change.
     read_ahead = converged_hosts(store, phases, hosts) if request.apply else frozenset(h.name for h in hosts)
     settings = RunSettings(apply=request.apply, resume=request.resume, force_unlock=request.force_unlock,
@@ -78,12 +87,36 @@ def run(
         from clusterctl.undo_journal import save_journal
 
         command = f"bootstrap phase {request.phase}" if request.phase else "bootstrap"
-        journal = save_journal(report.kept_records(), command=command,
-                               folder=request.journal_dir or state_dir / "undo")
+        journal = save_journal(report.kept_records(), command=command, folder=journal_dir,
+                               cluster=inventory.name, fleet=fleet_key(fleet))
         if journal is not None:
             report.undo_journal = str(journal)
             report.notes.append(f"undo with: clusterctl undo {journal}")
+        if journals is not None:
+            _mark_used_by_reset(report, journals)
     return report
+
+
+def _mark_used_by_reset(report: BootstrapReport, journals: ResetJournals) -> None:
+    """Note in each journal reset read which hosts it took back, so that no later reset or undo replays
+    it there (a host joined again by hand would be reset as bootstrap's). A host where reset kept a
+    file that changed since bootstrap wrote it keeps its journals: the next ``reset --force`` needs them."""
+    from clusterctl.bootstrap.phases.reset import KEPT_CHANGED
+    from clusterctl.undo_journal import mark_journal_used
+
+    done = {r.host for r in report.results if r.phase == "reset" and r.status is not Status.FAILED
+            and not any(f.code == KEPT_CHANGED for f in r.findings)}
+    done -= set(report.failed_hosts)
+    by_path: dict[str, list[str]] = {}
+    for host, entries in journals.hosts.items():
+        if host in done:
+            for entry in entries:
+                by_path.setdefault(entry.path, []).append(host)
+    for path, names in by_path.items():
+        mark_journal_used(path, sorted(names))
+    if by_path:
+        report.notes.append(f"bootstrap's journals used by this reset are marked as such ({len(by_path)} in "
+                            f"{journals.folder})")
 
 
 def converged_hosts(store: ProgressStore | None, phases: Sequence[Phase[Any]], hosts: Sequence[Host]) -> frozenset[str]:
@@ -111,13 +144,14 @@ def converged_hosts(store: ProgressStore | None, phases: Sequence[Phase[Any]], h
 
 
 def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any]],
-                request: BootstrapRequest) -> RunOptions:
+                request: BootstrapRequest, journals: ResetJournals | None = None) -> RunOptions:
     """``ctx.options`` of the run; checks the cluster settings and the survey up front (exit 2, not a
     failure per host) when a phase that reads them is part of the run."""
     survey = request.survey or getattr(getattr(inventory, "bootstrap", None), "survey", None)
     options = RunOptions(hosts=tuple(h.name for h in hosts), survey=survey,
                          restore_containerd=request.restore_containerd, force=request.force,
-                         applying=request.apply, without_survey=request.without_survey)
+                         applying=request.apply, without_survey=request.without_survey,
+                         reset_journals=journals, purge_packages=request.purge_packages)
     if any(p.uses_cluster_settings for p in phases):
         from clusterctl.bootstrap.cluster.settings import cluster_settings
 

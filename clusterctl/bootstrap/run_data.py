@@ -16,6 +16,7 @@ from clusterctl.bootstrap.containerd_config import CERTS_DIR, CONFIG_PATH, DROPI
 
 if TYPE_CHECKING:
     from clusterctl.bootstrap.cluster.settings import ClusterSettings
+    from clusterctl.bootstrap.reset_journals import ResetJournals
     from clusterctl.saved_survey import SavedSurvey
     from clusterctl.secret import Secret
 
@@ -49,6 +50,12 @@ class RunOptions:
     restore_containerd: bool = False
     #: ``clusterctl reset --force``: also remove what bootstrap did not make (reset lists it otherwise).
     force: bool = False
+    #: ``clusterctl reset``: bootstrap's undo journals of this fleet (``bootstrap.reset_journals``), read by
+    #: ``bootstrap.run`` before the run; ``None``: not read (a day-2 action planning a node's reset), so the
+    #: reset phase goes by known names without saying it found no journal.
+    reset_journals: ResetJournals | None = None
+    #: ``clusterctl reset --purge-packages``: purge the packages the journals say bootstrap installed.
+    purge_packages: bool = False
     #: The run changes hosts (not a plan or dry run): a change that would drop what an earlier
     #: run's survey put there is refused then, and only shown in a plan.
     applying: bool = False

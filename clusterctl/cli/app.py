@@ -60,7 +60,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "certs": ("clusterctl.cli.certs_cmd",
               "Check and renew the certificates kubeadm manages on every control plane."),
     "reset": ("clusterctl.cli.reset_cmd",
-              "Undo what 'clusterctl bootstrap' set up for the cluster on the selected hosts."),
+              "Undo what 'clusterctl bootstrap' did on the selected hosts, as its own undo journals say."),
     "undo": ("clusterctl.cli.undo_cmd", "Revert the changes a run made on hosts, from the undo journal it wrote."),
     "quarantine": ("clusterctl.cli.quarantine_cmd",
                    "Take hosts out of service: taint, cordon and (--drain) drain them, in Kubernetes and Slurm."),

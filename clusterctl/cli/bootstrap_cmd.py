@@ -142,7 +142,7 @@ def bootstrap_phases(ctx: typer.Context) -> None:
 def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, only: str | None, dry_run: bool,
              resume: bool, force_unlock: bool, state_dir: str | None, out: str | None, survey: str | None = None,
              restore_containerd: bool = False, force: bool = False, yes: bool = False,
-             without_survey: bool = False) -> None:
+             without_survey: bool = False, purge_packages: bool = False) -> None:
     from clusterctl.bootstrap.run import BootstrapRequest, run, write_plan_files
     from clusterctl.inventory.limit import select_hosts
 
@@ -155,7 +155,8 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
         _confirm_bootstrap(phase, skip_phases, [h.name for h in hosts], yes=yes)
     request = BootstrapRequest(apply=not dry_run, phase=phase, skip_phases=skip_phases, resume=resume,
                                force_unlock=force_unlock, state_dir=state_dir, survey=survey,
-                               restore_containerd=restore_containerd, force=force, without_survey=without_survey)
+                               restore_containerd=restore_containerd, force=force, without_survey=without_survey,
+                               purge_packages=purge_packages)
     show = None if app.machine_output else (lambda p, r: _print_phase(app, p, r, plan=dry_run))
     with app.runner() as runner:
         report = run(inventory, hosts, runner, request, on_phase=show)
@@ -243,6 +244,7 @@ def _print_phase(app: AppContext, phase: Phase[Any], results: list[HostPhaseResu
 
 def _print_plan(app: AppContext, phase: Phase[Any], results: list[HostPhaseResult]) -> None:
     """Each host's commands and diffs; hosts whose plan is the same are printed once, together."""
+    from clusterctl.bootstrap.phases.reset import KNOWN_NAMES_MARK
     from clusterctl.hostlist import compress
 
     groups: dict[tuple[str, ...], list[str]] = {}
@@ -254,6 +256,8 @@ def _print_plan(app: AppContext, phase: Phase[Any], results: list[HostPhaseResul
             diff = change.diff()
             # The diff labels name the host: neutral labels let identical hosts share one block.
             text = diff.replace(f"{r.host}:", "HOST:") if diff else f"$ {change.describe()}"
+            if not diff and change.summary.endswith(KNOWN_NAMES_MARK):
+                text += f"   #{KNOWN_NAMES_MARK}"  # reset chose it by name: no journal of bootstrap names the host
             lines.append(text.rstrip("\n"))
         groups.setdefault(tuple(lines), []).append(r.host)
     for block, hosts in groups.items():
@@ -268,12 +272,16 @@ def _print_findings(app: AppContext, report: BootstrapReport) -> None:
     if not findings:
         return
     from rich.table import Table
+    from rich.text import Text
+
+    from clusterctl.terminal_text import visible
 
     table = Table(title="findings", show_lines=False, highlight=False)
     for column in ("severity", "host", "code", "message"):
         table.add_column(column)
     for f in findings:
-        table.add_row(f.severity.value, f.where, f.code, f.message)
+        # Messages carry what hosts answered (file names reset found): shown as text, never as markup.
+        table.add_row(*(Text(visible(cell)) for cell in (f.severity.value, f.where, f.code, f.message)))
     app.console.print(table)
 
 

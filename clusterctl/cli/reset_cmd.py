@@ -9,16 +9,19 @@ import typer
 from clusterctl.cli.context import app_context
 
 HELP = """\
-Undo what 'clusterctl bootstrap' set up for the cluster on the selected hosts.
+Undo what 'clusterctl bootstrap' did on the selected hosts, as its own undo journals say.
 
-On each host, only what bootstrap made and is still there: 'kubeadm reset' (kubeadm's own
-files), the CNI configuration Calico/Flannel write, CNI interfaces, iptables rules of
-kube-proxy/Calico/Flannel (the host's own rules stay), IPVS tables, kubeadm's kubelet state,
-etcd data on control-plane hosts, clusterctl's cluster files. Anything else it finds there (a
-user's /etc/cni/net.d file, /var/lib/etcd on a worker) is listed and left in place; --force
-removes it too. With --restore-containerd, containerd's config comes back from the first
-backup clusterctl kept, and reset says which (or why nothing was restored). A second run finds
-nothing to do. Asks first, naming the hosts; --yes skips the question (scripts, CI).
+Bootstrap keeps a journal of every change under <state dir>/undo/. Reset reads this fleet's:
+'kubeadm reset' where bootstrap's kubeadm init/join made the host a node (then the CNI files,
+interfaces and kube-proxy/Calico/Flannel iptables lines of that node); every file bootstrap
+created is removed and every file it changed is restored from the gate's backup, each only
+while it holds what bootstrap wrote (a file edited since is listed and kept); commands with an
+undo are reverted (swap, sysctls, package holds); empty folders it made go. Packages bootstrap
+installed are listed; --purge-packages purges them (only those). Anything else (a user's
+/etc/cni/net.d file, /var/lib/etcd on a worker) is listed and left in place; --force removes it
+too. A host no journal names (an older clusterctl, another --state-dir) gets known-name rules,
+marked so in the plan; --restore-containerd there puts back containerd's first gate backup.
+A second run finds nothing to do. Asks first, naming the hosts; --yes skips the question.
 
 Examples:
 
@@ -44,9 +47,12 @@ def reset_command(
                                        help="Only these hosts (like -l/--limit)."),
     force_unlock: bool = typer.Option(False, "--force-unlock", help="Clear a lock left by a dead run first."),
     force: bool = typer.Option(False, "--force", help="Also remove files bootstrap did not make (listed otherwise)."),
+    purge_packages: bool = typer.Option(False, "--purge-packages",
+                                        help="Purge the packages bootstrap's journals say it installed."),
     state_dir: Optional[str] = typer.Option(None, "--state-dir", metavar="DIR",  # noqa: UP045
                                             envvar="CLUSTERCTL_STATE_DIR",
-                                            help="Where progress is kept (default ~/.local/state/clusterctl)."),
+                                            help="Where bootstrap kept its progress and undo journals "
+                                                 "(default ~/.local/state/clusterctl)."),
 ) -> None:
     from clusterctl.cli.bootstrap_cmd import _execute
     from clusterctl.inventory.limit import select_hosts
@@ -63,4 +69,4 @@ def reset_command(
                        [h.name for h in hosts], yes=yes, preview="clusterctl reset --dry-run")
     _execute(app, phase="reset", skip_phases=None, only=only, dry_run=dry_run, resume=False,
              force_unlock=force_unlock, state_dir=state_dir, out=None, restore_containerd=restore_containerd,
-             force=force, yes=True)  # asked above
+             force=force, yes=True, purge_packages=purge_packages)  # asked above

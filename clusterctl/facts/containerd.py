@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.klog import is_klog_line
-from clusterctl.facts.sections import MARKER_FILES, Section, section_command, split_sections
+from clusterctl.facts.sections import MARKER_FILES, Section, cat_missing, section_command, split_sections
 from clusterctl.facts.table import numbered_lines, rows_under_header
 
 _WHAT = "containerd facts"
@@ -121,8 +121,7 @@ def containerd_probe(config_path: str, dropin_dir: str, certs_dir: str, kubernet
 
 
 def _cat_missing(section_text: str) -> bool:
-    first = section_text.strip().splitlines()[0] if section_text.strip() else ""
-    return first.startswith("cat: ") and first.endswith("No such file or directory")
+    return cat_missing(section_text)
 
 
 def parse_containerd_probe(text: str) -> ContainerdFacts:

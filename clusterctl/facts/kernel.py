@@ -10,7 +10,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.sections import MARKER_FILES, Section, section_command, split_sections
+from clusterctl.facts.sections import MARKER_FILES, Section, cat_missing, section_command, split_sections
 from clusterctl.facts.table import numbered_lines
 
 _WHAT = "kernel facts"
@@ -112,8 +112,7 @@ def kernel_probe(sysctl_keys: tuple[str, ...], files: tuple[str, ...]) -> str:
 
 
 def _file(section: Section) -> str | None:
-    first = section.text.strip().splitlines()[0] if section.text.strip() else ""
-    if first.startswith("cat: ") and first.endswith("No such file or directory"):
+    if cat_missing(section.text):
         return None
     return section.text
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.node import parse_os_release
-from clusterctl.facts.sections import MARKER_FILES, section_command, split_sections
+from clusterctl.facts.sections import MARKER_FILES, cat_missing, ls_failed, section_command, split_sections
 from clusterctl.facts.table import numbered_lines
 
 _WHAT = "package facts"
@@ -97,13 +97,11 @@ def parse_packages_probe(text: str) -> PackageFacts:
     if arch is not None and not re.fullmatch(r"[a-z0-9]+", arch):
         arch = None
     listing = body("keyrings")
-    keyrings = frozenset() if listing.startswith("ls: ") else frozenset(
+    keyrings = frozenset() if ls_failed(listing) else frozenset(
         line.strip() for line in listing.splitlines() if line.strip())
     files: dict[str, str | None] = {}
     for name, section in sections.items():
         if name.startswith("file:"):
-            first = section.text.strip().splitlines()[0] if section.text.strip() else ""
-            missing = first.startswith("cat: ") and first.endswith("No such file or directory")
-            files[name[len("file:"):]] = None if missing else section.text
+            files[name[len("file:"):]] = None if cat_missing(section.text) else section.text
     return PackageFacts(release.get("ID"), tuple(release.get("ID_LIKE", "").split()), release.get("VERSION_CODENAME"),
                         arch, packages, holds, files, keyrings)

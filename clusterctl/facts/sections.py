@@ -35,6 +35,23 @@ class Section:
         return "\n".join(self.lines) + ("\n" if self.lines else "")
 
 
+#: GNU cat's answer for a missing file. It names itself as it was called: ``cat: PATH: ...``, or
+#: ``/usr/bin/cat: PATH: ...`` where a wrapper or sudo's secure_path ran it by its full path.
+_CAT_MISSING = re.compile(r"^(?:\S*/)?cat: .+: No such file or directory$")
+_LS_ERROR = re.compile(r"^(?:\S*/)?ls: ")
+
+
+def cat_missing(section_text: str) -> bool:
+    """Whether a ``cat PATH 2>&1`` section says the file does not exist."""
+    first = section_text.strip().splitlines()[0] if section_text.strip() else ""
+    return bool(_CAT_MISSING.match(first))
+
+
+def ls_failed(section_text: str) -> bool:
+    """Whether an ``ls DIR 2>&1`` section is ls's error (no such folder) rather than a listing."""
+    return bool(_LS_ERROR.match(section_text.lstrip()))
+
+
 def section_command(sections: Sequence[tuple[str, str]], *, marker: str = MARKER) -> str:
     """``echo 'M name'; command 2>&1; ...``: each command a simple one (no groups or loops), so the
     line runs the same on any POSIX shell and on the mock hosts' shell subset."""

@@ -9,7 +9,7 @@ bootstrap:
       suites: [stable]
       components: [main]
       key_file: keys/site-tools.asc            # on the control machine, relative to the inventory
-  nvidia_container_toolkit: "1.20.0"
+  nvidia_container_toolkit: "1.20.2"
   runtime: default                             # or runtimeclass
   cdi: false
   pod_subnet: 10.244.0.0/16

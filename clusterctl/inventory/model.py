@@ -123,7 +123,7 @@ class BootstrapConfig:
     #: Use only ``apt_repos`` (no upstream default repositories at all).
     apt_repos_only: bool = False
     #: NVIDIA Container Toolkit version to install and hold.
-    nvidia_container_toolkit: str = "1.20.0"
+    nvidia_container_toolkit: str = "1.20.2"
     #: The containerd package: ``containerd.io`` (Docker's repository) or ``containerd`` (distribution).
     containerd_package: str = "containerd.io"
     #: ``default``: the nvidia runtime is containerd's default; ``runtimeclass``: pods ask for it.

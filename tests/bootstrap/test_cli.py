@@ -64,7 +64,7 @@ def test_demo_plan_of_every_phase_and_out_files(tmp_path: Path, capsys: pytest.C
         assert f"PHASE [{phase}]" in stdout
     # Six identical hosts: their plan is printed once, for all of them.
     assert "--- gpu-a[1-3],gpu-b[1-3] [containerd]: 3 change(s)" in stdout
-    assert stdout.count("+++ HOST:/etc/containerd/config.toml") == 1 and "+version = 3" in stdout
+    assert stdout.count("+++ HOST:/etc/containerd/config.toml") == 1 and "+version = 4" in stdout
     config = out / "gpu-b2" / "etc" / "containerd" / "config.toml"
     assert 'default_runtime_name = "nvidia"' in config.read_text()
     assert (out / "gpu-a1" / "etc" / "sysctl.d" / "99-clusterctl-kubernetes.conf").is_file()

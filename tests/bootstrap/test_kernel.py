@@ -87,3 +87,15 @@ def test_probe_output_is_split_back() -> None:
     facts = parse_kernel_probe(text)
     assert facts.swaps == () and "br_netfilter" in (facts.modules or ())
     assert facts.files == {"/etc/fstab": "# empty\n", "/etc/sysctl.d/99-clusterctl-kubernetes.conf": None}
+
+
+def test_a_missing_file_is_missing_when_cat_names_itself_by_its_full_path() -> None:
+    """sudo's secure_path or a wrapper runs ``/usr/bin/cat``, and GNU cat names itself as called (seen
+    over the isolated sshd hosts): the file is missing, not empty, or the journal would call a file
+    bootstrap created "changed" and reset would keep it."""
+    text = ("@@clusterctl@@ file:/etc/modules-load.d/clusterctl-kubernetes.conf\n"
+            "/usr/bin/cat: /etc/modules-load.d/clusterctl-kubernetes.conf: No such file or directory\n"
+            "@@clusterctl@@ file:/etc/fstab\n/usr/bin/cat: is not a path but a line of this file\n")
+    facts = parse_kernel_probe(text)
+    assert facts.files == {"/etc/modules-load.d/clusterctl-kubernetes.conf": None,
+                           "/etc/fstab": "/usr/bin/cat: is not a path but a line of this file\n"}

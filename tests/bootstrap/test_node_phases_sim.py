@@ -82,7 +82,7 @@ def test_full_apply_then_a_second_apply_changes_nothing(lab: Lab) -> None:
     assert "kubeadm\t1.36.2-1.1" in node.run("dpkg-query -W kubeadm").stdout
     assert "containerd.io" in node.run("apt-mark showhold").stdout.split()
     assert node.run("systemctl is-active containerd").stdout.strip() == "active"
-    assert parse_toml(node.files["/etc/containerd/config.toml"].decode(), "config")["version"] == 3
+    assert parse_toml(node.files["/etc/containerd/config.toml"].decode(), "config")["version"] == 4
     assert "# clusterctl: swap off for the kubelet: /swap.img" in node.files["/etc/fstab"].decode()
     second = lab.run()
     assert second.ok and not second.changed

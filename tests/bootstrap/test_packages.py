@@ -74,7 +74,8 @@ def test_fresh_host_then_nothing_to_do(tmp_path: Path) -> None:
     # The host once everything is there: no change at all.
     versions = {"containerd.io": "2.2.1-1~ubuntu.22.04~jammy", "kubelet": "1.36.2-1.1", "kubeadm": "1.36.2-1.1",
                 "kubectl": "1.36.2-1.1"}
-    installed = {p.package: InstalledPackage(p.package, versions.get(p.package, "1.20.0-1"), "ii")
+    toolkit = f"{settings.nvidia_container_toolkit}-1"  # the pinned NVIDIA Container Toolkit
+    installed = {p.package: InstalledPackage(p.package, versions.get(p.package, toolkit), "ii")
                  for p in wanted_packages(STACK, settings)}
     files: dict[str, str | None] = {path: (data or b"").decode() for path, data in written.items()}
     done = replace(FRESH, packages=installed, holds=frozenset(installed), files=files,

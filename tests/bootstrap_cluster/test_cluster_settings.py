@@ -36,7 +36,7 @@ def test_defaults_follow_the_chosen_cni_and_the_first_control_plane() -> None:
     assert settings.control_plane_endpoint == "10.0.0.1:6443"
     flannel = make_settings(network={"cni": "flannel"})
     assert flannel.pod_subnet == "10.244.0.0/16"
-    assert flannel.network.manifest_base.endswith("v0.28.9")
+    assert flannel.network.manifest_base.endswith("v0.28.10")
 
 
 def test_a_pod_subnet_that_overlaps_the_service_subnet_is_refused() -> None:

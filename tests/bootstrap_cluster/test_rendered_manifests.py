@@ -51,7 +51,7 @@ def test_flannel_images_come_from_the_site_registry_when_air_gapped() -> None:
     daemonset = next(d for d in docs if d["kind"] == "DaemonSet")
     spec = daemonset["spec"]["template"]["spec"]
     images = {c["image"] for c in spec["initContainers"] + spec["containers"]}
-    assert images == {"registry.site:5000/flannel-io/flannel:v0.28.9",
+    assert images == {"registry.site:5000/flannel-io/flannel:v0.28.10",
                       "registry.site:5000/flannel-io/flannel-cni-plugin:v1.9.1-flannel3"}
 
 

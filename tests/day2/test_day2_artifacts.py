@@ -31,8 +31,8 @@ def test_the_demo_lists_every_image_kubeadm_pulls_and_every_chart_and_package() 
         ("nvidia-device-plugin", "0.20.0", "https://nvidia.github.io/k8s-device-plugin"),
         ("dcgm-exporter", "4.8.2", "https://nvidia.github.io/dcgm-exporter/helm-charts"),
     }
-    assert {"kubeadm=1.36.2-*", "kubelet=1.36.2-*", "kubectl=1.36.2-*", "containerd.io=2.2.7-*",
-            "nvidia-container-toolkit=1.20.0-*"} <= refs
+    assert {"kubeadm=1.36.2-*", "kubelet=1.36.2-*", "kubectl=1.36.2-*", "containerd.io=2.3.7-*",
+            "nvidia-container-toolkit=1.20.2-*"} <= refs
     assert {"nvcr.io/nvidia/k8s-device-plugin:v0.20.0", "registry.k8s.io/nfd/node-feature-discovery:v0.19.0",
             "quay.io/calico/node:v3.31.7"} <= refs
     kubelet = next(a for a in listed["artifacts"] if a["name"] == "kubelet")

@@ -13,7 +13,8 @@ from clirun import clusterctl
 from clusterctl.bootstrap import matrix
 from clusterctl.bootstrap.cluster.settings import cluster_settings
 from clusterctl.inventory import load_inventory
-from clusterctl.inventory.pins import CNI_PINS
+from clusterctl.inventory.model import BootstrapConfig
+from clusterctl.inventory.pins import CNI_PINS, PUBLISHED, newest_patch
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = [*sorted((REPO / "inventories" / "examples").iterdir()), REPO / "inventories" / "demo.yaml"]
@@ -68,9 +69,44 @@ def test_the_newest_minor_is_written_in_one_place() -> None:
             assert claim == newest, f"{path.name} says the newest minor is {claim}, matrix.py says {newest}"
 
 
-def test_the_demo_pins_the_newest_patch_of_its_lines() -> None:
-    # Newest published patches as read from the projects' own tags (sources in docs/bootstrap.md).
+def _is_newest(project: str, version: str, where: str) -> None:
+    line = newest_patch(project, version)
+    assert line is not None, f"{where}: {project} {version} is on no line pins.PUBLISHED records"
+    assert version.lstrip("v") == line.newest.lstrip("v"), \
+        f"{where}: {project} {version}, the newest {line.line} patch is {line.newest} ({line.source})"
+    assert "end of life" not in line.note, f"{where}: {project} {line.line}: {line.note}"
+
+
+def test_the_examples_pin_the_newest_published_patches_of_supported_lines(tmp_path: Path) -> None:
+    examples = [p for p in EXAMPLES if p.name != "demo.yaml"] + [_readme_inventory(tmp_path)]
+    for path in examples:
+        for host in load_inventory(path).hosts:
+            if host.stack.kubernetes:
+                _is_newest("kubernetes", host.stack.kubernetes, f"{path.name} {host.name}")
+            if host.stack.containerd:
+                _is_newest("containerd", host.stack.containerd, f"{path.name} {host.name}")
+
+
+def test_the_pins_are_the_newest_published_patches_with_their_source() -> None:
+    for name, pin in CNI_PINS.items():
+        _is_newest(name, pin.version, f"CNI_PINS[{name!r}]")
+    _is_newest("nvidia-container-toolkit", BootstrapConfig().nvidia_container_toolkit, "nvidia_container_toolkit")
+    assert all(line.source and line.newest for line in PUBLISHED)
+
+
+def test_the_demo_is_on_the_newest_containerd_patch_and_one_kubernetes_patch_behind() -> None:
     demo = load_inventory(REPO / "inventories" / "demo.yaml")
-    assert {h.stack.containerd for h in demo.hosts if h.stack.containerd} == {"2.2.7"}
-    assert CNI_PINS["calico"].version == "v3.31.7"
-    assert CNI_PINS["flannel"].version == "v0.28.9"
+    (containerd,) = {h.stack.containerd for h in demo.hosts if h.stack.containerd}
+    line = newest_patch("containerd", containerd)
+    assert line is not None and containerd == line.newest
+    # Behind on purpose, and said so in demo.yaml: `upgrade --to` the newest patch is the README's tour.
+    (kubernetes,) = {h.stack.kubernetes for h in demo.hosts if h.stack.kubernetes}
+    newest = newest_patch("kubernetes", kubernetes)
+    assert newest is not None and matrix.parse_version(kubernetes) < matrix.parse_version(newest.newest)
+    assert f"({newest.newest})" in (REPO / "inventories" / "demo.yaml").read_text()
+
+
+def test_containerds_table_has_the_newest_minor_row() -> None:
+    newest = f"{matrix.NEWEST_KUBERNETES[0]}.{matrix.NEWEST_KUBERNETES[1]}.0"
+    assert matrix.containerd_supports(newest, "2.3.7").ok and matrix.containerd_supports(newest, "2.4.2").known
+    assert not matrix.containerd_supports(newest, "2.2.9").ok  # 1.37 lists 2.4.0+ and 2.3.0+ only

@@ -93,3 +93,42 @@ def test_restore_containerd_uses_the_first_gate_backup_and_says_so(sshd_hosts: S
     assert (folder / "config.toml").read_text() == "# the distribution's own config\n"
     summaries = [c["summary"] for r in json.loads(run.stdout)["results"] for c in r["changes"]]
     assert any("config.toml.bak.20261130090000.q9Zk3P" in s for s in summaries)
+
+
+def test_reset_over_sshd_takes_back_what_the_journal_says_and_keeps_a_file_edited_since(
+    sshd_hosts: SSHDHosts, tmp_path: Path
+) -> None:
+    """The real shell's half of tests/faults/test_reset_from_journals.py: rm, the restore through the
+    transport (ssh), rmdir, on the host's private /etc."""
+    host, common = _worker(sshd_hosts, tmp_path)
+    etc = host.tree / "etc"
+    (etc / "cni" / "net.d").mkdir(parents=True, exist_ok=True)
+    (etc / "cni" / "net.d" / "99-user.conflist").write_text('{"name": "mine"}\n')
+    fstab_before = (etc / "fstab").read_bytes() if (etc / "fstab").exists() else None
+    state = ["--state-dir", str(tmp_path / "state")]
+    ran = run_clusterctl([*common, "bootstrap", "phase", "kernel", "--yes", *state], home=tmp_path / "home",
+                         timeout_s=180)
+    assert ran.exit_code == 0, ran.output
+    modules = etc / "modules-load.d" / "clusterctl-kubernetes.conf"
+    sysctls = etc / "sysctl.d" / "99-clusterctl-kubernetes.conf"
+    assert modules.exists() and sysctls.exists()
+    with sysctls.open("a") as edited:
+        edited.write("vm.swappiness = 1\n")  # a hand edit since bootstrap wrote it
+
+    run = _reset(common, tmp_path)
+    assert run.exit_code == 0, run.output
+    assert not modules.exists()  # bootstrap made it, and it holds what bootstrap wrote
+    assert "vm.swappiness = 1" in sysctls.read_text()  # changed since: kept, and said so
+    kept = _findings(run, "RESET_KEPT_CHANGED")
+    assert kept and str(sysctls.relative_to(host.tree)) in str(kept[0]["message"]).replace("/etc", "etc")
+    assert not _findings(run, "RESET_NO_JOURNAL")
+    if fstab_before is not None:
+        assert (etc / "fstab").read_bytes() == fstab_before  # restored from the gate's backup over ssh
+    assert (etc / "cni" / "net.d" / "99-user.conflist").exists()
+    assert "/etc/cni/net.d/99-user.conflist" in str(_findings(run, "RESET_LEFT_IN_PLACE")[0]["message"])
+
+    forced = _reset(common, tmp_path, "--force")
+    assert forced.exit_code == 0, forced.output
+    assert not sysctls.exists()
+    (journal,) = (tmp_path / "state" / "undo").glob("bootstrap-phase-kernel-*.json")
+    assert list(json.loads(journal.read_text())["used"]) == ["node1"]

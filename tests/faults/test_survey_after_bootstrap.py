@@ -29,7 +29,7 @@ def test_a_fresh_host_has_no_kubernetes_and_a_bootstrapped_one_has_the_pinned_on
     assert ran.exit_code == 0, ran.stderr
 
     after = _stack()
-    assert (after["containerd"], after["kubelet"], after["kubeadm"]) == ("2.2.7", "1.36.2", "1.36.2")
+    assert (after["containerd"], after["kubelet"], after["kubeadm"]) == ("2.3.7", "1.36.2", "1.36.2")
     assert after["missing"] == {}
     answered = clusterctl("-i", DEMO, "-l", "gpu-a1", "-o", "json", "exec", "--", "containerd --version")
-    assert "v2.2.7" in json.loads(answered.stdout)["hosts"][0]["stdout"]
+    assert "v2.3.7" in json.loads(answered.stdout)["hosts"][0]["stdout"]

@@ -8,11 +8,14 @@ folder, and a failed or incomplete build never counts as a cache entry.
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 from toolset import KUBERNETES_NEWEST, TOOLS
 
@@ -127,3 +130,27 @@ def test_an_entry_missing_a_file_is_rebuilt_and_a_killed_builds_staging_folder_i
     assert f"built kwok {kwok.version}" in done.stdout and f"built crictl {crictl.version}" in done.stdout
     assert all((cache / kwok.key / Path(data).name).is_file() for data in kwok.data)
     assert not staging.exists()
+
+
+def load_script() -> ModuleType:
+    loader = importlib.machinery.SourceFileLoader("build_tools", str(SCRIPT))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("build_tools", loader))
+    sys.modules["build_tools"] = module
+    loader.exec_module(module)
+    return module
+
+
+def test_the_idle_core_figure_replays_gos_action_graph_on_that_many_cores() -> None:
+    """Two 10 s compiles and the 5 s link needing both: 15 s on two cores, 25 s on one; the
+    figure follows dependencies, not only the CPU total."""
+    script = load_script()
+    second = 1_000_000_000
+    actions = [{"ID": 0, "Mode": "link", "Deps": [1, 2], "Priority": 3, "CmdUser": 4 * second, "CmdSys": second},
+               {"ID": 1, "Mode": "build", "Deps": [3], "Priority": 1, "CmdUser": 10 * second, "Cmd": ["compile"]},
+               {"ID": 2, "Mode": "build", "Deps": [], "Priority": 2, "CmdUser": 10 * second, "Cmd": ["compile"]},
+               {"ID": 3, "Mode": "build check cache", "Deps": [], "Priority": 0}]
+    assert script.idle_wall(actions, 2) == 15
+    assert script.idle_wall(actions, 1) == 25
+    chain = [{"ID": 0, "Deps": [1], "Priority": 1, "CmdUser": 10 * second},
+             {"ID": 1, "Deps": [], "Priority": 0, "CmdUser": 10 * second}]
+    assert script.idle_wall(chain, 2) == 20

@@ -193,9 +193,13 @@ def render_cluster_op_config(
 UPGRADE_IMAGE_PULL_POLICY = "IfNotPresent"
 
 
-def render_reset_config(cri_socket: str, *, timeouts: Timeouts | None = None) -> str:
-    """The ResetConfiguration ``kubeadm reset --config /dev/stdin`` reads (``RESET_COMMAND``)."""
-    return render("kubeadm/reset-config.yaml.j2", cri_socket=cri_socket, timeouts=timeouts or Timeouts())
+def render_reset_config(cri_socket: str, *, timeouts: Timeouts | None = None,
+                        skip_phases: tuple[str, ...] = ()) -> str:
+    """The ResetConfiguration ``kubeadm reset --config /dev/stdin`` reads (``RESET_COMMAND``);
+    ``skip_phases``: kubeadm's reset phases not to run (``remove-etcd-member`` where bootstrap made no
+    etcd member: that phase empties /var/lib/etcd even on a worker)."""
+    return render("kubeadm/reset-config.yaml.j2", cri_socket=cri_socket, timeouts=timeouts or Timeouts(),
+                  skip_phases=skip_phases)
 
 
 def render_upgrade_config(target: str, *, timeouts: Timeouts | None = None) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from clusterctl.bootstrap.cluster.alerts import PROMETHEUS_RULE_PATH, RULES_PATH, render_prometheus_rule, render_rules
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
-from clusterctl.changes import Change
+from clusterctl.changes import MAKES_IN_CLUSTER, Change
 from clusterctl.facts.kube import kubectl
 from clusterctl.findings import Finding, Severity
 
@@ -91,5 +91,5 @@ class AlertRules(ClusterWidePhase[AlertState]):
         changes = [c for c in (rules, wrapped) if not c.is_noop]
         if state.operator and (not wrapped.is_noop or not state.applied):
             changes.append(Change.run(host, kubectl(f"apply -f {shlex.quote(PROMETHEUS_RULE_PATH)}"),
-                                      summary="apply the PrometheusRule"))
+                                      summary="apply the PrometheusRule", makes=(MAKES_IN_CLUSTER,)))
         return cc.with_folders(ctx, changes)

@@ -14,7 +14,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from clusterctl.bootstrap.cluster.settings import ClusterSettings, cluster_settings, first_control_plane
-from clusterctl.changes import Change
+from clusterctl.changes import MAKES_DIR, Change
 from clusterctl.facts.kube import KubeNode, kubectl, parse_nodes
 from clusterctl.transport.base import CommandResult
 
@@ -88,7 +88,7 @@ def mkdir_change(ctx: PhaseContext, folders: list[str]) -> list[Change]:
     if not folders:
         return []
     return [Change.run(ctx.host.name, "mkdir -p -m 0755 " + " ".join(shlex.quote(f) for f in folders),
-                       summary=f"create {', '.join(folders)}")]
+                       summary=f"create {', '.join(folders)}", makes=tuple(MAKES_DIR + f for f in folders))]
 
 
 def with_folders(ctx: PhaseContext, changes: list[Change]) -> list[Change]:

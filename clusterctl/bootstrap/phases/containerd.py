@@ -44,7 +44,7 @@ from clusterctl.bootstrap.containerd_config import (
 )
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.run_data import ContainerdPaths
-from clusterctl.changes import Change, GateRecord
+from clusterctl.changes import MAKES_DIR, MAKES_NO_TRACE, Change, GateRecord
 from clusterctl.errors import ParseError
 from clusterctl.facts.containerd import (
     ContainerdFacts,
@@ -186,7 +186,7 @@ class Containerd(Phase[ContainerdState]):
         config_dir = paths.config.rsplit("/", 1)[0] or "/"
         if state.facts.config is None:
             changes.append(Change.run(host, f"mkdir -p {shlex.quote(config_dir)}",
-                                      summary=f"create {config_dir}"))
+                                      summary=f"create {config_dir}", makes=(MAKES_DIR + config_dir,)))
         changes.append(Change.write_file(host, paths.config, render_config(state.wanted), current=state.facts.config,
                                          summary=f"containerd config (version {state.wanted.version})"))
         for registry, mirrors in ctx.inventory.bootstrap.registry_mirrors:
@@ -199,11 +199,12 @@ class Containerd(Phase[ContainerdState]):
                                              summary=f"registry mirrors for {registry}"))
         facts = state.facts
         if any(not c.is_noop for c in changes):
-            changes.append(Change.run(host, paths.restart, summary="restart containerd", timeout_s=120))
+            changes.append(Change.run(host, paths.restart, summary="restart containerd", timeout_s=120,
+                                      makes=(MAKES_NO_TRACE,)))
         elif facts.version is not None and facts.service in ("inactive", "failed"):
             # The config is right but containerd is down (stopped, or failed before): start it.
             changes.append(Change.run(host, paths.restart, summary=f"start containerd (it was {facts.service})",
-                                      timeout_s=120))
+                                      timeout_s=120, makes=(MAKES_NO_TRACE,)))
         if facts.version is not None and facts.enabled == "disabled":
             changes.append(Change.run(host, "systemctl enable containerd", summary="start containerd at boot",
                                       undo="systemctl disable containerd"))

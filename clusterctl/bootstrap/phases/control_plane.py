@@ -23,7 +23,16 @@ from dataclasses import dataclass, field
 from clusterctl.bootstrap.cluster import kubeadm
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
-from clusterctl.changes import Change, ChangeFailed, GateRecord, HostGate
+from clusterctl.changes import (
+    MAKES_ETCD_MEMBER,
+    MAKES_IN_CLUSTER,
+    MAKES_KUBEADM_NODE,
+    MAKES_NO_TRACE,
+    Change,
+    ChangeFailed,
+    GateRecord,
+    HostGate,
+)
 from clusterctl.facts.kube import KubeNode
 from clusterctl.findings import Finding, Severity
 from clusterctl.secret import Secret
@@ -61,8 +70,10 @@ def _join_change(ctx: PhaseContext, *, control_plane: bool) -> Change:
         certificate_key=material.certificate_key if control_plane else None,
     )
     what = "as a control plane (etcd member, API server)" if control_plane else "as a worker"
+    # What reset reads back from the journal: this host's kubeadm state (and etcd data) is bootstrap's.
+    makes = (MAKES_KUBEADM_NODE, MAKES_ETCD_MEMBER) if control_plane else (MAKES_KUBEADM_NODE,)
     return Change.run(ctx.host.name, kubeadm.JOIN_COMMAND, summary=f"kubeadm join {what}", stdin_secret=config,
-                      undo="kubeadm reset --force", timeout_s=900)
+                      undo="kubeadm reset --force", timeout_s=900, makes=makes)
 
 
 #: What kubeadm says when the token is unknown to the cluster: it expired (or was deleted).
@@ -158,26 +169,31 @@ class ControlPlane(Phase[ControlPlaneState]):
             full = Secret(kubeadm.render_init_config(settings, host, inventory, token=material.token,
                                                      certificate_key=material.certificate_key), "init configuration")
             changes += [
-                Change.run(host.name, kubeadm.validate_command(), summary="kubeadm config validate"),
+                Change.run(host.name, kubeadm.validate_command(), summary="kubeadm config validate",
+                           makes=(MAKES_NO_TRACE,)),
                 Change.run(host.name, kubeadm.INIT_COMMAND, summary="kubeadm init (first control plane)",
-                           stdin_secret=full, undo="kubeadm reset --force", timeout_s=1200),
+                           stdin_secret=full, undo="kubeadm reset --force", timeout_s=1200,
+                           makes=(MAKES_KUBEADM_NODE, MAKES_ETCD_MEMBER)),
             ]
             return cc.with_folders(ctx, changes)
         if changes[0].content != changes[0].current:
-            changes.append(Change.run(host.name, kubeadm.validate_command(), summary="kubeadm config validate"))
+            changes.append(Change.run(host.name, kubeadm.validate_command(), summary="kubeadm config validate",
+                                      makes=(MAKES_NO_TRACE,)))
         pending = state.pending
         if pending:
             material.token = kubeadm.new_bootstrap_token()
             changes.append(Change.run(
                 host.name, kubeadm.TOKEN_CREATE_COMMAND, summary=f"join token (30 min) for {', '.join(pending)}",
-                stdin_secret=kubeadm.render_cluster_op_config(settings, token=material.token)))
+                stdin_secret=kubeadm.render_cluster_op_config(settings, token=material.token),
+                makes=(MAKES_IN_CLUSTER,)))
         pending_cp = [n for n in pending if "control-plane" in inventory.host(n).roles]
         if pending_cp:
             material.certificate_key = kubeadm.new_certificate_key()
             changes.append(Change.run(
                 host.name, kubeadm.UPLOAD_CERTS_COMMAND,
                 summary=f"upload control-plane certificates (2 h) for {', '.join(pending_cp)}",
-                stdin_secret=kubeadm.render_cluster_op_config(settings, certificate_key=material.certificate_key)))
+                stdin_secret=kubeadm.render_cluster_op_config(settings, certificate_key=material.certificate_key),
+                makes=(MAKES_IN_CLUSTER,)))
         return cc.with_folders(ctx, changes)
 
     def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:

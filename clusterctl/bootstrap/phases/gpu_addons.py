@@ -16,7 +16,7 @@ from pathlib import Path
 from clusterctl.bootstrap.cluster.addons import AddonPlan, addon_plan
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
-from clusterctl.changes import Change
+from clusterctl.changes import MAKES_IN_CLUSTER, Change
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import HELM_LIST_COMMAND, HelmRelease, kubectl, parse_helm_list
 from clusterctl.findings import Finding, Severity
@@ -74,7 +74,7 @@ class GpuAddons(ClusterWidePhase[AddonState]):
                                       summary=manifest.summary)
             if not write.is_noop:
                 changes += [write, Change.run(host, kubectl(f"apply -f {shlex.quote(manifest.path)}"),
-                                              summary=f"apply {manifest.summary}")]
+                                              summary=f"apply {manifest.summary}", makes=(MAKES_IN_CLUSTER,))]
         for release in state.plan.releases:
             chart = release.chart
             write = Change.write_file(host, release.values_path, release.values,
@@ -97,7 +97,7 @@ class GpuAddons(ClusterWidePhase[AddonState]):
                                                  current=state.files.get(release.archive_path),
                                                  summary=f"chart archive {chart.chart}-{chart.version}"))
             changes.append(Change.run(host, release.command(), summary=f"helm upgrade --install {chart.release} "
-                                      f"({chart.chart} {chart.version})", timeout_s=900))
+                                      f"({chart.chart} {chart.version})", timeout_s=900, makes=(MAKES_IN_CLUSTER,)))
         return cc.with_folders(ctx, changes)
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:

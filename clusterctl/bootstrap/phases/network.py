@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from clusterctl.bootstrap.cluster.network import NetworkPlan, network_plan
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
-from clusterctl.changes import Change
+from clusterctl.changes import MAKES_CNI, MAKES_IN_CLUSTER, Change
 from clusterctl.facts.kube import kubectl
 from clusterctl.findings import Finding, Severity
 
@@ -50,9 +50,11 @@ class Network(ClusterWidePhase[NetworkState]):
         for url in plan.remote_manifests:
             changes.append(Change.run(host, kubectl(f"apply --server-side --force-conflicts -f {shlex.quote(url)}"),
                                       summary=f"apply pinned {url.rsplit('/', 1)[-1]} ({plan.cni} {plan.version})",
-                                      timeout_s=300))
+                                      timeout_s=300, makes=(MAKES_IN_CLUSTER,)))
+        # The CNI's DaemonSet writes its files on every node: reset reads from this which CNI is bootstrap's.
         changes.append(Change.run(host, kubectl(f"apply -f {shlex.quote(plan.rendered_path)}"),
-                                  summary=f"apply {plan.cni} configuration", timeout_s=300))
+                                  summary=f"apply {plan.cni} configuration", timeout_s=300,
+                                  makes=(MAKES_IN_CLUSTER, MAKES_CNI + plan.cni)))
         return cc.with_folders(ctx, changes)
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:

@@ -25,7 +25,7 @@ from clusterctl.bootstrap.apt_sources import (
 )
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases.preflight import APT_FAMILIES, stack_findings
-from clusterctl.changes import Change
+from clusterctl.changes import MAKES_NO_TRACE, MAKES_PACKAGE, Change
 from clusterctl.errors import UsageError
 from clusterctl.facts.packages import PackageFacts, packages_probe, parse_packages_probe
 from clusterctl.findings import Finding, Severity
@@ -132,11 +132,16 @@ class Packages(Phase[PackageFacts]):
         missing = [p for p in pins if not self._installed(state, p)]
         if missing or sources_changed:
             changes.append(Change.run(host, UPDATE, summary="refresh apt's package lists", env=APT_ENV,
-                                      timeout_s=300 + APT_LOCK_WAIT_S))
+                                      timeout_s=300 + APT_LOCK_WAIT_S, makes=(MAKES_NO_TRACE,)))
         if missing:
             args = " ".join(shlex.quote(f"{p.package}={p.version}") for p in missing)
+            # Only a package that was not installed at all is bootstrap's (reset --purge-packages); one at
+            # another version was the host's before and is only moved to the pin.
+            absent = tuple(MAKES_PACKAGE + p.package for p in missing
+                           if (found := state.packages.get(p.package)) is None or not found.installed)
             changes.append(Change.run(host, f"{INSTALL} {args}", env=APT_ENV, timeout_s=600 + APT_LOCK_WAIT_S,
-                                      summary="install " + ", ".join(f"{p.package} {p.upstream}" for p in missing)))
+                                      summary="install " + ", ".join(f"{p.package} {p.upstream}" for p in missing),
+                                      makes=absent))
         unheld = [p.package for p in pins if p.package not in state.holds]
         if unheld:
             names = " ".join(shlex.quote(n) for n in unheld)

@@ -1,19 +1,25 @@
-"""reset: take a host back to before ``clusterctl bootstrap``'s cluster phases (``clusterctl reset``).
+"""reset: take a host back to before ``clusterctl bootstrap`` (``clusterctl reset``).
 
-It removes only what the cluster bootstrap made, each only when it is there (so a second run
-finds nothing to do): ``kubeadm reset`` (its ResetConfiguration on stdin: forced, the inventory's
-CRI socket, kubeadm's tmp folder too) when kubeadm left anything (static pod
-manifests, kubeconfigs, etcd data; kubeadm removes its own files); the CNI configuration the
-CNIs clusterctl installs write (Calico's ``10-calico.conflist`` and ``calico-kubeconfig``,
-Flannel's ``10-flannel.conflist``); CNI interfaces (``cni0``, ``flannel.1``, ``vxlan.calico``,
-``tunl0``, ``cali*``, ``kube-ipvs0``); iptables rules of kube-proxy, Calico and Flannel (only
-those: the host's own rules stay); IPVS tables; what kubeadm's kubelet left in
-``/var/lib/kubelet``; etcd data on a control-plane host; clusterctl's own files. Anything else
-(a user's ``/etc/cni/net.d/99-user.conflist``, ``/var/lib/etcd`` on a worker) is listed and left
-in place unless ``--force``. With ``--restore-containerd``, containerd's config comes back from
-the first backup the gate kept (``config.toml.bak.<UTC time>.<random>``), and reset says which,
-or why nothing was restored. It never runs as part of ``clusterctl bootstrap``: only
-``clusterctl reset`` or ``clusterctl bootstrap phase reset`` run it.
+What bootstrap made is read from its own undo journals (``<state dir>/undo/``, see
+``bootstrap.reset_journals``), never guessed from names: on a host they name, ``kubeadm reset``
+(its ResetConfiguration on stdin: forced, the inventory's CRI socket, kubeadm's tmp folder too)
+runs only when bootstrap's ``kubeadm init``/``join`` made the host a node (kubeadm
+removes its own files; etcd data only where bootstrap made an etcd member); the CNI files and
+interfaces, kube-proxy/Calico/Flannel iptables lines and IPVS tables only on such a node and for
+the CNI bootstrap installed; then every file bootstrap created is removed and every file it
+changed comes back from the gate's backup, each only while it still holds what bootstrap wrote
+(``reset_from_journal``); commands are reverted by the undo the journal kept; folders it made go
+when empty; packages it installed are listed (``--purge-packages`` purges them). Anything else (a
+user's ``/etc/cni/net.d/99-user.conflist``, ``/var/lib/etcd`` on a worker, a file edited since)
+is listed and left in place unless ``--force``.
+
+A host no journal of the fleet names (bootstrapped by an older clusterctl, or another
+``--state-dir``) gets the conservative known-names rules instead, and the plan says so: kubeadm's
+files, the CNI files Calico and Flannel write, CNI interfaces, kubelet state with kubeadm's files,
+etcd data on a control plane, clusterctl's own folder. With ``--restore-containerd`` there,
+containerd's config comes back from the first backup the gate kept (``config.toml.bak.<UTC
+time>.<random>``), and reset says which, or why nothing was restored. It never runs as part of
+``clusterctl bootstrap``: only ``clusterctl reset`` or ``clusterctl bootstrap phase reset`` run it.
 """
 
 from __future__ import annotations
@@ -24,11 +30,13 @@ from dataclasses import dataclass, field
 
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
-from clusterctl.changes import Change
+from clusterctl.bootstrap.phases import reset_from_journal as rj
+from clusterctl.changes import MAKES_ETCD_MEMBER, Change
 from clusterctl.findings import Finding, Severity
 
 KUBEADM_LEFTOVERS = ("/etc/kubernetes/manifests/kube-apiserver.yaml", "/etc/kubernetes/kubelet.conf",
                      "/etc/kubernetes/admin.conf", "/etc/kubernetes/pki/ca.crt", "/var/lib/etcd/member")
+ETCD_MEMBER_DIR = "/var/lib/etcd/member"
 CNI_DIR = "/etc/cni/net.d"
 CNI_INTERFACE = re.compile(r"^(cni0|flannel\.\d+|vxlan\.calico|vxlan-v6\.calico|tunl0|cali[0-9a-f]+|kube-ipvs0|"
                            r"kube-bridge|nodelocaldns)$")
@@ -39,14 +47,27 @@ CLUSTERCTL_PATHS = ("/etc/kubernetes/clusterctl", "/etc/kubernetes/node-feature-
 CONTAINERD_CONFIG = "/etc/containerd/config.toml"
 #: The gate's backup names (``transport.base``: ``PATH.bak.<UTC %Y%m%d%H%M%S>.<mktemp XXXXXX>``).
 _BACKUP = re.compile(r"^config\.toml\.bak\.(\d{14})\.[A-Za-z0-9]{6}$")
-#: CNI configuration the CNIs clusterctl installs write on every node (their DaemonSets' install step).
-OWN_CNI_FILES = frozenset({"10-calico.conflist", "calico-kubeconfig", "10-flannel.conflist"})
+#: CNI configuration each CNI clusterctl installs writes on every node (their DaemonSets' install step).
+CNI_FILES = {"calico": frozenset({"10-calico.conflist", "calico-kubeconfig"}),
+             "flannel": frozenset({"10-flannel.conflist"})}
+OWN_CNI_FILES = frozenset().union(*CNI_FILES.values())
 #: kubeadm's kubelet files: a /var/lib/kubelet with one of them is the one bootstrap's join made.
 KUBEADM_KUBELET_FILES = ("/var/lib/kubelet/config.yaml", "/var/lib/kubelet/kubeadm-flags.env")
+#: Finding codes (the run marks a host's journals used only when reset kept none of bootstrap's files).
+LEFT_IN_PLACE = "RESET_LEFT_IN_PLACE"
+KEPT_CHANGED = "RESET_KEPT_CHANGED"
+NO_JOURNAL = "RESET_NO_JOURNAL"
+#: How reset knew what bootstrap made on a host.
+BY_JOURNAL = "journal"
+BY_KNOWN_NAMES = "known names"  # no journal names the host: said in the plan
+BY_KNOWN_NAMES_QUIETLY = "known names (journals not read)"  # a day-2 action planning one node's reset
+#: Marks each change the known-names rules chose, in the plan.
+KNOWN_NAMES_MARK = " (known names: no journal)"
 
 
 @dataclass
 class ResetState:
+    basis: str = BY_KNOWN_NAMES_QUIETLY
     kubeadm: bool = False
     cni_files: list[str] = field(default_factory=list)
     interfaces: list[str] = field(default_factory=list)
@@ -62,6 +83,19 @@ class ResetState:
     not_restored: str | None = None
     #: containerd runs now: a restored config needs a restart (a stopped one reads it when started).
     containerd_active: bool = False
+    #: What the journals ask (``reset_from_journal``); None: no journal names the host.
+    journal: rj.JournalPlan | None = None
+    #: ``rmdir`` of the folders bootstrap made, once empty.
+    folder_steps: list[Change] = field(default_factory=list)
+    #: Packages bootstrap installed that are installed now.
+    packages: list[str] = field(default_factory=list)
+    purge: bool = False
+    #: Whether kubeadm may take /var/lib/etcd: only where bootstrap made an etcd member (kubeadm's own
+    #: remove-etcd-member phase cleans the default data folder even on a worker: skipped there).
+    etcd_ours: bool = False
+    #: Journals that could not be read (path: why).
+    unreadable: dict[str, str] = field(default_factory=dict)
+    journal_folder: str = ""
 
 
 def _lines(ctx: PhaseContext, command: str) -> list[str] | None:
@@ -86,33 +120,97 @@ def _cri_socket(ctx: PhaseContext) -> str:
         return DEFAULT_CRI_SOCKET
 
 
+def _installed(ctx: PhaseContext, names: list[str]) -> list[str]:
+    if not names:
+        return []
+    # dpkg-query exits 1 when one name is unknown, and still lists the others.
+    result = ctx.reader.run("dpkg-query -W -f='${Package} ${db:Status-Abbrev}\\n' "
+                            + " ".join(shlex.quote(n) for n in names), sudo=True, timeout=60)
+    listing = result.stdout.splitlines()
+    present = {parts[0] for parts in (line.split() for line in listing) if len(parts) >= 2 and parts[1][1:2] == "i"}
+    return [n for n in names if n in present]
+
+
 class Reset(Phase[ResetState]):
     name = "reset"
-    description = "kubeadm reset, CNI files and interfaces, iptables/IPVS leftovers, kubelet state"
+    description = "kubeadm reset, then what bootstrap's undo journals say it made (files, folders, packages listed)"
     timeout_s = 600.0
 
     def check(self, ctx: PhaseContext) -> ResetState:
         state = ResetState()
+        journals = ctx.options.reset_journals
+        entries = journals.for_host(ctx.host.name) if journals is not None else None
+        if journals is not None:
+            state.unreadable = dict(journals.unreadable)
+            state.journal_folder = journals.folder
         force = ctx.options.force
-        # etcd data is kubeadm's only on a control plane; on a worker it is someone else's.
         control_plane = "control-plane" in ctx.host.roles
-        state.kubeadm = any(cc.exists(ctx, p) for p in KUBEADM_LEFTOVERS
-                            if control_plane or not p.startswith("/var/lib/etcd"))
+        if entries is None:
+            state.basis = BY_KNOWN_NAMES if journals is not None else BY_KNOWN_NAMES_QUIETLY
+            # etcd data is kubeadm's only on a control plane; on a worker it is someone else's.
+            ours_node, ours_etcd, cnis = True, control_plane, frozenset(CNI_FILES)
+        else:
+            state.basis = BY_JOURNAL
+            state.journal = rj.plan_from_journals(ctx, entries, force=force)
+            ours_node, ours_etcd = state.journal.kubeadm_node, MAKES_ETCD_MEMBER in state.journal.tags
+            cnis = journals.cnis if journals is not None and ours_node else frozenset()
+        state.etcd_ours = ours_etcd or force
+        present = any(cc.exists(ctx, p) for p in KUBEADM_LEFTOVERS if ours_etcd or p != ETCD_MEMBER_DIR)
+        if present and (ours_node or force):
+            state.kubeadm = True
+        elif present:
+            state.left.append("kubeadm's node state in /etc/kubernetes (no run of clusterctl bootstrap joined "
+                              "this host; --force runs kubeadm reset)")
+        ours_cni = frozenset().union(*(CNI_FILES.get(c, frozenset()) for c in cnis))
         for name in (n.strip() for n in _lines(ctx, f"ls -1A {CNI_DIR}") or [] if n.strip()):
-            (state.cni_files if force or name in OWN_CNI_FILES else state.left).append(
-                name if force or name in OWN_CNI_FILES else f"{CNI_DIR}/{name}")
-        state.interfaces = [n for n in _lines(ctx, "ls -1 /sys/class/net") or [] if CNI_INTERFACE.match(n.strip())]
+            if force or name in ours_cni:
+                state.cni_files.append(name)
+            else:
+                state.left.append(f"{CNI_DIR}/{name}")
+        interfaces = [n for n in _lines(ctx, "ls -1 /sys/class/net") or [] if CNI_INTERFACE.match(n.strip())]
         saved = _lines(ctx, "iptables-save")
-        state.iptables_rules = sum(1 for line in saved or [] if CLUSTER_RULE.search(line))
+        rules = sum(1 for line in saved or [] if CLUSTER_RULE.search(line))
         ipvs = _lines(ctx, "ipvsadm -Ln")
-        state.ipvs = ipvs is not None and any(line.startswith(("TCP", "UDP")) for line in ipvs)
+        has_ipvs = ipvs is not None and any(line.startswith(("TCP", "UDP")) for line in ipvs)
+        if ours_node or force:
+            state.interfaces, state.iptables_rules, state.ipvs = interfaces, rules, has_ipvs
+        else:
+            state.left += [f"interface {n}" for n in interfaces]
+            state.left += [f"{rules} iptables line(s) of kube-proxy/Calico/Flannel"] if rules else []
+            state.left += ["IPVS tables"] if has_ipvs else []
         for folder in ("/var/lib/kubelet", "/var/lib/etcd"):
             if not _lines(ctx, f"ls -1A {folder}"):
                 continue
-            if force or self._made_by_bootstrap(ctx, folder):
-                state.leftover_dirs.append(folder)
-            else:
-                state.left.append(folder)
+            mine = (ours_node and any(cc.exists(ctx, p) for p in KUBEADM_KUBELET_FILES) if folder == "/var/lib/kubelet"
+                    else ours_etcd and cc.exists(ctx, ETCD_MEMBER_DIR))
+            (state.leftover_dirs if force or mine else state.left).append(folder)
+        if state.journal is not None:
+            self._check_journal_rest(ctx, state, force=force)
+        else:
+            self._check_known_rest(ctx, state)
+        return state
+
+    def _check_journal_rest(self, ctx: PhaseContext, state: ResetState, *, force: bool) -> None:
+        plan = state.journal
+        assert plan is not None
+        if force:
+            plan.steps += [Change.remove_file(ctx.host.name, p, summary=f"remove {p} (a command of bootstrap wrote "
+                                              "it; --force)") for p in plan.command_files]
+            plan.removed.update(plan.command_files)
+        else:
+            state.left += [f"{p} (a command of bootstrap wrote it; no hash kept)" for p in plan.command_files]
+        state.folder_steps, left = rj.folder_steps(ctx, plan, force=force)
+        state.left += left
+        state.packages = _installed(ctx, plan.packages)
+        state.purge = ctx.options.purge_packages and bool(state.packages)
+        config_dir = ctx.options.containerd.config.rsplit("/", 1)[0] + "/"
+        touched = any((c.path or "").startswith(config_dir) for c in plan.steps)
+        containerd_purged = state.purge and any(p.startswith("containerd") for p in state.packages)
+        if touched and not containerd_purged:
+            active = ctx.reader.run("systemctl is-active containerd", sudo=True, timeout=30)
+            state.containerd_active = active.stdout.strip() == "active"
+
+    def _check_known_rest(self, ctx: PhaseContext, state: ResetState) -> None:
         state.clusterctl_paths = [p for p in CLUSTERCTL_PATHS if cc.exists(ctx, p)]
         if ctx.options.restore_containerd:
             backup = first_containerd_backup(_lines(ctx, "ls -1A /etc/containerd") or [])
@@ -125,57 +223,102 @@ class Reset(Phase[ResetState]):
                 state.containerd_backup = backup
                 active = ctx.reader.run("systemctl is-active containerd", sudo=True, timeout=30)
                 state.containerd_active = active.stdout.strip() == "active"
-        return state
-
-    @staticmethod
-    def _made_by_bootstrap(ctx: PhaseContext, folder: str) -> bool:
-        """Whether what is in ``folder`` is the cluster's: kubeadm's kubelet state, etcd on a control plane."""
-        if folder == "/var/lib/kubelet":
-            return any(cc.exists(ctx, p) for p in KUBEADM_KUBELET_FILES)
-        # kubeadm init puts etcd's data under /var/lib/etcd/member on control-plane hosts only.
-        return "control-plane" in ctx.host.roles and cc.exists(ctx, "/var/lib/etcd/member")
 
     def findings(self, ctx: PhaseContext, state: ResetState) -> list[Finding]:
+        host = ctx.host.name
         out: list[Finding] = []
+        if state.basis == BY_KNOWN_NAMES:
+            out.append(Finding(
+                Severity.INFO, NO_JOURNAL,
+                f"no undo journal of clusterctl bootstrap names this host in {state.journal_folder} (bootstrapped "
+                "by an older clusterctl, or with another --state-dir): reset goes by known names instead "
+                f"(marked{KNOWN_NAMES_MARK} in the plan)", host=host,
+                fix="Pass the --state-dir bootstrap used, if it was another one."))
+        if state.unreadable:
+            out.append(Finding(Severity.INFO, "RESET_JOURNAL_UNREADABLE",
+                               "undo journals that could not be read, not used: "
+                               + "; ".join(f"{p}: {why}" for p, why in state.unreadable.items()), host=host))
         if state.left:
-            out.append(Finding(Severity.INFO, "RESET_LEFT_IN_PLACE",
+            out.append(Finding(Severity.INFO, LEFT_IN_PLACE,
                                "left in place, not made by clusterctl bootstrap: " + ", ".join(state.left),
-                               host=ctx.host.name, evidence={"paths": list(state.left)},
+                               host=host, evidence={"paths": list(state.left)},
                                fix="Remove them yourself, or rerun reset with --force to remove them too."))
+        plan = state.journal
+        if plan is not None and plan.kept_changed:
+            out.append(Finding(Severity.WARNING, KEPT_CHANGED,
+                               "kept, changed since clusterctl bootstrap wrote them: " + ", ".join(plan.kept_changed),
+                               host=host, evidence={"paths": list(plan.kept_changed)},
+                               fix="Keep what you need from them, then rerun reset with --force to remove or "
+                                   "restore them too (their journals stay unused until then)."))
+        if plan is not None and plan.not_reverted:
+            out.append(Finding(Severity.INFO, "RESET_NOT_REVERTED",
+                               "bootstrap's steps that nothing reverts (gone at the next reboot, or harmless): "
+                               + ", ".join(plan.not_reverted), host=host))
+        if state.packages and not state.purge:
+            out.append(Finding(Severity.INFO, "RESET_PACKAGES_KEPT",
+                               "left installed, installed by clusterctl bootstrap (its journal says so): "
+                               + ", ".join(state.packages), host=host, evidence={"packages": list(state.packages)},
+                               fix="Rerun reset with --purge-packages to purge them (only these)."))
+        if ctx.options.purge_packages and state.basis != BY_JOURNAL:
+            out.append(Finding(Severity.INFO, "RESET_PACKAGES_UNKNOWN",
+                               "no journal says which packages bootstrap installed here: none is purged", host=host))
         if state.not_restored:
-            out.append(Finding(Severity.INFO, "CONTAINERD_NOT_RESTORED", state.not_restored, host=ctx.host.name))
+            out.append(Finding(Severity.INFO, "CONTAINERD_NOT_RESTORED", state.not_restored, host=host))
+        if ctx.options.restore_containerd and state.basis == BY_JOURNAL:
+            out.append(Finding(Severity.INFO, "CONTAINERD_FROM_JOURNAL",
+                               "containerd's config follows bootstrap's journal here (restored from the backup "
+                               "the gate kept, or removed when bootstrap made it); --restore-containerd is for "
+                               "hosts without a journal", host=host))
         return out
 
     def plan(self, ctx: PhaseContext, state: ResetState) -> list[Change]:
         host, q = ctx.host.name, shlex.quote
+        mark = KNOWN_NAMES_MARK if state.basis == BY_KNOWN_NAMES else ""
         changes: list[Change] = []
         if state.kubeadm:
             from clusterctl.bootstrap.cluster.kubeadm import RESET_COMMAND, render_reset_config
 
-            config = render_reset_config(_cri_socket(ctx)).encode()
-            changes.append(Change.run(host, RESET_COMMAND, stdin=config,
-                                      summary="kubeadm reset (static pods, etcd member, certificates, kubelet config)",
+            # kubeadm's remove-etcd-member phase empties /var/lib/etcd whenever it holds anything, with or
+            # without an etcd manifest (cmd/kubeadm/app/cmd/phases/reset/removeetcdmember.go): on a host where
+            # bootstrap made no etcd member that data is someone else's, so the phase is skipped there.
+            skip = () if state.etcd_ours else ("remove-etcd-member",)
+            what = "static pods, etcd member, certificates, kubelet config" if state.etcd_ours else \
+                "static pods, certificates, kubelet config; etcd data left alone"
+            config = render_reset_config(_cri_socket(ctx), skip_phases=skip).encode()
+            changes.append(Change.run(host, RESET_COMMAND, stdin=config, summary=f"kubeadm reset ({what}){mark}",
                                       timeout_s=600))
         if state.cni_files:
             changes.append(Change.run(host, "rm -f " + " ".join(q(f"{CNI_DIR}/{n}") for n in state.cni_files),
-                                      summary=f"remove CNI configuration: {', '.join(state.cni_files)}"))
+                                      summary=f"remove CNI configuration: {', '.join(state.cni_files)}{mark}"))
         for name in state.interfaces:
-            changes.append(Change.run(host, f"ip link delete {q(name)}", summary=f"delete interface {name}"))
+            changes.append(Change.run(host, f"ip link delete {q(name)}", summary=f"delete interface {name}{mark}"))
         if state.iptables_rules:
             changes.append(Change.run(
                 host, "sh -c " + q(f"iptables-save | grep -v -E {q(CLUSTER_RULE.pattern)} | iptables-restore"),
-                summary=f"remove {state.iptables_rules} iptables line(s) of kube-proxy/Calico/Flannel (others kept)"))
+                summary=f"remove {state.iptables_rules} iptables line(s) of kube-proxy/Calico/Flannel (others kept)"
+                + mark))
         if state.ipvs:
-            changes.append(Change.run(host, "ipvsadm --clear", summary="clear IPVS tables left by kube-proxy"))
+            changes.append(Change.run(host, "ipvsadm --clear", summary=f"clear IPVS tables left by kube-proxy{mark}"))
         for folder in state.leftover_dirs:
-            changes.append(Change.run(host, f"rm -rf {q(folder)}", summary=f"remove what is left in {folder}"))
+            changes.append(Change.run(host, f"rm -rf {q(folder)}", summary=f"remove what is left in {folder}{mark}"))
         if state.clusterctl_paths:
             changes.append(Change.run(host, "rm -rf " + " ".join(q(p) for p in state.clusterctl_paths),
-                                      summary="remove clusterctl's cluster files"))
+                                      summary=f"remove clusterctl's cluster files{mark}"))
         if state.containerd_backup:
             changes.append(Change.run(
                 host, f"cp -p {q(state.containerd_backup)} {CONTAINERD_CONFIG}",
-                summary=f"restore containerd's config from clusterctl's first backup {state.containerd_backup}"))
-            if state.containerd_active:
-                changes.append(Change.run(host, "systemctl restart containerd", summary="restart containerd"))
+                summary=f"restore containerd's config from clusterctl's first backup {state.containerd_backup}"
+                + mark))
+        if state.journal is not None:
+            changes += state.journal.steps
+            changes += state.folder_steps
+        if state.purge:
+            from clusterctl.bootstrap.phases.packages import APT_ENV, APT_LOCK
+
+            changes.append(Change.run(
+                host, f"apt-get purge -y {APT_LOCK} --allow-change-held-packages "
+                + " ".join(q(p) for p in state.packages), env=APT_ENV, timeout_s=600,
+                summary="purge the packages clusterctl bootstrap installed: " + ", ".join(state.packages)))
+        if state.containerd_active and (state.containerd_backup or state.journal is not None):
+            changes.append(Change.run(host, ctx.options.containerd.restart, summary="restart containerd"))
         return changes

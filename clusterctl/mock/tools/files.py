@@ -1,7 +1,7 @@
 """The host's file and shell utilities (GNU coreutils, grep, hostname) on the state tree.
 
 So that ``get``/``put`` and shell lines agree in the in-process mock: ``cat``, ``test``/``[``,
-``mkdir``, ``rm``, ``cp``, ``mv``, ``ls``, ``touch``, ``chmod``, ``tee``, ``cmp``, ``grep``,
+``mkdir``, ``rm``, ``rmdir``, ``cp``, ``mv``, ``ls``, ``touch``, ``chmod``, ``tee``, ``cmp``, ``grep``,
 ``head``, ``tail``, ``wc``, ``stat``, ``readlink``, ``ln``, ``install`` and friends. Messages and
 exit codes are GNU's (see recordings/README.md); options that clusterctl never sends are
 refused with the tool's own "invalid option" message rather than half-done.
@@ -180,6 +180,27 @@ def rm(ctx: ToolContext) -> ToolResult:
         ctx.fs.remove(full, recursive=True)
     if not paths and "f" not in flags:
         return ToolResult("", "rm: missing operand\nTry 'rm --help' for more information.\n", 1)
+    return ToolResult("", err, code)
+
+
+def rmdir(ctx: ToolContext) -> ToolResult:
+    """GNU ``rmdir``: removes empty folders only (the reset phase's clean-up of the folders bootstrap made)."""
+    _none, paths = _options(ctx.args, "")
+    if not paths:
+        return ToolResult("", "rmdir: missing operand\nTry 'rmdir --help' for more information.\n", 1)
+    err, code = "", 0
+    for path in paths:
+        full = ctx.path(path)
+        if not ctx.fs.exists(full):
+            err += f"rmdir: failed to remove '{path}': No such file or directory\n"
+        elif not ctx.fs.is_dir(full):
+            err += f"rmdir: failed to remove '{path}': Not a directory\n"
+        elif any(ctx.fs.local(full).iterdir()):
+            err += f"rmdir: failed to remove '{path}': Directory not empty\n"
+        else:
+            ctx.fs.remove(full, recursive=True)  # empty: nothing but the folder goes
+            continue
+        code = 1
     return ToolResult("", err, code)
 
 
@@ -596,7 +617,7 @@ def id_(ctx: ToolContext) -> ToolResult:
 
 
 HANDLERS: dict[str, Callable[[ToolContext], ToolResult]] = {
-    "cat": cat, "test": test, "[": test, "mkdir": mkdir, "rm": rm, "cp": cp_mv, "mv": cp_mv, "ls": ls,
+    "cat": cat, "test": test, "[": test, "mkdir": mkdir, "rm": rm, "rmdir": rmdir, "cp": cp_mv, "mv": cp_mv, "ls": ls,
     "touch": touch, "chmod": chmod, "chown": chown, "tee": tee, "cmp": cmp, "grep": grep, "head": head_tail,
     "tail": head_tail, "wc": wc, "stat": stat, "readlink": readlink, "ln": ln, "install": install,
     "uname": uname, "basename": basename, "dirname": dirname, "date": date, "hostname": hostname,

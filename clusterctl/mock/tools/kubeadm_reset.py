@@ -5,7 +5,8 @@ The phases and their lines are kubeadm's (1.35 to 1.37 print the same:
 ``cmd/kubeadm/app/cmd/reset.go``): ``preflight`` asks unless forced or dry-running;
 ``remove-etcd-member`` removes this control plane's member when the cluster's configuration can
 be read (a kubeconfig and a cluster that answers), and empties the etcd data folder whenever it
-holds anything; ``cleanup-node`` stops the kubelet, unmounts and empties ``/var/lib/kubelet``
+holds anything (unless ``skipPhases``/``--skip-phases`` names it); ``cleanup-node`` stops the
+kubelet, unmounts and empties ``/var/lib/kubelet``
 when it exists, empties the manifests and certificates folders (and ``/etc/kubernetes/tmp`` with
 ``cleanupTmpDir``) and deletes kubeadm's kubeconfig files. With ``--dry-run`` (or ``dryRun:
 true``) each step says what it "Would" do and nothing changes.
@@ -51,8 +52,14 @@ def run(ctx: ToolContext) -> ToolResult:
     # The cluster's configuration is read through the kubeconfig; without it kubeadm skips the member.
     cluster_config = bool(kube.get("initialized")) and ctx.fs.exists(ks.ADMIN_CONF)
     out = ["[preflight] Running pre-flight checks"]
-    etcd_data = bool(ctx.fs.is_dir(ETCD_DATA) and ctx.fs.listdir(ETCD_DATA))
-    if ctx.fs.exists(ETCD_MANIFEST) and cluster_config:
+    # skipPhases (or --skip-phases): a skipped remove-etcd-member neither removes a member nor empties
+    # the etcd data folder (reset.go runs the workflow without it).
+    skipped = {str(p) for p in config.get("skipPhases") or []}
+    skipped |= {p for i, a in enumerate(args) if a == "--skip-phases" and i + 1 < len(args)
+                for p in args[i + 1].split(",")}
+    etcd_phase = "remove-etcd-member" not in skipped
+    etcd_data = etcd_phase and bool(ctx.fs.is_dir(ETCD_DATA) and ctx.fs.listdir(ETCD_DATA))
+    if etcd_phase and ctx.fs.exists(ETCD_MANIFEST) and cluster_config:
         if dry:
             out += ["[dryrun] Would remove the etcd member on this node from the etcd cluster",
                     f"[dryrun] Would delete contents of the etcd data directory: {ETCD_DATA}"]

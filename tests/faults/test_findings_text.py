@@ -1,0 +1,29 @@
+"""Findings carry what hosts answered (file names reset found, package names): bootstrap's and
+reset's findings table shows them as text, brackets kept and control characters visible, never
+as Rich markup or terminal control."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from clirun import clusterctl
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = str(REPO / "inventories" / "demo.yaml")
+
+
+def test_a_hostile_file_name_in_a_reset_finding_prints_as_itself(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # one table row per finding: names are not wrapped
+    assert clusterctl("-i", DEMO, "-l", "gpu-b1", "exec", "true").exit_code == 0  # the mock host exists now
+    (tree,) = Path(os.environ["CLUSTERCTL_MOCK_STATE"]).glob("demo-*/hosts/gpu-b1/fs")
+    net = tree / "etc" / "cni" / "net.d"
+    net.mkdir(parents=True)
+    (net / "[bold red]mine[reverse].conflist").write_text("{}\n")
+    (net / "\x1b]0;owned\x07x.conflist").write_text("{}\n")
+    done = clusterctl("-i", DEMO, "-l", "gpu-b1", "reset", "--dry-run", "--state-dir", tmp_path / "state")
+    assert done.exit_code == 0, done.output
+    assert "[bold red]mine[reverse].conflist" in done.stdout
+    assert "\x1b" not in done.stdout and "\\x1b]0;owned\\x07x.conflist" in done.stdout
