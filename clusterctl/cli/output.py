@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from clusterctl.wording import plural
@@ -14,12 +13,12 @@ def dump(payload: Any, fmt: str) -> str:
     """JSON or YAML text; any registered secret that slipped into a value is masked."""
     # Imported here: every command module imports this one, and `clusterctl --help` must not
     # pay for the secret registry's logging set-up.
-    from clusterctl.plain_json import to_plain
+    from clusterctl.plain_json import dumps_indented, to_plain
     from clusterctl.secret import mask_text
 
-    plain = to_plain(payload)
     if fmt == "json":
-        return mask_text(json.dumps(plain, indent=2, sort_keys=False) + "\n")
+        return mask_text(dumps_indented(payload) + "\n")
+    plain = to_plain(payload)
     import yaml
 
     return mask_text(str(yaml.safe_dump(plain, sort_keys=False, default_flow_style=False, allow_unicode=True)))

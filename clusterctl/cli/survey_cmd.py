@@ -121,15 +121,16 @@ def finish(app: AppContext, report: SurveyReport, *, head: Callable[[], None], s
 
 
 def _save(path: str, payload: dict[str, object]) -> None:
-    import json
     import os
     from pathlib import Path
+
+    from clusterctl.plain_json import dumps_indented
 
     target = Path(path)
     tmp = target.with_name(f".{target.name}.tmp")
     try:
         # Written whole then renamed: a later command never reads half a report.
-        tmp.write_text(json.dumps(payload, indent=2) + "\n")
+        tmp.write_text(dumps_indented(payload) + "\n")
         os.replace(tmp, target)
     except OSError as exc:
         raise UsageError(f"cannot write the report ({exc.strerror})", file=path) from exc

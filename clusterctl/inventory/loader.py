@@ -88,7 +88,7 @@ def _read_any(path: str | Path) -> Inventory:
     root = parse_yaml(text, file)
     if isinstance(root, Mapping) and _is_ansible_yaml(root):
         return parse_ansible_yaml(root, file=file, base_dir=base_dir)
-    return parse_native(text, file=file, base_dir=base_dir)
+    return parse_native(text, file=file, base_dir=base_dir, tree=root)
 
 
 def _looks_like_ini(text: str) -> bool:

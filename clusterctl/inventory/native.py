@@ -75,13 +75,21 @@ def load_native(path: str | Path) -> Inventory:
     return parse_native(text, file=str(path), base_dir=file_path.resolve().parent)
 
 
-def parse_native(text: str, *, file: str, base_dir: Path) -> Inventory:
-    """The same as ``load_native`` for text already read; ``base_dir`` anchors relative profiles."""
-    return _Reader(file, base_dir).read(parse_yaml(text, file))
+def parse_native(text: str, *, file: str, base_dir: Path, tree: Node | None = None) -> Inventory:
+    """The same as ``load_native`` for text already read; ``base_dir`` anchors relative profiles.
+
+    ``tree``: the text's ``parse_yaml`` when the caller has it already (it is not read twice).
+    """
+    return _Reader(file, base_dir).read(tree if tree is not None else parse_yaml(text, file))
 
 
 class _Reader(NodeReader):
     """The document's structure: defaults, groups, hosts and their settings."""
+
+    def __init__(self, file: str, base_dir: Path) -> None:
+        super().__init__(file, base_dir)
+        #: ``profile:`` as written -> the folder it names (see ``profile``).
+        self._profiles: dict[str, str] = {}
 
     # --- the document -------------------------------------------------------------------
 
@@ -383,8 +391,12 @@ class _Reader(NodeReader):
             return None
         if transport != "mock":
             return str(setting.value)
+        # A fleet names its profile once (in defaults or a group): found on disk once per file.
+        known = self._profiles.get(setting.value) if isinstance(setting.value, str) else None
+        if known is not None:
+            return known
         try:
-            return values.profile_folder(setting.value, self.base_dir)
+            found = values.profile_folder(setting.value, self.base_dir)
         except BadValue as exc:
             raise self.error(
                 f"host '{host_def.name}': {exc.message}",
@@ -392,7 +404,9 @@ class _Reader(NodeReader):
                 field=setting.field,
                 hint=exc.hint,
             ) from None
-
+        if isinstance(setting.value, str):
+            self._profiles[setting.value] = found
+        return found
 
     def mock_state(self, setting: _Setting | None) -> str | None:
         if setting is None or setting.value is None:

@@ -24,7 +24,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterctl.mock.profile import Profile, Rule, normalise, rule_tools
+from clusterctl.mock.profile import Profile, Rule, normalise
 from clusterctl.mock.shell import Shell
 from clusterctl.mock.state import STATE_VERSION, ClusterState, HostState, MockCluster, StateError
 from clusterctl.mock.tools import BIN_DIRS, FILE_TOOLS, tool_module
@@ -123,8 +123,10 @@ class MockMachine:
 
     def seed(self) -> None:
         """Create the host's state from the profile on first use (or after the profile changed)."""
+        if self._seeded(self.host.read()):
+            return  # a snapshot says so (writes are atomic): no lock taken, nothing written
         with self.host.edit() as data:
-            if data.get("profile") == str(self.profile.root) and data.get("version") == STATE_VERSION:
+            if self._seeded(data):
                 return
             if data and self.host.fs.root.exists():
                 # Pointed at another profile: a different machine, so start it afresh.
@@ -138,6 +140,9 @@ class MockMachine:
             for path, content in self.profile.files.items():
                 self.host.fs.write(path, content)
             self._seed_packages(data)
+
+    def _seeded(self, data: dict[str, Any]) -> bool:
+        return data.get("profile") == str(self.profile.root) and data.get("version") == STATE_VERSION
 
     def _seed_packages(self, data: dict[str, Any]) -> None:
         """Packages installed at first boot bring their files and (running) services, as after apt."""
@@ -191,7 +196,8 @@ class MockMachine:
         """The first rule answering any of ``lines`` in the current state (read only if a rule asks)."""
         normalised = [normalise(line) for line in lines]
         values: dict[str, str] | None = None
-        for rule in self.profile.rules:
+        for index in self.profile.rules_to_try(normalised):
+            rule = self.profile.rules[index]
             if not any(rule.matches_command(line, norm) for line, norm in zip(lines, normalised, strict=True)):
                 continue
             if rule.when_state:
@@ -262,7 +268,7 @@ class MockMachine:
         found = self._tree_binary(name)
         if found:
             return found
-        return f"/usr/bin/{name}" if name in rule_tools(self.profile) else None
+        return f"/usr/bin/{name}" if name in self.profile.tool_names else None
 
     def context(self, argv: list[str], stdin: bytes, env: dict[str, str], cwd: str = "/root") -> ToolContext:
         return ToolContext(argv=argv, stdin=stdin, env=env, host=self.host, cluster=self.cluster,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -82,6 +83,30 @@ class Profile:
     #: ``simulate: true``: the stateful simulated tools answer what the rules do not. Off by
     #: default, so a recorded profile answers only with its recordings (inherited over ``extends``).
     simulate: bool = False
+
+    def rules_to_try(self, normalised: list[str]) -> list[int]:
+        """Indexes of the rules that may answer one of these (whitespace-normalised) lines, in the
+        profile's order: the ``match`` rules equal to one of them and every ``regex`` rule (still
+        to be tried). A host answers dozens of lines per survey; most rules are ``match`` rules."""
+        exact, patterns = self._rule_index
+        found = [i for line in normalised for i in exact.get(line, ())]
+        if not found:
+            return list(patterns)
+        return sorted({*found, *patterns})
+
+    @functools.cached_property
+    def _rule_index(self) -> tuple[dict[str, tuple[int, ...]], tuple[int, ...]]:
+        exact: dict[str, tuple[int, ...]] = {}
+        for index, rule in enumerate(self.rules):
+            if rule.match is not None:
+                key = normalise(rule.match)
+                exact[key] = (*exact.get(key, ()), index)
+        return exact, tuple(i for i, rule in enumerate(self.rules) if rule.match is None)
+
+    @functools.cached_property
+    def tool_names(self) -> frozenset[str]:
+        """``rule_tools`` as a set, worked out once (every ``command -v`` on a host asks it)."""
+        return frozenset(rule_tools(self))
 
 
 _TOOL_WORD = re.compile(r"^[A-Za-z0-9_.+\[-]+$")
@@ -190,9 +215,38 @@ def _machine(raw: Any, where: str) -> dict[str, Any]:
     return dict(raw)
 
 
-@lru_cache(maxsize=256)
+#: Held while a profile is read: the fan-out's threads all ask for the fleet's profile at once,
+#: and without it each of them would read and parse the same YAML (50 of 64 did).
+_LOADING = threading.RLock()
+
+
 def load_profile(folder: str) -> Profile:
-    """Read a profile folder (and the ones it ``extends``). Cached: profiles are read-only."""
+    """Read a profile folder (and the ones it ``extends``), once per process: profiles are read-only."""
+    with _LOADING:
+        return _read_profile(folder)
+
+
+def forget_profiles() -> None:
+    """Read profiles again on their next use (tests that rewrite a profile's files)."""
+    _read_profile.cache_clear()
+
+
+def _yaml_document(text: str) -> Any:
+    """``yaml.safe_load`` with libyaml's parser when PyYAML has it; a document it refuses is read
+    again by PyYAML's own, whose error message is the one users have always seen."""
+    import yaml
+
+    fast = getattr(yaml, "CSafeLoader", None)
+    if fast is not None:
+        try:
+            return yaml.load(text, Loader=fast)  # CSafeLoader: the safe loader, in C
+        except yaml.YAMLError:
+            pass
+    return yaml.safe_load(text)
+
+
+@lru_cache(maxsize=256)
+def _read_profile(folder: str) -> Profile:
     import yaml
 
     root = Path(folder).resolve()
@@ -201,7 +255,7 @@ def load_profile(folder: str) -> Profile:
     if not index.is_file():
         raise UsageError(f"mock profile {root} has no {PROFILE_FILE}", file=str(root), field="profile")
     try:
-        data = yaml.safe_load(index.read_text()) or {}
+        data = _yaml_document(index.read_text()) or {}
     except yaml.YAMLError as exc:
         raise UsageError(f"invalid YAML: {exc}", file=where) from exc
     if not isinstance(data, dict):

@@ -14,6 +14,8 @@ clear message and exit 2, never silently mis-run: add a profile rule for such a 
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -69,6 +71,13 @@ class Op:
 Token = Word | Op
 
 _OPERATORS = ("&&", "||", ">>", "&>", ">&", "<<", ";", "|", "&", ">", "<", "(", ")", "\n")
+#: A run of characters that are plain word text outside quotes (no blank, quote, escape, ``$``,
+#: backquote, comment or operator character): taken as one piece instead of one at a time.
+_PLAIN_RUN = re.compile(r"[^ \t\n'\"\\$`#&|<>;()]+")
+#: The same inside double quotes: everything but the closing quote, ``\``, ``$`` and backquotes.
+_QUOTED_RUN = re.compile(r'[^"\\$`]+')
+_OPERATOR_STARTS = frozenset(o[0] for o in _OPERATORS)
+_REDIRECT_OP = re.compile(r"(\d?)(>>|>&|&>|<<|>|<)")
 
 
 def _read_dollar(text: str, i: int, quoted: bool, segments: list[Segment]) -> int:
@@ -175,8 +184,10 @@ def tokenize(text: str) -> list[Token]:
                 elif c == "`":
                     raise ShellSyntaxError("backquotes are not supported; use $(...)")
                 else:
-                    buf += c
-                    i += 1
+                    run = _QUOTED_RUN.match(text, i)
+                    end = run.end() if run is not None else i + 1
+                    buf += text[i:end]
+                    i = end
             segments.append(("lit", buf, True))
         elif ch == "$":
             in_word = True
@@ -184,7 +195,7 @@ def tokenize(text: str) -> list[Token]:
         elif ch == "`":
             raise ShellSyntaxError("backquotes are not supported; use $(...)")
         else:
-            op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
+            op = next((o for o in _OPERATORS if text.startswith(o, i)), None) if ch in _OPERATOR_STARTS else None
             if op is not None:
                 # "2>" / "2>&1": a bare number right before a redirection is its file descriptor.
                 if op[0] in "<>" and in_word and len(segments) == 1:
@@ -198,9 +209,13 @@ def tokenize(text: str) -> list[Token]:
                 tokens.append(Op(op))
                 i += len(op)
             else:
-                segments.append(("lit", ch, False))
+                # A plain character (and the plain run it starts) is word text. A single digit
+                # stays a piece of its own, so "2>" above still sees a lone file descriptor.
+                run = _PLAIN_RUN.match(text, i)
+                end = run.end() if run is not None and not ch.isdigit() else i + 1
+                segments.append(("lit", text[i:end], False))
                 in_word = True
-                i += 1
+                i = end
     end_word()
     return tokens
 
@@ -358,14 +373,14 @@ class _Parser:
         found: list[Redirect] = []
         while True:
             tok = self.peek()
-            if not isinstance(tok, Op) or not re.fullmatch(r"\d?(>>|>&|&>|<<|>|<)", tok.text):
+            if not isinstance(tok, Op) or not _REDIRECT_OP.fullmatch(tok.text):
                 return found
             found.append(self.redirect())
 
     def redirect(self) -> Redirect:
         op = self.take()
         assert isinstance(op, Op)
-        match = re.fullmatch(r"(\d?)(>>|>&|&>|<<|>|<)", op.text)
+        match = _REDIRECT_OP.fullmatch(op.text)
         assert match
         digits, kind = match.groups()
         if kind == "<<":
@@ -386,7 +401,7 @@ class _Parser:
             if tok is None:
                 break
             if isinstance(tok, Op):
-                if re.fullmatch(r"\d?(>>|>&|&>|<<|>|<)", tok.text):
+                if _REDIRECT_OP.fullmatch(tok.text):
                     redirects.append(self.redirect())
                     continue
                 break
@@ -409,6 +424,29 @@ class _Parser:
 
 
 def parse(text: str) -> Sequence_:
+    """The syntax tree of a script. Running a tree never changes it, so one tree serves every run
+    of the same text: a fleet's hosts all receive the same probe lines, parsed once (``_TREES``)."""
+    with _TREES_LOCK:
+        tree = _TREES.get(text)
+        if tree is not None:
+            _TREES.move_to_end(text)
+            return tree
+    tree = _parse(text)
+    with _TREES_LOCK:
+        _TREES[text] = tree
+        while len(_TREES) > _TREES_KEPT:
+            _TREES.popitem(last=False)
+    return tree
+
+
+#: The trees of the scripts parsed last (most recent last), at most ``_TREES_KEPT``; a script
+#: that does not parse is not kept (it raises again, with the same message, on the next run).
+_TREES: OrderedDict[str, Sequence_] = OrderedDict()
+_TREES_KEPT = 512
+_TREES_LOCK = threading.Lock()
+
+
+def _parse(text: str) -> Sequence_:
     parser = _Parser(tokenize(text))
     tree = parser.sequence()
     if parser.peek() is not None:

@@ -24,7 +24,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 STATE_VERSION = 1
@@ -124,17 +124,17 @@ class JsonDocument:
         with self._locked():
             data = self._load()
             guarded = getattr(_read_only, "command", None) is not None
-            before = _dumps(data)
+            # Compared compactly (the C encoder); indented only when written.
+            before = json.dumps(data, sort_keys=True)
             host_before = copy.deepcopy(_host_part(data)) if guarded else None
             yield data
             if guarded and _host_part(data) != host_before:
                 refuse_change(f"change {self.path.name}")
-            after = _dumps(data)
-            if after == before and self.path.exists():
+            if json.dumps(data, sort_keys=True) == before and self.path.exists():
                 return
             fd, tmp = tempfile.mkstemp(prefix=".state-", dir=self.path.parent)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(after)
+                fh.write(_dumps(data))
             os.replace(tmp, self.path)
 
 
@@ -152,19 +152,25 @@ class FileTree:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._root_text = str(root)
         self._resolved_root: Path | None = None
 
     def _lexical(self, path: str) -> Path:
+        return Path(self._lexical_text(path))
+
+    def _lexical_text(self, path: str) -> str:
+        """``_lexical`` as text: the simulator asks for thousands of paths a run (every program
+        looked up in six bin folders), and string work costs a fraction of ``pathlib``'s."""
         if not path.startswith("/"):
             raise StateError(f"mock host paths are absolute; got {path!r}")
         parts: list[str] = []
-        for part in PurePosixPath(path).parts[1:]:
+        for part in path.split("/"):
             if part == "..":
                 if parts:
                     parts.pop()
             elif part not in (".", ""):
                 parts.append(part)
-        return self.root.joinpath(*parts) if parts else self.root
+        return "/".join((self._root_text, *parts)) if parts else self._root_text
 
     def local(self, path: str) -> Path:
         """Where host path ``path`` lives on this machine."""
@@ -181,7 +187,7 @@ class FileTree:
     def _absent(self, path: str) -> bool:
         # Nothing at the lexical place (not even a link): no need to resolve it (most of the
         # simulator's look-ups are for programs in bin folders a host does not have).
-        return not os.path.lexists(self._lexical(path))
+        return not os.path.lexists(self._lexical_text(path))
 
     def read(self, path: str) -> bytes | None:
         try:

@@ -25,6 +25,7 @@ from clusterctl.facts.model import (
     TopoMatrix,
     warnings_of,
 )
+from clusterctl.facts.shared import parse_shared
 from clusterctl.transport.base import Transport
 
 if TYPE_CHECKING:
@@ -108,7 +109,8 @@ def _read_one(transport: Transport, fact: Fact[Any]) -> tuple[Any, Missing | Non
     # facts (the stack) print each absent tool's error and still carry the rest.
     if result.exit_code == 0 and result.stdout.strip():
         try:
-            return fact.parse(result.stdout), None
+            # Identical outputs (a fleet's alike hosts) are parsed once: parsers are pure.
+            return parse_shared(fact.parse, result.stdout), None
         except ParseError as exc:
             return None, Missing(fact.name, missing_reason(result) or str(exc))
     return None, Missing(fact.name, missing_reason(result) or "no output")

@@ -6,7 +6,7 @@ docs/survey.md); ``clusterctl.saved_survey`` reads a ``--save``d file back for l
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from clusterctl.plain_json import to_plain
@@ -146,7 +146,7 @@ def host_to_json(host: HostReport, *, with_matrix: bool = True) -> dict[str, Any
         "nics": _nics_json(state),
         # Every interface with an IPv4 address (management, IPoIB, RoCE): NCCL_SOCKET_IFNAME is chosen from these.
         "interfaces": [{"name": name, "ipv4": list(found)} for name, found in _ipv4(state).items()],
-        "stack": to_plain(asdict(stack)) if stack else None,
+        "stack": to_plain(stack) if stack else None,
         "matrix": matrix_to_json(topology) if topology and with_matrix else None,
         "missing": [{"fact": m.fact, "reason": m.reason} for m in (facts.missing if facts else ())],
         # What a parser could not read of a fact it read in part (line numbers of the tool's output).

@@ -8,6 +8,7 @@ import pytest
 
 from clusterctl.errors import UsageError
 from clusterctl.inventory.model import Host
+from clusterctl.mock.profile import forget_profiles
 from clusterctl.mock.transport import MockTransport, load_profile
 
 RECORDED = """\
@@ -59,7 +60,7 @@ def test_a_machine_section_without_simulate_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="simulate: true"):
         load_profile(str(folder))
     (folder / "profile.yaml").write_text("simulate: yes-please\n")
-    load_profile.cache_clear()
+    forget_profiles()
     with pytest.raises(UsageError, match="'simulate' must be true or false"):
         load_profile(str(folder))
 
@@ -73,5 +74,5 @@ def test_simulate_is_inherited_and_can_be_turned_off(tmp_path: Path) -> None:
     (child / "profile.yaml").write_text("extends: ../base\n")
     assert load_profile(str(child)).simulate
     (child / "profile.yaml").write_text("extends: ../base\nsimulate: false\n")
-    load_profile.cache_clear()
+    forget_profiles()
     assert not load_profile(str(child)).simulate

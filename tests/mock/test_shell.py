@@ -25,3 +25,18 @@ def test_an_unsupported_construct_is_refused_with_the_reason(cluster: Path) -> N
     result = node(cluster).run("for i in 1 2; do echo $i; done")
     assert result.exit_code == 2
     assert "'for' is not supported" in result.stderr and "profile rule" in result.stderr
+
+
+def test_a_script_run_again_expands_and_reads_afresh(cluster: Path) -> None:
+    """Every host of a fleet gets the same probe line: a line run a second time sees the new state."""
+    t = node(cluster)
+    probe = "echo \"[$MODE]\" $(cat /root/mark 2>&1); cat /root/mark 2>/dev/null || echo absent"
+    assert t.run(probe, env={"MODE": "a"}).stdout == "[a] cat: /root/mark: No such file or directory\nabsent\n"
+    assert t.run("echo 'one two' > /root/mark").ok
+    assert t.run(probe, env={"MODE": "b"}).stdout == "[b] one two\none two\n"
+
+
+def test_long_words_and_quoted_runs_keep_their_characters(cluster: Path) -> None:
+    t = node(cluster)
+    line = "echo a2>/root/x; cat /root/x; echo 10.0.0.1:6443 \"x  \\\"y\\\" \\$z \\\\q\" '$k' a#b # gone; echo no"
+    assert t.run(line).stdout == 'a2\n10.0.0.1:6443 x  "y" $z \\q $k a#b\n'

@@ -147,8 +147,23 @@ def test_every_line_clusterctl_sends_parses_as_posix_shell(lines: list[str]) -> 
 
 
 def test_dash_and_the_mock_shell_run_every_line_alike(lines: list[str], tmp_path: Path) -> None:
+    assert differences(lines, tmp_path) == []
+
+
+def test_dash_and_the_mock_shell_run_the_survey_probes_alike(tmp_path: Path) -> None:
+    """The survey's fact commands (the stack's compound probe above all) are run by the mock shell
+    on every simulated host: twice each, as two hosts of a fleet receive them."""
+    from clusterctl.facts.survey_facts import SURVEY_FACTS
+
+    probes = [fact.command for fact in SURVEY_FACTS] + [f.command for fact in SURVEY_FACTS for f in fact.fallbacks]
+    assert any("### " in probe for probe in probes), "the compound stack probe is among them"
+    assert differences(probes + probes, tmp_path) == []
+
+
+def differences(lines: list[str], tmp_path: Path) -> list[str]:
+    """Each line where dash and the mock shell printed or exited differently."""
     dash = system_tool("dash", "dash")
-    differ = []
+    differ: list[str] = []
     for index, line in enumerate(lines):
         jail = Jail(tmp_path / f"jail-{index}", dash, program_names([line]))
         for folder in ("etc", "root", "tmp", "var/lib", "run"):
@@ -160,7 +175,7 @@ def test_dash_and_the_mock_shell_run_every_line_alike(lines: list[str], tmp_path
         simulated = jail.mock(line)
         if real != simulated:
             differ.append(f"{line[:300]}\n  dash: {real}\n  mock: {simulated}")
-    assert differ == [], "\n".join(differ[:10])
+    return differ
 
 
 def test_the_comparison_tells_a_difference(tmp_path: Path) -> None:

@@ -56,8 +56,18 @@ BIN_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin
 
 def tool_module(name: str) -> ModuleType | None:
     """The module simulating ``name``, or None when there is none."""
-    module = TOOLS.get(name)
-    return import_module(module) if module else None
+    found = _LOADED.get(name)
+    if found is None:
+        module = TOOLS.get(name)
+        if not module:
+            return None
+        # Imported on first use (a survey needs a handful of the tools); kept by name after that,
+        # since the simulator asks for every program of every command line.
+        found = _LOADED[name] = import_module(module)
+    return found
+
+
+_LOADED: dict[str, ModuleType] = {}
 
 
 def machine_tools() -> list[str]:
