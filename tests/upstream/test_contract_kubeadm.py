@@ -225,3 +225,16 @@ def test_a_simulated_reset_that_ignores_dry_run_is_caught(reset_pair: ResetPair,
     assert kubeadm_lines(sim) != kubeadm_lines(real)
     simulated, actual = reset_pair.files()
     assert simulated != actual
+
+
+def test_a_misspelt_reset_field_is_only_a_warning_for_both(reset_pair: ResetPair) -> None:
+    """kubeadm's commands decode their configuration leniently (``config validate`` does not): the reset
+    goes on, with kubeadm's strict-decoding warning on stderr, on the real kubeadm and the simulated one."""
+    config = render_reset_config("unix:///run/containerd/containerd.sock").replace("cleanupTmpDir:", "cleanupTmpDri:")
+    sim, real = reset_pair.run(f"{RESET_COMMAND} --dry-run", config.encode())
+    assert real.exit_code == 0, real.output
+    for answer in (sim, real):
+        assert 'strict decoding error: unknown field "cleanupTmpDri"' in answer.stderr, answer.stderr
+    # The misspelt field was not read: kubeadm's tmp folder is not among what it would empty.
+    assert kubeadm_lines(sim) == kubeadm_lines(real)
+    assert not any("/etc/kubernetes/tmp" in line for line in kubeadm_lines(real))

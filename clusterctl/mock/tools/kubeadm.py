@@ -7,7 +7,9 @@ matters to clusterctl and is kubeadm's own:
 
 * configuration read with ``--config FILE`` or ``--config /dev/stdin``; only
   ``kubeadm.k8s.io/v1beta4`` (and kubelet/kube-proxy types) is accepted from 1.37, v1beta3
-  and v1beta4 before; unknown fields fail strict decoding;
+  and v1beta4 before; an unknown field fails ``config validate`` (strict decoding) and is a klog
+  warning for the other commands, as in kubeadm (``kubeadm_config``); a flag kubeadm does not
+  allow beside ``--config`` fails; ``--dry-run`` changes nothing (``kubeadm_reset``, ``kubeadm_upgrade``);
 * ``init`` on a host that already runs a control plane fails preflight;
 * ``join`` needs a known, unexpired token and a pinned CA hash matching the cluster's; a
   control-plane join needs the certificate key of certificates uploaded less than two hours ago;
@@ -352,7 +354,7 @@ def _run(ctx: ToolContext) -> ToolResult:
         if args[:2] == ["config", "images"] and args[2:3] in (["list"], ["pull"]):
             return _images(ctx)
         if args[:2] == ["config", "validate"]:
-            load_config(ctx, args)
+            load_config(ctx, args, strict=True)
             return ctx.ok("ok\n")
         if args[:3] == ["init", "phase", "upload-certs"]:
             return _upload_certs(ctx)

@@ -95,8 +95,18 @@ def dry_run(args: list[str], section: dict[str, Any] | None = None) -> bool:
     return "--dry-run" in args or bool((section or {}).get("dryRun"))
 
 
-def load_config(ctx: ToolContext, args: list[str]) -> dict[str, dict[str, Any]]:
-    """The documents of ``--config`` by kind; ``ConfigError`` with kubeadm's wording when refused."""
+#: Where kubeadm's commands load each kind (cmd/kubeadm/app/util/config/), named in their klog warnings.
+LOADERS = {"JoinConfiguration": "joinconfiguration.go", "ResetConfiguration": "resetconfiguration.go",
+           "UpgradeConfiguration": "upgradeconfiguration.go"}
+
+
+def load_config(ctx: ToolContext, args: list[str], *, strict: bool = False) -> dict[str, dict[str, Any]]:
+    """The documents of ``--config`` by kind; ``ConfigError`` with kubeadm's wording when refused.
+
+    ``strict`` is ``kubeadm config validate``'s decoding: an unknown field at any depth fails.
+    init, join, reset, upgrade and the others decode as kubeadm's commands do: an unknown field is
+    a klog warning on stderr and the command goes on (``strictErrors`` false in ``util/config``).
+    """
     import yaml
 
     path = option(args, "--config")
@@ -132,9 +142,12 @@ def load_config(ctx: ToolContext, args: list[str]) -> dict[str, dict[str, Any]]:
             unknown = unknown_field(doc, types[kind], types) if api.endswith("v1beta4") and kind in types else None
             if unknown:
                 group, version = api.split("/", 1)
-                raise ConfigError(f'error unmarshaling configuration schema.GroupVersionKind{{Group:"{group}", '
-                                  f'Version:"{version}", Kind:"{kind}"}}: strict decoding error: unknown field '
-                                  f'"{unknown}"')
+                message = (f'error unmarshaling configuration schema.GroupVersionKind{{Group:"{group}", '
+                           f'Version:"{version}", Kind:"{kind}"}}: strict decoding error: unknown field "{unknown}"')
+                if strict:
+                    raise ConfigError(message)
+                # The commands themselves decode leniently (strictErrors=false in util/config): a warning.
+                ctx.log(klog("W", LOADERS.get(kind, "initconfiguration.go") + ":53", message))
         docs[kind] = doc
     return docs
 
