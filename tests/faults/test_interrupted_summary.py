@@ -55,7 +55,14 @@ def test_sigint_during_survey_over_hung_hosts_prints_json_and_a_retry_hint(
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(home),
     )
     try:
-        time.sleep(4)
+        # Interrupt once the fan-out is waiting on both hung hosts (the kernel accepts their TCP
+        # connections while sshd is stopped), not after a fixed sleep: under load, start-up alone
+        # can take longer than any sleep, and the signal would land before the run began.
+        deadline = time.monotonic() + 90
+        while not _connected_to({hosts[1].port, hosts[2].port}) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
     finally:
@@ -69,3 +76,18 @@ def test_sigint_during_survey_over_hung_hosts_prints_json_and_a_retry_hint(
     stuck = set(record["still_running"]) | set(record["not_started"])
     assert {hosts[1].name, hosts[2].name} <= stuck
     assert "retry: run the same command with --limit @retry" in err
+
+
+def _connected_to(ports: set[int]) -> bool:
+    """Whether this machine has an established loopback TCP connection to every port in ``ports``."""
+    seen: set[int] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 3 and fields[3] == "01":  # 01: ESTABLISHED
+                seen.add(int(fields[2].rsplit(":", 1)[1], 16))
+    return ports <= seen
