@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 
 from clusterctl.errors import UsageError
@@ -53,3 +54,24 @@ def host_file_name(host: str, suffix: str) -> str:
     """A file name for a host's output that cannot leave the folder (inventory names are untrusted)."""
     name = _UNSAFE.sub("_", host).lstrip(".") or "_"
     return name + suffix
+
+
+def write_private_file(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically, readable by its owner only (0600).
+
+    Run records (progress, confirmations, upgrade state) decide what a later run skips, so a
+    reader must see the old file or the new one, never half of one: a temporary file in the same
+    folder, flushed to disk, then renamed over the old; on any failure the temporary is removed.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shlex
-import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -37,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from clusterctl.host_reader import HostReader
 from clusterctl.secret import mask_text
+from clusterctl.writable import write_private_file
 
 if TYPE_CHECKING:
     from clusterctl.bootstrap.run_data import RunOptions
@@ -151,17 +150,7 @@ class HostConfirmations:
     def save(self) -> None:
         with self._lock:
             payload = {"version": FORMAT_VERSION, "hosts": {h: r.to_json() for h, r in sorted(self.hosts.items())}}
-        text = mask_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(text)
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_private_file(self.path, mask_text(json.dumps(payload, indent=1, sort_keys=True) + "\n"))
 
 
 def _ask(transport: Transport, reads: Sequence[Read]) -> str:

@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -23,6 +22,7 @@ from typing import Any
 
 from clusterctl.errors import UsageError
 from clusterctl.secret import mask_text
+from clusterctl.writable import write_private_file
 
 FORMAT_VERSION = 1
 #: Statuses that mean "done": a resumed run verifies these and skips them.
@@ -107,15 +107,4 @@ class ProgressStore:
             payload = {"version": FORMAT_VERSION, "cluster": self.cluster,
                        "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"), "hosts": self.hosts}
             text = mask_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_private_file(self.path, text)

@@ -26,9 +26,7 @@ cluster's state (an upgraded node is found up to date and skipped).
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -46,6 +44,7 @@ from clusterctl.errors import Interrupted, ParseError, UsageError
 from clusterctl.facts.kube import NODES_COMMAND, KubeNode, parse_nodes
 from clusterctl.findings import Finding, Severity
 from clusterctl.secret import mask_text
+from clusterctl.writable import write_private_file
 
 if TYPE_CHECKING:
     from clusterctl.bootstrap.engine import BootstrapReport
@@ -371,11 +370,7 @@ def save_progress(path: Path, report: UpgradeReport) -> None:
     data = {"cluster": report.cluster, "target": report.target, "stopped": mask_text(report.stopped or ""),
             "hosts": {h.host: h.status for h in report.hosts}, "cordoned": sorted(report.cordoned),
             "steps": {host: names for host, names in steps.items() if names}}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".upgrade-")
-    with os.fdopen(fd, "w") as handle:
-        json.dump(data, handle, indent=2)
-    os.replace(tmp, path)
+    write_private_file(path, json.dumps(data, indent=2))
 
 
 def load_progress(path: Path) -> dict[str, Any]:
