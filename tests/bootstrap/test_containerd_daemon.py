@@ -44,7 +44,9 @@ echo $! > $D/pid
 for i in $(seq 1 100); do
   # An exited daemon stays a zombie child of this script: look at its state, not just its PID.
   grep -qs '^State:[[:space:]]*[RSD]' /proc/$(cat $D/pid)/status || {{
-    echo "containerd exited: $(tail -n 1 $D/daemon.log)" >&2; exit 1; }}
+    # Its fatal line, not its last: containerd may log "Start streaming server" after the failure.
+    line=$(grep 'level=fatal' $D/daemon.log | tail -n 1); [ -n "$line" ] || line=$(tail -n 1 $D/daemon.log)
+    echo "containerd exited: $line" >&2; exit 1; }}
   ctr --address $D/ctd.sock --connect-timeout 1s version >/dev/null 2>&1 && exit 0
   sleep 0.1
 done
