@@ -7,6 +7,7 @@ connection attempt: this one bounds a whole task, connection and commands togeth
 from __future__ import annotations
 
 import time
+from contextlib import AbstractContextManager
 from dataclasses import replace
 
 from clusterctl.transport.base import (
@@ -53,6 +54,9 @@ class TimeBoxedTransport(Transport):
     def write(self, request: PutRequest) -> PutResult:
         self._left(None)
         return self.inner.write(request) if self._own("write") else Transport.write(self, request)
+
+    def burst(self) -> AbstractContextManager[None]:
+        return self.inner.burst()
 
     def stop_remote(self) -> None:
         self.inner.stop_remote()

@@ -18,17 +18,17 @@ In-process, a line no rule matches as a whole is run by the small shell
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterctl.mock.profile import Profile, Rule, normalise
+from clusterctl.mock.profile import Profile, Rule
 from clusterctl.mock.shell import Shell
 from clusterctl.mock.state import STATE_VERSION, ClusterState, HostState, MockCluster, StateError
 from clusterctl.mock.tools import BIN_DIRS, FILE_TOOLS, tool_module
 from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.turns import pause
 from clusterctl.wording import seconds
 
 #: Folders every Debian/Ubuntu host has; files written elsewhere need their folder made first.
@@ -54,11 +54,24 @@ def command_lines(argv: Sequence[str]) -> list[str]:
     Rules are written as users type them (``nvidia-smi topo -m``); arguments that needed
     quoting are tried both quoted and bare, since the shell removed the quotes.
     """
-    import shlex
+    key = tuple(argv)
+    found = _COMMAND_LINES.get(key)
+    if found is None:
+        import shlex
 
-    quoted = shlex.join(argv)
-    bare = " ".join(argv)
-    return [quoted] if quoted == bare else [quoted, bare]
+        quoted = shlex.join(argv)
+        bare = " ".join(argv)
+        found = (quoted,) if quoted == bare else (quoted, bare)
+        if len(_COMMAND_LINES) >= _COMMAND_LINES_KEPT:
+            _COMMAND_LINES.clear()
+        _COMMAND_LINES[key] = found
+    return list(found)
+
+
+#: ``command_lines`` of the argvs seen lately: a fleet's hosts run the same programs with the same
+#: arguments, and quoting each argument again for every host cost more than the rule look-up.
+_COMMAND_LINES: dict[tuple[str, ...], tuple[str, ...]] = {}
+_COMMAND_LINES_KEPT = 4096
 
 
 def initial_state(profile: Profile) -> dict[str, Any]:
@@ -123,7 +136,7 @@ class MockMachine:
 
     def seed(self) -> None:
         """Create the host's state from the profile on first use (or after the profile changed)."""
-        if self._seeded(self.host.read()):
+        if self._seeded(self.host.snapshot()):
             return  # a snapshot says so (writes are atomic): no lock taken, nothing written
         with self.host.edit() as data:
             if self._seeded(data):
@@ -194,12 +207,9 @@ class MockMachine:
 
     def _first_match(self, lines: Sequence[str]) -> Rule | None:
         """The first rule answering any of ``lines`` in the current state (read only if a rule asks)."""
-        normalised = [normalise(line) for line in lines]
         values: dict[str, str] | None = None
-        for index in self.profile.rules_to_try(normalised):
+        for index in self.profile.rules_matching(list(lines)):
             rule = self.profile.rules[index]
-            if not any(rule.matches_command(line, norm) for line, norm in zip(lines, normalised, strict=True)):
-                continue
             if rule.when_state:
                 values = self.host.values() if values is None else values
                 if not rule.state_allows(values):
@@ -208,7 +218,8 @@ class MockMachine:
         return None
 
     def _candidates(self, lines: Sequence[str], values: dict[str, str]) -> list[int]:
-        return [i for i, rule in enumerate(self.profile.rules) if any(rule.matches(ln, values) for ln in lines)]
+        rules = self.profile.rules
+        return [i for i in self.profile.rules_matching(list(lines)) if rules[i].state_allows(values)]
 
     def answer_rule(self, lines: Sequence[str], *, timeout: float | None = None) -> ToolResult | None:
         """The answer of the first rule matching any of ``lines``, or None when none applies."""
@@ -227,9 +238,9 @@ class MockMachine:
             return None
         if chosen.delay_s:
             if timeout is not None and chosen.delay_s > timeout:
-                time.sleep(timeout)
+                pause(timeout)
                 raise SimulatedFailure("timed out", f"no answer within {seconds(timeout)}")
-            time.sleep(chosen.delay_s)
+            pause(chosen.delay_s)
         if chosen.fail:
             raise SimulatedFailure(chosen.fail, f"{self.host_name}: simulated failure")
         return ToolResult(chosen.stdouts[count % len(chosen.stdouts)], chosen.stderr, chosen.exit_code)
@@ -257,6 +268,19 @@ class MockMachine:
             return False
         return self.shell_builtins if name in FILE_TOOLS else self.profile.simulate
 
+    def _present(self, name: str) -> bool:
+        """``has_tool(name) is not None``, without finding where: a simulated tool that no package
+        ships (``cat``, ``uname``...) is always there, so its six bin folders need no look-up."""
+        module = tool_module(name)
+        if module is not None and self.simulates(name):
+            packages: tuple[str, ...] = getattr(module, "PACKAGES", ())
+            if not packages:
+                return True
+            installed = self.host.snapshot().get("packages") or {}
+            if any(p in installed for p in packages):
+                return True
+        return self._tree_binary(name) is not None or name in self.profile.tool_names
+
     def has_tool(self, name: str) -> str | None:
         """Where the host has a program ``name`` (its path), or None."""
         module = tool_module(name)
@@ -278,7 +302,7 @@ class MockMachine:
     def run_tool(self, argv: list[str], stdin: bytes = b"", env: dict[str, str] | None = None,
                  cwd: str = "/root") -> ToolResult | None:
         """The simulated tool's answer, or None when the host has no such program."""
-        if not argv or not self.simulates(argv[0]) or self.has_tool(argv[0]) is None:
+        if not argv or not self.simulates(argv[0]) or not self._present(argv[0]):
             return None
         if not self.shell_builtins and _reads_stdin(argv):
             # On an sshd host the replay gets no stdin for file utilities: the real cat copies

@@ -94,6 +94,30 @@ class Profile:
             return list(patterns)
         return sorted({*found, *patterns})
 
+    def rules_matching(self, lines: list[str]) -> list[int]:
+        """Indexes, in the profile's order, of the rules whose ``match`` or ``regex`` answers one of
+        ``lines`` (``when_state`` aside: that is the host's to judge). Matching depends on the line
+        alone, and a fleet's hosts send the same lines: each line is matched once (kept per profile,
+        a bounded number of lines)."""
+        if len(lines) == 1:
+            return list(self._rules_matching_line(lines[0]))
+        return sorted({i for line in lines for i in self._rules_matching_line(line)})
+
+    def _rules_matching_line(self, line: str) -> tuple[int, ...]:
+        memo = self._matched
+        found = memo.get(line)
+        if found is None:
+            norm = normalise(line)
+            found = tuple(i for i in self.rules_to_try([norm]) if self.rules[i].matches_command(line, norm))
+            if len(memo) >= _MATCHED_KEPT:
+                memo.clear()  # lines with run-unique words (temporary names) must not pile up
+            memo[line] = found
+        return found
+
+    @functools.cached_property
+    def _matched(self) -> dict[str, tuple[int, ...]]:
+        return {}
+
     @functools.cached_property
     def _rule_index(self) -> tuple[dict[str, tuple[int, ...]], tuple[int, ...]]:
         exact: dict[str, tuple[int, ...]] = {}
@@ -108,6 +132,9 @@ class Profile:
         """``rule_tools`` as a set, worked out once (every ``command -v`` on a host asks it)."""
         return frozenset(rule_tools(self))
 
+
+#: How many command lines a profile remembers the matching rules of (``Profile.rules_matching``).
+_MATCHED_KEPT = 4096
 
 _TOOL_WORD = re.compile(r"^[A-Za-z0-9_.+\[-]+$")
 

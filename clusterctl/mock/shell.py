@@ -18,6 +18,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 #: A command's outcome: stdout, stderr, exit code.
 Outcome = tuple[bytes, bytes, int]
@@ -50,6 +51,10 @@ Segment = tuple[str, str, bool]
 @dataclass
 class Word:
     segments: list[Segment] = field(default_factory=list)
+    #: What ``Shell.expand`` needs of a word with nothing to expand (``_fixed_fields``), worked out
+    #: on first use: parsed trees are kept and shared (``parse``), so a fleet's hosts work out each
+    #: word once. ``False``: the word has a ``$`` expansion.
+    _fixed: tuple[str, list[str] | None] | Literal[False] | None = field(default=None, compare=False, repr=False)
 
     def literal(self) -> str | None:
         """The word's text when it has no expansion at all (reserved words, assignments)."""
@@ -61,6 +66,18 @@ class Word:
         if all(kind == "lit" and not quoted for kind, _, quoted in self.segments):
             return "".join(text for _, text, _ in self.segments)
         return None
+
+
+def _fixed_fields(word: Word) -> tuple[str, list[str] | None] | Literal[False]:
+    """For a word of text alone: its text, and its fields as a command's word (None when an
+    unquoted pattern in it globs against the host's tree); False for a word with an expansion."""
+    if not all(kind == "lit" for kind, _, _ in word.segments):
+        return False
+    text = "".join(value for _, value, _ in word.segments)
+    if any(not quoted and any(c in value for c in "*?[") for _, value, quoted in word.segments):
+        return text, None
+    kept = bool(text) or any(quoted for _, _, quoted in word.segments)
+    return text, [text] if kept else []
 
 
 @dataclass
@@ -594,6 +611,10 @@ class Shell:
         err: list[bytes],
         stdin: bytes,
     ) -> int:
+        if not redirects:
+            out.append(o)
+            err.append(e)
+            return code
         streams = {1: o, 2: e}
         for r in redirects:
             if r.op == "<":
@@ -639,6 +660,16 @@ class Shell:
         """The fields of ``word``. For a command's words (``split_glob``) an unquoted ``$VAR`` or
         ``$(...)`` is split on blanks as sh does (``x='a b'; cmd $x`` passes two arguments, an
         empty one none) and unquoted patterns glob; assignments keep one field."""
+        fixed = word._fixed
+        if fixed is None:
+            fixed = word._fixed = _fixed_fields(word)
+        if fixed:
+            # Text alone (most words of most lines): the same fields every time.
+            fixed_text, fixed_fields = fixed
+            if not split_glob:
+                return [fixed_text]
+            if fixed_fields is not None:
+                return list(fixed_fields)
         text = ""
         pattern = False
         fields: list[str] = [""]

@@ -21,6 +21,7 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -75,12 +76,21 @@ class JsonDocument:
         #: The text last read and the file it came from (inode, mtime, size): simulated tools read
         #: their host's state on every call, and an unchanged file need not be opened again.
         self._seen: tuple[tuple[int, int, int], str] | None = None
+        #: The document parsed from ``_seen``'s text, for ``snapshot``.
+        self._parsed: tuple[tuple[int, int, int], dict[str, Any]] | None = None
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self._lock_path, "a+") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                # Held by another thread or process: wait without holding up the other simulated hosts.
+                from clusterctl.mock.turns import waiting
+
+                with waiting():
+                    fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 yield
             finally:
@@ -105,6 +115,22 @@ class JsonDocument:
                              "'clusterctl mock reset'") from None
         if not isinstance(data, dict):
             raise StateError(f"mock state {self.path} is not a JSON object; reset it with 'clusterctl mock reset'")
+        return data
+
+    def snapshot(self) -> dict[str, Any]:
+        """The document as ``read`` gives it, shared between callers until the file changes: for
+        look-ups only, never to be changed (a simulated host answers dozens of them per command
+        line, each of which parsed the document again)."""
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            return {}
+        stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
+        parsed = self._parsed
+        if parsed is not None and parsed[0] == stamp:
+            return parsed[1]
+        data = self._load()
+        self._parsed = (stamp, data)
         return data
 
     def read(self) -> dict[str, Any]:
@@ -174,24 +200,69 @@ class FileTree:
 
     def local(self, path: str) -> Path:
         """Where host path ``path`` lives on this machine."""
-        local = self._lexical(path)
+        text = self._lexical_text(path)
+        if not self._has_link(text, last=True):
+            return Path(text)
         # A symlink planted in the tree must not lead out of it.
-        resolved = local.resolve()
+        resolved = Path(text).resolve()
         if self._resolved_root is None:
             self._resolved_root = self.root.resolve()
         root = self._resolved_root
         if resolved != root and root not in resolved.parents:
             raise StateError(f"{path} leads out of the mock host's tree")
-        return local
+        return Path(text)
 
-    def _absent(self, path: str) -> bool:
-        # Nothing at the lexical place (not even a link): no need to resolve it (most of the
-        # simulator's look-ups are for programs in bin folders a host does not have).
-        return not os.path.lexists(self._lexical_text(path))
+    def _has_link(self, text: str, *, last: bool) -> bool:
+        """Whether a component of ``text`` below the tree's root (the last one too with ``last``) is a
+        symbolic link. The simulator looks up thousands of paths a run, and only a path with a link
+        in it can lead out of the tree: one ``lstat`` per component inside the tree (up to the first
+        that does not exist) costs a fraction of resolving the whole path from ``/``."""
+        if len(text) <= len(self._root_text):
+            return False
+        parts = text[len(self._root_text) + 1:].split("/")
+        if not last:
+            parts.pop()
+        current = self._root_text
+        for part in parts:
+            current = f"{current}/{part}"
+            try:
+                mode = os.lstat(current).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                return False  # nothing below a missing component can be a link
+            except OSError:
+                return True  # cannot tell: resolve the path whole
+            if stat.S_ISLNK(mode):
+                return True
+        return False
+
+    def _stat(self, path: str) -> os.stat_result | None:
+        """What is at ``path`` (links followed inside the tree), or None; ``StateError`` when a link
+        on the way leads out of the tree."""
+        text = self._lexical_text(path)
+        try:
+            found = os.lstat(text)
+        except (FileNotFoundError, NotADirectoryError):
+            # Nothing at the lexical place (not even a link): most of the simulator's look-ups are
+            # for programs in bin folders a host does not have.
+            return None
+        if stat.S_ISLNK(found.st_mode) or self._has_link(text, last=False):
+            self.local(path)
+            try:
+                return os.stat(text)
+            except (FileNotFoundError, NotADirectoryError):
+                return None  # a link to nothing
+        return found
 
     def read(self, path: str) -> bytes | None:
+        found = self._stat(path)
+        if found is None:
+            self.local(path)  # a missing file behind a link out of the tree is refused all the same
+            return None
+        if stat.S_ISDIR(found.st_mode):
+            return None
         try:
-            return self.local(path).read_bytes()
+            with open(self._lexical_text(path), "rb") as fh:
+                return fh.read()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
 
@@ -219,13 +290,15 @@ class FileTree:
         return None
 
     def exists(self, path: str) -> bool:
-        return not self._absent(path) and self.local(path).exists()
+        return self._stat(path) is not None
 
     def is_file(self, path: str) -> bool:
-        return not self._absent(path) and self.local(path).is_file()
+        found = self._stat(path)
+        return found is not None and stat.S_ISREG(found.st_mode)
 
     def is_dir(self, path: str) -> bool:
-        return not self._absent(path) and self.local(path).is_dir()
+        found = self._stat(path)
+        return found is not None and stat.S_ISDIR(found.st_mode)
 
     def mkdir(self, path: str, *, parents: bool = True) -> None:
         refuse_change(f"create the folder {path}")
@@ -254,6 +327,9 @@ class FileTree:
         rel = pattern.lstrip("/")
         if not rel:
             return ["/"]
+        folder = rel.rpartition("/")[0]
+        if folder and not any(c in folder for c in "*?[") and not os.path.isdir(f"{self._root_text}/{folder}"):
+            return []  # the pattern's fixed folder is not there (``/usr/lib64/libnccl.so.*`` on Debian)
         return sorted("/" + str(p.relative_to(self.root)) for p in self.root.glob(rel))
 
 
@@ -276,15 +352,19 @@ class HostState:
     def seeded(self) -> bool:
         return self.doc.path.exists()
 
+    def snapshot(self) -> dict[str, Any]:
+        """``read``, shared until the document changes: look, never change (``JsonDocument.snapshot``)."""
+        return self.doc.snapshot()
+
     def values(self) -> dict[str, str]:
         """The ``set_state`` values rules have set so far."""
-        raw = self.read().get("values") or {}
+        raw = self.snapshot().get("values") or {}
         return {str(k): str(v) for k, v in raw.items()}
 
     def section(self, name: str) -> dict[str, Any]:
-        """A snapshot of one section (``services``, ``packages``...); {} when absent."""
-        value = self.read().get(name)
-        return value if isinstance(value, dict) else {}
+        """A copy of one section (``services``, ``packages``...); {} when absent."""
+        value = self.snapshot().get(name)
+        return dict(value) if isinstance(value, dict) else {}
 
 
 class ClusterState:

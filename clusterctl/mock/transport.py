@@ -13,6 +13,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator, MutableMapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -95,7 +96,9 @@ class MockTransport(Transport):
     @property
     def machine(self) -> MockMachine:
         """The simulated machine (its state is created on first use)."""
-        with self._lock:
+        from clusterctl.mock.turns import simulating
+
+        with simulating(), self._lock:
             if self._machine is None:
                 from clusterctl.mock.machine import MockMachine
                 from clusterctl.mock.state import StateError
@@ -106,10 +109,17 @@ class MockTransport(Transport):
                     raise TransportError(FailureKind.ERROR, f"mock state of {self.host.name}: {exc}") from exc
             return self._machine
 
+    def burst(self) -> AbstractContextManager[None]:
+        """The simulator keeps this host's turn for the whole burst (``clusterctl.mock.turns``)."""
+        from clusterctl.mock.turns import simulating
+
+        return simulating()
+
     def execute(self, request: RunRequest) -> CommandResult:
         command, timeout, env, stdin = request.command, request.timeout, request.env, request.stdin
         from clusterctl.mock.machine import SimulatedFailure
         from clusterctl.mock.state import ReadOnlyViolation, read_only
+        from clusterctl.mock.turns import simulating
 
         if self._closed:
             raise TransportError(FailureKind.ERROR, "connection closed")
@@ -124,7 +134,7 @@ class MockTransport(Transport):
         # host cannot tell): the caller is told, naming the command, and the host stays as it was.
         guard = read_only(command) if request.read_only else contextlib.nullcontext()
         try:
-            with guard:
+            with guard, simulating():
                 result = machine.run_line(command, stdin or b"", timeout=timeout)
         except ReadOnlyViolation as exc:
             raise TransportError(FailureKind.ERROR, f"{self.host.name}: {exc}") from None

@@ -133,18 +133,20 @@ def collect_host_facts(
     values: dict[str, Any] = {}
     missing: list[Missing] = []
     source = "nvidia-smi"
-    for fact in facts if facts is not None else survey_facts():
-        if fact.name == "gpus" and gpu_reader is not None:
-            gpus, _why = gpu_reader()
-            if gpus is not None:
-                values["gpus"] = gpus
-                source = "nvml"
-                continue
-        value, lost = read_fact(transport, fact)
-        if lost is not None:
-            missing.append(lost)
-        else:
-            values[fact.name] = value
+    # One command after another, nothing waited on between them (see ``Transport.burst``).
+    with transport.burst():
+        for fact in facts if facts is not None else survey_facts():
+            if fact.name == "gpus" and gpu_reader is not None:
+                gpus, _why = gpu_reader()
+                if gpus is not None:
+                    values["gpus"] = gpus
+                    source = "nvml"
+                    continue
+            value, lost = read_fact(transport, fact)
+            if lost is not None:
+                missing.append(lost)
+            else:
+                values[fact.name] = value
     return HostFacts(values=values, missing=tuple(missing), gpu_source=source)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -294,6 +295,14 @@ class Transport:
             if refusal is not None:
                 raise refusal
         return result
+
+    def burst(self) -> AbstractContextManager[None]:
+        """``with transport.burst():`` the commands sent inside come one right after another, the
+        caller waiting on nothing else in between (a survey reading a host's facts). A transport
+        may hold on to what it needs between them: the in-process simulator keeps its turn
+        (``clusterctl.mock.turns``) instead of handing it to another host at every command. Only
+        for such runs: code that waits on another host inside one could hold that host up."""
+        return nullcontext()
 
     def stop_remote(self) -> None:
         """Ask every command this transport is running to stop (SIGTERM on the host), without waiting.

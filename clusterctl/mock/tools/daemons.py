@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterctl.mock.tools.base import ToolContext
+from clusterctl.mock.turns import pause, waiting
 
 START_WAIT_S = 15.0
 
@@ -68,13 +69,13 @@ def stop_pid(pid: int, argv: list[str], wait_s: float = 5.0) -> None:
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline and alive(pid, argv):
-        time.sleep(0.05)
+        pause(0.05)
     if alive(pid, argv):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline and alive(pid, argv):
-            time.sleep(0.05)
+            pause(0.05)
 
 
 def _ready(path: str) -> bool:
@@ -114,9 +115,13 @@ def start(ctx: ToolContext, service: str) -> str | None:
         if process.poll() is not None:
             tail = log_path.read_text(errors="replace").strip().splitlines()[-3:]
             return f"{service} exited with {process.returncode}: " + " | ".join(tail)
-        if not ready or _ready(ready):
+        if not ready:
             return None
-        time.sleep(0.1)
+        with waiting():
+            up = _ready(ready)
+        if up:
+            return None
+        pause(0.1)
     stop_pid(process.pid, argv)
     return f"{service} did not become ready within {START_WAIT_S:g}s"
 
