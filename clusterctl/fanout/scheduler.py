@@ -50,7 +50,8 @@ class _TaskRun(Generic[T]):
     hosts: Sequence[Host]
     #: Seconds each host may take.
     limit: float
-    #: Host index -> (when its worker began, the transport it got, once it got one).
+    #: Host index -> (when its worker began, the transport it got, once it got one), for the hosts
+    #: whose outcome the watcher has not taken yet.
     started: dict[int, tuple[float, list[Transport]]] = field(default_factory=dict)
     started_lock: threading.Lock = field(default_factory=threading.Lock)
     #: Outcomes the watcher has taken (reported): from workers, or timed out by the watcher.
@@ -219,6 +220,10 @@ class Runner:
                     if index not in results:
                         results[index] = outcome
                         self._report(outcome)
+                    with run.started_lock:
+                        # Only hosts still running are watched for their deadline (scanning every
+                        # host that ever started, after each result, was quadratic in the fleet).
+                        run.started.pop(index, None)
                 except queue.Empty:
                     pass
                 self._expire(run)
@@ -280,6 +285,8 @@ class Runner:
         with run.started_lock:
             late = [(i, b, h) for i, (b, h) in run.started.items() if i not in results and now - b > limit + 1.0]
         for index, begin, _holder in late:
+            with run.started_lock:
+                run.started.pop(index, None)
             outcome: HostOutcome[T] = HostOutcome(
                 run.hosts[index],
                 None,
