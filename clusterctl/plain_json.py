@@ -57,69 +57,89 @@ def dumps_indented(value: Any) -> str:
     indent) after ``to_plain`` walked the values once already: a 1,000-host survey's 27 MB
     took longer to print than to read its hosts. Here plain values (exactly ``str``, ``int``,
     ``float``, ``bool``, ``None``, ``dict``, ``list``, ``tuple``) are written as they are met,
-    strings escaped by the C escaper, and anything else goes through ``to_plain`` first.
+    scalars inline by the C escaper and ``repr`` (no call of ours per value), and anything else
+    goes through ``to_plain`` first. A list met again at the same depth (a report's alike hosts
+    share the parts made from identical outputs) is written from the text of its last writing.
     """
-    pieces: list[str] = []
-    _encode(value, "\n", pieces.append)
-    return "".join(pieces)
+    return _IndentedWriter().text(value, "\n")
 
 
-def _encode(value: Any, newline: str, add: Callable[[str], None]) -> None:
-    """Append ``value``'s pieces; ``newline`` is the line break and indentation ``value`` starts at."""
-    kind = type(value)
-    if kind is str:
-        add(encode_basestring_ascii(value))
-    elif value is None:
-        add("null")
-    elif value is True:
-        add("true")
-    elif value is False:
-        add("false")
-    elif kind is int:
-        add(int.__repr__(value))
-    elif kind is float:
-        add(_FLOAT_WORDS.get(value, "NaN") if value != value or value in _FLOAT_WORDS else float.__repr__(value))
-    elif kind is dict:
-        if not value:
-            add("{}")
-            return
-        inner = newline + "  "
-        separator = "," + inner
-        add("{" + inner)
-        first = True
-        for key, item in value.items():
-            if not first:
-                add(separator)
-            first = False
-            add(encode_basestring_ascii(key if type(key) is str else str(key)) + ": ")
-            _encode(item, inner, add)
-        add(newline + "}")
-    elif kind is list or kind is tuple:
-        if not value:
-            add("[]")
-            return
-        inner = newline + "  "
-        separator = "," + inner
-        add("[" + inner)
-        first = True
-        for item in value:
-            if not first:
-                add(separator)
-            first = False
-            _encode(item, inner, add)
-        add(newline + "]")
-    else:
+def _float_text(value: float) -> str:
+    return _FLOAT_WORDS.get(value, "NaN") if value != value or value in _FLOAT_WORDS else float.__repr__(value)
+
+
+def _bool_text(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _null_text(_value: None) -> str:
+    return "null"
+
+
+#: The text of a plain scalar, by its exact type (``bool`` is not ``int`` here: ``type`` is exact).
+_SCALAR_TEXT: dict[type, Callable[[Any], str]] = {
+    str: encode_basestring_ascii, int: int.__repr__, float: _float_text, bool: _bool_text, type(None): _null_text,
+}
+
+
+class _IndentedWriter:
+    """One ``dumps_indented`` call, and the texts of the lists and tuples it met more than once.
+
+    Identities are safe keys for the length of the call: the value being written holds every
+    container in it, nothing changes it meanwhile, and what ``to_plain`` makes on the way is kept
+    here until the end, so no identity is reused. Only a container met a second time has its text
+    kept (keeping every text would hold the document several times over).
+    """
+
+    def __init__(self) -> None:
+        self._met: set[tuple[int, str]] = set()
+        self._texts: dict[tuple[int, str], str] = {}
+        self._made: list[Any] = []
+
+    def text(self, value: Any, newline: str) -> str:
+        """``value``'s text; ``newline`` is the line break and indentation it starts at."""
+        kind = type(value)
+        scalar = _SCALAR_TEXT.get
+        if kind is dict:
+            if not value:
+                return "{}"
+            inner = newline + "  "
+            parts = []
+            for key, item in value.items():
+                write = scalar(type(item))
+                parts.append(f"{encode_basestring_ascii(key if type(key) is str else str(key))}: "
+                             f"{write(item) if write is not None else self.text(item, inner)}")
+            return f"{{{inner}{(',' + inner).join(parts)}{newline}}}"
+        if kind is list or kind is tuple:
+            if not value:
+                return "[]"
+            key = (id(value), newline)
+            found = self._texts.get(key)
+            if found is not None:
+                return found
+            inner = newline + "  "
+            items = [write(item) if (write := scalar(type(item))) is not None else self.text(item, inner)
+                     for item in value]
+            written = f"[{inner}{(',' + inner).join(items)}{newline}]"
+            if key in self._met:
+                self._texts[key] = written
+            else:
+                self._met.add(key)
+            return written
+        write = scalar(kind)
+        if write is not None:
+            return write(value)
         plain = to_plain(value)
         if plain is not value:
-            _encode(plain, newline, add)
-        elif isinstance(value, str):  # a str subclass to_plain keeps: json writes its text
-            add(encode_basestring_ascii(value))
-        elif isinstance(value, int):
-            add(int.__repr__(value))
-        elif isinstance(value, float):
-            add(float.__repr__(value))
-        else:
-            raise TypeError(f"Object of type {kind.__name__} is not JSON serializable")
+            self._made.append(plain)  # alive until the end: its containers' identities stay theirs
+            return self.text(plain, newline)
+        if isinstance(value, str):  # a str subclass to_plain keeps: json writes its text
+            return encode_basestring_ascii(value)
+        if isinstance(value, int):
+            return int.__repr__(value)
+        if isinstance(value, float):
+            return float.__repr__(value)
+        raise TypeError(f"Object of type {kind.__name__} is not JSON serializable")
 
 
 #: How ``json.dumps`` writes the floats that are not numbers.

@@ -6,6 +6,7 @@ docs/survey.md); ``clusterctl.saved_survey`` reads a ``--save``d file back for l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +61,26 @@ def matrix_to_json(topology: HostTopology) -> dict[str, Any]:
     cells = topology.links_by_labels
     rows = [[(link.raw if (link := cells.get((a, b))) else "?") for b in labels] for a in labels]
     return {"labels": labels, "rows": rows}
+
+
+class _SharedParts:
+    """One ``report_to_json`` call's parts of host records, by the identity of what they are made of.
+
+    Alike hosts print the same outputs and get the same parsed facts and topology objects
+    (``facts.shared``, ``survey.run.states_from_fleet``); the records made of them are equal, so
+    each is made once and given to every such host (the JSON writer then writes it once per
+    depth). The payload is for writing out, never changed after: parts are shared, not copied.
+    The report holds every object whose id is a key here.
+    """
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[object, ...], Any] = {}
+
+    def get(self, key: tuple[object, ...], make: Callable[[], Any]) -> Any:
+        found = self._made.get(key)
+        if found is None:
+            found = self._made[key] = make()
+        return found
 
 
 def _gpus_json(state: SurveyedHost) -> list[dict[str, Any]]:
@@ -124,11 +145,20 @@ def _ipv4(state: SurveyedHost) -> dict[str, tuple[str, ...]]:
     return {str(k): tuple(v) for k, v in found.items() if k != "lo"}
 
 
-def host_to_json(host: HostReport, *, with_matrix: bool = True) -> dict[str, Any]:
+def host_to_json(host: HostReport, *, with_matrix: bool = True, shared: _SharedParts | None = None
+                 ) -> dict[str, Any]:
     state = host.state
     topology = state.topology
     facts = state.facts
     stack = facts.stack if facts else None
+    parts = shared or _SharedParts()
+    if facts is not None:
+        # What each part is made of (see ``_gpus_json``, ``_nics_json``): equal keys, equal parts.
+        gpus_key: tuple[object, ...] = ("gpus", id(topology), id(facts.gpus))
+        nics_key: tuple[object, ...] = ("nics", id(topology), id(facts.rdma), id(facts.netdev),
+                                         id(facts.values.get("ipv4")), state.host.fabric)
+    else:
+        gpus_key = nics_key = ("unreachable", id(state))
     return {
         "host": state.name,
         "address": state.host.address,
@@ -141,13 +171,14 @@ def host_to_json(host: HostReport, *, with_matrix: bool = True) -> dict[str, Any
         "shape_words": SHAPE_WORDS[topology.shape] if topology else None,
         "gpu_count": state.gpu_count,
         "gpu_model": state.gpu_model,
-        "gpus": _gpus_json(state),
+        "gpus": parts.get(gpus_key, lambda: _gpus_json(state)),
         "nvlink_domains": [list(d) for d in topology.nvlink_domains] if topology else [],
-        "nics": _nics_json(state),
+        "nics": parts.get(nics_key, lambda: _nics_json(state)),
         # Every interface with an IPv4 address (management, IPoIB, RoCE): NCCL_SOCKET_IFNAME is chosen from these.
         "interfaces": [{"name": name, "ipv4": list(found)} for name, found in _ipv4(state).items()],
-        "stack": to_plain(stack) if stack else None,
-        "matrix": matrix_to_json(topology) if topology and with_matrix else None,
+        "stack": parts.get(("stack", id(stack)), lambda: to_plain(stack)) if stack else None,
+        "matrix": parts.get(("matrix", id(topology)), lambda: matrix_to_json(topology))
+        if topology and with_matrix else None,
         "missing": [{"fact": m.fact, "reason": m.reason} for m in (facts.missing if facts else ())],
         # What a parser could not read of a fact it read in part (line numbers of the tool's output).
         "parse_warnings": [{"fact": fact, **w.to_json()} for fact, found in (facts.warnings if facts else {}).items()
@@ -176,6 +207,7 @@ def advice_to_json(advice: LayoutAdvice) -> dict[str, Any]:
 
 
 def report_to_json(report: SurveyReport) -> dict[str, Any]:
+    shared = _SharedParts()
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": REPORT_KIND,
@@ -191,7 +223,7 @@ def report_to_json(report: SurveyReport) -> dict[str, Any]:
             "infos": report.count(Severity.INFO),
             "ok": report.ok,
         },
-        "hosts": [host_to_json(h) for h in report.hosts],
+        "hosts": [host_to_json(h, shared=shared) for h in report.hosts],
         "findings": [f.to_json() for f in report.findings],
         "advice": advice_to_json(report.advice) if report.advice else None,
     }

@@ -13,22 +13,35 @@ from clusterctl.survey.advice import AdviceHost, LayoutAdvice, advise
 from clusterctl.survey.collect import GPUReader, HostFacts, collect_fleet
 from clusterctl.survey.findings import Finding, Severity, SurveyedHost, fleet_findings
 from clusterctl.survey.report import HostReport, SurveyReport
-from clusterctl.survey.topology import build_topology
+from clusterctl.survey.topology import HostTopology, build_topology
 
 if TYPE_CHECKING:
     from clusterctl.fanout import FleetResult, Runner
 
 
-def host_state(host: Host, facts: HostFacts | None, failure: str | None = None) -> SurveyedHost:
+def host_state(host: Host, facts: HostFacts | None, failure: str | None = None, *,
+               analysed: dict[int, HostTopology] | None = None) -> SurveyedHost:
+    """One host's facts with its topology analysed. ``analysed`` (matrix ``id`` -> topology) lets
+    hosts whose matrices are one parsed object share one analysis: alike hosts print the same
+    ``nvidia-smi topo -m`` and get the same matrix object (``facts.shared``), and the analysis is a
+    pure function of it. The caller keeps those matrices alive, so their ids stay theirs."""
     matrix = facts.topology if facts else None
-    return SurveyedHost(host=host, facts=facts, topology=build_topology(matrix) if matrix else None, failure=failure)
+    topology = None
+    if matrix is not None:
+        topology = analysed.get(id(matrix)) if analysed is not None else None
+        if topology is None:
+            topology = build_topology(matrix)
+            if analysed is not None:
+                analysed[id(matrix)] = topology
+    return SurveyedHost(host=host, facts=facts, topology=topology, failure=failure)
 
 
 def states_from_fleet(fleet: FleetResult[HostFacts]) -> list[SurveyedHost]:
+    analysed: dict[int, HostTopology] = {}
     states = []
     for outcome in fleet.outcomes:
         failure = outcome.failure.describe() if outcome.failure else None
-        states.append(host_state(outcome.host, outcome.value if outcome.ok else None, failure))
+        states.append(host_state(outcome.host, outcome.value if outcome.ok else None, failure, analysed=analysed))
     return states
 
 

@@ -265,13 +265,16 @@ def build_topology(matrix: TopoMatrix) -> HostTopology:
                 gpu_link=gpu_link,
             )
         )
-    return HostTopology(
+    topology = HostTopology(
         matrix=matrix,
         shape=classify_shape(graph),
         gpus=tuple(gpus),
         nics=tuple(nics),
         nvlink_domains=nvlink_domains(graph),
     )
+    # The index built above is the one ``links_by_labels`` would build again on first use.
+    topology.__dict__["links_by_labels"] = links_by_labels
+    return topology
 
 
 def is_nvlink_clique(topology: HostTopology, group: tuple[int, ...]) -> bool:

@@ -60,3 +60,18 @@ def test_a_secret_is_written_masked() -> None:
 def test_a_value_with_no_json_form_is_refused_as_json_refuses_it() -> None:
     with pytest.raises(TypeError, match="not JSON serializable"):
         dumps_indented({"x": object()})
+
+
+def test_a_list_shared_by_many_records_is_written_in_full_at_every_depth() -> None:
+    # A survey report gives alike hosts one shared list (their GPUs, their matrix): the writer writes
+    # it once per depth and must still place every copy at its own indentation.
+    shared: list[Any] = [1, ["two", {"three": [3]}], []]
+    value = {"a": shared, "b": [shared, shared, {"c": shared}], "d": [[shared]], "e": (shared, shared)}
+    assert dumps_indented(value) == json.dumps(to_plain(value), indent=2)
+
+
+def test_values_made_on_the_way_never_take_each_others_text() -> None:
+    # Records become dicts and lists only while they are written; were those freed, the next
+    # record's list could reuse a freed one's identity and be written with its text.
+    records = [Record((i, f"cell-{i}", [i, i + 1]), Color.RED) for i in range(3000)]
+    assert dumps_indented(records) == json.dumps(to_plain(records), indent=2)

@@ -10,11 +10,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 from clirun import clusterctl
-from survey_builders import fleet, healthy_state, nvswitch
+from survey_builders import fleet, gpu_infos, healthy_state, inventory_host, nvswitch, rdma
 
 from clusterctl.errors import UsageError
 from clusterctl.saved_survey import load_saved_survey, load_schema
-from clusterctl.survey.report import report_to_json
+from clusterctl.inventory.model import Fabric
+from clusterctl.plain_json import dumps_indented
+from clusterctl.survey.report import host_to_json, report_to_json
 from clusterctl.survey.run import build_report
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,6 +39,30 @@ def test_report_json_validates_and_holds_what_users_asked_for() -> None:
     assert nic["nearest_gpus"] == [5] and nic["numa_node"] == "1" and nic["fabric"] is True
     assert [(f["severity"], f["code"]) for f in bad["findings"]] == [("error", "NVLINK_MISSING")]
     assert data["summary"]["ok"] is False and data["advice"]["tp"] == 4
+
+
+def test_alike_hosts_share_their_records_and_a_host_that_differs_keeps_its_own() -> None:
+    # Alike hosts get one parsed object per identical output, and the report makes each part of a
+    # host record once per set of such objects; a host that shares some of them but not all (its
+    # own port rates, its own fabric pin) must still get a record of its own.
+    from dataclasses import replace
+
+    topology, gpus, ports = nvswitch(), gpu_infos(), rdma()
+    alike = [healthy_state(f"gpu-{i}", topology=topology, gpus=gpus, rdma=ports) for i in range(3)]
+    slow = healthy_state("slow", topology=topology, gpus=gpus, rdma=rdma(overrides={"mlx5_2": {"rate_gbps": 100.0}}))
+    pinned_host = replace(inventory_host("pinned"), fabric=Fabric(type="ib", rate_gbps=400, hcas=("mlx5_0",)))
+    pinned = healthy_state("pinned", host=pinned_host, topology=topology, gpus=gpus, rdma=ports)
+    report = build_report([*alike, slow, pinned])
+    data = report_to_json(report)
+    for host, record in zip(report.hosts, data["hosts"], strict=True):
+        assert record == host_to_json(host)  # as the host's record made on its own
+    records = {h["host"]: h for h in data["hosts"]}
+    rate = {h: next(n for n in records[h]["nics"] if n["name"] == "mlx5_2")["ports"][0]["rate_gbps"]
+            for h in ("gpu-0", "slow")}
+    assert rate == {"gpu-0": 400.0, "slow": 100.0}
+    fabric = {h: [n["name"] for n in records[h]["nics"] if n["fabric"]] for h in ("gpu-1", "pinned")}
+    assert fabric == {"gpu-1": [f"mlx5_{j}" for j in range(8)], "pinned": ["mlx5_0"]}
+    assert dumps_indented(data) == json.dumps(data, indent=2)
 
 
 def test_saved_report_loads_back_and_other_versions_are_refused(tmp_path: Path) -> None:
