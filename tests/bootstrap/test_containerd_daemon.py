@@ -44,8 +44,11 @@ echo $! > $D/pid
 for i in $(seq 1 100); do
   # An exited daemon stays a zombie child of this script: look at its state, not just its PID.
   grep -qs '^State:[[:space:]]*[RSD]' /proc/$(cat $D/pid)/status || {{
-    # Its fatal line, not its last: containerd may log "Start streaming server" after the failure.
-    line=$(grep 'level=fatal' $D/daemon.log | tail -n 1); [ -n "$line" ] || line=$(tail -n 1 $D/daemon.log)
+    # Its fatal line, not its last: a plugin may still log ("Start streaming server", "Start
+    # recovering state") after the failure. containerd 1.6 ends on its CLI's own error line
+    # ("containerd: failed to get listener ..."), later ones on a level=fatal line.
+    line=$(grep -E 'level=fatal|^containerd: ' $D/daemon.log | tail -n 1)
+    [ -n "$line" ] || line=$(tail -n 1 $D/daemon.log)
     echo "containerd exited: $line" >&2; exit 1; }}
   ctr --address $D/ctd.sock --connect-timeout 1s version >/dev/null 2>&1 && exit 0
   sleep 0.1
