@@ -13,9 +13,9 @@ from clirun import clusterctl
 from survey_builders import fleet, gpu_infos, healthy_state, inventory_host, nvswitch, rdma
 
 from clusterctl.errors import UsageError
-from clusterctl.saved_survey import load_saved_survey, load_schema
 from clusterctl.inventory.model import Fabric
 from clusterctl.plain_json import dumps_indented
+from clusterctl.saved_survey import load_saved_survey, load_schema
 from clusterctl.survey.report import host_to_json, report_to_json
 from clusterctl.survey.run import build_report
 
