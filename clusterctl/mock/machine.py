@@ -268,31 +268,27 @@ class MockMachine:
             return False
         return self.shell_builtins if name in FILE_TOOLS else self.profile.simulate
 
-    def _present(self, name: str) -> bool:
-        """``has_tool(name) is not None``, without finding where: a simulated tool that no package
-        ships (``cat``, ``uname``...) is always there, so its six bin folders need no look-up."""
+    def _simulated_here(self, name: str) -> bool:
+        """Whether the simulated tool ``name`` answers on this host: simulated here, and shipped by
+        no package (``cat``, ``uname``...) or by one that is installed."""
         module = tool_module(name)
-        if module is not None and self.simulates(name):
-            packages: tuple[str, ...] = getattr(module, "PACKAGES", ())
-            if not packages:
-                return True
-            installed = self.host.snapshot().get("packages") or {}
-            if any(p in installed for p in packages):
-                return True
-        return self._tree_binary(name) is not None or name in self.profile.tool_names
+        if module is None or not self.simulates(name):
+            return False
+        packages: tuple[str, ...] = getattr(module, "PACKAGES", ())
+        installed = self.host.snapshot().get("packages") or {}
+        return not packages or any(p in installed for p in packages)
+
+    def _present(self, name: str) -> bool:
+        """``has_tool(name) is not None``, without finding where: a simulated tool that answers here
+        needs no look-up in the six bin folders."""
+        return self._simulated_here(name) or self._tree_binary(name) is not None or name in self.profile.tool_names
 
     def has_tool(self, name: str) -> str | None:
         """Where the host has a program ``name`` (its path), or None."""
-        module = tool_module(name)
-        if module is not None and self.simulates(name):
-            packages: tuple[str, ...] = getattr(module, "PACKAGES", ())
-            installed = self.host.section("packages")
-            if not packages or any(p in installed for p in packages):
-                return self._tree_binary(name) or f"/usr/bin/{name}"
         found = self._tree_binary(name)
         if found:
             return found
-        return f"/usr/bin/{name}" if name in self.profile.tool_names else None
+        return f"/usr/bin/{name}" if self._simulated_here(name) or name in self.profile.tool_names else None
 
     def context(self, argv: list[str], stdin: bytes, env: dict[str, str], cwd: str = "/root") -> ToolContext:
         return ToolContext(argv=argv, stdin=stdin, env=env, host=self.host, cluster=self.cluster,

@@ -71,9 +71,9 @@ class Word:
 def _fixed_fields(word: Word) -> tuple[str, list[str] | None] | Literal[False]:
     """For a word of text alone: its text, and its fields as a command's word (None when an
     unquoted pattern in it globs against the host's tree); False for a word with an expansion."""
-    if not all(kind == "lit" for kind, _, _ in word.segments):
+    text = word.literal()
+    if text is None:
         return False
-    text = "".join(value for _, value, _ in word.segments)
     if any(not quoted and any(c in value for c in "*?[") for _, value, quoted in word.segments):
         return text, None
     kept = bool(text) or any(quoted for _, _, quoted in word.segments)

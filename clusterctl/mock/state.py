@@ -96,18 +96,24 @@ class JsonDocument:
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
-    def _load(self) -> dict[str, Any]:
+    def _current(self) -> tuple[tuple[int, int, int], str] | None:
+        """The file's stamp (inode, mtime, size) and text now; None when there is no file."""
         try:
             info = os.stat(self.path)
             stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
             if self._seen is not None and self._seen[0] == stamp:
-                text = self._seen[1]
-            else:
-                # Writes replace the file (a new inode), so a changed file never keeps its stamp.
-                text = self.path.read_text(encoding="utf-8")
-                self._seen = (stamp, text)
+                return self._seen
+            # Writes replace the file (a new inode), so a changed file never keeps its stamp.
+            self._seen = (stamp, self.path.read_text(encoding="utf-8"))
+            return self._seen
         except FileNotFoundError:
-            return {}
+            return None
+
+    def _load(self) -> dict[str, Any]:
+        current = self._current()
+        return self._parse(current[1]) if current is not None else {}
+
+    def _parse(self, text: str) -> dict[str, Any]:
         try:
             data = json.loads(text or "{}")
         except ValueError as exc:
@@ -121,15 +127,14 @@ class JsonDocument:
         """The document as ``read`` gives it, shared between callers until the file changes: for
         look-ups only, never to be changed (a simulated host answers dozens of them per command
         line, each of which parsed the document again)."""
-        try:
-            info = os.stat(self.path)
-        except FileNotFoundError:
+        current = self._current()
+        if current is None:
             return {}
-        stamp = (info.st_ino, info.st_mtime_ns, info.st_size)
+        stamp, text = current
         parsed = self._parsed
         if parsed is not None and parsed[0] == stamp:
             return parsed[1]
-        data = self._load()
+        data = self._parse(text)
         self._parsed = (stamp, data)
         return data
 
@@ -235,10 +240,10 @@ class FileTree:
                 return True
         return False
 
-    def _stat(self, path: str) -> os.stat_result | None:
+    def _stat(self, path: str, text: str | None = None) -> os.stat_result | None:
         """What is at ``path`` (links followed inside the tree), or None; ``StateError`` when a link
-        on the way leads out of the tree."""
-        text = self._lexical_text(path)
+        on the way leads out of the tree. ``text``: ``path``'s place here, when known already."""
+        text = text or self._lexical_text(path)
         try:
             found = os.lstat(text)
         except (FileNotFoundError, NotADirectoryError):
@@ -254,14 +259,15 @@ class FileTree:
         return found
 
     def read(self, path: str) -> bytes | None:
-        found = self._stat(path)
+        text = self._lexical_text(path)
+        found = self._stat(path, text)
         if found is None:
             self.local(path)  # a missing file behind a link out of the tree is refused all the same
             return None
         if stat.S_ISDIR(found.st_mode):
             return None
         try:
-            with open(self._lexical_text(path), "rb") as fh:
+            with open(text, "rb") as fh:
                 return fh.read()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None

@@ -129,13 +129,14 @@ class MockTransport(Transport):
         command = env_prefix(env) + command
         with self._lock:
             self.history.append(mask_text(command))
-        machine = self.machine
         # A command asked through a read-only view may not change the simulated host (a real
         # host cannot tell): the caller is told, naming the command, and the host stays as it was.
         guard = read_only(command) if request.read_only else contextlib.nullcontext()
         try:
-            with guard, simulating():
-                result = machine.run_line(command, stdin or b"", timeout=timeout)
+            with simulating():  # one turn for the command, the host's first-use seeding included
+                machine = self.machine  # seeded before the guard: a fresh host writes its state once
+                with guard:
+                    result = machine.run_line(command, stdin or b"", timeout=timeout)
         except ReadOnlyViolation as exc:
             raise TransportError(FailureKind.ERROR, f"{self.host.name}: {exc}") from None
         except SimulatedFailure as exc:
