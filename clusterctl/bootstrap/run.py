@@ -40,6 +40,8 @@ class BootstrapRequest:
     force: bool = False
     #: ``bootstrap --without-survey``: drop what an earlier run's survey gave, knowingly.
     without_survey: bool = False
+    #: ``bootstrap --allow-downgrade``: go back to pins below what the hosts run.
+    allow_downgrade: bool = False
     #: Where that journal goes (and where ``reset`` reads bootstrap's); ``None``: ``<state dir>/undo``.
     journal_dir: str | None = None
     #: ``clusterctl reset --purge-packages``: purge what the journals say bootstrap installed.
@@ -101,6 +103,31 @@ def run(
     return report
 
 
+def downgrade_refusal(report: BootstrapReport, inventory: Inventory) -> UsageError | None:
+    """The packages phase refused to downgrade (``DOWNGRADE_REFUSED``): one paragraph for the whole
+    fleet, exit 2, naming what each group of hosts runs, the pins, and the two ways on."""
+    from clusterctl.bootstrap.phases.packages import DOWNGRADE_REFUSED, packages_at
+    from clusterctl.hostlist import compress
+
+    groups: dict[str, list[str]] = {}
+    pinned: dict[str, str] = {}
+    for finding in report.all_findings():
+        if finding.code != DOWNGRADE_REFUSED or not finding.host:
+            continue
+        groups.setdefault(packages_at(finding.evidence.get("running", {}).items()), []).append(finding.host)
+        fields = finding.evidence.get("fields", {})
+        for package, version in finding.evidence.get("pinned", {}).items():
+            pinned[package] = f"{version} ({fields.get(package, '')})"
+    if not groups:
+        return None
+    runs = "; ".join(f"{compress(hosts)} run{'s' if len(hosts) == 1 else ''} {running}"
+                     for running, hosts in groups.items())
+    return UsageError(f"bootstrap would downgrade what the hosts run, and does not unless asked: {runs}; the "
+                      f"inventory pins {packages_at(pinned.items())}.", file=inventory.source or None,
+                      hint="Pick one: set the pin to what the hosts run (after 'clusterctl upgrade apply --to X', "
+                      "stack.kubernetes: X), or pass --allow-downgrade to go back to the pin.")
+
+
 def _mark_used_by_reset(report: BootstrapReport, journals: ResetJournals) -> None:
     """Note in each journal reset read which hosts it took back, so that no later reset or undo replays
     it there (a host joined again by hand would be reset as bootstrap's). A host where reset kept a
@@ -156,7 +183,8 @@ def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Ph
     options = RunOptions(hosts=tuple(h.name for h in hosts), survey=survey,
                          restore_containerd=request.restore_containerd, force=request.force,
                          applying=request.apply, without_survey=request.without_survey,
-                         reset_journals=journals, purge_packages=request.purge_packages)
+                         reset_journals=journals, purge_packages=request.purge_packages,
+                         allow_downgrade=request.allow_downgrade)
     if any(p.uses_cluster_settings for p in phases):
         from clusterctl.bootstrap.cluster.settings import cluster_settings
 
