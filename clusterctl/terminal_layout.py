@@ -2,7 +2,8 @@
 
 Names and values a user copies (a host, a variable, a value, an image reference, a path) are
 never cut with ``…`` nor broken inside; long text (a reason, a message, a fix) wraps at the
-terminal's width with a hanging indent, never back to column 0. A table whose copyable columns
+terminal's width with a hanging indent, never back to column 0 (off a terminal it stays on one
+line unless ``COLUMNS`` is set: ``wrap_width``). A table whose copyable columns
 do not fit leaves out its least important columns first (saying so), and when even that is not
 enough prints each row as a block of ``column: value`` lines instead.
 
@@ -47,14 +48,25 @@ def hanging(text: str, width: int, indent: int | str = 2, *, first_indent: str =
     return "\n".join(lines)
 
 
+def wrap_width(console: Console) -> int:
+    """Where long text wraps: the terminal's width. Off a terminal (a pipe, a log, a CI job) a line
+    stays whole, so that grep finds it, unless ``COLUMNS`` asks for a width."""
+    import os
+
+    if console.is_terminal or os.environ.get("COLUMNS", "").strip().isdigit():
+        return console.width
+    return 1 << 20
+
+
 def print_wrapped(console: Console, text: str | Text, indent: int | str = 2, *, style: str | None = None) -> None:
     """Print ``text`` (plain, never markup; or a styled ``Text``) wrapped at the console's width
     with a hanging indent, its styles kept."""
     if isinstance(text, str):
-        console.print(hanging(text, console.width, indent), markup=False, highlight=False, soft_wrap=True,
+        console.print(hanging(text, wrap_width(console), indent), markup=False, highlight=False, soft_wrap=True,
                       style=style)
         return
-    console.print(wrap_styled(text, console.width, indent), highlight=False, soft_wrap=True, style=style or "")
+    console.print(wrap_styled(text, wrap_width(console), indent), highlight=False, soft_wrap=True,
+                  style=style or "")
 
 
 def wrap_styled(text: Text, width: int, indent: int | str = 2) -> Text:
@@ -160,7 +172,7 @@ def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequ
 def print_blocks(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], *,
                  title: str | None = None) -> None:
     """Each row as a block: its first cell alone, then ``column: value`` lines indented below it."""
-    width = console.width
+    width = wrap_width(console)
     lines: list[str] = []
     if title:
         lines.append(hanging(title, width, 2))

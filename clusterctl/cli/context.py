@@ -156,11 +156,11 @@ class AppContext:
     def warn(self, message: str) -> None:
         from rich.text import Text
 
-        from clusterctl.terminal_layout import hanging
+        from clusterctl.terminal_layout import hanging, wrap_width
 
         # Wrapped between words with a hanging indent (never a host or file name broken in two);
         # a Text, not markup: '[user@]host' or '[control-plane]' in a message is text.
-        text = Text(hanging(f"warning: {message}", self.err_console.width, 9))
+        text = Text(hanging(f"warning: {message}", wrap_width(self.err_console), 9))
         text.stylize("yellow", 0, len("warning:"))
         self.err_console.print(text, highlight=False, soft_wrap=True)
 

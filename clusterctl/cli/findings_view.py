@@ -32,9 +32,9 @@ def print_findings(console: Console, findings: Sequence[Finding], *, empty: str 
     # findings cost what writing them costs, where a console.print per line took seconds.
     # Long lines wrap at the terminal's width under their message (a hanging indent), between
     # words: a host, a path or a value is never broken in two.
-    from clusterctl.terminal_layout import hanging
+    from clusterctl.terminal_layout import hanging, wrap_width
 
-    width = console.width
+    width = wrap_width(console)
     text = Text(no_wrap=False)
     for f in sorted_findings(findings):
         severity = f"{f.severity.value.upper():7}"
