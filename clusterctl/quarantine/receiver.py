@@ -42,6 +42,8 @@ ALERT_ACTIONS: dict[str, str] = {
     "NVLinkBandwidthZero": "drain", "GPUXidError": "quarantine", "NVLinkCRCErrors": "quarantine",
     "GPUUncorrectableRemappedRows": "report", "GPUTemperatureHigh": "report", "GPUMemoryTemperatureHigh": "report",
     "GPUPowerAtLimit": "report", "GPUPCIeReplaysRising": "report",
+    # The node health agent's rules (phase node-agent): an error-level finding on the node itself.
+    "NodeHealthCheckFailed": "quarantine", "NodeHealthAgentStale": "report", "NodeHealthAgentCannotPublish": "report",
 }
 HOST_LABELS = ("Hostname", "hostname", "node", "instance")
 MAX_BODY = 1 << 20
