@@ -184,6 +184,9 @@ class NodeAgent(Phase[AgentState]):
     description = f"node health agent: a systemd timer (every {INTERVAL_S} s) -> NodeConditions, node-exporter metrics"
     uses_cluster_settings = True
     timeout_s = 300.0
+    # Its plan comes from its reads (the files, the timer, the token in the kubeconfig there), the
+    # inventory and clusterctl's version (the bundle): a re-run may confirm the host in one read.
+    confirmable = True
 
     def check(self, ctx: PhaseContext) -> AgentState:
         paths = (BUNDLE_PATH, CONFIG_PATH, KUBECONFIG_PATH, SERVICE_PATH, TIMER_PATH)
