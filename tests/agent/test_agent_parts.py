@@ -50,13 +50,15 @@ def test_transition_time_moves_only_when_the_status_does() -> None:
 
 
 def test_many_findings_are_one_bounded_message() -> None:
-    many = [Finding(Severity.ERROR, "GPU_ECC_UNCORRECTABLE", "x" * 300, host="n1", subject=f"GPU {i}") for i in range(8)]
+    many = [Finding(Severity.ERROR, "GPU_ECC_UNCORRECTABLE", "x" * 300, host="n1", subject=f"GPU {i}")
+            for i in range(8)]
     message = next(c for c in cond.conditions(many, NOW) if c["type"] == "GPUProblem")["message"]
     assert len(message) <= cond.MESSAGE_LIMIT and "(+7 more: GPU_ECC_UNCORRECTABLE)" in message
 
 
 def test_the_metrics_file_counts_findings_by_code_gpu_and_severity() -> None:
-    findings = [_xid79(), _xid79(), Finding(Severity.WARNING, "GPU_CLOCKS_THROTTLED", "slow", host="n1", subject="GPU 1"),
+    findings = [_xid79(), _xid79(),
+                Finding(Severity.WARNING, "GPU_CLOCKS_THROTTLED", "slow", host="n1", subject="GPU 1"),
                 Finding(Severity.INFO, "GPU_ECC_UNCORRECTABLE_HISTORY", "old", host="n1", subject="GPU 2"),
                 Finding(Severity.ERROR, "IB_PORT_DOWN", "down", host="n1", subject="mlx5_2")]
     text = render(findings, RunFigures("n1", 1_800_000_000.0, 1.5, False)).decode()
