@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +61,7 @@ def run(
     if request.resume and not request.apply:
         raise UsageError("--resume only makes sense for a run that applies (not with --dry-run or plan)")
     store = None
+    resumed_with = None
     state_dir = Path(request.state_dir).expanduser() if request.state_dir else default_state_dir()
     journal_dir = Path(request.journal_dir) if request.journal_dir else state_dir / "undo"
     fleet = [str(Path(inventory.source).resolve()) if inventory.source else inventory.name,
@@ -76,6 +77,9 @@ def run(
         if request.resume and not path.exists():
             raise UsageError(f"--resume: no progress file for cluster '{inventory.name}' at {path}",
                              hint="Run without --resume first (or pass the same --state-dir).")
+        request, resumed_with = _survey_of_the_run(request, store)
+        if request.survey:
+            store.survey = str(Path(request.survey).expanduser().resolve())
     options = run_options(inventory, hosts, phases, request, journals)
     from clusterctl.bootstrap.confirm import HostConfirmations
 
@@ -87,6 +91,8 @@ def run(
                            lock_path=request.lock_path, progress=store, on_phase=on_phase, options=options,
                            read_ahead=read_ahead, confirmations=confirmations)
     report = run_bootstrap(inventory, hosts, runner, phases, settings)
+    if resumed_with:
+        report.notes.append(f"resumed with the survey the earlier run was given: {resumed_with}")
     if store is not None:
         report.notes.append(f"progress kept in {store.path}")
     if request.apply:
@@ -101,6 +107,19 @@ def run(
         if journals is not None:
             _mark_used_by_reset(report, journals)
     return report
+
+
+def _survey_of_the_run(request: BootstrapRequest, store: ProgressStore) -> tuple[BootstrapRequest, str | None]:
+    """A ``--resume`` given no ``--survey`` goes on with the one the run it resumes was given: its
+    topology labels and NVLink alert rule came from it, and a phase must not read their absence as
+    a wish to remove them. The survey it names, and whether it was taken (``None``: not)."""
+    if not request.resume or request.survey or request.without_survey or not store.survey:
+        return request, None
+    if not Path(store.survey).is_file():
+        raise UsageError(f"--resume: the run it continues was given --survey {store.survey}, which is gone",
+                         file=str(store.path), hint="Pass --survey FILE (a saved 'clusterctl survey --save FILE'), "
+                         "or --without-survey to go on without one.")
+    return replace(request, survey=store.survey), store.survey
 
 
 def downgrade_refusal(report: BootstrapReport, inventory: Inventory) -> UsageError | None:
