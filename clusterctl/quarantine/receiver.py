@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from clusterctl.bootstrap.cluster.alerts import ReceiverAuth, render_alertmanager_receiver
 from clusterctl.changes import Gate
+from clusterctl.errors import ClusterctlError
 from clusterctl.quarantine import webhook_server
 from clusterctl.quarantine.drain import DrainOptions
 from clusterctl.quarantine.policy import cap
@@ -44,6 +45,8 @@ ALERT_ACTIONS: dict[str, str] = {
     "NVLinkBandwidthZero": "drain", "GPUXidError": "quarantine", "NVLinkCRCErrors": "quarantine",
     "GPUUncorrectableRemappedRows": "report", "GPUTemperatureHigh": "report", "GPUMemoryTemperatureHigh": "report",
     "GPUPowerAtLimit": "report", "GPUPCIeReplaysRising": "report",
+    # The node health agent's rules (phase node-agent): an error-level finding on the node itself.
+    "NodeHealthCheckFailed": "quarantine", "NodeHealthAgentStale": "report", "NodeHealthAgentCannotPublish": "report",
 }
 _STRENGTH = {"report": 0, "quarantine": 1, "drain": 2}
 
@@ -167,7 +170,13 @@ class Remediator:
             request = request_type(reason=f"alert {', '.join(codes)} (clusterctl remediate)", codes=codes,
                                    drain=action == "drain", drain_options=self.drain_options,
                                    who=f"clusterctl remediate serve@{_machine()}")
-            for result in quarantine_hosts(runner, self.inventory, [h for h, _ in hosts], request, gate):
+            try:
+                results = quarantine_hosts(runner, self.inventory, [h for h, _ in hosts], request, gate)
+            except ClusterctlError as exc:  # the control plane went away since it was read: say so per host
+                for host, names in hosts:
+                    note(host.name, ",".join(names), "failed", str(exc))
+                continue
+            for result in results:
                 names = next(n for h, n in hosts if h.name == result.host)
                 verb = ("would " if self.dry_run else "") + ("drain" if action == "drain" else "quarantine")
                 if result.error:
