@@ -64,9 +64,9 @@ def lint_command(
     ),
 ) -> None:
     from clusterctl.cli.findings_view import exit_for, print_findings, summary_line
-    from clusterctl.findings import FINDINGS_SCHEMA_VERSION
+    from clusterctl.findings import FINDINGS_SCHEMA_VERSION, Finding
     from clusterctl.nccl.lint import FABRICS, lint_settings, no_settings_finding, source_findings, summarise
-    from clusterctl.nccl.sources import FORMATS, read_settings
+    from clusterctl.nccl.sources import FORMATS, Setting, read_settings
 
     app = app_context(ctx)
     if fmt is not None and fmt not in FORMATS:
@@ -88,9 +88,9 @@ def lint_command(
                      f"checking against {context.nccl_version}")
     from clusterctl.inputfile import read_text_input
 
-    settings = []
+    settings: list[Setting] = []
     unreadable: list[str] = []
-    about_sources = []
+    about_sources: list[Finding] = []
     for name in files:
         # One unreadable file is reported (exit 2) without stopping the check of the others.
         try:
