@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from clusterctl.bootstrap.cluster.alerts import ReceiverAuth, render_alertmanager_receiver
 from clusterctl.changes import Gate
+from clusterctl.errors import ClusterctlError
 from clusterctl.quarantine import webhook_server
 from clusterctl.quarantine.cluster_lease import ClusterLease
 from clusterctl.quarantine.cluster_marker import Marker, MarkRequest
@@ -50,6 +51,8 @@ ALERT_ACTIONS: dict[str, str] = {
     "NVLinkBandwidthZero": "drain", "GPUXidError": "quarantine", "NVLinkCRCErrors": "quarantine",
     "GPUUncorrectableRemappedRows": "report", "GPUTemperatureHigh": "report", "GPUMemoryTemperatureHigh": "report",
     "GPUPowerAtLimit": "report", "GPUPCIeReplaysRising": "report",
+    # The node health agent's rules (phase node-agent): an error-level finding on the node itself.
+    "NodeHealthCheckFailed": "quarantine", "NodeHealthAgentStale": "report", "NodeHealthAgentCannotPublish": "report",
 }
 _STRENGTH = {"report": 0, "quarantine": 1, "drain": 2}
 
@@ -166,8 +169,12 @@ class Remediator:
             return
         if item.kept is not None and item.verdict != "act":  # quarantined before: its reason and codes stay
             request = replace(request, reason=item.kept[0], codes=item.kept[1])
-        with self.runner_factory() as runner:
-            (result,) = quarantine_hosts(runner, self.inventory, [wanted.host], request, gate)
+        try:
+            with self.runner_factory() as runner:
+                (result,) = quarantine_hosts(runner, self.inventory, [wanted.host], request, gate)
+        except ClusterctlError as exc:  # the control plane went away since the decision: say so
+            self._say(host=name, alert=alerts, decision="failed", why=str(exc), **extra)
+            return
         changed = [r for r in gate.records if r.applied and r.changed] if not self.dry_run else gate.records
         verb = ("would " if self.dry_run else "") + wanted.action
         if result.error:

@@ -66,6 +66,9 @@ def _walk(value: Any, plain: Any, path: str) -> int:
     if isinstance(value, (tuple, list)):
         assert isinstance(plain, list) and len(plain) == len(value), f"{path}: {len(value)} items, JSON {plain!r:.80}"
         return sum(_walk(item, plain[i], f"{path}[{i}]") for i, item in enumerate(value))
+    if isinstance(value, (set, frozenset)):
+        assert isinstance(plain, list) and sorted(plain) == sorted(value), f"{path}: {value!r}, JSON {plain!r}"
+        return len(value) or 1
     if isinstance(value, dict):
         assert isinstance(plain, dict) and set(map(str, value)) == set(plain), f"{path}: keys differ"
         return sum(_walk(item, plain[str(key)], f"{path}[{key!r}]") for key, item in value.items())

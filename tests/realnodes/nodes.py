@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
 """Real nodes on one machine: Linux namespaces, each running a real ``sshd``, reached over SSH.
 
-A node is a set of private namespaces (mount, UTS, network, IPC) whose first process is the
-node's own OpenSSH ``sshd``: clusterctl reaches it exactly as it reaches a machine. Inside a
-node:
+A node is a set of private namespaces (mount, UTS, network, IPC, PID, cgroup) whose first
+process is a real systemd (the host's own, ``--unit=clusterctl-node.target``), which starts the
+node's OpenSSH ``sshd`` and D-Bus: clusterctl reaches it exactly as it reaches a machine, and
+``systemctl`` in it is systemd's own. Inside a node:
 
 * ``/etc``, ``/usr``, ``/var``, ``/opt``, ``/root`` and ``/home`` are overlays of the host's
   folders with a per-node upper folder, so anything the node installs or writes (apt, kubeadm,
   containerd's state) lands in ``<state>/<node>/upper`` and never on the host; ``/run`` is a
-  tmpfs; ``/tmp`` a per-node folder;
-* the host-global sysctls kubelet rewrites (``vm.overcommit_memory``, ``kernel.panic`` ...) are
-  masked by files holding the host's values, bind-mounted over ``/proc/sys`` in the node's
-  mount namespace only: the host's values never change;
+  tmpfs; ``/tmp`` a per-node folder; ``/dev`` a tmpfs with the few host devices a machine's
+  daemons use; ``/proc`` and a read-only ``/sys`` are the node's own; ``/sys/fs/cgroup`` holds
+  the node's cgroup namespace (its root is the node's cgroup);
+* the host-global sysctls kubelet and systemd rewrite (``vm.overcommit_memory``,
+  ``kernel.panic``, ``fs.nr_open`` ...) are masked by files holding the host's values,
+  bind-mounted over ``/proc/sys`` in the node's mount namespace only: the host's values never
+  change; systemd units that would change the host (sysctl, binfmt, time sync, udev, module
+  loading) are masked in the node's ``/etc``;
 * ``eth0`` is one end of a veth pair whose other end is on a bridge in the "control"
   namespace, a network namespace of its own (``10.250.0.254``) where clusterctl runs
   (``RealNodes.clusterctl``): the host's own network is never touched;
@@ -63,9 +68,25 @@ OVERLAID = ("etc", "usr", "var", "opt", "root", "home")
 #: Host-global sysctls (not per network namespace) that kubelet writes when they differ from
 #: what it wants (container_manager_linux.go setupKernelTunables): masked in every node.
 MASKED_SYSCTLS = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
-                  "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes")
+                  "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes",
+                  # systemd as PID 1 raises these (bump_file_max_and_nr_open, pid_max)
+                  "fs/file-max", "fs/nr_open", "kernel/pid_max")
+SYSTEMD = Path("/lib/systemd/systemd")
+#: Units of the host's systemd that would change the host from inside a node (host-global
+#: sysctls, binfmt_misc, the clock, devices, kernel modules) or that a node has no use for.
+MASKED_UNITS = ("systemd-sysctl.service", "systemd-binfmt.service", "proc-sys-fs-binfmt_misc.automount",
+                "proc-sys-fs-binfmt_misc.mount", "systemd-timesyncd.service", "systemd-pstore.service",
+                "systemd-modules-load.service", "kmod-static-nodes.service", "systemd-random-seed.service",
+                "systemd-repart.service", "systemd-firstboot.service", "systemd-machine-id-commit.service",
+                "systemd-pcrphase.service", "systemd-pcrphase-sysinit.service", "sys-kernel-config.mount",
+                "sys-kernel-debug.mount", "sys-kernel-tracing.mount", "sys-fs-fuse-connections.mount",
+                "systemd-udevd.service", "systemd-udev-trigger.service", "systemd-hwdb-update.service",
+                "systemd-journald-audit.socket", "systemd-remount-fs.service", "dev-hugepages.mount")
+#: Host devices a node gets (bind-mounted into its private /dev).
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty", "kmsg")
 #: Inside a node: where the harness keeps the node's sshd files (on the node's /etc overlay).
 NODE_SSH_DIR = "/etc/ssh/clusterctl-realnode"
+NODE_TARGET = "clusterctl-node.target"
 START_WAIT_S = 60.0
 
 
@@ -82,16 +103,20 @@ def unavailable_reason() -> str | None:
         return "real nodes need root (mount, network namespaces, cgroups)"
     if not SSHD.exists():
         return f"{SSHD} is missing (Debian package openssh-server)"
+    if not SYSTEMD.exists():
+        return f"{SYSTEMD} is missing (Debian package systemd)"
     for tool in ("unshare", "nsenter", "ip"):
         if shutil.which(tool) is None:
             return f"{tool} is missing (util-linux / iproute2)"
     if not cgroup_hierarchies():
         return "no cgroup file system is mounted under /sys/fs/cgroup"
     probe = subprocess.run(
-        ["unshare", "--mount", "--uts", "--net", "--ipc", "--propagation", "private", "sh", "-ec",
+        ["unshare", "--mount", "--uts", "--net", "--ipc", "--pid", "--fork", "--cgroup", "--propagation", "private",
+         "sh", "-ec",
          "mount -t tmpfs tmpfs /mnt; mkdir /mnt/l /mnt/u /mnt/w /mnt/m; "
          "mount -t overlay overlay -o lowerdir=/mnt/l,upperdir=/mnt/u,workdir=/mnt/w /mnt/m; "
-         "ip link add rnprobe0 type veth peer name rnprobe1; ip link add rnprobe2 type bridge"],
+         "ip link add rnprobe0 type veth peer name rnprobe1; ip link add rnprobe2 type bridge; "
+         "mount -t proc proc /proc; mount -t sysfs -o ro sysfs /sys"],
         capture_output=True, text=True, timeout=30, check=False)
     if probe.returncode != 0:
         return f"namespaces, overlayfs, veth or bridge not permitted here: {probe.stderr.strip()}"
@@ -109,6 +134,19 @@ def cgroup_hierarchies() -> list[Path]:
                 mount_point = Path(before.split()[4])
                 if mount_point not in found:
                     found.append(mount_point)
+    return found
+
+
+def cgroup_mounts() -> list[tuple[Path, str, str]]:
+    """(mount point, type, controllers) of every cgroup hierarchy, to mount the same in a node."""
+    found: list[tuple[Path, str, str]] = []
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            before, _, after = line.partition(" - ")
+            fields = after.split()
+            if fields and fields[0] in ("cgroup", "cgroup2"):
+                options = ",".join(o for o in fields[2].split(",") if o not in ("rw", "ro")) if len(fields) > 2 else ""
+                found.append((Path(before.split()[4]), fields[0], options))
     return found
 
 
@@ -213,7 +251,7 @@ class Node:
     def argv(self, command: Sequence[str]) -> list[str]:
         """Run ``command`` inside the node's namespaces (and, as a child of this process, in the
         host's cgroup: use ``sh`` for what must stay in the node, see ``RealNodes.sh``)."""
-        return ["nsenter", "-t", str(self.pid), "-m", "-u", "-n", "-i", "--", *command]
+        return ["nsenter", "-t", str(self.pid), "-m", "-u", "-n", "-i", "-p", "-C", "--", *command]
 
 
 @dataclass
@@ -321,14 +359,16 @@ class RealNodes:
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "clusterctl-realnodes",
                         "-f", str(self.client_key)], check=True, capture_output=True)
 
-    def _spawn(self, node_name: str, script: str, log: Path) -> subprocess.Popen[bytes]:
-        """``sh -c script`` in new namespaces, its first step joining the node's cgroups."""
+    def _spawn(self, node_name: str, script: str, log: Path, *, machine: bool = False) -> subprocess.Popen[bytes]:
+        """``sh -c script`` in new namespaces (``machine``: PID and cgroup ones too, the script
+        being PID 1), its first step joining the node's cgroups."""
         _make_cgroup(node_name)
         procs = " ".join(shlex.quote(str(d / "cgroup.procs")) for d in _cgroup_dirs(node_name))
         join = f"for f in {procs}; do echo $$ > \"$f\"; done"
+        more = "--pid --fork --cgroup " if machine else ""
         with open(log, "ab") as out:
             process = subprocess.Popen(
-                ["sh", "-ec", f"{join}; exec unshare --mount --uts --net --ipc --propagation private "
+                ["sh", "-ec", f"{join}; exec unshare --mount --uts --net --ipc {more}--propagation private "
                               f"sh -ec {shlex.quote(script)}"],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         self._processes.append(process)
@@ -378,10 +418,41 @@ class RealNodes:
             "LogLevel ERROR",
             "Subsystem sftp internal-sftp",
         ]) + "\n")
+        units = etc / "systemd" / "system"
+        units.mkdir(parents=True, exist_ok=True)
+        for unit in MASKED_UNITS:
+            (units / unit).unlink(missing_ok=True)
+            (units / unit).symlink_to("/dev/null")
+        (units / NODE_TARGET).write_text(
+            "[Unit]\nDescription=clusterctl real node\n"
+            "Wants=clusterctl-realnode-sshd.service dbus.service\nAllowIsolate=yes\n")
+        (units / "clusterctl-realnode-sshd.service").write_text(
+            "[Unit]\nDescription=the node's OpenSSH server (clusterctl real nodes)\n"
+            f"[Service]\nExecStart={SSHD} -D -e -f {NODE_SSH_DIR}/sshd_config\n"
+            "KillMode=process\nRestart=on-failure\n")
+        # A machine has one: journald, dbus and kubeadm read it.
+        (etc / "machine-id").write_text(os.urandom(16).hex() + "\n")
 
     def _start(self, node: Node) -> None:
         mounts = [f"mount -t overlay clusterctl-realnode -o lowerdir=/{sub},"
                   f"upperdir={node.folder}/upper/{sub},workdir={node.folder}/work/{sub} /{sub}" for sub in OVERLAID]
+        cgroups = []
+        for mount_point, fstype, options in cgroup_mounts():
+            if mount_point == Path("/sys/fs/cgroup"):
+                cgroups.append(f"mount -t {fstype} {fstype} /sys/fs/cgroup")
+            else:
+                cgroups.append(f"mkdir -p {mount_point}; mount -t {fstype} "
+                               f"{'-o ' + options + ' ' if options else ''}{fstype} {mount_point}")
+        if cgroups and not any(fstype == "cgroup2" and point == Path("/sys/fs/cgroup")
+                               for point, fstype, _ in cgroup_mounts()):
+            cgroups.insert(0, "mount -t tmpfs -o mode=0755 clusterctl-realnode-cgroup /sys/fs/cgroup")
+        devices = ["mount -t tmpfs -o mode=0755,nosuid clusterctl-realnode-dev /dev"]
+        devices += [f"touch /dev/{d}; mount --bind /run/clusterctl-realnode/hostdev/{d} /dev/{d}" for d in DEVICES]
+        devices += ["mkdir -p /dev/pts /dev/shm /dev/mqueue",
+                    "mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts /dev/pts",
+                    "ln -s pts/ptmx /dev/ptmx", "mount -t tmpfs -o mode=1777 shm /dev/shm",
+                    "ln -s /proc/self/fd /dev/fd", "ln -s /proc/self/fd/0 /dev/stdin",
+                    "ln -s /proc/self/fd/1 /dev/stdout", "ln -s /proc/self/fd/2 /dev/stderr"]
         masks = []
         for sysctl in MASKED_SYSCTLS:
             held = "/run/clusterctl-realnode/sysctl/" + sysctl.replace("/", ".")
@@ -389,7 +460,14 @@ class RealNodes:
         script = "; ".join([
             *mounts,
             "mount -t tmpfs -o mode=0755 clusterctl-realnode-run /run",
-            "mkdir -p /run/sshd /run/clusterctl-realnode/sysctl",
+            "mkdir -p /run/sshd /run/clusterctl-realnode/sysctl /run/clusterctl-realnode/hostdev",
+            # The host's device nodes, reachable before /dev is replaced.
+            *[f"touch /run/clusterctl-realnode/hostdev/{d}; mount --bind /dev/{d} "
+              f"/run/clusterctl-realnode/hostdev/{d}" for d in DEVICES],
+            "mount -t proc proc /proc",
+            "mount -t sysfs -o ro sysfs /sys",
+            *cgroups,
+            *devices,
             *masks,
             f"mount --bind {node.folder}/tmp /tmp",
             f"hostname {node.name}",
@@ -397,10 +475,12 @@ class RealNodes:
             # sshd listens on eth0's address, which the host adds once the namespaces exist.
             "n=0; until ip -o -4 addr show dev eth0 2>/dev/null | grep -q inet; do n=$((n+1)); "
             "[ $n -lt 1200 ] || { echo 'eth0 never got its address' >&2; exit 1; }; sleep 0.05; done",
-            f"exec {SSHD} -D -e -f {NODE_SSH_DIR}/sshd_config",
+            f"exec env container=clusterctl-realnode {SYSTEMD} --unit={NODE_TARGET} --log-target=console "
+            "--log-level=warning",
         ])
-        process = self._spawn(node.name, script, node.folder.with_name(node.name + "-sshd.log"))
-        node.pid = _namespaced_pid(process, node.folder.with_name(node.name + "-sshd.log"))
+        log = node.folder.with_name(node.name + ".log")
+        process = self._spawn(node.name, script, log, machine=True)
+        node.pid = _namespaced_pid(process, log, init=True)
 
     def _connect(self, node: Node) -> None:
         """A veth pair: eth0 in the node, rn-<node> on the control namespace's bridge."""
@@ -423,7 +503,7 @@ class RealNodes:
         result = subprocess.run(self.in_control([sys.executable, "-c", probe]), capture_output=True, check=False,
                                 timeout=START_WAIT_S + 30)
         if result.returncode != 0:
-            log = node.folder.with_name(node.name + "-sshd.log")
+            log = node.folder.with_name(node.name + ".log")
             raise RuntimeError(f"sshd of {node.name} did not answer on {node.address}:22; "
                                f"{log}: {log.read_text(errors='replace')[-2000:] if log.exists() else ''}")
 
@@ -469,7 +549,8 @@ class RealNodes:
         node = self.node(name)
         procs = " ".join(shlex.quote(str(d / "cgroup.procs")) for d in _cgroup_dirs(node.name))
         join = f"for f in {procs}; do echo $$ > \"$f\"; done"
-        result = subprocess.run(node.argv(["sh", "-c", f"{join}; {script}"]), capture_output=True, text=True,
+        inside = shlex.join(node.argv(["sh", "-c", script]))
+        result = subprocess.run(["sh", "-c", f"{join}; exec {inside}"], capture_output=True, text=True,
                                 timeout=timeout, check=False)
         if check and result.returncode != 0:
             raise RuntimeError(f"{name}: {script!r} exited {result.returncode}: {result.stderr[-2000:]}")
@@ -488,17 +569,22 @@ def _run(argv: Sequence[str]) -> None:
         raise RuntimeError(f"{shlex.join(argv)} exited {result.returncode}: {result.stderr.strip()}")
 
 
-def _namespaced_pid(process: subprocess.Popen[bytes], log: Path) -> int:
-    """The PID once ``unshare`` has exec'd into the new namespaces (``sh -ec`` -> unshare -> sh)."""
+def _namespaced_pid(process: subprocess.Popen[bytes], log: Path, *, init: bool = False) -> int:
+    """The PID (host view) once ``unshare`` has made the new namespaces (``sh -ec`` -> unshare ->
+    sh); ``init``: of the first process in the new PID namespace (unshare --fork's child)."""
     deadline = time.monotonic() + START_WAIT_S
     host_net = os.readlink("/proc/self/ns/net")
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"a node process exited {process.returncode}: "
                                f"{log.read_text(errors='replace')[-2000:] if log.exists() else ''}")
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):
             if os.readlink(f"/proc/{process.pid}/ns/net") != host_net:
-                return process.pid
+                if not init:
+                    return process.pid
+                children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+                if children:
+                    return int(children[0])
         time.sleep(0.02)
     raise RuntimeError("a node's namespaces were not made in time")
 

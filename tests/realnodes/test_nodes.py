@@ -15,15 +15,24 @@ def _exec(nodes: RealNodes, script: str) -> dict[str, dict[str, object]]:
 
 
 def test_clusterctl_reaches_each_node_over_ssh_as_a_machine(real_nodes: RealNodes) -> None:
-    hosts = _exec(real_nodes, "hostname; ip -4 -o addr show dev eth0; id -un; cat /proc/self/cgroup")
+    hosts = _exec(real_nodes, "hostname; ip -4 -o addr show dev eth0; id -un; systemctl is-system-running; "
+                              "cat /proc/self/cgroup")
     assert sorted(hosts) == ["rn1", "rn2"]
     for node in real_nodes.nodes:
         out = str(hosts[node.name]["stdout"]).splitlines()
         assert out[0] == node.name
         assert f"inet {node.address}/24" in out[1]
         assert out[2] == "root"
-        # The SSH session, and so everything clusterctl starts, lives in the node's cgroup.
-        assert any(line.endswith(f":/clusterctl-realnodes/{node.name}") for line in out[3:]), out
+        # The node's own systemd is PID 1 there and came up with no failed unit.
+        assert out[3] == "running"
+        # The SSH session lives in the unit of the node's sshd, in the node's cgroup namespace.
+        assert any(line.endswith(":/system.slice/clusterctl-realnode-sshd.service") for line in out[4:]), out
+    # ... which is the host's /clusterctl-realnodes/<node>: tear-down finds everything there.
+    for node in real_nodes.nodes:
+        sessions = Path(f"/sys/fs/cgroup/pids/clusterctl-realnodes/{node.name}/system.slice/"
+                        "clusterctl-realnode-sshd.service/cgroup.procs")
+        if sessions.parent.parent.parent.exists():
+            assert sessions.read_text().split(), "the node's sshd is not in the node's cgroup"
 
 
 def test_host_keys_are_verified(real_nodes: RealNodes, tmp_path: Path) -> None:
