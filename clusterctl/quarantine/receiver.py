@@ -45,6 +45,8 @@ ALERT_ACTIONS: dict[str, str] = {
     "NVLinkBandwidthZero": "drain", "GPUXidError": "quarantine", "NVLinkCRCErrors": "quarantine",
     "GPUUncorrectableRemappedRows": "report", "GPUTemperatureHigh": "report", "GPUMemoryTemperatureHigh": "report",
     "GPUPowerAtLimit": "report", "GPUPCIeReplaysRising": "report",
+    # The node health agent's rules (phase node-agent): an error-level finding on the node itself.
+    "NodeHealthCheckFailed": "quarantine", "NodeHealthAgentStale": "report", "NodeHealthAgentCannotPublish": "report",
 }
 _STRENGTH = {"report": 0, "quarantine": 1, "drain": 2}
 
