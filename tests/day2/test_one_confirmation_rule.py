@@ -75,6 +75,8 @@ NOT_CHANGING = {
     "upgrade plan": "plans", "certs check": "reads", "status": "reads",
     "remediate alertmanager-config": "prints a configuration", "record": "reads hosts, writes local files",
     "mock show": "the simulator's own files", "mock reset": "the simulator's own files on this machine",
+    "mock set": "a mock host's simulated state (a fault to replay), on this machine",
+    "mock timers": "fires a mock host's simulated timers: the simulator's clock, on this machine",
 }
 
 
