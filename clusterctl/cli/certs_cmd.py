@@ -50,25 +50,25 @@ def certs_check(
 
 
 def _print_check(app: AppContext, report: object) -> None:
-    from rich.table import Table
-
     from clusterctl.day2.certs import CertsReport
+    from clusterctl.terminal_layout import Column, print_table, print_wrapped
+    from clusterctl.terminal_text import one_line
 
     assert isinstance(report, CertsReport)
-    table = Table(title="kubeadm certificates", highlight=False)
-    for column in ("host", "certificate", "expires", "days left", "signed by"):
-        table.add_column(column, justify="right" if column == "days left" else "left")
+    rows: list[tuple[str, str, str, str, str]] = []
     for host in report.hosts:
         if host.expiration is None:
-            table.add_row(host.host, "(unread)", host.error, "", "")
+            rows.append((host.host, "(unread)", one_line(host.error or ""), "", ""))
             continue
         for cert in (*host.expiration.certificates, *host.expiration.authorities):
-            table.add_row(host.host, cert.name, f"{cert.expires:%Y-%m-%d %H:%M}", str(cert.days_left(report.now)),
-                          cert.authority or ("(authority)" if cert in host.expiration.authorities else ""))
-    app.console.print(table)
+            rows.append((host.host, cert.name, f"{cert.expires:%Y-%m-%d %H:%M}", str(cert.days_left(report.now)),
+                         cert.authority or ("(authority)" if cert in host.expiration.authorities else "")))
+    # Host, certificate and expiry are what a user acts on: never cut; the signer goes first.
+    print_table(app.console, (Column("host", keep=True), Column("certificate", keep=True),
+                              Column("expires", keep=True), Column("days left", keep=True, justify="right"),
+                              Column("signed by", keep=True, drop_order=1)), rows, title="kubeadm certificates")
     for f in report.findings:
-        app.console.print(f"{f.severity.value.upper():<7} {f.where} {f.code}: {f.message}", markup=False,
-                          highlight=False, soft_wrap=True)
+        print_wrapped(app.console, f"{f.severity.value.upper():<7} {f.where} {f.code}: {one_line(f.message)}", 10)
 
 
 @certs_app.command("renew", help="kubeadm certs renew all, then restart the static pods; one control plane at a time.")
