@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bmc_lab import Lab
 from clirun import REPO_ROOT, clusterctl
-from conftest import Lab
 from redfish_emulator import PASSWORD
 
 from clusterctl.mock.power import KERNEL_LOG_SINCE_BOOT, log_kernel_message
