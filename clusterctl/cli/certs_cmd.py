@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
@@ -80,20 +78,17 @@ def certs_renew(
                              help="Seconds a manifest stays out (the kubelet's fileCheckFrequency, 20 s)."),
 ) -> None:
     from clusterctl.day2.certs import renew
-    from clusterctl.hostlist import compress
     from clusterctl.secret import mask_text
 
     app = app_context(ctx)
     inventory = app.inventory()
     if wait < 1:
         raise UsageError("--restart-wait must be 1 second or more", field="--restart-wait")
-    if not dry_run and not yes:
-        names = compress([h.name for h in app.hosts() if "control-plane" in h.roles])
-        if not sys.stdin.isatty():
-            raise UsageError(f"certs renew restarts the control plane on {names}; refusing without a terminal to ask.",
-                             hint="Pass --yes to confirm (or --dry-run to see the steps).")
-        if not typer.confirm(f"Renew the certificates and restart the control plane on {names}?", default=False):
-            raise typer.Exit(1)
+    from clusterctl.cli.confirm import confirm_change
+
+    confirm_change("renew the certificates and restart the control plane's static pods", [h.name for h in
+                   app.hosts() if "control-plane" in h.roles], yes=yes, dry_run=dry_run,
+                   preview="clusterctl certs renew --dry-run")
     with app.runner() as runner:
         steps = renew(runner, inventory, list(app.hosts()), apply=not dry_run, wait_s=wait)
 

@@ -107,5 +107,5 @@ def print_policy(app: AppContext, run: PolicyRun, *, dry_run: bool, journal: str
                   f"{' [' + ','.join(d.codes) + ']' if d.codes else ''}: {d.reason}")
     if run.results:
         print_quarantine(app, run.results, dry_run=dry_run, journal=journal)
-    if dry_run and any(d.acts for d in run.decisions):
-        _say(app, "(--quarantine without --yes only says what it would do: pass --yes to quarantine)")
+    if dry_run and not run.results:
+        _say(app, "dry run: nothing was changed")

@@ -94,7 +94,7 @@ def tune_nccl_command(
                           collectives=tuple(dict.fromkeys(collectives)))
     with app.runner() as runner:
         outcome = tune_nccl(runner, app.hosts(), request)
-    app.emit(_payload(outcome), lambda: _print_table(app, outcome, fmt, out))
+    app.emit(_payload(outcome), lambda: _print_table(app, outcome, fmt, out, dry_run=dry_run))
     for host, conflicts in outcome.site_conflicts.items():
         for c in conflicts:
             app.warn(f"{host}: /etc/nccl.conf line {c.line} (a site setting outside clusterctl's block) sets "
@@ -145,7 +145,7 @@ def _payload(outcome: TuneOutcome) -> dict[str, Any]:
     return payload
 
 
-def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | None) -> None:
+def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | None, *, dry_run: bool = False) -> None:
     from clusterctl.terminal_layout import Column, print_table, print_wrapped
 
     tuning, measured, files, pushed = outcome.tuning, outcome.measured, outcome.files, outcome.pushed
@@ -183,6 +183,10 @@ def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | Non
         from clusterctl.cli.changes_view import print_gate_outcomes
 
         print_gate_outcomes(app, pushed)
+        if dry_run:
+            from clusterctl.cli.changes_view import say_nothing_changed
+
+            say_nothing_changed(app)
         if outcome.undo_journal is not None:
             console.print(f"undo with: clusterctl undo {outcome.undo_journal}", markup=False, highlight=False,
                           soft_wrap=True)

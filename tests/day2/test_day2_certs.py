@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from clirun import clusterctl
-from day2_helpers import DEMO, set_fault, state_digest
+from day2_helpers import DEMO, set_fault, state_digest, unconfirmed
 
 
 def test_check_lists_days_left_and_warns_before_expiry(bootstrapped_demo: Path) -> None:
@@ -30,7 +30,7 @@ def test_renew_restarts_the_static_pods_and_its_dry_run_touches_nothing(bootstra
     commands = [c["command"] for c in plan.json()["hosts"][0]["changes"]]
     assert commands[0] == "kubeadm certs renew all"
     assert any("mv /etc/kubernetes/manifests/kube-apiserver.yaml" in c and "sleep 20" in c for c in commands)
-    assert clusterctl("-i", DEMO, "certs", "renew").exit_code == 2  # no terminal, no --yes
+    assert unconfirmed("-i", DEMO, "certs", "renew").exit_code == 2  # no terminal, no --yes
     done = clusterctl("-i", DEMO, "-o", "json", "certs", "renew", "--yes", "--restart-wait", "1")
     assert done.exit_code == 0, done.output
     assert done.json()["hosts"][0]["soonest_days_left"] >= 364

@@ -21,7 +21,9 @@ def cli(sim: KubeSim, *args: str) -> tuple[int, str]:
     return done.exit_code, done.stdout + done.stderr
 
 
-def test_changing_hosts_needs_yes_off_a_terminal_and_names_must_be_in_the_inventory(sim: KubeSim) -> None:
+def test_changing_hosts_needs_yes_off_a_terminal_and_names_must_be_in_the_inventory(
+        sim: KubeSim, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLUSTERCTL_YES")  # tests confirm by default (tests/conftest.py)
     before = sim.snapshot()
     code, out = cli(sim, "quarantine", "gpu-a3", "--reason", "xid")
     assert code == 2 and "--yes" in out
