@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from clirun import DEMO, CliRun, clusterctl
 
-
 RANDOM = bytes(random.Random(37).getrandbits(8) for _ in range(4096))
 #: Damaged (random bytes, cut JSON) and foreign (JSON of another shape, of another program).
 CONTENTS = {
