@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from clusterctl.changes import Gate
 from clusterctl.quarantine.drain import DrainOptions
-from clusterctl.quarantine.policy import cap
+from clusterctl.quarantine.policy import Action, Wanted, cap, decide
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -179,18 +179,18 @@ class Remediator:
             self._read_at = now
         unavailable = self._unavailable
         limit = cap(self.max_unavailable or self.inventory.quarantine.max_unavailable, len(self.inventory.hosts))
-        chosen: dict[str, list[tuple[Host, list[str]]]] = {"drain": [], "quarantine": []}
-        for name, (host, action, names) in wanted.items():
-            if name in unavailable:
-                self.acted[name] = "found quarantined"
-                note(name, ",".join(names), "duplicate", "quarantined or cordoned already")
-                continue
-            if len(unavailable) >= limit:
-                note(name, ",".join(names), "held", f"{len(unavailable)} host(s) out of service already, the most "
-                     f"--max-unavailable allows ({limit})")
-                continue
-            unavailable.add(name)
-            chosen[action].append((host, names))
+        asks = [Wanted(name, action == "drain", tuple(names)) for name, (_, action, names) in wanted.items()]
+        chosen: dict[Action, list[tuple[Host, list[str]]]] = {Action.DRAIN: [], Action.QUARANTINE: []}
+        for decision in decide(asks, out_of_service=unavailable, limit=limit):
+            host, _, names = wanted[decision.host]
+            if decision.action is Action.ALREADY_OUT:
+                self.acted[decision.host] = "found quarantined"
+                note(decision.host, ",".join(names), "duplicate", "quarantined or cordoned already")
+            elif decision.action is Action.HELD:
+                note(decision.host, ",".join(names), "held", decision.reason)
+            elif decision.acts:
+                unavailable.add(decision.host)
+                chosen[decision.action].append((host, names))
         journals: list[str] = []
         gate = Gate(apply=not self.dry_run)
         for action, hosts in chosen.items():
@@ -198,16 +198,16 @@ class Remediator:
                 continue
             codes = tuple(dict.fromkeys(n for _, names in hosts for n in names))
             request = request_type(reason=f"alert {', '.join(codes)} (clusterctl remediate)", codes=codes,
-                                   drain=action == "drain", drain_options=self.drain_options,
+                                   drain=action is Action.DRAIN, drain_options=self.drain_options,
                                    who=f"clusterctl remediate serve@{_machine()}")
             for result in quarantine_hosts(runner, self.inventory, [h for h, _ in hosts], request, gate):
                 names = next(n for h, n in hosts if h.name == result.host)
-                verb = ("would " if self.dry_run else "") + ("drain" if action == "drain" else "quarantine")
+                verb = ("would " if self.dry_run else "") + action.value
                 if result.error:
                     note(result.host, ",".join(names), "failed", result.error)
                     continue
                 if not self.dry_run:
-                    self.acted[result.host] = "drained" if action == "drain" else "quarantined"
+                    self.acted[result.host] = "drained" if action is Action.DRAIN else "quarantined"
                 left = ""
                 if result.drain is not None and result.drain.not_evicted:
                     left = "; not evicted: " + ", ".join(p.pod for p in result.drain.not_evicted)

@@ -9,9 +9,9 @@ from typing import ClassVar
 import pytest
 from sim_cluster import SimCluster
 
-from clusterctl.bootstrap.engine import Status
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.changes import Change, Gate, GateRecord
+from clusterctl.engine.run import Status
 
 SIX = ["gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b2", "gpu-b3"]
 
