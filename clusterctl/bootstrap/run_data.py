@@ -62,6 +62,9 @@ class RunOptions:
     #: ``bootstrap --without-survey``: accept dropping what an earlier run's survey gave (the
     #: NVLink alert rule's hosts) in a run without ``--survey``.
     without_survey: bool = False
+    #: ``bootstrap --allow-downgrade``: install a pin below the version a host runs; without it the
+    #: packages phase refuses (``DOWNGRADE_REFUSED``, exit 2) and never passes ``--allow-downgrades``.
+    allow_downgrade: bool = False
     #: Seconds to let the cluster converge before verify calls a node broken; ``None``: each phase's default.
     settle_s: float | None = None
     containerd: ContainerdPaths = field(default_factory=ContainerdPaths)

@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from clusterctl.changes import Change, GateRecord, HostGate
+from clusterctl.cluster_access import command_failed, not_usable
 from clusterctl.engine.phase import Phase, PhaseContext, Wait
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import kubectl
@@ -88,7 +89,7 @@ def control_planes(inventory: Inventory, hosts: tuple[Host, ...] | list[Host]) -
 def read_certs(transport: Transport | HostReader) -> CertExpiration:
     result = transport.run(COMMAND, sudo=True, timeout=120)
     if not result.ok:
-        raise RuntimeError(result.stderr_tail(2) or f"exit {result.exit_code}")
+        raise command_failed(result)
     return parse_check_expiration(result.stdout)
 
 
@@ -138,12 +139,16 @@ def _read_host(transport: Transport) -> tuple[CertExpiration, Placement]:
 
 
 def check(runner: Runner, inventory: Inventory, hosts: list[Host], *, warn_days: int = WARN_DAYS) -> CertsReport:
+    """Every selected control plane's certificates; ``NoCluster`` (exit 2) when none could be read."""
     report = CertsReport()
     fleet = runner.run_task(control_planes(inventory, hosts), _read_host, label="certs")
+    if all(not o.ok or o.value is None for o in fleet.outcomes):
+        first = fleet.outcomes[0]
+        raise not_usable(first.host.name, "read the certificates", first.failure)
     for outcome in fleet.outcomes:
         name = outcome.host.name
         if not outcome.ok or outcome.value is None:
-            why = outcome.failure.message if outcome.failure else "no answer"
+            why = reason(outcome.failure)
             report.hosts.append(HostCerts(name, error=why))
             report.findings.append(Finding(Severity.ERROR, "CERTS_UNREAD", f"cannot read the certificates: {why}",
                                            host=name))
@@ -294,6 +299,7 @@ def renew(runner: Runner, inventory: Inventory, hosts: list[Host], request: Rene
     if request.resume and not request.apply:
         raise UsageError("--resume only makes sense for a run that applies (not with --dry-run)")
     phases = select_phases(RENEW_PHASES, None, request.skip_phases)
+    check(runner, inventory, hosts)  # no certificates to renew where no cluster runs: exit 2 before any step
     place = RunPlace.of(inventory, "certs-renew", request.state_dir)
     settings = RunSettings(apply=request.apply, resume=request.resume,
                            options=RenewOptions(request.wait_s, request.ready_timeout_s), batch_size=1,
