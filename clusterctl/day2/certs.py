@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from clusterctl.changes import Change, GateRecord, HostGate
-from clusterctl.cluster_access import command_failed, not_usable
+from clusterctl.cluster_access import command_failed, not_usable, reason
 from clusterctl.engine.phase import Phase, PhaseContext, Wait
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import kubectl
