@@ -82,11 +82,12 @@ def print_status(app: AppContext, nodes: Sequence[QuarantinedNode]) -> None:
     from rich.text import Text
 
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("HOST", "SINCE", "BY", "REASON", "CODES", "CORDONED", "RELEASE NEEDS"):
+    for column in ("HOST", "SINCE", "BY", "REASON", "CODES", "CORDONED", "SLURM", "RELEASE NEEDS"):
         table.add_column(column)
     for n in nodes:
+        cordoned = ("yes" if n.cordoned else "no") if n.kubernetes_node else "no node"
         cells = (n.host, n.since or "-", n.by or "-", n.reason or "-", ",".join(n.codes) or "-",
-                 "yes" if n.cordoned else "no", n.release_needs)
+                 cordoned, n.slurm_state or "-", n.release_needs)
         table.add_row(*(Text(c) for c in cells))
     app.console.print(table, markup=False, highlight=False)
 

@@ -114,3 +114,18 @@ def resume_hosts(runner: Runner, hosts: Sequence[Host], gate: Gate) -> dict[str,
         return change, f"resumed in Slurm node {name}", f"would resume Slurm node {name}"
 
     return _on_slurm_nodes(runner, hosts, gate, "slurm resume", decide)
+
+
+def slurm_nodes(runner: Runner, hosts: Sequence[Host]) -> dict[str, SlurmNode | None]:
+    """Each host's Slurm node as it shows itself (``None``: no slurmd there, or Slurm does not know it)."""
+    if not hosts:
+        return {}
+    by_name = {h.name: h for h in hosts}
+
+    def task(transport: Transport) -> SlurmNode | None:
+        if not runs_slurmd(transport):
+            return None
+        return read_node(transport, node_name(by_name[transport.host.name]))
+
+    fleet = runner.run_task(list(hosts), task, label="slurm: node states")
+    return {o.host.name: (o.value if o.ok else None) for o in fleet.outcomes}
