@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterctl.changes import Change, ChangeFailed, Gate
-from clusterctl.facts.slurm import REASON_PREFIX, SlurmNode
+from clusterctl.errors import ParseError
+from clusterctl.facts.slurm import REASON_PREFIX, SlurmNode, parse_node, show_command, update_command
 from clusterctl.findings import Finding, Severity
 from clusterctl.health.checks import HostInput
 from clusterctl.health.model import HealthOptions, HostHealth, Verdict
@@ -93,15 +94,23 @@ def _reason(health: HostHealth) -> str:
 
 
 def _update(name: str, state: str, reason: str | None = None) -> str:
-    from clusterctl.quarantine.slurm import update_command
-
     return update_command(name, state, reason)
+
+
+def read_node(transport: Transport, name: str, timeout: float) -> SlurmNode | None:
+    """This node as ``scontrol -o show node NAME`` shows it; None when Slurm does not know it (or says nothing
+    readable: then nothing is drained or resumed on a guess)."""
+    result = transport.run(show_command(name), timeout=timeout)
+    if not result.ok:
+        return None
+    try:
+        return parse_node(result.stdout, name)
+    except ParseError:
+        return None
 
 
 def run_slurm_check(transport: Transport, options: SlurmCheckOptions, gate: Gate | None = None) -> SlurmCheck:
     """Check this node, then drain or resume it in Slurm as NHC would; never raises for the host's answers."""
-    from clusterctl.quarantine.slurm import read_node
-
     started = time.monotonic()
     name = options.node or _short_hostname(transport)
     gate = gate or Gate(apply=True)

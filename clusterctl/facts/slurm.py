@@ -11,6 +11,7 @@ Slurm's compound word: a base state and ``+FLAGS`` (``IDLE+DRAIN``, ``MIXED+DRAI
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
@@ -127,3 +128,13 @@ def parse_nodes(text: str) -> tuple[SlurmNode, ...]:
 def parse_node(text: str, name: str) -> SlurmNode | None:
     """The node ``name`` of ``scontrol -o show node NAME``; None when Slurm does not list it."""
     return next((n for n in parse_nodes(text) if n.name == name), None)
+
+
+def show_command(name: str) -> str:
+    return f"{COMMAND} {shlex.quote(name)}"
+
+
+def update_command(name: str, state: str, reason: str | None = None) -> str:
+    """``scontrol update nodename=NAME state=STATE [reason=...]``, every value quoted."""
+    words = f"scontrol update nodename={shlex.quote(name)} state={state}"
+    return words + (f" reason={shlex.quote(reason)}" if reason is not None else "")

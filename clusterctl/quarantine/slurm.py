@@ -9,14 +9,12 @@ administrator drained for another reason. Each drain carries ``state=resume`` as
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import Change, ChangeFailed, Gate
 from clusterctl.errors import ParseError
-from clusterctl.facts.slurm import COMMAND as SLURM_COMMAND
-from clusterctl.facts.slurm import REASON_PREFIX, SlurmNode, parse_node
+from clusterctl.facts.slurm import REASON_PREFIX, SlurmNode, parse_node, show_command, update_command
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -35,7 +33,7 @@ def runs_slurmd(transport: Transport) -> bool:
 
 def read_node(transport: Transport, name: str, timeout: float = 30) -> SlurmNode | None:
     """The node as ``scontrol -o show node NAME`` shows it; None when Slurm does not know it."""
-    result = transport.run(f"{SLURM_COMMAND} {shlex.quote(name)}", timeout=timeout)
+    result = transport.run(show_command(name), timeout=timeout)
     if not result.ok:
         return None
     try:
@@ -50,10 +48,6 @@ def node_state(transport: Transport, name: str) -> tuple[str, str] | None:
     return None if node is None else (node.state, node.reason)
 
 
-def update_command(name: str, state: str, reason: str | None = None) -> str:
-    """``scontrol update nodename=NAME state=STATE [reason=...]``, every value quoted."""
-    words = f"scontrol update nodename={shlex.quote(name)} state={state}"
-    return words + (f" reason={shlex.quote(reason)}" if reason is not None else "")
 
 
 
