@@ -191,3 +191,37 @@ def test_dry_run_never_asks_and_says_nothing_was_changed(name: str, demo: Path, 
         done = clusterctl("-i", DEMO, *args, "--dry-run")
     assert done.exit_code in (0, 1), done.output
     assert "nothing was changed" in done.stdout, done.stdout
+
+
+def test_every_readme_line_that_changes_hosts_runs_off_a_terminal() -> None:
+    """The README's lines are run as written, often by a script: a line that changes hosts carries
+    --yes or --dry-run, or says that it asks first (else it would stop with exit 2 unexplained)."""
+    import shlex
+
+    from clusterctl.cli.app import GLOBAL_OPTIONS
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    lines = [line.strip() for line in readme.splitlines() if line.startswith("clusterctl ")]
+    assert len(lines) > 40
+    unsafe = []
+    for line in lines:
+        if "asks first" in line:
+            continue
+        line = line.split(" #")[0].strip()
+        words = shlex.split(line.replace("*", "x"))[1:]
+        plain: list[str] = []
+        skip = False
+        for word in words:
+            if skip:
+                skip = False
+            elif word in GLOBAL_OPTIONS:
+                skip = GLOBAL_OPTIONS[word]
+            else:
+                plain.append(word)
+        known = set(CHANGING) | set(NOT_CHANGING)
+        name = next((n for n in (" ".join(plain[:2]), " ".join(plain[:1])) if n in known), "")
+        changing = name in CHANGING and (name != "health" or "--quarantine" in words) and (
+            name != "tune-nccl" or "--push" in words)
+        if changing and not {"--yes", "--dry-run"} & set(words):
+            unsafe.append(line)
+    assert unsafe == []
