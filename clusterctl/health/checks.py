@@ -332,8 +332,9 @@ def check_kernel_log(host: HostInput) -> list[Finding]:
                         for e in before})
         found.append(_finding(
             Severity.INFO, "KERNEL_LOG_BEFORE_WINDOW", host.name,
-            f"{len(before)} kernel log event(s) before the --since {_duration(probe.since_s or 0)} window left out ({', '.join(kinds)}; "
-            f"last {before[-1].timestamp}): the log source returned them although they are older",
+            f"{len(before)} kernel log event(s) before the --since {_duration(probe.since_s or 0)} window left out "
+            f"({', '.join(kinds)}; last {before[-1].timestamp}): the log source returned them although they are "
+            "older",
             evidence=before[-1].text, count=len(before),
             fix="Widen --since to judge them (health --since 7d), or look at them with 'clusterctl health read'."))
     for (kind, pci, code), events in groups.items():
