@@ -9,8 +9,8 @@ import shlex
 from pathlib import Path
 
 import yaml
-from conftest import MIRROR, PAUSE
 from nodes import RealNodes
+from realnode_site import MIRROR, PAUSE
 from toolset import CONTAINERD_23, KUBERNETES_NEWEST
 
 CRICTL = "crictl --runtime-endpoint unix:///run/containerd/containerd.sock"
