@@ -59,6 +59,8 @@ class HealthOptions:
     nccl_op: str = "all_reduce"
     nccl_max_bytes: str = "8G"
     nccl_binary_dir: str | None = None
+    #: Run the invasive checks (level 2+) even beside compute processes or GPU pods (``--force``).
+    force: bool = False
 
     def __post_init__(self) -> None:
         if self.level not in (0, 1, 2, 3):
