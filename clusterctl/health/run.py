@@ -31,7 +31,9 @@ def probe_host(transport: Transport, options: HealthOptions) -> HostProbe:
     """Run the level-0 probes on one host (one command) and read their outputs."""
     probes = level0_probes(options.since_s, options.probe_timeout_s)
     result = transport.run(probe_command(probes), timeout=options.probe_timeout_s * len(probes) + 30)
-    return read_probes(result.stdout, probes)
+    probe = read_probes(result.stdout, probes)
+    probe.since_s = options.since_s
+    return probe
 
 
 def judge(inputs: Sequence[HostInput], *, level: int = 0, since: str = "24h", inventory: str | None = None,
@@ -49,8 +51,10 @@ def judge(inputs: Sequence[HostInput], *, level: int = 0, since: str = "24h", in
             verdict, reason = verdict_of([finding], failure)
             hosts.append(HostHealth(item.name, verdict, reason, (finding,), failure=failure))
             continue
-        findings = judge_host(item, baseline) + list((extra or {}).get(item.name, ()))
-        verdict, reason = verdict_of(findings)
+        tests = list((extra or {}).get(item.name, ()))
+        findings = judge_host(item, baseline) + tests
+        results = tests + [f for f in findings if f.code.startswith("DCGM_DIAG")]
+        verdict, reason = verdict_of(findings, results=results)
         hosts.append(HostHealth(item.name, verdict, reason, tuple(findings), facts=host_facts(item.probe)))
     stamp = generated_at or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return HealthReport(tuple(hosts), stamp, level, since, inventory, source=source)
