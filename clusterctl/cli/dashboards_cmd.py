@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     from clusterctl.saved_survey import SavedSurvey
 
 HELP = """\
-Render Grafana dashboards for this cluster from what clusterctl knows: fleet health (GPU and
-memory-copy utilisation by host and GPU, NVLink traffic per NVLink domain the survey found,
+Render Grafana dashboards (fleet health, fabric, repairs, utilisation) from survey and bench.
+
+Fleet health (GPU and memory-copy utilisation by host and GPU, NVLink traffic per NVLink domain the survey found,
 temperature and power against their limits, Xid and row-remap events, hosts out of service),
 fabric (bench's pairwise matrix against line rate, nccl-tests per host, live InfiniBand and
 NVLink counters), repairs (quarantines, time out of service, flapping hosts) and utilisation
