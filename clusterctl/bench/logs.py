@@ -15,6 +15,7 @@ from clusterctl.facts.model import ParseWarning
 from clusterctl.facts.nccltests import parse_nccl_tests
 from clusterctl.facts.perftest import PerftestResult, parse_perftest
 from clusterctl.findings import Finding, Severity
+from clusterctl.plain_json import to_plain
 
 _NCCL_MARKERS = re.compile(r"Avg bus bandwidth|\bsize\s+count\s+type\s|\bnThread\s+\d+\s+nGpus|_perf(?:_\w+)?\b")
 
@@ -35,15 +36,21 @@ def _perftest_record(result: PerftestResult) -> dict[str, Any]:
         "printed_unit": result.printed_unit, "errors": list(result.errors),
         "parse_warnings": _warnings(result.warnings),
     }
+    record["qps"] = result.qps
     if result.kind == "bw" or result.bandwidth:
-        record["rows"] = [{"size_bytes": r.size_bytes, "bw_avg_gbps": r.bw_avg_gbps, "bw_peak_gbps": r.bw_peak_gbps,
-                           "msg_rate_mpps": r.msg_rate_mpps} for r in result.bandwidth]
+        record["rows"] = [{"size_bytes": r.size_bytes, "iterations": r.iterations, "bw_avg_gbps": r.bw_avg_gbps,
+                           "bw_peak_gbps": r.bw_peak_gbps, "msg_rate_mpps": r.msg_rate_mpps}
+                          for r in result.bandwidth]
         record["peak_gbps"] = result.peak_gbps
     if result.latency:
-        record["latency"] = [{"size_bytes": r.size_bytes, "t_min_us": r.t_min_us, "t_max_us": r.t_max_us,
+        record["latency"] = [{"size_bytes": r.size_bytes, "iterations": r.iterations, "t_min_us": r.t_min_us,
+                              "t_max_us": r.t_max_us,
                               "t_typical_us": r.t_typical_us, "t_avg_us": r.t_avg_us, "t_stdev_us": r.t_stdev_us,
                               "p99_us": r.p99_us, "p99_9_us": r.p99_9_us} for r in result.latency]
+    # The parser's whole result (every field it read), beside the summary above.
+    record["parsed"] = to_plain(result)
     return record
+
 
 
 def _network_record(result: Any) -> dict[str, Any] | None:
@@ -81,14 +88,20 @@ def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fra
                                              survey_ports=survey_ports)
         record: dict[str, Any] = {
             "tool": "nccl-tests", "test": nccl.test, "hosts": list(nccl.hosts), "n_gpus": nccl.n_gpus,
-            "rows": [{"size_bytes": r.size_bytes, "type": r.type, "redop": r.redop,
+            "nccl_version": nccl.nccl_version, "nccl_tests_version": nccl.nccl_tests_version,
+            "rows": [{"size_bytes": r.size_bytes, "count": r.count, "type": r.type, "redop": r.redop, "root": r.root,
                       "out_of_place_busbw_gbs": r.out_of_place.busbw_gbs, "in_place_busbw_gbs": r.in_place.busbw_gbs,
-                      "out_of_place_wrong": r.out_of_place.wrong, "in_place_wrong": r.in_place.wrong}
+                      "out_of_place_algbw_gbs": r.out_of_place.algbw_gbs, "in_place_algbw_gbs": r.in_place.algbw_gbs,
+                      "out_of_place_time_us": r.out_of_place.time_us, "in_place_time_us": r.in_place.time_us,
+                      "out_of_place_wrong": r.out_of_place.wrong, "in_place_wrong": r.in_place.wrong,
+                      "out_of_place_error": r.out_of_place.error, "in_place_error": r.in_place.error}
                      for r in nccl.rows],
             "avg_busbw_gbs": nccl.avg_busbw_gbs, "largest_busbw_gbs": nccl.largest_busbw_gbs,
             "out_of_bounds": nccl.out_of_bounds, "errors": list(nccl.errors),
             "network": _network_record(nccl),
             "parse_warnings": _warnings(nccl.warnings),
+            # The parser's whole result (every field it read), beside the summary above.
+            "parsed": to_plain(nccl),
         }
         return LogReport(name, record, tuple(findings))
     result = parse_perftest(text)

@@ -26,6 +26,9 @@ from clusterctl.facts.perftest import PerftestResult
 from clusterctl.findings import Finding, Severity
 
 FIGURE_IMPOSSIBLE = "FIGURE_IMPOSSIBLE"
+FIGURE_INCONSISTENT = "FIGURE_INCONSISTENT"
+#: perftest computes MsgRate from the average: the two agree to rounding on every real row.
+CONSISTENCY_TOLERANCE = 0.10
 RECORDING_MISMATCH = "RECORDING_MISMATCH"
 #: Printed figures are rounded; a hair above a limit is rounding, not physics.
 ROUNDING_MARGIN = 1.01
@@ -88,13 +91,70 @@ def link_type_check(link_type: str | None, *, fabric_type: str | None, about: st
         link_type=link_type, fabric=fabric_type)]
 
 
+def consistency_checks(result: PerftestResult, *, about: str, about_kind: str = "subject") -> list[Finding]:
+    """Rows whose figures contradict each other: the average is MsgRate x message size, so a row whose
+    printed average matches that product in Gb/s under a MB/sec header was printed in another unit than
+    the header says; a peak of 0.00 beside a non-zero average is no measurement of the peak."""
+    from clusterctl.facts.perftest import MIB_PER_S_TO_GBPS
+
+    found: list[Finding] = []
+    mislabelled, contradicting, zero_peak = [], [], []
+    per_mb = result.printed_unit is not None and result.printed_unit.upper() in ("MB/SEC", "MIB/SEC")
+    for row in result.bandwidth:
+        if row.bw_peak_gbps == 0 and row.bw_avg_gbps > 0:
+            zero_peak.append(row)
+        if not row.msg_rate_mpps or row.bw_avg_gbps <= 0:
+            continue
+        from_rate = row.msg_rate_mpps * row.size_bytes * 8 / 1000  # Gb/s
+        if abs(row.bw_avg_gbps - from_rate) <= from_rate * CONSISTENCY_TOLERANCE:
+            continue
+        printed = row.bw_avg_gbps / MIB_PER_S_TO_GBPS if per_mb else row.bw_avg_gbps
+        if per_mb and abs(printed - from_rate) <= from_rate * CONSISTENCY_TOLERANCE:
+            mislabelled.append((row, printed, from_rate))
+        else:
+            contradicting.append((row, from_rate))
+    if mislabelled:
+        row, printed, from_rate = mislabelled[0]
+        found.append(_finding(
+            Severity.ERROR, FIGURE_INCONSISTENT,
+            f"{result.test or 'perftest'}: the header says {result.printed_unit} but MsgRate x size gives the printed "
+            f"figures in Gb/s ({row.size_bytes} B x {row.msg_rate_mpps} Mpps = {from_rate:.2f} Gb/s, printed "
+            f"{printed:.2f}) on {len(mislabelled)} row(s): the bandwidth cannot be read in the header's unit",
+            about, about_kind,
+            "Re-run with --report_gbits (or without it) so the header and the figures agree; do not compare these "
+            "figures with a line rate.",
+            printed_unit=result.printed_unit, size_bytes=row.size_bytes, msg_rate_mpps=row.msg_rate_mpps,
+            printed_average=printed, gbps_from_msg_rate=round(from_rate, 4)))
+    if contradicting:
+        row, from_rate = contradicting[0]
+        found.append(_finding(
+            Severity.ERROR, FIGURE_INCONSISTENT,
+            f"{result.test or 'perftest'}: average {row.bw_avg_gbps:g} Gb/s at {row.size_bytes} B but MsgRate "
+            f"{row.msg_rate_mpps} Mpps x size is {from_rate:.2f} Gb/s ({len(contradicting)} row(s)): the figures "
+            "contradict each other", about, about_kind,
+            "Check that the log is one run's unedited output; re-run the test.",
+            size_bytes=row.size_bytes, average_gbps=row.bw_avg_gbps, gbps_from_msg_rate=round(from_rate, 4)))
+    if zero_peak:
+        row = zero_peak[0]
+        found.append(_finding(
+            Severity.WARNING, FIGURE_INCONSISTENT,
+            f"{result.test or 'perftest'}: peak 0.00 beside an average of {row.bw_avg_gbps:g} Gb/s at "
+            f"{row.size_bytes} B ({len(zero_peak)} row(s)): the peak is not a measurement (perftest prints 0.00 for "
+            "it in duration mode, -D); only the average is judged", about, about_kind,
+            "Judge the average; run without -D (with -n) where the peak matters.",
+            size_bytes=row.size_bytes, average_gbps=row.bw_avg_gbps))
+    return found
+
+
 def perftest_checks(result: PerftestResult, *, line_rate_gbps: float | None, fabric_type: str | None,
                     about: str, about_kind: str = "subject") -> list[Finding]:
-    """A bandwidth above the line rate (x2 when bidirectional); a banner that names another link type."""
+    """A bandwidth above the line rate (x2 when bidirectional); a banner that names another link type;
+    figures that contradict each other."""
     return [
         *bandwidth_check(result.peak_gbps, line_rate_gbps=line_rate_gbps, bidirectional=result.bidirectional,
                          test=result.test, about=about, about_kind=about_kind, printed_unit=result.printed_unit),
         *link_type_check(result.link_type, fabric_type=fabric_type, about=about, about_kind=about_kind),
+        *consistency_checks(result, about=about, about_kind=about_kind),
     ]
 
 

@@ -4,7 +4,8 @@ One JSON file per cluster, ``<state dir>/bootstrap/<cluster>.json``; the state d
 ``--state-dir``, else ``$CLUSTERCTL_STATE_DIR``, else ``$XDG_STATE_HOME/clusterctl``, else
 ``~/.local/state/clusterctl``. It is rewritten atomically (temporary file, then rename) after
 every phase, so a crash or Ctrl-C leaves the last complete state. It holds phase names,
-statuses and times only: never a command, a diff or a value from the hosts, and the text is
+statuses and times, and the saved survey the run was given (``--survey FILE``: a ``--resume``
+without one goes on with it); never a command, a diff or a value from the hosts, and the text is
 passed through ``mask_text`` before it is written, so no secret can reach it.
 """
 
@@ -63,6 +64,9 @@ class ProgressStore:
         self.cluster = cluster
         self._lock = threading.Lock()
         self.hosts: dict[str, dict[str, dict[str, Any]]] = {}
+        #: The saved survey (absolute path) the run was given: what its topology labels and alert
+        #: rules were made from, so a resumed run goes on from the same one.
+        self.survey: str | None = None
 
     @classmethod
     def load(cls, path: Path, cluster: str) -> ProgressStore:
@@ -78,6 +82,8 @@ class ProgressStore:
         if not isinstance(hosts, dict):
             raise UsageError("the progress file has no 'hosts' mapping; remove it to start afresh", file=str(path))
         store.hosts = {str(h): dict(p) for h, p in hosts.items() if isinstance(p, dict)}
+        survey = raw.get("survey")
+        store.survey = survey if isinstance(survey, str) and survey else None
         return store
 
     def is_done(self, host: str, phase: str) -> bool:
@@ -106,5 +112,7 @@ class ProgressStore:
         with self._lock:
             payload = {"version": FORMAT_VERSION, "cluster": self.cluster,
                        "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"), "hosts": self.hosts}
+            if self.survey:
+                payload["survey"] = self.survey
             text = mask_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
         write_private_file(self.path, text)

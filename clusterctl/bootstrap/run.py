@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +40,8 @@ class BootstrapRequest:
     force: bool = False
     #: ``bootstrap --without-survey``: drop what an earlier run's survey gave, knowingly.
     without_survey: bool = False
+    #: ``bootstrap --allow-downgrade``: go back to pins below what the hosts run.
+    allow_downgrade: bool = False
     #: Where that journal goes (and where ``reset`` reads bootstrap's); ``None``: ``<state dir>/undo``.
     journal_dir: str | None = None
     #: ``clusterctl reset --purge-packages``: purge what the journals say bootstrap installed.
@@ -59,6 +61,7 @@ def run(
     if request.resume and not request.apply:
         raise UsageError("--resume only makes sense for a run that applies (not with --dry-run or plan)")
     store = None
+    resumed_with = None
     state_dir = Path(request.state_dir).expanduser() if request.state_dir else default_state_dir()
     journal_dir = Path(request.journal_dir) if request.journal_dir else state_dir / "undo"
     fleet = [str(Path(inventory.source).resolve()) if inventory.source else inventory.name,
@@ -74,6 +77,9 @@ def run(
         if request.resume and not path.exists():
             raise UsageError(f"--resume: no progress file for cluster '{inventory.name}' at {path}",
                              hint="Run without --resume first (or pass the same --state-dir).")
+        request, resumed_with = _survey_of_the_run(request, store)
+        if request.survey:
+            store.survey = str(Path(request.survey).expanduser().resolve())
     options = run_options(inventory, hosts, phases, request, journals)
     from clusterctl.bootstrap.confirm import HostConfirmations
 
@@ -85,6 +91,8 @@ def run(
                            lock_path=request.lock_path, progress=store, on_phase=on_phase, options=options,
                            read_ahead=read_ahead, confirmations=confirmations)
     report = run_bootstrap(inventory, hosts, runner, phases, settings)
+    if resumed_with:
+        report.notes.append(f"resumed with the survey the earlier run was given: {resumed_with}")
     if store is not None:
         report.notes.append(f"progress kept in {store.path}")
     if request.apply:
@@ -99,6 +107,44 @@ def run(
         if journals is not None:
             _mark_used_by_reset(report, journals)
     return report
+
+
+def _survey_of_the_run(request: BootstrapRequest, store: ProgressStore) -> tuple[BootstrapRequest, str | None]:
+    """A ``--resume`` given no ``--survey`` goes on with the one the run it resumes was given: its
+    topology labels and NVLink alert rule came from it, and a phase must not read their absence as
+    a wish to remove them. The survey it names, and whether it was taken (``None``: not)."""
+    if not request.resume or request.survey or request.without_survey or not store.survey:
+        return request, None
+    if not Path(store.survey).is_file():
+        raise UsageError(f"--resume: the run it continues was given --survey {store.survey}, which is gone",
+                         file=str(store.path), hint="Pass --survey FILE (a saved 'clusterctl survey --save FILE'), "
+                         "or --without-survey to go on without one.")
+    return replace(request, survey=store.survey), store.survey
+
+
+def downgrade_refusal(report: BootstrapReport, inventory: Inventory) -> UsageError | None:
+    """The packages phase refused to downgrade (``DOWNGRADE_REFUSED``): one paragraph for the whole
+    fleet, exit 2, naming what each group of hosts runs, the pins, and the two ways on."""
+    from clusterctl.bootstrap.phases.packages import DOWNGRADE_REFUSED, packages_at
+    from clusterctl.hostlist import compress
+
+    groups: dict[str, list[str]] = {}
+    pinned: dict[str, str] = {}
+    for finding in report.all_findings():
+        if finding.code != DOWNGRADE_REFUSED or not finding.host:
+            continue
+        groups.setdefault(packages_at(finding.evidence.get("running", {}).items()), []).append(finding.host)
+        fields = finding.evidence.get("fields", {})
+        for package, version in finding.evidence.get("pinned", {}).items():
+            pinned[package] = f"{version} ({fields.get(package, '')})"
+    if not groups:
+        return None
+    runs = "; ".join(f"{compress(hosts)} run{'s' if len(hosts) == 1 else ''} {running}"
+                     for running, hosts in groups.items())
+    return UsageError(f"bootstrap would downgrade what the hosts run, and does not unless asked: {runs}; the "
+                      f"inventory pins {packages_at(pinned.items())}.", file=inventory.source or None,
+                      hint="Pick one: set the pin to what the hosts run (after 'clusterctl upgrade apply --to X', "
+                      "stack.kubernetes: X), or pass --allow-downgrade to go back to the pin.")
 
 
 def _mark_used_by_reset(report: BootstrapReport, journals: ResetJournals) -> None:
@@ -156,7 +202,8 @@ def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Ph
     options = RunOptions(hosts=tuple(h.name for h in hosts), survey=survey,
                          restore_containerd=request.restore_containerd, force=request.force,
                          applying=request.apply, without_survey=request.without_survey,
-                         reset_journals=journals, purge_packages=request.purge_packages)
+                         reset_journals=journals, purge_packages=request.purge_packages,
+                         allow_downgrade=request.allow_downgrade)
     if any(p.uses_cluster_settings for p in phases):
         from clusterctl.bootstrap.cluster.settings import cluster_settings
 

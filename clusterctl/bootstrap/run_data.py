@@ -62,6 +62,9 @@ class RunOptions:
     #: ``bootstrap --without-survey``: accept dropping what an earlier run's survey gave (the
     #: NVLink alert rule's hosts) in a run without ``--survey``.
     without_survey: bool = False
+    #: ``bootstrap --allow-downgrade``: install a pin below the version a host runs; without it the
+    #: packages phase refuses (``DOWNGRADE_REFUSED``, exit 2) and never passes ``--allow-downgrades``.
+    allow_downgrade: bool = False
     #: Seconds to let the cluster converge before verify calls a node broken; ``None``: each phase's default.
     settle_s: float | None = None
     containerd: ContainerdPaths = field(default_factory=ContainerdPaths)
@@ -93,5 +96,7 @@ class RunData:
     #: Hosts that dropped out of this run (a failed phase or lock), kept by the engine after each
     #: phase: verify reports them as missing at once instead of waiting for them to appear.
     failed_hosts: frozenset[str] = frozenset()
+    #: Node name -> the token of its node agent's ServiceAccount (phase node-agent-access fills it).
+    node_agent_tokens: dict[str, Secret] = field(default_factory=dict)
     #: Held by phases that fill a field for every host at once (the first host to ask builds it).
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)

@@ -89,6 +89,21 @@ class LazyCommands(TyperGroup):
             self.commands[cmd_name] = load_command(cmd_name)
         return self.commands.get(cmd_name)
 
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """Click's own lookup; a typo is answered with the nearest command names, loaded or not
+        (typer suggests only among the commands already built, and these are built lazily)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except Exception as exc:
+            message = getattr(exc, "message", None)
+            if isinstance(message, str) and args and "Did you mean" not in message:
+                from difflib import get_close_matches
+
+                matches = get_close_matches(args[0], self.list_commands(ctx))
+                if matches:
+                    exc.message = f"{message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"  # type: ignore[attr-defined]
+            raise
+
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         limit = formatter.width - 6 - max(len(name) for name in self.list_commands(ctx))
         rows = []

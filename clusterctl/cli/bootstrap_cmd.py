@@ -56,6 +56,8 @@ _SURVEY = typer.Option(None, "--survey", metavar="FILE", envvar="CLUSTERCTL_SURV
                        "verify, NVLink alert hosts.")
 _WITHOUT_SURVEY = typer.Option(False, "--without-survey", help="Run without a saved survey even where that "
                                "drops what an earlier run's survey gave (the NVLink alert rule).")
+_DOWNGRADE = typer.Option(False, "--allow-downgrade", help="Install the inventory's pins even where a host runs a "
+                          "newer version (without it such a run stops with exit 2, naming both).")
 _YES = typer.Option(False, "--yes", "-y", help="Change the hosts without asking (required off a terminal).")
 _STATE = typer.Option(None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STATE_DIR",
                       help="Where progress is kept (default ~/.local/state/clusterctl).")
@@ -79,13 +81,14 @@ def bootstrap_all(
     state_dir: Optional[str] = _STATE,  # noqa: UP045
     survey: Optional[str] = _SURVEY,  # noqa: UP045
     without_survey: bool = _WITHOUT_SURVEY,
+    allow_downgrade: bool = _DOWNGRADE,
     yes: bool = _YES,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
     _execute(app_context(ctx), phase=None, skip_phases=skip_phases, only=only, dry_run=dry_run, resume=resume,
              force_unlock=force_unlock, state_dir=state_dir, out=None, survey=survey, yes=yes,
-             without_survey=without_survey)
+             without_survey=without_survey, allow_downgrade=allow_downgrade)
 
 
 @bootstrap_app.command("phase", help="Run one phase by name (see 'bootstrap phases').")
@@ -99,11 +102,12 @@ def bootstrap_phase(
     state_dir: Optional[str] = _STATE,  # noqa: UP045
     survey: Optional[str] = _SURVEY,  # noqa: UP045
     without_survey: bool = _WITHOUT_SURVEY,
+    allow_downgrade: bool = _DOWNGRADE,
     yes: bool = _YES,
 ) -> None:
     _execute(app_context(ctx), phase=name, skip_phases=None, only=only, dry_run=dry_run, resume=resume,
              force_unlock=force_unlock, state_dir=state_dir, out=None, survey=survey, yes=yes,
-             without_survey=without_survey)
+             without_survey=without_survey, allow_downgrade=allow_downgrade)
 
 
 @bootstrap_app.command("plan", help="Per host and phase: the commands and a unified diff of every file that "
@@ -116,9 +120,10 @@ def bootstrap_plan(
     skip_phases: Optional[str] = _SKIP,  # noqa: UP045
     only: Optional[str] = _ONLY,  # noqa: UP045
     survey: Optional[str] = _SURVEY,  # noqa: UP045
+    allow_downgrade: bool = _DOWNGRADE,
 ) -> None:
     _execute(app_context(ctx), phase=phase, skip_phases=skip_phases, only=only, dry_run=True, resume=False,
-             force_unlock=False, state_dir=None, out=out, survey=survey)
+             force_unlock=False, state_dir=None, out=out, survey=survey, allow_downgrade=allow_downgrade)
 
 
 @bootstrap_app.command("phases", help="List the phases in the order they run.")
@@ -142,8 +147,8 @@ def bootstrap_phases(ctx: typer.Context) -> None:
 def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, only: str | None, dry_run: bool,
              resume: bool, force_unlock: bool, state_dir: str | None, out: str | None, survey: str | None = None,
              restore_containerd: bool = False, force: bool = False, yes: bool = False,
-             without_survey: bool = False, purge_packages: bool = False) -> None:
-    from clusterctl.bootstrap.run import BootstrapRequest, run, write_plan_files
+             without_survey: bool = False, purge_packages: bool = False, allow_downgrade: bool = False) -> None:
+    from clusterctl.bootstrap.run import BootstrapRequest, downgrade_refusal, run, write_plan_files
     from clusterctl.inventory.limit import select_hosts
 
     inventory = app.inventory()
@@ -156,7 +161,7 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
     request = BootstrapRequest(apply=not dry_run, phase=phase, skip_phases=skip_phases, resume=resume,
                                force_unlock=force_unlock, state_dir=state_dir, survey=survey,
                                restore_containerd=restore_containerd, force=force, without_survey=without_survey,
-                               purge_packages=purge_packages)
+                               purge_packages=purge_packages, allow_downgrade=allow_downgrade)
     show = None if app.machine_output else (lambda p, r: _print_phase(app, p, r, plan=dry_run))
     with app.runner() as runner:
         report = run(inventory, hosts, runner, request, on_phase=show)
@@ -180,6 +185,9 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
         # No host failed, but nothing says the cluster works: that is not a success.
         app.err_console.print(f"NOT VERIFIED: {one_line(report.not_verified)}", markup=False, highlight=False,
                               soft_wrap=True)
+    refusal = downgrade_refusal(report, inventory)
+    if refusal is not None:
+        raise refusal
     if not report.ok:
         raise typer.Exit(ExitCode.FAILED)
 

@@ -59,7 +59,7 @@ def print_release(app: AppContext, results: Sequence[HostRelease], *, dry_run: b
         for line in r.checks:
             _say(app, f"{r.host}: check: {line}")
         if r.refused:
-            _say(app, f"REFUSED {r.host}: stays quarantined: " + "; ".join(r.refused))
+            _say(app, f"REFUSED {r.host}: {r.refusal}")
             continue
         if skipped:
             _say(app, f"{r.host}: checks skipped (--skip-checks)")

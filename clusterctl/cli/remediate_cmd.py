@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from clusterctl.cli.context import app_context
 from clusterctl.errors import UsageError
+
+if TYPE_CHECKING:
+    from clusterctl.quarantine.webhook_server import Security
 
 remediate_app = typer.Typer(help="""Act on alerts: quarantine the hosts that bootstrap's DCGM alert rules name.
 
@@ -26,11 +29,19 @@ than --max-unavailable hosts out of service (cordoned nodes count). Every decisi
 line on stderr. A body that is not a webhook payload gets 400 and changes nothing. With
 --dry-run it decides and logs, and changes nothing.
 
+Callers authenticate as Alertmanager's http_config does: a bearer token (--token-file, the
+same token as Alertmanager's credentials_file; without it: 401, nothing done) and, with
+--client-ca, a client certificate (mutual TLS). Anything but loopback is refused (exit 2)
+without TLS (--tls-cert, --tls-key) and one of the two. 'remediate alertmanager-config'
+prints the matching Alertmanager receiver.
+
 Examples:
 
   clusterctl remediate serve --listen 127.0.0.1:9095 --dry-run
 
-  clusterctl remediate serve --listen 0.0.0.0:9095 --max-unavailable 2
+  (umask 077; openssl rand -hex 32 > remediate.token)
+  clusterctl remediate serve --listen 10.0.0.5:9095 --token-file remediate.token \\
+      --tls-cert tls.crt --tls-key tls.key --max-unavailable 2
 """
 
 
@@ -38,17 +49,35 @@ def register(app: typer.Typer) -> None:
     app.add_typer(remediate_app, name="remediate")
 
 
-def _listen(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise UsageError(f"--listen takes HOST:PORT such as 127.0.0.1:9095, got {text!r}", field="--listen")
-    return host.strip("[]") or "127.0.0.1", int(port)
+def _security(token_file: str | None, tls_cert: str | None, tls_key: str | None,
+              client_ca: str | None) -> Security:
+    from clusterctl.quarantine import webhook_server
+
+    if (tls_cert is None) != (tls_key is None):
+        raise UsageError("--tls-cert and --tls-key go together (the receiver's certificate and its key)",
+                         field="--tls-cert" if tls_cert is None else "--tls-key")
+    if client_ca is not None and tls_cert is None:
+        raise UsageError("--client-ca needs TLS: give --tls-cert and --tls-key too", field="--client-ca")
+    token = webhook_server.TokenFile(token_file) if token_file is not None else None
+    tls = webhook_server.tls_context(tls_cert, tls_key, client_ca) if tls_cert and tls_key else None
+    return webhook_server.Security(token, tls, mutual=client_ca is not None)
 
 
 @remediate_app.command("serve", help=SERVE_HELP)
 def serve_command(
     ctx: typer.Context,
-    listen: str = typer.Option("127.0.0.1:9095", "--listen", metavar="HOST:PORT", help="Where to listen."),
+    listen: str = typer.Option("127.0.0.1:9095", "--listen", metavar="HOST:PORT",
+                               help="Where to listen ([::1]:9095 for IPv6). Beyond loopback: TLS and "
+                                    "authentication required."),
+    token_file: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--token-file", metavar="FILE",
+        help="The bearer token callers must send (mode 0600 or 0640; re-read when it changes)."),
+    tls_cert: Optional[str] = typer.Option(None, "--tls-cert", metavar="FILE",  # noqa: UP045
+                                           help="Serve HTTPS with this certificate (PEM, chain after it)."),
+    tls_key: Optional[str] = typer.Option(None, "--tls-key", metavar="FILE",  # noqa: UP045
+                                          help="The certificate's private key (PEM)."),
+    client_ca: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--client-ca", metavar="FILE", help="Require client certificates signed by this CA (mutual TLS)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Decide and log; change nothing."),
     max_unavailable: Optional[str] = typer.Option(  # noqa: UP045
         None, "--max-unavailable", metavar="N|PCT",
@@ -56,40 +85,68 @@ def serve_command(
     drain_timeout: float = typer.Option(300.0, "--drain-timeout", metavar="SECONDS",
                                         help="How long each drain may wait for budgets."),
 ) -> None:
+    from clusterctl.quarantine import webhook_server
     from clusterctl.quarantine.drain import DrainOptions
     from clusterctl.quarantine.policy import cap
     from clusterctl.quarantine.receiver import Remediator, serve
 
+    address = webhook_server.parse_listen(listen)
+    security = _security(token_file, tls_cert, tls_key, client_ca)
+    webhook_server.check_exposure(address, security)
     app = app_context(ctx)
     inventory = app.inventory()
-    address, port = _listen(listen)
     cap(max_unavailable or inventory.quarantine.max_unavailable, len(inventory.hosts))  # a bad value: exit 2 now
     remediator = Remediator(inventory, app.runner, sys.stderr, dry_run=dry_run, max_unavailable=max_unavailable,
                             drain_options=DrainOptions(timeout_s=drain_timeout))
 
     def ready(bound: int) -> None:
         mode = " (dry run: nothing will be changed)" if dry_run else ""
-        print(f"listening on http://{address}:{bound}/webhook{mode}", file=sys.stderr, flush=True)
+        who = ", bearer token" if security.token else ""
+        who += ", client certificates" if security.mutual else ""
+        who = who or ", no authentication (loopback only)"
+        print(f"listening on {address.url(bound, tls=security.tls is not None)}{who}{mode}", file=sys.stderr,
+              flush=True)
 
     try:
-        serve(remediator, address, port, ready=ready)
+        serve(remediator, address, security, ready=ready)
     except OSError as exc:
-        raise UsageError(f"cannot listen on {address}:{port}: {exc.strerror or exc}", field="--listen") from exc
+        raise UsageError(f"cannot listen on {listen}: {exc.strerror or exc}", field="--listen") from exc
 
 
 @remediate_app.command("alertmanager-config", help="""Print the Alertmanager configuration that sends alerts to
-'remediate serve' (route and webhook_configs receiver), to merge into alertmanager.yml.
+'remediate serve' (route and webhook_configs receiver), to merge into alertmanager.yml. The file
+options are paths on Alertmanager's machine: the bearer token (the same as the receiver's
+--token-file), the CA that signed the receiver's certificate, and Alertmanager's own certificate
+and key for a receiver that asks for client certificates (--client-ca).
 
 Example:
 
-  clusterctl remediate alertmanager-config --url http://10.0.0.5:9095/webhook
+  clusterctl remediate alertmanager-config --url https://10.0.0.5:9095/webhook \\
+      --token-file /etc/alertmanager/remediate.token --ca-file /etc/alertmanager/ca.crt
 """)
 def alertmanager_config_command(
     url: str = typer.Option("http://127.0.0.1:9095/webhook", "--url", metavar="URL",
                             help="Where 'remediate serve' listens, as Alertmanager reaches it."),
+    token_file: Optional[str] = typer.Option(None, "--token-file", metavar="FILE",  # noqa: UP045
+                                             help="http_config.authorization.credentials_file."),
+    ca_file: Optional[str] = typer.Option(None, "--ca-file", metavar="FILE",  # noqa: UP045
+                                          help="tls_config.ca_file."),
+    cert_file: Optional[str] = typer.Option(None, "--cert-file", metavar="FILE",  # noqa: UP045
+                                            help="tls_config.cert_file (mutual TLS)."),
+    key_file: Optional[str] = typer.Option(None, "--key-file", metavar="FILE",  # noqa: UP045
+                                           help="tls_config.key_file (mutual TLS)."),
 ) -> None:
-    from clusterctl.quarantine.receiver import webhook_config
+    from clusterctl.quarantine.receiver import ReceiverAuth, webhook_config
 
     if not url.startswith(("http://", "https://")) or any(c.isspace() for c in url):
         raise UsageError(f"--url must be an http(s) URL, got {url!r}", field="--url")
-    typer.echo(webhook_config(url), nl=False)
+    if (cert_file is None) != (key_file is None):
+        raise UsageError("--cert-file and --key-file go together", field="--cert-file")
+    for option, value in (("--token-file", token_file), ("--ca-file", ca_file), ("--cert-file", cert_file),
+                          ("--key-file", key_file)):
+        if value is not None and (not value.strip() or any(ord(c) < 32 for c in value)):
+            raise UsageError(f"{option} must be a file path, got {value!r}", field=option)
+    if url.startswith("http://") and token_file:
+        print("warning: the bearer token would cross the network in clear text: use an https:// URL "
+              "(the receiver's --tls-cert)", file=sys.stderr)
+    typer.echo(webhook_config(url, ReceiverAuth(token_file, ca_file, cert_file, key_file)), nl=False)

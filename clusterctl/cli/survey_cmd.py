@@ -114,10 +114,34 @@ def finish(app: AppContext, report: SurveyReport, *, head: Callable[[], None], s
         if report.advice:
             app.console.print()
             render_advice(app.console, report.advice)
+        app.console.print()
+        app.console.print(exit_summary(report), markup=False, highlight=False, soft_wrap=True)
 
     app.emit(payload, human)
     if not report.ok:
         raise typer.Exit(ExitCode.FAILED)
+
+
+def exit_summary(report: SurveyReport) -> str:
+    """The last line: the counts, and what the exit code will be and why (a demo exits 1 by design)."""
+    from clusterctl.cli.findings_view import summary_line
+    from clusterctl.findings import Severity
+    from clusterctl.hostlist import compress
+    from clusterctl.wording import plural
+
+    counts = f"{plural(len(report.hosts), 'host')}: {summary_line(report.findings)}"
+    if report.ok:
+        return f"{counts}; exit 0: no error findings, every host reached."
+    reasons = []
+    erring = sorted({f.host or "" for f in report.findings if f.severity is Severity.ERROR} - {""})
+    if erring:
+        reasons.append(f"error findings on {plural(len(erring), 'host')}: {compress(erring)}")
+    elif report.count(Severity.ERROR):
+        reasons.append("error findings")
+    if report.unreachable:
+        unreached = [h.name for h in report.hosts if h.state.facts is None]
+        reasons.append(f"{plural(len(unreached), 'host')} not reached: {compress(unreached)}")
+    return f"{counts}; exit 1: {'; '.join(reasons)}."
 
 
 def _save(path: str, payload: dict[str, object]) -> None:

@@ -5,22 +5,23 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders import dashboard, statushistory, table, timeseries
 
+from clusterctl.agent.conditions import TYPES
 from clusterctl.dashboards import promql
 from clusterctl.dashboards.inputs import DashboardInputs
 from clusterctl.dashboards.measured import domain_name
 from clusterctl.dashboards.panels import FULL, HALF, THIRD, new_dashboard, target, thresholds, uid
 from clusterctl.quarantine.node_ops import TAINT_KEY
 
-#: The node health agent's NodeCondition types (True: the problem is present), as kube-state-metrics
-#: exports them in kube_node_status_condition; a test holds this list to the agent's own.
-AGENT_CONDITIONS = ("GPUProblem", "NVLinkProblem", "InfiniBandProblem", "PCIeProblem", "HealthCheckProblem")
 #: The agent's finding gauge (node-exporter textfile), labelled with its node as ``hostname``.
 AGENT_FINDINGS = "clusterctl_node_health_finding"
 
 
-def agent_conditions_true(host_label_filter: str = 'node=~"$host"') -> str:
-    return (f'max by (node, condition) (kube_node_status_condition{{condition=~"{"|".join(AGENT_CONDITIONS)}",'
-            f'status="true",{host_label_filter}}} == 1)')
+def agent_conditions_true() -> str:
+    """The node health agent's NodeConditions that are True (the problem is present), as kube-state-metrics
+    exports them."""
+    types = "|".join(kind.type for kind in TYPES)
+    return (f'max by (node, condition) (kube_node_status_condition{{condition=~"{types}",'
+            'status="true",node=~"$host"} == 1)')
 
 
 def build(inputs: DashboardInputs) -> dashboard.Dashboard:

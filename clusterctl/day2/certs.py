@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.changes import Change, Gate
+from clusterctl.cluster_access import command_failed, not_usable, reason
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kubeadm_certs import COMMAND, CertExpiration, parse_check_expiration
@@ -77,17 +78,21 @@ def control_planes(inventory: Inventory, hosts: tuple[Host, ...] | list[Host]) -
 def read_certs(transport: Transport) -> CertExpiration:
     result = transport.run(COMMAND, sudo=True, timeout=120)
     if not result.ok:
-        raise RuntimeError(result.stderr_tail(2) or f"exit {result.exit_code}")
+        raise command_failed(result)
     return parse_check_expiration(result.stdout)
 
 
 def check(runner: Runner, inventory: Inventory, hosts: list[Host], *, warn_days: int = WARN_DAYS) -> CertsReport:
+    """Every selected control plane's certificates; ``NoCluster`` (exit 2) when none could be read."""
     report = CertsReport()
     fleet = runner.run_task(control_planes(inventory, hosts), read_certs, label="certs")
+    if all(not o.ok or o.value is None for o in fleet.outcomes):
+        first = fleet.outcomes[0]
+        raise not_usable(first.host.name, "read the certificates", first.failure)
     for outcome in fleet.outcomes:
         name = outcome.host.name
         if not outcome.ok or outcome.value is None:
-            why = outcome.failure.message if outcome.failure else "no answer"
+            why = reason(outcome.failure)
             report.hosts.append(HostCerts(name, error=why))
             report.findings.append(Finding(Severity.ERROR, "CERTS_UNREAD", f"cannot read the certificates: {why}",
                                            host=name))
@@ -140,6 +145,7 @@ def renew_changes(host: str, wait_s: int = FILE_CHECK_S) -> list[Change]:
 
 def renew(runner: Runner, inventory: Inventory, hosts: list[Host], *, apply: bool, wait_s: int = FILE_CHECK_S,
           ready_timeout_s: float = 180.0) -> list[RenewStep]:
+    check(runner, inventory, hosts)  # no certificates to renew where no cluster runs: exit 2 before any step
     steps = [RenewStep(h.name, renew_changes(h.name, wait_s)) for h in control_planes(inventory, hosts)]
     if not apply:
         return steps

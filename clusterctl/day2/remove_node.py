@@ -157,17 +157,13 @@ def _run(transport: Transport, gate: Gate, step: Step, node: str, drain_timeout_
 
 
 def _nodes(runner: Runner, via: Host) -> dict[str, KubeNode]:
+    from clusterctl.cluster_access import command_failed, on_control_plane
     from clusterctl.facts.kube import NODES_COMMAND
 
     def read(transport: Transport) -> dict[str, KubeNode]:
         result = transport.run(NODES_COMMAND, sudo=True, timeout=60)
         if not result.ok:
-            raise RuntimeError(result.stderr_tail(2) or f"exit {result.exit_code}")
+            raise command_failed(result)
         return {n.name: n for n in parse_nodes(result.stdout)}
 
-    outcome = runner.run_task([via], read, label="nodes").outcomes[0]
-    if not outcome.ok or outcome.value is None:
-        raise UsageError(f"cannot list the cluster's nodes from {via.name}: "
-                         f"{outcome.failure.describe() if outcome.failure else 'no answer'}",
-                         hint="Is the cluster bootstrapped?")
-    return outcome.value
+    return on_control_plane(runner, via, read, what="read the cluster's nodes", label="nodes")

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from clusterctl.bootstrap.apt_sources import KEYRING_DIR, chosen_repos
 from clusterctl.bootstrap.cluster.kubeadm import render_upgrade_config, upgrade_command
 from clusterctl.changes import Change, ChangeFailed, Gate
+from clusterctl.cluster_access import FIRST, NoCluster, command_failed, on_control_plane
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainFailed, drain_change, drain_node, uncordon_change
 from clusterctl.day2.steps import Step
 from clusterctl.day2.versions import Version, check_upgrade, parse, static_pod_version
@@ -174,19 +175,12 @@ def _read_host(transport: Transport, control_plane: bool) -> HostState:
 def _read_nodes(transport: Transport) -> dict[str, KubeNode]:
     result = transport.run(NODES_COMMAND, sudo=True, timeout=60)
     if not result.ok:
-        raise UsageError(f"cannot list the cluster's nodes from {transport.host.name}: "
-                         f"{result.stderr_tail(2) or f'exit {result.exit_code}'}",
-                         hint="Is the cluster bootstrapped? Run 'clusterctl bootstrap' first.")
+        raise command_failed(result)
     return {n.name: n for n in parse_nodes(result.stdout)}
 
 
 def read_cluster(runner: Runner, first_cp: Host, hosts: Sequence[Host]) -> ClusterState:
-    fleet = runner.run_task([first_cp], _read_nodes, label="nodes")
-    outcome = fleet.outcomes[0]
-    if not outcome.ok or outcome.value is None:
-        raise UsageError(f"cannot read the cluster from {first_cp.name}: "
-                         f"{outcome.failure.describe() if outcome.failure else 'no answer'}")
-    nodes = outcome.value
+    nodes = on_control_plane(runner, first_cp, _read_nodes, what="read the cluster's nodes", label="nodes")
     states = runner.run_task(list(hosts), lambda t: _read_host(t, "control-plane" in t.host.roles), label="read")
     found: dict[str, HostState] = {}
     for o in states.outcomes:
@@ -196,8 +190,8 @@ def read_cluster(runner: Runner, first_cp: Host, hosts: Sequence[Host]) -> Clust
         found[o.host.name] = o.value
     cp_text = found[first_cp.name].control_plane
     if cp_text is None:
-        raise UsageError(f"{first_cp.name} runs no control plane ({APISERVER_MANIFEST} is missing)",
-                         hint="Run 'clusterctl bootstrap' first.")
+        raise NoCluster(f"no working cluster: {first_cp.name} runs no control plane ({APISERVER_MANIFEST} is "
+                        "missing).", hint=FIRST)
     return ClusterState(nodes, found, parse(cp_text, where=APISERVER_MANIFEST))
 
 

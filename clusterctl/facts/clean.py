@@ -50,7 +50,18 @@ _PROMPTS_DOLLAR = (
     re.compile(r"^\s*[\w.-]+\s?\$\s+\S.*$"),
     re.compile(r"^\s*~[\w./-]*\$(?:\s+\S.*)?$"),
 )
+#: ``[gpu6000 ~]# cmd``, ``[node01 nccl-tests]$ cmd``: a bracketed prompt without a user name.
+_PROMPT_BRACKET_HOST = re.compile(r"^\s*\[[\w.-]+(?:\s+[^\]]*)?\]\s?[$#]\s*(?:\S.*)?$")
 _PROMPT_SHELL_ROOT = re.compile(r"^\s*(?:ba|z|k|c|tc)?sh-\d+(?:\.\d+)*#(?:\s+\S.*)?$")
+#: A bare root prompt with its command, ``# ibv_devinfo -v``: told from a comment (``# Port counters``,
+#: nccl-tests' ``# nThread 1``) by the command word, a program whose output clusterctl reads or a path.
+_ROOT_PROMPT = re.compile(r"^\s*#\s?(?:sudo\s+(?:-\S+\s+)*)?(\S+)(?:\s.*)?$")
+_PROMPT_COMMANDS = frozenset((
+    "ibstat", "ibstatus", "ibv_devinfo", "ibv_devices", "ibdev2netdev", "iblinkinfo", "perfquery", "nvidia-smi",
+    "dcgmi", "lspci", "dmesg", "journalctl", "cat", "grep", "head", "tail", "less", "more", "mlxlink", "show_gids",
+    "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "ib_read_lat", "ib_send_lat", "mpirun", "srun",
+    "kubectl", "docker", "ssh", "timeout", "env", "bash", "sh", "python", "python3", "numactl", "ip",
+))
 #: A line that is nothing but the author's elision of lines they left out.
 _ELISIONS = frozenset(("...", "…", "[...]", "(...)", "<...>", "[…]", "<snip>", "[snip]", "(snip)", "...snip...",
                        "[truncated]", "(truncated)", "<truncated>"))
@@ -102,7 +113,34 @@ def is_prompt(text: str) -> bool:
         return False
     if "@" in text and any(pattern.match(text) for pattern in _PROMPTS_AT):
         return True
+    if ("]#" in text or "]$" in text or "] #" in text or "] $" in text) and _PROMPT_BRACKET_HOST.match(text):
+        return True
     return "sh-" in text and _PROMPT_SHELL_ROOT.match(text) is not None
+
+
+#: A first line that is only the command, echoed without a prompt (``nvidia-smi nvlink -s`` above its output in
+#: an issue): the programs whose output begins otherwise.
+_BARE_COMMANDS = frozenset((
+    "ibstat", "ibstatus", "ibv_devinfo", "ibdev2netdev", "iblinkinfo", "perfquery", "nvidia-smi", "dcgmi", "lspci",
+    "dmesg", "journalctl", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "ib_read_lat", "ib_send_lat",
+    "mpirun", "srun", "sudo",
+))
+_BARE_COMMAND = re.compile(r"^\s*(\S+)(?:\s+[-\w./=:,]+)*\s*$")
+
+
+def _is_bare_command(text: str) -> bool:
+    found = _BARE_COMMAND.match(text)
+    return found is not None and found.group(1).rsplit("/", 1)[-1] in _BARE_COMMANDS
+
+
+def _is_root_prompt(text: str) -> bool:
+    """``# ibv_devinfo -v`` / ``# ./all_reduce_perf -b 8``: a root shell's prompt and command (first line only:
+    further down a ``# `` line is as likely a comment)."""
+    found = _ROOT_PROMPT.match(text)
+    if found is None:
+        return False
+    command = found.group(1)
+    return command.rsplit("/", 1)[-1] in _PROMPT_COMMANDS or command.startswith(("./", "/"))
 
 
 def _strip_borders(text: str) -> str | None:
@@ -224,6 +262,11 @@ def clean(text: str, *, keep_blank: bool = False) -> Cleaned:
     """
     removed = {"border": 0, "fence": 0, "prompt": 0, "elision": 0}
     kept = _first_pass(enumerate(_split(text), start=1), removed)
+    first = next((i for i, (_, line) in enumerate(kept) if line.strip()), None)
+    if first is not None and (_is_root_prompt(kept[first][1]) or _is_bare_command(kept[first][1])) and not any(
+            line.lstrip().startswith("#") for _, line in kept[first + 1:first + 2]):
+        del kept[first]
+        removed["prompt"] += 1
     prefixes: list[str] = []
     # A quoted reply of a comment block, or a comment block in a quoted reply: peel one layer at a time.
     for _ in range(3):

@@ -24,7 +24,14 @@ _CATEGORY = re.compile(r"^[|+]-+\s+([A-Za-z][\w ]*?)\s+-+[+|]")
 _STATUS = re.compile(r"^(Pass|Fail|Warn(?:ing)?|Skip|Not Run|Error)\b(?:\s*-\s*(.*))?$", re.IGNORECASE)
 _GPU_LIST = re.compile(r"GPUs?:\s*([\d,\s]+)")
 _GPU_DETAIL = re.compile(r"^GPU\s?(\d+)\s*:\s*(.*)$")
-_METADATA = {"DCGM Version": "dcgm_version", "Driver Version Detected": "driver_version"}
+_METADATA = {"DCGM Version": "dcgm_version", "Driver Version Detected": "driver_version",
+             "GPU Device IDs Detected": "gpu_device_ids"}
+
+
+def _device_ids(value: object) -> tuple[str, ...]:
+    """``26b9, 26b9`` (text) or ``["26b9", "26b9"]`` (JSON) as a tuple of ids."""
+    items = value if isinstance(value, list) else str(value or "").split(",")
+    return tuple(str(item).strip() for item in items if str(item).strip())
 
 
 def looks_like_dcgmi(text: str) -> bool:
@@ -95,8 +102,12 @@ def _parse_json(text: str) -> DcgmDiag:
         or data.get("version")
     driver = (metadata or {}).get("Driver Version Detected") or body.get("Driver Version Detected") \
         or data.get("Driver Version Detected")
+    ids = (metadata or {}).get("GPU Device IDs Detected") or body.get("GPU Device IDs Detected")
+    known = ("DCGM Version", "version", "Driver Version Detected", "GPU Device IDs Detected")
+    others = {str(k): str(v) for k, v in (metadata or {}).items() if k not in known and not isinstance(v, (dict, list))}
     return DcgmDiag(tuple(results), dcgm_version=str(version) if version else None,
-                    driver_version=str(driver) if driver else None, format="json", warnings=tuple(warnings))
+                    driver_version=str(driver) if driver else None, format="json", warnings=tuple(warnings),
+                    gpu_device_ids=_device_ids(ids), metadata=others)
 
 
 def _parse_text(text: str) -> DcgmDiag:
@@ -160,7 +171,11 @@ def _parse_text(text: str) -> DcgmDiag:
             continue
         if name and value:
             meta.setdefault(name, value)
+        elif name or value:
+            warnings.append(ParseWarning(f"row {raw[:80]!r} is neither a test nor a detail of one: not read",
+                                         line.number))
     if not saw_table and not results:
         raise ParseError(_WHAT, "no '| Diagnostic | Result |' table and no JSON object", line=1)
-    return DcgmDiag(tuple(results), dcgm_version=meta.get("dcgm_version"), driver_version=meta.get("driver_version"),
-                    format="text", warnings=tuple(warnings))
+    return DcgmDiag(tuple(results), dcgm_version=meta.pop("dcgm_version", None),
+                    driver_version=meta.pop("driver_version", None), format="text", warnings=tuple(warnings),
+                    gpu_device_ids=_device_ids(meta.pop("gpu_device_ids", "")), metadata=meta)

@@ -76,6 +76,15 @@ class GpuHealth:
     #: NVLink fabric (NVSwitch systems, GB200): ``Completed`` / ``Success`` when ready.
     fabric_state: str | None = None
     fabric_status: str | None = None
+    #: ``Minor Number`` (``/dev/nvidiaN``): the GPU's own number where the output shows a selection
+    #: of GPUs (``nvidia-smi -q -i N``), whose first block is not GPU 0.
+    minor_number: int | None = None
+    #: What a person wrote after a value (``Pending : Yes  <-- here``): ``line N: <key>: <text>``.
+    #: The value itself is read from the leading word; the rest is kept here, never lost.
+    notes: tuple[str, ...] = ()
+    #: Keys (``Remapped Rows/Pending``) that were printed with a value the reader could not read:
+    #: such a fact is unknown, and the health check never takes it for a good one.
+    unread: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -246,6 +255,14 @@ class DcgmDiag(ParseResult):
     format: str = "text"
     #: Extra fields kept from the JSON (for -o json of ``health read``).
     extra: dict[str, Any] = field(default_factory=dict)
+    #: ``GPU Device IDs Detected`` (PCI device ids such as ``2330``, one per GPU of the run).
+    gpu_device_ids: tuple[str, ...] = ()
+    #: Every other metadata row of the run as printed (``Diag Run Time`` ...): name -> value.
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def skipped(self) -> tuple[DcgmResult, ...]:
+        return tuple(r for r in self.results if r.status.lower() in ("skip", "not run"))
 
     @property
     def failed(self) -> tuple[DcgmResult, ...]:

@@ -160,6 +160,16 @@ class NVLinkStatus:
     lanes: tuple[NVLinkLane, ...]
 
 
+class NVLinkStatuses(PartialRead, tuple[NVLinkStatus, ...]):
+    """``nvidia-smi nvlink -s``'s GPUs (a tuple, as every caller iterates it) and what the paste left out."""
+
+    def __new__(cls, statuses: tuple[NVLinkStatus, ...] | list[NVLinkStatus] = (),
+                warnings: tuple[ParseWarning, ...] = ()) -> NVLinkStatuses:
+        made = super().__new__(cls, statuses)
+        made.warnings = tuple(warnings)
+        return made
+
+
 # --- ibv_devinfo -v ------------------------------------------------------------------
 
 

@@ -46,6 +46,10 @@ _RANK = re.compile(r"^\s*#?\s*Rank\s+(\d+)\b.*?\bon\s+(\S+)\s+device\s+(\d+)\s+\
 _TOOL = re.compile(r"\b((?:all_reduce|all_gather|reduce_scatter|alltoall|sendrecv|broadcast|reduce|gather|scatter|"
                    r"hypercube)_perf(?:_[A-Za-z0-9]+)*)\b")
 _NCCL_LOG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b")
+#: ``NCCL version 2.18.1+cuda12.1``: rank 0's own line, or an ``NCCL INFO`` line with NCCL_DEBUG=INFO.
+_NCCL_VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+\S*)")
+#: ``# nccl-tests version 2.18.0 nccl-headers=22907 nccl-library=22907`` (nccl-tests 2.14 and later).
+_TESTS_VERSION = re.compile(r"^\s*#?\s*nccl-tests version (\S+)")
 #: Where a line says a rank failed: ``Test NCCL failure``, ``Test CUDA failure``, ``Cuda failure``,
 #: ``NCCL WARN``, ``Test failure``, ``unhandled system error``, ``NCCL failure``.
 _FAILURE = re.compile(r"Test (?:NCCL|CUDA) failure|Cuda failure|NCCL WARN|\bTest failure\b|"
@@ -99,6 +103,10 @@ class NcclTestResult(ParseResult):
     errors: tuple[str, ...] = ()
     #: What the log's ``NCCL INFO`` lines say about the network (NICs listed and used, their speed, ranks).
     net: NcclNetInfo = field(default_factory=NcclNetInfo)
+    #: The run's ``NCCL version 2.18.1+cuda12.1`` line, as printed (``None``: the log has none).
+    nccl_version: str | None = None
+    #: nccl-tests' own ``# nccl-tests version 2.18.0 ...`` banner (2.14 and later).
+    nccl_tests_version: str | None = None
 
     @property
     def collective(self) -> str | None:
@@ -221,6 +229,8 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
     seen_rows: set[tuple[str, ...]] = set()
     warnings: list[ParseWarning] = []
     info_lines: list[str] = []
+    nccl_version: str | None = None
+    tests_version: str | None = None
     if test is None:
         # From the raw text: the command line the test is named in is often the prompt line the
         # pre-cleaning drops (``user@host:~/nccl-tests$ ./build/alltoall_perf``).
@@ -239,6 +249,13 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
                 errors.append(line[start:].strip())
             else:
                 errors.append(line.strip())
+            continue
+        if nccl_version is None and "NCCL version" in line and (found_version := _NCCL_VERSION.search(line)):
+            nccl_version = found_version.group(1)
+            if not _NCCL_LOG.search(line):
+                continue
+        if tests_version is None and (found_tests := _TESTS_VERSION.match(line)):
+            tests_version = found_tests.group(1)
             continue
         if _NCCL_LOG.search(line):
             info_lines.append(line)
@@ -290,4 +307,6 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
         errors=tuple(errors),
         warnings=tuple(warnings),
         net=parse_nccl_info(info_lines),
+        nccl_version=nccl_version,
+        nccl_tests_version=tests_version,
     )

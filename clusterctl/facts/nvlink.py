@@ -13,8 +13,8 @@ import re
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact
-from clusterctl.facts.clean import clean_lines
-from clusterctl.facts.model import NVLinkLane, NVLinkStatus
+from clusterctl.facts.clean import clean
+from clusterctl.facts.model import NVLinkLane, NVLinkStatus, NVLinkStatuses, ParseWarning
 
 _WHAT = "nvidia-smi nvlink -s"
 _GPU = re.compile(r"^GPU (\d+): (.*?)(?: \(UUID: ([^)]*)\))?\s*$")
@@ -28,8 +28,9 @@ _NOTE = re.compile(r"^\s*(NVML: .*|.*does not (?:have|support) .*NVLink.*|Unable
 _NO_NVLINK = re.compile(r"^\s*Device does not (?:have|support) (?:or support )?NVLink\.?\s*$", re.IGNORECASE)
 
 
-def parse_nvlink(text: str) -> tuple[NVLinkStatus, ...]:
+def parse_nvlink(text: str) -> NVLinkStatuses:
     statuses: list[NVLinkStatus] = []
+    warnings: list[ParseWarning] = []
     current: tuple[int, str | None, str | None] | None = None
     lanes: list[NVLinkLane] = []
 
@@ -39,8 +40,15 @@ def parse_nvlink(text: str) -> tuple[NVLinkStatus, ...]:
                 NVLinkStatus(gpu_index=current[0], gpu_name=current[1], uuid=current[2], lanes=tuple(lanes))
             )
 
-    for cleaned in clean_lines(text):
+    cleaned_text = clean(text)
+    if any("elision" in note for note in cleaned_text.removed):
+        warnings.append(ParseWarning(f"the paste leaves lines out ({cleaned_text.describe()}): the links there "
+                                     "are unknown, not counted as inactive"))
+    for cleaned in cleaned_text.lines:
         number, line = cleaned.number, cleaned.text
+        if line.strip().startswith("[..."):
+            warnings.append(ParseWarning(f"{line.strip()!r}: links left out of the paste are unknown", number))
+            continue
         gpu = _GPU.match(line)
         if gpu:
             flush()
@@ -71,7 +79,7 @@ def parse_nvlink(text: str) -> tuple[NVLinkStatus, ...]:
     indexes = [status.gpu_index for status in statuses]
     if len(set(indexes)) != len(indexes):
         raise ParseError(_WHAT, "the same GPU is listed twice")
-    return tuple(statuses)
+    return NVLinkStatuses(statuses, tuple(warnings))
 
 
 NVLINK: Fact[tuple[NVLinkStatus, ...]] = Fact("nvlink", "nvidia-smi nvlink -s", parse_nvlink)

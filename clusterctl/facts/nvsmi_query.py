@@ -12,6 +12,7 @@ and may be clipped (``[...]``): what is missing is ``None`` and the clipped line
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 
@@ -32,7 +33,28 @@ _NOT_AVAILABLE = {"n/a", "[n/a]", "not supported", "[not supported]", "unknown e
 BENIGN_CLOCK_EVENTS = frozenset({"Idle", "Applications Clocks Setting", "Sync Boost", "Display Clock Setting",
                                  "GPU idle"})
 
-GpuValues = dict[str, str]
+#: What a person appends to a value to point at it (``Pending : Yes  <-- here``, ``# the culprit``).
+_ANNOTATION = re.compile(r"\s+((?:<-+|<=+|<<+|-+>|=+>|←|⬅|👈|#|//|\*{2,}|!{2,}).*)$")
+#: The words a yes/no value is read from, longest first (``Not Active`` before ``Active``).
+_YES_NO = re.compile(r"^(not active|yes|no|enabled|disabled|on|off|active|true|false|none)\b\s*(.*)$", re.IGNORECASE)
+#: Values that say the tool printed nothing to read (an error string such as ``Unknown Error`` is a value).
+_NOT_PRINTED = {"n/a", "[n/a]", "not supported", "[not supported]", "not available", ""}
+
+
+class GpuValues(dict[str, str]):
+    """A GPU block's ``path -> value``, and for each path the line it was on; what was read from a
+    value only in part (a note after it, a value that is not one) is collected while reading."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: dict[str, int] = {}
+        self.notes: list[str] = []
+        self.unread: list[str] = []
+
+    def note(self, path: str, text: str) -> None:
+        entry = f"line {self.lines.get(path, '?')}: {path}: {text}"
+        if entry not in self.notes:
+            self.notes.append(entry)
 
 
 def _value(values: Mapping[str, str], *paths: str) -> str | None:
@@ -55,15 +77,29 @@ def _float(values: Mapping[str, str], *paths: str) -> float | None:
     return float(match.group(1)) if match else None
 
 
-def _yes(values: Mapping[str, str], *paths: str) -> bool | None:
-    raw = _value(values, *paths)
-    if raw is None:
+def _printed(values: Mapping[str, str], path: str) -> str | None:
+    """The value as printed, error strings included (``Unknown Error``); ``None`` for N/A or absent."""
+    raw = values.get(path)
+    if raw is None or raw.strip().lower() in _NOT_PRINTED:
         return None
-    low = raw.lower()
-    if low in ("yes", "enabled", "on", "active", "true"):
-        return True
-    if low in ("no", "disabled", "off", "not active", "false", "none"):
-        return False
+    return raw.strip().strip("[]")
+
+
+def _yes(values: Mapping[str, str], *paths: str) -> bool | None:
+    """Yes/No read from the value's leading word; what follows it is kept as a note. A value that is
+    no such word (and not N/A) is recorded as unread: unknown, never taken for a good value."""
+    for path in paths:
+        raw = _printed(values, path)
+        if raw is None:
+            continue
+        found = _YES_NO.match(raw)
+        if found is None:
+            if isinstance(values, GpuValues) and path not in values.unread:
+                values.unread.append(path)
+            return None
+        if found.group(2) and isinstance(values, GpuValues):
+            values.note(path, found.group(2))
+        return found.group(1).lower() in ("yes", "enabled", "on", "active", "true")
     return None
 
 
@@ -99,6 +135,13 @@ def _clock_events(values: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def _gpu(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:
+    health = _gpu_fields(index, bus_id, line, values)
+    ecc_mode = _printed(values, "ECC Mode/Current")
+    return dataclasses.replace(health, ecc_mode=ecc_mode, minor_number=_int(values, "Minor Number"),
+                               notes=tuple(values.notes), unread=tuple(values.unread))
+
+
+def _gpu_fields(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:
     width = _value(values, "PCI/GPU Link Info/Link Width/Current")
     width_max = _value(values, "PCI/GPU Link Info/Link Width/Max")
     return GpuHealth(
@@ -144,7 +187,7 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
     it is not this tool's output.
     """
     warnings: list[ParseWarning] = []
-    header: dict[str, str] = {}
+    header = GpuValues()
     gpus: list[tuple[str, int, GpuValues]] = []
     stack: list[tuple[int, str]] = []
     seen_header = False
@@ -162,13 +205,13 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
             continue
         gpu = _GPU.match(raw)
         if gpu:
-            gpus.append((gpu.group(1), line.number, {}))
+            gpus.append((gpu.group(1), line.number, GpuValues()))
             stack = []
             continue
         indent = len(raw) - len(raw.lstrip())
         if not gpus and not seen_header and "Attached GPUs" not in header and indent == 4:
             # A paste that starts inside a GPU block: its lines belong to a GPU of unknown bus id.
-            gpus.append(("", line.number, {}))
+            gpus.append(("", line.number, GpuValues()))
             warnings.append(ParseWarning("the paste starts inside a GPU block (no 'GPU <bus id>' line above it)",
                                          line.number))
         kv = _KEY_VALUE.match(raw)
@@ -182,22 +225,48 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
         path = "/".join([*(n for _, n in stack), name])
         if kv and kv.group(3).strip():
             target = gpus[-1][2] if gpus else header
-            # The first value wins: a clipped paste may repeat a section, the tool never does.
-            target.setdefault(path, kv.group(3).strip())
+            if path in target:
+                continue  # the first value wins: a clipped paste may repeat a section, the tool never does
+            value = kv.group(3).strip()
+            target.lines[path] = line.number
+            note = _ANNOTATION.search(value)
+            if note and note.start() > 0:
+                value = value[:note.start()].strip()
+                target.note(path, note.group(1))
+            target[path] = value
         else:
             stack.append((indent, name))
     if not gpus and not seen_header and "Driver Version" not in header:
         raise ParseError(_WHAT, "no 'GPU <bus id>' block and no NVSMI LOG header: not nvidia-smi -q output",
                          line=1)
     attached = _int(header, "Attached GPUs")
-    if attached is not None and gpus and attached != len(gpus):
+    if attached is not None and gpus and attached < len(gpus):
         warnings.append(ParseWarning(f"'Attached GPUs' says {attached} but {len(gpus)} GPU blocks were read"))
+    elif attached is not None and gpus and attached > len(gpus) and _looks_cut(gpus):
+        # Fewer blocks than GPUs is what 'nvidia-smi -q -i N' prints; only a cut last block is a clipped paste.
+        warnings.append(ParseWarning(f"'Attached GPUs' says {attached} but {len(gpus)} GPU block(s) were read and "
+                                     "the last one ends early: the paste looks clipped", gpus[-1][1]))
+    healths = tuple(_gpu(i, bus or _value(values, "PCI/Bus Id") or "unknown", number, values)
+                    for i, (bus, number, values) in enumerate(gpus))
+    for health, (_, _, values) in zip(healths, gpus, strict=True):
+        warnings += [ParseWarning(f"GPU {health.bus_id}: {path}: value {values[path]!r} not read (expected "
+                                  "Yes/No, Enabled/Disabled or Active/Not Active): this fact is unknown",
+                                  values.lines.get(path)) for path in health.unread]
     return NvidiaSmiQuery(
         driver_version=_value(header, "Driver Version"), cuda_version=_value(header, "CUDA Version"),
-        gpus=tuple(_gpu(i, bus or _value(values, "PCI/Bus Id") or "unknown", number, values)
-                   for i, (bus, number, values) in enumerate(gpus)),
-        attached_gpus=attached, warnings=tuple(warnings),
+        gpus=healths, attached_gpus=attached, warnings=tuple(warnings),
     )
+
+
+def _looks_cut(gpus: list[tuple[str, int, GpuValues]]) -> bool:
+    """Whether the last GPU block ends before the tool's own end of a block: a whole block ends with
+    its ``Processes`` entry; a ``-d`` selection has none, and then the last block is as long as the first."""
+    last = gpus[-1][2]
+    if any(path == "Processes" or path.startswith("Processes/") for path in last):
+        return False
+    if len(gpus) > 1:
+        return len(last) < len(gpus[0][2])
+    return not any(path.startswith("Processes") for path in last)
 
 
 def looks_like_nvidia_smi_q(text: str) -> bool:

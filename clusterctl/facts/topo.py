@@ -159,9 +159,31 @@ def _parse_header(line: Line, warnings: list[ParseWarning]) -> _Header:
     return _Header(labels, extras, line, clipped)
 
 
-def _parse_row(line: Line, total: int) -> _Row:
+def _tab_values(line: Line, total: int) -> list[str] | None:
+    """A tab-separated row's values after its cells, read by position: ``SYS\t\t1\t\tN/A`` is an empty
+    CPU Affinity cell (a job's cgroup cpuset holds none of the GPU's CPUs), NUMA ``1`` and ``N/A``.
+    nvidia-smi pads after the NUMA cell with a tab of its own, so only the first value is positional.
+    ``None`` when the row's cells are not cleanly tab-separated (other readers handle those)."""
+    fields = line.text.split("\t")
+    if len(fields) <= total + 1 or not all(_CELL_RE.fullmatch(f.strip()) for f in fields[1:total + 1]):
+        return None
+    rest = [f.strip() for f in fields[total + 1:]]
+    if not rest[0] and any(rest[1:]):
+        return ["", *(value for value in rest[1:] if value)]
+    return None
+
+
+def _parse_row(line: Line, total: int, columns: int | None = None) -> _Row:
+    """``total``: the most cells the row may have; ``columns``: the header's column count when the header
+    is whole (a tab-separated row is then read by position)."""
     tokens = line.tokens
     row = _Row(tokens[0], line)
+    if columns is not None and "\t" in line.text:
+        by_tab = _tab_values(line, columns)
+        if by_tab is not None:
+            row.cells.extend(cell.strip() for cell in line.text.split("\t")[1:columns + 1])
+            row.values.extend(by_tab)
+            return row
     for token in tokens[1:]:
         if len(row.cells) >= total or row.values:
             row.values.append(token)
@@ -276,7 +298,8 @@ class _Reader:
                 break
             if tokens[0] in rows:
                 raise ParseError(_WHAT, f"second row for {tokens[0]}", line=line.number, text=line.text)
-            rows[tokens[0]] = _parse_row(line, len(header.labels) + 64)
+            rows[tokens[0]] = _parse_row(line, len(header.labels) + 64,
+                                         None if header.clipped else len(header.labels))
             index += 1
         return rows, index
 

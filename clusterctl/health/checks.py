@@ -128,6 +128,20 @@ def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
                 subject=subject, evidence="Remapping Failure Occurred : Yes", action="RMA",
                 fix="Drain the host and open an RMA for this GPU: NVIDIA's memory error guide says a GPU with a "
                     "row-remapping failure can no longer mask bad memory."))
+        if gpu.unread:
+            found.append(_finding(
+                Severity.WARNING, "GPU_FACT_UNREAD", name,
+                f"{where}: nvidia-smi printed {', '.join(gpu.unread)} with a value that could not be read: "
+                "unknown, not taken as good", subject=subject, unread=list(gpu.unread),
+                fix=f"Look at these values by hand (nvidia-smi -q -i {gpu.index}); re-run the check on the host's "
+                    "own output rather than an edited paste."))
+        if gpu.ecc_mode and gpu.ecc_mode not in ("Enabled", "Disabled"):
+            found.append(_finding(
+                Severity.WARNING, "GPU_ECC_MODE_UNKNOWN", name,
+                f"{where}: ECC mode reads '{gpu.ecc_mode}' instead of Enabled/Disabled", subject=subject,
+                evidence=f"ECC Mode / Current : {gpu.ecc_mode}",
+                fix="nvidia-smi could not read the ECC mode: the GPU or its InfoROM may be failing. Check the kernel "
+                    "log for Xids, reset the GPU (or reboot) and look again; RMA if it stays unreadable."))
         if gpu.remap_pending:
             found.append(_finding(
                 Severity.ERROR, "GPU_ROW_REMAP_PENDING", name,
@@ -321,8 +335,10 @@ def check_nvlink(host: HostInput, baseline: Baseline) -> list[Finding]:
         active = sum(1 for lane in status.lanes if lane.active)
         expected = active_peers if active_peers is not None else max(
             (sum(1 for lane in s.lanes if lane.active) for s in probe.nvlink or ()), default=0)
-        if status.lanes and active < expected:
-            down = [lane.link for lane in status.lanes if not lane.active]
+        down = [lane.link for lane in status.lanes if not lane.active]
+        # Fewer links listed than peers have, none of them inactive: a paste that left links out
+        # (its parser warns), not links seen down.
+        if status.lanes and active < expected and down:
             counted = [errors[(status.gpu_index, link)] for link in down if (status.gpu_index, link) in errors]
             with_errors = {f"link {e.link}": e.counters for e in counted if e.total}
             found.append(_finding(
@@ -557,6 +573,18 @@ def check_dcgm(host: HostInput) -> list[Finding]:
     if diag is None:
         return []
     found = []
+    skipped = diag.skipped
+    if skipped:
+        names = sorted({f"{r.test}@GPU{r.gpu}" if r.gpu is not None else r.test for r in skipped})
+        # Nothing tested at all is not a pass: the host is not known to be healthy.
+        every = len(skipped) == len(diag.results)
+        found.append(_finding(
+            Severity.WARNING if every else Severity.INFO, "DCGM_DIAG_SKIPPED", host.name,
+            f"dcgmi diag skipped {len(skipped)} test result(s): {', '.join(names[:6])}"
+            + (f" (+{len(names) - 6} more)" if len(names) > 6 else "") + ": not tested, not passed",
+            skipped=names, dcgm_version=diag.dcgm_version,
+            fix="A skipped test proves nothing: run it where it is supported (dcgmi diag -r <test> -v says why it "
+                "was skipped) before counting the GPU as checked."))
     for result in diag.results:
         status = result.status.lower()
         if status not in ("fail", "warn", "error"):

@@ -81,6 +81,9 @@ class HostHealth:
     failure: str | None = None
     #: What was read, kept for ``health compare`` (counters, Xids, link states): plain JSON values.
     facts: dict[str, Any] = field(default_factory=dict)
+    #: ``health read`` only: each parser's whole typed result as plain JSON, by probe (``smi``, ``rdma``...),
+    #: with the file it came from and what could not be read (docs/health.md, "JSON").
+    readings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -93,6 +96,8 @@ class HostHealth:
         if self.failure:
             data["failure"] = self.failure
         data["facts"] = self.facts
+        if self.readings:
+            data["readings"] = self.readings
         return data
 
 

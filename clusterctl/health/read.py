@@ -8,16 +8,17 @@ the file and line; a text no parser recognises is a usage error (exit 2).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from clusterctl.errors import ParseError, UsageError
-from clusterctl.facts.clean import clean_lines
 from clusterctl.facts.model import warnings_of
 from clusterctl.health.checks import HostInput
 from clusterctl.health.model import HealthReport
 from clusterctl.health.probe import HostProbe
+from clusterctl.plain_json import to_plain
 
 
 def _has(pattern: str) -> Callable[[str], bool]:
@@ -35,15 +36,11 @@ def _formats() -> list[tuple[str, str, Callable[[str], bool], Callable[[str], An
     from clusterctl.facts.nvsmi_query import looks_like_nvidia_smi_q, parse_nvidia_smi_q
     from clusterctl.facts.rdma import parse_rdma
 
-    def nvlink_status(text: str) -> Any:
-        cleaned = "\n".join(line.text for line in clean_lines(text) if not line.text.strip().startswith("[..."))
-        return parse_nvlink(cleaned)
-
     return [
         ("dcgmi diag", "dcgm", looks_like_dcgmi, parse_dcgmi_diag),
         ("nvidia-smi -q", "smi", looks_like_nvidia_smi_q, parse_nvidia_smi_q),
         ("nvidia-smi nvlink -e", "nvlink_errors", _has(r"Link \d+: [A-Za-z][\w /-]*: \d+"), parse_nvlink_errors),
-        ("nvidia-smi nvlink -s", "nvlink", _has(r"Link \d+: (?:[\d.]+ GB/s|<inactive>)"), nvlink_status),
+        ("nvidia-smi nvlink -s", "nvlink", _has(r"Link \d+: (?:[\d.]+ GB/s|<inactive>)"), parse_nvlink),
         ("lspci -vvv", "pci", _has(r"^\s*(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] [^:]+: .*\n(?:\s+.*\n)*?\s+"
                                    r"(?:Control:|Capabilities:|LnkSta:|Subsystem:)"), parse_lspci),
         ("InfiniBand counters", "ib_counters", _has(r"/sys/class/infiniband/\S+/counters/\w+:\s*\d+|"
@@ -60,6 +57,7 @@ def read_outputs(texts: Sequence[tuple[str, str]], *, host: str = "input") -> tu
 
     probe = HostProbe()
     notes: list[str] = []
+    readings: dict[str, Any] = {}
     formats = _formats()
     for name, text in texts:
         if not text.strip():
@@ -78,4 +76,15 @@ def read_outputs(texts: Sequence[tuple[str, str]], *, host: str = "input") -> tu
             notes.append(f"{name}: a second {label} output; this one replaces the first")
         setattr(probe, attribute, value)
         notes += [f"{name}: {label}: {w}" for w in warnings_of(value)]
-    return judge([HostInput(host, probe)], source="health-read"), notes
+        notes += [f"{name}: {label}: GPU {gpu.bus_id}: note after a value: {note}"
+                  for gpu in getattr(value, "gpus", ()) for note in getattr(gpu, "notes", ())]
+        readings[attribute] = reading(label, name, value)
+    report = judge([HostInput(host, probe)], source="health-read")
+    hosts = tuple(dataclasses.replace(h, readings=readings) for h in report.hosts)
+    return dataclasses.replace(report, hosts=hosts), notes
+
+
+def reading(label: str, name: str, value: Any) -> dict[str, Any]:
+    """One parser's whole result as plain JSON: every field it read, whatever the checks use."""
+    return {"tool": label, "file": name, "result": to_plain(value),
+            "warnings": [w.to_json() for w in warnings_of(value)]}

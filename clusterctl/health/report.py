@@ -11,7 +11,10 @@ from clusterctl.findings import FINDINGS_SCHEMA_VERSION, Finding, count_by_sever
 from clusterctl.health import xid_catalog
 from clusterctl.health.model import HealthReport, HostHealth, Verdict
 
-SCHEMA_VERSION = 1
+#: 2: hosts carry ``facts.ib_links``, ``facts.dcgm``, NVLink speeds, and (``health read``) ``readings``.
+#: Version 1 reports are still read (``health compare`` of an older saved run).
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 KIND = "clusterctl.health"
 
 
@@ -36,14 +39,14 @@ def report_from_json(data: dict[str, Any], *, name: str = "report") -> HealthRep
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise UsageError("not a clusterctl health report (saved with 'clusterctl health --save' or -o json)",
                          file=name)
-    if data.get("schema_version") != SCHEMA_VERSION:
+    if data.get("schema_version") not in READABLE_VERSIONS:
         raise UsageError(f"health report schema version {data.get('schema_version')!r} is not supported "
-                         f"(this clusterctl reads {SCHEMA_VERSION})", file=name)
+                         f"(this clusterctl reads {', '.join(map(str, READABLE_VERSIONS))})", file=name)
     try:
         hosts = tuple(
             HostHealth(str(h["host"]), Verdict(h["verdict"]), str(h.get("reason", "")),
                        tuple(Finding.from_json(f) for f in h.get("findings", ())), h.get("failure"),
-                       dict(h.get("facts") or {}))
+                       dict(h.get("facts") or {}), dict(h.get("readings") or {}))
             for h in data.get("hosts", ())
         )
     except (KeyError, ValueError, TypeError) as exc:

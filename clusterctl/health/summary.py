@@ -29,6 +29,8 @@ def host_facts(probe: HostProbe) -> dict[str, Any]:
                 "pcie_replays": g.pcie_replays, "pcie_width": g.pcie_width_current,
                 "temperature_c": g.temperature_c, "power_limit_w": g.power_limit_w,
                 "clock_events_active": list(g.clock_events_active),
+                "ecc_mode": g.ecc_mode, "minor_number": g.minor_number,
+                "notes": list(g.notes), "unread": list(g.unread),
             }
             for g in probe.smi.gpus
         }
@@ -43,18 +45,29 @@ def host_facts(probe: HostProbe) -> dict[str, Any]:
         facts["kernel_log_source"] = probe.kernel.source
     if probe.nvlink is not None:
         facts["nvlink"] = {str(s.gpu_index): {"active": sum(1 for lane in s.lanes if lane.active),
-                                              "inactive": [lane.link for lane in s.lanes if not lane.active]}
+                                              "inactive": [lane.link for lane in s.lanes if not lane.active],
+                                              "speeds_gbps": {str(lane.link): lane.speed_gbps for lane in s.lanes}}
                            for s in probe.nvlink}
     if probe.nvlink_errors is not None:
         facts["nvlink_errors"] = {f"{e.gpu_index}/{e.link}": dict(e.counters) for e in probe.nvlink_errors.links}
     if probe.rdma is not None:
         facts["ib_ports"] = {f"{d.hca}/{p.port}": p.state for d in probe.rdma for p in d.ports}
+        # The link of each port: a DDR 20 Gb/s port or one at 10 among 200s is seen here.
+        facts["ib_links"] = {f"{d.hca}/{p.port}": {"state": p.state, "phys_state": p.phys_state,
+                                                   "link_layer": p.link_layer, "rate_gbps": p.rate_gbps,
+                                                   "active_width": p.active_width, "active_speed": p.active_speed}
+                             for d in probe.rdma for p in d.ports}
     if probe.ib_counters is not None:
         facts["ib_counters"] = {f"{p.hca}/{p.port}": dict(p.counters) for p in probe.ib_counters.ports}
     if probe.pci is not None:
         facts["acs_redirect_bridges"] = [d.address for d in probe.pci.devices if d.is_bridge and d.acs_redirects]
     if probe.dcgm is not None:
         facts["dcgm_failed"] = [f"{r.test}@GPU{r.gpu}" if r.gpu is not None else r.test for r in probe.dcgm.failed]
+        # Every result, Pass, Skip and Warn too: a skipped test must never read as a pass.
+        facts["dcgm"] = {"dcgm_version": probe.dcgm.dcgm_version, "driver_version": probe.dcgm.driver_version,
+                         "gpu_device_ids": list(probe.dcgm.gpu_device_ids),
+                         "results": [{"category": r.category, "test": r.test, "gpu": r.gpu, "status": r.status,
+                                      "info": r.info} for r in probe.dcgm.results]}
     if probe.problems:
         facts["problems"] = [{"probe": p.probe, "tool": p.tool, "kind": p.kind, "reason": p.reason}
                              for p in probe.problems]

@@ -21,16 +21,19 @@ Every decision is one JSON line in the log (``time``, ``host``, ``alert``, ``dec
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from clusterctl.bootstrap.cluster.alerts import ReceiverAuth, render_alertmanager_receiver
 from clusterctl.changes import Gate
+from clusterctl.errors import ClusterctlError
+from clusterctl.quarantine import webhook_server
 from clusterctl.quarantine.drain import DrainOptions
 from clusterctl.quarantine.policy import cap
+from clusterctl.quarantine.webhook_payload import Alert, BadPayload, DecisionLog, parse_payload
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -42,44 +45,10 @@ ALERT_ACTIONS: dict[str, str] = {
     "NVLinkBandwidthZero": "drain", "GPUXidError": "quarantine", "NVLinkCRCErrors": "quarantine",
     "GPUUncorrectableRemappedRows": "report", "GPUTemperatureHigh": "report", "GPUMemoryTemperatureHigh": "report",
     "GPUPowerAtLimit": "report", "GPUPCIeReplaysRising": "report",
+    # The node health agent's rules (phase node-agent): an error-level finding on the node itself.
+    "NodeHealthCheckFailed": "quarantine", "NodeHealthAgentStale": "report", "NodeHealthAgentCannotPublish": "report",
 }
-HOST_LABELS = ("Hostname", "hostname", "node", "instance")
-MAX_BODY = 1 << 20
 _STRENGTH = {"report": 0, "quarantine": 1, "drain": 2}
-
-
-class BadPayload(ValueError):
-    """Not an Alertmanager webhook payload; the message says what is wrong."""
-
-
-@dataclass(frozen=True)
-class Alert:
-    name: str
-    host_label: str
-    status: str
-
-
-def parse_payload(body: bytes) -> list[Alert]:
-    """The alerts of one webhook POST; ``BadPayload`` for anything else."""
-    try:
-        data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadPayload(f"not JSON: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("alerts"), list):
-        raise BadPayload("no 'alerts' list: not an Alertmanager webhook payload")
-    alerts: list[Alert] = []
-    for index, item in enumerate(data["alerts"]):
-        labels = item.get("labels") if isinstance(item, dict) else None
-        if not isinstance(labels, dict) or not isinstance(labels.get("alertname"), str):
-            raise BadPayload(f"alerts[{index}] has no labels.alertname")
-        status = item.get("status", data.get("status", "firing"))
-        if status not in ("firing", "resolved"):
-            raise BadPayload(f"alerts[{index}].status is {status!r}, not firing or resolved")
-        host = next((str(labels[k]) for k in HOST_LABELS if isinstance(labels.get(k), str) and labels[k]), "")
-        if host and host == labels.get("instance") and ":" in host and not host.startswith("["):
-            host = host.rsplit(":", 1)[0]
-        alerts.append(Alert(labels["alertname"], host, str(status)))
-    return alerts
 
 
 @dataclass
@@ -103,10 +72,11 @@ class Remediator:
     _read_at: float | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def __post_init__(self) -> None:
+        self.decision_log = DecisionLog(self.log, self.clock)
+
     def _say(self, **entry: object) -> None:
-        entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.clock())), **entry}
-        self.log.write(json.dumps(entry, sort_keys=False) + "\n")
-        self.log.flush()
+        self.decision_log.say(**entry)
 
     def action_for(self, alert: str) -> str:
         return self.inventory.quarantine.alerts.get(alert) or ALERT_ACTIONS.get(alert, "report")
@@ -117,17 +87,17 @@ class Remediator:
                 return host
         return None
 
-    def handle(self, body: bytes) -> tuple[int, dict[str, Any]]:
+    def handle(self, body: bytes, caller: str = "") -> tuple[int, dict[str, Any]]:
         """One POST: (HTTP status, JSON answer). 400 for a bad body, with nothing done."""
         try:
             alerts = parse_payload(body)
         except BadPayload as exc:
-            self._say(decision="rejected", why=str(exc))
+            self._say(decision="rejected", caller=caller, why=str(exc))
             return 400, {"error": str(exc)}
         with self._lock:
-            return 200, self._batch(alerts)
+            return 200, self._batch(alerts, caller)
 
-    def _batch(self, alerts: list[Alert]) -> dict[str, Any]:
+    def _batch(self, alerts: list[Alert], caller: str = "") -> dict[str, Any]:
         from clusterctl.quarantine.run import QuarantineRequest, quarantine_hosts
         from clusterctl.quarantine.status import quarantined_nodes
 
@@ -136,7 +106,7 @@ class Remediator:
 
         def note(host: str, alert: str, decision: str, why: str) -> None:
             decisions.append({"host": host, "alert": alert, "decision": decision})
-            self._say(host=host, alert=alert, decision=decision, why=why)
+            self._say(host=host, alert=alert, decision=decision, why=why, **({"caller": caller} if caller else {}))
 
         for alert in alerts:
             if alert.status != "firing":
@@ -200,7 +170,13 @@ class Remediator:
             request = request_type(reason=f"alert {', '.join(codes)} (clusterctl remediate)", codes=codes,
                                    drain=action == "drain", drain_options=self.drain_options,
                                    who=f"clusterctl remediate serve@{_machine()}")
-            for result in quarantine_hosts(runner, self.inventory, [h for h, _ in hosts], request, gate):
+            try:
+                results = quarantine_hosts(runner, self.inventory, [h for h, _ in hosts], request, gate)
+            except ClusterctlError as exc:  # the control plane went away since it was read: say so per host
+                for host, names in hosts:
+                    note(host.name, ",".join(names), "failed", str(exc))
+                continue
+            for result in results:
                 names = next(n for h, n in hosts if h.name == result.host)
                 verb = ("would " if self.dry_run else "") + ("drain" if action == "drain" else "quarantine")
                 if result.error:
@@ -229,69 +205,14 @@ def _machine() -> str:
     return socket.gethostname()
 
 
-def serve(remediator: Remediator, host: str, port: int, *, ready: Callable[[int], None] | None = None) -> None:
-    """Answer Alertmanager's POSTs on ``host:port`` until interrupted (``POST /`` or ``/webhook``; ``GET
-    /healthz``)."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "clusterctl-remediate"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return  # every decision is logged as JSON by the remediator instead
-
-        def _answer(self, status: int, payload: dict[str, Any]) -> None:
-            data = (json.dumps(payload) + "\n").encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:
-            if self.path == "/healthz":
-                self._answer(200, {"status": "ok"})
-            else:
-                self._answer(404, {"error": "POST Alertmanager webhooks to / or /webhook"})
-
-        def do_POST(self) -> None:
-            if self.path not in ("/", "/webhook"):
-                self._answer(404, {"error": "POST Alertmanager webhooks to / or /webhook"})
-                return
-            try:
-                length = int(self.headers.get("Content-Length", ""))
-            except ValueError:
-                self._answer(411, {"error": "Content-Length required"})
-                return
-            if length < 0 or length > MAX_BODY:
-                self._answer(413, {"error": f"body over {MAX_BODY} bytes"})
-                return
-            status, payload = remediator.handle(self.rfile.read(length))
-            self._answer(status, payload)
-
-    httpd = ThreadingHTTPServer((host, port), Handler)
-    httpd.daemon_threads = True
-    try:
-        if ready is not None:
-            ready(httpd.server_address[1])
-        httpd.serve_forever(poll_interval=0.2)
-    finally:
-        httpd.server_close()
+def serve(remediator: Remediator, address: webhook_server.ListenAddress, security: webhook_server.Security, *,
+          limits: webhook_server.Limits | None = None, ready: Callable[[int], None] | None = None) -> None:
+    """Answer Alertmanager's POSTs on ``address`` until interrupted (``POST /`` or ``/webhook``; ``GET
+    /healthz``), callers authenticated as ``security`` says."""
+    webhook_server.serve(remediator.handle, address, security, remediator.decision_log.say, limits=limits,
+                         ready=ready)
 
 
-def webhook_config(url: str) -> str:
+def webhook_config(url: str, auth: ReceiverAuth | None = None) -> str:
     """The Alertmanager configuration that sends every alert to the receiver (``alertmanager.yml``)."""
-    return (
-        "route:\n"
-        "  receiver: clusterctl-remediate\n"
-        "  group_by: [alertname, Hostname]\n"
-        "  group_wait: 10s\n"
-        "  group_interval: 1m\n"
-        "  repeat_interval: 4h\n"
-        "receivers:\n"
-        "  - name: clusterctl-remediate\n"
-        "    webhook_configs:\n"
-        f"      - url: {json.dumps(url)}\n"
-        "        send_resolved: false\n"
-        "        max_alerts: 0\n"
-    )
+    return render_alertmanager_receiver(url, auth)

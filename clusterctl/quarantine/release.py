@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import ChangeFailed, Gate
+from clusterctl.cluster_access import on_control_plane
 from clusterctl.findings import Finding, Severity
 from clusterctl.quarantine import node_ops, slurm
 from clusterctl.quarantine.run import control_plane, read_node
@@ -35,13 +36,21 @@ class HostRelease:
     checks: list[str] = field(default_factory=list)
     slurm: str = ""
     not_quarantined: bool = False
+    #: The node was quarantined when read: only then does a refusal leave it "quarantined".
+    quarantined: bool = False
 
     @property
     def ok(self) -> bool:
         return not self.refused
 
+    @property
+    def refusal(self) -> str:
+        """What a refusal means for the host, in words: ``stays quarantined: ...`` or ``not released: ...``."""
+        return ("stays quarantined: " if self.quarantined else "not released: ") + "; ".join(self.refused)
+
     def to_json(self) -> dict[str, object]:
         return {"host": self.host, "released": self.released, "not_quarantined": self.not_quarantined,
+                "quarantined": self.quarantined,
                 "refused": self.refused, "checks": self.checks, "done": self.done, "slurm": self.slurm}
 
 
@@ -87,21 +96,16 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
             states[host.name] = None if node is None else node_ops.is_quarantined(node)
         return states
 
-    fleet = runner.run_task([cp], read_all, label="release: read nodes")
-    (outcome,) = fleet.outcomes
-    if outcome.value is None:
-        why = outcome.failure.describe() if outcome.failure else "no result"
-        for result in results.values():
-            result.refused.append(f"the control plane {cp.name} could not be used: {why}")
-        return list(results.values())
+    nodes = on_control_plane(runner, cp, read_all, what="read the nodes to release", label="release: read nodes")
     candidates: list[Host] = []
     for host in hosts:
-        state = outcome.value[host.name]
+        state = nodes[host.name]
         if state is None:
             results[host.name].refused.append(f"{host.name} is not a node of the cluster")
         elif not state:
             results[host.name].not_quarantined = True
         else:
+            results[host.name].quarantined = True
             candidates.append(host)
     if checks is not None and candidates:
         found = checks(runner, candidates)
@@ -150,7 +154,7 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
 
 
 def not_released(results: Sequence[HostRelease]) -> list[Finding]:
-    """One error finding per host that stays quarantined (for exit codes and JSON)."""
-    return [Finding(Severity.ERROR, "RELEASE_REFUSED", f"{r.host} stays quarantined: {'; '.join(r.refused)}",
+    """One error finding per host not released (for exit codes and JSON)."""
+    return [Finding(Severity.ERROR, "RELEASE_REFUSED", f"{r.host} {r.refusal}",
                     host=r.host, fix="Fix what the checks name, then 'clusterctl release' again "
                     "(--skip-checks only when you know better).") for r in results if r.refused]

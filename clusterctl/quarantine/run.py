@@ -18,8 +18,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import ChangeFailed, Gate
+from clusterctl.cluster_access import command_failed
+from clusterctl.cluster_access import on_control_plane as through
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.kube_nodes import NodeState, node_command, parse_node
+from clusterctl.hostlist import compress
 from clusterctl.quarantine import node_ops, slurm
 from clusterctl.quarantine.drain import DrainOptions, DrainReport, drain_node
 from clusterctl.transport.base import FailureKind, TransportError
@@ -89,8 +92,7 @@ def read_node(transport: Transport, name: str) -> NodeState | None:
     if not result.ok:
         if "(NotFound)" in result.stderr:
             return None
-        raise TransportError(FailureKind.COMMAND_FAILED,
-                             f"kubectl get node {name} failed (exit {result.exit_code}): {result.stderr_tail(2)}")
+        raise command_failed(result)
     try:
         return parse_node(result.stdout)
     except ParseError as exc:
@@ -142,12 +144,9 @@ def quarantine_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host]
         return [quarantine_node(transport, gate, h.name, request, when=when) for h in hosts]
 
     timeout = 120.0 + len(hosts) * (request.drain_options.timeout_s + 120.0 if request.drain else 60.0)
-    fleet = runner.run_task([cp], on_control_plane, label="quarantine", timeout_s=timeout)
-    (outcome,) = fleet.outcomes
-    if outcome.value is None:
-        why = outcome.failure.describe() if outcome.failure else "no result"
-        return [HostQuarantine(h.name, error=f"the control plane {cp.name} could not be used: {why}") for h in hosts]
-    results = {r.host: r for r in outcome.value}
+    done = through(runner, cp, on_control_plane, what="quarantine " + compress([h.name for h in hosts]),
+                   label="quarantine", timeout_s=timeout)
+    results = {r.host: r for r in done}
     slurm_targets = [h for h in hosts if results[h.name].error is None]
     for host_name, text in slurm.drain_hosts(runner, slurm_targets, gate, request.reason).items():
         results[host_name].slurm = text

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clusterctl.errors import ClusterctlError, ParseError
+from clusterctl.cluster_access import command_failed, on_control_plane
+from clusterctl.errors import ParseError
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kube_nodes import NodeState, parse_node_list
 from clusterctl.quarantine import node_ops
@@ -66,16 +67,11 @@ def quarantined_nodes(runner: Runner, inventory: Inventory) -> list[QuarantinedN
     def task(transport: Transport) -> list[NodeState]:
         result = transport.run(kubectl("get nodes -o json"), sudo=True, timeout=60)
         if not result.ok:
-            raise TransportError(FailureKind.COMMAND_FAILED,
-                                 f"kubectl get nodes failed (exit {result.exit_code}): {result.stderr_tail(2)}")
+            raise command_failed(result)
         try:
             return parse_node_list(result.stdout)
         except ParseError as exc:
             raise TransportError(FailureKind.COMMAND_FAILED, str(exc)) from exc
 
-    fleet = runner.run_task([cp], task, label="status")
-    (outcome,) = fleet.outcomes
-    if outcome.value is None:
-        raise ClusterctlError(f"cannot read the nodes through the control plane {cp.name}: "
-                              f"{outcome.failure.describe() if outcome.failure else 'no result'}")
-    return [q for q in (describe(n) for n in outcome.value) if q is not None]
+    nodes = on_control_plane(runner, cp, task, what="read the cluster's nodes", label="status")
+    return [q for q in (describe(n) for n in nodes) if q is not None]

@@ -29,7 +29,7 @@ def test_promtool_accepts_the_rules_file(tmp_path: Path) -> None:
     path = _rules_dir(tmp_path) / "dcgm-rules.yml"
     result = subprocess.run([PROMTOOL, "check", "rules", str(path)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 11 rules found" in result.stdout
+    assert "SUCCESS: 14 rules found" in result.stdout
 
 
 @needs_promtool

@@ -1,5 +1,6 @@
 from pathlib import Path
 
+import pytest
 from clirun import clusterctl
 
 from clusterctl.cli.app import hoist_global_options
@@ -76,3 +77,16 @@ def test_the_program_ends_with_the_commands_status_and_every_byte_of_its_output(
     assert json.loads(failed.stdout)["hosts"][0]["exit_code"] == 1
     usage = program("--parallel", "0", "exec", "--", "true")
     assert usage.returncode == 2 and usage.stderr.strip()
+
+
+@pytest.mark.parametrize(("typo", "meant"), [("survy", "survey"), ("heath", "health"), ("bootstap", "bootstrap")])
+def test_a_mistyped_command_gets_a_did_you_mean(typo: str, meant: str) -> None:
+    result = clusterctl(typo)
+    assert result.exit_code == 2
+    assert f"No such command '{typo}'. Did you mean '{meant}'" in result.output
+
+
+def test_a_subcommand_typo_is_still_answered_once() -> None:
+    result = clusterctl("bootstrap", "plna")
+    assert result.exit_code == 2
+    assert result.output.count("Did you mean 'plan'?") == 1

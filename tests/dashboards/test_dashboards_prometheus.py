@@ -22,9 +22,12 @@ from typing import Any
 
 import pytest
 
+from clusterctl.agent.metrics import RunFigures
+from clusterctl.agent.metrics import render as agent_textfile
 from clusterctl.dashboards.inputs import DashboardHost, DashboardInputs, bench_from_results
 from clusterctl.dashboards.measured import textfile_text
 from clusterctl.dashboards.render import render
+from clusterctl.findings import Finding, Severity
 from tests.fixture_files import read_fixture
 
 PROMETHEUS = shutil.which("prometheus")
@@ -133,6 +136,10 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         "kube-state-metrics": [ksm, flapping],
         "node-exporter": [read_fixture("dashboards", "node-exporter-infiniband-roce-edited.prom")],
         "clusterctl-textfile": [textfile_text(lab_inputs())],
+        # The node health agent's own textfile, as it writes it on the A800 host with GPU 3's Xid 79.
+        "agent-textfile": [agent_textfile(
+            [Finding(Severity.ERROR, "GPU_XID", "Xid 79: GPU has fallen off the bus", host=A800, subject="GPU 3")],
+            RunFigures(A800, time.time(), 1.8, True)).decode()],
     }
     scrape = [{"job_name": job, "scrape_interval": "1s",
                "static_configs": [{"targets": [f"127.0.0.1:{targets.serve(texts)}"]}]} for job, texts in jobs.items()]
@@ -200,9 +207,11 @@ def test_promtool_accepts_every_expression(tmp_path: Path) -> None:
 
 
 def _hosts_of(prometheus: int, dashboard: str, title: str) -> set[str]:
-    (expr,) = [e for d, p, e in PANEL_QUERIES if d == dashboard and p.startswith(title)]
-    result = _get(prometheus, "/api/v1/query", {"query": _substitute(expr)})["data"]["result"]
-    return {series["metric"].get("host") or series["metric"].get("node") for series in result}
+    hosts = set()
+    for expr in [e for d, p, e in PANEL_QUERIES if d == dashboard and p.startswith(title)]:
+        result = _get(prometheus, "/api/v1/query", {"query": _substitute(expr)})["data"]["result"]
+        hosts |= {series["metric"].get("host") or series["metric"].get("node") for series in result}
+    return hosts
 
 
 def test_both_dcgm_host_label_names_reach_one_host_label(prometheus: int) -> None:

@@ -99,8 +99,9 @@ def _dcgm_profile(tmp_path: Path, name: str, answer: str) -> Path:
 
 
 def test_level_1_runs_dcgm_diag_and_a_failed_test_makes_the_host_unhealthy(tmp_path: Path) -> None:
-    """Level 1 on hosts that have DCGM: the real 3.x JSON (every test skipped) says nothing; the same
-    answer with one test failed on GPU 0 (derived from it) takes that host out of service."""
+    """Level 1 on hosts that have DCGM: the real 3.x JSON (every test skipped) proves nothing and says so
+    (never a pass); the same answer with one test failed on GPU 0 (derived from it) takes that host out of
+    service."""
     recorded = (fixture_dir("dcgmi") / "dcgm139-3x-json-skips-clipped.json").read_text()
     failed = recorded.replace('"status" : "Skip"', '"status" : "Fail"', 1)
     assert failed != recorded
@@ -118,7 +119,8 @@ hosts:
     assert "DCGM_DIAG_FAILED" in codes["n2"] and hosts["n2"]["verdict"] == "unhealthy"
     failed_finding = next(f for f in hosts["n2"]["findings"] if f["code"] == "DCGM_DIAG_FAILED")
     assert "PCIe" in failed_finding["message"] and "Fail" in failed_finding["message"]
-    assert not any(code.startswith("DCGM") for code in codes["n1"]), codes["n1"]
+    assert {code for code in codes["n1"] if code.startswith("DCGM")} == {"DCGM_DIAG_SKIPPED"}, codes["n1"]
+    assert hosts["n1"]["verdict"] != "healthy"
     assert not any("dcgmi" in f["message"] and "not installed" in f["message"] for f in hosts["n1"]["findings"])
 
 

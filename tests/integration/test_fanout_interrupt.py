@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,23 @@ from clusterctl.fanout import FleetInterrupted, Runner
 from clusterctl.transport.factory import ConnectOptions, make_connector
 
 pytestmark = pytest.mark.sshd
+
+
+@pytest.fixture(params=["sigint-default", "sigint-ignored"])
+def sigint_as_started(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The tests pass however their runner was started: in a terminal, or as a background job
+    (``nohup pytest &``), where SIGINT starts ignored and every child inherits that."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN if request.param == "sigint-ignored"
+                             else signal.default_int_handler)
+    try:
+        yield str(request.param)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _sigint_default() -> None:
+    """In the child, before exec: Ctrl-C acts as in a terminal, whatever this runner inherited."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _sleepers(hosts: list[SSHDHost], word: str) -> list[int]:
@@ -43,7 +61,7 @@ def _wait_for(check: object, timeout_s: float) -> bool:
 
 
 def test_sigint_during_a_fanout_over_hung_hosts_exits_promptly_and_stops_remote_work(
-    sshd_hosts: SSHDHosts, tmp_path: Path
+    sshd_hosts: SSHDHosts, tmp_path: Path, sigint_as_started: str
 ) -> None:
     hosts = sshd_hosts(3)
     inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts)
@@ -59,6 +77,7 @@ def test_sigint_during_a_fanout_over_hung_hosts_exits_promptly_and_stops_remote_
         [sys.executable, "-m", "clusterctl", "-i", str(inventory), "--known-hosts", str(known),
          "--ssh-config", str(config), "exec", "--", f"sleep 41; touch {marker}"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(home),
+        preexec_fn=_sigint_default,
     )
     try:
         assert _wait_for(lambda: len(_sleepers(hosts, "41")) == 3, 20), "the command never started on every host"
@@ -77,7 +96,8 @@ def test_sigint_during_a_fanout_over_hung_hosts_exits_promptly_and_stops_remote_
     assert not marker.exists()
 
 
-def test_runner_reports_finished_and_running_hosts_on_interrupt(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
+def test_runner_reports_finished_and_running_hosts_on_interrupt(sshd_hosts: SSHDHosts, tmp_path: Path,
+                                                               sigint_as_started: str) -> None:
     import yaml
 
     from clusterctl.inventory.loader import load_inventory
@@ -96,7 +116,9 @@ def test_runner_reports_finished_and_running_hosts_on_interrupt(sshd_hosts: SSHD
         seconds = "0" if transport.host.name == "h1" else "42"
         return transport.run(f"sleep {seconds}; echo done")
 
-    # The interrupt arrives in the main thread, as Ctrl-C does.
+    # The interrupt arrives in the main thread, as Ctrl-C does, and raises KeyboardInterrupt as it
+    # does in a terminal, also where this runner started with SIGINT ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT))
     options = ConnectOptions(ssh_config=str(config), known_hosts=str(known))
     with Runner(make_connector(options), timeout_s=60) as runner:

@@ -1,10 +1,12 @@
 """A real Prometheus and Alertmanager (Debian's packages) on loopback: bootstrap's DCGM rule fires on an
-Xid 79 metric, Alertmanager calls the webhook from 'remediate alertmanager-config', the receiver quarantines
-and drains the named mock host."""
+Xid 79 metric, Alertmanager calls the receiver as 'remediate alertmanager-config' configures it (a bearer
+token from its credentials_file, over TLS with a client certificate: certificates made in the test), and
+the receiver, which requires both, quarantines and drains the named mock host."""
 
 from __future__ import annotations
 
 import io
+import secrets
 import shutil
 import socket
 import subprocess
@@ -16,13 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from certs import make_pki
 from kube_sim import KubeSim
 
 from clusterctl.bootstrap.cluster import alerts
 from clusterctl.bootstrap.cluster.settings import AlertSettings
 from clusterctl.fanout import Runner
 from clusterctl.inventory.loader import load_inventory
-from clusterctl.quarantine.receiver import Remediator, serve, webhook_config
+from clusterctl.quarantine.receiver import ReceiverAuth, Remediator, serve, webhook_config
+from clusterctl.quarantine.webhook_server import ListenAddress, Security, TokenFile, tls_context
 from clusterctl.transport.factory import ConnectOptions, make_connector
 
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
@@ -71,18 +75,27 @@ def test_a_firing_dcgm_rule_quarantines_the_host_through_alertmanager(tmp_path: 
     sim = KubeSim(tmp_path / "cluster", names=("gpu-01", "gpu-02", "gpu-03"))
     sim.deploy("trainer", 3)
     log = io.StringIO()
+    pki = make_pki(tmp_path / "pki")
+    token = tmp_path / "remediate.token"
+    token.write_text(secrets.token_hex(32) + "\n")
+    token.chmod(0o600)
+    security = Security(TokenFile(str(token)), tls_context(str(pki.server_cert), str(pki.server_key), str(pki.ca)),
+                        mutual=True)
     connect = make_connector(ConnectOptions())
     remediator = Remediator(load_inventory(str(sim.inventory)), lambda: Runner(connect, parallel=8, timeout_s=60),
                             log, journal_folder=str(tmp_path / "undo"))
     bound: list[int] = []
     started = threading.Event()
-    receiver = threading.Thread(target=serve, args=(remediator, "127.0.0.1", 0),
+    receiver = threading.Thread(target=serve, args=(remediator, ListenAddress("127.0.0.1", 0), security),
                                 kwargs={"ready": lambda p: (bound.append(p), started.set())}, daemon=True)
     receiver.start()
     assert started.wait(30)
 
     am_port, prom_port = free_port(), free_port()
-    am_config = webhook_config(f"http://127.0.0.1:{bound[0]}/webhook").replace("group_wait: 10s", "group_wait: 1s")
+    auth = ReceiverAuth(credentials_file=str(token), ca_file=str(pki.ca), cert_file=str(pki.client_cert),
+                        key_file=str(pki.client_key))
+    am_config = webhook_config(f"https://127.0.0.1:{bound[0]}/webhook", auth).replace("group_wait: 10s",
+                                                                                      "group_wait: 1s")
     (tmp_path / "alertmanager.yml").write_text(am_config)
     (tmp_path / "dcgm-rules.yml").write_text(alerts.render_rules(AlertSettings(), ("gpu-01", "gpu-02")))
     (tmp_path / "prometheus.yml").write_text(
@@ -118,4 +131,6 @@ def test_a_firing_dcgm_rule_quarantines_the_host_through_alertmanager(tmp_path: 
         node["spec"]["taints"]
     assert not any(p.startswith("default/trainer-") for p in sim.pods_on("gpu-02"))
     assert '"decision": "drain"' in log.getvalue() and "gpu-02" in log.getvalue()
+    assert "CN=alertmanager" in log.getvalue()  # the caller, as its client certificate names it
+    assert '"unauthorized"' not in log.getvalue() and token.read_text().strip() not in log.getvalue()
     assert not sim.node("gpu-01")["spec"].get("unschedulable")

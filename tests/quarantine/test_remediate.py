@@ -17,6 +17,7 @@ from kube_sim import KubeSim
 from clusterctl.fanout import Runner
 from clusterctl.inventory.loader import load_inventory
 from clusterctl.quarantine.receiver import Remediator, parse_payload, serve, webhook_config
+from clusterctl.quarantine.webhook_server import ListenAddress, Security
 from clusterctl.transport.factory import ConnectOptions, make_connector
 
 
@@ -111,7 +112,8 @@ def http_receiver(sim: KubeSim) -> Iterator[tuple[str, io.StringIO]]:
         bound.append(port)
         started.set()
 
-    thread = threading.Thread(target=serve, args=(receiver, "127.0.0.1", 0), kwargs={"ready": ready}, daemon=True)
+    thread = threading.Thread(target=serve, args=(receiver, ListenAddress("127.0.0.1", 0), Security()),
+                              kwargs={"ready": ready}, daemon=True)
     thread.start()
     assert started.wait(30)
     yield f"http://127.0.0.1:{bound[0]}", log

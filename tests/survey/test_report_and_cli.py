@@ -242,3 +242,20 @@ def test_live_survey_turns_a_partial_read_into_a_finding_not_a_crash(tmp_path: P
     assert partial[0]["evidence"]["warnings"][0]["line"] == 1
     host = data["hosts"][0]
     assert host["gpu_count"] == 8 and host["parse_warnings"][0]["fact"] == "topology"
+
+
+# --- the last line says what the exit code means (issue 37) -----------------------------------
+
+
+def test_demo_survey_ends_with_one_line_naming_its_exit_code_and_why() -> None:
+    result = clusterctl("-i", str(REPO / "inventories" / "demo.yaml"), "survey")
+    assert result.exit_code == 1, result.output
+    last = result.stdout.rstrip().splitlines()[-1]
+    assert last.startswith("6 hosts: 2 errors,"), last
+    assert "exit 1: error findings on 2 hosts: gpu-a3,gpu-b3." in last
+
+
+def test_a_healthy_survey_says_exit_0_and_why() -> None:
+    result = clusterctl("-i", str(REPO / "inventories" / "demo.yaml"), "-l", "gpu-a1,gpu-b1", "survey")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.rstrip().splitlines()[-1].endswith("exit 0: no error findings, every host reached.")

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from demo_calls import DemoRecordings
 from real_cluster import Cluster, start_cluster
-from real_tools import find_tool
+from real_tools import find_tool, skipped_summary
 
 
 @pytest.fixture
@@ -35,3 +35,10 @@ def demo_recordings(tmp_path_factory: pytest.TempPathFactory) -> DemoRecordings:
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with start_cluster(tmp_path_factory.mktemp("control-plane")) as cluster:
         yield cluster
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Outside CI, missing tools skip their tests: one line says so and how to build them."""
+    line = skipped_summary()
+    if line:
+        terminalreporter.write_line(line, yellow=True)

@@ -128,7 +128,7 @@ UPSTREAM_CRDS = (
 def upstream_file(name: str, relative: str) -> Path:
     path = module_files(name) / relative
     if not path.exists():
-        missing(f"{path} is not there: run tests/upstream/fetch-manifests")
+        missing(f"{path} is not there: run tests/upstream/fetch-manifests", what=name)
     return path
 
 

@@ -9,6 +9,7 @@ ConfigMap and points the exporter at it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -90,6 +91,51 @@ def render_prometheus_rule(settings: AlertSettings, nvlink_hosts: Iterable[str] 
 def _values(settings: AlertSettings, hosts: list[str]) -> dict[str, object]:
     return {"gpu_temp_c": settings.gpu_temp_c, "memory_temp_c": settings.memory_temp_c, "nvlink_hosts": hosts,
             "nvlink_regex": host_alternation(hosts, "an alert rule's Hostname matcher")}
+
+
+@dataclass(frozen=True)
+class ReceiverAuth:
+    """How Alertmanager authenticates to ``remediate serve`` (paths as Alertmanager's machine has them)."""
+
+    #: The bearer token (``--token-file`` of the receiver holds the same).
+    credentials_file: str | None = None
+    #: The CA that signed the receiver's certificate (``https://`` URLs).
+    ca_file: str | None = None
+    #: Alertmanager's client certificate and key, for a receiver started with ``--client-ca``.
+    cert_file: str | None = None
+    key_file: str | None = None
+
+
+def render_alertmanager_receiver(url: str, auth: ReceiverAuth | None = None, *, group_wait: str = "10s") -> str:
+    """The route and ``webhook_configs`` receiver that send every alert to ``remediate serve`` (for
+    ``alertmanager.yml``), with ``http_config``'s bearer token file and ``tls_config`` as Alertmanager
+    reads them."""
+    auth = auth or ReceiverAuth()
+    lines = [
+        "route:",
+        "  receiver: clusterctl-remediate",
+        "  group_by: [alertname, Hostname]",
+        f"  group_wait: {group_wait}",
+        "  group_interval: 1m",
+        "  repeat_interval: 4h",
+        "receivers:",
+        "  - name: clusterctl-remediate",
+        "    webhook_configs:",
+        f"      - url: {json.dumps(url)}",
+        "        send_resolved: false",
+        "        max_alerts: 0",
+    ]
+    tls = [(key, value) for key, value in (("ca_file", auth.ca_file), ("cert_file", auth.cert_file),
+                                           ("key_file", auth.key_file)) if value]
+    if auth.credentials_file or tls:
+        lines.append("        http_config:")
+    if auth.credentials_file:
+        lines += ["          authorization:", "            type: Bearer",
+                  f"            credentials_file: {json.dumps(auth.credentials_file)}"]
+    if tls:
+        lines.append("          tls_config:")
+        lines += [f"            {key}: {json.dumps(value)}" for key, value in tls]
+    return "\n".join(lines) + "\n"
 
 
 def render_counters_configmap(name: str, namespace: str, key: str) -> str:

@@ -12,6 +12,7 @@ against containerd's published support table before anything is installed.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterable
 from pathlib import Path
 
 from clusterctl.bootstrap.apt_sources import (
@@ -36,10 +37,25 @@ APT_ENV = {"DEBIAN_FRONTEND": "noninteractive"}
 #: boot, a cloud-init run) instead of failing at once; apt 1.9.11+ honours it, older apt ignores it.
 APT_LOCK_WAIT_S = 120
 APT_LOCK = f"-o DPkg::Lock::Timeout={APT_LOCK_WAIT_S}"
-#: Keep config files already on the host (containerd's config.toml is the containerd phase's).
-INSTALL = (f"apt-get install -y {APT_LOCK} --allow-downgrades --allow-change-held-packages "
-           "-o Dpkg::Options::=--force-confold")
+#: Keep config files already on the host (containerd's config.toml is the containerd phase's). No
+#: ``--allow-downgrades``: a pin below what a host runs is refused (``DOWNGRADE_REFUSED``) unless the
+#: user asked for the downgrade (``bootstrap --allow-downgrade``, ``DOWNGRADE``).
+INSTALL = f"apt-get install -y {APT_LOCK} --allow-change-held-packages -o Dpkg::Options::=--force-confold"
+DOWNGRADE = "--allow-downgrades"
+#: The finding that refuses a downgrade; ``bootstrap.run.downgrade_refusal`` turns it into exit 2.
+DOWNGRADE_REFUSED = "DOWNGRADE_REFUSED"
+#: Where the inventory pins each package, for the message that asks to move the pin.
+PIN_FIELDS = {"kubelet": "stack.kubernetes", "kubeadm": "stack.kubernetes", "kubectl": "stack.kubernetes",
+              "containerd": "stack.containerd", "containerd.io": "stack.containerd"}
 UPDATE = f"apt-get update {APT_LOCK}"
+
+
+def packages_at(pairs: Iterable[tuple[str, str]]) -> str:
+    """``kubelet, kubeadm, kubectl 1.36.3-1.1``: packages named once per version they share, in order."""
+    by_version: dict[str, list[str]] = {}
+    for package, version in pairs:
+        by_version.setdefault(version, []).append(package)
+    return "; ".join(f"{', '.join(packages)} {version}" for version, packages in by_version.items())
 
 
 def _key_bytes(repo: AptRepo) -> bytes | None:
@@ -93,7 +109,30 @@ class Packages(Phase[PackageFacts]):
         if state.os_id is not None and not family & set(APT_FAMILIES):
             out.append(Finding(Severity.ERROR, "OS_UNSUPPORTED", f"{state.os_id}: the packages phase needs apt",
                                host=ctx.host.name))
+        older = self._downgrades(ctx, state)
+        if older:
+            out.append(self._downgrade_finding(ctx, older))
         return out
+
+    def _downgrades(self, ctx: PhaseContext, state: PackageFacts) -> list[tuple[Pin, str]]:
+        """The pins below what the host runs (after ``upgrade apply``, or a newer package put there by hand)."""
+        found = ((p, state.packages.get(p.package)) for p in wanted_packages(ctx.host.stack, ctx.inventory.bootstrap))
+        return [(p, got.version) for p, got in found if got is not None and got.installed and p.downgrades(got.version)]
+
+    @staticmethod
+    def _downgrade_finding(ctx: PhaseContext, older: list[tuple[Pin, str]]) -> Finding:
+        fields = {p.package: PIN_FIELDS.get(p.package, "bootstrap.nvidia_container_toolkit") for p, _ in older}
+        runs = packages_at((p.package, version) for p, version in older)
+        pins = packages_at((p.package, f"{p.upstream} ({fields[p.package]})") for p, _ in older)
+        evidence = {"running": {p.package: version for p, version in older},
+                    "pinned": {p.package: p.upstream for p, _ in older}, "fields": fields}
+        if ctx.options.allow_downgrade:
+            return Finding(Severity.WARNING, "DOWNGRADE", f"goes back from {runs} to the inventory's pins: {pins} "
+                           "(--allow-downgrade)", host=ctx.host.name, evidence=evidence)
+        return Finding(Severity.ERROR, DOWNGRADE_REFUSED, f"runs {runs}, newer than the inventory's pins: {pins}; "
+                       "not downgraded unless asked", host=ctx.host.name, evidence=evidence,
+                       fix="Set the pin to the version the host runs (as after 'clusterctl upgrade apply'), or "
+                       "pass --allow-downgrade to go back to the pin.")
 
     def plan(self, ctx: PhaseContext, state: PackageFacts) -> list[Change]:
         host = ctx.host.name
@@ -140,7 +179,9 @@ class Packages(Phase[PackageFacts]):
             # another version was the host's before and is only moved to the pin.
             absent = tuple(MAKES_PACKAGE + p.package for p in missing
                            if (found := state.packages.get(p.package)) is None or not found.installed)
-            changes.append(Change.run(host, f"{INSTALL} {args}", env=APT_ENV, timeout_s=600 + APT_LOCK_WAIT_S,
+            asked = ctx.options.allow_downgrade and self._downgrades(ctx, state)
+            install = f"{INSTALL} {DOWNGRADE}" if asked else INSTALL
+            changes.append(Change.run(host, f"{install} {args}", env=APT_ENV, timeout_s=600 + APT_LOCK_WAIT_S,
                                       summary="install " + ", ".join(f"{p.package} {p.upstream}" for p in missing),
                                       makes=absent))
         unheld = [p.package for p in pins if p.package not in state.holds]

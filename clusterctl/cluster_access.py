@@ -1,0 +1,84 @@
+"""Reaching the cluster through its control plane, and the one answer when there is none.
+
+Every day-2 command that needs a working control plane (status, quarantine, release, health
+--quarantine, upgrade, remove-node, certs) reads it through ``on_control_plane``. When the control
+plane answers but no cluster runs there (no kubectl or kubeadm, no admin.conf, an API server that
+refuses connections), they all stop the same way: ``NoCluster``, exit 2, one paragraph that says
+what could not be done, what the host answered (one line of it) and what to run first. A control
+plane that cannot be reached at all (down, wrong key, timed out) is a failed host instead: exit 1,
+in the same shape. Either way stdout stays empty, with ``-o json`` too: a script reads the exit
+status and stderr, never a half report.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from clusterctl.errors import ClusterctlError, UsageError
+from clusterctl.terminal_text import one_line
+from clusterctl.transport.base import CommandResult, FailureKind, TransportError
+
+if TYPE_CHECKING:
+    from clusterctl.fanout import Runner
+    from clusterctl.fanout.outcomes import Failure
+    from clusterctl.inventory.model import Host
+    from clusterctl.transport.base import Transport
+
+T = TypeVar("T")
+
+#: What to run first, said once for every command.
+FIRST = ("Run 'clusterctl bootstrap' first ('bootstrap plan' shows what it would do), or point -i at the "
+         "inventory whose first control-plane host runs the cluster.")
+
+#: Failures that mean the host itself was not reached: not a question of a cluster.
+_UNREACHED = (FailureKind.UNREACHABLE, FailureKind.AUTH_FAILED, FailureKind.HOST_KEY_REFUSED, FailureKind.TIMED_OUT)
+#: Prefixes the layers below put on a message ("error: ", "RuntimeError: ", "command failed: ").
+_PREFIX = re.compile(r"^(?:(?:error|[A-Z][A-Za-z]*Error|command failed(?: \(exit \d+\))?):\s*)+")
+
+
+class NoCluster(UsageError):
+    """The control plane answered, but no working cluster is there: exit 2, with what to run first."""
+
+
+class ControlPlaneUnreachable(ClusterctlError):
+    """The control plane host could not be reached (down, refused the login, timed out): exit 1."""
+
+
+def command_failed(result: CommandResult) -> TransportError:
+    """The error a read on the control plane raises when its command failed: the command's first
+    word and the last line of its stderr (``kubectl: sh: 1: kubectl: not found``)."""
+    tool = result.command.split()[0] if result.command.split() else "the command"
+    tail = result.stderr_tail(1) or f"exit {result.exit_code}"
+    return TransportError(FailureKind.COMMAND_FAILED, f"{tool} failed: {tail}")
+
+
+def reason(failure: Failure | None) -> str:
+    """What the host answered, in one line, without the prefixes the layers below add."""
+    if failure is None:
+        return "no answer"
+    text = _PREFIX.sub("", failure.message.strip())
+    tail = failure.stderr_tail.strip() if failure.stderr_tail else ""
+    if tail and tail not in text:
+        text = f"{text}: {tail}" if text else tail
+    return one_line(_PREFIX.sub("", text)) or failure.kind.value
+
+
+def not_usable(host: str, what: str, failure: Failure | None) -> ClusterctlError:
+    """The one error of a day-2 command whose read of the cluster through ``host`` failed."""
+    why = reason(failure)
+    if failure is not None and failure.kind in _UNREACHED:
+        return ControlPlaneUnreachable(f"cannot {what}: the control plane {host} was not reached "
+                                       f"({failure.kind.value}: {why}).")
+    return NoCluster(f"no working cluster: cannot {what} through the control plane {host} ({why}).", hint=FIRST)
+
+
+def on_control_plane(runner: Runner, host: Host, task: Callable[[Transport], T], *, what: str, label: str,
+                     timeout_s: float | None = None) -> T:
+    """``task`` on the control plane ``host``; its value, or ``not_usable``'s error when it failed."""
+    fleet = runner.run_task([host], task, label=label, timeout_s=timeout_s)
+    (outcome,) = fleet.outcomes
+    if outcome.ok and outcome.value is not None:
+        return outcome.value
+    raise not_usable(host.name, what, outcome.failure)

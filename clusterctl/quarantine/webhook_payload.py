@@ -1,0 +1,146 @@
+"""Alertmanager's webhook body, read within bounds, and the receiver's one-JSON-line-per-decision log.
+
+The body comes from the network, so nothing in it is trusted: its size is bounded by the
+server, its nesting depth here (before ``json.loads`` recurses into it), every number must be
+short (a 5,000-digit integer is refused rather than converted), ``NaN`` and ``Infinity`` are
+refused, and the two labels the receiver reads (the alert's name and the host) have the sizes
+real ones have. Anything else is a ``BadPayload`` (answered 400, nothing done, never a
+traceback). Log lines cut every text field to ``FIELD_CHARS``, so a 1 MB label cannot become a
+1 MB log line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+HOST_LABELS = ("Hostname", "hostname", "node", "instance")
+#: Deepest nesting of objects and arrays a webhook body may have: a real one has 4
+#: (body, alerts, alert, labels).
+MAX_DEPTH = 16
+#: Longest number in a body (a real one has small ones: ``truncatedAlerts``).
+MAX_NUMBER_CHARS = 32
+#: Longest alert name and host label read (a DNS name is at most 253 characters; an instance label
+#: adds a port).
+MAX_ALERTNAME_CHARS = 256
+MAX_HOST_CHARS = 262
+#: Longest text of one field in a log line.
+FIELD_CHARS = 300
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+class BadPayload(ValueError):
+    """Not an Alertmanager webhook payload; the message says what is wrong."""
+
+
+@dataclass(frozen=True)
+class Alert:
+    name: str
+    host_label: str
+    status: str
+
+
+def _depth(body: bytes) -> int:
+    """The deepest nesting of ``[``/``{`` outside strings (brackets inside strings do not count)."""
+    deepest = depth = 0
+    for match in _BRACKET.finditer(_STRING.sub(b'""', body)):
+        if match.group() in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def _number(text: str) -> float | int:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise BadPayload(f"a number of {len(text)} characters (at most {MAX_NUMBER_CHARS}): not a webhook payload")
+    return float(text) if any(c in text for c in ".eE") else int(text)
+
+
+def _constant(text: str) -> None:
+    raise BadPayload(f"{text} is not JSON a webhook payload has")
+
+
+def _loads(body: bytes) -> Any:
+    depth = _depth(body)
+    if depth > MAX_DEPTH:
+        raise BadPayload(f"nested {depth} levels deep (at most {MAX_DEPTH}): not a webhook payload")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadPayload(f"not UTF-8: {exc.reason} at byte {exc.start}") from None
+    try:
+        return json.loads(text, parse_int=_number, parse_float=_number, parse_constant=_constant)
+    except json.JSONDecodeError as exc:
+        raise BadPayload(f"not JSON: {exc}") from None
+    except RecursionError:  # the depth check makes this unreachable; kept as a 400, never a traceback
+        raise BadPayload("nested too deeply: not a webhook payload") from None
+
+
+def parse_payload(body: bytes) -> list[Alert]:
+    """The alerts of one webhook POST; ``BadPayload`` for anything else."""
+    data = _loads(body)
+    if not isinstance(data, dict) or not isinstance(data.get("alerts"), list):
+        raise BadPayload("no 'alerts' list: not an Alertmanager webhook payload")
+    alerts: list[Alert] = []
+    for index, item in enumerate(data["alerts"]):
+        labels = item.get("labels") if isinstance(item, dict) else None
+        if not isinstance(labels, dict) or not isinstance(labels.get("alertname"), str):
+            raise BadPayload(f"alerts[{index}] has no labels.alertname")
+        name = labels["alertname"]
+        if not name or len(name) > MAX_ALERTNAME_CHARS:
+            raise BadPayload(f"alerts[{index}].labels.alertname has {len(name)} characters (1 to "
+                             f"{MAX_ALERTNAME_CHARS})")
+        status = item.get("status", data.get("status", "firing"))
+        if status not in ("firing", "resolved"):
+            raise BadPayload(f"alerts[{index}].status is {clip(repr(status), 60)}, not firing or resolved")
+        key = next((k for k in HOST_LABELS if isinstance(labels.get(k), str) and labels[k]), None)
+        host = str(labels[key]) if key else ""
+        if len(host) > MAX_HOST_CHARS:
+            raise BadPayload(f"alerts[{index}].labels.{key} has {len(host)} characters (at most {MAX_HOST_CHARS})")
+        if host and key == "instance" and ":" in host and not host.startswith("["):
+            host = host.rsplit(":", 1)[0]
+        elif host and key == "instance" and host.startswith("[") and "]" in host:
+            host = host[1:host.index("]")]  # [fd00::4]:9400
+        alerts.append(Alert(name, host, str(status)))
+    return alerts
+
+
+def clip(text: str, limit: int = FIELD_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _bounded(value: object) -> object:
+    if isinstance(value, str):
+        return clip(value)
+    if isinstance(value, (list, tuple)):
+        return [_bounded(v) for v in list(value)[:20]]
+    return value
+
+
+class DecisionLog:
+    """One JSON line per decision (``time`` first), each text field at most ``FIELD_CHARS``; thread-safe."""
+
+    def __init__(self, stream: TextIO, clock: Callable[[], float] = time.time) -> None:
+        self.stream = stream
+        self.clock = clock
+        self._lock = threading.Lock()
+
+    def say(self, **entry: object) -> None:
+        line = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.clock()))}
+        line.update({k: _bounded(v) for k, v in entry.items()})  # type: ignore[misc]
+        text = json.dumps(line) + "\n"
+        with self._lock:
+            self.stream.write(text)
+            self.stream.flush()

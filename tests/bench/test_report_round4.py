@@ -1,0 +1,95 @@
+"""``bench report -o json`` carries every figure its parsers read (issue #36): algbw and time beside
+busbw, the run's NCCL version, each parser's whole result; and perftest rows whose figures
+contradict each other are reported as inconsistent."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import pytest
+from clirun import clusterctl
+from fixture_files import FIXTURES, fixture_dir, read_fixture
+
+from clusterctl.facts.nccltests import parse_nccl_tests
+from clusterctl.facts.perftest import parse_perftest
+
+
+def _report(*paths: str, rate: str | None = None) -> tuple[int, list[dict[str, Any]]]:
+    args = ["bench", "report", "-o", "json", *(["--rate-gbps", rate] if rate else []), *paths]
+    run = clusterctl(*args)
+    return run.exit_code, json.loads(run.stdout)["files"]
+
+
+def _walk(value: Any, plain: Any, path: str) -> int:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        assert isinstance(plain, dict), f"{path}: not an object in the JSON"
+        return sum(_walk(getattr(value, f.name), plain.get(f.name, _MISSING), f"{path}.{f.name}")
+                   for f in dataclasses.fields(value))
+    if isinstance(value, (tuple, list)):
+        assert isinstance(plain, list) and len(plain) == len(value), f"{path}: {len(value)} items, JSON {plain!r:.80}"
+        return sum(_walk(item, plain[i], f"{path}[{i}]") for i, item in enumerate(value))
+    if isinstance(value, (set, frozenset)):
+        assert isinstance(plain, list) and sorted(plain) == sorted(value), f"{path}: {value!r}, JSON {plain!r}"
+        return len(value) or 1
+    if isinstance(value, dict):
+        assert isinstance(plain, dict) and set(map(str, value)) == set(plain), f"{path}: keys differ"
+        return sum(_walk(item, plain[str(k)], f"{path}[{k!r}]") for k, item in value.items())
+    assert plain is not _MISSING, f"{path} is not in the JSON"
+    assert plain == value, f"{path}: parsed {value!r}, JSON has {plain!r}"
+    return 1
+
+
+_MISSING = object()
+LOGS = sorted((tool, p.name) for tool in ("nccl-tests", "perftest") for p in fixture_dir(tool).iterdir()
+              if p.name != "README.md")
+
+
+@pytest.mark.parametrize(("tool", "name"), LOGS, ids=[f"{t}/{n}" for t, n in LOGS])
+def test_every_field_each_log_parser_reads_reaches_bench_report_json(tool: str, name: str) -> None:
+    parse = parse_nccl_tests if tool == "nccl-tests" else parse_perftest
+    try:
+        parsed = parse(read_fixture(tool, name))
+    except Exception:  # a log bench report refuses (no table, no banner) has no fields to carry
+        pytest.skip("not a log bench report reads")
+    _, (entry,) = _report(str(FIXTURES / tool / name))
+    assert _walk(parsed, entry["parsed"], tool) > 0
+
+
+def test_nccl_rows_carry_algbw_and_time_and_the_run_names_its_nccl_version() -> None:
+    _, (efa, rtx) = _report(str(FIXTURES / "nccl-tests" / "all_reduce-efa-mpirun-tag-output-nccl-info.txt"),
+                            str(FIXTURES / "nccl-tests" / "all_gather_perf_mpi-rtx5090-2rank-tag-output.txt"))
+    assert efa["nccl_version"] == "2.12.7+cuda11.4"
+    assert rtx["nccl_tests_version"] == "2.18.0"
+    parsed = parse_nccl_tests(read_fixture("nccl-tests", "all_reduce-efa-mpirun-tag-output-nccl-info.txt"))
+    last, row = parsed.rows[-1], efa["rows"][-1]
+    assert (row["out_of_place_algbw_gbs"], row["out_of_place_time_us"]) == (last.out_of_place.algbw_gbs,
+                                                                            last.out_of_place.time_us)
+    assert (row["in_place_algbw_gbs"], row["in_place_time_us"]) == (last.in_place.algbw_gbs, last.in_place.time_us)
+    assert row["out_of_place_algbw_gbs"] is not None and row["count"] == last.count
+
+
+def test_a_mb_per_second_header_over_gbit_figures_is_inconsistent() -> None:
+    code, (entry,) = _report(str(FIXTURES / "perftest" / "DERIVED-write_bw-ndr400-gbits-figures-mb-sec-header.txt"))
+    (finding,) = entry["findings"]
+    assert code == 1 and (finding["code"], finding["severity"]) == ("FIGURE_INCONSISTENT", "error")
+    assert "header says MB/sec" in finding["message"] and "392.34 Gb/s" in finding["message"]
+    # The same log with its own Gb/sec header is consistent.
+    _, (original,) = _report(str(FIXTURES / "perftest" / "write_bw-ndr400-gbits-prompt.txt"))
+    assert original["findings"] == []
+
+
+@pytest.mark.parametrize("name", ["send_bw-bidir-D5-peak-zero-client.txt", "write_bw-roce-postlist-gbits-client.txt"])
+def test_a_zero_peak_beside_a_non_zero_average_is_inconsistent(name: str) -> None:
+    _, (entry,) = _report(str(FIXTURES / "perftest" / name))
+    codes = [(f["code"], f["severity"]) for f in entry["findings"]]
+    assert ("FIGURE_INCONSISTENT", "warning") in codes
+    assert any("peak 0.00" in f["message"] for f in entry["findings"])
+
+
+def test_consistent_real_logs_get_no_inconsistency() -> None:
+    for name in ("send_bw-ndr400-mib-sec-lockfree-prompt.txt", "write_bw-hdr200-ib-a-sweep-client.txt",
+                 "write_bw-bidir-a-sweep-gbits-indented.txt", "write_bw-rtx4080-gdr-mib-sec-server.txt"):
+        _, (entry,) = _report(str(FIXTURES / "perftest" / name))
+        assert not any(f["code"] == "FIGURE_INCONSISTENT" for f in entry["findings"]), name

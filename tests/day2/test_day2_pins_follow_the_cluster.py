@@ -1,0 +1,82 @@
+"""The README's upgrade walk, then ``bootstrap plan``: the next bootstrap never downgrades the cluster.
+
+After ``upgrade apply --to 1.36.3`` the demo inventory still pins 1.36.2. Bootstrap then refuses
+(exit 2) naming what the hosts run and the pin, until the user moves the pin or asks for the
+downgrade with ``--allow-downgrade``; it never passes ``--allow-downgrades`` to apt otherwise.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clirun import clusterctl
+from day2_helpers import DEMO, DEMO_SURVEY, mock_cluster_folder
+
+
+def _installed(state: Path, host: str, package: str) -> str:
+    from clusterctl.mock.state import HostState
+
+    data = HostState(mock_cluster_folder(state) / "hosts" / host, host).read()
+    return str(data["packages"][package]["version"])
+
+
+def _upgraded(state: Path) -> None:
+    done = clusterctl("-i", DEMO, "upgrade", "apply", "--to", "1.36.3", "--yes", "--state-dir", state / "progress",
+                      "--ready-timeout", "2")
+    assert done.exit_code == 0, done.output
+
+
+def _inventory_pinned_at(state: Path, tmp_path: Path, version: str) -> Path:
+    """The demo inventory, its pin moved to ``version``, on the same mock hosts (as a user edits it)."""
+    text = DEMO.read_text().replace('kubernetes: "1.36.2"', f'kubernetes: "{version}"')
+    text = text.replace("profile: demo/", f"profile: {DEMO.parent / 'demo'}/")
+    text = text.replace("defaults:\n", f"defaults:\n  mock_state: {mock_cluster_folder(state)}\n", 1)
+    moved = tmp_path / "demo.yaml"
+    moved.write_text(text)
+    return moved
+
+
+def test_after_the_readme_upgrade_walk_bootstrap_plan_plans_no_downgrade(bootstrapped_demo: Path,
+                                                                         tmp_path: Path) -> None:
+    _upgraded(bootstrapped_demo)
+    plan = clusterctl("-i", DEMO, "bootstrap", "plan", "--survey", DEMO_SURVEY)
+    assert plan.exit_code == 2, plan.output
+    assert "--allow-downgrades" not in plan.output and "kubelet=1.36.2" not in plan.output
+    error = plan.stderr.split("error: ", 1)[1]
+    assert "gpu-a[1-3],gpu-b[1-3] run kubelet, kubeadm, kubectl 1.36.3-1.1" in error
+    assert "pins kubelet, kubeadm, kubectl 1.36.2 (stack.kubernetes)" in error and "--allow-downgrade" in error
+    assert "Traceback" not in plan.output
+
+    # An apply refuses the same way and leaves every host at what it runs.
+    applied = clusterctl("-i", DEMO, "bootstrap", "--survey", DEMO_SURVEY, "--yes", "--state-dir",
+                         bootstrapped_demo / "progress")
+    assert applied.exit_code == 2, applied.output
+    assert {_installed(bootstrapped_demo, h, "kubelet") for h in ("gpu-a1", "gpu-b3")} == {"1.36.3-1.1"}
+
+    # The user picks the running version: the plan is quiet about packages.
+    moved = _inventory_pinned_at(bootstrapped_demo, tmp_path, "1.36.3")
+    kept = clusterctl("-i", moved, "-o", "json", "bootstrap", "plan", "--survey", DEMO_SURVEY)
+    assert kept.exit_code == 0, kept.output
+    packages = [r for r in kept.json()["results"] if r["phase"] == "packages"]
+    assert packages and all(r["status"] == "ok" and not r.get("changes") for r in packages)
+
+
+def test_a_downgrade_is_planned_only_when_asked_for(bootstrapped_demo: Path) -> None:
+    _upgraded(bootstrapped_demo)
+    asked = clusterctl("-i", DEMO, "-l", "gpu-b3", "bootstrap", "plan", "--phase", "packages", "--allow-downgrade")
+    assert asked.exit_code == 0, asked.output
+    install = next(line for line in asked.stdout.splitlines() if line.startswith("$ apt-get install"))
+    assert "--allow-downgrades" in install and "'kubelet=1.36.2-*'" in install
+    assert "DOWNGRADE" in asked.stdout  # the plan says it goes back, as a warning
+
+    done = clusterctl("-i", DEMO, "-l", "gpu-b3", "bootstrap", "phase", "packages", "--allow-downgrade", "--yes",
+                      "--state-dir", bootstrapped_demo / "progress")
+    assert done.exit_code == 0, done.output
+    assert _installed(bootstrapped_demo, "gpu-b3", "kubelet").startswith("1.36.2-")
+
+
+def test_a_fresh_bootstrap_never_passes_allow_downgrades(_private_mock_state: Path) -> None:
+    plan = clusterctl("-i", DEMO, "-l", "gpu-a1", "bootstrap", "plan", "--phase", "packages")
+    assert plan.exit_code == 0, plan.output
+    install = next(line for line in plan.stdout.splitlines() if line.startswith("$ apt-get install"))
+    assert "'kubelet=1.36.2-*'" in install and "--allow-downgrades" not in install

@@ -1,0 +1,215 @@
+"""``health read``: every fact a parser reads reaches ``-o json``, and the real pastes of round 4
+(issue #36) read right: skipped DCGM tests, DDR and 10 Gb/s ports, NVLink speeds, an ECC mode that is an
+error string, a note after a value, ``nvidia-smi -q -i N``, prompt lines on the first line."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from fixture_files import fixture_dir, read_fixture
+
+from clusterctl.facts.model import warnings_of
+from clusterctl.facts.nvsmi_query import parse_nvidia_smi_q
+from clusterctl.health.read import read_outputs
+from clusterctl.health.report import report_from_json, report_to_json
+
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "clusterctl" / "schemas" / "health.schema.json")
+                    .read_text())
+
+
+def _read(*files: tuple[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """``health read`` of fixtures, as the JSON ``-o json`` prints, and the notes it prints on stderr."""
+    report, notes = read_outputs([(name, read_fixture(tool, name)) for tool, name in files])
+    data = json.loads(json.dumps(report_to_json(report)))
+    jsonschema.validate(data, SCHEMA)
+    return data, notes
+
+
+def _host(data: dict[str, Any]) -> dict[str, Any]:
+    (host,) = data["hosts"]
+    return host
+
+
+# --- every field of every parser's typed result reaches the JSON -------------------------------
+
+
+#: One recording per reader ``health read`` knows (probe attribute, fixture folder, file).
+READERS = [
+    ("smi", "nvidia-smi-q", "gpud-535.183.01-8xh100-sxm.txt"),
+    ("smi", "nvidia-smi-q", "DERIVED-a10-remap-pending-arrow-note.txt"),
+    ("kernel", "kernel-log", "gpud-dmesg-iso-xid48-63-94-h100.log"),
+    ("nvlink", "nvlink", "gb200-nvml-mock-issue-elided.txt"),
+    ("nvlink_errors", "nvlink-e", "brev-535.161.08-8xa100-40gb-loop-banners.txt"),
+    ("rdma", "ibv_devinfo", "mlx4-ddr-20g-root-prompt-ompi-users-2010.txt"),
+    ("rdma", "ibstat", "socket-direct-cx6-ibp2s0f0.txt"),
+    ("ib_counters", "ib-counters", "gpud-sysfs-h100-grep-H.txt"),
+    ("pci", "lspci", "gpud-lspci-vvv-8xh100.txt"),
+    ("dcgm", "dcgmi", "dcgm253-4.2.3-570.148.08-l40s-clipped.txt"),
+    ("dcgm", "dcgmi", "dcgm139-3x-json-skips-clipped.json"),
+]
+
+
+def _walk(value: Any, plain: Any, path: str) -> int:
+    """Assert ``plain`` (the JSON) holds ``value`` field by field; returns how many leaves were compared."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        assert isinstance(plain, dict), f"{path}: {type(value).__name__} is not an object in the JSON"
+        count = 0
+        for field in dataclasses.fields(value):
+            assert field.name in plain, f"{path}.{field.name} is not in the JSON"
+            count += _walk(getattr(value, field.name), plain[field.name], f"{path}.{field.name}")
+        return count
+    if isinstance(value, (tuple, list)):
+        assert isinstance(plain, list) and len(plain) == len(value), f"{path}: {len(value)} items, JSON {plain!r:.80}"
+        return sum(_walk(item, plain[i], f"{path}[{i}]") for i, item in enumerate(value))
+    if isinstance(value, (set, frozenset)):
+        assert isinstance(plain, list) and sorted(plain) == sorted(value), f"{path}: {value!r}, JSON {plain!r}"
+        return len(value) or 1
+    if isinstance(value, dict):
+        assert isinstance(plain, dict) and set(map(str, value)) == set(plain), f"{path}: keys differ"
+        return sum(_walk(item, plain[str(key)], f"{path}[{key!r}]") for key, item in value.items())
+    assert plain == value, f"{path}: parsed {value!r}, JSON has {plain!r}"
+    return 1
+
+
+@pytest.mark.parametrize(("attribute", "tool", "name"), READERS, ids=[f"{t}/{n}" for _, t, n in READERS])
+def test_every_field_each_parser_reads_reaches_health_read_json(attribute: str, tool: str, name: str) -> None:
+    from clusterctl.health.read import _formats
+
+    parse = next(f[3] for f in _formats() if f[1] == attribute)
+    parsed = parse(read_fixture(tool, name))
+    data, _ = _read((tool, name))
+    reading = _host(data)["readings"][attribute]
+    assert reading["file"] == name
+    # A tuple-shaped result (ibstat's devices, nvlink -s's GPUs) is walked item by item.
+    assert _walk(parsed, reading["result"], attribute) > 0
+    assert reading["warnings"] == [w.to_json() for w in warnings_of(parsed)]
+
+
+def test_readings_survive_save_and_compare_round_trip() -> None:
+    data, _ = _read(("dcgmi", "dcgm139-3x-json-skips-clipped.json"))
+    report = report_from_json(data)
+    assert report.hosts[0].readings == _host(data)["readings"]
+    assert report_from_json({**data, "schema_version": 1}).hosts[0].verdict.value == "degraded"  # v1 still read
+
+
+# --- 1. facts the checks did not report -----------------------------------------------------------
+
+
+def test_skipped_dcgm_tests_reach_the_json_and_are_never_a_pass() -> None:
+    data, _ = _read(("dcgmi", "dcgm139-3x-json-skips-clipped.json"))
+    host = _host(data)
+    statuses = {(r["test"], r["status"]) for r in host["facts"]["dcgm"]["results"]}
+    assert statuses == {("PCIe", "Skip"), ("GPU Memory", "Skip"), ("Diagnostic", "Skip"), ("EUD Test", "Skip")}
+    # Every test skipped: nothing was tested, so the host is not reported healthy.
+    assert host["verdict"] == "degraded" and host["reason"].startswith("DCGM_DIAG_SKIPPED")
+
+
+def test_dcgm_run_metadata_and_per_gpu_passes_reach_the_json() -> None:
+    data, notes = _read(("dcgmi", "dcgm253-4.2.3-570.148.08-l40s-clipped.txt"))
+    dcgm = _host(data)["facts"]["dcgm"]
+    assert (dcgm["dcgm_version"], dcgm["driver_version"]) == ("4.2.3", "570.148.08")
+    assert dcgm["gpu_device_ids"] == ["26b9", "26b9", "26b9", "26b9"]
+    assert {(r["test"], r["gpu"], r["status"]) for r in dcgm["results"]} >= {("software", g, "Pass") for g in range(4)}
+    assert any("line 17" in n and "memory" in n for n in notes)  # the clipped row is named, not dropped
+
+
+def test_ddr_port_rate_physical_state_and_link_layer_reach_the_json() -> None:
+    data, notes = _read(("ibv_devinfo", "mlx4-ddr-20g-root-prompt-ompi-users-2010.txt"))
+    links = _host(data)["facts"]["ib_links"]
+    assert links["mlx4_0/1"] == {"state": "PORT_ACTIVE", "phys_state": "LinkUp", "link_layer": "InfiniBand",
+                                 "rate_gbps": 20.0, "active_width": "4X", "active_speed": "5.0 Gbps"}
+    assert links["mlx4_0/2"]["phys_state"] == "Polling" and links["mlx4_0/2"]["state"] == "PORT_DOWN"
+    assert notes == []  # '# ibv_devinfo -v' on the first line is the root prompt, not an unread line
+
+
+def test_a_port_at_10_among_100_is_visible_in_the_json() -> None:
+    data, _ = _read(("ibstat", "socket-direct-cx6-ibp2s0f0.txt"))
+    rates = {port: link["rate_gbps"] for port, link in _host(data)["facts"]["ib_links"].items()}
+    assert rates["ibp2s0f0/1"] == 100 and rates["ibp2s0f1/1"] == 10
+
+
+def test_each_nvlink_speed_reaches_the_json_and_an_elided_paste_is_not_links_down() -> None:
+    data, notes = _read(("nvlink", "gb200-nvml-mock-issue-elided.txt"))
+    host = _host(data)
+    assert host["facts"]["nvlink"]["0"]["speeds_gbps"] == {str(link): 53.125 for link in range(18)}
+    assert host["facts"]["nvlink"]["1"] == {"active": 2, "inactive": [], "speeds_gbps": {"0": 53.125, "1": 53.125}}
+    # GPU 1's other links were left out with '...': unknown, said so, and not judged as down.
+    assert host["verdict"] == "healthy"
+    assert any("leaves lines out" in n for n in notes)
+
+
+def test_ecc_mode_that_is_an_error_string_is_kept_and_reported() -> None:
+    data, _ = _read(("nvidia-smi-q", "DERIVED-gpud-535.183.01-8xh100-ecc-mode-unknown-error.txt"))
+    host = _host(data)
+    gpus = host["facts"]["gpus"]
+    assert gpus["00000000:86:00.0"]["ecc_mode"] == "Unknown Error"
+    assert gpus["00000000:53:00.0"]["ecc_mode"] == "Enabled"
+    assert any(f["code"] == "GPU_ECC_MODE_UNKNOWN" and f["subject"] == "GPU 3" for f in host["findings"])
+    assert host["verdict"] != "healthy"
+
+
+# --- 2. a marker after a value --------------------------------------------------------------------
+
+
+def test_arrow_after_pending_yes_reads_yes_and_keeps_the_note() -> None:
+    q = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "DERIVED-a10-remap-pending-arrow-note.txt"))
+    (gpu,) = q.gpus
+    assert gpu.remap_pending is True and gpu.unread == ()
+    assert gpu.notes == ("line 142: Remapped Rows/Pending: <-- this is why the job died",)
+    data, notes = _read(("nvidia-smi-q", "DERIVED-a10-remap-pending-arrow-note.txt"))
+    host = _host(data)
+    assert host["verdict"] == "unhealthy" and host["reason"].startswith("GPU_ROW_REMAP_PENDING")
+    assert any("this is why the job died" in n for n in notes)
+
+
+@pytest.mark.parametrize("written", ["Yes (see Xid 63 above)", "yes, look", "Ja"])
+def test_a_value_read_only_in_part_or_not_at_all_never_makes_the_host_healthy(written: str) -> None:
+    # The A10 recording with its 'Pending : Yes' line written as a person might (edited here, in the test).
+    text = read_fixture("nvidia-smi-q", "gpud-535.129.03-a10-pcie-remap-pending.txt").replace(
+        "Pending                           : Yes", f"Pending                           : {written}")
+    (gpu,) = parse_nvidia_smi_q(text).gpus
+    report, notes = read_outputs([("q.txt", text)])
+    assert report.hosts[0].verdict.value != "healthy"
+    if written == "Ja":
+        assert gpu.remap_pending is None and gpu.unread == ("Remapped Rows/Pending",)
+        assert any("line 142" in n and "Remapped Rows/Pending" in n for n in notes)
+    else:
+        assert gpu.remap_pending is True and gpu.notes and "line 142" in gpu.notes[0]
+
+
+# --- 3. nvidia-smi -q -i N ------------------------------------------------------------------------
+
+
+def test_one_gpu_selected_with_i_is_not_a_clipped_paste() -> None:
+    q = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "DERIVED-gpud-535.183.01-h100-q-i-3.txt"))
+    assert q.attached_gpus == 8 and len(q.gpus) == 1 and q.warnings == ()
+    assert q.gpus[0].bus_id == "00000000:86:00.0" and q.gpus[0].minor_number == 3
+    data, notes = _read(("nvidia-smi-q", "DERIVED-gpud-535.183.01-h100-q-i-3.txt"))
+    assert notes == [] and _host(data)["verdict"] == "healthy"
+
+
+def test_a_block_cut_short_is_still_a_clipped_paste() -> None:
+    q = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "gpud-535.183.01-h100-truncated.txt"))
+    assert any("says 8 but 1" in w.message and "ends early" in w.message for w in q.warnings)
+
+
+# --- 7. prompts on the first line -----------------------------------------------------------------
+
+
+def test_bracketed_root_prompt_on_the_first_line_is_a_prompt() -> None:
+    name = "cubecos312-580.105.06-blackwell-d-memory-performance-clipped.txt"
+    q = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", name))
+    assert not any("unrecognised line" in w.message for w in q.warnings)
+
+
+def test_readmes_name_every_new_fixture() -> None:
+    for tool in ("nvidia-smi-q", "nvlink", "ibv_devinfo", "topo"):
+        readme = (fixture_dir(tool) / "README.md").read_text()
+        for path in fixture_dir(tool).iterdir():
+            if path.name != "README.md":
+                assert f"`{path.name}`" in readme, f"{tool}/{path.name} has no source line in its README"

@@ -1,0 +1,319 @@
+"""remediate serve as an attacker meets it: authentication, TLS, listen addresses, hostile bodies, stalled
+connections.
+
+Each test starts the real server (``webhook_server``) on loopback in front of a receiver acting on a
+simulated cluster, so "nothing changed" is the cluster's state, compared before and after.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import secrets
+import socket
+import ssl
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from certs import Pki, make_pki
+from clirun import clusterctl
+from kube_sim import KubeSim
+
+from clusterctl.fanout import Runner
+from clusterctl.inventory.loader import load_inventory
+from clusterctl.quarantine.receiver import Remediator, serve
+from clusterctl.quarantine.webhook_server import Limits, ListenAddress, Security, TokenFile, tls_context
+from clusterctl.transport.factory import ConnectOptions, make_connector
+
+
+def payload(*alerts: tuple[str, str]) -> bytes:
+    return json.dumps({"version": "4", "status": "firing", "receiver": "clusterctl-remediate", "alerts": [
+        {"status": "firing", "labels": {"alertname": name, "Hostname": host}} for name, host in alerts]}).encode()
+
+
+@dataclass
+class Running:
+    url: str
+    log: io.StringIO
+    sim: KubeSim
+    pki: Pki
+    token: Path
+
+    def lines(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.log.getvalue().splitlines()]
+
+
+@contextlib.contextmanager
+def started(tmp_path: Path, security_for: Any, *, host: str = "127.0.0.1",
+            limits: Limits | None = None) -> Iterator[Running]:
+    sim = KubeSim(tmp_path / "cluster", names=("gpu-01", "gpu-02", "gpu-03", "gpu-04"))
+    pki = make_pki(tmp_path / "pki")
+    token = tmp_path / "remediate.token"
+    token.write_text(secrets.token_hex(32) + "\n")
+    token.chmod(0o600)
+    security: Security = security_for(pki, token)
+    log = io.StringIO()
+    connect = make_connector(ConnectOptions())
+    remediator = Remediator(load_inventory(str(sim.inventory)), lambda: Runner(connect, parallel=8, timeout_s=60),
+                            log, journal_folder=str(tmp_path / "undo"))
+    bound: list[int] = []
+    started = threading.Event()
+    address = ListenAddress(host, 0)
+    thread = threading.Thread(target=serve, args=(remediator, address, security),
+                              kwargs={"ready": lambda p: (bound.append(p), started.set()), "limits": limits},
+                              daemon=True)
+    thread.start()
+    assert started.wait(30)
+    yield Running(address.url(bound[0], tls=security.tls is not None), log, sim, pki, token)
+
+
+def token_over_tls(pki: Pki, token: Path) -> Security:
+    return Security(TokenFile(str(token)), tls_context(str(pki.server_cert), str(pki.server_key)))
+
+
+def mutual_tls(pki: Pki, token: Path) -> Security:
+    return Security(None, tls_context(str(pki.server_cert), str(pki.server_key), str(pki.ca)), mutual=True)
+
+
+@pytest.fixture
+def with_token(tmp_path: Path) -> Iterator[Running]:
+    with started(tmp_path, token_over_tls) as run:
+        yield run
+
+
+def client_context(pki: Pki, *, certificate: bool = False) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(pki.ca))
+    if certificate:
+        context.load_cert_chain(str(pki.client_cert), str(pki.client_key))
+    return context
+
+
+def post(url: str, body: bytes, context: ssl.SSLContext | None, headers: dict[str, str] | None = None) \
+        -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(url, data=body, method="POST",
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=60, context=context) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def bearer(token: Path) -> dict[str, str]:
+    return {"Authorization": "Bearer " + token.read_text().strip()}
+
+
+def test_without_the_token_the_answer_is_401_and_nothing_changes(with_token: Running) -> None:
+    run = with_token
+    context = client_context(run.pki)
+    before = run.sim.snapshot()
+    body = payload(("GPUFellOffTheBus", "gpu-02"))
+    for headers in ({}, {"Authorization": "Bearer " + "0" * 64}, {"Authorization": "Basic YWRtaW46YWRtaW4="},
+                    {"Authorization": "Bearer"}):
+        status, answer = post(run.url, body, context, headers)
+        assert status == 401 and "bearer token" in answer["error"], headers
+    assert run.sim.snapshot() == before
+    assert [line["decision"] for line in run.lines()] == ["unauthorized"] * 4
+    status, _ = post(run.url, body, context, bearer(run.token))
+    assert status == 200 and run.sim.node("gpu-02")["spec"]["unschedulable"] is True
+    assert run.token.read_text().strip() not in run.log.getvalue()
+
+
+def test_a_rotated_token_takes_effect_without_a_restart(with_token: Running) -> None:
+    run = with_token
+    context = client_context(run.pki)
+    old = bearer(run.token)
+    run.token.write_text(secrets.token_hex(32) + "\n")
+    assert post(run.url, payload(("GPUTemperatureHigh", "gpu-01")), context, old)[0] == 401
+    assert post(run.url, payload(("GPUTemperatureHigh", "gpu-01")), context, bearer(run.token))[0] == 200
+
+
+def test_plain_http_to_the_tls_port_changes_nothing(with_token: Running) -> None:
+    run = with_token
+    before = run.sim.snapshot()
+    with pytest.raises((urllib.error.URLError, ConnectionError, http_client_errors())):
+        post(run.url.replace("https://", "http://"), payload(("GPUFellOffTheBus", "gpu-02")), None,
+             bearer(run.token))
+    assert run.sim.snapshot() == before
+
+
+def http_client_errors() -> type[Exception]:
+    import http.client
+
+    return http.client.HTTPException
+
+
+def test_mutual_tls_refuses_a_caller_without_a_certificate_of_its_ca(tmp_path: Path) -> None:
+    with started(tmp_path, mutual_tls) as run:
+        before = run.sim.snapshot()
+        other = make_pki(tmp_path / "other", ca_name="someone else's CA")
+        stranger = client_context(run.pki)
+        stranger.load_cert_chain(str(other.client_cert), str(other.client_key))
+        for context in (client_context(run.pki), stranger):
+            with pytest.raises((urllib.error.URLError, ConnectionError, ssl.SSLError)):
+                post(run.url, payload(("GPUFellOffTheBus", "gpu-02")), context)
+        assert run.sim.snapshot() == before
+        assert all(line["decision"] == "connection closed" for line in run.lines())
+        status, _ = post(run.url, payload(("GPUFellOffTheBus", "gpu-02")), client_context(run.pki, certificate=True))
+        assert status == 200 and run.sim.node("gpu-02")["spec"]["unschedulable"] is True
+        assert any("CN=alertmanager" in line.get("caller", "") for line in run.lines())
+
+
+HOSTILE = {
+    "deep JSON": b'{"alerts": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    "deep JSON, unclosed": b"[" * 200_000,
+    "a 5,000-digit number": b'{"version": "4", "truncatedAlerts": ' + b"9" * 5000 + b', "alerts": []}',
+    "a 5,000-digit float": b'{"alerts": [], "x": 1.' + b"5" * 5000 + b"}",
+    "NaN": b'{"alerts": [], "x": NaN}',
+    "a 900 kB alert name": payload(("G" * 900_000, "gpu-01")),
+    "a 900 kB host label": payload(("GPUFellOffTheBus", "h" * 900_000)),
+}
+
+
+@pytest.mark.parametrize("what", sorted(HOSTILE))
+def test_hostile_bodies_are_answered_400_with_one_short_log_line(with_token: Running, what: str,
+                                                                 capfd: pytest.CaptureFixture[str]) -> None:
+    run = with_token
+    before = run.sim.snapshot()
+    status, answer = post(run.url, HOSTILE[what], client_context(run.pki), bearer(run.token))
+    assert status == 400 and len(answer["error"]) < 1000, answer
+    assert run.sim.snapshot() == before
+    (line,) = run.log.getvalue().splitlines()
+    assert json.loads(line)["decision"] == "rejected" and len(line) < 1000
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_body_over_the_limit_is_413_unread(with_token: Running) -> None:
+    import http.client
+
+    run = with_token
+    port = int(run.url.rsplit(":", 1)[1].split("/")[0])
+    connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=60, context=client_context(run.pki))
+    connection.putrequest("POST", "/webhook")
+    connection.putheader("Authorization", bearer(run.token)["Authorization"])
+    connection.putheader("Content-Length", str((1 << 20) + 1))
+    connection.endheaders()  # the body is never sent: the answer must not wait for it
+    answer = connection.getresponse()
+    assert answer.status == 413 and "body over" in json.loads(answer.read())["error"]
+    connection.close()
+
+
+def test_stalled_and_trickling_connections_are_closed(tmp_path: Path) -> None:
+    limits = Limits(request_s=2.0, idle_s=1.0)
+    with started(tmp_path, token_over_tls, limits=limits) as run:
+        port = int(run.url.rsplit(":", 1)[1].split("/")[0])
+
+        def closed_after(send: Any, port: int = port) -> float:
+            """Seconds until the server closes a connection that ``send`` feeds."""
+            began = time.monotonic()
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+                send(sock)
+                sock.settimeout(30)
+                try:
+                    while sock.recv(4096):
+                        pass
+                except OSError:
+                    pass
+            return time.monotonic() - began
+
+        def silent(sock: socket.socket) -> None:  # never starts the TLS handshake
+            return
+
+        def trickle(sock: socket.socket) -> None:  # a byte every 0.5 s: each read is within idle_s
+            for _ in range(60):
+                try:
+                    sock.sendall(b"\x16")
+                except OSError:
+                    return
+                time.sleep(0.5)
+
+        stalled: dict[str, float] = {}
+
+        def measure(send: Any) -> None:
+            stalled[send.__name__] = closed_after(send)
+
+        threads = [threading.Thread(target=measure, args=(f,)) for f in (silent, trickle)]
+        for thread in threads:
+            thread.start()
+        # Meanwhile the receiver answers others at once.
+        status, _ = post(run.url, payload(("GPUTemperatureHigh", "gpu-01")), client_context(run.pki),
+                         bearer(run.token))
+        assert status == 200
+        for thread in threads:
+            thread.join(60)
+        # Closed by the request bound (2 s), not by the client giving up (30 s); slack for a loaded machine.
+        assert stalled["silent"] < 15 and stalled["trickle"] < 15, stalled
+
+
+def ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 loopback on this machine")
+def test_it_listens_on_ipv6(tmp_path: Path) -> None:
+    with started(tmp_path, token_over_tls, host="::1") as run:
+        assert run.url.startswith("https://[::1]:")
+        status, _ = post(run.url, payload(("NVLinkCRCErrors", "gpu-03")), client_context(run.pki), bearer(run.token))
+        assert status == 200 and run.sim.node("gpu-03")["spec"]["unschedulable"] is True
+        assert any(line.get("caller", "").startswith("[::1]:") for line in run.lines())
+
+
+def test_listening_beyond_loopback_without_authentication_and_tls_exits_2(tmp_path: Path) -> None:
+    token = tmp_path / "t.token"
+    token.write_text(secrets.token_hex(32))
+    token.chmod(0o600)
+    pki = make_pki(tmp_path / "pki")
+    tls = ["--tls-cert", str(pki.server_cert), "--tls-key", str(pki.server_key)]
+    for args, says in (([], "without authentication and TLS"),
+                       (["--token-file", str(token)], "without TLS"),
+                       (tls, "without authentication")):
+        for listen in ("0.0.0.0:9095", "[::]:9095", "10.1.2.3:9095", "gpu-01.example:9095"):
+            run = clusterctl("remediate", "serve", "--listen", listen, *args)
+            assert run.exit_code == 2, run.output
+            assert says in run.output and "loopback" in run.output and "Traceback" not in run.output
+    token.chmod(0o644)
+    run = clusterctl("remediate", "serve", "--listen", "0.0.0.0:9095", "--token-file", str(token), *tls)
+    assert run.exit_code == 2 and "chmod 600" in run.output
+    run = clusterctl("remediate", "serve", "--listen", "::1:9095")
+    assert run.exit_code == 2 and "[::1]:9095" in run.output
+
+
+def test_help_shows_no_unauthenticated_wildcard_listen() -> None:
+    run = clusterctl("remediate", "serve", "--help")
+    assert run.exit_code == 0 and "--token-file" in run.output and "--client-ca" in run.output
+    assert "0.0.0.0" not in run.output
+
+
+def test_the_alertmanager_snippet_is_what_alertmanager_accepts(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    import yaml
+
+    run = clusterctl("remediate", "alertmanager-config", "--url", "https://10.0.0.5:9095/webhook",
+                     "--token-file", "/etc/alertmanager/remediate.token", "--ca-file", "/etc/alertmanager/ca.crt")
+    assert run.exit_code == 0, run.output
+    config = yaml.safe_load(run.stdout)["receivers"][0]["webhook_configs"][0]
+    assert config["http_config"] == {"authorization": {"type": "Bearer",
+                                                       "credentials_file": "/etc/alertmanager/remediate.token"},
+                                     "tls_config": {"ca_file": "/etc/alertmanager/ca.crt"}}
+    amtool = shutil.which("amtool")
+    if amtool is None:
+        pytest.skip("needs Debian's prometheus-alertmanager (amtool)")
+    (tmp_path / "alertmanager.yml").write_text(run.stdout)
+    checked = subprocess.run([amtool, "check-config", str(tmp_path / "alertmanager.yml")], capture_output=True,
+                             text=True, timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
