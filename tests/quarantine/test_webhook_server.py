@@ -46,6 +46,7 @@ class Running:
     sim: KubeSim
     pki: Pki
     token: Path
+    remediator: Remediator
 
     def lines(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.log.getvalue().splitlines()]
@@ -72,7 +73,7 @@ def started(tmp_path: Path, security_for: Any, *, host: str = "127.0.0.1",
                               daemon=True)
     thread.start()
     assert started.wait(30)
-    yield Running(address.url(bound[0], tls=security.tls is not None), log, sim, pki, token)
+    yield Running(address.url(bound[0], tls=security.tls is not None), log, sim, pki, token, remediator)
 
 
 def token_over_tls(pki: Pki, token: Path) -> Security:
@@ -123,7 +124,7 @@ def test_without_the_token_the_answer_is_401_and_nothing_changes(with_token: Run
     assert run.sim.snapshot() == before
     assert [line["decision"] for line in run.lines()] == ["unauthorized"] * 4
     status, _ = post(run.url, body, context, bearer(run.token))
-    assert status == 200 and run.sim.node("gpu-02")["spec"]["unschedulable"] is True
+    assert status == 200 and run.remediator.settle(300) and run.sim.node("gpu-02")["spec"]["unschedulable"] is True
     assert run.token.read_text().strip() not in run.log.getvalue()
 
 
@@ -163,7 +164,8 @@ def test_mutual_tls_refuses_a_caller_without_a_certificate_of_its_ca(tmp_path: P
         assert run.sim.snapshot() == before
         assert all(line["decision"] == "connection closed" for line in run.lines())
         status, _ = post(run.url, payload(("GPUFellOffTheBus", "gpu-02")), client_context(run.pki, certificate=True))
-        assert status == 200 and run.sim.node("gpu-02")["spec"]["unschedulable"] is True
+        assert status == 200 and run.remediator.settle(300)
+        assert run.sim.node("gpu-02")["spec"]["unschedulable"] is True
         assert any("CN=alertmanager" in line.get("caller", "") for line in run.lines())
 
 
@@ -267,7 +269,7 @@ def test_it_listens_on_ipv6(tmp_path: Path) -> None:
     with started(tmp_path, token_over_tls, host="::1") as run:
         assert run.url.startswith("https://[::1]:")
         status, _ = post(run.url, payload(("NVLinkCRCErrors", "gpu-03")), client_context(run.pki), bearer(run.token))
-        assert status == 200 and run.sim.node("gpu-03")["spec"]["unschedulable"] is True
+        assert status == 200 and run.remediator.settle(300) and run.sim.node("gpu-03")["spec"]["unschedulable"] is True
         assert any(line.get("caller", "").startswith("[::1]:") for line in run.lines())
 
 

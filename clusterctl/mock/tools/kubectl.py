@@ -4,7 +4,8 @@ Supported: ``get --raw /readyz``; ``get nodes [NAME] -o json``; ``get [-n NS] KI
 ``get pod -n NS NAME -o jsonpath={.status.phase}``; ``apply [--server-side] -f FILE|URL|-``;
 ``rollout status KIND/NAME -n NS``; ``wait --for=jsonpath={.status.phase}=PHASE pod/NAME``;
 ``logs``; ``delete pod``; ``patch node N --subresource=status`` and token Secrets
-(``kubectl_status``); and on nodes and their pods (``kubectl_nodes``): ``taint``, ``cordon``,
+(``kubectl_status``); Leases (``kubectl_lease``: get, create and replace with compare-and-swap on
+``resourceVersion``, delete); and on nodes and their pods (``kubectl_nodes``): ``taint``, ``cordon``,
 ``uncordon``, ``annotate``, ``get pods -A --field-selector spec.nodeName=N -o json``, evictions
 through ``create --raw .../eviction -f -``; applied Deployments, StatefulSets and
 PodDisruptionBudgets run and guard pods (``kube_workloads``). Messages are kubectl's
@@ -36,7 +37,8 @@ RESOURCES = {"daemonset": ("daemonsets", "apps"), "deployment": ("deployments", 
              "configmap": ("configmaps", ""), "namespace": ("namespaces", ""),
              "runtimeclass": ("runtimeclasses", "node.k8s.io"), "installation": ("installations", "operator.tigera.io"),
              "apiserver": ("apiservers", "operator.tigera.io"), "statefulset": ("statefulsets", "apps"),
-             "poddisruptionbudget": ("poddisruptionbudgets", "policy"), "node": ("nodes", "")}
+             "poddisruptionbudget": ("poddisruptionbudgets", "policy"), "node": ("nodes", ""),
+             "lease": ("leases", "coordination.k8s.io")}
 ALIASES = {"crd": "customresourcedefinition", "ds": "daemonset", "deploy": "deployment", "ns": "namespace",
            "po": "pod", "cm": "configmap", "sts": "statefulset", "pdb": "poddisruptionbudget", "no": "node"}
 CRD_FOR_KIND = {"installation": "installations.operator.tigera.io", "apiserver": "apiservers.operator.tigera.io",
@@ -234,6 +236,10 @@ def run(ctx: ToolContext) -> ToolResult:
 
         return ctx.fail(recording("kubectl-refused.txt", endpoint=endpoint))
     namespace = options.get("--namespace", "default")
+    from clusterctl.mock.tools import kubectl_lease
+
+    if kubectl_lease.handles(words, options, ctx):
+        return kubectl_lease.run(ctx, words, options)
     if words[:1] == ["get"] and "--raw" in flags:
         return ctx.ok("ok") if words[1:] == ["/readyz"] else _not_found("path", " ".join(words[1:]))
     if words[:2] in (["get", "nodes"], ["get", "node"], ["get", "no"]):
