@@ -137,9 +137,11 @@ def bootstrap_phases(ctx: typer.Context) -> None:
                 "once_per_cluster": p.once_per_cluster, "default": p.name in default} for p in phases]
 
     def table() -> None:
+        from clusterctl.terminal_layout import print_wrapped
+
         for p in phases:
             extra = "" if p.name in default else "  (only when asked by name)"
-            app.console.print(f"{p.name:<18} {p.description}{extra}", markup=False, highlight=False)
+            print_wrapped(app.console, f"{p.name:<18} {p.description}{extra}", 19)
 
     app.emit(payload, table)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
@@ -50,25 +48,25 @@ def certs_check(
 
 
 def _print_check(app: AppContext, report: object) -> None:
-    from rich.table import Table
-
     from clusterctl.day2.certs import CertsReport
+    from clusterctl.terminal_layout import Column, print_table, print_wrapped
+    from clusterctl.terminal_text import one_line
 
     assert isinstance(report, CertsReport)
-    table = Table(title="kubeadm certificates", highlight=False)
-    for column in ("host", "certificate", "expires", "days left", "signed by"):
-        table.add_column(column, justify="right" if column == "days left" else "left")
+    rows: list[tuple[str, str, str, str, str]] = []
     for host in report.hosts:
         if host.expiration is None:
-            table.add_row(host.host, "(unread)", host.error, "", "")
+            rows.append((host.host, "(unread)", one_line(host.error or ""), "", ""))
             continue
         for cert in (*host.expiration.certificates, *host.expiration.authorities):
-            table.add_row(host.host, cert.name, f"{cert.expires:%Y-%m-%d %H:%M}", str(cert.days_left(report.now)),
-                          cert.authority or ("(authority)" if cert in host.expiration.authorities else ""))
-    app.console.print(table)
+            rows.append((host.host, cert.name, f"{cert.expires:%Y-%m-%d %H:%M}", str(cert.days_left(report.now)),
+                         cert.authority or ("(authority)" if cert in host.expiration.authorities else "")))
+    # Host, certificate and expiry are what a user acts on: never cut; the signer goes first.
+    print_table(app.console, (Column("host", keep=True), Column("certificate", keep=True),
+                              Column("expires", keep=True), Column("days left", keep=True, justify="right"),
+                              Column("signed by", keep=True, drop_order=1)), rows, title="kubeadm certificates")
     for f in report.findings:
-        app.console.print(f"{f.severity.value.upper():<7} {f.where} {f.code}: {f.message}", markup=False,
-                          highlight=False, soft_wrap=True)
+        print_wrapped(app.console, f"{f.severity.value.upper():<7} {f.where} {f.code}: {one_line(f.message)}", 10)
 
 
 @certs_app.command("renew", help="kubeadm certs renew all, then restart the static pods; one control plane at a time.")
@@ -80,20 +78,17 @@ def certs_renew(
                              help="Seconds a manifest stays out (the kubelet's fileCheckFrequency, 20 s)."),
 ) -> None:
     from clusterctl.day2.certs import renew
-    from clusterctl.hostlist import compress
     from clusterctl.secret import mask_text
 
     app = app_context(ctx)
     inventory = app.inventory()
     if wait < 1:
         raise UsageError("--restart-wait must be 1 second or more", field="--restart-wait")
-    if not dry_run and not yes:
-        names = compress([h.name for h in app.hosts() if "control-plane" in h.roles])
-        if not sys.stdin.isatty():
-            raise UsageError(f"certs renew restarts the control plane on {names}; refusing without a terminal to ask.",
-                             hint="Pass --yes to confirm (or --dry-run to see the steps).")
-        if not typer.confirm(f"Renew the certificates and restart the control plane on {names}?", default=False):
-            raise typer.Exit(1)
+    from clusterctl.cli.confirm import confirm_change
+
+    confirm_change("renew the certificates and restart the control plane's static pods", [h.name for h in
+                   app.hosts() if "control-plane" in h.roles], yes=yes, dry_run=dry_run,
+                   preview="clusterctl certs renew --dry-run")
     with app.runner() as runner:
         steps = renew(runner, inventory, list(app.hosts()), apply=not dry_run, wait_s=wait)
 

@@ -57,9 +57,11 @@ def health_command(
     probe_timeout: float = typer.Option(30.0, "--probe-timeout", min=1.0, metavar="SECONDS",
                                         help="Limit for each probe command on a host (a hung nvidia-smi)."),
     quarantine: bool = typer.Option(False, "--quarantine",
-                                    help="Apply the quarantine policy: unhealthy hosts are quarantined (only said "
-                                    "without --yes), degraded ones reported (docs/quarantine.md)."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="With --quarantine: quarantine (without it: a dry run)."),
+                                    help="Apply the quarantine policy: unhealthy hosts are quarantined (drained "
+                                    "where the policy says), degraded ones reported (docs/quarantine.md). Asks "
+                                    "first; --yes for scripts (required off a terminal)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="With --quarantine: decide and show; touch nothing."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="With --quarantine: quarantine without asking."),
     max_unavailable: Optional[str] = typer.Option(  # noqa: UP045
         None, "--max-unavailable", metavar="N|PCT",
         help="With --quarantine: most hosts out of service at once (default: the inventory's, else 10%, at least 1)."),
@@ -76,15 +78,23 @@ def health_command(
     hosts = app.hosts()
     if not hosts:
         raise UsageError("no host selected: check -l/--limit and the inventory")
-    if not quarantine and (yes or max_unavailable):
-        raise UsageError("--yes and --max-unavailable go with --quarantine")
+    if not quarantine and (yes or max_unavailable or dry_run):
+        raise UsageError("--yes, --dry-run and --max-unavailable go with --quarantine")
+    if quarantine:
+        from clusterctl.cli.confirm import confirm_change
+
+        # Asked before the health run: what it finds is quarantined without a second question.
+        confirm_change("quarantine (and, where the policy says, drain) the hosts this health run finds unhealthy",
+                       [h.name for h in hosts], yes=yes, dry_run=dry_run,
+                       preview="clusterctl health --quarantine --dry-run")
     policy = None
     with app.runner() as runner:
         report = run_health(hosts, runner, options, inventory=inventory.name)
         if quarantine:
             from clusterctl.cli.quarantine_cmd import apply_health_policy
 
-            policy = apply_health_policy(app, runner, report.hosts, yes=yes, max_unavailable=max_unavailable)
+            policy = apply_health_policy(app, runner, report.hosts, apply=not dry_run,
+                                         max_unavailable=max_unavailable)
     finish(app, report, save=save, policy=policy)
 
 

@@ -38,16 +38,14 @@ def show(ctx: typer.Context) -> None:
     found = summaries(app.hosts())
 
     def table() -> None:
-        from rich.table import Table
+        from clusterctl.terminal_layout import Column, print_table
 
-        t = Table(title="mock host state", title_justify="left")
-        for col in ("host", "state folder", "services", "packages"):
-            t.add_column(col)
-        for s in found:
-            t.add_row(s.host, s.folder if s.exists else f"{s.folder} (not created yet)",
-                      ", ".join(f"{k}={v}" for k, v in s.services.items()),
-                      ", ".join(f"{k}={v}" for k, v in s.packages.items()))
-        app.console.print(t)
+        # The host and its state folder are copied (to look inside): never cut; the lists wrap.
+        rows = [(s.host, s.folder if s.exists else f"{s.folder} (not created yet)",
+                 ", ".join(f"{k}={v}" for k, v in s.services.items()),
+                 ", ".join(f"{k}={v}" for k, v in s.packages.items())) for s in found]
+        print_table(app.console, (Column("host", keep=True), Column("state folder", keep=True),
+                                  Column("services"), Column("packages")), rows, title="mock host state")
         if not found:
             app.warn("no mock hosts among the selected hosts")
 

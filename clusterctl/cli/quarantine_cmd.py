@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional
 
@@ -85,17 +84,6 @@ def named_hosts(app: AppContext, names: Sequence[str]) -> list[Host]:
     return chosen
 
 
-def confirm(what: str, *, yes: bool, dry_run: bool) -> None:
-    """The one rule for commands that change hosts: --yes, or a question on a terminal; refused off one."""
-    if dry_run or yes:
-        return
-    if not sys.stdin.isatty():
-        raise UsageError(f"this would {what}; refusing without a terminal to ask.",
-                         hint="Pass --yes to confirm (or --dry-run to see what it would do).")
-    if not typer.confirm(f"{what[0].upper()}{what[1:]}?", default=False, err=True):
-        raise typer.Exit(int(ExitCode.FAILED))
-
-
 def save_journal(app: AppContext, gate: Gate, command: str) -> str | None:
     from clusterctl.undo_journal import save_journal as write
 
@@ -121,7 +109,6 @@ def quarantine_command(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
 ) -> None:
     from clusterctl.changes import Gate
-    from clusterctl.hostlist import compress
     from clusterctl.quarantine.drain import DrainOptions
     from clusterctl.quarantine.run import QuarantineRequest, quarantine_hosts
 
@@ -129,8 +116,11 @@ def quarantine_command(
     targets = named_hosts(app, hosts)
     if drain_timeout <= 0:
         raise UsageError("--drain-timeout must be positive", field="--drain-timeout")
-    confirm(f"quarantine {compress([h.name for h in targets])}{' and drain it' if drain else ''}", yes=yes,
-            dry_run=dry_run)
+    from clusterctl.cli.confirm import confirm_change
+
+    names = [h.name for h in targets]
+    confirm_change("taint, cordon" + (" and drain" if drain else "") + " (quarantine)", names, yes=yes,
+                   dry_run=dry_run, preview=f"clusterctl quarantine {' '.join(names)} ... --dry-run")
     request = QuarantineRequest(reason=reason, codes=tuple(code or ()), drain=drain,
                                 drain_options=DrainOptions(timeout_s=drain_timeout, force=force,
                                                            delete_emptydir_data=delete_emptydir_data))
@@ -160,16 +150,22 @@ def release_command(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
 ) -> None:
     from clusterctl.changes import Gate
-    from clusterctl.hostlist import compress
     from clusterctl.quarantine.release import health_and_nccl_checks, release_hosts
 
     app = app_context(ctx)
     targets = named_hosts(app, hosts)
     gate = Gate(apply=not dry_run)
 
+    from clusterctl.cli.confirm import confirm_change, refuse_off_terminal
+
+    what = "untaint, uncordon and resume in Slurm (release)" + (" with the checks skipped" if skip_checks else "")
+    preview = f"clusterctl release {' '.join(h.name for h in targets)} --dry-run"
+    # Off a terminal the refusal comes first; at one, the question comes after the checks: a host
+    # that stays quarantined needs no answer from anyone.
+    refuse_off_terminal(what, [h.name for h in targets], yes=yes, dry_run=dry_run, preview=preview)
+
     def ask(names: list[str]) -> None:
-        # After the checks: a host that stays quarantined needs no answer from anyone.
-        confirm(f"release {compress(names)}{' (checks skipped)' if skip_checks else ''}", yes=yes, dry_run=dry_run)
+        confirm_change(what, names, yes=yes, dry_run=dry_run, preview=preview)
 
     with app.runner() as runner:
         results = release_hosts(runner, app.inventory(), targets, gate,
@@ -204,13 +200,13 @@ def status_command(ctx: typer.Context) -> None:
     app.emit({"quarantined": [n.to_json() for n in nodes]}, human)
 
 
-def apply_health_policy(app: AppContext, runner: Runner, verdicts: Sequence[HostVerdict], *, yes: bool,
+def apply_health_policy(app: AppContext, runner: Runner, verdicts: Sequence[HostVerdict], *, apply: bool,
                         max_unavailable: str | None) -> tuple[PolicyRun, str | None]:
-    """``health --quarantine``: decide per host, then quarantine with --yes (only plan without); the run and
+    """``health --quarantine``: decide per host, then quarantine (only plan with --dry-run); the run and
     its undo journal. Print it with ``quarantine_view.print_policy``."""
     from clusterctl.changes import Gate
     from clusterctl.quarantine.auto import quarantine_by_policy
 
-    gate = Gate(apply=yes)
+    gate = Gate(apply=apply)
     run = quarantine_by_policy(runner, app.inventory(), verdicts, gate, max_unavailable=max_unavailable)
     return run, save_journal(app, gate, "health-quarantine")

@@ -27,7 +27,8 @@ others are only logged (the inventory's quarantine.alerts changes that). Hosts n
 inventory are never acted on; a host already quarantined is not acted on again; never more
 than --max-unavailable hosts out of service (cordoned nodes count). Every decision is one JSON
 line on stderr. A body that is not a webhook payload gets 400 and changes nothing. With
---dry-run it decides and logs, and changes nothing.
+--dry-run it decides and logs, and changes nothing. Otherwise it asks once at start; --yes
+(or CLUSTERCTL_YES=1) confirms, and is required off a terminal (a service unit).
 
 Callers authenticate as Alertmanager's http_config does: a bearer token (--token-file, the
 same token as Alertmanager's credentials_file; without it: 401, nothing done) and, with
@@ -41,7 +42,7 @@ Examples:
 
   (umask 077; openssl rand -hex 32 > remediate.token)
   clusterctl remediate serve --listen 10.0.0.5:9095 --token-file remediate.token \\
-      --tls-cert tls.crt --tls-key tls.key --max-unavailable 2
+      --tls-cert tls.crt --tls-key tls.key --max-unavailable 2 --yes
 """
 
 
@@ -79,6 +80,8 @@ def serve_command(
     client_ca: Optional[str] = typer.Option(  # noqa: UP045
         None, "--client-ca", metavar="FILE", help="Require client certificates signed by this CA (mutual TLS)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Decide and log; change nothing."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Act on alerts without asking at start (required off a "
+                             "terminal: a service unit passes it)."),
     max_unavailable: Optional[str] = typer.Option(  # noqa: UP045
         None, "--max-unavailable", metavar="N|PCT",
         help="Most hosts out of service at once (default: the inventory's, else 10%, at least 1)."),
@@ -96,6 +99,10 @@ def serve_command(
     app = app_context(ctx)
     inventory = app.inventory()
     cap(max_unavailable or inventory.quarantine.max_unavailable, len(inventory.hosts))  # a bad value: exit 2 now
+    from clusterctl.cli.confirm import confirm_change
+
+    confirm_change("act on alerts (quarantine, drain)", [h.name for h in inventory.hosts], yes=yes,
+                   dry_run=dry_run, preview=f"clusterctl remediate serve --listen {listen} --dry-run")
     remediator = Remediator(inventory, app.runner, sys.stderr, dry_run=dry_run, max_unavailable=max_unavailable,
                             drain_options=DrainOptions(timeout_s=drain_timeout))
 

@@ -71,6 +71,10 @@ def undo_command(
         for outcome in fleet.outcomes:
             for line in outcome.value or []:
                 app.console.print(f"{outcome.host.name}: {one_line(line)}", markup=False, highlight=False)
+        if dry_run:
+            from clusterctl.cli.changes_view import say_nothing_changed
+
+            say_nothing_changed(app)
         print_failures(app, fleet)
 
     app.emit(payload, human)

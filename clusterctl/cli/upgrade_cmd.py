@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Optional
 
 import typer
@@ -81,13 +80,11 @@ def _execute(app: AppContext, *, to: str | None, apply: bool, max_unavailable: i
         raise UsageError("timeouts must be 1 second or more", field="--drain-timeout/--ready-timeout")
     inventory = app.inventory()
     hosts = app.hosts()
-    if apply and not yes:
-        if not sys.stdin.isatty():
-            raise UsageError("upgrade apply drains and upgrades every node; refusing without a terminal to ask.",
-                             hint="Pass --yes to confirm (or run 'clusterctl upgrade plan' to see the steps).")
-        if not typer.confirm(f"Upgrade the cluster '{inventory.name}' ({len(hosts)} host(s)), node by node?",
-                             default=False):
-            raise typer.Exit(1)
+    from clusterctl.cli.confirm import confirm_change
+
+    confirm_change(f"drain, upgrade and restart every node of the cluster '{inventory.name}', node by node",
+                   [h.name for h in hosts], yes=yes, dry_run=not apply,
+                   preview=f"clusterctl upgrade plan{f' --to {to}' if to else ''}")
     request = UpgradeRequest(to=to, apply=apply, max_unavailable=max_unavailable, resume=resume, state_dir=state_dir,
                              drain_timeout_s=drain_timeout_s, ready_timeout_s=ready_timeout_s)
     show = None if app.machine_output or not apply else (lambda h, s: _print_step(app, h, s))

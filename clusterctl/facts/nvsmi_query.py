@@ -65,16 +65,37 @@ def _value(values: Mapping[str, str], *paths: str) -> str | None:
     return None
 
 
+#: What nvidia-smi prints after a number: anything else after it is a person's note, kept as one.
+_UNITS = frozenset({"W", "C", "F", "%", "MHz", "MiB", "GiB", "KiB", "MB", "GB", "KB", "KB/s", "MB/s", "GB/s", "mV", "V",
+                    "us", "ms", "s", "J", "mJ", "RPM", "bank(s)", "x", "pages"})
+
+
+def _number(values: Mapping[str, str], *paths: str) -> float | None:
+    """The leading number of the first printed value; a value that is no number is recorded as unread,
+    text after the number other than its unit as a note."""
+    for path in paths:
+        raw = _value(values, path)
+        if raw is None:
+            continue
+        match = _NUMBER.match(raw)
+        if match is None:
+            if isinstance(values, GpuValues) and path not in values.unread:
+                values.unread.append(path)
+            return None
+        rest = raw[match.end():].strip()
+        if rest and rest not in _UNITS and isinstance(values, GpuValues):
+            values.note(path, rest)
+        return float(match.group(1))
+    return None
+
+
 def _int(values: Mapping[str, str], *paths: str) -> int | None:
-    raw = _value(values, *paths)
-    match = _NUMBER.match(raw) if raw else None
-    return int(float(match.group(1))) if match else None
+    found = _number(values, *paths)
+    return int(found) if found is not None else None
 
 
 def _float(values: Mapping[str, str], *paths: str) -> float | None:
-    raw = _value(values, *paths)
-    match = _NUMBER.match(raw) if raw else None
-    return float(match.group(1)) if match else None
+    return _number(values, *paths)
 
 
 def _printed(values: Mapping[str, str], path: str) -> str | None:

@@ -213,3 +213,15 @@ def test_readmes_name_every_new_fixture() -> None:
         for path in fixture_dir(tool).iterdir():
             if path.name != "README.md":
                 assert f"`{path.name}`" in readme, f"{tool}/{path.name} has no source line in its README"
+
+
+def test_a_note_after_a_number_is_kept_and_the_number_read() -> None:
+    # The A10 recording with a person's note after its uncorrectable remapped rows (edited here, in the test).
+    text = read_fixture("nvidia-smi-q", "gpud-535.129.03-a10-pcie-remap-pending.txt").replace(
+        "Uncorrectable Error               : 4", "Uncorrectable Error               : 4 (was 2 on Monday)")
+    (gpu,) = parse_nvidia_smi_q(text).gpus
+    assert gpu.remapped_rows_uncorrectable == 4
+    assert gpu.notes == ("line 141: Remapped Rows/Uncorrectable Error: (was 2 on Monday)",)
+    # Units are no notes: the real recordings read without any.
+    assert not any(g.notes for g in parse_nvidia_smi_q(read_fixture("nvidia-smi-q",
+                                                                     "gpud-535.183.01-8xh100-sxm.txt")).gpus)

@@ -112,7 +112,7 @@ def test_health_quarantine_on_the_demo_plans_then_quarantines_within_the_cap(
     code, out = cli("bootstrap", "--survey", SURVEY, "--state-dir", tmp_path / "progress")
     assert code == 0, out
     before = snapshot(state_folder())
-    code, out = cli("-o", "json", "health", "--quarantine")
+    code, out = cli("-o", "json", "health", "--quarantine", "--dry-run")
     assert code == 1  # unhealthy hosts: health's own exit code
     plan = json.loads(out)["quarantine"]
     assert plan["dry_run"] and snapshot(state_folder()) == before
