@@ -19,6 +19,9 @@ from clusterctl.promql_text import host_alternation
 
 RULES_PATH = "/etc/kubernetes/clusterctl/prometheus/dcgm-alerts.rules.yml"
 PROMETHEUS_RULE_PATH = "/etc/kubernetes/clusterctl/prometheus/dcgm-alerts.prometheusrule.yaml"
+#: The Alertmanager receiver that sends these alerts to ``remediate serve`` (merge into alertmanager.yml).
+RECEIVER_PATH = "/etc/kubernetes/clusterctl/prometheus/alertmanager-receiver.yml"
+RECEIVER_PORT = 9095
 COUNTERS_CONFIGMAP = "dcgm-exporter-clusterctl-counters"
 
 
@@ -136,6 +139,24 @@ def render_alertmanager_receiver(url: str, auth: ReceiverAuth | None = None, *, 
         lines.append("          tls_config:")
         lines += [f"            {key}: {json.dumps(value)}" for key, value in tls]
     return "\n".join(lines) + "\n"
+
+
+def receiver_url(settings: AlertSettings, control_plane_address: str) -> str:
+    """Where Alertmanager reaches ``remediate serve``: the inventory's, else https on the first control plane."""
+    if settings.receiver_url:
+        return settings.receiver_url
+    host = f"[{control_plane_address}]" if ":" in control_plane_address else control_plane_address
+    return f"https://{host}:{RECEIVER_PORT}/webhook"
+
+
+def render_receiver_for(settings: AlertSettings, control_plane_address: str) -> str:
+    """The receiver snippet bootstrap writes beside its rules: the bearer token's file and the CA (https)."""
+    url = receiver_url(settings, control_plane_address)
+    auth = ReceiverAuth(credentials_file=settings.receiver_token_file,
+                        ca_file=settings.receiver_ca_file if url.startswith("https://") else None)
+    head = ("# clusterctl: the Alertmanager receiver for 'clusterctl remediate serve' (docs/quarantine.md).\n"
+            "# Merge into alertmanager.yml; the token file holds the same token as the receiver's --token-file.\n")
+    return head + render_alertmanager_receiver(url, auth)
 
 
 def render_counters_configmap(name: str, namespace: str, key: str) -> str:
