@@ -82,7 +82,8 @@ def _tour() -> list[tuple[str, tuple[int, ...]]]:
     block = text.split("## A tour on the demo cluster", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
     lines = []
     for raw in block.splitlines():
-        line, _, comment = raw.partition("  #")
+        found = re.search(r"\s#(\s|$)", raw)
+        line, comment = (raw[:found.start()], raw[found.start():]) if found else (raw, "")
         line = line.strip()
         if line and not line.startswith("#"):
             lines.append((line, (2,) if re.search(r"\bexit 2\b", comment) else (0, 1)))
