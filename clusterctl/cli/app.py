@@ -73,6 +73,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "release needs."),
     "dashboards": ("clusterctl.cli.dashboards_cmd",
                    "Render Grafana dashboards (fleet health, fabric, repairs, utilisation) from survey and bench."),
+    "power": ("clusterctl.cli.power_cmd",
+              "Read or change hosts' power through their BMCs (Redfish): status, on, off, cycle."),
     "record": ("clusterctl.cli.record_cmd", "Record the selected hosts as mock profiles that replay them in CI."),
     "mock": ("clusterctl.cli.mock_cmd", "Show or forget what mock hosts remember between runs."),
 }

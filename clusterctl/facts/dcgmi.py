@@ -132,6 +132,9 @@ def _parse_text(text: str) -> DcgmDiag:
         if not row:
             if raw.startswith("|"):
                 warnings.append(ParseWarning(f"unreadable table row {raw[:80]!r} (clipped?)", line.number))
+            elif saw_table and raw:
+                # Inside the table every line is a row or a rule: anything else was pasted in or cut.
+                warnings.append(ParseWarning(f"line {raw[:80]!r} inside the result table not read", line.number))
             continue
         name, value = row.group(1), row.group(2)
         if name == "Diagnostic" and value == "Result":

@@ -243,7 +243,15 @@ class MockMachine:
             pause(chosen.delay_s)
         if chosen.fail:
             raise SimulatedFailure(chosen.fail, f"{self.host_name}: simulated failure")
-        return ToolResult(chosen.stdouts[count % len(chosen.stdouts)], chosen.stderr, chosen.exit_code)
+        stdout = chosen.stdouts[count % len(chosen.stdouts)]
+        if chosen.append_file:
+            try:
+                since = self.host.fs.read(chosen.append_file)
+            except StateError:
+                since = None
+            if since:
+                stdout += since.decode("utf-8", errors="replace")
+        return ToolResult(stdout, chosen.stderr, chosen.exit_code)
 
     # -- tools ---------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from clusterctl.errors import UsageError
 
 PROFILE_FILE = "profile.yaml"
 _RULE_KEYS = {"match", "regex", "stdout", "stdout_text", "stderr", "stderr_text", "exit", "delay", "set_state",
-              "when_state", "fail", "skip", "times"}
+              "when_state", "fail", "skip", "times", "append_file"}
 #: Top-level keys of profile.yaml.
 _PROFILE_KEYS = {"extends", "hostname", "files", "commands", "machine", "simulate"}
 #: Keys of ``machine:`` whose shape clusterctl checks; others are free for simulated tools.
@@ -48,6 +48,9 @@ class Rule:
     skip: int = 0
     #: Answer at most this many calls, then let later rules or the simulated tool answer (None: always).
     times: int | None = None
+    #: A file of the host whose content follows the recorded output when it exists: what was logged
+    #: since the recording (a kernel message injected by a test, gone at the next boot when under /run).
+    append_file: str | None = None
 
     @property
     def replays_plainly(self) -> bool:
@@ -197,6 +200,7 @@ def _parse_rule(raw: Any, folder: Path, where: str) -> Rule:
         fail=_fail_kind(raw.get("fail"), where),
         skip=_count(raw, "skip", where) or 0,
         times=_count(raw, "times", where),
+        append_file=str(raw["append_file"]) if raw.get("append_file") else None,
     )
 
 

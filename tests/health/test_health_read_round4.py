@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 from fixture_files import fixture_dir, read_fixture
 
+from clusterctl.facts.dcgmi import parse_dcgmi_diag
 from clusterctl.facts.model import warnings_of
 from clusterctl.facts.nvsmi_query import parse_nvidia_smi_q
 from clusterctl.health.read import read_outputs
@@ -225,3 +226,29 @@ def test_a_note_after_a_number_is_kept_and_the_number_read() -> None:
     # Units are no notes: the real recordings read without any.
     assert not any(g.notes for g in parse_nvidia_smi_q(read_fixture("nvidia-smi-q",
                                                                      "gpud-535.183.01-8xh100-sxm.txt")).gpus)
+
+
+def test_a_line_inside_the_dcgmi_table_that_is_no_row_is_named() -> None:
+    # The DCGM 4.2.3 recording with a person's remark pasted between two rows (edited here, in the test).
+    lines = read_fixture("dcgmi", "dcgm253-4.2.3-570.148.08-l40s-clipped.txt").splitlines()
+    lines.insert(10, "(GPU2 is the one that crashed)")
+    diag = parse_dcgmi_diag("\n".join(lines))
+    assert any(w.line == 11 and "inside the result table" in w.message for w in diag.warnings)
+    assert diag.gpu_device_ids == ("26b9", "26b9", "26b9", "26b9")
+
+
+def test_the_command_line_prints_the_same_readings() -> None:
+    from clirun import clusterctl
+
+    files = [("ibv_devinfo", "mlx4-ddr-20g-root-prompt-ompi-users-2010.txt"),
+             ("dcgmi", "dcgm139-3x-json-skips-clipped.json"), ("nvlink", "gb200-nvml-mock-issue-elided.txt")]
+    run = clusterctl("-o", "json", "health", "read", *(str(fixture_dir(t) / n) for t, n in files))
+    printed = json.loads(run.stdout)
+    jsonschema.validate(printed, SCHEMA)
+    host = _host(printed)
+    assert set(host["readings"]) == {"rdma", "dcgm", "nvlink"}
+    for attribute, (tool, name) in zip(("rdma", "dcgm", "nvlink"), files, strict=True):
+        from clusterctl.health.read import _formats
+
+        parse = next(f[3] for f in _formats() if f[1] == attribute)
+        assert _walk(parse(read_fixture(tool, name)), host["readings"][attribute]["result"], attribute) > 0
