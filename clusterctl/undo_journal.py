@@ -122,20 +122,27 @@ def load_journal(path: str | Path) -> list[GateRecord]:
 
 def read_journal(path: str | Path) -> Journal:
     """A whole journal; bad files are a ``UsageError`` naming the file."""
+    from clusterctl.inputfile import read_state_file
+
     where = str(path)
+    remedy = ("Give 'clusterctl undo' the file a command named after 'undo with:' (journals are kept under "
+              "~/.local/state/clusterctl/undo/, or --state-dir's undo/); a damaged journal cannot be replayed: "
+              "revert its changes by hand from the backups next to each file it wrote (FILE.bak.<time>.*).")
     try:
-        data = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise UsageError(f"cannot read the undo journal ({exc.strerror})", file=where) from exc
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"not JSON: {exc.msg}", file=where, line=exc.lineno) from exc
-    if not isinstance(data, dict) or data.get("kind") != JOURNAL_KIND:
-        raise UsageError("not a clusterctl undo journal", file=where)
+        data = read_state_file(path, "a clusterctl undo journal", remedy)
+    except FileNotFoundError:
+        raise UsageError("no such undo journal", file=where,
+                         hint="Journals are kept under ~/.local/state/clusterctl/undo/.") from None
+    if data.get("kind") != JOURNAL_KIND:
+        raise UsageError(f"not a clusterctl undo journal (no 'kind: {JOURNAL_KIND}'). {remedy}", file=where)
     if data.get("version") not in READABLE_VERSIONS:
         raise UsageError(f"undo journal version {data.get('version')!r}; this clusterctl reads "
                          f"{', '.join(str(v) for v in READABLE_VERSIONS)}", file=where)
     records: list[GateRecord] = []
-    for index, item in enumerate(data.get("changes") or []):
+    changes = data.get("changes") or []
+    if not isinstance(changes, list):
+        raise UsageError(f"not a clusterctl undo journal ('changes' is not a list). {remedy}", file=where)
+    for index, item in enumerate(changes):
         try:
             records.append(_record_from_json(item))
         except (KeyError, TypeError, ValueError) as exc:
@@ -170,7 +177,7 @@ def journal_used_by(path: str | Path) -> dict[str, str]:
     """Hosts an earlier ``clusterctl undo`` already reverted with this journal -> when (ISO time)."""
     try:
         data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError):
         return {}
     used = data.get("used") if isinstance(data, dict) else None
     return {str(k): str(v) for k, v in used.items()} if isinstance(used, dict) else {}

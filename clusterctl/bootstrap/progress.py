@@ -70,18 +70,23 @@ class ProgressStore:
 
     @classmethod
     def load(cls, path: Path, cluster: str) -> ProgressStore:
+        from clusterctl.inputfile import read_state_file
+
         store = cls(path, cluster)
-        if not path.exists():
-            return store
+        what = "a clusterctl bootstrap progress file"
+        remedy = (f"It only records which phases each host finished, for --resume: remove {path} and run "
+                  "bootstrap without --resume (a phase a host already has changes nothing), or pass the "
+                  "--state-dir of the run to resume.")
         try:
-            raw = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"the progress file cannot be read ({exc}); remove it to start afresh",
-                             file=str(path)) from None
-        hosts = raw.get("hosts") if isinstance(raw, dict) else None
-        if not isinstance(hosts, dict):
-            raise UsageError("the progress file has no 'hosts' mapping; remove it to start afresh", file=str(path))
-        store.hosts = {str(h): dict(p) for h, p in hosts.items() if isinstance(p, dict)}
+            raw = read_state_file(path, what, remedy)
+        except FileNotFoundError:
+            return store
+        hosts = raw.get("hosts")
+        if not isinstance(hosts, dict) or not all(
+                isinstance(phases, dict) and all(isinstance(entry, dict) for entry in phases.values())
+                for phases in hosts.values()):
+            raise UsageError(f"not {what}: no 'hosts' mapping of phases to their status. {remedy}", file=str(path))
+        store.hosts = {str(h): dict(p) for h, p in hosts.items()}
         survey = raw.get("survey")
         store.survey = survey if isinstance(survey, str) and survey else None
         return store

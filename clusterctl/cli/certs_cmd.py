@@ -34,7 +34,7 @@ def register(app: typer.Typer) -> None:
 @certs_app.command("check", help="Days left for each certificate kubeadm manages, per control plane.")
 def certs_check(
     ctx: typer.Context,
-    warn_days: int = typer.Option(30, "--warn-days", metavar="N", help="Warn when fewer days are left."),
+    warn_days: int = typer.Option(30, "--warn-days", min=0, metavar="N", help="Warn when fewer days are left."),
 ) -> None:
     from clusterctl.day2.certs import check
     from clusterctl.findings import Severity
@@ -74,7 +74,7 @@ def certs_renew(
     ctx: typer.Context,
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the steps; touch nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
-    wait: int = typer.Option(20, "--restart-wait", metavar="S",
+    wait: int = typer.Option(20, "--restart-wait", min=1, metavar="S",
                              help="Seconds a manifest stays out (the kubelet's fileCheckFrequency, 20 s)."),
 ) -> None:
     from clusterctl.day2.certs import renew

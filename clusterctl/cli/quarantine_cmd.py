@@ -100,7 +100,7 @@ def quarantine_command(
     code: Optional[list[str]] = typer.Option(  # noqa: UP045
         None, "--code", metavar="CODE", help="Finding code(s) behind it (repeatable); the first is the taint's value."),
     drain: bool = typer.Option(False, "--drain", help="Also evict the nodes' pods (PodDisruptionBudgets honoured)."),
-    drain_timeout: float = typer.Option(300.0, "--drain-timeout", metavar="SECONDS",
+    drain_timeout: float = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS",
                                         help="How long a drain may wait for budgets and terminating pods."),
     force: bool = typer.Option(False, "--force", help="With --drain: evict pods that declare no controller too."),
     delete_emptydir_data: bool = typer.Option(False, "--delete-emptydir-data",

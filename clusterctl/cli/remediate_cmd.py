@@ -85,7 +85,7 @@ def serve_command(
     max_unavailable: Optional[str] = typer.Option(  # noqa: UP045
         None, "--max-unavailable", metavar="N|PCT",
         help="Most hosts out of service at once (default: the inventory's, else 10%, at least 1)."),
-    drain_timeout: float = typer.Option(300.0, "--drain-timeout", metavar="SECONDS",
+    drain_timeout: float = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS",
                                         help="How long each drain may wait for budgets."),
 ) -> None:
     from clusterctl.quarantine import webhook_server

@@ -368,15 +368,19 @@ def save_progress(path: Path, report: UpgradeReport) -> None:
 
 
 def load_progress(path: Path) -> dict[str, Any]:
+    from clusterctl.inputfile import read_state_file
+
+    what = "a clusterctl upgrade progress file"
+    remedy = (f"It records how far 'upgrade apply' got, for --resume: remove {path} and run 'clusterctl "
+              "upgrade apply --to X' again without --resume (nodes already upgraded are skipped), or pass "
+              "the --state-dir of the rollout to resume.")
     try:
-        data = json.loads(path.read_text())
+        data = read_state_file(path, what, remedy)
     except FileNotFoundError:
         raise UsageError(f"--resume: no upgrade was started for this cluster (no {path})",
                          hint="Run 'clusterctl upgrade apply --to X' first (or pass the same --state-dir).") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UsageError(f"--resume: cannot read {path}: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("target"), str):
-        raise UsageError(f"--resume: {path} is not an upgrade progress file")
+    if not isinstance(data.get("target"), str) or not isinstance(data.get("hosts", {}), dict):
+        raise UsageError(f"not {what}: no target version. {remedy}", file=str(path))
     return data
 
 
