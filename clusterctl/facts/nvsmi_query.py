@@ -157,7 +157,8 @@ def _clock_events(values: Mapping[str, str]) -> tuple[str, ...]:
 
 def _gpu(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:
     health = _gpu_fields(index, bus_id, line, values)
-    ecc_mode = _printed(values, "ECC Mode/Current")
+    # 525 prints the section as "Ecc Mode", other releases as "ECC Mode".
+    ecc_mode = _printed(values, "ECC Mode/Current") or _printed(values, "Ecc Mode/Current")
     return dataclasses.replace(health, ecc_mode=ecc_mode, minor_number=_int(values, "Minor Number"),
                                notes=tuple(values.notes), unread=tuple(values.unread))
 

@@ -186,6 +186,16 @@ def test_a_value_read_only_in_part_or_not_at_all_never_makes_the_host_healthy(wr
 # --- 3. nvidia-smi -q -i N ------------------------------------------------------------------------
 
 
+def test_a_recorded_q_i_0_of_an_8_gpu_host_reads_without_a_warning() -> None:
+    q = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "h800-525.105.17-q-i-0-of-8-gt-prompt.txt"))
+    assert (q.attached_gpus, len(q.gpus), q.warnings) == (8, 1, ())  # the '> ' prompt line is no unread line
+    (gpu,) = q.gpus
+    assert (gpu.name, gpu.bus_id, gpu.minor_number) == ("NVIDIA H800", "00000000:18:00.0", 0)
+    assert gpu.ecc_mode == "Disabled"  # 525 spells the section "Ecc Mode"
+    data, notes = _read(("nvidia-smi-q", "h800-525.105.17-q-i-0-of-8-gt-prompt.txt"))
+    assert notes == [] and _host(data)["facts"]["gpus"]["00000000:18:00.0"]["ecc_mode"] == "Disabled"
+
+
 def test_one_gpu_selected_with_i_is_not_a_clipped_paste() -> None:
     q = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "DERIVED-gpud-535.183.01-h100-q-i-3.txt"))
     assert q.attached_gpus == 8 and len(q.gpus) == 1 and q.warnings == ()
