@@ -11,8 +11,8 @@ from clusterctl.errors import ExitCode
 from clusterctl.terminal_text import one_line
 
 if TYPE_CHECKING:
-    from clusterctl.bootstrap.engine import BootstrapReport, HostPhaseResult
-    from clusterctl.bootstrap.phase import Phase
+    from clusterctl.engine.phase import Phase
+    from clusterctl.engine.run import HostPhaseResult, RunReport
 
 HELP = """\
 Bring up Kubernetes (kubeadm, containerd with the NVIDIA runtime) on the inventory's hosts.
@@ -220,8 +220,8 @@ def _confirm_bootstrap(phase: str | None, skip_phases: str | None, hosts: list[s
     confirm_change(what, hosts, yes=yes, preview="clusterctl bootstrap plan")
 
 
-def _print_phase(app: AppContext, phase: Phase[Any], results: list[HostPhaseResult], *, plan: bool) -> None:
-    from clusterctl.bootstrap.engine import Status
+def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult], *, plan: bool) -> None:
+    from clusterctl.engine.run import Status
     from clusterctl.hostlist import compress
     from clusterctl.secret import mask_text
 
@@ -252,7 +252,7 @@ def _print_phase(app: AppContext, phase: Phase[Any], results: list[HostPhaseResu
         _print_plan(app, phase, results)
 
 
-def _print_plan(app: AppContext, phase: Phase[Any], results: list[HostPhaseResult]) -> None:
+def _print_plan(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult]) -> None:
     """Each host's commands and diffs; hosts whose plan is the same are printed once, together."""
     from clusterctl.bootstrap.phases.reset import KNOWN_NAMES_MARK
     from clusterctl.hostlist import compress
@@ -277,7 +277,7 @@ def _print_plan(app: AppContext, phase: Phase[Any], results: list[HostPhaseResul
             shown = text.replace("HOST:", f"{hosts[0]}:") if len(hosts) == 1 else text
             app.console.print(shown, markup=False, highlight=False, soft_wrap=True)
 
-def _print_findings(app: AppContext, report: BootstrapReport) -> None:
+def _print_findings(app: AppContext, report: RunReport) -> None:
     findings = report.all_findings()
     if not findings:
         return
@@ -295,10 +295,10 @@ def _print_findings(app: AppContext, report: BootstrapReport) -> None:
     app.console.print(table)
 
 
-def _print_recap(app: AppContext, report: BootstrapReport) -> None:
+def _print_recap(app: AppContext, report: RunReport) -> None:
     from rich.table import Table
 
-    from clusterctl.bootstrap.engine import Status
+    from clusterctl.engine.run import Status
 
     title = "PLAN RECAP (nothing was changed)" if not report.applied else "RECAP"
     table = Table(title=title, highlight=False)

@@ -87,6 +87,9 @@ def serve_command(
         help="Most hosts out of service at once (default: the inventory's, else 10%, at least 1)."),
     drain_timeout: float = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS",
                                         help="How long each drain may wait for budgets."),
+    pending_file: str = typer.Option(
+        "clusterctl-results/remediate-pending.json", "--pending-file", metavar="FILE",
+        help="Accepted alerts not yet acted on; a restarted receiver acts on them."),
 ) -> None:
     from clusterctl.quarantine import webhook_server
     from clusterctl.quarantine.drain import DrainOptions
@@ -104,7 +107,7 @@ def serve_command(
     confirm_change("act on alerts (quarantine, drain)", [h.name for h in inventory.hosts], yes=yes,
                    dry_run=dry_run, preview=f"clusterctl remediate serve --listen {listen} --dry-run")
     remediator = Remediator(inventory, app.runner, sys.stderr, dry_run=dry_run, max_unavailable=max_unavailable,
-                            drain_options=DrainOptions(timeout_s=drain_timeout))
+                            drain_options=DrainOptions(timeout_s=drain_timeout), pending_file=pending_file)
 
     def ready(bound: int) -> None:
         mode = " (dry run: nothing will be changed)" if dry_run else ""
@@ -113,6 +116,7 @@ def serve_command(
         who = who or ", no authentication (loopback only)"
         print(f"listening on {address.url(bound, tls=security.tls is not None)}{who}{mode}", file=sys.stderr,
               flush=True)
+        remediator.resume()  # what an earlier run accepted and did not finish
 
     try:
         serve(remediator, address, security, ready=ready)

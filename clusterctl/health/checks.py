@@ -98,7 +98,12 @@ def _finding(severity: Severity, code: str, host: str, message: str, *, subject:
 
 
 def gpu_subject(gpu: GpuHealth) -> str:
-    return f"GPU {gpu.index}"
+    return f"GPU {gpu.index}" if gpu.index_known else f"GPU {gpu.bus_id}"
+
+
+def nvsmi_id(gpu: GpuHealth) -> str:
+    """What ``nvidia-smi -i`` takes for this GPU: its index, or its bus id where the output was a selection."""
+    return str(gpu.index) if gpu.index_known else gpu.bus_id
 
 
 def _pci_key(address: str | None) -> str | None:
@@ -133,7 +138,7 @@ def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
                 Severity.WARNING, "GPU_FACT_UNREAD", name,
                 f"{where}: nvidia-smi printed {', '.join(gpu.unread)} with a value that could not be read: "
                 "unknown, not taken as good", subject=subject, unread=list(gpu.unread),
-                fix=f"Look at these values by hand (nvidia-smi -q -i {gpu.index}); re-run the check on the host's "
+                fix=f"Look at these values by hand (nvidia-smi -q -i {nvsmi_id(gpu)}); re-run the check on the host's "
                     "own output rather than an edited paste."))
         if gpu.ecc_mode and gpu.ecc_mode not in ("Enabled", "Disabled"):
             found.append(_finding(
@@ -148,14 +153,14 @@ def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
                 f"{where}: a row remap is pending ({gpu.remapped_rows_uncorrectable or 0} uncorrectable, "
                 f"{gpu.remapped_rows_correctable or 0} correctable rows remapped)",
                 subject=subject, evidence="Remapped Rows / Pending : Yes", action="RESET_GPU",
-                fix=f"Drain the host, then reset the GPU (nvidia-smi -r -i {gpu.index}) or reboot: the remap only "
+                fix=f"Drain the host, then reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot: the remap only "
                     "takes effect after a reset (NVIDIA A100/H100 memory error management)."))
         if gpu.reset_required or gpu.drain_and_reset_recommended:
             what = "Reset Required" if gpu.reset_required else "Drain and Reset Recommended"
             found.append(_finding(
                 Severity.ERROR, "GPU_RESET_REQUIRED", name, f"{where}: nvidia-smi reports '{what}: Yes'",
                 subject=subject, evidence=f"GPU Reset Status / {what} : Yes", action="RESET_GPU",
-                fix=f"Drain the host and reset the GPU (nvidia-smi -r -i {gpu.index}) or reboot."))
+                fix=f"Drain the host and reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot."))
         vol = gpu.ecc.volatile_uncorrectable
         if vol:
             found.append(_finding(
@@ -173,7 +178,7 @@ def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
             found.append(_finding(
                 Severity.WARNING, "GPU_PAGE_RETIREMENT_PENDING", name, f"{where}: retired pages are pending",
                 subject=subject, evidence="Retired Pages / Pending Page Blacklist : Yes", action="RESET_GPU",
-                fix=f"Reset the GPU (nvidia-smi -r -i {gpu.index}) or reboot when it is idle so the pages are "
+                fix=f"Reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot when it is idle so the pages are "
                     "retired."))
         hw = [r for r in gpu.clock_events_active if r in HW_SLOWDOWN]
         sw = [r for r in gpu.clock_events_active if r in SW_SLOWDOWN]
@@ -249,7 +254,7 @@ def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
             found.append(_finding(
                 Severity.WARNING, "GPU_POWER_LIMIT_LOW", host.name,
                 f"{gpu.bus_id}: power limit {gpu.power_limit_w:g} W, peers run at {cap:g} W", subject=subject,
-                fix=f"Restore the power limit (nvidia-smi -i {gpu.index} -pl {cap:g}) unless it was capped on "
+                fix=f"Restore the power limit (nvidia-smi -i {nvsmi_id(gpu)} -pl {cap:g}) unless it was capped on "
                     "purpose."))
         if mig and gpu.mig_mode and gpu.mig_mode != mig:
             found.append(_finding(

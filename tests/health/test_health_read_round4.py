@@ -262,3 +262,24 @@ def test_the_command_line_prints_the_same_readings() -> None:
 
         parse = next(f[3] for f in _formats() if f[1] == attribute)
         assert _walk(parse(read_fixture(tool, name)), host["readings"][attribute]["result"], attribute) > 0
+
+
+def test_the_recorded_pending_remap_with_an_arrow_makes_the_host_unhealthy() -> None:
+    """The real paste of issue #36's worst case: 'Pending : Yes   <===' on a GPU whose ECC mode reads
+    'Unknown Error', selected with -i from 8; with its kernel log (root prompt first)."""
+    name = "kb-550.90.07-d-ecc-row-remapper-i-52-unknown-error-arrow.txt"
+    q = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", name))
+    (gpu,) = q.gpus
+    assert q.warnings == () and q.attached_gpus == 8 and gpu.index_known is False
+    assert gpu.remap_pending is True and gpu.notes == ("line 37: Remapped Rows/Pending: <===",)
+    assert gpu.ecc_mode == "Unknown Error" and gpu.remapped_rows_uncorrectable == 1
+    data, notes = _read(("nvidia-smi-q", name), ("kernel-log", "kb-dmesg-grep-xid-48-63-94-root-prompt.log"))
+    host = _host(data)
+    assert host["verdict"] == "unhealthy" and host["reason"].startswith("GPU_ROW_REMAP_PENDING")
+    codes = {(f["code"], f["subject"]) for f in host["findings"]}
+    assert {("GPU_ROW_REMAP_PENDING", "GPU 00000000:52:00.0"), ("GPU_ECC_MODE_UNKNOWN", "GPU 00000000:52:00.0"),
+            ("GPU_XID", "GPU 00000000:52:00.0")} <= codes
+    remap = next(f for f in host["findings"] if f["code"] == "GPU_ROW_REMAP_PENDING")
+    assert "nvidia-smi -r -i 00000000:52:00.0" in remap["fix"]  # the selection's position 0 is no index
+    assert host["facts"]["gpus"]["00000000:52:00.0"]["index"] is None
+    assert [n for n in notes if "unrecognised" in n or "says 8" in n] == []
