@@ -182,6 +182,7 @@ def downgrade_refusal(report: RunReport, inventory: Inventory) -> UsageError | N
 
     groups: dict[str, list[str]] = {}
     pinned: dict[str, str] = {}
+    first_field = ""
     for finding in report.all_findings():
         if finding.code != DOWNGRADE_REFUSED or not finding.host:
             continue
@@ -189,14 +190,15 @@ def downgrade_refusal(report: RunReport, inventory: Inventory) -> UsageError | N
         fields = finding.evidence.get("fields", {})
         for package, version in finding.evidence.get("pinned", {}).items():
             pinned[package] = f"{version} ({fields.get(package, '')})"
+            first_field = first_field or fields.get(package, "")
     if not groups:
         return None
     runs = "; ".join(f"{compress(hosts)} run{'s' if len(hosts) == 1 else ''} {running}"
                      for running, hosts in groups.items())
     return UsageError(f"bootstrap would downgrade what the hosts run, and does not unless asked: {runs}; the "
                       f"inventory pins {packages_at(pinned.items())}.", file=inventory.source or None,
-                      hint="Pick one: set the pin to what the hosts run (after 'clusterctl upgrade apply --to X', "
-                      "stack.kubernetes: X), or pass --allow-downgrade to go back to the pin.")
+                      hint=f"Pick one: set {first_field or 'the pin'} to what the hosts run (after 'clusterctl "
+                      "upgrade apply --to X': X), or pass --allow-downgrade to go back to the pin.")
 
 
 def _mark_used_by_reset(report: RunReport, journals: ResetJournals) -> None:

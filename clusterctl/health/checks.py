@@ -9,6 +9,7 @@ with the same GPU model and count, as in survey (``survey.checks.host.majority``
 
 from __future__ import annotations
 
+import datetime
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -275,15 +276,67 @@ def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
 # --- kernel log -----------------------------------------------------------------------
 
 
+def _event_time(stamp: str | None, host_now: datetime.datetime) -> datetime.datetime | None:
+    """An event's time (journalctl's ISO, or dmesg -T's local time on the host's offset); None if unknown."""
+    if not stamp:
+        return None
+    for text, form in ((stamp.replace(",", "."), None), (stamp, "%a %b %d %H:%M:%S %Y")):
+        try:
+            when = (datetime.datetime.fromisoformat(text) if form is None
+                    else datetime.datetime.strptime(" ".join(text.split()), form))
+        except ValueError:
+            continue
+        return when if when.tzinfo else when.replace(tzinfo=host_now.tzinfo)
+    return None
+
+
+def _duration(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def in_window(host: HostInput) -> tuple[list[KernelEvent], list[KernelEvent]]:
+    """The kernel log events inside ``--since`` and those before it (a log source that ignored the
+    window: dmesg has none, a journal can be asked wrongly). Without the host's time, all are in."""
+    probe = host.probe
+    events = list(probe.kernel.events) if probe and probe.kernel else []
+    if probe is None or probe.since_s is None or not probe.now:
+        return events, []
+    try:
+        now = datetime.datetime.strptime(probe.now.strip(), "%Y-%m-%dT%H:%M:%S%z")
+    except ValueError:
+        return events, []
+    start = now - datetime.timedelta(seconds=probe.since_s)
+    inside: list[KernelEvent] = []
+    before: list[KernelEvent] = []
+    for event in events:
+        when = _event_time(event.timestamp, now)
+        (before if when is not None and when < start else inside).append(event)
+    return inside, before
+
+
 def check_kernel_log(host: HostInput) -> list[Finding]:
     probe = host.probe
     if probe is None or probe.kernel is None:
         return []
     gpus = {_pci_key(g.bus_id): g for g in host.gpus}
     groups: dict[tuple[str, str | None, int | None], list[KernelEvent]] = {}
-    for event in probe.kernel.events:
+    inside, before = in_window(host)
+    for event in inside:
         groups.setdefault((event.kind, _pci_key(event.pci), event.code), []).append(event)
     found: list[Finding] = []
+    if before:
+        kinds = sorted({f"Xid {e.code}" if e.kind == "xid" else f"SXid {e.code}" if e.kind == "sxid" else e.kind
+                        for e in before})
+        found.append(_finding(
+            Severity.INFO, "KERNEL_LOG_BEFORE_WINDOW", host.name,
+            f"{len(before)} kernel log event(s) before the --since {_duration(probe.since_s or 0)} window left out "
+            f"({', '.join(kinds)}; last {before[-1].timestamp}): the log source returned them although they are "
+            "older",
+            evidence=before[-1].text, count=len(before),
+            fix="Widen --since to judge them (health --since 7d), or look at them with 'clusterctl health read'."))
     for (kind, pci, code), events in groups.items():
         gpu = gpus.get(pci)
         subject = gpu_subject(gpu) if gpu else (f"PCI {pci}" if pci else None)
