@@ -169,3 +169,15 @@ def kubernetes_control_plane(inventory: Inventory) -> Host | None:
     from clusterctl.bootstrap.cluster.settings import first_control_plane
 
     return first_control_plane(inventory)
+
+
+def quarantine(runner: Runner, inventory: Inventory, hosts: Sequence[Host], request: QuarantineRequest, *,
+               apply: bool, now: float | None = None) -> tuple[list[HostQuarantine], str | None]:
+    """``clusterctl quarantine``: ``quarantine_hosts`` through the engine's journaled gate (each change in
+    the undo journal before it reaches the cluster, the journal finished on Ctrl-C too); the results
+    and the journal (``None``: nothing changed, or a dry run)."""
+    from clusterctl.engine.journaled import journaled_gate
+
+    with journaled_gate("quarantine", apply=apply) as step:
+        results = quarantine_hosts(runner, inventory, hosts, request, step.gate, now=now)
+    return results, step.journal

@@ -80,3 +80,40 @@ def test_certs_check_names_a_manifest_left_out_of_place(bootstrapped_demo: Path)
     # --resume puts the parked one back; the one gone altogether stops the renew before anything changes.
     resumed = clusterctl("-i", DEMO, "certs", "renew", "--yes", "--restart-wait", "1")
     assert resumed.exit_code == 1 and "kube-scheduler.yaml is missing" in resumed.output
+
+
+QUARANTINE_STEPS = [Cut("taint", "taint nodes gpu-b2"), Cut("cordon", "cordon gpu-b2"),
+                    Cut("annotate", "annotate --overwrite node gpu-b2"),
+                    Cut("drain: list the pods", "spec.nodeName=gpu-b2")]
+
+
+def _node(name: str) -> dict[str, object]:
+    import json
+
+    done = clusterctl("-i", DEMO, "-l", "gpu-a1", "-o", "json", "exec", "--sudo", "--",
+                      f"kubectl --kubeconfig /etc/kubernetes/admin.conf get node {name} -o json")
+    assert done.exit_code == 0, done.output
+    node: dict[str, object] = json.loads(done.json()["hosts"][0]["stdout"])
+    return node
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
+@pytest.mark.parametrize("cut", QUARANTINE_STEPS, ids=[c.step for c in QUARANTINE_STEPS])
+def test_quarantine_drain_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bootstrapped_demo: Path,
+                                                    tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node is never left tainted or cordoned without a journal: each change is in it before it is made,
+    and the interrupt names it; undo puts the node back as it was."""
+    monkeypatch.chdir(tmp_path)
+    as_it_was = _node("gpu-b2")
+    with monkeypatch.context() as patched:
+        sent = install(patched, cut, sig)
+        cut_short = clusterctl("-i", DEMO, "quarantine", "gpu-b2", "--reason", "nvlink", "--drain", "--yes")
+    assert sent.is_set(), f"the run never reached step {cut.step}"
+    assert cut_short.exit_code == (130 if sig is signal.SIGINT else 143), cut_short.output
+    (journal,) = sorted((tmp_path / "clusterctl-results" / "undo").glob("quarantine-*.json"))
+    assert f"clusterctl undo {journal.relative_to(tmp_path)}" in cut_short.stderr
+    undone = clusterctl("-i", DEMO, "undo", str(journal), "--yes", "--skip-checks")
+    assert undone.exit_code == 0, undone.output
+    back = _node("gpu-b2")
+    assert back["spec"] == as_it_was["spec"]
+    assert back["metadata"].get("annotations") == as_it_was["metadata"].get("annotations")  # type: ignore[union-attr]
