@@ -87,6 +87,9 @@ class Remediator:
     lease: ClusterLease = field(default_factory=ClusterLease)
     #: Hosts worked on at once (each in its own thread); more wait their turn.
     workers: int = 32
+    #: Called in the host's own queue once it is drained (``remediate serve --heal``: the escalation chain
+    #: and the validated return, ``clusterctl.heal``), with a runner and the host; it logs through ``say``.
+    after_drain: Callable[[Any, Host, Callable[..., None]], None] | None = None
 
     def __post_init__(self) -> None:
         self.decision_log = DecisionLog(self.log, self.clock)
@@ -196,6 +199,10 @@ class Remediator:
                                 folder=self.journal_folder)
             if path is not None:
                 self._say(host=name, decision="journal", why=f"undo with: clusterctl undo {path}")
+        drained = drain and not result.error and (result.drain is None or result.drain.complete)
+        if self.after_drain is not None and drained and not self.dry_run:
+            with self.runner_factory() as runner:
+                self.after_drain(runner, wanted.host, self._say)
 
 
 def _machine() -> str:
