@@ -1,7 +1,9 @@
 """The command line the node runs: ``python3 clusterctl-node.pyz node-agent --config FILE``.
 
 The systemd service bootstrap installs (``clusterctl-node-agent.service``, started by its timer)
-runs it; it needs only Python 3.10+ on the node (the bundle carries clusterctl's checks and
+runs it, and ``slurm-health`` is Slurm's ``HealthCheckProgram`` (through the script
+``/usr/local/sbin/clusterctl-slurm-health`` bootstrap writes, since Slurm passes no arguments).
+It needs only Python 3.10+ on the node (the bundle carries clusterctl's checks and
 ``prometheus-client``, ``bundle.py``), not clusterctl's own command line and its libraries. The
 config file is JSON written by bootstrap: ``{"node": ..., "kubeconfig": ..., "textfile_dir": ...,
 "since": ..., "probe_timeout_s": ...}``; flags given on the command line win over it.
@@ -37,7 +39,23 @@ def _parser() -> argparse.ArgumentParser:
     agent.add_argument("--textfile-dir", dest="textfile_dir", help="node-exporter's textfile collector folder.")
     agent.add_argument("--since", help="Kernel log window (30m, 1h).")
     agent.add_argument("--probe-timeout", dest="probe_timeout_s", type=float, help="Limit per probe, seconds.")
+    slurm = sub.add_parser("slurm-health", help="Slurm's HealthCheckProgram, prolog or epilog: level-0 checks "
+                           "within --deadline; on failure drain this node with a 'clusterctl: ' reason and exit 1; "
+                           "when healthy resume it only if clusterctl drained it.")
+    slurm.add_argument("--node", help="The Slurm node name (default: this host's short name).")
+    slurm.add_argument("--deadline", type=float, default=50.0, help="Bound of the whole check, seconds (default 50).")
+    slurm.add_argument("--since", default="1h", help="Kernel log window (default 1h).")
     return parser
+
+
+def slurm_health(args: argparse.Namespace, transport: Transport) -> int:
+    from clusterctl.agent.slurm_check import SlurmCheckOptions, run_slurm_check
+
+    check = run_slurm_check(transport, SlurmCheckOptions(node=args.node, deadline_s=args.deadline, since=args.since))
+    print(check.message, file=sys.stderr if check.exit_code else sys.stdout)
+    for problem in check.problems:
+        print(f"ERROR: clusterctl: {problem}", file=sys.stderr)
+    return check.exit_code
 
 
 def local_transport() -> Transport:
@@ -91,6 +109,8 @@ def main(argv: Sequence[str] | None = None, transport: Callable[[], Transport] =
     try:
         if args.command == "node-agent":
             return node_agent(args, transport())
+        if args.command == "slurm-health":
+            return slurm_health(args, transport())
     except SystemExit as exc:
         print(str(exc), file=sys.stderr)
         return 2

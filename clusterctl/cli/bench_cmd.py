@@ -93,7 +93,7 @@ def ib_command(
     duration: int = typer.Option(5, "--duration", min=1, help="Seconds per bandwidth test (-D)."),
     size: Optional[int] = typer.Option(None, "--size", min=1, help="Message size in bytes (-s)."),  # noqa: UP045
     qps: Optional[int] = typer.Option(None, "--qps", min=1, help="Queue pairs per test (-q)."),  # noqa: UP045
-    port: int = typer.Option(18515, "--port", help="First TCP port; each test of a round adds one."),
+    port: int = typer.Option(18515, "--port", min=1, max=65000, help="First TCP port; each test of a round adds one."),
     sudo: bool = typer.Option(False, "--sudo", help="Run perftest with sudo -n."),
     settle: float = typer.Option(1.0, "--settle", min=0.0, help="Seconds between starting servers and clients."),
     client_timeout: Optional[float] = typer.Option(None, "--client-timeout", min=0.1,  # noqa: UP045

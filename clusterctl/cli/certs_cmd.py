@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
@@ -34,7 +36,7 @@ def register(app: typer.Typer) -> None:
 @certs_app.command("check", help="Days left for each certificate kubeadm manages, per control plane.")
 def certs_check(
     ctx: typer.Context,
-    warn_days: int = typer.Option(30, "--warn-days", metavar="N", help="Warn when fewer days are left."),
+    warn_days: int = typer.Option(30, "--warn-days", min=0, metavar="N", help="Warn when fewer days are left."),
 ) -> None:
     from clusterctl.day2.certs import check
     from clusterctl.findings import Severity
@@ -74,10 +76,19 @@ def certs_renew(
     ctx: typer.Context,
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the steps; touch nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
-    wait: int = typer.Option(20, "--restart-wait", metavar="S",
+    wait: int = typer.Option(20, "--restart-wait", min=1, metavar="S",
                              help="Seconds a manifest stays out (the kubelet's fileCheckFrequency, 20 s)."),
+    resume: bool = typer.Option(False, "--resume", help="Go on from a renew that was cut short (a parked "
+                                "manifest is moved back first)."),
+    skip_phases: Optional[str] = typer.Option(None, "--skip-phases", metavar="A,B",  # noqa: UP045
+                                              help="Phases to leave out: renew, restart-etcd, restart-kube-apiserver, "
+                                              "restart-kube-controller-manager, restart-kube-scheduler, api-ready."),
+    state_dir: Optional[str] = typer.Option(None, "--state-dir", metavar="DIR",  # noqa: UP045
+                                            envvar="CLUSTERCTL_STATE_DIR",
+                                            help="Where progress and undo journals are kept "
+                                            "(default ~/.local/state/clusterctl)."),
 ) -> None:
-    from clusterctl.day2.certs import renew
+    from clusterctl.day2.certs import RenewRequest, renew, renew_summary
     from clusterctl.secret import mask_text
 
     app = app_context(ctx)
@@ -89,22 +100,31 @@ def certs_renew(
     confirm_change("renew the certificates and restart the control plane's static pods", [h.name for h in
                    app.hosts() if "control-plane" in h.roles], yes=yes, dry_run=dry_run,
                    preview="clusterctl certs renew --dry-run")
+    request = RenewRequest(apply=not dry_run, wait_s=wait, resume=resume, state_dir=state_dir,
+                           skip_phases=skip_phases)
     with app.runner() as runner:
-        steps = renew(runner, inventory, list(app.hosts()), apply=not dry_run, wait_s=wait)
+        report = renew(runner, inventory, list(app.hosts()), request)
+    hosts = renew_summary(report)
 
     def table() -> None:
-        for step in steps:
-            app.console.print(f"{step.host}: {step.status}" + (f": {step.message}" if step.message else "")
-                              + (f" (soonest certificate: {step.soonest_days} days left)"
-                                 if step.soonest_days is not None else ""), markup=False, highlight=False,
+        for row in hosts:
+            app.console.print(f"{row['host']}: {row['status']}" + (f": {row['message']}" if row.get("message") else "")
+                              + (f" (soonest certificate: {row['soonest_days_left']} days left)"
+                                 if row.get("soonest_days_left") is not None else ""), markup=False, highlight=False,
                               soft_wrap=True)
             if dry_run:
-                for change in step.changes:
-                    app.console.print(f"    $ {mask_text(change.describe())}", markup=False, highlight=False,
+                for change in row["changes"]:
+                    app.console.print(f"    $ {mask_text(change['command'])}", markup=False, highlight=False,
                                       soft_wrap=True)
+                for wait_for in row["waits"]:
+                    app.console.print(f"    (wait: {mask_text(wait_for)})", markup=False, highlight=False,
+                                      soft_wrap=True)
+        for note in report.notes:
+            app.console.print(f"note: {mask_text(note)}", markup=False, highlight=False, soft_wrap=True)
         if dry_run:
             app.console.print("PLAN (nothing was changed)", markup=False, highlight=False)
 
-    app.emit({"dry_run": dry_run, "hosts": [s.to_json() for s in steps]}, table)
-    if any(s.status == "failed" for s in steps):
+    app.emit({"dry_run": dry_run, "hosts": hosts, "undo_journal": report.undo_journal, "run": report.to_json()},
+             table)
+    if not report.ok:
         raise typer.Exit(ExitCode.FAILED)

@@ -104,7 +104,7 @@ def quarantine_command(
     code: Optional[list[str]] = typer.Option(  # noqa: UP045
         None, "--code", metavar="CODE", help="Finding code(s) behind it (repeatable); the first is the taint's value."),
     drain: bool = typer.Option(False, "--drain", help="Also evict the nodes' pods (PodDisruptionBudgets honoured)."),
-    drain_timeout: float = typer.Option(300.0, "--drain-timeout", metavar="SECONDS",
+    drain_timeout: float = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS",
                                         help="How long a drain may wait for budgets and terminating pods."),
     force: bool = typer.Option(False, "--force", help="With --drain: evict pods that declare no controller too."),
     delete_emptydir_data: bool = typer.Option(False, "--delete-emptydir-data",
@@ -112,9 +112,8 @@ def quarantine_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Show every change; touch nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
 ) -> None:
-    from clusterctl.changes import Gate
     from clusterctl.quarantine.drain import DrainOptions
-    from clusterctl.quarantine.run import QuarantineRequest, quarantine_hosts
+    from clusterctl.quarantine.run import QuarantineRequest, quarantine
 
     app = app_context(ctx)
     targets = named_hosts(app, hosts)
@@ -128,10 +127,8 @@ def quarantine_command(
     request = QuarantineRequest(reason=reason, codes=tuple(code or ()), drain=drain,
                                 drain_options=DrainOptions(timeout_s=drain_timeout, force=force,
                                                            delete_emptydir_data=delete_emptydir_data))
-    gate = Gate(apply=not dry_run)
     with app.runner() as runner:
-        results = quarantine_hosts(runner, app.inventory(), targets, request, gate)
-    journal = save_journal(app, gate, "quarantine")
+        results, journal = quarantine(runner, app.inventory(), targets, request, apply=not dry_run)
     payload = {"dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
 
     def human() -> None:
@@ -153,12 +150,10 @@ def release_command(
                                  "touch nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
 ) -> None:
-    from clusterctl.changes import Gate
-    from clusterctl.quarantine.release import health_and_nccl_checks, release_hosts
+    from clusterctl.quarantine.release import health_and_nccl_checks, release
 
     app = app_context(ctx)
     targets = named_hosts(app, hosts)
-    gate = Gate(apply=not dry_run)
 
     from clusterctl.cli.confirm import confirm_change, refuse_off_terminal
 
@@ -172,10 +167,9 @@ def release_command(
         confirm_change(what, names, yes=yes, dry_run=dry_run, preview=preview)
 
     with app.runner() as runner:
-        results = release_hosts(runner, app.inventory(), targets, gate,
-                                checks=None if skip_checks else health_and_nccl_checks(level, app.inventory().hosts),
-                                confirm=ask)
-    journal = save_journal(app, gate, "release")
+        results, journal = release(runner, app.inventory(), targets, apply=not dry_run, confirm=ask,
+                                   checks=None if skip_checks else health_and_nccl_checks(level,
+                                                                                          app.inventory().hosts))
     payload = {"dry_run": dry_run, "journal": journal, "checks_skipped": skip_checks,
                "hosts": [r.to_json() for r in results]}
 
@@ -225,9 +219,6 @@ def apply_health_policy(app: AppContext, runner: Runner, verdicts: Sequence[Host
                         max_unavailable: str | None) -> tuple[PolicyRun, str | None]:
     """``health --quarantine``: decide per host, then quarantine (only plan with --dry-run); the run and
     its undo journal. Print it with ``quarantine_view.print_policy``."""
-    from clusterctl.changes import Gate
-    from clusterctl.quarantine.auto import quarantine_by_policy
+    from clusterctl.quarantine.auto import run_policy
 
-    gate = Gate(apply=apply)
-    run = quarantine_by_policy(runner, app.inventory(), verdicts, gate, max_unavailable=max_unavailable)
-    return run, save_journal(app, gate, "health-quarantine")
+    return run_policy(runner, app.inventory(), verdicts, apply=apply, max_unavailable=max_unavailable)

@@ -88,8 +88,11 @@ def serve_command(
     max_unavailable: Optional[str] = typer.Option(  # noqa: UP045
         None, "--max-unavailable", metavar="N|PCT",
         help="Most hosts out of service at once (default: the inventory's, else 10%, at least 1)."),
-    drain_timeout: float = typer.Option(300.0, "--drain-timeout", metavar="SECONDS",
+    drain_timeout: float = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS",
                                         help="How long each drain may wait for budgets."),
+    pending_file: str = typer.Option(
+        "clusterctl-results/remediate-pending.json", "--pending-file", metavar="FILE",
+        help="Accepted alerts not yet acted on; a restarted receiver acts on them."),
     heal: bool = typer.Option(False, "--heal", help="After draining a host, run its escalation chain (GPU reset, "
                               "reboot, power cycle through the BMC) and release it once the release gate passes "
                               "(clusterctl heal; the inventory's quarantine.heal)."),
@@ -112,7 +115,7 @@ def serve_command(
     confirm_change(what, [h.name for h in inventory.hosts], yes=yes,
                    dry_run=dry_run, preview=f"clusterctl remediate serve --listen {listen} --dry-run")
     remediator = Remediator(inventory, app.runner, sys.stderr, dry_run=dry_run, max_unavailable=max_unavailable,
-                            drain_options=DrainOptions(timeout_s=drain_timeout),
+                            drain_options=DrainOptions(timeout_s=drain_timeout), pending_file=pending_file,
                             after_drain=heal_after_drain(inventory) if heal else None)
 
     def ready(bound: int) -> None:
@@ -122,6 +125,7 @@ def serve_command(
         who = who or ", no authentication (loopback only)"
         print(f"listening on {address.url(bound, tls=security.tls is not None)}{who}{mode}", file=sys.stderr,
               flush=True)
+        remediator.resume()  # what an earlier run accepted and did not finish
 
     try:
         serve(remediator, address, security, ready=ready)

@@ -35,7 +35,7 @@ def remove_node_command(
     host: str = typer.Argument(..., metavar="HOST", help="Inventory name of the host to remove."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the steps; touch nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
-    drain_timeout: int = typer.Option(300, "--drain-timeout", metavar="S", help="Seconds the drain may take."),
+    drain_timeout: int = typer.Option(300, "--drain-timeout", min=1, metavar="S", help="Seconds the drain may take."),
 ) -> None:
     from clusterctl.day2.remove_node import remove_node
 

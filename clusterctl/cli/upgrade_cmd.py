@@ -34,7 +34,7 @@ Examples:
 upgrade_app = typer.Typer(help=HELP, no_args_is_help=True, rich_markup_mode=None)
 
 _TO = typer.Option(None, "--to", metavar="X.Y.Z", help="Kubernetes version to reach (default: the inventory's pin).")
-_MAX = typer.Option(1, "--max-unavailable", metavar="N", help="Workers upgraded at once (control planes: one).")
+_MAX = typer.Option(1, "--max-unavailable", min=1, metavar="N", help="Workers upgraded at once (control planes: one).")
 _STATE = typer.Option(None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STATE_DIR",
                       help="Where the rollout's progress is kept (default ~/.local/state/clusterctl).")
 
@@ -61,8 +61,8 @@ def upgrade_apply(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     resume: bool = typer.Option(False, "--resume", help="Continue a rollout that stopped (same target)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="The same as 'upgrade plan': touch nothing."),
-    drain_timeout: int = typer.Option(300, "--drain-timeout", metavar="S", help="Seconds a drain may take."),
-    ready_timeout: int = typer.Option(300, "--ready-timeout", metavar="S",
+    drain_timeout: int = typer.Option(300, "--drain-timeout", min=1, metavar="S", help="Seconds a drain may take."),
+    ready_timeout: int = typer.Option(300, "--ready-timeout", min=1, metavar="S",
                                       help="Seconds a node has to come back Ready."),
     state_dir: Optional[str] = _STATE,  # noqa: UP045
 ) -> None:

@@ -157,7 +157,8 @@ def _clock_events(values: Mapping[str, str]) -> tuple[str, ...]:
 
 def _gpu(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:
     health = _gpu_fields(index, bus_id, line, values)
-    ecc_mode = _printed(values, "ECC Mode/Current")
+    # 525 prints the section as "Ecc Mode", other releases as "ECC Mode".
+    ecc_mode = _printed(values, "ECC Mode/Current") or _printed(values, "Ecc Mode/Current")
     return dataclasses.replace(health, ecc_mode=ecc_mode, minor_number=_int(values, "Minor Number"),
                                notes=tuple(values.notes), unread=tuple(values.unread))
 
@@ -273,6 +274,9 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
         warnings += [ParseWarning(f"GPU {health.bus_id}: {path}: value {values[path]!r} not read (expected "
                                   "Yes/No, Enabled/Disabled or Active/Not Active): this fact is unknown",
                                   values.lines.get(path)) for path in health.unread]
+    if attached is not None and gpus and attached > len(gpus) and not _looks_cut(gpus):
+        # 'nvidia-smi -q -i N' (or -i BUS_ID): the blocks' positions are no indexes of the host's GPUs.
+        healths = tuple(dataclasses.replace(h, index_known=False) for h in healths)
     return NvidiaSmiQuery(
         driver_version=_value(header, "Driver Version"), cuda_version=_value(header, "CUDA Version"),
         gpus=healths, attached_gpus=attached, warnings=tuple(warnings),
@@ -280,14 +284,15 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
 
 
 def _looks_cut(gpus: list[tuple[str, int, GpuValues]]) -> bool:
-    """Whether the last GPU block ends before the tool's own end of a block: a whole block ends with
-    its ``Processes`` entry; a ``-d`` selection has none, and then the last block is as long as the first."""
+    """Whether the last GPU block ends before the tool's own end of a block: a whole block starts with its
+    ``Product Name`` and ends with its ``Processes`` entry; a ``-d`` selection has neither (and then the last
+    block is as long as the first)."""
     last = gpus[-1][2]
     if any(path == "Processes" or path.startswith("Processes/") for path in last):
         return False
     if len(gpus) > 1:
         return len(last) < len(gpus[0][2])
-    return not any(path.startswith("Processes") for path in last)
+    return "Product Name" in last
 
 
 def looks_like_nvidia_smi_q(text: str) -> bool:

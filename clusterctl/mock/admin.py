@@ -59,11 +59,14 @@ def reset(hosts: Sequence[Host], *, whole_cluster: bool) -> list[str]:
 def set_values(hosts: Sequence[Host], values: dict[str, str]) -> list[str]:
     """Set state values (what profile rules' ``when_state`` test: an injected fault) on ``hosts``; an
     empty value removes the key. The names of the hosts changed."""
-    from clusterctl.mock.state import MockCluster
+    from clusterctl.mock.machine import MockMachine
+    from clusterctl.mock.profile import load_profile
 
     changed = []
     for host in mock_hosts(hosts):
-        state = MockCluster(str(host.mock_state)).host(host.name)
+        # Opening the machine creates its state first: values set on a host never used would be
+        # dropped when it first boots from its profile.
+        state = MockMachine.open(load_profile(str(host.profile)), str(host.mock_state), host.name).host
         with state.edit() as data:
             kept = data.setdefault("values", {})
             for key, value in values.items():

@@ -101,6 +101,9 @@ class Marker:
         #: A dry run's own "would" decisions: counted against the cap as if they had been marked.
         self._would: set[str] = set()
         self._thread: threading.Thread | None = None
+        #: Held by the batch's task on the control plane: a task the fan-out gave up on (its time limit)
+        #: may still be running, and the next batch must not decide beside it under the same holder.
+        self._deciding = threading.Lock()
 
     def decide(self, item: MarkRequest) -> MarkRequest:
         """Queue ``item`` for the next batch and wait for its verdict."""
@@ -118,7 +121,13 @@ class Marker:
             with self._lock:
                 self._lock.wait_for(lambda: bool(self._waiting))
                 batch, self._waiting = self._waiting, []
-            retry = self._run_batch(batch)
+            try:
+                retry = self._run_batch(batch)
+            except Exception as exc:  # never leave a host waiting on a verdict that cannot come
+                retry = []
+                for item in batch:
+                    if not item.verdict:
+                        item.verdict, item.why = "failed", f"{type(exc).__name__}: {exc}"
             for item in batch:
                 if item not in retry:
                     item.finished.set()
@@ -131,12 +140,13 @@ class Marker:
         retry: list[MarkRequest] = []
 
         def task(transport: Transport) -> None:
-            hold = self.lease.acquire(transport, self.lease_wait_s) if self.lease is not None else None
-            try:
-                self._decide_all(transport, batch, hold, retry)
-            finally:
-                if hold is not None and self.lease is not None:
-                    self.lease.release(transport, hold)
+            with self._deciding:
+                hold = self.lease.acquire(transport, self.lease_wait_s) if self.lease is not None else None
+                try:
+                    self._decide_all(transport, batch, hold, retry)
+                finally:
+                    if hold is not None and self.lease is not None:
+                        self.lease.release(transport, hold)
 
         try:
             cp = control_plane(self.inventory)

@@ -37,6 +37,7 @@ from clusterctl.quarantine.cluster_lease import ClusterLease
 from clusterctl.quarantine.cluster_marker import Marker, MarkRequest
 from clusterctl.quarantine.drain import DrainOptions
 from clusterctl.quarantine.host_queue import HostQueue
+from clusterctl.quarantine.pending_work import PendingWork
 from clusterctl.quarantine.policy import cap
 from clusterctl.quarantine.webhook_payload import BadPayload, DecisionLog, parse_payload
 
@@ -65,10 +66,13 @@ class Wanted:
     action: str
     alerts: tuple[str, ...]
     caller: str
+    #: The pending-work file's sequence number of the last alert merged in (0: no file).
+    seq: int = 0
 
     def merged(self, other: Wanted) -> Wanted:
         action = other.action if _STRENGTH[other.action] > _STRENGTH[self.action] else self.action
-        return Wanted(self.host, action, tuple(dict.fromkeys(self.alerts + other.alerts)), self.caller)
+        return Wanted(self.host, action, tuple(dict.fromkeys(self.alerts + other.alerts)), self.caller,
+                      max(self.seq, other.seq))
 
 
 @dataclass
@@ -87,6 +91,8 @@ class Remediator:
     lease: ClusterLease = field(default_factory=ClusterLease)
     #: Hosts worked on at once (each in its own thread); more wait their turn.
     workers: int = 32
+    #: Where accepted alerts wait until acted on (``pending_work``); None: kept in memory only.
+    pending_file: str | None = None
     #: Called in the host's own queue once it is drained (``remediate serve --heal``: the escalation chain
     #: and the validated return, ``clusterctl.heal``), with a runner and the host; it logs through ``say``.
     after_drain: Callable[[Any, Host, Callable[..., None]], None] | None = None
@@ -102,6 +108,7 @@ class Remediator:
                               lease=None if self.dry_run else self.lease)
         self._queue: HostQueue[Wanted] = HostQueue(self._work, Wanted.merged, workers=self.workers,
                                                     on_error=self._crashed)
+        self._pending = PendingWork(self.pending_file) if self.pending_file and not self.dry_run else None
 
     def _say(self, **entry: object) -> None:
         self.decision_log.say(**entry)
@@ -138,9 +145,27 @@ class Remediator:
             if action == "report":
                 note(host.name, alert.name, "reported", "this alert only reports (quarantine.alerts to change)")
                 continue
-            self._queue.submit(host.name, Wanted(host, action, (alert.name,), caller))
+            seq = self._pending.accept(host.name, action, alert.name, caller) if self._pending else 0
+            self._queue.submit(host.name, Wanted(host, action, (alert.name,), caller, seq))
             note(host.name, alert.name, "accepted", f"queued: {action} once the cluster says it may")
         return 200, {"decisions": decisions}
+
+    def resume(self) -> int:
+        """Queue the work an earlier run accepted and did not finish (the pending-work file); how many hosts."""
+        if self._pending is None:
+            return 0
+        waiting = self._pending.waiting()
+        for entry in waiting:
+            host = self._by_label.get(entry.host)
+            if host is None or host.name != entry.host:
+                self._say(host=entry.host, alert=",".join(entry.alerts), decision="ignored",
+                          why="accepted by an earlier run, no longer a host of the inventory")
+                self._pending.done(entry.host, entry.seq)
+                continue
+            self._queue.submit(host.name, Wanted(host, entry.action, entry.alerts, entry.caller, entry.seq))
+            self._say(host=host.name, alert=",".join(entry.alerts), decision="accepted",
+                      why=f"resumed: accepted by an earlier run, not yet acted on ({entry.action})")
+        return len(waiting)
 
     def settle(self, timeout_s: float = 600.0) -> bool:
         """Wait until every accepted alert has been acted on (tests, and a clean stop)."""
@@ -153,7 +178,14 @@ class Remediator:
         self._say(host=host, alert=",".join(wanted.alerts), decision="failed", why=f"{type(exc).__name__}: {exc}")
 
     def _work(self, name: str, wanted: Wanted) -> None:
-        """One host's work: the verdict under the cluster's Lease, then the rest of the quarantine."""
+        """One host's work: the verdict under the cluster's Lease, then the rest of the quarantine. Its
+        accepted alerts leave the pending-work file once the cluster gave a verdict (not when it failed)."""
+        final = self._act(name, wanted)
+        if final != "failed" and self._pending is not None:
+            self._pending.done(name, wanted.seq)
+
+    def _act(self, name: str, wanted: Wanted) -> str:
+        """Act for one host; the decision logged last."""
         from clusterctl.quarantine.run import QuarantineRequest, quarantine_hosts
 
         alerts = ",".join(wanted.alerts)
@@ -164,34 +196,32 @@ class Remediator:
         gate = Gate(apply=not self.dry_run)
         item = self._marker.decide(MarkRequest(name, request, gate))
         extra = {"caller": wanted.caller} if wanted.caller else {}
-        if item.verdict in ("failed", "held") or (item.verdict == "duplicate" and not drain):
+        outside = item.verdict == "duplicate" and "outside clusterctl" in item.why
+        if item.verdict in ("failed", "held") or (item.verdict == "duplicate" and (not drain or outside)):
             self._say(host=name, alert=alerts, decision=item.verdict, why=item.why, **extra)
-            return
-        if item.verdict == "duplicate" and "outside clusterctl" in item.why:
-            self._say(host=name, alert=alerts, decision="duplicate", why=item.why, **extra)
-            return
+            return item.verdict
         if item.kept is not None and item.verdict != "act":  # quarantined before: its reason and codes stay
             request = replace(request, reason=item.kept[0], codes=item.kept[1])
         try:
             with self.runner_factory() as runner:
                 (result,) = quarantine_hosts(runner, self.inventory, [wanted.host], request, gate)
         except ClusterctlError as exc:  # the control plane went away since the decision: say so
-            self._say(host=name, alert=alerts, decision="failed", why=str(exc), **extra)
-            return
-        changed = [r for r in gate.records if r.applied and r.changed] if not self.dry_run else gate.records
-        verb = ("would " if self.dry_run else "") + wanted.action
-        if result.error:
-            self._say(host=name, alert=alerts, decision="failed", why=result.error, **extra)
-        elif item.verdict == "duplicate" and not changed:
-            self._say(host=name, alert=alerts, decision="duplicate", why=item.why, **extra)
+            decision, why = "failed", str(exc)
         else:
-            left = ""
-            if result.drain is not None and result.drain.not_evicted:
-                left = "; not evicted: " + ", ".join(p.pod for p in result.drain.not_evicted)
-            why = "; ".join(item.done + result.done) + left
-            if item.verdict != "act":
-                why = f"{item.why}; {why}"
-            self._say(host=name, alert=alerts, decision=verb, why=why, **extra)
+            changed = [r for r in gate.records if r.applied and r.changed] if not self.dry_run else gate.records
+            if result.error:
+                decision, why = "failed", result.error
+            elif item.verdict == "duplicate" and not changed:
+                decision, why = "duplicate", item.why
+            else:
+                decision = ("would " if self.dry_run else "") + wanted.action
+                left = ""
+                if result.drain is not None and result.drain.not_evicted:
+                    left = "; not evicted: " + ", ".join(p.pod for p in result.drain.not_evicted)
+                why = "; ".join(item.done + result.done) + left
+                if item.verdict != "act":
+                    why = f"{item.why}; {why}"
+        self._say(host=name, alert=alerts, decision=decision, why=why, **extra)
         if not self.dry_run:
             from clusterctl.undo_journal import save_journal
 
@@ -199,10 +229,10 @@ class Remediator:
                                 folder=self.journal_folder)
             if path is not None:
                 self._say(host=name, decision="journal", why=f"undo with: clusterctl undo {path}")
-        drained = drain and not result.error and (result.drain is None or result.drain.complete)
-        if self.after_drain is not None and drained and not self.dry_run:
+        if self.after_drain is not None and decision == "drain":  # drained now (heal drains what was left)
             with self.runner_factory() as runner:
                 self.after_drain(runner, wanted.host, self._say)
+        return decision
 
 
 def _machine() -> str:

@@ -100,7 +100,8 @@ def test_reset_takes_the_agent_away(bootstrapped_demo: None, tmp_path: Path) -> 
     assert run.exit_code == 0, run.output
     for path in ("etc/systemd/system/clusterctl-node-agent.timer", "etc/systemd/system/clusterctl-node-agent.service",
                  "usr/local/lib/clusterctl/clusterctl-node.pyz", "etc/clusterctl/node-agent.kubeconfig",
-                 "var/lib/prometheus/node-exporter/clusterctl_node_health.prom"):
+                 "var/lib/prometheus/node-exporter/clusterctl_node_health.prom",
+                 "usr/local/sbin/clusterctl-slurm-health"):
         assert not (tree / path).exists(), path
     assert clusterctl("-i", DEMO, "-o", "json", "mock", "timers").json()["runs"] == []
 

@@ -10,9 +10,9 @@ import pytest
 import yaml
 from sim_cluster import SimCluster
 
-from clusterctl.bootstrap.engine import Status
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.changes import Change, Gate, GateRecord
+from clusterctl.engine.run import Status
 
 SIX = ["gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b2", "gpu-b3"]
 

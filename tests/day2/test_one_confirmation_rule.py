@@ -63,6 +63,14 @@ CHANGING: dict[str, Changing] = {
     "remediate serve": Changing(("remediate", "serve", "--listen", "127.0.0.1:0"), serves=True),
 }
 
+#: Commands that change hosts the demo cannot stand for, and where the rule is run on them (the
+#: structural checks below hold them too: --yes, --dry-run, confirm.py only).
+CHANGING_ELSEWHERE = {
+    "power on": "tests/bmc/test_power.py, on a Redfish emulator (the demo has no BMC)",
+    "power off": "tests/bmc/test_power.py, on a Redfish emulator (the demo has no BMC)",
+    "power cycle": "tests/bmc/test_power.py, on a Redfish emulator (the demo has no BMC)",
+}
+
 #: Commands that change no host, and why.
 NOT_CHANGING = {
     "inventory show": "reads the inventory", "inventory check": "reads the inventory",
@@ -75,6 +83,7 @@ NOT_CHANGING = {
     "upgrade plan": "plans", "certs check": "reads", "status": "reads",
     "remediate alertmanager-config": "prints a configuration", "record": "reads hosts, writes local files",
     "mock show": "the simulator's own files", "mock reset": "the simulator's own files on this machine",
+    "power status": "reads the power state through the BMC",
     "mock set": "a mock host's simulated state (a fault to replay), on this machine",
     "mock timers": "fires a mock host's simulated timers: the simulator's clock, on this machine",
 }
@@ -98,8 +107,11 @@ def _options(command: object) -> set[str]:
 
 def test_every_command_of_the_app_is_listed_and_every_changing_one_has_yes_and_dry_run() -> None:
     found = _all_commands()
-    assert set(found) == set(CHANGING) | set(NOT_CHANGING), "a command is missing from CHANGING or NOT_CHANGING"
-    for name in CHANGING:
+    listed = set(CHANGING) | set(CHANGING_ELSEWHERE) | set(NOT_CHANGING)
+    assert sorted(set(found) - listed) == [], "new commands: list each in CHANGING (it confirms through " \
+        "cli/confirm.py) or NOT_CHANGING (with why) in tests/day2/test_one_confirmation_rule.py"
+    assert sorted(listed - set(found)) == [], "commands listed here that the app no longer has"
+    for name in [*CHANGING, *CHANGING_ELSEWHERE]:
         assert {"--yes", "--dry-run"} <= _options(found[name]), name
     # --yes on a command that changes nothing would promise a question that never comes.
     assert [n for n in NOT_CHANGING if "--yes" in _options(found[n])] == []
@@ -191,3 +203,37 @@ def test_dry_run_never_asks_and_says_nothing_was_changed(name: str, demo: Path, 
         done = clusterctl("-i", DEMO, *args, "--dry-run")
     assert done.exit_code in (0, 1), done.output
     assert "nothing was changed" in done.stdout, done.stdout
+
+
+def test_every_readme_line_that_changes_hosts_runs_off_a_terminal() -> None:
+    """The README's lines are run as written, often by a script: a line that changes hosts carries
+    --yes or --dry-run, or says that it asks first (else it would stop with exit 2 unexplained)."""
+    import shlex
+
+    from clusterctl.cli.app import GLOBAL_OPTIONS
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    lines = [line.strip() for line in readme.splitlines() if line.startswith("clusterctl ")]
+    assert len(lines) > 40
+    unsafe = []
+    for line in lines:
+        if "asks first" in line:
+            continue
+        line = line.split(" #")[0].strip()
+        words = shlex.split(line.replace("*", "x"))[1:]
+        plain: list[str] = []
+        skip = False
+        for word in words:
+            if skip:
+                skip = False
+            elif word in GLOBAL_OPTIONS:
+                skip = GLOBAL_OPTIONS[word]
+            else:
+                plain.append(word)
+        known = set(CHANGING) | set(CHANGING_ELSEWHERE) | set(NOT_CHANGING)
+        name = next((n for n in (" ".join(plain[:2]), " ".join(plain[:1])) if n in known), "")
+        changing = name in {*CHANGING, *CHANGING_ELSEWHERE} and (name != "health" or "--quarantine" in words) and (
+            name != "tune-nccl" or "--push" in words)
+        if changing and not {"--yes", "--dry-run"} & set(words):
+            unsafe.append(line)
+    assert unsafe == []

@@ -186,6 +186,16 @@ def test_a_value_read_only_in_part_or_not_at_all_never_makes_the_host_healthy(wr
 # --- 3. nvidia-smi -q -i N ------------------------------------------------------------------------
 
 
+def test_a_recorded_q_i_0_of_an_8_gpu_host_reads_without_a_warning() -> None:
+    q = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "h800-525.105.17-q-i-0-of-8-gt-prompt.txt"))
+    assert (q.attached_gpus, len(q.gpus), q.warnings) == (8, 1, ())  # the '> ' prompt line is no unread line
+    (gpu,) = q.gpus
+    assert (gpu.name, gpu.bus_id, gpu.minor_number) == ("NVIDIA H800", "00000000:18:00.0", 0)
+    assert gpu.ecc_mode == "Disabled"  # 525 spells the section "Ecc Mode"
+    data, notes = _read(("nvidia-smi-q", "h800-525.105.17-q-i-0-of-8-gt-prompt.txt"))
+    assert notes == [] and _host(data)["facts"]["gpus"]["00000000:18:00.0"]["ecc_mode"] == "Disabled"
+
+
 def test_one_gpu_selected_with_i_is_not_a_clipped_paste() -> None:
     q = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "DERIVED-gpud-535.183.01-h100-q-i-3.txt"))
     assert q.attached_gpus == 8 and len(q.gpus) == 1 and q.warnings == ()
@@ -252,3 +262,24 @@ def test_the_command_line_prints_the_same_readings() -> None:
 
         parse = next(f[3] for f in _formats() if f[1] == attribute)
         assert _walk(parse(read_fixture(tool, name)), host["readings"][attribute]["result"], attribute) > 0
+
+
+def test_the_recorded_pending_remap_with_an_arrow_makes_the_host_unhealthy() -> None:
+    """The real paste of issue #36's worst case: 'Pending : Yes   <===' on a GPU whose ECC mode reads
+    'Unknown Error', selected with -i from 8; with its kernel log (root prompt first)."""
+    name = "kb-550.90.07-d-ecc-row-remapper-i-52-unknown-error-arrow.txt"
+    q = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", name))
+    (gpu,) = q.gpus
+    assert q.warnings == () and q.attached_gpus == 8 and gpu.index_known is False
+    assert gpu.remap_pending is True and gpu.notes == ("line 37: Remapped Rows/Pending: <===",)
+    assert gpu.ecc_mode == "Unknown Error" and gpu.remapped_rows_uncorrectable == 1
+    data, notes = _read(("nvidia-smi-q", name), ("kernel-log", "kb-dmesg-grep-xid-48-63-94-root-prompt.log"))
+    host = _host(data)
+    assert host["verdict"] == "unhealthy" and host["reason"].startswith("GPU_ROW_REMAP_PENDING")
+    codes = {(f["code"], f["subject"]) for f in host["findings"]}
+    assert {("GPU_ROW_REMAP_PENDING", "GPU 00000000:52:00.0"), ("GPU_ECC_MODE_UNKNOWN", "GPU 00000000:52:00.0"),
+            ("GPU_XID", "GPU 00000000:52:00.0")} <= codes
+    remap = next(f for f in host["findings"] if f["code"] == "GPU_ROW_REMAP_PENDING")
+    assert "nvidia-smi -r -i 00000000:52:00.0" in remap["fix"]  # the selection's position 0 is no index
+    assert host["facts"]["gpus"]["00000000:52:00.0"]["index"] is None
+    assert [n for n in notes if "unrecognised" in n or "says 8" in n] == []

@@ -102,7 +102,11 @@ def test_quarantine_drain_release_and_undo_on_the_demo(tmp_path: Path, monkeypat
     before = snapshot(state_folder())
     assert cli("undo", "--dry-run", journal)[0] == 0
     assert snapshot(state_folder()) == before
+    # Undoing the quarantine would return gpu-a3 to service: release's checks first, and it fails them.
     code, out = cli("undo", journal)
+    assert code == 1 and "REFUSED gpu-a3: stays quarantined: NVLINK" in out and "--skip-checks" in out, out
+    assert node("gpu-a3")["spec"] == spec
+    code, out = cli("undo", journal, "--skip-checks")
     assert code == 0, out
     assert node("gpu-a3") == as_it_was
     assert "no node is quarantined" in cli("status")[1]

@@ -156,3 +156,24 @@ def test_a_lease_left_by_a_crashed_receiver_is_taken_over_after_its_duration(sim
     remediator.handle(payload(("GPUXidError", "gpu-04")))
     assert remediator.settle(300)
     assert decided(log, "gpu-04") == ["quarantine"] and time.monotonic() - began >= 2
+
+
+def test_accepted_alerts_outlive_a_receiver_that_could_not_act(sim: KubeSim, tmp_path: Path) -> None:
+    """The first receiver answers, then cannot reach the cluster (its work fails); the next one started
+    with the same pending-work file acts on the alert Alertmanager will not send again for hours."""
+    pending = tmp_path / "remediate-pending.json"
+
+    def unreachable() -> Runner:
+        raise OSError("connection refused")
+
+    log = io.StringIO()
+    first = Remediator(load_inventory(str(sim.inventory)), unreachable, log, pending_file=str(pending))
+    status, _ = first.handle(payload(("GPUFellOffTheBus", "gpu-02")))
+    assert status == 200 and json.loads(pending.read_text())["hosts"]["gpu-02"]["action"] == "drain"
+    assert first.settle(60) and decided(log, "gpu-02") == ["failed"] and out_of_service(sim) == []
+    second, second_log = receiver(sim, pending_file=str(pending))
+    assert second.resume() == 1 and second.settle(300)
+    assert out_of_service(sim) == ["gpu-02"] and decided(second_log, "gpu-02") == ["drain"]
+    assert json.loads(pending.read_text())["hosts"] == {}
+    third, _ = receiver(sim, pending_file=str(pending))
+    assert third.resume() == 0

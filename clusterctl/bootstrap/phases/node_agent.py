@@ -41,6 +41,8 @@ KUBECONFIG_PATH = "/etc/clusterctl/node-agent.kubeconfig"
 SERVICE = "clusterctl-node-agent.service"
 TIMER = "clusterctl-node-agent.timer"
 SERVICE_PATH = f"/etc/systemd/system/{SERVICE}"
+#: For slurm.conf's HealthCheckProgram (and Prolog/Epilog), which take a program without arguments.
+SLURM_HEALTH_PATH = "/usr/local/sbin/clusterctl-slurm-health"
 TIMER_PATH = f"/etc/systemd/system/{TIMER}"
 #: Debian's and Ubuntu's prometheus-node-exporter read this folder (``--collector.textfile.directory``).
 TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"
@@ -179,6 +181,14 @@ def agent_config(node: str, kubernetes: bool = True) -> str:
                       sort_keys=True) + "\n"
 
 
+def slurm_health_script() -> str:
+    return ("#!/bin/sh\n"
+            "# Slurm's HealthCheckProgram, Prolog or Epilog (slurm.conf): clusterctl's level-0 checks on this\n"
+            "# node; drains it with a 'clusterctl: ' reason on failure, resumes only what clusterctl drained.\n"
+            "# Written by clusterctl bootstrap (phase node-agent).\n"
+            f"exec {PYTHON} {BUNDLE_PATH} slurm-health \"$@\"\n")
+
+
 class NodeAgent(Phase[AgentState]):
     name = "node-agent"
     description = f"node health agent: a systemd timer (every {INTERVAL_S} s) -> NodeConditions, node-exporter metrics"
@@ -189,7 +199,7 @@ class NodeAgent(Phase[AgentState]):
     confirmable = True
 
     def check(self, ctx: PhaseContext) -> AgentState:
-        paths = (BUNDLE_PATH, CONFIG_PATH, KUBECONFIG_PATH, SERVICE_PATH, TIMER_PATH)
+        paths = (BUNDLE_PATH, CONFIG_PATH, KUBECONFIG_PATH, SERVICE_PATH, TIMER_PATH, SLURM_HEALTH_PATH)
         files = {path: cc.read(ctx, path) for path in paths}
         enabled = ctx.reader.run(f"systemctl is-enabled --quiet {TIMER}", sudo=True, timeout=30).exit_code == 0
         active = ctx.reader.run(f"systemctl is-active --quiet {TIMER}", sudo=True, timeout=30).exit_code == 0
@@ -229,6 +239,7 @@ class NodeAgent(Phase[AgentState]):
               if kubeconfig is not None else []),
             (SERVICE_PATH, service, 0o644, f"systemd unit {SERVICE}"),
             (TIMER_PATH, timer, 0o644, f"systemd unit {TIMER}"),
+            (SLURM_HEALTH_PATH, slurm_health_script(), 0o755, "Slurm health check program (HealthCheckProgram)"),
         ]
         changes = []
         for path, content, mode, summary in wanted:

@@ -10,7 +10,8 @@ the compare-and-swap is as atomic as the API server's. Messages are kubectl's:
 * ``Error from server (Conflict): error when replacing "STDIN": Operation cannot be fulfilled on
   leases.coordination.k8s.io "N": the object has been modified; please apply your changes to the
   latest version and try again`` (a stale ``resourceVersion``);
-* a replace without ``resourceVersion``: the API server's ``must be specified for an update``;
+* a replace without ``resourceVersion`` replaces whatever is there (as the real API server does: found
+  by ``tests/upstream/test_real_remediate.py``; clusterctl always sends one);
 * with ``-o json`` the object as stored (kubectl's four-space indent), else ``lease.coordination.k8s.io/N
   created|replaced``.
 """
@@ -100,7 +101,7 @@ def run(ctx: ToolContext, words: list[str], options: dict[str, str]) -> ToolResu
                 return ToolResult("", f'Error from server (NotFound): {RESOURCE} "{name}" not found\n', 1)
             if words[0] == "delete":
                 del leases[_key(namespace, name)]
-                return ctx.ok(f'lease.coordination.k8s.io "{name}" deleted\n')
+                return ctx.ok(f'lease.coordination.k8s.io "{name}" deleted from {namespace} namespace\n')
         if options.get("--output") == "json":
             return ctx.ok(json.dumps(lease, indent=4) + "\n")
         holder = str((lease.get("spec") or {}).get("holderIdentity", ""))
@@ -127,10 +128,8 @@ def run(ctx: ToolContext, words: list[str], options: dict[str, str]) -> ToolResu
             return ToolResult("", f'Error from server (NotFound): error when replacing "{source}": '
                                   f'{RESOURCE} "{name}" not found\n', 1)
         wanted = str(meta.get("resourceVersion") or "")
-        if not wanted:
-            return ToolResult("", f'The Lease "{name}" is invalid: metadata.resourceVersion: Invalid value: 0x0: '
-                                  f'must be specified for an update\n', 1)
-        if wanted != current["metadata"]["resourceVersion"]:
+        # Without a resourceVersion the API server replaces unconditionally (the real one does, for Leases).
+        if wanted and wanted != current["metadata"]["resourceVersion"]:
             return ToolResult("", f'Error from server (Conflict): error when replacing "{source}": Operation '
                                   f'cannot be fulfilled on {RESOURCE} "{name}": the object has been modified; '
                                   f'please apply your changes to the latest version and try again\n', 1)
