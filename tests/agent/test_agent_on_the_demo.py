@@ -101,7 +101,7 @@ def test_reset_takes_the_agent_away(bootstrapped_demo: None, tmp_path: Path) -> 
     for path in ("etc/systemd/system/clusterctl-node-agent.timer", "etc/systemd/system/clusterctl-node-agent.service",
                  "usr/local/lib/clusterctl/clusterctl-node.pyz", "etc/clusterctl/node-agent.kubeconfig",
                  "var/lib/prometheus/node-exporter/clusterctl_node_health.prom",
-                 "usr/local/sbin/clusterctl-slurm-health"):
+                 "usr/local/sbin/clusterctl-slurm-health", "usr/local/lib/clusterctl/clusterctl-node.pyz.sha256"):
         assert not (tree / path).exists(), path
     assert clusterctl("-i", DEMO, "-o", "json", "mock", "timers").json()["runs"] == []
 
