@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from clusterctl.secret import Secret, mask_text
 from clusterctl.transport.base import TransportError
@@ -216,6 +216,16 @@ class UndoStep:
     planned: str
 
 
+class ChangeLog(Protocol):
+    """Where an applying gate writes each change down before it reaches its host, and how it went after
+    (``undo_journal.WriteAheadJournal``): an interrupt or a crash at any point leaves a journal that
+    ``clusterctl undo`` completes. ``before`` raises to refuse the change (a journal that cannot be
+    written stops the run before the host is touched)."""
+
+    def before(self, change: Change) -> int: ...
+    def after(self, entry: int, record: GateRecord) -> None: ...
+
+
 class Gate:
     """The one place changes reach hosts. ``Gate(apply=False)`` records; ``Gate(apply=True)`` applies.
 
@@ -223,8 +233,9 @@ class Gate:
     it passed, across hosts.
     """
 
-    def __init__(self, *, apply: bool) -> None:
+    def __init__(self, *, apply: bool, log: ChangeLog | None = None) -> None:
         self.apply = apply
+        self.log = log
         self._records: list[GateRecord] = []
         self._lock = threading.Lock()
 
@@ -259,6 +270,18 @@ class Gate:
             return self._keep(GateRecord(change, applied=False, changed=False, temporary=temporary))
         if not self.apply:
             return self._keep(GateRecord(change, applied=False, changed=True, temporary=temporary))
+        if self.log is None or temporary:
+            return self._make(transport, change, temporary=temporary)
+        entry = self.log.before(change)
+        try:
+            record = self._make(transport, change, temporary=temporary)
+        except ChangeFailed as exc:
+            self.log.after(entry, exc.record)
+            raise
+        self.log.after(entry, record)
+        return record
+
+    def _make(self, transport: Transport, change: Change, *, temporary: bool) -> GateRecord:
         if change.kind is ChangeKind.WRITE_FILE:
             assert change.path is not None and change.content is not None
             put = transport.put(change.path, change.content, mode=change.mode, sudo=change.sudo, backup=change.backup)

@@ -28,7 +28,7 @@ class ReadOnlyHost(Exception):
 
 
 class KnownAnswers(Protocol):
-    """Answers read before they were asked (``clusterctl.bootstrap.read_ahead``), each given once."""
+    """Answers read before they were asked (``clusterctl.engine.read_ahead``), each given once."""
 
     def take(self, command: str, sudo: bool) -> CommandResult | None: ...
 
@@ -69,7 +69,7 @@ class HostReader:
 
     def start_transcript(self) -> None:
         """From now on, note every read (``transcript``): what a later run replays as one batch
-        to learn whether the host still answers as it did (``clusterctl.bootstrap.confirm``)."""
+        to learn whether the host still answers as it did (``clusterctl.engine.confirm``)."""
         self.transcript = []
         self._transcribing = True
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from clusterctl.errors import UsageError
 
@@ -88,3 +88,44 @@ def _too_big(label: str, kind: str, limit: int) -> UsageError:
         f"larger than the {limit // MiB} MiB limit for {kind.replace('-', ' ')} input.",
         file=label, hint="Check that this is the file you meant (see 'Input limits' in the README).",
     )
+
+
+#: Bytes a state file clusterctl wrote may have (a 10,000-host progress file is a few MB).
+STATE_FILE_LIMIT = 64 * MiB
+
+
+def read_state_file(path: str | os.PathLike[str], what: str, remedy: str) -> dict[str, Any]:
+    """The JSON object of a state file clusterctl wrote (a progress file, an undo journal).
+
+    A damaged or foreign file (random bytes, not UTF-8, not JSON, not an object) is a
+    ``UsageError``: one paragraph naming the file, what it should have been (``what``: "a clusterctl
+    undo journal") and what to do (``remedy``), exit 2. A missing file raises ``FileNotFoundError``
+    for the caller to word.
+    """
+    import json
+
+    where = os.fspath(path)
+    try:
+        with open(where, "rb") as handle:
+            data = handle.read(STATE_FILE_LIMIT + 1)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} ({exc.strerror}). {remedy}", file=where) from None
+    if len(data) > STATE_FILE_LIMIT:
+        raise UsageError(f"not {what}: larger than {STATE_FILE_LIMIT // MiB} MiB. {remedy}", file=where)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"not {what}: byte {exc.start + 1} is not UTF-8 text (the file is damaged or "
+                         f"another program's). {remedy}", file=where) from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"not {what}: not JSON ({exc.msg}, column {exc.colno}). {remedy}", file=where,
+                         line=exc.lineno) from None
+    except RecursionError:
+        raise UsageError(f"not {what}: JSON nested too deep. {remedy}", file=where) from None
+    if not isinstance(value, dict):
+        raise UsageError(f"not {what}: JSON, but not the object clusterctl writes. {remedy}", file=where)
+    return value

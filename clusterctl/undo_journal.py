@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,6 +60,128 @@ def record_json(record: GateRecord) -> dict[str, Any]:
     return data
 
 
+def _payload(kept: Sequence[dict[str, Any]], command: str, now: float | None, cluster: str | None,
+             fleet: str | None) -> dict[str, Any]:
+    payload: dict[str, Any] = {"kind": JOURNAL_KIND, "version": JOURNAL_VERSION, "command": command,
+                               "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now)),
+                               "changes": list(kept)}
+    if cluster is not None:
+        payload["cluster"] = cluster
+    if fleet is not None:
+        payload["fleet"] = fleet
+    return payload
+
+
+def _pending_json(change: Change) -> dict[str, Any]:
+    """A change written down before it reaches its host: it may or may not have happened."""
+    data = record_json(GateRecord(change, applied=True, changed=True))
+    if change.kind is ChangeKind.WRITE_FILE:
+        data["new_file"] = change.current is None
+    data["pending"] = True
+    return data
+
+
+class WriteAheadJournal:
+    """The undo journal of one run, written as the run goes: each change before it reaches its host.
+
+    The folder is checked when the journal is made (before any change: a folder that cannot be made
+    stops the command, not a half-done change) and the file is made with the first change. While
+    the run goes the file is a log, one JSON line per event (``pending`` before a change, ``done``
+    after it); ``finish`` replaces it with the journal ``save_journal`` writes. A run killed before
+    ``finish`` leaves the log, which ``read_journal`` reads too: a change it shows pending is undone
+    as if it had been made (a command's undo, a new file removed only if it holds what was written).
+    """
+
+    def __init__(self, *, command: str, folder: str | Path | None = None, cluster: str | None = None,
+                 fleet: str | None = None, now: float | None = None) -> None:
+        self.command, self.cluster, self.fleet, self.now = command, cluster, fleet, now
+        self.folder = Path(folder) if folder is not None else DEFAULT_FOLDER
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot make the undo journal's folder ({exc.strerror}): nothing was changed",
+                             file=str(self.folder)) from exc
+        if not os.access(self.folder, os.W_OK | os.X_OK):
+            raise UsageError("cannot write the undo journal there: nothing was changed", file=str(self.folder))
+        self.path: Path | None = None
+        self._lock = threading.Lock()
+        self._pending: dict[int, dict[str, Any]] = {}
+        self._count = 0
+
+    def _append(self, event: dict[str, Any]) -> None:
+        if self.path is None:
+            self.path = _new_journal_path(self.folder, self.command, self.now)
+            header = {"kind": JOURNAL_KIND, "version": JOURNAL_VERSION, "command": self.command, "partial": True,
+                      "cluster": self.cluster, "fleet": self.fleet}
+            self._write(json.dumps(header) + "\n", mode="x")
+        self._write(json.dumps(event) + "\n", mode="a")
+
+    def _write(self, text: str, *, mode: str) -> None:
+        assert self.path is not None
+        try:
+            with self.path.open(mode) as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            raise UsageError(f"cannot write the undo journal ({exc.strerror}): the change was not made",
+                             file=str(self.path)) from exc
+
+    def before(self, change: Change) -> int:
+        with self._lock:
+            self._count += 1
+            entry = self._count
+            data = _pending_json(change)
+            self._append({"entry": entry, "pending": data})
+            self._pending[entry] = data
+            return entry
+
+    def after(self, entry: int, record: GateRecord) -> None:
+        with self._lock:
+            self._pending.pop(entry, None)
+            if not record.failed:
+                self._append({"entry": entry, "done": record_json(record)})
+            else:
+                self._append({"entry": entry, "failed": True})
+
+    def finish(self, kept: Sequence[GateRecord], *, interrupted: str | None = None) -> Path | None:
+        """Replace the log with the journal of what the run ``kept`` (and, interrupted, the changes it cut
+        off half-way); ``None`` and no file when nothing is left to undo."""
+        with self._lock:
+            changes = [record_json(r) for r in undoable(kept)]
+            if interrupted:
+                changes += list(self._pending.values())
+            if self.path is None:
+                return None
+            if not changes:
+                self.path.unlink(missing_ok=True)
+                self.path = None
+                return None
+            payload = _payload(changes, self.command, self.now, self.cluster, self.fleet)
+            if interrupted:
+                payload["interrupted"] = interrupted
+            temp = self.path.with_name(self.path.name + ".tmp")
+            try:
+                temp.write_text(json.dumps(payload, indent=2) + "\n")
+                temp.replace(self.path)
+            except OSError as exc:
+                raise UsageError(f"cannot write the undo journal ({exc.strerror}); its log stays there",
+                                 file=str(self.path)) from exc
+            return self.path
+
+
+def _new_journal_path(folder: Path, command: str, now: float | None) -> Path:
+    """``FOLDER/<command>-YYYYmmdd-HHMMSS[-N].json``, made here (exclusively: two runs in one second keep two)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    slug = "-".join(command.replace("--", "").split())
+    serial = 1
+    while True:
+        path = folder / (f"{slug}-{stamp}.json" if serial == 1 else f"{slug}-{stamp}-{serial}.json")
+        if not path.exists():
+            return path
+        serial += 1
+
+
 def save_journal(records: Sequence[GateRecord], *, command: str, folder: str | Path | None = None,
                  now: float | None = None, cluster: str | None = None, fleet: str | None = None) -> Path | None:
     """Write the undoable records to ``FOLDER/<command>-YYYYmmdd-HHMMSS.json``; ``None`` when nothing changed.
@@ -68,37 +192,20 @@ def save_journal(records: Sequence[GateRecord], *, command: str, folder: str | P
     if not kept:
         return None
     target_dir = Path(folder) if folder is not None else DEFAULT_FOLDER
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
-    slug = "-".join(command.replace("--", "").split())
-    path = target_dir / f"{slug}-{stamp}.json"
-    # Two runs in the same second must not share a journal: the second would overwrite what
-    # undoes the first (and one marked used would hide the other).
-    serial = 2
-    while path.exists():
-        path = target_dir / f"{slug}-{stamp}-{serial}.json"
-        serial += 1
-    payload = {"kind": JOURNAL_KIND, "version": JOURNAL_VERSION, "command": command,
-               "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now)),
-               "changes": [record_json(r) for r in kept]}
-    if cluster is not None:
-        payload["cluster"] = cluster
-    if fleet is not None:
-        payload["fleet"] = fleet
+    text = json.dumps(_payload([record_json(r) for r in kept], command, now, cluster, fleet), indent=2) + "\n"
     try:
         target_dir.mkdir(parents=True, exist_ok=True)
         # Two runs in the same second keep two journals: never overwrite one (its undo would be lost).
-        serial = 1
         while True:
+            path = _new_journal_path(target_dir, command, now)
             try:
                 with path.open("x") as handle:
-                    handle.write(json.dumps(payload, indent=2) + "\n")
-                break
+                    handle.write(text)
+                return path
             except FileExistsError:
-                serial += 1
-                path = target_dir / f"{slug}-{stamp}-{serial}.json"
+                continue
     except OSError as exc:
-        raise UsageError(f"cannot write the undo journal ({exc.strerror})", file=str(path)) from exc
-    return path
+        raise UsageError(f"cannot write the undo journal ({exc.strerror})", file=str(target_dir)) from exc
 
 
 @dataclass(frozen=True)
@@ -122,20 +229,33 @@ def load_journal(path: str | Path) -> list[GateRecord]:
 
 def read_journal(path: str | Path) -> Journal:
     """A whole journal; bad files are a ``UsageError`` naming the file."""
+    from clusterctl.inputfile import read_state_file
+
     where = str(path)
+    remedy = ("Give 'clusterctl undo' the file a command named after 'undo with:' (journals are kept under "
+              "~/.local/state/clusterctl/undo/, or --state-dir's undo/); a damaged journal cannot be replayed: "
+              "revert its changes by hand from the backups next to each file it wrote (FILE.bak.<time>.*).")
     try:
-        data = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise UsageError(f"cannot read the undo journal ({exc.strerror})", file=where) from exc
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"not JSON: {exc.msg}", file=where, line=exc.lineno) from exc
-    if not isinstance(data, dict) or data.get("kind") != JOURNAL_KIND:
-        raise UsageError("not a clusterctl undo journal", file=where)
+        if _is_log(where):  # the log of a run that was stopped before it finished its journal
+            try:
+                data = _from_log(Path(where).read_text(errors="replace"))
+            except (ValueError, TypeError) as exc:
+                raise UsageError(f"a journal's log that cannot be read ({exc}). {remedy}", file=where) from None
+        else:
+            data = read_state_file(path, "a clusterctl undo journal", remedy)
+    except FileNotFoundError:
+        raise UsageError("no such undo journal", file=where,
+                         hint="Journals are kept under ~/.local/state/clusterctl/undo/.") from None
+    if data.get("kind") != JOURNAL_KIND:
+        raise UsageError(f"not a clusterctl undo journal (no 'kind: {JOURNAL_KIND}'). {remedy}", file=where)
     if data.get("version") not in READABLE_VERSIONS:
         raise UsageError(f"undo journal version {data.get('version')!r}; this clusterctl reads "
                          f"{', '.join(str(v) for v in READABLE_VERSIONS)}", file=where)
     records: list[GateRecord] = []
-    for index, item in enumerate(data.get("changes") or []):
+    changes = data.get("changes") or []
+    if not isinstance(changes, list):
+        raise UsageError(f"not a clusterctl undo journal ('changes' is not a list). {remedy}", file=where)
+    for index, item in enumerate(changes):
         try:
             records.append(_record_from_json(item))
         except (KeyError, TypeError, ValueError) as exc:
@@ -144,6 +264,40 @@ def read_journal(path: str | Path) -> Journal:
     return Journal(Path(path), int(data["version"]), str(data.get("command") or ""), str(data.get("created") or ""),
                    _text_or_none(data.get("cluster")), _text_or_none(data.get("fleet")),
                    {str(k): str(v) for k, v in used.items()} if isinstance(used, dict) else {}, records)
+
+
+def _is_log(path: str) -> bool:
+    """Whether ``path`` is a journal still in its log form (``WriteAheadJournal``'s header first)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.readline(4096)
+    except OSError:
+        return False  # read_state_file says what is wrong
+    return head.startswith(b'{"kind"') and b'"partial": true' in head
+
+
+def _from_log(text: str) -> dict[str, Any]:
+    """A journal still in its log form (the run was killed before it finished): header, then events.
+
+    A change with no ``done`` line is kept as pending (it may have reached its host); a failed one
+    is left out (it did not happen). A last line cut short by the kill is ignored."""
+    lines = text.splitlines()
+    data = json.loads(lines[0])
+    changes: dict[int, dict[str, Any]] = {}
+    for line in lines[1:]:
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        entry = int(event.get("entry", 0))
+        if "pending" in event:
+            changes[entry] = event["pending"]
+        elif "done" in event:
+            changes[entry] = event["done"]
+        elif event.get("failed"):
+            changes.pop(entry, None)
+    data["changes"] = [changes[k] for k in sorted(changes)]
+    return dict(data)
 
 
 def _text_or_none(value: object) -> str | None:
@@ -170,7 +324,7 @@ def journal_used_by(path: str | Path) -> dict[str, str]:
     """Hosts an earlier ``clusterctl undo`` already reverted with this journal -> when (ISO time)."""
     try:
         data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError):
         return {}
     used = data.get("used") if isinstance(data, dict) else None
     return {str(k): str(v) for k, v in used.items()} if isinstance(used, dict) else {}

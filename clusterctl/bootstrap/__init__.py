@@ -10,7 +10,7 @@ How the pieces fit
   first use; on-demand phases such as reset marked ``default=False``).
 * ``engine.run_bootstrap``: runs the phases across hosts through the fan-out ``Runner``; takes
   the per-host lock (``lock``), keeps progress for ``--resume`` (``progress``), decides why a
-  host skips a phase in one place (``engine.skip_reason``), and returns a ``BootstrapReport``
+  host skips a phase in one place (``engine.skip_reason``), and returns a ``RunReport``
   (per host and phase: ok / changed / failed / skipped, changes, findings, rollback lines; per
   phase: counts and time).
 * ``run.run``: what the CLI calls (chooses phases, sets up progress, writes the undo journal of

@@ -44,6 +44,8 @@ PHASES: tuple[PhaseEntry, ...] = (
     PhaseEntry("clusterctl.bootstrap.phases.gpu_addons:GpuAddons"),
     PhaseEntry("clusterctl.bootstrap.phases.topology_labels:TopologyLabels"),
     PhaseEntry("clusterctl.bootstrap.phases.alert_rules:AlertRules"),
+    PhaseEntry("clusterctl.bootstrap.phases.node_agent:NodeAgentAccess"),
+    PhaseEntry("clusterctl.bootstrap.phases.node_agent:NodeAgent"),
     # The finished cluster works.
     PhaseEntry("clusterctl.bootstrap.phases.verify:Verify"),
     # On demand only.

@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clusterctl.bootstrap.engine import BootstrapReport, HostPhaseResult, RunSettings, SkipReason, Status, run_bootstrap
-from clusterctl.bootstrap.lock import DEFAULT_LOCK_PATH
-from clusterctl.bootstrap.phase import Phase
-from clusterctl.bootstrap.progress import DONE, ProgressStore, default_state_dir, fleet_key, progress_path
+from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.registry import select_phases
-from clusterctl.bootstrap.run_data import RunOptions
+from clusterctl.bootstrap.run_data import RunData, RunOptions
 from clusterctl.changes import ChangeKind
+from clusterctl.engine.lock import DEFAULT_LOCK_PATH
+from clusterctl.engine.phase import Phase as EnginePhase
+from clusterctl.engine.progress import DONE, ProgressStore, RunPlace
+from clusterctl.engine.run import HostPhaseResult, RunReport, RunSettings, SkipReason, Status, run_phases
 from clusterctl.errors import UsageError
 from clusterctl.secret import mask_text
 
 if TYPE_CHECKING:
     from clusterctl.bootstrap.reset_journals import ResetJournals
     from clusterctl.fanout import Runner
+    from clusterctl.host_reader import HostReader
     from clusterctl.inventory.model import Host, Inventory
 
 
@@ -53,60 +56,109 @@ def run(
     hosts: Sequence[Host],
     runner: Runner,
     request: BootstrapRequest,
-    on_phase: Callable[[Phase[Any], list[HostPhaseResult]], None] | None = None,
-) -> BootstrapReport:
+    on_phase: Callable[[EnginePhase[Any, Any], list[HostPhaseResult]], None] | None = None,
+) -> RunReport:
     phases = select_phases(request.phase, request.skip_phases)
     if not phases:
         raise UsageError("--skip-phases leaves no phase to run")
     if request.resume and not request.apply:
         raise UsageError("--resume only makes sense for a run that applies (not with --dry-run or plan)")
-    store = None
+    place = RunPlace.of(inventory, "bootstrap", request.state_dir)
+    journal_dir = Path(request.journal_dir) if request.journal_dir else place.journal_dir
     resumed_with = None
-    state_dir = Path(request.state_dir).expanduser() if request.state_dir else default_state_dir()
-    journal_dir = Path(request.journal_dir) if request.journal_dir else state_dir / "undo"
-    fleet = [str(Path(inventory.source).resolve()) if inventory.source else inventory.name,
-             *sorted({str(h.mock_state) for h in inventory.hosts if h.mock_state})]
     journals = None
     if any(p.name == "reset" for p in phases):
         from clusterctl.bootstrap.reset_journals import bootstrap_journals
 
-        journals = bootstrap_journals(journal_dir, cluster=inventory.name, fleet=fleet_key(fleet))
+        journals = bootstrap_journals(journal_dir, cluster=inventory.name, fleet=place.key)
+    store = None
     if request.apply:
-        path = progress_path(state_dir, inventory.name, fleet)
-        store = ProgressStore.load(path, inventory.name) if request.resume else ProgressStore(path, inventory.name)
-        if request.resume and not path.exists():
-            raise UsageError(f"--resume: no progress file for cluster '{inventory.name}' at {path}",
-                             hint="Run without --resume first (or pass the same --state-dir).")
+        store = place.progress(resume=request.resume, first="clusterctl bootstrap")
         request, resumed_with = _survey_of_the_run(request, store)
         if request.survey:
             store.survey = str(Path(request.survey).expanduser().resolve())
     options = run_options(inventory, hosts, phases, request, journals)
-    from clusterctl.bootstrap.confirm import HostConfirmations
+    from clusterctl.engine.confirm import HostConfirmations
 
-    fleet_path = progress_path(state_dir, inventory.name, fleet)
+    fleet_path = place.progress_path
     confirmations = HostConfirmations.load(fleet_path.with_name(fleet_path.stem + ".confirmed.json"))
     # A plan changes nothing before any read; an applying run reads ahead where it expects no change.
     read_ahead = converged_hosts(store, phases, hosts) if request.apply else frozenset(h.name for h in hosts)
+    command = f"bootstrap phase {request.phase}" if request.phase else "bootstrap"
+    journal = place.journal(command, journal_dir) if request.apply else None
     settings = RunSettings(apply=request.apply, resume=request.resume, force_unlock=request.force_unlock,
                            lock_path=request.lock_path, progress=store, on_phase=on_phase, options=options,
-                           read_ahead=read_ahead, confirmations=confirmations)
+                           read_ahead=read_ahead, confirmations=confirmations, journal=journal,
+                           resume_hint="clusterctl reset --yes" if request.phase == "reset" else
+                           "clusterctl bootstrap " + (f"phase {request.phase} " if request.phase else "")
+                           + "--resume --yes")
     report = run_bootstrap(inventory, hosts, runner, phases, settings)
     if resumed_with:
         report.notes.append(f"resumed with the survey the earlier run was given: {resumed_with}")
     if store is not None:
         report.notes.append(f"progress kept in {store.path}")
-    if request.apply:
-        from clusterctl.undo_journal import save_journal
-
-        command = f"bootstrap phase {request.phase}" if request.phase else "bootstrap"
-        journal = save_journal(report.kept_records(), command=command, folder=journal_dir,
-                               cluster=inventory.name, fleet=fleet_key(fleet))
-        if journal is not None:
-            report.undo_journal = str(journal)
-            report.notes.append(f"undo with: clusterctl undo {journal}")
-        if journals is not None:
-            _mark_used_by_reset(report, journals)
+    if journals is not None and request.apply:
+        _mark_used_by_reset(report, journals)
     return report
+
+
+def run_bootstrap(inventory: Inventory, hosts: Sequence[Host], runner: Runner, phases: Sequence[Phase[Any]],
+                  settings: RunSettings) -> RunReport:
+    """Bootstrap's phases on the engine, each with bootstrap's context (``RunOptions``, one ``RunData``)."""
+    shared = RunData()
+    options = settings.options if settings.options is not None else RunOptions()
+
+    def context(host: Host, reader: HostReader) -> PhaseContext:
+        return PhaseContext(host, reader, inventory, shared, options)
+
+    def before_phase(failed: frozenset[str]) -> None:
+        shared.failed_hosts = failed
+
+    def digest(host: Host) -> str:
+        return inputs_digest(inventory, host, options)
+
+    settings = replace(settings, context=context, before_phase=before_phase, inputs_digest=digest, options=options)
+    report = run_phases(inventory, hosts, runner, phases, settings)
+    report.not_verified = _not_verified(report) if settings.apply else None
+    return report
+
+
+#: A verify result that counts as the cluster checked on that host.
+_VERIFIED = {Status.OK, Status.CHANGED}
+
+
+def _not_verified(report: RunReport) -> str | None:
+    """Why the run's ``verify`` phase checked nothing, or ``None`` (it ran, or was not asked for)."""
+    if "verify" not in report.phases:
+        return None
+    results = [r for r in report.results if r.phase == "verify"]
+    if any(r.status in _VERIFIED or r.message == SkipReason.DONE_BEFORE.value for r in results):
+        return None
+    if any(r.status is Status.FAILED for r in results):
+        return None  # a failed verify is already a failed host, with its reason
+    reasons = sorted({r.message for r in results if r.message}) or ["no host of this run could run it"]
+    return ("verify did not run: " + "; ".join(reasons) + " (it runs on the first control-plane host: include "
+            "that host in the run, or run 'clusterctl bootstrap phase verify' afterwards)")
+
+
+def inputs_digest(inventory: Inventory, host: Host, options: RunOptions) -> str:
+    """What the phases plan from besides the host's answers: its inventory entry (without the line it
+    is on: adding a host moves the others), the cluster-wide sections (without the hosts and the
+    groups' member lists), the run's options (without the list of hosts), the saved survey's content
+    and clusterctl's version."""
+    from clusterctl import __version__
+
+    entry = replace(host, source=None)
+    cluster = replace(inventory, hosts=(), groups={}, source=None)
+    opts = replace(options, hosts=(), applying=False)
+    survey = hashlib.sha256()
+    if options.survey:  # its content, not only its name: the labels come from it
+        try:
+            survey.update(Path(options.survey).expanduser().read_bytes())
+        except OSError:
+            survey.update(b"unreadable")
+    text = "\0".join((__version__, repr(entry), repr(cluster), repr(opts), survey.hexdigest()))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _survey_of_the_run(request: BootstrapRequest, store: ProgressStore) -> tuple[BootstrapRequest, str | None]:
@@ -122,7 +174,7 @@ def _survey_of_the_run(request: BootstrapRequest, store: ProgressStore) -> tuple
     return replace(request, survey=store.survey), store.survey
 
 
-def downgrade_refusal(report: BootstrapReport, inventory: Inventory) -> UsageError | None:
+def downgrade_refusal(report: RunReport, inventory: Inventory) -> UsageError | None:
     """The packages phase refused to downgrade (``DOWNGRADE_REFUSED``): one paragraph for the whole
     fleet, exit 2, naming what each group of hosts runs, the pins, and the two ways on."""
     from clusterctl.bootstrap.phases.packages import DOWNGRADE_REFUSED, packages_at
@@ -130,6 +182,7 @@ def downgrade_refusal(report: BootstrapReport, inventory: Inventory) -> UsageErr
 
     groups: dict[str, list[str]] = {}
     pinned: dict[str, str] = {}
+    first_field = ""
     for finding in report.all_findings():
         if finding.code != DOWNGRADE_REFUSED or not finding.host:
             continue
@@ -137,17 +190,18 @@ def downgrade_refusal(report: BootstrapReport, inventory: Inventory) -> UsageErr
         fields = finding.evidence.get("fields", {})
         for package, version in finding.evidence.get("pinned", {}).items():
             pinned[package] = f"{version} ({fields.get(package, '')})"
+            first_field = first_field or fields.get(package, "")
     if not groups:
         return None
     runs = "; ".join(f"{compress(hosts)} run{'s' if len(hosts) == 1 else ''} {running}"
                      for running, hosts in groups.items())
     return UsageError(f"bootstrap would downgrade what the hosts run, and does not unless asked: {runs}; the "
                       f"inventory pins {packages_at(pinned.items())}.", file=inventory.source or None,
-                      hint="Pick one: set the pin to what the hosts run (after 'clusterctl upgrade apply --to X', "
-                      "stack.kubernetes: X), or pass --allow-downgrade to go back to the pin.")
+                      hint=f"Pick one: set {first_field or 'the pin'} to what the hosts run (after 'clusterctl "
+                      "upgrade apply --to X': X), or pass --allow-downgrade to go back to the pin.")
 
 
-def _mark_used_by_reset(report: BootstrapReport, journals: ResetJournals) -> None:
+def _mark_used_by_reset(report: RunReport, journals: ResetJournals) -> None:
     """Note in each journal reset read which hosts it took back, so that no later reset or undo replays
     it there (a host joined again by hand would be reset as bootstrap's). A host where reset kept a
     file that changed since bootstrap wrote it keeps its journals: the next ``reset --force`` needs them."""
@@ -215,7 +269,7 @@ def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Ph
     return options
 
 
-def write_plan_files(report: BootstrapReport, out_dir: str) -> list[Path]:
+def write_plan_files(report: RunReport, out_dir: str) -> list[Path]:
     """Each file the plan would write, under ``out_dir/<host>/<path on the host>``, plus
     ``out_dir/<host>/COMMANDS.sh`` listing the commands in order. Secrets are masked."""
     root = Path(out_dir).expanduser()

@@ -96,5 +96,7 @@ class RunData:
     #: Hosts that dropped out of this run (a failed phase or lock), kept by the engine after each
     #: phase: verify reports them as missing at once instead of waiting for them to appear.
     failed_hosts: frozenset[str] = frozenset()
+    #: Node name -> the token of its node agent's ServiceAccount (phase node-agent-access fills it).
+    node_agent_tokens: dict[str, Secret] = field(default_factory=dict)
     #: Held by phases that fill a field for every host at once (the first host to ask builds it).
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)

@@ -71,6 +71,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("clusterctl.cli.quarantine_cmd",
                "Which nodes are quarantined: since when, by whom, why (reason and finding codes), and what their "
                "release needs."),
+    "dashboards": ("clusterctl.cli.dashboards_cmd",
+                   "Render Grafana dashboards (fleet health, fabric, repairs, utilisation) from survey and bench."),
+    "power": ("clusterctl.cli.power_cmd",
+              "Read or change hosts' power through their BMCs (Redfish): status, on, off, cycle."),
     "record": ("clusterctl.cli.record_cmd", "Record the selected hosts as mock profiles that replay them in CI."),
     "mock": ("clusterctl.cli.mock_cmd", "Show or forget what mock hosts remember between runs."),
 }
@@ -137,7 +141,36 @@ def load_command(name: str) -> Any:
     else:
         built.name = name  # typer returns a lone command itself, named after its function
     keep_examples_unwrapped(built)
+    refuse_non_finite(built)
     return built
+
+
+def refuse_non_finite(command: Any) -> None:
+    """Every number option of ``command`` (and its subcommands) refuses ``nan`` and ``inf``, exit 2.
+
+    Python's ``float()`` takes both, and a range's ``min`` does not stop ``inf``: ``--drain-timeout
+    inf`` would drain without a limit. Done once here, where commands are built, so that no
+    option can be left out; each option's own range (``min=``) refuses the rest.
+    """
+    import math
+
+    for param in getattr(command, "params", ()):
+        if getattr(param, "finite_only", False):
+            continue
+        process = param.process_value
+
+        def finite(ctx: Any, value: Any, process: Any = process, param: Any = param) -> Any:
+            value = process(ctx, value)
+            if isinstance(value, float) and not math.isfinite(value):
+                name = max(getattr(param, "opts", None) or [param.name], key=len)
+                default = f" (the default is {param.default})" if param.default is not None else ""
+                raise UsageError(f"{name} {value}: not a finite number; give a number{default}.")
+            return value
+
+        param.process_value = finite
+        param.finite_only = True
+    for sub in getattr(command, "commands", {}).values():
+        refuse_non_finite(sub)
 
 
 app = typer.Typer(
@@ -341,6 +374,7 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in args
     command = typer.main.get_command(app)
     keep_examples_unwrapped(command)
+    refuse_non_finite(command)
     restore = _interrupts_raise()
     try:
         _run(command, args, debug)

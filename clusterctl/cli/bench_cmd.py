@@ -8,6 +8,7 @@ import typer
 
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode
+from clusterctl.terminal_text import one_line
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -92,7 +93,7 @@ def ib_command(
     duration: int = typer.Option(5, "--duration", min=1, help="Seconds per bandwidth test (-D)."),
     size: Optional[int] = typer.Option(None, "--size", min=1, help="Message size in bytes (-s)."),  # noqa: UP045
     qps: Optional[int] = typer.Option(None, "--qps", min=1, help="Queue pairs per test (-q)."),  # noqa: UP045
-    port: int = typer.Option(18515, "--port", help="First TCP port; each test of a round adds one."),
+    port: int = typer.Option(18515, "--port", min=1, max=65000, help="First TCP port; each test of a round adds one."),
     sudo: bool = typer.Option(False, "--sudo", help="Run perftest with sudo -n."),
     settle: float = typer.Option(1.0, "--settle", min=0.0, help="Seconds between starting servers and clients."),
     client_timeout: Optional[float] = typer.Option(None, "--client-timeout", min=0.1,  # noqa: UP045
@@ -309,18 +310,23 @@ def report_command(
                          for r in reports]}
 
     def table() -> None:
-        from rich.markup import escape
+        from rich.text import Text
+
+        from clusterctl.terminal_layout import print_wrapped
 
         for r in reports:
             if r.error:
                 continue
             rec = r.record
-            app.console.print(f"[bold]{escape(r.file)}[/]: {rec['tool']} {rec.get('test') or ''} - "
-                              f"{_report_figure(rec)}", markup=True, highlight=False)
+            head = Text(r.file, style="bold")
+            head.append(f": {rec['tool']} {rec.get('test') or ''} - {_report_figure(rec)}")
+            print_wrapped(app.console, head, 2)
             for warning in rec.get("parse_warnings", []):
                 where = f"line {warning['line']}: " if warning["line"] is not None else ""
-                app.console.print(f"  [yellow]read in part:[/] {escape(where + warning['message'])}",
-                                  highlight=False, soft_wrap=True)
+                line = Text("  ")
+                line.append("read in part:", style="yellow")
+                line.append(f" {one_line(where + warning['message'])}")
+                print_wrapped(app.console, line, 4)
         print_findings(app.console, [f for r in reports for f in r.findings])
 
     app.emit(payload, table)
@@ -378,19 +384,36 @@ def compare_command(
         {"key": c.key, "unit": c.unit, "before": c.before, "after": c.after, "verdict": c.verdict} for c in changes]}
 
     def table() -> None:
-        from rich.table import Table
+        from rich.text import Text
 
-        t = Table(title=f"{before} -> {after}")
-        for col in ("what", "before", "after", "change", "verdict"):
-            t.add_column(col)
+        from clusterctl.terminal_layout import Column, print_table, print_wrapped
+
         style = {"faster": "green", "slower": "red", "gone": "yellow", "new": "cyan"}
-        for c in changes:
-            ratio = f"{(c.ratio - 1):+.0%}" if c.ratio is not None else "-"
-            t.add_row(c.key, _fmt(c.before, c.unit), _fmt(c.after, c.unit), ratio,
-                      f"[{style.get(c.verdict, '')}]{c.verdict}[/]" if c.verdict in style else c.verdict)
-        app.console.print(t)
+        # What moved is listed; what did not is counted (a 120-link run that held its figures
+        # is one line, not 120 "unchanged" rows). -o json has every figure.
+        moved = [c for c in changes if c.verdict != "unchanged"]
+        rows = [(c.key, _fmt(c.before, c.unit), _fmt(c.after, c.unit),
+                 f"{(c.ratio - 1):+.0%}" if c.ratio is not None else "-", Text(c.verdict, style=style[c.verdict]))
+                for c in moved]
+        if rows:
+            print_table(app.console, (Column("what", keep=True), Column("before", keep=True),
+                                      Column("after", keep=True), Column("change", keep=True),
+                                      Column("verdict", keep=True)), rows, title=f"{before} -> {after}")
+        print_wrapped(app.console, compare_summary(changes), 2)
 
     app.emit(payload, table)
+
+
+def compare_summary(changes: Sequence[Any]) -> str:
+    """``120 figures compared: 2 slower, 1 faster, 117 unchanged (within 5%)``, in that order of concern."""
+    from clusterctl.wording import plural
+
+    counts = {verdict: sum(1 for c in changes if c.verdict == verdict)
+              for verdict in ("slower", "gone", "faster", "new", "unchanged")}
+    parts = [f"{n} {verdict}" for verdict, n in counts.items() if n and verdict != "unchanged"]
+    if counts["unchanged"]:
+        parts.append(f"{counts['unchanged']} unchanged (within 5%{', not listed' if len(parts) else ''})")
+    return f"{plural(len(changes), 'figure')} compared: " + (", ".join(parts) if parts else "none in common")
 
 
 def _fmt(value: float | None, unit: str) -> str:

@@ -11,8 +11,8 @@ from clusterctl.errors import ExitCode
 from clusterctl.terminal_text import one_line
 
 if TYPE_CHECKING:
-    from clusterctl.bootstrap.engine import BootstrapReport, HostPhaseResult
-    from clusterctl.bootstrap.phase import Phase
+    from clusterctl.engine.phase import Phase
+    from clusterctl.engine.run import HostPhaseResult, RunReport
 
 HELP = """\
 Bring up Kubernetes (kubeadm, containerd with the NVIDIA runtime) on the inventory's hosts.
@@ -137,9 +137,11 @@ def bootstrap_phases(ctx: typer.Context) -> None:
                 "once_per_cluster": p.once_per_cluster, "default": p.name in default} for p in phases]
 
     def table() -> None:
+        from clusterctl.terminal_layout import print_wrapped
+
         for p in phases:
             extra = "" if p.name in default else "  (only when asked by name)"
-            app.console.print(f"{p.name:<18} {p.description}{extra}", markup=False, highlight=False)
+            print_wrapped(app.console, f"{p.name:<18} {p.description}{extra}", 19)
 
     app.emit(payload, table)
 
@@ -218,20 +220,20 @@ def _confirm_bootstrap(phase: str | None, skip_phases: str | None, hosts: list[s
     confirm_change(what, hosts, yes=yes, preview="clusterctl bootstrap plan")
 
 
-def _print_phase(app: AppContext, phase: Phase[Any], results: list[HostPhaseResult], *, plan: bool) -> None:
-    from clusterctl.bootstrap.engine import Status
+def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult], *, plan: bool) -> None:
+    from clusterctl.engine.run import Status
     from clusterctl.hostlist import compress
     from clusterctl.secret import mask_text
 
     console = app.console
     console.print(f"\nPHASE [{phase.name}] {'*' * max(3, 60 - len(phase.name))}", markup=False, highlight=False)
-    by_status: dict[Status, list[str]] = {}
+    by_status: dict[str, list[str]] = {}
     for r in results:
         if r.status is not Status.FAILED:
-            by_status.setdefault(r.status, []).append(r.host)
-    word = {Status.CHANGED: "would change" if plan else "changed"}
+            by_status.setdefault(plan_word(phase, r) if plan else r.status.value, []).append(r.host)
+    word = {Status.CHANGED.value: "changed"}
     for status, names in by_status.items():
-        console.print(f"{word.get(status, status.value)}: {compress(names)}", markup=False, highlight=False)
+        console.print(f"{word.get(status, status)}: {compress(names)}", markup=False, highlight=False)
     if not plan:
         # What changed, hosts with the same changes on one line (a fleet reads in a few lines).
         done: dict[tuple[str, ...], list[str]] = {}
@@ -250,7 +252,30 @@ def _print_phase(app: AppContext, phase: Phase[Any], results: list[HostPhaseResu
         _print_plan(app, phase, results)
 
 
-def _print_plan(app: AppContext, phase: Phase[Any], results: list[HostPhaseResult]) -> None:
+#: A plan's word for a host where the phase planned nothing: "ok" would claim a check that did not
+#: happen (verify only checks after the changes) or work that will not be done (no survey, no labels).
+PLAN_NOTHING = "nothing to change"
+PLAN_VERIFY = "checks after the changes are applied"
+
+
+def plan_word(phase: Phase[Any, Any], result: HostPhaseResult) -> str:
+    """What a plan says of one host and phase (``would change``, ``nothing to change``, ...)."""
+    from clusterctl.engine.run import Status
+    from clusterctl.findings import Severity
+
+    if result.status is Status.CHANGED:
+        return "would change"
+    if result.status is not Status.OK:
+        return result.status.value
+    if phase.name == "verify":
+        return PLAN_VERIFY
+    left = sorted({f.code for f in result.findings if f.severity in (Severity.WARNING, Severity.ERROR)})
+    if left:
+        return f"not done ({', '.join(left)}: see findings)"
+    return "ok" if phase.read_only else PLAN_NOTHING  # preflight's checks did run in the plan
+
+
+def _print_plan(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult]) -> None:
     """Each host's commands and diffs; hosts whose plan is the same are printed once, together."""
     from clusterctl.bootstrap.phases.reset import KNOWN_NAMES_MARK
     from clusterctl.hostlist import compress
@@ -275,7 +300,7 @@ def _print_plan(app: AppContext, phase: Phase[Any], results: list[HostPhaseResul
             shown = text.replace("HOST:", f"{hosts[0]}:") if len(hosts) == 1 else text
             app.console.print(shown, markup=False, highlight=False, soft_wrap=True)
 
-def _print_findings(app: AppContext, report: BootstrapReport) -> None:
+def _print_findings(app: AppContext, report: RunReport) -> None:
     findings = report.all_findings()
     if not findings:
         return
@@ -293,17 +318,18 @@ def _print_findings(app: AppContext, report: BootstrapReport) -> None:
     app.console.print(table)
 
 
-def _print_recap(app: AppContext, report: BootstrapReport) -> None:
+def _print_recap(app: AppContext, report: RunReport) -> None:
     from rich.table import Table
 
-    from clusterctl.bootstrap.engine import Status
+    from clusterctl.engine.run import Status
 
     title = "PLAN RECAP (nothing was changed)" if not report.applied else "RECAP"
     table = Table(title=title, highlight=False)
     table.add_column("phase")
+    # A plan's "ok" is a phase with nothing to change, not a phase that passed.
+    planned = {Status.CHANGED: "would change", Status.OK: "no change"}
     for s in Status:
-        table.add_column("would change" if (s is Status.CHANGED and not report.applied) else s.value,
-                         justify="right")
+        table.add_column(s.value if report.applied else planned.get(s, s.value), justify="right")
     table.add_column("time", justify="right")
     for p in report.recap:
         table.add_row(p.phase, *(str(p.counts.get(s, 0)) for s in Status), f"{p.duration_s:.1f}s")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sys
+from typing import Optional
 
 import typer
 
@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
 @certs_app.command("check", help="Days left for each certificate kubeadm manages, per control plane.")
 def certs_check(
     ctx: typer.Context,
-    warn_days: int = typer.Option(30, "--warn-days", metavar="N", help="Warn when fewer days are left."),
+    warn_days: int = typer.Option(30, "--warn-days", min=0, metavar="N", help="Warn when fewer days are left."),
 ) -> None:
     from clusterctl.day2.certs import check
     from clusterctl.findings import Severity
@@ -50,25 +50,25 @@ def certs_check(
 
 
 def _print_check(app: AppContext, report: object) -> None:
-    from rich.table import Table
-
     from clusterctl.day2.certs import CertsReport
+    from clusterctl.terminal_layout import Column, print_table, print_wrapped
+    from clusterctl.terminal_text import one_line
 
     assert isinstance(report, CertsReport)
-    table = Table(title="kubeadm certificates", highlight=False)
-    for column in ("host", "certificate", "expires", "days left", "signed by"):
-        table.add_column(column, justify="right" if column == "days left" else "left")
+    rows: list[tuple[str, str, str, str, str]] = []
     for host in report.hosts:
         if host.expiration is None:
-            table.add_row(host.host, "(unread)", host.error, "", "")
+            rows.append((host.host, "(unread)", one_line(host.error or ""), "", ""))
             continue
         for cert in (*host.expiration.certificates, *host.expiration.authorities):
-            table.add_row(host.host, cert.name, f"{cert.expires:%Y-%m-%d %H:%M}", str(cert.days_left(report.now)),
-                          cert.authority or ("(authority)" if cert in host.expiration.authorities else ""))
-    app.console.print(table)
+            rows.append((host.host, cert.name, f"{cert.expires:%Y-%m-%d %H:%M}", str(cert.days_left(report.now)),
+                         cert.authority or ("(authority)" if cert in host.expiration.authorities else "")))
+    # Host, certificate and expiry are what a user acts on: never cut; the signer goes first.
+    print_table(app.console, (Column("host", keep=True), Column("certificate", keep=True),
+                              Column("expires", keep=True), Column("days left", keep=True, justify="right"),
+                              Column("signed by", keep=True, drop_order=1)), rows, title="kubeadm certificates")
     for f in report.findings:
-        app.console.print(f"{f.severity.value.upper():<7} {f.where} {f.code}: {f.message}", markup=False,
-                          highlight=False, soft_wrap=True)
+        print_wrapped(app.console, f"{f.severity.value.upper():<7} {f.where} {f.code}: {one_line(f.message)}", 10)
 
 
 @certs_app.command("renew", help="kubeadm certs renew all, then restart the static pods; one control plane at a time.")
@@ -76,40 +76,55 @@ def certs_renew(
     ctx: typer.Context,
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the steps; touch nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
-    wait: int = typer.Option(20, "--restart-wait", metavar="S",
+    wait: int = typer.Option(20, "--restart-wait", min=1, metavar="S",
                              help="Seconds a manifest stays out (the kubelet's fileCheckFrequency, 20 s)."),
+    resume: bool = typer.Option(False, "--resume", help="Go on from a renew that was cut short (a parked "
+                                "manifest is moved back first)."),
+    skip_phases: Optional[str] = typer.Option(None, "--skip-phases", metavar="A,B",  # noqa: UP045
+                                              help="Phases to leave out: renew, restart-etcd, restart-kube-apiserver, "
+                                              "restart-kube-controller-manager, restart-kube-scheduler, api-ready."),
+    state_dir: Optional[str] = typer.Option(None, "--state-dir", metavar="DIR",  # noqa: UP045
+                                            envvar="CLUSTERCTL_STATE_DIR",
+                                            help="Where progress and undo journals are kept "
+                                            "(default ~/.local/state/clusterctl)."),
 ) -> None:
-    from clusterctl.day2.certs import renew
-    from clusterctl.hostlist import compress
+    from clusterctl.day2.certs import RenewRequest, renew, renew_summary
     from clusterctl.secret import mask_text
 
     app = app_context(ctx)
     inventory = app.inventory()
     if wait < 1:
         raise UsageError("--restart-wait must be 1 second or more", field="--restart-wait")
-    if not dry_run and not yes:
-        names = compress([h.name for h in app.hosts() if "control-plane" in h.roles])
-        if not sys.stdin.isatty():
-            raise UsageError(f"certs renew restarts the control plane on {names}; refusing without a terminal to ask.",
-                             hint="Pass --yes to confirm (or --dry-run to see the steps).")
-        if not typer.confirm(f"Renew the certificates and restart the control plane on {names}?", default=False):
-            raise typer.Exit(1)
+    from clusterctl.cli.confirm import confirm_change
+
+    confirm_change("renew the certificates and restart the control plane's static pods", [h.name for h in
+                   app.hosts() if "control-plane" in h.roles], yes=yes, dry_run=dry_run,
+                   preview="clusterctl certs renew --dry-run")
+    request = RenewRequest(apply=not dry_run, wait_s=wait, resume=resume, state_dir=state_dir,
+                           skip_phases=skip_phases)
     with app.runner() as runner:
-        steps = renew(runner, inventory, list(app.hosts()), apply=not dry_run, wait_s=wait)
+        report = renew(runner, inventory, list(app.hosts()), request)
+    hosts = renew_summary(report)
 
     def table() -> None:
-        for step in steps:
-            app.console.print(f"{step.host}: {step.status}" + (f": {step.message}" if step.message else "")
-                              + (f" (soonest certificate: {step.soonest_days} days left)"
-                                 if step.soonest_days is not None else ""), markup=False, highlight=False,
+        for row in hosts:
+            app.console.print(f"{row['host']}: {row['status']}" + (f": {row['message']}" if row.get("message") else "")
+                              + (f" (soonest certificate: {row['soonest_days_left']} days left)"
+                                 if row.get("soonest_days_left") is not None else ""), markup=False, highlight=False,
                               soft_wrap=True)
             if dry_run:
-                for change in step.changes:
-                    app.console.print(f"    $ {mask_text(change.describe())}", markup=False, highlight=False,
+                for change in row["changes"]:
+                    app.console.print(f"    $ {mask_text(change['command'])}", markup=False, highlight=False,
                                       soft_wrap=True)
+                for wait_for in row["waits"]:
+                    app.console.print(f"    (wait: {mask_text(wait_for)})", markup=False, highlight=False,
+                                      soft_wrap=True)
+        for note in report.notes:
+            app.console.print(f"note: {mask_text(note)}", markup=False, highlight=False, soft_wrap=True)
         if dry_run:
             app.console.print("PLAN (nothing was changed)", markup=False, highlight=False)
 
-    app.emit({"dry_run": dry_run, "hosts": [s.to_json() for s in steps]}, table)
-    if any(s.status == "failed" for s in steps):
+    app.emit({"dry_run": dry_run, "hosts": hosts, "undo_journal": report.undo_journal, "run": report.to_json()},
+             table)
+    if not report.ok:
         raise typer.Exit(ExitCode.FAILED)

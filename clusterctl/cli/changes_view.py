@@ -42,3 +42,11 @@ def print_gate_outcomes(app: AppContext, fleet: FleetResult[GateRecord]) -> None
             app.console.print(f"{outcome.host.name}: failed: {reason}", markup=False, highlight=False)
             continue
         print_records(app, [outcome.value])
+
+
+#: The last line of every dry run's table output (CONTRIBUTING.md, "Confirming changes").
+NOTHING_CHANGED = "dry run: nothing was changed"
+
+
+def say_nothing_changed(app: AppContext) -> None:
+    app.console.print(NOTHING_CHANGED, markup=False, highlight=False)

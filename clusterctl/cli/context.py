@@ -154,12 +154,15 @@ class AppContext:
             render_table()
 
     def warn(self, message: str) -> None:
-        from rich.markup import escape
+        from rich.text import Text
 
-        # soft_wrap: the terminal wraps, rich never breaks a host or file name onto two lines;
-        # escape: '[user@]host' or '[control-plane]' in a message is text, not markup.
-        self.err_console.print(f"[yellow]warning:[/] {escape(message)}", markup=True, highlight=False,
-                               soft_wrap=True)
+        from clusterctl.terminal_layout import hanging, wrap_width
+
+        # Wrapped between words with a hanging indent (never a host or file name broken in two);
+        # a Text, not markup: '[user@]host' or '[control-plane]' in a message is text.
+        text = Text(hanging(f"warning: {message}", wrap_width(self.err_console), 9))
+        text.stylize("yellow", 0, len("warning:"))
+        self.err_console.print(text, highlight=False, soft_wrap=True)
 
 
 def _no_color(stream: Any) -> bool:

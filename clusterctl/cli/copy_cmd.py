@@ -40,7 +40,7 @@ def copy_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the diff per host; write nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Write without asking (required off a terminal)."),
 ) -> None:
-    from clusterctl.cli.changes_view import print_gate_outcomes
+    from clusterctl.cli.changes_view import print_gate_outcomes, say_nothing_changed
     from clusterctl.cli.host_failures import print_failures
     from clusterctl.copy import CopyRequest, copy_file, read_source, remote_path
     from clusterctl.undo_journal import save_journal
@@ -73,6 +73,8 @@ def copy_command(
 
     def table() -> None:
         print_gate_outcomes(app, fleet)
+        if dry_run:
+            say_nothing_changed(app)
         if journal:
             app.err_console.print(f"undo with: clusterctl undo {journal}", markup=False, highlight=False,
                                   soft_wrap=True)

@@ -30,14 +30,24 @@ def print_findings(console: Console, findings: Sequence[Finding], *, empty: str 
         return
     # One Text built with styled appends (no markup to parse per line) and printed once: 10,000
     # findings cost what writing them costs, where a console.print per line took seconds.
+    # Long lines wrap at the terminal's width under their message (a hanging indent), between
+    # words: a host, a path or a value is never broken in two.
+    from clusterctl.terminal_layout import hanging, wrap_width
+
+    width = wrap_width(console)
     text = Text(no_wrap=False)
     for f in sorted_findings(findings):
-        text.append(f"{f.severity.value.upper():7}", style=SEVERITY_STYLE[f.severity])
+        severity = f"{f.severity.value.upper():7}"
+        text.append(severity, style=SEVERITY_STYLE[f.severity])
         text.append(" ")
-        text.append(f.label, style="bold")
-        text.append(f" {f.code}: {one_line(f.message)}\n")
+        line = f"{f.label} {f.code}: {one_line(f.message)}"
+        if len(line) + 8 <= width:
+            text.append(f.label, style="bold")
+            text.append(f" {f.code}: {one_line(f.message)}\n")
+        else:
+            text.append(hanging(line, width, 10, first_indent=f"{severity} ")[8:] + "\n")
         if f.severity is not Severity.INFO and f.fix:
-            text.append(f"        fix: {f.fix}\n", style="dim")
+            text.append(hanging(f"        fix: {f.fix}", width, 13) + "\n", style="dim")
     text.rstrip()
     if console.no_color or not console.is_terminal:
         console.file.write(text.plain + "\n")

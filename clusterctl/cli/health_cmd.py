@@ -12,6 +12,7 @@ from clusterctl.errors import ExitCode
 
 if TYPE_CHECKING:
     from clusterctl.health.model import HealthReport
+    from clusterctl.inventory.model import Host
     from clusterctl.quarantine.auto import PolicyRun
 
 health_app = typer.Typer(
@@ -26,8 +27,20 @@ Xid catalogue), nvidia-smi nvlink -s/-e, ibstat and the InfiniBand port counters
 judged against the fleet. Each host ends healthy, degraded (watch it) or unhealthy (take it
 out of service), with the reason; findings say what to do. See docs/health.md.
 
+Levels 2 and 3 take the GPUs: they are not run on a host whose GPUs have compute processes
+(nvidia-smi --query-compute-apps) or whose node runs a GPU pod no DaemonSet owns, unless the
+host is quarantined (cordoned) or --force is given (INVASIVE_CHECK_REFUSED says which).
+
 Exits 0 when every host is healthy, 1 when a host is degraded, unhealthy or could not be
 checked, 2 for usage problems.
+
+On a node itself (--local: this machine, no SSH, no inventory needed), --slurm makes it Slurm's
+HealthCheckProgram, prolog or epilog, as LBNL NHC is: bounded by --deadline (Slurm stops a
+health check after 60 s), and on an error-level finding it drains the node with a reason that
+marks it as clusterctl's (scontrol update nodename=N state=drain reason="clusterctl: CODE: ..."),
+prints "ERROR: clusterctl: Health check failed: ..." and exits 1; a healthy run resumes the node
+only when clusterctl drained it, never a node drained for another reason. Degraded (warnings
+only) exits 0. Without --local, --slurm does the same on each selected host over its transport.
 
 Examples:
 
@@ -38,6 +51,8 @@ Examples:
   clusterctl health compare health-monday.json health-today.json
 
   clusterctl health read dmesg.txt nvidia-smi-q.txt -o json
+
+  clusterctl health --local --slurm          # slurm.conf: HealthCheckProgram (a script running it)
 """,
     invoke_without_command=True,
 )
@@ -57,34 +72,70 @@ def health_command(
     probe_timeout: float = typer.Option(30.0, "--probe-timeout", min=1.0, metavar="SECONDS",
                                         help="Limit for each probe command on a host (a hung nvidia-smi)."),
     quarantine: bool = typer.Option(False, "--quarantine",
-                                    help="Apply the quarantine policy: unhealthy hosts are quarantined (only said "
-                                    "without --yes), degraded ones reported (docs/quarantine.md)."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="With --quarantine: quarantine (without it: a dry run)."),
+                                    help="Apply the quarantine policy: unhealthy hosts are quarantined (drained "
+                                    "where the policy says), degraded ones reported (docs/quarantine.md). Asks "
+                                    "first; --yes for scripts (required off a terminal)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="With --quarantine: decide and show; touch nothing."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="With --quarantine: quarantine without asking."),
     max_unavailable: Optional[str] = typer.Option(  # noqa: UP045
         None, "--max-unavailable", metavar="N|PCT",
         help="With --quarantine: most hosts out of service at once (default: the inventory's, else 10%, at least 1)."),
+    force: bool = typer.Option(False, "--force", help="Level 2+: run dcgmi diag and nccl-tests even on GPUs that run "
+                               "compute processes or GPU pods (they take the GPUs from those jobs)."),
+    local: bool = typer.Option(False, "--local", help="Check this machine (local commands, no SSH, no inventory)."),
+    slurm: bool = typer.Option(False, "--slurm", help="As Slurm's health check: drain on failure with a "
+                               "'clusterctl: ' reason, resume only nodes clusterctl drained; NHC's exit code."),
+    deadline: float = typer.Option(50.0, "--deadline", min=10.0, metavar="SECONDS",
+                                   help="With --slurm: the whole check's bound (Slurm allows 60 s)."),
+    slurm_node: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--slurm-node", metavar="NAME",
+        help="With --slurm: the Slurm node name (default: the host's short name)."),
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
     app = app_context(ctx)
+    if slurm:
+        if quarantine or save:
+            from clusterctl.errors import UsageError
+
+            raise UsageError("--slurm acts on Slurm itself: it takes no --quarantine or --save")
+        slurm_check(app, local=local, deadline=deadline, since=since if since != "24h" else "1h", node=slurm_node)
+        return
     from clusterctl.errors import UsageError
     from clusterctl.health.model import HealthOptions
     from clusterctl.health.run import run_health
 
-    options = HealthOptions(level=level, since=since, probe_timeout_s=probe_timeout)
+    options = HealthOptions(level=level, since=since, probe_timeout_s=probe_timeout, force=force)
+    if local:
+        from clusterctl.inventory.this_machine import this_machine
+
+        inventory_name = app.inventory().name if app.inventory_path else None
+        with app.runner() as runner:
+            report = run_health([this_machine(app.inventory() if app.inventory_path else None)], runner, options,
+                                inventory=inventory_name)
+        finish(app, report, save=save)
+        return
     inventory = app.inventory()
     hosts = app.hosts()
     if not hosts:
         raise UsageError("no host selected: check -l/--limit and the inventory")
-    if not quarantine and (yes or max_unavailable):
-        raise UsageError("--yes and --max-unavailable go with --quarantine")
+    if not quarantine and (yes or max_unavailable or dry_run):
+        raise UsageError("--yes, --dry-run and --max-unavailable go with --quarantine")
+    if quarantine:
+        from clusterctl.cli.confirm import confirm_change
+
+        # Asked before the health run: what it finds is quarantined without a second question.
+        confirm_change("quarantine (and, where the policy says, drain) the hosts this health run finds unhealthy",
+                       [h.name for h in hosts], yes=yes, dry_run=dry_run,
+                       preview="clusterctl health --quarantine --dry-run")
     policy = None
     with app.runner() as runner:
-        report = run_health(hosts, runner, options, inventory=inventory.name)
+        report = run_health(hosts, runner, options, inventory=inventory.name, cluster=inventory)
         if quarantine:
             from clusterctl.cli.quarantine_cmd import apply_health_policy
 
-            policy = apply_health_policy(app, runner, report.hosts, yes=yes, max_unavailable=max_unavailable)
+            policy = apply_health_policy(app, runner, report.hosts, apply=not dry_run,
+                                         max_unavailable=max_unavailable)
     finish(app, report, save=save, policy=policy)
 
 
@@ -182,3 +233,38 @@ def read_command(
     for note in notes:
         app.warn(note)
     finish(app, report)
+
+
+def slurm_check(app: AppContext, *, local: bool, deadline: float, since: str, node: str | None) -> None:
+    """``--slurm``: each host's Slurm health check (this machine with ``--local``); NHC's line and exit code."""
+    from clusterctl.agent.slurm_check import SlurmCheckOptions, run_slurm_check
+    from clusterctl.terminal_text import one_line
+
+    options = SlurmCheckOptions(node=node, deadline_s=deadline, since=since)
+    hosts: tuple[Host, ...]
+    if local:
+        from clusterctl.inventory.this_machine import this_machine
+
+        hosts = (this_machine(app.inventory() if app.inventory_path else None),)
+    else:
+        hosts = app.hosts()
+    with app.runner() as runner:
+        fleet = runner.run_task(list(hosts), lambda transport: run_slurm_check(transport, options),
+                                label="health --slurm", timeout_s=deadline + 30)
+    checks = [o.value for o in fleet.outcomes if o.ok and o.value is not None]
+    failures = {o.host.name: o.failure.describe() for o in fleet.outcomes if not o.ok and o.failure}
+
+    def human() -> None:
+        for check in checks:
+            stream = app.err_console if check.exit_code else app.console
+            stream.print(one_line(check.message), markup=False, highlight=False)
+            if check.action not in ("none",):
+                app.console.print(f"{check.node}: slurm: {check.action}", markup=False, highlight=False)
+            for problem in check.problems:
+                app.err_console.print(f"ERROR: clusterctl: {one_line(problem)}", markup=False, highlight=False)
+        for host, why in failures.items():
+            app.err_console.print(f"ERROR: clusterctl: {host}: {one_line(why)}", markup=False, highlight=False)
+
+    app.emit({"checks": [c.to_json() for c in checks], "failed_hosts": failures}, human)
+    if failures or any(c.exit_code for c in checks):
+        raise typer.Exit(ExitCode.FAILED)

@@ -38,16 +38,14 @@ def show(ctx: typer.Context) -> None:
     found = summaries(app.hosts())
 
     def table() -> None:
-        from rich.table import Table
+        from clusterctl.terminal_layout import Column, print_table
 
-        t = Table(title="mock host state", title_justify="left")
-        for col in ("host", "state folder", "services", "packages"):
-            t.add_column(col)
-        for s in found:
-            t.add_row(s.host, s.folder if s.exists else f"{s.folder} (not created yet)",
-                      ", ".join(f"{k}={v}" for k, v in s.services.items()),
-                      ", ".join(f"{k}={v}" for k, v in s.packages.items()))
-        app.console.print(t)
+        # The host and its state folder are copied (to look inside): never cut; the lists wrap.
+        rows = [(s.host, s.folder if s.exists else f"{s.folder} (not created yet)",
+                 ", ".join(f"{k}={v}" for k, v in s.services.items()),
+                 ", ".join(f"{k}={v}" for k, v in s.packages.items())) for s in found]
+        print_table(app.console, (Column("host", keep=True), Column("state folder", keep=True),
+                                  Column("services"), Column("packages")), rows, title="mock host state")
         if not found:
             app.warn("no mock hosts among the selected hosts")
 
@@ -71,3 +69,107 @@ def reset(ctx: typer.Context) -> None:
     app.emit({"removed": removed}, lambda: app.console.print(
         "\n".join(f"removed {path}" for path in removed) or "nothing to reset: no state was kept yet",
         markup=False, highlight=False))
+
+
+@mock_app.command("set", help="""Set state values on the selected mock hosts: what their profiles' rules
+test with when_state. The demo's profiles answer 'fault=xid-79' with a kernel log in which GPU 3
+has fallen off the bus (Xid 79); 'fault=' clears it.
+
+Example:
+
+  clusterctl -i inventories/demo.yaml -l gpu-a2 mock set fault=xid-79
+""")
+def set_values(
+    ctx: typer.Context,
+    pairs: list[str] = typer.Argument(..., metavar="KEY=VALUE...", help="Values to set (KEY= removes one)."),
+) -> None:
+    from clusterctl.errors import UsageError
+    from clusterctl.mock.admin import set_values as set_state
+
+    app = app_context(ctx)
+    values = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"mock set takes KEY=VALUE, got {pair!r}", field="KEY=VALUE")
+        values[key.strip()] = value.strip()
+    changed = set_state(app.hosts(), values)
+    if not changed:
+        app.warn("no mock hosts among the selected hosts: nothing set")
+    app.emit({"hosts": changed, "values": values}, lambda: app.console.print(
+        "\n".join(f"{h}: " + ", ".join(f"{k}={v}" for k, v in values.items()) for h in changed), markup=False,
+        highlight=False))
+
+
+@mock_app.command("timers", help="""Fire the systemd timers active on the selected mock hosts, once.
+
+A mock host's clock does not run between commands: this is its systemd starting, on the host,
+the service of each active timer with the ExecStart= line of its unit file (bootstrap's
+clusterctl-node-agent.timer: the node health agent runs on that host, with that host as its own
+machine). Prints each service's exit status and output.
+
+Example:
+
+  clusterctl -i inventories/demo.yaml mock timers
+""")
+def timers(ctx: typer.Context) -> None:
+    from clusterctl.mock.admin import mock_hosts
+    from clusterctl.mock.state import MockCluster
+    from clusterctl.mock.timers import due
+    from clusterctl.terminal_text import visible
+
+    app = app_context(ctx)
+    results = []
+    for host in mock_hosts(app.hosts()):
+        state = MockCluster(str(host.mock_state)).host(host.name)
+        for run in due(state):
+            code, output = (1, run.problem) if run.problem else _start_service(host, state, list(run.argv))
+            results.append({"host": host.name, "timer": run.timer, "service": run.service,
+                            "exit_code": code, "output": output})
+
+    def table() -> None:
+        for item in results:
+            app.console.print(f"{item['host']}: {item['service']} exited {item['exit_code']}", markup=False,
+                              highlight=False)
+            for line in str(item["output"]).splitlines()[-5:]:
+                app.console.print("  " + visible(line), markup=False, highlight=False)
+        if not results:
+            app.warn("no active timers on the selected mock hosts")
+
+    app.emit({"runs": results}, table)
+    if any(item["exit_code"] for item in results):
+        raise typer.Exit(1)
+
+
+def _start_service(host: object, state: object, argv: list[str]) -> tuple[int, str]:
+    """Run one ExecStart on the mock host: the node agent's bundle runs as the agent with the host as its
+    own machine (its commands answered by that host); any other line runs in the host's shell."""
+    import contextlib
+    import io
+    import shlex
+    import zipfile
+
+    from clusterctl.agent.bundle import BUNDLE_PATH, PYTHON
+    from clusterctl.inventory.model import Host
+    from clusterctl.mock.state import HostState
+    from clusterctl.transport.factory import ConnectOptions, make_connector
+
+    assert isinstance(host, Host) and isinstance(state, HostState)
+    connect = make_connector(ConnectOptions())
+    if argv[:2] == [PYTHON, BUNDLE_PATH]:
+        bundle = state.fs.read(BUNDLE_PATH)
+        if bundle is None:
+            return 203, f"{PYTHON}: can't open file '{BUNDLE_PATH}': [Errno 2] No such file or directory"
+        try:
+            zipfile.ZipFile(io.BytesIO(bundle)).getinfo("clusterctl/agent/main.py")
+        except (zipfile.BadZipFile, KeyError):
+            return 1, f"{PYTHON}: {BUNDLE_PATH} is not clusterctl's node bundle"
+        from clusterctl.agent.main import main
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            code = main(argv[2:], transport=lambda: connect(host, 60.0))
+        return code, out.getvalue()
+    with connect(host, 60.0) as transport:
+        result = transport.run(shlex.join(argv), sudo=True, timeout=300)
+    return result.exit_code, result.stdout + result.stderr

@@ -64,9 +64,9 @@ def lint_command(
     ),
 ) -> None:
     from clusterctl.cli.findings_view import exit_for, print_findings, summary_line
-    from clusterctl.findings import FINDINGS_SCHEMA_VERSION
-    from clusterctl.nccl.lint import FABRICS, lint_settings, summarise
-    from clusterctl.nccl.sources import FORMATS, read_settings
+    from clusterctl.findings import FINDINGS_SCHEMA_VERSION, Finding
+    from clusterctl.nccl.lint import FABRICS, lint_settings, no_settings_finding, source_findings, summarise
+    from clusterctl.nccl.sources import FORMATS, Setting, read_settings
 
     app = app_context(ctx)
     if fmt is not None and fmt not in FORMATS:
@@ -88,17 +88,25 @@ def lint_command(
                      f"checking against {context.nccl_version}")
     from clusterctl.inputfile import read_text_input
 
-    settings = []
+    settings: list[Setting] = []
     unreadable: list[str] = []
+    about_sources: list[Finding] = []
     for name in files:
         # One unreadable file is reported (exit 2) without stopping the check of the others.
         try:
             text, label = read_text_input(name, "nccl-settings")
-            settings.extend(read_settings(text + ("" if "\n" in text else "\n"), fmt, name=label))
+            read = read_settings(text + ("" if "\n" in text else "\n"), fmt, name=label)
         except (UsageError, ParseError) as exc:
             unreadable.append(str(exc))
+            continue
+        settings.extend(read)
+        about_sources += source_findings(read.notes)
+        if not read:
+            about_sources.append(no_settings_finding(label))
     findings = lint_settings(settings, nccl_version=nccl_version, fabric=fabric, nvlink=nvlink,
                              gpu_nic_links=gpu_nic_links, torch_version=torch_version)
+    findings = sorted(findings + about_sources,
+                      key=lambda f: (f.file or "", f.line or 0, f.severity.rank, f.subject or "", f.code))
     counts = summarise(findings)
     summary: dict[str, object] = {**counts, "settings": len(settings), "files": files,
                                   "nccl_version": nccl_version, "fabric": fabric}
@@ -121,4 +129,6 @@ def lint_command(
     if unreadable:
         # One unreadable input is a usage error (exit 2), after the others were still checked.
         raise typer.Exit(int(ExitCode.USAGE))
+    if any(f.code == "NO_SETTINGS_READ" for f in findings):
+        raise typer.Exit(1)  # a file read as empty is never a silent pass
     exit_for(findings, strict=strict)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional
 
@@ -85,17 +84,6 @@ def named_hosts(app: AppContext, names: Sequence[str]) -> list[Host]:
     return chosen
 
 
-def confirm(what: str, *, yes: bool, dry_run: bool) -> None:
-    """The one rule for commands that change hosts: --yes, or a question on a terminal; refused off one."""
-    if dry_run or yes:
-        return
-    if not sys.stdin.isatty():
-        raise UsageError(f"this would {what}; refusing without a terminal to ask.",
-                         hint="Pass --yes to confirm (or --dry-run to see what it would do).")
-    if not typer.confirm(f"{what[0].upper()}{what[1:]}?", default=False, err=True):
-        raise typer.Exit(int(ExitCode.FAILED))
-
-
 def save_journal(app: AppContext, gate: Gate, command: str) -> str | None:
     from clusterctl.undo_journal import save_journal as write
 
@@ -112,7 +100,7 @@ def quarantine_command(
     code: Optional[list[str]] = typer.Option(  # noqa: UP045
         None, "--code", metavar="CODE", help="Finding code(s) behind it (repeatable); the first is the taint's value."),
     drain: bool = typer.Option(False, "--drain", help="Also evict the nodes' pods (PodDisruptionBudgets honoured)."),
-    drain_timeout: float = typer.Option(300.0, "--drain-timeout", metavar="SECONDS",
+    drain_timeout: float = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS",
                                         help="How long a drain may wait for budgets and terminating pods."),
     force: bool = typer.Option(False, "--force", help="With --drain: evict pods that declare no controller too."),
     delete_emptydir_data: bool = typer.Option(False, "--delete-emptydir-data",
@@ -120,24 +108,23 @@ def quarantine_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Show every change; touch nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
 ) -> None:
-    from clusterctl.changes import Gate
-    from clusterctl.hostlist import compress
     from clusterctl.quarantine.drain import DrainOptions
-    from clusterctl.quarantine.run import QuarantineRequest, quarantine_hosts
+    from clusterctl.quarantine.run import QuarantineRequest, quarantine
 
     app = app_context(ctx)
     targets = named_hosts(app, hosts)
     if drain_timeout <= 0:
         raise UsageError("--drain-timeout must be positive", field="--drain-timeout")
-    confirm(f"quarantine {compress([h.name for h in targets])}{' and drain it' if drain else ''}", yes=yes,
-            dry_run=dry_run)
+    from clusterctl.cli.confirm import confirm_change
+
+    names = [h.name for h in targets]
+    confirm_change("taint, cordon" + (" and drain" if drain else "") + " (quarantine)", names, yes=yes,
+                   dry_run=dry_run, preview=f"clusterctl quarantine {' '.join(names)} ... --dry-run")
     request = QuarantineRequest(reason=reason, codes=tuple(code or ()), drain=drain,
                                 drain_options=DrainOptions(timeout_s=drain_timeout, force=force,
                                                            delete_emptydir_data=delete_emptydir_data))
-    gate = Gate(apply=not dry_run)
     with app.runner() as runner:
-        results = quarantine_hosts(runner, app.inventory(), targets, request, gate)
-    journal = save_journal(app, gate, "quarantine")
+        results, journal = quarantine(runner, app.inventory(), targets, request, apply=not dry_run)
     payload = {"dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
 
     def human() -> None:
@@ -159,23 +146,26 @@ def release_command(
                                  "touch nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
 ) -> None:
-    from clusterctl.changes import Gate
-    from clusterctl.hostlist import compress
-    from clusterctl.quarantine.release import health_and_nccl_checks, release_hosts
+    from clusterctl.quarantine.release import health_and_nccl_checks, release
 
     app = app_context(ctx)
     targets = named_hosts(app, hosts)
-    gate = Gate(apply=not dry_run)
+
+    from clusterctl.cli.confirm import confirm_change, refuse_off_terminal
+
+    what = "untaint, uncordon and resume in Slurm (release)" + (" with the checks skipped" if skip_checks else "")
+    preview = f"clusterctl release {' '.join(h.name for h in targets)} --dry-run"
+    # Off a terminal the refusal comes first; at one, the question comes after the checks: a host
+    # that stays quarantined needs no answer from anyone.
+    refuse_off_terminal(what, [h.name for h in targets], yes=yes, dry_run=dry_run, preview=preview)
 
     def ask(names: list[str]) -> None:
-        # After the checks: a host that stays quarantined needs no answer from anyone.
-        confirm(f"release {compress(names)}{' (checks skipped)' if skip_checks else ''}", yes=yes, dry_run=dry_run)
+        confirm_change(what, names, yes=yes, dry_run=dry_run, preview=preview)
 
     with app.runner() as runner:
-        results = release_hosts(runner, app.inventory(), targets, gate,
-                                checks=None if skip_checks else health_and_nccl_checks(level, app.inventory().hosts),
-                                confirm=ask)
-    journal = save_journal(app, gate, "release")
+        results, journal = release(runner, app.inventory(), targets, apply=not dry_run, confirm=ask,
+                                   checks=None if skip_checks else health_and_nccl_checks(level,
+                                                                                          app.inventory().hosts))
     payload = {"dry_run": dry_run, "journal": journal, "checks_skipped": skip_checks,
                "hosts": [r.to_json() for r in results]}
 
@@ -204,13 +194,10 @@ def status_command(ctx: typer.Context) -> None:
     app.emit({"quarantined": [n.to_json() for n in nodes]}, human)
 
 
-def apply_health_policy(app: AppContext, runner: Runner, verdicts: Sequence[HostVerdict], *, yes: bool,
+def apply_health_policy(app: AppContext, runner: Runner, verdicts: Sequence[HostVerdict], *, apply: bool,
                         max_unavailable: str | None) -> tuple[PolicyRun, str | None]:
-    """``health --quarantine``: decide per host, then quarantine with --yes (only plan without); the run and
+    """``health --quarantine``: decide per host, then quarantine (only plan with --dry-run); the run and
     its undo journal. Print it with ``quarantine_view.print_policy``."""
-    from clusterctl.changes import Gate
-    from clusterctl.quarantine.auto import quarantine_by_policy
+    from clusterctl.quarantine.auto import run_policy
 
-    gate = Gate(apply=yes)
-    run = quarantine_by_policy(runner, app.inventory(), verdicts, gate, max_unavailable=max_unavailable)
-    return run, save_journal(app, gate, "health-quarantine")
+    return run_policy(runner, app.inventory(), verdicts, apply=apply, max_unavailable=max_unavailable)

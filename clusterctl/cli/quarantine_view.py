@@ -14,8 +14,12 @@ if TYPE_CHECKING:
 
 
 def _say(app: AppContext, text: str) -> None:
-    # Pod names, reasons and messages come from the cluster: printed as text, never as markup.
-    app.console.print(text, markup=False, highlight=False, soft_wrap=True)
+    # Pod names, reasons and messages come from the cluster: printed as text, never as markup,
+    # their control characters shown as escapes, long lines wrapped under their host.
+    from clusterctl.terminal_layout import print_wrapped
+    from clusterctl.terminal_text import visible
+
+    print_wrapped(app.console, visible(text), 4)
 
 
 def print_quarantine(app: AppContext, results: Sequence[HostQuarantine], *, dry_run: bool,
@@ -78,17 +82,20 @@ def print_status(app: AppContext, nodes: Sequence[QuarantinedNode]) -> None:
     if not nodes:
         _say(app, "no node is quarantined or cordoned")
         return
-    from rich.table import Table
-    from rich.text import Text
+    from clusterctl.terminal_layout import Column, print_table
+    from clusterctl.terminal_text import one_line
 
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("HOST", "SINCE", "BY", "REASON", "CODES", "CORDONED", "RELEASE NEEDS"):
-        table.add_column(column)
-    for n in nodes:
-        cells = (n.host, n.since or "-", n.by or "-", n.reason or "-", ",".join(n.codes) or "-",
-                 "yes" if n.cordoned else "no", n.release_needs)
-        table.add_row(*(Text(c) for c in cells))
-    app.console.print(table, markup=False, highlight=False)
+    # Every cell but CORDONED comes from node annotations (or Slurm reasons) anyone with access can
+    # write: control characters are shown as escapes (one_line), never sent to the terminal.
+    rows = [tuple(one_line(c) for c in (n.host, n.since or "-", n.by or "-", n.reason or "-",
+                                        ",".join(n.codes) or "-",
+                                        ("yes" if n.cordoned else "no") if n.kubernetes_node else "no node",
+                                        n.slurm_state or "-", n.release_needs))
+            for n in nodes]
+    # The host, since and codes are copied into tickets and commands: never cut; the prose wraps.
+    print_table(app.console, (Column("HOST", keep=True), Column("SINCE", keep=True), Column("BY", keep=True),
+                              Column("REASON"), Column("CODES", keep=True), Column("CORDONED", keep=True),
+                              Column("SLURM", keep=True), Column("RELEASE NEEDS")), rows, boxed=False)
 
 
 def print_policy(app: AppContext, run: PolicyRun, *, dry_run: bool, journal: str | None) -> None:
@@ -102,5 +109,5 @@ def print_policy(app: AppContext, run: PolicyRun, *, dry_run: bool, journal: str
                   f"{' [' + ','.join(d.codes) + ']' if d.codes else ''}: {d.reason}")
     if run.results:
         print_quarantine(app, run.results, dry_run=dry_run, journal=journal)
-    if dry_run and any(d.acts for d in run.decisions):
-        _say(app, "(--quarantine without --yes only says what it would do: pass --yes to quarantine)")
+    if dry_run and not run.results:
+        _say(app, "dry run: nothing was changed")

@@ -47,11 +47,16 @@ def record_command(
         report = record(runner, inventory, hosts, out, redact=redact)
 
     def table() -> None:
+        from clusterctl.terminal_layout import print_wrapped
+        from clusterctl.terminal_text import one_line
+
         replay = f"clusterctl -i {out / 'inventory.yaml'} survey"
-        app.console.print(f"recorded {len(report.hosts)} host(s) into {report.out} "
-                          f"({len(report.commands)} commands each); replay: {replay}", markup=False, highlight=False)
+        # The replay command is copied: on a line of its own, never broken.
+        print_wrapped(app.console, f"recorded {len(report.hosts)} host(s) into {report.out} "
+                                   f"({len(report.commands)} commands each); replay with:", 2)
+        app.console.print(f"  {replay}", markup=False, highlight=False, soft_wrap=True)
         for host, why in report.failed.items():
-            app.console.print(f"FAILED {host}: {why}", markup=False, highlight=False)
+            print_wrapped(app.console, f"FAILED {host}: {one_line(why)}", 4)
 
     app.emit(report.to_json(), table)
     if report.failed:

@@ -27,7 +27,8 @@ others are only logged (the inventory's quarantine.alerts changes that). Hosts n
 inventory are never acted on; a host already quarantined is not acted on again; never more
 than --max-unavailable hosts out of service (cordoned nodes count). Every decision is one JSON
 line on stderr. A body that is not a webhook payload gets 400 and changes nothing. With
---dry-run it decides and logs, and changes nothing.
+--dry-run it decides and logs, and changes nothing. Otherwise it asks once at start; --yes
+(or CLUSTERCTL_YES=1) confirms, and is required off a terminal (a service unit).
 
 Callers authenticate as Alertmanager's http_config does: a bearer token (--token-file, the
 same token as Alertmanager's credentials_file; without it: 401, nothing done) and, with
@@ -41,7 +42,7 @@ Examples:
 
   (umask 077; openssl rand -hex 32 > remediate.token)
   clusterctl remediate serve --listen 10.0.0.5:9095 --token-file remediate.token \\
-      --tls-cert tls.crt --tls-key tls.key --max-unavailable 2
+      --tls-cert tls.crt --tls-key tls.key --max-unavailable 2 --yes
 """
 
 
@@ -79,11 +80,16 @@ def serve_command(
     client_ca: Optional[str] = typer.Option(  # noqa: UP045
         None, "--client-ca", metavar="FILE", help="Require client certificates signed by this CA (mutual TLS)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Decide and log; change nothing."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Act on alerts without asking at start (required off a "
+                             "terminal: a service unit passes it)."),
     max_unavailable: Optional[str] = typer.Option(  # noqa: UP045
         None, "--max-unavailable", metavar="N|PCT",
         help="Most hosts out of service at once (default: the inventory's, else 10%, at least 1)."),
-    drain_timeout: float = typer.Option(300.0, "--drain-timeout", metavar="SECONDS",
+    drain_timeout: float = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS",
                                         help="How long each drain may wait for budgets."),
+    pending_file: str = typer.Option(
+        "clusterctl-results/remediate-pending.json", "--pending-file", metavar="FILE",
+        help="Accepted alerts not yet acted on; a restarted receiver acts on them."),
 ) -> None:
     from clusterctl.quarantine import webhook_server
     from clusterctl.quarantine.drain import DrainOptions
@@ -96,8 +102,12 @@ def serve_command(
     app = app_context(ctx)
     inventory = app.inventory()
     cap(max_unavailable or inventory.quarantine.max_unavailable, len(inventory.hosts))  # a bad value: exit 2 now
+    from clusterctl.cli.confirm import confirm_change
+
+    confirm_change("act on alerts (quarantine, drain)", [h.name for h in inventory.hosts], yes=yes,
+                   dry_run=dry_run, preview=f"clusterctl remediate serve --listen {listen} --dry-run")
     remediator = Remediator(inventory, app.runner, sys.stderr, dry_run=dry_run, max_unavailable=max_unavailable,
-                            drain_options=DrainOptions(timeout_s=drain_timeout))
+                            drain_options=DrainOptions(timeout_s=drain_timeout), pending_file=pending_file)
 
     def ready(bound: int) -> None:
         mode = " (dry run: nothing will be changed)" if dry_run else ""
@@ -106,6 +116,7 @@ def serve_command(
         who = who or ", no authentication (loopback only)"
         print(f"listening on {address.url(bound, tls=security.tls is not None)}{who}{mode}", file=sys.stderr,
               flush=True)
+        remediator.resume()  # what an earlier run accepted and did not finish
 
     try:
         serve(remediator, address, security, ready=ready)

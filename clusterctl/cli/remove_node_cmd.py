@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
@@ -37,7 +35,7 @@ def remove_node_command(
     host: str = typer.Argument(..., metavar="HOST", help="Inventory name of the host to remove."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the steps; touch nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
-    drain_timeout: int = typer.Option(300, "--drain-timeout", metavar="S", help="Seconds the drain may take."),
+    drain_timeout: int = typer.Option(300, "--drain-timeout", min=1, metavar="S", help="Seconds the drain may take."),
 ) -> None:
     from clusterctl.day2.remove_node import remove_node
 
@@ -45,13 +43,10 @@ def remove_node_command(
     inventory = app.inventory()
     if drain_timeout < 1:
         raise UsageError("--drain-timeout must be 1 second or more", field="--drain-timeout")
-    if not dry_run and not yes:
-        if not sys.stdin.isatty():
-            raise UsageError(f"remove-node would drain and reset {host}; refusing without a terminal to ask.",
-                             hint="Pass --yes to confirm (or --dry-run to see the steps).")
-        if not typer.confirm(f"Remove {host} from the cluster '{inventory.name}' (drain, reset, delete)?",
-                             default=False):
-            raise typer.Exit(1)
+    from clusterctl.cli.confirm import confirm_change
+
+    confirm_change(f"remove {host} from the cluster '{inventory.name}' (drain, kubeadm reset, delete the node)",
+                   [host], yes=yes, dry_run=dry_run, preview=f"clusterctl remove-node {host} --dry-run")
     with app.runner() as runner:
         report = remove_node(inventory, host, runner, apply=not dry_run, drain_timeout_s=drain_timeout)
     app.emit(report.to_json(), lambda: _print(app, report))

@@ -115,7 +115,9 @@ def finish(app: AppContext, report: SurveyReport, *, head: Callable[[], None], s
             app.console.print()
             render_advice(app.console, report.advice)
         app.console.print()
-        app.console.print(exit_summary(report), markup=False, highlight=False, soft_wrap=True)
+        from clusterctl.terminal_layout import print_wrapped
+
+        print_wrapped(app.console, exit_summary(report), 2)
 
     app.emit(payload, human)
     if not report.ok:

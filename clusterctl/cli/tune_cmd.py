@@ -94,7 +94,7 @@ def tune_nccl_command(
                           collectives=tuple(dict.fromkeys(collectives)))
     with app.runner() as runner:
         outcome = tune_nccl(runner, app.hosts(), request)
-    app.emit(_payload(outcome), lambda: _print_table(app, outcome, fmt, out))
+    app.emit(_payload(outcome), lambda: _print_table(app, outcome, fmt, out, dry_run=dry_run))
     for host, conflicts in outcome.site_conflicts.items():
         for c in conflicts:
             app.warn(f"{host}: /etc/nccl.conf line {c.line} (a site setting outside clusterctl's block) sets "
@@ -145,29 +145,26 @@ def _payload(outcome: TuneOutcome) -> dict[str, Any]:
     return payload
 
 
-def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | None) -> None:
-    from rich.table import Table
+def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | None, *, dry_run: bool = False) -> None:
+    from clusterctl.terminal_layout import Column, print_table, print_wrapped
 
     tuning, measured, files, pushed = outcome.tuning, outcome.measured, outcome.files, outcome.pushed
 
     console = app.console
     title = f"NCCL settings for {len(tuning.hosts)} host(s), NCCL {tuning.nccl_version or '?'}, fabric {tuning.fabric}"
-    table = Table(title=title, title_justify="left", show_lines=False)
-    table.add_column("variable", no_wrap=True)
-    table.add_column("value", no_wrap=True)  # a value split mid-token could be copied wrong
-    table.add_column("reason", overflow="fold")
+    # The variable (with the host an override is for) and its value are copied: never cut. The
+    # reason wraps, and goes first when even that does not fit (each row then prints as a block).
+    columns = (Column("variable", keep=True), Column("value", keep=True), Column("reason"))
     settings = list(tuning.settings) + (list(measured.settings) if measured else [])
-    for s in settings:
-        table.add_row(s.name, s.value, s.reason)
+    rows = [(s.name, s.value, s.reason) for s in settings]
     for host, own in sorted(tuning.host_overrides.items()):
-        for s in own:
-            table.add_row(f"{s.name} @{host}", s.value, s.reason)
-    if settings or tuning.host_overrides:
-        console.print(table)
+        rows.extend((f"{s.name} @{host}", s.value, s.reason) for s in own)
+    if rows:
+        print_table(console, columns, rows, title=title)
     else:
         console.print("NCCL's defaults are right for these hosts: nothing to set.")
     for note in tuning.notes:
-        console.print(f"note: {note}", markup=False, highlight=False)
+        print_wrapped(console, f"note: {note}", 6)
     if measured is not None:
         _print_sweep(app, measured)
     for warning in list(tuning.warnings) + outcome.skipped:
@@ -186,6 +183,10 @@ def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | Non
         from clusterctl.cli.changes_view import print_gate_outcomes
 
         print_gate_outcomes(app, pushed)
+        if dry_run:
+            from clusterctl.cli.changes_view import say_nothing_changed
+
+            say_nothing_changed(app)
         if outcome.undo_journal is not None:
             console.print(f"undo with: clusterctl undo {outcome.undo_journal}", markup=False, highlight=False,
                           soft_wrap=True)
@@ -203,5 +204,7 @@ def _print_sweep(app: AppContext, measured: SweepResult) -> None:
         table.add_row(r.collective, r.range, f"{r.baseline_gbps:.1f}", f"{r.noise:.1%}", r.best_label, gain,
                       "yes" if r.significant else "no: defaults best")
     app.console.print(table)
+    from clusterctl.terminal_layout import print_wrapped
+
     for note in measured.notes:
-        app.console.print(f"note: {note}", markup=False, highlight=False)
+        print_wrapped(app.console, f"note: {note}", 6)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Optional
 
 import typer
@@ -35,7 +34,7 @@ Examples:
 upgrade_app = typer.Typer(help=HELP, no_args_is_help=True, rich_markup_mode=None)
 
 _TO = typer.Option(None, "--to", metavar="X.Y.Z", help="Kubernetes version to reach (default: the inventory's pin).")
-_MAX = typer.Option(1, "--max-unavailable", metavar="N", help="Workers upgraded at once (control planes: one).")
+_MAX = typer.Option(1, "--max-unavailable", min=1, metavar="N", help="Workers upgraded at once (control planes: one).")
 _STATE = typer.Option(None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STATE_DIR",
                       help="Where the rollout's progress is kept (default ~/.local/state/clusterctl).")
 
@@ -62,8 +61,8 @@ def upgrade_apply(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     resume: bool = typer.Option(False, "--resume", help="Continue a rollout that stopped (same target)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="The same as 'upgrade plan': touch nothing."),
-    drain_timeout: int = typer.Option(300, "--drain-timeout", metavar="S", help="Seconds a drain may take."),
-    ready_timeout: int = typer.Option(300, "--ready-timeout", metavar="S",
+    drain_timeout: int = typer.Option(300, "--drain-timeout", min=1, metavar="S", help="Seconds a drain may take."),
+    ready_timeout: int = typer.Option(300, "--ready-timeout", min=1, metavar="S",
                                       help="Seconds a node has to come back Ready."),
     state_dir: Optional[str] = _STATE,  # noqa: UP045
 ) -> None:
@@ -81,13 +80,11 @@ def _execute(app: AppContext, *, to: str | None, apply: bool, max_unavailable: i
         raise UsageError("timeouts must be 1 second or more", field="--drain-timeout/--ready-timeout")
     inventory = app.inventory()
     hosts = app.hosts()
-    if apply and not yes:
-        if not sys.stdin.isatty():
-            raise UsageError("upgrade apply drains and upgrades every node; refusing without a terminal to ask.",
-                             hint="Pass --yes to confirm (or run 'clusterctl upgrade plan' to see the steps).")
-        if not typer.confirm(f"Upgrade the cluster '{inventory.name}' ({len(hosts)} host(s)), node by node?",
-                             default=False):
-            raise typer.Exit(1)
+    from clusterctl.cli.confirm import confirm_change
+
+    confirm_change(f"drain, upgrade and restart every node of the cluster '{inventory.name}', node by node",
+                   [h.name for h in hosts], yes=yes, dry_run=not apply,
+                   preview=f"clusterctl upgrade plan{f' --to {to}' if to else ''}")
     request = UpgradeRequest(to=to, apply=apply, max_unavailable=max_unavailable, resume=resume, state_dir=state_dir,
                              drain_timeout_s=drain_timeout_s, ready_timeout_s=ready_timeout_s)
     show = None if app.machine_output or not apply else (lambda h, s: _print_step(app, h, s))

@@ -2,30 +2,41 @@
 
 ``check`` runs ``kubeadm certs check-expiration`` on each control plane (read-only) and says
 how many days each certificate has left; one under ``warn_days`` (30) is a warning, an expired
-one an error. ``renew`` follows kubeadm's "Certificate Management with kubeadm": ``kubeadm certs
-renew all``, then each control-plane static pod is restarted so it loads the new certificates
-(its manifest moved out of ``/etc/kubernetes/manifests`` for the kubelet's file check period,
-20 s by default, then back), the API server waited for (``/readyz``), and the certificates
-read again; one control plane at a time, so the others keep serving. A failure stops there.
+one an error. It also says when a control-plane static pod's manifest is missing from
+``/etc/kubernetes/manifests`` (an error: that component is down), and where it is if a restart
+left it parked.
+
+``renew`` is an ordered list of phases on the action engine (``RENEW_PHASES``), one control plane
+at a time (a batch of one), so the others keep serving. It follows kubeadm's "Certificate
+Management with kubeadm": ``kubeadm certs renew all``, then each static pod restarted so it loads
+the new certificates (its manifest moved out of ``manifests/`` for the kubelet's file check
+period, 20 s by default, then back), the API server waited for (``/readyz``) and the certificates
+read again. The move out carries how to put the manifest back, and is in the undo journal before
+it is made: Ctrl-C puts it back at once (``undo_on_interrupt``), and a harder stop leaves a journal
+that ``clusterctl undo`` completes, or ``certs renew --resume`` (a parked manifest is moved back
+first).
 """
 
 from __future__ import annotations
 
 import shlex
-import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from clusterctl.changes import Change, Gate
+from clusterctl.changes import Change, GateRecord, HostGate
 from clusterctl.cluster_access import command_failed, not_usable, reason
+from clusterctl.engine.phase import Phase, PhaseContext, Wait
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kubeadm_certs import COMMAND, CertExpiration, parse_check_expiration
 from clusterctl.findings import Finding, Severity
 
 if TYPE_CHECKING:
+    from clusterctl.engine.run import RunReport
     from clusterctl.fanout import Runner
+    from clusterctl.host_reader import HostReader
     from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import Transport
 
@@ -75,17 +86,62 @@ def control_planes(inventory: Inventory, hosts: tuple[Host, ...] | list[Host]) -
     return chosen
 
 
-def read_certs(transport: Transport) -> CertExpiration:
+def read_certs(transport: Transport | HostReader) -> CertExpiration:
     result = transport.run(COMMAND, sudo=True, timeout=120)
     if not result.ok:
         raise command_failed(result)
     return parse_check_expiration(result.stdout)
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where each control-plane component's static-pod manifest is: in ``manifests/``, parked by a
+    restart (``PARKED_DIR``), or neither."""
+
+    in_place: frozenset[str]
+    parked: frozenset[str]
+
+    def missing(self) -> list[str]:
+        return [c for c in COMPONENTS if c not in self.in_place]
+
+
+def _listing(reader: Transport | HostReader, folder: str) -> frozenset[str]:
+    result = reader.run(f"ls -1 {shlex.quote(folder)}", sudo=True, timeout=60)
+    if not result.ok:
+        return frozenset()  # no such folder: nothing there
+    return frozenset(line[:-len(".yaml")] for line in result.stdout.split() if line.endswith(".yaml"))
+
+
+def read_placement(reader: Transport | HostReader) -> Placement:
+    return Placement(_listing(reader, MANIFESTS_DIR), _listing(reader, PARKED_DIR))
+
+
+def placement_findings(host: str, placement: Placement) -> list[Finding]:
+    """A control-plane manifest missing from ``manifests/`` is an error: the kubelet runs no such pod."""
+    found = []
+    for component in placement.missing():
+        if component in placement.parked:
+            found.append(Finding(Severity.ERROR, "CONTROL_PLANE_MANIFEST_PARKED",
+                                 f"{component}.yaml is not in {MANIFESTS_DIR} but in {PARKED_DIR} (a restart was "
+                                 f"cut short): {component} is not running", host=host,
+                                 fix="clusterctl certs renew --resume --yes (or clusterctl undo on the renew's "
+                                     "journal) moves it back"))
+        else:
+            phase = "etcd local" if component == "etcd" else "control-plane " + component.removeprefix("kube-")
+            found.append(Finding(Severity.ERROR, "CONTROL_PLANE_MANIFEST_MISSING",
+                                 f"{component}.yaml is missing from {MANIFESTS_DIR}: {component} is not running",
+                                 host=host, fix=f"kubeadm init phase {phase} writes it again"))
+    return found
+
+
+def _read_host(transport: Transport) -> tuple[CertExpiration, Placement]:
+    return read_certs(transport), read_placement(transport)
+
+
 def check(runner: Runner, inventory: Inventory, hosts: list[Host], *, warn_days: int = WARN_DAYS) -> CertsReport:
     """Every selected control plane's certificates; ``NoCluster`` (exit 2) when none could be read."""
     report = CertsReport()
-    fleet = runner.run_task(control_planes(inventory, hosts), read_certs, label="certs")
+    fleet = runner.run_task(control_planes(inventory, hosts), _read_host, label="certs")
     if all(not o.ok or o.value is None for o in fleet.outcomes):
         first = fleet.outcomes[0]
         raise not_usable(first.host.name, "read the certificates", first.failure)
@@ -97,8 +153,10 @@ def check(runner: Runner, inventory: Inventory, hosts: list[Host], *, warn_days:
             report.findings.append(Finding(Severity.ERROR, "CERTS_UNREAD", f"cannot read the certificates: {why}",
                                            host=name))
             continue
-        report.hosts.append(HostCerts(name, outcome.value))
-        for cert in (*outcome.value.certificates, *outcome.value.authorities):
+        expiration, placement = outcome.value
+        report.hosts.append(HostCerts(name, expiration))
+        report.findings += placement_findings(name, placement)
+        for cert in (*expiration.certificates, *expiration.authorities):
             days = cert.days_left(report.now)
             if days < 0:
                 report.findings.append(Finding(Severity.ERROR, "CERT_EXPIRED", f"{cert.name} expired on "
@@ -111,76 +169,162 @@ def check(runner: Runner, inventory: Inventory, hosts: list[Host], *, warn_days:
     return report
 
 
-@dataclass
-class RenewStep:
-    host: str
-    changes: list[Change]
-    status: str = "planned"
-    message: str = ""
-    soonest_days: int | None = None
+@dataclass(frozen=True)
+class RenewOptions:
+    """``ctx.options`` of the renew phases."""
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"host": self.host, "status": self.status,
-                                "changes": [c.to_json() for c in self.changes]}
-        if self.message:
-            data["message"] = self.message
-        if self.soonest_days is not None:
-            data["soonest_days_left"] = self.soonest_days
-        return data
+    #: Seconds a manifest stays out (the kubelet's ``fileCheckFrequency``).
+    wait_s: int = FILE_CHECK_S
+    ready_timeout_s: float = 180.0
 
 
-def renew_changes(host: str, wait_s: int = FILE_CHECK_S) -> list[Change]:
+class RenewCertificates(Phase[Placement, PhaseContext]):
+    name = "renew"
+    description = "kubeadm certs renew all"
+    role = "control-plane"
+    timeout_s = 300.0
+
+    def check(self, ctx: PhaseContext) -> Placement:
+        return read_placement(ctx.reader)
+
+    def findings(self, ctx: PhaseContext, state: Placement) -> list[Finding]:
+        # A parked manifest is what this run's restart phases put back; one gone altogether stops here.
+        return [f for f in placement_findings(ctx.host.name, state) if f.code == "CONTROL_PLANE_MANIFEST_MISSING"]
+
+    def plan(self, ctx: PhaseContext, state: Placement) -> list[Change]:
+        return [Change.run(ctx.host.name, "kubeadm certs renew all", summary="kubeadm certs renew all",
+                           timeout_s=300)]
+
+
+def _move_out(host: str, component: str, wait_s: int) -> Change:
     q = shlex.quote
-    changes = [Change.run(host, "kubeadm certs renew all", summary="kubeadm certs renew all", timeout_s=300)]
-    for component in COMPONENTS:
-        manifest, parked = f"{MANIFESTS_DIR}/{component}.yaml", f"{PARKED_DIR}/{component}.yaml"
-        # ';' before the move back: it runs whatever sleep does (a manifest left out would stop
-        # the component for good); when the first move failed, it fails too and says so.
-        command = (f"mkdir -p {q(PARKED_DIR)} && mv {q(manifest)} {q(parked)} && sleep {int(wait_s)}; "
-                   f"mv {q(parked)} {q(manifest)}")
-        changes.append(Change.run(host, command, summary=f"restart static pod {component} (manifest out "
-                                                         f"{int(wait_s)} s, back)", timeout_s=wait_s + 60))
-    return changes
+    manifest, parked = q(f"{MANIFESTS_DIR}/{component}.yaml"), q(f"{PARKED_DIR}/{component}.yaml")
+    # The way back, in the journal before the move: only a parked manifest with none in its place moves.
+    back = f"if [ -f {parked} ] && [ ! -f {manifest} ]; then mv {parked} {manifest}; fi"
+    return Change.run(host, f"mkdir -p {q(PARKED_DIR)} && mv {manifest} {parked}", undo=back, timeout_s=60,
+                      summary=f"stop static pod {component}: its manifest out of {MANIFESTS_DIR} for {wait_s} s")
 
 
-def renew(runner: Runner, inventory: Inventory, hosts: list[Host], *, apply: bool, wait_s: int = FILE_CHECK_S,
-          ready_timeout_s: float = 180.0) -> list[RenewStep]:
+def _move_back(host: str, component: str) -> Change:
+    q = shlex.quote
+    manifest, parked = q(f"{MANIFESTS_DIR}/{component}.yaml"), q(f"{PARKED_DIR}/{component}.yaml")
+    return Change.run(host, f"mv {parked} {manifest}", timeout_s=60,
+                      summary=f"start static pod {component}: its manifest back in {MANIFESTS_DIR}")
+
+
+class RestartStaticPod(Phase[Placement, PhaseContext]):
+    """One control-plane static pod restarted: its manifest out for the kubelet's file check period, then
+    back. A manifest a cut-short run left parked is only moved back (``--resume``)."""
+
+    component: ClassVar[str]
+    role = "control-plane"
+    undo_on_interrupt = True
+
+    def check(self, ctx: PhaseContext) -> Placement:
+        return read_placement(ctx.reader)
+
+    def plan(self, ctx: PhaseContext, state: Placement) -> list[Change]:
+        host, wait_s = ctx.host.name, ctx.options.wait_s
+        if self.component in state.in_place:
+            return [_move_out(host, self.component, wait_s), _move_back(host, self.component)]
+        if self.component in state.parked:
+            return [_move_back(host, self.component)]
+        return []
+
+    def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
+        records = []
+        for change in changes:
+            records.append(gate.submit(change))
+            if change.undo_command:  # moved out: the kubelet stops the pod within its file check period
+                ctx.reader.run(f"sleep {int(ctx.options.wait_s)}", timeout=ctx.options.wait_s + 30)
+        return records
+
+    def verify(self, ctx: PhaseContext) -> list[Finding]:
+        placement = read_placement(ctx.reader)
+        return [f for f in placement_findings(ctx.host.name, placement) if self.component in f.message]
+
+
+def _restart(component: str) -> type[RestartStaticPod]:
+    return type(f"Restart_{component.replace('-', '_')}", (RestartStaticPod,), {
+        "name": f"restart-{component}", "component": component,
+        "description": f"restart static pod {component} (manifest out, then back)"})
+
+
+class ApiServerReady(Phase[None, PhaseContext]):
+    """Waits for the API server after the restarts, then reads the certificates again."""
+
+    name = "api-ready"
+    description = "wait for the API server (/readyz), then read the certificates again"
+    role = "control-plane"
+
+    def check(self, ctx: PhaseContext) -> None:
+        return None
+
+    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
+        return []
+
+    def wait(self, ctx: PhaseContext) -> Wait:
+        def ready(c: PhaseContext) -> str | None:
+            result = c.reader.run(kubectl("get --raw /readyz"), sudo=True, timeout=30)
+            return None if result.ok else (result.stderr_tail(2) or f"exit {result.exit_code}")
+
+        return Wait("the API server answers /readyz", ready, timeout_s=ctx.options.ready_timeout_s)
+
+    def verify(self, ctx: PhaseContext) -> list[Finding]:
+        soonest = read_certs(ctx.reader).soonest()
+        days = soonest.days_left(datetime.now(timezone.utc)) if soonest else None
+        return [Finding(Severity.INFO, "CERTS_RENEWED", f"soonest certificate: {days} days left", host=ctx.host.name,
+                        evidence={"soonest_days_left": days})]
+
+
+RENEW_PHASES: tuple[Phase[Any, Any], ...] = (RenewCertificates(), *(_restart(c)() for c in COMPONENTS),
+                                             ApiServerReady())
+
+
+@dataclass(frozen=True)
+class RenewRequest:
+    apply: bool
+    wait_s: int = FILE_CHECK_S
+    ready_timeout_s: float = 180.0
+    resume: bool = False
+    state_dir: str | None = None
+    skip_phases: str | None = None
+
+
+def renew(runner: Runner, inventory: Inventory, hosts: list[Host], request: RenewRequest) -> RunReport:
+    """Plan or run ``RENEW_PHASES`` on the control planes, one at a time; a failure stops there."""
+    from clusterctl.engine.progress import RunPlace
+    from clusterctl.engine.run import RunSettings, run_phases, select_phases
+
+    if request.resume and not request.apply:
+        raise UsageError("--resume only makes sense for a run that applies (not with --dry-run)")
+    phases = select_phases(RENEW_PHASES, None, request.skip_phases)
     check(runner, inventory, hosts)  # no certificates to renew where no cluster runs: exit 2 before any step
-    steps = [RenewStep(h.name, renew_changes(h.name, wait_s)) for h in control_planes(inventory, hosts)]
-    if not apply:
-        return steps
-    gate = Gate(apply=True)
-    by_name = {h.name: h for h in hosts}
-    for step in steps:
-        def task(transport: Transport, step: RenewStep = step) -> int | None:
-            gate.submit_all(transport, step.changes)
-            _wait_api(transport, ready_timeout_s)
-            soonest = read_certs(transport).soonest()
-            return soonest.days_left(datetime.now(timezone.utc)) if soonest else None
-
-        outcome = runner.run_task([by_name[step.host]], task, label=f"renew {step.host}",
-                                  timeout_s=max(runner.timeout_s, 6 * (wait_s + 60) + ready_timeout_s)).outcomes[0]
-        if outcome.ok:
-            step.status, step.soonest_days = "done", outcome.value
-            continue
-        step.status = "failed"
-        step.message = outcome.failure.message if outcome.failure else "no result"
-        for later in steps[steps.index(step) + 1:]:
-            later.status = "not started"
-        break
-    return steps
+    place = RunPlace.of(inventory, "certs-renew", request.state_dir)
+    settings = RunSettings(apply=request.apply, resume=request.resume,
+                           options=RenewOptions(request.wait_s, request.ready_timeout_s), batch_size=1,
+                           progress=place.progress(resume=request.resume, first="clusterctl certs renew --yes")
+                           if request.apply else None,
+                           journal=place.journal("certs renew") if request.apply else None,
+                           resume_hint="clusterctl certs renew --resume --yes")
+    return run_phases(inventory, control_planes(inventory, hosts), runner, phases, settings)
 
 
-def _wait_api(transport: Transport, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = transport.run(kubectl("get --raw /readyz"), sudo=True, timeout=30)
-        if result.ok:
-            return
-        if time.monotonic() >= deadline:
-            raise RuntimeError(f"the API server did not answer /readyz within {int(timeout_s)} s after the restart: "
-                               f"{result.stderr_tail(2)}")
-        time.sleep(2.0)
-
-
-
+def renew_summary(report: RunReport) -> list[dict[str, Any]]:
+    """Per control plane: how it went, what it changed (or would), the soonest certificate after it."""
+    out = []
+    for host in report.hosts:
+        results = [r for r in report.results if r.host == host]
+        row: dict[str, Any] = {"host": host, "changes": [c.to_json() for r in results for c in r.changes],
+                               "waits": [w for r in results for w in r.waits]}
+        if host in report.failed_hosts:
+            row.update(status="failed", message=report.failed_hosts[host])
+        elif not results:
+            row.update(status="not started", message="an earlier control plane failed or the run was interrupted")
+        else:
+            row["status"] = "renewed" if report.applied else "planned"
+        days = [f.evidence.get("soonest_days_left") for r in results for f in r.findings if f.code == "CERTS_RENEWED"]
+        if days:
+            row["soonest_days_left"] = days[0]
+        out.append(row)
+    return out

@@ -10,21 +10,21 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from clusterctl.bootstrap.engine import BootstrapReport
-    from clusterctl.bootstrap.lock import LockInfo
+    from clusterctl.engine.lock import LockInfo
+    from clusterctl.engine.run import RunReport
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
 
 
 def run_phases(runner: Runner, inventory: Inventory, hosts: Sequence[Host], phases: Sequence[str], *,
-               apply: bool, lock: LockInfo | None = None) -> BootstrapReport:
+               apply: bool, lock: LockInfo | None = None) -> RunReport:
     """Plan (``apply`` False) or run the named bootstrap phases on ``hosts``; failures are in the report.
 
     ``lock``: the hosts' locks the day-2 action already holds (the phases take none of their own).
     """
-    from clusterctl.bootstrap.engine import RunSettings, run_bootstrap
     from clusterctl.bootstrap.registry import phase_named
-    from clusterctl.bootstrap.run import BootstrapRequest, run_options
+    from clusterctl.bootstrap.run import BootstrapRequest, run_bootstrap, run_options
+    from clusterctl.engine.run import RunSettings
     from clusterctl.fanout import Runner as FleetRunner
 
     chosen = [phase_named(p) for p in phases]

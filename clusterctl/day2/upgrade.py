@@ -48,7 +48,7 @@ from clusterctl.secret import mask_text
 from clusterctl.writable import write_private_file
 
 if TYPE_CHECKING:
-    from clusterctl.bootstrap.engine import BootstrapReport
+    from clusterctl.engine.run import RunReport
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import Transport
@@ -246,7 +246,7 @@ def _covered(change: Change) -> bool:
     return False
 
 
-def _source_changes(report: BootstrapReport | None, host: str) -> list[Change]:
+def _source_changes(report: RunReport | None, host: str) -> list[Change]:
     """The packages phase's new apt source for the target minor, and the update after it."""
     if report is None:
         return []
@@ -257,7 +257,7 @@ def _source_changes(report: BootstrapReport | None, host: str) -> list[Change]:
 
 
 def plan_host(host: Host, role: str, first_cp: str, state: HostState, node: KubeNode | None, target: Version,
-              stack_plan: BootstrapReport | None, request: UpgradeRequest, *,
+              stack_plan: RunReport | None, request: UpgradeRequest, *,
               cordoned_by_us: bool = False, done_before: frozenset[str] = frozenset()) -> HostUpgrade:
     """The node's steps. A node someone else cordoned (a quarantine) is upgraded and left cordoned.
 
@@ -350,7 +350,7 @@ def batches(order: Sequence[HostUpgrade], max_unavailable: int) -> list[list[Hos
 
 
 def progress_file(state_dir: str | None, cluster: str) -> Path:
-    from clusterctl.bootstrap.progress import default_state_dir
+    from clusterctl.engine.progress import default_state_dir
 
     base = Path(state_dir).expanduser() if state_dir else default_state_dir()
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in cluster) or "cluster"
@@ -368,15 +368,19 @@ def save_progress(path: Path, report: UpgradeReport) -> None:
 
 
 def load_progress(path: Path) -> dict[str, Any]:
+    from clusterctl.inputfile import read_state_file
+
+    what = "a clusterctl upgrade progress file"
+    remedy = (f"It records how far 'upgrade apply' got, for --resume: remove {path} and run 'clusterctl "
+              "upgrade apply --to X' again without --resume (nodes already upgraded are skipped), or pass "
+              "the --state-dir of the rollout to resume.")
     try:
-        data = json.loads(path.read_text())
+        data = read_state_file(path, what, remedy)
     except FileNotFoundError:
         raise UsageError(f"--resume: no upgrade was started for this cluster (no {path})",
                          hint="Run 'clusterctl upgrade apply --to X' first (or pass the same --state-dir).") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UsageError(f"--resume: cannot read {path}: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("target"), str):
-        raise UsageError(f"--resume: {path} is not an upgrade progress file")
+    if not isinstance(data.get("target"), str) or not isinstance(data.get("hosts", {}), dict):
+        raise UsageError(f"not {what}: no target version. {remedy}", file=str(path))
     return data
 
 
@@ -384,13 +388,13 @@ def load_progress(path: Path) -> dict[str, Any]:
 
 
 def _stack_report(runner: Runner, inventory: Inventory, hosts: Sequence[Host], phases: Sequence[str], *,
-                  apply: bool, lock: Any = None) -> BootstrapReport:
+                  apply: bool, lock: Any = None) -> RunReport:
     from clusterctl.day2.phases import run_phases
 
     return run_phases(runner, inventory, hosts, phases, apply=apply, lock=lock)
 
 
-def _failure(report: BootstrapReport, host: str) -> str | None:
+def _failure(report: RunReport, host: str) -> str | None:
     return report.failed_hosts.get(host)
 
 
@@ -495,7 +499,7 @@ def _apply(runner: Runner, inventory: Inventory, first: Host, report: UpgradeRep
     """Run the rollout under every node's lock; the progress file is written after each step, so
     that Ctrl-C (or a crash) anywhere leaves what ``--resume`` needs: which nodes this rollout
     cordoned (recorded before the drain starts) and which steps each node finished."""
-    from clusterctl.bootstrap import lock as host_lock
+    from clusterctl.engine import lock as host_lock
 
     for host_plan in report.hosts:
         if not host_plan.pending:
@@ -548,7 +552,7 @@ UNLOCK_AFTER_INTERRUPT_S = 30.0
 
 def _lock_hosts(runner: Runner, hosts: Sequence[Host], lock: Any) -> dict[str, str]:
     """Take every node's lock (bootstrap's: the two never interleave); host -> why it was refused."""
-    from clusterctl.bootstrap import lock as host_lock
+    from clusterctl.engine import lock as host_lock
 
     def take(transport: Transport) -> str:
         return host_lock.acquire(transport, lock)
@@ -565,7 +569,7 @@ def _lock_hosts(runner: Runner, hosts: Sequence[Host], lock: Any) -> dict[str, s
 
 
 def _unlock_hosts(runner: Runner, hosts: Sequence[Host], lock: Any, *, timeout_s: float | None = None) -> None:
-    from clusterctl.bootstrap import lock as host_lock
+    from clusterctl.engine import lock as host_lock
 
     def drop(transport: Transport) -> None:
         host_lock.release(transport, lock)

@@ -53,9 +53,10 @@ _PROMPTS_DOLLAR = (
 #: ``[gpu6000 ~]# cmd``, ``[node01 nccl-tests]$ cmd``: a bracketed prompt without a user name.
 _PROMPT_BRACKET_HOST = re.compile(r"^\s*\[[\w.-]+(?:\s+[^\]]*)?\]\s?[$#]\s*(?:\S.*)?$")
 _PROMPT_SHELL_ROOT = re.compile(r"^\s*(?:ba|z|k|c|tc)?sh-\d+(?:\.\d+)*#(?:\s+\S.*)?$")
-#: A bare root prompt with its command, ``# ibv_devinfo -v``: told from a comment (``# Port counters``,
-#: nccl-tests' ``# nThread 1``) by the command word, a program whose output clusterctl reads or a path.
-_ROOT_PROMPT = re.compile(r"^\s*#\s?(?:sudo\s+(?:-\S+\s+)*)?(\S+)(?:\s.*)?$")
+#: A bare root prompt with its command, ``# ibv_devinfo -v`` (or notes' ``> nvidia-smi -q -i 0``): told from
+#: a comment (``# Port counters``, nccl-tests' ``# nThread 1``) by the command word, a program whose output
+#: clusterctl reads or a path.
+_ROOT_PROMPT = re.compile(r"^\s*[#>]\s?(?:sudo\s+(?:-\S+\s+)*)?(\S+)(?:\s.*)?$")
 _PROMPT_COMMANDS = frozenset((
     "ibstat", "ibstatus", "ibv_devinfo", "ibv_devices", "ibdev2netdev", "iblinkinfo", "perfquery", "nvidia-smi",
     "dcgmi", "lspci", "dmesg", "journalctl", "cat", "grep", "head", "tail", "less", "more", "mlxlink", "show_gids",

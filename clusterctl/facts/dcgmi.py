@@ -93,6 +93,9 @@ def _parse_json(text: str) -> DcgmDiag:
                 if isinstance(result, dict) and (result.get("entity_group") in (None, "GPU")):
                     results.append(DcgmResult(str(category.get("category", "?")), name,
                                               _status(str(result.get("status", ""))), _gpu_of(result), _info(result)))
+                else:
+                    group = result.get("entity_group") if isinstance(result, dict) else type(result).__name__
+                    warnings.append(ParseWarning(f"test {name!r}: a result for {group!r} (not a GPU) was not read"))
             summary = test.get("test_summary")
             if isinstance(summary, dict) and not test.get("results"):
                 results.append(DcgmResult(str(category.get("category", "?")), name,
@@ -129,6 +132,9 @@ def _parse_text(text: str) -> DcgmDiag:
         if not row:
             if raw.startswith("|"):
                 warnings.append(ParseWarning(f"unreadable table row {raw[:80]!r} (clipped?)", line.number))
+            elif saw_table and raw:
+                # Inside the table every line is a row or a rule: anything else was pasted in or cut.
+                warnings.append(ParseWarning(f"line {raw[:80]!r} inside the result table not read", line.number))
             continue
         name, value = row.group(1), row.group(2)
         if name == "Diagnostic" and value == "Result":

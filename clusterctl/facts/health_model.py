@@ -32,7 +32,8 @@ class EccCounts:
 class GpuHealth:
     """What ``nvidia-smi -q`` says about one GPU that bears on its health."""
 
-    #: Position in the output (nvidia-smi lists GPUs in PCI order, which is its index order).
+    #: Position in the output (nvidia-smi lists GPUs in PCI order, which is its index order). In an output of
+    #: GPUs selected with ``-i`` it is the position among those printed only: ``index_known`` is then False.
     index: int
     bus_id: str
     #: 1-based line of the ``GPU 00000000:07:00.0`` header in the input.
@@ -76,6 +77,8 @@ class GpuHealth:
     #: NVLink fabric (NVSwitch systems, GB200): ``Completed`` / ``Success`` when ready.
     fabric_state: str | None = None
     fabric_status: str | None = None
+    #: False where the output shows a selection of the host's GPUs (``-i``): ``index`` is no nvidia-smi index.
+    index_known: bool = True
     #: ``Minor Number`` (``/dev/nvidiaN``): the GPU's own number where the output shows a selection
     #: of GPUs (``nvidia-smi -q -i N``), whose first block is not GPU 0.
     minor_number: int | None = None

@@ -65,16 +65,37 @@ def _value(values: Mapping[str, str], *paths: str) -> str | None:
     return None
 
 
+#: What nvidia-smi prints after a number: anything else after it is a person's note, kept as one.
+_UNITS = frozenset({"W", "C", "F", "%", "MHz", "MiB", "GiB", "KiB", "MB", "GB", "KB", "KB/s", "MB/s", "GB/s", "mV", "V",
+                    "us", "ms", "s", "J", "mJ", "RPM", "bank(s)", "x", "pages"})
+
+
+def _number(values: Mapping[str, str], *paths: str) -> float | None:
+    """The leading number of the first printed value; a value that is no number is recorded as unread,
+    text after the number other than its unit as a note."""
+    for path in paths:
+        raw = _value(values, path)
+        if raw is None:
+            continue
+        match = _NUMBER.match(raw)
+        if match is None:
+            if isinstance(values, GpuValues) and path not in values.unread:
+                values.unread.append(path)
+            return None
+        rest = raw[match.end():].strip()
+        if rest and rest not in _UNITS and isinstance(values, GpuValues):
+            values.note(path, rest)
+        return float(match.group(1))
+    return None
+
+
 def _int(values: Mapping[str, str], *paths: str) -> int | None:
-    raw = _value(values, *paths)
-    match = _NUMBER.match(raw) if raw else None
-    return int(float(match.group(1))) if match else None
+    found = _number(values, *paths)
+    return int(found) if found is not None else None
 
 
 def _float(values: Mapping[str, str], *paths: str) -> float | None:
-    raw = _value(values, *paths)
-    match = _NUMBER.match(raw) if raw else None
-    return float(match.group(1)) if match else None
+    return _number(values, *paths)
 
 
 def _printed(values: Mapping[str, str], path: str) -> str | None:
@@ -136,7 +157,8 @@ def _clock_events(values: Mapping[str, str]) -> tuple[str, ...]:
 
 def _gpu(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:
     health = _gpu_fields(index, bus_id, line, values)
-    ecc_mode = _printed(values, "ECC Mode/Current")
+    # 525 prints the section as "Ecc Mode", other releases as "ECC Mode".
+    ecc_mode = _printed(values, "ECC Mode/Current") or _printed(values, "Ecc Mode/Current")
     return dataclasses.replace(health, ecc_mode=ecc_mode, minor_number=_int(values, "Minor Number"),
                                notes=tuple(values.notes), unread=tuple(values.unread))
 
@@ -252,6 +274,9 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
         warnings += [ParseWarning(f"GPU {health.bus_id}: {path}: value {values[path]!r} not read (expected "
                                   "Yes/No, Enabled/Disabled or Active/Not Active): this fact is unknown",
                                   values.lines.get(path)) for path in health.unread]
+    if attached is not None and gpus and attached > len(gpus) and not _looks_cut(gpus):
+        # 'nvidia-smi -q -i N' (or -i BUS_ID): the blocks' positions are no indexes of the host's GPUs.
+        healths = tuple(dataclasses.replace(h, index_known=False) for h in healths)
     return NvidiaSmiQuery(
         driver_version=_value(header, "Driver Version"), cuda_version=_value(header, "CUDA Version"),
         gpus=healths, attached_gpus=attached, warnings=tuple(warnings),
@@ -259,14 +284,15 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
 
 
 def _looks_cut(gpus: list[tuple[str, int, GpuValues]]) -> bool:
-    """Whether the last GPU block ends before the tool's own end of a block: a whole block ends with
-    its ``Processes`` entry; a ``-d`` selection has none, and then the last block is as long as the first."""
+    """Whether the last GPU block ends before the tool's own end of a block: a whole block starts with its
+    ``Product Name`` and ends with its ``Processes`` entry; a ``-d`` selection has neither (and then the last
+    block is as long as the first)."""
     last = gpus[-1][2]
     if any(path == "Processes" or path.startswith("Processes/") for path in last):
         return False
     if len(gpus) > 1:
         return len(last) < len(gpus[0][2])
-    return not any(path.startswith("Processes") for path in last)
+    return "Product Name" in last
 
 
 def looks_like_nvidia_smi_q(text: str) -> bool:

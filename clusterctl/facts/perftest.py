@@ -45,6 +45,9 @@ _SETTING = {
     "gid_index": re.compile(r"\bGID index\s*:\s*(\d+)"),
     "qps": re.compile(r"\bNumber of qps\s*:\s*(\d+)"),
 }
+#: One ``Name : value`` pair of the banner (``Dual-port       : OFF          Device         : mlx5_0``):
+#: pairs are apart by a tab or two spaces; a value is one word or words apart by single spaces.
+_BANNER_PAIR = re.compile(r"([A-Za-z][\w .*/-]*?)\s*:\s*(\S+(?: \S+)*)")
 _RULE = re.compile(r"^\s*-{20,}\s*$")
 _NUMBER_START = re.compile(r"^\s*\d")
 #: Lines perftest (or the libraries under it) prints that say the test did not run: ``Couldn't connect
@@ -104,6 +107,8 @@ class PerftestResult(ParseResult):
     latency: tuple[LatencyRow, ...] = ()
     #: Lines that say the test failed, verbatim (stripped).
     errors: tuple[str, ...] = ()
+    #: Every ``Name : value`` of the banner as printed (``TX depth`` -> ``128``, ``Mtu`` -> ``4096[B]``).
+    banner_settings: tuple[tuple[str, str], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -188,6 +193,7 @@ def parse_perftest(text: str) -> PerftestResult:
     lat_rows: list[LatencyRow] = []
     errors: list[str] = []
     warnings: list[ParseWarning] = []
+    banner_pairs: list[tuple[str, str]] = []
     lines = clean_lines(text)
     for cleaned in without_mpi_tags(lines):
         number, line = cleaned.number, cleaned.text
@@ -229,6 +235,12 @@ def parse_perftest(text: str) -> PerftestResult:
                 match = pattern.search(line)
                 if match and key not in settings:
                     settings[key] = match.group(1)
+            if kind is None and not re.match(r"\s*(?:local|remote) address|\s*GID:", line):
+                joined = re.sub(r"[ \t]*\t[ \t]*(?=:)", " ", line.strip())  # 'rdma_cm QPs\t : OFF'
+                for part in re.split(r"\t+|\s{2,}(?=[A-Za-z][\w .*/-]*?\s*:)", joined):
+                    pair = _BANNER_PAIR.fullmatch(part.strip())
+                    if pair:
+                        banner_pairs.append((pair.group(1).strip(), pair.group(2).strip()))
         # Anything else (warnings, CPU frequency notes, address lines) is commentary.
     if banner is None and kind is None and not errors:
         first = lines[0] if lines else None
@@ -249,4 +261,5 @@ def parse_perftest(text: str) -> PerftestResult:
         latency=tuple(lat_rows),
         errors=tuple(errors),
         warnings=tuple(warnings),
+        banner_settings=tuple(banner_pairs),
     )

@@ -453,6 +453,8 @@ class _Reader:
             if width is not None and values and len(row.line.text.expandtabs()) >= width - 1:
                 cut.append(row)
                 values.pop()
+            if self._cpu_cell_empty(header, row, values, extras):
+                values = ["", *values]
             found[label] = self._map_values(label, row, values, extras, clean_affinities)
         if cut:
             shown = ", ".join(dict.fromkeys(repr(r.values[-1]) for r in cut))
@@ -499,6 +501,23 @@ class _Reader:
                       "other row tells where to split it: CPU and NUMA affinity left unknown", number)
             return {}
         return mapped
+
+    @staticmethod
+    def _cpu_cell_empty(header: _Header, row: _Row, values: list[str], extras: list[str]) -> bool:
+        """A space-aligned row whose first value stands under the NUMA Affinity heading: its CPU Affinity
+        cell is empty (a job's cgroup cpuset holds none of the GPU's CPUs), read by position."""
+        if header.clipped or "\t" in row.line.text or not values or values[0] == "":
+            return False
+        if len(values) >= len(extras) or extras[:2] != ["CPU Affinity", "NUMA Affinity"]:
+            return False
+        heading = header.line.text.expandtabs()
+        cpu_at, numa_at = heading.find("CPU Affinity"), heading.find("NUMA Affinity")
+        if cpu_at < 0 or numa_at <= cpu_at:
+            return False
+        words = [m.start() for m in re.finditer(r"\S+", row.line.text.expandtabs())]
+        first_value_at = words[-len(values)] if len(words) >= len(values) else -1
+        # Under NUMA Affinity's heading (a NUMA node is one or two digits; a CPU list starts under its own).
+        return first_value_at >= numa_at - 1
 
     @staticmethod
     def _glued_numa(cpu: str | None, clean: set[str]) -> tuple[str, str] | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import resource
 import threading
+import weakref
 from collections import OrderedDict
 
 from clusterctl.inventory.model import Host
@@ -25,6 +26,8 @@ class ConnectionPool:
         self._open: OrderedDict[str, Transport] = OrderedDict()
         self._busy: set[str] = set()
         self._lock = threading.Lock()
+        #: Connections closed under their task (``forget``): never pooled again.
+        self._closed_under_task: weakref.WeakSet[Transport] = weakref.WeakSet()
         raise_fd_limit()
 
     def checkout(self, host: Host, timeout_s: float) -> Transport:
@@ -44,7 +47,7 @@ class ConnectionPool:
         to_close: list[Transport] = []
         with self._lock:
             self._busy.discard(host.name)
-            if healthy:
+            if healthy and transport not in self._closed_under_task:
                 self._open[host.name] = transport
             else:
                 to_close.append(transport)
@@ -53,6 +56,15 @@ class ConnectionPool:
                 to_close.append(oldest)
         for t in to_close:
             close_quietly(t)
+
+    def forget(self, transport: Transport) -> None:
+        """A connection closed under its task (Ctrl-C, a deadline) is never handed out again, even when
+        its task checked it back in as healthy in between."""
+        with self._lock:
+            self._closed_under_task.add(transport)
+            for name, open_one in list(self._open.items()):
+                if open_one is transport:
+                    del self._open[name]
 
     def release(self, host: Host) -> None:
         """The host's task ended without a connection."""

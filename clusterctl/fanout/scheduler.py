@@ -269,6 +269,7 @@ class Runner:
         for holder in in_flight.values():
             for transport in holder:
                 close_quietly(transport)
+                self._pool.forget(transport)
         _join(threads, 1.0)
         running = tuple(hosts[i] for i in sorted(in_flight))
         begun = set(finished) | set(in_flight)
@@ -303,6 +304,7 @@ class Runner:
         for _, _, holder in late:
             for transport in holder:
                 close_quietly(transport)
+                self._pool.forget(transport)
 
     def _report(self, outcome: HostOutcome[T]) -> None:
         if self.progress:

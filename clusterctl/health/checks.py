@@ -9,6 +9,7 @@ with the same GPU model and count, as in survey (``survey.checks.host.majority``
 
 from __future__ import annotations
 
+import datetime
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -98,7 +99,12 @@ def _finding(severity: Severity, code: str, host: str, message: str, *, subject:
 
 
 def gpu_subject(gpu: GpuHealth) -> str:
-    return f"GPU {gpu.index}"
+    return f"GPU {gpu.index}" if gpu.index_known else f"GPU {gpu.bus_id}"
+
+
+def nvsmi_id(gpu: GpuHealth) -> str:
+    """What ``nvidia-smi -i`` takes for this GPU: its index, or its bus id where the output was a selection."""
+    return str(gpu.index) if gpu.index_known else gpu.bus_id
 
 
 def _pci_key(address: str | None) -> str | None:
@@ -133,7 +139,7 @@ def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
                 Severity.WARNING, "GPU_FACT_UNREAD", name,
                 f"{where}: nvidia-smi printed {', '.join(gpu.unread)} with a value that could not be read: "
                 "unknown, not taken as good", subject=subject, unread=list(gpu.unread),
-                fix=f"Look at these values by hand (nvidia-smi -q -i {gpu.index}); re-run the check on the host's "
+                fix=f"Look at these values by hand (nvidia-smi -q -i {nvsmi_id(gpu)}); re-run the check on the host's "
                     "own output rather than an edited paste."))
         if gpu.ecc_mode and gpu.ecc_mode not in ("Enabled", "Disabled"):
             found.append(_finding(
@@ -148,14 +154,14 @@ def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
                 f"{where}: a row remap is pending ({gpu.remapped_rows_uncorrectable or 0} uncorrectable, "
                 f"{gpu.remapped_rows_correctable or 0} correctable rows remapped)",
                 subject=subject, evidence="Remapped Rows / Pending : Yes", action="RESET_GPU",
-                fix=f"Drain the host, then reset the GPU (nvidia-smi -r -i {gpu.index}) or reboot: the remap only "
+                fix=f"Drain the host, then reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot: the remap only "
                     "takes effect after a reset (NVIDIA A100/H100 memory error management)."))
         if gpu.reset_required or gpu.drain_and_reset_recommended:
             what = "Reset Required" if gpu.reset_required else "Drain and Reset Recommended"
             found.append(_finding(
                 Severity.ERROR, "GPU_RESET_REQUIRED", name, f"{where}: nvidia-smi reports '{what}: Yes'",
                 subject=subject, evidence=f"GPU Reset Status / {what} : Yes", action="RESET_GPU",
-                fix=f"Drain the host and reset the GPU (nvidia-smi -r -i {gpu.index}) or reboot."))
+                fix=f"Drain the host and reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot."))
         vol = gpu.ecc.volatile_uncorrectable
         if vol:
             found.append(_finding(
@@ -173,7 +179,7 @@ def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
             found.append(_finding(
                 Severity.WARNING, "GPU_PAGE_RETIREMENT_PENDING", name, f"{where}: retired pages are pending",
                 subject=subject, evidence="Retired Pages / Pending Page Blacklist : Yes", action="RESET_GPU",
-                fix=f"Reset the GPU (nvidia-smi -r -i {gpu.index}) or reboot when it is idle so the pages are "
+                fix=f"Reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot when it is idle so the pages are "
                     "retired."))
         hw = [r for r in gpu.clock_events_active if r in HW_SLOWDOWN]
         sw = [r for r in gpu.clock_events_active if r in SW_SLOWDOWN]
@@ -249,7 +255,7 @@ def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
             found.append(_finding(
                 Severity.WARNING, "GPU_POWER_LIMIT_LOW", host.name,
                 f"{gpu.bus_id}: power limit {gpu.power_limit_w:g} W, peers run at {cap:g} W", subject=subject,
-                fix=f"Restore the power limit (nvidia-smi -i {gpu.index} -pl {cap:g}) unless it was capped on "
+                fix=f"Restore the power limit (nvidia-smi -i {nvsmi_id(gpu)} -pl {cap:g}) unless it was capped on "
                     "purpose."))
         if mig and gpu.mig_mode and gpu.mig_mode != mig:
             found.append(_finding(
@@ -270,15 +276,67 @@ def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
 # --- kernel log -----------------------------------------------------------------------
 
 
+def _event_time(stamp: str | None, host_now: datetime.datetime) -> datetime.datetime | None:
+    """An event's time (journalctl's ISO, or dmesg -T's local time on the host's offset); None if unknown."""
+    if not stamp:
+        return None
+    for text, form in ((stamp.replace(",", "."), None), (stamp, "%a %b %d %H:%M:%S %Y")):
+        try:
+            when = (datetime.datetime.fromisoformat(text) if form is None
+                    else datetime.datetime.strptime(" ".join(text.split()), form))
+        except ValueError:
+            continue
+        return when if when.tzinfo else when.replace(tzinfo=host_now.tzinfo)
+    return None
+
+
+def _duration(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def in_window(host: HostInput) -> tuple[list[KernelEvent], list[KernelEvent]]:
+    """The kernel log events inside ``--since`` and those before it (a log source that ignored the
+    window: dmesg has none, a journal can be asked wrongly). Without the host's time, all are in."""
+    probe = host.probe
+    events = list(probe.kernel.events) if probe and probe.kernel else []
+    if probe is None or probe.since_s is None or not probe.now:
+        return events, []
+    try:
+        now = datetime.datetime.strptime(probe.now.strip(), "%Y-%m-%dT%H:%M:%S%z")
+    except ValueError:
+        return events, []
+    start = now - datetime.timedelta(seconds=probe.since_s)
+    inside: list[KernelEvent] = []
+    before: list[KernelEvent] = []
+    for event in events:
+        when = _event_time(event.timestamp, now)
+        (before if when is not None and when < start else inside).append(event)
+    return inside, before
+
+
 def check_kernel_log(host: HostInput) -> list[Finding]:
     probe = host.probe
     if probe is None or probe.kernel is None:
         return []
     gpus = {_pci_key(g.bus_id): g for g in host.gpus}
     groups: dict[tuple[str, str | None, int | None], list[KernelEvent]] = {}
-    for event in probe.kernel.events:
+    inside, before = in_window(host)
+    for event in inside:
         groups.setdefault((event.kind, _pci_key(event.pci), event.code), []).append(event)
     found: list[Finding] = []
+    if before:
+        kinds = sorted({f"Xid {e.code}" if e.kind == "xid" else f"SXid {e.code}" if e.kind == "sxid" else e.kind
+                        for e in before})
+        found.append(_finding(
+            Severity.INFO, "KERNEL_LOG_BEFORE_WINDOW", host.name,
+            f"{len(before)} kernel log event(s) before the --since {_duration(probe.since_s or 0)} window left out "
+            f"({', '.join(kinds)}; last {before[-1].timestamp}): the log source returned them although they are "
+            "older",
+            evidence=before[-1].text, count=len(before),
+            fix="Widen --since to judge them (health --since 7d), or look at them with 'clusterctl health read'."))
     for (kind, pci, code), events in groups.items():
         gpu = gpus.get(pci)
         subject = gpu_subject(gpu) if gpu else (f"PCI {pci}" if pci else None)

@@ -52,7 +52,7 @@ def level0_probes(since_s: int, timeout_s: float) -> tuple[Probe, ...]:
     limit = f"timeout {int(max(timeout_s, 1))}"
     counters = " ".join(f"/sys/class/infiniband/*/ports/*/counters/{name}" for name in IB_COUNTERS)
     return (
-        Probe("now", "date", "date '+%Y-%m-%dT%H:%M:%S'"),
+        Probe("now", "date", "date '+%Y-%m-%dT%H:%M:%S%z'"),
         Probe("kernel-log", "journalctl", f"{limit} sh -c {shlex.quote(kernel_log_command(since_s))}"),
         Probe("nvidia-smi-q", "nvidia-smi", f"{limit} nvidia-smi -q 2>&1"),
         Probe("nvlink-s", "nvidia-smi", f"{limit} nvidia-smi nvlink -s 2>&1"),
@@ -131,6 +131,8 @@ class HostProbe:
     dcgm: DcgmDiag | None = None
     #: The host's local time (``date``), to cut a ``dmesg -T`` log at ``--since``.
     now: str | None = None
+    #: The kernel log window asked for (``--since``), in seconds; None for a pasted log (no window).
+    since_s: int | None = None
     problems: list[ProbeProblem] = field(default_factory=list)
     #: Single-host nccl-tests at level 2+ (``bench.nccl_tests.NcclHostRun``).
     nccl: Any = None

@@ -17,7 +17,7 @@ def host_facts(probe: HostProbe) -> dict[str, Any]:
         facts["driver"] = probe.smi.driver_version
         facts["gpus"] = {
             g.bus_id: {
-                "index": g.index, "name": g.name, "uuid": g.uuid,
+                "index": g.index if g.index_known else None, "name": g.name, "uuid": g.uuid,
                 "ecc_volatile_uncorrectable": g.ecc.volatile_uncorrectable,
                 "ecc_volatile_correctable": g.ecc.volatile_correctable,
                 "ecc_aggregate_uncorrectable": g.ecc.aggregate_uncorrectable,

@@ -73,6 +73,12 @@ class AlertSettings:
     rule_labels: Mapping[str, str] = field(default_factory=lambda: {"release": "kube-prometheus-stack"})
     gpu_temp_c: int = 85
     memory_temp_c: int = 95
+    #: Where Alertmanager reaches ``remediate serve`` (None: https on the first control plane, port 9095).
+    receiver_url: str | None = None
+    #: Alertmanager's copy of the receiver's bearer token (``http_config.authorization.credentials_file``).
+    receiver_token_file: str = "/etc/alertmanager/clusterctl-remediate.token"
+    #: The CA that signed the receiver's certificate, on Alertmanager's machine (None: the system's CAs).
+    receiver_ca_file: str | None = "/etc/alertmanager/clusterctl-remediate-ca.crt"
 
 
 def settings_mapping(value: Any, where: str) -> Mapping[str, Any]:
@@ -246,7 +252,8 @@ def _addons(data: Mapping[str, Any], where: str) -> AddonSettings:
 
 
 def _alerts(data: Mapping[str, Any], where: str) -> AlertSettings:
-    _known(data, ("namespace", "rule_labels", "gpu_temp_c", "memory_temp_c"), where)
+    _known(data, ("namespace", "rule_labels", "gpu_temp_c", "memory_temp_c", "receiver_url", "receiver_token_file",
+                  "receiver_ca_file"), where)
     out = AlertSettings()
     if "namespace" in data:
         out = replace(out, namespace=_namespace(data["namespace"], f"{where}.namespace"))
@@ -257,7 +264,26 @@ def _alerts(data: Mapping[str, Any], where: str) -> AlertSettings:
         out = replace(out, gpu_temp_c=_celsius(data["gpu_temp_c"], f"{where}.gpu_temp_c"))
     if "memory_temp_c" in data:
         out = replace(out, memory_temp_c=_celsius(data["memory_temp_c"], f"{where}.memory_temp_c"))
+    if "receiver_url" in data:
+        url = url_setting(data["receiver_url"], f"{where}.receiver_url")
+        if not url.startswith(("http://", "https://")) or any(c.isspace() for c in url):
+            raise UsageError(f"must be the http(s):// URL Alertmanager reaches remediate serve at, got {url!r}.",
+                             field=f"{where}.receiver_url")
+        out = replace(out, receiver_url=url)
+    if "receiver_token_file" in data:
+        out = replace(out, receiver_token_file=_absolute_path(data["receiver_token_file"],
+                                                              f"{where}.receiver_token_file"))
+    if "receiver_ca_file" in data:
+        ca = data["receiver_ca_file"]
+        out = replace(out, receiver_ca_file=None if ca is None else _absolute_path(ca, f"{where}.receiver_ca_file"))
     return out
+
+
+def _absolute_path(value: Any, where: str) -> str:
+    text = text_setting(value, where)
+    if not text.startswith("/"):
+        raise UsageError(f"must be an absolute path on Alertmanager's machine, got {text!r}.", field=where)
+    return text
 
 
 def _celsius(value: Any, where: str) -> int:

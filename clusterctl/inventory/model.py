@@ -171,6 +171,34 @@ class QuarantineConfig:
 
 
 @dataclass(frozen=True)
+class BmcConfig:
+    """How to reach the BMCs of the hosts one entry of the inventory's ``bmc:`` section names (Redfish).
+
+    The password itself is never held here: only where to read it (a file or an environment
+    variable), read when a power action needs it (``clusterctl.bmc.credentials``).
+    """
+
+    #: The host name or ``fnmatch`` pattern (``gpu-a*``) the entry is written under.
+    pattern: str
+    #: ``https://bmc-a1.mgmt`` or ``bmc-a1.mgmt[:port]`` (https assumed); ``{host}`` is the host's name.
+    address: str
+    username: str
+    password_file: str | None = None
+    password_env: str | None = None
+    #: The Redfish ComputerSystem (``/redfish/v1/Systems/1``, or its name); None: the BMC's only one.
+    system: str | None = None
+    verify_tls: bool = True
+    #: A CA bundle that signed the BMCs' certificates (absolute after loading).
+    ca_file: str | None = None
+    #: Each request to the BMC (connect and read).
+    timeout_s: float = 10.0
+    #: How long a power change may take to be reported by the BMC.
+    power_timeout_s: float = 300.0
+    #: ``file:line`` of the entry, for messages.
+    source: str | None = None
+
+
+@dataclass(frozen=True)
 class Inventory:
     name: str
     hosts: tuple[Host, ...]
@@ -183,6 +211,8 @@ class Inventory:
     bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
     #: The quarantine policy (defaults when the inventory has no ``quarantine:``).
     quarantine: QuarantineConfig = field(default_factory=QuarantineConfig)
+    #: The hosts' BMCs (section ``bmc:``), in the order written: an exact host name wins over patterns.
+    bmc: tuple[BmcConfig, ...] = ()
 
     def host(self, name: str) -> Host:
         for h in self.hosts:

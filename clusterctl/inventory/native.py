@@ -17,6 +17,7 @@ from typing import Any
 
 from clusterctl.errors import InventoryError
 from clusterctl.inventory import values
+from clusterctl.inventory.bmc_section import read_bmc
 from clusterctl.inventory.bootstrap_section import read_bootstrap
 from clusterctl.inventory.model import BootstrapConfig, Fabric, Host, Inventory, QuarantineConfig, SSHOptions, StackPin
 from clusterctl.inventory.node_reader import NodeReader
@@ -136,8 +137,10 @@ class _Reader(NodeReader):
         quarantine_entry = root.get("quarantine")
         quarantine = (read_quarantine(self, quarantine_entry.value, "quarantine") if quarantine_entry
                       else QuarantineConfig())
+        bmc_entry = root.get("bmc")
+        bmc = read_bmc(self, bmc_entry.value, "bmc", [h.name for h in hosts]) if bmc_entry else ()
         return Inventory(name=name, hosts=tuple(hosts), groups=groups, source=self.file, format="clusterctl",
-                         bootstrap=bootstrap, quarantine=quarantine)
+                         bootstrap=bootstrap, quarantine=quarantine, bmc=bmc)
 
     def hosts(self, node: Node) -> list[_HostDef]:
         defs: list[_HostDef] = []
@@ -503,4 +506,4 @@ HOST_FIELDS: dict[str, FieldReader] = {"address": _checked(values.address, "addr
 GROUP_FIELDS: dict[str, None] = {"vars": None, "hosts": None}
 
 TOP_FIELDS: dict[str, None] = {"cluster": None, "defaults": None, "groups": None, "hosts": None, "bootstrap": None,
-                                   "quarantine": None}
+                                   "quarantine": None, "bmc": None}

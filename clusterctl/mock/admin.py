@@ -54,3 +54,25 @@ def reset(hosts: Sequence[Host], *, whole_cluster: bool) -> list[str]:
         cluster = MockCluster(Path(folder))
         removed += cluster.reset(None if whole_cluster else names)
     return removed
+
+
+def set_values(hosts: Sequence[Host], values: dict[str, str]) -> list[str]:
+    """Set state values (what profile rules' ``when_state`` test: an injected fault) on ``hosts``; an
+    empty value removes the key. The names of the hosts changed."""
+    from clusterctl.mock.machine import MockMachine
+    from clusterctl.mock.profile import load_profile
+
+    changed = []
+    for host in mock_hosts(hosts):
+        # Opening the machine creates its state first: values set on a host never used would be
+        # dropped when it first boots from its profile.
+        state = MockMachine.open(load_profile(str(host.profile)), str(host.mock_state), host.name).host
+        with state.edit() as data:
+            kept = data.setdefault("values", {})
+            for key, value in values.items():
+                if value:
+                    kept[key] = value
+                else:
+                    kept.pop(key, None)
+        changed.append(host.name)
+    return changed

@@ -135,6 +135,9 @@ class MockTransport(Transport):
         try:
             with simulating():  # one turn for the command, the host's first-use seeding included
                 machine = self.machine  # seeded before the guard: a fresh host writes its state once
+                if machine.host.values().get("power") == "off":
+                    # As ssh would find it: no route, no answer (clusterctl.mock.power).
+                    raise TransportError(FailureKind.UNREACHABLE, f"{self.host.name}: no answer (switched off)")
                 with guard:
                     result = machine.run_line(command, stdin or b"", timeout=timeout)
         except ReadOnlyViolation as exc:

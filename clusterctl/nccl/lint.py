@@ -8,7 +8,7 @@ from clusterctl.findings import Finding, Severity, count_by_severity
 from clusterctl.nccl.grammar import legacy_level, normalise, strtoll
 from clusterctl.nccl.knowledge import SCOPE_READER, KnowledgeBase, VariableInfo, knowledge_base
 from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, GPU_NIC_PATHS, nccl_path, path_rank, uses_gdr
-from clusterctl.nccl.sources import BUILD_ARG, PASSTHROUGH, Setting, resembles_nccl_name
+from clusterctl.nccl.sources import BUILD_ARG, PASSTHROUGH, UNSET, Setting, SourceNote, resembles_nccl_name
 from clusterctl.nccl.value_check import value_problems
 from clusterctl.nccl.versions import NcclVersion, parse_version
 
@@ -52,6 +52,11 @@ def lint_settings(
     for setting in settings:
         if setting.origin == PASSTHROUGH and (setting.file, setting.scope, setting.name) in assigned:
             continue  # mpirun -x NAME forwards a value set (and checked) elsewhere in the file
+        if setting.origin == UNSET:
+            findings.append(_finding(
+                setting, "UNSET_BY_VALUES", "info",
+                f"{setting.name}: null removes the chart's default: the variable is not set at all, NCCL uses its "
+                "own default", f"set a value for {setting.name} where the job needs one"))
         findings.extend(_lint_one(setting, kb, version, torch))
     for (file, _scope), group in _by_environment(settings).items():
         findings.extend(_duplicates(file, group))
@@ -81,8 +86,29 @@ def _effective(group: list[Setting]) -> dict[str, Setting]:
     for s in sorted(group, key=lambda s: s.line):
         if s.origin == PASSTHROUGH and s.name in result:
             continue
+        if s.origin == UNSET:
+            result.pop(s.name, None)  # NAME: null in chart values: no value at all
+            continue
         result[s.name] = s
     return result
+
+
+#: The end of a launcher's own install-path variable (``OFI_NCCL_PATH``, ``NCCL_PLUGIN_HOME``).
+_PATH_SUFFIXES = ("_PATH", "_HOME", "_DIR", "_ROOT", "_PREFIX", "_INSTALL", "_INSTALL_DIR", "_LIB", "_LIBDIR")
+
+
+def source_findings(notes: Iterable[SourceNote]) -> list[Finding]:
+    """What a settings file held that was not read as a setting, each with its file and line."""
+    return [Finding(Severity(n.severity), "SETTING_NOT_READ", n.message, file=n.file, line=n.line,
+                    fix="write the value so the shell (or YAML) gives it as one word, or check it by hand")
+            for n in notes]
+
+
+def no_settings_finding(file: str) -> Finding:
+    """A file nccl lint read nothing from: never a silent 'no problems'."""
+    return Finding(Severity.WARNING, "NO_SETTINGS_READ",
+                   "no NCCL setting was read from this file: nothing in it was checked", file=file,
+                   fix="check the file is the one the job uses; give --format if the detected one is wrong")
 
 
 def _finding(s: Setting, code: str, severity: str | Severity, message: str, fix: str) -> Finding:
@@ -183,6 +209,15 @@ def _plugin_findings(s: Setting, info: VariableInfo) -> list[Finding]:
 def _unknown(s: Setting, kb: KnowledgeBase, info: VariableInfo | None, version: NcclVersion | None) -> Finding:
     similar = kb.similar(s.name, version=version)
     owner = kb.plugin_owning(s.name)
+    if info is None and owner is not None and (s.name.endswith(_PATH_SUFFIXES) or s.referenced_at is not None):
+        # OFI_NCCL_PATH set by a launcher for its own use (an install path in LD_LIBRARY_PATH): the plugin's
+        # prefix, but no variable the plugin reads.
+        return _finding(
+            s, "NOT_NCCL", "info",
+            f"{s.name} is not an NCCL/plugin variable: {owner.name} defines no such variable, and the name is a "
+            "script-local path variable"
+            + (f" (the file reads it back on line {s.referenced_at})" if s.referenced_at is not None else ""),
+            "nothing to do; rename it without the plugin's prefix to keep it apart from the plugin's settings")
     if info is not None:
         message = f"{s.name} is not an NCCL variable: no NCCL release reads it, so it has no effect"
     elif owner is not None:

@@ -14,6 +14,9 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +34,10 @@ _STATEMENT_BREAKS = frozenset({";", "&&", "||", "|", "&", "then", "do", "else", 
 #: ``docker run -e NAME``) or a Dockerfile build argument (``ARG NAME=value``, gone at run time).
 PASSTHROUGH = "passthrough"
 BUILD_ARG = "build-arg"
+#: ``NAME: null`` in Helm values: removes the chart's default for NAME (the variable is not set at all).
+UNSET = "unset"
+#: The scope of settings a Helm values file gives as a ``NAME: value`` mapping.
+CHART_VALUES = "chart values"
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,46 @@ class Setting:
     def exclusive_with(self, other: Setting) -> bool:
         """Whether the two can never both run: different arms of the same ``if``."""
         return any(a[0] == b[0] and a[1] != b[1] for a, b in zip(self.branch, other.branch, strict=False))
+
+
+@dataclass(frozen=True)
+class SourceNote:
+    """Something in a settings file the reader did not read as a setting, and why (never dropped silently)."""
+
+    file: str
+    line: int
+    message: str
+    #: ``warning``: a value or line that could not be read; ``info``: an NCCL-looking word that is no setting.
+    severity: str = "warning"
+
+
+class SettingsRead(list[Setting]):
+    """The settings of one source (a list, as every caller uses it) and ``notes`` on what was not read."""
+
+    def __init__(self, settings: list[Setting], notes: list[SourceNote]) -> None:
+        super().__init__(settings)
+        self.notes = tuple(notes)
+
+
+_NOTES: ContextVar[list[SourceNote] | None] = ContextVar("clusterctl_nccl_source_notes", default=None)
+
+
+@contextmanager
+def _collecting() -> Iterator[list[SourceNote]]:
+    notes: list[SourceNote] = []
+    token = _NOTES.set(notes)
+    try:
+        yield notes
+    finally:
+        _NOTES.reset(token)
+
+
+def _note(file: str, line: int, message: str, severity: str = "warning") -> None:
+    notes = _NOTES.get()
+    if notes is not None:
+        found = SourceNote(file, line, message, severity)
+        if found not in notes:
+            notes.append(found)
 
 
 #: NCCL's own, PyTorch's, aws-ofi-nccl's and the libfabric settings that plugin documents.
@@ -90,7 +137,7 @@ def _references(text: str, first_line: int = 1) -> dict[str, list[int]]:
     return found
 
 
-def read_settings(source: str | Path, format: str | None = None, *, name: str | None = None) -> list[Setting]:
+def read_settings(source: str | Path, format: str | None = None, *, name: str | None = None) -> SettingsRead:
     """The NCCL settings in a file (a Path, or a str naming an existing file) or in a text.
 
     ``format`` is one of FORMATS, or None to detect it from the name and content. ``name`` is what
@@ -110,7 +157,8 @@ def read_settings(source: str | Path, format: str | None = None, *, name: str | 
     if fmt not in FORMATS:
         raise UsageError(f"unknown settings format {fmt!r}", hint=f"Use one of: {', '.join(FORMATS)}.")
     try:
-        settings = _READERS[fmt](text, label)
+        with _collecting() as notes:
+            settings = _READERS[fmt](text, label)
     except ParseError as exc:
         # an input that cannot be read is a usage error (exit 2), never "nothing checked"
         shown = f" ({exc.text.strip()[:80]!r})" if exc.text else ""
@@ -118,7 +166,7 @@ def read_settings(source: str | Path, format: str | None = None, *, name: str | 
                          hint=f"Give --format ({', '.join(FORMATS)}) if the detected format is wrong.") from None
     references = _references(text)
     kept = [s for s in settings if is_nccl_name(s.name) or resembles_nccl_name(s.name)]
-    return [_with_reference(s, references) for s in kept]
+    return SettingsRead([_with_reference(s, references) for s in kept], notes)
 
 
 def _with_reference(setting: Setting, references: dict[str, list[int]]) -> Setting:
@@ -201,12 +249,104 @@ def _logical_lines(text: str) -> list[tuple[int, int, str]]:
     return joined
 
 
+_OPENERS = (("$((", "))"), ("$(", ")"), ("${", "}"), ("`", "`"))
+_PLACEHOLDER = "\x00{}\x00"
+
+
+def _expansion_end(line: str, start: int, opener: str, closer: str) -> int | None:
+    """Where the expansion opened at ``start`` ends (index after its closer), nesting and quotes minded."""
+    if opener == "`":
+        end = line.find("`", start + 1)
+        return end + 1 if end >= 0 else None
+    depth_char = "(" if closer.startswith(")") else "{"
+    close_char = closer[0]
+    depth = 0
+    i = start + len(opener) - 1  # on the last opening character
+    quote: str | None = None
+    while i < len(line):
+        char = line[i]
+        if quote:
+            if char == "\\" and quote == '"':
+                i += 2
+                continue
+            if char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "\\":
+            i += 2
+            continue
+        elif char == depth_char:
+            depth += 1
+        elif char == close_char:
+            depth -= 1
+            if depth == 0:
+                end = i + 1
+                if closer == "))":
+                    return end + 1 if line[end:end + 1] == ")" else None
+                return end
+        i += 1
+    return None
+
+
+def _protect_expansions(line: str) -> tuple[str, list[str], int | None]:
+    """``$(( a * b ))``, ``$(cmd arg)``, ``${A:-x y}`` and backquotes as one word each: their spaces and
+    ``|``/``;`` belong to the value, not to the statement. Returns the line with each expansion replaced
+    by a placeholder, the expansions, and where an expansion that never closes starts (``None`` if all do)."""
+    if "$" not in line and "`" not in line:
+        return line, [], None
+    out: list[str] = []
+    found: list[str] = []
+    i = 0
+    quote: str | None = None
+    while i < len(line):
+        char = line[i]
+        if quote == "'":
+            out.append(char)
+            quote = None if char == "'" else quote
+            i += 1
+            continue
+        if char == "'" and quote is None:
+            quote = "'"
+            out.append(char)
+            i += 1
+            continue
+        if char == '"':
+            quote = None if quote == '"' else '"'
+            out.append(char)
+            i += 1
+            continue
+        if char == "\\":
+            out.append(line[i:i + 2])
+            i += 2
+            continue
+        opener = next((o for o in _OPENERS if line.startswith(o[0], i)), None)
+        if opener is None:
+            out.append(char)
+            i += 1
+            continue
+        end = _expansion_end(line, i, *opener)
+        if end is None:
+            return line, [], i
+        found.append(line[i:end])
+        out.append(_PLACEHOLDER.format(len(found) - 1))
+        i = end
+    return "".join(out), found, None
+
+
+def _restore(token: str, expansions: list[str]) -> str:
+    if "\x00" not in token:
+        return token
+    return re.sub("\x00(\\d+)\x00", lambda m: expansions[int(m.group(1))], token)
+
+
 def _tokens(line: str) -> list[str] | None:
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+    protected, expansions, _ = _protect_expansions(line)
+    lexer = shlex.shlex(protected, posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
     lexer.commenters = "#"
     try:
-        return list(lexer)
+        return [_restore(token, expansions) for token in lexer]
     except ValueError:  # unbalanced quotes: a heredoc body or a multi-line string
         return None
 
@@ -296,6 +436,9 @@ def _scan(placed: list[tuple[str, int]], label: str, out: list[Setting], *, nccl
             add(Setting(assign.group(1), value, label, line, dynamic))
             i += 1
             continue
+        if assign and is_nccl_name(assign.group(1)) and command is not None:
+            _note(label, line, f"{assign.group(1)}=... is an argument of '{command}', not an assignment the shell "
+                  "makes: not read as a setting", "info")
         if token in _ASSIGNING_WORDS or (at_statement_start and token in ("-x", "-g", "-r")):
             at_statement_start = True
             i += 1
@@ -344,6 +487,10 @@ def read_shell_text(text: str, label: str, *, first_line: int = 1) -> list[Setti
                              line=first_line + start - 1, text=line)
         if not tokens:
             continue
+        unclosed = _protect_expansions(line)[2]
+        if unclosed is not None and _NCCL_ASSIGN_RE.search(line):
+            _note(label, first_line + start - 1, f"an expansion opened at {line[unclosed:unclosed + 12]!r} is not "
+                  "closed on this line: the NCCL values here are read only up to their first space")
         placed = _place(tokens, physical[start - 1:end], first_line + start - 1)
         _scan(placed, label, settings, nccl_conf=nccl_conf and "nccl.conf" in line, branches=branches)
     return settings
@@ -458,10 +605,30 @@ def read_k8s_text(text: str, label: str) -> list[Setting]:
     for doc in documents:
         if doc is None:
             continue
+        skip: set[int] = set()
         if _scalar_of(doc, "kind") == "ConfigMap":
             settings.extend(_configmap_settings(doc, label))
-        _walk_env_lists(doc, label, settings, _document_scope(doc))
+            skip.add(id(_child(doc, "data")))
+        _walk_env_lists(doc, label, settings, _document_scope(doc), skip=skip)
     return settings
+
+
+def _values_setting(key: object, value: object, label: str) -> Setting | None:
+    """``NCCL_DEBUG: INFO`` in a mapping (Helm values, a chart's ``env:`` map): a setting of the chart's
+    values; ``NCCL_X: null`` removes the chart's default for it."""
+    import yaml
+
+    if not (isinstance(key, yaml.ScalarNode) and is_nccl_name(str(key.value)) and _NAME_RE.match(str(key.value))):
+        return None
+    line = int(key.start_mark.line) + 1
+    if isinstance(value, yaml.ScalarNode):
+        if value.tag == "tag:yaml.org,2002:null":
+            return Setting(str(key.value), "", label, line, dynamic=True, origin=UNSET, scope=CHART_VALUES)
+        text = str(value.value)
+        return Setting(str(key.value), text, label, line, "$" in text or "{{" in text, scope=CHART_VALUES)
+    _note(label, line, f"{key.value} is given a {'list' if isinstance(value, yaml.SequenceNode) else 'mapping'}, "
+          "not a value: not read as a setting")
+    return None
 
 
 def _document_scope(doc: object) -> str:
@@ -537,11 +704,19 @@ def _lenient_env(text: str, label: str, *, first_line: int = 1) -> list[Setting]
 _CONTAINER_LISTS = frozenset({"containers", "initContainers", "ephemeralContainers"})
 
 
-def _walk_env_lists(node: object, label: str, out: list[Setting], scope: str = "") -> None:
+def _walk_env_lists(node: object, label: str, out: list[Setting], scope: str = "", *,
+                    skip: set[int] | None = None) -> None:
     import yaml
 
+    if skip and id(node) in skip:
+        return
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and is_nccl_name(str(k.value)):
+                found = _values_setting(k, v, label)
+                if found is not None:
+                    out.append(found)
+                continue
             if (isinstance(k, yaml.ScalarNode) and k.value in ("command", "args")
                     and isinstance(v, yaml.SequenceNode)):
                 words = [(str(item.value), _scalar_first_line(item)) for item in v.value
@@ -560,12 +735,12 @@ def _walk_env_lists(node: object, label: str, out: list[Setting], scope: str = "
             elif (isinstance(k, yaml.ScalarNode) and k.value in _CONTAINER_LISTS
                     and isinstance(v, yaml.SequenceNode)):
                 for item in v.value:
-                    _walk_env_lists(item, label, out, _container_scope(item))
+                    _walk_env_lists(item, label, out, _container_scope(item), skip=skip)
             else:
-                _walk_env_lists(v, label, out, scope)
+                _walk_env_lists(v, label, out, scope, skip=skip)
     elif isinstance(node, yaml.SequenceNode):
         for item in node.value:
-            _walk_env_lists(item, label, out, scope)
+            _walk_env_lists(item, label, out, scope, skip=skip)
 
 
 def _scalar_first_line(node: object) -> int:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.quarantine.drain import DrainOptions
-from clusterctl.quarantine.policy import Decision, HostVerdict, decide
+from clusterctl.quarantine.policy import Action, Decision, HostVerdict, cap, decide, health_wanted
 from clusterctl.quarantine.run import HostQuarantine, QuarantineRequest, quarantine_hosts
 
 if TYPE_CHECKING:
@@ -39,14 +39,25 @@ def quarantine_by_policy(runner: Runner, inventory: Inventory, verdicts: Sequenc
     from clusterctl.quarantine.status import quarantined_nodes
 
     already = [n.host for n in quarantined_nodes(runner, inventory)]
-    decisions = decide(verdicts, inventory.quarantine, fleet_size=len(inventory.hosts), already=already,
-                       max_unavailable=max_unavailable)
+    decisions = decide(health_wanted(verdicts, inventory.quarantine), out_of_service=already,
+                       limit=cap(max_unavailable or inventory.quarantine.max_unavailable, len(inventory.hosts)))
     run = PolicyRun(decisions, applied=gate.apply)
     by_name = {h.name: h for h in inventory.hosts}
-    for action in ("drain", "quarantine"):
-        chosen = [d for d in decisions if d.action == action and d.host in by_name]
+    for action in (Action.DRAIN, Action.QUARANTINE):
+        chosen = [d for d in decisions if d.action is action and d.host in by_name]
         for decision in chosen:  # one request per host: each carries its own codes and reason
-            request = QuarantineRequest(reason=decision.reason, codes=decision.codes, drain=action == "drain",
+            request = QuarantineRequest(reason=decision.reason, codes=decision.codes, drain=action is Action.DRAIN,
                                         drain_options=drain_options or DrainOptions())
             run.results += quarantine_hosts(runner, inventory, [by_name[decision.host]], request, gate)
     return run
+
+
+def run_policy(runner: Runner, inventory: Inventory, verdicts: Sequence[HostVerdict], *, apply: bool,
+               max_unavailable: str | None = None) -> tuple[PolicyRun, str | None]:
+    """``health --quarantine``: the decisions and the quarantine of those that act, through the engine's
+    journaled gate (a plan without ``apply``); the run and its undo journal."""
+    from clusterctl.engine.journaled import journaled_gate
+
+    with journaled_gate("health-quarantine", apply=apply) as step:
+        run = quarantine_by_policy(runner, inventory, verdicts, step.gate, max_unavailable=max_unavailable)
+    return run, step.journal

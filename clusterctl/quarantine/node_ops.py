@@ -107,3 +107,17 @@ def release_annotations() -> dict[str, str | None]:
 
 def is_quarantined(node: NodeState) -> bool:
     return node.taint(TAINT_KEY) is not None or annotation("at") in node.annotations
+
+
+_OUT_OF_SERVICE = re.compile(rf"^(?:taint node (\S+) {re.escape(TAINT_KEY)}=|cordon node (\S+)$)")
+
+
+def nodes_taken_out(summaries: list[str]) -> list[str]:
+    """The nodes a journal's changes took out of service (clusterctl's taint, a cordon), by the summaries
+    ``taint`` and ``cordon`` give their changes: undoing those returns the nodes to service."""
+    found = []
+    for summary in summaries:
+        match = _OUT_OF_SERVICE.match(summary)
+        if match:
+            found.append(match.group(1) or match.group(2))
+    return list(dict.fromkeys(found))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Protocol
 
 from clusterctl.errors import UsageError
@@ -41,21 +42,78 @@ class HostVerdict(Protocol):
     def findings(self) -> tuple[Finding, ...]: ...
 
 
+class Action(str, Enum):
+    """What the one decision says for a host (``decide``); the values are what JSON and logs show."""
+
+    #: Out of service before this decision (quarantined, or cordoned by anyone): not acted on again.
+    ALREADY_OUT = "already"
+    #: Would be acted on, but ``max_unavailable`` hosts are out already: left in service, named.
+    HELD = "held"
+    #: Acted on: quarantined and drained.
+    DRAIN = "drain"
+    #: Acted on: quarantined (tainted, cordoned), not drained.
+    QUARANTINE = "quarantine"
+    #: Nothing asks for action: only reported.
+    REPORT = "report"
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What one source (a health run's findings, an alert) asks for one host."""
+
+    host: str
+    #: True: quarantine and drain; False: quarantine only; None: only report.
+    drain: bool | None
+    codes: tuple[str, ...] = ()
+    reason: str = ""
+
+
 @dataclass(frozen=True)
 class Decision:
     host: str
-    #: ``drain`` (quarantine and drain), ``quarantine``, ``report`` (nothing done), ``held`` (would
-    #: be quarantined, but the cap is reached), ``already`` (quarantined before this run).
-    action: str
+    action: Action
     codes: tuple[str, ...]
     reason: str
 
     @property
     def acts(self) -> bool:
-        return self.action in ("drain", "quarantine")
+        return self.action in (Action.DRAIN, Action.QUARANTINE)
 
     def to_json(self) -> dict[str, object]:
-        return {"host": self.host, "action": self.action, "codes": list(self.codes), "reason": self.reason}
+        return {"host": self.host, "action": self.action.value, "codes": list(self.codes), "reason": self.reason}
+
+
+def decide(wanted: Sequence[Wanted], *, out_of_service: Iterable[str], limit: int) -> list[Decision]:
+    """THE quarantine decision, for ``health --quarantine`` and ``remediate serve`` alike: one per host
+    of ``wanted``, in its order, the cap (``limit`` hosts out of service at once, those in
+    ``out_of_service`` counted) applied in that order. A host asked twice is decided once, on the
+    stronger ask (drain over quarantine over report), its codes and reasons joined."""
+    merged: dict[str, Wanted] = {}
+    strength = {None: 0, False: 1, True: 2}
+    for ask in wanted:
+        before = merged.get(ask.host)
+        if before is None:
+            merged[ask.host] = ask
+            continue
+        drain = ask.drain if strength[ask.drain] > strength[before.drain] else before.drain
+        reason = "; ".join(dict.fromkeys(r for r in (before.reason, ask.reason) if r))
+        merged[ask.host] = Wanted(ask.host, drain, tuple(dict.fromkeys(before.codes + ask.codes)), reason)
+    out = set(out_of_service)
+    decisions: list[Decision] = []
+    for ask in merged.values():
+        if ask.host in out:
+            decisions.append(Decision(ask.host, Action.ALREADY_OUT, ask.codes, "out of service already"))
+        elif ask.drain is None:
+            decisions.append(Decision(ask.host, Action.REPORT, ask.codes, ask.reason))
+        elif len(out) >= limit:
+            decisions.append(Decision(ask.host, Action.HELD, ask.codes,
+                                      f"{len(out)} host(s) out of service already, the most --max-unavailable "
+                                      f"allows ({limit}): not quarantined; {ask.reason}"))
+        else:
+            out.add(ask.host)
+            decisions.append(Decision(ask.host, Action.DRAIN if ask.drain else Action.QUARANTINE, ask.codes,
+                                      ask.reason))
+    return decisions
 
 
 def cap(max_unavailable: str | None, fleet_size: int) -> int:
@@ -93,27 +151,13 @@ def needs_drain(finding: Finding, config: QuarantineConfig) -> bool:
     return str(finding.evidence.get("action", "")) in DRAIN_ACTIONS
 
 
-def decide(verdicts: Sequence[HostVerdict], config: QuarantineConfig, *, fleet_size: int,
-           already: Iterable[str] = (), max_unavailable: str | None = None) -> list[Decision]:
-    """One decision per host of ``verdicts``, in their order, the cap applied in that order."""
-    out_of_service = set(already)
-    limit = cap(max_unavailable or config.max_unavailable, fleet_size)
-    decisions: list[Decision] = []
+def health_wanted(verdicts: Sequence[HostVerdict], config: QuarantineConfig) -> list[Wanted]:
+    """What a health run asks per host: its error findings the policy quarantines for, drained when one
+    needs the host down; a host with none only reported."""
+    wanted = []
     for verdict in verdicts:
         chosen = _quarantining(verdict.findings, config)
         codes = tuple(dict.fromkeys(f.code for f in chosen))
-        if verdict.host in out_of_service:
-            decisions.append(Decision(verdict.host, "already", codes, "quarantined before this run"))
-            continue
-        if not chosen:
-            decisions.append(Decision(verdict.host, "report", codes, verdict.reason))
-            continue
-        if len(out_of_service) >= limit:
-            decisions.append(Decision(verdict.host, "held", codes,
-                                      f"{len(out_of_service)} host(s) out of service already, the most "
-                                      f"--max-unavailable allows ({limit}): not quarantined; {verdict.reason}"))
-            continue
-        out_of_service.add(verdict.host)
-        action = "drain" if any(needs_drain(f, config) for f in chosen) else "quarantine"
-        decisions.append(Decision(verdict.host, action, codes, verdict.reason))
-    return decisions
+        drain = any(needs_drain(f, config) for f in chosen) if chosen else None
+        wanted.append(Wanted(verdict.host, drain, codes, verdict.reason))
+    return wanted

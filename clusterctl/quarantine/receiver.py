@@ -4,40 +4,47 @@ Alertmanager POSTs its webhook payload (version 4: ``{"version": "4", "status": 
 "alerts": [{"status": "firing", "labels": {"alertname": ..., "Hostname": ...}, ...}]}``). For
 each firing alert the receiver finds the host (label ``Hostname`` as dcgm-exporter sets it, else
 ``hostname``, ``node``, ``instance`` without its port), decides what the alert asks
-(``ALERT_ACTIONS``, overridden by the inventory's ``quarantine.alerts``) and runs the same
-quarantine path as ``clusterctl quarantine`` — one batch at a time, so nothing is acted on
-twice:
+(``ALERT_ACTIONS``, overridden by the inventory's ``quarantine.alerts``) and answers at once:
+the work is queued per host (``host_queue``), so one hung host (a drain a budget holds up, a
+host that does not answer) delays no other host and no answer:
 
 * a host not in the inventory is never acted on (logged);
-* a host quarantined already (by an earlier alert, an operator, anyone who cordoned it) is not
-  quarantined again: repeats and resends of the same alert are de-duplicated;
-* never more than ``--max-unavailable`` hosts out of service at once (cordoned nodes count);
-  the alerts over the cap are logged as held;
+* each host's work asks the cluster, under its Lease (``cluster_marker``), whether the host is
+  out of service already: quarantined (a repeat: ``duplicate``), half quarantined (finished),
+  or back in service after ``clusterctl release`` (acted on again);
+* never more than ``--max-unavailable`` hosts out of service at once (cordoned nodes count),
+  across every receiver of the cluster; the alerts over the cap are logged as held;
+* then, outside the Lease, the same quarantine path as ``clusterctl quarantine`` (drain, Slurm),
+  and an undo journal per host;
 * a body that is not a webhook payload is answered 400 and changes nothing.
 
 Every decision is one JSON line in the log (``time``, ``host``, ``alert``, ``decision``, ``why``).
-``Remediator.handle`` is the logic; ``serve`` wraps it in the standard library's HTTP server.
+``Remediator.handle`` is the logic; ``serve`` wraps it in ``webhook_server``.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
 from clusterctl.bootstrap.cluster.alerts import ReceiverAuth, render_alertmanager_receiver
 from clusterctl.changes import Gate
 from clusterctl.errors import ClusterctlError
 from clusterctl.quarantine import webhook_server
+from clusterctl.quarantine.cluster_lease import ClusterLease
+from clusterctl.quarantine.cluster_marker import Marker, MarkRequest
 from clusterctl.quarantine.drain import DrainOptions
+from clusterctl.quarantine.host_queue import HostQueue
+from clusterctl.quarantine.pending_work import PendingWork
 from clusterctl.quarantine.policy import cap
-from clusterctl.quarantine.webhook_payload import Alert, BadPayload, DecisionLog, parse_payload
+from clusterctl.quarantine.webhook_payload import BadPayload, DecisionLog, parse_payload
 
 if TYPE_CHECKING:
-    from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
+
+__all__ = ["ALERT_ACTIONS", "ReceiverAuth", "Remediator", "parse_payload", "serve", "webhook_config"]
 
 #: What each of bootstrap's DCGM alert rules asks of the receiver by default.
 ALERT_ACTIONS: dict[str, str] = {
@@ -45,13 +52,32 @@ ALERT_ACTIONS: dict[str, str] = {
     "NVLinkBandwidthZero": "drain", "GPUXidError": "quarantine", "NVLinkCRCErrors": "quarantine",
     "GPUUncorrectableRemappedRows": "report", "GPUTemperatureHigh": "report", "GPUMemoryTemperatureHigh": "report",
     "GPUPowerAtLimit": "report", "GPUPCIeReplaysRising": "report",
+    # The node health agent's rules (phase node-agent): an error-level finding on the node itself.
+    "NodeHealthCheckFailed": "quarantine", "NodeHealthAgentStale": "report", "NodeHealthAgentCannotPublish": "report",
 }
 _STRENGTH = {"report": 0, "quarantine": 1, "drain": 2}
 
 
+@dataclass(frozen=True)
+class Wanted:
+    """What the alerts accepted for one host ask, until its work starts (later alerts merge in)."""
+
+    host: Host
+    action: str
+    alerts: tuple[str, ...]
+    caller: str
+    #: The pending-work file's sequence number of the last alert merged in (0: no file).
+    seq: int = 0
+
+    def merged(self, other: Wanted) -> Wanted:
+        action = other.action if _STRENGTH[other.action] > _STRENGTH[self.action] else self.action
+        return Wanted(self.host, action, tuple(dict.fromkeys(self.alerts + other.alerts)), self.caller,
+                      max(self.seq, other.seq))
+
+
 @dataclass
 class Remediator:
-    """The receiver's decisions, one webhook batch at a time (thread-safe)."""
+    """The receiver: accepts webhook bodies at once, acts per host in the background (thread-safe)."""
 
     inventory: Inventory
     runner_factory: Callable[[], Any]
@@ -61,46 +87,44 @@ class Remediator:
     drain_options: DrainOptions = field(default_factory=DrainOptions)
     journal_folder: str | None = None
     clock: Callable[[], float] = time.time
-    #: host -> the decision that acted on it in this process (the de-duplication, across batches).
-    acted: dict[str, str] = field(default_factory=dict)
-    #: How long the cluster's list of nodes out of service is reused between batches (a burst of
-    #: alerts reads it once); what this receiver quarantines is added to it at once.
-    refresh_s: float = 10.0
-    _unavailable: set[str] = field(default_factory=set)
-    _read_at: float | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    #: The cluster's Lease this receiver decides under (another receiver of the cluster shares it).
+    lease: ClusterLease = field(default_factory=ClusterLease)
+    #: Hosts worked on at once (each in its own thread); more wait their turn.
+    workers: int = 32
+    #: Where accepted alerts wait until acted on (``pending_work``); None: kept in memory only.
+    pending_file: str | None = None
 
     def __post_init__(self) -> None:
         self.decision_log = DecisionLog(self.log, self.clock)
+        self._by_label: dict[str, Host] = {}
+        for host in self.inventory.hosts:
+            for label in (host.connect_address, host.address, host.name):
+                if label:
+                    self._by_label[label] = host
+        self._marker = Marker(self.inventory, self.runner_factory, self._limit,
+                              lease=None if self.dry_run else self.lease)
+        self._queue: HostQueue[Wanted] = HostQueue(self._work, Wanted.merged, workers=self.workers,
+                                                    on_error=self._crashed)
+        self._pending = PendingWork(self.pending_file) if self.pending_file and not self.dry_run else None
 
     def _say(self, **entry: object) -> None:
         self.decision_log.say(**entry)
 
+    def _limit(self) -> int:
+        return cap(self.max_unavailable or self.inventory.quarantine.max_unavailable, len(self.inventory.hosts))
+
     def action_for(self, alert: str) -> str:
         return self.inventory.quarantine.alerts.get(alert) or ALERT_ACTIONS.get(alert, "report")
 
-    def _host(self, label: str) -> Host | None:
-        for host in self.inventory.hosts:
-            if label in (host.name, host.address, host.connect_address):
-                return host
-        return None
-
     def handle(self, body: bytes, caller: str = "") -> tuple[int, dict[str, Any]]:
-        """One POST: (HTTP status, JSON answer). 400 for a bad body, with nothing done."""
+        """One POST: (HTTP status, JSON answer), at once. 400 for a bad body, with nothing done; else each
+        alert is decided on its face (ignored, reported) or accepted and queued for its host."""
         try:
             alerts = parse_payload(body)
         except BadPayload as exc:
             self._say(decision="rejected", caller=caller, why=str(exc))
             return 400, {"error": str(exc)}
-        with self._lock:
-            return 200, self._batch(alerts, caller)
-
-    def _batch(self, alerts: list[Alert], caller: str = "") -> dict[str, Any]:
-        from clusterctl.quarantine.run import QuarantineRequest, quarantine_hosts
-        from clusterctl.quarantine.status import quarantined_nodes
-
-        wanted: dict[str, tuple[Host, str, list[str]]] = {}
-        decisions: list[dict[str, Any]] = []
+        decisions: list[dict[str, str]] = []
 
         def note(host: str, alert: str, decision: str, why: str) -> None:
             decisions.append({"host": host, "alert": alert, "decision": decision})
@@ -110,7 +134,7 @@ class Remediator:
             if alert.status != "firing":
                 note(alert.host_label, alert.name, "ignored", "resolved: release needs 'clusterctl release'")
                 continue
-            host = self._host(alert.host_label)
+            host = self._by_label.get(alert.host_label)
             if host is None:
                 note(alert.host_label, alert.name, "ignored", "not a host of the inventory: never acted on")
                 continue
@@ -118,83 +142,91 @@ class Remediator:
             if action == "report":
                 note(host.name, alert.name, "reported", "this alert only reports (quarantine.alerts to change)")
                 continue
-            if host.name in self.acted:
-                note(host.name, alert.name, "duplicate", f"already {self.acted[host.name]} by this receiver")
-                continue
-            before = wanted.get(host.name)
-            if before is not None:
-                before[2].append(alert.name)
-                if _STRENGTH[action] > _STRENGTH[before[1]]:
-                    wanted[host.name] = (host, action, before[2])
-                continue
-            wanted[host.name] = (host, action, [alert.name])
-        if not wanted:
-            return {"decisions": decisions}
-        with self.runner_factory() as runner:
-            out = self._act(runner, wanted, note, quarantine_hosts, QuarantineRequest, quarantined_nodes)
-        return {"decisions": decisions, **out}
+            seq = self._pending.accept(host.name, action, alert.name, caller) if self._pending else 0
+            self._queue.submit(host.name, Wanted(host, action, (alert.name,), caller, seq))
+            note(host.name, alert.name, "accepted", f"queued: {action} once the cluster says it may")
+        return 200, {"decisions": decisions}
 
-    def _act(self, runner: Runner, wanted: Mapping[str, tuple[Host, str, list[str]]], note: Callable[..., None],
-             quarantine_hosts: Any, request_type: Any, quarantined_nodes: Any) -> dict[str, Any]:
-        now = self.clock()
-        if self._read_at is None or now - self._read_at >= self.refresh_s:
-            try:
-                self._unavailable = {n.host for n in quarantined_nodes(runner, self.inventory)}
-            except Exception as exc:  # the control plane is down: act on nothing rather than guess the cap
-                for name, (_, _, names) in wanted.items():
-                    note(name, ",".join(names), "failed", f"cannot read the cluster's nodes: {exc}")
-                return {}
-            self._read_at = now
-        unavailable = self._unavailable
-        limit = cap(self.max_unavailable or self.inventory.quarantine.max_unavailable, len(self.inventory.hosts))
-        chosen: dict[str, list[tuple[Host, list[str]]]] = {"drain": [], "quarantine": []}
-        for name, (host, action, names) in wanted.items():
-            if name in unavailable:
-                self.acted[name] = "found quarantined"
-                note(name, ",".join(names), "duplicate", "quarantined or cordoned already")
+    def resume(self) -> int:
+        """Queue the work an earlier run accepted and did not finish (the pending-work file); how many hosts."""
+        if self._pending is None:
+            return 0
+        waiting = self._pending.waiting()
+        for entry in waiting:
+            host = self._by_label.get(entry.host)
+            if host is None or host.name != entry.host:
+                self._say(host=entry.host, alert=",".join(entry.alerts), decision="ignored",
+                          why="accepted by an earlier run, no longer a host of the inventory")
+                self._pending.done(entry.host, entry.seq)
                 continue
-            if len(unavailable) >= limit:
-                note(name, ",".join(names), "held", f"{len(unavailable)} host(s) out of service already, the most "
-                     f"--max-unavailable allows ({limit})")
-                continue
-            unavailable.add(name)
-            chosen[action].append((host, names))
-        journals: list[str] = []
+            self._queue.submit(host.name, Wanted(host, entry.action, entry.alerts, entry.caller, entry.seq))
+            self._say(host=host.name, alert=",".join(entry.alerts), decision="accepted",
+                      why=f"resumed: accepted by an earlier run, not yet acted on ({entry.action})")
+        return len(waiting)
+
+    def settle(self, timeout_s: float = 600.0) -> bool:
+        """Wait until every accepted alert has been acted on (tests, and a clean stop)."""
+        return self._queue.settle(timeout_s)
+
+    def busy(self, host: str) -> bool:
+        return self._queue.busy(host)
+
+    def _crashed(self, host: str, wanted: Wanted, exc: Exception) -> None:
+        self._say(host=host, alert=",".join(wanted.alerts), decision="failed", why=f"{type(exc).__name__}: {exc}")
+
+    def _work(self, name: str, wanted: Wanted) -> None:
+        """One host's work: the verdict under the cluster's Lease, then the rest of the quarantine. Its
+        accepted alerts leave the pending-work file once the cluster gave a verdict (not when it failed)."""
+        final = self._act(name, wanted)
+        if final != "failed" and self._pending is not None:
+            self._pending.done(name, wanted.seq)
+
+    def _act(self, name: str, wanted: Wanted) -> str:
+        """Act for one host; the decision logged last."""
+        from clusterctl.quarantine.run import QuarantineRequest, quarantine_hosts
+
+        alerts = ",".join(wanted.alerts)
+        drain = wanted.action == "drain"
+        request = QuarantineRequest(reason=f"alert {', '.join(wanted.alerts)} (clusterctl remediate)",
+                                    codes=wanted.alerts, drain=drain, drain_options=self.drain_options,
+                                    who=f"clusterctl remediate serve@{_machine()}")
         gate = Gate(apply=not self.dry_run)
-        for action, hosts in chosen.items():
-            if not hosts:
-                continue
-            codes = tuple(dict.fromkeys(n for _, names in hosts for n in names))
-            request = request_type(reason=f"alert {', '.join(codes)} (clusterctl remediate)", codes=codes,
-                                   drain=action == "drain", drain_options=self.drain_options,
-                                   who=f"clusterctl remediate serve@{_machine()}")
-            try:
-                results = quarantine_hosts(runner, self.inventory, [h for h, _ in hosts], request, gate)
-            except ClusterctlError as exc:  # the control plane went away since it was read: say so per host
-                for host, names in hosts:
-                    note(host.name, ",".join(names), "failed", str(exc))
-                continue
-            for result in results:
-                names = next(n for h, n in hosts if h.name == result.host)
-                verb = ("would " if self.dry_run else "") + ("drain" if action == "drain" else "quarantine")
-                if result.error:
-                    note(result.host, ",".join(names), "failed", result.error)
-                    continue
-                if not self.dry_run:
-                    self.acted[result.host] = "drained" if action == "drain" else "quarantined"
+        item = self._marker.decide(MarkRequest(name, request, gate))
+        extra = {"caller": wanted.caller} if wanted.caller else {}
+        outside = item.verdict == "duplicate" and "outside clusterctl" in item.why
+        if item.verdict in ("failed", "held") or (item.verdict == "duplicate" and (not drain or outside)):
+            self._say(host=name, alert=alerts, decision=item.verdict, why=item.why, **extra)
+            return item.verdict
+        if item.kept is not None and item.verdict != "act":  # quarantined before: its reason and codes stay
+            request = replace(request, reason=item.kept[0], codes=item.kept[1])
+        try:
+            with self.runner_factory() as runner:
+                (result,) = quarantine_hosts(runner, self.inventory, [wanted.host], request, gate)
+        except ClusterctlError as exc:  # the control plane went away since the decision: say so
+            decision, why = "failed", str(exc)
+        else:
+            changed = [r for r in gate.records if r.applied and r.changed] if not self.dry_run else gate.records
+            if result.error:
+                decision, why = "failed", result.error
+            elif item.verdict == "duplicate" and not changed:
+                decision, why = "duplicate", item.why
+            else:
+                decision = ("would " if self.dry_run else "") + wanted.action
                 left = ""
                 if result.drain is not None and result.drain.not_evicted:
                     left = "; not evicted: " + ", ".join(p.pod for p in result.drain.not_evicted)
-                note(result.host, ",".join(names), verb, "; ".join(result.done) + left)
+                why = "; ".join(item.done + result.done) + left
+                if item.verdict != "act":
+                    why = f"{item.why}; {why}"
+        self._say(host=name, alert=alerts, decision=decision, why=why, **extra)
         if not self.dry_run:
             from clusterctl.undo_journal import save_journal
 
             path = save_journal([r for r in gate.records if not r.failed], command="remediate",
                                 folder=self.journal_folder)
             if path is not None:
-                journals.append(str(path))
-                self._say(decision="journal", why=f"undo with: clusterctl undo {path}")
-        return {"journals": journals}
+                self._say(host=name, decision="journal", why=f"undo with: clusterctl undo {path}")
+        return decision
 
 
 def _machine() -> str:

@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from clusterctl.changes import ChangeFailed, Gate
+from clusterctl.changes import ChangeFailed, Gate, GateRecord
 from clusterctl.cluster_access import on_control_plane
 from clusterctl.findings import Finding, Severity
 from clusterctl.quarantine import node_ops, slurm
-from clusterctl.quarantine.run import control_plane, read_node
+from clusterctl.quarantine.run import kubernetes_control_plane, read_node
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -86,7 +86,7 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
     about to be released (not at all when none passed): the question is asked only when there is
     something to answer; it raises to stop.
     """
-    cp = control_plane(inventory)
+    cp = kubernetes_control_plane(inventory)
     results = {h.name: HostRelease(h.name) for h in hosts}
 
     def read_all(transport: Transport) -> dict[str, bool | None]:
@@ -96,12 +96,20 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
             states[host.name] = None if node is None else node_ops.is_quarantined(node)
         return states
 
-    nodes = on_control_plane(runner, cp, read_all, what="read the nodes to release", label="release: read nodes")
+    nodes = on_control_plane(runner, cp, read_all, what="read the nodes to release",
+                             label="release: read nodes") if cp is not None else {h.name: None for h in hosts}
+    # Hosts without a Kubernetes node: a Slurm-only host is quarantined when clusterctl drained it there.
+    in_slurm = slurm.slurm_nodes(runner, [h for h in hosts if nodes[h.name] is None])
+    slurm_only: set[str] = set()
     candidates: list[Host] = []
     for host in hosts:
         state = nodes[host.name]
+        if state is None and in_slurm.get(host.name) is not None:
+            slurm_node = in_slurm[host.name]
+            state = bool(slurm_node and slurm_node.drained_by_clusterctl)
+            slurm_only.add(host.name)
         if state is None:
-            results[host.name].refused.append(f"{host.name} is not a node of the cluster")
+            results[host.name].refused.append(f"{host.name} is not a node of the cluster nor a Slurm node")
         elif not state:
             results[host.name].not_quarantined = True
         else:
@@ -125,6 +133,8 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
 
     def release_on_cp(transport: Transport) -> None:
         for host in candidates:
+            if host.name in slurm_only:
+                continue
             node = read_node(transport, host.name)
             if node is None:
                 results[host.name].refused.append(f"{host.name} is no longer a node of the cluster")
@@ -138,13 +148,17 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
             except ChangeFailed as exc:
                 results[host.name].refused.append(str(exc))
 
-    done = runner.run_task([cp], release_on_cp, label="release")
-    (released,) = done.outcomes
-    if not released.ok:
-        why = released.failure.describe() if released.failure else "no result"
-        for host in candidates:
-            if not results[host.name].released:
-                results[host.name].refused.append(f"the control plane {cp.name} failed: {why}")
+    for host in candidates:
+        if host.name in slurm_only:
+            results[host.name].released = True  # Slurm's resume below is all of it
+    if cp is not None and any(h.name not in slurm_only for h in candidates):
+        done = runner.run_task([cp], release_on_cp, label="release")
+        (released,) = done.outcomes
+        if not released.ok:
+            why = released.failure.describe() if released.failure else "no result"
+            for host in candidates:
+                if not results[host.name].released:
+                    results[host.name].refused.append(f"the control plane {cp.name} failed: {why}")
     back = [h for h in candidates if results[h.name].released]
     for name, text in slurm.resume_hosts(runner, back, gate).items():
         results[name].slurm = text
@@ -158,3 +172,31 @@ def not_released(results: Sequence[HostRelease]) -> list[Finding]:
     return [Finding(Severity.ERROR, "RELEASE_REFUSED", f"{r.host} {r.refusal}",
                     host=r.host, fix="Fix what the checks name, then 'clusterctl release' again "
                     "(--skip-checks only when you know better).") for r in results if r.refused]
+
+
+def release(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: bool,
+            checks: ReleaseChecks | None = None, confirm: Callable[[list[str]], None] | None = None,
+            command: str = "release") -> tuple[list[HostRelease], str | None]:
+    """``clusterctl release``: ``release_hosts`` through the engine's journaled gate; results and journal."""
+    from clusterctl.engine.journaled import journaled_gate
+
+    with journaled_gate(command, apply=apply) as step:
+        results = release_hosts(runner, inventory, hosts, step.gate, checks=checks, confirm=confirm)
+    return results, step.journal
+
+
+def undo_refusals(runner: Runner, inventory: Inventory, records: Sequence[GateRecord],
+                  checks: ReleaseChecks | None = None) -> dict[str, list[str]]:
+    """Node -> why it must stay quarantined, for each node an undo of ``records`` would return to service
+    (its taint or cordon undone): release's own checks (``health_and_nccl_checks``), so that ``undo`` of
+    a quarantine never brings back a host ``release`` would refuse. Empty: nothing to refuse."""
+    names = node_ops.nodes_taken_out([r.change.summary for r in records])
+    known = {h.name: h for h in inventory.hosts}
+    hosts = [known[n] for n in names if n in known]
+    if not hosts:
+        return {}
+    judge = checks or health_and_nccl_checks(1, inventory.hosts)
+    found = judge(runner, hosts)
+    refused = {name: [f"{f.code}: {f.message}" for f in findings if f.severity is Severity.ERROR]
+               for name, findings in found.items()}
+    return {name: why for name, why in refused.items() if why}

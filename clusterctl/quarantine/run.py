@@ -54,6 +54,8 @@ class HostQuarantine:
     slurm: str = ""
     error: str | None = None
     already: bool = False
+    #: False: no Kubernetes node of that name (a Slurm-only host): Slurm is all there is to do.
+    kubernetes_node: bool = True
 
     @property
     def ok(self) -> bool:
@@ -61,6 +63,7 @@ class HostQuarantine:
 
     def to_json(self) -> dict[str, object]:
         return {"host": self.host, "ok": self.ok, "already_quarantined": self.already, "done": self.done,
+                "kubernetes_node": self.kubernetes_node,
                 "drain": self.drain.to_json() if self.drain else None, "slurm": self.slurm, "error": self.error}
 
 
@@ -105,7 +108,7 @@ def quarantine_node(transport: Transport, gate: Gate, name: str, request: Quaran
     outcome = HostQuarantine(name)
     node = read_node(transport, name)
     if node is None:
-        outcome.error = f"{name} is not a node of the cluster (kubectl get node: NotFound)"
+        outcome.kubernetes_node = False  # a Slurm-only host, or no node at all: the Slurm side says which
         return outcome
     outcome.already = node_ops.is_quarantined(node)
     code = node_ops.taint_value(request.codes[0] if request.codes else request.reason)
@@ -137,19 +140,44 @@ def quarantine_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host]
         raise UsageError("no host to quarantine")
     if not request.reason.strip():
         raise UsageError("--reason must say why (it is kept on the node for whoever looks next)")
-    cp = control_plane(inventory)
+    cp = kubernetes_control_plane(inventory)
     when = utc_now(now)
 
     def on_control_plane(transport: Transport) -> list[HostQuarantine]:
         return [quarantine_node(transport, gate, h.name, request, when=when) for h in hosts]
 
     timeout = 120.0 + len(hosts) * (request.drain_options.timeout_s + 120.0 if request.drain else 60.0)
-    done = through(runner, cp, on_control_plane, what="quarantine " + compress([h.name for h in hosts]),
-                   label="quarantine", timeout_s=timeout)
+    if cp is None:  # a Slurm-only cluster: no Kubernetes side at all
+        done = [HostQuarantine(h.name, kubernetes_node=False) for h in hosts]
+    else:
+        done = through(runner, cp, on_control_plane, what="quarantine " + compress([h.name for h in hosts]),
+                       label="quarantine", timeout_s=timeout)
     results = {r.host: r for r in done}
     slurm_targets = [h for h in hosts if results[h.name].error is None]
     for host_name, text in slurm.drain_hosts(runner, slurm_targets, gate, request.reason).items():
-        results[host_name].slurm = text
+        result = results[host_name]
+        result.slurm = text
         if text.startswith("failed"):
-            results[host_name].error = text
+            result.error = text
+        elif not result.kubernetes_node and text == "no slurmd":
+            result.error = f"{host_name} is not a node of the cluster (kubectl get node: NotFound) and runs no slurmd"
     return [results[h.name] for h in hosts]
+
+
+def kubernetes_control_plane(inventory: Inventory) -> Host | None:
+    """The first control plane, or None for an inventory without one (a Slurm-only cluster)."""
+    from clusterctl.bootstrap.cluster.settings import first_control_plane
+
+    return first_control_plane(inventory)
+
+
+def quarantine(runner: Runner, inventory: Inventory, hosts: Sequence[Host], request: QuarantineRequest, *,
+               apply: bool, now: float | None = None) -> tuple[list[HostQuarantine], str | None]:
+    """``clusterctl quarantine``: ``quarantine_hosts`` through the engine's journaled gate (each change in
+    the undo journal before it reaches the cluster, the journal finished on Ctrl-C too); the results
+    and the journal (``None``: nothing changed, or a dry run)."""
+    from clusterctl.engine.journaled import journaled_gate
+
+    with journaled_gate("quarantine", apply=apply) as step:
+        results = quarantine_hosts(runner, inventory, hosts, request, step.gate, now=now)
+    return results, step.journal

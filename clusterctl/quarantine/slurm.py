@@ -9,21 +9,18 @@ administrator drained for another reason. Each drain carries ``state=resume`` as
 
 from __future__ import annotations
 
-import re
-import shlex
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import Change, ChangeFailed, Gate
+from clusterctl.errors import ParseError
+from clusterctl.facts.slurm import REASON_PREFIX, SlurmNode, parse_node, show_command, update_command
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host
     from clusterctl.transport.base import Transport
 
-REASON_PREFIX = "clusterctl: "
-_STATE = re.compile(r"(?:^|\s)State=(\S+)")
-_REASON = re.compile(r"(?:^|\s)Reason=(.*?)(?:\s\[[^\]]*\])?\s*$")
 
 
 def node_name(host: Host) -> str:
@@ -34,19 +31,24 @@ def runs_slurmd(transport: Transport) -> bool:
     return transport.run("systemctl is-active --quiet slurmd", timeout=30).exit_code == 0
 
 
-def node_state(transport: Transport, name: str) -> tuple[str, str] | None:
-    """(State, Reason) of ``scontrol -o show node NAME``; None when Slurm does not know the node."""
-    result = transport.run(f"scontrol -o show node {shlex.quote(name)}", timeout=30)
+def read_node(transport: Transport, name: str, timeout: float = 30) -> SlurmNode | None:
+    """The node as ``scontrol -o show node NAME`` shows it; None when Slurm does not know it."""
+    result = transport.run(show_command(name), timeout=timeout)
     if not result.ok:
         return None
-    state = _STATE.search(result.stdout)
-    reason = _REASON.search(result.stdout.strip())
-    return (state.group(1) if state else "UNKNOWN"), (reason.group(1).strip() if reason else "")
+    try:
+        return parse_node(result.stdout, name)
+    except ParseError:
+        return None
 
 
-def _update(name: str, state: str, reason: str | None = None) -> str:
-    words = f"scontrol update nodename={shlex.quote(name)} state={state}"
-    return words + (f" reason={shlex.quote(reason)}" if reason is not None else "")
+def node_state(transport: Transport, name: str) -> tuple[str, str] | None:
+    """(State, Reason) of ``scontrol -o show node NAME``; None when Slurm does not know the node."""
+    node = read_node(transport, name)
+    return None if node is None else (node.state, node.reason)
+
+
+
 
 
 def _on_slurm_nodes(runner: Runner, hosts: Sequence[Host], gate: Gate, label: str,
@@ -86,8 +88,8 @@ def drain_hosts(runner: Runner, hosts: Sequence[Host], gate: Gate, reason: str) 
     def decide(transport: Transport, name: str, state: str, current: str) -> str | tuple[Change, str, str]:
         if "DRAIN" in state:
             return f"already drained in Slurm ({current or state})"
-        change = Change.run(transport.host.name, _update(name, "drain", REASON_PREFIX + reason),
-                            summary=f"drain Slurm node {name}", undo=_update(name, "resume"), timeout_s=60)
+        change = Change.run(transport.host.name, update_command(name, "drain", REASON_PREFIX + reason),
+                            summary=f"drain Slurm node {name}", undo=update_command(name, "resume"), timeout_s=60)
         return change, f"drained in Slurm node {name}", f"would drain Slurm node {name}"
 
     return _on_slurm_nodes(runner, hosts, gate, "slurm drain", decide)
@@ -101,8 +103,23 @@ def resume_hosts(runner: Runner, hosts: Sequence[Host], gate: Gate) -> dict[str,
             return f"not drained in Slurm ({state})"
         if not reason.startswith(REASON_PREFIX):
             return f"left drained in Slurm: drained by someone else ({reason or 'no reason'})"
-        change = Change.run(transport.host.name, _update(name, "resume"), summary=f"resume Slurm node {name}",
-                            undo=_update(name, "drain", reason), timeout_s=60)
+        change = Change.run(transport.host.name, update_command(name, "resume"), summary=f"resume Slurm node {name}",
+                            undo=update_command(name, "drain", reason), timeout_s=60)
         return change, f"resumed in Slurm node {name}", f"would resume Slurm node {name}"
 
     return _on_slurm_nodes(runner, hosts, gate, "slurm resume", decide)
+
+
+def slurm_nodes(runner: Runner, hosts: Sequence[Host]) -> dict[str, SlurmNode | None]:
+    """Each host's Slurm node as it shows itself (``None``: no slurmd there, or Slurm does not know it)."""
+    if not hosts:
+        return {}
+    by_name = {h.name: h for h in hosts}
+
+    def task(transport: Transport) -> SlurmNode | None:
+        if not runs_slurmd(transport):
+            return None
+        return read_node(transport, node_name(by_name[transport.host.name]))
+
+    fleet = runner.run_task(list(hosts), task, label="slurm: node states")
+    return {o.host.name: (o.value if o.ok else None) for o in fleet.outcomes}

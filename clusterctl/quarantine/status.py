@@ -14,13 +14,14 @@ from clusterctl.cluster_access import command_failed, on_control_plane
 from clusterctl.errors import ParseError
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kube_nodes import NodeState, parse_node_list
+from clusterctl.facts.slurm import REASON_PREFIX
 from clusterctl.quarantine import node_ops
-from clusterctl.quarantine.run import control_plane
+from clusterctl.quarantine.run import kubernetes_control_plane
 from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
-    from clusterctl.inventory.model import Inventory
+    from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import Transport
 
 RELEASE_NEEDS = "health (level 1) and bench nccl on the host pass: clusterctl release {host}"
@@ -38,11 +39,19 @@ class QuarantinedNode:
     #: False: cordoned or tainted, but not by clusterctl (no annotation).
     by_clusterctl: bool
     release_needs: str
+    #: Slurm's side, beside Kubernetes': the node's state (``IDLE+DRAIN``), "" where no slurmd runs.
+    slurm_state: str = ""
+    slurm_reason: str = ""
+    #: False for a host Slurm alone knows (no Kubernetes node of that name).
+    kubernetes_node: bool = True
 
     def to_json(self) -> dict[str, object]:
         return {"host": self.host, "since": self.since, "by": self.by, "reason": self.reason,
                 "codes": list(self.codes), "cordoned": self.cordoned, "taint": self.taint,
-                "by_clusterctl": self.by_clusterctl, "release_needs": self.release_needs}
+                "by_clusterctl": self.by_clusterctl, "release_needs": self.release_needs,
+                "kubernetes_node": self.kubernetes_node, "slurm": {"state": self.slurm_state,
+                                                                   "reason": self.slurm_reason} if self.slurm_state
+                else None}
 
 
 def describe(node: NodeState) -> QuarantinedNode | None:
@@ -61,8 +70,35 @@ def describe(node: NodeState) -> QuarantinedNode | None:
 
 
 def quarantined_nodes(runner: Runner, inventory: Inventory) -> list[QuarantinedNode]:
-    """The cluster's quarantined (or otherwise cordoned) nodes, in the API server's order."""
-    cp = control_plane(inventory)
+    """The cluster's quarantined (or otherwise cordoned) nodes, in the API server's order, each with its Slurm
+    state beside; then the hosts drained in Slurm alone (a Slurm-only host, or a drain nobody cordoned)."""
+    import dataclasses
+
+    from clusterctl.quarantine.slurm import slurm_nodes
+
+    cp = kubernetes_control_plane(inventory)
+    rows = _kubernetes_rows(runner, inventory, cp) if cp is not None else []
+    known = {r.host for r in rows}
+    in_slurm = slurm_nodes(runner, inventory.hosts)
+    out = []
+    for row in rows:
+        node = in_slurm.get(row.host)
+        out.append(dataclasses.replace(row, slurm_state=node.state, slurm_reason=node.reason) if node else row)
+    for host in inventory.hosts:
+        node = in_slurm.get(host.name)
+        if host.name in known or node is None or not node.drained:
+            continue
+        ours = node.drained_by_clusterctl
+        needs = RELEASE_NEEDS.format(host=host.name) if ours else \
+            f"drained in Slurm outside clusterctl: scontrol update nodename={node.name} state=resume " \
+            "when its owner agrees"
+        out.append(QuarantinedNode(host.name, node.reason_time or "", node.reason_user or "",
+                                   node.reason[len(REASON_PREFIX):] if ours else node.reason, (), False, "", ours,
+                                   needs, node.state, node.reason, False))
+    return out
+
+
+def _kubernetes_rows(runner: Runner, inventory: Inventory, cp: Host) -> list[QuarantinedNode]:
 
     def task(transport: Transport) -> list[NodeState]:
         result = transport.run(kubectl("get nodes -o json"), sudo=True, timeout=60)

@@ -182,17 +182,29 @@ def render_matrix(console: Console, host: HostReport) -> None:
     console.print("[dim]NV# NVLink (green) < PIX < PXB < PHB < NODE < SYS (red): nearest first[/]")
 
 
+def _line(console: Console, markup: str, indent: int) -> None:
+    """One line of markup wrapped at the terminal's width with a hanging indent (styles kept)."""
+    from rich.text import Text
+
+    from clusterctl.terminal_layout import print_wrapped
+
+    print_wrapped(console, Text.from_markup(markup), indent)
+
+
 def render_host_summary(console: Console, host: HostReport) -> None:
     """Shape, NVLink domains, each GPU's nearest NIC and NUMA node, each NIC's GPUs."""
+    from rich.markup import escape
+
     topology = host.state.topology
+    name = escape(host.name)
     if topology is None:
-        console.print(f"[bold]{host.name}[/]: no topology")
+        console.print(f"[bold]{name}[/]: no topology")
         return
-    domains = ", ".join(f"[{compress_indices(d)}]" for d in topology.nvlink_domains) or "none"
-    console.print(f"[bold]{host.name}[/]: {len(topology.gpus)} GPU(s), {SHAPE_WORDS[topology.shape]}, "
-                  f"NVLink domains: {domains}")
+    domains = ", ".join(f"\\[{compress_indices(d)}]" for d in topology.nvlink_domains) or "none"
+    _line(console, f"[bold]{name}[/]: {len(topology.gpus)} GPU(s), {SHAPE_WORDS[topology.shape]}, "
+                   f"NVLink domains: {domains}", 2)
     if topology.shape is Shape.PCIE_ONLY:
-        console.print("  GPUs talk over PCIe only: keep tensor parallelism at 1 or expect slow all-reduce.")
+        _line(console, "  GPUs talk over PCIe only: keep tensor parallelism at 1 or expect slow all-reduce.", 4)
     for gpu in topology.gpus:
         nic = ", ".join(gpu.nearest_nics) or "none"
         style = LINK_STYLE.get(gpu.nic_link or "", "")
@@ -200,42 +212,40 @@ def render_host_summary(console: Console, host: HostReport) -> None:
         across = _ACROSS.get(gpu.nic_link or "")
         if across and gpu.nearest_nics:
             # Not affinity: a reader of "nearest NIC" must not take a NODE/SYS path for a local one.
-            console.print(f"  GPU{gpu.index}: NUMA {gpu.numa_node or '?'}, [bold]no NIC with affinity[/]: the "
-                          f"nearest, {nic}, is only reachable {across} ({link})")
+            _line(console, f"  GPU{gpu.index}: NUMA {gpu.numa_node or '?'}, [bold]no NIC with affinity[/]: the "
+                           f"nearest, {nic}, is only reachable {across} ({link})", 4)
         else:
-            console.print(f"  GPU{gpu.index}: NUMA {gpu.numa_node or '?'}, nearest NIC {nic} ({link})")
+            _line(console, f"  GPU{gpu.index}: NUMA {gpu.numa_node or '?'}, nearest NIC {nic} ({link})", 4)
     for n in topology.nics:
         gpus = compress_indices(n.nearest_gpus) if n.nearest_gpus else "none (no GPU nearer than SYS)"
-        console.print(f"  {n.name}: NUMA {n.numa_node or '?'}, GPUs {gpus}" + (f" ({n.gpu_link})" if
-                                                                                 n.nearest_gpus else ""))
+        _line(console, f"  {n.name}: NUMA {n.numa_node or '?'}, GPUs {gpus}"
+                       + (f" ({n.gpu_link})" if n.nearest_gpus else ""), 4)
 
 
 def render_advice(console: Console, advice: LayoutAdvice) -> None:
-    from rich.table import Table
+    from rich.text import Text
+
+    from clusterctl.terminal_layout import Column, print_table, print_wrapped
 
     console.print(f"[bold]Layout advice[/] for TP={advice.tp} PP={advice.pp} (DP={advice.dp}, "
                   f"world size {advice.world_size}):")
-    from rich.markup import escape
-
     for line in advice.explanation:
-        console.print(f"  - {escape(line)}", soft_wrap=True)
-    table = Table(box=None, pad_edge=False)
-    for column in ("host", "fit", "TP groups", "rank -> GPU -> NIC"):
-        table.add_column(column)
+        print_wrapped(console, f"  - {line}", 4)
+    rows = []
     for h in advice.hosts:
-        fit = f"[bold red]{h.fit}[/]" if h.fit == FIT_NONE else f"[green]{h.fit}[/]"
+        fit = Text(h.fit, style="bold red" if h.fit == FIT_NONE else "green")
         groups = " ".join(f"[{compress_indices(g)}]" for g in h.tp_groups) or "-"
         ranks = ", ".join(f"{r.local_rank}->GPU{r.gpu}->{r.nic or '-'}" for r in h.rank_nics)
-        table.add_row(h.host, fit, groups, ranks)
-    console.print(table)
+        rows.append((h.host, fit, groups, ranks))
+    # The host is copied (never cut); the rank map wraps between its entries.
+    print_table(console, (Column("host", keep=True), Column("fit", keep=True), Column("TP groups"),
+                          Column("rank -> GPU -> NIC")), rows, boxed=False)
     if advice.pp > 1 or advice.dp > 1:
-        layout = Table(box=None, pad_edge=False, title="placement", title_justify="left")
-        for column in ("DP", "PP stage", "host", "rack", "GPUs", "global ranks"):
-            layout.add_column(column)
-        for p in advice.placements:
-            layout.add_row(str(p.dp_rank), str(p.pp_stage), p.host, p.rack or "", compress_indices(p.gpus),
-                           f"{p.first_global_rank}-{p.first_global_rank + len(p.gpus) - 1}")
-        console.print(layout)
+        placements = [(str(p.dp_rank), str(p.pp_stage), p.host, p.rack or "", compress_indices(p.gpus),
+                       f"{p.first_global_rank}-{p.first_global_rank + len(p.gpus) - 1}") for p in advice.placements]
+        print_table(console, (Column("DP", keep=True), Column("PP stage", keep=True), Column("host", keep=True),
+                              Column("rack", keep=True), Column("GPUs", keep=True),
+                              Column("global ranks", keep=True)), placements, title="placement", boxed=False)
 
 
 def render_parse_warnings(console: Console, host: HostReport, source: str) -> None:

@@ -146,3 +146,19 @@ def test_env_pairs_override_the_file_and_computed_values_are_refused(
     result = clusterctl("-i", DEMO, "-l", "gpu-a1", "bench", "nccl", "-o", "json", "--results-dir",
                         str(tmp_path / "n"), "--env-file", str(conf), "--env", "NCCL_ALGO=Ring")
     assert result.exit_code == 0 and json.loads(result.stdout)["env"] == {"NCCL_DEBUG": "INFO", "NCCL_ALGO": "Ring"}
+
+
+def test_compare_lists_what_moved_and_counts_what_did_not(tmp_path: Path) -> None:
+    links = [{"server": f"h{i}", "server_hca": "mlx5_0", "client": f"h{i + 1}", "client_hca": "mlx5_0",
+              "gbps": 190.0} for i in range(120)]
+    slower = [dict(link, gbps=95.0) if i == 7 else link for i, link in enumerate(links)]
+    for name, data in (("A", links), ("B", links), ("C", slower)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps({"links": data}))
+    same = clusterctl("bench", "compare", str(tmp_path / "A"), str(tmp_path / "B"))
+    assert same.exit_code == 0
+    assert same.stdout.strip() == "120 figures compared: 120 unchanged (within 5%)"
+    moved = clusterctl("bench", "compare", str(tmp_path / "A"), str(tmp_path / "C"))
+    assert "h7/mlx5_0" in moved.stdout and "slower" in moved.stdout
+    assert "unchanged" not in moved.stdout.split("figures compared")[0]  # no row for a link that held
+    assert moved.stdout.rstrip().endswith("120 figures compared: 1 slower, 119 unchanged (within 5%, not listed)")

@@ -93,3 +93,10 @@ def test_consistent_real_logs_get_no_inconsistency() -> None:
                  "write_bw-bidir-a-sweep-gbits-indented.txt", "write_bw-rtx4080-gdr-mib-sec-server.txt"):
         _, (entry,) = _report(str(FIXTURES / "perftest" / name))
         assert not any(f["code"] == "FIGURE_INCONSISTENT" for f in entry["findings"]), name
+
+
+def test_every_banner_setting_of_a_perftest_log_reaches_the_json() -> None:
+    _, (entry,) = _report(str(FIXTURES / "perftest" / "write_bw-ndr400-gbits-prompt.txt"))
+    banner = dict(entry["parsed"]["banner_settings"])
+    assert banner["TX depth"] == "128" and banner["Mtu"] == "4096[B]" and banner["rdma_cm QPs"] == "OFF"
+    assert banner["CQE Poll Batch"] == "Dynamic" and len(banner) == 18

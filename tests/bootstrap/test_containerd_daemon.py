@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl.bootstrap.engine import RunSettings, Status, run_bootstrap
 from clusterctl.bootstrap.phases.containerd import Containerd
+from clusterctl.bootstrap.run import run_bootstrap
 from clusterctl.bootstrap.run_data import ContainerdPaths, RunOptions
+from clusterctl.engine.run import RunSettings, Status
 from clusterctl.fanout import Runner
 from clusterctl.inventory.model import Host, Inventory, StackPin
 from clusterctl.transport.local import LocalTransport

@@ -9,11 +9,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from clusterctl.bootstrap.engine import RunSettings, Status, run_bootstrap
-from clusterctl.bootstrap.lock import LockInfo
 from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.bootstrap.progress import ProgressStore
+from clusterctl.bootstrap.run import run_bootstrap
 from clusterctl.changes import Change
+from clusterctl.engine.lock import LockInfo
+from clusterctl.engine.progress import ProgressStore
+from clusterctl.engine.run import RunSettings, Status
 from clusterctl.fanout import Runner
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Host, Inventory
@@ -332,7 +333,7 @@ def test_the_journal_keeps_what_stayed_changed_and_leaves_rolled_back_hosts_out(
 
 
 def test_skip_reason_is_the_one_answer_in_the_order_a_user_reads_it() -> None:
-    from clusterctl.bootstrap.engine import SkipReason, skip_reason
+    from clusterctl.engine.run import SkipReason, skip_reason
     from clusterctl.host_reader import HostReader
 
     hosts = [Host(name="n1"), Host(name="n2")]  # the test Join applies to every host but n1
@@ -443,7 +444,7 @@ def test_a_polling_verify_still_reaches_the_host_after_the_first_replayed_answer
 
 
 def test_release_leaves_a_lock_another_run_took_over(fleet: Fleet, tmp_path: Path) -> None:
-    from clusterctl.bootstrap.lock import acquire, release
+    from clusterctl.engine.lock import acquire, release
 
     transport = fleet.transports["n1"]
     mine = LockInfo("alice", "laptop", 1, "2026-01-01T00:00:00+00:00", "run-a")

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from clusterctl.bootstrap.containerd_config import effective_config, parse_toml
-from clusterctl.bootstrap.engine import BootstrapReport, RunSettings, Status, run_bootstrap
-from clusterctl.bootstrap.progress import ProgressStore
 from clusterctl.bootstrap.registry import all_phases
+from clusterctl.bootstrap.run import run_bootstrap
+from clusterctl.engine.progress import ProgressStore
+from clusterctl.engine.run import RunReport, RunSettings, Status
 from clusterctl.fanout import Runner
 from clusterctl.inventory.loader import load_inventory
 from clusterctl.inventory.model import Inventory
@@ -54,7 +55,7 @@ class Lab:
     def transport(self, name: str) -> MockTransport:
         return MockTransport(next(h for h in self.hosts if h.name == name))
 
-    def run(self, *, resume: bool = False, phases: Sequence[str] = NODE_PHASES) -> BootstrapReport:
+    def run(self, *, resume: bool = False, phases: Sequence[str] = NODE_PHASES) -> RunReport:
         chosen = [p for p in all_phases() if p.name in phases]
         store = (ProgressStore.load if resume else ProgressStore)(self.progress, "lab")
         with Runner(lambda host, _t: MockTransport(host), parallel=8, timeout_s=60) as runner:
@@ -62,7 +63,7 @@ class Lab:
                                  RunSettings(apply=True, resume=resume, progress=store))
 
 
-def statuses(report: BootstrapReport, host: str) -> dict[str, Status]:
+def statuses(report: RunReport, host: str) -> dict[str, Status]:
     return {r.phase: r.status for r in report.results if r.host == host}
 
 
@@ -112,7 +113,7 @@ def test_a_second_concurrent_run_is_refused_by_the_lock(lab: Lab) -> None:
     # The first run spends a while in the packages probe: the second run comes in meanwhile.
     for host in ("gpu-a1", "gpu-a2", "gpu-a3"):
         lab.inject(host, "  - match: 'dpkg --print-architecture'\n    stdout_text: \"amd64\\n\"\n    delay: 1.5\n")
-    results: dict[str, BootstrapReport] = {}
+    results: dict[str, RunReport] = {}
     first = threading.Thread(target=lambda: results.setdefault("first", lab.run()))
     first.start()
     for _ in range(300):

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from clusterctl.bootstrap.engine import RunSettings, SkipReason, Status, run_bootstrap
 from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.bootstrap.progress import ProgressStore
-from clusterctl.bootstrap.read_ahead import MARKER, batch_command, split_batch
-from clusterctl.bootstrap.run import converged_hosts
+from clusterctl.bootstrap.run import converged_hosts, run_bootstrap
 from clusterctl.changes import Change
+from clusterctl.engine.progress import ProgressStore
+from clusterctl.engine.read_ahead import MARKER, batch_command, split_batch
+from clusterctl.engine.run import RunSettings, SkipReason, Status
 from clusterctl.fanout import Runner
 from clusterctl.inventory.model import Host, Inventory
 from clusterctl.mock.transport import MockTransport, load_profile
@@ -174,7 +174,7 @@ def test_the_lock_and_the_reads_after_it_go_in_one_round_trip(tmp_path: Path) ->
 
 
 def test_a_read_that_failed_in_the_batch_is_asked_again_by_its_phase() -> None:
-    from clusterctl.bootstrap.read_ahead import ReadAhead
+    from clusterctl.engine.read_ahead import ReadAhead
     from clusterctl.transport.local import LocalTransport
 
     answers = ReadAhead()

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterctl.bootstrap.engine import BootstrapReport, RunSettings, run_bootstrap
 from clusterctl.bootstrap.phase import Phase
-from clusterctl.bootstrap.progress import ProgressStore
 from clusterctl.bootstrap.registry import phase_named
+from clusterctl.bootstrap.run import run_bootstrap
 from clusterctl.bootstrap.run_data import RunOptions
+from clusterctl.engine.progress import ProgressStore
+from clusterctl.engine.run import RunReport, RunSettings
 from clusterctl.fanout import Runner
 from clusterctl.inventory.model import BootstrapConfig, Host, Inventory, StackPin
 from clusterctl.mock.machine import MockMachine
@@ -90,7 +91,7 @@ class SimCluster:
 
     def run(self, phases: Sequence[str | Phase[Any]] = CLUSTER_PHASES, *, apply: bool = True,
             hosts: Sequence[str] | None = None, resume: bool = False,
-            survey: Path | None = DEMO_SURVEY, **options: Any) -> BootstrapReport:
+            survey: Path | None = DEMO_SURVEY, **options: Any) -> RunReport:
         chosen: list[Phase[Any]] = [phase_named(p) if isinstance(p, str) else p for p in phases]
         selected = [self.hosts_by_name[n] for n in (hosts or list(self.hosts_by_name))]
         run_options = RunOptions(hosts=tuple(h.name for h in selected), survey=str(survey) if survey else None,

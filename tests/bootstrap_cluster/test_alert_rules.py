@@ -29,7 +29,7 @@ def test_promtool_accepts_the_rules_file(tmp_path: Path) -> None:
     path = _rules_dir(tmp_path) / "dcgm-rules.yml"
     result = subprocess.run([PROMTOOL, "check", "rules", str(path)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 11 rules found" in result.stdout
+    assert "SUCCESS: 14 rules found" in result.stdout
 
 
 @needs_promtool
@@ -83,3 +83,36 @@ def test_host_names_are_escaped_for_promql_and_odd_ones_refused() -> None:
 
     with pytest.raises(UsageError):
         alerts.render_rules(AlertSettings(), ['gpu"} or vector(1) #'])
+
+
+def test_the_receiver_snippet_is_what_alertmanager_accepts(tmp_path: Path) -> None:
+    from clusterctl.inventory.cluster_sections import check_alerts
+
+    settings = check_alerts({"receiver_url": "https://[fd00::5]:9443/webhook",
+                             "receiver_token_file": "/run/secrets/remediate.token"}, "bootstrap.alerts")
+    text = alerts.render_receiver_for(settings, "10.0.0.1")
+    webhook = yaml.safe_load(text)["receivers"][0]["webhook_configs"][0]
+    assert webhook["url"] == "https://[fd00::5]:9443/webhook"
+    assert webhook["http_config"] == {"authorization": {"type": "Bearer",
+                                                        "credentials_file": "/run/secrets/remediate.token"},
+                                      "tls_config": {"ca_file": "/etc/alertmanager/clusterctl-remediate-ca.crt"}}
+    default = yaml.safe_load(alerts.render_receiver_for(AlertSettings(), "fd00::1"))
+    assert default["receivers"][0]["webhook_configs"][0]["url"] == "https://[fd00::1]:9095/webhook"
+    amtool = shutil.which("amtool")
+    if amtool is None:
+        pytest.skip("needs Debian's prometheus-alertmanager (amtool)")
+    (tmp_path / "alertmanager.yml").write_text(text)
+    checked = subprocess.run([amtool, "check-config", str(tmp_path / "alertmanager.yml")], capture_output=True,
+                             text=True, timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_receiver_settings_are_checked() -> None:
+    from clusterctl.errors import UsageError
+    from clusterctl.inventory.cluster_sections import check_alerts
+
+    for bad, field in (({"receiver_url": "ftp://x"}, "receiver_url"), ({"receiver_token_file": "token"},
+                                                                       "receiver_token_file")):
+        with pytest.raises(UsageError) as caught:
+            check_alerts(bad, "bootstrap.alerts")
+        assert f"bootstrap.alerts.{field}" in str(caught.value)

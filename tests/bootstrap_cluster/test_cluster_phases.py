@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+import yaml
 from sim_cluster import SimCluster
 
-from clusterctl.bootstrap.engine import Status
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.changes import Change, Gate, GateRecord
+from clusterctl.engine.run import Status
 
 SIX = ["gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b2", "gpu-b3"]
 
@@ -182,6 +183,12 @@ def test_without_a_survey_the_cluster_still_works_and_the_missing_labels_are_sai
     assert codes.count("NO_TOPOLOGY_LABELS") == 2 and "NO_NVLINK_RULE" in codes and "CLUSTER_WORKS" in codes
     rules = sim.file("gpu-a1", "/etc/kubernetes/clusterctl/prometheus/dcgm-alerts.rules.yml")
     assert rules is not None and b"NVLinkBandwidthZero" not in rules
+    # Beside the rules, the Alertmanager receiver that sends them to 'remediate serve' with a token over TLS.
+    receiver = sim.file("gpu-a1", "/etc/kubernetes/clusterctl/prometheus/alertmanager-receiver.yml")
+    assert receiver is not None
+    webhook = yaml.safe_load(receiver)["receivers"][0]["webhook_configs"][0]
+    assert webhook["url"].startswith("https://") and webhook["url"].endswith(":9095/webhook")
+    assert webhook["http_config"]["authorization"]["credentials_file"] == "/etc/alertmanager/clusterctl-remediate.token"
 
 
 def test_reset_can_put_back_containerds_config_from_the_first_backup(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 from pathlib import Path
 
 import pytest
-from clirun import clusterctl
+from clirun import DEMO, clusterctl
 
 from clusterctl.cli.app import hoist_global_options
 
@@ -90,3 +90,60 @@ def test_a_subcommand_typo_is_still_answered_once() -> None:
     result = clusterctl("bootstrap", "plna")
     assert result.exit_code == 2
     assert result.output.count("Did you mean 'plan'?") == 1
+
+
+# --- every number option is checked (issue 37) ------------------------------------------------
+
+
+def _number_options() -> list[tuple[list[str], str, type]]:
+    from typer.main import get_command
+
+    from clusterctl.cli.app import COMMANDS, app, load_command
+
+    found: list[tuple[list[str], str, type]] = []
+
+    def walk(command: object, path: list[str]) -> None:
+        for param in getattr(command, "params", ()):
+            kind = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+            if kind in (int, float):
+                found.append((path, max(param.opts, key=len), kind))
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, [*path, name])
+
+    walk(get_command(app), [])  # the global options (--parallel, --timeout)
+    for name in COMMANDS:
+        walk(load_command(name), [name])
+    return found
+
+
+NUMBER_OPTIONS = _number_options()
+
+
+def test_the_number_options_are_found() -> None:
+    names = {(" ".join(path), option) for path, option, _ in NUMBER_OPTIONS}
+    assert ("quarantine", "--drain-timeout") in names and ("remove-node", "--drain-timeout") in names
+    assert ("health", "--probe-timeout") in names and ("", "--timeout") in names
+    assert len(names) > 25
+
+
+@pytest.mark.parametrize(("path", "option", "kind"), NUMBER_OPTIONS,
+                         ids=[f"{' '.join(p) or 'global'} {o}" for p, o, _ in NUMBER_OPTIONS])
+def test_every_number_option_refuses_nan_inf_and_values_below_its_range(path: list[str], option: str,
+                                                                        kind: type) -> None:
+    values = ["-5", "nan", "inf", "-inf"] if kind is float else ["-5", "1.5", "nan"]
+    for value in values:
+        result = clusterctl("-i", DEMO, *path, option, value)
+        assert result.exit_code == 2, (value, result.output)
+        assert option in result.stderr, (value, result.output)
+        assert "Traceback" not in result.output and "internal error" not in result.output
+
+
+@pytest.mark.parametrize("command", [["quarantine", "gpu-a3", "--reason", "x", "--drain"], ["remove-node", "gpu-b3"],
+                                     ["upgrade", "apply", "--to", "1.36.3"]])
+@pytest.mark.parametrize("value", ["nan", "inf", "-5", "0"])
+def test_drain_timeouts_of_nan_inf_negative_or_zero_are_refused_before_anything_runs(command: list[str],
+                                                                                     value: str) -> None:
+    result = clusterctl("-i", DEMO, *command, "--drain-timeout", value, "--dry-run" if command[0] != "upgrade"
+                        else "--yes")
+    assert result.exit_code == 2, result.output
+    assert "--drain-timeout" in result.stderr and "no working cluster" not in result.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "inventories" / "demo.yaml"
@@ -54,3 +55,16 @@ def state_digest(state: Path) -> str:
     for path in sorted(p for p in state.rglob("*") if p.is_file()):
         digest.update(str(path.relative_to(state)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
+
+
+def unconfirmed(*args: str | Path) -> Any:
+    """``clusterctl ARGS`` as a script without --yes runs it: no terminal, no CLUSTERCTL_YES
+    (tests/conftest.py sets it for every other run)."""
+    from clirun import clusterctl
+
+    saved = os.environ.pop("CLUSTERCTL_YES", None)
+    try:
+        return clusterctl(*args)
+    finally:
+        if saved is not None:
+            os.environ["CLUSTERCTL_YES"] = saved

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from clirun import clusterctl
-from day2_helpers import DEMO, set_fault, state_digest
+from day2_helpers import DEMO, set_fault, state_digest, unconfirmed
 
 
 def test_check_lists_days_left_and_warns_before_expiry(bootstrapped_demo: Path) -> None:
@@ -28,11 +29,26 @@ def test_renew_restarts_the_static_pods_and_its_dry_run_touches_nothing(bootstra
     assert plan.exit_code == 0 and state_digest(bootstrapped_demo) == before
     commands = [c["command"] for c in plan.json()["hosts"][0]["changes"]]
     assert commands[0] == "kubeadm certs renew all"
-    assert any("mv /etc/kubernetes/manifests/kube-apiserver.yaml" in c and "sleep 20" in c for c in commands)
-    assert clusterctl("-i", DEMO, "certs", "renew").exit_code == 2  # no terminal, no --yes
+    assert any("mv /etc/kubernetes/manifests/kube-apiserver.yaml" in c for c in commands)
+    assert plan.json()["hosts"][0]["waits"] == ["the API server answers /readyz"]
+    assert unconfirmed("-i", DEMO, "certs", "renew").exit_code == 2  # no terminal, no --yes
     done = clusterctl("-i", DEMO, "-o", "json", "certs", "renew", "--yes", "--restart-wait", "1")
     assert done.exit_code == 0, done.output
     assert done.json()["hosts"][0]["soonest_days_left"] >= 364
     listing = clusterctl("-i", DEMO, "-l", "gpu-a1", "exec", "--", "ls /etc/kubernetes/manifests")
     assert all(f"{c}.yaml" in listing.stdout for c in ("etcd", "kube-apiserver", "kube-scheduler"))
     assert "CERT_EXPIRING" not in clusterctl("-i", DEMO, "certs", "check").stdout
+
+
+def test_check_at_80_and_120_columns_cuts_no_certificate_name_or_date(bootstrapped_demo: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    (host,) = clusterctl("-i", DEMO, "-o", "json", "certs", "check").json()["hosts"]
+    names = [c["name"] for c in host["certificates"]]
+    for columns in ("80", "120"):
+        monkeypatch.setenv("COLUMNS", columns)
+        done = clusterctl("-i", DEMO, "certs", "check")
+        assert done.exit_code == 0, done.output
+        assert "…" not in done.stdout
+        assert all(len(line.rstrip()) <= int(columns) for line in done.stdout.splitlines()), done.stdout
+        assert all(name in done.stdout for name in names)
+        assert "apiserver-kubelet-client" in done.stdout

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clirun import clusterctl
-from day2_helpers import DEMO, DEMO_SURVEY, state_digest
+from day2_helpers import DEMO, DEMO_SURVEY, state_digest, unconfirmed
 
 from clusterctl.day2.remove_node import quorum_check
 from clusterctl.facts.kube import KubeNode, parse_nodes
@@ -20,7 +20,7 @@ def test_remove_node_gpu_b3_then_bootstrap_adds_it_back(bootstrapped_demo: Path)
     assert any(c["command"] == "kubeadm reset --config /dev/stdin" for c in steps[1]["changes"])
     assert state_digest(bootstrapped_demo) == before  # the dry run touched nothing
 
-    assert clusterctl("-i", DEMO, "remove-node", "gpu-b3").exit_code == 2  # no terminal, no --yes
+    assert unconfirmed("-i", DEMO, "remove-node", "gpu-b3").exit_code == 2  # no terminal, no --yes
     done = clusterctl("-i", DEMO, "remove-node", "gpu-b3", "--yes")
     assert done.exit_code == 0, done.output
     nodes = clusterctl("-i", DEMO, "-l", "gpu-a1", "-o", "json", "exec", "--sudo", "--",

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from clirun import clusterctl
-from day2_helpers import DEMO, mock_cluster_folder, set_fault, state_digest
+from day2_helpers import DEMO, mock_cluster_folder, set_fault, state_digest, unconfirmed
 
 
 def _run(*args: str | Path) -> Any:
@@ -84,7 +84,7 @@ def test_a_skipped_minor_a_downgrade_and_a_missing_version_are_refused(bootstrap
     assert missing.exit_code == 2
     assert "1.37.9 is not in the pinned repository" in missing.stderr and "1.37.2-1.1" in missing.stderr
     assert _run("upgrade", "plan", "--to", "one.two").exit_code == 2
-    assert _run("upgrade", "apply", "--to", "1.36.3").exit_code == 2  # no terminal, no --yes
+    assert unconfirmed("-i", DEMO, "upgrade", "apply", "--to", "1.36.3").exit_code == 2  # no terminal, no --yes
 
 
 def test_plan_and_dry_run_change_nothing(bootstrapped_demo: Path) -> None:

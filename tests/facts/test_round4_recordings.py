@@ -22,6 +22,12 @@ def test_empty_cpu_affinity_cells_of_a_cgroup_limited_job_are_read_by_position()
     assert matrix.link("GPU6", "NIC0") is not None and matrix.link("GPU6", "NIC0").kind == "PHB"
 
 
+def test_empty_cpu_affinity_cells_of_a_space_aligned_matrix_are_read_by_column() -> None:
+    matrix = parse_topo(read_fixture("topo", "DERIVED-hgx-h100-cgroup-empty-cpu-affinity-spaces.txt"))
+    assert [(d.cpu_affinity, d.numa_affinity) for d in matrix.gpus] == [("0-47,96-143", "0")] * 4 + [(None, "1")] * 4
+    assert matrix.warnings == ()
+
+
 def test_the_original_tab_separated_matrix_still_reads_every_affinity() -> None:
     matrix = parse_topo(read_fixture("topo", "rtx4090-8gpu-2nic-tabs.txt"))
     assert [d.cpu_affinity for d in matrix.gpus] == ["0-55,112-167"] * 4 + ["56-111,168-223"] * 4

@@ -6,8 +6,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from clusterctl.bootstrap.engine import BootstrapReport, RunSettings, Status, run_bootstrap
 from clusterctl.bootstrap.registry import all_phases
+from clusterctl.bootstrap.run import run_bootstrap
+from clusterctl.engine.run import RunReport, RunSettings, Status
 from clusterctl.fanout import Runner
 from clusterctl.inventory.loader import load_inventory
 from clusterctl.inventory.model import Inventory
@@ -21,7 +22,7 @@ LOCK_HELD = ("E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by p
              "using it?\\n")
 
 
-def _run(tmp_path: Path, rule: str) -> BootstrapReport:
+def _run(tmp_path: Path, rule: str) -> RunReport:
     demo = load_inventory(str(DEMO))
     host = next(h for h in demo.hosts if h.name == "gpu-a1")
     folder = tmp_path / "profile"

@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bootstrap_cluster"
 from sim_cluster import SimCluster
 
 from clusterctl.bootstrap.cluster.alerts import RULES_PATH
-from clusterctl.bootstrap.engine import Status
 from clusterctl.bootstrap.phases.alert_rules import NVLINK_RULE
+from clusterctl.engine.run import Status
 
 HOSTS = ["gpu-a1", "gpu-a2"]
 

@@ -12,9 +12,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bootstrap_cluster"
 
 from sim_cluster import CLUSTER_PHASES, SimCluster
 
-from clusterctl.bootstrap.engine import Status
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.changes import Change, Gate, GateRecord
+from clusterctl.engine.run import Status
 
 HOSTS = ["gpu-a1", "gpu-a2", "gpu-a3"]
 

@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 from fixture_files import fixture_dir, read_fixture
 
+from clusterctl.facts.dcgmi import parse_dcgmi_diag
 from clusterctl.facts.model import warnings_of
 from clusterctl.facts.nvsmi_query import parse_nvidia_smi_q
 from clusterctl.health.read import read_outputs
@@ -185,6 +186,16 @@ def test_a_value_read_only_in_part_or_not_at_all_never_makes_the_host_healthy(wr
 # --- 3. nvidia-smi -q -i N ------------------------------------------------------------------------
 
 
+def test_a_recorded_q_i_0_of_an_8_gpu_host_reads_without_a_warning() -> None:
+    q = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "h800-525.105.17-q-i-0-of-8-gt-prompt.txt"))
+    assert (q.attached_gpus, len(q.gpus), q.warnings) == (8, 1, ())  # the '> ' prompt line is no unread line
+    (gpu,) = q.gpus
+    assert (gpu.name, gpu.bus_id, gpu.minor_number) == ("NVIDIA H800", "00000000:18:00.0", 0)
+    assert gpu.ecc_mode == "Disabled"  # 525 spells the section "Ecc Mode"
+    data, notes = _read(("nvidia-smi-q", "h800-525.105.17-q-i-0-of-8-gt-prompt.txt"))
+    assert notes == [] and _host(data)["facts"]["gpus"]["00000000:18:00.0"]["ecc_mode"] == "Disabled"
+
+
 def test_one_gpu_selected_with_i_is_not_a_clipped_paste() -> None:
     q = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "DERIVED-gpud-535.183.01-h100-q-i-3.txt"))
     assert q.attached_gpus == 8 and len(q.gpus) == 1 and q.warnings == ()
@@ -213,3 +224,62 @@ def test_readmes_name_every_new_fixture() -> None:
         for path in fixture_dir(tool).iterdir():
             if path.name != "README.md":
                 assert f"`{path.name}`" in readme, f"{tool}/{path.name} has no source line in its README"
+
+
+def test_a_note_after_a_number_is_kept_and_the_number_read() -> None:
+    # The A10 recording with a person's note after its uncorrectable remapped rows (edited here, in the test).
+    text = read_fixture("nvidia-smi-q", "gpud-535.129.03-a10-pcie-remap-pending.txt").replace(
+        "Uncorrectable Error               : 4", "Uncorrectable Error               : 4 (was 2 on Monday)")
+    (gpu,) = parse_nvidia_smi_q(text).gpus
+    assert gpu.remapped_rows_uncorrectable == 4
+    assert gpu.notes == ("line 141: Remapped Rows/Uncorrectable Error: (was 2 on Monday)",)
+    # Units are no notes: the real recordings read without any.
+    assert not any(g.notes for g in parse_nvidia_smi_q(read_fixture("nvidia-smi-q",
+                                                                     "gpud-535.183.01-8xh100-sxm.txt")).gpus)
+
+
+def test_a_line_inside_the_dcgmi_table_that_is_no_row_is_named() -> None:
+    # The DCGM 4.2.3 recording with a person's remark pasted between two rows (edited here, in the test).
+    lines = read_fixture("dcgmi", "dcgm253-4.2.3-570.148.08-l40s-clipped.txt").splitlines()
+    lines.insert(10, "(GPU2 is the one that crashed)")
+    diag = parse_dcgmi_diag("\n".join(lines))
+    assert any(w.line == 11 and "inside the result table" in w.message for w in diag.warnings)
+    assert diag.gpu_device_ids == ("26b9", "26b9", "26b9", "26b9")
+
+
+def test_the_command_line_prints_the_same_readings() -> None:
+    from clirun import clusterctl
+
+    files = [("ibv_devinfo", "mlx4-ddr-20g-root-prompt-ompi-users-2010.txt"),
+             ("dcgmi", "dcgm139-3x-json-skips-clipped.json"), ("nvlink", "gb200-nvml-mock-issue-elided.txt")]
+    run = clusterctl("-o", "json", "health", "read", *(str(fixture_dir(t) / n) for t, n in files))
+    printed = json.loads(run.stdout)
+    jsonschema.validate(printed, SCHEMA)
+    host = _host(printed)
+    assert set(host["readings"]) == {"rdma", "dcgm", "nvlink"}
+    for attribute, (tool, name) in zip(("rdma", "dcgm", "nvlink"), files, strict=True):
+        from clusterctl.health.read import _formats
+
+        parse = next(f[3] for f in _formats() if f[1] == attribute)
+        assert _walk(parse(read_fixture(tool, name)), host["readings"][attribute]["result"], attribute) > 0
+
+
+def test_the_recorded_pending_remap_with_an_arrow_makes_the_host_unhealthy() -> None:
+    """The real paste of issue #36's worst case: 'Pending : Yes   <===' on a GPU whose ECC mode reads
+    'Unknown Error', selected with -i from 8; with its kernel log (root prompt first)."""
+    name = "kb-550.90.07-d-ecc-row-remapper-i-52-unknown-error-arrow.txt"
+    q = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", name))
+    (gpu,) = q.gpus
+    assert q.warnings == () and q.attached_gpus == 8 and gpu.index_known is False
+    assert gpu.remap_pending is True and gpu.notes == ("line 37: Remapped Rows/Pending: <===",)
+    assert gpu.ecc_mode == "Unknown Error" and gpu.remapped_rows_uncorrectable == 1
+    data, notes = _read(("nvidia-smi-q", name), ("kernel-log", "kb-dmesg-grep-xid-48-63-94-root-prompt.log"))
+    host = _host(data)
+    assert host["verdict"] == "unhealthy" and host["reason"].startswith("GPU_ROW_REMAP_PENDING")
+    codes = {(f["code"], f["subject"]) for f in host["findings"]}
+    assert {("GPU_ROW_REMAP_PENDING", "GPU 00000000:52:00.0"), ("GPU_ECC_MODE_UNKNOWN", "GPU 00000000:52:00.0"),
+            ("GPU_XID", "GPU 00000000:52:00.0")} <= codes
+    remap = next(f for f in host["findings"] if f["code"] == "GPU_ROW_REMAP_PENDING")
+    assert "nvidia-smi -r -i 00000000:52:00.0" in remap["fix"]  # the selection's position 0 is no index
+    assert host["facts"]["gpus"]["00000000:52:00.0"]["index"] is None
+    assert [n for n in notes if "unrecognised" in n or "says 8" in n] == []

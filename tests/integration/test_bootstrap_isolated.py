@@ -25,8 +25,8 @@ from clirun import CliRun, run_clusterctl
 from host_state import assert_hosts_unchanged
 from sshd_hosts import SSHDHost, SSHDHosts, containerd_missing_reason
 
-from clusterctl.bootstrap.engine import SkipReason
 from clusterctl.bootstrap.registry import all_phases
+from clusterctl.engine.run import SkipReason
 
 pytestmark = pytest.mark.sshd
 

@@ -122,10 +122,17 @@ class KubeSim:
         with self.state.cluster.edit() as data:
             data["kubernetes"]["pods"][f"{namespace}/{name}"]["phase"] = "Running"
 
-    def snapshot(self) -> dict[str, bytes]:
+    def snapshot(self, *, leases: bool = True) -> dict[str, bytes]:
         """The mock state as ``host_state.snapshot`` sees it (the simulator's bookkeeping left out). Every
         host is brought up first: a mock host writes its first-boot state when first used, which is no
-        change of any command."""
+        change of any command. ``leases=False`` leaves the cluster's Leases out (a receiver takes and gives
+        back its Lease to decide even when it then changes nothing)."""
         for name in self.names:
             self.sh("true", host=name)
-        return snapshot(self.root / "state")
+        state = snapshot(self.root / "state")
+        if not leases and "cluster.json" in state:
+            data = json.loads(state["cluster.json"])
+            for key in ("leases", "resource_version"):
+                data.get("kubernetes", {}).pop(key, None)
+            state["cluster.json"] = json.dumps(data, sort_keys=True).encode()
+        return state

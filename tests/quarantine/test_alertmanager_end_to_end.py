@@ -125,6 +125,7 @@ def test_a_firing_dcgm_rule_quarantines_the_host_through_alertmanager(tmp_path: 
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+    assert remediator.settle(120)  # the drain after the cordon
     node = sim.node("gpu-02")
     assert node["spec"].get("unschedulable") is True, log.getvalue() + (tmp_path / "prometheus.log").read_text()[-2000:]
     assert {"key": "clusterctl.dev/unhealthy", "value": "GPUFellOffTheBus", "effect": "NoSchedule"} in \

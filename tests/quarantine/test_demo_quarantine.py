@@ -100,7 +100,11 @@ def test_quarantine_drain_release_and_undo_on_the_demo(tmp_path: Path, monkeypat
     before = snapshot(state_folder())
     assert cli("undo", "--dry-run", journal)[0] == 0
     assert snapshot(state_folder()) == before
+    # Undoing the quarantine would return gpu-a3 to service: release's checks first, and it fails them.
     code, out = cli("undo", journal)
+    assert code == 1 and "REFUSED gpu-a3: stays quarantined: NVLINK" in out and "--skip-checks" in out, out
+    assert node("gpu-a3")["spec"] == spec
+    code, out = cli("undo", journal, "--skip-checks")
     assert code == 0, out
     assert node("gpu-a3") == as_it_was
     assert "no node is quarantined" in cli("status")[1]
@@ -112,7 +116,7 @@ def test_health_quarantine_on_the_demo_plans_then_quarantines_within_the_cap(
     code, out = cli("bootstrap", "--survey", SURVEY, "--state-dir", tmp_path / "progress")
     assert code == 0, out
     before = snapshot(state_folder())
-    code, out = cli("-o", "json", "health", "--quarantine")
+    code, out = cli("-o", "json", "health", "--quarantine", "--dry-run")
     assert code == 1  # unhealthy hosts: health's own exit code
     plan = json.loads(out)["quarantine"]
     assert plan["dry_run"] and snapshot(state_folder()) == before

@@ -11,7 +11,7 @@ from clusterctl.errors import InventoryError, UsageError
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.loader import load_inventory
 from clusterctl.inventory.model import QuarantineConfig
-from clusterctl.quarantine.policy import cap, decide
+from clusterctl.quarantine.policy import Action, Wanted, cap, decide, health_wanted
 
 
 @dataclass(frozen=True)
@@ -35,13 +35,15 @@ def fleet() -> list[Verdict]:
 
 
 def test_unhealthy_hosts_go_down_ones_needing_a_reset_drain_degraded_ones_are_reported() -> None:
-    decided = {d.host: d.action for d in decide(fleet(), QuarantineConfig(), fleet_size=10, max_unavailable="5")}
+    decided = {d.host: d.action for d in decide(health_wanted(fleet(), QuarantineConfig()), out_of_service=(),
+                                                limit=cap("5", 10))}
     assert decided == {"gpu-1": "drain", "gpu-2": "drain", "gpu-3": "report", "gpu-4": "quarantine",
                        "gpu-5": "report"}
 
 
 def test_the_cap_counts_hosts_already_out_and_holds_the_rest() -> None:
-    decided = decide(fleet(), QuarantineConfig(), fleet_size=20, already=["gpu-9"])  # 10% of 20 = 2
+    decided = decide(health_wanted(fleet(), QuarantineConfig()), out_of_service=["gpu-9"],
+                     limit=cap(None, 20))  # 10% of 20 = 2
     assert [(d.host, d.action) for d in decided if d.action != "report"] == \
         [("gpu-1", "drain"), ("gpu-2", "held"), ("gpu-4", "held")]
     assert "most --max-unavailable allows (2)" in next(d.reason for d in decided if d.host == "gpu-2")
@@ -50,8 +52,20 @@ def test_the_cap_counts_hosts_already_out_and_holds_the_rest() -> None:
 def test_codes_from_the_inventory_narrow_and_ignore() -> None:
     config = QuarantineConfig(quarantine_codes=frozenset({"GPU_XID", "ECC_UNCORRECTABLE"}),
                               drain_codes=frozenset({"ECC_UNCORRECTABLE"}), ignore_codes=frozenset({"GPU_XID"}))
-    decided = {d.host: d.action for d in decide(fleet(), config, fleet_size=10, max_unavailable="10")}
+    decided = {d.host: d.action for d in decide(health_wanted(fleet(), config), out_of_service=(), limit=10)}
     assert decided["gpu-1"] == "report" and decided["gpu-2"] == "report" and decided["gpu-4"] == "drain"
+
+
+def test_one_decision_for_alerts_and_health_alike() -> None:
+    """The receiver's asks go through the same function: a host asked twice is decided once, on the
+    stronger ask; one out of service already is not acted on again; the cap holds the rest."""
+    asks = [Wanted("gpu-1", False, ("GPUXidError",), "alert"), Wanted("gpu-1", True, ("GPUFellOffTheBus",), "alert"),
+            Wanted("gpu-2", True, ("GPUFellOffTheBus",)), Wanted("gpu-3", False), Wanted("gpu-4", None)]
+    decided = decide(asks, out_of_service={"gpu-2"}, limit=2)
+    assert [(d.host, d.action, d.codes) for d in decided] == [
+        ("gpu-1", Action.DRAIN, ("GPUXidError", "GPUFellOffTheBus")),
+        ("gpu-2", Action.ALREADY_OUT, ("GPUFellOffTheBus",)), ("gpu-3", Action.HELD, ()), ("gpu-4", Action.REPORT, ())]
+    assert [d.to_json()["action"] for d in decided] == ["drain", "already", "held", "report"]
 
 
 @pytest.mark.parametrize("value, size, expected", [(None, 100, 10), (None, 5, 1), ("3", 100, 3), ("25%", 10, 2)])

@@ -21,7 +21,9 @@ def cli(sim: KubeSim, *args: str) -> tuple[int, str]:
     return done.exit_code, done.stdout + done.stderr
 
 
-def test_changing_hosts_needs_yes_off_a_terminal_and_names_must_be_in_the_inventory(sim: KubeSim) -> None:
+def test_changing_hosts_needs_yes_off_a_terminal_and_names_must_be_in_the_inventory(
+        sim: KubeSim, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLUSTERCTL_YES")  # tests confirm by default (tests/conftest.py)
     before = sim.snapshot()
     code, out = cli(sim, "quarantine", "gpu-a3", "--reason", "xid")
     assert code == 2 and "--yes" in out
@@ -100,3 +102,19 @@ def test_dry_runs_of_quarantine_and_release_touch_nothing(sim: KubeSim) -> None:
     code, out = cli(sim, "release", "gpu-a2", "--skip-checks", "--dry-run")
     assert code == 0 and "would resume Slurm node gpu-a2" in out and "would be released" in out
     assert sim.snapshot() == before
+
+
+@pytest.mark.parametrize("columns", ["80", "120"])
+def test_status_neutralises_escape_sequences_in_annotations_and_cuts_nothing(
+        sim: KubeSim, monkeypatch: pytest.MonkeyPatch, columns: str) -> None:
+    import shlex
+
+    monkeypatch.setenv("COLUMNS", columns)
+    assert cli(sim, "quarantine", "gpu-a3", "--reason", "nvlink", "--code", "NVLINK_DOWN", "--yes")[0] == 0
+    hostile = "clusterctl.dev/quarantine-reason=\x1b]0;owned\x07\x1b[2Jfine \x9b31m"
+    assert sim.kubectl(f"annotate --overwrite node gpu-a3 {shlex.quote(hostile)}")[0] == 0
+    code, out = cli(sim, "status")
+    assert code == 0, out
+    assert not any(ch in out for ch in ("\x1b", "\x07", "\x9b"))
+    assert "\\x1b]0;owned\\x07" in out  # shown as escapes, as exec shows them
+    assert "…" not in out and "gpu-a3" in out and "NVLINK_DOWN" in out

@@ -46,6 +46,7 @@ class Running:
     sim: KubeSim
     pki: Pki
     token: Path
+    remediator: Remediator
 
     def lines(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.log.getvalue().splitlines()]
@@ -72,7 +73,7 @@ def started(tmp_path: Path, security_for: Any, *, host: str = "127.0.0.1",
                               daemon=True)
     thread.start()
     assert started.wait(30)
-    yield Running(address.url(bound[0], tls=security.tls is not None), log, sim, pki, token)
+    yield Running(address.url(bound[0], tls=security.tls is not None), log, sim, pki, token, remediator)
 
 
 def token_over_tls(pki: Pki, token: Path) -> Security:
@@ -123,7 +124,7 @@ def test_without_the_token_the_answer_is_401_and_nothing_changes(with_token: Run
     assert run.sim.snapshot() == before
     assert [line["decision"] for line in run.lines()] == ["unauthorized"] * 4
     status, _ = post(run.url, body, context, bearer(run.token))
-    assert status == 200 and run.sim.node("gpu-02")["spec"]["unschedulable"] is True
+    assert status == 200 and run.remediator.settle(300) and run.sim.node("gpu-02")["spec"]["unschedulable"] is True
     assert run.token.read_text().strip() not in run.log.getvalue()
 
 
@@ -163,7 +164,8 @@ def test_mutual_tls_refuses_a_caller_without_a_certificate_of_its_ca(tmp_path: P
         assert run.sim.snapshot() == before
         assert all(line["decision"] == "connection closed" for line in run.lines())
         status, _ = post(run.url, payload(("GPUFellOffTheBus", "gpu-02")), client_context(run.pki, certificate=True))
-        assert status == 200 and run.sim.node("gpu-02")["spec"]["unschedulable"] is True
+        assert status == 200 and run.remediator.settle(300)
+        assert run.sim.node("gpu-02")["spec"]["unschedulable"] is True
         assert any("CN=alertmanager" in line.get("caller", "") for line in run.lines())
 
 
@@ -267,7 +269,7 @@ def test_it_listens_on_ipv6(tmp_path: Path) -> None:
     with started(tmp_path, token_over_tls, host="::1") as run:
         assert run.url.startswith("https://[::1]:")
         status, _ = post(run.url, payload(("NVLinkCRCErrors", "gpu-03")), client_context(run.pki), bearer(run.token))
-        assert status == 200 and run.sim.node("gpu-03")["spec"]["unschedulable"] is True
+        assert status == 200 and run.remediator.settle(300) and run.sim.node("gpu-03")["spec"]["unschedulable"] is True
         assert any(line.get("caller", "").startswith("[::1]:") for line in run.lines())
 
 
@@ -317,3 +319,65 @@ def test_the_alertmanager_snippet_is_what_alertmanager_accepts(tmp_path: Path) -
     checked = subprocess.run([amtool, "check-config", str(tmp_path / "alertmanager.yml")], capture_output=True,
                              text=True, timeout=60)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_remediate_serve_as_a_user_runs_it(tmp_path: Path) -> None:
+    """The command in its own process: HTTPS with a token, 401 without, an alert acted on, Ctrl-C ends it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from clirun import REPO_ROOT
+
+    sim = KubeSim(tmp_path / "cluster", names=("gpu-01", "gpu-02", "gpu-03"))
+    pki = make_pki(tmp_path / "pki")
+    token = tmp_path / "remediate.token"
+    token.write_text(secrets.token_hex(32) + "\n")
+    token.chmod(0o600)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "NO_COLOR": "1"}
+    env.pop("CLUSTERCTL_INVENTORY", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "clusterctl", "-i", str(sim.inventory), "remediate", "serve", "--listen",
+         f"127.0.0.1:{port}", "--token-file", str(token), "--tls-cert", str(pki.server_cert), "--tls-key",
+         str(pki.server_key), "--yes", "--pending-file", str(tmp_path / "pending.json")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    lines: list[str] = []
+    listening = threading.Event()
+
+    def read() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.append(line)
+            if line.startswith("listening on "):
+                listening.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert listening.wait(120), "".join(lines)
+        assert f"listening on https://127.0.0.1:{port}/webhook, bearer token" in "".join(lines)
+        url = f"https://127.0.0.1:{port}/webhook"
+        assert post(url, payload(("GPUXidError", "gpu-02")), client_context(pki))[0] == 401
+        assert post(url, payload(("GPUXidError", "gpu-02")), client_context(pki), bearer(token))[0] == 200
+        deadline = time.monotonic() + 120
+        pending = tmp_path / "pending.json"
+        while not any('"decision": "journal"' in line for line in lines) or \
+                json.loads(pending.read_text())["hosts"]:  # acted on: journal written, the alert out of the file
+            assert time.monotonic() < deadline and process.poll() is None, "".join(lines)
+            time.sleep(0.3)
+        assert sim.node("gpu-02")["spec"]["unschedulable"] is True
+        process.send_signal(signal.SIGINT)
+        process.wait(60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    reader.join(10)
+    text = "".join(lines)
+    decisions = [json.loads(line)["decision"] for line in lines if line.startswith("{")]
+    assert decisions[:3] == ["unauthorized", "accepted", "quarantine"], text
+    assert token.read_text().strip() not in text and "Traceback" not in text

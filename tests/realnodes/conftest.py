@@ -1,9 +1,10 @@
 """The real-node tier: namespaced nodes with a real sshd each (``nodes.py``), reached by clusterctl.
 
 ``real_nodes`` brings up two nodes for a test module and always takes them down (the module's
-end, an error, an interrupt; a killed run is cleaned up by the nodes' reaper). Where this
-machine cannot host such nodes (not root, no network namespaces, no overlayfs) the tier skips
-with the exact reason; everything it needs is in Debian's openssh-server, util-linux and iproute2.
+end, an error, an interrupt; a killed run is cleaned up by the nodes' reaper); ``machines`` sets
+them up as a site's machines with the site's mirror (``realnode_site.py``). Where this machine
+cannot host such nodes (not root, no network namespaces, no overlayfs) the tier skips with the
+exact reason.
 """
 
 from __future__ import annotations
@@ -15,18 +16,28 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "upstream"))
 
-from nodes import RealNodes, unavailable_reason
-
-
-def skip_unless_possible() -> None:
-    reason = unavailable_reason()
-    if reason:
-        pytest.skip(f"real nodes cannot run on this machine: {reason}")
+from nodes import RealNodes
+from realnode_site import cni_deb, containerd_deb, cri_tools_deb, skip_unless_possible, start_mirror, sudo_deb
 
 
 @pytest.fixture(scope="module")
 def real_nodes() -> Iterator[RealNodes]:
     skip_unless_possible()
     with RealNodes(2) as nodes:
+        yield nodes
+
+
+@pytest.fixture(scope="module")
+def machines() -> Iterator[RealNodes]:
+    """Two nodes set up as fresh machines (sudo; Docker's containerd.io, cri-tools and
+    kubernetes-cni, built from their modules; the site's bridge CNI) and the site's image mirror
+    on the control namespace."""
+    skip_unless_possible()
+    packages = [sudo_deb(), containerd_deb(), cri_tools_deb(), cni_deb()]
+    with RealNodes(2) as nodes:
+        nodes.install(packages)
+        nodes.write_site_cni()
+        start_mirror(nodes)
         yield nodes

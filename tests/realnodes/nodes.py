@@ -38,6 +38,7 @@ Usage: ``nodes.py up [--nodes 2]`` (prints the inventory path; nodes stay up), `
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import fcntl
 import json
@@ -82,6 +83,20 @@ MASKED_UNITS = ("systemd-sysctl.service", "systemd-binfmt.service", "proc-sys-fs
                 "sys-kernel-debug.mount", "sys-kernel-tracing.mount", "sys-fs-fuse-connections.mount",
                 "systemd-udevd.service", "systemd-udev-trigger.service", "systemd-hwdb-update.service",
                 "systemd-journald-audit.socket", "systemd-remount-fs.service", "dev-hugepages.mount")
+#: Folders a node keeps on a plain file system of its own (bind mounts over its overlaid /var):
+#: containerd's overlayfs snapshots cannot have an overlay as their upper folder.
+DATA_DIRS = ("var/lib/containerd", "var/lib/kubelet", "var/lib/etcd")
+#: Packages of the host that a fresh machine would not have and that clash with what a node
+#: installs (the host's google-cloud-cli kubectl, Debian's containerd 1.6).
+HOST_PACKAGES_REMOVED = ("kubectl", "containerd")
+#: This machine's root may lack CAP_SYS_RESOURCE (a sandboxed VM): runc then cannot give a
+#: container an oom_score_adj below its own, and every pod fails with "can't get final child's
+#: PID from pipe: EOF". The site's containerd drop-in that a machine like this needs (clusterctl
+#: keeps drop-ins under /etc/containerd/conf.d and checks them against its own config).
+CONTAINERD_DROPIN = "/etc/containerd/conf.d/90-realnodes-oom.toml"
+CONTAINERD_DROPIN_TEXT = ("# This machine's root lacks CAP_SYS_RESOURCE: containers may not lower oom_score_adj.\n"
+                          "version = 4\n[plugins.\"io.containerd.cri.v1.runtime\"]\n  restrict_oom_score_adj = true\n")
+CAP_SYS_RESOURCE = 24
 #: Host devices a node gets (bind-mounted into its private /dev).
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty", "kmsg")
 #: Inside a node: where the harness keeps the node's sshd files (on the node's /etc overlay).
@@ -121,6 +136,13 @@ def unavailable_reason() -> str | None:
     if probe.returncode != 0:
         return f"namespaces, overlayfs, veth or bridge not permitted here: {probe.stderr.strip()}"
     return None
+
+
+def lacks_cap_sys_resource() -> bool:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("CapEff:"):
+            return not int(line.split()[1], 16) & (1 << CAP_SYS_RESOURCE)
+    return False
 
 
 def cgroup_hierarchies() -> list[Path]:
@@ -387,6 +409,9 @@ class RealNodes:
             (node.folder / "work" / sub).mkdir(parents=True, exist_ok=True)
         (node.folder / "tmp").mkdir(parents=True, exist_ok=True)
         (node.folder / "tmp").chmod(0o1777)
+        for data in DATA_DIRS:
+            (node.folder / "data" / data).mkdir(parents=True, exist_ok=True)
+            node.upper(data).mkdir(parents=True, exist_ok=True)
         etc = node.folder / "upper" / "etc"
         (etc / "hostname").write_text(node.name + "\n")
         hosts = ["127.0.0.1 localhost", f"{CONTROL_ADDRESS} control"]
@@ -459,6 +484,7 @@ class RealNodes:
             masks.append(f"cat /proc/sys/{sysctl} > {held}; mount --bind {held} /proc/sys/{sysctl}")
         script = "; ".join([
             *mounts,
+            *[f"mount --bind {node.folder}/data/{data} /{data}" for data in DATA_DIRS],
             "mount -t tmpfs -o mode=0755 clusterctl-realnode-run /run",
             "mkdir -p /run/sshd /run/clusterctl-realnode/sysctl /run/clusterctl-realnode/hostdev",
             # The host's device nodes, reachable before /dev is replaced.
@@ -555,6 +581,48 @@ class RealNodes:
         if check and result.returncode != 0:
             raise RuntimeError(f"{name}: {script!r} exited {result.returncode}: {result.stderr[-2000:]}")
         return result
+
+    def start_in_control(self, argv: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
+        """A daemon of the control machine (the site's mirror), in the control namespace's network
+        and cgroup (tear-down stops it with everything else)."""
+        procs = " ".join(shlex.quote(str(d / "cgroup.procs")) for d in _cgroup_dirs("control"))
+        join = f"for f in {procs}; do echo $$ > \"$f\"; done"
+        with open(log, "ab") as out:
+            process = subprocess.Popen(
+                ["sh", "-c", f"{join}; exec {shlex.join(self.in_control(list(argv)))}"],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        self._processes.append(process)
+        return process
+
+    def install(self, debs: Sequence[Path]) -> None:
+        """Make every node a fresh machine with these packages: the host's clashing packages
+        purged, then ``dpkg -i`` (all nodes at once; the files land in each node's overlay)."""
+        purge = " ".join(HOST_PACKAGES_REMOVED)
+        script = (f"for p in {purge}; do dpkg -s $p >/dev/null 2>&1 && dpkg --purge --force-depends $p; done "
+                  f">/dev/null 2>&1; dpkg -i {' '.join(shlex.quote(str(d)) for d in debs)} >/dev/null"
+                  " && systemctl daemon-reload")
+        if lacks_cap_sys_resource():
+            script += (f" && mkdir -p {CONTAINERD_DROPIN.rsplit('/', 1)[0]} && "
+                       f"printf %s {shlex.quote(CONTAINERD_DROPIN_TEXT)} > {CONTAINERD_DROPIN}")
+        with concurrent.futures.ThreadPoolExecutor(len(self.nodes)) as pool:
+            for done in [pool.submit(self.sh, node.name, script, timeout=600) for node in self.nodes]:
+                done.result()
+
+    def write_site_cni(self) -> None:
+        """The site's pod network (what a CNI add-on would write): a bridge with this node's
+        podCIDR-sized slice of 10.244.0.0/16, and routes to the other nodes' slices."""
+        for node in self.nodes:
+            conflist = json.dumps({
+                "cniVersion": "1.0.0", "name": "realnodes",
+                "plugins": [{"type": "bridge", "bridge": "cni0", "isGateway": True, "ipMasq": False,
+                             "hairpinMode": True,
+                             "ipam": {"type": "host-local", "ranges": [[{"subnet": f"10.244.{node.number - 1}.0/24"}]],
+                                      "routes": [{"dst": "0.0.0.0/0"}]}},
+                            {"type": "portmap", "capabilities": {"portMappings": True}}]})
+            routes = "; ".join(f"ip route replace 10.244.{other.number - 1}.0/24 via {other.address}"
+                               for other in self.nodes if other is not node)
+            self.sh(node.name, f"mkdir -p /etc/cni/net.d && printf %s {shlex.quote(conflist)} > "
+                               f"/etc/cni/net.d/10-realnodes.conflist; sysctl -qw net.ipv4.ip_forward=1; {routes}")
 
     def processes(self) -> set[int]:
         pids: set[int] = set()

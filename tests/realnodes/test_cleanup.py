@@ -9,10 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-import host_state
 import pytest
-from conftest import skip_unless_possible
+import realnode_host as host_state
 from nodes import STATE_ROOT, RealNodes
+from realnode_site import skip_unless_possible
 
 HERE = Path(__file__).resolve().parent
 

@@ -26,6 +26,10 @@ ETCD = "3.7.0"
 #: The demo's containerd pin (inventories/demo.yaml) and the newest 2.3 patch the proxy serves.
 CONTAINERD_22 = "2.2.1"
 CONTAINERD_23 = "2.3.7"
+#: The CNI plugins the real nodes' pod network uses (bridge, host-local IPAM, loopback, portmap).
+CNI_PLUGINS = "1.10.0"
+#: The CNCF distribution registry the real nodes pull from (the air-gapped site's mirror).
+REGISTRY = "3.1.2"
 
 
 @dataclass(frozen=True)
@@ -67,13 +71,25 @@ def _kubernetes(name: str, version: str, *, optional: bool = False) -> Tool:
                 ldflags=flags, optional=optional)
 
 
-def _containerd(version: str) -> tuple[Tool, Tool]:
-    """The daemon and its ``ctr`` (clusterctl reads ``ctr plugins ls``), from one release."""
+def _containerd(version: str, *, shim: bool = False) -> tuple[Tool, ...]:
+    """The daemon and its ``ctr`` (clusterctl reads ``ctr plugins ls``), from one release; with
+    ``shim``, the runc shim too, which a containerd needs to run any container (the real nodes)."""
     module = "github.com/containerd/containerd/v2"
     stamp = (f"-X {module}/version.Version=v{version}",)
     tags = ("no_btrfs", "no_devmapper", "no_zfs")
-    return (Tool("containerd", version, module, f"{module}/cmd/containerd", ldflags=stamp, tags=tags),
-            Tool("ctr", version, module, f"{module}/cmd/ctr", ldflags=stamp, tags=tags))
+    tools = (Tool("containerd", version, module, f"{module}/cmd/containerd", ldflags=stamp, tags=tags),
+             Tool("ctr", version, module, f"{module}/cmd/ctr", ldflags=stamp, tags=tags))
+    if shim:
+        tools += (Tool("containerd-shim-runc-v2", version, module, f"{module}/cmd/containerd-shim-runc-v2",
+                       ldflags=stamp, tags=tags),)
+    return tools
+
+
+def _cni_plugin(name: str, kind: str) -> Tool:
+    """One of ``github.com/containernetworking/plugins``: ``kind`` is its folder (main, ipam, meta)."""
+    module = "github.com/containernetworking/plugins"
+    return Tool(f"cni-{name}", CNI_PLUGINS, module, f"{module}/plugins/{kind}/{name}", binary=name,
+                ldflags=(f"-X {module}/pkg/utils/buildversion.BuildVersion=v{CNI_PLUGINS}",))
 
 
 TOOLS: tuple[Tool, ...] = (
@@ -101,7 +117,14 @@ TOOLS: tuple[Tool, ...] = (
          data=("kustomize/stage/node/fast/node-initialize.yaml", "kustomize/stage/node/heartbeat/node-heartbeat.yaml",
                "kustomize/stage/pod/fast/pod-ready.yaml", "kustomize/stage/pod/fast/pod-complete.yaml",
                "kustomize/stage/pod/fast/pod-delete.yaml")),
-    *_containerd(CONTAINERD_23),
+    *_containerd(CONTAINERD_23, shim=True),
+    _cni_plugin("bridge", "main"),
+    _cni_plugin("host-local", "ipam"),
+    _cni_plugin("loopback", "main"),
+    _cni_plugin("portmap", "meta"),
+    Tool("registry", REGISTRY, "github.com/distribution/distribution/v3",
+         "github.com/distribution/distribution/v3/cmd/registry",
+         ldflags=(f"-X github.com/distribution/distribution/v3/version.version=v{REGISTRY}",)),
     Tool("nvidia-ctk", "1.20.0", "github.com/NVIDIA/nvidia-container-toolkit",
          "github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-ctk",
          ldflags=("-X github.com/NVIDIA/nvidia-container-toolkit/internal/info.version=1.20.0",),

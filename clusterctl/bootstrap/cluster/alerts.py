@@ -10,16 +10,18 @@ ConfigMap and points the exporter at it.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from clusterctl.bootstrap.cluster.templating import render
-from clusterctl.errors import UsageError
 from clusterctl.inventory.cluster_sections import AlertSettings
+from clusterctl.promql_text import host_alternation
 
 RULES_PATH = "/etc/kubernetes/clusterctl/prometheus/dcgm-alerts.rules.yml"
 PROMETHEUS_RULE_PATH = "/etc/kubernetes/clusterctl/prometheus/dcgm-alerts.prometheusrule.yaml"
+#: The Alertmanager receiver that sends these alerts to ``remediate serve`` (merge into alertmanager.yml).
+RECEIVER_PATH = "/etc/kubernetes/clusterctl/prometheus/alertmanager-receiver.yml"
+RECEIVER_PORT = 9095
 COUNTERS_CONFIGMAP = "dcgm-exporter-clusterctl-counters"
 
 
@@ -77,18 +79,6 @@ def enabled_by_clusterctl() -> list[Counter]:
     return [c for c in COUNTERS if not c.default]
 
 
-_HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-def _hostname_regex(hosts: Iterable[str]) -> str:
-    """An RE2 alternation inside a PromQL double-quoted string: ``.`` becomes ``\\\\.`` (PromQL unescapes once)."""
-    names = sorted(set(hosts))
-    for name in names:
-        if not _HOSTNAME.match(name):
-            raise UsageError(f"host name {name!r} cannot go into an alert rule's Hostname matcher")
-    return "|".join(name.replace(".", "\\\\.") for name in names)
-
-
 def render_rules(settings: AlertSettings, nvlink_hosts: Iterable[str] = ()) -> str:
     """The plain rules file (``rule_files:``), for promtool and a Prometheus outside the cluster."""
     hosts = sorted(set(nvlink_hosts))
@@ -103,7 +93,7 @@ def render_prometheus_rule(settings: AlertSettings, nvlink_hosts: Iterable[str] 
 
 def _values(settings: AlertSettings, hosts: list[str]) -> dict[str, object]:
     return {"gpu_temp_c": settings.gpu_temp_c, "memory_temp_c": settings.memory_temp_c, "nvlink_hosts": hosts,
-            "nvlink_regex": _hostname_regex(hosts)}
+            "nvlink_regex": host_alternation(hosts, "an alert rule's Hostname matcher")}
 
 
 @dataclass(frozen=True)
@@ -149,6 +139,24 @@ def render_alertmanager_receiver(url: str, auth: ReceiverAuth | None = None, *, 
         lines.append("          tls_config:")
         lines += [f"            {key}: {json.dumps(value)}" for key, value in tls]
     return "\n".join(lines) + "\n"
+
+
+def receiver_url(settings: AlertSettings, control_plane_address: str) -> str:
+    """Where Alertmanager reaches ``remediate serve``: the inventory's, else https on the first control plane."""
+    if settings.receiver_url:
+        return settings.receiver_url
+    host = f"[{control_plane_address}]" if ":" in control_plane_address else control_plane_address
+    return f"https://{host}:{RECEIVER_PORT}/webhook"
+
+
+def render_receiver_for(settings: AlertSettings, control_plane_address: str) -> str:
+    """The receiver snippet bootstrap writes beside its rules: the bearer token's file and the CA (https)."""
+    url = receiver_url(settings, control_plane_address)
+    auth = ReceiverAuth(credentials_file=settings.receiver_token_file,
+                        ca_file=settings.receiver_ca_file if url.startswith("https://") else None)
+    head = ("# clusterctl: the Alertmanager receiver for 'clusterctl remediate serve' (docs/quarantine.md).\n"
+            "# Merge into alertmanager.yml; the token file holds the same token as the receiver's --token-file.\n")
+    return head + render_alertmanager_receiver(url, auth)
 
 
 def render_counters_configmap(name: str, namespace: str, key: str) -> str:

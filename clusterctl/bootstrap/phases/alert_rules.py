@@ -1,7 +1,9 @@
 """alert-rules: Prometheus alerting rules for DCGM exporter metrics, on the first control plane.
 
 Writes the plain rules file (for a Prometheus outside the cluster: add it to ``rule_files``)
-and the same rules as a ``PrometheusRule``, applied when kube-prometheus-stack's CRD is there.
+and the same rules as a ``PrometheusRule``, applied when kube-prometheus-stack's CRD is there;
+beside them the Alertmanager receiver that sends the alerts to ``clusterctl remediate serve``
+with a bearer token file over TLS (``alertmanager-receiver.yml``: merge into alertmanager.yml).
 The NVLink rule covers only the hosts whose saved survey shows NVLink.
 """
 
@@ -10,7 +12,14 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from clusterctl.bootstrap.cluster.alerts import PROMETHEUS_RULE_PATH, RULES_PATH, render_prometheus_rule, render_rules
+from clusterctl.bootstrap.cluster.alerts import (
+    PROMETHEUS_RULE_PATH,
+    RECEIVER_PATH,
+    RULES_PATH,
+    render_prometheus_rule,
+    render_receiver_for,
+    render_rules,
+)
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.changes import MAKES_IN_CLUSTER, Change
@@ -28,6 +37,7 @@ class AlertState:
     operator: bool
     applied: bool
     nvlink_hosts: list[str]
+    receiver: bytes | None = None
 
 
 def _nvlink_hosts(ctx: PhaseContext) -> list[str]:
@@ -56,7 +66,7 @@ class AlertRules(ClusterWidePhase[AlertState]):
         operator = cc.exists(ctx, "/etc/kubernetes/admin.conf") and cc.object_exists(ctx, PROMETHEUS_RULE_CRD)
         applied = operator and cc.object_exists(ctx, RULE_NAME, alerts.namespace)
         return AlertState(cc.read(ctx, RULES_PATH), cc.read(ctx, PROMETHEUS_RULE_PATH), operator, applied,
-                          _nvlink_hosts(ctx))
+                          _nvlink_hosts(ctx), cc.read(ctx, RECEIVER_PATH))
 
     def findings(self, ctx: PhaseContext, state: AlertState) -> list[Finding]:
         notes = []
@@ -88,7 +98,10 @@ class AlertRules(ClusterWidePhase[AlertState]):
         wrapped = Change.write_file(host, PROMETHEUS_RULE_PATH, render_prometheus_rule(alerts, state.nvlink_hosts),
                                     current=state.prometheus_rule,
                                     summary="DCGM alert rules (PrometheusRule)" + removal)
-        changes = [c for c in (rules, wrapped) if not c.is_noop]
+        receiver = Change.write_file(host, RECEIVER_PATH, render_receiver_for(alerts, ctx.host.connect_address),
+                                     current=state.receiver,
+                                     summary="Alertmanager receiver for 'clusterctl remediate serve' (token file, TLS)")
+        changes = [c for c in (rules, wrapped, receiver) if not c.is_noop]
         if state.operator and (not wrapped.is_noop or not state.applied):
             changes.append(Change.run(host, kubectl(f"apply -f {shlex.quote(PROMETHEUS_RULE_PATH)}"),
                                       summary="apply the PrometheusRule", makes=(MAKES_IN_CLUSTER,)))

@@ -50,6 +50,15 @@ PIN_FIELDS = {"kubelet": "stack.kubernetes", "kubeadm": "stack.kubernetes", "kub
 UPDATE = f"apt-get update {APT_LOCK}"
 
 
+def pin_field(ctx: PhaseContext, package: str) -> str:
+    """Where the inventory pins ``package``: ``stack.kubernetes``, or an Ansible inventory's
+    ``clusterctl_stack_kubernetes``."""
+    field_name = PIN_FIELDS.get(package, "bootstrap.nvidia_container_toolkit")
+    if ctx.inventory.format != "clusterctl" and field_name.startswith("stack."):
+        return "clusterctl_stack_" + field_name.removeprefix("stack.")
+    return field_name
+
+
 def packages_at(pairs: Iterable[tuple[str, str]]) -> str:
     """``kubelet, kubeadm, kubectl 1.36.3-1.1``: packages named once per version they share, in order."""
     by_version: dict[str, list[str]] = {}
@@ -121,7 +130,7 @@ class Packages(Phase[PackageFacts]):
 
     @staticmethod
     def _downgrade_finding(ctx: PhaseContext, older: list[tuple[Pin, str]]) -> Finding:
-        fields = {p.package: PIN_FIELDS.get(p.package, "bootstrap.nvidia_container_toolkit") for p, _ in older}
+        fields = {p.package: pin_field(ctx, p.package) for p, _ in older}
         runs = packages_at((p.package, version) for p, version in older)
         pins = packages_at((p.package, f"{p.upstream} ({fields[p.package]})") for p, _ in older)
         evidence = {"running": {p.package: version for p, version in older},

@@ -141,8 +141,10 @@ def fault(ctx: ToolContext, host: str, name: str) -> str | None:
 
 
 def node_ready(ctx: ToolContext, kube: dict[str, Any], node: dict[str, Any]) -> bool:
-    """Ready once a CNI runs, unless the host's kubelet is set to stay NotReady (``kubelet: not-ready``)."""
-    return cni_ready(kube) and fault(ctx, str(node.get("host", "")), "kubelet") != "not-ready"
+    """Ready once a CNI runs, unless the host's kubelet is set to stay NotReady (``kubelet: not-ready``) or
+    the host is switched off (``power: off``, ``clusterctl.mock.power``)."""
+    host = str(node.get("host", ""))
+    return cni_ready(kube) and fault(ctx, host, "kubelet") != "not-ready" and fault(ctx, host, "power") != "off"
 
 
 def static_pod_manifest(component: str, image: str) -> bytes:

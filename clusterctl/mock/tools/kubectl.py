@@ -3,7 +3,9 @@
 Supported: ``get --raw /readyz``; ``get nodes [NAME] -o json``; ``get [-n NS] KIND/NAME -o name``;
 ``get pod -n NS NAME -o jsonpath={.status.phase}``; ``apply [--server-side] -f FILE|URL|-``;
 ``rollout status KIND/NAME -n NS``; ``wait --for=jsonpath={.status.phase}=PHASE pod/NAME``;
-``logs``; ``delete pod``; and on nodes and their pods (``kubectl_nodes``): ``taint``, ``cordon``,
+``logs``; ``delete pod``; ``patch node N --subresource=status`` and token Secrets
+(``kubectl_status``); Leases (``kubectl_lease``: get, create and replace with compare-and-swap on
+``resourceVersion``, delete); and on nodes and their pods (``kubectl_nodes``): ``taint``, ``cordon``,
 ``uncordon``, ``annotate``, ``get pods -A --field-selector spec.nodeName=N -o json``, evictions
 through ``create --raw .../eviction -f -``; applied Deployments, StatefulSets and
 PodDisruptionBudgets run and guard pods (``kube_workloads``). Messages are kubectl's
@@ -20,6 +22,7 @@ from typing import Any
 from clusterctl.mock.tools import kube_state as ks
 from clusterctl.mock.tools import kube_workloads as kw
 from clusterctl.mock.tools import kubectl_nodes as kn
+from clusterctl.mock.tools import kubectl_status as ks_status
 from clusterctl.mock.tools.base import ToolContext, ToolResult
 
 PACKAGES = ("kubectl",)
@@ -34,7 +37,8 @@ RESOURCES = {"daemonset": ("daemonsets", "apps"), "deployment": ("deployments", 
              "configmap": ("configmaps", ""), "namespace": ("namespaces", ""),
              "runtimeclass": ("runtimeclasses", "node.k8s.io"), "installation": ("installations", "operator.tigera.io"),
              "apiserver": ("apiservers", "operator.tigera.io"), "statefulset": ("statefulsets", "apps"),
-             "poddisruptionbudget": ("poddisruptionbudgets", "policy"), "node": ("nodes", "")}
+             "poddisruptionbudget": ("poddisruptionbudgets", "policy"), "node": ("nodes", ""),
+             "lease": ("leases", "coordination.k8s.io")}
 ALIASES = {"crd": "customresourcedefinition", "ds": "daemonset", "deploy": "deployment", "ns": "namespace",
            "po": "pod", "cm": "configmap", "sts": "statefulset", "pdb": "poddisruptionbudget", "no": "node"}
 CRD_FOR_KIND = {"installation": "installations.operator.tigera.io", "apiserver": "apiservers.operator.tigera.io",
@@ -62,7 +66,7 @@ def _split(args: list[str]) -> tuple[list[str], dict[str, str], set[str]]:
     options: dict[str, str] = {}
     flags: set[str] = set()
     takes_value = {"-n", "--namespace", "-o", "--output", "-f", "--filename", "--kubeconfig", "--timeout", "--for",
-                   "--field-selector", "--selector", "-l"}
+                   "--field-selector", "--selector", "-l", "-p", "--patch", "--type", "--subresource"}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -121,7 +125,8 @@ def _nodes_json(ctx: ToolContext, kube: dict[str, Any], only: str | None = None)
         condition = {"type": "Ready", "status": "True", "reason": "KubeletReady",
                      "message": "kubelet is posting ready status"} if ready and ks.node_ready(ctx, kube, node) else \
             {"type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": NOT_READY}
-        status = {"allocatable": allocatable, "capacity": dict(allocatable), "conditions": [condition],
+        status = {"allocatable": allocatable, "capacity": dict(allocatable),
+                  "conditions": [condition, *ks_status.extra_conditions(node)],
                   "nodeInfo": {"kubeletVersion": node.get("kubelet_version", ""), "operatingSystem": "linux",
                                "architecture": "amd64"}}
         items.append(kn.node_object(name, node, labels, status))
@@ -231,6 +236,10 @@ def run(ctx: ToolContext) -> ToolResult:
 
         return ctx.fail(recording("kubectl-refused.txt", endpoint=endpoint))
     namespace = options.get("--namespace", "default")
+    from clusterctl.mock.tools import kubectl_lease
+
+    if kubectl_lease.handles(words, options, ctx):
+        return kubectl_lease.run(ctx, words, options)
     if words[:1] == ["get"] and "--raw" in flags:
         return ctx.ok("ok") if words[1:] == ["/readyz"] else _not_found("path", " ".join(words[1:]))
     if words[:2] in (["get", "nodes"], ["get", "node"], ["get", "no"]):
@@ -240,6 +249,11 @@ def run(ctx: ToolContext) -> ToolResult:
         return ctx.ok(str(_nodes_json(ctx, kube)))
     if words[:2] in (["get", "pods"], ["get", "pod"], ["get", "po"]) and len(words) == 2:
         return kn.pods_list(ctx, options, flags)
+    if words[:2] in (["patch", "node"], ["patch", "nodes"]) and len(words) >= 3:
+        return ks_status.patch_node_status(ctx, words[2], options)
+    if words[:2] in (["get", "secrets"], ["get", "secret"]) and len(words) == 2 and \
+            (options.get("-l") or options.get("--selector")):
+        return ks_status.secrets_list(ctx, namespace, options.get("-l") or options.get("--selector") or "")
     if words[:1] == ["taint"]:
         return kn.taint(ctx, words[1:], flags)
     if words[:1] in (["cordon"], ["uncordon"]):

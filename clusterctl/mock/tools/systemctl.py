@@ -3,7 +3,8 @@ restart, reload, daemon-reload, status, show).
 
 State (``host.json`` → ``services``): ``{unit: {"active": "active|inactive|failed",
 "enabled": "enabled|disabled", "restarts": N}}``. Units exist when the profile's
-``machine.services`` names them or an installed package ships them (``apt-get``).
+``machine.services`` names them, an installed package ships them (``apt-get``) or their unit
+file is in ``/etc/systemd/system`` (timers too: ``name.timer``).
 
 Starting a unit runs its start check first (``STARTS``): containerd's reads
 ``/etc/containerd/config.toml`` and its imports from the tree and fails to start, like the
@@ -96,8 +97,17 @@ STARTS: dict[str, Callable[[ToolContext], str | None]] = {"containerd": containe
 SETTLES: dict[str, Callable[[ToolContext], str]] = {"kubelet": kubelet_state}
 
 
-def _units(ctx: ToolContext) -> dict[str, Any]:
-    return ctx.host.section("services")
+#: Where unit files written by an administrator (or clusterctl) live; systemd loads them from there.
+UNIT_DIRS = ("/etc/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system")
+
+
+def _units(ctx: ToolContext, names: list[str] | None = None) -> dict[str, Any]:
+    """The host's units, plus those of ``names`` whose unit file is in the tree (not yet started or enabled)."""
+    units = dict(ctx.host.section("services"))
+    for name in names or ():
+        if name not in units and any(ctx.fs.is_file(f"{folder}/{unit_name(name)}") for folder in UNIT_DIRS):
+            units[name] = {"active": "inactive", "enabled": "disabled"}
+    return units
 
 
 def _start(ctx: ToolContext, key: str, *, restart: bool) -> ToolResult:
@@ -167,7 +177,7 @@ def run(ctx: ToolContext) -> ToolResult:
     if not args:
         return ToolResult("", "systemctl: mock host lists no units; give a command verb\n", 1)
     verb, names = args[0], [service_key(n) for n in args[1:] if not n.startswith("-")]
-    units = _units(ctx)
+    units = _units(ctx, names)
     if verb == "daemon-reload":
         with ctx.host.edit() as data:
             data["daemon_reloads"] = int(data.get("daemon_reloads", 0)) + 1
@@ -197,7 +207,8 @@ def run(ctx: ToolContext) -> ToolResult:
         err = ""
         for name in names:
             if _set_enabled(ctx, name, verb == "enable"):
-                link = f"/etc/systemd/system/multi-user.target.wants/{unit_name(name)}"
+                target = "timers.target" if name.endswith(".timer") else "multi-user.target"
+                link = f"/etc/systemd/system/{target}.wants/{unit_name(name)}"
                 err += (f"Created symlink {link} \u2192 /lib/systemd/system/{unit_name(name)}.\n" if verb == "enable"
                         else f'Removed "{link}".\n')
         if now:

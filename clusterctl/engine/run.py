@@ -1,4 +1,4 @@
-"""Runs bootstrap phases in order across hosts, in parallel, with a lock, progress and a recap.
+"""The one action engine: runs an ordered list of phases across hosts, with a lock, progress, a recap.
 
 For each phase the engine asks every host still in the run (in parallel through the fan-out
 ``Runner``): ``check`` -> ``findings`` (an error-level finding stops the host) -> ``plan``. In
@@ -7,7 +7,15 @@ else happens. In apply mode they pass through the gate, ``verify`` reads the hos
 failed change or verify triggers the rollback: the gate undoes the phase's records, then the
 phase's own ``rollback`` changes pass the gate. A host that fails a phase is left out of the
 later phases; the other hosts go on. Why a host skips a phase is decided in one place,
-``skip_reason``. See ``clusterctl.bootstrap`` for how to write a phase.
+``skip_reason``. See ``clusterctl.engine.phase`` for how to write a phase.
+
+Every command that changes hosts runs here (bootstrap, reset, ``certs renew``...), so each gets
+the same: hosts all at once per phase, or in batches (``RunSettings.batch_size``: a rolling
+change, ``--max-unavailable``), a phase ``serial`` (one host at a time) or ``once_per_cluster``;
+the host lock (``engine.lock``); progress and ``--resume`` (``engine.progress``); an undo journal
+written before each change reaches its host (``undo_journal.WriteAheadJournal``); and Ctrl-C or
+SIGTERM handled here once: the phase in flight is undone where it moved something out of place
+(``Phase.undo_on_interrupt``), the journal and progress are saved, the locks given back.
 """
 
 from __future__ import annotations
@@ -19,24 +27,27 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from clusterctl.bootstrap import lock as host_lock
-from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.bootstrap.read_ahead import ReadAhead
-from clusterctl.bootstrap.run_data import RunData, RunOptions
 from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord, HostGate
+from clusterctl.engine import lock as host_lock
+from clusterctl.engine.phase import Phase, PhaseContext, Wait
+from clusterctl.engine.read_ahead import ReadAhead
+from clusterctl.errors import Interrupted
 from clusterctl.findings import Finding, Severity, has_errors, sorted_findings
 from clusterctl.host_reader import HostReader, ReadOnlyHost
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
 
 if TYPE_CHECKING:
-    from clusterctl.bootstrap.confirm import HostConfirmations, Read
-    from clusterctl.bootstrap.progress import ProgressStore
+    from clusterctl.engine.confirm import HostConfirmations, Read
+    from clusterctl.engine.progress import ProgressStore
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
+    from clusterctl.undo_journal import WriteAheadJournal
 
 
 class Status(str, Enum):
+    """How one phase went on one host: the report's one vocabulary (no free-form status strings)."""
+
     OK = "ok"
     CHANGED = "changed"
     FAILED = "failed"
@@ -58,11 +69,13 @@ class HostPhaseResult:
     message: str = ""
     #: What rollback did, one line each.
     rollback: list[str] = field(default_factory=list)
+    #: What the phase waits for (a plan shows it; an applying run waited for it).
+    waits: list[str] = field(default_factory=list)
     #: What ``check`` returned, for the phase's ``fleet_findings`` (not reported).
     state: Any = field(default=None, repr=False)
     #: What the gate applied for this phase here and kept (for the undo journal; not reported).
     records: list[GateRecord] = field(default_factory=list, repr=False)
-    #: The reads that show this phase has nothing left to do here (``clusterctl.bootstrap.confirm``);
+    #: The reads that show this phase has nothing left to do here (``clusterctl.engine.confirm``);
     #: ``None``: none that could be replayed (not reported).
     reads: list[Read] | None = field(default=None, repr=False)
 
@@ -75,6 +88,8 @@ class HostPhaseResult:
             data["message"] = mask_text(self.message)
         if self.rollback:
             data["rollback"] = [mask_text(line) for line in self.rollback]
+        if self.waits:
+            data["waits"] = [mask_text(line) for line in self.waits]
         return data
 
 
@@ -90,7 +105,7 @@ class PhaseRecap:
 
 
 @dataclass
-class BootstrapReport:
+class RunReport:
     cluster: str
     applied: bool
     phases: list[str]
@@ -107,10 +122,12 @@ class BootstrapReport:
     #: Why an applying run that included ``verify`` could not verify the cluster (it ran on no
     #: host); such a run is not ok, even when no host failed.
     not_verified: str | None = None
+    #: Ctrl-C or SIGTERM stopped the run (the signal's name); what was in flight is in ``notes``.
+    interrupted: str | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.failed_hosts and self.not_verified is None
+        return not self.failed_hosts and self.not_verified is None and self.interrupted is None
 
     @property
     def changed(self) -> bool:
@@ -145,6 +162,7 @@ class BootstrapReport:
             "undo_journal": self.undo_journal,
             "verified": self.not_verified is None,
             "not_verified": self.not_verified,
+            "interrupted": self.interrupted,
             "duration_s": round(self.duration_s, 3),
         }
 
@@ -158,19 +176,34 @@ class RunSettings:
     lock_path: str = host_lock.DEFAULT_LOCK_PATH
     #: Where the run's progress is kept (apply mode); ``None``: not kept.
     progress: ProgressStore | None = None
-    #: Options of the run given to every phase as ``ctx.options``.
-    options: RunOptions = field(default_factory=RunOptions)
+    #: Options of the run given to every phase as ``ctx.options`` (the command's own type).
+    options: Any = None
+    #: The context each phase gets for a host (a command's own ``PhaseContext`` with its typed
+    #: ``shared`` and ``options``); ``None``: the engine's, with ``options`` and no shared data.
+    context: Callable[[Host, HostReader], PhaseContext] | None = None
+    #: Called before each phase with the hosts that dropped out so far (bootstrap's verify reads them).
+    before_phase: Callable[[frozenset[str]], None] | None = None
+    #: Hosts per batch: every phase runs on one batch before the next batch starts (a rolling change,
+    #: ``--max-unavailable``; a batch with a failed host stops the run). ``None``: all hosts per phase.
+    batch_size: int | None = None
+    #: The undo journal, kept as the run goes (applying runs): each change is in it before it is made.
+    journal: WriteAheadJournal | None = None
+    #: What the host's answers to ``Phase.reads`` are compared with besides the reads themselves
+    #: (the inventory entry, the run's options): ``confirmations`` needs it.
+    inputs_digest: Callable[[Host], str] | None = None
+    #: The command line that goes on after an interrupt (``clusterctl certs renew --resume --yes``).
+    resume_hint: str | None = None
     #: Called with each phase's results as it finishes (the CLI prints them as they come).
-    on_phase: Callable[[Phase[Any], list[HostPhaseResult]], None] | None = None
+    on_phase: Callable[[Phase[Any, Any], list[HostPhaseResult]], None] | None = None
     #: The hosts' locks, already held by the caller (a day-2 action running some phases under its
     #: own locks): the run takes and gives back none.
     held_lock: host_lock.LockInfo | None = None
     #: What confirms each host unchanged since its phases last had nothing to do (one batched read
-    #: per host instead of each phase's own; ``clusterctl.bootstrap.confirm``); ``None``: not used.
+    #: per host instead of each phase's own; ``clusterctl.engine.confirm``); ``None``: not used.
     confirmations: HostConfirmations | None = None
     #: Hosts where no change is expected before the phases read them (every host of a plan; in
     #: an applying run, hosts whose previous run finished every phase): their phases' reads are
-    #: done in one round trip, with the lock (``clusterctl.bootstrap.read_ahead``).
+    #: done in one round trip, with the lock (``clusterctl.engine.read_ahead``).
     read_ahead: frozenset[str] = frozenset()
 
 
@@ -186,14 +219,14 @@ class SkipReason(str, Enum):
     CONFIRMED = "unchanged since the last run: the host answers its phases' reads as then (one batched read)"
 
 
-def skip_reason(phase: Phase[Any], ctx: PhaseContext, *, failed_earlier: bool, first_target: str | None,
+def skip_reason(phase: Phase[Any, Any], ctx: PhaseContext, *, failed_earlier: bool, first_target: str | None,
                 done_before: bool, confirmed: bool = False) -> SkipReason | None:
     """The one answer to "why does this host skip this phase"; ``None``: it runs it.
 
     ``first_target``: for a once-per-cluster phase, the host that runs it (the first the phase
     applies to, in inventory order). ``done_before``: the progress file of a resumed run says this
     host finished the phase. ``confirmed``: the host's one batched read at the start of the run
-    answered as recorded (``clusterctl.bootstrap.confirm``). Asked before connecting: ``ctx.reader``
+    answered as recorded (``clusterctl.engine.confirm``). Asked before connecting: ``ctx.reader``
     is not usable here.
     """
     if failed_earlier:
@@ -209,6 +242,24 @@ def skip_reason(phase: Phase[Any], ctx: PhaseContext, *, failed_earlier: bool, f
     return None
 
 
+def select_phases(phases: Sequence[Phase[Any, Any]], only: str | None, skip: str | None, *,
+                  command: str = "this command") -> list[Phase[Any, Any]]:
+    """The phases of a run (``phase NAME``, ``--skip-phases a,b``); a name that is no phase is exit 2."""
+    from clusterctl.errors import UsageError
+    from clusterctl.inventory.values import did_you_mean
+
+    names = [p.name for p in phases]
+    skipped = [s.strip() for s in (skip or "").split(",") if s.strip()]
+    for name in ([only] if only else []) + skipped:
+        if name not in names:
+            raise UsageError(f"{command} has no phase named {name!r}.", field="phase",
+                             hint=did_you_mean(name, names) or "Phases: " + ", ".join(names) + ".")
+    chosen = [p for p in phases if (only is None or p.name == only) and p.name not in skipped]
+    if not chosen:
+        raise UsageError("--skip-phases leaves no phase to run", field="--skip-phases")
+    return chosen
+
+
 class _Unconnected(Transport):
     """What ``applies_to`` and ``skip_reason`` get as a host: using it is a bug in the phase."""
 
@@ -216,18 +267,23 @@ class _Unconnected(Transport):
         raise TransportError(FailureKind.ERROR, "applies_to() must decide without running commands")
 
 
-def run_bootstrap(
+def run_phases(
     inventory: Inventory,
     hosts: Sequence[Host],
     runner: Runner,
-    phases: Sequence[Phase[Any]],
+    phases: Sequence[Phase[Any, Any]],
     settings: RunSettings,
-) -> BootstrapReport:
-    """Run ``phases`` on ``hosts``; never raises for a host's failure (it is in the report)."""
+) -> RunReport:
+    """Run ``phases`` on ``hosts``; never raises for a host's failure (it is in the report).
+
+    Ctrl-C or SIGTERM (``Interrupted``) is handled here and raised again once the run is in order:
+    what the phase in flight moved out of place is put back (``Phase.undo_on_interrupt``), the
+    progress and the undo journal are saved, the locks given back, and the interrupt's
+    ``retry_hint`` names the journal and ``--resume``.
+    """
     began = time.monotonic()
-    report = BootstrapReport(inventory.name, settings.apply, [p.name for p in phases], [h.name for h in hosts])
-    shared = RunData()
-    gate = Gate(apply=settings.apply)
+    report = RunReport(inventory.name, settings.apply, [p.name for p in phases], [h.name for h in hosts])
+    gate = Gate(apply=settings.apply, log=settings.journal if settings.apply else None)
     lock_info = host_lock.LockInfo.mine(uuid.uuid4().hex)
     locked: list[Host] = []
     store = settings.progress
@@ -236,7 +292,8 @@ def run_bootstrap(
     confirmed: frozenset[str] = frozenset()
     if settings.confirmations is not None and not settings.resume:
         confirmed = _confirm_unchanged(runner, inventory, hosts, phases, settings, report)
-    ahead = _reads_ahead(inventory, [h for h in hosts if h.name not in confirmed], phases, shared, settings)
+    ahead = _reads_ahead(inventory, [h for h in hosts if h.name not in confirmed], phases, settings)
+    inflight = _InFlight()
     try:
         # Read-only runs (preflight alone) change nothing, so they need no lock and may run
         # beside another run. Nor does a host confirmed unchanged: nothing will change there.
@@ -245,57 +302,163 @@ def run_bootstrap(
                                  ahead)
         elif ahead:
             _fill_ahead(runner, [h for h in hosts if h.name in ahead], ahead)
-        for phase in phases:
-            shared.failed_hosts = frozenset(report.failed_hosts)
-            phase_results, duration = _run_phase(phase, inventory, hosts, runner, gate, shared, settings, report,
-                                                 ahead, confirmed)
-            report.results.extend(phase_results)
-            counts = {s: sum(1 for r in phase_results if r.status is s) for s in Status}
-            report.recap.append(PhaseRecap(phase.name, duration, counts))
-            for r in phase_results:
-                if r.status is Status.FAILED:
-                    report.failed_hosts.setdefault(r.host, f"phase {phase.name}: {r.message}")
-                if store is not None and settings.apply and r.message != SkipReason.EARLIER_FAILURE.value:
-                    store.record(r.host, phase.name, r.status.value, r.duration_s, r.message)
-            if store is not None and settings.apply:
-                store.save()
-            if settings.on_phase is not None:
-                settings.on_phase(phase, phase_results)
+        for batch in _batches(hosts, settings.batch_size):
+            for phase in phases:
+                if settings.before_phase is not None:
+                    settings.before_phase(frozenset(report.failed_hosts))
+                phase_results, duration = _run_phase(phase, inventory, hosts, batch, runner, gate, settings, report,
+                                                     ahead, confirmed, inflight)
+                _keep_results(phase, phase_results, duration, report, settings)
+            if settings.batch_size is not None and any(h.name in report.failed_hosts for h in batch):
+                later = [h.name for h in hosts[hosts.index(batch[-1]) + 1:]]
+                if later:
+                    report.notes.append(f"stopped after a failed host: not started on {', '.join(later)}")
+                break
         if settings.confirmations is not None and settings.apply and not settings.resume:
             _record_unchanged(runner, inventory, hosts, phases, settings, report, confirmed)
+    except Interrupted as exc:
+        report.interrupted = exc.signal_name
+        _put_back(runner, inflight, gate, report)
+        if store is not None and settings.apply:
+            store.save()
+        exc.retry_hint = _after_interrupt(report, runner, locked, lock_info, settings, inflight, gate)
+        raise
     finally:
-        if locked:
-            _unlock_hosts(runner, locked, lock_info, settings)
-    report.not_verified = _not_verified(report) if settings.apply else None
+        if not report.interrupted:
+            _finish(report, runner, locked, lock_info, settings, inflight, gate)
     report.duration_s = time.monotonic() - began
     return report
 
 
-#: A verify result that counts as the cluster checked on that host.
-_VERIFIED = {Status.OK, Status.CHANGED}
+def _finish(report: RunReport, runner: Runner, locked: list[Host], lock_info: host_lock.LockInfo,
+            settings: RunSettings, inflight: _InFlight, gate: Gate) -> None:
+    """Give the locks back and turn the journal's log into the journal (``undo_journal``)."""
+    if locked:
+        _unlock_hosts(runner, locked, lock_info, settings,
+                      timeout_s=UNLOCK_AFTER_INTERRUPT_S if report.interrupted else None, report=report)
+    if settings.journal is not None and settings.apply:
+        path = settings.journal.finish(report.kept_records() + inflight.kept(gate), interrupted=report.interrupted)
+        if path is not None:
+            report.undo_journal = str(path)
+            report.notes.append(f"undo with: clusterctl undo {path}")
 
 
-def _not_verified(report: BootstrapReport) -> str | None:
-    """Why the run's ``verify`` phase checked nothing, or ``None`` (it ran, or was not asked for)."""
-    if "verify" not in report.phases:
-        return None
-    results = [r for r in report.results if r.phase == "verify"]
-    if any(r.status in _VERIFIED or r.message == SkipReason.DONE_BEFORE.value for r in results):
-        return None
-    if any(r.status is Status.FAILED for r in results):
-        return None  # a failed verify is already a failed host, with its reason
-    reasons = sorted({r.message for r in results if r.message}) or ["no host of this run could run it"]
-    return ("verify did not run: " + "; ".join(reasons) + " (it runs on the first control-plane host: include "
-            "that host in the run, or run 'clusterctl bootstrap phase verify' afterwards)")
+def _after_interrupt(report: RunReport, runner: Runner, locked: list[Host], lock_info: host_lock.LockInfo,
+                     settings: RunSettings, inflight: _InFlight, gate: Gate) -> str:
+    """Put the run in order after Ctrl-C; what the user reads: what was in flight, the journal, how to go on."""
+    _finish(report, runner, locked, lock_info, settings, inflight, gate)
+    lines = list(report.notes)
+    if report.undo_journal:
+        lines.append(f"to take back what this run changed: clusterctl undo {report.undo_journal}")
+    if settings.resume_hint:
+        lines.append(f"to go on where it stopped: {settings.resume_hint}")
+    return "\n".join(lines)
 
 
-def _applicable(phases: Sequence[Phase[Any]], inventory: Inventory, hosts: Sequence[Host],
-                settings: RunSettings) -> dict[str, list[Phase[Any]]]:
+def _batches(hosts: Sequence[Host], size: int | None) -> list[list[Host]]:
+    if size is None:
+        return [list(hosts)]
+    step = max(1, size)
+    return [list(hosts[i:i + step]) for i in range(0, len(hosts), step)]
+
+
+def _keep_results(phase: Phase[Any, Any], phase_results: list[HostPhaseResult], duration: float, report: RunReport,
+                  settings: RunSettings) -> None:
+    store = settings.progress
+    report.results.extend(phase_results)
+    counts = {s: sum(1 for r in phase_results if r.status is s) for s in Status}
+    report.recap.append(PhaseRecap(phase.name, duration, counts))
+    for r in phase_results:
+        if r.status is Status.FAILED:
+            report.failed_hosts.setdefault(r.host, f"phase {phase.name}: {r.message}")
+        if store is not None and settings.apply and r.message != SkipReason.EARLIER_FAILURE.value:
+            store.record(r.host, phase.name, r.status.value, r.duration_s, r.message)
+    if store is not None and settings.apply:
+        store.save()
+    if settings.on_phase is not None:
+        settings.on_phase(phase, phase_results)
+
+
+class _InFlight:
+    """Host -> the phase it is in and where that phase's records start in the gate (thread-safe)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self.hosts: dict[str, tuple[Phase[Any, Any], Transport, int]] = {}
+
+    def enter(self, host: str, phase: Phase[Any, Any], transport: Transport, start: int) -> None:
+        with self._lock:
+            self.hosts[host] = (phase, transport, start)
+
+    def leave(self, host: str) -> None:
+        with self._lock:
+            self.hosts.pop(host, None)
+
+    def snapshot(self) -> dict[str, tuple[Phase[Any, Any], Transport, int]]:
+        with self._lock:
+            return dict(self.hosts)
+
+    def kept(self, gate: Gate) -> list[GateRecord]:
+        """What the phases cut off by an interrupt applied and left in place: the journal keeps it."""
+        return [r for host, (_, _, start) in self.snapshot().items() for r in gate.records_for(host)[start:]
+                if r.applied and r.changed and not r.temporary]
+
+
+#: How long putting back what an interrupted phase moved may take (a host that stopped answering is
+#: left to the journal).
+PUT_BACK_AFTER_INTERRUPT_S = 60.0
+
+
+def _put_back(runner: Runner, inflight: _InFlight, gate: Gate, report: RunReport) -> None:
+    """After Ctrl-C: undo what each phase in flight with ``undo_on_interrupt`` applied on its host."""
+    cut = inflight.snapshot()
+    for host, (phase, _, _) in cut.items():
+        report.notes.append(f"{host}: interrupted in phase {phase.name}")
+    todo = {h: v for h, v in cut.items() if v[0].undo_on_interrupt}
+    if not todo or not gate.apply:
+        return
+    by_name = {h: t.host for h, (_, t, _) in todo.items()}
+
+    def put_back(transport: Transport) -> list[str]:
+        start = todo[transport.host.name][2]
+        mine = gate.records_for(transport.host.name)[start:]
+        return gate.undo(transport, mine)
+
+    from clusterctl.fanout import FleetInterrupted
+
+    try:
+        fleet = runner.run_task(list(by_name.values()), put_back, label="put back",
+                                timeout_s=PUT_BACK_AFTER_INTERRUPT_S)
+    except FleetInterrupted:
+        report.notes.append("interrupted again while putting back: the undo journal has what is left")
+        return
+    for outcome in fleet.outcomes:
+        if outcome.ok:
+            if not any(line.startswith(("failed", "cannot", "refused")) for line in outcome.value or []):
+                inflight.leave(outcome.host.name)  # undone: nothing of that phase is left for the journal
+            lines = "; ".join(outcome.value or []) or "nothing was moved yet"
+            report.notes.append(f"{outcome.host.name}: put back after the interrupt: {lines}")
+        else:
+            why = outcome.failure.describe() if outcome.failure else "no result"
+            report.notes.append(f"{outcome.host.name}: could not put back after the interrupt ({why}): "
+                                "the undo journal has it")
+
+
+def _context(settings: RunSettings, inventory: Inventory, host: Host, reader: HostReader) -> PhaseContext:
+    if settings.context is not None:
+        return settings.context(host, reader)
+    return PhaseContext(host, reader, inventory, options=settings.options)
+
+
+def _applicable(phases: Sequence[Phase[Any, Any]], inventory: Inventory, hosts: Sequence[Host],
+                settings: RunSettings) -> dict[str, list[Phase[Any, Any]]]:
     """Host -> the phases of the run it would run (not those for other hosts or run once elsewhere)."""
     def ctx(host: Host) -> PhaseContext:
-        return PhaseContext(host, HostReader(_Unconnected(host)), inventory, RunData(), settings.options)
+        return _context(settings, inventory, host, HostReader(_Unconnected(host)))
 
-    out: dict[str, list[Phase[Any]]] = {h.name: [] for h in hosts}
+    out: dict[str, list[Phase[Any, Any]]] = {h.name: [] for h in hosts}
     for phase in phases:
         takers = [h for h in hosts if phase.applies_to(ctx(h))]
         if phase.once_per_cluster:
@@ -305,13 +468,13 @@ def _applicable(phases: Sequence[Phase[Any]], inventory: Inventory, hosts: Seque
     return out
 
 
-def _confirm_unchanged(runner: Runner, inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any]],
-                       settings: RunSettings, report: BootstrapReport) -> frozenset[str]:
+def _confirm_unchanged(runner: Runner, inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any, Any]],
+                       settings: RunSettings, report: RunReport) -> frozenset[str]:
     """The hosts whose every phase of this run is confirmed by their one batched read."""
-    from clusterctl.bootstrap.confirm import confirm_hosts, inputs_digest
+    from clusterctl.engine.confirm import confirm_hosts
 
-    store = settings.confirmations
-    assert store is not None
+    store, inputs_digest = settings.confirmations, settings.inputs_digest
+    assert store is not None and inputs_digest is not None
     candidates = []
     for host, own in _applicable(phases, inventory, hosts, settings).items():
         record = store.get(host)
@@ -320,7 +483,7 @@ def _confirm_unchanged(runner: Runner, inventory: Inventory, hosts: Sequence[Hos
                                                  for p in changing):
             continue
         entry = inventory.host(host)
-        if record.inputs == inputs_digest(inventory, entry, settings.options):
+        if record.inputs == inputs_digest(entry):
             candidates.append((entry, record))
     from clusterctl.fanout import FleetInterrupted
 
@@ -336,13 +499,13 @@ def _confirm_unchanged(runner: Runner, inventory: Inventory, hosts: Sequence[Hos
     return frozenset(confirmed)
 
 
-def _record_unchanged(runner: Runner, inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any]],
-                      settings: RunSettings, report: BootstrapReport, confirmed: frozenset[str]) -> None:
+def _record_unchanged(runner: Runner, inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any, Any]],
+                      settings: RunSettings, report: RunReport, confirmed: frozenset[str]) -> None:
     """Keep, for each host whose phases all ended with nothing left to do, the reads that show it."""
-    from clusterctl.bootstrap.confirm import inputs_digest, record_hosts
+    from clusterctl.engine.confirm import record_hosts
 
-    store = settings.confirmations
-    assert store is not None
+    store, inputs_digest = settings.confirmations, settings.inputs_digest
+    assert store is not None and inputs_digest is not None
     results = {(r.host, r.phase): r for r in report.results}
     entries = []
     for host, own in _applicable(phases, inventory, hosts, settings).items():
@@ -360,7 +523,7 @@ def _record_unchanged(runner: Runner, inventory: Inventory, hosts: Sequence[Host
             store.put(host, None)
             continue
         entry = inventory.host(host)
-        entries.append((entry, inputs_digest(inventory, entry, settings.options),
+        entries.append((entry, inputs_digest(entry),
                         tuple(p.name for p in own), tuple(reads)))
     record_hosts(runner, store, entries)
     store.save()
@@ -370,15 +533,14 @@ def _record_unchanged(runner: Runner, inventory: Inventory, hosts: Sequence[Host
 Reads = dict[str, tuple[list[tuple[str, bool]], ReadAhead]]
 
 
-def _reads_ahead(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any]], shared: RunData,
+def _reads_ahead(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any, Any]],
                  settings: RunSettings) -> Reads:
     """What each read-ahead host's phases will read first (phases that run on every host alone)."""
     out: Reads = {}
     for host in hosts:
         if host.name not in settings.read_ahead:
             continue
-        ctx = PhaseContext(host, HostReader(_Unconnected(host), what="read ahead"), inventory, shared,
-                           settings.options)
+        ctx = _context(settings, inventory, host, HostReader(_Unconnected(host), what="read ahead"))
         reads = [read for phase in phases if not (phase.serial or phase.once_per_cluster) and phase.applies_to(ctx)
                  for read in phase.reads(ctx)]
         if len(reads) > 1:
@@ -399,7 +561,7 @@ def _fill_ahead(runner: Runner, hosts: Sequence[Host], ahead: Reads) -> None:
 
 
 def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings,
-                report: BootstrapReport, ahead: Reads | None = None) -> list[Host]:
+                report: RunReport, ahead: Reads | None = None) -> list[Host]:
     # The lock is the one write that does not pass the gate: it guards the run itself (taken
     # before the first change, released after the last, never planned, never undone).
     def take(transport: Transport) -> str:
@@ -451,31 +613,36 @@ UNLOCK_AFTER_INTERRUPT_S = 30.0
 
 
 def _unlock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings,
-                  *, timeout_s: float | None = None) -> None:
+                  *, timeout_s: float | None = None, report: RunReport | None = None) -> None:
     def drop(transport: Transport) -> None:
         host_lock.release(transport, info, path=settings.lock_path)
 
-    runner.run_task(hosts, drop, label="unlock", timeout_s=timeout_s)
+    fleet = runner.run_task(hosts, drop, label="unlock", timeout_s=timeout_s)
+    for outcome in fleet.outcomes:
+        if report is not None and not outcome.ok and outcome.failure is not None:
+            report.notes.append(f"{outcome.host.name}: its lock {settings.lock_path} is still held by this run "
+                                f"({outcome.failure.message}): the next run needs --force-unlock")
 
 
 def _run_phase(
-    phase: Phase[Any],
+    phase: Phase[Any, Any],
     inventory: Inventory,
     hosts: Sequence[Host],
+    batch: Sequence[Host],
     runner: Runner,
     gate: Gate,
-    shared: RunData,
     settings: RunSettings,
-    report: BootstrapReport,
+    report: RunReport,
     ahead: Reads | None = None,
     confirmed: frozenset[str] = frozenset(),
+    inflight: _InFlight | None = None,
 ) -> tuple[list[HostPhaseResult], float]:
-    """``phase`` on every host of the run: a result per host (skipped ones included), in inventory order."""
+    """``phase`` on every host of ``batch`` (all the run's hosts, or one batch of a rolling run): a result
+    per host (skipped ones included), in inventory order."""
     began = time.monotonic()
 
     def unconnected(host: Host) -> PhaseContext:
-        return PhaseContext(host, HostReader(_Unconnected(host), what=f"phase {phase.name}"), inventory, shared,
-                            settings.options)
+        return _context(settings, inventory, host, HostReader(_Unconnected(host), what=f"phase {phase.name}"))
 
     live = [h for h in hosts if h.name not in report.failed_hosts]
     first_target = None
@@ -486,7 +653,7 @@ def _run_phase(
     results: list[HostPhaseResult] = []
     targets: list[Host] = []
     done_before: set[str] = set()
-    for host in hosts:
+    for host in batch:
         why = skip_reason(phase, unconnected(host), failed_earlier=host.name in report.failed_hosts,
                           first_target=first_target, confirmed=host.name in confirmed,
                           done_before=resuming and store is not None and store.is_done(host.name, phase.name))
@@ -499,16 +666,19 @@ def _run_phase(
 
     def task(transport: Transport) -> HostPhaseResult:
         planned = (ahead or {}).get(transport.host.name)
-        return _one_host(phase, transport, inventory, shared, gate, settings,
-                         done_before=transport.host.name in done_before,
+        name = transport.host.name
+        if inflight is not None:
+            inflight.enter(name, phase, transport, len(gate.records_for(name)))
+        # Left in flight until the phase's results are kept: a host that finished while Ctrl-C stopped
+        # the step has no result, and what it applied must still reach the journal.
+        return _one_host(phase, transport, inventory, gate, settings, done_before=name in done_before,
                          known=planned[1] if planned is not None else None)
 
     limit = max(runner.timeout_s, phase.timeout_s)
-    batches = [[h] for h in targets] if phase.serial else [list(targets)]
-    for batch in batches:
-        if not batch:
+    for group in [[h] for h in targets] if phase.serial else [list(targets)]:
+        if not group:
             continue
-        fleet = runner.run_task(batch, task, label=phase.name, timeout_s=limit)
+        fleet = runner.run_task(group, task, label=phase.name, timeout_s=limit)
         for outcome in fleet.outcomes:
             if outcome.ok and outcome.value is not None:
                 results.append(outcome.value)
@@ -516,13 +686,15 @@ def _run_phase(
                 message = outcome.failure.describe() if outcome.failure else "no result"
                 results.append(HostPhaseResult(outcome.host.name, phase.name, Status.FAILED, outcome.duration_s,
                                                message=mask_text(message)))
+            if inflight is not None:
+                inflight.leave(outcome.host.name)
     _fleet_findings(phase, results)
     order = {h.name: i for i, h in enumerate(hosts)}
     results.sort(key=lambda r: order.get(r.host, len(order)))
     return results, time.monotonic() - began
 
 
-def _fleet_findings(phase: Phase[Any], results: list[HostPhaseResult]) -> None:
+def _fleet_findings(phase: Phase[Any, Any], results: list[HostPhaseResult]) -> None:
     states = {r.host: r.state for r in results if r.state is not None}
     if not states:
         return
@@ -537,13 +709,13 @@ def _fleet_findings(phase: Phase[Any], results: list[HostPhaseResult]) -> None:
             target.message = mask_text(finding.message)
 
 
-def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, shared: RunData, gate: Gate,
+def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory, gate: Gate,
               settings: RunSettings, *, done_before: bool, known: ReadAhead | None = None) -> HostPhaseResult:
     host = transport.host.name
     began = time.monotonic()
     result = HostPhaseResult(host, phase.name, Status.OK)
     reader = HostReader(transport, what=f"phase {phase.name}", known=known)
-    ctx = PhaseContext(transport.host, reader, inventory, shared, settings.options)
+    ctx = _context(settings, inventory, transport.host, reader)
     host_gate = gate.for_host(transport)
 
     def done(status: Status, message: str = "") -> HostPhaseResult:
@@ -577,6 +749,8 @@ def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, sha
     if not settings.apply:
         host_gate.submit_all(changes)
         result.changes = changes
+        wait = phase.wait(ctx)
+        result.waits = [wait.summary] if wait is not None else []
         return done(Status.CHANGED if changes else Status.OK)
 
     before = len(host_gate.records())
@@ -593,6 +767,13 @@ def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, sha
         return done(Status.FAILED, str(exc))
     result.changes = [r.change for r in records if r.changed]
     result.records = [r for r in host_gate.records()[before:] if r.applied and r.changed and not r.temporary]
+    wait = phase.wait(ctx)
+    if wait is not None:
+        result.waits = [wait.summary]
+        late = _wait(wait, ctx)
+        if late is not None:
+            result.rollback = _rollback(phase, ctx, host_gate, records)
+            return done(Status.FAILED, late)
     seen = len(reader.transcript or ())
     problems = _verify(phase, ctx, host_gate)
     result.findings.extend(problems)
@@ -601,18 +782,18 @@ def _one_host(phase: Phase[Any], transport: Transport, inventory: Inventory, sha
         return done(Status.FAILED, "verify failed: " + "; ".join(f.message for f in problems
                                                                    if f.severity is Severity.ERROR))
     if transcribe:
-        result.reads = _reads_after_change(phase, transport, inventory, shared, settings, reader, seen) \
+        result.reads = _reads_after_change(phase, transport, inventory, settings, reader, seen) \
             if result.changes else reader.transcript
     return done(Status.CHANGED if result.changes else Status.OK)
 
 
-def _reads_after_change(phase: Phase[Any], transport: Transport, inventory: Inventory, shared: RunData,
-                        settings: RunSettings, reader: HostReader, seen: int) -> list[Read] | None:
+def _reads_after_change(phase: Phase[Any, Any], transport: Transport, inventory: Inventory, settings: RunSettings,
+                        reader: HostReader, seen: int) -> list[Read] | None:
     """What confirms a phase that changed the host: its check read again now, which must plan nothing
     (check's first reads were made before the change), and what verify read after it."""
     again = HostReader(transport, what=f"phase {phase.name}")
     again.start_transcript()
-    ctx = PhaseContext(transport.host, again, inventory, shared, settings.options)
+    ctx = _context(settings, inventory, transport.host, again)
     try:
         if [c for c in phase.plan(ctx, phase.check(ctx)) if not c.is_noop]:
             return None
@@ -623,7 +804,19 @@ def _reads_after_change(phase: Phase[Any], transport: Transport, inventory: Inve
     return again.transcript + [r for r in reader.transcript[seen:] if r not in again.transcript]
 
 
-def _verify(phase: Phase[Any], ctx: PhaseContext, gate: HostGate) -> list[Finding]:
+def _wait(wait: Wait, ctx: PhaseContext) -> str | None:
+    """Poll ``wait`` until it is there (``None``) or its time is up (what was seen last)."""
+    deadline = time.monotonic() + wait.timeout_s
+    while True:
+        seen = wait.probe(ctx)
+        if seen is None:
+            return None
+        if time.monotonic() >= deadline:
+            return f"{wait.summary}: not there after {int(wait.timeout_s)} s ({seen})"
+        time.sleep(wait.poll_s)
+
+
+def _verify(phase: Phase[Any, Any], ctx: PhaseContext, gate: HostGate) -> list[Finding]:
     """``phase.verify`` with the read-only view, and the gate bound for its temporary changes only."""
     ctx._gate = gate
     try:
@@ -635,7 +828,7 @@ def _verify(phase: Phase[Any], ctx: PhaseContext, gate: HostGate) -> list[Findin
         ctx._gate = None
 
 
-def _rollback(phase: Phase[Any], ctx: PhaseContext, gate: HostGate, records: Sequence[GateRecord]) -> list[str]:
+def _rollback(phase: Phase[Any, Any], ctx: PhaseContext, gate: HostGate, records: Sequence[GateRecord]) -> list[str]:
     """Undo ``records`` through the gate, then pass the phase's own rollback changes; one line per step."""
     try:
         extra = phase.rollback(ctx, records) if any(r.applied and r.changed for r in records) else []

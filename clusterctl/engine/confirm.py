@@ -28,7 +28,7 @@ import re
 import shlex
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,34 +38,13 @@ from clusterctl.secret import mask_text
 from clusterctl.writable import write_private_file
 
 if TYPE_CHECKING:
-    from clusterctl.bootstrap.run_data import RunOptions
     from clusterctl.fanout import Runner
-    from clusterctl.inventory.model import Host, Inventory
+    from clusterctl.inventory.model import Host
     from clusterctl.transport.base import Transport
 
 FORMAT_VERSION = 1
 #: A read as the transcript keeps it: the command line and whether it ran as root.
 Read = tuple[str, bool]
-
-
-def inputs_digest(inventory: Inventory, host: Host, options: RunOptions) -> str:
-    """What the phases plan from besides the host's answers: its inventory entry (without the line it
-    is on: adding a host moves the others), the cluster-wide sections (without the hosts and the
-    groups' member lists), the run's options (without the list of hosts), the saved survey's content
-    and clusterctl's version."""
-    from clusterctl import __version__
-
-    entry = replace(host, source=None)
-    cluster = replace(inventory, hosts=(), groups={}, source=None)
-    opts = replace(options, hosts=(), applying=False)
-    survey = hashlib.sha256()
-    if options.survey:  # its content, not only its name: the labels come from it
-        try:
-            survey.update(Path(options.survey).expanduser().read_bytes())
-        except OSError:
-            survey.update(b"unreadable")
-    text = "\0".join((__version__, repr(entry), repr(cluster), repr(opts), survey.hexdigest()))
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def batch_command(reads: Sequence[Read]) -> tuple[str, bool]:

@@ -1,6 +1,7 @@
-"""What a bootstrap run has done, kept on the control machine so that ``--resume`` can skip it.
+"""What a run has done, kept on the control machine so that ``--resume`` can skip it: the one progress file.
 
-One JSON file per cluster, ``<state dir>/bootstrap/<cluster>.json``; the state dir is
+One JSON file per command and fleet, ``<state dir>/<command>/<cluster>-<fleet>.json`` (``RunPlace``:
+bootstrap's, ``certs-renew``'s); the state dir is
 ``--state-dir``, else ``$CLUSTERCTL_STATE_DIR``, else ``$XDG_STATE_HOME/clusterctl``, else
 ``~/.local/state/clusterctl``. It is rewritten atomically (temporary file, then rename) after
 every phase, so a crash or Ctrl-C leaves the last complete state. It holds phase names,
@@ -17,13 +18,18 @@ import os
 import re
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
 from clusterctl.secret import mask_text
 from clusterctl.writable import write_private_file
+
+if TYPE_CHECKING:
+    from clusterctl.inventory.model import Inventory
+    from clusterctl.undo_journal import WriteAheadJournal
 
 FORMAT_VERSION = 1
 #: Statuses that mean "done": a resumed run verifies these and skips them.
@@ -45,15 +51,61 @@ def fleet_key(fleet: Sequence[str]) -> str:
     return hashlib.sha256("\0".join(fleet).encode()).hexdigest()[:10]
 
 
-def progress_path(state_dir: Path, cluster: str, fleet: Sequence[str] = ()) -> Path:
+def progress_path(state_dir: Path, cluster: str, fleet: Sequence[str] = (), command: str = "bootstrap") -> Path:
     """The progress file of one fleet: the cluster name plus a digest of what identifies the fleet
     (the inventory file, the mock hosts' state folders), so two checkouts of one cluster name, or a
     mock fleet and its real twin, never share a record. The record stays a hint either way: a
     resumed run skips a phase only when the host confirms there is nothing to do."""
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", cluster) or "cluster"
     if not fleet:
-        return state_dir / "bootstrap" / f"{safe}.json"
-    return state_dir / "bootstrap" / f"{safe}-{fleet_key(fleet)}.json"
+        return state_dir / command / f"{safe}.json"
+    return state_dir / command / f"{safe}-{fleet_key(fleet)}.json"
+
+
+@dataclass(frozen=True)
+class RunPlace:
+    """Where one command's runs on one fleet keep their progress (``--resume``) and undo journals."""
+
+    state_dir: Path
+    cluster: str
+    #: What identifies the fleet: the inventory file, the mock hosts' state folders.
+    fleet: tuple[str, ...]
+    #: The progress file's folder: ``bootstrap``, ``certs-renew``.
+    command: str
+
+    @classmethod
+    def of(cls, inventory: Inventory, command: str, state_dir: str | None = None) -> RunPlace:
+        base = Path(state_dir).expanduser() if state_dir else default_state_dir()
+        fleet = (str(Path(inventory.source).resolve()) if inventory.source else inventory.name,
+                 *sorted({str(h.mock_state) for h in inventory.hosts if h.mock_state}))
+        return cls(base, inventory.name, fleet, command)
+
+    @property
+    def key(self) -> str:
+        return fleet_key(self.fleet)
+
+    @property
+    def progress_path(self) -> Path:
+        return progress_path(self.state_dir, self.cluster, self.fleet, self.command)
+
+    @property
+    def journal_dir(self) -> Path:
+        return self.state_dir / "undo"
+
+    def progress(self, *, resume: bool, first: str) -> ProgressStore:
+        """The run's progress: the last run's to go on from (``resume``), else a fresh one. ``first``: the
+        command to run when there is nothing to resume."""
+        path = self.progress_path
+        if resume and not path.exists():
+            raise UsageError(f"--resume: no progress file for cluster '{self.cluster}' at {path}",
+                             hint=f"Run '{first}' first (or pass the same --state-dir).")
+        return ProgressStore.load(path, self.cluster) if resume else ProgressStore(path, self.cluster)
+
+    def journal(self, command: str, folder: Path | None = None) -> WriteAheadJournal:
+        from clusterctl.undo_journal import WriteAheadJournal
+
+        return WriteAheadJournal(command=command, folder=folder or self.journal_dir, cluster=self.cluster,
+                                 fleet=self.key)
 
 
 class ProgressStore:
@@ -70,18 +122,23 @@ class ProgressStore:
 
     @classmethod
     def load(cls, path: Path, cluster: str) -> ProgressStore:
+        from clusterctl.inputfile import read_state_file
+
         store = cls(path, cluster)
-        if not path.exists():
-            return store
+        what = "a clusterctl bootstrap progress file"
+        remedy = (f"It only records which phases each host finished, for --resume: remove {path} and run "
+                  "bootstrap without --resume (a phase a host already has changes nothing), or pass the "
+                  "--state-dir of the run to resume.")
         try:
-            raw = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"the progress file cannot be read ({exc}); remove it to start afresh",
-                             file=str(path)) from None
-        hosts = raw.get("hosts") if isinstance(raw, dict) else None
-        if not isinstance(hosts, dict):
-            raise UsageError("the progress file has no 'hosts' mapping; remove it to start afresh", file=str(path))
-        store.hosts = {str(h): dict(p) for h, p in hosts.items() if isinstance(p, dict)}
+            raw = read_state_file(path, what, remedy)
+        except FileNotFoundError:
+            return store
+        hosts = raw.get("hosts")
+        if not isinstance(hosts, dict) or not all(
+                isinstance(phases, dict) and all(isinstance(entry, dict) for entry in phases.values())
+                for phases in hosts.values()):
+            raise UsageError(f"not {what}: no 'hosts' mapping of phases to their status. {remedy}", file=str(path))
+        store.hosts = {str(h): dict(p) for h, p in hosts.items()}
         survey = raw.get("survey")
         store.survey = survey if isinstance(survey, str) and survey else None
         return store

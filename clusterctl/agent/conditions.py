@@ -1,0 +1,90 @@
+"""Findings -> NodeConditions, node-problem-detector's way: ``True`` while the problem is present.
+
+Every run writes every type below, so a condition whose finding is gone turns ``False`` (cleared)
+on the next run, and a condition is only ever set by the agent that owns it. A condition is
+``True`` for error-level findings (what ``clusterctl health`` calls unhealthy: take the host out
+of service); warnings go to the metrics only. ``lastTransitionTime`` moves only when the status
+changes; ``lastHeartbeatTime`` is every run's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from clusterctl.findings import Finding, Severity, sorted_findings
+
+
+@dataclass(frozen=True)
+class ConditionType:
+    type: str
+    #: Reason while no finding of this kind is there (``False``).
+    clear_reason: str
+    #: What it covers, for docs and ``--help``.
+    covers: str
+
+
+GPU = ConditionType("GPUProblem", "GPUsHealthy", "GPUs: ECC, row remapping, Xids, fallen off the bus, "
+                    "temperature, fabric, missing GPUs, DCGM diagnostics")
+NVLINK = ConditionType("NVLinkProblem", "NVLinksHealthy", "NVLinks down or erroring, NVSwitch SXids")
+INFINIBAND = ConditionType("InfiniBandProblem", "InfiniBandHealthy", "InfiniBand/RoCE ports down, slow, "
+                           "flapping or erroring")
+PCIE = ConditionType("PCIeProblem", "PCIeHealthy", "PCIe links trained below their width or speed, ACS "
+                     "between GPUs and NICs")
+CHECKS = ConditionType("HealthCheckProblem", "HealthChecksRan", "a probe that hung or failed: the agent could "
+                       "not check part of the host (a hung nvidia-smi is the classic sign of a GPU off the bus)")
+#: Every type the agent owns, in the order it writes them.
+TYPES: tuple[ConditionType, ...] = (GPU, NVLINK, INFINIBAND, PCIE, CHECKS)
+#: Longest message written (the API server takes more; ``kubectl describe node`` should stay readable).
+MESSAGE_LIMIT = 1024
+_ACRONYMS = {"GPU": "GPU", "NVLINK": "NVLink", "IB": "IB", "PCIE": "PCIe", "ECC": "ECC", "XID": "Xid",
+             "SXID": "SXid", "DCGM": "DCGM", "NVSWITCH": "NVSwitch", "ACS": "ACS", "MIG": "MIG"}
+
+
+def condition_type(code: str) -> ConditionType:
+    """Which condition a finding code belongs to."""
+    if code.startswith(("NVLINK_", "NVSWITCH_")):
+        return NVLINK
+    if code.startswith("IB_"):
+        return INFINIBAND
+    if code.startswith("PCIE_"):
+        return PCIE
+    if code in ("PROBE_HUNG", "PROBE_FAILED", "TOOL_MISSING", "KERNEL_LOG_UNREADABLE", "HOST_UNREACHABLE"):
+        return CHECKS
+    return GPU
+
+
+def reason_of(code: str) -> str:
+    """``GPU_ROW_REMAP_PENDING`` -> ``GPURowRemapPending``: a NodeCondition reason is one CamelCase word."""
+    return "".join(_ACRONYMS.get(word, word.capitalize()) for word in code.split("_") if word)
+
+
+def _message(found: Sequence[Finding]) -> str:
+    first = found[0]
+    subject = f"{first.subject}: " if first.subject else ""
+    more = f" (+{len(found) - 1} more: {', '.join(sorted({f.code for f in found[1:]}))})" if len(found) > 1 else ""
+    text = f"clusterctl: {first.code}: {subject}{first.message}{more}"
+    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 3] + "..."
+
+
+def conditions(findings: Iterable[Finding], now: str,
+               current: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, str]]:
+    """The agent's conditions for this run, ``current`` being the Node's conditions as read.
+
+    ``now``: RFC 3339 UTC (``2026-12-06T02:10:00Z``).
+    """
+    errors = [f for f in sorted_findings(list(findings)) if f.severity is Severity.ERROR]
+    before = {str(c.get("type")): c for c in current if isinstance(c, Mapping)}
+    out = []
+    for kind in TYPES:
+        mine = [f for f in errors if condition_type(f.code) is kind]
+        status = "True" if mine else "False"
+        reason = reason_of(mine[0].code) if mine else kind.clear_reason
+        message = _message(mine) if mine else f"clusterctl: no {kind.type[: -len('Problem')]} problem found"
+        old = before.get(kind.type)
+        since = str(old.get("lastTransitionTime")) if old and old.get("status") == status and \
+            old.get("lastTransitionTime") else now
+        out.append({"type": kind.type, "status": status, "reason": reason, "message": message,
+                    "lastHeartbeatTime": now, "lastTransitionTime": since})
+    return out

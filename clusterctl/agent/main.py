@@ -1,0 +1,121 @@
+"""The command line the node runs: ``python3 clusterctl-node.pyz node-agent --config FILE``.
+
+The systemd service bootstrap installs (``clusterctl-node-agent.service``, started by its timer)
+runs it, and ``slurm-health`` is Slurm's ``HealthCheckProgram`` (through the script
+``/usr/local/sbin/clusterctl-slurm-health`` bootstrap writes, since Slurm passes no arguments).
+It needs only Python 3.10+ on the node (the bundle carries clusterctl's checks and
+``prometheus-client``, ``bundle.py``), not clusterctl's own command line and its libraries. The
+config file is JSON written by bootstrap: ``{"node": ..., "kubeconfig": ..., "textfile_dir": ...,
+"since": ..., "probe_timeout_s": ...}``; flags given on the command line win over it.
+
+Exit 0 when the run published what it found (whatever the host's health: a finding is news, not
+a failure of the agent), 1 when the conditions or the metrics could not be written (``systemctl
+status`` then shows the unit failed), 2 for a bad command line or config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clusterctl.transport.base import Transport
+
+CONFIG_PATH = "/etc/clusterctl/node-agent.json"
+_KEYS = ("node", "kubeconfig", "textfile_dir", "since", "probe_timeout_s")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="clusterctl-node", description="clusterctl's checks run on this node.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    agent = sub.add_parser("node-agent", help="One run of the node health agent (what its systemd timer starts): "
+                           "level-0 checks, NodeConditions on this node, node-exporter textfile metrics.")
+    agent.add_argument("--config", default=CONFIG_PATH, help=f"JSON written by bootstrap (default {CONFIG_PATH}).")
+    agent.add_argument("--node", help="This host's Kubernetes node name.")
+    agent.add_argument("--kubeconfig", help="The agent's kubeconfig (its node's ServiceAccount).")
+    agent.add_argument("--textfile-dir", dest="textfile_dir", help="node-exporter's textfile collector folder.")
+    agent.add_argument("--since", help="Kernel log window (30m, 1h).")
+    agent.add_argument("--probe-timeout", dest="probe_timeout_s", type=float, help="Limit per probe, seconds.")
+    slurm = sub.add_parser("slurm-health", help="Slurm's HealthCheckProgram, prolog or epilog: level-0 checks "
+                           "within --deadline; on failure drain this node with a 'clusterctl: ' reason and exit 1; "
+                           "when healthy resume it only if clusterctl drained it.")
+    slurm.add_argument("--node", help="The Slurm node name (default: this host's short name).")
+    slurm.add_argument("--deadline", type=float, default=50.0, help="Bound of the whole check, seconds (default 50).")
+    slurm.add_argument("--since", default="1h", help="Kernel log window (default 1h).")
+    return parser
+
+
+def slurm_health(args: argparse.Namespace, transport: Transport) -> int:
+    from clusterctl.agent.slurm_check import SlurmCheckOptions, run_slurm_check
+
+    check = run_slurm_check(transport, SlurmCheckOptions(node=args.node, deadline_s=args.deadline, since=args.since))
+    print(check.message, file=sys.stderr if check.exit_code else sys.stdout)
+    for problem in check.problems:
+        print(f"ERROR: clusterctl: {problem}", file=sys.stderr)
+    return check.exit_code
+
+
+def local_transport() -> Transport:
+    import socket
+
+    from clusterctl.inventory.model import Host
+    from clusterctl.transport.local import LocalTransport
+
+    return LocalTransport(Host(name=socket.gethostname(), address="localhost", transport="local"))
+
+
+def _config(transport: Transport, path: str) -> dict[str, Any]:
+    data = transport.get(path)
+    if data is None:
+        return {}
+    try:
+        loaded = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SystemExit(f"clusterctl-node: {path} is not JSON: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise SystemExit(f"clusterctl-node: {path} holds no JSON object")
+    return {k: loaded[k] for k in _KEYS if loaded.get(k) is not None}
+
+
+def node_agent(args: argparse.Namespace, transport: Transport) -> int:
+    from clusterctl.agent.run import AgentOptions, run_once
+
+    values = _config(transport, args.config)
+    values.update({k: getattr(args, k) for k in _KEYS if getattr(args, k) is not None})
+    if not values.get("node"):
+        print(f"clusterctl-node: no node name: give --node or put \"node\" in {args.config}", file=sys.stderr)
+        return 2
+    options = AgentOptions(**values)
+    run = run_once(transport, options)
+    # One line for the journal: the verdict and each condition as status/reason.
+    summary = {"node": options.node, "verdict": run.health.verdict.value, "reason": run.health.reason[:300],
+               "conditions": {c["type"]: f"{c['status']}/{c['reason']}" for c in run.conditions},
+               "conditions_published": run.published, "duration_s": round(run.duration_s, 3)}
+    print(json.dumps(summary, sort_keys=True))
+    for problem in run.problems:
+        print(f"clusterctl-node: {problem}", file=sys.stderr)
+    return 1 if run.problems else 0
+
+
+def main(argv: Sequence[str] | None = None, transport: Callable[[], Transport] = local_transport) -> int:
+    """Parse ``argv`` and run on ``transport()`` (this machine; the simulated systemd passes a mock host's)."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0) if isinstance(exc.code, int) else 2
+    try:
+        if args.command == "node-agent":
+            return node_agent(args, transport())
+        if args.command == "slurm-health":
+            return slurm_health(args, transport())
+    except SystemExit as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,134 @@
+"""One run of the node health agent: probe this host, judge it, publish conditions and metrics.
+
+Everything goes through the host's ``Transport`` (``LocalTransport`` on a real node: the agent runs
+there), so the same code runs on a node and on a mock host: the probes are ``clusterctl health``'s
+(``health.run.probe_host``), the judging is ``health.run.judge`` on this host alone, the
+NodeConditions go through ``kubectl`` with the agent's own kubeconfig (the node's ServiceAccount,
+allowed nothing but ``get``/``patch`` of its own ``nodes/status``), the metrics file is written
+atomically (``Transport.put``: a scrape never reads half a file).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import shlex
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterctl.agent import conditions as cond
+from clusterctl.agent import metrics
+from clusterctl.health.checks import HostInput
+from clusterctl.health.model import HealthOptions, HostHealth
+from clusterctl.transport.base import Transport, TransportError
+
+#: Each kubectl call's own limit: an API server that does not answer costs this, not the timer's.
+KUBECTL_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    #: The Kubernetes node this host is (the inventory name bootstrap registered it under).
+    node: str
+    #: The agent's kubeconfig; ``None``: no Kubernetes here (a Slurm-only host), metrics only.
+    kubeconfig: str | None = None
+    #: node-exporter's textfile collector folder; ``None``: no metrics file.
+    textfile_dir: str | None = "/var/lib/prometheus/node-exporter"
+    #: Kernel log window: an Xid older than this no longer counts (``journalctl -k`` keeps to this boot).
+    since: str = "1h"
+    probe_timeout_s: float = 30.0
+
+
+@dataclass
+class AgentRun:
+    health: HostHealth
+    conditions: list[dict[str, str]] = field(default_factory=list)
+    #: Whether the conditions reached the API server (``None``: no kubeconfig, not asked).
+    published: bool | None = None
+    #: What went wrong publishing, one line each (the run still writes what it can).
+    problems: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.health.host, "verdict": self.health.verdict.value, "reason": self.health.reason,
+                "findings": [f.to_json() for f in self.health.findings], "conditions": self.conditions,
+                "conditions_published": self.published, "problems": self.problems,
+                "duration_s": round(self.duration_s, 3)}
+
+
+def kubectl_line(options: AgentOptions, args: str) -> str:
+    return (f"kubectl --kubeconfig {shlex.quote(str(options.kubeconfig))} --request-timeout=20s {args}")
+
+
+def read_conditions(transport: Transport, options: AgentOptions) -> list[dict[str, Any]]:
+    """The node's conditions as the API server has them (``get`` on ``nodes/status``)."""
+    line = kubectl_line(options, f"get node {shlex.quote(options.node)} --subresource=status -o json")
+    result = transport.run(line, timeout=KUBECTL_TIMEOUT_S)
+    if not result.ok:
+        raise PublishError(f"could not read node {options.node}: {result.stderr_tail(2) or result.stdout[-200:]}")
+    try:
+        node = json.loads(result.stdout)
+    except json.JSONDecodeError as exc:
+        raise PublishError(f"kubectl get node {options.node} printed no JSON ({exc})") from exc
+    found = (node.get("status") or {}).get("conditions") if isinstance(node, dict) else None
+    return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []
+
+
+def patch_conditions(transport: Transport, options: AgentOptions, conditions: list[dict[str, str]]) -> None:
+    """A strategic merge patch of ``nodes/status``: conditions merge by ``type``, the kubelet's stay."""
+    body = json.dumps({"status": {"conditions": conditions}}, separators=(",", ":"), sort_keys=True)
+    line = kubectl_line(options, f"patch node {shlex.quote(options.node)} --subresource=status --type=strategic "
+                                 f"-p {shlex.quote(body)}")
+    result = transport.run(line, timeout=KUBECTL_TIMEOUT_S)
+    if not result.ok:
+        raise PublishError(f"could not patch node {options.node}'s status: "
+                           f"{result.stderr_tail(2) or result.stdout[-200:]}")
+
+
+class PublishError(Exception):
+    pass
+
+
+def _now_rfc3339(at: float) -> str:
+    return datetime.datetime.fromtimestamp(at, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def check_host(transport: Transport, node: str, options: HealthOptions) -> HostHealth:
+    """``clusterctl health`` level 0 on this one host, judged alone (no fleet to compare with)."""
+    from clusterctl.health.run import judge, probe_host
+
+    try:
+        probe = probe_host(transport, options)
+        item = HostInput(node, probe)
+    except TransportError as exc:
+        item = HostInput(node, None, str(exc))
+    return judge([item], level=0, since=options.since, source="node-agent").hosts[0]
+
+
+def run_once(transport: Transport, options: AgentOptions, *, clock: Any = time.time) -> AgentRun:
+    """Probe, judge, publish. Never raises for a publishing failure: it is in ``problems`` and the metrics."""
+    started = time.monotonic()
+    health = check_host(transport, options.node, HealthOptions(since=options.since,
+                                                              probe_timeout_s=options.probe_timeout_s))
+    run = AgentRun(health)
+    if options.kubeconfig:
+        try:
+            current = read_conditions(transport, options)
+            run.conditions = cond.conditions(health.findings, _now_rfc3339(clock()), current)
+            patch_conditions(transport, options, run.conditions)
+            run.published = True
+        except (PublishError, TransportError) as exc:
+            run.published = False
+            run.problems.append(str(exc))
+    run.duration_s = time.monotonic() - started
+    if options.textfile_dir:
+        figures = metrics.RunFigures(options.node, clock(), run.duration_s, run.published)
+        path = f"{options.textfile_dir.rstrip('/')}/{metrics.TEXTFILE_NAME}"
+        try:
+            transport.run(f"mkdir -p {shlex.quote(options.textfile_dir)}", timeout=KUBECTL_TIMEOUT_S)
+            # No backup: a copy per minute would fill the folder; a half-written file is never seen (rename).
+            transport.put(path, metrics.render(health.findings, figures), mode=0o644, backup=False)
+        except TransportError as exc:
+            run.problems.append(f"could not write {path}: {exc}")
+    return run

@@ -1,0 +1,165 @@
+"""``clusterctl health --local --slurm``: Slurm's ``HealthCheckProgram``, prolog or epilog, on the node itself.
+
+What LBNL NHC does, with clusterctl's level-0 checks: run on the node (no SSH, no control machine),
+within a bound (Slurm kills a health check that runs past 60 s: ``--deadline`` defaults to 50),
+and on an error-level finding drain the node with a reason that says it is clusterctl's
+(``scontrol update nodename=N state=drain reason="clusterctl: CODE: ..."``), print NHC's line
+(``ERROR: clusterctl: Health check failed: ...``) and exit 1. On a healthy run, a node that
+clusterctl drained is resumed; a node drained for any other reason (a person, another checker)
+is left as it is. A check that cannot finish in time is a failure (a hung ``nvidia-smi`` is the
+sign of a GPU off the bus). Every drain and resume goes through the ``Gate``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterctl.changes import Change, ChangeFailed, Gate
+from clusterctl.errors import ParseError
+from clusterctl.facts.slurm import REASON_PREFIX, SlurmNode, parse_node, show_command, update_command
+from clusterctl.findings import Finding, Severity
+from clusterctl.health.checks import HostInput
+from clusterctl.health.model import HealthOptions, HostHealth, Verdict
+from clusterctl.health.probe import level0_probes, probe_command, read_probes
+from clusterctl.transport.base import Transport, TransportError
+
+#: Slurm stops a HealthCheckProgram after 60 s; this leaves room for scontrol.
+DEFAULT_DEADLINE_S = 50.0
+#: The longest drain reason written (``sinfo -R`` shows the start; scontrol shows all).
+REASON_LIMIT = 200
+SCONTROL_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class SlurmCheckOptions:
+    #: The Slurm node name; None: this host's short hostname (as slurmd names itself by default).
+    node: str | None = None
+    deadline_s: float = DEFAULT_DEADLINE_S
+    since: str = "1h"
+
+
+@dataclass
+class SlurmCheck:
+    node: str
+    health: HostHealth
+    #: ``drained``, ``reason updated``, ``resumed``, ``left drained``, ``already drained``, ``none``, ``failed``.
+    action: str
+    #: One line for slurmd's log and the operator: NHC's form on failure.
+    message: str
+    slurm_before: SlurmNode | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return self.health.verdict in (Verdict.UNHEALTHY, Verdict.UNKNOWN)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed or self.problems else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "verdict": self.health.verdict.value, "reason": self.health.reason,
+                "action": self.action, "message": self.message, "exit_code": self.exit_code,
+                "slurm": self.slurm_before.to_json() if self.slurm_before else None, "problems": self.problems,
+                "findings": [f.to_json() for f in self.health.findings]}
+
+
+def _judge_within(transport: Transport, node: str, options: SlurmCheckOptions, started: float) -> HostHealth:
+    """Level 0 on this host, the whole probe bounded by what is left of the deadline."""
+    from clusterctl.health.run import judge
+
+    left = max(options.deadline_s - (time.monotonic() - started) - SCONTROL_TIMEOUT_S * 2, 5.0)
+    probes = level0_probes(HealthOptions(since=options.since).since_s, min(20.0, max(left / 3, 3.0)))
+    try:
+        result = transport.run(probe_command(probes), timeout=left)
+        item = HostInput(node, read_probes(result.stdout, probes))
+    except TransportError as exc:
+        # The checks did not finish in time: as NHC's watchdog, that is a failed check, not a pass.
+        finding = Finding(Severity.ERROR, "PROBE_HUNG", f"the health check did not finish within "
+                          f"{int(options.deadline_s)} s ({exc})", host=node,
+                          fix="A hung nvidia-smi usually means a GPU or its driver stopped answering: check the "
+                              "kernel log for Xid 79, then reset or reboot the node.")
+        from clusterctl.health.model import verdict_of
+
+        verdict, reason = verdict_of([finding])
+        return HostHealth(node, verdict, reason, (finding,))
+    return judge([item], level=0, since=options.since, source="slurm-health-check").hosts[0]
+
+
+def _reason(health: HostHealth) -> str:
+    text = REASON_PREFIX + " ".join(health.reason.split())
+    return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 3] + "..."
+
+
+def _update(name: str, state: str, reason: str | None = None) -> str:
+    return update_command(name, state, reason)
+
+
+def read_node(transport: Transport, name: str, timeout: float) -> SlurmNode | None:
+    """This node as ``scontrol -o show node NAME`` shows it; None when Slurm does not know it (or says nothing
+    readable: then nothing is drained or resumed on a guess)."""
+    result = transport.run(show_command(name), timeout=timeout)
+    if not result.ok:
+        return None
+    try:
+        return parse_node(result.stdout, name)
+    except ParseError:
+        return None
+
+
+def run_slurm_check(transport: Transport, options: SlurmCheckOptions, gate: Gate | None = None) -> SlurmCheck:
+    """Check this node, then drain or resume it in Slurm as NHC would; never raises for the host's answers."""
+    started = time.monotonic()
+    name = options.node or _short_hostname(transport)
+    gate = gate or Gate(apply=True)
+    health = _judge_within(transport, name, options, started)
+    check = SlurmCheck(name, health, "none", "")
+    node = read_node(transport, name, timeout=SCONTROL_TIMEOUT_S)
+    check.slurm_before = node
+    host = transport.host.name
+    if check.failed:
+        check.message = f"ERROR: clusterctl: Health check failed: {health.reason}"
+        if node is None:
+            check.action = "failed"
+            check.problems.append(f"Slurm does not know node {name} (scontrol show node): not drained")
+            return check
+        reason = _reason(health)
+        if node.drained and not node.drained_by_clusterctl:
+            check.action = "already drained"  # someone else's drain: their reason stays
+            return check
+        if node.drained_by_clusterctl and node.reason == reason:
+            check.action = "already drained"
+            return check
+        change = Change.run(host, _update(name, "drain", reason), summary=f"drain Slurm node {name}",
+                            undo=_update(name, "resume"), timeout_s=SCONTROL_TIMEOUT_S)
+        check.action = "reason updated" if node.drained else "drained"
+    else:
+        if node is None or not node.drained:
+            check.message = f"clusterctl: {name} healthy ({health.reason})"
+            return check
+        if not node.drained_by_clusterctl:
+            check.action = "left drained"
+            check.message = (f"clusterctl: {name} healthy; left drained: drained by someone else "
+                             f"({node.reason or node.state})")
+            return check
+        change = Change.run(host, _update(name, "resume"), summary=f"resume Slurm node {name}",
+                            undo=_update(name, "drain", node.reason), timeout_s=SCONTROL_TIMEOUT_S)
+        check.action = "resumed"
+        check.message = f"clusterctl: {name} healthy; resumed (drained by clusterctl: {node.reason})"
+    try:
+        gate.submit(transport, change)
+    except ChangeFailed as exc:
+        check.problems.append(f"{change.summary} failed: {exc}")
+        check.action = "failed"
+    return check
+
+
+def _short_hostname(transport: Transport) -> str:
+    result = transport.run("hostname -s 2>/dev/null || hostname", timeout=SCONTROL_TIMEOUT_S)
+    name = result.stdout.strip().split(".")[0]
+    return name or transport.host.name.split(".")[0]
+
+
+__all__ = ["DEFAULT_DEADLINE_S", "SlurmCheck", "SlurmCheckOptions", "run_slurm_check"]

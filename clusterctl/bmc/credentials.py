@@ -1,0 +1,65 @@
+"""A BMC's password, read only when a power action needs it, from where the inventory says.
+
+``password_file``: a file only its owner may read (mode 0600 or stricter, as ssh wants of a key);
+one line, the trailing newline dropped. ``password_env``: an environment variable. Either way the
+value becomes a ``Secret``: masked in every output, log line, journal and error (the Basic-auth
+header that carries it too), and never put on a command line.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import stat
+from pathlib import Path
+
+from clusterctl.errors import UsageError
+from clusterctl.inventory.model import BmcConfig
+from clusterctl.secret import Secret, register_secret
+
+
+def _where(config: BmcConfig) -> tuple[str | None, int | None]:
+    if not config.source or ":" not in config.source:
+        return config.source, None
+    file, _, line = config.source.rpartition(":")
+    return file, int(line) if line.isdigit() else None
+
+
+def bmc_password(config: BmcConfig) -> Secret:
+    """The password of ``config``'s BMCs; ``UsageError`` (exit 2, file, line and field) when it cannot be had."""
+    file, line = _where(config)
+    if config.password_env is not None:
+        value = os.environ.get(config.password_env)
+        if not value:
+            raise UsageError(f"the environment variable {config.password_env} holding the BMC password of "
+                             f"'{config.pattern}' is not set", file=file, line=line,
+                             field=f"bmc.{config.pattern}.password_env",
+                             hint=f"export {config.password_env}=... before running clusterctl (or use password_file).")
+        return _secret(config, value)
+    assert config.password_file is not None
+    path = Path(config.password_file)
+    field = f"bmc.{config.pattern}.password_file"
+    try:
+        info = path.stat()
+        if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise UsageError(f"{path} is readable by others (mode {stat.S_IMODE(info.st_mode):o}): refusing to use "
+                             "it as a BMC password file", file=file, line=line, field=field,
+                             hint=f"chmod 600 {path}")
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read the BMC password file {path} ({exc.strerror})", file=file, line=line,
+                         field=field) from None
+    except UnicodeDecodeError:
+        raise UsageError(f"the BMC password file {path} is not UTF-8 text", file=file, line=line,
+                         field=field) from None
+    value = text.rstrip("\r\n")
+    if not value or "\n" in value:
+        raise UsageError(f"the BMC password file {path} must hold the password on one line", file=file, line=line,
+                         field=field)
+    return _secret(config, value)
+
+
+def _secret(config: BmcConfig, value: str) -> Secret:
+    # The Basic-auth header carries "user:password" in base64: masked wherever it could show.
+    register_secret(base64.b64encode(f"{config.username}:{value}".encode()).decode())
+    return Secret(value, label=f"BMC password of {config.pattern}")

@@ -1,0 +1,111 @@
+"""``clusterctl power status|on|off|cycle HOST...``: hosts' power through their BMCs (Redfish)."""
+
+from __future__ import annotations
+
+import typer
+
+from clusterctl.cli.context import app_context
+from clusterctl.errors import ExitCode
+
+POWER_HELP = """\
+Read or change hosts' power through their BMCs over Redfish (the inventory's 'bmc:' section:
+address, username, and the password in a file of mode 0600 or an environment variable; TLS
+certificates verified unless it says verify_tls: false; ca_file for a private CA). 'on', 'off'
+and 'cycle' wait until the BMC reports the new state (power_timeout_s, 300 s by default); 'cycle'
+is off, then on, so that both are seen to happen. A BMC that does not answer, refuses the
+credentials or never reports the change fails that host, named (exit 1); the others go on.
+Changes ask first (--yes for scripts; required off a terminal); --dry-run reads the power state
+and says what would change. The password is never printed, logged or put on a command line.
+
+Examples:
+
+  clusterctl power status gpu-a3
+
+  clusterctl power cycle gpu-a3 --dry-run
+
+  clusterctl power off gpu-a3 --graceful --yes
+"""
+POWER_SHORT = "Read or change hosts' power through their BMCs (Redfish): status, on, off, cycle."
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(help=POWER_HELP, short_help=POWER_SHORT, no_args_is_help=True)
+    group.command("status", help="The power state each host's BMC reports (changes nothing).")(status_command)
+    group.command("on", help="Switch hosts on and wait until their BMCs report On.")(on_command)
+    group.command("off", help="Switch hosts off (forced; --graceful: an orderly shutdown) and wait for Off.")(
+        off_command)
+    group.command("cycle", help="Switch hosts off, then on, waiting for each (a host that is off is only switched "
+                  "on).")(cycle_command)
+    app.add_typer(group, name="power")
+
+
+HOSTS = typer.Argument(..., metavar="HOST...", help="Hosts (inventory names).")
+DRY_RUN = typer.Option(False, "--dry-run", help="Read the power state and say what would change; change nothing.")
+YES = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal).")
+
+
+def status_command(ctx: typer.Context, hosts: list[str] = HOSTS) -> None:
+    _power(ctx, hosts, "status", dry_run=True, yes=True, graceful=False)
+
+
+def on_command(ctx: typer.Context, hosts: list[str] = HOSTS, dry_run: bool = DRY_RUN, yes: bool = YES) -> None:
+    _power(ctx, hosts, "on", dry_run=dry_run, yes=yes, graceful=False)
+
+
+def off_command(ctx: typer.Context, hosts: list[str] = HOSTS,
+                graceful: bool = typer.Option(False, "--graceful", help="Ask for an orderly shutdown, not a forced "
+                                              "power-off."),
+                dry_run: bool = DRY_RUN, yes: bool = YES) -> None:
+    _power(ctx, hosts, "off", dry_run=dry_run, yes=yes, graceful=graceful)
+
+
+def cycle_command(ctx: typer.Context, hosts: list[str] = HOSTS,
+                  graceful: bool = typer.Option(False, "--graceful", help="Off by an orderly shutdown, not forced."),
+                  dry_run: bool = DRY_RUN, yes: bool = YES) -> None:
+    _power(ctx, hosts, "cycle", dry_run=dry_run, yes=yes, graceful=graceful)
+
+
+def _power(ctx: typer.Context, names: list[str], verb: str, *, dry_run: bool, yes: bool, graceful: bool) -> None:
+    from clusterctl.bmc.power import PowerAction, power_hosts
+    from clusterctl.changes import Gate
+    from clusterctl.cli.confirm import confirm_change
+    from clusterctl.cli.quarantine_cmd import named_hosts, save_journal
+
+    app = app_context(ctx)
+    targets = named_hosts(app, names)
+    action = PowerAction(verb)
+    if action is not PowerAction.STATUS and not dry_run:
+        what = {"on": "switch on", "off": "switch off", "cycle": "power-cycle"}[verb]
+        confirm_change(f"{what} (through the BMC)", [h.name for h in targets], yes=yes,
+                       preview=f"clusterctl power {verb} {' '.join(h.name for h in targets)} --dry-run")
+    gate = Gate(apply=not dry_run and action is not PowerAction.STATUS)
+    results = power_hosts(app.inventory(), targets, action, gate, graceful=graceful)
+    journal = save_journal(app, gate, f"power {verb}") if action is not PowerAction.STATUS else None
+    payload = {"action": verb, "dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
+
+    def human() -> None:
+        from rich.table import Table
+        from rich.text import Text
+
+        if action is PowerAction.STATUS:
+            table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+            for column in ("HOST", "POWER", "BMC"):
+                table.add_column(column)
+            for r in results:
+                table.add_row(Text(r.host), Text(r.before or "?"), Text(r.bmc))
+            app.console.print(table, markup=False, highlight=False)
+        for r in results:
+            if action is not PowerAction.STATUS:
+                for line in r.done:
+                    app.console.print(f"{r.host}: {line}", markup=False, highlight=False, soft_wrap=True)
+                if r.after:
+                    app.console.print(f"{r.host}: power {r.after} ({r.seconds:.1f} s)" if r.seconds is not None
+                                      else f"{r.host}: power {r.after}", markup=False, highlight=False)
+            if r.error:
+                app.console.print(f"FAILED {r.host}: {r.error}", markup=False, highlight=False, soft_wrap=True)
+        if dry_run and action is not PowerAction.STATUS:
+            app.console.print("dry run: nothing was changed", markup=False, highlight=False)
+
+    app.emit(payload, human)
+    if not all(r.ok for r in results):
+        raise typer.Exit(int(ExitCode.FAILED))

@@ -1,0 +1,140 @@
+"""``scontrol show node [NAME]`` and ``scontrol -o show node``: each node's state and drain reason.
+
+Both layouts are read: the default one (a block per node starting with ``NodeName=``, its
+``Key=Value`` fields over indented lines) and ``-o`` (one line per node). A value runs to the next
+`` Key=`` (``OS=Linux 5.14.0 #1 SMP ...`` has spaces); ``Reason=`` is the rest of its line in the
+default layout, and in both ends with Slurm's ``[user@time]`` stamp, kept apart. The state is
+Slurm's compound word: a base state and ``+FLAGS`` (``IDLE+DRAIN``, ``MIXED+DRAIN``,
+``DOWN+NOT_RESPONDING``), with ``*`` and the other sinfo-style suffixes when printed.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+from clusterctl.errors import ParseError
+
+COMMAND = "scontrol -o show node"
+#: The mark clusterctl puts before every drain reason it writes: it resumes only nodes whose reason starts with it.
+REASON_PREFIX = "clusterctl: "
+_KEY = re.compile(r"(?:^|\s)([A-Z][A-Za-z_]*)=")
+_STAMP = re.compile(r"^(.*?)\s*\[([^\[\]@]*)@([^\[\]]*)\]\s*$")
+#: Free-text fields: the value is the rest of the line (any text, `Key=` included), up to another
+#: of them in the ``-o`` layout.
+_FREE_TEXT = ("Reason", "Comment", "Extra")
+
+@dataclass(frozen=True)
+class SlurmNode:
+    name: str
+    #: As printed: ``IDLE+DRAIN``.
+    state: str
+    #: The base state (``IDLE``) and the flags (``("DRAIN",)``), upper case, suffixes like ``*`` dropped.
+    base: str
+    flags: tuple[str, ...]
+    #: Why it is drained or down ("" when none), without Slurm's ``[user@time]`` stamp.
+    reason: str = ""
+    reason_user: str | None = None
+    reason_time: str | None = None
+    partitions: tuple[str, ...] = ()
+    #: Every field as printed (``Gres``, ``CfgTRES``, ``Version``...).
+    fields: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def drained(self) -> bool:
+        """DRAIN (draining or drained) or DOWN: Slurm gives it no new work."""
+        return "DRAIN" in self.flags or self.base in ("DRAINED", "DRAINING", "DOWN") or "DOWN" in self.flags
+
+    @property
+    def drained_by_clusterctl(self) -> bool:
+        return self.drained and self.reason.startswith(REASON_PREFIX)
+
+    def field(self, name: str) -> str | None:
+        return dict(self.fields).get(name)
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "state": self.state, "base": self.base, "flags": list(self.flags),
+                "drained": self.drained, "drained_by_clusterctl": self.drained_by_clusterctl, "reason": self.reason,
+                "reason_user": self.reason_user, "reason_time": self.reason_time, "partitions": list(self.partitions),
+                "fields": dict(self.fields)}
+
+
+def _split_fields(text: str, line_no: int) -> list[tuple[str, str]]:
+    """``Key=Value`` pairs of one line; a value runs to the next `` Key=``."""
+    out: list[tuple[str, str]] = []
+    matches = list(_KEY.finditer(text))
+    if not matches or text[: matches[0].start()].strip():
+        raise ParseError("scontrol show node", f"expected Key=Value fields, got {text.strip()[:80]!r}", line=line_no)
+    index = 0
+    while index < len(matches):
+        match = matches[index]
+        key = match.group(1)
+        following = matches[index + 1:]
+        if key in _FREE_TEXT:
+            following = [m for m in following if m.group(1) in _FREE_TEXT]
+        end = following[0].start() if following else len(text)
+        out.append((key, text[match.end():end].strip()))
+        index = next((i for i, m in enumerate(matches) if m.start() >= end), len(matches))
+    return out
+
+
+def _state_parts(state: str) -> tuple[str, tuple[str, ...]]:
+    words = [w.rstrip("*~#$@^!%") for w in state.upper().split("+") if w]
+    return (words[0] if words else "UNKNOWN"), tuple(words[1:])
+
+
+def _node(fields: list[tuple[str, str]], line_no: int) -> SlurmNode:
+    values = dict(fields)
+    name = values.get("NodeName", "")
+    if not name:
+        raise ParseError("scontrol show node", "a node without NodeName=", line=line_no)
+    state = values.get("State")
+    if not state:
+        raise ParseError("scontrol show node", f"node {name} has no State=", line=line_no)
+    base, flags = _state_parts(state)
+    reason, user, stamp = values.get("Reason", ""), None, None
+    found = _STAMP.match(reason)
+    if found:
+        reason, user, stamp = found.group(1).strip(), found.group(2), found.group(3)
+    partitions = tuple(p for p in values.get("Partitions", "").split(",") if p)
+    return SlurmNode(name, state, base, flags, reason, user, stamp, partitions, tuple(fields))
+
+
+def parse_nodes(text: str) -> tuple[SlurmNode, ...]:
+    """Every node of ``scontrol show node`` (either layout); ``()`` for an empty answer."""
+    nodes: list[SlurmNode] = []
+    current: list[tuple[str, str]] = []
+    start = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("No nodes in the system") or (line.startswith("Node ") and line.endswith("not found")):
+            continue
+        fields = _split_fields(line, number)
+        if fields[0][0] == "NodeName":
+            if current:
+                nodes.append(_node(current, start))
+            current, start = [], number
+        elif not current:
+            raise ParseError("scontrol show node", "fields before the first NodeName=", line=number)
+        current.extend(fields)
+    if current:
+        nodes.append(_node(current, start))
+    return tuple(nodes)
+
+
+def parse_node(text: str, name: str) -> SlurmNode | None:
+    """The node ``name`` of ``scontrol -o show node NAME``; None when Slurm does not list it."""
+    return next((n for n in parse_nodes(text) if n.name == name), None)
+
+
+def show_command(name: str) -> str:
+    return f"{COMMAND} {shlex.quote(name)}"
+
+
+def update_command(name: str, state: str, reason: str | None = None) -> str:
+    """``scontrol update nodename=NAME state=STATE [reason=...]``, every value quoted."""
+    words = f"scontrol update nodename={shlex.quote(name)} state={state}"
+    return words + (f" reason={shlex.quote(reason)}" if reason is not None else "")

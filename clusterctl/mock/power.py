@@ -1,0 +1,61 @@
+"""A mock host's power: off (every command fails as an unreachable host would, its node goes NotReady)
+and on again (a boot: what the kernel logged since the last boot is gone, broken hardware logs again).
+
+The state is the host's ``values`` (``power: off``), so every process that uses the host sees it.
+What drives it is outside the simulator: a BMC emulator's power changes (the tests' and the
+benchmark's link to sushy-tools' fake driver), or a test directly.
+"""
+
+from __future__ import annotations
+
+import time
+
+from clusterctl.mock.state import HostState
+
+#: Kernel messages logged since the host booted: the demo profiles append it to ``journalctl -k``.
+KERNEL_LOG_SINCE_BOOT = "/run/clusterctl-mock/kmsg"
+#: Kernel messages a broken part logs again at every boot (a fault no reset or power cycle cures).
+HARDWARE_FAULTS = "/var/lib/clusterctl-mock/hardware-faults"
+
+
+def powered_off(state: HostState) -> bool:
+    return state.values().get("power") == "off"
+
+
+def log_kernel_message(state: HostState, message: str, *, now: float | None = None, persists: bool = False) -> str:
+    """Append ``message`` to the host's kernel log as ``journalctl -k -o short-iso`` prints it; the line.
+
+    ``persists``: the part stays broken, the message is logged again after every boot.
+    """
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S+0000", time.gmtime(now))
+    hostname = state.name
+    line = f"{stamp} {hostname} kernel: {message}\n"
+    old = state.fs.read(KERNEL_LOG_SINCE_BOOT) or b""
+    state.fs.write(KERNEL_LOG_SINCE_BOOT, old + line.encode())
+    if persists:
+        faults = state.fs.read(HARDWARE_FAULTS) or b""
+        state.fs.write(HARDWARE_FAULTS, faults + (message + "\n").encode())
+    return line
+
+
+def set_power(state: HostState, on: bool, *, now: float | None = None) -> str:
+    """Switch the host off or on: ``off``, ``booted`` (it was off), or ``unchanged``."""
+    was_off = powered_off(state)
+    if not on:
+        if was_off:
+            return "unchanged"
+        with state.edit() as data:
+            data.setdefault("values", {})["power"] = "off"
+        return "off"
+    if not was_off:
+        return "unchanged"
+    state.fs.remove("/run/clusterctl-mock", recursive=True)
+    faults = (state.fs.read(HARDWARE_FAULTS) or b"").decode("utf-8", errors="replace")
+    for message in faults.splitlines():
+        if message.strip():
+            log_kernel_message(state, message, now=now)
+    with state.edit() as data:
+        values = data.setdefault("values", {})
+        values.pop("power", None)
+        values["boots"] = str(int(values.get("boots", "0") or 0) + 1)
+    return "booted"

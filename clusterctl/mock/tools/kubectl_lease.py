@@ -1,0 +1,138 @@
+"""``kubectl`` on ``coordination.k8s.io`` Leases: get, create and replace with compare-and-swap, delete.
+
+What ``remediate serve`` coordinates its receivers with (``clusterctl/quarantine/cluster_lease.py``).
+Every write takes the next ``resourceVersion`` of the simulated cluster under its one lock, so
+the compare-and-swap is as atomic as the API server's. Messages are kubectl's:
+
+* ``Error from server (NotFound): leases.coordination.k8s.io "N" not found``;
+* ``Error from server (AlreadyExists): error when creating "STDIN": leases.coordination.k8s.io "N"
+  already exists``;
+* ``Error from server (Conflict): error when replacing "STDIN": Operation cannot be fulfilled on
+  leases.coordination.k8s.io "N": the object has been modified; please apply your changes to the
+  latest version and try again`` (a stale ``resourceVersion``);
+* a replace without ``resourceVersion`` replaces whatever is there (as the real API server does: found
+  by ``tests/upstream/test_real_remediate.py``; clusterctl always sends one);
+* with ``-o json`` the object as stored (kubectl's four-space indent), else ``lease.coordination.k8s.io/N
+  created|replaced``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from typing import Any
+
+from clusterctl.mock.tools import kube_state as ks
+from clusterctl.mock.tools.base import ToolContext, ToolResult
+
+RESOURCE = "leases.coordination.k8s.io"
+
+
+def _source(options: dict[str, str]) -> str:
+    source = options.get("--filename", "")
+    return "STDIN" if source == "-" else source
+
+
+def _document(ctx: ToolContext, options: dict[str, str]) -> dict[str, Any] | ToolResult:
+    import yaml
+
+    source = options.get("--filename", "")
+    data = ctx.stdin if source == "-" else ctx.fs.read(ctx.path(source)) if source else None
+    if data is None:
+        return ctx.fail(f'error: the path "{source}" does not exist\n' if source else
+                        "error: must specify one of -f and -k\n")
+    try:
+        doc = yaml.safe_load(data.decode())
+    except yaml.YAMLError as exc:
+        return ctx.fail(f"error: error parsing {source}: error converting YAML to JSON: {exc}\n")
+    if not isinstance(doc, dict):
+        return ctx.fail("error: no objects passed to apply\n")
+    return doc
+
+
+def handles(words: list[str], options: dict[str, str], ctx: ToolContext) -> bool:
+    """Whether this line is a Lease verb: ``get lease(s)``, ``delete lease``, or ``create``/``replace -f``
+    of a Lease."""
+    if words[:2] in (["get", "lease"], ["get", "leases"], ["delete", "lease"], ["delete", "leases"]):
+        return True
+    if words[:1] in (["create"], ["replace"]) and len(words) == 1 and "--filename" in options:
+        doc = _document(ctx, options)
+        return isinstance(doc, dict) and doc.get("kind") == "Lease"
+    return False
+
+
+def _key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"
+
+
+def _printed(ctx: ToolContext, lease: dict[str, Any], options: dict[str, str], verb: str) -> ToolResult:
+    if options.get("--output") == "json":
+        return ctx.ok(json.dumps(lease, indent=4) + "\n")
+    return ctx.ok(f"lease.coordination.k8s.io/{lease['metadata']['name']} {verb}\n")
+
+
+def _stored(kube: dict[str, Any], doc: dict[str, Any], namespace: str, previous: dict[str, Any] | None) \
+        -> dict[str, Any]:
+    version = int(kube.get("resource_version", 1000)) + 1
+    kube["resource_version"] = version
+    meta = dict(doc.get("metadata") or {})
+    meta.update(namespace=namespace, resourceVersion=str(version))
+    if previous is not None:
+        for key in ("uid", "creationTimestamp"):
+            meta[key] = previous["metadata"][key]
+    else:
+        meta.update(uid=f"{version:08x}-0000-4000-8000-000000000000",
+                    creationTimestamp=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ks.now(kube))))
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
+            "spec": copy.deepcopy(doc.get("spec") or {})}
+
+
+def run(ctx: ToolContext, words: list[str], options: dict[str, str]) -> ToolResult:
+    namespace = options.get("--namespace", "default")
+    if words[0] in ("get", "delete"):
+        if len(words) < 3:
+            return ctx.fail("error: resource name may not be empty\n")
+        name = words[2]
+        with ks.edit(ctx) as kube:
+            leases = kube.setdefault("leases", {})
+            lease = leases.get(_key(namespace, name))
+            if lease is None:
+                return ToolResult("", f'Error from server (NotFound): {RESOURCE} "{name}" not found\n', 1)
+            if words[0] == "delete":
+                del leases[_key(namespace, name)]
+                return ctx.ok(f'lease.coordination.k8s.io "{name}" deleted from {namespace} namespace\n')
+        if options.get("--output") == "json":
+            return ctx.ok(json.dumps(lease, indent=4) + "\n")
+        holder = str((lease.get("spec") or {}).get("holderIdentity", ""))
+        width = max(len(name), 4) + 3
+        return ctx.ok(f"{'NAME'.ljust(width)}HOLDER\n{name.ljust(width)}{holder}\n")
+    doc = _document(ctx, options)
+    if isinstance(doc, ToolResult):
+        return doc
+    meta = doc.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    namespace = str(meta.get("namespace") or namespace)
+    source = _source(options)
+    with ks.edit(ctx) as kube:
+        leases = kube.setdefault("leases", {})
+        current = leases.get(_key(namespace, name))
+        if words[0] == "create":
+            if current is not None:
+                return ToolResult("", f'Error from server (AlreadyExists): error when creating "{source}": '
+                                      f'{RESOURCE} "{name}" already exists\n', 1)
+            lease = _stored(kube, doc, namespace, None)
+            leases[_key(namespace, name)] = lease
+            return _printed(ctx, lease, options, "created")
+        if current is None:
+            return ToolResult("", f'Error from server (NotFound): error when replacing "{source}": '
+                                  f'{RESOURCE} "{name}" not found\n', 1)
+        wanted = str(meta.get("resourceVersion") or "")
+        # Without a resourceVersion the API server replaces unconditionally (the real one does, for Leases).
+        if wanted and wanted != current["metadata"]["resourceVersion"]:
+            return ToolResult("", f'Error from server (Conflict): error when replacing "{source}": Operation '
+                                  f'cannot be fulfilled on {RESOURCE} "{name}": the object has been modified; '
+                                  f'please apply your changes to the latest version and try again\n', 1)
+        lease = _stored(kube, doc, namespace, current)
+        leases[_key(namespace, name)] = lease
+        return _printed(ctx, lease, options, "replaced")

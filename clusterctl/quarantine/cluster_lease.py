@@ -1,0 +1,160 @@
+"""One receiver at a time decides who goes out of service: a ``coordination.k8s.io`` Lease in the cluster.
+
+Two receivers (an HA pair behind one Alertmanager, or a second one started by mistake) each read
+the nodes out of service and take one more out: without coordination both read "0 out, cap 1"
+and both act. The cap therefore holds through the cluster itself, never through a receiver's
+memory: a receiver decides and marks nodes (taint, cordon) only while it holds the Lease
+``kube-system/clusterctl-remediate``, and every write to the Lease is a compare-and-swap on its
+``resourceVersion`` (``kubectl create`` fails with AlreadyExists, ``kubectl replace`` with
+Conflict when another receiver wrote first), as client-go's leader election does it.
+
+A Lease held by another receiver is taken over only when it has not changed for its whole
+``leaseDurationSeconds`` as this receiver's own clock measures it (a crashed holder): clocks of
+two machines are never compared. A holder stops marking nodes well before its hold could be
+taken over (``Hold.allows``), and gives the Lease back (empty holder) when done.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from clusterctl.errors import ClusterctlError
+from clusterctl.facts.kube import kubectl
+
+if TYPE_CHECKING:
+    from clusterctl.transport.base import CommandResult, Transport
+
+LEASE_NAME = "clusterctl-remediate"
+LEASE_NAMESPACE = "kube-system"
+#: How long a hold lasts without being given back (a crashed holder's is taken over after this).
+DURATION_S = 60
+#: A holder starts no write to a node with less than this left of its hold (each write is bounded
+#: by its own 60-second timeout below this).
+WRITE_MARGIN_S = 40.0
+TIMEOUT_S = 30.0
+
+
+class LeaseBusy(ClusterctlError):
+    """Another receiver held the Lease for longer than we could wait."""
+
+
+class LeaseError(ClusterctlError):
+    """The API server's answer was not one the Lease protocol expects (kubectl's error names it)."""
+
+
+def identity() -> str:
+    """This receiver: machine, process and a random part (two processes never share one)."""
+    return f"{socket.gethostname()}/pid-{os.getpid()}/{secrets.token_hex(4)}"
+
+
+def _micro_time(now: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
+
+
+@dataclass
+class Hold:
+    holder: str
+    resource_version: str
+    taken_at: float
+    duration_s: float
+    clock: Callable[[], float]
+
+    def allows(self, margin_s: float = WRITE_MARGIN_S) -> bool:
+        """Whether a write may start now: the hold has ``margin_s`` left (beyond its takeover time)."""
+        return self.clock() - self.taken_at < self.duration_s - margin_s
+
+
+@dataclass
+class ClusterLease:
+    holder: str = field(default_factory=identity)
+    name: str = LEASE_NAME
+    namespace: str = LEASE_NAMESPACE
+    duration_s: int = DURATION_S
+    clock: Callable[[], float] = time.monotonic
+    wall_clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+    #: The last (holder, resourceVersion) seen on the Lease and when this process first saw it.
+    _seen: tuple[str, str, float] | None = None
+
+    def _run(self, transport: Transport, args: str, body: dict[str, Any] | None = None) -> CommandResult:
+        stdin = json.dumps(body).encode() if body is not None else None
+        return transport.run(kubectl(args), sudo=True, timeout=TIMEOUT_S, stdin=stdin)
+
+    def _object(self, resource_version: str | None, holder: str | None) -> dict[str, Any]:
+        now = _micro_time(self.wall_clock())
+        spec: dict[str, Any] = {"leaseDurationSeconds": self.duration_s}
+        if holder:
+            spec.update(holderIdentity=holder, acquireTime=now, renewTime=now)
+        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace,
+                                    "labels": {"app.kubernetes.io/managed-by": "clusterctl"}}
+        if resource_version is not None:
+            metadata["resourceVersion"] = resource_version
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata, "spec": spec}
+
+    @staticmethod
+    def _version(result: CommandResult) -> str:
+        try:
+            return str(json.loads(result.stdout)["metadata"]["resourceVersion"])
+        except (ValueError, KeyError, TypeError):
+            raise LeaseError(f"kubectl answered without the Lease's resourceVersion: {result.stdout[:200]!r}") \
+                from None
+
+    def _try(self, transport: Transport) -> Hold | str:
+        """One attempt: the hold, or who holds the Lease now."""
+        got = self._run(transport, f"get lease {self.name} -n {self.namespace} -o json")
+        if not got.ok and "(NotFound)" in got.stderr:
+            made = self._run(transport, "create -f - -o json", self._object(None, self.holder))
+            if made.ok:
+                return Hold(self.holder, self._version(made), self.clock(), self.duration_s, self.clock)
+            if "(AlreadyExists)" in made.stderr:
+                return "another receiver (it was created meanwhile)"
+            raise LeaseError(f"kubectl create lease failed (exit {made.exit_code}): {made.stderr_tail(2)}")
+        if not got.ok:
+            raise LeaseError(f"kubectl get lease failed (exit {got.exit_code}): {got.stderr_tail(2)}")
+        try:
+            lease = json.loads(got.stdout)
+            spec = lease.get("spec") or {}
+            current = str(spec.get("holderIdentity") or "")
+            version = str(lease["metadata"]["resourceVersion"])
+            # The holder's own duration: what it promised to give the Lease back (or write it again) within.
+            duration = float(spec.get("leaseDurationSeconds") or self.duration_s)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise LeaseError(f"kubectl get lease answered what is not a Lease: {got.stdout[:200]!r}") from None
+        now = self.clock()
+        if self._seen is None or self._seen[:2] != (current, version):
+            self._seen = (current, version, now)
+        free = not current or current == self.holder or now - self._seen[2] >= duration
+        if not free:
+            return current
+        taken = self._run(transport, "replace -f - -o json", self._object(version, self.holder))
+        if taken.ok:
+            return Hold(self.holder, self._version(taken), self.clock(), self.duration_s, self.clock)
+        if "(Conflict)" in taken.stderr or "(NotFound)" in taken.stderr:
+            return "another receiver (it wrote the Lease meanwhile)"
+        raise LeaseError(f"kubectl replace lease failed (exit {taken.exit_code}): {taken.stderr_tail(2)}")
+
+    def acquire(self, transport: Transport, wait_s: float) -> Hold:
+        """The Lease, waiting up to ``wait_s`` while another receiver holds it."""
+        deadline = self.clock() + wait_s
+        pause = 0.1
+        while True:
+            outcome = self._try(transport)
+            if isinstance(outcome, Hold):
+                return outcome
+            if self.clock() >= deadline:
+                raise LeaseBusy(f"the Lease {self.namespace}/{self.name} is held by {outcome} (waited "
+                                f"{wait_s:g} s)")
+            self.sleep(pause)
+            pause = min(pause * 2, 1.0)
+
+    def release(self, transport: Transport, hold: Hold) -> bool:
+        """Give the Lease back; False when another receiver took it over meanwhile (nothing written)."""
+        result = self._run(transport, "replace -f - -o json", self._object(hold.resource_version, None))
+        return result.ok

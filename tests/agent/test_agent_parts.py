@@ -1,0 +1,97 @@
+"""The agent's parts as a user sees their results: conditions, the metrics file, the bundle a node runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from clusterctl.agent import conditions as cond
+from clusterctl.agent.bundle import build
+from clusterctl.agent.metrics import RunFigures, render
+from clusterctl.findings import Finding, Severity
+
+NOW = "2026-12-06T02:00:00Z"
+LATER = "2026-12-06T02:01:00Z"
+
+
+def _xid79() -> Finding:
+    return Finding(Severity.ERROR, "GPU_XID", "Xid 79 (GPU has fallen off the bus)", host="n1", subject="GPU 3")
+
+
+def test_an_error_sets_its_condition_and_every_other_type_is_written_false() -> None:
+    found = {c["type"]: c for c in cond.conditions([_xid79()], NOW)}
+    assert set(found) == {"GPUProblem", "NVLinkProblem", "InfiniBandProblem", "PCIeProblem", "HealthCheckProblem"}
+    assert found["GPUProblem"]["status"] == "True" and found["GPUProblem"]["reason"] == "GPUXid"
+    assert found["GPUProblem"]["message"] == "clusterctl: GPU_XID: GPU 3: Xid 79 (GPU has fallen off the bus)"
+    assert all(c["status"] == "False" for t, c in found.items() if t != "GPUProblem")
+
+
+def test_warnings_set_no_condition_and_codes_go_to_their_kind() -> None:
+    warning = Finding(Severity.WARNING, "GPU_PERSISTENCE_OFF", "persistence mode is off", host="n1")
+    ib = Finding(Severity.ERROR, "IB_PORT_DOWN", "mlx5_2 port 1 is Down", host="n1", subject="mlx5_2")
+    hung = Finding(Severity.ERROR, "PROBE_HUNG", "nvidia-smi hung", host="n1")
+    found = {c["type"]: c for c in cond.conditions([warning, ib, hung], NOW)}
+    assert found["GPUProblem"]["status"] == "False"
+    assert found["InfiniBandProblem"]["reason"] == "IBPortDown"
+    assert found["HealthCheckProblem"]["reason"] == "ProbeHung"
+
+
+def test_transition_time_moves_only_when_the_status_does() -> None:
+    first = cond.conditions([_xid79()], NOW)
+    again = {c["type"]: c for c in cond.conditions([_xid79()], LATER, first)}
+    assert again["GPUProblem"]["lastTransitionTime"] == NOW and again["GPUProblem"]["lastHeartbeatTime"] == LATER
+    cleared = {c["type"]: c for c in cond.conditions([], LATER, first)}
+    assert cleared["GPUProblem"]["status"] == "False" and cleared["GPUProblem"]["lastTransitionTime"] == LATER
+    assert cleared["NVLinkProblem"]["lastTransitionTime"] == NOW
+
+
+def test_many_findings_are_one_bounded_message() -> None:
+    many = [Finding(Severity.ERROR, "GPU_ECC_UNCORRECTABLE", "x" * 300, host="n1", subject=f"GPU {i}")
+            for i in range(8)]
+    message = next(c for c in cond.conditions(many, NOW) if c["type"] == "GPUProblem")["message"]
+    assert len(message) <= cond.MESSAGE_LIMIT and "(+7 more: GPU_ECC_UNCORRECTABLE)" in message
+
+
+def test_the_metrics_file_counts_findings_by_code_gpu_and_severity() -> None:
+    findings = [_xid79(), _xid79(),
+                Finding(Severity.WARNING, "GPU_CLOCKS_THROTTLED", "slow", host="n1", subject="GPU 1"),
+                Finding(Severity.INFO, "GPU_ECC_UNCORRECTABLE_HISTORY", "old", host="n1", subject="GPU 2"),
+                Finding(Severity.ERROR, "IB_PORT_DOWN", "down", host="n1", subject="mlx5_2")]
+    text = render(findings, RunFigures("n1", 1_800_000_000.0, 1.5, False)).decode()
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(text) for s in family.samples}
+    assert samples[("clusterctl_node_health_finding", (("code", "GPU_XID"), ("gpu", "3"), ("hostname", "n1"),
+                                                       ("severity", "error")))] == 2
+    assert samples[("clusterctl_node_health_finding", (("code", "IB_PORT_DOWN"), ("gpu", ""), ("hostname", "n1"),
+                                                       ("severity", "error")))] == 1
+    assert not any("HISTORY" in str(key) for key in samples)  # info findings stay out
+    assert samples[("clusterctl_node_health_last_run_timestamp_seconds", (("hostname", "n1"),))] == 1.8e9
+    assert samples[("clusterctl_node_health_conditions_published", (("hostname", "n1"),))] == 0
+
+
+def test_the_bundle_is_the_same_bytes_each_build_and_runs_on_plain_python(tmp_path: Path) -> None:
+    data = build()
+    assert data == build()  # a re-run of bootstrap writes nothing
+    bundle = tmp_path / "clusterctl-node.pyz"
+    bundle.write_bytes(data)
+    # Run by the system's Python with no site packages: only what the bundle carries.
+    python = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
+    out = tmp_path / "textfiles"
+    done = subprocess.run([python, "-S", "-I", str(bundle), "node-agent", "--node", "n1", "--config",
+                           str(tmp_path / "none.json"), "--textfile-dir", str(out), "--probe-timeout", "10"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout.splitlines()[-1])
+    assert summary["node"] == "n1" and summary["conditions_published"] is None
+    text = (out / "clusterctl_node_health.prom").read_text()
+    assert 'clusterctl_node_health_last_run_timestamp_seconds{hostname="n1"}' in text
+
+
+def test_a_bad_command_line_exits_2() -> None:
+    from clusterctl.agent.main import main
+
+    assert main(["node-agent", "--probe-timeout", "soon"]) == 2

@@ -1,0 +1,137 @@
+"""Output that fits the terminal (issue 37): names and values a user must copy are never cut;
+long text wraps with a hanging indent at the terminal's width, never back to column 0.
+
+Each command's table output is read at 80 and 120 columns (``COLUMNS``, as a terminal sets it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from clirun import DEMO, REPO_ROOT, CliRun, clusterctl
+
+from clusterctl.terminal_layout import Column, fit, hanging
+
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+WIDTHS = (80, 120)
+
+
+@pytest.fixture(params=WIDTHS, ids=lambda w: f"{w}-columns")
+def width(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    monkeypatch.setenv("COLUMNS", str(request.param))
+    return int(request.param)
+
+
+def assert_fits(run: CliRun | str, width: int) -> list[str]:
+    """Nothing cut with an ellipsis; a line wider than the terminal only for one unbreakable token."""
+    text = run if isinstance(run, str) else run.stdout + run.stderr
+    assert "…" not in text, text
+    lines = text.splitlines()
+    for line in lines:
+        if len(line.rstrip()) > width:
+            longest = max(len(token) for token in line.split())
+            assert longest > width // 2, f"{len(line.rstrip())} columns at {width}: {line!r}"
+    return lines
+
+
+def continuation_lines(lines: list[str], first: str) -> list[str]:
+    """The lines that follow the line starting with ``first`` until the next line at column 0."""
+    start = next(i for i, line in enumerate(lines) if line.startswith(first))
+    following = []
+    for line in lines[start + 1:]:
+        if not line.startswith(" "):
+            break
+        following.append(line)
+    return following
+
+
+def test_tune_nccl_never_cuts_a_variable_or_a_value_and_tells_the_override_from_the_fleet_row(
+        width: int, tmp_path: Path) -> None:
+    survey = tmp_path / "survey.json"
+    assert clusterctl("-i", DEMO, "survey", "-o", "json", "--save", survey).exit_code == 1
+    run = clusterctl("-i", DEMO, "tune-nccl", "--survey", survey)
+    assert run.exit_code == 0, run.output
+    # The files after "--- nccl.conf" are printed as they will be written, line for line.
+    table = run.stdout.split("--- nccl.conf")[0]
+    lines = assert_fits(table + run.stderr, width)
+    assert "NCCL_IB_HCA @gpu-b3" in table and "NCCL_SOCKET_IFNAME" in table
+    assert "=mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1" in table
+    assert "=mlx5_0:1,mlx5_1:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1" in table
+    # The reason is shown (wrapped), never given zero width.
+    assert "8 active IB ports in GPU order" in " ".join(line.strip(" │") for line in lines)
+    notes = continuation_lines(lines, "note: NCCL_CROSS_NIC")
+    assert notes and all(line.startswith("      ") for line in notes)
+
+
+def test_finding_lines_wrap_under_their_message(width: int) -> None:
+    run = clusterctl("-i", DEMO, "survey")
+    lines = assert_fits(run, width)
+    following = continuation_lines(lines, "ERROR   gpu-a3 NVLINK_MISSING")
+    assert following[0].startswith("          ") and not following[0].startswith("        fix:")
+    fix = next(line for line in following if line.startswith("        fix:"))
+    assert fix.startswith("        fix: Reset the GPUs")
+
+
+def test_topo_show_wraps_its_host_lines_under_them(width: int) -> None:
+    run = clusterctl("topo", "show", FIXTURES / "topo" / "dgx1-v100-hybrid-cube-mesh.txt", "--tp", "4")
+    lines = assert_fits(run, width)
+    gpu0 = continuation_lines(lines, "  GPU0: NUMA ?")
+    if width < 100:
+        assert gpu0 and gpu0[0].startswith("    across the PCIe host bridges")
+    assert any("dgx1-v100-hybrid-cube-mesh.txt" in line and "…" not in line for line in lines)
+
+
+def test_bootstrap_phases_wrap_under_the_description(width: int) -> None:
+    names = {p["name"] for p in clusterctl("-i", DEMO, "-o", "json", "bootstrap", "phases").json()}
+    run = clusterctl("-i", DEMO, "bootstrap", "phases")
+    lines = assert_fits(run, width)
+    for line in lines:
+        assert line.startswith(" " * 19) or line.split()[0] in names, line
+    assert any(line.startswith(" " * 19) for line in lines)  # the longest descriptions did wrap
+
+
+def test_bench_report_never_breaks_the_file_name(width: int) -> None:
+    path = FIXTURES / "nccl-tests" / "gather-a100-2node-1nic-nccl-info-topology-excerpt.txt"
+    run = clusterctl("bench", "report", path)
+    lines = assert_fits(run, width)
+    assert any(str(path) in line for line in lines)
+    assert lines[1].startswith("  ") or str(path) + ":" in lines[0]
+
+
+def test_mock_show_never_cuts_a_state_folder(width: int) -> None:
+    clusterctl("-i", DEMO, "exec", "--", "true")
+    run = clusterctl("-i", DEMO, "mock", "show")
+    assert_fits(run, width)
+    folders = [h["folder"] for h in json.loads(clusterctl("-i", DEMO, "-o", "json", "mock", "show").stdout)["hosts"]]
+    assert folders and all(folder in run.stdout for folder in folders)
+
+
+def test_record_puts_the_replay_command_whole_on_a_line_of_its_own(width: int, tmp_path: Path) -> None:
+    out = tmp_path / "a-rather-long-folder-name-for-the-recorded-replica-of-these-hosts"
+    run = clusterctl("-i", DEMO, "-l", "gpu-a1", "record", "--out", out)
+    assert run.exit_code == 0, run.output
+    assert_fits(run, width)
+    assert f"  clusterctl -i {out / 'inventory.yaml'} survey" in run.stdout.splitlines()
+
+
+# --- the layout rule itself -------------------------------------------------------------------
+
+
+def test_a_table_leaves_out_droppable_columns_before_cutting_and_prints_blocks_last() -> None:
+    columns = (Column("name", keep=True), Column("value", keep=True), Column("note", drop_order=1), Column("why"))
+    rows = [("NCCL_IB_HCA", "=" + "mlx5_0:1," * 6, "a note", "a reason that is long " * 3)]
+    assert fit(columns, rows, 200).as_table and not fit(columns, rows, 200).left_out
+    narrow = fit(columns, rows, 100)
+    assert narrow.as_table and narrow.left_out == ("note",)
+    assert not fit(columns, rows, 60).as_table
+
+
+@pytest.mark.parametrize("make", [lambda: "x" * 90, lambda: "see /a/very/" + "long/" * 20 + "path now"])
+def test_hanging_never_breaks_a_token(make: Callable[[], str]) -> None:
+    text = make()
+    wrapped = hanging(text, 40, 4)
+    assert text.replace(" ", "") == wrapped.replace(" ", "").replace("\n", "")
+    assert all(token in text.split() for token in wrapped.split())

@@ -1,0 +1,65 @@
+"""A real SIGINT or SIGTERM to this process right after the Nth command of a kind on one mock host.
+
+The signal is sent from the fan-out's worker, once the host has answered that command, and the
+worker then waits for the run to stop its commands (``stop_remote``, as Ctrl-C does): every later
+command on that connection fails as an interrupted one would. So the interrupt lands between two
+steps, exactly where the test says, and the CLI's own handler deals with it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from dataclasses import dataclass
+
+import pytest
+
+from clusterctl.mock.transport import MockTransport
+from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, TransportError
+
+#: How long the worker waits for the run to stop it (the fan-out's own wait is 3 s).
+STOP_WAIT_S = 20.0
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Interrupt after the ``nth`` command on ``host`` that contains ``pattern``."""
+
+    step: str
+    pattern: str
+    nth: int = 1
+    host: str = "gpu-a1"
+
+
+def install(monkeypatch: pytest.MonkeyPatch, cut: Cut, sig: signal.Signals) -> threading.Event:
+    """Patch the simulator's transport; the event is set once the signal was sent."""
+    original = MockTransport.execute
+    sent = threading.Event()
+    seen = [0]
+    lock = threading.Lock()
+
+    def execute(self: MockTransport, request: RunRequest) -> CommandResult:
+        if getattr(self, "_stopped_by_test", False):
+            raise TransportError(FailureKind.INTERRUPTED, f"{self.host.name}: interrupted")
+        result = original(self, request)
+        if self.host.name != cut.host or cut.pattern not in request.command:
+            return result
+        with lock:
+            seen[0] += 1
+            fire = seen[0] == cut.nth and not sent.is_set()
+        if fire:
+            sent.set()
+            os.kill(os.getpid(), sig)
+            for _ in range(int(STOP_WAIT_S * 20)):
+                if getattr(self, "_stopped_by_test", False):
+                    break
+                threading.Event().wait(0.05)
+        return result
+
+    def stop_remote(self: MockTransport) -> None:
+        self._stopped_by_test = True  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(MockTransport, "execute", execute)
+    monkeypatch.setattr(MockTransport, "stop_remote", stop_remote)
+    return sent

@@ -1,0 +1,119 @@
+"""Ctrl-C and SIGTERM at every step of a day-2 command on the demo mock cluster: the cluster is either
+put back at once, or left with an undo journal that ``clusterctl undo`` (after SIGINT) or the
+command's ``--resume`` (after SIGTERM) completes. Never a control-plane manifest left out of place."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+from clirun import clusterctl
+from day2_helpers import DEMO, mock_cluster_folder
+from interrupts import Cut, install
+
+from clusterctl.day2.certs import COMPONENTS, MANIFESTS_DIR
+
+CERTS_STEPS = [Cut("renew", "kubeadm certs renew all")] + [
+    cut for index, component in enumerate(COMPONENTS, 1) for cut in (
+        Cut(f"{component} out", f"mv {MANIFESTS_DIR}/{component}.yaml"),
+        Cut(f"{component} kubelet wait", "sleep ", index),
+        Cut(f"{component} back", f"{component}.yaml {MANIFESTS_DIR}/{component}.yaml"))
+] + [Cut("api-ready", "get --raw /readyz"),
+      # The first read of the certificates is the one before anything changes (no cluster: exit 2).
+      Cut("certificates read before", "check-expiration"), Cut("certificates read again", "check-expiration", 2)]
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _in_place(state: Path) -> set[str]:
+    folder = mock_cluster_folder(state) / "hosts" / "gpu-a1" / "fs" / MANIFESTS_DIR.lstrip("/")
+    return {p.name.removesuffix(".yaml") for p in folder.glob("*.yaml")}
+
+
+def _journals(state_dir: Path) -> list[Path]:
+    return sorted((state_dir / "undo").glob("certs-renew-*.json"))
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
+@pytest.mark.parametrize("cut", CERTS_STEPS, ids=[c.step for c in CERTS_STEPS])
+def test_certs_renew_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bootstrapped_demo: Path,
+                                               tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    state_dir = tmp_path / "state"
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(state_dir))
+    assert _in_place(bootstrapped_demo) == set(COMPONENTS)
+    with monkeypatch.context() as patched:
+        sent = install(patched, cut, sig)
+        cut_short = clusterctl("-i", DEMO, "certs", "renew", "--yes", "--restart-wait", "1")
+    assert sent.is_set(), f"the run never reached step {cut.step}"
+    assert cut_short.exit_code == (130 if sig is signal.SIGINT else 143), cut_short.output
+    if cut.step == "certificates read before":  # nothing changed yet: nothing to undo or resume
+        assert _journals(state_dir) == [] and _in_place(bootstrapped_demo) == set(COMPONENTS)
+        return
+    # Something changed from the first step on: there is a journal, and the interrupt names it.
+    (journal,) = _journals(state_dir)
+    assert f"clusterctl undo {journal}" in cut_short.stderr
+    assert "certs renew --resume --yes" in cut_short.stderr
+    if sig is signal.SIGINT:
+        undone = clusterctl("-i", DEMO, "undo", str(journal), "--yes")
+        assert undone.exit_code == 0, undone.output
+    else:
+        resumed = clusterctl("-i", DEMO, "-o", "json", "certs", "renew", "--resume", "--yes", "--restart-wait", "1")
+        assert resumed.exit_code == 0, resumed.output
+        assert resumed.json()["hosts"][0]["soonest_days_left"] >= 364
+    assert _in_place(bootstrapped_demo) == set(COMPONENTS)
+    checked = clusterctl("-i", DEMO, "certs", "check")
+    assert checked.exit_code == 0, checked.output
+
+
+def test_certs_check_names_a_manifest_left_out_of_place(bootstrapped_demo: Path) -> None:
+    moved = clusterctl("-i", DEMO, "-l", "gpu-a1", "exec", "--sudo", "--",
+                       "mkdir -p /etc/kubernetes/clusterctl/restart && mv /etc/kubernetes/manifests/etcd.yaml "
+                       "/etc/kubernetes/clusterctl/restart/etcd.yaml && "
+                       "rm /etc/kubernetes/manifests/kube-scheduler.yaml")
+    assert moved.exit_code == 0, moved.output
+    checked = clusterctl("-i", DEMO, "-o", "json", "certs", "check")
+    assert checked.exit_code == 1, checked.output
+    codes = {f["code"]: f["message"] for f in checked.json()["findings"]}
+    assert "etcd.yaml is not in /etc/kubernetes/manifests but in /etc/kubernetes/clusterctl/restart" in \
+        codes["CONTROL_PLANE_MANIFEST_PARKED"]
+    assert "kube-scheduler.yaml is missing" in codes["CONTROL_PLANE_MANIFEST_MISSING"]
+    # --resume puts the parked one back; the one gone altogether stops the renew before anything changes.
+    resumed = clusterctl("-i", DEMO, "certs", "renew", "--yes", "--restart-wait", "1")
+    assert resumed.exit_code == 1 and "kube-scheduler.yaml is missing" in resumed.output
+
+
+QUARANTINE_STEPS = [Cut("taint", "taint nodes gpu-b2"), Cut("cordon", "cordon gpu-b2"),
+                    Cut("annotate", "annotate --overwrite node gpu-b2"),
+                    Cut("drain: list the pods", "spec.nodeName=gpu-b2")]
+
+
+def _node(name: str) -> dict[str, object]:
+    import json
+
+    done = clusterctl("-i", DEMO, "-l", "gpu-a1", "-o", "json", "exec", "--sudo", "--",
+                      f"kubectl --kubeconfig /etc/kubernetes/admin.conf get node {name} -o json")
+    assert done.exit_code == 0, done.output
+    node: dict[str, object] = json.loads(done.json()["hosts"][0]["stdout"])
+    return node
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
+@pytest.mark.parametrize("cut", QUARANTINE_STEPS, ids=[c.step for c in QUARANTINE_STEPS])
+def test_quarantine_drain_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bootstrapped_demo: Path,
+                                                    tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node is never left tainted or cordoned without a journal: each change is in it before it is made,
+    and the interrupt names it; undo puts the node back as it was."""
+    monkeypatch.chdir(tmp_path)
+    as_it_was = _node("gpu-b2")
+    with monkeypatch.context() as patched:
+        sent = install(patched, cut, sig)
+        cut_short = clusterctl("-i", DEMO, "quarantine", "gpu-b2", "--reason", "nvlink", "--drain", "--yes")
+    assert sent.is_set(), f"the run never reached step {cut.step}"
+    assert cut_short.exit_code == (130 if sig is signal.SIGINT else 143), cut_short.output
+    (journal,) = sorted((tmp_path / "clusterctl-results" / "undo").glob("quarantine-*.json"))
+    assert f"clusterctl undo {journal.relative_to(tmp_path)}" in cut_short.stderr
+    undone = clusterctl("-i", DEMO, "undo", str(journal), "--yes", "--skip-checks")
+    assert undone.exit_code == 0, undone.output
+    back = _node("gpu-b2")
+    assert back["spec"] == as_it_was["spec"]
+    assert back["metadata"].get("annotations") == as_it_was["metadata"].get("annotations")  # type: ignore[union-attr]

@@ -1,0 +1,53 @@
+"""``scontrol show node`` (both layouts) on recorded real output: state, flags, drain reason and its stamp."""
+
+from __future__ import annotations
+
+import pytest
+from fixture_files import read_fixture
+
+from clusterctl.errors import ParseError
+from clusterctl.facts.slurm import parse_node, parse_nodes
+
+
+def test_a_node_drained_by_a_site_health_check_is_drained_but_not_clusterctls() -> None:
+    (node,) = parse_nodes(read_fixture("scontrol", "unige-bamboo-show-node-health-drained.txt"))
+    assert (node.name, node.state, node.base, node.flags) == ("gpu010", "IDLE+DRAIN", "IDLE", ("DRAIN",))
+    assert node.reason == "health_ps___blocked" and node.reason_user == "root"
+    assert node.reason_time == "2026-04-29T03:06:18"
+    assert node.drained and not node.drained_by_clusterctl
+    assert node.partitions == ("private-kalousis-gpu", "shared-gpu")
+    assert node.field("OS") == "Linux 5.14.0-570.58.1.el9_6.x86_64 #1 SMP PREEMPT_DYNAMIC Fri Oct 31 13:55:05 UTC 2025"
+    assert node.field("Gres") == "gpu:nvidia_geforce_rtx_5090:4(S:0-3),VramPerGpu:no_consume:32G"
+    assert node.field("AllocTRES") == ""
+
+
+def test_the_one_line_layout_reads_the_same() -> None:
+    multi = parse_nodes(read_fixture("scontrol", "unige-bamboo-show-node-health-drained.txt"))
+    one = parse_nodes(read_fixture("scontrol", "unige-bamboo-show-node-oneliner.txt"))
+    assert one == multi
+
+
+def test_several_nodes_and_clusterctls_own_reason() -> None:
+    nodes = parse_nodes(read_fixture("scontrol", "unige-bamboo-show-node-two-nodes.txt"))
+    assert [n.name for n in nodes] == ["gpu010", "gpu009"] and nodes[1].reason_time == "2026-04-29T03:00:18"
+    ours = parse_node(read_fixture("scontrol", "unige-bamboo-show-node-clusterctl-drained.txt"), "gpu010")
+    assert ours is not None and ours.drained_by_clusterctl
+    assert ours.reason == "clusterctl: GPU_XID: GPU 3: Xid 79 (GPU has fallen off the bus)"
+    assert parse_node(read_fixture("scontrol", "unige-bamboo-show-node-two-nodes.txt"), "gpu011") is None
+
+
+def test_states_with_flags_and_suffixes() -> None:
+    (node,) = parse_nodes("NodeName=n1 State=MIXED+DRAIN* Reason=Kill task failed [root@2025-01-01T00:00:00]\n")
+    assert node.base == "MIXED" and node.flags == ("DRAIN",) and node.drained
+    (down,) = parse_nodes("NodeName=n2 State=DOWN+NOT_RESPONDING Reason=Not responding [slurm@2025-01-01T00:00:00]\n")
+    assert down.drained and down.reason_user == "slurm"
+    (idle,) = parse_nodes("NodeName=n3 State=IDLE\n")
+    assert not idle.drained and idle.reason == ""
+
+
+def test_what_is_not_scontrol_output_names_its_line() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse_nodes("NodeName=n1 State=IDLE\nsegmentation fault\n")
+    assert caught.value.line == 2
+    with pytest.raises(ParseError):
+        parse_nodes("NodeName=n1 Arch=x86_64\n")  # no State=

@@ -1,0 +1,70 @@
+"""Slurm beside Kubernetes: ``status`` shows each node's Slurm state, and a host Slurm alone knows (no
+Kubernetes node) is quarantined (drained with clusterctl's reason) and released (resumed) like any other."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from clirun import clusterctl
+from kube_sim import KubeSim
+
+
+@pytest.fixture
+def sim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KubeSim:
+    monkeypatch.chdir(tmp_path)
+    sim = KubeSim(tmp_path, slurmd=("gpu-a2",))
+    # gpu-s1: a Slurm compute node that never joined Kubernetes.
+    with sim.inventory.open("a") as inventory:
+        inventory.write("  gpu-s1: {address: 10.0.0.9, rack: a, roles: [worker], profile: profiles/slurm}\n")
+    return sim
+
+
+def cli(sim: KubeSim, *args: str) -> tuple[int, str]:
+    done = clusterctl("-i", sim.inventory, *args)
+    return done.exit_code, done.stdout + done.stderr
+
+
+def _status(sim: KubeSim) -> dict[str, dict[str, object]]:
+    code, out = cli(sim, "-o", "json", "status")
+    assert code == 0, out
+    return {r["host"]: r for r in json.loads(out)["quarantined"]}
+
+
+def test_a_slurm_only_host_is_quarantined_and_released_through_slurm(sim: KubeSim) -> None:
+    code, out = cli(sim, "quarantine", "gpu-s1", "--reason", "xid 79", "--yes")
+    assert code == 0, out
+    assert "drained in Slurm node gpu-s1" in out
+    state = sim.sh("scontrol -o show node gpu-s1", host="gpu-s1")[1]
+    assert "State=IDLE+DRAIN" in state and "Reason=clusterctl: xid 79" in state
+    row = _status(sim)["gpu-s1"]
+    assert row["kubernetes_node"] is False and row["by_clusterctl"] is True and row["reason"] == "xid 79"
+    assert row["slurm"] == {"state": "IDLE+DRAIN", "reason": "clusterctl: xid 79"}
+
+    code, out = cli(sim, "release", "gpu-s1", "--skip-checks", "--yes")
+    assert code == 0 and "resumed in Slurm node gpu-s1" in out, out
+    assert "State=IDLE " in sim.sh("scontrol -o show node gpu-s1", host="gpu-s1")[1]
+    assert "gpu-s1" not in _status(sim)
+
+
+def test_status_shows_slurm_beside_kubernetes_and_drains_made_outside(sim: KubeSim) -> None:
+    assert cli(sim, "quarantine", "gpu-a2", "--reason", "nvlink", "--yes")[0] == 0
+    sim.sh("scontrol update nodename=gpu-s1 state=drain reason='bad DIMM'", host="gpu-s1")
+    rows = _status(sim)
+    assert rows["gpu-a2"]["cordoned"] is True and rows["gpu-a2"]["slurm"] == {"state": "IDLE+DRAIN",
+                                                                             "reason": "clusterctl: nvlink"}
+    assert rows["gpu-s1"]["by_clusterctl"] is False and "state=resume when its owner agrees" in \
+        str(rows["gpu-s1"]["release_needs"])
+    code, out = cli(sim, "status")
+    assert code == 0 and "SLURM" in out and "IDLE+DRAIN" in out and "no node" in out
+    # release leaves a drain somebody else made
+    code, out = cli(sim, "release", "gpu-s1", "--skip-checks", "--yes")
+    assert "IDLE+DRAIN" in sim.sh("scontrol -o show node gpu-s1", host="gpu-s1")[1]
+
+
+def test_a_host_neither_kubernetes_nor_slurm_knows_is_an_error(sim: KubeSim, tmp_path: Path) -> None:
+    with sim.inventory.open("a") as inventory:
+        inventory.write("  gpu-x9: {address: 10.0.0.10, rack: a, roles: [worker], profile: profiles/plain}\n")
+    code, out = cli(sim, "quarantine", "gpu-x9", "--reason", "x", "--yes")
+    assert code == 1 and "not a node of the cluster" in out and "runs no slurmd" in out
