@@ -279,9 +279,11 @@ def _alerts(data: Mapping[str, Any], where: str) -> AlertSettings:
     if "receiver_ca_file" in data:
         ca = data["receiver_ca_file"]
         out = replace(out, receiver_ca_file=None if ca is None else _absolute_path(ca, f"{where}.receiver_ca_file"))
-    for key in ("receiver_cert_file", "receiver_key_file"):
-        if key in data:
-            out = replace(out, **{key: _absolute_path(data[key], f"{where}.{key}")})
+    if "receiver_cert_file" in data:
+        out = replace(out, receiver_cert_file=_absolute_path(data["receiver_cert_file"],
+                                                            f"{where}.receiver_cert_file"))
+    if "receiver_key_file" in data:
+        out = replace(out, receiver_key_file=_absolute_path(data["receiver_key_file"], f"{where}.receiver_key_file"))
     if (out.receiver_cert_file is None) != (out.receiver_key_file is None):
         raise UsageError("receiver_cert_file and receiver_key_file go together (Alertmanager's client certificate "
                          "and its key).", field=f"{where}.receiver_cert_file")
