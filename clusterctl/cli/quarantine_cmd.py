@@ -53,11 +53,15 @@ QUARANTINE_SHORT = "Take hosts out of service: taint, cordon and (--drain) drain
 RELEASE_SHORT = "Bring quarantined hosts back once their health and a one-host NCCL test pass."
 STATUS_HELP = """\
 Which nodes are quarantined: since when, by whom, why (reason and finding codes), and what
-their release needs. Nodes cordoned outside clusterctl are listed too, marked so.
+their release needs. Nodes cordoned outside clusterctl are listed too, marked so. Named hosts
+are shown in full: their quarantine, where their healing stands ('clusterctl heal'), every
+remediation step and every quarantine kept on the node.
 
 Examples:
 
   clusterctl status
+
+  clusterctl status gpu-a3
 
   clusterctl status -o json
 """
@@ -179,10 +183,27 @@ def release_command(
         raise typer.Exit(int(ExitCode.FAILED))
 
 
-def status_command(ctx: typer.Context) -> None:
+def status_command(
+    ctx: typer.Context,
+    hosts: Optional[list[str]] = typer.Argument(  # noqa: UP045
+        None, metavar="[HOST]...", help="Show these hosts in full: their quarantine, healing and history."),
+) -> None:
     from clusterctl.quarantine.status import quarantined_nodes
 
     app = app_context(ctx)
+    if hosts:
+        from clusterctl.heal.status import hosts_status
+
+        with app.runner() as runner:
+            found = hosts_status(runner, app.inventory(), named_hosts(app, hosts))
+
+        def detail() -> None:
+            from clusterctl.cli.quarantine_view import print_host_status
+
+            print_host_status(app, found)
+
+        app.emit({"hosts": [h.to_json() for h in found]}, detail)
+        return
     with app.runner() as runner:
         nodes = quarantined_nodes(runner, app.inventory())
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from clusterctl.cli.context import AppContext
+    from clusterctl.heal.status import HostStatus
     from clusterctl.quarantine.auto import PolicyRun
     from clusterctl.quarantine.release import HostRelease
     from clusterctl.quarantine.run import HostQuarantine
@@ -111,3 +112,25 @@ def print_policy(app: AppContext, run: PolicyRun, *, dry_run: bool, journal: str
         print_quarantine(app, run.results, dry_run=dry_run, journal=journal)
     if dry_run and not run.results:
         _say(app, "dry run: nothing was changed")
+
+
+def print_host_status(app: AppContext, found: Sequence[HostStatus]) -> None:
+    """``status HOST``: the quarantine, the healing state and both histories, one line each."""
+    for h in found:
+        if h.error:
+            _say(app, f"{h.host}: {h.error}")
+            continue
+        ready = {True: "Ready", False: "NotReady", None: "readiness unknown"}[h.ready]
+        q = h.quarantine
+        if q is None:
+            _say(app, f"{h.host}: in service ({ready})")
+        else:
+            _say(app, f"{h.host}: quarantined since {q.since or '?'} by {q.by or '?'}: {q.reason or '-'} "
+                      f"[{','.join(q.codes) or '-'}] ({ready})")
+            _say(app, f"{h.host}: release needs: {q.release_needs}")
+        if h.heal_state:
+            _say(app, f"{h.host}: healing: {h.heal_state}")
+        for step in h.steps:
+            _say(app, f"{h.host}: {step.at} {step.step}: {step.result}{': ' + step.detail if step.detail else ''}")
+        if h.quarantined_at:
+            _say(app, f"{h.host}: quarantined {len(h.quarantined_at)} time(s): {', '.join(h.quarantined_at)}")

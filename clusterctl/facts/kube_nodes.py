@@ -46,6 +46,8 @@ class NodeState:
     taints: tuple[Taint, ...] = ()
     annotations: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    #: The Ready condition: True, False (NotReady: the kubelet posts it, or stopped posting), None: none reported.
+    ready: bool | None = None
 
     def taint(self, key: str) -> Taint | None:
         return next((t for t in self.taints if t.key == key), None)
@@ -109,7 +111,16 @@ def parse_node(text: str) -> NodeState:
             raise ParseError(what, f"spec.taints[{index}] has no key or effect")
         taints.append(Taint(item["key"], item["effect"], str(item.get("value") or "")))
     return NodeState(metadata["name"], bool(spec.get("unschedulable")), tuple(taints),
-                     _strings(metadata.get("annotations")), _strings(metadata.get("labels")))
+                     _strings(metadata.get("annotations")), _strings(metadata.get("labels")), _ready(data))
+
+
+def _ready(node: dict[str, Any]) -> bool | None:
+    status = node.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for condition in conditions if isinstance(conditions, list) else []:
+        if isinstance(condition, dict) and condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return None
 
 
 def parse_pods(text: str) -> list[Pod]:

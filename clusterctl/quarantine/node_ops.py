@@ -91,14 +91,26 @@ def annotate(cp: str, node: NodeState, wanted: Mapping[str, str | None]) -> list
     words = " ".join(shlex.quote(s) for s in sets)
     back = " ".join(shlex.quote(s) for s in restores)
     verb = "annotate" if any(v is not None for v in wanted.values()) else "remove the annotations of"
+    shown = ", ".join(k.removeprefix("clusterctl.dev/") for k in keys)
     return [Change.run(cp, kubectl(f"annotate --overwrite node {_node(node.name)} {words}"),
-                       summary=f"{verb} node {node.name} ({', '.join(keys)})",
+                       summary=f"{verb} node {node.name} ({shown})",
                        undo=kubectl(f"annotate --overwrite node {_node(node.name)} {back}"), timeout_s=60)]
 
 
 def quarantine_annotations(*, who: str, when: str, reason: str, codes: list[str]) -> dict[str, str | None]:
     return {annotation("by"): who, annotation("at"): when, annotation("reason"): reason,
             annotation("codes"): ",".join(codes)}
+
+
+#: Every quarantine's time (UTC, comma-separated, the newest last; kept through release): flapping is read from it.
+HISTORY = annotation("history")
+HISTORY_KEPT = 20
+
+
+def with_history(node: NodeState, when: str) -> dict[str, str | None]:
+    """The history annotation with ``when`` added (the oldest dropped beyond ``HISTORY_KEPT``)."""
+    times = [t for t in node.annotations.get(HISTORY, "").split(",") if t]
+    return {HISTORY: ",".join([*times, when][-HISTORY_KEPT:])}
 
 
 def release_annotations() -> dict[str, str | None]:

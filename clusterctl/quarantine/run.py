@@ -122,6 +122,8 @@ def quarantine_node(transport: Transport, gate: Gate, name: str, request: Quaran
             previous = node.annotations.get(node_ops.annotation(key))
             if previous:
                 annotations[node_ops.annotation(key)] = previous
+    else:
+        annotations.update(node_ops.with_history(node, when))
     changes = node_ops.taint(cp, node, code) + node_ops.cordon(cp, node) + node_ops.annotate(cp, node, annotations)
     try:
         for record in gate.submit_all(transport, changes):

@@ -381,3 +381,27 @@ def test_remediate_serve_as_a_user_runs_it(tmp_path: Path) -> None:
     decisions = [json.loads(line)["decision"] for line in lines if line.startswith("{")]
     assert decisions[:3] == ["unauthorized", "accepted", "quarantine"], text
     assert token.read_text().strip() not in text and "Traceback" not in text
+
+
+def test_a_flood_of_unauthenticated_requests_cannot_fill_the_log(tmp_path: Path) -> None:
+    with started(tmp_path, token_over_tls, limits=Limits(noise_per_minute=5)) as run:
+        context = client_context(run.pki)
+        for _ in range(25):
+            assert post(run.url, payload(("GPUFellOffTheBus", "gpu-02")), context)[0] == 401
+        assert post(run.url, payload(("GPUTemperatureHigh", "gpu-01")), context, bearer(run.token))[0] == 200
+        decisions = [line["decision"] for line in run.lines()]
+        assert decisions == ["unauthorized"] * 5 + ["reported"]
+
+
+def test_the_noise_limit_says_what_it_left_out() -> None:
+    from clusterctl.quarantine.webhook_server import NoiseLimit
+
+    said: list[dict[str, object]] = []
+    now = [0.0]
+    limit = NoiseLimit(lambda **entry: said.append(entry), 2, clock=lambda: now[0])
+    for _ in range(5):
+        limit(decision="unauthorized")
+    now[0] = 61.0
+    limit(decision="unauthorized")
+    assert [d["decision"] for d in said] == ["unauthorized", "unauthorized", "left out", "unauthorized"]
+    assert "3 more line(s)" in str(said[2]["why"])
