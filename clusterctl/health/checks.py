@@ -21,7 +21,7 @@ from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent
 from clusterctl.facts.model import RDMAPort
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
-from clusterctl.health.probe import HostProbe
+from clusterctl.health.probe import PROBE_HEAD_BYTES, PROBE_TAIL_BYTES, HostProbe
 from clusterctl.survey.checks.host import majority
 
 T = TypeVar("T")
@@ -629,7 +629,19 @@ def check_probes(host: HostInput, baseline: Baseline) -> list[Finding]:
             tool=problem.tool,
             fix=f"Install {problem.tool} (or put it on the login user's PATH) to include this check."
             if problem.kind == "missing" else f"Run the {problem.probe} probe by hand on the host to see why."))
+    for name, (printed, dropped) in probe.cut.items():
+        found.append(_finding(
+            Severity.WARNING, "PROBE_OUTPUT_CUT", host.name,
+            f"the {name} probe printed {_mib(printed)}: its first {_mib(PROBE_HEAD_BYTES)} and last "
+            f"{_mib(PROBE_TAIL_BYTES)} were judged, {_mib(dropped)} between them were not", subject=name,
+            printed_bytes=printed, dropped_bytes=dropped,
+            fix=f"Run the {name} probe by hand on the host to see why it prints so much (a flood of kernel "
+                "messages, a debug loop); what was dropped was not checked."))
     return found
+
+
+def _mib(count: int) -> str:
+    return f"{count / 1024 / 1024:.1f} MiB"
 
 
 def check_dcgm(host: HostInput) -> list[Finding]:
