@@ -21,7 +21,7 @@ from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent
 from clusterctl.facts.model import RDMAPort
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
-from clusterctl.health.probe import HostProbe
+from clusterctl.health.probe import PROBE_HEAD_BYTES, PROBE_TAIL_BYTES, HostProbe
 from clusterctl.survey.checks.host import majority
 
 T = TypeVar("T")
@@ -76,7 +76,7 @@ class Baseline:
 
     def gpu_count(self) -> int | None:
         """The GPU count most GPU hosts have (hosts with nvidia-smi answers)."""
-        return majority(len(h.gpus) for h in self.hosts if h.gpus)
+        return self.cached(("gpu-count",), lambda: majority(len(h.gpus) for h in self.hosts if h.gpus))
 
     def cached(self, key: tuple[object, ...], compute: Callable[[], T]) -> T:
         """``compute()`` once per ``key`` for the whole run: asked per host, fleet values made judging
@@ -431,14 +431,17 @@ def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
                 for e in p.probe.nvlink_errors.links]
     found: list[Finding] = []
     medians: dict[str, float] = {}
+    #: counter -> the value at which it is high: its floor, or FLEET_FACTOR times the peers' median.
+    limits: dict[str, float] = {}
     for link in probe.nvlink_errors.links:
         high = {}
         for counter, value in link.counters.items():
-            if counter not in medians:
+            if counter not in limits:
                 links = baseline.cached(("nvlink-links", host.peer_key), peer_links)
                 medians[counter] = baseline.cached(("nvlink-median", host.peer_key, counter),
                                                    partial(_counter_median, baseline, links, counter))
-            if value >= max(NVLINK_FLOORS.get(counter, NVLINK_FLOOR), FLEET_FACTOR * medians[counter]):
+                limits[counter] = max(NVLINK_FLOORS.get(counter, NVLINK_FLOOR), FLEET_FACTOR * medians[counter])
+            if value >= limits[counter]:
                 high[counter] = value
         if high:
             found.append(_finding(
@@ -452,6 +455,12 @@ def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
 
 
 # --- InfiniBand / RoCE ----------------------------------------------------------------
+
+
+def _usual_port(same: Sequence[RDMAPort]) -> tuple[bool | None, float | None]:
+    """Whether most hosts' port of this name is active, and the rate most active ones run at."""
+    usual = majority(q.state == "PORT_ACTIVE" for q in same)
+    return usual, majority([q.rate_gbps for q in same if q.state == "PORT_ACTIVE" and q.rate_gbps])
 
 
 def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
@@ -471,11 +480,8 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
     for device in probe.rdma or ():
         for port in device.ports:
             key = f"{device.hca}/{port.port}"
-            same = ports.get((device.hca, port.port), [])
-            states = [q.state for q in same]
-            usual = majority(s == "PORT_ACTIVE" for s in states)
-            rates = [q.rate_gbps for q in same if q.state == "PORT_ACTIVE" and q.rate_gbps]
-            usual_rate = majority(rates)
+            usual, usual_rate = baseline.cached(("ib-port-usual", device.hca, port.port),
+                                                partial(_usual_port, ports.get((device.hca, port.port), [])))
             if port.state == "PORT_ACTIVE" and usual_rate and port.rate_gbps and port.rate_gbps < usual_rate:
                 found.append(_finding(
                     Severity.ERROR, "IB_PORT_SLOW", host.name,
@@ -623,7 +629,19 @@ def check_probes(host: HostInput, baseline: Baseline) -> list[Finding]:
             tool=problem.tool,
             fix=f"Install {problem.tool} (or put it on the login user's PATH) to include this check."
             if problem.kind == "missing" else f"Run the {problem.probe} probe by hand on the host to see why."))
+    for name, (printed, dropped) in probe.cut.items():
+        found.append(_finding(
+            Severity.WARNING, "PROBE_OUTPUT_CUT", host.name,
+            f"the {name} probe printed {_mib(printed)}: its first {_mib(PROBE_HEAD_BYTES)} and last "
+            f"{_mib(PROBE_TAIL_BYTES)} were judged, {_mib(dropped)} between them were not", subject=name,
+            printed_bytes=printed, dropped_bytes=dropped,
+            fix=f"Run the {name} probe by hand on the host to see why it prints so much (a flood of kernel "
+                "messages, a debug loop); what was dropped was not checked."))
     return found
+
+
+def _mib(count: int) -> str:
+    return f"{count / 1024 / 1024:.1f} MiB"
 
 
 def check_dcgm(host: HostInput) -> list[Finding]:

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 from clusterctl.findings import Finding, Severity
 from clusterctl.health.checks import Baseline, HostInput, judge_host
 from clusterctl.health.model import HealthOptions, HealthReport, HostHealth, verdict_of
-from clusterctl.health.probe import HostProbe, level0_probes, probe_command, read_probes
+from clusterctl.health.probe import (
+    TRANSPORT_KEEPS,
+    HostProbe,
+    ProbeCollector,
+    level0_probes,
+    probe_command,
+    read_probes,
+)
 from clusterctl.health.summary import host_facts
 from clusterctl.inventory.model import Host, Inventory
 from clusterctl.transport.base import Transport
@@ -30,9 +37,13 @@ if TYPE_CHECKING:
 def probe_host(transport: Transport, options: HealthOptions) -> HostProbe:
     """Run the level-0 probes on one host (one command) and read their outputs."""
     probes = level0_probes(options.since_s, options.probe_timeout_s)
-    result = transport.run(probe_command(probes), timeout=options.probe_timeout_s * len(probes) + 30)
-    probe = read_probes(result.stdout, probes)
+    # Read as it streams, each probe's output bounded (a host printing 40 MB costs a few MB here).
+    collected = ProbeCollector()
+    transport.run(probe_command(probes), timeout=options.probe_timeout_s * len(probes) + 30,
+                  on_line=collected.add, max_output=TRANSPORT_KEEPS)
+    probe = read_probes(collected.text(), probes)
     probe.since_s = options.since_s
+    probe.cut = collected.cut()
     return probe
 
 

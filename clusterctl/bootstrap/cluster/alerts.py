@@ -152,8 +152,11 @@ def receiver_url(settings: AlertSettings, control_plane_address: str) -> str:
 def render_receiver_for(settings: AlertSettings, control_plane_address: str) -> str:
     """The receiver snippet bootstrap writes beside its rules: the bearer token's file and the CA (https)."""
     url = receiver_url(settings, control_plane_address)
+    https = url.startswith("https://")
     auth = ReceiverAuth(credentials_file=settings.receiver_token_file,
-                        ca_file=settings.receiver_ca_file if url.startswith("https://") else None)
+                        ca_file=settings.receiver_ca_file if https else None,
+                        cert_file=settings.receiver_cert_file if https else None,
+                        key_file=settings.receiver_key_file if https else None)
     head = ("# clusterctl: the Alertmanager receiver for 'clusterctl remediate serve' (docs/quarantine.md).\n"
             "# Merge into alertmanager.yml; the token file holds the same token as the receiver's --token-file.\n")
     return head + render_alertmanager_receiver(url, auth)
