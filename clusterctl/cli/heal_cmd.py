@@ -55,9 +55,11 @@ def heal_command(
                        [h.name for h in targets], yes=yes,
                        preview=f"clusterctl heal {' '.join(h.name for h in targets)} --dry-run")
     gate = Gate(apply=not dry_run)
-    with app.runner() as runner:
-        results = heal_hosts(runner, app.inventory(), targets, gate)
-    journal = save_journal(app, gate, "heal")
+    try:
+        with app.runner() as runner:
+            results = heal_hosts(runner, app.inventory(), targets, gate)
+    finally:  # an interrupted chain keeps its journal too: what it changed so far can be undone
+        journal = save_journal(app, gate, "heal")
     payload = {"dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
 
     def human() -> None:

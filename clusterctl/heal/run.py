@@ -82,7 +82,7 @@ class HostHeal:
 
     @property
     def ok(self) -> bool:
-        return self.outcome in ("released", "planned")
+        return self.outcome in ("released", "planned", "not quarantined")
 
     def to_json(self) -> dict[str, object]:
         return {"host": self.host, "outcome": self.outcome, "detail": self.detail, "chain": list(self.chain),

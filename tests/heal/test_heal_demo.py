@@ -73,6 +73,19 @@ def test_xid_79_heals_by_power_cycle_a_persisting_fault_needs_hardware_and_a_fla
         code, out = demo.cli("status", "gpu-a2")
         assert "healing: needs hardware" in out, out
 
+        # A BMC that refuses the credentials: the power cycle fails at once, named; the host stays out.
+        demo.password_file.write_text("not-the-bmc-password\n")
+        cycles = len(demo.emulator.notified)
+        code, out = demo.cli("heal", "gpu-a2", "--yes")
+        assert code == 1, out
+        assert "power-cycle: failed: the BMC" in out and "refused the credentials" in out and "(HTTP 401)" in out
+        assert "NEEDS HARDWARE" in out and "Hardware repair needed: gpu-a2" in out
+        assert len(demo.emulator.notified) == cycles and "not-the-bmc-password" not in out
+        assert demo.node("gpu-a2")["spec"].get("unschedulable")
+        demo.password_file.write_text(PASSWORD + "\n")
+        code, out = demo.cli("heal", "gpu-a1", "--yes")
+        assert code == 0 and "NOT QUARANTINED" in out, out
+
         # 3. Repaired by a person and released; it fails again: its fourth quarantine in a day (flapping.count) is
         # flapping.
         assert demo.cli("-l", "gpu-a2", "mock", "set", "fault=", "hardware_fault=")[0] == 0
@@ -89,3 +102,28 @@ def test_xid_79_heals_by_power_cycle_a_persisting_fault_needs_hardware_and_a_fla
         assert host["heal_state"] == "flapping" and len(host["quarantine_history"]) == 4
         for journal in (tmp_path / "clusterctl-results" / "undo").glob("*.json"):
             assert PASSWORD not in journal.read_text()
+
+
+def test_the_chain_escalates_past_a_failed_gpu_reset_to_a_reboot_over_ssh(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    chain = "chains: {GPUFellOffTheBus: [reset-gpu, reboot, power-cycle]}"
+    with DemoHeal(tmp_path / "demo", heal=f"passes: 2, pass_interval_s: 0.5, {chain}") as demo:
+        assert demo.emulator is not None
+        assert demo.cli("-l", "gpu-a2", "mock", "set", "fault=xid-79")[0] == 0
+        assert demo.cli("quarantine", "gpu-a2", "--reason", "xid 79", "--code", "GPUFellOffTheBus", "--yes")[0] == 0
+        assert any(p.startswith("default/trainer-") for p in demo.pods_on("gpu-a2"))  # quarantined, not drained
+        code, out = demo.cli("-o", "json", "heal", "gpu-a2", "--yes")
+        assert code == 0, out
+        (host,) = json.loads(out)["hosts"]
+        steps = {s["step"]: s for s in host["steps"]}
+        assert host["chain"] == ["reset-gpu", "reboot", "power-cycle"] and host["outcome"] == "released"
+        # The node was drained before the GPU reset; the mock host has no 'nvidia-smi -r': the step fails, named.
+        assert not any(p.startswith("default/trainer-") for p in demo.pods_on("gpu-a2"))
+        assert steps["reset-gpu"]["result"] == "failed" and "reset GPU 3 of gpu-a2" in steps["reset-gpu"]["detail"]
+        assert steps["reboot"]["result"] == "passed" and steps["reboot"]["changes"] == ["reboot gpu-a2"]
+        assert "power-cycle" not in steps and demo.emulator.notified == []  # the reboot cured it: no power cycle
+        assert demo.host_state("gpu-a2").values().get("boots") == "1"
+        assert not demo.node("gpu-a2")["spec"].get("unschedulable")
+        code, out = demo.cli("status", "gpu-a2")
+        assert "reset-gpu: failed" in out and "reboot: passed" in out and "release: released" in out, out
