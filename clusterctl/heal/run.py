@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import Change, ChangeFailed, Gate
+from clusterctl.engine import lock as host_lock
+from clusterctl.engine.lock import LockInfo
 from clusterctl.errors import ClusterctlError, UsageError
 from clusterctl.findings import Finding, Severity
 from clusterctl.heal import history
@@ -55,7 +57,7 @@ GPU_QUERY = "nvidia-smi --query-gpu=index,name,serial,uuid,pci.bus_id --format=c
 @dataclass
 class StepRun:
     step: str
-    #: ``passed``, ``failed``, ``skipped``, ``planned`` (dry run).
+    #: ``passed``, ``failed``, ``skipped``, ``blocked`` (the host's lock or drain: the chain stops), ``planned``.
     result: str
     detail: str = ""
     seconds: float = 0.0
@@ -115,6 +117,9 @@ class _Healer:
         self.result = HostHeal(host.name)
         self.start = options.monotonic()
         self.drained = False
+        #: The engine's host lock, taken before the first step that stops the GPUs (no bootstrap or upgrade
+        #: interleaves with a reboot), given back when the chain ends.
+        self.lock: LockInfo | None = None
 
     # -- the cluster side ----------------------------------------------------------------
 
@@ -235,6 +240,10 @@ class _Healer:
             run = self.step(step, findings)
             result.steps.append(run)
             self.mark(step)
+            if run.result == "blocked":  # not the hardware's fault: a person decides (another run, a drain)
+                result.outcome, result.detail = "failed", f"{step} could not start: {run.detail}; it stays quarantined"
+                self.note(step, "blocked", run.detail)
+                return result
             if run.result != "passed":
                 self.note(step, run.result, run.detail)
                 continue
@@ -264,7 +273,29 @@ class _Healer:
         result.detail = "released after the first step the release gate passes; else 'needs hardware'"
         return result
 
+    def take_lock(self) -> str | None:
+        if self.lock is not None:
+            return None
+        import uuid
+
+        info = LockInfo.mine(f"heal-{uuid.uuid4().hex[:12]}")
+        _value, failure = self.on_host(lambda t: host_lock.acquire(t, info), "heal: lock", 60)
+        if failure is not None:
+            return f"the host's lock: {failure}"
+        self.lock = info
+        return None
+
+    def unlock(self) -> None:
+        if self.lock is not None:
+            info, self.lock = self.lock, None
+            _value, failure = self.on_host(lambda t: host_lock.release(t, info), "heal: unlock", 60)
+            if failure is not None:
+                self.result.detail += f" (the host's lock could not be given back: {failure})"
+
     def ensure_drained(self) -> str | None:
+        locked = self.take_lock()
+        if locked is not None:
+            return locked
         if self.drained:
             return None
         from clusterctl.quarantine.drain import DrainOptions, drain_node
@@ -307,7 +338,7 @@ class _Healer:
             if step in DISRUPTIVE:
                 why = self.ensure_drained()
                 if why is not None:
-                    return StepRun(step, "skipped", why)
+                    return StepRun(step, "blocked", why)
             if step == "restart-app":
                 run.detail = "the drain restarted the application's pods elsewhere; the GPUs are checked again"
             elif step == "reset-gpu":
@@ -475,4 +506,6 @@ def heal_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], gate
         except ClusterctlError as exc:
             healer.result.outcome, healer.result.detail = "failed", str(exc)
             results.append(healer.result)
+        finally:
+            healer.unlock()
     return results

@@ -29,6 +29,7 @@ from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
+    from clusterctl.host_reader import HostReader
     from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import Transport
 
@@ -89,7 +90,7 @@ def control_plane(inventory: Inventory) -> Host:
     return host
 
 
-def read_node(transport: Transport, name: str) -> NodeState | None:
+def read_node(transport: Transport | HostReader, name: str) -> NodeState | None:
     """The node as the API server has it; None when there is no such node."""
     result = transport.run(node_command(name), sudo=True, timeout=60)
     if not result.ok:
