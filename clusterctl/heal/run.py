@@ -262,7 +262,11 @@ class _Healer:
         result.chain, result.chain_reason = chain_for(codes, xids=_xids(findings), overrides=self.config.chains)
         for step in result.chain:
             before = len(self.gate.records)
-            changes = self.step_changes(step, findings)
+            try:
+                changes = self.step_changes(step, findings)
+            except UsageError as exc:  # no BMC for a power cycle: the step would fail, and the chain go on
+                result.steps.append(StepRun(step, "planned", f"would fail: {exc.message}"))
+                continue
             for change in changes:
                 self.gate.record(change)
             lines = [r.change.summary for r in self.gate.records[before:]]
@@ -389,9 +393,9 @@ class _Healer:
         from clusterctl.bmc.power import BmcTarget, PowerAction, bmc_config, power_change
         from clusterctl.bmc.redfish import BmcError, RedfishBmc, address_for
 
-        config = bmc_config(self.inventory, self.host.name)
         before = self.boot_id()
         try:
+            config = bmc_config(self.inventory, self.host.name)
             bmc = RedfishBmc(config, self.host.name, bmc_password(config))
             state = bmc.power_state()
             change = power_change(self.host.name, PowerAction.CYCLE, state, address_for(config, self.host.name).url,
@@ -399,8 +403,11 @@ class _Healer:
             if change is not None:
                 run.changes.append(change.summary)
                 self.gate.submit(BmcTarget(self.host, bmc), change)
-        except (BmcError, UsageError) as exc:
-            run.result, run.detail = "failed", str(exc)
+        except BmcError as exc:
+            run.result, run.detail = "failed", exc.message
+            return
+        except UsageError as exc:  # no BMC entry, no password: said without the file's whole hint
+            run.result, run.detail = "failed", exc.message + (f" ({exc.field})" if exc.field else "")
             return
         except ChangeFailed as exc:
             tail = exc.record.result.stderr_tail(2) if exc.record.result is not None else ""
