@@ -9,7 +9,6 @@ to handle.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 from clirun import REPO_ROOT
 
