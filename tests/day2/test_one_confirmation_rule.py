@@ -84,6 +84,7 @@ NOT_CHANGING = {
     "remediate alertmanager-config": "prints a configuration", "record": "reads hosts, writes local files",
     "mock show": "the simulator's own files", "mock reset": "the simulator's own files on this machine",
     "power status": "reads the power state through the BMC",
+    "dashboards": "surveys (reads) and writes dashboard files on this machine",
     "mock set": "a mock host's simulated state (a fault to replay), on this machine",
     "mock timers": "fires a mock host's simulated timers: the simulator's clock, on this machine",
 }
