@@ -69,6 +69,7 @@ CHANGING_ELSEWHERE = {
     "power on": "tests/bmc/test_power.py, on a Redfish emulator (the demo has no BMC)",
     "power off": "tests/bmc/test_power.py, on a Redfish emulator (the demo has no BMC)",
     "power cycle": "tests/bmc/test_power.py, on a Redfish emulator (the demo has no BMC)",
+    "heal": "tests/heal/test_heal_demo.py, on a bootstrapped demo with a quarantined host and a Redfish emulator",
 }
 
 #: Commands that change no host, and why.
