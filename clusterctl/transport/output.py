@@ -11,7 +11,7 @@ full pipe.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Literal
 
 #: Which stream of a command a line came from.
@@ -106,8 +106,15 @@ class LineSplitter:
     MAX_LINE_BYTES = 64 * 1024
 
     def __init__(self, stream: OutputStream, on_line: OnLine) -> None:
+        # Imported here, once per stream: per line, the import statement cost more than the line
+        # (a health probe streams ~3,500 lines a host).
+        from clusterctl.secret import mask_text
+
         self.stream = stream
         self.on_line = on_line
+        #: A receiver with ``add_lines(stream, lines)`` takes all the complete lines of a chunk in one call.
+        self._add_lines: Callable[[OutputStream, list[str]], None] | None = getattr(on_line, "add_lines", None)
+        self._mask = mask_text
         self._held = b""
         self._failed = False
 
@@ -117,26 +124,28 @@ class LineSplitter:
         data = self._held + chunk
         end = data.rfind(b"\n")
         if end >= 0:
-            for line in data[:end].split(b"\n"):
-                self._emit(line)
+            self._emit(data[:end].split(b"\n"))
             data = data[end + 1 :]
         while len(data) > self.MAX_LINE_BYTES:
-            self._emit(data[: self.MAX_LINE_BYTES])
+            self._emit((data[: self.MAX_LINE_BYTES],))
             data = data[self.MAX_LINE_BYTES :]
         self._held = data
 
     def flush(self) -> None:
         held, self._held = self._held, b""
         if held:
-            self._emit(held)
+            self._emit((held,))
 
-    def _emit(self, line: bytes) -> None:
-        from clusterctl.secret import mask_text
-
+    def _emit(self, lines: Iterable[bytes]) -> None:
         if self._failed:
             return
+        on_line, stream, mask = self.on_line, self.stream, self._mask
         try:
-            self.on_line(self.stream, mask_text(line.decode(errors="replace")))
+            if self._add_lines is not None:
+                self._add_lines(stream, [mask(line.decode(errors="replace")) for line in lines])
+                return
+            for line in lines:
+                on_line(stream, mask(line.decode(errors="replace")))
         except Exception:  # a closed stdout (| head): stop listening, never stop reading the command
             self._failed = True
             import logging
