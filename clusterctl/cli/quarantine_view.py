@@ -88,15 +88,18 @@ def print_status(app: AppContext, nodes: Sequence[QuarantinedNode]) -> None:
 
     # Every cell but CORDONED comes from node annotations (or Slurm reasons) anyone with access can
     # write: control characters are shown as escapes (one_line), never sent to the terminal.
+    # Slurm's state gets a column only in a fleet where some host runs slurmd.
+    slurm = any(n.slurm_state for n in nodes)
     rows = [tuple(one_line(c) for c in (n.host, n.since or "-", n.by or "-", n.reason or "-",
                                         ",".join(n.codes) or "-",
                                         ("yes" if n.cordoned else "no") if n.kubernetes_node else "no node",
-                                        n.slurm_state or "-", n.release_needs))
+                                        *((n.slurm_state or "-",) if slurm else ()), n.release_needs))
             for n in nodes]
     # The host, since and codes are copied into tickets and commands: never cut; the prose wraps.
-    print_table(app.console, (Column("HOST", keep=True), Column("SINCE", keep=True), Column("BY", keep=True),
-                              Column("REASON"), Column("CODES", keep=True), Column("CORDONED", keep=True),
-                              Column("SLURM", keep=True), Column("RELEASE NEEDS")), rows, boxed=False)
+    columns = (Column("HOST", keep=True), Column("SINCE", keep=True), Column("BY", keep=True), Column("REASON"),
+               Column("CODES", keep=True), Column("CORDONED", keep=True),
+               *((Column("SLURM", keep=True),) if slurm else ()), Column("RELEASE NEEDS"))
+    print_table(app.console, columns, rows, boxed=False)
 
 
 def print_policy(app: AppContext, run: PolicyRun, *, dry_run: bool, journal: str | None) -> None:

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import Change, ChangeFailed, Gate
+from clusterctl.engine import lock as host_lock
+from clusterctl.engine.lock import LockInfo
 from clusterctl.errors import ClusterctlError, UsageError
 from clusterctl.findings import Finding, Severity
 from clusterctl.heal import history
@@ -55,7 +57,7 @@ GPU_QUERY = "nvidia-smi --query-gpu=index,name,serial,uuid,pci.bus_id --format=c
 @dataclass
 class StepRun:
     step: str
-    #: ``passed``, ``failed``, ``skipped``, ``planned`` (dry run).
+    #: ``passed``, ``failed``, ``skipped``, ``blocked`` (the host's lock or drain: the chain stops), ``planned``.
     result: str
     detail: str = ""
     seconds: float = 0.0
@@ -115,6 +117,9 @@ class _Healer:
         self.result = HostHeal(host.name)
         self.start = options.monotonic()
         self.drained = False
+        #: The engine's host lock, taken before the first step that stops the GPUs (no bootstrap or upgrade
+        #: interleaves with a reboot), given back when the chain ends.
+        self.lock: LockInfo | None = None
 
     # -- the cluster side ----------------------------------------------------------------
 
@@ -235,6 +240,10 @@ class _Healer:
             run = self.step(step, findings)
             result.steps.append(run)
             self.mark(step)
+            if run.result == "blocked":  # not the hardware's fault: a person decides (another run, a drain)
+                result.outcome, result.detail = "failed", f"{step} could not start: {run.detail}; it stays quarantined"
+                self.note(step, "blocked", run.detail)
+                return result
             if run.result != "passed":
                 self.note(step, run.result, run.detail)
                 continue
@@ -253,7 +262,11 @@ class _Healer:
         result.chain, result.chain_reason = chain_for(codes, xids=_xids(findings), overrides=self.config.chains)
         for step in result.chain:
             before = len(self.gate.records)
-            changes = self.step_changes(step, findings)
+            try:
+                changes = self.step_changes(step, findings)
+            except UsageError as exc:  # no BMC for a power cycle: the step would fail, and the chain go on
+                result.steps.append(StepRun(step, "planned", f"would fail: {exc.message}"))
+                continue
             for change in changes:
                 self.gate.record(change)
             lines = [r.change.summary for r in self.gate.records[before:]]
@@ -264,7 +277,29 @@ class _Healer:
         result.detail = "released after the first step the release gate passes; else 'needs hardware'"
         return result
 
+    def take_lock(self) -> str | None:
+        if self.lock is not None:
+            return None
+        import uuid
+
+        info = LockInfo.mine(f"heal-{uuid.uuid4().hex[:12]}")
+        _value, failure = self.on_host(lambda t: host_lock.acquire(t, info), "heal: lock", 60)
+        if failure is not None:
+            return f"the host's lock: {failure}"
+        self.lock = info
+        return None
+
+    def unlock(self) -> None:
+        if self.lock is not None:
+            info, self.lock = self.lock, None
+            _value, failure = self.on_host(lambda t: host_lock.release(t, info), "heal: unlock", 60)
+            if failure is not None:
+                self.result.detail += f" (the host's lock could not be given back: {failure})"
+
     def ensure_drained(self) -> str | None:
+        locked = self.take_lock()
+        if locked is not None:
+            return locked
         if self.drained:
             return None
         from clusterctl.quarantine.drain import DrainOptions, drain_node
@@ -307,7 +342,7 @@ class _Healer:
             if step in DISRUPTIVE:
                 why = self.ensure_drained()
                 if why is not None:
-                    return StepRun(step, "skipped", why)
+                    return StepRun(step, "blocked", why)
             if step == "restart-app":
                 run.detail = "the drain restarted the application's pods elsewhere; the GPUs are checked again"
             elif step == "reset-gpu":
@@ -358,9 +393,9 @@ class _Healer:
         from clusterctl.bmc.power import BmcTarget, PowerAction, bmc_config, power_change
         from clusterctl.bmc.redfish import BmcError, RedfishBmc, address_for
 
-        config = bmc_config(self.inventory, self.host.name)
         before = self.boot_id()
         try:
+            config = bmc_config(self.inventory, self.host.name)
             bmc = RedfishBmc(config, self.host.name, bmc_password(config))
             state = bmc.power_state()
             change = power_change(self.host.name, PowerAction.CYCLE, state, address_for(config, self.host.name).url,
@@ -368,8 +403,11 @@ class _Healer:
             if change is not None:
                 run.changes.append(change.summary)
                 self.gate.submit(BmcTarget(self.host, bmc), change)
-        except (BmcError, UsageError) as exc:
-            run.result, run.detail = "failed", str(exc)
+        except BmcError as exc:
+            run.result, run.detail = "failed", exc.message
+            return
+        except UsageError as exc:  # no BMC entry, no password: said without the file's whole hint
+            run.result, run.detail = "failed", exc.message + (f" ({exc.field})" if exc.field else "")
             return
         except ChangeFailed as exc:
             tail = exc.record.result.stderr_tail(2) if exc.record.result is not None else ""
@@ -475,4 +513,6 @@ def heal_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], gate
         except ClusterctlError as exc:
             healer.result.outcome, healer.result.detail = "failed", str(exc)
             results.append(healer.result)
+        finally:
+            healer.unlock()
     return results

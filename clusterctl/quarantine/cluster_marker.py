@@ -36,6 +36,7 @@ from clusterctl.quarantine.run import QuarantineRequest, control_plane, quaranti
 
 if TYPE_CHECKING:
     from clusterctl.changes import Gate
+    from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Inventory
     from clusterctl.transport.base import Transport
 
@@ -90,7 +91,7 @@ def read_nodes(transport: Transport) -> dict[str, NodeState]:
 class Marker:
     """Decides and marks, one batch at a time, in its own thread."""
 
-    def __init__(self, inventory: Inventory, runner_factory: Callable[[], object], limit: Callable[[], int], *,
+    def __init__(self, inventory: Inventory, runner_factory: Callable[[], Runner], limit: Callable[[], int], *,
                  lease: ClusterLease | None, lease_wait_s: float = 120.0) -> None:
         self.inventory, self.runner_factory, self.limit = inventory, runner_factory, limit
         #: None: a dry run (no Lease is written, nothing is marked).
@@ -154,7 +155,7 @@ class Marker:
             for item in batch:
                 item.verdict, item.why = "failed", str(exc)
             return []
-        with self.runner_factory() as runner:  # type: ignore[attr-defined]
+        with self.runner_factory() as runner:
             timeout = self.lease_wait_s + 60.0 * (3 * len(batch) + 3)
             fleet = runner.run_task([cp], task, label="remediate", timeout_s=timeout)
         (outcome,) = fleet.outcomes

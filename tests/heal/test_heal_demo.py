@@ -113,6 +113,17 @@ def test_the_chain_escalates_past_a_failed_gpu_reset_to_a_reboot_over_ssh(tmp_pa
         assert demo.cli("-l", "gpu-a2", "mock", "set", "fault=xid-79")[0] == 0
         assert demo.cli("quarantine", "gpu-a2", "--reason", "xid 79", "--code", "GPUFellOffTheBus", "--yes")[0] == 0
         assert any(p.startswith("default/trainer-") for p in demo.pods_on("gpu-a2"))  # quarantined, not drained
+        # Another run (a bootstrap) holds the host's lock: nothing disruptive starts; the host stays out, named.
+        from clusterctl.engine.lock import DEFAULT_LOCK_PATH, LockInfo
+
+        other = LockInfo.mine("another-run")
+        demo.host_state("gpu-a2").fs.write(DEFAULT_LOCK_PATH, other.to_bytes())
+        code, out = demo.cli("heal", "gpu-a2", "--yes")
+        assert code == 1 and "reset-gpu could not start: the host's lock" in out and "locked by" in out, out
+        assert demo.node("gpu-a2")["spec"].get("unschedulable")
+        assert demo.host_state("gpu-a2").values().get("boots") is None
+        assert demo.host_state("gpu-a2").fs.read(DEFAULT_LOCK_PATH) == other.to_bytes()
+        demo.host_state("gpu-a2").fs.remove(DEFAULT_LOCK_PATH)
         code, out = demo.cli("-o", "json", "heal", "gpu-a2", "--yes")
         assert code == 0, out
         (host,) = json.loads(out)["hosts"]
@@ -125,5 +136,6 @@ def test_the_chain_escalates_past_a_failed_gpu_reset_to_a_reboot_over_ssh(tmp_pa
         assert "power-cycle" not in steps and demo.emulator.notified == []  # the reboot cured it: no power cycle
         assert demo.host_state("gpu-a2").values().get("boots") == "1"
         assert not demo.node("gpu-a2")["spec"].get("unschedulable")
+        assert demo.host_state("gpu-a2").fs.read(DEFAULT_LOCK_PATH) is None  # the chain gave the lock back
         code, out = demo.cli("status", "gpu-a2")
         assert "reset-gpu: failed" in out and "reboot: passed" in out and "release: released" in out, out

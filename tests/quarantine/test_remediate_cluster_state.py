@@ -198,3 +198,14 @@ def test_a_host_that_does_not_answer_does_not_hold_up_another_hosts_decision(tmp
     assert remediator.busy("gpu-03") and decided(log, "gpu-03") == []
     assert remediator.settle(300)
     assert decided(log, "gpu-03") == ["failed"] and "timed out" in log.getvalue()
+
+
+def test_a_damaged_pending_file_is_a_usage_error_naming_it(sim: KubeSim, tmp_path: Path) -> None:
+    from clusterctl.errors import UsageError
+
+    pending = tmp_path / "remediate-pending.json"
+    for text in ("{not json", '{"kind": "something else", "hosts": {}}', "[]"):
+        pending.write_text(text)
+        with pytest.raises(UsageError) as caught:
+            receiver(sim, pending_file=str(pending))
+        assert str(pending) in str(caught.value)
