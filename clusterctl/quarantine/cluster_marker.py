@@ -12,7 +12,8 @@ What is out of service is the cluster's word, never this process's memory:
 * ``duplicate``: the node is quarantined already (clusterctl's taint and cordon), or cordoned
   by someone else;
 * ``complete``: a half-finished quarantine (clusterctl's taint or annotations without the
-  cordon, or the cordon without the taint) is finished; it counts as out already;
+  cordon, or without each other: a receiver stopped between two changes) is finished; it
+  counts as out already;
 * ``act``: a node in service, with room under the cap (nodes out of service counted as they are
   now, plus those chosen before it in this batch); a host that ``clusterctl release`` brought
   back and that fails again is in service, so it is acted on;
@@ -65,14 +66,15 @@ def judge(node: NodeState | None, out: set[str], limit: int) -> tuple[str, str]:
         return "failed", "not a node of the cluster"
     ours = node_ops.is_quarantined(node)
     tainted = node.taint(node_ops.TAINT_KEY) is not None
-    if ours and node.unschedulable and tainted:
-        since = node.annotations.get(node_ops.annotation("at"), "")
-        return "duplicate", "quarantined already" + (f" (since {since})" if since else "")
+    noted = node_ops.annotation("at") in node.annotations
+    if ours and node.unschedulable and tainted and noted:
+        return "duplicate", f"quarantined already (since {node.annotations[node_ops.annotation('at')]})"
     if node.unschedulable and not ours:
         return "duplicate", "cordoned outside clusterctl: left as it is"
     if ours:
-        return "complete", "a half-finished quarantine (" + ("tainted" if tainted else "annotated") + \
-            ", not cordoned): finished"
+        missing = [what for what, there in (("taint", tainted), ("cordon", node.unschedulable),
+                                            ("annotations", noted)) if not there]
+        return "complete", f"a half-finished quarantine (no {', no '.join(missing)}): finished"
     if len(out) >= limit:
         return "held", f"{len(out)} host(s) out of service already, the most --max-unavailable allows ({limit})"
     return "act", "in service"

@@ -55,3 +55,13 @@ def test_heal_setting_errors_name_file_line_and_field(tmp_path: Path, heal: str,
         load_native(path)
     assert (caught.value.file, caught.value.line, caught.value.field) == (str(path), line, field), str(caught.value)
     assert words in str(caught.value)
+
+
+def test_heal_asks_first_and_refuses_off_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from clirun import DEMO, clusterctl
+
+    monkeypatch.delenv("CLUSTERCTL_YES")
+    done = clusterctl("-i", DEMO, "heal", "gpu-a3")
+    assert done.exit_code == 2, done.output
+    assert "refusing without a terminal" in done.output and "clusterctl heal gpu-a3 --dry-run" in done.output
+    assert clusterctl("-i", DEMO, "heal", "gpu-z9", "--yes").exit_code == 2  # not in the inventory
