@@ -27,8 +27,11 @@ Receive Alertmanager webhooks and quarantine the hosts the alerts name, on the s
 'clusterctl quarantine': GPUFellOffTheBus, GPURowRemapFailure, GPUDoubleBitECCErrors and
 NVLinkBandwidthZero quarantine and drain; GPUXidError and NVLinkCRCErrors quarantine; the
 others are only logged (the inventory's quarantine.alerts changes that). Hosts not in the
-inventory are never acted on; a host already quarantined is not acted on again; never more
-than --max-unavailable hosts out of service (cordoned nodes count). Every decision is one JSON
+inventory are never acted on; the cluster says who is out (a host quarantined already is not
+acted on again; one released that fails again is); never more than --max-unavailable hosts
+out of service (cordoned nodes count), across every receiver of the cluster (they share a
+Lease in the cluster). Each POST is answered at once and each host's work runs on its own;
+alerts not yet acted on are kept in --pending-file for a restart. Every decision is one JSON
 line on stderr. A body that is not a webhook payload gets 400 and changes nothing. With
 --dry-run it decides and logs, and changes nothing. Otherwise it asks once at start; --yes
 (or CLUSTERCTL_YES=1) confirms, and is required off a terminal (a service unit).
@@ -44,8 +47,8 @@ Examples:
   clusterctl remediate serve --listen 127.0.0.1:9095 --dry-run
 
   (umask 077; openssl rand -hex 32 > remediate.token)
-  clusterctl remediate serve --listen 10.0.0.5:9095 --token-file remediate.token \\
-      --tls-cert tls.crt --tls-key tls.key --max-unavailable 2 --yes
+  clusterctl remediate serve --listen 10.0.0.5:9095 --yes \\
+      --token-file remediate.token --tls-cert tls.crt --tls-key tls.key
 """
 
 
@@ -91,8 +94,9 @@ def serve_command(
     drain_timeout: float = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS",
                                         help="How long each drain may wait for budgets."),
     pending_file: str = typer.Option(
-        "clusterctl-results/remediate-pending.json", "--pending-file", metavar="FILE",
-        help="Accepted alerts not yet acted on; a restarted receiver acts on them."),
+        "clusterctl-results/remediate-pending.json", "--pending-file", metavar="FILE", show_default=False,
+        help="Default: clusterctl-results/remediate-pending.json. Accepted alerts not yet acted on; a "
+             "restarted receiver acts on them."),
     heal: bool = typer.Option(False, "--heal", help="After draining a host, run its escalation chain (GPU reset, "
                               "reboot, power cycle through the BMC) and release it once the release gate passes "
                               "(clusterctl heal; the inventory's quarantine.heal)."),
