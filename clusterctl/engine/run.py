@@ -616,6 +616,24 @@ def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo,
 UNLOCK_AFTER_INTERRUPT_S = 30.0
 
 
+def take_locks(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, *,
+               force_unlock: bool = False) -> tuple[list[Host], dict[str, str]]:
+    """The host locks for steps a command runs under them itself (``upgrade apply``'s rollout): the hosts
+    locked, and host -> why its lock was refused. Ctrl-C gives back what was taken, then raises."""
+    report = RunReport("", True, [], [h.name for h in hosts])
+    locked = _lock_hosts(runner, hosts, info, RunSettings(apply=True, force_unlock=force_unlock), report)
+    return locked, dict(report.failed_hosts)
+
+
+def give_back_locks(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, *,
+                    interrupted: bool = False) -> list[str]:
+    """``take_locks``'s locks back (only this run's); a line per host whose lock could not be given back."""
+    report = RunReport("", True, [], [h.name for h in hosts])
+    _unlock_hosts(runner, hosts, info, RunSettings(apply=True),
+                  timeout_s=UNLOCK_AFTER_INTERRUPT_S if interrupted else None, report=report)
+    return report.notes
+
+
 def _unlock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings,
                   *, timeout_s: float | None = None, report: RunReport | None = None) -> None:
     def drop(transport: Transport) -> None:
