@@ -268,26 +268,42 @@ class ProbeCollector:
         if stream != "stdout":
             return
         head_limit, tail_limit = self.head_limit, self.tail_limit
+        lines = lines if isinstance(lines, list) else list(lines)
         with self._lock:
-            section = self.sections[-1]
-            for line in lines:
-                if line.startswith(_HEADER_OPENING):
-                    section = _Section(line)
-                    self.sections.append(section)
-                    continue
-                size = len(line) + 1
-                section.total += size
+            # The usual case first: a run of lines between headers that fits in its section's head whole.
+            starts = [i for i, line in enumerate(lines) if line.startswith(_HEADER_OPENING)]
+            section, begin = self.sections[-1], 0
+            for end in [*starts, len(lines)]:
+                run = lines[begin:end]
+                size = sum(map(len, run)) + len(run)
                 if not section.tail and section.head_bytes + size <= head_limit:
-                    section.head.append(line)
+                    section.head.extend(run)
                     section.head_bytes += size
-                    continue
-                tail = section.tail
-                tail.append(line)
-                section.tail_bytes += size
-                while section.tail_bytes > tail_limit and len(tail) > 1:
-                    gone = tail.popleft()
-                    section.tail_bytes -= len(gone) + 1
-                    section.dropped += len(gone) + 1
+                    section.total += size
+                else:
+                    self._add_one_by_one(section, run, head_limit, tail_limit)
+                if end < len(lines):
+                    section = _Section(lines[end])
+                    self.sections.append(section)
+                begin = end + 1
+
+    @staticmethod
+    def _add_one_by_one(section: _Section, lines: list[str], head_limit: int, tail_limit: int) -> None:
+        """Lines of one section (no header among them), each kept in the head while it fits, else the tail."""
+        for line in lines:
+            size = len(line) + 1
+            section.total += size
+            if not section.tail and section.head_bytes + size <= head_limit:
+                section.head.append(line)
+                section.head_bytes += size
+                continue
+            tail = section.tail
+            tail.append(line)
+            section.tail_bytes += size
+            while section.tail_bytes > tail_limit and len(tail) > 1:
+                gone = tail.popleft()
+                section.tail_bytes -= len(gone) + 1
+                section.dropped += len(gone) + 1
 
     def text(self) -> str:
         """The output as the probes printed it, less what was dropped (``cut`` says where)."""
