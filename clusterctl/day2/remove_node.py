@@ -13,6 +13,14 @@ gone: drain what the API can drain without waiting for a kubelet that will not a
 go when the Node does: the pod garbage collector), delete the Node, skip the reset, and say what
 was left on the dead host (its kubelet would register the Node again were it to come back).
 
+A control plane that is gone takes the same path plus kubeadm's step for its etcd member (kubeadm's
+docs, "Remove the node" for a control plane that cannot run ``kubeadm reset``): from a healthy
+control plane, read the members (``etcdctl member list``) and their health (``etcdctl endpoint health
+--cluster``); refuse when the members left that answer healthy would not be a majority of those left;
+otherwise the dead node's member (named after its node, or with a peer URL at its address) is removed
+by its ID (``etcdctl member remove``) before the Node is deleted. etcdctl runs in that control plane's
+etcd static pod (``clusterctl.facts.etcd``).
+
 A control plane is refused when its member leaving would break etcd's quorum: with stacked
 etcd each control-plane node runs one member, so after the removal the healthy members left
 must still be a majority of the members left. The last control plane is refused too (that is
@@ -23,14 +31,23 @@ the end of the cluster: ``clusterctl reset``). The host stays in the inventory: 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from clusterctl.changes import Change, GateRecord, HostGate
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S
 from clusterctl.engine.phase import Phase, PhaseContext, Wait
-from clusterctl.errors import UsageError
+from clusterctl.errors import ParseError, UsageError
+from clusterctl.facts.etcd import (
+    EndpointHealth,
+    EtcdMember,
+    etcd_quorum,
+    etcdctl,
+    member_of,
+    parse_endpoint_health,
+    parse_member_list,
+)
 from clusterctl.facts.kube import kubectl, parse_nodes
 from clusterctl.facts.kube_nodes import NodeState
 from clusterctl.secret import mask_text
@@ -44,6 +61,7 @@ if TYPE_CHECKING:
     from clusterctl.transport.base import Transport
 
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
+T = TypeVar("T")
 
 
 @dataclass
@@ -164,6 +182,32 @@ class EtcdMemberLeaves(Phase[None, PhaseContext]):
                            summary="kubeadm reset phase remove-etcd-member")]
 
 
+class DeadMemberRemoved(Phase["EtcdMember | None", PhaseContext]):
+    """The etcd member of a control plane that is gone leaves, removed by its ID from a healthy control
+    plane (``etcdctl member remove``); the quorum was checked before the run began."""
+
+    name = "etcd-member"
+    description = "remove the dead node's etcd member, from a healthy control plane (etcdctl member remove)"
+
+    def __init__(self, via: str, member: EtcdMember) -> None:
+        self.via, self.member = via, member
+
+    def runs_on(self, ctx: PhaseContext) -> str | None:
+        return self.via
+
+    def check(self, ctx: PhaseContext) -> EtcdMember | None:
+        # Read again: a second run (after an interrupt) finds the member gone and has nothing to do.
+        members = _read_etcd(ctx.reader, self.via, "member list -w json", parse_member_list)
+        return next((m for m in members if m.id == self.member.id), None)
+
+    def plan(self, ctx: PhaseContext, state: EtcdMember | None) -> list[Change]:
+        if state is None:
+            return []
+        label = state.name or ", ".join(state.peer_urls)
+        return [Change.run(self.via, etcdctl(self.via, f"member remove {state.hex_id}"), timeout_s=60,
+                           summary=f"etcdctl member remove {state.hex_id} ({label}), in etcd-{self.via}")]
+
+
 class DeleteNode(Phase["NodeState | None", PhaseContext]):
     name = "delete-node"
     description = "delete the Node object (once the kubelet is gone)"
@@ -217,15 +261,19 @@ def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,
     if node is None:
         report.notes.append(f"{name} is not a node of the cluster: nothing to drain or delete")
     gone = _unreachable(runner, host)
+    member: EtcdMember | None = None
     if gone:
         _may_remove_gone(name, gone, node, report, via.name)
+        if report.control_plane:
+            member = _dead_member(runner, via, host, report)
     reset = phase_named("reset")
     phases: list[Phase[Any, Any]] = [DrainNode(via.name, drain_timeout_s, gone=bool(gone)),
                                      EtcdMemberLeaves(report.control_plane and node is not None), reset,
                                      DeleteNode(via.name)]
     if gone:
-        # Nothing can run on the host: only what the cluster's API does for it, from another control plane.
-        phases = [phases[0], phases[3]]
+        # Nothing can run on the host: only what the cluster's API (and etcd) do for it, from another
+        # control plane.
+        phases = [phases[0], *([DeadMemberRemoved(via.name, member)] if member else []), phases[3]]
     place = RunPlace.of(inventory, "remove-node", state_dir)
     settings = RunSettings(apply=apply, options=run_options(inventory, [host], [reset], BootstrapRequest(apply=apply)),
                            journal=place.journal(f"remove-node {name}") if apply else None,
@@ -251,21 +299,16 @@ def _may_remove_gone(name: str, why: str, node: KubeNode | None, report: Removal
         raise UsageError(f"refusing to remove {name}: it does not answer over SSH ({why}) but its Node is Ready: "
                          "the cluster still hears its kubelet, so the path from here to it is what is broken.",
                          field="HOST", hint="Fix the SSH path (clusterctl -l HOST exec -- true) and run this again.")
-    if report.control_plane:
-        raise UsageError(
-            f"refusing to remove {name}: it is a control plane that does not answer ({why}); its etcd member must "
-            f"be removed from a healthy control plane, which clusterctl does not do yet.", field="HOST",
-            hint=f"On {via}: 'kubectl -n kube-system exec etcd-{via} -- etcdctl --endpoints https://127.0.0.1:2379 "
-                 "--cacert /etc/kubernetes/pki/etcd/ca.crt --cert /etc/kubernetes/pki/etcd/server.crt --key "
-                 f"/etc/kubernetes/pki/etcd/server.key member list', then 'member remove ID' of {name}; then run "
-                 "this again.")
     report.notes.append(
         f"{name} does not answer ({why}): it is removed as a node that is gone: what the API could evict is "
-        "evicted (its pods go with the Node), the Node is deleted, and its reset is skipped.")
+        "evicted (its pods go with the Node), the Node is deleted, and its reset is skipped."
+        + (f" Its etcd member is removed by its ID from {via}, etcd's quorum checked first."
+           if report.control_plane else ""))
+    etcd_data = ", its etcd data in /var/lib/etcd" if report.control_plane else ""
     report.notes.append(
         f"left on {name}: everything bootstrap put there (kubelet and its config, /etc/kubernetes, containerd, the "
-        f"CNI's files); if it comes back its kubelet registers the Node again: run 'clusterctl -l {name} reset "
-        "--yes' first, or reinstall it.")
+        f"CNI's files{etcd_data}); if it comes back its kubelet registers the Node again: run "
+        f"'clusterctl -l {name} reset --yes' first, or reinstall it.")
 
 
 def _fill(report: RemovalReport, run: RunReport, phases: dict[str, Phase[Any, Any]], via: str) -> None:
@@ -278,8 +321,9 @@ def _fill(report: RemovalReport, run: RunReport, phases: dict[str, Phase[Any, An
                 and result.status is not Status.FAILED:
             continue  # not a node of the cluster: nothing to drain or delete
         phase = phases[result.phase]
-        report.steps.append({"step": result.phase, "runs_on": via if result.phase in ("drain", "delete-node")
-                             else report.host, "summary": phase.description, "status": result.status.value,
+        on_via = result.phase in ("drain", "delete-node") or isinstance(phase, DeadMemberRemoved)
+        report.steps.append({"step": result.phase, "runs_on": via if on_via else report.host,
+                             "summary": phase.description, "status": result.status.value,
                              "changes": result.changes, "waits": result.waits, "message": mask_text(result.message)})
     if run.failed_hosts:
         report.failed = "; ".join(run.failed_hosts.values())
@@ -298,3 +342,46 @@ def _nodes(runner: Runner, via: Host) -> dict[str, KubeNode]:
         return {n.name: n for n in parse_nodes(result.stdout)}
 
     return on_control_plane(runner, via, read, what="read the cluster's nodes", label="nodes")
+
+
+def _read_etcd(transport: Transport | Any, via: str, args: str, parse: Callable[[str], T]) -> T:
+    """``etcdctl ARGS`` in ``via``'s etcd pod, parsed. ``endpoint health`` exits 1 when any endpoint is
+    unhealthy: its stdout is still the answer, so a failure is only one with nothing on stdout."""
+    result = transport.run(etcdctl(via, args), sudo=True, timeout=60)
+    if not result.stdout.strip():
+        from clusterctl.cluster_access import command_failed
+
+        raise command_failed(result)
+    try:
+        return parse(result.stdout)
+    except ParseError as exc:
+        raise TransportError(FailureKind.COMMAND_FAILED, str(exc)) from exc
+
+
+def _dead_member(runner: Runner, via: Host, host: Host, report: RemovalReport) -> EtcdMember | None:
+    """The dead control plane's etcd member, read from ``via`` with the health of every member; a
+    refusal when removing it would break etcd's quorum. None (and a note) when it has none left."""
+    from clusterctl.cluster_access import on_control_plane
+
+    def read(transport: Transport) -> tuple[list[EtcdMember], list[EndpointHealth]]:
+        return (_read_etcd(transport, via.name, "member list -w json", parse_member_list),
+                _read_etcd(transport, via.name, "endpoint health --cluster -w json", parse_endpoint_health))
+
+    members, health = on_control_plane(runner, via, read, what="read etcd's members (etcdctl in etcd-"
+                                       f"{via.name})", label="etcd")
+    member = member_of(members, host.name, host.address or "")
+    healthy = sum(1 for h in health if h.healthy)
+    if member is None:
+        report.etcd = f"{len(members)} etcd member(s), {healthy} healthy; none is {host.name}'s"
+        report.notes.append(f"etcd has no member named {host.name} or with a peer URL at {host.address}: "
+                            "nothing to remove from etcd")
+        return None
+    why = etcd_quorum(members, health, member)
+    if why:
+        raise UsageError(f"refusing to remove {host.name}: {why}. Nothing was changed.", field="HOST",
+                         hint=f"See 'kubectl -n kube-system exec etcd-{via.name} -- etcdctl ... endpoint health "
+                              "--cluster' (the command is in docs/day2.md).")
+    left = [m for m in members if m.id != member.id]
+    report.etcd = (f"{len(members)} etcd member(s) now, {len(left)} after; {healthy} healthy; removing "
+                   f"{member.hex_id} ({member.name or host.address})")
+    return member

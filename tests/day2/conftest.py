@@ -15,7 +15,7 @@ import shutil  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 
 import pytest  # noqa: E402
-from day2_helpers import _BOOTSTRAPPED, bootstrap_once  # noqa: E402
+from day2_helpers import _BOOTSTRAPPED, bootstrap_once, bootstrap_three_once  # noqa: E402
 
 
 @pytest.fixture
@@ -26,3 +26,13 @@ def bootstrapped_demo(_private_mock_state: Path, tmp_path_factory: pytest.TempPa
         if entry.name != "progress":
             shutil.copytree(entry, _private_mock_state / entry.name, symlinks=True)
     yield _private_mock_state
+
+
+@pytest.fixture
+def bootstrapped_3cp(_private_mock_state: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The three-control-plane demo (gpu-a1..a3), bootstrapped once per session and copied for each test;
+    its inventory's path (the mock state is this test's own)."""
+    inventory, cache = bootstrap_three_once(tmp_path_factory.mktemp("demo-3cp-bootstrapped"))
+    for entry in cache.iterdir():
+        shutil.copytree(entry, _private_mock_state / entry.name, symlinks=True)
+    yield inventory

@@ -32,6 +32,43 @@ def bootstrap_once(cache: Path) -> Path:
     return _BOOTSTRAPPED["demo"]
 
 
+def three_control_planes(folder: Path) -> Path:
+    """The demo inventory with gpu-a2 and gpu-a3 control planes too (kubeadm's HA: three stacked etcd
+    members), written into ``folder``; its hosts keep the demo's recordings."""
+    import re
+
+    text = DEMO.read_text().replace("profile: demo/", f"profile: {DEMO.parent / 'demo'}/")
+    for name in ("gpu-a2", "gpu-a3"):
+        text = re.sub(rf"(  {name}:\n(?:    .*\n)*?    rack: a\n)", r"\1    roles: [control-plane, worker]\n", text)
+    assert text.count("roles: [control-plane, worker]") == 3
+    inventory = folder / "demo-3cp.yaml"
+    inventory.write_text(text)
+    return inventory
+
+
+def bootstrap_three_once(cache: Path) -> tuple[Path, Path]:
+    """The three-control-plane demo after 'clusterctl bootstrap' (its inventory, its mock state), made once
+    per session and copied for each test."""
+    from clirun import clusterctl
+
+    if "3cp" not in _BOOTSTRAPPED:
+        inventory = three_control_planes(cache)
+        state = cache / "state"
+        saved = os.environ.get("CLUSTERCTL_MOCK_STATE")
+        os.environ["CLUSTERCTL_MOCK_STATE"] = str(state)
+        try:
+            done = clusterctl("-i", inventory, "bootstrap", "--survey", DEMO_SURVEY, "--state-dir", cache / "progress")
+        finally:
+            if saved is None:
+                os.environ.pop("CLUSTERCTL_MOCK_STATE", None)
+            else:
+                os.environ["CLUSTERCTL_MOCK_STATE"] = saved
+        assert done.exit_code == 0, done.output
+        _BOOTSTRAPPED["3cp"] = cache
+    cache = _BOOTSTRAPPED["3cp"]
+    return cache / "demo-3cp.yaml", cache / "state"
+
+
 def mock_cluster_folder(state: Path) -> Path:
     return next(p for p in state.iterdir() if p.name.startswith("demo-"))
 

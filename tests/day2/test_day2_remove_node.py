@@ -81,7 +81,7 @@ def test_a_dead_unreachable_worker_is_removed_without_its_reset(bootstrapped_dem
     assert "gpu-b3" not in names and "gpu-b2" in names
 
 
-def test_an_unreachable_host_whose_node_is_ready_or_a_dead_control_plane_is_refused_with_what_to_do() -> None:
+def test_an_unreachable_host_whose_node_is_ready_is_refused_and_a_dead_control_plane_keeps_etcds_path() -> None:
     import pytest
 
     from clusterctl.day2.remove_node import RemovalReport, _may_remove_gone
@@ -90,9 +90,11 @@ def test_an_unreachable_host_whose_node_is_ready_or_a_dead_control_plane_is_refu
     worker = RemovalReport("gpu-b2", control_plane=False, applied=False, via="gpu-a1")
     with pytest.raises(UsageError, match=r"does not answer over SSH .* but its Node is Ready"):
         _may_remove_gone("gpu-b2", "unreachable", KubeNode("gpu-b2", True, 0, {}), worker, "gpu-a1")
+    # A dead control plane is no longer refused here: its etcd member goes first
+    # (test_day2_remove_dead_control_plane.py).
     plane = RemovalReport("cp2", control_plane=True, applied=False, via="cp1")
-    with pytest.raises(UsageError, match="etcd member must be removed from a healthy control plane") as refused:
-        _may_remove_gone("cp2", "unreachable", _cp("cp2", ready=False), plane, "cp1")
-    assert "etcdctl" in str(refused.value) and "member remove" in str(refused.value)
+    _may_remove_gone("cp2", "unreachable", _cp("cp2", ready=False), plane, "cp1")
+    assert any("etcd member is removed by its ID from cp1" in note for note in plane.notes)
     _may_remove_gone("gpu-b2", "unreachable", KubeNode("gpu-b2", False, 0, {}), worker, "gpu-a1")
     assert any("left on gpu-b2" in note for note in worker.notes)
+    assert not any("etcd" in note for note in worker.notes)

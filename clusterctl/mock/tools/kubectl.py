@@ -8,7 +8,8 @@ Supported: ``get --raw /readyz``; ``get nodes [NAME] -o json``; ``get [-n NS] KI
 ``resourceVersion``, delete); and on nodes and their pods (``kubectl_nodes``): ``taint``, ``cordon``,
 ``uncordon``, ``annotate``, ``get pods -A --field-selector spec.nodeName=N -o json``, evictions
 through ``create --raw .../eviction -f -``; applied Deployments, StatefulSets and
-PodDisruptionBudgets run and guard pods (``kube_workloads``). Messages are kubectl's
+PodDisruptionBudgets run and guard pods (``kube_workloads``); ``-n kube-system exec etcd-NODE -- etcdctl``
+(``etcdctl_exec``). Messages are kubectl's
 (recordings/kube/, recordings/README.md).
 Pinned upstream manifests are known by name (Calico's ``operator-crds.yaml`` and
 ``tigera-operator.yaml``); any other URL answers 404, as for a mirror that lacks the file.
@@ -223,7 +224,13 @@ def _apply(ctx: ToolContext, options: dict[str, str], flags: set[str]) -> ToolRe
 
 
 def run(ctx: ToolContext) -> ToolResult:
-    words, options, flags = _split(ctx.args)
+    if "--" in ctx.args:  # kubectl exec POD -- COMMAND...: only the command's own words follow "--"
+        cut = ctx.args.index("--")
+        words, options, flags = _split(ctx.args[:cut])
+        command = ctx.args[cut + 1:]
+    else:
+        words, options, flags = _split(ctx.args)
+        command = []
     kubeconfig = options.get("--kubeconfig")
     if kubeconfig and not ctx.fs.exists(kubeconfig):
         return ctx.fail(f"error: stat {kubeconfig}: no such file or directory\n")
@@ -238,6 +245,10 @@ def run(ctx: ToolContext) -> ToolResult:
     namespace = options.get("--namespace", "default")
     from clusterctl.mock.tools import kubectl_lease
 
+    if words[:1] == ["exec"] and len(words) == 2 and namespace == "kube-system":
+        from clusterctl.mock.tools import etcdctl_exec
+
+        return etcdctl_exec.run(ctx, words[1], command)
     if kubectl_lease.handles(words, options, ctx):
         return kubectl_lease.run(ctx, words, options)
     if words[:1] == ["get"] and "--raw" in flags:

@@ -1,0 +1,92 @@
+"""``remove-node`` of a control plane that is gone: etcd's quorum checked from a healthy control plane, the
+dead member removed by its ID (etcdctl in that control plane's etcd pod), then the Node; refused when the
+members left healthy would not be a majority."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from clirun import clusterctl
+from day2_helpers import set_fault, state_digest
+
+from clusterctl.facts.etcd import parse_member_list
+from clusterctl.facts.kube import parse_nodes
+
+
+def _mock_state() -> Path:
+    return Path(os.environ["CLUSTERCTL_MOCK_STATE"])  # this test's own (tests/conftest.py)
+
+
+def _on_a1(inventory: Path, command: str) -> str:
+    done = clusterctl("-i", inventory, "-l", "gpu-a1", "-o", "json", "exec", "--sudo", "--", command)
+    assert done.exit_code == 0, done.output
+    return str(done.json()["hosts"][0]["stdout"])
+
+
+def _members(inventory: Path) -> set[str]:
+    from clusterctl.facts.etcd import etcdctl
+
+    return {m.name for m in parse_member_list(_on_a1(inventory, etcdctl("gpu-a1", "member list -w json")))}
+
+
+def test_a_dead_control_plane_is_removed_with_its_etcd_member_when_quorum_holds(bootstrapped_3cp: Path) -> None:
+    inventory, mock_state = bootstrapped_3cp, _mock_state()
+    assert _members(inventory) == {"gpu-a1", "gpu-a2", "gpu-a3"}
+    set_fault(mock_state, "gpu-a3", "power", "off")
+    before = state_digest(mock_state)
+
+    plan = clusterctl("-i", inventory, "-o", "json", "remove-node", "gpu-a3", "--dry-run")
+    assert plan.exit_code == 0, plan.output
+    report = plan.json()
+    assert [s["step"] for s in report["steps"]] == ["drain", "etcd-member", "delete-node"]
+    (remove,) = report["steps"][1]["changes"]
+    assert report["steps"][1]["runs_on"] == "gpu-a1"
+    assert "kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system exec etcd-gpu-a1 -- etcdctl" \
+        in remove["command"]
+    assert "--cert=/etc/kubernetes/pki/etcd/healthcheck-client.crt" in remove["command"]
+    assert " member remove " in remove["command"] and "(gpu-a3)" in remove["summary"]
+    assert "3 etcd member(s) now, 2 after; 2 healthy" in report["etcd"]
+    assert state_digest(mock_state) == before  # the dry run changed nothing
+    assert _members(inventory) == {"gpu-a1", "gpu-a2", "gpu-a3"}
+
+    done = clusterctl("-i", inventory, "-o", "json", "remove-node", "gpu-a3", "--yes")
+    assert done.exit_code == 0, done.output
+    assert _members(inventory) == {"gpu-a1", "gpu-a2"}
+    names = {n.name for n in parse_nodes(_on_a1(inventory, "kubectl --kubeconfig /etc/kubernetes/admin.conf "
+                                                            "get nodes -o json"))}
+    assert "gpu-a3" not in names and {"gpu-a1", "gpu-a2"} <= names
+    notes = " ".join(done.json()["notes"])
+    assert "its reset is skipped" in notes and "etcd member is removed by its ID from gpu-a1" in notes
+    assert "/var/lib/etcd" in notes
+
+
+def test_a_dead_control_plane_whose_removal_would_break_quorum_is_refused(bootstrapped_3cp: Path) -> None:
+    inventory = bootstrapped_3cp
+    mock_state = _mock_state()
+    set_fault(mock_state, "gpu-a3", "power", "off")
+    # gpu-a2's Node stays Ready but its etcd does not answer: only etcd's own health tells.
+    set_fault(mock_state, "gpu-a2", "etcd", "down")
+    before = state_digest(mock_state)
+    refused = clusterctl("-i", inventory, "remove-node", "gpu-a3", "--yes")
+    assert refused.exit_code == 2, refused.output
+    assert "refusing to remove gpu-a3" in refused.stderr and "quorum needs 2" in refused.stderr
+    assert "unhealthy: gpu-a2" in refused.stderr and "Traceback" not in refused.output
+    assert state_digest(mock_state) == before
+    set_fault(mock_state, "gpu-a2", "etcd", None)
+    assert _members(inventory) == {"gpu-a1", "gpu-a2", "gpu-a3"}
+
+
+def test_the_simulated_etcdctl_answers_in_etcdctls_shapes(bootstrapped_3cp: Path) -> None:
+    from clusterctl.facts.etcd import etcdctl, parse_endpoint_health
+
+    mock_state = _mock_state()
+    set_fault(mock_state, "gpu-a2", "power", "off")
+    health = clusterctl("-i", bootstrapped_3cp, "-l", "gpu-a1", "-o", "json", "exec", "--sudo", "--",
+                        etcdctl("gpu-a1", "endpoint health --cluster -w json"))
+    (host,) = health.json()["hosts"]
+    assert host["exit_code"] == 1 and "Error: unhealthy cluster" in host["stderr"]
+    assert sorted(h.healthy for h in parse_endpoint_health(host["stdout"])) == [False, True, True]
+    listed = json.loads(_on_a1(bootstrapped_3cp, etcdctl("gpu-a1", "member list -w json")))
+    assert set(listed) == {"header", "members"} and all(isinstance(m["ID"], int) for m in listed["members"])
