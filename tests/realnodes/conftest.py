@@ -19,7 +19,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "upstream"))
 
 from nodes import RealNodes
-from realnode_site import cni_deb, containerd_deb, cri_tools_deb, skip_unless_possible, start_mirror, sudo_deb
+from realnode_site import (
+    cni_deb,
+    containerd_deb,
+    control_plane_images,
+    cri_tools_deb,
+    kubernetes_debs,
+    push_images,
+    skip_unless_possible,
+    start_mirror,
+    sudo_deb,
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,4 +50,19 @@ def machines() -> Iterator[RealNodes]:
         nodes.install(packages)
         nodes.write_site_cni()
         start_mirror(nodes)
+        yield nodes
+
+
+@pytest.fixture(scope="module")
+def kubernetes_machines() -> Iterator[RealNodes]:
+    """``machines`` with pkgs.k8s.io's kubelet, kubeadm and kubectl installed (built from their
+    modules, with the upstream units) and every image ``kubeadm config images list`` names in the
+    site's mirror."""
+    skip_unless_possible()
+    packages = [sudo_deb(), containerd_deb(), cri_tools_deb(), cni_deb(), *kubernetes_debs()]
+    with RealNodes(2) as nodes:
+        nodes.install(packages)
+        nodes.write_site_cni()
+        start_mirror(nodes)
+        push_images(nodes, control_plane_images())
         yield nodes

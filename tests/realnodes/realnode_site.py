@@ -4,6 +4,7 @@ overlayfs, no systemd) the tier skips with the exact reason."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ import images
 import registry
 from nodes import CONTROL_ADDRESS, RealNodes, unavailable_reason
 from real_tools import find_tool
-from toolset import CNI_PLUGINS, CONTAINERD_23, KUBERNETES_NEWEST, REGISTRY, cache_folder
+from toolset import CNI_PLUGINS, CONTAINERD_23, COREDNS, ETCD, KUBERNETES_NEWEST, REGISTRY, cache_folder
 
 #: The sandbox image clusterctl's containerd config names for Kubernetes 1.37 (kubeadm's PauseVersion).
 PAUSE = "3.10.2"
@@ -76,8 +77,36 @@ def start_mirror(nodes: RealNodes) -> None:
             " except Exception:\n  assert time.monotonic() < d, 'the registry did not answer'; time.sleep(0.2)\n")
     subprocess.run(nodes.in_control([sys.executable, "-c", wait]), check=True, timeout=120)
     pause = images.pause_binary(KUBERNETES_NEWEST, PAUSE, cache_folder() / "realnodes-images")
-    pushed = subprocess.run(nodes.in_control([
-        sys.executable, str(Path(registry.__file__)), "push", MIRROR, "pause", PAUSE, '["/pause"]', "65535:65535",
-        f"/pause={pause}"]), capture_output=True, text=True, timeout=300, check=False)
+    push_images(nodes, [{"repository": "pause", "tag": PAUSE, "entrypoint": ["/pause"], "user": "65535:65535",
+                         "files": {"/pause": str(pause)}}])
+
+
+def push_images(nodes: RealNodes, spec: list[dict[str, object]]) -> None:
+    """Images into the mirror (``registry.py push``), from the control namespace."""
+    spec_file = nodes.root / f"images-{len(list(nodes.root.glob('images-*.json')))}.json"
+    spec_file.write_text(json.dumps(spec))
+    pushed = subprocess.run(nodes.in_control([sys.executable, str(Path(registry.__file__)), "push", MIRROR,
+                                              str(spec_file)]), capture_output=True, text=True, timeout=900,
+                            check=False)
     assert pushed.returncode == 0, pushed.stderr
 
+
+
+def control_plane_images() -> list[dict[str, object]]:
+    """The images ``kubeadm config images list`` names for the pinned release (but pause, already
+    there), each one layer holding its built binary where the upstream image has it."""
+    def one(repository: str, tag: str, binary: Path, inside: str) -> dict[str, object]:
+        return {"repository": repository, "tag": tag, "entrypoint": [inside], "files": {inside: str(binary)}}
+
+    version = f"v{KUBERNETES_NEWEST}"
+    out = [one(name, version, find_tool(name, KUBERNETES_NEWEST), f"/usr/local/bin/{name}")
+           for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy")]
+    out.append(one("etcd", f"{ETCD}-0", find_tool("etcd", ETCD), "/usr/local/bin/etcd"))
+    out.append(one("coredns/coredns", f"v{COREDNS}", find_tool("coredns", COREDNS), "/coredns"))
+    return out
+
+
+def kubernetes_debs() -> list[Path]:
+    kubelet, kubeadm, kubectl = (find_tool(name, KUBERNETES_NEWEST) for name in ("kubelet", "kubeadm", "kubectl"))
+    packages = debs.kubernetes_packages(KUBERNETES_NEWEST, kubelet, kubeadm, kubectl)
+    return [debs.build(package, debs_folder()) for package in packages]
