@@ -22,13 +22,14 @@ from nodes import RealNodes
 from realnode_site import (
     cni_deb,
     containerd_deb,
-    control_plane_images,
     cri_tools_deb,
     kubernetes_debs,
+    mirror_images,
     push_images,
     skip_unless_possible,
     start_mirror,
     sudo_deb,
+    write_inventory,
 )
 
 
@@ -54,15 +55,15 @@ def machines() -> Iterator[RealNodes]:
 
 
 @pytest.fixture(scope="module")
-def kubernetes_machines() -> Iterator[RealNodes]:
+def kubernetes_machines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNodes]:
     """``machines`` with pkgs.k8s.io's kubelet, kubeadm and kubectl installed (built from their
-    modules, with the upstream units) and every image ``kubeadm config images list`` names in the
-    site's mirror."""
+    modules, with the upstream units) and the site's mirror filled with the images
+    ``clusterctl bootstrap artifacts`` lists for the control-plane phase."""
     skip_unless_possible()
     packages = [sudo_deb(), containerd_deb(), cri_tools_deb(), cni_deb(), *kubernetes_debs()]
     with RealNodes(2) as nodes:
         nodes.install(packages)
         nodes.write_site_cni()
         start_mirror(nodes)
-        push_images(nodes, control_plane_images())
+        push_images(nodes, mirror_images(write_inventory(nodes, tmp_path_factory.mktemp("site") / "inventory.yaml")))
         yield nodes

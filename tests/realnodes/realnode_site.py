@@ -17,7 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "upstream"))
 import debs
 import images
 import registry
-from nodes import CONTROL_ADDRESS, RealNodes, unavailable_reason
+import yaml
+from nodes import CONTROL_ADDRESS, REPO_ROOT, RealNodes, unavailable_reason
 from real_tools import find_tool
 from toolset import CNI_PLUGINS, CONTAINERD_23, COREDNS, ETCD, KUBERNETES_NEWEST, REGISTRY, cache_folder
 
@@ -92,17 +93,44 @@ def push_images(nodes: RealNodes, spec: list[dict[str, object]]) -> None:
 
 
 
-def control_plane_images() -> list[dict[str, object]]:
-    """The images ``kubeadm config images list`` names for the pinned release (but pause, already
-    there), each one layer holding its built binary where the upstream image has it."""
-    def one(repository: str, tag: str, binary: Path, inside: str) -> dict[str, object]:
-        return {"repository": repository, "tag": tag, "entrypoint": [inside], "files": {inside: str(binary)}}
+def write_inventory(nodes: RealNodes, path: Path, **bootstrap: object) -> Path:
+    """The nodes as a site's inventory: root over SSH, the pinned Kubernetes and containerd."""
+    data = {
+        "cluster": "realnodes",
+        "defaults": {"user": "root", "transport": "ssh", "ssh": {"key_file": str(nodes.client_key)},
+                     "stack": {"kubernetes": KUBERNETES_NEWEST, "containerd": CONTAINERD_23}},
+        "hosts": {node.name: {"address": node.address, "roles": ["control-plane"] if i == 0 else ["worker"]}
+                  for i, node in enumerate(nodes.nodes)},
+        "bootstrap": {"pod_subnet": "10.244.0.0/16", **bootstrap},
+    }
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
 
-    version = f"v{KUBERNETES_NEWEST}"
-    out = [one(name, version, find_tool(name, KUBERNETES_NEWEST), f"/usr/local/bin/{name}")
-           for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy")]
-    out.append(one("etcd", f"{ETCD}-0", find_tool("etcd", ETCD), "/usr/local/bin/etcd"))
-    out.append(one("coredns/coredns", f"v{COREDNS}", find_tool("coredns", COREDNS), "/coredns"))
+
+#: Images this tier can make, by name: (tool, version, path of the binary in the upstream image).
+BUILDABLE = {
+    **{f"registry.k8s.io/{name}": (name, KUBERNETES_NEWEST, f"/usr/local/bin/{name}")
+       for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy")},
+    "registry.k8s.io/etcd": ("etcd", ETCD, "/usr/local/bin/etcd"),
+    "registry.k8s.io/coredns/coredns": ("coredns", COREDNS, "/coredns"),
+}
+
+
+def mirror_images(inventory: Path, phases: tuple[str, ...] = ("control-plane",)) -> list[dict[str, object]]:
+    """What the site mirrors, as ``clusterctl bootstrap artifacts`` lists it for the phases that
+    run (pause is there already): each image made from its built binary. The list is proven by
+    use: an image it leaves out is missing from the mirror and the air-gapped bring-up fails."""
+    listed = subprocess.run([str(REPO_ROOT / ".venv" / "bin" / "clusterctl"), "-i", str(inventory), "-o", "json",
+                             "bootstrap", "artifacts"], capture_output=True, text=True, timeout=120, check=True)
+    out: list[dict[str, object]] = []
+    for item in json.loads(listed.stdout)["artifacts"]:
+        if item["kind"] != "image" or item["phase"] not in phases or item["name"] == "registry.k8s.io/pause":
+            continue
+        if item["name"] not in BUILDABLE:
+            pytest.fail(f"bootstrap artifacts names {item['reference']}, which this tier cannot build", pytrace=False)
+        tool, version, inside = BUILDABLE[item["name"]]
+        out.append({"repository": item["name"].removeprefix("registry.k8s.io/"), "tag": item["version"],
+                    "entrypoint": [inside], "files": {inside: str(find_tool(tool, version))}})
     return out
 
 

@@ -19,8 +19,7 @@ from typing import Any
 
 import pytest
 from nodes import RealNodes
-from realnode_site import MIRROR
-from test_bootstrap_containerd import write_inventory
+from realnode_site import MIRROR, write_inventory
 from toolset import KUBERNETES_NEWEST
 
 SKIPPED = ("preflight,kernel,packages,nvidia-runtime,network,gpu-addons,topology-labels,alert-rules,"
