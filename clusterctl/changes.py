@@ -443,6 +443,11 @@ class HostGate:
     def host(self) -> str:
         return self._transport.host.name
 
+    @property
+    def transport(self) -> Transport:
+        """The host's connection, for a step that reads between its changes (a drain's evictions)."""
+        return self._transport
+
     def submit(self, change: Change) -> GateRecord:
         return self.gate.submit(self._transport, change)
 

@@ -150,6 +150,11 @@ def load_saved_survey(path: str | Path) -> SavedSurvey:
         validate_report_json(data)
     except UsageError as exc:
         raise UsageError(exc.message, file=where) from exc
+    return survey_from_json(data)
+
+
+def survey_from_json(data: dict[str, Any]) -> SavedSurvey:
+    """A report already in memory (a survey run just now, as ``report_to_json`` shaped it)."""
     hosts = {h["host"]: _host_from_json(h) for h in data["hosts"]}
     return SavedSurvey(data["generated_at"], data.get("inventory"), hosts,
                        tuple(Finding.from_json(f) for f in data["findings"]), data)

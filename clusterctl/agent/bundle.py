@@ -9,6 +9,7 @@ same clusterctl gives the same bytes and a re-run of bootstrap changes nothing.
 
 from __future__ import annotations
 
+import functools
 import io
 import zipfile
 from collections.abc import Iterator
@@ -34,8 +35,20 @@ def _files(root: Path, top: str, left_out: tuple[str, ...] = ()) -> Iterator[tup
         yield f"{top}/{relative.as_posix()}", path
 
 
+#: ``sha256sum``'s line for the bundle, beside it: a re-run of bootstrap reads these few bytes, not the
+#: whole bundle from every host (``sha256sum -c`` checks it by hand).
+DIGEST_PATH = BUNDLE_PATH + ".sha256"
+
+
+def digest_line(data: bytes) -> str:
+    import hashlib
+
+    return f"{hashlib.sha256(data).hexdigest()}  {BUNDLE_PATH.rsplit('/', 1)[-1]}\n"
+
+
+@functools.lru_cache(maxsize=1)
 def build() -> bytes:
-    """The zipapp's bytes (``python3 clusterctl-node.pyz node-agent ...``)."""
+    """The zipapp's bytes (``python3 clusterctl-node.pyz node-agent ...``), built once per process."""
     import prometheus_client
 
     import clusterctl

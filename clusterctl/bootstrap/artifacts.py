@@ -14,7 +14,7 @@ Kubespray's users asked for this list for years (kubespray#6254, #4876, #9476); 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,9 @@ from clusterctl.inventory.pins import CNI_PINS
 
 if TYPE_CHECKING:
     from clusterctl.bootstrap.cluster.settings import ClusterSettings
+    from clusterctl.fanout import Runner
     from clusterctl.inventory.model import AptRepo, Host, Inventory
+    from clusterctl.transport.base import Transport
 
 #: Which default apt source carries which package (``apt_sources.default_repos``' names).
 PACKAGE_SOURCE = {
@@ -35,10 +37,10 @@ PACKAGE_SOURCE = {
 }
 
 #: Tigera operator release paired with each Calico release (the operator pulls Calico's images
-#: itself). v3.31.3 -> v1.40.3 as published image lists give it (kubekey's offline image list);
-#: v3.31.4 -> v1.40.4 follows the same patch pairing and is not checked yet: confirm a pair with
-#: ``docker run quay.io/tigera/operator:TAG --print-images=list`` before mirroring.
-TIGERA_OPERATOR = {"v3.31.3": "v1.40.3", "v3.31.4": "v1.40.4"}
+#: itself), where a published image list confirms the pair: v3.31.3 -> v1.40.3 (kubekey's offline
+#: image list). A Calico release not listed gets no guessed tag: the list leaves the operator image
+#: out and says where its tag is (``tigera-operator.yaml`` names it).
+TIGERA_OPERATOR = {"v3.31.3": "v1.40.3"}
 #: Calico images the operator deploys for clusterctl's ``Installation`` + ``APIServer``.
 CALICO_COMPONENTS = ("node", "cni", "typha", "kube-controllers", "pod2daemon-flexvol", "csi",
                      "node-driver-registrar", "apiserver")
@@ -135,13 +137,39 @@ def _rehome(reference: str, registry: str | None) -> str:
     return f"{registry.rstrip('/')}/{reference.split('/', 1)[1]}"
 
 
-def _apt(inventory: Inventory, hosts: Sequence[Host]) -> tuple[list[Artifact], list[str]]:
+@dataclass(frozen=True)
+class HostRelease:
+    """What a host's ``/etc/os-release`` says that apt sources depend on (Docker's repository and
+    suite): ``ID`` and ``VERSION_CODENAME``; ``unread`` says why they are not known."""
+
+    os_id: str | None = None
+    codename: str | None = None
+    unread: str = ""
+
+
+def _apt(inventory: Inventory, hosts: Sequence[Host], releases: Mapping[str, HostRelease]
+         ) -> tuple[list[Artifact], list[str]]:
     settings = inventory.bootstrap
     wanted: dict[tuple[str, str, str], list[str]] = {}
     keys: dict[tuple[str, str], list[str]] = {}
     notes: list[str] = []
+    from clusterctl.inventory.model import AptRepo
+
+    suites: dict[tuple[str, str], list[str]] = {}
+    unread: dict[str, list[str]] = {}
     for host in hosts:
-        repos: dict[str, AptRepo] = {r.name: r for r in chosen_repos(host.stack, settings, None, None)}
+        release = releases.get(host.name, HostRelease(unread="not read"))
+        # The same choice the packages phase makes from the same facts (apt_sources.chosen_repos).
+        chosen = chosen_repos(host.stack, settings, release.os_id, release.codename)
+        repos: dict[str, AptRepo] = {r.name: r for r in chosen}
+        docker = repos.get("docker")
+        if docker is not None and release.os_id is None:
+            # Which of Docker's repositories (linux/ubuntu or linux/debian) depends on the host's OS.
+            unread.setdefault(release.unread or "not read", []).append(host.name)
+            repos["docker"] = AptRepo(docker.name, docker.url.rsplit("/", 1)[0] + "/<ubuntu|debian>", docker.suites,
+                                      docker.components, docker.key_file, None)
+        elif docker is not None:
+            suites.setdefault((docker.url, " ".join(docker.suites)), []).append(host.name)
         for pin in wanted_packages(host.stack, settings):
             repo = repos.get(PACKAGE_SOURCE.get(pin.package, ""))
             if repo is not None:
@@ -154,9 +182,14 @@ def _apt(inventory: Inventory, hosts: Sequence[Host]) -> tuple[list[Artifact], l
         for repo in repos.values():
             if not repo.key_file and repo.key_url:
                 keys.setdefault((repo.name, repo.key_url), []).append(host.name)
-    if any(r.name == "docker" for h in hosts[:1] for r in chosen_repos(h.stack, settings, None, None)):
-        notes.append("containerd.io comes from Docker's repository under the hosts' own release codename "
-                     "(dists/<codename>/stable): mirror that suite for each OS release in the fleet.")
+    from clusterctl.hostlist import compress
+
+    for (url, suite), names in suites.items():
+        notes.append(f"containerd.io comes from {url}, suite {suite} (dists/{suite}/stable), for "
+                     f"{compress(names)}: mirror that suite.")
+    for why, names in unread.items():
+        notes.append(f"the OS of {compress(names)} is not known ({why}): Docker's repository for them is "
+                     "linux/ubuntu or linux/debian by their /etc/os-release; run again when they answer.")
     out = [Artifact("apt-package", name, version, source, "packages", tuple(names))
            for (name, version, source), names in wanted.items()]
     out += [Artifact("apt-key", f"signing key of '{name}'", "-", url, "packages", tuple(names),
@@ -185,9 +218,6 @@ def _network(settings: ClusterSettings) -> list[Artifact]:
         if operator:
             out.append(_image(_rehome(f"quay.io/tigera/operator:{operator}", net.image_registry), "network",
                               "named in tigera-operator.yaml"))
-        else:
-            out.append(Artifact("image", _rehome("quay.io/tigera/operator", net.image_registry), "?", "quay.io",
-                                "network", note=f"the tag tigera-operator.yaml {net.version} names"))
         registry = net.image_registry or "quay.io"
         for component in CALICO_COMPONENTS:
             out.append(_image(f"{registry.rstrip('/')}/calico/{component}:{net.version}", "network",
@@ -219,18 +249,28 @@ def _addons(settings: ClusterSettings) -> list[Artifact]:
     return out
 
 
-def artifact_list(inventory: Inventory, hosts: Sequence[Host]) -> ArtifactList:
-    """Every package, key, image, chart and manifest a bootstrap of ``hosts`` fetches, mirrors applied."""
+def artifact_list(inventory: Inventory, hosts: Sequence[Host],
+                  releases: Mapping[str, HostRelease] | None = None) -> ArtifactList:
+    """Every package, key, image, chart and manifest a bootstrap of ``hosts`` fetches, mirrors applied.
+
+    ``releases``: each host's OS as its ``/etc/os-release`` says (what the packages phase reads):
+    apt sources are chosen from it as the plan chooses them; a host not in it is said to be unknown.
+    """
     from clusterctl.bootstrap.cluster.addons import TEST_POD_IMAGE
     from clusterctl.bootstrap.cluster.settings import cluster_settings
 
     settings = cluster_settings(inventory)
     found = ArtifactList(inventory.name, settings.kubernetes.text)
-    apt, notes = _apt(inventory, hosts)
+    apt, notes = _apt(inventory, hosts, releases if releases is not None else {})
     found.artifacts += apt
     found.notes += notes
     found.artifacts += _kubeadm(settings, inventory)
     found.artifacts += _network(settings)
+    net = settings.network
+    if net.cni == "calico" and net.version not in TIGERA_OPERATOR:
+        found.notes.append(f"quay.io/tigera/operator is left out: its tag for Calico {net.version} is the one "
+                           f"tigera-operator.yaml names (manifests.txt; grep 'image: quay.io/tigera/operator' in "
+                           "it) and clusterctl does not guess it: add that image to images.txt.")
     found.artifacts += _addons(settings)
     found.artifacts.append(_image(_rehome(TEST_POD_IMAGE, settings.addons.image_registry), VERIFY_IMAGE_PHASE,
                                   "the one-GPU test pod"))
@@ -249,3 +289,25 @@ def artifact_list(inventory: Inventory, hosts: Sequence[Host]) -> ArtifactList:
         unique.append(artifact)
     found.artifacts = unique
     return found
+
+
+def read_releases(runner: Runner, hosts: Sequence[Host]) -> dict[str, HostRelease]:
+    """Each host's ``/etc/os-release`` (read only), as the packages phase reads it; a host that
+    cannot be read gets a ``HostRelease`` saying why, and the list says its OS is unknown."""
+    from clusterctl.errors import ParseError
+    from clusterctl.facts.node import parse_os_release
+    from clusterctl.host_reader import HostReader
+
+    def task(transport: Transport) -> HostRelease:
+        result = HostReader(transport).run("cat /etc/os-release", timeout=30)
+        if not result.ok:
+            return HostRelease(unread=f"cat /etc/os-release: exit {result.exit_code}")
+        try:
+            values = parse_os_release(result.stdout)
+        except ParseError as exc:
+            return HostRelease(unread=str(exc))
+        return HostRelease(values.get("ID") or None, values.get("VERSION_CODENAME") or None)
+
+    fleet = runner.run_task(hosts, task, label="os-release")
+    return {o.host.name: o.value if o.ok and o.value is not None else
+            HostRelease(unread=o.failure.describe() if o.failure else "no answer") for o in fleet.outcomes}

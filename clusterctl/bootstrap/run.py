@@ -102,7 +102,7 @@ def run(
     return report
 
 
-def run_bootstrap(inventory: Inventory, hosts: Sequence[Host], runner: Runner, phases: Sequence[Phase[Any]],
+def run_bootstrap(inventory: Inventory, hosts: Sequence[Host], runner: Runner, phases: Sequence[EnginePhase[Any, Any]],
                   settings: RunSettings) -> RunReport:
     """Bootstrap's phases on the engine, each with bootstrap's context (``RunOptions``, one ``RunData``)."""
     shared = RunData()

@@ -71,6 +71,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("clusterctl.cli.quarantine_cmd",
                "Which nodes are quarantined: since when, by whom, why (reason and finding codes), and what their "
                "release needs."),
+    "heal": ("clusterctl.cli.heal_cmd",
+             "Heal quarantined hosts: reset GPU, reboot, power-cycle via the BMC; release once proven healthy."),
+    "dashboards": ("clusterctl.cli.dashboards_cmd",
+                   "Render Grafana dashboards (fleet health, fabric, repairs, utilisation) from survey and bench."),
     "power": ("clusterctl.cli.power_cmd",
               "Read or change hosts' power through their BMCs (Redfish): status, on, off, cycle."),
     "record": ("clusterctl.cli.record_cmd", "Record the selected hosts as mock profiles that replay them in CI."),

@@ -21,8 +21,12 @@ fetches: kubeadm's own images for the pinned Kubernetes version, the CNI, the de
 NFD, DCGM exporter or the GPU Operator, and the verify pod's image. The mirrors the inventory
 configures are applied, so each line says where a run will look.
 
+Each host's /etc/os-release is read (as the plan reads it): Docker's apt repository and suite
+are the ones its distribution and release get (linux/ubuntu or linux/debian).
+
 --probe asks, from one host (the first control plane unless --from), whether each item is
-there, and names what is missing (exit 1 when something is).
+there, and names what is missing or could not be verified (an unreachable mirror, a URL that
+asks for credentials): exit 1 unless every item was found, with -o json too.
 
 Examples:
 
@@ -55,22 +59,26 @@ def artifacts_command(
     probe_from: Optional[str] = typer.Option(None, "--from", metavar="HOST",  # noqa: UP045
                                              help="Host to probe from (default: the first control plane)."),
 ) -> None:
-    from clusterctl.bootstrap.artifacts import artifact_list
+    from clusterctl.bootstrap.artifacts import artifact_list, read_releases
 
     app = app_context(ctx)
     inventory = app.inventory()
     hosts = app.hosts()
-    found = artifact_list(inventory, hosts)
+    with app.runner() as runner:
+        releases = read_releases(runner, hosts)
+    found = artifact_list(inventory, hosts, releases)
     results = _probe(app, found, probe_from) if probe else None
     written = write_lists(found, out) if out else []
     payload: dict[str, Any] = found.to_json()
     if results is not None:
         payload["probe"] = [r.to_json() for r in results]
         payload["missing"] = [r.artifact.reference for r in results if r.status == "missing"]
+        # Not found to be there is not there, for a CI check: a mirror that is down fails it.
+        payload["not_verified"] = [r.artifact.reference for r in results if r.status != "present"]
     if out:
         payload["out_files"] = [str(p) for p in written]
     app.emit(payload, lambda: _table(app, found, results, written))
-    if results is not None and any(r.status == "missing" for r in results):
+    if results is not None and any(r.status != "present" for r in results):
         raise typer.Exit(ExitCode.FAILED)
 
 
@@ -121,31 +129,39 @@ def _probe(app: AppContext, found: ArtifactList, probe_from: str | None) -> list
 
 
 def _table(app: AppContext, found: ArtifactList, results: list[ProbeResult] | None, written: list[Path]) -> None:
-    from rich.table import Table
+    from clusterctl.terminal_layout import Column, print_table, print_wrapped
 
     status = {id(r.artifact): r for r in results or []}
-    table = Table(title=f"artifacts of cluster {found.cluster} (Kubernetes {found.kubernetes})", highlight=False)
-    for column in ("kind", "artifact", "source", "phase", *(("on mirror",) if results is not None else ())):
-        table.add_column(column)
+    # The reference and its source are what a mirroring script copies: never cut; the note and
+    # the phase give way first.
+    columns = [Column("kind", keep=True), Column("artifact", keep=True), Column("source", keep=True),
+               Column("phase", keep=True, drop_order=1), Column("note", drop_order=2)]
+    if results is not None:
+        columns.append(Column("on mirror"))
+    rows = []
     for a in found.artifacts:
-        row = [a.kind, a.reference if a.kind != "chart" else f"{a.name} {a.version}",
-               a.source if a.kind != "image" else (a.note or a.source), a.phase]
+        row = [a.kind, a.reference if a.kind != "chart" else f"{a.name} {a.version}", a.source, a.phase, a.note]
         if results is not None:
             r = status.get(id(a))
             row.append(f"{r.status}: {r.detail}" if r else "")
-        table.add_row(*row)
-    app.console.print(table)
+        rows.append(row)
+    print_table(app.console, columns, rows,
+                title=f"artifacts of cluster {found.cluster} (Kubernetes {found.kubernetes})")
     counts = {kind: len(found.of_kind(kind)) for kind in LIST_FILES}
     app.console.print(", ".join(f"{n} {k}(s)" for k, n in counts.items()), markup=False, highlight=False)
     for note in found.notes:
-        app.console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+        print_wrapped(app.console, f"note: {note}", 6)
     if results is not None:
         missing = [r for r in results if r.status == "missing"]
         unknown = [r for r in results if r.status == "unknown"]
         for r in missing:
-            app.console.print(f"MISSING {r.artifact.reference} ({r.url}: {r.detail})", markup=False,
-                              highlight=False, soft_wrap=True)
-        app.console.print(f"{len(results) - len(missing) - len(unknown)} present, {len(missing)} missing, "
-                          f"{len(unknown)} not known", markup=False, highlight=False)
+            print_wrapped(app.console, f"MISSING {r.artifact.reference} ({r.url}: {r.detail})", 8)
+        for r in unknown:
+            print_wrapped(app.console, f"NOT VERIFIED {r.artifact.reference} ({r.url}: {r.detail})", 13)
+        present = len(results) - len(missing) - len(unknown)
+        verdict = ("every item is on the mirrors" if present == len(results) else
+                   "exit 1: what is missing or not verified may not be there when a bootstrap needs it")
+        print_wrapped(app.console, f"{present} present, {len(missing)} missing, {len(unknown)} not verified; "
+                                   f"{verdict}", 2)
     if written:
         app.console.print(f"wrote {len(written)} file(s) under {written[0].parent}", markup=False, highlight=False)

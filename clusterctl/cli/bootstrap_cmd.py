@@ -227,13 +227,13 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
 
     console = app.console
     console.print(f"\nPHASE [{phase.name}] {'*' * max(3, 60 - len(phase.name))}", markup=False, highlight=False)
-    by_status: dict[Status, list[str]] = {}
+    by_status: dict[str, list[str]] = {}
     for r in results:
         if r.status is not Status.FAILED:
-            by_status.setdefault(r.status, []).append(r.host)
-    word = {Status.CHANGED: "would change" if plan else "changed"}
+            by_status.setdefault(plan_word(phase, r) if plan else r.status.value, []).append(r.host)
+    word = {Status.CHANGED.value: "changed"}
     for status, names in by_status.items():
-        console.print(f"{word.get(status, status.value)}: {compress(names)}", markup=False, highlight=False)
+        console.print(f"{word.get(status, status)}: {compress(names)}", markup=False, highlight=False)
     if not plan:
         # What changed, hosts with the same changes on one line (a fleet reads in a few lines).
         done: dict[tuple[str, ...], list[str]] = {}
@@ -250,6 +250,29 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
                 console.print(f"  rollback: {one_line(line)}", markup=False, highlight=False, soft_wrap=True)
     if plan:
         _print_plan(app, phase, results)
+
+
+#: A plan's word for a host where the phase planned nothing: "ok" would claim a check that did not
+#: happen (verify only checks after the changes) or work that will not be done (no survey, no labels).
+PLAN_NOTHING = "nothing to change"
+PLAN_VERIFY = "checks after the changes are applied"
+
+
+def plan_word(phase: Phase[Any, Any], result: HostPhaseResult) -> str:
+    """What a plan says of one host and phase (``would change``, ``nothing to change``, ...)."""
+    from clusterctl.engine.run import Status
+    from clusterctl.findings import Severity
+
+    if result.status is Status.CHANGED:
+        return "would change"
+    if result.status is not Status.OK:
+        return result.status.value
+    if phase.name == "verify":
+        return PLAN_VERIFY
+    left = sorted({f.code for f in result.findings if f.severity in (Severity.WARNING, Severity.ERROR)})
+    if left:
+        return f"not done ({', '.join(left)}: see findings)"
+    return "ok" if phase.read_only else PLAN_NOTHING  # preflight's checks did run in the plan
 
 
 def _print_plan(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult]) -> None:
@@ -303,9 +326,10 @@ def _print_recap(app: AppContext, report: RunReport) -> None:
     title = "PLAN RECAP (nothing was changed)" if not report.applied else "RECAP"
     table = Table(title=title, highlight=False)
     table.add_column("phase")
+    # A plan's "ok" is a phase with nothing to change, not a phase that passed.
+    planned = {Status.CHANGED: "would change", Status.OK: "no change"}
     for s in Status:
-        table.add_column("would change" if (s is Status.CHANGED and not report.applied) else s.value,
-                         justify="right")
+        table.add_column(s.value if report.applied else planned.get(s, s.value), justify="right")
     table.add_column("time", justify="right")
     for p in report.recap:
         table.add_row(p.phase, *(str(p.counts.get(s, 0)) for s in Status), f"{p.duration_s:.1f}s")

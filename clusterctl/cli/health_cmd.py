@@ -27,6 +27,10 @@ Xid catalogue), nvidia-smi nvlink -s/-e, ibstat and the InfiniBand port counters
 judged against the fleet. Each host ends healthy, degraded (watch it) or unhealthy (take it
 out of service), with the reason; findings say what to do. See docs/health.md.
 
+Levels 2 and 3 take the GPUs: they are not run on a host whose GPUs have compute processes
+(nvidia-smi --query-compute-apps) or whose node runs a GPU pod no DaemonSet owns, unless the
+host is quarantined (cordoned) or --force is given (INVASIVE_CHECK_REFUSED says which).
+
 Exits 0 when every host is healthy, 1 when a host is degraded, unhealthy or could not be
 checked, 2 for usage problems.
 
@@ -76,6 +80,8 @@ def health_command(
     max_unavailable: Optional[str] = typer.Option(  # noqa: UP045
         None, "--max-unavailable", metavar="N|PCT",
         help="With --quarantine: most hosts out of service at once (default: the inventory's, else 10%, at least 1)."),
+    force: bool = typer.Option(False, "--force", help="Level 2+: run dcgmi diag and nccl-tests even on GPUs that run "
+                               "compute processes or GPU pods (they take the GPUs from those jobs)."),
     local: bool = typer.Option(False, "--local", help="Check this machine (local commands, no SSH, no inventory)."),
     slurm: bool = typer.Option(False, "--slurm", help="As Slurm's health check: drain on failure with a "
                                "'clusterctl: ' reason, resume only nodes clusterctl drained; NHC's exit code."),
@@ -99,7 +105,7 @@ def health_command(
     from clusterctl.health.model import HealthOptions
     from clusterctl.health.run import run_health
 
-    options = HealthOptions(level=level, since=since, probe_timeout_s=probe_timeout)
+    options = HealthOptions(level=level, since=since, probe_timeout_s=probe_timeout, force=force)
     if local:
         from clusterctl.inventory.this_machine import this_machine
 
@@ -124,7 +130,7 @@ def health_command(
                        preview="clusterctl health --quarantine --dry-run")
     policy = None
     with app.runner() as runner:
-        report = run_health(hosts, runner, options, inventory=inventory.name)
+        report = run_health(hosts, runner, options, inventory=inventory.name, cluster=inventory)
         if quarantine:
             from clusterctl.cli.quarantine_cmd import apply_health_policy
 

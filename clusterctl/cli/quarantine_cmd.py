@@ -53,11 +53,15 @@ QUARANTINE_SHORT = "Take hosts out of service: taint, cordon and (--drain) drain
 RELEASE_SHORT = "Bring quarantined hosts back once their health and a one-host NCCL test pass."
 STATUS_HELP = """\
 Which nodes are quarantined: since when, by whom, why (reason and finding codes), and what
-their release needs. Nodes cordoned outside clusterctl are listed too, marked so.
+their release needs. Nodes cordoned outside clusterctl are listed too, marked so. Named hosts
+are shown in full: their quarantine, where their healing stands ('clusterctl heal'), every
+remediation step and every quarantine kept on the node.
 
 Examples:
 
   clusterctl status
+
+  clusterctl status gpu-a3
 
   clusterctl status -o json
 """
@@ -108,9 +112,8 @@ def quarantine_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Show every change; touch nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
 ) -> None:
-    from clusterctl.changes import Gate
     from clusterctl.quarantine.drain import DrainOptions
-    from clusterctl.quarantine.run import QuarantineRequest, quarantine_hosts
+    from clusterctl.quarantine.run import QuarantineRequest, quarantine
 
     app = app_context(ctx)
     targets = named_hosts(app, hosts)
@@ -124,10 +127,8 @@ def quarantine_command(
     request = QuarantineRequest(reason=reason, codes=tuple(code or ()), drain=drain,
                                 drain_options=DrainOptions(timeout_s=drain_timeout, force=force,
                                                            delete_emptydir_data=delete_emptydir_data))
-    gate = Gate(apply=not dry_run)
     with app.runner() as runner:
-        results = quarantine_hosts(runner, app.inventory(), targets, request, gate)
-    journal = save_journal(app, gate, "quarantine")
+        results, journal = quarantine(runner, app.inventory(), targets, request, apply=not dry_run)
     payload = {"dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
 
     def human() -> None:
@@ -149,12 +150,10 @@ def release_command(
                                  "touch nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
 ) -> None:
-    from clusterctl.changes import Gate
-    from clusterctl.quarantine.release import health_and_nccl_checks, release_hosts
+    from clusterctl.quarantine.release import health_and_nccl_checks, release
 
     app = app_context(ctx)
     targets = named_hosts(app, hosts)
-    gate = Gate(apply=not dry_run)
 
     from clusterctl.cli.confirm import confirm_change, refuse_off_terminal
 
@@ -168,10 +167,9 @@ def release_command(
         confirm_change(what, names, yes=yes, dry_run=dry_run, preview=preview)
 
     with app.runner() as runner:
-        results = release_hosts(runner, app.inventory(), targets, gate,
-                                checks=None if skip_checks else health_and_nccl_checks(level, app.inventory().hosts),
-                                confirm=ask)
-    journal = save_journal(app, gate, "release")
+        results, journal = release(runner, app.inventory(), targets, apply=not dry_run, confirm=ask,
+                                   checks=None if skip_checks else health_and_nccl_checks(level,
+                                                                                          app.inventory().hosts))
     payload = {"dry_run": dry_run, "journal": journal, "checks_skipped": skip_checks,
                "hosts": [r.to_json() for r in results]}
 
@@ -185,10 +183,27 @@ def release_command(
         raise typer.Exit(int(ExitCode.FAILED))
 
 
-def status_command(ctx: typer.Context) -> None:
+def status_command(
+    ctx: typer.Context,
+    hosts: Optional[list[str]] = typer.Argument(  # noqa: UP045
+        None, metavar="[HOST]...", help="Show these hosts in full: their quarantine, healing and history."),
+) -> None:
     from clusterctl.quarantine.status import quarantined_nodes
 
     app = app_context(ctx)
+    if hosts:
+        from clusterctl.heal.status import hosts_status
+
+        with app.runner() as runner:
+            found = hosts_status(runner, app.inventory(), named_hosts(app, hosts))
+
+        def detail() -> None:
+            from clusterctl.cli.quarantine_view import print_host_status
+
+            print_host_status(app, found)
+
+        app.emit({"hosts": [h.to_json() for h in found]}, detail)
+        return
     with app.runner() as runner:
         nodes = quarantined_nodes(runner, app.inventory())
 
@@ -204,9 +219,6 @@ def apply_health_policy(app: AppContext, runner: Runner, verdicts: Sequence[Host
                         max_unavailable: str | None) -> tuple[PolicyRun, str | None]:
     """``health --quarantine``: decide per host, then quarantine (only plan with --dry-run); the run and
     its undo journal. Print it with ``quarantine_view.print_policy``."""
-    from clusterctl.changes import Gate
-    from clusterctl.quarantine.auto import quarantine_by_policy
+    from clusterctl.quarantine.auto import run_policy
 
-    gate = Gate(apply=apply)
-    run = quarantine_by_policy(runner, app.inventory(), verdicts, gate, max_unavailable=max_unavailable)
-    return run, save_journal(app, gate, "health-quarantine")
+    return run_policy(runner, app.inventory(), verdicts, apply=apply, max_unavailable=max_unavailable)

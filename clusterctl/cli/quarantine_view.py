@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from clusterctl.cli.context import AppContext
+    from clusterctl.heal.status import HostStatus
     from clusterctl.quarantine.auto import PolicyRun
     from clusterctl.quarantine.release import HostRelease
     from clusterctl.quarantine.run import HostQuarantine
@@ -87,15 +88,18 @@ def print_status(app: AppContext, nodes: Sequence[QuarantinedNode]) -> None:
 
     # Every cell but CORDONED comes from node annotations (or Slurm reasons) anyone with access can
     # write: control characters are shown as escapes (one_line), never sent to the terminal.
+    # Slurm's state gets a column only in a fleet where some host runs slurmd.
+    slurm = any(n.slurm_state for n in nodes)
     rows = [tuple(one_line(c) for c in (n.host, n.since or "-", n.by or "-", n.reason or "-",
                                         ",".join(n.codes) or "-",
                                         ("yes" if n.cordoned else "no") if n.kubernetes_node else "no node",
-                                        n.slurm_state or "-", n.release_needs))
+                                        *((n.slurm_state or "-",) if slurm else ()), n.release_needs))
             for n in nodes]
     # The host, since and codes are copied into tickets and commands: never cut; the prose wraps.
-    print_table(app.console, (Column("HOST", keep=True), Column("SINCE", keep=True), Column("BY", keep=True),
-                              Column("REASON"), Column("CODES", keep=True), Column("CORDONED", keep=True),
-                              Column("SLURM", keep=True), Column("RELEASE NEEDS")), rows, boxed=False)
+    columns = (Column("HOST", keep=True), Column("SINCE", keep=True), Column("BY", keep=True), Column("REASON"),
+               Column("CODES", keep=True), Column("CORDONED", keep=True),
+               *((Column("SLURM", keep=True),) if slurm else ()), Column("RELEASE NEEDS"))
+    print_table(app.console, columns, rows, boxed=False)
 
 
 def print_policy(app: AppContext, run: PolicyRun, *, dry_run: bool, journal: str | None) -> None:
@@ -111,3 +115,25 @@ def print_policy(app: AppContext, run: PolicyRun, *, dry_run: bool, journal: str
         print_quarantine(app, run.results, dry_run=dry_run, journal=journal)
     if dry_run and not run.results:
         _say(app, "dry run: nothing was changed")
+
+
+def print_host_status(app: AppContext, found: Sequence[HostStatus]) -> None:
+    """``status HOST``: the quarantine, the healing state and both histories, one line each."""
+    for h in found:
+        if h.error:
+            _say(app, f"{h.host}: {h.error}")
+            continue
+        ready = {True: "Ready", False: "NotReady", None: "readiness unknown"}[h.ready]
+        q = h.quarantine
+        if q is None:
+            _say(app, f"{h.host}: in service ({ready})")
+        else:
+            _say(app, f"{h.host}: quarantined since {q.since or '?'} by {q.by or '?'}: {q.reason or '-'} "
+                      f"[{','.join(q.codes) or '-'}] ({ready})")
+            _say(app, f"{h.host}: release needs: {q.release_needs}")
+        if h.heal_state:
+            _say(app, f"{h.host}: healing: {h.heal_state}")
+        for step in h.steps:
+            _say(app, f"{h.host}: {step.at} {step.step}: {step.result}{': ' + step.detail if step.detail else ''}")
+        if h.quarantined_at:
+            _say(app, f"{h.host}: quarantined {len(h.quarantined_at)} time(s): {', '.join(h.quarantined_at)}")

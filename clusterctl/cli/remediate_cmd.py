@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Optional
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
@@ -11,6 +13,7 @@ from clusterctl.cli.context import app_context
 from clusterctl.errors import UsageError
 
 if TYPE_CHECKING:
+    from clusterctl.inventory.model import Host, Inventory
     from clusterctl.quarantine.webhook_server import Security
 
 remediate_app = typer.Typer(help="""Act on alerts: quarantine the hosts that bootstrap's DCGM alert rules name.
@@ -24,8 +27,11 @@ Receive Alertmanager webhooks and quarantine the hosts the alerts name, on the s
 'clusterctl quarantine': GPUFellOffTheBus, GPURowRemapFailure, GPUDoubleBitECCErrors and
 NVLinkBandwidthZero quarantine and drain; GPUXidError and NVLinkCRCErrors quarantine; the
 others are only logged (the inventory's quarantine.alerts changes that). Hosts not in the
-inventory are never acted on; a host already quarantined is not acted on again; never more
-than --max-unavailable hosts out of service (cordoned nodes count). Every decision is one JSON
+inventory are never acted on; the cluster says who is out (a host quarantined already is not
+acted on again; one released that fails again is); never more than --max-unavailable hosts
+out of service (cordoned nodes count), across every receiver of the cluster (they share a
+Lease in the cluster). Each POST is answered at once and each host's work runs on its own;
+alerts not yet acted on are kept in --pending-file for a restart. Every decision is one JSON
 line on stderr. A body that is not a webhook payload gets 400 and changes nothing. With
 --dry-run it decides and logs, and changes nothing. Otherwise it asks once at start; --yes
 (or CLUSTERCTL_YES=1) confirms, and is required off a terminal (a service unit).
@@ -41,8 +47,8 @@ Examples:
   clusterctl remediate serve --listen 127.0.0.1:9095 --dry-run
 
   (umask 077; openssl rand -hex 32 > remediate.token)
-  clusterctl remediate serve --listen 10.0.0.5:9095 --token-file remediate.token \\
-      --tls-cert tls.crt --tls-key tls.key --max-unavailable 2 --yes
+  clusterctl remediate serve --listen 10.0.0.5:9095 --yes \\
+      --token-file remediate.token --tls-cert tls.crt --tls-key tls.key
 """
 
 
@@ -88,8 +94,12 @@ def serve_command(
     drain_timeout: float = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS",
                                         help="How long each drain may wait for budgets."),
     pending_file: str = typer.Option(
-        "clusterctl-results/remediate-pending.json", "--pending-file", metavar="FILE",
-        help="Accepted alerts not yet acted on; a restarted receiver acts on them."),
+        "clusterctl-results/remediate-pending.json", "--pending-file", metavar="FILE", show_default=False,
+        help="Default: clusterctl-results/remediate-pending.json. Accepted alerts not yet acted on; a "
+             "restarted receiver acts on them."),
+    heal: bool = typer.Option(False, "--heal", help="After draining a host, run its escalation chain (GPU reset, "
+                              "reboot, power cycle through the BMC) and release it once the release gate passes "
+                              "(clusterctl heal; the inventory's quarantine.heal)."),
 ) -> None:
     from clusterctl.quarantine import webhook_server
     from clusterctl.quarantine.drain import DrainOptions
@@ -104,10 +114,13 @@ def serve_command(
     cap(max_unavailable or inventory.quarantine.max_unavailable, len(inventory.hosts))  # a bad value: exit 2 now
     from clusterctl.cli.confirm import confirm_change
 
-    confirm_change("act on alerts (quarantine, drain)", [h.name for h in inventory.hosts], yes=yes,
+    what = "act on alerts (quarantine, drain" + (", then heal: GPU reset, reboot, power cycle, release)" if heal
+                                                  else ")")
+    confirm_change(what, [h.name for h in inventory.hosts], yes=yes,
                    dry_run=dry_run, preview=f"clusterctl remediate serve --listen {listen} --dry-run")
     remediator = Remediator(inventory, app.runner, sys.stderr, dry_run=dry_run, max_unavailable=max_unavailable,
-                            drain_options=DrainOptions(timeout_s=drain_timeout), pending_file=pending_file)
+                            drain_options=DrainOptions(timeout_s=drain_timeout), pending_file=pending_file,
+                            after_drain=heal_after_drain(inventory) if heal else None)
 
     def ready(bound: int) -> None:
         mode = " (dry run: nothing will be changed)" if dry_run else ""
@@ -161,3 +174,49 @@ def alertmanager_config_command(
         print("warning: the bearer token would cross the network in clear text: use an https:// URL "
               "(the receiver's --tls-cert)", file=sys.stderr)
     typer.echo(webhook_config(url, ReceiverAuth(token_file, ca_file, cert_file, key_file)), nl=False)
+
+
+def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | None = None,
+                     on_result: Callable[[Any], None] | None = None
+                     ) -> Callable[[Any, Host, Callable[..., None]], None]:
+    """``remediate serve --heal``: a drained host's escalation chain, each step logged as the receiver's decisions
+    (``on_start`` and ``on_result``: benchmarks/mttr's stopwatch)."""
+
+    def after_drain(runner: Any, host: Host, say: Callable[..., None]) -> None:
+        if on_start is not None:
+            on_start()
+        from clusterctl.changes import Gate
+        from clusterctl.heal.run import HealOptions, heal_hosts
+        from clusterctl.undo_journal import save_journal
+
+        def step(name: str, what: str, detail: str) -> None:
+            say(host=name, decision="heal", why=f"{what}{': ' + detail if detail else ''}")
+
+        gate = Gate(apply=True)
+        (result,) = heal_hosts(runner, inventory, [host], gate, HealOptions(inventory.quarantine.heal, say=step))
+        if on_result is not None:
+            on_result(result)
+        why = result.detail
+        if result.report:
+            why += f"; the report to paste into a ticket: {save_report(host.name, result.report)}"
+        say(host=host.name, decision=result.outcome, why=why)
+        path = save_journal([r for r in gate.records if not r.failed], command="heal")
+        if path is not None:
+            say(host=host.name, decision="journal", why=f"undo with: clusterctl undo {path}")
+
+    return after_drain
+
+
+#: Where ``remediate serve --heal`` keeps the "needs hardware" reports (beside the undo journals).
+REPORTS = Path("clusterctl-results") / "heal"
+
+
+def save_report(host: str, report: str) -> Path:
+    import time
+
+    from clusterctl.writable import host_file_name, make_folder, write_private_file
+
+    make_folder(REPORTS, "the heal reports folder")
+    path = REPORTS / host_file_name(host, time.strftime("-needs-hardware-%Y%m%d-%H%M%S.txt"))
+    write_private_file(path, report + "\n")
+    return path

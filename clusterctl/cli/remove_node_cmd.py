@@ -67,12 +67,14 @@ def _print(app: AppContext, report: object) -> None:
     kind = "control plane" if report.control_plane else "worker"
     say(f"remove {report.host} ({kind}) through {report.via}" + (f"; etcd: {report.etcd}" if report.etcd else ""))
     for number, step in enumerate(report.steps, 1):
-        state = "" if not report.applied else f" [{step.status}]"
-        say(f"  {number}. {step.name}: {step.summary} (on {step.runs_on}){state}"
-            + (f": {step.message}" if step.message else ""))
+        state = "" if not report.applied else f" [{step['status']}]"
+        say(f"  {number}. {step['step']}: {step['summary']} (on {step['runs_on']}){state}"
+            + (f": {step['message']}" if step["message"] else ""))
         if not report.applied:
-            for change in step.changes:
+            for change in step["changes"]:
                 say(f"      $ {change.describe()}")
+            for wait in step["waits"]:
+                say(f"      (wait: {wait})")
     for note in report.notes:
         say(f"note: {note}")
     if report.nothing_to_do:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
-from clusterctl.cli.context import app_context
+from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode
 from clusterctl.terminal_text import one_line
+
+if TYPE_CHECKING:
+    from clusterctl.changes import GateRecord
 
 HELP = """Revert the changes a run made on hosts, from the undo journal it wrote.
 
@@ -17,7 +22,8 @@ only those hosts; with --dry-run, say what would be done and touch nothing.
 A file whose content is no longer what the run wrote (edited by hand since) is left alone and
 reported as refused; a journal already used for a host is refused for it (replaying it would
 delete what was made since). --force does both anyway. It asks first, naming the hosts; --yes
-confirms without asking (required off a terminal).
+confirms without asking (required off a terminal). Undoing a quarantine returns its nodes to
+service only once they pass release's health and NCCL checks (--skip-checks: without them).
 
 Examples:
 
@@ -38,6 +44,8 @@ def undo_command(
     force: bool = typer.Option(False, "--force", help="Undo files changed since the run, and replay a journal "
                                "that was already used."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Change the hosts without asking (required off a terminal)."),
+    skip_checks: bool = typer.Option(False, "--skip-checks", help="Return quarantined nodes to service without "
+                                     "release's health and NCCL checks."),
 ) -> None:
     from clusterctl.cli.confirm import confirm_change
     from clusterctl.errors import UsageError
@@ -53,6 +61,8 @@ def undo_command(
         raise UsageError(f"this journal was already used to undo {listed}: replaying it would remove or overwrite "
                          "what was made since.", file=journal,
                          hint="Narrow the hosts with -l, or pass --force to replay it anyway.")
+    if not dry_run and not skip_checks:
+        _refuse_unhealthy_returns(app, records, journal)
     if not dry_run:
         confirm_change("revert the changes of this journal", [h.name for h in hosts if h.name in in_journal],
                        yes=yes, preview=f"clusterctl undo --dry-run {journal}")
@@ -81,3 +91,22 @@ def undo_command(
     if not fleet.ok or any(line.startswith(("failed", "cannot", "refused")) for o in fleet.outcomes
                            for line in o.value or []):
         raise typer.Exit(int(ExitCode.FAILED))
+
+
+def _refuse_unhealthy_returns(app: AppContext, records: list[GateRecord], journal: str) -> None:
+    """An undo that would return quarantined nodes to service passes release's checks first (exit 1 when
+    a node fails them: it stays quarantined, as 'clusterctl release' would keep it)."""
+    from clusterctl.quarantine.release import undo_refusals
+
+    selected = {h.name for h in app.hosts()}
+    with app.runner() as runner:
+        refused = undo_refusals(runner, app.inventory(), [r for r in records if r.change.host in selected])
+    if not refused:
+        return
+    for node, why in refused.items():
+        app.err_console.print(f"REFUSED {node}: stays quarantined: {one_line('; '.join(why))}", markup=False,
+                              highlight=False, soft_wrap=True)
+    app.err_console.print(f"nothing was undone: undoing {journal} would return these nodes to service, and they "
+                          "fail release's checks. Fix what the checks name, or pass --skip-checks when you know "
+                          "better.", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(int(ExitCode.FAILED))

@@ -4,7 +4,9 @@ kubeadm's documentation ("kubeadm reset", "Remove the node"): drain the node, ``
 reset`` on it (for a control plane with stacked etcd its etcd member leaves first: ``kubeadm
 reset phase remove-etcd-member``), clean up what reset leaves (CNI, iptables: bootstrap's own
 ``reset`` phase), then ``kubectl delete node``. The Node object goes last, once the kubelet is
-gone, or the still-running kubelet would register it again.
+gone, or the still-running kubelet would register it again. These are phases on the action engine
+(``REMOVAL``: ``drain`` and ``delete-node`` run from another control plane, ``etcd-member`` and
+bootstrap's ``reset`` on the host), with its lock, undo journal and interrupt handling.
 
 A control plane is refused when its member leaving would break etcd's quorum: with stacked
 etcd each control-plane node runs one member, so after the removal the healthy members left
@@ -16,17 +18,21 @@ the end of the cluster: ``clusterctl reset``). The host stays in the inventory: 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from clusterctl.changes import Change, Gate
-from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainFailed, drain_change, drain_node
-from clusterctl.day2.steps import Step
+from clusterctl.changes import Change, GateRecord, HostGate
+from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S
+from clusterctl.engine.phase import Phase, PhaseContext, Wait
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import kubectl, parse_nodes
+from clusterctl.facts.kube_nodes import NodeState
 from clusterctl.secret import mask_text
+from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
+    from clusterctl.engine.run import RunReport
     from clusterctl.facts.kube import KubeNode
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
@@ -40,22 +46,25 @@ class RemovalReport:
     host: str
     control_plane: bool
     applied: bool
-    #: Host whose kubectl the cluster-side steps use.
+    #: Host whose kubectl the cluster-side phases use.
     via: str
     etcd: str = ""
-    steps: list[Step] = field(default_factory=list)
+    #: One row per phase that concerns the host: its name, where it runs, its engine ``Status``, changes.
+    steps: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     failed: str | None = None
+    undo_journal: str | None = None
 
     @property
     def nothing_to_do(self) -> bool:
-        return not any(s.changes for s in self.steps)
+        return not any(s["changes"] for s in self.steps)
 
     def to_json(self) -> dict[str, Any]:
         return {"host": self.host, "control_plane": self.control_plane, "mode": "apply" if self.applied else "plan",
                 "via": self.via, "etcd": self.etcd, "ok": self.failed is None, "nothing_to_do": self.nothing_to_do,
-                "failed": mask_text(self.failed) if self.failed else None,
-                "steps": [s.to_json() for s in self.steps], "notes": self.notes}
+                "failed": mask_text(self.failed) if self.failed else None, "undo_journal": self.undo_journal,
+                "steps": [{**s, "changes": [c.to_json() for c in s["changes"]]} for s in self.steps],
+                "notes": self.notes}
 
 
 def quorum_check(members: list[KubeNode], leaving: str) -> str:
@@ -72,10 +81,107 @@ def quorum_check(members: list[KubeNode], leaving: str) -> str:
     return ""
 
 
+class DrainNode(Phase["NodeState | None", PhaseContext]):
+    """Cordon the node and evict its pods (quarantine's drain: kubectl drain's rules), from ``via``; then
+    wait until no pod that a drain takes is left on it."""
+
+    name = "drain"
+    description = "cordon the node, evict its pods (DaemonSets left, budgets honoured)"
+
+    def __init__(self, via: str, drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S) -> None:
+        self.via, self.drain_timeout_s = via, drain_timeout_s
+
+    def runs_on(self, ctx: PhaseContext) -> str | None:
+        return self.via
+
+    def check(self, ctx: PhaseContext) -> NodeState | None:
+        from clusterctl.quarantine.run import read_node
+
+        return read_node(ctx.reader, ctx.host.name)
+
+    def plan(self, ctx: PhaseContext, state: NodeState | None) -> list[Change]:
+        from clusterctl.quarantine.node_ops import cordon
+
+        return [] if state is None else cordon(self.via, state)
+
+    def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
+        from clusterctl.quarantine.drain import drain_node
+
+        records = gate.submit_all(changes)
+        if self.check(ctx) is None:
+            return records
+        report = drain_node(gate.transport, gate.gate, ctx.host.name, self._options())
+        if report.not_evicted:
+            left = "; ".join(f"{p.pod}: {p.reason}" for p in report.not_evicted[:3])
+            raise TransportError(FailureKind.COMMAND_FAILED, f"the drain of {ctx.host.name} did not finish within "
+                                 f"{int(self.drain_timeout_s)} s: {left}")
+        return records + [r for r in gate.records() if r.change.summary.startswith("evict pod ")
+                          and ctx.host.name in r.change.summary]
+
+    def _options(self) -> Any:
+        from clusterctl.quarantine.drain import DrainOptions
+
+        return DrainOptions(timeout_s=self.drain_timeout_s, delete_emptydir_data=True)
+
+    def wait(self, ctx: PhaseContext) -> Wait:
+        from clusterctl.quarantine.drain import DrainReport, list_pods, sort_pods
+
+        def empty(c: PhaseContext) -> str | None:
+            left = sort_pods(list_pods(c.reader, c.host.name), self._options(), DrainReport(c.host.name))
+            return None if not left else f"{len(left)} pod(s) left: " + ", ".join(p.ref for p in left[:3])
+
+        return Wait(f"no pod a drain takes is left on {ctx.host.name} (up to {int(self.drain_timeout_s)} s)", empty,
+                    timeout_s=60.0)
+
+
+class EtcdMemberLeaves(Phase[None, PhaseContext]):
+    name = "etcd-member"
+    description = "the node's etcd member leaves the cluster (kubeadm reset phase remove-etcd-member)"
+
+    def __init__(self, control_plane: bool) -> None:
+        self.control_plane = control_plane
+
+    def applies_to(self, ctx: PhaseContext) -> bool:
+        return self.control_plane
+
+    def check(self, ctx: PhaseContext) -> None:
+        return None
+
+    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
+        return [Change.run(ctx.host.name, "kubeadm reset phase remove-etcd-member", timeout_s=180,
+                           summary="kubeadm reset phase remove-etcd-member")]
+
+
+class DeleteNode(Phase["NodeState | None", PhaseContext]):
+    name = "delete-node"
+    description = "delete the Node object (once the kubelet is gone)"
+
+    def __init__(self, via: str) -> None:
+        self.via = via
+
+    def runs_on(self, ctx: PhaseContext) -> str | None:
+        return self.via
+
+    def check(self, ctx: PhaseContext) -> NodeState | None:
+        from clusterctl.quarantine.run import read_node
+
+        return read_node(ctx.reader, ctx.host.name)
+
+    def plan(self, ctx: PhaseContext, state: NodeState | None) -> list[Change]:
+        if state is None:
+            return []
+        name = ctx.host.name
+        return [Change.run(self.via, kubectl(f"delete node {shlex.quote(name)} --ignore-not-found"),
+                           summary=f"kubectl delete node {name}")]
+
+
 def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,
-                drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S) -> RemovalReport:
+                drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S, state_dir: str | None = None) -> RemovalReport:
     from clusterctl.bootstrap.cluster.settings import control_plane_hosts
-    from clusterctl.day2.phases import run_phases
+    from clusterctl.bootstrap.registry import phase_named
+    from clusterctl.bootstrap.run import BootstrapRequest, run_bootstrap, run_options
+    from clusterctl.engine.progress import RunPlace
+    from clusterctl.engine.run import RunSettings
 
     host = next((h for h in inventory.hosts if h.name == name), None)
     if host is None:
@@ -96,64 +202,39 @@ def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,
             raise UsageError(f"refusing to remove {name}: {why}.", field="HOST")
         left = [m for m in members if m.name != name]
         report.etcd = f"{len(members)} etcd member(s) now, {len(left)} after ({sum(m.ready for m in left)} Ready)"
-    q = shlex.quote
-    if node is not None:
-        report.steps.append(Step("drain", via.name, f"drain {name}",
-                                        [drain_change(via.name, name, drain_timeout_s)]))
-    else:
+    if node is None:
         report.notes.append(f"{name} is not a node of the cluster: nothing to drain or delete")
-    if report.control_plane and node is not None:
-        report.steps.append(Step("etcd-member", name, f"{name}'s etcd member leaves the cluster", [
-            Change.run(name, "kubeadm reset phase remove-etcd-member", timeout_s=180,
-                       summary="kubeadm reset phase remove-etcd-member")]))
-    reset = run_phases(runner, inventory, [host], ["reset"], apply=False)
-    reset_changes = [c for r in reset.results for c in r.changes]
-    if reset.failed_hosts:
-        raise UsageError(f"cannot plan the reset of {name}: {reset.failed_hosts[name]}")
-    report.steps.append(Step("reset", name, "kubeadm reset and what it leaves (bootstrap's reset phase)",
-                                    reset_changes))
-    if node is not None:
-        report.steps.append(Step("delete-node", via.name, f"delete the Node object {name}", [
-            Change.run(via.name, kubectl(f"delete node {q(name)} --ignore-not-found"),
-                       summary=f"kubectl delete node {name}")]))
-    if not apply:
-        return report
-    gate = Gate(apply=True)
-    for step in report.steps:
-        if not step.changes:
-            step.status = "done"
-            continue
-        try:
-            if step.name == "reset":
-                done = run_phases(runner, inventory, [host], ["reset"], apply=True)
-                if done.failed_hosts:
-                    raise RuntimeError(done.failed_hosts[name])
-            else:
-                target = via if step.runs_on == via.name else host
-
-                def task(transport: Transport, step: Step = step) -> None:
-                    _run(transport, gate, step, name, drain_timeout_s)
-
-                outcome = runner.run_task([target], task, label=step.name,
-                                          timeout_s=max(runner.timeout_s, drain_timeout_s + 60))
-                result = outcome.outcomes[0]
-                if not result.ok:
-                    raise RuntimeError(result.failure.message if result.failure else "no result")
-            step.status = "done"
-        except (RuntimeError, DrainFailed) as exc:
-            step.status, step.message = "failed", str(exc)
-            report.failed = f"step {step.name}: {exc}"
-            for later in report.steps[report.steps.index(step) + 1:]:
-                later.status = "not started"
-            break
+    reset = phase_named("reset")
+    phases: list[Phase[Any, Any]] = [DrainNode(via.name, drain_timeout_s),
+                                     EtcdMemberLeaves(report.control_plane and node is not None), reset,
+                                     DeleteNode(via.name)]
+    place = RunPlace.of(inventory, "remove-node", state_dir)
+    settings = RunSettings(apply=apply, options=run_options(inventory, [host], [reset], BootstrapRequest(apply=apply)),
+                           journal=place.journal(f"remove-node {name}") if apply else None,
+                           # Each phase reads where the host stands: a second run goes on from there.
+                           resume_hint=f"clusterctl remove-node {name} --yes")
+    run = run_bootstrap(inventory, [host], runner, phases, settings)
+    _fill(report, run, {p.name: p for p in phases}, via.name)
     return report
 
 
-def _run(transport: Transport, gate: Gate, step: Step, node: str, drain_timeout_s: float) -> None:
-    if step.name == "drain":
-        drain_node(transport, gate, node, drain_timeout_s)
-    else:
-        gate.submit_all(transport, step.changes)
+def _fill(report: RemovalReport, run: RunReport, phases: dict[str, Phase[Any, Any]], via: str) -> None:
+    from clusterctl.engine.run import SkipReason, Status
+
+    for result in run.results:
+        if result.status is Status.SKIPPED and result.message == SkipReason.NOT_THIS_HOST.value:
+            continue
+        if result.phase in ("drain", "delete-node") and not result.changes and not result.waits \
+                and result.status is not Status.FAILED:
+            continue  # not a node of the cluster: nothing to drain or delete
+        phase = phases[result.phase]
+        report.steps.append({"step": result.phase, "runs_on": via if result.phase in ("drain", "delete-node")
+                             else report.host, "summary": phase.description, "status": result.status.value,
+                             "changes": result.changes, "waits": result.waits, "message": mask_text(result.message)})
+    if run.failed_hosts:
+        report.failed = "; ".join(run.failed_hosts.values())
+    report.notes += run.notes
+    report.undo_journal = run.undo_journal
 
 
 def _nodes(runner: Runner, via: Host) -> dict[str, KubeNode]:

@@ -25,13 +25,11 @@ cluster's state (an upgraded node is found up to date and skipped).
 
 from __future__ import annotations
 
-import json
 import shlex
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.bootstrap.apt_sources import KEYRING_DIR, chosen_repos
@@ -45,9 +43,9 @@ from clusterctl.errors import Interrupted, ParseError, UsageError
 from clusterctl.facts.kube import NODES_COMMAND, KubeNode, parse_nodes
 from clusterctl.findings import Finding, Severity
 from clusterctl.secret import mask_text
-from clusterctl.writable import write_private_file
 
 if TYPE_CHECKING:
+    from clusterctl.engine.progress import RunPlace
     from clusterctl.engine.run import RunReport
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
@@ -349,39 +347,36 @@ def batches(order: Sequence[HostUpgrade], max_unavailable: int) -> list[list[Hos
 # --- progress (for --resume) -------------------------------------------------------------------------------
 
 
-def progress_file(state_dir: str | None, cluster: str) -> Path:
-    from clusterctl.engine.progress import default_state_dir
+def progress_place(inventory: Inventory, state_dir: str | None) -> RunPlace:
+    """Where the rollout's progress is kept: the engine's one progress file, under ``upgrade/``."""
+    from clusterctl.engine.progress import RunPlace
 
-    base = Path(state_dir).expanduser() if state_dir else default_state_dir()
-    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in cluster) or "cluster"
-    return base / "upgrade" / f"{safe}.json"
-
-
-def save_progress(path: Path, report: UpgradeReport) -> None:
-    """Target and per-host status only (no command, no output): written atomically."""
-    steps = {h.host: sorted({*report.done_before.get(h.host, ()), *(s.name for s in h.steps if s.status == "done")})
-             for h in report.hosts}
-    data = {"cluster": report.cluster, "target": report.target, "stopped": mask_text(report.stopped or ""),
-            "hosts": {h.host: h.status for h in report.hosts}, "cordoned": sorted(report.cordoned),
-            "steps": {host: names for host, names in steps.items() if names}}
-    write_private_file(path, json.dumps(data, indent=2))
+    return RunPlace.of(inventory, "upgrade", state_dir)
 
 
-def load_progress(path: Path) -> dict[str, Any]:
-    from clusterctl.inputfile import read_state_file
+def save_progress(place: RunPlace, report: UpgradeReport) -> None:
+    """Target, each node's finished steps, the nodes it cordoned (no command, no output): written atomically."""
+    store = place.progress(resume=False, first="")
+    for h in report.hosts:
+        for name in sorted({*report.done_before.get(h.host, ()), *(s.name for s in h.steps if s.status == "done")}):
+            store.record(h.host, name, "ok", 0.0)
+    store.run = {"target": report.target, "stopped": mask_text(report.stopped or ""),
+                 "statuses": {h.host: h.status for h in report.hosts}, "cordoned": sorted(report.cordoned)}
+    store.save()
 
-    what = "a clusterctl upgrade progress file"
-    remedy = (f"It records how far 'upgrade apply' got, for --resume: remove {path} and run 'clusterctl "
-              "upgrade apply --to X' again without --resume (nodes already upgraded are skipped), or pass "
-              "the --state-dir of the rollout to resume.")
-    try:
-        data = read_state_file(path, what, remedy)
-    except FileNotFoundError:
-        raise UsageError(f"--resume: no upgrade was started for this cluster (no {path})",
-                         hint="Run 'clusterctl upgrade apply --to X' first (or pass the same --state-dir).") from None
-    if not isinstance(data.get("target"), str) or not isinstance(data.get("hosts", {}), dict):
-        raise UsageError(f"not {what}: no target version. {remedy}", file=str(path))
-    return data
+
+def load_progress(place: RunPlace, *, resume: bool) -> dict[str, Any]:
+    """What the last rollout left: its target, the nodes it cordoned, each node's finished steps."""
+    store = place.progress(resume=True, first="clusterctl upgrade apply --to X") if resume else place.last_progress()
+    if store is None:
+        return {}
+    if not isinstance(store.run.get("target"), str):
+        raise UsageError(f"not a clusterctl upgrade progress file: no target version. Remove {store.path} and run "
+                         "'clusterctl upgrade apply --to X' without --resume (nodes already upgraded are skipped).",
+                         file=str(store.path))
+    steps = {host: [name for name, entry in phases.items() if entry.get("status") == "ok"]
+             for host, phases in store.hosts.items()}
+    return {**store.run, "steps": steps}
 
 
 # --- running -----------------------------------------------------------------------------------------------
@@ -406,12 +401,12 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
     first = first_control_plane(inventory)
     if first is None:
         raise UsageError("the inventory has no control-plane host", field="roles")
-    progress = progress_file(request.state_dir, inventory.name)
+    progress = progress_place(inventory, request.state_dir)
     wanted = request.to
     if request.resume:
         if not request.apply:
             raise UsageError("--resume continues an 'upgrade apply'; 'upgrade plan' always reads the cluster afresh")
-        saved = load_progress(progress)
+        saved = load_progress(progress, resume=True)
         if wanted and parse(wanted).text != saved["target"]:
             raise UsageError(f"--resume: the interrupted upgrade was to {saved['target']}, not {wanted}",
                              field="--to", hint=f"Resume with --to {saved['target']} (or without --to).")
@@ -422,7 +417,7 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
             raise UsageError("no version to upgrade to: give --to X or pin stack.kubernetes", field="--to")
         wanted = pin
     target = parse(wanted)
-    earlier = load_progress(progress) if progress.exists() else {}
+    earlier = load_progress(progress, resume=False)
     order = rollout_order(inventory, hosts)
     state = read_cluster(runner, first, [h for h, _ in order])
     check_upgrade(state.current, target)
@@ -495,16 +490,16 @@ def _check_repository(runner: Runner, first: Host, inventory: Inventory, target:
 
 
 def _apply(runner: Runner, inventory: Inventory, first: Host, report: UpgradeReport, request: UpgradeRequest,
-           progress: Path, on_step: Callable[[HostUpgrade, Step], None] | None) -> None:
+           progress: RunPlace, on_step: Callable[[HostUpgrade, Step], None] | None) -> None:
     """Run the rollout under every node's lock; the progress file is written after each step, so
     that Ctrl-C (or a crash) anywhere leaves what ``--resume`` needs: which nodes this rollout
     cordoned (recorded before the drain starts) and which steps each node finished."""
-    from clusterctl.engine import lock as host_lock
+    from clusterctl.engine.lock import LockInfo
 
     for host_plan in report.hosts:
         if not host_plan.pending:
             host_plan.status = "up to date"
-    lock = host_lock.LockInfo.mine(uuid.uuid4().hex)
+    lock = LockInfo.mine(uuid.uuid4().hex)
     hosts = [inventory.host(h.host) for h in report.hosts]
     refused = _lock_hosts(runner, hosts, lock)
     if refused:
@@ -526,7 +521,7 @@ def _apply(runner: Runner, inventory: Inventory, first: Host, report: UpgradeRep
         report.stopped = "; ".join(f"{h.host}: {h.message}" for h in running) or f"interrupted ({exc.signal_name})"
         save_progress(progress, report)
         exc.retry_hint = _interrupted_summary(report)
-        _unlock_hosts(runner, hosts, lock, timeout_s=UNLOCK_AFTER_INTERRUPT_S)
+        _unlock_hosts(runner, hosts, lock, interrupted=True)
         raise
     _unlock_hosts(runner, hosts, lock)
 
@@ -546,35 +541,21 @@ def _interrupted_summary(report: UpgradeReport) -> str:
     return "\n".join(lines)
 
 
-#: How long giving the locks back may take after Ctrl-C (a host that stopped answering is given up on).
-UNLOCK_AFTER_INTERRUPT_S = 30.0
-
-
 def _lock_hosts(runner: Runner, hosts: Sequence[Host], lock: Any) -> dict[str, str]:
-    """Take every node's lock (bootstrap's: the two never interleave); host -> why it was refused."""
-    from clusterctl.engine import lock as host_lock
+    """Take every node's lock (the engine's: a bootstrap and an upgrade never interleave); host -> why it
+    was refused (then none is kept)."""
+    from clusterctl.engine.run import give_back_locks, take_locks
 
-    def take(transport: Transport) -> str:
-        return host_lock.acquire(transport, lock)
-
-    try:
-        fleet = runner.run_task(hosts, take, label="lock")
-    except Interrupted:
-        _unlock_hosts(runner, hosts, lock, timeout_s=UNLOCK_AFTER_INTERRUPT_S)
-        raise
-    refused = {o.host.name: f"lock: {o.failure.message}" for o in fleet.outcomes if not o.ok and o.failure}
+    locked, refused = take_locks(runner, hosts, lock)
     if refused:
-        _unlock_hosts(runner, hosts, lock)
+        give_back_locks(runner, locked, lock)
     return refused
 
 
-def _unlock_hosts(runner: Runner, hosts: Sequence[Host], lock: Any, *, timeout_s: float | None = None) -> None:
-    from clusterctl.engine import lock as host_lock
+def _unlock_hosts(runner: Runner, hosts: Sequence[Host], lock: Any, *, interrupted: bool = False) -> None:
+    from clusterctl.engine.run import give_back_locks
 
-    def drop(transport: Transport) -> None:
-        host_lock.release(transport, lock)
-
-    runner.run_task(hosts, drop, label="unlock", timeout_s=timeout_s)
+    give_back_locks(runner, hosts, lock, interrupted=interrupted)
 
 
 def _not_started(hosts: Sequence[HostUpgrade]) -> None:
@@ -586,7 +567,7 @@ def _not_started(hosts: Sequence[HostUpgrade]) -> None:
 
 
 def _roll_out(runner: Runner, inventory: Inventory, first: Host, report: UpgradeReport, request: UpgradeRequest,
-              progress: Path, on_step: Callable[[HostUpgrade, Step], None] | None, lock: Any) -> None:
+              progress: RunPlace, on_step: Callable[[HostUpgrade, Step], None] | None, lock: Any) -> None:
     gate = Gate(apply=True)
     pending = [h for h in report.hosts if h.pending]
     for batch in batches(pending, request.max_unavailable):

@@ -99,7 +99,12 @@ class RunPlace:
         if resume and not path.exists():
             raise UsageError(f"--resume: no progress file for cluster '{self.cluster}' at {path}",
                              hint=f"Run '{first}' first (or pass the same --state-dir).")
-        return ProgressStore.load(path, self.cluster) if resume else ProgressStore(path, self.cluster)
+        return ProgressStore.load(path, self.cluster, self.command) if resume else ProgressStore(path, self.cluster)
+
+    def last_progress(self) -> ProgressStore | None:
+        """The progress the last run left, if any (a damaged file is a ``UsageError``)."""
+        path = self.progress_path
+        return ProgressStore.load(path, self.cluster, self.command) if path.exists() else None
 
     def journal(self, command: str, folder: Path | None = None) -> WriteAheadJournal:
         from clusterctl.undo_journal import WriteAheadJournal
@@ -119,15 +124,18 @@ class ProgressStore:
         #: The saved survey (absolute path) the run was given: what its topology labels and alert
         #: rules were made from, so a resumed run goes on from the same one.
         self.survey: str | None = None
+        #: What a command keeps about the run as a whole beside each host's phases (upgrade: its target,
+        #: the nodes it cordoned); plain JSON values, no secret.
+        self.run: dict[str, Any] = {}
 
     @classmethod
-    def load(cls, path: Path, cluster: str) -> ProgressStore:
+    def load(cls, path: Path, cluster: str, command: str = "bootstrap") -> ProgressStore:
         from clusterctl.inputfile import read_state_file
 
         store = cls(path, cluster)
-        what = "a clusterctl bootstrap progress file"
+        what = f"a clusterctl {command} progress file"
         remedy = (f"It only records which phases each host finished, for --resume: remove {path} and run "
-                  "bootstrap without --resume (a phase a host already has changes nothing), or pass the "
+                  f"{command} without --resume (a phase a host already has changes nothing), or pass the "
                   "--state-dir of the run to resume.")
         try:
             raw = read_state_file(path, what, remedy)
@@ -141,6 +149,8 @@ class ProgressStore:
         store.hosts = {str(h): dict(p) for h, p in hosts.items()}
         survey = raw.get("survey")
         store.survey = survey if isinstance(survey, str) and survey else None
+        run = raw.get("run")
+        store.run = dict(run) if isinstance(run, dict) else {}
         return store
 
     def is_done(self, host: str, phase: str) -> bool:
@@ -171,5 +181,7 @@ class ProgressStore:
                        "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"), "hosts": self.hosts}
             if self.survey:
                 payload["survey"] = self.survey
+            if self.run:
+                payload["run"] = self.run
             text = mask_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
         write_private_file(self.path, text)

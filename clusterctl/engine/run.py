@@ -402,8 +402,11 @@ class _InFlight:
 
     def kept(self, gate: Gate) -> list[GateRecord]:
         """What the phases cut off by an interrupt applied and left in place: the journal keeps it."""
-        return [r for host, (_, _, start) in self.snapshot().items() for r in gate.records_for(host)[start:]
-                if r.applied and r.changed and not r.temporary]
+        kept: list[GateRecord] = []
+        for _, transport, start in self.snapshot().values():
+            kept += [r for r in gate.records_for(transport.host.name)[start:]
+                     if r.applied and r.changed and not r.temporary and not any(r is k for k in kept)]
+        return kept
 
 
 #: How long putting back what an interrupted phase moved may take (a host that stopped answering is
@@ -416,7 +419,8 @@ def _put_back(runner: Runner, inflight: _InFlight, gate: Gate, report: RunReport
     cut = inflight.snapshot()
     for host, (phase, _, _) in cut.items():
         report.notes.append(f"{host}: interrupted in phase {phase.name}")
-    todo = {h: v for h, v in cut.items() if v[0].undo_on_interrupt}
+    # (A phase run for a host from another one is put back through the journal, not here.)
+    todo = {h: v for h, v in cut.items() if v[0].undo_on_interrupt and v[1].host.name == h}
     if not todo or not gate.apply:
         return
     by_name = {h: t.host for h, (_, t, _) in todo.items()}
@@ -612,6 +616,24 @@ def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo,
 UNLOCK_AFTER_INTERRUPT_S = 30.0
 
 
+def take_locks(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, *,
+               force_unlock: bool = False) -> tuple[list[Host], dict[str, str]]:
+    """The host locks for steps a command runs under them itself (``upgrade apply``'s rollout): the hosts
+    locked, and host -> why its lock was refused. Ctrl-C gives back what was taken, then raises."""
+    report = RunReport("", True, [], [h.name for h in hosts])
+    locked = _lock_hosts(runner, hosts, info, RunSettings(apply=True, force_unlock=force_unlock), report)
+    return locked, dict(report.failed_hosts)
+
+
+def give_back_locks(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, *,
+                    interrupted: bool = False) -> list[str]:
+    """``take_locks``'s locks back (only this run's); a line per host whose lock could not be given back."""
+    report = RunReport("", True, [], [h.name for h in hosts])
+    _unlock_hosts(runner, hosts, info, RunSettings(apply=True),
+                  timeout_s=UNLOCK_AFTER_INTERRUPT_S if interrupted else None, report=report)
+    return report.notes
+
+
 def _unlock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings,
                   *, timeout_s: float | None = None, report: RunReport | None = None) -> None:
     def drop(transport: Transport) -> None:
@@ -674,6 +696,19 @@ def _run_phase(
         return _one_host(phase, transport, inventory, gate, settings, done_before=name in done_before,
                          known=planned[1] if planned is not None else None)
 
+    # A phase that runs for a host from another one (a drain from the control plane): each such host
+    # in turn on that host's connection, in inventory order.
+    via = {h.name: phase.runs_on(unconnected(h)) for h in targets}
+    delegated: dict[str, list[Host]] = {}
+    for host in targets:
+        name = via[host.name]
+        if name is not None:
+            delegated.setdefault(name, []).append(host)
+    targets = [h for h in targets if via[h.name] is None]
+    for name, acted_for in delegated.items():
+        results += _run_delegated(phase, inventory, inventory.host(name), acted_for, runner, gate, settings,
+                                  done_before, inflight)
+
     limit = max(runner.timeout_s, phase.timeout_s)
     for group in [[h] for h in targets] if phase.serial else [list(targets)]:
         if not group:
@@ -694,6 +729,30 @@ def _run_phase(
     return results, time.monotonic() - began
 
 
+def _run_delegated(phase: Phase[Any, Any], inventory: Inventory, via: Host, acted_for: list[Host], runner: Runner,
+                   gate: Gate, settings: RunSettings, done_before: set[str],
+                   inflight: _InFlight | None) -> list[HostPhaseResult]:
+    def task(transport: Transport) -> list[HostPhaseResult]:
+        out = []
+        for host in acted_for:
+            if inflight is not None:
+                inflight.enter(host.name, phase, transport, len(gate.records_for(via.name)))
+            out.append(_one_host(phase, transport, inventory, gate, settings, done_before=host.name in done_before,
+                                 acting_for=host))
+        return out
+
+    limit = max(runner.timeout_s, phase.timeout_s) * len(acted_for)
+    (outcome,) = runner.run_task([via], task, label=f"{phase.name} (on {via.name})", timeout_s=limit).outcomes
+    if inflight is not None:
+        for host in acted_for:
+            inflight.leave(host.name)
+    if outcome.ok and outcome.value is not None:
+        return outcome.value
+    message = mask_text(f"on {via.name}: " + (outcome.failure.describe() if outcome.failure else "no result"))
+    return [HostPhaseResult(h.name, phase.name, Status.FAILED, outcome.duration_s, message=message)
+            for h in acted_for]
+
+
 def _fleet_findings(phase: Phase[Any, Any], results: list[HostPhaseResult]) -> None:
     states = {r.host: r.state for r in results if r.state is not None}
     if not states:
@@ -710,12 +769,16 @@ def _fleet_findings(phase: Phase[Any, Any], results: list[HostPhaseResult]) -> N
 
 
 def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory, gate: Gate,
-              settings: RunSettings, *, done_before: bool, known: ReadAhead | None = None) -> HostPhaseResult:
-    host = transport.host.name
+              settings: RunSettings, *, done_before: bool, known: ReadAhead | None = None,
+              acting_for: Host | None = None) -> HostPhaseResult:
+    """``phase`` for one host: on its own connection, or (``acting_for``) for that host through
+    ``transport``, the host the phase ``runs_on`` (a drain from the control plane)."""
+    target = acting_for or transport.host
+    host = target.name
     began = time.monotonic()
     result = HostPhaseResult(host, phase.name, Status.OK)
     reader = HostReader(transport, what=f"phase {phase.name}", known=known)
-    ctx = _context(settings, inventory, transport.host, reader)
+    ctx = _context(settings, inventory, target, reader)
     host_gate = gate.for_host(transport)
 
     def done(status: Status, message: str = "") -> HostPhaseResult:

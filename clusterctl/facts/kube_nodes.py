@@ -46,6 +46,8 @@ class NodeState:
     taints: tuple[Taint, ...] = ()
     annotations: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    #: The Ready condition: True, False (NotReady: the kubelet posts it, or stopped posting), None: none reported.
+    ready: bool | None = None
 
     def taint(self, key: str) -> Taint | None:
         return next((t for t in self.taints if t.key == key), None)
@@ -63,6 +65,8 @@ class Pod:
     #: Has an ``emptyDir`` volume: its data is lost when the pod goes.
     local_storage: bool = False
     deleting: bool = False
+    #: ``nvidia.com/gpu`` its containers ask for (limits, else requests; init containers' largest counts too).
+    gpus: int = 0
 
     @property
     def ref(self) -> str:
@@ -71,6 +75,9 @@ class Pod:
     @property
     def finished(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
+
+
+GPU_RESOURCE = "nvidia.com/gpu"
 
 
 def _load(what: str, text: str) -> Any:
@@ -104,7 +111,16 @@ def parse_node(text: str) -> NodeState:
             raise ParseError(what, f"spec.taints[{index}] has no key or effect")
         taints.append(Taint(item["key"], item["effect"], str(item.get("value") or "")))
     return NodeState(metadata["name"], bool(spec.get("unschedulable")), tuple(taints),
-                     _strings(metadata.get("annotations")), _strings(metadata.get("labels")))
+                     _strings(metadata.get("annotations")), _strings(metadata.get("labels")), _ready(data))
+
+
+def _ready(node: dict[str, Any]) -> bool | None:
+    status = node.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for condition in conditions if isinstance(conditions, list) else []:
+        if isinstance(condition, dict) and condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return None
 
 
 def parse_pods(text: str) -> list[Pod]:
@@ -128,8 +144,29 @@ def parse_pods(text: str) -> list[Pod]:
             str(owners[0].get("kind", "")) if owners else "", str(owners[0].get("name", "")) if owners else "",
             mirror=MIRROR_ANNOTATION in _strings(metadata.get("annotations")),
             local_storage=any("emptyDir" in v for v in volumes),
-            deleting=metadata.get("deletionTimestamp") is not None))
+            deleting=metadata.get("deletionTimestamp") is not None, gpus=_gpus(spec)))
     return pods
+
+
+def _gpus_of(containers: Any) -> list[int]:
+    counts = []
+    for container in containers if isinstance(containers, list) else []:
+        resources = container.get("resources") if isinstance(container, dict) else None
+        resources = resources if isinstance(resources, dict) else {}
+        asked = None
+        for kind in ("limits", "requests"):
+            values = resources.get(kind)
+            if isinstance(values, dict) and values.get(GPU_RESOURCE) is not None:
+                asked = values[GPU_RESOURCE]
+                break
+        text = str(asked) if asked is not None else "0"
+        counts.append(int(text) if text.isdigit() else 0)
+    return counts
+
+
+def _gpus(spec: dict[str, Any]) -> int:
+    """The pod's GPUs as the scheduler counts them: its containers' sum, or its largest init container's."""
+    return max(sum(_gpus_of(spec.get("containers"))), max(_gpus_of(spec.get("initContainers")), default=0))
 
 
 def parse_node_list(text: str) -> list[NodeState]:

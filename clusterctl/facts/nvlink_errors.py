@@ -26,7 +26,8 @@ _NOISE = re.compile(r"^(=+.*=+|\[\.\.\.\]|\.\.\.|…)$")
 
 def parse_nvlink_errors(text: str) -> NVLinkErrors:
     warnings: list[ParseWarning] = []
-    links: dict[tuple[int, int], NVLinkErrorCounters] = {}
+    #: (GPU, link) -> its counters so far, the GPU's name, the link's first line (built once at the end).
+    links: dict[tuple[int, int], tuple[dict[str, int], str | None, int]] = {}
     gpu: tuple[int, str | None] | None = None
     gpus_seen = 0
     cleaned = clean(text)
@@ -34,12 +35,12 @@ def parse_nvlink_errors(text: str) -> NVLinkErrors:
         warnings.append(ParseWarning(f"the paste leaves links out ({cleaned.describe()}): their counters are unknown"))
     for line in cleaned.lines:
         raw = line.text.strip()
-        header = _GPU.match(raw)
+        header = _GPU.match(raw) if raw.startswith("GPU ") else None
         if header:
             gpu = (int(header.group(1)), header.group(2).strip() or None)
             gpus_seen += 1
             continue
-        link = _LINK.match(raw)
+        link = _LINK.match(raw) if raw.startswith("Link ") else None
         if link and gpu is not None:
             number = int(link.group(1))
             rest = link.group(2).strip()
@@ -53,8 +54,11 @@ def parse_nvlink_errors(text: str) -> NVLinkErrors:
                                                  line.number))
             key = (gpu[0], number)
             known = links.get(key)
-            merged = {**(known.counters if known else {}), **counters}
-            links[key] = NVLinkErrorCounters(gpu[0], number, merged, gpu[1], known.line if known else line.number)
+            if known is None:
+                links[key] = (counters, gpu[1], line.number)
+            else:
+                known[0].update(counters)
+                links[key] = (known[0], gpu[1], known[2])
             continue
         if raw.startswith("NVML:"):
             continue
@@ -68,4 +72,5 @@ def parse_nvlink_errors(text: str) -> NVLinkErrors:
         warnings.append(ParseWarning(f"unrecognised line {raw[:80]!r}", line.number))
     if not links and not gpus_seen:
         raise ParseError(_WHAT, "no 'GPU N:' block with 'Link K: <counter>: <value>' lines", line=1)
-    return NVLinkErrors(tuple(links[k] for k in sorted(links)), warnings=tuple(warnings))
+    return NVLinkErrors(tuple(NVLinkErrorCounters(key[0], key[1], *links[key]) for key in sorted(links)),
+                        warnings=tuple(warnings))

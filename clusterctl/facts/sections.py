@@ -69,8 +69,9 @@ def split_sections(text: str, what: str, *, marker: str = MARKER) -> dict[str, S
         if name is not None:
             found[name] = Section(name, tuple(lines), start)
 
+    opening = f"{marker} "  # a header line starts so: the pattern runs on those lines alone
     for number, line in enumerate(text.splitlines(), start=1):
-        match = header.match(line)
+        match = header.match(line) if line.startswith(opening) else None
         if match:
             close()
             name = match.group(1)

@@ -9,6 +9,7 @@ with the same GPU model and count, as in survey (``survey.checks.host.majority``
 
 from __future__ import annotations
 
+import datetime
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -20,7 +21,7 @@ from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent
 from clusterctl.facts.model import RDMAPort
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
-from clusterctl.health.probe import HostProbe
+from clusterctl.health.probe import PROBE_HEAD_BYTES, PROBE_TAIL_BYTES, HostProbe
 from clusterctl.survey.checks.host import majority
 
 T = TypeVar("T")
@@ -75,7 +76,7 @@ class Baseline:
 
     def gpu_count(self) -> int | None:
         """The GPU count most GPU hosts have (hosts with nvidia-smi answers)."""
-        return majority(len(h.gpus) for h in self.hosts if h.gpus)
+        return self.cached(("gpu-count",), lambda: majority(len(h.gpus) for h in self.hosts if h.gpus))
 
     def cached(self, key: tuple[object, ...], compute: Callable[[], T]) -> T:
         """``compute()`` once per ``key`` for the whole run: asked per host, fleet values made judging
@@ -275,15 +276,67 @@ def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
 # --- kernel log -----------------------------------------------------------------------
 
 
+def _event_time(stamp: str | None, host_now: datetime.datetime) -> datetime.datetime | None:
+    """An event's time (journalctl's ISO, or dmesg -T's local time on the host's offset); None if unknown."""
+    if not stamp:
+        return None
+    for text, form in ((stamp.replace(",", "."), None), (stamp, "%a %b %d %H:%M:%S %Y")):
+        try:
+            when = (datetime.datetime.fromisoformat(text) if form is None
+                    else datetime.datetime.strptime(" ".join(text.split()), form))
+        except ValueError:
+            continue
+        return when if when.tzinfo else when.replace(tzinfo=host_now.tzinfo)
+    return None
+
+
+def _duration(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def in_window(host: HostInput) -> tuple[list[KernelEvent], list[KernelEvent]]:
+    """The kernel log events inside ``--since`` and those before it (a log source that ignored the
+    window: dmesg has none, a journal can be asked wrongly). Without the host's time, all are in."""
+    probe = host.probe
+    events = list(probe.kernel.events) if probe and probe.kernel else []
+    if probe is None or probe.since_s is None or not probe.now:
+        return events, []
+    try:
+        now = datetime.datetime.strptime(probe.now.strip(), "%Y-%m-%dT%H:%M:%S%z")
+    except ValueError:
+        return events, []
+    start = now - datetime.timedelta(seconds=probe.since_s)
+    inside: list[KernelEvent] = []
+    before: list[KernelEvent] = []
+    for event in events:
+        when = _event_time(event.timestamp, now)
+        (before if when is not None and when < start else inside).append(event)
+    return inside, before
+
+
 def check_kernel_log(host: HostInput) -> list[Finding]:
     probe = host.probe
     if probe is None or probe.kernel is None:
         return []
     gpus = {_pci_key(g.bus_id): g for g in host.gpus}
     groups: dict[tuple[str, str | None, int | None], list[KernelEvent]] = {}
-    for event in probe.kernel.events:
+    inside, before = in_window(host)
+    for event in inside:
         groups.setdefault((event.kind, _pci_key(event.pci), event.code), []).append(event)
     found: list[Finding] = []
+    if before:
+        kinds = sorted({f"Xid {e.code}" if e.kind == "xid" else f"SXid {e.code}" if e.kind == "sxid" else e.kind
+                        for e in before})
+        found.append(_finding(
+            Severity.INFO, "KERNEL_LOG_BEFORE_WINDOW", host.name,
+            f"{len(before)} kernel log event(s) before the --since {_duration(probe.since_s or 0)} window left out "
+            f"({', '.join(kinds)}; last {before[-1].timestamp}): the log source returned them although they are "
+            "older",
+            evidence=before[-1].text, count=len(before),
+            fix="Widen --since to judge them (health --since 7d), or look at them with 'clusterctl health read'."))
     for (kind, pci, code), events in groups.items():
         gpu = gpus.get(pci)
         subject = gpu_subject(gpu) if gpu else (f"PCI {pci}" if pci else None)
@@ -378,14 +431,17 @@ def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
                 for e in p.probe.nvlink_errors.links]
     found: list[Finding] = []
     medians: dict[str, float] = {}
+    #: counter -> the value at which it is high: its floor, or FLEET_FACTOR times the peers' median.
+    limits: dict[str, float] = {}
     for link in probe.nvlink_errors.links:
         high = {}
         for counter, value in link.counters.items():
-            if counter not in medians:
+            if counter not in limits:
                 links = baseline.cached(("nvlink-links", host.peer_key), peer_links)
                 medians[counter] = baseline.cached(("nvlink-median", host.peer_key, counter),
                                                    partial(_counter_median, baseline, links, counter))
-            if value >= max(NVLINK_FLOORS.get(counter, NVLINK_FLOOR), FLEET_FACTOR * medians[counter]):
+                limits[counter] = max(NVLINK_FLOORS.get(counter, NVLINK_FLOOR), FLEET_FACTOR * medians[counter])
+            if value >= limits[counter]:
                 high[counter] = value
         if high:
             found.append(_finding(
@@ -399,6 +455,12 @@ def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
 
 
 # --- InfiniBand / RoCE ----------------------------------------------------------------
+
+
+def _usual_port(same: Sequence[RDMAPort]) -> tuple[bool | None, float | None]:
+    """Whether most hosts' port of this name is active, and the rate most active ones run at."""
+    usual = majority(q.state == "PORT_ACTIVE" for q in same)
+    return usual, majority([q.rate_gbps for q in same if q.state == "PORT_ACTIVE" and q.rate_gbps])
 
 
 def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
@@ -418,11 +480,8 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
     for device in probe.rdma or ():
         for port in device.ports:
             key = f"{device.hca}/{port.port}"
-            same = ports.get((device.hca, port.port), [])
-            states = [q.state for q in same]
-            usual = majority(s == "PORT_ACTIVE" for s in states)
-            rates = [q.rate_gbps for q in same if q.state == "PORT_ACTIVE" and q.rate_gbps]
-            usual_rate = majority(rates)
+            usual, usual_rate = baseline.cached(("ib-port-usual", device.hca, port.port),
+                                                partial(_usual_port, ports.get((device.hca, port.port), [])))
             if port.state == "PORT_ACTIVE" and usual_rate and port.rate_gbps and port.rate_gbps < usual_rate:
                 found.append(_finding(
                     Severity.ERROR, "IB_PORT_SLOW", host.name,
@@ -570,7 +629,19 @@ def check_probes(host: HostInput, baseline: Baseline) -> list[Finding]:
             tool=problem.tool,
             fix=f"Install {problem.tool} (or put it on the login user's PATH) to include this check."
             if problem.kind == "missing" else f"Run the {problem.probe} probe by hand on the host to see why."))
+    for name, (printed, dropped) in probe.cut.items():
+        found.append(_finding(
+            Severity.WARNING, "PROBE_OUTPUT_CUT", host.name,
+            f"the {name} probe printed {_mib(printed)}: its first {_mib(PROBE_HEAD_BYTES)} and last "
+            f"{_mib(PROBE_TAIL_BYTES)} were judged, {_mib(dropped)} between them were not", subject=name,
+            printed_bytes=printed, dropped_bytes=dropped,
+            fix=f"Run the {name} probe by hand on the host to see why it prints so much (a flood of kernel "
+                "messages, a debug loop); what was dropped was not checked."))
     return found
+
+
+def _mib(count: int) -> str:
+    return f"{count / 1024 / 1024:.1f} MiB"
 
 
 def check_dcgm(host: HostInput) -> list[Finding]:

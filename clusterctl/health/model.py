@@ -59,6 +59,8 @@ class HealthOptions:
     nccl_op: str = "all_reduce"
     nccl_max_bytes: str = "8G"
     nccl_binary_dir: str | None = None
+    #: Run the invasive checks (level 2+) even beside compute processes or GPU pods (``--force``).
+    force: bool = False
 
     def __post_init__(self) -> None:
         if self.level not in (0, 1, 2, 3):
@@ -101,8 +103,15 @@ class HostHealth:
         return data
 
 
-def verdict_of(findings: tuple[Finding, ...] | list[Finding], failure: str | None = None) -> tuple[Verdict, str]:
-    """The verdict of a host from its findings, and the one-line reason."""
+def verdict_of(findings: tuple[Finding, ...] | list[Finding], failure: str | None = None, *,
+               results: tuple[Finding, ...] | list[Finding] = ()) -> tuple[Verdict, str]:
+    """The verdict of a host from its findings, and the one-line reason.
+
+    ``results``: the findings that are results of tests run on the host (the DCGM diagnostic,
+    nccl-tests). At one severity the reason names a finding about the host's own state first
+    (``NVLINK_DOWN``): a test result (``FIGURE_IMPOSSIBLE``) is what that cause does, so the cause
+    heads the line and the others are named after it.
+    """
     if failure:
         return Verdict.UNKNOWN, f"could not be checked: {failure}"
     ordered = sorted_findings(findings)
@@ -110,10 +119,15 @@ def verdict_of(findings: tuple[Finding, ...] | list[Finding], failure: str | Non
     if worst is None or worst.severity is Severity.INFO:
         return Verdict.HEALTHY, "all checks passed"
     verdict = Verdict.UNHEALTHY if worst.severity is Severity.ERROR else Verdict.DEGRADED
+    tests = {id(f) for f in results}
     same = [f for f in ordered if f.severity is worst.severity]
-    more = f" (+{len(same) - 1} more)" if len(same) > 1 else ""
-    subject = f"{worst.subject}: " if worst.subject else ""
-    return verdict, f"{worst.code}: {subject}{worst.message}{more}"
+    head = next((f for f in same if id(f) not in tests), same[0])
+    others = [f.code for f in same if f is not head]
+    codes = list(dict.fromkeys(others))
+    shown = ", ".join(codes[:3]) + (", ..." if len(codes) > 3 else "")
+    more = f" (+{len(others)} more: {shown})" if others else ""
+    subject = f"{head.subject}: " if head.subject else ""
+    return verdict, f"{head.code}: {subject}{head.message}{more}"
 
 
 @dataclass(frozen=True)

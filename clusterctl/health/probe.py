@@ -10,8 +10,10 @@ probe and the one that still answers when the GPU driver hangs.
 
 from __future__ import annotations
 
+import collections
 import re
 import shlex
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,7 +54,7 @@ def level0_probes(since_s: int, timeout_s: float) -> tuple[Probe, ...]:
     limit = f"timeout {int(max(timeout_s, 1))}"
     counters = " ".join(f"/sys/class/infiniband/*/ports/*/counters/{name}" for name in IB_COUNTERS)
     return (
-        Probe("now", "date", "date '+%Y-%m-%dT%H:%M:%S'"),
+        Probe("now", "date", "date '+%Y-%m-%dT%H:%M:%S%z'"),
         Probe("kernel-log", "journalctl", f"{limit} sh -c {shlex.quote(kernel_log_command(since_s))}"),
         Probe("nvidia-smi-q", "nvidia-smi", f"{limit} nvidia-smi -q 2>&1"),
         Probe("nvlink-s", "nvidia-smi", f"{limit} nvidia-smi nvlink -s 2>&1"),
@@ -131,9 +133,13 @@ class HostProbe:
     dcgm: DcgmDiag | None = None
     #: The host's local time (``date``), to cut a ``dmesg -T`` log at ``--since``.
     now: str | None = None
+    #: The kernel log window asked for (``--since``), in seconds; None for a pasted log (no window).
+    since_s: int | None = None
     problems: list[ProbeProblem] = field(default_factory=list)
     #: Single-host nccl-tests at level 2+ (``bench.nccl_tests.NcclHostRun``).
     nccl: Any = None
+    #: Probes whose output was longer than a probe may keep: name -> (bytes printed, bytes dropped).
+    cut: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def problem(self, probe: str) -> ProbeProblem | None:
         return next((p for p in self.problems if p.probe == probe), None)
@@ -210,3 +216,77 @@ def read_probes(text: str, probes: tuple[Probe, ...]) -> HostProbe:
         except ParseError as exc:
             probe.problems.append(ProbeProblem(p.name, p.tool, "unparsable", str(exc)))
     return probe
+
+
+#: What one probe's output may keep while it streams in: its first and its last lines, up to these
+#: many bytes. Real outputs are far smaller (nvidia-smi -q of 8 GPUs ~100 kB, lspci -vvv ~500 kB,
+#: a busy day of kernel log ~1 MB); a host printing more (a debug loop, a flood of kernel messages)
+#: costs at most this much per probe, whatever it prints.
+PROBE_HEAD_BYTES = 2 * 1024 * 1024
+PROBE_TAIL_BYTES = 1 * 1024 * 1024
+#: What the transport itself keeps of the whole output: the collector has what is read.
+TRANSPORT_KEEPS = 64 * 1024
+
+
+class _Section:
+    def __init__(self, header: str) -> None:
+        self.header = header
+        self.head: list[str] = []
+        self.head_bytes = 0
+        self.tail: collections.deque[str] = collections.deque()
+        self.tail_bytes = 0
+        self.total = 0
+        self.dropped = 0
+
+
+class ProbeCollector:
+    """The probes' output as it streams in (``Transport.run(on_line=...)``), bounded per probe.
+
+    Each probe keeps its first ``PROBE_HEAD_BYTES`` and last ``PROBE_TAIL_BYTES`` of lines (the
+    ``@@rc`` status line is the last); what lies between is dropped and counted, so memory per host
+    stays bounded whatever a host prints, and the report can say what was not judged.
+    """
+
+    def __init__(self, head: int = PROBE_HEAD_BYTES, tail: int = PROBE_TAIL_BYTES) -> None:
+        self.head_limit = head
+        self.tail_limit = tail
+        self.sections: list[_Section] = [_Section("")]
+        self._lock = threading.Lock()
+
+    def add(self, stream: str, line: str) -> None:
+        if stream != "stdout":
+            return
+        with self._lock:
+            if line.startswith(MARKER + " "):
+                self.sections.append(_Section(line))
+                return
+            section = self.sections[-1]
+            size = len(line) + 1
+            section.total += size
+            if section.head_bytes + size <= self.head_limit and not section.tail:
+                section.head.append(line)
+                section.head_bytes += size
+                return
+            section.tail.append(line)
+            section.tail_bytes += size
+            while section.tail_bytes > self.tail_limit and len(section.tail) > 1:
+                gone = section.tail.popleft()
+                section.tail_bytes -= len(gone) + 1
+                section.dropped += len(gone) + 1
+
+    def text(self) -> str:
+        """The output as the probes printed it, less what was dropped (``cut`` says where)."""
+        with self._lock:
+            lines: list[str] = []
+            for section in self.sections:
+                if section.header:
+                    lines.append(section.header)
+                lines.extend(section.head)
+                lines.extend(section.tail)
+            return "\n".join(lines) + ("\n" if lines else "")
+
+    def cut(self) -> dict[str, tuple[int, int]]:
+        """Probe name -> (bytes printed, bytes dropped), for the probes that printed too much."""
+        with self._lock:
+            return {s.header[len(MARKER) + 1:].strip(): (s.total, s.dropped) for s in self.sections
+                    if s.dropped and s.header}

@@ -18,9 +18,16 @@ from typing import TYPE_CHECKING, Any
 from clusterctl.findings import Finding, Severity
 from clusterctl.health.checks import Baseline, HostInput, judge_host
 from clusterctl.health.model import HealthOptions, HealthReport, HostHealth, verdict_of
-from clusterctl.health.probe import HostProbe, level0_probes, probe_command, read_probes
+from clusterctl.health.probe import (
+    TRANSPORT_KEEPS,
+    HostProbe,
+    ProbeCollector,
+    level0_probes,
+    probe_command,
+    read_probes,
+)
 from clusterctl.health.summary import host_facts
-from clusterctl.inventory.model import Host
+from clusterctl.inventory.model import Host, Inventory
 from clusterctl.transport.base import Transport
 
 if TYPE_CHECKING:
@@ -30,8 +37,14 @@ if TYPE_CHECKING:
 def probe_host(transport: Transport, options: HealthOptions) -> HostProbe:
     """Run the level-0 probes on one host (one command) and read their outputs."""
     probes = level0_probes(options.since_s, options.probe_timeout_s)
-    result = transport.run(probe_command(probes), timeout=options.probe_timeout_s * len(probes) + 30)
-    return read_probes(result.stdout, probes)
+    # Read as it streams, each probe's output bounded (a host printing 40 MB costs a few MB here).
+    collected = ProbeCollector()
+    transport.run(probe_command(probes), timeout=options.probe_timeout_s * len(probes) + 30,
+                  on_line=collected.add, max_output=TRANSPORT_KEEPS)
+    probe = read_probes(collected.text(), probes)
+    probe.since_s = options.since_s
+    probe.cut = collected.cut()
+    return probe
 
 
 def judge(inputs: Sequence[HostInput], *, level: int = 0, since: str = "24h", inventory: str | None = None,
@@ -49,15 +62,18 @@ def judge(inputs: Sequence[HostInput], *, level: int = 0, since: str = "24h", in
             verdict, reason = verdict_of([finding], failure)
             hosts.append(HostHealth(item.name, verdict, reason, (finding,), failure=failure))
             continue
-        findings = judge_host(item, baseline) + list((extra or {}).get(item.name, ()))
-        verdict, reason = verdict_of(findings)
+        tests = list((extra or {}).get(item.name, ()))
+        findings = judge_host(item, baseline) + tests
+        results = tests + [f for f in findings if f.code.startswith("DCGM_DIAG")]
+        verdict, reason = verdict_of(findings, results=results)
         hosts.append(HostHealth(item.name, verdict, reason, tuple(findings), facts=host_facts(item.probe)))
     stamp = generated_at or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return HealthReport(tuple(hosts), stamp, level, since, inventory, source=source)
 
 
 def run_health(hosts: Sequence[Host], runner: Runner, options: HealthOptions | None = None, *,
-               inventory: str | None = None, peers: Sequence[Host] = ()) -> HealthReport:
+               inventory: str | None = None, peers: Sequence[Host] = (),
+               cluster: Inventory | None = None) -> HealthReport:
     """Check ``hosts`` at ``options.level`` and judge each alone and against the others.
 
     ``peers``: more hosts read at level 0 only (never a DCGM or NCCL run) that ``hosts`` are judged
@@ -81,19 +97,44 @@ def run_health(hosts: Sequence[Host], runner: Runner, options: HealthOptions | N
         failure = outcome.failure.describe() if outcome.failure else None
         inputs.append(HostInput(outcome.host.name, outcome.value if outcome.ok else None, failure))
     extra: dict[str, list[Finding]] = {}
+    tested = list(hosts)
+    if options.level >= 2 and not options.force:
+        tested = _idle_hosts(runner, hosts, inputs, options, cluster, extra)
     if options.level >= 1:
         from clusterctl.health.deep import run_dcgm
 
-        run_dcgm(runner, hosts, inputs, options)
+        run_dcgm(runner, tested, inputs, options)
     if options.level >= 2:
         from clusterctl.health.deep import run_nccl
 
-        for name, findings in run_nccl(runner, hosts, inputs, options).items():
+        for name, findings in run_nccl(runner, tested, inputs, options).items():
             extra.setdefault(name, []).extend(findings)
     report = judge(inputs, level=options.level, since=options.since, inventory=inventory, extra=extra)
     if len(probed) == len(hosts):
         return report
     return dataclasses.replace(report, hosts=tuple(h for h in report.hosts if h.host in checked))
+
+
+def _idle_hosts(runner: Runner, hosts: Sequence[Host], inputs: Sequence[HostInput], options: HealthOptions,
+                cluster: Inventory | None, extra: dict[str, list[Finding]]) -> list[Host]:
+    """The hosts the invasive checks may take (``health.busy``); the others get a finding saying why not."""
+    from clusterctl.health.busy import gpu_use
+
+    reachable = [h for h in hosts if any(i.name == h.name and i.probe is not None for i in inputs)]
+    uses = gpu_use(runner, reachable, inputs, cluster)
+    idle = []
+    for host in hosts:
+        use = uses.get(host.name)
+        if use is None or not use.busy or use.out_of_service:
+            idle.append(host)
+            continue
+        extra.setdefault(host.name, []).append(Finding(
+            Severity.WARNING, "INVASIVE_CHECK_REFUSED",
+            f"dcgmi diag -r {options.level} and nccl-tests not run: the GPUs are in use ({use.describe()})",
+            host=host.name, evidence={"processes": use.processes, "pods": use.pods, "unknown": use.unknown},
+            fix=f"Quarantine the host first (clusterctl quarantine {host.name} --drain --reason ...) and run again "
+                "once its jobs are gone, or pass --force to run them anyway (they take the GPUs from the jobs)."))
+    return idle
 
 
 def report_facts(report: HealthReport) -> dict[str, Any]:

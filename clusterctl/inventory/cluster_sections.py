@@ -79,6 +79,9 @@ class AlertSettings:
     receiver_token_file: str = "/etc/alertmanager/clusterctl-remediate.token"
     #: The CA that signed the receiver's certificate, on Alertmanager's machine (None: the system's CAs).
     receiver_ca_file: str | None = "/etc/alertmanager/clusterctl-remediate-ca.crt"
+    #: Alertmanager's client certificate and key, for a receiver started with --client-ca (mutual TLS).
+    receiver_cert_file: str | None = None
+    receiver_key_file: str | None = None
 
 
 def settings_mapping(value: Any, where: str) -> Mapping[str, Any]:
@@ -253,7 +256,7 @@ def _addons(data: Mapping[str, Any], where: str) -> AddonSettings:
 
 def _alerts(data: Mapping[str, Any], where: str) -> AlertSettings:
     _known(data, ("namespace", "rule_labels", "gpu_temp_c", "memory_temp_c", "receiver_url", "receiver_token_file",
-                  "receiver_ca_file"), where)
+                  "receiver_ca_file", "receiver_cert_file", "receiver_key_file"), where)
     out = AlertSettings()
     if "namespace" in data:
         out = replace(out, namespace=_namespace(data["namespace"], f"{where}.namespace"))
@@ -276,6 +279,14 @@ def _alerts(data: Mapping[str, Any], where: str) -> AlertSettings:
     if "receiver_ca_file" in data:
         ca = data["receiver_ca_file"]
         out = replace(out, receiver_ca_file=None if ca is None else _absolute_path(ca, f"{where}.receiver_ca_file"))
+    if "receiver_cert_file" in data:
+        out = replace(out, receiver_cert_file=_absolute_path(data["receiver_cert_file"],
+                                                            f"{where}.receiver_cert_file"))
+    if "receiver_key_file" in data:
+        out = replace(out, receiver_key_file=_absolute_path(data["receiver_key_file"], f"{where}.receiver_key_file"))
+    if (out.receiver_cert_file is None) != (out.receiver_key_file is None):
+        raise UsageError("receiver_cert_file and receiver_key_file go together (Alertmanager's client certificate "
+                         "and its key).", field=f"{where}.receiver_cert_file")
     return out
 
 

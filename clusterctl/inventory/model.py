@@ -157,6 +157,29 @@ class BootstrapConfig:
     source: str | None = None
 
 
+#: The escalation chain's steps, in the order they escalate (``clusterctl.heal``).
+HEAL_STEPS: tuple[str, ...] = ("restart-app", "reset-gpu", "reboot", "power-cycle")
+
+
+@dataclass(frozen=True)
+class HealConfig:
+    """The self-healing chain's settings (inventory ``quarantine.heal``); defaults in ``clusterctl.heal.chain``."""
+
+    #: Consecutive passes of the release gate (health and a one-host NCCL test) before a host returns.
+    passes: int = 2
+    #: Seconds between two passes.
+    pass_interval_s: float = 2.0
+    #: Health level the release gate runs.
+    level: int = 1
+    #: A host quarantined this many times within ``flap_window_s`` stays out for a person.
+    flap_count: int = 3
+    flap_window_s: float = 24 * 3600.0
+    #: Finding code or alert name -> its chain of steps (over the defaults from the Xid catalogue).
+    chains: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Step -> how long it may take (the host back and Ready included), seconds.
+    timeouts: dict[str, float] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class QuarantineConfig:
     """The policy of ``health --quarantine`` and ``remediate serve`` (inventory section ``quarantine:``).
@@ -171,6 +194,8 @@ class QuarantineConfig:
     ignore_codes: frozenset[str] = frozenset()
     #: Alert name -> ``drain``, ``quarantine`` or ``report`` (over the receiver's defaults).
     alerts: dict[str, str] = field(default_factory=dict)
+    #: The escalation chain after a quarantine (``clusterctl heal``, ``remediate serve --heal``).
+    heal: HealConfig = field(default_factory=HealConfig)
 
 
 @dataclass(frozen=True)

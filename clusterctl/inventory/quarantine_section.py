@@ -9,6 +9,13 @@ quarantine:
                                     # takes the host down: RESET_GPU, RESTART_BM, RMA, ...)
   ignore_codes: [PCIE_DOWNGRADED]   # never quarantine for these
   alerts: {GPUXidError: quarantine, GPUTemperatureHigh: report}   # remediate serve: drain|quarantine|report
+  heal:                             # the escalation chain (clusterctl heal, remediate serve --heal)
+    passes: 2                       # consecutive release-gate passes before a host returns
+    pass_interval_s: 2
+    level: 1                        # health level of the release gate
+    flapping: {count: 3, window_h: 24}   # quarantined 3 times in 24 h: stays out for a person
+    chains: {GPUFellOffTheBus: [power-cycle], GPU_XID: [reset-gpu, reboot, power-cycle]}
+    timeouts: {reboot: 600, power-cycle: 900}   # seconds per step, the host back and Ready included
 ```
 Every error names the file, line and field.
 """
@@ -19,14 +26,15 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.inventory import values
-from clusterctl.inventory.model import QuarantineConfig
+from clusterctl.inventory.model import HEAL_STEPS, HealConfig, QuarantineConfig
 from clusterctl.inventory.yaml_tree import to_python
 
 if TYPE_CHECKING:
     from clusterctl.inventory.node_reader import NodeReader
     from clusterctl.inventory.yaml_tree import Node
 
-FIELDS = ("max_unavailable", "quarantine_codes", "drain_codes", "ignore_codes", "alerts")
+FIELDS = ("max_unavailable", "quarantine_codes", "drain_codes", "ignore_codes", "alerts", "heal")
+HEAL_FIELDS = ("passes", "pass_interval_s", "level", "flapping", "chains", "timeouts")
 ALERT_ACTIONS = ("drain", "quarantine", "report")
 _CODE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
 _MAX = re.compile(r"^(\d+)(%?)$")
@@ -61,6 +69,9 @@ def read_quarantine(r: NodeReader, node: Node, field: str) -> QuarantineConfig:
                           hint=values.did_you_mean(entry.key, FIELDS) or "Valid fields: " + ", ".join(FIELDS) + ".")
         raw = to_python(entry.value)
         try:
+            if entry.key == "heal":
+                out[entry.key] = read_heal(r, entry.value, sub)
+                continue
             if entry.key == "max_unavailable":
                 out[entry.key] = max_unavailable(raw)
             elif entry.key == "alerts":
@@ -77,3 +88,65 @@ def read_quarantine(r: NodeReader, node: Node, field: str) -> QuarantineConfig:
         except values.BadValue as exc:
             raise r.error(exc.message, line=entry.value.line, field=sub, hint=exc.hint) from None
     return QuarantineConfig(**out)
+
+
+def _count(value: Any, what: str, low: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise values.BadValue(f"{what} must be a whole number of at least {low}, not {values.describe(value)}")
+    return value
+
+
+def _steps(value: Any, what: str) -> tuple[str, ...]:
+    steps = values.text_list(value, what)
+    for step in steps:
+        if step not in HEAL_STEPS:
+            raise values.BadValue(f"{what}: {step!r} is not a step", hint=values.one_of_hint(step, HEAL_STEPS))
+    return tuple(steps)
+
+
+def read_heal(r: NodeReader, node: Node, field: str) -> HealConfig:
+    settings = r.mapping(node, field, must_be=f"'{field}' must be a mapping of settings",
+                         hint="Valid fields: " + ", ".join(HEAL_FIELDS) + ".")
+    out: dict[str, Any] = {}
+    for entry in settings.entries:
+        sub = f"{field}.{entry.key}"
+        if entry.key not in HEAL_FIELDS:
+            raise r.error(f"unknown field '{entry.key}'.", line=entry.key_line, field=sub,
+                          hint=values.did_you_mean(entry.key, HEAL_FIELDS)
+                          or "Valid fields: " + ", ".join(HEAL_FIELDS) + ".")
+        raw = to_python(entry.value)
+        try:
+            if entry.key == "passes":
+                out["passes"] = _count(raw, "passes")
+            elif entry.key == "level":
+                out["level"] = _count(raw, "level", 0)
+                if out["level"] > 3:
+                    raise values.BadValue("level must be 0 to 3")
+            elif entry.key == "pass_interval_s":
+                out["pass_interval_s"] = values.positive_number(raw, "pass_interval_s")
+            elif entry.key == "flapping":
+                if not isinstance(raw, dict) or set(raw) - {"count", "window_h"}:
+                    raise values.BadValue("flapping must be a mapping of count and window_h",
+                                          hint="e.g. flapping: {count: 3, window_h: 24}")
+                if "count" in raw:
+                    out["flap_count"] = _count(raw["count"], "flapping.count", 2)
+                if "window_h" in raw:
+                    out["flap_window_s"] = values.positive_number(raw["window_h"], "flapping.window_h") * 3600
+            elif entry.key == "chains":
+                if not isinstance(raw, dict):
+                    raise values.BadValue("chains must map finding codes or alert names to lists of steps",
+                                          hint="e.g. chains: {GPUFellOffTheBus: [power-cycle]}")
+                out["chains"] = {str(code): _steps(steps, f"chains.{code}") for code, steps in raw.items()}
+            else:
+                if not isinstance(raw, dict):
+                    raise values.BadValue("timeouts must map steps to seconds", hint="e.g. timeouts: {reboot: 600}")
+                timeouts: dict[str, float] = {}
+                for step, seconds in raw.items():
+                    if str(step) not in HEAL_STEPS:
+                        raise values.BadValue(f"timeouts: {step!r} is not a step",
+                                              hint=values.one_of_hint(str(step), HEAL_STEPS))
+                    timeouts[str(step)] = values.positive_number(seconds, f"timeouts.{step}")
+                out["timeouts"] = timeouts
+        except values.BadValue as exc:
+            raise r.error(exc.message, line=entry.value.line, field=sub, hint=exc.hint) from None
+    return HealConfig(**out)

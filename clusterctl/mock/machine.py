@@ -17,6 +17,8 @@ In-process, a line no rule matches as a whole is run by the small shell
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
@@ -244,6 +246,8 @@ class MockMachine:
         if chosen.fail:
             raise SimulatedFailure(chosen.fail, f"{self.host_name}: simulated failure")
         stdout = chosen.stdouts[count % len(chosen.stdouts)]
+        if chosen.recorded_at is not None:  # the recording only: what was logged since is dated now
+            stdout = redate(stdout, chosen.recorded_at)
         if chosen.append_file:
             try:
                 since = self.host.fs.read(chosen.append_file)
@@ -387,3 +391,20 @@ def _reads_stdin(argv: Sequence[str]) -> bool:
     """Whether this ``cat`` copies its stdin (no file operand, or ``-``)."""
     operands = [a for a in argv[1:] if a == "-" or not a.startswith("-")]
     return argv[0] == "cat" and (not operands or "-" in operands)
+
+
+_ISO_STAMP = re.compile(r"\b(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})([+-]\d{2}:?\d{2})")
+
+
+def redate(text: str, recorded_at: dt.datetime) -> str:
+    """``text`` with each ISO timestamp (journalctl's short-iso) moved by the time since ``recorded_at``."""
+    shift = dt.datetime.now(dt.timezone.utc) - recorded_at
+
+    def moved(match: re.Match[str]) -> str:
+        try:
+            stamp = dt.datetime.strptime(match.group(1) + match.group(2).replace(":", ""), "%Y-%m-%dT%H:%M:%S%z")
+        except ValueError:
+            return match.group(0)
+        return (stamp + shift).strftime("%Y-%m-%dT%H:%M:%S") + match.group(2)
+
+    return _ISO_STAMP.sub(moved, text)

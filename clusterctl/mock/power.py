@@ -1,5 +1,10 @@
 """A mock host's power: off (every command fails as an unreachable host would, its node goes NotReady)
 and on again (a boot: what the kernel logged since the last boot is gone, broken hardware logs again).
+``systemctl reboot`` on a mock host is a boot at once (``boot``).
+
+Faults: ``log_kernel_message`` (a line in the kernel log since boot), or the state value ``fault``
+(``clusterctl mock set fault=xid-79``: the demo's profiles answer ``journalctl -k`` with an Xid 79);
+``hardware_fault=xid-79`` (or ``persists=True``) makes it come back at every boot.
 
 The state is the host's ``values`` (``power: off``), so every process that uses the host sees it.
 What drives it is outside the simulator: a BMC emulator's power changes (the tests' and the
@@ -16,6 +21,8 @@ from clusterctl.mock.state import HostState
 KERNEL_LOG_SINCE_BOOT = "/run/clusterctl-mock/kmsg"
 #: Kernel messages a broken part logs again at every boot (a fault no reset or power cycle cures).
 HARDWARE_FAULTS = "/var/lib/clusterctl-mock/hardware-faults"
+#: Changes at every boot, as on Linux: what tells a remediation the host really restarted.
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
 
 def powered_off(state: HostState) -> bool:
@@ -49,7 +56,17 @@ def set_power(state: HostState, on: bool, *, now: float | None = None) -> str:
         return "off"
     if not was_off:
         return "unchanged"
+    boot(state, now=now)
+    return "booted"
+
+
+def boot(state: HostState, *, now: float | None = None) -> None:
+    """The host starts (again): a new boot id, the kernel log since boot empty but for what broken parts log,
+    the injected ``fault`` value gone unless ``hardware_fault`` keeps it (the part is still broken)."""
+    import uuid
+
     state.fs.remove("/run/clusterctl-mock", recursive=True)
+    state.fs.write(BOOT_ID, (str(uuid.uuid4()) + "\n").encode())
     faults = (state.fs.read(HARDWARE_FAULTS) or b"").decode("utf-8", errors="replace")
     for message in faults.splitlines():
         if message.strip():
@@ -57,5 +74,7 @@ def set_power(state: HostState, on: bool, *, now: float | None = None) -> str:
     with state.edit() as data:
         values = data.setdefault("values", {})
         values.pop("power", None)
+        values.pop("fault", None)
+        if values.get("hardware_fault"):
+            values["fault"] = values["hardware_fault"]
         values["boots"] = str(int(values.get("boots", "0") or 0) + 1)
-    return "booted"

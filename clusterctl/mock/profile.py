@@ -15,6 +15,7 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from clusterctl.errors import UsageError
 
 PROFILE_FILE = "profile.yaml"
 _RULE_KEYS = {"match", "regex", "stdout", "stdout_text", "stderr", "stderr_text", "exit", "delay", "set_state",
-              "when_state", "fail", "skip", "times", "append_file"}
+              "when_state", "fail", "skip", "times", "append_file", "recorded_at"}
 #: Top-level keys of profile.yaml.
 _PROFILE_KEYS = {"extends", "hostname", "files", "commands", "machine", "simulate"}
 #: Keys of ``machine:`` whose shape clusterctl checks; others are free for simulated tools.
@@ -51,6 +52,10 @@ class Rule:
     #: A file of the host whose content follows the recorded output when it exists: what was logged
     #: since the recording (a kernel message injected by a test, gone at the next boot when under /run).
     append_file: str | None = None
+    #: When the output was recorded (ISO 8601 with offset): its timestamps are moved forward by the
+    #: time since, as if it had been recorded now, so that a window (``health --since 30m``) sees
+    #: the events as old as they were at the recording, not as old as the recording.
+    recorded_at: datetime | None = None
 
     @property
     def replays_plainly(self) -> bool:
@@ -201,7 +206,20 @@ def _parse_rule(raw: Any, folder: Path, where: str) -> Rule:
         skip=_count(raw, "skip", where) or 0,
         times=_count(raw, "times", where),
         append_file=str(raw["append_file"]) if raw.get("append_file") else None,
+        recorded_at=_recorded_at(raw.get("recorded_at"), where),
     )
+
+
+def _recorded_at(value: object, where: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        stamp = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    except ValueError:
+        stamp = None
+    if stamp is None or stamp.tzinfo is None:
+        raise UsageError(f"recorded_at: {value!r} is not an ISO 8601 time with an offset", file=where)
+    return stamp
 
 
 def _count(raw: Mapping[str, Any], key: str, where: str) -> int | None:

@@ -6,5 +6,8 @@
 - ``slurm``: ``scontrol update ... state=drain|resume`` on hosts that run slurmd;
 - ``run``: ``quarantine_hosts``, the command as one call;
 - ``release``: ``release_hosts``: health and a one-host ``bench nccl`` first, then the reverse;
-- ``status``: which nodes are quarantined, since when and why.
+- ``status``: which nodes are quarantined, since when and why;
+- ``receiver`` (``remediate serve``): alerts accepted at once (``webhook_server``: token, TLS,
+  bounds; ``webhook_payload``), worked on per host (``host_queue``), decided and marked under the
+  cluster's Lease (``cluster_marker``, ``cluster_lease``), kept until acted on (``pending_work``).
 """

@@ -12,7 +12,8 @@ What is out of service is the cluster's word, never this process's memory:
 * ``duplicate``: the node is quarantined already (clusterctl's taint and cordon), or cordoned
   by someone else;
 * ``complete``: a half-finished quarantine (clusterctl's taint or annotations without the
-  cordon, or the cordon without the taint) is finished; it counts as out already;
+  cordon, or without each other: a receiver stopped between two changes) is finished; it
+  counts as out already;
 * ``act``: a node in service, with room under the cap (nodes out of service counted as they are
   now, plus those chosen before it in this batch); a host that ``clusterctl release`` brought
   back and that fails again is in service, so it is acted on;
@@ -36,6 +37,7 @@ from clusterctl.quarantine.run import QuarantineRequest, control_plane, quaranti
 
 if TYPE_CHECKING:
     from clusterctl.changes import Gate
+    from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Inventory
     from clusterctl.transport.base import Transport
 
@@ -64,14 +66,15 @@ def judge(node: NodeState | None, out: set[str], limit: int) -> tuple[str, str]:
         return "failed", "not a node of the cluster"
     ours = node_ops.is_quarantined(node)
     tainted = node.taint(node_ops.TAINT_KEY) is not None
-    if ours and node.unschedulable and tainted:
-        since = node.annotations.get(node_ops.annotation("at"), "")
-        return "duplicate", "quarantined already" + (f" (since {since})" if since else "")
+    noted = node_ops.annotation("at") in node.annotations
+    if ours and node.unschedulable and tainted and noted:
+        return "duplicate", f"quarantined already (since {node.annotations[node_ops.annotation('at')]})"
     if node.unschedulable and not ours:
         return "duplicate", "cordoned outside clusterctl: left as it is"
     if ours:
-        return "complete", "a half-finished quarantine (" + ("tainted" if tainted else "annotated") + \
-            ", not cordoned): finished"
+        missing = [what for what, there in (("taint", tainted), ("cordon", node.unschedulable),
+                                            ("annotations", noted)) if not there]
+        return "complete", f"a half-finished quarantine (no {', no '.join(missing)}): finished"
     if len(out) >= limit:
         return "held", f"{len(out)} host(s) out of service already, the most --max-unavailable allows ({limit})"
     return "act", "in service"
@@ -90,7 +93,7 @@ def read_nodes(transport: Transport) -> dict[str, NodeState]:
 class Marker:
     """Decides and marks, one batch at a time, in its own thread."""
 
-    def __init__(self, inventory: Inventory, runner_factory: Callable[[], object], limit: Callable[[], int], *,
+    def __init__(self, inventory: Inventory, runner_factory: Callable[[], Runner], limit: Callable[[], int], *,
                  lease: ClusterLease | None, lease_wait_s: float = 120.0) -> None:
         self.inventory, self.runner_factory, self.limit = inventory, runner_factory, limit
         #: None: a dry run (no Lease is written, nothing is marked).
@@ -154,7 +157,7 @@ class Marker:
             for item in batch:
                 item.verdict, item.why = "failed", str(exc)
             return []
-        with self.runner_factory() as runner:  # type: ignore[attr-defined]
+        with self.runner_factory() as runner:
             timeout = self.lease_wait_s + 60.0 * (3 * len(batch) + 3)
             fleet = runner.run_task([cp], task, label="remediate", timeout_s=timeout)
         (outcome,) = fleet.outcomes

@@ -37,6 +37,7 @@ from clusterctl.facts.kube_nodes import Pod, parse_pods, pods_command
 from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
+    from clusterctl.host_reader import HostReader
     from clusterctl.transport.base import Transport
 
 #: kubectl drain's pause between two tries of an eviction a budget refused.
@@ -101,7 +102,7 @@ def eviction_command(pod: Pod, grace_period_s: int | None = None) -> str:
             + kubectl(f"create --raw {shlex.quote(path)} -f -"))
 
 
-def list_pods(transport: Transport, node: str) -> list[Pod]:
+def list_pods(transport: Transport | HostReader, node: str) -> list[Pod]:
     """The pods bound to ``node`` (a read: not a change)."""
     result = transport.run(pods_command(node), sudo=True, timeout=60)
     if not result.ok:

@@ -91,8 +91,9 @@ def annotate(cp: str, node: NodeState, wanted: Mapping[str, str | None]) -> list
     words = " ".join(shlex.quote(s) for s in sets)
     back = " ".join(shlex.quote(s) for s in restores)
     verb = "annotate" if any(v is not None for v in wanted.values()) else "remove the annotations of"
+    shown = ", ".join(k.removeprefix("clusterctl.dev/") for k in keys)
     return [Change.run(cp, kubectl(f"annotate --overwrite node {_node(node.name)} {words}"),
-                       summary=f"{verb} node {node.name} ({', '.join(keys)})",
+                       summary=f"{verb} node {node.name} ({shown})",
                        undo=kubectl(f"annotate --overwrite node {_node(node.name)} {back}"), timeout_s=60)]
 
 
@@ -101,9 +102,34 @@ def quarantine_annotations(*, who: str, when: str, reason: str, codes: list[str]
             annotation("codes"): ",".join(codes)}
 
 
+#: Every quarantine's time (UTC, comma-separated, the newest last; kept through release): flapping is read from it.
+HISTORY = annotation("history")
+HISTORY_KEPT = 20
+
+
+def with_history(node: NodeState, when: str) -> dict[str, str | None]:
+    """The history annotation with ``when`` added (the oldest dropped beyond ``HISTORY_KEPT``)."""
+    times = [t for t in node.annotations.get(HISTORY, "").split(",") if t]
+    return {HISTORY: ",".join([*times, when][-HISTORY_KEPT:])}
+
+
 def release_annotations() -> dict[str, str | None]:
     return {annotation(name): None for name in ANNOTATION_KEYS}
 
 
 def is_quarantined(node: NodeState) -> bool:
     return node.taint(TAINT_KEY) is not None or annotation("at") in node.annotations
+
+
+_OUT_OF_SERVICE = re.compile(rf"^(?:taint node (\S+) {re.escape(TAINT_KEY)}=|cordon node (\S+)$)")
+
+
+def nodes_taken_out(summaries: list[str]) -> list[str]:
+    """The nodes a journal's changes took out of service (clusterctl's taint, a cordon), by the summaries
+    ``taint`` and ``cordon`` give their changes: undoing those returns the nodes to service."""
+    found = []
+    for summary in summaries:
+        match = _OUT_OF_SERVICE.match(summary)
+        if match:
+            found.append(match.group(1) or match.group(2))
+    return list(dict.fromkeys(found))

@@ -34,13 +34,15 @@ class PendingHost:
     alerts: tuple[str, ...]
     caller: str
     seq: int
+    #: When the first of its alerts was accepted (UTC).
+    accepted: str = ""
 
 
 class PendingWork:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._hosts: dict[str, dict[str, object]] = {}
+        self._hosts: dict[str, PendingHost] = {}
         self._seq = 0
         self._load()
 
@@ -57,15 +59,21 @@ class PendingWork:
         if not isinstance(hosts, dict):
             raise UsageError("not the receiver's pending work file", file=str(self.path))
         for name, entry in hosts.items():
-            if isinstance(entry, dict) and entry.get("action") in _STRENGTH and isinstance(entry.get("alerts"), list):
-                self._hosts[str(name)] = entry
-                self._seq = max(self._seq, int(entry.get("seq", 0)))
+            if not isinstance(entry, dict) or entry.get("action") not in _STRENGTH or \
+                    not isinstance(entry.get("alerts"), list) or not isinstance(entry.get("seq", 0), int):
+                continue  # not one this receiver wrote: nothing to act on
+            found = PendingHost(str(name), str(entry["action"]), tuple(str(a) for a in entry["alerts"]),
+                                str(entry.get("caller", "")), int(entry.get("seq", 0)), str(entry.get("accepted", "")))
+            self._hosts[found.host] = found
+            self._seq = max(self._seq, found.seq)
 
     def _save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".pending-", dir=self.path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps({"kind": KIND, "version": 1, "hosts": self._hosts}, indent=1, sort_keys=True))
+            hosts = {name: {"action": e.action, "alerts": list(e.alerts), "caller": e.caller, "seq": e.seq,
+                            "accepted": e.accepted} for name, e in self._hosts.items()}
+            handle.write(json.dumps({"kind": KIND, "version": 1, "hosts": hosts}, indent=1, sort_keys=True))
         os.replace(tmp, self.path)
 
     def accept(self, host: str, action: str, alert: str, caller: str) -> int:
@@ -73,11 +81,11 @@ class PendingWork:
         with self._lock:
             self._seq += 1
             entry = self._hosts.get(host)
-            alerts = list(dict.fromkeys([*(entry or {}).get("alerts", []), alert]))  # type: ignore[misc]
-            if entry is not None and _STRENGTH[str(entry["action"])] > _STRENGTH[action]:
-                action = str(entry["action"])
-            self._hosts[host] = {"action": action, "alerts": alerts, "caller": caller, "seq": self._seq,
-                                 "accepted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            alerts = tuple(dict.fromkeys([*(entry.alerts if entry else ()), alert]))
+            if entry is not None and _STRENGTH[entry.action] > _STRENGTH[action]:
+                action = entry.action
+            accepted = entry.accepted if entry else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            self._hosts[host] = PendingHost(host, action, alerts, caller, self._seq, accepted)
             self._save()
             return self._seq
 
@@ -85,12 +93,10 @@ class PendingWork:
         """The host's work that covered everything accepted up to ``seq`` reached its verdict."""
         with self._lock:
             entry = self._hosts.get(host)
-            if entry is not None and int(entry.get("seq", 0)) <= seq:  # type: ignore[call-overload]
+            if entry is not None and entry.seq <= seq:
                 del self._hosts[host]
                 self._save()
 
     def waiting(self) -> list[PendingHost]:
         with self._lock:
-            return [PendingHost(name, str(e["action"]), tuple(str(a) for a in e["alerts"]),  # type: ignore[attr-defined]
-                                str(e.get("caller", "")), int(e.get("seq", 0)))  # type: ignore[call-overload]
-                    for name, e in sorted(self._hosts.items())]
+            return [self._hosts[name] for name in sorted(self._hosts)]

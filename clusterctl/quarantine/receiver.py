@@ -93,6 +93,9 @@ class Remediator:
     workers: int = 32
     #: Where accepted alerts wait until acted on (``pending_work``); None: kept in memory only.
     pending_file: str | None = None
+    #: Called in the host's own queue once it is drained (``remediate serve --heal``: the escalation chain
+    #: and the validated return, ``clusterctl.heal``), with a runner and the host; it logs through ``say``.
+    after_drain: Callable[[Any, Host, Callable[..., None]], None] | None = None
 
     def __post_init__(self) -> None:
         self.decision_log = DecisionLog(self.log, self.clock)
@@ -226,6 +229,9 @@ class Remediator:
                                 folder=self.journal_folder)
             if path is not None:
                 self._say(host=name, decision="journal", why=f"undo with: clusterctl undo {path}")
+        if self.after_drain is not None and decision == "drain":  # drained now (heal drains what was left)
+            with self.runner_factory() as runner:
+                self.after_drain(runner, wanted.host, self._say)
         return decision
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from clusterctl.changes import ChangeFailed, Gate
+from clusterctl.changes import ChangeFailed, Gate, GateRecord
 from clusterctl.cluster_access import on_control_plane
 from clusterctl.findings import Finding, Severity
 from clusterctl.quarantine import node_ops, slurm
@@ -172,3 +172,31 @@ def not_released(results: Sequence[HostRelease]) -> list[Finding]:
     return [Finding(Severity.ERROR, "RELEASE_REFUSED", f"{r.host} {r.refusal}",
                     host=r.host, fix="Fix what the checks name, then 'clusterctl release' again "
                     "(--skip-checks only when you know better).") for r in results if r.refused]
+
+
+def release(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: bool,
+            checks: ReleaseChecks | None = None, confirm: Callable[[list[str]], None] | None = None,
+            command: str = "release") -> tuple[list[HostRelease], str | None]:
+    """``clusterctl release``: ``release_hosts`` through the engine's journaled gate; results and journal."""
+    from clusterctl.engine.journaled import journaled_gate
+
+    with journaled_gate(command, apply=apply) as step:
+        results = release_hosts(runner, inventory, hosts, step.gate, checks=checks, confirm=confirm)
+    return results, step.journal
+
+
+def undo_refusals(runner: Runner, inventory: Inventory, records: Sequence[GateRecord],
+                  checks: ReleaseChecks | None = None) -> dict[str, list[str]]:
+    """Node -> why it must stay quarantined, for each node an undo of ``records`` would return to service
+    (its taint or cordon undone): release's own checks (``health_and_nccl_checks``), so that ``undo`` of
+    a quarantine never brings back a host ``release`` would refuse. Empty: nothing to refuse."""
+    names = node_ops.nodes_taken_out([r.change.summary for r in records])
+    known = {h.name: h for h in inventory.hosts}
+    hosts = [known[n] for n in names if n in known]
+    if not hosts:
+        return {}
+    judge = checks or health_and_nccl_checks(1, inventory.hosts)
+    found = judge(runner, hosts)
+    refused = {name: [f"{f.code}: {f.message}" for f in findings if f.severity is Severity.ERROR]
+               for name, findings in found.items()}
+    return {name: why for name, why in refused.items() if why}

@@ -29,6 +29,7 @@ from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
+    from clusterctl.host_reader import HostReader
     from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import Transport
 
@@ -89,7 +90,7 @@ def control_plane(inventory: Inventory) -> Host:
     return host
 
 
-def read_node(transport: Transport, name: str) -> NodeState | None:
+def read_node(transport: Transport | HostReader, name: str) -> NodeState | None:
     """The node as the API server has it; None when there is no such node."""
     result = transport.run(node_command(name), sudo=True, timeout=60)
     if not result.ok:
@@ -121,6 +122,8 @@ def quarantine_node(transport: Transport, gate: Gate, name: str, request: Quaran
             previous = node.annotations.get(node_ops.annotation(key))
             if previous:
                 annotations[node_ops.annotation(key)] = previous
+    else:
+        annotations.update(node_ops.with_history(node, when))
     changes = node_ops.taint(cp, node, code) + node_ops.cordon(cp, node) + node_ops.annotate(cp, node, annotations)
     try:
         for record in gate.submit_all(transport, changes):
@@ -169,3 +172,15 @@ def kubernetes_control_plane(inventory: Inventory) -> Host | None:
     from clusterctl.bootstrap.cluster.settings import first_control_plane
 
     return first_control_plane(inventory)
+
+
+def quarantine(runner: Runner, inventory: Inventory, hosts: Sequence[Host], request: QuarantineRequest, *,
+               apply: bool, now: float | None = None) -> tuple[list[HostQuarantine], str | None]:
+    """``clusterctl quarantine``: ``quarantine_hosts`` through the engine's journaled gate (each change in
+    the undo journal before it reaches the cluster, the journal finished on Ctrl-C too); the results
+    and the journal (``None``: nothing changed, or a dry run)."""
+    from clusterctl.engine.journaled import journaled_gate
+
+    with journaled_gate("quarantine", apply=apply) as step:
+        results = quarantine_hosts(runner, inventory, hosts, request, step.gate, now=now)
+    return results, step.journal

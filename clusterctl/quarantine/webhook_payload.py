@@ -138,8 +138,8 @@ class DecisionLog:
         self._lock = threading.Lock()
 
     def say(self, **entry: object) -> None:
-        line = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.clock()))}
-        line.update({k: _bounded(v) for k, v in entry.items()})  # type: ignore[misc]
+        line: dict[str, object] = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.clock()))}
+        line.update({k: _bounded(v) for k, v in entry.items()})
         text = json.dumps(line) + "\n"
         with self._lock:
             self.stream.write(text)

@@ -28,6 +28,7 @@ import socket
 import ssl
 import stat
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -202,6 +203,36 @@ class Limits:
     #: Each socket read within this.
     idle_s: float = 5.0
     connections: int = 64
+    #: Log lines about callers turned away (401, cut off, refused) per minute; the rest are counted.
+    noise_per_minute: int = 30
+
+
+class NoiseLimit:
+    """At most ``per_minute`` log lines a minute about callers turned away, so that a flood of bad requests
+    cannot fill the log's disk; the lines left out are counted and said in one line when the next minute
+    begins."""
+
+    def __init__(self, say: Say, per_minute: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.say, self.per_minute, self.clock = say, per_minute, clock
+        self._lock = threading.Lock()
+        self._started = clock()
+        self._said = self._left_out = 0
+
+    def __call__(self, **entry: object) -> None:
+        with self._lock:
+            now = self.clock()
+            summary = None
+            if now - self._started >= 60:
+                if self._left_out:
+                    summary = f"{self._left_out} more line(s) about callers turned away were left out in a minute"
+                self._started, self._said, self._left_out = now, 0, 0
+            if self._said >= self.per_minute:
+                self._left_out += 1
+                return
+            self._said += 1
+        if summary:
+            self.say(decision="left out", why=summary)
+        self.say(**entry)
 
 
 class _Server(ThreadingHTTPServer):
@@ -212,6 +243,8 @@ class _Server(ThreadingHTTPServer):
                  handler: type[BaseHTTPRequestHandler]) -> None:
         self.address_family = socket.AF_INET6 if address.ipv6 else socket.AF_INET
         self.security, self.limits, self.say = security, limits, say
+        #: Lines about callers turned away go through this.
+        self.noise = NoiseLimit(say, limits.noise_per_minute)
         self._slots = threading.BoundedSemaphore(limits.connections)
         super().__init__((address.host, address.port), handler)
 
@@ -225,7 +258,7 @@ class _Server(ThreadingHTTPServer):
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
-            self.say(decision="refused", caller=_peer(client_address),
+            self.noise(decision="refused", caller=_peer(client_address),
                      why=f"{self.limits.connections} connections open already: closed")
             self.shutdown_request(request)
             return
@@ -245,7 +278,7 @@ class _Server(ThreadingHTTPServer):
         import sys
 
         exc = sys.exc_info()[1]
-        self.say(decision="connection closed", caller=_peer(client_address),
+        self.noise(decision="connection closed", caller=_peer(client_address),
                  why=f"{type(exc).__name__}: {exc}" if exc else "error")
 
 
@@ -290,8 +323,8 @@ def make_server(handle: Handle, address: ListenAddress, security: Security, say:
         def _cut(self) -> None:
             if self._done.is_set():
                 return
-            self.server.say(decision="connection closed", caller=_peer(self.client_address),
-                            why=f"the request was not read whole within {bounds.request_s:g} s")
+            self.server.noise(decision="connection closed", caller=_peer(self.client_address),
+                              why=f"the request was not read whole within {bounds.request_s:g} s")
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
 
@@ -310,8 +343,8 @@ def make_server(handle: Handle, address: ListenAddress, security: Security, say:
                     self.connection.do_handshake()
                 except (OSError, ssl.SSLError) as exc:
                     self._read_done()
-                    self.server.say(decision="connection closed", caller=_peer(self.client_address),
-                                    why=f"TLS handshake failed: {exc}")
+                    self.server.noise(decision="connection closed", caller=_peer(self.client_address),
+                                      why=f"TLS handshake failed: {exc}")
                     return
             super().handle()
 
@@ -340,7 +373,7 @@ def make_server(handle: Handle, address: ListenAddress, security: Security, say:
             if token is not None and not token.admits(self.headers.get("Authorization")):
                 self._read_done()
                 why = "no bearer token" if not self.headers.get("Authorization") else "wrong bearer token"
-                self.server.say(decision="unauthorized", caller=self.caller(), why=f"{why}: nothing done")
+                self.server.noise(decision="unauthorized", caller=self.caller(), why=f"{why}: nothing done")
                 self._answer(401, {"error": "a bearer token is required (Authorization: Bearer ...)"},
                              {"WWW-Authenticate": 'Bearer realm="clusterctl-remediate"'})
                 return

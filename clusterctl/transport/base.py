@@ -84,6 +84,10 @@ class RunRequest:
     #: Asked through a read-only view (``clusterctl.host_reader``): the command must change nothing.
     #: A real host cannot tell and runs it; a simulated host refuses one that changes its state.
     read_only: bool = False
+    #: Bytes of each stream the result keeps (head and tail, ``transport.output.CappedOutput``);
+    #: None: ``CLUSTERCTL_MAX_OUTPUT``'s cap. A caller that reads the output through ``on_line``
+    #: and keeps what it needs (``health``) asks for little here, so memory stays bounded.
+    max_output: int | None = None
 
 
 @dataclass(frozen=True)
@@ -265,14 +269,16 @@ class Transport:
         env: Mapping[str, str] | None = None,
         stdin: bytes | None = None,
         on_line: OnLine | None = None,
+        max_output: int | None = None,
     ) -> CommandResult:
         """Run a shell command line. Values in it must already be quoted by the caller.
 
         ``timeout`` is this command's own limit: when it passes, the command is stopped on
         the host (not only abandoned) and ``TransportError(TIMED_OUT)`` is raised.
-        ``on_line(stream, line)`` gets each line of output as it arrives (see ``RunRequest``).
+        ``on_line(stream, line)`` gets each line of output as it arrives (see ``RunRequest``);
+        ``max_output``: bytes per stream the result keeps.
         """
-        return self.execute(RunRequest(command, sudo, timeout, env, stdin, on_line))
+        return self.execute(RunRequest(command, sudo, timeout, env, stdin, on_line, max_output=max_output))
 
     def execute(self, request: RunRequest) -> CommandResult:
         """Run ``request``: what each transport implements (``run`` is its one public spelling)."""

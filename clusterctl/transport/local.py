@@ -42,7 +42,7 @@ class LocalTransport(Transport):
         )
         with self._lock:
             self._running.add(proc)
-        out, err = CappedOutput(), CappedOutput()
+        out, err = CappedOutput(request.max_output), CappedOutput(request.max_output)
         out_lines, err_lines = splitters(request.on_line)
         readers = [_reader(proc.stdout, out, out_lines), _reader(proc.stderr, err, err_lines)]
         writer = _writer(proc.stdin, feed) if feed is not None else None

@@ -101,7 +101,7 @@ def test_reset_takes_the_agent_away(bootstrapped_demo: None, tmp_path: Path) -> 
     for path in ("etc/systemd/system/clusterctl-node-agent.timer", "etc/systemd/system/clusterctl-node-agent.service",
                  "usr/local/lib/clusterctl/clusterctl-node.pyz", "etc/clusterctl/node-agent.kubeconfig",
                  "var/lib/prometheus/node-exporter/clusterctl_node_health.prom",
-                 "usr/local/sbin/clusterctl-slurm-health"):
+                 "usr/local/sbin/clusterctl-slurm-health", "usr/local/lib/clusterctl/clusterctl-node.pyz.sha256"):
         assert not (tree / path).exists(), path
     assert clusterctl("-i", DEMO, "-o", "json", "mock", "timers").json()["runs"] == []
 
@@ -185,3 +185,96 @@ def test_an_agent_that_cannot_reach_the_api_server_fails_its_unit_and_says_so(bo
 def fire_timers_allowing_failures() -> dict[str, Any]:
     run = clusterctl("-i", DEMO, "-o", "json", "mock", "timers")
     return {r["host"]: r for r in run.json()["runs"]}
+
+
+@needs_prometheus
+@pytest.mark.skipif(shutil.which("prometheus-alertmanager") is None and shutil.which("alertmanager") is None,
+                    reason="needs Debian's prometheus-alertmanager (.ci/run installs it)")
+def test_the_agents_alert_reaches_the_receiver_which_quarantines_the_host(
+        bootstrapped_demo: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole loop on the demo: the fault, the agent on its host, node-exporter, Prometheus evaluating
+    bootstrap's rules, Alertmanager calling 'remediate serve' with a bearer token over mutual TLS, and the
+    receiver quarantining the host the agent named."""
+    import io
+    import secrets
+    import threading
+
+    monkeypatch.syspath_prepend(str(REPO_ROOT / "tests" / "quarantine"))
+    from certs import make_pki
+
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.loader import load_inventory
+    from clusterctl.quarantine.receiver import ReceiverAuth, Remediator, serve, webhook_config
+    from clusterctl.quarantine.webhook_server import ListenAddress, Security, TokenFile, tls_context
+    from clusterctl.transport.factory import ConnectOptions, make_connector
+
+    alertmanager = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
+    assert clusterctl("-i", DEMO, "-l", "gpu-a2", "mock", "set", "fault=xid-79").exit_code == 0
+    fire_timers()
+
+    log = io.StringIO()
+    pki = make_pki(tmp_path / "pki")
+    token = tmp_path / "remediate.token"
+    token.write_text(secrets.token_hex(32) + "\n")
+    token.chmod(0o600)
+    security = Security(TokenFile(str(token)), tls_context(str(pki.server_cert), str(pki.server_key), str(pki.ca)),
+                        mutual=True)
+    connect = make_connector(ConnectOptions())
+    remediator = Remediator(load_inventory(DEMO), lambda: Runner(connect, parallel=8, timeout_s=60), log,
+                            journal_folder=str(tmp_path / "undo"))
+    bound: list[int] = []
+    started = threading.Event()
+    threading.Thread(target=serve, args=(remediator, ListenAddress("127.0.0.1", 0), security),
+                     kwargs={"ready": lambda p: (bound.append(p), started.set())}, daemon=True).start()
+    assert started.wait(30)
+
+    exporter_port, prom_port, am_port = free_port(), free_port(), free_port()
+    auth = ReceiverAuth(credentials_file=str(token), ca_file=str(pki.ca), cert_file=str(pki.client_cert),
+                        key_file=str(pki.client_key))
+    (tmp_path / "alertmanager.yml").write_text(
+        webhook_config(f"https://127.0.0.1:{bound[0]}/webhook", auth).replace("group_wait: 10s", "group_wait: 1s"))
+    shutil.copy(host_tree("gpu-a1") / "etc/kubernetes/clusterctl/prometheus/dcgm-alerts.rules.yml",
+                tmp_path / "rules.yml")
+    (tmp_path / "prometheus.yml").write_text(
+        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+        "rule_files: [rules.yml]\n"
+        f"scrape_configs: [{{job_name: node, static_configs: [{{targets: ['127.0.0.1:{exporter_port}']}}]}}]\n"
+        f"alerting: {{alertmanagers: [{{static_configs: [{{targets: ['127.0.0.1:{am_port}']}}]}}]}}\n")
+    textfiles = host_tree("gpu-a2") / "var/lib/prometheus/node-exporter"
+    processes = [
+        subprocess.Popen([str(NODE_EXPORTER), "--collector.disable-defaults", "--collector.textfile",
+                          f"--collector.textfile.directory={textfiles}",
+                          f"--web.listen-address=127.0.0.1:{exporter_port}"],
+                         stdout=(tmp_path / "node-exporter.log").open("wb"), stderr=subprocess.STDOUT),
+        subprocess.Popen([str(alertmanager), f"--config.file={tmp_path / 'alertmanager.yml'}",
+                          f"--storage.path={tmp_path / 'am-data'}", f"--web.listen-address=127.0.0.1:{am_port}",
+                          "--cluster.listen-address="],
+                         stdout=(tmp_path / "alertmanager.log").open("wb"), stderr=subprocess.STDOUT),
+        subprocess.Popen([str(PROMETHEUS), f"--config.file={tmp_path / 'prometheus.yml'}",
+                          f"--storage.tsdb.path={tmp_path / 'prom-data'}",
+                          f"--web.listen-address=127.0.0.1:{prom_port}"],
+                         stdout=(tmp_path / "prometheus.log").open("wb"), stderr=subprocess.STDOUT),
+    ]
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline and '"gpu-a2"' not in log.getvalue():
+            assert all(p.poll() is None for p in processes), (tmp_path / "alertmanager.log").read_text()[-2000:]
+            time.sleep(0.5)
+        assert remediator.settle(120)
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    decisions = [json.loads(line) for line in log.getvalue().splitlines() if line.startswith("{")]
+    mine = [d for d in decisions if d.get("host") == "gpu-a2" and "alert" in d]
+    assert mine and mine[-1]["alert"] == "NodeHealthCheckFailed", log.getvalue()
+    assert mine[-1]["decision"] == "quarantine", log.getvalue()
+    status = clusterctl("-i", DEMO, "-o", "json", "status")
+    rows = {r["host"]: r for r in status.json()["quarantined"]}
+    assert rows["gpu-a2"]["by_clusterctl"] and rows["gpu-a2"]["cordoned"], status.output
+    assert "gpu-a1" not in rows

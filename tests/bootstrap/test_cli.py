@@ -167,3 +167,23 @@ def test_an_applying_run_writes_an_undo_journal_that_undo_reverts(tmp_path: Path
     # A plan writes no journal: nothing changed.
     code, out, err = clusterctl([*base, "-o", "json", "bootstrap", "plan", "--phase", "kernel"], capsys)
     assert code == 0 and json.loads(out)["undo_journal"] is None
+
+
+def test_a_plan_says_ok_only_for_what_it_checked(tmp_path: Path) -> None:
+    """No "ok" beside NO_TOPOLOGY_LABELS warnings, none for verify (it checks after the changes)."""
+    out = run_cli("-i", DEMO, "bootstrap", "plan").stdout
+
+    def status_lines(phase: str) -> list[str]:
+        block = out.split(f"PHASE [{phase}]", 1)[1].split("PHASE [", 1)[0]
+        return [line for line in block.splitlines()[1:] if line and not line.startswith(("---", "+", "-", "$", "@"))]
+
+    assert status_lines("topology-labels")[0] == "not done (NO_TOPOLOGY_LABELS: see findings): gpu-a[1-3],gpu-b[1-3]"
+    assert status_lines("verify")[0] == "checks after the changes are applied: gpu-a1"
+    assert status_lines("preflight")[0] == "ok: gpu-a[1-3],gpu-b[1-3]"  # its checks did run
+    assert status_lines("nvidia-runtime")[0] == "nothing to change: gpu-a[1-3],gpu-b[1-3]"
+    assert "no change" in out.split("PLAN RECAP", 1)[1].splitlines()[2]
+    survey = tmp_path / "survey.json"
+    run_cli("-i", DEMO, "survey", "-o", "json", "--save", survey)
+    with_survey = run_cli("-i", DEMO, "bootstrap", "plan", "--survey", survey).stdout
+    labels = with_survey.split("PHASE [topology-labels]", 1)[1].splitlines()[1]
+    assert labels == "would change: gpu-a[1-3],gpu-b[1-3]"

@@ -16,6 +16,7 @@ from clirun import DEMO, REPO_ROOT, clusterctl
 from host_state import assert_hosts_unchanged, differences, seed_mock_hosts, snapshot
 
 SURVEY = REPO_ROOT / "tests" / "bootstrap_cluster" / "fixtures" / "demo-survey.json"
+BOOTSTRAP = ("bootstrap", "--survey", str(SURVEY))
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,20 @@ DRY_RUNS = [
     DryRun("bench ib --dry-run", ("bench", "ib", "--dry-run")),
     # Level 0 only reads; a host it finds unhealthy exits 1.
     DryRun("health", ("health",), exit_codes=(0, 1)),
+    # Day 2, on the two hosts bootstrapped first (gpu-a1 the control plane, gpu-b1 a worker).
+    DryRun("certs renew --dry-run", ("certs", "renew", "--dry-run"), before=(BOOTSTRAP,)),
+    DryRun("upgrade plan", ("upgrade", "plan", "--to", "1.36.3"), before=(BOOTSTRAP,)),
+    DryRun("upgrade apply --dry-run", ("upgrade", "apply", "--to", "1.36.3", "--dry-run"), before=(BOOTSTRAP,)),
+    DryRun("remove-node --dry-run", ("remove-node", "gpu-b1", "--dry-run"), before=(BOOTSTRAP,)),
+    DryRun("quarantine --drain --dry-run", ("quarantine", "gpu-b1", "--reason", "nvlink", "--drain", "--dry-run"),
+           before=(BOOTSTRAP,)),
+    # Release runs its checks (reads) first; a host that fails them exits 1.
+    DryRun("release --dry-run", ("release", "gpu-b1", "--dry-run"),
+           before=(BOOTSTRAP, ("quarantine", "gpu-b1", "--reason", "nvlink", "--yes")), exit_codes=(0, 1)),
+    DryRun("health --quarantine --dry-run", ("health", "--quarantine", "--dry-run"), before=(BOOTSTRAP,),
+           exit_codes=(0, 1)),
+    DryRun("undo of a quarantine --dry-run", ("undo", "{journal}", "--dry-run"),
+           before=(BOOTSTRAP, ("quarantine", "gpu-b1", "--reason", "nvlink", "--yes"))),
 ]
 
 
@@ -63,7 +78,7 @@ def test_a_dry_run_leaves_every_host_byte_for_byte_as_it_was(
     for step in case.before:
         done = clusterctl(*base, "-o", "json", *step)
         assert done.exit_code == 0, done.output
-        journal = done.json().get("undo_journal") or journal
+        journal = done.json().get("undo_journal") or done.json().get("journal") or journal
     args = [a.format(journal=journal, tmp=tmp_path) for a in case.args]
     with assert_hosts_unchanged(_private_mock_state):
         ran = clusterctl(*base, *args)
@@ -81,3 +96,33 @@ def test_the_check_catches_a_change(tmp_path: Path, _private_mock_state: Path) -
     with pytest.raises(AssertionError, match=r"changed: .*/hosts/gpu-a1/fs/etc/sneaky\.conf"), \
             assert_hosts_unchanged(_private_mock_state):
         clusterctl("-i", str(DEMO), "-l", "gpu-a1", "exec", "--sudo", "echo again > /etc/sneaky.conf")
+
+
+def test_the_receiver_in_dry_run_changes_nothing(tmp_path: Path, _private_mock_state: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """``remediate serve --dry-run``: an alert that asks for a drain is decided and logged, nothing more."""
+    import io
+    import json
+
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.loader import load_inventory
+    from clusterctl.quarantine.receiver import Remediator
+    from clusterctl.transport.factory import ConnectOptions, make_connector
+
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.chdir(tmp_path)
+    seed_mock_hosts(DEMO)
+    done = clusterctl("-i", str(DEMO), "-l", "gpu-a1,gpu-b1", *BOOTSTRAP)
+    assert done.exit_code == 0, done.output
+    log = io.StringIO()
+    connect = make_connector(ConnectOptions())
+    receiver = Remediator(load_inventory(str(DEMO)), lambda: Runner(connect, parallel=4, timeout_s=60), log,
+                          dry_run=True, journal_folder=str(tmp_path / "undo"))
+    alert = {"version": "4", "status": "firing", "alerts": [
+        {"status": "firing", "labels": {"alertname": "GPUFellOffTheBus", "Hostname": "gpu-b1"}}]}
+    with assert_hosts_unchanged(_private_mock_state):
+        status, _ = receiver.handle(json.dumps(alert).encode())
+        assert status == 200 and receiver.settle(120)
+    decided = [json.loads(line) for line in log.getvalue().splitlines()]
+    assert any(d.get("host") == "gpu-b1" and d["decision"] == "would drain" for d in decided), decided
+    assert not (tmp_path / "undo").exists()

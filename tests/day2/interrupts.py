@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pytest
 
 from clusterctl.mock.transport import MockTransport
-from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, TransportError
+from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
 
 #: How long the worker waits for the run to stop it (the fan-out's own wait is 3 s).
 STOP_WAIT_S = 20.0
@@ -32,14 +32,16 @@ class Cut:
     host: str = "gpu-a1"
 
 
-def install(monkeypatch: pytest.MonkeyPatch, cut: Cut, sig: signal.Signals) -> threading.Event:
-    """Patch the simulator's transport; the event is set once the signal was sent."""
-    original = MockTransport.execute
+def install(monkeypatch: pytest.MonkeyPatch, cut: Cut, sig: signal.Signals,
+            transport: type[Transport] = MockTransport) -> threading.Event:
+    """Patch ``transport`` (the simulator's, or the SSH one); the event is set once the signal was sent."""
+    original = transport.execute  # type: ignore[attr-defined]
+    stop = transport.stop_remote
     sent = threading.Event()
     seen = [0]
     lock = threading.Lock()
 
-    def execute(self: MockTransport, request: RunRequest) -> CommandResult:
+    def execute(self: Transport, request: RunRequest) -> CommandResult:
         if getattr(self, "_stopped_by_test", False):
             raise TransportError(FailureKind.INTERRUPTED, f"{self.host.name}: interrupted")
         result = original(self, request)
@@ -57,9 +59,10 @@ def install(monkeypatch: pytest.MonkeyPatch, cut: Cut, sig: signal.Signals) -> t
                 threading.Event().wait(0.05)
         return result
 
-    def stop_remote(self: MockTransport) -> None:
+    def stop_remote(self: Transport) -> None:
         self._stopped_by_test = True  # type: ignore[attr-defined]
+        stop(self)
 
-    monkeypatch.setattr(MockTransport, "execute", execute)
-    monkeypatch.setattr(MockTransport, "stop_remote", stop_remote)
+    monkeypatch.setattr(transport, "execute", execute)
+    monkeypatch.setattr(transport, "stop_remote", stop_remote)
     return sent

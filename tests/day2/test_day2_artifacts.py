@@ -145,3 +145,98 @@ bootstrap:
     assert "kubectl=1.36.2-*" in done.json()["missing"]
     human = clusterctl("-i", inventory, "bootstrap", "artifacts", "--probe")
     assert "MISSING mirror.site:5000/k8s/etcd:3.6.8-0" in human.stdout
+
+
+# --- honest lists (issue 37) ------------------------------------------------------------------
+
+DEBIAN_12_OS_RELEASE = """PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"
+NAME="Debian GNU/Linux"
+VERSION_ID="12"
+VERSION="12 (bookworm)"
+VERSION_CODENAME=bookworm
+ID=debian
+HOME_URL="https://www.debian.org/"
+SUPPORT_URL="https://www.debian.org/support"
+BUG_REPORT_URL="https://bugs.debian.org/"
+"""
+
+
+def _demo_on(tmp_path: Path, distro: str) -> Path:
+    """The demo inventory and profiles, its hosts running ``distro`` (the demo's own: Ubuntu 22.04)."""
+    import shutil
+
+    folder = tmp_path / distro
+    shutil.copytree(Path(DEMO).parent, folder / "inventories")
+    if distro == "debian":
+        (folder / "inventories" / "demo" / "profiles" / "dgx-a100" / "os-release.txt").write_text(DEBIAN_12_OS_RELEASE)
+    return folder / "inventories" / "demo.yaml"
+
+
+def _planned_sources(review: Path, host: str) -> dict[str, tuple[str, str]]:
+    """The apt sources the plan writes on ``host``: name -> (URIs, Suites)."""
+    found = {}
+    for path in (review / host / "etc" / "apt" / "sources.list.d").glob("clusterctl-*.sources"):
+        fields = dict(line.split(": ", 1) for line in path.read_text().splitlines()
+                      if ": " in line and not line.startswith("#"))
+        found[path.name.removeprefix("clusterctl-").removesuffix(".sources")] = (fields["URIs"], fields["Suites"])
+    return found
+
+
+@pytest.mark.parametrize(("distro", "codename"), [("ubuntu", "jammy"), ("debian", "bookworm")])
+def test_the_list_is_the_plans_own_per_distribution(tmp_path: Path, distro: str, codename: str) -> None:
+    inventory = _demo_on(tmp_path, distro)
+    plan = clusterctl("-i", inventory, "-l", "gpu-a1", "bootstrap", "plan", "--out", tmp_path / "review")
+    assert plan.exit_code == 0, plan.output
+    planned = _planned_sources(tmp_path / "review", "gpu-a1")
+    listed = clusterctl("-i", inventory, "-l", "gpu-a1", "-o", "json", "bootstrap", "artifacts").json()
+    packages = {a["name"]: a["source"] for a in listed["artifacts"] if a["kind"] == "apt-package"}
+    # Every package's source is one the plan writes, and every source the plan writes is listed.
+    assert set(packages.values()) == {uri for uri, _ in planned.values()}
+    assert planned["docker"] == (f"https://download.docker.com/linux/{distro}", codename)
+    assert packages["containerd.io"] == f"https://download.docker.com/linux/{distro}"
+    keys = {a["source"] for a in listed["artifacts"] if a["kind"] == "apt-key"}
+    assert f"https://download.docker.com/linux/{distro}/gpg" in keys
+    assert any(f"suite {codename} (dists/{codename}/stable)" in note for note in listed["notes"])
+
+
+def test_no_image_reference_has_an_unknown_tag_and_the_operator_left_out_is_said() -> None:
+    listed = clusterctl("-i", DEMO, "-o", "json", "bootstrap", "artifacts").json()
+    images = [a["reference"] for a in listed["artifacts"] if a["kind"] == "image"]
+    assert images and not any(ref.endswith(":?") or ":" not in ref.rsplit("/", 1)[-1] for ref in images)
+    assert not any("tigera/operator" in ref for ref in images)
+    assert any("quay.io/tigera/operator is left out" in note and "v3.31.7" in note for note in listed["notes"])
+
+
+@pytest.mark.parametrize("columns", ["80", "120"])
+def test_the_table_cuts_no_name_or_url(monkeypatch: pytest.MonkeyPatch, columns: str) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    listed = clusterctl("-i", DEMO, "-o", "json", "bootstrap", "artifacts").json()
+    table = clusterctl("-i", DEMO, "bootstrap", "artifacts").stdout
+    assert "…" not in table
+    for artifact in listed["artifacts"]:
+        assert artifact["source"] in table
+        assert (artifact["reference"] if artifact["kind"] != "chart" else artifact["name"]) in table
+
+
+def test_a_probe_that_verifies_nothing_fails_in_json_and_in_the_table(tmp_path: Path) -> None:
+    profiles = Path(DEMO).parent / "demo" / "profiles" / "net"
+    inventory = tmp_path / "down.yaml"
+    inventory.write_text(f"""
+cluster: down
+defaults: {{transport: mock, stack: {{kubernetes: "1.36.2", containerd: "2.2.1"}}}}
+hosts:
+  cp1: {{profile: {profiles / "gpu-a1"}, address: 10.0.0.1, roles: [control-plane, worker]}}
+bootstrap:
+  mirror: https://mirror.down/repos
+  image_repository: mirror.down:5000/k8s
+""")
+    done = clusterctl("-i", inventory, "-o", "json", "bootstrap", "artifacts", "--probe")
+    assert done.exit_code == 1, done.output
+    probed = done.json()["probe"]
+    unverified = [r["reference"] for r in probed if r["status"] == "unknown"]
+    assert unverified and not done.json()["missing"]  # nothing found missing: only not verified
+    assert done.json()["not_verified"] == [r["reference"] for r in probed if r["status"] != "present"]
+    human = clusterctl("-i", inventory, "bootstrap", "artifacts", "--probe")
+    assert human.exit_code == 1
+    assert f"0 missing, {len(unverified)} not verified; exit 1" in human.stdout
+    assert f"NOT VERIFIED {unverified[0]}" in human.stdout

@@ -80,3 +80,72 @@ def test_certs_check_names_a_manifest_left_out_of_place(bootstrapped_demo: Path)
     # --resume puts the parked one back; the one gone altogether stops the renew before anything changes.
     resumed = clusterctl("-i", DEMO, "certs", "renew", "--yes", "--restart-wait", "1")
     assert resumed.exit_code == 1 and "kube-scheduler.yaml is missing" in resumed.output
+
+
+QUARANTINE_STEPS = [Cut("taint", "taint nodes gpu-b2"), Cut("cordon", "cordon gpu-b2"),
+                    Cut("annotate", "annotate --overwrite node gpu-b2"),
+                    Cut("drain: list the pods", "spec.nodeName=gpu-b2")]
+
+
+def _node(name: str) -> dict[str, object]:
+    import json
+
+    done = clusterctl("-i", DEMO, "-l", "gpu-a1", "-o", "json", "exec", "--sudo", "--",
+                      f"kubectl --kubeconfig /etc/kubernetes/admin.conf get node {name} -o json")
+    assert done.exit_code == 0, done.output
+    node: dict[str, object] = json.loads(done.json()["hosts"][0]["stdout"])
+    return node
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
+@pytest.mark.parametrize("cut", QUARANTINE_STEPS, ids=[c.step for c in QUARANTINE_STEPS])
+def test_quarantine_drain_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bootstrapped_demo: Path,
+                                                    tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node is never left tainted or cordoned without a journal: each change is in it before it is made,
+    and the interrupt names it; undo puts the node back as it was."""
+    monkeypatch.chdir(tmp_path)
+    as_it_was = _node("gpu-b2")
+    with monkeypatch.context() as patched:
+        sent = install(patched, cut, sig)
+        cut_short = clusterctl("-i", DEMO, "quarantine", "gpu-b2", "--reason", "nvlink", "--drain", "--yes")
+    assert sent.is_set(), f"the run never reached step {cut.step}"
+    assert cut_short.exit_code == (130 if sig is signal.SIGINT else 143), cut_short.output
+    (journal,) = sorted((tmp_path / "clusterctl-results" / "undo").glob("quarantine-*.json"))
+    assert f"clusterctl undo {journal.relative_to(tmp_path)}" in cut_short.stderr
+    undone = clusterctl("-i", DEMO, "undo", str(journal), "--yes", "--skip-checks")
+    assert undone.exit_code == 0, undone.output
+    back = _node("gpu-b2")
+    assert back["spec"] == as_it_was["spec"]
+    assert back["metadata"].get("annotations") == as_it_was["metadata"].get("annotations")  # type: ignore[union-attr]
+
+
+REMOVAL_STEPS = [Cut("drain: cordon", "cordon gpu-b3"), Cut("drain: pods gone", "spec.nodeName=gpu-b3", 2),
+                 Cut("reset", "kubeadm reset", host="gpu-b3"),
+                 # The node as delete-node reads it (the drain read it twice before).
+                 Cut("delete-node", "get node gpu-b3", 3)]
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
+@pytest.mark.parametrize("cut", REMOVAL_STEPS, ids=[c.step for c in REMOVAL_STEPS])
+def test_remove_node_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bootstrapped_demo: Path,
+                                               tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A journal every time, named with the line that goes on; the same command again completes."""
+    state_dir = tmp_path / "state"
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(state_dir))
+    with monkeypatch.context() as patched:
+        sent = install(patched, cut, sig)
+        cut_short = clusterctl("-i", DEMO, "remove-node", "gpu-b3", "--yes")
+    assert sent.is_set(), f"the run never reached step {cut.step}"
+    assert cut_short.exit_code == (130 if sig is signal.SIGINT else 143), cut_short.output
+    (journal,) = sorted((state_dir / "undo").glob("remove-node-gpu-b3-*.json"))
+    assert f"clusterctl undo {journal}" in cut_short.stderr
+    assert "clusterctl remove-node gpu-b3 --yes" in cut_short.stderr
+    if cut.step == "drain: cordon" and sig is signal.SIGINT:  # only cordoned: undo puts it back in service
+        undone = clusterctl("-i", DEMO, "undo", str(journal), "--yes", "--skip-checks")
+        assert undone.exit_code == 0, undone.output
+        assert not _node("gpu-b3")["spec"].get("unschedulable")  # type: ignore[attr-defined]
+    again = clusterctl("-i", DEMO, "-o", "json", "remove-node", "gpu-b3", "--yes")
+    assert again.exit_code == 0, again.output
+    nodes = clusterctl("-i", DEMO, "-l", "gpu-a1", "exec", "--sudo", "--",
+                       "kubectl --kubeconfig /etc/kubernetes/admin.conf get nodes")
+    assert "gpu-b3" not in nodes.stdout and "gpu-b2" in nodes.stdout

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import yaml
 from clirun import CliRun, clusterctl, run_clusterctl
+from interrupts import Cut
 from sshd_hosts import SSHDHosts, isolation_missing_reason
 
 pytestmark = pytest.mark.sshd
@@ -166,3 +167,36 @@ def test_an_upgrade_interrupted_on_one_host_resumes_to_the_end(sshd_hosts: SSHDH
     again = cluster.run("-o", "json", "upgrade", "plan", "--to", "1.36.3")
     assert again.exit_code == 0, again.output
     assert again.json()["nothing_to_do"] is True
+
+
+CERTS_CUTS = ("etcd out", "kube-apiserver kubelet wait", "kube-scheduler back")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_certs_renew_interrupted_over_sshd_never_leaves_a_manifest_out(
+        sshd_hosts: SSHDHosts, tmp_path: Path, sig: signal.Signals, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over real sshd, a real signal right after a manifest moved out, during the kubelet's wait, and
+    after one moved back: every manifest is in manifests/ when the command has exited, a journal is
+    named, and --resume renews the rest."""
+    from interrupts import install
+    from test_day2_interrupts import CERTS_STEPS
+
+    from clusterctl.day2.certs import COMPONENTS
+    from clusterctl.transport.ssh.transport import SSHTransport
+
+    cluster = Cluster(sshd_hosts, tmp_path)
+    cluster.bootstrap()
+    manifests = cluster.by_name["cp1"].tree / "etc" / "kubernetes" / "manifests"
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(cluster.state / "certs"))
+    for cut in (c for c in CERTS_STEPS if c.step in CERTS_CUTS):
+        cut = Cut(cut.step, cut.pattern, cut.nth, host="cp1")
+        with monkeypatch.context() as patched:
+            sent = install(patched, cut, sig, SSHTransport)
+            cut_short = clusterctl(*cluster.common, "certs", "renew", "--yes", "--restart-wait", "1")
+        assert sent.is_set(), f"the run never reached step {cut.step}: {cut_short.output}"
+        assert cut_short.exit_code == (130 if sig is signal.SIGINT else 143), cut_short.output
+        assert "clusterctl undo " in cut_short.stderr and "certs renew --resume --yes" in cut_short.stderr
+        assert {p.stem for p in manifests.glob("*.yaml")} >= set(COMPONENTS), cut_short.output
+    resumed = clusterctl(*cluster.common, "-o", "json", "certs", "renew", "--resume", "--yes", "--restart-wait", "1")
+    assert resumed.exit_code == 0, resumed.output
+    assert resumed.json()["hosts"][0]["soonest_days_left"] >= 364

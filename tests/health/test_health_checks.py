@@ -39,7 +39,7 @@ def test_hw_power_brake_on_a_real_h100_is_a_degraded_host() -> None:
     assert host.verdict is Verdict.DEGRADED and "GPU_CLOCKS_THROTTLED" in host.reason
     # The power brake held every GPU of the chassis at once, as a PSU/chassis brake does.
     assert {f.subject for f in host.findings if f.code == "GPU_CLOCKS_THROTTLED"} == {f"GPU {i}" for i in range(8)}
-    assert host.reason.endswith("(+7 more)")
+    assert host.reason.endswith("(+7 more: GPU_CLOCKS_THROTTLED)")
 
 
 def test_xid_findings_carry_nvidia_catalogue_action_and_version() -> None:

@@ -135,3 +135,22 @@ def test_level_2_adds_each_hosts_own_nccl_test_judged_against_the_fleet() -> Non
     assert "FIGURE_IMPOSSIBLE" in {f["code"] for f in hosts["gpu-a3"]["findings"]}
     level0 = clusterctl("-i", str(DEMO), "-l", "gpu-a1", "-o", "json", "health")
     assert not any(f["code"].startswith("NCCL") for h in level0.json()["hosts"] for f in h["findings"])
+
+
+def test_level_2_headline_names_the_root_cause_before_the_figure_it_explains() -> None:
+    run = clusterctl("-i", str(DEMO), "-l", "gpu-a3", "-o", "json", "health", "--level", "2")
+    (host,) = run.json()["hosts"]
+    assert {"NVLINK_DOWN", "FIGURE_IMPOSSIBLE"} <= {f["code"] for f in host["findings"]}
+    assert host["reason"].startswith("NVLINK_DOWN: GPU 3: 0 of 12 NVLinks active"), host["reason"]
+    assert host["reason"].endswith("(+1 more: FIGURE_IMPOSSIBLE)")
+
+
+def test_the_kernel_log_window_is_honoured_and_what_it_left_out_is_said() -> None:
+    # gpu-b1's recorded Xids are two hours old (its profile's recorded_at).
+    day = clusterctl("-i", str(DEMO), "-l", "gpu-b1", "-o", "json", "health", "--since", "24h").json()["hosts"][0]
+    assert "GPU_XID" in {f["code"] for f in day["findings"]} and day["verdict"] == "degraded"
+    recent = clusterctl("-i", str(DEMO), "-l", "gpu-b1", "-o", "json", "health", "--since", "30m").json()["hosts"][0]
+    codes = {f["code"]: f for f in recent["findings"]}
+    assert "GPU_XID" not in codes and recent["verdict"] == "healthy"
+    left_out = codes["KERNEL_LOG_BEFORE_WINDOW"]["message"]
+    assert "before the --since 30m window left out (Xid 13, Xid 43" in left_out

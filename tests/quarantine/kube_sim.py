@@ -4,7 +4,8 @@ Three (or more) mock hosts replaying the demo's DGX A100 recordings with kubectl
 an inventory file (``inventory``) the CLI reads, and the cluster state as ``kubeadm init`` and
 ``join`` leave it: every host a Ready node, a CNI DaemonSet and the device plugin deployed, the
 admin kubeconfig on the first host. ``kubectl(LINE)`` runs on the first control plane as an
-engineer would type it there. Hosts named in ``slurmd`` run slurmd.
+engineer would type it there. Hosts named in ``slurmd`` run slurmd; hosts named in ``hung`` answer
+no command within any time limit (their nodes are in the cluster all the same).
 """
 
 from __future__ import annotations
@@ -33,17 +34,19 @@ def _profile(slurmd: bool) -> str:
 
 class KubeSim:
     def __init__(self, root: Path, names: Sequence[str] = ("gpu-a1", "gpu-a2", "gpu-a3"),
-                 slurmd: Sequence[str] = ()) -> None:
+                 slurmd: Sequence[str] = (), hung: Sequence[str] = ()) -> None:
         self.root = root
         self.names = list(names)
         self._transports: dict[str, Any] = {}
-        for kind, text in (("plain", _profile(False)), ("slurm", _profile(True))):
+        # A hung host answers nothing within any caller's time limit (its node stays in the cluster).
+        hung_profile = _profile(False) + 'commands:\n  - regex: "."\n    delay: 3600\n'
+        for kind, text in (("plain", _profile(False)), ("slurm", _profile(True)), ("hung", hung_profile)):
             (root / "profiles" / kind).mkdir(parents=True, exist_ok=True)
             (root / "profiles" / kind / "profile.yaml").write_text(text)
         lines = ["cluster: qsim", "defaults:", "  transport: mock", "  mock_state: state", "hosts:"]
         for index, name in enumerate(self.names):
             roles = "[control-plane, worker]" if index == 0 else "[worker]"
-            kind = "slurm" if name in slurmd else "plain"
+            kind = "slurm" if name in slurmd else "hung" if name in hung else "plain"
             lines.append(f"  {name}: {{address: 10.0.0.{index + 1}, rack: a, roles: {roles}, "
                          f"profile: profiles/{kind}}}")
         self.inventory = root / "inventory.yaml"

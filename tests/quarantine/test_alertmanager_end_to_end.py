@@ -1,7 +1,7 @@
 """A real Prometheus and Alertmanager (Debian's packages) on loopback: bootstrap's DCGM rule fires on an
-Xid 79 metric, Alertmanager calls the receiver as 'remediate alertmanager-config' configures it (a bearer
-token from its credentials_file, over TLS with a client certificate: certificates made in the test), and
-the receiver, which requires both, quarantines and drains the named mock host."""
+Xid 79 metric, Alertmanager calls the receiver as the receiver snippet bootstrap writes beside its rules
+configures it (a bearer token from its credentials_file, over TLS with a client certificate: certificates
+made in the test), and the receiver, which requires both, quarantines and drains the named mock host."""
 
 from __future__ import annotations
 
@@ -24,8 +24,9 @@ from kube_sim import KubeSim
 from clusterctl.bootstrap.cluster import alerts
 from clusterctl.bootstrap.cluster.settings import AlertSettings
 from clusterctl.fanout import Runner
+from clusterctl.inventory.cluster_sections import check_alerts
 from clusterctl.inventory.loader import load_inventory
-from clusterctl.quarantine.receiver import ReceiverAuth, Remediator, serve, webhook_config
+from clusterctl.quarantine.receiver import Remediator, serve
 from clusterctl.quarantine.webhook_server import ListenAddress, Security, TokenFile, tls_context
 from clusterctl.transport.factory import ConnectOptions, make_connector
 
@@ -92,10 +93,11 @@ def test_a_firing_dcgm_rule_quarantines_the_host_through_alertmanager(tmp_path: 
     assert started.wait(30)
 
     am_port, prom_port = free_port(), free_port()
-    auth = ReceiverAuth(credentials_file=str(token), ca_file=str(pki.ca), cert_file=str(pki.client_cert),
-                        key_file=str(pki.client_key))
-    am_config = webhook_config(f"https://127.0.0.1:{bound[0]}/webhook", auth).replace("group_wait: 10s",
-                                                                                      "group_wait: 1s")
+    # The receiver snippet bootstrap's alert-rules phase writes, with this test's paths in the inventory's settings.
+    settings = check_alerts({"receiver_url": f"https://127.0.0.1:{bound[0]}/webhook", "receiver_token_file": str(token),
+                             "receiver_ca_file": str(pki.ca), "receiver_cert_file": str(pki.client_cert),
+                             "receiver_key_file": str(pki.client_key)}, "bootstrap.alerts")
+    am_config = alerts.render_receiver_for(settings, "10.0.0.1").replace("group_wait: 10s", "group_wait: 1s")
     (tmp_path / "alertmanager.yml").write_text(am_config)
     (tmp_path / "dcgm-rules.yml").write_text(alerts.render_rules(AlertSettings(), ("gpu-01", "gpu-02")))
     (tmp_path / "prometheus.yml").write_text(

@@ -177,3 +177,55 @@ def test_accepted_alerts_outlive_a_receiver_that_could_not_act(sim: KubeSim, tmp
     assert json.loads(pending.read_text())["hosts"] == {}
     third, _ = receiver(sim, pending_file=str(pending))
     assert third.resume() == 0
+
+
+def test_a_host_that_does_not_answer_does_not_hold_up_another_hosts_decision(tmp_path: Path) -> None:
+    """gpu-03 answers no command (its Slurm check waits out its 30 s); an alert for gpu-02 meanwhile is
+    decided, and gpu-02 out of service, within 20 s."""
+    sim = KubeSim(tmp_path, names=NAMES, hung=("gpu-03",))
+    remediator, log = receiver(sim, max_unavailable="3")
+    remediator.handle(payload(("GPUXidError", "gpu-03")))
+    deadline = time.monotonic() + 60
+    while not sim.node("gpu-03")["spec"].get("unschedulable"):  # marked through the control plane
+        assert time.monotonic() < deadline, log.getvalue()
+        time.sleep(0.2)
+    began = time.monotonic()
+    remediator.handle(payload(("GPUXidError", "gpu-02")))
+    while not decided(log, "gpu-02"):
+        assert time.monotonic() - began < 20, f"gpu-02 waited on gpu-03: {log.getvalue()}"
+        time.sleep(0.1)
+    assert decided(log, "gpu-02") == ["quarantine"] and sim.node("gpu-02")["spec"]["unschedulable"] is True
+    assert remediator.busy("gpu-03") and decided(log, "gpu-03") == []
+    assert remediator.settle(300)
+    assert decided(log, "gpu-03") == ["failed"] and "timed out" in log.getvalue()
+
+
+def test_a_damaged_pending_file_is_a_usage_error_naming_it(sim: KubeSim, tmp_path: Path) -> None:
+    from clusterctl.errors import UsageError
+
+    pending = tmp_path / "remediate-pending.json"
+    for text in ("{not json", '{"kind": "something else", "hosts": {}}', "[]"):
+        pending.write_text(text)
+        with pytest.raises(UsageError) as caught:
+            receiver(sim, pending_file=str(pending))
+        assert str(pending) in str(caught.value)
+
+
+@pytest.mark.parametrize(("taint", "cordoned", "noted", "verdict"), [
+    (False, False, False, "act"),         # in service (a released host too)
+    (True, True, True, "duplicate"),      # quarantined
+    (False, True, False, "duplicate"),    # cordoned by someone else: left alone
+    (True, False, False, "complete"),     # stopped after the taint
+    (True, True, False, "complete"),      # stopped before the annotations
+    (False, False, True, "complete"),     # only the annotations
+])
+def test_the_verdict_reads_the_node_as_it_is(taint: bool, cordoned: bool, noted: bool, verdict: str) -> None:
+    from clusterctl.facts.kube_nodes import NodeState, Taint
+    from clusterctl.quarantine.cluster_marker import judge
+
+    node = NodeState("gpu-05", cordoned, (Taint(node_ops.TAINT_KEY, "NoSchedule", "XID_79"),) if taint else (),
+                     {node_ops.annotation("at"): "2026-12-06T03:00:00Z"} if noted else {})
+    assert judge(node, set(), 1)[0] == verdict
+    full = judge(node, {"gpu-01"}, 1)[0]  # the cap is reached: only a node in service is held
+    assert full == ("held" if verdict == "act" else verdict)
+    assert judge(None, set(), 1)[0] == "failed"

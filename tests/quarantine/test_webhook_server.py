@@ -319,3 +319,89 @@ def test_the_alertmanager_snippet_is_what_alertmanager_accepts(tmp_path: Path) -
     checked = subprocess.run([amtool, "check-config", str(tmp_path / "alertmanager.yml")], capture_output=True,
                              text=True, timeout=60)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_remediate_serve_as_a_user_runs_it(tmp_path: Path) -> None:
+    """The command in its own process: HTTPS with a token, 401 without, an alert acted on, Ctrl-C ends it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from clirun import REPO_ROOT
+
+    sim = KubeSim(tmp_path / "cluster", names=("gpu-01", "gpu-02", "gpu-03"))
+    pki = make_pki(tmp_path / "pki")
+    token = tmp_path / "remediate.token"
+    token.write_text(secrets.token_hex(32) + "\n")
+    token.chmod(0o600)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "NO_COLOR": "1"}
+    env.pop("CLUSTERCTL_INVENTORY", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "clusterctl", "-i", str(sim.inventory), "remediate", "serve", "--listen",
+         f"127.0.0.1:{port}", "--token-file", str(token), "--tls-cert", str(pki.server_cert), "--tls-key",
+         str(pki.server_key), "--yes", "--pending-file", str(tmp_path / "pending.json")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    lines: list[str] = []
+    listening = threading.Event()
+
+    def read() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.append(line)
+            if line.startswith("listening on "):
+                listening.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert listening.wait(120), "".join(lines)
+        assert f"listening on https://127.0.0.1:{port}/webhook, bearer token" in "".join(lines)
+        url = f"https://127.0.0.1:{port}/webhook"
+        assert post(url, payload(("GPUXidError", "gpu-02")), client_context(pki))[0] == 401
+        assert post(url, payload(("GPUXidError", "gpu-02")), client_context(pki), bearer(token))[0] == 200
+        deadline = time.monotonic() + 120
+        pending = tmp_path / "pending.json"
+        while not any('"decision": "journal"' in line for line in lines) or \
+                json.loads(pending.read_text())["hosts"]:  # acted on: journal written, the alert out of the file
+            assert time.monotonic() < deadline and process.poll() is None, "".join(lines)
+            time.sleep(0.3)
+        assert sim.node("gpu-02")["spec"]["unschedulable"] is True
+        process.send_signal(signal.SIGINT)
+        process.wait(60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    reader.join(10)
+    text = "".join(lines)
+    decisions = [json.loads(line)["decision"] for line in lines if line.startswith("{")]
+    assert decisions[:3] == ["unauthorized", "accepted", "quarantine"], text
+    assert token.read_text().strip() not in text and "Traceback" not in text
+
+
+def test_a_flood_of_unauthenticated_requests_cannot_fill_the_log(tmp_path: Path) -> None:
+    with started(tmp_path, token_over_tls, limits=Limits(noise_per_minute=5)) as run:
+        context = client_context(run.pki)
+        for _ in range(25):
+            assert post(run.url, payload(("GPUFellOffTheBus", "gpu-02")), context)[0] == 401
+        assert post(run.url, payload(("GPUTemperatureHigh", "gpu-01")), context, bearer(run.token))[0] == 200
+        decisions = [line["decision"] for line in run.lines()]
+        assert decisions == ["unauthorized"] * 5 + ["reported"]
+
+
+def test_the_noise_limit_says_what_it_left_out() -> None:
+    from clusterctl.quarantine.webhook_server import NoiseLimit
+
+    said: list[dict[str, object]] = []
+    now = [0.0]
+    limit = NoiseLimit(lambda **entry: said.append(entry), 2, clock=lambda: now[0])
+    for _ in range(5):
+        limit(decision="unauthorized")
+    now[0] = 61.0
+    limit(decision="unauthorized")
+    assert [d["decision"] for d in said] == ["unauthorized", "unauthorized", "left out", "unauthorized"]
+    assert "3 more line(s)" in str(said[2]["why"])

@@ -10,13 +10,12 @@ ConfigMap and points the exporter at it.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from clusterctl.bootstrap.cluster.templating import render
-from clusterctl.errors import UsageError
 from clusterctl.inventory.cluster_sections import AlertSettings
+from clusterctl.promql_text import host_alternation
 
 RULES_PATH = "/etc/kubernetes/clusterctl/prometheus/dcgm-alerts.rules.yml"
 PROMETHEUS_RULE_PATH = "/etc/kubernetes/clusterctl/prometheus/dcgm-alerts.prometheusrule.yaml"
@@ -80,18 +79,6 @@ def enabled_by_clusterctl() -> list[Counter]:
     return [c for c in COUNTERS if not c.default]
 
 
-_HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-def _hostname_regex(hosts: Iterable[str]) -> str:
-    """An RE2 alternation inside a PromQL double-quoted string: ``.`` becomes ``\\\\.`` (PromQL unescapes once)."""
-    names = sorted(set(hosts))
-    for name in names:
-        if not _HOSTNAME.match(name):
-            raise UsageError(f"host name {name!r} cannot go into an alert rule's Hostname matcher")
-    return "|".join(name.replace(".", "\\\\.") for name in names)
-
-
 def render_rules(settings: AlertSettings, nvlink_hosts: Iterable[str] = ()) -> str:
     """The plain rules file (``rule_files:``), for promtool and a Prometheus outside the cluster."""
     hosts = sorted(set(nvlink_hosts))
@@ -106,7 +93,7 @@ def render_prometheus_rule(settings: AlertSettings, nvlink_hosts: Iterable[str] 
 
 def _values(settings: AlertSettings, hosts: list[str]) -> dict[str, object]:
     return {"gpu_temp_c": settings.gpu_temp_c, "memory_temp_c": settings.memory_temp_c, "nvlink_hosts": hosts,
-            "nvlink_regex": _hostname_regex(hosts)}
+            "nvlink_regex": host_alternation(hosts, "an alert rule's Hostname matcher")}
 
 
 @dataclass(frozen=True)
@@ -165,8 +152,11 @@ def receiver_url(settings: AlertSettings, control_plane_address: str) -> str:
 def render_receiver_for(settings: AlertSettings, control_plane_address: str) -> str:
     """The receiver snippet bootstrap writes beside its rules: the bearer token's file and the CA (https)."""
     url = receiver_url(settings, control_plane_address)
+    https = url.startswith("https://")
     auth = ReceiverAuth(credentials_file=settings.receiver_token_file,
-                        ca_file=settings.receiver_ca_file if url.startswith("https://") else None)
+                        ca_file=settings.receiver_ca_file if https else None,
+                        cert_file=settings.receiver_cert_file if https else None,
+                        key_file=settings.receiver_key_file if https else None)
     head = ("# clusterctl: the Alertmanager receiver for 'clusterctl remediate serve' (docs/quarantine.md).\n"
             "# Merge into alertmanager.yml; the token file holds the same token as the receiver's --token-file.\n")
     return head + render_alertmanager_receiver(url, auth)

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from clusterctl.agent.bundle import BUNDLE_PATH, PYTHON
+from clusterctl.agent.bundle import BUNDLE_PATH, DIGEST_PATH, PYTHON
 from clusterctl.agent.main import CONFIG_PATH
 from clusterctl.agent.metrics import TEXTFILE_NAME
 from clusterctl.bootstrap.cluster.templating import render
@@ -199,8 +199,14 @@ class NodeAgent(Phase[AgentState]):
     confirmable = True
 
     def check(self, ctx: PhaseContext) -> AgentState:
-        paths = (BUNDLE_PATH, CONFIG_PATH, KUBECONFIG_PATH, SERVICE_PATH, TIMER_PATH, SLURM_HEALTH_PATH)
+        from clusterctl.agent.bundle import build, digest_line
+
+        paths = (DIGEST_PATH, CONFIG_PATH, KUBECONFIG_PATH, SERVICE_PATH, TIMER_PATH, SLURM_HEALTH_PATH)
         files = {path: cc.read(ctx, path) for path in paths}
+        bundle = build()
+        # The digest beside the bundle says it is this clusterctl's: the 600 KB are read only when it does not.
+        current = files[DIGEST_PATH] == digest_line(bundle).encode()
+        files[BUNDLE_PATH] = bundle if current else cc.read(ctx, BUNDLE_PATH)
         enabled = ctx.reader.run(f"systemctl is-enabled --quiet {TIMER}", sudo=True, timeout=30).exit_code == 0
         active = ctx.reader.run(f"systemctl is-active --quiet {TIMER}", sudo=True, timeout=30).exit_code == 0
         return AgentState(files, enabled, active, _token_in(files[KUBECONFIG_PATH]))
@@ -220,7 +226,7 @@ class NodeAgent(Phase[AgentState]):
         return []
 
     def plan(self, ctx: PhaseContext, state: AgentState) -> list[Change]:
-        from clusterctl.agent.bundle import build
+        from clusterctl.agent.bundle import build, digest_line
 
         host, node = ctx.host.name, ctx.host.name
         token = self._token(ctx, state)
@@ -234,6 +240,7 @@ class NodeAgent(Phase[AgentState]):
         timer = render("node-agent/clusterctl-node-agent.timer.j2", interval_s=INTERVAL_S)
         wanted: list[tuple[str, bytes | str, int, str]] = [
             (BUNDLE_PATH, build(), 0o644, "node agent bundle (clusterctl's checks + prometheus-client)"),
+            (DIGEST_PATH, digest_line(build()), 0o644, "node agent bundle's sha256"),
             (CONFIG_PATH, agent_config(node, kubeconfig is not None), 0o644, "node agent config"),
             *([(KUBECONFIG_PATH, kubeconfig, 0o600, "node agent kubeconfig (its node's ServiceAccount token)")]
               if kubeconfig is not None else []),
@@ -258,6 +265,9 @@ class NodeAgent(Phase[AgentState]):
         return cc.with_folders(ctx, changes)
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
+        if ctx.reader.run(f"test -s {shlex.quote(BUNDLE_PATH)}", sudo=True, timeout=30).exit_code != 0:
+            return [Finding(Severity.ERROR, "NODE_AGENT_BUNDLE_MISSING", f"{BUNDLE_PATH} is missing or empty",
+                            host=ctx.host.name, fix=f"rm -f {DIGEST_PATH}, then run this phase again.")]
         if ctx.reader.run(f"systemctl is-active --quiet {TIMER}", sudo=True, timeout=30).exit_code != 0:
             return [Finding(Severity.ERROR, "NODE_AGENT_TIMER_INACTIVE", f"{TIMER} is not active", host=ctx.host.name,
                             fix=f"systemctl status {TIMER}; journalctl -u {SERVICE}")]

@@ -109,8 +109,22 @@ def new_pod(kube: dict[str, Any], namespace: str, workload: str, spec: dict[str,
         name, owner = f"{replica_set}-{suffix(f'{replica_set}/{serial}')}", {"kind": "ReplicaSet",
                                                                               "name": replica_set}
     pod = {"node": node, "phase": "Running" if node else "Pending", "labels": dict(spec.get("labels") or {}),
-           "owner": owner, "emptydir": bool(spec.get("emptydir")), "ready_at": started}
+           "owner": owner, "emptydir": bool(spec.get("emptydir")), "ready_at": started,
+           "gpus": int(spec.get("gpus") or 0)}
     return f"{namespace}/{name}", pod
+
+
+def gpus_asked(pod_spec: dict[str, Any]) -> int:
+    """``nvidia.com/gpu`` the pod's containers ask for (limits, else requests)."""
+    total = 0
+    for container in pod_spec.get("containers") or []:
+        if not isinstance(container, dict):
+            continue
+        resources = container.get("resources") or {}
+        asked = (resources.get("limits") or {}).get("nvidia.com/gpu") or \
+            (resources.get("requests") or {}).get("nvidia.com/gpu") or 0
+        total += int(str(asked)) if str(asked).isdigit() else 0
+    return total
 
 
 def apply_workload(kube: dict[str, Any], kind: str, namespace: str, doc: dict[str, Any]) -> None:
@@ -125,7 +139,8 @@ def apply_workload(kube: dict[str, Any], kind: str, namespace: str, doc: dict[st
     record = workloads.setdefault(key, {})
     record.update(kind="StatefulSet" if kind == "statefulset" else "Deployment",
                   replicas=int(spec.get("replicas", 1)), labels=labels,
-                  emptydir=any(isinstance(v, dict) and "emptyDir" in v for v in volumes))
+                  emptydir=any(isinstance(v, dict) and "emptyDir" in v for v in volumes),
+                  gpus=gpus_asked(template.get("spec") or {}))
     pods = kube.setdefault("pods", {})
     mine = [k for k, p in pods.items() if _owned_by(p, namespace, name, record, k)]
     for index in range(len(mine), record["replicas"]):

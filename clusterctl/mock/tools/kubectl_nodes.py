@@ -156,8 +156,11 @@ def pod_object(key: str, pod: dict[str, Any]) -> dict[str, Any]:
     volumes: list[dict[str, Any]] = [{"name": "kube-api-access", "projected": {"sources": []}}]
     if pod.get("emptydir"):
         volumes.append({"name": "scratch", "emptyDir": {}})
+    container: dict[str, Any] = {"name": "main"}
+    if pod.get("gpus"):
+        container["resources"] = {"limits": {"nvidia.com/gpu": str(pod["gpus"])}}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
-            "spec": {"nodeName": pod.get("node", ""), "volumes": volumes},
+            "spec": {"nodeName": pod.get("node", ""), "volumes": volumes, "containers": [container]},
             "status": {"phase": pod.get("phase", "Pending")}}
 
 

@@ -177,6 +177,11 @@ def run(ctx: ToolContext) -> ToolResult:
     if not args:
         return ToolResult("", "systemctl: mock host lists no units; give a command verb\n", 1)
     verb, names = args[0], [service_key(n) for n in args[1:] if not n.startswith("-")]
+    if verb in ("reboot", "kexec"):
+        from clusterctl.mock.power import boot
+
+        boot(ctx.host)  # a mock host restarts at once: the next command finds it booted
+        return ToolResult("", "", 0)
     units = _units(ctx, names)
     if verb == "daemon-reload":
         with ctx.host.edit() as data:

@@ -203,7 +203,8 @@ class SSHTransport(Transport):
         try:
             channel.exec_command(group.announce() + line)
             writer = _feed_stdin(channel, feed)
-            out, err, code = self._collect(channel, group, command, deadline, timeout, request.on_line)
+            out, err, code = self._collect(channel, group, command, deadline, timeout, request.on_line,
+                                           request.max_output)
         except TransportError as exc:
             if exc.kind in (FailureKind.TIMED_OUT, FailureKind.INTERRUPTED) and not self._closed:
                 self._stop_command(client, channel, group, sudo=sudo)
@@ -242,6 +243,7 @@ class SSHTransport(Transport):
         deadline: float | None,
         budget: float | None,
         on_line: OnLine | None = None,
+        max_output: int | None = None,
     ) -> tuple[bytes, bytes, int]:
         """Read stdout and stderr together until both reach EOF, then the exit status.
 
@@ -250,8 +252,8 @@ class SSHTransport(Transport):
         before the last of the output), so no byte is lost. With ``on_line`` each line is also
         handed on as it arrives (stderr without the process-group marker).
         """
-        out = CappedOutput()
-        err = CappedOutput()
+        out = CappedOutput(max_output)
+        err = CappedOutput(max_output)
         out_lines, err_lines = splitters(on_line)
 
         def take_out(chunk: bytes) -> None:

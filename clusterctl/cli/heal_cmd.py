@@ -1,0 +1,87 @@
+"""``clusterctl heal HOST...``: the escalation chain on quarantined hosts, and their return once proven healthy."""
+
+from __future__ import annotations
+
+import typer
+
+from clusterctl.cli.context import app_context
+from clusterctl.errors import ExitCode
+
+HEAL_HELP = """\
+Run the escalation chain on quarantined hosts until one step makes them healthy, then bring them
+back. First the release gate (the health checks and a one-host NCCL test, as 'release' runs
+them); then each step of the host's chain, chosen by its finding codes (the inventory's
+quarantine.heal.chains, else the Xid catalogue's action): restart-app (the drain restarted the
+application elsewhere: check again), reset-gpu ('nvidia-smi -r -i N' on the GPUs the findings
+name, only when no process uses them), reboot (over SSH), power-cycle (through the BMC: 'clusterctl
+power'). The node is drained before the first step that stops its GPUs; a reboot or power cycle
+waits, bounded, for a new boot id and the node Ready. After each step the release gate must pass
+quarantine.heal.passes times in a row (2 by default); then the host is released by 'release's
+own code. A host nothing cures stays quarantined as 'needs hardware', with a report to paste into
+a ticket (serials, findings, steps tried, nvidia-bug-report's log). A host quarantined
+flapping.count times within flapping.window_h (3 in 24 h) stays out for a person. Every step is
+kept on the node: 'clusterctl status HOST' shows it. Asks first (--yes for scripts); --dry-run
+runs the checks and prints the whole chain, changing nothing.
+
+Examples:
+
+  clusterctl heal gpu-a3 --dry-run
+
+  clusterctl heal gpu-a3 --yes -o json
+"""
+HEAL_SHORT = "Heal quarantined hosts: reset GPU, reboot, power-cycle via the BMC; release once proven healthy."
+
+
+def register(app: typer.Typer) -> None:
+    app.command("heal", help=HEAL_HELP, short_help=HEAL_SHORT)(heal_command)
+
+
+def heal_command(
+    ctx: typer.Context,
+    hosts: list[str] = typer.Argument(..., metavar="HOST...", help="Quarantined hosts (inventory names)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Run the checks and print the whole chain; change "
+                                 "nothing."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
+) -> None:
+    from clusterctl.changes import Gate
+    from clusterctl.cli.confirm import confirm_change
+    from clusterctl.cli.quarantine_cmd import named_hosts, save_journal
+    from clusterctl.heal.run import heal_hosts
+
+    app = app_context(ctx)
+    targets = named_hosts(app, hosts)
+    if not dry_run:
+        confirm_change("run the escalation chain (GPU reset, reboot, power cycle) and release once healthy",
+                       [h.name for h in targets], yes=yes,
+                       preview=f"clusterctl heal {' '.join(h.name for h in targets)} --dry-run")
+    gate = Gate(apply=not dry_run)
+    try:
+        with app.runner() as runner:
+            results = heal_hosts(runner, app.inventory(), targets, gate)
+    finally:  # an interrupted chain keeps its journal too: what it changed so far can be undone
+        journal = save_journal(app, gate, "heal")
+    payload = {"dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
+
+    def human() -> None:
+        def say(text: str) -> None:
+            app.console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+        for r in results:
+            if r.chain or r.outcome == "planned":
+                say(f"{r.host}: chain: {' -> '.join([*r.chain, 'needs hardware'])} ({r.chain_reason})")
+            for step in r.steps:
+                verb = "would " if dry_run else ""
+                for line in step.changes:
+                    say(f"{r.host}: {step.step}: {verb}{line}")
+                say(f"{r.host}: {step.step}: {step.result}{': ' + step.detail if step.detail else ''}")
+            say(f"{r.host}: {r.outcome.upper()}: {r.detail}")
+            if r.report:
+                say(r.report)
+        if dry_run:
+            say("dry run: nothing was changed")
+        elif journal:
+            say(f"undo with: clusterctl undo {journal}")
+
+    app.emit(payload, human)
+    if not all(r.ok for r in results):
+        raise typer.Exit(int(ExitCode.FAILED))

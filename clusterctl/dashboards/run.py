@@ -1,0 +1,30 @@
+"""``clusterctl dashboards`` as one call: the cluster's facts in, rendered dashboards out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from clusterctl.dashboards.inputs import DashboardInputs, bench_from_results, from_survey
+from clusterctl.dashboards.render import Rendered, render
+
+if TYPE_CHECKING:
+    from clusterctl.inventory.model import Inventory
+    from clusterctl.saved_survey import SavedSurvey
+
+
+def dashboard_inputs(inventory: Inventory, survey: SavedSurvey, bench_results: Sequence[dict[str, Any]] = (),
+                     host_names: Sequence[str] | None = None) -> DashboardInputs:
+    from clusterctl.inventory.cluster_sections import check_alerts
+
+    alerts = check_alerts(inventory.bootstrap.alerts, "bootstrap.alerts")
+    links, nccl = bench_from_results(bench_results)
+    return DashboardInputs(inventory.name, tuple(from_survey(survey, limit_to=host_names)),
+                           tuple(links), tuple(nccl), alerts.gpu_temp_c, alerts.memory_temp_c)
+
+
+def render_dashboards(inventory: Inventory, survey: SavedSurvey, bench_results: Sequence[dict[str, Any]] = (), *,
+                      host_names: Sequence[str] | None = None, namespace: str = "monitoring",
+                      folder: str = "GPU cluster") -> tuple[DashboardInputs, Rendered]:
+    inputs = dashboard_inputs(inventory, survey, bench_results, host_names)
+    return inputs, render(inputs, namespace=namespace, folder=folder)

@@ -1,0 +1,51 @@
+"""A gate for a command that changes hosts in one step (quarantine, release, health --quarantine):
+every change in the undo journal before it reaches its host, the journal finished however the
+step ends.
+
+The same write-ahead journal the phase runs keep (``undo_journal.WriteAheadJournal``): its folder
+is checked before the first change (one that cannot be made stops the command with nothing
+changed), each change is written down before it is made, and on Ctrl-C or SIGTERM the journal is
+finished with what was made, and the interrupt's message names it. Changes that failed (an
+eviction a budget refused) changed nothing and stay out of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clusterctl.changes import Gate, GateRecord
+from clusterctl.errors import Interrupted
+
+
+@dataclass
+class JournaledGate:
+    gate: Gate
+    #: The finished journal (``clusterctl undo`` takes it); ``None``: nothing changed, or a dry run.
+    journal: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def journaled_gate(command: str, *, apply: bool, folder: str | Path | None = None) -> Iterator[JournaledGate]:
+    """``with journaled_gate("quarantine", apply=True) as step: ...step.gate...``; ``step.journal`` after."""
+    from clusterctl.undo_journal import WriteAheadJournal
+
+    journal = WriteAheadJournal(command=command, folder=folder) if apply else None
+    step = JournaledGate(Gate(apply=apply, log=journal))
+    try:
+        yield step
+    except BaseException as exc:  # an interrupt, a control plane gone mid-way: what was made stays undoable
+        signal = exc.signal_name if isinstance(exc, Interrupted) else "error"
+        path = journal.finish(_kept(step.gate), interrupted=signal) if journal is not None else None
+        if path is not None and isinstance(exc, Interrupted):
+            exc.retry_hint = f"to take back what {command} changed before it stopped: clusterctl undo {path}"
+        raise
+    path = journal.finish(_kept(step.gate)) if journal is not None else None
+    step.journal = str(path) if path is not None else None
+
+
+def _kept(gate: Gate) -> list[GateRecord]:
+    return [r for r in gate.records if not r.failed]

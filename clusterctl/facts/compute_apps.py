@@ -1,0 +1,83 @@
+"""``nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv``: who computes on which GPU.
+
+The CSV's header names the columns (any subset, any order, as asked); a GPU with no process has
+no row, an idle host prints the header alone. ``process_name`` is ``[Not Found]`` for a process
+nvidia-smi cannot see from its PID namespace (a container's, read from another); values may be
+``[N/A]``. Header names are nvidia-smi's (``used_gpu_memory [MiB]`` for ``used_memory``).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+
+from clusterctl.errors import ParseError
+
+COMMAND = "nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv"
+_MIB = re.compile(r"^(\d+)\s*MiB$")
+_COLUMNS = {"gpu_uuid": "gpu_uuid", "pid": "pid", "process_name": "process_name", "name": "process_name",
+            "used_gpu_memory [MiB]": "used_mib", "used_memory [MiB]": "used_mib"}
+
+
+@dataclass(frozen=True)
+class ComputeApp:
+    gpu_uuid: str | None
+    pid: int | None
+    process_name: str | None
+    used_mib: int | None
+
+    def describe(self) -> str:
+        name = self.process_name or "?"
+        memory = f", {self.used_mib} MiB" if self.used_mib is not None else ""
+        return f"pid {self.pid if self.pid is not None else '?'} {name}{memory}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"gpu_uuid": self.gpu_uuid, "pid": self.pid, "process_name": self.process_name,
+                "used_mib": self.used_mib}
+
+
+def _value(text: str) -> str | None:
+    text = text.strip()
+    return None if text in ("", "[N/A]", "N/A", "[Not Supported]") else text
+
+
+def parse_compute_apps(text: str) -> tuple[ComputeApp, ...]:
+    """The processes listed, in order; ``()`` for the header alone."""
+    what = "nvidia-smi --query-compute-apps"
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if not lines:
+        raise ParseError(what, "no output (not even the CSV header)")
+    header_no, header = lines[0]
+    names = [h.strip() for h in header.split(",")]
+    unknown = [n for n in names if n not in _COLUMNS]
+    if unknown:
+        raise ParseError(what, f"not the CSV header of --query-compute-apps (column {unknown[0]!r})", line=header_no,
+                         text=header)
+    keys = [_COLUMNS[n] for n in names]
+    apps = []
+    for number, line in lines[1:]:
+        # A process name may hold commas (a browser's whole command line): it takes what is left over.
+        cells = next(csv.reader([line], skipinitialspace=True))
+        if len(cells) < len(keys):
+            raise ParseError(what, f"{len(cells)} values for {len(keys)} columns", line=number, text=line)
+        if len(cells) > len(keys) and "process_name" in keys:
+            at = keys.index("process_name")
+            extra = len(cells) - len(keys)
+            cells = [*cells[:at], ",".join(cells[at:at + extra + 1]), *cells[at + extra + 1:]]
+        elif len(cells) > len(keys):
+            raise ParseError(what, f"{len(cells)} values for {len(keys)} columns", line=number, text=line)
+        row = dict(zip(keys, (_value(c) for c in cells), strict=True))
+        pid = row.get("pid")
+        memory = row.get("used_mib")
+        if pid is not None and not pid.isdigit():
+            raise ParseError(what, f"pid {pid!r} is not a number", line=number, text=line)
+        used = None
+        if memory is not None:
+            found = _MIB.match(memory) or re.match(r"^(\d+)$", memory)
+            if not found:
+                raise ParseError(what, f"memory {memory!r} is not 'N MiB'", line=number, text=line)
+            used = int(found.group(1))
+        apps.append(ComputeApp(row.get("gpu_uuid"), int(pid) if pid is not None else None, row.get("process_name"),
+                               used))
+    return tuple(apps)

@@ -1,0 +1,71 @@
+"""Every step of a host's remediation, kept on its node (annotations), so any machine's ``status HOST`` shows it.
+
+``clusterctl.dev/heal-state``: where the host stands (``healing: reboot``, ``released``, ``needs
+hardware``, ``flapping``); ``clusterctl.dev/heal-history``: the steps, newest last, as JSON
+(``at``, ``step``, ``result``, ``detail``), the last ``KEPT`` of them. The quarantines' own times
+are ``node_ops.HISTORY``; flapping is counted from those.
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import time
+from dataclasses import dataclass
+
+from clusterctl.facts.kube_nodes import NodeState
+from clusterctl.quarantine.node_ops import HISTORY
+
+STATE = "clusterctl.dev/heal-state"
+STEPS = "clusterctl.dev/heal-history"
+KEPT = 30
+DETAIL_CHARS = 300
+
+
+@dataclass(frozen=True)
+class StepEntry:
+    at: str
+    step: str
+    #: ``passed`` (the host is healthy after it), ``failed``, ``skipped``, ``released``, ``needs hardware``...
+    result: str
+    detail: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"at": self.at, "step": self.step, "result": self.result, "detail": self.detail}
+
+
+def steps_of(node: NodeState) -> list[StepEntry]:
+    try:
+        raw = json.loads(node.annotations.get(STEPS) or "[]")
+    except json.JSONDecodeError:
+        return []
+    if not isinstance(raw, list):
+        return []
+    return [StepEntry(str(e.get("at", "")), str(e.get("step", "")), str(e.get("result", "")),
+                      str(e.get("detail", ""))) for e in raw if isinstance(e, dict)]
+
+
+def with_step(node_steps: list[StepEntry], entry: StepEntry) -> str:
+    entry = StepEntry(entry.at, entry.step, entry.result, entry.detail[:DETAIL_CHARS])
+    return json.dumps([e.to_json() for e in [*node_steps, entry][-KEPT:]], separators=(",", ":"))
+
+
+def quarantine_times(node: NodeState) -> list[str]:
+    return [t for t in node.annotations.get(HISTORY, "").split(",") if t]
+
+
+def _epoch(stamp: str) -> float | None:
+    try:
+        return float(calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")))
+    except ValueError:
+        return None
+
+
+def quarantines_within(node: NodeState, window_s: float, now: float) -> list[str]:
+    """The quarantine times of ``node`` within the last ``window_s`` seconds before ``now``."""
+    out = []
+    for stamp in quarantine_times(node):
+        at = _epoch(stamp)
+        if at is not None and now - at <= window_s:
+            out.append(stamp)
+    return out

@@ -1,0 +1,136 @@
+"""Before the invasive checks (``dcgmi diag -r 2`` and up, nccl-tests): is anything using the GPUs?
+
+Level 2 and 3 take the GPUs for minutes (DCGM's memory and stress tests, nccl-tests' all-reduce
+over every GPU): beside a running job they slow it or kill it, and the job spoils the results.
+So a host is left out of them when one of its GPUs has a compute process (``nvidia-smi
+--query-compute-apps``, ``facts/compute_apps.py``) or its Kubernetes node runs a pod asking for
+``nvidia.com/gpu`` that no DaemonSet owns (a DaemonSet's GPU pod, dcgm-exporter's or the device
+plugin's, is the node's own machinery), unless the host is out of service (its node cordoned, as
+``clusterctl quarantine`` leaves it) or the run says ``--force``. What cannot be read counts as
+busy (a host is tested only when it is known to be idle), except a control plane where no cluster
+answers (not bootstrapped, API server down): no pod can hold a GPU then, the processes decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from clusterctl.cluster_access import command_failed
+from clusterctl.errors import ParseError
+from clusterctl.facts.compute_apps import COMMAND as COMPUTE_APPS
+from clusterctl.facts.compute_apps import parse_compute_apps
+from clusterctl.facts.kube_nodes import node_command, parse_node, parse_pods, pods_command
+from clusterctl.health.checks import HostInput
+from clusterctl.transport.base import FailureKind
+
+if TYPE_CHECKING:
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.model import Host, Inventory
+    from clusterctl.transport.base import Transport
+
+
+@dataclass
+class GpuUse:
+    host: str
+    #: ``GPU 3: pid 40170 python3, 185 MiB``: one line per compute process.
+    processes: list[str] = field(default_factory=list)
+    #: ``default/trainer-0 (8 GPUs, ReplicaSet trainer-5d9f)``: pods holding GPUs, DaemonSets' left out.
+    pods: list[str] = field(default_factory=list)
+    #: Why the GPUs' use is not known (then the host counts as busy).
+    unknown: list[str] = field(default_factory=list)
+    #: Cordoned (quarantined): no new work, the invasive checks may run.
+    out_of_service: bool = False
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.processes or self.pods or self.unknown)
+
+    def describe(self) -> str:
+        parts = [*self.processes, *(f"pod {p}" for p in self.pods), *self.unknown]
+        return "; ".join(parts[:6]) + (f" (+{len(parts) - 6} more)" if len(parts) > 6 else "")
+
+
+def _processes(runner: Runner, hosts: Sequence[Host], inputs: Sequence[HostInput], uses: dict[str, GpuUse]) -> None:
+    def task(transport: Transport) -> tuple[int, str]:
+        result = transport.run(COMPUTE_APPS, timeout=60)
+        return result.exit_code, result.stdout
+
+    by_uuid = {i.name: {g.uuid: g.index for g in i.gpus if g.uuid} for i in inputs}
+    for outcome in runner.run_task(list(hosts), task, label="health: GPU processes").outcomes:
+        use = uses[outcome.host.name]
+        if not outcome.ok or outcome.value is None or outcome.value[0] != 0:
+            use.unknown.append("the GPUs' processes could not be read (nvidia-smi --query-compute-apps)")
+            continue
+        try:
+            apps = parse_compute_apps(outcome.value[1])
+        except ParseError as exc:
+            use.unknown.append(f"nvidia-smi --query-compute-apps: {exc}")
+            continue
+        index = by_uuid.get(outcome.host.name, {})
+        for app in apps:
+            gpu = index.get(app.gpu_uuid or "")
+            where = f"GPU {gpu}" if gpu is not None else (app.gpu_uuid or "a GPU")
+            use.processes.append(f"{where}: {app.describe()}")
+
+
+def _pods(runner: Runner, hosts: Sequence[Host], cluster: Inventory, uses: dict[str, GpuUse]) -> None:
+    # The first control-plane host in inventory order, as every day-2 command reaches the cluster.
+    cp = next((h for h in cluster.hosts if "control-plane" in h.roles), None)
+    if cp is None:
+        return  # no Kubernetes here (a Slurm-only cluster): the processes say it all
+
+    def task(transport: Transport) -> dict[str, tuple[bool, list[str]] | None]:
+        found: dict[str, tuple[bool, list[str]] | None] = {}
+        for host in hosts:
+            node = transport.run(node_command(host.name), sudo=True, timeout=60)
+            if not node.ok and "(NotFound)" in node.stderr:
+                found[host.name] = None  # not a node of the cluster
+                continue
+            if not node.ok:
+                raise command_failed(node)  # no cluster answers there (not bootstrapped, API server down)
+            pods = transport.run(pods_command(host.name), sudo=True, timeout=60)
+            if not pods.ok:
+                found[host.name] = (parse_node(node.stdout).unschedulable, ["?"])
+                continue
+            holding = [f"{p.ref} ({p.gpus} GPU{'s' if p.gpus != 1 else ''}, "
+                       f"{p.controller_kind or 'no controller'} {p.controller_name}".rstrip() + ")"
+                       for p in parse_pods(pods.stdout)
+                       if p.gpus and p.controller_kind != "DaemonSet" and not p.finished]
+            found[host.name] = (parse_node(node.stdout).unschedulable, holding)
+        return found
+
+    (outcome,) = runner.run_task([cp], task, label="health: GPU pods").outcomes
+    if not outcome.ok and outcome.failure is not None and outcome.failure.kind is FailureKind.COMMAND_FAILED:
+        return  # no cluster runs there: no pod can hold a GPU, the processes say it all
+    if not outcome.ok or outcome.value is None:
+        why = outcome.failure.describe() if outcome.failure else "no answer"
+        for host in hosts:
+            uses[host.name].unknown.append(f"the node's pods could not be read through {cp.name} ({why})")
+        return
+    for name, answer in outcome.value.items():
+        if answer is None:
+            continue  # not a node of the cluster
+        cordoned, holding = answer
+        uses[name].out_of_service = cordoned
+        if holding == ["?"]:
+            uses[name].unknown.append(f"the node's pods could not be read through {cp.name}")
+        else:
+            uses[name].pods += holding
+
+
+def gpu_use(runner: Runner, hosts: Sequence[Host], inputs: Sequence[HostInput],
+            cluster: Inventory | None = None) -> dict[str, GpuUse]:
+    """What uses each host's GPUs now; never raises for a host (what cannot be read is ``unknown``)."""
+    uses = {h.name: GpuUse(h.name) for h in hosts}
+    if not hosts:
+        return uses
+    _processes(runner, hosts, inputs, uses)
+    if cluster is not None:
+        try:
+            _pods(runner, hosts, cluster, uses)
+        except ParseError as exc:
+            for use in uses.values():
+                use.unknown.append(f"the node's pods could not be read: {exc}")
+    return uses

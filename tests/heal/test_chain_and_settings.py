@@ -1,0 +1,67 @@
+"""Which steps a code gets (the Xid catalogue's actions, alerts, the inventory's chains) and the quarantine.heal
+settings with their errors (file, line, field)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterctl.errors import InventoryError
+from clusterctl.heal.chain import DEFAULT_CHAIN, chain_for
+from clusterctl.inventory.native import load_native
+
+
+def test_xid_79_takes_a_power_cycle_and_other_xids_their_catalogue_action() -> None:
+    assert chain_for(["GPUFellOffTheBus"])[0] == ("power-cycle",)
+    assert chain_for(["GPU_XID"], xids=[(79, "RESTART_BM")])[0] == ("power-cycle",)
+    steps, why = chain_for(["GPU_XID"], xids=[(48, "WORKFLOW_XID_48")])
+    assert steps == ("reset-gpu", "reboot", "power-cycle") and "WORKFLOW_XID_48" in why
+    assert chain_for(["GPU_XID"], xids=[(13, "RESTART_APP")])[0][0] == "restart-app"
+    assert chain_for(["GPU_XID"], xids=[(95, "RESTART_BM")])[0] == ("reboot", "power-cycle")
+    # NVIDIA says contact support: straight to "needs hardware".
+    assert chain_for(["GPU_XID"], xids=[(119, "CONTACT_SUPPORT")])[0] == ()
+    assert chain_for(["SOMETHING_ELSE"]) == (DEFAULT_CHAIN, "no chain for these codes: the default")
+    # Several codes: every step any of them takes, in escalation order; the inventory's chain wins.
+    assert chain_for(["GPUFellOffTheBus", "NVLinkCRCErrors"])[0] == ("reset-gpu", "reboot", "power-cycle")
+    assert chain_for(["GPUFellOffTheBus"], overrides={"GPUFellOffTheBus": ("reboot",)})[0] == ("reboot",)
+
+
+def test_heal_settings_are_read_with_their_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "inv.yaml"
+    path.write_text("hosts: {a: {}}\nquarantine:\n  heal:\n    passes: 3\n    flapping: {count: 2, window_h: 6}\n"
+                    "    chains: {GPUFellOffTheBus: [reboot, power-cycle]}\n    timeouts: {reboot: 120}\n")
+    heal = load_native(path).quarantine.heal
+    assert heal.passes == 3 and heal.flap_count == 2 and heal.flap_window_s == 6 * 3600
+    assert heal.chains == {"GPUFellOffTheBus": ("reboot", "power-cycle")} and heal.timeouts == {"reboot": 120}
+    assert heal.level == 1 and heal.pass_interval_s == 2.0
+    path.write_text("hosts: {a: {}}\n")
+    assert load_native(path).quarantine.heal.passes == 2
+
+
+@pytest.mark.parametrize(("heal", "line", "field", "words"), [
+    ("    passes: 0\n", 4, "quarantine.heal.passes", "at least 1"),
+    ("    chains: {GPU_XID: [reboot, replace-gpu]}\n", 4, "quarantine.heal.chains", "'replace-gpu' is not a step"),
+    ("    timeouts: {rebot: 60}\n", 4, "quarantine.heal.timeouts", "Did you mean 'reboot'?"),
+    ("    flapping: {count: 1}\n", 4, "quarantine.heal.flapping", "at least 2"),
+    ("    level: 5\n", 4, "quarantine.heal.level", "0 to 3"),
+    ("    pases: 2\n", 4, "quarantine.heal.pases", "Did you mean 'passes'?"),
+])
+def test_heal_setting_errors_name_file_line_and_field(tmp_path: Path, heal: str, line: int, field: str,
+                                                      words: str) -> None:
+    path = tmp_path / "inv.yaml"
+    path.write_text("hosts: {a: {}}\nquarantine:\n  heal:\n" + heal)
+    with pytest.raises(InventoryError) as caught:
+        load_native(path)
+    assert (caught.value.file, caught.value.line, caught.value.field) == (str(path), line, field), str(caught.value)
+    assert words in str(caught.value)
+
+
+def test_heal_asks_first_and_refuses_off_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from clirun import DEMO, clusterctl
+
+    monkeypatch.delenv("CLUSTERCTL_YES")
+    done = clusterctl("-i", DEMO, "heal", "gpu-a3")
+    assert done.exit_code == 2, done.output
+    assert "refusing without a terminal" in done.output and "clusterctl heal gpu-a3 --dry-run" in done.output
+    assert clusterctl("-i", DEMO, "heal", "gpu-z9", "--yes").exit_code == 2  # not in the inventory
