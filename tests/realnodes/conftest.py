@@ -65,5 +65,6 @@ def kubernetes_machines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Re
         nodes.install(packages)
         nodes.write_site_cni()
         start_mirror(nodes)
-        push_images(nodes, mirror_images(write_inventory(nodes, tmp_path_factory.mktemp("site") / "inventory.yaml")))
+        inventory = write_inventory(nodes, tmp_path_factory.mktemp("site") / "inventory.yaml")
+        push_images(nodes, mirror_images(nodes, inventory))
         yield nodes

@@ -18,7 +18,7 @@ import debs
 import images
 import registry
 import yaml
-from nodes import CONTROL_ADDRESS, REPO_ROOT, RealNodes, unavailable_reason
+from nodes import CONTROL_ADDRESS, RealNodes, unavailable_reason
 from real_tools import find_tool
 from toolset import CNI_PLUGINS, CONTAINERD_23, COREDNS, ETCD, KUBERNETES_NEWEST, REGISTRY, cache_folder
 
@@ -116,12 +116,14 @@ BUILDABLE = {
 }
 
 
-def mirror_images(inventory: Path, phases: tuple[str, ...] = ("control-plane",)) -> list[dict[str, object]]:
-    """What the site mirrors, as ``clusterctl bootstrap artifacts`` lists it for the phases that
-    run (pause is there already): each image made from its built binary. The list is proven by
-    use: an image it leaves out is missing from the mirror and the air-gapped bring-up fails."""
-    listed = subprocess.run([str(REPO_ROOT / ".venv" / "bin" / "clusterctl"), "-i", str(inventory), "-o", "json",
-                             "bootstrap", "artifacts"], capture_output=True, text=True, timeout=120, check=True)
+def mirror_images(nodes: RealNodes, inventory: Path,
+                  phases: tuple[str, ...] = ("control-plane",)) -> list[dict[str, object]]:
+    """What the site mirrors, as ``clusterctl bootstrap artifacts`` lists it (it reads each host's
+    /etc/os-release over SSH) for the phases that run (pause is there already): each image made
+    from its built binary. The list is proven by use: an image it leaves out is missing from the
+    mirror and the air-gapped bring-up fails."""
+    listed = nodes.clusterctl("-i", str(inventory), "-o", "json", "bootstrap", "artifacts", timeout=300)
+    assert listed.returncode == 0, listed.stdout[-3000:] + listed.stderr[-3000:]
     out: list[dict[str, object]] = []
     for item in json.loads(listed.stdout)["artifacts"]:
         if item["kind"] != "image" or item["phase"] not in phases or item["name"] == "registry.k8s.io/pause":
