@@ -41,6 +41,11 @@ def sudo_deb() -> Path:
     if not found:
         fetched = subprocess.run(["apt-get", "download", "sudo"], cwd=folder, capture_output=True, text=True,
                                  timeout=300, check=False)
+        if fetched.returncode != 0:
+            # A fresh machine may have no package lists yet.
+            subprocess.run(["apt-get", "update", "-qq"], capture_output=True, timeout=600, check=False)
+            fetched = subprocess.run(["apt-get", "download", "sudo"], cwd=folder, capture_output=True, text=True,
+                                     timeout=300, check=False)
         found = sorted(folder.glob("sudo_*.deb"))
         if not found:
             pytest.fail(f"apt-get download sudo failed: {fetched.stderr.strip()}", pytrace=False)
