@@ -69,6 +69,7 @@ CHANGING_ELSEWHERE = {
     "power on": "tests/bmc/test_power.py, on a Redfish emulator (the demo has no BMC)",
     "power off": "tests/bmc/test_power.py, on a Redfish emulator (the demo has no BMC)",
     "power cycle": "tests/bmc/test_power.py, on a Redfish emulator (the demo has no BMC)",
+    "heal": "tests/heal/test_heal_demo.py, on a bootstrapped demo with a quarantined host and a Redfish emulator",
 }
 
 #: Commands that change no host, and why.
@@ -84,6 +85,7 @@ NOT_CHANGING = {
     "remediate alertmanager-config": "prints a configuration", "record": "reads hosts, writes local files",
     "mock show": "the simulator's own files", "mock reset": "the simulator's own files on this machine",
     "power status": "reads the power state through the BMC",
+    "dashboards": "surveys (reads) and writes dashboard files on this machine",
     "mock set": "a mock host's simulated state (a fault to replay), on this machine",
     "mock timers": "fires a mock host's simulated timers: the simulator's clock, on this machine",
 }
