@@ -8,6 +8,11 @@ gone, or the still-running kubelet would register it again. These are phases on 
 (``REMOVAL``: ``drain`` and ``delete-node`` run from another control plane, ``etcd-member`` and
 bootstrap's ``reset`` on the host), with its lock, undo journal and interrupt handling.
 
+A node that is gone (no SSH answer, its Node NotReady) takes kubeadm's path for a node that is
+gone: drain what the API can drain without waiting for a kubelet that will not answer (its pods
+go when the Node does: the pod garbage collector), delete the Node, skip the reset, and say what
+was left on the dead host (its kubelet would register the Node again were it to come back).
+
 A control plane is refused when its member leaving would break etcd's quorum: with stacked
 etcd each control-plane node runs one member, so after the removal the healthy members left
 must still be a majority of the members left. The last control plane is refused too (that is
@@ -88,8 +93,10 @@ class DrainNode(Phase["NodeState | None", PhaseContext]):
     name = "drain"
     description = "cordon the node, evict its pods (DaemonSets left, budgets honoured)"
 
-    def __init__(self, via: str, drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S) -> None:
+    def __init__(self, via: str, drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S, *, gone: bool = False) -> None:
         self.via, self.drain_timeout_s = via, drain_timeout_s
+        #: The host is gone: its kubelet will not confirm any pod stopped, so nothing is waited for.
+        self.gone = gone
 
     def runs_on(self, ctx: PhaseContext) -> str | None:
         return self.via
@@ -111,7 +118,7 @@ class DrainNode(Phase["NodeState | None", PhaseContext]):
         if self.check(ctx) is None:
             return records
         report = drain_node(gate.transport, gate.gate, ctx.host.name, self._options())
-        if report.not_evicted:
+        if report.not_evicted and not self.gone:
             left = "; ".join(f"{p.pod}: {p.reason}" for p in report.not_evicted[:3])
             raise TransportError(FailureKind.COMMAND_FAILED, f"the drain of {ctx.host.name} did not finish within "
                                  f"{int(self.drain_timeout_s)} s: {left}")
@@ -121,9 +128,14 @@ class DrainNode(Phase["NodeState | None", PhaseContext]):
     def _options(self) -> Any:
         from clusterctl.quarantine.drain import DrainOptions
 
+        if self.gone:
+            # What the API can evict, briefly: the pods stay Terminating until the Node is deleted.
+            return DrainOptions(timeout_s=min(self.drain_timeout_s, 30.0), delete_emptydir_data=True, force=True)
         return DrainOptions(timeout_s=self.drain_timeout_s, delete_emptydir_data=True)
 
-    def wait(self, ctx: PhaseContext) -> Wait:
+    def wait(self, ctx: PhaseContext) -> Wait | None:
+        if self.gone:
+            return None
         from clusterctl.quarantine.drain import DrainReport, list_pods, sort_pods
 
         def empty(c: PhaseContext) -> str | None:
@@ -204,10 +216,16 @@ def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,
         report.etcd = f"{len(members)} etcd member(s) now, {len(left)} after ({sum(m.ready for m in left)} Ready)"
     if node is None:
         report.notes.append(f"{name} is not a node of the cluster: nothing to drain or delete")
+    gone = _unreachable(runner, host)
+    if gone:
+        _may_remove_gone(name, gone, node, report, via.name)
     reset = phase_named("reset")
-    phases: list[Phase[Any, Any]] = [DrainNode(via.name, drain_timeout_s),
+    phases: list[Phase[Any, Any]] = [DrainNode(via.name, drain_timeout_s, gone=bool(gone)),
                                      EtcdMemberLeaves(report.control_plane and node is not None), reset,
                                      DeleteNode(via.name)]
+    if gone:
+        # Nothing can run on the host: only what the cluster's API does for it, from another control plane.
+        phases = [phases[0], phases[3]]
     place = RunPlace.of(inventory, "remove-node", state_dir)
     settings = RunSettings(apply=apply, options=run_options(inventory, [host], [reset], BootstrapRequest(apply=apply)),
                            journal=place.journal(f"remove-node {name}") if apply else None,
@@ -216,6 +234,38 @@ def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,
     run = run_bootstrap(inventory, [host], runner, phases, settings)
     _fill(report, run, {p.name: p for p in phases}, via.name)
     return report
+
+
+def _unreachable(runner: Runner, host: Host) -> str:
+    """Why ``host`` does not answer over SSH ("" when it does): unreachable or timed out only."""
+    fleet = runner.run_task([host], lambda t: t.run("true", timeout=20), label="reach", timeout_s=60)
+    failure = fleet.outcomes[0].failure
+    if failure is None or failure.kind not in (FailureKind.UNREACHABLE, FailureKind.TIMED_OUT):
+        return ""
+    return failure.describe()
+
+
+def _may_remove_gone(name: str, why: str, node: KubeNode | None, report: RemovalReport, via: str) -> None:
+    """kubeadm's path for a node that is gone, where it is safe; a refusal naming what to do where not."""
+    if node is not None and node.ready:
+        raise UsageError(f"refusing to remove {name}: it does not answer over SSH ({why}) but its Node is Ready: "
+                         "the cluster still hears its kubelet, so the path from here to it is what is broken.",
+                         field="HOST", hint="Fix the SSH path (clusterctl -l HOST exec -- true) and run this again.")
+    if report.control_plane:
+        raise UsageError(
+            f"refusing to remove {name}: it is a control plane that does not answer ({why}); its etcd member must "
+            f"be removed from a healthy control plane, which clusterctl does not do yet.", field="HOST",
+            hint=f"On {via}: 'kubectl -n kube-system exec etcd-{via} -- etcdctl --endpoints https://127.0.0.1:2379 "
+                 "--cacert /etc/kubernetes/pki/etcd/ca.crt --cert /etc/kubernetes/pki/etcd/server.crt --key "
+                 f"/etc/kubernetes/pki/etcd/server.key member list', then 'member remove ID' of {name}; then run "
+                 "this again.")
+    report.notes.append(
+        f"{name} does not answer ({why}): it is removed as a node that is gone: what the API could evict is "
+        "evicted (its pods go with the Node), the Node is deleted, and its reset is skipped.")
+    report.notes.append(
+        f"left on {name}: everything bootstrap put there (kubelet and its config, /etc/kubernetes, containerd, the "
+        f"CNI's files); if it comes back its kubelet registers the Node again: run 'clusterctl -l {name} reset "
+        "--yes' first, or reinstall it.")
 
 
 def _fill(report: RemovalReport, run: RunReport, phases: dict[str, Phase[Any, Any]], via: str) -> None:

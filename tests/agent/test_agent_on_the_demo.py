@@ -278,3 +278,34 @@ def test_the_agents_alert_reaches_the_receiver_which_quarantines_the_host(
     rows = {r["host"]: r for r in status.json()["quarantined"]}
     assert rows["gpu-a2"]["by_clusterctl"] and rows["gpu-a2"]["cordoned"], status.output
     assert "gpu-a1" not in rows
+
+
+def test_a_host_gone_from_the_inventory_loses_its_agent_identity(bootstrapped_demo: None, tmp_path: Path) -> None:
+    """gpu-b3 leaves the inventory: node-agent-access deletes its ServiceAccount, token, role and binding."""
+    state = Path(clusterctl("-i", DEMO, "-l", "gpu-a1", "-o", "json", "mock", "show").json()["hosts"][0]["folder"])
+    (tmp_path / "demo").symlink_to(REPO_ROOT / "inventories" / "demo")
+    text = (REPO_ROOT / "inventories" / "demo.yaml").read_text()
+    start = text.index("  gpu-b3:\n")
+    block = text[start:text.index("rack: b", start) + len("rack: b\n")]
+    smaller = text.replace(block, "").replace("[gpu-b1, gpu-b2, gpu-b3]", "[gpu-b1, gpu-b2]")
+    smaller = smaller.replace("defaults:\n", f"defaults:\n  mock_state: {state.parent.parent}\n", 1)
+    assert "gpu-b3" not in smaller.split("hosts:", 1)[1]
+    inventory = tmp_path / "demo.yaml"
+    inventory.write_text(smaller)
+
+    def identities() -> set[str]:
+        run = clusterctl("-i", DEMO, "-l", "gpu-a1", "-o", "json", "exec", "--sudo",
+                         "kubectl --kubeconfig /etc/kubernetes/admin.conf get secrets -n kube-system "
+                         "-l clusterctl.dev/node-agent -o json")
+        items = json.loads(run.json()["hosts"][0]["stdout"])["items"]
+        return {i["metadata"]["labels"]["clusterctl.dev/node-agent"] for i in items}
+
+    assert "gpu-b3" in identities()
+    plan = clusterctl("-i", inventory, "-o", "json", "bootstrap", "plan", "--phase", "node-agent-access")
+    summaries = [c["summary"] for r in plan.json()["results"] for c in r["changes"]]
+    assert plan.exit_code == 0 and "remove the node agent identity of gpu-b3 (not in the inventory)" in summaries, \
+        summaries
+    assert identities() >= {"gpu-b3"}  # a plan changes nothing
+    run = clusterctl("-i", inventory, "bootstrap", "phase", "node-agent-access", "--yes")
+    assert run.exit_code == 0, run.output
+    assert identities() == {"gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b2"}

@@ -57,3 +57,42 @@ def test_etcd_quorum_is_kept() -> None:
     assert "last control plane" in quorum_check([_cp("a")], "a")
     # Removing the sick member itself is how one repairs a cluster: allowed while the rest hold quorum.
     assert quorum_check([_cp("a"), _cp("b", ready=False), _cp("c")], "b") == ""
+
+
+def test_a_dead_unreachable_worker_is_removed_without_its_reset(bootstrapped_demo: Path) -> None:
+    from day2_helpers import set_fault
+
+    set_fault(bootstrapped_demo, "gpu-b3", "power", "off")  # gone: no SSH answer, its Node NotReady
+    before = state_digest(bootstrapped_demo)
+    plan = clusterctl("-i", DEMO, "-o", "json", "remove-node", "gpu-b3", "--dry-run")
+    assert plan.exit_code == 0, plan.output
+    assert [s["step"] for s in plan.json()["steps"]] == ["drain", "delete-node"]  # no reset on a dead host
+    assert plan.json()["steps"][0]["waits"] == []  # nothing waits for a kubelet that cannot answer
+    assert state_digest(bootstrapped_demo) == before
+
+    done = clusterctl("-i", DEMO, "-o", "json", "remove-node", "gpu-b3", "--yes")
+    assert done.exit_code == 0, done.output
+    notes = " ".join(done.json()["notes"])
+    assert "does not answer" in notes and "its reset is skipped" in notes
+    assert "left on gpu-b3" in notes and "clusterctl -l gpu-b3 reset --yes" in notes
+    nodes = clusterctl("-i", DEMO, "-l", "gpu-a1", "-o", "json", "exec", "--sudo", "--",
+                       "kubectl --kubeconfig /etc/kubernetes/admin.conf get nodes -o json")
+    names = {n.name for n in parse_nodes(nodes.json()["hosts"][0]["stdout"])}
+    assert "gpu-b3" not in names and "gpu-b2" in names
+
+
+def test_an_unreachable_host_whose_node_is_ready_or_a_dead_control_plane_is_refused_with_what_to_do() -> None:
+    import pytest
+
+    from clusterctl.day2.remove_node import RemovalReport, _may_remove_gone
+    from clusterctl.errors import UsageError
+
+    worker = RemovalReport("gpu-b2", control_plane=False, applied=False, via="gpu-a1")
+    with pytest.raises(UsageError, match=r"does not answer over SSH .* but its Node is Ready"):
+        _may_remove_gone("gpu-b2", "unreachable", KubeNode("gpu-b2", True, 0, {}), worker, "gpu-a1")
+    plane = RemovalReport("cp2", control_plane=True, applied=False, via="cp1")
+    with pytest.raises(UsageError, match="etcd member must be removed from a healthy control plane") as refused:
+        _may_remove_gone("cp2", "unreachable", _cp("cp2", ready=False), plane, "cp1")
+    assert "etcdctl" in str(refused.value) and "member remove" in str(refused.value)
+    _may_remove_gone("gpu-b2", "unreachable", KubeNode("gpu-b2", False, 0, {}), worker, "gpu-a1")
+    assert any("left on gpu-b2" in note for note in worker.notes)

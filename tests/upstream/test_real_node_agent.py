@@ -104,3 +104,36 @@ def test_its_own_nodes_status_is_all_it_may_read(control_plane: Cluster, agent: 
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["metadata"]["name"] == NODE
     assert _conditions(control_plane, NODE)["Ready"]["status"] == "True"
+
+
+def test_a_node_gone_from_the_inventory_loses_its_identity(control_plane: Cluster, agent: AgentOptions) -> None:
+    """Last in this module: gpu-b3 leaves the inventory; the phase's plan deletes its four objects and its
+    token stops working (it could otherwise patch a new node given the same name)."""
+    import dataclasses
+
+    from clusterctl.bootstrap.phases.node_agent import NodeAgentAccess, read_tokens
+
+    gone = control_plane.inventory.hosts[-1].name
+    ctx = control_plane.context()
+    old_token = read_tokens(ctx)[gone]
+    smaller = dataclasses.replace(control_plane.inventory, hosts=control_plane.inventory.hosts[:-1])
+    ctx = dataclasses.replace(ctx, inventory=smaller)
+    phase = NodeAgentAccess()
+    changes = [c for c in phase.plan(ctx, phase.check(ctx)) if f"identity of {gone}" in c.summary]
+    assert len(changes) == 1 and changes[0].command
+    done = control_plane.plane.transport(control_plane.inventory.hosts[0]).run(changes[0].command, timeout=60)
+    assert done.ok, done.stderr
+    for what in (f"-n {NAMESPACE} get serviceaccount clusterctl-node-agent-{gone}",
+                 f"-n {NAMESPACE} get secret clusterctl-node-agent-{gone}",
+                 f"get clusterrole clusterctl:node-agent:{gone}",
+                 f"get clusterrolebinding clusterctl:node-agent:{gone}"):
+        found = control_plane.plane.kubectl(what)
+        assert found.returncode != 0 and "NotFound" in found.stderr, what
+    # The deleted ServiceAccount's token is refused by the API server's authenticator.
+    kubeconfig = render("node-agent/kubeconfig.yaml.j2", node=gone,
+                        endpoint=control_plane.settings.control_plane_endpoint, token=old_token.reveal())
+    control_plane.plane.host_path("/etc/clusterctl/gone.kubeconfig").write_text(kubeconfig)
+    refused = control_plane.plane.sh(f"kubectl --kubeconfig /etc/clusterctl/gone.kubeconfig get node {gone} "
+                                     "--subresource=status -o json")
+    assert refused.returncode != 0 and "Unauthorized" in refused.stderr, refused.stderr
+    assert read_tokens(control_plane.context()).keys() == {h.name for h in smaller.hosts}

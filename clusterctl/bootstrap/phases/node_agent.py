@@ -59,8 +59,9 @@ def node_names(ctx: PhaseContext) -> list[str]:
     return [h.name for h in ctx.inventory.hosts]
 
 
-def read_tokens(ctx: PhaseContext) -> dict[str, Secret]:
-    """Node -> token of its agent's ServiceAccount, from the token Secrets the token controller filled."""
+def read_tokens(ctx: PhaseContext, identities: set[str] | None = None) -> dict[str, Secret]:
+    """Node -> token of its agent's ServiceAccount, from the token Secrets the token controller filled;
+    ``identities`` gets every node that has one, token or not yet."""
     import base64
     import binascii
 
@@ -75,6 +76,8 @@ def read_tokens(ctx: PhaseContext) -> dict[str, Secret]:
     for item in items:
         node = ((item.get("metadata") or {}).get("labels") or {}).get(LABEL)
         data = (item.get("data") or {}).get("token")
+        if node and identities is not None:
+            identities.add(str(node))
         if not node or not data:
             continue
         try:
@@ -86,12 +89,25 @@ def read_tokens(ctx: PhaseContext) -> dict[str, Secret]:
     return tokens
 
 
+def remove_identity_command(node: str) -> str:
+    """``kubectl delete`` of the four objects ``rbac.yaml.j2`` makes for ``node``."""
+    account = shlex.quote(f"serviceaccount/clusterctl-node-agent-{node}")
+    secret = shlex.quote(f"secret/clusterctl-node-agent-{node}")
+    role = shlex.quote(f"clusterrole/clusterctl:node-agent:{node}")
+    binding = shlex.quote(f"clusterrolebinding/clusterctl:node-agent:{node}")
+    namespaced = kubectl(f"delete -n {NAMESPACE} {account} {secret} --ignore-not-found")
+    cluster_wide = kubectl(f"delete {role} {binding} --ignore-not-found")
+    return f"{namespaced} && {cluster_wide}"
+
+
 @dataclass
 class AccessState:
     manifest: bytes | None
     tokens: dict[str, Secret]
     #: This host runs the cluster (kubeadm's admin.conf is there).
     cluster: bool = True
+    #: Nodes that have an identity in the cluster (token filled or not).
+    identities: frozenset[str] = frozenset()
 
 
 class NodeAgentAccess(ClusterWidePhase[AccessState]):
@@ -100,10 +116,11 @@ class NodeAgentAccess(ClusterWidePhase[AccessState]):
 
     def check(self, ctx: PhaseContext) -> AccessState:
         cluster = cc.exists(ctx, "/etc/kubernetes/admin.conf")
-        tokens = read_tokens(ctx) if cluster else {}
+        identities: set[str] = set()
+        tokens = read_tokens(ctx, identities) if cluster else {}
         with ctx.shared.lock:
             ctx.shared.node_agent_tokens.update(tokens)
-        return AccessState(cc.read(ctx, RBAC_PATH), tokens, cluster)
+        return AccessState(cc.read(ctx, RBAC_PATH), tokens, cluster, frozenset(identities))
 
     def findings(self, ctx: PhaseContext, state: AccessState) -> list[Finding]:
         if not state.cluster and ctx.options.applying:
@@ -123,6 +140,11 @@ class NodeAgentAccess(ClusterWidePhase[AccessState]):
         if changes or any(n not in state.tokens for n in nodes):
             changes.append(Change.run(ctx.host.name, kubectl(f"apply -f {shlex.quote(RBAC_PATH)}"),
                                       summary="apply the node agent identities", makes=(MAKES_IN_CLUSTER,)))
+        # A node gone from the inventory keeps no identity: its token could patch a new node of that name.
+        for gone in sorted(state.identities - set(nodes)):
+            changes.append(Change.run(ctx.host.name, remove_identity_command(gone),
+                                      summary=f"remove the node agent identity of {gone} (not in the inventory)",
+                                      makes=(MAKES_IN_CLUSTER,)))
         return cc.with_folders(ctx, changes)
 
     def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:

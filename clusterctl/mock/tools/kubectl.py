@@ -294,6 +294,8 @@ def run(ctx: ToolContext) -> ToolResult:
         if pod is None:
             return _not_found("pod", words[1])
         return ctx.ok(str(pod.get("logs", "")))
+    if words[:1] == ["delete"] and len(words) >= 2 and all("/" in w for w in words[1:]):
+        return _delete_objects(ctx, words[1:], namespace, flags)
     if words[:2] == ["delete", "pod"] and len(words) >= 3:
         with ks.edit(ctx) as live:
             removed = (live.get("pods") or {}).pop(f"{namespace}/{words[2]}", None)
@@ -306,3 +308,22 @@ def run(ctx: ToolContext) -> ToolResult:
 
         return kubectl_day2.run(ctx, words, options, flags)
     return ctx.fail(f'error: unknown command "{" ".join(words[:2])}" for "kubectl"\n')
+
+
+def _delete_objects(ctx: ToolContext, names: list[str], namespace: str, flags: set[str]) -> ToolResult:
+    """``delete [-n NS] KIND/NAME...`` of applied objects (not pods or nodes: their own verbs above)."""
+    out, missing = [], []
+    with ks.edit(ctx) as kube:
+        objects = kube.setdefault("objects", {})
+        for word in names:
+            kind, name = _type_name(word)
+            key = _key(kind, "" if kind in CLUSTER_SCOPED else namespace, name)
+            if objects.pop(key, None) is None:
+                missing.append((kind, name))
+            else:
+                out.append(f'{_name_of(kind)} "{name}" deleted')
+    if missing and "--ignore-not-found" not in flags and "--ignore-not-found=true" not in ctx.args:
+        kind, name = missing[0]
+        return ToolResult("".join(line + "\n" for line in out),
+                          f'Error from server (NotFound): {_resource(kind, name)} "{name}" not found\n', 1)
+    return ctx.ok("".join(line + "\n" for line in out))
