@@ -66,6 +66,11 @@ def register_secret(value: str) -> None:
                 _by_length = tuple(sorted(_registry, key=len, reverse=True))
 
 
+def masks_any() -> bool:
+    """Whether any secret is registered: until one is, ``mask_text`` returns its text unchanged."""
+    return bool(_by_length)
+
+
 def mask_text(text: str) -> str:
     """``text`` with every registered secret value replaced by the mask (longest first)."""
     # One read of the tuple: a secret registered meanwhile is in the next call's snapshot.

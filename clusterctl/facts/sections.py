@@ -60,31 +60,23 @@ def section_command(sections: Sequence[tuple[str, str]], *, marker: str = MARKER
 
 def split_sections(text: str, what: str, *, marker: str = MARKER) -> dict[str, Section]:
     header = _HEADERS.get(marker) or re.compile(rf"^{re.escape(marker)} (\S+)\s*$")
-    found: dict[str, Section] = {}
-    name: str | None = None
-    start = 0
-    lines: list[str] = []
-
-    def close() -> None:
-        if name is not None:
-            found[name] = Section(name, tuple(lines), start)
-
     opening = f"{marker} "  # a header line starts so: the pattern runs on those lines alone
-    for number, line in enumerate(text.splitlines(), start=1):
-        match = header.match(line) if line.startswith(opening) else None
-        if match:
-            close()
-            name = match.group(1)
-            if name in found:
-                raise ParseError(what, f"section '{name}' appears twice", line=number, text=line)
-            start, lines = number + 1, []
-        elif name is None:
-            if line.strip():
-                raise ParseError(what, f"output does not start with a '{marker} <section>' line", line=number,
-                                 text=line)
-        else:
-            lines.append(line)
-    close()
+    lines = text.splitlines()
+    # The header lines first, then each section is one slice (a health probe's output is ~3,500 lines a host).
+    starts = [index for index, line in enumerate(lines) if line.startswith(opening) and header.match(line)]
+    for index in range(starts[0] if starts else len(lines)):
+        if lines[index].strip():
+            raise ParseError(what, f"output does not start with a '{marker} <section>' line", line=index + 1,
+                             text=lines[index])
+    found: dict[str, Section] = {}
+    for position, index in enumerate(starts):
+        match = header.match(lines[index])
+        assert match is not None
+        name = match.group(1)
+        if name in found:
+            raise ParseError(what, f"section '{name}' appears twice", line=index + 1, text=lines[index])
+        end = starts[position + 1] if position + 1 < len(starts) else len(lines)
+        found[name] = Section(name, tuple(lines[index + 1:end]), index + 2)
     if not found:
         raise ParseError(what, f"no '{marker} <section>' lines in the output")
     return found

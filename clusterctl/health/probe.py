@@ -14,7 +14,7 @@ import collections
 import re
 import shlex
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from clusterctl.facts.base import missing_reason
 from clusterctl.facts.health_model import DcgmDiag, IBCounters, KernelLog, NvidiaSmiQuery, NVLinkErrors, PciDevices
 from clusterctl.facts.model import NVLinkStatus, RDMADevices
 from clusterctl.facts.sections import MARKER, split_sections
+from clusterctl.facts.shared import parse_shared
 from clusterctl.transport.base import CommandResult
 
 #: The sysfs InfiniBand/RoCE port counters read: errors that show a flapping or dirty link.
@@ -212,7 +213,8 @@ def read_probes(text: str, probes: tuple[Probe, ...]) -> HostProbe:
             continue
         attribute, parse = parsers[p.name]
         try:
-            setattr(probe, attribute, parse(output.text))
+            # Alike hosts print identical outputs (the same nvlink -s on every node): parsed once, as survey does.
+            setattr(probe, attribute, parse_shared(parse, output.text))
         except ParseError as exc:
             probe.problems.append(ProbeProblem(p.name, p.tool, "unparsable", str(exc)))
     return probe
@@ -226,6 +228,9 @@ PROBE_HEAD_BYTES = 2 * 1024 * 1024
 PROBE_TAIL_BYTES = 1 * 1024 * 1024
 #: What the transport itself keeps of the whole output: the collector has what is read.
 TRANSPORT_KEEPS = 64 * 1024
+
+
+_HEADER_OPENING = MARKER + " "
 
 
 class _Section:
@@ -253,24 +258,50 @@ class ProbeCollector:
         self.sections: list[_Section] = [_Section("")]
         self._lock = threading.Lock()
 
-    def add(self, stream: str, line: str) -> None:
+    def __call__(self, stream: str, line: str) -> None:
+        """One line (``on_line``); a transport's ``LineSplitter`` hands a chunk's lines to ``add_lines``."""
+        self.add_lines(stream, (line,))
+
+    add = __call__
+
+    def add_lines(self, stream: str, lines: Iterable[str]) -> None:
         if stream != "stdout":
             return
+        head_limit, tail_limit = self.head_limit, self.tail_limit
+        lines = lines if isinstance(lines, list) else list(lines)
         with self._lock:
-            if line.startswith(MARKER + " "):
-                self.sections.append(_Section(line))
-                return
-            section = self.sections[-1]
+            # The usual case first: a run of lines between headers that fits in its section's head whole.
+            starts = [i for i, line in enumerate(lines) if line.startswith(_HEADER_OPENING)]
+            section, begin = self.sections[-1], 0
+            for end in [*starts, len(lines)]:
+                run = lines[begin:end]
+                size = sum(map(len, run)) + len(run)
+                if not section.tail and section.head_bytes + size <= head_limit:
+                    section.head.extend(run)
+                    section.head_bytes += size
+                    section.total += size
+                else:
+                    self._add_one_by_one(section, run, head_limit, tail_limit)
+                if end < len(lines):
+                    section = _Section(lines[end])
+                    self.sections.append(section)
+                begin = end + 1
+
+    @staticmethod
+    def _add_one_by_one(section: _Section, lines: list[str], head_limit: int, tail_limit: int) -> None:
+        """Lines of one section (no header among them), each kept in the head while it fits, else the tail."""
+        for line in lines:
             size = len(line) + 1
             section.total += size
-            if section.head_bytes + size <= self.head_limit and not section.tail:
+            if not section.tail and section.head_bytes + size <= head_limit:
                 section.head.append(line)
                 section.head_bytes += size
-                return
-            section.tail.append(line)
+                continue
+            tail = section.tail
+            tail.append(line)
             section.tail_bytes += size
-            while section.tail_bytes > self.tail_limit and len(section.tail) > 1:
-                gone = section.tail.popleft()
+            while section.tail_bytes > tail_limit and len(tail) > 1:
+                gone = tail.popleft()
                 section.tail_bytes -= len(gone) + 1
                 section.dropped += len(gone) + 1
 

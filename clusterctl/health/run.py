@@ -40,7 +40,7 @@ def probe_host(transport: Transport, options: HealthOptions) -> HostProbe:
     # Read as it streams, each probe's output bounded (a host printing 40 MB costs a few MB here).
     collected = ProbeCollector()
     transport.run(probe_command(probes), timeout=options.probe_timeout_s * len(probes) + 30,
-                  on_line=collected.add, max_output=TRANSPORT_KEEPS)
+                  on_line=collected, max_output=TRANSPORT_KEEPS)
     probe = read_probes(collected.text(), probes)
     probe.since_s = options.since_s
     probe.cut = collected.cut()

@@ -106,8 +106,16 @@ class LineSplitter:
     MAX_LINE_BYTES = 64 * 1024
 
     def __init__(self, stream: OutputStream, on_line: OnLine) -> None:
+        # Imported here, once per stream: per line, the import statement cost more than the line
+        # (a health probe streams ~3,500 lines a host).
+        from clusterctl.secret import mask_text, masks_any
+
         self.stream = stream
         self.on_line = on_line
+        #: A receiver with ``add_lines(stream, lines)`` takes all the complete lines of a chunk in one call.
+        self._add_lines: Callable[[OutputStream, list[str]], None] | None = getattr(on_line, "add_lines", None)
+        self._mask = mask_text
+        self._masks_any = masks_any
         self._held = b""
         self._failed = False
 
@@ -117,26 +125,32 @@ class LineSplitter:
         data = self._held + chunk
         end = data.rfind(b"\n")
         if end >= 0:
-            for line in data[:end].split(b"\n"):
-                self._emit(line)
+            # Decoded at once, then split: a newline byte is never part of a UTF-8 sequence, so each
+            # line reads as if decoded alone (bad bytes replaced the same way).
+            self._emit(data[:end].decode(errors="replace").split("\n"))
             data = data[end + 1 :]
         while len(data) > self.MAX_LINE_BYTES:
-            self._emit(data[: self.MAX_LINE_BYTES])
+            self._emit([data[: self.MAX_LINE_BYTES].decode(errors="replace")])
             data = data[self.MAX_LINE_BYTES :]
         self._held = data
 
     def flush(self) -> None:
         held, self._held = self._held, b""
         if held:
-            self._emit(held)
+            self._emit([held.decode(errors="replace")])
 
-    def _emit(self, line: bytes) -> None:
-        from clusterctl.secret import mask_text
-
+    def _emit(self, lines: list[str]) -> None:
         if self._failed:
             return
+        on_line, stream, mask = self.on_line, self.stream, self._mask
         try:
-            self.on_line(self.stream, mask_text(line.decode(errors="replace")))
+            if self._masks_any():
+                lines = [mask(line) for line in lines]
+            if self._add_lines is not None:
+                self._add_lines(stream, lines)
+                return
+            for line in lines:
+                on_line(stream, line)
         except Exception:  # a closed stdout (| head): stop listening, never stop reading the command
             self._failed = True
             import logging
