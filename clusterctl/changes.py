@@ -201,6 +201,11 @@ class ChangeFailed(Exception):
         self.record = record
         result = record.result
         tail = result.stderr_tail(3) if result is not None else ""
+        # kubeadm names why it stopped in "[ERROR <check>]: ..." lines well above its last lines
+        # ("... preflight checks failed"): keep them, the tail alone does not say what to fix.
+        errors = [line.strip() for line in (result.stderr.splitlines() if result is not None else [])
+                  if line.lstrip().startswith("[ERROR ") and line.strip() not in tail][:3]
+        tail = "\n".join([*errors, tail]) if errors else tail
         code = result.exit_code if result is not None else "?"
         super().__init__(mask_text(f"{record.change.summary}: exit {code}" + (f": {tail}" if tail else "")))
 

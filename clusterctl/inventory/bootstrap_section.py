@@ -14,6 +14,7 @@ bootstrap:
   cdi: false
   pod_subnet: 10.244.0.0/16
   registry_mirrors: {docker.io: [https://registry.example.internal]}
+  allow_cgroup_v1: false                       # true: kubelet runs on hosts still on cgroup v1
 ```
 Every error names the file, line and field.
 """
@@ -33,7 +34,7 @@ from clusterctl.inventory.yaml_tree import Mapping, Node, Sequence, kind_of
 
 NODE_FIELDS = ("mirror", "apt_repos", "apt_repos_only", "nvidia_container_toolkit", "containerd_package", "runtime",
           "cdi", "pod_subnet", "service_subnet", "control_plane_endpoint", "sandbox_image", "registry_mirrors",
-          "min_var_lib_gib")
+          "min_var_lib_gib", "allow_cgroup_v1")
 #: Sections the cluster phases read (checked by ``clusterctl.inventory.cluster_sections``).
 CLUSTER_SECTIONS = ("network", "addons", "alerts")
 FIELDS: tuple[str, ...] = (*NODE_FIELDS, *CLUSTER_SECTIONS, "image_repository", "survey")
@@ -116,7 +117,7 @@ def read_bootstrap(r: NodeReader, node: Node, field: str) -> BootstrapConfig:
             out[key] = _repos(r, value, sub)
         elif key == "registry_mirrors":
             out[key] = _mirrors(r, value, sub)
-        elif key in ("apt_repos_only", "cdi"):
+        elif key in ("apt_repos_only", "cdi", "allow_cgroup_v1"):
             out[key] = r.scalar(value, sub, partial(_flag, what=key))
         elif key == "survey":
             # A saved survey report on the control machine, next to the inventory.

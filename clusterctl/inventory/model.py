@@ -136,6 +136,9 @@ class BootstrapConfig:
     control_plane_endpoint: str | None = None
     #: Override of the pause image; default: the one the pinned kubeadm expects.
     sandbox_image: str | None = None
+    #: Hosts still on cgroup v1: kubelet 1.35+ refuses them unless its ``failCgroupV1`` is false, and
+    #: kubeadm's SystemVerification preflight fails unless skipped (both needed, kubeadm says so).
+    allow_cgroup_v1: bool = False
     #: Registry host -> mirror endpoints, written as ``certs.d/<host>/hosts.toml``.
     registry_mirrors: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: Free space preflight wants under /var/lib (images, etcd, logs).

@@ -185,7 +185,20 @@ class Remediator:
             self._pending.done(name, wanted.seq)
 
     def _act(self, name: str, wanted: Wanted) -> str:
-        """Act for one host; the decision logged last."""
+        """Act for one host through the engine's journaled gate (each change in the undo journal before it
+        is made, the journal finished however the work ends); the decision logged last."""
+        from clusterctl.engine.journaled import journaled_gate
+
+        with journaled_gate("remediate", apply=not self.dry_run, folder=self.journal_folder) as step:
+            decision = self._decide_and_act(name, wanted, step.gate)
+        if step.journal is not None:
+            self._say(host=name, decision="journal", why=f"undo with: clusterctl undo {step.journal}")
+        if self.after_drain is not None and decision == "drain":  # drained now (heal drains what was left)
+            with self.runner_factory() as runner:
+                self.after_drain(runner, wanted.host, self._say)
+        return decision
+
+    def _decide_and_act(self, name: str, wanted: Wanted, gate: Gate) -> str:
         from clusterctl.quarantine.run import QuarantineRequest, quarantine_hosts
 
         alerts = ",".join(wanted.alerts)
@@ -193,7 +206,6 @@ class Remediator:
         request = QuarantineRequest(reason=f"alert {', '.join(wanted.alerts)} (clusterctl remediate)",
                                     codes=wanted.alerts, drain=drain, drain_options=self.drain_options,
                                     who=f"clusterctl remediate serve@{_machine()}")
-        gate = Gate(apply=not self.dry_run)
         item = self._marker.decide(MarkRequest(name, request, gate))
         extra = {"caller": wanted.caller} if wanted.caller else {}
         outside = item.verdict == "duplicate" and "outside clusterctl" in item.why
@@ -222,16 +234,6 @@ class Remediator:
                 if item.verdict != "act":
                     why = f"{item.why}; {why}"
         self._say(host=name, alert=alerts, decision=decision, why=why, **extra)
-        if not self.dry_run:
-            from clusterctl.undo_journal import save_journal
-
-            path = save_journal([r for r in gate.records if not r.failed], command="remediate",
-                                folder=self.journal_folder)
-            if path is not None:
-                self._say(host=name, decision="journal", why=f"undo with: clusterctl undo {path}")
-        if self.after_drain is not None and decision == "drain":  # drained now (heal drains what was left)
-            with self.runner_factory() as runner:
-                self.after_drain(runner, wanted.host, self._say)
         return decision
 
 

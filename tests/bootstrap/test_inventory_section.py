@@ -40,6 +40,7 @@ def test_settings_are_read(tmp_path: Path) -> None:
      "may only use letters"),
     ("bootstrap:\n  mirror: 'https://m.lan/a b'\n", 4, "bootstrap.mirror", "must not contain spaces"),
     ("bootstrap:\n  cdi: yes-please\n", 4, "bootstrap.cdi", "must be true or false"),
+    ("bootstrap:\n  allow_cgroup_v1: 1\n", 4, "bootstrap.allow_cgroup_v1", "must be true or false"),
 ])
 def test_mistakes_name_file_line_and_field(tmp_path: Path, section: str, line: int, field: str, words: str) -> None:
     with pytest.raises(InventoryError) as caught:
@@ -47,3 +48,25 @@ def test_mistakes_name_file_line_and_field(tmp_path: Path, section: str, line: i
     error = caught.value
     assert (error.line, error.field) == (line, field) and error.file and error.file.endswith("inv.yaml")
     assert words in str(error)
+
+
+def test_cgroup_v1_hosts_are_allowed_only_when_asked(tmp_path: Path) -> None:
+    """kubelet 1.35+ refuses cgroup v1 unless failCgroupV1 is false, and kubeadm's preflight must be
+    told to skip its check (what the real nodes of tests/realnodes need): both, only when asked."""
+    from clusterctl.bootstrap.cluster.kubeadm import render_init_config, render_join_config
+    from clusterctl.bootstrap.cluster.settings import cluster_settings
+    from clusterctl.secret import Secret
+
+    pinned = "hosts:\n  n1: {transport: local, roles: [control-plane], stack: {kubernetes: '1.37.2'}}\n"
+    for asked in (False, True):
+        path = tmp_path / f"inv-{asked}.yaml"
+        path.write_text(pinned + f"bootstrap:\n  allow_cgroup_v1: {str(asked).lower()}\n")
+        inventory = load_native(path)
+        settings = cluster_settings(inventory)
+        host = inventory.hosts[0]
+        init = render_init_config(settings, host, inventory)
+        join = render_join_config(settings, host, token=Secret("abcdef.0123456789abcdef", "token"),
+                                  ca_hash="sha256:" + "0" * 64, certificate_key=Secret("k" * 64, "key")).reveal()
+        assert ("failCgroupV1: false" in init) is asked
+        assert ('ignorePreflightErrors: ["SystemVerification"]' in init) is asked
+        assert ('ignorePreflightErrors: ["SystemVerification"]' in join) is asked

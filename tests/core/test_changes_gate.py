@@ -120,3 +120,25 @@ def test_a_failed_setup_still_runs_the_clean_up_and_raises(tmp_path: Path, local
     with pytest.raises(ChangeFailed, match="start the pod"), gate.temporary(local, setup, cleanup):
         entered = True
     assert not entered and marker.exists()
+
+
+def test_a_failed_kubeadm_names_the_check_that_stopped_it(tmp_path: Path, local: LocalTransport) -> None:
+    """Real kubeadm 1.37.2's preflight on a cgroup v1 node (tests/realnodes): the reason is an
+    "[ERROR ...]" line well above the last lines, which only say that preflight failed."""
+    stderr = tmp_path / "kubeadm.err"
+    stderr.write_text(
+        "\t[WARNING Service-kubelet]: kubelet service is not enabled, please run 'systemctl enable kubelet.service'\n"
+        "[preflight] Some fatal errors occurred:\n"
+        "\t[ERROR SystemVerification]: cgroups v1 support is deprecated and will be removed in a future release. "
+        "Please migrate to cgroups v2.\n"
+        "[preflight] If you know what you are doing, you can make a check non-fatal with "
+        "`--ignore-preflight-errors=...`\n"
+        "error: error execution phase preflight: preflight checks failed\n"
+        "To see the stack trace of this error execute with --v=5 or higher\n")
+    change = Change.run("here", f"cat {stderr} >&2; exit 1", sudo=False, summary="kubeadm init (first control plane)")
+    with pytest.raises(ChangeFailed) as caught:
+        Gate(apply=True).submit(local, change)
+    message = str(caught.value)
+    assert "[ERROR SystemVerification]: cgroups v1 support is deprecated" in message
+    assert message.endswith("To see the stack trace of this error execute with --v=5 or higher")
+    assert "WARNING" not in message

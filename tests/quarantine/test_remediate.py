@@ -69,6 +69,8 @@ def test_an_alert_quarantines_and_drains_the_host_it_names_once(sim: KubeSim) ->
     assert status == 200 and sim.snapshot(leases=False) == before
     seen = [d["decision"] for d in decisions(log) if d.get("host") == "gpu-03"]
     assert seen[0] == "drain" and set(seen[1:]) == {"duplicate"}, seen
+    # One undo journal: the repeats changed nothing and left none.
+    assert len([p for p in (sim.root / "undo").iterdir() if p.suffix == ".json"]) == 1
 
 
 def test_hosts_outside_the_inventory_reports_and_resolved_alerts_change_nothing(sim: KubeSim) -> None:

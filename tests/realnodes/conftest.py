@@ -19,7 +19,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "upstream"))
 
 from nodes import RealNodes
-from realnode_site import cni_deb, containerd_deb, cri_tools_deb, skip_unless_possible, start_mirror, sudo_deb
+from realnode_site import (
+    cni_deb,
+    containerd_deb,
+    cri_tools_deb,
+    kubernetes_debs,
+    mirror_images,
+    push_images,
+    skip_unless_possible,
+    start_mirror,
+    sudo_deb,
+    write_inventory,
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,4 +51,20 @@ def machines() -> Iterator[RealNodes]:
         nodes.install(packages)
         nodes.write_site_cni()
         start_mirror(nodes)
+        yield nodes
+
+
+@pytest.fixture(scope="module")
+def kubernetes_machines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNodes]:
+    """``machines`` with pkgs.k8s.io's kubelet, kubeadm and kubectl installed (built from their
+    modules, with the upstream units) and the site's mirror filled with the images
+    ``clusterctl bootstrap artifacts`` lists for the control-plane phase."""
+    skip_unless_possible()
+    packages = [sudo_deb(), containerd_deb(), cri_tools_deb(), cni_deb(), *kubernetes_debs()]
+    with RealNodes(2) as nodes:
+        nodes.install(packages)
+        nodes.write_site_cni()
+        start_mirror(nodes)
+        inventory = write_inventory(nodes, tmp_path_factory.mktemp("site") / "inventory.yaml")
+        push_images(nodes, mirror_images(nodes, inventory))
         yield nodes

@@ -126,3 +126,51 @@ def kubernetes_cni(version: str, plugins: dict[str, Path]) -> Package:
     """pkgs.k8s.io's ``kubernetes-cni``: the CNI plugins in ``/opt/cni/bin``."""
     return Package("kubernetes-cni", f"{version}-1.1", "Binaries required to provision kubernetes container networking",
                    files={f"/opt/cni/bin/{name}": path for name, path in plugins.items()})
+
+
+#: pkgs.k8s.io's kubelet unit: kubelet with no flags, restarted forever (kubeadm's drop-in adds the flags).
+KUBELET_SERVICE = """\
+[Unit]
+Description=kubelet: The Kubernetes Node Agent
+Documentation=https://kubernetes.io/docs/
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+ExecStart=/usr/bin/kubelet
+Restart=always
+StartLimitInterval=0
+RestartSec=10
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+#: kubeadm's drop-in (kubernetes.io, "Configuring each kubelet in your cluster using kubeadm"): the
+#: kubeconfigs and config kubeadm writes, the flags file of its kubelet-start phase, the user's.
+KUBEADM_DROPIN = """\
+[Service]
+Environment="KUBELET_KUBECONFIG_ARGS=--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf \
+--kubeconfig=/etc/kubernetes/kubelet.conf"
+Environment="KUBELET_CONFIG_ARGS=--config=/var/lib/kubelet/config.yaml"
+EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env
+EnvironmentFile=-/etc/default/kubelet
+ExecStart=
+ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS
+"""
+
+
+def kubernetes_packages(version: str, kubelet: Path, kubeadm: Path, kubectl: Path) -> list[Package]:
+    """pkgs.k8s.io's ``kubelet``, ``kubeadm`` and ``kubectl`` (Debian revision ``-1.1``, as there)."""
+    revision = f"{version}-1.1"
+    return [
+        Package("kubelet", revision, "Node agent for Kubernetes clusters",
+                files={"/usr/bin/kubelet": kubelet, "/lib/systemd/system/kubelet.service": KUBELET_SERVICE},
+                depends="kubernetes-cni"),
+        Package("kubeadm", revision, "Command-line utility for administering a Kubernetes cluster",
+                files={"/usr/bin/kubeadm": kubeadm,
+                       "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf": KUBEADM_DROPIN},
+                depends="kubelet, kubectl, cri-tools"),
+        Package("kubectl", revision, "Command-line utility for interacting with a Kubernetes cluster",
+                files={"/usr/bin/kubectl": kubectl}),
+    ]

@@ -4,6 +4,7 @@ overlayfs, no systemd) the tier skips with the exact reason."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -16,9 +17,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "upstream"))
 import debs
 import images
 import registry
+import yaml
 from nodes import CONTROL_ADDRESS, RealNodes, unavailable_reason
 from real_tools import find_tool
-from toolset import CNI_PLUGINS, CONTAINERD_23, KUBERNETES_NEWEST, REGISTRY, cache_folder
+from toolset import CNI_PLUGINS, CONTAINERD_23, COREDNS, ETCD, KUBERNETES_NEWEST, REGISTRY, cache_folder
 
 #: The sandbox image clusterctl's containerd config names for Kubernetes 1.37 (kubeadm's PauseVersion).
 PAUSE = "3.10.2"
@@ -39,6 +41,11 @@ def sudo_deb() -> Path:
     if not found:
         fetched = subprocess.run(["apt-get", "download", "sudo"], cwd=folder, capture_output=True, text=True,
                                  timeout=300, check=False)
+        if fetched.returncode != 0:
+            # A fresh machine may have no package lists yet.
+            subprocess.run(["apt-get", "update", "-qq"], capture_output=True, timeout=600, check=False)
+            fetched = subprocess.run(["apt-get", "download", "sudo"], cwd=folder, capture_output=True, text=True,
+                                     timeout=300, check=False)
         found = sorted(folder.glob("sudo_*.deb"))
         if not found:
             pytest.fail(f"apt-get download sudo failed: {fetched.stderr.strip()}", pytrace=False)
@@ -76,8 +83,65 @@ def start_mirror(nodes: RealNodes) -> None:
             " except Exception:\n  assert time.monotonic() < d, 'the registry did not answer'; time.sleep(0.2)\n")
     subprocess.run(nodes.in_control([sys.executable, "-c", wait]), check=True, timeout=120)
     pause = images.pause_binary(KUBERNETES_NEWEST, PAUSE, cache_folder() / "realnodes-images")
-    pushed = subprocess.run(nodes.in_control([
-        sys.executable, str(Path(registry.__file__)), "push", MIRROR, "pause", PAUSE, '["/pause"]', "65535:65535",
-        f"/pause={pause}"]), capture_output=True, text=True, timeout=300, check=False)
+    push_images(nodes, [{"repository": "pause", "tag": PAUSE, "entrypoint": ["/pause"], "user": "65535:65535",
+                         "files": {"/pause": str(pause)}}])
+
+
+def push_images(nodes: RealNodes, spec: list[dict[str, object]]) -> None:
+    """Images into the mirror (``registry.py push``), from the control namespace."""
+    spec_file = nodes.root / f"images-{len(list(nodes.root.glob('images-*.json')))}.json"
+    spec_file.write_text(json.dumps(spec))
+    pushed = subprocess.run(nodes.in_control([sys.executable, str(Path(registry.__file__)), "push", MIRROR,
+                                              str(spec_file)]), capture_output=True, text=True, timeout=900,
+                            check=False)
     assert pushed.returncode == 0, pushed.stderr
 
+
+
+def write_inventory(nodes: RealNodes, path: Path, **bootstrap: object) -> Path:
+    """The nodes as a site's inventory: root over SSH, the pinned Kubernetes and containerd."""
+    data = {
+        "cluster": "realnodes",
+        "defaults": {"user": "root", "transport": "ssh", "ssh": {"key_file": str(nodes.client_key)},
+                     "stack": {"kubernetes": KUBERNETES_NEWEST, "containerd": CONTAINERD_23}},
+        "hosts": {node.name: {"address": node.address, "roles": ["control-plane"] if i == 0 else ["worker"]}
+                  for i, node in enumerate(nodes.nodes)},
+        "bootstrap": {"pod_subnet": "10.244.0.0/16", **bootstrap},
+    }
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+#: Images this tier can make, by name: (tool, version, path of the binary in the upstream image).
+BUILDABLE = {
+    **{f"registry.k8s.io/{name}": (name, KUBERNETES_NEWEST, f"/usr/local/bin/{name}")
+       for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy")},
+    "registry.k8s.io/etcd": ("etcd", ETCD, "/usr/local/bin/etcd"),
+    "registry.k8s.io/coredns/coredns": ("coredns", COREDNS, "/coredns"),
+}
+
+
+def mirror_images(nodes: RealNodes, inventory: Path,
+                  phases: tuple[str, ...] = ("control-plane",)) -> list[dict[str, object]]:
+    """What the site mirrors, as ``clusterctl bootstrap artifacts`` lists it (it reads each host's
+    /etc/os-release over SSH) for the phases that run (pause is there already): each image made
+    from its built binary. The list is proven by use: an image it leaves out is missing from the
+    mirror and the air-gapped bring-up fails."""
+    listed = nodes.clusterctl("-i", str(inventory), "-o", "json", "bootstrap", "artifacts", timeout=300)
+    assert listed.returncode == 0, listed.stdout[-3000:] + listed.stderr[-3000:]
+    out: list[dict[str, object]] = []
+    for item in json.loads(listed.stdout)["artifacts"]:
+        if item["kind"] != "image" or item["phase"] not in phases or item["name"] == "registry.k8s.io/pause":
+            continue
+        if item["name"] not in BUILDABLE:
+            pytest.fail(f"bootstrap artifacts names {item['reference']}, which this tier cannot build", pytrace=False)
+        tool, version, inside = BUILDABLE[item["name"]]
+        out.append({"repository": item["name"].removeprefix("registry.k8s.io/"), "tag": item["version"],
+                    "entrypoint": [inside], "files": {inside: str(find_tool(tool, version))}})
+    return out
+
+
+def kubernetes_debs() -> list[Path]:
+    kubelet, kubeadm, kubectl = (find_tool(name, KUBERNETES_NEWEST) for name in ("kubelet", "kubeadm", "kubectl"))
+    packages = debs.kubernetes_packages(KUBERNETES_NEWEST, kubelet, kubeadm, kubectl)
+    return [debs.build(package, debs_folder()) for package in packages]

@@ -69,7 +69,8 @@ def image(files: dict[str, Path], *, entrypoint: list[str], user: str = "") -> I
     layer = gzip.compress(uncompressed, compresslevel=1, mtime=0)
     config = json.dumps({
         "architecture": "amd64", "os": "linux",
-        "config": {"Entrypoint": entrypoint, **({"User": user} if user else {})},
+        "config": {"Entrypoint": entrypoint, "Env": ["PATH=/usr/local/bin:/usr/bin:/bin"],
+                   **({"User": user} if user else {})},
         "rootfs": {"type": "layers", "diff_ids": [_digest(uncompressed)]},
     }, sort_keys=True).encode()
     manifest = json.dumps({
@@ -107,14 +108,15 @@ def push(registry: str, repository: str, tag: str, built: Image) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``registry.py push URL REPOSITORY TAG ENTRYPOINT_JSON USER INSIDE=FILE...`` (run in the
-    control namespace, where the registry listens)."""
-    if len(argv) < 7 or argv[1] != "push":
+    """``registry.py push URL SPEC.json`` (run in the control namespace, where the registry
+    listens): SPEC is a list of {"repository", "tag", "entrypoint", "user", "files": {inside: local}}."""
+    if len(argv) != 4 or argv[1] != "push":
         print(main.__doc__, file=sys.stderr)
         return 2
-    url, repository, tag, entrypoint, user = argv[2:7]
-    files = dict((inside, Path(local)) for inside, local in (item.split("=", 1) for item in argv[7:]))
-    push(url, repository, tag, image(files, entrypoint=json.loads(entrypoint), user=user))
+    for item in json.loads(Path(argv[3]).read_text()):
+        built = image({inside: Path(local) for inside, local in item["files"].items()},
+                      entrypoint=item["entrypoint"], user=item.get("user", ""))
+        push(argv[2], item["repository"], item["tag"], built)
     return 0
 
 

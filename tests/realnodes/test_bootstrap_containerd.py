@@ -8,25 +8,11 @@ import re
 import shlex
 from pathlib import Path
 
-import yaml
 from nodes import RealNodes
-from realnode_site import MIRROR, PAUSE
+from realnode_site import MIRROR, PAUSE, write_inventory
 from toolset import CONTAINERD_23, KUBERNETES_NEWEST
 
 CRICTL = "crictl --runtime-endpoint unix:///run/containerd/containerd.sock"
-
-
-def write_inventory(nodes: RealNodes, path: Path, **bootstrap: object) -> Path:
-    data = {
-        "cluster": "realnodes",
-        "defaults": {"user": "root", "transport": "ssh", "ssh": {"key_file": str(nodes.client_key)},
-                     "stack": {"kubernetes": KUBERNETES_NEWEST, "containerd": CONTAINERD_23}},
-        "hosts": {node.name: {"address": node.address, "roles": ["control-plane"] if i == 0 else ["worker"]}
-                  for i, node in enumerate(nodes.nodes)},
-        "bootstrap": {"pod_subnet": "10.244.0.0/16", **bootstrap},
-    }
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
 
 
 def test_the_containerd_phase_configures_and_restarts_a_real_containerd(machines: RealNodes, tmp_path: Path) -> None:

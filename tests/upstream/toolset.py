@@ -30,6 +30,8 @@ CONTAINERD_23 = "2.3.7"
 CNI_PLUGINS = "1.10.0"
 #: The CNCF distribution registry the real nodes pull from (the air-gapped site's mirror).
 REGISTRY = "3.1.2"
+#: The CoreDNS kubeadm 1.37 deploys (constants.CoreDNSVersion).
+COREDNS = "1.14.6"
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,9 @@ TOOLS: tuple[Tool, ...] = (
     _kubernetes("kube-controller-manager", KUBERNETES_NEWEST),
     _kubernetes("kube-scheduler", KUBERNETES_NEWEST),
     _kubernetes("kubectl", KUBERNETES_NEWEST),
+    # The real nodes' kubelet (tests/realnodes): built with the control plane, sharing its packages.
+    _kubernetes("kubelet", KUBERNETES_NEWEST),
+    _kubernetes("kube-proxy", KUBERNETES_NEWEST),
     *_containerd(CONTAINERD_22),
     _kubernetes("kubeadm", KUBERNETES_DEMO_MINOR),
     Tool("crictl", "1.37.0", "sigs.k8s.io/cri-tools", "sigs.k8s.io/cri-tools/cmd/crictl",
@@ -122,6 +127,9 @@ TOOLS: tuple[Tool, ...] = (
     _cni_plugin("host-local", "ipam"),
     _cni_plugin("loopback", "main"),
     _cni_plugin("portmap", "meta"),
+    # The DNS add-on image kubeadm 1.37 deploys (constants.CoreDNSVersion), for the real nodes' mirror.
+    Tool("coredns", COREDNS, "github.com/coredns/coredns", "github.com/coredns/coredns",
+         ldflags=(f"-X github.com/coredns/coredns/coremain.GitCommit=v{COREDNS}",)),
     Tool("registry", REGISTRY, "github.com/distribution/distribution/v3",
          "github.com/distribution/distribution/v3/cmd/registry",
          ldflags=(f"-X github.com/distribution/distribution/v3/version.version=v{REGISTRY}",)),

@@ -107,6 +107,7 @@ def _common(settings: ClusterSettings, host: Host, timeouts: Timeouts) -> dict[s
         "advertise_address": _ip_or_none(host.address),
         "bind_port": 6443,
         "timeouts": timeouts,
+        "allow_cgroup_v1": settings.allow_cgroup_v1,
     }
 
 

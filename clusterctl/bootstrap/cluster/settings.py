@@ -87,6 +87,9 @@ class ClusterSettings:
     network: NetworkSettings = field(default_factory=NetworkSettings)
     addons: AddonSettings = field(default_factory=AddonSettings)
     alerts: AlertSettings = field(default_factory=AlertSettings)
+    #: ``bootstrap.allow_cgroup_v1``: kubelet's ``failCgroupV1: false`` and kubeadm's
+    #: SystemVerification preflight skipped, which kubelet 1.35+ needs on a cgroup v1 host.
+    allow_cgroup_v1: bool = False
 
 
 # --- reading ---------------------------------------------------------------------------------------------
@@ -100,7 +103,7 @@ endpoint = endpoint_setting
 #: Fields of the inventory's ``bootstrap:`` section that the cluster phases read.
 CLUSTER_FIELDS: tuple[str, ...] = (
     "kubernetes_version", "control_plane_endpoint", "pod_subnet", "service_subnet", "cri_socket",
-    "image_repository", "cluster_name", "network", "addons", "alerts",
+    "image_repository", "cluster_name", "network", "addons", "alerts", "allow_cgroup_v1",
 )
 
 
@@ -143,6 +146,7 @@ def settings_from_mapping(
         network=network,
         addons=check_addons(data.get("addons"), f"{where}.addons"),
         alerts=check_alerts(data.get("alerts"), f"{where}.alerts"),
+        allow_cgroup_v1=data.get("allow_cgroup_v1") is True,
     )
 
 

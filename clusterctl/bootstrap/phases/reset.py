@@ -74,6 +74,8 @@ class ResetState:
     iptables_rules: int = 0
     ipvs: bool = False
     leftover_dirs: list[str] = field(default_factory=list)
+    #: Those of ``leftover_dirs`` that are mount points (a kubelet or etcd disk): emptied, not removed.
+    mount_points: list[str] = field(default_factory=list)
     clusterctl_paths: list[str] = field(default_factory=list)
     #: clusterctl's first backup of containerd's config, when asked for and different from now.
     containerd_backup: str | None = None
@@ -184,6 +186,9 @@ class Reset(Phase[ResetState]):
             mine = (ours_node and any(cc.exists(ctx, p) for p in KUBEADM_KUBELET_FILES) if folder == "/var/lib/kubelet"
                     else ours_etcd and cc.exists(ctx, ETCD_MEMBER_DIR))
             (state.leftover_dirs if force or mine else state.left).append(folder)
+            if (force or mine) and ctx.reader.run(f"mountpoint -q {folder}", sudo=True, timeout=30).ok:
+                # A data disk mounted there: the folder itself cannot go ("Device or resource busy").
+                state.mount_points.append(folder)
         if state.journal is not None:
             self._check_journal_rest(ctx, state, force=force)
         else:
@@ -300,7 +305,12 @@ class Reset(Phase[ResetState]):
         if state.ipvs:
             changes.append(Change.run(host, "ipvsadm --clear", summary=f"clear IPVS tables left by kube-proxy{mark}"))
         for folder in state.leftover_dirs:
-            changes.append(Change.run(host, f"rm -rf {q(folder)}", summary=f"remove what is left in {folder}{mark}"))
+            if folder in state.mount_points:
+                changes.append(Change.run(host, f"find {q(folder)} -mindepth 1 -maxdepth 1 -exec rm -rf -- {{}} +",
+                                          summary=f"remove what is left in {folder} (a mount point: kept){mark}"))
+            else:
+                changes.append(Change.run(host, f"rm -rf {q(folder)}",
+                                          summary=f"remove what is left in {folder}{mark}"))
         if state.clusterctl_paths:
             changes.append(Change.run(host, "rm -rf " + " ".join(q(p) for p in state.clusterctl_paths),
                                       summary=f"remove clusterctl's cluster files{mark}"))

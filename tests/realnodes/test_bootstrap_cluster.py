@@ -1,0 +1,146 @@
+"""``clusterctl bootstrap`` brings up a real two-node cluster over SSH: containerd, ``kubeadm init``
+on rn1 and ``kubeadm join`` of rn2 with clusterctl's rendered configurations, a real kubelet
+starting the static pods kubeadm wrote from them, images from the site's mirror only.
+
+Phases left out, each for a reason of this machine or of the tier: preflight (GPU and driver
+checks: the nodes have no GPU), kernel (``modprobe``: this kernel has no loadable modules and no
+``/lib/modules``), packages (the packages are installed from the site's .debs, not through an
+apt repository yet), nvidia-runtime (no GPU), network (Calico's and Flannel's images are not
+built here: the site's bridge CNI stands in), gpu-addons, topology-labels, alert-rules, the GPU
+health node agent and its access, verify (GPU pods): all about GPUs the nodes do not have.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nodes import RealNodes
+from realnode_site import MIRROR, write_inventory
+from toolset import KUBERNETES_NEWEST
+
+SKIPPED = ("preflight,kernel,packages,nvidia-runtime,network,gpu-addons,topology-labels,alert-rules,"
+           "node-agent-access,node-agent,verify")
+KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
+
+
+def _kubectl(nodes: RealNodes, inventory: Path, args: str) -> str:
+    result = nodes.clusterctl("-i", str(inventory), "-l", "rn1", "-o", "json", "exec", "--sudo", "--",
+                              f"{KUBECTL} {args}", timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return str(json.loads(result.stdout)["hosts"][0]["stdout"])
+
+
+#: What a node's files look like to clusterctl and kubeadm: /etc, kubelet's and etcd's folders.
+WATCHED = ("upper/etc", "data/var/lib/kubelet", "data/var/lib/etcd")
+#: Written by the node's own services whatever clusterctl does (journald, systemd, dpkg, ssh).
+NOT_OURS = ("upper/etc/machine-id", "upper/etc/.pwd.lock", "upper/etc/ld.so.cache")
+
+
+def node_files(nodes: RealNodes) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for node in nodes.nodes:
+        files: set[str] = set()
+        for watched in WATCHED:
+            for folder, _dirs, names in os.walk(node.folder / watched):
+                for name in names:
+                    relative = str(Path(folder, name).relative_to(node.folder))
+                    if relative not in NOT_OURS:
+                        files.add(relative)
+        found[node.name] = files
+    return found
+
+
+@pytest.fixture(scope="module")
+def fleet(kubernetes_machines: RealNodes, tmp_path_factory: pytest.TempPathFactory) -> tuple[RealNodes, Path, Path]:
+    """The nodes, their inventory and one state folder for the module (bootstrap's undo journals
+    must reach reset)."""
+    folder = tmp_path_factory.mktemp("fleet")
+    inventory = write_inventory(kubernetes_machines, folder / "inventory.yaml",
+                                registry_mirrors={"registry.k8s.io": [MIRROR]}, runtime="runtimeclass",
+                                allow_cgroup_v1=True)
+    return kubernetes_machines, inventory, folder / "state"
+
+
+BEFORE: dict[str, set[str]] = {}
+
+
+def test_bootstrap_brings_up_a_two_node_cluster(fleet: tuple[RealNodes, Path, Path]) -> None:
+    nodes, inventory, state = fleet
+    BEFORE.update(node_files(nodes))
+    run = nodes.clusterctl("-i", str(inventory), "bootstrap", "--state-dir", str(state), "--skip-phases", SKIPPED,
+                           "--yes", timeout=900)
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
+    ready = _kubectl(nodes, inventory, "wait --for=condition=Ready node --all --timeout=180s && "
+                                       f"{KUBECTL} get nodes -o json")
+    listed = json.loads(ready[ready.index("{"):])
+    assert sorted(n["metadata"]["name"] for n in listed["items"]) == ["rn1", "rn2"]
+    for node in listed["items"]:
+        assert node["status"]["nodeInfo"]["kubeletVersion"] == f"v{KUBERNETES_NEWEST}"
+        assert node["status"]["nodeInfo"]["containerRuntimeVersion"] == "containerd://2.3.7"
+    # The API server answering is the static pod kubelet started from the manifest kubeadm wrote
+    # from clusterctl's ClusterConfiguration (its certSANs, subnets, endpoint).
+    pod = json.loads(_kubectl(nodes, inventory, "get pod -n kube-system kube-apiserver-rn1 -o json"))
+    assert pod["status"]["phase"] == "Running"
+    assert pod["metadata"]["annotations"]["kubernetes.io/config.source"] == "file"
+    command = pod["spec"]["containers"][0]["command"]
+    assert "--service-cluster-ip-range=10.96.0.0/12" in command
+    assert "--advertise-address=10.250.0.1" in command
+    config = nodes.sh("rn1", "cat /var/lib/kubelet/config.yaml").stdout
+    assert "failCgroupV1: false" in config and "cgroupDriver: systemd" in config
+
+
+def _node(nodes: RealNodes, inventory: Path, name: str) -> dict[str, Any]:
+    return dict(json.loads(_kubectl(nodes, inventory, f"get node {name} -o json")))
+
+
+def test_quarantine_and_release_act_on_the_real_node(fleet: tuple[RealNodes, Path, Path]) -> None:
+    nodes, inventory, _ = fleet
+    if not BEFORE:
+        pytest.skip("needs the cluster of test_bootstrap_brings_up_a_two_node_cluster")
+    out = nodes.clusterctl("-i", str(inventory), "quarantine", "rn2", "--reason", "real-node tier",
+                           "--code", "REALNODES_CHECK", "--yes", timeout=300)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    node = _node(nodes, inventory, "rn2")
+    assert node["spec"].get("unschedulable") is True
+    assert {"key": "clusterctl.dev/unhealthy", "value": "REALNODES_CHECK", "effect": "NoSchedule"} in [
+        {k: t.get(k) for k in ("key", "value", "effect")} for t in node["spec"].get("taints", [])]
+    back = nodes.clusterctl("-i", str(inventory), "release", "rn2", "--skip-checks", "--yes", timeout=300)
+    assert back.returncode == 0, back.stdout[-4000:] + back.stderr[-2000:]
+    node = _node(nodes, inventory, "rn2")
+    assert not node["spec"].get("unschedulable")
+    assert not [t for t in node["spec"].get("taints", []) if t["key"] == "clusterctl.dev/unhealthy"]
+
+
+def test_remove_node_takes_the_worker_out(fleet: tuple[RealNodes, Path, Path]) -> None:
+    nodes, inventory, _ = fleet
+    if not BEFORE:
+        pytest.skip("needs the cluster of test_bootstrap_brings_up_a_two_node_cluster")
+    out = nodes.clusterctl("-i", str(inventory), "remove-node", "rn2", "--yes", timeout=600)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    listed = json.loads(_kubectl(nodes, inventory, "get nodes -o json"))
+    assert [n["metadata"]["name"] for n in listed["items"]] == ["rn1"]
+    left = nodes.sh("rn2", "systemctl is-active kubelet; test -e /etc/kubernetes/kubelet.conf && echo joined "
+                           "|| echo not-joined", check=False).stdout.split()
+    assert left == ["inactive", "not-joined"], left
+
+
+def test_reset_leaves_the_nodes_as_bootstrap_found_them(fleet: tuple[RealNodes, Path, Path]) -> None:
+    nodes, inventory, state = fleet
+    if not BEFORE:
+        pytest.skip("needs the cluster of test_bootstrap_brings_up_a_two_node_cluster")
+    reset = nodes.clusterctl("-i", str(inventory), "reset", "--state-dir", str(state), "--yes", timeout=600)
+    assert reset.returncode == 0, reset.stdout[-6000:] + reset.stderr[-3000:]
+    for node in nodes.nodes:
+        left = nodes.sh(node.name, "systemctl is-active kubelet; crictl --runtime-endpoint "
+                                   "unix:///run/containerd/containerd.sock pods -q | wc -l", check=False).stdout.split()
+        assert left == ["inactive", "0"], (node.name, left)
+    after = node_files(nodes)
+    for name, files in after.items():
+        assert files - BEFORE[name] == set(), f"{name}: left behind"
+        assert BEFORE[name] - files == set(), f"{name}: removed what was there before"
+    again = nodes.clusterctl("-i", str(inventory), "reset", "--state-dir", str(state), "--yes", timeout=600)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
