@@ -33,6 +33,7 @@ from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kube_nodes import NodeState, parse_node_list
 from clusterctl.quarantine import node_ops
 from clusterctl.quarantine.cluster_lease import ClusterLease, Hold
+from clusterctl.quarantine.policy import Action, Wanted, decide
 from clusterctl.quarantine.run import QuarantineRequest, control_plane, quarantine_node, utc_now
 
 if TYPE_CHECKING:
@@ -75,9 +76,11 @@ def judge(node: NodeState | None, out: set[str], limit: int) -> tuple[str, str]:
         missing = [what for what, there in (("taint", tainted), ("cordon", node.unschedulable),
                                             ("annotations", noted)) if not there]
         return "complete", f"a half-finished quarantine (no {', no '.join(missing)}): finished"
-    if len(out) >= limit:
-        return "held", f"{len(out)} host(s) out of service already, the most --max-unavailable allows ({limit})"
-    return "act", "in service"
+    # In service: the cap is the one quarantine decision's (policy.decide), as for health --quarantine.
+    (decision,) = decide([Wanted(node.name, drain=False, reason="in service")], out_of_service=out, limit=limit)
+    if decision.action is Action.HELD:
+        return "held", decision.reason
+    return "act", decision.reason
 
 
 def read_nodes(transport: Transport) -> dict[str, NodeState]:
