@@ -46,6 +46,9 @@ def test_endpoint_health_reads_each_endpoint() -> None:
     assert [h.endpoint for h in healthy] == ["http://127.0.0.1:2379", "http://127.0.0.1:32379",
                                              "http://127.0.0.1:22379"]
     assert all(h.healthy and h.error == "" for h in healthy) and healthy[0].took == "520.835µs"
+    recorded = parse_endpoint_health(read_fixture("etcdctl", "endpoint-health-one-down-etcd-3.7.json"))
+    assert [h.healthy for h in recorded] == [True, True, False]
+    assert recorded[2].error == "context deadline exceeded" and recorded[2].took == "5.001754516s"
     sick = parse_endpoint_health(read_fixture("etcdctl", "endpoint-health-unhealthy.json"))
     assert not any(h.healthy for h in sick) and sick[0].error == "etcdserver: user name is empty"
 

@@ -116,6 +116,9 @@ TOOLS: tuple[Tool, ...] = (
     _kubernetes("kube-controller-manager", KUBERNETES_OLDEST, optional=True),
     _kubernetes("kube-scheduler", KUBERNETES_OLDEST, optional=True),
     Tool("etcd", ETCD, "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3"),
+    # remove-node's etcd path runs etcdctl (in a control plane's etcd pod): its command lines are
+    # proven against real etcd members (test_real_etcdctl.py).
+    Tool("etcdctl", ETCD, "go.etcd.io/etcd/etcdctl/v3", "go.etcd.io/etcd/etcdctl/v3"),
     Tool("kwok", "0.8.0", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok",
          ldflags=("-X sigs.k8s.io/kwok/pkg/consts.Version=v0.8.0",),
          # kwok runs no stage unless given some: nodes Ready with heartbeats, pods Running.
