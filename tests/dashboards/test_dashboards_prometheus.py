@@ -7,16 +7,13 @@ served as recorded (tests/fixtures/dashboards/README.md), clusterctl's own textf
 
 from __future__ import annotations
 
-import itertools
 import json
 import shutil
 import subprocess
-import threading
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +26,7 @@ from clusterctl.dashboards.measured import textfile_text
 from clusterctl.dashboards.render import render
 from clusterctl.findings import Finding, Severity
 from tests.fixture_files import read_fixture
+from tests.metrics_targets import MetricsTargets
 
 PROMETHEUS = shutil.which("prometheus")
 PROMTOOL = shutil.which("promtool")
@@ -58,40 +56,6 @@ def lab_inputs() -> DashboardInputs:
                       {g: f"mlx5_{g // 2 * 2}" for g in range(8)}),
         DashboardHost(A30, "r1", "NVIDIA A30", (0, 1, 2), ()),
     ), tuple(links), tuple(nccl))
-
-
-class Targets:
-    """Loopback exporters: each serves one text (or the next of a cycle of texts, per scrape)."""
-
-    def __init__(self) -> None:
-        self.servers: list[ThreadingHTTPServer] = []
-
-    def serve(self, texts: list[str]) -> int:
-        cycle = itertools.cycle(texts)
-        lock = threading.Lock()
-
-        class Metrics(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                with lock:
-                    body = next(cycle).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                return
-
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Metrics)
-        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
-        self.servers.append(httpd)
-        return int(httpd.server_address[1])
-
-    def close(self) -> None:
-        for httpd in self.servers:
-            httpd.shutdown()
-            httpd.server_close()
 
 
 def _free_port() -> int:
@@ -124,7 +88,7 @@ def _wait(check: Callable[[], bool], timeout: float, what: str) -> None:
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     folder = tmp_path_factory.mktemp("prometheus")
-    targets = Targets()
+    targets = MetricsTargets()
     ksm = read_fixture("dashboards", "kube-state-metrics-nodes-edited.prom")
     # The A30 host is cordoned on every other scrape: a host that flaps.
     cordoned = f'kube_node_spec_unschedulable{{node="{A30}"}}'

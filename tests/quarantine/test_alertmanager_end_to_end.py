@@ -13,9 +13,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 from certs import make_pki
@@ -29,6 +27,7 @@ from clusterctl.inventory.loader import load_inventory
 from clusterctl.quarantine.receiver import Remediator, serve
 from clusterctl.quarantine.webhook_server import ListenAddress, Security, TokenFile, tls_context
 from clusterctl.transport.factory import ConnectOptions, make_connector
+from tests.metrics_targets import MetricsTargets
 
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
 PROMETHEUS = shutil.which("prometheus")
@@ -47,25 +46,11 @@ def free_port() -> int:
 
 @pytest.fixture
 def exporter() -> Iterator[int]:
-    class Metrics(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(METRICS)))
-            self.end_headers()
-            self.wfile.write(METRICS)
-
-        def log_message(self, *args: Any) -> None:
-            return
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Metrics)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-    thread.start()
+    targets = MetricsTargets()
     try:
-        yield httpd.server_address[1]
+        yield targets.serve([METRICS])
     finally:
-        httpd.shutdown()
-        httpd.server_close()
+        targets.close()
 
 
 def start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
