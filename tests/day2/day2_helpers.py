@@ -13,21 +13,28 @@ DEMO_SURVEY = REPO / "tests" / "bootstrap_cluster" / "fixtures" / "demo-survey.j
 _BOOTSTRAPPED: dict[str, Path] = {}
 
 
-def bootstrap_once(cache: Path) -> Path:
-    """The demo cluster after 'clusterctl bootstrap', made once per session and copied for each test."""
+def _bootstrap(inventory: Path, *, state: Path, progress: Path) -> None:
+    """'clusterctl bootstrap' of ``inventory`` with its mock hosts' state in ``state`` (the test's own
+    CLUSTERCTL_MOCK_STATE given back after)."""
     from clirun import clusterctl
 
+    saved = os.environ.get("CLUSTERCTL_MOCK_STATE")
+    os.environ["CLUSTERCTL_MOCK_STATE"] = str(state)
+    try:
+        done = clusterctl("-i", inventory, "bootstrap", "--survey", DEMO_SURVEY, "--state-dir", progress)
+    finally:
+        if saved is None:
+            os.environ.pop("CLUSTERCTL_MOCK_STATE", None)
+        else:
+            os.environ["CLUSTERCTL_MOCK_STATE"] = saved
+    assert done.exit_code == 0, done.output
+
+
+def bootstrap_once(cache: Path) -> Path:
+    """The demo cluster after 'clusterctl bootstrap', made once per session and copied for each test."""
+
     if "demo" not in _BOOTSTRAPPED:
-        saved = os.environ.get("CLUSTERCTL_MOCK_STATE")
-        os.environ["CLUSTERCTL_MOCK_STATE"] = str(cache)
-        try:
-            done = clusterctl("-i", DEMO, "bootstrap", "--survey", DEMO_SURVEY, "--state-dir", cache / "progress")
-        finally:
-            if saved is None:
-                os.environ.pop("CLUSTERCTL_MOCK_STATE", None)
-            else:
-                os.environ["CLUSTERCTL_MOCK_STATE"] = saved
-        assert done.exit_code == 0, done.output
+        _bootstrap(DEMO, state=cache, progress=cache / "progress")
         _BOOTSTRAPPED["demo"] = cache
     return _BOOTSTRAPPED["demo"]
 
@@ -49,21 +56,9 @@ def three_control_planes(folder: Path) -> Path:
 def bootstrap_three_once(cache: Path) -> tuple[Path, Path]:
     """The three-control-plane demo after 'clusterctl bootstrap' (its inventory, its mock state), made once
     per session and copied for each test."""
-    from clirun import clusterctl
 
     if "3cp" not in _BOOTSTRAPPED:
-        inventory = three_control_planes(cache)
-        state = cache / "state"
-        saved = os.environ.get("CLUSTERCTL_MOCK_STATE")
-        os.environ["CLUSTERCTL_MOCK_STATE"] = str(state)
-        try:
-            done = clusterctl("-i", inventory, "bootstrap", "--survey", DEMO_SURVEY, "--state-dir", cache / "progress")
-        finally:
-            if saved is None:
-                os.environ.pop("CLUSTERCTL_MOCK_STATE", None)
-            else:
-                os.environ["CLUSTERCTL_MOCK_STATE"] = saved
-        assert done.exit_code == 0, done.output
+        _bootstrap(three_control_planes(cache), state=cache / "state", progress=cache / "progress")
         _BOOTSTRAPPED["3cp"] = cache
     cache = _BOOTSTRAPPED["3cp"]
     return cache / "demo-3cp.yaml", cache / "state"
