@@ -31,6 +31,7 @@ from realnode_site import (
     sudo_deb,
     write_inventory,
 )
+from toolset import KUBERNETES_DEMO_MINOR
 
 
 @pytest.fixture(scope="module")
@@ -56,15 +57,17 @@ def machines() -> Iterator[RealNodes]:
 
 @pytest.fixture(scope="module")
 def kubernetes_machines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNodes]:
-    """``machines`` with pkgs.k8s.io's kubelet, kubeadm and kubectl installed (built from their
-    modules, with the upstream units) and the site's mirror filled with the images
-    ``clusterctl bootstrap artifacts`` lists for the control-plane phase."""
+    """``machines`` with pkgs.k8s.io's kubelet, kubeadm and kubectl of Kubernetes 1.36 installed
+    (built from their modules, with the upstream units: the cluster comes up at 1.36 and is
+    upgraded to 1.37) and the site's mirror filled with the images ``clusterctl bootstrap
+    artifacts`` lists for the control-plane phase."""
     skip_unless_possible()
-    packages = [sudo_deb(), containerd_deb(), cri_tools_deb(), cni_deb(), *kubernetes_debs()]
+    packages = [sudo_deb(), containerd_deb(), cri_tools_deb(), cni_deb(), *kubernetes_debs(KUBERNETES_DEMO_MINOR)]
     with RealNodes(2) as nodes:
         nodes.install(packages)
         nodes.write_site_cni()
         start_mirror(nodes)
-        inventory = write_inventory(nodes, tmp_path_factory.mktemp("site") / "inventory.yaml")
+        inventory = write_inventory(nodes, tmp_path_factory.mktemp("site") / "inventory.yaml",
+                                    kubernetes=KUBERNETES_DEMO_MINOR)
         push_images(nodes, mirror_images(nodes, inventory))
         yield nodes

@@ -20,7 +20,7 @@ import registry
 import yaml
 from nodes import CONTROL_ADDRESS, RealNodes, unavailable_reason
 from real_tools import find_tool
-from toolset import CNI_PLUGINS, CONTAINERD_23, COREDNS, ETCD, KUBERNETES_NEWEST, REGISTRY, cache_folder
+from toolset import CNI_PLUGINS, CONTAINERD_23, KUBERNETES_NEWEST, REGISTRY, TOOLS, cache_folder
 
 #: The sandbox image clusterctl's containerd config names for Kubernetes 1.37 (kubeadm's PauseVersion).
 PAUSE = "3.10.2"
@@ -98,12 +98,12 @@ def push_images(nodes: RealNodes, spec: list[dict[str, object]]) -> None:
 
 
 
-def write_inventory(nodes: RealNodes, path: Path, **bootstrap: object) -> Path:
+def write_inventory(nodes: RealNodes, path: Path, *, kubernetes: str = KUBERNETES_NEWEST, **bootstrap: object) -> Path:
     """The nodes as a site's inventory: root over SSH, the pinned Kubernetes and containerd."""
     data = {
         "cluster": "realnodes",
         "defaults": {"user": "root", "transport": "ssh", "ssh": {"key_file": str(nodes.client_key)},
-                     "stack": {"kubernetes": KUBERNETES_NEWEST, "containerd": CONTAINERD_23}},
+                     "stack": {"kubernetes": kubernetes, "containerd": CONTAINERD_23}},
         "hosts": {node.name: {"address": node.address, "roles": ["control-plane"] if i == 0 else ["worker"]}
                   for i, node in enumerate(nodes.nodes)},
         "bootstrap": {"pod_subnet": "10.244.0.0/16", **bootstrap},
@@ -112,13 +112,21 @@ def write_inventory(nodes: RealNodes, path: Path, **bootstrap: object) -> Path:
     return path
 
 
-#: Images this tier can make, by name: (tool, version, path of the binary in the upstream image).
+#: Images this tier can make, by name: (the tool whose binary it holds, the binary's path in the
+#: upstream image). The version is the tag's (``v1.36.3``, ``3.6.8-0``): one built in toolset.py.
 BUILDABLE = {
-    **{f"registry.k8s.io/{name}": (name, KUBERNETES_NEWEST, f"/usr/local/bin/{name}")
+    **{f"registry.k8s.io/{name}": (name, f"/usr/local/bin/{name}")
        for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy")},
-    "registry.k8s.io/etcd": ("etcd", ETCD, "/usr/local/bin/etcd"),
-    "registry.k8s.io/coredns/coredns": ("coredns", COREDNS, "/coredns"),
+    "registry.k8s.io/etcd": ("etcd", "/usr/local/bin/etcd"),
+    "registry.k8s.io/coredns/coredns": ("coredns", "/coredns"),
 }
+
+
+def _built_version(tool: str, tag: str) -> str | None:
+    """The toolset version an image tag stands for (``v1.14.2`` -> 1.14.2; etcd's ``3.6.8-0`` ->
+    3.6.8), or None when toolset.py builds no such version."""
+    version = tag.lstrip("v").split("-", 1)[0]
+    return version if any(t.name == tool and t.version == version for t in TOOLS) else None
 
 
 def mirror_images(nodes: RealNodes, inventory: Path,
@@ -126,22 +134,25 @@ def mirror_images(nodes: RealNodes, inventory: Path,
     """What the site mirrors, as ``clusterctl bootstrap artifacts`` lists it (it reads each host's
     /etc/os-release over SSH) for the phases that run (pause is there already): each image made
     from its built binary. The list is proven by use: an image it leaves out is missing from the
-    mirror and the air-gapped bring-up fails."""
+    mirror and the air-gapped bring-up (or upgrade) fails."""
     listed = nodes.clusterctl("-i", str(inventory), "-o", "json", "bootstrap", "artifacts", timeout=300)
     assert listed.returncode == 0, listed.stdout[-3000:] + listed.stderr[-3000:]
     out: list[dict[str, object]] = []
     for item in json.loads(listed.stdout)["artifacts"]:
         if item["kind"] != "image" or item["phase"] not in phases or item["name"] == "registry.k8s.io/pause":
             continue
-        if item["name"] not in BUILDABLE:
-            pytest.fail(f"bootstrap artifacts names {item['reference']}, which this tier cannot build", pytrace=False)
-        tool, version, inside = BUILDABLE[item["name"]]
+        tool, inside = BUILDABLE.get(item["name"], ("", ""))
+        version = _built_version(tool, item["version"]) if tool else None
+        if version is None:
+            pytest.fail(f"bootstrap artifacts names {item['reference']}, which this tier cannot build "
+                        "(tests/upstream/toolset.py builds no such version)", pytrace=False)
         out.append({"repository": item["name"].removeprefix("registry.k8s.io/"), "tag": item["version"],
                     "entrypoint": [inside], "files": {inside: str(find_tool(tool, version))}})
     return out
 
 
-def kubernetes_debs() -> list[Path]:
-    kubelet, kubeadm, kubectl = (find_tool(name, KUBERNETES_NEWEST) for name in ("kubelet", "kubeadm", "kubectl"))
-    packages = debs.kubernetes_packages(KUBERNETES_NEWEST, kubelet, kubeadm, kubectl)
+def kubernetes_debs(version: str = KUBERNETES_NEWEST) -> list[Path]:
+    """pkgs.k8s.io's kubelet, kubeadm and kubectl of one Kubernetes release, from the built binaries."""
+    kubelet, kubeadm, kubectl = (find_tool(name, version) for name in ("kubelet", "kubeadm", "kubectl"))
+    packages = debs.kubernetes_packages(version, kubelet, kubeadm, kubectl)
     return [debs.build(package, debs_folder()) for package in packages]

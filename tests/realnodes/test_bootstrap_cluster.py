@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from nodes import RealNodes
-from realnode_site import MIRROR, write_inventory
-from toolset import KUBERNETES_NEWEST
+from realnode_site import MIRROR, mirror_images, push_images, write_inventory
+from toolset import COREDNS, ETCD, KUBERNETES_DEMO_MINOR, KUBERNETES_NEWEST
 
 SKIPPED = ("preflight,kernel,packages,nvidia-runtime,network,gpu-addons,topology-labels,alert-rules,"
            "node-agent-access,node-agent,verify")
@@ -59,7 +60,7 @@ def fleet(kubernetes_machines: RealNodes, tmp_path_factory: pytest.TempPathFacto
     """The nodes, their inventory and one state folder for the module (bootstrap's undo journals
     must reach reset)."""
     folder = tmp_path_factory.mktemp("fleet")
-    inventory = write_inventory(kubernetes_machines, folder / "inventory.yaml",
+    inventory = write_inventory(kubernetes_machines, folder / "inventory.yaml", kubernetes=KUBERNETES_DEMO_MINOR,
                                 registry_mirrors={"registry.k8s.io": [MIRROR]}, runtime="runtimeclass",
                                 allow_cgroup_v1=True)
     return kubernetes_machines, inventory, folder / "state"
@@ -79,7 +80,7 @@ def test_bootstrap_brings_up_a_two_node_cluster(fleet: tuple[RealNodes, Path, Pa
     listed = json.loads(ready[ready.index("{"):])
     assert sorted(n["metadata"]["name"] for n in listed["items"]) == ["rn1", "rn2"]
     for node in listed["items"]:
-        assert node["status"]["nodeInfo"]["kubeletVersion"] == f"v{KUBERNETES_NEWEST}"
+        assert node["status"]["nodeInfo"]["kubeletVersion"] == f"v{KUBERNETES_DEMO_MINOR}"
         assert node["status"]["nodeInfo"]["containerRuntimeVersion"] == "containerd://2.3.7"
     # The API server answering is the static pod kubelet started from the manifest kubeadm wrote
     # from clusterctl's ClusterConfiguration (its certSANs, subnets, endpoint).
@@ -91,6 +92,63 @@ def test_bootstrap_brings_up_a_two_node_cluster(fleet: tuple[RealNodes, Path, Pa
     assert "--advertise-address=10.250.0.1" in command
     config = nodes.sh("rn1", "cat /var/lib/kubelet/config.yaml").stdout
     assert "failCgroupV1: false" in config and "cgroupDriver: systemd" in config
+
+
+def _pin_kubernetes(inventory: Path, version: str) -> None:
+    """What the user does after the upgrade (its note says so): the inventory pins the new version."""
+    data = yaml.safe_load(inventory.read_text())
+    data["defaults"]["stack"]["kubernetes"] = version
+    inventory.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def _image_tag(pod: dict[str, Any]) -> str:
+    return str(pod["spec"]["containers"][0]["image"]).rsplit(":", 1)[1]
+
+
+def test_upgrade_apply_moves_the_cluster_one_minor(fleet: tuple[RealNodes, Path, Path]) -> None:
+    """``upgrade apply --to 1.37.2`` on the cluster bootstrap brought up at 1.36.3: kubeadm 1.37's
+    ``upgrade apply`` on rn1 (control plane, etcd, CoreDNS, kube-proxy), ``upgrade node`` on rn2,
+    each node drained, its kubelet and kubectl upgraded from the site's packages, restarted and
+    back Ready; then ``bootstrap plan`` with the old pin refuses the downgrade, and with the pin
+    moved plans none."""
+    nodes, inventory, state = fleet
+    if not BEFORE:
+        pytest.skip("needs the cluster of test_bootstrap_brings_up_a_two_node_cluster")
+    # The site mirrors the target's images first, as 'bootstrap artifacts' lists them for the new pin.
+    target = write_inventory(nodes, inventory.with_name("target.yaml"), kubernetes=KUBERNETES_NEWEST)
+    push_images(nodes, mirror_images(nodes, target))
+    run = nodes.clusterctl("-i", str(inventory), "upgrade", "apply", "--to", KUBERNETES_NEWEST, "--state-dir",
+                           str(state), "--yes", timeout=1800)
+    assert run.returncode == 0, run.stdout[-8000:] + run.stderr[-3000:]
+    listed = json.loads(_kubectl(nodes, inventory, "get nodes -o json"))
+    for node in listed["items"]:
+        ready = [c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready"]
+        assert ready == ["True"], node["metadata"]["name"]
+        assert node["status"]["nodeInfo"]["kubeletVersion"] == f"v{KUBERNETES_NEWEST}"
+        assert not node["spec"].get("unschedulable"), node["metadata"]["name"]
+    for node in nodes.nodes:
+        assert nodes.sh(node.name, "kubelet --version").stdout.split() == ["Kubernetes", f"v{KUBERNETES_NEWEST}"]
+    # The static pods kubelet runs are the ones kubeadm 1.37 rewrote, etcd and CoreDNS moved with them.
+    api = json.loads(_kubectl(nodes, inventory, "get pod -n kube-system kube-apiserver-rn1 -o json"))
+    assert _image_tag(api) == f"v{KUBERNETES_NEWEST}" and api["status"]["phase"] == "Running"
+    assert api["metadata"]["annotations"]["kubernetes.io/config.source"] == "file"
+    etcd = json.loads(_kubectl(nodes, inventory, "get pod -n kube-system etcd-rn1 -o json"))
+    assert _image_tag(etcd) == f"{ETCD}-0"
+    coredns = json.loads(_kubectl(nodes, inventory, "get deployment -n kube-system coredns -o json"))
+    assert coredns["spec"]["template"]["spec"]["containers"][0]["image"].endswith(f":v{COREDNS}")
+    # Nothing is left to do: a second plan to the same version finds every node up to date.
+    again = nodes.clusterctl("-i", str(inventory), "-o", "json", "upgrade", "plan", "--to", KUBERNETES_NEWEST,
+                             timeout=600)
+    assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]
+    assert [h["status"] for h in json.loads(again.stdout)["hosts"]] == ["up to date", "up to date"]
+    # The inventory still pins 1.36.3: bootstrap must not plan the downgrade (issue #33, item 3).
+    old_pin = nodes.clusterctl("-i", str(inventory), "bootstrap", "plan", "--skip-phases", SKIPPED, timeout=600)
+    assert old_pin.returncode == 2, old_pin.stdout[-4000:] + old_pin.stderr[-2000:]
+    assert f"{KUBERNETES_DEMO_MINOR}" in old_pin.stderr and "downgrade" in old_pin.stderr
+    _pin_kubernetes(inventory, KUBERNETES_NEWEST)
+    new_pin = nodes.clusterctl("-i", str(inventory), "bootstrap", "plan", "--skip-phases", SKIPPED, timeout=600)
+    assert new_pin.returncode == 0, new_pin.stdout[-4000:] + new_pin.stderr[-2000:]
+    assert "--allow-downgrades" not in new_pin.stdout and "kubeadm init" not in new_pin.stdout
 
 
 def _node(nodes: RealNodes, inventory: Path, name: str) -> dict[str, Any]:

@@ -23,6 +23,9 @@ KUBERNETES_DEMO_MINOR = "1.36.3"
 KUBERNETES_OLDEST = "1.35.4"
 #: The etcd kubeadm 1.37 deploys (``constants.DefaultEtcdVersion`` = 3.7.0-0).
 ETCD = "3.7.0"
+#: The etcd kubeadm 1.36 deploys for Kubernetes 1.36 (``constants.SupportedEtcdVersion[36]`` =
+#: 3.6.8-0): the real nodes' cluster comes up at 1.36 and is upgraded to 1.37, etcd with it.
+ETCD_DEMO_MINOR = "3.6.8"
 #: The demo's containerd pin (inventories/demo.yaml) and the newest 2.3 patch the proxy serves.
 CONTAINERD_22 = "2.2.1"
 CONTAINERD_23 = "2.3.7"
@@ -32,6 +35,9 @@ CNI_PLUGINS = "1.10.0"
 REGISTRY = "3.1.2"
 #: The CoreDNS kubeadm 1.37 deploys (constants.CoreDNSVersion).
 COREDNS = "1.14.6"
+#: The CoreDNS kubeadm 1.36 deploys (constants.CoreDNSVersion = v1.14.2), for the real nodes'
+#: bring-up at 1.36 before their upgrade.
+COREDNS_DEMO_MINOR = "1.14.2"
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,14 @@ TOOLS: tuple[Tool, ...] = (
     _kubernetes("kube-proxy", KUBERNETES_NEWEST),
     *_containerd(CONTAINERD_22),
     _kubernetes("kubeadm", KUBERNETES_DEMO_MINOR),
+    # The real nodes' cluster comes up at 1.36 and is upgraded to 1.37 (tests/realnodes): 1.36's
+    # control plane, kubelet, kube-proxy and kubectl, one build with 1.36's kubeadm.
+    _kubernetes("kube-apiserver", KUBERNETES_DEMO_MINOR),
+    _kubernetes("kube-controller-manager", KUBERNETES_DEMO_MINOR),
+    _kubernetes("kube-scheduler", KUBERNETES_DEMO_MINOR),
+    _kubernetes("kubectl", KUBERNETES_DEMO_MINOR),
+    _kubernetes("kubelet", KUBERNETES_DEMO_MINOR),
+    _kubernetes("kube-proxy", KUBERNETES_DEMO_MINOR),
     Tool("crictl", "1.37.0", "sigs.k8s.io/cri-tools", "sigs.k8s.io/cri-tools/cmd/crictl",
          ldflags=("-X sigs.k8s.io/cri-tools/pkg/version.Version=v1.37.0",)),
     _kubernetes("kubeadm", KUBERNETES_OLDEST),
@@ -116,6 +130,8 @@ TOOLS: tuple[Tool, ...] = (
     _kubernetes("kube-controller-manager", KUBERNETES_OLDEST, optional=True),
     _kubernetes("kube-scheduler", KUBERNETES_OLDEST, optional=True),
     Tool("etcd", ETCD, "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3"),
+    # The etcd of the real nodes' 1.36 cluster (kubeadm 1.37's upgrade moves it to ETCD).
+    Tool("etcd", ETCD_DEMO_MINOR, "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3"),
     # remove-node's etcd path runs etcdctl (in a control plane's etcd pod): its command lines are
     # proven against real etcd members (test_real_etcdctl.py).
     Tool("etcdctl", ETCD, "go.etcd.io/etcd/etcdctl/v3", "go.etcd.io/etcd/etcdctl/v3"),
@@ -133,6 +149,8 @@ TOOLS: tuple[Tool, ...] = (
     # The DNS add-on image kubeadm 1.37 deploys (constants.CoreDNSVersion), for the real nodes' mirror.
     Tool("coredns", COREDNS, "github.com/coredns/coredns", "github.com/coredns/coredns",
          ldflags=(f"-X github.com/coredns/coredns/coremain.GitCommit=v{COREDNS}",)),
+    Tool("coredns", COREDNS_DEMO_MINOR, "github.com/coredns/coredns", "github.com/coredns/coredns",
+         ldflags=(f"-X github.com/coredns/coredns/coremain.GitCommit=v{COREDNS_DEMO_MINOR}",)),
     Tool("registry", REGISTRY, "github.com/distribution/distribution/v3",
          "github.com/distribution/distribution/v3/cmd/registry",
          ldflags=(f"-X github.com/distribution/distribution/v3/version.version=v{REGISTRY}",)),
