@@ -287,7 +287,7 @@ class _Reader(NodeReader):
         path = f"{field}.{key}" if field else key
         if key in HOST_FIELDS and key not in spec:
             return self.error(f"'{key}' can only be set on a host, not here.", line=line, field=path)
-        hint = values.did_you_mean(key, spec) or "Valid fields: " + ", ".join(sorted(spec)) + "."
+        hint = values.unknown_field_hint(key, sorted(spec))
         return self.error(f"unknown field '{key}'.", line=line, field=path, hint=hint)
 
     def settings(
@@ -298,7 +298,7 @@ class _Reader(NodeReader):
         name = field.rsplit(".", 1)[-1]
         mapping = self.mapping(
             node, field, must_be=must_be or f"'{name}' must be a mapping of settings",
-            hint=hint or "Valid fields: " + ", ".join(sorted(spec)) + ".",
+            hint=hint or values.fields_hint(sorted(spec)),
         )
         section = _Section()
         for entry in mapping.entries:
