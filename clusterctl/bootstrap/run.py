@@ -15,7 +15,15 @@ from clusterctl.changes import ChangeKind
 from clusterctl.engine.lock import DEFAULT_LOCK_PATH
 from clusterctl.engine.phase import Phase as EnginePhase
 from clusterctl.engine.progress import DONE, ProgressStore, RunPlace
-from clusterctl.engine.run import HostPhaseResult, RunReport, RunSettings, SkipReason, Status, run_phases
+from clusterctl.engine.run import (
+    HostPhaseResult,
+    RunReport,
+    RunSettings,
+    SkipReason,
+    Status,
+    not_needed_message,
+    run_phases,
+)
 from clusterctl.errors import UsageError
 from clusterctl.secret import mask_text
 
@@ -235,8 +243,9 @@ def converged_hosts(store: ProgressStore | None, phases: Sequence[Phase[Any]], h
         if not entry:
             return False
         status = entry.get("status")
-        return status in DONE or (status == "skipped" and entry.get("message") in (SkipReason.NOT_THIS_HOST.value,
-                                                                                    SkipReason.CONFIRMED.value))
+        message = str(entry.get("message") or "")
+        return status in DONE or (status == "skipped" and (
+            message in (SkipReason.NOT_THIS_HOST.value, SkipReason.CONFIRMED.value) or not_needed_message(message)))
 
     return frozenset(h.name for h in hosts if all(finished(previous.hosts.get(h.name, {}).get(p)) for p in per_host))
 

@@ -378,6 +378,7 @@ class _Reader(NodeReader):
             profile=self.profile(host_def, merged.get("profile"), transport),
             mock_state=self.mock_state(merged.get("mock_state")),
             stack=StackPin(**{k: s.value for k, s in stack.items() if s.value is not None}),
+            gpus=value("gpus", True),
             vars=tuple(values.mask_secrets({k: s.value for k, s in free_vars.items()}).items()),
             source=f"{self.file}:{host_def.line}",
         )
@@ -491,6 +492,7 @@ DEFAULT_FIELDS: dict[str, FieldReader] = {
     "user": _text("user"),
     "roles": lambda r, node, field: r.roles(node, field),
     "rack": _text("rack"),
+    "gpus": lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else values.boolean(v, "gpus")),
     "labels": lambda r, node, field: r.free_mapping(node, field, text_values=True),
     "transport": lambda r, node, field: r.scalar(node, field, values.transport),
     "profile": _text("profile"),

@@ -165,6 +165,23 @@ def boolean(value: Any, what: str) -> bool:
     raise BadValue(f"{what} must be true or false, not {describe(value)}.")
 
 
+#: Ansible's spellings of a boolean (its ``bool`` filter), as an INI inventory gives them: text.
+ANSIBLE_TRUE = ("true", "yes", "on", "1")
+ANSIBLE_FALSE = ("false", "no", "off", "0")
+
+
+def ansible_boolean(value: Any, what: str) -> bool:
+    """A boolean as Ansible reads one: YAML's true/false, or INI text such as ``false``, ``no``, ``0``."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, (str, int)) else None
+    if text in ANSIBLE_TRUE:
+        return True
+    if text in ANSIBLE_FALSE:
+        return False
+    raise BadValue(f"{what} must be true or false, not {describe(value)}.", hint="Write true or false.")
+
+
 def positive_number(value: Any, what: str) -> float:
     number = _number(value)
     if number is None or number <= 0:
