@@ -151,6 +151,7 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
              restore_containerd: bool = False, force: bool = False, yes: bool = False,
              without_survey: bool = False, purge_packages: bool = False, allow_downgrade: bool = False) -> None:
     from clusterctl.bootstrap.run import BootstrapRequest, downgrade_refusal, run, write_plan_files
+    from clusterctl.bootstrap.run_data import RunOptions
     from clusterctl.inventory.limit import select_hosts
 
     inventory = app.inventory()
@@ -160,10 +161,10 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
         hosts = tuple(h for h in hosts if h.name in keep)
     if not dry_run:
         _confirm_bootstrap(phase, skip_phases, [h.name for h in hosts], yes=yes)
+    options = RunOptions(restore_containerd=restore_containerd, force=force, without_survey=without_survey,
+                         purge_packages=purge_packages, allow_downgrade=allow_downgrade)
     request = BootstrapRequest(apply=not dry_run, phase=phase, skip_phases=skip_phases, resume=resume,
-                               force_unlock=force_unlock, state_dir=state_dir, survey=survey,
-                               restore_containerd=restore_containerd, force=force, without_survey=without_survey,
-                               purge_packages=purge_packages, allow_downgrade=allow_downgrade)
+                               force_unlock=force_unlock, state_dir=state_dir, survey=survey, options=options)
     show = None if app.machine_output else (lambda p, r: _print_phase(app, p, r, plan=dry_run))
     with app.runner() as runner:
         report = run(inventory, hosts, runner, request, on_phase=show)

@@ -93,12 +93,12 @@ def settings_mapping(value: Any, where: str) -> Mapping[str, Any]:
 
 
 def _known(data: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
-    from clusterctl.inventory.values import did_you_mean
+    from clusterctl.inventory.values import unknown_field_hint
 
     for key in data:
         if key not in known:
             raise UsageError(f"unknown field '{key}'.", field=f"{where}.{key}",
-                             hint=did_you_mean(str(key), known) or "Valid fields: " + ", ".join(known) + ".")
+                             hint=unknown_field_hint(str(key), known))
 
 
 def text_setting(value: Any, where: str) -> str:

@@ -28,8 +28,9 @@ from nodes import CONTROL_ADDRESS, RealNodes
 
 PORT = 8081
 URL = f"http://{CONTROL_ADDRESS}:{PORT}/"
-#: The apt source's name in the inventory (``/etc/apt/sources.list.d/clusterctl-site.sources``).
-SOURCE_NAME = "site"
+#: The apt source's name in the inventory (``/etc/apt/sources.list.d/clusterctl-kubernetes.sources``):
+#: it replaces the upstream ``kubernetes`` source, where ``upgrade plan`` looks for the next kubeadm.
+SOURCE_NAME = "kubernetes"
 KEY_UID = "clusterctl real-node tier apt repository <noreply@example.invalid>"
 
 

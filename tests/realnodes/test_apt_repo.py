@@ -59,7 +59,7 @@ def test_the_repository_keeps_every_version_and_is_signed(tmp_path: Path) -> Non
     assert key.startswith("-----BEGIN PGP PUBLIC KEY BLOCK-----") and "PRIVATE" not in key
     assert not list(grown.folder.rglob("*.key")) and not (grown.folder / "private-keys-v1.d").exists()
     assert grown.bootstrap_settings() == {
-        "apt_repos": [{"name": "site", "url": apt_repo.URL, "suites": ["/"], "key_file": str(grown.key_file)}],
+        "apt_repos": [{"name": "kubernetes", "url": apt_repo.URL, "suites": ["/"], "key_file": str(grown.key_file)}],
         "apt_repos_only": True}
 
 
