@@ -30,7 +30,7 @@ class NodeReader:
         """``entry``'s key is one of ``known``; else "unknown field" at its line (``field``: its path)."""
         if entry.key not in known:
             raise self.error(f"unknown field '{entry.key}'.", line=entry.key_line, field=field,
-                             hint=values.unknown_field_hint(entry.key, known))
+                             hint=values.did_you_mean(entry.key, known) or values.fields_hint(known))
 
     def mapping(self, node: Node, field: str, *, must_be: str, hint: str | None = None) -> Mapping:
         """``node`` as a mapping (empty for a key with no value), else the error "{must_be}, not ..."."""
