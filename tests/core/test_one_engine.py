@@ -68,18 +68,21 @@ def _imports_from(module: str) -> dict[str, set[str]]:
     return found
 
 
-#: Runners still outside the engine, by name: ``heal`` takes the host's lock around its escalation steps.
+#: Runners still outside the engine's phases, by name: ``heal`` takes the host's lock around its
+#: escalation steps (through ``take_locks``).
 NOT_ON_THE_ENGINE_YET = ("heal/run.py",)
 
 
 def test_no_command_runs_steps_under_locks_of_its_own() -> None:
-    """Host locks are taken and given back inside ``run_phases`` only: a command gets them by being
+    """Host locks are taken and given back inside ``engine/run.py`` only, and a command gets them by being
     phases on the engine (upgrade once took the engine's locks and ran its own steps under them)."""
     places = [p for name in ("acquire", "acquire_then", "release") for p in _calls(name, on="host_lock")]
-    assert places and _outside(places, ("engine/run.py", *NOT_ON_THE_ENGINE_YET)) == []
+    assert places and _outside(places, ("engine/run.py",)) == []
     beyond = {path: names for path, names in _imports_from("clusterctl.engine.lock").items()
               if not path.startswith(("engine/", *NOT_ON_THE_ENGINE_YET)) and names - {"DEFAULT_LOCK_PATH"}}
     assert beyond == {}
+    taken = _calls("take_locks") + _calls("give_back_locks")
+    assert _outside(taken, ("engine/", *NOT_ON_THE_ENGINE_YET)) == []
 
 
 def test_no_command_writes_a_progress_file_of_its_own() -> None:
