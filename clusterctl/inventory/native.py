@@ -287,7 +287,7 @@ class _Reader(NodeReader):
         path = f"{field}.{key}" if field else key
         if key in HOST_FIELDS and key not in spec:
             return self.error(f"'{key}' can only be set on a host, not here.", line=line, field=path)
-        hint = values.unknown_field_hint(key, sorted(spec))
+        hint = values.did_you_mean(key, spec) or values.fields_hint(sorted(spec))
         return self.error(f"unknown field '{key}'.", line=line, field=path, hint=hint)
 
     def settings(

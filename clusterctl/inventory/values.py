@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -63,12 +63,6 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
 def fields_hint(fields: Iterable[str]) -> str:
     """``Valid fields: a, b.``: the hint of a section that is not a mapping or has an unknown field."""
     return "Valid fields: " + ", ".join(fields) + "."
-
-
-def unknown_field_hint(key: str, fields: Collection[str]) -> str:
-    """The hint for an unknown field ``key``: the nearest of ``fields``, else all of them."""
-    return did_you_mean(key, fields) or fields_hint(fields)
-
 
 def one_of_hint(word: str, choices: Iterable[str]) -> str:
     options = list(choices)

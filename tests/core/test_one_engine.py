@@ -48,6 +48,23 @@ def test_there_is_one_host_lock() -> None:
     assert _outside(places, LOCK_PRIMITIVE_OWNERS) == []
 
 
+def test_host_locks_are_taken_and_given_back_through_the_engine() -> None:
+    """Outside ``engine/`` no module takes or gives back a host lock itself (``heal`` did): it calls
+    ``engine.run.take_locks``/``give_back_locks`` or runs as phases, so every lock is released on Ctrl-C."""
+    allowed = {"LockInfo", "DEFAULT_LOCK_PATH", "HostLocked", "STALE_AFTER_S"}
+    found = []
+    for path in sorted(PRODUCT.rglob("*.py")):
+        if path.is_relative_to(PRODUCT / "engine"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            names = {a.name for a in node.names}
+            if (node.module == "clusterctl.engine.lock" and names - allowed) or \
+                    (node.module == "clusterctl.engine" and "lock" in names):
+                found.append(f"{path.relative_to(PRODUCT)}:{node.lineno}")
+    assert found == []
+
 
 def test_progress_is_kept_by_the_engine_alone() -> None:
     places = _calls("ProgressStore") + _calls("progress_path") + _calls("default_state_dir")
