@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.node import parse_os_release
@@ -15,6 +17,8 @@ from clusterctl.facts.sections import MARKER_FILES, cat_missing, ls_failed, sect
 from clusterctl.facts.table import numbered_lines
 
 _WHAT = "package facts"
+T = TypeVar("T")
+
 DPKG_FORMAT = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"
 _NOT_FOUND = re.compile(r"^dpkg-query: no packages found matching (\S+)$")
 
@@ -89,12 +93,15 @@ def parse_packages_probe(text: str) -> PackageFacts:
         section = sections.get(name)
         return section.text if section is not None else ""
 
-    try:
-        release = parse_os_release(body("os-release")) if "=" in body("os-release") else {}
-        packages = parse_dpkg_query(body("packages"))
-        holds = parse_showhold(body("holds")) if "not found" not in body("holds") else frozenset()
-    except ParseError as exc:
-        raise ParseError(_WHAT, exc.reason, line=exc.line, text=exc.text) from None
+    def read(name: str, parse: Callable[[str], T]) -> T:
+        try:
+            return parse(body(name))
+        except ParseError as exc:  # an absent section reads as empty, which every parser here takes
+            raise sections[name].error(_WHAT, exc) from None
+
+    release = read("os-release", parse_os_release) if "=" in body("os-release") else {}
+    packages = read("packages", parse_dpkg_query)
+    holds = read("holds", parse_showhold) if "not found" not in body("holds") else frozenset()
     arch = body("arch").strip() or None
     if arch is not None and not re.fullmatch(r"[a-z0-9]+", arch):
         arch = None
