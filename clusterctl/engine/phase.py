@@ -105,6 +105,9 @@ class Phase(ABC, Generic[State, Context]):
     #: the run is interrupted inside this phase, the engine undoes what the phase applied on that
     #: host before it stops (the write-ahead journal covers a harder stop).
     undo_on_interrupt: ClassVar[bool] = False
+    #: Leaves nothing on the host to read back (``kubeadm upgrade node``): on ``--resume``, the progress
+    #: file saying this host finished it in the run being resumed is enough, though its plan has changes.
+    done_when_recorded: ClassVar[bool] = False
     #: After a rollback, run ``verify`` again and say whether the host is back to working
     #: (containerd: it answers on the old config).
     verify_after_rollback: ClassVar[bool] = False
@@ -122,6 +125,14 @@ class Phase(ABC, Generic[State, Context]):
         before it connects, so ``ctx.reader`` must not be used here. By default: ``role``.
         """
         return self.role is None or self.role in ctx.host.roles
+
+    def not_needed(self, ctx: Context) -> str | None:
+        """Why this phase has nothing to do on this host although it applies to its role, as the
+        report says it (pyinfra's no-op reasons): ``"the host has no GPUs"``; ``None``: it runs.
+
+        Decided like ``applies_to`` (``ctx.host``, ``ctx.inventory``, ``ctx.options``; no reads).
+        """
+        return None
 
     @abstractmethod
     def check(self, ctx: Context) -> State:

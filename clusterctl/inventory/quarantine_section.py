@@ -59,14 +59,8 @@ def _codes(value: Any, what: str) -> frozenset[str]:
 
 
 def read_quarantine(r: NodeReader, node: Node, field: str) -> QuarantineConfig:
-    settings = r.mapping(node, field, must_be="'quarantine' must be a mapping of settings",
-                         hint="Valid fields: " + ", ".join(FIELDS) + ".")
     out: dict[str, Any] = {}
-    for entry in settings.entries:
-        sub = f"{field}.{entry.key}"
-        if entry.key not in FIELDS:
-            raise r.error(f"unknown field '{entry.key}'.", line=entry.key_line, field=sub,
-                          hint=values.did_you_mean(entry.key, FIELDS) or "Valid fields: " + ", ".join(FIELDS) + ".")
+    for entry, sub in r.settings_entries(node, field, FIELDS):
         raw = to_python(entry.value)
         try:
             if entry.key == "heal":
@@ -105,15 +99,8 @@ def _steps(value: Any, what: str) -> tuple[str, ...]:
 
 
 def read_heal(r: NodeReader, node: Node, field: str) -> HealConfig:
-    settings = r.mapping(node, field, must_be=f"'{field}' must be a mapping of settings",
-                         hint="Valid fields: " + ", ".join(HEAL_FIELDS) + ".")
     out: dict[str, Any] = {}
-    for entry in settings.entries:
-        sub = f"{field}.{entry.key}"
-        if entry.key not in HEAL_FIELDS:
-            raise r.error(f"unknown field '{entry.key}'.", line=entry.key_line, field=sub,
-                          hint=values.did_you_mean(entry.key, HEAL_FIELDS)
-                          or "Valid fields: " + ", ".join(HEAL_FIELDS) + ".")
+    for entry, sub in r.settings_entries(node, field, HEAL_FIELDS):
         raw = to_python(entry.value)
         try:
             if entry.key == "passes":

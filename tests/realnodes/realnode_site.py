@@ -14,13 +14,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "upstream"))
 
+import apt_repo
 import debs
 import images
 import registry
 import yaml
 from nodes import CONTROL_ADDRESS, RealNodes, unavailable_reason
 from real_tools import find_tool
-from toolset import CNI_PLUGINS, CONTAINERD_23, KUBERNETES_NEWEST, REGISTRY, TOOLS, cache_folder
+from toolset import CNI_PLUGINS, CONTAINERD_23, KUBERNETES_DEMO_MINOR, KUBERNETES_NEWEST, REGISTRY, TOOLS, cache_folder
 
 #: The sandbox image clusterctl's containerd config names for Kubernetes 1.37 (kubeadm's PauseVersion).
 PAUSE = "3.10.2"
@@ -99,14 +100,16 @@ def push_images(nodes: RealNodes, spec: list[dict[str, object]]) -> None:
 
 
 def write_inventory(nodes: RealNodes, path: Path, *, kubernetes: str = KUBERNETES_NEWEST, **bootstrap: object) -> Path:
-    """The nodes as a site's inventory: root over SSH, the pinned Kubernetes and containerd."""
+    """The nodes as a site's inventory: root over SSH, the pinned Kubernetes and containerd, no GPUs
+    (``gpus: false``), and once the site's apt repository is served (``start_apt_repo``) that
+    repository as the nodes' only package source."""
     data = {
         "cluster": "realnodes",
         "defaults": {"user": "root", "transport": "ssh", "ssh": {"key_file": str(nodes.client_key)},
-                     "stack": {"kubernetes": kubernetes, "containerd": CONTAINERD_23}},
+                     "gpus": False, "stack": {"kubernetes": kubernetes, "containerd": CONTAINERD_23}},
         "hosts": {node.name: {"address": node.address, "roles": ["control-plane"] if i == 0 else ["worker"]}
                   for i, node in enumerate(nodes.nodes)},
-        "bootstrap": {"pod_subnet": "10.244.0.0/16", **bootstrap},
+        "bootstrap": {"pod_subnet": "10.244.0.0/16", **apt_repo.served_settings(nodes), **bootstrap},
     }
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
@@ -151,7 +154,56 @@ def mirror_images(nodes: RealNodes, inventory: Path,
     return out
 
 
-def kubernetes_debs(version: str = KUBERNETES_NEWEST) -> list[Path]:
+def site_debs() -> list[Path]:
+    """Every package the site makes from the built tools: Docker's containerd.io and pkgs.k8s.io's
+    kubelet, kubeadm, kubectl (of Kubernetes 1.36 and 1.37: the cluster is upgraded from one to
+    the other), cri-tools and kubernetes-cni."""
+    return [containerd_deb(), *kubernetes_debs(KUBERNETES_DEMO_MINOR), *kubernetes_debs(KUBERNETES_NEWEST),
+            cri_tools_deb(), cni_deb()]
+
+
+#: What pkgs.k8s.io's repository carries beside the packages bootstrap pins, which those depend on
+#: (kubelet: kubernetes-cni; kubeadm: cri-tools): a site mirroring the repository has them too.
+DEPENDENCIES = ("cri-tools", "kubernetes-cni")
+
+
+def apt_debs(nodes: RealNodes, inventory: Path) -> list[Path]:
+    """What the site's apt repository holds, as ``clusterctl bootstrap artifacts`` lists it: each
+    ``apt-package`` item the site's .deb of that name and version, with the dependencies the
+    upstream repository carries. The list is proven by use: a package it leaves out is missing
+    from the repository and the packages phase fails; one the site cannot make fails here."""
+    listed = nodes.clusterctl("-i", str(inventory), "-o", "json", "bootstrap", "artifacts", timeout=300)
+    assert listed.returncode == 0, listed.stdout[-3000:] + listed.stderr[-3000:]
+    made = site_debs()
+    out: list[Path] = []
+    for item in json.loads(listed.stdout)["artifacts"]:
+        if item["kind"] != "apt-package":
+            continue
+        wanted = str(item["version"])
+        deb = next((path for path in made if path.name.split("_")[0] == item["name"]
+                    and _version_matches(path.name.split("_")[1], wanted)), None)
+        if deb is None:
+            pytest.fail(f"bootstrap artifacts names {item['reference']}, which this site does not package "
+                        f"(it makes {', '.join(sorted(p.name for p in made))})", pytrace=False)
+        out.append(deb)
+    return out + [path for path in made if path.name.split("_")[0] in DEPENDENCIES]
+
+
+def _version_matches(version: str, wanted: str) -> bool:
+    """``1.36.3-1.1`` against the artifact's ``1.36.3-*`` (apt's glob) or an exact version."""
+    return version.startswith(wanted[:-1]) if wanted.endswith("*") else version == wanted
+
+
+def start_apt_repo(nodes: RealNodes, packages: list[Path]) -> apt_repo.AptRepository:
+    """The site's apt repository with ``packages``, served on the control namespace; the nodes'
+    own apt sources moved aside, so it is the only one they have."""
+    repo = apt_repo.build(packages, apt_repo.folder_of(nodes))
+    apt_repo.serve(nodes, repo)
+    apt_repo.air_gap(nodes)
+    return repo
+
+
+def kubernetes_debs(version: str) -> list[Path]:
     """pkgs.k8s.io's kubelet, kubeadm and kubectl of one Kubernetes release, from the built binaries."""
     kubelet, kubeadm, kubectl = (find_tool(name, version) for name in ("kubelet", "kubeadm", "kubectl"))
     packages = debs.kubernetes_packages(version, kubelet, kubeadm, kubectl)
