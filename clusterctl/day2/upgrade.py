@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from clusterctl.bootstrap.apt_sources import chosen_repos
 from clusterctl.bootstrap.cluster.kubeadm import render_upgrade_config, upgrade_command
 from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.bootstrap.phases.packages import Packages
+from clusterctl.bootstrap.phases.packages import UPDATE, Packages
 from clusterctl.changes import Change
 from clusterctl.cluster_access import FIRST, NoCluster, command_failed, on_control_plane
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
@@ -230,10 +230,15 @@ def _stack_phases() -> list[EnginePhase[Any, Any]]:
 
 
 def _apt(host: str, names: Sequence[str], target: Version) -> Change:
+    """kubeadm's documented line: unhold, ``apt-get update``, install ``X-*``, hold. The update is
+    not only for a new minor's source: a site's one mirror (a flat repository holding every
+    version) gains the target after the bring-up read its lists, and apt offers only what its
+    lists name ("Version '1.37.2-*' for 'kubeadm' was not found")."""
     q = " ".join(shlex.quote(n) for n in names)
     pins = " ".join(shlex.quote(f"{n}={target.apt}") for n in names)
-    return Change.run(host, f"apt-mark unhold {q} && {INSTALL} {pins} && apt-mark hold {q}", env=APT_ENV,
-                      timeout_s=600, summary=f"upgrade {', '.join(names)} to {target.text} (unhold, install, hold)")
+    return Change.run(host, f"apt-mark unhold {q} && {UPDATE} && {INSTALL} {pins} && apt-mark hold {q}",
+                      env=APT_ENV, timeout_s=600,
+                      summary=f"upgrade {', '.join(names)} to {target.text} (unhold, update, install, hold)")
 
 
 #: What the packages phase plans for the Kubernetes apt source of the target minor (the kubeadm phase makes it).
