@@ -321,7 +321,7 @@ class KubeadmUpgrade(UpgradePhase):
     def plan(self, ctx: PhaseContext, state: NodeAssessment) -> list[Change]:
         name, target = ctx.host.name, self.rollout.target
         # kubeadm's UpgradeConfiguration (v1beta4) on stdin: the target, certificate renewal, etcd, image pulls.
-        config = render_upgrade_config(target.tag).encode()
+        config = render_upgrade_config(target.tag, allow_cgroup_v1=ctx.inventory.bootstrap.allow_cgroup_v1).encode()
         if name == self.rollout.first_cp:
             if self.rollout.at_target(read_control_plane(ctx.reader)):
                 return []

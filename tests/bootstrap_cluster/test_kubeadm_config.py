@@ -170,6 +170,17 @@ def test_upgrade_config_names_the_target_in_every_section_that_reads_one() -> No
     assert kubeadm.upgrade_command("node") == "kubeadm upgrade node --config /dev/stdin"
 
 
+def test_upgrade_config_skips_the_cgroup_v1_check_only_where_the_inventory_allows_cgroup_v1() -> None:
+    """Real kubeadm 1.37's ``upgrade apply`` preflight refused the real nodes' cgroup v1 host
+    (``[ERROR SystemVerification]: cgroups v1 support is deprecated``) as init's does; the
+    simulated kubeadm never checked it."""
+    (allowed,) = check_v1beta4(kubeadm.render_upgrade_config("v1.37.2", allow_cgroup_v1=True))
+    for section in ("plan", "apply", "node"):
+        assert allowed[section]["ignorePreflightErrors"] == ["SystemVerification"], section
+    (default,) = check_v1beta4(kubeadm.render_upgrade_config("v1.37.2"))
+    assert not any("ignorePreflightErrors" in default[section] for section in ("plan", "apply", "node"))
+
+
 def test_the_schema_refuses_a_misspelt_upgrade_field() -> None:
     """The check can fail: the schema knows UpgradeConfiguration's sections field by field."""
     misspelt = kubeadm.render_upgrade_config("v1.37.2").replace("etcdUpgrade:", "etcdUpgrde:")

@@ -105,7 +105,9 @@ def test_reset_and_upgrade_configs_pass_the_real_kubeadm(kubernetes: str, upstre
     validate`` does not decode an UpgradeConfiguration at all, so the command's stderr is read too."""
     kubeadm = upstream_tool("kubeadm", kubernetes)
     reset, upgrade = reset_and_upgrade_configs(kubernetes)
-    for config in (reset, upgrade):
+    # bootstrap.allow_cgroup_v1's upgrade configuration: SystemVerification skipped in every section.
+    cgroup_v1 = kubeadm_config.render_upgrade_config(f"v{kubernetes}", allow_cgroup_v1=True).encode()
+    for config in (reset, upgrade, cgroup_v1):
         done = validate(kubeadm, config, tmp_path)
         assert done.returncode == 0, done.stderr
     sandbox = Sandbox(tmp_path / "host", {"kubeadm": kubeadm})
@@ -115,10 +117,11 @@ def test_reset_and_upgrade_configs_pass_the_real_kubeadm(kubernetes: str, upstre
     # The reset configuration's fields reached kubeadm: kubeadm's tmp folder is among what it would empty.
     assert "[dryrun] Would delete contents of directories: [/etc/kubernetes/manifests /etc/kubernetes/pki " \
         "/etc/kubernetes/tmp]" in done.stdout
-    for verb in ("node", "apply"):
+    for verb, config in (("node", upgrade), ("apply", upgrade), ("node", cgroup_v1), ("apply", cgroup_v1)):
         line = kubeadm_config.upgrade_command(verb, f"v{kubernetes}" if verb == "apply" else None)
-        done = sandbox.run(f"{line} --dry-run", upgrade)
+        done = sandbox.run(f"{line} --dry-run", config)
         assert "can not mix" not in done.stderr and "strict decoding" not in done.stderr, done.stderr
+        assert "unknown field" not in done.stderr, done.stderr
         # It got as far as the node's own checks (this sandbox has no kubelet): the configuration was taken.
         assert re.search(r"\[upgrade/preflight\] Running pre-?flight checks", done.stdout), done.output
 

@@ -203,13 +203,16 @@ def render_reset_config(cri_socket: str, *, timeouts: Timeouts | None = None,
                   skip_phases=skip_phases)
 
 
-def render_upgrade_config(target: str, *, timeouts: Timeouts | None = None) -> str:
+def render_upgrade_config(target: str, *, timeouts: Timeouts | None = None, allow_cgroup_v1: bool = False) -> str:
     """The UpgradeConfiguration ``kubeadm upgrade plan|apply|node --config /dev/stdin`` reads.
 
     ``target`` is the tag upgraded to (``v1.37.2``); ``upgrade node`` reads the cluster's version.
+    ``allow_cgroup_v1`` (``bootstrap.allow_cgroup_v1``): the preflight of ``upgrade apply`` and
+    ``upgrade node`` runs kubeadm's SystemVerification, which refuses a cgroup v1 host as init's does.
     """
     return render("kubeadm/upgrade-config.yaml.j2", kubernetes_version=target,
-                  image_pull_policy=UPGRADE_IMAGE_PULL_POLICY, timeouts=timeouts or Timeouts())
+                  image_pull_policy=UPGRADE_IMAGE_PULL_POLICY, timeouts=timeouts or Timeouts(),
+                  allow_cgroup_v1=allow_cgroup_v1)
 
 
 # --- commands (every value quoted; secrets only ever on stdin) -------------------------------------------
