@@ -8,6 +8,7 @@ from pathlib import Path
 from conftest_mock import write_cluster
 
 from clusterctl.inventory.loader import load_inventory
+from clusterctl.mock.profile import forget_profiles
 from clusterctl.mock.transport import MockTransport
 
 K8S_SOURCE = "echo 'deb https://pkgs.k8s.io/core:/stable:/v1.30/deb/ /' > /etc/apt/sources.list.d/k8s.list"
@@ -57,3 +58,23 @@ def test_file_tools_answer_by_the_name_they_were_called_by(tmp_path: Path) -> No
     assert refused.exit_code == 1
     assert refused.stderr == "rm: invalid option -- 'z'\nTry 'rm --help' for more information.\n"
     assert t.run("cat /tmp/abc").stdout == "a\nb\nc\n"
+
+
+def test_apt_offers_what_its_lists_had_at_the_last_update(tmp_path: Path) -> None:
+    """A version the repository gained after ``apt-get update`` is not offered until the next one,
+    as on a real host (the real nodes' site mirror gains Kubernetes 1.37 after the bring-up)."""
+    inventory = write_cluster(tmp_path)
+    t = node(inventory)
+    t.run(K8S_SOURCE)
+    assert t.run("apt-get update").ok
+    assert t.run("apt-get install -y 'kubeadm=1.30.2-*'").ok
+    profile = tmp_path / "profile" / "profile.yaml"
+    profile.write_text(profile.read_text().replace('kubeadm: {versions: ["1.30.1-1.1", "1.30.2-1.1"]',
+                                                   'kubeadm: {versions: ["1.30.1-1.1", "1.30.2-1.1", "1.30.3-1.1"]'))
+    forget_profiles()
+    t = node(inventory)  # the repository as it is now
+    stale = t.run("apt-get install -y 'kubeadm=1.30.3-*'")
+    assert (stale.exit_code, stale.stderr) == (100, "E: Version '1.30.3-*' for 'kubeadm' was not found\n")
+    assert t.run("apt-get update").ok
+    done = t.run("apt-get install -y 'kubeadm=1.30.3-*'")
+    assert done.ok and "Setting up kubeadm (1.30.3-1.1) ..." in done.stdout

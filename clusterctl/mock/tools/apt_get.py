@@ -49,6 +49,8 @@ def update(ctx: ToolContext) -> ToolResult:
     seen = [source for source in db.all_sources(ctx) if any(source in text for text in sources)]
     with ctx.host.edit() as data:
         data["apt_updated"] = seen
+        # The lists as fetched now: apt offers these versions until the next update.
+        data["apt_lists"] = {source: db.offered(ctx, source) for source in seen}
     lines = [f"Hit:{i} https://{source} InRelease" for i, source in enumerate(seen, 1)]
     return ToolResult("\n".join(lines) + ("\n" if lines else "") + "Reading package lists...\n")
 

@@ -122,22 +122,33 @@ def repository(ctx: ToolContext) -> dict[str, Available]:
 
 
 def visible(ctx: ToolContext, package: Available) -> bool:
-    """Whether apt can see the package: no source needed, or its source is configured and updated."""
-    if package.channels:
-        return bool(versions_seen(ctx, package))
-    if package.source is None:
+    """Whether apt can see the package: no source needed, or a source configured and updated since it had it."""
+    if not package.channels and package.source is None:
         return True
-    updated = ctx.host.read().get("apt_updated") or []
-    return package.source in updated
+    return bool(versions_seen(ctx, package))
 
 
 def versions_seen(ctx: ToolContext, package: Available) -> tuple[str, ...]:
-    """The versions apt offers: those of the package's sources that are configured and updated."""
+    """The versions apt offers: those of the package's sources that are configured and updated,
+    as the lists of the last ``apt-get update`` name them (a version the repository gained since
+    is not offered until the next update, as on a real host)."""
+    data = ctx.host.read()
+    updated = data.get("apt_updated") or []
+    lists = data.get("apt_lists") or {}
+
+    def listed(source: str | None, versions: tuple[str, ...]) -> tuple[str, ...]:
+        if source is None:
+            return versions
+        if source not in updated:
+            return ()
+        known = lists.get(source)
+        if not isinstance(known, dict):  # state written before the lists were kept
+            return versions
+        return tuple(v for v in versions if v in (known.get(package.name) or ()))
+
     if not package.channels:
-        return package.versions if visible(ctx, package) else ()
-    updated = ctx.host.read().get("apt_updated") or []
-    return tuple(v for source, versions in package.channels if source is None or source in updated
-                 for v in versions)
+        return listed(package.source, package.versions)
+    return tuple(v for source, versions in package.channels for v in listed(source, versions))
 
 
 def configured_sources(ctx: ToolContext) -> list[str]:
