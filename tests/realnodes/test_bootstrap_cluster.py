@@ -29,6 +29,8 @@ from toolset import COREDNS, ETCD, KUBERNETES_DEMO_MINOR, KUBERNETES_NEWEST
 
 SKIPPED = "kernel,network,gpu-addons,topology-labels,alert-rules,node-agent-access,node-agent,verify"
 KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
+#: The upgrade's cluster phases bootstrap left out above (no CNI or GPU add-on of clusterctl's here).
+UPGRADE_SKIPPED = "network,gpu-addons"
 
 
 def _kubectl(nodes: RealNodes, inventory: Path, args: str) -> str:
@@ -134,8 +136,13 @@ def test_upgrade_apply_moves_the_cluster_one_minor(fleet: tuple[RealNodes, Path,
     target = write_inventory(nodes, inventory.with_name("target.yaml"), kubernetes=KUBERNETES_NEWEST)
     apt_repo.build(apt_debs(nodes, target), apt_repo.folder_of(nodes))
     push_images(nodes, mirror_images(nodes, target))
-    run = nodes.clusterctl("-i", str(inventory), "upgrade", "apply", "--to", KUBERNETES_NEWEST, "--state-dir",
-                           str(state), "--yes", timeout=1800)
+    upgrade = ("-i", str(inventory), "upgrade", "apply", "--to", KUBERNETES_NEWEST, "--skip-phases", UPGRADE_SKIPPED,
+               "--state-dir", str(state), "--yes")
+    run = nodes.clusterctl(*upgrade, timeout=1800)
+    if run.returncode != 0 and "[ERROR CreateJob]" in run.stdout + run.stderr:
+        # kubeadm's health check gives its Job a fixed 60 s to complete (phases/upgrade/health.go),
+        # which a loaded 2-core machine can miss: the user's way on is to resume, as here.
+        run = nodes.clusterctl(*upgrade, "--resume", timeout=1800)
     assert run.returncode == 0, run.stdout[-8000:] + run.stderr[-3000:]
     listed = json.loads(_kubectl(nodes, inventory, "get nodes -o json"))
     for node in listed["items"]:
@@ -155,7 +162,7 @@ def test_upgrade_apply_moves_the_cluster_one_minor(fleet: tuple[RealNodes, Path,
     assert coredns["spec"]["template"]["spec"]["containers"][0]["image"].endswith(f":v{COREDNS}")
     # Nothing is left to do: a second plan to the same version finds every node up to date.
     again = nodes.clusterctl("-i", str(inventory), "-o", "json", "upgrade", "plan", "--to", KUBERNETES_NEWEST,
-                             timeout=600)
+                             "--skip-phases", UPGRADE_SKIPPED, timeout=600)
     assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]
     assert [h["status"] for h in json.loads(again.stdout)["hosts"]] == ["up to date", "up to date"]
     # The inventory still pins 1.36.3: bootstrap must not plan the downgrade (issue #33, item 3).
