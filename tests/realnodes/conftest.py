@@ -31,6 +31,7 @@ from realnode_site import (
     start_mirror,
     sudo_deb,
     write_inventory,
+    write_kubelet_defaults,
 )
 from toolset import KUBERNETES_DEMO_MINOR
 
@@ -68,6 +69,7 @@ def kubernetes_machines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Re
     with RealNodes(2) as nodes:
         nodes.install([sudo_deb()])
         nodes.write_site_cni()
+        write_kubelet_defaults(nodes)
         start_mirror(nodes)
         inventory = write_inventory(nodes, tmp_path_factory.mktemp("site") / "inventory.yaml",
                                     kubernetes=KUBERNETES_DEMO_MINOR)

@@ -5,6 +5,7 @@ overlayfs, no systemd) the tier skips with the exact reason."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -86,6 +87,21 @@ def start_mirror(nodes: RealNodes) -> None:
     pause = images.pause_binary(KUBERNETES_NEWEST, PAUSE, cache_folder() / "realnodes-images")
     push_images(nodes, [{"repository": "pause", "tag": PAUSE, "entrypoint": ["/pause"], "user": "65535:65535",
                          "files": {"/pause": str(pause)}}])
+
+
+#: The nodes' kubelets share this machine's one disk with everything else on it: kubelet's default
+#: hard eviction (``imagefs.available<15%``, ``nodefs.available<10%``) taints both nodes
+#: ``node.kubernetes.io/disk-pressure`` whenever the machine's disk is 85% full, whoever filled it,
+#: and then no pod is scheduled (kubeadm's upgrade health-check Job stayed Pending: "2 node(s) had
+#: untolerated taint(s)"). The site's kubelet flags (kubeadm's drop-in reads
+#: ``/etc/default/kubelet``) keep eviction for a disk that is really full.
+KUBELET_DEFAULTS = ("KUBELET_EXTRA_ARGS=--eviction-hard=memory.available<100Mi,nodefs.available<2%,"
+                    "nodefs.inodesFree<2%,imagefs.available<2%")
+
+
+def write_kubelet_defaults(nodes: RealNodes) -> None:
+    for node in nodes.nodes:
+        nodes.sh(node.name, f"printf '%s\\n' {shlex.quote(KUBELET_DEFAULTS)} > /etc/default/kubelet")
 
 
 def push_images(nodes: RealNodes, spec: list[dict[str, object]]) -> None:
