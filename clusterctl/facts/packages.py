@@ -27,12 +27,14 @@ _NOT_FOUND = re.compile(r"^dpkg-query: no packages found matching (\S+)$")
 class InstalledPackage:
     name: str
     version: str
-    #: dpkg's two/three-letter status: ``ii`` installed, ``rc`` removed with config left...
+    #: dpkg's two/three-letter status, the wanted action then the state: ``ii`` installed, ``hi``
+    #: installed and held (``apt-mark hold``), ``rc`` removed with config left...
     status: str
 
     @property
     def installed(self) -> bool:
-        return self.status.startswith("ii") and bool(self.version)
+        # The second letter is the package's state; the first is only what is wanted of it.
+        return self.status[1:2] == "i" and bool(self.version)
 
 
 def parse_dpkg_query(text: str) -> dict[str, InstalledPackage]:
