@@ -123,3 +123,27 @@ def test_since_takes_durations_only() -> None:
             HealthOptions(since=bad)
     with pytest.raises(UsageError):
         HealthOptions(level=4)
+
+
+def test_alike_hosts_share_their_facts_and_the_report_reads_as_if_each_had_its_own() -> None:
+    # Hosts printing identical outputs get one parsed object (facts.shared); their facts parts are made
+    # once and written once, yet each host's facts and the JSON are what each host alone would give.
+    import json
+
+    from clusterctl.cli.output import dump
+    from clusterctl.health.report import report_to_json
+    from clusterctl.health.summary import host_facts
+
+    healthy = read_fixture("nvidia-smi-q", "gpud-535.129.03-a10-pcie-remap-pending.txt")
+    probes = level0_probes(86400, 30)
+    texts = {name: f"### now\n2026-12-01T10:00:00\n@@rc 0\n### nvidia-smi-q\n{smi}@@rc 0\n"
+             for name, smi in (("a", healthy), ("b", healthy), ("c", healthy + "\n"))}
+    inputs = [HostInput(name, read_probes(text, probes)) for name, text in texts.items()]
+    report = judge(inputs)
+    a, b, c = report.hosts
+    assert a.facts["gpus"] is b.facts["gpus"]
+    assert c.facts["gpus"] is not a.facts["gpus"] and c.facts["gpus"] == a.facts["gpus"]  # a text of its own
+    alone = [host_facts(i.probe) for i in inputs if i.probe is not None]
+    assert [h.facts for h in report.hosts] == alone
+    written = json.loads(dump(report_to_json(report), "json"))
+    assert [h["facts"] for h in written["hosts"]] == json.loads(json.dumps(alone))
