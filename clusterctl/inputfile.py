@@ -25,6 +25,7 @@ LIMITS: dict[str, int] = {
     "nccl-settings": 16 * MiB,
     "benchmark-log": 64 * MiB,
     "survey": 256 * MiB,
+    "health-report": 256 * MiB,
     "inventory": 16 * MiB,
     "results": 64 * MiB,
     "tool output": 64 * MiB,
@@ -102,8 +103,6 @@ def read_state_file(path: str | os.PathLike[str], what: str, remedy: str) -> dic
     undo journal") and what to do (``remedy``), exit 2. A missing file raises ``FileNotFoundError``
     for the caller to word.
     """
-    import json
-
     where = os.fspath(path)
     try:
         with open(where, "rb") as handle:
@@ -119,13 +118,26 @@ def read_state_file(path: str | os.PathLike[str], what: str, remedy: str) -> dic
     except UnicodeDecodeError as exc:
         raise UsageError(f"not {what}: byte {exc.start + 1} is not UTF-8 text (the file is damaged or "
                          f"another program's). {remedy}", file=where) from None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"not {what}: not JSON ({exc.msg}, column {exc.colno}). {remedy}", file=where,
-                         line=exc.lineno) from None
-    except RecursionError:
-        raise UsageError(f"not {what}: JSON nested too deep. {remedy}", file=where) from None
+    value = _json_value(text, where, what, remedy)
     if not isinstance(value, dict):
         raise UsageError(f"not {what}: JSON, but not the object clusterctl writes. {remedy}", file=where)
     return value
+
+
+def read_json_input(source: str, kind: str, what: str) -> tuple[Any, str]:
+    """``(value, label)`` of a JSON file a user names (a saved survey, a health report, bench results),
+    read as ``read_text_input`` reads; text that is not JSON is a usage error naming the line."""
+    text, label = read_text_input(source, kind)
+    return _json_value(text, label, what, ""), label
+
+
+def _json_value(text: str, where: str, what: str, remedy: str) -> Any:
+    import json
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"not {what}: not JSON ({exc.msg}, column {exc.colno}). {remedy}".rstrip(), file=where,
+                         line=exc.lineno) from None
+    except RecursionError:
+        raise UsageError(f"not {what}: JSON nested too deep. {remedy}".rstrip(), file=where) from None

@@ -16,6 +16,7 @@ from typing import Any
 
 from clusterctl.errors import UsageError
 from clusterctl.findings import Finding
+from clusterctl.inputfile import read_json_input
 
 #: Written by this clusterctl. 2: findings in the one shape of ``Finding.to_json`` (``fix``, was ``hint``).
 SCHEMA_VERSION = 2
@@ -129,15 +130,7 @@ def load_saved_survey(path: str | Path) -> SavedSurvey:
     Raises ``UsageError`` (exit 2) when the file is unreadable, not JSON, of another schema
     version, or not shaped as documented.
     """
-    where = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise UsageError(f"cannot read the saved survey ({exc.strerror})", file=where) from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"not JSON: {exc.msg}", file=where, line=exc.lineno) from exc
+    data, where = read_json_input(str(path), "survey", "a clusterctl survey report")
     if not isinstance(data, dict) or data.get("kind") != REPORT_KIND:
         raise UsageError("not a clusterctl survey report (run clusterctl survey --save FILE)", file=where)
     if data.get("schema_version") not in READABLE_VERSIONS:

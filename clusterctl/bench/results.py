@@ -95,13 +95,9 @@ def load_results(path: str) -> dict[str, Any]:
     target = Path(path)
     if target.is_dir():
         target = target / RESULTS_FILE
-    from clusterctl.inputfile import read_text_input
+    from clusterctl.inputfile import read_json_input
 
-    text, _ = read_text_input(str(target), "results")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"not a results file: {exc}", file=str(target), line=exc.lineno) from None
+    data, _ = read_json_input(str(target), "results", "a results file")
     if not isinstance(data, dict):
         raise UsageError("not a results file", file=str(target))
     version = data.get("schema_version", 1)

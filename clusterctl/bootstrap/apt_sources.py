@@ -105,27 +105,35 @@ def pin(package: str, version: str) -> Pin:
     return Pin(package, f"{version}-*", version)
 
 
-def wanted_packages(stack: StackPin, settings: BootstrapConfig) -> list[Pin]:
+#: The NVIDIA Container Toolkit's packages (NVIDIA's install guide), on hosts with GPUs only.
+TOOLKIT_PACKAGES = ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",
+                    "libnvidia-container1")
+
+
+def wanted_packages(stack: StackPin, settings: BootstrapConfig, *, gpus: bool = True) -> list[Pin]:
+    """The packages and versions a host gets; a host without GPUs (inventory ``gpus: false``) gets no
+    NVIDIA Container Toolkit."""
     pins: list[Pin] = []
     if stack.containerd:
         pins.append(pin(settings.containerd_package, stack.containerd))
     if stack.kubernetes:
         pins += [pin(name, stack.kubernetes) for name in ("kubelet", "kubeadm", "kubectl")]
-    toolkit = settings.nvidia_container_toolkit
-    pins += [pin(name, toolkit) for name in ("nvidia-container-toolkit", "nvidia-container-toolkit-base",
-                                             "libnvidia-container-tools", "libnvidia-container1")]
+    if gpus:
+        pins += [pin(name, settings.nvidia_container_toolkit) for name in TOOLKIT_PACKAGES]
     return pins
 
 
-def default_repos(stack: StackPin, settings: BootstrapConfig, os_id: str | None, codename: str | None
-                  ) -> list[AptRepo]:
+def default_repos(stack: StackPin, settings: BootstrapConfig, os_id: str | None, codename: str | None, *,
+                  gpus: bool = True) -> list[AptRepo]:
     repos: list[AptRepo] = []
     version = parse_version(stack.kubernetes or "")
     if version:
         base = f"https://pkgs.k8s.io/core:/stable:/v{version[0]}.{version[1]}/deb/"
         repos.append(AptRepo("kubernetes", base, ("/",), (), None, base + "Release.key"))
-    repos.append(AptRepo("nvidia-container-toolkit", "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)",
-                         ("/",), (), None, "https://nvidia.github.io/libnvidia-container/gpgkey"))
+    if gpus:
+        repos.append(AptRepo("nvidia-container-toolkit",
+                             "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)", ("/",), (), None,
+                             "https://nvidia.github.io/libnvidia-container/gpgkey"))
     if settings.containerd_package == "containerd.io":
         distro = "ubuntu" if os_id == "ubuntu" else "debian"
         repos.append(AptRepo("docker", f"https://download.docker.com/linux/{distro}", (codename or "stable",),
@@ -142,10 +150,12 @@ def with_mirror(url: str, mirror: str | None) -> str:
     return f"{mirror.rstrip('/')}/{match.group(1)}{match.group(2) or '/'}"
 
 
-def chosen_repos(stack: StackPin, settings: BootstrapConfig, os_id: str | None, codename: str | None
-                 ) -> list[AptRepo]:
-    """Defaults (unless ``apt_repos_only``), replaced by name or extended by ``apt_repos``, mirrored."""
-    repos = {} if settings.apt_repos_only else {r.name: r for r in default_repos(stack, settings, os_id, codename)}
+def chosen_repos(stack: StackPin, settings: BootstrapConfig, os_id: str | None, codename: str | None, *,
+                 gpus: bool = True) -> list[AptRepo]:
+    """Defaults (unless ``apt_repos_only``; NVIDIA's only for hosts with GPUs), replaced by name or
+    extended by ``apt_repos``, mirrored."""
+    defaults = [] if settings.apt_repos_only else default_repos(stack, settings, os_id, codename, gpus=gpus)
+    repos = {r.name: r for r in defaults}
     for repo in settings.apt_repos:
         repos[repo.name] = repo
     out = []

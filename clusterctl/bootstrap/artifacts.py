@@ -160,7 +160,7 @@ def _apt(inventory: Inventory, hosts: Sequence[Host], releases: Mapping[str, Hos
     for host in hosts:
         release = releases.get(host.name, HostRelease(unread="not read"))
         # The same choice the packages phase makes from the same facts (apt_sources.chosen_repos).
-        chosen = chosen_repos(host.stack, settings, release.os_id, release.codename)
+        chosen = chosen_repos(host.stack, settings, release.os_id, release.codename, gpus=host.gpus)
         repos: dict[str, AptRepo] = {r.name: r for r in chosen}
         docker = repos.get("docker")
         if docker is not None and release.os_id is None:
@@ -170,7 +170,7 @@ def _apt(inventory: Inventory, hosts: Sequence[Host], releases: Mapping[str, Hos
                                       docker.components, docker.key_file, None)
         elif docker is not None:
             suites.setdefault((docker.url, " ".join(docker.suites)), []).append(host.name)
-        for pin in wanted_packages(host.stack, settings):
+        for pin in wanted_packages(host.stack, settings, gpus=host.gpus):
             repo = repos.get(PACKAGE_SOURCE.get(pin.package, ""))
             if repo is not None:
                 source = repo.url

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterctl.bootstrap.matrix import parse_version
+from clusterctl.deep_merge import deep_merge
 from clusterctl.errors import ParseError
 
 V2_CRI = "io.containerd.grpc.v1.cri"
@@ -97,16 +98,6 @@ def cri_tables(version: int) -> dict[str, tuple[str, ...]]:
             "config_path": ("plugins", V3_IMAGES, "registry", "config_path")}
 
 
-def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 def effective_config(root: dict[str, Any], dropins: list[dict[str, Any]], containerd_major: int) -> dict[str, Any]:
     """What containerd ends up with after reading ``imports`` (in order), by its own merge rule."""
     merged = copy.deepcopy(root)
@@ -116,11 +107,11 @@ def effective_config(root: dict[str, Any], dropins: list[dict[str, Any]], contai
             for plugin_id, table in (dropin.get("plugins") or {}).items():
                 plugins[plugin_id] = copy.deepcopy(table)  # 1.x: the whole plugin table is replaced
             rest = {k: v for k, v in dropin.items() if k not in ("plugins", "version", "imports")}
-            merged = _deep_merge(merged, rest)
+            merged = deep_merge(merged, rest)
             if plugins:
                 merged["plugins"] = plugins
         else:
-            merged = _deep_merge(merged, {k: v for k, v in dropin.items() if k not in ("version", "imports")})
+            merged = deep_merge(merged, {k: v for k, v in dropin.items() if k not in ("version", "imports")})
     return merged
 
 

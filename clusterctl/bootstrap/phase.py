@@ -27,10 +27,22 @@ class PhaseContext(EngineContext):
     options: RunOptions = field(default_factory=RunOptions)
 
 
+#: The no-op reason of the NVIDIA phases on a host the inventory marks ``gpus: false``.
+NO_GPUS = "the host has no GPUs (inventory: gpus: false)"
+
+
 class Phase(EnginePhase[State, PhaseContext], Generic[State]):
     #: Reads the cluster settings (``bootstrap:`` section): a run with this phase checks them up
     #: front (exit 2) instead of failing on every host.
     uses_cluster_settings: ClassVar[bool] = False
+
+
+class GpuPhase(Phase[State]):
+    """A phase about the host's GPUs (the NVIDIA runtime, GPU topology labels): nothing to do on a
+    host without GPUs (``Host.gpus``), which the report says."""
+
+    def not_needed(self, ctx: PhaseContext) -> str | None:
+        return None if ctx.host.gpus else NO_GPUS
 
 
 class ClusterWidePhase(Phase[State]):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +15,15 @@ from clusterctl.changes import ChangeKind
 from clusterctl.engine.lock import DEFAULT_LOCK_PATH
 from clusterctl.engine.phase import Phase as EnginePhase
 from clusterctl.engine.progress import DONE, ProgressStore, RunPlace
-from clusterctl.engine.run import HostPhaseResult, RunReport, RunSettings, SkipReason, Status, run_phases
+from clusterctl.engine.run import (
+    HostPhaseResult,
+    RunReport,
+    RunSettings,
+    SkipReason,
+    Status,
+    not_needed_message,
+    run_phases,
+)
 from clusterctl.errors import UsageError
 from clusterctl.secret import mask_text
 
@@ -37,18 +45,11 @@ class BootstrapRequest:
     lock_path: str = DEFAULT_LOCK_PATH
     #: A saved ``clusterctl survey`` report: topology labels, GPU counts for verify, NVLink alert hosts.
     survey: str | None = None
-    #: ``clusterctl reset --restore-containerd``: containerd's config back from clusterctl's first backup.
-    restore_containerd: bool = False
-    #: ``clusterctl reset --force``: also remove what bootstrap did not make (listed otherwise).
-    force: bool = False
-    #: ``bootstrap --without-survey``: drop what an earlier run's survey gave, knowingly.
-    without_survey: bool = False
-    #: ``bootstrap --allow-downgrade``: go back to pins below what the hosts run.
-    allow_downgrade: bool = False
     #: Where that journal goes (and where ``reset`` reads bootstrap's); ``None``: ``<state dir>/undo``.
     journal_dir: str | None = None
-    #: ``clusterctl reset --purge-packages``: purge what the journals say bootstrap installed.
-    purge_packages: bool = False
+    #: What the command line chose for the phases (``--force``, ``--allow-downgrade``...); ``run_options``
+    #: adds the run's hosts, survey, mode and journals.
+    options: RunOptions = field(default_factory=RunOptions)
 
 
 def run(
@@ -165,7 +166,7 @@ def _survey_of_the_run(request: BootstrapRequest, store: ProgressStore) -> tuple
     """A ``--resume`` given no ``--survey`` goes on with the one the run it resumes was given: its
     topology labels and NVLink alert rule came from it, and a phase must not read their absence as
     a wish to remove them. The survey it names, and whether it was taken (``None``: not)."""
-    if not request.resume or request.survey or request.without_survey or not store.survey:
+    if not request.resume or request.survey or request.options.without_survey or not store.survey:
         return request, None
     if not Path(store.survey).is_file():
         raise UsageError(f"--resume: the run it continues was given --survey {store.survey}, which is gone",
@@ -242,8 +243,9 @@ def converged_hosts(store: ProgressStore | None, phases: Sequence[Phase[Any]], h
         if not entry:
             return False
         status = entry.get("status")
-        return status in DONE or (status == "skipped" and entry.get("message") in (SkipReason.NOT_THIS_HOST.value,
-                                                                                    SkipReason.CONFIRMED.value))
+        message = str(entry.get("message") or "")
+        return status in DONE or (status == "skipped" and (
+            message in (SkipReason.NOT_THIS_HOST.value, SkipReason.CONFIRMED.value) or not_needed_message(message)))
 
     return frozenset(h.name for h in hosts if all(finished(previous.hosts.get(h.name, {}).get(p)) for p in per_host))
 
@@ -253,11 +255,8 @@ def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Ph
     """``ctx.options`` of the run; checks the cluster settings and the survey up front (exit 2, not a
     failure per host) when a phase that reads them is part of the run."""
     survey = request.survey or getattr(getattr(inventory, "bootstrap", None), "survey", None)
-    options = RunOptions(hosts=tuple(h.name for h in hosts), survey=survey,
-                         restore_containerd=request.restore_containerd, force=request.force,
-                         applying=request.apply, without_survey=request.without_survey,
-                         reset_journals=journals, purge_packages=request.purge_packages,
-                         allow_downgrade=request.allow_downgrade)
+    options = replace(request.options, hosts=tuple(h.name for h in hosts), survey=survey, applying=request.apply,
+                      reset_journals=journals)
     if any(p.uses_cluster_settings for p in phases):
         from clusterctl.bootstrap.cluster.settings import cluster_settings
 

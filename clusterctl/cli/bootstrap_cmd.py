@@ -6,13 +6,14 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from clusterctl.cli.context import AppContext, app_context
+from clusterctl.cli.context import STATE_DIR, AppContext, app_context
 from clusterctl.errors import ExitCode
 from clusterctl.terminal_text import one_line
 
 if TYPE_CHECKING:
     from clusterctl.engine.phase import Phase
     from clusterctl.engine.run import HostPhaseResult, RunReport
+    from clusterctl.inventory.model import Host
 
 HELP = """\
 Bring up Kubernetes (kubeadm, containerd with the NVIDIA runtime) on the inventory's hosts.
@@ -47,10 +48,11 @@ bootstrap_app = typer.Typer(help=HELP, invoke_without_command=True, no_args_is_h
                             rich_markup_mode=None)
 
 _SKIP = typer.Option(None, "--skip-phases", metavar="A,B", help="Phases to leave out, comma-separated.")
-_ONLY = typer.Option(None, "--only", metavar="PATTERN", help="Only these hosts (like -l/--limit).")
+#: Options reset shares (``reset_cmd``).
+ONLY = typer.Option(None, "--only", metavar="PATTERN", help="Only these hosts (like -l/--limit).")
 _DRY = typer.Option(False, "--dry-run", help="Plan and stop: show what would change, touch nothing.")
 _RESUME = typer.Option(False, "--resume", help="Skip phases an earlier run finished (verified again).")
-_UNLOCK = typer.Option(False, "--force-unlock", help="Clear a lock left by a dead run before taking it.")
+FORCE_UNLOCK = typer.Option(False, "--force-unlock", help="Clear a lock left by a dead run before taking it.")
 _SURVEY = typer.Option(None, "--survey", metavar="FILE", envvar="CLUSTERCTL_SURVEY",
                        help="A saved 'clusterctl survey --save FILE' report: topology labels, GPU counts for "
                        "verify, NVLink alert hosts.")
@@ -59,8 +61,6 @@ _WITHOUT_SURVEY = typer.Option(False, "--without-survey", help="Run without a sa
 _DOWNGRADE = typer.Option(False, "--allow-downgrade", help="Install the inventory's pins even where a host runs a "
                           "newer version (without it such a run stops with exit 2, naming both).")
 _YES = typer.Option(False, "--yes", "-y", help="Change the hosts without asking (required off a terminal).")
-_STATE = typer.Option(None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STATE_DIR",
-                      help="Where progress is kept (default ~/.local/state/clusterctl).")
 
 
 def register(app: typer.Typer) -> None:
@@ -74,11 +74,11 @@ def register(app: typer.Typer) -> None:
 def bootstrap_all(
     ctx: typer.Context,
     skip_phases: Optional[str] = _SKIP,  # noqa: UP045 - typer needs Optional on 3.10
-    only: Optional[str] = _ONLY,  # noqa: UP045
+    only: Optional[str] = ONLY,  # noqa: UP045
     dry_run: bool = _DRY,
     resume: bool = _RESUME,
-    force_unlock: bool = _UNLOCK,
-    state_dir: Optional[str] = _STATE,  # noqa: UP045
+    force_unlock: bool = FORCE_UNLOCK,
+    state_dir: Optional[str] = STATE_DIR,  # noqa: UP045
     survey: Optional[str] = _SURVEY,  # noqa: UP045
     without_survey: bool = _WITHOUT_SURVEY,
     allow_downgrade: bool = _DOWNGRADE,
@@ -95,11 +95,11 @@ def bootstrap_all(
 def bootstrap_phase(
     ctx: typer.Context,
     name: str = typer.Argument(..., metavar="NAME", help="preflight, kernel, packages, containerd, ..."),
-    only: Optional[str] = _ONLY,  # noqa: UP045
+    only: Optional[str] = ONLY,  # noqa: UP045
     dry_run: bool = _DRY,
     resume: bool = _RESUME,
-    force_unlock: bool = _UNLOCK,
-    state_dir: Optional[str] = _STATE,  # noqa: UP045
+    force_unlock: bool = FORCE_UNLOCK,
+    state_dir: Optional[str] = STATE_DIR,  # noqa: UP045
     survey: Optional[str] = _SURVEY,  # noqa: UP045
     without_survey: bool = _WITHOUT_SURVEY,
     allow_downgrade: bool = _DOWNGRADE,
@@ -118,7 +118,7 @@ def bootstrap_plan(
                                       help="Also write each file under DIR/<host>/<path on the host>."),
     phase: Optional[str] = typer.Option(None, "--phase", metavar="NAME", help="Plan one phase only."),  # noqa: UP045
     skip_phases: Optional[str] = _SKIP,  # noqa: UP045
-    only: Optional[str] = _ONLY,  # noqa: UP045
+    only: Optional[str] = ONLY,  # noqa: UP045
     survey: Optional[str] = _SURVEY,  # noqa: UP045
     allow_downgrade: bool = _DOWNGRADE,
 ) -> None:
@@ -146,24 +146,29 @@ def bootstrap_phases(ctx: typer.Context) -> None:
     app.emit(payload, table)
 
 
+def hosts_of_run(app: AppContext, only: str | None) -> tuple[Host, ...]:
+    """The hosts ``-l`` selects, narrowed by ``--only``."""
+    from clusterctl.inventory.limit import select_hosts
+
+    keep = {h.name for h in select_hosts(app.inventory(), only)} if only else None
+    return tuple(h for h in app.hosts() if keep is None or h.name in keep)
+
+
 def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, only: str | None, dry_run: bool,
              resume: bool, force_unlock: bool, state_dir: str | None, out: str | None, survey: str | None = None,
              restore_containerd: bool = False, force: bool = False, yes: bool = False,
              without_survey: bool = False, purge_packages: bool = False, allow_downgrade: bool = False) -> None:
     from clusterctl.bootstrap.run import BootstrapRequest, downgrade_refusal, run, write_plan_files
-    from clusterctl.inventory.limit import select_hosts
+    from clusterctl.bootstrap.run_data import RunOptions
 
     inventory = app.inventory()
-    hosts = app.hosts()
-    if only:
-        keep = {h.name for h in select_hosts(inventory, only)}
-        hosts = tuple(h for h in hosts if h.name in keep)
+    hosts = hosts_of_run(app, only)
     if not dry_run:
         _confirm_bootstrap(phase, skip_phases, [h.name for h in hosts], yes=yes)
+    options = RunOptions(restore_containerd=restore_containerd, force=force, without_survey=without_survey,
+                         purge_packages=purge_packages, allow_downgrade=allow_downgrade)
     request = BootstrapRequest(apply=not dry_run, phase=phase, skip_phases=skip_phases, resume=resume,
-                               force_unlock=force_unlock, state_dir=state_dir, survey=survey,
-                               restore_containerd=restore_containerd, force=force, without_survey=without_survey,
-                               purge_packages=purge_packages, allow_downgrade=allow_downgrade)
+                               force_unlock=force_unlock, state_dir=state_dir, survey=survey, options=options)
     show = None if app.machine_output else (lambda p, r: _print_phase(app, p, r, plan=dry_run))
     with app.runner() as runner:
         report = run(inventory, hosts, runner, request, on_phase=show)

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from clusterctl.cli.context import AppContext, app_context
+from clusterctl.cli.context import STATE_DIR, AppContext, app_context
 from clusterctl.errors import ExitCode, UsageError
 
 HELP = """\
@@ -83,10 +83,7 @@ def certs_renew(
     skip_phases: Optional[str] = typer.Option(None, "--skip-phases", metavar="A,B",  # noqa: UP045
                                               help="Phases to leave out: renew, restart-etcd, restart-kube-apiserver, "
                                               "restart-kube-controller-manager, restart-kube-scheduler, api-ready."),
-    state_dir: Optional[str] = typer.Option(None, "--state-dir", metavar="DIR",  # noqa: UP045
-                                            envvar="CLUSTERCTL_STATE_DIR",
-                                            help="Where progress and undo journals are kept "
-                                            "(default ~/.local/state/clusterctl)."),
+    state_dir: Optional[str] = STATE_DIR,  # noqa: UP045
 ) -> None:
     from clusterctl.day2.certs import RenewRequest, renew, renew_summary
     from clusterctl.secret import mask_text

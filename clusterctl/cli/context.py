@@ -169,6 +169,11 @@ def _no_color(stream: Any) -> bool:
     return bool(os.environ.get("NO_COLOR")) or not getattr(stream, "isatty", lambda: False)()
 
 
+#: ``--state-dir`` of the commands that keep progress and undo journals (bootstrap, reset, certs renew).
+STATE_DIR = typer.Option(None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STATE_DIR",
+                         help="Where progress and undo journals are kept (default ~/.local/state/clusterctl).")
+
+
 def app_context(ctx: typer.Context) -> AppContext:
     obj = ctx.find_root().obj
     if not isinstance(obj, AppContext):

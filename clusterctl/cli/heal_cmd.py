@@ -43,10 +43,9 @@ def heal_command(
                                  "nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
 ) -> None:
-    from clusterctl.changes import Gate
     from clusterctl.cli.confirm import confirm_change
-    from clusterctl.cli.quarantine_cmd import named_hosts, save_journal
-    from clusterctl.heal.run import heal_hosts
+    from clusterctl.cli.quarantine_cmd import named_hosts
+    from clusterctl.heal.run import heal
 
     app = app_context(ctx)
     targets = named_hosts(app, hosts)
@@ -54,12 +53,8 @@ def heal_command(
         confirm_change("run the escalation chain (GPU reset, reboot, power cycle) and release once healthy",
                        [h.name for h in targets], yes=yes,
                        preview=f"clusterctl heal {' '.join(h.name for h in targets)} --dry-run")
-    gate = Gate(apply=not dry_run)
-    try:
-        with app.runner() as runner:
-            results = heal_hosts(runner, app.inventory(), targets, gate)
-    finally:  # an interrupted chain keeps its journal too: what it changed so far can be undone
-        journal = save_journal(app, gate, "heal")
+    with app.runner() as runner:
+        results, journal = heal(runner, app.inventory(), targets, apply=not dry_run)
     payload = {"dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
 
     def human() -> None:

@@ -66,10 +66,9 @@ def cycle_command(ctx: typer.Context, hosts: list[str] = HOSTS,
 
 
 def _power(ctx: typer.Context, names: list[str], verb: str, *, dry_run: bool, yes: bool, graceful: bool) -> None:
-    from clusterctl.bmc.power import PowerAction, power_hosts
-    from clusterctl.changes import Gate
+    from clusterctl.bmc.power import PowerAction, power
     from clusterctl.cli.confirm import confirm_change
-    from clusterctl.cli.quarantine_cmd import named_hosts, save_journal
+    from clusterctl.cli.quarantine_cmd import named_hosts
 
     app = app_context(ctx)
     targets = named_hosts(app, names)
@@ -78,9 +77,7 @@ def _power(ctx: typer.Context, names: list[str], verb: str, *, dry_run: bool, ye
         what = {"on": "switch on", "off": "switch off", "cycle": "power-cycle"}[verb]
         confirm_change(f"{what} (through the BMC)", [h.name for h in targets], yes=yes,
                        preview=f"clusterctl power {verb} {' '.join(h.name for h in targets)} --dry-run")
-    gate = Gate(apply=not dry_run and action is not PowerAction.STATUS)
-    results = power_hosts(app.inventory(), targets, action, gate, graceful=graceful)
-    journal = save_journal(app, gate, f"power {verb}") if action is not PowerAction.STATUS else None
+    results, journal = power(app.inventory(), targets, action, apply=not dry_run, graceful=graceful)
     payload = {"action": verb, "dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
 
     def human() -> None:

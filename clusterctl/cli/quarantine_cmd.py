@@ -11,7 +11,6 @@ from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
-    from clusterctl.changes import Gate
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host
     from clusterctl.quarantine.auto import PolicyRun
@@ -86,15 +85,6 @@ def named_hosts(app: AppContext, names: Sequence[str]) -> list[Host]:
     if not chosen:
         raise UsageError("--limit leaves none of the named hosts")
     return chosen
-
-
-def save_journal(app: AppContext, gate: Gate, command: str) -> str | None:
-    from clusterctl.undo_journal import save_journal as write
-
-    # Refused evictions (a budget said no) changed nothing: keep them out of the journal.
-    kept = [r for r in gate.records if not r.failed]
-    path = write(kept, command=command) if gate.apply else None
-    return str(path) if path else None
 
 
 def quarantine_command(

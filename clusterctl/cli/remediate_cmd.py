@@ -185,22 +185,19 @@ def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | Non
     def after_drain(runner: Any, host: Host, say: Callable[..., None]) -> None:
         if on_start is not None:
             on_start()
-        from clusterctl.changes import Gate
-        from clusterctl.heal.run import HealOptions, heal_hosts
-        from clusterctl.undo_journal import save_journal
+        from clusterctl.heal.run import HealOptions, heal
 
         def step(name: str, what: str, detail: str) -> None:
             say(host=name, decision="heal", why=f"{what}{': ' + detail if detail else ''}")
 
-        gate = Gate(apply=True)
-        (result,) = heal_hosts(runner, inventory, [host], gate, HealOptions(inventory.quarantine.heal, say=step))
+        (result,), path = heal(runner, inventory, [host], apply=True,
+                               options=HealOptions(inventory.quarantine.heal, say=step))
         if on_result is not None:
             on_result(result)
         why = result.detail
         if result.report:
             why += f"; the report to paste into a ticket: {save_report(host.name, result.report)}"
         say(host=host.name, decision=result.outcome, why=why)
-        path = save_journal([r for r in gate.records if not r.failed], command="heal")
         if path is not None:
             say(host=host.name, decision="journal", why=f"undo with: clusterctl undo {path}")
 

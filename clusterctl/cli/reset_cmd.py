@@ -6,7 +6,8 @@ from typing import Optional
 
 import typer
 
-from clusterctl.cli.context import app_context
+from clusterctl.cli.bootstrap_cmd import FORCE_UNLOCK, ONLY, _execute, hosts_of_run
+from clusterctl.cli.context import STATE_DIR, app_context
 
 HELP = """\
 Undo what 'clusterctl bootstrap' did on the selected hosts, as its own undo journals say.
@@ -43,25 +44,15 @@ def reset_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be removed; touch nothing."),
     restore_containerd: bool = typer.Option(False, "--restore-containerd",
                                             help="Put back containerd's config from clusterctl's first backup."),
-    only: Optional[str] = typer.Option(None, "--only", metavar="PATTERN",  # noqa: UP045
-                                       help="Only these hosts (like -l/--limit)."),
-    force_unlock: bool = typer.Option(False, "--force-unlock", help="Clear a lock left by a dead run first."),
+    only: Optional[str] = ONLY,  # noqa: UP045
+    force_unlock: bool = FORCE_UNLOCK,
     force: bool = typer.Option(False, "--force", help="Also remove files bootstrap did not make (listed otherwise)."),
     purge_packages: bool = typer.Option(False, "--purge-packages",
                                         help="Purge the packages bootstrap's journals say it installed."),
-    state_dir: Optional[str] = typer.Option(None, "--state-dir", metavar="DIR",  # noqa: UP045
-                                            envvar="CLUSTERCTL_STATE_DIR",
-                                            help="Where bootstrap kept its progress and undo journals "
-                                                 "(default ~/.local/state/clusterctl)."),
+    state_dir: Optional[str] = STATE_DIR,  # noqa: UP045
 ) -> None:
-    from clusterctl.cli.bootstrap_cmd import _execute
-    from clusterctl.inventory.limit import select_hosts
-
     app = app_context(ctx)
-    hosts = app.hosts()
-    if only:
-        keep = {h.name for h in select_hosts(app.inventory(), only)}
-        hosts = tuple(h for h in hosts if h.name in keep)
+    hosts = hosts_of_run(app, only)
     if not dry_run:
         from clusterctl.cli.confirm import confirm_change
 

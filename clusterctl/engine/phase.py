@@ -123,6 +123,14 @@ class Phase(ABC, Generic[State, Context]):
         """
         return self.role is None or self.role in ctx.host.roles
 
+    def not_needed(self, ctx: Context) -> str | None:
+        """Why this phase has nothing to do on this host although it applies to its role, as the
+        report says it (pyinfra's no-op reasons): ``"the host has no GPUs"``; ``None``: it runs.
+
+        Decided like ``applies_to`` (``ctx.host``, ``ctx.inventory``, ``ctx.options``; no reads).
+        """
+        return None
+
     @abstractmethod
     def check(self, ctx: Context) -> State:
         """Read the host's current state through facts. Never changes anything."""

@@ -217,6 +217,20 @@ class SkipReason(str, Enum):
     DONE_BEFORE = "done in an earlier run, and the host confirms: nothing to do"
     #: The host answered the reads of its phases' last "nothing to do" exactly as then.
     CONFIRMED = "unchanged since the last run: the host answers its phases' reads as then (one batched read)"
+    #: ``Phase.not_needed`` gave a reason; the report says ``nothing to do: <reason>``.
+    NOT_NEEDED = "nothing to do"
+
+
+def skip_message(why: SkipReason, phase: Phase[Any, Any], ctx: PhaseContext) -> str:
+    """What the report says for a skipped host: the reason, with the phase's own for ``NOT_NEEDED``."""
+    if why is SkipReason.NOT_NEEDED:
+        return f"{why.value}: {phase.not_needed(ctx)}"
+    return why.value
+
+
+def not_needed_message(message: str) -> bool:
+    """A skipped result's message is a phase's no-op reason (``nothing to do: the host has no GPUs``)."""
+    return message.startswith(SkipReason.NOT_NEEDED.value + ": ")
 
 
 def skip_reason(phase: Phase[Any, Any], ctx: PhaseContext, *, failed_earlier: bool, first_target: str | None,
@@ -233,6 +247,8 @@ def skip_reason(phase: Phase[Any, Any], ctx: PhaseContext, *, failed_earlier: bo
         return SkipReason.EARLIER_FAILURE
     if not phase.applies_to(ctx):
         return SkipReason.NOT_THIS_HOST
+    if phase.not_needed(ctx) is not None:
+        return SkipReason.NOT_NEEDED
     if phase.once_per_cluster and ctx.host.name != first_target:
         return SkipReason.OTHER_HOST
     if confirmed:
@@ -684,7 +700,8 @@ def _run_phase(
             if why is SkipReason.DONE_BEFORE:
                 done_before.add(host.name)
         else:
-            results.append(HostPhaseResult(host.name, phase.name, Status.SKIPPED, message=why.value))
+            results.append(HostPhaseResult(host.name, phase.name, Status.SKIPPED,
+                                           message=skip_message(why, phase, unconnected(host))))
 
     def task(transport: Transport) -> HostPhaseResult:
         planned = (ahead or {}).get(transport.host.name)

@@ -333,24 +333,29 @@ def comment_block(text: str, anchor: re.Pattern[str]) -> list[Line] | None:
     with their line numbers in the whole text; ``None`` when no comment block holds one."""
     # Borders, fences, prompts and elisions out first: the file may itself be a pasted pane.
     numbered = _first_pass(enumerate(_split(text), start=1), {"border": 0, "fence": 0, "prompt": 0, "elision": 0})
-    index = 0
-    while index < len(numbered):
-        stripped = numbered[index][1].lstrip()
-        marker = next((m for m in _BLOCK_MARKERS if stripped.startswith(m)), None)
-        if marker is None:
-            index += 1
-            continue
-        end = index
-        while end < len(numbered) and numbered[end][1].lstrip().startswith(marker):
-            end += 1
-        block = numbered[index:end]
+    for start, end, marker in _marker_runs(numbered):
+        block = numbered[start:end]
         if any(anchor.search(_unprefix(t, marker)) for _, t in block):
             removed = {"border": 0, "fence": 0, "prompt": 0, "elision": 0}
             kept = _first_pass(((n, _unprefix(t, marker)) for n, t in block), removed)
             indent = _common_indent(kept)
             return [Line(n, t[len(indent):]) for n, t in kept if t.strip()]
-        index = end
     return None
+
+
+def _marker_runs(numbered: list[tuple[int, str]]) -> Iterator[tuple[int, int, str]]:
+    """Each run of consecutive lines that start with the same ``#``/``//`` marker: ``numbered[start:end]``
+    and the marker."""
+    index = 0
+    while index < len(numbered):
+        stripped = numbered[index][1].lstrip()
+        marker = next((m for m in _BLOCK_MARKERS if stripped.startswith(m)), None)
+        end = index + 1
+        if marker is not None:
+            while end < len(numbered) and numbered[end][1].lstrip().startswith(marker):
+                end += 1
+            yield index, end, marker
+        index = end
 
 
 def _quoted_text(text: str, limit: int = 60) -> str:
@@ -402,18 +407,8 @@ def _shared_lead(lines: list[Line]) -> str:
 def _comment_runs(raw: list[tuple[int, str]]) -> list[tuple[int, int, str, int]]:
     """Runs of at least 3 consecutive non-blank lines with the same ``#``/``//`` marker, longest first:
     (first line number, last line number, marker, how many lines)."""
-    runs: list[tuple[int, int, str, int]] = []
-    index = 0
-    while index < len(raw):
-        stripped = raw[index][1].lstrip()
-        marker = next((m for m in _BLOCK_MARKERS if stripped.startswith(m)), None)
-        end = index + 1
-        if marker is not None:
-            while end < len(raw) and raw[end][1].lstrip().startswith(marker):
-                end += 1
-            if end - index >= 3:
-                runs.append((raw[index][0], raw[end - 1][0], marker, end - index))
-        index = end
+    runs = [(raw[start][0], raw[end - 1][0], marker, end - start)
+            for start, end, marker in _marker_runs(raw) if end - start >= 3]
     return sorted(runs, key=lambda run: -run[3])
 
 

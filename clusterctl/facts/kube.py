@@ -22,12 +22,22 @@ def kubectl(args: str) -> str:
     return f"kubectl --kubeconfig {ADMIN_KUBECONFIG} {args}"
 
 
-def _load(what: str, text: str) -> Any:
+def load_json(what: str, text: str) -> Any:
+    """A command's JSON output; bad JSON is a ``ParseError`` naming the line where it broke."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ParseError(what, f"not JSON: {exc.msg}", line=exc.lineno, text=text.splitlines()[exc.lineno - 1]
-                         if 0 < exc.lineno <= len(text.splitlines()) else None) from None
+        lines = text.splitlines()
+        raise ParseError(what, f"not JSON: {exc.msg}", line=exc.lineno,
+                         text=lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else None) from None
+
+
+def list_items(what: str, text: str) -> list[Any]:
+    """The ``items`` of a ``kubectl get ... -o json`` List."""
+    data = load_json(what, text)
+    if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+        raise ParseError(what, "no 'items' list: not a kubectl List")
+    return data["items"]
 
 
 @dataclass(frozen=True)
@@ -50,11 +60,8 @@ NODES_COMMAND = kubectl("get nodes -o json")
 
 def parse_nodes(text: str) -> list[KubeNode]:
     """``kubectl get nodes -o json`` -> the nodes (a ``List`` of ``Node`` objects)."""
-    data = _load("kubectl get nodes -o json", text)
-    if not isinstance(data, dict) or not isinstance(data.get("items"), list):
-        raise ParseError("kubectl get nodes -o json", "no 'items' list: not a kubectl List")
     nodes: list[KubeNode] = []
-    for index, item in enumerate(data["items"]):
+    for index, item in enumerate(list_items("kubectl get nodes -o json", text)):
         metadata = item.get("metadata") if isinstance(item, dict) else None
         if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
             raise ParseError("kubectl get nodes -o json", f"items[{index}] has no metadata.name")
@@ -94,7 +101,7 @@ HELM_LIST_COMMAND = f"helm list --all-namespaces --all --output json --kubeconfi
 
 def parse_helm_list(text: str) -> list[HelmRelease]:
     """``helm list -o json`` -> releases (Helm 3 writes a JSON array; ``revision`` is a string)."""
-    data = _load("helm list -o json", text.strip() or "[]")
+    data = load_json("helm list -o json", text.strip() or "[]")
     if not isinstance(data, list):
         raise ParseError("helm list -o json", "expected a JSON array of releases")
     out: list[HelmRelease] = []

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.kube import kubectl
+from clusterctl.facts.kube import kubectl, list_items, load_json
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
@@ -80,15 +80,6 @@ class Pod:
 GPU_RESOURCE = "nvidia.com/gpu"
 
 
-def _load(what: str, text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        lines = text.splitlines()
-        raise ParseError(what, f"not JSON: {exc.msg}", line=exc.lineno,
-                         text=lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else None) from None
-
-
 def _strings(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
@@ -96,7 +87,7 @@ def _strings(value: Any) -> dict[str, str]:
 def parse_node(text: str) -> NodeState:
     """``kubectl get node NAME -o json`` -> its name, cordon state, taints, annotations and labels."""
     what = "kubectl get node -o json"
-    data = _load(what, text)
+    data = load_json(what, text)
     if not isinstance(data, dict) or data.get("kind") != "Node":
         raise ParseError(what, "not a Node object")
     metadata = data.get("metadata")
@@ -126,11 +117,8 @@ def _ready(node: dict[str, Any]) -> bool | None:
 def parse_pods(text: str) -> list[Pod]:
     """``kubectl get pods -o json`` (a ``List`` of ``Pod``) -> the pods, in the order listed."""
     what = "kubectl get pods -o json"
-    data = _load(what, text)
-    if not isinstance(data, dict) or not isinstance(data.get("items"), list):
-        raise ParseError(what, "no 'items' list: not a kubectl List")
     pods: list[Pod] = []
-    for index, item in enumerate(data["items"]):
+    for index, item in enumerate(list_items(what, text)):
         metadata = item.get("metadata") if isinstance(item, dict) else None
         if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str) \
                 or not isinstance(metadata.get("namespace"), str):
@@ -172,11 +160,8 @@ def _gpus(spec: dict[str, Any]) -> int:
 def parse_node_list(text: str) -> list[NodeState]:
     """``kubectl get nodes -o json`` (a ``List`` of ``Node``) -> every node's scheduling state."""
     what = "kubectl get nodes -o json"
-    data = _load(what, text)
-    if not isinstance(data, dict) or not isinstance(data.get("items"), list):
-        raise ParseError(what, "no 'items' list: not a kubectl List")
     nodes: list[NodeState] = []
-    for index, item in enumerate(data["items"]):
+    for index, item in enumerate(list_items(what, text)):
         try:
             nodes.append(parse_node(json.dumps(item)))
         except ParseError as exc:

@@ -6,8 +6,9 @@ with ``dataclasses.asdict``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 # --- partial reads -------------------------------------------------------------------
 
@@ -48,6 +49,20 @@ class ParseResult(PartialRead):
     a result's own fields keep their places in the constructor."""
 
     warnings: tuple[ParseWarning, ...] = field(default=(), kw_only=True)
+
+
+_Item = TypeVar("_Item")
+_Tuple = TypeVar("_Tuple", bound="PartialTuple[Any]")
+
+
+class PartialTuple(PartialRead, tuple[_Item, ...]):
+    """``PartialRead`` for the results that are tuples (every caller iterates them as one): the
+    items, then the warnings."""
+
+    def __new__(cls: type[_Tuple], items: Iterable[_Item] = (), warnings: tuple[ParseWarning, ...] = ()) -> _Tuple:
+        made = super().__new__(cls, items)
+        made.warnings = tuple(warnings)
+        return made
 
 
 def warnings_of(value: object) -> tuple[ParseWarning, ...]:
@@ -160,14 +175,8 @@ class NVLinkStatus:
     lanes: tuple[NVLinkLane, ...]
 
 
-class NVLinkStatuses(PartialRead, tuple[NVLinkStatus, ...]):
-    """``nvidia-smi nvlink -s``'s GPUs (a tuple, as every caller iterates it) and what the paste left out."""
-
-    def __new__(cls, statuses: tuple[NVLinkStatus, ...] | list[NVLinkStatus] = (),
-                warnings: tuple[ParseWarning, ...] = ()) -> NVLinkStatuses:
-        made = super().__new__(cls, statuses)
-        made.warnings = tuple(warnings)
-        return made
+class NVLinkStatuses(PartialTuple[NVLinkStatus]):
+    """``nvidia-smi nvlink -s``'s GPUs and what the paste left out."""
 
 
 # --- ibv_devinfo -v ------------------------------------------------------------------
@@ -203,21 +212,15 @@ class RDMADevice:
     ca_type: str | None = None
 
 
-class RDMADevices(PartialRead, tuple[RDMADevice, ...]):
-    """The RDMA devices of a host, and what could not be read about them.
-
-    A tuple (every caller iterates it as one) that also carries ``warnings`` and the tool the
-    facts came from (``ibv_devinfo`` or ``ibstat``).
-    """
+class RDMADevices(PartialTuple[RDMADevice]):
+    """The RDMA devices of a host, what could not be read about them, and the tool the facts came
+    from (``ibv_devinfo`` or ``ibstat``)."""
 
     source: str
 
-    def __new__(
-        cls, devices: tuple[RDMADevice, ...] | list[RDMADevice] = (), warnings: tuple[ParseWarning, ...] = (),
-        source: str = "ibv_devinfo",
-    ) -> RDMADevices:
-        made = super().__new__(cls, devices)
-        made.warnings = tuple(warnings)
+    def __new__(cls, devices: Iterable[RDMADevice] = (), warnings: tuple[ParseWarning, ...] = (),
+                source: str = "ibv_devinfo") -> RDMADevices:
+        made = super().__new__(cls, devices, warnings)
         made.source = source
         return made
 
@@ -259,14 +262,8 @@ class NetDevice:
     ipv4: tuple[str, ...] = ()
 
 
-class NetDevices(PartialRead, tuple[NetDevice, ...]):
-    """``ibdev2netdev``'s interfaces (a tuple) and the lines that could not be read."""
-
-    def __new__(cls, devices: tuple[NetDevice, ...] | list[NetDevice] = (),
-                warnings: tuple[ParseWarning, ...] = ()) -> NetDevices:
-        made = super().__new__(cls, devices)
-        made.warnings = tuple(warnings)
-        return made
+class NetDevices(PartialTuple[NetDevice]):
+    """``ibdev2netdev``'s interfaces and the lines that could not be read."""
 
 
 class IPv4Addresses(PartialRead, dict[str, tuple[str, ...]]):

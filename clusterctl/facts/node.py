@@ -9,6 +9,7 @@ decides whether that matters.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
@@ -177,11 +178,13 @@ def _absent(section: Section) -> str | None:
     return None
 
 
-def _one_line(section: Section) -> str:
+def _one_line(section: Section, fits: Callable[[str], object] = bool, expected: str = "") -> str:
+    """The section's one line, which ``fits`` must accept (else ``expected`` says what it should be)."""
     values = [line.strip() for line in section.lines if line.strip()]
     if len(values) != 1:
-        raise ParseError(_WHAT, f"section '{section.name}' should hold one line, it holds {len(values)}",
-                         line=section.first_line)
+        raise ParseError(_WHAT, f"it should hold one line, it holds {len(values)}", line=1)
+    if not fits(values[0]):
+        raise ParseError(_WHAT, expected, line=1, text=values[0])
     return values[0]
 
 
@@ -224,10 +227,7 @@ def _read(name: str, section: Section, values: dict[str, object]) -> None:
     elif name == "product-uuid":
         values["product_uuid"] = _one_line(section).lower()
     elif name == "cpus":
-        line = _one_line(section)
-        if not line.isdigit():
-            raise ParseError(_WHAT, "nproc printed no number", line=1, text=line)
-        values["cpus"] = int(line)
+        values["cpus"] = int(_one_line(section, str.isdigit, "nproc printed no number"))
     elif name == "meminfo":
         values["mem_total_kib"] = parse_meminfo(section.text).get("MemTotal")
     elif name == "swaps":
@@ -235,15 +235,10 @@ def _read(name: str, section: Section, values: dict[str, object]) -> None:
     elif name == "listening":
         values["listening"] = parse_ss_listening(section.text)
     elif name == "timesync":
-        line = _one_line(section)
-        if line not in ("yes", "no"):
-            raise ParseError(_WHAT, "expected 'yes' or 'no'", line=1, text=line)
-        values["time_synced"] = line == "yes"
+        values["time_synced"] = _one_line(section, lambda v: v in ("yes", "no"), "expected 'yes' or 'no'") == "yes"
     elif name == "nvidia-driver":
-        line = _one_line(section)
-        if not _DRIVER_VERSION.match(line):
-            raise ParseError(_WHAT, "expected a driver version such as 550.54.15", line=1, text=line)
-        values["nvidia_driver"] = line
+        values["nvidia_driver"] = _one_line(section, _DRIVER_VERSION.match,
+                                            "expected a driver version such as 550.54.15")
     elif name == "gpus":
         values["gpus"] = parse_nvidia_smi_list(section.text)
     elif name == "var-lib":

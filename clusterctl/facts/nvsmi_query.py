@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.clean import clean
@@ -71,23 +71,33 @@ _UNITS = frozenset({"W", "C", "F", "%", "MHz", "MiB", "GiB", "KiB", "MB", "GB", 
                     "us", "ms", "s", "J", "mJ", "RPM", "bank(s)", "x", "pages"})
 
 
-def _number(values: Mapping[str, str], *paths: str) -> float | None:
-    """The leading number of the first printed value; a value that is no number is recorded as unread,
-    text after the number other than its unit as a note."""
+def _first_match(values: Mapping[str, str], paths: tuple[str, ...], printed: Callable[[Mapping[str, str], str],
+                 str | None], pattern: re.Pattern[str]) -> tuple[str, str, re.Match[str]] | None:
+    """The first of ``paths`` with a ``printed`` value, that value and ``pattern``'s match of it. A value
+    the pattern does not match is recorded as unread (``None``): unknown, never taken for a good one."""
     for path in paths:
-        raw = _value(values, path)
+        raw = printed(values, path)
         if raw is None:
             continue
-        match = _NUMBER.match(raw)
+        match = pattern.match(raw)
         if match is None:
             if isinstance(values, GpuValues) and path not in values.unread:
                 values.unread.append(path)
             return None
-        rest = raw[match.end():].strip()
-        if rest and rest not in _UNITS and isinstance(values, GpuValues):
-            values.note(path, rest)
-        return float(match.group(1))
+        return path, raw, match
     return None
+
+
+def _number(values: Mapping[str, str], *paths: str) -> float | None:
+    """The leading number of the first printed value; text after it other than its unit is a note."""
+    found = _first_match(values, paths, _value, _NUMBER)
+    if found is None:
+        return None
+    path, raw, match = found
+    rest = raw[match.end():].strip()
+    if rest and rest not in _UNITS and isinstance(values, GpuValues):
+        values.note(path, rest)
+    return float(match.group(1))
 
 
 def _int(values: Mapping[str, str], *paths: str) -> int | None:
@@ -108,21 +118,15 @@ def _printed(values: Mapping[str, str], path: str) -> str | None:
 
 
 def _yes(values: Mapping[str, str], *paths: str) -> bool | None:
-    """Yes/No read from the value's leading word; what follows it is kept as a note. A value that is
-    no such word (and not N/A) is recorded as unread: unknown, never taken for a good value."""
-    for path in paths:
-        raw = _printed(values, path)
-        if raw is None:
-            continue
-        found = _YES_NO.match(raw)
-        if found is None:
-            if isinstance(values, GpuValues) and path not in values.unread:
-                values.unread.append(path)
-            return None
-        if found.group(2) and isinstance(values, GpuValues):
-            values.note(path, found.group(2))
-        return found.group(1).lower() in ("yes", "enabled", "on", "active", "true")
-    return None
+    """Yes/No read from the first printed value's leading word (error strings are no such word: unread);
+    what follows it is kept as a note."""
+    found = _first_match(values, paths, _printed, _YES_NO)
+    if found is None:
+        return None
+    path, _, match = found
+    if match.group(2) and isinstance(values, GpuValues):
+        values.note(path, match.group(2))
+    return match.group(1).lower() in ("yes", "enabled", "on", "active", "true")
 
 
 def _sum(parts: list[int | None]) -> int | None:

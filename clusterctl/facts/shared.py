@@ -13,8 +13,7 @@ A text that does not parse is not kept: its ``ParseError`` is raised again for e
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -25,24 +24,15 @@ KEPT = 256
 #: Longer texts are parsed every time (a 1,279-line ``ibv_devinfo -v`` is about 60,000 characters).
 LONGEST = 1_000_000
 
-_parsed: OrderedDict[tuple[Callable[[str], Any], str], Any] = OrderedDict()
-_lock = threading.Lock()
-
 
 def parse_shared(parse: Callable[[str], T], text: str) -> T:
     """``parse(text)``, computed once for every identical ``text`` seen lately (see the module)."""
     if len(text) > LONGEST:
         return parse(text)
-    key = (parse, text)
-    with _lock:
-        if key in _parsed:
-            _parsed.move_to_end(key)
-            found: T = _parsed[key]
-            return found
-    value = parse(text)
-    with _lock:
-        _parsed[key] = value
-        while len(_parsed) > KEPT:
-            _parsed.popitem(last=False)
-    return value
+    found: T = _parse_kept(parse, text)
+    return found
 
+
+@functools.lru_cache(maxsize=KEPT)
+def _parse_kept(parse: Callable[[str], Any], text: str) -> Any:
+    return parse(text)

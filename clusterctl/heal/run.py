@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import re
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import Change, ChangeFailed, Gate
-from clusterctl.engine import lock as host_lock
 from clusterctl.engine.lock import LockInfo
-from clusterctl.errors import ClusterctlError, UsageError
+from clusterctl.engine.run import give_back_locks, take_locks
+from clusterctl.errors import ClusterctlError, Interrupted, UsageError
 from clusterctl.findings import Finding, Severity
 from clusterctl.heal import history
 from clusterctl.heal.chain import DEFAULT_TIMEOUTS, chain_for
@@ -278,23 +279,21 @@ class _Healer:
         return result
 
     def take_lock(self) -> str | None:
+        """The host's lock through the engine (``take_locks``), once per chain; None, or why it was refused."""
         if self.lock is not None:
             return None
-        import uuid
-
         info = LockInfo.mine(f"heal-{uuid.uuid4().hex[:12]}")
-        _value, failure = self.on_host(lambda t: host_lock.acquire(t, info), "heal: lock", 60)
-        if failure is not None:
-            return f"the host's lock: {failure}"
+        locked, refused = take_locks(self.runner, [self.host], info)
+        if not locked:
+            return "the host's " + refused.get(self.host.name, "lock: not taken")  # "lock: locked by ..."
         self.lock = info
         return None
 
-    def unlock(self) -> None:
+    def unlock(self, *, interrupted: bool = False) -> None:
         if self.lock is not None:
             info, self.lock = self.lock, None
-            _value, failure = self.on_host(lambda t: host_lock.release(t, info), "heal: unlock", 60)
-            if failure is not None:
-                self.result.detail += f" (the host's lock could not be given back: {failure})"
+            for line in give_back_locks(self.runner, [self.host], info, interrupted=interrupted):
+                self.result.detail += f" ({line})"
 
     def ensure_drained(self) -> str | None:
         locked = self.take_lock()
@@ -508,11 +507,26 @@ def heal_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], gate
         notes = node.annotations if node is not None else {}
         reason = notes.get(node_ops.annotation("reason"), "")
         codes = tuple(c for c in notes.get(node_ops.annotation("codes"), "").split(",") if c)
+        interrupted = False
         try:
             results.append(healer.run(reason, codes))
         except ClusterctlError as exc:
             healer.result.outcome, healer.result.detail = "failed", str(exc)
             results.append(healer.result)
+        except Interrupted:
+            interrupted = True  # the lock is given back in bounded time: a silent host must not hold Ctrl-C up
+            raise
         finally:
-            healer.unlock()
+            healer.unlock(interrupted=interrupted)
     return results
+
+
+def heal(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: bool,
+         options: HealOptions | None = None) -> tuple[list[HostHeal], str | None]:
+    """``clusterctl heal``: ``heal_hosts`` through the engine's journaled gate (each change in the undo
+    journal before it is made, the journal finished on Ctrl-C too); the results and the journal."""
+    from clusterctl.engine.journaled import journaled_gate
+
+    with journaled_gate("heal", apply=apply) as step:
+        results = heal_hosts(runner, inventory, hosts, step.gate, options)
+    return results, step.journal

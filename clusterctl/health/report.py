@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 from clusterctl.errors import UsageError
 from clusterctl.findings import FINDINGS_SCHEMA_VERSION, Finding, count_by_severity
 from clusterctl.health import xid_catalog
 from clusterctl.health.model import HealthReport, HostHealth, Verdict
+from clusterctl.inputfile import read_json_input
 
 #: 2: hosts carry ``facts.ib_links``, ``facts.dcgm``, NVLink speeds, and (``health read``) ``readings``.
 #: Version 1 reports are still read (``health compare`` of an older saved run).
@@ -56,12 +55,5 @@ def report_from_json(data: dict[str, Any], *, name: str = "report") -> HealthRep
 
 
 def load_report(path: str) -> HealthReport:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read the health report ({exc.strerror})", file=path) from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"not JSON: {exc.msg}", file=path, line=exc.lineno) from exc
-    return report_from_json(data, name=path)
+    data, name = read_json_input(path, "health-report", "a health report")
+    return report_from_json(data, name=name)

@@ -106,6 +106,7 @@ class HostBuilder:
             name: self.convert((f"clusterctl_stack_{name}",), lambda v, n=name: values.version(v, f"the {n} version"))
             for name in STACK_NAMES
         }
+        gpus = self.convert(("clusterctl_gpus",), lambda v: values.ansible_boolean(v, "clusterctl_gpus"))
         host = Host(
             name=self.name,
             address=self.convert(ADDRESS_VARS, lambda v: values.address(v, "ansible_host")),
@@ -124,6 +125,7 @@ class HostBuilder:
             profile=self.profile(transport),
             mock_state=self.mock_state(),
             stack=StackPin(**{k: v for k, v in stack.items() if v is not None}),
+            gpus=gpus is not False,
             source=f"{self.file}:{self.line}",
         )
         rest = {k: v.value for k, v in self.vars.items() if k not in self.used}

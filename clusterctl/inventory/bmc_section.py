@@ -64,16 +64,14 @@ def read_bmc(r: NodeReader, node: Node, field: str, host_names: list[str]) -> tu
                           hint=values.did_you_mean(pattern, host_names) or "Write a host name or a pattern such "
                           "as gpu-a* that matches some.")
         settings = r.mapping(entry.value, where, must_be=f"'{where}' must be a mapping of BMC settings",
-                             hint="Valid fields: " + ", ".join(FIELDS) + ".")
+                             hint=values.fields_hint(FIELDS))
         out: dict[str, Any] = {}
         for item in settings.entries:
             sub = f"{where}.{item.key}"
             if item.key == "password":
                 raise r.error("a BMC password is never written in the inventory.", line=item.key_line, field=sub,
                               hint="Use password_file: PATH (a file of mode 0600) or password_env: VARIABLE.")
-            if item.key not in FIELDS:
-                raise r.error(f"unknown field '{item.key}'.", line=item.key_line, field=sub,
-                              hint=values.did_you_mean(item.key, FIELDS) or "Valid fields: " + ", ".join(FIELDS) + ".")
+            r.check_field(item, FIELDS, sub)
             raw = to_python(item.value)
             try:
                 out[item.key] = _value(item.key, raw, r.base_dir)

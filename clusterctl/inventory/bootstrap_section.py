@@ -103,14 +103,12 @@ def _clean_name(value: Any) -> str:
 
 def read_bootstrap(r: NodeReader, node: Node, field: str) -> BootstrapConfig:
     settings = r.mapping(node, field, must_be="'bootstrap' must be a mapping of settings",
-                         hint="Valid fields: " + ", ".join(FIELDS) + ".")
+                         hint=values.fields_hint(FIELDS))
     out: dict[str, Any] = {}
     for entry in settings.entries:
         sub = f"{field}.{entry.key}"
         key, value = entry.key, entry.value
-        if key not in FIELDS:
-            raise r.error(f"unknown field '{key}'.", line=entry.key_line, field=sub,
-                          hint=values.did_you_mean(key, FIELDS) or "Valid fields: " + ", ".join(FIELDS) + ".")
+        r.check_field(entry, FIELDS, sub)
         if key in CLUSTER_SECTIONS:
             out[key] = _cluster_section(r, key, value, sub)
         elif key == "apt_repos":
@@ -183,10 +181,7 @@ def _repos(r: NodeReader, node: Node, field: str) -> tuple[AptRepo, ...]:
         raw: dict[str, Any] = {}
         for entry in item.entries:
             where = f"{sub}.{entry.key}"
-            if entry.key not in REPO_FIELDS:
-                raise r.error(f"unknown field '{entry.key}'.", line=entry.key_line, field=where,
-                              hint=values.did_you_mean(entry.key, REPO_FIELDS)
-                              or "Valid fields: " + ", ".join(REPO_FIELDS) + ".")
+            r.check_field(entry, REPO_FIELDS, where)
             if entry.key in ("suites", "components"):
                 raw[entry.key] = r.names(entry.value, where)
             elif entry.key == "name":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -93,12 +93,12 @@ def settings_mapping(value: Any, where: str) -> Mapping[str, Any]:
 
 
 def _known(data: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
-    from clusterctl.inventory.values import did_you_mean
+    from clusterctl.inventory.values import did_you_mean, fields_hint
 
     for key in data:
         if key not in known:
             raise UsageError(f"unknown field '{key}'.", field=f"{where}.{key}",
-                             hint=did_you_mean(str(key), known) or "Valid fields: " + ", ".join(known) + ".")
+                             hint=did_you_mean(str(key), known) or fields_hint(known))
 
 
 def text_setting(value: Any, where: str) -> str:
@@ -255,35 +255,26 @@ def _addons(data: Mapping[str, Any], where: str) -> AddonSettings:
 
 
 def _alerts(data: Mapping[str, Any], where: str) -> AlertSettings:
-    _known(data, ("namespace", "rule_labels", "gpu_temp_c", "memory_temp_c", "receiver_url", "receiver_token_file",
-                  "receiver_ca_file", "receiver_cert_file", "receiver_key_file"), where)
-    out = AlertSettings()
-    if "namespace" in data:
-        out = replace(out, namespace=_namespace(data["namespace"], f"{where}.namespace"))
-    if "rule_labels" in data:
-        labels = settings_mapping(data["rule_labels"], f"{where}.rule_labels")
-        out = replace(out, rule_labels=dict(_label(k, v, f"{where}.rule_labels.{k}") for k, v in labels.items()))
-    if "gpu_temp_c" in data:
-        out = replace(out, gpu_temp_c=_celsius(data["gpu_temp_c"], f"{where}.gpu_temp_c"))
-    if "memory_temp_c" in data:
-        out = replace(out, memory_temp_c=_celsius(data["memory_temp_c"], f"{where}.memory_temp_c"))
-    if "receiver_url" in data:
-        url = url_setting(data["receiver_url"], f"{where}.receiver_url")
+    def rule_labels(value: Any, at: str) -> dict[str, str]:
+        return dict(_label(k, v, f"{at}.{k}") for k, v in settings_mapping(value, at).items())
+
+    def receiver_url(value: Any, at: str) -> str:
+        url = url_setting(value, at)
         if not url.startswith(("http://", "https://")) or any(c.isspace() for c in url):
             raise UsageError(f"must be the http(s):// URL Alertmanager reaches remediate serve at, got {url!r}.",
-                             field=f"{where}.receiver_url")
-        out = replace(out, receiver_url=url)
-    if "receiver_token_file" in data:
-        out = replace(out, receiver_token_file=_absolute_path(data["receiver_token_file"],
-                                                              f"{where}.receiver_token_file"))
-    if "receiver_ca_file" in data:
-        ca = data["receiver_ca_file"]
-        out = replace(out, receiver_ca_file=None if ca is None else _absolute_path(ca, f"{where}.receiver_ca_file"))
-    if "receiver_cert_file" in data:
-        out = replace(out, receiver_cert_file=_absolute_path(data["receiver_cert_file"],
-                                                            f"{where}.receiver_cert_file"))
-    if "receiver_key_file" in data:
-        out = replace(out, receiver_key_file=_absolute_path(data["receiver_key_file"], f"{where}.receiver_key_file"))
+                             field=at)
+        return url
+
+    def optional_path(value: Any, at: str) -> str | None:
+        return None if value is None else _absolute_path(value, at)
+
+    #: Each field of the section and its reader (the order errors are found in).
+    readers: dict[str, Callable[[Any, str], Any]] = {
+        "namespace": _namespace, "rule_labels": rule_labels, "gpu_temp_c": _celsius, "memory_temp_c": _celsius,
+        "receiver_url": receiver_url, "receiver_token_file": _absolute_path, "receiver_ca_file": optional_path,
+        "receiver_cert_file": _absolute_path, "receiver_key_file": _absolute_path}
+    _known(data, tuple(readers), where)
+    out = AlertSettings(**{key: read(data[key], f"{where}.{key}") for key, read in readers.items() if key in data})
     if (out.receiver_cert_file is None) != (out.receiver_key_file is None):
         raise UsageError("receiver_cert_file and receiver_key_file go together (Alertmanager's client certificate "
                          "and its key).", field=f"{where}.receiver_cert_file")

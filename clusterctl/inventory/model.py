@@ -79,6 +79,10 @@ class Host:
     #: last between runs); absolute after loading. See ``clusterctl.inventory.mock_state`` for the default.
     mock_state: str | None = None
     stack: StackPin = field(default_factory=StackPin)
+    #: The host has NVIDIA GPUs (the default). ``gpus: false`` (``clusterctl_gpus``) marks a
+    #: control-plane or CPU-only node: bootstrap installs no NVIDIA Container Toolkit there, asks
+    #: for no driver or GPUs, and leaves the NVIDIA phases out ("the host has no GPUs").
+    gpus: bool = True
     #: Free-form variables (Ansible host/group vars that clusterctl does not interpret).
     vars: tuple[tuple[str, Any], ...] = ()
     #: Where the host was defined, for error messages: ``file:line``.

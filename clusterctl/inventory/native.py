@@ -287,7 +287,7 @@ class _Reader(NodeReader):
         path = f"{field}.{key}" if field else key
         if key in HOST_FIELDS and key not in spec:
             return self.error(f"'{key}' can only be set on a host, not here.", line=line, field=path)
-        hint = values.did_you_mean(key, spec) or "Valid fields: " + ", ".join(sorted(spec)) + "."
+        hint = values.did_you_mean(key, spec) or values.fields_hint(sorted(spec))
         return self.error(f"unknown field '{key}'.", line=line, field=path, hint=hint)
 
     def settings(
@@ -298,7 +298,7 @@ class _Reader(NodeReader):
         name = field.rsplit(".", 1)[-1]
         mapping = self.mapping(
             node, field, must_be=must_be or f"'{name}' must be a mapping of settings",
-            hint=hint or "Valid fields: " + ", ".join(sorted(spec)) + ".",
+            hint=hint or values.fields_hint(sorted(spec)),
         )
         section = _Section()
         for entry in mapping.entries:
@@ -378,6 +378,7 @@ class _Reader(NodeReader):
             profile=self.profile(host_def, merged.get("profile"), transport),
             mock_state=self.mock_state(merged.get("mock_state")),
             stack=StackPin(**{k: s.value for k, s in stack.items() if s.value is not None}),
+            gpus=value("gpus", True),
             vars=tuple(values.mask_secrets({k: s.value for k, s in free_vars.items()}).items()),
             source=f"{self.file}:{host_def.line}",
         )
@@ -491,6 +492,7 @@ DEFAULT_FIELDS: dict[str, FieldReader] = {
     "user": _text("user"),
     "roles": lambda r, node, field: r.roles(node, field),
     "rack": _text("rack"),
+    "gpus": lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else values.boolean(v, "gpus")),
     "labels": lambda r, node, field: r.free_mapping(node, field, text_values=True),
     "transport": lambda r, node, field: r.scalar(node, field, values.transport),
     "profile": _text("profile"),

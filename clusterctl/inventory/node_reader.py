@@ -6,14 +6,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
 from clusterctl.errors import InventoryError
 from clusterctl.inventory import values
 from clusterctl.inventory.values import BadValue
-from clusterctl.inventory.yaml_tree import Mapping, Node, Scalar, Sequence, as_mapping, kind_of
+from clusterctl.inventory.yaml_tree import Entry, Mapping, Node, Scalar, Sequence, as_mapping, kind_of
 
 
 class NodeReader:
@@ -25,6 +25,12 @@ class NodeReader:
 
     def error(self, message: str, *, line: int, field: str | None, hint: str | None = None) -> InventoryError:
         return InventoryError(message, file=self.file, line=line, field=field or None, hint=hint)
+
+    def check_field(self, entry: Entry, known: Collection[str], field: str) -> None:
+        """``entry``'s key is one of ``known``; else "unknown field" at its line (``field``: its path)."""
+        if entry.key not in known:
+            raise self.error(f"unknown field '{entry.key}'.", line=entry.key_line, field=field,
+                             hint=values.did_you_mean(entry.key, known) or values.fields_hint(known))
 
     def mapping(self, node: Node, field: str, *, must_be: str, hint: str | None = None) -> Mapping:
         """``node`` as a mapping (empty for a key with no value), else the error "{must_be}, not ..."."""

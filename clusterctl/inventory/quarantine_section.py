@@ -60,13 +60,11 @@ def _codes(value: Any, what: str) -> frozenset[str]:
 
 def read_quarantine(r: NodeReader, node: Node, field: str) -> QuarantineConfig:
     settings = r.mapping(node, field, must_be="'quarantine' must be a mapping of settings",
-                         hint="Valid fields: " + ", ".join(FIELDS) + ".")
+                         hint=values.fields_hint(FIELDS))
     out: dict[str, Any] = {}
     for entry in settings.entries:
         sub = f"{field}.{entry.key}"
-        if entry.key not in FIELDS:
-            raise r.error(f"unknown field '{entry.key}'.", line=entry.key_line, field=sub,
-                          hint=values.did_you_mean(entry.key, FIELDS) or "Valid fields: " + ", ".join(FIELDS) + ".")
+        r.check_field(entry, FIELDS, sub)
         raw = to_python(entry.value)
         try:
             if entry.key == "heal":
@@ -106,14 +104,11 @@ def _steps(value: Any, what: str) -> tuple[str, ...]:
 
 def read_heal(r: NodeReader, node: Node, field: str) -> HealConfig:
     settings = r.mapping(node, field, must_be=f"'{field}' must be a mapping of settings",
-                         hint="Valid fields: " + ", ".join(HEAL_FIELDS) + ".")
+                         hint=values.fields_hint(HEAL_FIELDS))
     out: dict[str, Any] = {}
     for entry in settings.entries:
         sub = f"{field}.{entry.key}"
-        if entry.key not in HEAL_FIELDS:
-            raise r.error(f"unknown field '{entry.key}'.", line=entry.key_line, field=sub,
-                          hint=values.did_you_mean(entry.key, HEAL_FIELDS)
-                          or "Valid fields: " + ", ".join(HEAL_FIELDS) + ".")
+        r.check_field(entry, HEAL_FIELDS, sub)
         raw = to_python(entry.value)
         try:
             if entry.key == "passes":

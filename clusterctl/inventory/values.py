@@ -60,6 +60,10 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     return f"Did you mean '{close[0]}'?" if close else None
 
 
+def fields_hint(fields: Iterable[str]) -> str:
+    """``Valid fields: a, b.``: the hint of a section that is not a mapping or has an unknown field."""
+    return "Valid fields: " + ", ".join(fields) + "."
+
 def one_of_hint(word: str, choices: Iterable[str]) -> str:
     options = list(choices)
     listed = ", ".join(f"'{c}'" for c in options)
@@ -159,6 +163,23 @@ def boolean(value: Any, what: str) -> bool:
     if isinstance(value, bool):
         return value
     raise BadValue(f"{what} must be true or false, not {describe(value)}.")
+
+
+#: Ansible's spellings of a boolean (its ``bool`` filter), as an INI inventory gives them: text.
+ANSIBLE_TRUE = ("true", "yes", "on", "1")
+ANSIBLE_FALSE = ("false", "no", "off", "0")
+
+
+def ansible_boolean(value: Any, what: str) -> bool:
+    """A boolean as Ansible reads one: YAML's true/false, or INI text such as ``false``, ``no``, ``0``."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, (str, int)) else None
+    if text in ANSIBLE_TRUE:
+        return True
+    if text in ANSIBLE_FALSE:
+        return False
+    raise BadValue(f"{what} must be true or false, not {describe(value)}.", hint="Write true or false.")
 
 
 def positive_number(value: Any, what: str) -> float:

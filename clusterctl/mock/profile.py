@@ -20,6 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from clusterctl.deep_merge import deep_merge
 from clusterctl.errors import UsageError
 
 PROFILE_FILE = "profile.yaml"
@@ -243,15 +244,6 @@ def _fail_kind(value: Any, where: str) -> str | None:
     return str(value)
 
 
-def merge_machine(parent: Mapping[str, Any], child: Mapping[str, Any]) -> dict[str, Any]:
-    """The child's ``machine:`` over the parent's, mappings merged key by key."""
-    out = dict(parent)
-    for key, value in child.items():
-        below = out.get(key)
-        out[key] = merge_machine(below, value) if isinstance(below, dict) and isinstance(value, dict) else value
-    return out
-
-
 def _machine(raw: Any, where: str) -> dict[str, Any]:
     if raw is None:
         return {}
@@ -324,7 +316,7 @@ def _read_profile(folder: str) -> Profile:
         rules = rules + parent.rules
         files = {**parent.files, **files}
         hostname = hostname or parent.hostname
-        machine = merge_machine(parent.machine, machine)
+        machine = deep_merge(parent.machine, machine)  # the child's ``machine:`` over the parent's
         simulate = parent.simulate if simulate is None else simulate
     if machine and not simulate:
         raise UsageError("'machine' describes what the simulated tools start from, but this profile does not "

@@ -13,9 +13,8 @@ clear message and exit 2, never silently mis-run: add a profile rule for such a 
 
 from __future__ import annotations
 
+import functools
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -440,27 +439,12 @@ class _Parser:
         return Simple(assigns, words, redirects)
 
 
+@functools.lru_cache(maxsize=512)
 def parse(text: str) -> Sequence_:
     """The syntax tree of a script. Running a tree never changes it, so one tree serves every run
-    of the same text: a fleet's hosts all receive the same probe lines, parsed once (``_TREES``)."""
-    with _TREES_LOCK:
-        tree = _TREES.get(text)
-        if tree is not None:
-            _TREES.move_to_end(text)
-            return tree
-    tree = _parse(text)
-    with _TREES_LOCK:
-        _TREES[text] = tree
-        while len(_TREES) > _TREES_KEPT:
-            _TREES.popitem(last=False)
-    return tree
-
-
-#: The trees of the scripts parsed last (most recent last), at most ``_TREES_KEPT``; a script
-#: that does not parse is not kept (it raises again, with the same message, on the next run).
-_TREES: OrderedDict[str, Sequence_] = OrderedDict()
-_TREES_KEPT = 512
-_TREES_LOCK = threading.Lock()
+    of the same text: a fleet's hosts all receive the same probe lines, parsed once (the latest 512
+    scripts are kept; one that does not parse is not: it raises again, with the same message)."""
+    return _parse(text)
 
 
 def _parse(text: str) -> Sequence_:

@@ -54,6 +54,9 @@ def test_whole_probe_of_a_host_without_gpu_or_systemd() -> None:
     ("### swaps\nFilename Type Size Used Priority\n/swapfile file big 0 -2\n", 3),
     ("### listening\nLISTEN 0 128 nowhere 0.0.0.0:*\n", 2),
     ("garbage first\n### hostname\nvm\n", 1),
+    # A section that should hold one line is named at its own first line, however far down it is.
+    ("### hostname\nvm\n### cpus\n2\n### kernel\n6.1.0\n6.1.1\n", 6),
+    ("### hostname\nvm\n### cpus\n2\n### timesync\nmaybe\n", 6),
 ])
 def test_bad_output_names_the_line(text: str, line: int) -> None:
     with pytest.raises(ParseError) as caught:

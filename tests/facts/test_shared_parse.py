@@ -43,12 +43,12 @@ def test_an_output_that_does_not_parse_fails_on_every_host() -> None:
     assert len(parse.seen) == 2
 
 
-def test_only_the_latest_texts_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shared, "KEPT", 2)
+def test_only_the_latest_texts_are_kept() -> None:
     parse = Counting()
-    for text in ("a", "b", "c", "a"):
+    texts = [f"text {n}" for n in range(shared.KEPT + 1)]
+    for text in (*texts, texts[-1], texts[0]):
         parse_shared(parse, text)
-    assert parse.seen == ["a", "b", "c", "a"]  # "a" was dropped when "c" came
+    assert parse.seen == [*texts, texts[0]]  # the latest was kept; the first was dropped when the last came
 
 
 class Answers(Transport):

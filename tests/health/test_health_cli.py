@@ -70,6 +70,18 @@ def test_compare_refuses_what_is_not_a_health_report(tmp_path: Path) -> None:
     assert run.exit_code == 2 and "not a clusterctl health report" in run.stderr
 
 
+def test_compare_names_the_line_of_a_damaged_report_and_refuses_binary_data(tmp_path: Path) -> None:
+    cut = tmp_path / "cut.json"
+    cut.write_text('{\n  "kind": "clusterctl.health",\n  "hosts": [\n')
+    run = clusterctl("health", "compare", str(cut), str(cut))
+    assert run.exit_code == 2 and f"{cut}:4: not a health report: not JSON" in run.stderr
+    assert "Traceback" not in run.stderr
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00")
+    run = clusterctl("health", "compare", str(binary), str(binary))
+    assert run.exit_code == 2 and f"{binary}:3: binary data" in run.stderr
+
+
 def test_read_judges_pasted_outputs_as_one_host() -> None:
     smi = fixture_dir("nvidia-smi-q") / "mlengineering-510.73.08-a100-remap-pending-clipped.txt"
     log = fixture_dir("kernel-log") / "mlengineering-xid63-row-remap.log"

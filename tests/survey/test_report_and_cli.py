@@ -79,6 +79,21 @@ def test_saved_report_loads_back_and_other_versions_are_refused(tmp_path: Path) 
         load_saved_survey(path)
 
 
+@pytest.mark.parametrize(("content", "says"), [
+    (b'{\n  "kind": "clusterctl.survey",\n  "hosts": [\n', r"survey.json:4: not a clusterctl survey report: not JSON"),
+    (b"\x00\x01\x02", r"survey.json:1: binary data"),
+    (b'{"kind": "\xff"}', r"survey.json:1: not UTF-8 text"),
+])
+def test_a_damaged_saved_survey_is_a_usage_error_naming_file_and_line(tmp_path: Path, content: bytes,
+                                                                      says: str) -> None:
+    path = tmp_path / "survey.json"
+    path.write_bytes(content)
+    with pytest.raises(UsageError, match=says):
+        load_saved_survey(path)
+    with pytest.raises(UsageError, match="is a folder"):
+        load_saved_survey(tmp_path)
+
+
 def test_a_version_1_report_still_loads_with_its_hints_as_fixes(tmp_path: Path) -> None:
     data = report_to_json(build_report(fleet(healthy_state("bad", topology=nvswitch(lost=[(2, 3)])))))
     data["schema_version"] = 1

@@ -69,10 +69,19 @@ def counters_key(settings: ClusterSettings) -> str:
     return "dcgm-metrics.csv" if settings.addons.mode == "gpu-operator" else "counters.csv"
 
 
+#: The label NFD puts on a node with an NVIDIA PCI device (vendor 10de): the device plugin's chart
+#: keeps its pods to such nodes by default; the DCGM exporter gets it as its node selector where the
+#: cluster has nodes without GPUs (its chart has no such default, and its pods ask for the nvidia
+#: runtime, which those nodes lack).
+NVIDIA_PCI_LABEL = "feature.node.kubernetes.io/pci-10de.present"
+
+
 def addon_plan(
     settings: ClusterSettings, *, runtime_class: bool, service_monitor: bool, cdi: bool = False,
+    gpu_less_nodes: bool = False,
 ) -> AddonPlan:
-    """What phase gpu-addons installs. ``runtime_class``: containerd's default runtime is not nvidia."""
+    """What phase gpu-addons installs. ``runtime_class``: containerd's default runtime is not nvidia;
+    ``gpu_less_nodes``: some hosts have no GPUs (inventory ``gpus: false``)."""
     addons = settings.addons
     registry = addons.image_registry
     rc = RUNTIME_CLASS if runtime_class else None
@@ -109,7 +118,8 @@ def addon_plan(
         HelmRelease(dcgm, render("helm/dcgm-exporter.values.yaml.j2", chart_version=dcgm.version,
                                  counters_configmap=COUNTERS_CONFIGMAP, counters_key=key,
                                  service_monitor=service_monitor, monitor_labels=monitor_labels, runtime_class=rc,
-                                 image_registry=registry)),
+                                 image_registry=registry,
+                                 gpu_node_label=NVIDIA_PCI_LABEL if gpu_less_nodes else None)),
     )
     return AddonPlan(tuple(manifests), releases)
 

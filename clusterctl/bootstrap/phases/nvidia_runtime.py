@@ -13,12 +13,15 @@ Who writes what, so that the two phases agree instead of fighting:
   name the loaded driver (a driver upgrade makes the old spec point at missing libraries);
 * the ``nvidia`` RuntimeClass object (runtime ``runtimeclass``) is a cluster resource: the
   GPU add-ons phase creates it.
+
+On a host the inventory marks ``gpus: false`` there is nothing to do ("the host has no GPUs"):
+the packages phase installed no toolkit there.
 """
 
 from __future__ import annotations
 
 from clusterctl.bootstrap.containerd_config import NVIDIA_RUNTIME_BINARY
-from clusterctl.bootstrap.phase import Phase, PhaseContext
+from clusterctl.bootstrap.phase import GpuPhase, PhaseContext
 from clusterctl.changes import MAKES_FILE, Change
 from clusterctl.errors import ParseError
 from clusterctl.facts.nvidia_toolkit import ToolkitFacts, parse_cdi_list, parse_toolkit_probe, toolkit_probe
@@ -27,7 +30,7 @@ from clusterctl.findings import Finding, Severity
 CDI_SPEC = "/etc/cdi/nvidia.yaml"
 
 
-class NvidiaRuntime(Phase[ToolkitFacts]):
+class NvidiaRuntime(GpuPhase[ToolkitFacts]):
     name = "nvidia-runtime"
     confirmable = True
     description = "NVIDIA Container Toolkit: runtime binary checked, CDI spec when asked"

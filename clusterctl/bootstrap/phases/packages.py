@@ -1,5 +1,6 @@
 """packages: containerd, kubeadm/kubelet/kubectl and the NVIDIA Container Toolkit at the pinned
-versions, from the configured apt sources, held against upgrade.
+versions, from the configured apt sources, held against upgrade. Hosts without GPUs (inventory
+``gpus: false``) get neither the toolkit nor NVIDIA's apt source.
 
 Sources are deb822 files ``/etc/apt/sources.list.d/clusterctl-<name>.sources`` with their own
 keyring under ``/etc/apt/keyrings/`` (``Signed-By``), so no other source can vouch for these
@@ -85,10 +86,10 @@ class Packages(Phase[PackageFacts]):
 
     def _repos(self, ctx: PhaseContext, facts: PackageFacts | None) -> list[AptRepo]:
         return chosen_repos(ctx.host.stack, ctx.inventory.bootstrap, facts.os_id if facts else None,
-                            facts.codename if facts else None)
+                            facts.codename if facts else None, gpus=ctx.host.gpus)
 
     def _probe(self, ctx: PhaseContext) -> str:
-        pins = wanted_packages(ctx.host.stack, ctx.inventory.bootstrap)
+        pins = wanted_packages(ctx.host.stack, ctx.inventory.bootstrap, gpus=ctx.host.gpus)
         # File names do not depend on the OS (only Docker's URL and suite inside do).
         files = tuple(sources_path(r) for r in self._repos(ctx, None))
         return packages_probe(tuple(p.package for p in pins), files, KEYRING_DIR)
@@ -125,7 +126,8 @@ class Packages(Phase[PackageFacts]):
 
     def _downgrades(self, ctx: PhaseContext, state: PackageFacts) -> list[tuple[Pin, str]]:
         """The pins below what the host runs (after ``upgrade apply``, or a newer package put there by hand)."""
-        found = ((p, state.packages.get(p.package)) for p in wanted_packages(ctx.host.stack, ctx.inventory.bootstrap))
+        pins = wanted_packages(ctx.host.stack, ctx.inventory.bootstrap, gpus=ctx.host.gpus)
+        found = ((p, state.packages.get(p.package)) for p in pins)
         return [(p, got.version) for p, got in found if got is not None and got.installed and p.downgrades(got.version)]
 
     @staticmethod
@@ -177,7 +179,7 @@ class Packages(Phase[PackageFacts]):
             if current != content:
                 sources_changed = True
             changes.append(Change.write_file(host, path, content, current=current, summary=f"apt source '{repo.name}'"))
-        pins = wanted_packages(ctx.host.stack, ctx.inventory.bootstrap)
+        pins = wanted_packages(ctx.host.stack, ctx.inventory.bootstrap, gpus=ctx.host.gpus)
         missing = [p for p in pins if not self._installed(state, p)]
         if missing or sources_changed:
             changes.append(Change.run(host, UPDATE, summary="refresh apt's package lists", env=APT_ENV,
@@ -207,7 +209,7 @@ class Packages(Phase[PackageFacts]):
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
         state = self._read(ctx)
-        pins = wanted_packages(ctx.host.stack, ctx.inventory.bootstrap)
+        pins = wanted_packages(ctx.host.stack, ctx.inventory.bootstrap, gpus=ctx.host.gpus)
         out: list[Finding] = []
         wrong = [p for p in pins if not self._installed(state, p)]
         if wrong:

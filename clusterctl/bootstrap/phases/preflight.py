@@ -1,10 +1,11 @@
 """preflight: read-only checks of every host before anything changes.
 
 OS and kernel, swap, the ports Kubernetes needs, unique hostnames and product UUIDs, time
-sync, CPU and memory minimums, the NVIDIA driver loaded and equal to the stack pin, GPUs
-visible, free space under /var/lib, and the Kubernetes/containerd pins against the published
-support matrix. Error-level findings stop the host (exit 1, one table of what fails where);
-warnings are shown and the run goes on (swap, for one, is turned off by the kernel phase).
+sync, CPU and memory minimums, the NVIDIA driver loaded and equal to the stack pin and GPUs
+visible (not on hosts the inventory marks ``gpus: false``), free space under /var/lib, and the
+Kubernetes/containerd pins against the published support matrix. Error-level findings stop the
+host (exit 1, one table of what fails where); warnings are shown and the run goes on (swap, for
+one, is turned off by the kernel phase).
 """
 
 from __future__ import annotations
@@ -105,9 +106,15 @@ class Preflight(Phase[NodeFacts]):
         if state.time_synced is False:
             add(Severity.WARNING, "TIME_NOT_SYNCED", "the clock is not synchronised (timedatectl: "
                 "NTPSynchronized=no)", "Enable systemd-timesyncd or chrony: certificates and etcd need it.")
-        # Driver and GPUs.
+        # Driver and GPUs, on hosts with GPUs only.
         pin = host.stack.driver
-        if state.nvidia_driver is None:
+        if not host.gpus:
+            if state.gpus:
+                add(Severity.WARNING, "GPUS_ON_GPU_LESS_HOST", f"{len(state.gpus)} GPU(s) visible, but the inventory "
+                    "says the host has none (gpus: false): bootstrap installs no NVIDIA runtime here",
+                    "Remove 'gpus: false' from the host (or its group) if its GPUs are to be used.",
+                    gpus=len(state.gpus))
+        elif state.nvidia_driver is None:
             if pin:
                 add(Severity.ERROR, "DRIVER_NOT_LOADED", f"the NVIDIA driver is not loaded (pinned {pin})",
                     "Install and load the pinned driver before bootstrap.", pinned=pin)
@@ -115,7 +122,7 @@ class Preflight(Phase[NodeFacts]):
             add(Severity.ERROR, "DRIVER_PIN_MISMATCH", f"NVIDIA driver {state.nvidia_driver} is loaded, the stack "
                 f"pins {pin}", "Install the pinned driver, or change the pin.", loaded=state.nvidia_driver,
                 pinned=pin)
-        if (pin or state.nvidia_driver) and not state.gpus:
+        if host.gpus and (pin or state.nvidia_driver) and not state.gpus:
             why = state.missing.get("gpus", "nvidia-smi -L lists none")
             add(Severity.ERROR, "NO_GPUS", f"no GPU is visible ({why})", "Check the driver with nvidia-smi.")
         # Disk.

@@ -4,7 +4,7 @@ The file is staged under ``/etc/kubernetes/clusterctl/nfd/`` (written atomically
 shown as a diff in plans) and published into NFD's ``features.d`` by copying it to a dot-file
 there and renaming it: NFD skips dot-files, so it never reads half a file, and backups never
 land where NFD would read them as features. Without ``--survey FILE`` the phase says so and
-changes nothing.
+changes nothing; on a host without GPUs (``gpus: false``) it has nothing to do.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from clusterctl.bootstrap.cluster.topology_labels import (
     render_feature_file,
     topology_labels,
 )
-from clusterctl.bootstrap.phase import Phase, PhaseContext
+from clusterctl.bootstrap.phase import GpuPhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.changes import Change
 from clusterctl.findings import Finding, Severity
@@ -42,7 +42,7 @@ class LabelState:
     why_none: str = ""
 
 
-class TopologyLabels(Phase[LabelState]):
+class TopologyLabels(GpuPhase[LabelState]):
     name = "topology-labels"
     confirmable = True
     description = "NFD feature files from a saved survey: NVLink domains, fabric, lost NVLink"

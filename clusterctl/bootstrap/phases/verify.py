@@ -45,7 +45,8 @@ def _node_findings(ctx: PhaseContext, nodes: dict[str, KubeNode]) -> list[Findin
             problems.append(Finding(Severity.ERROR, "NODE_NOT_READY", f"{name} is not Ready ({node.not_ready_reason})",
                                     host=name, fix="kubectl describe node; check the CNI pods on it."))
         saved = survey.hosts.get(name) if survey else None
-        if saved is None and node.ready and node.allocatable_gpus == 0 and "worker" in ctx.inventory.host(name).roles:
+        host = ctx.inventory.host(name)
+        if saved is None and node.ready and node.allocatable_gpus == 0 and "worker" in host.roles and host.gpus:
             problems.append(Finding(Severity.WARNING, "NO_GPU_ALLOCATABLE",
                                     f"{name} offers no nvidia.com/gpu and no saved survey says whether it has GPUs",
                                     host=name, fix="Pass --survey FILE so verify knows how many GPUs each node has."))

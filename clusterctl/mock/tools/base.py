@@ -74,3 +74,14 @@ class ToolContext:
         """The installed version of a Debian package on this host, or None."""
         entry = (self.host.section("packages")).get(package)
         return str(entry.get("version")) if isinstance(entry, dict) and entry.get("version") else None
+
+
+def option(args: list[str], *names: str) -> str | None:
+    """The value of the first of ``names`` given (``--name VALUE`` or ``--name=VALUE``), or None."""
+    for i, arg in enumerate(args):
+        for name in names:
+            if arg == name and i + 1 < len(args):
+                return args[i + 1]
+            if arg.startswith(name + "="):
+                return arg.split("=", 1)[1]
+    return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from clusterctl.deep_merge import deep_merge
 from clusterctl.mock.tools.base import ToolContext
 from clusterctl.templating import toml_key, toml_value
 
@@ -54,14 +55,6 @@ def installed_major(ctx: ToolContext) -> int:
     return int(head) if head.isdigit() else 1
 
 
-def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        below = out.get(key)
-        out[key] = _deep_merge(below, value) if isinstance(below, dict) and isinstance(value, dict) else value
-    return out
-
-
 def effective(ctx: ToolContext) -> dict[str, Any]:
     """The configuration containerd runs with: the root file, then each import over it.
 
@@ -81,7 +74,7 @@ def effective(ctx: ToolContext) -> dict[str, Any]:
                 if whole_tables or not isinstance(below, dict) or not isinstance(table, dict):
                     plugins[plugin_id] = table  # 1.x: the whole plugin table is replaced
                 else:
-                    plugins[plugin_id] = _deep_merge(below, table)
+                    plugins[plugin_id] = deep_merge(below, table)
     merged["plugins"] = plugins
     return merged
 

@@ -13,20 +13,10 @@ import re
 import time
 
 from clusterctl.mock.tools import kube_state as ks
-from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.base import ToolContext, ToolResult, option
 
 PACKAGES = ("helm",)
 _ARCHIVE = re.compile(r"^(?P<chart>.+)-(?P<version>v?\d+\.\d+\.\d+[^/]*)\.tgz$")
-
-
-def _option(args: list[str], *names: str) -> str | None:
-    for i, arg in enumerate(args):
-        for name in names:
-            if arg == name and i + 1 < len(args):
-                return args[i + 1]
-            if arg.startswith(name + "="):
-                return arg.split("=", 1)[1]
-    return None
 
 
 def _positional(args: list[str]) -> list[str]:
@@ -46,7 +36,7 @@ def _positional(args: list[str]) -> list[str]:
 
 
 def _cluster_error(ctx: ToolContext) -> ToolResult | None:
-    kubeconfig = _option(ctx.args, "--kubeconfig")
+    kubeconfig = option(ctx.args, "--kubeconfig")
     if not kubeconfig or not ctx.fs.exists(kubeconfig) or not ks.read(ctx).get("initialized"):
         return ctx.fail("Error: Kubernetes cluster unreachable: Get \"http://localhost:8080/version\": dial tcp "
                         "127.0.0.1:8080: connect: connection refused\n")
@@ -61,17 +51,17 @@ def _upgrade_install(ctx: ToolContext) -> ToolResult:
         return ctx.fail('Error: "helm upgrade" requires 2 arguments\n\nUsage:  helm upgrade [RELEASE] [CHART] '
                         "[flags]\n")
     release, chart_ref = words[0], words[1]
-    namespace = _option(ctx.args, "--namespace", "-n") or "default"
+    namespace = option(ctx.args, "--namespace", "-n") or "default"
     if chart_ref.endswith(".tgz"):
         if not ctx.fs.exists(ctx.path(chart_ref)):
             return ctx.fail(f"Error: path \"{chart_ref}\" not found\n")
         match = _ARCHIVE.match(chart_ref.rsplit("/", 1)[-1])
         chart, version = (match["chart"], match["version"]) if match else (chart_ref, "0.0.0")
     else:
-        if not _option(ctx.args, "--repo"):
+        if not option(ctx.args, "--repo"):
             return ctx.fail(f'Error: repo {chart_ref.split("/", 1)[0]} not found\n')
-        chart, version = chart_ref, _option(ctx.args, "--version") or "latest"
-    values_path = _option(ctx.args, "--values", "-f")
+        chart, version = chart_ref, option(ctx.args, "--version") or "latest"
+    values_path = option(ctx.args, "--values", "-f")
     if values_path:
         data = ctx.fs.read(ctx.path(values_path))
         if data is None:
@@ -113,20 +103,20 @@ def run(ctx: ToolContext) -> ToolResult:
         return _upgrade_install(ctx)
     releases = ks.read(ctx).get("releases") or {}
     if args[:1] in (["list"], ["ls"]):
-        namespace = _option(args, "--namespace", "-n")
+        namespace = option(args, "--namespace", "-n")
         rows = [{"name": key.split("/", 1)[1], "namespace": key.split("/", 1)[0], "revision": str(r["revision"]),
                  "updated": r.get("updated", ""), "status": r["status"], "chart": r["chart"],
                  "app_version": r.get("app_version", "")}
                 for key, r in sorted(releases.items())
                 if "--all-namespaces" in args or "-A" in args or key.split("/", 1)[0] == (namespace or "default")]
-        if _option(args, "--output", "-o") == "json":
+        if option(args, "--output", "-o") == "json":
             return ctx.ok(json.dumps(rows) + "\n")
         lines = ["NAME\tNAMESPACE\tREVISION\tUPDATED\tSTATUS\tCHART\tAPP VERSION"]
         lines += [f"{r['name']}\t{r['namespace']}\t{r['revision']}\t{r['updated']}\t{r['status']}\t{r['chart']}\t"
                   f"{r['app_version']}" for r in rows]
         return ctx.ok("\n".join(lines) + "\n")
     if args[:1] == ["status"] and len(args) >= 2:
-        namespace = _option(args, "--namespace", "-n") or "default"
+        namespace = option(args, "--namespace", "-n") or "default"
         found = releases.get(f"{namespace}/{args[1]}")
         if found is None:
             return ctx.fail("Error: release: not found\n")

@@ -30,7 +30,7 @@ from importlib import resources
 from typing import Any
 
 from clusterctl.mock.tools import kube_state as ks
-from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.base import ToolContext, ToolResult, option
 from clusterctl.mock.tools.kubeadm_config import (
     ConfigError,
     check_mixed_arguments,
@@ -38,7 +38,6 @@ from clusterctl.mock.tools.kubeadm_config import (
     klog,
     kubeadm_minor,
     load_config,
-    option,
     schema,
 )
 from clusterctl.mock.tools.kubeadm_manifests import IMAGE_TAGS, write_manifests

@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-from clusterctl.mock.tools.base import ToolContext
+from clusterctl.mock.tools.base import ToolContext, option
 
 #: kubeadm's config API fields, one schema for the simulator and the tests (recordings/kube/README.md).
 SCHEMA_FILE = "kubeadm-v1beta4.schema.json"
@@ -52,15 +52,6 @@ def kubeadm_minor(ctx: ToolContext) -> int:
         return int(version.split(".")[1])
     except (IndexError, ValueError):
         return 36
-
-
-def option(args: list[str], name: str) -> str | None:
-    for i, arg in enumerate(args):
-        if arg == name and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith(name + "="):
-            return arg.split("=", 1)[1]
-    return None
 
 
 class ConfigError(Exception):

@@ -266,11 +266,11 @@ def run(ctx: ToolContext) -> ToolResult:
             (options.get("-l") or options.get("--selector")):
         return ks_status.secrets_list(ctx, namespace, options.get("-l") or options.get("--selector") or "")
     if words[:1] == ["taint"]:
-        return kn.taint(ctx, words[1:], flags)
+        return kn.update_node(ctx, words[1:], flags, "taint", kn.taint)
     if words[:1] in (["cordon"], ["uncordon"]):
         return kn.cordon(ctx, words[0], words[1:])
     if words[:1] == ["annotate"]:
-        return kn.annotate(ctx, words[1:], flags)
+        return kn.update_node(ctx, words[1:], flags, "annotation", kn.annotate)
     if words[:1] == ["create"] and "--raw" in flags and len(words) >= 2:
         return kn.create_raw(ctx, words[1], options)
     if words[:1] == ["apply"]:

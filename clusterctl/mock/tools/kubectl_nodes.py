@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from clusterctl.mock.tools import kube_state as ks
@@ -45,44 +46,49 @@ def _node_name(words: list[str]) -> str | None:
     return None
 
 
-def taint(ctx: ToolContext, words: list[str], flags: set[str]) -> ToolResult:
-    """``kubectl taint nodes N KEY[=VALUE]:EFFECT`` (add) or ``KEY[:EFFECT]-`` (remove)."""
+def update_node(ctx: ToolContext, words: list[str], flags: set[str], what: str,
+                update: Callable[[ToolContext, str, dict[str, Any], list[str], bool], ToolResult]) -> ToolResult:
+    """``kubectl taint``/``annotate nodes N SPEC...`` (or ``node/N``): ``update(ctx, N, node, specs,
+    overwrite)`` (``taint``, ``annotate``) edits the node inside the cluster's state."""
     node_name = _node_name(words)
     specs = words[1:] if words and "/" in words[0] else words[2:]
     if node_name is None or not specs:
-        return ctx.fail("error: at least one taint update is required\n")
+        return ctx.fail(f"error: at least one {what} update is required\n")
     overwrite = "--overwrite" in flags or "--overwrite=true" in ctx.args
     with ks.edit(ctx) as kube:
         node = (kube.get("nodes") or {}).get(node_name)
-        if node is None:
-            return node_missing(node_name)
-        old = [dict(t) for t in node.get("taints") or []]
-        adds: list[dict[str, str]] = []
-        removes: list[tuple[str, str]] = []
-        for spec in specs:
-            if spec.endswith("-"):
-                key, _, effect = spec[:-1].partition(":")
-                removes.append((key, effect))
-                continue
-            key_value, _, effect = spec.rpartition(":")
-            key, _, value = key_value.partition("=")
-            if effect not in EFFECTS or not key:
-                return ctx.fail(f'error: invalid taint spec: {spec}, unknown taint effect "{effect}"\n'
-                                if key else f"error: invalid taint spec: {spec}\n")
-            if any(t["key"] == key and t["effect"] == effect for t in old) and not overwrite:
-                return ctx.fail(f"error: node {node_name} already has {key} taint(s) with same effect(s) and "
-                                "--overwrite is false\n")
-            adds.append({"key": key, "value": value, "effect": effect} if value else {"key": key, "effect": effect})
-        # kubectl's reorganizeTaints: the new taints first, then the old ones not replaced; "modified" with
-        # --overwrite (or adding and removing at once), else "tainted" when the list grew, else "untainted".
-        taints = adds + [t for t in old if not any(a["key"] == t["key"] and a["effect"] == t["effect"] for a in adds)]
-        added = len(taints) != len(old)
-        for key, effect in removes:
-            kept = [t for t in taints if not (t["key"] == key and (not effect or t["effect"] == effect))]
-            if len(kept) == len(taints):
-                return ctx.fail(f'error: taint "{key}{":" + effect if effect else ""}" not found\n')
-            taints = kept
-        node["taints"] = taints
+        return node_missing(node_name) if node is None else update(ctx, node_name, node, specs, overwrite)
+
+
+def taint(ctx: ToolContext, node_name: str, node: dict[str, Any], specs: list[str], overwrite: bool) -> ToolResult:
+    """``KEY[=VALUE]:EFFECT`` (add) or ``KEY[:EFFECT]-`` (remove)."""
+    old = [dict(t) for t in node.get("taints") or []]
+    adds: list[dict[str, str]] = []
+    removes: list[tuple[str, str]] = []
+    for spec in specs:
+        if spec.endswith("-"):
+            key, _, effect = spec[:-1].partition(":")
+            removes.append((key, effect))
+            continue
+        key_value, _, effect = spec.rpartition(":")
+        key, _, value = key_value.partition("=")
+        if effect not in EFFECTS or not key:
+            return ctx.fail(f'error: invalid taint spec: {spec}, unknown taint effect "{effect}"\n'
+                            if key else f"error: invalid taint spec: {spec}\n")
+        if any(t["key"] == key and t["effect"] == effect for t in old) and not overwrite:
+            return ctx.fail(f"error: node {node_name} already has {key} taint(s) with same effect(s) and "
+                            "--overwrite is false\n")
+        adds.append({"key": key, "value": value, "effect": effect} if value else {"key": key, "effect": effect})
+    # kubectl's reorganizeTaints: the new taints first, then the old ones not replaced; "modified" with
+    # --overwrite (or adding and removing at once), else "tainted" when the list grew, else "untainted".
+    taints = adds + [t for t in old if not any(a["key"] == t["key"] and a["effect"] == t["effect"] for a in adds)]
+    added = len(taints) != len(old)
+    for key, effect in removes:
+        kept = [t for t in taints if not (t["key"] == key and (not effect or t["effect"] == effect))]
+        if len(kept) == len(taints):
+            return ctx.fail(f'error: taint "{key}{":" + effect if effect else ""}" not found\n')
+        taints = kept
+    node["taints"] = taints
     verb = "modified" if (added and removes) or overwrite else "tainted" if added else "untainted"
     return ctx.ok(f"node/{node_name} {verb}\n")
 
@@ -102,30 +108,21 @@ def cordon(ctx: ToolContext, verb: str, words: list[str]) -> ToolResult:
     return ctx.ok(f"node/{name} {verb}ed\n")
 
 
-def annotate(ctx: ToolContext, words: list[str], flags: set[str]) -> ToolResult:
-    """``kubectl annotate [--overwrite] node N KEY=VALUE... KEY-...``."""
-    node_name = _node_name(words)
-    specs = words[1:] if words and "/" in words[0] else words[2:]
-    if node_name is None or not specs:
-        return ctx.fail("error: at least one annotation update is required\n")
-    overwrite = "--overwrite" in flags or "--overwrite=true" in ctx.args
-    with ks.edit(ctx) as kube:
-        node = (kube.get("nodes") or {}).get(node_name)
-        if node is None:
-            return node_missing(node_name)
-        annotations = dict(node.get("annotations") or {})
-        for spec in specs:
-            if spec.endswith("-") and "=" not in spec:
-                annotations.pop(spec[:-1], None)
-                continue
-            key, sep, value = spec.partition("=")
-            if not sep or not key:
-                return ctx.fail(f"error: invalid annotation format: {spec}\n")
-            if key in annotations and annotations[key] != value and not overwrite:
-                return ctx.fail("error: --overwrite is false but found the following declared annotation(s): "
-                                f"'{key}' already has a value ({annotations[key]})\n")
-            annotations[key] = value
-        node["annotations"] = annotations
+def annotate(ctx: ToolContext, node_name: str, node: dict[str, Any], specs: list[str], overwrite: bool) -> ToolResult:
+    """``KEY=VALUE`` (set) or ``KEY-`` (remove)."""
+    annotations = dict(node.get("annotations") or {})
+    for spec in specs:
+        if spec.endswith("-") and "=" not in spec:
+            annotations.pop(spec[:-1], None)
+            continue
+        key, sep, value = spec.partition("=")
+        if not sep or not key:
+            return ctx.fail(f"error: invalid annotation format: {spec}\n")
+        if key in annotations and annotations[key] != value and not overwrite:
+            return ctx.fail("error: --overwrite is false but found the following declared annotation(s): "
+                            f"'{key}' already has a value ({annotations[key]})\n")
+        annotations[key] = value
+    node["annotations"] = annotations
     return ctx.ok(f"node/{node_name} annotated\n")
 
 
