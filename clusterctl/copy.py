@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clusterctl.changes import Change, Gate, GateRecord
+from clusterctl.changes import Change, GateRecord
 from clusterctl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -63,17 +63,21 @@ def remote_path(source: str, dest: str) -> str:
     return posixpath.join(dest, Path(source).name) if dest.endswith("/") else dest
 
 
-def copy_file(runner: Runner, hosts: Sequence[Host], request: CopyRequest) -> tuple[FleetResult[GateRecord], Gate]:
-    """Write the file on every host through one gate (recorded only, with ``dry_run``)."""
+def copy_file(runner: Runner, hosts: Sequence[Host],
+              request: CopyRequest) -> tuple[FleetResult[GateRecord], str | None]:
+    """Write the file on every host through the engine's journaled gate (recorded only, with ``dry_run``): each
+    write in the undo journal before it is made; the outcomes and the journal (``None``: nothing changed)."""
+    from clusterctl.engine.journaled import journaled_gate
+
     data, local_mode = read_source(request.source)
     path = remote_path(request.source, request.dest)
     mode = request.mode if request.mode is not None else local_mode
-    gate = Gate(apply=not request.dry_run)
+    with journaled_gate("copy", apply=not request.dry_run) as step:
+        def task(transport: Transport) -> GateRecord:
+            current = transport.get(path, sudo=request.sudo)
+            change = Change.write_file(transport.host.name, path, data, current=current, mode=mode,
+                                       sudo=request.sudo, summary=f"copy {request.source} to {path}")
+            return step.gate.submit(transport, change)
 
-    def task(transport: Transport) -> GateRecord:
-        current = transport.get(path, sudo=request.sudo)
-        change = Change.write_file(transport.host.name, path, data, current=current, mode=mode, sudo=request.sudo,
-                                   summary=f"copy {request.source} to {path}")
-        return gate.submit(transport, change)
-
-    return runner.run_task(hosts, task, label="copy" if gate.apply else "copy (dry run)"), gate
+        fleet = runner.run_task(hosts, task, label="copy (dry run)" if request.dry_run else "copy")
+    return fleet, step.journal

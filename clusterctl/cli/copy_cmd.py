@@ -43,7 +43,6 @@ def copy_command(
     from clusterctl.cli.changes_view import print_gate_outcomes, say_nothing_changed
     from clusterctl.cli.host_failures import print_failures
     from clusterctl.copy import CopyRequest, copy_file, read_source, remote_path
-    from clusterctl.undo_journal import save_journal
 
     app = app_context(ctx)
     file_mode = None
@@ -62,8 +61,7 @@ def copy_command(
                        preview=f"clusterctl copy --dry-run {source} {dest}")
     request = CopyRequest(source=source, dest=dest, mode=file_mode, sudo=sudo, dry_run=dry_run)
     with app.runner() as runner:
-        fleet, gate = copy_file(runner, hosts, request)
-    journal = save_journal(gate.records, command="copy") if gate.apply else None
+        fleet, journal = copy_file(runner, hosts, request)
     records: list[dict[str, Any]] = []
     for o in fleet.outcomes:
         rec = o.value

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
@@ -10,7 +11,9 @@ from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
-    from clusterctl.day2.upgrade import HostUpgrade, Step, UpgradeReport
+    from clusterctl.day2.upgrade import UpgradeReport
+    from clusterctl.engine.phase import Phase
+    from clusterctl.engine.run import HostPhaseResult
 
 HELP = """\
 Upgrade the cluster's Kubernetes and node stack, node by node, in kubeadm's order.
@@ -29,12 +32,22 @@ Examples:
   clusterctl upgrade apply --to 1.37.2 --max-unavailable 2 --yes
 
   clusterctl upgrade apply --resume --yes
+
+  clusterctl upgrade phase uncordon --to 1.37.2 -l gpu-b3 --yes
+
+The steps are phases of the action engine, as bootstrap's are ('clusterctl upgrade phases'):
+'upgrade phase NAME' runs one, --skip-phases leaves some out.
 """
 
 upgrade_app = typer.Typer(help=HELP, no_args_is_help=True, rich_markup_mode=None)
 
 _TO = typer.Option(None, "--to", metavar="X.Y.Z", help="Kubernetes version to reach (default: the inventory's pin).")
 _MAX = typer.Option(1, "--max-unavailable", min=1, metavar="N", help="Workers upgraded at once (control planes: one).")
+_SKIP = typer.Option(None, "--skip-phases", metavar="A,B", help="Phases to leave out, comma-separated.")
+_YES = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")
+_DRY = typer.Option(False, "--dry-run", help="The same as 'upgrade plan': touch nothing.")
+_DRAIN = typer.Option(300, "--drain-timeout", min=1, metavar="S", help="Seconds a drain may take.")
+_READY = typer.Option(300, "--ready-timeout", min=1, metavar="S", help="Seconds a node has to come back Ready.")
 _STATE = typer.Option(None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STATE_DIR",
                       help="Where the rollout's progress is kept (default ~/.local/state/clusterctl).")
 
@@ -48,9 +61,10 @@ def upgrade_plan(
     ctx: typer.Context,
     to: Optional[str] = _TO,  # noqa: UP045 - typer needs Optional on 3.10
     max_unavailable: int = _MAX,
+    skip_phases: Optional[str] = _SKIP,  # noqa: UP045
 ) -> None:
-    _execute(app_context(ctx), to=to, apply=False, max_unavailable=max_unavailable, resume=False, yes=True,
-             state_dir=None, drain_timeout_s=300, ready_timeout_s=300)
+    _execute(app_context(ctx), UpgradeArgs(to, False, max_unavailable, False, True, None, 300, 300, None,
+                                           skip_phases))
 
 
 @upgrade_app.command("apply", help="Upgrade node by node; stops at the first node that fails (--resume continues).")
@@ -58,51 +72,99 @@ def upgrade_apply(
     ctx: typer.Context,
     to: Optional[str] = _TO,  # noqa: UP045
     max_unavailable: int = _MAX,
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    yes: bool = _YES,
     resume: bool = typer.Option(False, "--resume", help="Continue a rollout that stopped (same target)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="The same as 'upgrade plan': touch nothing."),
-    drain_timeout: int = typer.Option(300, "--drain-timeout", min=1, metavar="S", help="Seconds a drain may take."),
-    ready_timeout: int = typer.Option(300, "--ready-timeout", min=1, metavar="S",
-                                      help="Seconds a node has to come back Ready."),
+    dry_run: bool = _DRY,
+    drain_timeout: int = _DRAIN,
+    ready_timeout: int = _READY,
+    skip_phases: Optional[str] = _SKIP,  # noqa: UP045
     state_dir: Optional[str] = _STATE,  # noqa: UP045
 ) -> None:
-    _execute(app_context(ctx), to=to, apply=not dry_run, max_unavailable=max_unavailable, resume=resume, yes=yes,
-             state_dir=state_dir, drain_timeout_s=drain_timeout, ready_timeout_s=ready_timeout)
+    _execute(app_context(ctx), UpgradeArgs(to, not dry_run, max_unavailable, resume, yes, state_dir, drain_timeout,
+                                           ready_timeout, None, skip_phases))
 
 
-def _execute(app: AppContext, *, to: str | None, apply: bool, max_unavailable: int, resume: bool, yes: bool,
-             state_dir: str | None, drain_timeout_s: float, ready_timeout_s: float) -> None:
+@upgrade_app.command("phase", help="Run one phase of the upgrade by name (see 'upgrade phases').")
+def upgrade_phase(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., metavar="NAME", help="kubeadm, kubeadm-upgrade, drain, kubelet, ..."),
+    to: Optional[str] = _TO,  # noqa: UP045
+    state_dir: Optional[str] = _STATE,  # noqa: UP045
+    yes: bool = _YES,
+    dry_run: bool = _DRY,
+    drain_timeout: int = _DRAIN,
+    ready_timeout: int = _READY,
+) -> None:
+    _execute(app_context(ctx), UpgradeArgs(to, not dry_run, 1, False, yes, state_dir, drain_timeout, ready_timeout,
+                                           name, None))
+
+
+@upgrade_app.command("phases", help="List the upgrade's phases in the order they run.")
+def upgrade_phases(ctx: typer.Context) -> None:
+    from clusterctl.day2.upgrade import phase_descriptions
+
+    app = app_context(ctx)
+    phases = phase_descriptions()
+
+    def table() -> None:
+        from clusterctl.terminal_layout import print_wrapped
+
+        for name, description in phases:
+            print_wrapped(app.console, f"{name:<18} {description}", 19)
+
+    app.emit([{"name": n, "description": d} for n, d in phases], table)
+
+
+@dataclass(frozen=True)
+class UpgradeArgs:
+    to: str | None
+    apply: bool
+    max_unavailable: int
+    resume: bool
+    yes: bool
+    state_dir: str | None
+    drain_timeout_s: float
+    ready_timeout_s: float
+    phase: str | None
+    skip_phases: str | None
+
+
+def _execute(app: AppContext, args: UpgradeArgs) -> None:
+    from clusterctl.cli.confirm import confirm_change
     from clusterctl.day2.upgrade import UpgradeRequest, upgrade
 
-    if max_unavailable < 1:
+    if args.max_unavailable < 1:
         raise UsageError("--max-unavailable must be 1 or more", field="--max-unavailable")
-    if drain_timeout_s < 1 or ready_timeout_s < 1:
+    if args.drain_timeout_s < 1 or args.ready_timeout_s < 1:
         raise UsageError("timeouts must be 1 second or more", field="--drain-timeout/--ready-timeout")
     inventory = app.inventory()
     hosts = app.hosts()
-    from clusterctl.cli.confirm import confirm_change
-
-    confirm_change(f"drain, upgrade and restart every node of the cluster '{inventory.name}', node by node",
-                   [h.name for h in hosts], yes=yes, dry_run=not apply,
-                   preview=f"clusterctl upgrade plan{f' --to {to}' if to else ''}")
-    request = UpgradeRequest(to=to, apply=apply, max_unavailable=max_unavailable, resume=resume, state_dir=state_dir,
-                             drain_timeout_s=drain_timeout_s, ready_timeout_s=ready_timeout_s)
-    show = None if app.machine_output or not apply else (lambda h, s: _print_step(app, h, s))
+    what = f"run the upgrade's phase {args.phase} on" if args.phase else \
+        f"drain, upgrade and restart every node of the cluster '{inventory.name}', node by node:"
+    confirm_change(what, [h.name for h in hosts], yes=args.yes, dry_run=not args.apply,
+                   preview=f"clusterctl upgrade plan{f' --to {args.to}' if args.to else ''}")
+    request = UpgradeRequest(to=args.to, apply=args.apply, max_unavailable=args.max_unavailable, resume=args.resume,
+                             state_dir=args.state_dir, drain_timeout_s=args.drain_timeout_s,
+                             ready_timeout_s=args.ready_timeout_s, phase=args.phase, skip_phases=args.skip_phases)
+    show = None if app.machine_output or not args.apply else (lambda p, r: _print_phase(app, p, r))
     with app.runner() as runner:
-        report = upgrade(inventory, hosts, runner, request, on_step=show)
+        report = upgrade(inventory, hosts, runner, request, on_phase=show)
     app.emit(report.to_json(), lambda: _print_report(app, report))
-    if apply and not report.ok:
+    if args.apply and not report.ok:
         app.err_console.print(f"STOPPED: {report.stopped}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(ExitCode.FAILED)
 
 
-def _print_step(app: AppContext, host: HostUpgrade, step: Step) -> None:
+def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult]) -> None:
     from clusterctl.secret import mask_text
 
-    line = f"{host.host:<16} {step.name:<16} {step.status:<12} {mask_text(step.summary)}"
-    if step.message:
-        line += f": {mask_text(step.message)}"
-    app.console.print(line, markup=False, highlight=False, soft_wrap=True)
+    for r in results:
+        if not (r.changes or r.waits or r.status.value == "failed"):
+            continue  # nothing done or waited for there (the node is up to date, or not this node's phase)
+        line = f"{r.host:<16} {phase.name:<16} {r.status.value:<8} {mask_text(phase.description)}"
+        if r.message:
+            line += f": {mask_text(r.message)}"
+        app.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_report(app: AppContext, report: UpgradeReport) -> None:
@@ -120,32 +182,31 @@ def _print_report(app: AppContext, report: UpgradeReport) -> None:
         number = 0
         for host in report.hosts:
             if not host.pending:
-                say(f"\n{host.host} ({host.role}): up to date")
+                say(f"\n{host.host} ({host.role}): {host.status.value}")
                 continue
             say(f"\n{host.host} ({host.role}): kubelet {host.kubelet or '?'}"
                 + (f", control plane {host.control_plane}" if host.control_plane else ""))
             for step in host.steps:
                 number += 1
-                where = "" if step.runs_on == host.host else f" [on {step.runs_on}]"
-                say(f"  {number:>2}. {step.name}: {step.summary}{where}")
-                for change in step.changes:
+                where = "" if step["runs_on"] == host.host else f" [on {step['runs_on']}]"
+                say(f"  {number:>2}. {step['step']}: {step['summary']}{where}")
+                for change in step["changes"]:
                     say(f"      $ {change.describe()}")
-        addons = report.addons[0] if report.addons else None
-        if addons is not None and addons.changes:
-            say(f"\nthen on {addons.runs_on}: {addons.summary}")
-            for change in addons.changes:
+                for wait in step["waits"]:
+                    say(f"      wait: {wait}")
+        for step in (s for s in report.addons if s["changes"]):
+            say(f"\nthen on {step['runs_on']}: {step['step']}: {step['summary']}")
+            for change in step["changes"]:
                 say(f"      $ {change.describe()}")
     else:
         say("")
         for host in report.hosts:
-            say(f"{host.host:<16} {host.status}" + (f": {host.message}" if host.message else ""))
+            say(f"{host.host:<16} {host.status.value}" + (f": {host.message}" if host.message else ""))
     for note in report.notes:
         say(f"note: {note}")
-    if report.nothing_to_do:
+    if report.nothing_to_do and report.ok:
         say("nothing to do: every node runs " + report.target + " with the inventory's pins")
     elif report.applied and report.ok:
         say(f"upgraded: every node runs {report.target}")
     elif not report.applied:
         say("PLAN (nothing was changed): run 'clusterctl upgrade apply --to " + report.target + "' to carry it out")
-
-

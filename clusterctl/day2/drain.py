@@ -1,63 +1,85 @@
-"""Taking a node's pods off it before work, and letting pods back after: the day-2 seam for draining.
+"""Taking a node's pods off it before work: the day-2 seam for draining, one engine phase.
 
-``drain_node`` is the one call the upgrade and ``remove-node`` make; it runs on the first
-control plane: the node is cordoned, then quarantine's drain (``clusterctl.quarantine.drain``:
-kubectl drain's rules, one eviction per gated change, PodDisruptionBudgets honoured and retried
-until the timeout) takes its pods off. It returns when the node is empty and raises
-``DrainFailed`` naming the pods that stayed and why. ``drain_change`` is what a plan shows.
+``DrainNode`` is the phase ``remove-node`` and the upgrade run; it runs from a control plane
+(``runs_on``): the node is cordoned (a ``Change`` with its uncordon as undo), then quarantine's
+drain (``clusterctl.quarantine.drain``: kubectl drain's rules, one eviction per gated change,
+PodDisruptionBudgets honoured and retried until the timeout) takes its pods off, and the engine
+waits (``Wait``) until no pod a drain takes is left on it. A drain that cannot finish fails the
+phase naming the pods that stayed and why.
 """
 
 from __future__ import annotations
 
-import shlex
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Any
 
-from clusterctl.changes import Change, ChangeFailed, Gate
-from clusterctl.facts.kube import kubectl
-
-if TYPE_CHECKING:
-    from clusterctl.transport.base import Transport
+from clusterctl.changes import Change, GateRecord, HostGate
+from clusterctl.engine.phase import Phase, PhaseContext, Wait
+from clusterctl.facts.kube_nodes import NodeState
+from clusterctl.transport.base import FailureKind, TransportError
 
 DEFAULT_DRAIN_TIMEOUT_S = 300.0
 
 
-class DrainFailed(Exception):
-    """The node could not be emptied within the timeout (a budget, a pod that does not stop)."""
+class DrainNode(Phase["NodeState | None", PhaseContext]):
+    """Cordon the node and evict its pods (quarantine's drain: kubectl drain's rules), from ``via``; then
+    wait until no pod that a drain takes is left on it."""
 
+    name = "drain"
+    description = "cordon the node, evict its pods (DaemonSets left, budgets honoured)"
 
-def drain_change(cp: str, node: str, timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S) -> Change:
-    """The plan's view of a drain: the cordon; the evictions are listed when it runs (the pods then)."""
-    q = shlex.quote
-    return Change.run(cp, kubectl(f"cordon {q(node)}"),
-                      summary=f"cordon {node}, then evict its pods (DaemonSets left, budgets honoured, "
-                              f"up to {int(timeout_s)} s)", undo=kubectl(f"uncordon {q(node)}"), timeout_s=60)
+    def __init__(self, via: str, drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S, *, gone: bool = False) -> None:
+        self.via, self.drain_timeout_s = via, drain_timeout_s
+        #: The host is gone: its kubelet will not confirm any pod stopped, so nothing is waited for.
+        self.gone = gone
 
+    def needed(self, ctx: PhaseContext) -> bool:
+        """Whether this host is to be drained at all in this run (an upgrade leaves an up-to-date node be)."""
+        return True
 
-def uncordon_change(cp: str, node: str) -> Change:
-    return Change.run(cp, kubectl(f"uncordon {shlex.quote(node)}"), summary=f"uncordon node {node}",
-                      undo=kubectl(f"cordon {shlex.quote(node)}"))
+    def runs_on(self, ctx: PhaseContext) -> str | None:
+        return self.via
 
+    def check(self, ctx: PhaseContext) -> NodeState | None:
+        from clusterctl.quarantine.run import read_node
 
-def drain_node(transport: Transport, gate: Gate, node: str, timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S) -> None:
-    """Cordon and drain ``node`` from the control plane ``transport`` reaches; ``DrainFailed`` if it stays busy."""
-    from clusterctl.quarantine.drain import DrainOptions
-    from clusterctl.quarantine.drain import drain_node as evict_pods
-    from clusterctl.quarantine.node_ops import cordon
-    from clusterctl.quarantine.run import read_node
+        return read_node(ctx.reader, ctx.host.name)
 
-    state = read_node(transport, node)
-    if state is None:
-        raise DrainFailed(f"{node} is not a node of the cluster")
-    try:
-        gate.submit_all(transport, cordon(transport.host.name, state))
-    except ChangeFailed as exc:
-        raise DrainFailed(f"cannot cordon {node}: {exc}") from None
-    report = evict_pods(transport, gate, node, DrainOptions(timeout_s=timeout_s, delete_emptydir_data=True))
-    if report.not_evicted:
-        left = "; ".join(f"{p.pod}: {p.reason}" for p in report.not_evicted[:3])
-        more = f" (+{len(report.not_evicted) - 3} more)" if len(report.not_evicted) > 3 else ""
-        raise DrainFailed(f"drain of {node} did not finish within {int(timeout_s)} s: {left}{more}")
+    def plan(self, ctx: PhaseContext, state: NodeState | None) -> list[Change]:
+        from clusterctl.quarantine.node_ops import cordon
 
+        return [] if state is None or not self.needed(ctx) else cordon(self.via, state)
 
-def uncordon_node(transport: Transport, gate: Gate, node: str) -> None:
-    gate.submit(transport, uncordon_change(transport.host.name, node))
+    def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
+        from clusterctl.quarantine.drain import drain_node
+
+        records = gate.submit_all(changes)
+        if not self.needed(ctx) or self.check(ctx) is None:
+            return records
+        report = drain_node(gate.transport, gate.gate, ctx.host.name, self._options())
+        if report.not_evicted and not self.gone:
+            left = "; ".join(f"{p.pod}: {p.reason}" for p in report.not_evicted[:3])
+            raise TransportError(FailureKind.COMMAND_FAILED, f"the drain of {ctx.host.name} did not finish within "
+                                 f"{int(self.drain_timeout_s)} s: {left}")
+        return records + [r for r in gate.records() if r.change.summary.startswith("evict pod ")
+                          and ctx.host.name in r.change.summary]
+
+    def _options(self) -> Any:
+        from clusterctl.quarantine.drain import DrainOptions
+
+        if self.gone:
+            # What the API can evict, briefly: the pods stay Terminating until the Node is deleted.
+            return DrainOptions(timeout_s=min(self.drain_timeout_s, 30.0), delete_emptydir_data=True, force=True)
+        return DrainOptions(timeout_s=self.drain_timeout_s, delete_emptydir_data=True)
+
+    def wait(self, ctx: PhaseContext) -> Wait | None:
+        if self.gone or not self.needed(ctx):
+            return None
+        from clusterctl.quarantine.drain import DrainReport, list_pods, sort_pods
+
+        def empty(c: PhaseContext) -> str | None:
+            left = sort_pods(list_pods(c.reader, c.host.name), self._options(), DrainReport(c.host.name))
+            return None if not left else f"{len(left)} pod(s) left: " + ", ".join(p.ref for p in left[:3])
+
+        return Wait(f"no pod a drain takes is left on {ctx.host.name} (up to {int(self.drain_timeout_s)} s)", empty,
+                    timeout_s=60.0)

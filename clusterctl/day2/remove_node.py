@@ -31,13 +31,13 @@ the end of the cluster: ``clusterctl reset``). The host stays in the inventory: 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from clusterctl.changes import Change, GateRecord, HostGate
-from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S
-from clusterctl.engine.phase import Phase, PhaseContext, Wait
+from clusterctl.changes import Change
+from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
+from clusterctl.engine.phase import Phase, PhaseContext
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.etcd import (
     EndpointHealth,
@@ -102,66 +102,6 @@ def quorum_check(members: list[KubeNode], leaving: str) -> str:
         return (f"removing {leaving} would leave {len(healthy)} healthy etcd member(s) of {len(left)}; quorum needs "
                 f"{needed} (not Ready: {sick}). Bring those back first")
     return ""
-
-
-class DrainNode(Phase["NodeState | None", PhaseContext]):
-    """Cordon the node and evict its pods (quarantine's drain: kubectl drain's rules), from ``via``; then
-    wait until no pod that a drain takes is left on it."""
-
-    name = "drain"
-    description = "cordon the node, evict its pods (DaemonSets left, budgets honoured)"
-
-    def __init__(self, via: str, drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S, *, gone: bool = False) -> None:
-        self.via, self.drain_timeout_s = via, drain_timeout_s
-        #: The host is gone: its kubelet will not confirm any pod stopped, so nothing is waited for.
-        self.gone = gone
-
-    def runs_on(self, ctx: PhaseContext) -> str | None:
-        return self.via
-
-    def check(self, ctx: PhaseContext) -> NodeState | None:
-        from clusterctl.quarantine.run import read_node
-
-        return read_node(ctx.reader, ctx.host.name)
-
-    def plan(self, ctx: PhaseContext, state: NodeState | None) -> list[Change]:
-        from clusterctl.quarantine.node_ops import cordon
-
-        return [] if state is None else cordon(self.via, state)
-
-    def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
-        from clusterctl.quarantine.drain import drain_node
-
-        records = gate.submit_all(changes)
-        if self.check(ctx) is None:
-            return records
-        report = drain_node(gate.transport, gate.gate, ctx.host.name, self._options())
-        if report.not_evicted and not self.gone:
-            left = "; ".join(f"{p.pod}: {p.reason}" for p in report.not_evicted[:3])
-            raise TransportError(FailureKind.COMMAND_FAILED, f"the drain of {ctx.host.name} did not finish within "
-                                 f"{int(self.drain_timeout_s)} s: {left}")
-        return records + [r for r in gate.records() if r.change.summary.startswith("evict pod ")
-                          and ctx.host.name in r.change.summary]
-
-    def _options(self) -> Any:
-        from clusterctl.quarantine.drain import DrainOptions
-
-        if self.gone:
-            # What the API can evict, briefly: the pods stay Terminating until the Node is deleted.
-            return DrainOptions(timeout_s=min(self.drain_timeout_s, 30.0), delete_emptydir_data=True, force=True)
-        return DrainOptions(timeout_s=self.drain_timeout_s, delete_emptydir_data=True)
-
-    def wait(self, ctx: PhaseContext) -> Wait | None:
-        if self.gone:
-            return None
-        from clusterctl.quarantine.drain import DrainReport, list_pods, sort_pods
-
-        def empty(c: PhaseContext) -> str | None:
-            left = sort_pods(list_pods(c.reader, c.host.name), self._options(), DrainReport(c.host.name))
-            return None if not left else f"{len(left)} pod(s) left: " + ", ".join(p.ref for p in left[:3])
-
-        return Wait(f"no pod a drain takes is left on {ctx.host.name} (up to {int(self.drain_timeout_s)} s)", empty,
-                    timeout_s=60.0)
 
 
 class EtcdMemberLeaves(Phase[None, PhaseContext]):

@@ -8,45 +8,54 @@ The order is the one of kubeadm's upgrade documentation ("Upgrading kubeadm clus
 2. every further control plane, one at a time: the same with ``kubeadm upgrade node``;
 3. the workers, ``--max-unavailable`` at a time: the same with ``kubeadm upgrade node``.
 
-While a node is drained, bootstrap's own node phases run on it (``packages``, ``containerd``,
-``nvidia-runtime``) with the inventory's pins, so a changed containerd or NVIDIA Container
-Toolkit pin rolls out with the node: the package is upgraded and held, containerd's
-configuration re-rendered at the installed version's config version with the NVIDIA runtime
-kept. After the last node, the cluster phases ``network`` and ``gpu-addons`` bring the CNI and
-the charts to their pins. A node whose packages, kubelet and control plane already run the
-target, with nothing left for those phases, is up to date and not touched.
+The upgrade is an ordered list of phases on the action engine (``upgrade_phases``), run in
+batches in that order (``RunSettings.batches``): the plan is apply's code with the gate recording,
+and the engine gives it the host lock (every node's, taken before the first change), progress and
+``--resume``, the write-ahead undo journal and Ctrl-C/SIGTERM handling. The drain and the wait for
+the node to come back Ready are the engine's waiting kind (``Wait``), run from the first control
+plane. While a node is drained, bootstrap's own node phases run on it (``packages``,
+``containerd``, ``nvidia-runtime``) with the inventory's pins at the target, so a changed
+containerd or NVIDIA Container Toolkit pin rolls out with the node. After the last batch, the
+cluster phases ``network`` and ``gpu-addons`` bring the CNI and the charts to their pins.
 
-One minor at a time (``versions.check_upgrade``); the target must exist in the pinned
-repository (its ``Packages`` index, read from the first control plane). A failure on a node
-stops the rollout there: the nodes after it are not started and the report says which are
-upgraded, which failed at which step, which were not touched; ``--resume`` continues from the
-cluster's state (an upgraded node is found up to date and skipped).
+A node is up to date, and left alone, when its packages, kubelet and control plane run the target,
+it is Ready and schedulable (or was cordoned before the upgrade), and bootstrap's node phases plan
+nothing there: its first phase decides that once per run (``Rollout.assess``), before anything
+changes on it. One minor at a time (``versions.check_upgrade``); the target must exist in the
+pinned repository (its ``Packages`` index, read from the first control plane). A failure on a node
+stops the rollout after its batch; ``--resume`` goes on from the cluster's state.
 """
 
 from __future__ import annotations
 
 import shlex
-import time
-import uuid
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from enum import Enum
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from clusterctl.bootstrap.apt_sources import KEYRING_DIR, chosen_repos
+from clusterctl.bootstrap.apt_sources import chosen_repos
 from clusterctl.bootstrap.cluster.kubeadm import render_upgrade_config, upgrade_command
-from clusterctl.changes import Change, ChangeFailed, Gate
+from clusterctl.bootstrap.phase import Phase, PhaseContext
+from clusterctl.bootstrap.phases.packages import Packages
+from clusterctl.changes import Change
 from clusterctl.cluster_access import FIRST, NoCluster, command_failed, on_control_plane
-from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainFailed, drain_change, drain_node, uncordon_change
-from clusterctl.day2.steps import Step
+from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.day2.versions import Version, check_upgrade, parse, static_pod_version
-from clusterctl.errors import Interrupted, ParseError, UsageError
+from clusterctl.engine.phase import Wait
+from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.kube import NODES_COMMAND, KubeNode, parse_nodes
 from clusterctl.findings import Finding, Severity
 from clusterctl.secret import mask_text
 
 if TYPE_CHECKING:
-    from clusterctl.engine.progress import RunPlace
-    from clusterctl.engine.run import RunReport
+    from clusterctl.engine.phase import Phase as EnginePhase
+    from clusterctl.engine.phase import PhaseContext as EngineContext
+    from clusterctl.engine.progress import ProgressStore
+    from clusterctl.engine.run import HostPhaseResult, RunReport
+    from clusterctl.facts.kube_nodes import NodeState
+    from clusterctl.facts.packages import PackageFacts
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import Transport
@@ -54,14 +63,21 @@ if TYPE_CHECKING:
 APT_ENV = {"DEBIAN_FRONTEND": "noninteractive"}
 INSTALL = "apt-get install -y --allow-downgrades -o Dpkg::Options::=--force-confold"
 APISERVER_MANIFEST = "/etc/kubernetes/manifests/kube-apiserver.yaml"
-NODE_PHASES = ("packages", "containerd", "nvidia-runtime")
-CLUSTER_PHASES = ("network", "gpu-addons")
 DEFAULT_READY_TIMEOUT_S = 300.0
 READY_POLL_S = 2.0
 #: The Kubernetes packages the upgrade moves itself (in kubeadm's order), the others are the node phases'.
 PACKAGE_NAMES = ("kubeadm", "kubelet", "kubectl")
-#: Steps of one node, in order (``Step.name``).
-STEP_ORDER = ("kubeadm", "kubeadm-upgrade", "drain", "kubelet", "node-stack", "restart-kubelet", "ready", "uncordon")
+FIRST_CP, CONTROL_PLANE, WORKER = "first control plane", "control plane", "worker"
+
+
+class NodeOutcome(str, Enum):
+    """Where one node stands in the report (its phases' own statuses are the engine's ``Status``)."""
+
+    UP_TO_DATE = "up to date"
+    PLANNED = "planned"
+    UPGRADED = "upgraded"
+    FAILED = "failed"
+    NOT_STARTED = "not started"
 
 
 @dataclass
@@ -71,11 +87,9 @@ class HostUpgrade:
     role: str
     kubelet: str = ""
     control_plane: str | None = None
-    packages: dict[str, str] = field(default_factory=dict)
-    steps: list[Step] = field(default_factory=list)
-    #: ``up to date``, ``planned``, ``upgrading`` (its batch is running), ``upgraded``, ``failed``,
-    #: ``interrupted`` (Ctrl-C during its batch), ``not started``.
-    status: str = "planned"
+    #: One row per phase that concerns the node and changes, or waits for, something there.
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    status: NodeOutcome = NodeOutcome.PLANNED
     message: str = ""
 
     @property
@@ -83,14 +97,18 @@ class HostUpgrade:
         return bool(self.steps)
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"host": self.host, "role": self.role, "status": self.status,
-                                "kubelet": self.kubelet, "packages": dict(self.packages),
-                                "steps": [s.to_json() for s in self.steps]}
+        data: dict[str, Any] = {"host": self.host, "role": self.role, "status": self.status.value,
+                                "kubelet": self.kubelet, "steps": [_step_json(s) for s in self.steps]}
         if self.control_plane is not None:
             data["control_plane"] = self.control_plane
         if self.message:
             data["message"] = mask_text(self.message)
         return data
+
+
+def _step_json(step: dict[str, Any]) -> dict[str, Any]:
+    return {**step, "summary": mask_text(step["summary"]), "message": mask_text(step["message"]),
+            "changes": [c.to_json() for c in step["changes"]]}
 
 
 @dataclass
@@ -100,20 +118,17 @@ class UpgradeReport:
     target: str
     applied: bool
     hosts: list[HostUpgrade] = field(default_factory=list)
-    #: The cluster phases (network, gpu-addons) after the last node.
-    addons: list[Step] = field(default_factory=list)
+    #: The cluster phases (network, gpu-addons) after the last node: one row each, as a node's steps.
+    addons: list[dict[str, Any]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    #: Why the rollout stopped early (a node's failure); None: it ran to the end (or was a plan).
+    #: Why the rollout stopped early (a node's failure, a lock); None: it ran to the end (or was a plan).
     stopped: str | None = None
-    #: Nodes this upgrade (or the interrupted one it resumes) cordoned and has not uncordoned yet.
-    cordoned: set[str] = field(default_factory=set)
-    #: Host -> the steps an earlier, interrupted rollout to the same target finished there (a hint).
-    done_before: dict[str, frozenset[str]] = field(default_factory=dict)
+    undo_journal: str | None = None
 
     @property
     def nothing_to_do(self) -> bool:
-        return not any(h.pending for h in self.hosts) and not any(s.changes for s in self.addons)
+        return not any(h.pending for h in self.hosts) and not any(s["changes"] for s in self.addons)
 
     @property
     def ok(self) -> bool:
@@ -122,8 +137,8 @@ class UpgradeReport:
     def to_json(self) -> dict[str, Any]:
         return {"cluster": self.cluster, "mode": "apply" if self.applied else "plan", "current": self.current,
                 "target": self.target, "ok": self.ok, "nothing_to_do": self.nothing_to_do,
-                "stopped": mask_text(self.stopped) if self.stopped else None,
-                "hosts": [h.to_json() for h in self.hosts], "addons": [s.to_json() for s in self.addons],
+                "stopped": mask_text(self.stopped) if self.stopped else None, "undo_journal": self.undo_journal,
+                "hosts": [h.to_json() for h in self.hosts], "addons": [_step_json(s) for s in self.addons],
                 "findings": [f.to_json() for f in self.findings], "notes": [mask_text(n) for n in self.notes]}
 
 
@@ -138,36 +153,305 @@ class UpgradeRequest:
     drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S
     ready_poll_s: float = READY_POLL_S
+    #: ``upgrade phase NAME``: that phase alone; ``--skip-phases a,b``.
+    phase: str | None = None
+    skip_phases: str | None = None
 
 
-# --- reading the cluster -----------------------------------------------------------------------------------
+# --- what the phases share ---------------------------------------------------------------------------------
 
 
-@dataclass
-class HostState:
+@dataclass(frozen=True)
+class NodeAssessment:
+    """One node as its first phase of the run found it, before anything changed there."""
+
     packages: dict[str, str]
-    holds: frozenset[str]
     control_plane: str | None
+    #: Bootstrap's node phases plan something here (a pin moved): the kubelet restarts after them.
+    stack_pending: bool
+    up_to_date: bool
 
 
 @dataclass
-class ClusterState:
+class Rollout:
+    """What the upgrade's phases share: decided before the run, and each node as first read in it."""
+
+    target: Version
+    first_cp: str
+    roles: dict[str, str]
+    #: The cluster's nodes as read before the run.
     nodes: dict[str, KubeNode]
-    hosts: dict[str, HostState]
-    current: Version
+    #: Nodes cordoned before this rollout began (left cordoned; an interrupted rollout's own are not).
+    cordoned_before: frozenset[str]
+    drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S
+    ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S
+    ready_poll_s: float = READY_POLL_S
+    assessed: dict[str, NodeAssessment] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def at_target(self, version: str | None) -> bool:
+        return bool(version) and str(version).lstrip("v").split("-")[0] == self.target.text
+
+    def assess(self, ctx: PhaseContext) -> NodeAssessment:
+        """The node as found by its first phase in this run (read once, on the node itself)."""
+        name = ctx.host.name
+        with self._lock:
+            known = self.assessed.get(name)
+        if known is not None:
+            return known
+        facts = NodePackages().check(ctx)
+        packages = {n: facts.packages[n].version or "" for n in PACKAGE_NAMES
+                    if n in facts.packages and facts.packages[n].installed}
+        cp = None
+        if self.roles.get(name) != WORKER:
+            result = ctx.reader.run(f"cat {APISERVER_MANIFEST}", sudo=True)
+            cp = static_pod_version(result.stdout) if result.ok else None
+        stack = any(not c.is_noop for c in NodePackages().plan(ctx, facts)) or any(
+            not c.is_noop for p in _stack_phases()[1:] for c in p.plan(ctx, p.check(ctx)))
+        node = self.nodes.get(name)
+        done = all(self.at_target(packages.get(n)) for n in PACKAGE_NAMES) and \
+            (self.roles.get(name) == WORKER or self.at_target(cp)) and node is not None and node.ready and \
+            self.at_target(node.kubelet_version) and (not node.unschedulable or name in self.cordoned_before) \
+            and not stack
+        found = NodeAssessment(packages, cp, stack, done)
+        with self._lock:
+            return self.assessed.setdefault(name, found)
+
+    def needs_work(self, name: str) -> bool:
+        """Whether the node is upgraded in this run (not known yet: ``upgrade phase X`` runs X)."""
+        found = self.assessed.get(name)
+        return found is None or not found.up_to_date
 
 
-def _read_host(transport: Transport, control_plane: bool) -> HostState:
-    from clusterctl.facts.packages import packages_probe, parse_packages_probe
+def _stack_phases() -> list[EnginePhase[Any, Any]]:
+    from clusterctl.bootstrap.registry import phase_named
 
-    facts = parse_packages_probe(transport.run(packages_probe(PACKAGE_NAMES, (), KEYRING_DIR), sudo=True).stdout)
-    installed = {name: p.version for name, p in facts.packages.items() if p.installed and p.version}
-    cp_version = None
-    if control_plane:
-        result = transport.run(f"cat {APISERVER_MANIFEST}", sudo=True)
-        if result.ok:
-            cp_version = static_pod_version(result.stdout)
-    return HostState(installed, facts.holds, cp_version)
+    return [NodePackages(), phase_named("containerd"), phase_named("nvidia-runtime")]
+
+
+def _apt(host: str, names: Sequence[str], target: Version) -> Change:
+    q = " ".join(shlex.quote(n) for n in names)
+    pins = " ".join(shlex.quote(f"{n}={target.apt}") for n in names)
+    return Change.run(host, f"apt-mark unhold {q} && {INSTALL} {pins} && apt-mark hold {q}", env=APT_ENV,
+                      timeout_s=600, summary=f"upgrade {', '.join(names)} to {target.text} (unhold, install, hold)")
+
+
+#: What the packages phase plans for the Kubernetes apt source of the target minor (the kubeadm phase makes it).
+_SOURCE = ("apt source 'kubernetes'", "signing key of 'kubernetes'", "fetch the signing key of 'kubernetes'",
+           "create the keyring folder", "refresh apt's package lists")
+
+
+def _covered(change: Change) -> bool:
+    """A change of the packages phase that the upgrade's own kubeadm/kubelet phases already make."""
+    summary = change.summary
+    if summary.startswith(_SOURCE[:3] + _SOURCE[4:]):
+        return True
+    if summary.startswith(("install ", "hold ")):
+        names = [part.strip().split(" ")[0] for part in summary.split(" ", 1)[1].split(",")]
+        return all(n in PACKAGE_NAMES for n in names)
+    return False
+
+
+# --- the phases --------------------------------------------------------------------------------------------
+
+
+class NodePackages(Packages):
+    """Bootstrap's packages phase without what the upgrade's kubeadm and kubelet phases do."""
+
+    def plan(self, ctx: PhaseContext, state: PackageFacts) -> list[Change]:
+        return [c for c in super().plan(ctx, state) if not _covered(c)]
+
+
+class UpgradePhase(Phase[Any]):
+    #: Runs from the first control plane for the node (the wait for Ready, the uncordon), else None.
+    from_control_plane = False
+
+    def __init__(self, rollout: Rollout) -> None:
+        self.rollout = rollout
+        self.via = rollout.first_cp if self.from_control_plane else None
+
+    def runs_on(self, ctx: PhaseContext) -> str | None:
+        return self.via
+
+
+class AptUpgrade(UpgradePhase):
+    """Packages at the target, as kubeadm's documentation does it: unhold, install ``X-*``, hold; the first
+    (kubeadm) with the apt source of the target minor before it, where the packages phase plans one."""
+
+    packages: ClassVar[tuple[str, ...]]
+    with_source: ClassVar[bool] = False
+    timeout_s = 900.0
+
+    def check(self, ctx: PhaseContext) -> PackageFacts:
+        self.rollout.assess(ctx)
+        return Packages().check(ctx)
+
+    def plan(self, ctx: PhaseContext, state: PackageFacts) -> list[Change]:
+        sources = [c for c in Packages().plan(ctx, state) if c.summary.startswith(_SOURCE)] \
+            if self.with_source else []
+        behind = [n for n in self.packages if n not in state.packages or not state.packages[n].installed
+                  or not self.rollout.at_target(state.packages[n].version)]
+        return sources + ([_apt(ctx.host.name, self.packages, self.rollout.target)] if behind else [])
+
+
+class UpgradeKubeadm(AptUpgrade):
+    name = "kubeadm"
+    description = "kubeadm at the target, from the target minor's apt repository (unhold, install, hold)"
+    packages = ("kubeadm",)
+    with_source = True
+
+
+class KubeadmUpgrade(UpgradePhase):
+    """``kubeadm upgrade apply`` on the first control plane, ``kubeadm upgrade node`` on the others."""
+
+    name = "kubeadm-upgrade"
+    description = "kubeadm upgrade apply (first control plane) or kubeadm upgrade node"
+    timeout_s = 900.0
+    #: ``kubeadm upgrade node`` leaves nothing to read back: a resumed rollout trusts its progress file.
+    done_when_recorded = True
+
+    def check(self, ctx: PhaseContext) -> NodeAssessment:
+        return self.rollout.assess(ctx)
+
+    def plan(self, ctx: PhaseContext, state: NodeAssessment) -> list[Change]:
+        name, target = ctx.host.name, self.rollout.target
+        # kubeadm's UpgradeConfiguration (v1beta4) on stdin: the target, certificate renewal, etcd, image pulls.
+        config = render_upgrade_config(target.tag).encode()
+        if name == self.rollout.first_cp:
+            if self.rollout.at_target(read_control_plane(ctx.reader)):
+                return []
+            return [Change.run(name, upgrade_command("plan", target.tag), stdin=config,
+                               summary="kubeadm upgrade plan (checks)", timeout_s=300),
+                    Change.run(name, upgrade_command("apply", target.tag), stdin=config, timeout_s=900,
+                               summary=f"kubeadm upgrade apply {target.tag}")]
+        if state.up_to_date:
+            return []
+        what = "control plane and kubelet configuration" if self.rollout.roles.get(name) == CONTROL_PLANE \
+            else "kubelet configuration"
+        return [Change.run(name, upgrade_command("node"), stdin=config, timeout_s=900,
+                           summary=f"kubeadm upgrade node ({what})")]
+
+
+class UpgradeDrain(DrainNode):
+    def __init__(self, rollout: Rollout) -> None:
+        super().__init__(rollout.first_cp, rollout.drain_timeout_s)
+        self.rollout = rollout
+
+    def needed(self, ctx: EngineContext) -> bool:
+        return self.rollout.needs_work(ctx.host.name)
+
+
+class UpgradeKubelet(AptUpgrade):
+    name = "kubelet"
+    description = "kubelet and kubectl at the target (unhold, install, hold)"
+    packages = ("kubelet", "kubectl")
+
+
+class RestartKubelet(UpgradePhase):
+    name = "restart-kubelet"
+    description = "restart the kubelet on its new version and configuration"
+
+    def check(self, ctx: PhaseContext) -> NodeAssessment:
+        return self.rollout.assess(ctx)
+
+    def plan(self, ctx: PhaseContext, state: NodeAssessment) -> list[Change]:
+        node = self.rollout.nodes.get(ctx.host.name)
+        # A kubelet the node already reports at the target was restarted since its upgrade (an
+        # interrupted rollout got that far), unless the node stack changes under it now.
+        running = node is not None and self.rollout.at_target(node.kubelet_version) and \
+            all(self.rollout.at_target(state.packages.get(n)) for n in ("kubelet", "kubectl"))
+        if state.up_to_date or (running and not state.stack_pending):
+            return []
+        return [Change.run(ctx.host.name, "systemctl daemon-reload && systemctl restart kubelet",
+                           summary="restart the kubelet")]
+
+
+class NodeReady(UpgradePhase):
+    """Waits, from the first control plane, until the node is Ready at the target."""
+
+    name = "ready"
+    description = "wait until the node is Ready at the target"
+    from_control_plane = True
+
+    def check(self, ctx: PhaseContext) -> None:
+        return None
+
+    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
+        return []
+
+    def wait(self, ctx: PhaseContext) -> Wait | None:
+        name, rollout = ctx.host.name, self.rollout
+        if not rollout.needs_work(name):
+            return None
+
+        def ready(c: PhaseContext) -> str | None:
+            result = c.reader.run(NODES_COMMAND, sudo=True, timeout=60)
+            if not result.ok:
+                return result.stderr_tail(2) or f"exit {result.exit_code}"
+            try:
+                found = {n.name: n for n in parse_nodes(result.stdout)}.get(name)
+            except ParseError as exc:
+                return str(exc)
+            if found is None:
+                return "not listed; it stays cordoned"
+            if found.ready and rollout.at_target(found.kubelet_version):
+                return None
+            return (f"kubelet {found.kubelet_version or '?'}, "
+                    + ("Ready" if found.ready else f"NotReady ({found.not_ready_reason})") + "; it stays cordoned")
+
+        return Wait(f"{name} Ready at {rollout.target.tag} (up to {int(rollout.ready_timeout_s)} s)", ready,
+                    timeout_s=rollout.ready_timeout_s, poll_s=rollout.ready_poll_s)
+
+
+class Uncordon(UpgradePhase):
+    name = "uncordon"
+    description = "uncordon the node (one cordoned before the upgrade stays cordoned)"
+    from_control_plane = True
+
+    def check(self, ctx: PhaseContext) -> NodeState | None:
+        from clusterctl.quarantine.run import read_node
+
+        return read_node(ctx.reader, ctx.host.name)
+
+    def plan(self, ctx: PhaseContext, state: NodeState | None) -> list[Change]:
+        from clusterctl.quarantine.node_ops import uncordon
+
+        name = ctx.host.name
+        if state is None or name in self.rollout.cordoned_before:
+            return []
+        # A plan shows the uncordon of the drain it planned (the node is not cordoned yet then).
+        drained = state.unschedulable or not self.rollout.needs_work(name)
+        return uncordon(self.rollout.first_cp, state if drained else replace(state, unschedulable=True))
+
+
+#: The phases' names in order, as ``upgrade phase NAME`` and ``--skip-phases`` take them.
+PHASE_NAMES = ("kubeadm", "kubeadm-upgrade", "drain", "kubelet", "packages", "containerd", "nvidia-runtime",
+               "restart-kubelet", "ready", "uncordon", "network", "gpu-addons")
+
+
+def upgrade_phases(rollout: Rollout) -> list[EnginePhase[Any, Any]]:
+    """The rollout, in order: each node's phases, then the cluster's (once, after the last node)."""
+    from clusterctl.bootstrap.registry import phase_named
+
+    phases: list[EnginePhase[Any, Any]] = [
+        UpgradeKubeadm(rollout), KubeadmUpgrade(rollout), UpgradeDrain(rollout), UpgradeKubelet(rollout),
+        *_stack_phases(), RestartKubelet(rollout), NodeReady(rollout), Uncordon(rollout),
+        phase_named("network"), phase_named("gpu-addons")]
+    assert tuple(p.name for p in phases) == PHASE_NAMES
+    return phases
+
+
+def phase_descriptions() -> list[tuple[str, str]]:
+    """``upgrade phases``: each phase's name and what it does, in order."""
+    return [(p.name, p.description) for p in upgrade_phases(Rollout(parse("1.0.0"), "", {}, {}, frozenset()))]
+
+
+# --- reading the cluster before the run --------------------------------------------------------------------
+
+
+def read_control_plane(reader: Any) -> str | None:
+    result = reader.run(f"cat {APISERVER_MANIFEST}", sudo=True)
+    return static_pod_version(result.stdout) if result.ok else None
 
 
 def _read_nodes(transport: Transport) -> dict[str, KubeNode]:
@@ -177,20 +461,15 @@ def _read_nodes(transport: Transport) -> dict[str, KubeNode]:
     return {n.name: n for n in parse_nodes(result.stdout)}
 
 
-def read_cluster(runner: Runner, first_cp: Host, hosts: Sequence[Host]) -> ClusterState:
-    nodes = on_control_plane(runner, first_cp, _read_nodes, what="read the cluster's nodes", label="nodes")
-    states = runner.run_task(list(hosts), lambda t: _read_host(t, "control-plane" in t.host.roles), label="read")
-    found: dict[str, HostState] = {}
-    for o in states.outcomes:
-        if not o.ok or o.value is None:
-            raise UsageError(f"cannot read {o.host.name}: {o.failure.describe() if o.failure else 'no answer'}",
-                             hint="Every host of the rollout must answer before anything changes.")
-        found[o.host.name] = o.value
-    cp_text = found[first_cp.name].control_plane
-    if cp_text is None:
+def _current(runner: Runner, first_cp: Host) -> Version:
+    outcome = runner.run_task([first_cp], read_control_plane, label="control plane").outcomes[0]
+    if not outcome.ok:
+        raise UsageError(f"cannot read {first_cp.name}: {outcome.failure.describe() if outcome.failure else '?'}",
+                         hint="The first control plane must answer before anything changes.")
+    if outcome.value is None:
         raise NoCluster(f"no working cluster: {first_cp.name} runs no control plane ({APISERVER_MANIFEST} is "
                         "missing).", hint=FIRST)
-    return ClusterState(nodes, found, parse(cp_text, where=APISERVER_MANIFEST))
+    return parse(outcome.value, where=APISERVER_MANIFEST)
 
 
 def repository_versions(transport: Transport, inventory: Inventory, target: Version) -> tuple[str, list[str]]:
@@ -210,263 +489,6 @@ def repository_versions(transport: Transport, inventory: Inventory, target: Vers
     if not result.ok:
         raise OSError(result.stderr_tail(2) or f"exit {result.exit_code}")
     return url, parse_packages_index(result.stdout).get("kubeadm", [])
-
-
-# --- planning ----------------------------------------------------------------------------------------------
-
-
-def _apt_step(host: str, names: Sequence[str], target: Version) -> Change:
-    q = " ".join(shlex.quote(n) for n in names)
-    pins = " ".join(shlex.quote(f"{n}={target.apt}") for n in names)
-    return Change.run(host, f"apt-mark unhold {q} && {INSTALL} {pins} && apt-mark hold {q}", env=APT_ENV,
-                      timeout_s=600, summary=f"upgrade {', '.join(names)} to {target.text} (unhold, install, hold)")
-
-
-def _at(version: str | None, target: Version) -> bool:
-    return bool(version) and str(version).lstrip("v").split("-")[0] == target.text
-
-
-def target_inventory(inventory: Inventory, target: Version) -> Inventory:
-    """The inventory as the upgraded cluster has it: every host's Kubernetes pin at ``target``."""
-    hosts = tuple(replace(h, stack=replace(h.stack, kubernetes=target.text)) for h in inventory.hosts)
-    return replace(inventory, hosts=hosts)
-
-
-def _covered(change: Change) -> bool:
-    """A change of the packages phase that the upgrade's own kubeadm/kubelet steps already make."""
-    summary = change.summary
-    if summary.startswith(("apt source 'kubernetes'", "signing key of 'kubernetes'", "fetch the signing key of "
-                           "'kubernetes'", "refresh apt's package lists")):
-        return True
-    if summary.startswith(("install ", "hold ")):
-        names = [part.strip().split(" ")[0] for part in summary.split(" ", 1)[1].split(",")]
-        return all(n in PACKAGE_NAMES for n in names)
-    return False
-
-
-def _source_changes(report: RunReport | None, host: str) -> list[Change]:
-    """The packages phase's new apt source for the target minor, and the update after it."""
-    if report is None:
-        return []
-    changes = [c for r in report.results if r.host == host and r.phase == "packages" for c in r.changes]
-    return [c for c in changes if c.summary.startswith(("apt source 'kubernetes'", "signing key of 'kubernetes'",
-                                                       "fetch the signing key of 'kubernetes'",
-                                                       "create the keyring folder", "refresh apt's package lists"))]
-
-
-def plan_host(host: Host, role: str, first_cp: str, state: HostState, node: KubeNode | None, target: Version,
-              stack_plan: RunReport | None, request: UpgradeRequest, *,
-              cordoned_by_us: bool = False, done_before: frozenset[str] = frozenset()) -> HostUpgrade:
-    """The node's steps. A node someone else cordoned (a quarantine) is upgraded and left cordoned.
-
-    ``done_before``: the steps an interrupted rollout to the same target finished on this node (its
-    progress file). A hint only, as for bootstrap's ``--resume``: every step whose effect the host
-    shows is decided by what the host shows; ``kubeadm upgrade node`` leaves nothing to read, so
-    it is skipped when the hint says it ran and the host's kubeadm is at the target.
-    """
-    name = host.name
-    packages = {n: state.packages.get(n, "") for n in PACKAGE_NAMES}
-    plan = HostUpgrade(name, role, node.kubelet_version if node else "", state.control_plane, packages)
-    stack = [c for r in (stack_plan.results if stack_plan else []) if r.host == name for c in r.changes
-             if not _covered(c)]
-    kubeadm_done = _at(packages.get("kubeadm"), target)
-    kubelet_done = _at(packages.get("kubelet"), target) and _at(packages.get("kubectl"), target)
-    cp_done = role == "worker" or _at(state.control_plane, target)
-    keep_cordoned = node is not None and node.unschedulable and not cordoned_by_us
-    node_done = node is not None and _at(node.kubelet_version, target) and node.ready and \
-        (not node.unschedulable or keep_cordoned)
-    if kubeadm_done and kubelet_done and cp_done and node_done and not stack:
-        plan.status = "up to date"
-        return plan
-    steps: list[Step] = []
-    # kubeadm's UpgradeConfiguration (v1beta4) on stdin: the target, certificate renewal, etcd, image pulls.
-    config = render_upgrade_config(target.tag).encode()
-    sources = _source_changes(stack_plan, name)
-    if not kubeadm_done:
-        steps.append(Step("kubeadm", name, f"kubeadm {target.text} from the v{target.major}.{target.minor} repository",
-                          [*sources, _apt_step(name, ["kubeadm"], target)]))
-    elif sources:  # kubeadm is there already (a resumed rollout): only the repository is left to set
-        steps.append(Step("kubeadm", name, f"the v{target.major}.{target.minor} repository (kubeadm {target.text} is "
-                          "installed)", sources))
-    if role == "first control plane":
-        if not cp_done:
-            steps.append(Step("kubeadm-upgrade", name, f"control plane to {target.tag} (kubeadm upgrade apply)", [
-                Change.run(name, upgrade_command("plan", target.tag), stdin=config,
-                           summary="kubeadm upgrade plan (checks)", timeout_s=300),
-                Change.run(name, upgrade_command("apply", target.tag), stdin=config, timeout_s=900,
-                           summary=f"kubeadm upgrade apply {target.tag}")]))
-    elif not (kubeadm_done and cp_done and "kubeadm-upgrade" in done_before):
-        what = "control plane and kubelet configuration" if role == "control plane" else "kubelet configuration"
-        steps.append(Step("kubeadm-upgrade", name, f"{what} (kubeadm upgrade node)",
-                          [Change.run(name, upgrade_command("node"), stdin=config, summary="kubeadm upgrade node",
-                                      timeout_s=900)]))
-    steps.append(Step("drain", first_cp, f"drain {name}", [drain_change(first_cp, name, request.drain_timeout_s)]))
-    if not kubelet_done:
-        steps.append(Step("kubelet", name, f"kubelet and kubectl {target.text}",
-                          [_apt_step(name, ["kubelet", "kubectl"], target)]))
-    steps.append(Step("node-stack", name, "packages, containerd config, NVIDIA runtime at the inventory's pins "
-                      "(bootstrap's node phases)", stack))
-    # A kubelet the node already reports at the target was restarted since its upgrade (an
-    # interrupted rollout got that far), unless the node stack changes under it now.
-    if not (kubelet_done and node is not None and _at(node.kubelet_version, target) and not stack):
-        steps.append(Step("restart-kubelet", name, "restart the kubelet", [
-            Change.run(name, "systemctl daemon-reload && systemctl restart kubelet", summary="restart the kubelet")]))
-    steps.append(Step("ready", first_cp, f"wait until {name} is Ready at {target.tag} "
-                      f"(up to {int(request.ready_timeout_s)} s)"))
-    if keep_cordoned:
-        plan.message = "cordoned before the upgrade: left cordoned"
-    else:
-        steps.append(Step("uncordon", first_cp, f"uncordon {name}", [uncordon_change(first_cp, name)]))
-    plan.steps = steps
-    return plan
-
-
-def rollout_order(inventory: Inventory, hosts: Sequence[Host]) -> list[tuple[Host, str]]:
-    from clusterctl.bootstrap.cluster.settings import first_control_plane
-
-    first = first_control_plane(inventory)
-    chosen = {h.name for h in hosts}
-    order: list[tuple[Host, str]] = []
-    if first is not None and first.name in chosen:
-        order.append((first, "first control plane"))
-    order += [(h, "control plane") for h in hosts if "control-plane" in h.roles and h is not first
-              and (first is None or h.name != first.name)]
-    order += [(h, "worker") for h in hosts if "control-plane" not in h.roles]
-    return order
-
-
-def batches(order: Sequence[HostUpgrade], max_unavailable: int) -> list[list[HostUpgrade]]:
-    """Control planes one by one; workers ``max_unavailable`` at a time (in inventory order)."""
-    out: list[list[HostUpgrade]] = [[h] for h in order if h.role != "worker"]
-    workers = [h for h in order if h.role == "worker"]
-    step = max(1, max_unavailable)
-    out += [workers[i:i + step] for i in range(0, len(workers), step)]
-    return out
-
-
-# --- progress (for --resume) -------------------------------------------------------------------------------
-
-
-def progress_place(inventory: Inventory, state_dir: str | None) -> RunPlace:
-    """Where the rollout's progress is kept: the engine's one progress file, under ``upgrade/``."""
-    from clusterctl.engine.progress import RunPlace
-
-    return RunPlace.of(inventory, "upgrade", state_dir)
-
-
-def save_progress(place: RunPlace, report: UpgradeReport) -> None:
-    """Target, each node's finished steps, the nodes it cordoned (no command, no output): written atomically."""
-    store = place.progress(resume=False, first="")
-    for h in report.hosts:
-        for name in sorted({*report.done_before.get(h.host, ()), *(s.name for s in h.steps if s.status == "done")}):
-            store.record(h.host, name, "ok", 0.0)
-    store.run = {"target": report.target, "stopped": mask_text(report.stopped or ""),
-                 "statuses": {h.host: h.status for h in report.hosts}, "cordoned": sorted(report.cordoned)}
-    store.save()
-
-
-def load_progress(place: RunPlace, *, resume: bool) -> dict[str, Any]:
-    """What the last rollout left: its target, the nodes it cordoned, each node's finished steps."""
-    store = place.progress(resume=True, first="clusterctl upgrade apply --to X") if resume else place.last_progress()
-    if store is None:
-        return {}
-    if not isinstance(store.run.get("target"), str):
-        raise UsageError(f"not a clusterctl upgrade progress file: no target version. Remove {store.path} and run "
-                         "'clusterctl upgrade apply --to X' without --resume (nodes already upgraded are skipped).",
-                         file=str(store.path))
-    steps = {host: [name for name, entry in phases.items() if entry.get("status") == "ok"]
-             for host, phases in store.hosts.items()}
-    return {**store.run, "steps": steps}
-
-
-# --- running -----------------------------------------------------------------------------------------------
-
-
-def _stack_report(runner: Runner, inventory: Inventory, hosts: Sequence[Host], phases: Sequence[str], *,
-                  apply: bool, lock: Any = None) -> RunReport:
-    from clusterctl.day2.phases import run_phases
-
-    return run_phases(runner, inventory, hosts, phases, apply=apply, lock=lock)
-
-
-def _failure(report: RunReport, host: str) -> str | None:
-    return report.failed_hosts.get(host)
-
-
-def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request: UpgradeRequest,
-            on_step: Callable[[HostUpgrade, Step], None] | None = None) -> UpgradeReport:
-    """Plan (``request.apply`` False) or run the rollout; never raises for a node's failure (it is in the report)."""
-    from clusterctl.bootstrap.cluster.settings import first_control_plane
-
-    first = first_control_plane(inventory)
-    if first is None:
-        raise UsageError("the inventory has no control-plane host", field="roles")
-    progress = progress_place(inventory, request.state_dir)
-    wanted = request.to
-    if request.resume:
-        if not request.apply:
-            raise UsageError("--resume continues an 'upgrade apply'; 'upgrade plan' always reads the cluster afresh")
-        saved = load_progress(progress, resume=True)
-        if wanted and parse(wanted).text != saved["target"]:
-            raise UsageError(f"--resume: the interrupted upgrade was to {saved['target']}, not {wanted}",
-                             field="--to", hint=f"Resume with --to {saved['target']} (or without --to).")
-        wanted = str(saved["target"])
-    pin = first.stack.kubernetes
-    if not wanted:
-        if not pin:
-            raise UsageError("no version to upgrade to: give --to X or pin stack.kubernetes", field="--to")
-        wanted = pin
-    target = parse(wanted)
-    earlier = load_progress(progress, resume=False)
-    order = rollout_order(inventory, hosts)
-    state = read_cluster(runner, first, [h for h, _ in order])
-    check_upgrade(state.current, target)
-    report = UpgradeReport(inventory.name, state.current.text, target.text, request.apply)
-    report.cordoned = {str(h) for h in earlier.get("cordoned") or []}
-    if earlier.get("target") == target.text and isinstance(earlier.get("steps"), dict):
-        report.done_before = {str(h): frozenset(str(n) for n in names) for h, names in earlier["steps"].items()
-                              if isinstance(names, list)}
-    if pin and parse(pin, where="stack.kubernetes") != target:
-        report.notes.append(f"the inventory pins Kubernetes {pin}: set stack.kubernetes to {target.text} so that "
-                            "'clusterctl bootstrap' keeps this version")
-    _check_repository(runner, first, inventory, target, report)
-    upgraded = target_inventory(inventory, target)
-    up_hosts = [upgraded.host(h.name) for h, _ in order]
-    stack_plan = _stack_report(runner, upgraded, up_hosts, NODE_PHASES, apply=False)
-    for name, why in stack_plan.failed_hosts.items():
-        report.findings.append(Finding(Severity.ERROR, "UPGRADE_STACK_BLOCKED", f"the node phases cannot plan: {why}",
-                                       host=name))
-    for host, role in order:
-        node = state.nodes.get(host.name)
-        if node is None:
-            report.findings.append(Finding(Severity.ERROR, "UPGRADE_NODE_MISSING",
-                                           f"{host.name} is not a node of the cluster", host=host.name,
-                                           fix="Add it with 'clusterctl bootstrap' before upgrading."))
-        elif not node.ready:
-            report.findings.append(Finding(Severity.WARNING, "UPGRADE_NODE_NOT_READY",
-                                           f"{host.name} is not Ready before the upgrade ({node.not_ready_reason})",
-                                           host=host.name))
-        report.hosts.append(plan_host(host, role, first.name, state.hosts[host.name], node, target, stack_plan,
-                                      request, cordoned_by_us=host.name in report.cordoned,
-                                      done_before=report.done_before.get(host.name, frozenset())))
-    cluster_plan = _stack_report(runner, upgraded, [upgraded.host(first.name)], CLUSTER_PHASES, apply=False)
-    report.addons.append(Step("addons", first.name, "CNI and add-on charts at their pins (bootstrap's network and "
-                              "gpu-addons phases)", [c for r in cluster_plan.results for c in r.changes]))
-    blocking = [f for f in report.findings if f.severity is Severity.ERROR]
-    if not request.apply:
-        for host_plan in report.hosts:
-            for step in host_plan.steps:
-                if on_step is not None:
-                    on_step(host_plan, step)
-        return report
-    if blocking:
-        report.stopped = "; ".join(f.message for f in blocking[:3])
-        for host_plan in report.hosts:
-            if host_plan.pending:
-                host_plan.status = "not started"
-        return report
-    _apply(runner, upgraded, first, report, request, progress, on_step)
-    return report
 
 
 def _check_repository(runner: Runner, first: Host, inventory: Inventory, target: Version,
@@ -489,203 +511,166 @@ def _check_repository(runner: Runner, first: Host, inventory: Inventory, target:
                          "('clusterctl bootstrap artifacts').")
 
 
-def _apply(runner: Runner, inventory: Inventory, first: Host, report: UpgradeReport, request: UpgradeRequest,
-           progress: RunPlace, on_step: Callable[[HostUpgrade, Step], None] | None) -> None:
-    """Run the rollout under every node's lock; the progress file is written after each step, so
-    that Ctrl-C (or a crash) anywhere leaves what ``--resume`` needs: which nodes this rollout
-    cordoned (recorded before the drain starts) and which steps each node finished."""
-    from clusterctl.engine.lock import LockInfo
+def target_inventory(inventory: Inventory, target: Version) -> Inventory:
+    """The inventory as the upgraded cluster has it: every host's Kubernetes pin at ``target``."""
+    hosts = tuple(replace(h, stack=replace(h.stack, kubernetes=target.text)) for h in inventory.hosts)
+    return replace(inventory, hosts=hosts)
 
-    for host_plan in report.hosts:
-        if not host_plan.pending:
-            host_plan.status = "up to date"
-    lock = LockInfo.mine(uuid.uuid4().hex)
-    hosts = [inventory.host(h.host) for h in report.hosts]
-    refused = _lock_hosts(runner, hosts, lock)
-    if refused:
-        report.stopped = "; ".join(f"{host}: {why}" for host, why in refused.items())
-        _not_started(report.hosts)
+
+def rollout_order(inventory: Inventory, hosts: Sequence[Host]) -> list[tuple[Host, str]]:
+    from clusterctl.bootstrap.cluster.settings import first_control_plane
+
+    first = first_control_plane(inventory)
+    chosen = {h.name for h in hosts}
+    order: list[tuple[Host, str]] = []
+    if first is not None and first.name in chosen:
+        order.append((first, FIRST_CP))
+    order += [(h, CONTROL_PLANE) for h in hosts if "control-plane" in h.roles
+              and (first is None or h.name != first.name)]
+    order += [(h, WORKER) for h in hosts if "control-plane" not in h.roles]
+    return order
+
+
+def batches(order: Sequence[tuple[Host, str]], max_unavailable: int) -> list[list[str]]:
+    """Control planes one by one; workers ``max_unavailable`` at a time (in inventory order)."""
+    out = [[h.name] for h, role in order if role != WORKER]
+    workers = [h.name for h, role in order if role == WORKER]
+    step = max(1, max_unavailable)
+    return out + [workers[i:i + step] for i in range(0, len(workers), step)]
+
+
+# --- the run -----------------------------------------------------------------------------------------------
+
+
+def _target(request: UpgradeRequest, first: Host, store: ProgressStore | None) -> tuple[str, str | None]:
+    """The version to reach, and the inventory's pin."""
+    wanted = request.to
+    if request.resume:
+        saved = store.run.get("target") if store is not None else None
+        if not isinstance(saved, str):
+            path = store.path if store is not None else "?"
+            raise UsageError(f"not a clusterctl upgrade progress file: no target version. Remove {path} and run "
+                             "'clusterctl upgrade apply --to X' without --resume (nodes already upgraded are "
+                             "skipped).", file=str(path))
+        if wanted and parse(wanted).text != saved:
+            raise UsageError(f"--resume: the interrupted upgrade was to {saved}, not {wanted}",
+                             field="--to", hint=f"Resume with --to {saved} (or without --to).")
+        wanted = saved
+    pin = first.stack.kubernetes
+    if not wanted:
+        if not pin:
+            raise UsageError("no version to upgrade to: give --to X or pin stack.kubernetes", field="--to")
+        wanted = pin
+    return wanted, pin
+
+
+def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request: UpgradeRequest,
+            on_phase: Callable[[EnginePhase[Any, Any], list[HostPhaseResult]], None] | None = None) -> UpgradeReport:
+    """Plan (``request.apply`` False) or run the rollout; never raises for a node's failure (it is in the report).
+
+    Ctrl-C or SIGTERM is the engine's: the ``Interrupted`` it raises again names the journal and
+    ``upgrade apply --resume``.
+    """
+    from clusterctl.bootstrap.cluster.settings import first_control_plane
+    from clusterctl.bootstrap.run import BootstrapRequest, run_bootstrap, run_options
+    from clusterctl.engine.progress import RunPlace
+    from clusterctl.engine.run import RunSettings, select_phases
+
+    first = first_control_plane(inventory)
+    if first is None:
+        raise UsageError("the inventory has no control-plane host", field="roles")
+    if request.resume and not request.apply:
+        raise UsageError("--resume continues an 'upgrade apply'; 'upgrade plan' always reads the cluster afresh")
+    place = RunPlace.of(inventory, "upgrade", request.state_dir)
+    store = place.progress(resume=request.resume, first="clusterctl upgrade apply --to X") if request.apply else None
+    wanted, pin = _target(request, first, store)
+    target = parse(wanted)
+    # Every connection of the run carries the hosts as the upgraded cluster has them (the phases read
+    # the pins from their connection's host).
+    original, inventory = inventory, target_inventory(inventory, target)
+    hosts, first = [inventory.host(h.name) for h in hosts], inventory.host(first.name)
+    nodes = on_control_plane(runner, first, _read_nodes, what="read the cluster's nodes", label="nodes")
+    current = _current(runner, first)
+    check_upgrade(current, target)
+    report = UpgradeReport(inventory.name, current.text, target.text, request.apply)
+    if pin and parse(pin, where="stack.kubernetes") != target:
+        report.notes.append(f"the inventory pins Kubernetes {pin}: set stack.kubernetes to {target.text} so that "
+                            "'clusterctl bootstrap' keeps this version")
+    _check_repository(runner, first, original, target, report)
+    order = rollout_order(inventory, hosts)
+    saved = store.run.get("cordoned_before") if store is not None and request.resume else None
+    cordoned = frozenset(str(n) for n in saved) if isinstance(saved, list) else \
+        frozenset(n.name for n in nodes.values() if n.unschedulable)
+    rollout = Rollout(target, first.name, {h.name: role for h, role in order}, nodes, cordoned,
+                      request.drain_timeout_s, request.ready_timeout_s, request.ready_poll_s)
+    for host, _ in order:
+        node = nodes.get(host.name)
+        if node is None:
+            report.findings.append(Finding(Severity.ERROR, "UPGRADE_NODE_MISSING",
+                                           f"{host.name} is not a node of the cluster", host=host.name,
+                                           fix="Add it with 'clusterctl bootstrap' before upgrading."))
+        elif not node.ready:
+            report.findings.append(Finding(Severity.WARNING, "UPGRADE_NODE_NOT_READY",
+                                           f"{host.name} is not Ready before the upgrade ({node.not_ready_reason})",
+                                           host=host.name))
+    blocking = [f for f in report.findings if f.severity is Severity.ERROR]
+    if request.apply and blocking:
+        _fill(report, None, rollout, order)
+        report.stopped = "; ".join(f.message for f in blocking[:3])
+        return report
+    phases = select_phases(upgrade_phases(rollout), request.phase, request.skip_phases, command="upgrade")
+    run_hosts = [h for h, _ in order]
+    if store is not None:
+        store.run = {"target": target.text, "cordoned_before": sorted(cordoned)}
+    settings = RunSettings(
+        apply=request.apply, resume=request.resume, progress=store, on_phase=on_phase,
+        options=run_options(inventory, run_hosts, [p for p in phases if isinstance(p, Phase)],
+                            BootstrapRequest(apply=request.apply)),
+        batches=batches(order, request.max_unavailable), every_lock_or_none=True,
+        journal=place.journal(f"upgrade {target.text}") if request.apply else None,
+        resume_hint="clusterctl upgrade apply --resume --yes")
+    run = run_bootstrap(inventory, run_hosts, runner, phases, settings)
+    _fill(report, run, rollout, order, phases)
+    return report
+
+
+def _fill(report: UpgradeReport, run: RunReport | None, rollout: Rollout, order: Sequence[tuple[Host, str]],
+          phases: Sequence[EnginePhase[Any, Any]] = ()) -> None:
+    """The report per node from the engine's: each phase that changes or waits for something is a step."""
+    from clusterctl.engine.run import SkipReason, Status
+
+    by_name = {p.name: p for p in phases}
+    results = [r for r in (run.results if run is not None else []) if r.phase in by_name]
+    failed = run.failed_hosts if run is not None else {}
+    for host, role in order:
+        name = host.name
+        node, found = rollout.nodes.get(name), rollout.assessed.get(name)
+        row = HostUpgrade(name, role, node.kubelet_version if node else "", found.control_plane if found else None)
+        mine = [r for r in results if r.host == name and not by_name[r.phase].once_per_cluster]
+        row.steps = [_step(r, by_name[r.phase], rollout) for r in mine
+                     if r.changes or r.waits or r.status is Status.FAILED]
+        if not [r for r in mine if r.message != SkipReason.EARLIER_FAILURE.value]:
+            row.status, row.message = NodeOutcome.NOT_STARTED, failed.get(name, "")
+        elif name in failed:
+            row.status, row.message = NodeOutcome.FAILED, failed[name]
+        elif not row.steps:
+            row.status = NodeOutcome.UP_TO_DATE
+        else:
+            row.status = NodeOutcome.UPGRADED if report.applied else NodeOutcome.PLANNED
+        if name in rollout.cordoned_before and not row.message:
+            row.message = "cordoned before the upgrade: left cordoned"
+        report.hosts.append(row)
+    report.addons = [_step(r, by_name[r.phase], rollout) for r in results
+                     if by_name[r.phase].once_per_cluster and r.status is not Status.SKIPPED]
+    if run is None:
         return
-    try:
-        save_progress(progress, report)
-        _roll_out(runner, inventory, first, report, request, progress, on_step, lock)
-    except Interrupted as exc:
-        running = [h for h in report.hosts if h.status == "upgrading"]
-        for h in running:
-            h.status = "interrupted"
-            step = next((s for s in h.steps if s.status == "running"), None)
-            h.message = f"interrupted ({exc.signal_name})" + (f" at step {step.name}" if step else "")
-            if step is not None:
-                step.status = "interrupted"
-        _not_started(report.hosts)
-        report.stopped = "; ".join(f"{h.host}: {h.message}" for h in running) or f"interrupted ({exc.signal_name})"
-        save_progress(progress, report)
-        exc.retry_hint = _interrupted_summary(report)
-        _unlock_hosts(runner, hosts, lock, interrupted=True)
-        raise
-    _unlock_hosts(runner, hosts, lock)
+    report.notes += run.notes
+    report.undo_journal = run.undo_journal
+    if failed:
+        report.stopped = "; ".join(f"{h}: {why}" for h, why in failed.items())
 
 
-def _interrupted_summary(report: UpgradeReport) -> str:
-    from clusterctl.hostlist import compress
-
-    def named(status: str) -> str:
-        return compress(h.host for h in report.hosts if h.status == status) or "none"
-
-    lines = [f"upgrade to {report.target} interrupted: {mask_text(report.stopped or '')}",
-             f"upgraded: {named('upgraded')}; up to date: {named('up to date')}; not started: {named('not started')}"]
-    if report.cordoned:
-        lines.append(f"cordoned by this upgrade (uncordoned when it finishes): {compress(sorted(report.cordoned))}")
-    lines.append("resume: clusterctl upgrade apply --resume --yes (the same target; what the hosts show done is "
-                 "not done again)")
-    return "\n".join(lines)
-
-
-def _lock_hosts(runner: Runner, hosts: Sequence[Host], lock: Any) -> dict[str, str]:
-    """Take every node's lock (the engine's: a bootstrap and an upgrade never interleave); host -> why it
-    was refused (then none is kept)."""
-    from clusterctl.engine.run import give_back_locks, take_locks
-
-    locked, refused = take_locks(runner, hosts, lock)
-    if refused:
-        give_back_locks(runner, locked, lock)
-    return refused
-
-
-def _unlock_hosts(runner: Runner, hosts: Sequence[Host], lock: Any, *, interrupted: bool = False) -> None:
-    from clusterctl.engine.run import give_back_locks
-
-    give_back_locks(runner, hosts, lock, interrupted=interrupted)
-
-
-def _not_started(hosts: Sequence[HostUpgrade]) -> None:
-    for h in hosts:
-        if h.status == "planned":
-            h.status = "not started"
-            for s in h.steps:
-                s.status = "not started"
-
-
-def _roll_out(runner: Runner, inventory: Inventory, first: Host, report: UpgradeReport, request: UpgradeRequest,
-              progress: RunPlace, on_step: Callable[[HostUpgrade, Step], None] | None, lock: Any) -> None:
-    gate = Gate(apply=True)
-    pending = [h for h in report.hosts if h.pending]
-    for batch in batches(pending, request.max_unavailable):
-        for h in batch:
-            h.status = "upgrading"
-        for name in STEP_ORDER:
-            live = [h for h in batch if h.status != "failed"]
-            work = [(h, s) for h in live for s in h.steps if s.name == name]
-            if not work:
-                continue
-            for h, s in work:
-                s.status = "running"
-                if s.name == "drain" and not h.message:
-                    report.cordoned.add(h.host)  # before the cordon: an interrupt may come right after it
-            save_progress(progress, report)
-            _run_step(runner, inventory, first, gate, work, request, parse(report.target), lock)
-            for h, s in work:
-                if s.name == "uncordon" and s.status == "done":
-                    report.cordoned.discard(h.host)
-                if on_step is not None:
-                    on_step(h, s)
-                if s.status == "failed":
-                    h.status, h.message = "failed", f"step {s.name}: {s.message}"
-                    for later in h.steps[h.steps.index(s) + 1:]:
-                        later.status = "not started"
-            save_progress(progress, report)
-        for h in batch:
-            if h.status != "failed":
-                h.status = "upgraded"
-        save_progress(progress, report)
-        failed = [h for h in batch if h.status == "failed"]
-        if failed:
-            report.stopped = "; ".join(f"{h.host}: {h.message}" for h in failed)
-            _not_started(pending)
-            save_progress(progress, report)
-            return
-    addons = report.addons[0]
-    if addons.changes:
-        result = _stack_report(runner, inventory, [inventory.host(first.name)], CLUSTER_PHASES, apply=True, lock=lock)
-        why = _failure(result, first.name)
-        addons.status, addons.message = ("failed", why) if why else ("done", "")
-        if why:
-            report.stopped = f"add-ons: {why}"
-    else:
-        addons.status = "done"
-    save_progress(progress, report)
-
-
-def _run_step(runner: Runner, inventory: Inventory, first: Host, gate: Gate, work: list[tuple[HostUpgrade, Step]],
-              request: UpgradeRequest, target: Version, lock: Any = None) -> None:
-    """One step on every node of a batch: node-side steps in parallel, control-plane-side ones in turn."""
-    name = work[0][1].name
-    if name == "node-stack":
-        hosts = [inventory.host(h.host) for h, _ in work]
-        result = _stack_report(runner, inventory, hosts, NODE_PHASES, apply=True, lock=lock)
-        for h, step in work:
-            why = _failure(result, h.host)
-            step.changes = [c for r in result.results if r.host == h.host for c in r.changes]
-            step.status, step.message = ("failed", why) if why else ("done", "")
-        return
-    if work[0][1].runs_on != work[0][0].host:  # drain, ready, uncordon: from the first control plane
-        for h, step in work:
-            def on_cp(transport: Transport, h: HostUpgrade = h, step: Step = step) -> None:
-                if step.name == "drain":
-                    drain_node(transport, gate, h.host, request.drain_timeout_s)
-                elif step.name == "ready":
-                    _wait_ready(transport, h.host, target, request)
-                else:
-                    gate.submit_all(transport, step.changes)
-
-            outcome = runner.run_task([first], on_cp, label=f"{name} {h.host}",
-                                      timeout_s=max(runner.timeout_s, request.drain_timeout_s + 60,
-                                                    request.ready_timeout_s + 60)).outcomes[0]
-            _settle(step, outcome)
-        return
-    by_host = {h.host: step for h, step in work}
-
-    def on_node(transport: Transport) -> None:
-        gate.submit_all(transport, by_host[transport.host.name].changes)
-
-    fleet = runner.run_task([inventory.host(h.host) for h, _ in work], on_node, label=name,
-                            timeout_s=max(runner.timeout_s, 900))
-    for outcome in fleet.outcomes:
-        _settle(by_host[outcome.host.name], outcome)
-
-
-def _settle(step: Step, outcome: Any) -> None:
-    if outcome.ok:
-        step.status = "done"
-        return
-    failure = outcome.failure
-    step.status = "failed"
-    step.message = failure.message if failure is not None else "no result"
-
-
-class NotReady(Exception):
-    pass
-
-
-def _wait_ready(transport: Transport, node: str, target: Version, request: UpgradeRequest) -> None:
-    deadline = time.monotonic() + request.ready_timeout_s
-    last = "not listed"
-    while True:
-        result = transport.run(NODES_COMMAND, sudo=True, timeout=60)
-        if result.ok:
-            try:
-                found = {n.name: n for n in parse_nodes(result.stdout)}.get(node)
-            except ParseError as exc:
-                found, last = None, str(exc)
-            if found is not None:
-                if found.ready and _at(found.kubelet_version, target):
-                    return
-                last = (f"kubelet {found.kubelet_version or '?'}, "
-                        + ("Ready" if found.ready else f"NotReady ({found.not_ready_reason})"))
-        if time.monotonic() >= deadline:
-            raise NotReady(f"{node} did not come back Ready at {target.tag} within "
-                           f"{int(request.ready_timeout_s)} s (last seen: {last}); it stays cordoned")
-        time.sleep(request.ready_poll_s)
-
-
-__all__ = ["ChangeFailed", "DrainFailed", "HostUpgrade", "Step", "UpgradeReport", "UpgradeRequest", "upgrade"]
+def _step(result: HostPhaseResult, phase: EnginePhase[Any, Any], rollout: Rollout) -> dict[str, Any]:
+    via = getattr(phase, "via", None) or (rollout.first_cp if phase.once_per_cluster else result.host)
+    return {"step": result.phase, "runs_on": via, "summary": phase.description, "status": result.status.value,
+            "changes": result.changes, "waits": result.waits, "message": result.message}

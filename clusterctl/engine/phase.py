@@ -105,6 +105,9 @@ class Phase(ABC, Generic[State, Context]):
     #: the run is interrupted inside this phase, the engine undoes what the phase applied on that
     #: host before it stops (the write-ahead journal covers a harder stop).
     undo_on_interrupt: ClassVar[bool] = False
+    #: Leaves nothing on the host to read back (``kubeadm upgrade node``): on ``--resume``, the progress
+    #: file saying this host finished it in the run being resumed is enough, though its plan has changes.
+    done_when_recorded: ClassVar[bool] = False
     #: After a rollback, run ``verify`` again and say whether the host is back to working
     #: (containerd: it answers on the old config).
     verify_after_rollback: ClassVar[bool] = False

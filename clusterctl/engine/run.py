@@ -186,6 +186,13 @@ class RunSettings:
     #: Hosts per batch: every phase runs on one batch before the next batch starts (a rolling change,
     #: ``--max-unavailable``; a batch with a failed host stops the run). ``None``: all hosts per phase.
     batch_size: int | None = None
+    #: The batches by host name, in order, where they differ in size (an upgrade: control planes one by
+    #: one, then workers ``--max-unavailable`` at a time); overrides ``batch_size``. In a batched run the
+    #: once-per-cluster phases at the end of the list run once, after the last batch (the add-ons).
+    batches: Sequence[Sequence[str]] | None = None
+    #: A host whose lock is refused stops the whole run before any phase (a rolling change must hold
+    #: every host it will touch): the locks taken are given back and no host is started.
+    every_lock_or_none: bool = False
     #: The undo journal, kept as the run goes (applying runs): each change is in it before it is made.
     journal: WriteAheadJournal | None = None
     #: What the host's answers to ``Phase.reads`` are compared with besides the reads themselves
@@ -318,18 +325,23 @@ def run_phases(
                                  ahead)
         elif ahead:
             _fill_ahead(runner, [h for h in hosts if h.name in ahead], ahead)
-        for batch in _batches(hosts, settings.batch_size):
-            for phase in phases:
-                if settings.before_phase is not None:
-                    settings.before_phase(frozenset(report.failed_hosts))
-                phase_results, duration = _run_phase(phase, inventory, hosts, batch, runner, gate, settings, report,
-                                                     ahead, confirmed, inflight)
-                _keep_results(phase, phase_results, duration, report, settings)
-            if settings.batch_size is not None and any(h.name in report.failed_hosts for h in batch):
+        if settings.every_lock_or_none and report.failed_hosts and locked:
+            _unlock_hosts(runner, locked, lock_info, settings, report=report)
+            locked = []
+        rolling, closing = _closing_phases(phases, settings)
+        stopped = settings.every_lock_or_none and bool(report.failed_hosts)
+        for batch in [] if stopped else _batches(hosts, settings):
+            for phase in rolling:
+                _one_phase(phase, inventory, hosts, batch, runner, gate, settings, report, ahead, confirmed, inflight)
+            if (settings.batch_size is not None or settings.batches is not None) \
+                    and any(h.name in report.failed_hosts for h in batch):
                 later = [h.name for h in hosts[hosts.index(batch[-1]) + 1:]]
                 if later:
                     report.notes.append(f"stopped after a failed host: not started on {', '.join(later)}")
+                stopped = True
                 break
+        for phase in [] if stopped else closing:
+            _one_phase(phase, inventory, hosts, hosts, runner, gate, settings, report, ahead, confirmed, inflight)
         if settings.confirmations is not None and settings.apply and not settings.resume:
             _record_unchanged(runner, inventory, hosts, phases, settings, report, confirmed)
     except Interrupted as exc:
@@ -371,11 +383,39 @@ def _after_interrupt(report: RunReport, runner: Runner, locked: list[Host], lock
     return "\n".join(lines)
 
 
-def _batches(hosts: Sequence[Host], size: int | None) -> list[list[Host]]:
-    if size is None:
+def _one_phase(phase: Phase[Any, Any], inventory: Inventory, hosts: Sequence[Host], batch: Sequence[Host],
+               runner: Runner, gate: Gate, settings: RunSettings, report: RunReport, ahead: Reads | None,
+               confirmed: frozenset[str], inflight: _InFlight) -> None:
+    if settings.before_phase is not None:
+        settings.before_phase(frozenset(report.failed_hosts))
+    phase_results, duration = _run_phase(phase, inventory, hosts, batch, runner, gate, settings, report, ahead,
+                                         confirmed, inflight)
+    _keep_results(phase, phase_results, duration, report, settings)
+
+
+def _batches(hosts: Sequence[Host], settings: RunSettings) -> list[list[Host]]:
+    if settings.batches is not None:
+        by_name = {h.name: h for h in hosts}
+        return [[by_name[n] for n in names if n in by_name] for names in settings.batches
+                if any(n in by_name for n in names)]
+    if settings.batch_size is None:
         return [list(hosts)]
-    step = max(1, size)
+    step = max(1, settings.batch_size)
     return [list(hosts[i:i + step]) for i in range(0, len(hosts), step)]
+
+
+def _closing_phases(phases: Sequence[Phase[Any, Any]], settings: RunSettings
+                    ) -> tuple[list[Phase[Any, Any]], list[Phase[Any, Any]]]:
+    """A batched run's phases per batch, and the once-per-cluster ones that end the list (run after the
+    last batch: the cluster's add-ons once every node is done)."""
+    if settings.batch_size is None and settings.batches is None:
+        return list(phases), []
+    cut = len(phases)
+    while cut > 0 and phases[cut - 1].once_per_cluster:
+        cut -= 1
+    if cut == 0:
+        return list(phases), []
+    return list(phases[:cut]), list(phases[cut:])
 
 
 def _keep_results(phase: Phase[Any, Any], phase_results: list[HostPhaseResult], duration: float, report: RunReport,
@@ -634,8 +674,8 @@ UNLOCK_AFTER_INTERRUPT_S = 30.0
 
 def take_locks(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, *,
                force_unlock: bool = False) -> tuple[list[Host], dict[str, str]]:
-    """The host locks for steps a command runs under them itself (``upgrade apply``'s rollout): the hosts
-    locked, and host -> why its lock was refused. Ctrl-C gives back what was taken, then raises."""
+    """The host locks for steps a command runs under them itself (``heal``'s chain, not yet phases): the
+    hosts locked, and host -> why its lock was refused. Ctrl-C gives back what was taken, then raises."""
     report = RunReport("", True, [], [h.name for h in hosts])
     locked = _lock_hosts(runner, hosts, info, RunSettings(apply=True, force_unlock=force_unlock), report)
     return locked, dict(report.failed_hosts)
@@ -819,7 +859,7 @@ def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory
         changes = [c for c in phase.plan(ctx, state) if not c.is_noop]
     except ReadOnlyHost as exc:
         return done(Status.FAILED, f"bug in phase {phase.name}: {exc}")
-    if done_before and not changes:
+    if done_before and (not changes or phase.done_when_recorded):
         # The progress file is a hint: the phase is skipped only when the host itself says there
         # is nothing to do (its check plans no change) and verify passes there now.
         reader.replay_once(keep=True)  # nothing applied: verify's first reads are check's answers

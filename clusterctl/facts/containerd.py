@@ -136,7 +136,7 @@ def parse_containerd_probe(text: str) -> ContainerdFacts:
         try:
             version = parse_containerd_version(raw.text)
         except ParseError as exc:
-            raise ParseError(_WHAT, f"section 'version': {exc.reason}", line=raw.first_line, text=exc.text) from None
+            raise raw.error(_WHAT, exc) from None
     config_section = sections.get("config")
     config = None
     if config_section is None:
@@ -166,9 +166,7 @@ def parse_containerd_probe(text: str) -> ContainerdFacts:
             try:
                 pause = pause_image(parse_kubeadm_images(images.text))
             except ParseError as exc:
-                raise ParseError(_WHAT, f"section 'kubeadm-images': {exc.reason}",
-                                 line=None if exc.line is None else exc.line + images.first_line - 1,
-                                 text=exc.text) from None
+                raise images.error(_WHAT, exc) from None
     service = _systemd_word(sections.get("service"), ("active", "inactive", "failed", "activating", "deactivating"))
     enabled = _systemd_word(sections.get("enabled"), ("enabled", "disabled", "masked", "static"))
     return ContainerdFacts(version, config, dict(sorted(dropins.items())), hosts_files, pause, missing=missing,

@@ -136,7 +136,6 @@ def parse_kernel_probe(text: str) -> KernelFacts:
             elif name == "swaps":
                 swaps = parse_swapon_show(section.text)
         except ParseError as exc:
-            line = None if exc.line is None else exc.line + section.first_line - 1
-            raise ParseError(_WHAT, f"section '{name}': {exc.reason}", line=line, text=exc.text) from None
+            raise section.error(_WHAT, exc) from None
     files = {name[len("file:"):]: _file(section) for name, section in sections.items() if name.startswith("file:")}
     return KernelFacts(modules, values, gone, swaps, files, missing)

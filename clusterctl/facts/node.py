@@ -188,12 +188,6 @@ def _one_line(section: Section, fits: Callable[[str], object] = bool, expected: 
     return values[0]
 
 
-def _at(section: Section, exc: ParseError) -> ParseError:
-    """Re-anchor a piece's line number in the whole output."""
-    line = None if exc.line is None else exc.line + section.first_line - 1
-    return ParseError(_WHAT, f"section '{section.name}': {exc.reason}", line=line, text=exc.text)
-
-
 def parse_node(text: str) -> NodeFacts:
     sections = split_sections(text, _WHAT)
     values: dict[str, object] = {}
@@ -210,7 +204,7 @@ def parse_node(text: str) -> NodeFacts:
         try:
             _read(name, section, values)
         except ParseError as exc:
-            raise _at(section, exc) from None
+            raise section.error(_WHAT, exc) from None
     return NodeFacts(**values, missing=missing)  # type: ignore[arg-type]
 
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.node import parse_os_release
@@ -15,6 +17,8 @@ from clusterctl.facts.sections import MARKER_FILES, cat_missing, ls_failed, sect
 from clusterctl.facts.table import numbered_lines
 
 _WHAT = "package facts"
+T = TypeVar("T")
+
 DPKG_FORMAT = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"
 _NOT_FOUND = re.compile(r"^dpkg-query: no packages found matching (\S+)$")
 
@@ -23,12 +27,14 @@ _NOT_FOUND = re.compile(r"^dpkg-query: no packages found matching (\S+)$")
 class InstalledPackage:
     name: str
     version: str
-    #: dpkg's two/three-letter status: ``ii`` installed, ``rc`` removed with config left...
+    #: dpkg's two/three-letter status, the wanted action then the state: ``ii`` installed, ``hi``
+    #: installed and held (``apt-mark hold``), ``rc`` removed with config left...
     status: str
 
     @property
     def installed(self) -> bool:
-        return self.status.startswith("ii") and bool(self.version)
+        # The second letter is the package's state; the first is only what is wanted of it.
+        return self.status[1:2] == "i" and bool(self.version)
 
 
 def parse_dpkg_query(text: str) -> dict[str, InstalledPackage]:
@@ -87,12 +93,15 @@ def parse_packages_probe(text: str) -> PackageFacts:
         section = sections.get(name)
         return section.text if section is not None else ""
 
-    try:
-        release = parse_os_release(body("os-release")) if "=" in body("os-release") else {}
-        packages = parse_dpkg_query(body("packages"))
-        holds = parse_showhold(body("holds")) if "not found" not in body("holds") else frozenset()
-    except ParseError as exc:
-        raise ParseError(_WHAT, exc.reason, line=exc.line, text=exc.text) from None
+    def read(name: str, parse: Callable[[str], T]) -> T:
+        try:
+            return parse(body(name))
+        except ParseError as exc:  # an absent section reads as empty, which every parser here takes
+            raise sections[name].error(_WHAT, exc) from None
+
+    release = read("os-release", parse_os_release) if "=" in body("os-release") else {}
+    packages = read("packages", parse_dpkg_query)
+    holds = read("holds", parse_showhold) if "not found" not in body("holds") else frozenset()
     arch = body("arch").strip() or None
     if arch is not None and not re.fullmatch(r"[a-z0-9]+", arch):
         arch = None

@@ -34,6 +34,12 @@ class Section:
     def text(self) -> str:
         return "\n".join(self.lines) + ("\n" if self.lines else "")
 
+    def error(self, what: str, exc: ParseError) -> ParseError:
+        """``exc``, raised by a parser of this section's text, as an error of the whole output: the
+        section named, the line counted from the output's start."""
+        line = None if exc.line is None else exc.line + self.first_line - 1
+        return ParseError(what, f"section '{self.name}': {exc.reason}", line=line, text=exc.text)
+
 
 #: GNU cat's answer for a missing file. It names itself as it was called: ``cat: PATH: ...``, or
 #: ``/usr/bin/cat: PATH: ...`` where a wrapper or sudo's secure_path ran it by its full path.

@@ -102,13 +102,9 @@ def _clean_name(value: Any) -> str:
 
 
 def read_bootstrap(r: NodeReader, node: Node, field: str) -> BootstrapConfig:
-    settings = r.mapping(node, field, must_be="'bootstrap' must be a mapping of settings",
-                         hint=values.fields_hint(FIELDS))
     out: dict[str, Any] = {}
-    for entry in settings.entries:
-        sub = f"{field}.{entry.key}"
+    for entry, sub in r.settings_entries(node, field, FIELDS):
         key, value = entry.key, entry.value
-        r.check_field(entry, FIELDS, sub)
         if key in CLUSTER_SECTIONS:
             out[key] = _cluster_section(r, key, value, sub)
         elif key == "apt_repos":

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,14 @@ class NodeReader:
         if entry.key not in known:
             raise self.error(f"unknown field '{entry.key}'.", line=entry.key_line, field=field,
                              hint=values.did_you_mean(entry.key, known) or values.fields_hint(known))
+
+    def settings_entries(self, node: Node, field: str, known: Collection[str]) -> Iterator[tuple[Entry, str]]:
+        """The entries of the settings section ``field``, each with its path; each key must be one of ``known``."""
+        for entry in self.mapping(node, field, must_be=f"'{field}' must be a mapping of settings",
+                                  hint=values.fields_hint(known)).entries:
+            sub = f"{field}.{entry.key}"
+            self.check_field(entry, known, sub)
+            yield entry, sub
 
     def mapping(self, node: Node, field: str, *, must_be: str, hint: str | None = None) -> Mapping:
         """``node`` as a mapping (empty for a key with no value), else the error "{must_be}, not ..."."""

@@ -59,12 +59,8 @@ def _codes(value: Any, what: str) -> frozenset[str]:
 
 
 def read_quarantine(r: NodeReader, node: Node, field: str) -> QuarantineConfig:
-    settings = r.mapping(node, field, must_be="'quarantine' must be a mapping of settings",
-                         hint=values.fields_hint(FIELDS))
     out: dict[str, Any] = {}
-    for entry in settings.entries:
-        sub = f"{field}.{entry.key}"
-        r.check_field(entry, FIELDS, sub)
+    for entry, sub in r.settings_entries(node, field, FIELDS):
         raw = to_python(entry.value)
         try:
             if entry.key == "heal":
@@ -103,12 +99,8 @@ def _steps(value: Any, what: str) -> tuple[str, ...]:
 
 
 def read_heal(r: NodeReader, node: Node, field: str) -> HealConfig:
-    settings = r.mapping(node, field, must_be=f"'{field}' must be a mapping of settings",
-                         hint=values.fields_hint(HEAL_FIELDS))
     out: dict[str, Any] = {}
-    for entry in settings.entries:
-        sub = f"{field}.{entry.key}"
-        r.check_field(entry, HEAL_FIELDS, sub)
+    for entry, sub in r.settings_entries(node, field, HEAL_FIELDS):
         raw = to_python(entry.value)
         try:
             if entry.key == "passes":

@@ -24,7 +24,13 @@ from pathlib import Path
 from clusterctl.errors import UsageError
 
 KIND = "clusterctl.remediate.pending"
+#: The actions an alert leaves to do for a host, weakest first ("report" leaves nothing: it is not kept).
 _STRENGTH = {"quarantine": 1, "drain": 2}
+
+
+def stronger(action: str, other: str) -> str:
+    """The stronger of two actions alerts ask for one host: drain, then quarantine, then report."""
+    return other if _STRENGTH.get(other, 0) > _STRENGTH.get(action, 0) else action
 
 
 @dataclass(frozen=True)
@@ -82,8 +88,7 @@ class PendingWork:
             self._seq += 1
             entry = self._hosts.get(host)
             alerts = tuple(dict.fromkeys([*(entry.alerts if entry else ()), alert]))
-            if entry is not None and _STRENGTH[entry.action] > _STRENGTH[action]:
-                action = entry.action
+            action = stronger(action, entry.action) if entry is not None else action
             accepted = entry.accepted if entry else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             self._hosts[host] = PendingHost(host, action, alerts, caller, self._seq, accepted)
             self._save()

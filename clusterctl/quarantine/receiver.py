@@ -37,7 +37,7 @@ from clusterctl.quarantine.cluster_lease import ClusterLease
 from clusterctl.quarantine.cluster_marker import Marker, MarkRequest
 from clusterctl.quarantine.drain import DrainOptions
 from clusterctl.quarantine.host_queue import HostQueue
-from clusterctl.quarantine.pending_work import PendingWork
+from clusterctl.quarantine.pending_work import PendingWork, stronger
 from clusterctl.quarantine.policy import cap
 from clusterctl.quarantine.webhook_payload import BadPayload, DecisionLog, parse_payload
 
@@ -55,7 +55,6 @@ ALERT_ACTIONS: dict[str, str] = {
     # The node health agent's rules (phase node-agent): an error-level finding on the node itself.
     "NodeHealthCheckFailed": "quarantine", "NodeHealthAgentStale": "report", "NodeHealthAgentCannotPublish": "report",
 }
-_STRENGTH = {"report": 0, "quarantine": 1, "drain": 2}
 
 
 @dataclass(frozen=True)
@@ -70,9 +69,8 @@ class Wanted:
     seq: int = 0
 
     def merged(self, other: Wanted) -> Wanted:
-        action = other.action if _STRENGTH[other.action] > _STRENGTH[self.action] else self.action
-        return Wanted(self.host, action, tuple(dict.fromkeys(self.alerts + other.alerts)), self.caller,
-                      max(self.seq, other.seq))
+        return Wanted(self.host, stronger(self.action, other.action), tuple(dict.fromkeys(self.alerts + other.alerts)),
+                      self.caller, max(self.seq, other.seq))
 
 
 @dataclass

@@ -126,3 +126,12 @@ def test_a_pin_below_the_installed_version_is_a_downgrade_and_the_same_upstream_
     assert not kubelet.downgrades("1.36.2-1.1") and not kubelet.downgrades("1.36.1-1.1")
     exact = pin("containerd.io", "2.3.7-1")
     assert exact.downgrades("2.3.7-2") and not exact.downgrades("2.3.6-1")
+
+
+def test_a_held_package_is_installed_as_real_dpkg_query_says_hi() -> None:
+    # Found on the real nodes: after 'apt-mark hold' dpkg-query gives 'hi', and the packages phase's
+    # verify called every held package "not at the pinned version".
+    found = parse_dpkg_query((FIXTURES / "dpkg-query-held-debian12.txt").read_text())
+    assert found["runc"].status == "hi" and found["runc"].installed
+    assert found["containerd"].installed and "nosuch-package" not in found
+    assert not InstalledPackage("x", "1.0", "rc").installed and not InstalledPackage("x", "1.0", "un").installed

@@ -54,10 +54,10 @@ def test_bootstrap_resume_with_a_damaged_or_foreign_progress_file(tmp_path: Path
 def test_upgrade_resume_with_a_damaged_or_foreign_progress_file(tmp_path: Path, content: bytes) -> None:
     state = tmp_path / "state"
     state.mkdir()
-    from clusterctl.day2.upgrade import progress_place
+    from clusterctl.engine.progress import RunPlace
     from clusterctl.inventory.loader import load_inventory
 
-    path = progress_place(load_inventory(str(DEMO)), str(state)).progress_path
+    path = RunPlace.of(load_inventory(str(DEMO)), "upgrade", str(state)).progress_path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(content)
     run = clusterctl("-i", DEMO, "upgrade", "apply", "--resume", "--yes", "--state-dir", state)

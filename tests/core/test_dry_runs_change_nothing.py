@@ -53,6 +53,8 @@ DRY_RUNS = [
     DryRun("certs renew --dry-run", ("certs", "renew", "--dry-run"), before=(BOOTSTRAP,)),
     DryRun("upgrade plan", ("upgrade", "plan", "--to", "1.36.3"), before=(BOOTSTRAP,)),
     DryRun("upgrade apply --dry-run", ("upgrade", "apply", "--to", "1.36.3", "--dry-run"), before=(BOOTSTRAP,)),
+    DryRun("upgrade phase --dry-run", ("upgrade", "phase", "drain", "--to", "1.36.3", "--dry-run"),
+           before=(BOOTSTRAP,)),
     DryRun("remove-node --dry-run", ("remove-node", "gpu-b1", "--dry-run"), before=(BOOTSTRAP,)),
     DryRun("quarantine --drain --dry-run", ("quarantine", "gpu-b1", "--reason", "nvlink", "--drain", "--dry-run"),
            before=(BOOTSTRAP,)),

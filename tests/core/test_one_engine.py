@@ -48,6 +48,23 @@ def test_there_is_one_host_lock() -> None:
     assert _outside(places, LOCK_PRIMITIVE_OWNERS) == []
 
 
+def test_host_locks_are_taken_and_given_back_through_the_engine() -> None:
+    """Outside ``engine/`` no module takes or gives back a host lock itself (``heal`` did): it calls
+    ``engine.run.take_locks``/``give_back_locks`` or runs as phases, so every lock is released on Ctrl-C."""
+    allowed = {"LockInfo", "DEFAULT_LOCK_PATH", "HostLocked", "STALE_AFTER_S"}
+    found = []
+    for path in sorted(PRODUCT.rglob("*.py")):
+        if path.is_relative_to(PRODUCT / "engine"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            names = {a.name for a in node.names}
+            if (node.module == "clusterctl.engine.lock" and names - allowed) or \
+                    (node.module == "clusterctl.engine" and "lock" in names):
+                found.append(f"{path.relative_to(PRODUCT)}:{node.lineno}")
+    assert found == []
+
 
 def test_progress_is_kept_by_the_engine_alone() -> None:
     places = _calls("ProgressStore") + _calls("progress_path") + _calls("default_state_dir")
@@ -56,3 +73,42 @@ def test_progress_is_kept_by_the_engine_alone() -> None:
 
 def test_signals_are_turned_into_interrupted_in_one_place() -> None:
     assert _outside(_calls("signal"), ("cli/app.py",)) == []
+
+
+def _imports_from(module: str) -> dict[str, set[str]]:
+    """Product file -> the names it imports from ``module``."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(PRODUCT.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module == module:
+                found.setdefault(str(path.relative_to(PRODUCT)), set()).update(a.name for a in node.names)
+    return found
+
+
+#: Runners still outside the engine's phases, by name: ``heal`` takes the host's lock around its
+#: escalation steps (through ``take_locks``).
+NOT_ON_THE_ENGINE_YET = ("heal/run.py",)
+
+
+def test_no_command_runs_steps_under_locks_of_its_own() -> None:
+    """Host locks are taken and given back inside ``engine/run.py`` only, and a command gets them by being
+    phases on the engine (upgrade once took the engine's locks and ran its own steps under them)."""
+    places = [p for name in ("acquire", "acquire_then", "release") for p in _calls(name, on="host_lock")]
+    assert places and _outside(places, ("engine/run.py",)) == []
+    beyond = {path: names for path, names in _imports_from("clusterctl.engine.lock").items()
+              if not path.startswith(("engine/", *NOT_ON_THE_ENGINE_YET)) and names - {"DEFAULT_LOCK_PATH"}}
+    assert beyond == {}
+    taken = _calls("take_locks") + _calls("give_back_locks")
+    assert _outside(taken, ("engine/", *NOT_ON_THE_ENGINE_YET)) == []
+
+
+def test_no_command_writes_a_progress_file_of_its_own() -> None:
+    """A run's progress is recorded and saved by the engine as phases finish; a command may put its
+    own run-wide values in ``store.run`` before the run, never record steps or save the file."""
+    writes = [p for name in ("record", "forget", "save") for on in ("store", "progress")
+              for p in _calls(name, on=on)]
+    assert _outside(writes, ("engine/",)) == []
+    own = [f"{path.relative_to(PRODUCT)}:{node.lineno}" for path in sorted(PRODUCT.rglob("*.py"))
+           for node in ast.walk(ast.parse(path.read_text(), str(path)))
+           if isinstance(node, ast.FunctionDef) and "progress" in node.name and node.name.startswith(("save", "load"))]
+    assert _outside(own, ("engine/",)) == []

@@ -228,3 +228,21 @@ def test_ibdev2netdev_verbose_and_ip_merge() -> None:
 
 def test_survey_runs_topology_first() -> None:
     assert [fact.name for fact in SURVEY_FACTS] == ["topology", "gpus", "nvlink", "rdma", "stack", "netdev", "ipv4"]
+
+
+# --- compound probes: a section's error names its line in the whole output ---------------
+
+
+@pytest.mark.parametrize("module, text, line", [
+    ("packages", "@@clusterctl@@ os-release\nID=ubuntu\n@@clusterctl@@ packages\nkubelet\t1.31.0-1.1\tii\nbroken\n", 5),
+    ("kernel", "@@clusterctl@@ modules\nModule Size Used by\n@@clusterctl@@ sysctl\nnet.ipv4.ip_forward = 1\nno\n", 5),
+    ("containerd", "@@clusterctl@@ version\n\nnot a version\n", 3),
+])
+def test_a_probe_section_that_does_not_parse_is_named_at_its_line(module: str, text: str, line: int) -> None:
+    from clusterctl.facts import containerd, kernel, packages
+
+    parse = {"packages": packages.parse_packages_probe, "kernel": kernel.parse_kernel_probe,
+             "containerd": containerd.parse_containerd_probe}[module]
+    with pytest.raises(ParseError, match="section '") as caught:
+        parse(text)
+    assert caught.value.line == line

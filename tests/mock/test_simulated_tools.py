@@ -50,6 +50,11 @@ def test_dpkg_query_and_apt_mark_answer_like_debian(cluster: Path) -> None:
     assert (missing.exit_code, missing.stderr) == (1, "dpkg-query: no packages found matching nosuchpkg\n")
     abbrev = t.run("dpkg-query -W -f='${db:Status-Abbrev} ${Version}\\n' containerd")
     assert abbrev.stdout == "ii  1.7.24-0ubuntu1~24.04.2\n"
+    # Held, as real dpkg-query says it (tests/fixtures/apt/dpkg-query-held-debian12.txt): 'hi', not 'ii'.
+    assert t.run("apt-mark hold containerd").ok
+    assert t.run("dpkg-query -W -f='${Package}\\t${Version}\\t${db:Status-Abbrev}\\n' containerd").stdout == \
+        "containerd\t1.7.24-0ubuntu1~24.04.2\thi \n"
+    assert t.run("dpkg-query -s containerd").stdout.startswith("Package: containerd\nStatus: hold ok installed\n")
     unknown = t.run("apt-mark hold nosuchpkg")
     assert (unknown.exit_code, unknown.stderr) == (100, "E: Unable to locate package nosuchpkg\nE: No packages found\n")
 

@@ -9,9 +9,9 @@ signed with a throwaway key made with ``gpg`` for this repository (its public ha
 is what the inventory's ``apt_repos[].key_file`` names: apt on the nodes verifies every index
 against it and refuses anything else).
 
-    repo = apt_repo.build(debs, nodes.root / "apt")     # again with more debs: same key, new index
-    apt_repo.serve(nodes, repo)                          # http://10.250.0.254:8081/ on the control ns
-    write_inventory(nodes, path, **repo.bootstrap_settings())
+    repo = apt_repo.build(debs, apt_repo.folder_of(nodes))  # again with more debs: same key, new index
+    apt_repo.serve(nodes, repo)                             # http://10.250.0.254:8081/ on the control ns
+    write_inventory(nodes, path)                            # names it (served_settings) from then on
 """
 
 from __future__ import annotations
@@ -113,6 +113,21 @@ def listed_versions(packages: str) -> dict[str, list[str]]:
     return out
 
 
+def folder_of(nodes: RealNodes) -> Path:
+    """Where the nodes' site keeps its repository (under the tier's state folder, removed with it)."""
+    return nodes.root / "apt"
+
+
+def served_settings(nodes: RealNodes) -> dict[str, object]:
+    """The inventory's ``bootstrap`` settings for the repository ``serve`` serves to these nodes;
+    {} while none is."""
+    folder = folder_of(nodes)
+    key_file = folder.parent / f"{folder.name}-key.asc"
+    if not (folder / ".served").exists() or not key_file.exists():
+        return {}
+    return AptRepository(folder, key_file).bootstrap_settings()
+
+
 def serve(nodes: RealNodes, repo: AptRepository) -> str:
     """The repository over HTTP on the control namespace (what the nodes reach as the site's
     package mirror), until the nodes go down; returns its URL."""
@@ -122,6 +137,7 @@ def serve(nodes: RealNodes, repo: AptRepository) -> str:
             f"  urllib.request.urlopen('{URL}InRelease', timeout=2); break\n"
             " except Exception:\n  assert time.monotonic() < d, 'the apt repository did not answer'; time.sleep(0.2)\n")
     subprocess.run(nodes.in_control([sys.executable, "-c", wait]), check=True, timeout=120)
+    (repo.folder / ".served").touch()
     return URL
 
 

@@ -20,13 +20,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "upstream"))
 
 from nodes import RealNodes
 from realnode_site import (
+    apt_debs,
     cni_deb,
     containerd_deb,
     cri_tools_deb,
-    kubernetes_debs,
     mirror_images,
     push_images,
     skip_unless_possible,
+    start_apt_repo,
     start_mirror,
     sudo_deb,
     write_inventory,
@@ -56,15 +57,17 @@ def machines() -> Iterator[RealNodes]:
 
 @pytest.fixture(scope="module")
 def kubernetes_machines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNodes]:
-    """``machines`` with pkgs.k8s.io's kubelet, kubeadm and kubectl installed (built from their
-    modules, with the upstream units) and the site's mirror filled with the images
-    ``clusterctl bootstrap artifacts`` lists for the control-plane phase."""
+    """Two fresh air-gapped machines (sudo only; the site's bridge CNI) and the site: its apt
+    repository holding the packages ``clusterctl bootstrap artifacts`` lists (Docker's containerd.io,
+    pkgs.k8s.io's kubelet, kubeadm, kubectl and their dependencies, built from their modules with
+    the upstream units), and its image mirror holding the images it lists for the control-plane
+    phase. The packages phase installs them from there."""
     skip_unless_possible()
-    packages = [sudo_deb(), containerd_deb(), cri_tools_deb(), cni_deb(), *kubernetes_debs()]
     with RealNodes(2) as nodes:
-        nodes.install(packages)
+        nodes.install([sudo_deb()])
         nodes.write_site_cni()
         start_mirror(nodes)
         inventory = write_inventory(nodes, tmp_path_factory.mktemp("site") / "inventory.yaml")
+        start_apt_repo(nodes, apt_debs(nodes, inventory))
         push_images(nodes, mirror_images(nodes, inventory))
         yield nodes

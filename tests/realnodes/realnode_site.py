@@ -14,6 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "upstream"))
 
+import apt_repo
 import debs
 import images
 import registry
@@ -99,14 +100,16 @@ def push_images(nodes: RealNodes, spec: list[dict[str, object]]) -> None:
 
 
 def write_inventory(nodes: RealNodes, path: Path, **bootstrap: object) -> Path:
-    """The nodes as a site's inventory: root over SSH, the pinned Kubernetes and containerd."""
+    """The nodes as a site's inventory: root over SSH, the pinned Kubernetes and containerd, no GPUs
+    (``gpus: false``), and once the site's apt repository is served (``start_apt_repo``) that
+    repository as the nodes' only package source."""
     data = {
         "cluster": "realnodes",
         "defaults": {"user": "root", "transport": "ssh", "ssh": {"key_file": str(nodes.client_key)},
-                     "stack": {"kubernetes": KUBERNETES_NEWEST, "containerd": CONTAINERD_23}},
+                     "gpus": False, "stack": {"kubernetes": KUBERNETES_NEWEST, "containerd": CONTAINERD_23}},
         "hosts": {node.name: {"address": node.address, "roles": ["control-plane"] if i == 0 else ["worker"]}
                   for i, node in enumerate(nodes.nodes)},
-        "bootstrap": {"pod_subnet": "10.244.0.0/16", **bootstrap},
+        "bootstrap": {"pod_subnet": "10.244.0.0/16", **apt_repo.served_settings(nodes), **bootstrap},
     }
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
@@ -139,6 +142,48 @@ def mirror_images(nodes: RealNodes, inventory: Path,
         out.append({"repository": item["name"].removeprefix("registry.k8s.io/"), "tag": item["version"],
                     "entrypoint": [inside], "files": {inside: str(find_tool(tool, version))}})
     return out
+
+
+def site_debs() -> list[Path]:
+    """Every package the site makes from the built tools: Docker's containerd.io and pkgs.k8s.io's
+    kubelet, kubeadm, kubectl, cri-tools and kubernetes-cni."""
+    return [containerd_deb(), *kubernetes_debs(), cri_tools_deb(), cni_deb()]
+
+
+#: What pkgs.k8s.io's repository carries beside the packages bootstrap pins, which those depend on
+#: (kubelet: kubernetes-cni; kubeadm: cri-tools): a site mirroring the repository has them too.
+DEPENDENCIES = ("cri-tools", "kubernetes-cni")
+
+
+def apt_debs(nodes: RealNodes, inventory: Path) -> list[Path]:
+    """What the site's apt repository holds, as ``clusterctl bootstrap artifacts`` lists it: each
+    ``apt-package`` item the site's .deb of that name and version, with the dependencies the
+    upstream repository carries. The list is proven by use: a package it leaves out is missing
+    from the repository and the packages phase fails; one the site cannot make fails here."""
+    listed = nodes.clusterctl("-i", str(inventory), "-o", "json", "bootstrap", "artifacts", timeout=300)
+    assert listed.returncode == 0, listed.stdout[-3000:] + listed.stderr[-3000:]
+    made = {path.name.split("_")[0]: path for path in site_debs()}
+    out: list[Path] = []
+    for item in json.loads(listed.stdout)["artifacts"]:
+        if item["kind"] != "apt-package":
+            continue
+        deb = made.get(item["name"])
+        version = deb.name.split("_")[1] if deb else ""
+        wanted = str(item["version"])
+        if deb is None or not (version.startswith(wanted[:-1]) if wanted.endswith("*") else version == wanted):
+            pytest.fail(f"bootstrap artifacts names {item['reference']}, which this site does not package "
+                        f"(it makes {', '.join(sorted(p.name for p in made.values()))})", pytrace=False)
+        out.append(deb)
+    return out + [made[name] for name in DEPENDENCIES]
+
+
+def start_apt_repo(nodes: RealNodes, packages: list[Path]) -> apt_repo.AptRepository:
+    """The site's apt repository with ``packages``, served on the control namespace; the nodes'
+    own apt sources moved aside, so it is the only one they have."""
+    repo = apt_repo.build(packages, apt_repo.folder_of(nodes))
+    apt_repo.serve(nodes, repo)
+    apt_repo.air_gap(nodes)
+    return repo
 
 
 def kubernetes_debs() -> list[Path]:

@@ -2,28 +2,31 @@
 on rn1 and ``kubeadm join`` of rn2 with clusterctl's rendered configurations, a real kubelet
 starting the static pods kubeadm wrote from them, images from the site's mirror only.
 
-Phases left out, each for a reason of this machine or of the tier: preflight (GPU and driver
-checks: the nodes have no GPU), kernel (``modprobe``: this kernel has no loadable modules and no
-``/lib/modules``), packages (the packages are installed from the site's .debs, not through an
-apt repository yet), nvidia-runtime (no GPU), network (Calico's and Flannel's images are not
-built here: the site's bridge CNI stands in), gpu-addons, topology-labels, alert-rules, the GPU
-health node agent and its access, verify (GPU pods): all about GPUs the nodes do not have.
+The nodes are marked ``gpus: false``: preflight asks them for no driver or GPUs, the packages
+phase installs containerd.io, kubelet, kubeadm and kubectl (pinned, held) from the site's apt
+repository and no NVIDIA Container Toolkit, and nvidia-runtime has nothing to do there.
+
+Phases left out, each for a reason of this machine or of the tier: kernel (``modprobe``: this
+kernel has no loadable modules and no ``/lib/modules``), network (Calico's and Flannel's images
+are not built here: the site's bridge CNI stands in), gpu-addons, topology-labels, alert-rules,
+the GPU health node agent and its access, verify (GPU pods): all about GPUs the nodes do not have.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
+import apt_repo
 import pytest
 from nodes import RealNodes
 from realnode_site import MIRROR, write_inventory
 from toolset import KUBERNETES_NEWEST
 
-SKIPPED = ("preflight,kernel,packages,nvidia-runtime,network,gpu-addons,topology-labels,alert-rules,"
-           "node-agent-access,node-agent,verify")
+SKIPPED = "kernel,network,gpu-addons,topology-labels,alert-rules,node-agent-access,node-agent,verify"
 KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
 
 
@@ -74,6 +77,17 @@ def test_bootstrap_brings_up_a_two_node_cluster(fleet: tuple[RealNodes, Path, Pa
     run = nodes.clusterctl("-i", str(inventory), "bootstrap", "--state-dir", str(state), "--skip-phases", SKIPPED,
                            "--yes", timeout=900)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
+    # The packages came through apt from the site's repository (the only source the nodes have),
+    # at the pins, held; the NVIDIA Container Toolkit and its source nowhere.
+    for node in nodes.nodes:
+        held = nodes.sh(node.name, "apt-mark showhold").stdout.split()
+        assert held == ["containerd.io", "kubeadm", "kubectl", "kubelet"], (node.name, held)
+        policy = nodes.sh(node.name, "apt-cache policy kubelet").stdout
+        installed_from = rf"\*\*\* {re.escape(KUBERNETES_NEWEST)}-1\.1 500\s+500 {re.escape(apt_repo.URL.rstrip('/'))}"
+        assert re.search(installed_from, policy), policy
+        left = nodes.sh(node.name, "dpkg-query -W 'nvidia*' 'libnvidia*' 2>/dev/null | wc -l; "
+                                   "ls /etc/apt/sources.list.d | grep -E '[.](list|sources)$'").stdout.split()
+        assert left == ["0", "clusterctl-kubernetes.sources"], (node.name, left)
     ready = _kubectl(nodes, inventory, "wait --for=condition=Ready node --all --timeout=180s && "
                                        f"{KUBECTL} get nodes -o json")
     listed = json.loads(ready[ready.index("{"):])

@@ -62,17 +62,12 @@ def running(ctx: ToolContext, service: str) -> bool:
 
 
 def stop_pid(pid: int, argv: list[str], wait_s: float = 5.0) -> None:
-    """SIGTERM, then SIGKILL, the process ``pid`` if it is still ``argv``."""
-    if not alive(pid, argv):
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline and alive(pid, argv):
-        pause(0.05)
-    if alive(pid, argv):
+    """SIGTERM, then SIGKILL, the process ``pid`` while it is still ``argv``."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if not alive(pid, argv):
+            return
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, sig)
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline and alive(pid, argv):
             pause(0.05)

@@ -2,7 +2,8 @@
 
 Output recorded on Debian 12 (dpkg 1.21, recordings/ran-here-debian12.txt): the default
 format is ``${binary:Package}\\t${Version}\\n``; a name no package matches prints
-``dpkg-query: no packages found matching X`` on stderr, exit 1.
+``dpkg-query: no packages found matching X`` on stderr, exit 1. A held package (``apt-mark
+hold``) is ``hi`` / ``hold ok installed``, not ``ii`` (tests/fixtures/apt/dpkg-query-held-debian12.txt).
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from clusterctl.mock.tools.base import ToolContext, ToolResult
 DEFAULT_FORMAT = "${binary:Package}\\t${Version}\\n"
 
 
-def _fields(name: str, version: str) -> dict[str, str]:
+def _fields(name: str, version: str, held: bool) -> dict[str, str]:
+    # A held package's wanted action is "hold" (apt-mark hold): "hi ", as real dpkg-query says.
+    want = "hold" if held else "install"
     return {
         "Package": name, "binary:Package": name, "Version": version, "Architecture": "amd64",
-        "Status": "install ok installed", "db:Status-Abbrev": "ii ", "db:Status-Status": "installed",
-        "db:Status-Want": "install",
+        "Status": f"{want} ok installed", "db:Status-Abbrev": f"{want[0]}i ", "db:Status-Status": "installed",
+        "db:Status-Want": want,
     }
 
 
@@ -57,6 +60,7 @@ def run(ctx: ToolContext) -> ToolResult:
         return ToolResult("", "dpkg-query: error: need an action option\n\n"
                           "Type dpkg-query --help for help about querying packages.\n", 2)
     installed = db.installed(ctx)
+    held = set(db.holds(ctx)) | {name for name, package in installed.items() if package.get("held")}
     if mode == "status":
         out, err, code = "", "", 0
         for name in names:
@@ -65,7 +69,8 @@ def run(ctx: ToolContext) -> ToolResult:
                         "Use dpkg --info (= dpkg-deb --info) to examine archive files.\n")
                 code = 1
                 continue
-            out += (f"Package: {name}\nStatus: install ok installed\nArchitecture: amd64\n"
+            want = "hold" if name in held else "install"
+            out += (f"Package: {name}\nStatus: {want} ok installed\nArchitecture: amd64\n"
                     f"Version: {installed[name]['version']}\n\n")
         return ToolResult(out, err, code)
     out, err, code = "", "", 0
@@ -79,9 +84,9 @@ def run(ctx: ToolContext) -> ToolResult:
         for name in matched:
             version = str(installed[name]["version"])
             if mode == "list":
-                out += f"ii  {name:<14} {version:<15} amd64        (mock package)\n"
+                out += f"{'h' if name in held else 'i'}i  {name:<14} {version:<15} amd64        (mock package)\n"
             else:
-                out += _format(fmt, _fields(name, version))
+                out += _format(fmt, _fields(name, version, name in held))
     if mode == "list" and out:
         out = ("Desired=Unknown/Install/Remove/Purge/Hold\n"
                "| Status=Not/Inst/Conf-files/Unpacked/halF-conf/Half-inst/trig-aWait/Trig-pend\n"
