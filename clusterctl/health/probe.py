@@ -11,6 +11,7 @@ probe and the one that still answers when the GPU driver hangs.
 from __future__ import annotations
 
 import collections
+import functools
 import re
 import shlex
 import threading
@@ -51,6 +52,7 @@ def kernel_log_command(since_s: int) -> str:
     return (f"sudo -n {journal} 2>/dev/null || {journal} 2>&1 || sudo -n dmesg -T 2>/dev/null || dmesg -T 2>&1")
 
 
+@functools.lru_cache(maxsize=16)
 def level0_probes(since_s: int, timeout_s: float) -> tuple[Probe, ...]:
     limit = f"timeout {int(max(timeout_s, 1))}"
     counters = " ".join(f"/sys/class/infiniband/*/ports/*/counters/{name}" for name in IB_COUNTERS)
@@ -146,6 +148,7 @@ class HostProbe:
         return next((p for p in self.problems if p.probe == probe), None)
 
 
+@functools.cache
 def _parsers() -> dict[str, tuple[str, Callable[[str], Any]]]:
     from clusterctl.facts.ib_counters import parse_ib_counters
     from clusterctl.facts.kernel_log import parse_kernel_log
@@ -171,13 +174,13 @@ def _problem(probe: Probe, output: ProbeOutput) -> ProbeProblem | None:
     code = output.exit_code
     if code == RC_TIMED_OUT:
         return ProbeProblem(probe.name, probe.tool, "hung", f"{probe.tool} did not answer within its time limit")
-    result = CommandResult(probe.command, output.text, "", code if code is not None else 0, 0.0)
     if code == RC_MISSING or ("not found" in output.text and code not in (0, None)):
         tool = "journalctl and dmesg" if probe.name == "kernel-log" else (_missing_tool(output.text) or probe.tool)
         return ProbeProblem(probe.name, tool, "missing", f"{tool}: command not found")
     if code not in (0, None) and not output.text.strip():
         return ProbeProblem(probe.name, probe.tool, "failed", f"exit code {code}")
     if code not in (0, None) or not output.text.strip():
+        result = CommandResult(probe.command, output.text, "", code if code is not None else 0, 0.0)
         reason = missing_reason(result) if code not in (0, None) else None
         if reason or not output.text.strip():
             return ProbeProblem(probe.name, probe.tool, "failed", reason or "no output")

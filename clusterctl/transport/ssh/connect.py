@@ -6,7 +6,7 @@ import errno
 import logging
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import paramiko
@@ -36,7 +36,7 @@ _DISABLED_ALGORITHMS: dict[str, list[str]] = {}
 AEAD_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
 
 
-def prefer_aead(offered: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+def prefer_aead(offered: Sequence[str]) -> tuple[str, ...]:
     """``offered`` with its AES-GCM ciphers moved to the front, nothing added or dropped."""
     first = tuple(c for c in AEAD_CIPHERS if c in offered)
     return first + tuple(c for c in offered if c not in first)
