@@ -651,12 +651,8 @@ def _container_scope(item: object) -> str:
 def _scalar_of(node: object, key: str) -> str | None:
     import yaml
 
-    if not isinstance(node, yaml.MappingNode):
-        return None
-    for k, v in node.value:
-        if isinstance(k, yaml.ScalarNode) and k.value == key and isinstance(v, yaml.ScalarNode):
-            return str(v.value)
-    return None
+    child = _child(node, key)
+    return str(child.value) if isinstance(child, yaml.ScalarNode) else None
 
 
 def _child(node: object, key: str) -> object | None:

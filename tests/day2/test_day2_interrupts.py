@@ -1,6 +1,8 @@
 """Ctrl-C and SIGTERM at every step of a day-2 command on the demo mock cluster: the cluster is either
 put back at once, or left with an undo journal that ``clusterctl undo`` (after SIGINT) or the
-command's ``--resume`` (after SIGTERM) completes. Never a control-plane manifest left out of place."""
+command's ``--resume`` (after SIGTERM) completes. Never a control-plane manifest left out of place.
+``upgrade apply``, whose packages and ``kubeadm upgrade`` cannot be taken back, is completed by
+``upgrade apply --resume`` after either signal, with its journal named every time."""
 
 from __future__ import annotations
 
@@ -149,3 +151,47 @@ def test_remove_node_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bo
     nodes = clusterctl("-i", DEMO, "-l", "gpu-a1", "exec", "--sudo", "--",
                        "kubectl --kubeconfig /etc/kubernetes/admin.conf get nodes")
     assert "gpu-b3" not in nodes.stdout and "gpu-b2" in nodes.stdout
+
+
+#: Every phase of the upgrade on the first control plane (gpu-a1), the phases a worker (gpu-b1) runs from
+#: it, and the cluster's phases after the last node; each cut right after the command that shows the phase.
+UPGRADE_STEPS = [
+    Cut("kubeadm", "'kubeadm=1.36.3-*'"), Cut("kubeadm-upgrade", "kubeadm upgrade apply"),
+    Cut("drain: cordon", "cordon gpu-a1"), Cut("drain: pods gone", "spec.nodeName=gpu-a1", 3),
+    Cut("kubelet", "'kubelet=1.36.3-*'"),
+    # The node phases read the host (their check) before they plan nothing on a patch upgrade; the
+    # packages probe was run by the kubeadm and kubelet phases and the first look at the node before.
+    Cut("packages", "dpkg --print-architecture", 4), Cut("containerd", "ctr plugins ls"),
+    Cut("nvidia-runtime", "nvidia-ctk --version", 2), Cut("restart-kubelet", "systemctl restart kubelet"),
+    # The nodes were read once before the run began.
+    Cut("ready", "get nodes -o json", 2), Cut("uncordon", "uncordon gpu-a1"),
+    Cut("worker: kubeadm-upgrade", "kubeadm upgrade node", host="gpu-b1"),
+    Cut("worker: drain", "cordon gpu-b1"), Cut("worker: ready", "get nodes -o json", 3),
+    Cut("network", "rollout status daemonset/calico-node"), Cut("gpu-addons", "helm list"),
+]
+UPGRADE = ("-i", str(DEMO), "-l", "gpu-a1,gpu-b1", "upgrade")
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
+@pytest.mark.parametrize("cut", UPGRADE_STEPS, ids=[c.step for c in UPGRADE_STEPS])
+def test_upgrade_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bootstrapped_demo: Path, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first control plane and a worker upgraded, cut after each phase's command: a journal every
+    time, named with the line that goes on; ``upgrade apply --resume`` completes the rollout (every
+    node at the target, none left cordoned, every lock given back)."""
+    state_dir = tmp_path / "state"
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(state_dir))
+    with monkeypatch.context() as patched:
+        sent = install(patched, cut, sig)
+        cut_short = clusterctl(*UPGRADE, "apply", "--to", "1.36.3", "--yes", "--ready-timeout", "5")
+    assert sent.is_set(), f"the run never reached step {cut.step}: {cut_short.output}"
+    assert cut_short.exit_code == (130 if sig is signal.SIGINT else 143), cut_short.output
+    (journal,) = sorted((state_dir / "undo").glob("upgrade-1.36.3-*.json"))
+    assert f"clusterctl undo {journal}" in cut_short.stderr
+    assert "clusterctl upgrade apply --resume --yes" in cut_short.stderr
+    resumed = clusterctl(*UPGRADE, "-o", "json", "apply", "--resume", "--yes", "--ready-timeout", "5")
+    assert resumed.exit_code == 0, resumed.output
+    assert {h["status"] for h in resumed.json()["hosts"]} <= {"upgraded", "up to date"}
+    again = clusterctl(*UPGRADE, "-o", "json", "plan", "--to", "1.36.3")
+    assert again.exit_code == 0, again.output
+    assert again.json()["nothing_to_do"] is True  # at the target, uncordoned, nothing left for the node phases

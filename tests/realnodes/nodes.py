@@ -598,9 +598,22 @@ class RealNodes:
         """Make every node a fresh machine with these packages: the host's clashing packages
         purged, then ``dpkg -i`` (all nodes at once; the files land in each node's overlay)."""
         purge = " ".join(HOST_PACKAGES_REMOVED)
+        # A node's /tmp is its own folder: packages kept under the host's /tmp (a tools cache
+        # there, as CLUSTERCTL_TOOLS_CACHE may say) are not visible in the node, so each node gets
+        # its own link (or copy) in its /tmp.
+        for node in self.nodes:
+            inbox = node.folder / "tmp" / "site-debs"
+            inbox.mkdir(parents=True, exist_ok=True)
+            for deb in debs:
+                placed = inbox / deb.name
+                placed.unlink(missing_ok=True)
+                try:
+                    os.link(deb, placed)
+                except OSError:
+                    shutil.copy2(deb, placed)
         script = (f"for p in {purge}; do dpkg -s $p >/dev/null 2>&1 && dpkg --purge --force-depends $p; done "
-                  f">/dev/null 2>&1; dpkg -i {' '.join(shlex.quote(str(d)) for d in debs)} >/dev/null"
-                  " && systemctl daemon-reload")
+                  f">/dev/null 2>&1; dpkg -i {' '.join(shlex.quote('/tmp/site-debs/' + d.name) for d in debs)}"
+                  " >/dev/null && systemctl daemon-reload")
         if lacks_cap_sys_resource():
             script += (f" && mkdir -p {CONTAINERD_DROPIN.rsplit('/', 1)[0]} && "
                        f"printf %s {shlex.quote(CONTAINERD_DROPIN_TEXT)} > {CONTAINERD_DROPIN}")

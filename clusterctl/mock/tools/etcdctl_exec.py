@@ -75,12 +75,17 @@ def run(ctx: ToolContext, pod: str, argv: list[str]) -> ToolResult:
         bad = not all(e["health"] for e in health)
         return ToolResult(json.dumps(health) + "\n", "Error: unhealthy cluster\n" if bad else "", 1 if bad else 0)
     if words[:2] == ["member", "remove"] and len(words) == 3:
-        target = next((m for m in listed if f"{m['ID']:x}" == words[2].lower()), None)
+        try:  # etcdctl reads the ID as hexadecimal (ParseUint base 16): leading zeros are allowed.
+            wanted: int | None = int(words[2], 16)
+        except ValueError:
+            wanted = None
+        target = next((m for m in listed if m["ID"] == wanted), None)
         if target is None:
             return ToolResult("", "Error: etcdserver: member not found\n", 1)
         with ks.edit(ctx) as live:
             removed = live.setdefault("etcd_removed", [])
             if target["host"] not in removed:
                 removed.append(target["host"])
-        return ctx.ok(f"Member {words[2].lower()} removed from cluster {CLUSTER_ID:x}\n")
+        # etcdctl prints both IDs with Go's %16x: an ID under 16 hex digits is padded with spaces.
+        return ctx.ok(f"Member {target['ID']:16x} removed from cluster {CLUSTER_ID:16x}\n")
     return ToolResult("", f"Error: unknown command {' '.join(words[:2])!r} for \"etcdctl\"\n", 1)
