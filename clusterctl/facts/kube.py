@@ -40,6 +40,19 @@ def list_items(what: str, text: str) -> list[Any]:
     return data["items"]
 
 
+def string_map(value: Any) -> dict[str, str]:
+    """Labels or annotations as strings (``{}`` where the object has none)."""
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def ready_condition(node: Any) -> dict[str, Any] | None:
+    """A Node object's ``Ready`` condition, ``None`` where it reports none."""
+    status = node.get("status") if isinstance(node, dict) else None
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    return next((c for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"), None) \
+        if isinstance(conditions, list) else None
+
+
 @dataclass(frozen=True)
 class KubeNode:
     name: str
@@ -66,7 +79,7 @@ def parse_nodes(text: str) -> list[KubeNode]:
         if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
             raise ParseError("kubectl get nodes -o json", f"items[{index}] has no metadata.name")
         status = item.get("status") or {}
-        ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+        ready = ready_condition(item)
         raw_gpus = (status.get("allocatable") or {}).get(GPU_RESOURCE, "0")
         try:
             gpus = int(str(raw_gpus))
@@ -75,7 +88,7 @@ def parse_nodes(text: str) -> list[KubeNode]:
                              f"node {metadata['name']}: allocatable {GPU_RESOURCE} is {raw_gpus!r}") from None
         reason = "" if ready is None else f"{ready.get('reason', '')}: {ready.get('message', '')}".strip(": ")
         nodes.append(KubeNode(metadata["name"], bool(ready and ready.get("status") == "True"), gpus,
-                              {str(k): str(v) for k, v in (metadata.get("labels") or {}).items()},
+                              string_map(metadata.get("labels")),
                               "no Ready condition" if ready is None else reason,
                               str((status.get("nodeInfo") or {}).get("kubeletVersion") or ""),
                               bool((item.get("spec") or {}).get("unschedulable"))))
