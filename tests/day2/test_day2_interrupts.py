@@ -237,7 +237,7 @@ def test_tune_nccl_push_interrupted_after_a_write(sig: signal.Signals, _private_
     assert not any(_lock_left(_private_mock_state, h) for h in PUSH_HOSTS)
     if sig is signal.SIGINT:
         undone = clusterctl(*base, "undo", str(journal), "--yes")
-        assert undone.exit_code == 0, undone.output
+        assert undone.exit_code == 0, undone.output + journal.read_text() + cut_short.stderr
         assert {h: _nccl_conf(_private_mock_state, h) for h in PUSH_HOSTS} == before
         return
     again = clusterctl(*base, "-o", "json", *push[len(base):])
@@ -246,7 +246,8 @@ def test_tune_nccl_push_interrupted_after_a_write(sig: signal.Signals, _private_
         written = _nccl_conf(_private_mock_state, h)
         assert written is not None and written.startswith(b"# BEGIN clusterctl tune-nccl")
         assert written.endswith(b"NCCL_DEBUG=WARN\n")  # the site's own line kept
-    # The first run's journal still takes gpu-a1 back to the site's file.
-    undone = clusterctl(*base, "undo", str(journal), "--yes")
-    assert undone.exit_code == 0, undone.output
+    # The first run's journal still takes gpu-a1 back to the site's file (gpu-b1's write, if the cut came
+    # before it, is the second run's: its own journal has it).
+    undone = clusterctl("-i", DEMO, "-l", "gpu-a1", "undo", str(journal), "--yes")
+    assert undone.exit_code == 0, undone.output + journal.read_text() + cut_short.stderr
     assert _nccl_conf(_private_mock_state, "gpu-a1") == before["gpu-a1"]
