@@ -143,6 +143,9 @@ class WriteAheadJournal:
 
     def before(self, change: Change) -> int:
         with self._lock:
+            if self._finished:  # a worker the interrupted run gave up on: the journal is closed, so no change
+                raise UsageError(f"the undo journal is finished (the run stopped): not made: {change.summary}",
+                                 file=str(self.path or self.folder))
             self._count += 1
             entry = self._count
             data = _pending_json(change)

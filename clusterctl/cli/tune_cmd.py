@@ -62,7 +62,8 @@ def tune_nccl_command(
         help="Collective the sweep measures (repeatable): all_reduce, all_gather, reduce_scatter, broadcast, reduce."),
     fmt: str = typer.Option("conf", "--format", metavar="FORMAT", help="conf|env|k8s|slurm|tuner|all"),
     out: Optional[str] = typer.Option(None, "--out", metavar="DIR", help="Write the rendered files here."),  # noqa: UP045
-    push: bool = typer.Option(False, "--push", help="Write /etc/nccl.conf on the hosts (atomic, with a backup)."),
+    push: bool = typer.Option(False, "--push", help="Write /etc/nccl.conf on the hosts (atomic, with a backup, "
+                              "under the host lock; each write in the undo journal before it is made)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="With --push: show the diff per host, change nothing."),
     nccl_version: Optional[str] = typer.Option(  # noqa: UP045
         None, "--nccl-version", metavar="VERSION", help="Tune for this NCCL version instead of the surveyed one."

@@ -135,3 +135,16 @@ def test_a_write_cut_off_before_it_reached_the_host_has_nothing_to_undo(tmp_path
         undone = undo_on_hosts(runner, [HOST], load_journal(path), apply=True)
     assert undone.ok and "nothing to undo" in (undone.outcomes[0].value or [""])[0]
     assert conf.read_text() == "NCCL_DEBUG=WARN\n"
+
+
+def test_no_change_starts_once_the_journal_is_finished(tmp_path: Path) -> None:
+    """A worker an interrupted run gave up on cannot start a change the finished journal would not hold."""
+    from clusterctl.undo_journal import WriteAheadJournal
+
+    journal = WriteAheadJournal(command="copy", folder=tmp_path / "undo")
+    journal.finish([], interrupted="SIGINT")
+    late = tmp_path / "late.conf"
+    with pytest.raises(UsageError, match="journal is finished"):
+        Gate(apply=True, log=journal).submit(LocalTransport(HOST), Change.write_file(
+            "here", str(late), "x\n", current=None, sudo=False))
+    assert not late.exists()
