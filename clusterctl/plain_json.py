@@ -59,7 +59,8 @@ def dumps_indented(value: Any) -> str:
     ``float``, ``bool``, ``None``, ``dict``, ``list``, ``tuple``) are written as they are met,
     scalars inline by the C escaper and ``repr`` (no call of ours per value), and anything else
     goes through ``to_plain`` first. A list met again at the same depth (a report's alike hosts
-    share the parts made from identical outputs) is written from the text of its last writing.
+    share the parts made from identical outputs) is written from the text of its last writing, and
+    so is a dict (health's facts of alike hosts are the same dicts, ``health.summary.SharedFacts``).
     """
     return _IndentedWriter().text(value, "\n")
 
@@ -83,7 +84,7 @@ _SCALAR_TEXT: dict[type, Callable[[Any], str]] = {
 
 
 class _IndentedWriter:
-    """One ``dumps_indented`` call, and the texts of the lists and tuples it met more than once.
+    """One ``dumps_indented`` call, and the texts of the containers it met more than once.
 
     Identities are safe keys for the length of the call: the value being written holds every
     container in it, nothing changes it meanwhile, and what ``to_plain`` makes on the way is kept
@@ -103,13 +104,22 @@ class _IndentedWriter:
         if kind is dict:
             if not value:
                 return "{}"
+            key = (id(value), newline)
+            found = self._texts.get(key)
+            if found is not None:
+                return found
             inner = newline + "  "
             parts = []
-            for key, item in value.items():
+            for name, item in value.items():
                 write = scalar(type(item))
-                parts.append(f"{encode_basestring_ascii(key if type(key) is str else str(key))}: "
+                parts.append(f"{encode_basestring_ascii(name if type(name) is str else str(name))}: "
                              f"{write(item) if write is not None else self.text(item, inner)}")
-            return f"{{{inner}{(',' + inner).join(parts)}{newline}}}"
+            written = f"{{{inner}{(',' + inner).join(parts)}{newline}}}"
+            if key in self._met:
+                self._texts[key] = written
+            else:
+                self._met.add(key)
+            return written
         if kind is list or kind is tuple:
             if not value:
                 return "[]"

@@ -36,6 +36,7 @@ def host_record(host: Any) -> dict[str, Any]:
         "transport": host.transport,
         "roles": list(host.roles),
         "rack": host.rack,
+        "gpus": host.gpus,
         "groups": list(host.groups),
         "labels": dict(host.labels),
         "fabric": {
@@ -69,8 +70,10 @@ def show(ctx: typer.Context) -> None:
             address = h.connect_address + (f":{h.port}" if h.port and h.port != 22 else "")
             if h.ssh.jump_host:
                 address += f" via {h.ssh.jump_host}"
+            # A host without GPUs says so where its roles are (no column of its own: 80 columns).
+            roles = ",".join(h.roles) + ("" if h.gpus else " (no GPUs)")
             t.add_row(
-                h.name, address, h.user or "", h.transport, ",".join(h.roles), h.rack or "", fabric,
+                h.name, address, h.user or "", h.transport, roles, h.rack or "", fabric,
                 ",".join(h.groups),
             )
         app.console.print(t)

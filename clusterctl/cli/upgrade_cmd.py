@@ -150,7 +150,7 @@ def _execute(app: AppContext, args: UpgradeArgs) -> None:
     with app.runner() as runner:
         report = upgrade(inventory, hosts, runner, request, on_phase=show)
     app.emit(report.to_json(), lambda: _print_report(app, report))
-    if args.apply and not report.ok:
+    if not report.ok:  # a node that failed, in a plan too (it cannot be read, a phase's check refuses)
         app.err_console.print(f"STOPPED: {report.stopped}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(ExitCode.FAILED)
 

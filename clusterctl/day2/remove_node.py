@@ -220,7 +220,7 @@ def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,
                            # Each phase reads where the host stands: a second run goes on from there.
                            resume_hint=f"clusterctl remove-node {name} --yes")
     run = run_bootstrap(inventory, [host], runner, phases, settings)
-    _fill(report, run, {p.name: p for p in phases}, via.name)
+    _fill(report, run, {p.name: p for p in phases})
     return report
 
 
@@ -251,18 +251,17 @@ def _may_remove_gone(name: str, why: str, node: KubeNode | None, report: Removal
         f"'clusterctl -l {name} reset --yes' first, or reinstall it.")
 
 
-def _fill(report: RemovalReport, run: RunReport, phases: dict[str, Phase[Any, Any]], via: str) -> None:
+def _fill(report: RemovalReport, run: RunReport, phases: dict[str, Phase[Any, Any]]) -> None:
     from clusterctl.engine.run import SkipReason, Status
 
     for result in run.results:
         if result.status is Status.SKIPPED and result.message == SkipReason.NOT_THIS_HOST.value:
             continue
-        if result.phase in ("drain", "delete-node") and not result.changes and not result.waits \
+        phase = phases[result.phase]
+        if isinstance(phase, (DrainNode, DeleteNode)) and not result.changes and not result.waits \
                 and result.status is not Status.FAILED:
             continue  # not a node of the cluster: nothing to drain or delete
-        phase = phases[result.phase]
-        on_via = result.phase in ("drain", "delete-node") or isinstance(phase, DeadMemberRemoved)
-        report.steps.append({"step": result.phase, "runs_on": via if on_via else report.host,
+        report.steps.append({"step": result.phase, "runs_on": getattr(phase, "via", None) or report.host,
                              "summary": phase.description, "status": result.status.value,
                              "changes": result.changes, "waits": result.waits, "message": mask_text(result.message)})
     if run.failed_hosts:

@@ -202,10 +202,7 @@ class Rollout:
         facts = NodePackages().check(ctx)
         packages = {n: facts.packages[n].version or "" for n in PACKAGE_NAMES
                     if n in facts.packages and facts.packages[n].installed}
-        cp = None
-        if self.roles.get(name) != WORKER:
-            result = ctx.reader.run(f"cat {APISERVER_MANIFEST}", sudo=True)
-            cp = static_pod_version(result.stdout) if result.ok else None
+        cp = read_control_plane(ctx.reader) if self.roles.get(name) != WORKER else None
         stack = any(not c.is_noop for c in NodePackages().plan(ctx, facts)) or any(
             not c.is_noop for p in _stack_phases()[1:] for c in p.plan(ctx, p.check(ctx)))
         node = self.nodes.get(name)

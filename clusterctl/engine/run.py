@@ -321,8 +321,8 @@ def run_phases(
         # Read-only runs (preflight alone) change nothing, so they need no lock and may run
         # beside another run. Nor does a host confirmed unchanged: nothing will change there.
         if settings.apply and settings.held_lock is None and any(not p.read_only for p in phases):
-            locked = _lock_hosts(runner, [h for h in hosts if h.name not in confirmed], lock_info, settings, report,
-                                 ahead)
+            locked = _lock_hosts(runner, _lock_targets(inventory, [h for h in hosts if h.name not in confirmed],
+                                                       phases, settings), lock_info, settings, report, ahead)
         elif ahead:
             _fill_ahead(runner, [h for h in hosts if h.name in ahead], ahead)
         if settings.every_lock_or_none and report.failed_hosts and locked:
@@ -618,6 +618,22 @@ def _fill_ahead(runner: Runner, hosts: Sequence[Host], ahead: Reads) -> None:
             return 0  # the phases read one by one and report what is wrong
 
     runner.run_task(hosts, read, label="read")
+
+
+def _lock_targets(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any, Any]],
+                  settings: RunSettings) -> list[Host]:
+    """The hosts whose lock a run takes: those it changes. Each host of the run, unless every phase that
+    concerns it runs from another host (a node that is gone: its drain and Node deletion run from a
+    control plane), and each host a phase runs on for another (``Phase.runs_on``)."""
+    names: list[str] = []
+    for host in hosts:
+        ctx = _context(settings, inventory, host, HostReader(_Unconnected(host), what="lock"))
+        changing = [p for p in phases if not p.read_only and p.applies_to(ctx)]
+        ran_on = [p.runs_on(ctx) or host.name for p in changing]
+        for name in ([host.name] if host.name in ran_on or not changing else []) + ran_on:
+            if name not in names:
+                names.append(name)
+    return [inventory.host(n) for n in names]
 
 
 def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings,

@@ -120,10 +120,6 @@ def containerd_probe(config_path: str, dropin_dir: str, certs_dir: str, kubernet
     return section_command(sections, marker=MARKER_FILES)
 
 
-def _cat_missing(section_text: str) -> bool:
-    return cat_missing(section_text)
-
-
 def parse_containerd_probe(text: str) -> ContainerdFacts:
     """The probe's output; drop-in contents are filled in by the caller (``dropin_names``)."""
     sections = split_sections(text, _WHAT, marker=MARKER_FILES)
@@ -141,7 +137,7 @@ def parse_containerd_probe(text: str) -> ContainerdFacts:
     config = None
     if config_section is None:
         missing["config"] = "section missing from the output"
-    elif not _cat_missing(config_section.text):
+    elif not cat_missing(config_section.text):
         config = config_section.text
     dropins: dict[str, str] = {}
     listing = sections.get("dropins")
@@ -152,7 +148,7 @@ def parse_containerd_probe(text: str) -> ContainerdFacts:
                 dropins[name] = ""
     hosts_files: dict[str, str] = {}
     for name, section in sections.items():
-        if name.startswith("hosts:") and not _cat_missing(section.text):
+        if name.startswith("hosts:") and not cat_missing(section.text):
             hosts_files[name[len("hosts:"):]] = section.text
     pause = None
     images = sections.get("kubeadm-images")

@@ -9,13 +9,12 @@ without what the API server always writes is a ``ParseError`` naming it.
 
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.kube import kubectl, list_items, load_json
+from clusterctl.facts.kube import GPU_RESOURCE, kubectl, list_items, load_json, ready_condition, string_map
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
@@ -77,17 +76,13 @@ class Pod:
         return self.phase in ("Succeeded", "Failed")
 
 
-GPU_RESOURCE = "nvidia.com/gpu"
-
-
-def _strings(value: Any) -> dict[str, str]:
-    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
-
-
 def parse_node(text: str) -> NodeState:
     """``kubectl get node NAME -o json`` -> its name, cordon state, taints, annotations and labels."""
     what = "kubectl get node -o json"
-    data = load_json(what, text)
+    return _node(what, load_json(what, text))
+
+
+def _node(what: str, data: Any) -> NodeState:
     if not isinstance(data, dict) or data.get("kind") != "Node":
         raise ParseError(what, "not a Node object")
     metadata = data.get("metadata")
@@ -101,17 +96,10 @@ def parse_node(text: str) -> NodeState:
                                                                                                str):
             raise ParseError(what, f"spec.taints[{index}] has no key or effect")
         taints.append(Taint(item["key"], item["effect"], str(item.get("value") or "")))
+    ready = ready_condition(data)
     return NodeState(metadata["name"], bool(spec.get("unschedulable")), tuple(taints),
-                     _strings(metadata.get("annotations")), _strings(metadata.get("labels")), _ready(data))
-
-
-def _ready(node: dict[str, Any]) -> bool | None:
-    status = node.get("status")
-    conditions = status.get("conditions") if isinstance(status, dict) else None
-    for condition in conditions if isinstance(conditions, list) else []:
-        if isinstance(condition, dict) and condition.get("type") == "Ready":
-            return condition.get("status") == "True"
-    return None
+                     string_map(metadata.get("annotations")), string_map(metadata.get("labels")),
+                     None if ready is None else ready.get("status") == "True")
 
 
 def parse_pods(text: str) -> list[Pod]:
@@ -130,7 +118,7 @@ def parse_pods(text: str) -> list[Pod]:
         pods.append(Pod(
             metadata["namespace"], metadata["name"], str(status.get("phase") or "Unknown"),
             str(owners[0].get("kind", "")) if owners else "", str(owners[0].get("name", "")) if owners else "",
-            mirror=MIRROR_ANNOTATION in _strings(metadata.get("annotations")),
+            mirror=MIRROR_ANNOTATION in string_map(metadata.get("annotations")),
             local_storage=any("emptyDir" in v for v in volumes),
             deleting=metadata.get("deletionTimestamp") is not None, gpus=_gpus(spec)))
     return pods
@@ -163,7 +151,7 @@ def parse_node_list(text: str) -> list[NodeState]:
     nodes: list[NodeState] = []
     for index, item in enumerate(list_items(what, text)):
         try:
-            nodes.append(parse_node(json.dumps(item)))
+            nodes.append(_node(what, item))
         except ParseError as exc:
             raise ParseError(what, f"items[{index}]: {exc.reason}") from None
     return nodes

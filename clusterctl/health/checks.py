@@ -14,11 +14,11 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from typing import TypeVar, cast
 
 from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent, NVLinkErrorCounters, PciDevice
-from clusterctl.facts.model import RDMAPort
+from clusterctl.facts.model import NVLinkStatus, RDMAPort
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
 from clusterctl.health.probe import PROBE_HEAD_BYTES, PROBE_TAIL_BYTES, HostProbe
@@ -52,8 +52,9 @@ class HostInput:
     def gpus(self) -> tuple[GpuHealth, ...]:
         return self.probe.smi.gpus if self.probe and self.probe.smi else ()
 
-    @property
+    @cached_property
     def peer_key(self) -> tuple[str | None, int]:
+        """The GPU model most of its GPUs are, and how many: hosts alike are judged against each other."""
         names = Counter(g.name for g in self.gpus if g.name)
         return (names.most_common(1)[0][0] if names else None, len(self.gpus))
 
@@ -84,6 +85,16 @@ class Baseline:
         if key not in self._cache:
             self._cache[key] = compute()
         return cast(T, self._cache[key])
+
+    def per_object(self, kind: str, source: object, compute: Callable[[], T]) -> T:
+        """``compute()`` once per ``kind`` and parsed object: alike hosts share their parsed outputs
+        (``facts.shared``), so what depends on nothing else is worked out once for all of them. The
+        object is kept with the value, so its identity is never another object's while cached."""
+        key = ("per-object", kind, id(source))
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = (source, compute())
+        return cast(T, cast(tuple[object, object], found)[1])
 
     def median(self, values: Iterable[int | float]) -> float:
         known = list(values)
@@ -116,7 +127,26 @@ def _pci_key(address: str | None) -> str | None:
 
 
 def _counter_median(baseline: Baseline, items: Sequence[NVLinkErrorCounters | IBPortCounters], name: str) -> float:
-    return baseline.median(item.counters.get(name, 0) for item in items)
+    """The median of counter ``name`` over ``items``, as ``statistics.median`` gives it.
+
+    Alike hosts share their parsed outputs, so a fleet's list of links holds the same few objects
+    over and over (900 hosts x 96 links, a handful of objects): each is read once and counted as
+    often as it appears."""
+    counts = Counter(map(id, items))
+    if not counts:
+        return 0.0
+    by_id = dict(zip(map(id, items), items, strict=True))
+    ordered = sorted((by_id[key].counters.get(name, 0), times) for key, times in counts.items())
+
+    def at(index: int) -> int:
+        for value, times in ordered:
+            if index < times:
+                return value
+            index -= times
+        raise IndexError(index)
+
+    middle = len(items) // 2
+    return at(middle) if len(items) % 2 else (at(middle - 1) + at(middle)) / 2
 
 
 # --- nvidia-smi -q ------------------------------------------------------------------------
@@ -388,15 +418,14 @@ def check_nvlink(host: HostInput, baseline: Baseline) -> list[Finding]:
         return majority(sum(1 for lane in s.lanes if lane.active) for statuses in links for s in statuses)
 
     active_peers = baseline.cached(("nvlink-active", host.peer_key), peers_active)
-    errors = {(e.gpu_index, e.link): e for e in (probe.nvlink_errors.links if probe.nvlink_errors else ())}
-    for status in probe.nvlink or ():
-        active = sum(1 for lane in status.lanes if lane.active)
-        expected = active_peers if active_peers is not None else max(
-            (sum(1 for lane in s.lanes if lane.active) for s in probe.nvlink or ()), default=0)
-        down = [lane.link for lane in status.lanes if not lane.active]
+    # Each GPU's active and inactive links, worked out once per parsed output (alike hosts share one).
+    lanes = baseline.per_object("nvlink-lanes", probe.nvlink, partial(_nvlink_lanes, probe.nvlink or ()))
+    for status, active, down in lanes:
+        expected = active_peers if active_peers is not None else max((a for _, a, _ in lanes), default=0)
         # Fewer links listed than peers have, none of them inactive: a paste that left links out
         # (its parser warns), not links seen down.
         if status.lanes and active < expected and down:
+            errors = {(e.gpu_index, e.link): e for e in (probe.nvlink_errors.links if probe.nvlink_errors else ())}
             counted = [errors[(status.gpu_index, link)] for link in down if (status.gpu_index, link) in errors]
             with_errors = {f"link {e.link}": e.counters for e in counted if e.total}
             found.append(_finding(
@@ -407,11 +436,17 @@ def check_nvlink(host: HostInput, baseline: Baseline) -> list[Finding]:
                 counters=with_errors or None, action="RESET_GPU",
                 fix="Drain the host, reset the GPUs (or reboot) and check again; NVLinks that stay down after a "
                     "reset are a hardware fault (RMA the GPU or baseboard)."))
-    inactive = {(s.gpu_index, lane.link) for s in probe.nvlink or () for lane in s.lanes if not lane.active}
+    inactive = {(status.gpu_index, link) for status, _, down in lanes for link in down}
     # A link already reported down carries its counters in that finding.
     found += [f for f in _fleet_counters(host, baseline)
               if (f.evidence.get("gpu"), f.evidence.get("link")) not in inactive]
     return found
+
+
+def _nvlink_lanes(statuses: Sequence[NVLinkStatus]) -> list[tuple[NVLinkStatus, int, list[int]]]:
+    """Per GPU: its status, how many of its links are active, and the inactive links."""
+    return [(s, sum(1 for lane in s.lanes if lane.active), [lane.link for lane in s.lanes if not lane.active])
+            for s in statuses]
 
 
 def _short(counters: dict[str, dict[str, int]]) -> str:
@@ -429,28 +464,38 @@ def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
     def peer_links() -> list[NVLinkErrorCounters]:
         return [e for p in baseline.peers(host) if p.probe and p.probe.nvlink_errors
                 for e in p.probe.nvlink_errors.links]
+    errors = probe.nvlink_errors
+
+    def high_links() -> tuple[list[tuple[NVLinkErrorCounters, dict[str, int]]], dict[str, float]]:
+        medians: dict[str, float] = {}
+        #: counter -> the value at which it is high: its floor, or FLEET_FACTOR times the peers' median.
+        limits: dict[str, float] = {}
+        high_ones = []
+        for link in errors.links:
+            high = {}
+            for counter, value in link.counters.items():
+                if counter not in limits:
+                    links = baseline.cached(("nvlink-links", host.peer_key), peer_links)
+                    medians[counter] = baseline.cached(("nvlink-median", host.peer_key, counter),
+                                                       partial(_counter_median, baseline, links, counter))
+                    limits[counter] = max(NVLINK_FLOORS.get(counter, NVLINK_FLOOR), FLEET_FACTOR * medians[counter])
+                if value >= limits[counter]:
+                    high[counter] = value
+            if high:
+                high_ones.append((link, high))
+        return high_ones, medians
+
+    # Alike hosts (one parsed nvlink -e, one group of peers) have the same high counters: found once.
     found: list[Finding] = []
-    medians: dict[str, float] = {}
-    #: counter -> the value at which it is high: its floor, or FLEET_FACTOR times the peers' median.
-    limits: dict[str, float] = {}
-    for link in probe.nvlink_errors.links:
-        high = {}
-        for counter, value in link.counters.items():
-            if counter not in limits:
-                links = baseline.cached(("nvlink-links", host.peer_key), peer_links)
-                medians[counter] = baseline.cached(("nvlink-median", host.peer_key, counter),
-                                                   partial(_counter_median, baseline, links, counter))
-                limits[counter] = max(NVLINK_FLOORS.get(counter, NVLINK_FLOOR), FLEET_FACTOR * medians[counter])
-            if value >= limits[counter]:
-                high[counter] = value
-        if high:
-            found.append(_finding(
-                Severity.WARNING, "NVLINK_ERRORS_HIGH", host.name,
-                f"link {link.link}: " + ", ".join(f"{k} {v} (peers' median {medians[k]:g})" for k, v in high.items()),
-                subject=f"GPU {link.gpu_index}", evidence=f"Link {link.link}: " + ", ".join(
-                    f"{k}: {v}" for k, v in high.items()), gpu=link.gpu_index, link=link.link, counters=high,
-                fix="Watch the link with 'clusterctl health compare' of two saved runs; a counter that keeps growing "
-                    "means a bad NVLink: drain the host and reset the GPUs, RMA if it persists."))
+    high_ones, medians = baseline.per_object(f"nvlink-high {host.peer_key}", errors, high_links)
+    for link, high in high_ones:
+        found.append(_finding(
+            Severity.WARNING, "NVLINK_ERRORS_HIGH", host.name,
+            f"link {link.link}: " + ", ".join(f"{k} {v} (peers' median {medians[k]:g})" for k, v in high.items()),
+            subject=f"GPU {link.gpu_index}", evidence=f"Link {link.link}: " + ", ".join(
+                f"{k}: {v}" for k, v in high.items()), gpu=link.gpu_index, link=link.link, counters=dict(high),
+            fix="Watch the link with 'clusterctl health compare' of two saved runs; a counter that keeps growing "
+                "means a bad NVLink: drain the host and reset the GPUs, RMA if it persists."))
     return found
 
 

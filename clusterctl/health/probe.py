@@ -11,6 +11,7 @@ probe and the one that still answers when the GPU driver hangs.
 from __future__ import annotations
 
 import collections
+import functools
 import re
 import shlex
 import threading
@@ -51,6 +52,7 @@ def kernel_log_command(since_s: int) -> str:
     return (f"sudo -n {journal} 2>/dev/null || {journal} 2>&1 || sudo -n dmesg -T 2>/dev/null || dmesg -T 2>&1")
 
 
+@functools.lru_cache(maxsize=16)
 def level0_probes(since_s: int, timeout_s: float) -> tuple[Probe, ...]:
     limit = f"timeout {int(max(timeout_s, 1))}"
     counters = " ".join(f"/sys/class/infiniband/*/ports/*/counters/{name}" for name in IB_COUNTERS)
@@ -146,6 +148,7 @@ class HostProbe:
         return next((p for p in self.problems if p.probe == probe), None)
 
 
+@functools.cache
 def _parsers() -> dict[str, tuple[str, Callable[[str], Any]]]:
     from clusterctl.facts.ib_counters import parse_ib_counters
     from clusterctl.facts.kernel_log import parse_kernel_log
@@ -171,13 +174,13 @@ def _problem(probe: Probe, output: ProbeOutput) -> ProbeProblem | None:
     code = output.exit_code
     if code == RC_TIMED_OUT:
         return ProbeProblem(probe.name, probe.tool, "hung", f"{probe.tool} did not answer within its time limit")
-    result = CommandResult(probe.command, output.text, "", code if code is not None else 0, 0.0)
     if code == RC_MISSING or ("not found" in output.text and code not in (0, None)):
         tool = "journalctl and dmesg" if probe.name == "kernel-log" else (_missing_tool(output.text) or probe.tool)
         return ProbeProblem(probe.name, tool, "missing", f"{tool}: command not found")
     if code not in (0, None) and not output.text.strip():
         return ProbeProblem(probe.name, probe.tool, "failed", f"exit code {code}")
     if code not in (0, None) or not output.text.strip():
+        result = CommandResult(probe.command, output.text, "", code if code is not None else 0, 0.0)
         reason = missing_reason(result) if code not in (0, None) else None
         if reason or not output.text.strip():
             return ProbeProblem(probe.name, probe.tool, "failed", reason or "no output")
@@ -191,7 +194,11 @@ def _missing_tool(text: str) -> str | None:
 
 def read_probes(text: str, probes: tuple[Probe, ...]) -> HostProbe:
     """Parse the one command's output into a ``HostProbe``; a probe that cannot be read is a problem."""
-    found = split_probe_output(text)
+    return read_probe_outputs(split_probe_output(text), probes)
+
+
+def read_probe_outputs(found: dict[str, ProbeOutput], probes: tuple[Probe, ...]) -> HostProbe:
+    """``read_probes`` of an output already cut into the probes' outputs (``ProbeCollector.outputs``)."""
     parsers = _parsers()
     probe = HostProbe()
     for p in probes:
@@ -231,17 +238,47 @@ TRANSPORT_KEEPS = 64 * 1024
 
 
 _HEADER_OPENING = MARKER + " "
+_NEXT_HEADER = "\n" + _HEADER_OPENING
+#: The characters other than ``\n`` that ``str.splitlines`` breaks lines at. An output holding one is
+#: read the long way (``text()`` then ``split_probe_output``), so that it reads exactly as a pasted one.
+_ASCII_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+_OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_HEADER = re.compile(rf"^{re.escape(MARKER)} (\S+)\s*$")
+
+
+def _next_header(text: str, start: int) -> int:
+    """Where the next header line after ``start`` (a newline or 0) starts, or -1."""
+    found = text.find(_NEXT_HEADER, start)
+    return found + 1 if found >= 0 else -1
+
+
+def _breaks_lines(text: str) -> bool:
+    if text.isascii():
+        return any(c in text for c in _ASCII_BREAKS)
+    return _OTHER_BREAKS.search(text) is not None
 
 
 class _Section:
     def __init__(self, header: str) -> None:
         self.header = header
+        #: The lines kept from the start: blocks of whole lines, each joined by ``\n`` (one block per
+        #: chunk that arrived, so a section costs a few strings, not one per line).
         self.head: list[str] = []
+        self.head_lines = 0
         self.head_bytes = 0
+        #: Once the head is full: the last lines, one string each.
         self.tail: collections.deque[str] = collections.deque()
         self.tail_bytes = 0
         self.total = 0
         self.dropped = 0
+
+    @property
+    def lines_kept(self) -> int:
+        return self.head_lines + len(self.tail)
+
+    def body(self) -> str:
+        """The kept lines joined by ``\\n`` (``""`` for none as for one empty line: see ``lines_kept``)."""
+        return "\n".join([*self.head, *self.tail]) if self.tail else "\n".join(self.head)
 
 
 class ProbeCollector:
@@ -250,51 +287,71 @@ class ProbeCollector:
     Each probe keeps its first ``PROBE_HEAD_BYTES`` and last ``PROBE_TAIL_BYTES`` of lines (the
     ``@@rc`` status line is the last); what lies between is dropped and counted, so memory per host
     stays bounded whatever a host prints, and the report can say what was not judged.
+
+    A transport's ``LineSplitter`` hands each chunk's complete lines as one text (``add_text``): the
+    headers are found by searching that text and the lines between them kept as it is, so the ~3,500
+    lines of a host's probes are never made into one string each, and ``outputs()`` hands the probes'
+    sections to ``read_probes`` without joining them into one text to cut apart again.
     """
 
     def __init__(self, head: int = PROBE_HEAD_BYTES, tail: int = PROBE_TAIL_BYTES) -> None:
         self.head_limit = head
         self.tail_limit = tail
         self.sections: list[_Section] = [_Section("")]
+        #: No line break but ``\n`` seen: the sections read the same as the text's ``splitlines``.
+        self._plain = True
         self._lock = threading.Lock()
 
     def __call__(self, stream: str, line: str) -> None:
-        """One line (``on_line``); a transport's ``LineSplitter`` hands a chunk's lines to ``add_lines``."""
-        self.add_lines(stream, (line,))
+        """One line (``on_line``)."""
+        self.add_text(stream, line)
 
     add = __call__
 
     def add_lines(self, stream: str, lines: Iterable[str]) -> None:
+        self.add_text(stream, "\n".join(lines))
+
+    def add_text(self, stream: str, text: str) -> None:
+        """Whole lines joined by ``\\n``, without the last line's newline (``LineSplitter``'s ``add_text``)."""
         if stream != "stdout":
             return
-        head_limit, tail_limit = self.head_limit, self.tail_limit
-        lines = lines if isinstance(lines, list) else list(lines)
         with self._lock:
-            # The usual case first: a run of lines between headers that fits in its section's head whole.
-            starts = [i for i, line in enumerate(lines) if line.startswith(_HEADER_OPENING)]
-            section, begin = self.sections[-1], 0
-            for end in [*starts, len(lines)]:
-                run = lines[begin:end]
-                size = sum(map(len, run)) + len(run)
-                if not section.tail and section.head_bytes + size <= head_limit:
-                    section.head.extend(run)
-                    section.head_bytes += size
-                    section.total += size
-                else:
-                    self._add_one_by_one(section, run, head_limit, tail_limit)
-                if end < len(lines):
-                    section = _Section(lines[end])
-                    self.sections.append(section)
+            if self._plain and _breaks_lines(text):
+                self._plain = False
+            section = self.sections[-1]
+            # Where a header line starts (-1: none): the text's start, or just after a newline.
+            at = 0 if text.startswith(_HEADER_OPENING) else _next_header(text, 0)
+            begin = 0  # where the lines not yet kept start; len(text) + 1 when none are left
+            while at >= 0:
+                if at > begin:
+                    self._keep(section, text[begin:at - 1])
+                end = text.find("\n", at)
+                section = _Section(text[at:] if end < 0 else text[at:end])
+                self.sections.append(section)
+                if end < 0:
+                    begin = len(text) + 1
+                    break
                 begin = end + 1
+                at = _next_header(text, end)
+            if begin <= len(text):
+                self._keep(section, text[begin:])
 
-    @staticmethod
-    def _add_one_by_one(section: _Section, lines: list[str], head_limit: int, tail_limit: int) -> None:
-        """Lines of one section (no header among them), each kept in the head while it fits, else the tail."""
-        for line in lines:
+    def _keep(self, section: _Section, run: str) -> None:
+        """``run``: one or more whole lines of one section (no header among them), joined by ``\\n``."""
+        size = len(run) + 1  # each line and its newline
+        if not section.tail and section.head_bytes + size <= self.head_limit:
+            section.head.append(run)
+            section.head_lines += run.count("\n") + 1
+            section.head_bytes += size
+            section.total += size
+            return
+        head_limit, tail_limit = self.head_limit, self.tail_limit
+        for line in run.split("\n"):
             size = len(line) + 1
             section.total += size
             if not section.tail and section.head_bytes + size <= head_limit:
                 section.head.append(line)
+                section.head_lines += 1
                 section.head_bytes += size
                 continue
             tail = section.tail
@@ -316,8 +373,48 @@ class ProbeCollector:
                 lines.extend(section.tail)
             return "\n".join(lines) + ("\n" if lines else "")
 
+    def outputs(self) -> dict[str, ProbeOutput]:
+        """The probes' outputs, as ``split_probe_output(self.text())`` gives them, without that text.
+
+        The long way (the joined text cut apart) where the sections alone might read otherwise: a
+        line before the first header, a header that is not one, a probe twice, a line break other
+        than ``\\n``.
+        """
+        with self._lock:
+            sections = self.sections
+            names = [_HEADER.match(s.header) for s in sections[1:]]
+            direct = (self._plain and len(sections) > 1 and not sections[0].lines_kept
+                      and all(names) and len({m.group(1) for m in names if m}) == len(names))
+            if direct:
+                found: dict[str, ProbeOutput] = {}
+                line = 0  # 0-based index of the section's header in the whole output
+                for section, match in zip(sections[1:], names, strict=True):
+                    assert match is not None
+                    count = section.lines_kept
+                    found[match.group(1)] = _probe_output(match.group(1), section.body(), count, line + 2)
+                    line += 1 + count
+                return found
+        return split_probe_output(self.text())
+
     def cut(self) -> dict[str, tuple[int, int]]:
         """Probe name -> (bytes printed, bytes dropped), for the probes that printed too much."""
         with self._lock:
             return {s.header[len(MARKER) + 1:].strip(): (s.total, s.dropped) for s in self.sections
                     if s.dropped and s.header}
+
+
+def _probe_output(name: str, body: str, count: int, first_line: int) -> ProbeOutput:
+    """``count`` lines joined by ``\\n`` in ``body``, read as ``split_probe_output`` reads a section."""
+    while count:  # the blank lines at the end go
+        last = body.rfind("\n") + 1
+        if body[last:].strip():
+            break
+        body, count = body[:last - 1] if last else "", count - 1
+    code: int | None = None
+    if count:
+        last = body.rfind("\n") + 1
+        match = _RC.match(body[last:])
+        if match:
+            code = int(match.group(1))
+            body, count = body[:last - 1] if last else "", count - 1
+    return ProbeOutput(name, body + "\n" if count else "", code, first_line)

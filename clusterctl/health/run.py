@@ -24,9 +24,9 @@ from clusterctl.health.probe import (
     ProbeCollector,
     level0_probes,
     probe_command,
-    read_probes,
+    read_probe_outputs,
 )
-from clusterctl.health.summary import host_facts
+from clusterctl.health.summary import SharedFacts, host_facts
 from clusterctl.inventory.model import Host, Inventory
 from clusterctl.transport.base import Transport
 
@@ -41,7 +41,7 @@ def probe_host(transport: Transport, options: HealthOptions) -> HostProbe:
     collected = ProbeCollector()
     transport.run(probe_command(probes), timeout=options.probe_timeout_s * len(probes) + 30,
                   on_line=collected, max_output=TRANSPORT_KEEPS)
-    probe = read_probes(collected.text(), probes)
+    probe = read_probe_outputs(collected.outputs(), probes)
     probe.since_s = options.since_s
     probe.cut = collected.cut()
     return probe
@@ -52,6 +52,7 @@ def judge(inputs: Sequence[HostInput], *, level: int = 0, since: str = "24h", in
           generated_at: str | None = None) -> HealthReport:
     """Findings and verdicts for hosts already probed (``health read`` uses it on pasted outputs)."""
     baseline = Baseline(inputs)
+    shared = SharedFacts()  # alike hosts' facts parts made once, written once
     hosts = []
     for item in inputs:
         if item.probe is None:
@@ -66,7 +67,7 @@ def judge(inputs: Sequence[HostInput], *, level: int = 0, since: str = "24h", in
         findings = judge_host(item, baseline) + tests
         results = tests + [f for f in findings if f.code.startswith("DCGM_DIAG")]
         verdict, reason = verdict_of(findings, results=results)
-        hosts.append(HostHealth(item.name, verdict, reason, tuple(findings), facts=host_facts(item.probe)))
+        hosts.append(HostHealth(item.name, verdict, reason, tuple(findings), facts=host_facts(item.probe, shared)))
     stamp = generated_at or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return HealthReport(tuple(hosts), stamp, level, since, inventory, source=source)
 

@@ -112,8 +112,9 @@ class LineSplitter:
 
         self.stream = stream
         self.on_line = on_line
-        #: A receiver with ``add_lines(stream, lines)`` takes all the complete lines of a chunk in one call.
-        self._add_lines: Callable[[OutputStream, list[str]], None] | None = getattr(on_line, "add_lines", None)
+        #: A receiver with ``add_text(stream, text)`` takes all the complete lines of a chunk in one call, as
+        #: one text (the lines joined by ``\n``, no newline at the end): no list of lines is made for it.
+        self._add_text: Callable[[OutputStream, str], None] | None = getattr(on_line, "add_text", None)
         self._mask = mask_text
         self._masks_any = masks_any
         self._held = b""
@@ -127,28 +128,34 @@ class LineSplitter:
         if end >= 0:
             # Decoded at once, then split: a newline byte is never part of a UTF-8 sequence, so each
             # line reads as if decoded alone (bad bytes replaced the same way).
-            self._emit(data[:end].decode(errors="replace").split("\n"))
+            self._emit(data[:end].decode(errors="replace"))
             data = data[end + 1 :]
         while len(data) > self.MAX_LINE_BYTES:
-            self._emit([data[: self.MAX_LINE_BYTES].decode(errors="replace")])
+            self._emit(data[: self.MAX_LINE_BYTES].decode(errors="replace"))
             data = data[self.MAX_LINE_BYTES :]
         self._held = data
 
     def flush(self) -> None:
         held, self._held = self._held, b""
         if held:
-            self._emit([held.decode(errors="replace")])
+            self._emit(held.decode(errors="replace"))
 
-    def _emit(self, lines: list[str]) -> None:
+    def _emit(self, text: str) -> None:
+        """Hand on ``text``: one or more whole lines joined by ``\\n`` (or a piece of a long line)."""
         if self._failed:
             return
-        on_line, stream, mask = self.on_line, self.stream, self._mask
+        on_line, stream, mask, add_text = self.on_line, self.stream, self._mask, self._add_text
         try:
-            if self._masks_any():
-                lines = [mask(line) for line in lines]
-            if self._add_lines is not None:
-                self._add_lines(stream, lines)
-                return
+            if not self._masks_any():
+                if add_text is not None:
+                    add_text(stream, text)
+                    return
+                lines = text.split("\n")
+            else:  # masked line by line, as a receiver of single lines would see them
+                lines = [mask(line) for line in text.split("\n")]
+                if add_text is not None:
+                    add_text(stream, "\n".join(lines))
+                    return
             for line in lines:
                 on_line(stream, line)
         except Exception:  # a closed stdout (| head): stop listening, never stop reading the command

@@ -10,9 +10,11 @@ hosts only, and the DCGM exporter kept to nodes with an NVIDIA device.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
+from clirun import clusterctl as run_cli
 
 from clusterctl.bootstrap.apt_sources import TOOLKIT_PACKAGES, chosen_repos, wanted_packages
 from clusterctl.bootstrap.artifacts import HostRelease, artifact_list
@@ -51,6 +53,10 @@ hosts:
 """)
     hosts = {h.name: h.gpus for h in load_inventory(str(path)).hosts}
     assert hosts == {"cp1": False, "cp2": True, "gpu1": True}
+    shown = run_cli("-i", path, "-o", "json", "inventory", "show")
+    assert {h["name"]: h["gpus"] for h in json.loads(shown.stdout)["hosts"]} == hosts
+    table = run_cli("-i", path, "inventory", "show").stdout
+    assert "(no GPUs)" in table and table.count("(no GPUs)") == 1, table
     everyone = _write(tmp_path, "cpu.yaml", "cluster: lab\ndefaults: {gpus: false}\nhosts: {a: {}, b: {gpus: true}}\n")
     assert [h.gpus for h in load_inventory(str(everyone)).hosts] == [False, True]
 

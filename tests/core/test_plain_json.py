@@ -75,3 +75,14 @@ def test_values_made_on_the_way_never_take_each_others_text() -> None:
     # record's list could reuse a freed one's identity and be written with its text.
     records = [Record((i, f"cell-{i}", [i, i + 1]), Color.RED) for i in range(3000)]
     assert dumps_indented(records) == json.dumps(to_plain(records), indent=2)
+
+
+def test_a_dict_shared_by_many_records_is_written_in_full_at_every_depth() -> None:
+    # Health gives alike hosts one shared facts dict (their GPUs, their links): written once per
+    # depth, every copy still at its own indentation, and a dict changed between two writings
+    # (a new document) written as it is now.
+    shared: dict[str, Any] = {"gpu": {"index": 0, "notes": []}, "links": [1, 2], "ok": True}
+    value = {"a": shared, "b": [shared, shared, {"c": shared}], "d": [[shared]], "e": {"f": shared}}
+    assert dumps_indented(value) == json.dumps(to_plain(value), indent=2)
+    shared["gpu"]["index"] = 7
+    assert dumps_indented(value) == json.dumps(to_plain(value), indent=2)

@@ -123,3 +123,56 @@ def test_since_takes_durations_only() -> None:
             HealthOptions(since=bad)
     with pytest.raises(UsageError):
         HealthOptions(level=4)
+
+
+def test_alike_hosts_share_their_facts_and_the_report_reads_as_if_each_had_its_own() -> None:
+    # Hosts printing identical outputs get one parsed object (facts.shared); their facts parts are made
+    # once and written once, yet each host's facts and the JSON are what each host alone would give.
+    import json
+
+    from clusterctl.cli.output import dump
+    from clusterctl.health.report import report_to_json
+    from clusterctl.health.summary import host_facts
+
+    healthy = read_fixture("nvidia-smi-q", "gpud-535.129.03-a10-pcie-remap-pending.txt")
+    probes = level0_probes(86400, 30)
+    texts = {name: f"### now\n2026-12-01T10:00:00\n@@rc 0\n### nvidia-smi-q\n{smi}@@rc 0\n"
+             for name, smi in (("a", healthy), ("b", healthy), ("c", healthy + "\n"))}
+    inputs = [HostInput(name, read_probes(text, probes)) for name, text in texts.items()]
+    report = judge(inputs)
+    a, b, c = report.hosts
+    assert a.facts["gpus"] is b.facts["gpus"]
+    assert c.facts["gpus"] is not a.facts["gpus"] and c.facts["gpus"] == a.facts["gpus"]  # a text of its own
+    alone = [host_facts(i.probe) for i in inputs if i.probe is not None]
+    assert [h.facts for h in report.hosts] == alone
+    written = json.loads(dump(report_to_json(report), "json"))
+    assert [h["facts"] for h in written["hosts"]] == json.loads(json.dumps(alone))
+
+
+def test_alike_hosts_judged_once_get_the_findings_each_would_get_alone() -> None:
+    # Hosts sharing one parsed output (identical text) have their NVLink counters judged once for all;
+    # each still gets its own findings, the same as when every host's output was parsed apart.
+    from clusterctl.facts.nvlink import parse_nvlink
+    from clusterctl.facts.nvlink_errors import parse_nvlink_errors
+
+    bad = read_fixture("nvlink-e", "annotated-bad-link-one-line.txt")
+    quiet = "GPU 0: NVLink Errors\n" + "".join(
+        f"   Link {n}: Replay Errors: 0, Recovery Errors: 0, CRC Errors: 0\n" for n in (0, 1))
+    lanes = read_fixture("nvlink", "v100-gpu3-two-inactive.txt")
+
+    def fleet(shared: bool) -> list[HostInput]:
+        one_bad, one_lanes = parse_nvlink_errors(bad), parse_nvlink(lanes)
+        hosts = []
+        for name in ("a", "b", "c", "d", "e", "f"):
+            errors = (one_bad if shared else parse_nvlink_errors(bad)) if name in "ab" else parse_nvlink_errors(quiet)
+            statuses = (one_lanes if shared else parse_nvlink(lanes)) if name in "ab" else None
+            hosts.append(HostInput(name, HostProbe(nvlink_errors=errors, nvlink=statuses)))
+        return hosts
+
+    together, apart = judge(fleet(shared=True)), judge(fleet(shared=False))
+    assert [[f.to_json() for f in h.findings] for h in together.hosts] == \
+        [[f.to_json() for f in h.findings] for h in apart.hosts]
+    for host in together.hosts[:2]:
+        high = [f for f in host.findings if f.code == "NVLINK_ERRORS_HIGH"]
+        assert [f.evidence["link"] for f in high] == [1] and high[0].host == host.host
+    assert not any(f.code == "NVLINK_ERRORS_HIGH" for h in together.hosts[2:] for f in h.findings)

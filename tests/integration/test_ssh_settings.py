@@ -210,3 +210,26 @@ def test_host_key_policy_follows_ssh_config_per_host(tmp_path: Path, monkeypatch
     # --known-hosts wins over all of it.
     override = host_key_policy(strict, override=str(tmp_path / "given"), accept_new=False)
     assert [str(f.path) for f in override.files] == [str(tmp_path / "given")]
+
+
+def test_known_hosts_found_by_name_in_the_files_order_with_patterns_still_matched(tmp_path: Path) -> None:
+    # Plain names are found without matching every line (a fleet's file of N hosts costs N look-ups);
+    # what a host gets is still every line that names it, in the file's order, patterns included.
+    first, second, third, fourth = _key(), _key(), _key(), _key()
+    path = tmp_path / "known_hosts"
+    path.write_text(
+        f"gpu-*,!gpu-b9 {first.get_name()} {first.get_base64()}\n"
+        f"gpu-a1,10.0.0.11,gpu-a1 {second.get_name()} {second.get_base64()}\n"
+        f"{_hashed('gpu-a1')} {third.get_name()} {third.get_base64()}\n"
+        f"@cert-authority gpu-a1 {fourth.get_name()} {fourth.get_base64()}\n"
+        f"GPU-A1 {fourth.get_name()} {fourth.get_base64()}\n"
+    )
+    known = KnownHosts(path)
+    assert [e.line_no for e in known.entries_for("gpu-a1")] == [1, 2, 3]
+    assert [e.line_no for e in known.authorities_for("gpu-a1")] == [4]
+    assert [e.line_no for e in known.entries_for("10.0.0.11")] == [2]
+    assert [e.line_no for e in known.entries_for("gpu-b9")] == []  # negated
+    assert [e.line_no for e in known.entries_for("gpu-a2")] == [1]
+    assert [e.line_no for e in known.entries_for("GPU-A1")] == [1, 5]  # ssh's patterns ignore case, names do not
+    number = known.add("gpu-a1", second.get_name(), second.get_base64())
+    assert [e.line_no for e in known.entries_for("gpu-a1")] == [1, 2, 3, number]

@@ -141,8 +141,12 @@ class Verify(ClusterWidePhase[VerifyState]):
                 problems.append(finding)
         if not any(f.severity is Severity.ERROR for f in problems):
             gpus = sum(nodes[n].allocatable_gpus for n in cc.run_hosts(ctx) if n in nodes)
-            problems.append(Finding(
-                Severity.INFO, "CLUSTER_WORKS",
-                f"works: {len(nodes)} node(s) Ready, {gpus} GPU(s) allocatable, and a pod asking for one GPU ran "
-                f"nvidia-smi -L on each of {len(gpu_nodes)} GPU node(s)", host=ctx.host.name))
+            gpu_less = [n for n in cc.run_hosts(ctx) if not ctx.inventory.host(n).gpus]
+            if gpu_nodes or not gpu_less:
+                message = (f"works: {len(nodes)} node(s) Ready, {gpus} GPU(s) allocatable, and a pod asking for one "
+                           f"GPU ran nvidia-smi -L on each of {len(gpu_nodes)} GPU node(s)")
+            else:
+                message = (f"works: {len(nodes)} node(s) Ready; no GPU pod was run: the hosts have no GPUs "
+                           "(inventory: gpus: false)")
+            problems.append(Finding(Severity.INFO, "CLUSTER_WORKS", message, host=ctx.host.name))
         return problems

@@ -57,16 +57,13 @@ def check_nvlink_pairs(state: SurveyedHost, baseline: FleetBaseline) -> list[Fin
         (fewer if have else missing).append(pair)
     basis = "peers" if used_peers else "the rest of this host"
     out: list[Finding] = []
-    if missing:
-        shown = ", ".join(f"GPU{p['gpus'][0]}-GPU{p['gpus'][1]} {p['link']} (expected {p['expected']})"
-                          for p in missing)
-        out.append(finding(Severity.ERROR, "NVLINK_MISSING", state.name,
-                           f"no NVLink between {shown}, compared with {basis}", pairs=missing, basis=basis))
-    if fewer:
-        shown = ", ".join(f"GPU{p['gpus'][0]}-GPU{p['gpus'][1]} {p['link']} (expected {p['expected']})"
-                          for p in fewer)
-        out.append(finding(Severity.ERROR, "NVLINK_FEWER_LINKS", state.name,
-                           f"fewer NVLinks: {shown}, compared with {basis}", pairs=fewer, basis=basis))
+    for code, says, pairs in (("NVLINK_MISSING", "no NVLink between", missing),
+                              ("NVLINK_FEWER_LINKS", "fewer NVLinks:", fewer)):
+        if pairs:
+            shown = ", ".join(f"GPU{p['gpus'][0]}-GPU{p['gpus'][1]} {p['link']} (expected {p['expected']})"
+                              for p in pairs)
+            out.append(finding(Severity.ERROR, code, state.name, f"{says} {shown}, compared with {basis}",
+                               pairs=pairs, basis=basis))
     return out
 
 

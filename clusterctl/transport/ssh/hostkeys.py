@@ -83,13 +83,18 @@ class KnownHosts:
     """One known_hosts file, read once, shared by every connection of the process.
 
     Keys are kept as (type, base64) text and compared as text: no key object is built per
-    line, so a file with thousands of entries costs nothing per host.
+    line. Lines naming hosts plainly (``node1``, ``[10.0.0.1]:2222``) are found by name; only
+    lines with wildcards, negations or hashed names are matched against every host, so a fan-out
+    over a fleet's file of N hosts costs N look-ups, not N x N pattern matches.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._lines: list[KnownHostLine] = []
+        #: Lines whose every pattern is a plain name, by that name (a line of several names under each).
+        self._by_name: dict[str, list[KnownHostLine]] = {}
+        #: Lines with a pattern that must be matched: ``*``/``?``, ``!``, ``|1|`` (hashed).
+        self._matched: list[KnownHostLine] = []
         self._read()
 
     def _read(self) -> None:
@@ -104,15 +109,29 @@ class KnownHosts:
         for number, raw in enumerate(text.splitlines(), start=1):
             entry = _parse_known_hosts_line(raw, number)
             if entry is not None:
-                self._lines.append(entry)
+                self._index(entry)
+
+    def _index(self, entry: KnownHostLine) -> None:
+        if any(p.startswith(("!", "|")) or "*" in p or "?" in p for p in entry.patterns):
+            self._matched.append(entry)
+            return
+        for name in dict.fromkeys(entry.patterns):
+            self._by_name.setdefault(name, []).append(entry)
+
+    def _lines_for(self, name: str) -> list[KnownHostLine]:
+        """Every line that matches ``name``, in the file's order."""
+        with self._lock:
+            named = self._by_name.get(name, [])
+            matched = [e for e in self._matched if e.matches(name)]
+        if not matched:
+            return list(named)
+        return sorted([*named, *matched], key=lambda e: e.line_no) if named else matched
 
     def entries_for(self, name: str) -> list[KnownHostLine]:
-        with self._lock:
-            return [e for e in self._lines if e.marker != "@cert-authority" and e.matches(name)]
+        return [e for e in self._lines_for(name) if e.marker != "@cert-authority"]
 
     def authorities_for(self, name: str) -> list[KnownHostLine]:
-        with self._lock:
-            return [e for e in self._lines if e.marker == "@cert-authority" and e.matches(name)]
+        return [e for e in self._lines_for(name) if e.marker == "@cert-authority"]
 
     def add(self, name: str, key_type: str, key_base64: str) -> int:
         """Append ``name keytype key`` to the file (one writer at a time, across processes too)."""
@@ -131,7 +150,7 @@ class KnownHosts:
                     number = existing.count("\n") + (1 if existing and not existing.endswith("\n") else 0) + 1
                 finally:
                     fcntl.flock(fh, fcntl.LOCK_UN)
-            self._lines.append(KnownHostLine(number, (name,), key_type, key_base64))
+            self._index(KnownHostLine(number, (name,), key_type, key_base64))
             return number
 
 
