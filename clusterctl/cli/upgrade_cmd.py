@@ -208,5 +208,8 @@ def _print_report(app: AppContext, report: UpgradeReport) -> None:
         say("nothing to do: every node runs " + report.target + " with the inventory's pins")
     elif report.applied and report.ok:
         say(f"upgraded: every node runs {report.target}")
-    elif not report.applied:
+    elif not report.applied and report.ok:
         say("PLAN (nothing was changed): run 'clusterctl upgrade apply --to " + report.target + "' to carry it out")
+    elif not report.applied:
+        say("PLAN (nothing was changed): incomplete, a node could not be planned (above); fix that before "
+            "'clusterctl upgrade apply'")

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord, HostGate
 from clusterctl.engine import lock as host_lock
 from clusterctl.engine.phase import Phase, PhaseContext, Wait
+from clusterctl.engine.progress import INTERRUPTED
 from clusterctl.engine.read_ahead import ReadAhead
 from clusterctl.errors import Interrupted
 from clusterctl.findings import Finding, Severity, has_errors, sorted_findings
@@ -346,8 +347,13 @@ def run_phases(
             _record_unchanged(runner, inventory, hosts, phases, settings, report, confirmed)
     except Interrupted as exc:
         report.interrupted = exc.signal_name
+        cut_short = inflight.snapshot()
         _put_back(runner, inflight, gate, report)
         if store is not None and settings.apply:
+            # The phases the interrupt cut short are on record as such (never done): a later run sees
+            # where this one stopped (an upgrade's plain rerun: which cordons were its own).
+            for host, (phase, _, _) in cut_short.items():
+                store.record(host, phase.name, INTERRUPTED, 0.0, f"interrupted ({exc.signal_name})")
             store.save()
         exc.retry_hint = _after_interrupt(report, runner, locked, lock_info, settings, inflight, gate)
         raise

@@ -197,6 +197,35 @@ def test_upgrade_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bootst
     assert again.json()["nothing_to_do"] is True  # at the target, uncordoned, nothing left for the node phases
 
 
+#: Cut while the node is cordoned by the rollout: during its drain, and after it (the kubelet's package).
+CORDONED_BY_THE_ROLLOUT = [c for c in UPGRADE_STEPS if c.step in ("drain: pods gone", "kubelet", "worker: ready")]
+CORDONED_NODE = {"drain: pods gone": "gpu-a1", "kubelet": "gpu-a1", "worker: ready": "gpu-b1"}
+
+
+@pytest.mark.parametrize("cut", CORDONED_BY_THE_ROLLOUT, ids=[c.step for c in CORDONED_BY_THE_ROLLOUT])
+def test_a_plain_rerun_after_an_interrupt_uncordons_what_the_rollout_cordoned(
+        cut: Cut, bootstrapped_demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user runs the same command again instead of ``--resume``: the cordon the interrupted rollout
+    made is clusterctl's, not the user's, so the rerun takes it off; a node the user had cordoned before
+    either run stays cordoned."""
+    state_dir = tmp_path / "state"
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(state_dir))
+    users_own = clusterctl("-i", DEMO, "-l", "gpu-a1", "exec", "--sudo", "--",
+                           "kubectl --kubeconfig /etc/kubernetes/admin.conf cordon gpu-b2")
+    assert users_own.exit_code == 0, users_own.output
+    with monkeypatch.context() as patched:
+        sent = install(patched, cut, signal.SIGINT)
+        cut_short = clusterctl(*UPGRADE, "apply", "--to", "1.36.3", "--yes", "--ready-timeout", "5")
+    assert sent.is_set(), f"the run never reached step {cut.step}: {cut_short.output}"
+    node = CORDONED_NODE[cut.step]
+    assert _node(node)["spec"].get("unschedulable")  # type: ignore[attr-defined]
+    again = clusterctl("-i", DEMO, "-l", "gpu-a1,gpu-b1,gpu-b2", "-o", "json", "upgrade", "apply", "--to", "1.36.3",
+                       "--yes", "--ready-timeout", "5")
+    assert again.exit_code == 0, again.output
+    assert not _node(node)["spec"].get("unschedulable"), again.output  # type: ignore[attr-defined]
+    assert _node("gpu-b2")["spec"].get("unschedulable")  # type: ignore[attr-defined]
+
+
 def _nccl_conf(state: Path, host: str) -> bytes | None:
     path = mock_cluster_folder(state) / "hosts" / host / "fs" / "etc" / "nccl.conf"
     return path.read_bytes() if path.exists() else None

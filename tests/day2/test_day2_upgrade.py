@@ -190,6 +190,7 @@ def test_a_host_that_does_not_answer_fails_the_plan_and_stops_the_apply_before_a
     plan = _run("upgrade", "plan", "--to", "1.36.3")
     assert plan.exit_code == 1, plan.output
     assert "STOPPED: gpu-b2: phase kubeadm: unreachable" in plan.stderr
+    assert "could not be planned" in plan.output and "to carry it out" not in plan.output
     done = _apply(bootstrapped_demo, "--to", "1.36.3", "-o", "json")
     assert done.exit_code == 1, done.output
     assert done.json()["stopped"].startswith("gpu-b2: lock: ")
