@@ -188,6 +188,9 @@ class GateRecord:
     #: checks the file still holds exactly that before restoring or removing it. (A rollback in the
     #: same run works from the in-memory record and does not check.)
     written_sha256: str | None = None
+    #: SHA-256 of what a WRITE_FILE replaced, as a journal's pending entry keeps it (the write was cut
+    #: off, so no backup path is known): a file that still holds it was never written, nothing to undo.
+    previous_sha256: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -229,6 +232,7 @@ class ChangeLog(Protocol):
 
     def before(self, change: Change) -> int: ...
     def after(self, entry: int, record: GateRecord) -> None: ...
+    def cut_off(self, entry: int) -> None: ...
 
 
 class Gate:
@@ -282,6 +286,9 @@ class Gate:
             record = self._make(transport, change, temporary=temporary)
         except ChangeFailed as exc:
             self.log.after(entry, exc.record)
+            raise
+        except BaseException:  # cut off on its way (an interrupt, a lost connection): it may have happened
+            self.log.cut_off(entry)
             raise
         self.log.after(entry, record)
         return record
@@ -398,6 +405,11 @@ def undo_step(transport: Transport, record: GateRecord, *, force: bool = False) 
             if now is None and change.current is None:
                 gone = f"{path} is already gone (it was new): nothing to remove"
                 return UndoStep(None, gone, gone)
+            if now is not None and record.previous_sha256 is not None and \
+                    hashlib.sha256(now).hexdigest() == record.previous_sha256 != expected:
+                same = (f"{path} holds what it held before: the write was cut off before it reached the host, "
+                        "nothing to undo")
+                return UndoStep(None, same, same)
             if now is None or hashlib.sha256(now).hexdigest() != expected:
                 what = "was removed" if now is None else "was changed"
                 refused = (f"refused: {path} {what} since clusterctl wrote it (its content is not what the journal "

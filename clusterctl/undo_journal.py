@@ -77,8 +77,15 @@ def _pending_json(change: Change) -> dict[str, Any]:
     data = record_json(GateRecord(change, applied=True, changed=True))
     if change.kind is ChangeKind.WRITE_FILE:
         data["new_file"] = change.current is None
+        if change.current is not None:  # a file that still holds this was never written: nothing to undo
+            data["previous_sha256"] = hashlib.sha256(change.current).hexdigest()
     data["pending"] = True
     return data
+
+
+#: How long an interrupted run's journal waits for the changes that were on their way to their hosts
+#: (their commands are stopped with the run: this is the time a write takes to return, not to finish).
+SETTLE_S = 10.0
 
 
 class WriteAheadJournal:
@@ -105,7 +112,14 @@ class WriteAheadJournal:
             raise UsageError("cannot write the undo journal there: nothing was changed", file=str(self.folder))
         self.path: Path | None = None
         self._lock = threading.Lock()
+        #: Signalled whenever a change's outcome is known (``after``, ``cut_off``).
+        self._settled = threading.Condition(self._lock)
         self._pending: dict[int, dict[str, Any]] = {}
+        #: Entries whose change is on its way to the host (``before`` without ``after`` or ``cut_off`` yet).
+        self._open: set[int] = set()
+        #: Each entry's record (from ``after``), when it left something to undo.
+        self._done: dict[int, GateRecord] = {}
+        self._finished = False
         self._count = 0
 
     def _append(self, event: dict[str, Any]) -> None:
@@ -129,28 +143,54 @@ class WriteAheadJournal:
 
     def before(self, change: Change) -> int:
         with self._lock:
+            if self._finished:  # a worker the interrupted run gave up on: the journal is closed, so no change
+                raise UsageError(f"the undo journal is finished (the run stopped): not made: {change.summary}",
+                                 file=str(self.path or self.folder))
             self._count += 1
             entry = self._count
             data = _pending_json(change)
             self._append({"entry": entry, "pending": data})
             self._pending[entry] = data
+            self._open.add(entry)
             return entry
 
     def after(self, entry: int, record: GateRecord) -> None:
         with self._lock:
             self._pending.pop(entry, None)
+            self._open.discard(entry)
+            if undoable([record]):
+                self._done[entry] = record
+            self._settled.notify_all()
+            if self._finished:  # the journal is written whole already (``finish`` waited as long as it may)
+                return
             if not record.failed:
                 self._append({"entry": entry, "done": record_json(record)})
             else:
                 self._append({"entry": entry, "failed": True})
 
+    def cut_off(self, entry: int) -> None:
+        """The change was cut off on its way (its command interrupted): whether it reached the host is not
+        known, so it stays in the journal as pending, undone as if it had been made."""
+        with self._lock:
+            self._open.discard(entry)
+            self._settled.notify_all()
+
     def finish(self, kept: Sequence[GateRecord], *, interrupted: str | None = None) -> Path | None:
         """Replace the log with the journal of what the run ``kept`` (and, interrupted, the changes it cut
-        off half-way); ``None`` and no file when nothing is left to undo."""
+        off half-way); ``None`` and no file when nothing is left to undo.
+
+        Interrupted, it first waits (up to ``SETTLE_S``) for the changes still on their way to their hosts:
+        a file written just as Ctrl-C came is then journaled with the backup its write kept (a pending
+        entry knows none), and one cut off stays pending."""
         with self._lock:
             changes = [record_json(r) for r in undoable(kept)]
             if interrupted:
+                waiting = set(self._open)
+                self._settled.wait_for(lambda: not waiting & self._open, timeout=SETTLE_S)
+                late = [self._done[e] for e in sorted(waiting) if e in self._done]
+                changes += [record_json(r) for r in late if not any(r is k for k in kept)]
                 changes += list(self._pending.values())
+            self._finished = True
             if self.path is None:
                 return None
             if not changes:
@@ -313,8 +353,9 @@ def _record_from_json(item: dict[str, Any]) -> GateRecord:
         mode = int(str(item["mode"]), 8) if item.get("mode") else None
         change = Change(host, summary, ChangeKind.WRITE_FILE, path=str(item["path"]), content=b"",
                         current=None if item["new_file"] else b"\0", mode=mode, sudo=sudo, makes=makes)
+        previous = item.get("previous_sha256") if item.get("pending") else None
         return GateRecord(change, applied=True, changed=True, backup_path=item.get("backup_path"),
-                          written_sha256=item.get("sha256"))
+                          written_sha256=item.get("sha256"), previous_sha256=str(previous) if previous else None)
     change = Change(host, summary, ChangeKind.RUN_COMMAND, command=summary, undo_command=item.get("undo_command"),
                     sudo=sudo, makes=makes)
     return GateRecord(change, applied=True, changed=True)

@@ -62,7 +62,8 @@ def tune_nccl_command(
         help="Collective the sweep measures (repeatable): all_reduce, all_gather, reduce_scatter, broadcast, reduce."),
     fmt: str = typer.Option("conf", "--format", metavar="FORMAT", help="conf|env|k8s|slurm|tuner|all"),
     out: Optional[str] = typer.Option(None, "--out", metavar="DIR", help="Write the rendered files here."),  # noqa: UP045
-    push: bool = typer.Option(False, "--push", help="Write /etc/nccl.conf on the hosts (atomic, with a backup)."),
+    push: bool = typer.Option(False, "--push", help="Write /etc/nccl.conf on the hosts (atomic, with a backup, "
+                              "under the host lock; each write in the undo journal before it is made)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="With --push: show the diff per host, change nothing."),
     nccl_version: Optional[str] = typer.Option(  # noqa: UP045
         None, "--nccl-version", metavar="VERSION", help="Tune for this NCCL version instead of the surveyed one."
@@ -71,6 +72,9 @@ def tune_nccl_command(
     yes: bool = typer.Option(
         False, "--yes", "-y", help="With --push: change the hosts without asking (required off a terminal)."
     ),
+    force_unlock: bool = typer.Option(
+        False, "--force-unlock", help="With --push: clear a host lock a dead clusterctl run left behind."
+    ),
 ) -> None:
     from clusterctl.nccl.tune.render import FORMATS
 
@@ -78,6 +82,8 @@ def tune_nccl_command(
         raise UsageError(f"unknown --format {fmt!r}", hint=f"Use one of: {', '.join(FORMATS)}.")
     if dry_run and not push:
         raise UsageError("--dry-run goes with --push (it shows what --push would change)")
+    if force_unlock and not push:
+        raise UsageError("--force-unlock goes with --push (it clears a host lock before the write)")
     if sweep and bench:
         raise UsageError("--sweep measures now and --bench reuses an earlier sweep: give one of them")
     from clusterctl.nccl.tune.run import TuneRequest, tune_nccl
@@ -90,10 +96,10 @@ def tune_nccl_command(
     if push and not dry_run:
         _confirm_push(app, yes)
     request = TuneRequest(survey=survey, bench=bench, sweep=sweep, budget=budget, repeats=repeats, fmt=fmt, out=out,
-                          push=push, dry_run=dry_run, nccl_version=nccl_version, namespace=namespace,
-                          collectives=tuple(dict.fromkeys(collectives)))
+                          push=push, dry_run=dry_run, force_unlock=force_unlock, nccl_version=nccl_version,
+                          namespace=namespace, collectives=tuple(dict.fromkeys(collectives)))
     with app.runner() as runner:
-        outcome = tune_nccl(runner, app.hosts(), request)
+        outcome = tune_nccl(runner, app.hosts(), request, inventory=app.inventory())
     app.emit(_payload(outcome), lambda: _print_table(app, outcome, fmt, out, dry_run=dry_run))
     for host, conflicts in outcome.site_conflicts.items():
         for c in conflicts:
@@ -139,6 +145,7 @@ def _payload(outcome: TuneOutcome) -> dict[str, Any]:
             for o in outcome.pushed.outcomes
         ]
         payload["undo_journal"] = str(outcome.undo_journal) if outcome.undo_journal else None
+        payload["push_notes"] = outcome.notes
         payload["site_conflicts"] = {host: [{"line": c.line, "name": c.name, "site_value": c.site_value,
                                              "block_value": c.block_value} for c in conflicts]
                                      for host, conflicts in outcome.site_conflicts.items()}
@@ -183,6 +190,8 @@ def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | Non
         from clusterctl.cli.changes_view import print_gate_outcomes
 
         print_gate_outcomes(app, pushed)
+        for note in outcome.notes:
+            print_wrapped(console, f"note: {note}", 6)
         if dry_run:
             from clusterctl.cli.changes_view import say_nothing_changed
 

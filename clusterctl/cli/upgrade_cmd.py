@@ -150,7 +150,7 @@ def _execute(app: AppContext, args: UpgradeArgs) -> None:
     with app.runner() as runner:
         report = upgrade(inventory, hosts, runner, request, on_phase=show)
     app.emit(report.to_json(), lambda: _print_report(app, report))
-    if args.apply and not report.ok:
+    if not report.ok:  # a node that failed, in a plan too (it cannot be read, a phase's check refuses)
         app.err_console.print(f"STOPPED: {report.stopped}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(ExitCode.FAILED)
 
@@ -208,5 +208,8 @@ def _print_report(app: AppContext, report: UpgradeReport) -> None:
         say("nothing to do: every node runs " + report.target + " with the inventory's pins")
     elif report.applied and report.ok:
         say(f"upgraded: every node runs {report.target}")
-    elif not report.applied:
+    elif not report.applied and report.ok:
         say("PLAN (nothing was changed): run 'clusterctl upgrade apply --to " + report.target + "' to carry it out")
+    elif not report.applied:
+        say("PLAN (nothing was changed): incomplete, a node could not be planned (above); fix that before "
+            "'clusterctl upgrade apply'")

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import shlex
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -52,7 +52,7 @@ from clusterctl.secret import mask_text
 if TYPE_CHECKING:
     from clusterctl.engine.phase import Phase as EnginePhase
     from clusterctl.engine.phase import PhaseContext as EngineContext
-    from clusterctl.engine.progress import ProgressStore
+    from clusterctl.engine.progress import ProgressStore, RunPlace
     from clusterctl.engine.run import HostPhaseResult, RunReport
     from clusterctl.facts.kube_nodes import NodeState
     from clusterctl.facts.packages import PackageFacts
@@ -561,6 +561,23 @@ def _target(request: UpgradeRequest, first: Host, store: ProgressStore | None) -
     return wanted, pin
 
 
+def _left_cordoned(place: RunPlace, nodes: Mapping[str, KubeNode]) -> frozenset[str]:
+    """The nodes an earlier rollout cordoned (it drained them) and never uncordoned, because it was
+    interrupted or failed: their cordon is clusterctl's, so a plain rerun (no ``--resume``) does not
+    mistake it for one the user made before the upgrade. A rollout that finished left none."""
+    try:
+        last = place.last_progress()
+    except UsageError:  # a damaged progress file only matters to --resume, which says so
+        return frozenset()
+    if last is None:
+        return frozenset()
+    saved = last.run.get("cordoned_before")
+    before = {str(n) for n in saved} if isinstance(saved, list) else set()
+    return frozenset(nodes[host].name for host, phases in last.hosts.items()
+                     if host in nodes and "drain" in phases and not last.is_done(host, "uncordon")
+                     and nodes[host].name not in before)
+
+
 def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request: UpgradeRequest,
             on_phase: Callable[[EnginePhase[Any, Any], list[HostPhaseResult]], None] | None = None) -> UpgradeReport:
     """Plan (``request.apply`` False) or run the rollout; never raises for a node's failure (it is in the report).
@@ -597,7 +614,7 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
     order = rollout_order(inventory, hosts)
     saved = store.run.get("cordoned_before") if store is not None and request.resume else None
     cordoned = frozenset(str(n) for n in saved) if isinstance(saved, list) else \
-        frozenset(n.name for n in nodes.values() if n.unschedulable)
+        frozenset(n.name for n in nodes.values() if n.unschedulable) - _left_cordoned(place, nodes)
     rollout = Rollout(target, first.name, {h.name: role for h, role in order}, nodes, cordoned,
                       request.drain_timeout_s, request.ready_timeout_s, request.ready_poll_s)
     for host, _ in order:

@@ -1,4 +1,4 @@
-"""A per-host lock so that two bootstrap runs never interleave their changes on one host.
+"""A per-host lock so that two runs (bootstrap, upgrade, a push...) never interleave their changes on one host.
 
 The lock is a small JSON file on the host (owner, control machine, PID, start time, run id),
 created with ``O_EXCL`` semantics through the transport, so two runs racing for a host cannot
@@ -111,7 +111,7 @@ def acquire_then(transport: Transport, info: LockInfo, command: str | None, *, p
         if stale:
             raise HostLocked(f"locked by {holder}; the lock looks stale ({stale}): rerun with --force-unlock "
                              f"to clear it")
-        raise HostLocked(f"locked by {holder}: another bootstrap run is working on this host "
+        raise HostLocked(f"locked by {holder}: another clusterctl run is working on this host "
                          f"(--force-unlock clears the lock if that run is dead)")
     transport.remove(path, sudo=True)
     if transport.create_exclusive(path, info.to_bytes(), sudo=True) is not None:

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 1
 #: Statuses that mean "done": a resumed run verifies these and skips them.
 DONE = ("ok", "changed")
+#: A phase an interrupt cut short: never done, so --resume runs it again.
+INTERRUPTED = "interrupted"
 
 
 def default_state_dir() -> Path:

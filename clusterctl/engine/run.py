@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord, HostGate
 from clusterctl.engine import lock as host_lock
 from clusterctl.engine.phase import Phase, PhaseContext, Wait
+from clusterctl.engine.progress import INTERRUPTED
 from clusterctl.engine.read_ahead import ReadAhead
 from clusterctl.errors import Interrupted
 from clusterctl.findings import Finding, Severity, has_errors, sorted_findings
@@ -321,8 +322,8 @@ def run_phases(
         # Read-only runs (preflight alone) change nothing, so they need no lock and may run
         # beside another run. Nor does a host confirmed unchanged: nothing will change there.
         if settings.apply and settings.held_lock is None and any(not p.read_only for p in phases):
-            locked = _lock_hosts(runner, [h for h in hosts if h.name not in confirmed], lock_info, settings, report,
-                                 ahead)
+            locked = _lock_hosts(runner, _lock_targets(inventory, [h for h in hosts if h.name not in confirmed],
+                                                       phases, settings), lock_info, settings, report, ahead)
         elif ahead:
             _fill_ahead(runner, [h for h in hosts if h.name in ahead], ahead)
         if settings.every_lock_or_none and report.failed_hosts and locked:
@@ -346,8 +347,13 @@ def run_phases(
             _record_unchanged(runner, inventory, hosts, phases, settings, report, confirmed)
     except Interrupted as exc:
         report.interrupted = exc.signal_name
+        cut_short = inflight.snapshot()
         _put_back(runner, inflight, gate, report)
         if store is not None and settings.apply:
+            # The phases the interrupt cut short are on record as such (never done): a later run sees
+            # where this one stopped (an upgrade's plain rerun: which cordons were its own).
+            for host, (phase, _, _) in cut_short.items():
+                store.record(host, phase.name, INTERRUPTED, 0.0, f"interrupted ({exc.signal_name})")
             store.save()
         exc.retry_hint = _after_interrupt(report, runner, locked, lock_info, settings, inflight, gate)
         raise
@@ -618,6 +624,22 @@ def _fill_ahead(runner: Runner, hosts: Sequence[Host], ahead: Reads) -> None:
             return 0  # the phases read one by one and report what is wrong
 
     runner.run_task(hosts, read, label="read")
+
+
+def _lock_targets(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any, Any]],
+                  settings: RunSettings) -> list[Host]:
+    """The hosts whose lock a run takes: those it changes. Each host of the run, unless every phase that
+    concerns it runs from another host (a node that is gone: its drain and Node deletion run from a
+    control plane), and each host a phase runs on for another (``Phase.runs_on``)."""
+    names: list[str] = []
+    for host in hosts:
+        ctx = _context(settings, inventory, host, HostReader(_Unconnected(host), what="lock"))
+        changing = [p for p in phases if not p.read_only and p.applies_to(ctx)]
+        ran_on = [p.runs_on(ctx) or host.name for p in changing]
+        for name in ([host.name] if host.name in ran_on or not changing else []) + ran_on:
+            if name not in names:
+                names.append(name)
+    return [inventory.host(n) for n in names]
 
 
 def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings,

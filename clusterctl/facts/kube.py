@@ -78,21 +78,33 @@ def parse_nodes(text: str) -> list[KubeNode]:
         metadata = item.get("metadata") if isinstance(item, dict) else None
         if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
             raise ParseError("kubectl get nodes -o json", f"items[{index}] has no metadata.name")
-        status = item.get("status") or {}
+        name = metadata["name"]
+        status = _member_object(item, "status", name)
         ready = ready_condition(item)
-        raw_gpus = (status.get("allocatable") or {}).get(GPU_RESOURCE, "0")
+        raw_gpus = _member_object(status, "allocatable", name).get(GPU_RESOURCE, "0")
         try:
             gpus = int(str(raw_gpus))
         except ValueError:
             raise ParseError("kubectl get nodes -o json",
-                             f"node {metadata['name']}: allocatable {GPU_RESOURCE} is {raw_gpus!r}") from None
+                             f"node {name}: allocatable {GPU_RESOURCE} is {raw_gpus!r}") from None
         reason = "" if ready is None else f"{ready.get('reason', '')}: {ready.get('message', '')}".strip(": ")
-        nodes.append(KubeNode(metadata["name"], bool(ready and ready.get("status") == "True"), gpus,
+        nodes.append(KubeNode(name, bool(ready and ready.get("status") == "True"), gpus,
                               string_map(metadata.get("labels")),
                               "no Ready condition" if ready is None else reason,
-                              str((status.get("nodeInfo") or {}).get("kubeletVersion") or ""),
-                              bool((item.get("spec") or {}).get("unschedulable"))))
+                              str(_member_object(status, "nodeInfo", name).get("kubeletVersion") or ""),
+                              bool(_member_object(item, "spec", name).get("unschedulable"))))
     return nodes
+
+
+def _member_object(parent: dict[str, Any], key: str, node: str) -> dict[str, Any]:
+    """``parent[key]`` of a Node (``{}`` where absent or null); anything but an object is an error
+    naming the node and the field, never a crash."""
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ParseError("kubectl get nodes -o json", f"node {node}: {key} is {type(value).__name__}, not an object")
+    return value
 
 
 @dataclass(frozen=True)

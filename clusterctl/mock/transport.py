@@ -135,9 +135,7 @@ class MockTransport(Transport):
         try:
             with simulating():  # one turn for the command, the host's first-use seeding included
                 machine = self.machine  # seeded before the guard: a fresh host writes its state once
-                if machine.host.values().get("power") == "off":
-                    # As ssh would find it: no route, no answer (clusterctl.mock.power).
-                    raise TransportError(FailureKind.UNREACHABLE, f"{self.host.name}: no answer (switched off)")
+                self._answering()
                 with guard:
                     result = machine.run_line(command, stdin or b"", timeout=timeout)
         except ReadOnlyViolation as exc:
@@ -192,12 +190,18 @@ class MockTransport(Transport):
             raise TransportError(FailureKind.COMMAND_FAILED, f"could not write {path}: {exc}") from None
         return PutResult(path=path, changed=True, backup_path=backup_path)
 
+    def _answering(self) -> None:
+        if self.machine.host.values().get("power") == "off":
+            # As ssh would find it: no route, no answer (clusterctl.mock.power).
+            raise TransportError(FailureKind.UNREACHABLE, f"{self.host.name}: no answer (switched off)")
+
     def create_exclusive(self, path: str, data: bytes, *, sudo: bool = False) -> bytes | None:
         """Create ``path`` only if absent (``O_EXCL`` in the host's tree, so racing processes agree)."""
         from clusterctl.mock.state import StateError
 
         with self._lock:
             self.history.append(f"# create {path} ({len(data)} bytes)")
+        self._answering()  # a host switched off takes no lock, as over ssh
         try:
             return self.machine.host.fs.create_exclusive(path, data)
         except StateError as exc:

@@ -11,7 +11,14 @@ Conflict when another receiver wrote first), as client-go's leader election does
 A Lease held by another receiver is taken over only when it has not changed for its whole
 ``leaseDurationSeconds`` as this receiver's own clock measures it (a crashed holder): clocks of
 two machines are never compared. A holder stops marking nodes well before its hold could be
-taken over (``Hold.allows``), and gives the Lease back (empty holder) when done.
+taken over (``Hold.allows``), and gives the Lease back (empty holder) when done, and when the
+receiver is stopped (Ctrl-C, SIGTERM: ``Marker.stop``), so the next receiver need not wait out
+the hold.
+
+The Lease is coordination, like the engine's host lock, not a change to the cluster: it is not
+planned, not passed through the gate and not in the undo journal (``clusterctl undo`` has nothing
+to take back: a Lease with no holder is the state before the receiver as far as any reader can
+tell), and a dry run never writes it.
 """
 
 from __future__ import annotations
@@ -140,14 +147,17 @@ class ClusterLease:
             return "another receiver (it wrote the Lease meanwhile)"
         raise LeaseError(f"kubectl replace lease failed (exit {taken.exit_code}): {taken.stderr_tail(2)}")
 
-    def acquire(self, transport: Transport, wait_s: float) -> Hold:
-        """The Lease, waiting up to ``wait_s`` while another receiver holds it."""
+    def acquire(self, transport: Transport, wait_s: float, *, stopping: Callable[[], bool] | None = None) -> Hold:
+        """The Lease, waiting up to ``wait_s`` while another receiver holds it (no longer once ``stopping()``)."""
         deadline = self.clock() + wait_s
         pause = 0.1
         while True:
             outcome = self._try(transport)
             if isinstance(outcome, Hold):
                 return outcome
+            if stopping is not None and stopping():
+                raise LeaseBusy(f"the receiver is stopping: it no longer waits for the Lease {self.namespace}/"
+                                f"{self.name} ({outcome} holds it)")
             if self.clock() >= deadline:
                 raise LeaseBusy(f"the Lease {self.namespace}/{self.name} is held by {outcome} (waited "
                                 f"{wait_s:g} s)")

@@ -43,6 +43,11 @@ if TYPE_CHECKING:
     from clusterctl.transport.base import Transport
 
 
+#: Why a request the receiver had not marked yet when it was stopped fails (it is taken up again as an
+#: alert that still fires, or from the pending-work file).
+STOPPING = "the receiver is stopping: not decided, nothing marked (the next receiver takes it up)"
+
+
 @dataclass
 class MarkRequest:
     host: str
@@ -110,6 +115,22 @@ class Marker:
         #: Held by the batch's task on the control plane: a task the fan-out gave up on (its time limit)
         #: may still be running, and the next batch must not decide beside it under the same holder.
         self._deciding = threading.Lock()
+        #: Set by ``stop``: no batch starts, no node is marked, no Lease is waited for.
+        self._stopping = threading.Event()
+
+    def stop(self, timeout_s: float) -> bool:
+        """Stop deciding (Ctrl-C, SIGTERM): requests not yet marked fail ("the receiver is stopping"); the
+        marks in flight for one node end, and the batch gives the Lease back as it ends. True once no batch
+        holds the Lease; False when the one in flight did not end within ``timeout_s`` (its hold is then
+        left to expire: giving the Lease back beside a node write in flight would let another receiver
+        decide on a count that write has not reached)."""
+        self._stopping.set()
+        with self._lock:
+            self._lock.notify_all()
+        if not self._deciding.acquire(timeout=timeout_s):
+            return False
+        self._deciding.release()
+        return True
 
     def decide(self, item: MarkRequest) -> MarkRequest:
         """Queue ``item`` for the next batch and wait for its verdict."""
@@ -128,13 +149,15 @@ class Marker:
                 self._lock.wait_for(lambda: bool(self._waiting))
                 batch, self._waiting = self._waiting, []
             try:
-                retry = self._run_batch(batch)
+                retry = [] if self._stopping.is_set() else self._run_batch(batch)
             except Exception as exc:  # never leave a host waiting on a verdict that cannot come
                 retry = []
                 for item in batch:
                     if not item.verdict:
                         item.verdict, item.why = "failed", f"{type(exc).__name__}: {exc}"
             for item in batch:
+                if not item.verdict and self._stopping.is_set():
+                    item.verdict, item.why = "failed", STOPPING
                 if item not in retry:
                     item.finished.set()
             if retry:
@@ -147,7 +170,8 @@ class Marker:
 
         def task(transport: Transport) -> None:
             with self._deciding:
-                hold = self.lease.acquire(transport, self.lease_wait_s) if self.lease is not None else None
+                hold = self.lease.acquire(transport, self.lease_wait_s, stopping=self._stopping.is_set) \
+                    if self.lease is not None else None
                 try:
                     self._decide_all(transport, batch, hold, retry)
                 finally:
@@ -178,6 +202,9 @@ class Marker:
         out = {name for name, node in nodes.items() if out_of_service(node)} | (self._would & set(nodes))
         limit = self.limit()
         for item in batch:
+            if self._stopping.is_set():
+                item.verdict, item.why = "failed", STOPPING
+                continue
             if hold is not None and not hold.allows():
                 retry.append(item)  # the hold is running short: the next batch decides it, under a new one
                 continue

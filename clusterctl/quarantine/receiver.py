@@ -24,6 +24,7 @@ Every decision is one JSON line in the log (``time``, ``host``, ``alert``, ``dec
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -45,6 +46,10 @@ if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
 
 __all__ = ["ALERT_ACTIONS", "ReceiverAuth", "Remediator", "parse_payload", "serve", "webhook_config"]
+
+#: How long a stopping receiver waits for the node marks in flight before it leaves the Lease to expire
+#: (each mark is one kubectl call; three per node).
+STOP_WAIT_S = 20.0
 
 #: What each of bootstrap's DCGM alert rules asks of the receiver by default.
 ALERT_ACTIONS: dict[str, str] = {
@@ -107,6 +112,7 @@ class Remediator:
         self._queue: HostQueue[Wanted] = HostQueue(self._work, Wanted.merged, workers=self.workers,
                                                     on_error=self._crashed)
         self._pending = PendingWork(self.pending_file) if self.pending_file and not self.dry_run else None
+        self._stopping = threading.Event()
 
     def _say(self, **entry: object) -> None:
         self.decision_log.say(**entry)
@@ -172,6 +178,22 @@ class Remediator:
     def busy(self, host: str) -> bool:
         return self._queue.busy(host)
 
+    def stop(self, timeout_s: float = STOP_WAIT_S) -> bool:
+        """A clean stop (Ctrl-C, SIGTERM): nothing new is decided or started, the node marks in flight end,
+        and the cluster's Lease is given back, so the next receiver decides at once instead of waiting out
+        the hold. Logged; False when a node write still in flight after ``timeout_s`` kept the Lease."""
+        self._stopping.set()
+        given_back = self._marker.stop(timeout_s)
+        if self.dry_run:
+            why = "dry run: no Lease was held"
+        elif given_back:
+            why = "the cluster's Lease is given back; accepted alerts not yet acted on are taken up by the next run"
+        else:
+            why = (f"a node write still ran after {timeout_s:g} s: the Lease is left to expire "
+                   f"({self.lease.duration_s} s) rather than given back beside it")
+        self._say(decision="stopped", why=why)
+        return given_back
+
     def _crashed(self, host: str, wanted: Wanted, exc: Exception) -> None:
         self._say(host=host, alert=",".join(wanted.alerts), decision="failed", why=f"{type(exc).__name__}: {exc}")
 
@@ -206,6 +228,13 @@ class Remediator:
                                     who=f"clusterctl remediate serve@{_machine()}")
         item = self._marker.decide(MarkRequest(name, request, gate))
         extra = {"caller": wanted.caller} if wanted.caller else {}
+        if self._stopping.is_set() and item.verdict not in ("failed", "held"):
+            # Marked (or found out of service), but the receiver is going: no drain is started that the
+            # process's end would cut off. The node is out of service; an alert that still fires finishes it.
+            self._say(host=name, alert=alerts, decision="failed",
+                      why=f"{item.verdict}: {'; '.join(item.done) or item.why}; the receiver stopped before the "
+                          "rest of the quarantine (drain, Slurm): the next run finishes it", **extra)
+            return "failed"
         outside = item.verdict == "duplicate" and "outside clusterctl" in item.why
         if item.verdict in ("failed", "held") or (item.verdict == "duplicate" and (not drain or outside)):
             self._say(host=name, alert=alerts, decision=item.verdict, why=item.why, **extra)
@@ -245,8 +274,11 @@ def serve(remediator: Remediator, address: webhook_server.ListenAddress, securit
           limits: webhook_server.Limits | None = None, ready: Callable[[int], None] | None = None) -> None:
     """Answer Alertmanager's POSTs on ``address`` until interrupted (``POST /`` or ``/webhook``; ``GET
     /healthz``), callers authenticated as ``security`` says."""
-    webhook_server.serve(remediator.handle, address, security, remediator.decision_log.say, limits=limits,
-                         ready=ready)
+    try:
+        webhook_server.serve(remediator.handle, address, security, remediator.decision_log.say, limits=limits,
+                             ready=ready)
+    finally:  # Ctrl-C, SIGTERM (``Interrupted``): the Lease goes back at once, not after its takeover time
+        remediator.stop()
 
 
 def webhook_config(url: str, auth: ReceiverAuth | None = None) -> str:

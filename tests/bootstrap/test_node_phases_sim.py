@@ -123,7 +123,7 @@ def test_a_second_concurrent_run_is_refused_by_the_lock(lab: Lab) -> None:
     second = lab.run(phases=("kernel",))
     first.join(60)
     assert set(second.failed_hosts) == {"gpu-a1", "gpu-a2", "gpu-a3"}
-    assert all("another bootstrap run is working on this host" in why for why in second.failed_hosts.values())
+    assert all("another clusterctl run is working on this host" in why for why in second.failed_hosts.values())
     assert results["first"].ok, results["first"].failed_hosts
     assert all(LOCK not in lab.transport(h.name).files for h in lab.hosts)
 

@@ -44,6 +44,10 @@ DRY_RUNS = [
     DryRun("reset --dry-run", ("reset", "--dry-run", "--restore-containerd"),
            before=(("bootstrap", "phase", "kernel"),)),
     DryRun("tune-nccl --push --dry-run", ("tune-nccl", "--survey", str(SURVEY), "--push", "--dry-run")),
+    # On hosts that hold a pushed file and site lines beside it: the plan reads them, takes no lock.
+    DryRun("tune-nccl --push --dry-run after a push", ("tune-nccl", "--survey", str(SURVEY), "--push", "--dry-run"),
+           before=(("exec", "--sudo", "--", "printf 'NCCL_DEBUG=WARN\\n' > /etc/nccl.conf"),
+                   ("tune-nccl", "--survey", str(SURVEY), "--push", "--yes"))),
     DryRun("copy --dry-run", ("copy", "{tmp}/nccl.conf", "/etc/nccl.conf", "--dry-run"), prepare=_source),
     DryRun("undo --dry-run", ("undo", "{journal}", "--dry-run"), before=(("bootstrap", "phase", "kernel"),)),
     DryRun("bench ib --dry-run", ("bench", "ib", "--dry-run")),

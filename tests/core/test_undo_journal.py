@@ -72,3 +72,79 @@ def test_two_runs_in_the_same_second_keep_two_journals(tmp_path: Path) -> None:
     second = save_journal(gate.records, command="quarantine", folder=tmp_path / "undo", now=1_700_000_000)
     assert first is not None and second is not None and first != second
     assert first.exists() and second.exists() and second.name.endswith("-2.json")
+
+
+def test_an_interrupted_journal_waits_for_a_write_on_its_way_and_keeps_its_backup(tmp_path: Path) -> None:
+    """Ctrl-C while a write is on its way: the journal waits for its answer, so the backup that write
+    kept is in the journal (a pending entry knows none) and undo restores the file."""
+    import threading
+
+    from clusterctl.undo_journal import WriteAheadJournal
+
+    conf = tmp_path / "nccl.conf"
+    conf.write_text("NCCL_DEBUG=WARN\n")
+    journal = WriteAheadJournal(command="tune-nccl --push", folder=tmp_path / "undo")
+    gate = Gate(apply=True, log=journal)
+    transport = LocalTransport(HOST)
+    on_its_way, go_on = threading.Event(), threading.Event()
+    put = transport.put
+
+    def slow_put(*args: object, **kwargs: object) -> object:
+        written = put(*args, **kwargs)  # type: ignore[arg-type]
+        on_its_way.set()
+        go_on.wait(30)  # the answer is late: it comes while the journal is being finished
+        return written
+
+    transport.put = slow_put  # type: ignore[method-assign]
+    change = Change.write_file("here", str(conf), "NCCL_DEBUG=INFO\n", current=conf.read_text(), sudo=False)
+    worker = threading.Thread(target=gate.submit, args=(transport, change))
+    worker.start()
+    assert on_its_way.wait(30)
+    threading.Timer(0.5, go_on.set).start()
+    path = journal.finish([], interrupted="SIGINT")
+    worker.join(30)
+    assert path is not None
+    (entry,) = json.loads(path.read_text())["changes"]
+    assert entry["backup_path"] and "pending" not in entry
+    with Runner(_local) as runner:
+        assert undo_on_hosts(runner, [HOST], load_journal(path), apply=True).ok
+    assert conf.read_text() == "NCCL_DEBUG=WARN\n"
+
+
+def test_a_write_cut_off_before_it_reached_the_host_has_nothing_to_undo(tmp_path: Path) -> None:
+    """A pending write whose file still holds what it held before: undo says so and exits ok, instead
+    of refusing a file 'changed since clusterctl wrote it'."""
+    from clusterctl.transport.base import FailureKind, TransportError
+    from clusterctl.undo_journal import WriteAheadJournal
+
+    conf = tmp_path / "nccl.conf"
+    conf.write_text("NCCL_DEBUG=WARN\n")
+    journal = WriteAheadJournal(command="tune-nccl --push", folder=tmp_path / "undo")
+    transport = LocalTransport(HOST)
+
+    def cut_off(*_: object, **__: object) -> object:
+        raise TransportError(FailureKind.INTERRUPTED, "here: interrupted")
+
+    transport.put = cut_off  # type: ignore[method-assign]
+    change = Change.write_file("here", str(conf), "NCCL_DEBUG=INFO\n", current=conf.read_text(), sudo=False)
+    with pytest.raises(TransportError):
+        Gate(apply=True, log=journal).submit(transport, change)
+    path = journal.finish([], interrupted="SIGINT")
+    assert path is not None and json.loads(path.read_text())["changes"][0]["pending"] is True
+    with Runner(_local) as runner:
+        undone = undo_on_hosts(runner, [HOST], load_journal(path), apply=True)
+    assert undone.ok and "nothing to undo" in (undone.outcomes[0].value or [""])[0]
+    assert conf.read_text() == "NCCL_DEBUG=WARN\n"
+
+
+def test_no_change_starts_once_the_journal_is_finished(tmp_path: Path) -> None:
+    """A worker an interrupted run gave up on cannot start a change the finished journal would not hold."""
+    from clusterctl.undo_journal import WriteAheadJournal
+
+    journal = WriteAheadJournal(command="copy", folder=tmp_path / "undo")
+    journal.finish([], interrupted="SIGINT")
+    late = tmp_path / "late.conf"
+    with pytest.raises(UsageError, match="journal is finished"):
+        Gate(apply=True, log=journal).submit(LocalTransport(HOST), Change.write_file(
+            "here", str(late), "x\n", current=None, sudo=False))
+    assert not late.exists()

@@ -16,7 +16,15 @@ from dataclasses import dataclass
 import pytest
 
 from clusterctl.mock.transport import MockTransport
-from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
+from clusterctl.transport.base import (
+    CommandResult,
+    FailureKind,
+    PutRequest,
+    PutResult,
+    RunRequest,
+    Transport,
+    TransportError,
+)
 
 #: How long the worker waits for the run to stop it (the fan-out's own wait is 3 s).
 STOP_WAIT_S = 20.0
@@ -24,7 +32,9 @@ STOP_WAIT_S = 20.0
 
 @dataclass(frozen=True)
 class Cut:
-    """Interrupt after the ``nth`` command on ``host`` that contains ``pattern``."""
+    """Interrupt after the ``nth`` command on ``host`` that contains ``pattern``; a ``pattern`` that starts
+    with ``put `` counts the files written instead (``put /etc/nccl.conf``: the simulator writes its files
+    without a command)."""
 
     step: str
     pattern: str
@@ -36,6 +46,7 @@ def install(monkeypatch: pytest.MonkeyPatch, cut: Cut, sig: signal.Signals,
             transport: type[Transport] = MockTransport) -> threading.Event:
     """Patch ``transport`` (the simulator's, or the SSH one); the event is set once the signal was sent."""
     original = transport.execute  # type: ignore[attr-defined]
+    original_write = transport.write
     stop = transport.stop_remote
     sent = threading.Event()
     seen = [0]
@@ -45,8 +56,20 @@ def install(monkeypatch: pytest.MonkeyPatch, cut: Cut, sig: signal.Signals,
         if getattr(self, "_stopped_by_test", False):
             raise TransportError(FailureKind.INTERRUPTED, f"{self.host.name}: interrupted")
         result = original(self, request)
-        if self.host.name != cut.host or cut.pattern not in request.command:
+        if cut.pattern.startswith("put ") or self.host.name != cut.host or cut.pattern not in request.command:
             return result
+        after(self)
+        return result
+
+    def write(self: Transport, request: PutRequest) -> PutResult:
+        if cut.pattern.startswith("put ") and getattr(self, "_stopped_by_test", False):
+            raise TransportError(FailureKind.INTERRUPTED, f"{self.host.name}: interrupted")
+        result = original_write(self, request)
+        if cut.pattern.startswith("put ") and self.host.name == cut.host and cut.pattern == f"put {request.path}":
+            after(self)
+        return result
+
+    def after(self: Transport) -> None:
         with lock:
             seen[0] += 1
             fire = seen[0] == cut.nth and not sent.is_set()
@@ -57,12 +80,12 @@ def install(monkeypatch: pytest.MonkeyPatch, cut: Cut, sig: signal.Signals,
                 if getattr(self, "_stopped_by_test", False):
                     break
                 threading.Event().wait(0.05)
-        return result
 
     def stop_remote(self: Transport) -> None:
         self._stopped_by_test = True  # type: ignore[attr-defined]
         stop(self)
 
     monkeypatch.setattr(transport, "execute", execute)
+    monkeypatch.setattr(transport, "write", write)
     monkeypatch.setattr(transport, "stop_remote", stop_remote)
     return sent

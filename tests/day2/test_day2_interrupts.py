@@ -195,3 +195,88 @@ def test_upgrade_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bootst
     again = clusterctl(*UPGRADE, "-o", "json", "plan", "--to", "1.36.3")
     assert again.exit_code == 0, again.output
     assert again.json()["nothing_to_do"] is True  # at the target, uncordoned, nothing left for the node phases
+
+
+#: Cut while the node is cordoned by the rollout: during its drain, and after it (the kubelet's package).
+CORDONED_BY_THE_ROLLOUT = [c for c in UPGRADE_STEPS if c.step in ("drain: pods gone", "kubelet", "worker: ready")]
+CORDONED_NODE = {"drain: pods gone": "gpu-a1", "kubelet": "gpu-a1", "worker: ready": "gpu-b1"}
+
+
+@pytest.mark.parametrize("cut", CORDONED_BY_THE_ROLLOUT, ids=[c.step for c in CORDONED_BY_THE_ROLLOUT])
+def test_a_plain_rerun_after_an_interrupt_uncordons_what_the_rollout_cordoned(
+        cut: Cut, bootstrapped_demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user runs the same command again instead of ``--resume``: the cordon the interrupted rollout
+    made is clusterctl's, not the user's, so the rerun takes it off; a node the user had cordoned before
+    either run stays cordoned."""
+    state_dir = tmp_path / "state"
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(state_dir))
+    users_own = clusterctl("-i", DEMO, "-l", "gpu-a1", "exec", "--sudo", "--",
+                           "kubectl --kubeconfig /etc/kubernetes/admin.conf cordon gpu-b2")
+    assert users_own.exit_code == 0, users_own.output
+    with monkeypatch.context() as patched:
+        sent = install(patched, cut, signal.SIGINT)
+        cut_short = clusterctl(*UPGRADE, "apply", "--to", "1.36.3", "--yes", "--ready-timeout", "5")
+    assert sent.is_set(), f"the run never reached step {cut.step}: {cut_short.output}"
+    node = CORDONED_NODE[cut.step]
+    assert _node(node)["spec"].get("unschedulable")  # type: ignore[attr-defined]
+    again = clusterctl("-i", DEMO, "-l", "gpu-a1,gpu-b1,gpu-b2", "-o", "json", "upgrade", "apply", "--to", "1.36.3",
+                       "--yes", "--ready-timeout", "5")
+    assert again.exit_code == 0, again.output
+    assert not _node(node)["spec"].get("unschedulable"), again.output  # type: ignore[attr-defined]
+    assert _node("gpu-b2")["spec"].get("unschedulable")  # type: ignore[attr-defined]
+
+
+def _nccl_conf(state: Path, host: str) -> bytes | None:
+    path = mock_cluster_folder(state) / "hosts" / host / "fs" / "etc" / "nccl.conf"
+    return path.read_bytes() if path.exists() else None
+
+
+def _lock_left(state: Path, host: str) -> bool:
+    from clusterctl.engine.lock import DEFAULT_LOCK_PATH
+
+    return (mock_cluster_folder(state) / "hosts" / host / "fs" / DEFAULT_LOCK_PATH.lstrip("/")).exists()
+
+
+PUSH_HOSTS = ("gpu-a1", "gpu-b1")
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
+def test_tune_nccl_push_interrupted_after_a_write(sig: signal.Signals, _private_mock_state: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A push cut off right after it wrote one host's /etc/nccl.conf: the write is in the undo journal
+    (written before the file was), the interrupt names it, no host lock is left behind, and either
+    ``undo`` puts every host's file back byte for byte (SIGINT) or the same push finishes it (SIGTERM)."""
+    from day2_helpers import DEMO_SURVEY
+
+    monkeypatch.chdir(tmp_path)
+    base = ("-i", DEMO, "-l", ",".join(PUSH_HOSTS))
+    site = clusterctl(*base, "exec", "--sudo", "--", "printf 'NCCL_DEBUG=WARN\\n' > /etc/nccl.conf")
+    assert site.exit_code == 0, site.output
+    before = {h: _nccl_conf(_private_mock_state, h) for h in PUSH_HOSTS}
+    assert before == {h: b"NCCL_DEBUG=WARN\n" for h in PUSH_HOSTS}
+    push = (*base, "tune-nccl", "--survey", str(DEMO_SURVEY), "--push", "--yes")
+    with monkeypatch.context() as patched:
+        sent = install(patched, Cut("write", "put /etc/nccl.conf"), sig)
+        cut_short = clusterctl(*push)
+    assert sent.is_set(), "the push never wrote gpu-a1's /etc/nccl.conf"
+    assert cut_short.exit_code == (130 if sig is signal.SIGINT else 143), cut_short.output
+    assert _nccl_conf(_private_mock_state, "gpu-a1") != before["gpu-a1"]  # it was cut off after the write
+    (journal,) = sorted((tmp_path / "clusterctl-results" / "undo").glob("tune-nccl-push-*.json"))
+    assert f"clusterctl undo {journal.relative_to(tmp_path)}" in cut_short.stderr, cut_short.stderr
+    assert not any(_lock_left(_private_mock_state, h) for h in PUSH_HOSTS)
+    if sig is signal.SIGINT:
+        undone = clusterctl(*base, "undo", str(journal), "--yes")
+        assert undone.exit_code == 0, undone.output + journal.read_text() + cut_short.stderr
+        assert {h: _nccl_conf(_private_mock_state, h) for h in PUSH_HOSTS} == before
+        return
+    again = clusterctl(*base, "-o", "json", *push[len(base):])
+    assert again.exit_code == 0, again.output
+    for h in PUSH_HOSTS:
+        written = _nccl_conf(_private_mock_state, h)
+        assert written is not None and written.startswith(b"# BEGIN clusterctl tune-nccl")
+        assert written.endswith(b"NCCL_DEBUG=WARN\n")  # the site's own line kept
+    # The first run's journal still takes gpu-a1 back to the site's file (gpu-b1's write, if the cut came
+    # before it, is the second run's: its own journal has it).
+    undone = clusterctl("-i", DEMO, "-l", "gpu-a1", "undo", str(journal), "--yes")
+    assert undone.exit_code == 0, undone.output + journal.read_text() + cut_short.stderr
+    assert _nccl_conf(_private_mock_state, "gpu-a1") == before["gpu-a1"]

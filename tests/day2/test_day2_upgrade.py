@@ -179,3 +179,17 @@ def test_a_host_another_run_holds_is_refused_before_anything_changes(bootstrappe
     for name in ("gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b3"):
         assert HostState(hosts / name, name).fs.read(lock) is None
     assert HostState(hosts / "gpu-b2", "gpu-b2").fs.read(lock) == other.encode()  # never someone else's
+
+
+def test_a_host_that_does_not_answer_fails_the_plan_and_stops_the_apply_before_anything_changes(
+        bootstrapped_demo: Path) -> None:
+    assert _run("-l", "gpu-b2", "mock", "set", "power=off").exit_code == 0
+    plan = _run("upgrade", "plan", "--to", "1.36.3")
+    assert plan.exit_code == 1, plan.output
+    assert "STOPPED: gpu-b2: phase kubeadm: unreachable" in plan.stderr
+    assert "could not be planned" in plan.output and "to carry it out" not in plan.output
+    done = _apply(bootstrapped_demo, "--to", "1.36.3", "-o", "json")
+    assert done.exit_code == 1, done.output
+    assert done.json()["stopped"].startswith("gpu-b2: lock: ")
+    assert {h["status"] for h in done.json()["hosts"]} == {"not started"}
+    assert _installed(bootstrapped_demo, "gpu-a1", "kubeadm") == "1.36.2-1.1"

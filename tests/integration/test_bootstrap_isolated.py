@@ -189,7 +189,7 @@ def test_lock_refuses_a_concurrent_run_and_resume_finishes_after_an_injected_fai
     assert second.exit_code == 1, second.output
     refused = second.json()["failed_hosts"]
     assert set(refused) == {"node1", "node2"}
-    assert all("another bootstrap run is working on this host" in m for m in refused.values()), refused
+    assert all("another clusterctl run is working on this host" in m for m in refused.values()), refused
 
     assert first.returncode == 1, out + err
     data = json.loads(out)

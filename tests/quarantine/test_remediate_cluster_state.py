@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
+import socket
 import threading
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -229,3 +233,61 @@ def test_the_verdict_reads_the_node_as_it_is(taint: bool, cordoned: bool, noted:
     full = judge(node, {"gpu-01"}, 1)[0]  # the cap is reached: only a node in service is held
     assert full == ("held" if verdict == "act" else verdict)
     assert judge(None, set(), 1)[0] == "failed"
+
+
+@pytest.mark.parametrize("sig", (signal.SIGINT, signal.SIGTERM), ids=("SIGINT", "SIGTERM"))
+def test_a_receiver_stopped_while_it_holds_the_lease_gives_it_back(sig: signal.Signals, sim: KubeSim,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C or SIGTERM to ``remediate serve`` while it marks a node under the cluster's Lease: the marks in
+    flight end, the Lease is given back at once and the stop is logged, so the next receiver decides right
+    away instead of waiting out the hold (60 s). The Lease is coordination, never in the undo journal."""
+    from clusterctl.quarantine import cluster_marker
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    original = cluster_marker.quarantine_node
+    holders: list[str] = []
+
+    def marks_under_the_lease(*args: Any, **kwargs: Any) -> Any:
+        lease = json.loads(sim.kubectl("get lease clusterctl-remediate -n kube-system -o json")[1])
+        holders.append(str(lease["spec"].get("holderIdentity") or ""))
+        os.kill(os.getpid(), sig)
+        time.sleep(1.0)  # the marks take a moment: the stop waits for them, then gives the Lease back
+        return original(*args, **kwargs)
+
+
+    def alert() -> None:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                request = urllib.request.Request(f"http://127.0.0.1:{port}/webhook",
+                                                 data=payload(("GPUXidError", "gpu-03")),
+                                                 headers={"Content-Type": "application/json"})
+                with urllib.request.urlopen(request, timeout=60):
+                    return
+            except OSError:
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.2)
+
+    threading.Thread(target=alert, daemon=True).start()
+    with monkeypatch.context() as patched:
+        patched.setattr(cluster_marker, "quarantine_node", marks_under_the_lease)
+        run = clusterctl("-i", sim.inventory, "remediate", "serve", "--listen", f"127.0.0.1:{port}", "--yes")
+    assert run.exit_code == (130 if sig is signal.SIGINT else 143), run.output
+    assert holders and holders[0], "the signal came while the receiver held the Lease"
+    lease = json.loads(sim.kubectl("get lease clusterctl-remediate -n kube-system -o json")[1])
+    assert "holderIdentity" not in lease["spec"], lease  # given back, not left to expire
+    log = [json.loads(line) for line in run.stderr.splitlines() if line.startswith("{")]
+    (stopped,) = [d for d in log if d["decision"] == "stopped"]
+    assert "Lease is given back" in stopped["why"]
+    assert sim.node("gpu-03")["spec"].get("unschedulable") is True  # the marks in flight ended
+    # The next receiver decides at once: a Lease left held would keep it waiting past its 5 s here.
+    nxt, nxt_log = receiver(sim, max_unavailable="3")
+    nxt._marker.lease_wait_s = 5.0
+    began = time.monotonic()
+    nxt.handle(payload(("GPUXidError", "gpu-05")))
+    assert nxt.settle(120)
+    assert decided(nxt_log, "gpu-05") == ["quarantine"], nxt_log.getvalue()
+    assert time.monotonic() - began < 30

@@ -85,17 +85,17 @@ def test_push_goes_through_the_gate_and_names_the_journal_undo_takes(
         {"host": "gpu-a1", "ok": True, "done": ["would remove /etc/nccl.conf (it was new)"], "error": None}]
 
 
-def test_push_writes_conf_with_a_backup() -> None:
-    from clusterctl.changes import Gate
+def test_push_writes_conf_with_a_backup(tmp_path: Path) -> None:
     from clusterctl.fanout import Runner
     from clusterctl.inventory.loader import load_inventory
     from clusterctl.inventory.model import Host
     from clusterctl.mock.transport import MockTransport
     from clusterctl.nccl.tune.derive import TunedSetting, Tuning
-    from clusterctl.nccl.tune.push import push_conf
+    from clusterctl.nccl.tune.push import push_conf, pushed_records
     from clusterctl.nccl.tune.render import conf_for_host
 
-    host = load_inventory(str(DEMO)).host("gpu-a1")
+    inventory = load_inventory(str(DEMO))
+    host = inventory.host("gpu-a1")
     tuning = Tuning(hosts=("gpu-a1",), nccl_version="2.18.3", fabric="ib",
                     settings=(TunedSetting("NCCL_CROSS_NIC", "0", "rail-optimised"),))
     transports: list[MockTransport] = []
@@ -106,8 +106,10 @@ def test_push_writes_conf_with_a_backup() -> None:
         return transports[-1]
 
     with Runner(connect, parallel=1) as runner:
-        fleet = push_conf(runner, [host], lambda name: conf_for_host(tuning, None, name), gate=Gate(apply=True))
-        again = push_conf(runner, [host], lambda name: conf_for_host(tuning, None, name), gate=Gate(apply=True))
+        fleet = pushed_records(push_conf(runner, inventory, [host], lambda name: conf_for_host(tuning, None, name),
+                                         apply=True, journal_dir=tmp_path), [host])
+        again = pushed_records(push_conf(runner, inventory, [host], lambda name: conf_for_host(tuning, None, name),
+                                         apply=True, journal_dir=tmp_path), [host])
     outcome = fleet.outcomes[0].value
     assert outcome is not None and outcome.applied and outcome.changed and outcome.backup_path
     files = transports[0].files
@@ -131,3 +133,40 @@ def test_live_survey_when_no_file_is_given() -> None:
 def test_unknown_format_is_a_usage_error(demo_survey: Path) -> None:
     result = clusterctl("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey), "--format", "xml")
     assert result.exit_code == 2 and result.stderr.startswith("error:") and "Traceback" not in result.stderr
+
+
+def test_push_takes_the_host_lock_and_leaves_a_host_another_run_holds_untouched(
+        demo_survey: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The push runs on the action engine: a host another live run has locked is named and not written
+    (the others are), no lock of the push stays behind, and ``--force-unlock`` clears a dead run's lock."""
+    import socket
+
+    from clusterctl.engine.lock import DEFAULT_LOCK_PATH
+
+    monkeypatch.chdir(tmp_path)
+    base = ("-i", str(DEMO), "-l", "gpu-a1,gpu-b1")
+    other = json.dumps({"owner": "ops", "control_host": "elsewhere-" + socket.gethostname(), "pid": 1,
+                        "started": "2999-01-01T00:00:00+00:00", "run_id": "someone-else"})
+    held = clusterctl(*base[:2], "-l", "gpu-a1", "exec", "--sudo", "--",
+                      f"mkdir -p /var/lib/clusterctl && printf '%s\\n' '{other}' > {DEFAULT_LOCK_PATH}")
+    assert held.exit_code == 0, held.output
+    pushed = clusterctl(*base, "-o", "json", "tune-nccl", "--survey", str(demo_survey), "--push", "--yes")
+    assert pushed.exit_code == 1, pushed.output
+    rows = {row["host"]: row for row in pushed.json()["push"]}
+    assert not rows["gpu-a1"]["ok"] and "locked by ops@elsewhere-" in rows["gpu-a1"]["error"]
+    assert rows["gpu-b1"]["ok"] and rows["gpu-b1"]["applied"] and rows["gpu-b1"]["changed"]
+
+    def read(host: str, path: str) -> str:
+        done = clusterctl(*base[:2], "-l", host, "-o", "json", "exec", "--sudo", "--", f"cat {path} || true")
+        assert done.exit_code == 0, done.output
+        return str(done.json()["hosts"][0]["stdout"])
+
+    assert "BEGIN clusterctl tune-nccl" not in read("gpu-a1", "/etc/nccl.conf")
+    assert "BEGIN clusterctl tune-nccl" in read("gpu-b1", "/etc/nccl.conf")
+    assert read("gpu-b1", DEFAULT_LOCK_PATH) == ""  # the push gave its lock back
+    assert "someone-else" in read("gpu-a1", DEFAULT_LOCK_PATH)  # and never touched the other run's
+    forced = clusterctl(*base, "-o", "json", "tune-nccl", "--survey", str(demo_survey), "--push", "--yes",
+                        "--force-unlock")
+    assert forced.exit_code == 0, forced.output
+    assert "BEGIN clusterctl tune-nccl" in read("gpu-a1", "/etc/nccl.conf")
+    assert read("gpu-a1", DEFAULT_LOCK_PATH) == ""

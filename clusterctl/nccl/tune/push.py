@@ -1,23 +1,33 @@
-"""Writing /etc/nccl.conf to hosts through the change gate: recorded (``--dry-run``) or applied.
+"""Writing /etc/nccl.conf to hosts: one phase on the action engine, recorded (``--dry-run``) or applied.
 
 Each host's file is one ``Change.write_file`` with the content there now, so the dry run shows
-the same diff the push applies; applied, the gate writes it atomically with a backup and keeps
-what ``clusterctl undo`` needs to put the previous file back (or remove a file that was new).
+the same diff the push applies. The engine (``clusterctl.engine.run``) runs the phase: it takes
+the host lock, writes each change to the undo journal before the gate makes it (atomically, with
+a backup), and on Ctrl-C or SIGTERM finishes the journal with what was written, so ``clusterctl
+undo`` can always put the previous files back (or remove a file that was new).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clusterctl.changes import Change, Gate, GateRecord
+from clusterctl.changes import Change, GateRecord
+from clusterctl.engine.phase import Phase, PhaseContext
+from clusterctl.findings import Finding, Severity
 from clusterctl.nccl.tune.render import CONF_PATH
 
 if TYPE_CHECKING:
+    from clusterctl.engine.run import RunReport
     from clusterctl.fanout import FleetResult, Runner
-    from clusterctl.inventory.model import Host
+    from clusterctl.inventory.model import Host, Inventory
     from clusterctl.nccl.tune.managed_block import SiteConflict
-    from clusterctl.transport.base import Transport
+
+#: The undo journal's command, and what ``clusterctl undo`` says it reverts.
+PUSH_COMMAND = "tune-nccl --push"
 
 
 def conf_change(host: str, content: str, current: bytes | None, *, path: str = CONF_PATH) -> Change:
@@ -25,29 +35,112 @@ def conf_change(host: str, content: str, current: bytes | None, *, path: str = C
                              mode=0o644, sudo=True)
 
 
+@dataclass
+class PushOptions:
+    """What the push phase writes where; ``site_conflicts`` is filled per host as the phase reads the files."""
+
+    content_for: Callable[[str], str]
+    path: str = CONF_PATH
+    site_conflicts: dict[str, list[SiteConflict]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def note_conflicts(self, host: str, conflicts: list[SiteConflict]) -> None:
+        with self._lock:
+            self.site_conflicts[host] = conflicts
+
+
+class PushNcclConf(Phase[Change, PhaseContext]):
+    """clusterctl's managed block of /etc/nccl.conf; the site's own lines in the file are kept."""
+
+    name = "nccl-conf"
+    description = "write the tuned NCCL settings into clusterctl's block of /etc/nccl.conf"
+    confirmable = False
+    timeout_s = 120.0
+
+    def check(self, ctx: PhaseContext) -> Change:
+        """The file's content as it should be, from what is there now (``managed_block``)."""
+        from clusterctl.nccl.tune.managed_block import merge_managed_block
+
+        options: PushOptions = ctx.options
+        current = ctx.reader.get(options.path, sudo=True)
+        old = current.decode("utf-8", errors="replace") if current is not None else None
+        content, conflicts = merge_managed_block(old, options.content_for(ctx.host.name))
+        if conflicts:
+            options.note_conflicts(ctx.host.name, conflicts)
+        return conf_change(ctx.host.name, content, current, path=options.path)
+
+    def plan(self, ctx: PhaseContext, state: Change) -> list[Change]:
+        return [state]
+
+    def verify(self, ctx: PhaseContext) -> list[Finding]:
+        options: PushOptions = ctx.options
+        from clusterctl.nccl.tune.managed_block import merge_managed_block
+
+        now = ctx.reader.get(options.path, sudo=True)
+        wanted, _ = merge_managed_block(now.decode("utf-8", errors="replace") if now is not None else None,
+                                        options.content_for(ctx.host.name))
+        if now is not None and now.decode("utf-8", errors="replace") == wanted:
+            return []
+        return [Finding(Severity.ERROR, "NCCL_CONF_NOT_WRITTEN",
+                        f"{options.path} does not hold the tuned settings after the write", host=ctx.host.name)]
+
+
+PUSH_PHASES: tuple[Phase[Change, PhaseContext], ...] = (PushNcclConf(),)
+
+
 def push_conf(
     runner: Runner,
+    inventory: Inventory,
     hosts: Sequence[Host],
     content_for: Callable[[str], str],
     *,
-    gate: Gate,
+    apply: bool,
+    journal_dir: str | Path | None = None,
+    force_unlock: bool = False,
     path: str = CONF_PATH,
     site_conflicts: dict[str, list[SiteConflict]] | None = None,
-) -> FleetResult[GateRecord]:
-    """Pass ``content_for(host name)`` for ``path`` on each host through ``gate``: recorded or written.
+) -> RunReport:
+    """Write ``content_for(host name)`` into clusterctl's block of ``path`` on each host, on the engine:
+    recorded (``apply=False``: nothing touched, no lock, no journal) or applied under the host lock with
+    the undo journal written ahead of each write. Site lines the block overrides go to ``site_conflicts``."""
+    from clusterctl.engine.progress import RunPlace
+    from clusterctl.engine.run import RunSettings, run_phases
+    from clusterctl.undo_journal import DEFAULT_FOLDER
 
-    The content goes into clusterctl's managed block; the site's own lines in the file are kept
-    (``managed_block``), and those the block overrides are added to ``site_conflicts[host]``.
-    """
-    from clusterctl.nccl.tune.managed_block import merge_managed_block
+    options = PushOptions(content_for, path)
+    if site_conflicts is not None:
+        options.site_conflicts = site_conflicts
+    # The journal goes where tune-nccl's always went (next to bench's results), naming the cluster and fleet.
+    place = RunPlace.of(inventory, "tune-nccl")
+    journal = place.journal(PUSH_COMMAND, folder=Path(journal_dir) if journal_dir else DEFAULT_FOLDER) \
+        if apply else None
+    settings = RunSettings(apply=apply, options=options, journal=journal, force_unlock=force_unlock,
+                           resume_hint="the same tune-nccl --push --yes (hosts already written are left as they are)")
+    return run_phases(inventory, hosts, runner, PUSH_PHASES, settings)
 
-    def task(transport: Transport) -> GateRecord:
-        name = transport.host.name
-        current = transport.get(path, sudo=True)
-        old = current.decode("utf-8", errors="replace") if current is not None else None
-        content, conflicts = merge_managed_block(old, content_for(name))
-        if conflicts and site_conflicts is not None:
-            site_conflicts[name] = conflicts
-        return gate.submit(transport, conf_change(name, content, current, path=path))
 
-    return runner.run_task(hosts, task, label="push nccl.conf" if gate.apply else "dry-run nccl.conf")
+def pushed_records(report: RunReport, hosts: Sequence[Host]) -> FleetResult[GateRecord]:
+    """Per host what the push did (or would do) with its file, or why the host failed: the shape the
+    CLI prints for every gate (``cli/changes_view.py``)."""
+    from clusterctl.engine.run import Status
+    from clusterctl.fanout import FleetResult, HostOutcome
+    from clusterctl.fanout.outcomes import Failure
+    from clusterctl.transport.base import FailureKind
+
+    by_host = {r.host: r for r in report.results if r.phase == PushNcclConf.name}
+    outcomes: list[HostOutcome[GateRecord]] = []
+    for host in hosts:
+        result = by_host.get(host.name)
+        why = report.failed_hosts.get(host.name)
+        if result is None or result.status is Status.FAILED or why is not None or not isinstance(result.state, Change):
+            message = why or (result.message if result is not None else "not reached")
+            outcomes.append(HostOutcome(host, None, Failure(FailureKind.ERROR, message),
+                                        result.duration_s if result else 0.0))
+            continue
+        change: Change = result.state
+        if result.records:
+            record = result.records[0]
+        else:
+            record = GateRecord(change, applied=report.applied, changed=result.status is Status.CHANGED)
+        outcomes.append(HostOutcome(host, record, None, result.duration_s))
+    return FleetResult(tuple(outcomes))

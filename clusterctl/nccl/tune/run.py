@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clusterctl.changes import Gate, GateRecord
+from clusterctl.changes import GateRecord
 from clusterctl.errors import UsageError
 
 if TYPE_CHECKING:
     from clusterctl.fanout import FleetResult, Runner
-    from clusterctl.inventory.model import Host
+    from clusterctl.inventory.model import Host, Inventory
     from clusterctl.nccl.tune.derive import Tuning
     from clusterctl.nccl.tune.inputs import TuneHost
     from clusterctl.nccl.tune.managed_block import SiteConflict
@@ -38,6 +38,8 @@ class TuneRequest:
     dry_run: bool = False
     nccl_version: str | None = None
     namespace: str | None = None
+    #: With ``push``: clear a host lock another run left (``--force-unlock``).
+    force_unlock: bool = False
     #: Where the push's undo journal goes (default ``clusterctl-results/undo``).
     journal_dir: str | None = None
     #: nccl-tests collectives the sweep measures (all_reduce, all_gather, reduce_scatter...).
@@ -59,6 +61,8 @@ class TuneOutcome:
     undo_journal: Path | None = None
     #: Per host: site settings outside clusterctl's block of /etc/nccl.conf that the block overrides.
     site_conflicts: dict[str, list[SiteConflict]] = field(default_factory=dict)
+    #: What the push's run says about itself (a stale lock cleared, a host whose lock is still held).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def lint_errors(self) -> int:
@@ -66,7 +70,7 @@ class TuneOutcome:
         return sum(": error: " in problem for problem in self.lint_problems)
 
 
-def tune_nccl(runner: Runner, hosts: Sequence[Host], request: TuneRequest) -> TuneOutcome:
+def tune_nccl(runner: Runner, hosts: Sequence[Host], request: TuneRequest, *, inventory: Inventory) -> TuneOutcome:
     from clusterctl.nccl.tune.derive import derive_settings
     from clusterctl.nccl.tune.render import render_files, write_files
 
@@ -92,16 +96,17 @@ def tune_nccl(runner: Runner, hosts: Sequence[Host], request: TuneRequest) -> Tu
 
             outcome.written.append(str(save_sweep(measured, request.out)))
     if request.push:
-        from clusterctl.nccl.tune.push import push_conf
+        from clusterctl.nccl.tune.push import push_conf, pushed_records
         from clusterctl.nccl.tune.render import conf_for_host
-        from clusterctl.undo_journal import save_journal
 
-        gate = Gate(apply=not request.dry_run)
         targets = [h for h in hosts if h.name in tuning.hosts]
-        outcome.pushed = push_conf(runner, targets, lambda name: conf_for_host(tuning, measured, name), gate=gate,
-                                   site_conflicts=outcome.site_conflicts)
-        if gate.apply:
-            outcome.undo_journal = save_journal(gate.records, command="tune-nccl --push", folder=request.journal_dir)
+        # On the engine: the host lock, each write in the undo journal before it is made, Ctrl-C handled there.
+        report = push_conf(runner, inventory, targets, lambda name: conf_for_host(tuning, measured, name),
+                           apply=not request.dry_run, journal_dir=request.journal_dir,
+                           force_unlock=request.force_unlock, site_conflicts=outcome.site_conflicts)
+        outcome.pushed = pushed_records(report, targets)
+        outcome.undo_journal = Path(report.undo_journal) if report.undo_journal else None
+        outcome.notes = [n for n in report.notes if not n.startswith("undo with: ")]
     return outcome
 
 
