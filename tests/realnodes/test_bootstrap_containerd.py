@@ -34,7 +34,12 @@ def test_the_containerd_phase_configures_and_restarts_a_real_containerd(machines
             for n in machines.nodes}
     second = machines.clusterctl("-i", str(inventory), "bootstrap", "phase", "containerd", "--yes", timeout=600)
     assert second.returncode == 0, second.stdout + second.stderr
-    assert re.search(r"rn1\s*: ok=1 changed=0", second.stdout), second.stdout
+    # Either the phase reads the host and finds it as wanted (ok=1), or the engine's one batched read
+    # confirms the host unchanged since the first run and skips the phase (skipped=1): timing decides
+    # which (the batched read right after containerd's restart may still differ); both change nothing.
+    assert re.search(r"rn1\s*: (ok=1 changed=0 failed=0 skipped=0|ok=0 changed=0 failed=0 skipped=1)",
+                     second.stdout), second.stdout
+    assert "changed=1" not in second.stdout
     assert pids == {n.name: machines.sh(n.name, "systemctl show -p MainPID --value containerd").stdout.strip()
                     for n in machines.nodes}
 
