@@ -101,36 +101,23 @@ class _IndentedWriter:
         """``value``'s text; ``newline`` is the line break and indentation it starts at."""
         kind = type(value)
         scalar = _SCALAR_TEXT.get
-        if kind is dict:
+        if kind is dict or kind is list or kind is tuple:
             if not value:
-                return "{}"
+                return "{}" if kind is dict else "[]"
             key = (id(value), newline)
             found = self._texts.get(key)
             if found is not None:
                 return found
             inner = newline + "  "
-            parts = []
-            for name, item in value.items():
-                write = scalar(type(item))
-                parts.append(f"{encode_basestring_ascii(name if type(name) is str else str(name))}: "
-                             f"{write(item) if write is not None else self.text(item, inner)}")
-            written = f"{{{inner}{(',' + inner).join(parts)}{newline}}}"
-            if key in self._met:
-                self._texts[key] = written
+            if kind is dict:
+                parts = [f"{encode_basestring_ascii(name if type(name) is str else str(name))}: "
+                         f"{write(item) if (write := scalar(type(item))) is not None else self.text(item, inner)}"
+                         for name, item in value.items()]
+                written = f"{{{inner}{(',' + inner).join(parts)}{newline}}}"
             else:
-                self._met.add(key)
-            return written
-        if kind is list or kind is tuple:
-            if not value:
-                return "[]"
-            key = (id(value), newline)
-            found = self._texts.get(key)
-            if found is not None:
-                return found
-            inner = newline + "  "
-            items = [write(item) if (write := scalar(type(item))) is not None else self.text(item, inner)
-                     for item in value]
-            written = f"[{inner}{(',' + inner).join(items)}{newline}]"
+                parts = [write(item) if (write := scalar(type(item))) is not None else self.text(item, inner)
+                         for item in value]
+                written = f"[{inner}{(',' + inner).join(parts)}{newline}]"
             if key in self._met:
                 self._texts[key] = written
             else:
