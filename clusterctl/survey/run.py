@@ -8,10 +8,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from clusterctl.errors import ParseError, UsageError
+from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Host
 from clusterctl.survey.advice import AdviceHost, LayoutAdvice, advise
+from clusterctl.survey.checks.host import SurveyedHost
 from clusterctl.survey.collect import GPUReader, HostFacts, collect_fleet
-from clusterctl.survey.findings import Finding, Severity, SurveyedHost, fleet_findings
+from clusterctl.survey.findings import fleet_findings
 from clusterctl.survey.report import HostReport, SurveyReport
 from clusterctl.survey.topology import HostTopology, build_topology
 

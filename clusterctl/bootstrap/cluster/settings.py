@@ -176,7 +176,7 @@ def kubelet_node_labels(host: Host) -> dict[str, str]:
     ``topology.kubernetes.io/zone`` is one of the few ``kubernetes.io`` labels a kubelet may set
     on itself (NFD may not set it at all); the rack goes under clusterctl's own prefix.
     """
-    from clusterctl.bootstrap.cluster.templating import label_value
+    from clusterctl.templating import label_value
 
     labels: dict[str, str] = {}
     zone = host_zone(host)
