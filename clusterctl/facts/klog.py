@@ -18,6 +18,3 @@ def is_klog_line(line: str) -> bool:
     return bool(_KLOG.match(line))
 
 
-def klog_messages(text: str) -> list[str]:
-    """The messages of the klog lines in ``text`` (what a tool logged), in order."""
-    return [line.split("] ", 1)[1] for line in text.splitlines() if is_klog_line(line)]

@@ -7,7 +7,6 @@ the line where the JSON broke or the object that lacks what Kubernetes always wr
 from __future__ import annotations
 
 import json
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,5 +138,3 @@ def parse_helm_list(text: str) -> list[HelmRelease]:
     return out
 
 
-def pod_phase_command(namespace: str, name: str) -> str:
-    return kubectl(f"get pod -n {shlex.quote(namespace)} {shlex.quote(name)} -o jsonpath={{.status.phase}}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from clusterctl.findings import Finding, Severity
 from clusterctl.health.checks import Baseline, HostInput, judge_host
@@ -138,5 +138,3 @@ def _idle_hosts(runner: Runner, hosts: Sequence[Host], inputs: Sequence[HostInpu
     return idle
 
 
-def report_facts(report: HealthReport) -> dict[str, Any]:
-    return {h.host: h.facts for h in report.hosts}

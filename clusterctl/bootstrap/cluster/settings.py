@@ -51,11 +51,6 @@ class KubernetesVersion:
         """``v1.36.2``, as kubeadm writes ``kubernetesVersion``."""
         return f"v{self.major}.{self.minor}.{self.patch}"
 
-    @property
-    def apt_minor(self) -> str:
-        return f"v{self.major}.{self.minor}"
-
-
 def kubernetes_version(pin: str, *, where: str = "stack.kubernetes") -> KubernetesVersion:
     """Parse and check a Kubernetes pin: clusterctl writes kubeadm ``v1beta4``, read from 1.31 on.
 
