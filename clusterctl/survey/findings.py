@@ -66,4 +66,3 @@ def host_findings(state: SurveyedHost, fleet: Sequence[SurveyedHost], baseline: 
 def fleet_findings(fleet: Sequence[SurveyedHost]) -> list[Finding]:
     baseline = FleetBaseline(fleet)
     return sorted((f for state in fleet for f in host_findings(state, fleet, baseline)), key=Finding.sort_key)
-

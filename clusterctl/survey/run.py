@@ -139,4 +139,3 @@ def topo_show_report(
     facts = HostFacts(values={"topology": matrix}, missing=())
     state = host_state(Host(name=name, transport="local"), facts)
     return build_report([state], tp=tp, pp=pp, world_size=world_size, source="topo-show")
-
