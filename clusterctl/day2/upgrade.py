@@ -16,7 +16,9 @@ the node to come back Ready are the engine's waiting kind (``Wait``), run from t
 plane. While a node is drained, bootstrap's own node phases run on it (``packages``,
 ``containerd``, ``nvidia-runtime``) with the inventory's pins at the target, so a changed
 containerd or NVIDIA Container Toolkit pin rolls out with the node. After the last batch, the
-cluster phases ``network`` and ``gpu-addons`` bring the CNI and the charts to their pins.
+cluster phases ``network`` and ``gpu-addons`` bring the CNI and the charts to their pins, unless
+the inventory leaves them to the site (bootstrap's own decision, ``settings.left_to_site``: the
+plan and the report then say "nothing to do" and why).
 
 A node is up to date, and left alone, when its packages, kubelet and control plane run the target,
 it is Ready and schedulable (or was cordoned before the upgrade), and bootstrap's node phases plan
@@ -656,7 +658,7 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
 def _fill(report: UpgradeReport, run: RunReport | None, rollout: Rollout, order: Sequence[tuple[Host, str]],
           phases: Sequence[EnginePhase[Any, Any]] = ()) -> None:
     """The report per node from the engine's: each phase that changes or waits for something is a step."""
-    from clusterctl.engine.run import SkipReason, Status
+    from clusterctl.engine.run import SkipReason, Status, not_needed_message
 
     by_name = {p.name: p for p in phases}
     results = [r for r in (run.results if run is not None else []) if r.phase in by_name]
@@ -679,8 +681,9 @@ def _fill(report: UpgradeReport, run: RunReport | None, rollout: Rollout, order:
         if name in rollout.cordoned_before and not row.message:
             row.message = "cordoned before the upgrade: left cordoned"
         report.hosts.append(row)
-    report.addons = [_step(r, by_name[r.phase], rollout) for r in results
-                     if by_name[r.phase].once_per_cluster and r.status is not Status.SKIPPED]
+    # A cluster phase the inventory leaves to the site (its own CNI, no GPUs) says so, as bootstrap does.
+    report.addons = [_step(r, by_name[r.phase], rollout) for r in results if by_name[r.phase].once_per_cluster
+                     and (r.status is not Status.SKIPPED or not_needed_message(r.message))]
     if run is None:
         return
     report.notes += run.notes

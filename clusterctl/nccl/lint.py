@@ -12,7 +12,6 @@ from clusterctl.nccl.sources import BUILD_ARG, PASSTHROUGH, UNSET, Setting, Sour
 from clusterctl.nccl.value_check import value_problems
 from clusterctl.nccl.versions import NcclVersion, parse_version
 
-SEVERITIES: tuple[str, ...] = tuple(s.value for s in Severity)
 FABRICS: tuple[str, ...] = ("ib", "roce", "ethernet")
 #: Below this many channels a collective cannot spread over the NICs/NVLinks of a modern GPU host.
 LOW_CHANNEL_CAP = 4

@@ -29,8 +29,6 @@ KUBEADM_CONFIG_PATH = "/etc/kubernetes/clusterctl/kubeadm-config.yaml"
 ADMIN_KUBECONFIG = "/etc/kubernetes/admin.conf"
 #: Short on purpose: a fresh token is made for every run that joins nodes.
 JOIN_TOKEN_TTL = "30m0s"
-#: kubeadm deletes the uploaded control-plane certificates after two hours.
-CERTIFICATE_KEY_LIFETIME_S = 2 * 3600
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
 _TOKEN = re.compile(r"^[a-z0-9]{6}\.[a-z0-9]{16}$")
 _TOKEN_ALPHABET = string.ascii_lowercase + string.digits
