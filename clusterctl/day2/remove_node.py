@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from clusterctl.changes import Change
-from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
+from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode, NodePhase
 from clusterctl.engine.phase import Phase, PhaseContext
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.etcd import (
@@ -148,20 +148,9 @@ class DeadMemberRemoved(Phase["EtcdMember | None", PhaseContext]):
                            summary=f"etcdctl member remove {state.hex_id} ({label}), in etcd-{self.via}")]
 
 
-class DeleteNode(Phase["NodeState | None", PhaseContext]):
+class DeleteNode(NodePhase):
     name = "delete-node"
     description = "delete the Node object (once the kubelet is gone)"
-
-    def __init__(self, via: str) -> None:
-        self.via = via
-
-    def runs_on(self, ctx: PhaseContext) -> str | None:
-        return self.via
-
-    def check(self, ctx: PhaseContext) -> NodeState | None:
-        from clusterctl.quarantine.run import read_node
-
-        return read_node(ctx.reader, ctx.host.name)
 
     def plan(self, ctx: PhaseContext, state: NodeState | None) -> list[Change]:
         if state is None:
