@@ -43,7 +43,7 @@ from clusterctl.bootstrap.cluster.settings import KubernetesVersion
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases.packages import UPDATE, Packages
 from clusterctl.changes import Change
-from clusterctl.cluster_access import FIRST, NoCluster, command_failed, on_control_plane
+from clusterctl.cluster_access import FIRST, NoCluster, cluster_nodes
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.day2.versions import check_upgrade, parse, static_pod_version
 from clusterctl.engine.phase import Wait
@@ -459,13 +459,6 @@ def read_control_plane(reader: Any) -> str | None:
     return static_pod_version(result.stdout) if result.ok else None
 
 
-def _read_nodes(transport: Transport) -> dict[str, KubeNode]:
-    result = transport.run(NODES_COMMAND, sudo=True, timeout=60)
-    if not result.ok:
-        raise command_failed(result)
-    return {n.name: n for n in parse_nodes(result.stdout)}
-
-
 def _current(runner: Runner, first_cp: Host) -> KubernetesVersion:
     outcome = runner.run_task([first_cp], read_control_plane, label="control plane").outcomes[0]
     if not outcome.ok:
@@ -611,7 +604,7 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
     # the pins from their connection's host).
     original, inventory = inventory, target_inventory(inventory, target)
     hosts, first = [inventory.host(h.name) for h in hosts], inventory.host(first.name)
-    nodes = on_control_plane(runner, first, _read_nodes, what="read the cluster's nodes", label="nodes")
+    nodes = cluster_nodes(runner, first)
     current = _current(runner, first)
     check_upgrade(current, target)
     report = UpgradeReport(inventory.name, current.text, target.text, request.apply)
