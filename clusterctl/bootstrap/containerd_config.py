@@ -211,7 +211,7 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def render_config(wanted: WantedContainerd) -> str:
-    from clusterctl.bootstrap.templates import render
+    from clusterctl.bootstrap.cluster.templating import render
 
     template = "config-v2.toml.j2" if wanted.version == 2 else "config-v3.toml.j2"
     carried = dict(wanted.carried)

@@ -62,4 +62,3 @@ def _fill(inputs: DashboardInputs, registry: object) -> None:
     busbw = gauge("clusterctl_bench_nccl_busbw_gbytes", ["cluster", "host", "op"])
     for run in inputs.nccl:
         busbw.labels(inputs.cluster, run.host, run.op).set(run.busbw_gbs)
-

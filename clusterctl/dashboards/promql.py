@@ -48,5 +48,3 @@ def per_gpu(metric: str, *, agg: str = "max", **kwargs: object) -> str:
     """One series per host and GPU: MIG instances and the pod labels dcgm-exporter adds would otherwise
     make several series of one GPU."""
     return f"{agg} by (host, gpu) ({dcgm_selector(metric, **kwargs)})"  # type: ignore[arg-type]
-
-

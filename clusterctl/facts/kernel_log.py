@@ -79,5 +79,3 @@ def parse_kernel_log(text: str) -> KernelLog:
     if events:
         unreadable = None
     return KernelLog(tuple(events), source=source, unreadable=unreadable, lines=len(lines))
-
-

@@ -16,5 +16,3 @@ _KLOG = re.compile(r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6}\s+\d+ [^\s:\]]+:\d+\]
 
 def is_klog_line(line: str) -> bool:
     return bool(_KLOG.match(line))
-
-

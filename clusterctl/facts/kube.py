@@ -136,5 +136,3 @@ def parse_helm_list(text: str) -> list[HelmRelease]:
         except (KeyError, TypeError, ValueError) as exc:
             raise ParseError("helm list -o json", f"release {index} lacks or mangles {exc}") from None
     return out
-
-

@@ -136,5 +136,3 @@ def _idle_hosts(runner: Runner, hosts: Sequence[Host], inputs: Sequence[HostInpu
             fix=f"Quarantine the host first (clusterctl quarantine {host.name} --drain --reason ...) and run again "
                 "once its jobs are gone, or pass --force to run them anyway (they take the GPUs from the jobs)."))
     return idle
-
-

@@ -86,7 +86,7 @@ def sandbox_image(ctx: PhaseContext, facts: ContainerdFacts) -> str:
 
 
 def hosts_toml(registry: str, mirrors: tuple[str, ...]) -> str:
-    from clusterctl.bootstrap.templates import render
+    from clusterctl.bootstrap.cluster.templating import render
 
     server = REGISTRY_SERVERS.get(registry, f"https://{registry}")
     return render("containerd/hosts.toml.j2", registry=registry, server=server, mirrors=list(mirrors))
