@@ -199,7 +199,7 @@ def _apt(inventory: Inventory, hosts: Sequence[Host], releases: Mapping[str, Hos
 
 
 def _kubeadm(settings: ClusterSettings, inventory: Inventory) -> list[Artifact]:
-    images = kubeadm_images(settings.kubernetes.text, settings.image_repository)
+    images = kubeadm_images(settings.kubernetes.tag, settings.image_repository)
     out = [_image(ref, "control-plane") for ref in images]
     sandbox = inventory.bootstrap.sandbox_image
     if sandbox and sandbox not in images:
@@ -260,7 +260,7 @@ def artifact_list(inventory: Inventory, hosts: Sequence[Host],
     from clusterctl.bootstrap.cluster.settings import GPU_ADDONS_PHASE, NETWORK_PHASE, cluster_settings, left_to_site
 
     settings = cluster_settings(inventory)
-    found = ArtifactList(inventory.name, settings.kubernetes.text)
+    found = ArtifactList(inventory.name, settings.kubernetes.tag)
     apt, notes = _apt(inventory, hosts, releases if releases is not None else {})
     found.artifacts += apt
     found.notes += notes

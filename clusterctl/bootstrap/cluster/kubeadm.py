@@ -97,7 +97,7 @@ def control_plane_taints(host: Host) -> list[dict[str, str]]:
 def _common(settings: ClusterSettings, host: Host, timeouts: Timeouts) -> dict[str, object]:
     return {
         "cluster_name": settings.cluster_name,
-        "kubernetes_version": settings.kubernetes.text,
+        "kubernetes_version": settings.kubernetes.tag,
         "control_plane_endpoint": settings.control_plane_endpoint,
         "node_name": host.name,
         "cri_socket": settings.cri_socket,
@@ -178,7 +178,7 @@ def render_cluster_op_config(
     """Config for ``kubeadm token create`` / ``kubeadm init phase upload-certs`` read on stdin."""
     text = render(
         "kubeadm/cluster-op-config.yaml.j2",
-        kubernetes_version=settings.kubernetes.text,
+        kubernetes_version=settings.kubernetes.tag,
         control_plane_endpoint=settings.control_plane_endpoint,
         cri_socket=settings.cri_socket,
         token=token.reveal() if token is not None else None,

@@ -40,16 +40,33 @@ DEFAULT_CRI_SOCKET = "unix:///run/containerd/containerd.sock"
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class KubernetesVersion:
+    """A Kubernetes release, ``1.36.2``: bootstrap's pin and ``upgrade --to``'s target alike."""
+
     major: int
     minor: int
     patch: int
 
     @property
     def text(self) -> str:
-        """``v1.36.2``, as kubeadm writes ``kubernetesVersion``."""
-        return f"v{self.major}.{self.minor}.{self.patch}"
+        return f"{self.major}.{self.minor}.{self.patch}"
+
+    @property
+    def tag(self) -> str:
+        """``v1.36.2``: kubeadm's ``kubernetesVersion`` and the kubelet's spelling."""
+        return "v" + self.text
+
+    @property
+    def apt(self) -> str:
+        """``1.36.2-*``: the apt pin the Kubernetes upgrade documentation writes."""
+        return self.text + "-*"
+
+    @classmethod
+    def parse(cls, text: str) -> KubernetesVersion | None:
+        """``1.36.2`` or ``v1.36.2``; None for anything else."""
+        match = _VERSION.match(text.strip())
+        return cls(*(int(g) for g in match.groups())) if match else None
 
 def kubernetes_version(pin: str, *, where: str = "stack.kubernetes") -> KubernetesVersion:
     """Parse and check a Kubernetes pin: clusterctl writes kubeadm ``v1beta4``, read from 1.31 on.
@@ -57,10 +74,9 @@ def kubernetes_version(pin: str, *, where: str = "stack.kubernetes") -> Kubernet
     v1beta3 is removed in 1.37 and v1beta4 does not exist before 1.31, so one config API
     serves every version clusterctl supports; a pin before 1.31 is refused with the range.
     """
-    match = _VERSION.match(pin.strip())
-    if not match:
+    version = KubernetesVersion.parse(pin)
+    if version is None:
         raise UsageError(f"Kubernetes version {pin!r} is not MAJOR.MINOR.PATCH (for example 1.36.2).", field=where)
-    version = KubernetesVersion(*(int(g) for g in match.groups()))
     if version.major != 1 or version.minor < KUBEADM_V1BETA4_FIRST_MINOR:
         raise UsageError(
             f"Kubernetes {pin} would need the kubeadm config API v1beta3, which clusterctl does not write "
