@@ -19,6 +19,26 @@ from sshd_hosts import SSHDHosts, sshd_missing_reason
 from tier_times import pytest_runtest_logreport, pytest_terminal_summary  # noqa: F401  (hooks: each tier's time)
 
 
+#: Folders whose tests share one expensive set-up (the real control plane, a session fixture; the real
+#: nodes, one machine-wide lock): with ``-n`` each such folder runs on one worker, first, so the two
+#: longest groups start at once and the rest balance around them.
+_WHOLE_FOLDERS = ("realnodes", "upstream")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Groups for pytest-xdist's ``--dist loadgroup`` (README's test command runs ``-n auto``): a
+    test file stays on one worker, so module fixtures (real nodes, sshd farms) start once."""
+    def group(item: pytest.Item) -> str:
+        path = item.nodeid.split("::", 1)[0]
+        parts = path.split("/")
+        return parts[1] if len(parts) > 2 and parts[1] in _WHOLE_FOLDERS else path
+
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(group(item)))
+    items.sort(key=lambda item: group(item) not in _WHOLE_FOLDERS)
+
+
 @pytest.fixture(autouse=True)
 def _private_mock_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test's mock hosts keep their state in a folder of their own (never ~/.local/state)."""
