@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from clusterctl.findings import Finding, Severity, count_by_severity
+from clusterctl.findings import Finding, Severity
 from clusterctl.nccl.grammar import legacy_level, normalise, strtoll
 from clusterctl.nccl.knowledge import SCOPE_READER, KnowledgeBase, VariableInfo, knowledge_base
 from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, GPU_NIC_PATHS, nccl_path, path_rank, uses_gdr
@@ -421,7 +421,3 @@ def _gdr_against_topology(env: dict[str, Setting], links: tuple[str, ...]) -> li
             "across sockets), where peer-to-peer reads are usually slower than staging in host memory",
             "remove NCCL_NET_GDR_LEVEL, or set it to PXB")]
     return []
-
-
-def summarise(findings: list[Finding]) -> dict[str, int]:
-    return count_by_severity(findings)
