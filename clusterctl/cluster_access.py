@@ -21,6 +21,7 @@ from clusterctl.terminal_text import one_line
 from clusterctl.transport.base import CommandResult, FailureKind, TransportError
 
 if TYPE_CHECKING:
+    from clusterctl.facts.kube import KubeNode
     from clusterctl.fanout import Runner
     from clusterctl.fanout.outcomes import Failure
     from clusterctl.inventory.model import Host
@@ -82,3 +83,16 @@ def on_control_plane(runner: Runner, host: Host, task: Callable[[Transport], T],
     if outcome.ok and outcome.value is not None:
         return outcome.value
     raise not_usable(host.name, what, outcome.failure)
+
+
+def cluster_nodes(runner: Runner, host: Host) -> dict[str, KubeNode]:
+    """The cluster's nodes by name, as the control plane ``host`` lists them (``kubectl get nodes``)."""
+    from clusterctl.facts.kube import NODES_COMMAND, parse_nodes
+
+    def read(transport: Transport) -> dict[str, KubeNode]:
+        result = transport.run(NODES_COMMAND, sudo=True, timeout=60)
+        if not result.ok:
+            raise command_failed(result)
+        return {n.name: n for n in parse_nodes(result.stdout)}
+
+    return on_control_plane(runner, host, read, what="read the cluster's nodes", label="nodes")

@@ -94,9 +94,9 @@ class WriteAheadJournal:
     The folder is checked when the journal is made (before any change: a folder that cannot be made
     stops the command, not a half-done change) and the file is made with the first change. While
     the run goes the file is a log, one JSON line per event (``pending`` before a change, ``done``
-    after it); ``finish`` replaces it with the journal ``save_journal`` writes. A run killed before
-    ``finish`` leaves the log, which ``read_journal`` reads too: a change it shows pending is undone
-    as if it had been made (a command's undo, a new file removed only if it holds what was written).
+    after it); ``finish`` replaces it with the whole journal. A run killed before ``finish`` leaves the
+    log, which ``read_journal`` reads too: a change it shows pending is undone as if it had been made
+    (a command's undo, a new file removed only if it holds what was written).
     """
 
     def __init__(self, *, command: str, folder: str | Path | None = None, cluster: str | None = None,
@@ -220,32 +220,6 @@ def _new_journal_path(folder: Path, command: str, now: float | None) -> Path:
         if not path.exists():
             return path
         serial += 1
-
-
-def save_journal(records: Sequence[GateRecord], *, command: str, folder: str | Path | None = None,
-                 now: float | None = None, cluster: str | None = None, fleet: str | None = None) -> Path | None:
-    """Write the undoable records to ``FOLDER/<command>-YYYYmmdd-HHMMSS.json``; ``None`` when nothing changed.
-
-    ``cluster`` and ``fleet`` (bootstrap's runs: the inventory's name and ``progress.fleet_key``) say
-    which fleet the hosts' names belong to, so that ``clusterctl reset`` reads only its own fleet's."""
-    kept = undoable(records)
-    if not kept:
-        return None
-    target_dir = Path(folder) if folder is not None else DEFAULT_FOLDER
-    text = json.dumps(_payload([record_json(r) for r in kept], command, now, cluster, fleet), indent=2) + "\n"
-    try:
-        target_dir.mkdir(parents=True, exist_ok=True)
-        # Two runs in the same second keep two journals: never overwrite one (its undo would be lost).
-        while True:
-            path = _new_journal_path(target_dir, command, now)
-            try:
-                with path.open("x") as handle:
-                    handle.write(text)
-                return path
-            except FileExistsError:
-                continue
-    except OSError as exc:
-        raise UsageError(f"cannot write the undo journal ({exc.strerror})", file=str(target_dir)) from exc
 
 
 @dataclass(frozen=True)

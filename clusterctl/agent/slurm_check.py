@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterctl.changes import Change, ChangeFailed, Gate
-from clusterctl.errors import ParseError
-from clusterctl.facts.slurm import REASON_PREFIX, SlurmNode, parse_node, show_command, update_command
+from clusterctl.facts.slurm import REASON_PREFIX, SlurmNode, node_from, show_command, update_command
 from clusterctl.findings import Finding, Severity
 from clusterctl.health.checks import HostInput
 from clusterctl.health.model import HealthOptions, HostHealth, Verdict
@@ -93,22 +92,6 @@ def _reason(health: HostHealth) -> str:
     return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 3] + "..."
 
 
-def _update(name: str, state: str, reason: str | None = None) -> str:
-    return update_command(name, state, reason)
-
-
-def read_node(transport: Transport, name: str, timeout: float) -> SlurmNode | None:
-    """This node as ``scontrol -o show node NAME`` shows it; None when Slurm does not know it (or says nothing
-    readable: then nothing is drained or resumed on a guess)."""
-    result = transport.run(show_command(name), timeout=timeout)
-    if not result.ok:
-        return None
-    try:
-        return parse_node(result.stdout, name)
-    except ParseError:
-        return None
-
-
 def run_slurm_check(transport: Transport, options: SlurmCheckOptions, gate: Gate | None = None) -> SlurmCheck:
     """Check this node, then drain or resume it in Slurm as NHC would; never raises for the host's answers."""
     started = time.monotonic()
@@ -116,7 +99,7 @@ def run_slurm_check(transport: Transport, options: SlurmCheckOptions, gate: Gate
     gate = gate or Gate(apply=True)
     health = _judge_within(transport, name, options, started)
     check = SlurmCheck(name, health, "none", "")
-    node = read_node(transport, name, timeout=SCONTROL_TIMEOUT_S)
+    node = node_from(transport.run(show_command(name), timeout=SCONTROL_TIMEOUT_S), name)
     check.slurm_before = node
     host = transport.host.name
     if check.failed:
@@ -132,8 +115,8 @@ def run_slurm_check(transport: Transport, options: SlurmCheckOptions, gate: Gate
         if node.drained_by_clusterctl and node.reason == reason:
             check.action = "already drained"
             return check
-        change = Change.run(host, _update(name, "drain", reason), summary=f"drain Slurm node {name}",
-                            undo=_update(name, "resume"), timeout_s=SCONTROL_TIMEOUT_S)
+        change = Change.run(host, update_command(name, "drain", reason), summary=f"drain Slurm node {name}",
+                            undo=update_command(name, "resume"), timeout_s=SCONTROL_TIMEOUT_S)
         check.action = "reason updated" if node.drained else "drained"
     else:
         if node is None or not node.drained:
@@ -144,8 +127,8 @@ def run_slurm_check(transport: Transport, options: SlurmCheckOptions, gate: Gate
             check.message = (f"clusterctl: {name} healthy; left drained: drained by someone else "
                              f"({node.reason or node.state})")
             return check
-        change = Change.run(host, _update(name, "resume"), summary=f"resume Slurm node {name}",
-                            undo=_update(name, "drain", node.reason), timeout_s=SCONTROL_TIMEOUT_S)
+        change = Change.run(host, update_command(name, "resume"), summary=f"resume Slurm node {name}",
+                            undo=update_command(name, "drain", node.reason), timeout_s=SCONTROL_TIMEOUT_S)
         check.action = "resumed"
         check.message = f"clusterctl: {name} healthy; resumed (drained by clusterctl: {node.reason})"
     try:

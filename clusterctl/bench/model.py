@@ -6,8 +6,6 @@ from dataclasses import dataclass, field
 
 from clusterctl.findings import Finding, Severity
 
-SEVERITIES: tuple[str, ...] = tuple(s.value for s in Severity)
-
 
 def bench_finding(severity: Severity, code: str, about: str, message: str, *, about_kind: str = "subject") -> Finding:
     """A bench finding about ``about``: a link ``a/hca <-> b/hca``, a rack, ``host/hca`` (``subject``),

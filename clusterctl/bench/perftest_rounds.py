@@ -319,7 +319,6 @@ def _exit_reason(code: int, text: str) -> str:
     return f"exit {code}" + (f": {tail}" if tail else "")
 
 
-RoundRunner = Callable[[Sequence[PlannedTest]], list[LinkResult]]
 
 
 def run_rounds(runner: Runner, tests: Sequence[PlannedTest], opts: IBOptions,

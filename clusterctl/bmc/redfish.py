@@ -120,11 +120,6 @@ class RedfishBmc:
 
         return str(self._call("reading the power state", read))
 
-    def allowed_resets(self) -> set[str]:
-        system = self._connect()
-        values = self._call("reading the allowed resets", system.get_allowed_reset_system_values)
-        return {str(getattr(v, "value", v)) for v in values}
-
     def reset(self, reset_type: str) -> None:
         from sushy.resources.constants import ResetType
 

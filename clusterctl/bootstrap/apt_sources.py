@@ -175,7 +175,7 @@ def keyring_name(repo: AptRepo, key: bytes | None = None) -> str:
 
 
 def render_sources(repo: AptRepo, keyring: str) -> str:
-    from clusterctl.bootstrap.templates import render
+    from clusterctl.bootstrap.cluster.templating import render
 
     return render("apt/repo.sources.j2", description=f"apt source '{repo.name}'", url=repo.url,
                   suites=list(repo.suites), components=list(repo.components), keyring=keyring)

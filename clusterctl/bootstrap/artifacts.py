@@ -199,7 +199,7 @@ def _apt(inventory: Inventory, hosts: Sequence[Host], releases: Mapping[str, Hos
 
 
 def _kubeadm(settings: ClusterSettings, inventory: Inventory) -> list[Artifact]:
-    images = kubeadm_images(settings.kubernetes.text, settings.image_repository)
+    images = kubeadm_images(settings.kubernetes.tag, settings.image_repository)
     out = [_image(ref, "control-plane") for ref in images]
     sandbox = inventory.bootstrap.sandbox_image
     if sandbox and sandbox not in images:
@@ -257,21 +257,24 @@ def artifact_list(inventory: Inventory, hosts: Sequence[Host],
     apt sources are chosen from it as the plan chooses them; a host not in it is said to be unknown.
     """
     from clusterctl.bootstrap.cluster.addons import TEST_POD_IMAGE
-    from clusterctl.bootstrap.cluster.settings import cluster_settings
+    from clusterctl.bootstrap.cluster.settings import GPU_ADDONS_PHASE, NETWORK_PHASE, cluster_settings, left_to_site
 
     settings = cluster_settings(inventory)
-    found = ArtifactList(inventory.name, settings.kubernetes.text)
+    found = ArtifactList(inventory.name, settings.kubernetes.tag)
     apt, notes = _apt(inventory, hosts, releases if releases is not None else {})
     found.artifacts += apt
     found.notes += notes
     found.artifacts += _kubeadm(settings, inventory)
-    found.artifacts += _network(settings)
+    # What the site installs itself (its own CNI, its own GPU add-ons, no GPUs at all) is not fetched.
+    left = {p: why for p in (NETWORK_PHASE, GPU_ADDONS_PHASE) if (why := left_to_site(p, settings, inventory.hosts))}
+    found.notes += [f"{phase}: nothing to fetch: {why}" for phase, why in left.items()]
+    found.artifacts += _network(settings) if NETWORK_PHASE not in left else []
     net = settings.network
-    if net.cni == "calico" and net.version not in TIGERA_OPERATOR:
+    if NETWORK_PHASE not in left and net.cni == "calico" and net.version not in TIGERA_OPERATOR:
         found.notes.append(f"quay.io/tigera/operator is left out: its tag for Calico {net.version} is the one "
                            f"tigera-operator.yaml names (manifests.txt; grep 'image: quay.io/tigera/operator' in "
                            "it) and clusterctl does not guess it: add that image to images.txt.")
-    found.artifacts += _addons(settings)
+    found.artifacts += _addons(settings) if GPU_ADDONS_PHASE not in left else []
     found.artifacts.append(_image(_rehome(TEST_POD_IMAGE, settings.addons.image_registry), VERIFY_IMAGE_PHASE,
                                   "the one-GPU test pod"))
     mirrors = dict(inventory.bootstrap.registry_mirrors)

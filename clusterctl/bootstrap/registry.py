@@ -85,11 +85,6 @@ def all_phases(*, include_on_demand: bool = False) -> list[Phase[Any]]:
     return [p for p, default in _load() if default or include_on_demand]
 
 
-def is_default(phase: Phase[Any]) -> bool:
-    """Whether ``phase`` is part of a plain ``clusterctl bootstrap`` run."""
-    return any(p.name == phase.name and default for p, default in _load())
-
-
 def phase_named(name: str) -> Phase[Any]:
     for phase, _ in _load():
         if phase.name == name:

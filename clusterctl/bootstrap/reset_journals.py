@@ -1,7 +1,7 @@
 """What bootstrap's own undo journals say it made on each host: what ``clusterctl reset`` takes away.
 
 Every ``clusterctl bootstrap`` and ``bootstrap phase NAME`` that changes hosts writes a journal
-under ``<state dir>/undo/`` (``undo_journal.save_journal``): each file it wrote (with the SHA-256
+under ``<state dir>/undo/`` (``undo_journal.WriteAheadJournal``): each file it wrote (with the SHA-256
 of what it wrote, the backup of what it replaced, or the fact that the file was new), each command
 with its undo, and what a change made beyond its file (``Change.makes``: a package installed that
 was absent, a kubeadm node, an etcd member, the CNI, a folder). Reset reads those of the same fleet

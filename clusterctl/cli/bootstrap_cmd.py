@@ -226,7 +226,7 @@ def _confirm_bootstrap(phase: str | None, skip_phases: str | None, hosts: list[s
 
 
 def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult], *, plan: bool) -> None:
-    from clusterctl.engine.run import Status
+    from clusterctl.engine.run import Status, not_needed_message
     from clusterctl.hostlist import compress
     from clusterctl.secret import mask_text
 
@@ -234,7 +234,9 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
     console.print(f"\nPHASE [{phase.name}] {'*' * max(3, 60 - len(phase.name))}", markup=False, highlight=False)
     by_status: dict[str, list[str]] = {}
     for r in results:
-        if r.status is not Status.FAILED:
+        if r.status is Status.SKIPPED and not_needed_message(r.message):
+            by_status.setdefault(r.message, []).append(r.host)  # why: "nothing to do: the host has no GPUs"
+        elif r.status is not Status.FAILED:
             by_status.setdefault(plan_word(phase, r) if plan else r.status.value, []).append(r.host)
     word = {Status.CHANGED.value: "changed"}
     for status, names in by_status.items():

@@ -180,13 +180,3 @@ def app_context(ctx: typer.Context) -> AppContext:
         obj = AppContext()
         ctx.find_root().obj = obj
     return obj
-
-
-def parse_positive_int(value: str, option: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise UsageError(f"{option} takes a whole number, got {value!r}") from None
-    if n < 1:
-        raise UsageError(f"{option} must be at least 1, got {n}")
-    return n

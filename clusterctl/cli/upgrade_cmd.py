@@ -168,6 +168,7 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
 
 
 def _print_report(app: AppContext, report: UpgradeReport) -> None:
+    from clusterctl.engine.run import not_needed_message
     from clusterctl.secret import mask_text
 
     console = app.console
@@ -202,6 +203,12 @@ def _print_report(app: AppContext, report: UpgradeReport) -> None:
         say("")
         for host in report.hosts:
             say(f"{host.host:<16} {host.status.value}" + (f": {host.message}" if host.message else ""))
+    # The cluster phases the inventory leaves to the site: what bootstrap says of them, said here too.
+    left = [s for s in report.addons if not s["changes"] and not_needed_message(s["message"])]
+    if left:
+        say("")
+    for step in left:
+        say(f"{step['step']}: {step['message']}")
     for note in report.notes:
         say(f"note: {note}")
     if report.nothing_to_do and report.ok:

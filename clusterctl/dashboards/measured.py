@@ -8,8 +8,6 @@ draw bench's matrix from ``clusterctl_bench_link_gbps``. The text is written by 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from clusterctl.dashboards.inputs import DashboardInputs
 
 #: Metric name -> help text; the dashboards and docs/dashboards.md name these.
@@ -28,17 +26,6 @@ def domain_name(domain: tuple[int, ...]) -> str:
     if ordered and ordered == list(range(ordered[0], ordered[-1] + 1)) and len(ordered) > 2:
         return f"{ordered[0]}-{ordered[-1]}"
     return ",".join(str(g) for g in ordered)
-
-
-def write_textfile(inputs: DashboardInputs, path: Path) -> Path:
-    """Write ``path`` (atomically: prometheus-client writes a temporary file and renames it)."""
-    from prometheus_client import CollectorRegistry, write_to_textfile
-
-    registry = CollectorRegistry()
-    _fill(inputs, registry)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_to_textfile(str(path), registry)
-    return path
 
 
 def textfile_text(inputs: DashboardInputs) -> str:
@@ -75,4 +62,3 @@ def _fill(inputs: DashboardInputs, registry: object) -> None:
     busbw = gauge("clusterctl_bench_nccl_busbw_gbytes", ["cluster", "host", "op"])
     for run in inputs.nccl:
         busbw.labels(inputs.cluster, run.host, run.op).set(run.busbw_gbs)
-

@@ -13,8 +13,6 @@ from clusterctl.promql_text import host_alternation
 
 #: The dashboards' host variable: Grafana expands a multi-value selection to ``(a|b)`` and All to ``.*``.
 HOST_VAR = "$host"
-#: The cluster variable (a constant: one set of dashboards per cluster).
-CLUSTER_VAR = "$cluster"
 DCGM_HOST_LABELS = ("Hostname", "hostname")
 
 
@@ -50,11 +48,3 @@ def per_gpu(metric: str, *, agg: str = "max", **kwargs: object) -> str:
     """One series per host and GPU: MIG instances and the pod labels dcgm-exporter adds would otherwise
     make several series of one GPU."""
     return f"{agg} by (host, gpu) ({dcgm_selector(metric, **kwargs)})"  # type: ignore[arg-type]
-
-
-def clusterctl_metric(metric: str, extra: str = "") -> str:
-    """One of clusterctl's own metrics (textfile or agent) of this cluster's selected hosts."""
-    matchers = [f'cluster="{CLUSTER_VAR}"', f'host=~"{HOST_VAR}"']
-    if extra:
-        matchers.append(extra)
-    return metric + "{" + ",".join(matchers) + "}"

@@ -21,21 +21,12 @@ from clusterctl.transport.base import FailureKind, TransportError
 DEFAULT_DRAIN_TIMEOUT_S = 300.0
 
 
-class DrainNode(Phase["NodeState | None", PhaseContext]):
-    """Cordon the node and evict its pods (quarantine's drain: kubectl drain's rules), from ``via``; then
-    wait until no pod that a drain takes is left on it."""
+class NodePhase(Phase["NodeState | None", PhaseContext]):
+    """A phase on its host's Kubernetes Node, run from the control plane ``via``: its state is the Node as
+    the API shows it (None: there is no such Node)."""
 
-    name = "drain"
-    description = "cordon the node, evict its pods (DaemonSets left, budgets honoured)"
-
-    def __init__(self, via: str, drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S, *, gone: bool = False) -> None:
-        self.via, self.drain_timeout_s = via, drain_timeout_s
-        #: The host is gone: its kubelet will not confirm any pod stopped, so nothing is waited for.
-        self.gone = gone
-
-    def needed(self, ctx: PhaseContext) -> bool:
-        """Whether this host is to be drained at all in this run (an upgrade leaves an up-to-date node be)."""
-        return True
+    def __init__(self, via: str) -> None:
+        self.via = via
 
     def runs_on(self, ctx: PhaseContext) -> str | None:
         return self.via
@@ -44,6 +35,24 @@ class DrainNode(Phase["NodeState | None", PhaseContext]):
         from clusterctl.quarantine.run import read_node
 
         return read_node(ctx.reader, ctx.host.name)
+
+
+class DrainNode(NodePhase):
+    """Cordon the node and evict its pods (quarantine's drain: kubectl drain's rules), from ``via``; then
+    wait until no pod that a drain takes is left on it."""
+
+    name = "drain"
+    description = "cordon the node, evict its pods (DaemonSets left, budgets honoured)"
+
+    def __init__(self, via: str, drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S, *, gone: bool = False) -> None:
+        super().__init__(via)
+        self.drain_timeout_s = drain_timeout_s
+        #: The host is gone: its kubelet will not confirm any pod stopped, so nothing is waited for.
+        self.gone = gone
+
+    def needed(self, ctx: PhaseContext) -> bool:
+        """Whether this host is to be drained at all in this run (an upgrade leaves an up-to-date node be)."""
+        return True
 
     def plan(self, ctx: PhaseContext, state: NodeState | None) -> list[Change]:
         from clusterctl.quarantine.node_ops import cordon

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from clusterctl.changes import Change
-from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
+from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode, NodePhase
 from clusterctl.engine.phase import Phase, PhaseContext
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.etcd import (
@@ -48,7 +48,7 @@ from clusterctl.facts.etcd import (
     parse_endpoint_health,
     parse_member_list,
 )
-from clusterctl.facts.kube import kubectl, parse_nodes
+from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kube_nodes import NodeState
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import FailureKind, TransportError
@@ -148,20 +148,9 @@ class DeadMemberRemoved(Phase["EtcdMember | None", PhaseContext]):
                            summary=f"etcdctl member remove {state.hex_id} ({label}), in etcd-{self.via}")]
 
 
-class DeleteNode(Phase["NodeState | None", PhaseContext]):
+class DeleteNode(NodePhase):
     name = "delete-node"
     description = "delete the Node object (once the kubelet is gone)"
-
-    def __init__(self, via: str) -> None:
-        self.via = via
-
-    def runs_on(self, ctx: PhaseContext) -> str | None:
-        return self.via
-
-    def check(self, ctx: PhaseContext) -> NodeState | None:
-        from clusterctl.quarantine.run import read_node
-
-        return read_node(ctx.reader, ctx.host.name)
 
     def plan(self, ctx: PhaseContext, state: NodeState | None) -> list[Change]:
         if state is None:
@@ -176,6 +165,7 @@ def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,
     from clusterctl.bootstrap.cluster.settings import control_plane_hosts
     from clusterctl.bootstrap.registry import phase_named
     from clusterctl.bootstrap.run import BootstrapRequest, run_bootstrap, run_options
+    from clusterctl.cluster_access import cluster_nodes
     from clusterctl.engine.progress import RunPlace
     from clusterctl.engine.run import RunSettings
 
@@ -187,7 +177,7 @@ def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,
     if via is None:
         raise UsageError(f"{name} is the only control plane: removing it ends the cluster.",
                          hint="Use 'clusterctl reset' to take the whole cluster down.")
-    nodes = _nodes(runner, via)
+    nodes = cluster_nodes(runner, via)
     node = nodes.get(name)
     report = RemovalReport(name, is_cp, apply, via.name)
     if is_cp or (node is not None and CONTROL_PLANE_LABEL in node.labels):
@@ -268,19 +258,6 @@ def _fill(report: RemovalReport, run: RunReport, phases: dict[str, Phase[Any, An
         report.failed = "; ".join(run.failed_hosts.values())
     report.notes += run.notes
     report.undo_journal = run.undo_journal
-
-
-def _nodes(runner: Runner, via: Host) -> dict[str, KubeNode]:
-    from clusterctl.cluster_access import command_failed, on_control_plane
-    from clusterctl.facts.kube import NODES_COMMAND
-
-    def read(transport: Transport) -> dict[str, KubeNode]:
-        result = transport.run(NODES_COMMAND, sudo=True, timeout=60)
-        if not result.ok:
-            raise command_failed(result)
-        return {n.name: n for n in parse_nodes(result.stdout)}
-
-    return on_control_plane(runner, via, read, what="read the cluster's nodes", label="nodes")
 
 
 def _read_etcd(transport: Transport | Any, via: str, args: str, parse: Callable[[str], T]) -> T:

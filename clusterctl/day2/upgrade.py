@@ -16,7 +16,9 @@ the node to come back Ready are the engine's waiting kind (``Wait``), run from t
 plane. While a node is drained, bootstrap's own node phases run on it (``packages``,
 ``containerd``, ``nvidia-runtime``) with the inventory's pins at the target, so a changed
 containerd or NVIDIA Container Toolkit pin rolls out with the node. After the last batch, the
-cluster phases ``network`` and ``gpu-addons`` bring the CNI and the charts to their pins.
+cluster phases ``network`` and ``gpu-addons`` bring the CNI and the charts to their pins, unless
+the inventory leaves them to the site (bootstrap's own decision, ``settings.left_to_site``: the
+plan and the report then say "nothing to do" and why).
 
 A node is up to date, and left alone, when its packages, kubelet and control plane run the target,
 it is Ready and schedulable (or was cordoned before the upgrade), and bootstrap's node phases plan
@@ -37,12 +39,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from clusterctl.bootstrap.apt_sources import chosen_repos
 from clusterctl.bootstrap.cluster.kubeadm import render_upgrade_config, upgrade_command
+from clusterctl.bootstrap.cluster.settings import KubernetesVersion
 from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.bootstrap.phases.packages import UPDATE, Packages
+from clusterctl.bootstrap.phases.packages import APT_ENV, UPDATE, Packages
 from clusterctl.changes import Change
-from clusterctl.cluster_access import FIRST, NoCluster, command_failed, on_control_plane
+from clusterctl.cluster_access import FIRST, NoCluster, cluster_nodes
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
-from clusterctl.day2.versions import Version, check_upgrade, parse, static_pod_version
+from clusterctl.day2.versions import check_upgrade, parse, static_pod_version
 from clusterctl.engine.phase import Wait
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.kube import NODES_COMMAND, KubeNode, parse_nodes
@@ -60,7 +63,6 @@ if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import Transport
 
-APT_ENV = {"DEBIAN_FRONTEND": "noninteractive"}
 INSTALL = "apt-get install -y --allow-downgrades -o Dpkg::Options::=--force-confold"
 APISERVER_MANIFEST = "/etc/kubernetes/manifests/kube-apiserver.yaml"
 DEFAULT_READY_TIMEOUT_S = 300.0
@@ -176,7 +178,7 @@ class NodeAssessment:
 class Rollout:
     """What the upgrade's phases share: decided before the run, and each node as first read in it."""
 
-    target: Version
+    target: KubernetesVersion
     first_cp: str
     roles: dict[str, str]
     #: The cluster's nodes as read before the run.
@@ -226,7 +228,7 @@ def _stack_phases() -> list[EnginePhase[Any, Any]]:
     return [NodePackages(), phase_named("containerd"), phase_named("nvidia-runtime")]
 
 
-def _apt(host: str, names: Sequence[str], target: Version) -> Change:
+def _apt(host: str, names: Sequence[str], target: KubernetesVersion) -> Change:
     """kubeadm's documented line: unhold, ``apt-get update``, install ``X-*``, hold. The update is
     not only for a new minor's source: a site's one mirror (a flat repository holding every
     version) gains the target after the bring-up read its lists, and apt offers only what its
@@ -456,14 +458,7 @@ def read_control_plane(reader: Any) -> str | None:
     return static_pod_version(result.stdout) if result.ok else None
 
 
-def _read_nodes(transport: Transport) -> dict[str, KubeNode]:
-    result = transport.run(NODES_COMMAND, sudo=True, timeout=60)
-    if not result.ok:
-        raise command_failed(result)
-    return {n.name: n for n in parse_nodes(result.stdout)}
-
-
-def _current(runner: Runner, first_cp: Host) -> Version:
+def _current(runner: Runner, first_cp: Host) -> KubernetesVersion:
     outcome = runner.run_task([first_cp], read_control_plane, label="control plane").outcomes[0]
     if not outcome.ok:
         raise UsageError(f"cannot read {first_cp.name}: {outcome.failure.describe() if outcome.failure else '?'}",
@@ -474,7 +469,7 @@ def _current(runner: Runner, first_cp: Host) -> Version:
     return parse(outcome.value, where=APISERVER_MANIFEST)
 
 
-def repository_versions(transport: Transport, inventory: Inventory, target: Version) -> tuple[str, list[str]]:
+def repository_versions(transport: Transport, inventory: Inventory, target: KubernetesVersion) -> tuple[str, list[str]]:
     """The Kubernetes apt repository of ``target``'s minor (mirrors applied) and the kubeadm versions it offers."""
     from clusterctl.bootstrap.artifacts_probe import parse_packages_index
     from clusterctl.inventory.model import StackPin
@@ -493,7 +488,7 @@ def repository_versions(transport: Transport, inventory: Inventory, target: Vers
     return url, parse_packages_index(result.stdout).get("kubeadm", [])
 
 
-def _check_repository(runner: Runner, first: Host, inventory: Inventory, target: Version,
+def _check_repository(runner: Runner, first: Host, inventory: Inventory, target: KubernetesVersion,
                       report: UpgradeReport) -> None:
     def ask(transport: Transport) -> tuple[str, list[str]]:
         return repository_versions(transport, inventory, target)
@@ -513,7 +508,7 @@ def _check_repository(runner: Runner, first: Host, inventory: Inventory, target:
                          "('clusterctl bootstrap artifacts').")
 
 
-def target_inventory(inventory: Inventory, target: Version) -> Inventory:
+def target_inventory(inventory: Inventory, target: KubernetesVersion) -> Inventory:
     """The inventory as the upgraded cluster has it: every host's Kubernetes pin at ``target``."""
     hosts = tuple(replace(h, stack=replace(h.stack, kubernetes=target.text)) for h in inventory.hosts)
     return replace(inventory, hosts=hosts)
@@ -608,7 +603,7 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
     # the pins from their connection's host).
     original, inventory = inventory, target_inventory(inventory, target)
     hosts, first = [inventory.host(h.name) for h in hosts], inventory.host(first.name)
-    nodes = on_control_plane(runner, first, _read_nodes, what="read the cluster's nodes", label="nodes")
+    nodes = cluster_nodes(runner, first)
     current = _current(runner, first)
     check_upgrade(current, target)
     report = UpgradeReport(inventory.name, current.text, target.text, request.apply)
@@ -656,7 +651,7 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
 def _fill(report: UpgradeReport, run: RunReport | None, rollout: Rollout, order: Sequence[tuple[Host, str]],
           phases: Sequence[EnginePhase[Any, Any]] = ()) -> None:
     """The report per node from the engine's: each phase that changes or waits for something is a step."""
-    from clusterctl.engine.run import SkipReason, Status
+    from clusterctl.engine.run import SkipReason, Status, not_needed_message
 
     by_name = {p.name: p for p in phases}
     results = [r for r in (run.results if run is not None else []) if r.phase in by_name]
@@ -679,8 +674,9 @@ def _fill(report: UpgradeReport, run: RunReport | None, rollout: Rollout, order:
         if name in rollout.cordoned_before and not row.message:
             row.message = "cordoned before the upgrade: left cordoned"
         report.hosts.append(row)
-    report.addons = [_step(r, by_name[r.phase], rollout) for r in results
-                     if by_name[r.phase].once_per_cluster and r.status is not Status.SKIPPED]
+    # A cluster phase the inventory leaves to the site (its own CNI, no GPUs) says so, as bootstrap does.
+    report.addons = [_step(r, by_name[r.phase], rollout) for r in results if by_name[r.phase].once_per_cluster
+                     and (r.status is not Status.SKIPPED or not_needed_message(r.message))]
     if run is None:
         return
     report.notes += run.notes

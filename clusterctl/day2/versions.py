@@ -9,43 +9,18 @@ what ``kubeadm upgrade plan`` compares with too.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
+from clusterctl.bootstrap.cluster.settings import KubernetesVersion
 from clusterctl.errors import ParseError, UsageError
 
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
 
-
-@dataclass(frozen=True, order=True)
-class Version:
-    major: int
-    minor: int
-    patch: int
-
-    @property
-    def text(self) -> str:
-        return f"{self.major}.{self.minor}.{self.patch}"
-
-    @property
-    def tag(self) -> str:
-        """``v1.37.2``: kubeadm's and the kubelet's spelling."""
-        return "v" + self.text
-
-    @property
-    def apt(self) -> str:
-        """``1.37.2-*``: the apt pin the Kubernetes upgrade documentation writes."""
-        return self.text + "-*"
-
-
-def parse(text: str, *, where: str = "--to") -> Version:
-    match = _VERSION.match(text.strip())
-    if not match:
+def parse(text: str, *, where: str = "--to") -> KubernetesVersion:
+    version = KubernetesVersion.parse(text)
+    if version is None:
         raise UsageError(f"{text!r} is not a Kubernetes version (MAJOR.MINOR.PATCH, e.g. 1.37.2).", field=where)
-    return Version(*(int(g) for g in match.groups()))
+    return version
 
 
-def check_upgrade(current: Version, target: Version) -> None:
+def check_upgrade(current: KubernetesVersion, target: KubernetesVersion) -> None:
     """Refuse what kubeadm refuses: a skipped minor, a downgrade, another major (exit 2, with the reason)."""
     if target.major != current.major:
         raise UsageError(f"the cluster runs {current.text}; {target.text} is another major version.", field="--to")
@@ -53,7 +28,7 @@ def check_upgrade(current: Version, target: Version) -> None:
         raise UsageError(f"the cluster runs {current.text}; {target.text} would be a downgrade, which kubeadm "
                          "does not do.", field="--to", hint=f"Pick {current.text} or later.")
     if target.minor > current.minor + 1:
-        step = Version(current.major, current.minor + 1, 0)
+        step = KubernetesVersion(current.major, current.minor + 1, 0)
         raise UsageError(
             f"the cluster runs {current.text}; {target.text} skips the minor version(s) between. kubeadm "
             f"upgrades one minor at a time (skipping MINOR versions is unsupported).", field="--to",

@@ -15,11 +15,15 @@ change, ``--max-unavailable``), a phase ``serial`` (one host at a time) or ``onc
 the host lock (``engine.lock``); progress and ``--resume`` (``engine.progress``); an undo journal
 written before each change reaches its host (``undo_journal.WriteAheadJournal``); and Ctrl-C or
 SIGTERM handled here once: the phase in flight is undone where it moved something out of place
-(``Phase.undo_on_interrupt``), the journal and progress are saved, the locks given back.
+(``Phase.undo_on_interrupt``), on a fresh connection once every host has stopped, the journal and
+progress are saved, the locks given back. A step the interrupt cuts short is never rolled back on
+its own connection (the fan-out is closing it: the outcome would be chance); what it applied stays
+in the journal, so ``undo`` or ``--resume`` completes it every time.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -445,8 +449,6 @@ class _InFlight:
     """Host -> the phase it is in and where that phase's records start in the gate (thread-safe)."""
 
     def __init__(self) -> None:
-        import threading
-
         self._lock = threading.Lock()
         self.hosts: dict[str, tuple[Phase[Any, Any], Transport, int]] = {}
 
@@ -773,7 +775,7 @@ def _run_phase(
         # Left in flight until the phase's results are kept: a host that finished while Ctrl-C stopped
         # the step has no result, and what it applied must still reach the journal.
         return _one_host(phase, transport, inventory, gate, settings, done_before=name in done_before,
-                         known=planned[1] if planned is not None else None)
+                         known=planned[1] if planned is not None else None, interrupted=runner.interrupted)
 
     # A phase that runs for a host from another one (a drain from the control plane): each such host
     # in turn on that host's connection, in inventory order.
@@ -817,7 +819,7 @@ def _run_delegated(phase: Phase[Any, Any], inventory: Inventory, via: Host, acte
             if inflight is not None:
                 inflight.enter(host.name, phase, transport, len(gate.records_for(via.name)))
             out.append(_one_host(phase, transport, inventory, gate, settings, done_before=host.name in done_before,
-                                 acting_for=host))
+                                 acting_for=host, interrupted=runner.interrupted))
         return out
 
     limit = max(runner.timeout_s, phase.timeout_s) * len(acted_for)
@@ -849,9 +851,10 @@ def _fleet_findings(phase: Phase[Any, Any], results: list[HostPhaseResult]) -> N
 
 def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory, gate: Gate,
               settings: RunSettings, *, done_before: bool, known: ReadAhead | None = None,
-              acting_for: Host | None = None) -> HostPhaseResult:
+              acting_for: Host | None = None, interrupted: threading.Event | None = None) -> HostPhaseResult:
     """``phase`` for one host: on its own connection, or (``acting_for``) for that host through
-    ``transport``, the host the phase ``runs_on`` (a drain from the control plane)."""
+    ``transport``, the host the phase ``runs_on`` (a drain from the control plane). ``interrupted``:
+    the runner's, set once Ctrl-C or SIGTERM stops the run (no rollback after that: ``_roll_back``)."""
     target = acting_for or transport.host
     host = target.name
     began = time.monotonic()
@@ -905,7 +908,7 @@ def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory
     except (ChangeFailed, TransportError) as exc:
         mine = host_gate.records()[before:]
         result.changes = [r.change for r in mine if r.changed]
-        result.rollback = _rollback(phase, ctx, host_gate, mine)
+        result.rollback = _roll_back(phase, ctx, host_gate, mine, interrupted)
         return done(Status.FAILED, str(exc))
     result.changes = [r.change for r in records if r.changed]
     result.records = [r for r in host_gate.records()[before:] if r.applied and r.changed and not r.temporary]
@@ -914,13 +917,13 @@ def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory
         result.waits = [wait.summary]
         late = _wait(wait, ctx)
         if late is not None:
-            result.rollback = _rollback(phase, ctx, host_gate, records)
+            result.rollback = _roll_back(phase, ctx, host_gate, records, interrupted)
             return done(Status.FAILED, late)
     seen = len(reader.transcript or ())
     problems = _verify(phase, ctx, host_gate)
     result.findings.extend(problems)
     if has_errors(problems):
-        result.rollback = _rollback(phase, ctx, host_gate, records)
+        result.rollback = _roll_back(phase, ctx, host_gate, records, interrupted)
         return done(Status.FAILED, "verify failed: " + "; ".join(f.message for f in problems
                                                                    if f.severity is Severity.ERROR))
     if transcribe:
@@ -968,6 +971,22 @@ def _verify(phase: Phase[Any, Any], ctx: PhaseContext, gate: HostGate) -> list[F
                         host=ctx.host.name)]
     finally:
         ctx._gate = None
+
+
+#: What a step cut short by Ctrl-C or SIGTERM says instead of its rollback.
+LEFT_TO_THE_JOURNAL = "not rolled back: the run was interrupted; the undo journal keeps what this step applied"
+
+
+def _roll_back(phase: Phase[Any, Any], ctx: PhaseContext, gate: HostGate, records: Sequence[GateRecord],
+               interrupted: threading.Event | None) -> list[str]:
+    """``_rollback`` of a failed step, unless the run is being interrupted: its failure is then the
+    interrupt's doing, and the host's connection is being stopped and closed under the step, so an
+    undo now would race the close (made or not by chance). What the step applied is left as it is,
+    in the undo journal, for ``undo`` or ``--resume``; what a ``Phase.undo_on_interrupt`` phase
+    moved out of place is put back by ``_put_back`` on a fresh connection once every host stopped."""
+    if interrupted is not None and interrupted.is_set():
+        return [LEFT_TO_THE_JOURNAL]
+    return _rollback(phase, ctx, gate, records)
 
 
 def _rollback(phase: Phase[Any, Any], ctx: PhaseContext, gate: HostGate, records: Sequence[GateRecord]) -> list[str]:

@@ -79,7 +79,3 @@ def parse_kernel_log(text: str) -> KernelLog:
     if events:
         unreadable = None
     return KernelLog(tuple(events), source=source, unreadable=unreadable, lines=len(lines))
-
-
-def looks_like_kernel_log(text: str) -> bool:
-    return bool(re.search(r"NVRM|SXid|nvidia-nvswitch|kernel:|^\[\s*\d+\.\d+\]", text, re.MULTILINE))

@@ -16,8 +16,3 @@ _KLOG = re.compile(r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6}\s+\d+ [^\s:\]]+:\d+\]
 
 def is_klog_line(line: str) -> bool:
     return bool(_KLOG.match(line))
-
-
-def klog_messages(text: str) -> list[str]:
-    """The messages of the klog lines in ``text`` (what a tool logged), in order."""
-    return [line.split("] ", 1)[1] for line in text.splitlines() if is_klog_line(line)]

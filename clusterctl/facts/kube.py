@@ -7,7 +7,6 @@ the line where the JSON broke or the object that lacks what Kubernetes always wr
 from __future__ import annotations
 
 import json
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,7 +136,3 @@ def parse_helm_list(text: str) -> list[HelmRelease]:
         except (KeyError, TypeError, ValueError) as exc:
             raise ParseError("helm list -o json", f"release {index} lacks or mangles {exc}") from None
     return out
-
-
-def pod_phase_command(namespace: str, name: str) -> str:
-    return kubectl(f"get pod -n {shlex.quote(namespace)} {shlex.quote(name)} -o jsonpath={{.status.phase}}")

@@ -72,10 +72,6 @@ def warnings_of(value: object) -> tuple[ParseWarning, ...]:
 
 # --- nvidia-smi topo -m -------------------------------------------------------------
 
-#: Link classes of ``nvidia-smi topo -m``, nearest first. ``NV#`` cells are kept as
-#: ``"NV"`` class with a link count; see ``TopoLink``.
-LINK_CLASSES: tuple[str, ...] = ("X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC")
-
 
 @dataclass(frozen=True)
 class TopoLink:

@@ -41,12 +41,6 @@ def probe_gpus_via_nvml() -> tuple[tuple[GPUInfo, ...] | None, str | None]:
             pynvml.nvmlShutdown()
 
 
-def read_gpus_via_nvml() -> tuple[GPUInfo, ...] | None:
-    """The GPUs as NVML sees them, or ``None`` when NVML is unavailable (see ``probe_gpus_via_nvml``)."""
-    gpus, _reason = probe_gpus_via_nvml()
-    return gpus
-
-
 def _read_gpu(pynvml: Any, index: int) -> GPUInfo:
     handle = pynvml.nvmlDeviceGetHandleByIndex(index)
 

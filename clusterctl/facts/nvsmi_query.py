@@ -28,9 +28,6 @@ _NUMBER = re.compile(r"^(-?\d+(?:\.\d+)?)")
 _CLIPPED = re.compile(r"^\s*(\[\.\.\.\]|\.\.\.|…)\s*$")
 _NOT_AVAILABLE = {"n/a", "[n/a]", "not supported", "[not supported]", "unknown error", "[unknown error]",
                   "insufficient permissions", "[insufficient permissions]", "not available", ""}
-#: Clock event reasons that say nothing about health: the GPU is idle or runs as configured.
-BENIGN_CLOCK_EVENTS = frozenset({"Idle", "Applications Clocks Setting", "Sync Boost", "Display Clock Setting",
-                                 "GPU idle"})
 
 #: What a person appends to a value to point at it (``Pending : Yes  <-- here``, ``# the culprit``).
 _ANNOTATION = re.compile(r"\s+((?:<-+|<=+|<<+|-+>|=+>|←|⬅|👈|#|//|\*{2,}|!{2,}).*)$")

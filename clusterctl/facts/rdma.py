@@ -319,11 +319,6 @@ def _has_ca_line(lines: list[Line]) -> bool:
     return any(_CA.match(line.text) for line in lines if "CA '" in line.text)
 
 
-def is_ibstat(text: str) -> bool:
-    """Whether ``text`` is ``ibstat`` output (a ``CA '<name>'`` line) rather than ``ibv_devinfo``."""
-    return _has_ca_line(clean_lines(text))
-
-
 def parse_rdma(text: str) -> RDMADevices:
     """``ibv_devinfo`` or ``ibstat`` output, whichever ``text`` is."""
     lines = clean_lines(text)

@@ -15,6 +15,7 @@ import shlex
 from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
+from clusterctl.facts.base import CommandOutput
 
 COMMAND = "scontrol -o show node"
 #: The mark clusterctl puts before every drain reason it writes: it resumes only nodes whose reason starts with it.
@@ -128,6 +129,17 @@ def parse_nodes(text: str) -> tuple[SlurmNode, ...]:
 def parse_node(text: str, name: str) -> SlurmNode | None:
     """The node ``name`` of ``scontrol -o show node NAME``; None when Slurm does not list it."""
     return next((n for n in parse_nodes(text) if n.name == name), None)
+
+
+def node_from(result: CommandOutput, name: str) -> SlurmNode | None:
+    """The node ``name`` from the result of ``show_command(name)``; None when Slurm does not know it or says
+    nothing readable (then nothing is drained or resumed on a guess)."""
+    if result.exit_code != 0:
+        return None
+    try:
+        return parse_node(result.stdout, name)
+    except ParseError:
+        return None
 
 
 def show_command(name: str) -> str:

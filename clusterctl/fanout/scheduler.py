@@ -140,6 +140,11 @@ class Runner:
         # used idle one is closed, so a 1,000-host run never holds 1,000 sockets and threads.
         self.max_open = max_open or max(parallel * 2, 128)
         self._pool = ConnectionPool(connect, max_open=self.max_open)
+        #: Set the moment Ctrl-C or SIGTERM reaches a ``run_task``, before its hosts' commands are
+        #: stopped and their connections closed: a task that sees a step fail after that knows the
+        #: interrupt caused it (the action engine then leaves the step to its journal rather than
+        #: undo it over a connection being closed under it). It stays set: the run is stopping.
+        self.interrupted = threading.Event()
 
     def close(self) -> None:
         self._pool.close()
@@ -228,6 +233,7 @@ class Runner:
                     pass
                 self._expire(run)
         except (KeyboardInterrupt, Interrupted) as exc:
+            self.interrupted.set()
             stopping.set()
             signal_name = exc.signal_name if isinstance(exc, Interrupted) else "SIGINT"
             interrupted = self._interrupted(run, signal_name)

@@ -11,6 +11,7 @@ the chain of the Xid catalogue's immediate action of the Xids the findings carry
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from clusterctl.inventory.model import HEAL_STEPS
 
@@ -53,24 +54,19 @@ def chain_for(codes: Iterable[str], *, xids: Iterable[tuple[int, str]] = (),
     """The steps for a host quarantined for ``codes`` whose findings carry ``xids`` ((xid, action) pairs),
     and where they come from (said in the plan). Several codes: the union, in escalation order."""
     overrides = overrides or {}
-    chosen: list[tuple[str, ...]] = []
-    why: list[str] = []
-    for code in codes:
-        if code in overrides:
-            chosen.append(overrides[code])
-            why.append(f"{code}: the inventory's quarantine.heal.chains")
-        elif code in ALERT_CHAINS:
-            chosen.append(ALERT_CHAINS[code])
-            why.append(f"{code}: the alert's chain")
-    if not chosen:
-        for xid, action in xids:
-            if xid in XID_CHAINS:
-                chosen.append(XID_CHAINS[xid])
-                why.append(f"Xid {xid}: clusterctl's chain for it")
-            elif action in ACTION_CHAINS:
-                chosen.append(ACTION_CHAINS[action])
-                why.append(f"Xid {xid}: the Xid catalogue's action {action}")
+    found = [_first_match((overrides, code, f"{code}: the inventory's quarantine.heal.chains"),
+                          (ALERT_CHAINS, code, f"{code}: the alert's chain")) for code in codes]
+    if not any(found):
+        found = [_first_match((XID_CHAINS, xid, f"Xid {xid}: clusterctl's chain for it"),
+                              (ACTION_CHAINS, action, f"Xid {xid}: the Xid catalogue's action {action}"))
+                 for xid, action in xids]
+    chosen = [match for match in found if match is not None]
     if not chosen:
         return DEFAULT_CHAIN, "no chain for these codes: the default"
-    steps = {step for chain in chosen for step in chain}
-    return tuple(s for s in HEAL_STEPS if s in steps), "; ".join(dict.fromkeys(why))
+    steps = {step for chain, _ in chosen for step in chain}
+    return tuple(s for s in HEAL_STEPS if s in steps), "; ".join(dict.fromkeys(why for _, why in chosen))
+
+
+def _first_match(*tries: tuple[Mapping[Any, tuple[str, ...]], object, str]) -> tuple[tuple[str, ...], str] | None:
+    """The chain of the first (table, key, why) whose table holds the key, with its why; None: no table does."""
+    return next(((table[key], why) for table, key, why in tries if key in table), None)

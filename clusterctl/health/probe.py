@@ -15,7 +15,7 @@ import functools
 import re
 import shlex
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -307,9 +307,6 @@ class ProbeCollector:
         self.add_text(stream, line)
 
     add = __call__
-
-    def add_lines(self, stream: str, lines: Iterable[str]) -> None:
-        self.add_text(stream, "\n".join(lines))
 
     def add_text(self, stream: str, text: str) -> None:
         """Whole lines joined by ``\\n``, without the last line's newline (``LineSplitter``'s ``add_text``)."""

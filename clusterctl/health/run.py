@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from clusterctl.findings import Finding, Severity
 from clusterctl.health.checks import Baseline, HostInput, judge_host
@@ -136,7 +136,3 @@ def _idle_hosts(runner: Runner, hosts: Sequence[Host], inputs: Sequence[HostInpu
             fix=f"Quarantine the host first (clusterctl quarantine {host.name} --drain --reason ...) and run again "
                 "once its jobs are gone, or pass --force to run them anyway (they take the GPUs from the jobs)."))
     return idle
-
-
-def report_facts(report: HealthReport) -> dict[str, Any]:
-    return {h.host: h.facts for h in report.hosts}

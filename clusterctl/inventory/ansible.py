@@ -22,9 +22,8 @@ from clusterctl.errors import InventoryError
 from clusterctl.inventory import values
 from clusterctl.inventory.ansible_vars import HostBuilder, Var
 from clusterctl.inventory.model import Host, Inventory
-from clusterctl.inventory.source_file import read_inventory_text
 from clusterctl.inventory.values import BadValue
-from clusterctl.inventory.yaml_tree import Mapping, Node, Scalar, as_mapping, is_empty, kind_of, parse_yaml, to_python
+from clusterctl.inventory.yaml_tree import Mapping, Node, Scalar, as_mapping, is_empty, kind_of, to_python
 
 _RANGE = re.compile(r"\[([0-9a-zA-Z]+):([0-9a-zA-Z]+)(?::([0-9]+))?\]")
 
@@ -86,18 +85,6 @@ class _Tree:
         self, message: str, line: int | None, field: str | None = None, hint: str | None = None
     ) -> InventoryError:
         return InventoryError(message, file=self.file, line=line, field=field, hint=hint)
-
-
-def load_ansible_ini(path: str | Path) -> Inventory:
-    file_path = Path(path)
-    text = read_inventory_text(file_path)
-    return parse_ansible_ini(text, file=str(path), base_dir=file_path.resolve().parent)
-
-
-def load_ansible_yaml(path: str | Path) -> Inventory:
-    file_path = Path(path)
-    text = read_inventory_text(file_path)
-    return parse_ansible_yaml(parse_yaml(text, str(path)), file=str(path), base_dir=file_path.resolve().parent)
 
 
 # --- INI --------------------------------------------------------------------------------------

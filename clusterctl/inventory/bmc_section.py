@@ -73,10 +73,8 @@ def read_bmc(r: NodeReader, node: Node, field: str, host_names: list[str]) -> tu
                               hint="Use password_file: PATH (a file of mode 0600) or password_env: VARIABLE.")
             r.check_field(item, FIELDS, sub)
             raw = to_python(item.value)
-            try:
+            with r.values_of(item.value, sub):
                 out[item.key] = _value(item.key, raw, r.base_dir)
-            except values.BadValue as exc:
-                raise r.error(exc.message, line=item.value.line, field=sub, hint=exc.hint) from None
         for required in ("address", "username"):
             if required not in out:
                 raise r.error(f"the BMC of '{pattern}' has no {required}.", line=entry.key_line, field=where,

@@ -17,9 +17,15 @@ from typing import Any, Literal
 from clusterctl.errors import UsageError
 from clusterctl.inventory.pins import CHART_PINS, CNI_PINS, ChartPin
 
-CNI_NAMES: tuple[str, ...] = ("calico", "flannel")
-ADDON_MODES: tuple[str, ...] = ("device-plugin", "gpu-operator")
-AddonMode = Literal["device-plugin", "gpu-operator"]
+#: The site's own: ``network.cni: none`` (a CNI the site installs itself: Cilium, a vendor's) and
+#: ``addons.mode: none`` (GPU add-ons the site installs itself): bootstrap and upgrade leave them alone
+#: (``clusterctl.bootstrap.cluster.settings.left_to_site``).
+SITE_OWN = "none"
+CNI_NAMES: tuple[str, ...] = ("calico", "flannel", SITE_OWN)
+ADDON_MODES: tuple[str, ...] = ("device-plugin", "gpu-operator", SITE_OWN)
+AddonMode = Literal["device-plugin", "gpu-operator", "none"]
+#: The pod subnet where the CNI is the site's own and no ``pod_subnet`` is given (the inventory's default).
+SITE_CNI_POD_SUBNET = "10.244.0.0/16"
 _REGISTRY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]*(:\d{1,5})?(/[a-z0-9][a-z0-9._/-]*)?$")
 
 
@@ -203,6 +209,14 @@ def _optional_registry(data: Mapping[str, Any], where: str) -> str | None:
 def _network(data: Mapping[str, Any], where: str) -> NetworkSettings:
     _known(data, ("cni", "version", "manifest_mirror", "image_registry"), where)
     cni = _choice(data.get("cni", "calico"), CNI_NAMES, f"{where}.cni")
+    if cni == SITE_OWN:
+        extra = [key for key in data if key != "cni"]
+        if extra:
+            raise UsageError(f"cni: {SITE_OWN} leaves the CNI to the site, so clusterctl installs none and "
+                             f"'{extra[0]}' has nothing to set.", field=f"{where}.{extra[0]}",
+                             hint=f"Remove {where}.{extra[0]}, or name the CNI clusterctl should install "
+                             f"({', '.join(CNI_NAMES[:-1])}).")
+        return NetworkSettings(SITE_OWN, "", "", None)
     pin = CNI_PINS[cni]
     version = _release(data["version"], f"{where}.version") if "version" in data else pin.version
     if not version.startswith("v"):
@@ -243,6 +257,12 @@ def _charts(data: Mapping[str, Any], where: str) -> dict[str, ChartSource]:
 def _addons(data: Mapping[str, Any], where: str) -> AddonSettings:
     _known(data, ("mode", "charts", "image_registry", "host_driver", "host_toolkit"), where)
     mode = _choice(data.get("mode", "device-plugin"), ADDON_MODES, f"{where}.mode")
+    extra = [key for key in data if key != "mode"] if mode == SITE_OWN else []
+    if extra:
+        raise UsageError(f"mode: {SITE_OWN} leaves the GPU add-ons to the site, so clusterctl installs none and "
+                         f"'{extra[0]}' has nothing to set.", field=f"{where}.{extra[0]}",
+                         hint=f"Remove {where}.{extra[0]}, or pick what clusterctl installs "
+                         f"({', '.join(ADDON_MODES[:-1])}).")
     charts = _charts(settings_mapping(data.get("charts"), f"{where}.charts"), f"{where}.charts")
     registry = _optional_registry(data, where)
     return AddonSettings(

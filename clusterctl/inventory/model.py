@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Role = Literal["control-plane", "worker"]
 ROLES: tuple[str, ...] = ("control-plane", "worker")
 FabricType = Literal["ib", "roce", "ethernet"]
 FABRIC_TYPES: tuple[str, ...] = ("ib", "roce", "ethernet")

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,14 @@ class NodeReader:
         value = node.value
         if raw and isinstance(value, (int, float)) and not isinstance(value, bool):
             value = node.text
-        try:
+        with self.values_of(node, field):
             return convert(value)
+
+    @contextmanager
+    def values_of(self, node: Node, field: str) -> Iterator[None]:
+        """Checks of ``node``'s value: a ``BadValue`` raised inside becomes the error at its line, naming ``field``."""
+        try:
+            yield
         except BadValue as exc:
             raise self.error(exc.message, line=node.line, field=field, hint=exc.hint) from None
 

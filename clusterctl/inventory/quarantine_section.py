@@ -62,7 +62,7 @@ def read_quarantine(r: NodeReader, node: Node, field: str) -> QuarantineConfig:
     out: dict[str, Any] = {}
     for entry, sub in r.settings_entries(node, field, FIELDS):
         raw = to_python(entry.value)
-        try:
+        with r.values_of(entry.value, sub):
             if entry.key == "heal":
                 out[entry.key] = read_heal(r, entry.value, sub)
                 continue
@@ -79,8 +79,6 @@ def read_quarantine(r: NodeReader, node: Node, field: str) -> QuarantineConfig:
                 out[entry.key] = alerts
             else:
                 out[entry.key] = _codes(raw, entry.key)
-        except values.BadValue as exc:
-            raise r.error(exc.message, line=entry.value.line, field=sub, hint=exc.hint) from None
     return QuarantineConfig(**out)
 
 
@@ -102,7 +100,7 @@ def read_heal(r: NodeReader, node: Node, field: str) -> HealConfig:
     out: dict[str, Any] = {}
     for entry, sub in r.settings_entries(node, field, HEAL_FIELDS):
         raw = to_python(entry.value)
-        try:
+        with r.values_of(entry.value, sub):
             if entry.key == "passes":
                 out["passes"] = _count(raw, "passes")
             elif entry.key == "level":
@@ -134,6 +132,4 @@ def read_heal(r: NodeReader, node: Node, field: str) -> HealConfig:
                                               hint=values.one_of_hint(str(step), HEAL_STEPS))
                     timeouts[str(step)] = values.positive_number(seconds, f"timeouts.{step}")
                 out["timeouts"] = timeouts
-        except values.BadValue as exc:
-            raise r.error(exc.message, line=entry.value.line, field=sub, hint=exc.hint) from None
     return HealConfig(**out)

@@ -57,24 +57,3 @@ the same host. Example, a tiny ``kubectl get nodes``::
 Messages and exit codes must be the real tool's, taken from recordings; unsupported options
 answer with the tool's own usage error rather than a guess.
 """
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from clusterctl.mock.machine import MockMachine
-    from clusterctl.mock.state import ClusterState, HostState, MockCluster
-    from clusterctl.mock.tools.base import ToolContext, ToolResult
-
-__all__ = ["ClusterState", "HostState", "MockCluster", "MockMachine", "ToolContext", "ToolResult"]
-
-
-def __getattr__(name: str) -> object:
-    from importlib import import_module
-
-    where = {"MockMachine": "machine", "ClusterState": "state", "HostState": "state", "MockCluster": "state",
-             "ToolContext": "tools.base", "ToolResult": "tools.base"}
-    if name in where:
-        return getattr(import_module(f"clusterctl.mock.{where[name]}"), name)
-    raise AttributeError(f"module 'clusterctl.mock' has no attribute {name!r}")

@@ -186,12 +186,9 @@ class FileTree:
         self._root_text = str(root)
         self._resolved_root: Path | None = None
 
-    def _lexical(self, path: str) -> Path:
-        return Path(self._lexical_text(path))
-
     def _lexical_text(self, path: str) -> str:
-        """``_lexical`` as text: the simulator asks for thousands of paths a run (every program
-        looked up in six bin folders), and string work costs a fraction of ``pathlib``'s."""
+        """``path`` normalised without touching the disk, as text: the simulator asks for thousands of paths a
+        run (every program looked up in six bin folders), and string work costs a fraction of ``pathlib``'s."""
         if not path.startswith("/"):
             raise StateError(f"mock host paths are absolute; got {path!r}")
         parts: list[str] = []

@@ -167,13 +167,6 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
     return [results[h.name] for h in hosts]
 
 
-def not_released(results: Sequence[HostRelease]) -> list[Finding]:
-    """One error finding per host not released (for exit codes and JSON)."""
-    return [Finding(Severity.ERROR, "RELEASE_REFUSED", f"{r.host} {r.refusal}",
-                    host=r.host, fix="Fix what the checks name, then 'clusterctl release' again "
-                    "(--skip-checks only when you know better).") for r in results if r.refused]
-
-
 def release(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: bool,
             checks: ReleaseChecks | None = None, confirm: Callable[[list[str]], None] | None = None,
             command: str = "release") -> tuple[list[HostRelease], str | None]:

@@ -13,8 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import Change, ChangeFailed, Gate
-from clusterctl.errors import ParseError
-from clusterctl.facts.slurm import REASON_PREFIX, SlurmNode, parse_node, show_command, update_command
+from clusterctl.facts.slurm import REASON_PREFIX, SlurmNode, node_from, show_command, update_command
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -33,13 +32,7 @@ def runs_slurmd(transport: Transport) -> bool:
 
 def read_node(transport: Transport, name: str, timeout: float = 30) -> SlurmNode | None:
     """The node as ``scontrol -o show node NAME`` shows it; None when Slurm does not know it."""
-    result = transport.run(show_command(name), timeout=timeout)
-    if not result.ok:
-        return None
-    try:
-        return parse_node(result.stdout, name)
-    except ParseError:
-        return None
+    return node_from(transport.run(show_command(name), timeout=timeout), name)
 
 
 def node_state(transport: Transport, name: str) -> tuple[str, str] | None:

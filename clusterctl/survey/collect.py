@@ -79,10 +79,6 @@ class HostFacts:
     stack = FactView[SoftwareStack]("stack", SoftwareStack)
     netdev = FactView[tuple[NetDevice, ...]]("netdev", tuple)
 
-    def missing_fact(self, name: str) -> Missing | None:
-        return next((m for m in self.missing if m.fact == name), None)
-
-
 def survey_facts() -> tuple[Fact[Any], ...]:
     from clusterctl.facts.survey_facts import SURVEY_FACTS
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from clusterctl.findings import Finding
 from clusterctl.survey.checks.baseline import FleetBaseline
-from clusterctl.survey.checks.codes import CODES, Finding, Severity, finding
 from clusterctl.survey.checks.gpu import (
     check_gpu_health,
     check_gpu_inventory,
@@ -27,24 +27,12 @@ from clusterctl.survey.checks.gpu import (
     check_nvlink_pairs,
     check_pcie,
 )
-from clusterctl.survey.checks.host import SurveyedHost, majority
-from clusterctl.survey.checks.nic import check_locality, check_nics, fabric_hcas
+from clusterctl.survey.checks.host import SurveyedHost
+from clusterctl.survey.checks.nic import check_locality, check_nics
 from clusterctl.survey.checks.reachability import check_missing_facts, check_partial_facts, check_reachability
-from clusterctl.survey.checks.stack import check_stack, version_matches
+from clusterctl.survey.checks.stack import check_stack
 
-__all__ = [
-    "CODES",
-    "Finding",
-    "FleetBaseline",
-    "Severity",
-    "SurveyedHost",
-    "fabric_hcas",
-    "finding",
-    "fleet_findings",
-    "host_findings",
-    "majority",
-    "version_matches",
-]
+__all__ = ["fleet_findings", "host_findings"]
 
 
 # --- all together ----------------------------------------------------------------------
@@ -78,4 +66,3 @@ def host_findings(state: SurveyedHost, fleet: Sequence[SurveyedHost], baseline: 
 def fleet_findings(fleet: Sequence[SurveyedHost]) -> list[Finding]:
     baseline = FleetBaseline(fleet)
     return sorted((f for state in fleet for f in host_findings(state, fleet, baseline)), key=Finding.sort_key)
-

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from clusterctl.findings import Severity
 from clusterctl.survey.advice import FIT_NONE, LayoutAdvice
-from clusterctl.survey.findings import Severity
 from clusterctl.survey.report import HostReport, SurveyReport
 from clusterctl.survey.topology import SHAPE_WORDS, Shape, compress_indices
 

@@ -10,10 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from clusterctl.findings import Finding, Severity
 from clusterctl.plain_json import to_plain
 from clusterctl.saved_survey import REPORT_KIND, SCHEMA_VERSION
 from clusterctl.survey.advice import LayoutAdvice
-from clusterctl.survey.findings import Finding, Severity, SurveyedHost, fabric_hcas
+from clusterctl.survey.checks.host import SurveyedHost
+from clusterctl.survey.checks.nic import fabric_hcas
 from clusterctl.survey.topology import SHAPE_WORDS, HostTopology
 
 

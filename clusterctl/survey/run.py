@@ -8,10 +8,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from clusterctl.errors import ParseError, UsageError
+from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Host
 from clusterctl.survey.advice import AdviceHost, LayoutAdvice, advise
+from clusterctl.survey.checks.host import SurveyedHost
 from clusterctl.survey.collect import GPUReader, HostFacts, collect_fleet
-from clusterctl.survey.findings import Finding, Severity, SurveyedHost, fleet_findings
+from clusterctl.survey.findings import fleet_findings
 from clusterctl.survey.report import HostReport, SurveyReport
 from clusterctl.survey.topology import HostTopology, build_topology
 
@@ -137,4 +139,3 @@ def topo_show_report(
     facts = HostFacts(values={"topology": matrix}, missing=())
     state = host_state(Host(name=name, transport="local"), facts)
     return build_report([state], tp=tp, pp=pp, world_size=world_size, source="topo-show")
-

@@ -82,18 +82,19 @@ class _SecretPhase:
 
     @staticmethod
     def make() -> object:
+        import os
         from typing import ClassVar
 
         from clusterctl.bootstrap.phase import Phase, PhaseContext
-        from clusterctl.bootstrap.secrets import read_secret
         from clusterctl.changes import Change
+        from clusterctl.secret import Secret
 
         class JoinConfig(Phase[None]):
             name: ClassVar[str] = "test-join-config"
             description: ClassVar[str] = "writes a file holding a token"
 
             def check(self, ctx: PhaseContext) -> None:
-                ctx.shared.join.token = read_secret("join token", env="CLUSTERCTL_TEST_TOKEN")
+                ctx.shared.join.token = Secret(os.environ["CLUSTERCTL_TEST_TOKEN"], "join token")
 
             def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
                 token = ctx.shared.join.token

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -20,7 +23,7 @@ from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Host, Inventory
 from clusterctl.mock.transport import MockTransport, load_profile
 from clusterctl.secret import Secret
-from clusterctl.transport.base import Transport
+from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
 
 LOCK = "/var/lib/clusterctl/bootstrap.lock"
 TOKEN = "abcdef.0123456789abcdef"
@@ -455,3 +458,72 @@ def test_release_leaves_a_lock_another_run_took_over(fleet: Fleet, tmp_path: Pat
     assert fleet.file("n1", LOCK) == theirs.to_bytes()
     release(transport, theirs)
     assert fleet.file("n1", LOCK) is None
+
+
+class _StoppedLate(_Persistent):
+    """A host whose second step is cut off by Ctrl-C, and whose connection still answers after the
+    fan-out asked it to stop (the race a real connection sometimes loses): every command it is given
+    after ``stop_remote`` is kept in ``after_stop``."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.stopped = threading.Event()
+        self.after_stop: list[str] = []
+
+    def stop_remote(self) -> None:
+        self.stopped.set()
+
+    def execute(self, request: RunRequest) -> CommandResult:
+        command = request.command
+        if self.stopped.is_set():
+            self.after_stop.append(command)
+        if command == "slow-step":
+            os.kill(os.getpid(), signal.SIGUSR1)  # Ctrl-C, as the CLI's handler turns it into Interrupted
+            assert self.stopped.wait(20), "the run never stopped the host's command"
+            raise TransportError(FailureKind.INTERRUPTED, f"{self.host.name}: interrupted: {command}")
+        if command in ("mark-node", "unmark-node"):
+            return CommandResult(command, "", "", 0, 0.0)
+        return super().execute(request)
+
+
+class MarkThenSlow(Phase[None]):
+    name: ClassVar[str] = "mark-then-slow"
+    description: ClassVar[str] = "a change undo can revert, then a step Ctrl-C cuts off"
+
+    def check(self, ctx: PhaseContext) -> None:
+        return None
+
+    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
+        return [Change.run(ctx.host.name, "mark-node", undo="unmark-node", summary="mark the node"),
+                Change.run(ctx.host.name, "slow-step", summary="a slow step")]
+
+
+def test_a_step_cut_off_by_ctrl_c_is_left_to_the_journal_not_rolled_back_over_its_closing_connection(
+        tmp_path: Path) -> None:
+    """The engine never undoes an interrupted step on the connection the fan-out is stopping: that undo
+    would happen or not by chance. What the step applied stays in place and in the journal, every time."""
+    from clusterctl.errors import Interrupted
+    from clusterctl.undo_journal import WriteAheadJournal, read_journal
+
+    profile = tmp_path / "profile"
+    profile.mkdir()
+    (profile / "profile.yaml").write_text("commands: []\n")
+    host = Host(name="n1", transport="mock", profile=str(profile))
+    transport = _StoppedLate(host, load_profile(str(profile)))
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise Interrupted("SIGINT")
+
+    previous = signal.signal(signal.SIGUSR1, interrupt)
+    journal = WriteAheadJournal(command="test", folder=tmp_path / "undo")
+    try:
+        with Runner(lambda h, _t: transport, timeout_s=30) as runner, pytest.raises(Interrupted) as caught:
+            run_bootstrap(Inventory(name="lab", hosts=(host,)), [host], runner, [MarkThenSlow()],
+                          settings(tmp_path, journal=journal))
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert "unmark-node" not in transport.after_stop  # no rollback raced the stop
+    assert journal.path is not None and f"clusterctl undo {journal.path}" in (caught.value.retry_hint or "")
+    kept = [r.change.summary for r in read_journal(journal.path).records]
+    assert kept == ["mark the node", "a slow step"]  # the step cut off on its way: it may have happened
+    assert transport.files.get(LOCK) is None  # the lock given back on a fresh step all the same

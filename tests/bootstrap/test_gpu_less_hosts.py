@@ -178,6 +178,10 @@ def test_artifacts_list_the_toolkit_for_the_gpu_hosts_only(tmp_path: Path) -> No
     cpu_only = tuple(dataclasses.replace(h, gpus=False) for h in lab.hosts)
     none = artifact_list(dataclasses.replace(lab.inventory, hosts=cpu_only), cpu_only, releases)
     assert not [a for a in none.artifacts if "nvidia-container" in a.name or "nvidia-container" in a.source]
+    # No GPU host at all: gpu-addons installs nothing (the decision bootstrap and upgrade share), so no chart.
+    assert [a.name for a in listed.of_kind("chart")] and not none.of_kind("chart")
+    assert "gpu-addons: nothing to fetch: no host of the cluster has GPUs (inventory: gpus: false on every " \
+        "host)" in none.notes
 
 
 def test_the_dcgm_exporter_stays_on_nodes_with_an_nvidia_device_where_some_have_none(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import pkgutil
 
 import clusterctl.bootstrap.phases as phases_package
 from clusterctl.bootstrap.phase import ClusterWidePhase, Phase
-from clusterctl.bootstrap.registry import PHASES, all_phases, is_default, phase_named, select_phases
+from clusterctl.bootstrap.registry import PHASES, all_phases, phase_named, select_phases
 
 
 def test_every_phase_class_in_the_phases_folder_is_listed_exactly_once() -> None:
@@ -29,6 +29,6 @@ def test_the_run_order_is_the_order_of_the_list() -> None:
     assert names == [phase_named(n).name for n in names]
     assert names[:5] == ["preflight", "kernel", "packages", "containerd", "nvidia-runtime"]
     assert names[-2:] == ["verify", "reset"]
-    assert not is_default(phase_named("reset")) and "reset" not in [p.name for p in all_phases()]
+    assert "reset" not in [p.name for p in all_phases()]
     assert [p.name for p in select_phases(skip="kernel,verify")] == [n for n in names[:-1]
                                                                       if n not in ("kernel", "verify")]

@@ -20,8 +20,8 @@ def test_a_pin_that_needs_kubeadm_v1beta3_is_refused_with_the_supported_range() 
 
 
 def test_the_first_minor_with_v1beta4_is_accepted() -> None:
-    assert kubernetes_version("1.31.0").text == "v1.31.0"
-    assert kubernetes_version("v1.37.1").text == "v1.37.1"
+    assert kubernetes_version("1.31.0").tag == "v1.31.0"
+    assert kubernetes_version("v1.37.1").tag == "v1.37.1"
 
 
 def test_a_version_that_is_not_major_minor_patch_is_refused() -> None:

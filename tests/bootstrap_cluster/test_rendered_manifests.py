@@ -120,7 +120,7 @@ def test_device_plugin_values_turn_gfd_on_and_leave_nfd_to_its_own_release() -> 
     assert dcgm["extraConfigMapVolumes"][0]["configMap"]["name"] == configmap["metadata"]["name"]
     assert configmap["metadata"]["namespace"] == "dcgm-exporter"
     listed = {line.split(",")[0] for line in configmap["data"]["counters.csv"].splitlines()}
-    assert {c.field for c in alerts.enabled_by_clusterctl()} <= listed
+    assert {c.field for c in alerts.COUNTERS if not c.default} <= listed
 
 
 def test_gpu_operator_leaves_the_hosts_driver_and_toolkit_alone() -> None:

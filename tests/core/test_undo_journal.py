@@ -4,22 +4,31 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from clusterctl.changes import Change, Gate
+from clusterctl.changes import Change, Gate, GateRecord
 from clusterctl.errors import UsageError
 from clusterctl.fanout import Runner
 from clusterctl.inventory.model import Host
 from clusterctl.transport.base import Transport
 from clusterctl.transport.local import LocalTransport
-from clusterctl.undo_journal import load_journal, save_journal, undo_on_hosts
+from clusterctl.undo_journal import WriteAheadJournal, load_journal, undo_on_hosts
 
 HOST = Host(name="here", transport="local")
 
 
 def _local(host: Host, _timeout: float) -> Transport:
     return LocalTransport(host)
+
+
+def save_journal(records: list[GateRecord], **where: Any) -> Path | None:
+    """The journal a run of ``records`` leaves: each change written ahead, its outcome after (as the engine does)."""
+    journal = WriteAheadJournal(**where)
+    for record in records:
+        journal.after(journal.before(record.change), record)
+    return journal.finish(records)
 
 
 def test_journal_survives_the_run_and_undo_restores_every_file(tmp_path: Path) -> None:

@@ -146,8 +146,11 @@ def test_an_upgrade_interrupted_on_one_host_resumes_to_the_end(sshd_hosts: SSHDH
     assert cluster.installed("w2", "kubelet") == "1.36.2-1.1"
     assert not cluster.sudo_lines("w2", "=1.36.3-") and not cluster.sudo_lines("w2", "kubeadm upgrade")
     assert not [h.name for h in cluster.hosts if (h.tree / LOCK).exists()]
-    # w1 is cordoned, or its cordon was rolled back with the drain the signal cut short: the journal
-    # the interrupt names holds it either way, and the resume below drains it again.
+    # The drain the signal cut short is not rolled back over the connection being closed under it
+    # (an uncordon there would happen or not by chance): w1 stays cordoned, no uncordon was even tried,
+    # the journal the interrupt names holds the cordon, and the resume below drains it again.
+    assert cluster.kube()["nodes"]["w1"].get("unschedulable"), out + err
+    assert not cluster.sudo_lines("cp1", "uncordon w1"), err
     journal = err.split("to take back what this run changed: clusterctl undo ", 1)[1].split()[0]
     assert "cordon w1" in Path(journal).read_text()
 
@@ -166,6 +169,7 @@ def test_an_upgrade_interrupted_on_one_host_resumes_to_the_end(sshd_hosts: SSHDH
         assert len(cluster.sudo_lines(host, "'kubelet=1.36.3-*'")) == 1, cluster.sudo_lines(host, "1.36.3")
     assert len(cluster.sudo_lines("cp1", "kubeadm upgrade apply v1.36.3")) == 1
     assert [len(cluster.sudo_lines(w, "kubeadm upgrade node")) for w in ("w1", "w2")] == [1, 1]
+    assert len(cluster.sudo_lines("cp1", "uncordon w1")) == 1  # the resume's, once w1 was Ready again
 
     again = cluster.run("-o", "json", "upgrade", "plan", "--to", "1.36.3")
     assert again.exit_code == 0, again.output

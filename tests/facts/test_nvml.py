@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from clusterctl.facts.nvml import probe_gpus_via_nvml, read_gpus_via_nvml
+from clusterctl.facts.nvml import probe_gpus_via_nvml
 
 
 class FakeNVMLError(Exception):
@@ -51,8 +51,8 @@ def fake_pynvml(*, init_fails: bool = False) -> types.ModuleType:
 def test_reads_every_gpu_and_unsupported_fields_become_none(monkeypatch: pytest.MonkeyPatch) -> None:
     module = fake_pynvml()
     monkeypatch.setitem(sys.modules, "pynvml", module)
-    gpus = read_gpus_via_nvml()
-    assert gpus is not None and len(gpus) == 2
+    gpus, reason = probe_gpus_via_nvml()
+    assert gpus is not None and len(gpus) == 2 and reason is None
     first, second = gpus
     assert (first.name, first.uuid, first.pci_bus_id) == (
         "NVIDIA H100 80GB HBM3",
@@ -69,7 +69,6 @@ def test_unavailable_nvml_gives_none_and_a_reason(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(init_fails=True))
     gpus, reason = probe_gpus_via_nvml()
     assert gpus is None and reason == "NVML is unavailable: Driver Not Loaded"
-    assert read_gpus_via_nvml() is None
 
 
 def test_missing_pynvml_module(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,7 +12,7 @@ from clirun import clusterctl
 
 from clusterctl.bootstrap import matrix
 from clusterctl.bootstrap.cluster.settings import cluster_settings
-from clusterctl.inventory import load_inventory
+from clusterctl.inventory.loader import load_inventory
 from clusterctl.inventory.model import BootstrapConfig
 from clusterctl.inventory.pins import CNI_PINS, PUBLISHED, newest_patch
 

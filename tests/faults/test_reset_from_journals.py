@@ -19,7 +19,7 @@ from clirun import CliRun, clusterctl
 
 from clusterctl.bootstrap.reset_journals import bootstrap_journals
 from clusterctl.changes import Change, GateRecord
-from clusterctl.undo_journal import save_journal
+from clusterctl.undo_journal import WriteAheadJournal
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = str(REPO / "inventories" / "demo.yaml")
@@ -154,8 +154,10 @@ def test_without_a_journal_reset_says_so_and_marks_its_known_name_choices_in_the
 
 def _journal(folder: Path, *, cluster: str, fleet: str | None, now: float) -> Path:
     change = Change.write_file("node1", "/etc/x.conf", "x\n", current=None)
-    path = save_journal([GateRecord(change, applied=True, changed=True)], command="bootstrap", folder=folder,
-                        now=now, cluster=cluster, fleet=fleet)
+    record = GateRecord(change, applied=True, changed=True)
+    journal = WriteAheadJournal(command="bootstrap", folder=folder, now=now, cluster=cluster, fleet=fleet)
+    journal.after(journal.before(change), record)
+    path = journal.finish([record])
     assert path is not None
     return path
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from clusterctl.errors import ExitCode, InventoryError
-from clusterctl.inventory import load_inventory
 from clusterctl.inventory.ansible import expand_host_range
 from clusterctl.inventory.ansible_vars import parse_ssh_args
+from clusterctl.inventory.loader import load_inventory
 
 WriteFile = Callable[..., Path]
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from clusterctl.inventory import Fabric, Host, Inventory, StackPin, check_inventory
+from clusterctl.inventory.checks import check_inventory
+from clusterctl.inventory.model import Fabric, Host, Inventory, StackPin
 
 
 def inventory(*hosts: Host) -> Inventory:

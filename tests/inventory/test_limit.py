@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from clusterctl.errors import UsageError
-from clusterctl.inventory import Host, Inventory, select_hosts
+from clusterctl.inventory.limit import select_hosts
+from clusterctl.inventory.model import Host, Inventory
 
 NAMES = ["gpu-a1", "gpu-a2", "gpu-b1", "gpu-b2", "cpu-1", "gpu[1]", "gpu;reboot"]
 INVENTORY = Inventory(

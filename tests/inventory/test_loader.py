@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clusterctl.errors import ExitCode, InventoryError, UsageError
-from clusterctl.inventory import load_inventory, resolve_inventory_path
+from clusterctl.inventory.loader import load_inventory, resolve_inventory_path
 
 WriteFile = Callable[..., Path]
 

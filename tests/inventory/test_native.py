@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clusterctl.errors import ExitCode, InventoryError
-from clusterctl.inventory import load_inventory
+from clusterctl.inventory.loader import load_inventory
 from clusterctl.inventory.native import load_native
 
 WriteFile = Callable[..., Path]

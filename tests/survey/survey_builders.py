@@ -18,8 +18,8 @@ from clusterctl.facts.model import (
     TopoMatrix,
 )
 from clusterctl.inventory.model import Fabric, Host, StackPin
+from clusterctl.survey.checks.host import SurveyedHost
 from clusterctl.survey.collect import HostFacts
-from clusterctl.survey.findings import SurveyedHost
 from clusterctl.survey.run import host_state
 
 

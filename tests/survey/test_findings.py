@@ -15,8 +15,11 @@ from survey_builders import (
 
 from clusterctl.facts.base import Missing
 from clusterctl.facts.model import RDMADevice, RDMAPort
+from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Fabric, Host, StackPin
-from clusterctl.survey.findings import Finding, Severity, SurveyedHost, fleet_findings, version_matches
+from clusterctl.survey.checks.host import SurveyedHost
+from clusterctl.survey.checks.stack import version_matches
+from clusterctl.survey.findings import fleet_findings
 from clusterctl.survey.run import host_state
 
 

@@ -74,11 +74,6 @@ COUNTERS: tuple[Counter, ...] = (
 )
 
 
-def enabled_by_clusterctl() -> list[Counter]:
-    """Counters the rules need that dcgm-exporter's defaults leave off."""
-    return [c for c in COUNTERS if not c.default]
-
-
 def render_rules(settings: AlertSettings, nvlink_hosts: Iterable[str] = ()) -> str:
     """The plain rules file (``rule_files:``), for promtool and a Prometheus outside the cluster."""
     hosts = sorted(set(nvlink_hosts))

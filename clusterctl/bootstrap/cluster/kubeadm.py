@@ -29,8 +29,6 @@ KUBEADM_CONFIG_PATH = "/etc/kubernetes/clusterctl/kubeadm-config.yaml"
 ADMIN_KUBECONFIG = "/etc/kubernetes/admin.conf"
 #: Short on purpose: a fresh token is made for every run that joins nodes.
 JOIN_TOKEN_TTL = "30m0s"
-#: kubeadm deletes the uploaded control-plane certificates after two hours.
-CERTIFICATE_KEY_LIFETIME_S = 2 * 3600
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
 _TOKEN = re.compile(r"^[a-z0-9]{6}\.[a-z0-9]{16}$")
 _TOKEN_ALPHABET = string.ascii_lowercase + string.digits
@@ -99,7 +97,7 @@ def control_plane_taints(host: Host) -> list[dict[str, str]]:
 def _common(settings: ClusterSettings, host: Host, timeouts: Timeouts) -> dict[str, object]:
     return {
         "cluster_name": settings.cluster_name,
-        "kubernetes_version": settings.kubernetes.text,
+        "kubernetes_version": settings.kubernetes.tag,
         "control_plane_endpoint": settings.control_plane_endpoint,
         "node_name": host.name,
         "cri_socket": settings.cri_socket,
@@ -180,7 +178,7 @@ def render_cluster_op_config(
     """Config for ``kubeadm token create`` / ``kubeadm init phase upload-certs`` read on stdin."""
     text = render(
         "kubeadm/cluster-op-config.yaml.j2",
-        kubernetes_version=settings.kubernetes.text,
+        kubernetes_version=settings.kubernetes.tag,
         control_plane_endpoint=settings.control_plane_endpoint,
         cri_socket=settings.cri_socket,
         token=token.reveal() if token is not None else None,

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
 from clusterctl.inventory.cluster_sections import (
+    SITE_CNI_POD_SUBNET,
+    SITE_OWN,
     AddonSettings,
     AlertSettings,
     NetworkSettings,
@@ -38,21 +40,33 @@ DEFAULT_CRI_SOCKET = "unix:///run/containerd/containerd.sock"
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class KubernetesVersion:
+    """A Kubernetes release, ``1.36.2``: bootstrap's pin and ``upgrade --to``'s target alike."""
+
     major: int
     minor: int
     patch: int
 
     @property
     def text(self) -> str:
-        """``v1.36.2``, as kubeadm writes ``kubernetesVersion``."""
-        return f"v{self.major}.{self.minor}.{self.patch}"
+        return f"{self.major}.{self.minor}.{self.patch}"
 
     @property
-    def apt_minor(self) -> str:
-        return f"v{self.major}.{self.minor}"
+    def tag(self) -> str:
+        """``v1.36.2``: kubeadm's ``kubernetesVersion`` and the kubelet's spelling."""
+        return "v" + self.text
 
+    @property
+    def apt(self) -> str:
+        """``1.36.2-*``: the apt pin the Kubernetes upgrade documentation writes."""
+        return self.text + "-*"
+
+    @classmethod
+    def parse(cls, text: str) -> KubernetesVersion | None:
+        """``1.36.2`` or ``v1.36.2``; None for anything else."""
+        match = _VERSION.match(text.strip())
+        return cls(*(int(g) for g in match.groups())) if match else None
 
 def kubernetes_version(pin: str, *, where: str = "stack.kubernetes") -> KubernetesVersion:
     """Parse and check a Kubernetes pin: clusterctl writes kubeadm ``v1beta4``, read from 1.31 on.
@@ -60,10 +74,9 @@ def kubernetes_version(pin: str, *, where: str = "stack.kubernetes") -> Kubernet
     v1beta3 is removed in 1.37 and v1beta4 does not exist before 1.31, so one config API
     serves every version clusterctl supports; a pin before 1.31 is refused with the range.
     """
-    match = _VERSION.match(pin.strip())
-    if not match:
+    version = KubernetesVersion.parse(pin)
+    if version is None:
         raise UsageError(f"Kubernetes version {pin!r} is not MAJOR.MINOR.PATCH (for example 1.36.2).", field=where)
-    version = KubernetesVersion(*(int(g) for g in match.groups()))
     if version.major != 1 or version.minor < KUBEADM_V1BETA4_FIRST_MINOR:
         raise UsageError(
             f"Kubernetes {pin} would need the kubeadm config API v1beta3, which clusterctl does not write "
@@ -126,7 +139,7 @@ def settings_from_mapping(
     else:
         raise UsageError("no control-plane host: give one host the control-plane role.", field="hosts")
     pod = subnet_setting(data["pod_subnet"], f"{where}.pod_subnet") if data.get("pod_subnet") else \
-        CNI_PINS[network.cni].default_pod_subnet
+        CNI_PINS[network.cni].default_pod_subnet if network.cni in CNI_PINS else SITE_CNI_POD_SUBNET
     service = subnet_setting(data["service_subnet"], f"{where}.service_subnet") if data.get("service_subnet") \
         else "10.96.0.0/12"
     pod_net, svc_net = ipaddress.ip_network(pod), ipaddress.ip_network(service)
@@ -181,7 +194,7 @@ def kubelet_node_labels(host: Host) -> dict[str, str]:
     ``topology.kubernetes.io/zone`` is one of the few ``kubernetes.io`` labels a kubelet may set
     on itself (NFD may not set it at all); the rack goes under clusterctl's own prefix.
     """
-    from clusterctl.bootstrap.cluster.templating import label_value
+    from clusterctl.templating import label_value
 
     labels: dict[str, str] = {}
     zone = host_zone(host)
@@ -211,3 +224,30 @@ def cluster_settings(inventory: Inventory, options: Mapping[str, Any] | None = N
         data, kubernetes_pin=next(iter(pins), None),
         first_control_plane=first.connect_address if first is not None else None,
     )
+
+
+# --- what clusterctl installs on the cluster -----------------------------------------------------------------
+
+
+#: The cluster phases whose install the inventory may leave to the site (``left_to_site``).
+NETWORK_PHASE, GPU_ADDONS_PHASE = "network", "gpu-addons"
+
+
+def left_to_site(phase: str, settings: ClusterSettings, hosts: Sequence[Host]) -> str | None:
+    """Why the cluster phase ``phase`` installs nothing on this cluster, as a report says it after
+    "nothing to do: " (pyinfra's no-op reasons); ``None``: clusterctl installs it and keeps it at its pins.
+
+    The one decision for the CNI and the GPU add-ons: bootstrap's ``network`` and ``gpu-addons``
+    phases give it as their ``not_needed``, so every command that runs them (bootstrap, and
+    upgrade after its last node) skips them alike, and the artifact list leaves out what they would
+    fetch. ``hosts``: the cluster's hosts (the whole inventory, not a ``--limit``). Decided from the
+    inventory alone, before any host is read.
+    """
+    if phase == NETWORK_PHASE and settings.network.cni == SITE_OWN:
+        return f"the site brings its own CNI (bootstrap.network.cni: {SITE_OWN})"
+    if phase == GPU_ADDONS_PHASE:
+        if settings.addons.mode == SITE_OWN:
+            return f"the site installs its own GPU add-ons (bootstrap.addons.mode: {SITE_OWN})"
+        if hosts and not any(h.gpus for h in hosts):
+            return "no host of the cluster has GPUs (inventory: gpus: false on every host)"
+    return None

@@ -4,7 +4,9 @@ Runs once, on the first control plane. Manifests (namespaces, the DCGM counters 
 the nvidia RuntimeClass when pods ask for the runtime by class) are applied when they change;
 each pinned chart is installed with ``helm upgrade --install`` when it is missing, at another
 chart version, not ``deployed``, or its values file changed. Local chart archives (air-gapped
-sites) are copied first. A re-run with nothing different changes nothing.
+sites) are copied first. A re-run with nothing different changes nothing. With
+``bootstrap.addons.mode: none``, or no host with GPUs, the phase has nothing to do
+(``settings.left_to_site``, the decision upgrade shares).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clusterctl.bootstrap.cluster.addons import AddonPlan, addon_plan
+from clusterctl.bootstrap.cluster.settings import left_to_site
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.changes import MAKES_IN_CLUSTER, Change
@@ -41,6 +44,9 @@ class GpuAddons(ClusterWidePhase[AddonState]):
     name = "gpu-addons"
     description = "device plugin with GFD, NFD, DCGM exporter (or the GPU Operator), pinned Helm charts"
     timeout_s = 1800.0
+
+    def not_needed(self, ctx: PhaseContext) -> str | None:
+        return left_to_site(self.name, cc.settings(ctx), ctx.inventory.hosts)
 
     def check(self, ctx: PhaseContext) -> AddonState:
         ready = cc.exists(ctx, "/etc/kubernetes/admin.conf")

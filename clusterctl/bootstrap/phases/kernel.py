@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import shlex
 
+from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.bootstrap.templates import render
 from clusterctl.changes import Change
 from clusterctl.facts.kernel import KernelFacts, comment_out_swap, fstab_swap_lines, kernel_probe, parse_kernel_probe
 from clusterctl.findings import Finding, Severity

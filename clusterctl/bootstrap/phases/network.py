@@ -5,7 +5,8 @@ Runs once, on the first control plane. Calico: the pinned ``operator-crds.yaml``
 are large), then clusterctl's ``Installation`` with the pod subnet. Flannel: clusterctl's own
 manifest with the pod subnet in ``net-conf.json``. The rendered manifest is kept under
 ``/etc/kubernetes/clusterctl/network/``; a re-run with the same manifest and the CNI's
-DaemonSet present changes nothing.
+DaemonSet present changes nothing. With ``bootstrap.network.cni: none`` the site brings its own
+CNI and the phase has nothing to do (``settings.left_to_site``, the decision upgrade shares).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import shlex
 from dataclasses import dataclass
 
 from clusterctl.bootstrap.cluster.network import NetworkPlan, network_plan
+from clusterctl.bootstrap.cluster.settings import left_to_site
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.changes import MAKES_CNI, MAKES_IN_CLUSTER, Change
@@ -32,6 +34,9 @@ class Network(ClusterWidePhase[NetworkState]):
     name = "network"
     description = "the CNI (Calico operator, or Flannel) from pinned manifests, pod subnet as kubeadm's"
     timeout_s = 900.0
+
+    def not_needed(self, ctx: PhaseContext) -> str | None:
+        return left_to_site(self.name, cc.settings(ctx), ctx.inventory.hosts)
 
     def check(self, ctx: PhaseContext) -> NetworkState:
         plan = network_plan(cc.settings(ctx))

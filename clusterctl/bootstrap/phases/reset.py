@@ -50,7 +50,6 @@ _BACKUP = re.compile(r"^config\.toml\.bak\.(\d{14})\.[A-Za-z0-9]{6}$")
 #: CNI configuration each CNI clusterctl installs writes on every node (their DaemonSets' install step).
 CNI_FILES = {"calico": frozenset({"10-calico.conflist", "calico-kubeconfig"}),
              "flannel": frozenset({"10-flannel.conflist"})}
-OWN_CNI_FILES = frozenset().union(*CNI_FILES.values())
 #: kubeadm's kubelet files: a /var/lib/kubelet with one of them is the one bootstrap's join made.
 KUBEADM_KUBELET_FILES = ("/var/lib/kubelet/config.yaml", "/var/lib/kubelet/kubeadm-flags.env")
 #: Finding codes (the run marks a host's journals used only when reset kept none of bootstrap's files).

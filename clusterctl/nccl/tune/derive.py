@@ -35,10 +35,6 @@ SETTING_ORDER: tuple[str, ...] = (
     "NCCL_SOCKET_NTHREADS",
     "NCCL_NSOCKS_PERTHREAD",
 )
-#: GPU-NIC distances nearest first, as ``nvidia-smi topo -m`` names them (NODE is NCCL's PHB).
-GDR_LEVELS: tuple[str, ...] = ("PIX", "PXB", "PHB", "NODE", "SYS")
-#: NCCL's own GPUDirect RDMA limit when NCCL_NET_GDR_LEVEL is unset (src/graph/paths.cc: PATH_PXB).
-NCCL_DEFAULT_GDR_LEVEL = DEFAULT_GDR_LEVEL
 #: A port this much below the fleet's rate counts as trained slow (rates are reported exactly).
 SLOW_PORT_TOLERANCE = 0.99
 #: env.rst: "For generic 100G networks, this value can be manually set to 4" (both socket knobs);

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
 FORMATS: tuple[str, ...] = ("conf", "env", "k8s", "slurm", "tuner", "all")
 CONF_PATH = "/etc/nccl.conf"
-PROFILE_PATH = "/etc/profile.d/nccl.sh"
 TUNER_PATH = "/etc/nccl_tuner.conf"
 CONFIGMAP_NAME = "nccl-settings"
 _NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")

@@ -23,6 +23,9 @@ Modules: ``config`` (ssh_config, SSHTarget), ``hostkeys`` (known_hosts, HostKeyP
 
 from __future__ import annotations
 
+# First, before any module here imports paramiko: paramiko's optional ``invoke`` is imported on use.
+from clusterctl.transport.ssh import _deferred_imports  # noqa: F401  # isort: skip
+
 from clusterctl.transport.ssh.auth import (
     Credentials,
     KeyAttempt,

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import paramiko
+from paramiko.packet import Packetizer
 
 from clusterctl.transport.base import FailureKind, TransportError
 from clusterctl.transport.ssh.auth import Credentials, authenticate
@@ -40,6 +41,29 @@ def prefer_aead(offered: Sequence[str]) -> tuple[str, ...]:
     """``offered`` with its AES-GCM ciphers moved to the front, nothing added or dropped."""
     first = tuple(c for c in AEAD_CIPHERS if c in offered)
     return first + tuple(c for c in offered if c not in first)
+
+
+class _Packetizer(Packetizer):
+    def start_handshake(self, timeout: float) -> None:
+        """No timer thread: ``open_ssh`` bounds the handshake by its own deadline and closes the
+        transport when it passes (paramiko starts a ``threading.Timer`` per connection for this)."""
+
+
+class ClientTransport(paramiko.Transport):
+    """paramiko's client transport without two per-host costs that buy nothing here.
+
+    The handshake timer is ``open_ssh``'s deadline instead of a thread per connection
+    (``_Packetizer``); the SSH_MSG_DEBUG that OpenSSH sends after each publickey login ("key
+    options: ...") is only decoded when paramiko's logger would show it (``--debug``): paramiko
+    formats it through ``safe_string``, byte by byte, for a log line nobody reads.
+    """
+
+    def __init__(self, sock: socket.socket | paramiko.Channel) -> None:
+        super().__init__(sock, disabled_algorithms=_DISABLED_ALGORITHMS, packetizer_class=_Packetizer)
+
+    def _parse_debug(self, m: paramiko.Message) -> None:
+        if self.logger.isEnabledFor(logging.DEBUG):
+            super()._parse_debug(m)  # type: ignore[misc]
 
 
 def open_socket(target: SSHTarget, timeout_s: float) -> socket.socket:
@@ -90,7 +114,7 @@ def open_ssh(
     on_transport: Callable[[paramiko.Transport], None] | None = None,
 ) -> paramiko.Transport:
     """Handshake, host key check and authentication on an open socket (or jump channel)."""
-    client = paramiko.Transport(sock, disabled_algorithms=_DISABLED_ALGORITHMS)
+    client = ClientTransport(sock)
     if on_transport is not None:
         on_transport(client)
     try:
