@@ -16,6 +16,12 @@ from clusterctl.errors import UsageError
 _UNSAFE = re.compile(r"[^A-Za-z0-9._@+-]")
 
 
+def state_home() -> Path:
+    """``$XDG_STATE_HOME/clusterctl`` (default ``~/.local/state/clusterctl``): where clusterctl keeps its state."""
+    xdg = os.environ.get("XDG_STATE_HOME", "").strip()
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state") / "clusterctl"
+
+
 def make_folder(folder: Path, label: str) -> None:
     """Create ``folder`` and its parents (fine if it exists); ``label`` leads the usage error."""
     if folder.exists() and not folder.is_dir():

@@ -18,6 +18,36 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sshd_hosts import SSHDHosts, sshd_missing_reason
 from tier_times import pytest_runtest_logreport, pytest_terminal_summary  # noqa: F401  (hooks: each tier's time)
 
+#: Folders whose tests share one expensive set-up (the real control plane, a session fixture; the real
+#: nodes, one machine-wide lock): with ``-n`` each such folder runs on one worker, and first, so the
+#: two longest units start at once and the rest balance around them.
+_WHOLE_FOLDERS = ("realnodes", "upstream")
+
+
+def _unit(nodeid: str) -> str:
+    """What one pytest-xdist worker runs whole: a folder of ``_WHOLE_FOLDERS``, else a test file (so
+    module fixtures, the real nodes and sshd farms, start once)."""
+    path = nodeid.split("::", 1)[0]
+    parts = path.split("/")
+    return parts[1] if len(parts) > 2 and parts[1] in _WHOLE_FOLDERS else path
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: _unit(item.nodeid) not in _WHOLE_FOLDERS)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """The README's test command runs ``-n auto``: work goes out by ``_unit`` (xdist's loadscope,
+    scoped by file or folder instead of by module or class)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFileOrFolder(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+
+    return ByFileOrFolder(config, log)  # type: ignore[arg-type]
+
 
 @pytest.fixture(autouse=True)
 def _private_mock_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -38,6 +68,14 @@ def sshd_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHDHosts]:
         yield farm
     finally:
         farm.stop_all()
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Output is checked as a pipe or a log shows it: whole lines. pytest-xdist's workers inherit
+    ``COLUMNS=80``, which asks clusterctl to wrap; the tests of wrapping set their own width."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
 
 
 @pytest.fixture(autouse=True)

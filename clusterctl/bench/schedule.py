@@ -96,18 +96,3 @@ def plan_rounds(hosts: Sequence[Host], pattern: str) -> list[Round]:
         filtered = [tuple(p for p in r if rack_of[p[0]] != rack_of[p[1]]) for r in round_robin(names)]
         return [r for r in filtered if r]
     raise UsageError(f"unknown pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
-
-
-def check_rounds(rounds: Sequence[Round]) -> None:
-    """Raise ``ValueError`` if a host appears twice in a round or a pair is tested twice."""
-    seen: set[frozenset[str]] = set()
-    for index, members in enumerate(rounds, start=1):
-        used: set[str] = set()
-        for a, b in members:
-            if a in used or b in used:
-                raise ValueError(f"round {index} uses a host twice")
-            used.update((a, b))
-            key = frozenset((a, b))
-            if key in seen:
-                raise ValueError(f"pair {a}-{b} is scheduled twice")
-            seen.add(key)

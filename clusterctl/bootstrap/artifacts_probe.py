@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from clusterctl.bootstrap.artifacts import Artifact, ArtifactList
+from clusterctl.bootstrap.containerd_config import registry_server
 from clusterctl.errors import ParseError
 
 #: Media types a registry must accept to answer for a multi-arch image (OCI index, Docker list).
 MANIFEST_ACCEPT = ("application/vnd.oci.image.index.v1+json, "
                    "application/vnd.docker.distribution.manifest.list.v2+json, "
                    "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json")
-REGISTRY_ENDPOINTS = {"docker.io": "https://registry-1.docker.io"}
 CURL = "curl -sS --max-time 20"
 
 
@@ -104,7 +104,7 @@ def image_url(artifact: Artifact, mirrors: Mapping[str, Sequence[str]]) -> str:
         registry, path = "docker.io", artifact.name
     if registry == "docker.io" and "/" not in path:
         path = f"library/{path}"
-    endpoint = (list(mirrors.get(registry, ())) or [REGISTRY_ENDPOINTS.get(registry, f"https://{registry}")])[0]
+    endpoint = (list(mirrors.get(registry, ())) or [registry_server(registry)])[0]
     return f"{endpoint.rstrip('/')}/v2/{path}/manifests/{artifact.version}"
 
 

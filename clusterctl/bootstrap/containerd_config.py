@@ -158,6 +158,15 @@ class WantedContainerd:
         return out
 
 
+#: Registry host -> the server containerd's hosts.toml names for it (docs/hosts.md); any other: https://<host>.
+REGISTRY_SERVERS = {"docker.io": "https://registry-1.docker.io"}
+
+
+def registry_server(registry: str) -> str:
+    """The server behind a registry host name, where a pull goes when no mirror answers for it."""
+    return REGISTRY_SERVERS.get(registry, f"https://{registry}")
+
+
 #: Plugin tables clusterctl writes itself (any version); everything else is carried over.
 CRI_PLUGINS = (V2_CRI, V3_RUNTIME, V3_IMAGES, "cri")
 #: Server sections that version 4 moved under plugins (``serviceMigrate`` in containerd's

@@ -102,8 +102,6 @@ def _survey(app: AppContext, path: str | None) -> SavedSurvey:
     from clusterctl.survey.run import run_survey
 
     hosts = app.hosts()
-    if not hosts:
-        raise UsageError("no host selected: check -l/--limit and the inventory")
     with app.runner() as runner:
         report = run_survey(runner, hosts, inventory=app.inventory().name)
     for host in report.hosts:

@@ -117,8 +117,6 @@ def health_command(
         return
     inventory = app.inventory()
     hosts = app.hosts()
-    if not hosts:
-        raise UsageError("no host selected: check -l/--limit and the inventory")
     if not quarantine and (yes or max_unavailable or dry_run):
         raise UsageError("--yes, --dry-run and --max-unavailable go with --quarantine")
     if quarantine:

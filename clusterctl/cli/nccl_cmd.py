@@ -64,15 +64,16 @@ def lint_command(
     ),
 ) -> None:
     from clusterctl.cli.findings_view import exit_for, print_findings, summary_line
-    from clusterctl.findings import FINDINGS_SCHEMA_VERSION, Finding
-    from clusterctl.nccl.lint import FABRICS, lint_settings, no_settings_finding, source_findings, summarise
+    from clusterctl.findings import FINDINGS_SCHEMA_VERSION, Finding, count_by_severity
+    from clusterctl.inventory.model import FABRIC_TYPES
+    from clusterctl.nccl.lint import lint_settings, no_settings_finding, source_findings
     from clusterctl.nccl.sources import FORMATS, Setting, read_settings
 
     app = app_context(ctx)
     if fmt is not None and fmt not in FORMATS:
         raise UsageError(f"--format takes one of {', '.join(FORMATS)}, got {fmt!r}")
-    if fabric is not None and fabric not in FABRICS:
-        raise UsageError(f"--fabric takes one of {', '.join(FABRICS)}, got {fabric!r}")
+    if fabric is not None and fabric not in FABRIC_TYPES:
+        raise UsageError(f"--fabric takes one of {', '.join(FABRIC_TYPES)}, got {fabric!r}")
     nvlink: bool | None = None
     gpu_nic_links: tuple[str, ...] | None = None
     if survey is not None:
@@ -107,7 +108,7 @@ def lint_command(
                              gpu_nic_links=gpu_nic_links, torch_version=torch_version)
     findings = sorted(findings + about_sources,
                       key=lambda f: (f.file or "", f.line or 0, f.severity.rank, f.subject or "", f.code))
-    counts = summarise(findings)
+    counts = count_by_severity(findings)
     summary: dict[str, object] = {**counts, "settings": len(settings), "files": files,
                                   "nccl_version": nccl_version, "fabric": fabric}
     if unreadable:

@@ -160,7 +160,7 @@ def alertmanager_config_command(
     key_file: Optional[str] = typer.Option(None, "--key-file", metavar="FILE",  # noqa: UP045
                                            help="tls_config.key_file (mutual TLS)."),
 ) -> None:
-    from clusterctl.quarantine.receiver import ReceiverAuth, webhook_config
+    from clusterctl.bootstrap.cluster.alerts import ReceiverAuth, render_alertmanager_receiver
 
     if not url.startswith(("http://", "https://")) or any(c.isspace() for c in url):
         raise UsageError(f"--url must be an http(s) URL, got {url!r}", field="--url")
@@ -173,7 +173,7 @@ def alertmanager_config_command(
     if url.startswith("http://") and token_file:
         print("warning: the bearer token would cross the network in clear text: use an https:// URL "
               "(the receiver's --tls-cert)", file=sys.stderr)
-    typer.echo(webhook_config(url, ReceiverAuth(token_file, ca_file, cert_file, key_file)), nl=False)
+    typer.echo(render_alertmanager_receiver(url, ReceiverAuth(token_file, ca_file, cert_file, key_file)), nl=False)
 
 
 def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | None = None,

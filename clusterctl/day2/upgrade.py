@@ -41,7 +41,7 @@ from clusterctl.bootstrap.apt_sources import chosen_repos
 from clusterctl.bootstrap.cluster.kubeadm import render_upgrade_config, upgrade_command
 from clusterctl.bootstrap.cluster.settings import KubernetesVersion
 from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.bootstrap.phases.packages import UPDATE, Packages
+from clusterctl.bootstrap.phases.packages import APT_ENV, UPDATE, Packages
 from clusterctl.changes import Change
 from clusterctl.cluster_access import FIRST, NoCluster, cluster_nodes
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
@@ -63,7 +63,6 @@ if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import Transport
 
-APT_ENV = {"DEBIAN_FRONTEND": "noninteractive"}
 INSTALL = "apt-get install -y --allow-downgrades -o Dpkg::Options::=--force-confold"
 APISERVER_MANIFEST = "/etc/kubernetes/manifests/kube-apiserver.yaml"
 DEFAULT_READY_TIMEOUT_S = 300.0

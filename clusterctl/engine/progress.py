@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
 from clusterctl.secret import mask_text
-from clusterctl.writable import write_private_file
+from clusterctl.writable import state_home, write_private_file
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Inventory
@@ -42,9 +42,7 @@ def default_state_dir() -> Path:
     explicit = os.environ.get("CLUSTERCTL_STATE_DIR")
     if explicit:
         return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_STATE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state"
-    return base / "clusterctl"
+    return state_home()
 
 
 def fleet_key(fleet: Sequence[str]) -> str:

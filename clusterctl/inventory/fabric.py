@@ -7,7 +7,7 @@ Ethernet); ``ethernet`` is plain TCP over Ethernet, where NCCL uses its socket t
 
 from __future__ import annotations
 
-from clusterctl.inventory.model import FABRIC_TYPES, FabricType
+from clusterctl.inventory.model import FabricType
 
 INFINIBAND = "InfiniBand"
 ETHERNET = "Ethernet"
@@ -35,5 +35,4 @@ def rdma_fabric_of(link_layer: str) -> FabricType | None:
     return None
 
 
-__all__ = ["ETHERNET", "FABRIC_TYPES", "INFINIBAND", "LINK_LAYER_OF_FABRIC", "link_layer_of", "rdma_fabric_of",
-           "rdma_link_layer"]
+__all__ = ["ETHERNET", "INFINIBAND", "LINK_LAYER_OF_FABRIC", "link_layer_of", "rdma_fabric_of", "rdma_link_layer"]

@@ -19,6 +19,8 @@ import os
 import re
 from pathlib import Path
 
+from clusterctl.writable import state_home
+
 #: Environment variable naming the folder under which mock clusters keep their state.
 MOCK_STATE_ENV = "CLUSTERCTL_MOCK_STATE"
 
@@ -28,9 +30,7 @@ def state_base() -> Path:
     explicit = os.environ.get(MOCK_STATE_ENV, "").strip()
     if explicit:
         return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_STATE_HOME", "").strip()
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state"
-    return base / "clusterctl" / "mock"
+    return state_home() / "mock"
 
 
 def default_state_folder(cluster: str | None, inventory_source: str | None) -> Path:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from clusterctl.findings import Finding, Severity, count_by_severity
+from clusterctl.findings import Finding, Severity
+from clusterctl.inventory.model import FABRIC_TYPES
 from clusterctl.nccl.grammar import legacy_level, normalise, strtoll
 from clusterctl.nccl.knowledge import SCOPE_READER, KnowledgeBase, VariableInfo, knowledge_base
 from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, GPU_NIC_PATHS, nccl_path, path_rank, uses_gdr
@@ -12,7 +13,6 @@ from clusterctl.nccl.sources import BUILD_ARG, PASSTHROUGH, UNSET, Setting, Sour
 from clusterctl.nccl.value_check import value_problems
 from clusterctl.nccl.versions import NcclVersion, parse_version
 
-FABRICS: tuple[str, ...] = ("ib", "roce", "ethernet")
 #: Below this many channels a collective cannot spread over the NICs/NVLinks of a modern GPU host.
 LOW_CHANNEL_CAP = 4
 #: NCCL_SOCKET_NTHREADS * NCCL_NSOCKS_PERTHREAD may not exceed this (src/transport/net_socket.cc MAX_SOCKETS).
@@ -42,10 +42,10 @@ def lint_settings(
     kb = kb or knowledge_base()
     torch = _torch_series(torch_version)
     version = parse_version(nccl_version) if isinstance(nccl_version, str) else nccl_version
-    if fabric is not None and fabric not in FABRICS:
+    if fabric is not None and fabric not in FABRIC_TYPES:
         from clusterctl.errors import UsageError
 
-        raise UsageError(f"unknown fabric {fabric!r}", hint=f"Use one of: {', '.join(FABRICS)}.")
+        raise UsageError(f"unknown fabric {fabric!r}", hint=f"Use one of: {', '.join(FABRIC_TYPES)}.")
     findings: list[Finding] = []
     assigned = {(s.file, s.scope, s.name) for s in settings if s.origin != PASSTHROUGH}
     for setting in settings:
@@ -421,7 +421,3 @@ def _gdr_against_topology(env: dict[str, Setting], links: tuple[str, ...]) -> li
             "across sockets), where peer-to-peer reads are usually slower than staging in host memory",
             "remove NCCL_NET_GDR_LEVEL, or set it to PXB")]
     return []
-
-
-def summarise(findings: list[Finding]) -> dict[str, int]:
-    return count_by_severity(findings)

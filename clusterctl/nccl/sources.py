@@ -757,13 +757,5 @@ def _line_of(node: object, key: str) -> int:
     return int(node.start_mark.line) + 1
 
 
-def _read_env(text: str, label: str) -> list[Setting]:
-    return read_env_text(text, label)
-
-
-def _read_shell(text: str, label: str) -> list[Setting]:
-    return read_shell_text(text, label)
-
-
-_READERS = {"env": _read_env, "shell": _read_shell, "slurm": _read_shell, "k8s": read_k8s_text,
+_READERS = {"env": read_env_text, "shell": read_shell_text, "slurm": read_shell_text, "k8s": read_k8s_text,
             "dockerfile": read_dockerfile_text}

@@ -30,7 +30,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
-from clusterctl.bootstrap.cluster.alerts import ReceiverAuth, render_alertmanager_receiver
 from clusterctl.changes import Gate
 from clusterctl.errors import ClusterctlError
 from clusterctl.quarantine import webhook_server
@@ -45,7 +44,7 @@ from clusterctl.quarantine.webhook_payload import BadPayload, DecisionLog, parse
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
 
-__all__ = ["ALERT_ACTIONS", "ReceiverAuth", "Remediator", "parse_payload", "serve", "webhook_config"]
+__all__ = ["ALERT_ACTIONS", "Remediator", "parse_payload", "serve"]
 
 #: How long a stopping receiver waits for the node marks in flight before it leaves the Lease to expire
 #: (each mark is one kubectl call; three per node).
@@ -279,8 +278,3 @@ def serve(remediator: Remediator, address: webhook_server.ListenAddress, securit
                              ready=ready)
     finally:  # Ctrl-C, SIGTERM (``Interrupted``): the Lease goes back at once, not after its takeover time
         remediator.stop()
-
-
-def webhook_config(url: str, auth: ReceiverAuth | None = None) -> str:
-    """The Alertmanager configuration that sends every alert to the receiver (``alertmanager.yml``)."""
-    return render_alertmanager_receiver(url, auth)

@@ -202,9 +202,10 @@ def test_the_agents_alert_reaches_the_receiver_which_quarantines_the_host(
     monkeypatch.syspath_prepend(str(REPO_ROOT / "tests" / "quarantine"))
     from certs import make_pki
 
+    from clusterctl.bootstrap.cluster.alerts import ReceiverAuth, render_alertmanager_receiver
     from clusterctl.fanout import Runner
     from clusterctl.inventory.loader import load_inventory
-    from clusterctl.quarantine.receiver import ReceiverAuth, Remediator, serve, webhook_config
+    from clusterctl.quarantine.receiver import Remediator, serve
     from clusterctl.quarantine.webhook_server import ListenAddress, Security, TokenFile, tls_context
     from clusterctl.transport.factory import ConnectOptions, make_connector
 
@@ -232,7 +233,7 @@ def test_the_agents_alert_reaches_the_receiver_which_quarantines_the_host(
     auth = ReceiverAuth(credentials_file=str(token), ca_file=str(pki.ca), cert_file=str(pki.client_cert),
                         key_file=str(pki.client_key))
     (tmp_path / "alertmanager.yml").write_text(
-        webhook_config(f"https://127.0.0.1:{bound[0]}/webhook", auth).replace("group_wait: 10s", "group_wait: 1s"))
+        render_alertmanager_receiver(f"https://127.0.0.1:{bound[0]}/webhook", auth, group_wait="1s"))
     shutil.copy(host_tree("gpu-a1") / "etc/kubernetes/clusterctl/prometheus/dcgm-alerts.rules.yml",
                 tmp_path / "rules.yml")
     (tmp_path / "prometheus.yml").write_text(

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import pytest
 from fixture_files import fixture_dir
 
+from clusterctl.bench.schedule import Round
 from clusterctl.fanout import Runner
 from clusterctl.inventory.model import Fabric, Host
 from clusterctl.mock.transport import MockTransport
@@ -89,3 +90,18 @@ def mock_fleet(tmp_path: Path) -> FleetFactory:
         return Fleet(hosts)
 
     return make
+
+
+def check_rounds(rounds: Sequence[Round]) -> None:
+    """Raise ``ValueError`` if a host appears twice in a round or a pair is tested twice."""
+    seen: set[frozenset[str]] = set()
+    for index, members in enumerate(rounds, start=1):
+        used: set[str] = set()
+        for a, b in members:
+            if a in used or b in used:
+                raise ValueError(f"round {index} uses a host twice")
+            used.update((a, b))
+            key = frozenset((a, b))
+            if key in seen:
+                raise ValueError(f"pair {a}-{b} is scheduled twice")
+            seen.add(key)

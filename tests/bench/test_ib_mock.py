@@ -10,10 +10,9 @@ from clirun import clusterctl
 from clusterctl.bench.ib_bench import run_ib_bench
 from clusterctl.bench.model import HcaInfo
 from clusterctl.bench.perftest_rounds import IBOptions
-from clusterctl.bench.schedule import check_rounds
 from clusterctl.changes import Gate
 
-from .conftest import SERVER_PID, FleetFactory
+from .conftest import SERVER_PID, FleetFactory, check_rounds
 
 OPTS = IBOptions(settle_s=0, duration_s=5)
 

@@ -8,9 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clusterctl.bench.schedule import check_rounds, pack_rounds, plan_rounds, ring, round_robin
+from clusterctl.bench.schedule import pack_rounds, plan_rounds, ring, round_robin
 from clusterctl.errors import UsageError
 from clusterctl.inventory.model import Host
+
+from .conftest import check_rounds
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 9, 64])

@@ -5,8 +5,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
-from clusterctl.bench.schedule import Round, check_rounds
+from clusterctl.bench.schedule import Round
 from clusterctl.bench.straggler import Edge, find_straggler, localise
+
+from .conftest import check_rounds
 
 RACKS = {f"{r}{i}": r for r in "abc" for i in range(1, 5)}
 NODES = sorted(RACKS)

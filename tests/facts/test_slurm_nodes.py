@@ -6,7 +6,7 @@ import pytest
 from fixture_files import read_fixture
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.slurm import parse_node, parse_nodes
+from clusterctl.facts.slurm import node_from, parse_node, parse_nodes, show_command
 
 
 def test_a_node_drained_by_a_site_health_check_is_drained_but_not_clusterctls() -> None:
@@ -51,3 +51,16 @@ def test_what_is_not_scontrol_output_names_its_line() -> None:
     assert caught.value.line == 2
     with pytest.raises(ParseError):
         parse_nodes("NodeName=n1 Arch=x86_64\n")  # no State=
+
+
+def test_a_command_result_gives_the_node_or_none_never_a_guess() -> None:
+    from clusterctl.transport.base import CommandResult
+
+    text = read_fixture("scontrol", "unige-bamboo-show-node-oneliner.txt")
+    answered = CommandResult(show_command("gpu010"), text, "", 0, 0.1)
+    node = node_from(answered, "gpu010")
+    assert node is not None and node.state == "IDLE+DRAIN"
+    assert node_from(answered, "gpu011") is None  # Slurm listed another node
+    unknown = CommandResult(show_command("gpu011"), "", "Node gpu011 not found\n", 1, 0.1)
+    assert node_from(unknown, "gpu011") is None
+    assert node_from(CommandResult(show_command("gpu010"), "State=IDLE\n", "", 0, 0.1), "gpu010") is None  # unreadable

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from kube_sim import KubeSim
 
+from clusterctl.bootstrap.cluster.alerts import render_alertmanager_receiver
 from clusterctl.fanout import Runner
 from clusterctl.inventory.loader import load_inventory
-from clusterctl.quarantine.receiver import Remediator, parse_payload, serve, webhook_config
+from clusterctl.quarantine.receiver import Remediator, parse_payload, serve
 from clusterctl.quarantine.webhook_server import ListenAddress, Security
 from clusterctl.transport.factory import ConnectOptions, make_connector
 
@@ -158,7 +159,7 @@ def test_over_http_bad_bodies_get_400_and_alerts_act(sim: KubeSim,
 def test_the_alertmanager_snippet_names_the_receiver() -> None:
     import yaml
 
-    config = yaml.safe_load(webhook_config("http://10.0.0.5:9095/webhook"))
+    config = yaml.safe_load(render_alertmanager_receiver("http://10.0.0.5:9095/webhook"))
     assert config["route"]["receiver"] == "clusterctl-remediate"
     assert config["receivers"][0]["webhook_configs"][0]["url"] == "http://10.0.0.5:9095/webhook"
 

@@ -39,6 +39,7 @@ from clusterctl.bootstrap.containerd_config import (
     config_version_for,
     file_version,
     parse_toml,
+    registry_server,
     render_config,
     runtimes_of,
 )
@@ -62,8 +63,6 @@ PAUSE_BY_KUBERNETES: dict[tuple[int, int], str] = {
     (1, 30): "3.9", (1, 31): "3.10", (1, 32): "3.10", (1, 33): "3.10",
     (1, 34): "3.10.1", (1, 35): "3.10.1", (1, 36): "3.10.2", (1, 37): "3.10.2",
 }
-#: Registry host -> the server containerd's hosts.toml names for it (docs/hosts.md).
-REGISTRY_SERVERS = {"docker.io": "https://registry-1.docker.io"}
 
 
 @dataclass
@@ -88,8 +87,8 @@ def sandbox_image(ctx: PhaseContext, facts: ContainerdFacts) -> str:
 def hosts_toml(registry: str, mirrors: tuple[str, ...]) -> str:
     from clusterctl.bootstrap.cluster.templating import render
 
-    server = REGISTRY_SERVERS.get(registry, f"https://{registry}")
-    return render("containerd/hosts.toml.j2", registry=registry, server=server, mirrors=list(mirrors))
+    return render("containerd/hosts.toml.j2", registry=registry, server=registry_server(registry),
+                  mirrors=list(mirrors))
 
 
 class Containerd(Phase[ContainerdState]):

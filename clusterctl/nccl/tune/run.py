@@ -143,11 +143,12 @@ def run_tuning_sweep(runner: Runner, hosts: list[Host], tuning: Tuning, request:
 def lint_rendered(files: dict[str, str], tuning: Tuning) -> list[str]:
     """Lint every rendered settings file; anything at warning level or above is reported."""
     from clusterctl.findings import Severity
-    from clusterctl.nccl.lint import FABRICS, lint_settings
+    from clusterctl.inventory.model import FABRIC_TYPES
+    from clusterctl.nccl.lint import lint_settings
     from clusterctl.nccl.sources import read_settings
 
     formats = {".conf": "env", ".sh": "shell", ".yaml": "k8s"}
-    fabric = tuning.fabric if tuning.fabric in FABRICS else None
+    fabric = tuning.fabric if tuning.fabric in FABRIC_TYPES else None
     problems: list[str] = []
     for name, text in files.items():
         fmt = next((f for suffix, f in formats.items() if name.endswith(suffix)), None)

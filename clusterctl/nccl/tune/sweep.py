@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from clusterctl.errors import UsageError
+from clusterctl.nccl.grammar import PER_COLLECTIVE_SINCE
 from clusterctl.nccl.tune.candidates import TUNER_CSV_SINCE, Candidate, Validator, candidate_space
 from clusterctl.nccl.tune.derive import TunedSetting, Tuning
 from clusterctl.nccl.tune.stats import Interval, mean_interval, welch_p_value
@@ -46,9 +47,6 @@ COLLECTIVES: dict[str, str] = {
     "broadcast": "broadcast",
     "reduce": "reduce",
 }
-
-#: NCCL_ALGO/NCCL_PROTO per-collective form ("allreduce:tree") dates from 2.24.
-PER_COLLECTIVE_SINCE = NcclVersion(2, 24, 0)
 
 #: The example tuner plugin's algorithm names (plugins/tuner/example/README.md).
 TUNER_ALGOS: dict[str, str] = {
