@@ -17,6 +17,7 @@ import pytest
 TIERS = {
     "facts": "tier 1, pure parsers on recorded output (tests/facts)",
     "upstream": "tier 3, real tools and control plane (tests/upstream)",
+    "realnodes": "tier 4, real nodes (tests/realnodes)",
 }
 SIMULATED = "tier 2, simulated hosts (every other folder)"
 SSHD = "tier 2, of it real sshd mock hosts (@pytest.mark.sshd)"
@@ -54,7 +55,8 @@ class TierTimes:
 
     def lines(self) -> list[str]:
         # Tier number order (1, 2 with its sshd part, 3), whatever order the tests ran in.
-        ordered = [name for name in (TIERS["facts"], SIMULATED, SSHD, TIERS["upstream"]) if name in self.tallies]
+        ordered = [name for name in (TIERS["facts"], SIMULATED, SSHD, TIERS["upstream"], TIERS["realnodes"])
+                   if name in self.tallies]
         return [f"== {name}: {self.tallies[name].seconds:.0f}s, {self.tallies[name].tests} tests" for name in ordered]
 
 
@@ -69,3 +71,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if wanted() and _TIMES.tallies:
         for line in _TIMES.lines():
             terminalreporter.write_line(line)
+        workers = getattr(terminalreporter.config.option, "numprocesses", None)
+        if workers:
+            # With -n the tiers' test times add up over the workers: the wall time is pytest's last line.
+            terminalreporter.write_line(f"== (test time summed over {workers} pytest-xdist workers)")

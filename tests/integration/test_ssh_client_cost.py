@@ -128,3 +128,29 @@ def test_a_handshake_that_stalls_after_the_banner_times_out_without_paramikos_ti
     while any(isinstance(t, paramiko.Transport) and t.is_alive() for t in set(threading.enumerate()) - before):
         assert time.monotonic() < deadline, "a paramiko transport thread outlived its closed connection"
         time.sleep(0.05)
+
+
+def test_read_ahead_hands_out_a_flight_of_packets_in_the_sizes_asked_for() -> None:
+    from clusterctl.transport.ssh.connect import ReadAheadSocket
+
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        reader = ReadAheadSocket(ours)
+        reader.settimeout(0.2)
+        theirs.sendall(b"abcd" + b"x" * 10 + b"efgh" + b"y" * 3)  # two "packets" in one write
+        got = [reader.recv(4), reader.recv(10), reader.recv(4), reader.recv(100)]
+        assert got == [b"abcd", b"x" * 10, b"efgh", b"yyy"]
+        with pytest.raises(TimeoutError):  # nothing held and nothing sent: the socket's timeout
+            reader.recv(4)
+        big = bytes(range(256)) * 1024  # more than one read ahead
+        sender = threading.Thread(target=theirs.sendall, args=(big,), daemon=True)
+        sender.start()
+        received = b""
+        while len(received) < len(big):
+            received += reader.recv(7)
+        sender.join(timeout=10)
+        assert received == big
+        assert reader.getpeername() == ours.getpeername() and not reader._closed
+        theirs.close()
+        assert reader.recv(4) == b""  # end of file
+    assert reader._closed
