@@ -389,7 +389,7 @@ def mark_journal_used(path: str | Path, hosts: Sequence[str], *, now: float | No
     target = Path(path)
     text = target.read_text()
     # The log of a run killed before it finished its journal becomes the journal it stands for.
-    data = _from_log(text) if _is_log(str(target)) else json.loads(text)
+    data: dict[str, Any] = _from_log(text) if _is_log(str(target)) else json.loads(text)
     data.pop("partial", None)
     used = data.get("used") if isinstance(data.get("used"), dict) else {}
     when = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now))
