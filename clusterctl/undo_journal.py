@@ -391,7 +391,8 @@ def mark_journal_used(path: str | Path, hosts: Sequence[str], *, now: float | No
     # The log of a run killed before it finished its journal becomes the journal it stands for.
     data: dict[str, Any] = _from_log(text) if _is_log(str(target)) else json.loads(text)
     data.pop("partial", None)
-    used = data.get("used") if isinstance(data.get("used"), dict) else {}
+    before = data.get("used")
+    used: dict[str, Any] = before if isinstance(before, dict) else {}
     when = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now))
     used.update({host: when for host in hosts})
     data["used"] = used
