@@ -37,6 +37,9 @@ MAKES_PACKAGE = "package:"
 MAKES_DIR = "dir:"
 MAKES_CNI = "cni:"
 MAKES_FILE = "file:"
+#: A temporary change (``Gate.temporary``: verify's GPU test pod) a journal keeps until it is cleaned up;
+#: ``reset`` leaves it to the cluster's own removal.
+MAKES_TEMPORARY = "temporary"
 
 
 class ChangeKind(str, Enum):
@@ -182,8 +185,11 @@ class GateRecord:
     backup_path: str | None = None
     #: The command's result, for RUN_COMMAND changes that ran.
     result: CommandResult | None = None
-    #: Part of a temporary change (``Gate.temporary``): cleaned up already, nothing for undo.
+    #: Part of a temporary change (``Gate.temporary``): the gate cleans it up, nothing for undo.
     temporary: bool = False
+    #: A temporary change its run cleaned up (read from an interrupted run's journal, which names it):
+    #: nothing left for undo.
+    cleaned_up: bool = False
     #: SHA-256 of what a WRITE_FILE put on the host, as an undo journal keeps it: ``clusterctl undo``
     #: checks the file still holds exactly that before restoring or removing it. (A rollback in the
     #: same run works from the in-memory record and does not check.)
@@ -233,6 +239,20 @@ class ChangeLog(Protocol):
     def before(self, change: Change) -> int: ...
     def after(self, entry: int, record: GateRecord) -> None: ...
     def cut_off(self, entry: int) -> None: ...
+    #: A temporary change (its undo is its clean-up), written down before it is set up; ``cleaned``
+    #: once its clean-up is done (by the block that made it, or by the engine after an interrupt).
+    def temporary(self, change: Change) -> int: ...
+    def cleaned(self, entry: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class Temporary:
+    """A temporary change set up and not cleaned up yet: what cleans it up, and its journal entry."""
+
+    host: str
+    summary: str
+    cleanup: tuple[Change, ...]
+    entry: int | None
 
 
 class Gate:
@@ -242,11 +262,17 @@ class Gate:
     it passed, across hosts.
     """
 
-    def __init__(self, *, apply: bool, log: ChangeLog | None = None) -> None:
+    def __init__(self, *, apply: bool, log: ChangeLog | None = None,
+                 interrupted: threading.Event | None = None) -> None:
         self.apply = apply
         self.log = log
+        #: Set once Ctrl-C or SIGTERM stops the run (the fan-out's ``Runner.interrupted``): a temporary
+        #: change is then not cleaned up over the connection being closed under it, but left to
+        #: ``clean_up_left`` on a fresh one (the action engine's put-back).
+        self.interrupted = interrupted
         self._records: list[GateRecord] = []
         self._lock = threading.Lock()
+        self._left: list[Temporary] = []
 
     @property
     def records(self) -> list[GateRecord]:
@@ -323,28 +349,79 @@ class Gate:
         ``setup`` passes the gate first; every ``cleanup`` change passes it when the block ends,
         however it ends (an exception, a failed setup change): a hostfile for ``mpirun``, a test pod.
         In record mode both are recorded and the block still runs. A failing clean-up is raised
-        once all were tried, unless the block is already raising. Nothing of it goes to undo.
+        once all were tried, unless the block is already raising.
+
+        Applying with a journal, the temporary change is written down before its setup (its undo is
+        its clean-up) and marked cleaned once its clean-up is done: a run killed in between leaves a
+        journal that ``clusterctl undo`` completes. Once the run is ``interrupted`` the block's own
+        connection is being closed: the clean-up is then left to ``clean_up_left`` on a fresh one.
         """
+        left = self._set_aside(transport.host.name, setup, cleanup) if self.apply else None
         done: list[GateRecord] = []
         try:
             for change in setup:
                 done.append(self.submit(transport, change, temporary=True))
             yield done
         except BaseException:
-            self._clean_up(transport, cleanup)
+            if not self._stopping():
+                self._clean_up(transport, cleanup, left)
             raise
-        failure = self._clean_up(transport, cleanup)
+        if self._stopping():
+            return
+        failure = self._clean_up(transport, cleanup, left)
         if failure is not None:
             raise failure
 
-    def _clean_up(self, transport: Transport, cleanup: Sequence[Change]) -> Exception | None:
+    def _stopping(self) -> bool:
+        return self.interrupted is not None and self.interrupted.is_set()
+
+    def _set_aside(self, host: str, setup: Sequence[Change], cleanup: Sequence[Change]) -> Temporary:
+        """Keep (and journal, before it is made) a temporary change about to be set up."""
+        summary = setup[-1].summary if setup else "temporary change"
+        entry = None
+        if self.log is not None:
+            undo = _cleanup_command(cleanup)
+            entry = self.log.temporary(Change(host, f"temporary: {summary}", ChangeKind.RUN_COMMAND,
+                                              command=summary, undo_command=undo,
+                                              sudo=any(c.sudo for c in cleanup), makes=(MAKES_TEMPORARY,)))
+        left = Temporary(host, summary, tuple(cleanup), entry)
+        with self._lock:
+            self._left.append(left)
+        return left
+
+    def _clean_up(self, transport: Transport, cleanup: Sequence[Change], left: Temporary | None = None
+                  ) -> Exception | None:
         first: Exception | None = None
         for change in cleanup:
             try:
                 self.submit(transport, change, temporary=True)
             except (ChangeFailed, TransportError) as exc:
                 first = first or exc
+        if first is None and left is not None:
+            with self._lock:
+                mine = any(t is left for t in self._left)
+                self._left = [t for t in self._left if t is not left]
+            if mine and left.entry is not None and self.log is not None:
+                self.log.cleaned(left.entry)
         return first
+
+    def left_over(self, host: str | None = None) -> list[Temporary]:
+        """Temporary changes set up and not cleaned up (on ``host``): an interrupted run's to clean up."""
+        with self._lock:
+            return [t for t in self._left if host is None or t.host == host]
+
+    def clean_up_left(self, transport: Transport) -> list[str]:
+        """Clean up what ``temporary`` left on ``transport``'s host (after an interrupt, on a fresh
+        connection); one line each. What fails stays in the journal for ``clusterctl undo``."""
+        lines = []
+        for left in self.left_over(transport.host.name):
+            failure = self._clean_up(transport, left.cleanup, left)
+            if failure is None:
+                lines.append(mask_text(f"cleaned up the temporary {left.summary}"))
+            else:
+                why = failure.message if isinstance(failure, TransportError) else str(failure)
+                lines.append(mask_text(f"failed to clean up the temporary {left.summary}: {why}"))
+        return lines
 
     def undo(self, transport: Transport, records: Sequence[GateRecord], *, force: bool = False) -> list[str]:
         """Revert applied changes, newest first, through this gate; returns what was done, one line each.
@@ -359,6 +436,9 @@ class Gate:
         """
         lines: list[str] = []
         for record in reversed(records):
+            if record.cleaned_up:
+                lines.append(mask_text(f"'{record.change.summary}': cleaned up by the run itself, nothing to undo"))
+                continue
             if not record.applied or not record.changed or record.temporary:
                 continue
             if record.failed:
@@ -438,6 +518,20 @@ def undo_step(transport: Transport, record: GateRecord, *, force: bool = False) 
         return UndoStep(revert, f"undid '{change.summary}'", f"would run: {change.undo_command}")
     cannot = f"'{change.summary}' cannot be undone automatically"
     return UndoStep(None, cannot, cannot)
+
+
+def _cleanup_command(cleanup: Sequence[Change]) -> str | None:
+    """One shell line that does ``cleanup`` (a temporary change's undo, in its journal); ``None``: none can."""
+    parts = []
+    for change in cleanup:
+        if change.kind is ChangeKind.RUN_COMMAND and change.command and not change.env and change.stdin is None \
+                and change.stdin_secret is None:
+            parts.append(change.command)
+        elif change.kind is ChangeKind.REMOVE_FILE and change.path:
+            parts.append(f"rm -f -- {shlex.quote(change.path)}")
+        else:
+            return None
+    return " && ".join(parts) if parts else None
 
 
 class HostGate:

@@ -21,7 +21,7 @@ from clusterctl.terminal_text import one_line
 from clusterctl.transport.base import CommandResult, FailureKind, TransportError
 
 if TYPE_CHECKING:
-    from clusterctl.facts.kube import KubeNode
+    from clusterctl.facts.kube_nodes import KubeNode
     from clusterctl.fanout import Runner
     from clusterctl.fanout.outcomes import Failure
     from clusterctl.inventory.model import Host
@@ -87,7 +87,7 @@ def on_control_plane(runner: Runner, host: Host, task: Callable[[Transport], T],
 
 def cluster_nodes(runner: Runner, host: Host) -> dict[str, KubeNode]:
     """The cluster's nodes by name, as the control plane ``host`` lists them (``kubectl get nodes``)."""
-    from clusterctl.facts.kube import NODES_COMMAND, parse_nodes
+    from clusterctl.facts.kube_nodes import NODES_COMMAND, parse_nodes
 
     def read(transport: Transport) -> dict[str, KubeNode]:
         result = transport.run(NODES_COMMAND, sudo=True, timeout=60)

@@ -119,6 +119,9 @@ class WriteAheadJournal:
         self._open: set[int] = set()
         #: Each entry's record (from ``after``), when it left something to undo.
         self._done: dict[int, GateRecord] = {}
+        #: Temporary changes (``temporary``) not cleaned up yet, and those cleaned up (``cleaned``).
+        self._temporaries: dict[int, dict[str, Any]] = {}
+        self._cleaned: dict[int, dict[str, Any]] = {}
         self._finished = False
         self._count = 0
 
@@ -154,6 +157,30 @@ class WriteAheadJournal:
             self._open.add(entry)
             return entry
 
+    def temporary(self, change: Change) -> int:
+        """A temporary change (verify's GPU test pod), written down before it is set up: its undo is its
+        clean-up, kept in the journal until ``cleaned``."""
+        with self._lock:
+            if self._finished:
+                raise UsageError(f"the undo journal is finished (the run stopped): not made: {change.summary}",
+                                 file=str(self.path or self.folder))
+            self._count += 1
+            entry = self._count
+            data = {**record_json(GateRecord(change, applied=True, changed=True)), "temporary": True}
+            self._append({"entry": entry, "temporary": data})
+            self._temporaries[entry] = data
+            return entry
+
+    def cleaned(self, entry: int) -> None:
+        """The temporary change of ``entry`` is cleaned up: nothing of it is left for undo."""
+        with self._lock:
+            data = self._temporaries.pop(entry, None)
+            if data is None:
+                return
+            self._cleaned[entry] = {**data, "cleaned": True}
+            if not self._finished:
+                self._append({"entry": entry, "cleaned": True})
+
     def after(self, entry: int, record: GateRecord) -> None:
         with self._lock:
             self._pending.pop(entry, None)
@@ -177,7 +204,9 @@ class WriteAheadJournal:
 
     def finish(self, kept: Sequence[GateRecord], *, interrupted: str | None = None) -> Path | None:
         """Replace the log with the journal of what the run ``kept`` (and, interrupted, the changes it cut
-        off half-way); ``None`` and no file when nothing is left to undo.
+        off half-way), with the temporary changes not cleaned up; ``None`` and no file when nothing is
+        left to undo. An interrupted run's journal also names the temporary changes it cleaned up (after
+        an interrupt, the user is told where its journal is: it says what happened, even if nothing is left).
 
         Interrupted, it first waits (up to ``SETTLE_S``) for the changes still on their way to their hosts:
         a file written just as Ctrl-C came is then journaled with the backup its write kept (a pending
@@ -190,6 +219,9 @@ class WriteAheadJournal:
                 late = [self._done[e] for e in sorted(waiting) if e in self._done]
                 changes += [record_json(r) for r in late if not any(r is k for k in kept)]
                 changes += list(self._pending.values())
+            changes += list(self._temporaries.values())
+            if interrupted:
+                changes += list(self._cleaned.values())
             self._finished = True
             if self.path is None:
                 return None
@@ -306,6 +338,10 @@ def _from_log(text: str) -> dict[str, Any]:
         entry = int(event.get("entry", 0))
         if "pending" in event:
             changes[entry] = event["pending"]
+        elif "temporary" in event:
+            changes[entry] = event["temporary"]
+        elif event.get("cleaned"):
+            changes.pop(entry, None)
         elif "done" in event:
             changes[entry] = event["done"]
         elif event.get("failed"):
@@ -332,7 +368,7 @@ def _record_from_json(item: dict[str, Any]) -> GateRecord:
                           written_sha256=item.get("sha256"), previous_sha256=str(previous) if previous else None)
     change = Change(host, summary, ChangeKind.RUN_COMMAND, command=summary, undo_command=item.get("undo_command"),
                     sudo=sudo, makes=makes)
-    return GateRecord(change, applied=True, changed=True)
+    return GateRecord(change, applied=True, changed=True, cleaned_up=bool(item.get("cleaned")))
 
 
 def journal_used_by(path: str | Path) -> dict[str, str]:
@@ -351,8 +387,12 @@ def mark_journal_used(path: str | Path, hosts: Sequence[str], *, now: float | No
     if not hosts:
         return
     target = Path(path)
-    data = json.loads(target.read_text())
-    used = data.get("used") if isinstance(data.get("used"), dict) else {}
+    text = target.read_text()
+    # The log of a run killed before it finished its journal becomes the journal it stands for.
+    data: dict[str, Any] = _from_log(text) if _is_log(str(target)) else json.loads(text)
+    data.pop("partial", None)
+    before = data.get("used")
+    used: dict[str, Any] = before if isinstance(before, dict) else {}
     when = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now))
     used.update({host: when for host in hosts})
     data["used"] = used

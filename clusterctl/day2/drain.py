@@ -15,13 +15,13 @@ from typing import Any
 
 from clusterctl.changes import Change, GateRecord, HostGate
 from clusterctl.engine.phase import Phase, PhaseContext, Wait
-from clusterctl.facts.kube_nodes import NodeState
+from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.transport.base import FailureKind, TransportError
 
 DEFAULT_DRAIN_TIMEOUT_S = 300.0
 
 
-class NodePhase(Phase["NodeState | None", PhaseContext]):
+class NodePhase(Phase["KubeNode | None", PhaseContext]):
     """A phase on its host's Kubernetes Node, run from the control plane ``via``: its state is the Node as
     the API shows it (None: there is no such Node)."""
 
@@ -31,7 +31,7 @@ class NodePhase(Phase["NodeState | None", PhaseContext]):
     def runs_on(self, ctx: PhaseContext) -> str | None:
         return self.via
 
-    def check(self, ctx: PhaseContext) -> NodeState | None:
+    def check(self, ctx: PhaseContext) -> KubeNode | None:
         from clusterctl.quarantine.run import read_node
 
         return read_node(ctx.reader, ctx.host.name)
@@ -54,7 +54,7 @@ class DrainNode(NodePhase):
         """Whether this host is to be drained at all in this run (an upgrade leaves an up-to-date node be)."""
         return True
 
-    def plan(self, ctx: PhaseContext, state: NodeState | None) -> list[Change]:
+    def plan(self, ctx: PhaseContext, state: KubeNode | None) -> list[Change]:
         from clusterctl.quarantine.node_ops import cordon
 
         return [] if state is None or not self.needed(ctx) else cordon(self.via, state)

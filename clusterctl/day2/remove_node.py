@@ -49,13 +49,12 @@ from clusterctl.facts.etcd import (
     parse_member_list,
 )
 from clusterctl.facts.kube import kubectl
-from clusterctl.facts.kube_nodes import NodeState
+from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
     from clusterctl.engine.run import RunReport
-    from clusterctl.facts.kube import KubeNode
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import Transport
@@ -152,7 +151,7 @@ class DeleteNode(NodePhase):
     name = "delete-node"
     description = "delete the Node object (once the kubelet is gone)"
 
-    def plan(self, ctx: PhaseContext, state: NodeState | None) -> list[Change]:
+    def plan(self, ctx: PhaseContext, state: KubeNode | None) -> list[Change]:
         if state is None:
             return []
         name = ctx.host.name
@@ -187,7 +186,7 @@ def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,
         if why:
             raise UsageError(f"refusing to remove {name}: {why}.", field="HOST")
         left = [m for m in members if m.name != name]
-        report.etcd = f"{len(members)} etcd member(s) now, {len(left)} after ({sum(m.ready for m in left)} Ready)"
+        report.etcd = f"{len(members)} etcd member(s) now, {len(left)} after ({sum(bool(m.ready) for m in left)} Ready)"
     if node is None:
         report.notes.append(f"{name} is not a node of the cluster: nothing to drain or delete")
     gone = _unreachable(runner, host)

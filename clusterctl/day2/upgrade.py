@@ -48,7 +48,7 @@ from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.day2.versions import check_upgrade, parse, static_pod_version
 from clusterctl.engine.phase import Wait
 from clusterctl.errors import ParseError, UsageError
-from clusterctl.facts.kube import NODES_COMMAND, KubeNode, parse_nodes
+from clusterctl.facts.kube_nodes import NODES_COMMAND, KubeNode, parse_nodes
 from clusterctl.findings import Finding, Severity
 from clusterctl.secret import mask_text
 
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
     from clusterctl.engine.phase import PhaseContext as EngineContext
     from clusterctl.engine.progress import ProgressStore, RunPlace
     from clusterctl.engine.run import HostPhaseResult, RunReport
-    from clusterctl.facts.kube_nodes import NodeState
     from clusterctl.facts.packages import PackageFacts
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
@@ -209,7 +208,7 @@ class Rollout:
             not c.is_noop for p in _stack_phases()[1:] for c in p.plan(ctx, p.check(ctx)))
         node = self.nodes.get(name)
         done = all(self.at_target(packages.get(n)) for n in PACKAGE_NAMES) and \
-            (self.roles.get(name) == WORKER or self.at_target(cp)) and node is not None and node.ready and \
+            (self.roles.get(name) == WORKER or self.at_target(cp)) and node is not None and node.ready is True and \
             self.at_target(node.kubelet_version) and (not node.unschedulable or name in self.cordoned_before) \
             and not stack
         found = NodeAssessment(packages, cp, stack, done)
@@ -412,12 +411,12 @@ class Uncordon(UpgradePhase):
     description = "uncordon the node (one cordoned before the upgrade stays cordoned)"
     from_control_plane = True
 
-    def check(self, ctx: PhaseContext) -> NodeState | None:
+    def check(self, ctx: PhaseContext) -> KubeNode | None:
         from clusterctl.quarantine.run import read_node
 
         return read_node(ctx.reader, ctx.host.name)
 
-    def plan(self, ctx: PhaseContext, state: NodeState | None) -> list[Change]:
+    def plan(self, ctx: PhaseContext, state: KubeNode | None) -> list[Change]:
         from clusterctl.quarantine.node_ops import uncordon
 
         name = ctx.host.name

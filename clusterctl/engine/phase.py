@@ -56,8 +56,11 @@ class PhaseContext:
                   ) -> contextlib.AbstractContextManager[list[GateRecord]]:
         """A change that lasts only for the ``with`` block, through the gate (verify's GPU test pod).
 
-        ``cleanup`` runs however the block ends; neither is kept for undo. Only ``verify`` of an
-        applying run may make one: in check and plan it is a ``ReadOnlyHost`` error.
+        ``cleanup`` runs however the block ends. It is a change the engine knows: written in the undo
+        journal before ``setup`` is made (its undo is ``cleanup``), marked cleaned once cleaned up, and
+        after Ctrl-C or SIGTERM cleaned up by the engine's put-back on a fresh connection once every
+        host has stopped (``Gate.temporary``). Only ``verify`` of an applying run may make one: in check
+        and plan it is a ``ReadOnlyHost`` error.
         """
         if self._gate is None:
             raise ReadOnlyHost(f"{self.reader.what} may not make temporary changes on {self.host.name}: only "

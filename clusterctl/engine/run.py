@@ -15,8 +15,9 @@ change, ``--max-unavailable``), a phase ``serial`` (one host at a time) or ``onc
 the host lock (``engine.lock``); progress and ``--resume`` (``engine.progress``); an undo journal
 written before each change reaches its host (``undo_journal.WriteAheadJournal``); and Ctrl-C or
 SIGTERM handled here once: the phase in flight is undone where it moved something out of place
-(``Phase.undo_on_interrupt``), on a fresh connection once every host has stopped, the journal and
-progress are saved, the locks given back. A step the interrupt cuts short is never rolled back on
+(``Phase.undo_on_interrupt``) and the temporary changes left (verify's GPU test pod) are cleaned up,
+on a fresh connection once every host has stopped; the journal and progress are saved, the locks
+given back. A step the interrupt cuts short is never rolled back on
 its own connection (the fan-out is closing it: the outcome would be chance); what it applied stays
 in the journal, so ``undo`` or ``--resume`` completes it every time.
 """
@@ -29,7 +30,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord, HostGate
 from clusterctl.engine import lock as host_lock
@@ -270,19 +271,25 @@ def skip_reason(phase: Phase[Any, Any], ctx: PhaseContext, *, failed_earlier: bo
     return None
 
 
-def select_phases(phases: Sequence[Phase[Any, Any]], only: str | None, skip: str | None, *,
-                  command: str = "this command") -> list[Phase[Any, Any]]:
-    """The phases of a run (``phase NAME``, ``--skip-phases a,b``); a name that is no phase is exit 2."""
+AnyPhase = TypeVar("AnyPhase", bound="Phase[Any, Any]")
+
+
+def select_phases(phases: Sequence[AnyPhase], only: str | None, skip: str | None, *, command: str = "this command",
+                  on_demand: Sequence[AnyPhase] = ()) -> list[AnyPhase]:
+    """The phases of a run (``phase NAME``, ``--skip-phases a,b``): ``phases`` in order, or the one named.
+    ``on_demand`` phases (bootstrap's reset) run only when named. A name that is no phase is exit 2,
+    naming it and the phases there are, and so is a ``--skip-phases`` that leaves nothing to run."""
     from clusterctl.errors import UsageError
     from clusterctl.inventory.values import did_you_mean
 
-    names = [p.name for p in phases]
+    names = [p.name for p in [*phases, *on_demand]]
     skipped = [s.strip() for s in (skip or "").split(",") if s.strip()]
     for name in ([only] if only else []) + skipped:
         if name not in names:
             raise UsageError(f"{command} has no phase named {name!r}.", field="phase",
                              hint=did_you_mean(name, names) or "Phases: " + ", ".join(names) + ".")
-    chosen = [p for p in phases if (only is None or p.name == only) and p.name not in skipped]
+    chosen = [p for p in [*phases, *on_demand] if p.name == only] if only else list(phases)
+    chosen = [p for p in chosen if p.name not in skipped]
     if not chosen:
         raise UsageError("--skip-phases leaves no phase to run", field="--skip-phases")
     return chosen
@@ -311,7 +318,7 @@ def run_phases(
     """
     began = time.monotonic()
     report = RunReport(inventory.name, settings.apply, [p.name for p in phases], [h.name for h in hosts])
-    gate = Gate(apply=settings.apply, log=settings.journal if settings.apply else None)
+    gate = Gate(apply=settings.apply, log=settings.journal if settings.apply else None, interrupted=runner.interrupted)
     lock_info = host_lock.LockInfo.mine(uuid.uuid4().hex)
     locked: list[Host] = []
     store = settings.progress
@@ -352,7 +359,7 @@ def run_phases(
     except Interrupted as exc:
         report.interrupted = exc.signal_name
         cut_short = inflight.snapshot()
-        _put_back(runner, inflight, gate, report)
+        _put_back(runner, inflight, gate, report, inventory)
         if store is not None and settings.apply:
             # The phases the interrupt cut short are on record as such (never done): a later run sees
             # where this one stopped (an upgrade's plain rerun: which cordons were its own).
@@ -478,21 +485,27 @@ class _InFlight:
 PUT_BACK_AFTER_INTERRUPT_S = 60.0
 
 
-def _put_back(runner: Runner, inflight: _InFlight, gate: Gate, report: RunReport) -> None:
-    """After Ctrl-C: undo what each phase in flight with ``undo_on_interrupt`` applied on its host."""
+def _put_back(runner: Runner, inflight: _InFlight, gate: Gate, report: RunReport, inventory: Inventory) -> None:
+    """After Ctrl-C: undo what each phase in flight with ``undo_on_interrupt`` applied on its host, and
+    clean up the temporary changes left (verify's GPU test pod: ``Gate.temporary``)."""
     cut = inflight.snapshot()
     for host, (phase, _, _) in cut.items():
         report.notes.append(f"{host}: interrupted in phase {phase.name}")
     # (A phase run for a host from another one is put back through the journal, not here.)
     todo = {h: v for h, v in cut.items() if v[0].undo_on_interrupt and v[1].host.name == h}
-    if not todo or not gate.apply:
+    left = {t.host for t in gate.left_over()}
+    if not (todo or left) or not gate.apply:
         return
     by_name = {h: t.host for h, (_, t, _) in todo.items()}
+    by_name.update({name: inventory.host(name) for name in sorted(left) if name not in by_name})
 
     def put_back(transport: Transport) -> list[str]:
-        start = todo[transport.host.name][2]
-        mine = gate.records_for(transport.host.name)[start:]
-        return gate.undo(transport, mine)
+        lines: list[str] = []
+        if transport.host.name in todo:
+            start = todo[transport.host.name][2]
+            mine = gate.records_for(transport.host.name)[start:]
+            lines += gate.undo(transport, mine)
+        return lines + gate.clean_up_left(transport)
 
     from clusterctl.fanout import FleetInterrupted
 
@@ -504,7 +517,8 @@ def _put_back(runner: Runner, inflight: _InFlight, gate: Gate, report: RunReport
         return
     for outcome in fleet.outcomes:
         if outcome.ok:
-            if not any(line.startswith(("failed", "cannot", "refused")) for line in outcome.value or []):
+            if outcome.host.name in todo and \
+                    not any(line.startswith(("failed", "cannot", "refused")) for line in outcome.value or []):
                 inflight.leave(outcome.host.name)  # undone: nothing of that phase is left for the journal
             lines = "; ".join(outcome.value or []) or "nothing was moved yet"
             report.notes.append(f"{outcome.host.name}: put back after the interrupt: {lines}")

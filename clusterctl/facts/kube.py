@@ -7,7 +7,7 @@ the line where the JSON broke or the object that lacks what Kubernetes always wr
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from clusterctl.errors import ParseError
@@ -50,60 +50,6 @@ def ready_condition(node: Any) -> dict[str, Any] | None:
     conditions = status.get("conditions") if isinstance(status, dict) else None
     return next((c for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"), None) \
         if isinstance(conditions, list) else None
-
-
-@dataclass(frozen=True)
-class KubeNode:
-    name: str
-    ready: bool
-    #: ``nvidia.com/gpu`` the node offers to pods (0 when the device plugin has not registered).
-    allocatable_gpus: int
-    labels: dict[str, str] = field(default_factory=dict)
-    #: Why it is not Ready (the condition's reason and message), for reports.
-    not_ready_reason: str = ""
-    #: ``status.nodeInfo.kubeletVersion`` (``v1.36.2``): what the running kubelet reports.
-    kubelet_version: str = ""
-    #: ``spec.unschedulable``: cordoned.
-    unschedulable: bool = False
-
-
-NODES_COMMAND = kubectl("get nodes -o json")
-
-
-def parse_nodes(text: str) -> list[KubeNode]:
-    """``kubectl get nodes -o json`` -> the nodes (a ``List`` of ``Node`` objects)."""
-    nodes: list[KubeNode] = []
-    for index, item in enumerate(list_items("kubectl get nodes -o json", text)):
-        metadata = item.get("metadata") if isinstance(item, dict) else None
-        if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
-            raise ParseError("kubectl get nodes -o json", f"items[{index}] has no metadata.name")
-        name = metadata["name"]
-        status = _member_object(item, "status", name)
-        ready = ready_condition(item)
-        raw_gpus = _member_object(status, "allocatable", name).get(GPU_RESOURCE, "0")
-        try:
-            gpus = int(str(raw_gpus))
-        except ValueError:
-            raise ParseError("kubectl get nodes -o json",
-                             f"node {name}: allocatable {GPU_RESOURCE} is {raw_gpus!r}") from None
-        reason = "" if ready is None else f"{ready.get('reason', '')}: {ready.get('message', '')}".strip(": ")
-        nodes.append(KubeNode(name, bool(ready and ready.get("status") == "True"), gpus,
-                              string_map(metadata.get("labels")),
-                              "no Ready condition" if ready is None else reason,
-                              str(_member_object(status, "nodeInfo", name).get("kubeletVersion") or ""),
-                              bool(_member_object(item, "spec", name).get("unschedulable"))))
-    return nodes
-
-
-def _member_object(parent: dict[str, Any], key: str, node: str) -> dict[str, Any]:
-    """``parent[key]`` of a Node (``{}`` where absent or null); anything but an object is an error
-    naming the node and the field, never a crash."""
-    value = parent.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ParseError("kubectl get nodes -o json", f"node {node}: {key} is {type(value).__name__}, not an object")
-    return value
 
 
 @dataclass(frozen=True)

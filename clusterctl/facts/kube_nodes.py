@@ -1,10 +1,12 @@
-"""One node's scheduling state and the pods on it, read through ``kubectl ... -o json``.
+"""The cluster's nodes and the pods on one of them, read through ``kubectl ... -o json``.
 
-``parse_node`` reads ``kubectl get node NAME -o json`` (taints, ``spec.unschedulable``,
-annotations); ``parse_pods`` reads ``kubectl get pods -A --field-selector spec.nodeName=NAME
--o json``: what drain needs of each pod (its controller, whether it is a mirror pod, whether it
-has emptyDir data, its phase, whether it is already being deleted). Bad JSON or an object
-without what the API server always writes is a ``ParseError`` naming it.
+``parse_nodes`` reads ``kubectl get nodes -o json`` and ``parse_node`` ``kubectl get node NAME -o
+json`` into one model, ``KubeNode``: readiness and why not, cordon state, taints, labels,
+annotations, the GPUs it offers and the kubelet's version. ``parse_pods`` reads ``kubectl get pods
+-A --field-selector spec.nodeName=NAME -o json``: what drain needs of each pod (its controller,
+whether it is a mirror pod, whether it has emptyDir data, its phase, whether it is already being
+deleted). Bad JSON, or an object without what the API server always writes, is a ``ParseError``
+naming the line, the node and the field: never a crash, a dropped value or a guess.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from clusterctl.errors import ParseError
 from clusterctl.facts.kube import GPU_RESOURCE, kubectl, list_items, load_json, ready_condition, string_map
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+NODES_COMMAND = kubectl("get nodes -o json")
 
 
 def node_command(name: str) -> str:
@@ -39,14 +42,21 @@ class Taint:
 
 
 @dataclass(frozen=True)
-class NodeState:
+class KubeNode:
     name: str
-    unschedulable: bool
+    #: The Ready condition: True, False (NotReady: the kubelet posts it, or stopped posting), None: none reported.
+    ready: bool | None = None
+    #: ``spec.unschedulable``: cordoned.
+    unschedulable: bool = False
     taints: tuple[Taint, ...] = ()
     annotations: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
-    #: The Ready condition: True, False (NotReady: the kubelet posts it, or stopped posting), None: none reported.
-    ready: bool | None = None
+    #: ``nvidia.com/gpu`` the node offers to pods (0 when the device plugin has not registered).
+    allocatable_gpus: int = 0
+    #: ``status.nodeInfo.kubeletVersion`` (``v1.36.2``): what the running kubelet reports.
+    kubelet_version: str = ""
+    #: Why it is not Ready (the condition's reason and message), for reports.
+    not_ready_reason: str = ""
 
     def taint(self, key: str) -> Taint | None:
         return next((t for t in self.taints if t.key == key), None)
@@ -76,30 +86,64 @@ class Pod:
         return self.phase in ("Succeeded", "Failed")
 
 
-def parse_node(text: str) -> NodeState:
-    """``kubectl get node NAME -o json`` -> its name, cordon state, taints, annotations and labels."""
+def parse_node(text: str) -> KubeNode:
+    """``kubectl get node NAME -o json`` -> the node."""
     what = "kubectl get node -o json"
-    return _node(what, load_json(what, text))
-
-
-def _node(what: str, data: Any) -> NodeState:
+    data = load_json(what, text)
     if not isinstance(data, dict) or data.get("kind") != "Node":
         raise ParseError(what, "not a Node object")
+    return _node(what, data, "the Node")
+
+
+def parse_nodes(text: str) -> list[KubeNode]:
+    """``kubectl get nodes -o json`` (a ``List`` of ``Node``; the API's ``NodeList`` leaves out each
+    item's ``kind``) -> every node, in the order listed."""
+    what = "kubectl get nodes -o json"
+    nodes: list[KubeNode] = []
+    for index, item in enumerate(list_items(what, text)):
+        if not isinstance(item, dict) or item.get("kind", "Node") != "Node":
+            raise ParseError(what, f"items[{index}] is not a Node object")
+        nodes.append(_node(what, item, f"items[{index}]"))
+    return nodes
+
+
+def _node(what: str, data: dict[str, Any], where: str) -> KubeNode:
     metadata = data.get("metadata")
     if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
-        raise ParseError(what, "the Node has no metadata.name")
-    raw_spec = data.get("spec")
-    spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
+        raise ParseError(what, f"{where} has no metadata.name")
+    name = metadata["name"]
+
+    def member(parent: dict[str, Any], key: str) -> dict[str, Any]:
+        """``parent[key]`` (``{}`` where absent or null); anything but an object is an error naming the node
+        and the field."""
+        value = parent.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise ParseError(what, f"node {name}: {key} is {type(value).__name__}, not an object")
+        return value
+
+    spec, status = member(data, "spec"), member(data, "status")
+    raw_taints = spec.get("taints") or []
+    if not isinstance(raw_taints, list):
+        raise ParseError(what, f"node {name}: spec.taints is {type(raw_taints).__name__}, not a list")
     taints: list[Taint] = []
-    for index, item in enumerate(spec.get("taints") or []):
-        if not isinstance(item, dict) or not isinstance(item.get("key"), str) or not isinstance(item.get("effect"),
-                                                                                               str):
-            raise ParseError(what, f"spec.taints[{index}] has no key or effect")
+    for index, item in enumerate(raw_taints):
+        if not isinstance(item, dict) or not isinstance(item.get("key"), str) \
+                or not isinstance(item.get("effect"), str):
+            raise ParseError(what, f"node {name}: spec.taints[{index}] has no key or effect")
         taints.append(Taint(item["key"], item["effect"], str(item.get("value") or "")))
+    raw_gpus = member(status, "allocatable").get(GPU_RESOURCE, "0")
+    try:
+        gpus = int(str(raw_gpus))
+    except ValueError:
+        raise ParseError(what, f"node {name}: allocatable {GPU_RESOURCE} is {raw_gpus!r}") from None
     ready = ready_condition(data)
-    return NodeState(metadata["name"], bool(spec.get("unschedulable")), tuple(taints),
-                     string_map(metadata.get("annotations")), string_map(metadata.get("labels")),
-                     None if ready is None else ready.get("status") == "True")
+    why = "no Ready condition" if ready is None else \
+        f"{ready.get('reason', '')}: {ready.get('message', '')}".strip(": ")
+    return KubeNode(name, None if ready is None else ready.get("status") == "True", bool(spec.get("unschedulable")),
+                    tuple(taints), string_map(member(metadata, "annotations")), string_map(member(metadata, "labels")),
+                    gpus, str(member(status, "nodeInfo").get("kubeletVersion") or ""), why)
 
 
 def parse_pods(text: str) -> list[Pod]:
@@ -143,15 +187,3 @@ def _gpus_of(containers: Any) -> list[int]:
 def _gpus(spec: dict[str, Any]) -> int:
     """The pod's GPUs as the scheduler counts them: its containers' sum, or its largest init container's."""
     return max(sum(_gpus_of(spec.get("containers"))), max(_gpus_of(spec.get("initContainers")), default=0))
-
-
-def parse_node_list(text: str) -> list[NodeState]:
-    """``kubectl get nodes -o json`` (a ``List`` of ``Node``) -> every node's scheduling state."""
-    what = "kubectl get nodes -o json"
-    nodes: list[NodeState] = []
-    for index, item in enumerate(list_items(what, text)):
-        try:
-            nodes.append(_node(what, item))
-        except ParseError as exc:
-            raise ParseError(what, f"items[{index}]: {exc.reason}") from None
-    return nodes

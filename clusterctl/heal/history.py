@@ -13,7 +13,7 @@ import json
 import time
 from dataclasses import dataclass
 
-from clusterctl.facts.kube_nodes import NodeState
+from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.quarantine.node_ops import HISTORY
 
 STATE = "clusterctl.dev/heal-state"
@@ -34,7 +34,7 @@ class StepEntry:
         return {"at": self.at, "step": self.step, "result": self.result, "detail": self.detail}
 
 
-def steps_of(node: NodeState) -> list[StepEntry]:
+def steps_of(node: KubeNode) -> list[StepEntry]:
     try:
         raw = json.loads(node.annotations.get(STEPS) or "[]")
     except json.JSONDecodeError:
@@ -50,7 +50,7 @@ def with_step(node_steps: list[StepEntry], entry: StepEntry) -> str:
     return json.dumps([e.to_json() for e in [*node_steps, entry][-KEPT:]], separators=(",", ":"))
 
 
-def quarantine_times(node: NodeState) -> list[str]:
+def quarantine_times(node: KubeNode) -> list[str]:
     return [t for t in node.annotations.get(HISTORY, "").split(",") if t]
 
 
@@ -61,7 +61,7 @@ def _epoch(stamp: str) -> float | None:
         return None
 
 
-def quarantines_within(node: NodeState, window_s: float, now: float) -> list[str]:
+def quarantines_within(node: KubeNode, window_s: float, now: float) -> list[str]:
     """The quarantine times of ``node`` within the last ``window_s`` seconds before ``now``."""
     out = []
     for stamp in quarantine_times(node):

@@ -43,7 +43,7 @@ from clusterctl.secret import mask_text
 from clusterctl.transport.base import TransportError
 
 if TYPE_CHECKING:
-    from clusterctl.facts.kube_nodes import NodeState
+    from clusterctl.facts.kube_nodes import KubeNode
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import HealConfig, Host, Inventory
     from clusterctl.quarantine.release import ReleaseChecks
@@ -131,7 +131,7 @@ class _Healer:
             raise ClusterctlError(f"the control plane {self.cp.name} could not be used: {outcome.failure.describe()}")
         return outcome.value
 
-    def node(self) -> NodeState | None:
+    def node(self) -> KubeNode | None:
         value = self._on_cp(lambda t: read_node(t, self.host.name), "heal: read node")
         return value  # type: ignore[return-value]
 

@@ -13,7 +13,7 @@ from clusterctl.quarantine.run import control_plane, read_node
 from clusterctl.quarantine.status import QuarantinedNode, describe
 
 if TYPE_CHECKING:
-    from clusterctl.facts.kube_nodes import NodeState
+    from clusterctl.facts.kube_nodes import KubeNode
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import Transport
@@ -37,7 +37,7 @@ class HostStatus:
                 "quarantine_history": self.quarantined_at, "error": self.error}
 
 
-def host_status(node: NodeState) -> HostStatus:
+def host_status(node: KubeNode) -> HostStatus:
     return HostStatus(node.name, describe(node), node.ready, node.annotations.get(history.STATE, ""),
                       history.steps_of(node), history.quarantine_times(node))
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from clusterctl.errors import ClusterctlError, ParseError
 from clusterctl.facts.kube import kubectl
-from clusterctl.facts.kube_nodes import NodeState, parse_node_list
+from clusterctl.facts.kube_nodes import KubeNode, parse_nodes
 from clusterctl.quarantine import node_ops
 from clusterctl.quarantine.cluster_lease import ClusterLease, Hold
 from clusterctl.quarantine.policy import Action, Wanted, decide
@@ -62,11 +62,11 @@ class MarkRequest:
     finished: threading.Event = field(default_factory=threading.Event)
 
 
-def out_of_service(node: NodeState) -> bool:
+def out_of_service(node: KubeNode) -> bool:
     return node.unschedulable or node_ops.is_quarantined(node)
 
 
-def judge(node: NodeState | None, out: set[str], limit: int) -> tuple[str, str]:
+def judge(node: KubeNode | None, out: set[str], limit: int) -> tuple[str, str]:
     """(verdict, why) for one node, given the nodes out of service and the cap (see the module text)."""
     if node is None:
         return "failed", "not a node of the cluster"
@@ -88,12 +88,12 @@ def judge(node: NodeState | None, out: set[str], limit: int) -> tuple[str, str]:
     return "act", decision.reason
 
 
-def read_nodes(transport: Transport) -> dict[str, NodeState]:
+def read_nodes(transport: Transport) -> dict[str, KubeNode]:
     result = transport.run(kubectl("get nodes -o json"), sudo=True, timeout=60)
     if not result.ok:
         raise ClusterctlError(f"kubectl get nodes failed (exit {result.exit_code}): {result.stderr_tail(2)}")
     try:
-        return {n.name: n for n in parse_node_list(result.stdout)}
+        return {n.name: n for n in parse_nodes(result.stdout)}
     except ParseError as exc:
         raise ClusterctlError(str(exc)) from exc
 

@@ -1,6 +1,6 @@
 """The node changes of quarantine and release: taint, cordon, annotations, each with the command that reverts it.
 
-Every builder compares with the node as read (``NodeState``) and returns only what differs, so
+Every builder compares with the node as read (``KubeNode``) and returns only what differs, so
 a second quarantine of a quarantined node changes nothing, and each ``Change`` carries its undo
 (``uncordon`` for a cordon, the previous annotation values for an annotation), so that
 ``clusterctl undo JOURNAL`` puts the node back as it was. Commands run as root on the first
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from clusterctl.changes import Change
 from clusterctl.facts.kube import kubectl
-from clusterctl.facts.kube_nodes import NodeState, Taint
+from clusterctl.facts.kube_nodes import KubeNode, Taint
 
 TAINT_KEY = "clusterctl.dev/unhealthy"
 TAINT_EFFECT = "NoSchedule"
@@ -39,7 +39,7 @@ def _node(node: str) -> str:
     return shlex.quote(node)
 
 
-def taint(cp: str, node: NodeState, value: str) -> list[Change]:
+def taint(cp: str, node: KubeNode, value: str) -> list[Change]:
     wanted = Taint(TAINT_KEY, TAINT_EFFECT, value)
     current = next((t for t in node.taints if t.key == TAINT_KEY and t.effect == TAINT_EFFECT), None)
     if current == wanted:
@@ -50,7 +50,7 @@ def taint(cp: str, node: NodeState, value: str) -> list[Change]:
     return [Change.run(cp, add, summary=f"taint node {node.name} {wanted.spec()}", undo=undo, timeout_s=60)]
 
 
-def untaint(cp: str, node: NodeState) -> list[Change]:
+def untaint(cp: str, node: KubeNode) -> list[Change]:
     current = next((t for t in node.taints if t.key == TAINT_KEY), None)
     if current is None:
         return []
@@ -60,21 +60,21 @@ def untaint(cp: str, node: NodeState) -> list[Change]:
                        timeout_s=60)]
 
 
-def cordon(cp: str, node: NodeState) -> list[Change]:
+def cordon(cp: str, node: KubeNode) -> list[Change]:
     if node.unschedulable:
         return []
     return [Change.run(cp, kubectl(f"cordon {_node(node.name)}"), summary=f"cordon node {node.name}",
                        undo=kubectl(f"uncordon {_node(node.name)}"), timeout_s=60)]
 
 
-def uncordon(cp: str, node: NodeState) -> list[Change]:
+def uncordon(cp: str, node: KubeNode) -> list[Change]:
     if not node.unschedulable:
         return []
     return [Change.run(cp, kubectl(f"uncordon {_node(node.name)}"), summary=f"uncordon node {node.name}",
                        undo=kubectl(f"cordon {_node(node.name)}"), timeout_s=60)]
 
 
-def annotate(cp: str, node: NodeState, wanted: Mapping[str, str | None]) -> list[Change]:
+def annotate(cp: str, node: KubeNode, wanted: Mapping[str, str | None]) -> list[Change]:
     """Set (value) or remove (None) annotations; one command, its undo restoring every previous value."""
     sets: list[str] = []
     restores: list[str] = []
@@ -107,7 +107,7 @@ HISTORY = annotation("history")
 HISTORY_KEPT = 20
 
 
-def with_history(node: NodeState, when: str) -> dict[str, str | None]:
+def with_history(node: KubeNode, when: str) -> dict[str, str | None]:
     """The history annotation with ``when`` added (the oldest dropped beyond ``HISTORY_KEPT``)."""
     times = [t for t in node.annotations.get(HISTORY, "").split(",") if t]
     return {HISTORY: ",".join([*times, when][-HISTORY_KEPT:])}
@@ -117,7 +117,7 @@ def release_annotations() -> dict[str, str | None]:
     return {annotation(name): None for name in ANNOTATION_KEYS}
 
 
-def is_quarantined(node: NodeState) -> bool:
+def is_quarantined(node: KubeNode) -> bool:
     return node.taint(TAINT_KEY) is not None or annotation("at") in node.annotations
 
 

@@ -21,7 +21,7 @@ from clusterctl.changes import ChangeFailed, Gate
 from clusterctl.cluster_access import command_failed
 from clusterctl.cluster_access import on_control_plane as through
 from clusterctl.errors import ParseError, UsageError
-from clusterctl.facts.kube_nodes import NodeState, node_command, parse_node
+from clusterctl.facts.kube_nodes import KubeNode, node_command, parse_node
 from clusterctl.hostlist import compress
 from clusterctl.quarantine import node_ops, slurm
 from clusterctl.quarantine.drain import DrainOptions, DrainReport, drain_node
@@ -90,7 +90,7 @@ def control_plane(inventory: Inventory) -> Host:
     return host
 
 
-def read_node(transport: Transport | HostReader, name: str) -> NodeState | None:
+def read_node(transport: Transport | HostReader, name: str) -> KubeNode | None:
     """The node as the API server has it; None when there is no such node."""
     result = transport.run(node_command(name), sudo=True, timeout=60)
     if not result.ok:

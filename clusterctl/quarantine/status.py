@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from clusterctl.cluster_access import command_failed, on_control_plane
 from clusterctl.errors import ParseError
 from clusterctl.facts.kube import kubectl
-from clusterctl.facts.kube_nodes import NodeState, parse_node_list
+from clusterctl.facts.kube_nodes import KubeNode, parse_nodes
 from clusterctl.facts.slurm import REASON_PREFIX
 from clusterctl.quarantine import node_ops
 from clusterctl.quarantine.run import kubernetes_control_plane
@@ -54,7 +54,7 @@ class QuarantinedNode:
                 else None}
 
 
-def describe(node: NodeState) -> QuarantinedNode | None:
+def describe(node: KubeNode) -> QuarantinedNode | None:
     ours = node_ops.is_quarantined(node)
     if not ours and not node.unschedulable:
         return None
@@ -100,12 +100,12 @@ def quarantined_nodes(runner: Runner, inventory: Inventory) -> list[QuarantinedN
 
 def _kubernetes_rows(runner: Runner, inventory: Inventory, cp: Host) -> list[QuarantinedNode]:
 
-    def task(transport: Transport) -> list[NodeState]:
+    def task(transport: Transport) -> list[KubeNode]:
         result = transport.run(kubectl("get nodes -o json"), sudo=True, timeout=60)
         if not result.ok:
             raise command_failed(result)
         try:
-            return parse_node_list(result.stdout)
+            return parse_nodes(result.stdout)
         except ParseError as exc:
             raise TransportError(FailureKind.COMMAND_FAILED, str(exc)) from exc
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -157,3 +158,54 @@ def test_no_change_starts_once_the_journal_is_finished(tmp_path: Path) -> None:
         Gate(apply=True, log=journal).submit(LocalTransport(HOST), Change.write_file(
             "here", str(late), "x\n", current=None, sudo=False))
     assert not late.exists()
+
+
+def _temporary_file(gate: Gate, marker: Path) -> Any:
+    transport = LocalTransport(HOST)
+    return gate.temporary(transport, [Change.write_file("here", str(marker), "x\n", current=None)],
+                          [Change.remove_file("here", str(marker), sudo=False)])
+
+
+def test_a_temporary_change_is_journaled_before_it_is_made_and_leaves_no_journal_once_cleaned(tmp_path: Path) -> None:
+    marker = tmp_path / "hostfile"
+    journal = WriteAheadJournal(command="bench", folder=tmp_path / "undo")
+    gate = Gate(apply=True, log=journal)
+    with _temporary_file(gate, marker):
+        assert marker.exists()
+        assert journal.path is not None and "temporary" in journal.path.read_text()  # in the log before it ended
+    assert not marker.exists() and gate.left_over() == []
+    # Cleaned up in a run that ended normally: nothing to undo, no journal.
+    assert journal.finish([r for r in gate.records if not r.temporary]) is None
+
+
+def test_a_temporary_change_left_by_an_interrupt_is_cleaned_up_after_on_a_fresh_connection(tmp_path: Path) -> None:
+    marker = tmp_path / "hostfile"
+    stopping = threading.Event()
+    journal = WriteAheadJournal(command="bench", folder=tmp_path / "undo")
+    gate = Gate(apply=True, log=journal, interrupted=stopping)
+    with _temporary_file(gate, marker):
+        stopping.set()  # Ctrl-C: the block's own connection is being closed, it cleans up nothing
+    assert marker.exists() and [t.summary for t in gate.left_over("here")] == [f"write {marker}"]
+    assert gate.clean_up_left(LocalTransport(HOST)) == [f"cleaned up the temporary write {marker}"]
+    assert not marker.exists() and gate.left_over() == []
+    path = journal.finish([], interrupted="SIGINT")
+    assert path is not None  # an interrupted run names its journal: it says what was cleaned up
+    (record,) = load_journal(path)
+    assert record.cleaned_up
+    assert Gate(apply=True).undo(LocalTransport(HOST), [record]) == \
+        [f"'temporary: write {marker}': cleaned up by the run itself, nothing to undo"]
+
+
+def test_a_temporary_change_nobody_cleaned_up_is_undone_from_the_journal(tmp_path: Path) -> None:
+    marker = tmp_path / "hostfile"
+    journal = WriteAheadJournal(command="bench", folder=tmp_path / "undo")
+    killed = threading.Event()
+    gate = Gate(apply=True, log=journal, interrupted=killed)
+    with _temporary_file(gate, marker):
+        killed.set()  # and the put-back never ran (a second Ctrl-C, a host gone)
+    path = journal.finish([], interrupted="SIGTERM")
+    assert path is not None and marker.exists()
+    (record,) = load_journal(path)
+    assert record.change.undo_command == f"rm -f -- {marker}"
+    Gate(apply=True).undo(LocalTransport(HOST), [record])
+    assert not marker.exists()

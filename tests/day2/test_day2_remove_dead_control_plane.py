@@ -12,7 +12,7 @@ from clirun import clusterctl
 from day2_helpers import set_fault, state_digest
 
 from clusterctl.facts.etcd import parse_member_list
-from clusterctl.facts.kube import parse_nodes
+from clusterctl.facts.kube_nodes import parse_nodes
 
 
 def _mock_state() -> Path:

@@ -8,7 +8,7 @@ from clirun import clusterctl
 from day2_helpers import DEMO, DEMO_SURVEY, state_digest, unconfirmed
 
 from clusterctl.day2.remove_node import quorum_check
-from clusterctl.facts.kube import KubeNode, parse_nodes
+from clusterctl.facts.kube_nodes import KubeNode, parse_nodes
 
 
 def test_remove_node_gpu_b3_then_bootstrap_adds_it_back(bootstrapped_demo: Path) -> None:
@@ -46,7 +46,7 @@ def test_the_only_control_plane_and_an_unknown_host_are_refused(bootstrapped_dem
 
 
 def _cp(name: str, ready: bool = True) -> KubeNode:
-    return KubeNode(name, ready, 0, {"node-role.kubernetes.io/control-plane": ""})
+    return KubeNode(name, ready, labels={"node-role.kubernetes.io/control-plane": ""})
 
 
 def test_etcd_quorum_is_kept() -> None:
@@ -89,12 +89,12 @@ def test_an_unreachable_host_whose_node_is_ready_is_refused_and_a_dead_control_p
 
     worker = RemovalReport("gpu-b2", control_plane=False, applied=False, via="gpu-a1")
     with pytest.raises(UsageError, match=r"does not answer over SSH .* but its Node is Ready"):
-        _may_remove_gone("gpu-b2", "unreachable", KubeNode("gpu-b2", True, 0, {}), worker, "gpu-a1")
+        _may_remove_gone("gpu-b2", "unreachable", KubeNode("gpu-b2", True), worker, "gpu-a1")
     # A dead control plane is no longer refused here: its etcd member goes first
     # (test_day2_remove_dead_control_plane.py).
     plane = RemovalReport("cp2", control_plane=True, applied=False, via="cp1")
     _may_remove_gone("cp2", "unreachable", _cp("cp2", ready=False), plane, "cp1")
     assert any("etcd member is removed by its ID from cp1" in note for note in plane.notes)
-    _may_remove_gone("gpu-b2", "unreachable", KubeNode("gpu-b2", False, 0, {}), worker, "gpu-a1")
+    _may_remove_gone("gpu-b2", "unreachable", KubeNode("gpu-b2", False), worker, "gpu-a1")
     assert any("left on gpu-b2" in note for note in worker.notes)
     assert not any("etcd" in note for note in worker.notes)

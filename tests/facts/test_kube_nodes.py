@@ -1,34 +1,91 @@
-"""``kubectl get nodes -o json`` read into KubeNode: a Node whose fields are not the objects the API
-server writes (a proxy's error page folded in, a hand-made List) is an error naming the node and
-the field, never a crash."""
+"""``kubectl get nodes -o json`` and ``kubectl get node NAME -o json`` read into ``KubeNode``, on a
+recorded kubeadm control plane (tests/fixtures/kubectl/README.md) and on copies of it broken the way
+a proxy's error page or a hand-made List breaks it: the error names the node and the field, never a
+crash, a dropped value or a guess."""
 
 from __future__ import annotations
 
+import copy
 import json
+from typing import Any
 
 import pytest
+from fixture_files import read_fixture
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.kube import parse_nodes
+from clusterctl.facts.kube_nodes import Taint, parse_node, parse_nodes
+
+RECORDED = "nodelist-kubeadm-v1.28-notready.json"
 
 
-def _listed(node: dict[str, object]) -> str:
-    return json.dumps({"apiVersion": "v1", "kind": "List", "items": [node]})
+def _recorded() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(read_fixture("kubectl", RECORDED))
+    return data
 
 
-def test_a_node_without_status_reads_as_not_ready() -> None:
-    (node,) = parse_nodes(_listed({"metadata": {"name": "gpu-a1"}}))
-    assert (node.name, node.ready, node.allocatable_gpus, node.kubelet_version) == ("gpu-a1", False, 0, "")
+def test_every_fact_of_a_recorded_not_ready_control_plane() -> None:
+    (node,) = parse_nodes(read_fixture("kubectl", RECORDED))
+    assert (node.name, node.ready, node.unschedulable, node.allocatable_gpus, node.kubelet_version) == \
+        ("k8s-controller-01", False, False, 0, "v1.28.14")
+    assert node.not_ready_reason.startswith("KubeletNotReady: container runtime network not ready")
+    assert node.taints == (Taint("node-role.kubernetes.io/control-plane", "NoSchedule"),
+                           Taint("node.kubernetes.io/not-ready", "NoSchedule"))
+    assert node.labels["node-role.kubernetes.io/control-plane"] == ""
+    assert node.annotations["kubeadm.alpha.kubernetes.io/cri-socket"] == "unix:///var/run/containerd/containerd.sock"
+
+
+def test_one_node_as_kubectl_get_node_writes_it_reads_the_same() -> None:
+    item = _recorded()["items"][0]
+    item.update(apiVersion="v1", kind="Node")
+    item["spec"]["unschedulable"] = True
+    item["status"]["allocatable"]["nvidia.com/gpu"] = "8"
+    node = parse_node(json.dumps(item))
+    assert node.unschedulable and node.allocatable_gpus == 8 and node.taint("node.kubernetes.io/not-ready")
+    (listed,) = parse_nodes(json.dumps({"apiVersion": "v1", "kind": "List", "items": [item]}))
+    assert listed == node
+
+
+def test_a_node_without_status_reads_as_readiness_unknown() -> None:
+    (node,) = parse_nodes(json.dumps({"kind": "List", "items": [{"metadata": {"name": "gpu-a1"}}]}))
+    assert (node.name, node.ready, node.allocatable_gpus, node.kubelet_version) == ("gpu-a1", None, 0, "")
     assert node.not_ready_reason == "no Ready condition"
 
 
-@pytest.mark.parametrize(("node", "named"), [
-    ({"metadata": {"name": "gpu-a1"}, "status": "Ready"}, "status is str"),
-    ({"metadata": {"name": "gpu-a1"}, "status": {"allocatable": ["8"]}}, "allocatable is list"),
-    ({"metadata": {"name": "gpu-a1"}, "status": {"nodeInfo": 1}}, "nodeInfo is int"),
-    ({"metadata": {"name": "gpu-a1"}, "spec": "unschedulable"}, "spec is str"),
+def _broken(path: tuple[str, ...], value: object) -> str:
+    data = copy.deepcopy(_recorded())
+    parent = data["items"][0]
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = value
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize(("path", "value", "named"), [
+    (("status",), "Ready", "node k8s-controller-01: status is str, not an object"),
+    (("status", "allocatable"), ["8"], "node k8s-controller-01: allocatable is list, not an object"),
+    (("status", "allocatable", "nvidia.com/gpu"), "eight", "node k8s-controller-01: allocatable nvidia.com/gpu"),
+    (("status", "nodeInfo"), 1, "node k8s-controller-01: nodeInfo is int, not an object"),
+    (("spec",), "unschedulable", "node k8s-controller-01: spec is str, not an object"),
+    (("spec", "taints"), {"key": "x"}, "node k8s-controller-01: spec.taints is dict, not a list"),
+    (("spec", "taints"), [{"value": "x"}], "node k8s-controller-01: spec.taints[0] has no key or effect"),
+    (("metadata", "labels"), "gpu=yes", "node k8s-controller-01: labels is str, not an object"),
+    (("metadata", "name"), None, "items[0] has no metadata.name"),
+    (("kind",), "Pod", "items[0] is not a Node object"),
 ])
-def test_a_field_that_is_not_an_object_is_named(node: dict[str, object], named: str) -> None:
+def test_a_field_that_is_not_what_the_api_writes_is_named(path: tuple[str, ...], value: object, named: str) -> None:
     with pytest.raises(ParseError) as caught:
-        parse_nodes(_listed(node))
-    assert f"node gpu-a1: {named}, not an object" in str(caught.value)
+        parse_nodes(_broken(path, value))
+    assert named in str(caught.value)
+
+
+def test_a_cut_off_list_names_the_line() -> None:
+    text = read_fixture("kubectl", RECORDED)
+    with pytest.raises(ParseError, match="line 40"):
+        parse_nodes("\n".join(text.splitlines()[:40]))
+
+
+def test_one_node_that_is_not_a_node_is_refused() -> None:
+    with pytest.raises(ParseError, match="not a Node object"):
+        parse_node("[]")
+    with pytest.raises(ParseError, match=r"the Node has no metadata\.name"):
+        parse_node(json.dumps({"kind": "Node", "metadata": {}}))

@@ -1,15 +1,14 @@
-"""parse_pods / parse_node / parse_node_list on recorded and derived kubectl JSON, and on broken input."""
+"""parse_pods on recorded and derived kubectl JSON and on broken input; parse_node / parse_nodes on the simulated
+kubectl quarantine drives (the recorded Node outputs: tests/facts/test_kube_nodes.py)."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 from fixture_files import read_fixture
 from kube_sim import KubeSim
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.kube_nodes import Taint, parse_node, parse_node_list, parse_pods
+from clusterctl.facts.kube_nodes import Taint, parse_node, parse_nodes, parse_pods
 
 
 def test_a_recorded_replicaset_pod() -> None:
@@ -36,7 +35,7 @@ def test_a_cordoned_tainted_node_from_the_simulated_kubectl(tmp_path: object) ->
     assert node.unschedulable and node.taint("clusterctl.dev/unhealthy") == Taint("clusterctl.dev/unhealthy",
                                                                                    "NoSchedule", "XID_79")
     assert node.annotations == {"clusterctl.dev/quarantine-reason": "fell off the bus"}
-    nodes = {n.name: n for n in parse_node_list(sim.kubectl("get nodes -o json")[1])}
+    nodes = {n.name: n for n in parse_nodes(sim.kubectl("get nodes -o json")[1])}
     assert nodes["gpu-a2"].unschedulable and not nodes["gpu-a1"].unschedulable
 
 
@@ -50,11 +49,3 @@ def test_broken_pod_lists_name_what_is_wrong(text: str, where: str) -> None:
         parse_pods(text)
     assert where in str(caught.value)
 
-
-def test_a_node_without_a_name_or_with_a_bad_taint_is_refused() -> None:
-    with pytest.raises(ParseError, match=r"metadata\.name"):
-        parse_node(json.dumps({"kind": "Node", "metadata": {}}))
-    with pytest.raises(ParseError, match=r"spec.taints\[0\]"):
-        parse_node(json.dumps({"kind": "Node", "metadata": {"name": "a"}, "spec": {"taints": [{"value": "x"}]}}))
-    with pytest.raises(ParseError, match="not a Node"):
-        parse_node("[]")

@@ -224,11 +224,12 @@ def test_a_damaged_pending_file_is_a_usage_error_naming_it(sim: KubeSim, tmp_pat
     (False, False, True, "complete"),     # only the annotations
 ])
 def test_the_verdict_reads_the_node_as_it_is(taint: bool, cordoned: bool, noted: bool, verdict: str) -> None:
-    from clusterctl.facts.kube_nodes import NodeState, Taint
+    from clusterctl.facts.kube_nodes import KubeNode, Taint
     from clusterctl.quarantine.cluster_marker import judge
 
-    node = NodeState("gpu-05", cordoned, (Taint(node_ops.TAINT_KEY, "NoSchedule", "XID_79"),) if taint else (),
-                     {node_ops.annotation("at"): "2026-12-06T03:00:00Z"} if noted else {})
+    node = KubeNode("gpu-05", unschedulable=cordoned,
+                    taints=(Taint(node_ops.TAINT_KEY, "NoSchedule", "XID_79"),) if taint else (),
+                    annotations={node_ops.annotation("at"): "2026-12-06T03:00:00Z"} if noted else {})
     assert judge(node, set(), 1)[0] == verdict
     full = judge(node, {"gpu-01"}, 1)[0]  # the cap is reached: only a node in service is held
     assert full == ("held" if verdict == "act" else verdict)

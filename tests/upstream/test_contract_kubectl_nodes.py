@@ -20,7 +20,7 @@ from contract import Answer
 from real_cluster import Cluster
 
 from clusterctl.facts.kube import kubectl
-from clusterctl.facts.kube_nodes import NodeState, node_command, parse_node
+from clusterctl.facts.kube_nodes import KubeNode, node_command, parse_node
 from clusterctl.quarantine import node_ops
 from clusterctl.quarantine.drain import eviction_command
 
@@ -43,7 +43,7 @@ class Sides:
         done = self.cluster.plane.sh(line)
         return Answer(done.returncode, done.stdout, done.stderr)
 
-    def nodes(self) -> tuple[NodeState, NodeState]:
+    def nodes(self) -> tuple[KubeNode, KubeNode]:
         return parse_node(self.simulated(node_command(NODE)).stdout), parse_node(self.real(node_command(NODE)).stdout)
 
     def same(self, line: str) -> Answer:
@@ -57,13 +57,13 @@ def sides(control_plane: Cluster, tmp_path: Path) -> Sides:
     return Sides(KubeSim(tmp_path, names=(CP, NODE)), control_plane)
 
 
-def seen(node: NodeState) -> tuple[object, ...]:
+def seen(node: KubeNode) -> tuple[object, ...]:
     """What quarantine, release and status read of a node."""
     return (sorted(node.taints, key=lambda t: t.key), node.unschedulable,
             {k: v for k, v in node.annotations.items() if k.startswith(node_ops.ANNOTATION_PREFIX)})
 
 
-def settled(sides: Sides, check: Callable[[NodeState], bool]) -> NodeState:
+def settled(sides: Sides, check: Callable[[KubeNode], bool]) -> KubeNode:
     """The real node once the controller-manager caught up (it taints a cordoned node a moment later)."""
     deadline = time.monotonic() + 30
     while True:
@@ -73,7 +73,7 @@ def settled(sides: Sides, check: Callable[[NodeState], bool]) -> NodeState:
         time.sleep(0.3)
 
 
-def unschedulable_taint(node: NodeState) -> bool:
+def unschedulable_taint(node: KubeNode) -> bool:
     return node.taint("node.kubernetes.io/unschedulable") is not None
 
 

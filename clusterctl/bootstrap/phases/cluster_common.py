@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from clusterctl.bootstrap.cluster.settings import ClusterSettings, cluster_settings, first_control_plane
 from clusterctl.changes import MAKES_DIR, Change
-from clusterctl.facts.kube import KubeNode, kubectl, parse_nodes
+from clusterctl.facts.kube import kubectl
+from clusterctl.facts.kube_nodes import KubeNode, parse_nodes
 from clusterctl.transport.base import CommandResult
 
 if TYPE_CHECKING:

@@ -33,7 +33,7 @@ from clusterctl.changes import (
     GateRecord,
     HostGate,
 )
-from clusterctl.facts.kube import KubeNode
+from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.findings import Finding, Severity
 from clusterctl.secret import Secret
 from clusterctl.transport.base import FailureKind, TransportError

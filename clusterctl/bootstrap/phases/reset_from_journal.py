@@ -27,6 +27,7 @@ from clusterctl.changes import (
     MAKES_KUBEADM_NODE,
     MAKES_NO_TRACE,
     MAKES_PACKAGE,
+    MAKES_TEMPORARY,
     Change,
     ChangeKind,
     GateRecord,
@@ -90,6 +91,8 @@ def plan_from_journals(ctx: PhaseContext, entries: tuple[HostJournal, ...], *, f
             _file_step(plan, ctx, record, content(change.path), now, force=force)
         elif MAKES_KUBEADM_NODE in change.makes:
             continue  # kubeadm init/join: the reset phase's kubeadm reset takes it back
+        elif MAKES_TEMPORARY in change.makes:
+            continue  # verify's GPU test pod an interrupt left: an API object, it goes with the cluster
         elif change.undo_command:
             plan.steps.append(Change.run(host, change.undo_command, summary=f"undo '{change.summary}' (bootstrap)",
                                          sudo=change.sudo))

@@ -18,7 +18,8 @@ from clusterctl.bootstrap.cluster.topology_labels import topology_labels
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.changes import Change, ChangeFailed
-from clusterctl.facts.kube import KubeNode, kubectl
+from clusterctl.facts.kube import kubectl
+from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.findings import Finding, Severity
 
 POD_TIMEOUT_S = 300
