@@ -98,12 +98,12 @@ def phase_named(name: str) -> Phase[Any]:
 
 
 def select_phases(only: str | None = None, skip: str | None = None) -> list[Phase[Any]]:
-    """The phases of a run: one named phase, or all default phases minus ``--skip-phases``."""
-    chosen = [phase_named(only)] if only else all_phases()
-    skipped = [s.strip() for s in (skip or "").split(",") if s.strip()]
-    for name in skipped:
-        phase_named(name)  # a typo in --skip-phases must not silently skip nothing
-    return [p for p in chosen if p.name not in skipped]
+    """The phases of a run: one named phase (on-demand ones too), or all default phases minus ``--skip-phases``."""
+    from clusterctl.engine.run import select_phases as select
+
+    loaded = _load()
+    return select([p for p, default in loaded if default], only, skip, command="bootstrap",
+                  on_demand=[p for p, default in loaded if not default])
 
 
 @contextlib.contextmanager

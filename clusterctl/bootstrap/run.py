@@ -60,8 +60,6 @@ def run(
     on_phase: Callable[[EnginePhase[Any, Any], list[HostPhaseResult]], None] | None = None,
 ) -> RunReport:
     phases = select_phases(request.phase, request.skip_phases)
-    if not phases:
-        raise UsageError("--skip-phases leaves no phase to run")
     if request.resume and not request.apply:
         raise UsageError("--resume only makes sense for a run that applies (not with --dry-run or plan)")
     place = RunPlace.of(inventory, "bootstrap", request.state_dir)

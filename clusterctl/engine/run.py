@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord, HostGate
 from clusterctl.engine import lock as host_lock
@@ -271,19 +271,25 @@ def skip_reason(phase: Phase[Any, Any], ctx: PhaseContext, *, failed_earlier: bo
     return None
 
 
-def select_phases(phases: Sequence[Phase[Any, Any]], only: str | None, skip: str | None, *,
-                  command: str = "this command") -> list[Phase[Any, Any]]:
-    """The phases of a run (``phase NAME``, ``--skip-phases a,b``); a name that is no phase is exit 2."""
+AnyPhase = TypeVar("AnyPhase", bound="Phase[Any, Any]")
+
+
+def select_phases(phases: Sequence[AnyPhase], only: str | None, skip: str | None, *, command: str = "this command",
+                  on_demand: Sequence[AnyPhase] = ()) -> list[AnyPhase]:
+    """The phases of a run (``phase NAME``, ``--skip-phases a,b``): ``phases`` in order, or the one named.
+    ``on_demand`` phases (bootstrap's reset) run only when named. A name that is no phase is exit 2,
+    naming it and the phases there are, and so is a ``--skip-phases`` that leaves nothing to run."""
     from clusterctl.errors import UsageError
     from clusterctl.inventory.values import did_you_mean
 
-    names = [p.name for p in phases]
+    names = [p.name for p in [*phases, *on_demand]]
     skipped = [s.strip() for s in (skip or "").split(",") if s.strip()]
     for name in ([only] if only else []) + skipped:
         if name not in names:
             raise UsageError(f"{command} has no phase named {name!r}.", field="phase",
                              hint=did_you_mean(name, names) or "Phases: " + ", ".join(names) + ".")
-    chosen = [p for p in phases if (only is None or p.name == only) and p.name not in skipped]
+    chosen = [p for p in [*phases, *on_demand] if p.name == only] if only else list(phases)
+    chosen = [p for p in chosen if p.name not in skipped]
     if not chosen:
         raise UsageError("--skip-phases leaves no phase to run", field="--skip-phases")
     return chosen

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from clirun import clusterctl as run_cli
 
+from clusterctl.bootstrap.registry import all_phases
+
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "inventories" / "demo.yaml"
 
@@ -48,7 +50,13 @@ def test_json_output_and_unknown_phase(capsys: pytest.CaptureFixture[str]) -> No
     code, _, err = clusterctl(["-i", str(DEMO), "bootstrap", "phase", "prefligth"], capsys)
     assert code == 2 and "Did you mean 'preflight'?" in err
     code, _, err = clusterctl(["-i", str(DEMO), "bootstrap", "--skip-phases", "kernal", "--dry-run"], capsys)
-    assert code == 2 and "kernal" in err
+    assert code == 2 and "bootstrap has no phase named 'kernal'" in err
+    code, _, err = clusterctl(["-i", str(DEMO), "bootstrap", "phase", "zzz"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "bootstrap has no phase named 'zzz'" in err
+    assert "Phases: preflight, kernel," in err and "verify, reset." in err
+    code, _, err = clusterctl(["-i", str(DEMO), "bootstrap", "--skip-phases", ",".join(
+        p.name for p in all_phases()), "--dry-run"], capsys)
+    assert code == 2 and "--skip-phases leaves no phase to run" in err
 
 
 def test_phases_are_listed_in_order(capsys: pytest.CaptureFixture[str]) -> None:
