@@ -22,7 +22,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Protocol
 
 from clusterctl.secret import Secret, mask_text
-from clusterctl.transport.base import TransportError
+from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
     from clusterctl.transport.base import CommandResult, Transport
@@ -356,6 +356,9 @@ class Gate:
         journal that ``clusterctl undo`` completes. Once the run is ``interrupted`` the block's own
         connection is being closed: the clean-up is then left to ``clean_up_left`` on a fresh one.
         """
+        if self.apply and self._stopping():  # a worker that has not seen the interrupt yet: start nothing
+            raise TransportError(FailureKind.INTERRUPTED, f"{transport.host.name}: not made, the run is stopping: "
+                                 + (setup[-1].summary if setup else "temporary change"))
         left = self._set_aside(transport.host.name, setup, cleanup) if self.apply else None
         done: list[GateRecord] = []
         try:

@@ -23,6 +23,7 @@ MiB = 1024 * 1024
 LIMITS: dict[str, int] = {
     "topology": 1 * MiB,
     "nccl-settings": 16 * MiB,
+    "sweep": 16 * MiB,
     "benchmark-log": 64 * MiB,
     "survey": 256 * MiB,
     "health-report": 256 * MiB,

@@ -93,10 +93,12 @@ def serve_command(
         help="Most hosts out of service at once (default: the inventory's, else 10%, at least 1)."),
     drain_timeout: float = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS",
                                         help="How long each drain may wait for budgets."),
-    pending_file: str = typer.Option(
-        "clusterctl-results/remediate-pending.json", "--pending-file", metavar="FILE", show_default=False,
-        help="Default: clusterctl-results/remediate-pending.json. Accepted alerts not yet acted on; a "
-             "restarted receiver acts on them."),
+    pending_file: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--pending-file", metavar="FILE",
+        help="Accepted alerts not yet acted on; a restarted receiver acts on them. Default: in the state "
+             "folder, the same wherever the receiver starts (a service unit starts in /): "
+             "$CLUSTERCTL_STATE_DIR, else $XDG_STATE_HOME/clusterctl, else ~/.local/state/clusterctl, then "
+             "remediate/<cluster>-<fleet>-pending.json. A relative FILE is from the current folder."),
     heal: bool = typer.Option(False, "--heal", help="After draining a host, run its escalation chain (GPU reset, "
                               "reboot, power cycle through the BMC) and release it once the release gate passes "
                               "(clusterctl heal; the inventory's quarantine.heal)."),
@@ -118,8 +120,9 @@ def serve_command(
                                                   else ")")
     confirm_change(what, [h.name for h in inventory.hosts], yes=yes,
                    dry_run=dry_run, preview=f"clusterctl remediate serve --listen {listen} --dry-run")
+    pending = _pending_file(pending_file, inventory, dry_run=dry_run)
     remediator = Remediator(inventory, app.runner, sys.stderr, dry_run=dry_run, max_unavailable=max_unavailable,
-                            drain_options=DrainOptions(timeout_s=drain_timeout), pending_file=pending_file,
+                            drain_options=DrainOptions(timeout_s=drain_timeout), pending_file=str(pending),
                             after_drain=heal_after_drain(inventory) if heal else None)
 
     def ready(bound: int) -> None:
@@ -129,12 +132,35 @@ def serve_command(
         who = who or ", no authentication (loopback only)"
         print(f"listening on {address.url(bound, tls=security.tls is not None)}{who}{mode}", file=sys.stderr,
               flush=True)
+        if not dry_run:
+            print(f"accepted alerts are kept in {pending} until acted on", file=sys.stderr, flush=True)
         remediator.resume()  # what an earlier run accepted and did not finish
 
     try:
         serve(remediator, address, security, ready=ready)
     except OSError as exc:
         raise UsageError(f"cannot listen on {listen}: {exc.strerror or exc}", field="--listen") from exc
+
+
+def _pending_file(option: str | None, inventory: Inventory, *, dry_run: bool) -> Path:
+    """Where the receiver keeps accepted alerts: ``--pending-file`` (made absolute now, so the file stays the
+    same whatever the process does later), else the state folder's; checked writable before it listens."""
+    from clusterctl.quarantine.pending_work import OLD_DEFAULT, default_pending_file
+    from clusterctl.writable import make_folder, writable_file
+
+    if option is not None:
+        path = Path(option).expanduser().absolute()
+    else:
+        path = default_pending_file(inventory)
+        if OLD_DEFAULT.is_file() and OLD_DEFAULT.absolute() != path:
+            print(f"note: {OLD_DEFAULT} in this folder holds alerts an earlier clusterctl accepted (its default "
+                  f"then); this one keeps them in {path}: pass --pending-file {OLD_DEFAULT} once to act on them",
+                  file=sys.stderr)
+    if not dry_run:
+        if option is None:
+            make_folder(path.parent, f"the state folder {path.parent}")
+        writable_file(path, "--pending-file")
+    return path
 
 
 @remediate_app.command("alertmanager-config", help="""Print the Alertmanager configuration that sends alerts to

@@ -156,8 +156,19 @@ def _execute(app: AppContext, args: UpgradeArgs) -> None:
 
 
 def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult]) -> None:
+    from clusterctl.engine.run import Status, not_needed_message
+    from clusterctl.hostlist import compress
     from clusterctl.secret import mask_text
 
+    # A phase the inventory leaves to the site (its own CNI, no GPUs) says "nothing to do" and why as it
+    # ends, as bootstrap's progress does: one line for the phase, its hosts together.
+    left: dict[str, list[str]] = {}
+    for r in results:
+        if r.status is Status.SKIPPED and not_needed_message(r.message):
+            left.setdefault(r.message, []).append(r.host)
+    for message, names in left.items():
+        app.console.print(f"{compress(names):<16} {phase.name:<16} {'skipped':<8} {mask_text(message)}",
+                          markup=False, highlight=False, soft_wrap=True)
     for r in results:
         if not (r.changes or r.waits or r.status.value == "failed"):
             continue  # nothing done or waited for there (the node is up to date, or not this node's phase)

@@ -9,21 +9,28 @@ finds it here when it starts again and acts on it then, deciding from the cluste
 
 The file (mode 0600) maps each host to the strongest action asked, the alerts and a sequence
 number; it is replaced whole (write, then rename), so a crash leaves the old or the new one.
+It is state, not a result: by default it lives in clusterctl's state folder, one per fleet
+(``default_pending_file``), so a receiver finds it wherever it is started from (a service unit
+starts in ``/``), and it is read with the size limit of every state file.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clusterctl.errors import UsageError
 
+if TYPE_CHECKING:
+    from clusterctl.inventory.model import Inventory
+
 KIND = "clusterctl.remediate.pending"
+#: Where clusterctl before 2026-12 kept the file by default: relative to the folder the receiver started in.
+OLD_DEFAULT = Path("clusterctl-results") / "remediate-pending.json"
 #: The actions an alert leaves to do for a host, weakest first ("report" leaves nothing: it is not kept).
 _STRENGTH = {"quarantine": 1, "drain": 2}
 
@@ -31,6 +38,16 @@ _STRENGTH = {"quarantine": 1, "drain": 2}
 def stronger(action: str, other: str) -> str:
     """The stronger of two actions alerts ask for one host: drain, then quarantine, then report."""
     return other if _STRENGTH.get(other, 0) > _STRENGTH.get(action, 0) else action
+
+
+def default_pending_file(inventory: Inventory) -> Path:
+    """``<state dir>/remediate/<cluster>-<fleet>-pending.json``: the state folder of ``--state-dir`` elsewhere
+    (``$CLUSTERCTL_STATE_DIR``, else ``$XDG_STATE_HOME/clusterctl``, else ``~/.local/state/clusterctl``), one
+    file per fleet, as the progress files are, so receivers of two clusters never share one."""
+    from clusterctl.engine.progress import RunPlace
+
+    progress = RunPlace.of(inventory, "remediate").progress_path
+    return progress.with_name(f"{progress.stem}-pending.json")
 
 
 @dataclass(frozen=True)
@@ -53,15 +70,14 @@ class PendingWork:
         self._load()
 
     def _load(self) -> None:
+        from clusterctl.inputfile import read_state_file
+
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = read_state_file(self.path, "the receiver's pending work",
+                                   "Move the file away to start without it (its alerts are then not acted on).")
         except FileNotFoundError:
             return
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise UsageError(f"cannot read the receiver's pending work: {exc}", file=str(self.path),
-                             hint="Move the file away to start without it (its alerts are then not acted on).") \
-                from None
-        hosts = data.get("hosts") if isinstance(data, dict) and data.get("kind") == KIND else None
+        hosts = data.get("hosts") if data.get("kind") == KIND else None
         if not isinstance(hosts, dict):
             raise UsageError("not the receiver's pending work file", file=str(self.path))
         for name, entry in hosts.items():
@@ -74,13 +90,12 @@ class PendingWork:
             self._seq = max(self._seq, found.seq)
 
     def _save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".pending-", dir=self.path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            hosts = {name: {"action": e.action, "alerts": list(e.alerts), "caller": e.caller, "seq": e.seq,
-                            "accepted": e.accepted} for name, e in self._hosts.items()}
-            handle.write(json.dumps({"kind": KIND, "version": 1, "hosts": hosts}, indent=1, sort_keys=True))
-        os.replace(tmp, self.path)
+        from clusterctl.writable import write_private_file
+
+        hosts = {name: {"action": e.action, "alerts": list(e.alerts), "caller": e.caller, "seq": e.seq,
+                        "accepted": e.accepted} for name, e in self._hosts.items()}
+        write_private_file(self.path, json.dumps({"kind": KIND, "version": 1, "hosts": hosts}, indent=1,
+                                                 sort_keys=True))
 
     def accept(self, host: str, action: str, alert: str, caller: str) -> int:
         """Record an accepted alert (before it is answered); its sequence number."""

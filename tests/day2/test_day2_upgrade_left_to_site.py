@@ -55,6 +55,12 @@ def _addon_rows(inventory: Path, *args: str) -> dict[str, dict[str, Any]]:
     return {s["step"]: s for s in done.json()["addons"]}
 
 
+def _live_lines(stdout: str, phase: str) -> list[str]:
+    """What apply's live progress said of ``phase`` (the lines before the final report)."""
+    live = stdout.split("\ncluster demo: Kubernetes ", 1)[0]
+    return [line for line in live.splitlines() if line.split()[1:2] == [phase]]
+
+
 def _bootstrap_message(inventory: Path, phase: str) -> str:
     done = clusterctl("-i", inventory, "-o", "json", "bootstrap", "phase", phase, "--dry-run")
     assert done.exit_code == 0, done.output
@@ -86,6 +92,7 @@ def test_a_site_with_its_own_cni_gets_no_calico_from_an_upgrade(bootstrapped_dem
                       bootstrapped_demo / "progress", "--ready-timeout", "2")
     assert done.exit_code == 0, done.output
     assert f"\nnetwork: {OWN_CNI}\n" in done.stdout and "upgraded: every node runs 1.36.3" in done.stdout
+    assert _live_lines(done.stdout, "network") == [f"gpu-a1           network          skipped  {OWN_CNI}"]
     objects = _kube(bootstrapped_demo)["objects"]
     assert SITE_CNI in objects and CALICO not in objects
 
@@ -110,6 +117,7 @@ def test_a_cluster_without_gpus_or_with_its_own_addons_gets_no_device_plugin(boo
                       bootstrapped_demo / "progress", "--ready-timeout", "2")
     assert done.exit_code == 0, done.output
     assert f"\ngpu-addons: {OWN_ADDONS}\n" in done.stdout
+    assert _live_lines(done.stdout, "gpu-addons") == [f"gpu-a1           gpu-addons       skipped  {OWN_ADDONS}"]
     assert _kube(bootstrapped_demo)["releases"] == releases  # no helm release touched
 
 

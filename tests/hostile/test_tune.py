@@ -77,3 +77,97 @@ def test_tune_nccl_exits_1_when_its_own_lint_of_the_rendered_files_finds_an_erro
     ran = cli("-i", DEMO, "tune-nccl", "--survey", saved_survey)
     assert ran.code == 1
     assert "NCCL_IB_HCA names no HCA" in ran.err
+
+
+# --- a saved sweep (tune-nccl --bench DIR) is untrusted input like any other file ----------------
+
+
+def _sweep() -> dict:  # type: ignore[type-arg]
+    """What ``tune-nccl --sweep --out DIR`` writes to DIR/sweep.json, cut to one winning size range."""
+    return {
+        "budget": 120, "runs_used": 34, "full_grid_runs": 18, "candidates_tried": 2, "candidates_total": 2,
+        "ranges": [{"range": "small", "baseline_gbps": 0.09, "noise": 0.0162,
+                    "best_label": "NCCL_ALGO=Tree NCCL_PROTO=LL", "best_gbps": 0.12, "significant": True,
+                    "best_runs": 10, "collective": "allreduce", "gain": 0.2542, "ci_low": 0.2411,
+                    "ci_high": 0.2675, "baseline_moved": -0.0108, "verdict": ""}],
+        "settings": [{"name": "NCCL_BUFFSIZE", "value": "8388608", "reason": "faster on every size measured",
+                      "source": "sweep"}],
+        "tuner_rows": [["allreduce", "small", "tree", "ll"]],
+        "notes": ["allreduce medium messages: NCCL's defaults are best"],
+        "table": [["defaults", {"small": 0.09, "medium": 25.8}, 3]],
+        "confidence": 0.991667,
+    }
+
+
+def test_a_saved_sweep_is_reused_by_bench(cli, saved_survey: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "sweep.json").write_text(json.dumps(_sweep()))
+    ran = cli("-i", DEMO, "tune-nccl", "--survey", saved_survey, "--bench", str(tmp_path), "--format", "tuner",
+              "--out", str(tmp_path / "out"))
+    assert ran.code == 0, ran.err
+    assert "allreduce,0,65535,tree,ll" in (tmp_path / "out" / "nccl_tuner.conf").read_text()
+
+
+def _broken(change: str) -> dict:  # type: ignore[type-arg]
+    data = _sweep()
+    if change == "control character in a setting name":
+        data["settings"][0]["name"] = "NCCL_BUFFSIZE\x1b]0;owned\x07"
+    elif change == "newline in a setting value":
+        data["settings"][0]["value"] = "1\nNCCL_NET_PLUGIN=/tmp/evil.so"
+    elif change == "text where a number belongs":
+        data["budget"] = "lots"
+    elif change == "unknown size range":
+        data["tuner_rows"][0][1] = "huge"
+    elif change == "object where a list belongs":
+        data["notes"] = {"a": 1}
+    elif change == "infinite bandwidth":
+        data["ranges"][0]["best_gbps"] = 1e999
+    elif change == "too many entries":
+        data["notes"] = ["x"] * 10_001
+    return data
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ("control character in a setting name", "settings[0].name"),
+    ("newline in a setting value", "settings[0].value"),
+    ("text where a number belongs", "budget"),
+    ("unknown size range", "tuner_rows[0].range"),
+    ("object where a list belongs", "notes"),
+    ("infinite bandwidth", "ranges[0].best_gbps"),
+    ("too many entries", "notes"),
+])
+def test_a_saved_sweep_with_a_wrong_field_is_refused_naming_the_field(  # type: ignore[no-untyped-def]
+    cli, saved_survey: str, tmp_path: Path, change: str, field: str
+) -> None:
+    (tmp_path / "sweep.json").write_text(json.dumps(_broken(change)))
+    ran = cli("-i", DEMO, "tune-nccl", "--survey", saved_survey, "--bench", str(tmp_path), "--out",
+              str(tmp_path / "out"))
+    assert ran.code == 2, ran.err
+    assert f"{tmp_path / 'sweep.json'}: field '{field}': not a saved sweep" in ran.err
+    assert "Traceback" not in ran.err and "\x1b" not in ran.err and "evil" not in ran.err
+    assert not (tmp_path / "out").exists()  # nothing rendered from it
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    ('{"budget": 120,\n  "runs_used": }\n', "sweep.json:2: not a saved sweep: not JSON"),
+    ("[" * 200_000 + "]" * 200_000, "nested too deep"),
+    ("\0\0\0", "binary data"),
+    ("[1, 2, 3]", "not a saved sweep: a list where an object belongs"),
+])
+def test_a_saved_sweep_that_is_not_one_is_a_usage_error(  # type: ignore[no-untyped-def]
+    cli, saved_survey: str, tmp_path: Path, content: str, expected: str
+) -> None:
+    (tmp_path / "sweep.json").write_text(content)
+    ran = cli("-i", DEMO, "tune-nccl", "--survey", saved_survey, "--bench", str(tmp_path))
+    assert ran.code == 2 and expected in ran.err and "Traceback" not in ran.err, ran.err
+
+
+def test_a_huge_saved_sweep_is_refused_before_it_is_read(cli, saved_survey: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    with (tmp_path / "sweep.json").open("wb") as handle:
+        handle.truncate(4 * 1024**3)  # 4 GiB, sparse: reading it would take that much memory
+    ran = cli("-i", DEMO, "tune-nccl", "--survey", saved_survey, "--bench", str(tmp_path))
+    assert ran.code == 2 and "larger than the 16 MiB limit" in ran.err and "sweep.json" in ran.err
+
+
+def test_bench_on_a_folder_without_a_sweep_says_what_it_wants(cli, saved_survey: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ran = cli("-i", DEMO, "tune-nccl", "--survey", saved_survey, "--bench", str(tmp_path))
+    assert ran.code == 2 and "no saved sweep in this folder" in ran.err and "--out folder of a --sweep" in ran.err

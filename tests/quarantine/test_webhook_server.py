@@ -338,12 +338,13 @@ def test_remediate_serve_as_a_user_runs_it(tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "NO_COLOR": "1"}
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "NO_COLOR": "1", "XDG_STATE_HOME": str(tmp_path / "state")}
     env.pop("CLUSTERCTL_INVENTORY", None)
-    process = subprocess.Popen(
+    env.pop("CLUSTERCTL_STATE_DIR", None)
+    process = subprocess.Popen(  # no --pending-file: the state folder's, wherever it is started
         [sys.executable, "-m", "clusterctl", "-i", str(sim.inventory), "remediate", "serve", "--listen",
          f"127.0.0.1:{port}", "--token-file", str(token), "--tls-cert", str(pki.server_cert), "--tls-key",
-         str(pki.server_key), "--yes", "--pending-file", str(tmp_path / "pending.json")],
+         str(pki.server_key), "--yes"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
     lines: list[str] = []
     listening = threading.Event()
@@ -364,7 +365,8 @@ def test_remediate_serve_as_a_user_runs_it(tmp_path: Path) -> None:
         assert post(url, payload(("GPUXidError", "gpu-02")), client_context(pki))[0] == 401
         assert post(url, payload(("GPUXidError", "gpu-02")), client_context(pki), bearer(token))[0] == 200
         deadline = time.monotonic() + 120
-        pending = tmp_path / "pending.json"
+        (pending,) = (tmp_path / "state" / "clusterctl" / "remediate").glob("*-pending.json")
+        assert f"accepted alerts are kept in {pending} until acted on" in "".join(lines)
         while not any('"decision": "journal"' in line for line in lines) or \
                 json.loads(pending.read_text())["hosts"]:  # acted on: journal written, the alert out of the file
             assert time.monotonic() < deadline and process.poll() is None, "".join(lines)

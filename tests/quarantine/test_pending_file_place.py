@@ -1,0 +1,113 @@
+"""Where ``remediate serve`` keeps the alerts it accepted and has not acted on (``--pending-file``).
+
+The file is what lets a restarted receiver act on an alert Alertmanager will not send again for
+hours, so it must be the same file whatever folder the receiver is started from: by default it
+is in clusterctl's state folder (``$CLUSTERCTL_STATE_DIR``, else ``$XDG_STATE_HOME/clusterctl``),
+one per fleet; a relative ``--pending-file`` is from the folder it was started in, made absolute
+at start; an unwritable one is refused before the receiver listens.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from clirun import DEMO, clusterctl
+
+from clusterctl.quarantine.pending_work import KIND
+
+
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Instead of listening: say it listens (what a user sees at start, the earlier run's alerts resumed)."""
+    receivers: list[Any] = []
+
+    def serve(remediator: Any, address: Any, security: Any, *, ready: Any) -> None:
+        receivers.append(remediator)
+        ready(9095)
+
+    monkeypatch.setattr("clusterctl.quarantine.receiver.serve", serve)
+    return receivers
+
+
+def serve_from(folder: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str]:
+    monkeypatch.chdir(folder)
+    ran = clusterctl("-i", str(DEMO), "remediate", "serve", "--yes", *args)
+    return ran.exit_code, ran.stderr
+
+
+def kept_in(stderr: str) -> Path:
+    (line,) = [line for line in stderr.splitlines() if line.startswith("accepted alerts are kept in ")]
+    return Path(line.removeprefix("accepted alerts are kept in ").removesuffix(" until acted on"))
+
+
+def test_the_default_is_in_the_state_folder_the_same_from_every_folder(
+    started: list[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CLUSTERCTL_STATE_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    (tmp_path / "here").mkdir()
+    code, err = serve_from(tmp_path / "here", monkeypatch)
+    assert code == 0, err
+    pending = kept_in(err)
+    assert pending.parent == tmp_path / "state" / "clusterctl" / "remediate"
+    assert pending.name.startswith("demo-") and pending.name.endswith("-pending.json")
+    # An alert accepted before a restart (by a receiver started elsewhere: a service unit starts in /),
+    # for a host no longer in the inventory: the next receiver reads it, says so, and takes it out.
+    pending.write_text(json.dumps({"kind": KIND, "version": 1, "hosts": {"gpu-gone": {
+        "action": "drain", "alerts": ["GPUFellOffTheBus"], "caller": "127.0.0.1", "seq": 1}}}))
+    code, err = serve_from(tmp_path, monkeypatch)
+    assert code == 0 and kept_in(err) == pending, err
+    decisions = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    assert [(d["host"], d["decision"]) for d in decisions] == [("gpu-gone", "ignored")], err
+    assert json.loads(pending.read_text())["hosts"] == {}
+    assert pending.stat().st_mode & 0o777 == 0o600
+    assert not (tmp_path / "here" / "clusterctl-results").exists() and not (tmp_path / "clusterctl-results").exists()
+
+
+def test_clusterctl_state_dir_moves_it_as_it_moves_every_run_record(
+    started: list[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(tmp_path / "records"))
+    code, err = serve_from(tmp_path, monkeypatch)
+    assert code == 0 and kept_in(err).parent == tmp_path / "records" / "remediate", err
+
+
+def test_a_relative_pending_file_is_from_the_folder_it_started_in(
+    started: list[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, err = serve_from(tmp_path, monkeypatch, "--pending-file", "pending.json")
+    assert code == 0 and kept_in(err) == tmp_path / "pending.json", err
+    assert started[0].pending_file == str(tmp_path / "pending.json")  # absolute: a later chdir changes nothing
+
+
+def test_alerts_left_where_the_old_default_kept_them_are_pointed_out(
+    started: list[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = tmp_path / "clusterctl-results" / "remediate-pending.json"
+    old.parent.mkdir()
+    old.write_text(json.dumps({"kind": KIND, "version": 1, "hosts": {}}))
+    code, err = serve_from(tmp_path, monkeypatch)
+    assert code == 0, err
+    assert "pass --pending-file clusterctl-results/remediate-pending.json once to act on them" in err
+
+
+@pytest.mark.parametrize(("where", "expected"), [
+    ("missing/pending.json", "the folder"),
+    (".", "is a folder"),
+])
+def test_a_pending_file_that_cannot_be_written_is_refused_before_it_listens(
+    started: list[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str, expected: str
+) -> None:
+    code, err = serve_from(tmp_path, monkeypatch, "--pending-file", where)
+    assert code == 2 and "--pending-file" in err and expected in err and "Traceback" not in err, err
+    assert started == []  # never listened
+
+
+def test_help_says_where_the_default_is_and_what_a_relative_path_means() -> None:
+    ran = clusterctl("remediate", "serve", "--help")
+    text = " ".join(ran.stdout.split())
+    assert "~/.local/state/clusterctl" in text and "remediate/<cluster>-<fleet>-pending.json" in text
+    assert "A relative FILE is from the current folder" in text
