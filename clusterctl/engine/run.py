@@ -392,7 +392,9 @@ def _after_interrupt(report: RunReport, runner: Runner, locked: list[Host], lock
                      settings: RunSettings, inflight: _InFlight, gate: Gate) -> str:
     """Put the run in order after Ctrl-C; what the user reads: what was in flight, the journal, how to go on."""
     _finish(report, runner, locked, lock_info, settings, inflight, gate)
-    lines = list(report.notes)
+    # The journal is named once, in the line that says what undoing it does, not also as a note.
+    said = f"undo with: clusterctl undo {report.undo_journal}"
+    lines = [note for note in report.notes if not report.undo_journal or note != said]
     if report.undo_journal:
         lines.append(f"to take back what this run changed: clusterctl undo {report.undo_journal}")
     if settings.resume_hint:
