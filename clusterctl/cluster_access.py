@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from clusterctl.facts.kube_nodes import KubeNode
     from clusterctl.fanout import Runner
     from clusterctl.fanout.outcomes import Failure
+    from clusterctl.host_reader import HostReader
     from clusterctl.inventory.model import Host
     from clusterctl.transport.base import Transport
 
@@ -85,14 +86,22 @@ def on_control_plane(runner: Runner, host: Host, task: Callable[[Transport], T],
     raise not_usable(host.name, what, outcome.failure)
 
 
-def cluster_nodes(runner: Runner, host: Host) -> dict[str, KubeNode]:
-    """The cluster's nodes by name, as the control plane ``host`` lists them (``kubectl get nodes``)."""
+def read_nodes(transport: Transport | HostReader) -> dict[str, KubeNode]:
+    """The cluster's nodes by name, in the API server's order (``kubectl get nodes -o json`` through
+    ``transport``, a control plane). A failed command or an answer that is no node list is a
+    ``TransportError`` of that host (``command_failed``'s shape, or the parser's line and field)."""
+    from clusterctl.errors import ParseError
     from clusterctl.facts.kube_nodes import NODES_COMMAND, parse_nodes
 
-    def read(transport: Transport) -> dict[str, KubeNode]:
-        result = transport.run(NODES_COMMAND, sudo=True, timeout=60)
-        if not result.ok:
-            raise command_failed(result)
+    result = transport.run(NODES_COMMAND, sudo=True, timeout=60)
+    if not result.ok:
+        raise command_failed(result)
+    try:
         return {n.name: n for n in parse_nodes(result.stdout)}
+    except ParseError as exc:
+        raise TransportError(FailureKind.COMMAND_FAILED, str(exc)) from exc
 
-    return on_control_plane(runner, host, read, what="read the cluster's nodes", label="nodes")
+
+def cluster_nodes(runner: Runner, host: Host) -> dict[str, KubeNode]:
+    """The cluster's nodes by name, as the control plane ``host`` lists them (``read_nodes``)."""
+    return on_control_plane(runner, host, read_nodes, what="read the cluster's nodes", label="nodes")

@@ -700,6 +700,19 @@ class SSHDHosts:
         path.write_text("".join(h.known_hosts_line() + "\n" for h in hosts))
         return path
 
+    def transport(self, known_hosts: Path, config_dir: Path) -> Any:
+        """clusterctl's own SSH transport to the last host started, as the inventory would build it
+        (this farm's user and client key, the given known_hosts, an empty ssh_config)."""
+        from clusterctl.inventory.model import Host, SSHOptions
+        from clusterctl.transport.ssh import SSHTransport
+
+        config = config_dir / "ssh_config"
+        config.write_text("")
+        host = self.hosts[-1]
+        return SSHTransport(Host(name=host.name, address=host.address, port=host.port, user=self.user,
+                                 ssh=SSHOptions(key_file=str(self.client_key))),
+                            known_hosts_path=str(known_hosts), ssh_config_path=str(config))
+
     def inventory_data(
         self, hosts: Sequence[SSHDHost], extra: Mapping[str, Mapping[str, Any]] | None = None
     ) -> dict[str, Any]:

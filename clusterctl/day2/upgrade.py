@@ -43,14 +43,15 @@ from clusterctl.bootstrap.cluster.settings import KubernetesVersion
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases.packages import APT_ENV, UPDATE, Packages
 from clusterctl.changes import Change
-from clusterctl.cluster_access import FIRST, NoCluster, cluster_nodes
+from clusterctl.cluster_access import FIRST, NoCluster, cluster_nodes, read_nodes
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.day2.versions import check_upgrade, parse, static_pod_version
 from clusterctl.engine.phase import Wait
-from clusterctl.errors import ParseError, UsageError
-from clusterctl.facts.kube_nodes import NODES_COMMAND, KubeNode, parse_nodes
+from clusterctl.errors import UsageError
+from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.findings import Finding, Severity
 from clusterctl.secret import mask_text
+from clusterctl.transport.base import TransportError
 
 if TYPE_CHECKING:
     from clusterctl.engine.phase import Phase as EnginePhase
@@ -388,13 +389,10 @@ class NodeReady(UpgradePhase):
             return None
 
         def ready(c: PhaseContext) -> str | None:
-            result = c.reader.run(NODES_COMMAND, sudo=True, timeout=60)
-            if not result.ok:
-                return result.stderr_tail(2) or f"exit {result.exit_code}"
             try:
-                found = {n.name: n for n in parse_nodes(result.stdout)}.get(name)
-            except ParseError as exc:
-                return str(exc)
+                found = read_nodes(c.reader).get(name)
+            except TransportError as exc:
+                return exc.message
             if found is None:
                 return "not listed; it stays cordoned"
             if found.ready and rollout.at_target(found.kubelet_version):

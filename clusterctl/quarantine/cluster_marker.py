@@ -28,9 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from clusterctl.errors import ClusterctlError, ParseError
-from clusterctl.facts.kube import kubectl
-from clusterctl.facts.kube_nodes import KubeNode, parse_nodes
+from clusterctl.cluster_access import read_nodes
+from clusterctl.errors import ClusterctlError
+from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.quarantine import node_ops
 from clusterctl.quarantine.cluster_lease import ClusterLease, Hold
 from clusterctl.quarantine.policy import Action, Wanted, decide
@@ -86,16 +86,6 @@ def judge(node: KubeNode | None, out: set[str], limit: int) -> tuple[str, str]:
     if decision.action is Action.HELD:
         return "held", decision.reason
     return "act", decision.reason
-
-
-def read_nodes(transport: Transport) -> dict[str, KubeNode]:
-    result = transport.run(kubectl("get nodes -o json"), sudo=True, timeout=60)
-    if not result.ok:
-        raise ClusterctlError(f"kubectl get nodes failed (exit {result.exit_code}): {result.stderr_tail(2)}")
-    try:
-        return {n.name: n for n in parse_nodes(result.stdout)}
-    except ParseError as exc:
-        raise ClusterctlError(str(exc)) from exc
 
 
 class Marker:

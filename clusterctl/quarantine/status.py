@@ -10,19 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clusterctl.cluster_access import command_failed, on_control_plane
-from clusterctl.errors import ParseError
-from clusterctl.facts.kube import kubectl
-from clusterctl.facts.kube_nodes import KubeNode, parse_nodes
+from clusterctl.cluster_access import on_control_plane, read_nodes
+from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.facts.slurm import REASON_PREFIX
 from clusterctl.quarantine import node_ops
 from clusterctl.quarantine.run import kubernetes_control_plane
-from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
-    from clusterctl.transport.base import Transport
 
 RELEASE_NEEDS = "health (level 1) and bench nccl on the host pass: clusterctl release {host}"
 
@@ -99,15 +95,5 @@ def quarantined_nodes(runner: Runner, inventory: Inventory) -> list[QuarantinedN
 
 
 def _kubernetes_rows(runner: Runner, inventory: Inventory, cp: Host) -> list[QuarantinedNode]:
-
-    def task(transport: Transport) -> list[KubeNode]:
-        result = transport.run(kubectl("get nodes -o json"), sudo=True, timeout=60)
-        if not result.ok:
-            raise command_failed(result)
-        try:
-            return parse_nodes(result.stdout)
-        except ParseError as exc:
-            raise TransportError(FailureKind.COMMAND_FAILED, str(exc)) from exc
-
-    nodes = on_control_plane(runner, cp, task, what="read the cluster's nodes", label="status")
-    return [q for q in (describe(n) for n in nodes) if q is not None]
+    nodes = on_control_plane(runner, cp, read_nodes, what="read the cluster's nodes", label="status")
+    return [q for q in (describe(n) for n in nodes.values()) if q is not None]

@@ -8,33 +8,23 @@ from pathlib import Path
 import pytest
 from sshd_hosts import SSHDHosts
 
-from clusterctl.inventory.model import Host, SSHOptions
 from clusterctl.transport.base import TransportError
-from clusterctl.transport.ssh import SSHTransport
 from clusterctl.transport.ssh.connect import AEAD_CIPHERS, prefer_aead
 
 pytestmark = pytest.mark.sshd
 
 
-def _transport(farm: SSHDHosts, known: Path, tmp_path: Path) -> SSHTransport:
-    config = tmp_path / "ssh_config"
-    config.write_text("")
-    (h,) = farm.hosts[-1:]
-    return SSHTransport(Host(name=h.name, address=h.address, port=h.port, user=farm.user,
-                             ssh=SSHOptions(key_file=str(farm.client_key))),
-                        known_hosts_path=str(known), ssh_config_path=str(config))
-
 
 def test_aes_gcm_is_negotiated_and_the_host_key_still_checked(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
     (host,) = sshd_hosts(1)
     known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", [host])
-    with _transport(sshd_hosts, known, tmp_path) as transport:
+    with sshd_hosts.transport(known, tmp_path) as transport:
         assert transport.run("hostname", timeout=30).stdout == f"{host.name}\n"
         client = transport._connection(30)
         assert client.local_cipher == client.remote_cipher == "aes128-gcm@openssh.com"
     # AES-GCM changes nothing about trust: an unknown host key is refused as before.
     empty = sshd_hosts.write_known_hosts(tmp_path / "empty", [])
-    with _transport(sshd_hosts, empty, tmp_path) as transport, pytest.raises(TransportError, match="accept-new"):
+    with sshd_hosts.transport(empty, tmp_path) as transport, pytest.raises(TransportError, match="accept-new"):
         transport.run("hostname", timeout=30)
 
 

@@ -17,7 +17,7 @@ import paramiko
 import pytest
 from sshd_hosts import SSHDHosts
 
-from clusterctl.inventory.model import Host, SSHOptions
+from clusterctl.inventory.model import Host
 from clusterctl.transport.base import FailureKind, TransportError
 from clusterctl.transport.ssh import SSHTransport
 
@@ -52,14 +52,6 @@ def test_match_exec_in_ssh_config_still_runs_its_command_from_many_threads() -> 
     assert out == "[('no', None), ('yes', 'matched')]"
 
 
-def _transport(farm: SSHDHosts, known: Path, tmp_path: Path) -> SSHTransport:
-    config = tmp_path / "ssh_config"
-    config.write_text("")
-    (h,) = farm.hosts[-1:]
-    return SSHTransport(Host(name=h.name, address=h.address, port=h.port, user=farm.user,
-                             ssh=SSHOptions(key_file=str(farm.client_key))),
-                        known_hosts_path=str(known), ssh_config_path=str(config))
-
 
 @pytest.mark.sshd
 def test_no_timer_thread_and_the_debug_message_only_for_a_debug_log(
@@ -84,12 +76,12 @@ def test_no_timer_thread_and_the_debug_message_only_for_a_debug_log(
 
     monkeypatch.setattr(threading.Timer, "__init__", counting_timer)
     caplog.set_level(logging.WARNING, logger="paramiko")
-    with _transport(sshd_hosts, known, tmp_path) as transport:
+    with sshd_hosts.transport(known, tmp_path) as transport:
         assert transport.run("hostname", timeout=30).stdout == f"{host.name}\n"
     assert decoded == [] and timers == []
     # With a debug log (--debug), the server's message is shown as paramiko shows it.
     caplog.set_level(logging.DEBUG, logger="paramiko")
-    with _transport(sshd_hosts, known, tmp_path) as transport:
+    with sshd_hosts.transport(known, tmp_path) as transport:
         assert transport.run("hostname", timeout=30).stdout == f"{host.name}\n"
     assert decoded and "Debug msg:" in caplog.text
 

@@ -7,8 +7,10 @@ import pytest
 from fixture_files import read_fixture
 from kube_sim import KubeSim
 
+from clusterctl.cluster_access import read_nodes
 from clusterctl.errors import ParseError
 from clusterctl.facts.kube_nodes import Taint, parse_node, parse_nodes, parse_pods
+from clusterctl.transport.base import CommandResult, FailureKind, TransportError
 
 
 def test_a_recorded_replicaset_pod() -> None:
@@ -49,3 +51,35 @@ def test_broken_pod_lists_name_what_is_wrong(text: str, where: str) -> None:
         parse_pods(text)
     assert where in str(caught.value)
 
+
+
+class _ControlPlane:
+    """A control plane that answers every command with one recorded result."""
+
+    def __init__(self, stdout: str, stderr: str = "", exit_code: int = 0) -> None:
+        self.stdout, self.stderr, self.exit_code = stdout, stderr, exit_code
+
+    def run(self, command: str, *, sudo: bool = False, timeout: float | None = None) -> CommandResult:
+        return CommandResult(command, self.stdout, self.stderr, self.exit_code, 0.0)
+
+
+@pytest.mark.parametrize("answer, said", [
+    (_ControlPlane("", "The connection to the server 10.0.0.1:6443 was refused - did you specify the right host "
+                   "or port?\n", 1), "kubectl failed: The connection to the server 10.0.0.1:6443 was refused"),
+    (_ControlPlane("<html><body>502 Bad Gateway</body></html>\n"), "line 1"),
+    (_ControlPlane('{"kind": "List", "items": [{"metadata": {"name": "gpu-a1"}, "spec": "cordoned"}]}'),
+     "node gpu-a1: spec is str, not an object"),
+])
+def test_status_and_the_receiver_fail_a_node_list_they_cannot_read_the_same_way(answer: _ControlPlane,
+                                                                                 said: str) -> None:
+    """``quarantine status``, the receiver's marker, upgrade and bootstrap's checks read the node list
+    through one reader: a failed kubectl or an answer that is no node list is the control plane's
+    failed command, named, never a second error type."""
+    from clusterctl.quarantine import cluster_marker, status
+
+    assert cluster_marker.read_nodes is status.read_nodes is read_nodes
+    with pytest.raises(TransportError) as caught:
+        read_nodes(answer)  # type: ignore[arg-type]
+    assert caught.value.kind is FailureKind.COMMAND_FAILED and said in caught.value.message
+    (node,) = read_nodes(_ControlPlane(read_fixture("kubectl", "nodelist-kubeadm-v1.28-notready.json"))).values()
+    assert node.name == "k8s-controller-01"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from clusterctl.bootstrap.cluster.settings import ClusterSettings, cluster_settings, first_control_plane
 from clusterctl.changes import MAKES_DIR, Change
 from clusterctl.facts.kube import kubectl
-from clusterctl.facts.kube_nodes import KubeNode, parse_nodes
+from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.transport.base import CommandResult
 
 if TYPE_CHECKING:
@@ -110,13 +110,9 @@ def api_ready(ctx: PhaseContext) -> bool:
 
 
 def nodes(ctx: PhaseContext) -> list[KubeNode]:
-    result = ctx.reader.run(kubectl("get nodes -o json"), sudo=True, timeout=60)
-    if not result.ok:
-        from clusterctl.transport.base import FailureKind, TransportError
+    from clusterctl.cluster_access import read_nodes
 
-        raise TransportError(FailureKind.COMMAND_FAILED,
-                             f"kubectl get nodes failed (exit {result.exit_code}): {result.stderr_tail(2)}")
-    return parse_nodes(result.stdout)
+    return list(read_nodes(ctx.reader).values())
 
 
 def settle_s(ctx: PhaseContext, default: float) -> float:
