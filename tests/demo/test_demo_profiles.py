@@ -154,3 +154,27 @@ def test_exec_nvidia_smi_l_on_the_demo_inventory() -> None:
 
 def _compute_rates(devices: tuple[RDMADevice, ...], hcas: tuple[str, ...]) -> dict[str, float | None]:
     return {d.hca: d.ports[0].rate_gbps for d in devices if d.hca in hcas}
+
+
+def test_a_gpu_reset_is_answered_as_nvidia_smi_answers_it_on_this_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``clusterctl heal``'s reset-gpu step: never "nvidia-smi: not found" on a host that has nvidia-smi. With
+    persistence mode Enabled (as the profile's GPU query says) nvidia-smi refuses the reset, naming the GPU by
+    the bus id of that same query; a GPU that fell off the bus cannot be reset at all (exit 15)."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))  # the injected fault stays in this test's mock hosts
+    host = load_inventory(DEMO).host("gpu-a2")
+    gpus = answer(host, GPUS)
+    assert all(g.persistence_mode for g in gpus)
+    transport = MockTransport(host)
+    for gpu in gpus:
+        refused = transport.run(f"nvidia-smi -r -i {gpu.index}", sudo=True)
+        assert refused.exit_code == 255, refused.stderr
+        assert f"  GPU {gpu.pci_bus_id}: In use by another client\n" in refused.stderr
+    every = transport.run("nvidia-smi -r", sudo=True)
+    assert every.exit_code == 255 and all(f"GPU {g.pci_bus_id}: In use" in every.stderr for g in gpus)
+    assert clusterctl("-i", DEMO, "-l", "gpu-a2", "mock", "set", "fault=xid-79").exit_code == 0
+    lost = MockTransport(load_inventory(DEMO).host("gpu-a2")).run("nvidia-smi -r -i 3", sudo=True)
+    assert lost.exit_code == 15 and "GPU 0000:4E:00.0: GPU is lost.  Reboot the system" in lost.stderr
+    assert gpus[3].pci_bus_id == "00000000:4E:00.0"
+    assert MockTransport(load_inventory(DEMO).host("gpu-a2")).run("nvidia-smi -r -i 2", sudo=True).exit_code == 255

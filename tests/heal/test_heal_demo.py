@@ -129,9 +129,11 @@ def test_the_chain_escalates_past_a_failed_gpu_reset_to_a_reboot_over_ssh(tmp_pa
         (host,) = json.loads(out)["hosts"]
         steps = {s["step"]: s for s in host["steps"]}
         assert host["chain"] == ["reset-gpu", "reboot", "power-cycle"] and host["outcome"] == "released"
-        # The node was drained before the GPU reset; the mock host has no 'nvidia-smi -r': the step fails, named.
+        # The node was drained before the GPU reset; GPU 3 fell off the bus, so nvidia-smi cannot reset it
+        # (exit 15, "GPU is lost. Reboot the system"): the step fails, named, and the chain goes on to the reboot.
         assert not any(p.startswith("default/trainer-") for p in demo.pods_on("gpu-a2"))
         assert steps["reset-gpu"]["result"] == "failed" and "reset GPU 3 of gpu-a2" in steps["reset-gpu"]["detail"]
+        assert "GPU is lost" in steps["reset-gpu"]["detail"], steps["reset-gpu"]
         assert steps["reboot"]["result"] == "passed" and steps["reboot"]["changes"] == ["reboot gpu-a2"]
         assert "power-cycle" not in steps and demo.emulator.notified == []  # the reboot cured it: no power cycle
         assert demo.host_state("gpu-a2").values().get("boots") == "1"
