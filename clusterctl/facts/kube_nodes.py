@@ -134,10 +134,9 @@ def _node(what: str, data: dict[str, Any], where: str) -> KubeNode:
             raise ParseError(what, f"node {name}: spec.taints[{index}] has no key or effect")
         taints.append(Taint(item["key"], item["effect"], str(item.get("value") or "")))
     raw_gpus = member(status, "allocatable").get(GPU_RESOURCE, "0")
-    try:
-        gpus = int(str(raw_gpus))
-    except ValueError:
-        raise ParseError(what, f"node {name}: allocatable {GPU_RESOURCE} is {raw_gpus!r}") from None
+    gpus = gpu_count(raw_gpus)
+    if gpus is None:
+        raise ParseError(what, f"node {name}: allocatable {GPU_RESOURCE} is {raw_gpus!r}, not a whole number")
     ready = ready_condition(data)
     why = "no Ready condition" if ready is None else \
         f"{ready.get('reason', '')}: {ready.get('message', '')}".strip(": ")
@@ -159,31 +158,57 @@ def parse_pods(text: str) -> list[Pod]:
         spec = item.get("spec") if isinstance(item.get("spec"), dict) else {}
         status = item.get("status") if isinstance(item.get("status"), dict) else {}
         volumes = [v for v in spec.get("volumes") or [] if isinstance(v, dict)]
+        node = spec.get("nodeName")
+        where = f"pod {metadata['namespace']}/{metadata['name']}" \
+            + (f" on node {node}" if isinstance(node, str) else "")
         pods.append(Pod(
             metadata["namespace"], metadata["name"], str(status.get("phase") or "Unknown"),
             str(owners[0].get("kind", "")) if owners else "", str(owners[0].get("name", "")) if owners else "",
             mirror=MIRROR_ANNOTATION in string_map(metadata.get("annotations")),
             local_storage=any("emptyDir" in v for v in volumes),
-            deleting=metadata.get("deletionTimestamp") is not None, gpus=_gpus(spec)))
+            deleting=metadata.get("deletionTimestamp") is not None, gpus=_gpus(what, where, spec)))
     return pods
 
 
-def _gpus_of(containers: Any) -> list[int]:
+def gpu_count(raw: object) -> int | None:
+    """An ``nvidia.com/gpu`` quantity as a count; None for what is not one. Extended resources are whole
+    numbers (the API server refuses ``500m`` or ``8Gi`` for them and writes ``"8"``); a hand-made or
+    proxied object may carry a JSON number. Anything else (a unit, a sign, a fraction, "", a list) is
+    no count at all: reading it as 0 would call a busy node idle."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw if raw >= 0 else None
+    if isinstance(raw, str) and raw.isascii() and raw.isdigit():
+        return int(raw)
+    return None
+
+
+def _gpus_of(what: str, where: str, field_name: str, containers: Any) -> list[int]:
+    if containers is None:
+        return []
+    if not isinstance(containers, list):
+        raise ParseError(what, f"{where}: spec.{field_name} is {type(containers).__name__}, not a list")
     counts = []
-    for container in containers if isinstance(containers, list) else []:
+    for index, container in enumerate(containers):
         resources = container.get("resources") if isinstance(container, dict) else None
         resources = resources if isinstance(resources, dict) else {}
-        asked = None
+        count = 0
         for kind in ("limits", "requests"):
             values = resources.get(kind)
             if isinstance(values, dict) and values.get(GPU_RESOURCE) is not None:
-                asked = values[GPU_RESOURCE]
+                raw = values[GPU_RESOURCE]
+                parsed = gpu_count(raw)
+                if parsed is None:
+                    raise ParseError(what, f"{where}: spec.{field_name}[{index}].resources.{kind} {GPU_RESOURCE} "
+                                           f"is {raw!r}, not a whole number")
+                count = parsed
                 break
-        text = str(asked) if asked is not None else "0"
-        counts.append(int(text) if text.isdigit() else 0)
+        counts.append(count)
     return counts
 
 
-def _gpus(spec: dict[str, Any]) -> int:
+def _gpus(what: str, where: str, spec: dict[str, Any]) -> int:
     """The pod's GPUs as the scheduler counts them: its containers' sum, or its largest init container's."""
-    return max(sum(_gpus_of(spec.get("containers"))), max(_gpus_of(spec.get("initContainers")), default=0))
+    return max(sum(_gpus_of(what, where, "containers", spec.get("containers"))),
+               max(_gpus_of(what, where, "initContainers", spec.get("initContainers")), default=0))

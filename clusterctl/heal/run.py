@@ -45,6 +45,8 @@ from clusterctl.secret import mask_text
 from clusterctl.transport.base import TransportError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from clusterctl.facts.kube_nodes import KubeNode
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import HealConfig, Host, Inventory
@@ -590,11 +592,14 @@ def heal_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], gate
 
 
 def heal(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: bool,
-         options: HealOptions | None = None) -> tuple[list[HostHeal], str | None]:
+         options: HealOptions | None = None, journal_folder: Path | None = None
+         ) -> tuple[list[HostHeal], str | None]:
     """``clusterctl heal``: ``heal_hosts`` through the engine's journaled gate (each change in the undo
-    journal before it is made, the journal finished on Ctrl-C too); the results and the journal."""
+    journal before it is made, the journal finished on Ctrl-C too); the results and the journal.
+    ``journal_folder``: default ``clusterctl-results/undo`` of the current folder (``remediate serve
+    --heal`` passes its state folder's)."""
     from clusterctl.engine.journaled import journaled_gate
 
-    with journaled_gate("heal", apply=apply) as step:
+    with journaled_gate("heal", apply=apply, folder=journal_folder) as step:
         results = heal_hosts(runner, inventory, hosts, step.gate, options)
     return results, step.journal

@@ -13,7 +13,7 @@ import pytest
 from fixture_files import read_fixture
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.kube_nodes import Taint, parse_node, parse_nodes
+from clusterctl.facts.kube_nodes import Taint, parse_node, parse_nodes, parse_pods
 
 RECORDED = "nodelist-kubeadm-v1.28-notready.json"
 
@@ -89,3 +89,42 @@ def test_one_node_that_is_not_a_node_is_refused() -> None:
         parse_node("[]")
     with pytest.raises(ParseError, match=r"the Node has no metadata\.name"):
         parse_node(json.dumps({"kind": "Node", "metadata": {}}))
+
+
+PODS = "pods-minikube-replicaset.json"
+
+
+def _pods_asking(field: str, kind: str, value: object) -> str:
+    """The recorded pod list with the recorded pod's first container asking ``value`` GPUs."""
+    data = json.loads(read_fixture("kubectl", PODS))
+    spec = data["items"][0]["spec"]
+    if field == "initContainers":
+        spec["initContainers"] = [copy.deepcopy(spec["containers"][0])]
+    spec[field][0]["resources"] = {kind: {"nvidia.com/gpu": value}}
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize("value", ["8Gi", "", "-1", ["8"], "0.5", "500m", True, -2, None, {"n": 8}])
+@pytest.mark.parametrize(("field", "kind"), [("containers", "limits"), ("containers", "requests"),
+                                             ("initContainers", "limits")])
+def test_a_gpu_count_that_is_no_whole_number_is_named_not_read_as_none(field: str, kind: str, value: object) -> None:
+    if value is None:  # null is "not asked": the API server leaves the key out, a hand-made object may not
+        (pod,) = parse_pods(_pods_asking(field, kind, value))
+        assert pod.gpus == 0
+        return
+    with pytest.raises(ParseError) as caught:
+        parse_pods(_pods_asking(field, kind, value))
+    assert f"pod default/queue-l4dv8 on node minikube: spec.{field}[0].resources.{kind} nvidia.com/gpu is " \
+           f"{value!r}, not a whole number" in str(caught.value)
+
+
+@pytest.mark.parametrize("value", ["8", 8])
+def test_a_whole_gpu_count_reads_as_written(value: object) -> None:
+    (pod,) = parse_pods(_pods_asking("containers", "limits", value))
+    assert pod.gpus == 8
+
+
+@pytest.mark.parametrize("value", ["-1", "8Gi", "", True])
+def test_a_node_offering_no_whole_number_of_gpus_is_named(value: object) -> None:
+    with pytest.raises(ParseError, match=r"node k8s-controller-01: allocatable nvidia\.com/gpu is .*not a whole"):
+        parse_nodes(_broken(("status", "allocatable", "nvidia.com/gpu"), value))

@@ -83,3 +83,19 @@ def test_status_and_the_receiver_fail_a_node_list_they_cannot_read_the_same_way(
     assert caught.value.kind is FailureKind.COMMAND_FAILED and said in caught.value.message
     (node,) = read_nodes(_ControlPlane(read_fixture("kubectl", "nodelist-kubeadm-v1.28-notready.json"))).values()
     assert node.name == "k8s-controller-01"
+
+
+def test_drain_fails_the_pod_list_of_a_pod_asking_no_whole_number_of_gpus_naming_node_and_pod() -> None:
+    """A pod asking ``8Gi`` GPUs is not a pod asking none: the drain's read of that node fails, named."""
+    import json
+
+    from clusterctl.quarantine.drain import list_pods
+
+    data = json.loads(read_fixture("kubectl", "pods-minikube-replicaset.json"))
+    data["items"][0]["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "8Gi"}}
+    with pytest.raises(TransportError) as caught:
+        list_pods(_ControlPlane(json.dumps(data)), "minikube")  # type: ignore[arg-type]
+    assert caught.value.kind is FailureKind.COMMAND_FAILED
+    assert "listing the pods of node minikube: " in caught.value.message
+    assert "pod default/queue-l4dv8 on node minikube: spec.containers[0].resources.limits nvidia.com/gpu is '8Gi'" \
+        in caught.value.message
