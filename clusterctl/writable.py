@@ -22,6 +22,13 @@ def state_home() -> Path:
     return (Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state") / "clusterctl"
 
 
+def state_dir(explicit: str | None = None) -> Path:
+    """The state folder every run record goes in (progress, undo journals, the receiver's files):
+    ``--state-dir``, else ``$CLUSTERCTL_STATE_DIR``, else ``state_home()``."""
+    chosen = explicit or os.environ.get("CLUSTERCTL_STATE_DIR")
+    return Path(chosen).expanduser() if chosen else state_home()
+
+
 def make_folder(folder: Path, label: str) -> None:
     """Create ``folder`` and its parents (fine if it exists); ``label`` leads the usage error."""
     if folder.exists() and not folder.is_dir():

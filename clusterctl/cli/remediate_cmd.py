@@ -174,9 +174,9 @@ def _receiver_files(state_dir: str | None, pending_file: str | None, inventory: 
     restarted elsewhere (a service unit starts in /) writes where the last one did. Each folder is made and
     checked writable before it listens: an alert accepted and then not journaled would be a change no undo
     finds."""
-    from clusterctl.engine.progress import default_state_dir
+    from clusterctl.writable import state_dir as chosen_state_dir
 
-    base = (Path(state_dir).expanduser() if state_dir else default_state_dir()).absolute()
+    base = chosen_state_dir(state_dir).absolute()
     option = "--state-dir" if state_dir else "the state folder"
     files = ReceiverFiles(_pending_file(pending_file, inventory, base, option, dry_run=dry_run), base / "undo",
                           base / "heal")

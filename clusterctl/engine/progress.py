@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import threading
 from collections.abc import Sequence
@@ -25,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
 from clusterctl.secret import mask_text
-from clusterctl.writable import state_home, write_private_file
+from clusterctl.writable import state_dir as chosen_state_dir
+from clusterctl.writable import write_private_file
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Inventory
@@ -39,10 +39,7 @@ INTERRUPTED = "interrupted"
 
 
 def default_state_dir() -> Path:
-    explicit = os.environ.get("CLUSTERCTL_STATE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    return state_home()
+    return chosen_state_dir()
 
 
 def fleet_key(fleet: Sequence[str]) -> str:
