@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -32,7 +33,9 @@ acted on again; one released that fails again is); never more than --max-unavail
 out of service (cordoned nodes count), across every receiver of the cluster (they share a
 Lease in the cluster). Each POST is answered at once and each host's work runs on its own;
 alerts not yet acted on are kept in --pending-file for a restart. Every decision is one JSON
-line on stderr. A body that is not a webhook payload gets 400 and changes nothing. With
+line on stderr. Its files (undo journals, --heal's reports, accepted alerts) are kept in the
+state folder (--state-dir), not the folder it starts in (a service unit starts in /); it
+prints where at start. A body that is not a webhook payload gets 400 and changes nothing. With
 --dry-run it decides and logs, and changes nothing. Otherwise it asks once at start; --yes
 (or CLUSTERCTL_YES=1) confirms, and is required off a terminal (a service unit).
 
@@ -96,9 +99,14 @@ def serve_command(
     pending_file: Optional[str] = typer.Option(  # noqa: UP045
         None, "--pending-file", metavar="FILE",
         help="Accepted alerts not yet acted on; a restarted receiver acts on them. Default: in the state "
-             "folder, the same wherever the receiver starts (a service unit starts in /): "
-             "$CLUSTERCTL_STATE_DIR, else $XDG_STATE_HOME/clusterctl, else ~/.local/state/clusterctl, then "
-             "remediate/<cluster>-<fleet>-pending.json. A relative FILE is from the current folder."),
+             "folder (--state-dir), remediate/<cluster>-<fleet>-pending.json. A relative FILE is from the "
+             "current folder."),
+    state_dir: Optional[str] = typer.Option(  # noqa: UP045
+        None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STATE_DIR", show_envvar=False,
+        help="Where the receiver keeps its files, the same wherever it starts (a service unit starts in /): "
+             "undo journals in DIR/undo, --heal's reports in DIR/heal, accepted alerts in DIR/remediate. "
+             "Default: $CLUSTERCTL_STATE_DIR, else $XDG_STATE_HOME/clusterctl, else ~/.local/state/clusterctl. "
+             "A relative DIR is from the current folder."),
     heal: bool = typer.Option(False, "--heal", help="After draining a host, run its escalation chain (GPU reset, "
                               "reboot, power cycle through the BMC) and release it once the release gate passes "
                               "(clusterctl heal; the inventory's quarantine.heal)."),
@@ -120,10 +128,12 @@ def serve_command(
                                                   else ")")
     confirm_change(what, [h.name for h in inventory.hosts], yes=yes,
                    dry_run=dry_run, preview=f"clusterctl remediate serve --listen {listen} --dry-run")
-    pending = _pending_file(pending_file, inventory, dry_run=dry_run)
+    files = _receiver_files(state_dir, pending_file, inventory, dry_run=dry_run, heal=heal)
     remediator = Remediator(inventory, app.runner, sys.stderr, dry_run=dry_run, max_unavailable=max_unavailable,
-                            drain_options=DrainOptions(timeout_s=drain_timeout), pending_file=str(pending),
-                            after_drain=heal_after_drain(inventory) if heal else None)
+                            drain_options=DrainOptions(timeout_s=drain_timeout), pending_file=str(files.pending),
+                            journal_folder=str(files.journals),
+                            after_drain=heal_after_drain(inventory, journal_folder=files.journals,
+                                                         reports_folder=files.reports) if heal else None)
 
     def ready(bound: int) -> None:
         mode = " (dry run: nothing will be changed)" if dry_run else ""
@@ -133,7 +143,10 @@ def serve_command(
         print(f"listening on {address.url(bound, tls=security.tls is not None)}{who}{mode}", file=sys.stderr,
               flush=True)
         if not dry_run:
-            print(f"accepted alerts are kept in {pending} until acted on", file=sys.stderr, flush=True)
+            print(f"accepted alerts are kept in {files.pending} until acted on", file=sys.stderr, flush=True)
+            print(f"undo journals are written to {files.journals}/", file=sys.stderr, flush=True)
+            if heal:
+                print(f"needs-hardware reports are written to {files.reports}/", file=sys.stderr, flush=True)
         remediator.resume()  # what an earlier run accepted and did not finish
 
     try:
@@ -142,7 +155,50 @@ def serve_command(
         raise UsageError(f"cannot listen on {listen}: {exc.strerror or exc}", field="--listen") from exc
 
 
-def _pending_file(option: str | None, inventory: Inventory, *, dry_run: bool) -> Path:
+@dataclass(frozen=True)
+class ReceiverFiles:
+    """Where a receiver writes, all absolute (fixed at start: a later chdir changes nothing)."""
+
+    #: Accepted alerts not yet acted on (``pending_work``).
+    pending: Path
+    #: Each host's undo journal (remediate's, and heal's with --heal): ``clusterctl undo`` takes them.
+    journals: Path
+    #: ``--heal``'s "needs hardware" reports.
+    reports: Path
+
+
+def _receiver_files(state_dir: str | None, pending_file: str | None, inventory: Inventory, *, dry_run: bool,
+                    heal: bool) -> ReceiverFiles:
+    """The receiver's files in the state folder (``--state-dir``, else ``$CLUSTERCTL_STATE_DIR``, else
+    ``$XDG_STATE_HOME/clusterctl``), not the folder it started in, as every run record is: a receiver
+    restarted elsewhere (a service unit starts in /) writes where the last one did. Each folder is made and
+    checked writable before it listens: an alert accepted and then not journaled would be a change no undo
+    finds."""
+    from clusterctl.engine.progress import default_state_dir
+
+    base = (Path(state_dir).expanduser() if state_dir else default_state_dir()).absolute()
+    option = "--state-dir" if state_dir else "the state folder"
+    files = ReceiverFiles(_pending_file(pending_file, inventory, base, option, dry_run=dry_run), base / "undo",
+                          base / "heal")
+    if not dry_run:
+        _writable_folder(files.journals, f"{option}: the undo journals' folder")
+        if heal:
+            _writable_folder(files.reports, f"{option}: the heal reports' folder")
+    return files
+
+
+def _writable_folder(folder: Path, label: str) -> None:
+    import os
+
+    from clusterctl.writable import make_folder
+
+    make_folder(folder, f"{label} {folder}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{label} {folder}: not writable; the receiver would change hosts it cannot journal.")
+
+
+def _pending_file(option: str | None, inventory: Inventory, state_dir: Path, state_option: str, *,
+                  dry_run: bool) -> Path:
     """Where the receiver keeps accepted alerts: ``--pending-file`` (made absolute now, so the file stays the
     same whatever the process does later), else the state folder's; checked writable before it listens."""
     from clusterctl.quarantine.pending_work import OLD_DEFAULT, default_pending_file
@@ -151,14 +207,14 @@ def _pending_file(option: str | None, inventory: Inventory, *, dry_run: bool) ->
     if option is not None:
         path = Path(option).expanduser().absolute()
     else:
-        path = default_pending_file(inventory)
+        path = default_pending_file(inventory, state_dir)
         if OLD_DEFAULT.is_file() and OLD_DEFAULT.absolute() != path:
             print(f"note: {OLD_DEFAULT} in this folder holds alerts an earlier clusterctl accepted (its default "
                   f"then); this one keeps them in {path}: pass --pending-file {OLD_DEFAULT} once to act on them",
                   file=sys.stderr)
     if not dry_run:
         if option is None:
-            make_folder(path.parent, f"the state folder {path.parent}")
+            make_folder(path.parent, f"{state_option}: the pending alerts' folder {path.parent}")
         writable_file(path, "--pending-file")
     return path
 
@@ -202,11 +258,16 @@ def alertmanager_config_command(
     typer.echo(render_alertmanager_receiver(url, ReceiverAuth(token_file, ca_file, cert_file, key_file)), nl=False)
 
 
+#: Where the "needs hardware" reports go when no folder is given (the receiver gives its state folder's).
+REPORTS = Path("clusterctl-results") / "heal"
+
+
 def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | None = None,
-                     on_result: Callable[[Any], None] | None = None
-                     ) -> Callable[[Any, Host, Callable[..., None]], None]:
+                     on_result: Callable[[Any], None] | None = None, journal_folder: Path | None = None,
+                     reports_folder: Path = REPORTS) -> Callable[[Any, Host, Callable[..., None]], None]:
     """``remediate serve --heal``: a drained host's escalation chain, each step logged as the receiver's decisions
-    (``on_start`` and ``on_result``: benchmarks/mttr's stopwatch)."""
+    (``on_start`` and ``on_result``: benchmarks/mttr's stopwatch). Its undo journals go to ``journal_folder``,
+    its "needs hardware" reports to ``reports_folder`` (the CLI passes the state folder's)."""
 
     def after_drain(runner: Any, host: Host, say: Callable[..., None]) -> None:
         if on_start is not None:
@@ -217,12 +278,12 @@ def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | Non
             say(host=name, decision="heal", why=f"{what}{': ' + detail if detail else ''}")
 
         (result,), path = heal(runner, inventory, [host], apply=True,
-                               options=HealOptions(inventory.quarantine.heal, say=step))
+                               options=HealOptions(inventory.quarantine.heal, say=step), journal_folder=journal_folder)
         if on_result is not None:
             on_result(result)
         why = result.detail
         if result.report:
-            why += f"; the report to paste into a ticket: {save_report(host.name, result.report)}"
+            why += f"; the report to paste into a ticket: {save_report(host.name, result.report, reports_folder)}"
         say(host=host.name, decision=result.outcome, why=why)
         if path is not None:
             say(host=host.name, decision="journal", why=f"undo with: clusterctl undo {path}")
@@ -230,16 +291,12 @@ def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | Non
     return after_drain
 
 
-#: Where ``remediate serve --heal`` keeps the "needs hardware" reports (beside the undo journals).
-REPORTS = Path("clusterctl-results") / "heal"
-
-
-def save_report(host: str, report: str) -> Path:
+def save_report(host: str, report: str, folder: Path = REPORTS) -> Path:
     import time
 
     from clusterctl.writable import host_file_name, make_folder, write_private_file
 
-    make_folder(REPORTS, "the heal reports folder")
-    path = REPORTS / host_file_name(host, time.strftime("-needs-hardware-%Y%m%d-%H%M%S.txt"))
+    make_folder(folder, "the heal reports folder")
+    path = folder / host_file_name(host, time.strftime("-needs-hardware-%Y%m%d-%H%M%S.txt"))
     write_private_file(path, report + "\n")
     return path

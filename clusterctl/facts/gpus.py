@@ -150,3 +150,20 @@ GPUS: Fact[tuple[GPUInfo, ...]] = Fact(
     f"nvidia-smi --query-gpu={','.join(QUERY_FIELDS)} --format=csv",
     parse_gpus,
 )
+
+
+def parse_persistence_modes(text: str) -> dict[int, bool | None]:
+    """``nvidia-smi --query-gpu=index,persistence_mode --format=csv``: GPU index -> persistence mode on
+    (``None``: the GPU cannot report it). Read before a GPU reset, which persistence mode refuses."""
+    header = next((line for line in text.splitlines() if line.strip()), "")
+    if "persistence_mode" not in (_field_name(cell) for cell in header.split(",")):
+        raise ParseError(_WHAT, "the CSV header names no persistence_mode field", line=1, text=header)
+    return {gpu.index: gpu.persistence_mode for gpu in parse_gpus(text)}
+
+
+#: One GPU's: the command with ``-i N``.
+PERSISTENCE_MODES: Fact[dict[int, bool | None]] = Fact(
+    "persistence_modes",
+    "nvidia-smi --query-gpu=index,persistence_mode --format=csv",
+    parse_persistence_modes,
+)

@@ -23,18 +23,20 @@ Every step's result goes to the node (``history``): ``status HOST`` shows it.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from clusterctl.changes import Change, ChangeFailed, Gate
+from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord
 from clusterctl.cluster_access import read_node
 from clusterctl.engine.lock import LockInfo
 from clusterctl.engine.run import give_back_locks, take_locks
-from clusterctl.errors import ClusterctlError, Interrupted, UsageError
+from clusterctl.errors import ClusterctlError, Interrupted, ParseError, UsageError
+from clusterctl.facts.gpus import PERSISTENCE_MODES
 from clusterctl.findings import Finding, Severity
 from clusterctl.heal import history
 from clusterctl.heal.chain import DEFAULT_TIMEOUTS, chain_for
@@ -44,6 +46,8 @@ from clusterctl.secret import mask_text
 from clusterctl.transport.base import TransportError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from clusterctl.facts.kube_nodes import KubeNode
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import HealConfig, Host, Inventory
@@ -317,9 +321,7 @@ class _Healer:
         name = self.host.name
         timeout = self.config.timeouts.get(step, DEFAULT_TIMEOUTS[step])
         if step == "reset-gpu":
-            return [Change.run(name, f"nvidia-smi -r -i {gpu}", summary=f"reset GPU {gpu} of {name}",
-                               timeout_s=timeout) for gpu in _gpus(findings)] or \
-                [Change.run(name, "nvidia-smi -r", summary=f"reset the GPUs of {name}", timeout_s=timeout)]
+            return [c for reset in self.gpu_resets(findings) for c in reset.changes]
         if step == "reboot":
             return [Change.run(name, "systemctl reboot", summary=f"reboot {name}", timeout_s=30)]
         if step == "power-cycle":
@@ -365,27 +367,41 @@ class _Healer:
         run.seconds = self.options.monotonic() - started
         return run
 
+    def gpu_resets(self, findings: Sequence[Finding]) -> list[GpuReset]:
+        """The resets of the GPUs the findings name (none named: all of them), each with persistence mode
+        turned off around it where it is on (read from the host: a read, also in a dry run)."""
+        gpus: list[int | None] = list(_gpus(findings)) or [None]
+        timeout = self.config.timeouts.get("reset-gpu", DEFAULT_TIMEOUTS["reset-gpu"])
+        resets = []
+        for gpu in gpus:
+            value, failure = self.on_host(functools.partial(read_persistence, gpu=gpu), "heal: persistence mode", 60)
+            modes = value if failure is None and isinstance(value, dict) else {}
+            resets.append(gpu_reset(self.host.name, gpu, modes, timeout))
+        return resets
+
     def reset_gpus(self, run: StepRun, findings: Sequence[Finding]) -> None:
-        def users_of(gpu: str) -> Callable[[Transport], object]:
+        def users_of(gpu: int) -> Callable[[Transport], object]:
             query = f"nvidia-smi --query-compute-apps=pid --format=csv,noheader -i {gpu}"
             return lambda t: t.run(query, sudo=True, timeout=30)
 
-        def submit(change: Change) -> Callable[[Transport], object]:
-            return lambda t: self.gate.submit(t, change)
-
-        for change in self.step_changes("reset-gpu", findings):
-            gpu = change.command.rsplit(" ", 1)[-1] if change.command and "-i" in change.command else None
-            if gpu is not None:
-                value, failure = self.on_host(users_of(gpu), "heal: gpu use", 60)
+        for reset in self.gpu_resets(findings):
+            if reset.gpu is not None:
+                value, failure = self.on_host(users_of(reset.gpu), "heal: gpu use", 60)
                 users = str(getattr(value, "stdout", "")).strip() if value is not None else ""
                 if failure is None and value is not None and getattr(value, "ok", False) and users:
                     run.result = "skipped"
-                    run.detail = f"GPU {gpu} is in use (pids {', '.join(users.split())}): not reset"
+                    run.detail = f"GPU {reset.gpu} is in use (pids {', '.join(users.split())}): not reset"
                     continue
-            _value, failure = self.on_host(submit(change), "heal: reset gpu", (change.timeout_s or 180) + 30)
-            run.changes.append(change.summary)
+            timeout = sum((c.timeout_s or 180) for c in reset.changes) + 30
+            _value, failure = self.on_host(functools.partial(apply_gpu_reset, gate=self.gate, reset=reset),
+                                           "heal: reset gpu", timeout)
+            run.changes.extend(c.summary for c in reset.changes)
+            left = self.gate.left_over(self.host.name)
+            if left:  # the clean-up failed: the journal keeps it, 'clusterctl undo' turns it back on
+                run.detail = (f"persistence mode is still off (after: {left[-1].summary}): "
+                              "'clusterctl undo' of this run's journal turns it back on; ")
             if failure is not None:
-                run.result, run.detail = "failed", f"{change.summary}: {failure}"
+                run.result, run.detail = "failed", f"{run.detail}{reset.reset.summary}: {failure}"
                 return
 
     def power_cycle(self, run: StepRun, deadline: float) -> None:
@@ -469,6 +485,60 @@ class _Healer:
         return mask_text("\n".join(lines))
 
 
+@dataclass(frozen=True)
+class GpuReset:
+    """One ``nvidia-smi -r`` (one GPU, or all: ``gpu`` None) with what turns persistence mode off before it
+    and back on after it, on the GPUs where it was on: nvidia-smi refuses to reset a GPU that persistence
+    mode holds open ("In use by another client")."""
+
+    gpu: int | None
+    reset: Change
+    persistence_off: tuple[Change, ...] = ()
+    persistence_on: tuple[Change, ...] = ()
+
+    @property
+    def changes(self) -> list[Change]:
+        """In the order they are made, as a dry run shows them."""
+        return [*self.persistence_off, self.reset, *self.persistence_on]
+
+
+def read_persistence(transport: Transport, gpu: int | None) -> dict[int, bool | None]:
+    """The persistence mode of ``gpu`` (None: of every GPU); ``{}`` when nvidia-smi cannot say (a GPU
+    that fell off the bus): then it is left as it is."""
+    command = PERSISTENCE_MODES.command + (f" -i {gpu}" if gpu is not None else "")
+    result = transport.run(command, timeout=30)
+    if not result.ok:
+        return {}
+    try:
+        return PERSISTENCE_MODES.parse(result.stdout)
+    except ParseError:
+        return {}
+
+
+def gpu_reset(host: str, gpu: int | None, modes: Mapping[int, bool | None], timeout_s: float) -> GpuReset:
+    """The reset of ``gpu`` (None: all), persistence mode off first where ``modes`` says it is on."""
+    if gpu is None:
+        reset = Change.run(host, "nvidia-smi -r", summary=f"reset the GPUs of {host}", timeout_s=timeout_s)
+        held = sorted(i for i, on in modes.items() if on)
+    else:
+        reset = Change.run(host, f"nvidia-smi -r -i {gpu}", summary=f"reset GPU {gpu} of {host}", timeout_s=timeout_s)
+        held = [gpu] if modes.get(gpu) else []
+    off = tuple(Change.run(host, f"nvidia-smi -pm 0 -i {i}", undo=f"nvidia-smi -pm 1 -i {i}", timeout_s=60,
+                           summary=f"turn persistence mode off on GPU {i} of {host} for its reset") for i in held)
+    on = tuple(Change.run(host, f"nvidia-smi -pm 1 -i {i}", timeout_s=60,
+                          summary=f"turn persistence mode back on on GPU {i} of {host}") for i in held)
+    return GpuReset(gpu, reset, off, on)
+
+
+def apply_gpu_reset(transport: Transport, gate: Gate, reset: GpuReset) -> GateRecord:
+    """Through the gate: persistence mode off as a temporary change (journaled before it is made, its
+    undo turning it back on), the reset, and persistence mode back on however the reset ends."""
+    if not reset.persistence_off:
+        return gate.submit(transport, reset.reset)
+    with gate.temporary(transport, reset.persistence_off, reset.persistence_on):
+        return gate.submit(transport, reset.reset)
+
+
 def _errors(findings: Sequence[Finding]) -> str:
     errors = [f"{f.code}: {f.message}" for f in findings if f.severity is Severity.ERROR]
     return "; ".join(errors) or "no error finding"
@@ -523,11 +593,14 @@ def heal_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], gate
 
 
 def heal(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: bool,
-         options: HealOptions | None = None) -> tuple[list[HostHeal], str | None]:
+         options: HealOptions | None = None, journal_folder: Path | None = None
+         ) -> tuple[list[HostHeal], str | None]:
     """``clusterctl heal``: ``heal_hosts`` through the engine's journaled gate (each change in the undo
-    journal before it is made, the journal finished on Ctrl-C too); the results and the journal."""
+    journal before it is made, the journal finished on Ctrl-C too); the results and the journal.
+    ``journal_folder``: default ``clusterctl-results/undo`` of the current folder (``remediate serve
+    --heal`` passes its state folder's)."""
     from clusterctl.engine.journaled import journaled_gate
 
-    with journaled_gate("heal", apply=apply) as step:
+    with journaled_gate("heal", apply=apply, folder=journal_folder) as step:
         results = heal_hosts(runner, inventory, hosts, step.gate, options)
     return results, step.journal

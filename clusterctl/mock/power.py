@@ -62,7 +62,8 @@ def set_power(state: HostState, on: bool, *, now: float | None = None) -> str:
 
 def boot(state: HostState, *, now: float | None = None) -> None:
     """The host starts (again): a new boot id, the kernel log since boot empty but for what broken parts log,
-    the injected ``fault`` value gone unless ``hardware_fault`` keeps it (the part is still broken)."""
+    the injected ``fault`` value gone unless ``hardware_fault`` keeps it (the part is still broken), each GPU's
+    persistence mode (``pmN``) back to the profile's."""
     import uuid
 
     state.fs.remove("/run/clusterctl-mock", recursive=True)
@@ -75,6 +76,8 @@ def boot(state: HostState, *, now: float | None = None) -> None:
         values = data.setdefault("values", {})
         values.pop("power", None)
         values.pop("fault", None)
+        for key in [k for k in values if k.startswith("pm") and k[2:].isdigit()]:
+            values.pop(key)  # 'nvidia-smi -pm 0' lasts until the boot: nvidia-persistenced turns it on again
         if values.get("hardware_fault"):
             values["fault"] = values["hardware_fault"]
         values["boots"] = str(int(values.get("boots", "0") or 0) + 1)

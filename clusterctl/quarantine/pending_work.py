@@ -40,13 +40,13 @@ def stronger(action: str, other: str) -> str:
     return other if _STRENGTH.get(other, 0) > _STRENGTH.get(action, 0) else action
 
 
-def default_pending_file(inventory: Inventory) -> Path:
-    """``<state dir>/remediate/<cluster>-<fleet>-pending.json``: the state folder of ``--state-dir`` elsewhere
-    (``$CLUSTERCTL_STATE_DIR``, else ``$XDG_STATE_HOME/clusterctl``, else ``~/.local/state/clusterctl``), one
+def default_pending_file(inventory: Inventory, state_dir: Path | None = None) -> Path:
+    """``<state dir>/remediate/<cluster>-<fleet>-pending.json``: the state folder of ``--state-dir`` (default
+    ``$CLUSTERCTL_STATE_DIR``, else ``$XDG_STATE_HOME/clusterctl``, else ``~/.local/state/clusterctl``), one
     file per fleet, as the progress files are, so receivers of two clusters never share one."""
     from clusterctl.engine.progress import RunPlace
 
-    progress = RunPlace.of(inventory, "remediate").progress_path
+    progress = RunPlace.of(inventory, "remediate", str(state_dir) if state_dir else None).progress_path
     return progress.with_name(f"{progress.stem}-pending.json")
 
 

@@ -178,3 +178,34 @@ def test_a_gpu_reset_is_answered_as_nvidia_smi_answers_it_on_this_machine(
     assert lost.exit_code == 15 and "GPU 0000:4E:00.0: GPU is lost.  Reboot the system" in lost.stderr
     assert gpus[3].pci_bus_id == "00000000:4E:00.0"
     assert MockTransport(load_inventory(DEMO).host("gpu-a2")).run("nvidia-smi -r -i 2", sudo=True).exit_code == 255
+
+
+def test_persistence_mode_is_kept_per_gpu_and_a_gpu_whose_persistence_mode_is_off_resets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``nvidia-smi -pm 0 -i N`` lasts on the mock host (until ``-pm 1`` or a boot): the reset of that GPU then
+    succeeds, the others are still refused; the GPU that fell off the bus answers "GPU is lost" to all of it."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    query = "nvidia-smi --query-gpu=index,persistence_mode --format=csv"
+
+    def run(command: str) -> Any:
+        return MockTransport(load_inventory(DEMO).host("gpu-a2")).run(command, sudo=True)
+
+    assert run(f"{query} -i 4").stdout == "index, persistence_mode\n4, Enabled\n"
+    off = run("nvidia-smi -pm 0 -i 4")
+    assert off.ok and off.stdout == "Disabled persistence mode for GPU 00000000:87:00.0.\nAll done.\n"
+    assert run(f"{query} -i 4").stdout == "index, persistence_mode\n4, Disabled\n"
+    reset = run("nvidia-smi -r -i 4")
+    assert reset.ok and "GPU 00000000:87:00.0  was successfully reset." in reset.stdout
+    assert run("nvidia-smi -r -i 5").exit_code == 255  # persistence mode still on there
+    assert run("nvidia-smi -pm 1 -i 4").stdout.startswith("Enabled persistence mode for GPU 00000000:87:00.0.")
+    assert run("nvidia-smi -r -i 4").exit_code == 255
+    assert run("nvidia-smi -pm 0 -i 6").ok
+    assert clusterctl("-i", DEMO, "-l", "gpu-a2", "mock", "set", "fault=xid-79").exit_code == 0
+    for lost in ("nvidia-smi -pm 0 -i 3", f"{query} -i 3", "nvidia-smi -r -i 3"):
+        answer_ = run(lost)
+        assert answer_.exit_code == 15 and "GPU 0000:4E:00.0: GPU is lost" in answer_.stderr, lost
+    # A boot: nvidia-persistenced turns persistence mode on again (and the injected fault is gone).
+    assert run("systemctl reboot").ok
+    assert run(f"{query} -i 6").stdout == "index, persistence_mode\n6, Enabled\n"
+    assert run("nvidia-smi -r -i 3").exit_code == 255

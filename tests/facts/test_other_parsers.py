@@ -4,7 +4,7 @@ import pytest
 from fixture_files import read_fixture
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.gpus import GPUS, parse_gpus
+from clusterctl.facts.gpus import GPUS, PERSISTENCE_MODES, parse_gpus, parse_persistence_modes
 from clusterctl.facts.netdev import IPV4_ADDRS, NETDEV, merge_ipv4, parse_ibdev2netdev, parse_ip_addr
 from clusterctl.facts.nvlink import NVLINK, parse_nvlink
 from clusterctl.facts.rdma import RDMA, parse_ibv_devinfo
@@ -33,6 +33,17 @@ def test_gpus_identity_csv_with_units_and_unknown_fields() -> None:
     )
     assert gpu.power_limit_w is None
 
+
+
+def test_persistence_modes_read_before_a_gpu_reset() -> None:
+    """heal reads it (``-i N`` appended) to turn persistence mode off around ``nvidia-smi -r`` only where it is on."""
+    assert PERSISTENCE_MODES.command == "nvidia-smi --query-gpu=index,persistence_mode --format=csv"
+    assert parse_persistence_modes(read_fixture("nvidia-smi", "t4-persistence-mode.csv")) == {0: True}
+    assert parse_persistence_modes("index, persistence_mode\n2, Disabled\n3, [N/A]\n") == {2: False, 3: None}
+    with pytest.raises(ParseError, match="line 1: the CSV header names no persistence_mode field"):
+        parse_persistence_modes(read_fixture("nvidia-smi", "rtx5080-identity.csv"))
+    with pytest.raises(ParseError, match="line 2: field persistence_mode"):
+        parse_persistence_modes("index, persistence_mode\n0, Maybe\n")
 
 def test_gpus_pcie_link_fields() -> None:
     gpus = parse_gpus(read_fixture("nvidia-smi", "l40s-8gpu-pcie.csv"))

@@ -110,8 +110,18 @@ def test_the_chain_escalates_past_a_failed_gpu_reset_to_a_reboot_over_ssh(tmp_pa
     chain = "chains: {GPUFellOffTheBus: [reset-gpu, reboot, power-cycle]}"
     with DemoHeal(tmp_path / "demo", heal=f"passes: 2, pass_interval_s: 0.5, {chain}") as demo:
         assert demo.emulator is not None
-        assert demo.cli("-l", "gpu-a2", "mock", "set", "fault=xid-79")[0] == 0
         assert demo.cli("quarantine", "gpu-a2", "--reason", "xid 79", "--code", "GPUFellOffTheBus", "--yes")[0] == 0
+        # The dry run, no GPU named by a finding yet: every GPU's reset, persistence mode (Enabled on these
+        # GPUs, which makes nvidia-smi refuse the reset) turned off on each first and back on after; none made.
+        code, out = demo.cli("-o", "json", "heal", "gpu-a2", "--dry-run")
+        assert code == 0, out
+        (planned,) = json.loads(out)["hosts"]
+        (reset,) = [s for s in planned["steps"] if s["step"] == "reset-gpu"]
+        assert reset["changes"] == [
+            *(f"turn persistence mode off on GPU {i} of gpu-a2 for its reset" for i in range(8)),
+            "reset the GPUs of gpu-a2", *(f"turn persistence mode back on on GPU {i} of gpu-a2" for i in range(8))]
+        assert not any(k.startswith("pm") for k in demo.host_state("gpu-a2").values())
+        assert demo.cli("-l", "gpu-a2", "mock", "set", "fault=xid-79")[0] == 0
         assert any(p.startswith("default/trainer-") for p in demo.pods_on("gpu-a2"))  # quarantined, not drained
         # Another run (a bootstrap) holds the host's lock: nothing disruptive starts; the host stays out, named.
         from clusterctl.engine.lock import DEFAULT_LOCK_PATH, LockInfo
@@ -129,11 +139,13 @@ def test_the_chain_escalates_past_a_failed_gpu_reset_to_a_reboot_over_ssh(tmp_pa
         (host,) = json.loads(out)["hosts"]
         steps = {s["step"]: s for s in host["steps"]}
         assert host["chain"] == ["reset-gpu", "reboot", "power-cycle"] and host["outcome"] == "released"
-        # The node was drained before the GPU reset; GPU 3 fell off the bus, so nvidia-smi cannot reset it
-        # (exit 15, "GPU is lost. Reboot the system"): the step fails, named, and the chain goes on to the reboot.
+        # The node was drained before the GPU reset; GPU 3 fell off the bus, so nvidia-smi can neither say its
+        # persistence mode (left as it is) nor reset it (exit 15, "GPU is lost. Reboot the system"): the step
+        # fails, named, and the chain goes on to the reboot.
         assert not any(p.startswith("default/trainer-") for p in demo.pods_on("gpu-a2"))
         assert steps["reset-gpu"]["result"] == "failed" and "reset GPU 3 of gpu-a2" in steps["reset-gpu"]["detail"]
         assert "GPU is lost" in steps["reset-gpu"]["detail"], steps["reset-gpu"]
+        assert steps["reset-gpu"]["changes"] == ["reset GPU 3 of gpu-a2"]
         assert steps["reboot"]["result"] == "passed" and steps["reboot"]["changes"] == ["reboot gpu-a2"]
         assert "power-cycle" not in steps and demo.emulator.notified == []  # the reboot cured it: no power cycle
         assert demo.host_state("gpu-a2").values().get("boots") == "1"

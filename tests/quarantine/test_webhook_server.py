@@ -341,11 +341,13 @@ def test_remediate_serve_as_a_user_runs_it(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "NO_COLOR": "1", "XDG_STATE_HOME": str(tmp_path / "state")}
     env.pop("CLUSTERCTL_INVENTORY", None)
     env.pop("CLUSTERCTL_STATE_DIR", None)
-    process = subprocess.Popen(  # no --pending-file: the state folder's, wherever it is started
+    started_in = tmp_path / "service-cwd"  # where a service unit starts it (/): nothing of it lands there
+    started_in.mkdir()
+    process = subprocess.Popen(  # no --pending-file, no --state-dir: the state folder's, wherever it is started
         [sys.executable, "-m", "clusterctl", "-i", str(sim.inventory), "remediate", "serve", "--listen",
          f"127.0.0.1:{port}", "--token-file", str(token), "--tls-cert", str(pki.server_cert), "--tls-key",
          str(pki.server_key), "--yes"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=started_in, env=env)
     lines: list[str] = []
     listening = threading.Event()
 
@@ -383,6 +385,20 @@ def test_remediate_serve_as_a_user_runs_it(tmp_path: Path) -> None:
     decisions = [json.loads(line)["decision"] for line in lines if line.startswith("{")]
     assert decisions[:3] == ["unauthorized", "accepted", "quarantine"], text
     assert token.read_text().strip() not in text and "Traceback" not in text
+    # The undo journal is in the state folder, named at start and in the decision; 'clusterctl undo' run
+    # from any other folder takes the path the log gave.
+    undo_folder = tmp_path / "state" / "clusterctl" / "undo"
+    assert f"undo journals are written to {undo_folder}/" in text
+    (said,) = [json.loads(line)["why"] for line in lines if '"decision": "journal"' in line]
+    journal = Path(said.removeprefix("undo with: clusterctl undo "))
+    assert journal.parent == undo_folder and journal.is_file(), text
+    assert list(started_in.iterdir()) == []
+    undone = subprocess.run([sys.executable, "-m", "clusterctl", "-i", str(sim.inventory), "-o", "json", "undo",
+                             "--dry-run", str(journal)], capture_output=True, text=True, cwd=tmp_path, env=env,
+                            timeout=120)
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    would = [step for host in json.loads(undone.stdout)["hosts"] for step in host["done"]]
+    assert any(step.endswith("uncordon gpu-02") for step in would), undone.stdout  # on the control plane
 
 
 def test_a_flood_of_unauthenticated_requests_cannot_fill_the_log(tmp_path: Path) -> None:
