@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from clusterctl.errors import ClusterctlError, UsageError
+from clusterctl.errors import ClusterctlError, ParseError, UsageError
 from clusterctl.terminal_text import one_line
 from clusterctl.transport.base import CommandResult, FailureKind, TransportError
 
@@ -86,11 +86,25 @@ def on_control_plane(runner: Runner, host: Host, task: Callable[[Transport], T],
     raise not_usable(host.name, what, outcome.failure)
 
 
+class UnreadableAnswer(TransportError):
+    """The control plane's kubectl answered, but not with what the API server writes (a proxy's error
+    page, a field of the wrong type): a failed command of that host (``COMMAND_FAILED``) whose message
+    is the parser's line and field. Its own type so that a caller reading several nodes can fail the
+    one node whose answer it could not read and go on with the others."""
+
+    def __init__(self, exc: ParseError, *, node: str | None = None) -> None:
+        text = str(exc)
+        # The parser names the node from the answer; an answer with no node in it (an HTML page) is
+        # named by the node that was asked for.
+        if node is not None and f"node {node}:" not in text:
+            text = f"node {node}: {text}"
+        super().__init__(FailureKind.COMMAND_FAILED, text)
+
+
 def read_nodes(transport: Transport | HostReader) -> dict[str, KubeNode]:
     """The cluster's nodes by name, in the API server's order (``kubectl get nodes -o json`` through
-    ``transport``, a control plane). A failed command or an answer that is no node list is a
-    ``TransportError`` of that host (``command_failed``'s shape, or the parser's line and field)."""
-    from clusterctl.errors import ParseError
+    ``transport``, a control plane). A failed command is ``command_failed``'s ``TransportError``, an
+    answer that is no node list an ``UnreadableAnswer`` (the parser's line and field)."""
     from clusterctl.facts.kube_nodes import NODES_COMMAND, parse_nodes
 
     result = transport.run(NODES_COMMAND, sudo=True, timeout=60)
@@ -99,7 +113,24 @@ def read_nodes(transport: Transport | HostReader) -> dict[str, KubeNode]:
     try:
         return {n.name: n for n in parse_nodes(result.stdout)}
     except ParseError as exc:
-        raise TransportError(FailureKind.COMMAND_FAILED, str(exc)) from exc
+        raise UnreadableAnswer(exc) from exc
+
+
+def read_node(transport: Transport | HostReader, name: str) -> KubeNode | None:
+    """The node ``name`` as the API server has it (``kubectl get node NAME -o json`` through
+    ``transport``, a control plane); None when the cluster has no such node. Fails as ``read_nodes``
+    does: ``command_failed``'s ``TransportError``, or an ``UnreadableAnswer`` naming the node."""
+    from clusterctl.facts.kube_nodes import node_command, parse_node
+
+    result = transport.run(node_command(name), sudo=True, timeout=60)
+    if not result.ok:
+        if "(NotFound)" in result.stderr:
+            return None
+        raise command_failed(result)
+    try:
+        return parse_node(result.stdout)
+    except ParseError as exc:
+        raise UnreadableAnswer(exc, node=name) from exc
 
 
 def cluster_nodes(runner: Runner, host: Host) -> dict[str, KubeNode]:

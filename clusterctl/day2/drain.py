@@ -32,7 +32,7 @@ class NodePhase(Phase["KubeNode | None", PhaseContext]):
         return self.via
 
     def check(self, ctx: PhaseContext) -> KubeNode | None:
-        from clusterctl.quarantine.run import read_node
+        from clusterctl.cluster_access import read_node
 
         return read_node(ctx.reader, ctx.host.name)
 

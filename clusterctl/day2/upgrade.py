@@ -410,7 +410,7 @@ class Uncordon(UpgradePhase):
     from_control_plane = True
 
     def check(self, ctx: PhaseContext) -> KubeNode | None:
-        from clusterctl.quarantine.run import read_node
+        from clusterctl.cluster_access import read_node
 
         return read_node(ctx.reader, ctx.host.name)
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord
+from clusterctl.cluster_access import read_node
 from clusterctl.engine.lock import LockInfo
 from clusterctl.engine.run import give_back_locks, take_locks
 from clusterctl.errors import ClusterctlError, Interrupted, ParseError, UsageError
@@ -40,7 +41,7 @@ from clusterctl.findings import Finding, Severity
 from clusterctl.heal import history
 from clusterctl.heal.chain import DEFAULT_TIMEOUTS, chain_for
 from clusterctl.quarantine import node_ops
-from clusterctl.quarantine.run import control_plane, read_node, utc_now
+from clusterctl.quarantine.run import control_plane, utc_now
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import TransportError
 

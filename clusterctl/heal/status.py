@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from clusterctl.cluster_access import read_node
 from clusterctl.errors import ClusterctlError
 from clusterctl.heal import history
 from clusterctl.quarantine import node_ops
-from clusterctl.quarantine.run import control_plane, read_node
+from clusterctl.quarantine.run import control_plane
 from clusterctl.quarantine.status import QuarantinedNode, describe
 
 if TYPE_CHECKING:

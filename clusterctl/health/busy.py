@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from clusterctl.cluster_access import command_failed
+from clusterctl.cluster_access import UnreadableAnswer, read_node
 from clusterctl.errors import ParseError
 from clusterctl.facts.compute_apps import COMMAND as COMPUTE_APPS
 from clusterctl.facts.compute_apps import parse_compute_apps
-from clusterctl.facts.kube_nodes import node_command, parse_node, parse_pods, pods_command
+from clusterctl.facts.kube_nodes import parse_pods, pods_command
 from clusterctl.health.checks import HostInput
 from clusterctl.transport.base import FailureKind
 
@@ -75,31 +75,48 @@ def _processes(runner: Runner, hosts: Sequence[Host], inputs: Sequence[HostInput
             use.processes.append(f"{where}: {app.describe()}")
 
 
+@dataclass(frozen=True)
+class _NodeAnswer:
+    """What the control plane says of one host's node: cordoned, the pods holding its GPUs, or why not known."""
+
+    cordoned: bool = False
+    holding: tuple[str, ...] = ()
+    unknown: str | None = None
+
+
+def _node_answer(transport: Transport, host: str, cp: str) -> _NodeAnswer | None:
+    """One host's node and the pods bound to it, read through the control plane ``cp``; None when the
+    host is no node of the cluster. A node or pod list the control plane answers but cannot be read
+    is that host's failed read (counted busy); a kubectl that fails outright raises (no cluster)."""
+    try:
+        node = read_node(transport, host)
+    except UnreadableAnswer as exc:
+        return _NodeAnswer(unknown=f"its node could not be read through {cp} ({exc.message})")
+    if node is None:
+        return None
+    pods = transport.run(pods_command(host), sudo=True, timeout=60)
+    if not pods.ok:
+        return _NodeAnswer(node.unschedulable, unknown=f"the node's pods could not be read through {cp}")
+    try:
+        listed = parse_pods(pods.stdout)
+    except ParseError as exc:
+        return _NodeAnswer(node.unschedulable, unknown=f"the node's pods could not be read through {cp} ({exc})")
+    holding = tuple(f"{p.ref} ({p.gpus} GPU{'s' if p.gpus != 1 else ''}, "
+                    f"{p.controller_kind or 'no controller'} {p.controller_name}".rstrip() + ")"
+                    for p in listed if p.gpus and p.controller_kind != "DaemonSet" and not p.finished)
+    return _NodeAnswer(node.unschedulable, holding)
+
+
 def _pods(runner: Runner, hosts: Sequence[Host], cluster: Inventory, uses: dict[str, GpuUse]) -> None:
     # The first control-plane host in inventory order, as every day-2 command reaches the cluster.
     cp = next((h for h in cluster.hosts if "control-plane" in h.roles), None)
     if cp is None:
         return  # no Kubernetes here (a Slurm-only cluster): the processes say it all
 
-    def task(transport: Transport) -> dict[str, tuple[bool, list[str]] | None]:
-        found: dict[str, tuple[bool, list[str]] | None] = {}
-        for host in hosts:
-            node = transport.run(node_command(host.name), sudo=True, timeout=60)
-            if not node.ok and "(NotFound)" in node.stderr:
-                found[host.name] = None  # not a node of the cluster
-                continue
-            if not node.ok:
-                raise command_failed(node)  # no cluster answers there (not bootstrapped, API server down)
-            pods = transport.run(pods_command(host.name), sudo=True, timeout=60)
-            if not pods.ok:
-                found[host.name] = (parse_node(node.stdout).unschedulable, ["?"])
-                continue
-            holding = [f"{p.ref} ({p.gpus} GPU{'s' if p.gpus != 1 else ''}, "
-                       f"{p.controller_kind or 'no controller'} {p.controller_name}".rstrip() + ")"
-                       for p in parse_pods(pods.stdout)
-                       if p.gpus and p.controller_kind != "DaemonSet" and not p.finished]
-            found[host.name] = (parse_node(node.stdout).unschedulable, holding)
-        return found
+    def task(transport: Transport) -> dict[str, _NodeAnswer | None]:
+        # A kubectl that fails outright (command_failed) ends the task: no cluster answers there
+        # (not bootstrapped, API server down).
+        return {host.name: _node_answer(transport, host.name, cp.name) for host in hosts}
 
     (outcome,) = runner.run_task([cp], task, label="health: GPU pods").outcomes
     if not outcome.ok and outcome.failure is not None and outcome.failure.kind is FailureKind.COMMAND_FAILED:
@@ -112,12 +129,10 @@ def _pods(runner: Runner, hosts: Sequence[Host], cluster: Inventory, uses: dict[
     for name, answer in outcome.value.items():
         if answer is None:
             continue  # not a node of the cluster
-        cordoned, holding = answer
-        uses[name].out_of_service = cordoned
-        if holding == ["?"]:
-            uses[name].unknown.append(f"the node's pods could not be read through {cp.name}")
-        else:
-            uses[name].pods += holding
+        uses[name].out_of_service = answer.cordoned
+        uses[name].pods += answer.holding
+        if answer.unknown is not None:
+            uses[name].unknown.append(answer.unknown)
 
 
 def gpu_use(runner: Runner, hosts: Sequence[Host], inputs: Sequence[HostInput],
@@ -128,9 +143,5 @@ def gpu_use(runner: Runner, hosts: Sequence[Host], inputs: Sequence[HostInput],
         return uses
     _processes(runner, hosts, inputs, uses)
     if cluster is not None:
-        try:
-            _pods(runner, hosts, cluster, uses)
-        except ParseError as exc:
-            for use in uses.values():
-                use.unknown.append(f"the node's pods could not be read: {exc}")
+        _pods(runner, hosts, cluster, uses)
     return uses

@@ -131,7 +131,9 @@ def _idle_hosts(runner: Runner, hosts: Sequence[Host], inputs: Sequence[HostInpu
             continue
         extra.setdefault(host.name, []).append(Finding(
             Severity.WARNING, "INVASIVE_CHECK_REFUSED",
-            f"dcgmi diag -r {options.level} and nccl-tests not run: the GPUs are in use ({use.describe()})",
+            f"dcgmi diag -r {options.level} and nccl-tests not run: "
+            + ("the GPUs are in use" if use.processes or use.pods else "whether the GPUs are in use is not known")
+            + f" ({use.describe()})",
             host=host.name, evidence={"processes": use.processes, "pods": use.pods, "unknown": use.unknown},
             fix=f"Quarantine the host first (clusterctl quarantine {host.name} --drain --reason ...) and run again "
                 "once its jobs are gone, or pass --force to run them anyway (they take the GPUs from the jobs)."))

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import ChangeFailed, Gate, GateRecord
-from clusterctl.cluster_access import on_control_plane
+from clusterctl.cluster_access import on_control_plane, read_node
 from clusterctl.findings import Finding, Severity
 from clusterctl.quarantine import node_ops, slurm
-from clusterctl.quarantine.run import kubernetes_control_plane, read_node
+from clusterctl.quarantine.run import kubernetes_control_plane
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner

@@ -18,18 +18,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import ChangeFailed, Gate
-from clusterctl.cluster_access import command_failed
 from clusterctl.cluster_access import on_control_plane as through
-from clusterctl.errors import ParseError, UsageError
-from clusterctl.facts.kube_nodes import KubeNode, node_command, parse_node
+from clusterctl.cluster_access import read_node
+from clusterctl.errors import UsageError
 from clusterctl.hostlist import compress
 from clusterctl.quarantine import node_ops, slurm
 from clusterctl.quarantine.drain import DrainOptions, DrainReport, drain_node
-from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
-    from clusterctl.host_reader import HostReader
     from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import Transport
 
@@ -88,19 +85,6 @@ def control_plane(inventory: Inventory) -> Host:
         raise UsageError("no host has the control-plane role: quarantine reaches the cluster through the first "
                          "control-plane host", field="hosts", hint="Give one host 'roles: [control-plane]'.")
     return host
-
-
-def read_node(transport: Transport | HostReader, name: str) -> KubeNode | None:
-    """The node as the API server has it; None when there is no such node."""
-    result = transport.run(node_command(name), sudo=True, timeout=60)
-    if not result.ok:
-        if "(NotFound)" in result.stderr:
-            return None
-        raise command_failed(result)
-    try:
-        return parse_node(result.stdout)
-    except ParseError as exc:
-        raise TransportError(FailureKind.COMMAND_FAILED, str(exc)) from exc
 
 
 def quarantine_node(transport: Transport, gate: Gate, name: str, request: QuarantineRequest,

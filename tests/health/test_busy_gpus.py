@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from clirun import DEMO, REPO_ROOT, clusterctl
 
+from clusterctl.mock.profile import forget_profiles
+
 KUBE_SIM = REPO_ROOT / "tests" / "quarantine"
 
 
@@ -88,3 +90,61 @@ def test_pods_without_gpus_do_not_count(sim: Any) -> None:
     sim.deploy("web", 2)
     run = clusterctl("-i", sim.inventory, "-o", "json", "health", "--level", "2")
     assert not any("INVASIVE_CHECK_REFUSED" in codes for codes in _findings(run).values())
+
+
+def _answer_for_gpu_a2(sim: Any, pattern: str, text: str) -> None:
+    """The control plane's kubectl answers ``pattern`` (a command about gpu-a2) with ``text``."""
+    profile = Path(sim.root) / "profiles" / "plain" / "profile.yaml"
+    profile.write_text(profile.read_text() + f"commands:\n  - regex: {json.dumps(pattern)}\n"
+                       f"    stdout_text: {json.dumps(text)}\n")
+    forget_profiles()
+
+
+def _bad_node(sim: Any) -> tuple[str, str]:
+    node = sim.node("gpu-a2")
+    node["status"]["allocatable"]["nvidia.com/gpu"] = "-1"
+    return "get node gpu-a2 -o json", json.dumps(node)
+
+
+def _bad_pods(sim: Any) -> tuple[str, str]:
+    _gpu_deployment(sim, "trainer", 8)  # one replica on each node
+    code, out, err = sim.kubectl("get pods -A --field-selector spec.nodeName=gpu-a2 -o json")
+    assert code == 0, err
+    pods = json.loads(out)
+    for pod in pods["items"]:
+        for container in pod["spec"]["containers"]:
+            if container.get("resources"):
+                container["resources"]["limits"]["nvidia.com/gpu"] = "8Gi"
+    return "spec.nodeName=gpu-a2", json.dumps(pods)
+
+
+@pytest.mark.parametrize(("answer", "named"), [
+    (_bad_node, "its node could not be read through gpu-a1 (cannot parse kubectl get node -o json: "
+                "node gpu-a2: allocatable nvidia.com/gpu is '-1', not a whole number)"),
+    (_bad_pods, "the node's pods could not be read through gpu-a1 (cannot parse kubectl get pods -o json: "
+                "pod default/trainer-"),
+])
+def test_an_answer_that_cannot_be_read_counts_that_host_busy_named_and_no_other(sim: Any, answer: Any,
+                                                                               named: str) -> None:
+    """A node or pod list the control plane answers but clusterctl cannot read is a failed read of that
+    host (busy: only a host known idle is tested), named in the finding; the other hosts go on."""
+    _answer_for_gpu_a2(sim, *answer(sim))
+    run = clusterctl("-i", sim.inventory, "-o", "json", "health", "--level", "2")
+    found = _findings(run)
+    refused = found["gpu-a2"]["INVASIVE_CHECK_REFUSED"]
+    assert "whether the GPUs are in use is not known" in refused["message"]
+    assert named in refused["message"]
+    (unknown,) = refused["evidence"]["unknown"]
+    assert named in unknown and "Traceback" not in run.output
+    assert "NCCL_BUSBW" not in found["gpu-a2"]
+    if answer is _bad_node:  # gpu-a2's pods are not what keeps gpu-a1 from its checks
+        assert "INVASIVE_CHECK_REFUSED" not in found["gpu-a1"] and "NCCL_BUSBW" in found["gpu-a1"]
+    else:
+        assert "pod default/trainer-" in found["gpu-a1"]["INVASIVE_CHECK_REFUSED"]["message"]
+        assert "is not known" not in found["gpu-a1"]["INVASIVE_CHECK_REFUSED"]["message"]
+
+    table = clusterctl("-i", sim.inventory, "health", "--level", "2")
+    assert table.exit_code == run.exit_code
+    flat = " ".join(table.output.split())
+    assert "gpu-a2" in flat and "whether the GPUs are in use is not known" in flat
+    assert "node gpu-a2" in flat or "pod default/trainer-" in flat

@@ -3,6 +3,8 @@ kubectl quarantine drives (the recorded Node outputs: tests/facts/test_kube_node
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from fixture_files import read_fixture
 from kube_sim import KubeSim
@@ -87,8 +89,6 @@ def test_status_and_the_receiver_fail_a_node_list_they_cannot_read_the_same_way(
 
 def test_drain_fails_the_pod_list_of_a_pod_asking_no_whole_number_of_gpus_naming_node_and_pod() -> None:
     """A pod asking ``8Gi`` GPUs is not a pod asking none: the drain's read of that node fails, named."""
-    import json
-
     from clusterctl.quarantine.drain import list_pods
 
     data = json.loads(read_fixture("kubectl", "pods-minikube-replicaset.json"))
@@ -99,3 +99,35 @@ def test_drain_fails_the_pod_list_of_a_pod_asking_no_whole_number_of_gpus_naming
     assert "listing the pods of node minikube: " in caught.value.message
     assert "pod default/queue-l4dv8 on node minikube: spec.containers[0].resources.limits nvidia.com/gpu is '8Gi'" \
         in caught.value.message
+
+
+@pytest.mark.parametrize("answer, said", [
+    (_ControlPlane("", "The connection to the server 10.0.0.1:6443 was refused - did you specify the right host "
+                   "or port?\n", 1), "kubectl failed: The connection to the server 10.0.0.1:6443 was refused"),
+    (_ControlPlane("<html><body>502 Bad Gateway</body></html>\n"), "node gpu-a2: cannot parse kubectl get node"),
+    (_ControlPlane('{"kind": "Node", "metadata": {"name": "gpu-a2"}, "spec": "cordoned"}'),
+     "node gpu-a2: spec is str, not an object"),
+])
+def test_one_node_is_read_by_the_same_reader_as_the_node_list(answer: _ControlPlane, said: str) -> None:
+    """quarantine, release, heal, status HOST, drain and upgrade read one node through the one reader in
+    cluster_access, as health's busy check does: a failed kubectl is the control plane's failed command,
+    an answer that is no node names the node asked for, and NotFound is no node at all."""
+    from clusterctl import cluster_access
+    from clusterctl.heal import run as heal_run
+    from clusterctl.heal import status as heal_status
+    from clusterctl.health import busy
+    from clusterctl.quarantine import release
+    from clusterctl.quarantine import run as quarantine_run
+
+    assert quarantine_run.read_node is release.read_node is heal_run.read_node is heal_status.read_node \
+        is busy.read_node is cluster_access.read_node
+    assert not hasattr(quarantine_run, "parse_node")
+    with pytest.raises(TransportError) as caught:
+        cluster_access.read_node(answer, "gpu-a2")  # type: ignore[arg-type]
+    assert caught.value.kind is FailureKind.COMMAND_FAILED and said in caught.value.message
+    missing = _ControlPlane("", 'Error from server (NotFound): nodes "gpu-a9" not found\n', 1)
+    assert cluster_access.read_node(missing, "gpu-a9") is None  # type: ignore[arg-type]
+    item = read_fixture("kubectl", "nodelist-kubeadm-v1.28-notready.json")
+    node_json = json.loads(item)["items"][0] | {"kind": "Node", "apiVersion": "v1"}
+    node = cluster_access.read_node(_ControlPlane(json.dumps(node_json)), "k8s-controller-01")  # type: ignore[arg-type]
+    assert node is not None and node.name == "k8s-controller-01" and node.ready is False
