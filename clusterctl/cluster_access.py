@@ -40,6 +40,35 @@ _UNREACHED = (FailureKind.UNREACHABLE, FailureKind.AUTH_FAILED, FailureKind.HOST
 _PREFIX = re.compile(r"^(?:(?:error|[A-Z][A-Za-z]*Error|command failed(?: \(exit \d+\))?):\s*)+")
 
 
+#: What a control plane answers when no cluster runs there at all: no kubectl (or kubeadm), no admin
+#: kubeconfig, an API server that refuses or does not take connections. Anything else a kubectl call
+#: fails with (a server error for one node, a forbidden read) is a failure of that read only.
+_NO_CLUSTER = re.compile(
+    r"\b(?:kubectl|kubeadm)(?:: command)?: not found"
+    r"|\b(?:kubectl|kubeadm): command not found"
+    r"|stat \S*admin\.conf: no such file or directory"
+    r"|open \S*admin\.conf: no such file or directory"
+    r"|The connection to the server \S+ was refused"
+    r"|Unable to connect to the server"
+    r"|dial tcp \S*: connect: connection refused", re.IGNORECASE)
+
+
+def no_cluster_here(error: TransportError | Failure | str) -> bool:
+    """Whether a failed kubectl read on a control plane means that no cluster runs there (no kubectl,
+    no admin.conf, an API server that refuses connections), as against a failure of that one read (a
+    server error for one node): the one decision for every caller that reads several nodes and must
+    not take one node's failure for "no cluster"."""
+    if isinstance(error, UnreadableAnswer):
+        return False  # kubectl answered: a cluster is there
+    if isinstance(error, str):
+        text = error
+    elif isinstance(error, TransportError):
+        text = error.message
+    else:
+        text = f"{error.message} {error.stderr_tail or ''}"
+    return bool(_NO_CLUSTER.search(text))
+
+
 class NoCluster(UsageError):
     """The control plane answered, but no working cluster is there: exit 2, with what to run first."""
 

@@ -29,8 +29,9 @@ def print_quarantine(app: AppContext, results: Sequence[HostQuarantine], *, dry_
     for r in results:
         if r.error:
             _say(app, f"FAILED {r.host}: {r.error}")
-            continue
-        if not r.done:
+            if not r.done:
+                continue  # what was done before the failure (a drain's pods unreadable) is still said
+        elif not r.done:
             _say(app, f"{r.host}: already quarantined as asked; nothing to change")
         for line in r.done:
             _say(app, f"{r.host}: {would}{line}")

@@ -17,13 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from clusterctl.cluster_access import UnreadableAnswer, read_node
+from clusterctl.cluster_access import no_cluster_here, read_node
 from clusterctl.errors import ParseError
 from clusterctl.facts.compute_apps import COMMAND as COMPUTE_APPS
 from clusterctl.facts.compute_apps import parse_compute_apps
 from clusterctl.facts.kube_nodes import parse_pods, pods_command
 from clusterctl.health.checks import HostInput
-from clusterctl.transport.base import FailureKind
+from clusterctl.terminal_text import one_line
+from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -86,17 +87,24 @@ class _NodeAnswer:
 
 def _node_answer(transport: Transport, host: str, cp: str) -> _NodeAnswer | None:
     """One host's node and the pods bound to it, read through the control plane ``cp``; None when the
-    host is no node of the cluster. A node or pod list the control plane answers but cannot be read
-    is that host's failed read (counted busy); a kubectl that fails outright raises (no cluster)."""
+    host is no node of the cluster. A node or pod list the control plane answers but cannot be read,
+    or a kubectl that fails for this node, is that host's failed read (counted busy); only a failure
+    that means no cluster runs there (``cluster_access.no_cluster_here``) raises."""
     try:
         node = read_node(transport, host)
-    except UnreadableAnswer as exc:
-        return _NodeAnswer(unknown=f"its node could not be read through {cp} ({exc.message})")
+    except TransportError as exc:
+        if exc.kind is not FailureKind.COMMAND_FAILED or no_cluster_here(exc):
+            raise
+        return _NodeAnswer(unknown=f"its node could not be read through {cp} ({one_line(exc.message)})")
     if node is None:
         return None
     pods = transport.run(pods_command(host), sudo=True, timeout=60)
     if not pods.ok:
-        return _NodeAnswer(node.unschedulable, unknown=f"the node's pods could not be read through {cp}")
+        tail = pods.stderr_tail(1) or f"exit {pods.exit_code}"
+        if no_cluster_here(tail):
+            raise TransportError(FailureKind.COMMAND_FAILED, f"kubectl failed: {tail}")
+        return _NodeAnswer(node.unschedulable,
+                           unknown=f"the node's pods could not be read through {cp} ({one_line(tail)})")
     try:
         listed = parse_pods(pods.stdout)
     except ParseError as exc:
@@ -114,12 +122,13 @@ def _pods(runner: Runner, hosts: Sequence[Host], cluster: Inventory, uses: dict[
         return  # no Kubernetes here (a Slurm-only cluster): the processes say it all
 
     def task(transport: Transport) -> dict[str, _NodeAnswer | None]:
-        # A kubectl that fails outright (command_failed) ends the task: no cluster answers there
-        # (not bootstrapped, API server down).
+        # Only a kubectl failure that means no cluster answers there (not bootstrapped, API server
+        # down: no_cluster_here) ends the task; one node's failed read is that host's.
         return {host.name: _node_answer(transport, host.name, cp.name) for host in hosts}
 
     (outcome,) = runner.run_task([cp], task, label="health: GPU pods").outcomes
-    if not outcome.ok and outcome.failure is not None and outcome.failure.kind is FailureKind.COMMAND_FAILED:
+    if not outcome.ok and outcome.failure is not None and outcome.failure.kind is FailureKind.COMMAND_FAILED \
+            and no_cluster_here(outcome.failure):
         return  # no cluster runs there: no pod can hold a GPU, the processes say it all
     if not outcome.ok or outcome.value is None:
         why = outcome.failure.describe() if outcome.failure else "no answer"

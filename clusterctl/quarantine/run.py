@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING
 
 from clusterctl.changes import ChangeFailed, Gate
 from clusterctl.cluster_access import on_control_plane as through
-from clusterctl.cluster_access import read_node
+from clusterctl.cluster_access import UnreadableAnswer, no_cluster_here, read_node
 from clusterctl.errors import UsageError
 from clusterctl.hostlist import compress
 from clusterctl.quarantine import node_ops, slurm
 from clusterctl.quarantine.drain import DrainOptions, DrainReport, drain_node
+from clusterctl.terminal_text import one_line
+from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -91,7 +93,11 @@ def quarantine_node(transport: Transport, gate: Gate, name: str, request: Quaran
                     *, when: str) -> HostQuarantine:
     """Taint, cordon, annotate and (asked) drain one node through ``transport`` (the control plane)."""
     outcome = HostQuarantine(name)
-    node = read_node(transport, name)
+    try:
+        node = read_node(transport, name)
+    except UnreadableAnswer as exc:  # kubectl answered, but not a node clusterctl can read: this host's failure
+        outcome.error = f"{name} was not quarantined: its node could not be read ({one_line(exc.message)})"
+        return outcome
     if node is None:
         outcome.kubernetes_node = False  # a Slurm-only host, or no node at all: the Slurm side says which
         return outcome
@@ -116,7 +122,14 @@ def quarantine_node(transport: Transport, gate: Gate, name: str, request: Quaran
         outcome.error = str(exc)
         return outcome
     if request.drain:
-        outcome.drain = drain_node(transport, gate, name, request.drain_options)
+        try:
+            outcome.drain = drain_node(transport, gate, name, request.drain_options)
+        except TransportError as exc:
+            # One node's pod list kubectl fails for or answers unreadably fails that host's drain only
+            # (what it evicted is in the journal); no cluster at all stops the run as before.
+            if exc.kind is not FailureKind.COMMAND_FAILED or no_cluster_here(exc):
+                raise
+            outcome.error = f"drain of {name} stopped: its pods could not be read ({one_line(exc.message)})"
     return outcome
 
 

@@ -148,3 +148,43 @@ def test_an_answer_that_cannot_be_read_counts_that_host_busy_named_and_no_other(
     flat = " ".join(table.output.split())
     assert "gpu-a2" in flat and "whether the GPUs are in use is not known" in flat
     assert "node gpu-a2" in flat or "pod default/trainer-" in flat
+
+
+def _failing_for_gpu_a2(sim: Any, pattern: str) -> None:
+    """The control plane's kubectl fails outright (exit 1, a server error) for ``pattern``, about gpu-a2 only."""
+    profile = Path(sim.root) / "profiles" / "plain" / "profile.yaml"
+    stderr = ("Error from server (InternalError): an error on the server (\"etcdserver: request timed out\") "
+              "has prevented the request from succeeding\n")
+    profile.write_text(profile.read_text() + f"commands:\n  - regex: {json.dumps(pattern)}\n"
+                       f"    stderr_text: {json.dumps(stderr)}\n    exit: 1\n")
+    forget_profiles()
+
+
+@pytest.mark.parametrize("pattern", ["get node gpu-a2 -o json", "spec.nodeName=gpu-a2"])
+def test_kubectl_failing_for_one_node_counts_that_host_busy_and_keeps_the_others_pod_checks(
+        sim: Any, pattern: str) -> None:
+    """A kubectl that fails for one node is no "no cluster": that host is a failed read (busy, named),
+    the other hosts' pods are still read."""
+    _gpu_deployment(sim, "trainer", 8)  # one replica on each node
+    _failing_for_gpu_a2(sim, pattern)
+    run = clusterctl("-i", sim.inventory, "-o", "json", "health", "--level", "2")
+    found = _findings(run)
+    refused = found["gpu-a2"]["INVASIVE_CHECK_REFUSED"]["message"]
+    assert "whether the GPUs are in use is not known" in refused
+    assert "could not be read through gpu-a1" in refused and "Error from server (InternalError)" in refused
+    assert "NCCL_BUSBW" not in found["gpu-a2"]
+    other = found["gpu-a1"]["INVASIVE_CHECK_REFUSED"]["message"]
+    assert "pod default/trainer-" in other and "is not known" not in other
+    assert "Traceback" not in run.output
+
+
+def test_no_cluster_at_all_leaves_the_processes_to_decide(sim: Any) -> None:
+    """An API server that refuses connections is "no cluster here": no pod can hold a GPU, no host is busy."""
+    _gpu_deployment(sim, "trainer", 8)
+    profile = Path(sim.root) / "profiles" / "plain" / "profile.yaml"
+    stderr = "The connection to the server 10.0.0.1:6443 was refused - did you specify the right host or port?\n"
+    profile.write_text(profile.read_text() + f"commands:\n  - regex: \"kubectl\"\n"
+                       f"    stderr_text: {json.dumps(stderr)}\n    exit: 1\n")
+    forget_profiles()
+    run = clusterctl("-i", sim.inventory, "-o", "json", "health", "--level", "2")
+    assert not any("INVASIVE_CHECK_REFUSED" in codes for codes in _findings(run).values()), run.output

@@ -118,3 +118,48 @@ def test_status_neutralises_escape_sequences_in_annotations_and_cuts_nothing(
     assert not any(ch in out for ch in ("\x1b", "\x07", "\x9b"))
     assert "\\x1b]0;owned\\x07" in out  # shown as escapes, as exec shows them
     assert "…" not in out and "gpu-a3" in out and "NVLINK_DOWN" in out
+
+
+def _answer_on_the_control_plane(sim: KubeSim, pattern: str, stdout: str = "", stderr: str = "",
+                                 exit_code: int = 0) -> None:
+    """The control plane's kubectl answers the commands matching ``pattern`` with this (the mock's rule)."""
+    from clusterctl.mock.profile import forget_profiles
+
+    profile = Path(sim.root) / "profiles" / "plain" / "profile.yaml"
+    profile.write_text(profile.read_text() + f"commands:\n  - regex: {json.dumps(pattern)}\n"
+                       f"    stdout_text: {json.dumps(stdout)}\n    stderr_text: {json.dumps(stderr)}\n"
+                       f"    exit: {exit_code}\n")
+    forget_profiles()
+
+
+@pytest.mark.parametrize(("answer", "named"), [
+    ({"stdout": "<html><body>502 Bad Gateway</body></html>"}, "node gpu-a3: cannot parse kubectl get pods -o json"),
+    ({"stdout": json.dumps({"kind": "PodList", "items": [{"metadata": {"name": "x"}}]})},
+     "node gpu-a3: cannot parse kubectl get pods -o json"),
+    ({"stderr": "Error from server (InternalError): an error on the server has prevented the request from "
+                "succeeding (get pods)\n", "exit_code": 1}, "Error from server (InternalError)"),
+])
+def test_a_pod_list_that_cannot_be_read_fails_that_hosts_drain_only(sim: KubeSim, answer: dict[str, object],
+                                                                   named: str) -> None:
+    """kubectl's pod list of one node that is no pod list (or that kubectl fails for) fails that host's
+    drain, named; the other hosts are quarantined and drained; the journal keeps what was done."""
+    sim.deploy("web", 3)
+    _answer_on_the_control_plane(sim, "spec.nodeName=gpu-a3", **answer)  # type: ignore[arg-type]
+    done = clusterctl("-i", sim.inventory, "-o", "json", "quarantine", "gpu-a2", "gpu-a3", "--reason", "ecc",
+                      "--drain", "--yes")
+    assert done.exit_code == 1, done.output
+    assert "no working cluster" not in done.output and "Traceback" not in done.output
+    report = json.loads(done.stdout)
+    hosts = {h["host"]: h for h in report["hosts"]}
+    assert hosts["gpu-a2"]["ok"] and hosts["gpu-a2"]["drain"]["complete"]
+    assert not any(p.startswith("default/web-") for p in sim.pods_on("gpu-a2"))
+    assert hosts["gpu-a2"]["slurm"].startswith("drained")
+    failed = hosts["gpu-a3"]
+    assert not failed["ok"] and "drain of gpu-a3 stopped" in failed["error"] and named in failed["error"]
+    assert sim.node("gpu-a3")["spec"]["unschedulable"] is True  # its quarantine itself was done
+    assert report["journal"]  # what was done (both hosts' taints and cordons, gpu-a2's evictions) can be undone
+    journal = Path(report["journal"]).read_text()
+    assert "gpu-a3" in journal and "gpu-a2" in journal
+
+    table = cli(sim, "quarantine", "gpu-a3", "--reason", "ecc", "--drain", "--yes")
+    assert table[0] == 1 and "FAILED gpu-a3: drain of gpu-a3 stopped" in " ".join(table[1].split())
