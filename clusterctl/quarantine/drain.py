@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import Change, ChangeFailed, Gate
-from clusterctl.cluster_access import UnreadableAnswer
 from clusterctl.errors import ParseError
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kube_nodes import Pod, parse_pods, pods_command
@@ -104,8 +103,7 @@ def eviction_command(pod: Pod, grace_period_s: int | None = None) -> str:
 
 
 def list_pods(transport: Transport | HostReader, node: str) -> list[Pod]:
-    """The pods bound to ``node`` (a read: not a change). A failed command is a ``TransportError``; an
-    answer that is no pod list (or a pod whose field cannot be read) an ``UnreadableAnswer`` naming the node."""
+    """The pods bound to ``node`` (a read: not a change)."""
     result = transport.run(pods_command(node), sudo=True, timeout=60)
     if not result.ok:
         raise TransportError(FailureKind.COMMAND_FAILED,
@@ -114,7 +112,7 @@ def list_pods(transport: Transport | HostReader, node: str) -> list[Pod]:
     try:
         return parse_pods(result.stdout)
     except ParseError as exc:
-        raise UnreadableAnswer(exc, node=node) from exc
+        raise TransportError(FailureKind.COMMAND_FAILED, f"listing the pods of node {node}: {exc}") from exc
 
 
 def sort_pods(pods: list[Pod], options: DrainOptions, report: DrainReport) -> list[Pod]:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import ChangeFailed, Gate
-from clusterctl.cluster_access import on_control_plane as through
 from clusterctl.cluster_access import UnreadableAnswer, no_cluster_here, read_node
+from clusterctl.cluster_access import on_control_plane as through
 from clusterctl.errors import UsageError
 from clusterctl.hostlist import compress
 from clusterctl.quarantine import node_ops, slurm

@@ -132,10 +132,12 @@ def _answer_on_the_control_plane(sim: KubeSim, pattern: str, stdout: str = "", s
     forget_profiles()
 
 
+_UNREADABLE = "listing the pods of node gpu-a3: cannot parse kubectl get pods -o json"
+
+
 @pytest.mark.parametrize(("answer", "named"), [
-    ({"stdout": "<html><body>502 Bad Gateway</body></html>"}, "node gpu-a3: cannot parse kubectl get pods -o json"),
-    ({"stdout": json.dumps({"kind": "PodList", "items": [{"metadata": {"name": "x"}}]})},
-     "node gpu-a3: cannot parse kubectl get pods -o json"),
+    ({"stdout": "<html><body>502 Bad Gateway</body></html>"}, _UNREADABLE),
+    ({"stdout": json.dumps({"kind": "PodList", "items": [{"metadata": {"name": "x"}}]})}, _UNREADABLE),
     ({"stderr": "Error from server (InternalError): an error on the server has prevented the request from "
                 "succeeding (get pods)\n", "exit_code": 1}, "Error from server (InternalError)"),
 ])
@@ -163,3 +165,15 @@ def test_a_pod_list_that_cannot_be_read_fails_that_hosts_drain_only(sim: KubeSim
 
     table = cli(sim, "quarantine", "gpu-a3", "--reason", "ecc", "--drain", "--yes")
     assert table[0] == 1 and "FAILED gpu-a3: drain of gpu-a3 stopped" in " ".join(table[1].split())
+
+
+def test_a_node_that_cannot_be_read_fails_that_host_only(sim: KubeSim) -> None:
+    _answer_on_the_control_plane(sim, "get node gpu-a3 -o json", stdout="<html>502 Bad Gateway</html>")
+    done = clusterctl("-i", sim.inventory, "-o", "json", "quarantine", "gpu-a2", "gpu-a3", "--reason", "ecc", "--yes")
+    assert done.exit_code == 1 and done.stdout.startswith("{"), done.output
+    hosts = {h["host"]: h for h in json.loads(done.stdout)["hosts"]}
+    assert hosts["gpu-a2"]["ok"] and sim.node("gpu-a2")["spec"]["unschedulable"] is True
+    said = hosts["gpu-a3"]["error"]
+    assert "gpu-a3 was not quarantined: its node could not be read (node gpu-a3: cannot parse" in said
+    nodes = {n["metadata"]["name"]: n for n in json.loads(sim.kubectl("get nodes -o json")[1])["items"]}
+    assert nodes["gpu-a2"]["spec"].get("unschedulable") and not nodes["gpu-a3"]["spec"].get("unschedulable")
