@@ -226,6 +226,7 @@ def _confirm_bootstrap(phase: str | None, skip_phases: str | None, hosts: list[s
 
 
 def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult], *, plan: bool) -> None:
+    from clusterctl.cli.progress import print_row
     from clusterctl.engine.run import Status, not_needed_message
     from clusterctl.hostlist import compress
     from clusterctl.secret import mask_text
@@ -239,8 +240,9 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
         elif r.status is not Status.FAILED:
             by_status.setdefault(plan_word(phase, r) if plan else r.status.value, []).append(r.host)
     word = {Status.CHANGED.value: "changed"}
+    # The rows wrap under their message column on a narrow terminal (``print_row``), one line off it.
     for status, names in by_status.items():
-        console.print(f"{word.get(status, status)}: {compress(names)}", markup=False, highlight=False)
+        print_row(console, "", f"{word.get(status, status)}: {compress(names)}", indent=2)
     if not plan:
         # What changed, hosts with the same changes on one line (a fleet reads in a few lines).
         done: dict[tuple[str, ...], list[str]] = {}
@@ -248,13 +250,12 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
             if r.status is Status.CHANGED and r.changes:
                 done.setdefault(tuple(c.summary for c in r.changes), []).append(r.host)
         for summaries, names in done.items():
-            console.print(f"  {compress(names)}: {one_line(mask_text('; '.join(summaries)))}", markup=False,
-                          highlight=False, soft_wrap=True)
+            print_row(console, f"  {compress(names)}: ", one_line(mask_text("; ".join(summaries))))
     for r in results:
         if r.status is Status.FAILED:
-            console.print(f"failed: {r.host}: {one_line(r.message)}", markup=False, highlight=False, soft_wrap=True)
+            print_row(console, f"failed: {r.host}: ", one_line(r.message))
             for line in r.rollback:
-                console.print(f"  rollback: {one_line(line)}", markup=False, highlight=False, soft_wrap=True)
+                print_row(console, "  rollback: ", one_line(line))
     if plan:
         _print_plan(app, phase, results)
 

@@ -156,6 +156,7 @@ def _execute(app: AppContext, args: UpgradeArgs) -> None:
 
 
 def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult]) -> None:
+    from clusterctl.cli.progress import print_row
     from clusterctl.engine.run import Status, not_needed_message
     from clusterctl.hostlist import compress
     from clusterctl.secret import mask_text
@@ -166,16 +167,14 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
     for r in results:
         if r.status is Status.SKIPPED and not_needed_message(r.message):
             left.setdefault(r.message, []).append(r.host)
+    # Each row wraps under its message column on a narrow terminal (``print_row``), one line off it.
     for message, names in left.items():
-        app.console.print(f"{compress(names):<16} {phase.name:<16} {'skipped':<8} {mask_text(message)}",
-                          markup=False, highlight=False, soft_wrap=True)
+        print_row(app.console, f"{compress(names):<16} {phase.name:<16} {'skipped':<8} ", mask_text(message))
     for r in results:
         if not (r.changes or r.waits or r.status.value == "failed"):
             continue  # nothing done or waited for there (the node is up to date, or not this node's phase)
-        line = f"{r.host:<16} {phase.name:<16} {r.status.value:<8} {mask_text(phase.description)}"
-        if r.message:
-            line += f": {mask_text(r.message)}"
-        app.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        text = mask_text(phase.description) + (f": {mask_text(r.message)}" if r.message else "")
+        print_row(app.console, f"{r.host:<16} {phase.name:<16} {r.status.value:<8} ", text)
 
 
 def _print_report(app: AppContext, report: UpgradeReport) -> None:
