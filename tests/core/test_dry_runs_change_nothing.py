@@ -3,10 +3,14 @@
 One parametrized case per command that changes hosts. A new command that changes hosts adds its
 dry run here: a ``DryRun`` with the command line and, when the dry run only means something on
 a host that already holds changes, a ``before`` that makes them (an apply, a journal to undo).
+``heal`` and ``power`` need a BMC: their dry runs are one test below, on tests/heal's bootstrapped
+demo with sushy-tools' Redfish emulator (``DemoHeal``), where the emulator's power is checked too.
 """
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +18,11 @@ from pathlib import Path
 import pytest
 from clirun import DEMO, REPO_ROOT, clusterctl
 from host_state import assert_hosts_unchanged, differences, seed_mock_hosts, snapshot
+
+# tests/heal's demo with a BMC per host (DemoHeal) and tests/bmc's emulator, shared rather than copied.
+sys.path[:0] = [str(REPO_ROOT / "tests" / "heal"), str(REPO_ROOT / "tests" / "bmc")]
+from demo_heal import HOSTS, DemoHeal  # noqa: E402
+from redfish_emulator import available  # noqa: E402
 
 SURVEY = REPO_ROOT / "tests" / "bootstrap_cluster" / "fixtures" / "demo-survey.json"
 BOOTSTRAP = ("bootstrap", "--survey", str(SURVEY))
@@ -132,3 +141,40 @@ def test_the_receiver_in_dry_run_changes_nothing(tmp_path: Path, _private_mock_s
     decided = [json.loads(line) for line in log.getvalue().splitlines()]
     assert any(d.get("host") == "gpu-b1" and d["decision"] == "would drain" for d in decided), decided
     assert not (tmp_path / "undo").exists()
+
+
+def _power(demo: DemoHeal) -> dict[str, str]:
+    """Each host's power as its BMC (the emulator) reports it."""
+    code, out = demo.cli("-o", "json", "power", "status", *HOSTS)
+    assert code == 0, out
+    return {h["host"]: h["before"] for h in json.loads(out)["hosts"]}
+
+
+@pytest.mark.skipif(not available(), reason="needs sushy-tools' sushy-emulator (.[test])")
+def test_heal_and_power_dry_runs_change_no_host_and_no_bmc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``heal --dry-run`` on a quarantined host whose findings make heal act, and ``power on|off|cycle
+    --dry-run``: the mock hosts (files, node taints and cordon of the simulated cluster) are byte for
+    byte as they were, the emulator applied no power change and reports the same power for every host."""
+    monkeypatch.chdir(tmp_path)
+    with DemoHeal(tmp_path / "demo") as demo:
+        assert demo.emulator is not None
+        assert demo.cli("-l", "gpu-a2", "mock", "set", "fault=xid-79")[0] == 0
+        code, out = demo.cli("quarantine", "gpu-a2", "--reason", "xid 79", "--code", "GPUFellOffTheBus", "--yes")
+        assert code == 0, out
+        assert demo.cli("power", "off", "gpu-a3", "--yes")[0] == 0  # one host off, for 'power on' to plan
+        demo.emulator.notified.clear()
+        power = _power(demo)
+        assert power["gpu-a3"] == "Off" and power["gpu-a2"] == "On", power
+        cases = [
+            (("heal", "gpu-a2", "--dry-run"), "would power-cycle gpu-a2 through its BMC"),
+            (("power", "cycle", "gpu-a2", "--dry-run"), "would power-cycle gpu-a2 through its BMC"),
+            (("power", "off", "gpu-a1", "--dry-run"), "would switch off gpu-a1 through its BMC"),
+            (("power", "on", "gpu-a3", "--dry-run"), "would switch on gpu-a3 through its BMC"),
+        ]
+        for args, planned in cases:
+            with assert_hosts_unchanged(demo.state):
+                code, out = demo.cli(*args)
+            assert code == 0, out
+            assert planned in out and "dry run: nothing was changed" in out, out
+            assert demo.emulator.notified == [], (args, demo.emulator.notified)
+            assert _power(demo) == power, args

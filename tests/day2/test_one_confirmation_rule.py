@@ -67,6 +67,7 @@ CHANGING: dict[str, Changing] = {
 #: Commands that change hosts the demo cannot stand for, and where the rule is run on them (the
 #: structural checks below hold them too: --yes, --dry-run, confirm.py only).
 CHANGING_ELSEWHERE = {
+    # Their dry runs: tests/core/test_dry_runs_change_nothing.py (heal and power, on the Redfish emulator).
     "power on": "tests/bmc/test_power.py, on a Redfish emulator (the demo has no BMC)",
     "power off": "tests/bmc/test_power.py, on a Redfish emulator (the demo has no BMC)",
     "power cycle": "tests/bmc/test_power.py, on a Redfish emulator (the demo has no BMC)",
