@@ -5,9 +5,10 @@ Every day-2 command that needs a working control plane (status, quarantine, rele
 plane answers but no cluster runs there (no kubectl or kubeadm, no admin.conf, an API server that
 refuses connections), they all stop the same way: ``NoCluster``, exit 2, one paragraph that says
 what could not be done, what the host answered (one line of it) and what to run first. A control
-plane that cannot be reached at all (down, wrong key, timed out) is a failed host instead: exit 1,
-in the same shape. Either way stdout stays empty, with ``-o json`` too: a script reads the exit
-status and stderr, never a half report.
+plane that cannot be reached at all (down, wrong key, timed out), or whose read fails for another
+reason (a server error, a forbidden read: ``no_cluster_here`` decides), is a failed host instead:
+exit 1, in the same shape, naming the command and what it answered. Either way stdout stays empty,
+with ``-o json`` too: a script reads the exit status and stderr, never a half report.
 """
 
 from __future__ import annotations
@@ -77,6 +78,11 @@ class ControlPlaneUnreachable(ClusterctlError):
     """The control plane host could not be reached (down, refused the login, timed out): exit 1."""
 
 
+class ControlPlaneReadFailed(ClusterctlError):
+    """The control plane answered, a cluster is there, but this read failed (a server error, a forbidden
+    read, an answer that is no list): a failed host, exit 1, named as what it is, not as "no cluster"."""
+
+
 def command_failed(result: CommandResult) -> TransportError:
     """The error a read on the control plane raises when its command failed: the command's first
     word and the last line of its stderr (``kubectl: sh: 1: kubectl: not found``)."""
@@ -102,6 +108,10 @@ def not_usable(host: str, what: str, failure: Failure | None) -> ClusterctlError
     if failure is not None and failure.kind in _UNREACHED:
         return ControlPlaneUnreachable(f"cannot {what}: the control plane {host} was not reached "
                                        f"({failure.kind.value}: {why}).")
+    if failure is not None and not no_cluster_here(failure):
+        # A cluster answered; only this read failed: say what failed (the command, its last stderr line).
+        return ControlPlaneReadFailed(f"cannot {what}: the control plane {host} answered, but the read "
+                                      f"failed ({why}).")
     return NoCluster(f"no working cluster: cannot {what} through the control plane {host} ({why}).", hint=FIRST)
 
 

@@ -60,12 +60,14 @@ class DrainNode(NodePhase):
         return [] if state is None or not self.needed(ctx) else cordon(self.via, state)
 
     def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
-        from clusterctl.quarantine.drain import drain_node
+        from clusterctl.quarantine.drain import drain_or_why
 
         records = gate.submit_all(changes)
         if not self.needed(ctx) or self.check(ctx) is None:
             return records
-        report = drain_node(gate.transport, gate.gate, ctx.host.name, self._options())
+        report, why = drain_or_why(gate.transport, gate.gate, ctx.host.name, self._options())
+        if report is None:  # this node's pods could not be read: this host's phase fails, named
+            raise TransportError(FailureKind.COMMAND_FAILED, why or f"drain of {ctx.host.name} stopped")
         if report.not_evicted and not self.gone:
             left = "; ".join(f"{p.pod}: {p.reason}" for p in report.not_evicted[:3])
             raise TransportError(FailureKind.COMMAND_FAILED, f"the drain of {ctx.host.name} did not finish within "

@@ -29,7 +29,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord
 from clusterctl.cluster_access import read_node
@@ -306,12 +306,15 @@ class _Healer:
             return locked
         if self.drained:
             return None
-        from clusterctl.quarantine.drain import DrainOptions, drain_node
+        from clusterctl.quarantine.drain import DrainOptions, DrainReport, drain_or_why
 
-        report = self._on_cp(lambda t: drain_node(t, self.gate, self.host.name, DrainOptions()), "heal: drain",
-                             timeout_s=420)
-        if not report.complete:  # type: ignore[attr-defined]
-            left = ", ".join(p.pod for p in report.not_evicted)  # type: ignore[attr-defined]
+        done = self._on_cp(lambda t: drain_or_why(t, self.gate, self.host.name, DrainOptions()), "heal: drain",
+                           timeout_s=420)
+        report, why = cast("tuple[DrainReport | None, str | None]", done)
+        if report is None:  # this node's pods could not be read: its chain stops, named; the other hosts go on
+            return why or f"drain of {self.host.name} stopped"
+        if not report.complete:
+            left = ", ".join(p.pod for p in report.not_evicted)
             return f"the node's drain is not complete (not evicted: {left})"
         self.drained = True
         self.mark("drained")

@@ -195,6 +195,25 @@ def drain_node(transport: Transport, gate: Gate, node: str, options: DrainOption
     return report
 
 
+def drain_or_why(transport: Transport, gate: Gate, node: str, options: DrainOptions | None = None, *,
+                 sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> tuple[DrainReport | None, str | None]:
+    """``drain_node``, with the one rule for a node whose pods cannot be read: its report and None, or
+    None and why the drain of this one node stopped (kubectl failed for its pod list, or answered what
+    clusterctl cannot read), so that the caller fails that host only and goes on with the others. A
+    control plane where no cluster runs (``cluster_access.no_cluster_here``), or one not reached, still
+    raises: that is every host's failure. Quarantine's drain, heal's and the day-2 drain phase call this."""
+    from clusterctl.cluster_access import no_cluster_here
+    from clusterctl.terminal_text import one_line
+
+    try:
+        return drain_node(transport, gate, node, options, sleep=sleep, clock=clock), None
+    except TransportError as exc:
+        if exc.kind is not FailureKind.COMMAND_FAILED or no_cluster_here(exc):
+            raise
+        return None, f"drain of {node} stopped: its pods could not be read ({one_line(exc.message)})"
+
+
 def _eviction(transport: Transport, pod: Pod, node: str, options: DrainOptions) -> Change:
     return Change.run(transport.host.name, eviction_command(pod, options.grace_period_s),
                       summary=f"evict pod {pod.ref} from node {node}", timeout_s=60)

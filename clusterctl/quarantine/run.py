@@ -18,14 +18,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import ChangeFailed, Gate
-from clusterctl.cluster_access import UnreadableAnswer, no_cluster_here, read_node
+from clusterctl.cluster_access import UnreadableAnswer, read_node
 from clusterctl.cluster_access import on_control_plane as through
 from clusterctl.errors import UsageError
 from clusterctl.hostlist import compress
 from clusterctl.quarantine import node_ops, slurm
-from clusterctl.quarantine.drain import DrainOptions, DrainReport, drain_node
+from clusterctl.quarantine.drain import DrainOptions, DrainReport, drain_or_why
 from clusterctl.terminal_text import one_line
-from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -122,14 +121,10 @@ def quarantine_node(transport: Transport, gate: Gate, name: str, request: Quaran
         outcome.error = str(exc)
         return outcome
     if request.drain:
-        try:
-            outcome.drain = drain_node(transport, gate, name, request.drain_options)
-        except TransportError as exc:
-            # One node's pod list kubectl fails for or answers unreadably fails that host's drain only
-            # (what it evicted is in the journal); no cluster at all stops the run as before.
-            if exc.kind is not FailureKind.COMMAND_FAILED or no_cluster_here(exc):
-                raise
-            outcome.error = f"drain of {name} stopped: its pods could not be read ({one_line(exc.message)})"
+        # One node's unreadable pod list fails that host's drain only (what it evicted is in the journal).
+        outcome.drain, why = drain_or_why(transport, gate, name, request.drain_options)
+        if why is not None:
+            outcome.error = why
     return outcome
 
 

@@ -8,6 +8,9 @@ from pathlib import Path
 _CLUSTER_TESTS = str(Path(__file__).resolve().parents[1] / "bootstrap_cluster")
 if _CLUSTER_TESTS not in sys.path:
     sys.path.insert(0, _CLUSTER_TESTS)
+_QUARANTINE_TESTS = str(Path(__file__).resolve().parents[1] / "quarantine")  # kube_sim: the small simulated cluster
+if _QUARANTINE_TESTS not in sys.path:
+    sys.path.append(_QUARANTINE_TESTS)
 
 
 

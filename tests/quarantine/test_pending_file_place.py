@@ -14,28 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from clirun import DEMO, clusterctl
+from clirun import clusterctl
+from receiver_start import serve_from
 
 from clusterctl.quarantine.pending_work import KIND
-
-
-@pytest.fixture
-def started(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Instead of listening: say it listens (what a user sees at start, the earlier run's alerts resumed)."""
-    receivers: list[Any] = []
-
-    def serve(remediator: Any, address: Any, security: Any, *, ready: Any) -> None:
-        receivers.append(remediator)
-        ready(9095)
-
-    monkeypatch.setattr("clusterctl.quarantine.receiver.serve", serve)
-    return receivers
-
-
-def serve_from(folder: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str]:
-    monkeypatch.chdir(folder)
-    ran = clusterctl("-i", str(DEMO), "remediate", "serve", "--yes", *args)
-    return ran.exit_code, ran.stderr
 
 
 def kept_in(stderr: str) -> Path:

@@ -177,3 +177,27 @@ def test_a_node_that_cannot_be_read_fails_that_host_only(sim: KubeSim) -> None:
     assert "gpu-a3 was not quarantined: its node could not be read (node gpu-a3: cannot parse" in said
     nodes = {n["metadata"]["name"]: n for n in json.loads(sim.kubectl("get nodes -o json")[1])["items"]}
     assert nodes["gpu-a2"]["spec"].get("unschedulable") and not nodes["gpu-a3"]["spec"].get("unschedulable")
+
+
+def test_a_failed_read_of_the_nodes_is_named_as_what_it_is_not_as_no_cluster(sim: KubeSim) -> None:
+    """kubectl answering the node list with a server error: a cluster is there, the read failed: exit 1,
+    one paragraph naming the command and its last stderr line, not "no cluster here, bootstrap first"."""
+    _answer_on_the_control_plane(sim, "get nodes -o json", stderr="Error from server (InternalError): an error on "
+                                 "the server has prevented the request from succeeding (get nodes)\n", exit_code=1)
+    for output in ("table", "json"):
+        done = clusterctl("-i", sim.inventory, "-o", output, "status")
+        assert done.exit_code == 1 and done.stdout == "", done.output
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and "the control plane gpu-a1" in lines[0], done.stderr
+        assert "kubectl failed: Error from server (InternalError)" in lines[0]
+        assert "no working cluster" not in lines[0] and "bootstrap" not in lines[0] and "Traceback" not in done.output
+
+
+def test_an_api_server_that_refuses_connections_is_no_cluster(sim: KubeSim) -> None:
+    _answer_on_the_control_plane(sim, "get nodes -o json", stderr="The connection to the server 10.0.0.1:6443 was "
+                                 "refused - did you specify the right host or port?\n", exit_code=1)
+    done = clusterctl("-i", sim.inventory, "status")
+    assert done.exit_code == 2 and done.stdout == "", done.output
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("error: no working cluster: ") and "was refused" in line
+    assert "Run 'clusterctl bootstrap' first" in line

@@ -15,25 +15,7 @@ from typing import Any
 
 import pytest
 from clirun import DEMO, clusterctl
-
-
-@pytest.fixture
-def started(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Instead of listening: say it listens (what a user sees at start)."""
-    receivers: list[Any] = []
-
-    def serve(remediator: Any, address: Any, security: Any, *, ready: Any) -> None:
-        receivers.append(remediator)
-        ready(9095)
-
-    monkeypatch.setattr("clusterctl.quarantine.receiver.serve", serve)
-    return receivers
-
-
-def serve_from(folder: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str]:
-    monkeypatch.chdir(folder)
-    ran = clusterctl("-i", str(DEMO), "remediate", "serve", "--yes", *args)
-    return ran.exit_code, ran.stderr
+from receiver_start import serve_from
 
 
 def said(stderr: str, start: str, end: str = "/") -> Path:
