@@ -39,12 +39,13 @@ def make_folder(folder: Path, label: str) -> None:
         raise UsageError(f"{label}: cannot create the folder: {exc.strerror or exc}.") from None
 
 
-def writable_dir(path: str | Path, option: str) -> Path:
-    """``path`` as a folder that exists (created if needed) and can be written to."""
+def writable_dir(path: str | Path, option: str, *, why: str = "") -> Path:
+    """``path`` as a folder that exists (created if needed) and can be written to; ``why`` says, in the
+    error, what an unwritable one would cost."""
     folder = Path(path).expanduser()
     make_folder(folder, f"{option} {path}")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"{option} {path}: the folder is not writable.")
+        raise UsageError(f"{option} {path}: the folder is not writable{'; ' + why if why else ''}.")
     return folder
 
 

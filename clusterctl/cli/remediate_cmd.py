@@ -167,6 +167,9 @@ class ReceiverFiles:
     reports: Path
 
 
+_UNJOURNALED = "the receiver would change hosts it cannot journal"
+
+
 def _receiver_files(state_dir: str | None, pending_file: str | None, inventory: Inventory, *, dry_run: bool,
                     heal: bool) -> ReceiverFiles:
     """The receiver's files in the state folder (``--state-dir``, else ``$CLUSTERCTL_STATE_DIR``, else
@@ -175,26 +178,17 @@ def _receiver_files(state_dir: str | None, pending_file: str | None, inventory: 
     checked writable before it listens: an alert accepted and then not journaled would be a change no undo
     finds."""
     from clusterctl.writable import state_dir as chosen_state_dir
+    from clusterctl.writable import writable_dir
 
     base = chosen_state_dir(state_dir).absolute()
     option = "--state-dir" if state_dir else "the state folder"
     files = ReceiverFiles(_pending_file(pending_file, inventory, base, option, dry_run=dry_run), base / "undo",
                           base / "heal")
     if not dry_run:
-        _writable_folder(files.journals, f"{option}: the undo journals' folder")
+        writable_dir(files.journals, f"{option}: the undo journals' folder", why=_UNJOURNALED)
         if heal:
-            _writable_folder(files.reports, f"{option}: the heal reports' folder")
+            writable_dir(files.reports, f"{option}: the heal reports' folder", why=_UNJOURNALED)
     return files
-
-
-def _writable_folder(folder: Path, label: str) -> None:
-    import os
-
-    from clusterctl.writable import make_folder
-
-    make_folder(folder, f"{label} {folder}")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"{label} {folder}: not writable; the receiver would change hosts it cannot journal.")
 
 
 def _pending_file(option: str | None, inventory: Inventory, state_dir: Path, state_option: str, *,
