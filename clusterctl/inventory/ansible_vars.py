@@ -182,7 +182,7 @@ class HostBuilder:
         found = self.pick(("clusterctl_mock_state",))
         if found is None or found[1].value in (None, ""):
             return None
-        return str((self.base_dir / Path(str(found[1].value)).expanduser()).resolve())
+        return str(values.local_path(found[1].value, self.base_dir))
 
     def ssh_args(self) -> tuple[str | None, tuple[tuple[str, str], ...]]:
         """Jump host and ``-o`` options from ``ansible_ssh_common_args``/``_extra_args``."""

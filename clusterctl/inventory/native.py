@@ -415,7 +415,7 @@ class _Reader(NodeReader):
     def mock_state(self, setting: _Setting | None) -> str | None:
         if setting is None or setting.value is None:
             return None
-        return str((self.base_dir / Path(str(setting.value)).expanduser()).resolve())
+        return str(values.local_path(setting.value, self.base_dir))
 
 
 def _setting_value(section: _Section, key: str) -> Any:
