@@ -77,9 +77,8 @@ class PushNcclConf(Phase[Change, PhaseContext]):
         from clusterctl.nccl.tune.managed_block import merge_managed_block
 
         now = ctx.reader.get(options.path, sudo=True)
-        wanted, _ = merge_managed_block(now.decode("utf-8", errors="replace") if now is not None else None,
-                                        options.content_for(ctx.host.name))
-        if now is not None and now.decode("utf-8", errors="replace") == wanted:
+        text = now.decode("utf-8", errors="replace") if now is not None else None
+        if text is not None and text == merge_managed_block(text, options.content_for(ctx.host.name))[0]:
             return []
         return [Finding(Severity.ERROR, "NCCL_CONF_NOT_WRITTEN",
                         f"{options.path} does not hold the tuned settings after the write", host=ctx.host.name)]
