@@ -437,28 +437,25 @@ def _merge(base: Layer, over: Layer) -> Layer:
 # --- the schema: field name -> reader -------------------------------------------------------
 
 
-def _text(what: str) -> FieldReader:
-    return lambda r, node, field: r.scalar(node, field, lambda v: values.optional_text(v, what), raw=True)
+def _optional(convert: Callable[[Any], Any], *, raw: bool = False) -> FieldReader:
+    """A setting that may be left empty (``None``), else converted (``raw``: see ``NodeReader.scalar``)."""
+    return lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else convert(v), raw=raw)
 
 
-def _number(what: str, check: Callable[[Any, str], float]) -> FieldReader:
-    return lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else check(v, what))
-
-
-def _port(r: _Reader, node: Node, field: str) -> int | None:
-    return r.scalar(node, field, lambda v: None if v is None else values.port(v))
+def _checked(convert: Callable[[Any, str], Any], what: str) -> FieldReader:
+    """An optional text setting (numbers as written) and its check, ``what`` naming it in messages."""
+    return _optional(lambda v: convert(v, what), raw=True)
 
 
 FABRIC_FIELDS: dict[str, FieldReader] = {
-    "type": lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else values.fabric_type(v)),
-    "rate_gbps": _number("rate_gbps", values.positive_number),
+    "type": _optional(values.fabric_type),
+    "rate_gbps": _optional(partial(values.positive_number, what="rate_gbps")),
     "hcas": lambda r, node, field: r.names(node, field),
-    "within_rack_min": _number("within_rack_min", values.fraction),
-    "across_racks_min": _number("across_racks_min", values.fraction),
-    "latency_warn_us": _number("latency_warn_us", values.positive_number),
-    "latency_error_us": _number("latency_error_us", values.positive_number),
-    "rail_optimized": lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else values.boolean(
-        v, "rail_optimized")),
+    "within_rack_min": _optional(partial(values.fraction, what="within_rack_min")),
+    "across_racks_min": _optional(partial(values.fraction, what="across_racks_min")),
+    "latency_warn_us": _optional(partial(values.positive_number, what="latency_warn_us")),
+    "latency_error_us": _optional(partial(values.positive_number, what="latency_error_us")),
+    "rail_optimized": _optional(partial(values.boolean, what="rail_optimized")),
 }
 
 def _ssh_options(r: _Reader, node: Node, field: str) -> _Section:
@@ -473,14 +470,10 @@ def _ssh_options(r: _Reader, node: Node, field: str) -> _Section:
 
 
 SSH_FIELDS: dict[str, FieldReader] = {
-    "key_file": _text("key_file"),
-    "jump_host": _text("jump_host"),
+    "key_file": _checked(values.text, "key_file"),
+    "jump_host": _checked(values.text, "jump_host"),
     "options": _ssh_options,
 }
-
-def _checked(convert: Callable[[Any, str], str], what: str) -> FieldReader:
-    return lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else convert(v, what), raw=True)
-
 
 STACK_FIELDS: dict[str, FieldReader] = {
     name: _checked(values.version, f"the {name} version") for name in ("driver", "cuda", "nccl", "kubernetes",
@@ -488,15 +481,15 @@ STACK_FIELDS: dict[str, FieldReader] = {
 }
 
 DEFAULT_FIELDS: dict[str, FieldReader] = {
-    "port": _port,
-    "user": _text("user"),
+    "port": _optional(values.port),
+    "user": _checked(values.text, "user"),
     "roles": lambda r, node, field: r.roles(node, field),
-    "rack": _text("rack"),
-    "gpus": lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else values.boolean(v, "gpus")),
+    "rack": _checked(values.text, "rack"),
+    "gpus": _optional(partial(values.boolean, what="gpus")),
     "labels": lambda r, node, field: r.free_mapping(node, field, text_values=True),
     "transport": lambda r, node, field: r.scalar(node, field, values.transport),
-    "profile": _text("profile"),
-    "mock_state": _text("mock_state"),
+    "profile": _checked(values.text, "profile"),
+    "mock_state": _checked(values.text, "mock_state"),
     "fabric": lambda r, node, field: r.settings(node, field, FABRIC_FIELDS),
     "ssh": lambda r, node, field: r.settings(node, field, SSH_FIELDS),
     "stack": lambda r, node, field: r.settings(node, field, STACK_FIELDS),

@@ -93,10 +93,6 @@ def text(value: Any, what: str) -> str:
     return str(value)
 
 
-def optional_text(value: Any, what: str) -> str | None:
-    return None if value is None else text(value, what)
-
-
 def port(value: Any) -> int:
     """A TCP port: a whole number from 1 to 65535 (digits in a string are accepted, as in INI)."""
     number: int | None = None
