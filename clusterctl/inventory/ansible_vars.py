@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -94,14 +95,9 @@ class HostBuilder:
     def build(self) -> Host:
         jump_host, options = self.ssh_args()
         transport = self.transport()
-        fabric: dict[str, Any] = {}
-        if (fabric_type := self.convert(("clusterctl_fabric_type",), values.fabric_type)) is not None:
-            fabric["type"] = fabric_type
-        rate = self.convert(("clusterctl_fabric_rate_gbps",), lambda v: values.positive_number(v, "rate_gbps"))
-        if rate is not None:
-            fabric["rate_gbps"] = rate
-        if (hcas := self.convert(("clusterctl_fabric_hcas",), lambda v: values.text_list(v, "hcas"))) is not None:
-            fabric["hcas"] = hcas
+        fabric = {key: self.convert((f"clusterctl_fabric_{key}",), convert) for key, convert in (
+            ("type", values.fabric_type), ("rate_gbps", partial(values.positive_number, what="rate_gbps")),
+            ("hcas", partial(values.text_list, what="hcas")))}
         stack = {
             name: self.convert((f"clusterctl_stack_{name}",), lambda v, n=name: values.version(v, f"the {n} version"))
             for name in STACK_NAMES
@@ -115,7 +111,7 @@ class HostBuilder:
             roles=self.roles(),
             rack=self.convert(("clusterctl_rack", "rack"), lambda v: values.text(v, "rack")),
             groups=self.groups,
-            fabric=Fabric(**fabric),
+            fabric=Fabric(**{k: v for k, v in fabric.items() if v is not None}),
             ssh=SSHOptions(
                 key_file=self.convert(KEY_FILE_VARS, lambda v: values.text(v, "key file")),
                 jump_host=jump_host,

@@ -15,7 +15,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from clusterctl.errors import InventoryError
 from clusterctl.inventory import values
 from clusterctl.inventory.bmc_section import read_bmc
 from clusterctl.inventory.bootstrap_section import read_bootstrap
@@ -25,6 +24,7 @@ from clusterctl.inventory.quarantine_section import read_quarantine
 from clusterctl.inventory.source_file import read_inventory_text
 from clusterctl.inventory.values import BadValue
 from clusterctl.inventory.yaml_tree import (
+    Entry,
     Mapping,
     Node,
     Scalar,
@@ -106,7 +106,8 @@ class _Reader(NodeReader):
                 line=root.line,
                 field=None,
             )
-        self.check_known_fields(root, TOP_FIELDS, "")
+        for entry in root.entries:
+            self.check_known(entry, TOP_FIELDS, entry.key)
         cluster = root.get("cluster")
         name = Path(self.file).stem
         if cluster is not None:
@@ -237,7 +238,8 @@ class _Reader(NodeReader):
             if isinstance(body, Sequence):
                 members_node = body  # shorthand: ``rack-a: [gpu-a1, gpu-a2]``
             elif isinstance(body, Mapping):
-                self.check_known_fields(body, GROUP_FIELDS, field)
+                for item in body.entries:
+                    self.check_known(item, GROUP_FIELDS, f"{field}.{item.key}")
                 vars_entry = body.get("vars")
                 if vars_entry is not None:
                     settings = self.settings(vars_entry.value, f"{field}.vars", DEFAULT_FIELDS)
@@ -278,17 +280,11 @@ class _Reader(NodeReader):
 
     # --- settings -----------------------------------------------------------------------
 
-    def check_known_fields(self, node: Mapping, spec: dict[str, Any], field: str) -> None:
-        for entry in node.entries:
-            if entry.key not in spec:
-                raise self.unknown_field(entry.key, entry.key_line, field, spec)
-
-    def unknown_field(self, key: str, line: int, field: str, spec: dict[str, Any]) -> InventoryError:
-        path = f"{field}.{key}" if field else key
-        if key in HOST_FIELDS and key not in spec:
-            return self.error(f"'{key}' can only be set on a host, not here.", line=line, field=path)
-        hint = values.did_you_mean(key, spec) or values.fields_hint(sorted(spec))
-        return self.error(f"unknown field '{key}'.", line=line, field=path, hint=hint)
+    def check_known(self, entry: Entry, spec: dict[str, Any], path: str) -> None:
+        """``entry``'s key is one of ``spec``'s; a host's own field set elsewhere is named as such."""
+        if entry.key in HOST_FIELDS and entry.key not in spec:
+            raise self.error(f"'{entry.key}' can only be set on a host, not here.", line=entry.key_line, field=path)
+        self.check_field(entry, sorted(spec), path)
 
     def settings(
         self, node: Node, field: str, spec: dict[str, FieldReader], *, must_be: str | None = None,
@@ -302,11 +298,9 @@ class _Reader(NodeReader):
         )
         section = _Section()
         for entry in mapping.entries:
-            reader = spec.get(entry.key)
-            if reader is None:
-                raise self.unknown_field(entry.key, entry.key_line, field, spec)
             sub = f"{field}.{entry.key}"
-            section[entry.key] = _Setting(reader(self, entry.value, sub), entry.key_line, sub)
+            self.check_known(entry, spec, sub)
+            section[entry.key] = _Setting(spec[entry.key](self, entry.value, sub), entry.key_line, sub)
         return section
 
     def free_mapping(self, node: Node, field: str, *, text_values: bool) -> _Section:
