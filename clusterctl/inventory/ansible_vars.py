@@ -42,7 +42,6 @@ USER_VARS = ("ansible_user", "ansible_ssh_user")
 PORT_VARS = ("ansible_port", "ansible_ssh_port")
 KEY_FILE_VARS = ("ansible_ssh_private_key_file", "ansible_private_key_file")
 SSH_ARGS_VARS = ("ansible_ssh_common_args", "ansible_ssh_extra_args")
-STACK_NAMES = ("driver", "cuda", "nccl", "kubernetes", "containerd")
 
 #: Options of the OpenSSH client that take an argument (``man ssh``), to walk its command line.
 _SSH_FLAGS_WITH_ARGUMENT = set("BbcDEeFIiJLlmOoPpQRSWw")
@@ -100,7 +99,7 @@ class HostBuilder:
             ("hcas", partial(values.text_list, what="hcas")))}
         stack = {
             name: self.convert((f"clusterctl_stack_{name}",), lambda v, n=name: values.version(v, f"the {n} version"))
-            for name in STACK_NAMES
+            for name in StackPin.__dataclass_fields__
         }
         gpus = self.convert(("clusterctl_gpus",), lambda v: values.ansible_boolean(v, "clusterctl_gpus"))
         host = Host(

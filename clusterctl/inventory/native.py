@@ -470,8 +470,7 @@ SSH_FIELDS: dict[str, FieldReader] = {
 }
 
 STACK_FIELDS: dict[str, FieldReader] = {
-    name: _checked(values.version, f"the {name} version") for name in ("driver", "cuda", "nccl", "kubernetes",
-                                                                      "containerd")
+    name: _checked(values.version, f"the {name} version") for name in StackPin.__dataclass_fields__
 }
 
 DEFAULT_FIELDS: dict[str, FieldReader] = {
