@@ -22,8 +22,7 @@ import paramiko
 
 from clusterctl.secret import Secret
 from clusterctl.transport.base import FailureKind, TransportError
-from clusterctl.transport.ssh.config import SSHTarget
-from clusterctl.transport.ssh.deadline import remaining
+from clusterctl.transport.ssh.config import SSHTarget, remaining
 from clusterctl.transport.ssh.hostkeys import sha256_fingerprint
 
 

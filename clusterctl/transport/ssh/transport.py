@@ -15,9 +15,8 @@ import paramiko
 from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
 from clusterctl.transport.output import OnLine, captures
 from clusterctl.transport.ssh.auth import Credentials
-from clusterctl.transport.ssh.config import SSHTarget, load_ssh_config, resolve_target, target_for_host
+from clusterctl.transport.ssh.config import SSHTarget, load_ssh_config, remaining, resolve_target, target_for_host
 from clusterctl.transport.ssh.connect import ConnectSettings, open_socket, open_ssh
-from clusterctl.transport.ssh.deadline import remaining
 from clusterctl.transport.ssh.jump import direct_tcpip, jump_pool
 from clusterctl.wording import seconds
 
