@@ -74,9 +74,11 @@ def _alerts(raw: Any) -> dict[str, str]:
     return {str(name): str(action) for name, action in raw.items()}
 
 
-def _count(value: Any, what: str, low: int = 1) -> int:
+def _count(value: Any, what: str, low: int = 1, *, high: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise values.BadValue(f"{what} must be a whole number of at least {low}, not {values.describe(value)}")
+    if high is not None and value > high:
+        raise values.BadValue(f"{what} must be {low} to {high}")
     return value
 
 
@@ -92,19 +94,12 @@ def read_heal(r: NodeReader, node: Node, field: str) -> HealConfig:
     out = r.fields(node, field, {
         "passes": r.plain(lambda raw: _count(raw, "passes")),
         "pass_interval_s": r.plain(lambda raw: values.positive_number(raw, "pass_interval_s")),
-        "level": r.plain(_level),
+        "level": r.plain(lambda raw: _count(raw, "level", 0, high=3)),
         "flapping": r.plain(_flapping),
         "chains": r.plain(_chains),
         "timeouts": r.plain(_timeouts),
     })
     return HealConfig(**out.pop("flapping", {}), **out)
-
-
-def _level(raw: Any) -> int:
-    level = _count(raw, "level", 0)
-    if level > 3:
-        raise values.BadValue("level must be 0 to 3")
-    return level
 
 
 def _flapping(raw: Any) -> dict[str, float]:

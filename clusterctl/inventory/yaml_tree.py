@@ -47,9 +47,6 @@ class Mapping:
                 return entry
         return None
 
-    def keys(self) -> list[str]:
-        return [e.key for e in self.entries]
-
 
 @dataclass(frozen=True)
 class Sequence:
