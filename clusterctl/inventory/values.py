@@ -42,7 +42,6 @@ FABRIC_ALIASES: dict[str, str] = {
 #: Variable names whose values are secrets: kept as ``Secret`` (masked wherever shown, usable
 #: through ``reveal()`` by code that hands them to a host on stdin or in a 0600 file).
 SECRET_WORDS: tuple[str, ...] = ("pass", "secret", "token", "vault", "key", "credential")
-MASK = "********"
 
 
 class BadValue(Exception):
