@@ -135,14 +135,6 @@ def _agent_at(path: str) -> paramiko.Agent:
     return agent
 
 
-def reset_caches() -> None:
-    """Forget loaded keys and agent key lists (tests start agents and keys of their own)."""
-    with _key_lock:
-        _key_cache.clear()
-    with _agent_lock:
-        _agent_cache.clear()
-
-
 def _serialise_signing(key: paramiko.PKey) -> None:
     sign: Callable[..., Any] = key.sign_ssh_data
 
