@@ -30,11 +30,6 @@ if TYPE_CHECKING:
 PUSH_COMMAND = "tune-nccl --push"
 
 
-def conf_change(host: str, content: str, current: bytes | None, *, path: str = CONF_PATH) -> Change:
-    return Change.write_file(host, path, content, current=current, summary=f"write tuned NCCL settings to {path}",
-                             mode=0o644, sudo=True)
-
-
 @dataclass
 class PushOptions:
     """What the push phase writes where; ``site_conflicts`` is filled per host as the phase reads the files."""
@@ -67,7 +62,8 @@ class PushNcclConf(Phase[Change, PhaseContext]):
         content, conflicts = merge_managed_block(old, options.content_for(ctx.host.name))
         if conflicts:
             options.note_conflicts(ctx.host.name, conflicts)
-        return conf_change(ctx.host.name, content, current, path=options.path)
+        return Change.write_file(ctx.host.name, options.path, content, current=current, mode=0o644, sudo=True,
+                                 summary=f"write tuned NCCL settings to {options.path}")
 
     def plan(self, ctx: PhaseContext, state: Change) -> list[Change]:
         return [state]
