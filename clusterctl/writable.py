@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from clusterctl.errors import UsageError
@@ -89,3 +90,17 @@ def write_private_file(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_files(files: Mapping[str, str], folder: str | Path) -> list[Path]:
+    """Write each relative name's text under ``folder`` (subfolders created), each file replaced whole: a
+    reader (Grafana's provisioner, a job sourcing the file) sees the old file or the new one, never half."""
+    written: list[Path] = []
+    for name, text in files.items():
+        path = Path(folder) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = path.with_name(f".{path.name}.tmp")
+        staging.write_text(text, encoding="utf-8")
+        staging.replace(path)
+        written.append(path)
+    return written

@@ -50,12 +50,6 @@ class AgentRun:
     problems: list[str] = field(default_factory=list)
     duration_s: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
-        return {"node": self.health.host, "verdict": self.health.verdict.value, "reason": self.health.reason,
-                "findings": [f.to_json() for f in self.health.findings], "conditions": self.conditions,
-                "conditions_published": self.published, "problems": self.problems,
-                "duration_s": round(self.duration_s, 3)}
-
 
 def kubectl_line(options: AgentOptions, args: str) -> str:
     return (f"kubectl --kubeconfig {shlex.quote(str(options.kubeconfig))} --request-timeout=20s {args}")

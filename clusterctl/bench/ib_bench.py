@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from clusterctl.bench.judge import is_slow, judge_link
 from clusterctl.bench.model import HcaInfo, LinkResult, Matrix, bench_finding, build_matrix
 from clusterctl.bench.perftest_rounds import IBOptions, PlannedTest, plan_tests, run_rounds
-from clusterctl.bench.schedule import Round, plan_rounds
+from clusterctl.bench.schedule import Round, all_pairs_round_count, plan_rounds
 from clusterctl.bench.straggler import Diagnosis, Edge, find_straggler, localise
 from clusterctl.changes import Change, Gate
 from clusterctl.errors import UsageError
@@ -96,8 +96,7 @@ def run_ib_bench(
             return IBBenchReport(opts.test, pattern, (), (), findings=tuple(unreachable))
     by_name = {h.name: h for h in hosts}
     run_id = secrets.token_hex(4)
-    n = len(hosts)
-    all_pairs_rounds = n - 1 if n % 2 == 0 else n
+    all_pairs_rounds = all_pairs_round_count(len(hosts))
     if find_stragglers and all_pairs_rounds <= SMALL_FLEET_ROUNDS:
         # A ring plus its re-tests costs about as many rounds as the full matrix on a small
         # fleet, and the full matrix tells more: measure everything instead.
@@ -115,7 +114,7 @@ def run_ib_bench(
     def run_host_rounds(batch: list[Round]) -> list[Edge]:
         nonlocal round_offset
         tests = plan_tests(batch, by_name, hcas, opts, run_id=f"{run_id}-{round_offset}")
-        shifted = [_shift(t, round_offset) for t in tests]
+        shifted = [replace(t, round=t.round + round_offset) for t in tests]
         round_offset += len(batch)
         got = run_rounds(runner, shifted, opts, on_round)
         results.extend(got)
@@ -163,9 +162,3 @@ def record_plan(gate: Gate, planned: Sequence[PlannedTest], opts: IBOptions) -> 
                                sudo=False))
         gate.record(Change.run(t.client.name, t.client_command, summary=f"round {t.round}: {opts.test} client, {who}",
                                sudo=False))
-
-
-def _shift(test: PlannedTest, offset: int) -> PlannedTest:
-    from dataclasses import replace
-
-    return replace(test, round=test.round + offset)

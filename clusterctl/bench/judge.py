@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from clusterctl.bench.model import HcaInfo, LinkResult, bench_finding
+from clusterctl.bench.model import HcaInfo, LinkResult, bench_finding, latency_over
 from clusterctl.bench.plausible import bandwidth_check, link_type_check
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Host
@@ -59,14 +59,11 @@ def judge_link(result: LinkResult, server: Host) -> list[Finding]:
                 f"{rate:g} Gb/s line rate{both}; a link {where} must reach "
                 f"{result.min_fraction:.0%} ({need:.1f} Gb/s)",
             ))
-    if result.latency_us is not None:
-        fabric = server.fabric
-        if result.latency_us > fabric.latency_error_us:
-            findings.append(bench_finding(Severity.ERROR, "LATENCY_HIGH", subject,
-                f"typical latency {result.latency_us:.2f} us is above {fabric.latency_error_us:g} us"))
-        elif result.latency_us > fabric.latency_warn_us:
-            findings.append(bench_finding(Severity.WARNING, "LATENCY_HIGH", subject,
-                f"typical latency {result.latency_us:.2f} us is above {fabric.latency_warn_us:g} us"))
+    high = latency_over(result.latency_us, server.fabric.latency_warn_us, server.fabric.latency_error_us)
+    if high is not None:
+        severity, limit = high
+        findings.append(bench_finding(severity, "LATENCY_HIGH", subject,
+                                      f"typical latency {result.latency_us:.2f} us is above {limit:g} us"))
     return findings
 
 

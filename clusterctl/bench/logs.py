@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from clusterctl.bench.model import bench_finding
+from clusterctl.bench.model import bench_finding, latency_over
 from clusterctl.bench.net_capacity import link_capacity_checks
 from clusterctl.bench.plausible import nccl_checks, perftest_checks
 from clusterctl.errors import ParseError, UsageError
@@ -34,9 +34,8 @@ def _perftest_record(result: PerftestResult) -> dict[str, Any]:
         "tool": "perftest", "test": result.test, "side": result.side, "device": result.device,
         "link_type": result.link_type, "gid_index": result.gid_index, "bidirectional": result.bidirectional,
         "printed_unit": result.printed_unit, "errors": list(result.errors),
-        "parse_warnings": _warnings(result.warnings),
+        "parse_warnings": _warnings(result.warnings), "qps": result.qps,
     }
-    record["qps"] = result.qps
     if result.kind == "bw" or result.bandwidth:
         record["rows"] = [{"size_bytes": r.size_bytes, "iterations": r.iterations, "bw_avg_gbps": r.bw_avg_gbps,
                            "bw_peak_gbps": r.bw_peak_gbps, "msg_rate_mpps": r.msg_rate_mpps}
@@ -50,7 +49,6 @@ def _perftest_record(result: PerftestResult) -> dict[str, Any]:
     # The parser's whole result (every field it read), beside the summary above.
     record["parsed"] = to_plain(result)
     return record
-
 
 
 def _network_record(result: Any) -> dict[str, Any] | None:
@@ -117,13 +115,11 @@ def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fra
             findings.append(bench_finding(Severity.ERROR, "LINK_SLOW", name,
                                     f"peak {result.peak_gbps:.1f} Gb/s is {result.peak_gbps / expected:.0%} of "
                                     f"{expected:g} Gb/s (needs {min_fraction:.0%})", about_kind="file"))
-    typical = result.typical_latency_us
-    if typical is not None and typical > latency_error_us:
-        findings.append(bench_finding(Severity.ERROR, "LATENCY_HIGH", name,
-                                f"typical latency {typical} us > {latency_error_us} us", about_kind="file"))
-    elif typical is not None and typical > latency_warn_us:
-        findings.append(bench_finding(Severity.WARNING, "LATENCY_HIGH", name,
-                                f"typical latency {typical} us > {latency_warn_us} us", about_kind="file"))
+    high = latency_over(result.typical_latency_us, latency_warn_us, latency_error_us)
+    if high is not None:
+        severity, limit = high
+        findings.append(bench_finding(severity, "LATENCY_HIGH", name, f"typical latency {result.typical_latency_us} us "
+                                      f"> {limit} us", about_kind="file"))
     return LogReport(name, _perftest_record(result), tuple(findings))
 
 

@@ -3,18 +3,30 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from clusterctl.findings import Finding, Severity
 
 
-def bench_finding(severity: Severity, code: str, about: str, message: str, *, about_kind: str = "subject") -> Finding:
+def bench_finding(severity: Severity, code: str, about: str, message: str, *, about_kind: str = "subject",
+                  fix: str = "", **evidence: Any) -> Finding:
     """A bench finding about ``about``: a link ``a/hca <-> b/hca``, a rack, ``host/hca`` (``subject``),
-    a host (``about_kind="host"``) or a log file (``about_kind="file"``)."""
-    if about_kind == "host":
-        return Finding(severity, code, message, host=about)
-    if about_kind == "file":
-        return Finding(severity, code, message, file=about)
-    return Finding(severity, code, message, subject=about)
+    a host (``about_kind="host"``) or a log file (``about_kind="file"``); ``evidence`` the figures behind it."""
+    where: dict[str, Any] = {"host": about} if about_kind == "host" else (
+        {"file": about} if about_kind == "file" else {"subject": about})
+    return Finding(severity, code, message, fix=fix, evidence=evidence, **where)
+
+
+def latency_over(latency_us: float | None, warn_us: float, error_us: float) -> tuple[Severity, float] | None:
+    """How bad a typical latency is: (ERROR, the error limit) above it, (WARNING, the warning limit) above
+    that, else None."""
+    if latency_us is None:
+        return None
+    if latency_us > error_us:
+        return Severity.ERROR, error_us
+    if latency_us > warn_us:
+        return Severity.WARNING, warn_us
+    return None
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from clusterctl.changes import Change, Gate
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.model import NVLinkStatus
 from clusterctl.facts.nccltests import NcclTestResult, parse_nccl_tests
-from clusterctl.fanout import Runner
+from clusterctl.fanout import HostOutcome, Runner
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Host
 from clusterctl.transport.base import Transport
@@ -164,13 +164,7 @@ def run_nccl_test(
         return replace(run, host_gpus=counted, nvlinks=_read_nvlinks(transport))
 
     fleet = runner.run_task(hosts, task, label=f"bench nccl: {op}", timeout_s=timeout_s + 30)
-    runs = []
-    for outcome in fleet.outcomes:
-        if outcome.value is not None:
-            runs.append(outcome.value)
-        else:
-            message = outcome.failure.describe() if outcome.failure else "no result"
-            runs.append(NcclHostRun(outcome.host.name, "", "", None, message))
+    runs = [_run_of(outcome) for outcome in fleet.outcomes]
     expected = {h.name: dict(h.vars).get("expected_busbw_gbs") for h in hosts}
     findings, median = judge_nccl(runs, op, expected)
     return NcclRun(op, tuple(runs), tuple(findings), median, environment)
@@ -197,10 +191,16 @@ def _run_multi(runner: Runner, hosts: Sequence[Host], op: str, env: dict[str, st
 
     fleet = runner.run_task([launcher], task, label=f"bench nccl: mpirun {op}", timeout_s=timeout_s + 30)
     (outcome,) = fleet.outcomes
-    run = outcome.value or NcclHostRun(launcher.name, "", "", None,
-                                       outcome.failure.describe() if outcome.failure else "no result")
+    run = _run_of(outcome)
     findings = [nccl_failed(run.host, run.error)] if run.error else []
     return NcclRun(op, (run,), tuple(findings), run.busbw_gbs, env)
+
+
+def _run_of(outcome: HostOutcome[NcclHostRun]) -> NcclHostRun:
+    """A host's run, or one that says why the host gave none."""
+    if outcome.value is not None:
+        return outcome.value
+    return NcclHostRun(outcome.host.name, "", "", None, outcome.failure.describe() if outcome.failure else "no result")
 
 
 def nccl_failed(host: str, error: str) -> Finding:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from clusterctl.bench.model import bench_finding
 from clusterctl.facts.nccl_info import NcclNic
 from clusterctl.facts.nccltests import NcclTestResult
 from clusterctl.findings import Finding, Severity
@@ -115,13 +116,13 @@ def link_capacity_checks(result: NcclTestResult, *, about: str, about_kind: str 
     if rails > 1 and figure <= one_nic * ONE_RAIL_FACTOR:
         why.append(f"{figure:.1f} GB/s is about one NIC's bandwidth: the traffic went through one rail")
     test = result.test or "nccl-tests"
-    return [Finding(
-        Severity.WARNING, NCCL_BELOW_LINKS,
+    return [bench_finding(
+        Severity.WARNING, NCCL_BELOW_LINKS, about,
         f"{test} bus bandwidth {figure:.1f} GB/s at the largest size is {figure / capacity.gbs:.0%} of the "
         f"{capacity.gbs:.1f} GB/s its inter-node links carry per direction ({'; '.join(why)})",
+        about_kind=about_kind,
         fix="Check that every rail is up and used (NCCL_IB_HCA, `clusterctl bench ib`), GPUDirect RDMA "
             "(`via NET/IB/<n>/GDRDMA` in the log), ACS and the IOMMU on the PCIe path, and that NCCL's options "
             "reached every rank (mpirun -x).",
-        evidence={"measured_gbs": figure, "links_gbs": round(capacity.gbs, 3), "nics_per_node": capacity.nics,
-                  "nodes": capacity.nodes, "basis": capacity.basis},
-        host=about if about_kind == "host" else None, file=about if about_kind != "host" else None)]
+        measured_gbs=figure, links_gbs=round(capacity.gbs, 3), nics_per_node=capacity.nics, nodes=capacity.nodes,
+        basis=capacity.basis)]

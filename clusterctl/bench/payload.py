@@ -8,12 +8,7 @@ from typing import Any
 from clusterctl.bench.ib_bench import IBBenchReport
 from clusterctl.bench.model import LinkResult
 from clusterctl.bench.nccl_tests import NcclRun
-from clusterctl.findings import FINDINGS_SCHEMA_VERSION, Finding
-
-
-def finding_record(f: Finding) -> dict[str, Any]:
-    """The one JSON shape of a finding (``Finding.to_json``)."""
-    return f.to_json()
+from clusterctl.findings import FINDINGS_SCHEMA_VERSION
 
 
 def link_record(r: LinkResult) -> dict[str, Any]:
@@ -39,7 +34,7 @@ def ib_payload(report: IBBenchReport, *, by_hca: bool = False) -> dict[str, Any]
         "matrix": {"unit": matrix.unit, "nodes": list(matrix.nodes),
                    "cells": [{"a": a, "b": b, "value": v} for (a, b), v in matrix.cells.items()]},
         "diagnoses": [asdict(d) for d in report.diagnoses],
-        "findings": [finding_record(f) for f in report.findings],
+        "findings": [f.to_json() for f in report.findings],
     }
 
 
@@ -72,5 +67,5 @@ def nccl_payload(run: NcclRun) -> dict[str, Any]:
                             "in_place_busbw_gbs": row.in_place.busbw_gbs, "out_of_place_wrong": row.out_of_place.wrong,
                             "in_place_wrong": row.in_place.wrong} for row in (r.result.rows if r.result else ())]}
                  for r in run.runs],
-        "findings": [finding_record(f) for f in run.findings],
+        "findings": [f.to_json() for f in run.findings],
     }

@@ -77,9 +77,10 @@ class PlannedTest:
     server_command: str
     client_command: str
 
-    @property
-    def log_path(self) -> str:
-        return f"/tmp/clusterctl-bench-{self.marker}.log"
+
+def server_log_path(marker: str) -> str:
+    """The server's log on its host, named by the test's marker so cleanup touches only this test's files."""
+    return f"/tmp/clusterctl-bench-{marker}.log"
 
 
 def perftest_args(opts: IBOptions, hca: HcaInfo, port: int) -> list[str]:
@@ -148,11 +149,10 @@ def plan_tests(
                 # The log name says which HCA served which client: whoever reads /tmp on the
                 # server (or a mock profile) can tell the tests apart.
                 marker = _safe(f"{run_id}-r{index}-p{port}-{s_hca.name}-{client.name}")
-                log = f"/tmp/clusterctl-bench-{marker}.log"
                 planned.append(PlannedTest(
                     round=index, server=server, client=client, server_hca=s_hca, client_hca=c_hca, port=port,
                     marker=marker,
-                    server_command=server_start_command(opts, s_hca, port, log),
+                    server_command=server_start_command(opts, s_hca, port, server_log_path(marker)),
                     client_command=client_command(opts, c_hca, port, bench_address(server)),
                 ))
                 port += 1
@@ -236,13 +236,13 @@ def run_round(runner: Runner, tests: Sequence[PlannedTest], opts: IBOptions) -> 
             if state.pid is None:
                 continue
             try:
-                log = transport.run(f"cat {shlex.quote(t.log_path)}", timeout=15)
+                log = transport.run(f"cat {shlex.quote(server_log_path(t.marker))}", timeout=15)
                 state.server_output = log.stdout
             except TransportError as exc:
                 errors.append(str(exc))
             finally:
                 try:
-                    transport.run(kill_command(state.pid, t.log_path, sudo=opts.sudo), timeout=15)
+                    transport.run(kill_command(state.pid, server_log_path(t.marker), sudo=opts.sudo), timeout=15)
                 except TransportError as exc:
                     errors.append(f"could not kill server PID {state.pid}: {exc}")
         if errors:
@@ -317,8 +317,6 @@ def _parse_quietly(text: str) -> PerftestResult | None:
 def _exit_reason(code: int, text: str) -> str:
     tail = text.strip().splitlines()[-1] if text.strip() else ""
     return f"exit {code}" + (f": {tail}" if tail else "")
-
-
 
 
 def run_rounds(runner: Runner, tests: Sequence[PlannedTest], opts: IBOptions,

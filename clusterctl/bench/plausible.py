@@ -18,8 +18,8 @@ Limits, per direction:
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
+from clusterctl.bench.model import bench_finding
 from clusterctl.facts.model import NVLinkStatus
 from clusterctl.facts.nccltests import NcclTestResult
 from clusterctl.facts.perftest import PerftestResult
@@ -49,13 +49,6 @@ _LINK_TYPE = {"ib": "IB", "roce": "Ethernet", "ethernet": "Ethernet"}
 _FABRIC_WORDS = {"ib": "InfiniBand", "roce": "RoCE (Ethernet)", "ethernet": "Ethernet"}
 
 
-def _finding(severity: Severity, code: str, message: str, about: str, about_kind: str, fix: str,
-             **evidence: Any) -> Finding:
-    where: dict[str, Any] = {"host": about} if about_kind == "host" else (
-        {"file": about} if about_kind == "file" else {"subject": about})
-    return Finding(severity, code, message, fix=fix, evidence=evidence, **where)
-
-
 def bandwidth_check(figure: float | None, *, line_rate_gbps: float | None, bidirectional: bool, test: str | None,
                     about: str, about_kind: str = "subject", printed_unit: str | None = None) -> list[Finding]:
     """A perftest bandwidth above the line rate (twice it for a bidirectional run) cannot be true."""
@@ -66,13 +59,12 @@ def bandwidth_check(figure: float | None, *, line_rate_gbps: float | None, bidir
         return []
     mode = f"a bidirectional run on a {line_rate_gbps:g} Gb/s link" if bidirectional else \
         f"one direction of a {line_rate_gbps:g} Gb/s link"
-    return [_finding(
-        Severity.ERROR, FIGURE_IMPOSSIBLE,
+    return [bench_finding(
+        Severity.ERROR, FIGURE_IMPOSSIBLE, about,
         f"{test or 'perftest'} average {figure:.1f} Gb/s is above the {limit:g} Gb/s that {mode} can carry: this "
         "figure cannot be a measurement of this link",
-        about, about_kind,
-        "Check the units (MB/sec and MiB/sec are 2^20 bytes/s), bidirectional mode (-b adds both directions), and "
-        "that the recording is of this link.",
+        about_kind=about_kind, fix="Check the units (MB/sec and MiB/sec are 2^20 bytes/s), bidirectional mode (-b adds "
+        "both directions), and that the recording is of this link.",
         measured_gbps=figure, limit_gbps=limit, bidirectional=bidirectional, printed_unit=printed_unit)]
 
 
@@ -82,12 +74,12 @@ def link_type_check(link_type: str | None, *, fabric_type: str | None, about: st
     expected = _LINK_TYPE.get(fabric_type or "")
     if not expected or not link_type or link_type == expected:
         return []
-    return [_finding(
-        Severity.WARNING, RECORDING_MISMATCH,
+    return [bench_finding(
+        Severity.WARNING, RECORDING_MISMATCH, about,
         f"the recording's banner says 'Link type : {link_type}' but the inventory's fabric is "
         f"{_FABRIC_WORDS[fabric_type or '']}: it was not measured on this fabric",
-        about, about_kind,
-        "Check the fabric type in the inventory, or that the test ran over the intended HCA (-d) and port.",
+        about_kind=about_kind,
+        fix="Check the fabric type in the inventory, or that the test ran over the intended HCA (-d) and port.",
         link_type=link_type, fabric=fabric_type)]
 
 
@@ -115,33 +107,32 @@ def consistency_checks(result: PerftestResult, *, about: str, about_kind: str = 
             contradicting.append((row, from_rate))
     if mislabelled:
         row, printed, from_rate = mislabelled[0]
-        found.append(_finding(
-            Severity.ERROR, FIGURE_INCONSISTENT,
+        found.append(bench_finding(
+            Severity.ERROR, FIGURE_INCONSISTENT, about,
             f"{result.test or 'perftest'}: the header says {result.printed_unit} but MsgRate x size gives the printed "
             f"figures in Gb/s ({row.size_bytes} B x {row.msg_rate_mpps} Mpps = {from_rate:.2f} Gb/s, printed "
             f"{printed:.2f}) on {len(mislabelled)} row(s): the bandwidth cannot be read in the header's unit",
-            about, about_kind,
-            "Re-run with --report_gbits (or without it) so the header and the figures agree; do not compare these "
-            "figures with a line rate.",
+            about_kind=about_kind, fix="Re-run with --report_gbits (or without it) so the header and the figures "
+            "agree; do not compare these figures with a line rate.",
             printed_unit=result.printed_unit, size_bytes=row.size_bytes, msg_rate_mpps=row.msg_rate_mpps,
             printed_average=printed, gbps_from_msg_rate=round(from_rate, 4)))
     if contradicting:
         row, from_rate = contradicting[0]
-        found.append(_finding(
-            Severity.ERROR, FIGURE_INCONSISTENT,
+        found.append(bench_finding(
+            Severity.ERROR, FIGURE_INCONSISTENT, about,
             f"{result.test or 'perftest'}: average {row.bw_avg_gbps:g} Gb/s at {row.size_bytes} B but MsgRate "
             f"{row.msg_rate_mpps} Mpps x size is {from_rate:.2f} Gb/s ({len(contradicting)} row(s)): the figures "
-            "contradict each other", about, about_kind,
-            "Check that the log is one run's unedited output; re-run the test.",
+            "contradict each other",
+            about_kind=about_kind, fix="Check that the log is one run's unedited output; re-run the test.",
             size_bytes=row.size_bytes, average_gbps=row.bw_avg_gbps, gbps_from_msg_rate=round(from_rate, 4)))
     if zero_peak:
         row = zero_peak[0]
-        found.append(_finding(
-            Severity.WARNING, FIGURE_INCONSISTENT,
+        found.append(bench_finding(
+            Severity.WARNING, FIGURE_INCONSISTENT, about,
             f"{result.test or 'perftest'}: peak 0.00 beside an average of {row.bw_avg_gbps:g} Gb/s at "
             f"{row.size_bytes} B ({len(zero_peak)} row(s)): the peak is not a measurement (perftest prints 0.00 for "
-            "it in duration mode, -D); only the average is judged", about, about_kind,
-            "Judge the average; run without -D (with -n) where the peak matters.",
+            "it in duration mode, -D); only the average is judged",
+            about_kind=about_kind, fix="Judge the average; run without -D (with -n) where the peak matters.",
             size_bytes=row.size_bytes, average_gbps=row.bw_avg_gbps))
     return found
 
@@ -177,24 +168,23 @@ def nccl_checks(result: NcclTestResult, *, gpus_per_host: int | None, about: str
     limit = busbw_limit or nvlink_limit(result)
     figure = result.peak_busbw_gbs
     if limit and figure is not None and len(hosts) <= 1 and figure > limit[0] * ROUNDING_MARGIN:
-        found.append(_finding(
-            Severity.ERROR, FIGURE_IMPOSSIBLE,
+        found.append(bench_finding(
+            Severity.ERROR, FIGURE_IMPOSSIBLE, about,
             f"{result.test or 'nccl-tests'} bus bandwidth {figure:.1f} GB/s is above the {limit[0]:.0f} GB/s one "
             f"GPU's NVLinks carry per direction ({limit[1]}): this figure cannot be a measurement of this host",
-            about, about_kind,
-            "Check that the log is of this host and GPU model, and the units (nccl-tests prints GB/s, 10^9 bytes).",
+            about_kind=about_kind, fix="Check that the log is of this host and GPU model, and the units (nccl-tests "
+            "prints GB/s, 10^9 bytes).",
             measured_gbs=figure, limit_gbs=round(limit[0], 1)))
     if gpus_per_host and hosts:
         short = {host: count for host, count in hosts.items() if count != gpus_per_host}
         if short:
             host, count = sorted(short.items())[0]
-            found.append(_finding(
-                Severity.WARNING, RECORDING_MISMATCH,
+            found.append(bench_finding(
+                Severity.WARNING, RECORDING_MISMATCH, about,
                 f"the log has {count} rank(s) on {host} where the host has {gpus_per_host} GPUs: it measured "
                 f"{'part of the' if count < gpus_per_host else 'another'} machine",
-                about, about_kind,
-                "Run with -g <GPUs per host> (or one rank per GPU under mpirun), or check that the log is of this "
-                "host.", ranks=dict(sorted(hosts.items())), gpus_per_host=gpus_per_host))
+                about_kind=about_kind, fix="Run with -g <GPUs per host> (or one rank per GPU under mpirun), or check "
+                "that the log is of this host.", ranks=dict(sorted(hosts.items())), gpus_per_host=gpus_per_host))
     return found
 
 
@@ -226,11 +216,10 @@ def topology_check(result: NcclTestResult, statuses: tuple[NVLinkStatus, ...] | 
     hosts = {host for _, host, _, _ in result.ranks}
     if limit is None or figure is None or len(hosts) > 1 or figure <= limit[0] * ROUNDING_MARGIN:
         return []
-    return [_finding(
-        Severity.ERROR, FIGURE_IMPOSSIBLE,
+    return [bench_finding(
+        Severity.ERROR, FIGURE_IMPOSSIBLE, about,
         f"{result.test or 'nccl-tests'} bus bandwidth {figure:.1f} GB/s is above what this host's topology can "
         f"give: {limit[1]}",
-        about, about_kind,
-        "Look at the host's NVLinks (clusterctl survey; nvidia-smi nvlink -s and -e): a GPU that lost them needs a "
-        "reset or service. This figure is not a measurement of the host as it is now.",
+        about_kind=about_kind, fix="Look at the host's NVLinks (clusterctl survey; nvidia-smi nvlink -s and -e): a GPU "
+        "that lost them needs a reset or service. This figure is not a measurement of the host as it is now.",
         measured_gbs=figure, limit_gbs=round(limit[0], 1))]

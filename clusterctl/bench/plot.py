@@ -102,36 +102,42 @@ def svg(matrix: Matrix, *, good: float | None, title: str = "") -> str:
     return "\n".join(parts) + "\n"
 
 
+PNG_NEEDS_MATPLOTLIB = "a .png plot needs matplotlib (pip install matplotlib); .svg works without it"
+
+
+def _plot_suffix(path: str) -> str:
+    """``.svg`` or ``.png``; any other extension is a usage error."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in (".svg", ".png"):
+        raise UsageError(f"--plot writes .svg or .png, not {suffix or 'a file without an extension'}", file=path)
+    return suffix
+
+
 def check_plot_target(path: str) -> None:
     """Before any host is touched: the extension is known, the folder writable, matplotlib there for .png."""
     from importlib.util import find_spec
 
     from clusterctl.writable import writable_file
 
-    suffix = Path(path).suffix.lower()
-    if suffix not in (".svg", ".png"):
-        raise UsageError(f"--plot writes .svg or .png, not {suffix or 'a file without an extension'}", file=path)
+    suffix = _plot_suffix(path)
     writable_file(path, "--plot")
     if suffix == ".png" and find_spec("matplotlib") is None:
-        raise UsageError("a .png plot needs matplotlib (pip install matplotlib); .svg works without it", file=path)
+        raise UsageError(PNG_NEEDS_MATPLOTLIB, file=path)
 
 
 def write_plot(matrix: Matrix, path: str, *, good: float | None, title: str = "") -> Path:
     """``.svg`` always works; ``.png`` needs matplotlib (a clear error when it is missing)."""
     target = Path(path)
-    if target.suffix.lower() == ".svg":
+    if _plot_suffix(path) == ".svg":
         target.write_text(svg(matrix, good=good, title=title))
         return target
-    if target.suffix.lower() != ".png":
-        raise UsageError(f"--plot writes .svg or .png, not {target.suffix or 'no extension'}", file=path)
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise UsageError("a .png plot needs matplotlib (pip install matplotlib); .svg works without it",
-                         file=path) from None
+        raise UsageError(PNG_NEEDS_MATPLOTLIB, file=path) from None
     n = len(matrix.nodes)
     data = [[float("nan") if a == b or not matrix.tested(a, b) or matrix.get(a, b) is None else matrix.get(a, b)
              for b in matrix.nodes] for a in matrix.nodes]

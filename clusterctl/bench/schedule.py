@@ -19,6 +19,11 @@ Round = tuple[Pair, ...]
 PATTERNS: tuple[str, ...] = ("all-pairs", "ring", "within-rack", "across-racks")
 
 
+def all_pairs_round_count(hosts: int) -> int:
+    """Rounds ``round_robin`` takes over this many hosts: N-1 for even N, N for odd N."""
+    return hosts - 1 if hosts % 2 == 0 else hosts
+
+
 def round_robin(names: Sequence[str]) -> list[Round]:
     """Circle method: fix the first name, rotate the others; every pair exactly once."""
     players: list[str | None] = list(names)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from clusterctl.bench.schedule import Pair, Round, pack_rounds, ring
+from clusterctl.bench.schedule import Pair, Round, all_pairs_round_count, pack_rounds, ring
 
 Edge = tuple[str, str, bool]
 
@@ -175,8 +175,6 @@ def find_straggler(
 
     ``run_rounds`` runs the given rounds and returns (a, b, slow) per tested pair.
     """
-    n = len(nodes)
-    all_pairs_rounds = n - 1 if n % 2 == 0 else n
     rounds = ring(list(nodes))
     edges: list[Edge] = list(run_rounds(rounds)) if rounds else []
     used = len(rounds)
@@ -197,7 +195,7 @@ def find_straggler(
         extra = pack_rounds(pairs)
         edges.extend(run_rounds(extra))
         used += len(extra)
-    return StragglerSearch(used, all_pairs_rounds, tuple(localise(edges, rack_of)), tuple(edges))
+    return StragglerSearch(used, all_pairs_round_count(len(nodes)), tuple(localise(edges, rack_of)), tuple(edges))
 
 
 def _ambiguous_uplink(edges: Sequence[Edge], rack_of: Mapping[str, str | None], diagnoses: list[Diagnosis]) -> bool:

@@ -286,7 +286,6 @@ def report_command(
                                          help="Saved survey (survey --save): NIC line rates for nccl-tests logs."),
 ) -> None:
     from clusterctl.bench.logs import report_files
-    from clusterctl.bench.payload import finding_record
     from clusterctl.errors import UsageError
     from clusterctl.findings import FINDINGS_SCHEMA_VERSION
 
@@ -305,7 +304,7 @@ def report_command(
     reports = report_files(files, rate_gbps=rate_gbps, min_fraction=min_fraction, fabric=fabric,
                            gpus_per_host=gpus_per_host, survey_ports=survey_ports)
     payload = {"schema_version": FINDINGS_SCHEMA_VERSION,
-               "files": [{"file": r.file, **r.record, "findings": [finding_record(f) for f in r.findings],
+               "files": [{"file": r.file, **r.record, "findings": [f.to_json() for f in r.findings],
                           **({"error": r.error} if r.error else {})}
                          for r in reports]}
 

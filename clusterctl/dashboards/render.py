@@ -65,21 +65,14 @@ def configmaps_yaml(boards: Mapping[str, dict[str, Any]], cluster: str, namespac
 
 def write(rendered: Rendered, out: Path) -> list[Path]:
     """Write every file under ``out``; each one replaced whole (a temporary file renamed over it)."""
-    from clusterctl.writable import make_folder
+    from clusterctl.writable import make_folder, write_files
 
     make_folder(out, f"--out {out}")
     files = {f"{stem}.json": json.dumps(board, indent=1, sort_keys=True) + "\n"
              for stem, board in rendered.dashboards.items()}
     files["dashboards-configmaps.yaml"] = rendered.configmaps
     files[TEXTFILE] = rendered.textfile
-    written = []
-    for name, text in files.items():
-        path = out / name
-        staging = path.with_name(f".{name}.tmp")
-        staging.write_text(text)
-        staging.replace(path)
-        written.append(path)
-    return written
+    return write_files(files, out)
 
 
 def sketch(board: Mapping[str, Any], width: int = 72) -> str:

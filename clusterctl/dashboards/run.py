@@ -13,18 +13,13 @@ if TYPE_CHECKING:
     from clusterctl.saved_survey import SavedSurvey
 
 
-def dashboard_inputs(inventory: Inventory, survey: SavedSurvey, bench_results: Sequence[dict[str, Any]] = (),
-                     host_names: Sequence[str] | None = None) -> DashboardInputs:
+def render_dashboards(inventory: Inventory, survey: SavedSurvey, bench_results: Sequence[dict[str, Any]] = (), *,
+                      host_names: Sequence[str] | None = None, namespace: str = "monitoring",
+                      folder: str = "GPU cluster") -> tuple[DashboardInputs, Rendered]:
     from clusterctl.inventory.cluster_sections import check_alerts
 
     alerts = check_alerts(inventory.bootstrap.alerts, "bootstrap.alerts")
     links, nccl = bench_from_results(bench_results)
-    return DashboardInputs(inventory.name, tuple(from_survey(survey, limit_to=host_names)),
-                           tuple(links), tuple(nccl), alerts.gpu_temp_c, alerts.memory_temp_c)
-
-
-def render_dashboards(inventory: Inventory, survey: SavedSurvey, bench_results: Sequence[dict[str, Any]] = (), *,
-                      host_names: Sequence[str] | None = None, namespace: str = "monitoring",
-                      folder: str = "GPU cluster") -> tuple[DashboardInputs, Rendered]:
-    inputs = dashboard_inputs(inventory, survey, bench_results, host_names)
+    inputs = DashboardInputs(inventory.name, tuple(from_survey(survey, limit_to=host_names)),
+                             tuple(links), tuple(nccl), alerts.gpu_temp_c, alerts.memory_temp_c)
     return inputs, render(inputs, namespace=namespace, folder=folder)

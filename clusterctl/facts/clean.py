@@ -25,9 +25,12 @@ the patterns run on the few lines that could hold what they look for (a prompt n
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
+
+from clusterctl.facts.model import ParseWarning
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 #: Box-drawing characters tmux, screen and many TUIs draw pane borders with.
@@ -102,6 +105,13 @@ class Cleaned:
         if len(self.removed) == 1:
             return f"after removing {self.removed[0]}"
         return "after removing " + ", ".join(self.removed[:-1]) + f" and {self.removed[-1]}"
+
+    def elision_warnings(self, left_out: str, unknown: str) -> list[ParseWarning]:
+        """The warning a reader starts with where the author elided lines (``...``): ``left_out`` (lines,
+        links) are missing from the paste and ``unknown`` says what that costs."""
+        if not any("elision" in note for note in self.removed):
+            return []
+        return [ParseWarning(f"the paste leaves {left_out} out ({self.describe()}): {unknown}")]
 
 
 def is_prompt(text: str) -> bool:
@@ -255,10 +265,9 @@ def _first_pass(numbered: Iterable[tuple[int, str]], removed: dict[str, int], *,
         line = line.rstrip()
         if _may_have_border(line):
             stripped = _strip_borders(line)
-            if stripped is None:
-                removed["border"] += 1
-                continue
             removed["border"] += 1
+            if stripped is None:
+                continue
             line = stripped.rstrip()
         if ("`" in line or "~" in line) and _FENCE.match(line):
             removed["fence"] += 1
@@ -285,7 +294,7 @@ def clean(text: str, *, keep_blank: bool = False) -> Cleaned:
 
 
 def _clean(text: str, *, keep_blank: bool, plain: bool) -> Cleaned:
-    removed = {"border": 0, "fence": 0, "prompt": 0, "elision": 0}
+    removed: Counter[str] = Counter()
     kept = _first_pass(enumerate(_split(text), start=1), removed, plain=plain)
     first = next((i for i, (_, line) in enumerate(kept) if line.strip()), None)
     if first is not None and (_is_root_prompt(kept[first][1]) or _is_bare_command(kept[first][1])) and not any(
@@ -332,12 +341,11 @@ def comment_block(text: str, anchor: re.Pattern[str]) -> list[Line] | None:
     ``anchor`` once its marker is off (``nvidia-smi topo -m`` kept above a launch script's commands),
     with their line numbers in the whole text; ``None`` when no comment block holds one."""
     # Borders, fences, prompts and elisions out first: the file may itself be a pasted pane.
-    numbered = _first_pass(enumerate(_split(text), start=1), {"border": 0, "fence": 0, "prompt": 0, "elision": 0})
+    numbered = _first_pass(enumerate(_split(text), start=1), Counter())
     for start, end, marker in _marker_runs(numbered):
         block = numbered[start:end]
         if any(anchor.search(_unprefix(t, marker)) for _, t in block):
-            removed = {"border": 0, "fence": 0, "prompt": 0, "elision": 0}
-            kept = _first_pass(((n, _unprefix(t, marker)) for n, t in block), removed)
+            kept = _first_pass(((n, _unprefix(t, marker)) for n, t in block), Counter())
             indent = _common_indent(kept)
             return [Line(n, t[len(indent):]) for n, t in kept if t.strip()]
     return None

@@ -32,10 +32,6 @@ class ComputeApp:
         memory = f", {self.used_mib} MiB" if self.used_mib is not None else ""
         return f"pid {self.pid if self.pid is not None else '?'} {name}{memory}"
 
-    def to_json(self) -> dict[str, object]:
-        return {"gpu_uuid": self.gpu_uuid, "pid": self.pid, "process_name": self.process_name,
-                "used_mib": self.used_mib}
-
 
 def _value(text: str) -> str | None:
     text = text.strip()

@@ -64,9 +64,6 @@ class EndpointHealth:
     took: str
     error: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"endpoint": self.endpoint, "healthy": self.healthy, "took": self.took, "error": self.error}
-
 
 def _load(what: str, text: str) -> Any:
     start = next((i for i, line in enumerate(text.splitlines()) if line.lstrip().startswith(("{", "["))), None)

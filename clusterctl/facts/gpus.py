@@ -46,10 +46,6 @@ _NOT_AVAILABLE = {
 _NUMBER = re.compile(r"^(-?\d+(?:\.\d+)?)(?:\s*([A-Za-z]+))?$")
 
 
-def _text(value: str) -> str:
-    return value
-
-
 def _number(value: str, unit: str | None) -> float:
     match = _NUMBER.match(value)
     if not match or (unit is not None and match.group(2) not in (None, unit)):
@@ -82,11 +78,11 @@ def _enabled(value: str) -> bool:
 #: CSV field -> (GPUInfo attribute, converter).
 _FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "index": ("index", _int()),
-    "name": ("name", _text),
-    "uuid": ("uuid", _text),
-    "pci.bus_id": ("pci_bus_id", _text),
+    "name": ("name", str),
+    "uuid": ("uuid", str),
+    "pci.bus_id": ("pci_bus_id", str),
     "memory.total": ("memory_total_mib", _int("MiB")),
-    "driver_version": ("driver_version", _text),
+    "driver_version": ("driver_version", str),
     "persistence_mode": ("persistence_mode", _enabled),
     "ecc.mode.current": ("ecc_mode", _enabled),
     "ecc.errors.uncorrected.volatile.total": ("ecc_errors_uncorrected", _int()),

@@ -16,12 +16,13 @@ import re
 from clusterctl.facts.clean import clean_lines
 from clusterctl.facts.health_model import KernelEvent, KernelLog
 
-_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-9A-Fa-f])?)\):\s*(\d+)"
-                  r"(?:,\s*(.*))?$")
-_SXID = re.compile(r"nvidia-nvswitch\d*: SXid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}"
-                   r"(?:\.[0-9A-Fa-f])?)\):\s*(\d+)(?:,\s*(.*))?$")
+#: A PCI address as the kernel logs it (``0000:3b:00`` or ``0000:3b:00.0``).
+_PCI_ADDRESS = r"[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-9A-Fa-f])?"
+#: The lines that carry a code, by event kind: PCI address, code, message.
+_CODED = tuple((kind, re.compile(rf"{source} \((?:PCI:)?({_PCI_ADDRESS})\):\s*(\d+)(?:,\s*(.*))?$"))
+               for kind, source in (("xid", r"NVRM: Xid"), ("sxid", r"nvidia-nvswitch\d*: SXid")))
 _FALLEN = re.compile(r"fallen off the bus", re.IGNORECASE)
-_PCI = re.compile(r"([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-9A-Fa-f])?)")
+_PCI = re.compile(f"({_PCI_ADDRESS})")
 _STAMPS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("journalctl", re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:[+-]\d{2}:?\d{2}|Z)?)\s")),
     ("dmesg", re.compile(r"^\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4})\]\s")),
@@ -61,17 +62,12 @@ def parse_kernel_log(text: str) -> KernelLog:
         if unreadable is None and not events and any(marker in raw for marker in _UNREADABLE):
             unreadable = raw[:200]
         evidence = raw[:400]
-        xid = _XID.search(raw)
-        if xid:
-            events.append(KernelEvent("xid", line.number, evidence, stamp, xid.group(1).lower(), int(xid.group(2)),
-                                      (xid.group(3) or "").strip()))
-            continue
-        sxid = _SXID.search(raw)
-        if sxid:
-            events.append(KernelEvent("sxid", line.number, evidence, stamp, sxid.group(1).lower(), int(sxid.group(2)),
-                                      (sxid.group(3) or "").strip()))
-            continue
-        if _FALLEN.search(raw) and ("NVRM" in raw or "nvidia" in raw.lower()):
+        coded = next(((kind, found) for kind, pattern in _CODED if (found := pattern.search(raw))), None)
+        if coded:
+            kind, found = coded
+            events.append(KernelEvent(kind, line.number, evidence, stamp, found.group(1).lower(), int(found.group(2)),
+                                      (found.group(3) or "").strip()))
+        elif _FALLEN.search(raw) and ("NVRM" in raw or "nvidia" in raw.lower()):
             pci = _PCI.search(raw.split("NVRM", 1)[-1])
             events.append(KernelEvent("fallen-off-bus", line.number, evidence, stamp,
                                       pci.group(1).lower() if pci else None, None, raw))

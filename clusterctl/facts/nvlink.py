@@ -30,7 +30,6 @@ _NO_NVLINK = re.compile(r"^\s*Device does not (?:have|support) (?:or support )?N
 
 def parse_nvlink(text: str) -> NVLinkStatuses:
     statuses: list[NVLinkStatus] = []
-    warnings: list[ParseWarning] = []
     current: tuple[int, str | None, str | None] | None = None
     lanes: list[NVLinkLane] = []
 
@@ -41,9 +40,7 @@ def parse_nvlink(text: str) -> NVLinkStatuses:
             )
 
     cleaned_text = clean(text)
-    if any("elision" in note for note in cleaned_text.removed):
-        warnings.append(ParseWarning(f"the paste leaves lines out ({cleaned_text.describe()}): the links there "
-                                     "are unknown, not counted as inactive"))
+    warnings = cleaned_text.elision_warnings("lines", "the links there are unknown, not counted as inactive")
     for cleaned in cleaned_text.lines:
         number, line = cleaned.number, cleaned.text
         if line.strip().startswith("[..."):

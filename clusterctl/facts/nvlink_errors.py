@@ -25,14 +25,12 @@ _NOISE = re.compile(r"^(=+.*=+|\[\.\.\.\]|\.\.\.|…)$")
 
 
 def parse_nvlink_errors(text: str) -> NVLinkErrors:
-    warnings: list[ParseWarning] = []
     #: (GPU, link) -> its counters so far, the GPU's name, the link's first line (built once at the end).
     links: dict[tuple[int, int], tuple[dict[str, int], str | None, int]] = {}
     gpu: tuple[int, str | None] | None = None
     gpus_seen = 0
     cleaned = clean(text)
-    if any("elision" in note for note in cleaned.removed):
-        warnings.append(ParseWarning(f"the paste leaves links out ({cleaned.describe()}): their counters are unknown"))
+    warnings = cleaned.elision_warnings("links", "their counters are unknown")
     for line in cleaned.lines:
         raw = line.text.strip()
         header = _GPU.match(raw) if raw.startswith("GPU ") else None

@@ -102,10 +102,6 @@ def _int(values: Mapping[str, str], *paths: str) -> int | None:
     return int(found) if found is not None else None
 
 
-def _float(values: Mapping[str, str], *paths: str) -> float | None:
-    return _number(values, *paths)
-
-
 def _printed(values: Mapping[str, str], path: str) -> str | None:
     """The value as printed, error strings included (``Unknown Error``); ``None`` for N/A or absent."""
     raw = values.get(path)
@@ -167,9 +163,13 @@ def _gpu(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:
                                notes=tuple(values.notes), unread=tuple(values.unread))
 
 
+def _width(values: Mapping[str, str], path: str) -> int | None:
+    """A PCIe link width as printed (``16x``)."""
+    width = (_value(values, path) or "").rstrip("x")
+    return int(width) if width.isdigit() else None
+
+
 def _gpu_fields(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:
-    width = _value(values, "PCI/GPU Link Info/Link Width/Current")
-    width_max = _value(values, "PCI/GPU Link Info/Link Width/Max")
     return GpuHealth(
         index=index, bus_id=bus_id.lower(), line=line,
         name=_value(values, "Product Name"), uuid=_value(values, "GPU UUID"), serial=_value(values, "Serial Number"),
@@ -185,20 +185,20 @@ def _gpu_fields(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHea
         remap_pending=_yes(values, "Remapped Rows/Pending"),
         remap_failure=_yes(values, "Remapped Rows/Remapping Failure Occurred"),
         clock_events_active=_clock_events(values),
-        temperature_c=_float(values, "Temperature/GPU Current Temp"),
-        slowdown_temp_c=_float(values, "Temperature/GPU Slowdown Temp"),
-        shutdown_temp_c=_float(values, "Temperature/GPU Shutdown Temp"),
-        t_limit_margin_c=_float(values, "Temperature/GPU T.Limit Temp"),
-        memory_temperature_c=_float(values, "Temperature/Memory Current Temp"),
-        memory_max_operating_temp_c=_float(values, "Temperature/Memory Max Operating Temp"),
-        power_draw_w=_float(values, "GPU Power Readings/Power Draw", "Power Readings/Power Draw",
+        temperature_c=_number(values, "Temperature/GPU Current Temp"),
+        slowdown_temp_c=_number(values, "Temperature/GPU Slowdown Temp"),
+        shutdown_temp_c=_number(values, "Temperature/GPU Shutdown Temp"),
+        t_limit_margin_c=_number(values, "Temperature/GPU T.Limit Temp"),
+        memory_temperature_c=_number(values, "Temperature/Memory Current Temp"),
+        memory_max_operating_temp_c=_number(values, "Temperature/Memory Max Operating Temp"),
+        power_draw_w=_number(values, "GPU Power Readings/Power Draw", "Power Readings/Power Draw",
                             "GPU Power Readings/Average Power Draw", "Power Readings/Average Power Draw"),
-        power_limit_w=_float(values, "GPU Power Readings/Current Power Limit", "GPU Power Readings/Power Limit",
+        power_limit_w=_number(values, "GPU Power Readings/Current Power Limit", "GPU Power Readings/Power Limit",
                              "Power Readings/Power Limit", "Power Readings/Enforced Power Limit"),
         pcie_gen_current=_int(values, "PCI/GPU Link Info/PCIe Generation/Current"),
         pcie_gen_max=_int(values, "PCI/GPU Link Info/PCIe Generation/Max"),
-        pcie_width_current=int(width.rstrip("x")) if width and width.rstrip("x").isdigit() else None,
-        pcie_width_max=int(width_max.rstrip("x")) if width_max and width_max.rstrip("x").isdigit() else None,
+        pcie_width_current=_width(values, "PCI/GPU Link Info/Link Width/Current"),
+        pcie_width_max=_width(values, "PCI/GPU Link Info/Link Width/Max"),
         pcie_replays=_int(values, "PCI/Replays Since Reset"),
         reset_required=_yes(values, "GPU Reset Status/Reset Required"),
         drain_and_reset_recommended=_yes(values, "GPU Reset Status/Drain and Reset Recommended"),
@@ -212,14 +212,12 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
     Raises ``ParseError`` when the text holds no ``GPU <bus id>`` block and no NVSMI header:
     it is not this tool's output.
     """
-    warnings: list[ParseWarning] = []
     header = GpuValues()
     gpus: list[tuple[str, int, GpuValues]] = []
     stack: list[tuple[int, str]] = []
     seen_header = False
     cleaned = clean(text)
-    if any("elision" in note for note in cleaned.removed):
-        warnings.append(ParseWarning(f"the paste leaves lines out ({cleaned.describe()}): values there are unknown"))
+    warnings = cleaned.elision_warnings("lines", "values there are unknown")
     # One pass over ~1,700 lines per host in a fleet health run: each line gets cheap string tests and
     # str.find; the patterns run only on the lines that can match them.
     tabs = any("\t" in line.text for line in cleaned.lines)

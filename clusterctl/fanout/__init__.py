@@ -27,7 +27,6 @@ from clusterctl.fanout.scheduler import (
     FleetInterrupted,
     Progress,
     Runner,
-    hosts_by_name,
 )
 from clusterctl.fanout.time_budget import TimeBoxedTransport
 
@@ -43,5 +42,4 @@ __all__ = [
     "Runner",
     "TimeBoxedTransport",
     "failure_from",
-    "hosts_by_name",
 ]

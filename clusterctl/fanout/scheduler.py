@@ -12,7 +12,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -264,18 +264,7 @@ class Runner:
                 break
             finished.setdefault(index, outcome)
             in_flight.pop(index, None)
-        for holder in in_flight.values():
-            for transport in holder:
-                transport.stop_remote()
-        # Each host's own run() now ends its command's process group on the host (in the
-        # worker threads, so all hosts at once); wait a little for that, then cut what is left.
-        end = time.monotonic() + INTERRUPT_WAIT_S
-        for thread in threads:
-            thread.join(timeout=max(0.0, end - time.monotonic()))
-        for holder in in_flight.values():
-            for transport in holder:
-                close_quietly(transport)
-                self._pool.forget(transport)
+        self._stop_and_close(list(in_flight.values()), threads)
         _join(threads, 1.0)
         running = tuple(hosts[i] for i in sorted(in_flight))
         begun = set(finished) | set(in_flight)
@@ -302,12 +291,19 @@ class Runner:
             )
             results[index] = outcome
             self._report(outcome)
-        # Ask every late host to stop its command first, so they all stop at once (in their
-        # own worker threads); then close them, each close waiting only for what is left.
-        for _, _, holder in late:
+        self._stop_and_close([holder for _, _, holder in late])
+
+    def _stop_and_close(self, holders: list[list[Transport]], threads: Sequence[threading.Thread] = ()) -> None:
+        """Ask every host to stop its command first, so they all stop at once (each host's own run(),
+        in its worker thread, ends the command's process group on the host); give ``threads`` up to
+        ``INTERRUPT_WAIT_S`` for that; then close the connections, each close waiting only for what is left."""
+        for holder in holders:
             for transport in holder:
                 transport.stop_remote()
-        for _, _, holder in late:
+        end = time.monotonic() + INTERRUPT_WAIT_S
+        for thread in threads:
+            thread.join(timeout=max(0.0, end - time.monotonic()))
+        for holder in holders:
             for transport in holder:
                 close_quietly(transport)
                 self._pool.forget(transport)
@@ -366,7 +362,3 @@ def _join(threads: list[threading.Thread], within_s: float) -> None:
     stuck = sum(t.is_alive() for t in threads)
     if stuck:
         log.debug("%d fan-out worker(s) still busy after the run", stuck)
-
-
-def hosts_by_name(hosts: Iterable[Host]) -> dict[str, Host]:
-    return {h.name: h for h in hosts}

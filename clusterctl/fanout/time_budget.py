@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from contextlib import AbstractContextManager
 from dataclasses import replace
+from typing import cast
 
 from clusterctl.transport.base import (
     CommandResult,
@@ -48,12 +49,15 @@ class TimeBoxedTransport(Transport):
     # (a host stopped with SIGSTOP then held a run for ever). Transports that keep files
     # themselves (mock) are asked directly.
 
-    def _own(self, name: str) -> bool:
-        return getattr(type(self.inner), name) is not getattr(Transport, name)
+    def _files(self, name: str) -> Transport:
+        """Who makes the file call ``name``, once the host's time is checked: the inner transport if
+        it keeps files itself, else this one through the base class."""
+        self._left(None)
+        own = getattr(type(self.inner), name) is not getattr(Transport, name)
+        return self.inner if own else cast(Transport, super())
 
     def write(self, request: PutRequest) -> PutResult:
-        self._left(None)
-        return self.inner.write(request) if self._own("write") else Transport.write(self, request)
+        return self._files("write").write(request)
 
     def burst(self) -> AbstractContextManager[None]:
         return self.inner.burst()
@@ -62,26 +66,15 @@ class TimeBoxedTransport(Transport):
         self.inner.stop_remote()
 
     def get(self, path: str, *, sudo: bool = False) -> bytes | None:
-        self._left(None)
-        return self.inner.get(path, sudo=sudo) if self._own("get") else Transport.get(self, path, sudo=sudo)
+        return self._files("get").get(path, sudo=sudo)
 
     def create_exclusive(self, path: str, data: bytes, *, sudo: bool = False) -> bytes | None:
-        self._left(None)
-        if self._own("create_exclusive"):
-            return self.inner.create_exclusive(path, data, sudo=sudo)
-        return Transport.create_exclusive(self, path, data, sudo=sudo)
+        return self._files("create_exclusive").create_exclusive(path, data, sudo=sudo)
 
     def create_exclusive_then(
         self, path: str, data: bytes, command: str | None, *, sudo: bool = False
     ) -> tuple[bytes | None, CommandResult | None]:
-        self._left(None)
-        if self._own("create_exclusive_then"):
-            return self.inner.create_exclusive_then(path, data, command, sudo=sudo)
-        return Transport.create_exclusive_then(self, path, data, command, sudo=sudo)
+        return self._files("create_exclusive_then").create_exclusive_then(path, data, command, sudo=sudo)
 
     def remove(self, path: str, *, sudo: bool = False) -> None:
-        self._left(None)
-        if self._own("remove"):
-            self.inner.remove(path, sudo=sudo)
-        else:
-            Transport.remove(self, path, sudo=sudo)
+        self._files("remove").remove(path, sudo=sudo)

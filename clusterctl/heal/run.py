@@ -37,7 +37,7 @@ from clusterctl.engine.lock import LockInfo
 from clusterctl.engine.run import give_back_locks, take_locks
 from clusterctl.errors import ClusterctlError, Interrupted, ParseError, UsageError
 from clusterctl.facts.gpus import PERSISTENCE_MODES
-from clusterctl.findings import Finding, Severity
+from clusterctl.findings import Finding, Severity, has_errors
 from clusterctl.heal import history
 from clusterctl.heal.chain import DEFAULT_TIMEOUTS, chain_for
 from clusterctl.quarantine import node_ops
@@ -191,7 +191,7 @@ class _Healer:
                 self.options.sleep(self.config.pass_interval_s)
             found = self.checks()(self.runner, [self.host])
             findings = found.get(self.host.name, [])
-            if any(f.severity is Severity.ERROR for f in findings):
+            if has_errors(findings):
                 return False, findings
         return True, findings
 
@@ -276,9 +276,8 @@ class _Healer:
             for change in changes:
                 self.gate.record(change)
             lines = [r.change.summary for r in self.gate.records[before:]]
-            timeout = self.config.timeouts.get(step, DEFAULT_TIMEOUTS[step])
             result.steps.append(StepRun(step, "planned", f"then the release gate {self.config.passes} times; "
-                                        f"at most {timeout:g} s", changes=lines))
+                                        f"at most {self.timeout(step):g} s", changes=lines))
         result.outcome = "planned"
         result.detail = "released after the first step the release gate passes; else 'needs hardware'"
         return result
@@ -320,9 +319,11 @@ class _Healer:
         self.mark("drained")
         return None
 
+    def timeout(self, step: str) -> float:
+        return self.config.timeouts.get(step, DEFAULT_TIMEOUTS[step])
+
     def step_changes(self, step: str, findings: Sequence[Finding]) -> list[Change]:
         name = self.host.name
-        timeout = self.config.timeouts.get(step, DEFAULT_TIMEOUTS[step])
         if step == "reset-gpu":
             return [c for reset in self.gpu_resets(findings) for c in reset.changes]
         if step == "reboot":
@@ -332,14 +333,14 @@ class _Healer:
             from clusterctl.bmc.redfish import ON, address_for
 
             config = bmc_config(self.inventory, name)
-            change = power_change(name, PowerAction.CYCLE, ON, address_for(config, name).url, timeout_s=timeout)
+            change = power_change(name, PowerAction.CYCLE, ON, address_for(config, name).url,
+                                  timeout_s=self.timeout(step))
             return [change] if change is not None else []
         return []
 
     def step(self, step: str, findings: Sequence[Finding]) -> StepRun:
         started = self.options.monotonic()
-        timeout = self.config.timeouts.get(step, DEFAULT_TIMEOUTS[step])
-        deadline = started + timeout
+        deadline = started + self.timeout(step)
         run = StepRun(step, "passed")
         if self.options.say is not None:
             self.options.say(self.host.name, f"{step}: started", "")
@@ -374,7 +375,7 @@ class _Healer:
         """The resets of the GPUs the findings name (none named: all of them), each with persistence mode
         turned off around it where it is on (read from the host: a read, also in a dry run)."""
         gpus: list[int | None] = list(_gpus(findings)) or [None]
-        timeout = self.config.timeouts.get("reset-gpu", DEFAULT_TIMEOUTS["reset-gpu"])
+        timeout = self.timeout("reset-gpu")
         resets = []
         for gpu in gpus:
             value, failure = self.on_host(functools.partial(read_persistence, gpu=gpu), "heal: persistence mode", 60)
@@ -543,8 +544,9 @@ def apply_gpu_reset(transport: Transport, gate: Gate, reset: GpuReset) -> GateRe
 
 
 def _errors(findings: Sequence[Finding]) -> str:
-    errors = [f"{f.code}: {f.message}" for f in findings if f.severity is Severity.ERROR]
-    return "; ".join(errors) or "no error finding"
+    from clusterctl.quarantine.release import refusals
+
+    return "; ".join(refusals(findings)) or "no error finding"
 
 
 def _xids(findings: Sequence[Finding]) -> list[tuple[int, str]]:
@@ -578,9 +580,7 @@ def heal_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], gate
         except ClusterctlError as exc:
             results.append(HostHeal(host.name, outcome="failed", detail=str(exc)))
             continue
-        notes = node.annotations if node is not None else {}
-        reason = notes.get(node_ops.annotation("reason"), "")
-        codes = tuple(c for c in notes.get(node_ops.annotation("codes"), "").split(",") if c)
+        reason, codes = node_ops.reason_and_codes(node) if node is not None else ("", ())
         interrupted = False
         try:
             results.append(healer.run(reason, codes))

@@ -255,17 +255,26 @@ def pytorch_series(text: str) -> tuple[int, int]:
     return int(found.group(1)), int(found.group(2))
 
 
+def _grammar(entry: dict[str, Any]) -> dict[str, Any]:
+    """The fields every data file writes alike: the name, and the values it takes and defaults to."""
+    return {
+        "name": str(entry["name"]),
+        "kind": str(entry["kind"]),
+        "values": tuple(str(v) for v in entry.get("values") or ()),
+        "case_insensitive": bool(entry.get("case_insensitive", False)),
+        "minimum": entry.get("minimum"),
+        "maximum": entry.get("maximum"),
+        "default": None if entry.get("default") is None else str(entry["default"]),
+    }
+
+
 def pytorch_variable(entry: dict[str, Any]) -> VariableInfo:
     """One PyTorch ProcessGroupNCCL variable (an entry of data/pytorch_vars.yaml)."""
     since = entry.get("pytorch_since")
     seen = ", ".join(entry.get("seen_in") or ())
     return VariableInfo(
-        name=str(entry["name"]),
+        **_grammar(entry),
         scope="pytorch",
-        kind=str(entry["kind"]),
-        minimum=entry.get("minimum"),
-        maximum=entry.get("maximum"),
-        default=None if entry.get("default") is None else str(entry["default"]),
         documented=True,
         source=f"[pytorch] torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp (pytorch/pytorch); seen in {seen} "
                "(clusterctl/nccl/data/pytorch_vars.yaml)",
@@ -283,14 +292,8 @@ def plugin_variable(entry: dict[str, Any], plugin: Plugin) -> VariableInfo:
     elif entry.get("deprecated"):
         note = "deprecated by the plugin" + (f"; {note}" if note else "")
     return VariableInfo(
-        name=str(entry["name"]),
+        **_grammar(entry),
         scope="plugin",
-        kind=str(entry["kind"]),
-        values=tuple(str(v) for v in entry.get("values") or ()),
-        case_insensitive=bool(entry.get("case_insensitive", False)),
-        minimum=entry.get("minimum"),
-        maximum=entry.get("maximum"),
-        default=None if entry.get("default") is None else str(entry["default"]),
         documented=True,
         source=f"{plugin.repo}@{plugin.commit[:10]} {entry.get('source', '')}".strip(),
         note=note,
@@ -316,17 +319,11 @@ def variable_from_entry(entry: dict[str, Any]) -> VariableInfo:
         (int(d["value"]), _version(d.get("since"))) for d in entry.get("maximum_by_version") or ()
     )
     return VariableInfo(
-        name=str(entry["name"]),
+        **_grammar(entry),
         scope=str(entry["scope"]),
-        kind=str(entry["kind"]),
-        values=tuple(str(v) for v in entry.get("values") or ()),
-        case_insensitive=bool(entry.get("case_insensitive", False)),
-        minimum=entry.get("minimum"),
-        maximum=entry.get("maximum"),
         maximum_by_version=maximum_by_version,
         multiple_of=entry.get("multiple_of"),
         clamped=bool(entry.get("clamped", False)),
-        default=None if entry.get("default") is None else str(entry["default"]),
         defaults=defaults,
         since=_version(entry.get("since")),
         since_text=entry.get("since_note"),

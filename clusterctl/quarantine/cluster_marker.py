@@ -201,10 +201,9 @@ class Marker:
             node = nodes.get(item.host)
             verdict, why = judge(node, out, limit)
             item.verdict, item.why = verdict, why
-            earlier = node.annotations.get(node_ops.annotation("reason"), "") if node is not None else ""
-            if node is not None and earlier:
-                listed = node.annotations.get(node_ops.annotation("codes"), "")
-                item.kept = (earlier, tuple(c for c in listed.split(",") if c))
+            earlier = node_ops.reason_and_codes(node) if node is not None else ("", ())
+            if earlier[0]:
+                item.kept = earlier
             if verdict not in ("act", "complete"):
                 continue
             out.add(item.host)

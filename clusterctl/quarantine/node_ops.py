@@ -29,6 +29,12 @@ def annotation(name: str) -> str:
     return ANNOTATION_PREFIX + name
 
 
+def reason_and_codes(node: KubeNode) -> tuple[str, tuple[str, ...]]:
+    """The quarantine's reason and finding codes as kept on the node (``""`` and ``()`` where none)."""
+    codes = node.annotations.get(annotation("codes"), "")
+    return node.annotations.get(annotation("reason"), ""), tuple(c for c in codes.split(",") if c)
+
+
 def taint_value(code: str) -> str:
     """``code`` as a taint value (a label value: 63 characters of ``[A-Za-z0-9._-]``, alphanumeric ends)."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", code).strip("._-")[:63].rstrip("._-")

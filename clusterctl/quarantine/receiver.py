@@ -24,6 +24,7 @@ Every decision is one JSON line in the log (``time``, ``host``, ``alert``, ``dec
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -224,7 +225,7 @@ class Remediator:
         drain = wanted.action == "drain"
         request = QuarantineRequest(reason=f"alert {', '.join(wanted.alerts)} (clusterctl remediate)",
                                     codes=wanted.alerts, drain=drain, drain_options=self.drain_options,
-                                    who=f"clusterctl remediate serve@{_machine()}")
+                                    who=f"clusterctl remediate serve@{socket.gethostname()}")
         item = self._marker.decide(MarkRequest(name, request, gate))
         extra = {"caller": wanted.caller} if wanted.caller else {}
         if self._stopping.is_set() and item.verdict not in ("failed", "held"):
@@ -261,12 +262,6 @@ class Remediator:
                     why = f"{item.why}; {why}"
         self._say(host=name, alert=alerts, decision=decision, why=why, **extra)
         return decision
-
-
-def _machine() -> str:
-    import socket
-
-    return socket.gethostname()
 
 
 def serve(remediator: Remediator, address: webhook_server.ListenAddress, security: webhook_server.Security, *,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from clusterctl.changes import ChangeFailed, Gate, GateRecord
 from clusterctl.cluster_access import on_control_plane, read_node
-from clusterctl.findings import Finding, Severity
+from clusterctl.findings import Finding, Severity, has_errors
 from clusterctl.quarantine import node_ops, slurm
 from clusterctl.quarantine.run import kubernetes_control_plane
 
@@ -58,6 +58,11 @@ class HostRelease:
 ReleaseChecks = Callable[["Runner", Sequence["Host"]], dict[str, list[Finding]]]
 
 
+def refusals(findings: Sequence[Finding]) -> list[str]:
+    """What keeps a host quarantined: its error-level findings, ``CODE: message`` each."""
+    return [f"{f.code}: {f.message}" for f in findings if f.severity is Severity.ERROR]
+
+
 def health_and_nccl_checks(level: int = 1, peers: Sequence[Host] = ()) -> ReleaseChecks:
     """The default release gate: ``health --level LEVEL`` (judged beside ``peers``, the rest of the
     fleet, read at level 0) and ``bench nccl`` on each host alone."""
@@ -68,7 +73,7 @@ def health_and_nccl_checks(level: int = 1, peers: Sequence[Host] = ()) -> Releas
         found: dict[str, list[Finding]] = {h.name: [] for h in hosts}
         for name, findings in health_findings(runner, hosts, level, peers).items():
             found[name] += findings
-        passed = [h for h in hosts if not any(f.severity is Severity.ERROR for f in found[h.name])]
+        passed = [h for h in hosts if not has_errors(found[h.name])]
         # The NCCL test only on hosts whose health passed: a broken host need not be benchmarked.
         for name, findings in nccl_findings(runner, passed).items():
             found[name] += findings
@@ -119,12 +124,12 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
         found = checks(runner, candidates)
         for host in list(candidates):
             findings = found.get(host.name, [])
-            errors = [f for f in findings if f.severity is Severity.ERROR]
+            errors = refusals(findings)
             # Warnings and errors, and the figures that passed (the NCCL bus bandwidth measured).
             results[host.name].checks = [f"{f.severity.value} {f.code}: {f.message}" for f in findings
                                          if f.severity is not Severity.INFO or f.code == "NCCL_RESULT"]
             if errors:
-                results[host.name].refused += [f"{f.code}: {f.message}" for f in errors]
+                results[host.name].refused += errors
                 candidates.remove(host)
     if not candidates:
         return [results[h.name] for h in hosts]
@@ -190,6 +195,5 @@ def undo_refusals(runner: Runner, inventory: Inventory, records: Sequence[GateRe
         return {}
     judge = checks or health_and_nccl_checks(1, inventory.hosts)
     found = judge(runner, hosts)
-    refused = {name: [f"{f.code}: {f.message}" for f in findings if f.severity is Severity.ERROR]
-               for name, findings in found.items()}
+    refused = {name: refusals(findings) for name, findings in found.items()}
     return {name: why for name, why in refused.items() if why}

@@ -56,12 +56,11 @@ def describe(node: KubeNode) -> QuarantinedNode | None:
         return None
     taint = node.taint(node_ops.TAINT_KEY)
     notes = node.annotations
-    codes = tuple(c for c in notes.get(node_ops.annotation("codes"), "").split(",") if c)
+    reason, codes = node_ops.reason_and_codes(node)
     needs = RELEASE_NEEDS.format(host=node.name) if ours else \
         f"cordoned outside clusterctl: kubectl uncordon {node.name} when its owner agrees"
     return QuarantinedNode(node.name, notes.get(node_ops.annotation("at"), ""),
-                           notes.get(node_ops.annotation("by"), ""),
-                           notes.get(node_ops.annotation("reason"), ""), codes, node.unschedulable,
+                           notes.get(node_ops.annotation("by"), ""), reason, codes, node.unschedulable,
                            taint.spec() if taint else "", ours, needs)
 
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
-import subprocess
 import time
 import urllib.parse
 import urllib.request
@@ -22,10 +20,18 @@ from typing import Any
 
 import pytest
 from clirun import DEMO, REPO_ROOT, clusterctl
+from demo_cluster import SURVEY, node
+from local_daemons import (
+    ALERTMANAGER,
+    NODE_EXPORTER,
+    PROMETHEUS,
+    alertmanager,
+    free_port,
+    node_exporter,
+    prometheus,
+    running,
+)
 
-SURVEY = str(REPO_ROOT / "tests" / "bootstrap_cluster" / "fixtures" / "demo-survey.json")
-NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
-PROMETHEUS = shutil.which("prometheus")
 needs_prometheus = pytest.mark.skipif(
     NODE_EXPORTER is None or PROMETHEUS is None,
     reason="needs Debian's prometheus-node-exporter and prometheus (.ci/run installs them)")
@@ -33,20 +39,9 @@ needs_prometheus = pytest.mark.skipif(
 WAIT_S = 120.0
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def conditions(node: str) -> dict[str, dict[str, str]]:
-    """The node's conditions as the (simulated) API server has them, read with kubectl on the control plane."""
-    run = clusterctl("-i", DEMO, "-l", "gpu-a1", "-o", "json", "exec", "--sudo",
-                     f"kubectl --kubeconfig /etc/kubernetes/admin.conf get node {node} -o json")
-    assert run.exit_code == 0, run.output
-    node_object = json.loads(run.json()["hosts"][0]["stdout"])
-    return {c["type"]: c for c in node_object["status"]["conditions"]}
+def conditions(name: str) -> dict[str, dict[str, str]]:
+    """The node's conditions as the (simulated) API server has them."""
+    return {c["type"]: c for c in node(DEMO, name)["status"]["conditions"]}
 
 
 def host_tree(host: str) -> Path:
@@ -133,22 +128,13 @@ def test_a_fault_becomes_a_metric_prometheus_scrapes_and_bootstraps_rule_fires(
         "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
         "rule_files: [rules.yml]\n"
         f"scrape_configs: [{{job_name: node, static_configs: [{{targets: ['127.0.0.1:{exporter_port}']}}]}}]\n")
-    processes = [
-        subprocess.Popen([str(NODE_EXPORTER), "--collector.disable-defaults", "--collector.textfile",
-                          f"--collector.textfile.directory={textfiles}",
-                          f"--web.listen-address=127.0.0.1:{exporter_port}"],
-                         stdout=(tmp_path / "node-exporter.log").open("wb"), stderr=subprocess.STDOUT),
-        subprocess.Popen([str(PROMETHEUS), f"--config.file={tmp_path / 'prometheus.yml'}",
-                          f"--storage.tsdb.path={tmp_path / 'prom-data'}",
-                          f"--web.listen-address=127.0.0.1:{prom_port}"],
-                         stdout=(tmp_path / "prometheus.log").open("wb"), stderr=subprocess.STDOUT),
-    ]
     series: list[dict[str, Any]] = []
     firing: list[dict[str, Any]] = []
-    try:
+    with running(tmp_path, node_exporter=node_exporter(textfiles, exporter_port),
+                 prometheus=prometheus(tmp_path, prom_port)) as alive:
         deadline = time.monotonic() + WAIT_S
         while time.monotonic() < deadline and not firing:
-            assert all(p.poll() is None for p in processes), (tmp_path / "prometheus.log").read_text()[-2000:]
+            alive()
             time.sleep(1.0)
             try:
                 series = _query(prom_port, 'clusterctl_node_health_finding{severity="error"}')
@@ -156,15 +142,6 @@ def test_a_fault_becomes_a_metric_prometheus_scrapes_and_bootstraps_rule_fires(
                           if a["labels"]["alertname"] == "NodeHealthCheckFailed" and a["state"] == "firing"]
             except OSError:
                 continue  # Prometheus is still starting
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
     assert [s["metric"] for s in series] == [{
         "__name__": "clusterctl_node_health_finding", "code": "GPU_XID", "gpu": "3", "hostname": "gpu-a2",
         "severity": "error", "instance": f"127.0.0.1:{exporter_port}", "job": "node"}], \
@@ -188,52 +165,26 @@ def fire_timers_allowing_failures() -> dict[str, Any]:
 
 
 @needs_prometheus
-@pytest.mark.skipif(shutil.which("prometheus-alertmanager") is None and shutil.which("alertmanager") is None,
-                    reason="needs Debian's prometheus-alertmanager (.ci/run installs it)")
+@pytest.mark.skipif(ALERTMANAGER is None, reason="needs Debian's prometheus-alertmanager (.ci/run installs it)")
 def test_the_agents_alert_reaches_the_receiver_which_quarantines_the_host(
         bootstrapped_demo: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The whole loop on the demo: the fault, the agent on its host, node-exporter, Prometheus evaluating
     bootstrap's rules, Alertmanager calling 'remediate serve' with a bearer token over mutual TLS, and the
     receiver quarantining the host the agent named."""
-    import io
-    import secrets
-    import threading
-
     monkeypatch.syspath_prepend(str(REPO_ROOT / "tests" / "quarantine"))
-    from certs import make_pki
+    from receiver_start import secured_receiver
 
     from clusterctl.bootstrap.cluster.alerts import ReceiverAuth, render_alertmanager_receiver
-    from clusterctl.fanout import Runner
-    from clusterctl.inventory.loader import load_inventory
-    from clusterctl.quarantine.receiver import Remediator, serve
-    from clusterctl.quarantine.webhook_server import ListenAddress, Security, TokenFile, tls_context
-    from clusterctl.transport.factory import ConnectOptions, make_connector
 
-    alertmanager = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
     assert clusterctl("-i", DEMO, "-l", "gpu-a2", "mock", "set", "fault=xid-79").exit_code == 0
     fire_timers()
-
-    log = io.StringIO()
-    pki = make_pki(tmp_path / "pki")
-    token = tmp_path / "remediate.token"
-    token.write_text(secrets.token_hex(32) + "\n")
-    token.chmod(0o600)
-    security = Security(TokenFile(str(token)), tls_context(str(pki.server_cert), str(pki.server_key), str(pki.ca)),
-                        mutual=True)
-    connect = make_connector(ConnectOptions())
-    remediator = Remediator(load_inventory(DEMO), lambda: Runner(connect, parallel=8, timeout_s=60), log,
-                            journal_folder=str(tmp_path / "undo"))
-    bound: list[int] = []
-    started = threading.Event()
-    threading.Thread(target=serve, args=(remediator, ListenAddress("127.0.0.1", 0), security),
-                     kwargs={"ready": lambda p: (bound.append(p), started.set())}, daemon=True).start()
-    assert started.wait(30)
+    receiver = secured_receiver(tmp_path, DEMO)
+    remediator, log, token, pki = receiver.remediator, receiver.log, receiver.token, receiver.pki
 
     exporter_port, prom_port, am_port = free_port(), free_port(), free_port()
     auth = ReceiverAuth(credentials_file=str(token), ca_file=str(pki.ca), cert_file=str(pki.client_cert),
                         key_file=str(pki.client_key))
-    (tmp_path / "alertmanager.yml").write_text(
-        render_alertmanager_receiver(f"https://127.0.0.1:{bound[0]}/webhook", auth, group_wait="1s"))
+    (tmp_path / "alertmanager.yml").write_text(render_alertmanager_receiver(receiver.url, auth, group_wait="1s"))
     shutil.copy(host_tree("gpu-a1") / "etc/kubernetes/clusterctl/prometheus/dcgm-alerts.rules.yml",
                 tmp_path / "rules.yml")
     (tmp_path / "prometheus.yml").write_text(
@@ -242,35 +193,13 @@ def test_the_agents_alert_reaches_the_receiver_which_quarantines_the_host(
         f"scrape_configs: [{{job_name: node, static_configs: [{{targets: ['127.0.0.1:{exporter_port}']}}]}}]\n"
         f"alerting: {{alertmanagers: [{{static_configs: [{{targets: ['127.0.0.1:{am_port}']}}]}}]}}\n")
     textfiles = host_tree("gpu-a2") / "var/lib/prometheus/node-exporter"
-    processes = [
-        subprocess.Popen([str(NODE_EXPORTER), "--collector.disable-defaults", "--collector.textfile",
-                          f"--collector.textfile.directory={textfiles}",
-                          f"--web.listen-address=127.0.0.1:{exporter_port}"],
-                         stdout=(tmp_path / "node-exporter.log").open("wb"), stderr=subprocess.STDOUT),
-        subprocess.Popen([str(alertmanager), f"--config.file={tmp_path / 'alertmanager.yml'}",
-                          f"--storage.path={tmp_path / 'am-data'}", f"--web.listen-address=127.0.0.1:{am_port}",
-                          "--cluster.listen-address="],
-                         stdout=(tmp_path / "alertmanager.log").open("wb"), stderr=subprocess.STDOUT),
-        subprocess.Popen([str(PROMETHEUS), f"--config.file={tmp_path / 'prometheus.yml'}",
-                          f"--storage.tsdb.path={tmp_path / 'prom-data'}",
-                          f"--web.listen-address=127.0.0.1:{prom_port}"],
-                         stdout=(tmp_path / "prometheus.log").open("wb"), stderr=subprocess.STDOUT),
-    ]
-    try:
+    with running(tmp_path, node_exporter=node_exporter(textfiles, exporter_port),
+                 alertmanager=alertmanager(tmp_path, am_port), prometheus=prometheus(tmp_path, prom_port)) as alive:
         deadline = time.monotonic() + WAIT_S
         while time.monotonic() < deadline and '"gpu-a2"' not in log.getvalue():
-            assert all(p.poll() is None for p in processes), (tmp_path / "alertmanager.log").read_text()[-2000:]
+            alive()
             time.sleep(0.5)
         assert remediator.settle(120)
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
     decisions = [json.loads(line) for line in log.getvalue().splitlines() if line.startswith("{")]
     mine = [d for d in decisions if d.get("host") == "gpu-a2" and "alert" in d]
     assert mine and mine[-1]["alert"] == "NodeHealthCheckFailed", log.getvalue()

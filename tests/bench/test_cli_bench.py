@@ -122,7 +122,8 @@ def test_env_file_takes_tune_nccls_own_files_and_exports_only_nccl_variables(
     tmp_path: Path, name: str
 ) -> None:
     from clusterctl.nccl.tune.derive import TunedSetting, Tuning
-    from clusterctl.nccl.tune.render import render_files, write_files
+    from clusterctl.nccl.tune.render import render_files
+    from clusterctl.writable import write_files
 
     tuning = Tuning(hosts=("gpu-a1",), nccl_version="2.18.3", fabric="ib",
                     settings=tuple(TunedSetting(k, v, "tuned") for k, v in TUNED.items()))

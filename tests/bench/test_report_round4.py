@@ -4,13 +4,13 @@ contradict each other are reported as inconsistent."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
 import pytest
 from clirun import clusterctl
 from fixture_files import FIXTURES, fixture_dir, read_fixture
+from json_holds import json_holds
 
 from clusterctl.facts.nccltests import parse_nccl_tests
 from clusterctl.facts.perftest import parse_perftest
@@ -22,26 +22,6 @@ def _report(*paths: str, rate: str | None = None) -> tuple[int, list[dict[str, A
     return run.exit_code, json.loads(run.stdout)["files"]
 
 
-def _walk(value: Any, plain: Any, path: str) -> int:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        assert isinstance(plain, dict), f"{path}: not an object in the JSON"
-        return sum(_walk(getattr(value, f.name), plain.get(f.name, _MISSING), f"{path}.{f.name}")
-                   for f in dataclasses.fields(value))
-    if isinstance(value, (tuple, list)):
-        assert isinstance(plain, list) and len(plain) == len(value), f"{path}: {len(value)} items, JSON {plain!r:.80}"
-        return sum(_walk(item, plain[i], f"{path}[{i}]") for i, item in enumerate(value))
-    if isinstance(value, (set, frozenset)):
-        assert isinstance(plain, list) and sorted(plain) == sorted(value), f"{path}: {value!r}, JSON {plain!r}"
-        return len(value) or 1
-    if isinstance(value, dict):
-        assert isinstance(plain, dict) and set(map(str, value)) == set(plain), f"{path}: keys differ"
-        return sum(_walk(item, plain[str(k)], f"{path}[{k!r}]") for k, item in value.items())
-    assert plain is not _MISSING, f"{path} is not in the JSON"
-    assert plain == value, f"{path}: parsed {value!r}, JSON has {plain!r}"
-    return 1
-
-
-_MISSING = object()
 LOGS = sorted((tool, p.name) for tool in ("nccl-tests", "perftest") for p in fixture_dir(tool).iterdir()
               if p.name != "README.md")
 
@@ -54,7 +34,7 @@ def test_every_field_each_log_parser_reads_reaches_bench_report_json(tool: str, 
     except Exception:  # a log bench report refuses (no table, no banner) has no fields to carry
         pytest.skip("not a log bench report reads")
     _, (entry,) = _report(str(FIXTURES / tool / name))
-    assert _walk(parsed, entry["parsed"], tool) > 0
+    assert json_holds(parsed, entry["parsed"], tool) > 0
 
 
 def test_nccl_rows_carry_algbw_and_time_and_the_run_names_its_nccl_version() -> None:

@@ -15,8 +15,6 @@ which is unreachable while off and boots (its kernel log since boot gone) when s
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
 import os
 import shutil
@@ -30,6 +28,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from certs import make_pki
+from local_daemons import free_port, stop
+
 USERNAME = "clusterctl-admin"
 #: The emulator's own password: the tests check it appears in no output, log, journal or argv.
 PASSWORD = "Rf-9xQ2-bmc-pass-7Lk"
@@ -38,52 +39,6 @@ EMULATOR = shutil.which("sushy-emulator") or str(Path(sys.executable).parent / "
 
 def available() -> bool:
     return Path(EMULATOR).exists()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _certificates(folder: Path) -> tuple[Path, Path, Path]:
-    """A CA, and a server certificate for 127.0.0.1 it signed: (ca.pem, server.pem, server.key)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    now = datetime.datetime.now(datetime.timezone.utc)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "clusterctl test BMC CA")])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-          .not_valid_after(now + datetime.timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
-                                       data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                                       crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
-          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-          .sign(ca_key, hashes.SHA256()))
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    ca_pem, cert_pem, key_pem = folder / "ca.pem", folder / "server.pem", folder / "server.key"
-    ca_pem.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    cert_pem.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_pem.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                          serialization.NoEncryption()))
-    key_pem.chmod(0o600)
-    return ca_pem, cert_pem, key_pem
 
 
 class RedfishEmulator:
@@ -114,7 +69,8 @@ class RedfishEmulator:
         import bcrypt
 
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.ca_file, cert, key = _certificates(self.folder)
+        pki = make_pki(self.folder, "clusterctl test BMC CA")
+        self.ca_file = pki.ca
         htpasswd = self.folder / "htpasswd"
         digest = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(rounds=4)).decode()
         htpasswd.write_text(f"{USERNAME}:{digest}\n")
@@ -132,8 +88,8 @@ class RedfishEmulator:
             f"SUSHY_EMULATOR_FAKE_SYSTEMS = {systems!r}\n"
             f"SUSHY_EMULATOR_STATE_DIR = {str(self.folder / 'state')!r}\n"
             f"SUSHY_EMULATOR_AUTH_FILE = {str(htpasswd)!r}\n"
-            f"SUSHY_EMULATOR_SSL_CERT = {str(cert)!r}\n"
-            f"SUSHY_EMULATOR_SSL_KEY = {str(key)!r}\n"
+            f"SUSHY_EMULATOR_SSL_CERT = {str(pki.server_cert)!r}\n"
+            f"SUSHY_EMULATOR_SSL_KEY = {str(pki.server_key)!r}\n"
             f"EXTERNAL_NOTIFICATION_URL = {notify!r}\n")
         env = {k: v for k, v in os.environ.items() if not k.startswith("SUSHY_")}
         self._process = subprocess.Popen([EMULATOR, "--config", str(config)], stdout=self.log.open("wb"),
@@ -178,12 +134,7 @@ class RedfishEmulator:
 
     def __exit__(self, *exc: object) -> None:
         if self._process is not None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+            stop(self._process)
             self._process = None
         if self._listener is not None:
             self._listener.shutdown()

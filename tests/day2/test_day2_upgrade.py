@@ -7,6 +7,7 @@ from typing import Any
 
 from clirun import clusterctl
 from day2_helpers import DEMO, mock_cluster_folder, set_fault, state_digest, unconfirmed
+from demo_cluster import KUBECTL, kubectl_apply, trainer_with_budget
 
 
 def _run(*args: str | Path) -> Any:
@@ -97,30 +98,9 @@ def test_plan_and_dry_run_change_nothing(bootstrapped_demo: Path) -> None:
     assert state_digest(bootstrapped_demo) == before
 
 
-BLOCKING_BUDGET = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: trainer, namespace: default}
-spec:
-  replicas: 6
-  selector: {matchLabels: {app: trainer}}
-  template:
-    metadata: {labels: {app: trainer}}
-    spec: {containers: [{name: main, image: busybox}]}
----
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {name: trainer, namespace: default}
-spec: {minAvailable: 6, selector: {matchLabels: {app: trainer}}}
-"""
-KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
-
-
 def test_a_drain_that_cannot_finish_stops_the_rollout_and_resume_finishes_it(bootstrapped_demo: Path,
                                                                                tmp_path: Path) -> None:
-    (tmp_path / "trainer.yaml").write_text(BLOCKING_BUDGET)
-    assert _run("-l", "gpu-a1", "copy", tmp_path / "trainer.yaml", "/root/trainer.yaml").exit_code == 0
-    assert _run("-l", "gpu-a1", "exec", "--", f"{KUBECTL} apply -f /root/trainer.yaml").exit_code == 0
+    kubectl_apply(DEMO, tmp_path, trainer_with_budget(6))
     done = _apply(bootstrapped_demo, "--to", "1.36.3", "--drain-timeout", "1")
     assert done.exit_code == 1
     # The first node with a Ready pod of the budget stops the rollout (a pod not Ready yet may go).
@@ -132,10 +112,7 @@ def test_a_drain_that_cannot_finish_stops_the_rollout_and_resume_finishes_it(boo
     assert _installed(bootstrapped_demo, "gpu-b3", "kubeadm") == "1.36.2-1.1"  # not touched
     assert _run("-l", "gpu-a1", "exec", "--", f"{KUBECTL} delete pdb trainer").exit_code in (0, 1)
     assert _run("-l", "gpu-a1", "exec", "--", f"{KUBECTL} apply -f /root/trainer.yaml").exit_code == 0
-    relaxed = BLOCKING_BUDGET.replace("minAvailable: 6", "minAvailable: 1")
-    (tmp_path / "trainer.yaml").write_text(relaxed)
-    assert _run("-l", "gpu-a1", "copy", tmp_path / "trainer.yaml", "/root/trainer.yaml").exit_code == 0
-    assert _run("-l", "gpu-a1", "exec", "--", f"{KUBECTL} apply -f /root/trainer.yaml").exit_code == 0
+    kubectl_apply(DEMO, tmp_path, trainer_with_budget(1))
     resumed = _apply(bootstrapped_demo, "--resume")
     assert resumed.exit_code == 0, resumed.output
     assert _json("upgrade", "plan", "--to", "1.36.3")["nothing_to_do"] is True  # gpu-a1 uncordoned again

@@ -12,23 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from demo_cluster import KUBECTL, SURVEY, TRAINER, kubectl_apply, node
 from redfish_emulator import PASSWORD, USERNAME, RedfishEmulator
 
 REPO = Path(__file__).resolve().parents[2]
-SURVEY = REPO / "tests" / "bootstrap_cluster" / "fixtures" / "demo-survey.json"
 HOSTS = ("gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b2", "gpu-b3")
-KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
-WORKLOAD = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: trainer, namespace: default}
-spec:
-  replicas: 6
-  selector: {matchLabels: {app: trainer}}
-  template:
-    metadata: {labels: {app: trainer}}
-    spec: {containers: [{name: main, image: busybox}]}
-"""
 
 
 def payload(alert: str, host: str) -> bytes:
@@ -58,9 +46,7 @@ class DemoHeal:
         return done.exit_code, done.stdout + done.stderr
 
     def node(self, name: str) -> dict[str, Any]:
-        code, out = self.cli("-l", "gpu-a1", "-o", "json", "exec", "--", f"{KUBECTL} get node {name} -o json")
-        assert code == 0, out
-        return json.loads(json.loads(out)["hosts"][0]["stdout"])  # type: ignore[no-any-return]
+        return node(self.inventory, name)
 
     def pods_on(self, name: str) -> list[str]:
         code, out = self.cli("-l", "gpu-a1", "-o", "json", "exec", "--",
@@ -94,9 +80,7 @@ class DemoHeal:
             self.write_inventory(self.emulator.url, self.emulator.ca_file)
             code, out = self.cli("bootstrap", "--survey", SURVEY, "--state-dir", self.folder / "progress")
             assert code == 0, out
-            (self.folder / "trainer.yaml").write_text(WORKLOAD)
-            assert self.cli("-l", "gpu-a1", "copy", self.folder / "trainer.yaml", "/root/trainer.yaml")[0] == 0
-            assert self.cli("-l", "gpu-a1", "exec", "--", f"{KUBECTL} apply -f /root/trainer.yaml")[0] == 0
+            kubectl_apply(self.inventory, self.folder, TRAINER)
         except BaseException:
             self.emulator.__exit__()
             raise

@@ -4,7 +4,6 @@ error string, a note after a value, ``nvidia-smi -q -i N``, prompt lines on the 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 from fixture_files import fixture_dir, read_fixture
+from json_holds import json_holds
 
 from clusterctl.facts.dcgmi import parse_dcgmi_diag
 from clusterctl.facts.model import warnings_of
@@ -55,28 +55,6 @@ READERS = [
 ]
 
 
-def _walk(value: Any, plain: Any, path: str) -> int:
-    """Assert ``plain`` (the JSON) holds ``value`` field by field; returns how many leaves were compared."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        assert isinstance(plain, dict), f"{path}: {type(value).__name__} is not an object in the JSON"
-        count = 0
-        for field in dataclasses.fields(value):
-            assert field.name in plain, f"{path}.{field.name} is not in the JSON"
-            count += _walk(getattr(value, field.name), plain[field.name], f"{path}.{field.name}")
-        return count
-    if isinstance(value, (tuple, list)):
-        assert isinstance(plain, list) and len(plain) == len(value), f"{path}: {len(value)} items, JSON {plain!r:.80}"
-        return sum(_walk(item, plain[i], f"{path}[{i}]") for i, item in enumerate(value))
-    if isinstance(value, (set, frozenset)):
-        assert isinstance(plain, list) and sorted(plain) == sorted(value), f"{path}: {value!r}, JSON {plain!r}"
-        return len(value) or 1
-    if isinstance(value, dict):
-        assert isinstance(plain, dict) and set(map(str, value)) == set(plain), f"{path}: keys differ"
-        return sum(_walk(item, plain[str(key)], f"{path}[{key!r}]") for key, item in value.items())
-    assert plain == value, f"{path}: parsed {value!r}, JSON has {plain!r}"
-    return 1
-
-
 @pytest.mark.parametrize(("attribute", "tool", "name"), READERS, ids=[f"{t}/{n}" for _, t, n in READERS])
 def test_every_field_each_parser_reads_reaches_health_read_json(attribute: str, tool: str, name: str) -> None:
     from clusterctl.health.read import _formats
@@ -87,7 +65,7 @@ def test_every_field_each_parser_reads_reaches_health_read_json(attribute: str, 
     reading = _host(data)["readings"][attribute]
     assert reading["file"] == name
     # A tuple-shaped result (ibstat's devices, nvlink -s's GPUs) is walked item by item.
-    assert _walk(parsed, reading["result"], attribute) > 0
+    assert json_holds(parsed, reading["result"], attribute) > 0
     assert reading["warnings"] == [w.to_json() for w in warnings_of(parsed)]
 
 
@@ -261,7 +239,7 @@ def test_the_command_line_prints_the_same_readings() -> None:
         from clusterctl.health.read import _formats
 
         parse = next(f[3] for f in _formats() if f[1] == attribute)
-        assert _walk(parse(read_fixture(tool, name)), host["readings"][attribute]["result"], attribute) > 0
+        assert json_holds(parse(read_fixture(tool, name)), host["readings"][attribute]["result"], attribute) > 0
 
 
 def test_the_recorded_pending_remap_with_an_arrow_makes_the_host_unhealthy() -> None:

@@ -5,29 +5,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
-from clirun import DEMO, REPO_ROOT, clusterctl
+from clirun import DEMO, clusterctl
+from demo_cluster import SURVEY, kubectl_apply, trainer_with_budget
+from demo_cluster import node as node_on
 from host_state import snapshot
-
-SURVEY = REPO_ROOT / "tests" / "bootstrap_cluster" / "fixtures" / "demo-survey.json"
-KUBECTL = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
-WORKLOAD = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: trainer, namespace: default}
-spec:
-  replicas: 6
-  selector: {matchLabels: {app: trainer}}
-  template:
-    metadata: {labels: {app: trainer}}
-    spec: {containers: [{name: main, image: busybox}]}
----
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {name: trainer, namespace: default}
-spec: {minAvailable: 5, selector: {matchLabels: {app: trainer}}}
-"""
 
 
 def cli(*args: str | Path) -> tuple[int, str]:
@@ -35,10 +19,8 @@ def cli(*args: str | Path) -> tuple[int, str]:
     return done.exit_code, done.stdout + done.stderr
 
 
-def node(name: str) -> dict[str, object]:
-    code, out = cli("-l", "gpu-a1", "-o", "json", "exec", "--", f"{KUBECTL} get node {name} -o json")
-    assert code == 0, out
-    return json.loads(json.loads(out)["hosts"][0]["stdout"]) if '"hosts"' in out else json.loads(out)
+def node(name: str) -> dict[str, Any]:
+    return node_on(DEMO, name)
 
 
 def state_folder() -> Path:
@@ -50,9 +32,7 @@ def test_quarantine_drain_release_and_undo_on_the_demo(tmp_path: Path, monkeypat
     monkeypatch.chdir(tmp_path)
     code, out = cli("bootstrap", "--survey", SURVEY, "--state-dir", tmp_path / "progress")
     assert code == 0, out
-    (tmp_path / "trainer.yaml").write_text(WORKLOAD)
-    assert cli("-l", "gpu-a1", "copy", tmp_path / "trainer.yaml", "/root/trainer.yaml")[0] == 0
-    assert cli("-l", "gpu-a1", "exec", "--", f"{KUBECTL} apply -f /root/trainer.yaml")[0] == 0
+    kubectl_apply(DEMO, tmp_path, trainer_with_budget(5))
     as_it_was = node("gpu-a3")
 
     before = snapshot(state_folder())

@@ -12,9 +12,9 @@ import shlex
 from dataclasses import dataclass
 
 from clusterctl.bootstrap.cluster.alerts import COUNTERS_CONFIGMAP, render_counters_configmap
-from clusterctl.bootstrap.cluster.kubeadm import ADMIN_KUBECONFIG
 from clusterctl.bootstrap.cluster.settings import ClusterSettings
 from clusterctl.bootstrap.cluster.templating import render
+from clusterctl.facts.kube import ADMIN_KUBECONFIG
 from clusterctl.inventory.cluster_sections import ChartSource
 
 VALUES_DIR = "/etc/kubernetes/clusterctl/helm"

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING
 from clusterctl.bootstrap.cluster.settings import ClusterSettings, kubelet_node_labels
 from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.errors import UsageError
+from clusterctl.facts.kube import ADMIN_KUBECONFIG
 from clusterctl.secret import Secret
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
 
 KUBEADM_CONFIG_PATH = "/etc/kubernetes/clusterctl/kubeadm-config.yaml"
-ADMIN_KUBECONFIG = "/etc/kubernetes/admin.conf"
 #: Short on purpose: a fresh token is made for every run that joins nodes.
 JOIN_TOKEN_TTL = "30m0s"
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}

@@ -9,7 +9,6 @@ The NVLink rule covers only the hosts whose saved survey shows NVLink.
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 
 from clusterctl.bootstrap.cluster.alerts import (
@@ -22,8 +21,7 @@ from clusterctl.bootstrap.cluster.alerts import (
 )
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
-from clusterctl.changes import MAKES_IN_CLUSTER, Change
-from clusterctl.facts.kube import kubectl
+from clusterctl.changes import Change
 from clusterctl.findings import Finding, Severity
 
 PROMETHEUS_RULE_CRD = "crd/prometheusrules.monitoring.coreos.com"
@@ -63,7 +61,7 @@ class AlertRules(ClusterWidePhase[AlertState]):
 
     def check(self, ctx: PhaseContext) -> AlertState:
         alerts = cc.settings(ctx).alerts
-        operator = cc.exists(ctx, "/etc/kubernetes/admin.conf") and cc.object_exists(ctx, PROMETHEUS_RULE_CRD)
+        operator = cc.has_cluster(ctx) and cc.object_exists(ctx, PROMETHEUS_RULE_CRD)
         applied = operator and cc.object_exists(ctx, RULE_NAME, alerts.namespace)
         return AlertState(cc.read(ctx, RULES_PATH), cc.read(ctx, PROMETHEUS_RULE_PATH), operator, applied,
                           _nvlink_hosts(ctx), cc.read(ctx, RECEIVER_PATH))
@@ -103,6 +101,5 @@ class AlertRules(ClusterWidePhase[AlertState]):
                                      summary="Alertmanager receiver for 'clusterctl remediate serve' (token file, TLS)")
         changes = [c for c in (rules, wrapped, receiver) if not c.is_noop]
         if state.operator and (not wrapped.is_noop or not state.applied):
-            changes.append(Change.run(host, kubectl(f"apply -f {shlex.quote(PROMETHEUS_RULE_PATH)}"),
-                                      summary="apply the PrometheusRule", makes=(MAKES_IN_CLUSTER,)))
+            changes.append(cc.apply_manifest(host, PROMETHEUS_RULE_PATH, "apply the PrometheusRule"))
         return cc.with_folders(ctx, changes)

@@ -14,14 +14,13 @@ import shlex
 from typing import TYPE_CHECKING
 
 from clusterctl.bootstrap.cluster.settings import ClusterSettings, cluster_settings, first_control_plane
-from clusterctl.changes import MAKES_DIR, Change
-from clusterctl.facts.kube import kubectl
+from clusterctl.changes import MAKES_DIR, MAKES_IN_CLUSTER, Change
+from clusterctl.facts.kube import ADMIN_KUBECONFIG, kubectl
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.transport.base import CommandResult
 
 if TYPE_CHECKING:
     from clusterctl.bootstrap.phase import PhaseContext
-    from clusterctl.bootstrap.run_data import JoinMaterial
     from clusterctl.inventory.model import Host
     from clusterctl.saved_survey import SavedSurvey
 
@@ -66,17 +65,24 @@ def run_hosts(ctx: PhaseContext) -> list[str]:
 
 def runtime_class(ctx: PhaseContext) -> bool:
     """Pods ask for the nvidia runtime by RuntimeClass (containerd's default stays runc)."""
-    bootstrap = getattr(ctx.inventory, "bootstrap", None)
-    return getattr(bootstrap, "runtime", "default") == "runtimeclass"
-
-
-def cdi_enabled(ctx: PhaseContext) -> bool:
-    bootstrap = getattr(ctx.inventory, "bootstrap", None)
-    return bool(getattr(bootstrap, "cdi", False))
+    return ctx.inventory.bootstrap.runtime == "runtimeclass"
 
 
 def exists(ctx: PhaseContext, path: str) -> bool:
     return ctx.reader.run(f"test -e {shlex.quote(path)}", sudo=True).exit_code == 0
+
+
+def has_cluster(ctx: PhaseContext) -> bool:
+    """This host runs the cluster: kubeadm's admin.conf, which every kubectl and helm call here uses, is there."""
+    return exists(ctx, ADMIN_KUBECONFIG)
+
+
+def apply_manifest(host: str, path: str, summary: str, *, makes: tuple[str, ...] = (),
+                   timeout_s: float | None = None) -> Change:
+    """``kubectl apply -f PATH`` of a manifest a phase wrote on the host: what it makes lives in the
+    cluster's API (reset takes it away with the cluster)."""
+    return Change.run(host, kubectl(f"apply -f {shlex.quote(path)}"), summary=summary, timeout_s=timeout_s,
+                      makes=(MAKES_IN_CLUSTER, *makes))
 
 
 def missing_dirs(ctx: PhaseContext, paths: list[str]) -> list[str]:
@@ -137,7 +143,3 @@ def object_exists(ctx: PhaseContext, kind_name: str, namespace: str | None = Non
     ns = f"-n {shlex.quote(namespace)} " if namespace else ""
     return ctx.reader.run(kubectl(f"get {ns}{shlex.quote(kind_name)} -o name"), sudo=True,
                              timeout=60).exit_code == 0
-
-
-def join_material(ctx: PhaseContext) -> JoinMaterial:
-    return ctx.shared.join

@@ -63,7 +63,7 @@ def _pending(ctx: PhaseContext, nodes: list[KubeNode] | None) -> list[str]:
 
 
 def _join_change(ctx: PhaseContext, *, control_plane: bool) -> Change:
-    material = cc.join_material(ctx)
+    material = ctx.shared.join
     assert material.token is not None
     config = kubeadm.render_join_config(
         cc.settings(ctx), ctx.host, token=material.token, ca_hash=material.ca_hash or PLACEHOLDER_HASH,
@@ -94,8 +94,15 @@ def _submit_join(gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
         raise
 
 
+def _joined(ctx: PhaseContext) -> list[Finding]:
+    """Verify of a join: kubeadm left the kubelet's kubeconfig."""
+    if cc.exists(ctx, KUBELET_CONF):
+        return []
+    return [Finding(Severity.ERROR, "NOT_JOINED", "kubeadm join left no kubelet.conf", host=ctx.host.name)]
+
+
 def _missing_material(ctx: PhaseContext, *, control_plane: bool) -> list[Finding]:
-    material = cc.join_material(ctx)
+    material = ctx.shared.join
     lacking = [] if material.token is not None else ["a join token"]
     if control_plane and material.certificate_key is None:
         lacking.append("the uploaded control-plane certificates")
@@ -121,7 +128,7 @@ class ControlPlane(Phase[ControlPlaneState]):
         if not first:
             return state
         state.config = cc.read(ctx, kubeadm.KUBEADM_CONFIG_PATH)
-        if state.joined or cc.exists(ctx, kubeadm.ADMIN_KUBECONFIG):
+        if state.joined or cc.has_cluster(ctx):
             state.joined = True
             state.api_ready = cc.api_ready(ctx)
             if state.api_ready:
@@ -133,8 +140,7 @@ class ControlPlane(Phase[ControlPlaneState]):
     def findings(self, ctx: PhaseContext, state: ControlPlaneState) -> list[Finding]:
         notes = []
         control_planes = [h for h in ctx.inventory.hosts if "control-plane" in h.roles]
-        bootstrap = getattr(ctx.inventory, "bootstrap", None)
-        if state.first and len(control_planes) > 1 and not getattr(bootstrap, "control_plane_endpoint", None):
+        if state.first and len(control_planes) > 1 and not ctx.inventory.bootstrap.control_plane_endpoint:
             notes.append(Finding(
                 Severity.WARNING, "NO_HA_ENDPOINT",
                 f"{len(control_planes)} control planes share the endpoint {cc.settings(ctx).control_plane_endpoint} "
@@ -158,7 +164,7 @@ class ControlPlane(Phase[ControlPlaneState]):
             return [] if state.joined else [_join_change(ctx, control_plane=True)]
         settings = cc.settings(ctx)
         inventory, host = ctx.inventory, ctx.host
-        material = cc.join_material(ctx)
+        material = ctx.shared.join
         if state.ca_pem:
             material.ca_hash = kubeadm.ca_cert_hash(state.ca_pem)
         on_disk = kubeadm.render_init_config(settings, host, inventory)
@@ -200,8 +206,8 @@ class ControlPlane(Phase[ControlPlaneState]):
         if not cc.is_first_cp(ctx):
             return _submit_join(gate, changes)
         records = gate.submit_all(changes)
-        material = cc.join_material(ctx)
-        if cc.is_first_cp(ctx) and material.ca_hash is None:
+        material = ctx.shared.join
+        if material.ca_hash is None:
             pem = cc.read(ctx, CA_CERT)
             if pem:
                 material.ca_hash = kubeadm.ca_cert_hash(pem)
@@ -213,9 +219,7 @@ class ControlPlane(Phase[ControlPlaneState]):
                 return []
             return [Finding(Severity.ERROR, "CONTROL_PLANE_DOWN", "the API server does not answer after kubeadm init",
                             host=ctx.host.name)]
-        if cc.exists(ctx, KUBELET_CONF):
-            return []
-        return [Finding(Severity.ERROR, "NOT_JOINED", "kubeadm join left no kubelet.conf", host=ctx.host.name)]
+        return _joined(ctx)
 
 
 class Join(Phase[bool]):
@@ -243,6 +247,4 @@ class Join(Phase[bool]):
         return _submit_join(gate, changes)
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
-        if cc.exists(ctx, KUBELET_CONF):
-            return []
-        return [Finding(Severity.ERROR, "NOT_JOINED", "kubeadm join left no kubelet.conf", host=ctx.host.name)]
+        return _joined(ctx)

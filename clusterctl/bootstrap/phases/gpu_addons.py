@@ -11,7 +11,6 @@ sites) are copied first. A re-run with nothing different changes nothing. With
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.changes import MAKES_IN_CLUSTER, Change
 from clusterctl.errors import UsageError
-from clusterctl.facts.kube import HELM_LIST_COMMAND, HelmRelease, kubectl, parse_helm_list
+from clusterctl.facts.kube import HELM_LIST_COMMAND, HelmRelease, parse_helm_list
 from clusterctl.findings import Finding, Severity
 
 SERVICE_MONITOR_CRD = "crd/servicemonitors.monitoring.coreos.com"
@@ -37,7 +36,7 @@ class AddonState:
 
 def _plan(ctx: PhaseContext, *, service_monitor: bool) -> AddonPlan:
     return addon_plan(cc.settings(ctx), runtime_class=cc.runtime_class(ctx), service_monitor=service_monitor,
-                      cdi=cc.cdi_enabled(ctx), gpu_less_nodes=any(not h.gpus for h in ctx.inventory.hosts))
+                      cdi=ctx.inventory.bootstrap.cdi, gpu_less_nodes=any(not h.gpus for h in ctx.inventory.hosts))
 
 
 class GpuAddons(ClusterWidePhase[AddonState]):
@@ -49,7 +48,7 @@ class GpuAddons(ClusterWidePhase[AddonState]):
         return left_to_site(self.name, cc.settings(ctx), ctx.inventory.hosts)
 
     def check(self, ctx: PhaseContext) -> AddonState:
-        ready = cc.exists(ctx, "/etc/kubernetes/admin.conf")
+        ready = cc.has_cluster(ctx)
         service_monitor = ready and cc.object_exists(ctx, SERVICE_MONITOR_CRD)
         plan = _plan(ctx, service_monitor=service_monitor)
         state = AddonState(plan, helm=ctx.reader.run("command -v helm", sudo=True).exit_code == 0)
@@ -79,8 +78,7 @@ class GpuAddons(ClusterWidePhase[AddonState]):
             write = Change.write_file(host, manifest.path, manifest.text, current=state.files.get(manifest.path),
                                       summary=manifest.summary)
             if not write.is_noop:
-                changes += [write, Change.run(host, kubectl(f"apply -f {shlex.quote(manifest.path)}"),
-                                              summary=f"apply {manifest.summary}", makes=(MAKES_IN_CLUSTER,))]
+                changes += [write, cc.apply_manifest(host, manifest.path, f"apply {manifest.summary}")]
         for release in state.plan.releases:
             chart = release.chart
             write = Change.write_file(host, release.values_path, release.values,

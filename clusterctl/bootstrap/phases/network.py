@@ -41,7 +41,7 @@ class Network(ClusterWidePhase[NetworkState]):
     def check(self, ctx: PhaseContext) -> NetworkState:
         plan = network_plan(cc.settings(ctx))
         namespace, workload = plan.rollout
-        running = cc.exists(ctx, "/etc/kubernetes/admin.conf") and cc.object_exists(ctx, workload, namespace)
+        running = cc.has_cluster(ctx) and cc.object_exists(ctx, workload, namespace)
         return NetworkState(plan, cc.read(ctx, plan.rendered_path), running)
 
     def plan(self, ctx: PhaseContext, state: NetworkState) -> list[Change]:
@@ -57,9 +57,8 @@ class Network(ClusterWidePhase[NetworkState]):
                                       summary=f"apply pinned {url.rsplit('/', 1)[-1]} ({plan.cni} {plan.version})",
                                       timeout_s=300, makes=(MAKES_IN_CLUSTER,)))
         # The CNI's DaemonSet writes its files on every node: reset reads from this which CNI is bootstrap's.
-        changes.append(Change.run(host, kubectl(f"apply -f {shlex.quote(plan.rendered_path)}"),
-                                  summary=f"apply {plan.cni} configuration", timeout_s=300,
-                                  makes=(MAKES_IN_CLUSTER, MAKES_CNI + plan.cni)))
+        changes.append(cc.apply_manifest(host, plan.rendered_path, f"apply {plan.cni} configuration", timeout_s=300,
+                                         makes=(MAKES_CNI + plan.cni,)))
         return cc.with_folders(ctx, changes)
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:

@@ -115,7 +115,7 @@ class NodeAgentAccess(ClusterWidePhase[AccessState]):
     description = "node health agent identities: per node, get/patch of its own nodes/status only"
 
     def check(self, ctx: PhaseContext) -> AccessState:
-        cluster = cc.exists(ctx, "/etc/kubernetes/admin.conf")
+        cluster = cc.has_cluster(ctx)
         identities: set[str] = set()
         tokens = read_tokens(ctx, identities) if cluster else {}
         with ctx.shared.lock:
@@ -138,8 +138,7 @@ class NodeAgentAccess(ClusterWidePhase[AccessState]):
                                   summary="node agent identities (ServiceAccount, token, role per node)")
         changes = [] if write.is_noop else [write]
         if changes or any(n not in state.tokens for n in nodes):
-            changes.append(Change.run(ctx.host.name, kubectl(f"apply -f {shlex.quote(RBAC_PATH)}"),
-                                      summary="apply the node agent identities", makes=(MAKES_IN_CLUSTER,)))
+            changes.append(cc.apply_manifest(ctx.host.name, RBAC_PATH, "apply the node agent identities"))
         # A node gone from the inventory keeps no identity: its token could patch a new node of that name.
         for gone in sorted(state.identities - set(nodes)):
             changes.append(Change.run(ctx.host.name, remove_identity_command(gone),
@@ -163,7 +162,7 @@ class NodeAgentAccess(ClusterWidePhase[AccessState]):
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
         missing = sorted(set(node_names(ctx)) - set(ctx.shared.node_agent_tokens))
-        if not missing or not cc.exists(ctx, "/etc/kubernetes/admin.conf"):
+        if not missing or not cc.has_cluster(ctx):
             return []
         return [Finding(Severity.ERROR, "NODE_AGENT_NO_TOKEN", f"no token for the node agent of {', '.join(missing)} "
                         f"(Secrets clusterctl-node-agent-NODE in {NAMESPACE} are not filled)", host=ctx.host.name,

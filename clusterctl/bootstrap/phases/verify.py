@@ -114,7 +114,7 @@ class Verify(ClusterWidePhase[VerifyState]):
     timeout_s = 1800.0
 
     def check(self, ctx: PhaseContext) -> VerifyState:
-        return VerifyState(cc.exists(ctx, "/etc/kubernetes/admin.conf") and cc.api_ready(ctx))
+        return VerifyState(cc.has_cluster(ctx) and cc.api_ready(ctx))
 
     def plan(self, ctx: PhaseContext, state: VerifyState) -> list[Change]:
         return []

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from clusterctl.nccl.versions import NcclVersion
@@ -36,6 +36,12 @@ class Candidate:
 
     def get(self, name: str) -> str | None:
         return dict(self.env).get(name)
+
+
+def valid_only(candidates: Iterable[Candidate], version: NcclVersion | None, validate: Validator | None
+               ) -> list[Candidate]:
+    """The candidates whose every setting ``validate`` accepts for ``version`` (all of them without one)."""
+    return [c for c in candidates if validate is None or all(validate(k, v, version) for k, v in c.env)]
 
 def candidate_space(
     version: NcclVersion | None,
@@ -71,10 +77,7 @@ def candidate_space(
         options += [(("NCCL_MIN_NCHANNELS", "32"),), (("NCCL_MAX_NCHANNELS", "8"),)]
     options += [(("NCCL_BUFFSIZE", str(n)),) for n in (2097152, 8388608, 16777216)]
     options += [(("NCCL_NTHREADS", "256"),)]
-    out = [Candidate(env) for env in options]
-    if validate is not None:
-        out = [c for c in out if all(validate(k, v, version) for k, v in c.env)]
-    return out
+    return valid_only((Candidate(env) for env in options), version, validate)
 
 def socket_candidates(version: NcclVersion | None, *, validate: Validator | None = None) -> list[Candidate]:
     """NCCL's TCP socket transport knobs, each pair within its limit of 64 sockets per peer.
@@ -84,13 +87,8 @@ def socket_candidates(version: NcclVersion | None, *, validate: Validator | None
     NCCL_NSOCKS_PERTHREAD itself with a warning.
     """
     pairs = [(2, 8), (4, 4), (4, 8), (8, 4), (8, 8), (16, 4)]
-    out = [
-        Candidate((("NCCL_SOCKET_NTHREADS", str(t)), ("NCCL_NSOCKS_PERTHREAD", str(k))))
-        for t, k in pairs if t * k <= 64
-    ]
-    if validate is not None:
-        out = [c for c in out if all(validate(k, v, version) for k, v in c.env)]
-    return out
+    return valid_only((Candidate((("NCCL_SOCKET_NTHREADS", str(t)), ("NCCL_NSOCKS_PERTHREAD", str(k))))
+                       for t, k in pairs if t * k <= 64), version, validate)
 
 def lint_validator() -> Validator:
     """Validity from the lint knowledge base: a value lint warns about, or NCCL's default, is not swept."""

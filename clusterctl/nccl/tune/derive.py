@@ -87,9 +87,8 @@ class Tuning:
 
 
 def sort_settings(settings: Iterable[TunedSetting]) -> tuple[TunedSetting, ...]:
-    items = list(settings)
     rank = {name: i for i, name in enumerate(SETTING_ORDER)}
-    return tuple(sorted(items, key=lambda s: (rank.get(s.name, len(rank)), s.name)))
+    return tuple(sorted(settings, key=lambda s: (rank.get(s.name, len(rank)), s.name)))
 
 
 @dataclass
@@ -539,8 +538,8 @@ def derive_settings(hosts: Sequence[TuneHost], *, nccl_version: str | None = Non
         fabric=fabrics.pop() if len(fabrics) == 1 else "mixed",
         settings=sort_settings(common.values()),
         host_overrides={h: sort_settings(o.values()) for h, o in overrides.items() if o},
-        notes=tuple(_dedupe(notes)),
-        warnings=tuple(_dedupe(warnings)),
+        notes=tuple(dict.fromkeys(notes)),
+        warnings=tuple(dict.fromkeys(warnings)),
         sweep_candidates=candidates,
         nvswitch=all(h.nvswitch for h in hosts),
         one_gpu_per_node=all(len(h.gpu_indices) == 1 for h in hosts),
@@ -556,7 +555,3 @@ def _grouped(per_host: dict[str, list[str]]) -> list[str]:
         for message in messages:
             said.setdefault(message, []).append(host)
     return [m if len(hosts) == len(per_host) else f"{compress(hosts)}: {m}" for m, hosts in said.items()]
-
-
-def _dedupe(items: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(items))

@@ -140,12 +140,18 @@ def from_host_facts(host: Host, facts: HostFacts) -> TuneHost:
         gpu_indices=tuple(d.index for d in matrix.gpus) if matrix else tuple(g.index for g in facts.gpus or ()),
         nics=nics_from_facts(facts.rdma, matrix, facts.netdev),
         netdevs=netdevs,
-        fabric=host.fabric.type,
-        expected_hcas=host.fabric.hcas,
-        expected_rate_gbps=host.fabric.rate_gbps,
-        rail_optimized=getattr(host.fabric, "rail_optimized", None),
         nvswitch=_is_nvswitch(matrix),
+        **_declared_fabric(host),
     )
+
+
+def _declared_fabric(host: Host | None) -> dict[str, Any]:
+    """What the inventory declares about the host's fabric, as ``TuneHost`` fields (none without a host)."""
+    if host is None:
+        return {}
+    fabric = host.fabric
+    return {"fabric": fabric.type, "expected_hcas": fabric.hcas, "expected_rate_gbps": fabric.rate_gbps,
+            "rail_optimized": fabric.rail_optimized}
 
 
 def _is_nvswitch(matrix: TopoMatrix | None) -> bool:
@@ -204,7 +210,6 @@ def host_from_saved(record: Mapping[str, Any], inventory_host: Host | None = Non
             )
     interfaces = {str(i["name"]): tuple(str(a) for a in i.get("ipv4") or ()) for i in record.get("interfaces") or []}
     stack = record.get("stack") or {}
-    fabric = inventory_host.fabric if inventory_host is not None else None
     return TuneHost(
         name=str(record["host"]),
         address=record.get("address") or (inventory_host.connect_address if inventory_host else None),
@@ -212,11 +217,8 @@ def host_from_saved(record: Mapping[str, Any], inventory_host: Host | None = Non
         gpu_indices=tuple(sorted(gpu_labels)),
         nics=tuple(nics),
         netdevs=merge_ipv4(netdevs, interfaces),
-        fabric=fabric.type if fabric else None,
-        expected_hcas=fabric.hcas if fabric else (),
-        expected_rate_gbps=fabric.rate_gbps if fabric else None,
-        rail_optimized=getattr(fabric, "rail_optimized", None) if fabric else None,
         nvswitch=record.get("shape") == "nvswitch",
+        **_declared_fabric(inventory_host),
     )
 
 

@@ -30,11 +30,6 @@ if TYPE_CHECKING:
 PUSH_COMMAND = "tune-nccl --push"
 
 
-def conf_change(host: str, content: str, current: bytes | None, *, path: str = CONF_PATH) -> Change:
-    return Change.write_file(host, path, content, current=current, summary=f"write tuned NCCL settings to {path}",
-                             mode=0o644, sudo=True)
-
-
 @dataclass
 class PushOptions:
     """What the push phase writes where; ``site_conflicts`` is filled per host as the phase reads the files."""
@@ -67,7 +62,8 @@ class PushNcclConf(Phase[Change, PhaseContext]):
         content, conflicts = merge_managed_block(old, options.content_for(ctx.host.name))
         if conflicts:
             options.note_conflicts(ctx.host.name, conflicts)
-        return conf_change(ctx.host.name, content, current, path=options.path)
+        return Change.write_file(ctx.host.name, options.path, content, current=current, mode=0o644, sudo=True,
+                                 summary=f"write tuned NCCL settings to {options.path}")
 
     def plan(self, ctx: PhaseContext, state: Change) -> list[Change]:
         return [state]
@@ -77,9 +73,8 @@ class PushNcclConf(Phase[Change, PhaseContext]):
         from clusterctl.nccl.tune.managed_block import merge_managed_block
 
         now = ctx.reader.get(options.path, sudo=True)
-        wanted, _ = merge_managed_block(now.decode("utf-8", errors="replace") if now is not None else None,
-                                        options.content_for(ctx.host.name))
-        if now is not None and now.decode("utf-8", errors="replace") == wanted:
+        text = now.decode("utf-8", errors="replace") if now is not None else None
+        if text is not None and text == merge_managed_block(text, options.content_for(ctx.host.name))[0]:
             return []
         return [Finding(Severity.ERROR, "NCCL_CONF_NOT_WRITTEN",
                         f"{options.path} does not hold the tuned settings after the write", host=ctx.host.name)]

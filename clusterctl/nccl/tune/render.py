@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
@@ -149,17 +148,3 @@ def conf_for_host(tuning: Tuning, sweep: SweepResult | None, host: str) -> str:
     return template.render(
         settings=settings, host=host if has_own else None, nccl_version=tuning.nccl_version, fabric=tuning.fabric
     )
-
-
-def write_files(files: dict[str, str], out_dir: str | Path) -> list[Path]:
-    """Write rendered files under ``out_dir`` (created), each through a temporary file and a rename."""
-    root = Path(out_dir)
-    written: list[Path] = []
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-        written.append(path)
-    return written

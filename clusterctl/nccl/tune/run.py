@@ -72,7 +72,8 @@ class TuneOutcome:
 
 def tune_nccl(runner: Runner, hosts: Sequence[Host], request: TuneRequest, *, inventory: Inventory) -> TuneOutcome:
     from clusterctl.nccl.tune.derive import derive_settings
-    from clusterctl.nccl.tune.render import render_files, write_files
+    from clusterctl.nccl.tune.render import render_files
+    from clusterctl.writable import write_files
 
     tune_hosts, skipped = tune_inputs(runner, hosts, request.survey)
     if not tune_hosts:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from clusterctl.errors import UsageError
 from clusterctl.nccl.grammar import PER_COLLECTIVE_SINCE
-from clusterctl.nccl.tune.candidates import TUNER_CSV_SINCE, Candidate, Validator, candidate_space
+from clusterctl.nccl.tune.candidates import TUNER_CSV_SINCE, Candidate, Validator, candidate_space, valid_only
 from clusterctl.nccl.tune.derive import TunedSetting, Tuning
 from clusterctl.nccl.tune.stats import Interval, mean_interval, welch_p_value
 from clusterctl.nccl.tune.sweep_result import SIZE_RANGES, Measure, RangeOutcome, SweepResult, range_levels
@@ -76,17 +76,10 @@ def candidates_for(tuning: Tuning, *, validate: Validator | None = None) -> list
     where GPUs reach their NIC through the CPU, the socket knobs on TCP fabrics).
     """
     version = try_parse_version(tuning.nccl_version) if tuning.nccl_version else None
-    out = candidate_space(version, validate=validate, nvswitch=tuning.nvswitch,
-                          one_gpu_per_node=tuning.one_gpu_per_node)
-    seen = {c.env for c in out}
-    for env in tuning.sweep_candidates:
-        candidate = Candidate(tuple(env))
-        if candidate.env in seen:
-            continue
-        if validate is None or all(validate(k, v, version) for k, v in candidate.env):
-            out.append(candidate)
-            seen.add(candidate.env)
-    return out
+    common = candidate_space(version, validate=validate, nvswitch=tuning.nvswitch,
+                             one_gpu_per_node=tuning.one_gpu_per_node)
+    extra = valid_only((Candidate(tuple(env)) for env in tuning.sweep_candidates), version, validate)
+    return list(dict.fromkeys([*common, *extra]))
 
 @dataclass
 class Runs:

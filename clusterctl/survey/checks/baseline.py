@@ -6,10 +6,10 @@ Asked per host, it made a 1,000-host survey quadratic in hosts.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from functools import cached_property
 from itertools import combinations
-from typing import Any
+from typing import Any, TypeVar
 
 from clusterctl.facts.model import RDMAPort
 from clusterctl.survey.checks.host import (
@@ -23,6 +23,8 @@ from clusterctl.survey.checks.host import (
     port_key,
 )
 from clusterctl.survey.topology import HostTopology
+
+T = TypeVar("T")
 
 
 class FleetBaseline:
@@ -48,14 +50,15 @@ class FleetBaseline:
             for device in (s.facts.rdma if s.facts else None) or ():
                 for port in device.ports:
                     self._ports.setdefault(port_key(device, port), []).append(port)
-        self._gpu_counts: dict[str | None, int | None] = {}
-        self._nvlinks: dict[tuple[PeerGroup, tuple[int, ...]], PairExpectation] = {}
-        self._lanes: dict[PeerGroup, int | None] = {}
-        self._pcie: dict[PeerGroup, tuple[int | None, int | None]] = {}
-        self._near_nic: dict[tuple[PeerGroup, int], bool] = {}
-        self._port_active: dict[str, bool | None] = {}
-        self._port_rate: dict[str, float | None] = {}
-        self._stack: dict[str, Any] = {}
+        #: Each value asked for so far, by what it is and whose (peer group, port, stack field...).
+        self._kept: dict[tuple[str, Hashable], Any] = {}
+
+    def _once(self, what: str, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()`` the first time (``what``, ``key``) is asked for, the kept value after."""
+        if (what, key) not in self._kept:
+            self._kept[what, key] = compute()
+        found: T = self._kept[what, key]
+        return found
 
     # --- reachability --------------------------------------------------------------
 
@@ -77,10 +80,11 @@ class FleetBaseline:
 
     def gpu_count(self, model: str | None) -> int | None:
         """The GPU count most workers with ``model`` have (all workers when the model is unknown)."""
-        if model not in self._gpu_counts:
+        def count() -> int | None:
             same_model = [s for s in self._workers if s.gpu_model == model] if model else self._workers
-            self._gpu_counts[model] = majority(s.gpu_count for s in same_model if s.gpu_count is not None)
-        return self._gpu_counts[model]
+            return majority(s.gpu_count for s in same_model if s.gpu_count is not None)
+
+        return self._once("gpu_count", model, count)
 
     def hardware_peers(self, state: SurveyedHost) -> list[SurveyedHost]:
         """Hosts with the same GPU model and count (``state`` included): whose NVLink/PCIe to compare with."""
@@ -88,61 +92,51 @@ class FleetBaseline:
 
     def nvlinks(self, state: SurveyedHost, topology: HostTopology) -> PairExpectation:
         """Per GPU pair, the NVLink count of most hardware peers whose GPUs are numbered alike."""
-        key = (peer_group(state), topology.gpu_indices)
-        if key not in self._nvlinks:
+        def expectation() -> PairExpectation:
             peers = [p.topology for p in self.hardware_peers(state)
                      if p.topology is not None and p.topology.gpu_indices == topology.gpu_indices]
-            self._nvlinks[key] = {(a, b): majority(p.nvlinks(a, b) for p in peers)
-                                  for a, b in combinations(topology.gpu_indices, 2)}
-        return self._nvlinks[key]
+            return {(a, b): majority(p.nvlinks(a, b) for p in peers) for a, b in combinations(topology.gpu_indices, 2)}
+
+        return self._once("nvlinks", (peer_group(state), topology.gpu_indices), expectation)
 
     def active_lanes(self, state: SurveyedHost) -> int | None:
         """The active NVLink lane count per GPU of most GPUs on hardware peers."""
-        key = peer_group(state)
-        if key not in self._lanes:
-            self._lanes[key] = majority(active_lanes(status) for p in self.hardware_peers(state)
-                                        if p.facts and p.facts.nvlink for status in p.facts.nvlink)
-        return self._lanes[key]
+        return self._once("lanes", peer_group(state), lambda: majority(
+            active_lanes(status) for p in self.hardware_peers(state) if p.facts and p.facts.nvlink
+            for status in p.facts.nvlink))
 
     def pcie(self, state: SurveyedHost) -> tuple[int | None, int | None]:
         """PCIe (width, generation) most GPUs of the hardware peers run at."""
-        key = peer_group(state)
-        if key not in self._pcie:
+        def width_and_generation() -> tuple[int | None, int | None]:
             gpus = [g for p in self.hardware_peers(state) for g in p.gpus or ()]
-            self._pcie[key] = (majority((g.pcie_width_current for g in gpus if g.pcie_width_current), minimum=2),
-                               majority((g.pcie_gen_current for g in gpus if g.pcie_gen_current), minimum=2))
-        return self._pcie[key]
+            return (majority((g.pcie_width_current for g in gpus if g.pcie_width_current), minimum=2),
+                    majority((g.pcie_gen_current for g in gpus if g.pcie_gen_current), minimum=2))
+
+        return self._once("pcie", peer_group(state), width_and_generation)
 
     def peers_have_near_nic(self, state: SurveyedHost, gpu_index: int) -> bool:
         """Whether most hardware peers have a NIC on the PCIe switch of GPU ``gpu_index``."""
-        key = (peer_group(state), gpu_index)
-        if key not in self._near_nic:
-            self._near_nic[key] = majority(gpu_has_near_nic(p.topology, gpu_index)
-                                           for p in self.hardware_peers(state) if p.topology) is True
-        return self._near_nic[key]
+        return self._once("near_nic", (peer_group(state), gpu_index), lambda: majority(
+            gpu_has_near_nic(p.topology, gpu_index) for p in self.hardware_peers(state) if p.topology) is True)
 
     # --- NICs ----------------------------------------------------------------------
 
     def port_active(self, key: str) -> bool | None:
         """Whether the port ``key`` (``mlx5_0/1``) is active on most hosts that have it."""
-        if key not in self._port_active:
-            self._port_active[key] = majority(p.state == "PORT_ACTIVE" for p in self._ports.get(key, []))
-        return self._port_active[key]
+        return self._once("port_active", key,
+                          lambda: majority(p.state == "PORT_ACTIVE" for p in self._ports.get(key, [])))
 
     def port_rate(self, key: str) -> float | None:
         """The rate the port ``key`` runs at on most hosts where it is active."""
-        if key not in self._port_rate:
-            self._port_rate[key] = majority(p.rate_gbps for p in self._ports.get(key, [])
-                                            if p.rate_gbps is not None and p.state == "PORT_ACTIVE")
-        return self._port_rate[key]
+        return self._once("port_rate", key, lambda: majority(
+            p.rate_gbps for p in self._ports.get(key, []) if p.rate_gbps is not None and p.state == "PORT_ACTIVE"))
 
     # --- software stack ------------------------------------------------------------
 
     def stack_value(self, attribute: str) -> Any:
         """The value of the ``SoftwareStack`` field most hosts that report it share."""
-        if attribute not in self._stack:
+        def value() -> Any:
             stacks = [s.facts.stack for s in self.reachable if s.facts is not None and s.facts.stack is not None]
-            self._stack[attribute] = majority(getattr(s, attribute) for s in stacks if getattr(s, attribute))
-        return self._stack[attribute]
+            return majority(getattr(s, attribute) for s in stacks if getattr(s, attribute))
 
-
+        return self._once("stack", attribute, value)

@@ -1,4 +1,5 @@
-"""Certificates made for a test: a CA, the receiver's server certificate and a client certificate.
+"""Certificates made for a test: a CA, a server certificate (the receiver's, the Redfish emulator's) and a
+client certificate.
 
 Made with ``cryptography`` (the library paramiko already brings) as an operator's CA would make
 them: the server certificate names ``127.0.0.1``, ``::1`` and ``localhost`` in its subject
@@ -45,7 +46,8 @@ def _issue(folder: Path, name: str, subject: str, ca_key: ec.EllipticCurvePrivat
                .public_key(key.public_key()).serial_number(x509.random_serial_number())
                .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
                .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-               .add_extension(x509.ExtendedKeyUsage([usage]), critical=False))
+               .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+               .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False))
     if san:
         builder = builder.add_extension(x509.SubjectAlternativeName(san), critical=False)
     cert = builder.sign(ca_key, hashes.SHA256())
@@ -66,6 +68,7 @@ def make_pki(folder: Path, ca_name: str = "test CA") -> Pki:
           .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
                                        content_commitment=False, key_encipherment=False, data_encipherment=False,
                                        key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
+          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
           .sign(ca_key, hashes.SHA256()))
     (folder / "ca.crt").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     san: list[x509.GeneralName] = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
