@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
-from clusterctl.errors import ExitCode, UsageError
+from clusterctl.errors import UsageError
 
 if TYPE_CHECKING:
     from clusterctl.bootstrap.artifacts import ArtifactList
@@ -77,9 +77,8 @@ def artifacts_command(
         payload["not_verified"] = [r.artifact.reference for r in results if r.status != "present"]
     if out:
         payload["out_files"] = [str(p) for p in written]
-    app.emit(payload, lambda: _table(app, found, results, written))
-    if results is not None and any(r.status != "present" for r in results):
-        raise typer.Exit(ExitCode.FAILED)
+    app.emit(payload, lambda: _table(app, found, results, written),
+             failed=results is not None and any(r.status != "present" for r in results))
 
 
 def write_lists(found: ArtifactList, out: str) -> list[Path]:
@@ -148,7 +147,7 @@ def _table(app: AppContext, found: ArtifactList, results: list[ProbeResult] | No
     print_table(app.console, columns, rows,
                 title=f"artifacts of cluster {found.cluster} (Kubernetes {found.kubernetes})")
     counts = {kind: len(found.of_kind(kind)) for kind in LIST_FILES}
-    app.console.print(", ".join(f"{n} {k}(s)" for k, n in counts.items()), markup=False, highlight=False)
+    app.say(", ".join(f"{n} {k}(s)" for k, n in counts.items()), soft_wrap=False)
     for note in found.notes:
         print_wrapped(app.console, f"note: {note}", 6)
     if results is not None:
@@ -164,4 +163,4 @@ def _table(app: AppContext, found: ArtifactList, results: list[ProbeResult] | No
         print_wrapped(app.console, f"{present} present, {len(missing)} missing, {len(unknown)} not verified; "
                                    f"{verdict}", 2)
     if written:
-        app.console.print(f"wrote {len(written)} file(s) under {written[0].parent}", markup=False, highlight=False)
+        app.say(f"wrote {len(written)} file(s) under {written[0].parent}", soft_wrap=False)

@@ -13,24 +13,9 @@ from clusterctl.terminal_text import one_line
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from rich.console import Console
-
     from clusterctl.bench.ib_bench import IBBenchReport
     from clusterctl.bench.model import Matrix
-    from clusterctl.findings import Finding
 
-
-def print_findings(console: Console, findings: Sequence[Finding]) -> None:
-    # Imported when a bench command prints, not when ``clusterctl --help`` starts.
-    from clusterctl.cli.findings_view import print_findings as show
-
-    show(console, findings)
-
-
-def exit_for(findings: Sequence[Finding]) -> None:
-    from clusterctl.cli.findings_view import exit_for as exit_with
-
-    exit_with(findings)
 
 bench_app = typer.Typer(
     name="bench",
@@ -110,6 +95,7 @@ def ib_command(
     from clusterctl.bench.perftest_rounds import IBOptions
     from clusterctl.bench.results import save_ib_run
     from clusterctl.changes import Gate
+    from clusterctl.cli.findings_view import exit_for, print_findings
 
     app = app_context(ctx)
     opts = IBOptions(test="ib_write_lat" if latency else "ib_write_bw", hcas=tuple(hca), size_bytes=size,
@@ -172,8 +158,8 @@ def _print_plan(app: AppContext, report: IBBenchReport) -> None:
     for index in range(1, len(report.rounds) + 1):
         app.console.print(f"round {index}:", style="bold")
         for t in (t for t in report.planned if t.round == index):
-            app.console.print(f"  {t.server.name}$ {t.server_command}", markup=False, highlight=False, soft_wrap=True)
-            app.console.print(f"  {t.client.name}$ {t.client_command}", markup=False, highlight=False, soft_wrap=True)
+            app.say(f"  {t.server.name}$ {t.server_command}")
+            app.say(f"  {t.client.name}$ {t.client_command}")
 
 
 @bench_app.command("nccl", help="""nccl-tests on each host alone, or across hosts with mpirun (--multi-node).
@@ -212,6 +198,7 @@ def nccl_command(
     from clusterctl.bench.nccl_tests import run_nccl_test
     from clusterctl.bench.payload import nccl_payload
     from clusterctl.bench.results import new_results_dir, save_nccl_run
+    from clusterctl.cli.findings_view import exit_for, print_findings
     from clusterctl.nccl.run_env import nccl_env
 
     app = app_context(ctx)
@@ -286,6 +273,7 @@ def report_command(
                                          help="Saved survey (survey --save): NIC line rates for nccl-tests logs."),
 ) -> None:
     from clusterctl.bench.logs import report_files
+    from clusterctl.cli.findings_view import exit_for, print_findings
     from clusterctl.errors import UsageError
     from clusterctl.findings import FINDINGS_SCHEMA_VERSION
 
@@ -331,7 +319,7 @@ def report_command(
     app.emit(payload, table)
     for r in reports:
         if r.error:
-            app.err_console.print(f"error: {r.error}", markup=False, highlight=False, soft_wrap=True)
+            app.say(f"error: {r.error}", err=True)
     if any(r.error for r in reports):
         raise typer.Exit(ExitCode.USAGE)
     exit_for([f for r in reports for f in r.findings])

@@ -178,20 +178,19 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
         _print_findings(app, report)
         _print_recap(app, report)
         if out:
-            app.console.print(f"wrote {len(written)} file(s) under {out}", markup=False, highlight=False)
+            app.say(f"wrote {len(written)} file(s) under {out}", soft_wrap=False)
         for note in report.notes:
-            app.console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+            app.say(f"note: {note}")
 
     payload: dict[str, Any] = report.to_json()
     if out:
         payload["out_files"] = [str(p) for p in written]
     app.emit(payload, table)
     for host, why in report.failed_hosts.items():
-        app.err_console.print(f"FAILED {host}: {one_line(why)}", markup=False, highlight=False, soft_wrap=True)
+        app.say(f"FAILED {host}: {one_line(why)}", err=True)
     if report.not_verified:
         # No host failed, but nothing says the cluster works: that is not a success.
-        app.err_console.print(f"NOT VERIFIED: {one_line(report.not_verified)}", markup=False, highlight=False,
-                              soft_wrap=True)
+        app.say(f"NOT VERIFIED: {one_line(report.not_verified)}", err=True)
     refusal = downgrade_refusal(report, inventory)
     if refusal is not None:
         raise refusal
@@ -232,7 +231,7 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
     from clusterctl.secret import mask_text
 
     console = app.console
-    console.print(f"\nPHASE [{phase.name}] {'*' * max(3, 60 - len(phase.name))}", markup=False, highlight=False)
+    app.say(f"\nPHASE [{phase.name}] {'*' * max(3, 60 - len(phase.name))}", soft_wrap=False)
     by_status: dict[str, list[str]] = {}
     for r in results:
         if r.status is Status.SKIPPED and not_needed_message(r.message):
@@ -302,11 +301,10 @@ def _print_plan(app: AppContext, phase: Phase[Any, Any], results: list[HostPhase
             lines.append(text.rstrip("\n"))
         groups.setdefault(tuple(lines), []).append(r.host)
     for block, hosts in groups.items():
-        app.console.print(f"--- {compress(hosts)} [{phase.name}]: {len(block)} change(s)", markup=False,
-                          highlight=False)
+        app.say(f"--- {compress(hosts)} [{phase.name}]: {len(block)} change(s)", soft_wrap=False)
         for text in block:
             shown = text.replace("HOST:", f"{hosts[0]}:") if len(hosts) == 1 else text
-            app.console.print(shown, markup=False, highlight=False, soft_wrap=True)
+            app.say(shown)
 
 def _print_findings(app: AppContext, report: RunReport) -> None:
     findings = report.all_findings()
@@ -344,8 +342,8 @@ def _print_recap(app: AppContext, report: RunReport) -> None:
     app.console.print(table)
     for host, counts in report.host_counts().items():
         parts = " ".join(f"{s.value}={counts[s]}" for s in Status)
-        app.console.print(f"{host:<20} : {parts}", markup=False, highlight=False)
+        app.say(f"{host:<20} : {parts}", soft_wrap=False)
     if report.applied and not report.changed and report.ok:
-        app.console.print("nothing changed: every host was already as wanted", markup=False, highlight=False)
+        app.say("nothing changed: every host was already as wanted", soft_wrap=False)
     elif report.ok and not report.applied and not any(r.changes for r in report.results):
-        app.console.print("nothing to do: every host is already as wanted", markup=False, highlight=False)
+        app.say("nothing to do: every host is already as wanted", soft_wrap=False)

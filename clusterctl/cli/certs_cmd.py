@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from clusterctl.cli.context import STATE_DIR, AppContext, app_context
-from clusterctl.errors import ExitCode, UsageError
+from clusterctl.errors import UsageError
 
 HELP = """\
 Check and renew the certificates kubeadm manages on every control plane.
@@ -44,9 +44,8 @@ def certs_check(
     app = app_context(ctx)
     with app.runner() as runner:
         report = check(runner, app.inventory(), list(app.hosts()), warn_days=warn_days)
-    app.emit(report.to_json(), lambda: _print_check(app, report))
-    if any(f.severity is Severity.ERROR for f in report.findings):
-        raise typer.Exit(ExitCode.FAILED)
+    app.emit(report.to_json(), lambda: _print_check(app, report),
+             failed=any(f.severity is Severity.ERROR for f in report.findings))
 
 
 def _print_check(app: AppContext, report: object) -> None:
@@ -105,23 +104,18 @@ def certs_renew(
 
     def table() -> None:
         for row in hosts:
-            app.console.print(f"{row['host']}: {row['status']}" + (f": {row['message']}" if row.get("message") else "")
-                              + (f" (soonest certificate: {row['soonest_days_left']} days left)"
-                                 if row.get("soonest_days_left") is not None else ""), markup=False, highlight=False,
-                              soft_wrap=True)
+            app.say(f"{row['host']}: {row['status']}" + (f": {row['message']}" if row.get("message") else "")
+                    + (f" (soonest certificate: {row['soonest_days_left']} days left)"
+                       if row.get("soonest_days_left") is not None else ""))
             if dry_run:
                 for change in row["changes"]:
-                    app.console.print(f"    $ {mask_text(change['command'])}", markup=False, highlight=False,
-                                      soft_wrap=True)
+                    app.say(f"    $ {mask_text(change['command'])}")
                 for wait_for in row["waits"]:
-                    app.console.print(f"    (wait: {mask_text(wait_for)})", markup=False, highlight=False,
-                                      soft_wrap=True)
+                    app.say(f"    (wait: {mask_text(wait_for)})")
         for note in report.notes:
-            app.console.print(f"note: {mask_text(note)}", markup=False, highlight=False, soft_wrap=True)
+            app.say(f"note: {mask_text(note)}")
         if dry_run:
-            app.console.print("PLAN (nothing was changed)", markup=False, highlight=False)
+            app.say("PLAN (nothing was changed)", soft_wrap=False)
 
     app.emit({"dry_run": dry_run, "hosts": hosts, "undo_journal": report.undo_journal, "run": report.to_json()},
-             table)
-    if not report.ok:
-        raise typer.Exit(ExitCode.FAILED)
+             table, failed=not report.ok)

@@ -31,7 +31,7 @@ def print_records(app: AppContext, records: Sequence[GateRecord], *, diffs: bool
     for record in records:
         diff = record.change.diff() if diffs and not record.applied and record.changed else ""
         shown = visible(diff.rstrip("\n") or record_line(record))
-        app.console.print(shown, markup=False, highlight=False, soft_wrap=True)
+        app.say(shown)
 
 
 def print_gate_outcomes(app: AppContext, fleet: FleetResult[GateRecord]) -> None:
@@ -39,7 +39,7 @@ def print_gate_outcomes(app: AppContext, fleet: FleetResult[GateRecord]) -> None
     for outcome in fleet.outcomes:
         if outcome.failure is not None or outcome.value is None:
             reason = outcome.failure.describe() if outcome.failure else "no result"
-            app.console.print(f"{outcome.host.name}: failed: {reason}", markup=False, highlight=False)
+            app.say(f"{outcome.host.name}: failed: {reason}", soft_wrap=False)
             continue
         print_records(app, [outcome.value])
 
@@ -49,4 +49,4 @@ NOTHING_CHANGED = "dry run: nothing was changed"
 
 
 def say_nothing_changed(app: AppContext) -> None:
-    app.console.print(NOTHING_CHANGED, markup=False, highlight=False)
+    app.say(NOTHING_CHANGED, soft_wrap=False)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from clusterctl.errors import UsageError
+from clusterctl.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -127,8 +127,7 @@ class AppContext:
         from clusterctl.wording import seconds
 
         step = f" ({label})" if label else ""
-        self.err_console.print(f"still waiting{step} after {seconds(waited_s)} for {compress(hosts)}",
-                               markup=False, highlight=False, soft_wrap=True)
+        self.say(f"still waiting{step} after {seconds(waited_s)} for {compress(hosts)}", err=True)
 
     def secrets(self) -> dict[str, Any]:
         """The sudo password and login secrets, asked for once per run (see ``cli.credentials``)."""
@@ -144,14 +143,23 @@ class AppContext:
 
     # -- output -----------------------------------------------------------------------
 
-    def emit(self, payload: Any, render_table: Callable[[], None]) -> None:
-        """Print ``payload`` as JSON/YAML, or call ``render_table`` for the human view."""
+    def emit(self, payload: Any, render_table: Callable[[], None], *, failed: bool = False) -> None:
+        """Print ``payload`` as JSON/YAML, or call ``render_table`` for the human view; then, when
+        ``failed`` (a host, check or item failed), exit 1: the output is printed either way."""
         from clusterctl.cli.output import dump
 
         if self.machine_output:
             sys.stdout.write(dump(payload, self.output.value))
         else:
             render_table()
+        if failed:
+            raise typer.Exit(ExitCode.FAILED)
+
+    def say(self, text: str, *, err: bool = False, soft_wrap: bool = True) -> None:
+        """Print ``text`` on stdout (``err``: stderr) as text, never markup: a '[host]' or a '[/]' that
+        came from a host stays as it is. One line however long (a path or command copies whole),
+        unless ``soft_wrap`` is False: then wrapped at the console's width."""
+        (self.err_console if err else self.console).print(text, markup=False, highlight=False, soft_wrap=soft_wrap)
 
     def warn(self, message: str) -> None:
         from rich.text import Text

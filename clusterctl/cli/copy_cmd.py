@@ -74,8 +74,7 @@ def copy_command(
         if dry_run:
             say_nothing_changed(app)
         if journal:
-            app.err_console.print(f"undo with: clusterctl undo {journal}", markup=False, highlight=False,
-                                  soft_wrap=True)
+            app.say(f"undo with: clusterctl undo {journal}", err=True)
         print_failures(app, fleet)
 
     app.emit({"source": source, "dest": remote_path(source, dest), "dry_run": dry_run, "hosts": records,

@@ -106,8 +106,8 @@ def _survey(app: AppContext, path: str | None) -> SavedSurvey:
         report = run_survey(runner, hosts, inventory=app.inventory().name)
     for host in report.hosts:
         if host.state.facts is None:
-            app.err_console.print(f"warning: {host.state.name} was not reached; its GPUs are left out of the "
-                                  "dashboards' NVLink and pool panels", markup=False, highlight=False)
+            app.say(f"warning: {host.state.name} was not reached; its GPUs are left out of the "
+                    "dashboards' NVLink and pool panels", err=True, soft_wrap=False)
     return survey_from_json(report_to_json(report))
 
 
@@ -137,6 +137,6 @@ def _table(app: AppContext, inputs: DashboardInputs, rendered: Rendered, written
         table.add_row(f"{stem}.json", "; ".join(panels))
     app.console.print(table)
     for path in written:
-        app.console.print(f"wrote {path}", markup=False, highlight=False)
+        app.say(f"wrote {path}", soft_wrap=False)
     if not written:
-        app.console.print("(nothing written: add --out DIR)", markup=False, highlight=False)
+        app.say("(nothing written: add --out DIR)", soft_wrap=False)

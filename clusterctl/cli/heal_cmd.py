@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.errors import ExitCode
 
 HEAL_HELP = """\
 Run the escalation chain on quarantined hosts until one step makes them healthy, then bring them
@@ -58,25 +57,20 @@ def heal_command(
     payload = {"dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
 
     def human() -> None:
-        def say(text: str) -> None:
-            app.console.print(text, markup=False, highlight=False, soft_wrap=True)
-
         for r in results:
             if r.chain or r.outcome == "planned":
-                say(f"{r.host}: chain: {' -> '.join([*r.chain, 'needs hardware'])} ({r.chain_reason})")
+                app.say(f"{r.host}: chain: {' -> '.join([*r.chain, 'needs hardware'])} ({r.chain_reason})")
             for step in r.steps:
                 verb = "would " if dry_run else ""
                 for line in step.changes:
-                    say(f"{r.host}: {step.step}: {verb}{line}")
-                say(f"{r.host}: {step.step}: {step.result}{': ' + step.detail if step.detail else ''}")
-            say(f"{r.host}: {r.outcome.upper()}: {r.detail}")
+                    app.say(f"{r.host}: {step.step}: {verb}{line}")
+                app.say(f"{r.host}: {step.step}: {step.result}{': ' + step.detail if step.detail else ''}")
+            app.say(f"{r.host}: {r.outcome.upper()}: {r.detail}")
             if r.report:
-                say(r.report)
+                app.say(r.report)
         if dry_run:
-            say("dry run: nothing was changed")
+            app.say("dry run: nothing was changed")
         elif journal:
-            say(f"undo with: clusterctl undo {journal}")
+            app.say(f"undo with: clusterctl undo {journal}")
 
-    app.emit(payload, human)
-    if not all(r.ok for r in results):
-        raise typer.Exit(int(ExitCode.FAILED))
+    app.emit(payload, human, failed=not all(r.ok for r in results))

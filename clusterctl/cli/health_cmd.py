@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
-from clusterctl.errors import ExitCode
 
 if TYPE_CHECKING:
     from clusterctl.health.model import HealthReport
@@ -130,10 +129,9 @@ def health_command(
     with app.runner() as runner:
         report = run_health(hosts, runner, options, inventory=inventory.name, cluster=inventory)
         if quarantine:
-            from clusterctl.cli.quarantine_cmd import apply_health_policy
+            from clusterctl.quarantine.auto import run_policy
 
-            policy = apply_health_policy(app, runner, report.hosts, apply=not dry_run,
-                                         max_unavailable=max_unavailable)
+            policy = run_policy(runner, inventory, report.hosts, apply=not dry_run, max_unavailable=max_unavailable)
     finish(app, report, save=save, policy=policy)
 
 
@@ -164,9 +162,7 @@ def finish(app: AppContext, report: HealthReport, *, save: str | None = None,
             app.console.print()
             print_policy(app, policy[0], dry_run=not policy[0].applied, journal=policy[1])
 
-    app.emit(payload, human)
-    if not report.ok:
-        raise typer.Exit(ExitCode.FAILED)
+    app.emit(payload, human, failed=not report.ok)
 
 
 @health_app.command("compare", help="""What got worse between two saved health runs, host by host.
@@ -196,9 +192,7 @@ def compare_command(
 
         print_findings(app.console, changes, empty="Nothing got worse.")
 
-    app.emit({"before": first, "after": second, "worse": [c.to_json() for c in changes]}, human)
-    if changes:
-        raise typer.Exit(ExitCode.FAILED)
+    app.emit({"before": first, "after": second, "worse": [c.to_json() for c in changes]}, human, failed=bool(changes))
 
 
 @health_app.command("read", help="""Judge saved or pasted tool outputs, without reaching any host.
@@ -257,12 +251,11 @@ def slurm_check(app: AppContext, *, local: bool, deadline: float, since: str, no
             stream = app.err_console if check.exit_code else app.console
             stream.print(one_line(check.message), markup=False, highlight=False)
             if check.action not in ("none",):
-                app.console.print(f"{check.node}: slurm: {check.action}", markup=False, highlight=False)
+                app.say(f"{check.node}: slurm: {check.action}", soft_wrap=False)
             for problem in check.problems:
-                app.err_console.print(f"ERROR: clusterctl: {one_line(problem)}", markup=False, highlight=False)
+                app.say(f"ERROR: clusterctl: {one_line(problem)}", err=True, soft_wrap=False)
         for host, why in failures.items():
-            app.err_console.print(f"ERROR: clusterctl: {host}: {one_line(why)}", markup=False, highlight=False)
+            app.say(f"ERROR: clusterctl: {host}: {one_line(why)}", err=True, soft_wrap=False)
 
-    app.emit({"checks": [c.to_json() for c in checks], "failed_hosts": failures}, human)
-    if failures or any(c.exit_code for c in checks):
-        raise typer.Exit(ExitCode.FAILED)
+    app.emit({"checks": [c.to_json() for c in checks], "failed_hosts": failures}, human,
+             failed=bool(failures) or any(c.exit_code for c in checks))

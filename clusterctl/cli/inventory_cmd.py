@@ -96,8 +96,8 @@ def check(ctx: typer.Context) -> None:
     def table() -> None:
         for w in warnings:
             app.warn(w)
-        app.console.print(f"{inventory.source}: {plural(len(inventory.hosts), 'host')}, "
-                          f"{plural(len(warnings), 'warning')}", markup=False, highlight=False)
+        app.say(f"{inventory.source}: {plural(len(inventory.hosts), 'host')}, {plural(len(warnings), 'warning')}",
+                soft_wrap=False)
 
     app.emit({"source": inventory.source, "hosts": len(inventory.hosts), "warnings": warnings}, table)
     if warnings and app.machine_output:

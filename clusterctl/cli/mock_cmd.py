@@ -66,9 +66,8 @@ def reset(ctx: typer.Context) -> None:
         app.warn("no mock hosts among the selected hosts: nothing to reset")
         return
     removed = reset_state(hosts, whole_cluster=app.limit is None)
-    app.emit({"removed": removed}, lambda: app.console.print(
-        "\n".join(f"removed {path}" for path in removed) or "nothing to reset: no state was kept yet",
-        markup=False, highlight=False))
+    app.emit({"removed": removed}, lambda: app.say(
+        "\n".join(f"removed {path}" for path in removed) or "nothing to reset: no state was kept yet", soft_wrap=False))
 
 
 @mock_app.command("set", help="""Set state values on the selected mock hosts: what their profiles' rules
@@ -96,9 +95,8 @@ def set_values(
     changed = set_state(app.hosts(), values)
     if not changed:
         app.warn("no mock hosts among the selected hosts: nothing set")
-    app.emit({"hosts": changed, "values": values}, lambda: app.console.print(
-        "\n".join(f"{h}: " + ", ".join(f"{k}={v}" for k, v in values.items()) for h in changed), markup=False,
-        highlight=False))
+    app.emit({"hosts": changed, "values": values}, lambda: app.say(
+        "\n".join(f"{h}: " + ", ".join(f"{k}={v}" for k, v in values.items()) for h in changed), soft_wrap=False))
 
 
 @mock_app.command("timers", help="""Fire the systemd timers active on the selected mock hosts, once.
@@ -129,16 +127,13 @@ def timers(ctx: typer.Context) -> None:
 
     def table() -> None:
         for item in results:
-            app.console.print(f"{item['host']}: {item['service']} exited {item['exit_code']}", markup=False,
-                              highlight=False)
+            app.say(f"{item['host']}: {item['service']} exited {item['exit_code']}", soft_wrap=False)
             for line in str(item["output"]).splitlines()[-5:]:
-                app.console.print("  " + visible(line), markup=False, highlight=False)
+                app.say("  " + visible(line), soft_wrap=False)
         if not results:
             app.warn("no active timers on the selected mock hosts")
 
-    app.emit({"runs": results}, table)
-    if any(item["exit_code"] for item in results):
-        raise typer.Exit(1)
+    app.emit({"runs": results}, table, failed=any(item["exit_code"] for item in results))
 
 
 def _start_service(host: object, state: object, argv: list[str]) -> tuple[int, str]:

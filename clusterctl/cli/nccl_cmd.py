@@ -121,12 +121,11 @@ def lint_command(
 
     def human() -> None:
         print_findings(app.console, findings, empty="No problems found.")
-        app.console.print(f"{plural(len(settings), 'NCCL setting')} checked: {summary_line(findings)}", markup=False,
-                          highlight=False)
+        app.say(f"{plural(len(settings), 'NCCL setting')} checked: {summary_line(findings)}", soft_wrap=False)
 
     app.emit(payload, human)
     for message in unreadable:
-        app.err_console.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+        app.say(f"error: {message}", err=True)
     if unreadable:
         # One unreadable input is a usage error (exit 2), after the others were still checked.
         raise typer.Exit(int(ExitCode.USAGE))

@@ -1,12 +1,8 @@
-"""Turning results into JSON/YAML and into the small rich pieces every command shares."""
+"""Turning results into JSON or YAML text (``-o json|yaml``)."""
 
 from __future__ import annotations
 
 from typing import Any
-
-from clusterctl.wording import plural
-
-__all__ = ["SEVERITY_STYLE", "dump", "plural"]
 
 
 def dump(payload: Any, fmt: str) -> str:
@@ -22,6 +18,3 @@ def dump(payload: Any, fmt: str) -> str:
     import yaml
 
     return mask_text(str(yaml.safe_dump(plain, sort_keys=False, default_flow_style=False, allow_unicode=True)))
-
-
-SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan", "ok": "green"}

@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.errors import ExitCode
 
 POWER_HELP = """\
 Read or change hosts' power through their BMCs over Redfish (the inventory's 'bmc:' section:
@@ -94,15 +93,13 @@ def _power(ctx: typer.Context, names: list[str], verb: str, *, dry_run: bool, ye
         for r in results:
             if action is not PowerAction.STATUS:
                 for line in r.done:
-                    app.console.print(f"{r.host}: {line}", markup=False, highlight=False, soft_wrap=True)
+                    app.say(f"{r.host}: {line}")
                 if r.after:
-                    app.console.print(f"{r.host}: power {r.after} ({r.seconds:.1f} s)" if r.seconds is not None
-                                      else f"{r.host}: power {r.after}", markup=False, highlight=False)
+                    app.say(f"{r.host}: power {r.after} ({r.seconds:.1f} s)" if r.seconds is not None
+                            else f"{r.host}: power {r.after}", soft_wrap=False)
             if r.error:
-                app.console.print(f"FAILED {r.host}: {r.error}", markup=False, highlight=False, soft_wrap=True)
+                app.say(f"FAILED {r.host}: {r.error}")
         if dry_run and action is not PowerAction.STATUS:
-            app.console.print("dry run: nothing was changed", markup=False, highlight=False)
+            app.say("dry run: nothing was changed", soft_wrap=False)
 
-    app.emit(payload, human)
-    if not all(r.ok for r in results):
-        raise typer.Exit(int(ExitCode.FAILED))
+    app.emit(payload, human, failed=not all(r.ok for r in results))

@@ -8,13 +8,11 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
-from clusterctl.errors import ExitCode, UsageError
+from clusterctl.cli.quarantine_view import print_host_status, print_quarantine, print_release, print_status
+from clusterctl.errors import UsageError
 
 if TYPE_CHECKING:
-    from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host
-    from clusterctl.quarantine.auto import PolicyRun
-    from clusterctl.quarantine.policy import HostVerdict
 
 QUARANTINE_HELP = """\
 Take hosts out of service: taint their nodes clusterctl.dev/unhealthy=CODE:NoSchedule, cordon
@@ -120,15 +118,8 @@ def quarantine_command(
     with app.runner() as runner:
         results, journal = quarantine(runner, app.inventory(), targets, request, apply=not dry_run)
     payload = {"dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
-
-    def human() -> None:
-        from clusterctl.cli.quarantine_view import print_quarantine
-
-        print_quarantine(app, results, dry_run=dry_run, journal=journal)
-
-    app.emit(payload, human)
-    if not all(r.ok for r in results):
-        raise typer.Exit(int(ExitCode.FAILED))
+    app.emit(payload, lambda: print_quarantine(app, results, dry_run=dry_run, journal=journal),
+             failed=not all(r.ok for r in results))
 
 
 def release_command(
@@ -162,15 +153,8 @@ def release_command(
                                                                                           app.inventory().hosts))
     payload = {"dry_run": dry_run, "journal": journal, "checks_skipped": skip_checks,
                "hosts": [r.to_json() for r in results]}
-
-    def human() -> None:
-        from clusterctl.cli.quarantine_view import print_release
-
-        print_release(app, results, dry_run=dry_run, journal=journal, skipped=skip_checks)
-
-    app.emit(payload, human)
-    if not all(r.ok for r in results):
-        raise typer.Exit(int(ExitCode.FAILED))
+    app.emit(payload, lambda: print_release(app, results, dry_run=dry_run, journal=journal, skipped=skip_checks),
+             failed=not all(r.ok for r in results))
 
 
 def status_command(
@@ -186,29 +170,8 @@ def status_command(
 
         with app.runner() as runner:
             found = hosts_status(runner, app.inventory(), named_hosts(app, hosts))
-
-        def detail() -> None:
-            from clusterctl.cli.quarantine_view import print_host_status
-
-            print_host_status(app, found)
-
-        app.emit({"hosts": [h.to_json() for h in found]}, detail)
+        app.emit({"hosts": [h.to_json() for h in found]}, lambda: print_host_status(app, found))
         return
     with app.runner() as runner:
         nodes = quarantined_nodes(runner, app.inventory())
-
-    def human() -> None:
-        from clusterctl.cli.quarantine_view import print_status
-
-        print_status(app, nodes)
-
-    app.emit({"quarantined": [n.to_json() for n in nodes]}, human)
-
-
-def apply_health_policy(app: AppContext, runner: Runner, verdicts: Sequence[HostVerdict], *, apply: bool,
-                        max_unavailable: str | None) -> tuple[PolicyRun, str | None]:
-    """``health --quarantine``: decide per host, then quarantine (only plan with --dry-run); the run and
-    its undo journal. Print it with ``quarantine_view.print_policy``."""
-    from clusterctl.quarantine.auto import run_policy
-
-    return run_policy(runner, app.inventory(), verdicts, apply=apply, max_unavailable=max_unavailable)
+    app.emit({"quarantined": [n.to_json() for n in nodes]}, lambda: print_status(app, nodes))

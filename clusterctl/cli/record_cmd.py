@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.errors import ExitCode, UsageError
+from clusterctl.errors import UsageError
 
 
 def register(app: typer.Typer) -> None:
@@ -54,10 +54,8 @@ def record_command(
         # The replay command is copied: on a line of its own, never broken.
         print_wrapped(app.console, f"recorded {len(report.hosts)} host(s) into {report.out} "
                                    f"({len(report.commands)} commands each); replay with:", 2)
-        app.console.print(f"  {replay}", markup=False, highlight=False, soft_wrap=True)
+        app.say(f"  {replay}")
         for host, why in report.failed.items():
             print_wrapped(app.console, f"FAILED {host}: {one_line(why)}", 4)
 
-    app.emit(report.to_json(), table)
-    if report.failed:
-        raise typer.Exit(int(ExitCode.FAILED))
+    app.emit(report.to_json(), table, failed=bool(report.failed))

@@ -51,7 +51,7 @@ def remove_node_command(
         report = remove_node(inventory, host, runner, apply=not dry_run, drain_timeout_s=drain_timeout)
     app.emit(report.to_json(), lambda: _print(app, report))
     if report.failed:
-        app.err_console.print(f"FAILED {host}: {report.failed}", markup=False, highlight=False, soft_wrap=True)
+        app.say(f"FAILED {host}: {report.failed}", err=True)
         raise typer.Exit(ExitCode.FAILED)
 
 
@@ -62,7 +62,7 @@ def _print(app: AppContext, report: object) -> None:
     assert isinstance(report, RemovalReport)
 
     def say(text: str) -> None:
-        app.console.print(mask_text(text), markup=False, highlight=False, soft_wrap=True)
+        app.say(mask_text(text))
 
     kind = "control plane" if report.control_plane else "worker"
     say(f"remove {report.host} ({kind}) through {report.via}" + (f"; etcd: {report.etcd}" if report.etcd else ""))

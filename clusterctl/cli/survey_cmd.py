@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
-from clusterctl.errors import ExitCode, UsageError
+from clusterctl.errors import UsageError
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
@@ -103,7 +103,7 @@ def finish(app: AppContext, report: SurveyReport, *, head: Callable[[], None], s
         from clusterctl.survey.graph import write_report_graphs
 
         for files in write_report_graphs(graph, report):
-            app.err_console.print(files.describe(), markup=False, highlight=False)
+            app.say(files.describe(), err=True, soft_wrap=False)
 
     def human() -> None:
         head()
@@ -117,9 +117,7 @@ def finish(app: AppContext, report: SurveyReport, *, head: Callable[[], None], s
 
         print_wrapped(app.console, exit_summary(report), 2)
 
-    app.emit(payload, human)
-    if not report.ok:
-        raise typer.Exit(ExitCode.FAILED)
+    app.emit(payload, human, failed=not report.ok)
 
 
 def exit_summary(report: SurveyReport) -> str:

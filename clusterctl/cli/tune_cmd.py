@@ -94,7 +94,10 @@ def tune_nccl_command(
         parse_version(nccl_version)  # the same rule as nccl lint: 'banana' is a usage error
     app = app_context(ctx)
     if push and not dry_run:
-        _confirm_push(app, yes)
+        from clusterctl.cli.confirm import confirm_change
+
+        confirm_change("write /etc/nccl.conf", [h.name for h in app.hosts()], yes=yes,
+                       preview="clusterctl tune-nccl --push --dry-run")
     request = TuneRequest(survey=survey, bench=bench, sweep=sweep, budget=budget, repeats=repeats, fmt=fmt, out=out,
                           push=push, dry_run=dry_run, force_unlock=force_unlock, nccl_version=nccl_version,
                           namespace=namespace, collectives=tuple(dict.fromkeys(collectives)))
@@ -110,14 +113,6 @@ def tune_nccl_command(
     if outcome.lint_errors:
         # The files just rendered fail clusterctl's own lint: say so in the exit status too.
         raise typer.Exit(ExitCode.FAILED)
-
-
-def _confirm_push(app: AppContext, yes: bool) -> None:
-    """A push changes every selected host: the one confirmation rule (``cli/confirm.py``)."""
-    from clusterctl.cli.confirm import confirm_change
-
-    confirm_change("write /etc/nccl.conf", [h.name for h in app.hosts()], yes=yes,
-                   preview="clusterctl tune-nccl --push --dry-run")
 
 
 def _payload(outcome: TuneOutcome) -> dict[str, Any]:
@@ -183,9 +178,9 @@ def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | Non
     elif not pushed:
         for name, text in files.items():
             if len(files) > 1:
-                console.print(f"--- {name}", markup=False, highlight=False)
+                app.say(f"--- {name}", soft_wrap=False)
             # A file's lines as they are (soft_wrap: never broken mid-path, so a copy-paste works).
-            console.print(text.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
+            app.say(text.rstrip("\n"))
     if pushed is not None:
         from clusterctl.cli.changes_view import print_gate_outcomes
 
@@ -197,8 +192,7 @@ def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | Non
 
             say_nothing_changed(app)
         if outcome.undo_journal is not None:
-            console.print(f"undo with: clusterctl undo {outcome.undo_journal}", markup=False, highlight=False,
-                          soft_wrap=True)
+            app.say(f"undo with: clusterctl undo {outcome.undo_journal}")
 
 
 def _print_sweep(app: AppContext, measured: SweepResult) -> None:

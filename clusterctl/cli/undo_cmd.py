@@ -80,17 +80,15 @@ def undo_command(
 
         for outcome in fleet.outcomes:
             for line in outcome.value or []:
-                app.console.print(f"{outcome.host.name}: {one_line(line)}", markup=False, highlight=False)
+                app.say(f"{outcome.host.name}: {one_line(line)}", soft_wrap=False)
         if dry_run:
             from clusterctl.cli.changes_view import say_nothing_changed
 
             say_nothing_changed(app)
         print_failures(app, fleet)
 
-    app.emit(payload, human)
-    if not fleet.ok or any(line.startswith(("failed", "cannot", "refused")) for o in fleet.outcomes
-                           for line in o.value or []):
-        raise typer.Exit(int(ExitCode.FAILED))
+    app.emit(payload, human, failed=not fleet.ok or any(line.startswith(("failed", "cannot", "refused"))
+                                                        for o in fleet.outcomes for line in o.value or []))
 
 
 def _refuse_unhealthy_returns(app: AppContext, records: list[GateRecord], journal: str) -> None:
@@ -104,9 +102,7 @@ def _refuse_unhealthy_returns(app: AppContext, records: list[GateRecord], journa
     if not refused:
         return
     for node, why in refused.items():
-        app.err_console.print(f"REFUSED {node}: stays quarantined: {one_line('; '.join(why))}", markup=False,
-                              highlight=False, soft_wrap=True)
-    app.err_console.print(f"nothing was undone: undoing {journal} would return these nodes to service, and they "
-                          "fail release's checks. Fix what the checks name, or pass --skip-checks when you know "
-                          "better.", markup=False, highlight=False, soft_wrap=True)
+        app.say(f"REFUSED {node}: stays quarantined: {one_line('; '.join(why))}", err=True)
+    app.say(f"nothing was undone: undoing {journal} would return these nodes to service, and they fail release's "
+            "checks. Fix what the checks name, or pass --skip-checks when you know better.", err=True)
     raise typer.Exit(int(ExitCode.FAILED))

@@ -151,7 +151,7 @@ def _execute(app: AppContext, args: UpgradeArgs) -> None:
         report = upgrade(inventory, hosts, runner, request, on_phase=show)
     app.emit(report.to_json(), lambda: _print_report(app, report))
     if not report.ok:  # a node that failed, in a plan too (it cannot be read, a phase's check refuses)
-        app.err_console.print(f"STOPPED: {report.stopped}", markup=False, highlight=False, soft_wrap=True)
+        app.say(f"STOPPED: {report.stopped}", err=True)
         raise typer.Exit(ExitCode.FAILED)
 
 
@@ -181,10 +181,8 @@ def _print_report(app: AppContext, report: UpgradeReport) -> None:
     from clusterctl.engine.run import not_needed_message
     from clusterctl.secret import mask_text
 
-    console = app.console
-
     def say(text: str) -> None:
-        console.print(mask_text(text), markup=False, highlight=False, soft_wrap=True)
+        app.say(mask_text(text))
 
     say(f"cluster {report.cluster}: Kubernetes {report.current} -> {report.target}")
     for f in report.findings:
