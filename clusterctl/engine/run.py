@@ -542,15 +542,17 @@ def _context(settings: RunSettings, inventory: Inventory, host: Host, reader: Ho
     return PhaseContext(host, reader, inventory, options=settings.options)
 
 
+def _unconnected(settings: RunSettings, inventory: Inventory, host: Host, what: str = "this step") -> PhaseContext:
+    """The context of a decision made before connecting (``applies_to``, ``skip_reason``, ``reads``)."""
+    return _context(settings, inventory, host, HostReader(_Unconnected(host), what=what))
+
+
 def _applicable(phases: Sequence[Phase[Any, Any]], inventory: Inventory, hosts: Sequence[Host],
                 settings: RunSettings) -> dict[str, list[Phase[Any, Any]]]:
     """Host -> the phases of the run it would run (not those for other hosts or run once elsewhere)."""
-    def ctx(host: Host) -> PhaseContext:
-        return _context(settings, inventory, host, HostReader(_Unconnected(host)))
-
     out: dict[str, list[Phase[Any, Any]]] = {h.name: [] for h in hosts}
     for phase in phases:
-        takers = [h for h in hosts if phase.applies_to(ctx(h))]
+        takers = [h for h in hosts if phase.applies_to(_unconnected(settings, inventory, h))]
         if phase.once_per_cluster:
             takers = takers[:1]
         for h in takers:
@@ -575,12 +577,7 @@ def _confirm_unchanged(runner: Runner, inventory: Inventory, hosts: Sequence[Hos
         entry = inventory.host(host)
         if record.inputs == inputs_digest(entry):
             candidates.append((entry, record))
-    from clusterctl.fanout import FleetInterrupted
-
-    try:
-        confirmed = confirm_hosts(runner, candidates)
-    except FleetInterrupted:
-        raise
+    confirmed = confirm_hosts(runner, candidates)
     if confirmed:
         from clusterctl.hostlist import compress
 
@@ -630,7 +627,7 @@ def _reads_ahead(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[P
     for host in hosts:
         if host.name not in settings.read_ahead:
             continue
-        ctx = _context(settings, inventory, host, HostReader(_Unconnected(host), what="read ahead"))
+        ctx = _unconnected(settings, inventory, host, "read ahead")
         reads = [read for phase in phases if not (phase.serial or phase.once_per_cluster) and phase.applies_to(ctx)
                  for read in phase.reads(ctx)]
         if len(reads) > 1:
@@ -657,7 +654,7 @@ def _lock_targets(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[
     control plane), and each host a phase runs on for another (``Phase.via``)."""
     names: list[str] = []
     for host in hosts:
-        ctx = _context(settings, inventory, host, HostReader(_Unconnected(host), what="lock"))
+        ctx = _unconnected(settings, inventory, host, "lock")
         changing = [p for p in phases if not p.read_only and p.applies_to(ctx)]
         ran_on = [p.via or host.name for p in changing]
         for name in ([host.name] if host.name in ran_on or not changing else []) + ran_on:
@@ -766,7 +763,7 @@ def _run_phase(
     began = time.monotonic()
 
     def unconnected(host: Host) -> PhaseContext:
-        return _context(settings, inventory, host, HostReader(_Unconnected(host), what=f"phase {phase.name}"))
+        return _unconnected(settings, inventory, host, f"phase {phase.name}")
 
     live = [h for h in hosts if h.name not in report.failed_hosts]
     first_target = None
