@@ -94,6 +94,13 @@ class AppContext:
             )
         return hosts
 
+    def this_machine(self) -> Host:
+        """``--local``: this machine over the local transport; with -i, the inventory's entry that names
+        it says what it is expected to have."""
+        from clusterctl.inventory.this_machine import this_machine
+
+        return this_machine(self.inventory() if self.inventory_path else None)
+
     # -- running ----------------------------------------------------------------------
 
     @contextmanager
