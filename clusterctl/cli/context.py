@@ -189,6 +189,10 @@ STATE_DIR = typer.Option(None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_
                          help="Where progress and undo journals are kept (default ~/.local/state/clusterctl).")
 
 
+#: ``--skip-phases`` of the commands that run the engine's phases by name (bootstrap, upgrade).
+SKIP_PHASES = typer.Option(None, "--skip-phases", metavar="A,B", help="Phases to leave out, comma-separated.")
+
+
 def app_context(ctx: typer.Context) -> AppContext:
     obj = ctx.find_root().obj
     if not isinstance(obj, AppContext):

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from clusterctl.cli.context import AppContext, app_context
+from clusterctl.cli.context import SKIP_PHASES, AppContext, app_context
 from clusterctl.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -42,7 +42,6 @@ upgrade_app = typer.Typer(help=HELP, no_args_is_help=True, rich_markup_mode=None
 
 _TO = typer.Option(None, "--to", metavar="X.Y.Z", help="Kubernetes version to reach (default: the inventory's pin).")
 _MAX = typer.Option(1, "--max-unavailable", min=1, metavar="N", help="Workers upgraded at once (control planes: one).")
-_SKIP = typer.Option(None, "--skip-phases", metavar="A,B", help="Phases to leave out, comma-separated.")
 _YES = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")
 _DRY = typer.Option(False, "--dry-run", help="The same as 'upgrade plan': touch nothing.")
 _DRAIN = typer.Option(300, "--drain-timeout", min=1, metavar="S", help="Seconds a drain may take.")
@@ -60,7 +59,7 @@ def upgrade_plan(
     ctx: typer.Context,
     to: Optional[str] = _TO,  # noqa: UP045 - typer needs Optional on 3.10
     max_unavailable: int = _MAX,
-    skip_phases: Optional[str] = _SKIP,  # noqa: UP045
+    skip_phases: Optional[str] = SKIP_PHASES,  # noqa: UP045
 ) -> None:
     from clusterctl.day2.upgrade import UpgradeRequest
 
@@ -78,7 +77,7 @@ def upgrade_apply(
     dry_run: bool = _DRY,
     drain_timeout: int = _DRAIN,
     ready_timeout: int = _READY,
-    skip_phases: Optional[str] = _SKIP,  # noqa: UP045
+    skip_phases: Optional[str] = SKIP_PHASES,  # noqa: UP045
     state_dir: Optional[str] = _STATE,  # noqa: UP045
 ) -> None:
     from clusterctl.day2.upgrade import UpgradeRequest
