@@ -120,18 +120,13 @@ def run_ib_bench(
         results.extend(got)
         return _edges(got, by_name, by_hca=False)
 
-    search = None
     if find_stragglers:
         search = find_straggler([h.name for h in hosts], rack_of, run_host_rounds)
-        used = search.rounds_used
+        used, diagnoses = search.rounds_used, list(search.diagnoses)
     else:
         run_host_rounds(rounds)
-        used = len(rounds)
-    if search is not None:
-        diagnoses = list(search.diagnoses)
-    else:
         # Per endpoint, so one slow HCA is not blamed on its whole host (nor a cable on a host).
-        diagnoses = localise(_edges(results, by_name, by_hca=True), rack_of, by_hca=True)
+        used, diagnoses = len(rounds), localise(_edges(results, by_name, by_hca=True), rack_of, by_hca=True)
     return IBBenchReport(
         test=opts.test, pattern="find-straggler" if find_stragglers else pattern, rounds=tuple(rounds),
         planned=tuple(planned), results=tuple(results),

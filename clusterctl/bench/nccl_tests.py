@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 import shlex
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from clusterctl.bench.model import bench_finding
@@ -148,16 +148,16 @@ def run_nccl_test(
     binary(op, binary_dir)
     if not hosts:
         raise UsageError("bench nccl needs at least one host")
+
+    def test_args(ngpus: int | None) -> list[str]:
+        return nccl_args(op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, gpus=ngpus, binary_dir=binary_dir)
+
     if multi_node:
-        return _run_multi(runner, hosts, op, environment, min_bytes, max_bytes, factor, gpus, binary_dir, timeout_s,
-                          gate or Gate(apply=True))
+        return _run_multi(runner, hosts, op, environment, test_args, gpus, timeout_s, gate or Gate(apply=True))
 
     def task(transport: Transport) -> NcclHostRun:
         counted = None if gpus else _count_gpus(transport)
-        ngpus = gpus or counted
-        args = nccl_args(op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, gpus=ngpus,
-                         binary_dir=binary_dir)
-        command = " ".join(shlex.quote(a) for a in args)
+        command = " ".join(shlex.quote(a) for a in test_args(gpus or counted))
         result = transport.run(command, env=environment or None, timeout=timeout_s)
         run = _host_run(transport.host.name, command, result.stdout + result.stderr, result.exit_code)
         # Read with the run: a figure the host's own links cannot give is a finding, not "ok".
@@ -170,9 +170,8 @@ def run_nccl_test(
     return NcclRun(op, tuple(runs), tuple(findings), median, environment)
 
 
-def _run_multi(runner: Runner, hosts: Sequence[Host], op: str, env: dict[str, str], min_bytes: str,
-               max_bytes: str, factor: int, gpus: int | None, binary_dir: str | None, timeout_s: float,
-               gate: Gate) -> NcclRun:
+def _run_multi(runner: Runner, hosts: Sequence[Host], op: str, env: dict[str, str],
+               test_args: Callable[[int | None], list[str]], gpus: int | None, timeout_s: float, gate: Gate) -> NcclRun:
     launcher = hosts[0]
     hostfile = f"/tmp/clusterctl-hostfile-{secrets.token_hex(4)}"
 
@@ -182,9 +181,7 @@ def _run_multi(runner: Runner, hosts: Sequence[Host], op: str, env: dict[str, st
         write = Change.write_file(name, hostfile, hostfile_text(hosts, ngpus), current=None, sudo=False, backup=False,
                                   summary="mpirun hostfile")
         remove = Change.remove_file(name, hostfile, sudo=False, summary="remove the mpirun hostfile")
-        args = nccl_args(op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, gpus=ngpus,
-                         binary_dir=binary_dir)
-        command = mpirun_command(hostfile, len(hosts), args, env)
+        command = mpirun_command(hostfile, len(hosts), test_args(ngpus), env)
         with gate.temporary(transport, [write], [remove]):
             result = transport.run(command, timeout=timeout_s)
         return _host_run("+".join(h.name for h in hosts), command, result.stdout + result.stderr, result.exit_code)

@@ -1,7 +1,7 @@
 """Taking a node's pods off it before work: the day-2 seam for draining, one engine phase.
 
 ``DrainNode`` is the phase ``remove-node`` and the upgrade run; it runs from a control plane
-(``runs_on``): the node is cordoned (a ``Change`` with its uncordon as undo), then quarantine's
+(``via``): the node is cordoned (a ``Change`` with its uncordon as undo), then quarantine's
 drain (``clusterctl.quarantine.drain``: kubectl drain's rules, one eviction per gated change,
 PodDisruptionBudgets honoured and retried until the timeout) takes its pods off, and the engine
 waits (``Wait``) until no pod a drain takes is left on it. A drain that cannot finish fails the
@@ -25,11 +25,10 @@ class NodePhase(Phase["KubeNode | None", PhaseContext]):
     """A phase on its host's Kubernetes Node, run from the control plane ``via``: its state is the Node as
     the API shows it (None: there is no such Node)."""
 
+    via: str
+
     def __init__(self, via: str) -> None:
         self.via = via
-
-    def runs_on(self, ctx: PhaseContext) -> str | None:
-        return self.via
 
     def check(self, ctx: PhaseContext) -> KubeNode | None:
         from clusterctl.cluster_access import read_node

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from clusterctl.changes import Change
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode, NodePhase
 from clusterctl.engine.phase import Phase, PhaseContext
+from clusterctl.engine.run import step_json
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.etcd import (
     EndpointHealth,
@@ -85,7 +86,7 @@ class RemovalReport:
         return {"host": self.host, "control_plane": self.control_plane, "mode": "apply" if self.applied else "plan",
                 "via": self.via, "etcd": self.etcd, "ok": self.failed is None, "nothing_to_do": self.nothing_to_do,
                 "failed": mask_text(self.failed) if self.failed else None, "undo_journal": self.undo_journal,
-                "steps": [{**s, "changes": [c.to_json() for c in s["changes"]]} for s in self.steps],
+                "steps": [step_json(s) for s in self.steps],
                 "notes": self.notes}
 
 
@@ -127,12 +128,10 @@ class DeadMemberRemoved(Phase["EtcdMember | None", PhaseContext]):
 
     name = "etcd-member"
     description = "remove the dead node's etcd member, from a healthy control plane (etcdctl member remove)"
+    via: str
 
     def __init__(self, via: str, member: EtcdMember) -> None:
         self.via, self.member = via, member
-
-    def runs_on(self, ctx: PhaseContext) -> str | None:
-        return self.via
 
     def check(self, ctx: PhaseContext) -> EtcdMember | None:
         # Read again: a second run (after an interrupt) finds the member gone and has nothing to do.
@@ -250,9 +249,7 @@ def _fill(report: RemovalReport, run: RunReport, phases: dict[str, Phase[Any, An
         if isinstance(phase, (DrainNode, DeleteNode)) and not result.changes and not result.waits \
                 and result.status is not Status.FAILED:
             continue  # not a node of the cluster: nothing to drain or delete
-        report.steps.append({"step": result.phase, "runs_on": getattr(phase, "via", None) or report.host,
-                             "summary": phase.description, "status": result.status.value,
-                             "changes": result.changes, "waits": result.waits, "message": mask_text(result.message)})
+        report.steps.append(result.step(phase.description, phase.via or report.host))
     if run.failed_hosts:
         report.failed = "; ".join(run.failed_hosts.values())
     report.notes += run.notes

@@ -47,6 +47,7 @@ from clusterctl.cluster_access import FIRST, NoCluster, cluster_nodes, read_node
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.day2.versions import check_upgrade, parse, static_pod_version
 from clusterctl.engine.phase import Wait
+from clusterctl.engine.run import step_json
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.findings import Finding, Severity
@@ -100,17 +101,12 @@ class HostUpgrade:
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"host": self.host, "role": self.role, "status": self.status.value,
-                                "kubelet": self.kubelet, "steps": [_step_json(s) for s in self.steps]}
+                                "kubelet": self.kubelet, "steps": [step_json(s) for s in self.steps]}
         if self.control_plane is not None:
             data["control_plane"] = self.control_plane
         if self.message:
             data["message"] = mask_text(self.message)
         return data
-
-
-def _step_json(step: dict[str, Any]) -> dict[str, Any]:
-    return {**step, "summary": mask_text(step["summary"]), "message": mask_text(step["message"]),
-            "changes": [c.to_json() for c in step["changes"]]}
 
 
 @dataclass
@@ -140,7 +136,7 @@ class UpgradeReport:
         return {"cluster": self.cluster, "mode": "apply" if self.applied else "plan", "current": self.current,
                 "target": self.target, "ok": self.ok, "nothing_to_do": self.nothing_to_do,
                 "stopped": mask_text(self.stopped) if self.stopped else None, "undo_journal": self.undo_journal,
-                "hosts": [h.to_json() for h in self.hosts], "addons": [_step_json(s) for s in self.addons],
+                "hosts": [h.to_json() for h in self.hosts], "addons": [step_json(s) for s in self.addons],
                 "findings": [f.to_json() for f in self.findings], "notes": [mask_text(n) for n in self.notes]}
 
 
@@ -274,8 +270,9 @@ class UpgradePhase(Phase[Any]):
         self.rollout = rollout
         self.via = rollout.first_cp if self.from_control_plane else None
 
-    def runs_on(self, ctx: PhaseContext) -> str | None:
-        return self.via
+    def check(self, ctx: PhaseContext) -> Any:
+        """The node as its first phase of the run found it (``Rollout.assess``)."""
+        return self.rollout.assess(ctx)
 
 
 class AptUpgrade(UpgradePhase):
@@ -314,9 +311,6 @@ class KubeadmUpgrade(UpgradePhase):
     #: ``kubeadm upgrade node`` leaves nothing to read back: a resumed rollout trusts its progress file.
     done_when_recorded = True
 
-    def check(self, ctx: PhaseContext) -> NodeAssessment:
-        return self.rollout.assess(ctx)
-
     def plan(self, ctx: PhaseContext, state: NodeAssessment) -> list[Change]:
         name, target = ctx.host.name, self.rollout.target
         # kubeadm's UpgradeConfiguration (v1beta4) on stdin: the target, certificate renewal, etcd, image pulls.
@@ -354,9 +348,6 @@ class UpgradeKubelet(AptUpgrade):
 class RestartKubelet(UpgradePhase):
     name = "restart-kubelet"
     description = "restart the kubelet on its new version and configuration"
-
-    def check(self, ctx: PhaseContext) -> NodeAssessment:
-        return self.rollout.assess(ctx)
 
     def plan(self, ctx: PhaseContext, state: NodeAssessment) -> list[Change]:
         node = self.rollout.nodes.get(ctx.host.name)
@@ -683,6 +674,4 @@ def _fill(report: UpgradeReport, run: RunReport | None, rollout: Rollout, order:
 
 
 def _step(result: HostPhaseResult, phase: EnginePhase[Any, Any], rollout: Rollout) -> dict[str, Any]:
-    via = getattr(phase, "via", None) or (rollout.first_cp if phase.once_per_cluster else result.host)
-    return {"step": result.phase, "runs_on": via, "summary": phase.description, "status": result.status.value,
-            "changes": result.changes, "waits": result.waits, "message": result.message}
+    return result.step(phase.description, phase.via or (rollout.first_cp if phase.once_per_cluster else result.host))

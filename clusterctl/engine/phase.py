@@ -114,12 +114,10 @@ class Phase(ABC, Generic[State, Context]):
     #: After a rollback, run ``verify`` again and say whether the host is back to working
     #: (containerd: it answers on the old config).
     verify_after_rollback: ClassVar[bool] = False
-
-    def runs_on(self, ctx: Context) -> str | None:
-        """The inventory host this phase runs on for ``ctx.host``, when not that host itself: a drain or a
-        ``kubectl delete node`` from the first control plane. Decided like ``applies_to`` (no reads).
-        Its changes name that host (they run there, and undo reverts them there)."""
-        return None
+    #: The inventory host this phase runs on for each host it concerns, when not that host itself: a
+    #: drain or a ``kubectl delete node`` from the first control plane. Its changes name that host
+    #: (they run there, and undo reverts them there).
+    via: str | None = None
 
     def applies_to(self, ctx: Context) -> bool:
         """Whether this phase concerns the host at all (e.g. control-plane hosts only).

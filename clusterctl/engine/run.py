@@ -85,6 +85,11 @@ class HostPhaseResult:
     #: ``None``: none that could be replayed (not reported).
     reads: list[Read] | None = field(default=None, repr=False)
 
+    def step(self, description: str, runs_on: str) -> dict[str, Any]:
+        """This result as one step of a day-2 report (upgrade's nodes, remove-node), for ``step_json``."""
+        return {"step": self.phase, "runs_on": runs_on, "summary": description, "status": self.status.value,
+                "changes": self.changes, "waits": self.waits, "message": mask_text(self.message)}
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"host": self.host, "phase": self.phase, "status": self.status.value,
                                 "duration_s": round(self.duration_s, 3),
@@ -97,6 +102,10 @@ class HostPhaseResult:
         if self.waits:
             data["waits"] = [mask_text(line) for line in self.waits]
         return data
+
+
+def step_json(step: dict[str, Any]) -> dict[str, Any]:
+    return {**step, "changes": [c.to_json() for c in step["changes"]]}
 
 
 @dataclass
@@ -208,9 +217,6 @@ class RunSettings:
     resume_hint: str | None = None
     #: Called with each phase's results as it finishes (the CLI prints them as they come).
     on_phase: Callable[[Phase[Any, Any], list[HostPhaseResult]], None] | None = None
-    #: The hosts' locks, already held by the caller (a day-2 action running some phases under its
-    #: own locks): the run takes and gives back none.
-    held_lock: host_lock.LockInfo | None = None
     #: What confirms each host unchanged since its phases last had nothing to do (one batched read
     #: per host instead of each phase's own; ``clusterctl.engine.confirm``); ``None``: not used.
     confirmations: HostConfirmations | None = None
@@ -332,7 +338,7 @@ def run_phases(
     try:
         # Read-only runs (preflight alone) change nothing, so they need no lock and may run
         # beside another run. Nor does a host confirmed unchanged: nothing will change there.
-        if settings.apply and settings.held_lock is None and any(not p.read_only for p in phases):
+        if settings.apply and any(not p.read_only for p in phases):
             locked = _lock_hosts(runner, _lock_targets(inventory, [h for h in hosts if h.name not in confirmed],
                                                        phases, settings), lock_info, settings, report, ahead)
         elif ahead:
@@ -536,15 +542,17 @@ def _context(settings: RunSettings, inventory: Inventory, host: Host, reader: Ho
     return PhaseContext(host, reader, inventory, options=settings.options)
 
 
+def _unconnected(settings: RunSettings, inventory: Inventory, host: Host, what: str = "this step") -> PhaseContext:
+    """The context of a decision made before connecting (``applies_to``, ``skip_reason``, ``reads``)."""
+    return _context(settings, inventory, host, HostReader(_Unconnected(host), what=what))
+
+
 def _applicable(phases: Sequence[Phase[Any, Any]], inventory: Inventory, hosts: Sequence[Host],
                 settings: RunSettings) -> dict[str, list[Phase[Any, Any]]]:
     """Host -> the phases of the run it would run (not those for other hosts or run once elsewhere)."""
-    def ctx(host: Host) -> PhaseContext:
-        return _context(settings, inventory, host, HostReader(_Unconnected(host)))
-
     out: dict[str, list[Phase[Any, Any]]] = {h.name: [] for h in hosts}
     for phase in phases:
-        takers = [h for h in hosts if phase.applies_to(ctx(h))]
+        takers = [h for h in hosts if phase.applies_to(_unconnected(settings, inventory, h))]
         if phase.once_per_cluster:
             takers = takers[:1]
         for h in takers:
@@ -569,12 +577,7 @@ def _confirm_unchanged(runner: Runner, inventory: Inventory, hosts: Sequence[Hos
         entry = inventory.host(host)
         if record.inputs == inputs_digest(entry):
             candidates.append((entry, record))
-    from clusterctl.fanout import FleetInterrupted
-
-    try:
-        confirmed = confirm_hosts(runner, candidates)
-    except FleetInterrupted:
-        raise
+    confirmed = confirm_hosts(runner, candidates)
     if confirmed:
         from clusterctl.hostlist import compress
 
@@ -624,7 +627,7 @@ def _reads_ahead(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[P
     for host in hosts:
         if host.name not in settings.read_ahead:
             continue
-        ctx = _context(settings, inventory, host, HostReader(_Unconnected(host), what="read ahead"))
+        ctx = _unconnected(settings, inventory, host, "read ahead")
         reads = [read for phase in phases if not (phase.serial or phase.once_per_cluster) and phase.applies_to(ctx)
                  for read in phase.reads(ctx)]
         if len(reads) > 1:
@@ -648,12 +651,12 @@ def _lock_targets(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[
                   settings: RunSettings) -> list[Host]:
     """The hosts whose lock a run takes: those it changes. Each host of the run, unless every phase that
     concerns it runs from another host (a node that is gone: its drain and Node deletion run from a
-    control plane), and each host a phase runs on for another (``Phase.runs_on``)."""
+    control plane), and each host a phase runs on for another (``Phase.via``)."""
     names: list[str] = []
     for host in hosts:
-        ctx = _context(settings, inventory, host, HostReader(_Unconnected(host), what="lock"))
+        ctx = _unconnected(settings, inventory, host, "lock")
         changing = [p for p in phases if not p.read_only and p.applies_to(ctx)]
-        ran_on = [p.runs_on(ctx) or host.name for p in changing]
+        ran_on = [p.via or host.name for p in changing]
         for name in ([host.name] if host.name in ran_on or not changing else []) + ran_on:
             if name not in names:
                 names.append(name)
@@ -760,7 +763,7 @@ def _run_phase(
     began = time.monotonic()
 
     def unconnected(host: Host) -> PhaseContext:
-        return _context(settings, inventory, host, HostReader(_Unconnected(host), what=f"phase {phase.name}"))
+        return _unconnected(settings, inventory, host, f"phase {phase.name}")
 
     live = [h for h in hosts if h.name not in report.failed_hosts]
     first_target = None
@@ -795,16 +798,10 @@ def _run_phase(
 
     # A phase that runs for a host from another one (a drain from the control plane): each such host
     # in turn on that host's connection, in inventory order.
-    via = {h.name: phase.runs_on(unconnected(h)) for h in targets}
-    delegated: dict[str, list[Host]] = {}
-    for host in targets:
-        name = via[host.name]
-        if name is not None:
-            delegated.setdefault(name, []).append(host)
-    targets = [h for h in targets if via[h.name] is None]
-    for name, acted_for in delegated.items():
-        results += _run_delegated(phase, inventory, inventory.host(name), acted_for, runner, gate, settings,
+    if phase.via is not None and targets:
+        results += _run_delegated(phase, inventory, inventory.host(phase.via), targets, runner, gate, settings,
                                   done_before, inflight)
+        targets = []
 
     limit = max(runner.timeout_s, phase.timeout_s)
     for group in [[h] for h in targets] if phase.serial else [list(targets)]:
@@ -869,8 +866,9 @@ def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory
               settings: RunSettings, *, done_before: bool, known: ReadAhead | None = None,
               acting_for: Host | None = None, interrupted: threading.Event | None = None) -> HostPhaseResult:
     """``phase`` for one host: on its own connection, or (``acting_for``) for that host through
-    ``transport``, the host the phase ``runs_on`` (a drain from the control plane). ``interrupted``:
-    the runner's, set once Ctrl-C or SIGTERM stops the run (no rollback after that: ``_roll_back``)."""
+    ``transport``, the host the phase runs on (``Phase.via``: a drain from the control plane).
+    ``interrupted``: the runner's, set once Ctrl-C or SIGTERM stops the run (no rollback after that:
+    ``_roll_back``)."""
     target = acting_for or transport.host
     host = target.name
     began = time.monotonic()

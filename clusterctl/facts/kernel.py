@@ -10,26 +10,18 @@ import shlex
 from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.sections import MARKER_FILES, Section, cat_missing, section_command, split_sections
-from clusterctl.facts.table import numbered_lines
+from clusterctl.facts.sections import MARKER_FILES, file_sections, files_read, section_command, split_sections
+from clusterctl.facts.table import cells_under_header, numbered_lines, rows_under_header
 
 _WHAT = "kernel facts"
 
 
 def parse_lsmod(text: str) -> tuple[str, ...]:
     """``lsmod``: the ``Module Size Used by`` header, then ``name size count [users]`` lines."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines or lines[0].split()[:2] != ["Module", "Size"]:
-        raise ParseError("lsmod", "expected the 'Module Size Used by' header", line=1, text=lines[0] if lines else "")
-    names: list[str] = []
-    for number, line in enumerate(text.splitlines()[1:], start=2):
-        cells = line.split()
-        if not cells:
-            continue
-        if len(cells) < 3 or not cells[1].isdigit():
-            raise ParseError("lsmod", "expected 'module size used-count [users]'", line=number, text=line)
-        names.append(cells[0])
-    return tuple(names)
+    rows = cells_under_header(text, "lsmod", "Module Size Used by",
+                              lambda cells: len(cells) >= 3 and cells[1].isdigit(),
+                              "expected 'module size used-count [users]'")
+    return tuple(cells[0] for cells in rows)
 
 
 _SYSCTL = re.compile(r"^([A-Za-z0-9_.\-/]+) = (.*)$")
@@ -56,12 +48,9 @@ def parse_sysctl(text: str) -> tuple[dict[str, str], tuple[str, ...]]:
 
 def parse_swapon_show(text: str) -> tuple[str, ...]:
     """``swapon --show``: nothing when no swap is on, else a ``NAME TYPE SIZE USED PRIO`` table."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
+    if not text.strip():
         return ()
-    if lines[0].split()[:2] != ["NAME", "TYPE"]:
-        raise ParseError("swapon --show", "expected the 'NAME TYPE SIZE USED PRIO' header", line=1, text=lines[0])
-    return tuple(line.split()[0] for line in lines[1:])
+    return tuple(row.tokens[0] for row in rows_under_header(text, "swapon --show", "NAME TYPE SIZE USED PRIO"))
 
 
 @dataclass(frozen=True)
@@ -107,14 +96,8 @@ class KernelFacts:
 def kernel_probe(sysctl_keys: tuple[str, ...], files: tuple[str, ...]) -> str:
     sections = [("modules", "lsmod"), ("sysctl", "sysctl " + " ".join(shlex.quote(k) for k in sysctl_keys)),
                 ("swaps", "swapon --show")]
-    sections += [(f"file:{path}", f"cat {shlex.quote(path)}") for path in files]
+    sections += file_sections(files)
     return section_command(sections, marker=MARKER_FILES)
-
-
-def _file(section: Section) -> str | None:
-    if cat_missing(section.text):
-        return None
-    return section.text
 
 
 def parse_kernel_probe(text: str) -> KernelFacts:
@@ -137,5 +120,4 @@ def parse_kernel_probe(text: str) -> KernelFacts:
                 swaps = parse_swapon_show(section.text)
         except ParseError as exc:
             raise section.error(_WHAT, exc) from None
-    files = {name[len("file:"):]: _file(section) for name, section in sections.items() if name.startswith("file:")}
-    return KernelFacts(modules, values, gone, swaps, files, missing)
+    return KernelFacts(modules, values, gone, swaps, files_read(sections), missing)

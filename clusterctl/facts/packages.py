@@ -13,7 +13,14 @@ from typing import TypeVar
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.node import parse_os_release
-from clusterctl.facts.sections import MARKER_FILES, cat_missing, ls_failed, section_command, split_sections
+from clusterctl.facts.sections import (
+    MARKER_FILES,
+    file_sections,
+    files_read,
+    ls_failed,
+    section_command,
+    split_sections,
+)
 from clusterctl.facts.table import numbered_lines
 
 _WHAT = "package facts"
@@ -82,7 +89,7 @@ def packages_probe(names: tuple[str, ...], files: tuple[str, ...], keyring_dir: 
         ("holds", "apt-mark showhold"),
         ("keyrings", f"ls -1 {shlex.quote(keyring_dir)}"),
     ]
-    sections += [(f"file:{path}", f"cat {shlex.quote(path)}") for path in files]
+    sections += file_sections(files)
     return section_command(sections, marker=MARKER_FILES)
 
 
@@ -108,9 +115,5 @@ def parse_packages_probe(text: str) -> PackageFacts:
     listing = body("keyrings")
     keyrings = frozenset() if ls_failed(listing) else frozenset(
         line.strip() for line in listing.splitlines() if line.strip())
-    files: dict[str, str | None] = {}
-    for name, section in sections.items():
-        if name.startswith("file:"):
-            files[name[len("file:"):]] = None if cat_missing(section.text) else section.text
     return PackageFacts(release.get("ID"), tuple(release.get("ID_LIKE", "").split()), release.get("VERSION_CODENAME"),
-                        arch, packages, holds, files, keyrings)
+                        arch, packages, holds, files_read(sections), keyrings)

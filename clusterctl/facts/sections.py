@@ -9,7 +9,8 @@ it starts so that parsers can name the real line.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
@@ -56,6 +57,17 @@ def cat_missing(section_text: str) -> bool:
 def ls_failed(section_text: str) -> bool:
     """Whether an ``ls DIR 2>&1`` section is ls's error (no such folder) rather than a listing."""
     return bool(_LS_ERROR.match(section_text.lstrip()))
+
+
+def file_sections(paths: Sequence[str]) -> list[tuple[str, str]]:
+    """A ``file:PATH`` section printing each file (``files_read`` reads them back)."""
+    return [(f"file:{path}", f"cat {shlex.quote(path)}") for path in paths]
+
+
+def files_read(sections: Mapping[str, Section]) -> dict[str, str | None]:
+    """The text of each file of ``file_sections`` by path; ``None`` for a file that does not exist."""
+    return {name[len("file:"):]: None if cat_missing(section.text) else section.text
+            for name, section in sections.items() if name.startswith("file:")}
 
 
 def section_command(sections: Sequence[tuple[str, str]], *, marker: str = MARKER) -> str:

@@ -24,7 +24,6 @@ class ConnectionPool:
         self.connect = connect
         self.max_open = max_open
         self._open: OrderedDict[str, Transport] = OrderedDict()
-        self._busy: set[str] = set()
         self._lock = threading.Lock()
         #: Connections closed under their task (``forget``): never pooled again.
         self._closed_under_task: weakref.WeakSet[Transport] = weakref.WeakSet()
@@ -34,19 +33,11 @@ class ConnectionPool:
         """The host's open connection, or a new one (which may raise ``TransportError``)."""
         with self._lock:
             transport = self._open.pop(host.name, None)
-            self._busy.add(host.name)
-        if transport is None:
-            try:
-                transport = self.connect(host, timeout_s)
-            except BaseException:
-                self.release(host)
-                raise
-        return transport
+        return transport if transport is not None else self.connect(host, timeout_s)
 
     def checkin(self, host: Host, transport: Transport, healthy: bool) -> None:
         to_close: list[Transport] = []
         with self._lock:
-            self._busy.discard(host.name)
             if healthy and transport not in self._closed_under_task:
                 self._open[host.name] = transport
             else:
@@ -65,11 +56,6 @@ class ConnectionPool:
             for name, open_one in list(self._open.items()):
                 if open_one is transport:
                     del self._open[name]
-
-    def release(self, host: Host) -> None:
-        """The host's task ended without a connection."""
-        with self._lock:
-            self._busy.discard(host.name)
 
     def close(self) -> None:
         with self._lock:

@@ -197,8 +197,6 @@ class Runner:
                 if transport is not None:
                     healthy = failure is None or failure.kind in (FailureKind.COMMAND_FAILED, FailureKind.ERROR)
                     self._pool.checkin(host, transport, healthy)
-                else:
-                    self._pool.release(host)
                 run.done.put((index, HostOutcome(host, value, failure, round(time.monotonic() - begin, 3))))
 
         for i in range(len(hosts)):

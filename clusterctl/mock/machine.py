@@ -167,8 +167,7 @@ class MockMachine:
         repo = db.repository(ctx)
         services = data.setdefault("services", {})
         for name, entry in (data.get("packages") or {}).items():
-            units, programs = db.KNOWN_PACKAGES.get(name, ((), ()))
-            package = repo.get(name) or db.Available(name, (), None, units, programs)
+            package = db.package(repo, name)
             db.install_files(ctx, package, str(entry.get("version")))
             for unit in package.units:
                 services.setdefault(unit, {"active": "active", "enabled": "enabled"})

@@ -63,9 +63,6 @@ class Rule:
         """Always the same answer and no state set: answering it needs no bookkeeping."""
         return not self.skip and self.times is None and len(self.stdouts) == 1 and not self.set_state
 
-    def matches(self, command: str, state: Mapping[str, str]) -> bool:
-        return self.state_allows(state) and self.matches_command(command, normalise(command))
-
     def state_allows(self, state: Mapping[str, str]) -> bool:
         return all(state.get(k) == v for k, v in self.when_state)
 

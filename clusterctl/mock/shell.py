@@ -485,6 +485,11 @@ class Shell:
         self.status = 0
         self.errexit = False
 
+    def subshell(self, env: dict[str, str]) -> Shell:
+        """A shell for ``$(...)``, ``eval`` and ``sh -c`` on the same host, in the same folder."""
+        return Shell(self.dispatch, env=env, glob=self.glob, read_file=self.read_file, write_file=self.write_file,
+                     cwd=self.cwd)
+
     def absolute(self, path: str) -> str:
         return path if path.startswith("/") else f"{self.cwd.rstrip('/')}/{path}"
 
@@ -667,9 +672,7 @@ class Shell:
             elif kind == "var":
                 expanded = self.variable(value)
             else:
-                sub = Shell(self.dispatch, env=self.env, glob=self.glob, read_file=self.read_file,
-                            write_file=self.write_file, cwd=self.cwd)
-                o, _e, code = sub.run(value)
+                o, _e, code = self.subshell(self.env).run(value)
                 self.status = code
                 expanded = o.decode(errors="replace").rstrip("\n")
             text += expanded
@@ -734,12 +737,9 @@ class Shell:
         if name == "printf":
             return _printf(argv[1:]).encode(), b"", 0
         if name == "eval":
-            sub = Shell(self.dispatch, env=self.env, glob=self.glob, read_file=self.read_file,
-                        write_file=self.write_file, cwd=self.cwd)
-            return sub.run(" ".join(argv[1:]), stdin)
+            return self.subshell(self.env).run(" ".join(argv[1:]), stdin)
         if name in ("sh", "bash", "dash") and len(argv) >= 3 and argv[1] in ("-c", "-ec", "-ce", "-euc", "-eu"):
-            sub = Shell(self.dispatch, env=env, glob=self.glob, read_file=self.read_file,
-                        write_file=self.write_file, cwd=self.cwd)
+            sub = self.subshell(env)
             if "e" in argv[1][1:]:
                 sub.errexit = True
             return sub.run(argv[2], stdin)

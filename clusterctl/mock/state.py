@@ -396,10 +396,6 @@ class MockCluster:
             raise StateError(f"not a usable mock host name: {name!r}")
         return HostState(self.folder / "hosts" / name, name)
 
-    def host_names(self) -> list[str]:
-        hosts = self.folder / "hosts"
-        return sorted(p.name for p in hosts.iterdir() if p.is_dir()) if hosts.is_dir() else []
-
     def reset(self, hosts: list[str] | None = None) -> list[str]:
         """Forget hosts' state (all of them and the cluster's when ``hosts`` is None); what was removed."""
         removed: list[str] = []

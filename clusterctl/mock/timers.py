@@ -12,10 +12,10 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from clusterctl.mock.tools.systemctl import UNIT_DIRS
+
 if TYPE_CHECKING:
     from clusterctl.mock.state import HostState
-
-UNIT_DIRS = ("/etc/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system")
 
 
 @dataclass(frozen=True)

@@ -64,8 +64,3 @@ def pause(seconds: float) -> None:
     """``time.sleep`` for a simulated host: the others go on meanwhile."""
     with waiting():
         time.sleep(seconds)
-
-
-def holding() -> bool:
-    """Whether this thread holds the turn (tests)."""
-    return bool(getattr(_held, "depth", 0))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
-from itertools import combinations
+from itertools import combinations, groupby
 
 from clusterctl.facts.model import TopoLink, TopoMatrix
 
@@ -298,17 +298,9 @@ def modal_nvlink_count(topology: HostTopology) -> tuple[int, float]:
 
 def compress_indices(indices: tuple[int, ...] | list[int]) -> str:
     """``[0, 1, 2, 5]`` -> ``0-2,5`` for short table cells."""
-    values = sorted(set(indices))
     parts: list[str] = []
-    start = prev = None
-    for value in values:
-        if start is None:
-            start = prev = value
-        elif prev is not None and value == prev + 1:
-            prev = value
-        else:
-            parts.append(f"{start}" if start == prev else f"{start}-{prev}")
-            start = prev = value
-    if start is not None:
-        parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+    # Consecutive values keep the same distance from their position in the sorted list: one run each.
+    for _, run in groupby(enumerate(sorted(set(indices))), key=lambda pair: pair[1] - pair[0]):
+        values = [value for _, value in run]
+        parts.append(f"{values[0]}" if len(values) == 1 else f"{values[0]}-{values[-1]}")
     return ",".join(parts)

@@ -13,11 +13,11 @@ import yaml
 from cluster_builders import make_inventory, make_settings
 
 from clusterctl.bootstrap.cluster import kubeadm
-from clusterctl.mock.tools import kubeadm as simulated_kubeadm
+from clusterctl.mock.tools.kubeadm_config import schema
 from clusterctl.secret import MASK, mask_text
 
 #: The one list of kubeadm's fields, shared with the simulated kubeadm (clusterctl/mock/recordings/kube/README.md).
-SCHEMA = simulated_kubeadm.schema()
+SCHEMA = schema()
 
 
 def check_v1beta4(text: str) -> list[dict[str, Any]]:

@@ -154,12 +154,10 @@ def remove(ctx: ToolContext, names: list[str], options: set[str], *, purge: bool
         for name in targets:
             version = installed.pop(name, {}).get("version", "")
             out += f"Removing {name} ({version}) ...\n"
-            package = repo.get(name) or db.Available(name, (), None, *db.KNOWN_PACKAGES.get(name, ((), ())))
-            for unit in package.units:
+            for unit in db.package(repo, name).units:
                 data.setdefault("services", {}).pop(unit, None)
     for name in targets:
-        package = repo.get(name) or db.Available(name, (), None, *db.KNOWN_PACKAGES.get(name, ((), ())))
-        db.remove_files(ctx, package, purge=purge)
+        db.remove_files(ctx, db.package(repo, name), purge=purge)
     return ToolResult(out)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -85,3 +85,27 @@ def option(args: list[str], *names: str) -> str | None:
             if arg.startswith(name + "="):
                 return arg.split("=", 1)[1]
     return None
+
+
+def positional(args: list[str], valued: Collection[str]) -> list[str]:
+    """The words of ``args`` that are neither flags nor the values of the flags in ``valued`` (``--config FILE``)."""
+    words: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in valued:
+            skip = True
+        elif not arg.startswith("-"):
+            words.append(arg)
+    return words
+
+
+def pop_option(args: list[str], name: str) -> str | None:
+    """Take ``name VALUE`` out of ``args``: the value ("" when ``name`` ends them), or None when absent."""
+    if name not in args:
+        return None
+    i = args.index(name)
+    value = args[i + 1] if i + 1 < len(args) else ""
+    del args[i : i + 2]
+    return value

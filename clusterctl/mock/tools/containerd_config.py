@@ -55,6 +55,11 @@ def installed_major(ctx: ToolContext) -> int:
     return int(head) if head.isdigit() else 1
 
 
+def imported(ctx: ToolContext, pattern: object) -> list[str]:
+    """The files an ``imports`` entry names: a glob pattern's matches in the tree, else the path itself."""
+    return ctx.fs.glob(str(pattern)) if any(c in str(pattern) for c in "*?[") else [str(pattern)]
+
+
 def effective(ctx: ToolContext) -> dict[str, Any]:
     """The configuration containerd runs with: the root file, then each import over it.
 
@@ -66,8 +71,7 @@ def effective(ctx: ToolContext) -> dict[str, Any]:
     plugins = dict(root.get("plugins") or {})
     whole_tables = installed_major(ctx) < 2
     for pattern in root.get("imports") or []:
-        paths = ctx.fs.glob(str(pattern)) if any(c in str(pattern) for c in "*?[") else [str(pattern)]
-        for path in paths:
+        for path in imported(ctx, pattern):
             doc = load(ctx, path) or {}
             for plugin_id, table in (doc.get("plugins") or {}).items():
                 below = plugins.get(plugin_id)

@@ -8,7 +8,7 @@ mock host with a real containerd the real ``ctr`` answers instead.
 from __future__ import annotations
 
 from clusterctl.mock.tools import containerd_config as cc
-from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.base import ToolContext, ToolResult, pop_option
 
 PACKAGES = ("containerd", "containerd.io")
 
@@ -30,10 +30,7 @@ def run(ctx: ToolContext) -> ToolResult:
     args = list(ctx.args)
     address = cc.SOCKET
     for flag in ("--address", "-a"):
-        if flag in args:
-            i = args.index(flag)
-            address = args[i + 1] if i + 1 < len(args) else address
-            del args[i : i + 2]
+        address = pop_option(args, flag) or address
     package = containerd_version(ctx)
     upstream = package.rsplit("-", 1)[0] if "-" in package else package
     if args[:1] == ["version"]:

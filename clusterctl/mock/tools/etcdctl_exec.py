@@ -51,7 +51,7 @@ def run(ctx: ToolContext, pod: str, argv: list[str]) -> ToolResult:
     node = pod.removeprefix("etcd-")
     record = (kube.get("nodes") or {}).get(node)
     if not pod.startswith("etcd-") or record is None or not record.get("control_plane"):
-        return ToolResult("", f'Error from server (NotFound): pods "{pod}" not found\n', 1)
+        return ks.not_found("pods", pod)
     if not _healthy(ctx, str(record.get("host", node))):
         return ToolResult("", "error: unable to upgrade connection: container not found (\"etcd\")\n", 1)
     if argv[:1] != ["etcdctl"]:
@@ -83,9 +83,7 @@ def run(ctx: ToolContext, pod: str, argv: list[str]) -> ToolResult:
         if target is None:
             return ToolResult("", "Error: etcdserver: member not found\n", 1)
         with ks.edit(ctx) as live:
-            removed = live.setdefault("etcd_removed", [])
-            if target["host"] not in removed:
-                removed.append(target["host"])
+            ks.remove_etcd_member(live, target["host"])
         # etcdctl prints both IDs with Go's %16x: an ID under 16 hex digits is padded with spaces.
         return ctx.ok(f"Member {target['ID']:16x} removed from cluster {CLUSTER_ID:16x}\n")
     return ToolResult("", f"Error: unknown command {' '.join(words[:2])!r} for \"etcdctl\"\n", 1)

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 
 from clusterctl.mock.state import StateError, refuse_change
-from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.base import ToolContext, ToolResult, pop_option
 
 DEFAULT_KERNEL = "6.8.0-45-generic"
 
@@ -140,9 +140,7 @@ def _test_expr(ctx: ToolContext, args: list[str]) -> bool:
 
 def mkdir(ctx: ToolContext) -> ToolResult:
     args = list(ctx.args)
-    if "-m" in args:
-        i = args.index("-m")
-        del args[i : i + 2]
+    pop_option(args, "-m")
     flags, paths = _options(args, "pv")
     if not paths:
         return ToolResult("", "mkdir: missing operand\nTry 'mkdir --help' for more information.\n", 1)
@@ -472,11 +470,7 @@ def wc(ctx: ToolContext) -> ToolResult:
 
 def stat(ctx: ToolContext) -> ToolResult:
     args = list(ctx.args)
-    fmt = None
-    if "-c" in args:
-        i = args.index("-c")
-        fmt = args[i + 1] if i + 1 < len(args) else ""
-        del args[i : i + 2]
+    fmt = pop_option(args, "-c")
     out, err, code = "", "", 0
     for path in [a for a in args if not a.startswith("-")]:
         local = ctx.fs.local(ctx.path(path))
@@ -538,15 +532,11 @@ def ln(ctx: ToolContext) -> ToolResult:
 
 def install(ctx: ToolContext) -> ToolResult:
     args = list(ctx.args)
-    mode = 0o755
-    if "-m" in args:
-        i = args.index("-m")
-        mode = int(args[i + 1], 8)
-        del args[i : i + 2]
+    given = pop_option(args, "-m")
+    mode = 0o755 if given is None else int(given, 8)
     for opt in ("-o", "-g"):
-        while opt in args:
-            i = args.index(opt)
-            del args[i : i + 2]
+        while pop_option(args, opt) is not None:
+            pass
     flags, paths = _options(args, "dDpv")
     if "d" in flags:
         for path in paths:

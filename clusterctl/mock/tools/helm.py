@@ -13,26 +13,15 @@ import re
 import time
 
 from clusterctl.mock.tools import kube_state as ks
-from clusterctl.mock.tools.base import ToolContext, ToolResult, option
+from clusterctl.mock.tools.base import ToolContext, ToolResult, option, positional
 
 PACKAGES = ("helm",)
 _ARCHIVE = re.compile(r"^(?P<chart>.+)-(?P<version>v?\d+\.\d+\.\d+[^/]*)\.tgz$")
 
 
-def _positional(args: list[str]) -> list[str]:
-    with_value = {"--repo", "--version", "--namespace", "-n", "--values", "-f", "--timeout", "--kubeconfig",
-                  "--output", "-o"}
-    words, skip = [], False
-    for arg in args:
-        if skip:
-            skip = False
-            continue
-        if arg in with_value:
-            skip = True
-            continue
-        if not arg.startswith("-"):
-            words.append(arg)
-    return words
+#: Flags of ``helm`` that take a value as the next word.
+VALUED_FLAGS = frozenset({"--repo", "--version", "--namespace", "-n", "--values", "-f", "--timeout", "--kubeconfig",
+                          "--output", "-o"})
 
 
 def _cluster_error(ctx: ToolContext) -> ToolResult | None:
@@ -46,7 +35,7 @@ def _cluster_error(ctx: ToolContext) -> ToolResult | None:
 def _upgrade_install(ctx: ToolContext) -> ToolResult:
     import yaml
 
-    words = _positional(ctx.args[1:])
+    words = positional(ctx.args[1:], VALUED_FLAGS)
     if len(words) < 2:
         return ctx.fail('Error: "helm upgrade" requires 2 arguments\n\nUsage:  helm upgrade [RELEASE] [CHART] '
                         "[flags]\n")

@@ -23,13 +23,14 @@ plugin (or the GPU Operator) is deployed; NFD publishes the labels of each host'
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from clusterctl.mock.state import HostState
-from clusterctl.mock.tools.base import ToolContext
+from clusterctl.mock.tools.base import ToolContext, ToolResult
 
 ADMIN_CONF = "/etc/kubernetes/admin.conf"
 KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
@@ -57,6 +58,36 @@ def edit(ctx: ToolContext) -> Iterator[dict[str, Any]]:
     with ctx.cluster.edit() as data:
         kube = data.setdefault("kubernetes", {})
         yield kube
+
+
+def not_found(resource: str, name: str, stdout: str = "") -> ToolResult:
+    """kubectl's answer for an object the cluster does not have (``nodes``, ``pods``...), exit 1."""
+    return ToolResult(stdout, f'Error from server (NotFound): {resource} "{name}" not found\n', 1)
+
+
+def ignores_not_found(ctx: ToolContext, flags: set[str]) -> bool:
+    """``--ignore-not-found``, bare or ``=true`` (which kubectl's word splitting keeps as an option)."""
+    return "--ignore-not-found" in flags or "--ignore-not-found=true" in ctx.args
+
+
+def object_list(items: list[dict[str, Any]], metadata: dict[str, Any] | None = None) -> str:
+    """A ``List`` as ``kubectl get -o json`` prints it (four-space indent)."""
+    return json.dumps({"apiVersion": "v1", "items": items, "kind": "List",
+                       "metadata": {"resourceVersion": ""} if metadata is None else metadata}, indent=4) + "\n"
+
+
+def filename_data(ctx: ToolContext, source: str) -> bytes | None:
+    """What ``-f SOURCE`` reads: stdin for ``-``, else the host's file (None: no such file, or no ``-f``)."""
+    if not source:
+        return None
+    return ctx.stdin if source == "-" else ctx.fs.read(ctx.path(source))
+
+
+def remove_etcd_member(kube: dict[str, Any], host: str) -> None:
+    """The etcd member of ``host``'s control plane leaves the cluster (kubeadm reset, etcdctl member remove)."""
+    removed = kube.setdefault("etcd_removed", [])
+    if host not in removed:
+        removed.append(host)
 
 
 def other_host(ctx: ToolContext, name: str) -> HostState:

@@ -26,24 +26,27 @@ matters to clusterctl and is kubeadm's own:
 from __future__ import annotations
 
 import hashlib
+import json
+import re
+import secrets
+import string
 from importlib import resources
 from typing import Any
 
 from clusterctl.mock.tools import kube_state as ks
+from clusterctl.mock.tools import kubeadm_certs, kubeadm_reset, kubeadm_upgrade
 from clusterctl.mock.tools.base import ToolContext, ToolResult, option
 from clusterctl.mock.tools.kubeadm_config import (
+    TRACE,
     ConfigError,
     check_mixed_arguments,
     dry_run,
     klog,
     kubeadm_minor,
+    kubeadm_version,
     load_config,
-    schema,
 )
 from clusterctl.mock.tools.kubeadm_manifests import IMAGE_TAGS, write_manifests
-
-__all__ = ["IMAGE_TAGS", "ConfigError", "check_mixed_arguments", "dry_run", "load_config", "recording", "run",
-           "schema"]
 
 PACKAGES = ("kubeadm",)
 READS_STDIN = True
@@ -59,16 +62,10 @@ def recording(file_name: str, /, **values: str) -> str:
     return text
 
 
-def _version(ctx: ToolContext) -> str:
-    return "v" + (ctx.installed_version("kubeadm") or "1.36.0").split("-")[0]
-
-
 def dry_run_files(ctx: ToolContext, command: str, *, control_plane: bool) -> ToolResult:
     """What a dry-run ``init``/``join`` ends with (``PrintFilesIfDryRunning``, cmd/kubeadm/app/util/dryrun):
     the folder it would have written to; the manifests it then prints are left out, and unlike the
     real one the simulator does not make that folder (nothing on the host changes)."""
-    import secrets
-
     folder = f"/etc/kubernetes/tmp/kubeadm-{command}-dryrun{secrets.randbelow(10**9)}"
     ctx.log(klog("W", "constants.go:621", f"Using dry-run directory {folder}. To override it, set the environment "
                   f"variable KUBEADM_{command.upper()}_DRYRUN_DIR"))
@@ -106,7 +103,7 @@ def _register_node(ctx: ToolContext, kube: dict[str, Any], registration: dict[st
     if control_plane:
         labels["node-role.kubernetes.io/control-plane"] = ""
     kube.setdefault("nodes", {})[name] = {"control_plane": control_plane, "labels": labels, "gpus": _gpus(ctx),
-                                          "kubelet_version": _version(ctx), "host": ctx.host_name}
+                                          "kubelet_version": kubeadm_version(ctx), "host": ctx.host_name}
 
 
 def _write_node_files(ctx: ToolContext, *, control_plane: bool, ca_pem: bytes) -> None:
@@ -118,7 +115,7 @@ def _write_node_files(ctx: ToolContext, *, control_plane: bool, ca_pem: bytes) -
     if control_plane:
         ctx.fs.write(ks.ADMIN_CONF, b"apiVersion: v1\nkind: Config\n# cluster-admin credentials (simulated)\n",
                      mode=0o600)
-        write_manifests(ctx, str(ks.read(ctx).get("version") or _version(ctx)))
+        write_manifests(ctx, str(ks.read(ctx).get("version") or kubeadm_version(ctx)))
         ctx.fs.write("/var/lib/etcd/member/snap/db", b"")
 
 
@@ -145,17 +142,12 @@ def _new_ca() -> tuple[bytes, str]:
 
 def _new_token() -> str:
     """``[a-z0-9]{6}.[a-z0-9]{16}``, as ``kubeadm token generate`` prints one."""
-    import secrets
-    import string
-
     alphabet = string.ascii_lowercase + string.digits
     return "".join(secrets.choice(alphabet) for _ in range(6)) + "." + \
         "".join(secrets.choice(alphabet) for _ in range(16))
 
 
 def _ttl_seconds(text: str) -> float:
-    import re
-
     total = 0.0
     for amount, unit in re.findall(r"([0-9.]+)(h|m|s)", text or "24h"):
         total += float(amount) * {"h": 3600, "m": 60, "s": 1}[unit]
@@ -175,7 +167,7 @@ def _store_tokens(kube: dict[str, Any], init: dict[str, Any]) -> list[str]:
 
 
 def _init(ctx: ToolContext) -> ToolResult:
-    version = _version(ctx)
+    version = kubeadm_version(ctx)
     check_mixed_arguments(ctx.args)
     if ctx.fs.exists("/etc/kubernetes/manifests/kube-apiserver.yaml"):
         return ctx.fail(recording("kubeadm-init-preflight-exists.txt", version=version), 1)
@@ -256,7 +248,7 @@ def _images(ctx: ToolContext) -> ToolResult:
     if not version:
         # Unpinned, kubeadm asks dl.k8s.io for stable-1.txt; a mock host has no internet, so it
         # logs (klog, on stderr) and falls back to its own version, as the real one does offline.
-        version = _version(ctx)
+        version = kubeadm_version(ctx)
         logged = klog("W", "version.go:108", 'could not fetch a Kubernetes version from the internet: unable to '
                        'get URL "https://dl.k8s.io/release/stable-1.txt": Get "https://dl.k8s.io/release/'
                        'stable-1.txt": dial tcp: lookup dl.k8s.io: no such host')
@@ -279,7 +271,7 @@ def _images(ctx: ToolContext) -> ToolResult:
 def _token_create(ctx: ToolContext) -> ToolResult:
     if not ctx.fs.exists(ks.ADMIN_CONF) or not ks.read(ctx).get("initialized"):
         return ctx.fail("failed to load admin kubeconfig: open /etc/kubernetes/admin.conf: no such file or directory\n"
-                        "To see the stack trace of this error execute with --v=5 or higher\n", 1)
+                        + TRACE, 1)
     docs = load_config(ctx, ctx.args)
     init = docs.get("InitConfiguration") or {}
     with ks.edit(ctx) as kube:
@@ -296,8 +288,6 @@ def _upload_certs(ctx: ToolContext) -> ToolResult:
         # Without the flag the phase does nothing (kubeadm's uploadcerts.go): it only says so.
         return ctx.ok("[upload-certs] Skipping phase. Please see --upload-certs\n")
     if not key:  # kubeadm makes one (copycerts.CreateCertificateKey)
-        import secrets
-
         key = secrets.token_hex(32)
     with ks.edit(ctx) as kube:
         kube["certs"] = {"sha256": ks.digest(key), "expires": ks.now(kube) + CERTS_LIFETIME_S}
@@ -310,22 +300,19 @@ def _upload_certs(ctx: ToolContext) -> ToolResult:
 def _version_answer(ctx: ToolContext) -> ToolResult:
     """``kubeadm version [-o short|json|yaml]`` in the real kubeadm's three shapes."""
     output = option(ctx.args, "-o") or option(ctx.args, "--output") or ""
-    version, minor = _version(ctx), str(kubeadm_minor(ctx))
+    version, minor = kubeadm_version(ctx), str(kubeadm_minor(ctx))
     if output == "short":
         return ctx.ok(version + "\n")
     info = {"major": "1", "minor": minor, "gitVersion": version, "gitCommit": REVISION, "gitTreeState": "clean",
             "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.26.8", "compiler": "gc",
             "platform": "linux/amd64"}
     if output == "json":
-        import json
-
         return ctx.ok(json.dumps({"clientVersion": info}, indent=2) + "\n")
     if output == "yaml":
         return ctx.ok("clientVersion:\n" + "".join(f"  {key}: {value!r}\n".replace("'", '"')
                                                    for key, value in info.items()))
     if output:
-        return ctx.fail(f'error: invalid output format: {output}\nTo see the stack trace of this error execute with '
-                        "--v=5 or higher\n", 1)
+        return ctx.fail(f"error: invalid output format: {output}\n" + TRACE, 1)
     return ctx.ok(f'kubeadm version: &version.Info{{Major:"1", Minor:"{minor}", EmulationMajor:"", '
                   f'EmulationMinor:"", MinCompatibilityMajor:"", MinCompatibilityMinor:"", GitVersion:"{version}", '
                   f'GitCommit:"{REVISION}", GitTreeState:"clean", BuildDate:"2026-01-01T00:00:00Z", '
@@ -347,8 +334,6 @@ def _run(ctx: ToolContext) -> ToolResult:
         if args[:2] == ["token", "generate"]:
             return ctx.ok(_new_token() + "\n")
         if args[:2] == ["certs", "certificate-key"]:
-            import secrets
-
             return ctx.ok(secrets.token_hex(32) + "\n")
         if args[:2] == ["config", "images"] and args[2:3] in (["list"], ["pull"]):
             return _images(ctx)
@@ -364,26 +349,16 @@ def _run(ctx: ToolContext) -> ToolResult:
         if args[:2] == ["token", "create"]:
             return _token_create(ctx)
         if args[:2] == ["certs", "check-expiration"]:
-            from clusterctl.mock.tools import kubeadm_certs
-
             return kubeadm_certs.check_expiration(ctx)
         if args[:3] == ["certs", "renew", "all"]:
-            from clusterctl.mock.tools import kubeadm_certs
-
             return kubeadm_certs.renew_all(ctx)
         if args[:3] == ["reset", "phase", "remove-etcd-member"]:
-            from clusterctl.mock.tools import kubeadm_reset
-
             return kubeadm_reset.remove_etcd_member(ctx)
         if args[:1] == ["reset"]:
-            from clusterctl.mock.tools import kubeadm_reset
-
             return kubeadm_reset.run(ctx)
         if args[:1] == ["upgrade"]:
-            from clusterctl.mock.tools import kubeadm_upgrade
-
             return kubeadm_upgrade.run(ctx)
     except ConfigError as exc:
-        return ctx.fail(f"error: {exc}\nTo see the stack trace of this error execute with --v=5 or higher\n", 1)
+        return ctx.fail(f"error: {exc}\n" + TRACE, 1)
     word = args[0] if args else ""
     return ctx.fail(f'unknown command "{word}" for "kubeadm"\nRun \'kubeadm --help\' for usage.\n', 1)

@@ -46,10 +46,18 @@ def unknown_field(value: Any, node: dict[str, Any], defs: dict[str, Any], path: 
     return None
 
 
+#: What kubeadm's errors end with.
+TRACE = "To see the stack trace of this error execute with --v=5 or higher\n"
+
+
+def kubeadm_version(ctx: ToolContext) -> str:
+    """The installed kubeadm binary's version (``v1.36.2``; v1.36.0 when the package is not installed)."""
+    return "v" + (ctx.installed_version("kubeadm") or "1.36.0").split("-")[0]
+
+
 def kubeadm_minor(ctx: ToolContext) -> int:
-    version = ctx.installed_version("kubeadm") or "1.36.0"
     try:
-        return int(version.split(".")[1])
+        return int(kubeadm_version(ctx).split(".")[1])
     except (IndexError, ValueError):
         return 36
 

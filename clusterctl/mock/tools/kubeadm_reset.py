@@ -27,6 +27,9 @@ KUBECONFIGS = tuple(f"/etc/kubernetes/{name}" for name in (
 CLOSING = ("\nThe reset process does not perform cleanup of CNI plugin configuration,\nnetwork filtering rules and "
            "kubeconfig files.\n\nFor information on how to perform this cleanup manually, please see:\n"
            "    https://k8s.io/docs/reference/setup-tools/kubeadm/kubeadm-reset/\n\n")
+#: What the remove-etcd-member phase says with ``--dry-run``.
+ETCD_DRY_RUN = ("[dryrun] Would remove the etcd member on this node from the etcd cluster",
+                f"[dryrun] Would delete contents of the etcd data directory: {ETCD_DATA}")
 REFUSED = ("[reset] Are you sure you want to proceed? [y/N]: error: won't proceed; the user didn't answer (Y|y) in "
            "order to continue\n")
 
@@ -61,13 +64,10 @@ def run(ctx: ToolContext) -> ToolResult:
     etcd_data = etcd_phase and bool(ctx.fs.is_dir(ETCD_DATA) and ctx.fs.listdir(ETCD_DATA))
     if etcd_phase and ctx.fs.exists(ETCD_MANIFEST) and cluster_config:
         if dry:
-            out += ["[dryrun] Would remove the etcd member on this node from the etcd cluster",
-                    f"[dryrun] Would delete contents of the etcd data directory: {ETCD_DATA}"]
+            out += ETCD_DRY_RUN
         else:
             with ks.edit(ctx) as live:
-                removed = live.setdefault("etcd_removed", [])
-                if ctx.host_name not in removed:
-                    removed.append(ctx.host_name)
+                ks.remove_etcd_member(live, ctx.host_name)
     if etcd_data and not dry:
         _empty(ctx, ETCD_DATA)
         out.append(f"[reset] Deleted contents of the etcd data directory: {ETCD_DATA}")
@@ -103,16 +103,12 @@ def run(ctx: ToolContext) -> ToolResult:
 
 def remove_etcd_member(ctx: ToolContext) -> ToolResult:
     """``kubeadm reset phase remove-etcd-member``: this control plane's member leaves etcd."""
-    dry = dry_run(ctx.args)
     if not ctx.fs.exists(ETCD_MANIFEST):
         return ctx.ok("[reset] No etcd config found. Assuming external etcd\n[reset] Please, manually reset etcd to "
                       "prevent further issues\n")
-    if dry:
-        return ctx.ok("[dryrun] Would remove the etcd member on this node from the etcd cluster\n"
-                      f"[dryrun] Would delete contents of the etcd data directory: {ETCD_DATA}\n")
+    if dry_run(ctx.args):
+        return ctx.ok("".join(line + "\n" for line in ETCD_DRY_RUN))
     with ks.edit(ctx) as kube:
-        removed = kube.setdefault("etcd_removed", [])
-        if ctx.host_name not in removed:
-            removed.append(ctx.host_name)
+        ks.remove_etcd_member(kube, ctx.host_name)
     _empty(ctx, ETCD_DATA)
     return ctx.ok(f"[reset] Deleted contents of the etcd data directory: {ETCD_DATA}\n")

@@ -11,11 +11,10 @@ is cut to the lines clusterctl's users see in kubeadm's upgrade documentation.
 from __future__ import annotations
 
 from clusterctl.mock.tools import kube_state as ks
-from clusterctl.mock.tools.base import ToolContext, ToolResult
-from clusterctl.mock.tools.kubeadm_config import check_mixed_arguments, dry_run, load_config
+from clusterctl.mock.tools.base import ToolContext, ToolResult, positional
+from clusterctl.mock.tools.kubeadm_config import TRACE, check_mixed_arguments, dry_run, kubeadm_version, load_config
 from clusterctl.mock.tools.kubeadm_manifests import MANIFESTS, write_manifests
 
-TRACE = "To see the stack trace of this error execute with --v=5 or higher\n"
 #: Flags of ``kubeadm upgrade`` that take a value as the next word.
 VALUED_FLAGS = frozenset({"--config", "--kubeconfig", "--ignore-preflight-errors", "--feature-gates", "--patches",
                           "--skip-phases", "--certificate-renewal", "--etcd-upgrade", "-v", "--v"})
@@ -30,10 +29,6 @@ def _parse(version: str) -> tuple[int, int, int] | None:
     except ValueError:
         return None
     return major, minor, patch
-
-
-def _kubeadm_version(ctx: ToolContext) -> str:
-    return "v" + (ctx.installed_version("kubeadm") or "1.36.0").split("-")[0]
 
 
 def _policy_errors(cluster: str, target: str, kubeadm: str) -> list[str]:
@@ -69,7 +64,7 @@ def _manifest_version(ctx: ToolContext) -> str | None:
 
 def _plan(ctx: ToolContext, kube: dict[str, object], target: str | None) -> ToolResult:
     cluster = str(kube.get("version") or "")
-    kubeadm = _kubeadm_version(ctx)
+    kubeadm = kubeadm_version(ctx)
     wanted = target or kubeadm
     errors = _policy_errors(cluster, wanted, kubeadm)
     if errors:
@@ -92,7 +87,7 @@ def _plan(ctx: ToolContext, kube: dict[str, object], target: str | None) -> Tool
 
 def _apply(ctx: ToolContext, kube: dict[str, object], target: str, *, dry_run: bool, confirmed: bool) -> ToolResult:
     cluster = str(kube.get("version") or "")
-    kubeadm = _kubeadm_version(ctx)
+    kubeadm = kubeadm_version(ctx)
     errors = _policy_errors(cluster, target, kubeadm)
     if errors:
         return _fatal(errors)
@@ -124,7 +119,7 @@ def _node(ctx: ToolContext, kube: dict[str, object], *, dry_run: bool) -> ToolRe
         return ctx.fail("couldn't create a Kubernetes client from file \"/etc/kubernetes/kubelet.conf\": failed to "
                         "load admin kubeconfig: open /etc/kubernetes/kubelet.conf: no such file or directory\n" + TRACE)
     cluster = str(kube.get("version") or "")
-    kubeadm = _kubeadm_version(ctx)
+    kubeadm = kubeadm_version(ctx)
     if (_parse(kubeadm) or (0, 0, 0)) < (_parse(cluster) or (0, 0, 0)):
         return ctx.fail(f'[upgrade/version] FATAL: kubeadm version "{kubeadm}" is lower than the cluster version '
                         f'"{cluster}": upgrade kubeadm first\n' + TRACE)
@@ -145,22 +140,8 @@ def _node(ctx: ToolContext, kube: dict[str, object], *, dry_run: bool) -> ToolRe
                   "should go ahead and upgrade the kubelet package using your package manager.\n")
 
 
-def _positional(args: list[str]) -> list[str]:
-    """The words that are not flags or flag values (``--config FILE``: FILE is the flag's)."""
-    words: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in VALUED_FLAGS:
-            skip = True
-        elif not arg.startswith("-"):
-            words.append(arg)
-    return words
-
-
 def run(ctx: ToolContext) -> ToolResult:
-    args = _positional(ctx.args[1:])
+    args = positional(ctx.args[1:], VALUED_FLAGS)
     verb = args[0] if args else ""
     check_mixed_arguments(ctx.args)
     config = load_config(ctx, ctx.args).get("UpgradeConfiguration") or {}

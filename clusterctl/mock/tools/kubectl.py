@@ -105,7 +105,7 @@ def _type_name(text: str) -> tuple[str, str]:
 
 
 def _not_found(kind: str, name: str) -> ToolResult:
-    return ToolResult("", f'Error from server (NotFound): {_resource(kind, name)} "{name}" not found\n', 1)
+    return ks.not_found(_resource(kind, name), name)
 
 
 def _nodes_json(ctx: ToolContext, kube: dict[str, Any], only: str | None = None) -> str | None:
@@ -134,8 +134,7 @@ def _nodes_json(ctx: ToolContext, kube: dict[str, Any], only: str | None = None)
     if only is not None:
         found = next((item for item in items if item["metadata"]["name"] == only), None)
         return None if found is None else json.dumps(found, indent=4) + "\n"
-    return json.dumps({"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}},
-                      indent=4) + "\n"
+    return ks.object_list(items)
 
 
 def _schedule_pod(ctx: ToolContext, kube: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
@@ -213,7 +212,7 @@ def _apply(ctx: ToolContext, options: dict[str, str], flags: set[str]) -> ToolRe
             return ctx.fail(f'error: unable to read URL "{source}", server reported 404 Not Found, status code=404\n')
         docs = [{"kind": k, "metadata": {"name": n, "namespace": ns}} for k, ns, n in known]
         return _apply_docs(ctx, docs, source, server_side)
-    data = ctx.stdin if source == "-" else ctx.fs.read(ctx.path(source))
+    data = ks.filename_data(ctx, source)
     if data is None:
         return ctx.fail(f'error: the path "{source}" does not exist\n')
     try:
@@ -256,7 +255,7 @@ def run(ctx: ToolContext) -> ToolResult:
     if words[:2] in (["get", "nodes"], ["get", "node"], ["get", "no"]):
         if len(words) >= 3:
             one = _nodes_json(ctx, kube, only=words[2])
-            return kn.node_missing(words[2]) if one is None else ctx.ok(one)
+            return ks.not_found("nodes", words[2]) if one is None else ctx.ok(one)
         return ctx.ok(str(_nodes_json(ctx, kube)))
     if words[:2] in (["get", "pods"], ["get", "pod"], ["get", "po"]) and len(words) == 2:
         return kn.pods_list(ctx, options, flags)
@@ -311,10 +310,10 @@ def run(ctx: ToolContext) -> ToolResult:
         with ks.edit(ctx) as live:
             removed = (live.get("pods") or {}).pop(f"{namespace}/{words[2]}", None)
             (live.get("objects") or {}).pop(_key("pod", namespace, words[2]), None)
-        if removed is None and "--ignore-not-found" not in flags and "--ignore-not-found=true" not in ctx.args:
+        if removed is None and not ks.ignores_not_found(ctx, flags):
             return _not_found("pod", words[2])
         return ctx.ok(f'pod "{words[2]}" deleted\n' if removed is not None else "")
-    if words[:1] in (["drain"], ["uncordon"]) or words[:2] in (["delete", "node"], ["delete", "nodes"]):
+    if words[:1] == ["drain"] or words[:2] in (["delete", "node"], ["delete", "nodes"]):
         from clusterctl.mock.tools import kubectl_day2
 
         return kubectl_day2.run(ctx, words, options, flags)
@@ -333,8 +332,7 @@ def _delete_objects(ctx: ToolContext, names: list[str], namespace: str, flags: s
                 missing.append((kind, name))
             else:
                 out.append(f'{_name_of(kind)} "{name}" deleted')
-    if missing and "--ignore-not-found" not in flags and "--ignore-not-found=true" not in ctx.args:
+    if missing and not ks.ignores_not_found(ctx, flags):
         kind, name = missing[0]
-        return ToolResult("".join(line + "\n" for line in out),
-                          f'Error from server (NotFound): {_resource(kind, name)} "{name}" not found\n', 1)
+        return ks.not_found(_resource(kind, name), name, "".join(line + "\n" for line in out))
     return ctx.ok("".join(line + "\n" for line in out))

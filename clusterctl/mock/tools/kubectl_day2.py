@@ -1,7 +1,7 @@
-"""``kubectl drain``, ``uncordon`` and ``delete node`` against the simulated cluster.
+"""``kubectl drain`` and ``delete node`` against the simulated cluster (``uncordon``: ``kubectl_nodes``).
 
 Messages are kubectl's (``staging/src/k8s.io/kubectl/pkg/cmd/drain``): ``node/N cordoned``,
-``node/N drained``, ``node/N uncordoned``, ``node "N" deleted`` (nothing with
+``node/N drained``, ``node "N" deleted`` (nothing with
 ``--ignore-not-found`` when it is gone), ``Error from server
 (NotFound): nodes "N" not found``. A drain evicts the pods the simulation schedules on the node
 (clusterctl's one-GPU test pods). A host whose state sets ``drain: hang`` never finishes: the
@@ -14,10 +14,6 @@ from clusterctl.mock.tools import kube_state as ks
 from clusterctl.mock.tools.base import ToolContext, ToolResult
 
 
-def _missing(name: str) -> ToolResult:
-    return ToolResult("", f'Error from server (NotFound): nodes "{name}" not found\n', 1)
-
-
 def run(ctx: ToolContext, words: list[str], options: dict[str, str], flags: set[str]) -> ToolResult:
     verb = words[0]
     names = words[2:] if verb == "delete" else words[1:]
@@ -28,15 +24,12 @@ def run(ctx: ToolContext, words: list[str], options: dict[str, str], flags: set[
         nodes = kube.setdefault("nodes", {})
         node = nodes.get(name)
         if node is None:
-            if verb == "delete" and ("--ignore-not-found" in flags or "--ignore-not-found=true" in ctx.args):
+            if verb == "delete" and ks.ignores_not_found(ctx, flags):
                 return ctx.ok()
-            return _missing(name)
+            return ks.not_found("nodes", name)
         if verb == "delete":
             del nodes[name]
             return ctx.ok(f'node "{name}" deleted\n')
-        if verb == "uncordon":
-            was = bool(node.pop("unschedulable", False))
-            return ctx.ok(f"node/{name} {'uncordoned' if was else 'already uncordoned'}\n")
         already = bool(node.get("unschedulable"))
         node["unschedulable"] = True
         out = f"node/{name} {'already cordoned' if already else 'cordoned'}\n"

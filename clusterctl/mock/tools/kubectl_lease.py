@@ -38,7 +38,7 @@ def _document(ctx: ToolContext, options: dict[str, str]) -> dict[str, Any] | Too
     import yaml
 
     source = options.get("--filename", "")
-    data = ctx.stdin if source == "-" else ctx.fs.read(ctx.path(source)) if source else None
+    data = ks.filename_data(ctx, source)
     if data is None:
         return ctx.fail(f'error: the path "{source}" does not exist\n' if source else
                         "error: must specify one of -f and -k\n")
@@ -98,7 +98,7 @@ def run(ctx: ToolContext, words: list[str], options: dict[str, str]) -> ToolResu
             leases = kube.setdefault("leases", {})
             lease = leases.get(_key(namespace, name))
             if lease is None:
-                return ToolResult("", f'Error from server (NotFound): {RESOURCE} "{name}" not found\n', 1)
+                return ks.not_found(RESOURCE, name)
             if words[0] == "delete":
                 del leases[_key(namespace, name)]
                 return ctx.ok(f'lease.coordination.k8s.io "{name}" deleted from {namespace} namespace\n')

@@ -33,10 +33,6 @@ EVICTION_PATH = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/
 _STATUS_REASON = {400: "BadRequest", 404: "NotFound", 429: "TooManyRequests", 500: "InternalError"}
 
 
-def node_missing(name: str) -> ToolResult:
-    return ToolResult("", f'Error from server (NotFound): nodes "{name}" not found\n', 1)
-
-
 def _node_name(words: list[str]) -> str | None:
     """``nodes N``, ``node N``, ``node/N`` -> N."""
     if words and words[0].startswith(("node/", "nodes/")):
@@ -57,7 +53,7 @@ def update_node(ctx: ToolContext, words: list[str], flags: set[str], what: str,
     overwrite = "--overwrite" in flags or "--overwrite=true" in ctx.args
     with ks.edit(ctx) as kube:
         node = (kube.get("nodes") or {}).get(node_name)
-        return node_missing(node_name) if node is None else update(ctx, node_name, node, specs, overwrite)
+        return ks.not_found("nodes", node_name) if node is None else update(ctx, node_name, node, specs, overwrite)
 
 
 def taint(ctx: ToolContext, node_name: str, node: dict[str, Any], specs: list[str], overwrite: bool) -> ToolResult:
@@ -101,7 +97,7 @@ def cordon(ctx: ToolContext, verb: str, words: list[str]) -> ToolResult:
     with ks.edit(ctx) as kube:
         node = (kube.get("nodes") or {}).get(name)
         if node is None:
-            return node_missing(name)
+            return ks.not_found("nodes", name)
         if bool(node.get("unschedulable")) == wanted:
             return ctx.ok(f"node/{name} already {verb}ed\n")
         node["unschedulable"] = wanted
@@ -171,8 +167,7 @@ def pods_list(ctx: ToolContext, options: dict[str, str], flags: set[str]) -> Too
     pods = kw.pods_on(kube, node) if node is not None else kw.pods_on_any(kube) + [
         (k, p) for k, p in sorted((kube.get("pods") or {}).items()) if not p.get("node")]
     items = [pod_object(k, p) for k, p in pods if everywhere or k.startswith(namespace + "/")]
-    return ctx.ok(json.dumps({"apiVersion": "v1", "items": items, "kind": "List",
-                              "metadata": {"resourceVersion": ""}}, indent=4) + "\n")
+    return ctx.ok(ks.object_list(items))
 
 
 def create_raw(ctx: ToolContext, path: str, options: dict[str, str]) -> ToolResult:
@@ -180,7 +175,7 @@ def create_raw(ctx: ToolContext, path: str, options: dict[str, str]) -> ToolResu
     if match is None:
         return ctx.fail("Error from server (NotFound): the server could not find the requested resource\n")
     source = options.get("--filename", "")
-    data = ctx.stdin if source == "-" else ctx.fs.read(ctx.path(source)) if source else None
+    data = ks.filename_data(ctx, source)
     if data is None:
         return ctx.fail("error: --raw and --filename must both be specified\n" if not source
                         else f'error: the path "{source}" does not exist\n')

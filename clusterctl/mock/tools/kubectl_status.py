@@ -32,7 +32,7 @@ def patch_node_status(ctx: ToolContext, name: str, options: dict[str, str]) -> T
     with ks.edit(ctx) as kube:
         node = (kube.get("nodes") or {}).get(name)
         if node is None:
-            return ctx.fail(f'Error from server (NotFound): nodes "{name}" not found\n')
+            return ks.not_found("nodes", name)
         kept = {c.get("type"): c for c in node.get("conditions") or []}
         for condition in wanted:
             if not isinstance(condition, dict) or not condition.get("type"):
@@ -72,4 +72,4 @@ def secrets_list(ctx: ToolContext, namespace: str, selector: str) -> ToolResult:
             doc["data"] = {"token": base64.b64encode(token.encode()).decode(), "namespace":
                            base64.b64encode(ns.encode()).decode()}
         items.append(doc)
-    return ctx.ok(json.dumps({"apiVersion": "v1", "items": items, "kind": "List", "metadata": {}}, indent=4) + "\n")
+    return ctx.ok(ks.object_list(items, {}))

@@ -63,10 +63,11 @@ PACKAGED_FILES: dict[str, dict[str, str]] = {
 
 
 def _channels(spec: Any) -> list[dict[str, Any]]:
-    """A repository entry as its sources: a mapping is one, a list of mappings several."""
+    """A repository entry as its sources: a mapping is one, a list of mappings several ([]: a bare list of
+    versions, or one version)."""
     if isinstance(spec, list) and spec and all(isinstance(s, dict) for s in spec):
         return [dict(s) for s in spec]
-    return []
+    return [dict(spec)] if isinstance(spec, dict) else []
 
 
 def all_sources(ctx: ToolContext) -> list[str]:
@@ -74,7 +75,7 @@ def all_sources(ctx: ToolContext) -> list[str]:
     raw = (ctx.machine.get("packages") or {}).get("repository") or {}
     found: list[str] = []
     for spec in raw.values():
-        for channel in _channels(spec) or ([spec] if isinstance(spec, dict) else []):
+        for channel in _channels(spec):
             source = channel.get("source")
             if source and str(source) not in found:
                 found.append(str(source))
@@ -86,7 +87,7 @@ def offered(ctx: ToolContext, source: str) -> dict[str, list[str]]:
     raw = (ctx.machine.get("packages") or {}).get("repository") or {}
     found: dict[str, list[str]] = {}
     for name, spec in raw.items():
-        for channel in _channels(spec) or ([spec] if isinstance(spec, dict) else []):
+        for channel in _channels(spec):
             if str(channel.get("source") or "") == source:
                 found.setdefault(str(name), []).extend(str(v) for v in channel.get("versions") or [])
     return found
@@ -105,20 +106,20 @@ def repository(ctx: ToolContext) -> dict[str, Available]:
                 str(first["source"]) if first.get("source") else None,
                 tuple(str(u) for u in first.get("units", known_units)),
                 tuple(str(p) for p in first.get("programs", known_programs)),
+                # one mapping: its one source is the package's own (``source``), no channels
                 tuple((str(c["source"]) if c.get("source") else None,
-                       tuple(str(v) for v in c.get("versions") or [])) for c in channels),
-            )
-        elif isinstance(spec, dict):
-            versions = tuple(str(v) for v in spec.get("versions") or [])
-            found[str(name)] = Available(
-                str(name), versions, str(spec["source"]) if spec.get("source") else None,
-                tuple(str(u) for u in spec.get("units", known_units)),
-                tuple(str(p) for p in spec.get("programs", known_programs)),
+                       tuple(str(v) for v in c.get("versions") or [])) for c in channels) if isinstance(spec, list)
+                else (),
             )
         else:
             versions = tuple(str(v) for v in (spec if isinstance(spec, list) else [spec]))
             found[str(name)] = Available(str(name), versions, None, known_units, known_programs)
     return found
+
+
+def package(repo: dict[str, Available], name: str) -> Available:
+    """The repository's package ``name``, else what is known of it (an installed package the repository lacks)."""
+    return repo.get(name) or Available(name, (), None, *KNOWN_PACKAGES.get(name, ((), ())))
 
 
 def visible(ctx: ToolContext, package: Available) -> bool:

@@ -80,7 +80,7 @@ def _system_files(ctx: ToolContext) -> list[str]:
 
 def run(ctx: ToolContext) -> ToolResult:
     args = list(ctx.args)
-    value_only = quiet = write = False
+    value_only = quiet = False
     files: list[str] = []
     system = False
     operands: list[str] = []
@@ -98,9 +98,8 @@ def run(ctx: ToolContext) -> ToolResult:
         elif arg.startswith("-p") and len(arg) > 2:
             files.append(arg[2:])
         elif arg.startswith("-") and not arg.startswith("--"):
-            value_only |= "n" in arg
+            value_only |= "n" in arg  # -w needs nothing: a NAME=VALUE operand is a write anyway
             quiet |= "q" in arg
-            write |= "w" in arg
         else:
             operands.append(arg)
         i += 1
@@ -145,5 +144,4 @@ def run(ctx: ToolContext) -> ToolResult:
                 code = 1
                 continue
             out += f"{known[key]}\n" if value_only else f"{key} = {known[key]}\n"
-    _ = write
     return ToolResult(out, err, code)

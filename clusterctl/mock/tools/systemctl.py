@@ -37,11 +37,10 @@ def service_key(name: str) -> str:
 
 def containerd_start_check(ctx: ToolContext) -> str | None:
     """Why containerd would not start with the config in the tree, or None."""
-    from clusterctl.mock.tools.containerd_config import TOMLError, parse_toml
+    from clusterctl.mock.tools.containerd_config import TOMLError, imported, installed_major, parse_toml
+    from clusterctl.mock.tools.ctr import containerd_version
 
-    version = ctx.installed_version("containerd") or ctx.installed_version("containerd.io") or "1.7.0"
-    major = int(version.split(".")[0]) if version.split(".")[0].isdigit() else 1
-    highest = 2 if major < 2 else (3 if version.startswith(("2.0", "2.1", "2.2")) else 4)
+    highest = 2 if installed_major(ctx) < 2 else (3 if containerd_version(ctx).startswith(("2.0", "2.1", "2.2")) else 4)
     path = "/etc/containerd/config.toml"
     data = ctx.fs.read(path)
     if data is None:
@@ -53,7 +52,7 @@ def containerd_start_check(ctx: ToolContext) -> str | None:
         return f'containerd: failed to load TOML: {path}: {exc}'
     imports = root.get("imports") or []
     for pattern in imports if isinstance(imports, list) else []:
-        files.extend(ctx.fs.glob(str(pattern)) if any(c in str(pattern) for c in "*?[") else [str(pattern)])
+        files.extend(imported(ctx, pattern))
     root_version = int(root.get("version", 1) or 1)
     for file in files:
         content = ctx.fs.read(file)

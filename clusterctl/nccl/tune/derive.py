@@ -496,25 +496,20 @@ def derive_settings(hosts: Sequence[TuneHost], *, nccl_version: str | None = Non
 
     common: dict[str, TunedSetting] = {}
     overrides: dict[str, dict[str, TunedSetting]] = {h: {} for h in host_names}
-    special = {"NCCL_SOCKET_IFNAME": _merge_socket(hosts, plans)}
+    shared_ifname = _merge_socket(hosts, plans)
     for name in SETTING_ORDER:
+        if shared_ifname is not None and name == shared_ifname.name:
+            common[name] = shared_ifname
+            continue
         per_host = {h: plans[h].values.get(name) for h in host_names}
-        if name in special and special[name] is not None:
-            common[name] = special[name]  # type: ignore[assignment]
-            continue
         values = Counter(s.value for s in per_host.values() if s is not None)
-        if not values:
-            continue
-        if all(s is not None for s in per_host.values()):
-            value, _ = values.most_common(1)[0]
-            common[name] = next(s for s in per_host.values() if s is not None and s.value == value)
-            for h, s in per_host.items():
-                if s is not None and s.value != value:
-                    overrides[h][name] = s
-        else:
-            for h, s in per_host.items():
-                if s is not None:
-                    overrides[h][name] = s
+        # Set on every host: the most common value for all, the others as overrides; else all overrides.
+        value = values.most_common(1)[0][0] if values and None not in per_host.values() else None
+        for h, s in per_host.items():
+            if s is not None and s.value == value:
+                common.setdefault(name, s)
+            elif s is not None:
+                overrides[h][name] = s
     cross = _merge_cross_nic(hosts, plans, notes, warnings)
     if cross is not None:
         common[cross.name] = cross

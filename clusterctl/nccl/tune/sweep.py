@@ -87,9 +87,15 @@ class Runs:
 
     per_range: dict[str, list[float]] = field(default_factory=dict)
 
-    def add_levels(self, levels: Mapping[str, float]) -> None:
-        for name, level in levels.items():
-            self.per_range.setdefault(name, []).append(level)
+    @classmethod
+    def of(cls, log: Sequence[tuple[str | None, dict[str, float]]], label: str | None) -> Runs:
+        """The runs of one configuration (``None``: the baseline) in a collective's log."""
+        runs = cls()
+        for run_label, levels in log:
+            if run_label == label:
+                for name, level in levels.items():
+                    runs.per_range.setdefault(name, []).append(level)
+        return runs
 
     @property
     def count(self) -> int:
@@ -268,10 +274,7 @@ def _sweep_collective(
     screened: dict[Candidate, list[dict[str, float]]] = {}
     for cand, diffs in _abab(seq, pool):
         screened.setdefault(cand, []).append(diffs)
-    baseline = Runs()
-    for label, levels in seq.log:
-        if label is None:
-            baseline.add_levels(levels)
+    baseline = Runs.of(seq.log, None)
     start = [levels for label, levels in seq.log if label is None][:repeats]
     names = [n for n, _, _ in SIZE_RANGES if baseline.gbps(n) is not None]
 
@@ -291,14 +294,11 @@ def _sweep_collective(
             finalists.append(best[0])
     # 2. confirmation: fresh ABAB pairs for each finalist; only these runs judge it
     fresh: dict[Candidate, list[dict[str, float]]] = {c: [] for c in finalists}
-    candidate_runs: dict[Candidate, Runs] = {c: Runs() for c in finalists}
     if finalists:
         for cand, diffs in _abab(seq, finalists * plan.pairs):
             fresh[cand].append(diffs)
-        for label, levels in seq.log[-(2 * len(finalists) * plan.pairs + 1):]:
-            for cand in finalists:
-                if cand.label == label:
-                    candidate_runs[cand].add_levels(levels)
+    confirming = seq.log[-(2 * len(finalists) * plan.pairs + 1):]
+    candidate_runs = {c: Runs.of(confirming, c.label) for c in finalists}
     # 3. the baseline again, at the end
     end = [seq.run(None) for _ in range(repeats)]
     intervals: dict[tuple[str, Candidate], Interval] = {}
@@ -351,10 +351,7 @@ def _sweep_collective(
             baseline_moved=round(_change(start, end, name), 4),
             verdict=verdict,
         ))
-    screen_runs: dict[str, Runs] = {c.label: Runs() for c in pool}
-    for label, levels in seq.log:
-        if label is not None and label in screen_runs:
-            screen_runs[label].add_levels(levels)
+    screen_runs = {c.label: Runs.of(seq.log, c.label) for c in pool}
     table = [("defaults", {n: round(baseline.gbps(n) or 0.0, 2) for n in names}, baseline.count)]
     table += [(label, {n: round(r.gbps(n) or 0.0, 2) for n in names}, r.count) for label, r in screen_runs.items()]
     return _CollectiveResult(outcomes, winners, intervals, notes, table)

@@ -7,11 +7,7 @@ from typing import Any
 
 from clusterctl.survey.checks.baseline import FleetBaseline
 from clusterctl.survey.checks.codes import Finding, Severity, finding
-from clusterctl.survey.checks.host import (
-    SurveyedHost,
-    active_lanes,
-    majority,
-)
+from clusterctl.survey.checks.host import SurveyedHost, active_lanes, majority
 from clusterctl.survey.topology import HostTopology, Shape, compress_indices, modal_nvlink_count
 
 
@@ -150,5 +146,3 @@ def check_gpu_health(state: SurveyedHost) -> list[Finding]:
                                f"GPU{gpu.index}: {gpu.ecc_errors_uncorrected} uncorrected ECC errors (volatile)",
                                gpu=gpu.index, uncorrected=gpu.ecc_errors_uncorrected))
     return out
-
-

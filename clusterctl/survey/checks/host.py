@@ -74,8 +74,6 @@ def peer_group(state: SurveyedHost) -> PeerGroup:
     return state.gpu_model, state.gpu_count
 
 
-
-
 def active_lanes(status: NVLinkStatus) -> int:
     return sum(1 for lane in status.lanes if lane.active)
 
@@ -86,6 +84,3 @@ def port_key(device: RDMADevice, port: RDMAPort) -> str:
 
 def gpu_has_near_nic(topology: HostTopology, index: int) -> bool:
     return any(g.has_near_nic for g in topology.gpus if g.index == index)
-
-
-

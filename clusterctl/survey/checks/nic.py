@@ -6,16 +6,12 @@ from clusterctl.facts.model import RDMADevice, RDMAPort
 from clusterctl.inventory.fabric import link_layer_of
 from clusterctl.survey.checks.baseline import FleetBaseline
 from clusterctl.survey.checks.codes import Finding, Severity, finding
-from clusterctl.survey.checks.host import (
-    SurveyedHost,
-    port_key,
-)
+from clusterctl.survey.checks.host import SurveyedHost, port_key
 from clusterctl.survey.topology import compress_indices
 
 #: A NIC this far below the expected rate is slow (rates are computed from width x speed,
 #: so a healthy port matches exactly; the margin only absorbs rounding such as 53.125 x 4).
 RATE_TOLERANCE = 0.97
-
 
 
 def fabric_hcas(state: SurveyedHost) -> set[str]:
@@ -137,5 +133,3 @@ def check_locality(state: SurveyedHost, baseline: FleetBaseline) -> list[Finding
                            f"GPUs {compress_indices(indices)} " + words.format(link="/".join(links)) + design,
                            gpus=indices, nearest=nearest, peers_have_near_nic=peer_has_near))
     return out
-
-

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from clusterctl.survey.checks.baseline import FleetBaseline
 from clusterctl.survey.checks.codes import Finding, Severity, finding
-from clusterctl.survey.checks.host import (
-    SurveyedHost,
-)
+from clusterctl.survey.checks.host import SurveyedHost
 
 
 def check_reachability(state: SurveyedHost) -> list[Finding]:
@@ -49,8 +47,6 @@ def check_missing_facts(state: SurveyedHost, baseline: FleetBaseline) -> list[Fi
         out.append(finding(severity, "FACT_MISSING", state.name, f"{lost.fact}: {lost.reason}",
                            fact=lost.fact, reason=lost.reason))
     return out
-
-
 
 
 def check_partial_facts(state: SurveyedHost) -> list[Finding]:

@@ -5,9 +5,7 @@ from __future__ import annotations
 from clusterctl.facts.model import SoftwareStack
 from clusterctl.survey.checks.baseline import FleetBaseline
 from clusterctl.survey.checks.codes import Finding, Severity, finding
-from clusterctl.survey.checks.host import (
-    SurveyedHost,
-)
+from clusterctl.survey.checks.host import SurveyedHost
 
 #: Pin name -> SoftwareStack attributes to read, first non-empty wins.
 _PIN_FIELDS: dict[str, tuple[str, ...]] = {
@@ -69,5 +67,3 @@ def check_stack(state: SurveyedHost, baseline: FleetBaseline) -> list[Finding]:
                            f"{attribute}: {shown}; most hosts run {expected}",
                            component=attribute, installed=value, fleet=expected))
     return out
-
-
