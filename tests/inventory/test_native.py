@@ -254,38 +254,6 @@ def test_unknown_field_suggests_the_close_one(write: WriteFile) -> None:
     assert str(error) == (f"{path}:4: field 'hosts.gpu-a1.prot': unknown field 'prot'. Did you mean 'port'?")
 
 
-def test_duplicate_host_in_mapping(write: WriteFile) -> None:
-    path = write(
-        """
-        hosts:
-          gpu-a1:
-            address: 10.0.0.11
-          gpu-a2: {}
-          gpu-a1:
-            address: 10.0.0.99
-        """
-    )
-    error = load_error(path)
-    assert (error.line, error.field) == (5, "hosts.gpu-a1")
-    assert "duplicate host 'gpu-a1'" in str(error)
-    assert "line 2" in str(error)
-
-
-def test_duplicate_host_in_list(write: WriteFile) -> None:
-    path = write(
-        """
-        hosts:
-          - name: gpu-a1
-          - name: gpu-a2
-          - name: gpu-a1
-        """
-    )
-    error = load_error(path)
-    assert error.line == 4
-    assert "duplicate host 'gpu-a1'" in str(error)
-    assert "line 2" in str(error)
-
-
 @pytest.mark.parametrize("port", ["0", "65536", "ssh", "22.5", "-1", "true", "[22]"])
 def test_bad_port(write: WriteFile, port: str) -> None:
     path = write(
@@ -338,6 +306,10 @@ def test_group_lists_unknown_host(write: WriteFile) -> None:
         ("defaults:\n  transport: mock\n  profile: profiles/nowhere\nhosts:\n  gpu-a1: {}\n", 3, "defaults.profile",
          ("profiles/nowhere", "does not exist")),
         ("hosts:\n  - address: 10.0.0.1\n", 2, "hosts[0]", "no 'name:'"),
+        ("hosts:\n  gpu-a1:\n    address: 10.0.0.11\n  gpu-a2: {}\n  gpu-a1:\n    address: 10.0.0.99\n", 5,
+         "hosts.gpu-a1", ("duplicate host 'gpu-a1'", "line 2")),
+        ("hosts:\n  - name: gpu-a1\n  - name: gpu-a2\n  - name: gpu-a1\n", 4, "hosts[2].name",
+         ("duplicate host 'gpu-a1'", "line 2")),
         ("hosts: [a, b]\ndefaults: [user]\n", 2, "defaults", "must be a mapping"),
         ("hosts:\n  h: 10.0.0.1\n", 2, "hosts.h", "must be a mapping"),
         ("hosts:\n  h:\n    fabric: ib\n", 3, "hosts.h.fabric", "must be a mapping"),
