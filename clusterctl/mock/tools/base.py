@@ -70,6 +70,14 @@ class ToolContext:
     def fail(stderr: str, exit_code: int = 1, stdout: str = "") -> ToolResult:
         return ToolResult(stdout, stderr, exit_code)
 
+    def gpus(self) -> list[str]:
+        """The host's GPUs as its ``nvidia-smi -L`` lists them (what the device plugin and nvidia-ctk find)."""
+        if self.run is None:
+            return []
+        listing = self.run("nvidia-smi -L")
+        return [line for line in listing.stdout.splitlines() if line.startswith("GPU ")] if listing.exit_code == 0 \
+            else []
+
     def installed_version(self, package: str) -> str | None:
         """The installed version of a Debian package on this host, or None."""
         entry = (self.host.section("packages")).get(package)

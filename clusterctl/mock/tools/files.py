@@ -51,10 +51,6 @@ def _options(args: list[str], known: str) -> tuple[set[str], list[str]]:
     return flags, rest
 
 
-def _missing(tool: str, what: str, path: str, code: int = 1) -> ToolResult:
-    return ToolResult("", f"{tool}: {what} '{path}': No such file or directory\n", code)
-
-
 def cat(ctx: ToolContext) -> ToolResult:
     _none, paths = _options(ctx.args, "")
     if not paths:
