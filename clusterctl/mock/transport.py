@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clusterctl.errors import UsageError
+from clusterctl.mock.power import powered_off
 from clusterctl.mock.profile import Profile, load_profile
 from clusterctl.mock.state import FileTree, ReadOnlyViolation, StateError, read_only
 from clusterctl.mock.turns import simulating
@@ -180,7 +181,7 @@ class MockTransport(Transport):
         return PutResult(path=path, changed=True, backup_path=backup_path)
 
     def _answering(self) -> None:
-        if self.machine.host.values().get("power") == "off":
+        if powered_off(self.machine.host):
             # As ssh would find it: no route, no answer (clusterctl.mock.power).
             raise TransportError(FailureKind.UNREACHABLE, f"{self.host.name}: no answer (switched off)")
 

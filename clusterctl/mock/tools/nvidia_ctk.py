@@ -116,8 +116,7 @@ def cdi_generate(ctx: ToolContext, opts: dict[str, str]) -> ToolResult:
 
 def run(ctx: ToolContext) -> ToolResult:
     args = ctx.args
-    version = ctx.installed_version("nvidia-container-toolkit") or ctx.installed_version(
-        "nvidia-container-toolkit-base") or "1.18.0-1"
+    version = ctx.installed_version(*PACKAGES) or "1.18.0-1"
     if not args or args[0] in ("--version", "-v", "version"):
         upstream = version.rsplit("-", 1)[0]
         return ToolResult(f"NVIDIA Container Toolkit CLI version {upstream}\ncommit: mock\n")
