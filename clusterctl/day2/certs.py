@@ -302,13 +302,15 @@ def renew(runner: Runner, inventory: Inventory, hosts: list[Host], request: Rene
     phases = select_phases(RENEW_PHASES, None, request.skip_phases)
     check(runner, inventory, hosts)  # no certificates to renew where no cluster runs: exit 2 before any step
     place = RunPlace.of(inventory, "certs-renew", request.state_dir)
+    chosen = control_planes(hosts)
     settings = RunSettings(apply=request.apply, resume=request.resume,
-                           options=RenewOptions(request.wait_s, request.ready_timeout_s), batch_size=1,
+                           options=RenewOptions(request.wait_s, request.ready_timeout_s),
+                           batches=[[h.name] for h in chosen],
                            progress=place.progress(resume=request.resume, first="clusterctl certs renew --yes")
                            if request.apply else None,
                            journal=place.journal("certs renew") if request.apply else None,
                            resume_hint="clusterctl certs renew --resume --yes")
-    return run_phases(inventory, control_planes(hosts), runner, phases, settings)
+    return run_phases(inventory, chosen, runner, phases, settings)
 
 
 def renew_summary(report: RunReport) -> list[dict[str, Any]]:
