@@ -18,8 +18,9 @@ RETRY_NAME = "retry"
 
 def retry_file() -> Path:
     """``$XDG_STATE_HOME/clusterctl/last-failed`` (default ``~/.local/state/clusterctl/last-failed``)."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "clusterctl" / "last-failed"
+    from clusterctl.writable import state_home
+
+    return state_home() / "last-failed"
 
 
 def record_failed(names: Iterable[str], inventory_source: str | None) -> None:

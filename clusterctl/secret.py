@@ -80,10 +80,6 @@ def mask_text(text: str) -> str:
     return text
 
 
-def reveal(value: str | Secret) -> str:
-    return value.reveal() if isinstance(value, Secret) else value
-
-
 def __getattr__(name: str) -> Any:
     # ``SecretMaskingFilter`` is built on first use: importing ``logging`` for it at start-up
     # would cost every command (``clusterctl --help`` included) for what only --debug needs.

@@ -144,13 +144,17 @@ class WriteAheadJournal:
             raise UsageError(f"cannot write the undo journal ({exc.strerror}): the change was not made",
                              file=str(self.path)) from exc
 
+    def _new_entry(self, change: Change) -> int:
+        """The number of ``change``'s entry (under the lock); refused once the journal is finished."""
+        if self._finished:  # a worker the interrupted run gave up on: the journal is closed, so no change
+            raise UsageError(f"the undo journal is finished (the run stopped): not made: {change.summary}",
+                             file=str(self.path or self.folder))
+        self._count += 1
+        return self._count
+
     def before(self, change: Change) -> int:
         with self._lock:
-            if self._finished:  # a worker the interrupted run gave up on: the journal is closed, so no change
-                raise UsageError(f"the undo journal is finished (the run stopped): not made: {change.summary}",
-                                 file=str(self.path or self.folder))
-            self._count += 1
-            entry = self._count
+            entry = self._new_entry(change)
             data = _pending_json(change)
             self._append({"entry": entry, "pending": data})
             self._pending[entry] = data
@@ -161,11 +165,7 @@ class WriteAheadJournal:
         """A temporary change (verify's GPU test pod), written down before it is set up: its undo is its
         clean-up, kept in the journal until ``cleaned``."""
         with self._lock:
-            if self._finished:
-                raise UsageError(f"the undo journal is finished (the run stopped): not made: {change.summary}",
-                                 file=str(self.path or self.folder))
-            self._count += 1
-            entry = self._count
+            entry = self._new_entry(change)
             data = {**record_json(GateRecord(change, applied=True, changed=True)), "temporary": True}
             self._append({"entry": entry, "temporary": data})
             self._temporaries[entry] = data

@@ -51,18 +51,21 @@ class AgentRun:
     duration_s: float = 0.0
 
 
-def kubectl_line(options: AgentOptions, args: str) -> str:
-    return (f"kubectl --kubeconfig {shlex.quote(str(options.kubeconfig))} --request-timeout=20s {args}")
+def _kubectl(transport: Transport, options: AgentOptions, args: str, *, what: str) -> str:
+    """``kubectl ARGS`` with the agent's kubeconfig: its output, or ``PublishError`` (``could not WHAT: ...``)."""
+    line = f"kubectl --kubeconfig {shlex.quote(str(options.kubeconfig))} --request-timeout=20s {args}"
+    result = transport.run(line, timeout=KUBECTL_TIMEOUT_S)
+    if not result.ok:
+        raise PublishError(f"could not {what}: {result.stderr_tail(2) or result.stdout[-200:]}")
+    return result.stdout
 
 
 def read_conditions(transport: Transport, options: AgentOptions) -> list[dict[str, Any]]:
     """The node's conditions as the API server has them (``get`` on ``nodes/status``)."""
-    line = kubectl_line(options, f"get node {shlex.quote(options.node)} --subresource=status -o json")
-    result = transport.run(line, timeout=KUBECTL_TIMEOUT_S)
-    if not result.ok:
-        raise PublishError(f"could not read node {options.node}: {result.stderr_tail(2) or result.stdout[-200:]}")
+    out = _kubectl(transport, options, f"get node {shlex.quote(options.node)} --subresource=status -o json",
+                   what=f"read node {options.node}")
     try:
-        node = json.loads(result.stdout)
+        node = json.loads(out)
     except json.JSONDecodeError as exc:
         raise PublishError(f"kubectl get node {options.node} printed no JSON ({exc})") from exc
     found = (node.get("status") or {}).get("conditions") if isinstance(node, dict) else None
@@ -72,12 +75,8 @@ def read_conditions(transport: Transport, options: AgentOptions) -> list[dict[st
 def patch_conditions(transport: Transport, options: AgentOptions, conditions: list[dict[str, str]]) -> None:
     """A strategic merge patch of ``nodes/status``: conditions merge by ``type``, the kubelet's stay."""
     body = json.dumps({"status": {"conditions": conditions}}, separators=(",", ":"), sort_keys=True)
-    line = kubectl_line(options, f"patch node {shlex.quote(options.node)} --subresource=status --type=strategic "
-                                 f"-p {shlex.quote(body)}")
-    result = transport.run(line, timeout=KUBECTL_TIMEOUT_S)
-    if not result.ok:
-        raise PublishError(f"could not patch node {options.node}'s status: "
-                           f"{result.stderr_tail(2) or result.stdout[-200:]}")
+    _kubectl(transport, options, f"patch node {shlex.quote(options.node)} --subresource=status --type=strategic "
+             f"-p {shlex.quote(body)}", what=f"patch node {options.node}'s status")
 
 
 class PublishError(Exception):

@@ -18,7 +18,7 @@ from clusterctl.secret import Secret, mask_text
 
 ON, OFF = "On", "Off"
 #: Redfish ``ResetType`` values clusterctl asks for.
-FORCE_OFF, GRACEFUL_SHUTDOWN, RESET_ON, FORCE_RESTART = "ForceOff", "GracefulShutdown", "On", "ForceRestart"
+FORCE_OFF, GRACEFUL_SHUTDOWN, RESET_ON = "ForceOff", "GracefulShutdown", "On"
 SYSTEMS = "/redfish/v1/Systems/"
 
 

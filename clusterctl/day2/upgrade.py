@@ -270,6 +270,10 @@ class UpgradePhase(Phase[Any]):
         self.rollout = rollout
         self.via = rollout.first_cp if self.from_control_plane else None
 
+    def check(self, ctx: PhaseContext) -> Any:
+        """The node as its first phase of the run found it (``Rollout.assess``)."""
+        return self.rollout.assess(ctx)
+
 
 class AptUpgrade(UpgradePhase):
     """Packages at the target, as kubeadm's documentation does it: unhold, install ``X-*``, hold; the first
@@ -306,9 +310,6 @@ class KubeadmUpgrade(UpgradePhase):
     timeout_s = 900.0
     #: ``kubeadm upgrade node`` leaves nothing to read back: a resumed rollout trusts its progress file.
     done_when_recorded = True
-
-    def check(self, ctx: PhaseContext) -> NodeAssessment:
-        return self.rollout.assess(ctx)
 
     def plan(self, ctx: PhaseContext, state: NodeAssessment) -> list[Change]:
         name, target = ctx.host.name, self.rollout.target
@@ -347,9 +348,6 @@ class UpgradeKubelet(AptUpgrade):
 class RestartKubelet(UpgradePhase):
     name = "restart-kubelet"
     description = "restart the kubelet on its new version and configuration"
-
-    def check(self, ctx: PhaseContext) -> NodeAssessment:
-        return self.rollout.assess(ctx)
 
     def plan(self, ctx: PhaseContext, state: NodeAssessment) -> list[Change]:
         node = self.rollout.nodes.get(ctx.host.name)

@@ -1,6 +1,6 @@
 """A host's share of a fan-out's time limit, enforced on every call its task makes.
 
-(Not to be confused with ``transport/ssh/deadline.py``, the single deadline of one SSH
+(Not to be confused with ``transport.ssh.config.remaining``, the single deadline of one SSH
 connection attempt: this one bounds a whole task, connection and commands together.)
 """
 

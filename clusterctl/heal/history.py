@@ -3,7 +3,7 @@
 ``clusterctl.dev/heal-state``: where the host stands (``healing: reboot``, ``released``, ``needs
 hardware``, ``flapping``); ``clusterctl.dev/heal-history``: the steps, newest last, as JSON
 (``at``, ``step``, ``result``, ``detail``), the last ``KEPT`` of them. The quarantines' own times
-are ``node_ops.HISTORY``; flapping is counted from those.
+are ``node_ops.HISTORY`` (``node_ops.quarantine_times``); flapping is counted from those.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from clusterctl.facts.kube_nodes import KubeNode
-from clusterctl.quarantine.node_ops import HISTORY
+from clusterctl.quarantine.node_ops import quarantine_times
 
 STATE = "clusterctl.dev/heal-state"
 STEPS = "clusterctl.dev/heal-history"
@@ -48,10 +48,6 @@ def steps_of(node: KubeNode) -> list[StepEntry]:
 def with_step(node_steps: list[StepEntry], entry: StepEntry) -> str:
     entry = StepEntry(entry.at, entry.step, entry.result, entry.detail[:DETAIL_CHARS])
     return json.dumps([e.to_json() for e in [*node_steps, entry][-KEPT:]], separators=(",", ":"))
-
-
-def quarantine_times(node: KubeNode) -> list[str]:
-    return [t for t in node.annotations.get(HISTORY, "").split(",") if t]
 
 
 def _epoch(stamp: str) -> float | None:

@@ -40,7 +40,7 @@ class HostStatus:
 
 def host_status(node: KubeNode) -> HostStatus:
     return HostStatus(node.name, describe(node), node.ready, node.annotations.get(history.STATE, ""),
-                      history.steps_of(node), history.quarantine_times(node))
+                      history.steps_of(node), node_ops.quarantine_times(node))
 
 
 def hosts_status(runner: Runner, inventory: Inventory, hosts: Sequence[Host]) -> list[HostStatus]:
@@ -61,5 +61,3 @@ def hosts_status(runner: Runner, inventory: Inventory, hosts: Sequence[Host]) ->
                               f"{outcome.failure.describe() if outcome.failure else 'no result'}")
     return outcome.value
 
-
-__all__ = ["HostStatus", "host_status", "hosts_status", "node_ops"]

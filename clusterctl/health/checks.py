@@ -570,10 +570,10 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
 # --- PCIe (lspci -vvv) ------------------------------------------------------------------
 
 
-def _ancestors(device: PciDevice, bridges: Sequence[PciDevice]) -> list[PciDevice]:
-    bus = device.bus
-    return [b for b in bridges if b is not device and b.secondary_bus is not None and b.subordinate_bus is not None
-            and b.secondary_bus <= bus <= b.subordinate_bus]
+def _behind(bridge: PciDevice, device: PciDevice) -> bool:
+    """Whether ``device`` sits behind ``bridge`` (its bus within the bridge's secondary..subordinate range)."""
+    return bridge is not device and bridge.secondary_bus is not None and bridge.subordinate_bus is not None \
+        and bridge.secondary_bus <= device.bus <= bridge.subordinate_bus
 
 
 def check_pcie(host: HostInput) -> list[Finding]:
@@ -587,11 +587,11 @@ def check_pcie(host: HostInput) -> list[Finding]:
     found: list[Finding] = []
     switch_of: dict[str, set[str]] = {}
     for d in endpoints:
-        switch_of[d.address] = {b.address for b in _ancestors(d, bridges) if b.port_type == "Upstream Port"}
+        switch_of[d.address] = {b.address for b in bridges if _behind(b, d) and b.port_type == "Upstream Port"}
     for bridge in bridges:
         if not bridge.acs_redirects or bridge.port_type not in ("Downstream Port", "Upstream Port"):
             continue
-        below = [d for d in endpoints if d in _ancestors_inv(bridge, endpoints)]
+        below = [d for d in endpoints if _behind(bridge, d)]
         if not any(d.is_gpu for d in below):
             continue
         # A peer on the same PCIe switch (GPU or NIC outside this port) is what the redirect cuts off.
@@ -624,12 +624,6 @@ def check_pcie(host: HostInput) -> list[Finding]:
             "lspci could not read PCIe capabilities (not root): ACS and link states are unknown",
             fix="Allow 'sudo -n lspci -vvv' for the login user so ACS can be checked."))
     return found
-
-
-def _ancestors_inv(bridge: PciDevice, endpoints: Sequence[PciDevice]) -> list[PciDevice]:
-    if bridge.secondary_bus is None or bridge.subordinate_bus is None:
-        return []
-    return [d for d in endpoints if bridge.secondary_bus <= d.bus <= bridge.subordinate_bus]
 
 
 # --- the probes themselves -------------------------------------------------------------

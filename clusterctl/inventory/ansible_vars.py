@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -41,7 +42,6 @@ USER_VARS = ("ansible_user", "ansible_ssh_user")
 PORT_VARS = ("ansible_port", "ansible_ssh_port")
 KEY_FILE_VARS = ("ansible_ssh_private_key_file", "ansible_private_key_file")
 SSH_ARGS_VARS = ("ansible_ssh_common_args", "ansible_ssh_extra_args")
-STACK_NAMES = ("driver", "cuda", "nccl", "kubernetes", "containerd")
 
 #: Options of the OpenSSH client that take an argument (``man ssh``), to walk its command line.
 _SSH_FLAGS_WITH_ARGUMENT = set("BbcDEeFIiJLlmOoPpQRSWw")
@@ -94,17 +94,12 @@ class HostBuilder:
     def build(self) -> Host:
         jump_host, options = self.ssh_args()
         transport = self.transport()
-        fabric: dict[str, Any] = {}
-        if (fabric_type := self.convert(("clusterctl_fabric_type",), values.fabric_type)) is not None:
-            fabric["type"] = fabric_type
-        rate = self.convert(("clusterctl_fabric_rate_gbps",), lambda v: values.positive_number(v, "rate_gbps"))
-        if rate is not None:
-            fabric["rate_gbps"] = rate
-        if (hcas := self.convert(("clusterctl_fabric_hcas",), lambda v: values.text_list(v, "hcas"))) is not None:
-            fabric["hcas"] = hcas
+        fabric = {key: self.convert((f"clusterctl_fabric_{key}",), convert) for key, convert in (
+            ("type", values.fabric_type), ("rate_gbps", partial(values.positive_number, what="rate_gbps")),
+            ("hcas", partial(values.text_list, what="hcas")))}
         stack = {
             name: self.convert((f"clusterctl_stack_{name}",), lambda v, n=name: values.version(v, f"the {n} version"))
-            for name in STACK_NAMES
+            for name in StackPin.__dataclass_fields__
         }
         gpus = self.convert(("clusterctl_gpus",), lambda v: values.ansible_boolean(v, "clusterctl_gpus"))
         host = Host(
@@ -115,7 +110,7 @@ class HostBuilder:
             roles=self.roles(),
             rack=self.convert(("clusterctl_rack", "rack"), lambda v: values.text(v, "rack")),
             groups=self.groups,
-            fabric=Fabric(**fabric),
+            fabric=Fabric(**{k: v for k, v in fabric.items() if v is not None}),
             ssh=SSHOptions(
                 key_file=self.convert(KEY_FILE_VARS, lambda v: values.text(v, "key file")),
                 jump_host=jump_host,
@@ -182,7 +177,7 @@ class HostBuilder:
         found = self.pick(("clusterctl_mock_state",))
         if found is None or found[1].value in (None, ""):
             return None
-        return str((self.base_dir / Path(str(found[1].value)).expanduser()).resolve())
+        return str(values.local_path(found[1].value, self.base_dir))
 
     def ssh_args(self) -> tuple[str | None, tuple[tuple[str, str], ...]]:
         """Jump host and ``-o`` options from ``ansible_ssh_common_args``/``_extra_args``."""

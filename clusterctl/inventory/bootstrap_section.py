@@ -22,23 +22,15 @@ Every error names the file, line and field.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from clusterctl.inventory import values
 from clusterctl.inventory.model import RUNTIME_MODES, AptRepo, BootstrapConfig
-from clusterctl.inventory.node_reader import NodeReader
+from clusterctl.inventory.node_reader import NodeReader, ValueReader
 from clusterctl.inventory.values import BadValue
 from clusterctl.inventory.yaml_tree import Mapping, Node, Sequence, kind_of
-
-NODE_FIELDS = ("mirror", "apt_repos", "apt_repos_only", "nvidia_container_toolkit", "containerd_package", "runtime",
-          "cdi", "pod_subnet", "service_subnet", "control_plane_endpoint", "sandbox_image", "registry_mirrors",
-          "min_var_lib_gib", "allow_cgroup_v1")
-#: Sections the cluster phases read (checked by ``clusterctl.inventory.cluster_sections``).
-CLUSTER_SECTIONS = ("network", "addons", "alerts")
-FIELDS: tuple[str, ...] = (*NODE_FIELDS, *CLUSTER_SECTIONS, "image_repository", "survey")
-REPO_FIELDS = ("name", "url", "suites", "components", "key_file", "key_url")
 
 
 def _endpoint(value: Any, what: str) -> str:
@@ -51,16 +43,6 @@ def _endpoint(value: Any, what: str) -> str:
         raise BadValue(f"{what}: {exc.message}", "Write host or host:port, e.g. k8s-api.example.internal:6443.") \
             from None
     return values.text(value, what)
-
-
-#: Settings that land in file names, keys, URLs or commands, each with its own check.
-TEXT_CHECKS = {
-    "nvidia_container_toolkit": values.version,
-    "containerd_package": values.package_name,
-    "sandbox_image": values.image_reference,
-    "image_repository": values.image_reference,
-    "control_plane_endpoint": _endpoint,
-}
 
 
 def _url(value: Any, what: str) -> str:
@@ -102,33 +84,35 @@ def _clean_name(value: Any) -> str:
 
 
 def read_bootstrap(r: NodeReader, node: Node, field: str) -> BootstrapConfig:
-    out: dict[str, Any] = {}
-    for entry, sub in r.settings_entries(node, field, FIELDS):
-        key, value = entry.key, entry.value
-        if key in CLUSTER_SECTIONS:
-            out[key] = _cluster_section(r, key, value, sub)
-        elif key == "apt_repos":
-            out[key] = _repos(r, value, sub)
-        elif key == "registry_mirrors":
-            out[key] = _mirrors(r, value, sub)
-        elif key in ("apt_repos_only", "cdi", "allow_cgroup_v1"):
-            out[key] = r.scalar(value, sub, partial(_flag, what=key))
-        elif key == "survey":
-            # A saved survey report on the control machine, next to the inventory.
-            path = r.scalar(value, sub, partial(values.text, what=key), raw=True)
-            out[key] = str((r.base_dir / Path(path).expanduser()).resolve())
-        elif key == "mirror":
-            out[key] = r.scalar(value, sub, lambda v: _url(v, "mirror"), raw=True)
-        elif key == "runtime":
-            out[key] = r.scalar(value, sub, _runtime)
-        elif key in ("pod_subnet", "service_subnet"):
-            out[key] = r.scalar(value, sub, partial(_subnet, what=key), raw=True)
-        elif key == "min_var_lib_gib":
-            out[key] = r.scalar(value, sub, lambda v: values.positive_number(v, "min_var_lib_gib"))
-        elif key in TEXT_CHECKS:
-            out[key] = r.scalar(value, sub, partial(TEXT_CHECKS[key], what=key), raw=True)
-        else:
-            out[key] = r.scalar(value, sub, partial(values.text, what=key), raw=True)
+    def checked(check: Callable[[Any, str], Any], key: str) -> ValueReader:
+        return r.single(lambda v: check(v, key), raw=True)
+
+    def flag(key: str) -> ValueReader:
+        return r.single(lambda v: _flag(v, key))
+
+    # Every field of the section and its reader; settings that land in file names, keys, URLs or
+    # commands each have their own check.
+    out = r.fields(node, field, {
+        "mirror": checked(_url, "mirror"),
+        "apt_repos": partial(_repos, r),
+        "apt_repos_only": flag("apt_repos_only"),
+        "nvidia_container_toolkit": checked(values.version, "nvidia_container_toolkit"),
+        "containerd_package": checked(values.package_name, "containerd_package"),
+        "runtime": r.single(_runtime),
+        "cdi": flag("cdi"),
+        "pod_subnet": checked(_subnet, "pod_subnet"),
+        "service_subnet": checked(_subnet, "service_subnet"),
+        "control_plane_endpoint": checked(_endpoint, "control_plane_endpoint"),
+        "sandbox_image": checked(values.image_reference, "sandbox_image"),
+        "registry_mirrors": partial(_mirrors, r),
+        "min_var_lib_gib": r.single(partial(values.positive_number, what="min_var_lib_gib")),
+        "allow_cgroup_v1": flag("allow_cgroup_v1"),
+        # The sections the cluster phases read (checked by ``clusterctl.inventory.cluster_sections``).
+        **{key: partial(_cluster_section, r, key) for key in ("network", "addons", "alerts")},
+        "image_repository": checked(values.image_reference, "image_repository"),
+        # A saved survey report on the control machine, next to the inventory.
+        "survey": r.single(lambda v: str(values.local_path(values.text(v, "survey"), r.base_dir)), raw=True),
+    })
     defaults = BootstrapConfig()
     pod = ipaddress.ip_network(out.get("pod_subnet", defaults.pod_subnet))
     svc = ipaddress.ip_network(out.get("service_subnet", defaults.service_subnet))
@@ -160,7 +144,7 @@ def _cluster_section(r: NodeReader, key: str, node: Node, field: str) -> dict[st
     for chart in (data.get("charts") or {}).values() if key == "addons" else ():
         if isinstance(chart, dict) and chart.get("archive"):
             # Chart archives live on the control machine, next to the inventory.
-            chart["archive"] = str((r.base_dir / Path(str(chart["archive"])).expanduser()).resolve())
+            chart["archive"] = str(values.local_path(chart["archive"], r.base_dir))
     return dict(data)
 
 
@@ -168,29 +152,26 @@ def _repos(r: NodeReader, node: Node, field: str) -> tuple[AptRepo, ...]:
     if not isinstance(node, Sequence):
         raise r.error(f"'apt_repos' must be a list of repositories, not {kind_of(node)}.", line=node.line,
                       field=field)
+
+    def key_file(value: Node, where: str) -> str:
+        # An OpenPGP key on the control machine, next to the inventory.
+        path = r.scalar(value, where, lambda v: values.text(v, "key_file"), raw=True)
+        full = values.local_path(path, r.base_dir)
+        if not full.is_file():
+            raise r.error(f"key_file {path} does not exist (looked at {full}).", line=value.line, field=where)
+        return str(full)
+
+    readers: dict[str, ValueReader] = {
+        "name": r.single(_clean_name, raw=True), "url": r.single(lambda v: _url(v, "url"), raw=True),
+        "suites": r.names, "components": r.names, "key_file": key_file,
+        "key_url": r.single(lambda v: _url(v, "key_url"), raw=True)}
     repos: list[AptRepo] = []
     for index, item in enumerate(node.items):
         sub = f"{field}[{index}]"
         if not isinstance(item, Mapping):
             raise r.error(f"each repository must be a mapping with name and url, not {kind_of(item)}.",
                           line=item.line, field=sub)
-        raw: dict[str, Any] = {}
-        for entry in item.entries:
-            where = f"{sub}.{entry.key}"
-            r.check_field(entry, REPO_FIELDS, where)
-            if entry.key in ("suites", "components"):
-                raw[entry.key] = r.names(entry.value, where)
-            elif entry.key == "name":
-                raw["name"] = r.scalar(entry.value, where, _clean_name, raw=True)
-            elif entry.key in ("url", "key_url"):
-                raw[entry.key] = r.scalar(entry.value, where, partial(_url, what=entry.key), raw=True)
-            else:
-                path = r.scalar(entry.value, where, lambda v: values.text(v, "key_file"), raw=True)
-                full = (r.base_dir / Path(path).expanduser()).resolve()
-                if not full.is_file():
-                    raise r.error(f"key_file {path} does not exist (looked at {full}).", line=entry.value.line,
-                                  field=where)
-                raw["key_file"] = str(full)
+        raw = r.fields(item, sub, readers)
         for needed in ("name", "url"):
             if needed not in raw:
                 raise r.error(f"this repository has no '{needed}'.", line=item.line, field=sub)

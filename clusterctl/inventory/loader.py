@@ -15,7 +15,6 @@ INVENTORY_ENV = "CLUSTERCTL_INVENTORY"
 DEFAULT_INVENTORY = "inventory.yaml"
 
 _YAML_SUFFIXES = (".yaml", ".yml", ".json")
-_ANSIBLE_GROUP_KEYS = ("hosts", "children", "vars")
 
 
 def resolve_inventory_path(explicit: str | None, *, cwd: Path | None = None) -> Path:

@@ -15,7 +15,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from clusterctl.errors import InventoryError
 from clusterctl.inventory import values
 from clusterctl.inventory.bmc_section import read_bmc
 from clusterctl.inventory.bootstrap_section import read_bootstrap
@@ -25,6 +24,7 @@ from clusterctl.inventory.quarantine_section import read_quarantine
 from clusterctl.inventory.source_file import read_inventory_text
 from clusterctl.inventory.values import BadValue
 from clusterctl.inventory.yaml_tree import (
+    Entry,
     Mapping,
     Node,
     Scalar,
@@ -106,7 +106,8 @@ class _Reader(NodeReader):
                 line=root.line,
                 field=None,
             )
-        self.check_known_fields(root, TOP_FIELDS, "")
+        for entry in root.entries:
+            self.check_known(entry, TOP_FIELDS, entry.key)
         cluster = root.get("cluster")
         name = Path(self.file).stem
         if cluster is not None:
@@ -237,7 +238,8 @@ class _Reader(NodeReader):
             if isinstance(body, Sequence):
                 members_node = body  # shorthand: ``rack-a: [gpu-a1, gpu-a2]``
             elif isinstance(body, Mapping):
-                self.check_known_fields(body, GROUP_FIELDS, field)
+                for item in body.entries:
+                    self.check_known(item, GROUP_FIELDS, f"{field}.{item.key}")
                 vars_entry = body.get("vars")
                 if vars_entry is not None:
                     settings = self.settings(vars_entry.value, f"{field}.vars", DEFAULT_FIELDS)
@@ -278,17 +280,11 @@ class _Reader(NodeReader):
 
     # --- settings -----------------------------------------------------------------------
 
-    def check_known_fields(self, node: Mapping, spec: dict[str, Any], field: str) -> None:
-        for entry in node.entries:
-            if entry.key not in spec:
-                raise self.unknown_field(entry.key, entry.key_line, field, spec)
-
-    def unknown_field(self, key: str, line: int, field: str, spec: dict[str, Any]) -> InventoryError:
-        path = f"{field}.{key}" if field else key
-        if key in HOST_FIELDS and key not in spec:
-            return self.error(f"'{key}' can only be set on a host, not here.", line=line, field=path)
-        hint = values.did_you_mean(key, spec) or values.fields_hint(sorted(spec))
-        return self.error(f"unknown field '{key}'.", line=line, field=path, hint=hint)
+    def check_known(self, entry: Entry, spec: dict[str, Any], path: str) -> None:
+        """``entry``'s key is one of ``spec``'s; a host's own field set elsewhere is named as such."""
+        if entry.key in HOST_FIELDS and entry.key not in spec:
+            raise self.error(f"'{entry.key}' can only be set on a host, not here.", line=entry.key_line, field=path)
+        self.check_field(entry, sorted(spec), path)
 
     def settings(
         self, node: Node, field: str, spec: dict[str, FieldReader], *, must_be: str | None = None,
@@ -302,11 +298,9 @@ class _Reader(NodeReader):
         )
         section = _Section()
         for entry in mapping.entries:
-            reader = spec.get(entry.key)
-            if reader is None:
-                raise self.unknown_field(entry.key, entry.key_line, field, spec)
             sub = f"{field}.{entry.key}"
-            section[entry.key] = _Setting(reader(self, entry.value, sub), entry.key_line, sub)
+            self.check_known(entry, spec, sub)
+            section[entry.key] = _Setting(spec[entry.key](self, entry.value, sub), entry.key_line, sub)
         return section
 
     def free_mapping(self, node: Node, field: str, *, text_values: bool) -> _Section:
@@ -415,7 +409,7 @@ class _Reader(NodeReader):
     def mock_state(self, setting: _Setting | None) -> str | None:
         if setting is None or setting.value is None:
             return None
-        return str((self.base_dir / Path(str(setting.value)).expanduser()).resolve())
+        return str(values.local_path(setting.value, self.base_dir))
 
 
 def _setting_value(section: _Section, key: str) -> Any:
@@ -437,28 +431,25 @@ def _merge(base: Layer, over: Layer) -> Layer:
 # --- the schema: field name -> reader -------------------------------------------------------
 
 
-def _text(what: str) -> FieldReader:
-    return lambda r, node, field: r.scalar(node, field, lambda v: values.optional_text(v, what), raw=True)
+def _optional(convert: Callable[[Any], Any], *, raw: bool = False) -> FieldReader:
+    """A setting that may be left empty (``None``), else converted (``raw``: see ``NodeReader.scalar``)."""
+    return lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else convert(v), raw=raw)
 
 
-def _number(what: str, check: Callable[[Any, str], float]) -> FieldReader:
-    return lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else check(v, what))
-
-
-def _port(r: _Reader, node: Node, field: str) -> int | None:
-    return r.scalar(node, field, lambda v: None if v is None else values.port(v))
+def _checked(convert: Callable[[Any, str], Any], what: str) -> FieldReader:
+    """An optional text setting (numbers as written) and its check, ``what`` naming it in messages."""
+    return _optional(lambda v: convert(v, what), raw=True)
 
 
 FABRIC_FIELDS: dict[str, FieldReader] = {
-    "type": lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else values.fabric_type(v)),
-    "rate_gbps": _number("rate_gbps", values.positive_number),
+    "type": _optional(values.fabric_type),
+    "rate_gbps": _optional(partial(values.positive_number, what="rate_gbps")),
     "hcas": lambda r, node, field: r.names(node, field),
-    "within_rack_min": _number("within_rack_min", values.fraction),
-    "across_racks_min": _number("across_racks_min", values.fraction),
-    "latency_warn_us": _number("latency_warn_us", values.positive_number),
-    "latency_error_us": _number("latency_error_us", values.positive_number),
-    "rail_optimized": lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else values.boolean(
-        v, "rail_optimized")),
+    "within_rack_min": _optional(partial(values.fraction, what="within_rack_min")),
+    "across_racks_min": _optional(partial(values.fraction, what="across_racks_min")),
+    "latency_warn_us": _optional(partial(values.positive_number, what="latency_warn_us")),
+    "latency_error_us": _optional(partial(values.positive_number, what="latency_error_us")),
+    "rail_optimized": _optional(partial(values.boolean, what="rail_optimized")),
 }
 
 def _ssh_options(r: _Reader, node: Node, field: str) -> _Section:
@@ -473,30 +464,25 @@ def _ssh_options(r: _Reader, node: Node, field: str) -> _Section:
 
 
 SSH_FIELDS: dict[str, FieldReader] = {
-    "key_file": _text("key_file"),
-    "jump_host": _text("jump_host"),
+    "key_file": _checked(values.text, "key_file"),
+    "jump_host": _checked(values.text, "jump_host"),
     "options": _ssh_options,
 }
 
-def _checked(convert: Callable[[Any, str], str], what: str) -> FieldReader:
-    return lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else convert(v, what), raw=True)
-
-
 STACK_FIELDS: dict[str, FieldReader] = {
-    name: _checked(values.version, f"the {name} version") for name in ("driver", "cuda", "nccl", "kubernetes",
-                                                                      "containerd")
+    name: _checked(values.version, f"the {name} version") for name in StackPin.__dataclass_fields__
 }
 
 DEFAULT_FIELDS: dict[str, FieldReader] = {
-    "port": _port,
-    "user": _text("user"),
+    "port": _optional(values.port),
+    "user": _checked(values.text, "user"),
     "roles": lambda r, node, field: r.roles(node, field),
-    "rack": _text("rack"),
-    "gpus": lambda r, node, field: r.scalar(node, field, lambda v: None if v is None else values.boolean(v, "gpus")),
+    "rack": _checked(values.text, "rack"),
+    "gpus": _optional(partial(values.boolean, what="gpus")),
     "labels": lambda r, node, field: r.free_mapping(node, field, text_values=True),
     "transport": lambda r, node, field: r.scalar(node, field, values.transport),
-    "profile": _text("profile"),
-    "mock_state": _text("mock_state"),
+    "profile": _checked(values.text, "profile"),
+    "mock_state": _checked(values.text, "mock_state"),
     "fabric": lambda r, node, field: r.settings(node, field, FABRIC_FIELDS),
     "ssh": lambda r, node, field: r.settings(node, field, SSH_FIELDS),
     "stack": lambda r, node, field: r.settings(node, field, STACK_FIELDS),

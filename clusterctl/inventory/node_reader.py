@@ -1,7 +1,8 @@
 """Reading YAML nodes with the file and line of every error: the part every section reader shares.
 
-``native._Reader`` (the document: defaults, groups, hosts) and ``bootstrap_section`` (the
-``bootstrap:`` section) both read through it, so neither needs the other.
+``native._Reader`` (the document: defaults, groups, hosts) and the section readers
+(``bootstrap_section``, ``quarantine_section``, ``bmc_section``) all read through it, so none
+needs another: a typed section is a table of field readers handed to ``NodeReader.fields``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from typing import Any
 from clusterctl.errors import InventoryError
 from clusterctl.inventory import values
 from clusterctl.inventory.values import BadValue
-from clusterctl.inventory.yaml_tree import Entry, Mapping, Node, Scalar, Sequence, as_mapping, kind_of
+from clusterctl.inventory.yaml_tree import Entry, Mapping, Node, Scalar, Sequence, as_mapping, kind_of, to_python
+
+#: Reads one field of a section: its node and its path (``quarantine.heal.passes``) -> the typed value.
+ValueReader = Callable[[Node, str], Any]
 
 
 class NodeReader:
@@ -33,13 +37,27 @@ class NodeReader:
             raise self.error(f"unknown field '{entry.key}'.", line=entry.key_line, field=field,
                              hint=values.did_you_mean(entry.key, known) or values.fields_hint(known))
 
-    def settings_entries(self, node: Node, field: str, known: Collection[str]) -> Iterator[tuple[Entry, str]]:
-        """The entries of the settings section ``field``, each with its path; each key must be one of ``known``."""
+    def fields(self, node: Node, field: str, readers: dict[str, ValueReader]) -> dict[str, Any]:
+        """The settings section ``field``: each field written, read by its reader (the keys of ``readers``
+        are the valid fields, in the order a hint lists them)."""
+        out: dict[str, Any] = {}
         for entry in self.mapping(node, field, must_be=f"'{field}' must be a mapping of settings",
-                                  hint=values.fields_hint(known)).entries:
+                                  hint=values.fields_hint(readers)).entries:
             sub = f"{field}.{entry.key}"
-            self.check_field(entry, known, sub)
-            yield entry, sub
+            self.check_field(entry, readers, sub)
+            out[entry.key] = readers[entry.key](entry.value, sub)
+        return out
+
+    def plain(self, convert: Callable[[Any], Any]) -> ValueReader:
+        """A field reader: the value as plain data (``to_python``: lists and mappings too), converted."""
+        def read(node: Node, field: str) -> Any:
+            with self.values_of(node, field):
+                return convert(to_python(node))
+        return read
+
+    def single(self, convert: Callable[[Any], Any], *, raw: bool = False) -> ValueReader:
+        """A field reader: one scalar, converted (see ``scalar``)."""
+        return lambda node, field: self.scalar(node, field, convert, raw=raw)
 
     def mapping(self, node: Node, field: str, *, must_be: str, hint: str | None = None) -> Mapping:
         """``node`` as a mapping (empty for a key with no value), else the error "{must_be}, not ..."."""

@@ -144,9 +144,9 @@ CNI_PINS: dict[str, CNIPin] = {
     ),
 }
 
-#: kubeadm config API clusterctl writes, and the Kubernetes minors that read it.
-KUBEADM_API = "kubeadm.k8s.io/v1beta4"
-#: v1beta4 arrived in 1.31 (kubernetes#125029); v1beta3 was removed in 1.37 (kubernetes#136016).
+#: The kubeadm config API clusterctl writes (kubeadm.k8s.io/v1beta4, templates/bootstrap/kubeadm) and the
+#: Kubernetes minors that read it: v1beta4 arrived in 1.31 (kubernetes#125029); v1beta3 was removed in 1.37
+#: (kubernetes#136016).
 KUBEADM_V1BETA4_FIRST_MINOR = 31
 #: The newest Kubernetes minor clusterctl knows (1.37, released 2026-08), written here and nowhere
 #: else: the support window (``bootstrap.matrix``), kubeadm's config API message and the docs'

@@ -23,18 +23,16 @@ Every error names the file, line and field.
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.inventory import values
 from clusterctl.inventory.model import HEAL_STEPS, HealConfig, QuarantineConfig
-from clusterctl.inventory.yaml_tree import to_python
 
 if TYPE_CHECKING:
     from clusterctl.inventory.node_reader import NodeReader
     from clusterctl.inventory.yaml_tree import Node
 
-FIELDS = ("max_unavailable", "quarantine_codes", "drain_codes", "ignore_codes", "alerts", "heal")
-HEAL_FIELDS = ("passes", "pass_interval_s", "level", "flapping", "chains", "timeouts")
 ALERT_ACTIONS = ("drain", "quarantine", "report")
 _CODE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
 _MAX = re.compile(r"^(\d+)(%?)$")
@@ -59,32 +57,28 @@ def _codes(value: Any, what: str) -> frozenset[str]:
 
 
 def read_quarantine(r: NodeReader, node: Node, field: str) -> QuarantineConfig:
-    out: dict[str, Any] = {}
-    for entry, sub in r.settings_entries(node, field, FIELDS):
-        raw = to_python(entry.value)
-        with r.values_of(entry.value, sub):
-            if entry.key == "heal":
-                out[entry.key] = read_heal(r, entry.value, sub)
-                continue
-            if entry.key == "max_unavailable":
-                out[entry.key] = max_unavailable(raw)
-            elif entry.key == "alerts":
-                if not isinstance(raw, dict):
-                    raise values.BadValue("alerts must map alert names to drain, quarantine or report")
-                alerts: dict[str, str] = {}
-                for name, action in raw.items():
-                    if str(action) not in ALERT_ACTIONS:
-                        raise values.BadValue(f"alerts.{name}: {action!r} is not one of {', '.join(ALERT_ACTIONS)}")
-                    alerts[str(name)] = str(action)
-                out[entry.key] = alerts
-            else:
-                out[entry.key] = _codes(raw, entry.key)
-    return QuarantineConfig(**out)
+    return QuarantineConfig(**r.fields(node, field, {
+        "max_unavailable": r.plain(max_unavailable),
+        **{name: r.plain(partial(_codes, what=name)) for name in ("quarantine_codes", "drain_codes", "ignore_codes")},
+        "alerts": r.plain(_alerts),
+        "heal": partial(read_heal, r),
+    }))
 
 
-def _count(value: Any, what: str, low: int = 1) -> int:
+def _alerts(raw: Any) -> dict[str, str]:
+    if not isinstance(raw, dict):
+        raise values.BadValue("alerts must map alert names to drain, quarantine or report")
+    for name, action in raw.items():
+        if str(action) not in ALERT_ACTIONS:
+            raise values.BadValue(f"alerts.{name}: {action!r} is not one of {', '.join(ALERT_ACTIONS)}")
+    return {str(name): str(action) for name, action in raw.items()}
+
+
+def _count(value: Any, what: str, low: int = 1, *, high: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise values.BadValue(f"{what} must be a whole number of at least {low}, not {values.describe(value)}")
+    if high is not None and value > high:
+        raise values.BadValue(f"{what} must be {low} to {high}")
     return value
 
 
@@ -97,39 +91,43 @@ def _steps(value: Any, what: str) -> tuple[str, ...]:
 
 
 def read_heal(r: NodeReader, node: Node, field: str) -> HealConfig:
-    out: dict[str, Any] = {}
-    for entry, sub in r.settings_entries(node, field, HEAL_FIELDS):
-        raw = to_python(entry.value)
-        with r.values_of(entry.value, sub):
-            if entry.key == "passes":
-                out["passes"] = _count(raw, "passes")
-            elif entry.key == "level":
-                out["level"] = _count(raw, "level", 0)
-                if out["level"] > 3:
-                    raise values.BadValue("level must be 0 to 3")
-            elif entry.key == "pass_interval_s":
-                out["pass_interval_s"] = values.positive_number(raw, "pass_interval_s")
-            elif entry.key == "flapping":
-                if not isinstance(raw, dict) or set(raw) - {"count", "window_h"}:
-                    raise values.BadValue("flapping must be a mapping of count and window_h",
-                                          hint="e.g. flapping: {count: 3, window_h: 24}")
-                if "count" in raw:
-                    out["flap_count"] = _count(raw["count"], "flapping.count", 2)
-                if "window_h" in raw:
-                    out["flap_window_s"] = values.positive_number(raw["window_h"], "flapping.window_h") * 3600
-            elif entry.key == "chains":
-                if not isinstance(raw, dict):
-                    raise values.BadValue("chains must map finding codes or alert names to lists of steps",
-                                          hint="e.g. chains: {GPUFellOffTheBus: [power-cycle]}")
-                out["chains"] = {str(code): _steps(steps, f"chains.{code}") for code, steps in raw.items()}
-            else:
-                if not isinstance(raw, dict):
-                    raise values.BadValue("timeouts must map steps to seconds", hint="e.g. timeouts: {reboot: 600}")
-                timeouts: dict[str, float] = {}
-                for step, seconds in raw.items():
-                    if str(step) not in HEAL_STEPS:
-                        raise values.BadValue(f"timeouts: {step!r} is not a step",
-                                              hint=values.one_of_hint(str(step), HEAL_STEPS))
-                    timeouts[str(step)] = values.positive_number(seconds, f"timeouts.{step}")
-                out["timeouts"] = timeouts
-    return HealConfig(**out)
+    out = r.fields(node, field, {
+        "passes": r.plain(lambda raw: _count(raw, "passes")),
+        "pass_interval_s": r.plain(lambda raw: values.positive_number(raw, "pass_interval_s")),
+        "level": r.plain(lambda raw: _count(raw, "level", 0, high=3)),
+        "flapping": r.plain(_flapping),
+        "chains": r.plain(_chains),
+        "timeouts": r.plain(_timeouts),
+    })
+    return HealConfig(**out.pop("flapping", {}), **out)
+
+
+def _flapping(raw: Any) -> dict[str, float]:
+    """``{count, window_h}`` as HealConfig's ``flap_count`` and ``flap_window_s``."""
+    if not isinstance(raw, dict) or set(raw) - {"count", "window_h"}:
+        raise values.BadValue("flapping must be a mapping of count and window_h",
+                              hint="e.g. flapping: {count: 3, window_h: 24}")
+    out: dict[str, float] = {}
+    if "count" in raw:
+        out["flap_count"] = _count(raw["count"], "flapping.count", 2)
+    if "window_h" in raw:
+        out["flap_window_s"] = values.positive_number(raw["window_h"], "flapping.window_h") * 3600
+    return out
+
+
+def _chains(raw: Any) -> dict[str, tuple[str, ...]]:
+    if not isinstance(raw, dict):
+        raise values.BadValue("chains must map finding codes or alert names to lists of steps",
+                              hint="e.g. chains: {GPUFellOffTheBus: [power-cycle]}")
+    return {str(code): _steps(steps, f"chains.{code}") for code, steps in raw.items()}
+
+
+def _timeouts(raw: Any) -> dict[str, float]:
+    if not isinstance(raw, dict):
+        raise values.BadValue("timeouts must map steps to seconds", hint="e.g. timeouts: {reboot: 600}")
+    timeouts: dict[str, float] = {}
+    for step, seconds in raw.items():
+        if str(step) not in HEAL_STEPS:
+            raise values.BadValue(f"timeouts: {step!r} is not a step", hint=values.one_of_hint(str(step), HEAL_STEPS))
+        timeouts[str(step)] = values.positive_number(seconds, f"timeouts.{step}")
+    return timeouts

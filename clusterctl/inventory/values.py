@@ -42,7 +42,6 @@ FABRIC_ALIASES: dict[str, str] = {
 #: Variable names whose values are secrets: kept as ``Secret`` (masked wherever shown, usable
 #: through ``reveal()`` by code that hands them to a host on stdin or in a 0600 file).
 SECRET_WORDS: tuple[str, ...] = ("pass", "secret", "token", "vault", "key", "credential")
-MASK = "********"
 
 
 class BadValue(Exception):
@@ -91,10 +90,6 @@ def text(value: Any, what: str) -> str:
     if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):
         raise BadValue(f"{what} must be a text value, not {describe(value)}.")
     return str(value)
-
-
-def optional_text(value: Any, what: str) -> str | None:
-    return None if value is None else text(value, what)
 
 
 def port(value: Any) -> int:
@@ -211,16 +206,19 @@ def text_list(value: Any, what: str) -> tuple[str, ...]:
 def profile_folder(value: Any, base_dir: Path) -> str:
     """Absolute path of a mock profile folder, relative paths taken from the inventory's folder."""
     raw = text(value, "profile").strip()
-    path = Path(os.path.expanduser(raw))
-    if not path.is_absolute():
-        path = base_dir / path
-    path = path.resolve()
+    path = local_path(raw, base_dir)
     if not path.is_dir():
         raise BadValue(
             f"mock profile folder '{raw}' does not exist (looked for {path}).",
             "A relative profile path is taken from the folder of the inventory file.",
         )
     return str(path)
+
+
+def local_path(value: Any, base_dir: Path) -> Path:
+    """A file on the control machine as an inventory names it: ``~`` expanded, a relative path taken
+    from the inventory's folder (``base_dir``)."""
+    return (base_dir / os.path.expanduser(str(value))).resolve()
 
 
 def describe(value: Any) -> str:

@@ -47,9 +47,6 @@ class Mapping:
                 return entry
         return None
 
-    def keys(self) -> list[str]:
-        return [e.key for e in self.entries]
-
 
 @dataclass(frozen=True)
 class Sequence:
@@ -107,18 +104,14 @@ def parse_yaml(text: str, file: str) -> Node | None:
     if fast is not None:
         loader = fast(text)
         try:
-            root = loader.get_single_node()
-            return None if root is None else _Walker(loader, file).walk(root, "")
+            return _Walker(loader, file).document()
         except yaml.YAMLError:
             pass
         finally:
             loader.dispose()
     loader = yaml.SafeLoader(text)
     try:
-        root = loader.get_single_node()
-        if root is None:
-            return None
-        return _Walker(loader, file).walk(root, "")
+        return _Walker(loader, file).document()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         start = exc.context_mark
@@ -154,6 +147,11 @@ class _Walker:
         self.visited = 0
         #: Nodes on the current path, to refuse an alias that contains itself.
         self.active: set[int] = set()
+
+    def document(self) -> Node | None:
+        """The loader's one document as a tree, or ``None`` for an empty one."""
+        root = self.loader.get_single_node()
+        return None if root is None else self.walk(root, "")
 
     def walk(self, node: Any, path: str) -> Node:
         import yaml

@@ -10,7 +10,7 @@ import difflib
 import re
 from typing import TYPE_CHECKING
 
-from clusterctl.nccl.value_problem import ValueProblem
+from clusterctl.nccl.value_problem import ValueProblem, invalid
 from clusterctl.nccl.versions import NcclVersion
 
 if TYPE_CHECKING:
@@ -47,14 +47,6 @@ def check_value(info: VariableInfo, value: str, version: NcclVersion | None) -> 
     return checker(info, value, version)
 
 
-def _problem(code: str, severity: str, message: str, fix: str) -> ValueProblem:
-    return ValueProblem(code=code, severity=severity, message=message, fix=fix)
-
-
-def _invalid(message: str, fix: str, severity: str = "error") -> ValueProblem:
-    return _problem("INVALID_VALUE", severity, message, fix)
-
-
 # -- numbers -------------------------------------------------------------------------------
 
 
@@ -62,24 +54,24 @@ def _read_number(info: VariableInfo, value: str) -> tuple[int | None, list[Value
     """The number NCCL reads from ``value``, with a problem when that is not what the text says."""
     name = info.name
     if value.strip() == "":
-        return None, [_invalid(f"{name} is set to an empty value; NCCL ignores it and uses its default",
-                               f"remove {name} or give it a value", severity="warning")]
+        return None, [invalid(f"{name} is set to an empty value; NCCL ignores it and uses its default",
+                              f"remove {name} or give it a value", severity="warning")]
     number, rest = strtoll(value)
     if rest == "":
         return number, []
     stripped = rest.strip()
     if _STRTOLL_RE.match(value) and _UNIT_RE.match(stripped):
         meant = number * _UNIT_FACTOR.get(stripped[0].lower(), 1)
-        return number, [_invalid(
+        return number, [invalid(
             f"{name}={value} is read as {number}: NCCL parses numbers with strtoll, which stops at {stripped!r}",
             f"write the number in full: {name}={meant}",
         )]
     if _STRTOLL_RE.match(value):
-        return number, [_invalid(
+        return number, [invalid(
             f"{name}={value} is not a whole number: NCCL reads only the leading digits, {number}",
             f"write a whole number, e.g. {name}={number}",
         )]
-    return number, [_invalid(
+    return number, [invalid(
         f"{name}={value} is not a number: NCCL reads it as 0",
         f"write a whole number{_documented_values(info)}",
     )]
@@ -107,12 +99,12 @@ def _check_int(info: VariableInfo, value: str, version: NcclVersion | None) -> l
     if info.clamped:
         return _check_clamped(info, value, number, low, high)
     if info.multiple_of and number % info.multiple_of != 0:
-        problems.append(_invalid(f"{name}={value} is not a multiple of {info.multiple_of}",
-                                 f"use a multiple of {info.multiple_of}"))
+        problems.append(invalid(f"{name}={value} is not a multiple of {info.multiple_of}",
+                                f"use a multiple of {info.multiple_of}"))
     if (low is not None and number < low) or (high is not None and number > high):
         where = f" for NCCL {version}" if version is not None and info.maximum_by_version else ""
-        problems.append(_invalid(f"{name}={value} is outside the accepted range {_range_text(low, high)}{where}",
-                                 f"use a value in {_range_text(low, high)}"))
+        problems.append(invalid(f"{name}={value} is outside the accepted range {_range_text(low, high)}{where}",
+                                f"use a value in {_range_text(low, high)}"))
     return problems
 
 
@@ -129,8 +121,8 @@ def _check_clamped(info: VariableInfo, value: str, number: int, low: int | None,
         used, why = low, f"below {low}"
     else:
         return []
-    return [_invalid(f"{name}={value} is {why}: NCCL replaces it with {used}",
-                     f"use one of {', '.join(info.values)}" if info.values else f"use {used}")]
+    return [invalid(f"{name}={value} is {why}: NCCL replaces it with {used}",
+                    f"use one of {', '.join(info.values)}" if info.values else f"use {used}")]
 
 
 def _check_bool(info: VariableInfo, value: str, version: NcclVersion | None) -> list[ValueProblem]:
@@ -138,11 +130,11 @@ def _check_bool(info: VariableInfo, value: str, version: NcclVersion | None) -> 
     number, problems = _read_number(info, value)
     if problems:
         if value.strip().lower() in ("true", "yes", "on", "false", "no", "off"):
-            return [_invalid(f"{name}={value} is not 0 or 1: NCCL reads it with strtoll as 0",
-                             f"write {name}=1 to turn it on or {name}=0 to turn it off")]
+            return [invalid(f"{name}={value} is not 0 or 1: NCCL reads it with strtoll as 0",
+                            f"write {name}=1 to turn it on or {name}=0 to turn it off")]
         return problems
     if number not in (0, 1):
-        return [_invalid(f"{name}={value} is not 0 or 1", f"write {name}=1 or {name}=0", severity="warning")]
+        return [invalid(f"{name}={value} is not 0 or 1", f"write {name}=1 or {name}=0", severity="warning")]
     return []
 
 
@@ -167,11 +159,11 @@ def _check_enum(info: VariableInfo, value: str, version: NcclVersion | None) -> 
     choice = _matches(info, value.strip(), info.values)
     if choice is None:
         case = "" if info.case_insensitive else " (case matters)"
-        return [_invalid(f"{name}={value} is not one of {', '.join(info.values)}{case}; NCCL does not recognise it",
-                         f"use one of {', '.join(info.values)}{_suggest(value, info.values)}")]
+        return [invalid(f"{name}={value} is not one of {', '.join(info.values)}{case}; NCCL does not recognise it",
+                        f"use one of {', '.join(info.values)}{_suggest(value, info.values)}")]
     if choice in info.deprecated_values:
-        return [_problem("DEPRECATED", "warning", f"{name}={value}: {info.deprecated_values[choice]}",
-                         f"remove {name} or use {info.default}" if info.default else f"remove {name}")]
+        return [ValueProblem("DEPRECATED", "warning", f"{name}={value}: {info.deprecated_values[choice]}",
+                             f"remove {name} or use {info.default}" if info.default else f"remove {name}")]
     return []
 
 
@@ -201,23 +193,23 @@ def _check_level(info: VariableInfo, value: str, version: NcclVersion | None) ->
         return []
     if word in info.values:
         since = info.value_since[word]
-        return [_invalid(f"{name}={value}: NCCL knows the level {word} only from {since.major}.{since.minor} on "
-                         f"(this is {version}); it ignores the value and keeps its own choice",
-                         f"use one of {', '.join(known)}, or upgrade NCCL")]
+        return [invalid(f"{name}={value}: NCCL knows the level {word} only from {since.major}.{since.minor} on "
+                        f"(this is {version}); it ignores the value and keeps its own choice",
+                        f"use one of {', '.join(known)}, or upgrade NCCL")]
     exact = next((v for v in known if v.lower() == word.lower()), None)
     if exact is not None:
-        return [_invalid(f"{name}={value} is ignored: NCCL compares level names case-sensitively (strcmp), "
-                         f"so {word!r} matches no level and NCCL keeps its own choice",
-                         f"write {name}={exact}")]
+        return [invalid(f"{name}={value} is ignored: NCCL compares level names case-sensitively (strcmp), "
+                        f"so {word!r} matches no level and NCCL keeps its own choice",
+                        f"write {name}={exact}")]
     legacy = legacy_level(word)
     if legacy is not None:
-        return [_problem("LEGACY_VALUE", "info",
-                         f"{name}={value} is a legacy numeric level, read as {legacy}; "
-                         "what each number means changed between NCCL releases",
-                         f"write {name}={legacy}")]
-    return [_invalid(f"{name}={value} is not a level NCCL knows ({', '.join(known)}); "
-                     "NCCL ignores it and keeps its own choice",
-                     f"use one of {', '.join(known)}{_suggest(word, known)}")]
+        return [ValueProblem("LEGACY_VALUE", "info",
+                             f"{name}={value} is a legacy numeric level, read as {legacy}; "
+                             "what each number means changed between NCCL releases",
+                             f"write {name}={legacy}")]
+    return [invalid(f"{name}={value} is not a level NCCL knows ({', '.join(known)}); "
+                    "NCCL ignores it and keeps its own choice",
+                    f"use one of {', '.join(known)}{_suggest(word, known)}")]
 
 
 def _check_cidr(info: VariableInfo, value: str, version: NcclVersion | None) -> list[ValueProblem]:
@@ -234,28 +226,28 @@ def _check_cidr(info: VariableInfo, value: str, version: NcclVersion | None) -> 
         return []
     address, slash, mask_text = text.partition("/")
     if not slash:
-        return [_invalid(f"{name}={value} has no '/mask': NCCL ignores the range and considers every GID",
-                         f"write one range such as {name}={address or '10.0.0.0'}/16")]
+        return [invalid(f"{name}={value} has no '/mask': NCCL ignores the range and considers every GID",
+                        f"write one range such as {name}={address or '10.0.0.0'}/16")]
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
-        return [_invalid(f"{name}={value}: {address!r} is not an IP address; NCCL ignores the range",
-                         "write one range such as 10.0.0.0/16")]
+        return [invalid(f"{name}={value}: {address!r} is not an IP address; NCCL ignores the range",
+                        "write one range such as 10.0.0.0/16")]
     mask, rest = strtoll(mask_text)
     bits = 32 if ip.version == 4 else 128
     problems: list[ValueProblem] = []
     if rest.strip():
         if "," in rest or " " in rest:
-            problems.append(_invalid(
+            problems.append(invalid(
                 f"{name}={value} lists more than one range; NCCL reads only one CIDR: it uses "
                 f"{address}/{mask} and silently drops the rest", f"keep one range: {name}={address}/{mask}",
                 "warning"))
         else:
-            problems.append(_invalid(f"{name}={value}: the mask {mask_text!r} is read as {mask}",
-                                     f"write {name}={address}/{mask}", "warning"))
+            problems.append(invalid(f"{name}={value}: the mask {mask_text!r} is read as {mask}",
+                                    f"write {name}={address}/{mask}", "warning"))
     if mask > bits or mask < 0:
-        problems.append(_invalid(f"{name}={value}: a /{mask} mask is invalid for IPv{ip.version}; NCCL ignores "
-                                 "the range", f"use a mask of 0-{bits}"))
+        problems.append(invalid(f"{name}={value}: a /{mask} mask is invalid for IPv{ip.version}; NCCL ignores "
+                                "the range", f"use a mask of 0-{bits}"))
     return problems
 
 
@@ -267,12 +259,12 @@ def _check_word_list(info: VariableInfo, value: str, version: NcclVersion | None
     name = info.name
     text = value.strip()
     if text == "":
-        return [_invalid(f"{name} is set to an empty value", f"remove {name} or list what to use", "warning")]
+        return [invalid(f"{name} is set to an empty value", f"remove {name} or list what to use", "warning")]
     problems: list[ValueProblem] = []
     what = "an algorithm" if info.kind == "algo-list" else "a protocol"
     if ":" in text or ";" in text:
         if version is not None and version < PER_COLLECTIVE_SINCE:
-            problems.append(_invalid(
+            problems.append(invalid(
                 f"{name}={value} uses the per-collective form, which NCCL reads only from 2.24 on (this is {version})",
                 f"use a plain list such as {name}={info.values[0]} or upgrade NCCL"))
         lists = []
@@ -284,8 +276,8 @@ def _check_word_list(info: VariableInfo, value: str, version: NcclVersion | None
                 continue
             collective, _, words = part.partition(":")
             if not collective.strip():
-                problems.append(_invalid(f"{name}={value}: {part!r} has no collective name before ':'",
-                                         f"write it as allreduce:{words}"))
+                problems.append(invalid(f"{name}={value}: {part!r} has no collective name before ':'",
+                                        f"write it as allreduce:{words}"))
             lists.append(words)
     else:
         lists = [text]
@@ -296,16 +288,16 @@ def _check_word_list(info: VariableInfo, value: str, version: NcclVersion | None
         for token in body.split(","):
             token = token.strip()
             if not token:
-                problems.append(_invalid(f"{name}={value} has an empty entry", "remove the extra comma", "warning"))
+                problems.append(invalid(f"{name}={value} has an empty entry", "remove the extra comma", "warning"))
                 continue
             choice = _matches(info, token, info.values)
             if choice is None:
                 current = ", ".join(v for v in info.values if v != "Collnet")
-                problems.append(_invalid(f"{name}={value}: {token!r} is not {what} NCCL knows ({current})",
-                                         f"use {current}{_suggest(token, info.values)}"))
+                problems.append(invalid(f"{name}={value}: {token!r} is not {what} NCCL knows ({current})",
+                                        f"use {current}{_suggest(token, info.values)}"))
             elif choice == "Collnet" and version is not None and version.series >= (2, 14):
-                problems.append(_invalid(f"{name}={value}: 'Collnet' is read only by NCCL 2.5-2.13",
-                                         "use CollnetDirect or CollnetChain"))
+                problems.append(invalid(f"{name}={value}: 'Collnet' is read only by NCCL 2.5-2.13",
+                                        "use CollnetDirect or CollnetChain"))
     return problems
 
 
@@ -325,27 +317,27 @@ def _check_name_list(info: VariableInfo, value: str, version: NcclVersion | None
     name = info.name
     problems: list[ValueProblem] = []
     if value.strip() == "":
-        return [_invalid(f"{name} is set to an empty value", f"remove {name} or list the devices", "warning")]
+        return [invalid(f"{name} is set to an empty value", f"remove {name} or list the devices", "warning")]
     if value != value.strip() or " " in value:
-        problems.append(_invalid(f"{name}={value!r} contains spaces; NCCL does not strip them from names",
-                                 "remove the spaces"))
+        problems.append(invalid(f"{name}={value!r} contains spaces; NCCL does not strip them from names",
+                                "remove the spaces"))
     _, body = _split_prefixed_list(value)
     seen: set[str] = set()
     for token in body.split(","):
         token = token.strip()
         if not token:
-            problems.append(_invalid(f"{name}={value} has an empty entry", "remove the extra comma", "warning"))
+            problems.append(invalid(f"{name}={value} has an empty entry", "remove the extra comma", "warning"))
             continue
         if token in seen:
-            problems.append(_invalid(f"{name}={value} lists {token} more than once", f"list {token} once",
-                                     "warning"))
+            problems.append(invalid(f"{name}={value} lists {token} more than once", f"list {token} once",
+                                    "warning"))
         seen.add(token)
         if info.kind == "hca-list" and not _HCA_TOKEN_RE.match(token):
-            problems.append(_invalid(
+            problems.append(invalid(
                 f"{name}={value}: {token!r} is not <device>[:<port>] (e.g. mlx5_0:1)",
                 "write devices as mlx5_0 or mlx5_0:1, comma separated"))
         if token[0] in "^=":
-            problems.append(_invalid(
+            problems.append(invalid(
                 f"{name}={value}: {token[0]!r} only works at the start of the whole list, not before {token[1:]}",
                 f"put {token[0]!r} once in front of the list"))
     return problems
@@ -366,12 +358,12 @@ def _check_subsys_list(info: VariableInfo, value: str, version: NcclVersion | No
         later = _matches(info, token, info.values)
         if later is not None:
             since = info.value_since[later]
-            problems.append(_invalid(
+            problems.append(invalid(
                 f"{name}={value}: {token!r} is a subsystem only from NCCL {since.major}.{since.minor} on "
                 f"(this is {version}); NCCL ignores it", f"use {', '.join(known)}", "warning"))
         else:
-            problems.append(_invalid(f"{name}={value}: {token!r} is not one NCCL knows ({', '.join(known)})",
-                                     f"use {', '.join(known)}{_suggest(token, known)}", "warning"))
+            problems.append(invalid(f"{name}={value}: {token!r} is not one NCCL knows ({', '.join(known)})",
+                                    f"use {', '.join(known)}{_suggest(token, known)}", "warning"))
     return problems
 
 

@@ -412,8 +412,9 @@ def _scan(placed: list[tuple[str, int]], label: str, out: list[Setting], *, nccl
     """Settings in one shell statement list (tokens with their lines)."""
     branches = branches or _Branches()
 
-    def add(setting: Setting) -> None:
-        out.append(dataclasses.replace(setting, branch=branches.current))
+    def add(assignment: re.Match[str], line: int) -> None:
+        value, dynamic = _shell_value(assignment.group(2))
+        out.append(Setting(assignment.group(1), value, label, line, dynamic, branch=branches.current))
 
     at_statement_start = True
     command: str | None = None
@@ -422,18 +423,13 @@ def _scan(placed: list[tuple[str, int]], label: str, out: list[Setting], *, nccl
         token, line = placed[i]
         if at_statement_start and token in ("if", "elif", "else", "fi"):
             branches.word(token)
-        if token in ("fi", "elif", "else"):
-            at_statement_start, command = True, None
-            i += 1
-            continue
-        if token in _STATEMENT_BREAKS:
+        if token in _STATEMENT_BREAKS or token in ("fi", "elif"):
             at_statement_start, command = True, None
             i += 1
             continue
         assign = _ASSIGN_RE.match(token)
         if assign and (at_statement_start or (command in ("echo", "printf") and nccl_conf)):
-            value, dynamic = _shell_value(assign.group(2))
-            add(Setting(assign.group(1), value, label, line, dynamic))
+            add(assign, line)
             i += 1
             continue
         if assign and is_nccl_name(assign.group(1)) and command is not None:
@@ -447,13 +443,12 @@ def _scan(placed: list[tuple[str, int]], label: str, out: list[Setting], *, nccl
             nxt, nxt_line = placed[i + 1]
             pair = _ASSIGN_RE.match(nxt)
             if pair:
-                value, dynamic = _shell_value(pair.group(2))
-                add(Setting(pair.group(1), value, label, nxt_line, dynamic))
+                add(pair, nxt_line)
                 i += 2
                 continue
             if _NAME_RE.match(nxt) and is_nccl_name(nxt):
                 # passed through from the caller's environment: the name is checked, the value is not known
-                add(Setting(nxt, "", label, nxt_line, dynamic=True, origin=PASSTHROUGH))
+                out.append(Setting(nxt, "", label, nxt_line, dynamic=True, origin=PASSTHROUGH, branch=branches.current))
                 i += 2
                 continue
         items: str | None = None
@@ -466,8 +461,7 @@ def _scan(placed: list[tuple[str, int]], label: str, out: list[Setting], *, nccl
             for item in items.split(",") if token.startswith("--export") else [items]:
                 pair = _ASSIGN_RE.match(item)
                 if pair:
-                    value, dynamic = _shell_value(pair.group(2))
-                    add(Setting(pair.group(1), value, label, line, dynamic))
+                    add(pair, line)
         if command is None:
             command = token.rsplit("/", 1)[-1]
         at_statement_start = False

@@ -17,3 +17,8 @@ class ValueProblem:
     severity: str
     message: str
     fix: str
+
+
+def invalid(message: str, fix: str, severity: str = "error") -> ValueProblem:
+    """The usual problem: a value its reader does not take as written (``INVALID_VALUE``)."""
+    return ValueProblem("INVALID_VALUE", severity, message, fix)

@@ -113,10 +113,14 @@ HISTORY = annotation("history")
 HISTORY_KEPT = 20
 
 
+def quarantine_times(node: KubeNode) -> list[str]:
+    """The node's quarantines' times, the oldest first (``HISTORY``)."""
+    return [t for t in node.annotations.get(HISTORY, "").split(",") if t]
+
+
 def with_history(node: KubeNode, when: str) -> dict[str, str | None]:
     """The history annotation with ``when`` added (the oldest dropped beyond ``HISTORY_KEPT``)."""
-    times = [t for t in node.annotations.get(HISTORY, "").split(",") if t]
-    return {HISTORY: ",".join([*times, when][-HISTORY_KEPT:])}
+    return {HISTORY: ",".join([*quarantine_times(node), when][-HISTORY_KEPT:])}
 
 
 def release_annotations() -> dict[str, str | None]:

@@ -45,8 +45,6 @@ from clusterctl.quarantine.webhook_payload import BadPayload, DecisionLog, parse
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
 
-__all__ = ["ALERT_ACTIONS", "Remediator", "parse_payload", "serve"]
-
 #: How long a stopping receiver waits for the node marks in flight before it leaves the Lease to expire
 #: (each mark is one kubectl call; three per node).
 STOP_WAIT_S = 20.0

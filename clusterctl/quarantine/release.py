@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from clusterctl.bootstrap.cluster.settings import first_control_plane
 from clusterctl.changes import ChangeFailed, Gate, GateRecord
 from clusterctl.cluster_access import on_control_plane, read_node
 from clusterctl.findings import Finding, Severity, has_errors
 from clusterctl.quarantine import node_ops, slurm
-from clusterctl.quarantine.run import kubernetes_control_plane
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -91,7 +91,7 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
     about to be released (not at all when none passed): the question is asked only when there is
     something to answer; it raises to stop.
     """
-    cp = kubernetes_control_plane(inventory)
+    cp = first_control_plane(inventory)  # None: a Slurm-only cluster
     results = {h.name: HostRelease(h.name) for h in hosts}
 
     def read_all(transport: Transport) -> dict[str, bool | None]:

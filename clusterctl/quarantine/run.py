@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from clusterctl.bootstrap.cluster.settings import first_control_plane
 from clusterctl.changes import ChangeFailed, Gate
 from clusterctl.cluster_access import UnreadableAnswer, read_node
 from clusterctl.cluster_access import on_control_plane as through
@@ -79,8 +80,6 @@ def utc_now(now: float | None = None) -> str:
 
 
 def control_plane(inventory: Inventory) -> Host:
-    from clusterctl.bootstrap.cluster.settings import first_control_plane
-
     host = first_control_plane(inventory)
     if host is None:
         raise UsageError("no host has the control-plane role: quarantine reaches the cluster through the first "
@@ -135,7 +134,7 @@ def quarantine_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host]
         raise UsageError("no host to quarantine")
     if not request.reason.strip():
         raise UsageError("--reason must say why (it is kept on the node for whoever looks next)")
-    cp = kubernetes_control_plane(inventory)
+    cp = first_control_plane(inventory)  # None: a Slurm-only cluster
     when = utc_now(now)
 
     def on_control_plane(transport: Transport) -> list[HostQuarantine]:
@@ -157,13 +156,6 @@ def quarantine_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host]
         elif not result.kubernetes_node and text == "no slurmd":
             result.error = f"{host_name} is not a node of the cluster (kubectl get node: NotFound) and runs no slurmd"
     return [results[h.name] for h in hosts]
-
-
-def kubernetes_control_plane(inventory: Inventory) -> Host | None:
-    """The first control plane, or None for an inventory without one (a Slurm-only cluster)."""
-    from clusterctl.bootstrap.cluster.settings import first_control_plane
-
-    return first_control_plane(inventory)
 
 
 def quarantine(runner: Runner, inventory: Inventory, hosts: Sequence[Host], request: QuarantineRequest, *,

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from clusterctl.transport.base import Transport
 
 
-
 def node_name(host: Host) -> str:
     return str(dict(host.vars).get("slurm_node") or host.name)
 
@@ -30,18 +29,9 @@ def runs_slurmd(transport: Transport) -> bool:
     return transport.run("systemctl is-active --quiet slurmd", timeout=30).exit_code == 0
 
 
-def read_node(transport: Transport, name: str, timeout: float = 30) -> SlurmNode | None:
+def read_node(transport: Transport, name: str) -> SlurmNode | None:
     """The node as ``scontrol -o show node NAME`` shows it; None when Slurm does not know it."""
-    return node_from(transport.run(show_command(name), timeout=timeout), name)
-
-
-def node_state(transport: Transport, name: str) -> tuple[str, str] | None:
-    """(State, Reason) of ``scontrol -o show node NAME``; None when Slurm does not know the node."""
-    node = read_node(transport, name)
-    return None if node is None else (node.state, node.reason)
-
-
-
+    return node_from(transport.run(show_command(name), timeout=30), name)
 
 
 def _on_slurm_nodes(runner: Runner, hosts: Sequence[Host], gate: Gate, label: str,
@@ -57,10 +47,10 @@ def _on_slurm_nodes(runner: Runner, hosts: Sequence[Host], gate: Gate, label: st
         if not runs_slurmd(transport):
             return "no slurmd"
         name = node_name(by_name[transport.host.name])
-        found = node_state(transport, name)
-        if found is None:
+        node = read_node(transport, name)
+        if node is None:
             return f"failed: Slurm does not know node {name} (scontrol show node)"
-        decision = decide(transport, name, *found)
+        decision = decide(transport, name, node.state, node.reason)
         if isinstance(decision, str):
             return decision
         change, done, would = decision

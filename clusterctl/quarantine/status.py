@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from clusterctl.bootstrap.cluster.settings import first_control_plane
 from clusterctl.cluster_access import on_control_plane, read_nodes
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.facts.slurm import REASON_PREFIX
 from clusterctl.quarantine import node_ops
-from clusterctl.quarantine.run import kubernetes_control_plane
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -71,7 +71,7 @@ def quarantined_nodes(runner: Runner, inventory: Inventory) -> list[QuarantinedN
 
     from clusterctl.quarantine.slurm import slurm_nodes
 
-    cp = kubernetes_control_plane(inventory)
+    cp = first_control_plane(inventory)  # None: a Slurm-only cluster
     rows = _kubernetes_rows(runner, inventory, cp) if cp is not None else []
     known = {r.host for r in rows}
     in_slurm = slurm_nodes(runner, inventory.hosts)

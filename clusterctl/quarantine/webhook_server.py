@@ -349,6 +349,7 @@ def make_server(handle: Handle, address: ListenAddress, security: Security, say:
             super().handle()
 
         def _answer(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+            self._read_done()  # answered: whatever is left unread is not waited for
             data = (json.dumps(payload) + "\n").encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -362,7 +363,6 @@ def make_server(handle: Handle, address: ListenAddress, security: Security, say:
             return _peer(self.client_address) + _subject(self.connection)
 
         def do_GET(self) -> None:
-            self._read_done()
             if self.path == "/healthz":
                 self._answer(200, {"status": "ok"})
             else:
@@ -371,24 +371,20 @@ def make_server(handle: Handle, address: ListenAddress, security: Security, say:
         def do_POST(self) -> None:
             token = self.server.security.token
             if token is not None and not token.admits(self.headers.get("Authorization")):
-                self._read_done()
                 why = "no bearer token" if not self.headers.get("Authorization") else "wrong bearer token"
                 self.server.noise(decision="unauthorized", caller=self.caller(), why=f"{why}: nothing done")
                 self._answer(401, {"error": "a bearer token is required (Authorization: Bearer ...)"},
                              {"WWW-Authenticate": 'Bearer realm="clusterctl-remediate"'})
                 return
             if self.path not in PATHS:
-                self._read_done()
                 self._answer(404, {"error": "POST Alertmanager webhooks to / or /webhook"})
                 return
             text = self.headers.get("Content-Length", "")
             length = int(text) if text.isdigit() and len(text) < 16 else -1
             if length < 0:
-                self._read_done()
                 self._answer(411, {"error": "Content-Length required"})
                 return
             if length > bounds.body_bytes:
-                self._read_done()
                 self.server.say(decision="rejected", caller=self.caller(),
                                 why=f"body of {length} bytes, over {bounds.body_bytes}")
                 self._answer(413, {"error": f"body over {bounds.body_bytes} bytes"})
@@ -401,7 +397,6 @@ def make_server(handle: Handle, address: ListenAddress, security: Security, say:
             self._answer(status, answer)
 
         def _not_allowed(self) -> None:
-            self._read_done()
             self._answer(405, {"error": "POST or GET only"}, {"Allow": "GET, POST"})
 
         do_PUT = do_PATCH = do_DELETE = _not_allowed

@@ -339,10 +339,7 @@ class Transport:
         script = atomic_write_script(path, mode=request.mode, backup=request.backup, owner=request.owner)
         result = self.run("sh -c " + shlex.quote(script), sudo=sudo, stdin=data)
         if not result.ok:
-            raise TransportError(
-                FailureKind.COMMAND_FAILED,
-                f"could not write {path} (exit {result.exit_code}): {result.stderr_tail()}",
-            )
+            raise _failed("write", path, result)
         backup_path = None
         for line in result.stdout.splitlines():
             if line.startswith("backup:"):
@@ -367,9 +364,7 @@ class Transport:
         if result.exit_code == 3:
             return None
         if not result.ok:
-            raise TransportError(
-                FailureKind.COMMAND_FAILED, f"could not read {path} (exit {result.exit_code}): {result.stderr_tail()}"
-            )
+            raise _failed("read", path, result)
         if result.stdout.startswith("plain\n"):
             return result.stdout[len("plain\n") :].encode()
         try:
@@ -412,9 +407,7 @@ class Transport:
         if not created and result.exit_code == 3:
             return result.stdout.encode(), None
         if not created or (command is None and (not result.ok or result.stdout.strip() != "created")):
-            raise TransportError(
-                FailureKind.COMMAND_FAILED, f"could not create {path} (exit {result.exit_code}): {result.stderr_tail()}"
-            )
+            raise _failed("create", path, result)
         if command is None:
             return None, None
         return None, CommandResult(command, result.stdout[len("created\n"):], result.stderr, result.exit_code,
@@ -424,9 +417,7 @@ class Transport:
         """Remove ``path`` if it exists."""
         result = self.run(f"rm -f {shlex.quote(path)}", sudo=sudo)
         if not result.ok:
-            raise TransportError(
-                FailureKind.COMMAND_FAILED, f"could not remove {path} (exit {result.exit_code}): {result.stderr_tail()}"
-            )
+            raise _failed("remove", path, result)
 
     def close(self) -> None:
         """Release the connection, if any. Safe to call twice and from another thread."""
@@ -436,6 +427,13 @@ class Transport:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _failed(what: str, path: str, result: CommandResult) -> TransportError:
+    """``could not write PATH (exit N): <stderr's last lines>``: a file primitive's command failed."""
+    return TransportError(
+        FailureKind.COMMAND_FAILED, f"could not {what} {path} (exit {result.exit_code}): {result.stderr_tail()}"
+    )
 
 
 #: Opens a transport to a host within a time limit (seconds); used by the fan-out.

@@ -11,7 +11,7 @@ import time
 from typing import IO, TYPE_CHECKING
 
 from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
-from clusterctl.transport.output import CappedOutput, LineSplitter, splitters
+from clusterctl.transport.output import CappedOutput, captures
 from clusterctl.wording import seconds
 
 if TYPE_CHECKING:
@@ -42,9 +42,8 @@ class LocalTransport(Transport):
         )
         with self._lock:
             self._running.add(proc)
-        out, err = CappedOutput(request.max_output), CappedOutput(request.max_output)
-        out_lines, err_lines = splitters(request.on_line)
-        readers = [_reader(proc.stdout, out, out_lines), _reader(proc.stderr, err, err_lines)]
+        out, err = captures(request.max_output, request.on_line)
+        readers = [_reader(proc.stdout, out), _reader(proc.stderr, err)]
         writer = _writer(proc.stdin, feed) if feed is not None else None
         try:
             proc.wait(timeout=timeout)
@@ -95,16 +94,13 @@ def _stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
             continue
 
 
-def _reader(stream: IO[bytes] | None, into: CappedOutput, lines: LineSplitter | None) -> threading.Thread:
+def _reader(stream: IO[bytes] | None, into: CappedOutput) -> threading.Thread:
     def read() -> None:
         assert stream is not None
         with stream:
             while chunk := stream.read1(65536):  # type: ignore[attr-defined]
                 into.add(chunk)
-                if lines is not None:
-                    lines.add(chunk)
-        if lines is not None:
-            lines.flush()
+        into.flush()
 
     thread = threading.Thread(target=read, daemon=True, name="clusterctl-local-read")
     thread.start()

@@ -43,10 +43,12 @@ def dropped_marker(count: int) -> bytes:
 
 
 class CappedOutput:
-    """Collects chunks of one stream, keeping the head and the tail within ``cap`` bytes."""
+    """Collects chunks of one stream, keeping the head and the tail within ``cap`` bytes; with ``lines``,
+    also hands each line on as it arrives."""
 
-    def __init__(self, cap: int | None = None) -> None:
+    def __init__(self, cap: int | None = None, lines: LineSplitter | None = None) -> None:
         self.cap = cap if cap is not None else max_output_bytes()
+        self.lines = lines
         self._head: list[bytes] = []
         self._head_len = 0
         self._tail: list[bytes] = []
@@ -60,6 +62,8 @@ class CappedOutput:
     def add(self, chunk: bytes) -> None:
         if not chunk:
             return
+        if self.lines is not None:
+            self.lines.add(chunk)
         self.total += len(chunk)
         half = self.cap // 2
         if self._head_len < half:
@@ -83,6 +87,11 @@ class CappedOutput:
             self._tail = [keep]
             self._tail_len = len(keep)
 
+    def flush(self) -> None:
+        """The stream ended: a last line without its newline is handed on."""
+        if self.lines is not None:
+            self.lines.flush()
+
     def value(self) -> bytes:
         self._trim()
         head = b"".join(self._head)
@@ -99,7 +108,7 @@ class LineSplitter:
     callback sees them, without their newline; ``flush`` hands on a last partial line. A line
     that grows past ``MAX_LINE_BYTES`` without a newline (a progress bar drawn with ``\\r``, a
     binary blob) is handed on in pieces of that size, so memory stays bounded whatever the
-    command prints. The whole output is still collected separately (``CappedOutput``).
+    command prints. The whole output is still collected (``CappedOutput``, which feeds it).
     """
 
     #: The longest piece of a line held back waiting for its newline.
@@ -170,3 +179,10 @@ def splitters(on_line: OnLine | None) -> tuple[LineSplitter | None, LineSplitter
     if on_line is None:
         return None, None
     return LineSplitter("stdout", on_line), LineSplitter("stderr", on_line)
+
+
+def captures(max_output: int | None, on_line: OnLine | None) -> tuple[CappedOutput, CappedOutput]:
+    """What a command's stdout and stderr are collected in (``RunRequest.max_output`` and ``on_line``)."""
+    out_lines, err_lines = splitters(on_line)
+    return CappedOutput(max_output, out_lines), CappedOutput(max_output, err_lines)
+

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from clusterctl.bootstrap.phase import Phase
+from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.registry import phase_named
 from clusterctl.bootstrap.run import run_bootstrap
 from clusterctl.bootstrap.run_data import RunOptions
+from clusterctl.changes import Change, Gate, GateRecord
 from clusterctl.engine.progress import ProgressStore
 from clusterctl.engine.run import RunReport, RunSettings
 from clusterctl.fanout import Runner
@@ -101,3 +102,26 @@ class SimCluster:
         settings = RunSettings(apply=apply, resume=resume, progress=store, options=run_options)
         with Runner(lambda host, _t: self.transports[host.name], parallel=8, timeout_s=30) as runner:
             return run_bootstrap(self.inventory, selected, runner, chosen, settings)
+
+
+class AdvanceClock(Phase[None]):
+    """Test phase: an hour passes on the simulated cluster between two phases of one run (a join token
+    made before it has expired after it)."""
+
+    name: ClassVar[str] = "advance-clock"
+    description: ClassVar[str] = "test only"
+    once_per_cluster: ClassVar[bool] = True
+
+    def __init__(self, sim: SimCluster) -> None:
+        self.sim = sim
+
+    def check(self, ctx: PhaseContext) -> None:
+        return None
+
+    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
+        return [Change.run(ctx.host.name, "true", summary="an hour passes")]
+
+    def apply(self, ctx: PhaseContext, gate: Gate, changes: Sequence[Change]) -> list[GateRecord]:
+        with self.sim.machine(ctx.host.name).cluster.edit() as data:
+            data["kubernetes"]["clock_offset_s"] = 3600
+        return []

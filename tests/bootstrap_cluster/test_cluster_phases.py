@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 import yaml
-from sim_cluster import SimCluster
+from sim_cluster import AdvanceClock, SimCluster
 
-from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.changes import Change, Gate, GateRecord
 from clusterctl.engine.run import Status
 
 SIX = ["gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b2", "gpu-b3"]
@@ -75,28 +71,6 @@ def test_a_worker_added_later_joins_with_a_fresh_token_after_the_old_one_expired
     touched = {r.host for r in report.results if r.changes}
     assert touched == {"gpu-a1", "gpu-b1"}  # gpu-a1 only made the token; gpu-a2, gpu-a3 untouched
     assert "gpu-b1" in sim.kube()["nodes"]
-
-
-class AdvanceClock(Phase[None]):
-    """Test phase: an hour passes on the simulated cluster between two phases of one run."""
-
-    name: ClassVar[str] = "advance-clock"
-    description: ClassVar[str] = "test only"
-    once_per_cluster: ClassVar[bool] = True
-
-    def __init__(self, sim: SimCluster) -> None:
-        self.sim = sim
-
-    def check(self, ctx: PhaseContext) -> None:
-        return None
-
-    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
-        return [Change.run(ctx.host.name, "true", summary="an hour passes")]
-
-    def apply(self, ctx: PhaseContext, gate: Gate, changes: Sequence[Change]) -> list[GateRecord]:
-        with self.sim.machine(ctx.host.name).cluster.edit() as data:
-            data["kubernetes"]["clock_offset_s"] = 3600
-        return []
 
 
 def test_a_token_that_expires_during_the_run_is_named_as_such(tmp_path: Path) -> None:

@@ -4,41 +4,16 @@ success; --resume makes the fresh join token a resumed join needs (simulated clu
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bootstrap_cluster"))
 
-from sim_cluster import CLUSTER_PHASES, SimCluster
+from sim_cluster import CLUSTER_PHASES, AdvanceClock, SimCluster
 
-from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.changes import Change, Gate, GateRecord
+from clusterctl.bootstrap.phase import Phase
 from clusterctl.engine.run import Status
 
 HOSTS = ["gpu-a1", "gpu-a2", "gpu-a3"]
-
-
-class AdvanceClock(Phase[None]):
-    """An hour passes on the simulated cluster between control-plane and join: the token expires."""
-
-    name: ClassVar[str] = "advance-clock"
-    description: ClassVar[str] = "test only"
-    once_per_cluster: ClassVar[bool] = True
-
-    def __init__(self, sim: SimCluster) -> None:
-        self.sim = sim
-
-    def check(self, ctx: PhaseContext) -> None:
-        return None
-
-    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
-        return [Change.run(ctx.host.name, "true", summary="an hour passes")]
-
-    def apply(self, ctx: PhaseContext, gate: Gate, changes: Sequence[Change]) -> list[GateRecord]:
-        with self.sim.machine(ctx.host.name).cluster.edit() as data:
-            data["kubernetes"]["clock_offset_s"] = 3600
-        return []
 
 
 def _with_clock(sim: SimCluster) -> list[str | Phase[object]]:

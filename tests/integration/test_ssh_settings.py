@@ -16,15 +16,8 @@ import pytest
 
 from clusterctl.inventory.model import Host, SSHOptions
 from clusterctl.transport.base import FailureKind, TransportError
-from clusterctl.transport.ssh import (
-    JumpHop,
-    KnownHosts,
-    check_host_key,
-    load_ssh_config,
-    parse_jump_chain,
-    resolve_target,
-    target_for_host,
-)
+from clusterctl.transport.ssh.config import JumpHop, load_ssh_config, parse_jump_chain, resolve_target, target_for_host
+from clusterctl.transport.ssh.hostkeys import KnownHosts, check_host_key
 
 SSH_CONFIG = """\
 Host gpu-*
@@ -170,7 +163,8 @@ def test_host_key_known_unknown_changed_and_hashed(tmp_path: Path) -> None:
 
 def test_host_key_policy_follows_ssh_config_per_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      caplog: pytest.LogCaptureFixture) -> None:
-    from clusterctl.transport.ssh import host_key_policy, hostkeys
+    from clusterctl.transport.ssh import hostkeys
+    from clusterctl.transport.ssh.hostkeys import host_key_policy
 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setattr(hostkeys, "DEFAULT_GLOBAL_KNOWN_HOSTS", (str(tmp_path / "global"),))

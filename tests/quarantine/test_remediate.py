@@ -17,7 +17,8 @@ from kube_sim import KubeSim
 from clusterctl.bootstrap.cluster.alerts import render_alertmanager_receiver
 from clusterctl.fanout import Runner
 from clusterctl.inventory.loader import load_inventory
-from clusterctl.quarantine.receiver import Remediator, parse_payload, serve
+from clusterctl.quarantine.receiver import Remediator, serve
+from clusterctl.quarantine.webhook_payload import parse_payload
 from clusterctl.quarantine.webhook_server import ListenAddress, Security
 from clusterctl.transport.factory import ConnectOptions, make_connector
 

@@ -13,6 +13,7 @@ import hashlib
 import ipaddress
 import re
 import secrets
+import shlex
 import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -45,6 +46,9 @@ class Timeouts:
     discovery: str = "5m0s"
     #: ``kubeadm upgrade``: how long it waits for a static pod to come back at the new version.
     upgrade_manifests: str = "5m0s"
+
+
+TIMEOUTS = Timeouts()
 
 
 def new_bootstrap_token() -> Secret:
@@ -94,7 +98,7 @@ def control_plane_taints(host: Host) -> list[dict[str, str]]:
     return [] if "worker" in host.roles else [dict(CONTROL_PLANE_TAINT)]
 
 
-def _common(settings: ClusterSettings, host: Host, timeouts: Timeouts) -> dict[str, object]:
+def _common(settings: ClusterSettings, host: Host) -> dict[str, object]:
     return {
         "cluster_name": settings.cluster_name,
         "kubernetes_version": settings.kubernetes.tag,
@@ -104,7 +108,7 @@ def _common(settings: ClusterSettings, host: Host, timeouts: Timeouts) -> dict[s
         "node_labels": _labels_arg(host),
         "advertise_address": _ip_or_none(host.address),
         "bind_port": 6443,
-        "timeouts": timeouts,
+        "timeouts": TIMEOUTS,
         "allow_cgroup_v1": settings.allow_cgroup_v1,
     }
 
@@ -116,7 +120,6 @@ def render_init_config(
     *,
     token: Secret | None = None,
     certificate_key: Secret | None = None,
-    timeouts: Timeouts | None = None,
     api_server_args: dict[str, str] | None = None,
 ) -> str:
     """ClusterConfiguration + InitConfiguration + KubeletConfiguration for the first control plane.
@@ -133,7 +136,7 @@ def render_init_config(
                     sans.append(name)
     return render(
         "kubeadm/init-config.yaml.j2",
-        **_common(settings, host, timeouts or Timeouts()),
+        **_common(settings, host),
         image_repository=settings.image_repository,
         pod_subnet=settings.pod_subnet,
         service_subnet=settings.service_subnet,
@@ -154,7 +157,6 @@ def render_join_config(
     token: Secret,
     ca_hash: str,
     certificate_key: Secret | None = None,
-    timeouts: Timeouts | None = None,
 ) -> Secret:
     """The JoinConfiguration kubeadm reads on stdin: a ``Secret`` (it holds the token)."""
     control_plane = "control-plane" in host.roles
@@ -162,7 +164,7 @@ def render_join_config(
         raise ValueError(f"{host.name} joins as a control plane: a certificate key is needed")
     text = render(
         "kubeadm/join-config.yaml.j2",
-        **_common(settings, host, timeouts or Timeouts()),
+        **_common(settings, host),
         token=token.reveal(),
         ca_cert_hash=ca_hash,
         control_plane=control_plane,
@@ -192,16 +194,15 @@ def render_cluster_op_config(
 UPGRADE_IMAGE_PULL_POLICY = "IfNotPresent"
 
 
-def render_reset_config(cri_socket: str, *, timeouts: Timeouts | None = None,
-                        skip_phases: tuple[str, ...] = ()) -> str:
+def render_reset_config(cri_socket: str, *, skip_phases: tuple[str, ...] = ()) -> str:
     """The ResetConfiguration ``kubeadm reset --config /dev/stdin`` reads (``RESET_COMMAND``);
     ``skip_phases``: kubeadm's reset phases not to run (``remove-etcd-member`` where bootstrap made no
     etcd member: that phase empties /var/lib/etcd even on a worker)."""
-    return render("kubeadm/reset-config.yaml.j2", cri_socket=cri_socket, timeouts=timeouts or Timeouts(),
+    return render("kubeadm/reset-config.yaml.j2", cri_socket=cri_socket, timeouts=TIMEOUTS,
                   skip_phases=skip_phases)
 
 
-def render_upgrade_config(target: str, *, timeouts: Timeouts | None = None, allow_cgroup_v1: bool = False) -> str:
+def render_upgrade_config(target: str, *, allow_cgroup_v1: bool = False) -> str:
     """The UpgradeConfiguration ``kubeadm upgrade plan|apply|node --config /dev/stdin`` reads.
 
     ``target`` is the tag upgraded to (``v1.37.2``); ``upgrade node`` reads the cluster's version.
@@ -209,18 +210,13 @@ def render_upgrade_config(target: str, *, timeouts: Timeouts | None = None, allo
     ``upgrade node`` runs kubeadm's SystemVerification, which refuses a cgroup v1 host as init's does.
     """
     return render("kubeadm/upgrade-config.yaml.j2", kubernetes_version=target,
-                  image_pull_policy=UPGRADE_IMAGE_PULL_POLICY, timeouts=timeouts or Timeouts(),
+                  image_pull_policy=UPGRADE_IMAGE_PULL_POLICY, timeouts=TIMEOUTS,
                   allow_cgroup_v1=allow_cgroup_v1)
 
 
 # --- commands (every value quoted; secrets only ever on stdin) -------------------------------------------
 
-def validate_command(path: str = KUBEADM_CONFIG_PATH) -> str:
-    import shlex
-
-    return f"kubeadm config validate --config {shlex.quote(path)}"
-
-
+VALIDATE_COMMAND = f"kubeadm config validate --config {shlex.quote(KUBEADM_CONFIG_PATH)}"
 INIT_COMMAND = "kubeadm init --config /dev/stdin --upload-certs --skip-token-print --skip-certificate-key-print"
 JOIN_COMMAND = "kubeadm join --config /dev/stdin"
 TOKEN_CREATE_COMMAND = f"kubeadm token create --config /dev/stdin --kubeconfig {ADMIN_KUBECONFIG}"
@@ -233,8 +229,6 @@ RESET_COMMAND = "kubeadm reset --config /dev/stdin"
 
 def upgrade_command(verb: str, target: str | None = None) -> str:
     """``kubeadm upgrade plan|apply|node`` reading ``render_upgrade_config`` on stdin."""
-    import shlex
-
     version = f" {shlex.quote(target)}" if target else ""
     confirm = " --yes" if verb == "apply" else ""
     return f"kubeadm upgrade {verb}{version} --config /dev/stdin{confirm}"

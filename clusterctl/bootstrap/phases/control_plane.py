@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from clusterctl.bootstrap.cluster import kubeadm
+from clusterctl.bootstrap.cluster.settings import control_plane_hosts
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.changes import (
@@ -139,7 +140,7 @@ class ControlPlane(Phase[ControlPlaneState]):
 
     def findings(self, ctx: PhaseContext, state: ControlPlaneState) -> list[Finding]:
         notes = []
-        control_planes = [h for h in ctx.inventory.hosts if "control-plane" in h.roles]
+        control_planes = control_plane_hosts(ctx.inventory)
         if state.first and len(control_planes) > 1 and not ctx.inventory.bootstrap.control_plane_endpoint:
             notes.append(Finding(
                 Severity.WARNING, "NO_HA_ENDPOINT",
@@ -170,21 +171,21 @@ class ControlPlane(Phase[ControlPlaneState]):
         on_disk = kubeadm.render_init_config(settings, host, inventory)
         changes = [Change.write_file(host.name, kubeadm.KUBEADM_CONFIG_PATH, on_disk, current=state.config,
                                      mode=0o600, summary="kubeadm configuration (v1beta4)")]
+        validate = Change.run(host.name, kubeadm.VALIDATE_COMMAND, summary="kubeadm config validate",
+                              makes=(MAKES_NO_TRACE,))
         if not state.joined:
             material.token, material.certificate_key = kubeadm.new_bootstrap_token(), kubeadm.new_certificate_key()
             full = Secret(kubeadm.render_init_config(settings, host, inventory, token=material.token,
                                                      certificate_key=material.certificate_key), "init configuration")
             changes += [
-                Change.run(host.name, kubeadm.validate_command(), summary="kubeadm config validate",
-                           makes=(MAKES_NO_TRACE,)),
+                validate,
                 Change.run(host.name, kubeadm.INIT_COMMAND, summary="kubeadm init (first control plane)",
                            stdin_secret=full, undo="kubeadm reset --force", timeout_s=1200,
                            makes=(MAKES_KUBEADM_NODE, MAKES_ETCD_MEMBER)),
             ]
             return cc.with_folders(ctx, changes)
         if changes[0].content != changes[0].current:
-            changes.append(Change.run(host.name, kubeadm.validate_command(), summary="kubeadm config validate",
-                                      makes=(MAKES_NO_TRACE,)))
+            changes.append(validate)
         pending = state.pending
         if pending:
             material.token = kubeadm.new_bootstrap_token()

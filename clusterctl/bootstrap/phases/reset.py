@@ -104,6 +104,10 @@ def _lines(ctx: PhaseContext, command: str) -> list[str] | None:
     return result.stdout.splitlines() if result.ok else None
 
 
+def _containerd_active(ctx: PhaseContext) -> bool:
+    return ctx.reader.run("systemctl is-active containerd", sudo=True, timeout=30).stdout.strip() == "active"
+
+
 def first_containerd_backup(names: list[str]) -> str | None:
     """The oldest ``config.toml.bak.<YYYYmmddHHMMSS>.<random>`` (the gate's backup names) in /etc/containerd."""
     stamped = sorted((m.group(1), name) for name in names if (m := _BACKUP.match(name.strip())))
@@ -211,8 +215,7 @@ class Reset(Phase[ResetState]):
         touched = any((c.path or "").startswith(config_dir) for c in plan.steps)
         containerd_purged = state.purge and any(p.startswith("containerd") for p in state.packages)
         if touched and not containerd_purged:
-            active = ctx.reader.run("systemctl is-active containerd", sudo=True, timeout=30)
-            state.containerd_active = active.stdout.strip() == "active"
+            state.containerd_active = _containerd_active(ctx)
 
     def _check_known_rest(self, ctx: PhaseContext, state: ResetState) -> None:
         state.clusterctl_paths = [p for p in CLUSTERCTL_PATHS if cc.exists(ctx, p)]
@@ -225,8 +228,7 @@ class Reset(Phase[ResetState]):
                 state.not_restored = f"{CONTAINERD_CONFIG} is already the same as its first backup {backup}"
             else:
                 state.containerd_backup = backup
-                active = ctx.reader.run("systemctl is-active containerd", sudo=True, timeout=30)
-                state.containerd_active = active.stdout.strip() == "active"
+                state.containerd_active = _containerd_active(ctx)
 
     def findings(self, ctx: PhaseContext, state: ResetState) -> list[Finding]:
         host = ctx.host.name

@@ -26,65 +26,6 @@ from __future__ import annotations
 # First, before any module here imports paramiko: paramiko's optional ``invoke`` is imported on use.
 from clusterctl.transport.ssh import _deferred_imports  # noqa: F401  # isort: skip
 
-from clusterctl.transport.ssh.auth import (
-    Credentials,
-    KeyAttempt,
-    agent_keys,
-    authenticate,
-    keys_to_offer,
-    load_private_key,
-    reset_caches,
-)
-from clusterctl.transport.ssh.config import (
-    DEFAULT_KEY_NAMES,
-    DEFAULT_PORT,
-    JumpHop,
-    SSHTarget,
-    load_ssh_config,
-    parse_jump_chain,
-    resolve_target,
-    target_for_host,
-    user_home,
-)
-from clusterctl.transport.ssh.connect import ConnectSettings, open_socket, open_ssh
-from clusterctl.transport.ssh.hostkeys import (
-    HostKeyPolicy,
-    KnownHostLine,
-    KnownHosts,
-    check_host_key,
-    host_key_policy,
-    known_hosts_file,
-    sha256_fingerprint,
-)
-from clusterctl.transport.ssh.transport import READ_CHUNK, SSHTransport
+from clusterctl.transport.ssh.transport import SSHTransport
 
-__all__ = [
-    "DEFAULT_KEY_NAMES",
-    "DEFAULT_PORT",
-    "READ_CHUNK",
-    "ConnectSettings",
-    "Credentials",
-    "HostKeyPolicy",
-    "JumpHop",
-    "KeyAttempt",
-    "KnownHostLine",
-    "KnownHosts",
-    "SSHTarget",
-    "SSHTransport",
-    "agent_keys",
-    "authenticate",
-    "check_host_key",
-    "host_key_policy",
-    "keys_to_offer",
-    "known_hosts_file",
-    "load_private_key",
-    "load_ssh_config",
-    "open_socket",
-    "open_ssh",
-    "parse_jump_chain",
-    "reset_caches",
-    "resolve_target",
-    "sha256_fingerprint",
-    "target_for_host",
-    "user_home",
-]
+__all__ = ["SSHTransport"]

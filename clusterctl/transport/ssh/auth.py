@@ -22,8 +22,7 @@ import paramiko
 
 from clusterctl.secret import Secret
 from clusterctl.transport.base import FailureKind, TransportError
-from clusterctl.transport.ssh.config import SSHTarget
-from clusterctl.transport.ssh.deadline import remaining
+from clusterctl.transport.ssh.config import SSHTarget, remaining
 from clusterctl.transport.ssh.hostkeys import sha256_fingerprint
 
 
@@ -134,14 +133,6 @@ def _agent_at(path: str) -> paramiko.Agent:
     conn.connect(os.path.expanduser(path))
     agent._connect(conn)  # type: ignore[attr-defined]
     return agent
-
-
-def reset_caches() -> None:
-    """Forget loaded keys and agent key lists (tests start agents and keys of their own)."""
-    with _key_lock:
-        _key_cache.clear()
-    with _agent_lock:
-        _agent_cache.clear()
 
 
 def _serialise_signing(key: paramiko.PKey) -> None:

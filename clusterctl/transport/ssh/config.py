@@ -12,6 +12,7 @@ from __future__ import annotations
 import getpass
 import os
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,6 +119,14 @@ class SSHTarget:
     @property
     def label(self) -> str:
         return f"{self.user}@{self.hostname}:{self.port}"
+
+
+def remaining(deadline: float, what: str, target: SSHTarget) -> float:
+    """The time left of a connection attempt's single deadline, shared by all of its steps."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TransportError(FailureKind.TIMED_OUT, f"{target.name}: {what} did not finish in time")
+    return left
 
 
 _config_lock = threading.Lock()

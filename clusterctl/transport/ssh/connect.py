@@ -16,8 +16,7 @@ from paramiko.packet import Packetizer
 from clusterctl.transport.base import FailureKind, TransportError
 from clusterctl.transport.ssh.auth import Credentials, authenticate
 from clusterctl.transport.ssh.certs import CERT_SUFFIX
-from clusterctl.transport.ssh.config import SSHTarget
-from clusterctl.transport.ssh.deadline import remaining
+from clusterctl.transport.ssh.config import SSHTarget, remaining
 from clusterctl.transport.ssh.hostkeys import check_host_key, host_key_policy
 from clusterctl.wording import seconds
 

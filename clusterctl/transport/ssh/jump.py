@@ -9,8 +9,7 @@ from typing import Any
 import paramiko
 
 from clusterctl.transport.base import FailureKind, TransportError
-from clusterctl.transport.ssh.config import SSHTarget
-from clusterctl.transport.ssh.deadline import remaining
+from clusterctl.transport.ssh.config import SSHTarget, remaining
 
 
 class JumpPool:

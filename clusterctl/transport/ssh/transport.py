@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING, Any
 import paramiko
 
 from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
-from clusterctl.transport.output import CappedOutput, OnLine, splitters
+from clusterctl.transport.output import OnLine, captures
 from clusterctl.transport.ssh.auth import Credentials
-from clusterctl.transport.ssh.config import SSHTarget, load_ssh_config, resolve_target, target_for_host
+from clusterctl.transport.ssh.config import SSHTarget, load_ssh_config, remaining, resolve_target, target_for_host
 from clusterctl.transport.ssh.connect import ConnectSettings, open_socket, open_ssh
-from clusterctl.transport.ssh.deadline import remaining
 from clusterctl.transport.ssh.jump import direct_tcpip, jump_pool
 from clusterctl.wording import seconds
 
@@ -252,28 +251,15 @@ class SSHTransport(Transport):
         before the last of the output), so no byte is lost. With ``on_line`` each line is also
         handed on as it arrives (stderr without the process-group marker).
         """
-        out = CappedOutput(max_output)
-        err = CappedOutput(max_output)
-        out_lines, err_lines = splitters(on_line)
-
-        def take_out(chunk: bytes) -> None:
-            out.add(chunk)
-            if out_lines is not None:
-                out_lines.add(chunk)
-
-        def take_err(chunk: bytes) -> None:
-            err.add(chunk)
-            if err_lines is not None:
-                err_lines.add(chunk)
-
+        out, err = captures(max_output, on_line)
         idle_since: float | None = None
         while True:
             progressed = False
             while channel.recv_ready():
-                take_out(channel.recv(READ_CHUNK))
+                out.add(channel.recv(READ_CHUNK))
                 progressed = True
             while channel.recv_stderr_ready():
-                take_err(group.filter(channel.recv_stderr(READ_CHUNK)))
+                err.add(group.filter(channel.recv_stderr(READ_CHUNK)))
                 progressed = True
             if progressed:
                 idle_since = None
@@ -291,13 +277,12 @@ class SSHTransport(Transport):
             self._wait(channel, command, deadline, budget)
         # EOF covers both streams (SSH has one EOF per channel): what is buffered is all.
         while channel.recv_ready():
-            take_out(channel.recv(READ_CHUNK))
+            out.add(channel.recv(READ_CHUNK))
         while channel.recv_stderr_ready():
-            take_err(group.filter(channel.recv_stderr(READ_CHUNK)))
-        take_err(group.flush())
-        for lines in (out_lines, err_lines):
-            if lines is not None:
-                lines.flush()
+            err.add(group.filter(channel.recv_stderr(READ_CHUNK)))
+        err.add(group.flush())
+        out.flush()
+        err.flush()
         # After EOF the channel's pipe stays readable: wait on the status event instead of select.
         # (paramiko sets it for an exit status and when the channel closes.)
         while not channel.status_event.is_set():
