@@ -63,18 +63,24 @@ def clusterctl(*args: str | Path, stdin: str | None = None) -> CliRun:
     return CliRun(code, out.getvalue(), err.getvalue(), time.monotonic() - start)
 
 
+def clusterctl_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a fresh ``python -m clusterctl``: HOME=home, no ssh-agent and no default
+    inventory, this checkout's clusterctl; ``extra`` on top."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "CLUSTERCTL_INVENTORY")}
+    env.update(HOME=str(home), NO_COLOR="1", PYTHONPATH=str(REPO_ROOT), **extra)
+    return env
+
+
 def run_clusterctl(args: list[str], *, home: Path, timeout_s: float = 120) -> CliRun:
     """``python -m clusterctl ARGS`` in a fresh process with HOME=home and no ssh-agent."""
-    env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "CLUSTERCTL_INVENTORY")}
-    env.update(HOME=str(home), NO_COLOR="1", PYTHONPATH=str(REPO_ROOT), COLUMNS="200")
     home.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "clusterctl", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=str(home),
-        timeout=timeout_s,
-    )
+    proc = subprocess.run([sys.executable, "-m", "clusterctl", *args], capture_output=True, text=True,
+                          env=clusterctl_env(home, COLUMNS="200"), cwd=str(home), timeout=timeout_s)
     return CliRun(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
+
+
+def start_clusterctl(args: list[str | Path], *, home: Path, **extra_env: str) -> subprocess.Popen[str]:
+    """``python -m clusterctl ARGS`` started as ``run_clusterctl`` runs it, for a test that signals it."""
+    return subprocess.Popen([sys.executable, "-m", "clusterctl", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=clusterctl_env(home, **extra_env), cwd=str(home))

@@ -79,7 +79,7 @@ class CertsReport:
         return {"hosts": [h.to_json(self.now) for h in self.hosts], "findings": [f.to_json() for f in self.findings]}
 
 
-def control_planes(inventory: Inventory, hosts: tuple[Host, ...] | list[Host]) -> list[Host]:
+def control_planes(hosts: tuple[Host, ...] | list[Host]) -> list[Host]:
     chosen = [h for h in hosts if "control-plane" in h.roles]
     if not chosen:
         raise UsageError("no control-plane host among the selected hosts", field="roles")
@@ -141,7 +141,7 @@ def _read_host(transport: Transport) -> tuple[CertExpiration, Placement]:
 def check(runner: Runner, inventory: Inventory, hosts: list[Host], *, warn_days: int = WARN_DAYS) -> CertsReport:
     """Every selected control plane's certificates; ``NoCluster`` (exit 2) when none could be read."""
     report = CertsReport()
-    fleet = runner.run_task(control_planes(inventory, hosts), _read_host, label="certs")
+    fleet = runner.run_task(control_planes(hosts), _read_host, label="certs")
     if all(not o.ok or o.value is None for o in fleet.outcomes):
         first = fleet.outcomes[0]
         raise not_usable(first.host.name, "read the certificates", first.failure)
@@ -178,14 +178,19 @@ class RenewOptions:
     ready_timeout_s: float = 180.0
 
 
-class RenewCertificates(Phase[Placement, PhaseContext]):
-    name = "renew"
-    description = "kubeadm certs renew all"
+class PlacementPhase(Phase[Placement, PhaseContext]):
+    """A renew phase on a control plane: its state is where the static-pod manifests are."""
+
     role = "control-plane"
-    timeout_s = 300.0
 
     def check(self, ctx: PhaseContext) -> Placement:
         return read_placement(ctx.reader)
+
+
+class RenewCertificates(PlacementPhase):
+    name = "renew"
+    description = "kubeadm certs renew all"
+    timeout_s = 300.0
 
     def findings(self, ctx: PhaseContext, state: Placement) -> list[Finding]:
         # A parked manifest is what this run's restart phases put back; one gone altogether stops here.
@@ -212,16 +217,12 @@ def _move_back(host: str, component: str) -> Change:
                       summary=f"start static pod {component}: its manifest back in {MANIFESTS_DIR}")
 
 
-class RestartStaticPod(Phase[Placement, PhaseContext]):
+class RestartStaticPod(PlacementPhase):
     """One control-plane static pod restarted: its manifest out for the kubelet's file check period, then
     back. A manifest a cut-short run left parked is only moved back (``--resume``)."""
 
     component: ClassVar[str]
-    role = "control-plane"
     undo_on_interrupt = True
-
-    def check(self, ctx: PhaseContext) -> Placement:
-        return read_placement(ctx.reader)
 
     def plan(self, ctx: PhaseContext, state: Placement) -> list[Change]:
         host, wait_s = ctx.host.name, ctx.options.wait_s
@@ -301,13 +302,15 @@ def renew(runner: Runner, inventory: Inventory, hosts: list[Host], request: Rene
     phases = select_phases(RENEW_PHASES, None, request.skip_phases)
     check(runner, inventory, hosts)  # no certificates to renew where no cluster runs: exit 2 before any step
     place = RunPlace.of(inventory, "certs-renew", request.state_dir)
+    chosen = control_planes(hosts)
     settings = RunSettings(apply=request.apply, resume=request.resume,
-                           options=RenewOptions(request.wait_s, request.ready_timeout_s), batch_size=1,
+                           options=RenewOptions(request.wait_s, request.ready_timeout_s),
+                           batches=[[h.name] for h in chosen],
                            progress=place.progress(resume=request.resume, first="clusterctl certs renew --yes")
                            if request.apply else None,
                            journal=place.journal("certs renew") if request.apply else None,
                            resume_hint="clusterctl certs renew --resume --yes")
-    return run_phases(inventory, control_planes(inventory, hosts), runner, phases, settings)
+    return run_phases(inventory, chosen, runner, phases, settings)
 
 
 def renew_summary(report: RunReport) -> list[dict[str, Any]]:

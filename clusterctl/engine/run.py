@@ -10,7 +10,7 @@ later phases; the other hosts go on. Why a host skips a phase is decided in one 
 ``skip_reason``. See ``clusterctl.engine.phase`` for how to write a phase.
 
 Every command that changes hosts runs here (bootstrap, reset, ``certs renew``...), so each gets
-the same: hosts all at once per phase, or in batches (``RunSettings.batch_size``: a rolling
+the same: hosts all at once per phase, or in batches (``RunSettings.batches``: a rolling
 change, ``--max-unavailable``), a phase ``serial`` (one host at a time) or ``once_per_cluster``;
 the host lock (``engine.lock``); progress and ``--resume`` (``engine.progress``); an undo journal
 written before each change reaches its host (``undo_journal.WriteAheadJournal``); and Ctrl-C or
@@ -198,12 +198,11 @@ class RunSettings:
     context: Callable[[Host, HostReader], PhaseContext] | None = None
     #: Called before each phase with the hosts that dropped out so far (bootstrap's verify reads them).
     before_phase: Callable[[frozenset[str]], None] | None = None
-    #: Hosts per batch: every phase runs on one batch before the next batch starts (a rolling change,
-    #: ``--max-unavailable``; a batch with a failed host stops the run). ``None``: all hosts per phase.
-    batch_size: int | None = None
-    #: The batches by host name, in order, where they differ in size (an upgrade: control planes one by
-    #: one, then workers ``--max-unavailable`` at a time); overrides ``batch_size``. In a batched run the
-    #: once-per-cluster phases at the end of the list run once, after the last batch (the add-ons).
+    #: The batches by host name, in order: every phase runs on one batch before the next batch starts
+    #: (a rolling change: ``certs renew`` one control plane at a time, an upgrade's control planes one by
+    #: one, then workers ``--max-unavailable`` at a time; a batch with a failed host stops the run).
+    #: ``None``: all hosts per phase. In a batched run the once-per-cluster phases at the end of the
+    #: list run once, after the last batch (the add-ons).
     batches: Sequence[Sequence[str]] | None = None
     #: A host whose lock is refused stops the whole run before any phase (a rolling change must hold
     #: every host it will touch): the locks taken are given back and no host is started.
@@ -351,8 +350,7 @@ def run_phases(
         for batch in [] if stopped else _batches(hosts, settings):
             for phase in rolling:
                 _one_phase(phase, inventory, hosts, batch, runner, gate, settings, report, ahead, confirmed, inflight)
-            if (settings.batch_size is not None or settings.batches is not None) \
-                    and any(h.name in report.failed_hosts for h in batch):
+            if settings.batches is not None and any(h.name in report.failed_hosts for h in batch):
                 later = [h.name for h in hosts[hosts.index(batch[-1]) + 1:]]
                 if later:
                     report.notes.append(f"stopped after a failed host: not started on {', '.join(later)}")
@@ -419,21 +417,18 @@ def _one_phase(phase: Phase[Any, Any], inventory: Inventory, hosts: Sequence[Hos
 
 
 def _batches(hosts: Sequence[Host], settings: RunSettings) -> list[list[Host]]:
-    if settings.batches is not None:
-        by_name = {h.name: h for h in hosts}
-        return [[by_name[n] for n in names if n in by_name] for names in settings.batches
-                if any(n in by_name for n in names)]
-    if settings.batch_size is None:
+    if settings.batches is None:
         return [list(hosts)]
-    step = max(1, settings.batch_size)
-    return [list(hosts[i:i + step]) for i in range(0, len(hosts), step)]
+    by_name = {h.name: h for h in hosts}
+    return [[by_name[n] for n in names if n in by_name] for names in settings.batches
+            if any(n in by_name for n in names)]
 
 
 def _closing_phases(phases: Sequence[Phase[Any, Any]], settings: RunSettings
                     ) -> tuple[list[Phase[Any, Any]], list[Phase[Any, Any]]]:
     """A batched run's phases per batch, and the once-per-cluster ones that end the list (run after the
     last batch: the cluster's add-ons once every node is done)."""
-    if settings.batch_size is None and settings.batches is None:
+    if settings.batches is None:
         return list(phases), []
     cut = len(phases)
     while cut > 0 and phases[cut - 1].once_per_cluster:

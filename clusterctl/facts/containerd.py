@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from clusterctl.errors import ParseError
 from clusterctl.facts.klog import is_klog_line
 from clusterctl.facts.sections import MARKER_FILES, Section, cat_missing, section_command, split_sections
-from clusterctl.facts.table import numbered_lines, rows_under_header
+from clusterctl.facts.table import cells_under_header, numbered_lines
 
 _WHAT = "containerd facts"
 
@@ -63,13 +63,9 @@ class PluginStatus:
 
 def parse_ctr_plugins(text: str) -> tuple[PluginStatus, ...]:
     """``ctr plugins ls``: a ``TYPE ID PLATFORMS STATUS`` header, then one plugin per line."""
-    out: list[PluginStatus] = []
-    for row in rows_under_header(text, "ctr plugins ls", "TYPE ID PLATFORMS STATUS"):
-        cells = row.tokens
-        if len(cells) != 4:
-            raise ParseError("ctr plugins ls", "expected four columns", line=row.number, text=row.text)
-        out.append(PluginStatus(*cells))
-    return tuple(out)
+    rows = cells_under_header(text, "ctr plugins ls", "TYPE ID PLATFORMS STATUS", lambda cells: len(cells) == 4,
+                              "expected four columns")
+    return tuple(PluginStatus(*cells) for cells in rows)
 
 
 def cri_status(plugins: tuple[PluginStatus, ...]) -> str | None:

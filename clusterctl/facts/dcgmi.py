@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 from clusterctl.errors import ParseError
@@ -100,14 +101,13 @@ def _parse_json(text: str) -> DcgmDiag:
             if isinstance(summary, dict) and not test.get("results"):
                 results.append(DcgmResult(str(category.get("category", "?")), name,
                                           _status(str(summary.get("status", ""))), None, _info(summary)))
-    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-    version = (metadata or {}).get("DCGM Version") or (metadata or {}).get("version") or body.get("version") \
-        or data.get("version")
-    driver = (metadata or {}).get("Driver Version Detected") or body.get("Driver Version Detected") \
+    metadata: dict[str, Any] = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
+    version = metadata.get("DCGM Version") or metadata.get("version") or body.get("version") or data.get("version")
+    driver = metadata.get("Driver Version Detected") or body.get("Driver Version Detected") \
         or data.get("Driver Version Detected")
-    ids = (metadata or {}).get("GPU Device IDs Detected") or body.get("GPU Device IDs Detected")
+    ids = metadata.get("GPU Device IDs Detected") or body.get("GPU Device IDs Detected")
     known = ("DCGM Version", "version", "Driver Version Detected", "GPU Device IDs Detected")
-    others = {str(k): str(v) for k, v in (metadata or {}).items() if k not in known and not isinstance(v, (dict, list))}
+    others = {str(k): str(v) for k, v in metadata.items() if k not in known and not isinstance(v, (dict, list))}
     return DcgmDiag(tuple(results), dcgm_version=str(version) if version else None,
                     driver_version=str(driver) if driver else None, format="json", warnings=tuple(warnings),
                     gpu_device_ids=_device_ids(ids), metadata=others)
@@ -167,13 +167,12 @@ def _parse_text(text: str) -> DcgmDiag:
             sub = _STATUS.match(info)
             if detail and sub and not name:
                 results.append(DcgmResult(last.category, last.test, _status(sub.group(1)), gpu, "", line.number))
-            elif name == "Error" or (last.status == "Fail" and last.gpu == gpu):
-                results[-1] = DcgmResult(last.category, last.test, "Fail" if name == "Error" else last.status,
-                                         last.gpu if last.gpu is not None else gpu,
-                                         (last.info + " " + info).strip(), last.line)
             else:
-                results[-1] = DcgmResult(last.category, last.test, last.status, last.gpu,
-                                         (last.info + " " + info).strip(), last.line)
+                joined = replace(last, info=(last.info + " " + info).strip())
+                if name == "Error" or (last.status == "Fail" and last.gpu == gpu):
+                    joined = replace(joined, status="Fail" if name == "Error" else last.status,
+                                     gpu=last.gpu if last.gpu is not None else gpu)
+                results[-1] = joined
             continue
         if name and value:
             meta.setdefault(name, value)

@@ -11,20 +11,17 @@ from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.sections import MARKER_FILES, file_sections, files_read, section_command, split_sections
-from clusterctl.facts.table import numbered_lines, rows_under_header
+from clusterctl.facts.table import cells_under_header, numbered_lines, rows_under_header
 
 _WHAT = "kernel facts"
 
 
 def parse_lsmod(text: str) -> tuple[str, ...]:
     """``lsmod``: the ``Module Size Used by`` header, then ``name size count [users]`` lines."""
-    names: list[str] = []
-    for row in rows_under_header(text, "lsmod", "Module Size Used by"):
-        cells = row.tokens
-        if len(cells) < 3 or not cells[1].isdigit():
-            raise ParseError("lsmod", "expected 'module size used-count [users]'", line=row.number, text=row.text)
-        names.append(cells[0])
-    return tuple(names)
+    rows = cells_under_header(text, "lsmod", "Module Size Used by",
+                              lambda cells: len(cells) >= 3 and cells[1].isdigit(),
+                              "expected 'module size used-count [users]'")
+    return tuple(cells[0] for cells in rows)
 
 
 _SYSCTL = re.compile(r"^([A-Za-z0-9_.\-/]+) = (.*)$")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact
 from clusterctl.facts.sections import Section, section_command, split_sections
-from clusterctl.facts.table import numbered_lines, rows_under_header
+from clusterctl.facts.table import cells_under_header, numbered_lines
 
 _WHAT = "node facts"
 
@@ -101,13 +101,10 @@ def parse_os_release(text: str) -> dict[str, str]:
 
 def parse_proc_swaps(text: str) -> tuple[Swap, ...]:
     """``/proc/swaps``: a header line, then one active swap area per line."""
-    out: list[Swap] = []
-    for row in rows_under_header(text, "/proc/swaps", "Filename Type Size Used Priority"):
-        cells = row.tokens
-        if len(cells) < 3 or not cells[2].isdigit():
-            raise ParseError("/proc/swaps", "expected 'name type size used priority'", line=row.number, text=row.text)
-        out.append(Swap(cells[0], cells[1], int(cells[2])))
-    return tuple(out)
+    rows = cells_under_header(text, "/proc/swaps", "Filename Type Size Used Priority",
+                              lambda cells: len(cells) >= 3 and cells[2].isdigit(),
+                              "expected 'name type size used priority'")
+    return tuple(Swap(cells[0], cells[1], int(cells[2])) for cells in rows)
 
 
 _SS_PROC = re.compile(r'\("([^"]+)",pid=')

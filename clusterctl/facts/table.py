@@ -6,6 +6,8 @@ pre-cleaning (``clusterctl.facts.clean``), only blank lines skipped, so errors n
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from clusterctl.errors import ParseError
 from clusterctl.facts.clean import Line
 
@@ -25,3 +27,14 @@ def rows_under_header(text: str, what: str, header: str) -> list[Line]:
     if not first or first[0].split()[:len(words)] != words:
         raise ParseError(what, f"expected the '{header}' header", line=1, text=first[0] if first else "")
     return [line for line in numbered_lines(text) if line.number > 1]
+
+
+def cells_under_header(text: str, what: str, header: str, fits: Callable[[list[str]], bool],
+                       refusal: str) -> list[list[str]]:
+    """The cells (words) of each row after ``header``; a row whose cells ``fits`` refuses is a
+    ``ParseError`` naming its line, with ``refusal`` as the reason."""
+    rows = rows_under_header(text, what, header)
+    for row in rows:
+        if not fits(row.tokens):
+            raise ParseError(what, refusal, line=row.number, text=row.text)
+    return [row.tokens for row in rows]

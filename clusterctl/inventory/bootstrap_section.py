@@ -32,8 +32,6 @@ from clusterctl.inventory.node_reader import NodeReader, ValueReader
 from clusterctl.inventory.values import BadValue
 from clusterctl.inventory.yaml_tree import Mapping, Node, Sequence, kind_of
 
-REPO_FIELDS = ("name", "url", "suites", "components", "key_file", "key_url")
-
 
 def _endpoint(value: Any, what: str) -> str:
     from clusterctl.errors import UsageError
@@ -154,29 +152,26 @@ def _repos(r: NodeReader, node: Node, field: str) -> tuple[AptRepo, ...]:
     if not isinstance(node, Sequence):
         raise r.error(f"'apt_repos' must be a list of repositories, not {kind_of(node)}.", line=node.line,
                       field=field)
+
+    def key_file(value: Node, where: str) -> str:
+        # An OpenPGP key on the control machine, next to the inventory.
+        path = r.scalar(value, where, lambda v: values.text(v, "key_file"), raw=True)
+        full = values.local_path(path, r.base_dir)
+        if not full.is_file():
+            raise r.error(f"key_file {path} does not exist (looked at {full}).", line=value.line, field=where)
+        return str(full)
+
+    readers: dict[str, ValueReader] = {
+        "name": r.single(_clean_name, raw=True), "url": r.single(lambda v: _url(v, "url"), raw=True),
+        "suites": r.names, "components": r.names, "key_file": key_file,
+        "key_url": r.single(lambda v: _url(v, "key_url"), raw=True)}
     repos: list[AptRepo] = []
     for index, item in enumerate(node.items):
         sub = f"{field}[{index}]"
         if not isinstance(item, Mapping):
             raise r.error(f"each repository must be a mapping with name and url, not {kind_of(item)}.",
                           line=item.line, field=sub)
-        raw: dict[str, Any] = {}
-        for entry in item.entries:
-            where = f"{sub}.{entry.key}"
-            r.check_field(entry, REPO_FIELDS, where)
-            if entry.key in ("suites", "components"):
-                raw[entry.key] = r.names(entry.value, where)
-            elif entry.key == "name":
-                raw["name"] = r.scalar(entry.value, where, _clean_name, raw=True)
-            elif entry.key in ("url", "key_url"):
-                raw[entry.key] = r.scalar(entry.value, where, partial(_url, what=entry.key), raw=True)
-            else:
-                path = r.scalar(entry.value, where, lambda v: values.text(v, "key_file"), raw=True)
-                full = values.local_path(path, r.base_dir)
-                if not full.is_file():
-                    raise r.error(f"key_file {path} does not exist (looked at {full}).", line=entry.value.line,
-                                  field=where)
-                raw["key_file"] = str(full)
+        raw = r.fields(item, sub, readers)
         for needed in ("name", "url"):
             if needed not in raw:
                 raise r.error(f"this repository has no '{needed}'.", line=item.line, field=sub)

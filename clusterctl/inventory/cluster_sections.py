@@ -206,16 +206,21 @@ def _optional_registry(data: Mapping[str, Any], where: str) -> str | None:
     return registry_setting(data["image_registry"], f"{where}.image_registry") if data.get("image_registry") else None
 
 
+def _left_to_site(data: Mapping[str, Any], key: str, what: str, where: str, instead: str) -> None:
+    """``key: none`` leaves ``what`` to the site: every other field of the section has nothing to set."""
+    extra = [other for other in data if other != key]
+    if extra:
+        raise UsageError(f"{key}: {SITE_OWN} leaves {what} to the site, so clusterctl installs none and "
+                         f"'{extra[0]}' has nothing to set.", field=f"{where}.{extra[0]}",
+                         hint=f"Remove {where}.{extra[0]}, or {instead}.")
+
+
 def _network(data: Mapping[str, Any], where: str) -> NetworkSettings:
     _known(data, ("cni", "version", "manifest_mirror", "image_registry"), where)
     cni = _choice(data.get("cni", "calico"), CNI_NAMES, f"{where}.cni")
     if cni == SITE_OWN:
-        extra = [key for key in data if key != "cni"]
-        if extra:
-            raise UsageError(f"cni: {SITE_OWN} leaves the CNI to the site, so clusterctl installs none and "
-                             f"'{extra[0]}' has nothing to set.", field=f"{where}.{extra[0]}",
-                             hint=f"Remove {where}.{extra[0]}, or name the CNI clusterctl should install "
-                             f"({', '.join(CNI_NAMES[:-1])}).")
+        _left_to_site(data, "cni", "the CNI", where,
+                      f"name the CNI clusterctl should install ({', '.join(CNI_NAMES[:-1])})")
         return NetworkSettings(SITE_OWN, "", "", None)
     pin = CNI_PINS[cni]
     version = _release(data["version"], f"{where}.version") if "version" in data else pin.version
@@ -257,12 +262,9 @@ def _charts(data: Mapping[str, Any], where: str) -> dict[str, ChartSource]:
 def _addons(data: Mapping[str, Any], where: str) -> AddonSettings:
     _known(data, ("mode", "charts", "image_registry", "host_driver", "host_toolkit"), where)
     mode = _choice(data.get("mode", "device-plugin"), ADDON_MODES, f"{where}.mode")
-    extra = [key for key in data if key != "mode"] if mode == SITE_OWN else []
-    if extra:
-        raise UsageError(f"mode: {SITE_OWN} leaves the GPU add-ons to the site, so clusterctl installs none and "
-                         f"'{extra[0]}' has nothing to set.", field=f"{where}.{extra[0]}",
-                         hint=f"Remove {where}.{extra[0]}, or pick what clusterctl installs "
-                         f"({', '.join(ADDON_MODES[:-1])}).")
+    if mode == SITE_OWN:
+        _left_to_site(data, "mode", "the GPU add-ons", where,
+                      f"pick what clusterctl installs ({', '.join(ADDON_MODES[:-1])})")
     charts = _charts(settings_mapping(data.get("charts"), f"{where}.charts"), f"{where}.charts")
     registry = _optional_registry(data, where)
     return AddonSettings(

@@ -37,19 +37,16 @@ class NodeReader:
             raise self.error(f"unknown field '{entry.key}'.", line=entry.key_line, field=field,
                              hint=values.did_you_mean(entry.key, known) or values.fields_hint(known))
 
-    def settings_entries(self, node: Node, field: str, known: Collection[str]) -> Iterator[tuple[Entry, str]]:
-        """The entries of the settings section ``field``, each with its path; each key must be one of ``known``."""
-        for entry in self.mapping(node, field, must_be=f"'{field}' must be a mapping of settings",
-                                  hint=values.fields_hint(known)).entries:
-            sub = f"{field}.{entry.key}"
-            self.check_field(entry, known, sub)
-            yield entry, sub
-
     def fields(self, node: Node, field: str, readers: dict[str, ValueReader]) -> dict[str, Any]:
         """The settings section ``field``: each field written, read by its reader (the keys of ``readers``
         are the valid fields, in the order a hint lists them)."""
-        return {entry.key: readers[entry.key](entry.value, sub)
-                for entry, sub in self.settings_entries(node, field, readers)}
+        out: dict[str, Any] = {}
+        for entry in self.mapping(node, field, must_be=f"'{field}' must be a mapping of settings",
+                                  hint=values.fields_hint(readers)).entries:
+            sub = f"{field}.{entry.key}"
+            self.check_field(entry, readers, sub)
+            out[entry.key] = readers[entry.key](entry.value, sub)
+        return out
 
     def plain(self, convert: Callable[[Any], Any]) -> ValueReader:
         """A field reader: the value as plain data (``to_python``: lists and mappings too), converted."""

@@ -14,17 +14,15 @@ ssh. Everything the test checks afterwards comes from the hosts themselves: each
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from clirun import CliRun, clusterctl, run_clusterctl
+from clirun import CliRun, clusterctl, run_clusterctl, start_clusterctl
 from interrupts import Cut
 from sshd_hosts import SSHDHosts, isolation_missing_reason
 
@@ -94,10 +92,7 @@ class Cluster:
         return run_clusterctl([*self.common, *args], home=self.home, timeout_s=timeout_s)
 
     def start(self, *args: str) -> subprocess.Popen[str]:
-        env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "CLUSTERCTL_INVENTORY")}
-        env.update(HOME=str(self.home), NO_COLOR="1", PYTHONPATH=str(REPO), COLUMNS="200")
-        return subprocess.Popen([sys.executable, "-m", "clusterctl", *self.common, *args], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=env, cwd=self.home)
+        return start_clusterctl([*self.common, *args], home=self.home, COLUMNS="200")
 
     def kube(self) -> dict[str, Any]:
         data = json.loads((self.hosts[0].state_root / "cluster.json").read_text())

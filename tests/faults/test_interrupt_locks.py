@@ -3,15 +3,12 @@ hosts: each has its own /var/lib), so the next run does not find "stale" locks e
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from clirun import REPO_ROOT
+from clirun import REPO_ROOT, start_clusterctl
 from sshd_hosts import SSHDHosts, isolation_missing_reason
 
 pytestmark = pytest.mark.sshd
@@ -35,13 +32,8 @@ def test_sigint_while_locking_releases_the_locks_this_run_took(sshd_hosts: SSHDH
     home = tmp_path / "home"
     home.mkdir()
     hosts[2].pause()  # accepts TCP, never answers: the run waits for its lock
-    env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "CLUSTERCTL_INVENTORY")}
-    env.update(HOME=str(home), NO_COLOR="1", PYTHONPATH=str(REPO_ROOT))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "clusterctl", "-i", str(inventory), "--known-hosts", str(known), "--timeout", "120",
-         "bootstrap", "phase", "kernel", "--yes", "--state-dir", str(tmp_path / "state")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(home),
-    )
+    proc = start_clusterctl(["-i", inventory, "--known-hosts", known, "--timeout", "120", "bootstrap", "phase",
+                             "kernel", "--yes", "--state-dir", tmp_path / "state"], home=home)
     locks = [h.tree / LOCK for h in hosts[:2]]
     try:
         deadline = time.monotonic() + 60

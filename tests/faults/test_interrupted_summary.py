@@ -4,15 +4,12 @@ were not part of the step that was stopped, and how to retry; with ``-o json`` s
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from clirun import REPO_ROOT
+from clirun import start_clusterctl
 from sshd_hosts import SSHDHosts
 
 from clusterctl.cli.host_failures import print_interrupted
@@ -47,13 +44,8 @@ def test_sigint_during_survey_over_hung_hosts_prints_json_and_a_retry_hint(
     home.mkdir()
     hosts[1].pause()
     hosts[2].pause()
-    env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "CLUSTERCTL_INVENTORY")}
-    env.update(HOME=str(home), NO_COLOR="1", PYTHONPATH=str(REPO_ROOT), XDG_STATE_HOME=str(tmp_path / "state"))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "clusterctl", "-i", str(inventory), "--known-hosts", str(known), "--timeout", "60",
-         "-o", "json", "survey"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(home),
-    )
+    proc = start_clusterctl(["-i", inventory, "--known-hosts", known, "--timeout", "60", "-o", "json", "survey"],
+                            home=home, XDG_STATE_HOME=str(tmp_path / "state"))
     try:
         # Interrupt once the fan-out is waiting on both hung hosts (the kernel accepts their TCP
         # connections while sshd is stopped), not after a fixed sleep: under load, start-up alone

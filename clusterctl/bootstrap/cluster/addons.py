@@ -95,10 +95,7 @@ def addon_plan(
                                   "RuntimeClass nvidia"))
     if addons.mode == "gpu-operator":
         op = addons.chart("gpu-operator")
-        manifests.append(_namespace(op.namespace))
-        manifests.append(Manifest(f"{MANIFESTS_DIR}/dcgm-counters.yaml",
-                                  render_counters_configmap(COUNTERS_CONFIGMAP, op.namespace, key),
-                                  "DCGM exporter counters ConfigMap"))
+        manifests += [_namespace(op.namespace), _counters(op.namespace, key)]
         values = render("helm/gpu-operator.values.yaml.j2", chart_version=op.version, host_driver=addons.host_driver,
                         host_toolkit=addons.host_toolkit, counters_configmap=COUNTERS_CONFIGMAP, counters_key=key,
                         service_monitor=service_monitor, monitor_labels=monitor_labels, cdi=cdi,
@@ -107,9 +104,7 @@ def addon_plan(
     dp, nfd, dcgm = (addons.chart(n) for n in ("nvidia-device-plugin", "node-feature-discovery", "dcgm-exporter"))
     for namespace in dict.fromkeys((nfd.namespace, dp.namespace, dcgm.namespace)):
         manifests.append(_namespace(namespace))
-    manifests.append(Manifest(f"{MANIFESTS_DIR}/dcgm-counters.yaml",
-                              render_counters_configmap(COUNTERS_CONFIGMAP, dcgm.namespace, key),
-                              "DCGM exporter counters ConfigMap"))
+    manifests.append(_counters(dcgm.namespace, key))
     releases = (
         HelmRelease(nfd, render("helm/node-feature-discovery.values.yaml.j2", chart_version=nfd.version,
                                 image_registry=registry)),
@@ -127,6 +122,11 @@ def addon_plan(
 def _namespace(name: str) -> Manifest:
     return Manifest(f"{MANIFESTS_DIR}/namespace-{name}.yaml",
                     render("manifests/namespace.yaml.j2", name=name, privileged=True), f"namespace {name}")
+
+
+def _counters(namespace: str, key: str) -> Manifest:
+    return Manifest(f"{MANIFESTS_DIR}/dcgm-counters.yaml",
+                    render_counters_configmap(COUNTERS_CONFIGMAP, namespace, key), "DCGM exporter counters ConfigMap")
 
 
 TEST_POD_IMAGE = "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04"

@@ -76,17 +76,16 @@ COUNTERS: tuple[Counter, ...] = (
 
 def render_rules(settings: AlertSettings, nvlink_hosts: Iterable[str] = ()) -> str:
     """The plain rules file (``rule_files:``), for promtool and a Prometheus outside the cluster."""
-    hosts = sorted(set(nvlink_hosts))
-    return render("alerts/dcgm-rules.yml.j2", **_values(settings, hosts))
+    return render("alerts/dcgm-rules.yml.j2", **_values(settings, nvlink_hosts))
 
 
 def render_prometheus_rule(settings: AlertSettings, nvlink_hosts: Iterable[str] = ()) -> str:
-    hosts = sorted(set(nvlink_hosts))
     return render("alerts/prometheusrule.yaml.j2", namespace=settings.namespace,
-                  rule_labels=sorted(settings.rule_labels.items()), **_values(settings, hosts))
+                  rule_labels=sorted(settings.rule_labels.items()), **_values(settings, nvlink_hosts))
 
 
-def _values(settings: AlertSettings, hosts: list[str]) -> dict[str, object]:
+def _values(settings: AlertSettings, nvlink_hosts: Iterable[str]) -> dict[str, object]:
+    hosts = sorted(set(nvlink_hosts))
     return {"gpu_temp_c": settings.gpu_temp_c, "memory_temp_c": settings.memory_temp_c, "nvlink_hosts": hosts,
             "nvlink_regex": host_alternation(hosts, "an alert rule's Hostname matcher")}
 

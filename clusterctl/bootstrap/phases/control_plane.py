@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from clusterctl.bootstrap.cluster import kubeadm
+from clusterctl.bootstrap.cluster.settings import control_plane_hosts
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.changes import (
@@ -139,7 +140,7 @@ class ControlPlane(Phase[ControlPlaneState]):
 
     def findings(self, ctx: PhaseContext, state: ControlPlaneState) -> list[Finding]:
         notes = []
-        control_planes = [h for h in ctx.inventory.hosts if "control-plane" in h.roles]
+        control_planes = control_plane_hosts(ctx.inventory)
         if state.first and len(control_planes) > 1 and not ctx.inventory.bootstrap.control_plane_endpoint:
             notes.append(Finding(
                 Severity.WARNING, "NO_HA_ENDPOINT",

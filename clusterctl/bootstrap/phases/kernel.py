@@ -19,6 +19,8 @@ SYSCTLS = {"net.bridge.bridge-nf-call-iptables": "1", "net.bridge.bridge-nf-call
 MODULES_FILE = "/etc/modules-load.d/clusterctl-kubernetes.conf"
 SYSCTL_FILE = "/etc/sysctl.d/99-clusterctl-kubernetes.conf"
 FSTAB = "/etc/fstab"
+#: What the phase reads: modules, the sysctls, swap and its three files, in one command.
+PROBE = kernel_probe(tuple(SYSCTLS), (MODULES_FILE, SYSCTL_FILE, FSTAB))
 
 
 class Kernel(Phase[KernelFacts]):
@@ -28,11 +30,10 @@ class Kernel(Phase[KernelFacts]):
     timeout_s = 120.0
 
     def reads(self, ctx: PhaseContext) -> list[tuple[str, bool]]:
-        return [(kernel_probe(tuple(SYSCTLS), (MODULES_FILE, SYSCTL_FILE, FSTAB)), True)]
+        return [(PROBE, True)]
 
     def check(self, ctx: PhaseContext) -> KernelFacts:
-        result = ctx.reader.run(kernel_probe(tuple(SYSCTLS), (MODULES_FILE, SYSCTL_FILE, FSTAB)), sudo=True)
-        return parse_kernel_probe(result.stdout)
+        return parse_kernel_probe(ctx.reader.run(PROBE, sudo=True).stdout)
 
     def findings(self, ctx: PhaseContext, state: KernelFacts) -> list[Finding]:
         if state.modules is None:

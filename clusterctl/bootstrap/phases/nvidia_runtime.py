@@ -28,6 +28,7 @@ from clusterctl.facts.nvidia_toolkit import ToolkitFacts, parse_cdi_list, parse_
 from clusterctl.findings import Finding, Severity
 
 CDI_SPEC = "/etc/cdi/nvidia.yaml"
+PROBE = toolkit_probe(NVIDIA_RUNTIME_BINARY, CDI_SPEC)
 
 
 class NvidiaRuntime(GpuPhase[ToolkitFacts]):
@@ -37,11 +38,10 @@ class NvidiaRuntime(GpuPhase[ToolkitFacts]):
     timeout_s = 180.0
 
     def reads(self, ctx: PhaseContext) -> list[tuple[str, bool]]:
-        return [(toolkit_probe(NVIDIA_RUNTIME_BINARY, CDI_SPEC), True)]
+        return [(PROBE, True)]
 
     def check(self, ctx: PhaseContext) -> ToolkitFacts:
-        result = ctx.reader.run(toolkit_probe(NVIDIA_RUNTIME_BINARY, CDI_SPEC), sudo=True)
-        return parse_toolkit_probe(result.stdout)
+        return parse_toolkit_probe(ctx.reader.run(PROBE, sudo=True).stdout)
 
     def plan(self, ctx: PhaseContext, state: ToolkitFacts) -> list[Change]:
         if not ctx.inventory.bootstrap.cdi:

@@ -97,7 +97,7 @@ class Packages(Phase[PackageFacts]):
     def reads(self, ctx: PhaseContext) -> list[tuple[str, bool]]:
         return [(self._probe(ctx), True)]
 
-    def _read(self, ctx: PhaseContext) -> PackageFacts:
+    def check(self, ctx: PhaseContext) -> PackageFacts:
         repos = self._repos(ctx, None)
         result = ctx.reader.run(self._probe(ctx), sudo=True)
         facts = parse_packages_probe(result.stdout)
@@ -109,9 +109,6 @@ class Packages(Phase[PackageFacts]):
                 data = ctx.reader.get(f"{KEYRING_DIR}/{name}", sudo=True)
                 facts.files[f"{KEYRING_DIR}/{name}"] = None if data is None else data.decode("latin-1")
         return facts
-
-    def check(self, ctx: PhaseContext) -> PackageFacts:
-        return self._read(ctx)
 
     def findings(self, ctx: PhaseContext, state: PackageFacts) -> list[Finding]:
         out = [f for f in stack_findings(ctx) if f.severity is Severity.ERROR]
@@ -208,7 +205,7 @@ class Packages(Phase[PackageFacts]):
         return found is not None and found.installed and wanted.matches(found.version)
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
-        state = self._read(ctx)
+        state = self.check(ctx)
         pins = wanted_packages(ctx.host.stack, ctx.inventory.bootstrap, gpus=ctx.host.gpus)
         out: list[Finding] = []
         wrong = [p for p in pins if not self._installed(state, p)]
