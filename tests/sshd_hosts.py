@@ -160,7 +160,7 @@ SHELL_BUILTINS = frozenset(
 
 def profile_tools(profile_dir: Path) -> list[str]:
     """Tool names (first word) of every command rule of a profile, inherited ones included."""
-    from clusterctl.mock.transport import load_profile
+    from clusterctl.mock.profile import load_profile
 
     tools: list[str] = []
     for rule in load_profile(str(profile_dir)).rules:

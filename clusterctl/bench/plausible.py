@@ -22,7 +22,7 @@ from collections import Counter
 from clusterctl.bench.model import bench_finding
 from clusterctl.facts.model import NVLinkStatus
 from clusterctl.facts.nccltests import NcclTestResult
-from clusterctl.facts.perftest import PerftestResult
+from clusterctl.facts.perftest import MIB_PER_S_TO_GBPS, PerftestResult
 from clusterctl.findings import Finding, Severity
 
 FIGURE_IMPOSSIBLE = "FIGURE_IMPOSSIBLE"
@@ -87,8 +87,6 @@ def consistency_checks(result: PerftestResult, *, about: str, about_kind: str = 
     """Rows whose figures contradict each other: the average is MsgRate x message size, so a row whose
     printed average matches that product in Gb/s under a MB/sec header was printed in another unit than
     the header says; a peak of 0.00 beside a non-zero average is no measurement of the peak."""
-    from clusterctl.facts.perftest import MIB_PER_S_TO_GBPS
-
     found: list[Finding] = []
     mislabelled, contradicting, zero_peak = [], [], []
     per_mb = result.printed_unit is not None and result.printed_unit.upper() in ("MB/SEC", "MIB/SEC")

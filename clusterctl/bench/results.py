@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
+from clusterctl.findings import FINDINGS_SCHEMA_VERSION
 from clusterctl.writable import make_folder
 
 if TYPE_CHECKING:
@@ -77,8 +78,6 @@ def save_raw(folder: Path, name: str, text: str) -> Path:
 
 
 def save_results(folder: Path, payload: dict[str, Any]) -> Path:
-    from clusterctl.findings import FINDINGS_SCHEMA_VERSION
-
     path = folder / RESULTS_FILE
     path.write_text(json.dumps({"schema_version": FINDINGS_SCHEMA_VERSION, **payload}, indent=2) + "\n")
     return path
@@ -86,8 +85,6 @@ def save_results(folder: Path, payload: dict[str, Any]) -> Path:
 
 def readable_versions() -> tuple[int, ...]:
     """Versions of results.json this clusterctl reads: 1 (no version written) up to today's."""
-    from clusterctl.findings import FINDINGS_SCHEMA_VERSION
-
     return tuple(range(1, FINDINGS_SCHEMA_VERSION + 1))
 
 

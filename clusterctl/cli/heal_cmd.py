@@ -48,10 +48,9 @@ def heal_command(
 
     app = app_context(ctx)
     targets = named_hosts(app, hosts)
-    if not dry_run:
-        confirm_change("run the escalation chain (GPU reset, reboot, power cycle) and release once healthy",
-                       [h.name for h in targets], yes=yes,
-                       preview=f"clusterctl heal {' '.join(h.name for h in targets)} --dry-run")
+    confirm_change("run the escalation chain (GPU reset, reboot, power cycle) and release once healthy",
+                   [h.name for h in targets], yes=yes, dry_run=dry_run,
+                   preview=f"clusterctl heal {' '.join(h.name for h in targets)} --dry-run")
     with app.runner() as runner:
         results, journal = heal(runner, app.inventory(), targets, apply=not dry_run)
     payload = {"dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}

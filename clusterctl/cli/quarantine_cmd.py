@@ -100,15 +100,12 @@ def quarantine_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Show every change; touch nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
 ) -> None:
+    from clusterctl.cli.confirm import confirm_change
     from clusterctl.quarantine.drain import DrainOptions
     from clusterctl.quarantine.run import QuarantineRequest, quarantine
 
     app = app_context(ctx)
     targets = named_hosts(app, hosts)
-    if drain_timeout <= 0:
-        raise UsageError("--drain-timeout must be positive", field="--drain-timeout")
-    from clusterctl.cli.confirm import confirm_change
-
     names = [h.name for h in targets]
     confirm_change("taint, cordon" + (" and drain" if drain else "") + " (quarantine)", names, yes=yes,
                    dry_run=dry_run, preview=f"clusterctl quarantine {' '.join(names)} ... --dry-run")
@@ -131,13 +128,11 @@ def release_command(
                                  "touch nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
 ) -> None:
+    from clusterctl.cli.confirm import confirm_change, refuse_off_terminal
     from clusterctl.quarantine.release import health_and_nccl_checks, release
 
     app = app_context(ctx)
     targets = named_hosts(app, hosts)
-
-    from clusterctl.cli.confirm import confirm_change, refuse_off_terminal
-
     what = "untaint, uncordon and resume in Slurm (release)" + (" with the checks skipped" if skip_checks else "")
     preview = f"clusterctl release {' '.join(h.name for h in targets)} --dry-run"
     # Off a terminal the refusal comes first; at one, the question comes after the checks: a host

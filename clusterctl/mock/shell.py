@@ -27,7 +27,6 @@ Dispatch = Callable[[list[str], bytes, dict[str, str], "Shell"], Outcome]
 FAKE_PID = "4242"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=")
-_RESERVED = {"if", "then", "elif", "else", "fi", "!"}
 _UNSUPPORTED = {"for", "while", "until", "case", "do", "done", "esac", "function", "select"}
 
 

@@ -10,6 +10,9 @@ finds them (``clusterctl mock reset`` forgets them).
 from __future__ import annotations
 
 import contextlib
+import os
+import secrets
+import stat
 import threading
 import time
 from collections.abc import Iterator, MutableMapping
@@ -18,7 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clusterctl.errors import UsageError
-from clusterctl.mock.profile import PROFILE_FILE, Profile, Rule, load_profile, normalise
+from clusterctl.mock.power import powered_off
+from clusterctl.mock.profile import Profile, load_profile
+from clusterctl.mock.state import FileTree, ReadOnlyViolation, StateError, read_only
+from clusterctl.mock.turns import simulating
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import (
     CommandResult,
@@ -35,9 +41,6 @@ from clusterctl.wording import seconds
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
     from clusterctl.mock.machine import MockMachine
-    from clusterctl.mock.state import FileTree
-
-__all__ = ["PROFILE_FILE", "MockTransport", "Profile", "Rule", "load_profile", "normalise", "state_folder_for"]
 
 
 def state_folder_for(host: Host, profile: Profile) -> Path:
@@ -96,12 +99,9 @@ class MockTransport(Transport):
     @property
     def machine(self) -> MockMachine:
         """The simulated machine (its state is created on first use)."""
-        from clusterctl.mock.turns import simulating
-
         with simulating(), self._lock:
             if self._machine is None:
                 from clusterctl.mock.machine import MockMachine
-                from clusterctl.mock.state import StateError
 
                 try:
                     self._machine = MockMachine.open(self.profile, self.state_folder, self.host.name)
@@ -111,15 +111,11 @@ class MockTransport(Transport):
 
     def burst(self) -> AbstractContextManager[None]:
         """The simulator keeps this host's turn for the whole burst (``clusterctl.mock.turns``)."""
-        from clusterctl.mock.turns import simulating
-
         return simulating()
 
     def execute(self, request: RunRequest) -> CommandResult:
         command, timeout, env, stdin = request.command, request.timeout, request.env, request.stdin
         from clusterctl.mock.machine import SimulatedFailure
-        from clusterctl.mock.state import ReadOnlyViolation, read_only
-        from clusterctl.mock.turns import simulating
 
         if self._closed:
             raise TransportError(FailureKind.ERROR, "connection closed")
@@ -158,14 +154,8 @@ class MockTransport(Transport):
                              round(time.monotonic() - start, 4))
 
     def write(self, request: PutRequest) -> PutResult:
-        path, data, mode, backup = request.path, request.data, request.mode, request.backup
         """As over ssh: atomic, a unique backup of the old content, an existing file keeps its mode."""
-        import os
-        import secrets
-        import stat
-
-        from clusterctl.mock.state import StateError
-
+        path, data, mode, backup = request.path, request.data, request.mode, request.backup
         fs = self.machine.host.fs
         with self._lock:
             self.history.append(f"# put {path} ({len(data)} bytes, mode {mode or 0o644:o})")
@@ -191,14 +181,12 @@ class MockTransport(Transport):
         return PutResult(path=path, changed=True, backup_path=backup_path)
 
     def _answering(self) -> None:
-        if self.machine.host.values().get("power") == "off":
+        if powered_off(self.machine.host):
             # As ssh would find it: no route, no answer (clusterctl.mock.power).
             raise TransportError(FailureKind.UNREACHABLE, f"{self.host.name}: no answer (switched off)")
 
     def create_exclusive(self, path: str, data: bytes, *, sudo: bool = False) -> bytes | None:
         """Create ``path`` only if absent (``O_EXCL`` in the host's tree, so racing processes agree)."""
-        from clusterctl.mock.state import StateError
-
         with self._lock:
             self.history.append(f"# create {path} ({len(data)} bytes)")
         self._answering()  # a host switched off takes no lock, as over ssh
@@ -216,8 +204,6 @@ class MockTransport(Transport):
         return None, self.run(command, sudo=sudo)
 
     def remove(self, path: str, *, sudo: bool = False) -> None:
-        from clusterctl.mock.state import StateError
-
         with self._lock:
             self.history.append(f"# remove {path}")
         try:
@@ -226,8 +212,6 @@ class MockTransport(Transport):
             raise TransportError(FailureKind.COMMAND_FAILED, f"could not remove {path}: {exc}") from None
 
     def get(self, path: str, *, sudo: bool = False) -> bytes | None:
-        from clusterctl.mock.state import StateError
-
         try:
             return self.machine.host.fs.read(path)
         except StateError:

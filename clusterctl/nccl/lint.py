@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from clusterctl.errors import UsageError
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import FABRIC_TYPES
 from clusterctl.nccl.grammar import legacy_level, normalise, strtoll
-from clusterctl.nccl.knowledge import SCOPE_READER, KnowledgeBase, VariableInfo, knowledge_base
+from clusterctl.nccl.knowledge import SCOPE_READER, KnowledgeBase, VariableInfo, knowledge_base, pytorch_series
 from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, GPU_NIC_PATHS, nccl_path, path_rank, uses_gdr
 from clusterctl.nccl.sources import BUILD_ARG, PASSTHROUGH, UNSET, Setting, SourceNote, resembles_nccl_name
 from clusterctl.nccl.value_check import value_problems
@@ -43,8 +44,6 @@ def lint_settings(
     torch = _torch_series(torch_version)
     version = parse_version(nccl_version) if isinstance(nccl_version, str) else nccl_version
     if fabric is not None and fabric not in FABRIC_TYPES:
-        from clusterctl.errors import UsageError
-
         raise UsageError(f"unknown fabric {fabric!r}", hint=f"Use one of: {', '.join(FABRIC_TYPES)}.")
     findings: list[Finding] = []
     assigned = {(s.file, s.scope, s.name) for s in settings if s.origin != PASSTHROUGH}
@@ -118,13 +117,9 @@ def _finding(s: Setting, code: str, severity: str | Severity, message: str, fix:
 def _torch_series(text: str | None) -> tuple[int, int] | None:
     if text is None:
         return None
-    from clusterctl.nccl.knowledge import pytorch_series
-
     try:
         return pytorch_series(text)
     except ValueError:
-        from clusterctl.errors import UsageError
-
         raise UsageError(f"--torch-version {text!r} is not a PyTorch version such as 2.4 or 2.4.1") from None
 
 

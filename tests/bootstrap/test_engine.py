@@ -21,7 +21,8 @@ from clusterctl.engine.run import RunSettings, Status
 from clusterctl.fanout import Runner
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Host, Inventory
-from clusterctl.mock.transport import MockTransport, load_profile
+from clusterctl.mock.profile import load_profile
+from clusterctl.mock.transport import MockTransport
 from clusterctl.secret import Secret
 from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
 

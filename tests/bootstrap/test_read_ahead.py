@@ -16,7 +16,8 @@ from clusterctl.engine.read_ahead import MARKER, batch_command, split_batch
 from clusterctl.engine.run import RunSettings, SkipReason, Status
 from clusterctl.fanout import Runner
 from clusterctl.inventory.model import Host, Inventory
-from clusterctl.mock.transport import MockTransport, load_profile
+from clusterctl.mock.profile import load_profile
+from clusterctl.mock.transport import MockTransport
 from clusterctl.transport.base import CommandResult, RunRequest
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from clusterctl.errors import UsageError
 from clusterctl.inventory.model import Host
-from clusterctl.mock.transport import MockTransport, load_profile
+from clusterctl.mock.profile import load_profile
+from clusterctl.mock.transport import MockTransport
 from clusterctl.transport.base import FailureKind, TransportError, wrap_command
 from clusterctl.transport.local import LocalTransport
 

@@ -15,7 +15,8 @@ from sshd_hosts import SSHDHost, SSHDHosts
 
 from clusterctl.changes import Change, Gate
 from clusterctl.inventory.model import Host, SSHOptions
-from clusterctl.mock.transport import MockTransport, Profile, Rule
+from clusterctl.mock.profile import Profile, Rule
+from clusterctl.mock.transport import MockTransport
 from clusterctl.secret import Secret
 from clusterctl.transport.base import FailureKind, TransportError
 from clusterctl.transport.ssh import SSHTransport

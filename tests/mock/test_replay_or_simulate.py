@@ -8,8 +8,8 @@ import pytest
 
 from clusterctl.errors import UsageError
 from clusterctl.inventory.model import Host
-from clusterctl.mock.profile import forget_profiles
-from clusterctl.mock.transport import MockTransport, load_profile
+from clusterctl.mock.profile import forget_profiles, load_profile
+from clusterctl.mock.transport import MockTransport
 
 RECORDED = """\
 hostname: gpu-r1

@@ -26,6 +26,7 @@ class Host:
     stack: dict[str, Any]
     nics: tuple[Nic, ...] = ()
     nvlink_domains: tuple[tuple[int, ...], ...] = ()
+    gpus: tuple[Any, ...] = ()
 
 
 @dataclass

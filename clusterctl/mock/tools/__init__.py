@@ -11,8 +11,6 @@ from __future__ import annotations
 from importlib import import_module
 from types import ModuleType
 
-from clusterctl.mock.tools.base import ToolContext, ToolResult
-
 #: Command name -> module that simulates it. Adding a tool: write the module, add a line here.
 TOOLS: dict[str, str] = {
     # the host's files and shell utilities (they read and write the state tree)
@@ -75,4 +73,4 @@ def machine_tools() -> list[str]:
     return sorted(name for name in TOOLS if name not in FILE_TOOLS)
 
 
-__all__ = ["BIN_DIRS", "FILE_TOOLS", "TOOLS", "ToolContext", "ToolResult", "machine_tools", "tool_module"]
+__all__ = ["BIN_DIRS", "FILE_TOOLS", "TOOLS", "machine_tools", "tool_module"]

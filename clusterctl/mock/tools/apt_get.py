@@ -40,8 +40,17 @@ def _parse(args: list[str]) -> tuple[str | None, list[str], set[str]]:
     return verb, names, options
 
 
-def _assume_yes(options: set[str]) -> bool:
-    return bool(options & {"-y", "--yes", "--assume-yes"})
+def _refused(out: str, options: set[str], *, held: bool, downgraded: bool = False) -> ToolResult | None:
+    """apt's refusals before it changes anything: held packages changed, or a downgrade, without the option
+    that allows it (exit 100); no ``-y``: it asks, and with no terminal answers "Abort." (exit 1)."""
+    if held and "--allow-change-held-packages" not in options:
+        return ToolResult(out + "E: Held packages were changed and -y was used without "
+                          "--allow-change-held-packages.\n", "", 100)
+    if downgraded and "--allow-downgrades" not in options:
+        return ToolResult(out + "E: Packages were downgraded and -y was used without --allow-downgrades.\n", "", 100)
+    if not options & {"-y", "--yes", "--assume-yes"}:
+        return ToolResult(out + "Do you want to continue? [Y/n] Abort.\n", "", 1)
+    return None
 
 
 def update(ctx: ToolContext) -> ToolResult:
@@ -96,13 +105,9 @@ def install(ctx: ToolContext, names: list[str], options: set[str]) -> ToolResult
         f"{len(upgraded)} upgraded, {len(new)} newly installed, 0 to remove and 0 not upgraded.\n"
     if not plan:
         return ToolResult(out)
-    if changed_held and "--allow-change-held-packages" not in options:
-        return ToolResult(out + "E: Held packages were changed and -y was used without "
-                          "--allow-change-held-packages.\n", "", 100)
-    if downgraded and "--allow-downgrades" not in options:
-        return ToolResult(out + "E: Packages were downgraded and -y was used without --allow-downgrades.\n", "", 100)
-    if not _assume_yes(options):
-        return ToolResult(out + "Do you want to continue? [Y/n] Abort.\n", "", 1)
+    refused = _refused(out, options, held=bool(changed_held), downgraded=bool(downgraded))
+    if refused:
+        return refused
     for number, (package, version, _current) in enumerate(plan, 1):
         out += f"Get:{number} https://{package.source or 'mock-repository'} {package.name} {version} [1,024 kB]\n"
     for package, version, current in plan:
@@ -144,11 +149,9 @@ def remove(ctx: ToolContext, names: list[str], options: set[str], *, purge: bool
     out += f"0 upgraded, 0 newly installed, {len(targets)} to remove and 0 not upgraded.\n"
     if not targets:
         return ToolResult(out)
-    if held & set(targets) and "--allow-change-held-packages" not in options:
-        return ToolResult(out + "E: Held packages were changed and -y was used without "
-                          "--allow-change-held-packages.\n", "", 100)
-    if not _assume_yes(options):
-        return ToolResult(out + "Do you want to continue? [Y/n] Abort.\n", "", 1)
+    refused = _refused(out, options, held=bool(held & set(targets)))
+    if refused:
+        return refused
     with ctx.host.edit() as data:
         installed = data.setdefault("packages", {})
         for name in targets:

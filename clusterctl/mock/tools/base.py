@@ -70,10 +70,23 @@ class ToolContext:
     def fail(stderr: str, exit_code: int = 1, stdout: str = "") -> ToolResult:
         return ToolResult(stdout, stderr, exit_code)
 
-    def installed_version(self, package: str) -> str | None:
-        """The installed version of a Debian package on this host, or None."""
-        entry = (self.host.section("packages")).get(package)
-        return str(entry.get("version")) if isinstance(entry, dict) and entry.get("version") else None
+    def gpus(self) -> list[str]:
+        """The host's GPUs as its ``nvidia-smi -L`` lists them (what the device plugin and nvidia-ctk find)."""
+        if self.run is None:
+            return []
+        listing = self.run("nvidia-smi -L")
+        return [line for line in listing.stdout.splitlines() if line.startswith("GPU ")] if listing.exit_code == 0 \
+            else []
+
+    def installed_version(self, *packages: str) -> str | None:
+        """The installed version of the first of these Debian packages this host has (a program several
+        packages ship: ``containerd``, ``containerd.io``), or None."""
+        installed = self.host.section("packages")
+        for package in packages:
+            entry = installed.get(package)
+            if isinstance(entry, dict) and entry.get("version"):
+                return str(entry["version"])
+        return None
 
 
 def option(args: list[str], *names: str) -> str | None:

@@ -50,7 +50,7 @@ def load(ctx: ToolContext, path: str = CONFIG) -> dict[str, Any] | None:
 
 def installed_major(ctx: ToolContext) -> int:
     """The installed containerd's major version (1 when it cannot tell: Debian's and Ubuntu's 1.x)."""
-    package = ctx.installed_version("containerd") or ctx.installed_version("containerd.io") or "1"
+    package = ctx.installed_version("containerd", "containerd.io") or "1"
     head = package.split(".", 1)[0].split(":")[-1]
     return int(head) if head.isdigit() else 1
 

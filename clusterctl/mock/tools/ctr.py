@@ -14,7 +14,7 @@ PACKAGES = ("containerd", "containerd.io")
 
 
 def containerd_version(ctx: ToolContext) -> str:
-    return ctx.installed_version("containerd") or ctx.installed_version("containerd.io") or "1.7.0"
+    return ctx.installed_version("containerd", "containerd.io") or "1.7.0"
 
 
 def active(ctx: ToolContext) -> bool:
@@ -32,7 +32,7 @@ def run(ctx: ToolContext) -> ToolResult:
     for flag in ("--address", "-a"):
         address = pop_option(args, flag) or address
     package = containerd_version(ctx)
-    upstream = package.rsplit("-", 1)[0] if "-" in package else package
+    upstream = package.rsplit("-", 1)[0]
     if args[:1] == ["version"]:
         client = f"Client:\n  Version:  {upstream}\n  Revision: {package}\n  Go version: go1.19.8\n\n"
         if not active(ctx) or address != cc.SOCKET:

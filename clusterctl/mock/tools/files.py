@@ -51,10 +51,6 @@ def _options(args: list[str], known: str) -> tuple[set[str], list[str]]:
     return flags, rest
 
 
-def _missing(tool: str, what: str, path: str, code: int = 1) -> ToolResult:
-    return ToolResult("", f"{tool}: {what} '{path}': No such file or directory\n", code)
-
-
 def cat(ctx: ToolContext) -> ToolResult:
     _none, paths = _options(ctx.args, "")
     if not paths:
@@ -222,9 +218,8 @@ def cp_mv(ctx: ToolContext) -> ToolResult:
         target = f"{dest_full.rstrip('/')}/{source.rsplit('/', 1)[-1]}" if ctx.fs.is_dir(dest_full) else dest_full
         parent = target.rsplit("/", 1)[0] or "/"
         if not ctx.fs.is_dir(parent):
-            verb = "cannot move" if move else "cannot create regular file"
-            err += f"{tool}: {verb} '{dest}': No such file or directory\n" if not move else \
-                f"mv: cannot move '{source}' to '{dest}': No such file or directory\n"
+            err += (f"mv: cannot move '{source}' to '{dest}': No such file or directory\n" if move
+                    else f"cp: cannot create regular file '{dest}': No such file or directory\n")
             code = 1
             continue
         if local.is_dir():

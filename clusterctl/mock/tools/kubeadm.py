@@ -87,14 +87,6 @@ def _node_labels(registration: dict[str, Any]) -> dict[str, str]:
     return labels
 
 
-def _gpus(ctx: ToolContext) -> list[str]:
-    """The host's GPUs as ``nvidia-smi -L`` lists them (what the device plugin will find)."""
-    if ctx.run is None:
-        return []
-    result = ctx.run("nvidia-smi -L")
-    return [line for line in result.stdout.splitlines() if line.startswith("GPU ")] if result.exit_code == 0 else []
-
-
 def _register_node(ctx: ToolContext, kube: dict[str, Any], registration: dict[str, Any], *,
                    control_plane: bool) -> None:
     name = str(registration.get("name") or ctx.hostname)
@@ -102,7 +94,7 @@ def _register_node(ctx: ToolContext, kube: dict[str, Any], registration: dict[st
               **_node_labels(registration)}
     if control_plane:
         labels["node-role.kubernetes.io/control-plane"] = ""
-    kube.setdefault("nodes", {})[name] = {"control_plane": control_plane, "labels": labels, "gpus": _gpus(ctx),
+    kube.setdefault("nodes", {})[name] = {"control_plane": control_plane, "labels": labels, "gpus": ctx.gpus(),
                                           "kubelet_version": kubeadm_version(ctx), "host": ctx.host_name}
 
 

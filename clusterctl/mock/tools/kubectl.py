@@ -148,8 +148,7 @@ def _schedule_pod(ctx: ToolContext, kube: dict[str, Any], doc: dict[str, Any]) -
     offered = len(gpus) if ks.deployed(kube, ks.DEVICE_PLUGIN_RELEASES) else 0
     if record is None or not ks.cni_ready(kube) or offered < wanted:
         return {"node": node, "phase": "Pending", "logs": ""}
-    host = ks.other_host(ctx, str(record.get("host", node)))
-    if (host.read().get("values") or {}).get("gpu-pod") == "fail":
+    if ks.fault(ctx, str(record.get("host", node)), "gpu-pod") == "fail":
         # What a container prints when the NVIDIA runtime gave it no working GPU (toolkit#48).
         return {"node": node, "phase": "Failed", "logs": "Failed to initialize NVML: Unknown Error\n"}
     first = gpus[0].split(": ", 1)[1] if gpus else ""

@@ -93,17 +93,10 @@ def configure(ctx: ToolContext, opts: dict[str, str]) -> ToolResult:
                                "It is recommended that containerd daemon be restarted."))
 
 
-def gpu_indexes(ctx: ToolContext) -> list[int]:
-    if ctx.run is None:
-        return []
-    listing = ctx.run("nvidia-smi -L")
-    return [int(m.group(1)) for m in re.finditer(r"(?m)^GPU (\d+):", listing.stdout)] if listing.exit_code == 0 else []
-
-
 def cdi_generate(ctx: ToolContext, opts: dict[str, str]) -> ToolResult:
     import yaml
 
-    indexes = gpu_indexes(ctx)
+    indexes = [int(m.group(1)) for line in ctx.gpus() if (m := re.match(r"GPU (\d+):", line))]
     if not indexes:
         return ToolResult("", "ERRO[0000] failed to generate CDI spec: failed to create device CDI specs: "
                           "failed to initialize NVML: ERROR_LIBRARY_NOT_FOUND\n", 1)
@@ -123,8 +116,7 @@ def cdi_generate(ctx: ToolContext, opts: dict[str, str]) -> ToolResult:
 
 def run(ctx: ToolContext) -> ToolResult:
     args = ctx.args
-    version = ctx.installed_version("nvidia-container-toolkit") or ctx.installed_version(
-        "nvidia-container-toolkit-base") or "1.18.0-1"
+    version = ctx.installed_version(*PACKAGES) or "1.18.0-1"
     if not args or args[0] in ("--version", "-v", "version"):
         upstream = version.rsplit("-", 1)[0]
         return ToolResult(f"NVIDIA Container Toolkit CLI version {upstream}\ncommit: mock\n")

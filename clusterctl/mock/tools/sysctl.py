@@ -106,6 +106,18 @@ def run(ctx: ToolContext) -> ToolResult:
     out, err, code = "", "", 0
     with ctx.host.edit() as data:
         runtime = data.setdefault("sysctl", {})
+
+        def set_value(key: str, value: str, ignore_unknown: bool = False) -> None:
+            nonlocal out, err, code
+            if key not in _known(ctx, data):
+                if not ignore_unknown:
+                    err += _missing(key)
+                    code = 1
+                return
+            runtime[key] = value
+            if not quiet:
+                out += f"{key} = {value}\n"
+
         if system or files:
             for path in _system_files(ctx) if system else files:
                 content = ctx.fs.read(path)
@@ -116,26 +128,12 @@ def run(ctx: ToolContext) -> ToolResult:
                 if system:
                     out += f"* Applying {path} ...\n"
                 for key, value, ignore in _apply_lines(content.decode(errors="replace")):
-                    if key not in _known(ctx, data):
-                        if not ignore:
-                            err += _missing(key)
-                            code = 1
-                        continue
-                    runtime[key] = value
-                    if not quiet:
-                        out += f"{key} = {value}\n"
+                    set_value(key, value, ignore)
             return ToolResult(out, err, code)
         for operand in operands:
             if "=" in operand:
                 key, _, value = operand.partition("=")
-                key = _norm(key)
-                if key not in _known(ctx, data):
-                    err += _missing(key)
-                    code = 1
-                    continue
-                runtime[key] = value.strip()
-                if not quiet:
-                    out += f"{key} = {value.strip()}\n"
+                set_value(_norm(key), value.strip())
                 continue
             key = _norm(operand)
             known = _known(ctx, data)
