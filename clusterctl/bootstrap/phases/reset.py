@@ -35,10 +35,13 @@ from clusterctl.bootstrap.cluster.kubeadm import (
     RESET_COMMAND,
     render_reset_config,
 )
+from clusterctl.bootstrap.cluster.settings import DEFAULT_CRI_SOCKET
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.bootstrap.phases import reset_from_journal as rj
+from clusterctl.bootstrap.phases.packages import APT_ENV, APT_LOCK
 from clusterctl.changes import MAKES_ETCD_MEMBER, Change
+from clusterctl.errors import UsageError
 from clusterctl.facts.kube import ADMIN_KUBECONFIG
 from clusterctl.findings import Finding, Severity
 
@@ -123,9 +126,6 @@ def first_containerd_backup(names: list[str]) -> str | None:
 
 def _cri_socket(ctx: PhaseContext) -> str:
     """The inventory's CRI socket; the default when the inventory is not fit for bootstrap any more."""
-    from clusterctl.bootstrap.cluster.settings import DEFAULT_CRI_SOCKET
-    from clusterctl.errors import UsageError
-
     try:
         return cc.settings(ctx).cri_socket
     except UsageError:
@@ -329,8 +329,6 @@ class Reset(Phase[ResetState]):
             changes += state.journal.steps
             changes += state.folder_steps
         if state.purge:
-            from clusterctl.bootstrap.phases.packages import APT_ENV, APT_LOCK
-
             changes.append(Change.run(
                 host, f"apt-get purge -y {APT_LOCK} --allow-change-held-packages "
                 + " ".join(q(p) for p in state.packages), env=APT_ENV, timeout_s=600,
