@@ -230,11 +230,8 @@ def _addons(settings: ClusterSettings) -> list[Artifact]:
     out: list[Artifact] = []
     for release in releases:
         chart = addons.chart(release)
-        if chart.archive:
-            out.append(Artifact("chart", chart.chart, chart.version, chart.repository, "gpu-addons",
-                                note=f"from the archive {chart.archive} (helm pull it from this repository)"))
-        else:
-            out.append(Artifact("chart", chart.chart, chart.version, chart.repository, "gpu-addons"))
+        archive = f"from the archive {chart.archive} (helm pull it from this repository)" if chart.archive else ""
+        out.append(Artifact("chart", chart.chart, chart.version, chart.repository, "gpu-addons", note=archive))
         templates = GPU_OPERATOR_IMAGES if release == "gpu-operator" else CHART_IMAGES[release]
         for template in templates:
             reference = template.format(version=chart.version.lstrip("v") if release != "gpu-operator"
