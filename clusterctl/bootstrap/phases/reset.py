@@ -28,15 +28,22 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from clusterctl.bootstrap.cluster.kubeadm import (
+    APISERVER_MANIFEST,
+    CA_CERT,
+    KUBELET_CONF,
+    RESET_COMMAND,
+    render_reset_config,
+)
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.bootstrap.phases import reset_from_journal as rj
 from clusterctl.changes import MAKES_ETCD_MEMBER, Change
+from clusterctl.facts.kube import ADMIN_KUBECONFIG
 from clusterctl.findings import Finding, Severity
 
-KUBEADM_LEFTOVERS = ("/etc/kubernetes/manifests/kube-apiserver.yaml", "/etc/kubernetes/kubelet.conf",
-                     "/etc/kubernetes/admin.conf", "/etc/kubernetes/pki/ca.crt", "/var/lib/etcd/member")
 ETCD_MEMBER_DIR = "/var/lib/etcd/member"
+KUBEADM_LEFTOVERS = (APISERVER_MANIFEST, KUBELET_CONF, ADMIN_KUBECONFIG, CA_CERT, ETCD_MEMBER_DIR)
 CNI_DIR = "/etc/cni/net.d"
 CNI_INTERFACE = re.compile(r"^(cni0|flannel\.\d+|vxlan\.calico|vxlan-v6\.calico|tunl0|cali[0-9a-f]+|kube-ipvs0|"
                            r"kube-bridge|nodelocaldns)$")
@@ -282,8 +289,6 @@ class Reset(Phase[ResetState]):
         mark = KNOWN_NAMES_MARK if state.basis == BY_KNOWN_NAMES else ""
         changes: list[Change] = []
         if state.kubeadm:
-            from clusterctl.bootstrap.cluster.kubeadm import RESET_COMMAND, render_reset_config
-
             # kubeadm's remove-etcd-member phase empties /var/lib/etcd whenever it holds anything, with or
             # without an etcd manifest (cmd/kubeadm/app/cmd/phases/reset/removeetcdmember.go): on a host where
             # bootstrap made no etcd member that data is someone else's, so the phase is skipped there.
