@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import app_context
 
 HEAL_HELP = """\
@@ -40,9 +41,8 @@ def heal_command(
     hosts: list[str] = typer.Argument(..., metavar="HOST...", help="Quarantined hosts (inventory names)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Run the checks and print the whole chain; change "
                                  "nothing."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
+    yes: bool = YES,
 ) -> None:
-    from clusterctl.cli.confirm import confirm_change
     from clusterctl.cli.quarantine_cmd import named_hosts
     from clusterctl.heal.run import heal
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from clusterctl.cli.confirm import YES, confirm_change, refuse_off_terminal
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.cli.quarantine_view import print_host_status, print_quarantine, print_release, print_status
 from clusterctl.errors import UsageError
@@ -98,9 +99,8 @@ def quarantine_command(
     delete_emptydir_data: bool = typer.Option(False, "--delete-emptydir-data",
                                               help="With --drain: evict pods with emptyDir data too (it is lost)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show every change; touch nothing."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
+    yes: bool = YES,
 ) -> None:
-    from clusterctl.cli.confirm import confirm_change
     from clusterctl.quarantine.drain import DrainOptions
     from clusterctl.quarantine.run import QuarantineRequest, quarantine
 
@@ -126,9 +126,8 @@ def release_command(
     level: int = typer.Option(1, "--level", min=0, max=3, help="Health check level that must pass (0-3)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Run the checks, show what release would change; "
                                  "touch nothing."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
+    yes: bool = YES,
 ) -> None:
-    from clusterctl.cli.confirm import confirm_change, refuse_off_terminal
     from clusterctl.quarantine.release import health_and_nccl_checks, release
 
     app = app_context(ctx)
