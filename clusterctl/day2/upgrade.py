@@ -52,6 +52,7 @@ from clusterctl.engine.run import RunSettings, SkipReason, Status, not_needed_me
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.findings import Finding, Severity
+from clusterctl.quarantine.node_ops import uncordon
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import TransportError
 
@@ -404,8 +405,6 @@ class Uncordon(UpgradePhase):
         return read_node(ctx.reader, ctx.host.name)
 
     def plan(self, ctx: PhaseContext, state: KubeNode | None) -> list[Change]:
-        from clusterctl.quarantine.node_ops import uncordon
-
         name = ctx.host.name
         if state is None or name in self.rollout.cordoned_before:
             return []
