@@ -11,7 +11,6 @@ from clusterctl.bench.model import bench_finding, latency_over
 from clusterctl.bench.net_capacity import link_capacity_checks
 from clusterctl.bench.plausible import nccl_checks, perftest_checks
 from clusterctl.errors import ParseError, UsageError
-from clusterctl.facts.model import ParseWarning
 from clusterctl.facts.nccltests import parse_nccl_tests
 from clusterctl.facts.perftest import PerftestResult, parse_perftest
 from clusterctl.findings import Finding, Severity
@@ -34,7 +33,7 @@ def _perftest_record(result: PerftestResult) -> dict[str, Any]:
         "tool": "perftest", "test": result.test, "side": result.side, "device": result.device,
         "link_type": result.link_type, "gid_index": result.gid_index, "bidirectional": result.bidirectional,
         "printed_unit": result.printed_unit, "errors": list(result.errors),
-        "parse_warnings": _warnings(result.warnings), "qps": result.qps,
+        "parse_warnings": [w.to_json() for w in result.warnings], "qps": result.qps,
     }
     if result.kind == "bw" or result.bandwidth:
         record["rows"] = [{"size_bytes": r.size_bytes, "iterations": r.iterations, "bw_avg_gbps": r.bw_avg_gbps,
@@ -59,10 +58,6 @@ def _network_record(result: Any) -> dict[str, Any] | None:
     return {"network": net.network, "nranks": net.nranks, "nnodes": net.nnodes, "channels": net.channels,
             "nics_listed": [{"index": n.index, "name": n.name, "link": n.link, "gbs": n.gbs} for n in net.listed()],
             "nics_used": [n.name for n in net.used_nics()]}
-
-
-def _warnings(found: tuple[ParseWarning, ...]) -> list[dict[str, Any]]:
-    return [w.to_json() for w in found]
 
 
 def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fraction: float = 0.9,
@@ -97,7 +92,7 @@ def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fra
             "avg_busbw_gbs": nccl.avg_busbw_gbs, "largest_busbw_gbs": nccl.largest_busbw_gbs,
             "out_of_bounds": nccl.out_of_bounds, "errors": list(nccl.errors),
             "network": _network_record(nccl),
-            "parse_warnings": _warnings(nccl.warnings),
+            "parse_warnings": [w.to_json() for w in nccl.warnings],
             # The parser's whole result (every field it read), beside the summary above.
             "parsed": to_plain(nccl),
         }

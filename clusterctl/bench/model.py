@@ -125,25 +125,13 @@ class Matrix:
 
 def build_matrix(results: list[LinkResult], *, by_hca: bool = False, latency: bool = False) -> Matrix:
     """The worst (lowest bandwidth, highest latency) result per pair; failures are ``None``."""
-    order: dict[str, None] = {}
-    for r in results:
-        a, b = r.endpoints if by_hca else (r.server, r.client)
-        order.setdefault(a, None)
-        order.setdefault(b, None)
-    nodes = tuple(sorted(order))
+    nodes = tuple(sorted({n for r in results for n in (r.endpoints if by_hca else (r.server, r.client))}))
     cells: dict[tuple[str, str], float | None] = {}
     for r in results:
         a, b = r.endpoints if by_hca else (r.server, r.client)
         key = (a, b) if nodes.index(a) <= nodes.index(b) else (b, a)
-        value = r.latency_us if latency else r.gbps
-        if r.error is not None:
-            value = None
-        if key not in cells:
-            cells[key] = value
-        elif cells[key] is not None:
-            old = cells[key]
-            if value is None:
-                cells[key] = None
-            elif old is not None:
-                cells[key] = max(old, value) if latency else min(old, value)
+        value = None if r.error is not None else r.latency_us if latency else r.gbps
+        old = cells.get(key, value)
+        # A failure stays a failure; otherwise the worst figure of the pair counts.
+        cells[key] = None if old is None or value is None else (max if latency else min)(old, value)
     return Matrix(nodes=nodes, cells=cells, unit="us" if latency else "Gb/s")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from clusterctl.bootstrap.apt_sources import chosen_repos, wanted_packages
 from clusterctl.bootstrap.cluster.kubeadm_images import kubeadm_images
+from clusterctl.bootstrap.cluster.settings import site_image
 from clusterctl.inventory.pins import CNI_PINS
 
 if TYPE_CHECKING:
@@ -130,13 +131,6 @@ def _image(reference: str, phase: str, note: str = "") -> Artifact:
     return Artifact("image", name, tag, registry, phase, note=note)
 
 
-def _rehome(reference: str, registry: str | None) -> str:
-    """An upstream image under a site registry: ``<registry>/<path without the upstream host>``."""
-    if not registry:
-        return reference
-    return f"{registry.rstrip('/')}/{reference.split('/', 1)[1]}"
-
-
 @dataclass(frozen=True)
 class HostRelease:
     """What a host's ``/etc/os-release`` says that apt sources depend on (Docker's repository and
@@ -216,7 +210,7 @@ def _network(settings: ClusterSettings) -> list[Artifact]:
     if net.cni == "calico":
         operator = TIGERA_OPERATOR.get(net.version)
         if operator:
-            out.append(_image(_rehome(f"quay.io/tigera/operator:{operator}", net.image_registry), "network",
+            out.append(_image(site_image(f"quay.io/tigera/operator:{operator}", net.image_registry), "network",
                               "named in tigera-operator.yaml"))
         registry = net.image_registry or "quay.io"
         for component in CALICO_COMPONENTS:
@@ -225,7 +219,7 @@ def _network(settings: ClusterSettings) -> list[Artifact]:
     else:
         for i, image in enumerate(pin.images):
             upstream = image.replace(pin.version, net.version, 1) if i == 0 else image
-            out.append(_image(_rehome(upstream, net.image_registry), "network"))
+            out.append(_image(site_image(upstream, net.image_registry), "network"))
     return out
 
 
@@ -236,16 +230,13 @@ def _addons(settings: ClusterSettings) -> list[Artifact]:
     out: list[Artifact] = []
     for release in releases:
         chart = addons.chart(release)
-        if chart.archive:
-            out.append(Artifact("chart", chart.chart, chart.version, chart.repository, "gpu-addons",
-                                note=f"from the archive {chart.archive} (helm pull it from this repository)"))
-        else:
-            out.append(Artifact("chart", chart.chart, chart.version, chart.repository, "gpu-addons"))
+        archive = f"from the archive {chart.archive} (helm pull it from this repository)" if chart.archive else ""
+        out.append(Artifact("chart", chart.chart, chart.version, chart.repository, "gpu-addons", note=archive))
         templates = GPU_OPERATOR_IMAGES if release == "gpu-operator" else CHART_IMAGES[release]
         for template in templates:
             reference = template.format(version=chart.version.lstrip("v") if release != "gpu-operator"
                                         else chart.version)
-            out.append(_image(_rehome(reference, addons.image_registry), "gpu-addons", f"chart {chart.chart}"))
+            out.append(_image(site_image(reference, addons.image_registry), "gpu-addons", f"chart {chart.chart}"))
     return out
 
 
@@ -275,7 +266,7 @@ def artifact_list(inventory: Inventory, hosts: Sequence[Host],
                            f"tigera-operator.yaml names (manifests.txt; grep 'image: quay.io/tigera/operator' in "
                            "it) and clusterctl does not guess it: add that image to images.txt.")
     found.artifacts += _addons(settings) if GPU_ADDONS_PHASE not in left else []
-    found.artifacts.append(_image(_rehome(TEST_POD_IMAGE, settings.addons.image_registry), VERIFY_IMAGE_PHASE,
+    found.artifacts.append(_image(site_image(TEST_POD_IMAGE, settings.addons.image_registry), VERIFY_IMAGE_PHASE,
                                   "the one-GPU test pod"))
     mirrors = dict(inventory.bootstrap.registry_mirrors)
     for registry, endpoints in mirrors.items():

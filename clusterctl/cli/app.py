@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import textwrap
 from collections.abc import Callable
 from typing import Any, Optional
 
@@ -113,22 +114,12 @@ class LazyCommands(TyperGroup):
         rows = []
         for name in self.list_commands(ctx):
             loaded = self.commands.get(name)
-            text = loaded.get_short_help_str(limit) if loaded is not None else _short(COMMANDS[name][1], limit)
+            # Cut at a word to fit, with "...", as click shortens a loaded command's help.
+            text = loaded.get_short_help_str(limit) if loaded is not None else \
+                textwrap.shorten(COMMANDS[name][1], limit, placeholder="...", break_on_hyphens=False)
             rows.append((name, text))
         with formatter.section("Commands"):
             formatter.write_dl(rows)
-
-
-def _short(text: str, limit: int) -> str:
-    """``text`` cut at a word to fit ``limit`` with "...", as click shortens a command's help."""
-    if len(text) <= limit:
-        return text
-    words: list[str] = []
-    for word in text.split():
-        if len(" ".join([*words, word])) + 3 > limit:
-            break
-        words.append(word)
-    return " ".join(words) + "..."
 
 
 def load_command(name: str) -> Any:

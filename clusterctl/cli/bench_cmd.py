@@ -24,6 +24,10 @@ bench_app = typer.Typer(
     rich_markup_mode=None,
 )
 
+#: ``--results-dir`` of the commands that run a benchmark (ib, nccl).
+RESULTS_DIR = typer.Option(None, "--results-dir", metavar="DIR",
+                           help="Where to keep raw outputs and results.json (a new folder).")
+
 
 def register(app: typer.Typer) -> None:
     app.add_typer(bench_app, name="bench")
@@ -85,8 +89,7 @@ def ib_command(
                                                    help="Limit per client run (default: duration + 30 s)."),
     plot: Optional[str] = typer.Option(None, "--plot", metavar="FILE",  # noqa: UP045
                                        help="Write a heat map (.svg, or .png with matplotlib)."),
-    results_dir: Optional[str] = typer.Option(None, "--results-dir", metavar="DIR",  # noqa: UP045
-                                              help="Where to keep raw outputs and results.json (a new folder)."),
+    results_dir: Optional[str] = RESULTS_DIR,  # noqa: UP045
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the rounds and exact commands; run nothing."),
 ) -> None:
     from clusterctl.bench.hcas import choose_hcas
@@ -192,8 +195,7 @@ def nccl_command(
     multi_node: bool = typer.Option(False, "--multi-node", help="One mpirun job across the selected hosts."),
     binary_dir: Optional[str] = typer.Option(None, "--bin-dir", metavar="DIR",  # noqa: UP045
                                              help="Folder of the *_perf binaries (default: PATH)."),
-    results_dir: Optional[str] = typer.Option(None, "--results-dir", metavar="DIR",  # noqa: UP045
-                                              help="Where to keep raw outputs and results.json (a new folder)."),
+    results_dir: Optional[str] = RESULTS_DIR,  # noqa: UP045
 ) -> None:
     from clusterctl.bench.nccl_tests import run_nccl_test
     from clusterctl.bench.payload import nccl_payload

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from clusterctl.cli.context import STATE_DIR, AppContext, app_context
+from clusterctl.cli.context import SKIP_PHASES, STATE_DIR, AppContext, app_context
 from clusterctl.errors import ExitCode
 from clusterctl.terminal_text import one_line
 
@@ -47,7 +47,6 @@ Examples:
 bootstrap_app = typer.Typer(help=HELP, invoke_without_command=True, no_args_is_help=False,
                             rich_markup_mode=None)
 
-_SKIP = typer.Option(None, "--skip-phases", metavar="A,B", help="Phases to leave out, comma-separated.")
 #: Options reset shares (``reset_cmd``).
 ONLY = typer.Option(None, "--only", metavar="PATTERN", help="Only these hosts (like -l/--limit).")
 _DRY = typer.Option(False, "--dry-run", help="Plan and stop: show what would change, touch nothing.")
@@ -73,7 +72,7 @@ def register(app: typer.Typer) -> None:
 @bootstrap_app.callback()
 def bootstrap_all(
     ctx: typer.Context,
-    skip_phases: Optional[str] = _SKIP,  # noqa: UP045 - typer needs Optional on 3.10
+    skip_phases: Optional[str] = SKIP_PHASES,  # noqa: UP045 - typer needs Optional on 3.10
     only: Optional[str] = ONLY,  # noqa: UP045
     dry_run: bool = _DRY,
     resume: bool = _RESUME,
@@ -117,7 +116,7 @@ def bootstrap_plan(
     out: Optional[str] = typer.Option(None, "--out", metavar="DIR",  # noqa: UP045
                                       help="Also write each file under DIR/<host>/<path on the host>."),
     phase: Optional[str] = typer.Option(None, "--phase", metavar="NAME", help="Plan one phase only."),  # noqa: UP045
-    skip_phases: Optional[str] = _SKIP,  # noqa: UP045
+    skip_phases: Optional[str] = SKIP_PHASES,  # noqa: UP045
     only: Optional[str] = ONLY,  # noqa: UP045
     survey: Optional[str] = _SURVEY,  # noqa: UP045
     allow_downgrade: bool = _DOWNGRADE,

@@ -7,7 +7,6 @@ from typing import Optional
 import typer
 
 from clusterctl.cli.context import STATE_DIR, AppContext, app_context
-from clusterctl.errors import UsageError
 
 HELP = """\
 Check and renew the certificates kubeadm manages on every control plane.
@@ -84,15 +83,12 @@ def certs_renew(
                                               "restart-kube-controller-manager, restart-kube-scheduler, api-ready."),
     state_dir: Optional[str] = STATE_DIR,  # noqa: UP045
 ) -> None:
+    from clusterctl.cli.confirm import confirm_change
     from clusterctl.day2.certs import RenewRequest, renew, renew_summary
     from clusterctl.secret import mask_text
 
     app = app_context(ctx)
     inventory = app.inventory()
-    if wait < 1:
-        raise UsageError("--restart-wait must be 1 second or more", field="--restart-wait")
-    from clusterctl.cli.confirm import confirm_change
-
     confirm_change("renew the certificates and restart the control plane's static pods", [h.name for h in
                    app.hosts() if "control-plane" in h.roles], yes=yes, dry_run=dry_run,
                    preview="clusterctl certs renew --dry-run")

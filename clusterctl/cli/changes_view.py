@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clusterctl.changes import ChangeKind, GateRecord
 from clusterctl.terminal_text import visible
 
 if TYPE_CHECKING:
     from clusterctl.cli.context import AppContext
-    from clusterctl.fanout import FleetResult
+    from clusterctl.fanout import FleetResult, HostOutcome
 
 
 def record_line(record: GateRecord) -> str:
@@ -32,6 +32,16 @@ def print_records(app: AppContext, records: Sequence[GateRecord], *, diffs: bool
         diff = record.change.diff() if diffs and not record.applied and record.changed else ""
         shown = visible(diff.rstrip("\n") or record_line(record))
         app.say(shown)
+
+
+def gate_outcome_record(outcome: HostOutcome[GateRecord], *, diff: bool = False) -> dict[str, Any]:
+    """The JSON of one host's gated write (copy, tune-nccl --push); ``diff``: with the change's diff too."""
+    record = outcome.value
+    return {"host": outcome.host.name, "ok": outcome.ok, "applied": record.applied if record else False,
+            "changed": record.changed if record else None,
+            **({"diff": record.change.diff() if record else None} if diff else {}),
+            "backup": record.backup_path if record else None,
+            "error": outcome.failure.describe() if outcome.failure else None}
 
 
 def print_gate_outcomes(app: AppContext, fleet: FleetResult[GateRecord]) -> None:

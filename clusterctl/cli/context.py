@@ -94,6 +94,13 @@ class AppContext:
             )
         return hosts
 
+    def this_machine(self) -> Host:
+        """``--local``: this machine over the local transport; with -i, the inventory's entry that names
+        it says what it is expected to have."""
+        from clusterctl.inventory.this_machine import this_machine
+
+        return this_machine(self.inventory() if self.inventory_path else None)
+
     # -- running ----------------------------------------------------------------------
 
     @contextmanager
@@ -180,6 +187,10 @@ def _no_color(stream: Any) -> bool:
 #: ``--state-dir`` of the commands that keep progress and undo journals (bootstrap, reset, certs renew).
 STATE_DIR = typer.Option(None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STATE_DIR",
                          help="Where progress and undo journals are kept (default ~/.local/state/clusterctl).")
+
+
+#: ``--skip-phases`` of the commands that run the engine's phases by name (bootstrap, upgrade).
+SKIP_PHASES = typer.Option(None, "--skip-phases", metavar="A,B", help="Phases to leave out, comma-separated.")
 
 
 def app_context(ctx: typer.Context) -> AppContext:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
@@ -40,7 +40,8 @@ def copy_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the diff per host; write nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Write without asking (required off a terminal)."),
 ) -> None:
-    from clusterctl.cli.changes_view import print_gate_outcomes, say_nothing_changed
+    from clusterctl.cli.changes_view import gate_outcome_record, print_gate_outcomes, say_nothing_changed
+    from clusterctl.cli.confirm import confirm_change
     from clusterctl.cli.host_failures import print_failures
     from clusterctl.copy import CopyRequest, copy_file, read_source, remote_path
 
@@ -54,20 +55,12 @@ def copy_command(
     read_source(source)  # a missing or unreadable SRC stops here, before any host is touched
     remote_path(source, dest)
     hosts = app.hosts()
-    if not dry_run:
-        from clusterctl.cli.confirm import confirm_change
-
-        confirm_change(f"write {remote_path(source, dest)}", [h.name for h in hosts], yes=yes,
-                       preview=f"clusterctl copy --dry-run {source} {dest}")
+    confirm_change(f"write {remote_path(source, dest)}", [h.name for h in hosts], yes=yes, dry_run=dry_run,
+                   preview=f"clusterctl copy --dry-run {source} {dest}")
     request = CopyRequest(source=source, dest=dest, mode=file_mode, sudo=sudo, dry_run=dry_run)
     with app.runner() as runner:
         fleet, journal = copy_file(runner, hosts, request)
-    records: list[dict[str, Any]] = []
-    for o in fleet.outcomes:
-        rec = o.value
-        records.append({"host": o.host.name, "ok": o.ok, "applied": rec.applied if rec else False,
-                        "changed": rec.changed if rec else None, "backup": rec.backup_path if rec else None,
-                        "error": o.failure.describe() if o.failure else None})
+    records = [gate_outcome_record(o) for o in fleet.outcomes]
 
     def table() -> None:
         print_gate_outcomes(app, fleet)
@@ -75,11 +68,9 @@ def copy_command(
             say_nothing_changed(app)
         if journal:
             app.say(f"undo with: clusterctl undo {journal}", err=True)
-        print_failures(app, fleet)
 
     app.emit({"source": source, "dest": remote_path(source, dest), "dry_run": dry_run, "hosts": records,
               "undo_journal": str(journal) if journal else None}, table)
+    print_failures(app, fleet)  # on stderr, after the output in every format
     if not fleet.ok:
-        if app.machine_output:
-            print_failures(app, fleet)
         raise typer.Exit(ExitCode.FAILED)

@@ -154,8 +154,6 @@ def _report(
                 sys.stdout.write(group.header)
                 sys.stdout.write(visible(group.body()))
         sys.stdout.flush()
-        if interrupted is None:
-            print_failures(app, fleet)
 
     records = []
     for o in fleet.outcomes:
@@ -175,7 +173,7 @@ def _report(
         payload["still_running"] = [h.name for h in interrupted.running]
         payload["not_started"] = [h.name for h in interrupted.waiting]
     app.emit(payload, table)
-    if not fleet.ok and app.machine_output and interrupted is None:
+    if interrupted is None:  # an interrupted run's failures are in main's report of it
         print_failures(app, fleet)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import app_context
 
 HEAL_HELP = """\
@@ -40,18 +41,16 @@ def heal_command(
     hosts: list[str] = typer.Argument(..., metavar="HOST...", help="Quarantined hosts (inventory names)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Run the checks and print the whole chain; change "
                                  "nothing."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
+    yes: bool = YES,
 ) -> None:
-    from clusterctl.cli.confirm import confirm_change
     from clusterctl.cli.quarantine_cmd import named_hosts
     from clusterctl.heal.run import heal
 
     app = app_context(ctx)
     targets = named_hosts(app, hosts)
-    if not dry_run:
-        confirm_change("run the escalation chain (GPU reset, reboot, power cycle) and release once healthy",
-                       [h.name for h in targets], yes=yes,
-                       preview=f"clusterctl heal {' '.join(h.name for h in targets)} --dry-run")
+    confirm_change("run the escalation chain (GPU reset, reboot, power cycle) and release once healthy",
+                   [h.name for h in targets], yes=yes, dry_run=dry_run,
+                   preview=f"clusterctl heal {' '.join(h.name for h in targets)} --dry-run")
     with app.runner() as runner:
         results, journal = heal(runner, app.inventory(), targets, apply=not dry_run)
     payload = {"dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}

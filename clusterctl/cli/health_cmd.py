@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
+from clusterctl.errors import UsageError
 
 if TYPE_CHECKING:
     from clusterctl.health.model import HealthReport
-    from clusterctl.inventory.model import Host
     from clusterctl.quarantine.auto import PolicyRun
 
 health_app = typer.Typer(
@@ -95,23 +95,17 @@ def health_command(
     app = app_context(ctx)
     if slurm:
         if quarantine or save:
-            from clusterctl.errors import UsageError
-
             raise UsageError("--slurm acts on Slurm itself: it takes no --quarantine or --save")
         slurm_check(app, local=local, deadline=deadline, since=since if since != "24h" else "1h", node=slurm_node)
         return
-    from clusterctl.errors import UsageError
     from clusterctl.health.model import HealthOptions
     from clusterctl.health.run import run_health
 
     options = HealthOptions(level=level, since=since, probe_timeout_s=probe_timeout, force=force)
     if local:
-        from clusterctl.inventory.this_machine import this_machine
-
         inventory_name = app.inventory().name if app.inventory_path else None
         with app.runner() as runner:
-            report = run_health([this_machine(app.inventory() if app.inventory_path else None)], runner, options,
-                                inventory=inventory_name)
+            report = run_health([app.this_machine()], runner, options, inventory=inventory_name)
         finish(app, report, save=save)
         return
     inventory = app.inventory()
@@ -180,19 +174,14 @@ def compare_command(
     first: str = typer.Argument(..., metavar="A.json", help="The earlier report."),
     second: str = typer.Argument(..., metavar="B.json", help="The later report."),
 ) -> None:
-    app = app_context(ctx)
+    from clusterctl.cli.findings_view import print_findings
     from clusterctl.health.compare import compare_reports
     from clusterctl.health.report import load_report
 
-    before, after = load_report(first), load_report(second)
-    changes = compare_reports(before, after)
-
-    def human() -> None:
-        from clusterctl.cli.findings_view import print_findings
-
-        print_findings(app.console, changes, empty="Nothing got worse.")
-
-    app.emit({"before": first, "after": second, "worse": [c.to_json() for c in changes]}, human, failed=bool(changes))
+    app = app_context(ctx)
+    changes = compare_reports(load_report(first), load_report(second))
+    app.emit({"before": first, "after": second, "worse": [c.to_json() for c in changes]},
+             lambda: print_findings(app.console, changes, empty="Nothing got worse."), failed=bool(changes))
 
 
 @health_app.command("read", help="""Judge saved or pasted tool outputs, without reaching any host.
@@ -233,13 +222,7 @@ def slurm_check(app: AppContext, *, local: bool, deadline: float, since: str, no
     from clusterctl.terminal_text import one_line
 
     options = SlurmCheckOptions(node=node, deadline_s=deadline, since=since)
-    hosts: tuple[Host, ...]
-    if local:
-        from clusterctl.inventory.this_machine import this_machine
-
-        hosts = (this_machine(app.inventory() if app.inventory_path else None),)
-    else:
-        hosts = app.hosts()
+    hosts = (app.this_machine(),) if local else app.hosts()
     with app.runner() as runner:
         fleet = runner.run_task(list(hosts), lambda transport: run_slurm_check(transport, options),
                                 label="health --slurm", timeout_s=deadline + 30)
@@ -248,8 +231,7 @@ def slurm_check(app: AppContext, *, local: bool, deadline: float, since: str, no
 
     def human() -> None:
         for check in checks:
-            stream = app.err_console if check.exit_code else app.console
-            stream.print(one_line(check.message), markup=False, highlight=False)
+            app.say(one_line(check.message), err=bool(check.exit_code), soft_wrap=False)
             if check.action not in ("none",):
                 app.say(f"{check.node}: slurm: {check.action}", soft_wrap=False)
             for problem in check.problems:

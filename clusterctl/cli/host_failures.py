@@ -30,6 +30,7 @@ def outcome_record(outcome: HostOutcome[Any]) -> dict[str, Any]:
 def print_failures(app: AppContext, fleet: FleetResult[Any]) -> None:
     """One clear line per failed host, on stderr, then a one-line summary."""
     from clusterctl.terminal_text import markup_safe
+    from clusterctl.wording import plural
 
     for outcome in fleet.failed:
         assert outcome.failure is not None
@@ -37,13 +38,9 @@ def print_failures(app: AppContext, fleet: FleetResult[Any]) -> None:
             f"[bold red]FAILED[/] [bold]{markup_safe(outcome.host.name)}[/]: {markup_safe(outcome.failure.describe())}",
             markup=True, highlight=False, soft_wrap=True,
         )
-    total = len(fleet.outcomes)
-    failed = len(fleet.failed)
+    total, failed = len(fleet.outcomes), len(fleet.failed)
     if failed:
-        app.err_console.print(
-            f"{total} host{'s' if total != 1 else ''}: {total - failed} ok, [red]{failed} failed[/]",
-            markup=True, highlight=False,
-        )
+        app.err_console.print(f"{plural(total, 'host')}: {total - failed} ok, [red]{failed} failed[/]", markup=True)
 
 
 def print_interrupted(exc: BaseException, *, output: str = "table") -> None:
@@ -67,7 +64,7 @@ def print_interrupted(exc: BaseException, *, output: str = "table") -> None:
         finished = exc.finished.outcomes
         step_hosts = [o.host.name for o in finished] + [h.name for h in exc.unfinished]
         ok = [o.host.name for o in finished if o.ok]
-        failed = [o for o in exc.finished.failed]
+        failed = list(exc.finished.failed)
         step = f" during {exc.label}" if exc.label else ""
         lines[0] += step
         lines.append(f"finished: {len(finished)} of the {plural(len(step_hosts), 'host')} in this step"

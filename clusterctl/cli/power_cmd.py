@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import app_context
 
 POWER_HELP = """\
@@ -40,7 +41,6 @@ def register(app: typer.Typer) -> None:
 
 HOSTS = typer.Argument(..., metavar="HOST...", help="Hosts (inventory names).")
 DRY_RUN = typer.Option(False, "--dry-run", help="Read the power state and say what would change; change nothing.")
-YES = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal).")
 
 
 def status_command(ctx: typer.Context, hosts: list[str] = HOSTS) -> None:
@@ -66,7 +66,6 @@ def cycle_command(ctx: typer.Context, hosts: list[str] = HOSTS,
 
 def _power(ctx: typer.Context, names: list[str], verb: str, *, dry_run: bool, yes: bool, graceful: bool) -> None:
     from clusterctl.bmc.power import PowerAction, power
-    from clusterctl.cli.confirm import confirm_change
     from clusterctl.cli.quarantine_cmd import named_hosts
 
     app = app_context(ctx)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from clusterctl.cli.confirm import YES, confirm_change, refuse_off_terminal
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.cli.quarantine_view import print_host_status, print_quarantine, print_release, print_status
 from clusterctl.errors import UsageError
@@ -98,17 +99,13 @@ def quarantine_command(
     delete_emptydir_data: bool = typer.Option(False, "--delete-emptydir-data",
                                               help="With --drain: evict pods with emptyDir data too (it is lost)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show every change; touch nothing."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
+    yes: bool = YES,
 ) -> None:
     from clusterctl.quarantine.drain import DrainOptions
     from clusterctl.quarantine.run import QuarantineRequest, quarantine
 
     app = app_context(ctx)
     targets = named_hosts(app, hosts)
-    if drain_timeout <= 0:
-        raise UsageError("--drain-timeout must be positive", field="--drain-timeout")
-    from clusterctl.cli.confirm import confirm_change
-
     names = [h.name for h in targets]
     confirm_change("taint, cordon" + (" and drain" if drain else "") + " (quarantine)", names, yes=yes,
                    dry_run=dry_run, preview=f"clusterctl quarantine {' '.join(names)} ... --dry-run")
@@ -129,15 +126,12 @@ def release_command(
     level: int = typer.Option(1, "--level", min=0, max=3, help="Health check level that must pass (0-3)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Run the checks, show what release would change; "
                                  "touch nothing."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal)."),
+    yes: bool = YES,
 ) -> None:
     from clusterctl.quarantine.release import health_and_nccl_checks, release
 
     app = app_context(ctx)
     targets = named_hosts(app, hosts)
-
-    from clusterctl.cli.confirm import confirm_change, refuse_off_terminal
-
     what = "untaint, uncordon and resume in Slurm (release)" + (" with the checks skipped" if skip_checks else "")
     preview = f"clusterctl release {' '.join(h.name for h in targets)} --dry-run"
     # Off a terminal the refusal comes first; at one, the question comes after the checks: a host

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
-from clusterctl.errors import ExitCode, UsageError
+from clusterctl.errors import ExitCode
 
 HELP = """\
 Take one host out of the cluster: drain, etcd member, kubeadm reset, delete node.
@@ -37,14 +37,11 @@ def remove_node_command(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     drain_timeout: int = typer.Option(300, "--drain-timeout", min=1, metavar="S", help="Seconds the drain may take."),
 ) -> None:
+    from clusterctl.cli.confirm import confirm_change
     from clusterctl.day2.remove_node import remove_node
 
     app = app_context(ctx)
     inventory = app.inventory()
-    if drain_timeout < 1:
-        raise UsageError("--drain-timeout must be 1 second or more", field="--drain-timeout")
-    from clusterctl.cli.confirm import confirm_change
-
     confirm_change(f"remove {host} from the cluster '{inventory.name}' (drain, kubeadm reset, delete the node)",
                    [host], yes=yes, dry_run=dry_run, preview=f"clusterctl remove-node {host} --dry-run")
     with app.runner() as runner:

@@ -51,13 +51,12 @@ def reset_command(
                                         help="Purge the packages bootstrap's journals say it installed."),
     state_dir: Optional[str] = STATE_DIR,  # noqa: UP045
 ) -> None:
-    app = app_context(ctx)
-    hosts = hosts_of_run(app, only)
-    if not dry_run:
-        from clusterctl.cli.confirm import confirm_change
+    from clusterctl.cli.confirm import confirm_change
 
-        confirm_change("tear Kubernetes down (kubeadm reset, CNI files, iptables rules, kubelet state)",
-                       [h.name for h in hosts], yes=yes, preview="clusterctl reset --dry-run")
+    app = app_context(ctx)
+    confirm_change("tear Kubernetes down (kubeadm reset, CNI files, iptables rules, kubelet state)",
+                   [h.name for h in hosts_of_run(app, only)], yes=yes, dry_run=dry_run,
+                   preview="clusterctl reset --dry-run")
     _execute(app, phase="reset", skip_phases=None, only=only, dry_run=dry_run, resume=False,
              force_unlock=force_unlock, state_dir=state_dir, out=None, restore_containerd=restore_containerd,
              force=force, yes=True, purge_packages=purge_packages)  # asked above

@@ -65,9 +65,8 @@ def survey_command(
 
     if local:
         from clusterctl.facts.nvml import probe_gpus_via_nvml
-        from clusterctl.inventory.this_machine import this_machine
 
-        hosts: tuple[Host, ...] = (this_machine(app.inventory() if app.inventory_path else None),)
+        hosts: tuple[Host, ...] = (app.this_machine(),)
         with app.runner(force_transport="local") as runner:
             report = run_survey(runner, hosts, tp=tp, pp=pp, world_size=world_size, gpu_reader=probe_gpus_via_nvml)
     else:

@@ -132,13 +132,9 @@ def _payload(outcome: TuneOutcome) -> dict[str, Any]:
     if not outcome.written:
         payload["files"] = files
     if outcome.pushed is not None:
-        payload["push"] = [
-            {"host": o.host.name, "ok": o.ok, "applied": o.value.applied if o.value else False,
-             "changed": o.value.changed if o.value else None,
-             "diff": o.value.change.diff() if o.value else None, "backup": o.value.backup_path if o.value else None,
-             "error": o.failure.describe() if o.failure else None}
-            for o in outcome.pushed.outcomes
-        ]
+        from clusterctl.cli.changes_view import gate_outcome_record
+
+        payload["push"] = [gate_outcome_record(o, diff=True) for o in outcome.pushed.outcomes]
         payload["undo_journal"] = str(outcome.undo_journal) if outcome.undo_journal else None
         payload["push_notes"] = outcome.notes
         payload["site_conflicts"] = {host: [{"line": c.line, "name": c.name, "site_value": c.site_value,

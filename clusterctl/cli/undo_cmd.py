@@ -63,9 +63,8 @@ def undo_command(
                          hint="Narrow the hosts with -l, or pass --force to replay it anyway.")
     if not dry_run and not skip_checks:
         _refuse_unhealthy_returns(app, records, journal)
-    if not dry_run:
-        confirm_change("revert the changes of this journal", [h.name for h in hosts if h.name in in_journal],
-                       yes=yes, preview=f"clusterctl undo --dry-run {journal}")
+    confirm_change("revert the changes of this journal", [h.name for h in hosts if h.name in in_journal], yes=yes,
+                   dry_run=dry_run, preview=f"clusterctl undo --dry-run {journal}")
     with app.runner() as runner:
         fleet = undo_on_hosts(runner, hosts, records, apply=not dry_run, force=force)
     if not dry_run:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from clusterctl.cli.context import AppContext, app_context
-from clusterctl.errors import ExitCode, UsageError
+from clusterctl.cli.context import SKIP_PHASES, AppContext, app_context
+from clusterctl.errors import ExitCode
 
 if TYPE_CHECKING:
-    from clusterctl.day2.upgrade import UpgradeReport
+    from clusterctl.day2.upgrade import UpgradeReport, UpgradeRequest
     from clusterctl.engine.phase import Phase
     from clusterctl.engine.run import HostPhaseResult
 
@@ -43,7 +42,6 @@ upgrade_app = typer.Typer(help=HELP, no_args_is_help=True, rich_markup_mode=None
 
 _TO = typer.Option(None, "--to", metavar="X.Y.Z", help="Kubernetes version to reach (default: the inventory's pin).")
 _MAX = typer.Option(1, "--max-unavailable", min=1, metavar="N", help="Workers upgraded at once (control planes: one).")
-_SKIP = typer.Option(None, "--skip-phases", metavar="A,B", help="Phases to leave out, comma-separated.")
 _YES = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")
 _DRY = typer.Option(False, "--dry-run", help="The same as 'upgrade plan': touch nothing.")
 _DRAIN = typer.Option(300, "--drain-timeout", min=1, metavar="S", help="Seconds a drain may take.")
@@ -61,10 +59,12 @@ def upgrade_plan(
     ctx: typer.Context,
     to: Optional[str] = _TO,  # noqa: UP045 - typer needs Optional on 3.10
     max_unavailable: int = _MAX,
-    skip_phases: Optional[str] = _SKIP,  # noqa: UP045
+    skip_phases: Optional[str] = SKIP_PHASES,  # noqa: UP045
 ) -> None:
-    _execute(app_context(ctx), UpgradeArgs(to, False, max_unavailable, False, True, None, 300, 300, None,
-                                           skip_phases))
+    from clusterctl.day2.upgrade import UpgradeRequest
+
+    _execute(app_context(ctx), UpgradeRequest(to, apply=False, max_unavailable=max_unavailable,
+                                              skip_phases=skip_phases), yes=True)
 
 
 @upgrade_app.command("apply", help="Upgrade node by node; stops at the first node that fails (--resume continues).")
@@ -77,11 +77,14 @@ def upgrade_apply(
     dry_run: bool = _DRY,
     drain_timeout: int = _DRAIN,
     ready_timeout: int = _READY,
-    skip_phases: Optional[str] = _SKIP,  # noqa: UP045
+    skip_phases: Optional[str] = SKIP_PHASES,  # noqa: UP045
     state_dir: Optional[str] = _STATE,  # noqa: UP045
 ) -> None:
-    _execute(app_context(ctx), UpgradeArgs(to, not dry_run, max_unavailable, resume, yes, state_dir, drain_timeout,
-                                           ready_timeout, None, skip_phases))
+    from clusterctl.day2.upgrade import UpgradeRequest
+
+    _execute(app_context(ctx), UpgradeRequest(to, not dry_run, max_unavailable, resume, state_dir,
+                                              drain_timeout_s=drain_timeout, ready_timeout_s=ready_timeout,
+                                              skip_phases=skip_phases), yes=yes)
 
 
 @upgrade_app.command("phase", help="Run one phase of the upgrade by name (see 'upgrade phases').")
@@ -95,8 +98,10 @@ def upgrade_phase(
     drain_timeout: int = _DRAIN,
     ready_timeout: int = _READY,
 ) -> None:
-    _execute(app_context(ctx), UpgradeArgs(to, not dry_run, 1, False, yes, state_dir, drain_timeout, ready_timeout,
-                                           name, None))
+    from clusterctl.day2.upgrade import UpgradeRequest
+
+    _execute(app_context(ctx), UpgradeRequest(to, not dry_run, state_dir=state_dir, drain_timeout_s=drain_timeout,
+                                              ready_timeout_s=ready_timeout, phase=name), yes=yes)
 
 
 @upgrade_app.command("phases", help="List the upgrade's phases in the order they run.")
@@ -115,38 +120,19 @@ def upgrade_phases(ctx: typer.Context) -> None:
     app.emit([{"name": n, "description": d} for n, d in phases], table)
 
 
-@dataclass(frozen=True)
-class UpgradeArgs:
-    to: str | None
-    apply: bool
-    max_unavailable: int
-    resume: bool
-    yes: bool
-    state_dir: str | None
-    drain_timeout_s: float
-    ready_timeout_s: float
-    phase: str | None
-    skip_phases: str | None
-
-
-def _execute(app: AppContext, args: UpgradeArgs) -> None:
+def _execute(app: AppContext, request: UpgradeRequest, *, yes: bool) -> None:
+    """Every upgrade command: ask (unless a plan), run the engine's phases, print; exit 1 when a node failed.
+    The options' ranges (``min=1``) already refused a count or a timeout below 1."""
     from clusterctl.cli.confirm import confirm_change
-    from clusterctl.day2.upgrade import UpgradeRequest, upgrade
+    from clusterctl.day2.upgrade import upgrade
 
-    if args.max_unavailable < 1:
-        raise UsageError("--max-unavailable must be 1 or more", field="--max-unavailable")
-    if args.drain_timeout_s < 1 or args.ready_timeout_s < 1:
-        raise UsageError("timeouts must be 1 second or more", field="--drain-timeout/--ready-timeout")
     inventory = app.inventory()
     hosts = app.hosts()
-    what = f"run the upgrade's phase {args.phase} on" if args.phase else \
+    what = f"run the upgrade's phase {request.phase} on" if request.phase else \
         f"drain, upgrade and restart every node of the cluster '{inventory.name}', node by node:"
-    confirm_change(what, [h.name for h in hosts], yes=args.yes, dry_run=not args.apply,
-                   preview=f"clusterctl upgrade plan{f' --to {args.to}' if args.to else ''}")
-    request = UpgradeRequest(to=args.to, apply=args.apply, max_unavailable=args.max_unavailable, resume=args.resume,
-                             state_dir=args.state_dir, drain_timeout_s=args.drain_timeout_s,
-                             ready_timeout_s=args.ready_timeout_s, phase=args.phase, skip_phases=args.skip_phases)
-    show = None if app.machine_output or not args.apply else (lambda p, r: _print_phase(app, p, r))
+    confirm_change(what, [h.name for h in hosts], yes=yes, dry_run=not request.apply,
+                   preview=f"clusterctl upgrade plan{f' --to {request.to}' if request.to else ''}")
+    show = None if app.machine_output or not request.apply else (lambda p, r: _print_phase(app, p, r))
     with app.runner() as runner:
         report = upgrade(inventory, hosts, runner, request, on_phase=show)
     app.emit(report.to_json(), lambda: _print_report(app, report))

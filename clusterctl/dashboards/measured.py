@@ -29,18 +29,12 @@ def domain_name(domain: tuple[int, ...]) -> str:
 
 
 def textfile_text(inputs: DashboardInputs) -> str:
-    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
     registry = CollectorRegistry()
-    _fill(inputs, registry)
-    return generate_latest(registry).decode()
-
-
-def _fill(inputs: DashboardInputs, registry: object) -> None:
-    from prometheus_client import Gauge
 
     def gauge(name: str, labels: list[str]) -> Gauge:
-        return Gauge(name, METRICS[name], labels, registry=registry)  # type: ignore[arg-type]
+        return Gauge(name, METRICS[name], labels, registry=registry)
 
     info = gauge("clusterctl_gpu_info", ["cluster", "host", "gpu", "nvlink_domain", "pool", "rack", "nic"])
     for host in inputs.hosts:
@@ -62,3 +56,4 @@ def _fill(inputs: DashboardInputs, registry: object) -> None:
     busbw = gauge("clusterctl_bench_nccl_busbw_gbytes", ["cluster", "host", "op"])
     for run in inputs.nccl:
         busbw.labels(inputs.cluster, run.host, run.op).set(run.busbw_gbs)
+    return generate_latest(registry).decode()

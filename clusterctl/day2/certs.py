@@ -25,9 +25,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from clusterctl.bootstrap.cluster.kubeadm import MANIFESTS_DIR
 from clusterctl.changes import Change, GateRecord, HostGate
 from clusterctl.cluster_access import command_failed, not_usable, reason
 from clusterctl.engine.phase import Phase, PhaseContext, Wait
+from clusterctl.engine.progress import RunPlace
+from clusterctl.engine.run import RunSettings, run_phases, select_phases
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kubeadm_certs import COMMAND, CertExpiration, parse_check_expiration
@@ -40,7 +43,6 @@ if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import Transport
 
-MANIFESTS_DIR = "/etc/kubernetes/manifests"
 PARKED_DIR = "/etc/kubernetes/clusterctl/restart"
 #: The static pods that read the renewed certificates (kubeadm: "You must restart the
 #: kube-apiserver, kube-controller-manager, kube-scheduler and etcd").
@@ -294,9 +296,6 @@ class RenewRequest:
 
 def renew(runner: Runner, inventory: Inventory, hosts: list[Host], request: RenewRequest) -> RunReport:
     """Plan or run ``RENEW_PHASES`` on the control planes, one at a time; a failure stops there."""
-    from clusterctl.engine.progress import RunPlace
-    from clusterctl.engine.run import RunSettings, run_phases, select_phases
-
     if request.resume and not request.apply:
         raise UsageError("--resume only makes sense for a run that applies (not with --dry-run)")
     phases = select_phases(RENEW_PHASES, None, request.skip_phases)

@@ -11,11 +11,13 @@ phase naming the pods that stayed and why.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from clusterctl.changes import Change, GateRecord, HostGate
+from clusterctl.cluster_access import read_node
 from clusterctl.engine.phase import Phase, PhaseContext, Wait
 from clusterctl.facts.kube_nodes import KubeNode
+from clusterctl.quarantine.drain import DrainOptions, DrainReport, drain_or_why, list_pods, sort_pods
+from clusterctl.quarantine.node_ops import cordon
 from clusterctl.transport.base import FailureKind, TransportError
 
 DEFAULT_DRAIN_TIMEOUT_S = 300.0
@@ -31,8 +33,6 @@ class NodePhase(Phase["KubeNode | None", PhaseContext]):
         self.via = via
 
     def check(self, ctx: PhaseContext) -> KubeNode | None:
-        from clusterctl.cluster_access import read_node
-
         return read_node(ctx.reader, ctx.host.name)
 
 
@@ -54,13 +54,9 @@ class DrainNode(NodePhase):
         return True
 
     def plan(self, ctx: PhaseContext, state: KubeNode | None) -> list[Change]:
-        from clusterctl.quarantine.node_ops import cordon
-
         return [] if state is None or not self.needed(ctx) else cordon(self.via, state)
 
     def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
-        from clusterctl.quarantine.drain import drain_or_why
-
         records = gate.submit_all(changes)
         if not self.needed(ctx) or self.check(ctx) is None:
             return records
@@ -74,9 +70,7 @@ class DrainNode(NodePhase):
         return records + [r for r in gate.records() if r.change.summary.startswith("evict pod ")
                           and ctx.host.name in r.change.summary]
 
-    def _options(self) -> Any:
-        from clusterctl.quarantine.drain import DrainOptions
-
+    def _options(self) -> DrainOptions:
         if self.gone:
             # What the API can evict, briefly: the pods stay Terminating until the Node is deleted.
             return DrainOptions(timeout_s=min(self.drain_timeout_s, 30.0), delete_emptydir_data=True, force=True)
@@ -85,7 +79,6 @@ class DrainNode(NodePhase):
     def wait(self, ctx: PhaseContext) -> Wait | None:
         if self.gone or not self.needed(ctx):
             return None
-        from clusterctl.quarantine.drain import DrainReport, list_pods, sort_pods
 
         def empty(c: PhaseContext) -> str | None:
             left = sort_pods(list_pods(c.reader, c.host.name), self._options(), DrainReport(c.host.name))

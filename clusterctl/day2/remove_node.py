@@ -36,9 +36,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from clusterctl.changes import Change
+from clusterctl.cluster_access import cluster_nodes, command_failed, on_control_plane
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode, NodePhase
 from clusterctl.engine.phase import Phase, PhaseContext
-from clusterctl.engine.run import step_json
+from clusterctl.engine.progress import RunPlace
+from clusterctl.engine.run import RunSettings, SkipReason, Status, step_json
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.etcd import (
     EndpointHealth,
@@ -163,9 +165,6 @@ def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,
     from clusterctl.bootstrap.cluster.settings import control_plane_hosts
     from clusterctl.bootstrap.registry import phase_named
     from clusterctl.bootstrap.run import BootstrapRequest, run_bootstrap, run_options
-    from clusterctl.cluster_access import cluster_nodes
-    from clusterctl.engine.progress import RunPlace
-    from clusterctl.engine.run import RunSettings
 
     host = next((h for h in inventory.hosts if h.name == name), None)
     if host is None:
@@ -240,8 +239,6 @@ def _may_remove_gone(name: str, why: str, node: KubeNode | None, report: Removal
 
 
 def _fill(report: RemovalReport, run: RunReport, phases: dict[str, Phase[Any, Any]]) -> None:
-    from clusterctl.engine.run import SkipReason, Status
-
     for result in run.results:
         if result.status is Status.SKIPPED and result.message == SkipReason.NOT_THIS_HOST.value:
             continue
@@ -261,8 +258,6 @@ def _read_etcd(transport: Transport | Any, via: str, args: str, parse: Callable[
     unhealthy: its stdout is still the answer, so a failure is only one with nothing on stdout."""
     result = transport.run(etcdctl(via, args), sudo=True, timeout=60)
     if not result.stdout.strip():
-        from clusterctl.cluster_access import command_failed
-
         raise command_failed(result)
     try:
         return parse(result.stdout)
@@ -273,8 +268,6 @@ def _read_etcd(transport: Transport | Any, via: str, args: str, parse: Callable[
 def _dead_member(runner: Runner, via: Host, host: Host, report: RemovalReport) -> EtcdMember | None:
     """The dead control plane's etcd member, read from ``via`` with the health of every member; a
     refusal when removing it would break etcd's quorum. None (and a note) when it has none left."""
-    from clusterctl.cluster_access import on_control_plane
-
     def read(transport: Transport) -> tuple[list[EtcdMember], list[EndpointHealth]]:
         return (_read_etcd(transport, via.name, "member list -w json", parse_member_list),
                 _read_etcd(transport, via.name, "endpoint health --cluster -w json", parse_endpoint_health))

@@ -38,26 +38,28 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from clusterctl.bootstrap.apt_sources import chosen_repos
-from clusterctl.bootstrap.cluster.kubeadm import render_upgrade_config, upgrade_command
-from clusterctl.bootstrap.cluster.settings import KubernetesVersion
+from clusterctl.bootstrap.cluster.kubeadm import APISERVER_MANIFEST, render_upgrade_config, upgrade_command
+from clusterctl.bootstrap.cluster.settings import KubernetesVersion, first_control_plane
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases.packages import APT_ENV, UPDATE, Packages
 from clusterctl.changes import Change
-from clusterctl.cluster_access import FIRST, NoCluster, cluster_nodes, read_nodes
+from clusterctl.cluster_access import FIRST, NoCluster, cluster_nodes, read_node, read_nodes
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.day2.versions import check_upgrade, parse, static_pod_version
 from clusterctl.engine.phase import Wait
-from clusterctl.engine.run import step_json
+from clusterctl.engine.progress import RunPlace
+from clusterctl.engine.run import RunSettings, SkipReason, Status, not_needed_message, select_phases, step_json
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.findings import Finding, Severity
+from clusterctl.quarantine.node_ops import uncordon
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import TransportError
 
 if TYPE_CHECKING:
     from clusterctl.engine.phase import Phase as EnginePhase
     from clusterctl.engine.phase import PhaseContext as EngineContext
-    from clusterctl.engine.progress import ProgressStore, RunPlace
+    from clusterctl.engine.progress import ProgressStore
     from clusterctl.engine.run import HostPhaseResult, RunReport
     from clusterctl.facts.packages import PackageFacts
     from clusterctl.fanout import Runner
@@ -65,7 +67,6 @@ if TYPE_CHECKING:
     from clusterctl.transport.base import Transport
 
 INSTALL = "apt-get install -y --allow-downgrades -o Dpkg::Options::=--force-confold"
-APISERVER_MANIFEST = "/etc/kubernetes/manifests/kube-apiserver.yaml"
 DEFAULT_READY_TIMEOUT_S = 300.0
 READY_POLL_S = 2.0
 #: The Kubernetes packages the upgrade moves itself (in kubeadm's order), the others are the node phases'.
@@ -401,13 +402,9 @@ class Uncordon(UpgradePhase):
     from_control_plane = True
 
     def check(self, ctx: PhaseContext) -> KubeNode | None:
-        from clusterctl.cluster_access import read_node
-
         return read_node(ctx.reader, ctx.host.name)
 
     def plan(self, ctx: PhaseContext, state: KubeNode | None) -> list[Change]:
-        from clusterctl.quarantine.node_ops import uncordon
-
         name = ctx.host.name
         if state is None or name in self.rollout.cordoned_before:
             return []
@@ -503,8 +500,6 @@ def target_inventory(inventory: Inventory, target: KubernetesVersion) -> Invento
 
 
 def rollout_order(inventory: Inventory, hosts: Sequence[Host]) -> list[tuple[Host, str]]:
-    from clusterctl.bootstrap.cluster.settings import first_control_plane
-
     first = first_control_plane(inventory)
     chosen = {h.name for h in hosts}
     order: list[tuple[Host, str]] = []
@@ -573,10 +568,7 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
     Ctrl-C or SIGTERM is the engine's: the ``Interrupted`` it raises again names the journal and
     ``upgrade apply --resume``.
     """
-    from clusterctl.bootstrap.cluster.settings import first_control_plane
     from clusterctl.bootstrap.run import BootstrapRequest, run_bootstrap, run_options
-    from clusterctl.engine.progress import RunPlace
-    from clusterctl.engine.run import RunSettings, select_phases
 
     first = first_control_plane(inventory)
     if first is None:
@@ -639,8 +631,6 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
 def _fill(report: UpgradeReport, run: RunReport | None, rollout: Rollout, order: Sequence[tuple[Host, str]],
           phases: Sequence[EnginePhase[Any, Any]] = ()) -> None:
     """The report per node from the engine's: each phase that changes or waits for something is a step."""
-    from clusterctl.engine.run import SkipReason, Status, not_needed_message
-
     by_name = {p.name: p for p in phases}
     results = [r for r in (run.results if run is not None else []) if r.phase in by_name]
     failed = run.failed_hosts if run is not None else {}

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from clusterctl.facts.model import ParseWarning
+from clusterctl.wording import plural
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 #: Box-drawing characters tmux, screen and many TUIs draw pane borders with.
@@ -230,10 +231,6 @@ def _common_indent(lines: list[tuple[int, str]]) -> str:
     return common or ""
 
 
-def _plural(count: int, what: str) -> str:
-    return f"{count} {what}" if count == 1 else f"{count} {what}s"
-
-
 #: What ``_first_pass`` could act on, as characters and words of a line: a text with none of them anywhere
 #: (nearly every tool output) only has its lines' trailing blanks cut. Prompts need a ``$``, a ``#`` or, for
 #: a ``%`` prompt, a user@host; fences a backquote or a tilde; elisions ``...``, ``…``, ``snip`` or ``truncated``;
@@ -320,14 +317,14 @@ def _clean(text: str, *, keep_blank: bool, plain: bool) -> Cleaned:
                 result.append(Line(number, ""))
             continue
         result.append(Line(number, line[len(indent):] if indent else line))
-    notes = [_plural(removed["prompt"], "shell prompt line")] if removed["prompt"] else []
+    notes = [plural(removed["prompt"], "shell prompt line")] if removed["prompt"] else []
     notes += prefixes
     if removed["fence"]:
-        notes.append(_plural(removed["fence"], "code fence"))
+        notes.append(plural(removed["fence"], "code fence"))
     if removed["border"]:
         notes.append("pane borders")
     if removed["elision"]:
-        notes.append(_plural(removed["elision"], "'...' elision line"))
+        notes.append(plural(removed["elision"], "'...' elision line"))
     return Cleaned(result, tuple(notes))
 
 

@@ -199,41 +199,36 @@ def parse_node(text: str) -> NodeFacts:
             missing[name] = why
             continue
         try:
-            _read(name, section, values)
+            values.update(_READERS[name](section))
         except ParseError as exc:
             raise section.error(_WHAT, exc) from None
     return NodeFacts(**values, missing=missing)  # type: ignore[arg-type]
 
 
-def _read(name: str, section: Section, values: dict[str, object]) -> None:
-    if name == "os-release":
-        release = parse_os_release(section.text)
-        values.update(os_id=release.get("ID"), os_version_id=release.get("VERSION_ID"),
-                      os_pretty=release.get("PRETTY_NAME"), os_codename=release.get("VERSION_CODENAME"),
-                      os_id_like=tuple(release.get("ID_LIKE", "").split()))
-    elif name == "kernel":
-        values["kernel"] = _one_line(section)
-    elif name == "hostname":
-        values["hostname"] = _one_line(section)
-    elif name == "product-uuid":
-        values["product_uuid"] = _one_line(section).lower()
-    elif name == "cpus":
-        values["cpus"] = int(_one_line(section, str.isdigit, "nproc printed no number"))
-    elif name == "meminfo":
-        values["mem_total_kib"] = parse_meminfo(section.text).get("MemTotal")
-    elif name == "swaps":
-        values["swaps"] = parse_proc_swaps(section.text)
-    elif name == "listening":
-        values["listening"] = parse_ss_listening(section.text)
-    elif name == "timesync":
-        values["time_synced"] = _one_line(section, lambda v: v in ("yes", "no"), "expected 'yes' or 'no'") == "yes"
-    elif name == "nvidia-driver":
-        values["nvidia_driver"] = _one_line(section, _DRIVER_VERSION.match,
-                                            "expected a driver version such as 550.54.15")
-    elif name == "gpus":
-        values["gpus"] = parse_nvidia_smi_list(section.text)
-    elif name == "var-lib":
-        values["var_lib"] = parse_df(section.text)
+def _os_release_fields(section: Section) -> dict[str, object]:
+    release = parse_os_release(section.text)
+    return {"os_id": release.get("ID"), "os_version_id": release.get("VERSION_ID"),
+            "os_pretty": release.get("PRETTY_NAME"), "os_codename": release.get("VERSION_CODENAME"),
+            "os_id_like": tuple(release.get("ID_LIKE", "").split())}
+
+
+#: Section -> the ``NodeFacts`` fields read from it.
+_READERS: dict[str, Callable[[Section], dict[str, object]]] = {
+    "os-release": _os_release_fields,
+    "kernel": lambda section: {"kernel": _one_line(section)},
+    "hostname": lambda section: {"hostname": _one_line(section)},
+    "product-uuid": lambda section: {"product_uuid": _one_line(section).lower()},
+    "cpus": lambda section: {"cpus": int(_one_line(section, str.isdigit, "nproc printed no number"))},
+    "meminfo": lambda section: {"mem_total_kib": parse_meminfo(section.text).get("MemTotal")},
+    "swaps": lambda section: {"swaps": parse_proc_swaps(section.text)},
+    "listening": lambda section: {"listening": parse_ss_listening(section.text)},
+    "timesync": lambda section: {"time_synced": _one_line(section, lambda v: v in ("yes", "no"),
+                                                          "expected 'yes' or 'no'") == "yes"},
+    "nvidia-driver": lambda section: {"nvidia_driver": _one_line(section, _DRIVER_VERSION.match,
+                                                                 "expected a driver version such as 550.54.15")},
+    "gpus": lambda section: {"gpus": parse_nvidia_smi_list(section.text)},
+    "var-lib": lambda section: {"var_lib": parse_df(section.text)},
+}
 
 
 NODE_FACTS: Fact[NodeFacts] = Fact("node", section_command(NODE_SECTIONS), parse_node, sudo=True)

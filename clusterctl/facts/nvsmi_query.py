@@ -155,26 +155,20 @@ def _clock_events(values: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(active)
 
 
-def _gpu(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:
-    health = _gpu_fields(index, bus_id, line, values)
-    # 525 prints the section as "Ecc Mode", other releases as "ECC Mode".
-    ecc_mode = _printed(values, "ECC Mode/Current") or _printed(values, "Ecc Mode/Current")
-    return dataclasses.replace(health, ecc_mode=ecc_mode, minor_number=_int(values, "Minor Number"),
-                               notes=tuple(values.notes), unread=tuple(values.unread))
-
-
 def _width(values: Mapping[str, str], path: str) -> int | None:
     """A PCIe link width as printed (``16x``)."""
     width = (_value(values, path) or "").rstrip("x")
     return int(width) if width.isdigit() else None
 
 
-def _gpu_fields(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:
+def _gpu(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:
     return GpuHealth(
         index=index, bus_id=bus_id.lower(), line=line,
         name=_value(values, "Product Name"), uuid=_value(values, "GPU UUID"), serial=_value(values, "Serial Number"),
         persistence_mode=_yes(values, "Persistence Mode"),
-        mig_mode=_value(values, "MIG Mode/Current"), ecc_mode=_value(values, "ECC Mode/Current"),
+        mig_mode=_value(values, "MIG Mode/Current"),
+        # 525 prints the section as "Ecc Mode", other releases as "ECC Mode".
+        ecc_mode=_printed(values, "ECC Mode/Current") or _printed(values, "Ecc Mode/Current"),
         ecc=_ecc(values),
         retired_pages_sbe=_int(values, "Retired Pages/Single Bit ECC", "Retired Pages/Single Bit ECC/Count"),
         retired_pages_dbe=_int(values, "Retired Pages/Double Bit ECC", "Retired Pages/Double Bit ECC/Count"),
@@ -203,6 +197,9 @@ def _gpu_fields(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHea
         reset_required=_yes(values, "GPU Reset Status/Reset Required"),
         drain_and_reset_recommended=_yes(values, "GPU Reset Status/Drain and Reset Recommended"),
         fabric_state=_value(values, "Fabric/State"), fabric_status=_value(values, "Fabric/Status"),
+        minor_number=_int(values, "Minor Number"),
+        # Last: the reads above collect what they could read only in part.
+        notes=tuple(values.notes), unread=tuple(values.unread),
     )
 
 

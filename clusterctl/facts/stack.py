@@ -143,20 +143,8 @@ def parse_stack(text: str) -> SoftwareStack:
     read("kubelet", "kubelet", _VERSION)
     read("kubeadm", "kubeadm", _VERSION)
     read("nvidia_container_toolkit", "nvidia-ctk", _VERSION)
-    return SoftwareStack(
-        os_name=os_name,
-        os_version=os_version,
-        kernel=found.get("kernel"),
-        driver=found.get("driver"),
-        cuda=found.get("cuda"),
-        cuda_toolkit=found.get("cuda_toolkit"),
-        nccl=found.get("nccl"),
-        containerd=found.get("containerd"),
-        kubelet=found.get("kubelet"),
-        kubeadm=found.get("kubeadm"),
-        nvidia_container_toolkit=found.get("nvidia_container_toolkit"),
-        missing=missing,
-    )
+    # Each component read is under its field's name in ``found``.
+    return SoftwareStack(os_name=os_name, os_version=os_version, missing=missing, **found)
 
 
 STACK: Fact[SoftwareStack] = Fact("stack", _build_command(), parse_stack)

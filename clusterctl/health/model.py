@@ -137,13 +137,11 @@ class HealthReport:
     level: int
     since: str
     inventory: str | None = None
-    #: Findings about the run rather than one host (none yet; kept for the JSON shape).
-    fleet_findings: tuple[Finding, ...] = ()
     source: str = "health"
 
     @property
     def findings(self) -> list[Finding]:
-        return sorted_findings([f for h in self.hosts for f in h.findings] + list(self.fleet_findings))
+        return sorted_findings([f for h in self.hosts for f in h.findings])
 
     def host(self, name: str) -> HostHealth | None:
         return next((h for h in self.hosts if h.host == name), None)

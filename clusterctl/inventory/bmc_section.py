@@ -23,12 +23,12 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.inventory import values
 from clusterctl.inventory.model import BmcConfig
-from clusterctl.inventory.yaml_tree import to_python
 
 if TYPE_CHECKING:
     from clusterctl.inventory.node_reader import NodeReader
@@ -55,6 +55,7 @@ def read_bmc(r: NodeReader, node: Node, field: str, host_names: list[str]) -> tu
     section = r.mapping(node, field, must_be="'bmc' must map host names or patterns to BMC settings",
                         hint="e.g. 'bmc: {gpu-a*: {address: https://{host}-bmc, username: admin, "
                              "password_env: BMC_PASSWORD}}'")
+    readers = {key: r.plain(partial(_value, key, base_dir=r.base_dir)) for key in FIELDS}
     entries: list[BmcConfig] = []
     for entry in section.entries:
         pattern = entry.key
@@ -63,18 +64,9 @@ def read_bmc(r: NodeReader, node: Node, field: str, host_names: list[str]) -> tu
             raise r.error(f"'{pattern}' names no host of the inventory.", line=entry.key_line, field=where,
                           hint=values.did_you_mean(pattern, host_names) or "Write a host name or a pattern such "
                           "as gpu-a* that matches some.")
-        settings = r.mapping(entry.value, where, must_be=f"'{where}' must be a mapping of BMC settings",
-                             hint=values.fields_hint(FIELDS))
-        out: dict[str, Any] = {}
-        for item in settings.entries:
-            sub = f"{where}.{item.key}"
-            if item.key == "password":
-                raise r.error("a BMC password is never written in the inventory.", line=item.key_line, field=sub,
-                              hint="Use password_file: PATH (a file of mode 0600) or password_env: VARIABLE.")
-            r.check_field(item, FIELDS, sub)
-            raw = to_python(item.value)
-            with r.values_of(item.value, sub):
-                out[item.key] = _value(item.key, raw, r.base_dir)
+        out = r.fields(entry.value, where, readers, what="BMC settings", refused={"password": (
+            "a BMC password is never written in the inventory.",
+            "Use password_file: PATH (a file of mode 0600) or password_env: VARIABLE.")})
         for required in ("address", "username"):
             if required not in out:
                 raise r.error(f"the BMC of '{pattern}' has no {required}.", line=entry.key_line, field=where,

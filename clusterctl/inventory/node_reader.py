@@ -37,13 +37,17 @@ class NodeReader:
             raise self.error(f"unknown field '{entry.key}'.", line=entry.key_line, field=field,
                              hint=values.did_you_mean(entry.key, known) or values.fields_hint(known))
 
-    def fields(self, node: Node, field: str, readers: dict[str, ValueReader]) -> dict[str, Any]:
-        """The settings section ``field``: each field written, read by its reader (the keys of ``readers``
-        are the valid fields, in the order a hint lists them)."""
+    def fields(self, node: Node, field: str, readers: dict[str, ValueReader], *, what: str = "settings",
+               refused: dict[str, tuple[str, str]] | None = None) -> dict[str, Any]:
+        """The section ``field`` of ``what``: each field written, read by its reader (the keys of ``readers``
+        are the valid fields, in the order a hint lists them); a field of ``refused`` is its (message, hint)."""
         out: dict[str, Any] = {}
-        for entry in self.mapping(node, field, must_be=f"'{field}' must be a mapping of settings",
+        for entry in self.mapping(node, field, must_be=f"'{field}' must be a mapping of {what}",
                                   hint=values.fields_hint(readers)).entries:
             sub = f"{field}.{entry.key}"
+            if refused and entry.key in refused:
+                message, hint = refused[entry.key]
+                raise self.error(message, line=entry.key_line, field=sub, hint=hint)
             self.check_field(entry, readers, sub)
             out[entry.key] = readers[entry.key](entry.value, sub)
         return out

@@ -259,56 +259,47 @@ _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*(:[0-9]{1,5}/[A-Za-z0-9._/-]+)
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+(=[0-9A-Za-z.+~:_-]+)?$")
 
 
+def _matching(value: Any, what: str, pattern: re.Pattern[str], problem: str, hint: str | None = None, *,
+              strip: bool = True, dots: bool = True) -> str:
+    """``value``'s text (stripped unless not ``strip``) when ``pattern`` matches it (and, without ``dots``, it
+    has no ``..``); else ``BadValue`` "<what> '<text>' <problem>" with ``hint``."""
+    name = text(value, what).strip() if strip else text(value, what)
+    if not pattern.match(name) or (not dots and ".." in name):
+        raise BadValue(f"{what} {name!r} {problem}", hint)
+    return name
+
+
 def host_name(value: Any, what: str = "a host name") -> str:
     """A host's name in the inventory: letters, digits, ``. _ - :`` (IPv6 names), never a blank or ``;``."""
-    name = text(value, what)
-    if not _NAME_CHARS.match(name) or ".." in name:
-        raise BadValue(
-            f"{what} {name!r} may only use letters, digits, '.', '-', '_' and ':' (no spaces, quotes or "
-            "shell characters).",
-            "It names the host in commands, file names and Kubernetes; put a real address in 'address:'.",
-        )
-    return name
+    return _matching(value, what, _NAME_CHARS, "may only use letters, digits, '.', '-', '_' and ':' (no spaces, "
+                     "quotes or shell characters).", "It names the host in commands, file names and Kubernetes; "
+                     "put a real address in 'address:'.", strip=False, dots=False)
 
 
 def address(value: Any, what: str = "address") -> str:
     """A host name or IP address to connect to (``[::1]`` and ``fe80::1%eth0`` included)."""
-    name = text(value, what).strip()
-    if not _NAME_CHARS.match(name):
-        raise BadValue(f"{what} {name!r} is not a host name or IP address.",
-                       "Write a DNS name such as gpu-a1.example.com or an address such as 10.0.0.11.")
-    return name
+    return _matching(value, what, _NAME_CHARS, "is not a host name or IP address.",
+                     "Write a DNS name such as gpu-a1.example.com or an address such as 10.0.0.11.")
 
 
 def version(value: Any, what: str) -> str:
     """A package or release version (``1.36.2``, ``2.2.1-1``, ``580.95.05``): no quotes, spaces or shell."""
-    name = text(value, what).strip()
-    if not _VERSION.match(name):
-        raise BadValue(f"{what} {name!r} is not a version (letters, digits and '.', '+', '~', ':', '_', '-').",
-                       "For example 1.36.2.")
-    return name
+    return _matching(value, what, _VERSION, "is not a version (letters, digits and '.', '+', '~', ':', '_', '-').",
+                     "For example 1.36.2.")
 
 
 def registry_host(value: Any, what: str = "a registry") -> str:
     """A registry name as containerd's certs.d folder names it: ``docker.io``, ``host:5000``, ``_default``."""
-    name = text(value, what)
-    if not _REGISTRY_HOST.match(name) or ".." in name:
-        raise BadValue(f"{what} {name!r} must be a registry host name such as docker.io or registry.local:5000.",
-                       "It names the folder /etc/containerd/certs.d/<registry>/ and a key in hosts.toml.")
-    return name
+    return _matching(value, what, _REGISTRY_HOST, "must be a registry host name such as docker.io or "
+                     "registry.local:5000.", "It names the folder /etc/containerd/certs.d/<registry>/ and a key in "
+                     "hosts.toml.", strip=False, dots=False)
 
 
 def image_reference(value: Any, what: str) -> str:
     """A container image or repository such as ``registry.k8s.io/pause:3.10``."""
-    name = text(value, what).strip()
-    if not _IMAGE.match(name) or ".." in name:
-        raise BadValue(f"{what} {name!r} is not an image reference such as registry.k8s.io/pause:3.10.")
-    return name
+    return _matching(value, what, _IMAGE, "is not an image reference such as registry.k8s.io/pause:3.10.", dots=False)
 
 
 def package_name(value: Any, what: str) -> str:
     """A Debian package name, optionally ``=version``."""
-    name = text(value, what).strip()
-    if not _PACKAGE.match(name):
-        raise BadValue(f"{what} {name!r} is not a Debian package name such as containerd.io.")
-    return name
+    return _matching(value, what, _PACKAGE, "is not a Debian package name such as containerd.io.")

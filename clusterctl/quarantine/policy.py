@@ -135,14 +135,8 @@ def cap(max_unavailable: str | None, fleet_size: int) -> int:
 
 
 def _quarantining(findings: Iterable[Finding], config: QuarantineConfig) -> list[Finding]:
-    chosen = []
-    for finding in findings:
-        if finding.severity is not Severity.ERROR or finding.code in config.ignore_codes:
-            continue
-        if config.quarantine_codes is not None and finding.code not in config.quarantine_codes:
-            continue
-        chosen.append(finding)
-    return chosen
+    return [f for f in findings if f.severity is Severity.ERROR and f.code not in config.ignore_codes
+            and (config.quarantine_codes is None or f.code in config.quarantine_codes)]
 
 
 def needs_drain(finding: Finding, config: QuarantineConfig) -> bool:

@@ -11,6 +11,7 @@ from clusterctl.findings import Severity
 from clusterctl.survey.advice import FIT_NONE, LayoutAdvice
 from clusterctl.survey.report import HostReport, SurveyReport
 from clusterctl.survey.topology import SHAPE_WORDS, Shape, compress_indices
+from clusterctl.wording import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -59,8 +60,6 @@ _SHOWN_ORDER: tuple[str, ...] = ("host", "rack", "GPUs", "model", "shape", "NVLi
 def render_fleet_table(console: Console, report: SurveyReport) -> None:
     from rich.table import Table
     from rich.text import Text
-
-    from clusterctl.wording import plural
 
     rows = [_fleet_row(host) for host in report.hosts]
     widths = {c: max([len(c)] + [len(Text.from_markup(r[c]).plain) for r in rows]) for c in FLEET_COLUMNS}
@@ -124,9 +123,9 @@ def _findings_cell(host: HostReport) -> str:
     errors, warnings, infos = (host.count(s) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO))
     parts = []
     if errors:
-        parts.append(f"[bold red]{errors} error{'s' if errors > 1 else ''}[/]")
+        parts.append(f"[bold red]{plural(errors, 'error')}[/]")
     if warnings:
-        parts.append(f"[yellow]{warnings} warning{'s' if warnings > 1 else ''}[/]")
+        parts.append(f"[yellow]{plural(warnings, 'warning')}[/]")
     if infos and not parts:  # infos only count when nothing worse is there (all are listed below)
         parts.append(f"[cyan]{infos} info[/]")
     return ", ".join(parts) if parts else "[green]ok[/]"

@@ -66,17 +66,17 @@ class LocalTransport(Transport):
         )
         return self.check_sudo(result, sudo=as_root)
 
-    def stop_remote(self) -> None:
+    def _running_now(self) -> list[subprocess.Popen[bytes]]:
         with self._lock:
-            running = list(self._running)
-        for proc in running:
+            return list(self._running)
+
+    def stop_remote(self) -> None:
+        for proc in self._running_now():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGTERM)
 
     def close(self) -> None:
-        with self._lock:
-            running = list(self._running)
-        for proc in running:
+        for proc in self._running_now():
             _stop_group(proc, 0.3)
 
 

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from refusals import refusal
 
 from clusterctl.bootstrap.containerd_config import (
     WantedContainerd,
@@ -74,9 +75,7 @@ def test_kubeadms_klog_lines_among_the_images_are_skipped_not_taken_for_a_failur
     probe = f"@@clusterctl@@ version\ncontainerd containerd.io v2.2.1 abc\n@@clusterctl@@ kubeadm-images\n{unpinned}"
     facts = parse_containerd_probe(probe)
     assert facts.kubeadm_pause == "registry.k8s.io/pause:3.10.2" and "kubeadm-images" not in facts.missing
-    with pytest.raises(ParseError) as error:
-        parse_kubeadm_images(unpinned.replace("registry.k8s.io/etcd:3.7.0-0", "etcd 3.7.0"))
-    assert error.value.line == 9
+    assert refusal(parse_kubeadm_images, unpinned.replace("registry.k8s.io/etcd:3.7.0-0", "etcd 3.7.0")).line == 9
 
 
 GOLDEN_CASES = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from fixture_files import read_fixture
+from refusals import refusal
 
-from clusterctl.errors import ParseError
 from clusterctl.facts.node import (
     parse_df,
     parse_meminfo,
@@ -59,6 +59,4 @@ def test_whole_probe_of_a_host_without_gpu_or_systemd() -> None:
     ("### hostname\nvm\n### cpus\n2\n### timesync\nmaybe\n", 6),
 ])
 def test_bad_output_names_the_line(text: str, line: int) -> None:
-    with pytest.raises(ParseError) as caught:
-        parse_node(text)
-    assert caught.value.line == line
+    assert refusal(parse_node, text).line == line

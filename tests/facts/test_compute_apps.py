@@ -6,8 +6,8 @@ import json
 
 import pytest
 from fixture_files import read_fixture
+from refusals import refusal
 
-from clusterctl.errors import ParseError
 from clusterctl.facts.compute_apps import parse_compute_apps
 from clusterctl.facts.kube_nodes import parse_pods
 
@@ -41,9 +41,7 @@ def test_odd_values() -> None:
 @pytest.mark.parametrize("text,line", [("No devices were found\n", 1), ("pid, process_name\nabc, x\n", 2),
                                        ("pid, used_gpu_memory [MiB]\n5, lots\n", 2), ("", None)])
 def test_what_is_not_that_csv_names_its_line(text: str, line: int | None) -> None:
-    with pytest.raises(ParseError) as caught:
-        parse_compute_apps(text)
-    assert caught.value.line == line
+    assert refusal(parse_compute_apps, text).line == line
 
 
 def test_a_pod_counts_the_gpus_its_containers_ask_for() -> None:

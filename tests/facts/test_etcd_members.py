@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from fixture_files import read_fixture
+from refusals import refusal
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.etcd import (
@@ -61,9 +62,7 @@ def test_endpoint_health_reads_each_endpoint() -> None:
     ('{"members": [\n  {"ID": 1,\n  "name": }', 3),
 ])
 def test_member_list_that_cannot_be_read_names_the_line(text: str, line: int) -> None:
-    with pytest.raises(ParseError) as raised:
-        parse_member_list(text)
-    assert raised.value.line == line
+    assert refusal(parse_member_list, text).line == line
 
 
 def test_endpoint_health_that_cannot_be_read_is_an_error() -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 from fixture_files import read_fixture
+from refusals import refusal
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.gpus import GPUS, PERSISTENCE_MODES, parse_gpus, parse_persistence_modes
@@ -94,9 +95,7 @@ def test_gpus_na_enabled_and_watts() -> None:
     ],
 )
 def test_gpus_bad_values_name_the_line(text: str, line: int) -> None:
-    with pytest.raises(ParseError) as error:
-        parse_gpus(text)
-    assert error.value.line == line
+    assert refusal(parse_gpus, text).line == line
 
 
 # --- nvidia-smi nvlink -s -------------------------------------------------------------
@@ -117,9 +116,7 @@ def test_nvlink_uuid_and_errors() -> None:
     )
     (gpu,) = parse_nvlink(text)
     assert gpu.uuid == "GPU-1234abcd-0000-1111-2222-333344445555" and gpu.lanes[0].active
-    with pytest.raises(ParseError) as error:
-        parse_nvlink("\t Link 0: 26.562 GB/s\n")
-    assert error.value.line == 1
+    assert refusal(parse_nvlink, "\t Link 0: 26.562 GB/s\n").line == 1
 
 
 # --- ibv_devinfo ----------------------------------------------------------------------
@@ -148,9 +145,7 @@ def test_rdma_plain_devinfo_has_no_rate_and_down_port() -> None:
 
 def test_rdma_no_devices_and_errors() -> None:
     assert parse_ibv_devinfo("No IB devices found\n") == ()
-    with pytest.raises(ParseError) as error:
-        parse_ibv_devinfo("\tfw_ver:\t\t20.1\n")
-    assert error.value.line == 1
+    assert refusal(parse_ibv_devinfo, "\tfw_ver:\t\t20.1\n").line == 1
     # A port without a state costs that port, with a warning naming its line; the device stands.
     (device,) = devices = parse_ibv_devinfo("hca_id:\tmlx5_0\n\t\tport:\t1\n\t\t\tlink_layer:\tEthernet\n")
     assert device.hca == "mlx5_0" and device.ports == ()
@@ -197,9 +192,7 @@ def test_stack_gpu_node_assembled_from_recorded_pieces() -> None:
 
 
 def test_stack_needs_sections() -> None:
-    with pytest.raises(ParseError) as error:
-        parse_stack("Ubuntu 22.04\n")
-    assert error.value.line == 1
+    assert refusal(parse_stack, "Ubuntu 22.04\n").line == 1
 
 
 # --- ibdev2netdev / ip -o -4 addr ---------------------------------------------------------
@@ -232,9 +225,7 @@ def test_ibdev2netdev_verbose_and_ip_merge() -> None:
     assert merge_ipv4((device,), addresses)[0].ipv4 == ("10.0.0.5",)
     mixed = parse_ibdev2netdev("mlx5_0 port 1 ==> ib0 (Up)\nibdev2netdev: command not found\n")
     assert [d.name for d in mixed] == ["ib0"] and [w.line for w in mixed.warnings] == [2]
-    with pytest.raises(ParseError) as error:
-        parse_ibdev2netdev("ibdev2netdev: command not found\n")
-    assert error.value.line == 1
+    assert refusal(parse_ibdev2netdev, "ibdev2netdev: command not found\n").line == 1
 
 
 def test_survey_runs_topology_first() -> None:

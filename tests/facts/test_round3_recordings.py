@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from refusals import refusal
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.clean import clean, clean_lines, is_prompt, seen
@@ -117,9 +118,7 @@ def test_nvlink_on_a_host_without_nvlink_in_a_fenced_paste() -> None:
 
 
 def test_nvlink_all_links_inactive_alone_is_not_taken_for_no_nvlink() -> None:
-    with pytest.raises(ParseError) as refused:
-        parse_nvlink("Unable to retrieve NVLink information as all links are inActive\n")
-    assert refused.value.line == 1
+    assert refusal(parse_nvlink, "Unable to retrieve NVLink information as all links are inActive\n").line == 1
 
 
 def test_cleaning_keeps_line_numbers_through_prefix_and_elision() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from fixture_files import read_fixture
+from refusals import refusal
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.slurm import node_from, parse_node, parse_nodes, show_command
@@ -46,9 +47,7 @@ def test_states_with_flags_and_suffixes() -> None:
 
 
 def test_what_is_not_scontrol_output_names_its_line() -> None:
-    with pytest.raises(ParseError) as caught:
-        parse_nodes("NodeName=n1 State=IDLE\nsegmentation fault\n")
-    assert caught.value.line == 2
+    assert refusal(parse_nodes, "NodeName=n1 State=IDLE\nsegmentation fault\n").line == 2
     with pytest.raises(ParseError):
         parse_nodes("NodeName=n1 Arch=x86_64\n")  # no State=
 

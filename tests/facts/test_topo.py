@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 from fixture_files import fixture_dir
+from refusals import refusal
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.model import TopoMatrix
@@ -149,9 +150,7 @@ def test_a_damaged_row_costs_its_cells_not_the_matrix(text: str, line: int, says
 
 def test_a_second_row_for_the_same_device_is_an_error_naming_its_line() -> None:
     text = "        GPU0    GPU1\nGPU0     X      NV4\nGPU1    NV4      X\nGPU1    NV4      X\n"
-    with pytest.raises(ParseError) as error:
-        parse_topo(text)
-    assert error.value.line == 4
+    assert refusal(parse_topo, text).line == 4
 
 
 def test_missing_gpu_block_and_no_header_are_errors() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import secrets
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from clirun import DEMO, clusterctl
 from clusterctl.fanout import Runner
 from clusterctl.inventory.loader import load_inventory
 from clusterctl.quarantine.receiver import Remediator, serve
-from clusterctl.quarantine.webhook_server import ListenAddress, Security, TokenFile, tls_context
+from clusterctl.quarantine.webhook_server import Limits, ListenAddress, Security, TokenFile, tls_context
 from clusterctl.transport.factory import ConnectOptions, make_connector
 
 
@@ -38,22 +39,36 @@ class SecuredReceiver:
     pki: Pki
 
 
-def secured_receiver(folder: Path, inventory: str | Path) -> SecuredReceiver:
-    """The receiver on ``inventory``'s hosts listening on a free loopback port in this process, as
-    ``remediate serve`` runs it with a bearer token and mutual TLS (certificates made in ``folder``)."""
+def token_file(path: Path) -> Path:
+    """A fresh bearer token in ``path``, mode 0600 (as ``remediate serve --token-file`` wants it)."""
+    path.write_text(secrets.token_hex(32) + "\n")
+    path.chmod(0o600)
+    return path
+
+
+def token_and_mutual_tls(pki: Pki, token: Path) -> Security:
+    return Security(TokenFile(str(token)), tls_context(str(pki.server_cert), str(pki.server_key), str(pki.ca)),
+                    mutual=True)
+
+
+def secured_receiver(folder: Path, inventory: str | Path,
+                     security_for: Callable[[Pki, Path], Security] = token_and_mutual_tls, *,
+                     host: str = "127.0.0.1", limits: Limits | None = None) -> SecuredReceiver:
+    """The receiver on ``inventory``'s hosts listening on a free port of ``host`` in this process, as
+    ``remediate serve`` runs it (by default with a bearer token and mutual TLS; certificates and the
+    token made in ``folder``)."""
     log = io.StringIO()
     pki = make_pki(folder / "pki")
-    token = folder / "remediate.token"
-    token.write_text(secrets.token_hex(32) + "\n")
-    token.chmod(0o600)
-    security = Security(TokenFile(str(token)), tls_context(str(pki.server_cert), str(pki.server_key), str(pki.ca)),
-                        mutual=True)
+    token = token_file(folder / "remediate.token")
+    security = security_for(pki, token)
     connect = make_connector(ConnectOptions())
     remediator = Remediator(load_inventory(str(inventory)), lambda: Runner(connect, parallel=8, timeout_s=60), log,
                             journal_folder=str(folder / "undo"))
     bound: list[int] = []
     started = threading.Event()
-    threading.Thread(target=serve, args=(remediator, ListenAddress("127.0.0.1", 0), security),
-                     kwargs={"ready": lambda p: (bound.append(p), started.set())}, daemon=True).start()
+    address = ListenAddress(host, 0)
+    threading.Thread(target=serve, args=(remediator, address, security),
+                     kwargs={"ready": lambda p: (bound.append(p), started.set()), "limits": limits},
+                     daemon=True).start()
     assert started.wait(30)
-    return SecuredReceiver(remediator, log, f"https://127.0.0.1:{bound[0]}/webhook", token, pki)
+    return SecuredReceiver(remediator, log, address.url(bound[0], tls=security.tls is not None), token, pki)

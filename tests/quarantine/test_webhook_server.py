@@ -26,12 +26,11 @@ import pytest
 from certs import Pki, make_pki
 from clirun import clusterctl
 from kube_sim import KubeSim
+from local_daemons import free_port
+from receiver_start import secured_receiver, token_file
 
-from clusterctl.fanout import Runner
-from clusterctl.inventory.loader import load_inventory
-from clusterctl.quarantine.receiver import Remediator, serve
-from clusterctl.quarantine.webhook_server import Limits, ListenAddress, Security, TokenFile, tls_context
-from clusterctl.transport.factory import ConnectOptions, make_connector
+from clusterctl.quarantine.receiver import Remediator
+from clusterctl.quarantine.webhook_server import Limits, Security, TokenFile, tls_context
 
 
 def payload(*alerts: tuple[str, str]) -> bytes:
@@ -56,24 +55,8 @@ class Running:
 def started(tmp_path: Path, security_for: Any, *, host: str = "127.0.0.1",
             limits: Limits | None = None) -> Iterator[Running]:
     sim = KubeSim(tmp_path / "cluster", names=("gpu-01", "gpu-02", "gpu-03", "gpu-04"))
-    pki = make_pki(tmp_path / "pki")
-    token = tmp_path / "remediate.token"
-    token.write_text(secrets.token_hex(32) + "\n")
-    token.chmod(0o600)
-    security: Security = security_for(pki, token)
-    log = io.StringIO()
-    connect = make_connector(ConnectOptions())
-    remediator = Remediator(load_inventory(str(sim.inventory)), lambda: Runner(connect, parallel=8, timeout_s=60),
-                            log, journal_folder=str(tmp_path / "undo"))
-    bound: list[int] = []
-    started = threading.Event()
-    address = ListenAddress(host, 0)
-    thread = threading.Thread(target=serve, args=(remediator, address, security),
-                              kwargs={"ready": lambda p: (bound.append(p), started.set()), "limits": limits},
-                              daemon=True)
-    thread.start()
-    assert started.wait(30)
-    yield Running(address.url(bound[0], tls=security.tls is not None), log, sim, pki, token, remediator)
+    receiver = secured_receiver(tmp_path, sim.inventory, security_for, host=host, limits=limits)
+    yield Running(receiver.url, receiver.log, sim, receiver.pki, receiver.token, receiver.remediator)
 
 
 def token_over_tls(pki: Pki, token: Path) -> Security:
@@ -274,9 +257,7 @@ def test_it_listens_on_ipv6(tmp_path: Path) -> None:
 
 
 def test_listening_beyond_loopback_without_authentication_and_tls_exits_2(tmp_path: Path) -> None:
-    token = tmp_path / "t.token"
-    token.write_text(secrets.token_hex(32))
-    token.chmod(0o600)
+    token = token_file(tmp_path / "t.token")
     pki = make_pki(tmp_path / "pki")
     tls = ["--tls-cert", str(pki.server_cert), "--tls-key", str(pki.server_key)]
     for args, says in (([], "without authentication and TLS"),
@@ -332,12 +313,8 @@ def test_remediate_serve_as_a_user_runs_it(tmp_path: Path) -> None:
 
     sim = KubeSim(tmp_path / "cluster", names=("gpu-01", "gpu-02", "gpu-03"))
     pki = make_pki(tmp_path / "pki")
-    token = tmp_path / "remediate.token"
-    token.write_text(secrets.token_hex(32) + "\n")
-    token.chmod(0o600)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    token = token_file(tmp_path / "remediate.token")
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "NO_COLOR": "1", "XDG_STATE_HOME": str(tmp_path / "state")}
     env.pop("CLUSTERCTL_INVENTORY", None)
     env.pop("CLUSTERCTL_STATE_DIR", None)

@@ -12,7 +12,7 @@ import shlex
 from dataclasses import dataclass
 
 from clusterctl.bootstrap.cluster.alerts import COUNTERS_CONFIGMAP, render_counters_configmap
-from clusterctl.bootstrap.cluster.settings import ClusterSettings
+from clusterctl.bootstrap.cluster.settings import ClusterSettings, site_image
 from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.facts.kube import ADMIN_KUBECONFIG
 from clusterctl.inventory.cluster_sections import ChartSource
@@ -140,6 +140,6 @@ def test_pod_name(node: str) -> str:
 
 
 def render_test_pod(node: str, *, runtime_class: bool, image_registry: str | None = None) -> str:
-    image = TEST_POD_IMAGE if not image_registry else f"{image_registry}/{TEST_POD_IMAGE.split('/', 1)[1]}"
     return render("manifests/gpu-test-pod.yaml.j2", name=test_pod_name(node), namespace=TEST_NAMESPACE, node=node,
-                  runtime_class=RUNTIME_CLASS if runtime_class else None, image=image)
+                  runtime_class=RUNTIME_CLASS if runtime_class else None,
+                  image=site_image(TEST_POD_IMAGE, image_registry))

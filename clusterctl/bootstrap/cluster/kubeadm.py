@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
 
 KUBEADM_CONFIG_PATH = "/etc/kubernetes/clusterctl/kubeadm-config.yaml"
+#: What kubeadm init/join leave on a node: the kubelet's kubeconfig, the cluster's CA, the static pods.
+KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
+CA_CERT = "/etc/kubernetes/pki/ca.crt"
+MANIFESTS_DIR = "/etc/kubernetes/manifests"
+APISERVER_MANIFEST = f"{MANIFESTS_DIR}/kube-apiserver.yaml"
 #: Short on purpose: a fresh token is made for every run that joins nodes.
 JOIN_TOKEN_TTL = "30m0s"
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clusterctl.bootstrap.cluster.settings import ClusterSettings
+from clusterctl.bootstrap.cluster.settings import ClusterSettings, site_image
 from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.inventory.pins import CNI_PINS
 
@@ -30,13 +30,6 @@ class NetworkPlan:
     rollout: tuple[str, str]
 
 
-def _image(upstream: str, registry: str | None) -> str:
-    """``ghcr.io/flannel-io/flannel:v1`` -> ``<registry>/flannel-io/flannel:v1`` on air-gapped sites."""
-    if not registry:
-        return upstream
-    return f"{registry}/{upstream.split('/', 1)[1]}"
-
-
 def network_plan(settings: ClusterSettings) -> NetworkPlan:
     net = settings.network
     pin = CNI_PINS[net.cni]
@@ -51,8 +44,8 @@ def network_plan(settings: ClusterSettings) -> NetworkPlan:
                            for i, image in enumerate(pin.images))
     text = render(
         "cni/flannel.yaml.j2", version=net.version, pod_subnet=settings.pod_subnet,
-        image_registry=net.image_registry, flannel_image=_image(flannel, net.image_registry),
-        cni_plugin_image=_image(cni_plugin, net.image_registry),
+        image_registry=net.image_registry, flannel_image=site_image(flannel, net.image_registry),
+        cni_plugin_image=site_image(cni_plugin, net.image_registry),
     )
     return NetworkPlan("flannel", net.version, (), f"{MANIFEST_DIR}/kube-flannel.yaml", text,
                        ("kube-flannel", "daemonset/kube-flannel-ds"))

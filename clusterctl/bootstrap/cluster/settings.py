@@ -188,6 +188,14 @@ def host_zone(host: Host) -> str | None:
 LABEL_PREFIX = "clusterctl.dev"
 
 
+def site_image(upstream: str, registry: str | None) -> str:
+    """An upstream image under the site registry of air-gapped sites, ``<registry>/<path without the
+    upstream host>`` (``ghcr.io/flannel-io/flannel:v1`` -> ``<registry>/flannel-io/flannel:v1``)."""
+    if not registry:
+        return upstream
+    return f"{registry.rstrip('/')}/{upstream.split('/', 1)[1]}"
+
+
 def kubelet_node_labels(host: Host) -> dict[str, str]:
     """Labels the kubelet sets on its own Node at registration (``--node-labels``).
 

@@ -14,7 +14,8 @@ import shlex
 from typing import TYPE_CHECKING
 
 from clusterctl.bootstrap.cluster.settings import ClusterSettings, cluster_settings, first_control_plane
-from clusterctl.changes import MAKES_DIR, MAKES_IN_CLUSTER, Change
+from clusterctl.changes import MAKES_DIR, MAKES_IN_CLUSTER, Change, ChangeKind
+from clusterctl.errors import UsageError
 from clusterctl.facts.kube import ADMIN_KUBECONFIG, kubectl
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.transport.base import CommandResult
@@ -47,8 +48,6 @@ def survey(ctx: PhaseContext) -> SavedSurvey | None:
 def first_cp(ctx: PhaseContext) -> Host:
     host = first_control_plane(ctx.inventory)
     if host is None:
-        from clusterctl.errors import UsageError
-
         raise UsageError("no host has the control-plane role.", field="hosts")
     return host
 
@@ -100,8 +99,6 @@ def mkdir_change(ctx: PhaseContext, folders: list[str]) -> list[Change]:
 
 def with_folders(ctx: PhaseContext, changes: list[Change]) -> list[Change]:
     """``changes`` preceded by a ``mkdir -p`` of the folders its file writes need and the host lacks."""
-    from clusterctl.changes import ChangeKind
-
     paths = [c.path for c in changes if c.kind is ChangeKind.WRITE_FILE and c.path and not c.is_noop]
     return mkdir_change(ctx, missing_dirs(ctx, paths)) + changes if paths else changes
 

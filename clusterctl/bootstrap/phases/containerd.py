@@ -211,8 +211,7 @@ class Containerd(Phase[ContainerdState]):
         return changes
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
-        paths = ctx.options.containerd
-        return containerd_answers(ctx, paths)
+        return containerd_answers(ctx, ctx.options.containerd)
 
     def rollback(self, ctx: PhaseContext, records: Sequence[GateRecord]) -> list[Change]:
         # The old config is back (the gate restored it): containerd must run on it again.

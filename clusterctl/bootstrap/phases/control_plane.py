@@ -39,8 +39,6 @@ from clusterctl.findings import Finding, Severity
 from clusterctl.secret import Secret
 from clusterctl.transport.base import FailureKind, TransportError
 
-KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
-CA_CERT = "/etc/kubernetes/pki/ca.crt"
 #: Join configurations rendered in a plan before the CA exists carry this in place of the hash.
 PLACEHOLDER_HASH = "sha256:" + "0" * 64
 
@@ -97,7 +95,7 @@ def _submit_join(gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
 
 def _joined(ctx: PhaseContext) -> list[Finding]:
     """Verify of a join: kubeadm left the kubelet's kubeconfig."""
-    if cc.exists(ctx, KUBELET_CONF):
+    if cc.exists(ctx, kubeadm.KUBELET_CONF):
         return []
     return [Finding(Severity.ERROR, "NOT_JOINED", "kubeadm join left no kubelet.conf", host=ctx.host.name)]
 
@@ -125,7 +123,7 @@ class ControlPlane(Phase[ControlPlaneState]):
 
     def check(self, ctx: PhaseContext) -> ControlPlaneState:
         first = cc.is_first_cp(ctx)
-        state = ControlPlaneState(first=first, joined=cc.exists(ctx, KUBELET_CONF))
+        state = ControlPlaneState(first=first, joined=cc.exists(ctx, kubeadm.KUBELET_CONF))
         if not first:
             return state
         state.config = cc.read(ctx, kubeadm.KUBEADM_CONFIG_PATH)
@@ -135,7 +133,7 @@ class ControlPlane(Phase[ControlPlaneState]):
             if state.api_ready:
                 state.nodes = cc.nodes(ctx)
                 state.pending = _pending(ctx, state.nodes)
-            state.ca_pem = cc.read(ctx, CA_CERT)
+            state.ca_pem = cc.read(ctx, kubeadm.CA_CERT)
         return state
 
     def findings(self, ctx: PhaseContext, state: ControlPlaneState) -> list[Finding]:
@@ -209,7 +207,7 @@ class ControlPlane(Phase[ControlPlaneState]):
         records = gate.submit_all(changes)
         material = ctx.shared.join
         if material.ca_hash is None:
-            pem = cc.read(ctx, CA_CERT)
+            pem = cc.read(ctx, kubeadm.CA_CERT)
             if pem:
                 material.ca_hash = kubeadm.ca_cert_hash(pem)
         return records
@@ -236,7 +234,7 @@ class Join(Phase[bool]):
         return "control-plane" not in ctx.host.roles
 
     def check(self, ctx: PhaseContext) -> bool:
-        return cc.exists(ctx, KUBELET_CONF)
+        return cc.exists(ctx, kubeadm.KUBELET_CONF)
 
     def findings(self, ctx: PhaseContext, state: bool) -> list[Finding]:
         return [] if state else _missing_material(ctx, control_plane=False)

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from clusterctl.agent.bundle import BUNDLE_PATH, DIGEST_PATH, PYTHON
+from clusterctl.agent.bundle import BUNDLE_PATH, DIGEST_PATH, PYTHON, build, digest_line
 from clusterctl.agent.main import CONFIG_PATH
 from clusterctl.agent.metrics import TEXTFILE_NAME
 from clusterctl.bootstrap.cluster.templating import render
@@ -220,8 +220,6 @@ class NodeAgent(Phase[AgentState]):
     confirmable = True
 
     def check(self, ctx: PhaseContext) -> AgentState:
-        from clusterctl.agent.bundle import build, digest_line
-
         paths = (DIGEST_PATH, CONFIG_PATH, KUBECONFIG_PATH, SERVICE_PATH, TIMER_PATH, SLURM_HEALTH_PATH)
         files = {path: cc.read(ctx, path) for path in paths}
         bundle = build()
@@ -247,8 +245,6 @@ class NodeAgent(Phase[AgentState]):
         return []
 
     def plan(self, ctx: PhaseContext, state: AgentState) -> list[Change]:
-        from clusterctl.agent.bundle import build, digest_line
-
         host, node = ctx.host.name, ctx.host.name
         token = self._token(ctx, state)
         if token is None and not ctx.options.applying and ctx.shared.node_agent_tokens:

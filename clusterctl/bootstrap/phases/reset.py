@@ -28,15 +28,20 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from clusterctl.bootstrap.cluster import kubeadm
+from clusterctl.bootstrap.cluster.settings import DEFAULT_CRI_SOCKET
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.bootstrap.phases import reset_from_journal as rj
+from clusterctl.bootstrap.phases.packages import APT_ENV, APT_LOCK
 from clusterctl.changes import MAKES_ETCD_MEMBER, Change
+from clusterctl.errors import UsageError
+from clusterctl.facts.kube import ADMIN_KUBECONFIG
 from clusterctl.findings import Finding, Severity
 
-KUBEADM_LEFTOVERS = ("/etc/kubernetes/manifests/kube-apiserver.yaml", "/etc/kubernetes/kubelet.conf",
-                     "/etc/kubernetes/admin.conf", "/etc/kubernetes/pki/ca.crt", "/var/lib/etcd/member")
 ETCD_MEMBER_DIR = "/var/lib/etcd/member"
+KUBEADM_LEFTOVERS = (kubeadm.APISERVER_MANIFEST, kubeadm.KUBELET_CONF, ADMIN_KUBECONFIG, kubeadm.CA_CERT,
+                     ETCD_MEMBER_DIR)
 CNI_DIR = "/etc/cni/net.d"
 CNI_INTERFACE = re.compile(r"^(cni0|flannel\.\d+|vxlan\.calico|vxlan-v6\.calico|tunl0|cali[0-9a-f]+|kube-ipvs0|"
                            r"kube-bridge|nodelocaldns)$")
@@ -116,9 +121,6 @@ def first_containerd_backup(names: list[str]) -> str | None:
 
 def _cri_socket(ctx: PhaseContext) -> str:
     """The inventory's CRI socket; the default when the inventory is not fit for bootstrap any more."""
-    from clusterctl.bootstrap.cluster.settings import DEFAULT_CRI_SOCKET
-    from clusterctl.errors import UsageError
-
     try:
         return cc.settings(ctx).cri_socket
     except UsageError:
@@ -282,17 +284,15 @@ class Reset(Phase[ResetState]):
         mark = KNOWN_NAMES_MARK if state.basis == BY_KNOWN_NAMES else ""
         changes: list[Change] = []
         if state.kubeadm:
-            from clusterctl.bootstrap.cluster.kubeadm import RESET_COMMAND, render_reset_config
-
             # kubeadm's remove-etcd-member phase empties /var/lib/etcd whenever it holds anything, with or
             # without an etcd manifest (cmd/kubeadm/app/cmd/phases/reset/removeetcdmember.go): on a host where
             # bootstrap made no etcd member that data is someone else's, so the phase is skipped there.
             skip = () if state.etcd_ours else ("remove-etcd-member",)
             what = "static pods, etcd member, certificates, kubelet config" if state.etcd_ours else \
                 "static pods, certificates, kubelet config; etcd data left alone"
-            config = render_reset_config(_cri_socket(ctx), skip_phases=skip).encode()
-            changes.append(Change.run(host, RESET_COMMAND, stdin=config, summary=f"kubeadm reset ({what}){mark}",
-                                      timeout_s=600))
+            config = kubeadm.render_reset_config(_cri_socket(ctx), skip_phases=skip).encode()
+            changes.append(Change.run(host, kubeadm.RESET_COMMAND, stdin=config, timeout_s=600,
+                                      summary=f"kubeadm reset ({what}){mark}"))
         if state.cni_files:
             changes.append(Change.run(host, "rm -f " + " ".join(q(f"{CNI_DIR}/{n}") for n in state.cni_files),
                                       summary=f"remove CNI configuration: {', '.join(state.cni_files)}{mark}"))
@@ -324,8 +324,6 @@ class Reset(Phase[ResetState]):
             changes += state.journal.steps
             changes += state.folder_steps
         if state.purge:
-            from clusterctl.bootstrap.phases.packages import APT_ENV, APT_LOCK
-
             changes.append(Change.run(
                 host, f"apt-get purge -y {APT_LOCK} --allow-change-held-packages "
                 + " ".join(q(p) for p in state.packages), env=APT_ENV, timeout_s=600,

@@ -119,16 +119,15 @@ def render_files(
     def render(template: str, settings: Sequence[TunedSetting], **extra: Any) -> str:
         return env.get_template(f"nccl/{template}").render(**{**context, "settings": settings, **extra})
 
-    if "conf" in wanted:
-        files["nccl.conf"] = render("nccl.conf.j2", common)
-    if "env" in wanted:
-        files["nccl.sh"] = render("nccl.sh.j2", common)
+    # The formats a host with overrides gets its own copy of: (file name, template).
+    per_host = [(name, template) for kind, name, template in (("conf", "nccl.conf", "nccl.conf.j2"),
+                                                             ("env", "nccl.sh", "nccl.sh.j2")) if kind in wanted]
+    for name, template in per_host:
+        files[name] = render(template, common)
     for host in sorted(tuning.host_overrides):
         own = final_settings(tuning, sweep, host=host)
-        if "conf" in wanted:
-            files[f"hosts/{_host_folder(host)}/nccl.conf"] = render("nccl.conf.j2", own, host=host)
-        if "env" in wanted:
-            files[f"hosts/{_host_folder(host)}/nccl.sh"] = render("nccl.sh.j2", own, host=host)
+        for name, template in per_host:
+            files[f"hosts/{_host_folder(host)}/{name}"] = render(template, own, host=host)
     if "k8s" in wanted:
         files["nccl-configmap.yaml"] = render("configmap.yaml.j2", common)
         files["nccl-envfrom.yaml"] = render("envfrom.yaml.j2", common)
