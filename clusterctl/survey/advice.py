@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 from clusterctl.errors import UsageError
-from clusterctl.survey.topology import HostTopology, Shape, compress_indices, is_nvlink_clique
+from clusterctl.survey.topology import HostTopology, Shape, compress_indices, is_nvlink_clique, link_rank
 
 FIT_FULL = "nvlink-all-pairs"
 FIT_RING = "nvlink-ring"
@@ -147,8 +147,6 @@ def rank_nics(topology: HostTopology, usable: set[str] | None = None) -> tuple[R
 
 
 def _best_usable(topology: HostTopology, gpu_label: str, usable: set[str]) -> list[str]:
-    from clusterctl.survey.topology import link_rank
-
     ranked = []
     for nic in topology.nics:
         link = topology.matrix.link(gpu_label, nic.label)

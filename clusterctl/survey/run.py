@@ -40,11 +40,9 @@ def host_state(host: Host, facts: HostFacts | None, failure: str | None = None, 
 
 def states_from_fleet(fleet: FleetResult[HostFacts]) -> list[SurveyedHost]:
     analysed: dict[int, HostTopology] = {}
-    states = []
-    for outcome in fleet.outcomes:
-        failure = outcome.failure.describe() if outcome.failure else None
-        states.append(host_state(outcome.host, outcome.value if outcome.ok else None, failure, analysed=analysed))
-    return states
+    return [host_state(outcome.host, outcome.value if outcome.ok else None,
+                       outcome.failure.describe() if outcome.failure else None, analysed=analysed)
+            for outcome in fleet.outcomes]
 
 
 def _usable_nics(state: SurveyedHost, slow: set[str]) -> set[str] | None:
