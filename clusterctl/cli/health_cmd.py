@@ -174,19 +174,14 @@ def compare_command(
     first: str = typer.Argument(..., metavar="A.json", help="The earlier report."),
     second: str = typer.Argument(..., metavar="B.json", help="The later report."),
 ) -> None:
-    app = app_context(ctx)
+    from clusterctl.cli.findings_view import print_findings
     from clusterctl.health.compare import compare_reports
     from clusterctl.health.report import load_report
 
-    before, after = load_report(first), load_report(second)
-    changes = compare_reports(before, after)
-
-    def human() -> None:
-        from clusterctl.cli.findings_view import print_findings
-
-        print_findings(app.console, changes, empty="Nothing got worse.")
-
-    app.emit({"before": first, "after": second, "worse": [c.to_json() for c in changes]}, human, failed=bool(changes))
+    app = app_context(ctx)
+    changes = compare_reports(load_report(first), load_report(second))
+    app.emit({"before": first, "after": second, "worse": [c.to_json() for c in changes]},
+             lambda: print_findings(app.console, changes, empty="Nothing got worse."), failed=bool(changes))
 
 
 @health_app.command("read", help="""Judge saved or pasted tool outputs, without reaching any host.

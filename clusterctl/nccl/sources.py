@@ -676,10 +676,10 @@ def _configmap_settings(doc: object, label: str) -> list[Setting]:
             # a whole nccl.conf or script stored under one key: its lines start after the key's line;
             # each key is its own file (mounted or sourced separately), so its own environment
             body = str(v.value)
-            first = v.start_mark.line + 2 if v.style in ("|", ">") else v.start_mark.line + 1
             reader = read_shell_text if re.search(r"^\s*export\s", body, re.MULTILINE) else _lenient_env
             scope = f"ConfigMap key '{k.value}' (line {k.start_mark.line + 1})"
-            found.extend(dataclasses.replace(s, scope=scope) for s in reader(body, label, first_line=first))
+            found.extend(dataclasses.replace(s, scope=scope)
+                         for s in reader(body, label, first_line=_scalar_first_line(v)))
     return found
 
 
@@ -702,17 +702,17 @@ def _walk_env_lists(node: object, label: str, out: list[Setting], scope: str = "
         return
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
-            if isinstance(k, yaml.ScalarNode) and is_nccl_name(str(k.value)):
+            key = str(k.value) if isinstance(k, yaml.ScalarNode) else None
+            if key is not None and is_nccl_name(key):
                 found = _values_setting(k, v, label)
                 if found is not None:
                     out.append(found)
                 continue
-            if (isinstance(k, yaml.ScalarNode) and k.value in ("command", "args")
-                    and isinstance(v, yaml.SequenceNode)):
+            if key in ("command", "args") and isinstance(v, yaml.SequenceNode):
                 words = [(str(item.value), _scalar_first_line(item)) for item in v.value
                          if isinstance(item, yaml.ScalarNode)]
                 out.extend(dataclasses.replace(s, scope=scope) for s in read_argv(words, label))
-            elif isinstance(k, yaml.ScalarNode) and k.value == "env" and isinstance(v, yaml.SequenceNode):
+            elif key == "env" and isinstance(v, yaml.SequenceNode):
                 for item in v.value:
                     name = _scalar_of(item, "name")
                     value_node = _child(item, "value")
@@ -722,8 +722,7 @@ def _walk_env_lists(node: object, label: str, out: list[Setting], scope: str = "
                         out.append(Setting(name, str(value_node.value), label, _line_of(item, "name"), scope=scope))
                     elif _child(item, "valueFrom") is not None:
                         out.append(Setting(name, "", label, _line_of(item, "name"), dynamic=True, scope=scope))
-            elif (isinstance(k, yaml.ScalarNode) and k.value in _CONTAINER_LISTS
-                    and isinstance(v, yaml.SequenceNode)):
+            elif key in _CONTAINER_LISTS and isinstance(v, yaml.SequenceNode):
                 for item in v.value:
                     _walk_env_lists(item, label, out, _container_scope(item), skip=skip)
             else:
