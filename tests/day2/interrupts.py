@@ -12,8 +12,10 @@ import os
 import signal
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+from clirun import CliRun, clusterctl
 
 from clusterctl.mock.transport import MockTransport
 from clusterctl.transport.base import (
@@ -89,3 +91,14 @@ def install(monkeypatch: pytest.MonkeyPatch, cut: Cut, sig: signal.Signals,
     monkeypatch.setattr(transport, "write", write)
     monkeypatch.setattr(transport, "stop_remote", stop_remote)
     return sent
+
+
+def interrupted(monkeypatch: pytest.MonkeyPatch, cut: Cut, sig: signal.Signals, *args: str | Path) -> CliRun:
+    """``clusterctl ARGS`` in this process with ``sig`` sent at ``cut``: the run, once it is sure it
+    reached the cut and ended with the signal's exit status (130 for SIGINT, 143 for SIGTERM)."""
+    with monkeypatch.context() as patched:
+        sent = install(patched, cut, sig)
+        done = clusterctl(*args)
+    assert sent.is_set(), f"the run never reached step {cut.step}: {done.output}"
+    assert done.exit_code == (130 if sig is signal.SIGINT else 143), done.output
+    return done

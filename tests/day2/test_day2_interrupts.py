@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from clirun import clusterctl
 from day2_helpers import DEMO, mock_cluster_folder
-from interrupts import Cut, install
+from interrupts import Cut, interrupted
 
 from clusterctl.day2.certs import COMPONENTS, MANIFESTS_DIR
 
@@ -43,11 +43,7 @@ def test_certs_renew_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bo
     state_dir = tmp_path / "state"
     monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(state_dir))
     assert _in_place(bootstrapped_demo) == set(COMPONENTS)
-    with monkeypatch.context() as patched:
-        sent = install(patched, cut, sig)
-        cut_short = clusterctl("-i", DEMO, "certs", "renew", "--yes", "--restart-wait", "1")
-    assert sent.is_set(), f"the run never reached step {cut.step}"
-    assert cut_short.exit_code == (130 if sig is signal.SIGINT else 143), cut_short.output
+    cut_short = interrupted(monkeypatch, cut, sig, "-i", DEMO, "certs", "renew", "--yes", "--restart-wait", "1")
     if cut.step == "certificates read before":  # nothing changed yet: nothing to undo or resume
         assert _journals(state_dir) == [] and _in_place(bootstrapped_demo) == set(COMPONENTS)
         return
@@ -107,11 +103,8 @@ def test_quarantine_drain_interrupted_at_every_step(cut: Cut, sig: signal.Signal
     and the interrupt names it; undo puts the node back as it was."""
     monkeypatch.chdir(tmp_path)
     as_it_was = _node("gpu-b2")
-    with monkeypatch.context() as patched:
-        sent = install(patched, cut, sig)
-        cut_short = clusterctl("-i", DEMO, "quarantine", "gpu-b2", "--reason", "nvlink", "--drain", "--yes")
-    assert sent.is_set(), f"the run never reached step {cut.step}"
-    assert cut_short.exit_code == (130 if sig is signal.SIGINT else 143), cut_short.output
+    cut_short = interrupted(monkeypatch, cut, sig, "-i", DEMO, "quarantine", "gpu-b2", "--reason", "nvlink", "--drain",
+                            "--yes")
     (journal,) = sorted((tmp_path / "clusterctl-results" / "undo").glob("quarantine-*.json"))
     assert f"clusterctl undo {journal.relative_to(tmp_path)}" in cut_short.stderr
     undone = clusterctl("-i", DEMO, "undo", str(journal), "--yes", "--skip-checks")
@@ -134,11 +127,7 @@ def test_remove_node_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bo
     """A journal every time, named with the line that goes on; the same command again completes."""
     state_dir = tmp_path / "state"
     monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(state_dir))
-    with monkeypatch.context() as patched:
-        sent = install(patched, cut, sig)
-        cut_short = clusterctl("-i", DEMO, "remove-node", "gpu-b3", "--yes")
-    assert sent.is_set(), f"the run never reached step {cut.step}"
-    assert cut_short.exit_code == (130 if sig is signal.SIGINT else 143), cut_short.output
+    cut_short = interrupted(monkeypatch, cut, sig, "-i", DEMO, "remove-node", "gpu-b3", "--yes")
     (journal,) = sorted((state_dir / "undo").glob("remove-node-gpu-b3-*.json"))
     assert f"clusterctl undo {journal}" in cut_short.stderr
     assert "clusterctl remove-node gpu-b3 --yes" in cut_short.stderr
@@ -181,11 +170,7 @@ def test_upgrade_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bootst
     node at the target, none left cordoned, every lock given back)."""
     state_dir = tmp_path / "state"
     monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(state_dir))
-    with monkeypatch.context() as patched:
-        sent = install(patched, cut, sig)
-        cut_short = clusterctl(*UPGRADE, "apply", "--to", "1.36.3", "--yes", "--ready-timeout", "5")
-    assert sent.is_set(), f"the run never reached step {cut.step}: {cut_short.output}"
-    assert cut_short.exit_code == (130 if sig is signal.SIGINT else 143), cut_short.output
+    cut_short = interrupted(monkeypatch, cut, sig, *UPGRADE, "apply", "--to", "1.36.3", "--yes", "--ready-timeout", "5")
     (journal,) = sorted((state_dir / "undo").glob("upgrade-1.36.3-*.json"))
     assert cut_short.stderr.count(f"clusterctl undo {journal}") == 1, cut_short.stderr  # named once
     assert "clusterctl upgrade apply --resume --yes" in cut_short.stderr
@@ -213,10 +198,7 @@ def test_a_plain_rerun_after_an_interrupt_uncordons_what_the_rollout_cordoned(
     users_own = clusterctl("-i", DEMO, "-l", "gpu-a1", "exec", "--sudo", "--",
                            "kubectl --kubeconfig /etc/kubernetes/admin.conf cordon gpu-b2")
     assert users_own.exit_code == 0, users_own.output
-    with monkeypatch.context() as patched:
-        sent = install(patched, cut, signal.SIGINT)
-        cut_short = clusterctl(*UPGRADE, "apply", "--to", "1.36.3", "--yes", "--ready-timeout", "5")
-    assert sent.is_set(), f"the run never reached step {cut.step}: {cut_short.output}"
+    interrupted(monkeypatch, cut, signal.SIGINT, *UPGRADE, "apply", "--to", "1.36.3", "--yes", "--ready-timeout", "5")
     node = CORDONED_NODE[cut.step]
     assert _node(node)["spec"].get("unschedulable")  # type: ignore[attr-defined]
     again = clusterctl("-i", DEMO, "-l", "gpu-a1,gpu-b1,gpu-b2", "-o", "json", "upgrade", "apply", "--to", "1.36.3",
@@ -255,11 +237,7 @@ def test_tune_nccl_push_interrupted_after_a_write(sig: signal.Signals, _private_
     before = {h: _nccl_conf(_private_mock_state, h) for h in PUSH_HOSTS}
     assert before == {h: b"NCCL_DEBUG=WARN\n" for h in PUSH_HOSTS}
     push = (*base, "tune-nccl", "--survey", str(DEMO_SURVEY), "--push", "--yes")
-    with monkeypatch.context() as patched:
-        sent = install(patched, Cut("write", "put /etc/nccl.conf"), sig)
-        cut_short = clusterctl(*push)
-    assert sent.is_set(), "the push never wrote gpu-a1's /etc/nccl.conf"
-    assert cut_short.exit_code == (130 if sig is signal.SIGINT else 143), cut_short.output
+    cut_short = interrupted(monkeypatch, Cut("write", "put /etc/nccl.conf"), sig, *push)
     assert _nccl_conf(_private_mock_state, "gpu-a1") != before["gpu-a1"]  # it was cut off after the write
     (journal,) = sorted((tmp_path / "clusterctl-results" / "undo").glob("tune-nccl-push-*.json"))
     assert f"clusterctl undo {journal.relative_to(tmp_path)}" in cut_short.stderr, cut_short.stderr

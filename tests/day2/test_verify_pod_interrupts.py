@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from clirun import CliRun, clusterctl
 from day2_helpers import DEMO, DEMO_SURVEY, mock_cluster_folder
-from interrupts import Cut, install
+from interrupts import Cut, install, interrupted
 
 from clusterctl.bootstrap.cluster.addons import render_test_pod
 from clusterctl.changes import Change, Gate
@@ -35,9 +35,11 @@ def _test_pods(state: Path) -> list[str]:
     return sorted(k for k in pods if "clusterctl-gpu-verify-" in k)
 
 
+_VERIFY = ("-i", DEMO, "bootstrap", "phase", "verify", "--yes", "--survey", DEMO_SURVEY)
+
+
 def _verify(state_dir: Path) -> CliRun:
-    return clusterctl("-i", DEMO, "bootstrap", "phase", "verify", "--yes", "--survey", DEMO_SURVEY,
-                      "--state-dir", state_dir)
+    return clusterctl(*_VERIFY, "--state-dir", state_dir)
 
 
 def _journals(state_dir: Path) -> list[Path]:
@@ -50,11 +52,7 @@ def test_verify_interrupted_with_its_gpu_pod_cleans_it_up_and_keeps_a_journal(
         cut: Cut, sig: signal.Signals, bootstrapped_demo: Path, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     state_dir = tmp_path / "state"
-    with monkeypatch.context() as patched:
-        sent = install(patched, cut, sig)
-        cut_short = _verify(state_dir)
-    assert sent.is_set(), f"the run never reached step {cut.step}"
-    assert cut_short.exit_code == (130 if sig is signal.SIGINT else 143), cut_short.output
+    cut_short = interrupted(monkeypatch, cut, sig, *_VERIFY, "--state-dir", state_dir)
     assert _test_pods(bootstrapped_demo) == [], cut_short.output
     assert "cleaned up the temporary GPU test pod on gpu-a1" in cut_short.stderr
     (journal,) = _journals(state_dir)

@@ -15,9 +15,8 @@ from types import ModuleType
 TOOLS: dict[str, str] = {
     # the host's files and shell utilities (they read and write the state tree)
     **{name: "clusterctl.mock.tools.files" for name in (
-        "cat", "test", "[", "mkdir", "rm", "rmdir", "cp", "mv", "ls", "touch", "chmod", "chown", "tee", "cmp",
-        "grep", "head", "tail", "wc", "basename", "dirname", "date", "sleep", "uname", "id", "whoami",
-        "hostname", "stat", "readlink", "ln", "install", "sync",
+        "cat", "test", "[", "mkdir", "rm", "rmdir", "cp", "mv", "ls", "touch", "chmod", "grep", "head", "tail",
+        "date", "sleep", "uname", "hostname", "install",
     )},
     "systemctl": "clusterctl.mock.tools.systemctl",
     "apt-get": "clusterctl.mock.tools.apt_get",

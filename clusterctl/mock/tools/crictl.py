@@ -1,4 +1,4 @@
-"""``crictl version`` and ``crictl info`` against the simulated containerd's CRI plugin.
+"""``crictl info`` against the simulated containerd's CRI plugin.
 
 ``info`` reports the runtimes containerd would run with (config.toml and its imports, merged
 as containerd 1.x does), so a missing NVIDIA drop-in shows. When containerd is down, or runs
@@ -13,7 +13,7 @@ import json
 
 from clusterctl.mock.tools import containerd_config as cc
 from clusterctl.mock.tools.base import ToolContext, ToolResult
-from clusterctl.mock.tools.ctr import active, containerd_version
+from clusterctl.mock.tools.ctr import active
 
 PACKAGES = ("cri-tools",)
 ENDPOINT = f"unix://{cc.SOCKET}"
@@ -35,15 +35,9 @@ def _connect_error(ctx: ToolContext) -> str | None:
 
 def run(ctx: ToolContext) -> ToolResult:
     args = [a for a in ctx.args if not a.startswith("--runtime-endpoint") and not a.startswith("-r")]
-    if args[:1] in (["--version"], ["-v"]):
-        return ToolResult("crictl version v1.30.0\n")
     error = _connect_error(ctx)
     if error:
         return ToolResult("", error, 1)
-    version = containerd_version(ctx).rsplit("-", 1)[0]
-    if args[:1] == ["version"]:
-        return ToolResult(f"Version:  0.1.0\nRuntimeName:  containerd\nRuntimeVersion:  v{version}\n"
-                          "RuntimeApiVersion:  v1\n")
     if args[:1] == ["info"]:
         config = cc.effective(ctx)
         runtimes, default = cc.runtimes(config)

@@ -1,4 +1,4 @@
-"""``dpkg-query``: ``-W``/``--show`` (with ``-f``/``--showformat``), ``-s``/``--status``, ``-l``.
+"""``dpkg-query``: ``-W``/``--show`` (with ``-f``/``--showformat``), ``-s``/``--status``.
 
 Output recorded on Debian 12 (dpkg 1.21, recordings/ran-here-debian12.txt): the default
 format is ``${binary:Package}\\t${Version}\\n``; a name no package matches prints
@@ -44,8 +44,6 @@ def run(ctx: ToolContext) -> ToolResult:
             mode = "show"
         elif arg in ("-s", "--status"):
             mode = "status"
-        elif arg in ("-l", "--list"):
-            mode = "list"
         elif arg in ("-f", "--showformat") and i + 1 < len(args):
             fmt = args[i + 1]
             i += 1
@@ -82,15 +80,5 @@ def run(ctx: ToolContext) -> ToolResult:
             code = 1
             continue
         for name in matched:
-            version = str(installed[name]["version"])
-            if mode == "list":
-                out += f"{'h' if name in held else 'i'}i  {name:<14} {version:<15} amd64        (mock package)\n"
-            else:
-                out += _format(fmt, _fields(name, version, name in held))
-    if mode == "list" and out:
-        out = ("Desired=Unknown/Install/Remove/Purge/Hold\n"
-               "| Status=Not/Inst/Conf-files/Unpacked/halF-conf/Half-inst/trig-aWait/Trig-pend\n"
-               "|/ Err?=(none)/Reinst-required (Status,Err: uppercase=bad)\n"
-               "||/ Name           Version         Architecture Description\n"
-               "+++-==============-===============-============-=================================\n") + out
+            out += _format(fmt, _fields(name, str(installed[name]["version"]), name in held))
     return ToolResult(out, err, code)

@@ -1,10 +1,10 @@
 """The host's file and shell utilities (GNU coreutils, grep, hostname) on the state tree.
 
 So that ``get``/``put`` and shell lines agree in the in-process mock: ``cat``, ``test``/``[``,
-``mkdir``, ``rm``, ``rmdir``, ``cp``, ``mv``, ``ls``, ``touch``, ``chmod``, ``tee``, ``cmp``, ``grep``,
-``head``, ``tail``, ``wc``, ``stat``, ``readlink``, ``ln``, ``install`` and friends. Messages and
-exit codes are GNU's (see recordings/README.md); options that clusterctl never sends are
-refused with the tool's own "invalid option" message rather than half-done.
+``mkdir``, ``rm``, ``rmdir``, ``cp``, ``mv``, ``ls``, ``touch``, ``chmod``, ``grep``, ``head``,
+``tail``, ``install``, ``uname``, ``date``, ``hostname`` and ``sleep``: what clusterctl's command
+lines use. Messages and exit codes are GNU's (see recordings/README.md); options that clusterctl
+never sends are refused with the tool's own "invalid option" message rather than half-done.
 """
 
 from __future__ import annotations
@@ -316,98 +316,38 @@ def chmod(ctx: ToolContext) -> ToolResult:
     return ToolResult("", err, code)
 
 
-def chown(ctx: ToolContext) -> ToolResult:
-    args = [a for a in ctx.args if not a.startswith("-")]
-    for path in args[1:]:
-        if not ctx.fs.exists(ctx.path(path)):
-            return ToolResult("", f"chown: cannot access '{path}': No such file or directory\n", 1)
-    return ToolResult()
-
-
-def tee(ctx: ToolContext) -> ToolResult:
-    flags, paths = _options(ctx.args, "a")
-    err, code = "", 0
-    for path in paths:
-        full = ctx.path(path)
-        if path == "/dev/null":
-            continue
-        if not ctx.fs.is_dir(full.rsplit("/", 1)[0] or "/"):
-            err += f"tee: {path}: No such file or directory\n"
-            code = 1
-            continue
-        old = ctx.fs.read(full) if "a" in flags else None
-        ctx.fs.write(full, (old or b"") + ctx.stdin)
-    return ToolResult(ctx.stdin.decode(errors="replace"), err, code)
-
-
-def cmp(ctx: ToolContext) -> ToolResult:
-    flags, paths, _bad = _flags(ctx.args, "s")
-    if len(paths) != 2:
-        return ToolResult("", "cmp: missing operand\n", 2)
-    data = [ctx.stdin if p == "-" else ctx.fs.read(ctx.path(p)) for p in paths]
-    for path, content in zip(paths, data, strict=True):
-        if content is None:
-            return ToolResult("", f"cmp: {path}: No such file or directory\n", 2)
-    if data[0] == data[1]:
-        return ToolResult()
-    if "s" in flags:
-        return ToolResult("", "", 1)
-    a, b = data[0] or b"", data[1] or b""
-    index = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
-    line = a[:index].count(b"\n") + 1
-    return ToolResult(f"{paths[0]} {paths[1]} differ: byte {index + 1}, line {line}\n", "", 1)
-
-
 def grep(ctx: ToolContext) -> ToolResult:
-    args = list(ctx.args)
-    patterns: list[str] = []
-    while "-e" in args:
-        i = args.index("-e")
-        patterns.append(args[i + 1] if i + 1 < len(args) else "")
-        del args[i : i + 2]
-    flags, rest, bad = _flags(args, "qEFvxcinsHhwlr")
+    """``grep [-qEFvcH] PATTERN [FILE]...``: the options clusterctl's command lines use."""
+    flags, rest, bad = _flags(ctx.args, "qEFvcH")
     if bad:
         return ToolResult("", f"grep: invalid option -- '{bad}'\nUsage: grep [OPTION]... PATTERNS [FILE]...\n", 2)
-    if not patterns:
-        if not rest:
-            return ToolResult("", "Usage: grep [OPTION]... PATTERNS [FILE]...\n", 2)
-        patterns = [rest.pop(0)]
-    regexes = []
-    for pattern in patterns:
-        text = re.escape(pattern) if "F" in flags else _posix_to_python(pattern, extended="E" in flags)
-        if "x" in flags:
-            text = f"^(?:{text})$"
-        elif "w" in flags:
-            text = rf"\b(?:{text})\b"
-        try:
-            regexes.append(re.compile(text, re.IGNORECASE if "i" in flags else 0))
-        except re.error:
-            return ToolResult("", f"grep: Invalid regular expression: {pattern}\n", 2)
+    if not rest:
+        return ToolResult("", "Usage: grep [OPTION]... PATTERNS [FILE]...\n", 2)
+    pattern = rest.pop(0)
+    try:
+        regex = re.compile(re.escape(pattern) if "F" in flags else _posix_to_python(pattern, extended="E" in flags))
+    except re.error:
+        return ToolResult("", f"grep: Invalid regular expression: {pattern}\n", 2)
     sources = rest or ["-"]
     out, err, found, error = "", "", False, False
     for source in sources:
         data = ctx.stdin if source == "-" else ctx.fs.read(ctx.path(source))
         if data is None:
-            if "s" not in flags:
-                err += f"grep: {source}: No such file or directory\n"
+            err += f"grep: {source}: No such file or directory\n"
             error = True
             continue
         count = 0
-        for number, line in enumerate(data.decode(errors="replace").splitlines(), 1):
-            hit = any(r.search(line) for r in regexes) != ("v" in flags)
-            if not hit:
+        for line in data.decode(errors="replace").splitlines():
+            if (regex.search(line) is not None) == ("v" in flags):
                 continue
             count += 1
             found = True
             if "q" in flags:
                 return ToolResult("", "", 0)
-            if "c" not in flags and "l" not in flags:
-                prefix = f"{source}:" if (len(sources) > 1 or "H" in flags) and "h" not in flags else ""
-                out += prefix + (f"{number}:" if "n" in flags else "") + line + "\n"
+            if "c" not in flags:
+                out += (f"{source}:" if len(sources) > 1 or "H" in flags else "") + line + "\n"
         if "c" in flags:
             out += (f"{source}:" if len(sources) > 1 else "") + f"{count}\n"
-        if "l" in flags and count:
-            out += source + "\n"
     return ToolResult(out, err, 0 if found else (2 if error else 1))
 
 
@@ -453,78 +393,6 @@ def head_tail(ctx: ToolContext) -> ToolResult:
     return ToolResult("".join(chosen))
 
 
-def wc(ctx: ToolContext) -> ToolResult:
-    flags, paths, _bad = _flags(ctx.args, "lcw")
-    data = ctx.stdin if not paths else ctx.fs.read(ctx.path(paths[0]))
-    if data is None:
-        return ToolResult("", f"wc: {paths[0]}: No such file or directory\n", 1)
-    counts = {"l": data.count(b"\n"), "w": len(data.split()), "c": len(data)}
-    chosen = [str(counts[f]) for f in "lwc" if f in flags] or [str(counts[f]) for f in "lwc"]
-    return ToolResult(" ".join(chosen) + (f" {paths[0]}" if paths else "") + "\n")
-
-
-def stat(ctx: ToolContext) -> ToolResult:
-    args = list(ctx.args)
-    fmt = pop_option(args, "-c")
-    out, err, code = "", "", 0
-    for path in [a for a in args if not a.startswith("-")]:
-        local = ctx.fs.local(ctx.path(path))
-        if not local.exists():
-            err += f"stat: cannot statx '{path}': No such file or directory\n"
-            code = 1
-            continue
-        st = local.stat()
-        values = {"a": f"{stat_mod.S_IMODE(st.st_mode):o}", "s": str(st.st_size), "n": path, "U": "root",
-                  "G": "root", "Y": str(int(st.st_mtime)), "F": "directory" if local.is_dir() else "regular file"}
-        if fmt is None:
-            out += f"  File: {path}\n  Size: {st.st_size}\n"
-        else:
-            out += _format_stat(fmt, values) + "\n"
-    return ToolResult(out, err, code)
-
-
-def _format_stat(fmt: str, values: dict[str, str]) -> str:
-    return re.sub(r"%([asnUGYF])", lambda m: values[m.group(1)], fmt)
-
-
-def readlink(ctx: ToolContext) -> ToolResult:
-    paths = [a for a in ctx.args if not a.startswith("-")]
-    if not paths:
-        return ToolResult("", "readlink: missing operand\n", 1)
-    full = ctx.path(paths[0])
-    local = ctx.fs.local(full)
-    if local.is_symlink():
-        target = os.readlink(local)
-        root = str(ctx.fs.root)
-        return ToolResult((target[len(root) :] if target.startswith(root) else target) + "\n")
-    if "-f" in ctx.args or "-e" in ctx.args:
-        import posixpath
-
-        return ToolResult(posixpath.normpath(full) + "\n")
-    return ToolResult("", "", 1)
-
-
-def ln(ctx: ToolContext) -> ToolResult:
-    flags, paths = _options(ctx.args, "sfnv")
-    if len(paths) != 2:
-        return ToolResult("", "ln: missing file operand\n", 1)
-    target, link = paths
-    link_local = ctx.fs.local(ctx.path(link))
-    if link_local.exists() or link_local.is_symlink():
-        if "f" not in flags:
-            return ToolResult("", f"ln: failed to create symbolic link '{link}': File exists\n", 1)
-        link_local.unlink()
-    if "s" in flags:
-        # Inside the tree: point at the tree's copy of an absolute target.
-        os.symlink(str(ctx.fs.local(target)) if target.startswith("/") else target, link_local)
-    else:
-        data = ctx.fs.read(ctx.path(target))
-        if data is None:
-            return ToolResult("", f"ln: failed to access '{target}': No such file or directory\n", 1)
-        ctx.fs.write(ctx.path(link), data)
-    return ToolResult()
-
-
 def install(ctx: ToolContext) -> ToolResult:
     args = list(ctx.args)
     given = pop_option(args, "-m")
@@ -562,23 +430,6 @@ def uname(ctx: ToolContext) -> ToolResult:
     return ToolResult(" ".join(chosen) + "\n")
 
 
-def basename(ctx: ToolContext) -> ToolResult:
-    if not ctx.args:
-        return ToolResult("", "basename: missing operand\n", 1)
-    name = ctx.args[0].rstrip("/").rsplit("/", 1)[-1] or "/"
-    if len(ctx.args) > 1 and name.endswith(ctx.args[1]) and name != ctx.args[1]:
-        name = name[: -len(ctx.args[1])]
-    return ToolResult(name + "\n")
-
-
-def dirname(ctx: ToolContext) -> ToolResult:
-    if not ctx.args:
-        return ToolResult("", "dirname: missing operand\n", 1)
-    path = ctx.args[0].rstrip("/")
-    parent = path.rsplit("/", 1)[0] if "/" in path else "."
-    return ToolResult((parent or "/") + "\n")
-
-
 def date(ctx: ToolContext) -> ToolResult:
     fmt = next((a[1:] for a in ctx.args if a.startswith("+")), "%a %b %e %H:%M:%S %Z %Y")
     utc = "-u" in ctx.args or "--utc" in ctx.args
@@ -593,27 +444,16 @@ def hostname(ctx: ToolContext) -> ToolResult:
     return ToolResult(ctx.hostname + "\n")
 
 
-def id_(ctx: ToolContext) -> ToolResult:
-    if "-u" in ctx.args:
-        return ToolResult("0\n")
-    if "-un" in ctx.args or ("-u" in ctx.args and "-n" in ctx.args):
-        return ToolResult("root\n")
-    return ToolResult("uid=0(root) gid=0(root) groups=0(root)\n")
-
-
 HANDLERS: dict[str, Callable[[ToolContext], ToolResult]] = {
     "cat": cat, "test": test, "[": test, "mkdir": mkdir, "rm": rm, "rmdir": rmdir, "cp": cp_mv, "mv": cp_mv, "ls": ls,
-    "touch": touch, "chmod": chmod, "chown": chown, "tee": tee, "cmp": cmp, "grep": grep, "head": head_tail,
-    "tail": head_tail, "wc": wc, "stat": stat, "readlink": readlink, "ln": ln, "install": install,
-    "uname": uname, "basename": basename, "dirname": dirname, "date": date, "hostname": hostname,
-    "id": id_, "whoami": lambda ctx: ToolResult("root\n"), "sleep": lambda ctx: ToolResult(),
-    "sync": lambda ctx: ToolResult(),
+    "touch": touch, "chmod": chmod, "grep": grep, "head": head_tail, "tail": head_tail, "install": install,
+    "uname": uname, "date": date, "hostname": hostname, "sleep": lambda ctx: ToolResult(),
 }
 
 
 #: The file tools that change files; asked read-only, they are refused before they start
 #: (some of them change the tree directly rather than through ``FileTree``'s guarded methods).
-CHANGING = frozenset({"mkdir", "rm", "cp", "mv", "touch", "chmod", "chown", "tee", "ln", "install"})
+CHANGING = frozenset({"mkdir", "rm", "cp", "mv", "touch", "chmod", "install"})
 
 
 def run(ctx: ToolContext) -> ToolResult:

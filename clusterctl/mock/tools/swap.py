@@ -1,4 +1,4 @@
-"""``swapon`` (``--show``, ``-a``) and ``swapoff`` (``-a``, a device): swap areas that last.
+"""``swapon`` (``--show``, ``-a``) and ``swapoff -a``: swap areas that last.
 
 ``machine.swap`` in the profile lists the areas active at first boot (``name``, ``type``,
 ``size``, ``used``, ``prio``). util-linux 2.38's ``swapon --show`` prints nothing at all when no
@@ -29,23 +29,16 @@ def _fstab_swaps(ctx: ToolContext) -> list[str]:
     return names
 
 
-def show(ctx: ToolContext, args: list[str]) -> ToolResult:
+def show(ctx: ToolContext) -> ToolResult:
     areas = _areas(ctx)
-    columns = list(COLUMNS)
-    for arg in args:
-        if arg.startswith("--show="):
-            columns = [c.upper() for c in arg.split("=", 1)[1].split(",")]
-    headings = not any(a in ("--noheadings", "-h") for a in args)
     if not areas:
         return ToolResult()
-    rows = [[str(a.get(c.lower(), {"TYPE": "file", "USED": "0B", "PRIO": "-2"}.get(c, ""))) for c in columns]
-            for a in areas]
-    if headings:
-        rows.insert(0, columns)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(columns))]
+    blank = {"TYPE": "file", "USED": "0B", "PRIO": "-2"}
+    rows = [list(COLUMNS)] + [[str(a.get(c.lower(), blank.get(c, ""))) for c in COLUMNS] for a in areas]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
     lines = []
     for row in rows:
-        cells = [row[i].ljust(widths[i]) if i == 0 else row[i].rjust(widths[i]) for i in range(len(columns))]
+        cells = [row[i].ljust(widths[i]) if i == 0 else row[i].rjust(widths[i]) for i in range(len(COLUMNS))]
         lines.append(" ".join(cells).rstrip())
     return ToolResult("\n".join(lines) + "\n")
 
@@ -53,8 +46,8 @@ def show(ctx: ToolContext, args: list[str]) -> ToolResult:
 def run(ctx: ToolContext) -> ToolResult:
     args = list(ctx.args)
     if ctx.name == "swapon":
-        if not args or any(a == "--show" or a.startswith("--show=") for a in args) or args == ["-s"]:
-            return show(ctx, args)
+        if not args or args == ["--show"]:
+            return show(ctx)
         if "-a" in args or "--all" in args:
             known = {str(a.get("name")): a for a in (ctx.machine.get("swap") or []) if isinstance(a, dict)}
             with ctx.host.edit() as data:
@@ -66,17 +59,8 @@ def run(ctx: ToolContext) -> ToolResult:
                 data["swap"] = active
             return ToolResult()
         return ToolResult("", f"swapon: {args[-1]}: swapon failed: Invalid argument\n", 255)
-    # swapoff
+    if "-a" not in args and "--all" not in args:  # swapoff of one area: clusterctl turns them all off
+        return ToolResult("", "swapoff: bad usage\nTry 'swapoff --help' for more information.\n", 1)
     with ctx.host.edit() as data:
-        active = [a for a in data.get("swap") or [] if isinstance(a, dict)]
-        if "-a" in args or "--all" in args:
-            data["swap"] = []
-            return ToolResult()
-        targets = [a for a in args if not a.startswith("-")]
-        if not targets:
-            return ToolResult("", "swapoff: bad usage\nTry 'swapoff --help' for more information.\n", 1)
-        for target in targets:
-            if not any(str(a.get("name")) == target for a in active):
-                return ToolResult("", f"swapoff: {target}: swapoff failed: Invalid argument\n", 255)
-        data["swap"] = [a for a in active if str(a.get("name")) not in targets]
+        data["swap"] = []
     return ToolResult()

@@ -1,4 +1,4 @@
-"""``sysctl``: read (``-n``, ``-a`` not simulated), write (``-w``), ``-p FILE`` and ``--system``.
+"""``sysctl``: read (``-n``, ``-a`` not simulated), write (``-w``) and ``--system``.
 
 Runtime values live in ``host.json`` → ``sysctl``; first-boot values come from the profile's
 ``machine.sysctl`` on top of Linux defaults (``DEFAULTS``). ``--system`` applies the
@@ -79,30 +79,11 @@ def _system_files(ctx: ToolContext) -> list[str]:
 
 
 def run(ctx: ToolContext) -> ToolResult:
-    args = list(ctx.args)
-    value_only = quiet = False
-    files: list[str] = []
-    system = False
-    operands: list[str] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--system":
-            system = True
-        elif arg in ("-p", "--load"):
-            if i + 1 < len(args) and not args[i + 1].startswith("-"):
-                files.append(args[i + 1])
-                i += 1
-            else:
-                files.append("/etc/sysctl.conf")
-        elif arg.startswith("-p") and len(arg) > 2:
-            files.append(arg[2:])
-        elif arg.startswith("-") and not arg.startswith("--"):
-            value_only |= "n" in arg  # -w needs nothing: a NAME=VALUE operand is a write anyway
-            quiet |= "q" in arg
-        else:
-            operands.append(arg)
-        i += 1
+    system = "--system" in ctx.args
+    # -w needs nothing: a NAME=VALUE operand is a write anyway.
+    short = "".join(a[1:] for a in ctx.args if a.startswith("-") and not a.startswith("--"))
+    value_only, quiet = "n" in short, "q" in short
+    operands = [a for a in ctx.args if not a.startswith("-")]
     out, err, code = "", "", 0
     with ctx.host.edit() as data:
         runtime = data.setdefault("sysctl", {})
@@ -118,15 +99,14 @@ def run(ctx: ToolContext) -> ToolResult:
             if not quiet:
                 out += f"{key} = {value}\n"
 
-        if system or files:
-            for path in _system_files(ctx) if system else files:
+        if system:
+            for path in _system_files(ctx):
                 content = ctx.fs.read(path)
                 if content is None:
                     err += f"sysctl: cannot open \"{path}\": No such file or directory\n"
                     code = 1
                     continue
-                if system:
-                    out += f"* Applying {path} ...\n"
+                out += f"* Applying {path} ...\n"
                 for key, value, ignore in _apply_lines(content.decode(errors="replace")):
                     set_value(key, value, ignore)
             return ToolResult(out, err, code)

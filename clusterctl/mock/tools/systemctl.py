@@ -1,8 +1,8 @@
 """``systemctl``: unit states that last (is-active, is-enabled, enable, disable, start, stop,
-restart, reload, daemon-reload, status, show).
+restart, daemon-reload, reboot: the verbs clusterctl sends).
 
 State (``host.json`` → ``services``): ``{unit: {"active": "active|inactive|failed",
-"enabled": "enabled|disabled", "restarts": N}}``. Units exist when the profile's
+"enabled": "enabled|disabled"}}``. Units exist when the profile's
 ``machine.services`` names them, an installed package ships them (``apt-get``) or their unit
 file is in ``/etc/systemd/system`` (timers too: ``name.timer``).
 
@@ -120,16 +120,8 @@ def _start(ctx: ToolContext, key: str, *, restart: bool) -> ToolResult:
         check = STARTS.get(key)
         reason = check(ctx) if check else None
     with ctx.host.edit() as data:
-        entry = data.setdefault("services", {}).setdefault(key, {"enabled": "disabled"})
-        if reason:
-            entry["active"] = "failed"
-            entry["result"] = reason
-        else:
-            was_active = entry.get("active") == "active"
-            entry["active"] = "active"
-            entry.pop("result", None)
-            if restart or not was_active:
-                entry["restarts"] = int(entry.get("restarts", 0)) + 1
+        data.setdefault("services", {}).setdefault(key, {"enabled": "disabled"})["active"] = \
+            "failed" if reason else "active"
     if reason:
         return ToolResult("", JOB_FAILED.format(unit=unit), 1)
     return ToolResult()
@@ -176,7 +168,7 @@ def run(ctx: ToolContext) -> ToolResult:
     if not args:
         return ToolResult("", "systemctl: mock host lists no units; give a command verb\n", 1)
     verb, names = args[0], [service_key(n) for n in args[1:] if not n.startswith("-")]
-    if verb in ("reboot", "kexec"):
+    if verb == "reboot":
         from clusterctl.mock.power import boot
 
         boot(ctx.host)  # a mock host restarts at once: the next command finds it booted
@@ -186,12 +178,10 @@ def run(ctx: ToolContext) -> ToolResult:
         with ctx.host.edit() as data:
             data["daemon_reloads"] = int(data.get("daemon_reloads", 0)) + 1
         return ToolResult()
-    if verb in ("is-active", "is-failed"):
+    if verb == "is-active":
         states = [_active_state(ctx, n, units) for n in names]
         out = "" if quiet else "".join(s + "\n" for s in states)
-        if verb == "is-active":
-            return ToolResult(out, "", 0 if states and all(s == "active" for s in states) else 3)
-        return ToolResult(out, "", 0 if any(s == "failed" for s in states) else 1)
+        return ToolResult(out, "", 0 if states and all(s == "active" for s in states) else 3)
     if verb == "is-enabled":
         out, err, code = "", "", 0
         for name in names:
@@ -224,14 +214,11 @@ def run(ctx: ToolContext) -> ToolResult:
                 else:
                     _stop(ctx, name)
         return ToolResult("", err, 0)
-    if verb in ("start", "restart", "reload", "try-restart", "reload-or-restart"):
-        word = {"reload-or-restart": "reload-or-restart", "try-restart": "try-restart"}.get(verb, verb)
+    if verb in ("start", "restart"):
         if missing:
             unit = unit_name(missing[0])
-            return ToolResult("", f"Failed to {word} {unit}: Unit {unit} not found.\n", 5)
+            return ToolResult("", f"Failed to {verb} {unit}: Unit {unit} not found.\n", 5)
         for name in names:
-            if verb == "try-restart" and units[name].get("active") != "active":
-                continue
             if verb == "start" and _active_state(ctx, name, units) == "active":
                 continue
             result = _start(ctx, name, restart=verb != "start")
@@ -245,57 +232,5 @@ def run(ctx: ToolContext) -> ToolResult:
         for name in names:
             _stop(ctx, name)
         return ToolResult()
-    if verb == "status":
-        if missing:
-            return ToolResult("", f"Unit {unit_name(missing[0])} could not be found.\n", 4)
-        out, code = "", 0
-        for name in names:
-            state = _active_state(ctx, name, units)
-            enabled = units[name].get("enabled", "disabled")
-            sub = {"active": "running", "failed": "failed", "inactive": "dead", "activating": "auto-restart"}.get(
-                state, state)
-            out += (f"\u25cf {unit_name(name)}\n     Loaded: loaded (/lib/systemd/system/{unit_name(name)}; {enabled}; "
-                    f"preset: enabled)\n     Active: {state} ({sub})\n")
-            if state != "active":
-                code = 3
-        return ToolResult(out, "", code)
-    if verb == "show":
-        return _show(ctx, args[1:], units)
     return ToolResult("", f"Unknown command verb {verb}.\n", 1)
 
-
-def _show(ctx: ToolContext, args: list[str], units: dict[str, Any]) -> ToolResult:
-    props: list[str] = []
-    value_only = "--value" in args
-    names: list[str] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg in ("-p", "--property") and i + 1 < len(args):
-            props.extend(args[i + 1].split(","))
-            i += 2
-            continue
-        if arg.startswith("--property="):
-            props.extend(arg.split("=", 1)[1].split(","))
-        elif arg.startswith("-p") and len(arg) > 2:
-            props.extend(arg[2:].split(","))
-        elif not arg.startswith("-"):
-            names.append(service_key(arg))
-        i += 1
-    out = ""
-    for name in names:
-        entry = units.get(name)
-        state = _active_state(ctx, name, units)
-        values = {
-            "Id": unit_name(name),
-            "LoadState": "loaded" if entry is not None else "not-found",
-            "ActiveState": state,
-            "SubState": {"active": "running", "failed": "failed"}.get(state, "dead"),
-            "UnitFileState": str((entry or {}).get("enabled", "")),
-            "NRestarts": str((entry or {}).get("restarts", 0)),
-            "Result": "exit-code" if (entry or {}).get("result") else "success",
-        }
-        for prop in props or list(values):
-            value = values.get(prop, "")
-            out += f"{value}\n" if value_only else f"{prop}={value}\n"
-    return ToolResult(out)
