@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-import secrets
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -136,10 +135,9 @@ def plan_tests(
     hcas: Mapping[str, Sequence[HcaInfo]],
     opts: IBOptions,
     *,
-    run_id: str | None = None,
+    run_id: str,
 ) -> list[PlannedTest]:
     """One test per HCA pair per host pair, HCAs matched by position (rail i to rail i)."""
-    run_id = run_id or secrets.token_hex(4)
     planned: list[PlannedTest] = []
     for index, members in enumerate(rounds, start=1):
         port = opts.base_port
