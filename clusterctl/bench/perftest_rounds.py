@@ -22,7 +22,7 @@ from clusterctl.bench.model import HcaInfo, LinkResult
 from clusterctl.bench.schedule import Round
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.perftest import PerftestResult, parse_perftest
-from clusterctl.fanout import FleetResult, Runner
+from clusterctl.fanout import Runner
 from clusterctl.inventory.fabric import rdma_link_layer
 from clusterctl.inventory.model import Host
 from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
@@ -246,7 +246,6 @@ def run_round(runner: Runner, tests: Sequence[PlannedTest], opts: IBOptions) -> 
         if errors:
             raise TransportError(FailureKind.ERROR, "; ".join(errors))
 
-    start_fleet: FleetResult[None] | None = None
     try:
         start_fleet = runner.run_task(server_hosts, start, label="bench: start servers", timeout_s=60)
         for outcome in start_fleet.failed:
