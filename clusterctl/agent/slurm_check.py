@@ -20,7 +20,7 @@ from clusterctl.changes import Change, ChangeFailed, Gate
 from clusterctl.facts.slurm import REASON_PREFIX, SlurmNode, node_from, show_command, update_command
 from clusterctl.findings import Finding, Severity
 from clusterctl.health.checks import HostInput
-from clusterctl.health.model import HealthOptions, HostHealth, Verdict
+from clusterctl.health.model import HealthOptions, HostHealth, Verdict, verdict_of
 from clusterctl.health.probe import level0_probes, probe_command, read_probes
 from clusterctl.transport.base import Transport, TransportError
 
@@ -80,8 +80,6 @@ def _judge_within(transport: Transport, node: str, options: SlurmCheckOptions, s
                           f"{int(options.deadline_s)} s ({exc})", host=node,
                           fix="A hung nvidia-smi usually means a GPU or its driver stopped answering: check the "
                               "kernel log for Xid 79, then reset or reboot the node.")
-        from clusterctl.health.model import verdict_of
-
         verdict, reason = verdict_of([finding])
         return HostHealth(node, verdict, reason, (finding,))
     return judge([item], level=0, since=options.since, source="slurm-health-check").hosts[0]

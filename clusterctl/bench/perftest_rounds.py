@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-import secrets
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,7 +22,7 @@ from clusterctl.bench.model import HcaInfo, LinkResult
 from clusterctl.bench.schedule import Round
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.perftest import PerftestResult, parse_perftest
-from clusterctl.fanout import FleetResult, Runner
+from clusterctl.fanout import Runner
 from clusterctl.inventory.fabric import rdma_link_layer
 from clusterctl.inventory.model import Host
 from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
@@ -136,10 +135,9 @@ def plan_tests(
     hcas: Mapping[str, Sequence[HcaInfo]],
     opts: IBOptions,
     *,
-    run_id: str | None = None,
+    run_id: str,
 ) -> list[PlannedTest]:
     """One test per HCA pair per host pair, HCAs matched by position (rail i to rail i)."""
-    run_id = run_id or secrets.token_hex(4)
     planned: list[PlannedTest] = []
     for index, members in enumerate(rounds, start=1):
         port = opts.base_port
@@ -248,7 +246,6 @@ def run_round(runner: Runner, tests: Sequence[PlannedTest], opts: IBOptions) -> 
         if errors:
             raise TransportError(FailureKind.ERROR, "; ".join(errors))
 
-    start_fleet: FleetResult[None] | None = None
     try:
         start_fleet = runner.run_task(server_hosts, start, label="bench: start servers", timeout_s=60)
         for outcome in start_fleet.failed:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+from clusterctl.cli.confirm import YES
 from clusterctl.cli.context import SKIP_PHASES, STATE_DIR, AppContext, app_context
 from clusterctl.errors import ExitCode
 from clusterctl.terminal_text import one_line
@@ -59,7 +60,6 @@ _WITHOUT_SURVEY = typer.Option(False, "--without-survey", help="Run without a sa
                                "drops what an earlier run's survey gave (the NVLink alert rule).")
 _DOWNGRADE = typer.Option(False, "--allow-downgrade", help="Install the inventory's pins even where a host runs a "
                           "newer version (without it such a run stops with exit 2, naming both).")
-_YES = typer.Option(False, "--yes", "-y", help="Change the hosts without asking (required off a terminal).")
 
 
 def register(app: typer.Typer) -> None:
@@ -81,7 +81,7 @@ def bootstrap_all(
     survey: Optional[str] = _SURVEY,  # noqa: UP045
     without_survey: bool = _WITHOUT_SURVEY,
     allow_downgrade: bool = _DOWNGRADE,
-    yes: bool = _YES,
+    yes: bool = YES,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -102,7 +102,7 @@ def bootstrap_phase(
     survey: Optional[str] = _SURVEY,  # noqa: UP045
     without_survey: bool = _WITHOUT_SURVEY,
     allow_downgrade: bool = _DOWNGRADE,
-    yes: bool = _YES,
+    yes: bool = YES,
 ) -> None:
     _execute(app_context(ctx), phase=name, skip_phases=None, only=only, dry_run=dry_run, resume=resume,
              force_unlock=force_unlock, state_dir=state_dir, out=None, survey=survey, yes=yes,

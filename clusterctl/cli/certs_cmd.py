@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 
+from clusterctl.cli.confirm import YES
 from clusterctl.cli.context import STATE_DIR, AppContext, app_context
 
 HELP = """\
@@ -73,7 +74,7 @@ def _print_check(app: AppContext, report: object) -> None:
 def certs_renew(
     ctx: typer.Context,
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the steps; touch nothing."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    yes: bool = YES,
     wait: int = typer.Option(20, "--restart-wait", min=1, metavar="S",
                              help="Seconds a manifest stays out (the kubelet's fileCheckFrequency, 20 s)."),
     resume: bool = typer.Option(False, "--resume", help="Go on from a renew that was cut short (a parked "

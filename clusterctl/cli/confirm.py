@@ -24,8 +24,9 @@ import typer
 
 from clusterctl.errors import UsageError
 
-#: ``--yes`` of the commands whose help says no more about it (quarantine, release, heal, power).
-YES = typer.Option(False, "--yes", "-y", help="Do not ask (required off a terminal).")
+#: ``--yes`` of every command whose help says no more about it: one wording everywhere.
+YES = typer.Option(False, "--yes", "-y", help="Change without asking (required off a terminal; CLUSTERCTL_YES=1 "
+                   "does the same).")
 
 #: Set to 1/true/yes to answer yes to every confirmation (a CI job that has reviewed the plan).
 YES_ENV = "CLUSTERCTL_YES"

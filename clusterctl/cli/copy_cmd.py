@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 
+from clusterctl.cli.confirm import YES
 from clusterctl.cli.context import app_context
 from clusterctl.errors import ExitCode, UsageError
 
@@ -38,7 +39,7 @@ def copy_command(
     ),
     sudo: bool = typer.Option(False, "--sudo", help="Write as root with 'sudo -n' (for /etc and the like)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the diff per host; write nothing."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Write without asking (required off a terminal)."),
+    yes: bool = YES,
 ) -> None:
     from clusterctl.cli.changes_view import gate_outcome_record, print_gate_outcomes, say_nothing_changed
     from clusterctl.cli.confirm import confirm_change

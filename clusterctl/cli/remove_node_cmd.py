@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from clusterctl.cli.confirm import YES
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode
 
@@ -34,7 +35,7 @@ def remove_node_command(
     ctx: typer.Context,
     host: str = typer.Argument(..., metavar="HOST", help="Inventory name of the host to remove."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the steps; touch nothing."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    yes: bool = YES,
     drain_timeout: int = typer.Option(300, "--drain-timeout", min=1, metavar="S", help="Seconds the drain may take."),
 ) -> None:
     from clusterctl.cli.confirm import confirm_change

@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from clusterctl.cli.bootstrap_cmd import FORCE_UNLOCK, ONLY, _execute, hosts_of_run
+from clusterctl.cli.confirm import YES
 from clusterctl.cli.context import STATE_DIR, app_context
 
 HELP = """\
@@ -40,7 +41,7 @@ def register(app: typer.Typer) -> None:
 
 def reset_command(
     ctx: typer.Context,
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    yes: bool = YES,
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be removed; touch nothing."),
     restore_containerd: bool = typer.Option(False, "--restore-containerd",
                                             help="Put back containerd's config from clusterctl's first backup."),

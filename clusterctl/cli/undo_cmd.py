@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from clusterctl.cli.confirm import YES
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode
 from clusterctl.terminal_text import one_line
@@ -43,7 +44,7 @@ def undo_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be restored; change nothing."),
     force: bool = typer.Option(False, "--force", help="Undo files changed since the run, and replay a journal "
                                "that was already used."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Change the hosts without asking (required off a terminal)."),
+    yes: bool = YES,
     skip_checks: bool = typer.Option(False, "--skip-checks", help="Return quarantined nodes to service without "
                                      "release's health and NCCL checks."),
 ) -> None:

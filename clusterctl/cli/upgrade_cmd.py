@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+from clusterctl.cli.confirm import YES
 from clusterctl.cli.context import SKIP_PHASES, AppContext, app_context
 from clusterctl.errors import ExitCode
 
@@ -42,7 +43,6 @@ upgrade_app = typer.Typer(help=HELP, no_args_is_help=True, rich_markup_mode=None
 
 _TO = typer.Option(None, "--to", metavar="X.Y.Z", help="Kubernetes version to reach (default: the inventory's pin).")
 _MAX = typer.Option(1, "--max-unavailable", min=1, metavar="N", help="Workers upgraded at once (control planes: one).")
-_YES = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")
 _DRY = typer.Option(False, "--dry-run", help="The same as 'upgrade plan': touch nothing.")
 _DRAIN = typer.Option(300, "--drain-timeout", min=1, metavar="S", help="Seconds a drain may take.")
 _READY = typer.Option(300, "--ready-timeout", min=1, metavar="S", help="Seconds a node has to come back Ready.")
@@ -72,7 +72,7 @@ def upgrade_apply(
     ctx: typer.Context,
     to: Optional[str] = _TO,  # noqa: UP045
     max_unavailable: int = _MAX,
-    yes: bool = _YES,
+    yes: bool = YES,
     resume: bool = typer.Option(False, "--resume", help="Continue a rollout that stopped (same target)."),
     dry_run: bool = _DRY,
     drain_timeout: int = _DRAIN,
@@ -93,7 +93,7 @@ def upgrade_phase(
     name: str = typer.Argument(..., metavar="NAME", help="kubeadm, kubeadm-upgrade, drain, kubelet, ..."),
     to: Optional[str] = _TO,  # noqa: UP045
     state_dir: Optional[str] = _STATE,  # noqa: UP045
-    yes: bool = _YES,
+    yes: bool = YES,
     dry_run: bool = _DRY,
     drain_timeout: int = _DRAIN,
     ready_timeout: int = _READY,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.klog import is_klog_line
-from clusterctl.facts.sections import MARKER_FILES, Section, cat_missing, section_command, split_sections
+from clusterctl.facts.sections import MARKER_FILES, Section, cat_missing, files_read, section_command, split_sections
 from clusterctl.facts.table import cells_under_header, numbered_lines
 
 _WHAT = "containerd facts"
@@ -142,10 +142,7 @@ def parse_containerd_probe(text: str) -> ContainerdFacts:
             name = line.strip()
             if name.endswith(".toml") and "/" not in name:
                 dropins[name] = ""
-    hosts_files: dict[str, str] = {}
-    for name, section in sections.items():
-        if name.startswith("hosts:") and not cat_missing(section.text):
-            hosts_files[name[len("hosts:"):]] = section.text
+    hosts_files = {registry: text for registry, text in files_read(sections, "hosts:").items() if text is not None}
     pause = None
     images = sections.get("kubeadm-images")
     answer = [line for line in images.lines if not is_klog_line(line)] if images is not None else []

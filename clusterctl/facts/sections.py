@@ -64,10 +64,11 @@ def file_sections(paths: Sequence[str]) -> list[tuple[str, str]]:
     return [(f"file:{path}", f"cat {shlex.quote(path)}") for path in paths]
 
 
-def files_read(sections: Mapping[str, Section]) -> dict[str, str | None]:
-    """The text of each file of ``file_sections`` by path; ``None`` for a file that does not exist."""
-    return {name[len("file:"):]: None if cat_missing(section.text) else section.text
-            for name, section in sections.items() if name.startswith("file:")}
+def files_read(sections: Mapping[str, Section], prefix: str = "file:") -> dict[str, str | None]:
+    """The text of each file ``cat`` printed under a ``<prefix><name>`` section (``file_sections``: the path)
+    by name; ``None`` for a file that does not exist."""
+    return {name[len(prefix):]: None if cat_missing(section.text) else section.text
+            for name, section in sections.items() if name.startswith(prefix)}
 
 
 def section_command(sections: Sequence[tuple[str, str]], *, marker: str = MARKER) -> str:

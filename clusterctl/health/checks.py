@@ -466,24 +466,13 @@ def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
                 for e in p.probe.nvlink_errors.links]
     errors = probe.nvlink_errors
 
+    def median(counter: str) -> float:
+        links = baseline.cached(("nvlink-links", host.peer_key), peer_links)
+        return baseline.cached(("nvlink-median", host.peer_key, counter),
+                               partial(_counter_median, baseline, links, counter))
+
     def high_links() -> tuple[list[tuple[NVLinkErrorCounters, dict[str, int]]], dict[str, float]]:
-        medians: dict[str, float] = {}
-        #: counter -> the value at which it is high: its floor, or FLEET_FACTOR times the peers' median.
-        limits: dict[str, float] = {}
-        high_ones = []
-        for link in errors.links:
-            high = {}
-            for counter, value in link.counters.items():
-                if counter not in limits:
-                    links = baseline.cached(("nvlink-links", host.peer_key), peer_links)
-                    medians[counter] = baseline.cached(("nvlink-median", host.peer_key, counter),
-                                                       partial(_counter_median, baseline, links, counter))
-                    limits[counter] = max(NVLINK_FLOORS.get(counter, NVLINK_FLOOR), FLEET_FACTOR * medians[counter])
-                if value >= limits[counter]:
-                    high[counter] = value
-            if high:
-                high_ones.append((link, high))
-        return high_ones, medians
+        return _high_counters(errors.links, median, NVLINK_FLOORS, NVLINK_FLOOR)
 
     # Alike hosts (one parsed nvlink -e, one group of peers) have the same high counters: found once.
     found: list[Finding] = []
@@ -497,6 +486,27 @@ def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
             fix="Watch the link with 'clusterctl health compare' of two saved runs; a counter that keeps growing "
                 "means a bad NVLink: drain the host and reset the GPUs, RMA if it persists."))
     return found
+
+
+Counted = TypeVar("Counted", NVLinkErrorCounters, IBPortCounters)
+
+
+def _high_counters(items: Sequence[Counted], median: Callable[[str], float], floors: dict[str, int],
+                   floor: int) -> tuple[list[tuple[Counted, dict[str, int]]], dict[str, float]]:
+    """Each item's counters at or above their limit (the counter's floor, or ``FLEET_FACTOR`` times the
+    peers' ``median``), the items with none left out; and the medians read, by counter."""
+    medians: dict[str, float] = {}
+    found = []
+    for item in items:
+        high = {}
+        for counter, value in item.counters.items():
+            if counter not in medians:
+                medians[counter] = median(counter)
+            if value >= max(floors.get(counter, floor), FLEET_FACTOR * medians[counter]):
+                high[counter] = value
+        if high:
+            found.append((item, high))
+    return found, medians
 
 
 # --- InfiniBand / RoCE ----------------------------------------------------------------
@@ -545,25 +555,21 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
     counters = probe.ib_counters.ports if probe.ib_counters else ()
     def peer_ports() -> list[IBPortCounters]:
         return [c for p in baseline.hosts if p.probe and p.probe.ib_counters for c in p.probe.ib_counters.ports]
-    medians: dict[str, float] = {}
-    for port_counters in counters:
-        high = {}
-        for counter, value in port_counters.counters.items():
-            if counter not in medians:
-                every = baseline.cached(("ib-counters",), peer_ports)
-                medians[counter] = baseline.cached(("ib-median", counter),
-                                                   partial(_counter_median, baseline, every, counter))
-            if value >= max(IB_FLOORS.get(counter, IB_FLOOR), FLEET_FACTOR * medians[counter]):
-                high[counter] = value
-        if high:
-            flapping = "link_downed" in high or "link_error_recovery" in high
-            found.append(_finding(
-                Severity.WARNING, "IB_LINK_FLAPPING" if flapping else "IB_ERRORS_HIGH", host.name,
-                ", ".join(f"{k} {v} (fleet median {medians[k]:g})" for k, v in high.items()),
-                subject=f"{port_counters.hca}/{port_counters.port}", counters=high,
-                evidence=", ".join(f"counters/{k}:{v}" for k, v in high.items()),
-                fix="Reseat or replace the cable / transceiver and check the switch port; compare two saved runs "
-                    "('clusterctl health compare') to see whether the counters still grow."))
+
+    def median(counter: str) -> float:
+        every = baseline.cached(("ib-counters",), peer_ports)
+        return baseline.cached(("ib-median", counter), partial(_counter_median, baseline, every, counter))
+
+    high_ports, medians = _high_counters(counters, median, IB_FLOORS, IB_FLOOR)
+    for port_counters, high in high_ports:
+        flapping = "link_downed" in high or "link_error_recovery" in high
+        found.append(_finding(
+            Severity.WARNING, "IB_LINK_FLAPPING" if flapping else "IB_ERRORS_HIGH", host.name,
+            ", ".join(f"{k} {v} (fleet median {medians[k]:g})" for k, v in high.items()),
+            subject=f"{port_counters.hca}/{port_counters.port}", counters=high,
+            evidence=", ".join(f"counters/{k}:{v}" for k, v in high.items()),
+            fix="Reseat or replace the cable / transceiver and check the switch port; compare two saved runs "
+                "('clusterctl health compare') to see whether the counters still grow."))
     return found
 
 

@@ -228,7 +228,7 @@ def _unknown(s: Setting, kb: KnowledgeBase, info: VariableInfo | None, version: 
     if info is not None and info.hint:
         fix = info.hint
     elif dead_is_closer or not similar:
-        fix = _no_living_match(s.name, kb, version)
+        fix = _no_living_match(s.name, dead, kb, version)
     else:
         fix = f"did you mean {' or '.join(similar)}?"
     severity = "warning" if s.name.startswith("TORCH_NCCL_") else "error"
@@ -241,9 +241,8 @@ def _likeness(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, a, b).ratio()
 
 
-def _no_living_match(name: str, kb: KnowledgeBase, version: NcclVersion | None) -> str:
-    """The fix when no living variable is spelled alike: name the removed look-alike and its successor."""
-    dead = kb.similar(name, version=version, living=False, limit=1)
+def _no_living_match(name: str, dead: list[str], kb: KnowledgeBase, version: NcclVersion | None) -> str:
+    """The fix when no living variable is spelled alike: name the removed look-alike (``dead``) and its successor."""
     if not dead:
         return f"remove {name}"
     old = kb.variable(dead[0])

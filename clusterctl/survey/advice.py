@@ -141,7 +141,7 @@ def rank_nics(topology: HostTopology, usable: set[str] | None = None) -> tuple[R
         if nic is not None:
             load[nic] = load.get(nic, 0) + 1
         placement = topology.nic(nic) if nic else None
-        link = topology.matrix.link(gpu.label, placement.label) if placement else None
+        link = topology.link(gpu.label, placement.label) if placement else None
         out.append(RankNIC(rank, gpu.index, nic, link.kind if link else None))
     return tuple(out)
 
@@ -149,7 +149,7 @@ def rank_nics(topology: HostTopology, usable: set[str] | None = None) -> tuple[R
 def _best_usable(topology: HostTopology, gpu_label: str, usable: set[str]) -> list[str]:
     ranked = []
     for nic in topology.nics:
-        link = topology.matrix.link(gpu_label, nic.label)
+        link = topology.link(gpu_label, nic.label)
         if nic.name in usable and link is not None:
             ranked.append((link_rank(link.kind), nic.name))
     if not ranked:

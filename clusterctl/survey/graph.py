@@ -108,7 +108,7 @@ def host_dot(name: str, topology: HostTopology, marks: Marks | None = None) -> s
                              f"[label=\"NV{count}\", color=darkgreen, penwidth={width:.1f}];")
     for gpu in topology.gpus:
         for nic in topology.nics:
-            link = topology.matrix.link(gpu.label, nic.label)
+            link = topology.link(gpu.label, nic.label)
             if link is not None and link.kind in _GPU_NIC_EDGES:
                 lines.append(f"  {_quote(gpu.label)} -- {_quote(nic.label)} "
                              f"[label={_quote(link.kind)}, color={_GPU_NIC_EDGES[link.kind]}, style=dashed];")

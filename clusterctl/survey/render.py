@@ -147,7 +147,7 @@ def render_matrix(console: Console, host: HostReport) -> None:
     devices = topology.matrix.devices
     labels = [d.label for d in devices]
     names = {d.label: (d.device_name or d.label) for d in devices}
-    cells = {(a, b): (topology.matrix.link(a, b)) for a in labels for b in labels}
+    cells = {(a, b): topology.link(a, b) for a in labels for b in labels}
     cell_width = max([len(link.raw) for link in cells.values() if link] + [2])
 
     def width_with(headers: dict[str, str]) -> int:

@@ -13,9 +13,6 @@ DEMO = str(Path(__file__).resolve().parents[2] / "inventories" / "demo.yaml")
 FIXTURES = FIXTURES_ROOT
 
 
-
-
-
 def test_dry_run_prints_rounds_and_commands() -> None:
     result = clusterctl("-i", DEMO, "bench", "ib", "--dry-run", "--hca", "mlx5_0", "-o", "json")
     plan = json.loads(result.stdout)
@@ -28,7 +25,8 @@ def test_dry_run_prints_rounds_and_commands() -> None:
 
 
 def test_demo_names_gpu_b3_mlx5_2_and_keeps_results(tmp_path: Path) -> None:
-    results = tmp_path / "run1"
+    # Brackets in the folder's name are text, not rich markup: the printed path copies back whole.
+    results = tmp_path / "run[bold]1[/]"
     plot = tmp_path / "matrix.svg"
     result = clusterctl("-i", DEMO, "bench", "ib", "-o", "json", "--results-dir", str(results), "--plot", str(plot))
     payload = json.loads(result.stdout)
@@ -36,6 +34,9 @@ def test_demo_names_gpu_b3_mlx5_2_and_keeps_results(tmp_path: Path) -> None:
     assert [(d["kind"], d["subject"]) for d in payload["diagnoses"]] == [("slow-hca", "gpu-b3/mlx5_2")]
     assert (results / "results.json").is_file() and any((results / "raw").iterdir())
     assert "<svg" in plot.read_text() and "gpu-b3" in plot.read_text()
+    second = tmp_path / "run[bold]2[/]"
+    table = clusterctl("-i", DEMO, "bench", "ib", "--results-dir", str(second))
+    assert f"results: {second}\n" in table.stderr
 
 
 def test_compare_shows_slower_links(tmp_path: Path) -> None:

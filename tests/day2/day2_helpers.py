@@ -68,6 +68,14 @@ def mock_cluster_folder(state: Path) -> Path:
     return next(p for p in state.iterdir() if p.name.startswith("demo-"))
 
 
+def installed(state: Path, host: str, package: str) -> str:
+    """The version of ``package`` a demo mock host has installed."""
+    from clusterctl.mock.state import HostState
+
+    data = HostState(mock_cluster_folder(state) / "hosts" / host, host).read()
+    return str(data["packages"][package]["version"])
+
+
 def set_fault(state: Path, host: str, name: str, value: str | None) -> None:
     """Make a demo mock host misbehave (``drain: hang``, ``kubelet: not-ready``); None clears it."""
     from clusterctl.mock.state import HostState

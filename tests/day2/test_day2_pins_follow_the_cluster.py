@@ -10,14 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clirun import clusterctl
-from day2_helpers import DEMO, DEMO_SURVEY, mock_cluster_folder
-
-
-def _installed(state: Path, host: str, package: str) -> str:
-    from clusterctl.mock.state import HostState
-
-    data = HostState(mock_cluster_folder(state) / "hosts" / host, host).read()
-    return str(data["packages"][package]["version"])
+from day2_helpers import DEMO, DEMO_SURVEY, installed, mock_cluster_folder
 
 
 def _upgraded(state: Path) -> None:
@@ -51,7 +44,7 @@ def test_after_the_readme_upgrade_walk_bootstrap_plan_plans_no_downgrade(bootstr
     applied = clusterctl("-i", DEMO, "bootstrap", "--survey", DEMO_SURVEY, "--yes", "--state-dir",
                          bootstrapped_demo / "progress")
     assert applied.exit_code == 2, applied.output
-    assert {_installed(bootstrapped_demo, h, "kubelet") for h in ("gpu-a1", "gpu-b3")} == {"1.36.3-1.1"}
+    assert {installed(bootstrapped_demo, h, "kubelet") for h in ("gpu-a1", "gpu-b3")} == {"1.36.3-1.1"}
 
     # The user picks the running version: the plan is quiet about packages.
     moved = _inventory_pinned_at(bootstrapped_demo, tmp_path, "1.36.3")
@@ -72,7 +65,7 @@ def test_a_downgrade_is_planned_only_when_asked_for(bootstrapped_demo: Path) -> 
     done = clusterctl("-i", DEMO, "-l", "gpu-b3", "bootstrap", "phase", "packages", "--allow-downgrade", "--yes",
                       "--state-dir", bootstrapped_demo / "progress")
     assert done.exit_code == 0, done.output
-    assert _installed(bootstrapped_demo, "gpu-b3", "kubelet").startswith("1.36.2-")
+    assert installed(bootstrapped_demo, "gpu-b3", "kubelet").startswith("1.36.2-")
 
 
 def test_a_fresh_bootstrap_never_passes_allow_downgrades(_private_mock_state: Path) -> None:

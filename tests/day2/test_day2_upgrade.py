@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from clirun import clusterctl
-from day2_helpers import DEMO, mock_cluster_folder, set_fault, state_digest, unconfirmed
+from day2_helpers import DEMO, installed, mock_cluster_folder, set_fault, state_digest, unconfirmed
 from demo_cluster import KUBECTL, kubectl_apply, trainer_with_budget
 
 
@@ -23,13 +23,6 @@ def _json(*args: str | Path) -> dict[str, Any]:
 
 def _apply(state: Path, *args: str) -> Any:
     return _run("upgrade", "apply", "--yes", "--state-dir", state / "progress", "--ready-timeout", "2", *args)
-
-
-def _installed(state: Path, host: str, package: str) -> str:
-    from clusterctl.mock.state import HostState
-
-    data = HostState(mock_cluster_folder(state) / "hosts" / host, host).read()
-    return str(data["packages"][package]["version"])
 
 
 def test_the_next_patch_plans_every_node_in_kubeadms_order_then_converges(bootstrapped_demo: Path) -> None:
@@ -57,7 +50,7 @@ def test_the_next_patch_plans_every_node_in_kubeadms_order_then_converges(bootst
     done = _apply(bootstrapped_demo, "--to", "1.36.3")
     assert done.exit_code == 0, done.output
     assert "upgraded: every node runs 1.36.3" in done.stdout
-    assert _installed(bootstrapped_demo, "gpu-b3", "kubelet") == "1.36.3-1.1"
+    assert installed(bootstrapped_demo, "gpu-b3", "kubelet") == "1.36.3-1.1"
     again = _json("upgrade", "plan", "--to", "1.36.3")
     assert again["nothing_to_do"] is True
     assert all(h["status"] == "up to date" for h in again["hosts"])
@@ -107,9 +100,9 @@ def test_a_drain_that_cannot_finish_stops_the_rollout_and_resume_finishes_it(boo
     stopped = done.stderr.split("STOPPED: ", 1)[1]
     host = stopped.split(":", 1)[0]
     assert stopped.startswith(f"{host}: phase drain: ") and "disruption budget" in stopped, done.stderr
-    assert _installed(bootstrapped_demo, host, "kubeadm") == "1.36.3-1.1"  # done before the drain
-    assert _installed(bootstrapped_demo, host, "kubelet") == "1.36.2-1.1"  # stopped before its kubelet
-    assert _installed(bootstrapped_demo, "gpu-b3", "kubeadm") == "1.36.2-1.1"  # not touched
+    assert installed(bootstrapped_demo, host, "kubeadm") == "1.36.3-1.1"  # done before the drain
+    assert installed(bootstrapped_demo, host, "kubelet") == "1.36.2-1.1"  # stopped before its kubelet
+    assert installed(bootstrapped_demo, "gpu-b3", "kubeadm") == "1.36.2-1.1"  # not touched
     assert _run("-l", "gpu-a1", "exec", "--", f"{KUBECTL} delete pdb trainer").exit_code in (0, 1)
     assert _run("-l", "gpu-a1", "exec", "--", f"{KUBECTL} apply -f /root/trainer.yaml").exit_code == 0
     kubectl_apply(DEMO, tmp_path, trainer_with_budget(1))
@@ -155,7 +148,7 @@ def test_a_host_another_run_holds_is_refused_before_anything_changes(bootstrappe
     assert done.exit_code == 1
     assert "gpu-b2: lock: locked by ops@admin-box" in done.json()["stopped"]
     assert {h["status"] for h in done.json()["hosts"]} == {"not started"}
-    assert _installed(bootstrapped_demo, "gpu-a1", "kubeadm") == "1.36.2-1.1"
+    assert installed(bootstrapped_demo, "gpu-a1", "kubeadm") == "1.36.2-1.1"
     for name in ("gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b3"):
         assert HostState(hosts / name, name).fs.read(lock) is None
     assert HostState(hosts / "gpu-b2", "gpu-b2").fs.read(lock) == other.encode()  # never someone else's
@@ -172,4 +165,4 @@ def test_a_host_that_does_not_answer_fails_the_plan_and_stops_the_apply_before_a
     assert done.exit_code == 1, done.output
     assert done.json()["stopped"].startswith("gpu-b2: lock: ")
     assert {h["status"] for h in done.json()["hosts"]} == {"not started"}
-    assert _installed(bootstrapped_demo, "gpu-a1", "kubeadm") == "1.36.2-1.1"
+    assert installed(bootstrapped_demo, "gpu-a1", "kubeadm") == "1.36.2-1.1"

@@ -121,6 +121,19 @@ def test_every_command_of_the_app_is_listed_and_every_changing_one_has_yes_and_d
     assert [n for n in NOT_CHANGING if "--yes" in _options(found[n])] == []
 
 
+#: Commands whose --yes says more than the one wording: it only acts with another option, or at start.
+YES_SAYS_MORE = {"health": "With --quarantine:", "tune-nccl": "With --push:", "remediate serve": "Act on alerts"}
+
+
+def test_yes_reads_the_same_on_every_command() -> None:
+    found = _all_commands()
+    helps = {name: next(p.help for p in getattr(found[name], "params", []) if "--yes" in p.opts)
+             for name in [*CHANGING, *CHANGING_ELSEWHERE]}
+    for name, prefix in YES_SAYS_MORE.items():
+        assert helps.pop(name).startswith(prefix), name
+    assert set(helps.values()) == {"Change without asking (required off a terminal; CLUSTERCTL_YES=1 does the same)."}
+
+
 def test_only_the_rule_module_asks_or_looks_for_a_terminal() -> None:
     package = REPO_ROOT / "clusterctl"
     asking = [str(p.relative_to(package)) for p in package.rglob("*.py")

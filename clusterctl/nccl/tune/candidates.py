@@ -48,20 +48,16 @@ def candidate_space(
     *,
     validate: Validator | None = None,
     nvswitch: bool = False,
-    collnet: bool = False,
     one_gpu_per_node: bool = False,
 ) -> list[Candidate]:
     """One-knob variations of the defaults (plus algorithm/protocol pairs where a tuner CSV can use them).
 
     ``nvswitch`` adds NVLS/NVLSTree (NCCL picks them itself on NVSwitch systems, so they are worth
-    measuring there), ``collnet`` the CollNet algorithms (SHARP), ``one_gpu_per_node`` PAT (NCCL
-    runs PAT only with one GPU per node).
+    measuring there), ``one_gpu_per_node`` PAT (NCCL runs PAT only with one GPU per node).
     """
     algos = ["Ring", "Tree"]
     if nvswitch:
         algos += ["NVLS", "NVLSTree"]
-    if collnet:
-        algos += ["CollnetDirect", "CollnetChain"]
     if one_gpu_per_node:
         algos += ["PAT"]
     algos = [a for a in algos if a not in ALGO_SINCE or version is None or version >= ALGO_SINCE[a]]

@@ -95,7 +95,6 @@ def render_files(
     *,
     fmt: str = "all",
     namespace: str | None = None,
-    configmap_name: str = CONFIGMAP_NAME,
     nodes: int = -1,
     ranks: int = -1,
 ) -> dict[str, str]:
@@ -108,7 +107,7 @@ def render_files(
         "nccl_version": tuning.nccl_version,
         "fabric": tuning.fabric,
         "overridden": _overridden(tuning),
-        "configmap_name": configmap_name,
+        "configmap_name": CONFIGMAP_NAME,
         "namespace": namespace,
         "tuner_path": TUNER_PATH,
         "host": None,

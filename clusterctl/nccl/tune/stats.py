@@ -22,19 +22,14 @@ def _beta_continued_fraction(a: float, b: float, x: float) -> float:
     h = d
     for m in range(1, 300):
         m2 = 2 * m
-        term = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + term * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + term / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        term = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + term * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + term / c
-        c = c if abs(c) > tiny else tiny
-        step = d * c
-        h *= step
+        # Each step applies the fraction's even term, then its odd one.
+        for term in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1.0 + term * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + term / c
+            c = c if abs(c) > tiny else tiny
+            step = d * c
+            h *= step
         if abs(step - 1.0) < 1e-12:
             break
     return h
