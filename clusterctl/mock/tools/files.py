@@ -87,15 +87,11 @@ def test(ctx: ToolContext) -> ToolResult:
 
 
 def _test_expr(ctx: ToolContext, args: list[str]) -> bool:
+    """One test of a file, a string or two strings, maybe negated (clusterctl's lines use no more)."""
     if not args:
         return False
     if args[0] == "!":
         return not _test_expr(ctx, args[1:])
-    for op in ("-a", "-o"):
-        if op in args[1:]:
-            i = args.index(op, 1)
-            before, after = _test_expr(ctx, args[:i]), _test_expr(ctx, args[i + 1 :])
-            return (before and after) if op == "-a" else (before or after)
     if len(args) == 1:
         return args[0] != ""
     if len(args) == 2:
@@ -109,10 +105,9 @@ def _test_expr(ctx: ToolContext, args: list[str]) -> bool:
         except StateError:
             return False
         checks: dict[str, Callable[[], bool]] = {
-            "-e": local.exists, "-f": local.is_file, "-d": local.is_dir, "-L": local.is_symlink,
-            "-h": local.is_symlink, "-s": lambda: local.is_file() and local.stat().st_size > 0,
-            "-x": lambda: local.exists() and bool(local.stat().st_mode & 0o111), "-r": local.exists,
-            "-w": local.exists,
+            "-e": local.exists, "-f": local.is_file, "-d": local.is_dir,
+            "-s": lambda: local.is_file() and local.stat().st_size > 0,
+            "-x": lambda: local.exists() and bool(local.stat().st_mode & 0o111),
         }
         if op in checks:
             return checks[op]()
@@ -123,13 +118,6 @@ def _test_expr(ctx: ToolContext, args: list[str]) -> bool:
             return left == right
         if op == "!=":
             return left != right
-        numeric = {"-eq": lambda a, b: a == b, "-ne": lambda a, b: a != b, "-lt": lambda a, b: a < b,
-                   "-gt": lambda a, b: a > b, "-le": lambda a, b: a <= b, "-ge": lambda a, b: a >= b}
-        if op in numeric:
-            try:
-                return bool(numeric[op](int(left), int(right)))
-            except ValueError:
-                raise ValueError(f"Illegal number: {left if not left.lstrip('-').isdigit() else right}") from None
         raise ValueError(f"{op}: unexpected operator")
     raise ValueError("too many arguments")
 

@@ -83,8 +83,6 @@ def _upgrade_install(ctx: ToolContext) -> ToolResult:
 
 def run(ctx: ToolContext) -> ToolResult:
     args = ctx.args
-    if args[:1] == ["version"]:
-        return ctx.ok('version.BuildInfo{Version:"v3.19.0", GitTreeState:"clean", GoVersion:"go1.24.7"}\n')
     error = _cluster_error(ctx)
     if error is not None:
         return error

@@ -5,7 +5,7 @@ Supported: ``get --raw /readyz``; ``get nodes [NAME] -o json``; ``get [-n NS] KI
 ``rollout status KIND/NAME -n NS``; ``wait --for=jsonpath={.status.phase}=PHASE pod/NAME``;
 ``logs``; ``delete pod``; ``patch node N --subresource=status`` and token Secrets
 (``kubectl_status``); Leases (``kubectl_lease``: get, create and replace with compare-and-swap on
-``resourceVersion``, delete); and on nodes and their pods (``kubectl_nodes``): ``taint``, ``cordon``,
+``resourceVersion``); ``delete node``; and on nodes and their pods (``kubectl_nodes``): ``taint``, ``cordon``,
 ``uncordon``, ``annotate``, ``get pods -A --field-selector spec.nodeName=N -o json``, evictions
 through ``create --raw .../eviction -f -``; applied Deployments, StatefulSets and
 PodDisruptionBudgets run and guard pods (``kube_workloads``); ``-n kube-system exec etcd-NODE -- etcdctl``
@@ -233,8 +233,6 @@ def run(ctx: ToolContext) -> ToolResult:
     if kubeconfig and not ctx.fs.exists(kubeconfig):
         return ctx.fail(f"error: stat {kubeconfig}: no such file or directory\n")
     kube = ks.read(ctx)
-    if words[:1] == ["version"] and "--client" in flags:
-        return ctx.ok("Client Version: v" + (ctx.installed_version("kubectl") or "1.36.0").split("-")[0] + "\n")
     if not kube.get("initialized") or not kubeconfig:
         endpoint = "localhost:8080" if not kubeconfig else str(kube.get("endpoint") or "127.0.0.1:6443")
         from clusterctl.mock.tools.kubeadm import recording
@@ -312,10 +310,8 @@ def run(ctx: ToolContext) -> ToolResult:
         if removed is None and not ks.ignores_not_found(ctx, flags):
             return _not_found("pod", words[2])
         return ctx.ok(f'pod "{words[2]}" deleted\n' if removed is not None else "")
-    if words[:1] == ["drain"] or words[:2] in (["delete", "node"], ["delete", "nodes"]):
-        from clusterctl.mock.tools import kubectl_day2
-
-        return kubectl_day2.run(ctx, words, options, flags)
+    if words[:2] in (["delete", "node"], ["delete", "nodes"]):
+        return _delete_node(ctx, words[2:], flags)
     return ctx.fail(f'error: unknown command "{" ".join(words[:2])}" for "kubectl"\n')
 
 
@@ -335,3 +331,14 @@ def _delete_objects(ctx: ToolContext, names: list[str], namespace: str, flags: s
         kind, name = missing[0]
         return ks.not_found(_resource(kind, name), name, "".join(line + "\n" for line in out))
     return ctx.ok("".join(line + "\n" for line in out))
+
+
+def _delete_node(ctx: ToolContext, names: list[str], flags: set[str]) -> ToolResult:
+    """``delete node N``: the Node object goes (with ``--ignore-not-found``, silently when it is gone)."""
+    if not names:
+        return ctx.fail("error: USAGE: delete NODE [flags]\n")
+    name = names[0].split("/", 1)[-1]
+    with ks.edit(ctx) as kube:
+        if kube.setdefault("nodes", {}).pop(name, None) is None:
+            return ctx.ok() if ks.ignores_not_found(ctx, flags) else ks.not_found("nodes", name)
+    return ctx.ok(f'node "{name}" deleted\n')
