@@ -18,6 +18,7 @@ Limits, per direction:
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from clusterctl.bench.model import bench_finding
 from clusterctl.facts.model import NVLinkStatus
@@ -103,35 +104,37 @@ def consistency_checks(result: PerftestResult, *, about: str, about_kind: str = 
             mislabelled.append((row, printed, from_rate))
         else:
             contradicting.append((row, from_rate))
+    def inconsistent(severity: Severity, message: str, fix: str, **evidence: Any) -> None:
+        found.append(bench_finding(severity, FIGURE_INCONSISTENT, about, message, about_kind=about_kind, fix=fix,
+                                   **evidence))
+
+    test = result.test or "perftest"
     if mislabelled:
         row, printed, from_rate = mislabelled[0]
-        found.append(bench_finding(
-            Severity.ERROR, FIGURE_INCONSISTENT, about,
-            f"{result.test or 'perftest'}: the header says {result.printed_unit} but MsgRate x size gives the printed "
-            f"figures in Gb/s ({row.size_bytes} B x {row.msg_rate_mpps} Mpps = {from_rate:.2f} Gb/s, printed "
-            f"{printed:.2f}) on {len(mislabelled)} row(s): the bandwidth cannot be read in the header's unit",
-            about_kind=about_kind, fix="Re-run with --report_gbits (or without it) so the header and the figures "
-            "agree; do not compare these figures with a line rate.",
+        inconsistent(
+            Severity.ERROR,
+            f"{test}: the header says {result.printed_unit} but MsgRate x size gives the printed figures in Gb/s "
+            f"({row.size_bytes} B x {row.msg_rate_mpps} Mpps = {from_rate:.2f} Gb/s, printed {printed:.2f}) on "
+            f"{len(mislabelled)} row(s): the bandwidth cannot be read in the header's unit",
+            "Re-run with --report_gbits (or without it) so the header and the figures agree; do not compare these "
+            "figures with a line rate.",
             printed_unit=result.printed_unit, size_bytes=row.size_bytes, msg_rate_mpps=row.msg_rate_mpps,
-            printed_average=printed, gbps_from_msg_rate=round(from_rate, 4)))
+            printed_average=printed, gbps_from_msg_rate=round(from_rate, 4))
     if contradicting:
         row, from_rate = contradicting[0]
-        found.append(bench_finding(
-            Severity.ERROR, FIGURE_INCONSISTENT, about,
-            f"{result.test or 'perftest'}: average {row.bw_avg_gbps:g} Gb/s at {row.size_bytes} B but MsgRate "
-            f"{row.msg_rate_mpps} Mpps x size is {from_rate:.2f} Gb/s ({len(contradicting)} row(s)): the figures "
-            "contradict each other",
-            about_kind=about_kind, fix="Check that the log is one run's unedited output; re-run the test.",
-            size_bytes=row.size_bytes, average_gbps=row.bw_avg_gbps, gbps_from_msg_rate=round(from_rate, 4)))
+        inconsistent(
+            Severity.ERROR,
+            f"{test}: average {row.bw_avg_gbps:g} Gb/s at {row.size_bytes} B but MsgRate {row.msg_rate_mpps} Mpps x "
+            f"size is {from_rate:.2f} Gb/s ({len(contradicting)} row(s)): the figures contradict each other",
+            "Check that the log is one run's unedited output; re-run the test.",
+            size_bytes=row.size_bytes, average_gbps=row.bw_avg_gbps, gbps_from_msg_rate=round(from_rate, 4))
     if zero_peak:
         row = zero_peak[0]
-        found.append(bench_finding(
-            Severity.WARNING, FIGURE_INCONSISTENT, about,
-            f"{result.test or 'perftest'}: peak 0.00 beside an average of {row.bw_avg_gbps:g} Gb/s at "
-            f"{row.size_bytes} B ({len(zero_peak)} row(s)): the peak is not a measurement (perftest prints 0.00 for "
-            "it in duration mode, -D); only the average is judged",
-            about_kind=about_kind, fix="Judge the average; run without -D (with -n) where the peak matters.",
-            size_bytes=row.size_bytes, average_gbps=row.bw_avg_gbps))
+        inconsistent(Severity.WARNING, f"{test}: peak 0.00 beside an average of {row.bw_avg_gbps:g} Gb/s at "
+                     f"{row.size_bytes} B ({len(zero_peak)} row(s)): the peak is not a measurement (perftest prints "
+                     "0.00 for it in duration mode, -D); only the average is judged",
+                     "Judge the average; run without -D (with -n) where the peak matters.",
+                     size_bytes=row.size_bytes, average_gbps=row.bw_avg_gbps)
     return found
 
 

@@ -8,9 +8,10 @@ How the pieces fit
   (``run_data.RunOptions``) and ``shared`` (``run_data.RunData``, typed data phases share).
 * ``registry.PHASES``: the one list of phases in run order (``"module:Class"``, imported on
   first use; on-demand phases such as reset marked ``default=False``).
-* ``engine.run_bootstrap``: runs the phases across hosts through the fan-out ``Runner``; takes
-  the per-host lock (``lock``), keeps progress for ``--resume`` (``progress``), decides why a
-  host skips a phase in one place (``engine.skip_reason``), and returns a ``RunReport``
+* ``run.run_bootstrap``: runs the phases across hosts on the one action engine
+  (``clusterctl.engine.run.run_phases``, through the fan-out ``Runner``); the engine takes the
+  per-host lock (``engine.lock``), keeps progress for ``--resume`` (``engine.progress``), decides
+  why a host skips a phase in one place (``engine.run.skip_reason``), and returns a ``RunReport``
   (per host and phase: ok / changed / failed / skipped, changes, findings, rollback lines; per
   phase: counts and time).
 * ``run.run``: what the CLI calls (chooses phases, sets up progress, writes the undo journal of

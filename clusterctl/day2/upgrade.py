@@ -41,7 +41,7 @@ from clusterctl.bootstrap.apt_sources import chosen_repos
 from clusterctl.bootstrap.cluster.kubeadm import APISERVER_MANIFEST, render_upgrade_config, upgrade_command
 from clusterctl.bootstrap.cluster.settings import KubernetesVersion, first_control_plane
 from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.bootstrap.phases.packages import APT_ENV, UPDATE, Packages
+from clusterctl.bootstrap.phases.packages import APT_ENV, APT_LOCK, UPDATE, Packages
 from clusterctl.changes import Change
 from clusterctl.cluster_access import FIRST, NoCluster, cluster_nodes, read_node, read_nodes
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
@@ -66,7 +66,8 @@ if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import Transport
 
-INSTALL = "apt-get install -y --allow-downgrades -o Dpkg::Options::=--force-confold"
+#: Bootstrap's lock wait too: unattended-upgrades holding dpkg's lock must not fail a node mid-rollout.
+INSTALL = f"apt-get install -y {APT_LOCK} --allow-downgrades -o Dpkg::Options::=--force-confold"
 DEFAULT_READY_TIMEOUT_S = 300.0
 READY_POLL_S = 2.0
 #: The Kubernetes packages the upgrade moves itself (in kubeadm's order), the others are the node phases'.

@@ -41,6 +41,8 @@ def test_the_next_patch_plans_every_node_in_kubeadms_order_then_converges(bootst
     kubeadm = next(c for c in commands if "'kubeadm=1.36.3-*'" in c)
     assert kubeadm.startswith("apt-mark unhold kubeadm && apt-get update ") and \
         kubeadm.index("apt-get update") < kubeadm.index("apt-get install") and kubeadm.endswith("apt-mark hold kubeadm")
+    # Both apt calls wait for a dpkg lock another process holds (unattended-upgrades), as bootstrap's do.
+    assert kubeadm.count("-o DPkg::Lock::Timeout=") == 2, kubeadm
     worker = plan["hosts"][3]
     assert [c["command"] for c in worker["steps"][1]["changes"]] == ["kubeadm upgrade node --config /dev/stdin"]
     assert worker["steps"][2]["runs_on"] == "gpu-a1" and "cordon gpu-b1" in worker["steps"][2]["changes"][0]["command"]

@@ -13,6 +13,7 @@ lands in a file only with a measured reason.
 from __future__ import annotations
 
 import ipaddress
+import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -397,14 +398,6 @@ def plan_host(host: TuneHost, version: NcclVersion | None, rate: float | None = 
 # --- across hosts ----------------------------------------------------------------------------
 
 
-def _common_prefix(names: Sequence[str]) -> str:
-    first, last = min(names), max(names)
-    i = 0
-    while i < min(len(first), len(last)) and first[i] == last[i]:
-        i += 1
-    return first[:i]
-
-
 def _merge_socket(hosts: Sequence[TuneHost], plans: dict[str, _HostPlan]) -> TunedSetting | None:
     """One NCCL_SOCKET_IFNAME for all when the names agree or share a prefix that picks only them."""
     names = {h.name: plans[h.name].socket_ifname for h in hosts}
@@ -413,7 +406,7 @@ def _merge_socket(hosts: Sequence[TuneHost], plans: dict[str, _HostPlan]) -> Tun
     distinct = sorted({n for n in names.values() if n})
     if len(distinct) == 1:
         return None  # identical values merge as usual
-    prefix = _common_prefix(distinct)
+    prefix = os.path.commonprefix(distinct)  # noqa: RUF071 - interface names, compared character by character
     if len(prefix) < 2 or _never_bootstrap(prefix):
         return None
     for host in hosts:

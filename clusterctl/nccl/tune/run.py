@@ -117,11 +117,10 @@ def tune_inputs(runner: Runner, hosts: Sequence[Host], survey: str | None) -> tu
         from clusterctl.nccl.tune.inputs import from_saved_survey
 
         return from_saved_survey(survey, hosts)
-    from clusterctl.facts.netdev import IPV4_ADDRS
     from clusterctl.nccl.tune.inputs import from_host_facts
-    from clusterctl.survey.collect import collect_fleet, survey_facts
+    from clusterctl.survey.collect import collect_fleet
 
-    fleet = collect_fleet(runner, hosts, facts=(*survey_facts(), IPV4_ADDRS))
+    fleet = collect_fleet(runner, hosts)  # the survey's facts, the IPv4 addresses among them
     out = [from_host_facts(o.host, o.value) for o in fleet.outcomes if o.ok and o.value is not None]
     skipped = [f"{o.host.name}: {o.failure.describe()}" for o in fleet.outcomes if o.failure is not None]
     return out, skipped

@@ -149,10 +149,7 @@ def full_grid_size(candidates: Sequence[Candidate], repeats: int) -> int:
     for c in candidates:
         for k, v in c.env:
             values.setdefault(k, set()).add(v)
-    combos = 1
-    for found in values.values():
-        combos *= len(found) + 1  # +1: the knob left at its default
-    return combos * repeats
+    return math.prod(len(found) + 1 for found in values.values()) * repeats  # +1: the knob left at its default
 
 
 @dataclass(frozen=True)
