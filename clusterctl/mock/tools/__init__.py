@@ -20,7 +20,6 @@ TOOLS: dict[str, str] = {
     )},
     "systemctl": "clusterctl.mock.tools.systemctl",
     "apt-get": "clusterctl.mock.tools.apt_get",
-    "apt": "clusterctl.mock.tools.apt_get",
     "dpkg-query": "clusterctl.mock.tools.dpkg_query",
     "dpkg": "clusterctl.mock.tools.dpkg",
     "apt-mark": "clusterctl.mock.tools.apt_mark",

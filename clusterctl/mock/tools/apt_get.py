@@ -1,4 +1,4 @@
-"""``apt-get`` (and ``apt``): update, install (pinned ``name=version``), remove, purge.
+"""``apt-get``: update, install (pinned ``name=version``), remove, purge.
 
 Packages come from the profile's repository (``clusterctl.mock.tools.packages``). Output and
 exit codes are apt 2.6's (Debian 12, recorded in recordings/ran-here-debian12.txt):
@@ -183,8 +183,6 @@ def _run(ctx: ToolContext) -> ToolResult:
         return update(ctx)
     if verb == "install":
         return install(ctx, names, options)
-    if verb in ("remove", "purge", "autoremove"):
+    if verb in ("remove", "purge"):
         return remove(ctx, names, options, purge=verb == "purge" or "--purge" in options)
-    if verb in ("clean", "autoclean"):
-        return ToolResult()
     return ToolResult("", f"E: Invalid operation {verb}\n", 100)

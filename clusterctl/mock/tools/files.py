@@ -234,17 +234,18 @@ def cp_mv(ctx: ToolContext) -> ToolResult:
 
 
 def ls(ctx: ToolContext) -> ToolResult:
-    flags, paths = _options(ctx.args, "1laAd")
-    out, err, code = [], "", 0
+    """``ls [-1A] PATH...``, one name a line (what clusterctl's lines ask)."""
+    flags, paths = _options(ctx.args, "1A")
+    out: list[str] = []
+    err, code = "", 0
     for path in paths or [ctx.cwd]:
         full = ctx.path(path)
         if not ctx.fs.exists(full):
             err += f"ls: cannot access '{path}': No such file or directory\n"
             code = 2
             continue
-        if ctx.fs.is_dir(full) and "d" not in flags:
-            names = [n for n in ctx.fs.listdir(full) if "a" in flags or "A" in flags or not n.startswith(".")]
-            out.extend(names)
+        if ctx.fs.is_dir(full):
+            out.extend(n for n in ctx.fs.listdir(full) if "A" in flags or not n.startswith("."))
         else:
             out.append(path)
     return ToolResult("".join(n + "\n" for n in out), err, code)

@@ -231,7 +231,7 @@ def _join(ctx: ToolContext) -> ToolResult:
 
 
 def _images(ctx: ToolContext) -> ToolResult:
-    """``kubeadm config images list|pull [--kubernetes-version V] [--config F]``."""
+    """``kubeadm config images list [--kubernetes-version V] [--config F]``."""
     version = option(ctx.args, "--kubernetes-version")
     logged = ""
     if version is None:
@@ -255,8 +255,6 @@ def _images(ctx: ToolContext) -> ToolResult:
                                                               "kube-scheduler", "kube-proxy")]
     images += [f"registry.k8s.io/coredns/coredns:{coredns}", f"registry.k8s.io/pause:{pause}",
                f"registry.k8s.io/etcd:{etcd}"]
-    if ctx.args[2:3] == ["pull"]:
-        return ctx.ok("".join(f"[config/images] Pulled {image}\n" for image in images), logged)
     return ctx.ok("\n".join(images) + "\n", logged)
 
 
@@ -327,7 +325,7 @@ def _run(ctx: ToolContext) -> ToolResult:
             return ctx.ok(_new_token() + "\n")
         if args[:2] == ["certs", "certificate-key"]:
             return ctx.ok(secrets.token_hex(32) + "\n")
-        if args[:2] == ["config", "images"] and args[2:3] in (["list"], ["pull"]):
+        if args[:3] == ["config", "images", "list"]:
             return _images(ctx)
         if args[:2] == ["config", "validate"]:
             load_config(ctx, args, strict=True)
