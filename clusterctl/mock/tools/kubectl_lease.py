@@ -1,4 +1,4 @@
-"""``kubectl`` on ``coordination.k8s.io`` Leases: get, create and replace with compare-and-swap.
+"""``kubectl`` on ``coordination.k8s.io`` Leases: get, create and replace with compare-and-swap, delete.
 
 What ``remediate serve`` coordinates its receivers with (``clusterctl/quarantine/cluster_lease.py``).
 Every write takes the next ``resourceVersion`` of the simulated cluster under its one lock, so
@@ -52,9 +52,9 @@ def _document(ctx: ToolContext, options: dict[str, str]) -> dict[str, Any] | Too
 
 
 def handles(words: list[str], options: dict[str, str], ctx: ToolContext) -> bool:
-    """Whether this line is a Lease verb: ``get lease(s)``, or ``create``/``replace -f``
+    """Whether this line is a Lease verb: ``get lease(s)``, ``delete lease``, or ``create``/``replace -f``
     of a Lease."""
-    if words[:2] in (["get", "lease"], ["get", "leases"]):
+    if words[:2] in (["get", "lease"], ["get", "leases"], ["delete", "lease"], ["delete", "leases"]):
         return True
     if words[:1] in (["create"], ["replace"]) and len(words) == 1 and "--filename" in options:
         doc = _document(ctx, options)
@@ -90,10 +90,16 @@ def _stored(kube: dict[str, Any], doc: dict[str, Any], namespace: str, previous:
 
 def run(ctx: ToolContext, words: list[str], options: dict[str, str]) -> ToolResult:
     namespace = options.get("--namespace", "default")
-    if words[0] == "get":
+    if words[0] in ("get", "delete"):
         if len(words) < 3:
             return ctx.fail("error: resource name may not be empty\n")
         name = words[2]
+        if words[0] == "delete":  # the real tests' clean-up (tests/upstream/test_real_remediate.py)
+            with ks.edit(ctx) as kube:
+                leases = kube.setdefault("leases", {})
+                if leases.pop(_key(namespace, name), None) is None:
+                    return ks.not_found(RESOURCE, name)
+            return ctx.ok(f'lease.coordination.k8s.io "{name}" deleted from {namespace} namespace\n')
         lease = (ks.read(ctx).get("leases") or {}).get(_key(namespace, name))
         if lease is None:
             return ks.not_found(RESOURCE, name)
