@@ -83,14 +83,20 @@ class LinkResult:
         return (f"{self.server}/{self.server_hca}", f"{self.client}/{self.client_hca}")
 
     @property
+    def judged_gbps(self) -> float | None:
+        """The rate the figure is judged against: a bidirectional run (-b) adds both directions, so
+        twice the line rate."""
+        return self.expected_gbps * (2 if self.bidirectional else 1) if self.expected_gbps else None
+
+    @property
     def fraction(self) -> float | None:
-        if self.gbps is None or not self.expected_gbps:
-            return None
-        return self.gbps / self.expected_gbps
+        rate = self.judged_gbps
+        return None if self.gbps is None or rate is None else self.gbps / rate
 
     @property
     def slow(self) -> bool:
-        """Failed, or below the fraction of line rate its placement requires."""
+        """Failed, or below the fraction of line rate its placement requires (the JSON's ``slow``, and
+        ``LINK_SLOW``'s test)."""
         if self.error is not None:
             return True
         frac = self.fraction
