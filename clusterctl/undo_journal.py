@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from clusterctl.changes import Change, ChangeKind, GateRecord
 from clusterctl.errors import UsageError
+from clusterctl.writable import replace_file
 
 if TYPE_CHECKING:
     from clusterctl.fanout import FleetResult, Runner
@@ -236,10 +237,8 @@ class WriteAheadJournal:
             payload = _payload(changes, self.command, self.now, self.cluster, self.fleet)
             if interrupted:
                 payload["interrupted"] = interrupted
-            temp = self.path.with_name(self.path.name + ".tmp")
             try:
-                temp.write_text(json.dumps(payload, indent=2) + "\n")
-                temp.replace(self.path)
+                replace_file(self.path, json.dumps(payload, indent=2) + "\n")
             except OSError as exc:
                 raise UsageError(f"cannot write the undo journal ({exc.strerror}); its log stays there",
                                  file=str(self.path)) from exc
@@ -402,9 +401,7 @@ def mark_journal_used(path: str | Path, hosts: Sequence[str], *, now: float | No
     used.update({host: when for host in hosts})
     data["used"] = used
     try:
-        temp = target.with_name(target.name + ".tmp")
-        temp.write_text(json.dumps(data, indent=2) + "\n")
-        temp.replace(target)
+        replace_file(target, json.dumps(data, indent=2) + "\n")
     except OSError as exc:
         raise UsageError(f"cannot mark the undo journal as used ({exc.strerror})", file=str(target)) from exc
 

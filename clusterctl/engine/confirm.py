@@ -37,7 +37,7 @@ from clusterctl.errors import UsageError
 from clusterctl.host_reader import HostReader
 from clusterctl.json_input import read_json
 from clusterctl.secret import mask_text
-from clusterctl.writable import write_private_file
+from clusterctl.writable import replace_file
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -131,7 +131,7 @@ class HostConfirmations:
     def save(self) -> None:
         with self._lock:
             payload = {"version": FORMAT_VERSION, "hosts": {h: r.to_json() for h, r in sorted(self.hosts.items())}}
-        write_private_file(self.path, mask_text(json.dumps(payload, indent=1, sort_keys=True) + "\n"))
+        replace_file(self.path, mask_text(json.dumps(payload, indent=1, sort_keys=True) + "\n"), mode=0o600)
 
 
 def _ask(transport: Transport, reads: Sequence[Read]) -> str:

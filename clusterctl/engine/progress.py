@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
 from clusterctl.secret import mask_text
+from clusterctl.writable import replace_file
 from clusterctl.writable import state_dir as chosen_state_dir
-from clusterctl.writable import write_private_file
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Inventory
@@ -181,4 +181,4 @@ class ProgressStore:
             if self.run:
                 payload["run"] = self.run
             text = mask_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-        write_private_file(self.path, text)
+        replace_file(self.path, text, mode=0o600)

@@ -92,12 +92,12 @@ class PendingWork:
             self._seq = max(self._seq, found.seq)
 
     def _save(self) -> None:
-        from clusterctl.writable import write_private_file
+        from clusterctl.writable import replace_file
 
         hosts = {name: {"action": e.action, "alerts": list(e.alerts), "caller": e.caller, "seq": e.seq,
                         "accepted": e.accepted} for name, e in self._hosts.items()}
-        write_private_file(self.path, json.dumps({"kind": KIND, "version": 1, "hosts": hosts}, indent=1,
-                                                 sort_keys=True))
+        replace_file(self.path, json.dumps({"kind": KIND, "version": 1, "hosts": hosts}, indent=1, sort_keys=True),
+                     mode=0o600)
 
     def accept(self, host: str, action: str, alert: str, caller: str) -> int:
         """Record an accepted alert (before it is answered); its sequence number."""
