@@ -7,19 +7,18 @@ reads host names from any file, one per line (``#`` comments allowed), as Ansibl
 
 from __future__ import annotations
 
-import os
+import contextlib
 from collections.abc import Iterable
 from pathlib import Path
 
 from clusterctl.errors import UsageError
+from clusterctl.writable import replace_file, state_home
 
 RETRY_NAME = "retry"
 
 
 def retry_file() -> Path:
     """``$XDG_STATE_HOME/clusterctl/last-failed`` (default ``~/.local/state/clusterctl/last-failed``)."""
-    from clusterctl.writable import state_home
-
     return state_home() / "last-failed"
 
 
@@ -27,13 +26,8 @@ def record_failed(names: Iterable[str], inventory_source: str | None) -> None:
     """Replace the retry file with ``names``; never fails the command that called it."""
     path = retry_file()
     lines = [f"# failed hosts of the last clusterctl run (inventory: {inventory_source or '?'})", *names]
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:  # a read-only home must not turn a good run into a failure
-        pass
+    with contextlib.suppress(OSError):  # a read-only home must not turn a good run into a failure
+        replace_file(path, "\n".join(lines) + "\n")
 
 
 def names_from(term: str) -> list[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -71,36 +70,47 @@ def host_file_name(host: str, suffix: str) -> str:
     return name + suffix
 
 
-def write_private_file(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically, readable by its owner only (0600).
+def replace_file(path: Path, data: str | bytes, *, mode: int | None = None, parents: bool = True) -> None:
+    """Replace ``path`` with ``data`` (text is written as UTF-8) whole: the one writer of local files.
 
-    Run records (progress, confirmations, upgrade state) decide what a later run skips, so a
-    reader must see the old file or the new one, never half of one: a temporary file in the same
-    folder, flushed to disk, then renamed over the old; on any failure the temporary is removed.
+    Run records (progress, journals, confirmations) decide what a later run skips, and other programs
+    read the rest (Grafana's provisioner, a job sourcing tuned settings), so a reader must see the old
+    file or the new one, never half of one: a temporary file beside it, flushed to disk, then renamed
+    over it. On any failure (a full disk, a folder in the way, Ctrl-C) the temporary is removed and the
+    old file stays as it was. ``mode``: the new file's exact mode (0o600: its owner's alone); None: the
+    usual one, as the umask makes it. ``parents``: create the folders above it.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if parents:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = _temporary_beside(path, 0o666 if mode is None else 0o600)
     try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
+        os.replace(temporary, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
 
 
+def _temporary_beside(path: Path, permissions: int) -> tuple[int, Path]:
+    """A new file ``.NAME.RANDOM.tmp`` in ``path``'s folder, opened for writing; never an existing one."""
+    while True:
+        temporary = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
+        try:
+            return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, permissions), temporary
+        except FileExistsError:
+            continue
+
+
 def write_files(files: Mapping[str, str], folder: str | Path) -> list[Path]:
-    """Write each relative name's text under ``folder`` (subfolders created), each file replaced whole: a
-    reader (Grafana's provisioner, a job sourcing the file) sees the old file or the new one, never half."""
+    """Write each relative name's text under ``folder`` (subfolders created), each through ``replace_file``."""
     written: list[Path] = []
     for name, text in files.items():
         path = Path(folder) / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staging = path.with_name(f".{path.name}.tmp")
-        staging.write_text(text, encoding="utf-8")
-        staging.replace(path)
+        replace_file(path, text)
         written.append(path)
     return written

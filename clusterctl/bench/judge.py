@@ -47,18 +47,15 @@ def judge_link(result: LinkResult, server: Host) -> list[Finding]:
                          test=result.test, about=subject),
         *link_type_check(result.link_type, fabric_type=server.fabric.type, about=subject),
     ]
-    if result.gbps is not None and result.expected_gbps and result.min_fraction is not None:
-        # A bidirectional run (-b) adds both directions: it is judged against twice the line rate.
-        rate = result.expected_gbps * (2 if result.bidirectional else 1)
-        need = rate * result.min_fraction
+    if result.slow and result.fraction is not None and result.judged_gbps and result.min_fraction is not None:
+        rate, need = result.judged_gbps, result.judged_gbps * result.min_fraction
         where = {True: "within a rack", False: "across racks", None: "(racks unknown)"}[result.same_rack]
-        if result.gbps < need:
-            both = " (both directions)" if result.bidirectional else ""
-            findings.append(bench_finding(Severity.ERROR, "LINK_SLOW", subject,
-                f"{result.gbps:.1f} Gb/s is {result.gbps / rate:.0%} of the "
-                f"{rate:g} Gb/s line rate{both}; a link {where} must reach "
-                f"{result.min_fraction:.0%} ({need:.1f} Gb/s)",
-            ))
+        both = " (both directions)" if result.bidirectional else ""
+        findings.append(bench_finding(Severity.ERROR, "LINK_SLOW", subject,
+            f"{result.gbps:.1f} Gb/s is {result.fraction:.0%} of the "
+            f"{rate:g} Gb/s line rate{both}; a link {where} must reach "
+            f"{result.min_fraction:.0%} ({need:.1f} Gb/s)",
+        ))
     high = latency_over(result.latency_us, server.fabric.latency_warn_us, server.fabric.latency_error_us)
     if high is not None:
         severity, limit = high

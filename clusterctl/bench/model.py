@@ -17,6 +17,12 @@ def bench_finding(severity: Severity, code: str, about: str, message: str, *, ab
     return Finding(severity, code, message, fix=fix, evidence=evidence, **where)
 
 
+def judged_rate(line_rate_gbps: float | None, bidirectional: bool) -> float | None:
+    """The rate a perftest bandwidth is judged against: a bidirectional run (-b) adds both directions,
+    so twice the line rate."""
+    return line_rate_gbps * (2 if bidirectional else 1) if line_rate_gbps else None
+
+
 def latency_over(latency_us: float | None, warn_us: float, error_us: float) -> tuple[Severity, float] | None:
     """How bad a typical latency is: (ERROR, the error limit) above it, (WARNING, the warning limit) above
     that, else None."""
@@ -83,14 +89,18 @@ class LinkResult:
         return (f"{self.server}/{self.server_hca}", f"{self.client}/{self.client_hca}")
 
     @property
+    def judged_gbps(self) -> float | None:
+        return judged_rate(self.expected_gbps, self.bidirectional)
+
+    @property
     def fraction(self) -> float | None:
-        if self.gbps is None or not self.expected_gbps:
-            return None
-        return self.gbps / self.expected_gbps
+        rate = self.judged_gbps
+        return None if self.gbps is None or rate is None else self.gbps / rate
 
     @property
     def slow(self) -> bool:
-        """Failed, or below the fraction of line rate its placement requires."""
+        """Failed, or below the fraction of line rate its placement requires (the JSON's ``slow``, and
+        ``LINK_SLOW``'s test)."""
         if self.error is not None:
             return True
         frac = self.fraction

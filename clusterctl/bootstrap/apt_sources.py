@@ -165,6 +165,18 @@ def chosen_repos(stack: StackPin, settings: BootstrapConfig, os_id: str | None, 
     return out
 
 
+def packages_index_url(repo: AptRepo, arch: str = "amd64") -> str:
+    """Where apt reads the package list of ``repo`` (its first suite and component), as sources.list(5)
+    lays it out: a flat repository (a suite ending in ``/``: pkgs.k8s.io, NVIDIA's) at
+    ``URI/SUITE/Packages``, any other at ``URI/dists/SUITE/COMPONENT/binary-ARCH/Packages`` (Docker's,
+    a site's reprepro or aptly mirror). ``$(ARCH)`` in the URI is the host's architecture."""
+    base = repo.url.replace("$(ARCH)", arch).rstrip("/")
+    suite = repo.suites[0] if repo.suites else "/"
+    if suite.endswith("/"):
+        return "/".join(part for part in (base, suite.strip("/"), "Packages") if part)
+    return f"{base}/dists/{suite}/{(repo.components or ('main',))[0]}/binary-{arch}/Packages"
+
+
 def sources_path(repo: AptRepo) -> str:
     return f"{SOURCES_DIR}/clusterctl-{repo.name}.sources"
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from clusterctl.bootstrap.apt_sources import chosen_repos, wanted_packages
+from clusterctl.bootstrap.apt_sources import chosen_repos, packages_index_url, wanted_packages
 from clusterctl.bootstrap.cluster.kubeadm_images import kubeadm_images
 from clusterctl.bootstrap.cluster.settings import site_image
 from clusterctl.inventory.pins import CNI_PINS
@@ -80,6 +80,8 @@ class Artifact:
     #: Hosts that need it (apt items); empty: the cluster (pulled by the nodes that run the pod).
     hosts: tuple[str, ...] = ()
     note: str = ""
+    #: apt items: the ``Packages`` index of their source for each suite the hosts use (what a probe reads).
+    indexes: tuple[str, ...] = ()
 
     @property
     def reference(self) -> str:
@@ -145,6 +147,7 @@ def _apt(inventory: Inventory, hosts: Sequence[Host], releases: Mapping[str, Hos
          ) -> tuple[list[Artifact], list[str]]:
     settings = inventory.bootstrap
     wanted: dict[tuple[str, str, str], list[str]] = {}
+    indexes: dict[tuple[str, str, str], dict[str, None]] = {}
     keys: dict[tuple[str, str], list[str]] = {}
     notes: list[str] = []
     from clusterctl.inventory.model import AptRepo
@@ -166,13 +169,17 @@ def _apt(inventory: Inventory, hosts: Sequence[Host], releases: Mapping[str, Hos
             suites.setdefault((docker.url, " ".join(docker.suites)), []).append(host.name)
         for pin in wanted_packages(host.stack, settings, gpus=host.gpus):
             repo = repos.get(PACKAGE_SOURCE.get(pin.package, ""))
+            index: dict[str, None] = {}
             if repo is not None:
                 source = repo.url
+                if repo in chosen:  # not a Docker repository of an OS not known
+                    index = {packages_index_url(repo): None}
             elif pin.package == settings.containerd_package and pin.package != "containerd.io":
                 source = "the distribution's archive"
             else:
                 source = ", ".join(r.url for r in repos.values()) or "the configured apt sources"
             wanted.setdefault((pin.package, pin.version, source), []).append(host.name)
+            indexes.setdefault((pin.package, pin.version, source), {}).update(index)
         for repo in repos.values():
             if not repo.key_file and repo.key_url:
                 keys.setdefault((repo.name, repo.key_url), []).append(host.name)
@@ -184,7 +191,8 @@ def _apt(inventory: Inventory, hosts: Sequence[Host], releases: Mapping[str, Hos
     for why, names in unread.items():
         notes.append(f"the OS of {compress(names)} is not known ({why}): Docker's repository for them is "
                      "linux/ubuntu or linux/debian by their /etc/os-release; run again when they answer.")
-    out = [Artifact("apt-package", name, version, source, "packages", tuple(names))
+    out = [Artifact("apt-package", name, version, source, "packages", tuple(names),
+                    indexes=tuple(indexes[name, version, source]))
            for (name, version, source), names in wanted.items()]
     out += [Artifact("apt-key", f"signing key of '{name}'", "-", url, "packages", tuple(names),
                      note="or give apt_repos[].key_file so the hosts fetch nothing")

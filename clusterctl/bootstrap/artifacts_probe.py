@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clusterctl.bootstrap.apt_sources import Pin
 from clusterctl.bootstrap.artifacts import Artifact, ArtifactList
 from clusterctl.bootstrap.containerd_config import registry_server
 from clusterctl.errors import ParseError
@@ -90,13 +91,6 @@ def judge_status(code_text: str, exit_code: int, stderr: str) -> tuple[str, str]
     return "unknown", f"HTTP {code or '?'}"
 
 
-def _index_url(source: str, codename: str | None) -> str:
-    base = source.replace("$(ARCH)", "amd64").rstrip("/")
-    if "download.docker.com" in source or "/linux/" in source:
-        return f"{base}/dists/{codename or 'stable'}/stable/binary-amd64/Packages"
-    return f"{base}/Packages"
-
-
 def image_url(artifact: Artifact, mirrors: Mapping[str, Sequence[str]]) -> str:
     """The registry v2 manifest URL of an image, through the containerd mirror for its registry."""
     registry, _, path = artifact.name.partition("/")
@@ -109,6 +103,28 @@ def image_url(artifact: Artifact, mirrors: Mapping[str, Sequence[str]]) -> str:
 
 
 Runner = Callable[[str], tuple[str, str, int]]
+
+
+def _probe_package(artifact: Artifact, fetch: Runner) -> ProbeResult:
+    """Present when the ``Packages`` index of every suite its hosts use offers the version."""
+    if not artifact.indexes:
+        return ProbeResult(artifact, "unknown", artifact.source, "not an apt source URL")
+    offers: list[str] = []
+    for url in artifact.indexes:
+        out, err, code = fetch(url)
+        if code != 0:
+            return ProbeResult(artifact, "missing" if "404" in err else "unknown", url,
+                               f"index not fetched: {err.strip()[:200]}")
+        try:
+            offered = parse_packages_index(out).get(artifact.name, [])
+        except ParseError as exc:
+            return ProbeResult(artifact, "unknown", url, f"index unreadable: {exc}")
+        ok = [v for v in offered if Pin(artifact.name, artifact.version, "").matches(v)]
+        if not ok:
+            return ProbeResult(artifact, "missing", url,
+                               f"offers {', '.join(offered[-3:]) or 'no version'} of {artifact.name}")
+        offers += [v for v in ok if v not in offers]
+    return ProbeResult(artifact, "present", ", ".join(artifact.indexes), f"offers {', '.join(offers)}")
 
 
 def probe(found: ArtifactList, run: Runner, mirrors: Mapping[str, Sequence[str]]) -> list[ProbeResult]:
@@ -127,31 +143,9 @@ def probe(found: ArtifactList, run: Runner, mirrors: Mapping[str, Sequence[str]]
         out, err, code = run(f"{CURL} -o /dev/null -I -w '%{{http_code}}'{extra} {q(url)}")
         return judge_status(out, code, err)
 
-    codename: str | None = None
-    if any("download.docker.com" in a.source for a in found.of_kind("apt-package")):
-        out, _, _ = run(". /etc/os-release && echo \"$VERSION_CODENAME\"")
-        codename = out.strip() or None
     for artifact in found.artifacts:
         if artifact.kind == "apt-package":
-            if not artifact.source.startswith(("http://", "https://")):
-                results.append(ProbeResult(artifact, "unknown", artifact.source, "not an apt source URL"))
-                continue
-            url = _index_url(artifact.source, codename)
-            out, err, code = fetch(url)
-            if code != 0:
-                results.append(ProbeResult(artifact, "missing" if "404" in err else "unknown", url,
-                                           f"index not fetched: {err.strip()[:200]}"))
-                continue
-            try:
-                offered = parse_packages_index(out).get(artifact.name, [])
-            except ParseError as exc:
-                results.append(ProbeResult(artifact, "unknown", url, f"index unreadable: {exc}"))
-                continue
-            wanted = artifact.version
-            ok = [v for v in offered if v == wanted or (wanted.endswith("*") and v.startswith(wanted[:-1]))]
-            results.append(ProbeResult(artifact, "present" if ok else "missing", url,
-                                       f"offers {', '.join(ok)}" if ok else
-                                       f"offers {', '.join(offered[-3:]) or 'no version'} of {artifact.name}"))
+            results.append(_probe_package(artifact, fetch))
         elif artifact.kind == "chart":
             if "archive" in artifact.note:
                 path = artifact.note.split("archive ", 1)[1].split(" ", 1)[0]

@@ -27,10 +27,8 @@ def print_quarantine(app: AppContext, results: Sequence[HostQuarantine], *, dry_
                      journal: str | None) -> None:
     would = "would " if dry_run else ""
     for r in results:
-        if r.error:
+        if r.error:  # what was done beside the failure (a drain's pods unreadable, Slurm) is still said
             _say(app, f"FAILED {r.host}: {r.error}")
-            if not r.done:
-                continue  # what was done before the failure (a drain's pods unreadable) is still said
         elif not r.done:
             _say(app, f"{r.host}: already quarantined as asked; nothing to change")
         for line in r.done:
@@ -47,7 +45,7 @@ def print_quarantine(app: AppContext, results: Sequence[HostQuarantine], *, dry_
                 _say(app, f"{r.host}: drain: warning: {warning}")
             for left in d.not_evicted:
                 _say(app, f"{r.host}: drain: NOT EVICTED {left.pod}: {left.reason}")
-        if r.slurm and r.slurm != "no slurmd":
+        if r.slurm and r.slurm not in ("no slurmd", r.error):
             _say(app, f"{r.host}: slurm: {r.slurm}")
     if dry_run:
         _say(app, "dry run: nothing was changed")

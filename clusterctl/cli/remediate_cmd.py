@@ -288,9 +288,9 @@ def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | Non
 def save_report(host: str, report: str, folder: Path = REPORTS) -> Path:
     import time
 
-    from clusterctl.writable import host_file_name, make_folder, write_private_file
+    from clusterctl.writable import host_file_name, make_folder, replace_file
 
     make_folder(folder, "the heal reports folder")
     path = folder / host_file_name(host, time.strftime("-needs-hardware-%Y%m%d-%H%M%S.txt"))
-    write_private_file(path, report + "\n")
+    replace_file(path, report + "\n", mode=0o600)
     return path

@@ -142,16 +142,12 @@ def exit_summary(report: SurveyReport) -> str:
 
 
 def _save(path: str, payload: dict[str, object]) -> None:
-    import os
     from pathlib import Path
 
     from clusterctl.plain_json import dumps_indented
+    from clusterctl.writable import replace_file
 
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp")
     try:
-        # Written whole then renamed: a later command never reads half a report.
-        tmp.write_text(dumps_indented(payload) + "\n")
-        os.replace(tmp, target)
+        replace_file(Path(path), dumps_indented(payload) + "\n", parents=False)
     except OSError as exc:
         raise UsageError(f"cannot write the report ({exc.strerror})", file=path) from exc

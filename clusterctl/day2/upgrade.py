@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from clusterctl.bootstrap.apt_sources import chosen_repos
+from clusterctl.bootstrap.apt_sources import chosen_repos, packages_index_url
 from clusterctl.bootstrap.cluster.kubeadm import APISERVER_MANIFEST, render_upgrade_config, upgrade_command
 from clusterctl.bootstrap.cluster.settings import KubernetesVersion, first_control_plane
 from clusterctl.bootstrap.phase import Phase, PhaseContext
@@ -464,10 +464,7 @@ def repository_versions(transport: Transport, inventory: Inventory, target: Kube
     repo = next((r for r in repos if r.name == "kubernetes"), None)
     if repo is None:
         return "", []
-    base = repo.url.rstrip("/")
-    suite = repo.suites[0] if repo.suites else "/"
-    url = f"{base}/Packages" if suite == "/" else \
-        f"{base}/dists/{suite}/{(repo.components or ('main',))[0]}/binary-amd64/Packages"
+    url = packages_index_url(repo)
     result = transport.run(f"curl -fsS --max-time 30 {shlex.quote(url)}", timeout=60)
     if not result.ok:
         raise OSError(result.stderr_tail(2) or f"exit {result.exit_code}")

@@ -33,9 +33,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clusterctl.errors import UsageError
 from clusterctl.host_reader import HostReader
+from clusterctl.json_input import read_json
 from clusterctl.secret import mask_text
-from clusterctl.writable import write_private_file
+from clusterctl.writable import replace_file
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -105,11 +107,11 @@ class HostConfirmations:
     def load(cls, path: Path) -> HostConfirmations:
         store = cls(path)
         try:
-            raw = json.loads(path.read_text())
-        except (OSError, ValueError):
+            raw = read_json(str(path), "state", "a confirmation record", lambda value: value)
+        except UsageError:
             return store  # no record (or an unreadable one): every host runs its phases
         hosts = raw.get("hosts") if isinstance(raw, dict) and raw.get("version") == FORMAT_VERSION else None
-        for name, entry in (hosts or {}).items():
+        for name, entry in (hosts if isinstance(hosts, dict) else {}).items():
             record = HostRecord.from_json(entry)
             if record is not None:
                 store.hosts[str(name)] = record
@@ -129,7 +131,7 @@ class HostConfirmations:
     def save(self) -> None:
         with self._lock:
             payload = {"version": FORMAT_VERSION, "hosts": {h: r.to_json() for h, r in sorted(self.hosts.items())}}
-        write_private_file(self.path, mask_text(json.dumps(payload, indent=1, sort_keys=True) + "\n"))
+        replace_file(self.path, mask_text(json.dumps(payload, indent=1, sort_keys=True) + "\n"), mode=0o600)
 
 
 def _ask(transport: Transport, reads: Sequence[Read]) -> str:

@@ -147,12 +147,13 @@ def quarantine_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host]
         done = through(runner, cp, on_control_plane, what="quarantine " + compress([h.name for h in hosts]),
                        label="quarantine", timeout_s=timeout)
     results = {r.host: r for r in done}
-    slurm_targets = [h for h in hosts if results[h.name].error is None]
-    for host_name, text in slurm.drain_hosts(runner, slurm_targets, gate, request.reason).items():
+    # Every host is drained in Slurm, whatever its Kubernetes side answered (a drain whose pods could not
+    # be read included): a host being quarantined takes no new job. Its first failure stays its error.
+    for host_name, text in slurm.drain_hosts(runner, hosts, gate, request.reason).items():
         result = results[host_name]
         result.slurm = text
         if text.startswith("failed"):
-            result.error = text
+            result.error = result.error or text
         elif not result.kubernetes_node and text == "no slurmd":
             result.error = f"{host_name} is not a node of the cluster (kubectl get node: NotFound) and runs no slurmd"
     return [results[h.name] for h in hosts]

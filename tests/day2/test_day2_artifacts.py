@@ -9,9 +9,11 @@ import pytest
 from clirun import DEMO, clusterctl
 from sim_cluster import SimCluster
 
+from clusterctl.bootstrap.apt_sources import packages_index_url
 from clusterctl.bootstrap.artifacts_probe import chart_versions, judge_status, parse_packages_index
 from clusterctl.bootstrap.cluster.kubeadm_images import TAGS_BY_MINOR, kubeadm_images
 from clusterctl.errors import ParseError
+from clusterctl.inventory.model import AptRepo
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -145,6 +147,35 @@ bootstrap:
     assert "kubectl=1.36.2-*" in done.json()["missing"]
     human = clusterctl("-i", inventory, "bootstrap", "artifacts", "--probe")
     assert "MISSING mirror.site:5000/k8s/etcd:3.6.8-0" in human.stdout
+
+
+def test_a_site_repository_with_suites_is_probed_where_apt_reads_it(tmp_path: Path) -> None:
+    """An air-gapped site's reprepro/aptly mirror (suite and component, not flat) is probed at its
+    dists/ index, as apt and 'upgrade plan' read it (the probe used to ask for URI/Packages: 404)."""
+    profiles = Path(DEMO).parent / "demo" / "profiles" / "net"
+    profile = tmp_path / "site-repo"
+    profile.mkdir()
+    index = "https://repo.lan/k8s/dists/jammy/main/binary-amd64/Packages"
+    served = {index: {"body": "Package: kubeadm\nVersion: 1.36.2-1.1\n\nPackage: kubelet\nVersion: 1.36.2-1.1\n"}}
+    (profile / "profile.yaml").write_text(json.dumps({"extends": str(profiles / "gpu-a1"),
+                                                      "machine": {"http": served}}))
+    inventory = tmp_path / "site.yaml"
+    inventory.write_text(f"""
+cluster: site
+defaults: {{transport: mock, gpus: false, stack: {{kubernetes: "1.36.2", containerd: "2.2.1"}}}}
+hosts:
+  cp1: {{profile: {profile}, address: 10.0.0.1, roles: [control-plane, worker]}}
+bootstrap:
+  apt_repos_only: true
+  apt_repos:
+    - {{name: kubernetes, url: "https://repo.lan/k8s", suites: [jammy], components: [main]}}
+""")
+    done = clusterctl("-i", inventory, "-o", "json", "bootstrap", "artifacts", "--probe")
+    probed = {r["reference"]: r for r in done.json()["probe"]}
+    assert probed["kubeadm=1.36.2-*"]["status"] == "present", probed["kubeadm=1.36.2-*"]
+    assert probed["kubeadm=1.36.2-*"]["probed"] == index
+    assert probed["kubectl=1.36.2-*"]["status"] == "missing" and probed["kubectl=1.36.2-*"]["probed"] == index
+    assert packages_index_url(AptRepo("k8s", "https://repo.lan/k8s/", ("jammy",), ("main",))) == index
 
 
 # --- honest lists (issue 37) ------------------------------------------------------------------

@@ -201,3 +201,26 @@ def test_an_api_server_that_refuses_connections_is_no_cluster(sim: KubeSim) -> N
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("error: no working cluster: ") and "was refused" in line
     assert "Run 'clusterctl bootstrap' first" in line
+
+
+def test_a_failed_kubernetes_drain_still_drains_the_host_in_slurm(sim: KubeSim) -> None:
+    """gpu-a2 is a Kubernetes node and runs slurmd: its pods cannot be listed, so its Kubernetes drain fails,
+    but it is still drained in Slurm (no new job lands there); both results are reported, exit 1, and the
+    journal takes both back."""
+    sim.deploy("web", 3)
+    _answer_on_the_control_plane(sim, "spec.nodeName=gpu-a2", stderr="Error from server (InternalError): an error "
+                                 "on the server has prevented the request from succeeding (get pods)\n", exit_code=1)
+    done = clusterctl("-i", sim.inventory, "-o", "json", "quarantine", "gpu-a2", "--reason", "ecc", "--drain", "--yes")
+    assert done.exit_code == 1, done.output
+    report = json.loads(done.stdout)
+    (host,) = report["hosts"]
+    assert not host["ok"] and "drain of gpu-a2 stopped" in host["error"]
+    assert host["slurm"] == "drained in Slurm node gpu-a2"
+    state = sim.sh("scontrol -o show node gpu-a2", host="gpu-a2")[1]
+    assert "DRAIN" in state and "Reason=clusterctl: ecc" in state
+    assert "resume" in Path(report["journal"]).read_text()  # undo takes the Slurm drain back too
+
+    code, out = cli(sim, "quarantine", "gpu-a2", "--reason", "ecc", "--drain", "--yes")
+    said = " ".join(out.split())
+    assert code == 1 and "FAILED gpu-a2: drain of gpu-a2 stopped" in said
+    assert "gpu-a2: slurm: already drained in Slurm" in said
