@@ -68,6 +68,16 @@ class InventoryError(UsageError):
     """The inventory file is wrong: syntax, unknown field, bad value, duplicate host."""
 
 
+class InventoryFileReader:
+    """A reader of one inventory file (``file``): ``error`` builds the error that names it, the line and the field."""
+
+    file: str
+
+    def error(self, message: str, line: int | None, field: str | None = None,
+              hint: str | None = None) -> InventoryError:
+        return InventoryError(message, file=self.file, line=line, field=field or None, hint=hint)
+
+
 class ParseError(ClusterctlError):
     """A tool's output could not be understood.
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from clusterctl.errors import UsageError
 
@@ -29,21 +29,24 @@ LIMITS: dict[str, int] = {
     "health-report": 256 * MiB,
     "inventory": 16 * MiB,
     "results": 64 * MiB,
+    #: What clusterctl wrote and reads back: a 10,000-host progress file is a few MB.
+    "state": 64 * MiB,
     "tool output": 64 * MiB,
 }
 
 
-def read_text_input(source: str, kind: str, *, stdin: BinaryIO | None = None) -> tuple[str, str]:
-    """``(text, label)`` of ``source`` (a path, or ``-`` for standard input) within ``LIMITS[kind]``."""
+def read_text_input(source: str, kind: str, *, stdin: BinaryIO | None = None, what: str = "") -> tuple[str, str]:
+    """``(text, label)`` of ``source`` (a path, or ``-`` for standard input) within ``LIMITS[kind]``;
+    ``what`` ("a saved sweep") leads the refusal of binary or non-UTF-8 data."""
     limit = LIMITS[kind]
     if source == "-":
         if stdin is None and getattr(sys.stdin, "buffer", None) is None:  # a text stream (tests, embedding)
             text = sys.stdin.read(limit + 1)
             if len(text) > limit:
                 raise _too_big("<stdin>", kind, limit)
-            return decode_input(text.encode("utf-8", "surrogateescape"), "<stdin>"), "<stdin>"
+            return decode_input(text.encode("utf-8", "surrogateescape"), "<stdin>", what), "<stdin>"
         stream = stdin if stdin is not None else sys.stdin.buffer
-        return decode_input(_read_capped(stream, limit, "<stdin>", kind), "<stdin>"), "<stdin>"
+        return decode_input(_read_capped(stream, limit, "<stdin>", kind), "<stdin>", what), "<stdin>"
     try:
         info = os.stat(source)
     except FileNotFoundError:
@@ -59,20 +62,21 @@ def read_text_input(source: str, kind: str, *, stdin: BinaryIO | None = None) ->
             data = _read_capped(handle, limit, source, kind)
     except OSError as exc:
         raise UsageError(f"cannot read: {exc.strerror}.", file=source) from None
-    return decode_input(data, source), source
+    return decode_input(data, source, what), source
 
 
-def decode_input(data: bytes, label: str) -> str:
+def decode_input(data: bytes, label: str, what: str = "") -> str:
     """UTF-8 text, or a usage error saying where the binary or non-UTF-8 data starts."""
+    lead = f"not {what}: " if what else ""
     nul = data.find(b"\0")
     if nul >= 0:
         line = data.count(b"\n", 0, nul) + 1
-        raise UsageError(f"binary data (a NUL byte at offset {nul}), not text.", file=label, line=line)
+        raise UsageError(f"{lead}binary data (a NUL byte at offset {nul}), not text.", file=label, line=line)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise UsageError(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}).",
+        raise UsageError(f"{lead}not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}).",
                          file=label, line=line) from None
 
 
@@ -91,54 +95,3 @@ def _too_big(label: str, kind: str, limit: int) -> UsageError:
         file=label, hint="Check that this is the file you meant (see 'Input limits' in the README).",
     )
 
-
-#: Bytes a state file clusterctl wrote may have (a 10,000-host progress file is a few MB).
-STATE_FILE_LIMIT = 64 * MiB
-
-
-def read_state_file(path: str | os.PathLike[str], what: str, remedy: str) -> dict[str, Any]:
-    """The JSON object of a state file clusterctl wrote (a progress file, an undo journal).
-
-    A damaged or foreign file (random bytes, not UTF-8, not JSON, not an object) is a
-    ``UsageError``: one paragraph naming the file, what it should have been (``what``: "a clusterctl
-    undo journal") and what to do (``remedy``), exit 2. A missing file raises ``FileNotFoundError``
-    for the caller to word.
-    """
-    where = os.fspath(path)
-    try:
-        with open(where, "rb") as handle:
-            data = handle.read(STATE_FILE_LIMIT + 1)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise UsageError(f"cannot read {what} ({exc.strerror}). {remedy}", file=where) from None
-    if len(data) > STATE_FILE_LIMIT:
-        raise UsageError(f"not {what}: larger than {STATE_FILE_LIMIT // MiB} MiB. {remedy}", file=where)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"not {what}: byte {exc.start + 1} is not UTF-8 text (the file is damaged or "
-                         f"another program's). {remedy}", file=where) from None
-    value = _json_value(text, where, what, remedy)
-    if not isinstance(value, dict):
-        raise UsageError(f"not {what}: JSON, but not the object clusterctl writes. {remedy}", file=where)
-    return value
-
-
-def read_json_input(source: str, kind: str, what: str) -> tuple[Any, str]:
-    """``(value, label)`` of a JSON file a user names (a saved survey, a health report, bench results),
-    read as ``read_text_input`` reads; text that is not JSON is a usage error naming the line."""
-    text, label = read_text_input(source, kind)
-    return _json_value(text, label, what, ""), label
-
-
-def _json_value(text: str, where: str, what: str, remedy: str) -> Any:
-    import json
-
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"not {what}: not JSON ({exc.msg}, column {exc.colno}). {remedy}".rstrip(), file=where,
-                         line=exc.lineno) from None
-    except RecursionError:
-        raise UsageError(f"not {what}: JSON nested too deep. {remedy}".rstrip(), file=where) from None

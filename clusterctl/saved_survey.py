@@ -16,7 +16,7 @@ from typing import Any
 
 from clusterctl.errors import UsageError
 from clusterctl.findings import Finding
-from clusterctl.inputfile import read_json_input
+from clusterctl.json_input import matching, read_json
 
 #: Written by this clusterctl. 2: findings in the one shape of ``Finding.to_json`` (``fix``, was ``hint``).
 SCHEMA_VERSION = 2
@@ -29,17 +29,6 @@ SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "survey.schema.json"
 def load_schema() -> dict[str, Any]:
     data: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
     return data
-
-
-def validate_report_json(data: Any) -> None:
-    """Raise ``UsageError`` naming the first place where ``data`` breaks the schema."""
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(load_schema())
-    error = next(iter(sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))), None)
-    if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise UsageError(f"survey report does not match schema version {SCHEMA_VERSION}: at {where}: {error.message}")
 
 
 # --- reading a saved report back -------------------------------------------------------
@@ -130,20 +119,17 @@ def load_saved_survey(path: str | Path) -> SavedSurvey:
     Raises ``UsageError`` (exit 2) when the file is unreadable, not JSON, of another schema
     version, or not shaped as documented.
     """
-    data, where = read_json_input(str(path), "survey", "a clusterctl survey report")
+    return read_json(str(path), "survey", "a clusterctl survey report", _checked)
+
+
+def _checked(data: Any) -> SavedSurvey:
     if not isinstance(data, dict) or data.get("kind") != REPORT_KIND:
-        raise UsageError("not a clusterctl survey report (run clusterctl survey --save FILE)", file=where)
+        raise UsageError("not a clusterctl survey report (run clusterctl survey --save FILE)")
     if data.get("schema_version") not in READABLE_VERSIONS:
         raise UsageError(
             f"survey schema version {data.get('schema_version')!r}; this clusterctl reads versions "
-            f"{', '.join(map(str, READABLE_VERSIONS))}",
-            file=where, hint="Run the survey again with this clusterctl.",
-        )
-    try:
-        validate_report_json(data)
-    except UsageError as exc:
-        raise UsageError(exc.message, file=where) from exc
-    return survey_from_json(data)
+            f"{', '.join(map(str, READABLE_VERSIONS))}", hint="Run the survey again with this clusterctl.")
+    return survey_from_json(matching(data, load_schema()))
 
 
 def survey_from_json(data: dict[str, Any]) -> SavedSurvey:

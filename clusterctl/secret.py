@@ -9,8 +9,12 @@ by accident (a command line in an error message, a debug log line, a saved progr
 from __future__ import annotations
 
 import functools
+import os
+import stat
 import threading
 from typing import Any
+
+from clusterctl.errors import UsageError
 
 MASK = "********"
 #: Values shorter than this are not scrubbed from free text: masking "a" would mangle everything.
@@ -54,6 +58,41 @@ class Secret:
 
     def __bool__(self) -> bool:
         return bool(self._value)
+
+
+#: A secret file holds one password or token: anything larger is not one.
+SECRET_FILE_BYTES = 4096
+
+
+def read_secret_file(path: str | os.PathLike[str], what: str, where: str, *, group_may_read: bool = False,
+                     **place: Any) -> tuple[str, os.stat_result]:
+    """The ``what`` (a password, a token) a file holds, and the file's ``stat`` (to see it change).
+
+    The one reader of secret files: a regular file others may not read or change (mode 0600, as ssh
+    wants of a key; 0640 too when ``group_may_read``: a service's group), the secret alone on one line
+    of UTF-8, its line ending dropped; empty refused. Every refusal is a ``UsageError`` led by
+    ``where`` (how the file was named: ``--token-file PATH``), with ``place`` (the inventory's
+    ``file``, ``line``, ``field``) passed on.
+    """
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError(f"{where}: not a regular file", **place)
+        if info.st_mode & (stat.S_IRWXO | stat.S_IWGRP | stat.S_IXGRP | (0 if group_may_read else stat.S_IRGRP)):
+            raise UsageError(f"{where}: others may read or change it (mode {stat.S_IMODE(info.st_mode):o}); a file "
+                             f"holding the {what} must be mode 0600{' or 0640' if group_may_read else ''} "
+                             f"(chmod 600 {path})", **place)
+        with open(path, "rb") as handle:
+            data = handle.read(SECRET_FILE_BYTES + 1)
+        value = data.decode("utf-8").rstrip("\r\n")
+    except OSError as exc:
+        raise UsageError(f"{where}: {exc.strerror}", **place) from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{where}: not UTF-8 text", **place) from None
+    if not value or "\n" in value or len(data) > SECRET_FILE_BYTES:
+        raise UsageError(f"{where}: must hold the {what} alone on one line (at most {SECRET_FILE_BYTES} bytes)",
+                         **place)
+    return value, info
 
 
 def register_secret(value: str) -> None:

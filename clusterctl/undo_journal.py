@@ -12,12 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from clusterctl.changes import Change, ChangeKind, GateRecord
 from clusterctl.errors import UsageError
@@ -34,6 +35,9 @@ JOURNAL_VERSION = 2
 #: Versions this clusterctl reads (``clusterctl undo`` takes a version-1 journal as it always did).
 READABLE_VERSIONS = (1, 2)
 #: Where journals go unless a command is told otherwise (next to bench's results).
+T = TypeVar("T")
+#: A file's mode as a journal keeps it (``644``, ``0600``).
+_MODE = re.compile(r"[0-7]{1,4}")
 DEFAULT_FOLDER = Path("clusterctl-results") / "undo"
 
 
@@ -273,42 +277,41 @@ def load_journal(path: str | Path) -> list[GateRecord]:
 
 
 def read_journal(path: str | Path) -> Journal:
-    """A whole journal; bad files are a ``UsageError`` naming the file."""
-    from clusterctl.inputfile import read_state_file
+    """A whole journal; bad files are a ``UsageError`` naming the file (and the field)."""
+    from clusterctl.json_input import items, mapping
 
     where = str(path)
-    remedy = ("Give 'clusterctl undo' the file a command named after 'undo with:' (journals are kept under "
-              "~/.local/state/clusterctl/undo/, or --state-dir's undo/); a damaged journal cannot be replayed: "
-              "revert its changes by hand from the backups next to each file it wrote (FILE.bak.<time>.*).")
-    try:
-        if _is_log(where):  # the log of a run that was stopped before it finished its journal
-            try:
-                data = _from_log(Path(where).read_text(errors="replace"))
-            except (ValueError, TypeError) as exc:
-                raise UsageError(f"a journal's log that cannot be read ({exc}). {remedy}", file=where) from None
-        else:
-            data = read_state_file(path, "a clusterctl undo journal", remedy)
-    except FileNotFoundError:
+    if not Path(where).exists():
         raise UsageError("no such undo journal", file=where,
-                         hint="Journals are kept under ~/.local/state/clusterctl/undo/.") from None
-    if data.get("kind") != JOURNAL_KIND:
-        raise UsageError(f"not a clusterctl undo journal (no 'kind: {JOURNAL_KIND}'). {remedy}", file=where)
-    if data.get("version") not in READABLE_VERSIONS:
-        raise UsageError(f"undo journal version {data.get('version')!r}; this clusterctl reads "
-                         f"{', '.join(str(v) for v in READABLE_VERSIONS)}", file=where)
-    records: list[GateRecord] = []
-    changes = data.get("changes") or []
-    if not isinstance(changes, list):
-        raise UsageError(f"not a clusterctl undo journal ('changes' is not a list). {remedy}", file=where)
-    for index, item in enumerate(changes):
-        try:
-            records.append(_record_from_json(item))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise UsageError(f"change {index + 1} is malformed ({exc})", file=where) from exc
-    used = data.get("used")
-    return Journal(Path(path), int(data["version"]), str(data.get("command") or ""), str(data.get("created") or ""),
-                   _text_or_none(data.get("cluster")), _text_or_none(data.get("fleet")),
-                   {str(k): str(v) for k, v in used.items()} if isinstance(used, dict) else {}, records)
+                         hint="Journals are kept under ~/.local/state/clusterctl/undo/.")
+
+    def shape(value: Any) -> Journal:
+        data = mapping(value, "")
+        if data.get("kind") != JOURNAL_KIND:
+            raise UsageError(f"not a clusterctl undo journal (no 'kind: {JOURNAL_KIND}').")
+        if data.get("version") not in READABLE_VERSIONS:
+            raise UsageError(f"undo journal version {data.get('version')!r}; this clusterctl reads "
+                             f"{', '.join(str(v) for v in READABLE_VERSIONS)}",
+                             hint="Undo with the clusterctl release that wrote it.")
+        used = data.get("used")
+        return Journal(Path(path), int(data["version"]), str(data.get("command") or ""),
+                       str(data.get("created") or ""), _text_or_none(data.get("cluster")),
+                       _text_or_none(data.get("fleet")),
+                       {str(k): str(v) for k, v in used.items()} if isinstance(used, dict) else {},
+                       list(items(data.get("changes") or [], "changes", _record_from_json)))
+
+    return _read(where, shape)
+
+
+def _read(where: str, shape: Callable[[Any], T]) -> T:
+    from clusterctl.json_input import read_json
+
+    # A log is the journal of a run that was stopped before it finished it.
+    return read_json(where, "state", "a clusterctl undo journal", shape, decode=_from_log if _is_log(where) else None,
+                     hint="Give 'clusterctl undo' the file a command named after 'undo with:' (journals are kept "
+                     "under ~/.local/state/clusterctl/undo/, or --state-dir's undo/); a damaged journal cannot be "
+                     "replayed: revert its changes by hand from the backups next to each file it wrote "
+                     "(FILE.bak.<time>.*).")
 
 
 def _is_log(path: str) -> bool:
@@ -317,7 +320,7 @@ def _is_log(path: str) -> bool:
         with open(path, "rb") as handle:
             head = handle.readline(4096)
     except OSError:
-        return False  # read_state_file says what is wrong
+        return False  # read_json says what is wrong
     return head.startswith(b'{"kind"') and b'"partial": true' in head
 
 
@@ -328,13 +331,13 @@ def _from_log(text: str) -> dict[str, Any]:
     is left out (it did not happen). A last line cut short by the kill is ignored."""
     lines = text.splitlines()
     data = json.loads(lines[0])
-    changes: dict[int, dict[str, Any]] = {}
+    changes: dict[int, Any] = {}
     for line in lines[1:]:
         try:
             event = json.loads(line)
-        except json.JSONDecodeError:
+            entry = int(event.get("entry", 0))
+        except (ValueError, TypeError, AttributeError):
             continue
-        entry = int(event.get("entry", 0))
         if "pending" in event:
             changes[entry] = event["pending"]
         elif "temporary" in event:
@@ -353,31 +356,32 @@ def _text_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _record_from_json(item: dict[str, Any]) -> GateRecord:
-    host, summary, sudo = str(item["host"]), str(item["summary"]), bool(item["sudo"])
+def _record_from_json(value: Any, field: str) -> GateRecord:
+    from clusterctl.json_input import flag, join, mapping, text
+
+    item = mapping(value, field, required=("host", "summary", "kind", "sudo"))
+
+    def word(key: str, **how: Any) -> Any:
+        """The text at ``key``; ``None`` for a null or missing one where the record may leave it out."""
+        optional = item.get(key) is None and key not in ("host", "summary", "kind", "path")
+        return None if optional else text(item.get(key), join(field, key), **how)
+
+    host, summary, sudo = word("host"), word("summary", line=False), flag(item["sudo"], join(field, "sudo"))
     makes = tuple(str(m) for m in item.get("makes") or ())
-    if ChangeKind(item["kind"]) is ChangeKind.WRITE_FILE:
+    if word("kind", choices=tuple(k.value for k in ChangeKind)) == ChangeKind.WRITE_FILE:
         # Undo needs where the file is, its mode, whether it was new and where its backup is;
         # the content itself stays on the host, in the backup.
-        mode = int(str(item["mode"]), 8) if item.get("mode") else None
-        change = Change(host, summary, ChangeKind.WRITE_FILE, path=str(item["path"]), content=b"",
-                        current=None if item["new_file"] else b"\0", mode=mode, sudo=sudo, makes=makes)
-        previous = item.get("previous_sha256") if item.get("pending") else None
-        return GateRecord(change, applied=True, changed=True, backup_path=item.get("backup_path"),
-                          written_sha256=item.get("sha256"), previous_sha256=str(previous) if previous else None)
-    change = Change(host, summary, ChangeKind.RUN_COMMAND, command=summary, undo_command=item.get("undo_command"),
-                    sudo=sudo, makes=makes)
+        mapping(item, field, required=("path", "new_file"))
+        mode = word("mode", pattern=_MODE, meaning="a file mode")
+        change = Change(host, summary, ChangeKind.WRITE_FILE, path=word("path"), content=b"",
+                        current=None if flag(item["new_file"], join(field, "new_file")) else b"\0",
+                        mode=int(mode, 8) if mode else None, sudo=sudo, makes=makes)
+        previous = word("previous_sha256") if item.get("pending") else None
+        return GateRecord(change, applied=True, changed=True, backup_path=word("backup_path"),
+                          written_sha256=word("sha256"), previous_sha256=previous)
+    undo = word("undo_command", line=False)
+    change = Change(host, summary, ChangeKind.RUN_COMMAND, command=summary, undo_command=undo, sudo=sudo, makes=makes)
     return GateRecord(change, applied=True, changed=True, cleaned_up=bool(item.get("cleaned")))
-
-
-def journal_used_by(path: str | Path) -> dict[str, str]:
-    """Hosts an earlier ``clusterctl undo`` already reverted with this journal -> when (ISO time)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return {}
-    used = data.get("used") if isinstance(data, dict) else None
-    return {str(k): str(v) for k, v in used.items()} if isinstance(used, dict) else {}
 
 
 def mark_journal_used(path: str | Path, hosts: Sequence[str], *, now: float | None = None) -> None:
@@ -385,10 +389,11 @@ def mark_journal_used(path: str | Path, hosts: Sequence[str], *, now: float | No
     overwrite what was made since (a file created again), so the next undo refuses without --force."""
     if not hosts:
         return
+    from clusterctl.json_input import mapping
+
     target = Path(path)
-    text = target.read_text()
     # The log of a run killed before it finished its journal becomes the journal it stands for.
-    data: dict[str, Any] = _from_log(text) if _is_log(str(target)) else json.loads(text)
+    data = _read(str(target), lambda value: dict(mapping(value, "")))
     data.pop("partial", None)
     before = data.get("used")
     used: dict[str, Any] = before if isinstance(before, dict) else {}

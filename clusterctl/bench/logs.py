@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from clusterctl.bench.model import bench_finding, latency_over
+from clusterctl.bench.model import bench_finding, judged_rate, latency_over
 from clusterctl.bench.net_capacity import link_capacity_checks
 from clusterctl.bench.plausible import nccl_checks, perftest_checks
 from clusterctl.errors import ParseError, UsageError
@@ -104,12 +104,11 @@ def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fra
         findings.append(bench_finding(Severity.ERROR, "PERFTEST_FAILED", name, "no result table in the output",
                                       about_kind="file"))
     findings += perftest_checks(result, line_rate_gbps=rate_gbps, fabric_type=fabric, about=name, about_kind="file")
-    if rate_gbps and result.peak_gbps is not None:
-        expected = rate_gbps * (2 if result.bidirectional else 1)
-        if result.peak_gbps < expected * min_fraction:
-            findings.append(bench_finding(Severity.ERROR, "LINK_SLOW", name,
-                                    f"peak {result.peak_gbps:.1f} Gb/s is {result.peak_gbps / expected:.0%} of "
-                                    f"{expected:g} Gb/s (needs {min_fraction:.0%})", about_kind="file"))
+    expected = judged_rate(rate_gbps, result.bidirectional)
+    if expected is not None and result.peak_gbps is not None and result.peak_gbps < expected * min_fraction:
+        findings.append(bench_finding(Severity.ERROR, "LINK_SLOW", name,
+                                      f"peak {result.peak_gbps:.1f} Gb/s is {result.peak_gbps / expected:.0%} of "
+                                      f"{expected:g} Gb/s (needs {min_fraction:.0%})", about_kind="file"))
     high = latency_over(result.typical_latency_us, latency_warn_us, latency_error_us)
     if high is not None:
         severity, limit = high

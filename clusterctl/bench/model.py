@@ -17,6 +17,12 @@ def bench_finding(severity: Severity, code: str, about: str, message: str, *, ab
     return Finding(severity, code, message, fix=fix, evidence=evidence, **where)
 
 
+def judged_rate(line_rate_gbps: float | None, bidirectional: bool) -> float | None:
+    """The rate a perftest bandwidth is judged against: a bidirectional run (-b) adds both directions,
+    so twice the line rate."""
+    return line_rate_gbps * (2 if bidirectional else 1) if line_rate_gbps else None
+
+
 def latency_over(latency_us: float | None, warn_us: float, error_us: float) -> tuple[Severity, float] | None:
     """How bad a typical latency is: (ERROR, the error limit) above it, (WARNING, the warning limit) above
     that, else None."""
@@ -84,9 +90,7 @@ class LinkResult:
 
     @property
     def judged_gbps(self) -> float | None:
-        """The rate the figure is judged against: a bidirectional run (-b) adds both directions, so
-        twice the line rate."""
-        return self.expected_gbps * (2 if self.bidirectional else 1) if self.expected_gbps else None
+        return judged_rate(self.expected_gbps, self.bidirectional)
 
     @property
     def fraction(self) -> float | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from clusterctl.bench.model import bench_finding
+from clusterctl.bench.model import bench_finding, judged_rate
 from clusterctl.facts.model import NVLinkStatus
 from clusterctl.facts.nccltests import NcclTestResult
 from clusterctl.facts.perftest import MIB_PER_S_TO_GBPS, PerftestResult
@@ -53,10 +53,8 @@ _FABRIC_WORDS = {"ib": "InfiniBand", "roce": "RoCE (Ethernet)", "ethernet": "Eth
 def bandwidth_check(figure: float | None, *, line_rate_gbps: float | None, bidirectional: bool, test: str | None,
                     about: str, about_kind: str = "subject", printed_unit: str | None = None) -> list[Finding]:
     """A perftest bandwidth above the line rate (twice it for a bidirectional run) cannot be true."""
-    if figure is None or not line_rate_gbps:
-        return []
-    limit = line_rate_gbps * (2 if bidirectional else 1)
-    if figure <= limit * ROUNDING_MARGIN:
+    limit = judged_rate(line_rate_gbps, bidirectional)
+    if figure is None or limit is None or figure <= limit * ROUNDING_MARGIN:
         return []
     mode = f"a bidirectional run on a {line_rate_gbps:g} Gb/s link" if bidirectional else \
         f"one direction of a {line_rate_gbps:g} Gb/s link"
@@ -104,6 +102,7 @@ def consistency_checks(result: PerftestResult, *, about: str, about_kind: str = 
             mislabelled.append((row, printed, from_rate))
         else:
             contradicting.append((row, from_rate))
+
     def inconsistent(severity: Severity, message: str, fix: str, **evidence: Any) -> None:
         found.append(bench_finding(severity, FIGURE_INCONSISTENT, about, message, about_kind=about_kind, fix=fix,
                                    **evidence))

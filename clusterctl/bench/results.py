@@ -88,23 +88,37 @@ def readable_versions() -> tuple[int, ...]:
     return tuple(range(1, FINDINGS_SCHEMA_VERSION + 1))
 
 
-def load_results(path: str) -> dict[str, Any]:
-    target = Path(path)
-    if target.is_dir():
-        target = target / RESULTS_FILE
-    from clusterctl.inputfile import read_json_input
+_NUMBER = {"type": ["number", "null"]}
+_NAME = {"type": "string", "minLength": 1}
+_TEXT = {"type": ["string", "null"]}
+#: What ``bench compare`` and ``dashboards --bench`` read of a results file; the rest is carried as it is.
+SCHEMA = {"type": "object", "properties": {
+    "test": _TEXT, "kind": _TEXT,
+    "links": {"type": "array", "items": {
+        "type": "object", "required": ["server", "server_hca", "client", "client_hca"], "properties": {
+            "server": _NAME, "server_hca": _NAME, "client": _NAME, "client_hca": _NAME, "test": _TEXT,
+            "gbps": _NUMBER, "latency_us": _NUMBER, "expected_gbps": _NUMBER, "slow": {"type": ["boolean", "null"]},
+            "same_rack": {"type": ["boolean", "null"]}}}},
+    "nccl": {"type": "object", "properties": {
+        "op": _TEXT, "median_busbw_gbs": _NUMBER,
+        "runs": {"type": "array", "items": {
+            "type": "object", "required": ["host"], "properties": {"host": _NAME, "busbw_gbs": _NUMBER}}}}}}}
 
-    data, _ = read_json_input(str(target), "results", "a results file")
-    if not isinstance(data, dict):
-        raise UsageError("not a results file", file=str(target))
-    version = data.get("schema_version", 1)
-    if version not in readable_versions():
-        raise UsageError(
-            f"schema_version {version!r} is not one this clusterctl reads "
-            f"({', '.join(map(str, readable_versions()))}).",
-            file=str(target), hint="Compare it with the clusterctl release that wrote it.",
-        )
-    return data
+
+def load_results(path: str) -> dict[str, Any]:
+    """A ``bench`` run's results.json (or its folder), checked for what is read of it."""
+    from clusterctl.json_input import mapping, matching, read_json
+
+    def checked(data: Any) -> dict[str, Any]:
+        version = mapping(data, "").get("schema_version", 1)
+        if version not in readable_versions():
+            raise UsageError(f"schema_version {version!r} is not one this clusterctl reads "
+                             f"({', '.join(map(str, readable_versions()))}).",
+                             hint="Compare it with the clusterctl release that wrote it.")
+        return dict(matching(data, SCHEMA))
+
+    target = Path(path) / RESULTS_FILE if Path(path).is_dir() else Path(path)
+    return read_json(str(target), "results", "a results file", checked)
 
 
 def run_kind(data: dict[str, Any]) -> str:

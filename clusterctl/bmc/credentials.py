@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import base64
 import os
-import stat
-from pathlib import Path
 
 from clusterctl.errors import UsageError
 from clusterctl.inventory.model import BmcConfig
-from clusterctl.secret import Secret, register_secret
+from clusterctl.secret import Secret, read_secret_file, register_secret
 
 
 def _where(config: BmcConfig) -> tuple[str | None, int | None]:
@@ -37,25 +35,8 @@ def bmc_password(config: BmcConfig) -> Secret:
                              hint=f"export {config.password_env}=... before running clusterctl (or use password_file).")
         return _secret(config, value)
     assert config.password_file is not None
-    path = Path(config.password_file)
-    field = f"bmc.{config.pattern}.password_file"
-    try:
-        info = path.stat()
-        if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-            raise UsageError(f"{path} is readable by others (mode {stat.S_IMODE(info.st_mode):o}): refusing to use "
-                             "it as a BMC password file", file=file, line=line, field=field,
-                             hint=f"chmod 600 {path}")
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read the BMC password file {path} ({exc.strerror})", file=file, line=line,
-                         field=field) from None
-    except UnicodeDecodeError:
-        raise UsageError(f"the BMC password file {path} is not UTF-8 text", file=file, line=line,
-                         field=field) from None
-    value = text.rstrip("\r\n")
-    if not value or "\n" in value:
-        raise UsageError(f"the BMC password file {path} must hold the password on one line", file=file, line=line,
-                         field=field)
+    value, _ = read_secret_file(config.password_file, "BMC password", config.password_file, file=file, line=line,
+                                field=f"bmc.{config.pattern}.password_file")
     return _secret(config, value)
 
 

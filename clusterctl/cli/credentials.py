@@ -12,12 +12,11 @@ option's argument: that would show in ``ps`` and in shell history. Every value b
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from dataclasses import dataclass
 
 from clusterctl.errors import UsageError
-from clusterctl.secret import Secret
+from clusterctl.secret import Secret, read_secret_file
 
 
 @dataclass(frozen=True)
@@ -45,7 +44,7 @@ def read_secret(source: SecretSource, *, ask: bool) -> Secret | None:
         return Secret(value, source.label)
     path = os.environ.get(source.env_file)
     if path:
-        return Secret(_read_private_file(path, source), source.label)
+        return Secret(read_secret_file(path, source.label, f"{source.env_file}={path}")[0], source.label)
     return None
 
 
@@ -58,22 +57,3 @@ def _prompt(text: str) -> str:
     if not line:
         raise UsageError(f"{text.rstrip(': ')} was asked for, but stdin is closed and there is no terminal")
     return line.rstrip("\r\n")
-
-
-def _read_private_file(path: str, source: SecretSource) -> str:
-    where = f"{source.env_file}={path}"
-    try:
-        info = os.stat(path)
-    except OSError as exc:
-        raise UsageError(f"{where}: {exc.strerror}") from None
-    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise UsageError(
-            f"{where}: the file is readable by others (mode {stat.S_IMODE(info.st_mode):o}); "
-            f"a file holding the {source.label} must be mode 0600 (chmod 600 {path})"
-        )
-    try:
-        with open(path, encoding="utf-8") as fh:
-            first = fh.readline()
-    except OSError as exc:
-        raise UsageError(f"{where}: {exc.strerror}") from None
-    return first.rstrip("\r\n")

@@ -50,13 +50,14 @@ def undo_command(
 ) -> None:
     from clusterctl.cli.confirm import confirm_change
     from clusterctl.errors import UsageError
-    from clusterctl.undo_journal import journal_used_by, load_journal, mark_journal_used, undo_on_hosts
+    from clusterctl.undo_journal import mark_journal_used, read_journal, undo_on_hosts
 
     app = app_context(ctx)
-    records = load_journal(journal)
+    read = read_journal(journal)
+    records = read.records
     hosts = app.hosts()
     in_journal = {r.change.host for r in records}
-    used = {h: when for h, when in journal_used_by(journal).items() if h in {x.name for x in hosts}}
+    used = {h: when for h, when in read.used.items() if h in {x.name for x in hosts}}
     if used and not force and not dry_run:
         listed = ", ".join(f"{h} at {when}" for h, when in sorted(used.items()))
         raise UsageError(f"this journal was already used to undo {listed}: replaying it would remove or overwrite "

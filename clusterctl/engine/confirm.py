@@ -33,7 +33,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clusterctl.errors import UsageError
 from clusterctl.host_reader import HostReader
+from clusterctl.json_input import read_json
 from clusterctl.secret import mask_text
 from clusterctl.writable import replace_file
 
@@ -105,11 +107,11 @@ class HostConfirmations:
     def load(cls, path: Path) -> HostConfirmations:
         store = cls(path)
         try:
-            raw = json.loads(path.read_text())
-        except (OSError, ValueError):
+            raw = read_json(str(path), "state", "a confirmation record", lambda value: value)
+        except UsageError:
             return store  # no record (or an unreadable one): every host runs its phases
         hosts = raw.get("hosts") if isinstance(raw, dict) and raw.get("version") == FORMAT_VERSION else None
-        for name, entry in (hosts or {}).items():
+        for name, entry in (hosts if isinstance(hosts, dict) else {}).items():
             record = HostRecord.from_json(entry)
             if record is not None:
                 store.hosts[str(name)] = record

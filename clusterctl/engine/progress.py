@@ -127,23 +127,23 @@ class ProgressStore:
 
     @classmethod
     def load(cls, path: Path, cluster: str, command: str = "bootstrap") -> ProgressStore:
-        from clusterctl.inputfile import read_state_file
+        from clusterctl.json_input import mapping, read_json
 
         store = cls(path, cluster)
-        what = f"a clusterctl {command} progress file"
-        remedy = (f"It only records which phases each host finished, for --resume: remove {path} and run "
-                  f"{command} without --resume (a phase a host already has changes nothing), or pass the "
-                  "--state-dir of the run to resume.")
-        try:
-            raw = read_state_file(path, what, remedy)
-        except FileNotFoundError:
+        if not path.exists():
             return store
-        hosts = raw.get("hosts")
-        if not isinstance(hosts, dict) or not all(
-                isinstance(phases, dict) and all(isinstance(entry, dict) for entry in phases.values())
-                for phases in hosts.values()):
-            raise UsageError(f"not {what}: no 'hosts' mapping of phases to their status. {remedy}", file=str(path))
-        store.hosts = {str(h): dict(p) for h, p in hosts.items()}
+
+        def shape(value: Any) -> dict[str, Any]:
+            for host, phases in mapping(mapping(value, "", required=("hosts",))["hosts"], "hosts").items():
+                for phase, entry in mapping(phases, f"hosts.{host}").items():
+                    mapping(entry, f"hosts.{host}.{phase}")
+            return dict(value)
+
+        raw = read_json(str(path), "state", f"a clusterctl {command} progress file", shape, hint=(
+            f"It only records which phases each host finished, for --resume: remove {path} and run {command} "
+            "without --resume (a phase a host already has changes nothing), or pass the --state-dir of the run to "
+            "resume."))
+        store.hosts = {str(h): dict(p) for h, p in raw["hosts"].items()}
         survey = raw.get("survey")
         store.survey = survey if isinstance(survey, str) and survey else None
         run = raw.get("run")

@@ -8,7 +8,7 @@ from clusterctl.errors import UsageError
 from clusterctl.findings import FINDINGS_SCHEMA_VERSION, Finding, count_by_severity
 from clusterctl.health import xid_catalog
 from clusterctl.health.model import HealthReport, HostHealth, Verdict
-from clusterctl.inputfile import read_json_input
+from clusterctl.json_input import matching, read_json
 
 #: 2: hosts carry ``facts.ib_links``, ``facts.dcgm``, NVLink speeds, and (``health read``) ``readings``.
 #: Version 1 reports are still read (``health compare`` of an older saved run).
@@ -34,26 +34,46 @@ def report_to_json(report: HealthReport) -> dict[str, Any]:
     }
 
 
-def report_from_json(data: dict[str, Any], *, name: str = "report") -> HealthReport:
+def _objects(each: dict[str, Any] | None = None) -> dict[str, Any]:
+    """JSON Schema: an object whose every value is an object (shaped as ``each``)."""
+    return {"type": ["object", "null"], "additionalProperties": {"type": "object", **(each or {})}}
+
+
+_TEXT = {"type": ["string", "null"]}
+_COUNTERS = {"type": ["object", "null"], "additionalProperties": {"type": ["object", "null"]}}
+_FINDING = {"type": "object", "required": ["severity", "code", "message"], "properties": {
+    "severity": {"enum": ["error", "warning", "info"]}, "code": {"type": "string"}, "message": {"type": "string"},
+    "host": _TEXT, "subject": _TEXT, "file": _TEXT, "line": {"type": ["integer", "null"]}, "fix": _TEXT,
+    "evidence": {"type": ["object", "null"]}}}
+#: What this clusterctl reads of a saved report (``health compare`` goes through a host's facts);
+#: anything else in it is carried as it is.
+SCHEMA = {"type": "object", "properties": {
+    "level": {"type": "integer", "minimum": 0, "maximum": 3}, "inventory": _TEXT,
+    "hosts": {"type": "array", "items": {"type": "object", "required": ["host", "verdict"], "properties": {
+        "host": {"type": "string", "minLength": 1}, "verdict": {"enum": [v.value for v in Verdict]},
+        "findings": {"type": "array", "items": _FINDING}, "failure": _TEXT,
+        "readings": {"type": ["object", "null"]}, "facts": {"type": ["object", "null"], "properties": {
+            "gpus": _objects(), "nvlink_errors": _COUNTERS, "ib_counters": _COUNTERS,
+            "kernel_events": _objects({"properties": {"count": {"type": "integer"}}}),
+            "nvlink": _objects({"properties": {"inactive": {"type": ["array", "null"],
+                                                            "items": {"type": ["integer", "string"]}}}}),
+        }}}}}}}
+
+
+def report_from_json(data: Any) -> HealthReport:
+    """The report of a saved one's JSON value; ``UsageError`` or ``BadField`` where it is not one."""
     if not isinstance(data, dict) or data.get("kind") != KIND:
-        raise UsageError("not a clusterctl health report (saved with 'clusterctl health --save' or -o json)",
-                         file=name)
+        raise UsageError("not a clusterctl health report (saved with 'clusterctl health --save' or -o json)")
     if data.get("schema_version") not in READABLE_VERSIONS:
         raise UsageError(f"health report schema version {data.get('schema_version')!r} is not supported "
-                         f"(this clusterctl reads {', '.join(map(str, READABLE_VERSIONS))})", file=name)
-    try:
-        hosts = tuple(
-            HostHealth(str(h["host"]), Verdict(h["verdict"]), str(h.get("reason", "")),
-                       tuple(Finding.from_json(f) for f in h.get("findings", ())), h.get("failure"),
-                       dict(h.get("facts") or {}), dict(h.get("readings") or {}))
-            for h in data.get("hosts", ())
-        )
-    except (KeyError, ValueError, TypeError) as exc:
-        raise UsageError(f"health report is damaged: {exc}", file=name) from exc
-    return HealthReport(hosts, str(data.get("generated_at", "")), int(data.get("level", 0)),
-                        str(data.get("since", "")), data.get("inventory"), source=str(data.get("source", "health")))
+                         f"(this clusterctl reads {', '.join(map(str, READABLE_VERSIONS))})")
+    matching(data, SCHEMA)
+    hosts = tuple(HostHealth(h["host"], Verdict(h["verdict"]), str(h.get("reason", "")),
+                             tuple(Finding.from_json(f) for f in h.get("findings", ())), h.get("failure"),
+                             dict(h.get("facts") or {}), dict(h.get("readings") or {})) for h in data.get("hosts", ()))
+    return HealthReport(hosts, str(data.get("generated_at", "")), data.get("level", 0), str(data.get("since", "")),
+                        data.get("inventory"), source=str(data.get("source", "health")))
 
 
 def load_report(path: str) -> HealthReport:
-    data, name = read_json_input(path, "health-report", "a health report")
-    return report_from_json(data, name=name)
+    return read_json(path, "health-report", "a health report", report_from_json)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterctl.errors import InventoryError
+from clusterctl.errors import InventoryFileReader
 from clusterctl.inventory import values
 from clusterctl.inventory.ansible_vars import HostBuilder, Var
 from clusterctl.inventory.model import Host, Inventory
@@ -45,7 +45,7 @@ class _HostDef:
     vars: dict[str, Var] = field(default_factory=dict)
 
 
-class _Tree:
+class _Tree(InventoryFileReader):
     """Groups and hosts in the order the file names them."""
 
     def __init__(self, file: str) -> None:
@@ -80,11 +80,6 @@ class _Tree:
             raise self.error(exc.message, line, pattern, exc.hint) from None
         for name in names:
             self.add_host(group, name, line, dict(host_vars))
-
-    def error(
-        self, message: str, line: int | None, field: str | None = None, hint: str | None = None
-    ) -> InventoryError:
-        return InventoryError(message, file=self.file, line=line, field=field, hint=hint)
 
 
 # --- INI --------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
-from clusterctl.errors import InventoryError
+from clusterctl.errors import InventoryFileReader
 from clusterctl.inventory import values
 from clusterctl.inventory.model import Fabric, Host, SSHOptions, StackPin, TransportKind
 from clusterctl.inventory.values import BadValue
@@ -56,7 +56,7 @@ class Var:
 
 
 @dataclass(kw_only=True)
-class HostBuilder:
+class HostBuilder(InventoryFileReader):
     """Turns one host's resolved variables into a ``Host``; errors point at the variable's line."""
 
     file: str
@@ -68,9 +68,6 @@ class HostBuilder:
     base_dir: Path
     #: Variable names read so far, so unread ``ansible_*`` ones can be reported.
     used: set[str] = field(default_factory=set)
-
-    def error(self, message: str, line: int | None, field: str, hint: str | None = None) -> InventoryError:
-        return InventoryError(message, file=self.file, line=line, field=field, hint=hint)
 
     def pick(self, names: tuple[str, ...]) -> tuple[str, Var] | None:
         """The first of several spellings that is set (``ansible_host`` before ``ansible_ssh_host``)."""

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from clusterctl.errors import InventoryError
+from clusterctl.errors import InventoryFileReader
 from clusterctl.inventory import values
 from clusterctl.inventory.values import BadValue
 from clusterctl.inventory.yaml_tree import Entry, Mapping, Node, Scalar, Sequence, as_mapping, kind_of, to_python
@@ -21,15 +21,12 @@ from clusterctl.inventory.yaml_tree import Entry, Mapping, Node, Scalar, Sequenc
 ValueReader = Callable[[Node, str], Any]
 
 
-class NodeReader:
+class NodeReader(InventoryFileReader):
     """Errors, scalars, mappings and name lists of one inventory file, each error naming file, line and field."""
 
     def __init__(self, file: str, base_dir: Path) -> None:
         self.file = file
         self.base_dir = base_dir
-
-    def error(self, message: str, *, line: int, field: str | None, hint: str | None = None) -> InventoryError:
-        return InventoryError(message, file=self.file, line=line, field=field or None, hint=hint)
 
     def check_field(self, entry: Entry, known: Collection[str], field: str) -> None:
         """``entry``'s key is one of ``known``; else "unknown field" at its line (``field``: its path)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from clusterctl.errors import InventoryError
+from clusterctl.errors import InventoryError, InventoryFileReader
 
 #: Upper bound on nodes visited, so an alias bomb ("billion laughs") fails fast.
 MAX_NODES = 200_000
@@ -140,7 +140,7 @@ def parse_yaml(text: str, file: str) -> Node | None:
         loader.dispose()
 
 
-class _Walker:
+class _Walker(InventoryFileReader):
     def __init__(self, loader: Any, file: str) -> None:
         self.loader = loader
         self.file = file
@@ -158,14 +158,11 @@ class _Walker:
 
         self.visited += 1
         if self.visited > MAX_NODES:
-            raise InventoryError(
-                f"the document expands to more than {MAX_NODES} values (aliases repeated too often).",
-                file=self.file,
-                line=node.start_mark.line + 1,
-            )
+            raise self.error(f"the document expands to more than {MAX_NODES} values (aliases repeated too often).",
+                             node.start_mark.line + 1)
         line = node.start_mark.line + 1
         if id(node) in self.active:
-            raise InventoryError("an alias refers to itself (recursive anchor).", file=self.file, line=line)
+            raise self.error("an alias refers to itself (recursive anchor).", line)
         if isinstance(node, yaml.ScalarNode):
             return Scalar(self._scalar_value(node), node.value, line)
         self.active.add(id(node))
@@ -196,25 +193,19 @@ class _Walker:
                 for source in sources:
                     inherited = self.walk(source, path)
                     if not isinstance(inherited, Mapping):
-                        raise InventoryError("'<<' must merge a mapping.", file=self.file, line=key_line)
+                        raise self.error("'<<' must merge a mapping.", key_line)
                     for entry in inherited.entries:
                         merged.setdefault(entry.key, entry)
                 continue
             if not isinstance(key_node, yaml.ScalarNode):
-                raise InventoryError(
-                    "a key must be a plain name, not a list or mapping.", file=self.file, line=key_line
-                )
+                raise self.error("a key must be a plain name, not a list or mapping.", key_line)
             key = key_node.value
             field = f"{path}.{key}" if path else key
             if key in explicit:
                 what = "host" if path.rsplit(".", 1)[-1] == "hosts" else "key"
-                raise InventoryError(
-                    f"duplicate {what} '{key}': it is already defined at line {explicit[key].key_line}.",
-                    file=self.file,
-                    line=key_line,
-                    field=field,
-                    hint="YAML would silently keep only the last one; remove or rename one of them.",
-                )
+                raise self.error(f"duplicate {what} '{key}': it is already defined at line {explicit[key].key_line}.",
+                                 key_line, field, "YAML would silently keep only the last one; remove or rename one "
+                                 "of them.")
             explicit[key] = Entry(key, key_line, self.walk(value_node, field))
         entries = dict(merged)
         entries.update(explicit)

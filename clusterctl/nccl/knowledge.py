@@ -74,13 +74,10 @@ class VariableInfo:
     default: str | None = None
     defaults: tuple[VersionedValue, ...] = ()
     since: NcclVersion | None = None
-    since_text: str | None = None
     removed: NcclVersion | None = None
-    removed_text: str | None = None
     replaced_by: str | None = None
     replaced_note: str | None = None
     deprecated_values: dict[str, str] = field(default_factory=dict)
-    documented: bool = False
     source: str = ""
     note: str | None = None
     hint: str | None = None
@@ -131,13 +128,6 @@ class VariableInfo:
         if version is None:
             return self.values
         return tuple(v for v in self.values if v not in self.value_since or version >= self.value_since[v])
-
-    @property
-    def reader(self) -> str:
-        """Who reads it, in words."""
-        if self.plugin is not None:
-            return f"{self.plugin.name} ({self.plugin.repo})"
-        return SCOPE_READER.get(self.scope, self.scope)
 
 
 class KnowledgeBase:
@@ -275,10 +265,8 @@ def pytorch_variable(entry: dict[str, Any]) -> VariableInfo:
     return VariableInfo(
         **_grammar(entry),
         scope="pytorch",
-        documented=True,
         source=f"[pytorch] torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp (pytorch/pytorch); seen in {seen} "
                "(clusterctl/nccl/data/pytorch_vars.yaml)",
-        since_text=f"PyTorch {since}" if since else None,
         note=entry.get("note"),
         pytorch_since=pytorch_series(str(since)) if since else None,
     )
@@ -294,7 +282,6 @@ def plugin_variable(entry: dict[str, Any], plugin: Plugin) -> VariableInfo:
     return VariableInfo(
         **_grammar(entry),
         scope="plugin",
-        documented=True,
         source=f"{plugin.repo}@{plugin.commit[:10]} {entry.get('source', '')}".strip(),
         note=note,
         plugin=plugin,
@@ -326,13 +313,10 @@ def variable_from_entry(entry: dict[str, Any]) -> VariableInfo:
         clamped=bool(entry.get("clamped", False)),
         defaults=defaults,
         since=_version(entry.get("since")),
-        since_text=entry.get("since_note"),
         removed=_version(entry.get("removed")),
-        removed_text=entry.get("removed_note"),
         replaced_by=entry.get("replaced_by"),
         replaced_note=entry.get("replaced_note"),
         deprecated_values={str(k): str(v) for k, v in (entry.get("deprecated_values") or {}).items()},
-        documented=bool(entry.get("documented", False)),
         source=str(entry.get("source", "")),
         note=entry.get("note"),
         hint=entry.get("hint"),

@@ -21,7 +21,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
 
@@ -70,18 +70,20 @@ class PendingWork:
         self._load()
 
     def _load(self) -> None:
-        from clusterctl.inputfile import read_state_file
+        from clusterctl.json_input import mapping, read_json
 
-        try:
-            data = read_state_file(self.path, "the receiver's pending work",
-                                   "Move the file away to start without it (its alerts are then not acted on).")
-        except FileNotFoundError:
+        if not self.path.exists():
             return
-        hosts = data.get("hosts") if data.get("kind") == KIND else None
-        if not isinstance(hosts, dict):
-            raise UsageError("not the receiver's pending work file", file=str(self.path))
+
+        def shape(value: Any) -> dict[str, Any]:
+            if mapping(value, "").get("kind") != KIND:
+                raise UsageError("not the receiver's pending work file")
+            return mapping(value.get("hosts"), "hosts")
+
+        hosts = read_json(str(self.path), "state", "the receiver's pending work", shape,
+                          hint="Move the file away to start without it (its alerts are then not acted on).")
         for name, entry in hosts.items():
-            if not isinstance(entry, dict) or entry.get("action") not in _STRENGTH or \
+            if not isinstance(entry, dict) or str(entry.get("action")) not in _STRENGTH or \
                     not isinstance(entry.get("alerts"), list) or not isinstance(entry.get("seq", 0), int):
                 continue  # not one this receiver wrote: nothing to act on
             found = PendingHost(str(name), str(entry["action"]), tuple(str(a) for a in entry["alerts"]),

@@ -26,7 +26,6 @@ import json
 import os
 import socket
 import ssl
-import stat
 import threading
 import time
 from collections.abc import Callable
@@ -36,12 +35,9 @@ from typing import Any
 
 from clusterctl.errors import UsageError
 from clusterctl.quarantine.webhook_payload import clip
-from clusterctl.secret import register_secret
+from clusterctl.secret import read_secret_file, register_secret
 
 PATHS = ("/", "/webhook")
-#: Largest token file read (a token is tens of bytes).
-TOKEN_FILE_BYTES = 4096
-
 #: ``handle(body, caller) -> (HTTP status, JSON answer)``.
 Handle = Callable[[bytes, str], "tuple[int, dict[str, Any]]"]
 Say = Callable[..., None]
@@ -104,26 +100,12 @@ class TokenFile:
 
     def _read(self) -> None:
         where = f"--token-file {self.path}"
-        try:
-            info = os.stat(self.path)
-        except OSError as exc:
-            raise UsageError(f"{where}: {exc.strerror}", field="--token-file") from None
-        if not stat.S_ISREG(info.st_mode):
-            raise UsageError(f"{where}: not a regular file", field="--token-file")
-        if info.st_mode & (stat.S_IRWXO | stat.S_IWGRP | stat.S_IXGRP):
-            raise UsageError(f"{where}: others may read or change it (mode {stat.S_IMODE(info.st_mode):o}); a "
-                             f"file holding the receiver's token must be mode 0600 or 0640 (chmod 600 {self.path})",
-                             field="--token-file")
-        try:
-            with open(self.path, "rb") as fh:
-                data = fh.read(TOKEN_FILE_BYTES + 1)
-        except OSError as exc:
-            raise UsageError(f"{where}: {exc.strerror}", field="--token-file") from None
-        token = data.strip()
-        if len(data) > TOKEN_FILE_BYTES or not token or any(c < 0x21 or c > 0x7E for c in token):
-            raise UsageError(f"{where}: must hold one token (printable ASCII, no spaces, at most "
-                             f"{TOKEN_FILE_BYTES} bytes), as Alertmanager's credentials_file does",
-                             field="--token-file")
+        value, info = read_secret_file(self.path, "receiver's token", where, group_may_read=True,
+                                       field="--token-file")
+        token = value.encode()
+        if any(c < 0x21 or c > 0x7E for c in token):
+            raise UsageError(f"{where}: must hold one token (printable ASCII, no spaces), as Alertmanager's "
+                             "credentials_file does", field="--token-file")
         if len(token) < 16:
             raise UsageError(f"{where}: the token has {len(token)} characters; use at least 16 (for example "
                              f"openssl rand -hex 32 > {self.path})", field="--token-file")

@@ -88,7 +88,7 @@ def test_the_password_comes_from_a_private_file_as_a_secret(tmp_path: Path) -> N
     config = inv.bmc[0]
     with pytest.raises(UsageError) as caught:
         bmc_password(config)
-    assert "readable by others (mode 644)" in str(caught.value) and "chmod 600" in str(caught.value)
+    assert "others may read or change it (mode 644)" in str(caught.value) and "chmod 600" in str(caught.value)
     assert caught.value.line == 3 and caught.value.field == "bmc.gpu-a*.password_file"
     secret_file.chmod(0o600)
     password = bmc_password(config)

@@ -25,7 +25,7 @@ def assert_one_paragraph(run: CliRun, path: Path, remedy: str) -> None:
     assert run.exit_code == 2, run.output
     assert "internal error" not in run.output and "Traceback" not in run.output
     (line,) = run.stderr.strip().splitlines()
-    assert re.match(rf"error: {re.escape(str(path))}(:\d+)?: not a clusterctl", line), line
+    assert re.match(rf"error: {re.escape(str(path))}(:\d+)?: (field '[^']+': )?not a clusterctl", line), line
     assert remedy in line, line
 
 

@@ -70,7 +70,7 @@ def test_a_file_that_is_not_a_journal_is_a_usage_error(tmp_path: Path) -> None:
         load_journal(bad)
     broken = tmp_path / "broken.json"
     broken.write_text('{"kind": "clusterctl.undo", "version": 1, "changes": [{"host": "h"}]}')
-    with pytest.raises(UsageError, match="change 1 is malformed"):
+    with pytest.raises(UsageError, match=r"field 'changes\[0\]\.summary': not a clusterctl undo journal: missing"):
         load_journal(broken)
 
 
@@ -209,3 +209,17 @@ def test_a_temporary_change_nobody_cleaned_up_is_undone_from_the_journal(tmp_pat
     assert record.change.undo_command == f"rm -f -- {marker}"
     Gate(apply=True).undo(LocalTransport(HOST), [record])
     assert not marker.exists()
+
+
+def test_a_log_with_foreign_or_cut_lines_still_gives_its_changes(tmp_path: Path) -> None:
+    """A line of the log that is not an event (another program's, or cut by the kill) used to end the
+    undo in 'internal error: AttributeError'."""
+    journal = WriteAheadJournal(command="tune-nccl --push", folder=tmp_path / "undo")
+    target = tmp_path / "a.conf"
+    Gate(apply=True, log=journal).submit(LocalTransport(HOST), Change.write_file("here", str(target), "a\n",
+                                                                                current=None, sudo=False))
+    assert journal.path is not None  # still the log: the run was killed before it finished its journal
+    with journal.path.open("a") as log:
+        log.write('[1]\n"done"\n{"entry": "x"}\n{"entry": 9, "pend')
+    (record,) = load_journal(journal.path)
+    assert record.change.path == str(target) and record.change.current is None

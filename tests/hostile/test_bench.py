@@ -111,6 +111,34 @@ def test_compare_refuses_an_unknown_schema_and_warns_on_unlike_runs(cli, tmp_pat
     assert "measured different things (ib_write_bw vs nccl all_reduce)" in ran.err
 
 
+LINK = {"server": "a", "server_hca": "mlx5_0", "client": "b", "client_hca": "mlx5_0", "gbps": 190.0}
+#: Results files of the right version whose figures are not where or what they should be.
+DAMAGED = {
+    "links": ({"links": "a,b"}, "links': not a results file: text where a list belongs"),
+    "link": ({"links": [5]}, "links[0]': not a results file: a number where an object belongs"),
+    "server": ({"links": [{**LINK, "server": None}]}, "links[0].server': not a results file: null where text"),
+    "hca": ({"links": [{k: v for k, v in LINK.items() if k != "client_hca"}]},
+            "links[0].client_hca': not a results file: missing"),
+    "gbps": ({"links": [{**LINK, "gbps": "190"}]}, "links[0].gbps': not a results file: text where a number or null"),
+    "nccl": ({"nccl": [1]}, "nccl': not a results file: a list where an object belongs"),
+    "run": ({"nccl": {"op": "all_reduce", "runs": [{"busbw_gbs": 1.0}]}}, "nccl.runs[0].host': not a results file"),
+}
+
+
+@pytest.mark.parametrize(("payload", "says"), DAMAGED.values(), ids=DAMAGED.keys())
+def test_compare_and_dashboards_refuse_a_damaged_results_file_naming_it_and_the_field(  # type: ignore[no-untyped-def]
+        cli, tmp_path: Path, payload: dict, says: str) -> None:  # type: ignore[type-arg]
+    """These used to end in 'internal error: KeyError' or 'TypeError' with exit 1."""
+    good = _results(tmp_path / "good", {"schema_version": 1, "links": [LINK]})
+    bad = _results(tmp_path / "bad", {"schema_version": 1, **payload})
+    for argv in (("bench", "compare", good, bad), ("bench", "compare", bad, good),
+                 ("-i", DEMO, "dashboards", "--bench", bad)):
+        ran = cli(*argv)
+        assert ran.code == 2 and ran.out == "", ran
+        assert ran.err.startswith(f"error: {bad}/results.json: field '{says}"), ran.err
+        assert len(ran.err.strip().splitlines()) == 1
+
+
 def test_sigterm_during_bench_ib_stops_the_servers_and_removes_their_logs(tmp_path: Path) -> None:
     """SIGTERM used to end Python at once, leaving perftest servers and their logs behind."""
     bin_dir = tmp_path / "bin"

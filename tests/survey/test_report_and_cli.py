@@ -81,8 +81,8 @@ def test_saved_report_loads_back_and_other_versions_are_refused(tmp_path: Path) 
 
 @pytest.mark.parametrize(("content", "says"), [
     (b'{\n  "kind": "clusterctl.survey",\n  "hosts": [\n', r"survey.json:4: not a clusterctl survey report: not JSON"),
-    (b"\x00\x01\x02", r"survey.json:1: binary data"),
-    (b'{"kind": "\xff"}', r"survey.json:1: not UTF-8 text"),
+    (b"\x00\x01\x02", r"survey.json:1: not a clusterctl survey report: binary data"),
+    (b'{"kind": "\xff"}', r"survey.json:1: not a clusterctl survey report: not UTF-8 text"),
 ])
 def test_a_damaged_saved_survey_is_a_usage_error_naming_file_and_line(tmp_path: Path, content: bytes,
                                                                       says: str) -> None:

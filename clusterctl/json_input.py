@@ -1,0 +1,186 @@
+"""The one reader of the JSON files clusterctl reads back, and the typed fields taken from them.
+
+Saved surveys, sweeps, bench results, health reports, progress files, undo journals and the
+receiver's pending work are all input: a file may have been edited, cut short by a full disk,
+copied from another cluster or written by another program. ``read_json`` reads one within its
+size limit (``inputfile``), decodes it and hands the value to the reader's ``shape`` function,
+built from the helpers below (or a JSON Schema, ``matching``); whatever is wrong is a usage
+error (exit 2) naming the file, the line where JSON says, and the field (``hosts[2].verdict``),
+never a traceback or a Python message. (The one YAML file a user gives, the inventory, has its
+own reader that keeps every value's line: ``inventory/yaml_tree.py``.)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from clusterctl.errors import UsageError
+from clusterctl.inputfile import read_text_input
+
+T = TypeVar("T")
+
+#: Characters of one text field a shape function takes (a host name, a note, a value); real ones are
+#: under 300.
+MAX_TEXT = 2_000
+#: Characters no text field may have: C0 and C1 controls (newline and tab included: every such field
+#: is one line), DEL, and the Unicode line separators and bidirectional overrides that make text read
+#: differently from what it is.
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+class BadField(Exception):
+    """A field that is not what the file's kind has there; ``field`` says where (``ranges[2].best_gbps``,
+    ``""`` for the whole document)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def read_json(source: str, kind: str, what: str, shape: Callable[[Any], T], *, hint: str | None = None,
+              decode: Callable[[str], Any] | None = None) -> T:
+    """``shape(value)`` of the JSON file ``source`` (``-``: standard input) within ``LIMITS[kind]``.
+
+    ``what`` names what the file should be ("a saved sweep"), ``hint`` what to do about a bad one;
+    ``decode`` reads the text when it is not one JSON document (an undo journal's log). ``shape``
+    raises ``BadField`` (worded ``not WHAT: MESSAGE``) or a ``UsageError`` (the file is added to it)."""
+    import json
+
+    try:
+        text, label = read_text_input(source, kind, what=what)
+    except UsageError as exc:
+        raise UsageError(exc.message, file=exc.file, line=exc.line, hint=exc.hint or hint) from None
+    try:
+        value = (decode or json.loads)(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"not {what}: not JSON ({exc.msg}, column {exc.colno}).", file=label, line=exc.lineno,
+                         hint=hint) from None
+    except RecursionError:
+        raise UsageError(f"not {what}: JSON nested too deep.", file=label, hint=hint) from None
+    try:
+        return shape(value)
+    except BadField as exc:
+        raise UsageError(f"not {what}: {exc.message}.", file=label, field=exc.field or None, hint=hint) from None
+    except UsageError as exc:
+        if exc.file:
+            raise
+        raise UsageError(exc.message, file=label, field=exc.field, hint=exc.hint or hint) from None
+
+
+# --- one field each --------------------------------------------------------------------------------
+
+
+def mapping(value: Any, field: str, *, required: tuple[str, ...] = (),
+            optional: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """An object with every ``required`` key; with ``optional`` given, no key outside the two."""
+    if not isinstance(value, dict):
+        raise BadField(field, f"{kind_of(value)} where an object belongs")
+    for key in required:
+        if key not in value:
+            raise BadField(join(field, key), "missing")
+    unknown = [] if optional is None else [k for k in value if k not in required and k not in optional]
+    if unknown:
+        raise BadField(field, f"unknown field {shown(unknown[0])}")
+    return value
+
+
+def items(value: Any, field: str, read: Callable[[Any, str], T], *, limit: int | None = None) -> tuple[T, ...]:
+    """A list, each entry read by ``read(entry, "field[i]")``."""
+    if not isinstance(value, list):
+        raise BadField(field, f"{kind_of(value)} where a list belongs")
+    if limit is not None and len(value) > limit:
+        raise BadField(field, f"{len(value):,} entries (at most {limit:,})")
+    return tuple(read(item, f"{field}[{i}]") for i, item in enumerate(value))
+
+
+def count(value: Any, field: str, *, high: int | None = None) -> int:
+    """A whole number from 0 (to ``high``)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise BadField(field, f"{kind_of(value)} where a whole number belongs")
+    if value < 0 or (high is not None and value > high):
+        raise BadField(field, f"{value} is outside 0 to {high:,}" if high is not None else f"{value} is below 0")
+    return value
+
+
+def number(value: Any, field: str, *, low: float | None = None, high: float | None = None) -> float:
+    """A finite number (from ``low``, to ``high``)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise BadField(field, f"{kind_of(value)} where a number belongs")
+    result = float(value)
+    if not math.isfinite(result) or (low is not None and result < low) or (high is not None and result > high):
+        raise BadField(field, f"{value} is out of range")
+    return result
+
+
+def flag(value: Any, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise BadField(field, f"{kind_of(value)} where true or false belongs")
+    return value
+
+
+def text(value: Any, field: str, *, choices: tuple[str, ...] = (), pattern: re.Pattern[str] | None = None,
+         meaning: str = "", line: bool = True) -> str:
+    """Text: one of ``choices``; else all of it matching ``pattern`` (it is not ``meaning``); else, unless
+    ``line`` is false (a shell line), one line without a control character, at most ``MAX_TEXT`` long."""
+    if not isinstance(value, str):
+        raise BadField(field, f"{kind_of(value)} where text belongs")
+    if choices and value not in choices:
+        raise BadField(field, f"{shown(value)} is not one of {', '.join(choices)}")
+    if pattern is not None and not pattern.fullmatch(value):
+        raise BadField(field, f"{shown(value)} is not {meaning}")
+    if not line:
+        return value
+    if len(value) > MAX_TEXT:
+        raise BadField(field, f"{len(value):,} characters (at most {MAX_TEXT:,})")
+    bad = _UNSAFE.search(value)
+    if bad:
+        raise BadField(field, f"a control character (U+{ord(bad.group()):04X}) at character {bad.start() + 1}")
+    return value
+
+
+def maybe(read: Callable[[Any, str], T], value: Any, field: str) -> T | None:
+    """``None`` for a JSON null, else ``read(value, field)``."""
+    return None if value is None else read(value, field)
+
+
+def matching(value: Any, schema: Mapping[str, Any]) -> Any:
+    """``value`` when it matches the JSON Schema ``schema`` (draft 2020-12); else ``BadField`` at the first
+    place that does not (in the order of the document)."""
+    import jsonschema
+
+    errors = jsonschema.Draft202012Validator(schema).iter_errors(value)
+    error = next(iter(sorted(errors, key=lambda e: list(e.absolute_path))), None)
+    if error is None:
+        return value
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+    if error.validator == "required":  # said as ``mapping`` says it
+        raise BadField(join(where, next(k for k in error.validator_value if k not in error.instance)), "missing")
+    if error.validator == "type":
+        wanted = [_TYPE_WORDS.get(t, t) for t in ([error.validator_value] if isinstance(error.validator_value, str)
+                                                   else error.validator_value)]
+        raise BadField(where, f"{kind_of(error.instance)} where {' or '.join(wanted)} belongs")
+    raise BadField(where, error.message if len(error.message) <= 200 else f"{error.message[:200]}...")
+
+
+_TYPE_WORDS = {"object": "an object", "array": "a list", "string": "text", "number": "a number",
+               "integer": "a whole number", "boolean": "true or false", "null": "null"}
+
+
+def join(field: str, key: str) -> str:
+    return f"{field}.{key}" if field else key
+
+
+def kind_of(value: Any) -> str:
+    """What a JSON value is, in words: "an object", "text"."""
+    return {dict: "an object", list: "a list", str: "text", bool: "true/false", int: "a number", float: "a number",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def shown(value: str) -> str:
+    """A value from the file, quoted, control characters escaped and cut to a length that fits a line."""
+    quoted = ascii(value[:40])
+    return quoted if len(value) <= 40 else quoted[:-1] + "...'"
