@@ -102,6 +102,7 @@ def consistency_checks(result: PerftestResult, *, about: str, about_kind: str = 
             mislabelled.append((row, printed, from_rate))
         else:
             contradicting.append((row, from_rate))
+
     def inconsistent(severity: Severity, message: str, fix: str, **evidence: Any) -> None:
         found.append(bench_finding(severity, FIGURE_INCONSISTENT, about, message, about_kind=about_kind, fix=fix,
                                    **evidence))

@@ -9,6 +9,7 @@ from grafana_foundation_sdk.models import dashboard as model
 from clusterctl.dashboards import promql
 from clusterctl.dashboards.inputs import DashboardInputs
 from clusterctl.dashboards.panels import FULL, HALF, new_dashboard, target, thresholds, uid
+from clusterctl.inventory.model import Fabric
 
 BENCH = 'cluster="$cluster"'
 #: node-exporter's infiniband collector labels ports by device and port; its host is the scrape target,
@@ -22,13 +23,13 @@ def build(inputs: DashboardInputs) -> dashboard.Dashboard:
                           "and live InfiniBand and NVLink counters.")
     board = board.with_row(dashboard.Row("Measured by clusterctl bench"))
     if inputs.links:
-        min_fraction = 0.6
+        bar = Fabric()  # bench's thresholds: yellow from what a link across racks must reach, green within one
         board = board.with_panel(
             table.Panel().title("ib_write_bw between hosts: share of line rate (server rows, client columns)")
             .span(FULL).height(10).unit("percentunit").decimals(0)
             .description("clusterctl_bench_link_gbps / clusterctl_bench_link_expected_gbps from the last "
                          "clusterctl bench ib; red is under the share bench judges slow across racks.")
-            .thresholds(thresholds([(None, "red"), (min_fraction, "yellow"), (0.9, "green")]))
+            .thresholds(thresholds([(None, "red"), (bar.across_racks_min, "yellow"), (bar.within_rack_min, "green")]))
             .with_transformation(model.DataTransformerConfig(
                 id_val="groupingToMatrix",
                 options={"columnField": "client", "rowField": "server", "valueField": "Value",

@@ -413,6 +413,7 @@ def check_nvlink(host: HostInput, baseline: Baseline) -> list[Finding]:
     if probe is None:
         return []
     found: list[Finding] = []
+
     def peers_active() -> int | None:
         links = [p.probe.nvlink for p in baseline.peers(host) if p.probe and p.probe.nvlink]
         return majority(sum(1 for lane in s.lanes if lane.active) for statuses in links for s in statuses)
@@ -461,6 +462,7 @@ def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
     probe = host.probe
     if probe is None or probe.nvlink_errors is None:
         return []
+
     def peer_links() -> list[NVLinkErrorCounters]:
         return [e for p in baseline.peers(host) if p.probe and p.probe.nvlink_errors
                 for e in p.probe.nvlink_errors.links]
@@ -523,6 +525,7 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
     if probe is None:
         return []
     found: list[Finding] = []
+
     def port_index() -> dict[tuple[str, int], list[RDMAPort]]:
         index: dict[tuple[str, int], list[RDMAPort]] = {}
         for p in baseline.hosts:
@@ -553,6 +556,7 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
                     fix="Check the cable and the switch port (ibstat, then the switch's port counters); a fabric "
                         "HCA down takes the host's GPUs on that rail off the fabric."))
     counters = probe.ib_counters.ports if probe.ib_counters else ()
+
     def peer_ports() -> list[IBPortCounters]:
         return [c for p in baseline.hosts if p.probe and p.probe.ib_counters for c in p.probe.ib_counters.ports]
 
