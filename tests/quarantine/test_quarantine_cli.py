@@ -224,3 +224,13 @@ def test_a_failed_kubernetes_drain_still_drains_the_host_in_slurm(sim: KubeSim) 
     said = " ".join(out.split())
     assert code == 1 and "FAILED gpu-a2: drain of gpu-a2 stopped" in said
     assert "gpu-a2: slurm: already drained in Slurm" in said
+
+
+def test_the_undo_command_goes_whole_on_a_line_of_its_own_at_80_columns(
+        sim: KubeSim, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out = cli(sim, "quarantine", "gpu-a3", "--reason", "nvlink", "--yes")
+    assert code == 0, out
+    (journal,) = Path("clusterctl-results", "undo").glob("quarantine-*.json")
+    lines = out.splitlines()
+    assert "undo with:" in lines and f"    clusterctl undo {journal}" in lines, out  # never split in two
