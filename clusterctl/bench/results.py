@@ -78,8 +78,10 @@ def save_raw(folder: Path, name: str, text: str) -> Path:
 
 
 def save_results(folder: Path, payload: dict[str, Any]) -> Path:
+    from clusterctl.writable import replace_file
+
     path = folder / RESULTS_FILE
-    path.write_text(json.dumps({"schema_version": FINDINGS_SCHEMA_VERSION, **payload}, indent=2) + "\n")
+    replace_file(path, json.dumps({"schema_version": FINDINGS_SCHEMA_VERSION, **payload}, indent=2) + "\n")
     return path
 
 

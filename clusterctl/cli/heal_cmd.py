@@ -63,7 +63,7 @@ def heal_command(
                 verb = "would " if dry_run else ""
                 for line in step.changes:
                     app.say(f"{r.host}: {step.step}: {verb}{line}")
-                app.say(f"{r.host}: {step.step}: {step.result}{': ' + step.detail if step.detail else ''}")
+                app.say(f"{r.host}: {step.step}: {step.result.value}{': ' + step.detail if step.detail else ''}")
             app.say(f"{r.host}: {r.outcome.upper()}: {r.detail}")
             if r.report:
                 app.say(r.report)

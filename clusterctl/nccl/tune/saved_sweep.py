@@ -40,9 +40,11 @@ def save_sweep(result: SweepResult, out_dir: str) -> Path:
     import dataclasses
     import json
 
+    from clusterctl.writable import replace_file
+
     path = Path(out_dir) / SWEEP_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(dataclasses.asdict(result), indent=2) + "\n", encoding="utf-8")
+    # Whole or not at all: a later ``tune-nccl --bench DIR`` reads it back.
+    replace_file(path, json.dumps(dataclasses.asdict(result), indent=2) + "\n")
     return path
 
 
