@@ -131,7 +131,7 @@ def ib_command(
     assert folder is not None
     save_ib_run(folder, report, payload)
     matrix = report.matrix(by_hca=by_hca)
-    good = _good_value(report)
+    good = report.good_gbps
     if plot:
         from clusterctl.bench.plot import write_plot
 
@@ -146,13 +146,6 @@ def ib_command(
 
     app.emit({**payload, "results_dir": str(folder)}, table)
     exit_for(report.findings)
-
-
-def _good_value(report: IBBenchReport) -> float | None:
-    if report.test.endswith("_lat"):
-        return None
-    rates = [r.expected_gbps for r in report.results if r.expected_gbps]
-    return min(rates) if rates else None
 
 
 def _print_plan(app: AppContext, report: IBBenchReport) -> None:
