@@ -144,7 +144,7 @@ def ib_command(
         if find_straggler:
             app.console.print(f"rounds used: {report.rounds_used} (all pairs would take {report.all_pairs_rounds})")
         print_findings(app.console, list(report.findings))
-        app.say(f"results: {folder}", err=True)
+        app.say(f"results: {folder}", err=True, soft_wrap=False)
 
     app.emit({**payload, "results_dir": str(folder)}, table)
     exit_for(report.findings)
@@ -228,7 +228,7 @@ def nccl_command(
                       f"{avg:.2f}" if avg is not None else "-", r.error or worst.get(r.host, "ok"))
         app.console.print(t)
         print_findings(app.console, list(run.findings))
-        app.say(f"results: {folder}", err=True)
+        app.say(f"results: {folder}", err=True, soft_wrap=False)
 
     app.emit({**payload, "results_dir": str(folder)}, table)
     exit_for(run.findings)
