@@ -123,9 +123,9 @@ def flag(value: Any, field: str) -> bool:
 
 
 def text(value: Any, field: str, *, choices: tuple[str, ...] = (), pattern: re.Pattern[str] | None = None,
-         meaning: str = "", line: bool = True) -> str:
+         meaning: str = "", line: bool = True, limit: int = MAX_TEXT) -> str:
     """Text: one of ``choices``; else all of it matching ``pattern`` (it is not ``meaning``); else, unless
-    ``line`` is false (a shell line), one line without a control character, at most ``MAX_TEXT`` long."""
+    ``line`` is false (a shell line), one line without a control character, at most ``limit`` long."""
     if not isinstance(value, str):
         raise BadField(field, f"{kind_of(value)} where text belongs")
     if choices and value not in choices:
@@ -134,8 +134,8 @@ def text(value: Any, field: str, *, choices: tuple[str, ...] = (), pattern: re.P
         raise BadField(field, f"{shown(value)} is not {meaning}")
     if not line:
         return value
-    if len(value) > MAX_TEXT:
-        raise BadField(field, f"{len(value):,} characters (at most {MAX_TEXT:,})")
+    if len(value) > limit:
+        raise BadField(field, f"{len(value):,} characters (at most {limit:,})")
     bad = _UNSAFE.search(value)
     if bad:
         raise BadField(field, f"a control character (U+{ord(bad.group()):04X}) at character {bad.start() + 1}")

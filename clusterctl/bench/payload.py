@@ -15,8 +15,9 @@ def link_record(r: LinkResult) -> dict[str, Any]:
     return {
         "round": r.round, "server": r.server, "client": r.client, "server_hca": r.server_hca,
         "client_hca": r.client_hca, "port": r.port, "test": r.test, "gbps": r.gbps, "latency_us": r.latency_us,
-        "expected_gbps": r.expected_gbps, "min_fraction": r.min_fraction, "same_rack": r.same_rack,
-        "slow": r.slow, "error": r.error, "server_command": r.server_command, "client_command": r.client_command,
+        "expected_gbps": r.expected_gbps, "bidirectional": r.bidirectional, "judged_gbps": r.judged_gbps,
+        "link_type": r.link_type, "min_fraction": r.min_fraction, "same_rack": r.same_rack, "slow": r.slow,
+        "error": r.error, "server_command": r.server_command, "client_command": r.client_command,
     }
 
 

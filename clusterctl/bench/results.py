@@ -93,14 +93,15 @@ def readable_versions() -> tuple[int, ...]:
 _NUMBER = {"type": ["number", "null"]}
 _NAME = {"type": "string", "minLength": 1}
 _TEXT = {"type": ["string", "null"]}
+_FLAG = {"type": ["boolean", "null"]}
 #: What ``bench compare`` and ``dashboards --bench`` read of a results file; the rest is carried as it is.
 SCHEMA = {"type": "object", "properties": {
     "test": _TEXT, "kind": _TEXT,
     "links": {"type": "array", "items": {
         "type": "object", "required": ["server", "server_hca", "client", "client_hca"], "properties": {
             "server": _NAME, "server_hca": _NAME, "client": _NAME, "client_hca": _NAME, "test": _TEXT,
-            "gbps": _NUMBER, "latency_us": _NUMBER, "expected_gbps": _NUMBER, "slow": {"type": ["boolean", "null"]},
-            "same_rack": {"type": ["boolean", "null"]}}}},
+            "gbps": _NUMBER, "latency_us": _NUMBER, "expected_gbps": _NUMBER, "slow": _FLAG, "same_rack": _FLAG,
+            "bidirectional": _FLAG}}},
     "nccl": {"type": "object", "properties": {
         "op": _TEXT, "median_busbw_gbs": _NUMBER,
         "runs": {"type": "array", "items": {
@@ -124,10 +125,12 @@ def load_results(path: str) -> dict[str, Any]:
 
 
 def run_kind(data: dict[str, Any]) -> str:
-    """``ib_write_bw``, ``ib_write_lat`` or ``nccl all_reduce``: what a results file measured."""
+    """``ib_write_bw``, ``ib_write_bw -b`` (both directions add up), ``ib_write_lat`` or ``nccl all_reduce``:
+    what a results file measured."""
     if "nccl" in data:
         return f"nccl {data['nccl'].get('op', '')}".strip()
-    return str(data.get("test") or data.get("kind") or "unknown")
+    both = " -b" if any(link.get("bidirectional") for link in data.get("links", [])) else ""
+    return str(data.get("test") or data.get("kind") or "unknown") + both
 
 
 def comparability(before: dict[str, Any], after: dict[str, Any]) -> str | None:

@@ -131,7 +131,7 @@ def ib_command(
     assert folder is not None
     save_ib_run(folder, report, payload)
     matrix = report.matrix(by_hca=by_hca)
-    good = _good_value(report)
+    good = report.good_gbps
     if plot:
         from clusterctl.bench.plot import write_plot
 
@@ -142,17 +142,10 @@ def ib_command(
         if find_straggler:
             app.console.print(f"rounds used: {report.rounds_used} (all pairs would take {report.all_pairs_rounds})")
         print_findings(app.console, list(report.findings))
-        app.say(f"results: {folder}", err=True)
+        app.say(f"results: {folder}", err=True, soft_wrap=False)
 
     app.emit({**payload, "results_dir": str(folder)}, table)
     exit_for(report.findings)
-
-
-def _good_value(report: IBBenchReport) -> float | None:
-    if report.test.endswith("_lat"):
-        return None
-    rates = [r.expected_gbps for r in report.results if r.expected_gbps]
-    return min(rates) if rates else None
 
 
 def _print_plan(app: AppContext, report: IBBenchReport) -> None:
@@ -233,7 +226,7 @@ def nccl_command(
                       f"{avg:.2f}" if avg is not None else "-", r.error or worst.get(r.host, "ok"))
         app.console.print(t)
         print_findings(app.console, list(run.findings))
-        app.say(f"results: {folder}", err=True)
+        app.say(f"results: {folder}", err=True, soft_wrap=False)
 
     app.emit({**payload, "results_dir": str(folder)}, table)
     exit_for(run.findings)

@@ -68,7 +68,7 @@ def copy_command(
         if dry_run:
             say_nothing_changed(app)
         if journal:
-            app.say(f"undo with: clusterctl undo {journal}", err=True)
+            app.say(f"undo with: clusterctl undo {journal}", err=True, soft_wrap=False)
 
     app.emit({"source": source, "dest": remote_path(source, dest), "dry_run": dry_run, "hosts": records,
               "undo_journal": str(journal) if journal else None}, table)

@@ -51,6 +51,16 @@ def test_compare_shows_slower_links(tmp_path: Path) -> None:
     assert result.exit_code == 0 and change["verdict"] == "slower" and change["after"] == 95.0
 
 
+def test_compare_warns_that_a_bidirectional_run_is_not_one_direction(tmp_path: Path) -> None:
+    link = {"server": "a", "server_hca": "mlx5_0", "client": "b", "client_hca": "mlx5_0", "test": "ib_write_bw"}
+    for name, figures in (("A", {"gbps": 190.0}), ("B", {"gbps": 380.0, "bidirectional": True})):
+        (tmp_path / name).mkdir()
+        run = {"test": "ib_write_bw", "links": [{**link, **figures}]}
+        (tmp_path / name / "results.json").write_text(json.dumps(run))
+    result = clusterctl("bench", "compare", str(tmp_path / "A"), str(tmp_path / "B"), "-o", "json")
+    assert "different things (ib_write_bw vs ib_write_bw -b)" in json.loads(result.stdout)["warning"]
+
+
 def test_report_on_saved_logs() -> None:
     result = clusterctl("bench", "report", "-o", "json", "--rate-gbps", "200",
                         str(FIXTURES / "nccl-tests" / "all_reduce-h100-2node-mpirun.txt"),
