@@ -14,6 +14,7 @@ from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.nccltests import parse_nccl_tests
 from clusterctl.facts.perftest import PerftestResult, parse_perftest
 from clusterctl.findings import Finding, Severity
+from clusterctl.inventory.model import Fabric
 from clusterctl.plain_json import to_plain
 
 _NCCL_MARKERS = re.compile(r"Avg bus bandwidth|\bsize\s+count\s+type\s|\bnThread\s+\d+\s+nGpus|_perf(?:_\w+)?\b")
@@ -60,11 +61,11 @@ def _network_record(result: Any) -> dict[str, Any] | None:
             "nics_used": [n.name for n in net.used_nics()]}
 
 
-def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fraction: float = 0.9,
-                latency_warn_us: float = 15.0, latency_error_us: float = 50.0, fabric: str | None = None,
-                gpus_per_host: int | None = None,
+def report_text(name: str, text: str, *, rate_gbps: float | None = None, limits: Fabric = Fabric(),
+                fabric: str | None = None, gpus_per_host: int | None = None,
                 survey_ports: Mapping[str, Sequence[tuple[str, float]]] | None = None) -> LogReport:
-    """One log judged: failures, slow links, high latency, and figures that cannot be true
+    """One log judged against ``limits`` (a share of ``rate_gbps`` to reach, latency limits): failures, slow
+    links, high latency, and figures that cannot be true
     (``clusterctl.bench.plausible``: above the line rate or NVLink limit, or a banner that names
     another fabric or GPU count than ``fabric`` / ``gpus_per_host``). A multi-node nccl-tests log
     is judged against its inter-node links (``clusterctl.bench.net_capacity``): the NICs its own
@@ -105,11 +106,12 @@ def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fra
                                       about_kind="file"))
     findings += perftest_checks(result, line_rate_gbps=rate_gbps, fabric_type=fabric, about=name, about_kind="file")
     expected = judged_rate(rate_gbps, result.bidirectional)
-    if expected is not None and result.peak_gbps is not None and result.peak_gbps < expected * min_fraction:
+    need = limits.within_rack_min
+    if expected is not None and result.peak_gbps is not None and result.peak_gbps < expected * need:
         findings.append(bench_finding(Severity.ERROR, "LINK_SLOW", name,
                                       f"peak {result.peak_gbps:.1f} Gb/s is {result.peak_gbps / expected:.0%} of "
-                                      f"{expected:g} Gb/s (needs {min_fraction:.0%})", about_kind="file"))
-    high = latency_over(result.typical_latency_us, latency_warn_us, latency_error_us)
+                                      f"{expected:g} Gb/s (needs {need:.0%})", about_kind="file"))
+    high = latency_over(result.typical_latency_us, limits.latency_warn_us, limits.latency_error_us)
     if high is not None:
         severity, limit = high
         findings.append(bench_finding(severity, "LATENCY_HIGH", name, f"typical latency {result.typical_latency_us} us "
