@@ -160,7 +160,7 @@ def fit(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], width: 
     if not fits:
         # Printed as blocks, every column has room again: nothing is left out.
         return Fitted(tuple(range(len(columns))), (), False)
-    return Fitted(tuple(shown), tuple(left_out), True)
+    return Fitted(tuple(shown), tuple(reversed(left_out)), True)  # named most important first
 
 
 def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], *,
@@ -184,8 +184,8 @@ def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequ
         table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in (row[i] for i in fitted.shown)))
     console.print(table)
     if fitted.left_out and note_left_out:
-        print_wrapped(console, f"(left out at {console.width} columns: {', '.join(fitted.left_out)}; "
-                               "a wider terminal or -o json shows them)", style="dim")
+        print_wrapped(console, f"(left out to fit {console.width} columns: {', '.join(fitted.left_out)}; "
+                               "-o json has every field)", style="dim")
 
 
 def print_blocks(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], *,
