@@ -109,6 +109,13 @@ def test_mock_show_never_cuts_a_state_folder(width: int) -> None:
     assert folders and all(folder in run.stdout for folder in folders)
 
 
+def test_inventory_show_never_cuts_a_value(width: int) -> None:
+    run = clusterctl("-i", DEMO, "inventory", "show")
+    assert run.exit_code == 0, run.output
+    assert_fits(run, width)
+    assert "control-plane,worker" in run.stdout
+
+
 def test_record_puts_the_replay_command_whole_on_a_line_of_its_own(width: int, tmp_path: Path) -> None:
     out = tmp_path / "a-rather-long-folder-name-for-the-recorded-replica-of-these-hosts"
     run = clusterctl("-i", DEMO, "-l", "gpu-a1", "record", "--out", out)
