@@ -70,6 +70,6 @@ def heal_command(
         if dry_run:
             app.say("dry run: nothing was changed")
         elif journal:
-            app.say(f"undo with: clusterctl undo {journal}")
+            app.say(f"undo with: clusterctl undo {journal}", soft_wrap=False)
 
     app.emit(payload, human, failed=not all(r.ok for r in results))

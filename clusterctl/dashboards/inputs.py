@@ -114,7 +114,7 @@ def bench_from_results(results: Sequence[Mapping[str, Any]]) -> tuple[list[Bench
             item = BenchLink(str(link.get("test") or data.get("test") or "ib_write_bw"),
                              checked_host_name(str(link["server"])), str(link["server_hca"]),
                              checked_host_name(str(link["client"])), str(link["client_hca"]),
-                             float(link["gbps"]), _float(link.get("expected_gbps")), bool(link.get("slow")),
+                             float(link["gbps"]), link.get("expected_gbps"), bool(link.get("slow")),
                              link.get("same_rack"), bool(link.get("bidirectional")))
             links[(item.test, item.server, item.server_hca, item.client, item.client_hca)] = item
         run = data.get("nccl")
@@ -125,9 +125,6 @@ def bench_from_results(results: Sequence[Mapping[str, Any]]) -> tuple[list[Bench
                 op = str(run.get("op") or "all_reduce")
                 nccl[(op, host_run["host"])] = BenchNccl(op, checked_host_name(str(host_run["host"])),
                                                          float(host_run["busbw_gbs"]),
-                                                         _float(run.get("median_busbw_gbs")))
+                                                         run.get("median_busbw_gbs"))
     return list(links.values()), list(nccl.values())
 
-
-def _float(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

@@ -16,9 +16,13 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clusterctl.changes import Gate, GateRecord
 from clusterctl.errors import Interrupted
+
+if TYPE_CHECKING:
+    from clusterctl.inventory.model import Inventory
 
 
 @dataclass
@@ -30,13 +34,16 @@ class JournaledGate:
 
 
 @contextlib.contextmanager
-def journaled_gate(command: str, *, apply: bool, folder: str | Path | None = None,
+def journaled_gate(command: str, inventory: Inventory, *, apply: bool, folder: str | Path | None = None,
                    interrupted: threading.Event | None = None) -> Iterator[JournaledGate]:
-    """``with journaled_gate("quarantine", apply=True) as step: ...step.gate...``; ``step.journal`` after
-    (``interrupted``: the runner's, for phases run through this gate, ``RunSettings.gate``)."""
-    from clusterctl.undo_journal import WriteAheadJournal
+    """``with journaled_gate("quarantine", inventory, apply=True) as step: ...step.gate...``; ``step.journal``
+    after (``interrupted``: the runner's, for phases run through this gate, ``RunSettings.gate``). The journal
+    names the cluster and fleet as a phase run's does (``RunPlace.journal``: one writer), kept in ``folder``,
+    default ``undo_journal.DEFAULT_FOLDER``."""
+    from clusterctl.engine.progress import RunPlace
+    from clusterctl.undo_journal import DEFAULT_FOLDER
 
-    journal = WriteAheadJournal(command=command, folder=folder) if apply else None
+    journal = RunPlace.of(inventory, command).journal(command, Path(folder or DEFAULT_FOLDER)) if apply else None
     step = JournaledGate(Gate(apply=apply, log=journal, interrupted=interrupted))
     try:
         yield step

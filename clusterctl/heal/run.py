@@ -597,6 +597,7 @@ def heal(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: 
     --heal`` passes its state folder's)."""
     from clusterctl.engine.journaled import journaled_gate
 
-    with journaled_gate("heal", apply=apply, folder=journal_folder, interrupted=runner.interrupted) as step:
+    with journaled_gate("heal", inventory, apply=apply, folder=journal_folder,
+                        interrupted=runner.interrupted) as step:
         results = heal_hosts(runner, inventory, hosts, step.gate, options)
     return results, step.journal

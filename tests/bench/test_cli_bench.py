@@ -74,6 +74,27 @@ def test_report_on_saved_logs() -> None:
     assert files[2]["latency"][0]["t_typical_us"] == 1.79 and files[2]["findings"] == []
 
 
+def test_report_judges_logs_by_the_inventory_s_fabric_thresholds(tmp_path: Path) -> None:
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text("cluster: lab\ndefaults:\n  fabric: {within_rack_min: 0.99, latency_warn_us: 1.2}\n"
+                         "hosts:\n  gpu-a1: {}\n  gpu-a2: {fabric: {within_rack_min: 0.95}}\n")
+    logs = [str(FIXTURES / "perftest" / name) for name in ("write_bw-hdr200-ib-a-sweep-client.txt",
+                                                          "send_lat-ndr400-percentiles.txt")]
+
+    def codes(*options: str, report: tuple[str, ...] = ()) -> list[list[str]]:
+        result = clusterctl(*options, "bench", "report", "-o", "json", "--rate-gbps", "200", *report, *logs)
+        return [[f["code"] for f in file["findings"]] for file in json.loads(result.stdout)["files"]]
+
+    # 196.8 of 200 Gb/s (98%) and a typical 1.27 us latency pass the defaults (90%, 15 us)...
+    assert codes() == [[], []]
+    # ...not a site's inventory that wants 99% within a rack and warns from 1.2 us.
+    assert codes("-i", str(inventory)) == [["LINK_SLOW"], ["LATENCY_HIGH"]]
+    assert codes("-i", str(inventory), "-l", "gpu-a2") == [[], ["LATENCY_HIGH"]]
+    assert codes("-i", str(inventory), report=("--min-fraction", "0.9")) == [[], ["LATENCY_HIGH"]]
+    help_text = clusterctl("bench", "report", "--help").stdout
+    assert "inventory's fabric within_rack_min" in " ".join(help_text.split())
+
+
 def test_nccl_on_demo_hosts(tmp_path: Path) -> None:
     result = clusterctl("-i", DEMO, "bench", "nccl", "-o", "json", "--results-dir", str(tmp_path / "n"), "--env",
                         "NCCL_ALGO=Ring")

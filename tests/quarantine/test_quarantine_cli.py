@@ -226,6 +226,16 @@ def test_a_failed_kubernetes_drain_still_drains_the_host_in_slurm(sim: KubeSim) 
     assert "gpu-a2: slurm: already drained in Slurm" in said
 
 
+def test_the_undo_command_goes_whole_on_a_line_of_its_own_at_80_columns(
+        sim: KubeSim, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out = cli(sim, "quarantine", "gpu-a3", "--reason", "nvlink", "--yes")
+    assert code == 0, out
+    (journal,) = Path("clusterctl-results", "undo").glob("quarantine-*.json")
+    lines = out.splitlines()
+    assert "undo with:" in lines and f"    clusterctl undo {journal}" in lines, out  # never split in two
+
+
 def test_a_failed_pod_listing_is_one_clear_line_naming_node_control_plane_and_what_to_check(sim: KubeSim) -> None:
     """kubectl's klog noise, its own "error:" prefix and a terminal escape in its answer: the user reads one
     line saying what failed on which node through which control plane, kubectl's last line neutralised, and
