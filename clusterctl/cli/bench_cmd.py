@@ -201,7 +201,8 @@ def nccl_command(
     folder = new_results_dir(results_dir)  # checked and claimed before any host is touched
     with app.runner() as runner:
         run = run_nccl_test(runner, hosts, op=op, env=settings, min_bytes=min_bytes, max_bytes=max_bytes,
-                            factor=factor, gpus=gpus, multi_node=multi_node, binary_dir=binary_dir)
+                            factor=factor, gpus=gpus, multi_node=multi_node, binary_dir=binary_dir,
+                            inventory=app.inventory())
     payload = nccl_payload(run)
     save_nccl_run(folder, run, payload)
 
