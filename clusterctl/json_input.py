@@ -80,6 +80,20 @@ def mapping(value: Any, field: str, *, required: tuple[str, ...] = (),
     return value
 
 
+def versioned(value: Any, kind: str | None, readable: tuple[int, ...], *, key: str = "schema_version",
+              unversioned: int | None = None) -> dict[str, Any]:
+    """The document when it says it is a ``kind`` of a version this clusterctl reads (``unversioned``: the
+    version of one without ``key``)."""
+    data = mapping(value, "")
+    if kind is not None and data.get("kind") != kind:
+        raise BadField("kind", f"{shown(str(data['kind'])) if 'kind' in data else 'missing'} where {kind} belongs")
+    version = data.get(key, unversioned)
+    if version not in readable:
+        raise BadField(key, f"{repr(version)[:40]} is not a version this clusterctl reads "
+                            f"({', '.join(map(str, readable))}); read it with the release that wrote it")
+    return data
+
+
 def items(value: Any, field: str, read: Callable[[Any, str], T], *, limit: int | None = None) -> tuple[T, ...]:
     """A list, each entry read by ``read(entry, "field[i]")``."""
     _is(value, list, field, "a list")

@@ -110,18 +110,11 @@ SCHEMA = {"type": "object", "properties": {
 
 def load_results(path: str) -> dict[str, Any]:
     """A ``bench`` run's results.json (or its folder), checked for what is read of it."""
-    from clusterctl.json_input import mapping, matching, read_json
-
-    def checked(data: Any) -> dict[str, Any]:
-        version = mapping(data, "").get("schema_version", 1)
-        if version not in readable_versions():
-            raise UsageError(f"schema_version {version!r} is not one this clusterctl reads "
-                             f"({', '.join(map(str, readable_versions()))}).",
-                             hint="Compare it with the clusterctl release that wrote it.")
-        return dict(matching(data, SCHEMA))
+    from clusterctl.json_input import matching, read_json, versioned
 
     target = Path(path) / RESULTS_FILE if Path(path).is_dir() else Path(path)
-    return read_json(str(target), "results", "a results file", checked)
+    return read_json(str(target), "results", "a results file",
+                     lambda data: dict(matching(versioned(data, None, readable_versions(), unversioned=1), SCHEMA)))
 
 
 def run_kind(data: dict[str, Any]) -> str:
