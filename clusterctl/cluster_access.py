@@ -85,9 +85,10 @@ class ControlPlaneReadFailed(ClusterctlError):
 
 def command_failed(result: CommandResult) -> TransportError:
     """The error a read on the control plane raises when its command failed: the command's first
-    word and the last line of its stderr (``kubectl: sh: 1: kubectl: not found``)."""
+    word and the last line of its stderr (``kubectl failed: sh: 1: kubectl: not found``), without
+    the tool's own ``error:`` prefix."""
     tool = result.command.split()[0] if result.command.split() else "the command"
-    tail = result.stderr_tail(1) or f"exit {result.exit_code}"
+    tail = _PREFIX.sub("", result.stderr_tail(1)) or f"exit {result.exit_code}"
     return TransportError(FailureKind.COMMAND_FAILED, f"{tool} failed: {tail}")
 
 

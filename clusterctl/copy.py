@@ -20,7 +20,7 @@ from clusterctl.errors import UsageError
 
 if TYPE_CHECKING:
     from clusterctl.fanout import FleetResult, Runner
-    from clusterctl.inventory.model import Host
+    from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import Transport
 
 #: Largest file ``copy`` sends (it is held in memory once and sent to every host).
@@ -63,7 +63,7 @@ def remote_path(source: str, dest: str) -> str:
     return posixpath.join(dest, Path(source).name) if dest.endswith("/") else dest
 
 
-def copy_file(runner: Runner, hosts: Sequence[Host],
+def copy_file(runner: Runner, inventory: Inventory, hosts: Sequence[Host],
               request: CopyRequest) -> tuple[FleetResult[GateRecord], str | None]:
     """Write the file on every host through the engine's journaled gate (recorded only, with ``dry_run``): each
     write in the undo journal before it is made; the outcomes and the journal (``None``: nothing changed)."""
@@ -72,7 +72,7 @@ def copy_file(runner: Runner, hosts: Sequence[Host],
     data, local_mode = read_source(request.source)
     path = remote_path(request.source, request.dest)
     mode = request.mode if request.mode is not None else local_mode
-    with journaled_gate("copy", apply=not request.dry_run) as step:
+    with journaled_gate("copy", inventory, apply=not request.dry_run) as step:
         def task(transport: Transport) -> GateRecord:
             current = transport.get(path, sudo=request.sudo)
             change = Change.write_file(transport.host.name, path, data, current=current, mode=mode,

@@ -28,6 +28,7 @@ LIMITS: dict[str, int] = {
     "survey": 256 * MiB,
     "health-report": 256 * MiB,
     "inventory": 16 * MiB,
+    "mock-profile": 16 * MiB,
     "results": 64 * MiB,
     #: What clusterctl wrote and reads back: a 10,000-host progress file is a few MB.
     "state": 64 * MiB,

@@ -1,13 +1,10 @@
-"""The one reader of the JSON files clusterctl reads back, and the typed fields taken from them.
+"""The one reader of the JSON (and YAML) files clusterctl reads back, and the typed fields taken from them.
 
-Saved surveys, sweeps, bench results, health reports, progress files, undo journals and the
-receiver's pending work are all input: a file may have been edited, cut short by a full disk,
-copied from another cluster or written by another program. ``read_json`` reads one within its
-size limit (``inputfile``), decodes it and hands the value to the reader's ``shape`` function,
-built from the helpers below (or a JSON Schema, ``matching``); whatever is wrong is a usage
-error (exit 2) naming the file, the line where JSON says, and the field (``hosts[2].verdict``),
-never a traceback or a Python message. (The one YAML file a user gives, the inventory, has its
-own reader that keeps every value's line: ``inventory/yaml_tree.py``.)
+Saved surveys, sweeps, bench results, health reports, progress files, undo journals, the receiver's
+pending work and mock profiles may have been edited, cut short or written by another program.
+``read_json`` reads one within its size limit (``inputfile``) and hands it to the reader's ``shape``,
+built from the helpers below or a JSON Schema (``matching``); whatever is wrong is a usage error
+(exit 2) naming the file, the line where the parser says, and the field (``hosts[2].verdict``).
 """
 
 from __future__ import annotations
@@ -22,18 +19,15 @@ from clusterctl.inputfile import read_text_input
 
 T = TypeVar("T")
 
-#: Characters of one text field a shape function takes (a host name, a note, a value); real ones are
-#: under 300.
+#: Characters of one text field (a host name, a note, a value); real ones are under 300.
 MAX_TEXT = 2_000
-#: Characters no text field may have: C0 and C1 controls (newline and tab included: every such field
-#: is one line), DEL, and the Unicode line separators and bidirectional overrides that make text read
-#: differently from what it is.
+#: Characters no one-line text field may have: C0 and C1 controls (newline and tab included), DEL, and
+#: the Unicode line separators and bidirectional overrides that make text read differently from what it is.
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 class BadField(Exception):
-    """A field that is not what the file's kind has there; ``field`` says where (``ranges[2].best_gbps``,
-    ``""`` for the whole document)."""
+    """A field that is not what it should be; ``field`` says where (``ranges[2].best_gbps``, "": the whole)."""
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
@@ -46,8 +40,9 @@ def read_json(source: str, kind: str, what: str, shape: Callable[[Any], T], *, h
     """``shape(value)`` of the JSON file ``source`` (``-``: standard input) within ``LIMITS[kind]``.
 
     ``what`` names what the file should be ("a saved sweep"), ``hint`` what to do about a bad one;
-    ``decode`` reads the text when it is not one JSON document (an undo journal's log). ``shape``
-    raises ``BadField`` (worded ``not WHAT: MESSAGE``) or a ``UsageError`` (the file is added to it)."""
+    ``decode`` reads the text when it is not one JSON document (YAML, an undo journal's log). ``decode``
+    and ``shape`` raise ``BadField`` (worded ``not WHAT: MESSAGE``) or a ``UsageError`` (the file is
+    added to it)."""
     import json
 
     try:
@@ -55,20 +50,18 @@ def read_json(source: str, kind: str, what: str, shape: Callable[[Any], T], *, h
     except UsageError as exc:
         raise UsageError(exc.message, file=exc.file, line=exc.line, hint=exc.hint or hint) from None
     try:
-        value = (decode or json.loads)(text)
+        return shape((decode or json.loads)(text))
     except json.JSONDecodeError as exc:
         raise UsageError(f"not {what}: not JSON ({exc.msg}, column {exc.colno}).", file=label, line=exc.lineno,
                          hint=hint) from None
     except RecursionError:
         raise UsageError(f"not {what}: JSON nested too deep.", file=label, hint=hint) from None
-    try:
-        return shape(value)
     except BadField as exc:
         raise UsageError(f"not {what}: {exc.message}.", file=label, field=exc.field or None, hint=hint) from None
     except UsageError as exc:
         if exc.file:
             raise
-        raise UsageError(exc.message, file=label, field=exc.field, hint=exc.hint or hint) from None
+        raise UsageError(exc.message, file=label, line=exc.line, field=exc.field, hint=exc.hint or hint) from None
 
 
 # --- one field each --------------------------------------------------------------------------------
@@ -77,8 +70,7 @@ def read_json(source: str, kind: str, what: str, shape: Callable[[Any], T], *, h
 def mapping(value: Any, field: str, *, required: tuple[str, ...] = (),
             optional: tuple[str, ...] | None = None) -> dict[str, Any]:
     """An object with every ``required`` key; with ``optional`` given, no key outside the two."""
-    if not isinstance(value, dict):
-        raise BadField(field, f"{kind_of(value)} where an object belongs")
+    _is(value, dict, field, "an object")
     for key in required:
         if key not in value:
             raise BadField(join(field, key), "missing")
@@ -88,10 +80,23 @@ def mapping(value: Any, field: str, *, required: tuple[str, ...] = (),
     return value
 
 
+def versioned(value: Any, kind: str | None, readable: tuple[int, ...], *, key: str = "schema_version",
+              unversioned: int | None = None) -> dict[str, Any]:
+    """The document when it says it is a ``kind`` of a version this clusterctl reads (``unversioned``: the
+    version of one without ``key``)."""
+    data = mapping(value, "")
+    if kind is not None and data.get("kind") != kind:
+        raise BadField("kind", f"{shown(str(data['kind'])) if 'kind' in data else 'missing'} where {kind} belongs")
+    version = data.get(key, unversioned)
+    if version not in readable:
+        raise BadField(key, f"{repr(version)[:40]} is not a version this clusterctl reads "
+                            f"({', '.join(map(str, readable))}); read it with the release that wrote it")
+    return data
+
+
 def items(value: Any, field: str, read: Callable[[Any, str], T], *, limit: int | None = None) -> tuple[T, ...]:
     """A list, each entry read by ``read(entry, "field[i]")``."""
-    if not isinstance(value, list):
-        raise BadField(field, f"{kind_of(value)} where a list belongs")
+    _is(value, list, field, "a list")
     if limit is not None and len(value) > limit:
         raise BadField(field, f"{len(value):,} entries (at most {limit:,})")
     return tuple(read(item, f"{field}[{i}]") for i, item in enumerate(value))
@@ -99,8 +104,7 @@ def items(value: Any, field: str, read: Callable[[Any, str], T], *, limit: int |
 
 def count(value: Any, field: str, *, high: int | None = None) -> int:
     """A whole number from 0 (to ``high``)."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise BadField(field, f"{kind_of(value)} where a whole number belongs")
+    _is(value, int, field, "a whole number")
     if value < 0 or (high is not None and value > high):
         raise BadField(field, f"{value} is outside 0 to {high:,}" if high is not None else f"{value} is below 0")
     return value
@@ -108,8 +112,7 @@ def count(value: Any, field: str, *, high: int | None = None) -> int:
 
 def number(value: Any, field: str, *, low: float | None = None, high: float | None = None) -> float:
     """A finite number (from ``low``, to ``high``)."""
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        raise BadField(field, f"{kind_of(value)} where a number belongs")
+    _is(value, int | float, field, "a number")
     result = float(value)
     if not math.isfinite(result) or (low is not None and result < low) or (high is not None and result > high):
         raise BadField(field, f"{value} is out of range")
@@ -117,25 +120,23 @@ def number(value: Any, field: str, *, low: float | None = None, high: float | No
 
 
 def flag(value: Any, field: str) -> bool:
-    if not isinstance(value, bool):
-        raise BadField(field, f"{kind_of(value)} where true or false belongs")
-    return value
+    _is(value, bool, field, "true or false")
+    return bool(value)
 
 
 def text(value: Any, field: str, *, choices: tuple[str, ...] = (), pattern: re.Pattern[str] | None = None,
-         meaning: str = "", line: bool = True) -> str:
+         meaning: str = "", line: bool = True, limit: int = MAX_TEXT) -> str:
     """Text: one of ``choices``; else all of it matching ``pattern`` (it is not ``meaning``); else, unless
-    ``line`` is false (a shell line), one line without a control character, at most ``MAX_TEXT`` long."""
-    if not isinstance(value, str):
-        raise BadField(field, f"{kind_of(value)} where text belongs")
+    ``line`` is false (a shell line), one line without a control character, at most ``limit`` long."""
+    _is(value, str, field, "text")
     if choices and value not in choices:
         raise BadField(field, f"{shown(value)} is not one of {', '.join(choices)}")
     if pattern is not None and not pattern.fullmatch(value):
         raise BadField(field, f"{shown(value)} is not {meaning}")
     if not line:
         return value
-    if len(value) > MAX_TEXT:
-        raise BadField(field, f"{len(value):,} characters (at most {MAX_TEXT:,})")
+    if len(value) > limit:
+        raise BadField(field, f"{len(value):,} characters (at most {limit:,})")
     bad = _UNSAFE.search(value)
     if bad:
         raise BadField(field, f"a control character (U+{ord(bad.group()):04X}) at character {bad.start() + 1}")
@@ -168,6 +169,11 @@ def matching(value: Any, schema: Mapping[str, Any]) -> Any:
 
 _TYPE_WORDS = {"object": "an object", "array": "a list", "string": "text", "number": "a number",
                "integer": "a whole number", "boolean": "true or false", "null": "null"}
+
+
+def _is(value: Any, kind: Any, field: str, words: str) -> None:
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise BadField(field, f"{kind_of(value)} where {words} belongs")
 
 
 def join(field: str, key: str) -> str:

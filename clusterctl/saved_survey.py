@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterctl.errors import UsageError
 from clusterctl.findings import Finding
-from clusterctl.json_input import matching, read_json
+from clusterctl.json_input import matching, read_json, versioned
 
 #: Written by this clusterctl. 2: findings in the one shape of ``Finding.to_json`` (``fix``, was ``hint``).
 SCHEMA_VERSION = 2
@@ -119,17 +118,9 @@ def load_saved_survey(path: str | Path) -> SavedSurvey:
     Raises ``UsageError`` (exit 2) when the file is unreadable, not JSON, of another schema
     version, or not shaped as documented.
     """
-    return read_json(str(path), "survey", "a clusterctl survey report", _checked)
-
-
-def _checked(data: Any) -> SavedSurvey:
-    if not isinstance(data, dict) or data.get("kind") != REPORT_KIND:
-        raise UsageError("not a clusterctl survey report (run clusterctl survey --save FILE)")
-    if data.get("schema_version") not in READABLE_VERSIONS:
-        raise UsageError(
-            f"survey schema version {data.get('schema_version')!r}; this clusterctl reads versions "
-            f"{', '.join(map(str, READABLE_VERSIONS))}", hint="Run the survey again with this clusterctl.")
-    return survey_from_json(matching(data, load_schema()))
+    return read_json(str(path), "survey", "a clusterctl survey report", lambda data: survey_from_json(
+        matching(versioned(data, REPORT_KIND, READABLE_VERSIONS), load_schema())),
+        hint="Save one with 'clusterctl survey --save FILE'.")
 
 
 def survey_from_json(data: dict[str, Any]) -> SavedSurvey:

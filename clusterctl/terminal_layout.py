@@ -27,17 +27,32 @@ if TYPE_CHECKING:
 MIN_PROSE_WIDTH = 16
 
 
+#: A command a user copies ('clusterctl undo FILE', or any quoted 'clusterctl ...'): wrapped, it
+#: stays whole on one line, as a path or a name does.
+_COMMAND = r"'clusterctl [^'\n]*'|clusterctl undo \S+"
+_GLUE = "\u00a0"  # not a place textwrap breaks at (it breaks at ASCII whitespace only)
+
+
 def hanging(text: str, width: int, indent: int | str = 2, *, first_indent: str = "") -> str:
     """``text`` wrapped at ``width``; lines after the first start with ``indent`` (spaces or a prefix).
 
-    Words are never broken: a token longer than the line (a URL, a path) stays whole on a line
-    of its own. A text that already fits is returned as it is (the common case, and fast).
+    Words are never broken, nor a command a user copies (``_COMMAND``): one longer than the rest
+    of the line (a URL, a path, ``clusterctl undo FILE``) goes whole onto a line of its own. Where
+    a numeric ``indent`` leaves too little room (for prose, or for that longest word), the text
+    hangs 2 columns in instead, so that a path fits an 80-column line whenever it can. A text
+    that already fits is returned as it is (the common case, and fast).
     """
-    later = " " * indent if isinstance(indent, int) else indent
+    import re
+
     if "\n" not in text and len(first_indent) + len(text) <= width:
         return first_indent + text
+    glued = re.sub(_COMMAND, lambda m: m.group(0).replace(" ", _GLUE), text.replace(_GLUE, " "))
+    if isinstance(indent, int):
+        longest = max(len(word) for word in re.split(r"[ \t\n]+", glued))  # a command counts whole
+        indent = 2 if width - indent < max(MIN_PROSE_WIDTH, longest) else indent
+    later = " " * indent if isinstance(indent, int) else indent
     lines: list[str] = []
-    for number, paragraph in enumerate(text.split("\n")):
+    for number, paragraph in enumerate(glued.split("\n")):
         lead = first_indent if number == 0 else later
         if len(lead) + len(paragraph) <= width:
             lines.append(lead + paragraph)
@@ -45,7 +60,7 @@ def hanging(text: str, width: int, indent: int | str = 2, *, first_indent: str =
         lines.extend(textwrap.wrap(paragraph, width=max(width, len(later) + 8), initial_indent=lead,
                                    subsequent_indent=later, break_long_words=False, break_on_hyphens=False)
                      or [lead])
-    return "\n".join(lines)
+    return "\n".join(lines).replace(_GLUE, " ")
 
 
 def wrap_width(console: Console) -> int:
@@ -58,12 +73,16 @@ def wrap_width(console: Console) -> int:
     return 1 << 20
 
 
-def print_wrapped(console: Console, text: str | Text, indent: int | str = 2, *, style: str | None = None) -> None:
+def print_wrapped(console: Console, text: str | Text, indent: int | str | None = None, *, first_indent: str = "",
+                  style: str | None = None) -> None:
     """Print ``text`` (plain, never markup; or a styled ``Text``) wrapped at the console's width
-    with a hanging indent, its styles kept."""
+    with a hanging indent, its styles kept: ``first_indent`` (a row's host and status columns)
+    leads the first line, and ``indent`` (default: that column, else 2) the lines after it."""
+    if indent is None:
+        indent = len(first_indent) or 2
     if isinstance(text, str):
-        console.print(hanging(text, wrap_width(console), indent), markup=False, highlight=False, soft_wrap=True,
-                      style=style)
+        console.print(hanging(text, wrap_width(console), indent, first_indent=first_indent), markup=False,
+                      highlight=False, soft_wrap=True, style=style)
         return
     console.print(wrap_styled(text, wrap_width(console), indent), highlight=False, soft_wrap=True,
                   style=style or "")
@@ -119,9 +138,13 @@ def _overhead(columns: int, boxed: bool) -> int:
 
 
 def _needed(column: Column, cells: Sequence[str | Text]) -> int:
-    longest = max((max(len(part) for part in str(cell).split("\n")) for cell in cells), default=0)
-    widest = max(len(column.header), longest)
-    return widest if column.keep else min(widest, MIN_PROSE_WIDTH)
+    """How narrow the column may be: a kept column as its widest cell; prose (which wraps between
+    words) as its longest word (a path in a message is never folded), else ``MIN_PROSE_WIDTH``."""
+    parts = [part for cell in cells for part in str(cell).split("\n")]
+    widest = max([len(column.header), *(len(part) for part in parts)])
+    if column.keep:
+        return widest
+    return max([min(widest, MIN_PROSE_WIDTH), *(len(word) for part in parts for word in part.split())])
 
 
 def fit(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], width: int, *, boxed: bool = True) -> Fitted:
@@ -137,7 +160,7 @@ def fit(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], width: 
     if not fits:
         # Printed as blocks, every column has room again: nothing is left out.
         return Fitted(tuple(range(len(columns))), (), False)
-    return Fitted(tuple(shown), tuple(left_out), True)
+    return Fitted(tuple(shown), tuple(reversed(left_out)), True)  # named most important first
 
 
 def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], *,
@@ -155,18 +178,14 @@ def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequ
                   pad_edge=boxed, show_edge=boxed)
     for i in fitted.shown:
         column = columns[i]
-        if column.keep:
-            width = _needed(column, [row[i] for row in rows])
-            table.add_column(column.header, no_wrap=True, min_width=width, justify=column.justify)  # type: ignore[arg-type]
-        else:
-            table.add_column(column.header, overflow="fold", min_width=min(MIN_PROSE_WIDTH, _needed(
-                column, [row[i] for row in rows])), justify=column.justify)  # type: ignore[arg-type]
+        table.add_column(column.header, no_wrap=column.keep, overflow="fold", justify=column.justify,  # type: ignore[arg-type]
+                         min_width=_needed(column, [row[i] for row in rows]))
     for row in rows:
         table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in (row[i] for i in fitted.shown)))
     console.print(table)
     if fitted.left_out and note_left_out:
-        print_wrapped(console, f"(left out at {console.width} columns: {', '.join(fitted.left_out)}; "
-                               "a wider terminal or -o json shows them)", style="dim")
+        print_wrapped(console, f"(left out to fit {console.width} columns: {', '.join(fitted.left_out)}; "
+                               "-o json has every field)", style="dim")
 
 
 def print_blocks(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], *,

@@ -280,7 +280,7 @@ def load_journal(path: str | Path) -> list[GateRecord]:
 
 def read_journal(path: str | Path) -> Journal:
     """A whole journal; bad files are a ``UsageError`` naming the file (and the field)."""
-    from clusterctl.json_input import items, mapping
+    from clusterctl.json_input import items, versioned
 
     where = str(path)
     if not Path(where).exists():
@@ -288,13 +288,7 @@ def read_journal(path: str | Path) -> Journal:
                          hint="Journals are kept under ~/.local/state/clusterctl/undo/.")
 
     def shape(value: Any) -> Journal:
-        data = mapping(value, "")
-        if data.get("kind") != JOURNAL_KIND:
-            raise UsageError(f"not a clusterctl undo journal (no 'kind: {JOURNAL_KIND}').")
-        if data.get("version") not in READABLE_VERSIONS:
-            raise UsageError(f"undo journal version {data.get('version')!r}; this clusterctl reads "
-                             f"{', '.join(str(v) for v in READABLE_VERSIONS)}",
-                             hint="Undo with the clusterctl release that wrote it.")
+        data = versioned(value, JOURNAL_KIND, READABLE_VERSIONS, key="version")
         used = data.get("used")
         return Journal(Path(path), int(data["version"]), str(data.get("command") or ""),
                        str(data.get("created") or ""), _text_or_none(data.get("cluster")),

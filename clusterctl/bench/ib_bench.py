@@ -36,6 +36,13 @@ class IBBenchReport:
         return build_matrix(list(self.results), by_hca=by_hca, latency=self.test.endswith("_lat"))
 
     @property
+    def good_gbps(self) -> float | None:
+        """Where the matrix's colour scale turns green: the lowest rate a link is judged against (its line rate,
+        twice that for a ``-b`` run); ``None`` for a latency test."""
+        rates = [r.judged_gbps for r in self.results if r.judged_gbps and not self.test.endswith("_lat")]
+        return min(rates, default=None)
+
+    @property
     def failed(self) -> bool:
         return any(f.severity is Severity.ERROR for f in self.findings)
 

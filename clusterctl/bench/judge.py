@@ -7,12 +7,13 @@ the line rate, one across racks 60% (uplinks are usually oversubscribed); latenc
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from clusterctl.bench.model import HcaInfo, LinkResult, bench_finding, latency_over
 from clusterctl.bench.plausible import bandwidth_check, link_type_check
 from clusterctl.findings import Finding, Severity
-from clusterctl.inventory.model import Host
+from clusterctl.inventory.model import Fabric, Host
 
 
 def line_rate(server: Host, client: Host, server_hca: HcaInfo | None, client_hca: HcaInfo | None) -> float | None:
@@ -29,6 +30,17 @@ def placement(server: Host, client: Host) -> tuple[bool | None, float]:
     if same is False:
         return same, min(server.fabric.across_racks_min, client.fabric.across_racks_min)
     return same, max(server.fabric.within_rack_min, client.fabric.within_rack_min)
+
+
+def log_limits(hosts: Sequence[Host]) -> Fabric:
+    """What a saved perftest log is judged against (``bench report``): it does not say which hosts or racks
+    it joined, so the strictest of the hosts' thresholds (the highest within-rack share, as ``placement``
+    takes for two hosts in one rack, and the lowest latency limits), else the defaults."""
+    if not hosts:
+        return Fabric()
+    return Fabric(within_rack_min=max(h.fabric.within_rack_min for h in hosts),
+                  latency_warn_us=min(h.fabric.latency_warn_us for h in hosts),
+                  latency_error_us=min(h.fabric.latency_error_us for h in hosts))
 
 
 def annotate(result: LinkResult, server: Host, client: Host, server_hca: HcaInfo | None,

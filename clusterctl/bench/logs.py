@@ -9,12 +9,13 @@ from typing import Any
 
 from clusterctl.bench.model import bench_finding, judged_rate, latency_over
 from clusterctl.bench.net_capacity import link_capacity_checks
+from clusterctl.bench.payload import nccl_record, perftest_record
 from clusterctl.bench.plausible import nccl_checks, perftest_checks
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.nccltests import parse_nccl_tests
-from clusterctl.facts.perftest import PerftestResult, parse_perftest
+from clusterctl.facts.perftest import parse_perftest
 from clusterctl.findings import Finding, Severity
-from clusterctl.plain_json import to_plain
+from clusterctl.inventory.model import Fabric
 
 _NCCL_MARKERS = re.compile(r"Avg bus bandwidth|\bsize\s+count\s+type\s|\bnThread\s+\d+\s+nGpus|_perf(?:_\w+)?\b")
 
@@ -28,43 +29,11 @@ class LogReport:
     error: str | None = None
 
 
-def _perftest_record(result: PerftestResult) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "tool": "perftest", "test": result.test, "side": result.side, "device": result.device,
-        "link_type": result.link_type, "gid_index": result.gid_index, "bidirectional": result.bidirectional,
-        "printed_unit": result.printed_unit, "errors": list(result.errors),
-        "parse_warnings": [w.to_json() for w in result.warnings], "qps": result.qps,
-    }
-    if result.kind == "bw" or result.bandwidth:
-        record["rows"] = [{"size_bytes": r.size_bytes, "iterations": r.iterations, "bw_avg_gbps": r.bw_avg_gbps,
-                           "bw_peak_gbps": r.bw_peak_gbps, "msg_rate_mpps": r.msg_rate_mpps}
-                          for r in result.bandwidth]
-        record["peak_gbps"] = result.peak_gbps
-    if result.latency:
-        record["latency"] = [{"size_bytes": r.size_bytes, "iterations": r.iterations, "t_min_us": r.t_min_us,
-                              "t_max_us": r.t_max_us,
-                              "t_typical_us": r.t_typical_us, "t_avg_us": r.t_avg_us, "t_stdev_us": r.t_stdev_us,
-                              "p99_us": r.p99_us, "p99_9_us": r.p99_9_us} for r in result.latency]
-    # The parser's whole result (every field it read), beside the summary above.
-    record["parsed"] = to_plain(result)
-    return record
-
-
-def _network_record(result: Any) -> dict[str, Any] | None:
-    """What the log's NCCL INFO lines said about the network, for -o json (``None`` when nothing)."""
-    net = result.net
-    if net.empty:
-        return None
-    return {"network": net.network, "nranks": net.nranks, "nnodes": net.nnodes, "channels": net.channels,
-            "nics_listed": [{"index": n.index, "name": n.name, "link": n.link, "gbs": n.gbs} for n in net.listed()],
-            "nics_used": [n.name for n in net.used_nics()]}
-
-
-def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fraction: float = 0.9,
-                latency_warn_us: float = 15.0, latency_error_us: float = 50.0, fabric: str | None = None,
-                gpus_per_host: int | None = None,
+def report_text(name: str, text: str, *, rate_gbps: float | None = None, limits: Fabric = Fabric(),
+                fabric: str | None = None, gpus_per_host: int | None = None,
                 survey_ports: Mapping[str, Sequence[tuple[str, float]]] | None = None) -> LogReport:
-    """One log judged: failures, slow links, high latency, and figures that cannot be true
+    """One log judged against ``limits`` (a share of ``rate_gbps`` to reach, latency limits): failures, slow
+    links, high latency, and figures that cannot be true
     (``clusterctl.bench.plausible``: above the line rate or NVLink limit, or a banner that names
     another fabric or GPU count than ``fabric`` / ``gpus_per_host``). A multi-node nccl-tests log
     is judged against its inter-node links (``clusterctl.bench.net_capacity``): the NICs its own
@@ -79,24 +48,7 @@ def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fra
         if not failure:
             findings += link_capacity_checks(nccl, about=name, about_kind="file", nic_rate_gbps=rate_gbps,
                                              survey_ports=survey_ports)
-        record: dict[str, Any] = {
-            "tool": "nccl-tests", "test": nccl.test, "hosts": list(nccl.hosts), "n_gpus": nccl.n_gpus,
-            "nccl_version": nccl.nccl_version, "nccl_tests_version": nccl.nccl_tests_version,
-            "rows": [{"size_bytes": r.size_bytes, "count": r.count, "type": r.type, "redop": r.redop, "root": r.root,
-                      "out_of_place_busbw_gbs": r.out_of_place.busbw_gbs, "in_place_busbw_gbs": r.in_place.busbw_gbs,
-                      "out_of_place_algbw_gbs": r.out_of_place.algbw_gbs, "in_place_algbw_gbs": r.in_place.algbw_gbs,
-                      "out_of_place_time_us": r.out_of_place.time_us, "in_place_time_us": r.in_place.time_us,
-                      "out_of_place_wrong": r.out_of_place.wrong, "in_place_wrong": r.in_place.wrong,
-                      "out_of_place_error": r.out_of_place.error, "in_place_error": r.in_place.error}
-                     for r in nccl.rows],
-            "avg_busbw_gbs": nccl.avg_busbw_gbs, "largest_busbw_gbs": nccl.largest_busbw_gbs,
-            "out_of_bounds": nccl.out_of_bounds, "errors": list(nccl.errors),
-            "network": _network_record(nccl),
-            "parse_warnings": [w.to_json() for w in nccl.warnings],
-            # The parser's whole result (every field it read), beside the summary above.
-            "parsed": to_plain(nccl),
-        }
-        return LogReport(name, record, tuple(findings))
+        return LogReport(name, {"tool": "nccl-tests", **nccl_record(nccl)}, tuple(findings))
     result = parse_perftest(text)
     if result.errors:
         findings.append(bench_finding(Severity.ERROR, "PERFTEST_FAILED", name, result.errors[0], about_kind="file"))
@@ -105,16 +57,17 @@ def report_text(name: str, text: str, *, rate_gbps: float | None = None, min_fra
                                       about_kind="file"))
     findings += perftest_checks(result, line_rate_gbps=rate_gbps, fabric_type=fabric, about=name, about_kind="file")
     expected = judged_rate(rate_gbps, result.bidirectional)
-    if expected is not None and result.peak_gbps is not None and result.peak_gbps < expected * min_fraction:
+    need = limits.within_rack_min
+    if expected is not None and result.peak_gbps is not None and result.peak_gbps < expected * need:
         findings.append(bench_finding(Severity.ERROR, "LINK_SLOW", name,
                                       f"peak {result.peak_gbps:.1f} Gb/s is {result.peak_gbps / expected:.0%} of "
-                                      f"{expected:g} Gb/s (needs {min_fraction:.0%})", about_kind="file"))
-    high = latency_over(result.typical_latency_us, latency_warn_us, latency_error_us)
+                                      f"{expected:g} Gb/s (needs {need:.0%})", about_kind="file"))
+    high = latency_over(result.typical_latency_us, limits.latency_warn_us, limits.latency_error_us)
     if high is not None:
         severity, limit = high
         findings.append(bench_finding(severity, "LATENCY_HIGH", name, f"typical latency {result.typical_latency_us} us "
                                       f"> {limit} us", about_kind="file"))
-    return LogReport(name, _perftest_record(result), tuple(findings))
+    return LogReport(name, perftest_record(result), tuple(findings))
 
 
 def report_files(paths: list[str], **kwargs: Any) -> list[LogReport]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusterctl.facts.perftest import PerftestResult
 from clusterctl.findings import Finding, Severity
 
 
@@ -75,6 +76,9 @@ class LinkResult:
     client_command: str = ""
     server_output: str = field(default="", repr=False)
     client_output: str = field(default="", repr=False)
+    #: Each side's output as ``parse_perftest`` read it (``None``: none, or one it could not read).
+    client_result: PerftestResult | None = field(default=None, repr=False, compare=False)
+    server_result: PerftestResult | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:

@@ -8,15 +8,71 @@ from typing import Any
 from clusterctl.bench.ib_bench import IBBenchReport
 from clusterctl.bench.model import LinkResult
 from clusterctl.bench.nccl_tests import NcclRun
+from clusterctl.facts.nccltests import NcclTestResult
+from clusterctl.facts.perftest import PerftestResult
 from clusterctl.findings import FINDINGS_SCHEMA_VERSION
+from clusterctl.plain_json import to_plain
+
+
+def perftest_record(result: PerftestResult) -> dict[str, Any]:
+    """One perftest output in JSON (``bench report``'s file, each side of a ``bench ib`` link): a summary,
+    and under ``parsed`` every field the parser read."""
+    record: dict[str, Any] = {
+        "tool": "perftest", "test": result.test, "side": result.side, "device": result.device,
+        "link_type": result.link_type, "gid_index": result.gid_index, "bidirectional": result.bidirectional,
+        "printed_unit": result.printed_unit, "errors": list(result.errors),
+        "parse_warnings": [w.to_json() for w in result.warnings], "qps": result.qps,
+    }
+    if result.kind == "bw" or result.bandwidth:
+        record["rows"] = [{"size_bytes": r.size_bytes, "iterations": r.iterations, "bw_avg_gbps": r.bw_avg_gbps,
+                           "bw_peak_gbps": r.bw_peak_gbps, "msg_rate_mpps": r.msg_rate_mpps}
+                          for r in result.bandwidth]
+        record["peak_gbps"] = result.peak_gbps
+    if result.latency:
+        record["latency"] = [{"size_bytes": r.size_bytes, "iterations": r.iterations, "t_min_us": r.t_min_us,
+                              "t_max_us": r.t_max_us,
+                              "t_typical_us": r.t_typical_us, "t_avg_us": r.t_avg_us, "t_stdev_us": r.t_stdev_us,
+                              "p99_us": r.p99_us, "p99_9_us": r.p99_9_us} for r in result.latency]
+    record["parsed"] = to_plain(result)
+    return record
+
+
+def nccl_record(result: NcclTestResult) -> dict[str, Any]:
+    """One nccl-tests output in JSON (``bench report``'s file, each run of ``bench nccl``): a summary, and
+    under ``parsed`` every field the parser read."""
+    net = result.net
+    return {
+        "test": result.test, "hosts": list(result.hosts), "n_gpus": result.n_gpus,
+        "nccl_version": result.nccl_version, "nccl_tests_version": result.nccl_tests_version,
+        "rows": [{"size_bytes": r.size_bytes, "count": r.count, "type": r.type, "redop": r.redop, "root": r.root,
+                  "out_of_place_busbw_gbs": r.out_of_place.busbw_gbs, "in_place_busbw_gbs": r.in_place.busbw_gbs,
+                  "out_of_place_algbw_gbs": r.out_of_place.algbw_gbs, "in_place_algbw_gbs": r.in_place.algbw_gbs,
+                  "out_of_place_time_us": r.out_of_place.time_us, "in_place_time_us": r.in_place.time_us,
+                  "out_of_place_wrong": r.out_of_place.wrong, "in_place_wrong": r.in_place.wrong,
+                  "out_of_place_error": r.out_of_place.error, "in_place_error": r.in_place.error}
+                 for r in result.rows],
+        "avg_busbw_gbs": result.avg_busbw_gbs, "largest_busbw_gbs": result.largest_busbw_gbs,
+        "out_of_bounds": result.out_of_bounds, "errors": list(result.errors),
+        # What the log's NCCL INFO lines said about the network (None when nothing).
+        "network": None if net.empty else {
+            "network": net.network, "nranks": net.nranks, "nnodes": net.nnodes, "channels": net.channels,
+            "nics_listed": [{"index": n.index, "name": n.name, "link": n.link, "gbs": n.gbs} for n in net.listed()],
+            "nics_used": [n.name for n in net.used_nics()]},
+        "parse_warnings": [w.to_json() for w in result.warnings],
+        "parsed": to_plain(result),
+    }
 
 
 def link_record(r: LinkResult) -> dict[str, Any]:
     return {
         "round": r.round, "server": r.server, "client": r.client, "server_hca": r.server_hca,
         "client_hca": r.client_hca, "port": r.port, "test": r.test, "gbps": r.gbps, "latency_us": r.latency_us,
-        "expected_gbps": r.expected_gbps, "min_fraction": r.min_fraction, "same_rack": r.same_rack,
-        "slow": r.slow, "error": r.error, "server_command": r.server_command, "client_command": r.client_command,
+        "expected_gbps": r.expected_gbps, "bidirectional": r.bidirectional, "judged_gbps": r.judged_gbps,
+        "link_type": r.link_type, "min_fraction": r.min_fraction, "same_rack": r.same_rack, "slow": r.slow,
+        "error": r.error, "server_command": r.server_command, "client_command": r.client_command,
+        # Each side's output as its parser read it (None: no output, or one it could not read).
+        "client_result": perftest_record(r.client_result) if r.client_result else None,
+        "server_result": perftest_record(r.server_result) if r.server_result else None,
     }
 
 
@@ -62,10 +118,8 @@ def nccl_payload(run: NcclRun) -> dict[str, Any]:
         "env": run.env,
         "median_busbw_gbs": run.median_busbw_gbs,
         "runs": [{"host": r.host, "command": r.command, "busbw_gbs": r.busbw_gbs, "error": r.error,
-                  "avg_busbw_gbs": r.result.avg_busbw_gbs if r.result else None,
-                  "rows": [{"size_bytes": row.size_bytes, "out_of_place_busbw_gbs": row.out_of_place.busbw_gbs,
-                            "in_place_busbw_gbs": row.in_place.busbw_gbs, "out_of_place_wrong": row.out_of_place.wrong,
-                            "in_place_wrong": row.in_place.wrong} for row in (r.result.rows if r.result else ())]}
+                  "host_gpus": r.host_gpus, "nvlinks": to_plain(r.nvlinks),
+                  **(nccl_record(r.result) if r.result else {"avg_busbw_gbs": None, "rows": []})}
                  for r in run.runs],
         "findings": [f.to_json() for f in run.findings],
     }

@@ -285,18 +285,18 @@ def _result(t: PlannedTest, state: _Started, client: CommandResult | Exception |
 
 def measure(base: LinkResult, client_text: str, server_text: str, exit_code: int) -> LinkResult:
     """Fill in the figure (or the error) from both sides' outputs."""
-    base = replace(base, client_output=client_text)
+    base = replace(base, client_output=client_text, server_result=_parse_quietly(server_text))
     try:
         client = parse_perftest(client_text)
     except ParseError as exc:
         return replace(base, error=f"client output: {exc}" if exit_code == 0 else _exit_reason(exit_code, client_text))
+    base = replace(base, client_result=client, bidirectional=client.bidirectional, link_type=client.link_type)
     if not client.ok:
         reason = client.errors[0] if client.errors else "no result table"
         return replace(base, error=reason if exit_code == 0 else f"exit {exit_code}: {reason}")
-    base = replace(base, bidirectional=client.bidirectional, link_type=client.link_type)
-    server = _parse_quietly(server_text)
     if client.kind == "lat":
         return replace(base, latency_us=client.typical_latency_us)
+    server = base.server_result
     figures = [v for v in (client.peak_gbps, server.peak_gbps if server and server.ok else None) if v is not None]
     # Both ends measure the same traffic; the lower figure is the honest one.
     return replace(base, gbps=min(figures) if figures else None)

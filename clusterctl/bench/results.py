@@ -93,14 +93,15 @@ def readable_versions() -> tuple[int, ...]:
 _NUMBER = {"type": ["number", "null"]}
 _NAME = {"type": "string", "minLength": 1}
 _TEXT = {"type": ["string", "null"]}
+_FLAG = {"type": ["boolean", "null"]}
 #: What ``bench compare`` and ``dashboards --bench`` read of a results file; the rest is carried as it is.
 SCHEMA = {"type": "object", "properties": {
     "test": _TEXT, "kind": _TEXT,
     "links": {"type": "array", "items": {
         "type": "object", "required": ["server", "server_hca", "client", "client_hca"], "properties": {
             "server": _NAME, "server_hca": _NAME, "client": _NAME, "client_hca": _NAME, "test": _TEXT,
-            "gbps": _NUMBER, "latency_us": _NUMBER, "expected_gbps": _NUMBER, "slow": {"type": ["boolean", "null"]},
-            "same_rack": {"type": ["boolean", "null"]}}}},
+            "gbps": _NUMBER, "latency_us": _NUMBER, "expected_gbps": _NUMBER, "slow": _FLAG, "same_rack": _FLAG,
+            "bidirectional": _FLAG}}},
     "nccl": {"type": "object", "properties": {
         "op": _TEXT, "median_busbw_gbs": _NUMBER,
         "runs": {"type": "array", "items": {
@@ -109,25 +110,20 @@ SCHEMA = {"type": "object", "properties": {
 
 def load_results(path: str) -> dict[str, Any]:
     """A ``bench`` run's results.json (or its folder), checked for what is read of it."""
-    from clusterctl.json_input import mapping, matching, read_json
-
-    def checked(data: Any) -> dict[str, Any]:
-        version = mapping(data, "").get("schema_version", 1)
-        if version not in readable_versions():
-            raise UsageError(f"schema_version {version!r} is not one this clusterctl reads "
-                             f"({', '.join(map(str, readable_versions()))}).",
-                             hint="Compare it with the clusterctl release that wrote it.")
-        return dict(matching(data, SCHEMA))
+    from clusterctl.json_input import matching, read_json, versioned
 
     target = Path(path) / RESULTS_FILE if Path(path).is_dir() else Path(path)
-    return read_json(str(target), "results", "a results file", checked)
+    return read_json(str(target), "results", "a results file",
+                     lambda data: dict(matching(versioned(data, None, readable_versions(), unversioned=1), SCHEMA)))
 
 
 def run_kind(data: dict[str, Any]) -> str:
-    """``ib_write_bw``, ``ib_write_lat`` or ``nccl all_reduce``: what a results file measured."""
+    """``ib_write_bw``, ``ib_write_bw -b`` (both directions add up), ``ib_write_lat`` or ``nccl all_reduce``:
+    what a results file measured."""
     if "nccl" in data:
         return f"nccl {data['nccl'].get('op', '')}".strip()
-    return str(data.get("test") or data.get("kind") or "unknown")
+    both = " -b" if any(link.get("bidirectional") for link in data.get("links", [])) else ""
+    return str(data.get("test") or data.get("kind") or "unknown") + both
 
 
 def comparability(before: dict[str, Any], after: dict[str, Any]) -> str | None:

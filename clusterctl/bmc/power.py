@@ -191,6 +191,6 @@ def power(inventory: Inventory, hosts: Sequence[Host], action: PowerAction, *, a
     from clusterctl.engine.journaled import journaled_gate
 
     changing = apply and action is not PowerAction.STATUS
-    with journaled_gate(f"power {action.value}", apply=changing) as step:
+    with journaled_gate(f"power {action.value}", inventory, apply=changing) as step:
         results = power_hosts(inventory, hosts, action, step.gate, graceful=graceful)
     return results, step.journal

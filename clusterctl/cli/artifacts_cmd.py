@@ -149,7 +149,7 @@ def _table(app: AppContext, found: ArtifactList, results: list[ProbeResult] | No
     counts = {kind: len(found.of_kind(kind)) for kind in LIST_FILES}
     app.say(", ".join(f"{n} {k}(s)" for k, n in counts.items()), soft_wrap=False)
     for note in found.notes:
-        print_wrapped(app.console, f"note: {note}", 6)
+        app.note(note)
     if results is not None:
         missing = [r for r in results if r.status == "missing"]
         unknown = [r for r in results if r.status == "unknown"]

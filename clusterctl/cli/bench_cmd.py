@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode
+from clusterctl.inventory.model import Fabric
 from clusterctl.terminal_text import one_line
 
 if TYPE_CHECKING:
@@ -131,7 +133,7 @@ def ib_command(
     assert folder is not None
     save_ib_run(folder, report, payload)
     matrix = report.matrix(by_hca=by_hca)
-    good = _good_value(report)
+    good = report.good_gbps
     if plot:
         from clusterctl.bench.plot import write_plot
 
@@ -142,17 +144,10 @@ def ib_command(
         if find_straggler:
             app.console.print(f"rounds used: {report.rounds_used} (all pairs would take {report.all_pairs_rounds})")
         print_findings(app.console, list(report.findings))
-        app.say(f"results: {folder}", err=True)
+        app.say(f"results: {folder}", err=True, soft_wrap=False)
 
     app.emit({**payload, "results_dir": str(folder)}, table)
     exit_for(report.findings)
-
-
-def _good_value(report: IBBenchReport) -> float | None:
-    if report.test.endswith("_lat"):
-        return None
-    rates = [r.expected_gbps for r in report.results if r.expected_gbps]
-    return min(rates) if rates else None
 
 
 def _print_plan(app: AppContext, report: IBBenchReport) -> None:
@@ -233,7 +228,7 @@ def nccl_command(
                       f"{avg:.2f}" if avg is not None else "-", r.error or worst.get(r.host, "ok"))
         app.console.print(t)
         print_findings(app.console, list(run.findings))
-        app.say(f"results: {folder}", err=True)
+        app.say(f"results: {folder}", err=True, soft_wrap=False)
 
     app.emit({**payload, "results_dir": str(folder)}, table)
     exit_for(run.findings)
@@ -246,7 +241,9 @@ and a row that cannot be read is listed with its line number while the rest is j
 above what the link (or, for one host, the GPUs' NVLinks) can carry is an error, not a result;
 with --fabric and --gpus-per-host a log that describes another machine says so. A multi-node
 nccl-tests log is judged against its inter-node links: the NICs its NCCL INFO lines name
-(NCCL_DEBUG=INFO), their speed from the log, --rate-gbps (each NIC's) or --survey.
+(NCCL_DEBUG=INFO), their speed from the log, --rate-gbps (each NIC's) or --survey. With -i, a
+perftest log meets the inventory's fabric thresholds (within_rack_min, latency_warn_us,
+latency_error_us; the strictest of the hosts selected), as bench ib's links do.
 
 Examples:
 
@@ -264,8 +261,10 @@ def report_command(
     rate_gbps: Optional[float] = typer.Option(None, "--rate-gbps", min=0.1,  # noqa: UP045
                                               help="Line rate to judge perftest bandwidth against; for a "
                                               "multi-node nccl-tests log, each NIC's line rate."),
-    min_fraction: float = typer.Option(0.9, "--min-fraction", min=0.0, max=1.0,
-                                       help="Fraction of --rate-gbps a perftest peak must reach (0.9 = 90%)."),
+    min_fraction: Optional[float] = typer.Option(  # noqa: UP045
+        None, "--min-fraction", min=0.0, max=1.0, show_default=False,
+        help="Fraction of --rate-gbps a perftest peak must reach (0.9 = 90%). Default: the inventory's fabric "
+        f"within_rack_min when -i names one (the highest of the hosts selected), else {Fabric().within_rack_min:g}."),
     fabric: Optional[str] = typer.Option(  # noqa: UP045
         None, "--fabric", help="ib, roce or ethernet: a perftest banner naming another link type is a finding."),
     gpus_per_host: Optional[int] = typer.Option(  # noqa: UP045
@@ -274,6 +273,7 @@ def report_command(
     survey: Optional[str] = typer.Option(None, "--survey", metavar="FILE",  # noqa: UP045
                                          help="Saved survey (survey --save): NIC line rates for nccl-tests logs."),
 ) -> None:
+    from clusterctl.bench.judge import log_limits
     from clusterctl.bench.logs import report_files
     from clusterctl.cli.findings_view import exit_for, print_findings
     from clusterctl.errors import UsageError
@@ -291,7 +291,10 @@ def report_command(
                             n.fabric for n in host.nics)
                                for port in nic.ports if port.state == "PORT_ACTIVE" and port.rate_gbps]
                         for name, host in saved.hosts.items()}
-    reports = report_files(files, rate_gbps=rate_gbps, min_fraction=min_fraction, fabric=fabric,
+    limits = log_limits(app.hosts() if app.inventory_path else ())
+    if min_fraction is not None:
+        limits = replace(limits, within_rack_min=min_fraction)
+    reports = report_files(files, rate_gbps=rate_gbps, limits=limits, fabric=fabric,
                            gpus_per_host=gpus_per_host, survey_ports=survey_ports)
     payload = {"schema_version": FINDINGS_SCHEMA_VERSION,
                "files": [{"file": r.file, **r.record, "findings": [f.to_json() for f in r.findings],

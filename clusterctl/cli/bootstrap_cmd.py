@@ -179,7 +179,7 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
         if out:
             app.say(f"wrote {len(written)} file(s) under {out}", soft_wrap=False)
         for note in report.notes:
-            app.say(f"note: {note}")
+            app.note(note)
 
     payload: dict[str, Any] = report.to_json()
     if out:
@@ -224,10 +224,10 @@ def _confirm_bootstrap(phase: str | None, skip_phases: str | None, hosts: list[s
 
 
 def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult], *, plan: bool) -> None:
-    from clusterctl.cli.progress import print_row
     from clusterctl.engine.run import Status, not_needed_message
     from clusterctl.hostlist import compress
     from clusterctl.secret import mask_text
+    from clusterctl.terminal_layout import print_wrapped
 
     console = app.console
     app.say(f"\nPHASE [{phase.name}] {'*' * max(3, 60 - len(phase.name))}", soft_wrap=False)
@@ -238,9 +238,9 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
         elif r.status is not Status.FAILED:
             by_status.setdefault(plan_word(phase, r) if plan else r.status.value, []).append(r.host)
     word = {Status.CHANGED.value: "changed"}
-    # The rows wrap under their message column on a narrow terminal (``print_row``), one line off it.
+    # The rows wrap under their message column on a narrow terminal (``print_wrapped``), one line off it.
     for status, names in by_status.items():
-        print_row(console, "", f"{word.get(status, status)}: {compress(names)}", indent=2)
+        print_wrapped(console, f"{word.get(status, status)}: {compress(names)}")
     if not plan:
         # What changed, hosts with the same changes on one line (a fleet reads in a few lines).
         done: dict[tuple[str, ...], list[str]] = {}
@@ -248,12 +248,12 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
             if r.status is Status.CHANGED and r.changes:
                 done.setdefault(tuple(c.summary for c in r.changes), []).append(r.host)
         for summaries, names in done.items():
-            print_row(console, f"  {compress(names)}: ", one_line(mask_text("; ".join(summaries))))
+            print_wrapped(console, one_line(mask_text("; ".join(summaries))), first_indent=f"  {compress(names)}: ")
     for r in results:
         if r.status is Status.FAILED:
-            print_row(console, f"failed: {r.host}: ", one_line(r.message))
+            print_wrapped(console, one_line(r.message), first_indent=f"failed: {r.host}: ")
             for line in r.rollback:
-                print_row(console, "  rollback: ", one_line(line))
+                print_wrapped(console, one_line(line), first_indent="  rollback: ")
     if plan:
         _print_plan(app, phase, results)
 
@@ -309,18 +309,14 @@ def _print_findings(app: AppContext, report: RunReport) -> None:
     findings = report.all_findings()
     if not findings:
         return
-    from rich.table import Table
-    from rich.text import Text
-
+    from clusterctl.terminal_layout import Column, print_table
     from clusterctl.terminal_text import visible
 
-    table = Table(title="findings", show_lines=False, highlight=False)
-    for column in ("severity", "host", "code", "message"):
-        table.add_column(column)
-    for f in findings:
-        # Messages carry what hosts answered (file names reset found): shown as text, never as markup.
-        table.add_row(*(Text(visible(cell)) for cell in (f.severity.value, f.where, f.code, f.message)))
-    app.console.print(table)
+    # Messages carry what hosts answered (file names reset found): shown as text, never as markup;
+    # the host and code are copied, the message wraps between words (a path in it stays whole).
+    columns = (Column("severity", keep=True), Column("host", keep=True), Column("code", keep=True), Column("message"))
+    print_table(app.console, columns, [[visible(cell) for cell in (f.severity.value, f.where, f.code, f.message)]
+                                       for f in findings], title="findings")
 
 
 def _print_recap(app: AppContext, report: RunReport) -> None:

@@ -110,7 +110,7 @@ def certs_renew(
                 for wait_for in row["waits"]:
                     app.say(f"    (wait: {mask_text(wait_for)})")
         for note in report.notes:
-            app.say(f"note: {mask_text(note)}")
+            app.note(mask_text(note))
         if dry_run:
             app.say("PLAN (nothing was changed)", soft_wrap=False)
 

@@ -164,9 +164,21 @@ class AppContext:
 
     def say(self, text: str, *, err: bool = False, soft_wrap: bool = True) -> None:
         """Print ``text`` on stdout (``err``: stderr) as text, never markup: a '[host]' or a '[/]' that
-        came from a host stays as it is. One line however long (a path or command copies whole),
-        unless ``soft_wrap`` is False: then wrapped at the console's width."""
-        (self.err_console if err else self.console).print(text, markup=False, highlight=False, soft_wrap=soft_wrap)
+        came from a host stays as it is. Each line as it is, however long (a file's line, a diff, a
+        command), unless ``soft_wrap`` is False: then wrapped under the one rule
+        (``terminal_layout.hanging``), a path or a command whole on a line of its own."""
+        from clusterctl.terminal_layout import hanging, wrap_width
+
+        console = self.err_console if err else self.console
+        if not soft_wrap:
+            text = "\n".join(hanging(line, wrap_width(console)) for line in text.split("\n"))
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    def note(self, text: str) -> None:
+        """``note: TEXT`` on stdout, wrapped under the note (a journal's path or command whole)."""
+        from clusterctl.terminal_layout import print_wrapped
+
+        print_wrapped(self.console, f"note: {text}", 6)
 
     def warn(self, message: str) -> None:
         from rich.text import Text

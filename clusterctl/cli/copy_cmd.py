@@ -60,7 +60,7 @@ def copy_command(
                    preview=f"clusterctl copy --dry-run {source} {dest}")
     request = CopyRequest(source=source, dest=dest, mode=file_mode, sudo=sudo, dry_run=dry_run)
     with app.runner() as runner:
-        fleet, journal = copy_file(runner, hosts, request)
+        fleet, journal = copy_file(runner, app.inventory(), hosts, request)
     records = [gate_outcome_record(o) for o in fleet.outcomes]
 
     def table() -> None:
@@ -68,7 +68,7 @@ def copy_command(
         if dry_run:
             say_nothing_changed(app)
         if journal:
-            app.say(f"undo with: clusterctl undo {journal}", err=True)
+            app.say(f"undo with: clusterctl undo {journal}", err=True, soft_wrap=False)
 
     app.emit({"source": source, "dest": remote_path(source, dest), "dry_run": dry_run, "hosts": records,
               "undo_journal": str(journal) if journal else None}, table)

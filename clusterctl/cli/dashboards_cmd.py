@@ -127,15 +127,12 @@ def _payload(inputs: DashboardInputs, rendered: Rendered, written: list[Path]) -
 
 
 def _table(app: AppContext, inputs: DashboardInputs, rendered: Rendered, written: list[Path]) -> None:
-    from rich.table import Table
+    from clusterctl.terminal_layout import Column, print_table
 
-    table = Table(title=f"Dashboards for {inputs.cluster}", title_justify="left")
-    table.add_column("dashboard", no_wrap=True)
-    table.add_column("panels", overflow="fold")
-    for stem, board in rendered.dashboards.items():
-        panels = [p["title"] for p in board.get("panels", []) if p.get("type") != "row"]
-        table.add_row(f"{stem}.json", "; ".join(panels))
-    app.console.print(table)
+    rows = [(f"{stem}.json", "; ".join(p["title"] for p in board.get("panels", []) if p.get("type") != "row"))
+            for stem, board in rendered.dashboards.items()]
+    print_table(app.console, (Column("dashboard", keep=True), Column("panels")), rows,
+                title=f"Dashboards for {inputs.cluster}")
     for path in written:
         app.say(f"wrote {path}", soft_wrap=False)
     if not written:

@@ -63,13 +63,13 @@ def heal_command(
                 verb = "would " if dry_run else ""
                 for line in step.changes:
                     app.say(f"{r.host}: {step.step}: {verb}{line}")
-                app.say(f"{r.host}: {step.step}: {step.result}{': ' + step.detail if step.detail else ''}")
+                app.say(f"{r.host}: {step.step}: {step.result.value}{': ' + step.detail if step.detail else ''}")
             app.say(f"{r.host}: {r.outcome.upper()}: {r.detail}")
             if r.report:
                 app.say(r.report)
         if dry_run:
             app.say("dry run: nothing was changed")
         elif journal:
-            app.say(f"undo with: clusterctl undo {journal}")
+            app.say(f"undo with: clusterctl undo {journal}", soft_wrap=False)
 
     app.emit(payload, human, failed=not all(r.ok for r in results))

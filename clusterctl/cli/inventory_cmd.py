@@ -58,11 +58,9 @@ def show(ctx: typer.Context) -> None:
     hosts = app.hosts()
 
     def table() -> None:
-        from rich.table import Table
+        from clusterctl.terminal_layout import Column, print_table
 
-        t = Table(title=f"{inventory.name} ({inventory.format}, {plural(len(hosts), 'host')})", title_justify="left")
-        for col in ("host", "address", "user", "transport", "roles", "rack", "fabric", "groups"):
-            t.add_column(col)
+        rows = []
         for h in hosts:
             fabric = ""
             if h.fabric.type:
@@ -72,11 +70,13 @@ def show(ctx: typer.Context) -> None:
                 address += f" via {h.ssh.jump_host}"
             # A host without GPUs says so where its roles are (no column of its own: 80 columns).
             roles = ",".join(h.roles) + ("" if h.gpus else " (no GPUs)")
-            t.add_row(
-                h.name, address, h.user or "", h.transport, roles, h.rack or "", fabric,
-                ",".join(h.groups),
-            )
-        app.console.print(t)
+            rows.append((h.name, address, h.user or "", h.transport, roles, h.rack or "", fabric, ",".join(h.groups)))
+        # Every cell is a name or value a user copies: never cut; the least needed columns go first.
+        columns = [Column(c, keep=True, drop_order=rank) for c, rank in (
+            ("host", 0), ("address", 0), ("user", 0), ("transport", 4), ("roles", 0), ("rack", 1), ("fabric", 2),
+            ("groups", 3))]
+        print_table(app.console, columns, rows, title=f"{inventory.name} ({inventory.format}, "
+                                                      f"{plural(len(hosts), 'host')})")
 
     app.emit(
         {"cluster": inventory.name, "source": inventory.source, "format": inventory.format,

@@ -46,29 +46,3 @@ class RichProgress:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
-
-
-#: A command a user copies from a progress row ('clusterctl undo FILE', or any quoted 'clusterctl ...'):
-#: wrapped, it stays whole on one line.
-_COMMAND = r"'clusterctl [^'\n]*'|clusterctl undo \S+"
-_GLUE = "\u00a0"  # not a place textwrap breaks at (it breaks at ASCII whitespace only)
-
-
-def print_row(console: Console, prefix: str, message: str = "", *, indent: int | None = None) -> None:
-    """One live progress row of the engine's phases (bootstrap, upgrade apply): ``prefix`` (the host,
-    phase and status columns), then ``message``. On a terminal narrower than the row the message wraps
-    with a hanging indent under its column (``indent``: that column, or 2 where that leaves too little
-    room for the message or its longest path or command); names, paths and commands stay whole. Off
-    a terminal the row stays one line (``terminal_layout.wrap_width``)."""
-    import re
-
-    from clusterctl.terminal_layout import MIN_PROSE_WIDTH, hanging, wrap_width
-
-    width = wrap_width(console)
-    column = len(prefix) if indent is None else indent
-    glued = re.sub(_COMMAND, lambda m: m.group(0).replace(" ", _GLUE), message.replace(_GLUE, " "))
-    longest = max((len(word) for word in glued.split()), default=0)
-    if width - column < max(MIN_PROSE_WIDTH, longest):
-        column = 2  # a narrow message column, or a path or command wider than it: indent less
-    text = hanging(glued, width, column, first_indent=prefix).replace(_GLUE, " ")
-    console.print(text, markup=False, highlight=False, soft_wrap=True)

@@ -74,7 +74,7 @@ def _print(app: AppContext, report: object) -> None:
             for wait in step["waits"]:
                 say(f"      (wait: {wait})")
     for note in report.notes:
-        say(f"note: {note}")
+        app.note(mask_text(note))
     if report.nothing_to_do:
         say("nothing to do: the host is not part of the cluster")
     elif not report.applied:

@@ -144,7 +144,7 @@ def _payload(outcome: TuneOutcome) -> dict[str, Any]:
 
 
 def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | None, *, dry_run: bool = False) -> None:
-    from clusterctl.terminal_layout import Column, print_table, print_wrapped
+    from clusterctl.terminal_layout import Column, print_table
 
     tuning, measured, files, pushed = outcome.tuning, outcome.measured, outcome.files, outcome.pushed
 
@@ -162,7 +162,7 @@ def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | Non
     else:
         console.print("NCCL's defaults are right for these hosts: nothing to set.")
     for note in tuning.notes:
-        print_wrapped(console, f"note: {note}", 6)
+        app.note(note)
     if measured is not None:
         _print_sweep(app, measured)
     for warning in list(tuning.warnings) + outcome.skipped:
@@ -170,7 +170,7 @@ def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | Non
     for problem in outcome.lint_problems:
         app.warn(f"lint: {problem}")
     if outcome.written:
-        console.print(f"wrote {len(outcome.written)} file(s) under {out}", markup=False)
+        app.say(f"wrote {len(outcome.written)} file(s) under {out}", soft_wrap=False)
     elif not pushed:
         for name, text in files.items():
             if len(files) > 1:
@@ -182,13 +182,13 @@ def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | Non
 
         print_gate_outcomes(app, pushed)
         for note in outcome.notes:
-            print_wrapped(console, f"note: {note}", 6)
+            app.note(note)
         if dry_run:
             from clusterctl.cli.changes_view import say_nothing_changed
 
             say_nothing_changed(app)
         if outcome.undo_journal is not None:
-            app.say(f"undo with: clusterctl undo {outcome.undo_journal}")
+            app.say(f"undo with: clusterctl undo {outcome.undo_journal}", soft_wrap=False)
 
 
 def _print_sweep(app: AppContext, measured: SweepResult) -> None:
@@ -203,7 +203,5 @@ def _print_sweep(app: AppContext, measured: SweepResult) -> None:
         table.add_row(r.collective, r.range, f"{r.baseline_gbps:.1f}", f"{r.noise:.1%}", r.best_label, gain,
                       "yes" if r.significant else "no: defaults best")
     app.console.print(table)
-    from clusterctl.terminal_layout import print_wrapped
-
     for note in measured.notes:
-        print_wrapped(app.console, f"note: {note}", 6)
+        app.note(note)

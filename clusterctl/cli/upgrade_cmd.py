@@ -142,10 +142,10 @@ def _execute(app: AppContext, request: UpgradeRequest, *, yes: bool) -> None:
 
 
 def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult]) -> None:
-    from clusterctl.cli.progress import print_row
     from clusterctl.engine.run import Status, not_needed_message
     from clusterctl.hostlist import compress
     from clusterctl.secret import mask_text
+    from clusterctl.terminal_layout import print_wrapped
 
     # A phase the inventory leaves to the site (its own CNI, no GPUs) says "nothing to do" and why as it
     # ends, as bootstrap's progress does: one line for the phase, its hosts together.
@@ -153,14 +153,15 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
     for r in results:
         if r.status is Status.SKIPPED and not_needed_message(r.message):
             left.setdefault(r.message, []).append(r.host)
-    # Each row wraps under its message column on a narrow terminal (``print_row``), one line off it.
+    # Each row wraps under its message column on a narrow terminal (``print_wrapped``), one line off it.
     for message, names in left.items():
-        print_row(app.console, f"{compress(names):<16} {phase.name:<16} {'skipped':<8} ", mask_text(message))
+        row = f"{compress(names):<16} {phase.name:<16} {'skipped':<8} "
+        print_wrapped(app.console, mask_text(message), first_indent=row)
     for r in results:
         if not (r.changes or r.waits or r.status.value == "failed"):
             continue  # nothing done or waited for there (the node is up to date, or not this node's phase)
         text = mask_text(phase.description) + (f": {mask_text(r.message)}" if r.message else "")
-        print_row(app.console, f"{r.host:<16} {phase.name:<16} {r.status.value:<8} ", text)
+        print_wrapped(app.console, text, first_indent=f"{r.host:<16} {phase.name:<16} {r.status.value:<8} ")
 
 
 def _print_report(app: AppContext, report: UpgradeReport) -> None:
@@ -204,7 +205,7 @@ def _print_report(app: AppContext, report: UpgradeReport) -> None:
     for step in left:
         say(f"{step['step']}: {step['message']}")
     for note in report.notes:
-        say(f"note: {note}")
+        app.note(mask_text(note))
     if report.nothing_to_do and report.ok:
         say("nothing to do: every node runs " + report.target + " with the inventory's pins")
     elif report.applied and report.ok:

@@ -27,15 +27,16 @@ def build(inputs: DashboardInputs) -> dashboard.Dashboard:
         board = board.with_panel(
             table.Panel().title("ib_write_bw between hosts: share of line rate (server rows, client columns)")
             .span(FULL).height(10).unit("percentunit").decimals(0)
-            .description("clusterctl_bench_link_gbps / clusterctl_bench_link_expected_gbps from the last "
-                         "clusterctl bench ib; red is under the share bench judges slow across racks.")
+            .description("clusterctl_bench_link_gbps / clusterctl_bench_link_judged_gbps (the line rate, twice it "
+                         "for a bidirectional run) from the last clusterctl bench ib; red is under the share bench "
+                         "judges slow across racks.")
             .thresholds(thresholds([(None, "red"), (bar.across_racks_min, "yellow"), (bar.within_rack_min, "green")]))
             .with_transformation(model.DataTransformerConfig(
                 id_val="groupingToMatrix",
                 options={"columnField": "client", "rowField": "server", "valueField": "Value",
                          "emptyValue": "null"}))
             .with_target(target(f"max by (server, client) (clusterctl_bench_link_gbps{{{BENCH}}} / "
-                                f"clusterctl_bench_link_expected_gbps{{{BENCH}}})", instant=True)))
+                                f"clusterctl_bench_link_judged_gbps{{{BENCH}}})", instant=True)))
         board = board.with_panel(
             table.Panel().title("Slow links (Gb/s)").span(HALF).height(8).unit("Gbits")
             .with_target(target(f"clusterctl_bench_link_gbps{{{BENCH}}} and on (pair, test) "

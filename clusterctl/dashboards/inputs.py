@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusterctl.bench.model import judged_rate
 from clusterctl.promql_text import checked_host_name as checked
 from clusterctl.saved_survey import SavedSurvey
 
@@ -39,6 +40,12 @@ class BenchLink:
     expected_gbps: float | None
     slow: bool
     same_rack: bool | None
+    #: A ``-b`` run: both directions add up, so it is judged against twice the line rate.
+    bidirectional: bool = False
+
+    @property
+    def judged_gbps(self) -> float | None:
+        return judged_rate(self.expected_gbps, self.bidirectional)
 
 
 @dataclass(frozen=True)
@@ -107,8 +114,8 @@ def bench_from_results(results: Sequence[Mapping[str, Any]]) -> tuple[list[Bench
             item = BenchLink(str(link.get("test") or data.get("test") or "ib_write_bw"),
                              checked_host_name(str(link["server"])), str(link["server_hca"]),
                              checked_host_name(str(link["client"])), str(link["client_hca"]),
-                             float(link["gbps"]), _float(link.get("expected_gbps")), bool(link.get("slow")),
-                             link.get("same_rack"))
+                             float(link["gbps"]), link.get("expected_gbps"), bool(link.get("slow")),
+                             link.get("same_rack"), bool(link.get("bidirectional")))
             links[(item.test, item.server, item.server_hca, item.client, item.client_hca)] = item
         run = data.get("nccl")
         if isinstance(run, Mapping):
@@ -118,9 +125,6 @@ def bench_from_results(results: Sequence[Mapping[str, Any]]) -> tuple[list[Bench
                 op = str(run.get("op") or "all_reduce")
                 nccl[(op, host_run["host"])] = BenchNccl(op, checked_host_name(str(host_run["host"])),
                                                          float(host_run["busbw_gbs"]),
-                                                         _float(run.get("median_busbw_gbs")))
+                                                         run.get("median_busbw_gbs"))
     return list(links.values()), list(nccl.values())
 
-
-def _float(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

@@ -15,6 +15,8 @@ METRICS = {
     "clusterctl_gpu_info": "A GPU as clusterctl's survey saw it (value 1): its NVLink domain, pool and nearest NIC.",
     "clusterctl_bench_link_gbps": "Bandwidth bench measured between two HCAs (Gb/s).",
     "clusterctl_bench_link_expected_gbps": "Line rate of the link bench measured (Gb/s).",
+    "clusterctl_bench_link_judged_gbps": "Rate bench judged the link against (Gb/s): its line rate, twice that for "
+                                         "a bidirectional (-b) run.",
     "clusterctl_bench_link_slow": "1 when bench judged the link slow against its line rate.",
     "clusterctl_bench_nccl_busbw_gbytes": "nccl-tests bus bandwidth bench measured on one host (GB/s).",
 }
@@ -45,6 +47,7 @@ def textfile_text(inputs: DashboardInputs) -> str:
     link_labels = ["cluster", "test", "server", "server_hca", "client", "client_hca", "pair"]
     gbps = gauge("clusterctl_bench_link_gbps", link_labels)
     expected = gauge("clusterctl_bench_link_expected_gbps", link_labels)
+    judged = gauge("clusterctl_bench_link_judged_gbps", link_labels)
     slow = gauge("clusterctl_bench_link_slow", link_labels)
     for link in inputs.links:
         labels = (inputs.cluster, link.test, link.server, link.server_hca, link.client, link.client_hca,
@@ -52,6 +55,8 @@ def textfile_text(inputs: DashboardInputs) -> str:
         gbps.labels(*labels).set(link.gbps)
         if link.expected_gbps is not None:
             expected.labels(*labels).set(link.expected_gbps)
+        if link.judged_gbps is not None:
+            judged.labels(*labels).set(link.judged_gbps)
         slow.labels(*labels).set(1 if link.slow else 0)
     busbw = gauge("clusterctl_bench_nccl_busbw_gbytes", ["cluster", "host", "op"])
     for run in inputs.nccl:

@@ -12,12 +12,17 @@ eviction a budget refused) changed nothing and stay out of it.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clusterctl.changes import Gate, GateRecord
 from clusterctl.errors import Interrupted
+
+if TYPE_CHECKING:
+    from clusterctl.inventory.model import Inventory
 
 
 @dataclass
@@ -29,19 +34,25 @@ class JournaledGate:
 
 
 @contextlib.contextmanager
-def journaled_gate(command: str, *, apply: bool, folder: str | Path | None = None) -> Iterator[JournaledGate]:
-    """``with journaled_gate("quarantine", apply=True) as step: ...step.gate...``; ``step.journal`` after."""
-    from clusterctl.undo_journal import WriteAheadJournal
+def journaled_gate(command: str, inventory: Inventory, *, apply: bool, folder: str | Path | None = None,
+                   interrupted: threading.Event | None = None) -> Iterator[JournaledGate]:
+    """``with journaled_gate("quarantine", inventory, apply=True) as step: ...step.gate...``; ``step.journal``
+    after (``interrupted``: the runner's, for phases run through this gate, ``RunSettings.gate``). The journal
+    names the cluster and fleet as a phase run's does (``RunPlace.journal``: one writer), kept in ``folder``,
+    default ``undo_journal.DEFAULT_FOLDER``."""
+    from clusterctl.engine.progress import RunPlace
+    from clusterctl.undo_journal import DEFAULT_FOLDER
 
-    journal = WriteAheadJournal(command=command, folder=folder) if apply else None
-    step = JournaledGate(Gate(apply=apply, log=journal))
+    journal = RunPlace.of(inventory, command).journal(command, Path(folder or DEFAULT_FOLDER)) if apply else None
+    step = JournaledGate(Gate(apply=apply, log=journal, interrupted=interrupted))
     try:
         yield step
     except BaseException as exc:  # an interrupt, a control plane gone mid-way: what was made stays undoable
         signal = exc.signal_name if isinstance(exc, Interrupted) else "error"
         path = journal.finish(_kept(step.gate), interrupted=signal) if journal is not None else None
         if path is not None and isinstance(exc, Interrupted):
-            exc.retry_hint = f"to take back what {command} changed before it stopped: clusterctl undo {path}"
+            undo = f"to take back what {command} changed before it stopped: clusterctl undo {path}"
+            exc.retry_hint = "\n".join(line for line in (exc.retry_hint, undo) if line)
         raise
     path = journal.finish(_kept(step.gate)) if journal is not None else None
     step.journal = str(path) if path is not None else None

@@ -111,6 +111,10 @@ class Phase(ABC, Generic[State, Context]):
     #: Leaves nothing on the host to read back (``kubeadm upgrade node``): on ``--resume``, the progress
     #: file saying this host finished it in the run being resumed is enough, though its plan has changes.
     done_when_recorded: ClassVar[bool] = False
+    #: One of several remedies tried in turn (heal's escalation chain): a host it does not cure (it fails)
+    #: goes on to the next phase instead of dropping out, and one it cures (an applying run's verify
+    #: passes) skips every later phase. A host that ran remedies and none cured fails the run.
+    remedy: ClassVar[bool] = False
     #: After a rollback, run ``verify`` again and say whether the host is back to working
     #: (containerd: it answers on the old config).
     verify_after_rollback: ClassVar[bool] = False

@@ -129,6 +129,8 @@ class RunReport:
     recap: list[PhaseRecap] = field(default_factory=list)
     #: Host -> why it dropped out of the run (lock refused, a failed phase).
     failed_hosts: dict[str, str] = field(default_factory=dict)
+    #: Host -> the remedy (``Phase.remedy``) that cured it.
+    cured: dict[str, str] = field(default_factory=dict)
     #: Notes about the run itself (a cleared stale lock, a resumed progress file).
     notes: list[str] = field(default_factory=list)
     duration_s: float = 0.0
@@ -209,6 +211,9 @@ class RunSettings:
     every_lock_or_none: bool = False
     #: The undo journal, kept as the run goes (applying runs): each change is in it before it is made.
     journal: WriteAheadJournal | None = None
+    #: The gate of a command whose own steps before and after the phases pass it too (heal's notes and
+    #: release: ``engine.journaled.journaled_gate``, which then keeps and finishes the journal).
+    gate: Gate | None = None
     #: What the host's answers to ``Phase.reads`` are compared with besides the reads themselves
     #: (the inventory entry, the run's options): ``confirmations`` needs it.
     inputs_digest: Callable[[Host], str] | None = None
@@ -237,6 +242,7 @@ class SkipReason(str, Enum):
     CONFIRMED = "unchanged since the last run: the host answers its phases' reads as then (one batched read)"
     #: ``Phase.not_needed`` gave a reason; the report says ``nothing to do: <reason>``.
     NOT_NEEDED = "nothing to do"
+    CURED = "left out: an earlier remedy cured the host"
 
 
 def skip_message(why: SkipReason, phase: Phase[Any, Any], ctx: PhaseContext) -> str:
@@ -252,17 +258,19 @@ def not_needed_message(message: str) -> bool:
 
 
 def skip_reason(phase: Phase[Any, Any], ctx: PhaseContext, *, failed_earlier: bool, first_target: str | None,
-                done_before: bool, confirmed: bool = False) -> SkipReason | None:
+                done_before: bool, confirmed: bool = False, cured: bool = False) -> SkipReason | None:
     """The one answer to "why does this host skip this phase"; ``None``: it runs it.
 
     ``first_target``: for a once-per-cluster phase, the host that runs it (the first the phase
     applies to, in inventory order). ``done_before``: the progress file of a resumed run says this
     host finished the phase. ``confirmed``: the host's one batched read at the start of the run
-    answered as recorded (``clusterctl.engine.confirm``). Asked before connecting: ``ctx.reader``
-    is not usable here.
+    answered as recorded (``clusterctl.engine.confirm``). ``cured``: an earlier remedy cured the host.
+    Asked before connecting: ``ctx.reader`` is not usable here.
     """
     if failed_earlier:
         return SkipReason.EARLIER_FAILURE
+    if cured:
+        return SkipReason.CURED
     if not phase.applies_to(ctx):
         return SkipReason.NOT_THIS_HOST
     if phase.not_needed(ctx) is not None:
@@ -323,7 +331,8 @@ def run_phases(
     """
     began = time.monotonic()
     report = RunReport(inventory.name, settings.apply, [p.name for p in phases], [h.name for h in hosts])
-    gate = Gate(apply=settings.apply, log=settings.journal if settings.apply else None, interrupted=runner.interrupted)
+    gate = settings.gate or Gate(apply=settings.apply, log=settings.journal if settings.apply else None,
+                                 interrupted=runner.interrupted)
     lock_info = host_lock.LockInfo.mine(uuid.uuid4().hex)
     locked: list[Host] = []
     store = settings.progress
@@ -360,6 +369,9 @@ def run_phases(
             _one_phase(phase, inventory, hosts, hosts, runner, gate, settings, report, ahead, confirmed, inflight)
         if settings.confirmations is not None and settings.apply and not settings.resume:
             _record_unchanged(runner, inventory, hosts, phases, settings, report, confirmed)
+        if settings.apply and any(p.remedy for p in phases):
+            for uncured in [h.name for h in hosts if h.name not in report.cured]:
+                report.failed_hosts.setdefault(uncured, "no remedy cured it")
     except Interrupted as exc:
         report.interrupted = exc.signal_name
         cut_short = inflight.snapshot()
@@ -445,8 +457,10 @@ def _keep_results(phase: Phase[Any, Any], phase_results: list[HostPhaseResult], 
     counts = {s: sum(1 for r in phase_results if r.status is s) for s in Status}
     report.recap.append(PhaseRecap(phase.name, duration, counts))
     for r in phase_results:
-        if r.status is Status.FAILED:
+        if r.status is Status.FAILED and not phase.remedy:
             report.failed_hosts.setdefault(r.host, f"phase {phase.name}: {r.message}")
+        if phase.remedy and settings.apply and r.status in (Status.OK, Status.CHANGED):
+            report.cured.setdefault(r.host, phase.name)
         if store is not None and settings.apply and r.message != SkipReason.EARLIER_FAILURE.value:
             store.record(r.host, phase.name, r.status.value, r.duration_s, r.message)
     if store is not None and settings.apply:
@@ -710,24 +724,6 @@ def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo,
 UNLOCK_AFTER_INTERRUPT_S = 30.0
 
 
-def take_locks(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, *,
-               force_unlock: bool = False) -> tuple[list[Host], dict[str, str]]:
-    """The host locks for steps a command runs under them itself (``heal``'s chain, not yet phases): the
-    hosts locked, and host -> why its lock was refused. Ctrl-C gives back what was taken, then raises."""
-    report = RunReport("", True, [], [h.name for h in hosts])
-    locked = _lock_hosts(runner, hosts, info, RunSettings(apply=True, force_unlock=force_unlock), report)
-    return locked, dict(report.failed_hosts)
-
-
-def give_back_locks(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, *,
-                    interrupted: bool = False) -> list[str]:
-    """``take_locks``'s locks back (only this run's); a line per host whose lock could not be given back."""
-    report = RunReport("", True, [], [h.name for h in hosts])
-    _unlock_hosts(runner, hosts, info, RunSettings(apply=True),
-                  timeout_s=UNLOCK_AFTER_INTERRUPT_S if interrupted else None, report=report)
-    return report.notes
-
-
 def _unlock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings,
                   *, timeout_s: float | None = None, report: RunReport | None = None) -> None:
     def drop(transport: Transport) -> None:
@@ -771,7 +767,7 @@ def _run_phase(
     done_before: set[str] = set()
     for host in batch:
         why = skip_reason(phase, unconnected(host), failed_earlier=host.name in report.failed_hosts,
-                          first_target=first_target, confirmed=host.name in confirmed,
+                          first_target=first_target, confirmed=host.name in confirmed, cured=host.name in report.cured,
                           done_before=resuming and store is not None and store.is_done(host.name, phase.name))
         if why is None or why is SkipReason.DONE_BEFORE:
             targets.append(host)

@@ -59,6 +59,8 @@ class _TaskRun(Generic[T]):
     #: Outcomes workers have put and the watcher has not taken yet.
     done: queue.SimpleQueue[tuple[int, HostOutcome[T]]] = field(default_factory=queue.SimpleQueue)
     threads: list[threading.Thread] = field(default_factory=list)
+    #: The runner's progress display, only in the outermost run_task (not one a task calls: heal's phases).
+    progress: Progress | None = None
 
 
 class FleetInterrupted(Interrupted):
@@ -167,7 +169,8 @@ class Runner:
     ) -> FleetResult[T]:
         """Run ``task(transport)`` on every host; never raises for a host's failure."""
         limit = self.timeout_s if timeout_s is None else timeout_s
-        run: _TaskRun[T] = _TaskRun(hosts, limit)
+        outermost = threading.current_thread() is threading.main_thread()
+        run: _TaskRun[T] = _TaskRun(hosts, limit, progress=self.progress if outermost else None)
         self.hosts_seen.update((h.name, None) for h in hosts)
         todo: queue.SimpleQueue[int | None] = queue.SimpleQueue()
         stopping = threading.Event()
@@ -208,8 +211,8 @@ class Runner:
             thread.start()
             run.threads.append(thread)
 
-        if self.progress:
-            self.progress.start(len(hosts), label)
+        if run.progress:
+            run.progress.start(len(hosts), label)
         results = run.results
         began = last_notice = time.monotonic()
         try:
@@ -222,7 +225,7 @@ class Runner:
                     index, outcome = run.done.get(timeout=0.05)
                     if index not in results:
                         results[index] = outcome
-                        self._report(outcome)
+                        self._report(run, outcome)
                     with run.started_lock:
                         # Only hosts still running are watched for their deadline (scanning every
                         # host that ever started, after each result, was quadratic in the fleet).
@@ -241,8 +244,8 @@ class Runner:
                 self.failed_hosts[host.name] = None
             raise interrupted from None
         finally:
-            if self.progress:
-                self.progress.stop()
+            if run.progress:
+                run.progress.stop()
         _join(run.threads, WORKER_JOIN_S)
         fleet = FleetResult(tuple(results[i] for i in range(len(hosts))))
         self._note_failures(fleet)
@@ -288,7 +291,7 @@ class Runner:
                 round(now - begin, 3),
             )
             results[index] = outcome
-            self._report(outcome)
+            self._report(run, outcome)
         self._stop_and_close([holder for _, _, holder in late])
 
     def _stop_and_close(self, holders: list[list[Transport]], threads: Sequence[threading.Thread] = ()) -> None:
@@ -306,9 +309,9 @@ class Runner:
                 close_quietly(transport)
                 self._pool.forget(transport)
 
-    def _report(self, outcome: HostOutcome[T]) -> None:
-        if self.progress:
-            self.progress.advance(outcome)  # type: ignore[arg-type]
+    def _report(self, run: _TaskRun[T], outcome: HostOutcome[T]) -> None:
+        if run.progress:
+            run.progress.advance(outcome)  # type: ignore[arg-type]
 
     def run_command(
         self,

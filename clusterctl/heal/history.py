@@ -26,7 +26,7 @@ DETAIL_CHARS = 300
 class StepEntry:
     at: str
     step: str
-    #: ``passed`` (the host is healthy after it), ``failed``, ``skipped``, ``released``, ``needs hardware``...
+    #: A step's engine ``Status`` (``changed``, ``ok``, ``failed``); the check's, release's or end's word.
     result: str
     detail: str = ""
 

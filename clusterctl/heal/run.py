@@ -7,12 +7,12 @@ For each host, quarantined by clusterctl:
 2. **The release gate** (health at ``level`` and a one-host NCCL test, ``release``'s checks):
    when it passes ``passes`` times in a row the host returns at once. Its findings pick the
    chain (``chain.chain_for``: the codes, the Xids and their catalogue actions).
-3. **Each step** of the chain, in order: the node is drained first (``drain_node``, the one
-   drain) before anything that stops the GPUs; the step's changes pass the gate (``--dry-run``:
-   recorded, shown, nothing done, no waits); a reboot or power cycle is followed by a bounded wait
-   for the host to come back (a new boot id over SSH, then its node Ready); then the release gate
-   again, ``passes`` times in a row. Passing: the host is released by ``release_hosts`` (the same
-   code as ``clusterctl release``, its checks just run). Failing or timing out: the next step.
+3. **The chain**: the action engine runs its steps as remedies (``Phase.remedy``), with its lock, journal,
+   interrupt handling and ``Status``. The node is drained (``DrainFirst``, the one drain) before the
+   first step that stops the GPUs; a reboot or power cycle waits (``Wait``), bounded, for a new boot id
+   over SSH and the node Ready; each step's ``verify`` is the release gate, ``passes`` times in a row.
+   A step that fails hands on to the next; the first that passes ends the chain and the host is released
+   by ``release_hosts`` (``clusterctl release``'s code). No lock or drain: it stays quarantined, named.
 4. **Needs hardware**: nothing cured it. The host stays quarantined (``heal-state: needs
    hardware``) and gets a report to paste into a ticket: the host, why it was quarantined, the
    findings, the GPUs' serial numbers, every step tried, and where ``nvidia-bug-report.sh`` left
@@ -23,19 +23,17 @@ Every step's result goes to the node (``history``): ``status HOST`` shows it.
 
 from __future__ import annotations
 
-import functools
 import re
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord
+from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord, HostGate
 from clusterctl.cluster_access import read_node
-from clusterctl.engine.lock import LockInfo
-from clusterctl.engine.run import give_back_locks, take_locks
-from clusterctl.errors import ClusterctlError, Interrupted, ParseError, UsageError
+from clusterctl.engine.phase import Phase, PhaseContext, Wait
+from clusterctl.engine.run import HostPhaseResult, RunSettings, Status, run_phases
+from clusterctl.errors import ClusterctlError, ParseError, UsageError
 from clusterctl.facts.gpus import PERSISTENCE_MODES
 from clusterctl.findings import Finding, Severity, has_errors
 from clusterctl.heal import history
@@ -43,36 +41,41 @@ from clusterctl.heal.chain import DEFAULT_TIMEOUTS, chain_for
 from clusterctl.quarantine import node_ops
 from clusterctl.quarantine.run import control_plane, utc_now
 from clusterctl.secret import mask_text
-from clusterctl.transport.base import TransportError
+from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from clusterctl.facts.kube_nodes import KubeNode
     from clusterctl.fanout import Runner
+    from clusterctl.host_reader import HostReader
     from clusterctl.inventory.model import HealConfig, Host, Inventory
     from clusterctl.quarantine.release import ReleaseChecks
     from clusterctl.transport.base import Transport
 
 BOOT_ID = "cat /proc/sys/kernel/random/boot_id"
-#: Steps that stop the GPUs' work: the node is drained before the first of them.
-DISRUPTIVE = ("reset-gpu", "reboot", "power-cycle")
 GPU_QUERY = "nvidia-smi --query-gpu=index,name,serial,uuid,pci.bus_id --format=csv,noheader"
 
 
 @dataclass
 class StepRun:
+    """One step of the chain (the drain before the first disruptive one included) as the engine ran it."""
+
     step: str
-    #: ``passed``, ``failed``, ``skipped``, ``blocked`` (the host's lock or drain: the chain stops), ``planned``.
-    result: str
+    result: Status
     detail: str = ""
     seconds: float = 0.0
     #: What the step changed (or would), one line per change.
     changes: list[str] = field(default_factory=list)
 
+    @classmethod
+    def of(cls, done: HostPhaseResult) -> StepRun:
+        return cls(done.phase, done.status, done.message or "; ".join(done.waits), done.duration_s,
+                   [c.summary for c in done.changes])
+
     def to_json(self) -> dict[str, object]:
-        return {"step": self.step, "result": self.result, "detail": self.detail, "seconds": round(self.seconds, 1),
-                "changes": self.changes}
+        return {"step": self.step, "result": self.result.value, "detail": self.detail,
+                "seconds": round(self.seconds, 1), "changes": self.changes}
 
 
 @dataclass
@@ -104,14 +107,13 @@ class HealOptions:
     #: The release gate; None: ``health_and_nccl_checks(config.level, the inventory's hosts)``.
     checks: ReleaseChecks | None = None
     poll_s: float = 1.0
-    now: Callable[[], float] = time.time
-    sleep: Callable[[float], None] = time.sleep
-    monotonic: Callable[[], float] = time.monotonic
     #: Told each step as it happens (``remediate serve`` logs it), ``(host, what, detail)``.
     say: Callable[[str, str, str], None] | None = None
 
 
 class _Healer:
+    """One host's chain around its steps (``HealStep``, on the engine): the cluster side, the release gate."""
+
     def __init__(self, runner: Runner, inventory: Inventory, host: Host, gate: Gate, options: HealOptions) -> None:
         self.runner = runner
         self.inventory = inventory
@@ -121,24 +123,20 @@ class _Healer:
         self.config = options.config
         self.cp = control_plane(inventory)
         self.result = HostHeal(host.name)
-        self.start = options.monotonic()
-        self.drained = False
-        #: The engine's host lock, taken before the first step that stops the GPUs (no bootstrap or upgrade
-        #: interleaves with a reboot), given back when the chain ends.
-        self.lock: LockInfo | None = None
+        self.start = time.monotonic()
+        #: The release gate's last findings: the GPUs a reset takes, the report's.
+        self.findings: list[Finding] = []
 
     # -- the cluster side ----------------------------------------------------------------
 
-    def _on_cp(self, task: Callable[[Transport], object], label: str, timeout_s: float = 120.0) -> object:
-        fleet = self.runner.run_task([self.cp], task, label=label, timeout_s=timeout_s)
-        (outcome,) = fleet.outcomes
+    def on_cp(self, task: Callable[[Transport], object], label: str, timeout_s: float = 120.0) -> object:
+        (outcome,) = self.runner.run_task([self.cp], task, label=label, timeout_s=timeout_s).outcomes
         if outcome.failure is not None:
             raise ClusterctlError(f"the control plane {self.cp.name} could not be used: {outcome.failure.describe()}")
         return outcome.value
 
     def node(self) -> KubeNode | None:
-        value = self._on_cp(lambda t: read_node(t, self.host.name), "heal: read node")
-        return value  # type: ignore[return-value]
+        return cast("KubeNode | None", self.on_cp(lambda t: read_node(t, self.host.name), "heal: read node"))
 
     def note(self, step: str, result: str, detail: str = "", *, state: str | None = None) -> None:
         """Keep the step on the node (and tell ``say``); in a dry run the annotation is only planned."""
@@ -149,70 +147,54 @@ class _Healer:
             node = read_node(transport, self.host.name)
             if node is None:
                 return
-            entry = history.StepEntry(utc_now(self.options.now()), step, result, mask_text(detail))
+            entry = history.StepEntry(utc_now(), step, result, mask_text(detail))
             wanted: dict[str, str | None] = {history.STEPS: history.with_step(history.steps_of(node), entry)}
             if state is not None:
                 wanted[history.STATE] = state
             self.gate.submit_all(transport, node_ops.annotate(transport.host.name, node, wanted))
 
         try:
-            self._on_cp(task, "heal: note")
+            self.on_cp(task, "heal: note")
         except (ClusterctlError, ChangeFailed) as exc:
             self.result.detail = f"could not note {step} on the node: {exc}"
 
     def mark(self, milestone: str) -> None:
-        self.result.timeline.setdefault(milestone, self.options.monotonic() - self.start)
-
-    # -- the host side -------------------------------------------------------------------
+        self.result.timeline.setdefault(milestone, time.monotonic() - self.start)
 
     def on_host(self, task: Callable[[Transport], object], label: str, timeout_s: float) -> tuple[object, str | None]:
-        fleet = self.runner.run_task([self.host], task, label=label, timeout_s=timeout_s)
-        (outcome,) = fleet.outcomes
+        (outcome,) = self.runner.run_task([self.host], task, label=label, timeout_s=timeout_s).outcomes
         return outcome.value, (outcome.failure.describe() if outcome.failure is not None else None)
 
-    def boot_id(self) -> str | None:
-        value, failure = self.on_host(lambda t: t.run(BOOT_ID, timeout=10), "heal: boot id", 20)
-        if failure is not None or value is None or not value.ok:  # type: ignore[attr-defined]
-            return None
-        return str(value.stdout).strip() or None  # type: ignore[attr-defined]
+    def gate_passes(self, times: int) -> bool:
+        """The release gate ``times`` times in a row; its last findings are kept (``findings``)."""
+        if self.options.checks is None:
+            from clusterctl.quarantine.release import health_and_nccl_checks
 
-    def checks(self) -> ReleaseChecks:
-        if self.options.checks is not None:
-            return self.options.checks
-        from clusterctl.quarantine.release import health_and_nccl_checks
-
-        return health_and_nccl_checks(self.config.level, self.inventory.hosts)
-
-    def gate_passes(self, times: int) -> tuple[bool, list[Finding]]:
-        """The release gate ``times`` times in a row; (passed, the findings of the last run)."""
-        findings: list[Finding] = []
+            self.options.checks = health_and_nccl_checks(self.config.level, self.inventory.hosts)
         for attempt in range(times):
             if attempt:
-                self.options.sleep(self.config.pass_interval_s)
-            found = self.checks()(self.runner, [self.host])
-            findings = found.get(self.host.name, [])
-            if has_errors(findings):
-                return False, findings
-        return True, findings
+                time.sleep(self.config.pass_interval_s)
+            self.findings = self.options.checks(self.runner, [self.host]).get(self.host.name, [])
+            if has_errors(self.findings):
+                return False
+        return True
 
-    def wait_back(self, before: str | None, deadline: float) -> str | None:
-        """Until the host answers with a new boot id and its node is Ready; None, or why not by ``deadline``."""
-        seen_new = False
-        while self.options.monotonic() < deadline:
-            if not seen_new:
-                now_id = self.boot_id()
-                seen_new = now_id is not None and now_id != before
-            if seen_new:
-                self.mark("back")
-                try:
-                    node = self.node()
-                except ClusterctlError:
-                    node = None
-                if node is not None and node.ready:
-                    return None
-            self.options.sleep(self.options.poll_s)
-        return ("its node is not Ready" if seen_new else "it did not come back (no new boot id over SSH)") + \
-            " within the step's timeout"
+    def back(self, before: str | None, timeout_s: float) -> Wait:
+        """The wait after a reboot or power cycle: a new boot id over SSH, then the node Ready."""
+
+        def probe(ctx: PhaseContext) -> str | None:
+            now = boot_id(ctx.reader)
+            if now is None or now == before:
+                return "it did not come back (no new boot id over SSH)"
+            self.mark("back")
+            try:
+                node = self.node()
+            except ClusterctlError:
+                node = None
+            return None if node is not None and node.ready else "its node is not Ready"
+
+        return Wait(f"{self.host.name} back (a new boot id) and its node Ready, up to {timeout_s:g} s", probe,
+                    timeout_s=timeout_s, poll_s=self.options.poll_s)
 
     # -- the chain -----------------------------------------------------------------------
 
@@ -220,225 +202,63 @@ class _Healer:
         result = self.result
         node = self.node()
         if node is None or not node_ops.is_quarantined(node):
-            result.outcome = "not quarantined" if node is not None else "failed"
-            result.detail = "not quarantined by clusterctl: nothing to heal" if node is not None else \
-                f"{self.host.name} is not a node of the cluster"
+            result.outcome, result.detail = ("failed", f"{self.host.name} is not a node of the cluster") \
+                if node is None else ("not quarantined", "not quarantined by clusterctl: nothing to heal")
             return result
-        recent = history.quarantines_within(node, self.config.flap_window_s, self.options.now())
+        recent = history.quarantines_within(node, self.config.flap_window_s, time.time())
         if len(recent) >= self.config.flap_count:
             result.outcome = "flapping"
             result.detail = (f"quarantined {len(recent)} times within {self.config.flap_window_s / 3600:g} h "
                              f"({', '.join(recent)}): it stays out for a person")
             self.note("flapping", "stays out", result.detail, state="flapping")
             return result
-        if not self.gate.apply:
-            # The checks only read (as 'release --dry-run' runs them): their Xids pick the chain shown.
-            _passed, findings = self.gate_passes(1)
-            return self.plan(codes, findings)
-        passed, findings = self.gate_passes(self.config.passes)
+        # A dry run runs the checks once, only reading (as 'release --dry-run' does): their Xids pick the chain.
+        passed = self.gate_passes(self.config.passes if self.gate.apply else 1)
         self.mark("checked")
-        result.chain, result.chain_reason = chain_for(codes, xids=_xids(findings), overrides=self.config.chains)
+        result.chain, result.chain_reason = chain_for(codes, xids=_xids(self.findings), overrides=self.config.chains)
+        if not self.gate.apply:
+            self.steps()
+            result.outcome = "planned"
+            result.detail = "released after the first step the release gate passes; else 'needs hardware'"
+            return result
         if passed:
             self.note("check", "passed", f"healthy {self.config.passes} times in a row before any step")
-            return self.release(findings)
-        self.note("check", "failed", _errors(findings), state=f"healing: {', '.join(result.chain) or 'none'}")
-        for step in result.chain:
-            run = self.step(step, findings)
-            result.steps.append(run)
-            self.mark(step)
-            if run.result == "blocked":  # not the hardware's fault: a person decides (another run, a drain)
-                result.outcome, result.detail = "failed", f"{step} could not start: {run.detail}; it stays quarantined"
-                self.note(step, "blocked", run.detail)
-                return result
-            if run.result != "passed":
-                self.note(step, run.result, run.detail)
-                continue
-            passed, findings = self.gate_passes(self.config.passes)
-            if passed:
-                self.mark("healthy")
-                self.note(step, "passed", f"healthy {self.config.passes} times in a row after it")
-                return self.release(findings)
-            run.result, run.detail = "failed", "the release gate still fails: " + _errors(findings)
-            self.note(step, "failed", run.detail)
-        return self.needs_hardware(reason, codes, findings)
+            return self.release()
+        self.note("check", "failed", _errors(self.findings), state=f"healing: {', '.join(result.chain) or 'none'}")
+        cured, blocked = self.steps()
+        if cured:
+            return self.release()
+        if blocked is not None:  # not the hardware's fault: a person decides (another run, a drain)
+            result.outcome, result.detail = "failed", f"{blocked}; it stays quarantined"
+            return result
+        return self.needs_hardware(reason, codes)
 
-    def plan(self, codes: tuple[str, ...], findings: list[Finding]) -> HostHeal:
-        """The dry run: the whole chain as it would run, each step's changes recorded by the gate."""
-        result = self.result
-        result.chain, result.chain_reason = chain_for(codes, xids=_xids(findings), overrides=self.config.chains)
-        for step in result.chain:
-            before = len(self.gate.records)
-            try:
-                changes = self.step_changes(step, findings)
-            except UsageError as exc:  # no BMC for a power cycle: the step would fail, and the chain go on
-                result.steps.append(StepRun(step, "planned", f"would fail: {exc.message}"))
-                continue
-            for change in changes:
-                self.gate.record(change)
-            lines = [r.change.summary for r in self.gate.records[before:]]
-            result.steps.append(StepRun(step, "planned", f"then the release gate {self.config.passes} times; "
-                                        f"at most {self.timeout(step):g} s", changes=lines))
-        result.outcome = "planned"
-        result.detail = "released after the first step the release gate passes; else 'needs hardware'"
-        return result
+    def steps(self) -> tuple[bool, str | None]:
+        """The chain on the engine: whether a step cured the host, and why it stopped short (lock, drain)."""
+        phases = chain_phases(self, self.result.chain)
+        if not phases:
+            return False, None
 
-    def take_lock(self) -> str | None:
-        """The host's lock through the engine (``take_locks``), once per chain; None, or why it was refused."""
-        if self.lock is not None:
-            return None
-        info = LockInfo.mine(f"heal-{uuid.uuid4().hex[:12]}")
-        locked, refused = take_locks(self.runner, [self.host], info)
-        if not locked:
-            return "the host's " + refused.get(self.host.name, "lock: not taken")  # "lock: locked by ..."
-        self.lock = info
-        return None
+        def noted(phase: Phase[Any, Any], done: list[HostPhaseResult]) -> None:
+            for r in (r for r in done if r.status is not Status.SKIPPED):
+                self.mark(r.phase)
+                self.result.steps.append(StepRun.of(r))
+                if self.gate.apply:
+                    cured = phase.remedy and r.status is not Status.FAILED
+                    self.note(r.phase, r.status.value, f"healthy {self.config.passes} times in a row after it"
+                              if cured else r.message)
 
-    def unlock(self, *, interrupted: bool = False) -> None:
-        if self.lock is not None:
-            info, self.lock = self.lock, None
-            for line in give_back_locks(self.runner, [self.host], info, interrupted=interrupted):
-                self.result.detail += f" ({line})"
+        report = run_phases(self.inventory, [self.host], self.runner, phases,
+                            RunSettings(apply=self.gate.apply, gate=self.gate, on_phase=noted))
+        why = report.failed_hosts.get(self.host.name, "")
+        stopped = next((r for r in report.results if r.phase == DrainFirst.name and r.status is Status.FAILED), None)
+        later = next((r.phase for r in report.results if r.status is Status.SKIPPED and r.phase != DrainFirst.name),
+                     None)
+        if later is None or report.cured:
+            return bool(report.cured), None
+        return False, f"{later} could not start: " + (stopped.message if stopped else f"the host's {why}")
 
-    def ensure_drained(self) -> str | None:
-        locked = self.take_lock()
-        if locked is not None:
-            return locked
-        if self.drained:
-            return None
-        from clusterctl.quarantine.drain import DrainOptions, DrainReport, drain_or_why
-
-        done = self._on_cp(lambda t: drain_or_why(t, self.gate, self.host.name, DrainOptions()), "heal: drain",
-                           timeout_s=420)
-        report, why = cast("tuple[DrainReport | None, str | None]", done)
-        if report is None:  # this node's pods could not be read: its chain stops, named; the other hosts go on
-            return why or f"drain of {self.host.name} stopped"
-        if not report.complete:
-            left = ", ".join(p.pod for p in report.not_evicted)
-            return f"the node's drain is not complete (not evicted: {left})"
-        self.drained = True
-        self.mark("drained")
-        return None
-
-    def timeout(self, step: str) -> float:
-        return self.config.timeouts.get(step, DEFAULT_TIMEOUTS[step])
-
-    def step_changes(self, step: str, findings: Sequence[Finding]) -> list[Change]:
-        name = self.host.name
-        if step == "reset-gpu":
-            return [c for reset in self.gpu_resets(findings) for c in reset.changes]
-        if step == "reboot":
-            return [Change.run(name, "systemctl reboot", summary=f"reboot {name}", timeout_s=30)]
-        if step == "power-cycle":
-            from clusterctl.bmc.power import PowerAction, bmc_config, power_change
-            from clusterctl.bmc.redfish import ON, address_for
-
-            config = bmc_config(self.inventory, name)
-            change = power_change(name, PowerAction.CYCLE, ON, address_for(config, name).url,
-                                  timeout_s=self.timeout(step))
-            return [change] if change is not None else []
-        return []
-
-    def step(self, step: str, findings: Sequence[Finding]) -> StepRun:
-        started = self.options.monotonic()
-        deadline = started + self.timeout(step)
-        run = StepRun(step, "passed")
-        if self.options.say is not None:
-            self.options.say(self.host.name, f"{step}: started", "")
-        try:
-            if step in DISRUPTIVE:
-                why = self.ensure_drained()
-                if why is not None:
-                    return StepRun(step, "blocked", why)
-            if step == "restart-app":
-                run.detail = "the drain restarted the application's pods elsewhere; the GPUs are checked again"
-            elif step == "reset-gpu":
-                self.reset_gpus(run, findings)
-            elif step == "reboot":
-                before = self.boot_id()
-                (change,) = self.step_changes(step, findings)
-                _value, failure = self.on_host(lambda t: self.gate.submit(t, change), "heal: reboot", 60)
-                run.changes.append(change.summary)
-                if failure is not None and "unreachable" not in failure and "closed" not in failure:
-                    run.result, run.detail = "failed", f"reboot: {failure}"
-                else:
-                    why = self.wait_back(before, deadline)
-                    if why is not None:
-                        run.result, run.detail = "failed", f"rebooted, but {why}"
-            elif step == "power-cycle":
-                self.power_cycle(run, deadline)
-        except (ClusterctlError, TransportError) as exc:
-            run.result, run.detail = "failed", str(exc)
-        run.seconds = self.options.monotonic() - started
-        return run
-
-    def gpu_resets(self, findings: Sequence[Finding]) -> list[GpuReset]:
-        """The resets of the GPUs the findings name (none named: all of them), each with persistence mode
-        turned off around it where it is on (read from the host: a read, also in a dry run)."""
-        gpus: list[int | None] = list(_gpus(findings)) or [None]
-        timeout = self.timeout("reset-gpu")
-        resets = []
-        for gpu in gpus:
-            value, failure = self.on_host(functools.partial(read_persistence, gpu=gpu), "heal: persistence mode", 60)
-            modes = value if failure is None and isinstance(value, dict) else {}
-            resets.append(gpu_reset(self.host.name, gpu, modes, timeout))
-        return resets
-
-    def reset_gpus(self, run: StepRun, findings: Sequence[Finding]) -> None:
-        def users_of(gpu: int) -> Callable[[Transport], object]:
-            query = f"nvidia-smi --query-compute-apps=pid --format=csv,noheader -i {gpu}"
-            return lambda t: t.run(query, sudo=True, timeout=30)
-
-        for reset in self.gpu_resets(findings):
-            if reset.gpu is not None:
-                value, failure = self.on_host(users_of(reset.gpu), "heal: gpu use", 60)
-                users = str(getattr(value, "stdout", "")).strip() if value is not None else ""
-                if failure is None and value is not None and getattr(value, "ok", False) and users:
-                    run.result = "skipped"
-                    run.detail = f"GPU {reset.gpu} is in use (pids {', '.join(users.split())}): not reset"
-                    continue
-            timeout = sum((c.timeout_s or 180) for c in reset.changes) + 30
-            _value, failure = self.on_host(functools.partial(apply_gpu_reset, gate=self.gate, reset=reset),
-                                           "heal: reset gpu", timeout)
-            run.changes.extend(c.summary for c in reset.changes)
-            left = self.gate.left_over(self.host.name)
-            if left:  # the clean-up failed: the journal keeps it, 'clusterctl undo' turns it back on
-                run.detail = (f"persistence mode is still off (after: {left[-1].summary}): "
-                              "'clusterctl undo' of this run's journal turns it back on; ")
-            if failure is not None:
-                run.result, run.detail = "failed", f"{run.detail}{reset.reset.summary}: {failure}"
-                return
-
-    def power_cycle(self, run: StepRun, deadline: float) -> None:
-        from clusterctl.bmc.credentials import bmc_password
-        from clusterctl.bmc.power import BmcTarget, PowerAction, bmc_config, power_change
-        from clusterctl.bmc.redfish import BmcError, RedfishBmc, address_for
-
-        before = self.boot_id()
-        try:
-            config = bmc_config(self.inventory, self.host.name)
-            bmc = RedfishBmc(config, self.host.name, bmc_password(config))
-            state = bmc.power_state()
-            change = power_change(self.host.name, PowerAction.CYCLE, state, address_for(config, self.host.name).url,
-                                  timeout_s=max(1.0, deadline - self.options.monotonic()))
-            if change is not None:
-                run.changes.append(change.summary)
-                self.gate.submit(BmcTarget(self.host, bmc), change)
-        except BmcError as exc:
-            run.result, run.detail = "failed", exc.message
-            return
-        except UsageError as exc:  # no BMC entry, no password: said without the file's whole hint
-            run.result, run.detail = "failed", exc.message + (f" ({exc.field})" if exc.field else "")
-            return
-        except ChangeFailed as exc:
-            tail = exc.record.result.stderr_tail(2) if exc.record.result is not None else ""
-            run.result, run.detail = "failed", f"the power cycle failed: {tail}"
-            return
-        self.mark("power-cycled")
-        why = self.wait_back(before, deadline)
-        if why is not None:
-            run.result, run.detail = "failed", f"power-cycled, but {why}"
-
-    def release(self, findings: list[Finding]) -> HostHeal:
+    def release(self) -> HostHeal:
         from clusterctl.quarantine.release import release_hosts
 
         (released,) = release_hosts(self.runner, self.inventory, [self.host], self.gate, checks=None)
@@ -454,12 +274,12 @@ class _Healer:
             self.note("release", "refused", result.detail)
         return result
 
-    def needs_hardware(self, reason: str, codes: tuple[str, ...], findings: list[Finding]) -> HostHeal:
+    def needs_hardware(self, reason: str, codes: tuple[str, ...]) -> HostHeal:
         result = self.result
         result.outcome = "needs hardware"
         result.detail = "no step cured it: it stays quarantined for a hardware repair"
-        result.report = self.report(reason, codes, findings)
-        self.note("needs hardware", "stays out", _errors(findings), state="needs hardware")
+        result.report = self.report(reason, codes, self.findings)
+        self.note("needs hardware", "stays out", _errors(self.findings), state="needs hardware")
         return result
 
     def report(self, reason: str, codes: tuple[str, ...], findings: list[Finding]) -> str:
@@ -470,13 +290,13 @@ class _Healer:
         else:
             why = failure or f"exit {getattr(value, 'exit_code', '?')}: {getattr(value, 'stderr', '').strip()[:120]}"
             gpus = [f"  (could not be read: {why})"]
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self.options.now()))
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         log = f"/var/tmp/nvidia-bug-report-{host.name}-{stamp}.log"
         bug = Change.run(host.name, f"nvidia-bug-report.sh --output-file {log}",
                          summary=f"collect nvidia-bug-report on {host.name}", timeout_s=900)
         _value, failure = self.on_host(lambda t: self.gate.submit(t, bug), "heal: nvidia-bug-report", 960)
         where = f"{host.name}:{log}.gz" if failure is None else f"not made ({failure})"
-        tried = [f"  {s.step}: {s.result}{' - ' + s.detail if s.detail else ''}" for s in self.result.steps]
+        tried = [f"  {s.step}: {s.result.value}{' - ' + s.detail if s.detail else ''}" for s in self.result.steps]
         lines = [f"Hardware repair needed: {host.name} ({host.connect_address}"
                  f"{', rack ' + host.rack if host.rack else ''})",
                  f"Quarantined for: {reason} [{', '.join(codes) or '-'}]",
@@ -487,6 +307,189 @@ class _Healer:
                  *(tried or ["  nothing"]),
                  f"nvidia-bug-report: {where}"]
         return mask_text("\n".join(lines))
+
+
+class _HealPhase(Phase[Any, PhaseContext]):
+    def __init__(self, healer: _Healer) -> None:
+        self.healer = healer
+
+    def check(self, ctx: PhaseContext) -> Any:
+        return None
+
+    def plan(self, ctx: PhaseContext, state: Any) -> list[Change]:
+        return []
+
+
+class HealStep(_HealPhase):
+    """A step of the chain: a remedy whose ``verify`` is the release gate. Its bound is its ``Wait``
+    (``quarantine.heal.timeouts``); ``timeout_s`` only catches a step that hangs."""
+
+    remedy = True
+    timeout_s = 3 * 3600.0
+    #: It stops the GPUs' work: the node is drained before the first such step.
+    stops_gpus: ClassVar[bool] = True
+
+    @property
+    def limit_s(self) -> float:
+        return self.healer.config.timeouts.get(self.name, DEFAULT_TIMEOUTS[self.name])
+
+    def verify(self, ctx: PhaseContext) -> list[Finding]:
+        if self.healer.gate_passes(self.healer.config.passes):
+            self.healer.mark("healthy")
+            return []
+        return [Finding(Severity.ERROR, "HEAL_NOT_HEALTHY", "the release gate still fails: " +
+                        _errors(self.healer.findings), host=ctx.host.name)]
+
+
+class DrainFirst(_HealPhase):
+    """The node drained (``drain_or_why``, through the control plane) before the first step that stops the
+    GPUs. A drain that cannot finish stops the chain: not the hardware's fault, a person decides."""
+
+    name = "drain"
+    description = "drain the node before the first step that stops its GPUs"
+    timeout_s = 480.0
+
+    def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
+        from clusterctl.quarantine.drain import DrainOptions, DrainReport, drain_or_why
+
+        healer, name = self.healer, ctx.host.name
+        before = len(gate.gate.records)
+        done = healer.on_cp(lambda t: drain_or_why(t, gate.gate, name, DrainOptions()), "heal: drain", timeout_s=420)
+        report, why = cast("tuple[DrainReport | None, str | None]", done)
+        if report is None:  # this node's pods could not be read: its chain stops, named; the other hosts go on
+            raise TransportError(FailureKind.COMMAND_FAILED, why or f"drain of {name} stopped")
+        if not report.complete:
+            left = ", ".join(p.pod for p in report.not_evicted)
+            raise TransportError(FailureKind.COMMAND_FAILED, f"the node's drain is not complete (not evicted: {left})")
+        healer.mark("drained")
+        return [r for r in gate.gate.records[before:] if r.applied and r.changed]
+
+
+class RestartApp(HealStep):
+    name = "restart-app"
+    description = "the drain restarted the application's pods elsewhere: the GPUs are checked again"
+    stops_gpus = False
+
+
+class ResetGpus(HealStep):
+    name = "reset-gpu"
+    description = "nvidia-smi -r on the GPUs the findings name (all when none), each only when no process uses it"
+
+    def check(self, ctx: PhaseContext) -> tuple[list[GpuReset], list[str]]:
+        """The resets of the GPUs the findings name (none: all), and the GPUs a process uses (left as they are)."""
+        resets, busy, gpus = [], [], list[int | None](_gpus(self.healer.findings)) or [None]
+        for gpu in gpus:
+            users = None if gpu is None else ctx.reader.run(
+                f"nvidia-smi --query-compute-apps=pid --format=csv,noheader -i {gpu}", sudo=True, timeout=30)
+            if users is not None and users.ok and users.stdout.strip():
+                busy.append(f"GPU {gpu} is in use (pids {', '.join(users.stdout.split())}): not reset")
+            else:
+                resets.append(gpu_reset(ctx.host.name, gpu, read_persistence(ctx.reader, gpu), self.limit_s))
+        return resets, busy
+
+    def findings(self, ctx: PhaseContext, state: tuple[list[GpuReset], list[str]]) -> list[Finding]:
+        return [Finding(Severity.ERROR, "GPU_IN_USE", busy, host=ctx.host.name) for busy in state[1]]
+
+    def plan(self, ctx: PhaseContext, state: tuple[list[GpuReset], list[str]]) -> list[Change]:
+        self.resets = state[0]
+        return [c for reset in self.resets for c in reset.changes]
+
+    def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
+        before = len(gate.records())
+        for reset in self.resets:  # a failed clean-up stays in the journal: 'clusterctl undo' turns it back on
+            apply_gpu_reset(gate.transport, gate.gate, reset)
+        return gate.records()[before:]
+
+
+class _ComesBack(HealStep):
+    """A step after which the host boots again: it waits, bounded, for a new boot id and the node Ready."""
+
+    def check(self, ctx: PhaseContext) -> Any:
+        self.before = boot_id(ctx.reader)
+
+    def wait(self, ctx: PhaseContext) -> Wait | None:
+        return self.healer.back(self.before, self.limit_s)
+
+
+class Reboot(_ComesBack):
+    name = "reboot"
+    description = "reboot over SSH, then wait for a new boot id and the node Ready"
+
+    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
+        return [Change.run(ctx.host.name, "systemctl reboot", summary=f"reboot {ctx.host.name}", timeout_s=30)]
+
+    def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
+        try:
+            return gate.submit_all(changes)
+        except TransportError as exc:  # the connection went down with the host: it is rebooting
+            if exc.kind not in (FailureKind.UNREACHABLE, FailureKind.TIMED_OUT):
+                raise
+            return [GateRecord(c, applied=True, changed=True) for c in changes]
+
+
+class PowerCycle(_ComesBack):
+    name = "power-cycle"
+    description = "power-cycle through the BMC (Redfish), then wait for a new boot id and the node Ready"
+
+    def check(self, ctx: PhaseContext) -> tuple[str, str, Transport | None] | str:
+        """The BMC's address, power state and the gate's target (a dry run asks no BMC); or why there is none."""
+        from clusterctl.bmc.credentials import bmc_password
+        from clusterctl.bmc.power import BmcTarget, bmc_config
+        from clusterctl.bmc.redfish import ON, BmcError, RedfishBmc, address_for
+
+        super().check(ctx)
+        name = ctx.host.name
+        try:
+            config = bmc_config(self.healer.inventory, name)
+            url = address_for(config, name).url
+            if not self.healer.gate.apply:
+                return url, ON, None
+            bmc = RedfishBmc(config, name, bmc_password(config))
+            return url, bmc.power_state(), BmcTarget(ctx.host, bmc)
+        except BmcError as exc:
+            return exc.message
+        except UsageError as exc:  # no BMC entry, no password: said without the file's whole hint
+            return exc.message + (f" ({exc.field})" if exc.field else "")
+
+    def findings(self, ctx: PhaseContext, state: Any) -> list[Finding]:
+        return [Finding(Severity.ERROR, "BMC", state, host=ctx.host.name)] if isinstance(state, str) else []
+
+    def plan(self, ctx: PhaseContext, state: Any) -> list[Change]:
+        from clusterctl.bmc.power import PowerAction, power_change
+
+        url, power, self.target = state
+        change = power_change(ctx.host.name, PowerAction.CYCLE, power, url, timeout_s=self.limit_s)
+        return [change] if change is not None else []
+
+    def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
+        assert self.target is not None
+        records = gate.gate.submit_all(self.target, changes)
+        self.healer.mark("power-cycled")
+        return records
+
+
+#: The chain's steps by the names ``quarantine.heal.chains`` uses.
+STEPS: dict[str, type[HealStep]] = {step.name: step for step in (RestartApp, ResetGpus, Reboot, PowerCycle)}
+
+
+def chain_phases(healer: _Healer, chain: Sequence[str]) -> list[Phase[Any, Any]]:
+    """The chain as the engine's phases, the drain before the first step that stops the GPUs."""
+    phases: list[Phase[Any, Any]] = []
+    for name in chain:
+        step = STEPS[name](healer)
+        if step.stops_gpus and not any(isinstance(p, DrainFirst) for p in phases):
+            phases.append(DrainFirst(healer))
+        phases.append(step)
+    return phases
+
+
+def boot_id(reader: HostReader) -> str | None:
+    """The host's boot id; None while it does not answer."""
+    try:
+        result = reader.run(BOOT_ID, timeout=10)
+    except TransportError:
+        return None
+    return result.stdout.strip() or None if result.ok else None
 
 
 @dataclass(frozen=True)
@@ -506,7 +509,7 @@ class GpuReset:
         return [*self.persistence_off, self.reset, *self.persistence_on]
 
 
-def read_persistence(transport: Transport, gpu: int | None) -> dict[int, bool | None]:
+def read_persistence(transport: Transport | HostReader, gpu: int | None) -> dict[int, bool | None]:
     """The persistence mode of ``gpu`` (None: of every GPU); ``{}`` when nvidia-smi cannot say (a GPU
     that fell off the bus): then it is left as it is."""
     command = PERSISTENCE_MODES.command + (f" -i {gpu}" if gpu is not None else "")
@@ -577,21 +580,11 @@ def heal_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], gate
         healer = _Healer(runner, inventory, host, gate, options)
         try:
             node = healer.node()
-        except ClusterctlError as exc:
-            results.append(HostHeal(host.name, outcome="failed", detail=str(exc)))
-            continue
-        reason, codes = node_ops.reason_and_codes(node) if node is not None else ("", ())
-        interrupted = False
-        try:
+            reason, codes = node_ops.reason_and_codes(node) if node is not None else ("", ())
             results.append(healer.run(reason, codes))
         except ClusterctlError as exc:
             healer.result.outcome, healer.result.detail = "failed", str(exc)
             results.append(healer.result)
-        except Interrupted:
-            interrupted = True  # the lock is given back in bounded time: a silent host must not hold Ctrl-C up
-            raise
-        finally:
-            healer.unlock(interrupted=interrupted)
     return results
 
 
@@ -604,6 +597,7 @@ def heal(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: 
     --heal`` passes its state folder's)."""
     from clusterctl.engine.journaled import journaled_gate
 
-    with journaled_gate("heal", apply=apply, folder=journal_folder) as step:
+    with journaled_gate("heal", inventory, apply=apply, folder=journal_folder,
+                        interrupted=runner.interrupted) as step:
         results = heal_hosts(runner, inventory, hosts, step.gate, options)
     return results, step.journal

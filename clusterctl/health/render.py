@@ -14,15 +14,13 @@ VERDICT_STYLE: dict[Verdict, str] = {Verdict.HEALTHY: "green", Verdict.DEGRADED:
 
 
 def render_verdicts(console: Console, report: HealthReport) -> None:
-    from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"Health (level {report.level}, kernel log since {report.since})", title_justify="left")
-    table.add_column("host", no_wrap=True)
-    table.add_column("verdict", no_wrap=True)
-    table.add_column("reason", overflow="fold")
-    for host in sorted(report.hosts, key=lambda h: (-h.verdict.rank, h.host)):
-        table.add_row(Text(host.host), Text(host.verdict.value, style=VERDICT_STYLE[host.verdict]), Text(host.reason))
-    console.print(table)
+    from clusterctl.terminal_layout import Column, print_table
+
+    rows = [(host.host, Text(host.verdict.value, style=VERDICT_STYLE[host.verdict]), host.reason)
+            for host in sorted(report.hosts, key=lambda h: (-h.verdict.rank, h.host))]
+    print_table(console, (Column("host", keep=True), Column("verdict", keep=True), Column("reason")), rows,
+                title=f"Health (level {report.level}, kernel log since {report.since})")
     counts = report.counts()
     console.print(", ".join(f"{counts[v.value]} {v.value}" for v in Verdict if counts[v.value]), markup=False)

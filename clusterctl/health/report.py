@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from clusterctl.errors import UsageError
 from clusterctl.findings import FINDINGS_SCHEMA_VERSION, Finding, count_by_severity
 from clusterctl.health import xid_catalog
 from clusterctl.health.model import HealthReport, HostHealth, Verdict
-from clusterctl.json_input import matching, read_json
+from clusterctl.json_input import matching, read_json, versioned
 
 #: 2: hosts carry ``facts.ib_links``, ``facts.dcgm``, NVLink speeds, and (``health read``) ``readings``.
 #: Version 1 reports are still read (``health compare`` of an older saved run).
@@ -61,13 +60,8 @@ SCHEMA = {"type": "object", "properties": {
 
 
 def report_from_json(data: Any) -> HealthReport:
-    """The report of a saved one's JSON value; ``UsageError`` or ``BadField`` where it is not one."""
-    if not isinstance(data, dict) or data.get("kind") != KIND:
-        raise UsageError("not a clusterctl health report (saved with 'clusterctl health --save' or -o json)")
-    if data.get("schema_version") not in READABLE_VERSIONS:
-        raise UsageError(f"health report schema version {data.get('schema_version')!r} is not supported "
-                         f"(this clusterctl reads {', '.join(map(str, READABLE_VERSIONS))})")
-    matching(data, SCHEMA)
+    """The report of a saved one's JSON value; ``BadField`` where it is not one."""
+    matching(versioned(data, KIND, READABLE_VERSIONS), SCHEMA)
     hosts = tuple(HostHealth(h["host"], Verdict(h["verdict"]), str(h.get("reason", "")),
                              tuple(Finding.from_json(f) for f in h.get("findings", ())), h.get("failure"),
                              dict(h.get("facts") or {}), dict(h.get("readings") or {})) for h in data.get("hosts", ()))
@@ -76,4 +70,5 @@ def report_from_json(data: Any) -> HealthReport:
 
 
 def load_report(path: str) -> HealthReport:
-    return read_json(path, "health-report", "a health report", report_from_json)
+    return read_json(path, "health-report", "a clusterctl health report", report_from_json,
+                     hint="Save one with 'clusterctl health --save FILE' (or -o json).")

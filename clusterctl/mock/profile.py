@@ -22,15 +22,26 @@ from typing import Any
 
 from clusterctl.deep_merge import deep_merge
 from clusterctl.errors import UsageError
+from clusterctl.json_input import (
+    BadField,
+    count,
+    flag,
+    items,
+    join,
+    kind_of,
+    mapping,
+    maybe,
+    number,
+    read_json,
+    shown,
+    text,
+)
 
 PROFILE_FILE = "profile.yaml"
-_RULE_KEYS = {"match", "regex", "stdout", "stdout_text", "stderr", "stderr_text", "exit", "delay", "set_state",
-              "when_state", "fail", "skip", "times", "append_file", "recorded_at"}
+_RULE_KEYS = ("match", "regex", "stdout", "stdout_text", "stderr", "stderr_text", "exit", "delay", "set_state",
+              "when_state", "fail", "skip", "times", "append_file", "recorded_at")
 #: Top-level keys of profile.yaml.
-_PROFILE_KEYS = {"extends", "hostname", "files", "commands", "machine", "simulate"}
-#: Keys of ``machine:`` whose shape clusterctl checks; others are free for simulated tools.
-_MACHINE_SHAPES: dict[str, type] = {"packages": dict, "services": dict, "modules": dict, "sysctl": dict,
-                                    "swap": list, "kernel": str}
+_PROFILE_KEYS = ("extends", "hostname", "files", "commands", "machine", "simulate")
 
 
 @dataclass(frozen=True)
@@ -172,18 +183,16 @@ def _read(folder: Path, name: str, where: str) -> str:
         raise UsageError(f"mock profile file {path} cannot be read ({exc.strerror})", file=where) from exc
 
 
-def _parse_rule(raw: Any, folder: Path, where: str) -> Rule:
-    if not isinstance(raw, dict):
-        raise UsageError("each entry of 'commands' must be a mapping", file=where, field="commands")
-    unknown = set(raw) - _RULE_KEYS
-    if unknown:
-        raise UsageError(f"unknown key(s) {sorted(unknown)} in a command rule", file=where, field="commands")
+def _parse_rule(value: Any, field: str, folder: Path, where: str) -> Rule:
+    from clusterctl.transport.base import FailureKind
+
+    raw = mapping(value, field, optional=_RULE_KEYS)
     if ("match" in raw) == ("regex" in raw):
-        raise UsageError("a command rule needs exactly one of 'match' or 'regex'", file=where, field="commands")
+        raise BadField(field, "a command rule needs exactly one of 'match' or 'regex'")
     try:
         regex = re.compile(str(raw["regex"])) if "regex" in raw else None
     except re.error as exc:
-        raise UsageError(f"bad regex {raw['regex']!r}: {exc}", file=where, field="commands") from exc
+        raise BadField(join(field, "regex"), f"bad regex {shown(str(raw['regex']))}: {exc}") from None
     if isinstance(raw.get("stdout"), list):
         stdouts = tuple(_read(folder, str(name), where) for name in raw["stdout"])
     elif "stdout" in raw:
@@ -196,61 +205,38 @@ def _parse_rule(raw: Any, folder: Path, where: str) -> Rule:
         regex=regex,
         stdouts=stdouts,
         stderr=stderr,
-        exit_code=int(raw.get("exit", 0)),
-        delay_s=float(raw.get("delay", 0)),
-        set_state=tuple((str(k), str(v)) for k, v in (raw.get("set_state") or {}).items()),
-        when_state=tuple((str(k), str(v)) for k, v in (raw.get("when_state") or {}).items()),
-        fail=_fail_kind(raw.get("fail"), where),
-        skip=_count(raw, "skip", where) or 0,
-        times=_count(raw, "times", where),
+        exit_code=count(raw.get("exit", 0), join(field, "exit"), high=255),
+        delay_s=number(raw.get("delay", 0), join(field, "delay"), low=0),
+        set_state=_states(raw, "set_state", field),
+        when_state=_states(raw, "when_state", field),
+        fail=maybe(lambda v, f: text(v, f, choices=tuple(k.value for k in FailureKind)), raw.get("fail") or None,
+                   join(field, "fail")),
+        skip=count(raw.get("skip", 0), join(field, "skip")),
+        times=maybe(count, raw.get("times"), join(field, "times")),
         append_file=str(raw["append_file"]) if raw.get("append_file") else None,
-        recorded_at=_recorded_at(raw.get("recorded_at"), where),
+        recorded_at=maybe(_recorded_at, raw.get("recorded_at"), join(field, "recorded_at")),
     )
 
 
-def _recorded_at(value: object, where: str) -> datetime | None:
-    if value is None:
-        return None
+def _states(raw: dict[str, Any], key: str, field: str) -> tuple[tuple[str, str], ...]:
+    return tuple((str(k), str(v)) for k, v in mapping(raw.get(key) or {}, join(field, key)).items())
+
+
+def _recorded_at(value: object, field: str) -> datetime:
     try:
         stamp = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
     except ValueError:
         stamp = None
     if stamp is None or stamp.tzinfo is None:
-        raise UsageError(f"recorded_at: {value!r} is not an ISO 8601 time with an offset", file=where)
+        raise BadField(field, f"{shown(str(value))} is not an ISO 8601 time with an offset")
     return stamp
 
 
-def _count(raw: Mapping[str, Any], key: str, where: str) -> int | None:
-    value = raw.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise UsageError(f"'{key}' must be a whole number >= 0, not {value!r}", file=where, field=f"commands.{key}")
-    return value
-
-
-def _fail_kind(value: Any, where: str) -> str | None:
-    from clusterctl.transport.base import FailureKind
-
-    if not value:
-        return None
-    kinds = [k.value for k in FailureKind]
-    if str(value) not in kinds:
-        raise UsageError(f"'fail: {value}' is not a failure kind; use one of {kinds}", file=where,
-                         field="commands.fail")
-    return str(value)
-
-
-def _machine(raw: Any, where: str) -> dict[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise UsageError("'machine' must be a mapping", file=where, field="machine")
-    for key, shape in _MACHINE_SHAPES.items():
-        if key in raw and raw[key] is not None and not isinstance(raw[key], shape):
-            raise UsageError(f"'machine.{key}' must be a {'mapping' if shape is dict else shape.__name__}",
-                             file=where, field=f"machine.{key}")
-    return dict(raw)
+#: Keys of ``machine:`` whose shape clusterctl checks (what a value must be, in words); others are free
+#: for simulated tools.
+_MACHINE_SHAPES: dict[str, tuple[type, str]] = {
+    **{key: (dict, "an object") for key in ("packages", "services", "modules", "sysctl")},
+    "swap": (list, "a list"), "kernel": (str, "text")}
 
 
 #: Held while a profile is read: the fan-out's threads all ask for the fleet's profile at once,
@@ -280,34 +266,34 @@ def _yaml_document(text: str) -> Any:
             return yaml.load(text, Loader=fast)  # CSafeLoader: the safe loader, in C
         except yaml.YAMLError:
             pass
-    return yaml.safe_load(text)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise UsageError(f"invalid YAML: {exc}", line=mark.line + 1 if mark else None) from None
 
 
 @lru_cache(maxsize=256)
 def _read_profile(folder: str) -> Profile:
-    import yaml
-
     root = Path(folder).resolve()
     index = root / PROFILE_FILE
-    where = str(index)
     if not index.is_file():
         raise UsageError(f"mock profile {root} has no {PROFILE_FILE}", file=str(root), field="profile")
-    try:
-        data = _yaml_document(index.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise UsageError(f"invalid YAML: {exc}", file=where) from exc
-    if not isinstance(data, dict):
-        raise UsageError("a profile must be a mapping", file=where)
-    unknown = set(data) - _PROFILE_KEYS
-    if unknown:
-        raise UsageError(f"unknown key(s) {sorted(unknown)} in a profile; known: {sorted(_PROFILE_KEYS)}", file=where)
-    machine = _machine(data.get("machine"), where)
-    rules = tuple(_parse_rule(r, root, where) for r in data.get("commands") or [])
-    files = {str(p): _read(root, name, where).encode() for p, name in (data.get("files") or {}).items()}
+    return read_json(str(index), "mock-profile", "a mock profile", lambda data: _profile(root, data or {}),
+                     decode=_yaml_document)
+
+
+def _profile(root: Path, value: Any) -> Profile:
+    where = str(root / PROFILE_FILE)
+    data = mapping(value, "", optional=_PROFILE_KEYS)
+    machine = dict(mapping(data.get("machine") or {}, "machine"))
+    for key, (shape, words) in _MACHINE_SHAPES.items():
+        if machine.get(key) is not None and not isinstance(machine[key], shape):
+            raise BadField(f"machine.{key}", f"{kind_of(machine[key])} where {words} belongs")
+    rules = items(data.get("commands") or [], "commands", lambda rule, field: _parse_rule(rule, field, root, where))
+    files = {str(p): _read(root, name, where).encode() for p, name in mapping(data.get("files") or {}, "files").items()}
     hostname = data.get("hostname")
-    simulate = data.get("simulate")
-    if simulate is not None and not isinstance(simulate, bool):
-        raise UsageError(f"'simulate' must be true or false, not {simulate!r}", file=where, field="simulate")
+    simulate = maybe(flag, data.get("simulate"), "simulate")
     if data.get("extends"):
         parent = load_profile(str((root / str(data["extends"])).resolve()))
         rules = rules + parent.rules

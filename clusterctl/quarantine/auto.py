@@ -58,6 +58,6 @@ def run_policy(runner: Runner, inventory: Inventory, verdicts: Sequence[HostVerd
     journaled gate (a plan without ``apply``); the run and its undo journal."""
     from clusterctl.engine.journaled import journaled_gate
 
-    with journaled_gate("health-quarantine", apply=apply) as step:
+    with journaled_gate("health-quarantine", inventory, apply=apply) as step:
         run = quarantine_by_policy(runner, inventory, verdicts, step.gate, max_unavailable=max_unavailable)
     return run, step.journal

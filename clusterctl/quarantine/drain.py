@@ -103,16 +103,21 @@ def eviction_command(pod: Pod, grace_period_s: int | None = None) -> str:
 
 
 def list_pods(transport: Transport | HostReader, node: str) -> list[Pod]:
-    """The pods bound to ``node`` (a read: not a change)."""
+    """The pods bound to ``node`` (a read: not a change). A failed or unreadable answer is a
+    ``COMMAND_FAILED`` ``TransportError`` of one line: the node, the control plane, and kubectl's last
+    stderr line (``cluster_access.command_failed``) or the parser's line."""
+    from clusterctl.cluster_access import command_failed
+    from clusterctl.terminal_text import one_line
+
     result = transport.run(pods_command(node), sudo=True, timeout=60)
-    if not result.ok:
-        raise TransportError(FailureKind.COMMAND_FAILED,
-                             f"listing the pods of node {node} failed (exit {result.exit_code}): "
-                             f"{result.stderr_tail(2)}")
     try:
-        return parse_pods(result.stdout)
+        if result.ok:
+            return parse_pods(result.stdout)
+        why = command_failed(result).message
     except ParseError as exc:
-        raise TransportError(FailureKind.COMMAND_FAILED, f"listing the pods of node {node}: {exc}") from exc
+        why = str(exc)
+    raise TransportError(FailureKind.COMMAND_FAILED, f"the pods of node {node} could not be read through "
+                                                     f"{transport.host.name} ({one_line(why)})")
 
 
 def sort_pods(pods: list[Pod], options: DrainOptions, report: DrainReport) -> list[Pod]:
@@ -204,14 +209,14 @@ def drain_or_why(transport: Transport, gate: Gate, node: str, options: DrainOpti
     control plane where no cluster runs (``cluster_access.no_cluster_here``), or one not reached, still
     raises: that is every host's failure. Quarantine's drain, heal's and the day-2 drain phase call this."""
     from clusterctl.cluster_access import no_cluster_here
-    from clusterctl.terminal_text import one_line
 
     try:
         return drain_node(transport, gate, node, options, sleep=sleep, clock=clock), None
     except TransportError as exc:
         if exc.kind is not FailureKind.COMMAND_FAILED or no_cluster_here(exc):
             raise
-        return None, f"drain of {node} stopped: its pods could not be read ({one_line(exc.message)})"
+        return None, (f"drain of {node} stopped: {exc.message}; check on {transport.host.name} that "
+                      f"'sudo {pods_command(node)}' lists them")
 
 
 def _eviction(transport: Transport, pod: Pod, node: str, options: DrainOptions) -> Change:

@@ -21,9 +21,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from clusterctl.errors import UsageError
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Inventory
@@ -70,17 +68,12 @@ class PendingWork:
         self._load()
 
     def _load(self) -> None:
-        from clusterctl.json_input import mapping, read_json
+        from clusterctl.json_input import mapping, read_json, versioned
 
         if not self.path.exists():
             return
-
-        def shape(value: Any) -> dict[str, Any]:
-            if mapping(value, "").get("kind") != KIND:
-                raise UsageError("not the receiver's pending work file")
-            return mapping(value.get("hosts"), "hosts")
-
-        hosts = read_json(str(self.path), "state", "the receiver's pending work", shape,
+        hosts = read_json(str(self.path), "state", "the receiver's pending work", lambda value: mapping(
+                          versioned(value, KIND, (1,), key="version", unversioned=1).get("hosts"), "hosts"),
                           hint="Move the file away to start without it (its alerts are then not acted on).")
         for name, entry in hosts.items():
             if not isinstance(entry, dict) or str(entry.get("action")) not in _STRENGTH or \

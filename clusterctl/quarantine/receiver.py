@@ -207,7 +207,8 @@ class Remediator:
         is made, the journal finished however the work ends); the decision logged last."""
         from clusterctl.engine.journaled import journaled_gate
 
-        with journaled_gate("remediate", apply=not self.dry_run, folder=self.journal_folder) as step:
+        with journaled_gate("remediate", self.inventory, apply=not self.dry_run,
+                            folder=self.journal_folder) as step:
             decision = self._decide_and_act(name, wanted, step.gate)
         if step.journal is not None:
             self._say(host=name, decision="journal", why=f"undo with: clusterctl undo {step.journal}")

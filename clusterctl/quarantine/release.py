@@ -178,7 +178,7 @@ def release(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, appl
     """``clusterctl release``: ``release_hosts`` through the engine's journaled gate; results and journal."""
     from clusterctl.engine.journaled import journaled_gate
 
-    with journaled_gate(command, apply=apply) as step:
+    with journaled_gate(command, inventory, apply=apply) as step:
         results = release_hosts(runner, inventory, hosts, step.gate, checks=checks, confirm=confirm)
     return results, step.journal
 

@@ -166,6 +166,6 @@ def quarantine(runner: Runner, inventory: Inventory, hosts: Sequence[Host], requ
     and the journal (``None``: nothing changed, or a dry run)."""
     from clusterctl.engine.journaled import journaled_gate
 
-    with journaled_gate("quarantine", apply=apply) as step:
+    with journaled_gate("quarantine", inventory, apply=apply) as step:
         results = quarantine_hosts(runner, inventory, hosts, request, step.gate, now=now)
     return results, step.journal

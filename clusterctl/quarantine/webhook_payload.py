@@ -87,31 +87,32 @@ def _loads(body: bytes) -> Any:
 
 def parse_payload(body: bytes) -> list[Alert]:
     """The alerts of one webhook POST; ``BadPayload`` for anything else."""
+    from clusterctl.json_input import BadField, items, mapping
+
     data = _loads(body)
-    if not isinstance(data, dict) or not isinstance(data.get("alerts"), list):
-        raise BadPayload("no 'alerts' list: not an Alertmanager webhook payload")
-    alerts: list[Alert] = []
-    for index, item in enumerate(data["alerts"]):
-        labels = item.get("labels") if isinstance(item, dict) else None
-        if not isinstance(labels, dict) or not isinstance(labels.get("alertname"), str):
-            raise BadPayload(f"alerts[{index}] has no labels.alertname")
-        name = labels["alertname"]
-        if not name or len(name) > MAX_ALERTNAME_CHARS:
-            raise BadPayload(f"alerts[{index}].labels.alertname has {len(name)} characters (1 to "
-                             f"{MAX_ALERTNAME_CHARS})")
-        status = item.get("status", data.get("status", "firing"))
-        if status not in ("firing", "resolved"):
-            raise BadPayload(f"alerts[{index}].status is {clip(repr(status), 60)}, not firing or resolved")
-        key = next((k for k in HOST_LABELS if isinstance(labels.get(k), str) and labels[k]), None)
-        host = str(labels[key]) if key else ""
-        if len(host) > MAX_HOST_CHARS:
-            raise BadPayload(f"alerts[{index}].labels.{key} has {len(host)} characters (at most {MAX_HOST_CHARS})")
-        if host and key == "instance" and ":" in host and not host.startswith("["):
-            host = host.rsplit(":", 1)[0]
-        elif host and key == "instance" and host.startswith("[") and "]" in host:
-            host = host[1:host.index("]")]  # [fd00::4]:9400
-        alerts.append(Alert(name, host, str(status)))
-    return alerts
+    try:
+        status = mapping(data, "", required=("alerts",)).get("status", "firing")
+        return list(items(data["alerts"], "alerts", lambda alert, field: _alert(alert, field, status)))
+    except BadField as exc:
+        raise BadPayload(f"{exc.field or 'body'}: {exc.message}: not an Alertmanager webhook payload") from None
+
+
+def _alert(value: Any, field: str, status: Any) -> Alert:
+    from clusterctl.json_input import BadField, join, mapping, text
+
+    alert = mapping(value, field, required=("labels",))
+    labels = mapping(alert["labels"], join(field, "labels"), required=("alertname",))
+    name = text(labels["alertname"], join(field, "labels.alertname"), limit=MAX_ALERTNAME_CHARS)
+    if not name:
+        raise BadField(join(field, "labels.alertname"), "empty")
+    status = text(alert.get("status", status), join(field, "status"), choices=("firing", "resolved"))
+    key = next((k for k in HOST_LABELS if isinstance(labels.get(k), str) and labels[k]), None)
+    host = text(labels[key], join(field, f"labels.{key}"), limit=MAX_HOST_CHARS) if key else ""
+    if key == "instance" and ":" in host and not host.startswith("["):
+        host = host.rsplit(":", 1)[0]
+    elif key == "instance" and host.startswith("[") and "]" in host:
+        host = host[1:host.index("]")]  # [fd00::4]:9400
+    return Alert(name, host, status)
 
 
 def clip(text: str, limit: int = FIELD_CHARS) -> str:

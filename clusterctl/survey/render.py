@@ -58,26 +58,15 @@ _SHOWN_ORDER: tuple[str, ...] = ("host", "rack", "GPUs", "model", "shape", "NVLi
 
 
 def render_fleet_table(console: Console, report: SurveyReport) -> None:
-    from rich.table import Table
     from rich.text import Text
 
-    rows = [_fleet_row(host) for host in report.hosts]
-    widths = {c: max([len(c)] + [len(Text.from_markup(r[c]).plain) for r in rows]) for c in FLEET_COLUMNS}
-    kept = list(FLEET_COLUMNS)
-    # Each column costs its text plus two spaces of padding and a border; cells never wrap.
-    while len(kept) > 3 and sum(widths[c] + 3 for c in kept) + 1 > console.width:
-        kept.pop()
-    shown = [c for c in _SHOWN_ORDER if c in kept]
-    table = Table(title=f"Survey of {plural(len(report.hosts), 'host')}", title_justify="left")
-    for column in shown:
-        table.add_column(column, no_wrap=True)
-    for row in rows:
-        table.add_row(*(row[c] for c in shown))
-    console.print(table)
-    left_out = [c for c in FLEET_COLUMNS if c not in kept]
-    if left_out:
-        console.print(f"(left out to fit {console.width} columns: {', '.join(left_out)}; -o json has every field)",
-                      markup=False, highlight=False, style="dim")
+    from clusterctl.terminal_layout import Column, print_table
+
+    # Cells never wrap; on a narrow console the last of FLEET_COLUMNS are left out first, never its first three.
+    rank = {c: (i if i >= 3 else 0) for i, c in enumerate(FLEET_COLUMNS)}
+    columns = [Column(c, keep=True, drop_order=rank[c]) for c in _SHOWN_ORDER]
+    rows = [[Text.from_markup(row[c]) for c in _SHOWN_ORDER] for row in map(_fleet_row, report.hosts)]
+    print_table(console, columns, rows, title=f"Survey of {plural(len(report.hosts), 'host')}")
 
 
 def _fleet_row(host: HostReport) -> dict[str, str]:

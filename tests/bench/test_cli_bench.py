@@ -51,6 +51,16 @@ def test_compare_shows_slower_links(tmp_path: Path) -> None:
     assert result.exit_code == 0 and change["verdict"] == "slower" and change["after"] == 95.0
 
 
+def test_compare_warns_that_a_bidirectional_run_is_not_one_direction(tmp_path: Path) -> None:
+    link = {"server": "a", "server_hca": "mlx5_0", "client": "b", "client_hca": "mlx5_0", "test": "ib_write_bw"}
+    for name, figures in (("A", {"gbps": 190.0}), ("B", {"gbps": 380.0, "bidirectional": True})):
+        (tmp_path / name).mkdir()
+        run = {"test": "ib_write_bw", "links": [{**link, **figures}]}
+        (tmp_path / name / "results.json").write_text(json.dumps(run))
+    result = clusterctl("bench", "compare", str(tmp_path / "A"), str(tmp_path / "B"), "-o", "json")
+    assert "different things (ib_write_bw vs ib_write_bw -b)" in json.loads(result.stdout)["warning"]
+
+
 def test_report_on_saved_logs() -> None:
     result = clusterctl("bench", "report", "-o", "json", "--rate-gbps", "200",
                         str(FIXTURES / "nccl-tests" / "all_reduce-h100-2node-mpirun.txt"),
@@ -62,6 +72,27 @@ def test_report_on_saved_logs() -> None:
     assert files[0]["avg_busbw_gbs"] == 76.0414 and files[0]["rows"][-1]["size_bytes"] == 8589934592
     assert files[1]["findings"][0]["code"] == "PERFTEST_FAILED"
     assert files[2]["latency"][0]["t_typical_us"] == 1.79 and files[2]["findings"] == []
+
+
+def test_report_judges_logs_by_the_inventory_s_fabric_thresholds(tmp_path: Path) -> None:
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text("cluster: lab\ndefaults:\n  fabric: {within_rack_min: 0.99, latency_warn_us: 1.2}\n"
+                         "hosts:\n  gpu-a1: {}\n  gpu-a2: {fabric: {within_rack_min: 0.95}}\n")
+    logs = [str(FIXTURES / "perftest" / name) for name in ("write_bw-hdr200-ib-a-sweep-client.txt",
+                                                          "send_lat-ndr400-percentiles.txt")]
+
+    def codes(*options: str, report: tuple[str, ...] = ()) -> list[list[str]]:
+        result = clusterctl(*options, "bench", "report", "-o", "json", "--rate-gbps", "200", *report, *logs)
+        return [[f["code"] for f in file["findings"]] for file in json.loads(result.stdout)["files"]]
+
+    # 196.8 of 200 Gb/s (98%) and a typical 1.27 us latency pass the defaults (90%, 15 us)...
+    assert codes() == [[], []]
+    # ...not a site's inventory that wants 99% within a rack and warns from 1.2 us.
+    assert codes("-i", str(inventory)) == [["LINK_SLOW"], ["LATENCY_HIGH"]]
+    assert codes("-i", str(inventory), "-l", "gpu-a2") == [[], ["LATENCY_HIGH"]]
+    assert codes("-i", str(inventory), report=("--min-fraction", "0.9")) == [[], ["LATENCY_HIGH"]]
+    help_text = clusterctl("bench", "report", "--help").stdout
+    assert "inventory's fabric within_rack_min" in " ".join(help_text.split())
 
 
 def test_nccl_on_demo_hosts(tmp_path: Path) -> None:

@@ -107,6 +107,42 @@ def fleet(tmp_path: Path) -> Fleet:
     return Fleet(tmp_path, ["n1", "n2", "n3"])
 
 
+def remedy(phase_name: str, cures: Sequence[str]) -> Phase[None]:
+    """A remedy (heal's steps) that writes its file and cures the hosts in ``cures`` (its verify passes there)."""
+
+    class Remedy(Phase[None]):
+        name: ClassVar[str] = phase_name
+        description: ClassVar[str] = "a remedy"
+        remedy: ClassVar[bool] = True
+
+        def check(self, ctx: PhaseContext) -> None:
+            return None
+
+        def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
+            return [Change.write_file(ctx.host.name, f"/etc/{phase_name}", "x\n", current=None)]
+
+        def verify(self, ctx: PhaseContext) -> list[Finding]:
+            return [] if ctx.host.name in cures else [Finding(Severity.ERROR, "SICK", "still sick", host=ctx.host.name)]
+
+    return Remedy()
+
+
+def test_remedies_are_tried_in_turn_until_one_cures_the_host(fleet: Fleet, tmp_path: Path) -> None:
+    """A remedy that fails hands the host on to the next one; the first that cures it ends its run; a host
+    that none cures fails the run."""
+    phases = [remedy("first", ()), remedy("second", ("n1",)), remedy("third", ("n1", "n2"))]
+    report = run(fleet, phases, settings(tmp_path))
+    by = {(r.host, r.phase): r.status for r in report.results}
+    assert [by["n1", p] for p in ("first", "second", "third")] == [Status.FAILED, Status.CHANGED, Status.SKIPPED]
+    assert [by["n2", p] for p in ("first", "second", "third")] == [Status.FAILED, Status.FAILED, Status.CHANGED]
+    assert fleet.file("n1", "/etc/third") is None and fleet.file("n1", "/etc/second") == b"x\n"
+    assert report.cured == {"n1": "second", "n2": "third"}
+    assert report.failed_hosts == {"n3": "no remedy cured it"} and not report.ok
+    # A plan shows every remedy: nothing is cured before anything is applied.
+    planned = run(fleet, phases, settings(tmp_path, apply=False))
+    assert {r.status for r in planned.results if r.host == "n3"} == {Status.CHANGED} and planned.ok
+
+
 def test_plan_touches_nothing_and_shows_the_diff(fleet: Fleet, tmp_path: Path) -> None:
     report = run(fleet, [WriteConf()], settings(tmp_path, apply=False))
     assert fleet.file("n1", "/etc/demo.conf") is None

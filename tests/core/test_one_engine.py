@@ -49,8 +49,8 @@ def test_there_is_one_host_lock() -> None:
 
 
 def test_host_locks_are_taken_and_given_back_through_the_engine() -> None:
-    """Outside ``engine/`` no module takes or gives back a host lock itself (``heal`` did): it calls
-    ``engine.run.take_locks``/``give_back_locks`` or runs as phases, so every lock is released on Ctrl-C."""
+    """Outside ``engine/`` no module takes or gives back a host lock itself (``heal`` did): it runs as
+    phases, so every lock is released on Ctrl-C."""
     allowed = {"LockInfo", "DEFAULT_LOCK_PATH", "HostLocked", "STALE_AFTER_S"}
     found = []
     for path in sorted(PRODUCT.rglob("*.py")):
@@ -85,21 +85,14 @@ def _imports_from(module: str) -> dict[str, set[str]]:
     return found
 
 
-#: Runners still outside the engine's phases, by name: ``heal`` takes the host's lock around its
-#: escalation steps (through ``take_locks``).
-NOT_ON_THE_ENGINE_YET = ("heal/run.py",)
-
-
 def test_no_command_runs_steps_under_locks_of_its_own() -> None:
     """Host locks are taken and given back inside ``engine/run.py`` only, and a command gets them by being
-    phases on the engine (upgrade once took the engine's locks and ran its own steps under them)."""
+    phases on the engine (upgrade, then heal, once took the engine's locks and ran their own steps under them)."""
     places = [p for name in ("acquire", "acquire_then", "release") for p in _calls(name, on="host_lock")]
     assert places and _outside(places, ("engine/run.py",)) == []
     beyond = {path: names for path, names in _imports_from("clusterctl.engine.lock").items()
-              if not path.startswith(("engine/", *NOT_ON_THE_ENGINE_YET)) and names - {"DEFAULT_LOCK_PATH"}}
+              if not path.startswith("engine/") and names - {"DEFAULT_LOCK_PATH"}}
     assert beyond == {}
-    taken = _calls("take_locks") + _calls("give_back_locks")
-    assert _outside(taken, ("engine/", *NOT_ON_THE_ENGINE_YET)) == []
 
 
 def test_no_command_writes_a_progress_file_of_its_own() -> None:

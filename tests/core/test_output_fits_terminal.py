@@ -109,6 +109,13 @@ def test_mock_show_never_cuts_a_state_folder(width: int) -> None:
     assert folders and all(folder in run.stdout for folder in folders)
 
 
+def test_inventory_show_never_cuts_a_value(width: int) -> None:
+    run = clusterctl("-i", DEMO, "inventory", "show")
+    assert run.exit_code == 0, run.output
+    assert_fits(run, width)
+    assert "control-plane,worker" in run.stdout
+
+
 def test_record_puts_the_replay_command_whole_on_a_line_of_its_own(width: int, tmp_path: Path) -> None:
     out = tmp_path / "a-rather-long-folder-name-for-the-recorded-replica-of-these-hosts"
     run = clusterctl("-i", DEMO, "-l", "gpu-a1", "record", "--out", out)
@@ -135,3 +142,42 @@ def test_hanging_never_breaks_a_token(make: Callable[[], str]) -> None:
     wrapped = hanging(text, 40, 4)
     assert text.replace(" ", "") == wrapped.replace(" ", "").replace("\n", "")
     assert all(token in text.split() for token in wrapped.split())
+
+
+# --- a path a user copies, under a deep working folder ------------------------------------------
+
+DEEP = "a-rather-deep-working-directory-of-someone/" * 3
+
+
+def on_a_line_of_its_own(lines: list[str], copied: str | Path) -> bool:
+    """``copied`` (a path, or the command holding it) whole on one line, hanging 2 or more columns in."""
+    return any(line.startswith("  ") and line.strip().rstrip(",") == str(copied) for line in lines)
+
+
+@pytest.fixture
+def deep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("COLUMNS", "80")
+    return tmp_path / DEEP
+
+
+def test_bench_results_folder_goes_whole_on_a_line_of_its_own(deep: Path) -> None:
+    run = clusterctl("-i", DEMO, "bench", "ib", "--results-dir", deep / "results")
+    assert run.exit_code == 1, run.output  # the demo's slow link
+    lines = assert_fits(run, 80)
+    assert "results:" in lines and on_a_line_of_its_own(lines, deep / "results")
+
+
+def test_bootstrap_journal_and_progress_file_go_whole_on_lines_of_their_own(deep: Path) -> None:
+    run = clusterctl("-i", DEMO, "-l", "gpu-a1", "bootstrap", "--yes", "--state-dir", deep / "state")
+    assert run.exit_code == 0, run.output
+    lines = assert_fits(run, 80)
+    (journal,) = (deep / "state" / "undo").glob("bootstrap-*.json")
+    assert "note: undo with:" in lines and on_a_line_of_its_own(lines, f"clusterctl undo {journal}")
+    assert "note: progress kept in" in lines
+    assert any(on_a_line_of_its_own(lines, kept) for kept in (deep / "state" / "bootstrap").glob("*.json"))
+
+
+def test_survey_graph_files_are_never_broken(deep: Path) -> None:
+    run = clusterctl("-i", DEMO, "-l", "gpu-a1", "survey", "--graph", deep / "graphs")
+    lines = assert_fits(run, 80)
+    assert "graph gpu-a1:" in lines and on_a_line_of_its_own(lines, deep / "graphs" / "gpu-a1.dot")

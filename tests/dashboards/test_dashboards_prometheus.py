@@ -21,6 +21,8 @@ import pytest
 
 from clusterctl.agent.metrics import RunFigures
 from clusterctl.agent.metrics import render as agent_textfile
+from clusterctl.bench.model import LinkResult
+from clusterctl.bench.payload import link_record
 from clusterctl.dashboards.inputs import DashboardHost, DashboardInputs, bench_from_results
 from clusterctl.dashboards.measured import textfile_text
 from clusterctl.dashboards.render import render
@@ -40,14 +42,22 @@ VARIABLES = {"$__rate_interval": "5s", "$__range_s": "3600", "$__range": "1h", "
              "$host": ".*", "$cluster": "lab"}
 
 
+def bidirectional_link(server: str, client: str, gbps: float) -> dict[str, Any]:
+    """A bench ib -b result on a 200 Gb/s link as results.json records it (both directions add up)."""
+    return link_record(LinkResult(1, server, client, "mlx5_0", "mlx5_0", 18515, "ib_write_bw", gbps=gbps,
+                                  bidirectional=True, expected_gbps=200.0, min_fraction=0.9, same_rack=True))
+
+
 def lab_inputs() -> DashboardInputs:
-    """The two recorded hosts as a survey would see them, and a bench run between them."""
+    """The two recorded hosts as a survey would see them, a bench run between them, and two -b runs."""
     links, nccl = bench_from_results([
         {"test": "ib_write_bw", "links": [
             {"server": A800, "server_hca": "mlx5_0", "client": A30, "client_hca": "mlx5_0", "test": "ib_write_bw",
              "gbps": 196.8, "expected_gbps": 200.0, "slow": False, "same_rack": True},
             {"server": A800, "server_hca": "mlx5_2", "client": A30, "client_hca": "mlx5_2", "test": "ib_write_bw",
              "gbps": 7.86, "expected_gbps": 200.0, "slow": True, "same_rack": True}]},
+        {"test": "ib_write_bw", "links": [bidirectional_link("gpu-b1", "gpu-b2", 392.0),
+                                          bidirectional_link("gpu-b3", "gpu-b4", 220.0)]},
         {"nccl": {"op": "all_reduce", "median_busbw_gbs": 232.4,
                   "runs": [{"host": A800, "busbw_gbs": 232.44}, {"host": A30, "busbw_gbs": 20.1}]}},
     ])
@@ -201,3 +211,17 @@ def test_the_host_variable_lists_the_surveyed_hosts(prometheus: int) -> None:
 def test_the_flapping_host_and_the_quarantined_host_are_named(prometheus: int) -> None:
     assert _hosts_of(prometheus, "repairs", "Flapping") == {A30}
     assert _hosts_of(prometheus, "fleet-health", "Hosts out of service") >= {A800}
+
+
+def test_a_bidirectional_link_is_shown_as_a_share_of_twice_its_line_rate(prometheus: int) -> None:
+    (panel,) = [p for p in render(lab_inputs()).dashboards["fabric"]["panels"]
+                if p["title"].startswith("ib_write_bw between hosts: share of line rate")]
+    result = _get(prometheus, "/api/v1/query", {"query": _substitute(panel["targets"][0]["expr"])})["data"]["result"]
+    share = {(s["metric"]["server"], s["metric"]["client"]): float(s["value"][1]) for s in result}
+    red_below, green_from = [step["value"] for step in panel["fieldConfig"]["defaults"]["thresholds"]["steps"][1:]]
+    # 392 Gb/s both ways on a 200 Gb/s link is a healthy 98%, not 196%; 220 Gb/s is a slow 55% (red), not 110%.
+    assert share[("gpu-b1", "gpu-b2")] == pytest.approx(0.98)
+    assert share[("gpu-b1", "gpu-b2")] >= green_from
+    assert share[("gpu-b3", "gpu-b4")] == pytest.approx(0.55)
+    assert share[("gpu-b3", "gpu-b4")] < red_below
+    assert share[(A800, A30)] == pytest.approx(196.8 / 200)

@@ -49,7 +49,7 @@ def test_upgrade_apply_progress_rows_fit_80_columns_and_stay_whole_off_a_termina
 def test_a_progress_row_keeps_hosts_paths_and_commands_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     from rich.console import Console
 
-    from clusterctl.cli.progress import print_row
+    from clusterctl.terminal_layout import print_wrapped
 
     journal = "/var/lib/clusterctl/state/undo/upgrade-demo-20260101-120000.json"
     message = (f"kubeadm upgrade apply failed on the control plane; to take back what upgrade changed: "
@@ -58,7 +58,7 @@ def test_a_progress_row_keeps_hosts_paths_and_commands_whole(monkeypatch: pytest
     for columns in ("80", "60"):
         monkeypatch.setenv("COLUMNS", columns)
         out = io.StringIO()
-        print_row(Console(file=out, width=int(columns), no_color=True), prefix, message)
+        print_wrapped(Console(file=out, width=int(columns), no_color=True), message, first_indent=prefix)
         lines = out.getvalue().splitlines()
         assert len(lines) > 1 and lines[0].startswith(prefix)
         assert all(line.startswith(" " * 2) for line in lines[1:])
@@ -68,5 +68,5 @@ def test_a_progress_row_keeps_hosts_paths_and_commands_whole(monkeypatch: pytest
         assert all(len(line) <= int(columns) for line in lines if "clusterctl undo" not in line)
     monkeypatch.delenv("COLUMNS")
     out = io.StringIO()
-    print_row(Console(file=out, width=80, no_color=True), prefix, message)
+    print_wrapped(Console(file=out, width=80, no_color=True), message, first_indent=prefix)
     assert out.getvalue() == prefix + message + "\n"  # off a terminal: one line

@@ -32,9 +32,12 @@ def test_an_unreadable_pod_list_blocks_that_hosts_chain_only(tmp_path: Path, mon
     hosts = {h["host"]: h for h in json.loads(done.stdout)["hosts"]}
     failed = hosts["gpu-a3"]
     assert failed["outcome"] == "failed" and "it stays quarantined" in failed["detail"]
-    # The chain stops at its first disruptive step, blocked by the drain: no reboot or power cycle is tried.
-    assert [(s["step"], s["result"]) for s in failed["steps"]] == [("reset-gpu", "blocked")]
+    # The chain stops before its first disruptive step, at the drain (the engine's phase failed): no GPU reset,
+    # reboot or power cycle is tried.
+    assert [(s["step"], s["result"]) for s in failed["steps"]] == [("drain", "failed")]
+    assert failed["detail"].startswith("reset-gpu could not start: ") and "drain of gpu-a3 stopped" in failed["detail"]
     said = failed["steps"][0]["detail"]
-    assert "drain of gpu-a3 stopped: its pods could not be read" in said and "cannot parse kubectl get pods" in said
+    assert "drain of gpu-a3 stopped: the pods of node gpu-a3 could not be read" in said
+    assert "cannot parse kubectl get pods" in said
     assert sim.node("gpu-a3")["spec"]["unschedulable"] is True
     assert hosts["gpu-a2"]["outcome"] == "released"  # the next host is healed all the same

@@ -77,30 +77,30 @@ def test_compare_names_the_line_of_a_damaged_report_and_refuses_binary_data(tmp_
     cut = tmp_path / "cut.json"
     cut.write_text('{\n  "kind": "clusterctl.health",\n  "hosts": [\n')
     run = clusterctl("health", "compare", str(cut), str(cut))
-    assert run.exit_code == 2 and f"{cut}:4: not a health report: not JSON" in run.stderr
+    assert run.exit_code == 2 and f"{cut}:4: not a clusterctl health report: not JSON" in run.stderr
     assert "Traceback" not in run.stderr
     binary = tmp_path / "binary.json"
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00")
     run = clusterctl("health", "compare", str(binary), str(binary))
-    assert run.exit_code == 2 and f"{binary}:3: not a health report: binary data" in run.stderr
+    assert run.exit_code == 2 and f"{binary}:3: not a clusterctl health report: binary data" in run.stderr
 
 
-#: A saved report edited by hand or written by something else, and the field each refusal names.
+#: A saved report edited by hand or written by something else: the field each refusal names, and what it says.
 DAMAGED = {
-    "level": (lambda r: r.update(level="x"), "level': not a health report: text where a whole number belongs"),
-    "hosts": (lambda r: r.update(hosts={"n1": {}}), "hosts': not a health report: an object where a list belongs"),
-    "host": (lambda r: r["hosts"][0].pop("host"), "hosts[0].host': not a health report: missing"),
-    "verdict": (lambda r: r["hosts"][0].update(verdict="fine"), "hosts[0].verdict': not a health report: 'fine'"),
-    "gpus": (lambda r: r["hosts"][0]["facts"].update(gpus=[1]),
-             "hosts[0].facts.gpus': not a health report: a list where an object or null belongs"),
-    "finding": (lambda r: r["hosts"][0].update(findings=[{"code": "X"}]),
-                "hosts[0].findings[0].severity': not a health report: missing"),
+    "level": (lambda r: r.update(level="x"), "level", "text where a whole number belongs"),
+    "hosts": (lambda r: r.update(hosts={"n1": {}}), "hosts", "an object where a list belongs"),
+    "host": (lambda r: r["hosts"][0].pop("host"), "hosts[0].host", "missing"),
+    "verdict": (lambda r: r["hosts"][0].update(verdict="fine"), "hosts[0].verdict", "'fine' is not one of"),
+    "gpus": (lambda r: r["hosts"][0]["facts"].update(gpus=[1]), "hosts[0].facts.gpus",
+             "a list where an object or null belongs"),
+    "finding": (lambda r: r["hosts"][0].update(findings=[{"code": "X"}]), "hosts[0].findings[0].severity", "missing"),
+    "kind": (lambda r: r.update(kind="clusterctl.survey"), "kind", "'clusterctl.survey' where clusterctl.health"),
 }
 
 
 @pytest.mark.parametrize("damage", DAMAGED.values(), ids=DAMAGED.keys())
 def test_compare_refuses_a_damaged_report_naming_the_file_and_field(
-        tmp_path: Path, damage: tuple[Callable[[dict[str, Any]], None], str]) -> None:
+        tmp_path: Path, damage: tuple[Callable[[dict[str, Any]], None], str, str]) -> None:
     """A wrong field used to end in 'internal error: ValueError' (exit 1), or an unnamed 'damaged: 'host''."""
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
     assert clusterctl("-i", str(DEMO), "health", "--save", str(good)).exit_code == 1
@@ -110,7 +110,8 @@ def test_compare_refuses_a_damaged_report_naming_the_file_and_field(
     for args in ((good, bad), (bad, good)):
         run = clusterctl("health", "compare", *map(str, args))
         assert run.exit_code == 2 and run.stdout == "", run.output
-        assert run.stderr.startswith(f"error: {bad}: field '{damage[1]}"), run.stderr
+        said = f"error: {bad}: field '{damage[1]}': not a clusterctl health report: {damage[2]}"
+        assert run.stderr.startswith(said), run.stderr
         assert "internal error" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
 
 

@@ -28,6 +28,14 @@ def test_a_range_past_the_limit_fails_at_once(cli, tmp_path: Path) -> None:  # t
     assert ran.code == 2 and f"limit of {MAX_RANGE_HOSTS:,}" in ran.err
 
 
+def test_an_endless_inventory_stops_at_the_limit(cli) -> None:  # type: ignore[no-untyped-def]
+    """``-i /dev/zero`` (a device, no size to check first) used to be read whole: gigabytes, then
+    'internal error: MemoryError'."""
+    ran = cli("-i", "/dev/zero", "inventory", "show")
+    assert ran.code == 2 and ran.out == ""
+    assert ran.err.startswith("error: /dev/zero: larger than the 16 MiB limit for inventory input."), ran.err
+
+
 def test_a_big_range_loads_in_linear_work(tmp_path: Path) -> None:
     # 60,000 hosts in one group: membership used to be a list scan per host (minutes).
     ini = tmp_path / "hosts.ini"

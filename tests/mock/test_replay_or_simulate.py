@@ -61,7 +61,7 @@ def test_a_machine_section_without_simulate_is_refused(tmp_path: Path) -> None:
         load_profile(str(folder))
     (folder / "profile.yaml").write_text("simulate: yes-please\n")
     forget_profiles()
-    with pytest.raises(UsageError, match="'simulate' must be true or false"):
+    with pytest.raises(UsageError, match="field 'simulate': not a mock profile: text where true or false belongs"):
         load_profile(str(folder))
 
 

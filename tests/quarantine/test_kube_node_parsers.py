@@ -4,6 +4,7 @@ kubectl quarantine drives (the recorded Node outputs: tests/facts/test_kube_node
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from fixture_files import read_fixture
@@ -60,6 +61,7 @@ class _ControlPlane:
 
     def __init__(self, stdout: str, stderr: str = "", exit_code: int = 0) -> None:
         self.stdout, self.stderr, self.exit_code = stdout, stderr, exit_code
+        self.host = SimpleNamespace(name="cp-1")
 
     def run(self, command: str, *, sudo: bool = False, timeout: float | None = None) -> CommandResult:
         return CommandResult(command, self.stdout, self.stderr, self.exit_code, 0.0)
@@ -96,7 +98,7 @@ def test_drain_fails_the_pod_list_of_a_pod_asking_no_whole_number_of_gpus_naming
     with pytest.raises(TransportError) as caught:
         list_pods(_ControlPlane(json.dumps(data)), "minikube")  # type: ignore[arg-type]
     assert caught.value.kind is FailureKind.COMMAND_FAILED
-    assert "listing the pods of node minikube: " in caught.value.message
+    assert "the pods of node minikube could not be read through cp-1 (" in caught.value.message
     assert "pod default/queue-l4dv8 on node minikube: spec.containers[0].resources.limits nvidia.com/gpu is '8Gi'" \
         in caught.value.message
 

@@ -132,14 +132,14 @@ def _answer_on_the_control_plane(sim: KubeSim, pattern: str, stdout: str = "", s
     forget_profiles()
 
 
-_UNREADABLE = "listing the pods of node gpu-a3: cannot parse kubectl get pods -o json"
+_UNREADABLE = "the pods of node gpu-a3 could not be read through gpu-a1 (cannot parse kubectl get pods -o json"
 
 
 @pytest.mark.parametrize(("answer", "named"), [
     ({"stdout": "<html><body>502 Bad Gateway</body></html>"}, _UNREADABLE),
     ({"stdout": json.dumps({"kind": "PodList", "items": [{"metadata": {"name": "x"}}]})}, _UNREADABLE),
     ({"stderr": "Error from server (InternalError): an error on the server has prevented the request from "
-                "succeeding (get pods)\n", "exit_code": 1}, "Error from server (InternalError)"),
+                "succeeding (get pods)\n", "exit_code": 1}, "(kubectl failed: Error from server (InternalError)"),
 ])
 def test_a_pod_list_that_cannot_be_read_fails_that_hosts_drain_only(sim: KubeSim, answer: dict[str, object],
                                                                    named: str) -> None:
@@ -224,3 +224,35 @@ def test_a_failed_kubernetes_drain_still_drains_the_host_in_slurm(sim: KubeSim) 
     said = " ".join(out.split())
     assert code == 1 and "FAILED gpu-a2: drain of gpu-a2 stopped" in said
     assert "gpu-a2: slurm: already drained in Slurm" in said
+
+
+def test_the_undo_command_goes_whole_on_a_line_of_its_own_at_80_columns(
+        sim: KubeSim, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out = cli(sim, "quarantine", "gpu-a3", "--reason", "nvlink", "--yes")
+    assert code == 0, out
+    (journal,) = Path("clusterctl-results", "undo").glob("quarantine-*.json")
+    lines = out.splitlines()
+    assert "undo with:" in lines and f"    clusterctl undo {journal}" in lines, out  # never split in two
+
+
+def test_a_failed_pod_listing_is_one_clear_line_naming_node_control_plane_and_what_to_check(sim: KubeSim) -> None:
+    """kubectl's klog noise, its own "error:" prefix and a terminal escape in its answer: the user reads one
+    line saying what failed on which node through which control plane, kubectl's last line neutralised, and
+    the command to check there; no nested "error:", no Python class name."""
+    stderr = ("I1206 12:00:00.000000 1 request.go:1] slow request\n"
+              "error: You must be logged in to the server (Unauthorized) \x1b]0;owned\x07\n")
+    _answer_on_the_control_plane(sim, "spec.nodeName=gpu-a3", stderr=stderr, exit_code=1)
+    done = clusterctl("-i", sim.inventory, "-o", "json", "quarantine", "gpu-a3", "--reason", "ecc", "--drain", "--yes")
+    assert done.exit_code == 1, done.output
+    (host,) = json.loads(done.stdout)["hosts"]
+    assert host["error"] == (
+        "drain of gpu-a3 stopped: the pods of node gpu-a3 could not be read through gpu-a1 (kubectl failed: You must "
+        "be logged in to the server (Unauthorized) \\x1b]0;owned\\x07); check on gpu-a1 that 'sudo kubectl "
+        "--kubeconfig /etc/kubernetes/admin.conf get pods --all-namespaces --field-selector spec.nodeName=gpu-a3 "
+        "-o json' lists them")
+    code, out = cli(sim, "quarantine", "gpu-a3", "--reason", "ecc", "--drain", "--yes")
+    (failed,) = [line for line in " ".join(out.split("\n    ")).splitlines() if line.startswith("FAILED")]
+    assert code == 1 and "\x1b" not in out and "\x07" not in out
+    assert failed.startswith("FAILED gpu-a3: drain of gpu-a3 stopped: the pods of node gpu-a3 could not be read")
+    assert "error:" not in failed and "Error:" not in failed and "request.go" not in failed

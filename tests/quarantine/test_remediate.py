@@ -189,3 +189,25 @@ def test_a_burst_of_1000_alerts_for_100_hosts_respects_the_cap_and_acts_once(tmp
     out = [n for n in sim.names if sim.node(n)["spec"].get("unschedulable")]
     assert sorted(out) == sorted(d["host"] for d in acted)
     assert sum(1 for d in decisions(log) if d["decision"] == "held") > 0
+
+
+def test_the_receivers_undo_journal_names_its_cluster_and_fleet_as_the_clis_do(
+        sim: KubeSim, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A journal the receiver wrote and one `clusterctl quarantine` wrote on the same inventory name the same
+    cluster and fleet (the inventory's name and ``RunPlace``'s key, as bootstrap's journals do): whoever runs
+    `undo` on it can tell which cluster it is for."""
+    from clirun import clusterctl
+
+    from clusterctl.engine.progress import RunPlace
+
+    monkeypatch.chdir(sim.root)
+    receiver, _ = remediator(sim)
+    assert handled(receiver, payload(("GPUXidError", "gpu-03"))) == 200
+    (made,) = (json.loads(p.read_text()) for p in (sim.root / "undo").glob("*.json"))
+    done = clusterctl("-i", sim.inventory, "-o", "json", "quarantine", "gpu-04", "--reason", "xid", "--yes")
+    assert done.exit_code == 0, done.output
+    by_cli = json.loads(Path(json.loads(done.stdout)["journal"]).read_text())
+    inventory = load_inventory(str(sim.inventory))
+    expected = {"cluster": "qsim", "fleet": RunPlace.of(inventory, "bootstrap").key}
+    assert {k: made.get(k) for k in expected} == expected, made
+    assert {k: by_cli.get(k) for k in expected} == expected, by_cli

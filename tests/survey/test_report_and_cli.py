@@ -75,7 +75,7 @@ def test_saved_report_loads_back_and_other_versions_are_refused(tmp_path: Path) 
     data = json.loads(path.read_text())
     data["schema_version"] = 3
     path.write_text(json.dumps(data))
-    with pytest.raises(UsageError, match="schema version 3"):
+    with pytest.raises(UsageError, match="field 'schema_version': not a clusterctl survey report: 3 is not a version"):
         load_saved_survey(path)
 
 
