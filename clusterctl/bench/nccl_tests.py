@@ -22,7 +22,7 @@ from clusterctl.facts.model import NVLinkStatus
 from clusterctl.facts.nccltests import NcclTestResult, parse_nccl_tests
 from clusterctl.fanout import HostOutcome, Runner
 from clusterctl.findings import Finding, Severity
-from clusterctl.inventory.model import Host
+from clusterctl.inventory.model import Host, Inventory
 from clusterctl.transport.base import Transport
 
 OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv", "broadcast", "reduce")
@@ -138,11 +138,13 @@ def run_nccl_test(
     binary_dir: str | None = None,
     timeout_s: float = 900.0,
     gate: Gate | None = None,
+    inventory: Inventory | None = None,
 ) -> NcclRun:
     """Run nccl-tests on each host alone, or once across ``hosts`` with ``mpirun`` (from the first).
 
-    ``mpirun``'s hostfile is a temporary change through ``gate`` (one that applies, by default):
-    written to the launcher, removed however the run ends.
+    ``mpirun``'s hostfile is a temporary change through ``gate``, by default the engine's journaled
+    gate for ``inventory``'s fleet: in the undo journal before it is written to the launcher, removed
+    however the run ends, and a run killed in between leaves the journal ``clusterctl undo`` completes.
     """
     environment = {str(k): str(v) for k, v in (env or {}).items()}
     binary(op, binary_dir)
@@ -152,8 +154,15 @@ def run_nccl_test(
     def test_args(ngpus: int | None) -> list[str]:
         return nccl_args(op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, gpus=ngpus, binary_dir=binary_dir)
 
+    if multi_node and gate is not None:
+        return _run_multi(runner, hosts, op, environment, test_args, gpus, timeout_s, gate)
     if multi_node:
-        return _run_multi(runner, hosts, op, environment, test_args, gpus, timeout_s, gate or Gate(apply=True))
+        from clusterctl.engine.journaled import journaled_gate
+
+        if inventory is None:
+            raise UsageError("bench nccl --multi-node: no inventory to journal mpirun's hostfile for")
+        with journaled_gate(f"bench nccl {op}", inventory, apply=True) as step:
+            return _run_multi(runner, hosts, op, environment, test_args, gpus, timeout_s, step.gate)
 
     def task(transport: Transport) -> NcclHostRun:
         counted = None if gpus else _count_gpus(transport)

@@ -217,6 +217,8 @@ class Runner:
         began = last_notice = time.monotonic()
         try:
             while len(results) < len(hosts):
+                if not outermost and self.interrupted.is_set():  # the run that started this task was stopped
+                    raise Interrupted("SIGINT")
                 if self.on_wait is not None and time.monotonic() - last_notice >= WAIT_NOTICE_S:
                     last_notice = time.monotonic()
                     pending = [hosts[i].name for i in range(len(hosts)) if i not in results]

@@ -51,3 +51,45 @@ def test_the_hostfile_is_written_for_mpirun_and_removed_however_it_ends(tmp_path
     assert remove == f"# remove {hostfile}"
     assert transports["n1"].files.get(hostfile) is None  # removed from the launcher
     assert (run.failed, run.median_busbw_gbs is not None) == (answer != "ok", answer == "ok")
+
+
+def test_a_run_killed_while_mpirun_runs_leaves_a_journal_whose_undo_removes_the_hostfile(tmp_path: Path) -> None:
+    """``bench nccl --multi-node`` killed (SIGKILL: no clean-up runs) while mpirun runs: the hostfile it wrote
+    on the launcher is in an undo journal written before it was made, and ``clusterctl undo`` removes it
+    (and nothing else)."""
+    import json
+    import signal
+    import time
+
+    from clirun import clusterctl, start_clusterctl
+
+    from clusterctl.mock.state import MockCluster
+
+    profile = tmp_path / "profile"
+    profile.mkdir()
+    (profile / "profile.yaml").write_text(f"extends: {DEMO_PROFILE}\ncommands:\n  - regex: '^mpirun '\n"
+                                          "    delay: 3600\n")
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text("cluster: benchsim\ndefaults: {transport: mock, mock_state: state, profile: profile}\n"
+                         "hosts:\n  n1: {address: 10.0.0.1}\n  n2: {address: 10.0.0.2}\n")
+    launcher = MockCluster(tmp_path / "state").host("n1").fs
+    launcher.write("/tmp/keep-me", b"not clusterctl's\n")
+
+    def hostfiles() -> list[str]:
+        return [name for name in launcher.listdir("/tmp") if name.startswith("clusterctl-hostfile-")]
+
+    proc = start_clusterctl(["-i", inventory, "bench", "nccl", "--multi-node", "--gpus", "4"], home=tmp_path)
+    try:
+        deadline = time.monotonic() + 240  # start-up on a loaded machine; the hostfile is written before mpirun
+        while not hostfiles() and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        assert hostfiles(), "the hostfile never appeared"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    (journal,) = (tmp_path / "clusterctl-results" / "undo").iterdir()
+    assert json.loads(journal.read_text().splitlines()[0])["cluster"] == "benchsim"
+    done = clusterctl("-i", inventory, "undo", journal, "--yes")
+    assert done.exit_code == 0, done.output
+    assert hostfiles() == [] and launcher.read("/tmp/keep-me") == b"not clusterctl's\n"

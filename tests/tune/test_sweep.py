@@ -15,7 +15,7 @@ import pytest
 
 from clusterctl.errors import UsageError
 from clusterctl.fanout import Runner
-from clusterctl.inventory.model import Host
+from clusterctl.inventory.model import Host, Inventory
 from clusterctl.mock.transport import MockTransport
 from clusterctl.nccl.tune.bench_measure import bench_measure
 from clusterctl.nccl.tune.candidates import Candidate, candidate_space, lint_validator, socket_candidates
@@ -202,7 +202,8 @@ def test_against_a_mock_host_with_real_nccl_tests_output() -> None:
 
     candidates = [TREE, BUFF, Candidate((("NCCL_NTHREADS", "256"),))]
     with Runner(connect, parallel=1, timeout_s=30) as runner:
-        result = run_sweep(bench_measure(runner, [host]), candidates, nccl_version="2.21.5")
+        result = run_sweep(bench_measure(runner, Inventory("sweep", (host,)), [host]), candidates,
+                           nccl_version="2.21.5")
     runs = [c for c in commands if "all_reduce_perf" in c]
     assert len(runs) == result.runs_used <= 120
     assert "NCCL_" not in runs[0]

@@ -11,10 +11,11 @@ from clusterctl.nccl.tune.sweep_result import Measure
 if TYPE_CHECKING:
     from clusterctl.bench.nccl_tests import NcclRun
     from clusterctl.fanout import Runner
-    from clusterctl.inventory.model import Host
+    from clusterctl.inventory.model import Host, Inventory
 
 def bench_measure(
-    runner: Runner, hosts: Sequence[Host], *, base_env: Mapping[str, str] | None = None, op: str = "all_reduce"
+    runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, base_env: Mapping[str, str] | None = None,
+    op: str = "all_reduce"
 ) -> Measure:
     """A ``Measure`` running ``<op>_perf`` through the bench library, ``base_env`` under every candidate.
 
@@ -25,7 +26,7 @@ def bench_measure(
 
     def measure(env: Mapping[str, str]) -> Mapping[int, float]:
         full = {**(base_env or {}), **env}
-        run = run_nccl_test(runner, hosts, op=op, env=full, multi_node=len(hosts) > 1)
+        run = run_nccl_test(runner, hosts, op=op, env=full, multi_node=len(hosts) > 1, inventory=inventory)
         return busbw_by_size(run)
 
     return measure

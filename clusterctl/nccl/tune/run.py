@@ -81,7 +81,7 @@ def tune_nccl(runner: Runner, hosts: Sequence[Host], request: TuneRequest, *, in
     tuning = derive_settings(tune_hosts, nccl_version=request.nccl_version)
     measured: SweepResult | None = None
     if request.sweep:
-        measured = run_tuning_sweep(runner, [h for h in hosts if h.name in tuning.hosts], tuning, request)
+        measured = run_tuning_sweep(runner, inventory, [h for h in hosts if h.name in tuning.hosts], tuning, request)
     elif request.bench:
         from clusterctl.nccl.tune.saved_sweep import load_sweep
 
@@ -126,7 +126,8 @@ def tune_inputs(runner: Runner, hosts: Sequence[Host], survey: str | None) -> tu
     return out, skipped
 
 
-def run_tuning_sweep(runner: Runner, hosts: list[Host], tuning: Tuning, request: TuneRequest) -> SweepResult:
+def run_tuning_sweep(runner: Runner, inventory: Inventory, hosts: list[Host], tuning: Tuning,
+                     request: TuneRequest) -> SweepResult:
     from clusterctl.nccl.tune.bench_measure import bench_measure
     from clusterctl.nccl.tune.candidates import lint_validator
     from clusterctl.nccl.tune.sweep import candidates_for, run_sweep
@@ -135,7 +136,7 @@ def run_tuning_sweep(runner: Runner, hosts: list[Host], tuning: Tuning, request:
     candidates = candidates_for(tuning, validate=lint_validator())
     # Candidates run on top of the derived settings: the sweep measures what a job would get.
     base_env = {s.name: s.value for s in tuning.settings}
-    measures = {op: bench_measure(runner, hosts, base_env=base_env, op=op) for op in request.collectives}
+    measures = {op: bench_measure(runner, inventory, hosts, base_env=base_env, op=op) for op in request.collectives}
     return run_sweep(measures, candidates, budget=request.budget, baseline_repeats=request.repeats,
                      nccl_version=tuning.nccl_version)
 
