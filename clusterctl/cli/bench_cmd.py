@@ -36,25 +36,22 @@ def register(app: typer.Typer) -> None:
 
 
 def _matrix_table(app: AppContext, matrix: Matrix, good: float | None) -> None:
-    from rich.table import Table
+    from rich.text import Text
 
     from clusterctl.bench.plot import colour
+    from clusterctl.terminal_layout import Column, print_table
 
-    table = Table(title=matrix.cell_meaning, title_justify="left", show_lines=False)
-    table.add_column("")
-    for node in matrix.nodes:
-        table.add_column(node, justify="right")
-    for a in matrix.nodes:
-        cells = []
-        for b in matrix.nodes:
-            if a == b or not matrix.tested(a, b):
-                cells.append("·")
-                continue
-            value = matrix.get(a, b)
-            text = "fail" if value is None else f"{value:.1f}"
-            cells.append(f"[{colour(value, good, latency=matrix.unit == 'us')}]{text}[/]")
-        table.add_row(a, *cells)
-    app.console.print(table)
+    def cell(a: str, b: str) -> Text:
+        if a == b or not matrix.tested(a, b):
+            return Text("·")
+        value = matrix.get(a, b)
+        text = "fail" if value is None else f"{value:.1f}"
+        return Text(text, style=colour(value, good, latency=matrix.unit == "us"))
+
+    # Host names are copied and figures read whole: a fleet too wide for the terminal prints a block per host.
+    columns = [Column("", keep=True), *(Column(node, keep=True, justify="right") for node in matrix.nodes)]
+    print_table(app.console, columns, [[Text(a), *(cell(a, b) for b in matrix.nodes)] for a in matrix.nodes],
+                title=matrix.cell_meaning)
 
 
 @bench_app.command("ib", help="""perftest (ib_write_bw, or ib_write_lat with --latency) between host pairs.

@@ -167,6 +167,15 @@ def test_bench_results_folder_goes_whole_on_a_line_of_its_own(deep: Path) -> Non
     assert "results:" in lines and on_a_line_of_its_own(lines, deep / "results")
 
 
+def test_a_bench_matrix_wider_than_the_terminal_cuts_no_host_and_no_figure(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "50")  # 6 hosts: a table 65 columns wide
+    run = clusterctl("-i", DEMO, "bench", "ib", "--results-dir", tmp_path / "results")
+    lines = assert_fits(run.stdout, 50)
+    block = lines[lines.index("gpu-a1"):lines.index("gpu-a2")]
+    assert "  gpu-a2: 196.8" in block and "  gpu-b3: 7.9" in block, run.stdout  # the demo's slow link
+
+
 def test_bootstrap_journal_and_progress_file_go_whole_on_lines_of_their_own(deep: Path) -> None:
     run = clusterctl("-i", DEMO, "-l", "gpu-a1", "bootstrap", "--yes", "--state-dir", deep / "state")
     assert run.exit_code == 0, run.output
