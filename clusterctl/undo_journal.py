@@ -271,11 +271,6 @@ class Journal:
     records: list[GateRecord]
 
 
-def load_journal(path: str | Path) -> list[GateRecord]:
-    """The records of a journal, as the gate's ``undo`` takes them. Bad files are a ``UsageError``."""
-    return read_journal(path).records
-
-
 def read_journal(path: str | Path) -> Journal:
     """A whole journal; bad files are a ``UsageError`` naming the file (and the field)."""
     from clusterctl.json_input import items, versioned

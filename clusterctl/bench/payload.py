@@ -7,7 +7,7 @@ from typing import Any
 
 from clusterctl.bench.ib_bench import IBBenchReport
 from clusterctl.bench.model import LinkResult
-from clusterctl.bench.nccl_tests import NcclRun
+from clusterctl.bench.nccl_tests import NcclHostRun, NcclRun
 from clusterctl.facts.nccltests import NcclTestResult
 from clusterctl.facts.perftest import PerftestResult
 from clusterctl.findings import FINDINGS_SCHEMA_VERSION
@@ -110,6 +110,13 @@ def dry_run_payload(report: IBBenchReport) -> dict[str, Any]:
     }
 
 
+def nccl_host_run_record(r: NcclHostRun) -> dict[str, Any]:
+    """One host's (or the mpirun job's) nccl-tests run in JSON: ``bench nccl``'s runs, ``health``'s level 2."""
+    return {"host": r.host, "command": r.command, "busbw_gbs": r.busbw_gbs, "error": r.error,
+            "host_gpus": r.host_gpus, "nvlinks": to_plain(r.nvlinks),
+            **(nccl_record(r.result) if r.result else {"avg_busbw_gbs": None, "rows": []})}
+
+
 def nccl_payload(run: NcclRun) -> dict[str, Any]:
     return {
         "kind": "bench-nccl",
@@ -117,9 +124,6 @@ def nccl_payload(run: NcclRun) -> dict[str, Any]:
         "op": run.op,
         "env": run.env,
         "median_busbw_gbs": run.median_busbw_gbs,
-        "runs": [{"host": r.host, "command": r.command, "busbw_gbs": r.busbw_gbs, "error": r.error,
-                  "host_gpus": r.host_gpus, "nvlinks": to_plain(r.nvlinks),
-                  **(nccl_record(r.result) if r.result else {"avg_busbw_gbs": None, "rows": []})}
-                 for r in run.runs],
+        "runs": [nccl_host_run_record(r) for r in run.runs],
         "findings": [f.to_json() for f in run.findings],
     }

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from clusterctl.bench.nccl_tests import NcclRun
 
 RESULTS_FILE = "results.json"
+#: Versions of results.json this clusterctl reads: 1 (no version written) up to today's.
+READABLE_VERSIONS = tuple(range(1, FINDINGS_SCHEMA_VERSION + 1))
 _SAFE = re.compile(r"[^A-Za-z0-9_.+-]+")
 
 
@@ -85,11 +87,6 @@ def save_results(folder: Path, payload: dict[str, Any]) -> Path:
     return path
 
 
-def readable_versions() -> tuple[int, ...]:
-    """Versions of results.json this clusterctl reads: 1 (no version written) up to today's."""
-    return tuple(range(1, FINDINGS_SCHEMA_VERSION + 1))
-
-
 _NUMBER = {"type": ["number", "null"]}
 _NAME = {"type": "string", "minLength": 1}
 _TEXT = {"type": ["string", "null"]}
@@ -114,7 +111,7 @@ def load_results(path: str) -> dict[str, Any]:
 
     target = Path(path) / RESULTS_FILE if Path(path).is_dir() else Path(path)
     return read_json(str(target), "results", "a results file",
-                     lambda data: dict(matching(versioned(data, None, readable_versions(), unversioned=1), SCHEMA)))
+                     lambda data: dict(matching(versioned(data, None, READABLE_VERSIONS, unversioned=1), SCHEMA)))
 
 
 def run_kind(data: dict[str, Any]) -> str:

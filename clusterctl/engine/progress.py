@@ -127,19 +127,17 @@ class ProgressStore:
 
     @classmethod
     def load(cls, path: Path, cluster: str, command: str = "bootstrap") -> ProgressStore:
-        from clusterctl.json_input import mapping, read_json
+        from clusterctl.json_input import matching, read_json
 
         store = cls(path, cluster)
         if not path.exists():
             return store
 
-        def shape(value: Any) -> dict[str, Any]:
-            for host, phases in mapping(mapping(value, "", required=("hosts",))["hosts"], "hosts").items():
-                for phase, entry in mapping(phases, f"hosts.{host}").items():
-                    mapping(entry, f"hosts.{host}.{phase}")
-            return dict(value)
-
-        raw = read_json(str(path), "state", f"a clusterctl {command} progress file", shape, hint=(
+        # hosts -> phases -> each phase's last status
+        shape = {"type": "object", "required": ["hosts"], "properties": {"hosts": {
+            "type": "object", "additionalProperties": {"type": "object", "additionalProperties": {"type": "object"}}}}}
+        what = f"a clusterctl {command} progress file"
+        raw = read_json(str(path), "state", what, lambda value: matching(value, shape), hint=(
             f"It only records which phases each host finished, for --resume: remove {path} and run {command} "
             "without --resume (a phase a host already has changes nothing), or pass the --state-dir of the run to "
             "resume."))

@@ -9,7 +9,6 @@ JSON: DCGM 3.x puts the categories under ``"DCGM GPU Diagnostic"`` with each res
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import replace
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from clusterctl.errors import ParseError
 from clusterctl.facts.clean import clean_lines
 from clusterctl.facts.health_model import DcgmDiag, DcgmResult
+from clusterctl.facts.kube import load_json
 from clusterctl.facts.model import ParseWarning
 
 _WHAT = "dcgmi diag"
@@ -71,10 +71,7 @@ def _info(result: dict[str, Any]) -> str:
 
 
 def _parse_json(text: str) -> DcgmDiag:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(_WHAT, f"not valid JSON: {exc.msg}", line=exc.lineno) from exc
+    data = load_json(_WHAT, text)
     if not isinstance(data, dict):
         raise ParseError(_WHAT, "JSON is not an object", line=1)
     body = data.get("DCGM Diagnostic") or data.get("DCGM GPU Diagnostic")

@@ -33,17 +33,18 @@ def report_to_json(report: HealthReport) -> dict[str, Any]:
     }
 
 
-def _objects(each: dict[str, Any] | None = None) -> dict[str, Any]:
-    """JSON Schema: an object whose every value is an object (shaped as ``each``)."""
-    return {"type": ["object", "null"], "additionalProperties": {"type": "object", **(each or {})}}
+_TEXT, _OBJECT = {"type": ["string", "null"]}, {"type": ["object", "null"]}
+_COUNTERS, _LINK = {**_OBJECT, "additionalProperties": _OBJECT}, {"type": ["integer", "string"]}
 
 
-_TEXT = {"type": ["string", "null"]}
-_COUNTERS = {"type": ["object", "null"], "additionalProperties": {"type": ["object", "null"]}}
+def _objects(each: dict[str, Any]) -> dict[str, Any]:  # JSON Schema: an object whose values are objects like each
+    return {**_OBJECT, "additionalProperties": {"type": "object", **each}}
+
+
 _FINDING = {"type": "object", "required": ["severity", "code", "message"], "properties": {
     "severity": {"enum": ["error", "warning", "info"]}, "code": {"type": "string"}, "message": {"type": "string"},
     "host": _TEXT, "subject": _TEXT, "file": _TEXT, "line": {"type": ["integer", "null"]}, "fix": _TEXT,
-    "evidence": {"type": ["object", "null"]}}}
+    "evidence": _OBJECT}}
 #: What this clusterctl reads of a saved report (``health compare`` goes through a host's facts);
 #: anything else in it is carried as it is.
 SCHEMA = {"type": "object", "properties": {
@@ -51,12 +52,10 @@ SCHEMA = {"type": "object", "properties": {
     "hosts": {"type": "array", "items": {"type": "object", "required": ["host", "verdict"], "properties": {
         "host": {"type": "string", "minLength": 1}, "verdict": {"enum": [v.value for v in Verdict]},
         "findings": {"type": "array", "items": _FINDING}, "failure": _TEXT,
-        "readings": {"type": ["object", "null"]}, "facts": {"type": ["object", "null"], "properties": {
-            "gpus": _objects(), "nvlink_errors": _COUNTERS, "ib_counters": _COUNTERS,
+        "readings": _OBJECT, "facts": {**_OBJECT, "properties": {
+            "gpus": _objects({}), "nvlink_errors": _COUNTERS, "ib_counters": _COUNTERS,
             "kernel_events": _objects({"properties": {"count": {"type": "integer"}}}),
-            "nvlink": _objects({"properties": {"inactive": {"type": ["array", "null"],
-                                                            "items": {"type": ["integer", "string"]}}}}),
-        }}}}}}}
+            "nvlink": _objects({"properties": {"inactive": {"type": ["array", "null"], "items": _LINK}}})}}}}}}}
 
 
 def report_from_json(data: Any) -> HealthReport:

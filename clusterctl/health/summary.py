@@ -45,6 +45,11 @@ def host_facts(probe: HostProbe, shared: SharedFacts | None = None) -> dict[str,
                          "gpu_device_ids": list(probe.dcgm.gpu_device_ids),
                          "results": [{"category": r.category, "test": r.test, "gpu": r.gpu, "status": r.status,
                                       "info": r.info} for r in probe.dcgm.results]}
+    if probe.nccl is not None:
+        from clusterctl.bench.payload import nccl_host_run_record
+
+        # Level 2+: the host's nccl-tests run, every figure its parser read, as bench nccl records it.
+        facts["nccl"] = nccl_host_run_record(probe.nccl)
     if probe.problems:
         facts["problems"] = [{"probe": p.probe, "tool": p.tool, "kind": p.kind, "reason": p.reason}
                              for p in probe.problems]

@@ -15,7 +15,7 @@ from clusterctl.fanout import Runner
 from clusterctl.inventory.model import Host
 from clusterctl.transport.base import Transport
 from clusterctl.transport.local import LocalTransport
-from clusterctl.undo_journal import WriteAheadJournal, load_journal, undo_on_hosts
+from clusterctl.undo_journal import WriteAheadJournal, read_journal, undo_on_hosts
 
 HOST = Host(name="here", transport="local")
 
@@ -46,7 +46,7 @@ def test_journal_survives_the_run_and_undo_restores_every_file(tmp_path: Path) -
     assert journal is not None and journal.name.startswith("tune-nccl-push-")
     assert len(json.loads(journal.read_text())["changes"]) == 2  # the unchanged file needs no undo
 
-    records = load_journal(journal)
+    records = read_journal(journal).records
     with Runner(_local) as runner:
         planned = undo_on_hosts(runner, [HOST], records, apply=False)
         assert planned.outcomes[0].value == [f"would remove {created} (it was new)",
@@ -67,11 +67,11 @@ def test_a_file_that_is_not_a_journal_is_a_usage_error(tmp_path: Path) -> None:
     bad = tmp_path / "survey.json"
     bad.write_text('{"kind": "clusterctl.survey"}')
     with pytest.raises(UsageError, match="not a clusterctl undo journal"):
-        load_journal(bad)
+        read_journal(bad)
     broken = tmp_path / "broken.json"
     broken.write_text('{"kind": "clusterctl.undo", "version": 1, "changes": [{"host": "h"}]}')
     with pytest.raises(UsageError, match=r"field 'changes\[0\]\.summary': not a clusterctl undo journal: missing"):
-        load_journal(broken)
+        read_journal(broken)
 
 
 def test_two_runs_in_the_same_second_keep_two_journals(tmp_path: Path) -> None:
@@ -117,7 +117,7 @@ def test_an_interrupted_journal_waits_for_a_write_on_its_way_and_keeps_its_backu
     (entry,) = json.loads(path.read_text())["changes"]
     assert entry["backup_path"] and "pending" not in entry
     with Runner(_local) as runner:
-        assert undo_on_hosts(runner, [HOST], load_journal(path), apply=True).ok
+        assert undo_on_hosts(runner, [HOST], read_journal(path).records, apply=True).ok
     assert conf.read_text() == "NCCL_DEBUG=WARN\n"
 
 
@@ -142,7 +142,7 @@ def test_a_write_cut_off_before_it_reached_the_host_has_nothing_to_undo(tmp_path
     path = journal.finish([], interrupted="SIGINT")
     assert path is not None and json.loads(path.read_text())["changes"][0]["pending"] is True
     with Runner(_local) as runner:
-        undone = undo_on_hosts(runner, [HOST], load_journal(path), apply=True)
+        undone = undo_on_hosts(runner, [HOST], read_journal(path).records, apply=True)
     assert undone.ok and "nothing to undo" in (undone.outcomes[0].value or [""])[0]
     assert conf.read_text() == "NCCL_DEBUG=WARN\n"
 
@@ -190,7 +190,7 @@ def test_a_temporary_change_left_by_an_interrupt_is_cleaned_up_after_on_a_fresh_
     assert not marker.exists() and gate.left_over() == []
     path = journal.finish([], interrupted="SIGINT")
     assert path is not None  # an interrupted run names its journal: it says what was cleaned up
-    (record,) = load_journal(path)
+    (record,) = read_journal(path).records
     assert record.cleaned_up
     assert Gate(apply=True).undo(LocalTransport(HOST), [record]) == \
         [f"'temporary: write {marker}': cleaned up by the run itself, nothing to undo"]
@@ -205,7 +205,7 @@ def test_a_temporary_change_nobody_cleaned_up_is_undone_from_the_journal(tmp_pat
         killed.set()  # and the put-back never ran (a second Ctrl-C, a host gone)
     path = journal.finish([], interrupted="SIGTERM")
     assert path is not None and marker.exists()
-    (record,) = load_journal(path)
+    (record,) = read_journal(path).records
     assert record.change.undo_command == f"rm -f -- {marker}"
     Gate(apply=True).undo(LocalTransport(HOST), [record])
     assert not marker.exists()
@@ -221,5 +221,5 @@ def test_a_log_with_foreign_or_cut_lines_still_gives_its_changes(tmp_path: Path)
     assert journal.path is not None  # still the log: the run was killed before it finished its journal
     with journal.path.open("a") as log:
         log.write('[1]\n"done"\n{"entry": "x"}\n{"entry": 9, "pend')
-    (record,) = load_journal(journal.path)
+    (record,) = read_journal(journal.path).records
     assert record.change.path == str(target) and record.change.current is None

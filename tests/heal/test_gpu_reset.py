@@ -15,7 +15,7 @@ from clusterctl.inventory.model import Host
 from clusterctl.mock.admin import set_values
 from clusterctl.mock.transport import MockTransport
 from clusterctl.transport.base import CommandResult
-from clusterctl.undo_journal import WriteAheadJournal, load_journal
+from clusterctl.undo_journal import WriteAheadJournal, read_journal
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "inventories" / "demo.yaml"
@@ -49,7 +49,7 @@ def test_a_reset_turns_persistence_mode_off_first_and_back_on_after(host: Host, 
     assert journal.path is not None and '"nvidia-smi -pm 1 -i 2"' in journal.path.read_text()
     path = journal.finish(gate.records)
     assert path is not None
-    assert [r.change.summary for r in load_journal(path)] == ["reset GPU 2 of gpu-a2"]
+    assert [r.change.summary for r in read_journal(path).records] == ["reset GPU 2 of gpu-a2"]
 
 
 def test_a_gpu_whose_persistence_mode_is_off_is_reset_without_touching_it(host: Host) -> None:
@@ -98,7 +98,7 @@ def test_an_interrupted_reset_leaves_a_journal_whose_undo_turns_persistence_mode
     assert read_persistence(MockTransport(host), 2) == {2: False}  # left off by the interrupt
     path = journal.finish([r for r in gate.records if not r.failed], interrupted="SIGINT")
     assert path is not None
-    lines = Gate(apply=True).undo(MockTransport(host), load_journal(path))
+    lines = Gate(apply=True).undo(MockTransport(host), read_journal(path).records)
     assert any("turn persistence mode off on GPU 2 of gpu-a2" in line for line in lines), lines
     assert read_persistence(MockTransport(host), 2) == {2: True}
 

@@ -17,7 +17,7 @@ from kube_sim import KubeSim
 from clusterctl.engine.lock import DEFAULT_LOCK_PATH
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Host
-from clusterctl.undo_journal import load_journal
+from clusterctl.undo_journal import read_journal
 
 
 def test_sigterm_during_a_step_gives_the_lock_back_and_names_the_journal(
@@ -47,7 +47,7 @@ def test_sigterm_during_a_step_gives_the_lock_back_and_names_the_journal(
     assert sim.state.host("gpu-a2").fs.read(DEFAULT_LOCK_PATH) is None  # given back
     (journal,) = Path("clusterctl-results", "undo").glob("heal-*.json")
     assert f"to take back what heal changed before it stopped: clusterctl undo {journal}" in done.stderr
-    assert "reset GPU 3 of gpu-a2" in [r.change.summary for r in load_journal(journal)]
+    assert "reset GPU 3 of gpu-a2" in [r.change.summary for r in read_journal(journal).records]
     node = sim.node("gpu-a2")
     assert node["spec"]["unschedulable"] is True and "clusterctl.dev/unhealthy" in str(node["spec"]["taints"])
     assert sim.state.host("gpu-a2").values().get("boots") is None  # the chain stopped before the reboot

@@ -176,3 +176,24 @@ def test_alike_hosts_judged_once_get_the_findings_each_would_get_alone() -> None
         high = [f for f in host.findings if f.code == "NVLINK_ERRORS_HIGH"]
         assert [f.evidence["link"] for f in high] == [1] and high[0].host == host.host
     assert not any(f.code == "NVLINK_ERRORS_HIGH" for h in together.hosts[2:] for f in h.findings)
+
+
+def test_a_level_2_host_s_nccl_tests_run_reaches_the_report_s_facts_whole() -> None:
+    import json
+    from pathlib import Path
+
+    import jsonschema
+
+    from clusterctl.bench.nccl_tests import NcclHostRun
+    from clusterctl.facts.nccltests import parse_nccl_tests
+    from clusterctl.health.report import report_to_json
+
+    text = read_fixture("nccl-tests", "DERIVED-all_reduce-a100-row-cut-by-cuda-error.txt")
+    run = NcclHostRun("thanos", "all_reduce_perf -b 8M -e 8G -f 2 -g 8", text, parse_nccl_tests(text), host_gpus=8)
+    data = json.loads(json.dumps(report_to_json(judge([HostInput("thanos", HostProbe(nccl=run))], level=2))))
+    schema = json.loads((Path(__file__).resolve().parents[2] / "clusterctl/schemas/health.schema.json").read_text())
+    jsonschema.validate(data, schema)
+    nccl = data["hosts"][0]["facts"]["nccl"]
+    assert (nccl["n_gpus"], nccl["host_gpus"], len(nccl["rows"])) == (8, 8, 27)
+    assert nccl["rows"][-1]["out_of_place_time_us"] is not None
+    assert nccl["parse_warnings"][0]["line"] == 44  # the row an error cut is named, not dropped in silence
