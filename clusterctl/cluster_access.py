@@ -22,7 +22,7 @@ from clusterctl.terminal_text import one_line
 from clusterctl.transport.base import CommandResult, FailureKind, TransportError
 
 if TYPE_CHECKING:
-    from clusterctl.facts.kube_nodes import KubeNode
+    from clusterctl.facts.kube_nodes import KubeNode, Pod
     from clusterctl.fanout import Runner
     from clusterctl.fanout.outcomes import Failure
     from clusterctl.host_reader import HostReader
@@ -171,6 +171,24 @@ def read_node(transport: Transport | HostReader, name: str) -> KubeNode | None:
         return parse_node(result.stdout)
     except ParseError as exc:
         raise UnreadableAnswer(exc, node=name) from exc
+
+
+def read_pods(transport: Transport | HostReader, node: str) -> list[Pod]:
+    """The pods bound to ``node`` (``kubectl get pods --field-selector spec.nodeName=NODE -o json`` through
+    ``transport``, a control plane): the one reader of a node's pods (the drain, health's GPU pods). A
+    failed or unreadable answer is a ``COMMAND_FAILED`` ``TransportError`` of one line: the node, the
+    control plane, and ``command_failed``'s kubectl line or the parser's."""
+    from clusterctl.facts.kube_nodes import parse_pods, pods_command
+
+    result = transport.run(pods_command(node), sudo=True, timeout=60)
+    try:
+        if result.ok:
+            return parse_pods(result.stdout)
+        why = command_failed(result).message
+    except ParseError as exc:
+        why = str(exc)
+    raise TransportError(FailureKind.COMMAND_FAILED, f"the pods of node {node} could not be read through "
+                                                     f"{transport.host.name} ({one_line(why)})")
 
 
 def cluster_nodes(runner: Runner, host: Host) -> dict[str, KubeNode]:

@@ -37,12 +37,10 @@ class BadField(Exception):
 
 def read_json(source: str, kind: str, what: str, shape: Callable[[Any], T], *, hint: str | None = None,
               decode: Callable[[str], Any] | None = None) -> T:
-    """``shape(value)`` of the JSON file ``source`` (``-``: standard input) within ``LIMITS[kind]``.
-
-    ``what`` names what the file should be ("a saved sweep"), ``hint`` what to do about a bad one;
-    ``decode`` reads the text when it is not one JSON document (YAML, an undo journal's log). ``decode``
-    and ``shape`` raise ``BadField`` (worded ``not WHAT: MESSAGE``) or a ``UsageError`` (the file is
-    added to it)."""
+    """``shape(value)`` of the JSON file ``source`` (``-``: standard input) within ``LIMITS[kind]``: ``what``
+    names what it should be ("a saved sweep"), ``hint`` what to do about a bad one, ``decode`` reads text that
+    is not one JSON document (YAML, a journal's log). ``decode`` and ``shape`` raise ``BadField`` (worded
+    ``not WHAT: MESSAGE``) or a ``UsageError`` (the file is added to it)."""
     import json
 
     try:
@@ -62,9 +60,6 @@ def read_json(source: str, kind: str, what: str, shape: Callable[[Any], T], *, h
         if exc.file:
             raise
         raise UsageError(exc.message, file=label, line=exc.line, field=exc.field, hint=exc.hint or hint) from None
-
-
-# --- one field each --------------------------------------------------------------------------------
 
 
 def mapping(value: Any, field: str, *, required: tuple[str, ...] = (),

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from clusterctl.changes import Change, GateRecord, HostGate
-from clusterctl.cluster_access import read_node
+from clusterctl.cluster_access import read_node, read_pods
 from clusterctl.engine.phase import Phase, PhaseContext, Wait
 from clusterctl.facts.kube_nodes import KubeNode
-from clusterctl.quarantine.drain import DrainOptions, DrainReport, drain_or_why, list_pods, sort_pods
+from clusterctl.quarantine.drain import DrainOptions, DrainReport, drain_or_why, sort_pods
 from clusterctl.quarantine.node_ops import cordon
 from clusterctl.transport.base import FailureKind, TransportError
 
@@ -81,7 +81,7 @@ class DrainNode(NodePhase):
             return None
 
         def empty(c: PhaseContext) -> str | None:
-            left = sort_pods(list_pods(c.reader, c.host.name), self._options(), DrainReport(c.host.name))
+            left = sort_pods(read_pods(c.reader, c.host.name), self._options(), DrainReport(c.host.name))
             return None if not left else f"{len(left)} pod(s) left: " + ", ".join(p.ref for p in left[:3])
 
         return Wait(f"no pod a drain takes is left on {ctx.host.name} (up to {int(self.drain_timeout_s)} s)", empty,

@@ -17,11 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from clusterctl.cluster_access import no_cluster_here, read_node
+from clusterctl.cluster_access import no_cluster_here, read_node, read_pods
 from clusterctl.errors import ParseError
 from clusterctl.facts.compute_apps import COMMAND as COMPUTE_APPS
 from clusterctl.facts.compute_apps import parse_compute_apps
-from clusterctl.facts.kube_nodes import parse_pods, pods_command
 from clusterctl.health.checks import HostInput
 from clusterctl.terminal_text import one_line
 from clusterctl.transport.base import FailureKind, TransportError
@@ -98,17 +97,12 @@ def _node_answer(transport: Transport, host: str, cp: str) -> _NodeAnswer | None
         return _NodeAnswer(unknown=f"its node could not be read through {cp} ({one_line(exc.message)})")
     if node is None:
         return None
-    pods = transport.run(pods_command(host), sudo=True, timeout=60)
-    if not pods.ok:
-        tail = pods.stderr_tail(1) or f"exit {pods.exit_code}"
-        if no_cluster_here(tail):
-            raise TransportError(FailureKind.COMMAND_FAILED, f"kubectl failed: {tail}")
-        return _NodeAnswer(node.unschedulable,
-                           unknown=f"the node's pods could not be read through {cp} ({one_line(tail)})")
     try:
-        listed = parse_pods(pods.stdout)
-    except ParseError as exc:
-        return _NodeAnswer(node.unschedulable, unknown=f"the node's pods could not be read through {cp} ({exc})")
+        listed = read_pods(transport, host)
+    except TransportError as exc:
+        if exc.kind is not FailureKind.COMMAND_FAILED or no_cluster_here(exc):
+            raise
+        return _NodeAnswer(node.unschedulable, unknown=exc.message)
     holding = tuple(f"{p.ref} ({p.gpus} GPU{'s' if p.gpus != 1 else ''}, "
                     f"{p.controller_kind or 'no controller'} {p.controller_name}".rstrip() + ")"
                     for p in listed if p.gpus and p.controller_kind != "DaemonSet" and not p.finished)

@@ -31,13 +31,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import Change, ChangeFailed, Gate
-from clusterctl.errors import ParseError
+from clusterctl.cluster_access import read_pods
 from clusterctl.facts.kube import kubectl
-from clusterctl.facts.kube_nodes import Pod, parse_pods, pods_command
+from clusterctl.facts.kube_nodes import Pod, pods_command
 from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
-    from clusterctl.host_reader import HostReader
     from clusterctl.transport.base import Transport
 
 #: kubectl drain's pause between two tries of an eviction a budget refused.
@@ -102,24 +101,6 @@ def eviction_command(pod: Pod, grace_period_s: int | None = None) -> str:
             + kubectl(f"create --raw {shlex.quote(path)} -f -"))
 
 
-def list_pods(transport: Transport | HostReader, node: str) -> list[Pod]:
-    """The pods bound to ``node`` (a read: not a change). A failed or unreadable answer is a
-    ``COMMAND_FAILED`` ``TransportError`` of one line: the node, the control plane, and kubectl's last
-    stderr line (``cluster_access.command_failed``) or the parser's line."""
-    from clusterctl.cluster_access import command_failed
-    from clusterctl.terminal_text import one_line
-
-    result = transport.run(pods_command(node), sudo=True, timeout=60)
-    try:
-        if result.ok:
-            return parse_pods(result.stdout)
-        why = command_failed(result).message
-    except ParseError as exc:
-        why = str(exc)
-    raise TransportError(FailureKind.COMMAND_FAILED, f"the pods of node {node} could not be read through "
-                                                     f"{transport.host.name} ({one_line(why)})")
-
-
 def sort_pods(pods: list[Pod], options: DrainOptions, report: DrainReport) -> list[Pod]:
     """The pods to evict; the others go to ``report.ignored`` / ``report.not_evicted`` with kubectl's reasons."""
     chosen: list[Pod] = []
@@ -162,7 +143,7 @@ def drain_node(transport: Transport, gate: Gate, node: str, options: DrainOption
     """
     options = options or DrainOptions()
     report = DrainReport(node, dry_run=not gate.apply)
-    to_evict = sort_pods(list_pods(transport, node), options, report)
+    to_evict = sort_pods(read_pods(transport, node), options, report)
     if not gate.apply:
         for pod in to_evict:
             gate.submit(transport, _eviction(transport, pod, node, options))
@@ -229,7 +210,7 @@ def _wait_gone(transport: Transport, node: str, asked: list[Pod], report: DrainR
     """Wait until every evicted pod has left the node (terminated), as kubectl drain waits for deletion."""
     waiting = {p.ref for p in asked}
     while waiting:
-        present = {p.ref for p in list_pods(transport, node)}
+        present = {p.ref for p in read_pods(transport, node)}
         for ref in sorted(waiting - present):
             report.evicted.append(ref)
         waiting &= present

@@ -121,7 +121,7 @@ def _bad_pods(sim: Any) -> tuple[str, str]:
 @pytest.mark.parametrize(("answer", "named"), [
     (_bad_node, "its node could not be read through gpu-a1 (cannot parse kubectl get node -o json: "
                 "node gpu-a2: allocatable nvidia.com/gpu is '-1', not a whole number)"),
-    (_bad_pods, "the node's pods could not be read through gpu-a1 (cannot parse kubectl get pods -o json: "
+    (_bad_pods, "the pods of node gpu-a2 could not be read through gpu-a1 (cannot parse kubectl get pods -o json: "
                 "pod default/trainer-"),
 ])
 def test_an_answer_that_cannot_be_read_counts_that_host_busy_named_and_no_other(sim: Any, answer: Any,

@@ -91,12 +91,12 @@ def test_status_and_the_receiver_fail_a_node_list_they_cannot_read_the_same_way(
 
 def test_drain_fails_the_pod_list_of_a_pod_asking_no_whole_number_of_gpus_naming_node_and_pod() -> None:
     """A pod asking ``8Gi`` GPUs is not a pod asking none: the drain's read of that node fails, named."""
-    from clusterctl.quarantine.drain import list_pods
+    from clusterctl.cluster_access import read_pods
 
     data = json.loads(read_fixture("kubectl", "pods-minikube-replicaset.json"))
     data["items"][0]["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "8Gi"}}
     with pytest.raises(TransportError) as caught:
-        list_pods(_ControlPlane(json.dumps(data)), "minikube")  # type: ignore[arg-type]
+        read_pods(_ControlPlane(json.dumps(data)), "minikube")  # type: ignore[arg-type]
     assert caught.value.kind is FailureKind.COMMAND_FAILED
     assert "the pods of node minikube could not be read through cp-1 (" in caught.value.message
     assert "pod default/queue-l4dv8 on node minikube: spec.containers[0].resources.limits nvidia.com/gpu is '8Gi'" \
