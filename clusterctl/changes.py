@@ -67,6 +67,9 @@ class Change:
     stdin_secret: Secret | None = None
     #: A shell line that reverts RUN_COMMAND where one exists ("swapon -a" for "swapoff -a").
     undo_command: str | None = None
+    #: Why nothing reverts RUN_COMMAND, where the phase knows ("kubeadm does not support downgrades"):
+    #: undo names the change with it and fails, rather than pass over what it leaves.
+    cannot_undo: str | None = None
     sudo: bool = True
     timeout_s: float | None = None
     env: Mapping[str, str] = field(default_factory=dict)
@@ -111,6 +114,7 @@ class Change:
         *,
         summary: str | None = None,
         undo: str | None = None,
+        cannot_undo: str | None = None,
         sudo: bool = True,
         timeout_s: float | None = None,
         stdin_secret: Secret | None = None,
@@ -118,8 +122,9 @@ class Change:
         env: Mapping[str, str] | None = None,
         makes: tuple[str, ...] = (),
     ) -> Change:
-        return cls(host, summary or command, ChangeKind.RUN_COMMAND, command=command, undo_command=undo, sudo=sudo,
-                   timeout_s=timeout_s, stdin_secret=stdin_secret, stdin=stdin, env=dict(env or {}), makes=makes)
+        return cls(host, summary or command, ChangeKind.RUN_COMMAND, command=command, undo_command=undo,
+                   cannot_undo=cannot_undo, sudo=sudo, timeout_s=timeout_s, stdin_secret=stdin_secret, stdin=stdin,
+                   env=dict(env or {}), makes=makes)
 
     @property
     def is_noop(self) -> bool:
@@ -519,7 +524,12 @@ def undo_step(transport: Transport, record: GateRecord, *, force: bool = False) 
         revert = Change.run(change.host, change.undo_command, summary=f"undo '{change.summary}'", sudo=change.sudo,
                             timeout_s=change.timeout_s)
         return UndoStep(revert, f"undid '{change.summary}'", f"would run: {change.undo_command}")
-    cannot = f"'{change.summary}' cannot be undone automatically"
+    if change.cannot_undo:
+        cannot = f"cannot undo '{change.summary}': {change.cannot_undo}"
+    elif MAKES_NO_TRACE in change.makes:
+        cannot = f"nothing to undo: '{change.summary}' leaves nothing behind"
+    else:
+        cannot = f"'{change.summary}' cannot be undone automatically"
     return UndoStep(None, cannot, cannot)
 
 

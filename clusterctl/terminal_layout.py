@@ -1,11 +1,13 @@
 """Output that fits the terminal without cutting what a user must copy: the one rule, in one place.
 
-Names and values a user copies (a host, a variable, a value, an image reference, a path) are
-never cut with ``…`` nor broken inside; long text (a reason, a message, a fix) wraps at the
-terminal's width with a hanging indent, never back to column 0 (off a terminal it stays on one
-line unless ``COLUMNS`` is set: ``wrap_width``). A table whose copyable columns
-do not fit leaves out its least important columns first (saying so), and when even that is not
-enough prints each row as a block of ``column: value`` lines instead.
+Names and values a user copies (a host, a variable, a value, an image reference, a path, a
+``clusterctl undo FILE`` command) are never cut with ``…`` nor broken inside; long text (a reason,
+a message, a fix) wraps at the terminal's width with a hanging indent, never back to column 0, and
+a path or command that does not fit the rest of its line goes whole onto a line of its own
+(``hanging``; off a terminal a line stays whole unless ``COLUMNS`` is set: ``wrap_width``). A
+table whose copyable columns do not fit leaves out its least important columns first (saying so),
+and when even that is not enough prints each row as a block of ``column: value`` lines instead; a
+prose column is never narrower than its longest word.
 
 Pure text layout (no clusterctl import), so the renderers of every command and the CLI share it;
 cells are plain text that the caller has already made safe (``terminal_text.one_line``).

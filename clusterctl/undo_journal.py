@@ -60,6 +60,8 @@ def record_json(record: GateRecord) -> dict[str, Any]:
                     sha256=record.written_sha256 or hashlib.sha256(change.content or b"").hexdigest())
     else:
         data.update(undo_command=change.undo_command)
+        if change.cannot_undo:
+            data["cannot_undo"] = change.cannot_undo
     if change.makes:
         data["makes"] = list(change.makes)
     return data
@@ -369,7 +371,8 @@ def _record_from_json(value: Any, field: str) -> GateRecord:
         return GateRecord(change, applied=True, changed=True, backup_path=word("backup_path"),
                           written_sha256=word("sha256"), previous_sha256=previous)
     undo = word("undo_command", line=False)
-    change = Change(host, summary, ChangeKind.RUN_COMMAND, command=summary, undo_command=undo, sudo=sudo, makes=makes)
+    change = Change(host, summary, ChangeKind.RUN_COMMAND, command=summary, undo_command=undo, sudo=sudo, makes=makes,
+                    cannot_undo=word("cannot_undo", line=False))
     return GateRecord(change, applied=True, changed=True, cleaned_up=bool(item.get("cleaned")))
 
 

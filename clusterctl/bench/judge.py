@@ -32,13 +32,15 @@ def placement(server: Host, client: Host) -> tuple[bool | None, float]:
     return same, max(server.fabric.within_rack_min, client.fabric.within_rack_min)
 
 
-def log_limits(hosts: Sequence[Host]) -> Fabric:
-    """What a saved perftest log is judged against (``bench report``): it does not say which hosts or racks
-    it joined, so the strictest of the hosts' thresholds (the highest within-rack share, as ``placement``
-    takes for two hosts in one rack, and the lowest latency limits), else the defaults."""
+def fleet_limits(hosts: Sequence[Host]) -> Fabric:
+    """The thresholds one figure is judged by where it stands for any link of these hosts (a saved log that
+    does not say which hosts or racks it joined, a dashboard's colours): what ``placement`` takes for two of
+    them (the highest within-rack share, the lowest across racks), the lowest latency limits; else the
+    defaults."""
     if not hosts:
         return Fabric()
     return Fabric(within_rack_min=max(h.fabric.within_rack_min for h in hosts),
+                  across_racks_min=min(h.fabric.across_racks_min for h in hosts),
                   latency_warn_us=min(h.fabric.latency_warn_us for h in hosts),
                   latency_error_us=min(h.fabric.latency_error_us for h in hosts))
 

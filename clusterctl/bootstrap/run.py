@@ -176,28 +176,17 @@ def _survey_of_the_run(request: BootstrapRequest, store: ProgressStore) -> tuple
 def downgrade_refusal(report: RunReport, inventory: Inventory) -> UsageError | None:
     """The packages phase refused to downgrade (``DOWNGRADE_REFUSED``): one paragraph for the whole
     fleet, exit 2, naming what each group of hosts runs, the pins, and the two ways on."""
-    from clusterctl.bootstrap.phases.packages import DOWNGRADE_REFUSED, packages_at
-    from clusterctl.hostlist import compress
+    from clusterctl.bootstrap.phases.packages import packages_at, refused_downgrades
 
-    groups: dict[str, list[str]] = {}
-    pinned: dict[str, str] = {}
-    first_field = ""
-    for finding in report.all_findings():
-        if finding.code != DOWNGRADE_REFUSED or not finding.host:
-            continue
-        groups.setdefault(packages_at(finding.evidence.get("running", {}).items()), []).append(finding.host)
-        fields = finding.evidence.get("fields", {})
-        for package, version in finding.evidence.get("pinned", {}).items():
-            pinned[package] = f"{version} ({fields.get(package, '')})"
-            first_field = first_field or fields.get(package, "")
-    if not groups:
+    refused = refused_downgrades(report.all_findings())
+    if refused is None:
         return None
-    runs = "; ".join(f"{compress(hosts)} run{'s' if len(hosts) == 1 else ''} {running}"
-                     for running, hosts in groups.items())
+    runs, pinned, fields = refused
+    pins = packages_at((package, f"{version} ({fields.get(package, '')})") for package, version in pinned.items())
     return UsageError(f"bootstrap would downgrade what the hosts run, and does not unless asked: {runs}; the "
-                      f"inventory pins {packages_at(pinned.items())}.", file=inventory.source or None,
-                      hint=f"Pick one: set {first_field or 'the pin'} to what the hosts run (after 'clusterctl "
-                      "upgrade apply --to X': X), or pass --allow-downgrade to go back to the pin.")
+                      f"inventory pins {pins}.", file=inventory.source or None,
+                      hint=f"Pick one: set {next(iter(fields.values()), '') or 'the pin'} to what the hosts run "
+                      "(after 'clusterctl upgrade apply --to X': X), or pass --allow-downgrade to go back to the pin.")
 
 
 def _mark_used_by_reset(report: RunReport, journals: ResetJournals) -> None:

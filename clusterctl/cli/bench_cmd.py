@@ -271,7 +271,7 @@ def report_command(
     survey: Optional[str] = typer.Option(None, "--survey", metavar="FILE",  # noqa: UP045
                                          help="Saved survey (survey --save): NIC line rates for nccl-tests logs."),
 ) -> None:
-    from clusterctl.bench.judge import log_limits
+    from clusterctl.bench.judge import fleet_limits
     from clusterctl.bench.logs import report_files
     from clusterctl.cli.findings_view import exit_for, print_findings
     from clusterctl.errors import UsageError
@@ -289,7 +289,7 @@ def report_command(
                             n.fabric for n in host.nics)
                                for port in nic.ports if port.state == "PORT_ACTIVE" and port.rate_gbps]
                         for name, host in saved.hosts.items()}
-    limits = log_limits(app.hosts() if app.inventory_path else ())
+    limits = fleet_limits(app.hosts() if app.inventory_path else ())
     if min_fraction is not None:
         limits = replace(limits, within_rack_min=min_fraction)
     reports = report_files(files, rate_gbps=rate_gbps, limits=limits, fabric=fabric,

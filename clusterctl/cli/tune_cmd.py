@@ -192,16 +192,16 @@ def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | Non
 
 
 def _print_sweep(app: AppContext, measured: SweepResult) -> None:
-    from rich.table import Table
+    from clusterctl.terminal_layout import Column, print_table
 
-    table = Table(title=f"sweep: {measured.runs_used} of {measured.budget} runs "
-                        f"(a full grid would take {measured.full_grid_runs})", title_justify="left")
-    for column in ("collective", "size range", "baseline GB/s", "noise", "best", "gain (interval)", "kept"):
-        table.add_column(column)
-    for r in measured.ranges:
-        gain = f"{r.gain:+.1%} ({r.ci_low:+.1%}..{r.ci_high:+.1%})" if r.best_runs else "-"
-        table.add_row(r.collective, r.range, f"{r.baseline_gbps:.1f}", f"{r.noise:.1%}", r.best_label, gain,
-                      "yes" if r.significant else "no: defaults best")
-    app.console.print(table)
+    # The range and its best settings are what a user acts on: noise, then the baseline, go first.
+    columns = (Column("collective", keep=True), Column("size range", keep=True),
+               Column("baseline GB/s", keep=True, drop_order=2), Column("noise", keep=True, drop_order=3),
+               Column("best", keep=True), Column("gain (interval)", keep=True, drop_order=1), Column("kept"))
+    rows = [(r.collective, r.range, f"{r.baseline_gbps:.1f}", f"{r.noise:.1%}", r.best_label,
+             f"{r.gain:+.1%} ({r.ci_low:+.1%}..{r.ci_high:+.1%})" if r.best_runs else "-",
+             "yes" if r.significant else "no: defaults best") for r in measured.ranges]
+    print_table(app.console, columns, rows, title=f"sweep: {measured.runs_used} of {measured.budget} runs "
+                                                  f"(a full grid would take {measured.full_grid_runs})")
     for note in measured.notes:
         app.note(note)

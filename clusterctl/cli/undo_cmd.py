@@ -20,11 +20,13 @@ tune-nccl --push prints the journal's path ("undo with: clusterctl undo FILE"). 
 file is restored from the backup kept on its host, a file that was new is removed. With -l,
 only those hosts; with --dry-run, say what would be done and touch nothing.
 
-A file whose content is no longer what the run wrote (edited by hand since) is left alone and
-reported as refused; a journal already used for a host is refused for it (replaying it would
-delete what was made since). --force does both anyway. It asks first, naming the hosts; --yes
-confirms without asking (required off a terminal). Undoing a quarantine returns its nodes to
-service only once they pass release's health and NCCL checks (--skip-checks: without them).
+A change nothing can revert is named with the reason ("cannot undo 'kubeadm upgrade apply
+v1.36.3': ... kubeadm does not support downgrades") and undo exits 1. A file whose content is no
+longer what the run wrote (edited by hand since) is left alone and reported as refused; a
+journal already used for a host is refused for it (replaying it would delete what was made
+since). --force does both anyway. It asks first, naming the hosts; --yes confirms without asking
+(required off a terminal). Undoing a quarantine returns its nodes to service only once they pass
+release's health and NCCL checks (--skip-checks: without them).
 
 Examples:
 

@@ -9,7 +9,6 @@ from grafana_foundation_sdk.models import dashboard as model
 from clusterctl.dashboards import promql
 from clusterctl.dashboards.inputs import DashboardInputs
 from clusterctl.dashboards.panels import FULL, HALF, new_dashboard, target, thresholds, uid
-from clusterctl.inventory.model import Fabric
 
 BENCH = 'cluster="$cluster"'
 #: node-exporter's infiniband collector labels ports by device and port; its host is the scrape target,
@@ -23,7 +22,7 @@ def build(inputs: DashboardInputs) -> dashboard.Dashboard:
                           "and live InfiniBand and NVLink counters.")
     board = board.with_row(dashboard.Row("Measured by clusterctl bench"))
     if inputs.links:
-        bar = Fabric()  # bench's thresholds: yellow from what a link across racks must reach, green within one
+        bar = inputs.limits  # bench's thresholds: yellow from what a link across racks must reach, green within one
         board = board.with_panel(
             table.Panel().title("ib_write_bw between hosts: share of line rate (server rows, client columns)")
             .span(FULL).height(10).unit("percentunit").decimals(0)

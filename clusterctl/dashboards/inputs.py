@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterctl.bench.model import judged_rate
+from clusterctl.inventory.model import Fabric
 from clusterctl.promql_text import checked_host_name as checked
 from clusterctl.saved_survey import SavedSurvey
 
@@ -64,6 +65,8 @@ class DashboardInputs:
     nccl: tuple[BenchNccl, ...] = ()
     gpu_temp_c: int = 85
     memory_temp_c: int = 95
+    #: The inventory's fabric thresholds (``bench.judge.fleet_limits``): the bench matrix's colours.
+    limits: Fabric = field(default_factory=Fabric)
 
     def layouts(self) -> list[tuple[tuple[tuple[int, ...], ...], list[str]]]:
         """Hosts grouped by NVLink layout (the same domains), largest group first; hosts without NVLink

@@ -42,7 +42,7 @@ from clusterctl.bootstrap.cluster.kubeadm import APISERVER_MANIFEST, render_upgr
 from clusterctl.bootstrap.cluster.settings import KubernetesVersion, first_control_plane
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases.packages import APT_ENV, APT_LOCK, UPDATE, Packages
-from clusterctl.changes import Change
+from clusterctl.changes import MAKES_NO_TRACE, Change
 from clusterctl.cluster_access import FIRST, NoCluster, cluster_nodes, read_node, read_nodes
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.day2.versions import check_upgrade, parse, static_pod_version
@@ -52,6 +52,7 @@ from clusterctl.engine.run import RunSettings, SkipReason, Status, not_needed_me
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.findings import Finding, Severity
+from clusterctl.host_reader import HostReader
 from clusterctl.quarantine.node_ops import uncordon
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import TransportError
@@ -66,13 +67,17 @@ if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import Transport
 
-#: Bootstrap's lock wait too: unattended-upgrades holding dpkg's lock must not fail a node mid-rollout.
-INSTALL = f"apt-get install -y {APT_LOCK} --allow-downgrades -o Dpkg::Options::=--force-confold"
+#: Bootstrap's lock wait too: unattended-upgrades holding dpkg's lock must not fail a node mid-rollout. No
+#: ``--allow-downgrades``: a node running a package newer than the target is refused before the run
+#: (``_refuse_downgrades``), and apt refuses any other downgrade (exit 100) rather than make it silently.
+INSTALL = f"apt-get install -y {APT_LOCK} -o Dpkg::Options::=--force-confold"
 DEFAULT_READY_TIMEOUT_S = 300.0
 READY_POLL_S = 2.0
 #: The Kubernetes packages the upgrade moves itself (in kubeadm's order), the others are the node phases'.
 PACKAGE_NAMES = ("kubeadm", "kubelet", "kubectl")
 FIRST_CP, CONTROL_PLANE, WORKER = "first control plane", "control plane", "worker"
+#: Why undo leaves an upgraded package or control plane as it is (kubeadm's upgrade documentation).
+NO_DOWNGRADE = "kubeadm does not support downgrades"
 
 
 class NodeOutcome(str, Enum):
@@ -235,6 +240,7 @@ def _apt(host: str, names: Sequence[str], target: KubernetesVersion) -> Change:
     pins = " ".join(shlex.quote(f"{n}={target.apt}") for n in names)
     return Change.run(host, f"apt-mark unhold {q} && {UPDATE} && {INSTALL} {pins} && apt-mark hold {q}",
                       env=APT_ENV, timeout_s=600,
+                      cannot_undo=f"{', '.join(names)} stay{'s' * (len(names) == 1)} at {target.text}: {NO_DOWNGRADE}",
                       summary=f"upgrade {', '.join(names)} to {target.text} (unhold, update, install, hold)")
 
 
@@ -320,16 +326,18 @@ class KubeadmUpgrade(UpgradePhase):
         if name == self.rollout.first_cp:
             if self.rollout.at_target(read_control_plane(ctx.reader)):
                 return []
-            return [Change.run(name, upgrade_command("plan", target.tag), stdin=config,
+            return [Change.run(name, upgrade_command("plan", target.tag), stdin=config, makes=(MAKES_NO_TRACE,),
                                summary="kubeadm upgrade plan (checks)", timeout_s=300),
                     Change.run(name, upgrade_command("apply", target.tag), stdin=config, timeout_s=900,
-                               summary=f"kubeadm upgrade apply {target.tag}")]
+                               summary=f"kubeadm upgrade apply {target.tag}",
+                               cannot_undo=f"the control plane stays at {target.tag}: {NO_DOWNGRADE}")]
         if state.up_to_date:
             return []
         what = "control plane and kubelet configuration" if self.rollout.roles.get(name) == CONTROL_PLANE \
             else "kubelet configuration"
         return [Change.run(name, upgrade_command("node"), stdin=config, timeout_s=900,
-                           summary=f"kubeadm upgrade node ({what})")]
+                           summary=f"kubeadm upgrade node ({what})",
+                           cannot_undo=f"the {what} stays at {target.tag}: {NO_DOWNGRADE}")]
 
 
 class UpgradeDrain(DrainNode):
@@ -360,7 +368,7 @@ class RestartKubelet(UpgradePhase):
         if state.up_to_date or (running and not state.stack_pending):
             return []
         return [Change.run(ctx.host.name, "systemctl daemon-reload && systemctl restart kubelet",
-                           summary="restart the kubelet")]
+                           summary="restart the kubelet", makes=(MAKES_NO_TRACE,))]
 
 
 class NodeReady(UpgradePhase):
@@ -491,6 +499,34 @@ def _check_repository(runner: Runner, first: Host, inventory: Inventory, target:
                          "('clusterctl bootstrap artifacts').")
 
 
+def _refuse_downgrades(runner: Runner, hosts: Sequence[Host], inventory: Inventory, target: KubernetesVersion) -> None:
+    """Refuse, before anything changes, nodes where the upgrade would install a package older than the one
+    they run (a kubelet upgraded there by hand, a newer patch): bootstrap's packages phase decides it
+    (``Packages.downgrade_finding``, the pins at the target). A node that does not answer is the engine's
+    to report, as every other failure."""
+    from clusterctl.bootstrap.apt_sources import upstream_part
+    from clusterctl.bootstrap.phases.packages import packages_at, refused_downgrades
+
+    def refusal(transport: Transport) -> Finding | None:
+        ctx = PhaseContext(inventory.host(transport.host.name), HostReader(transport, what="upgrade"), inventory)
+        return Packages().downgrade_finding(ctx, Packages().check(ctx))
+
+    findings = [f for f in runner.run_task(hosts, refusal, label="packages").values.values() if f is not None]
+    refused = refused_downgrades(findings)
+    if refused is None:
+        return
+    runs, pinned, fields = refused
+    pins = packages_at((p, f"{v} ({'--to' if p in PACKAGE_NAMES else fields.get(p, '')})") for p, v in pinned.items())
+    running = (KubernetesVersion.parse(upstream_part(v)) for f in findings
+               for p, v in f.evidence["running"].items() if p in PACKAGE_NAMES)
+    newest = max((v for v in running if v is not None), default=None)
+    stack = sorted({fields.get(p, "") for p in pinned if p not in PACKAGE_NAMES})
+    ways = "; ".join(([f"pick a target at least the version they run (clusterctl upgrade plan --to {newest.text})"]
+                      if newest else []) + [f"set {field} to what they run" for field in stack])
+    raise UsageError(f"upgrade to {target.text} would downgrade what the nodes run, and does not: {runs}; the "
+                     f"upgrade installs {pins}. Nothing was changed.", hint=f"{ways[:1].upper()}{ways[1:]}.")
+
+
 def target_inventory(inventory: Inventory, target: KubernetesVersion) -> Inventory:
     """The inventory as the upgraded cluster has it: every host's Kubernetes pin at ``target``."""
     hosts = tuple(replace(h, stack=replace(h.stack, kubernetes=target.text)) for h in inventory.hosts)
@@ -589,6 +625,7 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
         report.notes.append(f"the inventory pins Kubernetes {pin}: set stack.kubernetes to {target.text} so that "
                             "'clusterctl bootstrap' keeps this version")
     _check_repository(runner, first, original, target, report)
+    _refuse_downgrades(runner, hosts, inventory, target)
     order = rollout_order(inventory, hosts)
     saved = store.run.get("cordoned_before") if store is not None and request.resume else None
     cordoned = frozenset(str(n) for n in saved) if isinstance(saved, list) else \

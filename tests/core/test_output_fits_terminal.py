@@ -116,6 +116,18 @@ def test_inventory_show_never_cuts_a_value(width: int) -> None:
     assert "control-plane,worker" in run.stdout
 
 
+def test_tune_nccl_sweep_table_cuts_no_header_and_no_value(
+        width: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    run = clusterctl("-i", DEMO, "tune-nccl", "--sweep")
+    assert run.exit_code == 0, run.output
+    # The sweep's table and its left-out note (the files after it are printed as they will be written).
+    lines = assert_fits("sweep:" + run.stdout.split("sweep:", 1)[1].split("\nnote:", 1)[0], width)
+    header = next(line for line in lines if "collective" in line)
+    assert "size range" in header and "gain (interval)" in header and "best" in header
+    assert any("allreduce" in line and "medium" in line and "defaults" in line for line in lines)
+
+
 def test_record_puts_the_replay_command_whole_on_a_line_of_its_own(width: int, tmp_path: Path) -> None:
     out = tmp_path / "a-rather-long-folder-name-for-the-recorded-replica-of-these-hosts"
     run = clusterctl("-i", DEMO, "-l", "gpu-a1", "record", "--out", out)

@@ -124,3 +124,22 @@ def test_a_bad_namespace_is_refused(tmp_path: Path) -> None:
     run = clusterctl("-i", DEMO, "dashboards", "--namespace", "Monitoring_1", "--out", tmp_path)
     assert run.exit_code == 2 and "--namespace" in run.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_the_bench_matrix_is_coloured_by_the_inventory_s_fabric_thresholds(tmp_path: Path,
+                                                                           demo_survey: dict[str, Any]) -> None:
+    site = tmp_path / "site.yaml"  # the demo, at a site whose links must reach 80% within a rack, 50% across
+    site.write_text(Path(DEMO).read_text().replace(
+        "    rate_gbps: 200\n", "    rate_gbps: 200\n    within_rack_min: 0.8\n    across_racks_min: 0.5\n", 1))
+    (tmp_path / "demo").symlink_to(Path(DEMO).parent / "demo")  # its profiles, named relative to the file
+    (tmp_path / "survey.json").write_text(json.dumps(demo_survey))
+    link = {"server": "gpu-a1", "server_hca": "mlx5_0", "client": "gpu-a2", "client_hca": "mlx5_0", "gbps": 170.0,
+            "expected_gbps": 200.0, "min_fraction": 0.8, "slow": False, "same_rack": True}
+    (tmp_path / "results.json").write_text(json.dumps({"test": "ib_write_bw", "links": [link]}))
+    run = clusterctl("-i", site, "dashboards", "--survey", tmp_path / "survey.json", "--bench",
+                     tmp_path / "results.json", "--out", tmp_path / "out")
+    assert run.exit_code == 0, run.output
+    board = json.loads((tmp_path / "out" / "fabric.json").read_text())
+    (panel,) = [p for p in board["panels"] if p["title"].startswith("ib_write_bw between hosts: share")]
+    # 85% is green, as bench judged the link: not yellow under a default 90%.
+    assert [s["value"] for s in panel["fieldConfig"]["defaults"]["thresholds"]["steps"]] == [None, 0.5, 0.8]

@@ -32,7 +32,7 @@ class Answer:
 
 class SimulatedHost:
     def __init__(self, folder: Path, packages: dict[str, str], files: dict[str, bytes] | None = None,
-                 services: tuple[str, ...] = ()) -> None:
+                 services: tuple[str, ...] = (), repository: dict[str, list[str]] | None = None) -> None:
         from clusterctl.mock.machine import MockMachine
         from clusterctl.mock.profile import load_profile
 
@@ -41,7 +41,9 @@ class SimulatedHost:
         installed = "".join(f'      {name}: "{version}"\n' for name, version in packages.items())
         active = "".join(f"    {name}: {{active: true, enabled: true}}\n" for name in services)
         header = "hostname: sim\nsimulate: true\nmachine:\n  packages:\n    installed:\n"
-        (profile / "profile.yaml").write_text(header + installed + ("  services:\n" + active if services else ""))
+        offered = "".join(f"      {name}: {versions}\n" for name, versions in (repository or {}).items())
+        (profile / "profile.yaml").write_text(header + installed + ("    repository:\n" + offered if offered else "")
+                                              + ("  services:\n" + active if services else ""))
         self.machine = MockMachine.open(load_profile(str(profile)), folder / "state", "sim")
         for path, data in (files or {}).items():
             self.machine.host.fs.write(path.format(root=""), data.replace(b"{root}", b""))

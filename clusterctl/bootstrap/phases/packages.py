@@ -68,6 +68,27 @@ def packages_at(pairs: Iterable[tuple[str, str]]) -> str:
     return "; ".join(f"{', '.join(packages)} {version}" for version, packages in by_version.items())
 
 
+def refused_downgrades(findings: Iterable[Finding]) -> tuple[str, dict[str, str], dict[str, str]] | None:
+    """What ``DOWNGRADE_REFUSED`` findings say together, for one paragraph: the hosts grouped by what they
+    run (``gpu-a[1-3] run kubelet, kubeadm, kubectl 1.36.3-1.1``), each package's pin and the field that
+    pins it; ``None``: no downgrade was refused."""
+    from clusterctl.hostlist import compress
+
+    groups: dict[str, list[str]] = {}
+    pinned: dict[str, str] = {}
+    fields: dict[str, str] = {}
+    for finding in findings:
+        if finding.code != DOWNGRADE_REFUSED or not finding.host:
+            continue
+        groups.setdefault(packages_at(finding.evidence.get("running", {}).items()), []).append(finding.host)
+        pinned.update(finding.evidence.get("pinned", {}))
+        fields.update(finding.evidence.get("fields", {}))
+    if not groups:
+        return None
+    return "; ".join(f"{compress(hosts)} run{'s' if len(hosts) == 1 else ''} {running}"
+                     for running, hosts in groups.items()), pinned, fields
+
+
 def _key_bytes(repo: AptRepo) -> bytes | None:
     if not repo.key_file:
         return None
@@ -116,19 +137,16 @@ class Packages(Phase[PackageFacts]):
         if state.os_id is not None and not family & set(APT_FAMILIES):
             out.append(Finding(Severity.ERROR, "OS_UNSUPPORTED", f"{state.os_id}: the packages phase needs apt",
                                host=ctx.host.name))
+        downgrade = self.downgrade_finding(ctx, state)
+        return out + ([downgrade] if downgrade else [])
+
+    def downgrade_finding(self, ctx: PhaseContext, state: PackageFacts) -> Finding | None:
+        """THE decision whether installing the pins would take a package the host runs back to an older
+        version (after ``upgrade apply``, or a newer package put there by hand): ``DOWNGRADE_REFUSED``
+        unless the user asked for it (``DOWNGRADE``); ``None``: no downgrade. ``upgrade`` asks it too."""
         older = self._downgrades(ctx, state)
-        if older:
-            out.append(self._downgrade_finding(ctx, older))
-        return out
-
-    def _downgrades(self, ctx: PhaseContext, state: PackageFacts) -> list[tuple[Pin, str]]:
-        """The pins below what the host runs (after ``upgrade apply``, or a newer package put there by hand)."""
-        pins = wanted_packages(ctx.host.stack, ctx.inventory.bootstrap, gpus=ctx.host.gpus)
-        found = ((p, state.packages.get(p.package)) for p in pins)
-        return [(p, got.version) for p, got in found if got is not None and got.installed and p.downgrades(got.version)]
-
-    @staticmethod
-    def _downgrade_finding(ctx: PhaseContext, older: list[tuple[Pin, str]]) -> Finding:
+        if not older:
+            return None
         fields = {p.package: pin_field(ctx, p.package) for p, _ in older}
         runs = packages_at((p.package, version) for p, version in older)
         pins = packages_at((p.package, f"{p.upstream} ({fields[p.package]})") for p, _ in older)
@@ -141,6 +159,12 @@ class Packages(Phase[PackageFacts]):
                        "not downgraded unless asked", host=ctx.host.name, evidence=evidence,
                        fix="Set the pin to the version the host runs (as after 'clusterctl upgrade apply'), or "
                        "pass --allow-downgrade to go back to the pin.")
+
+    @staticmethod
+    def _downgrades(ctx: PhaseContext, state: PackageFacts) -> list[tuple[Pin, str]]:
+        pins = wanted_packages(ctx.host.stack, ctx.inventory.bootstrap, gpus=ctx.host.gpus)
+        found = ((p, state.packages.get(p.package)) for p in pins)
+        return [(p, got.version) for p, got in found if got is not None and got.installed and p.downgrades(got.version)]
 
     def plan(self, ctx: PhaseContext, state: PackageFacts) -> list[Change]:
         host = ctx.host.name

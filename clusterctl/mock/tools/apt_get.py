@@ -42,12 +42,13 @@ def _parse(args: list[str]) -> tuple[str | None, list[str], set[str]]:
 
 def _refused(out: str, options: set[str], *, held: bool, downgraded: bool = False) -> ToolResult | None:
     """apt's refusals before it changes anything: held packages changed, or a downgrade, without the option
-    that allows it (exit 100); no ``-y``: it asks, and with no terminal answers "Abort." (exit 1)."""
+    that allows it (exit 100), the downgrade first as apt-private/private-install.cc checks them; no ``-y``:
+    it asks, and with no terminal answers "Abort." (exit 1)."""
+    if downgraded and "--allow-downgrades" not in options:
+        return ToolResult(out + "E: Packages were downgraded and -y was used without --allow-downgrades.\n", "", 100)
     if held and "--allow-change-held-packages" not in options:
         return ToolResult(out + "E: Held packages were changed and -y was used without "
                           "--allow-change-held-packages.\n", "", 100)
-    if downgraded and "--allow-downgrades" not in options:
-        return ToolResult(out + "E: Packages were downgraded and -y was used without --allow-downgrades.\n", "", 100)
     if not options & {"-y", "--yes", "--assume-yes"}:
         return ToolResult(out + "Do you want to continue? [Y/n] Abort.\n", "", 1)
     return None
