@@ -113,8 +113,10 @@ def run_bootstrap(inventory: Inventory, hosts: Sequence[Host], runner: Runner, p
     def before_phase(failed: frozenset[str]) -> None:
         shared.failed_hosts = failed
 
+    survey = survey_digest(options.survey)
+
     def digest(host: Host) -> str:
-        return inputs_digest(inventory, host, options)
+        return inputs_digest(inventory, host, options, survey)
 
     settings = replace(settings, context=context, before_phase=before_phase, inputs_digest=digest, options=options)
     report = run_phases(inventory, hosts, runner, phases, settings)
@@ -140,24 +142,37 @@ def _not_verified(report: RunReport) -> str | None:
             "that host in the run, or run 'clusterctl bootstrap phase verify' afterwards)")
 
 
-def inputs_digest(inventory: Inventory, host: Host, options: RunOptions) -> str:
+def inputs_digest(inventory: Inventory, host: Host, options: RunOptions, survey: str) -> str:
     """What the phases plan from besides the host's answers: its inventory entry (without the line it
     is on: adding a host moves the others), the cluster-wide sections (without the hosts and the
     groups' member lists), the run's options (without the list of hosts), the saved survey's content
-    and clusterctl's version."""
+    (``survey``: ``survey_digest``, taken once per run) and clusterctl's version."""
     from clusterctl import __version__
 
     entry = replace(host, source=None)
     cluster = replace(inventory, hosts=(), groups={}, source=None)
     opts = replace(options, hosts=(), applying=False)
+    text = "\0".join((__version__, repr(entry), repr(cluster), repr(opts), survey))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def survey_digest(path: str | None) -> str:
+    """The saved survey's content as a digest (its content, not only its name: the labels come from
+    it), read in pieces and no further than the survey's input limit: ``--survey /dev/zero`` on a run
+    whose phases never read it must not read forever."""
+    from clusterctl.inputfile import LIMITS
+
     survey = hashlib.sha256()
-    if options.survey:  # its content, not only its name: the labels come from it
+    if path:
+        left = LIMITS["survey"] + 1
         try:
-            survey.update(Path(options.survey).expanduser().read_bytes())
+            with Path(path).expanduser().open("rb") as handle:
+                while left > 0 and (piece := handle.read(min(left, 1 << 20))):
+                    survey.update(piece)
+                    left -= len(piece)
         except OSError:
             survey.update(b"unreadable")
-    text = "\0".join((__version__, repr(entry), repr(cluster), repr(opts), survey.hexdigest()))
-    return hashlib.sha256(text.encode()).hexdigest()
+    return survey.hexdigest()
 
 
 def _survey_of_the_run(request: BootstrapRequest, store: ProgressStore) -> tuple[BootstrapRequest, str | None]:

@@ -82,3 +82,31 @@ def test_unchanged_hosts_are_confirmed_by_one_read_and_a_drifted_host_is_repaire
     again = _by_host(_bootstrap(inventory, tmp_path, "--yes"))
     assert _confirmed(again["gpu-b2"])
     assert "confirmed" not in again["gpu-b3"].values() and "changed" not in again["gpu-b3"].values()
+
+
+def test_a_survey_that_never_ends_is_read_no_further_than_its_limit(tmp_path: Path) -> None:
+    """``bootstrap phase kernel --survey /dev/zero`` on a re-run: the kernel phase never reads the survey,
+    but the re-run's record of what the phases plan from takes its content. That read stops at the
+    survey's input limit; it used to read /dev/zero whole, until the machine ran out of memory."""
+    import resource
+    import subprocess
+    import sys
+
+    from clirun import clusterctl_env
+
+    inventory = _inventory(tmp_path)
+    base = [sys.executable, "-m", "clusterctl", "-i", str(inventory), "bootstrap", "phase", "kernel",
+            "--state-dir", str(tmp_path / "state"), "--yes"]
+
+    def cap_memory() -> None:  # a regression then fails the run quickly, not the machine
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    def run(*more: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*base, *more], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                              env=clusterctl_env(tmp_path, COLUMNS="200"), preexec_fn=cap_memory)
+
+    first = run()
+    assert first.returncode == 0, first.stdout + first.stderr
+    again = run("--survey", "/dev/zero")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "nothing changed" in again.stdout
