@@ -75,17 +75,20 @@ def test_top_level_help_names_only_commands_that_exist() -> None:
     assert advertised and advertised <= existing
 
 
-def _tour() -> list[tuple[str, tuple[int, ...]]]:
-    """The tour's command lines, each with the exit codes it may end with: 0 or 1, or 2 where its
-    comment says "exit 2" (a refusal the tour shows on purpose)."""
+#: The tour's commands that change hosts or plan changes: on the demo each finishes its job (exit 0).
+CHANGING = ("bootstrap", "upgrade", "quarantine", "undo", "reset", "tune-nccl", "copy", "remove-node")
+
+
+def _tour() -> list[str]:
+    """The tour's command lines. Each may end with 0 or 1 ("done, with findings", or the refusal its
+    comment names), never 2: a line a user copies must not be a usage error or a refusal to act."""
     text = (REPO / "README.md").read_text()
     block = text.split("## A tour on the demo cluster", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
     lines = []
     for raw in block.splitlines():
-        line, _, comment = raw.partition("  #")
-        line = line.strip()
+        line = raw.partition("  #")[0].strip()
         if line and not line.startswith("#"):
-            lines.append((line, (2,) if comment.strip().startswith("exit 2") else (0, 1)))
+            lines.append(line)
     return lines
 
 
@@ -98,7 +101,7 @@ def test_the_readme_tour_works_as_written_on_a_fresh_checkout(  # type: ignore[n
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(time, "sleep", lambda seconds: None)  # perftest's settle time; mocks answer at once
     ran_any = 0
-    for line, codes in _tour():
+    for line in _tour():
         if line.startswith("export "):
             name, value = line[len("export "):].split("=", 1)
             monkeypatch.setenv(name, value)
@@ -108,7 +111,9 @@ def test_the_readme_tour_works_as_written_on_a_fresh_checkout(  # type: ignore[n
         words = [w for part in shlex.split(line) for w in (sorted(glob.glob(part)) if "*" in part else [part])]
         assert words[0] == "clusterctl"
         ran = cli(*words[1:])
-        assert ran.code in codes, f"{line}\n{ran.err}"
+        # What changes hosts, and its previews, finish the job on the demo: exit 1 there would be a step that failed.
+        changing = set(words[1:4]) & set(CHANGING)  # the command, after any global option and its value
+        assert ran.code in ((0,) if changing else (0, 1)), f"{line}\n{ran.err}"
         assert "internal error" not in ran.err and "Traceback" not in ran.err, line
         ran_any += 1
     assert ran_any >= 15
