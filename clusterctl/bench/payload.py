@@ -15,8 +15,8 @@ from clusterctl.plain_json import to_plain
 
 
 def perftest_record(result: PerftestResult) -> dict[str, Any]:
-    """One perftest output in JSON (``bench report``'s file, each side of a ``bench ib`` link): a summary,
-    and under ``parsed`` every field the parser read."""
+    """One perftest log in JSON (``bench report``'s file): a summary, and under ``parsed`` every field the
+    parser read."""
     record: dict[str, Any] = {
         "tool": "perftest", "test": result.test, "side": result.side, "device": result.device,
         "link_type": result.link_type, "gid_index": result.gid_index, "bidirectional": result.bidirectional,
@@ -70,9 +70,8 @@ def link_record(r: LinkResult) -> dict[str, Any]:
         "expected_gbps": r.expected_gbps, "bidirectional": r.bidirectional, "judged_gbps": r.judged_gbps,
         "link_type": r.link_type, "min_fraction": r.min_fraction, "same_rack": r.same_rack, "slow": r.slow,
         "error": r.error, "server_command": r.server_command, "client_command": r.client_command,
-        # Each side's output as its parser read it (None: no output, or one it could not read).
-        "client_result": perftest_record(r.client_result) if r.client_result else None,
-        "server_result": perftest_record(r.server_result) if r.server_result else None,
+        # Each side's output as its parser read it, bench report's "parsed" (None: none, or one it could not read).
+        "client_result": to_plain(r.client_result), "server_result": to_plain(r.server_result),
     }
 
 

@@ -23,8 +23,8 @@ def test_a_bandwidth_link_keeps_the_client_s_sweep_and_banner() -> None:
     client = record["client_result"]
     assert record["gbps"] == 196.8 and record["link_type"] == "IB" and record["server_result"] is None
     assert (client["side"], client["device"], client["printed_unit"]) == ("client", "mlx5_0", "Gb/sec")
-    assert len(client["rows"]) == 23 and client["rows"][0]["size_bytes"] == 2
-    assert ["Mtu", "4096[B]"] in client["parsed"]["banner_settings"]
+    assert len(client["bandwidth"]) == 23 and client["bandwidth"][0]["size_bytes"] == 2
+    assert ["Mtu", "4096[B]"] in client["banner_settings"]
 
 
 def test_a_latency_link_keeps_both_sides() -> None:
