@@ -79,6 +79,8 @@ class LinkResult:
     #: Each side's output as ``parse_perftest`` read it (``None``: none, or one it could not read).
     client_result: PerftestResult | None = field(default=None, repr=False, compare=False)
     server_result: PerftestResult | None = field(default=None, repr=False, compare=False)
+    #: Why the server's output could not be read (the parser names the line): the figure is then the client's alone.
+    server_parse_error: str | None = None
 
     @property
     def ok(self) -> bool:

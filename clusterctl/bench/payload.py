@@ -72,6 +72,7 @@ def link_record(r: LinkResult) -> dict[str, Any]:
         "error": r.error, "server_command": r.server_command, "client_command": r.client_command,
         # Each side's output as its parser read it, bench report's "parsed" (None: none, or one it could not read).
         "client_result": to_plain(r.client_result), "server_result": to_plain(r.server_result),
+        "server_parse_error": r.server_parse_error,
     }
 
 

@@ -21,7 +21,7 @@ from clusterctl.bench.judge import annotate
 from clusterctl.bench.model import HcaInfo, LinkResult
 from clusterctl.bench.schedule import Round
 from clusterctl.errors import ParseError, UsageError
-from clusterctl.facts.perftest import PerftestResult, parse_perftest
+from clusterctl.facts.perftest import parse_perftest
 from clusterctl.fanout import Runner
 from clusterctl.inventory.fabric import rdma_link_layer
 from clusterctl.inventory.model import Host
@@ -285,7 +285,12 @@ def _result(t: PlannedTest, state: _Started, client: CommandResult | Exception |
 
 def measure(base: LinkResult, client_text: str, server_text: str, exit_code: int) -> LinkResult:
     """Fill in the figure (or the error) from both sides' outputs."""
-    base = replace(base, client_output=client_text, server_result=_parse_quietly(server_text))
+    base = replace(base, client_output=client_text)
+    if server_text.strip():
+        try:
+            base = replace(base, server_result=parse_perftest(server_text))
+        except ParseError as exc:
+            base = replace(base, server_parse_error=str(exc))
     try:
         client = parse_perftest(client_text)
     except ParseError as exc:
@@ -300,15 +305,6 @@ def measure(base: LinkResult, client_text: str, server_text: str, exit_code: int
     figures = [v for v in (client.peak_gbps, server.peak_gbps if server and server.ok else None) if v is not None]
     # Both ends measure the same traffic; the lower figure is the honest one.
     return replace(base, gbps=min(figures) if figures else None)
-
-
-def _parse_quietly(text: str) -> PerftestResult | None:
-    if not text.strip():
-        return None
-    try:
-        return parse_perftest(text)
-    except ParseError:
-        return None
 
 
 def _exit_reason(code: int, text: str) -> str:

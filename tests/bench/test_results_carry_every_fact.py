@@ -58,3 +58,14 @@ def test_an_nccl_run_keeps_its_versions_network_partial_rows_and_the_host_s_nvli
     (gpu3,) = single["nvlinks"]  # the recording's GPU 3, two of its six links inactive
     assert single["host_gpus"] == 8 and gpu3["gpu_index"] == 3
     assert [lane["active"] for lane in gpu3["lanes"]].count(False) == 2
+
+
+def test_a_server_output_the_parser_cannot_read_is_named_not_dropped() -> None:
+    """The figure is then the client's alone, and the record says why the server's side is missing."""
+    client = read_fixture("perftest", "write_bw-hdr200-ib-a-sweep-client.txt")
+    record = link_record(measure(link("ib_write_bw"), client, "Segmentation fault\n", 0))
+    assert record["gbps"] == 196.8 and record["server_result"] is None
+    assert record["server_parse_error"] == ("cannot parse perftest output at line 1: no perftest banner, result "
+                                            "table or known error message: 'Segmentation fault'")
+    readable = link_record(measure(link("ib_write_bw"), client, "", 0))
+    assert readable["server_parse_error"] is None
