@@ -131,15 +131,11 @@ def is_quarantined(node: KubeNode) -> bool:
     return node.taint(TAINT_KEY) is not None or annotation("at") in node.annotations
 
 
-_OUT_OF_SERVICE = re.compile(rf"^(?:taint node (\S+) {re.escape(TAINT_KEY)}=|cordon node (\S+)$)")
+_QUARANTINED = re.compile(rf"^taint node (\S+) {re.escape(TAINT_KEY)}=")
 
 
 def nodes_taken_out(summaries: list[str]) -> list[str]:
-    """The nodes a journal's changes took out of service (clusterctl's taint, a cordon), by the summaries
-    ``taint`` and ``cordon`` give their changes: undoing those returns the nodes to service."""
-    found = []
-    for summary in summaries:
-        match = _OUT_OF_SERVICE.match(summary)
-        if match:
-            found.append(match.group(1) or match.group(2))
-    return list(dict.fromkeys(found))
+    """The nodes a journal's changes quarantined (clusterctl's taint, by the summary ``taint`` gives its
+    change): undoing it returns them to service, past release's checks. A cordon alone is not a
+    quarantine: an upgrade's or a drain's is undone without them."""
+    return list(dict.fromkeys(m.group(1) for m in map(_QUARANTINED.match, summaries) if m))

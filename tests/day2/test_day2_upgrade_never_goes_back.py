@@ -92,3 +92,17 @@ def test_undo_of_an_upgrade_reverts_the_cordon_and_names_what_it_leaves(bootstra
         == "1.36.3-1.1"
     nodes = clusterctl("-i", DEMO, "-o", "json", "upgrade", "plan", "--to", "1.36.3")
     assert {h["host"]: h["status"] for h in nodes.json()["hosts"]}["gpu-a1"] == "up to date"  # uncordoned
+
+
+def test_undo_of_an_upgrade_uncordons_a_node_release_would_refuse_without_calling_it_quarantined(
+        bootstrapped_demo: Path) -> None:
+    """gpu-a3's NVLink is down in the demo, so release's checks fail it; but its upgrade only cordoned it:
+    undoing that is not a return from quarantine (no checks, no "stays quarantined")."""
+    done = clusterctl("-i", DEMO, "-l", "gpu-a3", "-o", "json", "upgrade", "apply", "--to", "1.36.3", "--yes",
+                      "--skip-phases", "uncordon,network,gpu-addons", "--state-dir", bootstrapped_demo / "progress",
+                      "--ready-timeout", "2")
+    assert done.exit_code == 0, done.output
+    undone = clusterctl("-i", DEMO, "undo", "--yes", done.json()["undo_journal"])
+    assert undone.exit_code == 1, undone.output  # the kubeadm and apt steps it cannot put back, named
+    assert "quarantined" not in undone.output and "REFUSED" not in undone.output, undone.output
+    assert "gpu-a1: undid 'cordon node gpu-a3'" in undone.stdout.splitlines()  # through the control plane
