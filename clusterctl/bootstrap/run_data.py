@@ -15,8 +15,11 @@ from typing import TYPE_CHECKING
 from clusterctl.bootstrap.containerd_config import CERTS_DIR, CONFIG_PATH, DROPIN_DIR
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from clusterctl.bootstrap.cluster.settings import ClusterSettings
     from clusterctl.bootstrap.reset_journals import ResetJournals
+    from clusterctl.findings import Finding
     from clusterctl.saved_survey import SavedSurvey
     from clusterctl.secret import Secret
 
@@ -65,6 +68,10 @@ class RunOptions:
     #: ``bootstrap --allow-downgrade``: install a pin below the version a host runs; without it the
     #: packages phase refuses (``DOWNGRADE_REFUSED``, exit 2) and never passes ``--allow-downgrades``.
     allow_downgrade: bool = False
+    #: What the user of the command running the packages phase can do about the downgrades it refuses
+    #: (``DOWNGRADE_REFUSED`` findings -> their fix), worded by that command (``upgrade`` has no
+    #: ``--allow-downgrade``); ``None``: bootstrap's (move the pin, or ``--allow-downgrade``).
+    downgrade_fix: Callable[[Sequence[Finding]], str] | None = None
     #: Seconds to let the cluster converge before verify calls a node broken; ``None``: each phase's default.
     settle_s: float | None = None
     containerd: ContainerdPaths = field(default_factory=ContainerdPaths)

@@ -42,6 +42,7 @@ from clusterctl.bootstrap.cluster.kubeadm import APISERVER_MANIFEST, render_upgr
 from clusterctl.bootstrap.cluster.settings import KubernetesVersion, first_control_plane
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases.packages import APT_ENV, APT_LOCK, UPDATE, Packages
+from clusterctl.bootstrap.run_data import RunOptions
 from clusterctl.changes import MAKES_NO_TRACE, Change
 from clusterctl.cluster_access import FIRST, NoCluster, cluster_nodes, read_node, read_nodes
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
@@ -192,6 +193,9 @@ class Rollout:
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S
     ready_poll_s: float = READY_POLL_S
     assessed: dict[str, NodeAssessment] = field(default_factory=dict)
+    #: Each node's packages as the pre-check read them, before the run: its assessment's, and its kubeadm
+    #: phase's (the node's first change) until that phase takes them (one read, not three).
+    packages_read: dict[str, PackageFacts] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def at_target(self, version: str | None) -> bool:
@@ -204,7 +208,7 @@ class Rollout:
             known = self.assessed.get(name)
         if known is not None:
             return known
-        facts = NodePackages().check(ctx)
+        facts = self.packages_read.get(name) or NodePackages().check(ctx)
         packages = {n: facts.packages[n].version or "" for n in PACKAGE_NAMES
                     if n in facts.packages and facts.packages[n].installed}
         cp = read_control_plane(ctx.reader) if self.roles.get(name) != WORKER else None
@@ -293,7 +297,8 @@ class AptUpgrade(UpgradePhase):
 
     def check(self, ctx: PhaseContext) -> PackageFacts:
         self.rollout.assess(ctx)
-        return Packages().check(ctx)
+        read = self.rollout.packages_read.pop(ctx.host.name, None) if self.with_source else None
+        return read or Packages().check(ctx)
 
     def plan(self, ctx: PhaseContext, state: PackageFacts) -> list[Change]:
         sources = [c for c in Packages().plan(ctx, state) if c.summary.startswith(_SOURCE)] \
@@ -499,32 +504,43 @@ def _check_repository(runner: Runner, first: Host, inventory: Inventory, target:
                          "('clusterctl bootstrap artifacts').")
 
 
-def _refuse_downgrades(runner: Runner, hosts: Sequence[Host], inventory: Inventory, target: KubernetesVersion) -> None:
+def _refuse_downgrades(runner: Runner, hosts: Sequence[Host], inventory: Inventory,
+                       target: KubernetesVersion) -> dict[str, PackageFacts]:
     """Refuse, before anything changes, nodes where the upgrade would install a package older than the one
     they run (a kubelet upgraded there by hand, a newer patch): bootstrap's packages phase decides it
     (``Packages.downgrade_finding``, the pins at the target). A node that does not answer is the engine's
-    to report, as every other failure."""
-    from clusterctl.bootstrap.apt_sources import upstream_part
+    to report, as every other failure. Returns what it read, for the run (``Rollout.packages_read``)."""
     from clusterctl.bootstrap.phases.packages import packages_at, refused_downgrades
 
-    def refusal(transport: Transport) -> Finding | None:
+    def refusal(transport: Transport) -> tuple[PackageFacts, Finding | None]:
         ctx = PhaseContext(inventory.host(transport.host.name), HostReader(transport, what="upgrade"), inventory)
-        return Packages().downgrade_finding(ctx, Packages().check(ctx))
+        facts = Packages().check(ctx)
+        return facts, Packages().downgrade_finding(ctx, facts)
 
-    findings = [f for f in runner.run_task(hosts, refusal, label="packages").values.values() if f is not None]
+    read = runner.run_task(hosts, refusal, label="packages").values
+    findings = [f for _, f in read.values() if f is not None]
     refused = refused_downgrades(findings)
     if refused is None:
-        return
+        return {host: facts for host, (facts, _) in read.items()}
     runs, pinned, fields = refused
     pins = packages_at((p, f"{v} ({'--to' if p in PACKAGE_NAMES else fields.get(p, '')})") for p, v in pinned.items())
+    raise UsageError(f"upgrade to {target.text} would downgrade what the nodes run, and does not: {runs}; the "
+                     f"upgrade installs {pins}. Nothing was changed.", hint=downgrade_ways(findings))
+
+
+def downgrade_ways(findings: Sequence[Finding]) -> str:
+    """What the user of ``upgrade`` can do about nodes that run newer packages than it installs
+    (``DOWNGRADE_REFUSED`` findings): the pre-check's hint, and the packages phase's fix in the run."""
+    from clusterctl.bootstrap.apt_sources import upstream_part
+
+    fields = {p: f for finding in findings for p, f in finding.evidence["fields"].items()}
     running = (KubernetesVersion.parse(upstream_part(v)) for f in findings
                for p, v in f.evidence["running"].items() if p in PACKAGE_NAMES)
     newest = max((v for v in running if v is not None), default=None)
-    stack = sorted({fields.get(p, "") for p in pinned if p not in PACKAGE_NAMES})
+    stack = sorted({f for p, f in fields.items() if p not in PACKAGE_NAMES})
     ways = "; ".join(([f"pick a target at least the version they run (clusterctl upgrade plan --to {newest.text})"]
                       if newest else []) + [f"set {field} to what they run" for field in stack])
-    raise UsageError(f"upgrade to {target.text} would downgrade what the nodes run, and does not: {runs}; the "
-                     f"upgrade installs {pins}. Nothing was changed.", hint=f"{ways[:1].upper()}{ways[1:]}.")
+    return f"{ways[:1].upper()}{ways[1:]}."
 
 
 def target_inventory(inventory: Inventory, target: KubernetesVersion) -> Inventory:
@@ -625,13 +641,13 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
         report.notes.append(f"the inventory pins Kubernetes {pin}: set stack.kubernetes to {target.text} so that "
                             "'clusterctl bootstrap' keeps this version")
     _check_repository(runner, first, original, target, report)
-    _refuse_downgrades(runner, hosts, inventory, target)
+    read = _refuse_downgrades(runner, hosts, inventory, target)
     order = rollout_order(inventory, hosts)
     saved = store.run.get("cordoned_before") if store is not None and request.resume else None
     cordoned = frozenset(str(n) for n in saved) if isinstance(saved, list) else \
         frozenset(n.name for n in nodes.values() if n.unschedulable) - _left_cordoned(place, nodes)
     rollout = Rollout(target, first.name, {h.name: role for h, role in order}, nodes, cordoned,
-                      request.drain_timeout_s, request.ready_timeout_s, request.ready_poll_s)
+                      request.drain_timeout_s, request.ready_timeout_s, request.ready_poll_s, packages_read=read)
     for host, _ in order:
         node = nodes.get(host.name)
         if node is None:
@@ -654,7 +670,7 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
     settings = RunSettings(
         apply=request.apply, resume=request.resume, progress=store, on_phase=on_phase,
         options=run_options(inventory, run_hosts, [p for p in phases if isinstance(p, Phase)],
-                            BootstrapRequest(apply=request.apply)),
+                            BootstrapRequest(apply=request.apply, options=RunOptions(downgrade_fix=downgrade_ways))),
         batches=batches(order, request.max_unavailable), every_lock_or_none=True,
         journal=place.journal(f"upgrade {target.text}") if request.apply else None,
         resume_hint="clusterctl upgrade apply --resume --yes")

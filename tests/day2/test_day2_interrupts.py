@@ -149,8 +149,8 @@ UPGRADE_STEPS = [
     Cut("drain: cordon", "cordon gpu-a1"), Cut("drain: pods gone", "spec.nodeName=gpu-a1", 3),
     Cut("kubelet", "'kubelet=1.36.3-*'"),
     # The node phases read the host (their check) before they plan nothing on a patch upgrade; the
-    # packages probe was run by the kubeadm and kubelet phases and the first look at the node before.
-    Cut("packages", "dpkg --print-architecture", 4), Cut("containerd", "ctr plugins ls"),
+    # packages probe was run by the pre-check (the node's first phases use its read) and the kubelet phase.
+    Cut("packages", "dpkg --print-architecture", 3), Cut("containerd", "ctr plugins ls"),
     Cut("nvidia-runtime", "nvidia-ctk --version", 2), Cut("restart-kubelet", "systemctl restart kubelet"),
     # The nodes were read once before the run began.
     Cut("ready", "get nodes -o json", 2), Cut("uncordon", "uncordon gpu-a1"),

@@ -5,9 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from clirun import clusterctl
 from day2_helpers import DEMO, installed, mock_cluster_folder, set_fault, state_digest, unconfirmed
 from demo_cluster import KUBECTL, kubectl_apply, trainer_with_budget
+
+from clusterctl.transport.base import CommandResult, RunRequest
 
 
 def _run(*args: str | Path) -> Any:
@@ -168,3 +171,26 @@ def test_a_host_that_does_not_answer_fails_the_plan_and_stops_the_apply_before_a
     assert done.json()["stopped"].startswith("gpu-b2: lock: ")
     assert {h["status"] for h in done.json()["hosts"]} == {"not started"}
     assert installed(bootstrapped_demo, "gpu-a1", "kubeadm") == "1.36.2-1.1"
+
+
+def test_apply_reads_each_nodes_packages_once_then_once_after_each_package_change(
+        bootstrapped_demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pre-check's read (would the target downgrade a node?) is the one the node's first phases use;
+    only what changed the packages is read again."""
+    from clusterctl.mock.transport import MockTransport
+
+    asked: dict[str, list[str]] = {}
+    execute = MockTransport.execute
+
+    def recording(transport: MockTransport, request: RunRequest) -> CommandResult:
+        line = request.command
+        step = "read" if "dpkg-query -W" in line else "install" if "apt-get install" in line else ""
+        asked.setdefault(transport.host.name, []).extend([step] if step else [])
+        return execute(transport, request)
+
+    monkeypatch.setattr(MockTransport, "execute", recording)
+    done = _apply(bootstrapped_demo, "--to", "1.36.3")
+    assert done.exit_code == 0, done.output
+    assert sorted(asked) == ["gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b2", "gpu-b3"]
+    # kubeadm's install, kubelet's install: each read by the next phase, nothing read twice in between.
+    assert all(steps == ["read", "install", "read", "install", "read"] for steps in asked.values()), asked

@@ -13,7 +13,9 @@ change it leaves and why (kubeadm does not support downgrades), with a non-zero 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 from clirun import clusterctl
 from day2_helpers import DEMO, installed, mock_cluster_folder, state_digest
 
@@ -52,6 +54,37 @@ def test_a_node_running_a_newer_kubelet_than_the_target_is_refused_before_anythi
     assert done.exit_code == 0, done.output
     assert {installed(bootstrapped_demo, h, p) for h in ("gpu-a1", "gpu-b2") for p in ("kubeadm", "kubelet")} == \
         {"1.37.0-1.1"}
+
+
+def test_a_package_made_newer_after_the_pre_check_is_refused_with_what_upgrade_offers(
+        bootstrapped_demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # gpu-b2's containerd is installed newer by hand after the pre-check read the nodes: the packages
+    # phase refuses it inside the run, and its fix names what 'upgrade' offers, not bootstrap's option.
+    from clusterctl.bootstrap.phases.packages import Packages
+    from clusterctl.day2 import upgrade
+
+    pre_check, decide = upgrade._refuse_downgrades, Packages.downgrade_finding
+    refused: list[Any] = []
+
+    def then_installed_by_hand(*args: Any) -> Any:
+        read = pre_check(*args)
+        _installed_by_hand(bootstrapped_demo, "gpu-b2", "containerd.io", "2.3.9-1")
+        return read
+
+    def recorded(phase: Packages, *args: Any) -> Any:
+        found = decide(phase, *args)
+        refused.extend([found] if found is not None else [])
+        return found
+
+    monkeypatch.setattr(upgrade, "_refuse_downgrades", then_installed_by_hand)
+    monkeypatch.setattr(Packages, "downgrade_finding", recorded)
+    done = clusterctl("-i", DEMO, "upgrade", "apply", "--to", "1.36.3", "--yes", "--state-dir",
+                      bootstrapped_demo / "progress", "--ready-timeout", "2")
+    assert done.exit_code == 1, done.output
+    assert "gpu-b2: phase packages: runs containerd.io 2.3.9-1, newer than the inventory's pins" in done.stderr
+    assert [(f.host, f.code, f.fix) for f in refused] == \
+        [("gpu-b2", "DOWNGRADE_REFUSED", "Set stack.containerd to what they run.")]
+    assert installed(bootstrapped_demo, "gpu-b2", "containerd.io") == "2.3.9-1"
 
 
 def test_undo_of_an_upgrade_reverts_the_cordon_and_names_what_it_leaves(bootstrapped_demo: Path) -> None:

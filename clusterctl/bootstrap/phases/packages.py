@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from clusterctl.bootstrap.apt_sources import (
@@ -155,10 +156,12 @@ class Packages(Phase[PackageFacts]):
         if ctx.options.allow_downgrade:
             return Finding(Severity.WARNING, "DOWNGRADE", f"goes back from {runs} to the inventory's pins: {pins} "
                            "(--allow-downgrade)", host=ctx.host.name, evidence=evidence)
-        return Finding(Severity.ERROR, DOWNGRADE_REFUSED, f"runs {runs}, newer than the inventory's pins: {pins}; "
-                       "not downgraded unless asked", host=ctx.host.name, evidence=evidence,
-                       fix="Set the pin to the version the host runs (as after 'clusterctl upgrade apply'), or "
-                       "pass --allow-downgrade to go back to the pin.")
+        refused = Finding(Severity.ERROR, DOWNGRADE_REFUSED, f"runs {runs}, newer than the inventory's pins: "
+                          f"{pins}; not downgraded unless asked", host=ctx.host.name, evidence=evidence,
+                          fix="Set the pin to the version the host runs (as after 'clusterctl upgrade apply'), or "
+                          "pass --allow-downgrade to go back to the pin.")
+        fix = ctx.options.downgrade_fix
+        return refused if fix is None else replace(refused, fix=fix([refused]))
 
     @staticmethod
     def _downgrades(ctx: PhaseContext, state: PackageFacts) -> list[tuple[Pin, str]]:
