@@ -75,6 +75,20 @@ def wrap_width(console: Console) -> int:
     return 1 << 20
 
 
+def wrap_lines(text: str, width: int) -> str:
+    """``hanging`` for text whose lines are already its own (an error paragraph, an interrupt's report):
+    each line wrapped alone, its continuation 2 columns deeper than the line starts; a line that fits
+    is left as it is, so that off a terminal the text is unchanged."""
+    return "\n".join(hanging(line, width, len(line) - len(line.lstrip(" ")) + 2) for line in text.split("\n"))
+
+
+def stderr_width() -> int:
+    """``wrap_width`` of stderr, for what is written there without a command's console (errors)."""
+    from rich.console import Console
+
+    return wrap_width(Console(stderr=True))
+
+
 def print_wrapped(console: Console, text: str | Text, indent: int | str | None = None, *, first_indent: str = "",
                   style: str | None = None) -> None:
     """Print ``text`` (plain, never markup; or a styled ``Text``) wrapped at the console's width

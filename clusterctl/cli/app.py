@@ -448,5 +448,9 @@ def _interrupts_raise() -> Callable[[], None]:
 
 
 def _print_error(message: str) -> None:
-    prefix = "error: " if os.environ.get("NO_COLOR") or not sys.stderr.isatty() else "\x1b[1;31merror:\x1b[0m "
-    sys.stderr.write(prefix + visible(message) + "\n")
+    from clusterctl.terminal_layout import stderr_width, wrap_lines
+
+    text = wrap_lines("error: " + visible(message), stderr_width())
+    if not os.environ.get("NO_COLOR") and sys.stderr.isatty():
+        text = text.replace("error:", "\x1b[1;31merror:\x1b[0m", 1)
+    sys.stderr.write(text + "\n")

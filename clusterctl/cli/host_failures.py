@@ -55,6 +55,7 @@ def print_interrupted(exc: BaseException, *, output: str = "table") -> None:
 
     from clusterctl.fanout import FleetInterrupted
     from clusterctl.hostlist import compress
+    from clusterctl.terminal_layout import stderr_width, wrap_lines
     from clusterctl.wording import plural
 
     signal_name = getattr(exc, "signal_name", "SIGINT")
@@ -97,4 +98,4 @@ def print_interrupted(exc: BaseException, *, output: str = "table") -> None:
 
         sys.stdout.write(dump(record, output))
         sys.stdout.flush()
-    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.write(wrap_lines("\n".join(lines), stderr_width()) + "\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
@@ -103,7 +104,7 @@ def tune_nccl_command(
                           namespace=namespace, collectives=tuple(dict.fromkeys(collectives)))
     with app.runner() as runner:
         outcome = tune_nccl(runner, app.hosts(), request, inventory=app.inventory())
-    app.emit(_payload(outcome), lambda: _print_table(app, outcome, fmt, out, dry_run=dry_run))
+    app.emit(_payload(outcome), lambda: _print_table(app, outcome, fmt, out, dry_run=dry_run, bench=bench))
     for host, conflicts in outcome.site_conflicts.items():
         for c in conflicts:
             app.warn(f"{host}: /etc/nccl.conf line {c.line} (a site setting outside clusterctl's block) sets "
@@ -143,7 +144,8 @@ def _payload(outcome: TuneOutcome) -> dict[str, Any]:
     return payload
 
 
-def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | None, *, dry_run: bool = False) -> None:
+def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | None, *, dry_run: bool = False,
+                 bench: str | None = None) -> None:
     from clusterctl.terminal_layout import Column, print_table
 
     tuning, measured, files, pushed = outcome.tuning, outcome.measured, outcome.files, outcome.pushed
@@ -164,7 +166,11 @@ def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | Non
     for note in tuning.notes:
         app.note(note)
     if measured is not None:
-        _print_sweep(app, measured)
+        from clusterctl.nccl.tune.saved_sweep import SWEEP_FILE
+
+        # where the sweep's JSON lies: just written by --sweep --out, or read by --bench
+        saved = next((path for path in outcome.written if Path(path).name == SWEEP_FILE), None)
+        _print_sweep(app, measured, saved or (str(Path(bench) / SWEEP_FILE) if bench else None))
     for warning in list(tuning.warnings) + outcome.skipped:
         app.warn(warning)
     for problem in outcome.lint_problems:
@@ -191,7 +197,7 @@ def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | Non
             app.say(f"undo with: clusterctl undo {outcome.undo_journal}", soft_wrap=False)
 
 
-def _print_sweep(app: AppContext, measured: SweepResult) -> None:
+def _print_sweep(app: AppContext, measured: SweepResult, sweep_file: str | None) -> None:
     from clusterctl.terminal_layout import Column, print_table
 
     # The range and its best settings are what a user acts on: noise, then the baseline, go first.
@@ -205,3 +211,8 @@ def _print_sweep(app: AppContext, measured: SweepResult) -> None:
                                                   f"(a full grid would take {measured.full_grid_runs})")
     for note in measured.notes:
         app.note(note)
+    if measured.unread_rows:
+        runs = len({(r.collective, r.run) for r in measured.unread_rows})
+        where = f"'unread_rows' in {sweep_file}" if sweep_file else "'sweep.unread_rows' of -o json"
+        app.warn(f"{len(measured.unread_rows)} nccl-tests row(s) in {runs} run(s) could not be read (those runs "
+                 f"are judged without their sizes); the run, host and line of each: {where}")

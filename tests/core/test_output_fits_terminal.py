@@ -202,3 +202,50 @@ def test_survey_graph_files_are_never_broken(deep: Path) -> None:
     run = clusterctl("-i", DEMO, "-l", "gpu-a1", "survey", "--graph", deep / "graphs")
     lines = assert_fits(run, 80)
     assert "graph gpu-a1:" in lines and on_a_line_of_its_own(lines, deep / "graphs" / "gpu-a1.dot")
+
+
+# --- errors and an interrupted run's report, written on stderr, follow the same rule ------------
+
+def test_an_inventory_error_keeps_its_file_whole_on_a_line_of_its_own(deep: Path) -> None:
+    deep.mkdir(parents=True)
+    inventory = deep / "inventory.yaml"
+    inventory.write_text("hosts:\n  gpu-a1:\n    address: 10.0.0.1\n    port: seventy\n")
+    run = clusterctl("-i", inventory, "inventory", "show")
+    assert run.exit_code == 2 and run.stdout == "", run.output
+    lines = assert_fits(run.stderr, 80)
+    assert lines[0] == "error:" and on_a_line_of_its_own(lines, f"{inventory}:4:"), run.stderr
+    assert all(line.startswith("  ") for line in lines[1:]) and len(lines) > 2, run.stderr
+    assert " ".join(run.stderr.split()).endswith("not 'seventy'. SSH normally listens on port 22.")
+
+
+def test_an_error_off_a_terminal_stays_on_one_line_and_debug_shows_the_traceback(tmp_path: Path) -> None:
+    inventory = tmp_path / DEEP / "inventory.yaml"
+    inventory.parent.mkdir(parents=True)
+    inventory.write_text("hosts:\n  gpu-a1:\n    port: seventy\n")
+    run = clusterctl("-i", inventory, "inventory", "show")
+    assert run.exit_code == 2 and run.stderr.startswith(f"error: {inventory}:3: field 'hosts.gpu-a1.port': ")
+    assert run.stderr.count("\n") == 1, run.stderr  # a log or a grep gets the paragraph as one line
+    debug = clusterctl("--debug", "-i", inventory, "inventory", "show")
+    assert debug.exit_code == 2 and "Traceback (most recent call last)" in debug.stderr
+    assert debug.stderr.endswith(run.stderr), debug.stderr
+
+
+def test_an_interrupted_bootstrap_puts_the_undo_command_whole_on_a_line_of_its_own(
+        deep: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import signal
+
+    from clusterctl.bootstrap.phases.packages import Packages
+
+    plan = Packages.plan
+
+    def plan_then_ctrl_c(self: Packages, ctx: object, state: object) -> object:
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C once the kernel phase has changed the host
+        return plan(self, ctx, state)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Packages, "plan", plan_then_ctrl_c)
+    run = clusterctl("-i", DEMO, "-l", "gpu-a1", "bootstrap", "--yes", "--state-dir", deep / "state")
+    assert run.exit_code == 130 and "interrupted (SIGINT)" in run.stderr, run.output
+    lines = assert_fits(run, 80)
+    (journal,) = (deep / "state" / "undo").glob("bootstrap-*.json")
+    assert on_a_line_of_its_own(lines, f"clusterctl undo {journal}"), run.stderr

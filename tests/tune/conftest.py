@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,14 @@ from fixture_files import FIXTURES as FIXTURES_ROOT
 
 from clusterctl.facts.model import NetDevice, RDMADevice, RDMAPort
 from clusterctl.facts.topo import parse_topo
+from clusterctl.fanout import Runner
+from clusterctl.inventory.model import Host, Inventory
+from clusterctl.mock.transport import MockTransport
+from clusterctl.nccl.tune.bench_measure import bench_measure
+from clusterctl.nccl.tune.candidates import Candidate
 from clusterctl.nccl.tune.inputs import TuneHost, nics_from_facts
+from clusterctl.nccl.tune.sweep import run_sweep
+from clusterctl.nccl.tune.sweep_result import SweepResult
 
 FIXTURES = FIXTURES_ROOT
 HERE = Path(__file__).resolve().parent
@@ -68,3 +76,30 @@ def make_hgx() -> object:
 @pytest.fixture
 def make_roce_host() -> object:
     return roce_host
+
+
+#: What the sweep on a mock host measures: ``profiles/sweep`` answers each differently.
+MOCK_SWEEP_CANDIDATES = (Candidate((("NCCL_ALGO", "Tree"),)), Candidate((("NCCL_BUFFSIZE", "8388608"),)),
+                         Candidate((("NCCL_NTHREADS", "256"),)))
+
+
+def sweep_on_mock_host(profile: str) -> tuple[SweepResult, list[str]]:
+    """The sweep of MOCK_SWEEP_CANDIDATES on one mock host replaying ``profiles/<profile>``, through
+    the sweep's own measuring code; its result and the nccl-tests command lines in the order they ran."""
+    host = Host(name="sweep-host", transport="mock", profile=str(HERE / "profiles" / profile))
+    commands: list[str] = []
+
+    def connect(h: Host, _timeout: float) -> MockTransport:
+        transport = MockTransport(h)
+        transport.history = commands
+        return transport
+
+    with Runner(connect, parallel=1, timeout_s=30) as runner:
+        result = run_sweep(bench_measure(runner, Inventory("sweep", (host,)), [host]), MOCK_SWEEP_CANDIDATES,
+                           nccl_version="2.21.5")
+    return result, [c for c in commands if "all_reduce_perf" in c]
+
+
+@pytest.fixture
+def mock_sweep() -> Callable[[str], tuple[SweepResult, list[str]]]:
+    return sweep_on_mock_host

@@ -6,18 +6,15 @@ it against a mock host whose fake all_reduce_perf answers depend on the NCCL env
 
 from __future__ import annotations
 
+import json
 import math
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
 
 from clusterctl.errors import UsageError
-from clusterctl.fanout import Runner
-from clusterctl.inventory.model import Host, Inventory
-from clusterctl.mock.transport import MockTransport
-from clusterctl.nccl.tune.bench_measure import bench_measure
 from clusterctl.nccl.tune.candidates import Candidate, candidate_space, lint_validator, socket_candidates
 from clusterctl.nccl.tune.derive import Tuning
 from clusterctl.nccl.tune.render import render_files, tuner_rows
@@ -26,7 +23,8 @@ from clusterctl.nccl.tune.sweep import run_sweep
 from clusterctl.nccl.tune.sweep_result import RangeOutcome, SweepResult, range_of
 from clusterctl.nccl.versions import parse_version
 
-PROFILE = Path(__file__).resolve().parent / "profiles" / "sweep"
+#: A mock sweep on ``profiles/<name>``: its result and nccl-tests command lines (conftest.py).
+MockSweep = Callable[[str], tuple[SweepResult, list[str]]]
 SIZES = [8 << i for i in range(31)]  # 8 B .. 8 GiB, as tune-nccl --sweep measures
 TREE = Candidate((("NCCL_ALGO", "Tree"),))
 TREE_LL = Candidate((("NCCL_ALGO", "Tree"), ("NCCL_PROTO", "LL")))
@@ -191,25 +189,42 @@ def test_socket_candidates_stay_within_ncclss_socket_limit() -> None:
         assert threads <= 16 and threads * socks <= 64
 
 
-def test_against_a_mock_host_with_real_nccl_tests_output() -> None:
-    host = Host(name="sweep-host", transport="mock", profile=str(PROFILE))
-    commands: list[str] = []
-
-    def connect(h: Host, _timeout: float) -> MockTransport:
-        transport = MockTransport(h)
-        transport.history = commands
-        return transport
-
-    candidates = [TREE, BUFF, Candidate((("NCCL_NTHREADS", "256"),))]
-    with Runner(connect, parallel=1, timeout_s=30) as runner:
-        result = run_sweep(bench_measure(runner, Inventory("sweep", (host,)), [host]), candidates,
-                           nccl_version="2.21.5")
-    runs = [c for c in commands if "all_reduce_perf" in c]
+def test_against_a_mock_host_with_real_nccl_tests_output(mock_sweep: MockSweep) -> None:
+    result, runs = mock_sweep("sweep")
     assert len(runs) == result.runs_used <= 120
     assert "NCCL_" not in runs[0]
     assert {(s.name, s.value) for s in result.settings} == {("NCCL_ALGO", "Tree")}
     # NCCL_BUFFSIZE=8388608's large messages are -1..+6%: within the noise, never kept
     assert all(s.name != "NCCL_BUFFSIZE" for s in result.settings)
+    assert result.unread_rows == ()
+
+
+def test_rows_nccl_tests_parser_could_not_read_reach_the_saved_sweep(tmp_path: Path, mock_sweep: MockSweep) -> None:
+    result, runs = mock_sweep("sweep-row-cut")
+    intact, _ = mock_sweep("sweep")
+    # the row left out does not change what the sweep decides (only figures of the runs lacking it move)
+    assert [(s.name, s.value) for s in result.settings] == [(s.name, s.value) for s in intact.settings]
+    assert [(r.collective, r.range, r.best_label, r.significant) for r in result.ranges] == \
+        [(r.collective, r.range, r.best_label, r.significant) for r in intact.ranges]
+    # every run answered with base-1-row-cut.txt (the first of each three defaults-like answers)
+    # names the 268435456-byte row, cut short on line 42 of its output
+    defaults_like = [(i, c) for i, c in enumerate(runs, start=1) if "Tree" not in c and "BUFFSIZE" not in c]
+    cut = defaults_like[::3]
+    assert [(r.run, r.config) for r in result.unread_rows] == \
+        [(i, "NCCL_NTHREADS=256" if "NCCL_NTHREADS" in c else "defaults") for i, c in cut]
+    assert {r.config for r in result.unread_rows} == {"defaults", "NCCL_NTHREADS=256"}
+    for row in result.unread_rows:
+        assert (row.collective, row.host, row.line) == ("allreduce", "sweep-host", 42)
+        assert "10 columns" in row.message and "13" in row.message
+    save_sweep(result, str(tmp_path))
+    saved = json.loads((tmp_path / "sweep.json").read_text())
+    assert saved["unread_rows"][0] == {"collective": "allreduce", "config": "defaults", "run": 1,
+                                       "host": "sweep-host", "line": 42, "message": result.unread_rows[0].message}
+    assert load_sweep(str(tmp_path)) == result
+    # a sweep saved before the unread rows were kept still reads back for --bench
+    del saved["unread_rows"]
+    (tmp_path / "sweep.json").write_text(json.dumps(saved))
+    assert load_sweep(str(tmp_path)).unread_rows == ()
 
 
 def test_the_tuning_adds_what_the_topology_makes_worth_measuring() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ from clirun import clusterctl
 
 from clusterctl.nccl.lint import lint_settings
 from clusterctl.nccl.sources import read_settings
+from clusterctl.nccl.tune.saved_sweep import save_sweep
+from clusterctl.nccl.tune.sweep_result import SweepResult
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "inventories" / "demo.yaml"
@@ -170,3 +173,21 @@ def test_push_takes_the_host_lock_and_leaves_a_host_another_run_holds_untouched(
     assert forced.exit_code == 0, forced.output
     assert "BEGIN clusterctl tune-nccl" in read("gpu-a1", "/etc/nccl.conf")
     assert read("gpu-a1", DEFAULT_LOCK_PATH) == ""
+
+
+def test_a_sweep_says_how_many_nccl_tests_lines_it_could_not_read_and_where_they_are(
+        demo_survey: Path, tmp_path: Path, mock_sweep: Callable[[str], tuple[SweepResult, list[str]]]) -> None:
+    # profiles/sweep-row-cut: a row of every third defaults-like run cannot be read
+    measured, _ = mock_sweep("sweep-row-cut")
+    save_sweep(measured, str(tmp_path))
+    saved = tmp_path / "sweep.json"
+    result = clusterctl("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey), "--bench", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    runs = len(measured.unread_rows)  # one cut row per such run
+    assert f"{runs} nccl-tests row(s) in {runs} run(s) could not be read" in said
+    assert f"'unread_rows' in {saved}" in said
+    as_json = clusterctl("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey), "--bench", str(tmp_path),
+                         "-o", "json")
+    unread = json.loads(as_json.stdout)["sweep"]["unread_rows"]
+    assert len(unread) == runs and unread[0]["line"] == 42 and unread[0]["host"] == "sweep-host"

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from clusterctl.errors import ClusterctlError
-from clusterctl.nccl.tune.sweep_result import Measure
+from clusterctl.nccl.tune.sweep_result import Measure, MeasuredRun
 
 if TYPE_CHECKING:
     from clusterctl.bench.nccl_tests import NcclRun
@@ -24,10 +24,12 @@ def bench_measure(
     """
     from clusterctl.bench.nccl_tests import run_nccl_test
 
-    def measure(env: Mapping[str, str]) -> Mapping[int, float]:
+    def measure(env: Mapping[str, str]) -> MeasuredRun:
         full = {**(base_env or {}), **env}
         run = run_nccl_test(runner, hosts, op=op, env=full, multi_node=len(hosts) > 1, inventory=inventory)
-        return busbw_by_size(run)
+        unread = tuple((host_run.host, warning) for host_run in run.runs if host_run.result is not None
+                       for warning in host_run.result.warnings)
+        return MeasuredRun(busbw_by_size(run), unread)
 
     return measure
 

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from clusterctl.errors import UsageError
-from clusterctl.json_input import BadField, flag, join, mapping, number, text
+from clusterctl.json_input import BadField, flag, join, mapping, maybe, number, text
 from clusterctl.json_input import count as _whole
 from clusterctl.json_input import items as _all
 from clusterctl.nccl.tune.derive import TunedSetting
-from clusterctl.nccl.tune.sweep_result import SIZE_RANGES, RangeOutcome, SweepResult
+from clusterctl.nccl.tune.sweep_result import SIZE_RANGES, RangeOutcome, SweepResult, UnreadRow
 
 SWEEP_FILE = "sweep.json"
 _REMEDY = "--bench wants the --out folder of a --sweep; run the sweep again if the file was changed."
@@ -66,7 +66,7 @@ def sweep_from_json(data: Any) -> SweepResult:
     """The ``SweepResult`` of a saved sweep's JSON value, every field checked (``BadField`` if not)."""
     top = mapping(data, "", required=("budget", "runs_used", "full_grid_runs", "candidates_tried",
                                       "candidates_total", "ranges", "settings", "tuner_rows", "notes"),
-                  optional=("table", "confidence"))
+                  optional=("table", "confidence", "unread_rows"))
     return SweepResult(
         budget=_count(top["budget"], "budget"),
         runs_used=_count(top["runs_used"], "runs_used"),
@@ -79,6 +79,22 @@ def sweep_from_json(data: Any) -> SweepResult:
         notes=_items(top["notes"], "notes", text),
         table=_items(top.get("table", []), "table", _table_row),
         confidence=number(top.get("confidence", 0.0), "confidence", low=0.0, high=1.0),
+        # sweeps saved before the unread rows were kept have none
+        unread_rows=_items(top.get("unread_rows", []), "unread_rows", _unread_row),
+    )
+
+
+def _unread_row(value: Any, field: str) -> UnreadRow:
+    from clusterctl.nccl.tune.sweep import COLLECTIVES
+
+    r = mapping(value, field, required=("collective", "config", "run", "host", "line", "message"))
+    return UnreadRow(
+        collective=text(r["collective"], join(field, "collective"), choices=tuple(COLLECTIVES.values())),
+        config=text(r["config"], join(field, "config")),
+        run=_count(r["run"], join(field, "run")),
+        host=text(r["host"], join(field, "host")),
+        line=maybe(_count, r["line"], join(field, "line")),
+        message=text(r["message"], join(field, "message")),
     )
 
 

@@ -36,7 +36,15 @@ from clusterctl.nccl.grammar import PER_COLLECTIVE_SINCE
 from clusterctl.nccl.tune.candidates import TUNER_CSV_SINCE, Candidate, Validator, candidate_space, valid_only
 from clusterctl.nccl.tune.derive import TunedSetting, Tuning
 from clusterctl.nccl.tune.stats import Interval, mean_interval, welch_p_value
-from clusterctl.nccl.tune.sweep_result import SIZE_RANGES, Measure, RangeOutcome, SweepResult, range_levels
+from clusterctl.nccl.tune.sweep_result import (
+    SIZE_RANGES,
+    Measure,
+    MeasuredRun,
+    RangeOutcome,
+    SweepResult,
+    UnreadRow,
+    range_levels,
+)
 from clusterctl.nccl.versions import NcclVersion, try_parse_version
 
 #: nccl-tests binary stem -> the collective name NCCL's example tuner plugin reads.
@@ -120,11 +128,16 @@ class _Sequence:
     used: int = 0
     #: (config label or None for the baseline, levels)
     log: list[tuple[str | None, dict[str, float]]] = field(default_factory=list)
+    unread: list[UnreadRow] = field(default_factory=list)
 
     def run(self, candidate: Candidate | None) -> dict[str, float]:
-        levels = range_levels(self.measure(dict(candidate.env) if candidate else {}))
+        measured = self.measure(dict(candidate.env) if candidate else {})
+        run = measured if isinstance(measured, MeasuredRun) else MeasuredRun(measured)
+        levels = range_levels(run.busbw)
         self.log.append((candidate.label if candidate else None, levels))
         self.used += 1
+        self.unread.extend(UnreadRow(self.collective, candidate.label if candidate else "defaults", self.used, host,
+                                     warning.line, warning.message) for host, warning in run.unread)
         return levels
 
 
@@ -225,10 +238,12 @@ def run_sweep(
     intervals: dict[Candidate, dict[tuple[str, str], Interval]] = {}
     table: list[tuple[str, dict[str, float], int]] = []
     used = 0
+    unread: list[UnreadRow] = []
     for op, op_measure in measures.items():
         seq = _Sequence(COLLECTIVES[op], op_measure)
         result = _sweep_collective(seq, pool, plan, baseline_repeats, confidence)
         used += seq.used
+        unread.extend(seq.unread)
         outcomes.extend(result.outcomes)
         for (name, cand), interval in result.intervals.items():
             intervals.setdefault(cand, {})[(seq.collective, name)] = interval
@@ -251,6 +266,7 @@ def run_sweep(
         notes=tuple(dict.fromkeys(notes)),
         table=tuple(table),
         confidence=round(confidence, 6),
+        unread_rows=tuple(unread),
     )
 
 

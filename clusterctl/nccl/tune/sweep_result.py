@@ -7,6 +7,7 @@ import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from clusterctl.facts.model import ParseWarning
 from clusterctl.nccl.tune.derive import TunedSetting
 
 #: (name, smallest bytes, largest bytes or None = no limit): every measured size belongs to one.
@@ -18,8 +19,33 @@ SIZE_RANGES: tuple[tuple[str, int, int | None], ...] = (
 #: The tuner CSV's max_bytes for the open-ended range: the plugin reads it with strtoull into size_t.
 TUNER_MAX_BYTES = 18446744073709551615
 
-#: env -> bus bandwidth (GB/s) per message size in bytes, for one run on all hosts.
-Measure = Callable[[Mapping[str, str]], Mapping[int, float]]
+
+@dataclass(frozen=True)
+class MeasuredRun:
+    """One run on all hosts: bus bandwidth (GB/s) per message size in bytes, and what was not read."""
+
+    busbw: Mapping[int, float]
+    #: (host, the parser's warning naming the line of that host's nccl-tests output it could not read).
+    unread: tuple[tuple[str, ParseWarning], ...] = ()
+
+
+#: env -> one run's bus bandwidth per message size (or the whole ``MeasuredRun``).
+Measure = Callable[[Mapping[str, str]], Mapping[int, float] | MeasuredRun]
+
+
+@dataclass(frozen=True)
+class UnreadRow:
+    """A line of one sweep run's nccl-tests output the parser could not read: that run lacks its size."""
+
+    collective: str
+    #: The configuration measured: a candidate's label, or ``defaults``.
+    config: str
+    #: The run's place among its collective's runs, from 1, in the order they ran.
+    run: int
+    host: str
+    #: 1-based line of that run's output on ``host`` (``None``: the output as a whole).
+    line: int | None
+    message: str
 
 def range_of(size: int) -> str:
     for name, low, high in SIZE_RANGES:
@@ -79,3 +105,5 @@ class SweepResult:
     table: tuple[tuple[str, dict[str, float], int], ...] = ()
     #: The confidence level of each interval after the correction, e.g. 0.9992.
     confidence: float = 0.0
+    #: Every line of every run's output the nccl-tests parser could not read, in the order they ran.
+    unread_rows: tuple[UnreadRow, ...] = ()
