@@ -41,6 +41,12 @@ MAKES_FILE = "file:"
 #: ``reset`` leaves it to the cluster's own removal.
 MAKES_TEMPORARY = "temporary"
 
+#: ``Change.cannot_undo`` reasons several phases give.
+#: An object a phase put in the cluster's API (a manifest applied, a Helm release).
+STAYS_IN_CLUSTER = "it stays in the cluster until 'clusterctl reset' takes the cluster down"
+#: A folder a phase made for the files it writes.
+FOLDER_STAYS = "undo leaves the folder (empty once the files written into it are undone)"
+
 
 class ChangeKind(str, Enum):
     WRITE_FILE = "write file"
@@ -67,8 +73,10 @@ class Change:
     stdin_secret: Secret | None = None
     #: A shell line that reverts RUN_COMMAND where one exists ("swapon -a" for "swapoff -a").
     undo_command: str | None = None
-    #: Why nothing reverts RUN_COMMAND, where the phase knows ("kubeadm does not support downgrades"):
-    #: undo names the change with it and fails, rather than pass over what it leaves.
+    #: Why nothing reverts RUN_COMMAND, given where the change is planned ("kubeadm does not support
+    #: downgrades"): undo names the change with it and fails, rather than pass over what it leaves;
+    #: with ``makes=(MAKES_NO_TRACE,)`` it says why there is nothing to put back ("an evicted pod is
+    #: recreated by its controller") and does not fail (``not_undone``).
     cannot_undo: str | None = None
     sudo: bool = True
     timeout_s: float | None = None
@@ -524,13 +532,30 @@ def undo_step(transport: Transport, record: GateRecord, *, force: bool = False) 
         revert = Change.run(change.host, change.undo_command, summary=f"undo '{change.summary}'", sudo=change.sudo,
                             timeout_s=change.timeout_s)
         return UndoStep(revert, f"undid '{change.summary}'", f"would run: {change.undo_command}")
-    if change.cannot_undo:
-        cannot = f"cannot undo '{change.summary}': {change.cannot_undo}"
-    elif MAKES_NO_TRACE in change.makes:
-        cannot = f"nothing to undo: '{change.summary}' leaves nothing behind"
-    else:
-        cannot = f"'{change.summary}' cannot be undone automatically"
-    return UndoStep(None, cannot, cannot)
+    return UndoStep(None, not_undone(change), not_undone(change))
+
+
+#: Said of a change whose journal gives no reason (one written before changes gave theirs).
+NO_REASON = "no way back was recorded for it"
+
+
+def not_undone(change: Change) -> str:
+    """The one verdict on a command undo cannot revert, with its reason (``cannot_undo``).
+
+    A change that leaves nothing to put back (``MAKES_NO_TRACE``: a restart, an eviction, a list
+    refresh) is "nothing to undo" and does not fail undo; any other leaves its host different from
+    before the run, so "cannot undo" and undo exits 1: a script never takes a partial undo for a whole one.
+    """
+    if MAKES_NO_TRACE in change.makes:
+        why = f": {change.cannot_undo}" if change.cannot_undo else " leaves nothing behind"
+        return f"nothing to undo: '{change.summary}'{why}"
+    return f"cannot undo '{change.summary}': {change.cannot_undo or NO_REASON}"
+
+
+def undo_incomplete(lines: Sequence[str]) -> bool:
+    """Whether ``Gate.undo``'s lines leave something as the run made it (a change that failed, that
+    nothing reverts, or a file refused): the one test behind undo's exit 1 and the engine's put-back."""
+    return any(line.startswith(("failed", "cannot", "refused")) for line in lines)
 
 
 def _cleanup_command(cleanup: Sequence[Change]) -> str | None:

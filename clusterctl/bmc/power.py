@@ -1,8 +1,8 @@
 """``clusterctl power status|on|off|cycle``: hosts' power through their BMCs, each change through the one gate.
 
 A power action is a ``Change`` like any other (``redfish power on|off|cycle`` on the host's BMC):
-``--dry-run`` records it (the BMC is only read), an applied one is kept in the undo journal (it
-cannot be undone automatically: ``power on`` is the way back from ``power off``). The gate's
+``--dry-run`` records it (the BMC is only read), an applied one is kept in the undo journal (undo
+names it and does not switch power: ``power on`` is the way back from ``power off``). The gate's
 target for it is ``BmcTarget``, the host's BMC seen as a host whose only commands are these.
 
 Each action waits, bounded by the entry's ``power_timeout_s``, until the BMC reports the state
@@ -32,7 +32,7 @@ from clusterctl.bmc.redfish import (
     RedfishBmc,
     address_for,
 )
-from clusterctl.changes import Change, ChangeFailed, Gate
+from clusterctl.changes import MAKES_NO_TRACE, Change, ChangeFailed, Gate
 from clusterctl.errors import UsageError
 from clusterctl.inventory.bmc_section import bmc_for
 from clusterctl.secret import mask_text
@@ -124,8 +124,13 @@ def power_change(host: str, action: PowerAction, before: str, bmc_url: str, *, g
     what = {"on": "switch on", "off": "switch off", "cycle": "power-cycle"}[verb]
     how = " (graceful shutdown first)" if graceful and verb != "on" else ""
     command = f"{COMMAND} {verb}" + (" graceful" if graceful and verb != "on" else "")
-    return Change.run(host, command, summary=f"{what} {host} through its BMC {bmc_url}{how}", sudo=False,
-                      timeout_s=timeout_s)
+    summary = f"{what} {host} through its BMC {bmc_url}{how}"
+    if verb == "cycle":  # over once the host is on again, as it was
+        return Change.run(host, command, summary=summary, sudo=False, timeout_s=timeout_s, makes=(MAKES_NO_TRACE,),
+                          cannot_undo="a power cycle leaves the host on, as it was")
+    back = "off" if verb == "on" else "on"
+    return Change.run(host, command, summary=summary, sudo=False, timeout_s=timeout_s,
+                      cannot_undo=f"undo does not switch power: 'clusterctl power {back}' does")
 
 
 def bmc_config(inventory: Inventory, host: str) -> BmcConfig:

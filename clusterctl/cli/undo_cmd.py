@@ -21,7 +21,9 @@ file is restored from the backup kept on its host, a file that was new is remove
 only those hosts; with --dry-run, say what would be done and touch nothing.
 
 A change nothing can revert is named with the reason ("cannot undo 'kubeadm upgrade apply
-v1.36.3': ... kubeadm does not support downgrades") and undo exits 1. A file whose content is no
+v1.36.3': ... kubeadm does not support downgrades") and undo exits 1; one that leaves nothing to
+put back is named too ("nothing to undo: 'evict pod ...': an evicted pod is recreated by its
+controller, not brought back") and does not fail undo. A file whose content is no
 longer what the run wrote (edited by hand since) is left alone and reported as refused; a
 journal already used for a host is refused for it (replaying it would delete what was made
 since). --force does both anyway. It asks first, naming the hosts; --yes confirms without asking
@@ -50,6 +52,7 @@ def undo_command(
     skip_checks: bool = typer.Option(False, "--skip-checks", help="Return quarantined nodes to service without "
                                      "release's health and NCCL checks."),
 ) -> None:
+    from clusterctl.changes import undo_incomplete
     from clusterctl.cli.confirm import confirm_change
     from clusterctl.errors import UsageError
     from clusterctl.undo_journal import mark_journal_used, read_journal, undo_on_hosts
@@ -90,8 +93,7 @@ def undo_command(
             say_nothing_changed(app)
         print_failures(app, fleet)
 
-    app.emit(payload, human, failed=not fleet.ok or any(line.startswith(("failed", "cannot", "refused"))
-                                                        for o in fleet.outcomes for line in o.value or []))
+    app.emit(payload, human, failed=not fleet.ok or any(undo_incomplete(o.value or []) for o in fleet.outcomes))
 
 
 def _refuse_unhealthy_returns(app: AppContext, records: list[GateRecord], journal: str) -> None:

@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from clusterctl.bootstrap.cluster.kubeadm import MANIFESTS_DIR
-from clusterctl.changes import Change, GateRecord, HostGate
+from clusterctl.changes import MAKES_NO_TRACE, Change, GateRecord, HostGate
 from clusterctl.cluster_access import command_failed, not_usable, reason
 from clusterctl.engine.phase import Phase, PhaseContext, Wait
 from clusterctl.engine.progress import RunPlace
@@ -200,7 +200,8 @@ class RenewCertificates(PlacementPhase):
 
     def plan(self, ctx: PhaseContext, state: Placement) -> list[Change]:
         return [Change.run(ctx.host.name, "kubeadm certs renew all", summary="kubeadm certs renew all",
-                           timeout_s=300)]
+                           timeout_s=300, cannot_undo="kubeadm keeps no copy of the certificates it replaces: "
+                           "they stay renewed")]
 
 
 def _move_out(host: str, component: str, wait_s: int) -> Change:
@@ -215,7 +216,8 @@ def _move_out(host: str, component: str, wait_s: int) -> Change:
 def _move_back(host: str, component: str) -> Change:
     q = shlex.quote
     manifest, parked = q(f"{MANIFESTS_DIR}/{component}.yaml"), q(f"{PARKED_DIR}/{component}.yaml")
-    return Change.run(host, f"mv {parked} {manifest}", timeout_s=60,
+    return Change.run(host, f"mv {parked} {manifest}", timeout_s=60, makes=(MAKES_NO_TRACE,),
+                      cannot_undo="the manifest is back where it was before the run",
                       summary=f"start static pod {component}: its manifest back in {MANIFESTS_DIR}")
 
 

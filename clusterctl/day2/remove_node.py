@@ -56,6 +56,9 @@ from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import FailureKind, TransportError
 
+#: Why undo does not bring a removed node back.
+REJOIN = "a removed node comes back only by joining again ('clusterctl bootstrap')"
+
 if TYPE_CHECKING:
     from clusterctl.engine.run import RunReport
     from clusterctl.fanout import Runner
@@ -121,7 +124,7 @@ class EtcdMemberLeaves(Phase[None, PhaseContext]):
 
     def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
         return [Change.run(ctx.host.name, "kubeadm reset phase remove-etcd-member", timeout_s=180,
-                           summary="kubeadm reset phase remove-etcd-member")]
+                           summary="kubeadm reset phase remove-etcd-member", cannot_undo=REJOIN)]
 
 
 class DeadMemberRemoved(Phase["EtcdMember | None", PhaseContext]):
@@ -145,7 +148,8 @@ class DeadMemberRemoved(Phase["EtcdMember | None", PhaseContext]):
             return []
         label = state.name or ", ".join(state.peer_urls)
         return [Change.run(self.via, etcdctl(self.via, f"member remove {state.hex_id}"), timeout_s=60,
-                           summary=f"etcdctl member remove {state.hex_id} ({label}), in etcd-{self.via}")]
+                           summary=f"etcdctl member remove {state.hex_id} ({label}), in etcd-{self.via}",
+                           cannot_undo=REJOIN)]
 
 
 class DeleteNode(NodePhase):
@@ -157,7 +161,7 @@ class DeleteNode(NodePhase):
             return []
         name = ctx.host.name
         return [Change.run(self.via, kubectl(f"delete node {shlex.quote(name)} --ignore-not-found"),
-                           summary=f"kubectl delete node {name}")]
+                           summary=f"kubectl delete node {name}", cannot_undo=REJOIN)]
 
 
 def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,

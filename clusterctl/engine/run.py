@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord, HostGate
+from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord, HostGate, undo_incomplete
 from clusterctl.engine import lock as host_lock
 from clusterctl.engine.phase import Phase, PhaseContext, Wait
 from clusterctl.engine.progress import INTERRUPTED
@@ -535,7 +535,7 @@ def _put_back(runner: Runner, inflight: _InFlight, gate: Gate, report: RunReport
     for outcome in fleet.outcomes:
         if outcome.ok:
             if outcome.host.name in todo and \
-                    not any(line.startswith(("failed", "cannot", "refused")) for line in outcome.value or []):
+                    not undo_incomplete(outcome.value or []):
                 inflight.leave(outcome.host.name)  # undone: nothing of that phase is left for the journal
             lines = "; ".join(outcome.value or []) or "nothing was moved yet"
             report.notes.append(f"{outcome.host.name}: put back after the interrupt: {lines}")

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord, HostGate
+from clusterctl.changes import MAKES_NO_TRACE, Change, ChangeFailed, Gate, GateRecord, HostGate
 from clusterctl.cluster_access import read_node
 from clusterctl.engine.phase import Phase, PhaseContext, Wait
 from clusterctl.engine.run import HostPhaseResult, RunSettings, Status, run_phases
@@ -293,7 +293,8 @@ class _Healer:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         log = f"/var/tmp/nvidia-bug-report-{host.name}-{stamp}.log"
         bug = Change.run(host.name, f"nvidia-bug-report.sh --output-file {log}",
-                         summary=f"collect nvidia-bug-report on {host.name}", timeout_s=900)
+                         summary=f"collect nvidia-bug-report on {host.name}", timeout_s=900,
+                         cannot_undo=f"the report stays in {log}.gz, for the hardware ticket")
         _value, failure = self.on_host(lambda t: self.gate.submit(t, bug), "heal: nvidia-bug-report", 960)
         where = f"{host.name}:{log}.gz" if failure is None else f"not made ({failure})"
         tried = [f"  {s.step}: {s.result.value}{' - ' + s.detail if s.detail else ''}" for s in self.result.steps]
@@ -416,7 +417,8 @@ class Reboot(_ComesBack):
     description = "reboot over SSH, then wait for a new boot id and the node Ready"
 
     def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
-        return [Change.run(ctx.host.name, "systemctl reboot", summary=f"reboot {ctx.host.name}", timeout_s=30)]
+        return [Change.run(ctx.host.name, "systemctl reboot", summary=f"reboot {ctx.host.name}", timeout_s=30,
+                           makes=(MAKES_NO_TRACE,), cannot_undo="a reboot is over once the host is back")]
 
     def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
         try:
@@ -522,17 +524,24 @@ def read_persistence(transport: Transport | HostReader, gpu: int | None) -> dict
         return {}
 
 
+#: Why a GPU reset leaves nothing for undo.
+GPU_RESET_OVER = "a GPU reset is over once done"
+
+
 def gpu_reset(host: str, gpu: int | None, modes: Mapping[int, bool | None], timeout_s: float) -> GpuReset:
     """The reset of ``gpu`` (None: all), persistence mode off first where ``modes`` says it is on."""
     if gpu is None:
-        reset = Change.run(host, "nvidia-smi -r", summary=f"reset the GPUs of {host}", timeout_s=timeout_s)
+        reset = Change.run(host, "nvidia-smi -r", summary=f"reset the GPUs of {host}", timeout_s=timeout_s,
+                           makes=(MAKES_NO_TRACE,), cannot_undo=GPU_RESET_OVER)
         held = sorted(i for i, on in modes.items() if on)
     else:
-        reset = Change.run(host, f"nvidia-smi -r -i {gpu}", summary=f"reset GPU {gpu} of {host}", timeout_s=timeout_s)
+        reset = Change.run(host, f"nvidia-smi -r -i {gpu}", summary=f"reset GPU {gpu} of {host}", timeout_s=timeout_s,
+                           makes=(MAKES_NO_TRACE,), cannot_undo=GPU_RESET_OVER)
         held = [gpu] if modes.get(gpu) else []
     off = tuple(Change.run(host, f"nvidia-smi -pm 0 -i {i}", undo=f"nvidia-smi -pm 1 -i {i}", timeout_s=60,
                            summary=f"turn persistence mode off on GPU {i} of {host} for its reset") for i in held)
-    on = tuple(Change.run(host, f"nvidia-smi -pm 1 -i {i}", timeout_s=60,
+    on = tuple(Change.run(host, f"nvidia-smi -pm 1 -i {i}", timeout_s=60, makes=(MAKES_NO_TRACE,),
+                          cannot_undo="persistence mode is on again, as it was before the reset",
                           summary=f"turn persistence mode back on on GPU {i} of {host}") for i in held)
     return GpuReset(gpu, reset, off, on)
 

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from clusterctl.changes import Change, ChangeFailed, Gate
+from clusterctl.changes import MAKES_NO_TRACE, Change, ChangeFailed, Gate
 from clusterctl.cluster_access import read_pods
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kube_nodes import Pod, pods_command
@@ -202,7 +202,8 @@ def drain_or_why(transport: Transport, gate: Gate, node: str, options: DrainOpti
 
 def _eviction(transport: Transport, pod: Pod, node: str, options: DrainOptions) -> Change:
     return Change.run(transport.host.name, eviction_command(pod, options.grace_period_s),
-                      summary=f"evict pod {pod.ref} from node {node}", timeout_s=60)
+                      summary=f"evict pod {pod.ref} from node {node}", timeout_s=60, makes=(MAKES_NO_TRACE,),
+                      cannot_undo="an evicted pod is recreated by its controller, not brought back")
 
 
 def _wait_gone(transport: Transport, node: str, asked: list[Pod], report: DrainReport, options: DrainOptions,

@@ -227,3 +227,22 @@ def test_the_password_is_in_no_output_log_journal_or_argument_list(lab: Lab, tmp
     assert journals
     for blob in [out, err, *(j.read_bytes() for j in journals), *argv_seen]:
         assert PASSWORD.encode() not in blob and basic not in blob
+
+
+@pytest.mark.parametrize(("action", "before", "said"), [
+    ("off", "On", "cannot undo 'switch off gpu-a1 through its BMC https://bmc-a1': undo does not switch power: "
+                  "'clusterctl power on' does"),
+    ("on", "Off", "cannot undo 'switch on gpu-a1 through its BMC https://bmc-a1': undo does not switch power: "
+                  "'clusterctl power off' does"),
+    ("cycle", "On", "nothing to undo: 'power-cycle gpu-a1 through its BMC https://bmc-a1': a power cycle leaves the "
+                    "host on, as it was"),
+])
+def test_undo_names_a_power_action_and_fails_only_where_the_power_stays_changed(action: str, before: str,
+                                                                               said: str) -> None:
+    from clusterctl.bmc.power import PowerAction, power_change
+    from clusterctl.changes import not_undone, undo_incomplete
+
+    change = power_change("gpu-a1", PowerAction(action), before, "https://bmc-a1")
+    assert change is not None
+    assert not_undone(change) == said
+    assert undo_incomplete([said]) is (action != "cycle")

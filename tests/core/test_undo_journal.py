@@ -223,3 +223,38 @@ def test_a_log_with_foreign_or_cut_lines_still_gives_its_changes(tmp_path: Path)
         log.write('[1]\n"done"\n{"entry": "x"}\n{"entry": 9, "pend')
     (record,) = read_journal(journal.path).records
     assert record.change.path == str(target) and record.change.current is None
+
+
+def _command_entry(summary: str, **extra: Any) -> dict[str, Any]:
+    return {"host": "gpu-a1", "summary": summary, "kind": "run command", "sudo": True, "undo_command": None, **extra}
+
+
+RESTART = _command_entry("restart containerd", makes=["no-trace"])
+EVICTION = _command_entry("evict pod default/trainer-0 from node gpu-a1", makes=["no-trace"],
+                          cannot_undo="an evicted pod is recreated by its controller, not brought back")
+RENEW = _command_entry("kubeadm certs renew all",
+                       cannot_undo="kubeadm keeps no copy of the certificates it replaces: they stay renewed")
+#: A journal written before changes gave their reasons.
+NO_REASON = _command_entry("load br_netfilter now")
+
+
+@pytest.mark.parametrize(("changes", "code", "said"), [
+    ([RESTART, EVICTION], 0, ["gpu-a1: nothing to undo: 'evict pod default/trainer-0 from node gpu-a1': an evicted "
+                              "pod is recreated by its controller, not brought back",
+                              "gpu-a1: nothing to undo: 'restart containerd' leaves nothing behind"]),
+    ([EVICTION, RENEW], 1, ["gpu-a1: cannot undo 'kubeadm certs renew all': kubeadm keeps no copy of the "
+                            "certificates it replaces: they stay renewed",
+                            "gpu-a1: nothing to undo: 'evict pod default/trainer-0 from node gpu-a1': an evicted "
+                            "pod is recreated by its controller, not brought back"]),
+    ([NO_REASON], 1, ["gpu-a1: cannot undo 'load br_netfilter now': no way back was recorded for it"]),
+], ids=["nothing-left-behind", "certificates-stay-renewed", "old-journal-without-reason"])
+def test_undo_names_why_each_change_stays_and_fails_when_one_leaves_its_host_changed(
+        tmp_path: Path, changes: list[dict[str, Any]], code: int, said: list[str]) -> None:
+    from clirun import DEMO, clusterctl
+
+    journal = tmp_path / "undo" / "a-run.json"
+    journal.parent.mkdir()
+    journal.write_text(json.dumps({"kind": "clusterctl.undo", "version": 2, "command": "a run", "changes": changes}))
+    undone = clusterctl("-i", DEMO, "undo", journal, "--yes")
+    assert undone.exit_code == code, undone.output
+    assert [line for line in undone.output.splitlines() if line.startswith("gpu-a1: ")] == said

@@ -1,5 +1,5 @@
 """A dpkg lock held by another process (unattended-upgrades after boot) is waited for with a bound
-(apt's DPkg::Lock::Timeout), and an install that never happened gets no "cannot be undone" line."""
+(apt's DPkg::Lock::Timeout), and an install that never happened gets no "cannot undo" line."""
 
 from __future__ import annotations
 
@@ -49,4 +49,4 @@ def test_a_lock_held_past_the_wait_fails_without_a_bogus_rollback_line(tmp_path:
                             f"    stderr_text: \"{LOCK_HELD}\"\n")
     packages = next(r for r in report.results if r.phase == "packages")
     assert packages.status is Status.FAILED and "Could not get lock" in packages.message
-    assert not any("install" in line and "cannot be undone" in line for line in packages.rollback), packages.rollback
+    assert not any("install" in line and "cannot undo" in line for line in packages.rollback), packages.rollback

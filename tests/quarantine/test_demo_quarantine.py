@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +88,10 @@ def test_quarantine_drain_release_and_undo_on_the_demo(tmp_path: Path, monkeypat
     assert code == 1 and "REFUSED gpu-a3: stays quarantined: NVLINK" in out and "--skip-checks" in out, out
     assert node("gpu-a3")["spec"] == spec
     code, out = cli("undo", journal, "--skip-checks")
+    # The evicted pod is the only thing not put back, and nothing of it is left to put back: exit 0.
     assert code == 0, out
+    assert re.search(r"gpu-a1: nothing to undo: 'evict pod default/trainer-\S+ from node gpu-a3': an evicted pod is "
+                     "recreated by its controller, not brought back", out), out
     assert node("gpu-a3") == as_it_was
     assert "no node is quarantined" in cli("status")[1]
 

@@ -14,7 +14,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from clusterctl.bootstrap.cluster.settings import ClusterSettings, cluster_settings, first_control_plane
-from clusterctl.changes import MAKES_DIR, MAKES_IN_CLUSTER, Change, ChangeKind
+from clusterctl.changes import FOLDER_STAYS, MAKES_DIR, MAKES_IN_CLUSTER, STAYS_IN_CLUSTER, Change, ChangeKind
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import ADMIN_KUBECONFIG, kubectl
 from clusterctl.facts.kube_nodes import KubeNode
@@ -81,7 +81,7 @@ def apply_manifest(host: str, path: str, summary: str, *, makes: tuple[str, ...]
     """``kubectl apply -f PATH`` of a manifest a phase wrote on the host: what it makes lives in the
     cluster's API (reset takes it away with the cluster)."""
     return Change.run(host, kubectl(f"apply -f {shlex.quote(path)}"), summary=summary, timeout_s=timeout_s,
-                      makes=(MAKES_IN_CLUSTER, *makes))
+                      makes=(MAKES_IN_CLUSTER, *makes), cannot_undo=STAYS_IN_CLUSTER)
 
 
 def missing_dirs(ctx: PhaseContext, paths: list[str]) -> list[str]:
@@ -94,7 +94,8 @@ def mkdir_change(ctx: PhaseContext, folders: list[str]) -> list[Change]:
     if not folders:
         return []
     return [Change.run(ctx.host.name, "mkdir -p -m 0755 " + " ".join(shlex.quote(f) for f in folders),
-                       summary=f"create {', '.join(folders)}", makes=tuple(MAKES_DIR + f for f in folders))]
+                       summary=f"create {', '.join(folders)}", makes=tuple(MAKES_DIR + f for f in folders),
+                       cannot_undo=FOLDER_STAYS)]
 
 
 def with_folders(ctx: PhaseContext, changes: list[Change]) -> list[Change]:

@@ -45,7 +45,7 @@ from clusterctl.bootstrap.containerd_config import (
 )
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.run_data import ContainerdPaths
-from clusterctl.changes import MAKES_DIR, MAKES_NO_TRACE, Change, GateRecord
+from clusterctl.changes import FOLDER_STAYS, MAKES_DIR, MAKES_NO_TRACE, Change, GateRecord
 from clusterctl.errors import ParseError
 from clusterctl.facts.containerd import (
     ContainerdFacts,
@@ -186,7 +186,8 @@ class Containerd(Phase[ContainerdState]):
         config_dir = paths.config.rsplit("/", 1)[0] or "/"
         if state.facts.config is None:
             changes.append(Change.run(host, f"mkdir -p {shlex.quote(config_dir)}",
-                                      summary=f"create {config_dir}", makes=(MAKES_DIR + config_dir,)))
+                                      summary=f"create {config_dir}", makes=(MAKES_DIR + config_dir,),
+                                      cannot_undo=FOLDER_STAYS))
         changes.append(Change.write_file(host, paths.config, render_config(state.wanted), current=state.facts.config,
                                          summary=f"containerd config (version {state.wanted.version})"))
         for registry, mirrors in ctx.inventory.bootstrap.registry_mirrors:
@@ -194,7 +195,8 @@ class Containerd(Phase[ContainerdState]):
             current = state.facts.hosts_files.get(registry)
             if current is None:
                 changes.append(Change.run(host, f"mkdir -p {shlex.quote(path.rsplit('/', 1)[0])}",
-                                          summary=f"create the certs.d folder of {registry}"))
+                                          summary=f"create the certs.d folder of {registry}",
+                                          cannot_undo=FOLDER_STAYS))
             changes.append(Change.write_file(host, path, hosts_toml(registry, mirrors), current=current,
                                              summary=f"registry mirrors for {registry}"))
         facts = state.facts
@@ -216,7 +218,7 @@ class Containerd(Phase[ContainerdState]):
     def rollback(self, ctx: PhaseContext, records: Sequence[GateRecord]) -> list[Change]:
         # The old config is back (the gate restored it): containerd must run on it again.
         return [Change.run(ctx.host.name, ctx.options.containerd.restart, timeout_s=120,
-                           summary="restart containerd with the previous config")]
+                           summary="restart containerd with the previous config", makes=(MAKES_NO_TRACE,))]
 
 
 def _as_rendered(wanted: WantedContainerd) -> dict[str, Any]:

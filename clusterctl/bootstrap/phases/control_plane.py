@@ -190,7 +190,7 @@ class ControlPlane(Phase[ControlPlaneState]):
             changes.append(Change.run(
                 host.name, kubeadm.TOKEN_CREATE_COMMAND, summary=f"join token (30 min) for {', '.join(pending)}",
                 stdin_secret=kubeadm.render_cluster_op_config(settings, token=material.token),
-                makes=(MAKES_IN_CLUSTER,)))
+                makes=(MAKES_IN_CLUSTER, MAKES_NO_TRACE), cannot_undo="the token expires by itself in 30 minutes"))
         pending_cp = [n for n in pending if "control-plane" in inventory.host(n).roles]
         if pending_cp:
             material.certificate_key = kubeadm.new_certificate_key()
@@ -198,7 +198,7 @@ class ControlPlane(Phase[ControlPlaneState]):
                 host.name, kubeadm.UPLOAD_CERTS_COMMAND,
                 summary=f"upload control-plane certificates (2 h) for {', '.join(pending_cp)}",
                 stdin_secret=kubeadm.render_cluster_op_config(settings, certificate_key=material.certificate_key),
-                makes=(MAKES_IN_CLUSTER,)))
+                makes=(MAKES_IN_CLUSTER, MAKES_NO_TRACE), cannot_undo="the cluster deletes them by itself in 2 hours"))
         return cc.with_folders(ctx, changes)
 
     def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:

@@ -18,7 +18,7 @@ from clusterctl.bootstrap.cluster.addons import AddonPlan, addon_plan
 from clusterctl.bootstrap.cluster.settings import left_to_site
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
-from clusterctl.changes import MAKES_IN_CLUSTER, Change
+from clusterctl.changes import MAKES_IN_CLUSTER, STAYS_IN_CLUSTER, Change
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import HELM_LIST_COMMAND, HelmRelease, parse_helm_list
 from clusterctl.findings import Finding, Severity
@@ -101,7 +101,8 @@ class GpuAddons(ClusterWidePhase[AddonState]):
                                                  current=state.files.get(release.archive_path),
                                                  summary=f"chart archive {chart.chart}-{chart.version}"))
             changes.append(Change.run(host, release.command(), summary=f"helm upgrade --install {chart.release} "
-                                      f"({chart.chart} {chart.version})", timeout_s=900, makes=(MAKES_IN_CLUSTER,)))
+                                      f"({chart.chart} {chart.version})", timeout_s=900, makes=(MAKES_IN_CLUSTER,),
+                                      cannot_undo=STAYS_IN_CLUSTER))
         return cc.with_folders(ctx, changes)
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:

@@ -50,7 +50,8 @@ class Kernel(Phase[KernelFacts]):
         loaded = set(state.modules or ())
         for module in MODULES:
             if module not in loaded:
-                changes.append(Change.run(host, f"modprobe {shlex.quote(module)}", summary=f"load {module} now"))
+                changes.append(Change.run(host, f"modprobe {shlex.quote(module)}", summary=f"load {module} now",
+                                          cannot_undo="a loaded module stays loaded until the next boot"))
         changes.append(Change.write_file(host, SYSCTL_FILE, render("kernel/sysctl.conf.j2", settings=SYSCTLS),
                                          current=state.files.get(SYSCTL_FILE), summary="Kubernetes sysctls at boot"))
         wrong = {k: v for k, v in SYSCTLS.items() if state.sysctl.get(k) != v}

@@ -18,7 +18,7 @@ from clusterctl.bootstrap.cluster.network import NetworkPlan, network_plan
 from clusterctl.bootstrap.cluster.settings import left_to_site
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
-from clusterctl.changes import MAKES_CNI, MAKES_IN_CLUSTER, Change
+from clusterctl.changes import MAKES_CNI, MAKES_IN_CLUSTER, STAYS_IN_CLUSTER, Change
 from clusterctl.facts.kube import kubectl
 from clusterctl.findings import Finding, Severity
 
@@ -55,7 +55,7 @@ class Network(ClusterWidePhase[NetworkState]):
         for url in plan.remote_manifests:
             changes.append(Change.run(host, kubectl(f"apply --server-side --force-conflicts -f {shlex.quote(url)}"),
                                       summary=f"apply pinned {url.rsplit('/', 1)[-1]} ({plan.cni} {plan.version})",
-                                      timeout_s=300, makes=(MAKES_IN_CLUSTER,)))
+                                      timeout_s=300, makes=(MAKES_IN_CLUSTER,), cannot_undo=STAYS_IN_CLUSTER))
         # The CNI's DaemonSet writes its files on every node: reset reads from this which CNI is bootstrap's.
         changes.append(cc.apply_manifest(host, plan.rendered_path, f"apply {plan.cni} configuration", timeout_s=300,
                                          makes=(MAKES_CNI + plan.cni,)))

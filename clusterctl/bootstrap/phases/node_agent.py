@@ -143,7 +143,8 @@ class NodeAgentAccess(ClusterWidePhase[AccessState]):
         for gone in sorted(state.identities - set(nodes)):
             changes.append(Change.run(ctx.host.name, remove_identity_command(gone),
                                       summary=f"remove the node agent identity of {gone} (not in the inventory)",
-                                      makes=(MAKES_IN_CLUSTER,)))
+                                      makes=(MAKES_IN_CLUSTER,), cannot_undo="a host gone from the inventory "
+                                      "gets no identity back"))
         return cc.with_folders(ctx, changes)
 
     def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:

@@ -28,7 +28,7 @@ from clusterctl.bootstrap.apt_sources import (
 )
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases.preflight import APT_FAMILIES, stack_findings
-from clusterctl.changes import MAKES_NO_TRACE, MAKES_PACKAGE, Change
+from clusterctl.changes import FOLDER_STAYS, MAKES_NO_TRACE, MAKES_PACKAGE, Change
 from clusterctl.errors import UsageError
 from clusterctl.facts.packages import PackageFacts, packages_probe, parse_packages_probe
 from clusterctl.findings import Finding, Severity
@@ -177,7 +177,8 @@ class Packages(Phase[PackageFacts]):
             raise UsageError(f"{host}: /etc/os-release has no VERSION_CODENAME, needed for Docker's apt source")
         sources_changed = False
         if any(keyring_name(r, _key_bytes(r)) not in state.keyrings for r in self._repos(ctx, state)):
-            changes.append(Change.run(host, f"install -d -m 0755 {KEYRING_DIR}", summary="create the keyring folder"))
+            changes.append(Change.run(host, f"install -d -m 0755 {KEYRING_DIR}", summary="create the keyring folder",
+                                      cannot_undo=FOLDER_STAYS))
         for repo in self._repos(ctx, state):
             key = _key_bytes(repo)
             keyring = keyring_name(repo, key)
@@ -218,7 +219,8 @@ class Packages(Phase[PackageFacts]):
             install = f"{INSTALL} {DOWNGRADE}" if asked else INSTALL
             changes.append(Change.run(host, f"{install} {args}", env=APT_ENV, timeout_s=600 + APT_LOCK_WAIT_S,
                                       summary="install " + ", ".join(f"{p.package} {p.upstream}" for p in missing),
-                                      makes=absent))
+                                      makes=absent, cannot_undo="undo installs and removes no packages ('clusterctl "
+                                      "reset --purge-packages' purges those bootstrap installed)"))
         unheld = [p.package for p in pins if p.package not in state.holds]
         if unheld:
             names = " ".join(shlex.quote(n) for n in unheld)

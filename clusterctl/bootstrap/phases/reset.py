@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from clusterctl.bootstrap.cluster import kubeadm
 from clusterctl.bootstrap.cluster.settings import DEFAULT_CRI_SOCKET
@@ -34,7 +34,7 @@ from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.bootstrap.phases import reset_from_journal as rj
 from clusterctl.bootstrap.phases.packages import APT_ENV, APT_LOCK
-from clusterctl.changes import MAKES_ETCD_MEMBER, Change
+from clusterctl.changes import MAKES_ETCD_MEMBER, MAKES_NO_TRACE, Change, ChangeKind
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import ADMIN_KUBECONFIG
 from clusterctl.findings import Finding, Severity
@@ -58,6 +58,8 @@ CNI_FILES = {"calico": frozenset({"10-calico.conflist", "calico-kubeconfig"}),
 #: kubeadm's kubelet files: a /var/lib/kubelet with one of them is the one bootstrap's join made.
 KUBEADM_KUBELET_FILES = ("/var/lib/kubelet/config.yaml", "/var/lib/kubelet/kubeadm-flags.env")
 #: Finding codes (the run marks a host's journals used only when reset kept none of bootstrap's files).
+#: Why undo does not revert what reset did (a restart aside): bootstrap makes it again, nothing puts it back.
+TAKEN_FOR_GOOD = "reset takes it away for good: 'clusterctl bootstrap' makes it again"
 LEFT_IN_PLACE = "RESET_LEFT_IN_PLACE"
 KEPT_CHANGED = "RESET_KEPT_CHANGED"
 NO_JOURNAL = "RESET_NO_JOURNAL"
@@ -329,5 +331,7 @@ class Reset(Phase[ResetState]):
                 + " ".join(q(p) for p in state.packages), env=APT_ENV, timeout_s=600,
                 summary="purge the packages clusterctl bootstrap installed: " + ", ".join(state.packages)))
         if state.containerd_active and (state.containerd_backup or state.journal is not None):
-            changes.append(Change.run(host, ctx.options.containerd.restart, summary="restart containerd"))
-        return changes
+            changes.append(Change.run(host, ctx.options.containerd.restart, summary="restart containerd",
+                                      makes=(MAKES_NO_TRACE,)))
+        return [replace(c, cannot_undo=TAKEN_FOR_GOOD) if c.kind is ChangeKind.RUN_COMMAND
+                and MAKES_NO_TRACE not in c.makes else c for c in changes]
