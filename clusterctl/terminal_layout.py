@@ -146,6 +146,8 @@ class Fitted:
     left_out: tuple[str, ...]
     #: False: even the kept columns alone are wider than the terminal: print rows as blocks.
     as_table: bool
+    #: How narrow each column may be (``_needed``), by column index: the table's minimum widths.
+    needed: tuple[int, ...]
 
 
 def _overhead(columns: int, boxed: bool) -> int:
@@ -175,8 +177,8 @@ def fit(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], width: 
     fits = sum(needed[i] for i in shown) + _overhead(len(shown), boxed) <= width
     if not fits:
         # Printed as blocks, every column has room again: nothing is left out.
-        return Fitted(tuple(range(len(columns))), (), False)
-    return Fitted(tuple(shown), tuple(reversed(left_out)), True)  # named most important first
+        return Fitted(tuple(range(len(columns))), (), False, tuple(needed))
+    return Fitted(tuple(shown), tuple(reversed(left_out)), True, tuple(needed))  # named most important first
 
 
 def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], *,
@@ -195,7 +197,7 @@ def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequ
     for i in fitted.shown:
         column = columns[i]
         table.add_column(column.header, no_wrap=column.keep, overflow="fold", justify=column.justify,  # type: ignore[arg-type]
-                         min_width=_needed(column, [row[i] for row in rows]))
+                         min_width=fitted.needed[i])
     for row in rows:
         table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in (row[i] for i in fitted.shown)))
     console.print(table)
