@@ -35,10 +35,10 @@ JOURNAL_VERSION = 2
 #: Versions this clusterctl reads (``clusterctl undo`` takes a version-1 journal as it always did).
 READABLE_VERSIONS = (1, 2)
 #: Where journals go unless a command is told otherwise (next to bench's results).
-T = TypeVar("T")
+DEFAULT_FOLDER = Path("clusterctl-results") / "undo"
 #: A file's mode as a journal keeps it (``644``, ``0600``).
 _MODE = re.compile(r"[0-7]{1,4}")
-DEFAULT_FOLDER = Path("clusterctl-results") / "undo"
+T = TypeVar("T")
 
 
 def undoable(records: Sequence[GateRecord]) -> list[GateRecord]:

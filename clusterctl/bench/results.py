@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
 from clusterctl.findings import FINDINGS_SCHEMA_VERSION
-from clusterctl.writable import make_folder
+from clusterctl.writable import make_folder, replace_file
 
 if TYPE_CHECKING:
     from clusterctl.bench.ib_bench import IBBenchReport
@@ -80,8 +80,6 @@ def save_raw(folder: Path, name: str, text: str) -> Path:
 
 
 def save_results(folder: Path, payload: dict[str, Any]) -> Path:
-    from clusterctl.writable import replace_file
-
     path = folder / RESULTS_FILE
     replace_file(path, json.dumps({"schema_version": FINDINGS_SCHEMA_VERSION, **payload}, indent=2) + "\n")
     return path

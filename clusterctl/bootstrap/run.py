@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -113,10 +114,11 @@ def run_bootstrap(inventory: Inventory, hosts: Sequence[Host], runner: Runner, p
     def before_phase(failed: frozenset[str]) -> None:
         shared.failed_hosts = failed
 
-    survey = survey_digest(options.survey)
+    # Taken at the first host's digest, once: a run that keeps no record of its hosts never reads it.
+    survey = functools.cache(lambda: survey_digest(options.survey))
 
     def digest(host: Host) -> str:
-        return inputs_digest(inventory, host, options, survey)
+        return inputs_digest(inventory, host, options, survey())
 
     settings = replace(settings, context=context, before_phase=before_phase, inputs_digest=digest, options=options)
     report = run_phases(inventory, hosts, runner, phases, settings)

@@ -37,11 +37,11 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from clusterctl.bootstrap.apt_sources import chosen_repos, packages_index_url
+from clusterctl.bootstrap.apt_sources import chosen_repos, packages_index_url, upstream_part
 from clusterctl.bootstrap.cluster.kubeadm import APISERVER_MANIFEST, render_upgrade_config, upgrade_command
 from clusterctl.bootstrap.cluster.settings import KubernetesVersion, first_control_plane
 from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.bootstrap.phases.packages import APT_ENV, APT_LOCK, UPDATE, Packages
+from clusterctl.bootstrap.phases.packages import APT_ENV, APT_LOCK, UPDATE, Packages, packages_at, refused_downgrades
 from clusterctl.bootstrap.run_data import RunOptions
 from clusterctl.changes import MAKES_NO_TRACE, Change
 from clusterctl.cluster_access import FIRST, NoCluster, cluster_nodes, read_node, read_nodes
@@ -510,8 +510,6 @@ def _refuse_downgrades(runner: Runner, hosts: Sequence[Host], inventory: Invento
     they run (a kubelet upgraded there by hand, a newer patch): bootstrap's packages phase decides it
     (``Packages.downgrade_finding``, the pins at the target). A node that does not answer is the engine's
     to report, as every other failure. Returns what it read, for the run (``Rollout.packages_read``)."""
-    from clusterctl.bootstrap.phases.packages import packages_at, refused_downgrades
-
     def refusal(transport: Transport) -> tuple[PackageFacts, Finding | None]:
         ctx = PhaseContext(inventory.host(transport.host.name), HostReader(transport, what="upgrade"), inventory)
         facts = Packages().check(ctx)
@@ -531,8 +529,6 @@ def _refuse_downgrades(runner: Runner, hosts: Sequence[Host], inventory: Invento
 def downgrade_ways(findings: Sequence[Finding]) -> str:
     """What the user of ``upgrade`` can do about nodes that run newer packages than it installs
     (``DOWNGRADE_REFUSED`` findings): the pre-check's hint, and the packages phase's fix in the run."""
-    from clusterctl.bootstrap.apt_sources import upstream_part
-
     fields = {p: f for finding in findings for p, f in finding.evidence["fields"].items()}
     running = (KubernetesVersion.parse(upstream_part(v)) for f in findings
                for p, v in f.evidence["running"].items() if p in PACKAGE_NAMES)

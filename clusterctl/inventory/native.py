@@ -282,7 +282,9 @@ class _Reader(NodeReader):
 
     def check_known(self, entry: Entry, spec: dict[str, Any], path: str) -> None:
         """``entry``'s key is one of ``spec``'s; a host's own field set elsewhere is named as such."""
-        if entry.key in HOST_FIELDS and entry.key not in spec:
+        if entry.key in spec:  # the usual case, read for every field of every host: nothing to sort
+            return
+        if entry.key in HOST_FIELDS:
             raise self.error(f"'{entry.key}' can only be set on a host, not here.", line=entry.key_line, field=path)
         self.check_field(entry, sorted(spec), path)
 

@@ -14,7 +14,7 @@ PACKAGES = ("containerd", "containerd.io")
 
 
 def containerd_version(ctx: ToolContext) -> str:
-    return ctx.installed_version("containerd", "containerd.io") or "1.7.0"
+    return ctx.installed_version(*PACKAGES) or "1.7.0"
 
 
 def active(ctx: ToolContext) -> bool:
