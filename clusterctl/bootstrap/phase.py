@@ -52,3 +52,10 @@ class ClusterWidePhase(Phase[State]):
     role = "control-plane"
     once_per_cluster = True
     uses_cluster_settings = True
+
+    def not_needed(self, ctx: PhaseContext) -> str | None:
+        """What the inventory leaves to the site (its own CNI, its own GPU add-ons): ``settings.left_to_site``."""
+        from clusterctl.bootstrap.cluster.settings import left_to_site
+        from clusterctl.bootstrap.phases.cluster_common import settings
+
+        return left_to_site(self.name, settings(ctx), ctx.inventory.hosts)

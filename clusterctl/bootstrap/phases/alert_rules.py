@@ -99,7 +99,7 @@ class AlertRules(ClusterWidePhase[AlertState]):
         receiver = Change.write_file(host, RECEIVER_PATH, render_receiver_for(alerts, ctx.host.connect_address),
                                      current=state.receiver,
                                      summary="Alertmanager receiver for 'clusterctl remediate serve' (token file, TLS)")
-        changes = [c for c in (rules, wrapped, receiver) if not c.is_noop]
+        changes = [rules, wrapped, receiver]
         if state.operator and (not wrapped.is_noop or not state.applied):
             changes.append(cc.apply_manifest(host, PROMETHEUS_RULE_PATH, "apply the PrometheusRule"))
         return cc.with_folders(ctx, changes)

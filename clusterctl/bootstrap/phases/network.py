@@ -15,7 +15,6 @@ import shlex
 from dataclasses import dataclass
 
 from clusterctl.bootstrap.cluster.network import NetworkPlan, network_plan
-from clusterctl.bootstrap.cluster.settings import left_to_site
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.changes import MAKES_CNI, MAKES_IN_CLUSTER, STAYS_IN_CLUSTER, Change
@@ -34,9 +33,6 @@ class Network(ClusterWidePhase[NetworkState]):
     name = "network"
     description = "the CNI (Calico operator, or Flannel) from pinned manifests, pod subnet as kubeadm's"
     timeout_s = 900.0
-
-    def not_needed(self, ctx: PhaseContext) -> str | None:
-        return left_to_site(self.name, cc.settings(ctx), ctx.inventory.hosts)
 
     def check(self, ctx: PhaseContext) -> NetworkState:
         plan = network_plan(cc.settings(ctx))
