@@ -198,10 +198,8 @@ def parse_node(text: str) -> NodeFacts:
         if why is not None:
             missing[name] = why
             continue
-        try:
+        with section.reading(_WHAT):
             values.update(_READERS[name](section))
-        except ParseError as exc:
-            raise section.error(_WHAT, exc) from None
     return NodeFacts(**values, missing=missing)  # type: ignore[arg-type]
 
 

@@ -7,7 +7,7 @@ import shlex
 from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.sections import MARKER_FILES, section_command, split_sections
+from clusterctl.facts.sections import MARKER_FILES, section_command, section_or_empty, split_sections
 from clusterctl.facts.table import numbered_lines
 
 _LOG = re.compile(r"^(?:[A-Z]{4}\[\d+\]|time=\"[^\"]*\" level=)")
@@ -63,8 +63,7 @@ def parse_toolkit_probe(text: str) -> ToolkitFacts:
     sections = split_sections(text, "nvidia toolkit facts", marker=MARKER_FILES)
 
     def body(name: str) -> str:
-        section = sections.get(name)
-        return section.text if section is not None else ""
+        return section_or_empty(sections, name).text
 
     version = None if _missing(body("ctk-version")) else parse_ctk_version(body("ctk-version"))
     driver = None if _missing(body("driver")) else body("driver").strip()

@@ -19,6 +19,7 @@ from clusterctl.facts.sections import (
     files_read,
     ls_failed,
     section_command,
+    section_or_empty,
     split_sections,
 )
 from clusterctl.facts.table import numbered_lines
@@ -97,14 +98,12 @@ def parse_packages_probe(text: str) -> PackageFacts:
     sections = split_sections(text, _WHAT, marker=MARKER_FILES)
 
     def body(name: str) -> str:
-        section = sections.get(name)
-        return section.text if section is not None else ""
+        return section_or_empty(sections, name).text
 
     def read(name: str, parse: Callable[[str], T]) -> T:
-        try:
-            return parse(body(name))
-        except ParseError as exc:  # an absent section reads as empty, which every parser here takes
-            raise sections[name].error(_WHAT, exc) from None
+        section = section_or_empty(sections, name)  # an absent section reads as empty, which every parser here takes
+        with section.reading(_WHAT):
+            return parse(section.text)
 
     release = read("os-release", parse_os_release) if "=" in body("os-release") else {}
     packages = read("packages", parse_dpkg_query)
