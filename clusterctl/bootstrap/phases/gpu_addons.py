@@ -34,7 +34,7 @@ class AddonState:
 
 
 def _plan(ctx: PhaseContext, *, service_monitor: bool) -> AddonPlan:
-    return addon_plan(cc.settings(ctx), runtime_class=cc.runtime_class(ctx), service_monitor=service_monitor,
+    return addon_plan(ctx.settings(), runtime_class=cc.runtime_class(ctx), service_monitor=service_monitor,
                       cdi=ctx.inventory.bootstrap.cdi, gpu_less_nodes=any(not h.gpus for h in ctx.inventory.hosts))
 
 

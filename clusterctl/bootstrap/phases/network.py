@@ -35,14 +35,14 @@ class Network(ClusterWidePhase[NetworkState]):
     timeout_s = 900.0
 
     def check(self, ctx: PhaseContext) -> NetworkState:
-        plan = network_plan(cc.settings(ctx))
+        plan = network_plan(ctx.settings())
         namespace, workload = plan.rollout
         running = cc.has_cluster(ctx) and cc.object_exists(ctx, workload, namespace)
         return NetworkState(plan, cc.read(ctx, plan.rendered_path), running)
 
     def plan(self, ctx: PhaseContext, state: NetworkState) -> list[Change]:
         plan, host = state.plan, ctx.host.name
-        subnet = cc.settings(ctx).pod_subnet
+        subnet = ctx.settings().pod_subnet
         write = Change.write_file(host, plan.rendered_path, plan.rendered, current=state.manifest,
                                   summary=f"{plan.cni} {plan.version} manifest (pod subnet {subnet})")
         if write.is_noop and state.running:
@@ -58,7 +58,7 @@ class Network(ClusterWidePhase[NetworkState]):
         return cc.with_folders(ctx, changes)
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
-        plan = network_plan(cc.settings(ctx))
+        plan = network_plan(ctx.settings())
         namespace, workload = plan.rollout
         # Calico's operator creates calico-node a little after the Installation: wait for it to appear.
         result = cc.poll(ctx, kubectl(f"-n {shlex.quote(namespace)} rollout status {shlex.quote(workload)} "

@@ -250,7 +250,7 @@ class NodeAgent(Phase[AgentState]):
         token = self._token(ctx, state)
         if token is None and not ctx.options.applying and ctx.shared.node_agent_tokens:
             token = Secret("<the token node-agent-access reads>")  # a plan before the Secret is filled
-        endpoint = cc.settings(ctx).control_plane_endpoint
+        endpoint = ctx.settings().control_plane_endpoint
         kubeconfig = render("node-agent/kubeconfig.yaml.j2", node=node, endpoint=endpoint,
                             token=token.reveal()) if token else None
         service = render("node-agent/clusterctl-node-agent.service.j2", python=PYTHON, bundle=BUNDLE_PATH,
