@@ -305,29 +305,16 @@ def _protect_expansions(line: str) -> tuple[str, list[str], int | None]:
     quote: str | None = None
     while i < len(line):
         char = line[i]
-        if quote == "'":
-            out.append(char)
-            quote = None if char == "'" else quote
-            i += 1
-            continue
-        if char == "'" and quote is None:
-            quote = "'"
-            out.append(char)
-            i += 1
-            continue
-        if char == '"':
-            quote = None if quote == '"' else '"'
-            out.append(char)
-            i += 1
-            continue
-        if char == "\\":
-            out.append(line[i:i + 2])
-            i += 2
-            continue
-        opener = next((o for o in _OPENERS if line.startswith(o[0], i)), None)
+        # Inside single quotes nothing is special but the closing quote; a backslash keeps the next character.
+        opener = None if quote == "'" else next((o for o in _OPENERS if line.startswith(o[0], i)), None)
         if opener is None:
-            out.append(char)
-            i += 1
+            if char == "'" and quote != '"':
+                quote = None if quote == "'" else "'"
+            elif char == '"' and quote != "'":
+                quote = None if quote == '"' else '"'
+            step = 2 if char == "\\" and quote != "'" else 1
+            out.append(line[i:i + step])
+            i += step
             continue
         end = _expansion_end(line, i, *opener)
         if end is None:
