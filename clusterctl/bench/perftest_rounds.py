@@ -122,11 +122,8 @@ def client_command(opts: IBOptions, hca: HcaInfo, port: int, server_address: str
     return _sudo(opts, " ".join(shlex.quote(a) for a in args))
 
 
-def kill_command(pid: int, log_path: str, *, sudo: bool) -> str:
-    kill = f"kill {pid}"
-    if sudo:
-        kill = "sudo -n " + kill
-    return f"{kill} 2>/dev/null; rm -f {shlex.quote(log_path)}; true"
+def kill_command(opts: IBOptions, pid: int, log_path: str) -> str:
+    return f"{_sudo(opts, f'kill {pid}')} 2>/dev/null; rm -f {shlex.quote(log_path)}; true"
 
 
 def plan_tests(
@@ -240,7 +237,7 @@ def run_round(runner: Runner, tests: Sequence[PlannedTest], opts: IBOptions) -> 
                 errors.append(str(exc))
             finally:
                 try:
-                    transport.run(kill_command(state.pid, server_log_path(t.marker), sudo=opts.sudo), timeout=15)
+                    transport.run(kill_command(opts, state.pid, server_log_path(t.marker)), timeout=15)
                 except TransportError as exc:
                     errors.append(f"could not kill server PID {state.pid}: {exc}")
         if errors:

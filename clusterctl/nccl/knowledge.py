@@ -147,14 +147,8 @@ class KnowledgeBase:
     def __contains__(self, name: object) -> bool:
         return name in self._variables
 
-    def __len__(self) -> int:
-        return len(self._variables)
-
-    def names(self) -> list[str]:
-        return sorted(self._variables)
-
     def variables(self) -> list[VariableInfo]:
-        return [self._variables[n] for n in self.names()]
+        return [self._variables[n] for n in sorted(self._variables)]
 
     def variable(self, name: str) -> VariableInfo | None:
         return self._variables.get(name)
