@@ -60,7 +60,7 @@ def dumps_indented(value: Any) -> str:
     scalars inline by the C escaper and ``repr`` (no call of ours per value), and anything else
     goes through ``to_plain`` first. A list met again at the same depth (a report's alike hosts
     share the parts made from identical outputs) is written from the text of its last writing, and
-    so is a dict (health's facts of alike hosts are the same dicts, ``health.summary.SharedFacts``).
+    so is a dict (health's facts of alike hosts are the same dicts, ``health.summary.host_facts``).
     """
     return _IndentedWriter().text(value, "\n")
 

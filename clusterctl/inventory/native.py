@@ -22,7 +22,6 @@ from clusterctl.inventory.model import BootstrapConfig, Fabric, Host, Inventory,
 from clusterctl.inventory.node_reader import NodeReader
 from clusterctl.inventory.quarantine_section import read_quarantine
 from clusterctl.inventory.source_file import read_inventory_text
-from clusterctl.inventory.values import BadValue
 from clusterctl.inventory.yaml_tree import (
     Entry,
     Mapping,
@@ -209,10 +208,8 @@ class _Reader(NodeReader):
             raise self.error("a host name must not be empty.", line=line, field=field)
         # Commands quote every name, but a name with a space or ';' cannot name a node, a file or
         # a Kubernetes object: refused here, so plan never says "ok" for an apply that must fail.
-        try:
+        with self.values_at(line, field):
             values.host_name(name)
-        except BadValue as exc:
-            raise self.error(exc.message, line=line, field=field, hint=exc.hint) from None
 
     def host_settings(self, node: Node, field: str) -> Layer:
         return self.settings(
@@ -395,15 +392,8 @@ class _Reader(NodeReader):
         known = self._profiles.get(setting.value) if isinstance(setting.value, str) else None
         if known is not None:
             return known
-        try:
+        with self.values_at(setting.line, setting.field, f"host '{host_def.name}': "):
             found = values.profile_folder(setting.value, self.base_dir)
-        except BadValue as exc:
-            raise self.error(
-                f"host '{host_def.name}': {exc.message}",
-                line=setting.line,
-                field=setting.field,
-                hint=exc.hint,
-            ) from None
         if isinstance(setting.value, str):
             self._profiles[setting.value] = found
         return found
