@@ -323,12 +323,8 @@ class _Reader(NodeReader):
                     field=field,
                     hint="Valid roles: control-plane, worker.",
                 )
-            found: list[str] = []
-            for index, item in enumerate(node.items):
-                role = self.scalar(item, f"{field}[{index}]", values.role)
-                if role not in found:
-                    found.append(role)
-            return tuple(found)
+            read = (self.scalar(item, f"{field}[{i}]", values.role) for i, item in enumerate(node.items))
+            return tuple(dict.fromkeys(read))  # each role once, in the order written
         return tuple(self.scalar(node, field, values.roles))
 
     # --- one host -----------------------------------------------------------------------
