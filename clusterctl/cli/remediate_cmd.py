@@ -266,13 +266,12 @@ def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | Non
     def after_drain(runner: Any, host: Host, say: Callable[..., None]) -> None:
         if on_start is not None:
             on_start()
-        from clusterctl.heal.run import HealOptions, heal
+        from clusterctl.heal.run import heal
 
         def step(name: str, what: str, detail: str) -> None:
             say(host=name, decision="heal", why=f"{what}{': ' + detail if detail else ''}")
 
-        (result,), path = heal(runner, inventory, [host], apply=True,
-                               options=HealOptions(inventory.quarantine.heal, say=step), journal_folder=journal_folder)
+        (result,), path = heal(runner, inventory, [host], apply=True, say=step, journal_folder=journal_folder)
         if on_result is not None:
             on_result(result)
         why = result.detail
