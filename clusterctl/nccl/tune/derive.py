@@ -258,7 +258,7 @@ def _is_ipv4_gid(gid: str) -> bool:
         return False
 
 
-def _plan_roce(host: TuneHost, plan: _HostPlan, version: NcclVersion | None) -> None:
+def _plan_roce(plan: _HostPlan, version: NcclVersion | None) -> None:
     if plan.fabric != "roce":
         return
     chosen = plan.chosen
@@ -382,7 +382,7 @@ def _rail_layout(host: TuneHost, chosen: Sequence[NicFacts]) -> tuple[tuple[int,
 def plan_host(host: TuneHost, version: NcclVersion | None, rate: float | None = None) -> _HostPlan:
     plan = _HostPlan()
     _plan_hca(host, plan, rate)
-    _plan_roce(host, plan, version)
+    _plan_roce(plan, version)
     _plan_socket(host, plan)
     _plan_socket_knobs(host, plan)
     _plan_gdr(host, plan)
