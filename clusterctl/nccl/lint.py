@@ -379,9 +379,7 @@ def _combinations(env: dict[str, Setting], fabric: str | None, nvlink: bool | No
 def _gdr_level(value: str) -> str | None:
     """The path type NCCL reads from NCCL_NET_GDR_LEVEL (exact name, or a legacy number); None if ignored."""
     text = value.strip()
-    if text in GPU_NIC_PATHS:
-        return text
-    return legacy_level(text)
+    return text if text in GPU_NIC_PATHS else legacy_level(text)
 
 
 def _gdr_against_topology(env: dict[str, Setting], links: tuple[str, ...]) -> list[Finding]:
