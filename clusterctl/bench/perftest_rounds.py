@@ -143,7 +143,7 @@ def plan_tests(
             for s_hca, c_hca in zip(_select(hcas, server, opts), _select(hcas, client, opts), strict=False):
                 # The log name says which HCA served which client: whoever reads /tmp on the
                 # server (or a mock profile) can tell the tests apart.
-                marker = _safe(f"{run_id}-r{index}-p{port}-{s_hca.name}-{client.name}")
+                marker = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{run_id}-r{index}-p{port}-{s_hca.name}-{client.name}")
                 planned.append(PlannedTest(
                     round=index, server=server, client=client, server_hca=s_hca, client_hca=c_hca, port=port,
                     marker=marker,
@@ -152,10 +152,6 @@ def plan_tests(
                 ))
                 port += 1
     return planned
-
-
-def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
 
 
 def bench_address(host: Host) -> str:

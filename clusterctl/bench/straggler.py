@@ -156,7 +156,6 @@ class StragglerSearch:
     rounds_used: int
     all_pairs_rounds: int
     diagnoses: tuple[Diagnosis, ...]
-    edges: tuple[Edge, ...]
 
 
 def find_straggler(
@@ -190,7 +189,7 @@ def find_straggler(
         extra = pack_rounds(pairs)
         edges.extend(run_rounds(extra))
         used += len(extra)
-    return StragglerSearch(used, all_pairs_round_count(len(nodes)), tuple(localise(edges, rack_of)), tuple(edges))
+    return StragglerSearch(used, all_pairs_round_count(len(nodes)), tuple(localise(edges, rack_of)))
 
 
 def _ambiguous_uplink(edges: Sequence[Edge], rack_of: Mapping[str, str | None], diagnoses: list[Diagnosis]) -> bool:

@@ -47,8 +47,6 @@ class Plugin:
     commit: str
     #: Names under these prefixes belong to this plugin alone.
     prefixes: tuple[str, ...] = ()
-    #: How the plugin reads its values (what happens to a bad one).
-    parse: str = ""
 
 
 @dataclass(frozen=True)
@@ -213,8 +211,7 @@ def knowledge_base() -> KnowledgeBase:
     plugins = []
     for entry in yaml.safe_load(data.joinpath("plugin_vars.yaml").read_text(encoding="utf-8")):
         plugin = Plugin(id=str(entry["id"]), name=str(entry["name"]), repo=str(entry["repo"]),
-                        commit=str(entry["commit"]), prefixes=tuple(entry.get("prefixes") or ()),
-                        parse=str(entry.get("parse", "")))
+                        commit=str(entry["commit"]), prefixes=tuple(entry.get("prefixes") or ()))
         plugins.append(plugin)
         for var in entry["variables"]:
             known = variables.get(var["name"])
