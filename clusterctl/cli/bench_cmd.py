@@ -119,8 +119,7 @@ def ib_command(
         hcas, warnings = choose_hcas(runner, hosts, survey=survey, given=hca, discover=gate.apply)
         for host, warning in warnings.items():
             app.warn(f"{host}: {warning}")
-        report = run_ib_bench(runner, hosts, hcas, opts, pattern=pattern, find_stragglers=find_straggler,
-                              by_hca=by_hca, gate=gate)
+        report = run_ib_bench(runner, hosts, hcas, opts, pattern=pattern, find_stragglers=find_straggler, gate=gate)
     if not gate.apply:
         plan = {**dry_run_payload(report), "changes": [r.change.to_json() for r in gate.records]}
         app.emit(plan, lambda: _print_plan(app, report))
