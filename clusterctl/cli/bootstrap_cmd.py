@@ -6,10 +6,13 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from clusterctl.cli.confirm import YES
+from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import SKIP_PHASES, STATE_DIR, AppContext, app_context
 from clusterctl.errors import ExitCode
-from clusterctl.terminal_text import one_line
+from clusterctl.hostlist import compress
+from clusterctl.secret import mask_text
+from clusterctl.terminal_layout import Column, print_table, print_wrapped
+from clusterctl.terminal_text import one_line, visible
 
 if TYPE_CHECKING:
     from clusterctl.engine.phase import Phase
@@ -83,17 +86,14 @@ def bootstrap_all(
     allow_downgrade: bool = _DOWNGRADE,
     yes: bool = YES,
 ) -> None:
-    if ctx.invoked_subcommand is not None:
-        return
-    _execute(app_context(ctx), phase=None, skip_phases=skip_phases, only=only, dry_run=dry_run, resume=resume,
-             force_unlock=force_unlock, state_dir=state_dir, out=None, survey=survey, yes=yes,
-             without_survey=without_survey, allow_downgrade=allow_downgrade)
+    if ctx.invoked_subcommand is None:
+        _execute(app_context(ctx), **ctx.params)
 
 
 @bootstrap_app.command("phase", help="Run one phase by name (see 'bootstrap phases').")
 def bootstrap_phase(
     ctx: typer.Context,
-    name: str = typer.Argument(..., metavar="NAME", help="preflight, kernel, packages, containerd, ..."),
+    phase: str = typer.Argument(..., metavar="NAME", help="preflight, kernel, packages, containerd, ..."),
     only: Optional[str] = ONLY,  # noqa: UP045
     dry_run: bool = _DRY,
     resume: bool = _RESUME,
@@ -104,9 +104,7 @@ def bootstrap_phase(
     allow_downgrade: bool = _DOWNGRADE,
     yes: bool = YES,
 ) -> None:
-    _execute(app_context(ctx), phase=name, skip_phases=None, only=only, dry_run=dry_run, resume=resume,
-             force_unlock=force_unlock, state_dir=state_dir, out=None, survey=survey, yes=yes,
-             without_survey=without_survey, allow_downgrade=allow_downgrade)
+    _execute(app_context(ctx), **ctx.params)
 
 
 @bootstrap_app.command("plan", help="Per host and phase: the commands and a unified diff of every file that "
@@ -121,8 +119,7 @@ def bootstrap_plan(
     survey: Optional[str] = _SURVEY,  # noqa: UP045
     allow_downgrade: bool = _DOWNGRADE,
 ) -> None:
-    _execute(app_context(ctx), phase=phase, skip_phases=skip_phases, only=only, dry_run=True, resume=False,
-             force_unlock=False, state_dir=None, out=out, survey=survey, allow_downgrade=allow_downgrade)
+    _execute(app_context(ctx), dry_run=True, **ctx.params)
 
 
 @bootstrap_app.command("phases", help="List the phases in the order they run.")
@@ -136,8 +133,6 @@ def bootstrap_phases(ctx: typer.Context) -> None:
                 "once_per_cluster": p.once_per_cluster, "default": p.name in default} for p in phases]
 
     def table() -> None:
-        from clusterctl.terminal_layout import print_wrapped
-
         for p in phases:
             extra = "" if p.name in default else "  (only when asked by name)"
             print_wrapped(app.console, f"{p.name:<18} {p.description}{extra}", 19)
@@ -153,10 +148,12 @@ def hosts_of_run(app: AppContext, only: str | None) -> tuple[Host, ...]:
     return tuple(h for h in app.hosts() if keep is None or h.name in keep)
 
 
-def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, only: str | None, dry_run: bool,
-             resume: bool, force_unlock: bool, state_dir: str | None, out: str | None, survey: str | None = None,
-             restore_containerd: bool = False, force: bool = False, yes: bool = False,
-             without_survey: bool = False, purge_packages: bool = False, allow_downgrade: bool = False) -> None:
+def _execute(app: AppContext, *, only: str | None, dry_run: bool, yes: bool = False, out: str | None = None,
+             phase: str | None = None, skip_phases: str | None = None, resume: bool = False,
+             force_unlock: bool = False, state_dir: str | None = None, survey: str | None = None,
+             **options: Any) -> None:
+    """bootstrap, its phase and plan, and reset: each passes its options by name (``ctx.params``);
+    ``options`` are the run's flags (``RunOptions``: --force, --allow-downgrade, ...)."""
     from clusterctl.bootstrap.run import BootstrapRequest, downgrade_refusal, run, write_plan_files
     from clusterctl.bootstrap.run_data import RunOptions
 
@@ -164,10 +161,9 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
     hosts = hosts_of_run(app, only)
     if not dry_run:
         _confirm_bootstrap(phase, skip_phases, [h.name for h in hosts], yes=yes)
-    options = RunOptions(restore_containerd=restore_containerd, force=force, without_survey=without_survey,
-                         purge_packages=purge_packages, allow_downgrade=allow_downgrade)
     request = BootstrapRequest(apply=not dry_run, phase=phase, skip_phases=skip_phases, resume=resume,
-                               force_unlock=force_unlock, state_dir=state_dir, survey=survey, options=options)
+                               force_unlock=force_unlock, state_dir=state_dir, survey=survey,
+                               options=RunOptions(**options))
     show = None if app.machine_output else (lambda p, r: _print_phase(app, p, r, plan=dry_run))
     with app.runner() as runner:
         report = run(inventory, hosts, runner, request, on_phase=show)
@@ -212,7 +208,6 @@ _PHASE_WORDS = {
 def _confirm_bootstrap(phase: str | None, skip_phases: str | None, hosts: list[str], *, yes: bool) -> None:
     """Apply asks first, like reset and tune-nccl --push: --yes, or a question on the terminal."""
     from clusterctl.bootstrap.registry import select_phases
-    from clusterctl.cli.confirm import confirm_change
 
     changing = [p for p in select_phases(phase, skip_phases) if not p.read_only]
     if not changing:
@@ -225,9 +220,6 @@ def _confirm_bootstrap(phase: str | None, skip_phases: str | None, hosts: list[s
 
 def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult], *, plan: bool) -> None:
     from clusterctl.engine.run import Status, not_needed_message
-    from clusterctl.hostlist import compress
-    from clusterctl.secret import mask_text
-    from clusterctl.terminal_layout import print_wrapped
 
     console = app.console
     app.say(f"\nPHASE [{phase.name}] {'*' * max(3, 60 - len(phase.name))}", soft_wrap=False)
@@ -284,7 +276,6 @@ def plan_word(phase: Phase[Any, Any], result: HostPhaseResult) -> str:
 def _print_plan(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult]) -> None:
     """Each host's commands and diffs; hosts whose plan is the same are printed once, together."""
     from clusterctl.bootstrap.phases.reset import KNOWN_NAMES_MARK
-    from clusterctl.hostlist import compress
 
     groups: dict[tuple[str, ...], list[str]] = {}
     for r in results:
@@ -309,9 +300,6 @@ def _print_findings(app: AppContext, report: RunReport) -> None:
     findings = report.all_findings()
     if not findings:
         return
-    from clusterctl.terminal_layout import Column, print_table
-    from clusterctl.terminal_text import visible
-
     # Messages carry what hosts answered (file names reset found): shown as text, never as markup;
     # the host and code are copied, the message wraps between words (a path in it stays whole).
     columns = (Column("severity", keep=True), Column("host", keep=True), Column("code", keep=True), Column("message"))

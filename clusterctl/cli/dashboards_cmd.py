@@ -10,6 +10,7 @@ import typer
 
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import UsageError
+from clusterctl.terminal_layout import Column, print_table
 
 if TYPE_CHECKING:
     from clusterctl.dashboards.inputs import DashboardInputs
@@ -70,7 +71,7 @@ def dashboards_command(
     saved = _survey(app, survey)
     results = [load_results(path) for path in bench]
     inputs, rendered = render_dashboards(inventory, saved, results,
-                                         host_names=[h.name for h in app.hosts()] if app.limit else None,
+                                         hosts=app.hosts() if app.limit else None,
                                          namespace=_checked_namespace(namespace), folder=folder)
     if not inputs.hosts:
         raise UsageError("the survey has no host of this inventory's selection: nothing to draw",
@@ -127,8 +128,6 @@ def _payload(inputs: DashboardInputs, rendered: Rendered, written: list[Path]) -
 
 
 def _table(app: AppContext, inputs: DashboardInputs, rendered: Rendered, written: list[Path]) -> None:
-    from clusterctl.terminal_layout import Column, print_table
-
     rows = [(f"{stem}.json", "; ".join(p["title"] for p in board.get("panels", []) if p.get("type") != "row"))
             for stem, board in rendered.dashboards.items()]
     print_table(app.console, (Column("dashboard", keep=True), Column("panels")), rows,

@@ -7,7 +7,7 @@ from typing import Any
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.errors import ExitCode
+from clusterctl.terminal_layout import Column, print_table
 from clusterctl.wording import plural
 
 inventory_app = typer.Typer(
@@ -58,8 +58,6 @@ def show(ctx: typer.Context) -> None:
     hosts = app.hosts()
 
     def table() -> None:
-        from clusterctl.terminal_layout import Column, print_table
-
         rows = []
         for h in hosts:
             fabric = ""
@@ -100,5 +98,3 @@ def check(ctx: typer.Context) -> None:
                 soft_wrap=False)
 
     app.emit({"source": inventory.source, "hosts": len(inventory.hosts), "warnings": warnings}, table)
-    if warnings and app.machine_output:
-        raise typer.Exit(ExitCode.OK)

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from clusterctl.cli.bootstrap_cmd import FORCE_UNLOCK, ONLY, _execute, hosts_of_run
-from clusterctl.cli.confirm import YES
+from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import STATE_DIR, app_context
 
 HELP = """\
@@ -52,12 +52,8 @@ def reset_command(
                                         help="Purge the packages bootstrap's journals say it installed."),
     state_dir: Optional[str] = STATE_DIR,  # noqa: UP045
 ) -> None:
-    from clusterctl.cli.confirm import confirm_change
-
     app = app_context(ctx)
     confirm_change("tear Kubernetes down (kubeadm reset, CNI files, iptables rules, kubelet state)",
                    [h.name for h in hosts_of_run(app, only)], yes=yes, dry_run=dry_run,
                    preview="clusterctl reset --dry-run")
-    _execute(app, phase="reset", skip_phases=None, only=only, dry_run=dry_run, resume=False,
-             force_unlock=force_unlock, state_dir=state_dir, out=None, restore_containerd=restore_containerd,
-             force=force, yes=True, purge_packages=purge_packages)  # asked above
+    _execute(app, phase="reset", **{**ctx.params, "yes": True})  # asked above

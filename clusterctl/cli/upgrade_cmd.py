@@ -6,12 +6,15 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from clusterctl.cli.confirm import YES
+from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import SKIP_PHASES, AppContext, app_context
 from clusterctl.errors import ExitCode
+from clusterctl.hostlist import compress
+from clusterctl.secret import mask_text
+from clusterctl.terminal_layout import print_wrapped
 
 if TYPE_CHECKING:
-    from clusterctl.day2.upgrade import UpgradeReport, UpgradeRequest
+    from clusterctl.day2.upgrade import UpgradeReport
     from clusterctl.engine.phase import Phase
     from clusterctl.engine.run import HostPhaseResult
 
@@ -61,10 +64,7 @@ def upgrade_plan(
     max_unavailable: int = _MAX,
     skip_phases: Optional[str] = SKIP_PHASES,  # noqa: UP045
 ) -> None:
-    from clusterctl.day2.upgrade import UpgradeRequest
-
-    _execute(app_context(ctx), UpgradeRequest(to, apply=False, max_unavailable=max_unavailable,
-                                              skip_phases=skip_phases), yes=True)
+    _execute(app_context(ctx), dry_run=True, yes=True, **ctx.params)
 
 
 @upgrade_app.command("apply", help="Upgrade node by node; stops at the first node that fails (--resume continues).")
@@ -75,33 +75,26 @@ def upgrade_apply(
     yes: bool = YES,
     resume: bool = typer.Option(False, "--resume", help="Continue a rollout that stopped (same target)."),
     dry_run: bool = _DRY,
-    drain_timeout: int = _DRAIN,
-    ready_timeout: int = _READY,
+    drain_timeout_s: int = _DRAIN,
+    ready_timeout_s: int = _READY,
     skip_phases: Optional[str] = SKIP_PHASES,  # noqa: UP045
     state_dir: Optional[str] = _STATE,  # noqa: UP045
 ) -> None:
-    from clusterctl.day2.upgrade import UpgradeRequest
-
-    _execute(app_context(ctx), UpgradeRequest(to, not dry_run, max_unavailable, resume, state_dir,
-                                              drain_timeout_s=drain_timeout, ready_timeout_s=ready_timeout,
-                                              skip_phases=skip_phases), yes=yes)
+    _execute(app_context(ctx), **ctx.params)
 
 
 @upgrade_app.command("phase", help="Run one phase of the upgrade by name (see 'upgrade phases').")
 def upgrade_phase(
     ctx: typer.Context,
-    name: str = typer.Argument(..., metavar="NAME", help="kubeadm, kubeadm-upgrade, drain, kubelet, ..."),
+    phase: str = typer.Argument(..., metavar="NAME", help="kubeadm, kubeadm-upgrade, drain, kubelet, ..."),
     to: Optional[str] = _TO,  # noqa: UP045
     state_dir: Optional[str] = _STATE,  # noqa: UP045
     yes: bool = YES,
     dry_run: bool = _DRY,
-    drain_timeout: int = _DRAIN,
-    ready_timeout: int = _READY,
+    drain_timeout_s: int = _DRAIN,
+    ready_timeout_s: int = _READY,
 ) -> None:
-    from clusterctl.day2.upgrade import UpgradeRequest
-
-    _execute(app_context(ctx), UpgradeRequest(to, not dry_run, state_dir=state_dir, drain_timeout_s=drain_timeout,
-                                              ready_timeout_s=ready_timeout, phase=name), yes=yes)
+    _execute(app_context(ctx), **ctx.params)
 
 
 @upgrade_app.command("phases", help="List the upgrade's phases in the order they run.")
@@ -112,20 +105,19 @@ def upgrade_phases(ctx: typer.Context) -> None:
     phases = phase_descriptions()
 
     def table() -> None:
-        from clusterctl.terminal_layout import print_wrapped
-
         for name, description in phases:
             print_wrapped(app.console, f"{name:<18} {description}", 19)
 
     app.emit([{"name": n, "description": d} for n, d in phases], table)
 
 
-def _execute(app: AppContext, request: UpgradeRequest, *, yes: bool) -> None:
+def _execute(app: AppContext, *, yes: bool, dry_run: bool, **fields: Any) -> None:
     """Every upgrade command: ask (unless a plan), run the engine's phases, print; exit 1 when a node failed.
-    The options' ranges (``min=1``) already refused a count or a timeout below 1."""
-    from clusterctl.cli.confirm import confirm_change
-    from clusterctl.day2.upgrade import upgrade
+    The other options are ``UpgradeRequest``'s fields by name (``ctx.params``); their ranges (``min=1``)
+    already refused a count or a timeout below 1."""
+    from clusterctl.day2.upgrade import UpgradeRequest, upgrade
 
+    request = UpgradeRequest(apply=not dry_run, **fields)
     inventory = app.inventory()
     hosts = app.hosts()
     what = f"run the upgrade's phase {request.phase} on" if request.phase else \
@@ -143,9 +135,6 @@ def _execute(app: AppContext, request: UpgradeRequest, *, yes: bool) -> None:
 
 def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult]) -> None:
     from clusterctl.engine.run import Status, not_needed_message
-    from clusterctl.hostlist import compress
-    from clusterctl.secret import mask_text
-    from clusterctl.terminal_layout import print_wrapped
 
     # A phase the inventory leaves to the site (its own CNI, no GPUs) says "nothing to do" and why as it
     # ends, as bootstrap's progress does: one line for the phase, its hosts together.
@@ -166,7 +155,6 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
 
 def _print_report(app: AppContext, report: UpgradeReport) -> None:
     from clusterctl.engine.run import not_needed_message
-    from clusterctl.secret import mask_text
 
     def say(text: str) -> None:
         app.say(mask_text(text))

@@ -18,7 +18,7 @@ from typing import Any
 from clusterctl.inventory import values
 from clusterctl.inventory.bmc_section import read_bmc
 from clusterctl.inventory.bootstrap_section import read_bootstrap
-from clusterctl.inventory.model import BootstrapConfig, Fabric, Host, Inventory, QuarantineConfig, SSHOptions, StackPin
+from clusterctl.inventory.model import Fabric, Host, Inventory, SSHOptions, StackPin
 from clusterctl.inventory.node_reader import NodeReader
 from clusterctl.inventory.quarantine_section import read_quarantine
 from clusterctl.inventory.source_file import read_inventory_text
@@ -131,16 +131,13 @@ class _Reader(NodeReader):
             layers = [defaults, *(g.settings for g in member_of), host_def.settings]
             hosts.append(self.build_host(host_def, layers, tuple(g.name for g in member_of)))
         groups = {g.name: tuple(h.name for h in host_defs if h.name in g.members) for g in group_defs}
-        bootstrap_entry = root.get("bootstrap")
-        bootstrap = (read_bootstrap(self, bootstrap_entry.value, "bootstrap") if bootstrap_entry
-                     else BootstrapConfig())
-        quarantine_entry = root.get("quarantine")
-        quarantine = (read_quarantine(self, quarantine_entry.value, "quarantine") if quarantine_entry
-                      else QuarantineConfig())
-        bmc_entry = root.get("bmc")
-        bmc = read_bmc(self, bmc_entry.value, "bmc", [h.name for h in hosts]) if bmc_entry else ()
+        # The sections a file leaves out keep the defaults of ``Inventory``.
+        readers: dict[str, Callable[[_Reader, Node, str], Any]] = {
+            "bootstrap": read_bootstrap, "quarantine": read_quarantine,
+            "bmc": partial(read_bmc, host_names=[h.name for h in hosts])}
+        sections = {key: read(self, written.value, key) for key, read in readers.items() if (written := root.get(key))}
         return Inventory(name=name, hosts=tuple(hosts), groups=groups, source=self.file, format="clusterctl",
-                         bootstrap=bootstrap, quarantine=quarantine, bmc=bmc)
+                         **sections)
 
     def hosts(self, node: Node) -> list[_HostDef]:
         defs: list[_HostDef] = []
