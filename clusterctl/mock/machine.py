@@ -18,7 +18,9 @@ In-process, a line no rule matches as a whole is run by the small shell
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
+import shlex
 import threading
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
@@ -56,24 +58,16 @@ def command_lines(argv: Sequence[str]) -> list[str]:
     Rules are written as users type them (``nvidia-smi topo -m``); arguments that needed
     quoting are tried both quoted and bare, since the shell removed the quotes.
     """
-    key = tuple(argv)
-    found = _COMMAND_LINES.get(key)
-    if found is None:
-        import shlex
-
-        quoted = shlex.join(argv)
-        bare = " ".join(argv)
-        found = (quoted,) if quoted == bare else (quoted, bare)
-        if len(_COMMAND_LINES) >= _COMMAND_LINES_KEPT:
-            _COMMAND_LINES.clear()
-        _COMMAND_LINES[key] = found
-    return list(found)
+    return list(_command_lines(tuple(argv)))
 
 
-#: ``command_lines`` of the argvs seen lately: a fleet's hosts run the same programs with the same
-#: arguments, and quoting each argument again for every host cost more than the rule look-up.
-_COMMAND_LINES: dict[tuple[str, ...], tuple[str, ...]] = {}
-_COMMAND_LINES_KEPT = 4096
+#: Kept for the argvs seen lately: a fleet's hosts run the same programs with the same arguments,
+#: and quoting each argument again for every host cost more than the rule look-up.
+@functools.lru_cache(maxsize=4096)
+def _command_lines(argv: tuple[str, ...]) -> tuple[str, ...]:
+    quoted = shlex.join(argv)
+    bare = " ".join(argv)
+    return (quoted,) if quoted == bare else (quoted, bare)
 
 
 def initial_state(profile: Profile) -> dict[str, Any]:
@@ -247,13 +241,9 @@ class MockMachine:
         stdout = chosen.stdouts[count % len(chosen.stdouts)]
         if chosen.recorded_at is not None:  # the recording only: what was logged since is dated now
             stdout = redate(stdout, chosen.recorded_at)
-        if chosen.append_file:
-            try:
-                since = self.host.fs.read(chosen.append_file)
-            except StateError:
-                since = None
-            if since:
-                stdout += since.decode("utf-8", errors="replace")
+        since = self.host.fs.read_inside(chosen.append_file) if chosen.append_file else None
+        if since:
+            stdout += since.decode("utf-8", errors="replace")
         return ToolResult(stdout, chosen.stderr, chosen.exit_code)
 
     # -- tools ---------------------------------------------------------------------------
@@ -369,19 +359,13 @@ class MockMachine:
             except StateError as exc:
                 raise OSError(str(exc)) from None
 
-        def read(path: str) -> bytes | None:
-            try:
-                return self.host.fs.read(path)
-            except StateError:
-                return None
-
         def glob(pattern: str) -> list[str]:
             try:
                 return self.host.fs.glob(pattern)
             except (StateError, ValueError):
                 return []
 
-        shell = Shell(dispatch, env=dict(env or {}), glob=glob, read_file=read, write_file=write)
+        shell = Shell(dispatch, env=dict(env or {}), glob=glob, read_file=self.host.fs.read_inside, write_file=write)
         out, err, code = shell.run(line, stdin)
         return ToolResult(out.decode(errors="replace"), err.decode(errors="replace"), code)
 

@@ -146,29 +146,25 @@ class Profile:
 
     @functools.cached_property
     def tool_names(self) -> frozenset[str]:
-        """``rule_tools`` as a set, worked out once (every ``command -v`` on a host asks it)."""
-        return frozenset(rule_tools(self))
+        """Program names (first word) that the rules answer, inherited rules included: worked out
+        once (every ``command -v`` on a host asks it)."""
+        names: set[str] = set()
+        for rule in self.rules:
+            word = ""
+            if rule.match is not None:
+                word = rule.match.split()[0] if rule.match.split() else ""
+            elif rule.regex is not None:
+                literal = re.match(r"\^?([A-Za-z0-9_.+-]+)", rule.regex.pattern)
+                word = literal.group(1) if literal else ""
+            if word and _TOOL_WORD.match(word):
+                names.add(word)
+        return frozenset(names)
 
 
 #: How many command lines a profile remembers the matching rules of (``Profile.rules_matching``).
 _MATCHED_KEPT = 4096
 
 _TOOL_WORD = re.compile(r"^[A-Za-z0-9_.+\[-]+$")
-
-
-def rule_tools(profile: Profile) -> list[str]:
-    """Program names (first word) that the profile's rules answer, inherited rules included."""
-    names: list[str] = []
-    for rule in profile.rules:
-        word = ""
-        if rule.match is not None:
-            word = rule.match.split()[0] if rule.match.split() else ""
-        elif rule.regex is not None:
-            literal = re.match(r"\^?([A-Za-z0-9_.+-]+)", rule.regex.pattern)
-            word = literal.group(1) if literal else ""
-        if word and _TOOL_WORD.match(word) and word not in names:
-            names.append(word)
-    return names
 
 
 def normalise(command: str) -> str:

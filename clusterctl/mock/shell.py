@@ -360,22 +360,22 @@ class _Parser:
 
     def if_clause(self) -> If:
         self.expect("if")
-        branches: list[tuple[Sequence_, Sequence_]] = []
-        condition = self.sequence(("then",))
-        self.expect("then")
-        body = self.sequence(("elif", "else", "fi"))
-        branches.append((condition, body))
+        branches = [self.if_branch()]
         otherwise = None
         while self.peek_word() == "elif":
             self.take()
-            condition = self.sequence(("then",))
-            self.expect("then")
-            branches.append((condition, self.sequence(("elif", "else", "fi"))))
+            branches.append(self.if_branch())
         if self.peek_word() == "else":
             self.take()
             otherwise = self.sequence(("fi",))
         self.expect("fi")
         return If(branches, otherwise, self.redirects())
+
+    def if_branch(self) -> tuple[Sequence_, Sequence_]:
+        """``CONDITION then BODY``, after ``if`` or ``elif``."""
+        condition = self.sequence(("then",))
+        self.expect("then")
+        return condition, self.sequence(("elif", "else", "fi"))
 
     def brace_group(self) -> If:
         """``{ LIST; }``: run LIST in this shell, its output redirected as one (an ``if`` with no test)."""

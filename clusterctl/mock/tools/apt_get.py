@@ -93,14 +93,10 @@ def install(ctx: ToolContext, names: list[str], options: set[str]) -> ToolResult
     upgraded = [p.name for p, v, cur in plan if cur is not None and db.version_key(v) > db.version_key(cur)]
     downgraded = [p.name for p, v, cur in plan if cur is not None and db.version_key(v) < db.version_key(cur)]
     changed_held = [p.name for p, _v, cur in plan if cur is not None and p.name in held]
-    if changed_held:
-        out += "The following held packages will be changed:\n  " + " ".join(changed_held) + "\n"
-    if upgraded:
-        out += "The following packages will be upgraded:\n  " + " ".join(upgraded) + "\n"
-    if downgraded:
-        out += "The following packages will be DOWNGRADED:\n  " + " ".join(downgraded) + "\n"
-    if new:
-        out += "The following NEW packages will be installed:\n  " + " ".join(new) + "\n"
+    for listed, group in (("held packages will be changed", changed_held), ("packages will be upgraded", upgraded),
+                          ("packages will be DOWNGRADED", downgraded), ("NEW packages will be installed", new)):
+        if group:
+            out += f"The following {listed}:\n  " + " ".join(group) + "\n"
     out += (f"{len(upgraded)} upgraded, {len(new)} newly installed, {len(downgraded)} downgraded, "
             "0 to remove and 0 not upgraded.\n") if downgraded else \
         f"{len(upgraded)} upgraded, {len(new)} newly installed, 0 to remove and 0 not upgraded.\n"
