@@ -177,8 +177,10 @@ class MockMachine:
             values = {str(k): str(v) for k, v in (data.get("values") or {}).items()}
             hits = data.setdefault("rule_hits", {})
             counted: dict[int, int] | None = getattr(self._call, "counted", None)
-            for index in self._candidates(lines, values):
+            for index in self.profile.rules_matching(list(lines)):
                 rule = self.profile.rules[index]
+                if not rule.state_allows(values):
+                    continue
                 seen = int(hits.get(str(index), 0))
                 if rule.skip or rule.times is not None:
                     # One command line counts once per rule, even when the rule is tried on the
@@ -211,10 +213,6 @@ class MockMachine:
                     continue
             return rule
         return None
-
-    def _candidates(self, lines: Sequence[str], values: dict[str, str]) -> list[int]:
-        rules = self.profile.rules
-        return [i for i in self.profile.rules_matching(list(lines)) if rules[i].state_allows(values)]
 
     def answer_rule(self, lines: Sequence[str], *, timeout: float | None = None) -> ToolResult | None:
         """The answer of the first rule matching any of ``lines``, or None when none applies."""
@@ -299,14 +297,12 @@ class MockMachine:
     def run_tool(self, argv: list[str], stdin: bytes = b"", env: dict[str, str] | None = None,
                  cwd: str = "/root") -> ToolResult | None:
         """The simulated tool's answer, or None when the host has no such program."""
-        if not argv or not self.simulates(argv[0]) or not self._present(argv[0]):
+        module = tool_module(argv[0]) if argv else None
+        if module is None or not self.simulates(argv[0]) or not self._present(argv[0]):
             return None
         if not self.shell_builtins and _reads_stdin(argv):
             # On an sshd host the replay gets no stdin for file utilities: the real cat copies
             # it (``cat > FILE`` of put and of the bootstrap lock).
-            return None
-        module = tool_module(argv[0])
-        if module is None:
             return None
         result: ToolResult = module.run(self.context(list(argv), stdin, dict(env or {}), cwd))
         return result
