@@ -101,15 +101,13 @@ class Profile:
     #: default, so a recorded profile answers only with its recordings (inherited over ``extends``).
     simulate: bool = False
 
-    def rules_to_try(self, normalised: list[str]) -> list[int]:
-        """Indexes of the rules that may answer one of these (whitespace-normalised) lines, in the
-        profile's order: the ``match`` rules equal to one of them and every ``regex`` rule (still
-        to be tried). A host answers dozens of lines per survey; most rules are ``match`` rules."""
+    def rules_to_try(self, normalised: str) -> list[int]:
+        """Indexes of the rules that may answer this (whitespace-normalised) line, in the profile's
+        order: the ``match`` rules equal to it and every ``regex`` rule (still to be tried). A host
+        answers dozens of lines per survey; most rules are ``match`` rules."""
         exact, patterns = self._rule_index
-        found = [i for line in normalised for i in exact.get(line, ())]
-        if not found:
-            return list(patterns)
-        return sorted({*found, *patterns})
+        found = exact.get(normalised)
+        return sorted({*found, *patterns}) if found else list(patterns)
 
     def rules_matching(self, lines: list[str]) -> list[int]:
         """Indexes, in the profile's order, of the rules whose ``match`` or ``regex`` answers one of
@@ -125,7 +123,7 @@ class Profile:
         found = memo.get(line)
         if found is None:
             norm = normalise(line)
-            found = tuple(i for i in self.rules_to_try([norm]) if self.rules[i].matches_command(line, norm))
+            found = tuple(i for i in self.rules_to_try(norm) if self.rules[i].matches_command(line, norm))
             if len(memo) >= _MATCHED_KEPT:
                 memo.clear()  # lines with run-unique words (temporary names) must not pile up
             memo[line] = found

@@ -12,32 +12,18 @@ from __future__ import annotations
 import fnmatch
 
 from clusterctl.mock.tools import packages as db
-from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.base import ToolContext, ToolResult, split_args
 
 HEADER = "Reading package lists...\nBuilding dependency tree...\nReading state information...\n"
 _VALUE_OPTIONS = ("-o", "-t", "--target-release", "-c")
 
 
 def _parse(args: list[str]) -> tuple[str | None, list[str], set[str]]:
-    verb: str | None = None
-    names: list[str] = []
-    options: set[str] = set()
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-            continue
-        if arg in _VALUE_OPTIONS:
-            skip = True
-        elif arg.startswith("--"):
-            options.add(arg.split("=", 1)[0])
-        elif arg.startswith("-") and len(arg) > 1:
-            options.update(f"-{c}" for c in arg[1:] if c.isalpha())
-        elif verb is None:
-            verb = arg
-        else:
-            names.append(arg)
-    return verb, names, options
+    """The verb, the package names, and the options given (long ones by name, short ones letter by letter)."""
+    words, given, flags = split_args(args, _VALUE_OPTIONS)
+    options = {name for name in [*given, *flags] if name.startswith("--") and name not in _VALUE_OPTIONS}
+    options.update(f"-{c}" for flag in flags if not flag.startswith("--") for c in flag[1:] if c.isalpha())
+    return (words[0] if words else None), words[1:], options
 
 
 def _refused(out: str, options: set[str], *, held: bool, downgraded: bool = False) -> ToolResult | None:
