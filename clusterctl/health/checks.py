@@ -15,16 +15,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from typing import TypeVar, cast
+from typing import TypeVar
 
 from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent, NVLinkErrorCounters, PciDevice
 from clusterctl.facts.model import NVLinkStatus, RDMAPort
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
 from clusterctl.health.probe import PROBE_HEAD_BYTES, PROBE_TAIL_BYTES, HostProbe
-from clusterctl.survey.checks.host import majority
-
-T = TypeVar("T")
+from clusterctl.survey.checks.host import MadeOnce, majority
 
 #: A counter is "far above the fleet" above this many times the peers' median ...
 FLEET_FACTOR = 10
@@ -65,7 +63,8 @@ class Baseline:
 
     hosts: Sequence[HostInput]
     _groups: dict[tuple[str | None, int], list[HostInput]] = field(default_factory=dict)
-    _cache: dict[tuple[object, ...], object] = field(default_factory=dict)
+    #: Fleet values made once per run, and what is made of one parsed output alike hosts share.
+    kept: MadeOnce = field(default_factory=MadeOnce)
 
     def __post_init__(self) -> None:
         for h in self.hosts:
@@ -77,24 +76,7 @@ class Baseline:
 
     def gpu_count(self) -> int | None:
         """The GPU count most GPU hosts have (hosts with nvidia-smi answers)."""
-        return self.cached(("gpu-count",), lambda: majority(len(h.gpus) for h in self.hosts if h.gpus))
-
-    def cached(self, key: tuple[object, ...], compute: Callable[[], T]) -> T:
-        """``compute()`` once per ``key`` for the whole run: asked per host, fleet values made judging
-        n hosts cost n^2 (every host scanned the others)."""
-        if key not in self._cache:
-            self._cache[key] = compute()
-        return cast(T, self._cache[key])
-
-    def per_object(self, kind: str, source: object, compute: Callable[[], T]) -> T:
-        """``compute()`` once per ``kind`` and parsed object: alike hosts share their parsed outputs
-        (``facts.shared``), so what depends on nothing else is worked out once for all of them. The
-        object is kept with the value, so its identity is never another object's while cached."""
-        key = ("per-object", kind, id(source))
-        found = self._cache.get(key)
-        if found is None:
-            found = self._cache[key] = (source, compute())
-        return cast(T, cast(tuple[object, object], found)[1])
+        return self.kept.get(("gpu-count",), lambda: majority(len(h.gpus) for h in self.hosts if h.gpus))
 
     def median(self, values: Iterable[int | float]) -> float:
         known = list(values)
@@ -278,7 +260,7 @@ def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
                 majority(g.mig_mode for g in gpus if g.mig_mode),
                 baseline.median(g.ecc.volatile_correctable or 0 for g in gpus))
 
-    cap, mig, correctable = baseline.cached(("gpu", host.peer_key), peer_values)
+    cap, mig, correctable = baseline.kept.get(("gpu", host.peer_key), peer_values)
     for gpu in host.gpus:
         subject = gpu_subject(gpu)
         if cap and gpu.power_limit_w and gpu.power_limit_w < cap * 0.95:
@@ -418,9 +400,10 @@ def check_nvlink(host: HostInput, baseline: Baseline) -> list[Finding]:
         links = [p.probe.nvlink for p in baseline.peers(host) if p.probe and p.probe.nvlink]
         return majority(sum(1 for lane in s.lanes if lane.active) for statuses in links for s in statuses)
 
-    active_peers = baseline.cached(("nvlink-active", host.peer_key), peers_active)
+    active_peers = baseline.kept.get(("nvlink-active", host.peer_key), peers_active)
     # Each GPU's active and inactive links, worked out once per parsed output (alike hosts share one).
-    lanes = baseline.per_object("nvlink-lanes", probe.nvlink, partial(_nvlink_lanes, probe.nvlink or ()))
+    lanes = baseline.kept.get(("nvlink-lanes", id(probe.nvlink)), partial(_nvlink_lanes, probe.nvlink or ()),
+                              holding=probe.nvlink)
     for status, active, down in lanes:
         expected = active_peers if active_peers is not None else max((a for _, a, _ in lanes), default=0)
         # Fewer links listed than peers have, none of them inactive: a paste that left links out
@@ -469,16 +452,16 @@ def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
     errors = probe.nvlink_errors
 
     def median(counter: str) -> float:
-        links = baseline.cached(("nvlink-links", host.peer_key), peer_links)
-        return baseline.cached(("nvlink-median", host.peer_key, counter),
-                               partial(_counter_median, baseline, links, counter))
+        links = baseline.kept.get(("nvlink-links", host.peer_key), peer_links)
+        return baseline.kept.get(("nvlink-median", host.peer_key, counter),
+                                 partial(_counter_median, baseline, links, counter))
 
     def high_links() -> tuple[list[tuple[NVLinkErrorCounters, dict[str, int]]], dict[str, float]]:
         return _high_counters(errors.links, median, NVLINK_FLOORS, NVLINK_FLOOR)
 
     # Alike hosts (one parsed nvlink -e, one group of peers) have the same high counters: found once.
     found: list[Finding] = []
-    high_ones, medians = baseline.per_object(f"nvlink-high {host.peer_key}", errors, high_links)
+    high_ones, medians = baseline.kept.get(("nvlink-high", host.peer_key, id(errors)), high_links, holding=errors)
     for link, high in high_ones:
         found.append(_finding(
             Severity.WARNING, "NVLINK_ERRORS_HIGH", host.name,
@@ -534,12 +517,12 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
                     index.setdefault((d.hca, q.port), []).append(q)
         return index
 
-    ports = baseline.cached(("ib-ports",), port_index)
+    ports = baseline.kept.get(("ib-ports",), port_index)
     for device in probe.rdma or ():
         for port in device.ports:
             key = f"{device.hca}/{port.port}"
-            usual, usual_rate = baseline.cached(("ib-port-usual", device.hca, port.port),
-                                                partial(_usual_port, ports.get((device.hca, port.port), [])))
+            usual, usual_rate = baseline.kept.get(("ib-port-usual", device.hca, port.port),
+                                                  partial(_usual_port, ports.get((device.hca, port.port), [])))
             if port.state == "PORT_ACTIVE" and usual_rate and port.rate_gbps and port.rate_gbps < usual_rate:
                 found.append(_finding(
                     Severity.ERROR, "IB_PORT_SLOW", host.name,
@@ -561,8 +544,8 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
         return [c for p in baseline.hosts if p.probe and p.probe.ib_counters for c in p.probe.ib_counters.ports]
 
     def median(counter: str) -> float:
-        every = baseline.cached(("ib-counters",), peer_ports)
-        return baseline.cached(("ib-median", counter), partial(_counter_median, baseline, every, counter))
+        every = baseline.kept.get(("ib-counters",), peer_ports)
+        return baseline.kept.get(("ib-median", counter), partial(_counter_median, baseline, every, counter))
 
     high_ports, medians = _high_counters(counters, median, IB_FLOORS, IB_FLOOR)
     for port_counters, high in high_ports:
@@ -658,7 +641,7 @@ def check_probes(host: HostInput, baseline: Baseline) -> list[Finding]:
         return []
     found = []
     # GPUs are expected where other hosts of the run have them: there a missing nvidia-smi hides them.
-    with_gpus = baseline.cached(("hosts-with-gpus",), lambda: sum(1 for other in baseline.hosts if other.gpus))
+    with_gpus = baseline.kept.get(("hosts-with-gpus",), lambda: sum(1 for other in baseline.hosts if other.gpus))
     gpu_fleet = with_gpus - (1 if host.gpus else 0) > 0
     for problem in probe.problems:
         severity, why = _TOOL_WEIGHT.get(problem.probe, (Severity.INFO, "not checked"))

@@ -26,8 +26,9 @@ from clusterctl.health.probe import (
     probe_command,
     read_probe_outputs,
 )
-from clusterctl.health.summary import SharedFacts, host_facts
+from clusterctl.health.summary import host_facts
 from clusterctl.inventory.model import Host, Inventory
+from clusterctl.survey.checks.host import MadeOnce
 from clusterctl.transport.base import Transport
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def judge(inputs: Sequence[HostInput], *, level: int = 0, since: str = "24h", in
           generated_at: str | None = None) -> HealthReport:
     """Findings and verdicts for hosts already probed (``health read`` uses it on pasted outputs)."""
     baseline = Baseline(inputs)
-    shared = SharedFacts()  # alike hosts' facts parts made once, written once
+    shared = MadeOnce()  # alike hosts' facts parts made once, written once
     hosts = []
     for item in inputs:
         if item.probe is None:

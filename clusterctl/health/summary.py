@@ -7,18 +7,23 @@ Counters and states keyed by something stable across runs (GPU bus id, ``gpu/lin
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from clusterctl.facts.health_model import IBCounters, KernelLog, NvidiaSmiQuery, NVLinkErrors, PciDevices
 from clusterctl.facts.model import NVLinkStatus, RDMADevices
 from clusterctl.health.probe import HostProbe
+from clusterctl.survey.checks.host import MadeOnce
 
 
-def host_facts(probe: HostProbe, shared: SharedFacts | None = None) -> dict[str, Any]:
+def host_facts(probe: HostProbe, shared: MadeOnce | None = None) -> dict[str, Any]:
     """The facts of one host's probes. With ``shared``, parts read from one parsed object (alike hosts'
     identical outputs are parsed once, ``facts.shared``) are made once and are the same dicts in every
     host's facts: a fleet's report holds them once, and ``-o json`` writes each once."""
-    part = shared.part if shared is not None else _made
+    kept = shared or MadeOnce()
+
+    def part(source: Any, make: Callable[[Any], Any]) -> Any:
+        return kept.get((id(source), make), partial(make, source), holding=source)
     facts: dict[str, Any] = {}
     if probe.smi is not None:
         facts["driver"] = probe.smi.driver_version
@@ -54,27 +59,6 @@ def host_facts(probe: HostProbe, shared: SharedFacts | None = None) -> dict[str,
         facts["problems"] = [{"probe": p.probe, "tool": p.tool, "kind": p.kind, "reason": p.reason}
                              for p in probe.problems]
     return facts
-
-
-class SharedFacts:
-    """The facts parts made so far in one report, by the parsed object and the function they came from.
-
-    The parsed objects are kept here with their parts, so no identity is reused while it is a key.
-    """
-
-    def __init__(self) -> None:
-        self._parts: dict[tuple[int, Callable[[Any], Any]], tuple[Any, Any]] = {}
-
-    def part(self, source: Any, make: Callable[[Any], Any]) -> Any:
-        key = (id(source), make)
-        found = self._parts.get(key)
-        if found is None:
-            found = self._parts[key] = (source, make(source))
-        return found[1]
-
-
-def _made(source: Any, make: Callable[[Any], Any]) -> Any:
-    return make(source)
 
 
 def _gpus(smi: NvidiaSmiQuery) -> dict[str, Any]:

@@ -6,7 +6,6 @@ docs/survey.md); ``clusterctl.saved_survey`` reads a ``--save``d file back for l
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +13,7 @@ from clusterctl.findings import Finding, Severity
 from clusterctl.plain_json import to_plain
 from clusterctl.saved_survey import REPORT_KIND, SCHEMA_VERSION
 from clusterctl.survey.advice import LayoutAdvice
-from clusterctl.survey.checks.host import SurveyedHost
+from clusterctl.survey.checks.host import MadeOnce, SurveyedHost
 from clusterctl.survey.checks.nic import fabric_hcas
 from clusterctl.survey.topology import SHAPE_WORDS, HostTopology
 
@@ -63,26 +62,6 @@ def matrix_to_json(topology: HostTopology) -> dict[str, Any]:
     cells = topology.links_by_labels
     rows = [[(link.raw if (link := cells.get((a, b))) else "?") for b in labels] for a in labels]
     return {"labels": labels, "rows": rows}
-
-
-class _SharedParts:
-    """One ``report_to_json`` call's parts of host records, by the identity of what they are made of.
-
-    Alike hosts print the same outputs and get the same parsed facts and topology objects
-    (``facts.shared``, ``survey.run.states_from_fleet``); the records made of them are equal, so
-    each is made once and given to every such host (the JSON writer then writes it once per
-    depth). The payload is for writing out, never changed after: parts are shared, not copied.
-    The report holds every object whose id is a key here.
-    """
-
-    def __init__(self) -> None:
-        self._made: dict[tuple[object, ...], Any] = {}
-
-    def get(self, key: tuple[object, ...], make: Callable[[], Any]) -> Any:
-        found = self._made.get(key)
-        if found is None:
-            found = self._made[key] = make()
-        return found
 
 
 def _gpus_json(state: SurveyedHost) -> list[dict[str, Any]]:
@@ -147,13 +126,17 @@ def _ipv4(state: SurveyedHost) -> dict[str, tuple[str, ...]]:
     return {str(k): tuple(v) for k, v in found.items() if k != "lo"}
 
 
-def host_to_json(host: HostReport, *, with_matrix: bool = True, shared: _SharedParts | None = None
+def host_to_json(host: HostReport, *, with_matrix: bool = True, shared: MadeOnce | None = None
                  ) -> dict[str, Any]:
     state = host.state
     topology = state.topology
     facts = state.facts
     stack = facts.stack if facts else None
-    parts = shared or _SharedParts()
+    # Alike hosts print the same outputs and get the same parsed facts and topology objects (``facts.shared``,
+    # ``survey.run.states_from_fleet``): the parts made of them are equal, so each is made once and given to
+    # every such host (the JSON writer then writes it once per depth). The payload is for writing out, never
+    # changed after: parts are shared, not copied. The report holds every object whose id is a key here.
+    parts = shared or MadeOnce()
     if facts is not None:
         # What each part is made of (see ``_gpus_json``, ``_nics_json``): equal keys, equal parts.
         gpus_key: tuple[object, ...] = ("gpus", id(topology), id(facts.gpus))
@@ -209,7 +192,7 @@ def advice_to_json(advice: LayoutAdvice) -> dict[str, Any]:
 
 
 def report_to_json(report: SurveyReport) -> dict[str, Any]:
-    shared = _SharedParts()
+    shared = MadeOnce()
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": REPORT_KIND,

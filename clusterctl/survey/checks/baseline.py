@@ -6,13 +6,14 @@ Asked per host, it made a 1,000-host survey quadratic in hosts.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Sequence
 from functools import cached_property
 from itertools import combinations
-from typing import Any, TypeVar
+from typing import Any
 
 from clusterctl.facts.model import RDMAPort
 from clusterctl.survey.checks.host import (
+    MadeOnce,
     PairExpectation,
     PeerGroup,
     SurveyedHost,
@@ -23,8 +24,6 @@ from clusterctl.survey.checks.host import (
     port_key,
 )
 from clusterctl.survey.topology import HostTopology
-
-T = TypeVar("T")
 
 
 class FleetBaseline:
@@ -51,14 +50,7 @@ class FleetBaseline:
                 for port in device.ports:
                     self._ports.setdefault(port_key(device, port), []).append(port)
         #: Each value asked for so far, by what it is and whose (peer group, port, stack field...).
-        self._kept: dict[tuple[str, Hashable], Any] = {}
-
-    def _once(self, what: str, key: Hashable, compute: Callable[[], T]) -> T:
-        """``compute()`` the first time (``what``, ``key``) is asked for, the kept value after."""
-        if (what, key) not in self._kept:
-            self._kept[what, key] = compute()
-        found: T = self._kept[what, key]
-        return found
+        self._kept = MadeOnce()
 
     # --- reachability --------------------------------------------------------------
 
@@ -84,7 +76,7 @@ class FleetBaseline:
             same_model = [s for s in self._workers if s.gpu_model == model] if model else self._workers
             return majority(s.gpu_count for s in same_model if s.gpu_count is not None)
 
-        return self._once("gpu_count", model, count)
+        return self._kept.get(("gpu_count", model), count)
 
     def hardware_peers(self, state: SurveyedHost) -> list[SurveyedHost]:
         """Hosts with the same GPU model and count (``state`` included): whose NVLink/PCIe to compare with."""
@@ -97,11 +89,11 @@ class FleetBaseline:
                      if p.topology is not None and p.topology.gpu_indices == topology.gpu_indices]
             return {(a, b): majority(p.nvlinks(a, b) for p in peers) for a, b in combinations(topology.gpu_indices, 2)}
 
-        return self._once("nvlinks", (peer_group(state), topology.gpu_indices), expectation)
+        return self._kept.get(("nvlinks", peer_group(state), topology.gpu_indices), expectation)
 
     def active_lanes(self, state: SurveyedHost) -> int | None:
         """The active NVLink lane count per GPU of most GPUs on hardware peers."""
-        return self._once("lanes", peer_group(state), lambda: majority(
+        return self._kept.get(("lanes", peer_group(state)), lambda: majority(
             active_lanes(status) for p in self.hardware_peers(state) if p.facts and p.facts.nvlink
             for status in p.facts.nvlink))
 
@@ -112,23 +104,23 @@ class FleetBaseline:
             return (majority((g.pcie_width_current for g in gpus if g.pcie_width_current), minimum=2),
                     majority((g.pcie_gen_current for g in gpus if g.pcie_gen_current), minimum=2))
 
-        return self._once("pcie", peer_group(state), width_and_generation)
+        return self._kept.get(("pcie", peer_group(state)), width_and_generation)
 
     def peers_have_near_nic(self, state: SurveyedHost, gpu_index: int) -> bool:
         """Whether most hardware peers have a NIC on the PCIe switch of GPU ``gpu_index``."""
-        return self._once("near_nic", (peer_group(state), gpu_index), lambda: majority(
+        return self._kept.get(("near_nic", peer_group(state), gpu_index), lambda: majority(
             gpu_has_near_nic(p.topology, gpu_index) for p in self.hardware_peers(state) if p.topology) is True)
 
     # --- NICs ----------------------------------------------------------------------
 
     def port_active(self, key: str) -> bool | None:
         """Whether the port ``key`` (``mlx5_0/1``) is active on most hosts that have it."""
-        return self._once("port_active", key,
-                          lambda: majority(p.state == "PORT_ACTIVE" for p in self._ports.get(key, [])))
+        return self._kept.get(("port_active", key),
+                              lambda: majority(p.state == "PORT_ACTIVE" for p in self._ports.get(key, [])))
 
     def port_rate(self, key: str) -> float | None:
         """The rate the port ``key`` runs at on most hosts where it is active."""
-        return self._once("port_rate", key, lambda: majority(
+        return self._kept.get(("port_rate", key), lambda: majority(
             p.rate_gbps for p in self._ports.get(key, []) if p.rate_gbps is not None and p.state == "PORT_ACTIVE"))
 
     # --- software stack ------------------------------------------------------------
@@ -139,4 +131,4 @@ class FleetBaseline:
             stacks = [s.facts.stack for s in self.reachable if s.facts is not None and s.facts.stack is not None]
             return majority(getattr(s, attribute) for s in stacks if getattr(s, attribute))
 
-        return self._once("stack", attribute, value)
+        return self._kept.get(("stack", attribute), value)

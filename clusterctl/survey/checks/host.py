@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 from clusterctl.facts.model import GPUInfo, NVLinkStatus, RDMADevice, RDMAPort
 from clusterctl.inventory.model import Host
@@ -14,6 +14,7 @@ from clusterctl.survey.collect import HostFacts
 from clusterctl.survey.topology import HostTopology
 
 V = TypeVar("V", bound=Hashable)
+T = TypeVar("T")
 
 #: A majority needs at least this many hosts holding a value, and more than half of them agreeing.
 MIN_PEERS_FOR_MAJORITY = 3
@@ -84,3 +85,22 @@ def port_key(device: RDMADevice, port: RDMAPort) -> str:
 
 def gpu_has_near_nic(topology: HostTopology, index: int) -> bool:
     return any(g.has_near_nic for g in topology.gpus if g.index == index)
+
+
+class MadeOnce:
+    """Values made once per key for one run: a fleet's judging (survey, health) or one report's parts.
+
+    Asked per host, fleet values made judging n hosts cost n^2 (every host scanned the others); and
+    alike hosts share their parsed outputs (``facts.shared``), so what is made of one parsed object
+    alone is made once for all of them. ``holding``: the object whose ``id`` is in the key, kept
+    with the value so that no other object takes that identity while it is a key.
+    """
+
+    def __init__(self) -> None:
+        self._made: dict[Hashable, tuple[object, Any]] = {}
+
+    def get(self, key: Hashable, make: Callable[[], T], *, holding: object = None) -> T:
+        found = self._made.get(key)
+        if found is None:
+            found = self._made[key] = (holding, make())
+        return cast(T, found[1])
