@@ -90,8 +90,7 @@ def run(
                            lock_path=request.lock_path, progress=store, on_phase=on_phase, options=options,
                            read_ahead=read_ahead, confirmations=confirmations, journal=journal,
                            resume_hint="clusterctl reset --yes" if request.phase == "reset" else
-                           "clusterctl bootstrap " + (f"phase {request.phase} " if request.phase else "")
-                           + "--resume --yes")
+                           f"clusterctl {command} --resume --yes")
     report = run_bootstrap(inventory, hosts, runner, phases, settings)
     if resumed_with:
         report.notes.append(f"resumed with the survey the earlier run was given: {resumed_with}")
@@ -258,7 +257,7 @@ def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Ph
                 request: BootstrapRequest, journals: ResetJournals | None = None) -> RunOptions:
     """``ctx.options`` of the run; checks the cluster settings and the survey up front (exit 2, not a
     failure per host) when a phase that reads them is part of the run."""
-    survey = request.survey or getattr(getattr(inventory, "bootstrap", None), "survey", None)
+    survey = request.survey or inventory.bootstrap.survey
     options = replace(request.options, hosts=tuple(h.name for h in hosts), survey=survey, applying=request.apply,
                       reset_journals=journals)
     if any(p.uses_cluster_settings for p in phases):
