@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -58,8 +59,6 @@ def new_results_dir(base: str | None = None, *, now: float | None = None, prefix
 
 
 def _claim(folder: Path) -> None:
-    import os
-
     try:
         fd = os.open(folder / CLAIM_FILE, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
