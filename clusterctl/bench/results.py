@@ -150,13 +150,10 @@ class Change:
         if self.after is None:
             return "gone"
         ratio = self.ratio
-        if ratio is None:
+        if ratio is None or abs(ratio - 1) < 0.05:
             return "unchanged"
         # Smaller is better for latency.
-        better = ratio < 1 if self.unit == "us" else ratio > 1
-        if abs(ratio - 1) < 0.05:
-            return "unchanged"
-        return "faster" if better else "slower"
+        return "faster" if (ratio < 1 if self.unit == "us" else ratio > 1) else "slower"
 
 
 def figures(data: dict[str, Any]) -> dict[str, tuple[float | None, str]]:

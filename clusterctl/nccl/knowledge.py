@@ -104,9 +104,7 @@ class VariableInfo:
                 if item.since is None or version.series >= item.since.series:
                     return item
             return None
-        if self.default is None:
-            return None
-        return VersionedValue(self.default, None)
+        return None if self.default is None else VersionedValue(self.default, None)
 
     def maximum_for(self, version: NcclVersion | None) -> int | None:
         """The upper bound for ``version``; the most permissive one when the version is unknown."""
