@@ -29,7 +29,6 @@ def lint_settings(
     fabric: str | None = None,
     nvlink: bool | None = None,
     gpu_nic_links: Iterable[str] | None = None,
-    kb: KnowledgeBase | None = None,
     torch_version: str | None = None,
 ) -> list[Finding]:
     """Everything worth saying about ``settings``, ordered by file, line and variable.
@@ -40,7 +39,7 @@ def lint_settings(
     unknown. ``torch_version`` (``2.4``, ``2.4.1+cu121``) checks PyTorch's TORCH_NCCL_* names against
     the release that first reads them.
     """
-    kb = kb or knowledge_base()
+    kb = knowledge_base()
     torch = _torch_series(torch_version)
     version = parse_version(nccl_version) if isinstance(nccl_version, str) else nccl_version
     if fabric is not None and fabric not in FABRIC_TYPES:
