@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -58,8 +59,6 @@ def new_results_dir(base: str | None = None, *, now: float | None = None, prefix
 
 
 def _claim(folder: Path) -> None:
-    import os
-
     try:
         fd = os.open(folder / CLAIM_FILE, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
@@ -151,13 +150,10 @@ class Change:
         if self.after is None:
             return "gone"
         ratio = self.ratio
-        if ratio is None:
+        if ratio is None or abs(ratio - 1) < 0.05:
             return "unchanged"
         # Smaller is better for latency.
-        better = ratio < 1 if self.unit == "us" else ratio > 1
-        if abs(ratio - 1) < 0.05:
-            return "unchanged"
-        return "faster" if better else "slower"
+        return "faster" if (ratio < 1 if self.unit == "us" else ratio > 1) else "slower"
 
 
 def figures(data: dict[str, Any]) -> dict[str, tuple[float | None, str]]:
