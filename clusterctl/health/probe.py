@@ -46,16 +46,22 @@ class Probe:
     command: str
 
 
+def _journal(since_s: int) -> str:
+    return f"journalctl -k --no-pager -q -o short-iso --since=-{int(since_s)}s"
+
+
+_COUNTER_FILES = " ".join(f"/sys/class/infiniband/*/ports/*/counters/{name}" for name in IB_COUNTERS)
+
+
 def kernel_log_command(since_s: int) -> str:
     """``journalctl -k`` since ``since_s`` ago, root first; ``dmesg -T`` when there is no journal."""
-    journal = f"journalctl -k --no-pager -q -o short-iso --since=-{int(since_s)}s"
+    journal = _journal(since_s)
     return (f"sudo -n {journal} 2>/dev/null || {journal} 2>&1 || sudo -n dmesg -T 2>/dev/null || dmesg -T 2>&1")
 
 
 @functools.lru_cache(maxsize=16)
 def level0_probes(since_s: int, timeout_s: float) -> tuple[Probe, ...]:
     limit = f"timeout {int(max(timeout_s, 1))}"
-    counters = " ".join(f"/sys/class/infiniband/*/ports/*/counters/{name}" for name in IB_COUNTERS)
     return (
         Probe("now", "date", "date '+%Y-%m-%dT%H:%M:%S%z'"),
         Probe("kernel-log", "journalctl", f"{limit} sh -c {shlex.quote(kernel_log_command(since_s))}"),
@@ -63,7 +69,7 @@ def level0_probes(since_s: int, timeout_s: float) -> tuple[Probe, ...]:
         Probe("nvlink-s", "nvidia-smi", f"{limit} nvidia-smi nvlink -s 2>&1"),
         Probe("nvlink-e", "nvidia-smi", f"{limit} nvidia-smi nvlink -e 2>&1"),
         Probe("rdma", "ibstat", f"{limit} sh -c {shlex.quote('ibv_devinfo -v 2>/dev/null || ibstat 2>&1')}"),
-        Probe("ib-counters", "sysfs", f"grep -H . {counters} 2>/dev/null"),
+        Probe("ib-counters", "sysfs", f"grep -H . {_COUNTER_FILES} 2>/dev/null"),
         Probe("lspci", "lspci", f"{limit} lspci -vvv 2>&1"),
     )
 
@@ -74,10 +80,8 @@ def recorded_commands(since_s: int = 86400) -> list[str]:
     A replayed host answers each program of the probe line by its own rule, so these are the
     program calls, without the ``timeout``/``sh -c``/``sudo -n`` around them.
     """
-    counters = " ".join(f"/sys/class/infiniband/*/ports/*/counters/{name}" for name in IB_COUNTERS)
-    return [f"journalctl -k --no-pager -q -o short-iso --since=-{int(since_s)}s", "dmesg -T", "nvidia-smi -q",
-            "nvidia-smi nvlink -s", "nvidia-smi nvlink -e", "ibv_devinfo -v", "ibstat", f"grep -H . {counters}",
-            "lspci -vvv"]
+    return [_journal(since_s), "dmesg -T", "nvidia-smi -q", "nvidia-smi nvlink -s", "nvidia-smi nvlink -e",
+            "ibv_devinfo -v", "ibstat", f"grep -H . {_COUNTER_FILES}", "lspci -vvv"]
 
 
 def probe_command(probes: tuple[Probe, ...]) -> str:
@@ -96,20 +100,8 @@ class ProbeOutput:
 
 def split_probe_output(text: str) -> dict[str, ProbeOutput]:
     """Cut the one command's output back into the probes' outputs and exit statuses."""
-    sections = split_sections(text, "health probe")
-    found = {}
-    for name, section in sections.items():
-        lines = list(section.lines)
-        code: int | None = None
-        while lines and not lines[-1].strip():
-            lines.pop()
-        if lines:
-            match = _RC.match(lines[-1])
-            if match:
-                code = int(match.group(1))
-                lines.pop()
-        found[name] = ProbeOutput(name, "\n".join(lines) + ("\n" if lines else ""), code, section.first_line)
-    return found
+    return {name: _probe_output(name, "\n".join(section.lines), len(section.lines), section.first_line)
+            for name, section in split_sections(text, "health probe").items()}
 
 
 @dataclass(frozen=True)
