@@ -136,9 +136,6 @@ class HostProbe:
     #: Probes whose output was longer than a probe may keep: name -> (bytes printed, bytes dropped).
     cut: dict[str, tuple[int, int]] = field(default_factory=dict)
 
-    def problem(self, probe: str) -> ProbeProblem | None:
-        return next((p for p in self.problems if p.probe == probe), None)
-
 
 @functools.cache
 def _parsers() -> dict[str, tuple[str, Callable[[str], Any]]]:

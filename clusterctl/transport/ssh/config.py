@@ -13,10 +13,10 @@ import getpass
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import paramiko
 
@@ -129,28 +129,38 @@ def remaining(deadline: float, what: str, target: SSHTarget) -> float:
     return left
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def once_per_process(lock: threading.Lock, kept: dict[K, V], key: K, make: Callable[[], V]) -> V:
+    """``make()`` the first time ``key`` is asked for, the value kept in ``kept`` after; threads asking at
+    once wait (on ``lock``) for the one making it. What ``make`` raises is not kept."""
+    with lock:
+        if key not in kept:
+            kept[key] = make()
+        return kept[key]
+
+
 _config_lock = threading.Lock()
 _config_cache: dict[str, paramiko.SSHConfig | None] = {}
 
 
 def load_ssh_config(path: str | None) -> paramiko.SSHConfig | None:
     """The parsed ssh_config (``~/.ssh/config`` when ``path`` is None), parsed once per process."""
-    explicit = path is not None
     file = Path(path).expanduser() if path else user_home() / ".ssh" / "config"
-    key = str(file)
-    with _config_lock:
-        if key in _config_cache:
-            return _config_cache[key]
-        config: paramiko.SSHConfig | None = None
+
+    def read() -> paramiko.SSHConfig | None:
         if file.is_file():
             try:
-                config = paramiko.SSHConfig.from_path(key)
+                return paramiko.SSHConfig.from_path(str(file))
             except (OSError, paramiko.ssh_exception.ConfigParseError) as exc:
                 raise TransportError(FailureKind.ERROR, f"cannot read ssh_config {file}: {exc}") from exc
-        elif explicit:
+        if path is not None:
             raise TransportError(FailureKind.ERROR, f"ssh_config file {file} does not exist")
-        _config_cache[key] = config
-        return config
+        return None
+
+    return once_per_process(_config_lock, _config_cache, str(file), read)
 
 
 def _lookup(config: paramiko.SSHConfig | None, name: str) -> dict[str, Any]:
