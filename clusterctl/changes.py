@@ -467,12 +467,8 @@ class Gate:
             if step.change is None:
                 lines.append(mask_text(step.done))
                 continue
-            if not self.apply:
-                self.submit(transport, step.change)
-                lines.append(mask_text(step.planned))
-                continue
             try:
-                self.submit(transport, step.change)
+                self.submit(transport, step.change)  # in record mode: recorded, the host untouched
             except ChangeFailed as exc:
                 tail = exc.record.result.stderr_tail(2) if exc.record.result is not None else ""
                 lines.append(mask_text(f"failed to undo '{record.change.summary}': {tail}"))
@@ -481,7 +477,7 @@ class Gate:
                 what = record.change.path or record.change.summary
                 lines.append(mask_text(f"failed to undo {what}: {exc.message}"))
                 continue
-            lines.append(mask_text(step.done))
+            lines.append(mask_text(step.done if self.apply else step.planned))
         return lines
 
 

@@ -6,6 +6,8 @@ into output and an exit code, so no module below the CLI calls ``sys.exit``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import IntEnum
 
 
@@ -68,6 +70,15 @@ class InventoryError(UsageError):
     """The inventory file is wrong: syntax, unknown field, bad value, duplicate host."""
 
 
+class BadValue(Exception):
+    """A value the inventory cannot use; ``hint`` says what would be accepted (``values_at`` adds where)."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(message)
+
+
 class InventoryFileReader:
     """A reader of one inventory file (``file``): ``error`` builds the error that names it, the line and the field."""
 
@@ -76,6 +87,14 @@ class InventoryFileReader:
     def error(self, message: str, line: int | None, field: str | None = None,
               hint: str | None = None) -> InventoryError:
         return InventoryError(message, file=self.file, line=line, field=field or None, hint=hint)
+
+    @contextmanager
+    def values_at(self, line: int | None, field: str | None, lead: str = "") -> Iterator[None]:
+        """A ``BadValue`` raised inside becomes the error at ``line`` naming ``field``, ``lead`` before its message."""
+        try:
+            yield
+        except BadValue as exc:
+            raise self.error(lead + exc.message, line, field, exc.hint) from None
 
 
 class ParseError(ClusterctlError):

@@ -69,17 +69,10 @@ def _float_text(value: float) -> str:
     return _FLOAT_WORDS.get(value, "NaN") if value != value or value in _FLOAT_WORDS else float.__repr__(value)
 
 
-def _bool_text(value: bool) -> str:
-    return "true" if value else "false"
-
-
-def _null_text(_value: None) -> str:
-    return "null"
-
-
 #: The text of a plain scalar, by its exact type (``bool`` is not ``int`` here: ``type`` is exact).
 _SCALAR_TEXT: dict[type, Callable[[Any], str]] = {
-    str: encode_basestring_ascii, int: int.__repr__, float: _float_text, bool: _bool_text, type(None): _null_text,
+    str: encode_basestring_ascii, int: int.__repr__, float: _float_text,
+    bool: lambda value: "true" if value else "false", type(None): lambda _value: "null",
 }
 
 

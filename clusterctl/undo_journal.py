@@ -329,15 +329,12 @@ def _from_log(text: str) -> dict[str, Any]:
             entry = int(event.get("entry", 0))
         except (ValueError, TypeError, AttributeError):
             continue
-        if "pending" in event:
-            changes[entry] = event["pending"]
-        elif "temporary" in event:
-            changes[entry] = event["temporary"]
-        elif event.get("cleaned"):
-            changes.pop(entry, None)
-        elif "done" in event:
-            changes[entry] = event["done"]
-        elif event.get("failed"):
+        # Each event is one of: a change on its way (pending, temporary), its outcome (done), or its end
+        # (cleaned, failed).
+        written = next((key for key in ("pending", "temporary", "done") if key in event), None)
+        if written is not None:
+            changes[entry] = event[written]
+        elif event.get("cleaned") or event.get("failed"):
             changes.pop(entry, None)
     data["changes"] = [changes[k] for k in sorted(changes)]
     return dict(data)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from clusterctl.bench.judge import is_slow, judge_link
 from clusterctl.bench.model import HcaInfo, LinkResult, Matrix, bench_finding, build_matrix
@@ -30,7 +30,6 @@ class IBBenchReport:
     rounds_used: int = 0
     #: Rounds an all-pairs run of the same hosts would take (for --find-straggler's report).
     all_pairs_rounds: int = 0
-    warnings: tuple[str, ...] = field(default=())
 
     def matrix(self, *, by_hca: bool = False) -> Matrix:
         return build_matrix(list(self.results), by_hca=by_hca, latency=self.test.endswith("_lat"))

@@ -131,12 +131,15 @@ class Matrix:
         return f"each cell: the {worst} of the {tests}; 'fail': a test failed; '·': not tested"
 
     def get(self, a: str, b: str) -> float | None:
-        key = (a, b) if self.nodes.index(a) <= self.nodes.index(b) else (b, a)
-        return self.cells.get(key)
+        return self.cells.get(_pair_key(self.nodes, a, b))
 
     def tested(self, a: str, b: str) -> bool:
-        key = (a, b) if self.nodes.index(a) <= self.nodes.index(b) else (b, a)
-        return key in self.cells
+        return _pair_key(self.nodes, a, b) in self.cells
+
+
+def _pair_key(nodes: tuple[str, ...], a: str, b: str) -> tuple[str, str]:
+    """A pair's cell: its two nodes in ``nodes`` order."""
+    return (a, b) if nodes.index(a) <= nodes.index(b) else (b, a)
 
 
 def build_matrix(results: list[LinkResult], *, by_hca: bool = False, latency: bool = False) -> Matrix:
@@ -144,8 +147,7 @@ def build_matrix(results: list[LinkResult], *, by_hca: bool = False, latency: bo
     nodes = tuple(sorted({n for r in results for n in (r.endpoints if by_hca else (r.server, r.client))}))
     cells: dict[tuple[str, str], float | None] = {}
     for r in results:
-        a, b = r.endpoints if by_hca else (r.server, r.client)
-        key = (a, b) if nodes.index(a) <= nodes.index(b) else (b, a)
+        key = _pair_key(nodes, *(r.endpoints if by_hca else (r.server, r.client)))
         value = None if r.error is not None else r.latency_us if latency else r.gbps
         old = cells.get(key, value)
         # A failure stays a failure; otherwise the worst figure of the pair counts.

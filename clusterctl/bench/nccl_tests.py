@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from clusterctl.bench.model import bench_finding
-from clusterctl.bench.plausible import FIGURE_IMPOSSIBLE, nccl_checks, topology_check
+from clusterctl.bench.plausible import FIGURE_IMPOSSIBLE, every_gpu_is, nccl_checks, topology_check
 from clusterctl.changes import Change, Gate
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.model import NVLinkStatus
@@ -217,11 +217,8 @@ def expected_peak(result: NcclTestResult | None, op: str) -> tuple[float, str] |
     """Peak bus bandwidth expected for an 8-GPU all_reduce on the GPUs the log names."""
     if result is None or op != "all_reduce" or len(result.ranks) < 8:
         return None
-    names = {name for _, _, _, name in result.ranks}
-    for marker, peak in EXPECTED_ALLREDUCE_BUSBW:
-        if names and all(marker in n for n in names):
-            return peak, f"8x {marker} on NVSwitch"
-    return None
+    return next(((peak, f"8x {model} on NVSwitch") for model, peak in EXPECTED_ALLREDUCE_BUSBW
+                 if every_gpu_is(result, model)), None)
 
 
 def judge_nccl(runs: Sequence[NcclHostRun], op: str, expected: Mapping[str, object] | None = None

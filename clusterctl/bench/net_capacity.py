@@ -45,15 +45,11 @@ class LinkCapacity:
     nodes: int = 2
 
 
-def _node_count(result: NcclTestResult) -> int:
-    return max(len(result.hosts), result.net.nnodes or 0, len(result.net.hosts))
-
-
 def link_capacity(result: NcclTestResult, *, nic_rate_gbps: float | None = None,
                   survey_ports: Mapping[str, Sequence[tuple[str, float]]] | None = None) -> LinkCapacity | None:
     """The inter-node link capacity per node for a multi-node log, or ``None`` (one node, or nothing
     says how many NICs or how fast). ``survey_ports``: host -> (NIC name, Gb/s) of its active ports."""
-    nodes = _node_count(result)
+    nodes = max(len(result.hosts), result.net.nnodes or 0, len(result.net.hosts))
     if nodes < 2:
         return None
     used, listed = result.net.used_nics(), result.net.listed()

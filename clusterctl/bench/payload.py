@@ -29,10 +29,7 @@ def perftest_record(result: PerftestResult) -> dict[str, Any]:
                           for r in result.bandwidth]
         record["peak_gbps"] = result.peak_gbps
     if result.latency:
-        record["latency"] = [{"size_bytes": r.size_bytes, "iterations": r.iterations, "t_min_us": r.t_min_us,
-                              "t_max_us": r.t_max_us,
-                              "t_typical_us": r.t_typical_us, "t_avg_us": r.t_avg_us, "t_stdev_us": r.t_stdev_us,
-                              "p99_us": r.p99_us, "p99_9_us": r.p99_9_us} for r in result.latency]
+        record["latency"] = [asdict(r) for r in result.latency]
     record["parsed"] = to_plain(result)
     return record
 
@@ -45,11 +42,9 @@ def nccl_record(result: NcclTestResult) -> dict[str, Any]:
         "test": result.test, "hosts": list(result.hosts), "n_gpus": result.n_gpus,
         "nccl_version": result.nccl_version, "nccl_tests_version": result.nccl_tests_version,
         "rows": [{"size_bytes": r.size_bytes, "count": r.count, "type": r.type, "redop": r.redop, "root": r.root,
-                  "out_of_place_busbw_gbs": r.out_of_place.busbw_gbs, "in_place_busbw_gbs": r.in_place.busbw_gbs,
-                  "out_of_place_algbw_gbs": r.out_of_place.algbw_gbs, "in_place_algbw_gbs": r.in_place.algbw_gbs,
-                  "out_of_place_time_us": r.out_of_place.time_us, "in_place_time_us": r.in_place.time_us,
-                  "out_of_place_wrong": r.out_of_place.wrong, "in_place_wrong": r.in_place.wrong,
-                  "out_of_place_error": r.out_of_place.error, "in_place_error": r.in_place.error}
+                  **{f"{side}_{figure}": getattr(getattr(r, side), figure)
+                     for figure in ("busbw_gbs", "algbw_gbs", "time_us", "wrong", "error")
+                     for side in ("out_of_place", "in_place")}}
                  for r in result.rows],
         "avg_busbw_gbs": result.avg_busbw_gbs, "largest_busbw_gbs": result.largest_busbw_gbs,
         "out_of_bounds": result.out_of_bounds, "errors": list(result.errors),

@@ -122,11 +122,8 @@ def client_command(opts: IBOptions, hca: HcaInfo, port: int, server_address: str
     return _sudo(opts, " ".join(shlex.quote(a) for a in args))
 
 
-def kill_command(pid: int, log_path: str, *, sudo: bool) -> str:
-    kill = f"kill {pid}"
-    if sudo:
-        kill = "sudo -n " + kill
-    return f"{kill} 2>/dev/null; rm -f {shlex.quote(log_path)}; true"
+def kill_command(opts: IBOptions, pid: int, log_path: str) -> str:
+    return f"{_sudo(opts, f'kill {pid}')} 2>/dev/null; rm -f {shlex.quote(log_path)}; true"
 
 
 def plan_tests(
@@ -146,7 +143,7 @@ def plan_tests(
             for s_hca, c_hca in zip(_select(hcas, server, opts), _select(hcas, client, opts), strict=False):
                 # The log name says which HCA served which client: whoever reads /tmp on the
                 # server (or a mock profile) can tell the tests apart.
-                marker = _safe(f"{run_id}-r{index}-p{port}-{s_hca.name}-{client.name}")
+                marker = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{run_id}-r{index}-p{port}-{s_hca.name}-{client.name}")
                 planned.append(PlannedTest(
                     round=index, server=server, client=client, server_hca=s_hca, client_hca=c_hca, port=port,
                     marker=marker,
@@ -155,10 +152,6 @@ def plan_tests(
                 ))
                 port += 1
     return planned
-
-
-def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
 
 
 def bench_address(host: Host) -> str:
@@ -240,7 +233,7 @@ def run_round(runner: Runner, tests: Sequence[PlannedTest], opts: IBOptions) -> 
                 errors.append(str(exc))
             finally:
                 try:
-                    transport.run(kill_command(state.pid, server_log_path(t.marker), sudo=opts.sudo), timeout=15)
+                    transport.run(kill_command(opts, state.pid, server_log_path(t.marker)), timeout=15)
                 except TransportError as exc:
                     errors.append(f"could not kill server PID {state.pid}: {exc}")
         if errors:

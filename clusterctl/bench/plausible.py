@@ -149,15 +149,16 @@ def perftest_checks(result: PerftestResult, *, line_rate_gbps: float | None, fab
     ]
 
 
+def every_gpu_is(result: NcclTestResult, model: str) -> bool:
+    """Whether the log names GPUs and every one of them is ``model`` (``H100`` in ``NVIDIA H100 80GB HBM3``)."""
+    names = {name for _, _, _, name in result.ranks}
+    return bool(names) and all(model in name for name in names)
+
+
 def nvlink_limit(result: NcclTestResult) -> tuple[float, str] | None:
     """One GPU's NVLink bandwidth per direction for the GPUs the log names, when all are one known model."""
-    names = {name for _, _, _, name in result.ranks}
-    if not names:
-        return None
-    for marker, gbs, basis in NVLINK_GBS_PER_GPU:
-        if all(marker in name for name in names):
-            return gbs, f"{marker}: {basis}"
-    return None
+    return next(((gbs, f"{model}: {basis}") for model, gbs, basis in NVLINK_GBS_PER_GPU
+                 if every_gpu_is(result, model)), None)
 
 
 def nccl_checks(result: NcclTestResult, *, gpus_per_host: int | None, about: str, about_kind: str = "host",

@@ -111,16 +111,11 @@ def _slow_uplinks(edges: list[Edge], rack: Callable[[str], str | None]) -> list[
         others = [(a, b, s) for a, b, s in edges
                   if rack(a) != candidate and rack(b) != candidate and rack(a) != rack(b)]
         own_hosts = {n for a, b, _ in cross for n in (a, b) if rack(n) == candidate}
-        if len(cross) < 2 or not all(s for _, _, s in cross):
+        if len(cross) < 2 or not all(s for _, _, s in cross) or any(s for _, _, s in (*inside, *others)):
             continue
         # One host alone cannot tell a rack uplink from that host's own NIC: need either two of the
-        # rack's hosts slow across racks, or the rack fine inside.
-        inside_fine = bool(inside) and not any(s for _, _, s in inside)
-        if not inside_fine and len(own_hosts) < 2:
-            continue
-        if any(s for _, _, s in inside):
-            continue
-        if any(s for _, _, s in others):
+        # rack's hosts slow across racks, or the rack (tested) fine inside.
+        if not inside and len(own_hosts) < 2:
             continue
         found.append((candidate, {candidate}))
     if len(racks) == 2 and len(found) == 2:
@@ -161,7 +156,6 @@ class StragglerSearch:
     rounds_used: int
     all_pairs_rounds: int
     diagnoses: tuple[Diagnosis, ...]
-    edges: tuple[Edge, ...]
 
 
 def find_straggler(
@@ -195,7 +189,7 @@ def find_straggler(
         extra = pack_rounds(pairs)
         edges.extend(run_rounds(extra))
         used += len(extra)
-    return StragglerSearch(used, all_pairs_round_count(len(nodes)), tuple(localise(edges, rack_of)), tuple(edges))
+    return StragglerSearch(used, all_pairs_round_count(len(nodes)), tuple(localise(edges, rack_of)))
 
 
 def _ambiguous_uplink(edges: Sequence[Edge], rack_of: Mapping[str, str | None], diagnoses: list[Diagnosis]) -> bool:

@@ -18,7 +18,7 @@ for sources and keys; keys may instead come from files on the control machine
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from clusterctl.bootstrap.matrix import parse_version
 from clusterctl.inventory.model import AptRepo, BootstrapConfig, StackPin
@@ -158,11 +158,9 @@ def chosen_repos(stack: StackPin, settings: BootstrapConfig, os_id: str | None, 
     repos = {r.name: r for r in defaults}
     for repo in settings.apt_repos:
         repos[repo.name] = repo
-    out = []
-    for repo in repos.values():
-        out.append(AptRepo(repo.name, with_mirror(repo.url, settings.mirror), repo.suites, repo.components,
-                           repo.key_file, with_mirror(repo.key_url, settings.mirror) if repo.key_url else None))
-    return out
+    return [replace(repo, url=with_mirror(repo.url, settings.mirror),
+                    key_url=with_mirror(repo.key_url, settings.mirror) if repo.key_url else None)
+            for repo in repos.values()]
 
 
 def packages_index_url(repo: AptRepo, arch: str = "amd64") -> str:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from clusterctl.bootstrap.apt_sources import chosen_repos, packages_index_url, wanted_packages
 from clusterctl.bootstrap.cluster.kubeadm_images import kubeadm_images
+from clusterctl.bootstrap.cluster.network import cni_images
 from clusterctl.bootstrap.cluster.settings import site_image
 from clusterctl.inventory.pins import CNI_PINS
 
@@ -225,9 +226,7 @@ def _network(settings: ClusterSettings) -> list[Artifact]:
             out.append(_image(f"{registry.rstrip('/')}/calico/{component}:{net.version}", "network",
                               "deployed by the Tigera operator"))
     else:
-        for i, image in enumerate(pin.images):
-            upstream = image.replace(pin.version, net.version, 1) if i == 0 else image
-            out.append(_image(site_image(upstream, net.image_registry), "network"))
+        out += [_image(reference, "network") for reference in cni_images(net)]
     return out
 
 

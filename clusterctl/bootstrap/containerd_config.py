@@ -191,20 +191,12 @@ def carried_settings(root: dict[str, Any], target_version: int) -> tuple[dict[st
             carried[key] = value
     if plugins:
         carried["plugins"] = plugins
-    dropped: list[str] = []
-    managed = {"sandbox_image", "enable_cdi", "cdi_spec_dirs"}
-    for plugin_id in CRI_PLUGINS:
-        table = _get(root, "plugins", plugin_id)
-        if not isinstance(table, dict):
-            continue
-        for key, value in _flatten(table):
-            head = key.split(".")[0]
-            if key in managed or head in ("pinned_images",) or key.startswith(("containerd.runtimes",
-                                                                               "registry.config_path")):
-                continue
-            if key == "containerd.default_runtime_name":
-                continue
-            dropped.append(f"{plugin_id}: {key} = {value!r}")
+    # What the new file writes itself (and so does not drop).
+    managed = {"sandbox_image", "enable_cdi", "cdi_spec_dirs", "containerd.default_runtime_name", "pinned_images"}
+    written = ("pinned_images.", "containerd.runtimes", "registry.config_path")
+    dropped = [f"{plugin_id}: {key} = {value!r}" for plugin_id in CRI_PLUGINS
+               if isinstance(table := _get(root, "plugins", plugin_id), dict)
+               for key, value in _flatten(table) if key not in managed and not key.startswith(written)]
     return carried, dropped
 
 

@@ -9,12 +9,15 @@ one ``Gate`` (see ``clusterctl.engine.phase`` for the whole contract).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Generic
+from typing import TYPE_CHECKING, ClassVar, Generic
 
 from clusterctl.bootstrap.run_data import RunData, RunOptions
 from clusterctl.engine.phase import Phase as EnginePhase
 from clusterctl.engine.phase import PhaseContext as EngineContext
 from clusterctl.engine.phase import State
+
+if TYPE_CHECKING:
+    from clusterctl.bootstrap.cluster.settings import ClusterSettings
 
 
 @dataclass
@@ -25,6 +28,15 @@ class PhaseContext(EngineContext):
     shared: RunData = field(default_factory=RunData)
     #: Options of this run (survey, paths, hosts) resolved from inventory and CLI.
     options: RunOptions = field(default_factory=RunOptions)
+
+    def settings(self) -> ClusterSettings:
+        """The run's cluster settings (the ``bootstrap:`` section), built once from the inventory."""
+        from clusterctl.bootstrap.cluster.settings import cluster_settings
+
+        with self.shared.lock:
+            if self.shared.cluster_settings is None:
+                self.shared.cluster_settings = cluster_settings(self.inventory)
+            return self.shared.cluster_settings
 
 
 #: The no-op reason of the NVIDIA phases on a host the inventory marks ``gpus: false``.
@@ -52,3 +64,9 @@ class ClusterWidePhase(Phase[State]):
     role = "control-plane"
     once_per_cluster = True
     uses_cluster_settings = True
+
+    def not_needed(self, ctx: PhaseContext) -> str | None:
+        """What the inventory leaves to the site (its own CNI, its own GPU add-ons): ``settings.left_to_site``."""
+        from clusterctl.bootstrap.cluster.settings import left_to_site
+
+        return left_to_site(self.name, ctx.settings(), ctx.inventory.hosts)

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterctl.bootstrap.phase import Phase
-from clusterctl.errors import UsageError
-from clusterctl.inventory.values import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -86,15 +84,8 @@ def all_phases(*, include_on_demand: bool = False) -> list[Phase[Any]]:
 
 
 def phase_named(name: str) -> Phase[Any]:
-    for phase, _ in _load():
-        if phase.name == name:
-            return phase
-    raise UsageError(
-        f"there is no bootstrap phase named {name!r}.",
-        field="phase",
-        hint=did_you_mean(name, [p.name for p, _ in _load()])
-        or "Phases: " + ", ".join(p.name for p in all_phases()) + ".",
-    )
+    """The phase called ``name`` (on-demand ones too); exit 2 naming the phases there are when none is."""
+    return select_phases(name)[0]
 
 
 def select_phases(only: str | None = None, skip: str | None = None) -> list[Phase[Any]]:

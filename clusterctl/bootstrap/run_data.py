@@ -93,7 +93,7 @@ class RunData:
     no values): a phase that needs a value another phase makes must make it again when it is absent
     (``kubeadm token create`` on ``--resume``), or fail saying so. Secrets stay ``Secret``s."""
 
-    #: The run's cluster settings, built once from the inventory (``cluster_common.settings``).
+    #: The run's cluster settings, built once from the inventory (``PhaseContext.settings``).
     cluster_settings: ClusterSettings | None = None
     #: The saved survey of ``RunOptions.survey`` once read (``cluster_common.survey``); see ``survey_read``.
     survey: SavedSurvey | None = None

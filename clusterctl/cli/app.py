@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 import textwrap
@@ -176,15 +177,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 
-#: Global options: name -> takes a value. Used to let users put them after the command.
-GLOBAL_OPTIONS: dict[str, bool] = {
-    "-i": True, "--inventory": True, "-l": True, "--limit": True, "-o": True, "--output": True,
-    "--parallel": True, "--timeout": True, "--debug": False, "--accept-new-host-keys": False,
-    "--ssh-config": True, "--known-hosts": True, "--ask-sudo-pass": False, "-K": False,
-    "--ask-key-passphrase": False, "--ask-pass": False, "-k": False,
-}
-
-
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"clusterctl {__version__}")
@@ -194,7 +186,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def global_options(
     ctx: typer.Context,
-    inventory: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
+    inventory_path: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
         None, "-i", "--inventory", envvar="CLUSTERCTL_INVENTORY", metavar="FILE",
         help="Inventory file (clusterctl YAML, Ansible INI or YAML), or a host list such as "
         "'gpu-[01-16],login1' or 'a,b,'. Default: ./inventory.yaml.",
@@ -231,25 +223,13 @@ def global_options(
         False, "-k", "--ask-pass", help="Ask once for an SSH login password (also CLUSTERCTL_SSH_PASS)."
     ),
     debug: bool = typer.Option(False, "--debug", help="Log every step and show tracebacks."),
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, expose_value=False,
+                                 help="Print the version."),
 ) -> None:
     if ssh_config is not None and not os.path.isfile(os.path.expanduser(ssh_config)):
         raise UsageError(f"--ssh-config {ssh_config}: no such file")
-    ctx.obj = AppContext(
-        inventory_path=inventory,
-        limit=limit,
-        output=output,
-        parallel=parallel,
-        timeout_s=60.0 if timeout is None else timeout,
-        step_timeout_s=timeout,
-        debug=debug,
-        accept_new_host_keys=accept_new_host_keys,
-        ssh_config=ssh_config,
-        known_hosts=known_hosts,
-        ask_sudo_pass=ask_sudo_pass,
-        ask_key_passphrase=ask_key_passphrase,
-        ask_pass=ask_pass,
-    )
+    # The options' names are AppContext's fields: what the user gave, as given.
+    ctx.obj = AppContext(**ctx.params)
     if debug:
         import logging
 
@@ -260,6 +240,13 @@ def global_options(
         # On the handlers, so records of every logger (paramiko's too) pass the filter.
         for handler in logging.getLogger().handlers:
             handler.addFilter(SecretMaskingFilter())
+
+
+#: Global options: name -> takes a value (all but flags). Used to let users put them after the command.
+GLOBAL_OPTIONS: dict[str, bool] = {
+    name: param.annotation != "bool" for param in inspect.signature(global_options).parameters.values()
+    if isinstance(param.default, typer.models.OptionInfo) and not param.default.is_eager
+    for name in param.default.param_decls or ()}
 
 
 #: Commands whose trailing words are a remote command line, and their own options (-> takes a value).

@@ -83,17 +83,14 @@ def bootstrap_all(
     allow_downgrade: bool = _DOWNGRADE,
     yes: bool = YES,
 ) -> None:
-    if ctx.invoked_subcommand is not None:
-        return
-    _execute(app_context(ctx), phase=None, skip_phases=skip_phases, only=only, dry_run=dry_run, resume=resume,
-             force_unlock=force_unlock, state_dir=state_dir, out=None, survey=survey, yes=yes,
-             without_survey=without_survey, allow_downgrade=allow_downgrade)
+    if ctx.invoked_subcommand is None:
+        _execute(app_context(ctx), **ctx.params)
 
 
 @bootstrap_app.command("phase", help="Run one phase by name (see 'bootstrap phases').")
 def bootstrap_phase(
     ctx: typer.Context,
-    name: str = typer.Argument(..., metavar="NAME", help="preflight, kernel, packages, containerd, ..."),
+    phase: str = typer.Argument(..., metavar="NAME", help="preflight, kernel, packages, containerd, ..."),
     only: Optional[str] = ONLY,  # noqa: UP045
     dry_run: bool = _DRY,
     resume: bool = _RESUME,
@@ -104,9 +101,7 @@ def bootstrap_phase(
     allow_downgrade: bool = _DOWNGRADE,
     yes: bool = YES,
 ) -> None:
-    _execute(app_context(ctx), phase=name, skip_phases=None, only=only, dry_run=dry_run, resume=resume,
-             force_unlock=force_unlock, state_dir=state_dir, out=None, survey=survey, yes=yes,
-             without_survey=without_survey, allow_downgrade=allow_downgrade)
+    _execute(app_context(ctx), **ctx.params)
 
 
 @bootstrap_app.command("plan", help="Per host and phase: the commands and a unified diff of every file that "
@@ -121,8 +116,7 @@ def bootstrap_plan(
     survey: Optional[str] = _SURVEY,  # noqa: UP045
     allow_downgrade: bool = _DOWNGRADE,
 ) -> None:
-    _execute(app_context(ctx), phase=phase, skip_phases=skip_phases, only=only, dry_run=True, resume=False,
-             force_unlock=False, state_dir=None, out=out, survey=survey, allow_downgrade=allow_downgrade)
+    _execute(app_context(ctx), dry_run=True, **ctx.params)
 
 
 @bootstrap_app.command("phases", help="List the phases in the order they run.")
@@ -153,10 +147,12 @@ def hosts_of_run(app: AppContext, only: str | None) -> tuple[Host, ...]:
     return tuple(h for h in app.hosts() if keep is None or h.name in keep)
 
 
-def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, only: str | None, dry_run: bool,
-             resume: bool, force_unlock: bool, state_dir: str | None, out: str | None, survey: str | None = None,
-             restore_containerd: bool = False, force: bool = False, yes: bool = False,
-             without_survey: bool = False, purge_packages: bool = False, allow_downgrade: bool = False) -> None:
+def _execute(app: AppContext, *, only: str | None, dry_run: bool, yes: bool = False, out: str | None = None,
+             phase: str | None = None, skip_phases: str | None = None, resume: bool = False,
+             force_unlock: bool = False, state_dir: str | None = None, survey: str | None = None,
+             **options: Any) -> None:
+    """bootstrap, its phase and plan, and reset: each passes its options by name (``ctx.params``);
+    ``options`` are the run's flags (``RunOptions``: --force, --allow-downgrade, ...)."""
     from clusterctl.bootstrap.run import BootstrapRequest, downgrade_refusal, run, write_plan_files
     from clusterctl.bootstrap.run_data import RunOptions
 
@@ -164,10 +160,9 @@ def _execute(app: AppContext, *, phase: str | None, skip_phases: str | None, onl
     hosts = hosts_of_run(app, only)
     if not dry_run:
         _confirm_bootstrap(phase, skip_phases, [h.name for h in hosts], yes=yes)
-    options = RunOptions(restore_containerd=restore_containerd, force=force, without_survey=without_survey,
-                         purge_packages=purge_packages, allow_downgrade=allow_downgrade)
     request = BootstrapRequest(apply=not dry_run, phase=phase, skip_phases=skip_phases, resume=resume,
-                               force_unlock=force_unlock, state_dir=state_dir, survey=survey, options=options)
+                               force_unlock=force_unlock, state_dir=state_dir, survey=survey,
+                               options=RunOptions(**options))
     show = None if app.machine_output else (lambda p, r: _print_phase(app, p, r, plan=dry_run))
     with app.runner() as runner:
         report = run(inventory, hosts, runner, request, on_phase=show)

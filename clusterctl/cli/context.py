@@ -33,9 +33,9 @@ class AppContext:
     limit: str | None = None
     output: OutputFormat = OutputFormat.table
     parallel: int = 64
-    timeout_s: float = 60.0
-    #: ``--timeout`` as the user gave it: then no remote step (connect, command, file) may take longer.
-    step_timeout_s: float | None = None
+    #: ``--timeout`` as the user gave it (else 60 s per host): then no remote step (connect, command, file)
+    #: may take longer.
+    timeout: float | None = None
     debug: bool = False
     accept_new_host_keys: bool = False
     ssh_config: str | None = None
@@ -119,8 +119,8 @@ class AppContext:
             from clusterctl.cli.progress import RichProgress
 
             progress = RichProgress(self.err_console)
-        with Runner(make_connector(options), parallel=self.parallel, timeout_s=self.timeout_s, progress=progress,
-                    step_timeout_s=self.step_timeout_s, on_wait=self._say_still_waiting) as r:
+        with Runner(make_connector(options), parallel=self.parallel, progress=progress, step_timeout_s=self.timeout,
+                    timeout_s=60.0 if self.timeout is None else self.timeout, on_wait=self._say_still_waiting) as r:
             try:
                 yield r
             finally:

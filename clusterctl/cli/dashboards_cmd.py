@@ -70,7 +70,7 @@ def dashboards_command(
     saved = _survey(app, survey)
     results = [load_results(path) for path in bench]
     inputs, rendered = render_dashboards(inventory, saved, results,
-                                         host_names=[h.name for h in app.hosts()] if app.limit else None,
+                                         hosts=app.hosts() if app.limit else None,
                                          namespace=_checked_namespace(namespace), folder=folder)
     if not inputs.hosts:
         raise UsageError("the survey has no host of this inventory's selection: nothing to draw",

@@ -7,7 +7,6 @@ from typing import Any
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.errors import ExitCode
 from clusterctl.wording import plural
 
 inventory_app = typer.Typer(
@@ -100,5 +99,3 @@ def check(ctx: typer.Context) -> None:
                 soft_wrap=False)
 
     app.emit({"source": inventory.source, "hosts": len(inventory.hosts), "warnings": warnings}, table)
-    if warnings and app.machine_output:
-        raise typer.Exit(ExitCode.OK)

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import typer
 
 from clusterctl.cli.context import app_context
 from clusterctl.errors import ExitCode, ParseError, UsageError
 from clusterctl.wording import plural
-
-if TYPE_CHECKING:
-    pass
 
 nccl_app = typer.Typer(
     name="nccl",

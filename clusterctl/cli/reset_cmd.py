@@ -58,6 +58,4 @@ def reset_command(
     confirm_change("tear Kubernetes down (kubeadm reset, CNI files, iptables rules, kubelet state)",
                    [h.name for h in hosts_of_run(app, only)], yes=yes, dry_run=dry_run,
                    preview="clusterctl reset --dry-run")
-    _execute(app, phase="reset", skip_phases=None, only=only, dry_run=dry_run, resume=False,
-             force_unlock=force_unlock, state_dir=state_dir, out=None, restore_containerd=restore_containerd,
-             force=force, yes=True, purge_packages=purge_packages)  # asked above
+    _execute(app, phase="reset", **{**ctx.params, "yes": True})  # asked above

@@ -11,7 +11,7 @@ from clusterctl.cli.context import SKIP_PHASES, AppContext, app_context
 from clusterctl.errors import ExitCode
 
 if TYPE_CHECKING:
-    from clusterctl.day2.upgrade import UpgradeReport, UpgradeRequest
+    from clusterctl.day2.upgrade import UpgradeReport
     from clusterctl.engine.phase import Phase
     from clusterctl.engine.run import HostPhaseResult
 
@@ -61,10 +61,7 @@ def upgrade_plan(
     max_unavailable: int = _MAX,
     skip_phases: Optional[str] = SKIP_PHASES,  # noqa: UP045
 ) -> None:
-    from clusterctl.day2.upgrade import UpgradeRequest
-
-    _execute(app_context(ctx), UpgradeRequest(to, apply=False, max_unavailable=max_unavailable,
-                                              skip_phases=skip_phases), yes=True)
+    _execute(app_context(ctx), dry_run=True, yes=True, **ctx.params)
 
 
 @upgrade_app.command("apply", help="Upgrade node by node; stops at the first node that fails (--resume continues).")
@@ -75,33 +72,26 @@ def upgrade_apply(
     yes: bool = YES,
     resume: bool = typer.Option(False, "--resume", help="Continue a rollout that stopped (same target)."),
     dry_run: bool = _DRY,
-    drain_timeout: int = _DRAIN,
-    ready_timeout: int = _READY,
+    drain_timeout_s: int = _DRAIN,
+    ready_timeout_s: int = _READY,
     skip_phases: Optional[str] = SKIP_PHASES,  # noqa: UP045
     state_dir: Optional[str] = _STATE,  # noqa: UP045
 ) -> None:
-    from clusterctl.day2.upgrade import UpgradeRequest
-
-    _execute(app_context(ctx), UpgradeRequest(to, not dry_run, max_unavailable, resume, state_dir,
-                                              drain_timeout_s=drain_timeout, ready_timeout_s=ready_timeout,
-                                              skip_phases=skip_phases), yes=yes)
+    _execute(app_context(ctx), **ctx.params)
 
 
 @upgrade_app.command("phase", help="Run one phase of the upgrade by name (see 'upgrade phases').")
 def upgrade_phase(
     ctx: typer.Context,
-    name: str = typer.Argument(..., metavar="NAME", help="kubeadm, kubeadm-upgrade, drain, kubelet, ..."),
+    phase: str = typer.Argument(..., metavar="NAME", help="kubeadm, kubeadm-upgrade, drain, kubelet, ..."),
     to: Optional[str] = _TO,  # noqa: UP045
     state_dir: Optional[str] = _STATE,  # noqa: UP045
     yes: bool = YES,
     dry_run: bool = _DRY,
-    drain_timeout: int = _DRAIN,
-    ready_timeout: int = _READY,
+    drain_timeout_s: int = _DRAIN,
+    ready_timeout_s: int = _READY,
 ) -> None:
-    from clusterctl.day2.upgrade import UpgradeRequest
-
-    _execute(app_context(ctx), UpgradeRequest(to, not dry_run, state_dir=state_dir, drain_timeout_s=drain_timeout,
-                                              ready_timeout_s=ready_timeout, phase=name), yes=yes)
+    _execute(app_context(ctx), **ctx.params)
 
 
 @upgrade_app.command("phases", help="List the upgrade's phases in the order they run.")
@@ -120,12 +110,14 @@ def upgrade_phases(ctx: typer.Context) -> None:
     app.emit([{"name": n, "description": d} for n, d in phases], table)
 
 
-def _execute(app: AppContext, request: UpgradeRequest, *, yes: bool) -> None:
+def _execute(app: AppContext, *, yes: bool, dry_run: bool, **fields: Any) -> None:
     """Every upgrade command: ask (unless a plan), run the engine's phases, print; exit 1 when a node failed.
-    The options' ranges (``min=1``) already refused a count or a timeout below 1."""
+    The other options are ``UpgradeRequest``'s fields by name (``ctx.params``); their ranges (``min=1``)
+    already refused a count or a timeout below 1."""
     from clusterctl.cli.confirm import confirm_change
-    from clusterctl.day2.upgrade import upgrade
+    from clusterctl.day2.upgrade import UpgradeRequest, upgrade
 
+    request = UpgradeRequest(apply=not dry_run, **fields)
     inventory = app.inventory()
     hosts = app.hosts()
     what = f"run the upgrade's phase {request.phase} on" if request.phase else \

@@ -40,7 +40,6 @@ class BenchLink:
     gbps: float
     expected_gbps: float | None
     slow: bool
-    same_rack: bool | None
     #: A ``-b`` run: both directions add up, so it is judged against twice the line rate.
     bidirectional: bool = False
 
@@ -118,7 +117,7 @@ def bench_from_results(results: Sequence[Mapping[str, Any]]) -> tuple[list[Bench
                              checked_host_name(str(link["server"])), str(link["server_hca"]),
                              checked_host_name(str(link["client"])), str(link["client_hca"]),
                              float(link["gbps"]), link.get("expected_gbps"), bool(link.get("slow")),
-                             link.get("same_rack"), bool(link.get("bidirectional")))
+                             bool(link.get("bidirectional")))
             links[(item.test, item.server, item.server_hca, item.client, item.client_hca)] = item
         run = data.get("nccl")
         if isinstance(run, Mapping):

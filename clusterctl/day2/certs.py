@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from clusterctl.bootstrap.cluster.kubeadm import MANIFESTS_DIR
 from clusterctl.changes import MAKES_NO_TRACE, Change, GateRecord, HostGate
 from clusterctl.cluster_access import command_failed, not_usable, reason
-from clusterctl.engine.phase import Phase, PhaseContext, Wait
+from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing, Wait
 from clusterctl.engine.progress import RunPlace
 from clusterctl.engine.run import RunSettings, run_phases, select_phases
 from clusterctl.errors import UsageError
@@ -136,14 +136,10 @@ def placement_findings(host: str, placement: Placement) -> list[Finding]:
     return found
 
 
-def _read_host(transport: Transport) -> tuple[CertExpiration, Placement]:
-    return read_certs(transport), read_placement(transport)
-
-
 def check(runner: Runner, inventory: Inventory, hosts: list[Host], *, warn_days: int = WARN_DAYS) -> CertsReport:
     """Every selected control plane's certificates; ``NoCluster`` (exit 2) when none could be read."""
     report = CertsReport()
-    fleet = runner.run_task(control_planes(hosts), _read_host, label="certs")
+    fleet = runner.run_task(control_planes(hosts), lambda t: (read_certs(t), read_placement(t)), label="certs")
     if all(not o.ok or o.value is None for o in fleet.outcomes):
         first = fleet.outcomes[0]
         raise not_usable(first.host.name, "read the certificates", first.failure)
@@ -169,15 +165,6 @@ def check(runner: Runner, inventory: Inventory, hosts: list[Host], *, warn_days:
                                                f"day(s) ({cert.expires:%Y-%m-%d})", host=name,
                                                fix="clusterctl certs renew"))
     return report
-
-
-@dataclass(frozen=True)
-class RenewOptions:
-    """``ctx.options`` of the renew phases."""
-
-    #: Seconds a manifest stays out (the kubelet's ``fileCheckFrequency``).
-    wait_s: int = FILE_CHECK_S
-    ready_timeout_s: float = 180.0
 
 
 class PlacementPhase(Phase[Placement, PhaseContext]):
@@ -255,18 +242,12 @@ def _restart(component: str) -> type[RestartStaticPod]:
         "description": f"restart static pod {component} (manifest out, then back)"})
 
 
-class ApiServerReady(Phase[None, PhaseContext]):
+class ApiServerReady(ReadsNothing, Phase[None, PhaseContext]):
     """Waits for the API server after the restarts, then reads the certificates again."""
 
     name = "api-ready"
     description = "wait for the API server (/readyz), then read the certificates again"
     role = "control-plane"
-
-    def check(self, ctx: PhaseContext) -> None:
-        return None
-
-    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
-        return []
 
     def wait(self, ctx: PhaseContext) -> Wait:
         def ready(c: PhaseContext) -> str | None:
@@ -288,7 +269,10 @@ RENEW_PHASES: tuple[Phase[Any, Any], ...] = (RenewCertificates(), *(_restart(c)(
 
 @dataclass(frozen=True)
 class RenewRequest:
+    """``certs renew``'s options, and the renew phases' ``ctx.options``."""
+
     apply: bool
+    #: Seconds a manifest stays out (the kubelet's ``fileCheckFrequency``).
     wait_s: int = FILE_CHECK_S
     ready_timeout_s: float = 180.0
     resume: bool = False
@@ -305,7 +289,7 @@ def renew(runner: Runner, inventory: Inventory, hosts: list[Host], request: Rene
     place = RunPlace.of(inventory, "certs-renew", request.state_dir)
     chosen = control_planes(hosts)
     settings = RunSettings(apply=request.apply, resume=request.resume,
-                           options=RenewOptions(request.wait_s, request.ready_timeout_s),
+                           options=request,
                            batches=[[h.name] for h in chosen],
                            progress=place.progress(resume=request.resume, first="clusterctl certs renew --yes")
                            if request.apply else None,

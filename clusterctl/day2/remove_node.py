@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from clusterctl.changes import Change
 from clusterctl.cluster_access import cluster_nodes, command_failed, on_control_plane
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode, NodePhase
-from clusterctl.engine.phase import Phase, PhaseContext
+from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing
 from clusterctl.engine.progress import RunPlace
 from clusterctl.engine.run import RunSettings, SkipReason, Status, step_json
 from clusterctl.errors import ParseError, UsageError
@@ -109,7 +109,7 @@ def quorum_check(members: list[KubeNode], leaving: str) -> str:
     return ""
 
 
-class EtcdMemberLeaves(Phase[None, PhaseContext]):
+class EtcdMemberLeaves(ReadsNothing, Phase[None, PhaseContext]):
     name = "etcd-member"
     description = "the node's etcd member leaves the cluster (kubeadm reset phase remove-etcd-member)"
 
@@ -118,9 +118,6 @@ class EtcdMemberLeaves(Phase[None, PhaseContext]):
 
     def applies_to(self, ctx: PhaseContext) -> bool:
         return self.control_plane
-
-    def check(self, ctx: PhaseContext) -> None:
-        return None
 
     def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
         return [Change.run(ctx.host.name, "kubeadm reset phase remove-etcd-member", timeout_s=180,

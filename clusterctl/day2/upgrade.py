@@ -47,7 +47,7 @@ from clusterctl.changes import MAKES_NO_TRACE, Change
 from clusterctl.cluster_access import FIRST, NoCluster, cluster_nodes, read_node, read_nodes
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.day2.versions import check_upgrade, parse, static_pod_version
-from clusterctl.engine.phase import Wait
+from clusterctl.engine.phase import ReadsNothing, Wait
 from clusterctl.engine.progress import RunPlace
 from clusterctl.engine.run import RunSettings, SkipReason, Status, not_needed_message, select_phases, step_json
 from clusterctl.errors import UsageError
@@ -376,18 +376,12 @@ class RestartKubelet(UpgradePhase):
                            summary="restart the kubelet", makes=(MAKES_NO_TRACE,))]
 
 
-class NodeReady(UpgradePhase):
+class NodeReady(ReadsNothing, UpgradePhase):
     """Waits, from the first control plane, until the node is Ready at the target."""
 
     name = "ready"
     description = "wait until the node is Ready at the target"
     from_control_plane = True
-
-    def check(self, ctx: PhaseContext) -> None:
-        return None
-
-    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
-        return []
 
     def wait(self, ctx: PhaseContext) -> Wait | None:
         name, rollout = ctx.host.name, self.rollout
@@ -427,21 +421,13 @@ class Uncordon(UpgradePhase):
         return uncordon(self.rollout.first_cp, state if drained else replace(state, unschedulable=True))
 
 
-#: The phases' names in order, as ``upgrade phase NAME`` and ``--skip-phases`` take them.
-PHASE_NAMES = ("kubeadm", "kubeadm-upgrade", "drain", "kubelet", "packages", "containerd", "nvidia-runtime",
-               "restart-kubelet", "ready", "uncordon", "network", "gpu-addons")
-
-
 def upgrade_phases(rollout: Rollout) -> list[EnginePhase[Any, Any]]:
     """The rollout, in order: each node's phases, then the cluster's (once, after the last node)."""
     from clusterctl.bootstrap.registry import phase_named
 
-    phases: list[EnginePhase[Any, Any]] = [
-        UpgradeKubeadm(rollout), KubeadmUpgrade(rollout), UpgradeDrain(rollout), UpgradeKubelet(rollout),
-        *_stack_phases(), RestartKubelet(rollout), NodeReady(rollout), Uncordon(rollout),
-        phase_named("network"), phase_named("gpu-addons")]
-    assert tuple(p.name for p in phases) == PHASE_NAMES
-    return phases
+    return [UpgradeKubeadm(rollout), KubeadmUpgrade(rollout), UpgradeDrain(rollout), UpgradeKubelet(rollout),
+            *_stack_phases(), RestartKubelet(rollout), NodeReady(rollout), Uncordon(rollout),
+            phase_named("network"), phase_named("gpu-addons")]
 
 
 def phase_descriptions() -> list[tuple[str, str]]:
@@ -486,10 +472,8 @@ def repository_versions(transport: Transport, inventory: Inventory, target: Kube
 
 def _check_repository(runner: Runner, first: Host, inventory: Inventory, target: KubernetesVersion,
                       report: UpgradeReport) -> None:
-    def ask(transport: Transport) -> tuple[str, list[str]]:
-        return repository_versions(transport, inventory, target)
-
-    outcome = runner.run_task([first], ask, label="repository").outcomes[0]
+    (outcome,) = runner.run_task([first], lambda t: repository_versions(t, inventory, target),
+                                 label="repository").outcomes
     if not outcome.ok or outcome.value is None:
         why = outcome.failure.describe() if outcome.failure else "no answer"
         report.findings.append(Finding(Severity.WARNING, "UPGRADE_REPOSITORY_UNREAD",

@@ -86,18 +86,14 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def acquire(transport: Transport, info: LockInfo, *, path: str = DEFAULT_LOCK_PATH, force: bool = False) -> str:
-    """Take the host's lock; returns a note for the run ("" or "cleared a stale lock ...").
+def acquire_then(transport: Transport, info: LockInfo, command: str | None, *, path: str = DEFAULT_LOCK_PATH,
+                 force: bool = False) -> tuple[str, CommandResult | None]:
+    """Take the host's lock, and once it is this run's, ``command`` (under sudo; ``None``: none) in the same
+    round trip where the lock was free: a note for the run ("" or "cleared the lock held by ...") and the
+    command's result (``None`` where it did not run).
 
     Raises ``HostLocked`` naming the holder when another run has it (and ``force`` is off).
     """
-    return acquire_then(transport, info, None, path=path, force=force)[0]
-
-
-def acquire_then(transport: Transport, info: LockInfo, command: str | None, *, path: str = DEFAULT_LOCK_PATH,
-                 force: bool = False) -> tuple[str, CommandResult | None]:
-    """``acquire``, and once the lock is this run's, ``command`` (under sudo) in the same round trip
-    where the lock was free: the note and the command's result (``None`` where it did not run)."""
     note = ""
     held, result = transport.create_exclusive_then(path, info.to_bytes(), command, sudo=True)
     if held is None:

@@ -188,3 +188,14 @@ class Phase(ABC, Generic[State, Context]):
         asked, a changing phase has already applied its changes.
         """
         return []
+
+
+class ReadsNothing:
+    """Mixed into a phase that reads nothing before it plans (the waiting kind: it only waits and verifies,
+    and plans nothing unless it overrides ``plan``)."""
+
+    def check(self, ctx: Any) -> Any:
+        return None
+
+    def plan(self, ctx: Any, state: Any) -> list[Change]:
+        return []

@@ -38,25 +38,10 @@ DONE = ("ok", "changed")
 INTERRUPTED = "interrupted"
 
 
-def default_state_dir() -> Path:
-    return chosen_state_dir()
-
-
 def fleet_key(fleet: Sequence[str]) -> str:
     """A short digest of what identifies a fleet (the inventory file, the mock hosts' state folders):
     the progress file's name and the undo journals' ``fleet`` carry it."""
     return hashlib.sha256("\0".join(fleet).encode()).hexdigest()[:10]
-
-
-def progress_path(state_dir: Path, cluster: str, fleet: Sequence[str] = (), command: str = "bootstrap") -> Path:
-    """The progress file of one fleet: the cluster name plus a digest of what identifies the fleet
-    (the inventory file, the mock hosts' state folders), so two checkouts of one cluster name, or a
-    mock fleet and its real twin, never share a record. The record stays a hint either way: a
-    resumed run skips a phase only when the host confirms there is nothing to do."""
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", cluster) or "cluster"
-    if not fleet:
-        return state_dir / command / f"{safe}.json"
-    return state_dir / command / f"{safe}-{fleet_key(fleet)}.json"
 
 
 @dataclass(frozen=True)
@@ -72,7 +57,7 @@ class RunPlace:
 
     @classmethod
     def of(cls, inventory: Inventory, command: str, state_dir: str | None = None) -> RunPlace:
-        base = Path(state_dir).expanduser() if state_dir else default_state_dir()
+        base = Path(state_dir).expanduser() if state_dir else chosen_state_dir()
         fleet = (str(Path(inventory.source).resolve()) if inventory.source else inventory.name,
                  *sorted({str(h.mock_state) for h in inventory.hosts if h.mock_state}))
         return cls(base, inventory.name, fleet, command)
@@ -83,7 +68,12 @@ class RunPlace:
 
     @property
     def progress_path(self) -> Path:
-        return progress_path(self.state_dir, self.cluster, self.fleet, self.command)
+        """The progress file of one fleet: the cluster name plus a digest of what identifies the fleet
+        (the inventory file, the mock hosts' state folders), so two checkouts of one cluster name, or a
+        mock fleet and its real twin, never share a record. The record stays a hint either way: a
+        resumed run skips a phase only when the host confirms there is nothing to do."""
+        safe = re.sub(r"[^A-Za-z0-9._-]", "_", self.cluster) or "cluster"
+        return self.state_dir / self.command / f"{safe}-{self.key}.json"
 
     @property
     def journal_dir(self) -> Path:

@@ -81,9 +81,6 @@ class ReadAhead:
         self._answers: dict[tuple[str, bool], CommandResult] = {}
         self._lock = threading.Lock()
 
-    def __len__(self) -> int:
-        return len(self._answers)
-
     def batches(self, reads: Sequence[tuple[str, bool]]) -> list[Batch]:
         """The batches that read every command of ``reads``: one per sudo setting."""
         wanted: dict[bool, list[str]] = {}

@@ -677,17 +677,16 @@ def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo,
     # The lock is the one write that does not pass the gate: it guards the run itself (taken
     # before the first change, released after the last, never planned, never undone).
     def take(transport: Transport) -> str:
-        planned = (ahead or {}).get(transport.host.name)
-        if planned is None:
-            return host_lock.acquire(transport, info, path=settings.lock_path, force=settings.force_unlock)
         # Once the lock is ours no other run changes the host: the reads run right after it, in
         # the same round trip (the lock is taken with sudo, so the sudo batch goes with it). A
         # failed read-ahead costs nothing but itself: the phases then read the host one by one
         # and say what is wrong.
-        reads, answers = planned
-        with_lock = next((b for b in answers.batches(reads) if b.sudo), None)
+        reads, answers = (ahead or {}).get(transport.host.name) or ([], None)
+        with_lock = next((b for b in answers.batches(reads) if b.sudo), None) if answers is not None else None
         note, result = host_lock.acquire_then(transport, info, with_lock.line if with_lock else None,
                                               path=settings.lock_path, force=settings.force_unlock)
+        if answers is None:
+            return note
         try:
             if with_lock is not None:
                 answers.accept(with_lock, result)

@@ -62,12 +62,15 @@ _PROMPT_SHELL_ROOT = re.compile(r"^\s*(?:ba|z|k|c|tc)?sh-\d+(?:\.\d+)*#(?:\s+\S.
 #: a comment (``# Port counters``, nccl-tests' ``# nThread 1``) by the command word, a program whose output
 #: clusterctl reads or a path.
 _ROOT_PROMPT = re.compile(r"^\s*[#>]\s?(?:sudo\s+(?:-\S+\s+)*)?(\S+)(?:\s.*)?$")
-_PROMPT_COMMANDS = frozenset((
-    "ibstat", "ibstatus", "ibv_devinfo", "ibv_devices", "ibdev2netdev", "iblinkinfo", "perfquery", "nvidia-smi",
-    "dcgmi", "lspci", "dmesg", "journalctl", "cat", "grep", "head", "tail", "less", "more", "mlxlink", "show_gids",
-    "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "ib_read_lat", "ib_send_lat", "mpirun", "srun",
-    "kubectl", "docker", "ssh", "timeout", "env", "bash", "sh", "python", "python3", "numactl", "ip",
+#: The programs whose output clusterctl reads, and the launchers that run them.
+_TOOLS = frozenset((
+    "ibstat", "ibstatus", "ibv_devinfo", "ibdev2netdev", "iblinkinfo", "perfquery", "nvidia-smi", "dcgmi", "lspci",
+    "dmesg", "journalctl", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "ib_read_lat", "ib_send_lat",
+    "mpirun", "srun",
 ))
+_PROMPT_COMMANDS = _TOOLS | {"ibv_devices", "cat", "grep", "head", "tail", "less", "more", "mlxlink", "show_gids",
+                             "kubectl", "docker", "ssh", "timeout", "env", "bash", "sh", "python", "python3", "numactl",
+                             "ip"}
 #: A line that is nothing but the author's elision of lines they left out.
 _ELISIONS = frozenset(("...", "…", "[...]", "(...)", "<...>", "[…]", "<snip>", "[snip]", "(snip)", "...snip...",
                        "[truncated]", "(truncated)", "<truncated>"))
@@ -133,11 +136,7 @@ def is_prompt(text: str) -> bool:
 
 #: A first line that is only the command, echoed without a prompt (``nvidia-smi nvlink -s`` above its output in
 #: an issue): the programs whose output begins otherwise.
-_BARE_COMMANDS = frozenset((
-    "ibstat", "ibstatus", "ibv_devinfo", "ibdev2netdev", "iblinkinfo", "perfquery", "nvidia-smi", "dcgmi", "lspci",
-    "dmesg", "journalctl", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "ib_read_lat", "ib_send_lat",
-    "mpirun", "srun", "sudo",
-))
+_BARE_COMMANDS = _TOOLS | {"sudo"}
 _BARE_COMMAND = re.compile(r"^\s*(\S+)(?:\s+[-\w./=:,]+)*\s*$")
 
 

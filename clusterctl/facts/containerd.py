@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from clusterctl.errors import ParseError
 from clusterctl.facts.klog import is_klog_line
 from clusterctl.facts.sections import MARKER_FILES, Section, cat_missing, files_read, section_command, split_sections
-from clusterctl.facts.table import cells_under_header, numbered_lines
+from clusterctl.facts.table import cells_under_header, numbered_lines, read_lines
 
 _WHAT = "containerd facts"
 
@@ -78,16 +78,13 @@ def cri_status(plugins: tuple[PluginStatus, ...]) -> str | None:
 
 def parse_kubeadm_images(text: str) -> tuple[str, ...]:
     """``kubeadm config images list``: one image reference per line (klog lines from stderr skipped)."""
-    out: list[str] = []
-    for line in numbered_lines(text):
-        if is_klog_line(line.text):
-            continue
-        value = line.text.strip()
-        if " " in value or "/" not in value or ":" not in value.rsplit("/", 1)[-1]:
-            raise ParseError("kubeadm config images list", "expected an image reference such as "
-                             "registry.k8s.io/pause:3.10.1", line=line.number, text=line.text)
-        out.append(value)
-    return tuple(out)
+    return tuple(read_lines(text, "kubeadm config images list", _image_reference,
+                            "expected an image reference such as registry.k8s.io/pause:3.10.1", skip=is_klog_line))
+
+
+def _image_reference(line: str) -> str | None:
+    value = line.strip()
+    return None if " " in value or "/" not in value or ":" not in value.rsplit("/", 1)[-1] else value
 
 
 def pause_image(images: tuple[str, ...]) -> str | None:
@@ -125,10 +122,8 @@ def parse_containerd_probe(text: str) -> ContainerdFacts:
     if raw is None or not raw.text.strip() or re.search(r"not found", raw.text):
         missing["version"] = (raw.text.strip() if raw else "") or "containerd is not installed"
     else:
-        try:
+        with raw.reading(_WHAT):
             version = parse_containerd_version(raw.text)
-        except ParseError as exc:
-            raise raw.error(_WHAT, exc) from None
     config_section = sections.get("config")
     config = None
     if config_section is None:
@@ -152,10 +147,8 @@ def parse_containerd_probe(text: str) -> ContainerdFacts:
         if re.search(r"not found|error|unable", "\n".join(answer), re.IGNORECASE):
             missing["kubeadm-images"] = next(line for line in answer if line.strip()).strip()
         else:
-            try:
+            with images.reading(_WHAT):
                 pause = pause_image(parse_kubeadm_images(images.text))
-            except ParseError as exc:
-                raise images.error(_WHAT, exc) from None
     service = _systemd_word(sections.get("service"), ("active", "inactive", "failed", "activating", "deactivating"))
     enabled = _systemd_word(sections.get("enabled"), ("enabled", "disabled", "masked", "static"))
     return ContainerdFacts(version, config, dict(sorted(dropins.items())), hosts_files, pause, missing=missing,

@@ -13,6 +13,7 @@ from typing import Any
 from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact
 from clusterctl.facts.model import GPUInfo
+from clusterctl.facts.table import numbered_lines
 
 _WHAT = "nvidia-smi --query-gpu"
 
@@ -34,15 +35,8 @@ QUERY_FIELDS: tuple[str, ...] = (
 )
 
 #: Values nvidia-smi prints for a field the GPU or driver cannot report.
-_NOT_AVAILABLE = {
-    "[N/A]",
-    "N/A",
-    "[Not Supported]",
-    "Not Supported",
-    "[Unknown Error]",
-    "[Insufficient Permissions]",
-    "",
-}
+_NOT_AVAILABLE = {"[N/A]", "N/A", "[Not Supported]", "Not Supported", "[Unknown Error]", "[Insufficient Permissions]",
+                  ""}
 _NUMBER = re.compile(r"^(-?\d+(?:\.\d+)?)(?:\s*([A-Za-z]+))?$")
 
 
@@ -100,26 +94,21 @@ def _field_name(header_cell: str) -> str:
 
 
 def parse_gpus(text: str) -> tuple[GPUInfo, ...]:
-    lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    lines = numbered_lines(text)
     if not lines:
         raise ParseError(_WHAT, "empty output: no CSV header")
     header_number, header_line = lines[0]
     columns = [_field_name(cell) for cell in header_line.split(",")]
     if not any(column in _FIELDS for column in columns):
-        raise ParseError(
-            _WHAT, "first line is not a CSV header naming query fields", line=header_number, text=header_line
-        )
+        raise ParseError(_WHAT, "first line is not a CSV header naming query fields", line=header_number,
+                         text=header_line)
     if len(set(columns)) != len(columns):
-        raise ParseError(
-            _WHAT, "a field is named twice in the CSV header", line=header_number, text=header_line
-        )
+        raise ParseError(_WHAT, "a field is named twice in the CSV header", line=header_number, text=header_line)
     gpus: list[GPUInfo] = []
     for position, (number, line) in enumerate(lines[1:]):
         values = [value.strip() for value in line.split(",")]
         if len(values) != len(columns):
-            raise ParseError(
-                _WHAT, f"{len(values)} values, header has {len(columns)} fields", line=number, text=line
-            )
+            raise ParseError(_WHAT, f"{len(values)} values, header has {len(columns)} fields", line=number, text=line)
         attributes: dict[str, Any] = {"index": position}
         for column, value in zip(columns, values, strict=True):
             if column not in _FIELDS:

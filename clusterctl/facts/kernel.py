@@ -108,7 +108,7 @@ def parse_kernel_probe(text: str) -> KernelFacts:
     gone: tuple[str, ...] = ()
     swaps: tuple[str, ...] = ()
     for name, section in sections.items():
-        try:
+        with section.reading(_WHAT):
             if name == "modules":
                 if re.search(r"not found|could not open", section.text):
                     missing["modules"] = section.text.strip().splitlines()[-1]
@@ -118,6 +118,4 @@ def parse_kernel_probe(text: str) -> KernelFacts:
                 values, gone = parse_sysctl(section.text)
             elif name == "swaps":
                 swaps = parse_swapon_show(section.text)
-        except ParseError as exc:
-            raise section.error(_WHAT, exc) from None
     return KernelFacts(modules, values, gone, swaps, files_read(sections), missing)

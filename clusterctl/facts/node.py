@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact
 from clusterctl.facts.sections import Section, section_command, split_sections
-from clusterctl.facts.table import cells_under_header, numbered_lines
+from clusterctl.facts.table import cells_under_header, numbered_lines, read_lines
 
 _WHAT = "node facts"
 
@@ -108,6 +108,8 @@ def parse_proc_swaps(text: str) -> tuple[Swap, ...]:
 
 
 _SS_PROC = re.compile(r'\("([^"]+)",pid=')
+_MEMINFO = re.compile(r"([A-Za-z0-9_()]+):\s+(\d+)(?:\s+kB)?\s*")
+_SMI_GPU = re.compile(r"\s*GPU (\d+): (.+?)(?: \(UUID: ([^)]+)\))?\s*$")
 
 
 def parse_ss_listening(text: str) -> tuple[ListeningSocket, ...]:
@@ -128,13 +130,8 @@ def parse_ss_listening(text: str) -> tuple[ListeningSocket, ...]:
 
 def parse_meminfo(text: str) -> dict[str, int]:
     """``/proc/meminfo`` lines ``Name:   123 kB`` -> {name: kib}."""
-    out: dict[str, int] = {}
-    for line in numbered_lines(text):
-        match = re.fullmatch(r"([A-Za-z0-9_()]+):\s+(\d+)(?:\s+kB)?\s*", line.text)
-        if not match:
-            raise ParseError("/proc/meminfo", "expected 'Name: N kB'", line=line.number, text=line.text)
-        out[match.group(1)] = int(match.group(2))
-    return out
+    return {match.group(1): int(match.group(2))
+            for match in read_lines(text, "/proc/meminfo", _MEMINFO.fullmatch, "expected 'Name: N kB'")}
 
 
 def parse_df(text: str) -> DiskSpace:
@@ -153,14 +150,9 @@ def parse_df(text: str) -> DiskSpace:
 
 def parse_nvidia_smi_list(text: str) -> tuple[str, ...]:
     """``nvidia-smi -L``: ``GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)`` -> the UUIDs (or names)."""
-    out: list[str] = []
-    for line in numbered_lines(text):
-        match = re.match(r"\s*GPU (\d+): (.+?)(?: \(UUID: ([^)]+)\))?\s*$", line.text)
-        if match:
-            out.append(match.group(3) or match.group(2))
-        elif not re.match(r"\s+(MIG|Link) ", line.text):  # MIG devices are listed under their GPU
-            raise ParseError("nvidia-smi -L", "expected 'GPU N: name (UUID: ...)'", line=line.number, text=line.text)
-    return tuple(out)
+    return tuple(match.group(3) or match.group(2) for match in read_lines(
+        text, "nvidia-smi -L", _SMI_GPU.match, "expected 'GPU N: name (UUID: ...)'",
+        skip=lambda line: re.match(r"\s+(MIG|Link) ", line)))  # MIG devices are listed under their GPU
 
 
 _DRIVER_VERSION = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
@@ -198,10 +190,8 @@ def parse_node(text: str) -> NodeFacts:
         if why is not None:
             missing[name] = why
             continue
-        try:
+        with section.reading(_WHAT):
             values.update(_READERS[name](section))
-        except ParseError as exc:
-            raise section.error(_WHAT, exc) from None
     return NodeFacts(**values, missing=missing)  # type: ignore[arg-type]
 
 

@@ -7,11 +7,12 @@ import shlex
 from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.sections import MARKER_FILES, section_command, split_sections
-from clusterctl.facts.table import numbered_lines
+from clusterctl.facts.sections import MARKER_FILES, section_command, section_or_empty, split_sections
+from clusterctl.facts.table import read_lines
 
 _LOG = re.compile(r"^(?:[A-Z]{4}\[\d+\]|time=\"[^\"]*\" level=)")
 _VERSION = re.compile(r"NVIDIA Container Toolkit CLI version (\d+\.\d+\.\d+)")
+_CDI_DEVICE = re.compile(r"[a-z0-9.\-]+/[a-z0-9.\-]+=\S+")
 
 
 def parse_ctk_version(text: str) -> str:
@@ -24,16 +25,10 @@ def parse_ctk_version(text: str) -> str:
 
 def parse_cdi_list(text: str) -> tuple[str, ...]:
     """``nvidia-ctk cdi list``: ``vendor/class=name`` lines; the toolkit's log lines are skipped."""
-    out: list[str] = []
-    for line in numbered_lines(text):
-        value = line.text.strip()
-        if _LOG.match(value):
-            continue
-        if not re.fullmatch(r"[a-z0-9.\-]+/[a-z0-9.\-]+=\S+", value):
-            raise ParseError("nvidia-ctk cdi list", "expected a CDI device name such as nvidia.com/gpu=0",
-                             line=line.number, text=line.text)
-        out.append(value)
-    return tuple(out)
+    return tuple(read_lines(text, "nvidia-ctk cdi list",
+                            lambda line: line.strip() if _CDI_DEVICE.fullmatch(line.strip()) else None,
+                            "expected a CDI device name such as nvidia.com/gpu=0",
+                            skip=lambda line: _LOG.match(line.strip())))
 
 
 @dataclass(frozen=True)
@@ -63,8 +58,7 @@ def parse_toolkit_probe(text: str) -> ToolkitFacts:
     sections = split_sections(text, "nvidia toolkit facts", marker=MARKER_FILES)
 
     def body(name: str) -> str:
-        section = sections.get(name)
-        return section.text if section is not None else ""
+        return section_or_empty(sections, name).text
 
     version = None if _missing(body("ctk-version")) else parse_ctk_version(body("ctk-version"))
     driver = None if _missing(body("driver")) else body("driver").strip()

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from clusterctl.errors import ParseError
 from clusterctl.facts.node import parse_os_release
 from clusterctl.facts.sections import (
     MARKER_FILES,
@@ -19,9 +18,10 @@ from clusterctl.facts.sections import (
     files_read,
     ls_failed,
     section_command,
+    section_or_empty,
     split_sections,
 )
-from clusterctl.facts.table import numbered_lines
+from clusterctl.facts.table import read_lines
 
 _WHAT = "package facts"
 T = TypeVar("T")
@@ -44,28 +44,21 @@ class InstalledPackage:
         return self.status[1:2] == "i" and bool(self.version)
 
 
+def _installed(line: str) -> InstalledPackage | None:
+    cells = line.split("\t")
+    return InstalledPackage(cells[0], cells[1].strip(), cells[2].strip()) if len(cells) == 3 and cells[0] else None
+
+
 def parse_dpkg_query(text: str) -> dict[str, InstalledPackage]:
     """``dpkg-query -W -f='${Package}\\t${Version}\\t${db:Status-Abbrev}\\n' NAMES 2>&1``."""
-    out: dict[str, InstalledPackage] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or _NOT_FOUND.match(line.strip()):
-            continue
-        cells = line.split("\t")
-        if len(cells) != 3 or not cells[0]:
-            raise ParseError("dpkg-query", "expected 'package<TAB>version<TAB>status'", line=number, text=line)
-        out[cells[0]] = InstalledPackage(cells[0], cells[1].strip(), cells[2].strip())
-    return out
+    return {package.name: package for package in read_lines(
+        text, "dpkg-query", _installed, "expected 'package<TAB>version<TAB>status'",
+        skip=lambda line: _NOT_FOUND.match(line.strip()))}
 
 
 def parse_showhold(text: str) -> frozenset[str]:
-    names = set()
-    for line in numbered_lines(text):
-        value = line.text.strip()
-        if " " in value:
-            raise ParseError("apt-mark showhold", "expected one package name per line", line=line.number,
-                             text=line.text)
-        names.add(value)
-    return frozenset(names)
+    return frozenset(read_lines(text, "apt-mark showhold", lambda line: None if " " in line.strip() else line.strip(),
+                                "expected one package name per line"))
 
 
 @dataclass(frozen=True)
@@ -97,14 +90,12 @@ def parse_packages_probe(text: str) -> PackageFacts:
     sections = split_sections(text, _WHAT, marker=MARKER_FILES)
 
     def body(name: str) -> str:
-        section = sections.get(name)
-        return section.text if section is not None else ""
+        return section_or_empty(sections, name).text
 
     def read(name: str, parse: Callable[[str], T]) -> T:
-        try:
-            return parse(body(name))
-        except ParseError as exc:  # an absent section reads as empty, which every parser here takes
-            raise sections[name].error(_WHAT, exc) from None
+        section = section_or_empty(sections, name)  # an absent section reads as empty, which every parser here takes
+        with section.reading(_WHAT):
+            return parse(section.text)
 
     release = read("os-release", parse_os_release) if "=" in body("os-release") else {}
     packages = read("packages", parse_dpkg_query)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
@@ -35,11 +36,20 @@ class Section:
     def text(self) -> str:
         return "\n".join(self.lines) + ("\n" if self.lines else "")
 
-    def error(self, what: str, exc: ParseError) -> ParseError:
-        """``exc``, raised by a parser of this section's text, as an error of the whole output: the
-        section named, the line counted from the output's start."""
-        line = None if exc.line is None else exc.line + self.first_line - 1
-        return ParseError(what, f"section '{self.name}': {exc.reason}", line=line, text=exc.text)
+    @contextmanager
+    def reading(self, what: str) -> Iterator[None]:
+        """A ``ParseError`` raised inside, by a parser of this section's text, becomes an error of the whole
+        output: the section named, the line counted from the output's start."""
+        try:
+            yield
+        except ParseError as exc:
+            line = None if exc.line is None else exc.line + self.first_line - 1
+            raise ParseError(what, f"section '{self.name}': {exc.reason}", line=line, text=exc.text) from None
+
+
+def section_or_empty(sections: Mapping[str, Section], name: str) -> Section:
+    """The section ``name``, or an empty one where the output has none."""
+    return sections.get(name) or Section(name, (), 1)
 
 
 #: GNU cat's answer for a missing file. It names itself as it was called: ``cat: PATH: ...``, or

@@ -7,14 +7,32 @@ pre-cleaning (``clusterctl.facts.clean``), only blank lines skipped, so errors n
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.clean import Line
+
+T = TypeVar("T")
 
 
 def numbered_lines(text: str) -> list[Line]:
     """The non-blank lines of ``text``, as printed, with their 1-based line numbers."""
     return [Line(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+
+
+def read_lines(text: str, what: str, read: Callable[[str], T | None], expected: str, *,
+               skip: Callable[[str], object] = lambda _: False) -> list[T]:
+    """``read`` of each non-blank line of ``text`` (as printed) but those ``skip`` accepts; a line ``read`` cannot
+    read (``None``) is a ``ParseError`` naming it, with ``expected`` as the reason."""
+    found: list[T] = []
+    for line in numbered_lines(text):
+        if skip(line.text):
+            continue
+        value = read(line.text)
+        if value is None:
+            raise ParseError(what, expected, line=line.number, text=line.text)
+        found.append(value)
+    return found
 
 
 def rows_under_header(text: str, what: str, header: str) -> list[Line]:

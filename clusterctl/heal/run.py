@@ -27,11 +27,11 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from clusterctl.changes import MAKES_NO_TRACE, Change, ChangeFailed, Gate, GateRecord, HostGate
 from clusterctl.cluster_access import read_node
-from clusterctl.engine.phase import Phase, PhaseContext, Wait
+from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing, Wait
 from clusterctl.engine.run import HostPhaseResult, RunSettings, Status, run_phases
 from clusterctl.errors import ClusterctlError, ParseError, UsageError
 from clusterctl.facts.gpus import PERSISTENCE_MODES
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from clusterctl.quarantine.release import ReleaseChecks
     from clusterctl.transport.base import Transport
 
+T = TypeVar("T")
 BOOT_ID = "cat /proc/sys/kernel/random/boot_id"
 GPU_QUERY = "nvidia-smi --query-gpu=index,name,serial,uuid,pci.bus_id --format=csv,noheader"
 
@@ -129,14 +130,14 @@ class _Healer:
 
     # -- the cluster side ----------------------------------------------------------------
 
-    def on_cp(self, task: Callable[[Transport], object], label: str, timeout_s: float = 120.0) -> object:
+    def on_cp(self, task: Callable[[Transport], T], label: str, timeout_s: float = 120.0) -> T | None:
         (outcome,) = self.runner.run_task([self.cp], task, label=label, timeout_s=timeout_s).outcomes
         if outcome.failure is not None:
             raise ClusterctlError(f"the control plane {self.cp.name} could not be used: {outcome.failure.describe()}")
         return outcome.value
 
     def node(self) -> KubeNode | None:
-        return cast("KubeNode | None", self.on_cp(lambda t: read_node(t, self.host.name), "heal: read node"))
+        return self.on_cp(lambda t: read_node(t, self.host.name), "heal: read node")
 
     def note(self, step: str, result: str, detail: str = "", *, state: str | None = None) -> None:
         """Keep the step on the node (and tell ``say``); in a dry run the annotation is only planned."""
@@ -161,7 +162,7 @@ class _Healer:
     def mark(self, milestone: str) -> None:
         self.result.timeline.setdefault(milestone, time.monotonic() - self.start)
 
-    def on_host(self, task: Callable[[Transport], object], label: str, timeout_s: float) -> tuple[object, str | None]:
+    def on_host(self, task: Callable[[Transport], T], label: str, timeout_s: float) -> tuple[T | None, str | None]:
         (outcome,) = self.runner.run_task([self.host], task, label=label, timeout_s=timeout_s).outcomes
         return outcome.value, (outcome.failure.describe() if outcome.failure is not None else None)
 
@@ -285,10 +286,10 @@ class _Healer:
     def report(self, reason: str, codes: tuple[str, ...], findings: list[Finding]) -> str:
         host = self.host
         value, failure = self.on_host(lambda t: t.run(GPU_QUERY, sudo=True, timeout=60), "heal: serials", 90)
-        if failure is None and value is not None and getattr(value, "ok", False):
-            gpus = ["  " + line.strip() for line in str(getattr(value, "stdout", "")).splitlines() if line.strip()]
+        if value is not None and value.ok:
+            gpus = ["  " + line.strip() for line in value.stdout.splitlines() if line.strip()]
         else:
-            why = failure or f"exit {getattr(value, 'exit_code', '?')}: {getattr(value, 'stderr', '').strip()[:120]}"
+            why = failure or f"exit {value.exit_code if value else '?'}: {value.stderr.strip()[:120] if value else ''}"
             gpus = [f"  (could not be read: {why})"]
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         log = f"/var/tmp/nvidia-bug-report-{host.name}-{stamp}.log"
@@ -310,15 +311,9 @@ class _Healer:
         return mask_text("\n".join(lines))
 
 
-class _HealPhase(Phase[Any, PhaseContext]):
+class _HealPhase(ReadsNothing, Phase[Any, PhaseContext]):
     def __init__(self, healer: _Healer) -> None:
         self.healer = healer
-
-    def check(self, ctx: PhaseContext) -> Any:
-        return None
-
-    def plan(self, ctx: PhaseContext, state: Any) -> list[Change]:
-        return []
 
 
 class HealStep(_HealPhase):
@@ -351,12 +346,12 @@ class DrainFirst(_HealPhase):
     timeout_s = 480.0
 
     def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
-        from clusterctl.quarantine.drain import DrainOptions, DrainReport, drain_or_why
+        from clusterctl.quarantine.drain import DrainOptions, drain_or_why
 
         healer, name = self.healer, ctx.host.name
         before = len(gate.gate.records)
-        done = healer.on_cp(lambda t: drain_or_why(t, gate.gate, name, DrainOptions()), "heal: drain", timeout_s=420)
-        report, why = cast("tuple[DrainReport | None, str | None]", done)
+        report, why = healer.on_cp(lambda t: drain_or_why(t, gate.gate, name, DrainOptions()), "heal: drain",
+                                   timeout_s=420) or (None, None)
         if report is None:  # this node's pods could not be read: its chain stops, named; the other hosts go on
             raise TransportError(FailureKind.COMMAND_FAILED, why or f"drain of {name} stopped")
         if not report.complete:

@@ -18,11 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterctl.errors import InventoryFileReader
+from clusterctl.errors import BadValue, InventoryFileReader
 from clusterctl.inventory import values
 from clusterctl.inventory.ansible_vars import HostBuilder, Var
 from clusterctl.inventory.model import Host, Inventory
-from clusterctl.inventory.values import BadValue
 from clusterctl.inventory.yaml_tree import Mapping, Node, Scalar, as_mapping, is_empty, kind_of, to_python
 
 _RANGE = re.compile(r"\[([0-9a-zA-Z]+):([0-9a-zA-Z]+)(?::([0-9]+))?\]")
@@ -60,10 +59,8 @@ class _Tree(InventoryFileReader):
 
     def add_host(self, group: str, name: str, line: int, host_vars: dict[str, Var]) -> None:
         if name not in self.hosts:
-            try:
+            with self.values_at(line, name):
                 values.host_name(name)
-            except BadValue as exc:
-                raise self.error(exc.message, line, name, exc.hint) from None
         host = self.hosts.setdefault(name, _HostDef(name, line))
         host.vars.update(host_vars)
         target = self.group(group, line)
@@ -74,10 +71,8 @@ class _Tree(InventoryFileReader):
 
     def add_host_pattern(self, group: str, pattern: str, line: int, host_vars: dict[str, Var]) -> None:
         """Add every host a pattern such as ``gpu[01:04]`` names (both formats write ranges)."""
-        try:
+        with self.values_at(line, pattern):
             names = expand_host_range(pattern)
-        except BadValue as exc:
-            raise self.error(exc.message, line, pattern, exc.hint) from None
         for name in names:
             self.add_host(group, name, line, dict(host_vars))
 

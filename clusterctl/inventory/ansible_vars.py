@@ -15,10 +15,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
-from clusterctl.errors import InventoryFileReader
+from clusterctl.errors import BadValue, InventoryFileReader
 from clusterctl.inventory import values
 from clusterctl.inventory.model import Fabric, Host, SSHOptions, StackPin, TransportKind
-from clusterctl.inventory.values import BadValue
 
 #: Group names that mean "control-plane" in kubespray, kubeadm-ansible, k3s-ansible and friends.
 CONTROL_PLANE_GROUPS = frozenset(
@@ -83,10 +82,8 @@ class HostBuilder(InventoryFileReader):
         if found is None:
             return None
         name, var = found
-        try:
+        with self.values_at(var.line, name, f"host '{self.name}': "):
             return convert(var.value)
-        except BadValue as exc:
-            raise self.error(f"host '{self.name}': {exc.message}", var.line, name, exc.hint) from None
 
     def build(self) -> Host:
         jump_host, options = self.ssh_args()
@@ -165,10 +162,8 @@ class HostBuilder(InventoryFileReader):
         name, var = found
         if transport != "mock":
             return str(var.value)
-        try:
+        with self.values_at(var.line, name, f"host '{self.name}': "):
             return values.profile_folder(var.value, self.base_dir)
-        except BadValue as exc:
-            raise self.error(f"host '{self.name}': {exc.message}", var.line, name, exc.hint) from None
 
     def mock_state(self) -> str | None:
         found = self.pick(("clusterctl_mock_state",))
@@ -185,10 +180,8 @@ class HostBuilder(InventoryFileReader):
             var = self.vars.get(name)
             if var is None or var.value in (None, ""):
                 continue
-            try:
+            with self.values_at(var.line, name, f"host '{self.name}': "):
                 found_jump, found_options = parse_ssh_args(str(var.value))
-            except BadValue as exc:
-                raise self.error(f"host '{self.name}': {exc.message}", var.line, name, exc.hint) from None
             jump = found_jump or jump
             options.extend(found_options)
         return jump, tuple(options)

@@ -26,10 +26,10 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from clusterctl.errors import BadValue
 from clusterctl.inventory import values
 from clusterctl.inventory.model import RUNTIME_MODES, AptRepo, BootstrapConfig
 from clusterctl.inventory.node_reader import NodeReader, ValueReader
-from clusterctl.inventory.values import BadValue
 from clusterctl.inventory.yaml_tree import Mapping, Node, Sequence, kind_of
 
 
@@ -188,16 +188,12 @@ def _mirrors(r: NodeReader, node: Node, field: str) -> tuple[tuple[str, tuple[st
     out: list[tuple[str, tuple[str, ...]]] = []
     for entry in node.entries:
         sub = f"{field}.{entry.key}"
-        try:
-            # The key names a folder under certs.d and sits in hosts.toml: no '/', '..', newline or quote.
+        # The key names a folder under certs.d and sits in hosts.toml: no '/', '..', newline or quote.
+        with r.values_at(entry.key_line, sub):
             values.registry_host(entry.key, "registry")
-        except BadValue as exc:
-            raise r.error(exc.message, line=entry.key_line, field=sub, hint=exc.hint) from None
         urls = r.names(entry.value, sub)
-        for url in urls:
-            try:
+        with r.values_at(entry.value.line, sub):
+            for url in urls:
                 _url(url, "a mirror")
-            except BadValue as exc:
-                raise r.error(exc.message, line=entry.value.line, field=sub) from None
         out.append((entry.key, tuple(urls)))
     return tuple(out)

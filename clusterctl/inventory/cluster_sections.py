@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from clusterctl.errors import UsageError
 from clusterctl.inventory.pins import CHART_PINS, CNI_PINS, ChartPin
+from clusterctl.inventory.values import did_you_mean, fields_hint, one_of_hint
 
 #: The site's own: ``network.cni: none`` (a CNI the site installs itself: Cilium, a vendor's) and
 #: ``addons.mode: none`` (GPU add-ons the site installs itself): bootstrap and upgrade leave them alone
@@ -91,6 +92,7 @@ class AlertSettings:
 
 
 def settings_mapping(value: Any, where: str) -> Mapping[str, Any]:
+    """A section as written: absent (None) is empty (every default), anything but a mapping is refused."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -99,8 +101,6 @@ def settings_mapping(value: Any, where: str) -> Mapping[str, Any]:
 
 
 def _known(data: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
-    from clusterctl.inventory.values import did_you_mean, fields_hint
-
     for key in data:
         if key not in known:
             raise UsageError(f"unknown field '{key}'.", field=f"{where}.{key}",
@@ -140,8 +140,6 @@ def subnet_setting(value: Any, where: str) -> str:
 
 
 def _choice(value: Any, choices: tuple[str, ...], where: str) -> str:
-    from clusterctl.inventory.values import one_of_hint
-
     text = text_setting(value, where)
     if text not in choices:
         raise UsageError(f"unknown value {text!r}.", field=where, hint=one_of_hint(text, choices))
@@ -215,7 +213,8 @@ def _left_to_site(data: Mapping[str, Any], key: str, what: str, where: str, inst
                          hint=f"Remove {where}.{extra[0]}, or {instead}.")
 
 
-def _network(data: Mapping[str, Any], where: str) -> NetworkSettings:
+def check_network(section: Any, where: str) -> NetworkSettings:
+    data = settings_mapping(section, where)
     _known(data, ("cni", "version", "manifest_mirror", "image_registry"), where)
     cni = _choice(data.get("cni", "calico"), CNI_NAMES, f"{where}.cni")
     if cni == SITE_OWN:
@@ -238,8 +237,6 @@ def _charts(data: Mapping[str, Any], where: str) -> dict[str, ChartSource]:
     for release, body in data.items():
         sub = f"{where}.{release}"
         if release not in charts:
-            from clusterctl.inventory.values import one_of_hint
-
             raise UsageError(f"clusterctl installs no chart named {release!r}.", field=sub,
                              hint=one_of_hint(str(release), tuple(charts)))
         body = settings_mapping(body, sub)
@@ -259,7 +256,8 @@ def _charts(data: Mapping[str, Any], where: str) -> dict[str, ChartSource]:
     return charts
 
 
-def _addons(data: Mapping[str, Any], where: str) -> AddonSettings:
+def check_addons(section: Any, where: str) -> AddonSettings:
+    data = settings_mapping(section, where)
     _known(data, ("mode", "charts", "image_registry", "host_driver", "host_toolkit"), where)
     mode = _choice(data.get("mode", "device-plugin"), ADDON_MODES, f"{where}.mode")
     if mode == SITE_OWN:
@@ -276,7 +274,9 @@ def _addons(data: Mapping[str, Any], where: str) -> AddonSettings:
     )
 
 
-def _alerts(data: Mapping[str, Any], where: str) -> AlertSettings:
+def check_alerts(section: Any, where: str) -> AlertSettings:
+    data = settings_mapping(section, where)
+
     def rule_labels(value: Any, at: str) -> dict[str, str]:
         return dict(_label(k, v, f"{at}.{k}") for k, v in settings_mapping(value, at).items())
 
@@ -315,17 +315,3 @@ def _celsius(value: Any, where: str) -> int:
         raise UsageError(f"must be a whole number of degrees Celsius between 30 and 130, not {value!r}.", field=where)
     return value
 
-
-# A section that is absent (None) gets every default; anything but a mapping is refused.
-
-
-def check_network(data: Any, where: str) -> NetworkSettings:
-    return _network(settings_mapping(data, where), where)
-
-
-def check_addons(data: Any, where: str) -> AddonSettings:
-    return _addons(settings_mapping(data, where), where)
-
-
-def check_alerts(data: Any, where: str) -> AlertSettings:
-    return _alerts(settings_mapping(data, where), where)

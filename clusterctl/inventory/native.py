@@ -18,11 +18,10 @@ from typing import Any
 from clusterctl.inventory import values
 from clusterctl.inventory.bmc_section import read_bmc
 from clusterctl.inventory.bootstrap_section import read_bootstrap
-from clusterctl.inventory.model import BootstrapConfig, Fabric, Host, Inventory, QuarantineConfig, SSHOptions, StackPin
+from clusterctl.inventory.model import Fabric, Host, Inventory, SSHOptions, StackPin
 from clusterctl.inventory.node_reader import NodeReader
 from clusterctl.inventory.quarantine_section import read_quarantine
 from clusterctl.inventory.source_file import read_inventory_text
-from clusterctl.inventory.values import BadValue
 from clusterctl.inventory.yaml_tree import (
     Entry,
     Mapping,
@@ -132,16 +131,13 @@ class _Reader(NodeReader):
             layers = [defaults, *(g.settings for g in member_of), host_def.settings]
             hosts.append(self.build_host(host_def, layers, tuple(g.name for g in member_of)))
         groups = {g.name: tuple(h.name for h in host_defs if h.name in g.members) for g in group_defs}
-        bootstrap_entry = root.get("bootstrap")
-        bootstrap = (read_bootstrap(self, bootstrap_entry.value, "bootstrap") if bootstrap_entry
-                     else BootstrapConfig())
-        quarantine_entry = root.get("quarantine")
-        quarantine = (read_quarantine(self, quarantine_entry.value, "quarantine") if quarantine_entry
-                      else QuarantineConfig())
-        bmc_entry = root.get("bmc")
-        bmc = read_bmc(self, bmc_entry.value, "bmc", [h.name for h in hosts]) if bmc_entry else ()
+        # The sections a file leaves out keep the defaults of ``Inventory``.
+        readers: dict[str, Callable[[_Reader, Node, str], Any]] = {
+            "bootstrap": read_bootstrap, "quarantine": read_quarantine,
+            "bmc": partial(read_bmc, host_names=[h.name for h in hosts])}
+        sections = {key: read(self, written.value, key) for key, read in readers.items() if (written := root.get(key))}
         return Inventory(name=name, hosts=tuple(hosts), groups=groups, source=self.file, format="clusterctl",
-                         bootstrap=bootstrap, quarantine=quarantine, bmc=bmc)
+                         **sections)
 
     def hosts(self, node: Node) -> list[_HostDef]:
         defs: list[_HostDef] = []
@@ -209,10 +205,8 @@ class _Reader(NodeReader):
             raise self.error("a host name must not be empty.", line=line, field=field)
         # Commands quote every name, but a name with a space or ';' cannot name a node, a file or
         # a Kubernetes object: refused here, so plan never says "ok" for an apply that must fail.
-        try:
+        with self.values_at(line, field):
             values.host_name(name)
-        except BadValue as exc:
-            raise self.error(exc.message, line=line, field=field, hint=exc.hint) from None
 
     def host_settings(self, node: Node, field: str) -> Layer:
         return self.settings(
@@ -395,15 +389,8 @@ class _Reader(NodeReader):
         known = self._profiles.get(setting.value) if isinstance(setting.value, str) else None
         if known is not None:
             return known
-        try:
+        with self.values_at(setting.line, setting.field, f"host '{host_def.name}': "):
             found = values.profile_folder(setting.value, self.base_dir)
-        except BadValue as exc:
-            raise self.error(
-                f"host '{host_def.name}': {exc.message}",
-                line=setting.line,
-                field=setting.field,
-                hint=exc.hint,
-            ) from None
         if isinstance(setting.value, str):
             self._profiles[setting.value] = found
         return found

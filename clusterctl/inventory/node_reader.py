@@ -7,14 +7,12 @@ needs another: a typed section is a table of field readers handed to ``NodeReade
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
 from clusterctl.errors import InventoryFileReader
 from clusterctl.inventory import values
-from clusterctl.inventory.values import BadValue
 from clusterctl.inventory.yaml_tree import Entry, Mapping, Node, Scalar, Sequence, as_mapping, kind_of, to_python
 
 #: Reads one field of a section: its node and its path (``quarantine.heal.passes``) -> the typed value.
@@ -52,7 +50,7 @@ class NodeReader(InventoryFileReader):
     def plain(self, convert: Callable[[Any], Any]) -> ValueReader:
         """A field reader: the value as plain data (``to_python``: lists and mappings too), converted."""
         def read(node: Node, field: str) -> Any:
-            with self.values_of(node, field):
+            with self.values_at(node.line, field):
                 return convert(to_python(node))
         return read
 
@@ -74,16 +72,8 @@ class NodeReader(InventoryFileReader):
         value = node.value
         if raw and isinstance(value, (int, float)) and not isinstance(value, bool):
             value = node.text
-        with self.values_of(node, field):
+        with self.values_at(node.line, field):
             return convert(value)
-
-    @contextmanager
-    def values_of(self, node: Node, field: str) -> Iterator[None]:
-        """Checks of ``node``'s value: a ``BadValue`` raised inside becomes the error at its line, naming ``field``."""
-        try:
-            yield
-        except BadValue as exc:
-            raise self.error(exc.message, line=node.line, field=field, hint=exc.hint) from None
 
     def names(self, node: Node, field: str) -> tuple[str, ...]:
         if isinstance(node, Sequence):

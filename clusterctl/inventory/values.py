@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from clusterctl.errors import BadValue
 from clusterctl.inventory.model import FABRIC_TYPES, ROLES, TRANSPORT_KINDS
 
 #: Words people use for a role, from kubeadm/kubespray/k3s vocabulary, and the role they mean.
@@ -42,15 +43,6 @@ FABRIC_ALIASES: dict[str, str] = {
 #: Variable names whose values are secrets: kept as ``Secret`` (masked wherever shown, usable
 #: through ``reveal()`` by code that hands them to a host on stdin or in a 0600 file).
 SECRET_WORDS: tuple[str, ...] = ("pass", "secret", "token", "vault", "key", "credential")
-
-
-class BadValue(Exception):
-    """A value the inventory cannot use; ``hint`` says what would be accepted."""
-
-    def __init__(self, message: str, hint: str | None = None) -> None:
-        self.message = message
-        self.hint = hint
-        super().__init__(message)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:

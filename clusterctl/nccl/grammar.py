@@ -282,10 +282,7 @@ def _check_word_list(info: VariableInfo, value: str, version: NcclVersion | None
     else:
         lists = [text]
     for words in lists:
-        body = words.strip()
-        if body.startswith("^"):
-            body = body[1:]
-        for token in body.split(","):
+        for token in words.strip().removeprefix("^").split(","):
             token = token.strip()
             if not token:
                 problems.append(invalid(f"{name}={value} has an empty entry", "remove the extra comma", "warning"))
@@ -301,17 +298,6 @@ def _check_word_list(info: VariableInfo, value: str, version: NcclVersion | None
     return problems
 
 
-def _split_prefixed_list(value: str) -> tuple[str, str]:
-    """NCCL's "^" (exclude) then "=" (exact names) prefixes, and the list after them."""
-    body = value.strip()
-    prefix = ""
-    if body.startswith("^"):
-        prefix, body = "^", body[1:]
-    if body.startswith("="):
-        prefix, body = prefix + "=", body[1:]
-    return prefix, body
-
-
 def _check_name_list(info: VariableInfo, value: str, version: NcclVersion | None) -> list[ValueProblem]:
     """NCCL_IB_HCA ("=mlx5_0:1,mlx5_1:1", "^mlx5_2") and NCCL_SOCKET_IFNAME ("=eth0", "^docker,lo")."""
     name = info.name
@@ -321,9 +307,9 @@ def _check_name_list(info: VariableInfo, value: str, version: NcclVersion | None
     if value != value.strip() or " " in value:
         problems.append(invalid(f"{name}={value!r} contains spaces; NCCL does not strip them from names",
                                 "remove the spaces"))
-    _, body = _split_prefixed_list(value)
     seen: set[str] = set()
-    for token in body.split(","):
+    # after NCCL's "^" (exclude) then "=" (exact names) prefixes
+    for token in value.strip().removeprefix("^").removeprefix("=").split(","):
         token = token.strip()
         if not token:
             problems.append(invalid(f"{name}={value} has an empty entry", "remove the extra comma", "warning"))
@@ -347,11 +333,8 @@ def _check_subsys_list(info: VariableInfo, value: str, version: NcclVersion | No
     """NCCL_DEBUG_SUBSYS: names compared with strcasecmp (src/debug.cc); the list grew by release."""
     name = info.name
     problems: list[ValueProblem] = []
-    body = value.strip()
-    if body.startswith("^"):
-        body = body[1:]
     known = info.values_for(version)
-    for token in body.split(","):
+    for token in value.strip().removeprefix("^").split(","):
         token = token.strip()
         if not token or _matches(info, token, known) is not None:
             continue
@@ -367,10 +350,7 @@ def _check_subsys_list(info: VariableInfo, value: str, version: NcclVersion | No
     return problems
 
 
-def _check_nothing(info: VariableInfo, value: str, version: NcclVersion | None) -> list[ValueProblem]:
-    return []
-
-
+#: The grammar of each kind of value; NCCL takes a "list" or "string" as written.
 _CHECKERS = {
     "int": _check_int,
     "bytes": _check_int,
@@ -383,8 +363,6 @@ _CHECKERS = {
     "ifname-list": _check_name_list,
     "subsys-list": _check_subsys_list,
     "cidr": _check_cidr,
-    "list": _check_nothing,
-    "string": _check_nothing,
 }
 
 

@@ -47,8 +47,6 @@ class Plugin:
     commit: str
     #: Names under these prefixes belong to this plugin alone.
     prefixes: tuple[str, ...] = ()
-    #: How the plugin reads its values (what happens to a bad one).
-    parse: str = ""
 
 
 @dataclass(frozen=True)
@@ -147,14 +145,8 @@ class KnowledgeBase:
     def __contains__(self, name: object) -> bool:
         return name in self._variables
 
-    def __len__(self) -> int:
-        return len(self._variables)
-
-    def names(self) -> list[str]:
-        return sorted(self._variables)
-
     def variables(self) -> list[VariableInfo]:
-        return [self._variables[n] for n in self.names()]
+        return [self._variables[n] for n in sorted(self._variables)]
 
     def variable(self, name: str) -> VariableInfo | None:
         return self._variables.get(name)
@@ -219,8 +211,7 @@ def knowledge_base() -> KnowledgeBase:
     plugins = []
     for entry in yaml.safe_load(data.joinpath("plugin_vars.yaml").read_text(encoding="utf-8")):
         plugin = Plugin(id=str(entry["id"]), name=str(entry["name"]), repo=str(entry["repo"]),
-                        commit=str(entry["commit"]), prefixes=tuple(entry.get("prefixes") or ()),
-                        parse=str(entry.get("parse", "")))
+                        commit=str(entry["commit"]), prefixes=tuple(entry.get("prefixes") or ()))
         plugins.append(plugin)
         for var in entry["variables"]:
             known = variables.get(var["name"])

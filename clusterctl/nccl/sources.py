@@ -19,8 +19,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clusterctl.errors import ParseError, UsageError
+
+if TYPE_CHECKING:
+    from yaml import Node, ScalarNode
 
 FORMATS: tuple[str, ...] = ("env", "shell", "slurm", "k8s", "dockerfile")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -301,29 +305,16 @@ def _protect_expansions(line: str) -> tuple[str, list[str], int | None]:
     quote: str | None = None
     while i < len(line):
         char = line[i]
-        if quote == "'":
-            out.append(char)
-            quote = None if char == "'" else quote
-            i += 1
-            continue
-        if char == "'" and quote is None:
-            quote = "'"
-            out.append(char)
-            i += 1
-            continue
-        if char == '"':
-            quote = None if quote == '"' else '"'
-            out.append(char)
-            i += 1
-            continue
-        if char == "\\":
-            out.append(line[i:i + 2])
-            i += 2
-            continue
-        opener = next((o for o in _OPENERS if line.startswith(o[0], i)), None)
+        # Inside single quotes nothing is special but the closing quote; a backslash keeps the next character.
+        opener = None if quote == "'" else next((o for o in _OPENERS if line.startswith(o[0], i)), None)
         if opener is None:
-            out.append(char)
-            i += 1
+            if char == "'" and quote != '"':
+                quote = None if quote == "'" else "'"
+            elif char == '"' and quote != "'":
+                quote = None if quote == '"' else '"'
+            step = 2 if char == "\\" and quote != "'" else 1
+            out.append(line[i:i + step])
+            i += step
             continue
         end = _expansion_end(line, i, *opener)
         if end is None:
@@ -607,12 +598,12 @@ def read_k8s_text(text: str, label: str) -> list[Setting]:
     return settings
 
 
-def _values_setting(key: object, value: object, label: str) -> Setting | None:
+def _values_setting(key: ScalarNode, value: Node, label: str) -> Setting | None:
     """``NCCL_DEBUG: INFO`` in a mapping (Helm values, a chart's ``env:`` map): a setting of the chart's
     values; ``NCCL_X: null`` removes the chart's default for it."""
     import yaml
 
-    if not (isinstance(key, yaml.ScalarNode) and is_nccl_name(str(key.value)) and _NAME_RE.match(str(key.value))):
+    if not _NAME_RE.match(str(key.value)):
         return None
     line = int(key.start_mark.line) + 1
     if isinstance(value, yaml.ScalarNode):
@@ -625,31 +616,25 @@ def _values_setting(key: object, value: object, label: str) -> Setting | None:
     return None
 
 
-def _document_scope(doc: object) -> str:
+def _document_scope(doc: Node) -> str:
     """Settings outside any container (an operator's own env list) belong to their document."""
-    import yaml
-
-    kind = _scalar_of(doc, "kind") or "document"
-    line = int(doc.start_mark.line) + 1 if isinstance(doc, yaml.Node) else 0
-    return f"{kind} (line {line})"
+    return f"{_scalar_of(doc, 'kind') or 'document'} (line {doc.start_mark.line + 1})"
 
 
-def _container_scope(item: object) -> str:
-    import yaml
-
+def _container_scope(item: Node) -> str:
     name = _scalar_of(item, "name")
-    line = int(item.start_mark.line) + 1 if isinstance(item, yaml.Node) else 0
+    line = item.start_mark.line + 1
     return f"container '{name}' (line {line})" if name else f"container (line {line})"
 
 
-def _scalar_of(node: object, key: str) -> str | None:
+def _scalar_of(node: Node, key: str) -> str | None:
     import yaml
 
     child = _child(node, key)
     return str(child.value) if isinstance(child, yaml.ScalarNode) else None
 
 
-def _child(node: object, key: str) -> object | None:
+def _child(node: Node, key: str) -> Node | None:
     import yaml
 
     if not isinstance(node, yaml.MappingNode):
@@ -660,7 +645,7 @@ def _child(node: object, key: str) -> object | None:
     return None
 
 
-def _configmap_settings(doc: object, label: str) -> list[Setting]:
+def _configmap_settings(doc: Node, label: str) -> list[Setting]:
     import yaml
 
     data = _child(doc, "data")
@@ -694,7 +679,7 @@ def _lenient_env(text: str, label: str, *, first_line: int = 1) -> list[Setting]
 _CONTAINER_LISTS = frozenset({"containers", "initContainers", "ephemeralContainers"})
 
 
-def _walk_env_lists(node: object, label: str, out: list[Setting], scope: str = "", *,
+def _walk_env_lists(node: Node, label: str, out: list[Setting], scope: str = "", *,
                     skip: set[int] | None = None) -> None:
     import yaml
 
@@ -732,22 +717,14 @@ def _walk_env_lists(node: object, label: str, out: list[Setting], scope: str = "
             _walk_env_lists(item, label, out, scope, skip=skip)
 
 
-def _scalar_first_line(node: object) -> int:
+def _scalar_first_line(node: ScalarNode) -> int:
     """The 1-based line of a scalar's first character of content (a block scalar starts below its |)."""
-    import yaml
-
-    assert isinstance(node, yaml.ScalarNode)
     return int(node.start_mark.line) + (2 if node.style in ("|", ">") else 1)
 
 
-def _line_of(node: object, key: str) -> int:
-    import yaml
-
-    assert isinstance(node, yaml.MappingNode)
-    for k, _ in node.value:
-        if isinstance(k, yaml.ScalarNode) and k.value == key:
-            return int(k.start_mark.line) + 1
-    return int(node.start_mark.line) + 1
+def _line_of(node: Node, key: str) -> int:
+    """The line of ``key`` in a mapping (a key that is itself a list or mapping never equals it)."""
+    return next((int(k.start_mark.line) + 1 for k, _ in node.value if k.value == key), int(node.start_mark.line) + 1)
 
 
 _READERS = {"env": read_env_text, "shell": read_shell_text, "slurm": read_shell_text, "k8s": read_k8s_text,

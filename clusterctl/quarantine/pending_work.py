@@ -50,13 +50,23 @@ def default_pending_file(inventory: Inventory, state_dir: Path | None = None) ->
 
 @dataclass(frozen=True)
 class PendingHost:
+    """What the alerts accepted for one host ask until its work starts (later alerts merge in)."""
+
     host: str
     action: str
     alerts: tuple[str, ...]
     caller: str
-    seq: int
+    #: The pending-work file's sequence number of the last alert merged in (0: no file).
+    seq: int = 0
     #: When the first of its alerts was accepted (UTC).
     accepted: str = ""
+
+    def merged(self, later: PendingHost, *, caller: str | None = None) -> PendingHost:
+        """Both as one: the stronger action, every alert, the later sequence number; this one's caller
+        (``caller``: that one) and acceptance time."""
+        return PendingHost(self.host, stronger(self.action, later.action),
+                           tuple(dict.fromkeys(self.alerts + later.alerts)), self.caller if caller is None else caller,
+                           max(self.seq, later.seq), self.accepted)
 
 
 class PendingWork:
@@ -96,11 +106,10 @@ class PendingWork:
         """Record an accepted alert (before it is answered); its sequence number."""
         with self._lock:
             self._seq += 1
+            asked = PendingHost(host, action, (alert,), caller, self._seq, time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                                         time.gmtime()))
             entry = self._hosts.get(host)
-            alerts = tuple(dict.fromkeys([*(entry.alerts if entry else ()), alert]))
-            action = stronger(action, entry.action) if entry is not None else action
-            accepted = entry.accepted if entry else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            self._hosts[host] = PendingHost(host, action, alerts, caller, self._seq, accepted)
+            self._hosts[host] = entry.merged(asked, caller=caller) if entry is not None else asked
             self._save()
             return self._seq
 

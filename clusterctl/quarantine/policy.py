@@ -75,10 +75,6 @@ class Decision:
     codes: tuple[str, ...]
     reason: str
 
-    @property
-    def acts(self) -> bool:
-        return self.action in (Action.DRAIN, Action.QUARANTINE)
-
     def to_json(self) -> dict[str, object]:
         return {"host": self.host, "action": self.action.value, "codes": list(self.codes), "reason": self.reason}
 

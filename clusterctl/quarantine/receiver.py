@@ -38,7 +38,7 @@ from clusterctl.quarantine.cluster_lease import ClusterLease
 from clusterctl.quarantine.cluster_marker import Marker, MarkRequest
 from clusterctl.quarantine.drain import DrainOptions
 from clusterctl.quarantine.host_queue import HostQueue
-from clusterctl.quarantine.pending_work import PendingWork, stronger
+from clusterctl.quarantine.pending_work import PendingHost, PendingWork
 from clusterctl.quarantine.policy import cap
 from clusterctl.quarantine.webhook_payload import BadPayload, DecisionLog, parse_payload
 
@@ -58,22 +58,6 @@ ALERT_ACTIONS: dict[str, str] = {
     # The node health agent's rules (phase node-agent): an error-level finding on the node itself.
     "NodeHealthCheckFailed": "quarantine", "NodeHealthAgentStale": "report", "NodeHealthAgentCannotPublish": "report",
 }
-
-
-@dataclass(frozen=True)
-class Wanted:
-    """What the alerts accepted for one host ask, until its work starts (later alerts merge in)."""
-
-    host: Host
-    action: str
-    alerts: tuple[str, ...]
-    caller: str
-    #: The pending-work file's sequence number of the last alert merged in (0: no file).
-    seq: int = 0
-
-    def merged(self, other: Wanted) -> Wanted:
-        return Wanted(self.host, stronger(self.action, other.action), tuple(dict.fromkeys(self.alerts + other.alerts)),
-                      self.caller, max(self.seq, other.seq))
 
 
 @dataclass
@@ -107,7 +91,7 @@ class Remediator:
                     self._by_label[label] = host
         self._marker = Marker(self.inventory, self.runner_factory, self._limit,
                               lease=None if self.dry_run else self.lease)
-        self._queue: HostQueue[Wanted] = HostQueue(self._work, Wanted.merged, workers=self.workers,
+        self._queue: HostQueue[PendingHost] = HostQueue(self._work, PendingHost.merged, workers=self.workers,
                                                     on_error=self._crashed)
         self._pending = PendingWork(self.pending_file) if self.pending_file and not self.dry_run else None
         self._stopping = threading.Event()
@@ -148,7 +132,7 @@ class Remediator:
                 note(host.name, alert.name, "reported", "this alert only reports (quarantine.alerts to change)")
                 continue
             seq = self._pending.accept(host.name, action, alert.name, caller) if self._pending else 0
-            self._queue.submit(host.name, Wanted(host, action, (alert.name,), caller, seq))
+            self._queue.submit(host.name, PendingHost(host.name, action, (alert.name,), caller, seq))
             note(host.name, alert.name, "accepted", f"queued: {action} once the cluster says it may")
         return 200, {"decisions": decisions}
 
@@ -164,7 +148,7 @@ class Remediator:
                           why="accepted by an earlier run, no longer a host of the inventory")
                 self._pending.done(entry.host, entry.seq)
                 continue
-            self._queue.submit(host.name, Wanted(host, entry.action, entry.alerts, entry.caller, entry.seq))
+            self._queue.submit(host.name, entry)
             self._say(host=host.name, alert=",".join(entry.alerts), decision="accepted",
                       why=f"resumed: accepted by an earlier run, not yet acted on ({entry.action})")
         return len(waiting)
@@ -192,35 +176,32 @@ class Remediator:
         self._say(decision="stopped", why=why)
         return given_back
 
-    def _crashed(self, host: str, wanted: Wanted, exc: Exception) -> None:
+    def _crashed(self, host: str, wanted: PendingHost, exc: Exception) -> None:
         self._say(host=host, alert=",".join(wanted.alerts), decision="failed", why=f"{type(exc).__name__}: {exc}")
 
-    def _work(self, name: str, wanted: Wanted) -> None:
-        """One host's work: the verdict under the cluster's Lease, then the rest of the quarantine. Its
-        accepted alerts leave the pending-work file once the cluster gave a verdict (not when it failed)."""
-        final = self._act(name, wanted)
-        if final != "failed" and self._pending is not None:
-            self._pending.done(name, wanted.seq)
-
-    def _act(self, name: str, wanted: Wanted) -> str:
-        """Act for one host through the engine's journaled gate (each change in the undo journal before it
-        is made, the journal finished however the work ends); the decision logged last."""
+    def _work(self, name: str, wanted: PendingHost) -> None:
+        """One host's work: the verdict under the cluster's Lease, then the rest of the quarantine, through the
+        engine's journaled gate (each change in the undo journal before it is made, the journal finished
+        however the work ends); the decision logged last. Its accepted alerts leave the pending-work file
+        once the cluster gave a verdict (not when it failed)."""
         from clusterctl.engine.journaled import journaled_gate
 
+        host = self.inventory.host(name)
         with journaled_gate("remediate", self.inventory, apply=not self.dry_run,
                             folder=self.journal_folder) as step:
-            decision = self._decide_and_act(name, wanted, step.gate)
+            decision = self._decide_and_act(host, wanted, step.gate)
         if step.journal is not None:
             self._say(host=name, decision="journal", why=f"undo with: clusterctl undo {step.journal}")
         if self.after_drain is not None and decision == "drain":  # drained now (heal drains what was left)
             with self.runner_factory() as runner:
-                self.after_drain(runner, wanted.host, self._say)
-        return decision
+                self.after_drain(runner, host, self._say)
+        if decision != "failed" and self._pending is not None:
+            self._pending.done(name, wanted.seq)
 
-    def _decide_and_act(self, name: str, wanted: Wanted, gate: Gate) -> str:
+    def _decide_and_act(self, host: Host, wanted: PendingHost, gate: Gate) -> str:
         from clusterctl.quarantine.run import QuarantineRequest, quarantine_hosts
 
-        alerts = ",".join(wanted.alerts)
+        name, alerts = host.name, ",".join(wanted.alerts)
         drain = wanted.action == "drain"
         request = QuarantineRequest(reason=f"alert {', '.join(wanted.alerts)} (clusterctl remediate)",
                                     codes=wanted.alerts, drain=drain, drain_options=self.drain_options,
@@ -242,7 +223,7 @@ class Remediator:
             request = replace(request, reason=item.kept[0], codes=item.kept[1])
         try:
             with self.runner_factory() as runner:
-                (result,) = quarantine_hosts(runner, self.inventory, [wanted.host], request, gate)
+                (result,) = quarantine_hosts(runner, self.inventory, [host], request, gate)
         except ClusterctlError as exc:  # the control plane went away since the decision: say so
             decision, why = "failed", str(exc)
         else:

@@ -484,12 +484,12 @@ def test_a_polling_verify_still_reaches_the_host_after_the_first_replayed_answer
 
 
 def test_release_leaves_a_lock_another_run_took_over(fleet: Fleet, tmp_path: Path) -> None:
-    from clusterctl.engine.lock import acquire, release
+    from clusterctl.engine.lock import acquire_then, release
 
     transport = fleet.transports["n1"]
     mine = LockInfo("alice", "laptop", 1, "2026-01-01T00:00:00+00:00", "run-a")
     theirs = LockInfo("bob", "desk", 2, "2026-01-01T00:00:01+00:00", "run-b")
-    assert acquire(transport, mine) == ""
+    assert acquire_then(transport, mine, None) == ("", None)
     transport.files[LOCK] = theirs.to_bytes()  # bob forced the lock open and took it
     release(transport, mine)
     assert fleet.file("n1", LOCK) == theirs.to_bytes()

@@ -18,7 +18,7 @@ import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clusterctl.bootstrap.cluster.settings import ClusterSettings, kubelet_node_labels
+from clusterctl.bootstrap.cluster.settings import ClusterSettings, control_plane_hosts, kubelet_node_labels
 from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import ADMIN_KUBECONFIG
@@ -133,12 +133,8 @@ def render_init_config(
     with them it is the copy kubeadm reads on stdin.
     """
     endpoint_host = settings.control_plane_endpoint.rsplit(":", 1)[0].strip("[]")
-    sans: list[str] = [endpoint_host]
-    for cp in inventory.hosts:
-        if "control-plane" in cp.roles:
-            for name in (cp.name, cp.address):
-                if name and name not in sans:
-                    sans.append(name)
+    names = (name for cp in control_plane_hosts(inventory) for name in (cp.name, cp.address) if name)
+    sans = list(dict.fromkeys([endpoint_host, *names]))
     return render(
         "kubeadm/init-config.yaml.j2",
         **_common(settings, host),

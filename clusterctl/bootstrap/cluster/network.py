@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from clusterctl.bootstrap.cluster.settings import ClusterSettings, site_image
 from clusterctl.bootstrap.cluster.templating import render
+from clusterctl.inventory.cluster_sections import NetworkSettings
 from clusterctl.inventory.pins import CNI_PINS
 
 MANIFEST_DIR = "/etc/kubernetes/clusterctl/network"
@@ -30,6 +31,14 @@ class NetworkPlan:
     rollout: tuple[str, str]
 
 
+def cni_images(net: NetworkSettings) -> list[str]:
+    """The images of a CNI clusterctl renders whole (Flannel), as the nodes pull them: the first (the
+    CNI's own) at the inventory's version, each under the site registry when one is set."""
+    pin = CNI_PINS[net.cni]
+    return [site_image(image.replace(pin.version, net.version, 1) if i == 0 else image, net.image_registry)
+            for i, image in enumerate(pin.images)]
+
+
 def network_plan(settings: ClusterSettings) -> NetworkPlan:
     net = settings.network
     pin = CNI_PINS[net.cni]
@@ -40,12 +49,8 @@ def network_plan(settings: ClusterSettings) -> NetworkPlan:
             "calico", net.version, tuple(f"{net.manifest_base}/{name}" for name in pin.manifests),
             f"{MANIFEST_DIR}/calico-installation.yaml", text, ("calico-system", "daemonset/calico-node"),
         )
-    flannel, cni_plugin = (image.replace(pin.version, net.version, 1) if i == 0 else image
-                           for i, image in enumerate(pin.images))
-    text = render(
-        "cni/flannel.yaml.j2", version=net.version, pod_subnet=settings.pod_subnet,
-        image_registry=net.image_registry, flannel_image=site_image(flannel, net.image_registry),
-        cni_plugin_image=site_image(cni_plugin, net.image_registry),
-    )
+    flannel, cni_plugin = cni_images(net)
+    text = render("cni/flannel.yaml.j2", version=net.version, pod_subnet=settings.pod_subnet,
+                  image_registry=net.image_registry, flannel_image=flannel, cni_plugin_image=cni_plugin)
     return NetworkPlan("flannel", net.version, (), f"{MANIFEST_DIR}/kube-flannel.yaml", text,
                        ("kube-flannel", "daemonset/kube-flannel-ds"))

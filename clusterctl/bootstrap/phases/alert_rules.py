@@ -60,7 +60,7 @@ class AlertRules(ClusterWidePhase[AlertState]):
     description = "Prometheus rules for DCGM exporter: Xid 79, row remap, ECC, heat, power, PCIe, NVLink"
 
     def check(self, ctx: PhaseContext) -> AlertState:
-        alerts = cc.settings(ctx).alerts
+        alerts = ctx.settings().alerts
         operator = cc.has_cluster(ctx) and cc.object_exists(ctx, PROMETHEUS_RULE_CRD)
         applied = operator and cc.object_exists(ctx, RULE_NAME, alerts.namespace)
         return AlertState(cc.read(ctx, RULES_PATH), cc.read(ctx, PROMETHEUS_RULE_PATH), operator, applied,
@@ -89,7 +89,7 @@ class AlertRules(ClusterWidePhase[AlertState]):
         return notes
 
     def plan(self, ctx: PhaseContext, state: AlertState) -> list[Change]:
-        alerts, host = cc.settings(ctx).alerts, ctx.host.name
+        alerts, host = ctx.settings().alerts, ctx.host.name
         removal = " - REMOVES the NVLink bandwidth rule (no --survey)" if _dropped_nvlink_rule(ctx, state) else ""
         rules = Change.write_file(host, RULES_PATH, render_rules(alerts, state.nvlink_hosts), current=state.rules,
                                   summary="DCGM alert rules (plain rules file)" + removal)
@@ -99,7 +99,7 @@ class AlertRules(ClusterWidePhase[AlertState]):
         receiver = Change.write_file(host, RECEIVER_PATH, render_receiver_for(alerts, ctx.host.connect_address),
                                      current=state.receiver,
                                      summary="Alertmanager receiver for 'clusterctl remediate serve' (token file, TLS)")
-        changes = [c for c in (rules, wrapped, receiver) if not c.is_noop]
+        changes = [rules, wrapped, receiver]
         if state.operator and (not wrapped.is_noop or not state.applied):
             changes.append(cc.apply_manifest(host, PROMETHEUS_RULE_PATH, "apply the PrometheusRule"))
         return cc.with_folders(ctx, changes)

@@ -2,7 +2,7 @@
 
 ``ctx.shared`` (``RunData``) fields filled here and by the control-plane phase:
 
-* ``cluster_settings``: the run's ``ClusterSettings`` (built once from the inventory);
+* ``cluster_settings``: the run's ``ClusterSettings`` (built once from the inventory: ``ctx.settings()``);
 * ``survey``: the saved survey given with ``--survey`` (``None`` when there is none);
 * ``join``: ``JoinMaterial``: the run's join token and certificate key (``Secret``) and the CA
   hash, made on the first control plane and read by the joining hosts.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
-from clusterctl.bootstrap.cluster.settings import ClusterSettings, cluster_settings, first_control_plane
+from clusterctl.bootstrap.cluster.settings import first_control_plane
 from clusterctl.changes import FOLDER_STAYS, MAKES_DIR, MAKES_IN_CLUSTER, STAYS_IN_CLUSTER, Change, ChangeKind
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import ADMIN_KUBECONFIG, kubectl
@@ -24,14 +24,6 @@ if TYPE_CHECKING:
     from clusterctl.bootstrap.phase import PhaseContext
     from clusterctl.inventory.model import Host
     from clusterctl.saved_survey import SavedSurvey
-
-def settings(ctx: PhaseContext) -> ClusterSettings:
-    shared = ctx.shared
-    with shared.lock:
-        if shared.cluster_settings is None:
-            shared.cluster_settings = cluster_settings(ctx.inventory)
-        return shared.cluster_settings
-
 
 def survey(ctx: PhaseContext) -> SavedSurvey | None:
     shared = ctx.shared

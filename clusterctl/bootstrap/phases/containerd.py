@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterctl.bootstrap import matrix
+from clusterctl.bootstrap.cluster.kubeadm_images import TAGS_BY_MINOR
 from clusterctl.bootstrap.containerd_config import (
     DropinProblem,
     WantedContainerd,
@@ -56,14 +57,6 @@ from clusterctl.facts.containerd import (
 )
 from clusterctl.findings import Finding, Severity
 
-#: Pause image by Kubernetes minor when kubeadm is not installed yet to say it (kubeadm's
-#: ``constants.PauseVersion``; 1.35 to 1.37 as the real kubeadm 1.35.4, 1.36.3 and 1.37.2 list it,
-#: checked by tests/upstream: 1.36 moved to 3.10.2). The installed kubeadm's answer wins.
-PAUSE_BY_KUBERNETES: dict[tuple[int, int], str] = {
-    (1, 30): "3.9", (1, 31): "3.10", (1, 32): "3.10", (1, 33): "3.10",
-    (1, 34): "3.10.1", (1, 35): "3.10.1", (1, 36): "3.10.2", (1, 37): "3.10.2",
-}
-
 
 @dataclass
 class ContainerdState:
@@ -79,9 +72,10 @@ def sandbox_image(ctx: PhaseContext, facts: ContainerdFacts) -> str:
         return ctx.inventory.bootstrap.sandbox_image
     if facts.kubeadm_pause:
         return facts.kubeadm_pause
+    # Not installed yet to say it: kubeadm's own pause for the pinned minor (``kubeadm_images``).
     version = matrix.parse_version(ctx.host.stack.kubernetes or "")
-    tag = PAUSE_BY_KUBERNETES.get(version[:2]) if version else None
-    return f"registry.k8s.io/pause:{tag or '3.10.1'}"
+    tags = TAGS_BY_MINOR.get(version[1]) if version and version[0] == 1 else None
+    return f"registry.k8s.io/pause:{tags.pause if tags else '3.10.1'}"
 
 
 def hosts_toml(registry: str, mirrors: tuple[str, ...]) -> str:

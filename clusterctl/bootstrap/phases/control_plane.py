@@ -65,7 +65,7 @@ def _join_change(ctx: PhaseContext, *, control_plane: bool) -> Change:
     material = ctx.shared.join
     assert material.token is not None
     config = kubeadm.render_join_config(
-        cc.settings(ctx), ctx.host, token=material.token, ca_hash=material.ca_hash or PLACEHOLDER_HASH,
+        ctx.settings(), ctx.host, token=material.token, ca_hash=material.ca_hash or PLACEHOLDER_HASH,
         certificate_key=material.certificate_key if control_plane else None,
     )
     what = "as a control plane (etcd member, API server)" if control_plane else "as a worker"
@@ -142,7 +142,7 @@ class ControlPlane(Phase[ControlPlaneState]):
         if state.first and len(control_planes) > 1 and not ctx.inventory.bootstrap.control_plane_endpoint:
             notes.append(Finding(
                 Severity.WARNING, "NO_HA_ENDPOINT",
-                f"{len(control_planes)} control planes share the endpoint {cc.settings(ctx).control_plane_endpoint} "
+                f"{len(control_planes)} control planes share the endpoint {ctx.settings().control_plane_endpoint} "
                 f"(the first one's address): when {ctx.host.name} is down, nodes lose the API server",
                 host=ctx.host.name, fix="Set bootstrap.control_plane_endpoint to a load balancer or VIP in front of "
                 "every control plane before the first run (kubeadm bakes it into certificates and kubeconfigs)."))
@@ -161,7 +161,7 @@ class ControlPlane(Phase[ControlPlaneState]):
     def plan(self, ctx: PhaseContext, state: ControlPlaneState) -> list[Change]:
         if not state.first:
             return [] if state.joined else [_join_change(ctx, control_plane=True)]
-        settings = cc.settings(ctx)
+        settings = ctx.settings()
         inventory, host = ctx.inventory, ctx.host
         material = ctx.shared.join
         if state.ca_pem:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clusterctl.bootstrap.cluster.addons import AddonPlan, addon_plan
-from clusterctl.bootstrap.cluster.settings import left_to_site
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.changes import MAKES_IN_CLUSTER, STAYS_IN_CLUSTER, Change
@@ -35,7 +34,7 @@ class AddonState:
 
 
 def _plan(ctx: PhaseContext, *, service_monitor: bool) -> AddonPlan:
-    return addon_plan(cc.settings(ctx), runtime_class=cc.runtime_class(ctx), service_monitor=service_monitor,
+    return addon_plan(ctx.settings(), runtime_class=cc.runtime_class(ctx), service_monitor=service_monitor,
                       cdi=ctx.inventory.bootstrap.cdi, gpu_less_nodes=any(not h.gpus for h in ctx.inventory.hosts))
 
 
@@ -44,19 +43,14 @@ class GpuAddons(ClusterWidePhase[AddonState]):
     description = "device plugin with GFD, NFD, DCGM exporter (or the GPU Operator), pinned Helm charts"
     timeout_s = 1800.0
 
-    def not_needed(self, ctx: PhaseContext) -> str | None:
-        return left_to_site(self.name, cc.settings(ctx), ctx.inventory.hosts)
-
     def check(self, ctx: PhaseContext) -> AddonState:
         ready = cc.has_cluster(ctx)
         service_monitor = ready and cc.object_exists(ctx, SERVICE_MONITOR_CRD)
         plan = _plan(ctx, service_monitor=service_monitor)
         state = AddonState(plan, helm=ctx.reader.run("command -v helm", sudo=True).exit_code == 0)
-        for path in [m.path for m in plan.manifests] + [r.values_path for r in plan.releases]:
+        archives = [r.archive_path for r in plan.releases if r.archive_path]
+        for path in [m.path for m in plan.manifests] + [r.values_path for r in plan.releases] + archives:
             state.files[path] = cc.read(ctx, path)
-        for release in plan.releases:
-            if release.archive_path:
-                state.files[release.archive_path] = cc.read(ctx, release.archive_path)
         if ready:
             result = ctx.reader.run(HELM_LIST_COMMAND, sudo=True, timeout=60)
             if result.ok:

@@ -15,7 +15,6 @@ import shlex
 from dataclasses import dataclass
 
 from clusterctl.bootstrap.cluster.network import NetworkPlan, network_plan
-from clusterctl.bootstrap.cluster.settings import left_to_site
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.changes import MAKES_CNI, MAKES_IN_CLUSTER, STAYS_IN_CLUSTER, Change
@@ -35,18 +34,15 @@ class Network(ClusterWidePhase[NetworkState]):
     description = "the CNI (Calico operator, or Flannel) from pinned manifests, pod subnet as kubeadm's"
     timeout_s = 900.0
 
-    def not_needed(self, ctx: PhaseContext) -> str | None:
-        return left_to_site(self.name, cc.settings(ctx), ctx.inventory.hosts)
-
     def check(self, ctx: PhaseContext) -> NetworkState:
-        plan = network_plan(cc.settings(ctx))
+        plan = network_plan(ctx.settings())
         namespace, workload = plan.rollout
         running = cc.has_cluster(ctx) and cc.object_exists(ctx, workload, namespace)
         return NetworkState(plan, cc.read(ctx, plan.rendered_path), running)
 
     def plan(self, ctx: PhaseContext, state: NetworkState) -> list[Change]:
         plan, host = state.plan, ctx.host.name
-        subnet = cc.settings(ctx).pod_subnet
+        subnet = ctx.settings().pod_subnet
         write = Change.write_file(host, plan.rendered_path, plan.rendered, current=state.manifest,
                                   summary=f"{plan.cni} {plan.version} manifest (pod subnet {subnet})")
         if write.is_noop and state.running:
@@ -62,7 +58,7 @@ class Network(ClusterWidePhase[NetworkState]):
         return cc.with_folders(ctx, changes)
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
-        plan = network_plan(cc.settings(ctx))
+        plan = network_plan(ctx.settings())
         namespace, workload = plan.rollout
         # Calico's operator creates calico-node a little after the Installation: wait for it to appear.
         result = cc.poll(ctx, kubectl(f"-n {shlex.quote(namespace)} rollout status {shlex.quote(workload)} "

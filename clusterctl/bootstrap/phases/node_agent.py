@@ -250,7 +250,7 @@ class NodeAgent(Phase[AgentState]):
         token = self._token(ctx, state)
         if token is None and not ctx.options.applying and ctx.shared.node_agent_tokens:
             token = Secret("<the token node-agent-access reads>")  # a plan before the Secret is filled
-        endpoint = cc.settings(ctx).control_plane_endpoint
+        endpoint = ctx.settings().control_plane_endpoint
         kubeconfig = render("node-agent/kubeconfig.yaml.j2", node=node, endpoint=endpoint,
                             token=token.reveal()) if token else None
         service = render("node-agent/clusterctl-node-agent.service.j2", python=PYTHON, bundle=BUNDLE_PATH,
@@ -266,13 +266,9 @@ class NodeAgent(Phase[AgentState]):
             (TIMER_PATH, timer, 0o644, f"systemd unit {TIMER}"),
             (SLURM_HEALTH_PATH, slurm_health_script(), 0o755, "Slurm health check program (HealthCheckProgram)"),
         ]
-        changes = []
-        for path, content, mode, summary in wanted:
-            change = Change.write_file(host, path, content, current=state.files[path], mode=mode, summary=summary)
-            if not change.is_noop:
-                changes.append(change)
-        units_changed = any(c.path in (SERVICE_PATH, TIMER_PATH) for c in changes)
-        if units_changed:
+        changes = [Change.write_file(host, path, content, current=state.files[path], mode=mode, summary=summary)
+                   for path, content, mode, summary in wanted]
+        if any(c.path in (SERVICE_PATH, TIMER_PATH) and not c.is_noop for c in changes):
             changes.append(Change.run(host, "systemctl daemon-reload", summary="systemd: load the agent's units",
                                       undo="systemctl daemon-reload"))
         if not (state.enabled and state.active):

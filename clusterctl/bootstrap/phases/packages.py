@@ -198,12 +198,10 @@ class Packages(Phase[PackageFacts]):
                     host, f"curl -fsSL --retry 3 {shlex.quote(repo.key_url)} -o {shlex.quote(keyring_path)}",
                     summary=f"fetch the signing key of '{repo.name}'", undo=f"rm -f {shlex.quote(keyring_path)}"))
                 sources_changed = True
-            path = sources_path(repo)
-            content = render_sources(repo, keyring_path)
-            current = state.files.get(path)
-            if current != content:
-                sources_changed = True
-            changes.append(Change.write_file(host, path, content, current=current, summary=f"apt source '{repo.name}'"))
+            source = Change.write_file(host, sources_path(repo), render_sources(repo, keyring_path),
+                                       current=state.files.get(sources_path(repo)), summary=f"apt source '{repo.name}'")
+            sources_changed |= not source.is_noop
+            changes.append(source)
         pins = wanted_packages(ctx.host.stack, ctx.inventory.bootstrap, gpus=ctx.host.gpus)
         missing = [p for p in pins if not self._installed(state, p)]
         if missing or sources_changed:

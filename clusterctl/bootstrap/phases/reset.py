@@ -124,7 +124,7 @@ def first_containerd_backup(names: list[str]) -> str | None:
 def _cri_socket(ctx: PhaseContext) -> str:
     """The inventory's CRI socket; the default when the inventory is not fit for bootstrap any more."""
     try:
-        return cc.settings(ctx).cri_socket
+        return ctx.settings().cri_socket
     except UsageError:
         return DEFAULT_CRI_SOCKET
 

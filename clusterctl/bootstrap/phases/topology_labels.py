@@ -75,11 +75,8 @@ class TopologyLabels(GpuPhase[LabelState]):
         if state.wanted is None:
             return []
         wanted = state.wanted.encode()
-        changes = []
-        stage = Change.write_file(ctx.host.name, STAGING_PATH, wanted, current=state.staged,
-                                  summary="topology features for NFD (staged)")
-        if not stage.is_noop:
-            changes.append(stage)
+        changes = [Change.write_file(ctx.host.name, STAGING_PATH, wanted, current=state.staged,
+                                     summary="topology features for NFD (staged)")]
         if state.published != wanted:
             changes.append(Change.run(ctx.host.name, publish_command(), summary=f"publish {PUBLISHED_PATH} for NFD",
                                       undo=f"rm -f {shlex.quote(PUBLISHED_PATH)}"))

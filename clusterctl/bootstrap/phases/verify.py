@@ -77,7 +77,7 @@ def _gpu_pod(ctx: PhaseContext, node: str) -> Finding | None:
     pod = f"-n {shlex.quote(ns)} {shlex.quote(name)}"
     host = ctx.host.name
     manifest = render_test_pod(node, runtime_class=cc.runtime_class(ctx),
-                               image_registry=cc.settings(ctx).addons.image_registry)
+                               image_registry=ctx.settings().addons.image_registry)
     setup = [Change.run(host, kubectl(f"delete pod {pod} --ignore-not-found --wait=true"), timeout_s=120,
                         summary=f"remove a GPU test pod left on {node}"),
              Change.run(host, kubectl("apply -f -"), stdin=manifest.encode(), timeout_s=60,

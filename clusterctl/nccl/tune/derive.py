@@ -294,10 +294,6 @@ def _plan_roce(host: TuneHost, plan: _HostPlan, version: NcclVersion | None) -> 
              f"RoCE v2 IPv4 GID is at index {index}; {before} would use index 0 (RoCE v1)")
 
 
-def _never_bootstrap(name: str) -> bool:
-    return name.startswith(NEVER_BOOTSTRAP_PREFIXES)
-
-
 def _plan_socket(host: TuneHost, plan: _HostPlan) -> None:
     address = host.address
     carriers = [d for d in host.netdevs if address and address in d.ipv4]
@@ -308,7 +304,7 @@ def _plan_socket(host: TuneHost, plan: _HostPlan) -> None:
         )
         return
     name = carriers[0].name
-    if _never_bootstrap(name):
+    if name.startswith(NEVER_BOOTSTRAP_PREFIXES):
         plan.warnings.append(f"the inventory address {address} is on {name}, which NCCL must not bootstrap over")
         return
     plan.socket_ifname = name
@@ -407,7 +403,7 @@ def _merge_socket(hosts: Sequence[TuneHost], plans: dict[str, _HostPlan]) -> Tun
     if len(distinct) == 1:
         return None  # identical values merge as usual
     prefix = os.path.commonprefix(distinct)  # noqa: RUF071 - interface names, compared character by character
-    if len(prefix) < 2 or _never_bootstrap(prefix):
+    if len(prefix) < 2 or prefix.startswith(NEVER_BOOTSTRAP_PREFIXES):
         return None
     for host in hosts:
         matching = [d.name for d in host.netdevs if d.name.startswith(prefix) and d.ipv4]

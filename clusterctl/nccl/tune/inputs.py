@@ -39,7 +39,6 @@ class NicFacts:
     nearest_gpus: tuple[int, ...] = ()
     #: Link class from each GPU to this NIC: (gpu index, ``PIX``/``PXB``/``PHB``/``NODE``/``SYS``).
     gpu_links: tuple[tuple[int, str], ...] = ()
-    numa_node: str | None = None
 
     @property
     def active(self) -> bool:
@@ -119,7 +118,6 @@ def nics_from_facts(
                     netdev=netdev_of.get((device.hca, port.port)),
                     nearest_gpus=placement.nearest_gpus if placement else (),
                     gpu_links=_gpu_links(matrix, device.hca),
-                    numa_node=placement.numa_node if placement else None,
                 )
             )
     return tuple(out)
@@ -205,7 +203,6 @@ def host_from_saved(record: Mapping[str, Any], inventory_host: Host | None = Non
                     netdev=str(by_port[number]["name"]) if number in by_port else None,
                     nearest_gpus=tuple(nic.get("nearest_gpus") or ()),
                     gpu_links=gpu_links,
-                    numa_node=nic.get("numa_node"),
                 )
             )
     interfaces = {str(i["name"]): tuple(str(a) for a in i.get("ipv4") or ()) for i in record.get("interfaces") or []}

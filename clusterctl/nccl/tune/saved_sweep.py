@@ -9,16 +9,20 @@ wrong is a usage error naming the file and the field (``ranges[2].best_gbps``), 
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from clusterctl.errors import UsageError
 from clusterctl.json_input import BadField, flag, join, mapping, maybe, number, text
 from clusterctl.json_input import count as _whole
 from clusterctl.json_input import items as _all
 from clusterctl.nccl.tune.derive import TunedSetting
+from clusterctl.nccl.tune.sweep import COLLECTIVES, TUNER_ALGOS
 from clusterctl.nccl.tune.sweep_result import SIZE_RANGES, RangeOutcome, SweepResult, UnreadRow
 
 SWEEP_FILE = "sweep.json"
@@ -34,10 +38,10 @@ _RANGES = tuple(name for name, _, _ in SIZE_RANGES)
 _PROTOCOLS = ("ll", "ll128", "simple")
 _count = partial(_whole, high=MAX_COUNT)
 _items = partial(_all, limit=MAX_ENTRIES)
+_collective = partial(text, choices=tuple(COLLECTIVES.values()))
 
 
 def save_sweep(result: SweepResult, out_dir: str) -> Path:
-    import dataclasses
     import json
 
     from clusterctl.writable import replace_file
@@ -64,62 +68,49 @@ def load_sweep(folder: str) -> SweepResult:
 
 def sweep_from_json(data: Any) -> SweepResult:
     """The ``SweepResult`` of a saved sweep's JSON value, every field checked (``BadField`` if not)."""
-    top = mapping(data, "", required=("budget", "runs_used", "full_grid_runs", "candidates_tried",
-                                      "candidates_total", "ranges", "settings", "tuner_rows", "notes"),
-                  optional=("table", "confidence", "unread_rows"))
-    return SweepResult(
-        budget=_count(top["budget"], "budget"),
-        runs_used=_count(top["runs_used"], "runs_used"),
-        full_grid_runs=_count(top["full_grid_runs"], "full_grid_runs"),
-        candidates_tried=_count(top["candidates_tried"], "candidates_tried"),
-        candidates_total=_count(top["candidates_total"], "candidates_total"),
-        ranges=_items(top["ranges"], "ranges", _range_outcome),
-        settings=_items(top["settings"], "settings", _setting),
-        tuner_rows=_items(top["tuner_rows"], "tuner_rows", _tuner_row),
-        notes=_items(top["notes"], "notes", text),
-        table=_items(top.get("table", []), "table", _table_row),
-        confidence=number(top.get("confidence", 0.0), "confidence", low=0.0, high=1.0),
+    return _record(SweepResult, data, "", {
+        "budget": _count, "runs_used": _count, "full_grid_runs": _count, "candidates_tried": _count,
+        "candidates_total": _count, "ranges": _list(_range_outcome), "settings": _list(_setting),
+        "tuner_rows": _list(_tuner_row), "notes": _list(text), "table": _list(_table_row),
+        "confidence": partial(number, low=0.0, high=1.0),
         # sweeps saved before the unread rows were kept have none
-        unread_rows=_items(top.get("unread_rows", []), "unread_rows", _unread_row),
-    )
+        "unread_rows": _list(_unread_row),
+    })
+
+
+_Read = Callable[[Any, str], Any]
+_R = TypeVar("_R")
+
+
+def _record(cls: type[_R], value: Any, field: str, read: Mapping[str, _Read], *, closed: bool = True) -> _R:
+    """A dataclass from a JSON object, each field read by ``read[name]``: a field with a default may be missing
+    (a file an older clusterctl saved; the default then holds); when ``closed``, a key that is no field is refused."""
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    required = tuple(f.name for f in fields if f.default is MISSING and f.default_factory is MISSING)
+    optional = tuple(f.name for f in fields if f.name not in required) if closed else None
+    r = mapping(value, field, required=required, optional=optional)
+    return cls(**{name: reader(r[name], join(field, name)) for name, reader in read.items() if name in r})
+
+
+def _list(read: _Read) -> _Read:
+    return lambda value, field: _items(value, field, read)
 
 
 def _unread_row(value: Any, field: str) -> UnreadRow:
-    from clusterctl.nccl.tune.sweep import COLLECTIVES
-
-    r = mapping(value, field, required=("collective", "config", "run", "host", "line", "message"))
-    return UnreadRow(
-        collective=text(r["collective"], join(field, "collective"), choices=tuple(COLLECTIVES.values())),
-        config=text(r["config"], join(field, "config")),
-        run=_count(r["run"], join(field, "run")),
-        host=text(r["host"], join(field, "host")),
-        line=maybe(_count, r["line"], join(field, "line")),
-        message=text(r["message"], join(field, "message")),
-    )
+    return _record(UnreadRow, value, field, {
+        "collective": _collective, "config": text, "run": _count, "host": text, "line": partial(maybe, _count),
+        "message": text,
+    }, closed=False)
 
 
 def _range_outcome(value: Any, field: str) -> RangeOutcome:
-    from clusterctl.nccl.tune.sweep import COLLECTIVES
-
-    r = mapping(value, field, required=("range", "baseline_gbps", "noise", "best_label", "best_gbps", "significant",
-                                        "best_runs"),
-                optional=("collective", "gain", "ci_low", "ci_high", "baseline_moved", "verdict"))
-
-    def num(key: str, low: float | None = None) -> float:
-        return number(r.get(key, 0.0), join(field, key), low=low)
-
-    return RangeOutcome(
-        range=text(r["range"], join(field, "range"), choices=_RANGES),
-        baseline_gbps=num("baseline_gbps", 0.0), noise=num("noise", 0.0),
-        best_label=text(r["best_label"], join(field, "best_label")),
-        best_gbps=num("best_gbps", 0.0),
-        significant=flag(r["significant"], join(field, "significant")),
-        best_runs=_count(r["best_runs"], join(field, "best_runs")),
-        collective=text(r.get("collective", "allreduce"), join(field, "collective"),
-                         choices=tuple(COLLECTIVES.values())),
-        gain=num("gain"), ci_low=num("ci_low"), ci_high=num("ci_high"), baseline_moved=num("baseline_moved"),
-        verdict=text(r.get("verdict", ""), join(field, "verdict")),
-    )
+    non_negative = partial(number, low=0.0)
+    return _record(RangeOutcome, value, field, {
+        "range": partial(text, choices=_RANGES), "baseline_gbps": non_negative, "noise": non_negative,
+        "best_label": text, "best_gbps": non_negative, "significant": flag, "best_runs": _count,
+        "collective": _collective, "gain": number, "ci_low": number, "ci_high": number, "baseline_moved": number,
+        "verdict": text,
+    })
 
 
 def _setting(value: Any, field: str) -> TunedSetting:
@@ -133,14 +124,12 @@ def _setting(value: Any, field: str) -> TunedSetting:
 
 
 def _tuner_row(value: Any, field: str) -> tuple[str, str, str, str]:
-    from clusterctl.nccl.tune.sweep import COLLECTIVES, TUNER_ALGOS
-
     if not isinstance(value, list) or len(value) not in (3, 4):
         raise BadField(field, "not a (collective, range, algorithm, protocol) row")
     # sweeps saved before per-collective results have (range, algo, proto) rows: all-reduce
     row = value if len(value) == 4 else ["allreduce", *value]
     return (
-        text(row[0], f"{field}.collective", choices=tuple(COLLECTIVES.values())),
+        _collective(row[0], f"{field}.collective"),
         text(row[1], f"{field}.range", choices=_RANGES),
         text(row[2], f"{field}.algorithm", choices=tuple(TUNER_ALGOS.values())),
         text(row[3], f"{field}.protocol", choices=_PROTOCOLS),

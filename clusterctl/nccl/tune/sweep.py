@@ -325,43 +325,42 @@ def _sweep_collective(
     winners: dict[str, tuple[Candidate, Interval]] = {}
     notes: list[str] = []
     for name in names:
-        moved = _moved(start, end, name)
+        change, moved = _baseline_change(start, end, name)
         tested = [(cand, iv) for (n, cand), iv in intervals.items() if n == name]
         best_pair = max(tested, key=lambda item: item[1].estimate, default=None)
         wins = [(c, iv) for c, iv in tested if iv.low > 0]
         winner = max(wins, key=lambda item: item[1].estimate, default=None)
         verdict = ""
-        if winner is not None and moved is not None:
-            verdict = (f"baseline moved {moved:+.1%} during the sweep (start vs end): "
+        if winner is not None and moved:
+            verdict = (f"baseline moved {change:+.1%} during the sweep (start vs end): "
                        f"{winner[0].label} refused; re-run on a quiet machine")
             notes.append(f"{op} {name} messages: {verdict}")
             winner = None
         elif winner is None:
             verdict = "no candidate's corrected interval lies above the defaults"
             notes.append(f"{op} {name} messages: NCCL's defaults are best ({verdict})")
-            if moved is not None:
-                notes.append(f"{op} {name} messages: the baseline moved {moved:+.1%} between the start and the end "
+            if moved:
+                notes.append(f"{op} {name} messages: the baseline moved {change:+.1%} between the start and the end "
                              "of the sweep; interleaved runs kept that drift out of the comparisons")
         if winner is not None:
             winners[name] = winner
         shown = winner or best_pair
         base_gbps = baseline.gbps(name) or 0.0
-        shown_gbps = base_gbps
-        if shown is not None:
-            shown_gbps = candidate_runs[shown[0]].gbps(name) or base_gbps
+        # No candidate confirmed in this range: the defaults, with no gain and no fresh runs.
+        label, interval = (shown[0].label, shown[1]) if shown else ("defaults", Interval(0.0, 0.0, 0.0, 0))
         outcomes.append(RangeOutcome(
             range=name,
             baseline_gbps=round(base_gbps, 2),
             noise=round(baseline.noise(name), 4),
-            best_label=shown[0].label if shown else "defaults",
-            best_gbps=round(shown_gbps, 2),
+            best_label=label,
+            best_gbps=round((candidate_runs[shown[0]].gbps(name) if shown else None) or base_gbps, 2),
             significant=winner is not None,
-            best_runs=shown[1].n if shown else 0,
+            best_runs=interval.n,
             collective=op,
-            gain=round(math.expm1(shown[1].estimate), 4) if shown else 0.0,
-            ci_low=round(math.expm1(shown[1].low), 4) if shown else 0.0,
-            ci_high=round(math.expm1(shown[1].high), 4) if shown else 0.0,
-            baseline_moved=round(_change(start, end, name), 4),
+            gain=round(math.expm1(interval.estimate), 4),
+            ci_low=round(math.expm1(interval.low), 4),
+            ci_high=round(math.expm1(interval.high), 4),
+            baseline_moved=round(change, 4),
             verdict=verdict,
         ))
     screen_runs = {c.label: Runs.of(seq.log, c.label) for c in pool}
@@ -370,22 +369,13 @@ def _sweep_collective(
     return _CollectiveResult(outcomes, winners, intervals, notes, table)
 
 
-def _change(start: Sequence[Mapping[str, float]], end: Sequence[Mapping[str, float]], name: str) -> float:
+def _baseline_change(start: Sequence[Mapping[str, float]], end: Sequence[Mapping[str, float]], name: str
+                     ) -> tuple[float, bool]:
+    """The baseline's relative change from start to end, and whether it moved: significant and above MOVED_MIN."""
     a = [s[name] for s in start if name in s]
     b = [e[name] for e in end if name in e]
-    if not a or not b:
-        return 0.0
-    return math.expm1(statistics.fmean(b) - statistics.fmean(a))
-
-
-def _moved(start: Sequence[Mapping[str, float]], end: Sequence[Mapping[str, float]], name: str) -> float | None:
-    """The baseline's relative change when it is both significant and larger than MOVED_MIN."""
-    a = [s[name] for s in start if name in s]
-    b = [e[name] for e in end if name in e]
-    change = _change(start, end, name)
-    if abs(change) > MOVED_MIN and welch_p_value(a, b) < MOVED_ALPHA:
-        return change
-    return None
+    change = math.expm1(statistics.fmean(b) - statistics.fmean(a)) if a and b else 0.0
+    return change, abs(change) > MOVED_MIN and welch_p_value(a, b) < MOVED_ALPHA
 
 
 # --- where winners go --------------------------------------------------------------------------
