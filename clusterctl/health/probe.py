@@ -137,8 +137,15 @@ class HostProbe:
     cut: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
+#: Probe name -> the ``HostProbe`` attribute its parsed output goes to.
+_ATTRIBUTE = {"kernel-log": "kernel", "nvidia-smi-q": "smi", "nvlink-s": "nvlink", "nvlink-e": "nvlink_errors",
+              "rdma": "rdma", "ib-counters": "ib_counters", "lspci": "pci"}
+
+
 @functools.cache
-def _parsers() -> dict[str, tuple[str, Callable[[str], Any]]]:
+def parsers() -> dict[str, Callable[[str], Any]]:
+    """``HostProbe`` attribute -> the parser of its tool's output (the live probes' and ``health read``'s)."""
+    from clusterctl.facts.dcgmi import parse_dcgmi_diag
     from clusterctl.facts.ib_counters import parse_ib_counters
     from clusterctl.facts.kernel_log import parse_kernel_log
     from clusterctl.facts.lspci import parse_lspci
@@ -147,15 +154,9 @@ def _parsers() -> dict[str, tuple[str, Callable[[str], Any]]]:
     from clusterctl.facts.nvsmi_query import parse_nvidia_smi_q
     from clusterctl.facts.rdma import parse_rdma
 
-    return {
-        "kernel-log": ("kernel", parse_kernel_log),
-        "nvidia-smi-q": ("smi", parse_nvidia_smi_q),
-        "nvlink-s": ("nvlink", parse_nvlink),
-        "nvlink-e": ("nvlink_errors", parse_nvlink_errors),
-        "rdma": ("rdma", parse_rdma),
-        "ib-counters": ("ib_counters", parse_ib_counters),
-        "lspci": ("pci", parse_lspci),
-    }
+    return {"kernel": parse_kernel_log, "smi": parse_nvidia_smi_q, "nvlink": parse_nvlink,
+            "nvlink_errors": parse_nvlink_errors, "rdma": parse_rdma, "ib_counters": parse_ib_counters,
+            "pci": parse_lspci, "dcgm": parse_dcgmi_diag}
 
 
 def _problem(probe: Probe, output: ProbeOutput) -> ProbeProblem | None:
@@ -188,7 +189,7 @@ def read_probes(text: str, probes: tuple[Probe, ...]) -> HostProbe:
 
 def read_probe_outputs(found: dict[str, ProbeOutput], probes: tuple[Probe, ...]) -> HostProbe:
     """``read_probes`` of an output already cut into the probes' outputs (``ProbeCollector.outputs``)."""
-    parsers = _parsers()
+    parse = parsers()
     probe = HostProbe()
     for p in probes:
         output = found.get(p.name)
@@ -207,10 +208,10 @@ def read_probe_outputs(found: dict[str, ProbeOutput], probes: tuple[Probe, ...])
         if trouble is not None:
             probe.problems.append(trouble)
             continue
-        attribute, parse = parsers[p.name]
+        attribute = _ATTRIBUTE[p.name]
         try:
             # Alike hosts print identical outputs (the same nvlink -s on every node): parsed once, as survey does.
-            setattr(probe, attribute, parse_shared(parse, output.text))
+            setattr(probe, attribute, parse_shared(parse[attribute], output.text))
         except ParseError as exc:
             probe.problems.append(ProbeProblem(p.name, p.tool, "unparsable", str(exc)))
     return probe

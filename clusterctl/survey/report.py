@@ -126,8 +126,7 @@ def _ipv4(state: SurveyedHost) -> dict[str, tuple[str, ...]]:
     return {str(k): tuple(v) for k, v in found.items() if k != "lo"}
 
 
-def host_to_json(host: HostReport, *, with_matrix: bool = True, shared: MadeOnce | None = None
-                 ) -> dict[str, Any]:
+def host_to_json(host: HostReport, *, shared: MadeOnce | None = None) -> dict[str, Any]:
     state = host.state
     topology = state.topology
     facts = state.facts
@@ -162,8 +161,7 @@ def host_to_json(host: HostReport, *, with_matrix: bool = True, shared: MadeOnce
         # Every interface with an IPv4 address (management, IPoIB, RoCE): NCCL_SOCKET_IFNAME is chosen from these.
         "interfaces": [{"name": name, "ipv4": list(found)} for name, found in _ipv4(state).items()],
         "stack": parts.get(("stack", id(stack)), lambda: to_plain(stack)) if stack else None,
-        "matrix": parts.get(("matrix", id(topology)), lambda: matrix_to_json(topology))
-        if topology and with_matrix else None,
+        "matrix": parts.get(("matrix", id(topology)), lambda: matrix_to_json(topology)) if topology else None,
         "missing": [{"fact": m.fact, "reason": m.reason} for m in (facts.missing if facts else ())],
         # What a parser could not read of a fact it read in part (line numbers of the tool's output).
         "parse_warnings": [{"fact": fact, **w.to_json()} for fact, found in (facts.warnings if facts else {}).items()
