@@ -248,13 +248,12 @@ def resolve_target(
         timeout = configured if timeout is None else min(timeout, configured)
 
     agent_setting = str(_first(found.get("identityagent")) or "")
-    resolved_user_name = resolved_user
     port_value = resolved_port or DEFAULT_PORT
     alias = _first(found.get("hostkeyalias"))
 
     def expand(value: str) -> str:
         return expand_tokens(
-            value, host=hostname, original=name, port=port_value, remote_user=resolved_user_name, alias=alias
+            value, host=hostname, original=name, port=port_value, remote_user=resolved_user, alias=alias
         )
 
     def files(key: str) -> tuple[str, ...] | None:
@@ -273,7 +272,7 @@ def resolve_target(
     return SSHTarget(
         name=name,
         hostname=hostname,
-        port=resolved_port or DEFAULT_PORT,
+        port=port_value,
         user=resolved_user,
         key_files=keys,
         explicit_keys=explicit_keys,
