@@ -167,14 +167,11 @@ def _problem(probe: Probe, output: ProbeOutput) -> ProbeProblem | None:
     if code == RC_MISSING or ("not found" in output.text and code not in (0, None)):
         tool = "journalctl and dmesg" if probe.name == "kernel-log" else (_missing_tool(output.text) or probe.tool)
         return ProbeProblem(probe.name, tool, "missing", f"{tool}: command not found")
-    if code not in (0, None) and not output.text.strip():
-        return ProbeProblem(probe.name, probe.tool, "failed", f"exit code {code}")
-    if code not in (0, None) or not output.text.strip():
-        result = CommandResult(probe.command, output.text, "", code if code is not None else 0, 0.0)
-        reason = missing_reason(result) if code not in (0, None) else None
-        if reason or not output.text.strip():
-            return ProbeProblem(probe.name, probe.tool, "failed", reason or "no output")
-    return None
+    failed, empty = code not in (0, None), not output.text.strip()
+    if empty:
+        return ProbeProblem(probe.name, probe.tool, "failed", f"exit code {code}" if failed else "no output")
+    reason = missing_reason(CommandResult(probe.command, output.text, "", code or 0, 0.0)) if failed else None
+    return ProbeProblem(probe.name, probe.tool, "failed", reason) if reason else None
 
 
 def _missing_tool(text: str) -> str | None:

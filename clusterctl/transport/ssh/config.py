@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -319,20 +320,13 @@ def expand_tokens(
         "L": local.split(".")[0],
         "%": "%",
     }
-    out: list[str] = []
-    i = 0
-    while i < len(value):
-        ch = value[i]
-        if ch == "%" and i + 1 < len(value):
-            token = value[i + 1]
-            if token not in table:
-                raise TransportError(FailureKind.ERROR, f"ssh_config: unknown token %{token} in {value!r}")
-            out.append(table[token])
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
+
+    def token(match: re.Match[str]) -> str:
+        if match[1] not in table:
+            raise TransportError(FailureKind.ERROR, f"ssh_config: unknown token %{match[1]} in {value!r}")
+        return table[match[1]]
+
+    return re.sub("%(.)", token, value, flags=re.DOTALL)
 
 
 def target_for_host(
