@@ -222,16 +222,10 @@ def resolve_target(
     resolved_user = user or _first(found.get("user")) or getpass.getuser()
 
     identity_files = found.get("identityfile") or []
-    if isinstance(identity_files, str):
-        identity_files = [identity_files]
-    explicit_keys = bool(key_file) or bool(identity_files)
-    if key_file:
-        keys: tuple[str, ...] = (key_file,)
-    elif identity_files:
-        keys = tuple(str(p) for p in identity_files)
-    else:
-        keys = tuple(str(user_home() / ".ssh" / n) for n in DEFAULT_KEY_NAMES)
-    keys = tuple(os.path.expanduser(k) for k in keys)
+    # The inventory's key, else ssh_config's IdentityFile lines, else ssh's default key names.
+    named = [key_file] if key_file else [identity_files] if isinstance(identity_files, str) else identity_files
+    defaults = [user_home() / ".ssh" / n for n in DEFAULT_KEY_NAMES]
+    keys = tuple(os.path.expanduser(str(k)) for k in named or defaults)
 
     jump_spec = jump_host if jump_host is not None else _first(found.get("proxyjump"))
     proxy_command = _first(found.get("proxycommand"))
@@ -276,7 +270,7 @@ def resolve_target(
         port=port_value,
         user=resolved_user,
         key_files=keys,
-        explicit_keys=explicit_keys,
+        explicit_keys=bool(named),
         identities_only=_yes(found.get("identitiesonly")),
         jump=parse_jump_chain(jump_spec),
         connect_timeout_s=timeout,
