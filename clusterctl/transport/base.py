@@ -345,11 +345,8 @@ class Transport:
         result = self.run("sh -c " + shlex.quote(script), sudo=sudo, stdin=data)
         if not result.ok:
             raise _failed("write", path, result)
-        backup_path = None
-        for line in result.stdout.splitlines():
-            if line.startswith("backup:"):
-                backup_path = line[len("backup:") :]
-        return PutResult(path=path, changed="changed" in result.stdout.split(), backup_path=backup_path)
+        kept = [line[len("backup:") :] for line in result.stdout.splitlines() if line.startswith("backup:")]
+        return PutResult(path=path, changed="changed" in result.stdout.split(), backup_path=kept[-1] if kept else None)
 
     def get(self, path: str, *, sudo: bool = False) -> bytes | None:
         """Content of ``path``, byte for byte, or ``None`` when there is no such file.
