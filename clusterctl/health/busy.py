@@ -119,7 +119,7 @@ def _pods(runner: Runner, hosts: Sequence[Host], cluster: Inventory, uses: dict[
         return {host.name: _node_answer(transport, host.name, cp.name) for host in hosts}
 
     (outcome,) = runner.run_task([cp], task, label="health: GPU pods").outcomes
-    if not outcome.ok and outcome.failure is not None and outcome.failure.kind is FailureKind.COMMAND_FAILED \
+    if outcome.failure is not None and outcome.failure.kind is FailureKind.COMMAND_FAILED \
             and no_cluster_here(outcome.failure):
         return  # no cluster runs there: no pod can hold a GPU, the processes say it all
     if not outcome.ok or outcome.value is None:

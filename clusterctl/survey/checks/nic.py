@@ -89,13 +89,9 @@ def _check_rate(state: SurveyedHost, device: RDMADevice, port: RDMAPort, is_fabr
 
 def _check_netdevs(state: SurveyedHost, fabric: set[str]) -> list[Finding]:
     """Without ibv_devinfo, ibdev2netdev still tells a fabric port that is down."""
-    out: list[Finding] = []
-    for dev in (state.facts.netdev if state.facts else None) or ():
-        if dev.hca in fabric and dev.up is False:
-            out.append(finding(Severity.ERROR, "NIC_DOWN", state.name,
-                               f"{dev.hca}/{dev.port} ({dev.name}) is Down", hca=dev.hca, port=dev.port,
-                               netdev=dev.name, state="Down"))
-    return out
+    return [finding(Severity.ERROR, "NIC_DOWN", state.name, f"{dev.hca}/{dev.port} ({dev.name}) is Down",
+                    hca=dev.hca, port=dev.port, netdev=dev.name, state="Down")
+            for dev in (state.facts.netdev if state.facts else None) or () if dev.hca in fabric and dev.up is False]
 
 
 def check_locality(state: SurveyedHost, baseline: FleetBaseline) -> list[Finding]:
