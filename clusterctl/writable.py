@@ -70,7 +70,8 @@ def host_file_name(host: str, suffix: str) -> str:
     return name + suffix
 
 
-def replace_file(path: Path, data: str | bytes, *, mode: int | None = None, parents: bool = True) -> None:
+def replace_file(path: Path, data: str | bytes, *, mode: int | None = None, parents: bool = True,
+                 durable: bool = True) -> None:
     """Replace ``path`` with ``data`` (text is written as UTF-8) whole: the one writer of local files.
 
     Run records (progress, journals, confirmations) decide what a later run skips, and other programs
@@ -78,7 +79,9 @@ def replace_file(path: Path, data: str | bytes, *, mode: int | None = None, pare
     file or the new one, never half of one: a temporary file beside it, flushed to disk, then renamed
     over it. On any failure (a full disk, a folder in the way, Ctrl-C) the temporary is removed and the
     old file stays as it was. ``mode``: the new file's exact mode (0o600: its owner's alone); None: the
-    usual one, as the umask makes it. ``parents``: create the folders above it.
+    usual one, as the umask makes it. ``parents``: create the folders above it. ``durable``: flush it to
+    disk before the rename (False for the simulator's state, rewritten thousands of times a run: a
+    crash loses nothing worth an ``fsync`` each).
     """
     if parents:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -88,8 +91,9 @@ def replace_file(path: Path, data: str | bytes, *, mode: int | None = None, pare
             if mode is not None:
                 os.fchmod(handle.fileno(), mode)
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)

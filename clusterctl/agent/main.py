@@ -107,14 +107,10 @@ def main(argv: Sequence[str] | None = None, transport: Callable[[], Transport] =
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) else 2
     try:
-        if args.command == "node-agent":
-            return node_agent(args, transport())
-        if args.command == "slurm-health":
-            return slurm_health(args, transport())
+        return {"node-agent": node_agent, "slurm-health": slurm_health}[args.command](args, transport())
     except SystemExit as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    return 2
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ atomically (``Transport.put``: a scrape never reads half a file).
 
 from __future__ import annotations
 
-import datetime
 import json
 import shlex
 import time
@@ -84,7 +83,7 @@ class PublishError(Exception):
 
 
 def _now_rfc3339(at: float) -> str:
-    return datetime.datetime.fromtimestamp(at, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
 
 
 def check_host(transport: Transport, node: str, options: HealthOptions) -> HostHealth:

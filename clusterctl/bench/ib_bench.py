@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from clusterctl.bench.judge import is_slow, judge_link
@@ -80,9 +80,7 @@ def run_ib_bench(
     *,
     pattern: str = "all-pairs",
     find_stragglers: bool = False,
-    by_hca: bool = False,
     gate: Gate | None = None,
-    on_round: Callable[[int, list[LinkResult]], None] | None = None,
 ) -> IBBenchReport:
     """Plan perftest over ``hosts`` and run it on ``runner``.
 
@@ -122,7 +120,7 @@ def run_ib_bench(
         tests = plan_tests(batch, by_name, hcas, opts, run_id=f"{run_id}-{round_offset}")
         shifted = [replace(t, round=t.round + round_offset) for t in tests]
         round_offset += len(batch)
-        got = run_rounds(runner, shifted, opts, on_round)
+        got = run_rounds(runner, shifted, opts)
         results.extend(got)
         return _edges(got, by_name, by_hca=False)
 

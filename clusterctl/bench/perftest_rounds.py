@@ -13,7 +13,7 @@ import math
 import re
 import shlex
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -305,12 +305,8 @@ def _exit_reason(code: int, text: str) -> str:
     return f"exit {code}" + (f": {tail}" if tail else "")
 
 
-def run_rounds(runner: Runner, tests: Sequence[PlannedTest], opts: IBOptions,
-               on_round: Callable[[int, list[LinkResult]], None] | None = None) -> list[LinkResult]:
+def run_rounds(runner: Runner, tests: Sequence[PlannedTest], opts: IBOptions) -> list[LinkResult]:
     results: list[LinkResult] = []
     for index in sorted({t.round for t in tests}):
-        batch = run_round(runner, [t for t in tests if t.round == index], opts)
-        results.extend(batch)
-        if on_round:
-            on_round(index, batch)
+        results.extend(run_round(runner, [t for t in tests if t.round == index], opts))
     return results

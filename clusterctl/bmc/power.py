@@ -112,11 +112,7 @@ class BmcTarget(Transport):
 def power_change(host: str, action: PowerAction, before: str, bmc_url: str, *, graceful: bool = False,
                  timeout_s: float | None = None) -> Change | None:
     """The change that takes ``host`` from ``before`` to what ``action`` asks; None when it is there already."""
-    if action is PowerAction.STATUS:
-        return None
-    if action is PowerAction.ON and before == ON:
-        return None
-    if action is PowerAction.OFF and before == OFF:
+    if action is PowerAction.STATUS or (action, before) in ((PowerAction.ON, ON), (PowerAction.OFF, OFF)):
         return None
     verb = action.value
     if action is PowerAction.CYCLE and before == OFF:

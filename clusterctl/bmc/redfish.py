@@ -67,9 +67,7 @@ class RedfishBmc:
         return self.address.url + (self.address.system or "")
 
     def _verify(self) -> bool | str:
-        if self.config.ca_file:
-            return self.config.ca_file
-        return self.config.verify_tls
+        return self.config.ca_file or self.config.verify_tls
 
     def _call(self, what: str, action: Callable[[], Any]) -> Any:
         import sushy

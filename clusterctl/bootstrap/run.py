@@ -258,7 +258,7 @@ def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Ph
                 request: BootstrapRequest, journals: ResetJournals | None = None) -> RunOptions:
     """``ctx.options`` of the run; checks the cluster settings and the survey up front (exit 2, not a
     failure per host) when a phase that reads them is part of the run."""
-    survey = request.survey or getattr(getattr(inventory, "bootstrap", None), "survey", None)
+    survey = request.survey or inventory.bootstrap.survey
     options = replace(request.options, hosts=tuple(h.name for h in hosts), survey=survey, applying=request.apply,
                       reset_journals=journals)
     if any(p.uses_cluster_settings for p in phases):

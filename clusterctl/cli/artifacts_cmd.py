@@ -9,6 +9,7 @@ import typer
 
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import UsageError
+from clusterctl.terminal_layout import Column, print_table, print_wrapped
 
 if TYPE_CHECKING:
     from clusterctl.bootstrap.artifacts import ArtifactList
@@ -128,8 +129,6 @@ def _probe(app: AppContext, found: ArtifactList, probe_from: str | None) -> list
 
 
 def _table(app: AppContext, found: ArtifactList, results: list[ProbeResult] | None, written: list[Path]) -> None:
-    from clusterctl.terminal_layout import Column, print_table, print_wrapped
-
     status = {id(r.artifact): r for r in results or []}
     # The reference and its source are what a mirroring script copies: never cut; the note and
     # the phase give way first.

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
-from clusterctl.errors import ExitCode
+from clusterctl.errors import ExitCode, UsageError
 from clusterctl.inventory.model import Fabric
+from clusterctl.terminal_layout import Column, print_table, print_wrapped
 from clusterctl.terminal_text import one_line
+from clusterctl.wording import plural
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -39,7 +41,6 @@ def _matrix_table(app: AppContext, matrix: Matrix, good: float | None) -> None:
     from rich.text import Text
 
     from clusterctl.bench.plot import colour
-    from clusterctl.terminal_layout import Column, print_table
 
     def cell(a: str, b: str) -> Text:
         if a == b or not matrix.tested(a, b):
@@ -95,7 +96,7 @@ def ib_command(
     from clusterctl.bench.ib_bench import run_ib_bench
     from clusterctl.bench.payload import dry_run_payload, ib_payload
     from clusterctl.bench.perftest_rounds import IBOptions
-    from clusterctl.bench.results import save_ib_run
+    from clusterctl.bench.results import new_results_dir, save_ib_run
     from clusterctl.changes import Gate
     from clusterctl.cli.findings_view import exit_for, print_findings
 
@@ -107,8 +108,6 @@ def ib_command(
     folder = None
     if not dry_run:
         # Where results go is checked (and claimed) before any host is touched.
-        from clusterctl.bench.results import new_results_dir
-
         if plot:
             from clusterctl.bench.plot import check_plot_target
 
@@ -120,8 +119,7 @@ def ib_command(
         hcas, warnings = choose_hcas(runner, hosts, survey=survey, given=hca, discover=gate.apply)
         for host, warning in warnings.items():
             app.warn(f"{host}: {warning}")
-        report = run_ib_bench(runner, hosts, hcas, opts, pattern=pattern, find_stragglers=find_straggler,
-                              by_hca=by_hca, gate=gate)
+        report = run_ib_bench(runner, hosts, hcas, opts, pattern=pattern, find_stragglers=find_straggler, gate=gate)
     if not gate.apply:
         plan = {**dry_run_payload(report), "changes": [r.change.to_json() for r in gate.records]}
         app.emit(plan, lambda: _print_plan(app, report))
@@ -274,7 +272,6 @@ def report_command(
     from clusterctl.bench.judge import fleet_limits
     from clusterctl.bench.logs import report_files
     from clusterctl.cli.findings_view import exit_for, print_findings
-    from clusterctl.errors import UsageError
     from clusterctl.findings import FINDINGS_SCHEMA_VERSION
 
     app = app_context(ctx)
@@ -301,8 +298,6 @@ def report_command(
 
     def table() -> None:
         from rich.text import Text
-
-        from clusterctl.terminal_layout import print_wrapped
 
         for r in reports:
             if r.error:
@@ -376,8 +371,6 @@ def compare_command(
     def table() -> None:
         from rich.text import Text
 
-        from clusterctl.terminal_layout import Column, print_table, print_wrapped
-
         style = {"faster": "green", "slower": "red", "gone": "yellow", "new": "cyan"}
         # What moved is listed; what did not is counted (a 120-link run that held its figures
         # is one line, not 120 "unchanged" rows). -o json has every figure.
@@ -396,8 +389,6 @@ def compare_command(
 
 def compare_summary(changes: Sequence[Any]) -> str:
     """``120 figures compared: 2 slower, 1 faster, 117 unchanged (within 5%)``, in that order of concern."""
-    from clusterctl.wording import plural
-
     counts = {verdict: sum(1 for c in changes if c.verdict == verdict)
               for verdict in ("slower", "gone", "faster", "new", "unchanged")}
     parts = [f"{n} {verdict}" for verdict, n in counts.items() if n and verdict != "unchanged"]

@@ -6,10 +6,13 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from clusterctl.cli.confirm import YES
+from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import SKIP_PHASES, STATE_DIR, AppContext, app_context
 from clusterctl.errors import ExitCode
-from clusterctl.terminal_text import one_line
+from clusterctl.hostlist import compress
+from clusterctl.secret import mask_text
+from clusterctl.terminal_layout import Column, print_table, print_wrapped
+from clusterctl.terminal_text import one_line, visible
 
 if TYPE_CHECKING:
     from clusterctl.engine.phase import Phase
@@ -130,8 +133,6 @@ def bootstrap_phases(ctx: typer.Context) -> None:
                 "once_per_cluster": p.once_per_cluster, "default": p.name in default} for p in phases]
 
     def table() -> None:
-        from clusterctl.terminal_layout import print_wrapped
-
         for p in phases:
             extra = "" if p.name in default else "  (only when asked by name)"
             print_wrapped(app.console, f"{p.name:<18} {p.description}{extra}", 19)
@@ -207,7 +208,6 @@ _PHASE_WORDS = {
 def _confirm_bootstrap(phase: str | None, skip_phases: str | None, hosts: list[str], *, yes: bool) -> None:
     """Apply asks first, like reset and tune-nccl --push: --yes, or a question on the terminal."""
     from clusterctl.bootstrap.registry import select_phases
-    from clusterctl.cli.confirm import confirm_change
 
     changing = [p for p in select_phases(phase, skip_phases) if not p.read_only]
     if not changing:
@@ -220,9 +220,6 @@ def _confirm_bootstrap(phase: str | None, skip_phases: str | None, hosts: list[s
 
 def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult], *, plan: bool) -> None:
     from clusterctl.engine.run import Status, not_needed_message
-    from clusterctl.hostlist import compress
-    from clusterctl.secret import mask_text
-    from clusterctl.terminal_layout import print_wrapped
 
     console = app.console
     app.say(f"\nPHASE [{phase.name}] {'*' * max(3, 60 - len(phase.name))}", soft_wrap=False)
@@ -279,7 +276,6 @@ def plan_word(phase: Phase[Any, Any], result: HostPhaseResult) -> str:
 def _print_plan(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult]) -> None:
     """Each host's commands and diffs; hosts whose plan is the same are printed once, together."""
     from clusterctl.bootstrap.phases.reset import KNOWN_NAMES_MARK
-    from clusterctl.hostlist import compress
 
     groups: dict[tuple[str, ...], list[str]] = {}
     for r in results:
@@ -304,9 +300,6 @@ def _print_findings(app: AppContext, report: RunReport) -> None:
     findings = report.all_findings()
     if not findings:
         return
-    from clusterctl.terminal_layout import Column, print_table
-    from clusterctl.terminal_text import visible
-
     # Messages carry what hosts answered (file names reset found): shown as text, never as markup;
     # the host and code are copied, the message wraps between words (a path in it stays whole).
     columns = (Column("severity", keep=True), Column("host", keep=True), Column("code", keep=True), Column("message"))

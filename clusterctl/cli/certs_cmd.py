@@ -6,8 +6,11 @@ from typing import Optional
 
 import typer
 
-from clusterctl.cli.confirm import YES
+from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import STATE_DIR, AppContext, app_context
+from clusterctl.secret import mask_text
+from clusterctl.terminal_layout import Column, print_table, print_wrapped
+from clusterctl.terminal_text import one_line
 
 HELP = """\
 Check and renew the certificates kubeadm manages on every control plane.
@@ -50,8 +53,6 @@ def certs_check(
 
 def _print_check(app: AppContext, report: object) -> None:
     from clusterctl.day2.certs import CertsReport
-    from clusterctl.terminal_layout import Column, print_table, print_wrapped
-    from clusterctl.terminal_text import one_line
 
     assert isinstance(report, CertsReport)
     rows: list[tuple[str, str, str, str, str]] = []
@@ -84,9 +85,7 @@ def certs_renew(
                                               "restart-kube-controller-manager, restart-kube-scheduler, api-ready."),
     state_dir: Optional[str] = STATE_DIR,  # noqa: UP045
 ) -> None:
-    from clusterctl.cli.confirm import confirm_change
     from clusterctl.day2.certs import RenewRequest, renew, renew_summary
-    from clusterctl.secret import mask_text
 
     app = app_context(ctx)
     inventory = app.inventory()

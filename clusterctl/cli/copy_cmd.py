@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from clusterctl.cli.confirm import YES
+from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import app_context
 from clusterctl.errors import ExitCode, UsageError
 
@@ -42,7 +42,6 @@ def copy_command(
     yes: bool = YES,
 ) -> None:
     from clusterctl.cli.changes_view import gate_outcome_record, print_gate_outcomes, say_nothing_changed
-    from clusterctl.cli.confirm import confirm_change
     from clusterctl.cli.host_failures import print_failures
     from clusterctl.copy import CopyRequest, copy_file, read_source, remote_path
 

@@ -10,6 +10,7 @@ import typer
 
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import UsageError
+from clusterctl.terminal_layout import Column, print_table
 
 if TYPE_CHECKING:
     from clusterctl.dashboards.inputs import DashboardInputs
@@ -127,8 +128,6 @@ def _payload(inputs: DashboardInputs, rendered: Rendered, written: list[Path]) -
 
 
 def _table(app: AppContext, inputs: DashboardInputs, rendered: Rendered, written: list[Path]) -> None:
-    from clusterctl.terminal_layout import Column, print_table
-
     rows = [(f"{stem}.json", "; ".join(p["title"] for p in board.get("panels", []) if p.get("type") != "row"))
             for stem, board in rendered.dashboards.items()]
     print_table(app.console, (Column("dashboard", keep=True), Column("panels")), rows,

@@ -12,6 +12,7 @@ from clusterctl.cli.context import AppContext, app_context
 from clusterctl.cli.host_failures import outcome_record, print_failures
 from clusterctl.errors import ExitCode, UsageError
 from clusterctl.terminal_text import one_line, visible
+from clusterctl.writable import host_file_name, writable_dir
 
 if TYPE_CHECKING:
     from clusterctl.fanout import FleetInterrupted, FleetResult, HostOutcome
@@ -69,8 +70,6 @@ def exec_command(
         raise UsageError("--stream and --out-dir exclude each other: print the lines, or write them to files.")
     folder = None
     if out_dir is not None:
-        from clusterctl.writable import writable_dir
-
         folder = writable_dir(out_dir, "--out-dir")
     hosts = app.hosts()
     streamer = _Streamer() if stream and not app.machine_output else None
@@ -179,20 +178,14 @@ def _report(
 
 def _write_files(folder: Path, fleet: FleetResult[CommandResult]) -> dict[str, list[str]]:
     """Each host's stdout to HOST.out and, when it printed any, its stderr to HOST.err."""
-    from clusterctl.writable import host_file_name
-
     written: dict[str, list[str]] = {}
     for o in fleet.outcomes:
         if o.value is None:
             continue
-        paths = []
-        out = folder / host_file_name(o.host.name, ".out")
-        out.write_text(o.value.stdout, encoding="utf-8")
-        paths.append(str(out))
-        if o.value.stderr:
-            err = folder / host_file_name(o.host.name, ".err")
-            err.write_text(o.value.stderr, encoding="utf-8")
-            paths.append(str(err))
-        written[o.host.name] = paths
+        for suffix, text in ((".out", o.value.stdout), (".err", o.value.stderr)):
+            if text or suffix == ".out":
+                path = folder / host_file_name(o.host.name, suffix)
+                path.write_text(text, encoding="utf-8")
+                written.setdefault(o.host.name, []).append(str(path))
     return written
 

@@ -14,7 +14,9 @@ import typer
 
 from clusterctl.errors import ExitCode
 from clusterctl.findings import Finding, Severity, count_by_severity, fails, sorted_findings
+from clusterctl.terminal_layout import hanging, wrap_width
 from clusterctl.terminal_text import one_line
+from clusterctl.wording import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,8 +34,6 @@ def print_findings(console: Console, findings: Sequence[Finding], *, empty: str 
     # findings cost what writing them costs, where a console.print per line took seconds.
     # Long lines wrap at the terminal's width under their message (a hanging indent), between
     # words: a host, a path or a value is never broken in two.
-    from clusterctl.terminal_layout import hanging, wrap_width
-
     width = wrap_width(console)
     text = Text(no_wrap=False)
     for f in sorted_findings(findings):
@@ -57,8 +57,6 @@ def print_findings(console: Console, findings: Sequence[Finding], *, empty: str 
 
 def summary_line(findings: Sequence[Finding]) -> str:
     """``2 errors, 1 warning, 0 info``: counts that read naturally."""
-    from clusterctl.wording import plural
-
     counts = count_by_severity(findings)
     return f"{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, {counts['info']} info"
 

@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from clusterctl.cli.confirm import confirm_change
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import UsageError
+from clusterctl.terminal_text import one_line
 
 if TYPE_CHECKING:
     from clusterctl.health.model import HealthReport
@@ -113,8 +115,6 @@ def health_command(
     if not quarantine and (yes or max_unavailable or dry_run):
         raise UsageError("--yes, --dry-run and --max-unavailable go with --quarantine")
     if quarantine:
-        from clusterctl.cli.confirm import confirm_change
-
         # Asked before the health run: what it finds is quarantined without a second question.
         confirm_change("quarantine (and, where the policy says, drain) the hosts this health run finds unhealthy",
                        [h.name for h in hosts], yes=yes, dry_run=dry_run,
@@ -219,7 +219,6 @@ def read_command(
 def slurm_check(app: AppContext, *, local: bool, deadline: float, since: str, node: str | None) -> None:
     """``--slurm``: each host's Slurm health check (this machine with ``--local``); NHC's line and exit code."""
     from clusterctl.agent.slurm_check import SlurmCheckOptions, run_slurm_check
-    from clusterctl.terminal_text import one_line
 
     options = SlurmCheckOptions(node=node, deadline_s=deadline, since=since)
     hosts = (app.this_machine(),) if local else app.hosts()

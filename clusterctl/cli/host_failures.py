@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from clusterctl.hostlist import compress
+from clusterctl.terminal_layout import stderr_width, wrap_lines
+from clusterctl.terminal_text import markup_safe
+from clusterctl.wording import plural
+
 if TYPE_CHECKING:
     from clusterctl.cli.context import AppContext
     from clusterctl.fanout import FleetResult, HostOutcome
@@ -29,9 +34,6 @@ def outcome_record(outcome: HostOutcome[Any]) -> dict[str, Any]:
 
 def print_failures(app: AppContext, fleet: FleetResult[Any]) -> None:
     """One clear line per failed host, on stderr, then a one-line summary."""
-    from clusterctl.terminal_text import markup_safe
-    from clusterctl.wording import plural
-
     for outcome in fleet.failed:
         assert outcome.failure is not None
         app.err_console.print(
@@ -54,9 +56,6 @@ def print_interrupted(exc: BaseException, *, output: str = "table") -> None:
     import sys
 
     from clusterctl.fanout import FleetInterrupted
-    from clusterctl.hostlist import compress
-    from clusterctl.terminal_layout import stderr_width, wrap_lines
-    from clusterctl.wording import plural
 
     signal_name = getattr(exc, "signal_name", "SIGINT")
     lines = [f"interrupted ({signal_name})"]

@@ -7,6 +7,7 @@ from typing import Any
 import typer
 
 from clusterctl.cli.context import app_context
+from clusterctl.terminal_layout import Column, print_table
 from clusterctl.wording import plural
 
 inventory_app = typer.Typer(
@@ -57,8 +58,6 @@ def show(ctx: typer.Context) -> None:
     hosts = app.hosts()
 
     def table() -> None:
-        from clusterctl.terminal_layout import Column, print_table
-
         rows = []
         for h in hosts:
             fabric = ""

@@ -5,6 +5,13 @@ from __future__ import annotations
 import typer
 
 from clusterctl.cli.context import app_context
+from clusterctl.errors import UsageError
+from clusterctl.mock.admin import mock_hosts, summaries
+from clusterctl.mock.admin import reset as reset_state
+from clusterctl.mock.admin import set_values as set_state
+from clusterctl.mock.state import HostState, MockCluster
+from clusterctl.terminal_layout import Column, print_table
+from clusterctl.terminal_text import visible
 
 mock_app = typer.Typer(
     help="""Show or forget what mock hosts remember between runs.
@@ -32,14 +39,10 @@ def register(app: typer.Typer) -> None:
 
 @mock_app.command("show", help="Where each mock host keeps its state, and its services and packages.")
 def show(ctx: typer.Context) -> None:
-    from clusterctl.mock.admin import summaries
-
     app = app_context(ctx)
     found = summaries(app.hosts())
 
     def table() -> None:
-        from clusterctl.terminal_layout import Column, print_table
-
         # The host and its state folder are copied (to look inside): never cut; the lists wrap.
         rows = [(s.host, s.folder if s.exists else f"{s.folder} (not created yet)",
                  ", ".join(f"{k}={v}" for k, v in s.services.items()),
@@ -57,9 +60,6 @@ def show(ctx: typer.Context) -> None:
     help="Forget what the selected mock hosts remember (all of the cluster's state when no --limit is given).",
 )
 def reset(ctx: typer.Context) -> None:
-    from clusterctl.mock.admin import mock_hosts
-    from clusterctl.mock.admin import reset as reset_state
-
     app = app_context(ctx)
     hosts = app.hosts()
     if not mock_hosts(hosts):
@@ -82,9 +82,6 @@ def set_values(
     ctx: typer.Context,
     pairs: list[str] = typer.Argument(..., metavar="KEY=VALUE...", help="Values to set (KEY= removes one)."),
 ) -> None:
-    from clusterctl.errors import UsageError
-    from clusterctl.mock.admin import set_values as set_state
-
     app = app_context(ctx)
     values = {}
     for pair in pairs:
@@ -111,10 +108,7 @@ Example:
   clusterctl -i inventories/demo.yaml mock timers
 """)
 def timers(ctx: typer.Context) -> None:
-    from clusterctl.mock.admin import mock_hosts
-    from clusterctl.mock.state import MockCluster
     from clusterctl.mock.timers import due
-    from clusterctl.terminal_text import visible
 
     app = app_context(ctx)
     results = []
@@ -146,7 +140,6 @@ def _start_service(host: object, state: object, argv: list[str]) -> tuple[int, s
 
     from clusterctl.agent.bundle import BUNDLE_PATH, PYTHON
     from clusterctl.inventory.model import Host
-    from clusterctl.mock.state import HostState
     from clusterctl.transport.factory import ConnectOptions, make_connector
 
     assert isinstance(host, Host) and isinstance(state, HostState)

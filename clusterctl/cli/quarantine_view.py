@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from clusterctl.terminal_layout import Column, print_table, print_wrapped
+from clusterctl.terminal_text import one_line, visible
+
 if TYPE_CHECKING:
     from clusterctl.cli.context import AppContext
     from clusterctl.heal.status import HostStatus
@@ -17,9 +20,6 @@ if TYPE_CHECKING:
 def _say(app: AppContext, text: str) -> None:
     # Pod names, reasons and messages come from the cluster: printed as text, never as markup,
     # their control characters shown as escapes, long lines wrapped under their host.
-    from clusterctl.terminal_layout import print_wrapped
-    from clusterctl.terminal_text import visible
-
     print_wrapped(app.console, visible(text), 4)
 
 
@@ -82,9 +82,6 @@ def print_status(app: AppContext, nodes: Sequence[QuarantinedNode]) -> None:
     if not nodes:
         _say(app, "no node is quarantined or cordoned")
         return
-    from clusterctl.terminal_layout import Column, print_table
-    from clusterctl.terminal_text import one_line
-
     # Every cell but CORDONED comes from node annotations (or Slurm reasons) anyone with access can
     # write: control characters are shown as escapes (one_line), never sent to the terminal.
     # Slurm's state gets a column only in a fleet where some host runs slurmd.

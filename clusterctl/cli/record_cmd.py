@@ -8,6 +8,8 @@ import typer
 
 from clusterctl.cli.context import app_context
 from clusterctl.errors import UsageError
+from clusterctl.terminal_layout import print_wrapped
+from clusterctl.terminal_text import one_line
 
 
 def register(app: typer.Typer) -> None:
@@ -47,9 +49,6 @@ def record_command(
         report = record(runner, inventory, hosts, out, redact=redact)
 
     def table() -> None:
-        from clusterctl.terminal_layout import print_wrapped
-        from clusterctl.terminal_text import one_line
-
         replay = f"clusterctl -i {out / 'inventory.yaml'} survey"
         # The replay command is copied: on a line of its own, never broken.
         print_wrapped(app.console, f"recorded {len(report.hosts)} host(s) into {report.out} "

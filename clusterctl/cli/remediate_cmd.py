@@ -10,8 +10,11 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+from clusterctl.cli.confirm import confirm_change
 from clusterctl.cli.context import app_context
 from clusterctl.errors import UsageError
+from clusterctl.writable import host_file_name, make_folder, replace_file, writable_dir, writable_file
+from clusterctl.writable import state_dir as chosen_state_dir
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
@@ -122,8 +125,6 @@ def serve_command(
     app = app_context(ctx)
     inventory = app.inventory()
     cap(max_unavailable or inventory.quarantine.max_unavailable, len(inventory.hosts))  # a bad value: exit 2 now
-    from clusterctl.cli.confirm import confirm_change
-
     what = "act on alerts (quarantine, drain" + (", then heal: GPU reset, reboot, power cycle, release)" if heal
                                                   else ")")
     confirm_change(what, [h.name for h in inventory.hosts], yes=yes,
@@ -177,9 +178,6 @@ def _receiver_files(state_dir: str | None, pending_file: str | None, inventory: 
     restarted elsewhere (a service unit starts in /) writes where the last one did. Each folder is made and
     checked writable before it listens: an alert accepted and then not journaled would be a change no undo
     finds."""
-    from clusterctl.writable import state_dir as chosen_state_dir
-    from clusterctl.writable import writable_dir
-
     base = chosen_state_dir(state_dir).absolute()
     option = "--state-dir" if state_dir else "the state folder"
     files = ReceiverFiles(_pending_file(pending_file, inventory, base, option, dry_run=dry_run), base / "undo",
@@ -196,7 +194,6 @@ def _pending_file(option: str | None, inventory: Inventory, state_dir: Path, sta
     """Where the receiver keeps accepted alerts: ``--pending-file`` (made absolute now, so the file stays the
     same whatever the process does later), else the state folder's; checked writable before it listens."""
     from clusterctl.quarantine.pending_work import OLD_DEFAULT, default_pending_file
-    from clusterctl.writable import make_folder, writable_file
 
     if option is not None:
         path = Path(option).expanduser().absolute()
@@ -266,13 +263,12 @@ def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | Non
     def after_drain(runner: Any, host: Host, say: Callable[..., None]) -> None:
         if on_start is not None:
             on_start()
-        from clusterctl.heal.run import HealOptions, heal
+        from clusterctl.heal.run import heal
 
         def step(name: str, what: str, detail: str) -> None:
             say(host=name, decision="heal", why=f"{what}{': ' + detail if detail else ''}")
 
-        (result,), path = heal(runner, inventory, [host], apply=True,
-                               options=HealOptions(inventory.quarantine.heal, say=step), journal_folder=journal_folder)
+        (result,), path = heal(runner, inventory, [host], apply=True, say=step, journal_folder=journal_folder)
         if on_result is not None:
             on_result(result)
         why = result.detail
@@ -287,8 +283,6 @@ def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | Non
 
 def save_report(host: str, report: str, folder: Path = REPORTS) -> Path:
     import time
-
-    from clusterctl.writable import host_file_name, make_folder, replace_file
 
     make_folder(folder, "the heal reports folder")
     path = folder / host_file_name(host, time.strftime("-needs-hardware-%Y%m%d-%H%M%S.txt"))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import typer
 
-from clusterctl.cli.confirm import YES
+from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode
+from clusterctl.secret import mask_text
 
 HELP = """\
 Take one host out of the cluster: drain, etcd member, kubeadm reset, delete node.
@@ -38,7 +39,6 @@ def remove_node_command(
     yes: bool = YES,
     drain_timeout: int = typer.Option(300, "--drain-timeout", min=1, metavar="S", help="Seconds the drain may take."),
 ) -> None:
-    from clusterctl.cli.confirm import confirm_change
     from clusterctl.day2.remove_node import remove_node
 
     app = app_context(ctx)
@@ -55,7 +55,6 @@ def remove_node_command(
 
 def _print(app: AppContext, report: object) -> None:
     from clusterctl.day2.remove_node import RemovalReport
-    from clusterctl.secret import mask_text
 
     assert isinstance(report, RemovalReport)
 

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from clusterctl.cli.bootstrap_cmd import FORCE_UNLOCK, ONLY, _execute, hosts_of_run
-from clusterctl.cli.confirm import YES
+from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import STATE_DIR, app_context
 
 HELP = """\
@@ -52,8 +52,6 @@ def reset_command(
                                         help="Purge the packages bootstrap's journals say it installed."),
     state_dir: Optional[str] = STATE_DIR,  # noqa: UP045
 ) -> None:
-    from clusterctl.cli.confirm import confirm_change
-
     app = app_context(ctx)
     confirm_change("tear Kubernetes down (kubeadm reset, CNI files, iptables rules, kubelet state)",
                    [h.name for h in hosts_of_run(app, only)], yes=yes, dry_run=dry_run,

@@ -9,6 +9,10 @@ import typer
 
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import UsageError
+from clusterctl.hostlist import compress
+from clusterctl.terminal_layout import print_wrapped
+from clusterctl.wording import plural
+from clusterctl.writable import replace_file
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
@@ -112,8 +116,6 @@ def finish(app: AppContext, report: SurveyReport, *, head: Callable[[], None], s
             app.console.print()
             render_advice(app.console, report.advice)
         app.console.print()
-        from clusterctl.terminal_layout import print_wrapped
-
         print_wrapped(app.console, exit_summary(report), 2)
 
     app.emit(payload, human, failed=not report.ok)
@@ -123,8 +125,6 @@ def exit_summary(report: SurveyReport) -> str:
     """The last line: the counts, and what the exit code will be and why (a demo exits 1 by design)."""
     from clusterctl.cli.findings_view import summary_line
     from clusterctl.findings import Severity
-    from clusterctl.hostlist import compress
-    from clusterctl.wording import plural
 
     counts = f"{plural(len(report.hosts), 'host')}: {summary_line(report.findings)}"
     if report.ok:
@@ -145,7 +145,6 @@ def _save(path: str, payload: dict[str, object]) -> None:
     from pathlib import Path
 
     from clusterctl.plain_json import dumps_indented
-    from clusterctl.writable import replace_file
 
     try:
         replace_file(Path(path), dumps_indented(payload) + "\n", parents=False)

@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+from clusterctl.cli.confirm import confirm_change
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode, UsageError
+from clusterctl.terminal_layout import Column, print_table
 
 if TYPE_CHECKING:
     from clusterctl.nccl.tune.run import TuneOutcome
@@ -95,8 +97,6 @@ def tune_nccl_command(
         parse_version(nccl_version)  # the same rule as nccl lint: 'banana' is a usage error
     app = app_context(ctx)
     if push and not dry_run:
-        from clusterctl.cli.confirm import confirm_change
-
         confirm_change("write /etc/nccl.conf", [h.name for h in app.hosts()], yes=yes,
                        preview="clusterctl tune-nccl --push --dry-run")
     request = TuneRequest(survey=survey, bench=bench, sweep=sweep, budget=budget, repeats=repeats, fmt=fmt, out=out,
@@ -138,16 +138,12 @@ def _payload(outcome: TuneOutcome) -> dict[str, Any]:
         payload["push"] = [gate_outcome_record(o, diff=True) for o in outcome.pushed.outcomes]
         payload["undo_journal"] = str(outcome.undo_journal) if outcome.undo_journal else None
         payload["push_notes"] = outcome.notes
-        payload["site_conflicts"] = {host: [{"line": c.line, "name": c.name, "site_value": c.site_value,
-                                             "block_value": c.block_value} for c in conflicts]
-                                     for host, conflicts in outcome.site_conflicts.items()}
+        payload["site_conflicts"] = outcome.site_conflicts  # SiteConflict's fields, as -o json/yaml write them
     return payload
 
 
 def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | None, *, dry_run: bool = False,
                  bench: str | None = None) -> None:
-    from clusterctl.terminal_layout import Column, print_table
-
     tuning, measured, files, pushed = outcome.tuning, outcome.measured, outcome.files, outcome.pushed
 
     console = app.console
@@ -184,22 +180,18 @@ def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | Non
             # A file's lines as they are (soft_wrap: never broken mid-path, so a copy-paste works).
             app.say(text.rstrip("\n"))
     if pushed is not None:
-        from clusterctl.cli.changes_view import print_gate_outcomes
+        from clusterctl.cli.changes_view import print_gate_outcomes, say_nothing_changed
 
         print_gate_outcomes(app, pushed)
         for note in outcome.notes:
             app.note(note)
         if dry_run:
-            from clusterctl.cli.changes_view import say_nothing_changed
-
             say_nothing_changed(app)
         if outcome.undo_journal is not None:
             app.say(f"undo with: clusterctl undo {outcome.undo_journal}", soft_wrap=False)
 
 
 def _print_sweep(app: AppContext, measured: SweepResult, sweep_file: str | None) -> None:
-    from clusterctl.terminal_layout import Column, print_table
-
     # The range and its best settings are what a user acts on: noise, then the baseline, go first.
     columns = (Column("collective", keep=True), Column("size range", keep=True),
                Column("baseline GB/s", keep=True, drop_order=2), Column("noise", keep=True, drop_order=3),

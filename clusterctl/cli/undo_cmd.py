@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from clusterctl.cli.confirm import YES
+from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import AppContext, app_context
-from clusterctl.errors import ExitCode
+from clusterctl.errors import ExitCode, UsageError
 from clusterctl.terminal_text import one_line
 
 if TYPE_CHECKING:
@@ -53,8 +53,6 @@ def undo_command(
                                      "release's health and NCCL checks."),
 ) -> None:
     from clusterctl.changes import undo_incomplete
-    from clusterctl.cli.confirm import confirm_change
-    from clusterctl.errors import UsageError
     from clusterctl.undo_journal import mark_journal_used, read_journal, undo_on_hosts
 
     app = app_context(ctx)

@@ -6,9 +6,12 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from clusterctl.cli.confirm import YES
+from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import SKIP_PHASES, AppContext, app_context
 from clusterctl.errors import ExitCode
+from clusterctl.hostlist import compress
+from clusterctl.secret import mask_text
+from clusterctl.terminal_layout import print_wrapped
 
 if TYPE_CHECKING:
     from clusterctl.day2.upgrade import UpgradeReport
@@ -102,8 +105,6 @@ def upgrade_phases(ctx: typer.Context) -> None:
     phases = phase_descriptions()
 
     def table() -> None:
-        from clusterctl.terminal_layout import print_wrapped
-
         for name, description in phases:
             print_wrapped(app.console, f"{name:<18} {description}", 19)
 
@@ -114,7 +115,6 @@ def _execute(app: AppContext, *, yes: bool, dry_run: bool, **fields: Any) -> Non
     """Every upgrade command: ask (unless a plan), run the engine's phases, print; exit 1 when a node failed.
     The other options are ``UpgradeRequest``'s fields by name (``ctx.params``); their ranges (``min=1``)
     already refused a count or a timeout below 1."""
-    from clusterctl.cli.confirm import confirm_change
     from clusterctl.day2.upgrade import UpgradeRequest, upgrade
 
     request = UpgradeRequest(apply=not dry_run, **fields)
@@ -135,9 +135,6 @@ def _execute(app: AppContext, *, yes: bool, dry_run: bool, **fields: Any) -> Non
 
 def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult]) -> None:
     from clusterctl.engine.run import Status, not_needed_message
-    from clusterctl.hostlist import compress
-    from clusterctl.secret import mask_text
-    from clusterctl.terminal_layout import print_wrapped
 
     # A phase the inventory leaves to the site (its own CNI, no GPUs) says "nothing to do" and why as it
     # ends, as bootstrap's progress does: one line for the phase, its hosts together.
@@ -158,7 +155,6 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
 
 def _print_report(app: AppContext, report: UpgradeReport) -> None:
     from clusterctl.engine.run import not_needed_message
-    from clusterctl.secret import mask_text
 
     def say(text: str) -> None:
         app.say(mask_text(text))

@@ -70,10 +70,7 @@ def parse_ctr_plugins(text: str) -> tuple[PluginStatus, ...]:
 
 def cri_status(plugins: tuple[PluginStatus, ...]) -> str | None:
     """The CRI plugin's status (``ok``, ``error``, ``skip``), or None when it is not listed."""
-    for plugin in plugins:
-        if plugin.type == "io.containerd.grpc.v1" and plugin.id == "cri":
-            return plugin.status
-    return None
+    return next((p.status for p in plugins if p.type == "io.containerd.grpc.v1" and p.id == "cri"), None)
 
 
 def parse_kubeadm_images(text: str) -> tuple[str, ...]:
@@ -88,10 +85,7 @@ def _image_reference(line: str) -> str | None:
 
 
 def pause_image(images: tuple[str, ...]) -> str | None:
-    for image in images:
-        if image.rsplit("/", 1)[-1].startswith("pause:"):
-            return image
-    return None
+    return next((image for image in images if image.rsplit("/", 1)[-1].startswith("pause:")), None)
 
 
 def containerd_probe(config_path: str, dropin_dir: str, certs_dir: str, kubernetes: str | None,

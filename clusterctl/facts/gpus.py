@@ -17,23 +17,6 @@ from clusterctl.facts.table import numbered_lines
 
 _WHAT = "nvidia-smi --query-gpu"
 
-QUERY_FIELDS: tuple[str, ...] = (
-    "index",
-    "name",
-    "uuid",
-    "pci.bus_id",
-    "memory.total",
-    "driver_version",
-    "persistence_mode",
-    "ecc.mode.current",
-    "ecc.errors.uncorrected.volatile.total",
-    "power.limit",
-    "pcie.link.gen.current",
-    "pcie.link.gen.max",
-    "pcie.link.width.current",
-    "pcie.link.width.max",
-)
-
 #: Values nvidia-smi prints for a field the GPU or driver cannot report.
 _NOT_AVAILABLE = {"[N/A]", "N/A", "[Not Supported]", "Not Supported", "[Unknown Error]", "[Insufficient Permissions]",
                   ""}
@@ -86,6 +69,8 @@ _FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "pcie.link.width.current": ("pcie_width_current", _int()),
     "pcie.link.width.max": ("pcie_width_max", _int()),
 }
+#: The fields the survey asks for: every one the parser reads, in this order.
+QUERY_FIELDS: tuple[str, ...] = tuple(_FIELDS)
 
 
 def _field_name(header_cell: str) -> str:

@@ -125,10 +125,7 @@ class TopoMatrix(ParseResult):
         return tuple(d for d in self.devices if d.kind == "nic")
 
     def link(self, a: str, b: str) -> TopoLink | None:
-        for link in self.links:
-            if link.a == a and link.b == b:
-                return link
-        return None
+        return next((link for link in self.links if link.a == a and link.b == b), None)
 
 
 # --- nvidia-smi --query-gpu ----------------------------------------------------------

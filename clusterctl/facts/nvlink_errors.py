@@ -21,7 +21,8 @@ _GPU = re.compile(r"^GPU (\d+):\s*(.*?)(?:\s*\(UUID: [^)]*\))?\s*$")
 _LINK = re.compile(r"^Link (\d+):\s*(.*)$")
 #: A trailing note after the number (``891   <- link 1 is unhealthy``) is a paste's annotation: ignored.
 _COUNTER = re.compile(r"^([A-Za-z][\w /-]*?)\s*:\s*(\d+)(?:\s+\S.*)?$")
-_NOISE = re.compile(r"^(=+.*=+|\[\.\.\.\]|\.\.\.|…)$")
+#: A loop's ``=== GPU 0 ===`` banner (the pre-cleaning has taken out ``[...]`` elision lines).
+_NOISE = re.compile(r"^=+.*=+$")
 
 
 def parse_nvlink_errors(text: str) -> NVLinkErrors:

@@ -25,9 +25,6 @@ _WHAT = "nvidia-smi -q"
 _GPU = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
 _SECTION = re.compile(r"^(\s*)([A-Za-z][\w ./()+-]*?)\s*$")
 _NUMBER = re.compile(r"^(-?\d+(?:\.\d+)?)")
-_CLIPPED = re.compile(r"^\s*(\[\.\.\.\]|\.\.\.|…)\s*$")
-_NOT_AVAILABLE = {"n/a", "[n/a]", "not supported", "[not supported]", "unknown error", "[unknown error]",
-                  "insufficient permissions", "[insufficient permissions]", "not available", ""}
 
 #: What a person appends to a value to point at it (``Pending : Yes  <-- here``, ``# the culprit``).
 _ANNOTATION = re.compile(r"\s+((?:<-+|<=+|<<+|-+>|=+>|←|⬅|👈|#|//|\*{2,}|!{2,}).*)$")
@@ -37,6 +34,9 @@ _ANNOTATION_MARKS = ("<", ">", "←", "⬅", "👈", "#", "//", "**", "!!")
 _YES_NO = re.compile(r"^(not active|yes|no|enabled|disabled|on|off|active|true|false|none)\b\s*(.*)$", re.IGNORECASE)
 #: Values that say the tool printed nothing to read (an error string such as ``Unknown Error`` is a value).
 _NOT_PRINTED = {"n/a", "[n/a]", "not supported", "[not supported]", "not available", ""}
+#: ... and those that say it has no value to give.
+_NOT_AVAILABLE = _NOT_PRINTED | {"unknown error", "[unknown error]", "insufficient permissions",
+                                 "[insufficient permissions]"}
 
 
 class GpuValues(dict[str, str]):
@@ -224,10 +224,6 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
         raw = line.text.expandtabs(4) if tabs else line.text
         if "NVSMI LOG" in raw:
             seen_header = True
-            continue
-        if ("..." in raw or "…" in raw) and _CLIPPED.match(raw):
-            warnings.append(ParseWarning("the paste was clipped here ([...]): values left out are unknown",
-                                         line.number))
             continue
         if raw.startswith("GPU "):
             gpu = _GPU.match(raw)

@@ -63,10 +63,6 @@ _ABSENT = (
 )
 
 
-def _sections(text: str) -> dict[str, list[str]]:
-    return {name: list(section.lines) for name, section in split_sections(text, _WHAT).items()}
-
-
 def _absent_reason(lines: list[str]) -> str | None:
     text = "\n".join(lines).strip()
     if not text:
@@ -87,7 +83,7 @@ def _os_release(lines: list[str]) -> tuple[str | None, str | None]:
 
 
 def parse_stack(text: str) -> SoftwareStack:
-    sections = _sections(text)
+    sections = {name: list(section.lines) for name, section in split_sections(text, _WHAT).items()}
     found: dict[str, str | None] = {}
     missing: dict[str, str] = {}
 

@@ -49,11 +49,14 @@ if TYPE_CHECKING:
     from clusterctl.facts.kube_nodes import KubeNode
     from clusterctl.fanout import Runner
     from clusterctl.host_reader import HostReader
-    from clusterctl.inventory.model import HealConfig, Host, Inventory
-    from clusterctl.quarantine.release import ReleaseChecks
+    from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import Transport
 
 T = TypeVar("T")
+#: Told each step of the chain as it happens: ``(host, what, detail)``.
+Say = Callable[[str, str, str], None]
+#: How often the wait after a reboot or power cycle looks for the host.
+POLL_S = 1.0
 BOOT_ID = "cat /proc/sys/kernel/random/boot_id"
 GPU_QUERY = "nvidia-smi --query-gpu=index,name,serial,uuid,pci.bus_id --format=csv,noheader"
 
@@ -102,26 +105,16 @@ class HostHeal:
                 "report": self.report, "timeline": {k: round(v, 2) for k, v in self.timeline.items()}}
 
 
-@dataclass
-class HealOptions:
-    config: HealConfig
-    #: The release gate; None: ``health_and_nccl_checks(config.level, the inventory's hosts)``.
-    checks: ReleaseChecks | None = None
-    poll_s: float = 1.0
-    #: Told each step as it happens (``remediate serve`` logs it), ``(host, what, detail)``.
-    say: Callable[[str, str, str], None] | None = None
-
-
 class _Healer:
     """One host's chain around its steps (``HealStep``, on the engine): the cluster side, the release gate."""
 
-    def __init__(self, runner: Runner, inventory: Inventory, host: Host, gate: Gate, options: HealOptions) -> None:
+    def __init__(self, runner: Runner, inventory: Inventory, host: Host, gate: Gate, say: Say | None) -> None:
         self.runner = runner
         self.inventory = inventory
         self.host = host
         self.gate = gate
-        self.options = options
-        self.config = options.config
+        self.say = say
+        self.config = inventory.quarantine.heal
         self.cp = control_plane(inventory)
         self.result = HostHeal(host.name)
         self.start = time.monotonic()
@@ -141,8 +134,8 @@ class _Healer:
 
     def note(self, step: str, result: str, detail: str = "", *, state: str | None = None) -> None:
         """Keep the step on the node (and tell ``say``); in a dry run the annotation is only planned."""
-        if self.options.say is not None:
-            self.options.say(self.host.name, f"{step}: {result}", detail)
+        if self.say is not None:
+            self.say(self.host.name, f"{step}: {result}", detail)
 
         def task(transport: Transport) -> None:
             node = read_node(transport, self.host.name)
@@ -167,15 +160,15 @@ class _Healer:
         return outcome.value, (outcome.failure.describe() if outcome.failure is not None else None)
 
     def gate_passes(self, times: int) -> bool:
-        """The release gate ``times`` times in a row; its last findings are kept (``findings``)."""
-        if self.options.checks is None:
-            from clusterctl.quarantine.release import health_and_nccl_checks
+        """The release gate (``release``'s checks at the heal level) ``times`` times in a row; its last findings
+        are kept (``findings``)."""
+        from clusterctl.quarantine.release import health_and_nccl_checks
 
-            self.options.checks = health_and_nccl_checks(self.config.level, self.inventory.hosts)
+        checks = health_and_nccl_checks(self.config.level, self.inventory.hosts)
         for attempt in range(times):
             if attempt:
                 time.sleep(self.config.pass_interval_s)
-            self.findings = self.options.checks(self.runner, [self.host]).get(self.host.name, [])
+            self.findings = checks(self.runner, [self.host]).get(self.host.name, [])
             if has_errors(self.findings):
                 return False
         return True
@@ -195,17 +188,18 @@ class _Healer:
             return None if node is not None and node.ready else "its node is not Ready"
 
         return Wait(f"{self.host.name} back (a new boot id) and its node Ready, up to {timeout_s:g} s", probe,
-                    timeout_s=timeout_s, poll_s=self.options.poll_s)
+                    timeout_s=timeout_s, poll_s=POLL_S)
 
     # -- the chain -----------------------------------------------------------------------
 
-    def run(self, reason: str, codes: tuple[str, ...]) -> HostHeal:
+    def run(self) -> HostHeal:
         result = self.result
         node = self.node()
         if node is None or not node_ops.is_quarantined(node):
             result.outcome, result.detail = ("failed", f"{self.host.name} is not a node of the cluster") \
                 if node is None else ("not quarantined", "not quarantined by clusterctl: nothing to heal")
             return result
+        reason, codes = node_ops.reason_and_codes(node)
         recent = history.quarantines_within(node, self.config.flap_window_s, time.time())
         if len(recent) >= self.config.flap_count:
             result.outcome = "flapping"
@@ -573,35 +567,25 @@ def _gpus(findings: Sequence[Finding]) -> list[int]:
     return found
 
 
-def heal_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], gate: Gate,
-               options: HealOptions | None = None) -> list[HostHeal]:
-    """Run the chain on each of ``hosts`` (one after the other); the gate records (dry run) or applies."""
-    if not hosts:
-        raise UsageError("no host to heal")
-    options = options or HealOptions(inventory.quarantine.heal)
-    results: list[HostHeal] = []
-    for host in hosts:
-        healer = _Healer(runner, inventory, host, gate, options)
-        try:
-            node = healer.node()
-            reason, codes = node_ops.reason_and_codes(node) if node is not None else ("", ())
-            results.append(healer.run(reason, codes))
-        except ClusterctlError as exc:
-            healer.result.outcome, healer.result.detail = "failed", str(exc)
-            results.append(healer.result)
-    return results
-
-
-def heal(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: bool,
-         options: HealOptions | None = None, journal_folder: Path | None = None
-         ) -> tuple[list[HostHeal], str | None]:
-    """``clusterctl heal``: ``heal_hosts`` through the engine's journaled gate (each change in the undo
-    journal before it is made, the journal finished on Ctrl-C too); the results and the journal.
-    ``journal_folder``: default ``clusterctl-results/undo`` of the current folder (``remediate serve
-    --heal`` passes its state folder's)."""
+def heal(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: bool, say: Say | None = None,
+         journal_folder: Path | None = None) -> tuple[list[HostHeal], str | None]:
+    """``clusterctl heal``: the chain on each of ``hosts``, one after the other, through the engine's journaled
+    gate (each change in the undo journal before it is made, the journal finished on Ctrl-C too); the results
+    and the journal. ``say`` is told each step as it happens (``remediate serve`` logs it). ``journal_folder``:
+    default ``clusterctl-results/undo`` of the current folder (``remediate serve --heal`` passes its state
+    folder's)."""
     from clusterctl.engine.journaled import journaled_gate
 
+    results: list[HostHeal] = []
     with journaled_gate("heal", inventory, apply=apply, folder=journal_folder,
                         interrupted=runner.interrupted) as step:
-        results = heal_hosts(runner, inventory, hosts, step.gate, options)
+        if not hosts:
+            raise UsageError("no host to heal")
+        for host in hosts:
+            healer = _Healer(runner, inventory, host, step.gate, say)
+            try:
+                results.append(healer.run())
+            except ClusterctlError as exc:
+                healer.result.outcome, healer.result.detail = "failed", str(exc)
+                results.append(healer.result)
     return results, step.journal

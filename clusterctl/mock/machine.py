@@ -18,7 +18,9 @@ In-process, a line no rule matches as a whole is run by the small shell
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
+import shlex
 import threading
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
@@ -56,24 +58,16 @@ def command_lines(argv: Sequence[str]) -> list[str]:
     Rules are written as users type them (``nvidia-smi topo -m``); arguments that needed
     quoting are tried both quoted and bare, since the shell removed the quotes.
     """
-    key = tuple(argv)
-    found = _COMMAND_LINES.get(key)
-    if found is None:
-        import shlex
-
-        quoted = shlex.join(argv)
-        bare = " ".join(argv)
-        found = (quoted,) if quoted == bare else (quoted, bare)
-        if len(_COMMAND_LINES) >= _COMMAND_LINES_KEPT:
-            _COMMAND_LINES.clear()
-        _COMMAND_LINES[key] = found
-    return list(found)
+    return list(_command_lines(tuple(argv)))
 
 
-#: ``command_lines`` of the argvs seen lately: a fleet's hosts run the same programs with the same
-#: arguments, and quoting each argument again for every host cost more than the rule look-up.
-_COMMAND_LINES: dict[tuple[str, ...], tuple[str, ...]] = {}
-_COMMAND_LINES_KEPT = 4096
+#: Kept for the argvs seen lately: a fleet's hosts run the same programs with the same arguments,
+#: and quoting each argument again for every host cost more than the rule look-up.
+@functools.lru_cache(maxsize=4096)
+def _command_lines(argv: tuple[str, ...]) -> tuple[str, ...]:
+    quoted = shlex.join(argv)
+    bare = " ".join(argv)
+    return (quoted,) if quoted == bare else (quoted, bare)
 
 
 def initial_state(profile: Profile) -> dict[str, Any]:
@@ -183,8 +177,10 @@ class MockMachine:
             values = {str(k): str(v) for k, v in (data.get("values") or {}).items()}
             hits = data.setdefault("rule_hits", {})
             counted: dict[int, int] | None = getattr(self._call, "counted", None)
-            for index in self._candidates(lines, values):
+            for index in self.profile.rules_matching(list(lines)):
                 rule = self.profile.rules[index]
+                if not rule.state_allows(values):
+                    continue
                 seen = int(hits.get(str(index), 0))
                 if rule.skip or rule.times is not None:
                     # One command line counts once per rule, even when the rule is tried on the
@@ -218,10 +214,6 @@ class MockMachine:
             return rule
         return None
 
-    def _candidates(self, lines: Sequence[str], values: dict[str, str]) -> list[int]:
-        rules = self.profile.rules
-        return [i for i in self.profile.rules_matching(list(lines)) if rules[i].state_allows(values)]
-
     def answer_rule(self, lines: Sequence[str], *, timeout: float | None = None) -> ToolResult | None:
         """The answer of the first rule matching any of ``lines``, or None when none applies."""
         first = self._first_match(lines)
@@ -247,13 +239,9 @@ class MockMachine:
         stdout = chosen.stdouts[count % len(chosen.stdouts)]
         if chosen.recorded_at is not None:  # the recording only: what was logged since is dated now
             stdout = redate(stdout, chosen.recorded_at)
-        if chosen.append_file:
-            try:
-                since = self.host.fs.read(chosen.append_file)
-            except StateError:
-                since = None
-            if since:
-                stdout += since.decode("utf-8", errors="replace")
+        since = self.host.fs.read_inside(chosen.append_file) if chosen.append_file else None
+        if since:
+            stdout += since.decode("utf-8", errors="replace")
         return ToolResult(stdout, chosen.stderr, chosen.exit_code)
 
     # -- tools ---------------------------------------------------------------------------
@@ -309,14 +297,12 @@ class MockMachine:
     def run_tool(self, argv: list[str], stdin: bytes = b"", env: dict[str, str] | None = None,
                  cwd: str = "/root") -> ToolResult | None:
         """The simulated tool's answer, or None when the host has no such program."""
-        if not argv or not self.simulates(argv[0]) or not self._present(argv[0]):
+        module = tool_module(argv[0]) if argv else None
+        if module is None or not self.simulates(argv[0]) or not self._present(argv[0]):
             return None
         if not self.shell_builtins and _reads_stdin(argv):
             # On an sshd host the replay gets no stdin for file utilities: the real cat copies
             # it (``cat > FILE`` of put and of the bootstrap lock).
-            return None
-        module = tool_module(argv[0])
-        if module is None:
             return None
         result: ToolResult = module.run(self.context(list(argv), stdin, dict(env or {}), cwd))
         return result
@@ -369,19 +355,13 @@ class MockMachine:
             except StateError as exc:
                 raise OSError(str(exc)) from None
 
-        def read(path: str) -> bytes | None:
-            try:
-                return self.host.fs.read(path)
-            except StateError:
-                return None
-
         def glob(pattern: str) -> list[str]:
             try:
                 return self.host.fs.glob(pattern)
             except (StateError, ValueError):
                 return []
 
-        shell = Shell(dispatch, env=dict(env or {}), glob=glob, read_file=read, write_file=write)
+        shell = Shell(dispatch, env=dict(env or {}), glob=glob, read_file=self.host.fs.read_inside, write_file=write)
         out, err, code = shell.run(line, stdin)
         return ToolResult(out.decode(errors="replace"), err.decode(errors="replace"), code)
 

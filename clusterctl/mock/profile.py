@@ -101,15 +101,13 @@ class Profile:
     #: default, so a recorded profile answers only with its recordings (inherited over ``extends``).
     simulate: bool = False
 
-    def rules_to_try(self, normalised: list[str]) -> list[int]:
-        """Indexes of the rules that may answer one of these (whitespace-normalised) lines, in the
-        profile's order: the ``match`` rules equal to one of them and every ``regex`` rule (still
-        to be tried). A host answers dozens of lines per survey; most rules are ``match`` rules."""
+    def rules_to_try(self, normalised: str) -> list[int]:
+        """Indexes of the rules that may answer this (whitespace-normalised) line, in the profile's
+        order: the ``match`` rules equal to it and every ``regex`` rule (still to be tried). A host
+        answers dozens of lines per survey; most rules are ``match`` rules."""
         exact, patterns = self._rule_index
-        found = [i for line in normalised for i in exact.get(line, ())]
-        if not found:
-            return list(patterns)
-        return sorted({*found, *patterns})
+        found = exact.get(normalised)
+        return sorted({*found, *patterns}) if found else list(patterns)
 
     def rules_matching(self, lines: list[str]) -> list[int]:
         """Indexes, in the profile's order, of the rules whose ``match`` or ``regex`` answers one of
@@ -125,7 +123,7 @@ class Profile:
         found = memo.get(line)
         if found is None:
             norm = normalise(line)
-            found = tuple(i for i in self.rules_to_try([norm]) if self.rules[i].matches_command(line, norm))
+            found = tuple(i for i in self.rules_to_try(norm) if self.rules[i].matches_command(line, norm))
             if len(memo) >= _MATCHED_KEPT:
                 memo.clear()  # lines with run-unique words (temporary names) must not pile up
             memo[line] = found
@@ -146,29 +144,25 @@ class Profile:
 
     @functools.cached_property
     def tool_names(self) -> frozenset[str]:
-        """``rule_tools`` as a set, worked out once (every ``command -v`` on a host asks it)."""
-        return frozenset(rule_tools(self))
+        """Program names (first word) that the rules answer, inherited rules included: worked out
+        once (every ``command -v`` on a host asks it)."""
+        names: set[str] = set()
+        for rule in self.rules:
+            word = ""
+            if rule.match is not None:
+                word = rule.match.split()[0] if rule.match.split() else ""
+            elif rule.regex is not None:
+                literal = re.match(r"\^?([A-Za-z0-9_.+-]+)", rule.regex.pattern)
+                word = literal.group(1) if literal else ""
+            if word and _TOOL_WORD.match(word):
+                names.add(word)
+        return frozenset(names)
 
 
 #: How many command lines a profile remembers the matching rules of (``Profile.rules_matching``).
 _MATCHED_KEPT = 4096
 
 _TOOL_WORD = re.compile(r"^[A-Za-z0-9_.+\[-]+$")
-
-
-def rule_tools(profile: Profile) -> list[str]:
-    """Program names (first word) that the profile's rules answer, inherited rules included."""
-    names: list[str] = []
-    for rule in profile.rules:
-        word = ""
-        if rule.match is not None:
-            word = rule.match.split()[0] if rule.match.split() else ""
-        elif rule.regex is not None:
-            literal = re.match(r"\^?([A-Za-z0-9_.+-]+)", rule.regex.pattern)
-            word = literal.group(1) if literal else ""
-        if word and _TOOL_WORD.match(word) and word not in names:
-            names.append(word)
-    return names
 
 
 def normalise(command: str) -> str:

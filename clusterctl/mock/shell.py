@@ -54,14 +54,9 @@ class Word:
     #: word once. ``False``: the word has a ``$`` expansion.
     _fixed: tuple[str, list[str] | None] | Literal[False] | None = field(default=None, compare=False, repr=False)
 
-    def literal(self) -> str | None:
-        """The word's text when it has no expansion at all (reserved words, assignments)."""
-        if all(kind == "lit" for kind, _, _ in self.segments):
-            return "".join(text for _, text, _ in self.segments)
-        return None
-
-    def unquoted_literal(self) -> str | None:
-        if all(kind == "lit" and not quoted for kind, _, quoted in self.segments):
+    def literal(self, *, unquoted: bool = False) -> str | None:
+        """The word's text when it has no expansion at all (and, with ``unquoted``, no quoting: reserved words)."""
+        if all(kind == "lit" and not (unquoted and quoted) for kind, _, quoted in self.segments):
             return "".join(text for _, text, _ in self.segments)
         return None
 
@@ -287,7 +282,7 @@ class _Parser:
 
     def peek_word(self) -> str | None:
         tok = self.peek()
-        return tok.unquoted_literal() if isinstance(tok, Word) else None
+        return tok.literal(unquoted=True) if isinstance(tok, Word) else None
 
     def take(self) -> Token:
         tok = self.tokens[self.pos]
@@ -360,22 +355,22 @@ class _Parser:
 
     def if_clause(self) -> If:
         self.expect("if")
-        branches: list[tuple[Sequence_, Sequence_]] = []
-        condition = self.sequence(("then",))
-        self.expect("then")
-        body = self.sequence(("elif", "else", "fi"))
-        branches.append((condition, body))
+        branches = [self.if_branch()]
         otherwise = None
         while self.peek_word() == "elif":
             self.take()
-            condition = self.sequence(("then",))
-            self.expect("then")
-            branches.append((condition, self.sequence(("elif", "else", "fi"))))
+            branches.append(self.if_branch())
         if self.peek_word() == "else":
             self.take()
             otherwise = self.sequence(("fi",))
         self.expect("fi")
         return If(branches, otherwise, self.redirects())
+
+    def if_branch(self) -> tuple[Sequence_, Sequence_]:
+        """``CONDITION then BODY``, after ``if`` or ``elif``."""
+        condition = self.sequence(("then",))
+        self.expect("then")
+        return condition, self.sequence(("elif", "else", "fi"))
 
     def brace_group(self) -> If:
         """``{ LIST; }``: run LIST in this shell, its output redirected as one (an ``if`` with no test)."""
@@ -470,9 +465,9 @@ class Shell:
         dispatch: Dispatch,
         *,
         env: dict[str, str] | None = None,
-        glob: Callable[[str], list[str]] | None = None,
-        read_file: Callable[[str], bytes | None] | None = None,
-        write_file: Callable[[str, bytes, bool], None] | None = None,
+        glob: Callable[[str], list[str]],
+        read_file: Callable[[str], bytes | None],
+        write_file: Callable[[str, bytes, bool], None],
         cwd: str = "/root",
     ) -> None:
         self.dispatch = dispatch
@@ -583,7 +578,7 @@ class Shell:
         for r in redirects:
             if r.op == "<":
                 path = self.absolute(self.expand(r.target)[0])
-                data = b"" if path == "/dev/null" else (self.read_file(path) if self.read_file else None)
+                data = b"" if path == "/dev/null" else self.read_file(path)
                 if data is None:
                     return None
                 stdin = data
@@ -624,8 +619,6 @@ class Shell:
             path = self.absolute(target)
             if path == "/dev/null":
                 continue
-            if self.write_file is None:
-                raise ShellSyntaxError("redirection to a file is not available here")
             try:
                 self.write_file(path, data, r.op == ">>")
             except OSError as exc:
@@ -691,7 +684,7 @@ class Shell:
         if not split_glob:
             return [text]
         words = [f for f, keep in zip(fields, kept, strict=True) if f or keep]
-        if pattern and self.glob is not None and len(words) == 1:
+        if pattern and len(words) == 1:
             matches = self.glob(self.absolute(words[0]))
             if matches:
                 return matches

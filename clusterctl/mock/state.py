@@ -22,11 +22,12 @@ import json
 import os
 import shutil
 import stat
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from clusterctl.writable import replace_file
 
 STATE_VERSION = 1
 #: What the simulator notes about itself in ``host.json`` on every answered read (how often each
@@ -109,10 +110,6 @@ class JsonDocument:
         except FileNotFoundError:
             return None
 
-    def _load(self) -> dict[str, Any]:
-        current = self._current()
-        return self._parse(current[1]) if current is not None else {}
-
     def _parse(self, text: str) -> dict[str, Any]:
         try:
             data = json.loads(text or "{}")
@@ -144,7 +141,8 @@ class JsonDocument:
         No lock: every write replaces the file whole (``os.replace``), so a reader sees the old
         document or the new one, never half of one. Replayed commands read state on every call.
         """
-        return self._load()
+        current = self._current()
+        return self._parse(current[1]) if current is not None else {}
 
     @contextlib.contextmanager
     def edit(self) -> Iterator[dict[str, Any]]:
@@ -153,7 +151,7 @@ class JsonDocument:
         Written only when ``data`` changed: most edits only look (seeding an already seeded host).
         """
         with self._locked():
-            data = self._load()
+            data = self.read()
             guarded = getattr(_read_only, "command", None) is not None
             # Compared compactly (the C encoder); indented only when written.
             before = json.dumps(data, sort_keys=True)
@@ -163,14 +161,7 @@ class JsonDocument:
                 refuse_change(f"change {self.path.name}")
             if json.dumps(data, sort_keys=True) == before and self.path.exists():
                 return
-            fd, tmp = tempfile.mkstemp(prefix=".state-", dir=self.path.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(_dumps(data))
-            os.replace(tmp, self.path)
-
-
-def _dumps(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=1, sort_keys=True)
+            replace_file(self.path, json.dumps(data, indent=1, sort_keys=True), mode=0o600, durable=False)
 
 
 class FileTree:
@@ -269,15 +260,16 @@ class FileTree:
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
 
+    def read_inside(self, path: str) -> bytes | None:
+        """``read``, and None too for a path that leads out of the tree (for readers that cannot fail)."""
+        try:
+            return self.read(path)
+        except StateError:
+            return None
+
     def write(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
         refuse_change(f"write {path}")
-        target = self.local(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".put-", dir=target.parent)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
+        replace_file(self.local(path), data, mode=mode, durable=False)
 
     def create_exclusive(self, path: str, data: bytes) -> bytes | None:
         """Create ``path`` (and its folder) only if absent; None when created, else what is there."""
@@ -336,7 +328,19 @@ class FileTree:
         return sorted("/" + str(p.relative_to(self.root)) for p in self.root.glob(rel))
 
 
-class HostState:
+class _DocumentState:
+    """State kept in one JSON document: ``read`` it, or ``edit`` it under its lock."""
+
+    doc: JsonDocument
+
+    def read(self) -> dict[str, Any]:
+        return self.doc.read()
+
+    def edit(self) -> contextlib.AbstractContextManager[dict[str, Any]]:
+        return self.doc.edit()
+
+
+class HostState(_DocumentState):
     """One mock host's persistent state: its ``fs`` tree and its ``host.json`` document."""
 
     def __init__(self, folder: Path, name: str) -> None:
@@ -344,12 +348,6 @@ class HostState:
         self.name = name
         self.fs = FileTree(folder / "fs")
         self.doc = JsonDocument(folder / "host.json")
-
-    def read(self) -> dict[str, Any]:
-        return self.doc.read()
-
-    def edit(self) -> contextlib.AbstractContextManager[dict[str, Any]]:
-        return self.doc.edit()
 
     @property
     def seeded(self) -> bool:
@@ -370,18 +368,12 @@ class HostState:
         return dict(value) if isinstance(value, dict) else {}
 
 
-class ClusterState:
+class ClusterState(_DocumentState):
     """State shared by every host of one mock cluster (``cluster.json``)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.doc = JsonDocument(folder / "cluster.json")
-
-    def read(self) -> dict[str, Any]:
-        return self.doc.read()
-
-    def edit(self) -> contextlib.AbstractContextManager[dict[str, Any]]:
-        return self.doc.edit()
 
 
 class MockCluster:

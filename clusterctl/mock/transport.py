@@ -212,10 +212,7 @@ class MockTransport(Transport):
             raise TransportError(FailureKind.COMMAND_FAILED, f"could not remove {path}: {exc}") from None
 
     def get(self, path: str, *, sudo: bool = False) -> bytes | None:
-        try:
-            return self.machine.host.fs.read(path)
-        except StateError:
-            return None
+        return self.machine.host.fs.read_inside(path)
 
     @property
     def files(self) -> TreeFiles:

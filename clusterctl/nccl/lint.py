@@ -56,10 +56,10 @@ def lint_settings(
                 f"{setting.name}: null removes the chart's default: the variable is not set at all, NCCL uses its "
                 "own default", f"set a value for {setting.name} where the job needs one"))
         findings.extend(_lint_one(setting, kb, version, torch))
-    for (file, _scope), group in _by_environment(settings).items():
-        findings.extend(_duplicates(file, group))
+    for group in _by_environment(settings).values():
+        findings.extend(_duplicates(group))
         effective = _effective(group)
-        findings.extend(_combinations(effective, kb, fabric, nvlink))
+        findings.extend(_combinations(effective, fabric, nvlink))
         if gpu_nic_links is not None:
             findings.extend(_gdr_against_topology(effective, tuple(gpu_nic_links)))
     return sorted(findings, key=lambda f: (f.file or "", f.line or 0, f.severity.rank, f.subject or "", f.code))
@@ -299,7 +299,7 @@ def _value_notes(s: Setting, info: VariableInfo, version: NcclVersion | None) ->
     return notes
 
 
-def _duplicates(file: str, group: list[Setting]) -> list[Finding]:
+def _duplicates(group: list[Setting]) -> list[Finding]:
     findings: list[Finding] = []
     first: dict[str, Setting] = {}
     for s in sorted(group, key=lambda s: s.line):
@@ -322,8 +322,7 @@ def _number(s: Setting | None) -> int | None:
     return number if rest == "" and s.value.strip() else None
 
 
-def _combinations(env: dict[str, Setting], kb: KnowledgeBase, fabric: str | None, nvlink: bool | None
-                  ) -> list[Finding]:
+def _combinations(env: dict[str, Setting], fabric: str | None, nvlink: bool | None) -> list[Finding]:
     """Checks that need more than one value or the hardware."""
     findings: list[Finding] = []
     ib_disable = env.get("NCCL_IB_DISABLE")
@@ -380,9 +379,7 @@ def _combinations(env: dict[str, Setting], kb: KnowledgeBase, fabric: str | None
 def _gdr_level(value: str) -> str | None:
     """The path type NCCL reads from NCCL_NET_GDR_LEVEL (exact name, or a legacy number); None if ignored."""
     text = value.strip()
-    if text in GPU_NIC_PATHS:
-        return text
-    return legacy_level(text)
+    return text if text in GPU_NIC_PATHS else legacy_level(text)
 
 
 def _gdr_against_topology(env: dict[str, Setting], links: tuple[str, ...]) -> list[Finding]:

@@ -107,7 +107,7 @@ def test_heal_after_drain_writes_its_journal_and_report_where_it_is_told(
     host = inventory.hosts[0]
     asked: dict[str, Any] = {}
 
-    def heal(runner: Any, inventory: Any, hosts: Any, *, apply: bool, options: Any,
+    def heal(runner: Any, inventory: Any, hosts: Any, *, apply: bool, say: Any,
              journal_folder: Path | None = None) -> Any:
         asked["journal_folder"] = journal_folder
         assert journal_folder is not None

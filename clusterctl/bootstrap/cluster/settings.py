@@ -213,16 +213,9 @@ def kubelet_node_labels(host: Host) -> dict[str, str]:
     return labels
 
 
-def cluster_settings(inventory: Inventory, options: Mapping[str, Any] | None = None) -> ClusterSettings:
-    """Settings for ``inventory``: its ``bootstrap:`` section (when part 1's reader keeps one), then ``options``."""
-    data: dict[str, Any] = {}
-    bootstrap = getattr(inventory, "bootstrap", None)
-    if bootstrap is not None:
-        for key in CLUSTER_FIELDS:
-            value = getattr(bootstrap, key, None)
-            if value is not None:
-                data[key] = value
-    data.update({k: v for k, v in (options or {}).items() if k in CLUSTER_FIELDS})
+def cluster_settings(inventory: Inventory) -> ClusterSettings:
+    """Settings for ``inventory``: its ``bootstrap:`` section, its hosts' Kubernetes pin and first control plane."""
+    data = {key: value for key in CLUSTER_FIELDS if (value := getattr(inventory.bootstrap, key, None)) is not None}
     pins = {h.stack.kubernetes for h in inventory.hosts if h.stack.kubernetes}
     if len(pins) > 1:
         raise UsageError(f"hosts pin different Kubernetes versions ({', '.join(sorted(pins))}); one cluster runs one.",

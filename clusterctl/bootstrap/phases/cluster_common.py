@@ -117,13 +117,14 @@ def settle_s(ctx: PhaseContext, default: float) -> float:
     return float(value) if value is not None else default
 
 
-def poll(ctx: PhaseContext, command: str, *, within_s: float, every_s: float = 10.0) -> CommandResult:
-    """Run ``command`` until it succeeds or ``within_s`` has passed; the last result."""
+def poll(ctx: PhaseContext, command: str, *, within_s: float, every_s: float = 10.0,
+         timeout: float | None = None) -> CommandResult:
+    """Run ``command`` until it succeeds or ``within_s`` has passed (each run within ``timeout``); the last result."""
     import time
 
     deadline = time.monotonic() + within_s
     while True:
-        result = ctx.reader.run(command, sudo=True, timeout=max(30.0, every_s * 3))
+        result = ctx.reader.run(command, sudo=True, timeout=timeout or max(30.0, every_s * 3))
         if result.ok or time.monotonic() + every_s > deadline:
             return result
         time.sleep(every_s)

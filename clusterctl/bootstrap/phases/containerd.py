@@ -25,7 +25,6 @@ The write is atomic with a backup; containerd is restarted and must answer with 
 from __future__ import annotations
 
 import shlex
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +44,7 @@ from clusterctl.bootstrap.containerd_config import (
     runtimes_of,
 )
 from clusterctl.bootstrap.phase import Phase, PhaseContext
+from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.bootstrap.run_data import ContainerdPaths
 from clusterctl.changes import FOLDER_STAYS, MAKES_DIR, MAKES_NO_TRACE, Change, GateRecord
 from clusterctl.errors import ParseError
@@ -222,12 +222,8 @@ def _as_rendered(wanted: WantedContainerd) -> dict[str, Any]:
 
 def containerd_answers(ctx: PhaseContext, paths: ContainerdPaths) -> list[Finding]:
     """Wait (bounded) for containerd to answer, then require its CRI plugin to be ``ok``."""
-    deadline = time.monotonic() + paths.wait_s
-    while True:
-        result = ctx.reader.run(f"{paths.ctr} plugins ls", sudo=True, timeout=max(5.0, paths.wait_s))
-        if result.ok or time.monotonic() >= deadline:
-            break
-        time.sleep(0.5)
+    result = cc.poll(ctx, f"{paths.ctr} plugins ls", within_s=paths.wait_s, every_s=0.5,
+                     timeout=max(5.0, paths.wait_s))
     host = ctx.host.name
     if not result.ok:
         return [Finding(Severity.ERROR, "CONTAINERD_NOT_ANSWERING", f"containerd does not answer after the restart "

@@ -146,17 +146,13 @@ class ControlPlane(Phase[ControlPlaneState]):
                 f"(the first one's address): when {ctx.host.name} is down, nodes lose the API server",
                 host=ctx.host.name, fix="Set bootstrap.control_plane_endpoint to a load balancer or VIP in front of "
                 "every control plane before the first run (kubeadm bakes it into certificates and kubeconfigs)."))
-        return notes + self._blocking(ctx, state)
-
-    def _blocking(self, ctx: PhaseContext, state: ControlPlaneState) -> list[Finding]:
         if state.first and state.joined and not state.api_ready:
-            return [Finding(Severity.ERROR, "CONTROL_PLANE_DOWN",
-                            "kubeadm already initialised this host but its API server does not answer "
-                            "(kubectl get --raw /readyz)", host=ctx.host.name,
-                            fix="Look at 'crictl ps -a' and the kubelet log; 'clusterctl reset' starts over.")]
+            notes.append(Finding(Severity.ERROR, "CONTROL_PLANE_DOWN", "kubeadm already initialised this host but "
+                                 "its API server does not answer (kubectl get --raw /readyz)", host=ctx.host.name,
+                                 fix="Look at 'crictl ps -a' and the kubelet log; 'clusterctl reset' starts over."))
         if not state.first and not state.joined:
-            return _missing_material(ctx, control_plane=True)
-        return []
+            notes += _missing_material(ctx, control_plane=True)
+        return notes
 
     def plan(self, ctx: PhaseContext, state: ControlPlaneState) -> list[Change]:
         if not state.first:

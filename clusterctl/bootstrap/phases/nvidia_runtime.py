@@ -46,9 +46,8 @@ class NvidiaRuntime(GpuPhase[ToolkitFacts]):
     def plan(self, ctx: PhaseContext, state: ToolkitFacts) -> list[Change]:
         if not ctx.inventory.bootstrap.cdi:
             return []
-        fresh = state.cdi_spec is not None and (state.driver is None or state.driver in state.cdi_spec)
-        if fresh:
-            return []
+        if state.cdi_spec is not None and (state.driver is None or state.driver in state.cdi_spec):
+            return []  # the spec there names the loaded driver
         host = ctx.host.name
         why = "no CDI spec yet" if state.cdi_spec is None else f"the CDI spec does not name driver {state.driver}"
         # A spec that was not there is bootstrap's (reset lists it: a command wrote it, no hash was kept).

@@ -39,13 +39,6 @@ class PreflightFailed(ClusterctlError):
     pass
 
 
-def read_node_facts(ctx: PhaseContext) -> NodeFacts:
-    result = ctx.reader.run(NODE_FACTS.command, sudo=NODE_FACTS.sudo)
-    if result.exit_code == 127 and not result.stdout:
-        raise PreflightFailed(f"cannot run the preflight probe: {result.stderr_tail(2)}")
-    return NODE_FACTS.parse(result.stdout)
-
-
 class Preflight(Phase[NodeFacts]):
     name = "preflight"
     description = "read-only checks: OS, swap, ports, unique names, time, CPU/memory, driver, GPUs, disk"
@@ -56,7 +49,10 @@ class Preflight(Phase[NodeFacts]):
         return [(NODE_FACTS.command, NODE_FACTS.sudo)]
 
     def check(self, ctx: PhaseContext) -> NodeFacts:
-        return read_node_facts(ctx)
+        result = ctx.reader.run(NODE_FACTS.command, sudo=NODE_FACTS.sudo)
+        if result.exit_code == 127 and not result.stdout:
+            raise PreflightFailed(f"cannot run the preflight probe: {result.stderr_tail(2)}")
+        return NODE_FACTS.parse(result.stdout)
 
     def plan(self, ctx: PhaseContext, state: NodeFacts) -> list[Change]:
         return []

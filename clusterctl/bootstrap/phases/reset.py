@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from clusterctl.bootstrap.cluster import kubeadm
 from clusterctl.bootstrap.cluster.settings import DEFAULT_CRI_SOCKET
@@ -235,50 +236,45 @@ class Reset(Phase[ResetState]):
                 state.containerd_active = _containerd_active(ctx)
 
     def findings(self, ctx: PhaseContext, state: ResetState) -> list[Finding]:
-        host = ctx.host.name
         out: list[Finding] = []
+
+        def add(severity: Severity, code: str, message: str, **more: Any) -> None:
+            out.append(Finding(severity, code, message, host=ctx.host.name, **more))
+
         if state.basis == BY_KNOWN_NAMES:
-            out.append(Finding(
-                Severity.INFO, NO_JOURNAL,
-                f"no undo journal of clusterctl bootstrap names this host in {state.journal_folder} (bootstrapped "
-                "by an older clusterctl, or with another --state-dir): reset goes by known names instead "
-                f"(marked{KNOWN_NAMES_MARK} in the plan)", host=host,
-                fix="Pass the --state-dir bootstrap used, if it was another one."))
+            add(Severity.INFO, NO_JOURNAL, f"no undo journal of clusterctl bootstrap names this host in "
+                f"{state.journal_folder} (bootstrapped by an older clusterctl, or with another --state-dir): reset "
+                f"goes by known names instead (marked{KNOWN_NAMES_MARK} in the plan)",
+                fix="Pass the --state-dir bootstrap used, if it was another one.")
         if state.unreadable:
-            out.append(Finding(Severity.INFO, "RESET_JOURNAL_UNREADABLE",
-                               "undo journals that could not be read, not used: "
-                               + "; ".join(f"{p}: {why}" for p, why in state.unreadable.items()), host=host))
+            add(Severity.INFO, "RESET_JOURNAL_UNREADABLE", "undo journals that could not be read, not used: "
+                + "; ".join(f"{p}: {why}" for p, why in state.unreadable.items()))
         if state.left:
-            out.append(Finding(Severity.INFO, LEFT_IN_PLACE,
-                               "left in place, not made by clusterctl bootstrap: " + ", ".join(state.left),
-                               host=host, evidence={"paths": list(state.left)},
-                               fix="Remove them yourself, or rerun reset with --force to remove them too."))
+            add(Severity.INFO, LEFT_IN_PLACE, "left in place, not made by clusterctl bootstrap: "
+                + ", ".join(state.left), evidence={"paths": list(state.left)},
+                fix="Remove them yourself, or rerun reset with --force to remove them too.")
         plan = state.journal
         if plan is not None and plan.kept_changed:
-            out.append(Finding(Severity.WARNING, KEPT_CHANGED,
-                               "kept, changed since clusterctl bootstrap wrote them: " + ", ".join(plan.kept_changed),
-                               host=host, evidence={"paths": list(plan.kept_changed)},
-                               fix="Keep what you need from them, then rerun reset with --force to remove or "
-                                   "restore them too (their journals stay unused until then)."))
+            add(Severity.WARNING, KEPT_CHANGED, "kept, changed since clusterctl bootstrap wrote them: "
+                + ", ".join(plan.kept_changed), evidence={"paths": list(plan.kept_changed)},
+                fix="Keep what you need from them, then rerun reset with --force to remove or restore them too "
+                "(their journals stay unused until then).")
         if plan is not None and plan.not_reverted:
-            out.append(Finding(Severity.INFO, "RESET_NOT_REVERTED",
-                               "bootstrap's steps that nothing reverts (gone at the next reboot, or harmless): "
-                               + ", ".join(plan.not_reverted), host=host))
+            add(Severity.INFO, "RESET_NOT_REVERTED", "bootstrap's steps that nothing reverts (gone at the next "
+                "reboot, or harmless): " + ", ".join(plan.not_reverted))
         if state.packages and not state.purge:
-            out.append(Finding(Severity.INFO, "RESET_PACKAGES_KEPT",
-                               "left installed, installed by clusterctl bootstrap (its journal says so): "
-                               + ", ".join(state.packages), host=host, evidence={"packages": list(state.packages)},
-                               fix="Rerun reset with --purge-packages to purge them (only these)."))
+            add(Severity.INFO, "RESET_PACKAGES_KEPT", "left installed, installed by clusterctl bootstrap (its "
+                "journal says so): " + ", ".join(state.packages), evidence={"packages": list(state.packages)},
+                fix="Rerun reset with --purge-packages to purge them (only these).")
         if ctx.options.purge_packages and state.basis != BY_JOURNAL:
-            out.append(Finding(Severity.INFO, "RESET_PACKAGES_UNKNOWN",
-                               "no journal says which packages bootstrap installed here: none is purged", host=host))
+            add(Severity.INFO, "RESET_PACKAGES_UNKNOWN",
+                "no journal says which packages bootstrap installed here: none is purged")
         if state.not_restored:
-            out.append(Finding(Severity.INFO, "CONTAINERD_NOT_RESTORED", state.not_restored, host=host))
+            add(Severity.INFO, "CONTAINERD_NOT_RESTORED", state.not_restored)
         if ctx.options.restore_containerd and state.basis == BY_JOURNAL:
-            out.append(Finding(Severity.INFO, "CONTAINERD_FROM_JOURNAL",
-                               "containerd's config follows bootstrap's journal here (restored from the backup "
-                               "the gate kept, or removed when bootstrap made it); --restore-containerd is for "
-                               "hosts without a journal", host=host))
+            add(Severity.INFO, "CONTAINERD_FROM_JOURNAL", "containerd's config follows bootstrap's journal here "
+                "(restored from the backup the gate kept, or removed when bootstrap made it); --restore-containerd "
+                "is for hosts without a journal")
         return out
 
     def plan(self, ctx: PhaseContext, state: ResetState) -> list[Change]:

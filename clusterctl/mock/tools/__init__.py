@@ -8,6 +8,7 @@ them is installed, or an executable of that name is in the host's tree). See
 
 from __future__ import annotations
 
+import functools
 from importlib import import_module
 from types import ModuleType
 
@@ -50,20 +51,13 @@ FILE_TOOLS = frozenset(name for name, module in TOOLS.items() if module.endswith
 BIN_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
 
+@functools.lru_cache(maxsize=1024)
 def tool_module(name: str) -> ModuleType | None:
     """The module simulating ``name``, or None when there is none."""
-    found = _LOADED.get(name)
-    if found is None:
-        module = TOOLS.get(name)
-        if not module:
-            return None
-        # Imported on first use (a survey needs a handful of the tools); kept by name after that,
-        # since the simulator asks for every program of every command line.
-        found = _LOADED[name] = import_module(module)
-    return found
-
-
-_LOADED: dict[str, ModuleType] = {}
+    module = TOOLS.get(name)
+    # Imported on first use (a survey needs a handful of the tools); kept by name after that,
+    # since the simulator asks for every program of every command line.
+    return import_module(module) if module else None
 
 
 def machine_tools() -> list[str]:

@@ -12,32 +12,18 @@ from __future__ import annotations
 import fnmatch
 
 from clusterctl.mock.tools import packages as db
-from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.base import ToolContext, ToolResult, split_args
 
 HEADER = "Reading package lists...\nBuilding dependency tree...\nReading state information...\n"
 _VALUE_OPTIONS = ("-o", "-t", "--target-release", "-c")
 
 
 def _parse(args: list[str]) -> tuple[str | None, list[str], set[str]]:
-    verb: str | None = None
-    names: list[str] = []
-    options: set[str] = set()
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-            continue
-        if arg in _VALUE_OPTIONS:
-            skip = True
-        elif arg.startswith("--"):
-            options.add(arg.split("=", 1)[0])
-        elif arg.startswith("-") and len(arg) > 1:
-            options.update(f"-{c}" for c in arg[1:] if c.isalpha())
-        elif verb is None:
-            verb = arg
-        else:
-            names.append(arg)
-    return verb, names, options
+    """The verb, the package names, and the options given (long ones by name, short ones letter by letter)."""
+    words, given, flags = split_args(args, _VALUE_OPTIONS)
+    options = {name for name in [*given, *flags] if name.startswith("--") and name not in _VALUE_OPTIONS}
+    options.update(f"-{c}" for flag in flags if not flag.startswith("--") for c in flag[1:] if c.isalpha())
+    return (words[0] if words else None), words[1:], options
 
 
 def _refused(out: str, options: set[str], *, held: bool, downgraded: bool = False) -> ToolResult | None:
@@ -93,14 +79,10 @@ def install(ctx: ToolContext, names: list[str], options: set[str]) -> ToolResult
     upgraded = [p.name for p, v, cur in plan if cur is not None and db.version_key(v) > db.version_key(cur)]
     downgraded = [p.name for p, v, cur in plan if cur is not None and db.version_key(v) < db.version_key(cur)]
     changed_held = [p.name for p, _v, cur in plan if cur is not None and p.name in held]
-    if changed_held:
-        out += "The following held packages will be changed:\n  " + " ".join(changed_held) + "\n"
-    if upgraded:
-        out += "The following packages will be upgraded:\n  " + " ".join(upgraded) + "\n"
-    if downgraded:
-        out += "The following packages will be DOWNGRADED:\n  " + " ".join(downgraded) + "\n"
-    if new:
-        out += "The following NEW packages will be installed:\n  " + " ".join(new) + "\n"
+    for listed, group in (("held packages will be changed", changed_held), ("packages will be upgraded", upgraded),
+                          ("packages will be DOWNGRADED", downgraded), ("NEW packages will be installed", new)):
+        if group:
+            out += f"The following {listed}:\n  " + " ".join(group) + "\n"
     out += (f"{len(upgraded)} upgraded, {len(new)} newly installed, {len(downgraded)} downgraded, "
             "0 to remove and 0 not upgraded.\n") if downgraded else \
         f"{len(upgraded)} upgraded, {len(new)} newly installed, 0 to remove and 0 not upgraded.\n"

@@ -100,18 +100,27 @@ def option(args: list[str], *names: str) -> str | None:
     return None
 
 
-def positional(args: list[str], valued: Collection[str]) -> list[str]:
-    """The words of ``args`` that are neither flags nor the values of the flags in ``valued`` (``--config FILE``)."""
+def split_args(args: list[str], valued: Collection[str]) -> tuple[list[str], dict[str, str], set[str]]:
+    """``args`` as its words (``-`` among them), its options with a value (``--name=VALUE``, or a name of
+    ``valued`` and the word after it: ``--config FILE``) and its bare flags."""
     words: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in valued:
-            skip = True
-        elif not arg.startswith("-"):
+    options: dict[str, str] = {}
+    flags: set[str] = set()
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg.startswith("--") and "=" in arg:
+            name, value = arg.split("=", 1)
+            options[name] = value
+        elif arg in valued and i + 1 < len(args):
+            options[arg] = args[i + 1]
+            i += 1
+        elif arg.startswith("-") and arg != "-":
+            flags.add(arg)
+        else:
             words.append(arg)
-    return words
+        i += 1
+    return words, options, flags
 
 
 def pop_option(args: list[str], name: str) -> str | None:

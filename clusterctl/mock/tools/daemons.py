@@ -121,11 +121,6 @@ def start(ctx: ToolContext, service: str) -> str | None:
     return f"{service} did not become ready within {START_WAIT_S:g}s"
 
 
-def restart(ctx: ToolContext, service: str) -> str | None:
-    stop(ctx, service)
-    return start(ctx, service)
-
-
 def stop_all(host_json: dict[str, Any]) -> list[int]:
     """Stop every daemon a host's state lists (teardown); the PIDs that were signalled."""
     stopped = []

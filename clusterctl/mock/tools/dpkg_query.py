@@ -59,8 +59,8 @@ def run(ctx: ToolContext) -> ToolResult:
                           "Type dpkg-query --help for help about querying packages.\n", 2)
     installed = db.installed(ctx)
     held = set(db.holds(ctx)) | {name for name, package in installed.items() if package.get("held")}
+    out, err, code = "", "", 0
     if mode == "status":
-        out, err, code = "", "", 0
         for name in names:
             if name not in installed:
                 err += (f"dpkg-query: package '{name}' is not installed and no information is available\n"
@@ -71,9 +71,7 @@ def run(ctx: ToolContext) -> ToolResult:
             out += (f"Package: {name}\nStatus: {want} ok installed\nArchitecture: amd64\n"
                     f"Version: {installed[name]['version']}\n\n")
         return ToolResult(out, err, code)
-    out, err, code = "", "", 0
-    patterns = names or ["*"]
-    for pattern in patterns:
+    for pattern in names or ["*"]:
         matched = sorted(n for n in installed if fnmatch.fnmatchcase(n, pattern))
         if not matched:
             err += f"dpkg-query: no packages found matching {pattern}\n"

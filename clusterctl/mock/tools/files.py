@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import stat as stat_mod
 import time
 from collections.abc import Callable
@@ -49,6 +50,13 @@ def _options(args: list[str], known: str) -> tuple[set[str], list[str]]:
     if bad:
         raise _InvalidOption(bad)
     return flags, rest
+
+
+def _each(paths: list[str], act: Callable[[str], str | None]) -> ToolResult:
+    """``act`` on every operand in turn, as coreutils go on past a failed one: the messages of those
+    that failed (``act``'s answer) on stderr, and exit 1 when there is any."""
+    err = "".join(message for path in paths if (message := act(path)))
+    return ToolResult("", err, 1 if err else 0)
 
 
 def cat(ctx: ToolContext) -> ToolResult:
@@ -128,41 +136,35 @@ def mkdir(ctx: ToolContext) -> ToolResult:
     flags, paths = _options(args, "pv")
     if not paths:
         return ToolResult("", "mkdir: missing operand\nTry 'mkdir --help' for more information.\n", 1)
-    err, code = "", 0
-    for path in paths:
+
+    def make(path: str) -> str | None:
         full = ctx.path(path)
         if ctx.fs.exists(full):
-            if "p" not in flags or not ctx.fs.is_dir(full):
-                err += f"mkdir: cannot create directory '{path}': File exists\n"
-                code = 1
-            continue
-        parent = full.rsplit("/", 1)[0] or "/"
-        if "p" not in flags and not ctx.fs.is_dir(parent):
-            err += f"mkdir: cannot create directory '{path}': No such file or directory\n"
-            code = 1
-            continue
+            return None if "p" in flags and ctx.fs.is_dir(full) else \
+                f"mkdir: cannot create directory '{path}': File exists\n"
+        if "p" not in flags and not ctx.fs.is_dir(full.rsplit("/", 1)[0] or "/"):
+            return f"mkdir: cannot create directory '{path}': No such file or directory\n"
         ctx.fs.mkdir(full)
-    return ToolResult("", err, code)
+        return None
+
+    return _each(paths, make)
 
 
 def rm(ctx: ToolContext) -> ToolResult:
     flags, paths = _options(ctx.args, "rfRv")
-    err, code = "", 0
-    for path in paths:
-        full = ctx.path(path)
-        if not ctx.fs.exists(full) and not ctx.fs.local(full).is_symlink():
-            if "f" not in flags:
-                err += f"rm: cannot remove '{path}': No such file or directory\n"
-                code = 1
-            continue
-        if ctx.fs.is_dir(full) and not flags & {"r", "R"}:
-            err += f"rm: cannot remove '{path}': Is a directory\n"
-            code = 1
-            continue
-        ctx.fs.remove(full, recursive=True)
     if not paths and "f" not in flags:
         return ToolResult("", "rm: missing operand\nTry 'rm --help' for more information.\n", 1)
-    return ToolResult("", err, code)
+
+    def remove(path: str) -> str | None:
+        full = ctx.path(path)
+        if not ctx.fs.exists(full) and not ctx.fs.local(full).is_symlink():
+            return None if "f" in flags else f"rm: cannot remove '{path}': No such file or directory\n"
+        if ctx.fs.is_dir(full) and not flags & {"r", "R"}:
+            return f"rm: cannot remove '{path}': Is a directory\n"
+        ctx.fs.remove(full, recursive=True)
+        return None
+
+    return _each(paths, remove)
 
 
 def rmdir(ctx: ToolContext) -> ToolResult:
@@ -170,20 +172,21 @@ def rmdir(ctx: ToolContext) -> ToolResult:
     _none, paths = _options(ctx.args, "")
     if not paths:
         return ToolResult("", "rmdir: missing operand\nTry 'rmdir --help' for more information.\n", 1)
-    err, code = "", 0
-    for path in paths:
+
+    def remove(path: str) -> str | None:
         full = ctx.path(path)
         if not ctx.fs.exists(full):
-            err += f"rmdir: failed to remove '{path}': No such file or directory\n"
+            reason = "No such file or directory"
         elif not ctx.fs.is_dir(full):
-            err += f"rmdir: failed to remove '{path}': Not a directory\n"
+            reason = "Not a directory"
         elif any(ctx.fs.local(full).iterdir()):
-            err += f"rmdir: failed to remove '{path}': Directory not empty\n"
+            reason = "Directory not empty"
         else:
             ctx.fs.remove(full, recursive=True)  # empty: nothing but the folder goes
-            continue
-        code = 1
-    return ToolResult("", err, code)
+            return None
+        return f"rmdir: failed to remove '{path}': {reason}\n"
+
+    return _each(paths, remove)
 
 
 def cp_mv(ctx: ToolContext) -> ToolResult:
@@ -195,33 +198,23 @@ def cp_mv(ctx: ToolContext) -> ToolResult:
         return ToolResult("", f"{tool}: missing destination file operand after '{paths[0] if paths else ''}'\n", 1)
     *sources, dest = paths
     dest_full = ctx.path(dest)
-    err, code = "", 0
-    for source in sources:
-        src_full = ctx.path(source)
-        local = ctx.fs.local(src_full)
+
+    def copy(source: str) -> str | None:
+        local = ctx.fs.local(ctx.path(source))
         if not local.exists():
-            err += f"{tool}: cannot stat '{source}': No such file or directory\n"
-            code = 1
-            continue
+            return f"{tool}: cannot stat '{source}': No such file or directory\n"
         target = f"{dest_full.rstrip('/')}/{source.rsplit('/', 1)[-1]}" if ctx.fs.is_dir(dest_full) else dest_full
-        parent = target.rsplit("/", 1)[0] or "/"
-        if not ctx.fs.is_dir(parent):
-            err += (f"mv: cannot move '{source}' to '{dest}': No such file or directory\n" if move
+        if not ctx.fs.is_dir(target.rsplit("/", 1)[0] or "/"):
+            return (f"mv: cannot move '{source}' to '{dest}': No such file or directory\n" if move
                     else f"cp: cannot create regular file '{dest}': No such file or directory\n")
-            code = 1
-            continue
         if local.is_dir():
             if not move and not flags & {"r", "R", "a"}:
-                err += f"cp: -r not specified; omitting directory '{source}'\n"
-                code = 1
-                continue
-            import shutil
-
+                return f"cp: -r not specified; omitting directory '{source}'\n"
             if move:
                 os.replace(local, ctx.fs.local(target))
             else:
                 shutil.copytree(local, ctx.fs.local(target), dirs_exist_ok=True)
-            continue
+            return None
         data = local.read_bytes()
         mode = stat_mod.S_IMODE(local.stat().st_mode)
         ctx.fs.write(target, data, mode=mode if (move or flags & {"p", "a"}) else 0o644)
@@ -230,7 +223,9 @@ def cp_mv(ctx: ToolContext) -> ToolResult:
         elif flags & {"p", "a"}:
             st = local.stat()
             os.utime(ctx.fs.local(target), (st.st_atime, st.st_mtime))
-    return ToolResult("", err, code)
+        return None
+
+    return _each(sources, copy)
 
 
 def ls(ctx: ToolContext) -> ToolResult:
@@ -252,17 +247,19 @@ def ls(ctx: ToolContext) -> ToolResult:
 
 
 def touch(ctx: ToolContext) -> ToolResult:
-    err, code = "", 0
-    for path in [a for a in ctx.args if not a.startswith("-")]:
+    paths = [a for a in ctx.args if not a.startswith("-")]
+
+    def touch_one(path: str) -> str | None:
         full = ctx.path(path)
         if ctx.fs.exists(full):
             os.utime(ctx.fs.local(full))
         elif not ctx.fs.is_dir(full.rsplit("/", 1)[0] or "/"):
-            err += f"touch: cannot touch '{path}': No such file or directory\n"
-            code = 1
+            return f"touch: cannot touch '{path}': No such file or directory\n"
         else:
             ctx.fs.write(full, b"")
-    return ToolResult("", err, code)
+        return None
+
+    return _each(paths, touch_one)
 
 
 def _mode(spec: str, current: int) -> int | None:

@@ -13,7 +13,7 @@ import re
 import time
 
 from clusterctl.mock.tools import kube_state as ks
-from clusterctl.mock.tools.base import ToolContext, ToolResult, option, positional
+from clusterctl.mock.tools.base import ToolContext, ToolResult, option, split_args
 
 PACKAGES = ("helm",)
 _ARCHIVE = re.compile(r"^(?P<chart>.+)-(?P<version>v?\d+\.\d+\.\d+[^/]*)\.tgz$")
@@ -35,7 +35,7 @@ def _cluster_error(ctx: ToolContext) -> ToolResult | None:
 def _upgrade_install(ctx: ToolContext) -> ToolResult:
     import yaml
 
-    words = positional(ctx.args[1:], VALUED_FLAGS)
+    words = split_args(ctx.args[1:], VALUED_FLAGS)[0]
     if len(words) < 2:
         return ctx.fail('Error: "helm upgrade" requires 2 arguments\n\nUsage:  helm upgrade [RELEASE] [CHART] '
                         "[flags]\n")

@@ -176,9 +176,3 @@ def node_ready(ctx: ToolContext, kube: dict[str, Any], node: dict[str, Any]) -> 
     the host is switched off (``power: off``, ``clusterctl.mock.power``)."""
     host = str(node.get("host", ""))
     return cni_ready(kube) and fault(ctx, host, "kubelet") != "not-ready" and fault(ctx, host, "power") != "off"
-
-
-def static_pod_manifest(component: str, image: str) -> bytes:
-    """What kubeadm writes to /etc/kubernetes/manifests/<component>.yaml, cut to what clusterctl reads."""
-    return (f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {component}\n  namespace: kube-system\n"
-            f"spec:\n  containers:\n  - name: {component}\n    image: {image}\n").encode()

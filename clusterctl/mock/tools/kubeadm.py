@@ -30,6 +30,7 @@ import json
 import re
 import secrets
 import string
+from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
@@ -228,8 +229,6 @@ def _join(ctx: ToolContext) -> ToolResult:
     return ctx.ok(recording("kubeadm-join-success.txt"))
 
 
-
-
 def _images(ctx: ToolContext) -> ToolResult:
     """``kubeadm config images list [--kubernetes-version V] [--config F]``."""
     version = option(ctx.args, "--kubernetes-version")
@@ -316,38 +315,36 @@ def run(ctx: ToolContext) -> ToolResult:
     return ToolResult(result.stdout, "".join(ctx.logged) + result.stderr, result.exit_code)
 
 
+def _validate(ctx: ToolContext) -> ToolResult:
+    load_config(ctx, ctx.args, strict=True)
+    return ctx.ok("ok\n")
+
+
+#: The commands by their leading words, the first that fits answering.
+COMMANDS: tuple[tuple[tuple[str, ...], Callable[[ToolContext], ToolResult]], ...] = (
+    (("version",), _version_answer),
+    (("token", "generate"), lambda ctx: ctx.ok(_new_token() + "\n")),
+    (("certs", "certificate-key"), lambda ctx: ctx.ok(secrets.token_hex(32) + "\n")),
+    (("config", "images", "list"), _images),
+    (("config", "validate"), _validate),
+    (("init", "phase", "upload-certs"), _upload_certs),
+    (("init",), _init),
+    (("join",), _join),
+    (("token", "create"), _token_create),
+    (("certs", "check-expiration"), kubeadm_certs.check_expiration),
+    (("certs", "renew", "all"), kubeadm_certs.renew_all),
+    (("reset", "phase", "remove-etcd-member"), kubeadm_reset.remove_etcd_member),
+    (("reset",), kubeadm_reset.run),
+    (("upgrade",), kubeadm_upgrade.run),
+)
+
+
 def _run(ctx: ToolContext) -> ToolResult:
     args = ctx.args
     try:
-        if args[:1] == ["version"]:
-            return _version_answer(ctx)
-        if args[:2] == ["token", "generate"]:
-            return ctx.ok(_new_token() + "\n")
-        if args[:2] == ["certs", "certificate-key"]:
-            return ctx.ok(secrets.token_hex(32) + "\n")
-        if args[:3] == ["config", "images", "list"]:
-            return _images(ctx)
-        if args[:2] == ["config", "validate"]:
-            load_config(ctx, args, strict=True)
-            return ctx.ok("ok\n")
-        if args[:3] == ["init", "phase", "upload-certs"]:
-            return _upload_certs(ctx)
-        if args[:1] == ["init"]:
-            return _init(ctx)
-        if args[:1] == ["join"]:
-            return _join(ctx)
-        if args[:2] == ["token", "create"]:
-            return _token_create(ctx)
-        if args[:2] == ["certs", "check-expiration"]:
-            return kubeadm_certs.check_expiration(ctx)
-        if args[:3] == ["certs", "renew", "all"]:
-            return kubeadm_certs.renew_all(ctx)
-        if args[:3] == ["reset", "phase", "remove-etcd-member"]:
-            return kubeadm_reset.remove_etcd_member(ctx)
-        if args[:1] == ["reset"]:
-            return kubeadm_reset.run(ctx)
-        if args[:1] == ["upgrade"]:
-            return kubeadm_upgrade.run(ctx)
+        for words, answer in COMMANDS:
+            if tuple(args[:len(words)]) == words:
+                return answer(ctx)
     except ConfigError as exc:
         return ctx.fail(f"error: {exc}\n" + TRACE, 1)
     word = args[0] if args else ""

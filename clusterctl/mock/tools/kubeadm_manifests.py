@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from clusterctl.mock.tools import kube_state as ks
 from clusterctl.mock.tools.base import ToolContext
 
 MANIFESTS = ("etcd.yaml", "kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml")
@@ -19,7 +18,8 @@ IMAGE_TAGS: dict[int, tuple[str, str, str]] = {
 
 
 def write_manifests(ctx: ToolContext, version: str) -> None:
-    """The control plane's static pod manifests at ``version`` (images as kubeadm names them)."""
+    """The control plane's static pod manifests at ``version`` (images as kubeadm names them), cut to what
+    clusterctl reads."""
     try:
         minor = int(version.lstrip("v").split(".")[1])
     except (IndexError, ValueError):
@@ -27,6 +27,7 @@ def write_manifests(ctx: ToolContext, version: str) -> None:
     etcd = IMAGE_TAGS.get(minor, IMAGE_TAGS[max(IMAGE_TAGS)])[1]
     for name in MANIFESTS:
         component = name[:-len(".yaml")]
-        tag = etcd if component == "etcd" else version
-        ctx.fs.write(f"/etc/kubernetes/manifests/{name}",
-                     ks.static_pod_manifest(component, f"registry.k8s.io/{component}:{tag}"), mode=0o600)
+        image = f"registry.k8s.io/{component}:{etcd if component == 'etcd' else version}"
+        manifest = (f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {component}\n  namespace: kube-system\n"
+                    f"spec:\n  containers:\n  - name: {component}\n    image: {image}\n")
+        ctx.fs.write(f"/etc/kubernetes/manifests/{name}", manifest.encode(), mode=0o600)

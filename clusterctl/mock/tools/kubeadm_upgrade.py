@@ -11,7 +11,7 @@ is cut to the lines clusterctl's users see in kubeadm's upgrade documentation.
 from __future__ import annotations
 
 from clusterctl.mock.tools import kube_state as ks
-from clusterctl.mock.tools.base import ToolContext, ToolResult, positional
+from clusterctl.mock.tools.base import ToolContext, ToolResult, split_args
 from clusterctl.mock.tools.kubeadm_config import TRACE, check_mixed_arguments, dry_run, kubeadm_version, load_config
 from clusterctl.mock.tools.kubeadm_manifests import MANIFESTS, write_manifests
 
@@ -141,7 +141,7 @@ def _node(ctx: ToolContext, kube: dict[str, object], *, dry_run: bool) -> ToolRe
 
 
 def run(ctx: ToolContext) -> ToolResult:
-    args = positional(ctx.args[1:], VALUED_FLAGS)
+    args = split_args(ctx.args[1:], VALUED_FLAGS)[0]
     verb = args[0] if args else ""
     check_mixed_arguments(ctx.args)
     config = load_config(ctx, ctx.args).get("UpgradeConfiguration") or {}

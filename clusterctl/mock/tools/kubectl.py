@@ -24,7 +24,7 @@ from clusterctl.mock.tools import kube_state as ks
 from clusterctl.mock.tools import kube_workloads as kw
 from clusterctl.mock.tools import kubectl_nodes as kn
 from clusterctl.mock.tools import kubectl_status as ks_status
-from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.base import ToolContext, ToolResult, split_args
 
 PACKAGES = ("kubectl",)
 READS_STDIN = True
@@ -53,6 +53,9 @@ KNOWN_MANIFESTS: dict[str, list[tuple[str, str, str]]] = {
     "tigera-operator.yaml": [("namespace", "", "tigera-operator"),
                              ("deployment", "tigera-operator", "tigera-operator")],
 }
+#: Options that take the next word as their value.
+TAKES_VALUE = frozenset({"-n", "--namespace", "-o", "--output", "-f", "--filename", "--kubeconfig", "--timeout",
+                         "--for", "--field-selector", "--selector", "-l", "-p", "--patch", "--type", "--subresource"})
 NOT_READY = ("container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network "
              "plugin returns error: cni plugin not initialized")
 
@@ -62,26 +65,8 @@ def _key(kind: str, namespace: str, name: str) -> str:
 
 
 def _split(args: list[str]) -> tuple[list[str], dict[str, str], set[str]]:
-    """Positional words, options with values, and bare flags."""
-    words: list[str] = []
-    options: dict[str, str] = {}
-    flags: set[str] = set()
-    takes_value = {"-n", "--namespace", "-o", "--output", "-f", "--filename", "--kubeconfig", "--timeout", "--for",
-                   "--field-selector", "--selector", "-l", "-p", "--patch", "--type", "--subresource"}
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg.startswith("--") and "=" in arg:
-            name, value = arg.split("=", 1)
-            options[name] = value
-        elif arg in takes_value and i + 1 < len(args):
-            options[arg] = args[i + 1]
-            i += 1
-        elif arg.startswith("-") and arg != "-":
-            flags.add(arg)
-        else:
-            words.append(arg)
-        i += 1
+    """Positional words, options with values (by their long names), and bare flags."""
+    words, options, flags = split_args(args, TAKES_VALUE)
     for short, long in (("-n", "--namespace"), ("-o", "--output"), ("-f", "--filename")):
         if short in options:
             options[long] = options.pop(short)

@@ -29,11 +29,6 @@ from clusterctl.mock.tools.base import ToolContext, ToolResult
 RESOURCE = "leases.coordination.k8s.io"
 
 
-def _source(options: dict[str, str]) -> str:
-    source = options.get("--filename", "")
-    return "STDIN" if source == "-" else source
-
-
 def _document(ctx: ToolContext, options: dict[str, str]) -> dict[str, Any] | ToolResult:
     import yaml
 
@@ -114,7 +109,7 @@ def run(ctx: ToolContext, words: list[str], options: dict[str, str]) -> ToolResu
     meta = doc.get("metadata") or {}
     name = str(meta.get("name") or "")
     namespace = str(meta.get("namespace") or namespace)
-    source = _source(options)
+    source = "STDIN" if options.get("--filename") == "-" else options.get("--filename", "")
     with ks.edit(ctx) as kube:
         leases = kube.setdefault("leases", {})
         current = leases.get(_key(namespace, name))

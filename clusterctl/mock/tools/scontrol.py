@@ -44,10 +44,7 @@ def _show(ctx: ToolContext, name: str, oneliner: bool) -> ToolResult:
 
 
 def _update(ctx: ToolContext, args: list[str]) -> ToolResult:
-    values: dict[str, str] = {}
-    for arg in args:
-        key, _, value = arg.partition("=")
-        values[key.lower()] = value
+    values = {key.lower(): value for key, _, value in (arg.partition("=") for arg in args)}
     name = values.get("nodename", "")
     state = values.get("state", "").upper()
     if not name or not _known(ctx, name):

@@ -31,10 +31,6 @@ def unit_name(name: str) -> str:
     return name if "." in name else f"{name}.service"
 
 
-def service_key(name: str) -> str:
-    return name[: -len(".service")] if name.endswith(".service") else name
-
-
 def containerd_start_check(ctx: ToolContext) -> str | None:
     """Why containerd would not start with the config in the tree, or None."""
     from clusterctl.mock.tools.containerd_config import TOMLError, imported, installed_major, parse_toml
@@ -115,7 +111,9 @@ def _start(ctx: ToolContext, key: str, *, restart: bool) -> ToolResult:
     unit = unit_name(key)
     reason: str | None
     if daemons.is_real(ctx, key):
-        reason = daemons.restart(ctx, key) if restart else daemons.start(ctx, key)
+        if restart:
+            daemons.stop(ctx, key)
+        reason = daemons.start(ctx, key)
     else:
         check = STARTS.get(key)
         reason = check(ctx) if check else None
@@ -167,7 +165,7 @@ def run(ctx: ToolContext) -> ToolResult:
     now = "--now" in ctx.args
     if not args:
         return ToolResult("", "systemctl: mock host lists no units; give a command verb\n", 1)
-    verb, names = args[0], [service_key(n) for n in args[1:] if not n.startswith("-")]
+    verb, names = args[0], [n.removesuffix(".service") for n in args[1:] if not n.startswith("-")]
     if verb == "reboot":
         from clusterctl.mock.power import boot
 

@@ -115,8 +115,7 @@ class _HostPlan:
 
 def _rank(kind: str) -> int:
     """Nearness of an nvidia-smi class as NCCL sees it (NODE ranks with PHB)."""
-    path = nccl_path(kind)
-    return path_rank(path) if path is not None else path_rank("")
+    return path_rank(nccl_path(kind) or "")
 
 
 def _affinity_key(nic: NicFacts) -> tuple[int, str, int]:
@@ -258,7 +257,7 @@ def _is_ipv4_gid(gid: str) -> bool:
         return False
 
 
-def _plan_roce(host: TuneHost, plan: _HostPlan, version: NcclVersion | None) -> None:
+def _plan_roce(plan: _HostPlan, version: NcclVersion | None) -> None:
     if plan.fabric != "roce":
         return
     chosen = plan.chosen
@@ -372,17 +371,14 @@ def _plan_gdr(host: TuneHost, plan: _HostPlan) -> None:
 
 
 def _rail_layout(host: TuneHost, chosen: Sequence[NicFacts]) -> tuple[tuple[int, tuple[int, ...]], ...]:
-    layout = []
-    for gpu in host.gpu_indices:
-        near = tuple(i for i, n in enumerate(chosen) if gpu in n.nearest_gpus)
-        layout.append((gpu, near))
-    return tuple(layout)
+    """Per GPU, the positions of the chosen NICs nearest to it."""
+    return tuple((gpu, tuple(i for i, n in enumerate(chosen) if gpu in n.nearest_gpus)) for gpu in host.gpu_indices)
 
 
 def plan_host(host: TuneHost, version: NcclVersion | None, rate: float | None = None) -> _HostPlan:
     plan = _HostPlan()
     _plan_hca(host, plan, rate)
-    _plan_roce(host, plan, version)
+    _plan_roce(plan, version)
     _plan_socket(host, plan)
     _plan_socket_knobs(host, plan)
     _plan_gdr(host, plan)
