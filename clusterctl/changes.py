@@ -239,8 +239,8 @@ class UndoStep:
     change: Change | None
     #: The line once done (or why it cannot be done).
     done: str
-    #: The line in record mode (``undo --dry-run``).
-    planned: str
+    #: The line in record mode (``undo --dry-run``) of a step with a change; one without says ``done`` there too.
+    planned: str = ""
 
 
 class ChangeLog(Protocol):
@@ -495,25 +495,21 @@ def undo_step(transport: Transport, record: GateRecord, *, force: bool = False) 
         if expected is not None and not force:
             now = transport.get(path, sudo=change.sudo)
             if now is None and change.current is None:
-                gone = f"{path} is already gone (it was new): nothing to remove"
-                return UndoStep(None, gone, gone)
+                return UndoStep(None, f"{path} is already gone (it was new): nothing to remove")
             if now is not None and record.previous_sha256 is not None and \
                     hashlib.sha256(now).hexdigest() == record.previous_sha256 != expected:
-                same = (f"{path} holds what it held before: the write was cut off before it reached the host, "
-                        "nothing to undo")
-                return UndoStep(None, same, same)
+                return UndoStep(None, f"{path} holds what it held before: the write was cut off before it reached "
+                                "the host, nothing to undo")
             if now is None or hashlib.sha256(now).hexdigest() != expected:
                 what = "was removed" if now is None else "was changed"
-                refused = (f"refused: {path} {what} since clusterctl wrote it (its content is not what the journal "
-                           "recorded); undo it with --force to overwrite that")
-                return UndoStep(None, refused, refused)
+                return UndoStep(None, f"refused: {path} {what} since clusterctl wrote it (its content is not what the "
+                                "journal recorded); undo it with --force to overwrite that")
         if record.backup_path:
             # Through the transport's own file primitives, so undo works the same on every
             # transport (ssh, local, mock) and restores the mode with the content.
             saved = transport.get(record.backup_path, sudo=change.sudo)
             if saved is None:
-                gone = f"cannot restore {path}: backup {record.backup_path} is gone"
-                return UndoStep(None, gone, gone)
+                return UndoStep(None, f"cannot restore {path}: backup {record.backup_path} is gone")
             now = transport.get(path, sudo=change.sudo)
             restore = Change.write_file(change.host, path, saved, current=now, mode=change.mode, sudo=change.sudo,
                                         backup=False, summary=f"restore {path} from {record.backup_path}")
@@ -522,13 +518,12 @@ def undo_step(transport: Transport, record: GateRecord, *, force: bool = False) 
         if change.current is None:
             remove = Change.remove_file(change.host, path, sudo=change.sudo, summary=f"remove {path} (it was new)")
             return UndoStep(remove, f"removed {path} (it was new)", f"would remove {path} (it was new)")
-        kept = f"cannot restore {path}: no backup was kept"
-        return UndoStep(None, kept, kept)
+        return UndoStep(None, f"cannot restore {path}: no backup was kept")
     if change.undo_command:
         revert = Change.run(change.host, change.undo_command, summary=f"undo '{change.summary}'", sudo=change.sudo,
                             timeout_s=change.timeout_s)
         return UndoStep(revert, f"undid '{change.summary}'", f"would run: {change.undo_command}")
-    return UndoStep(None, not_undone(change), not_undone(change))
+    return UndoStep(None, not_undone(change))
 
 
 #: Said of a change whose journal gives no reason (one written before changes gave theirs).

@@ -53,12 +53,8 @@ class UsageError(ClusterctlError):
         super().__init__(self.render())
 
     def render(self) -> str:
-        where = ""
-        if self.file:
-            where = self.file
-            if self.line is not None:
-                where += f":{self.line}"
-            where += ": "
+        line = f":{self.line}" if self.line is not None else ""
+        where = f"{self.file}{line}: " if self.file else ""
         field = f"field '{self.field}': " if self.field else ""
         text = f"{where}{field}{self.message}"
         if self.hint:

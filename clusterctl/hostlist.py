@@ -11,12 +11,10 @@ _NUMBERED = re.compile(r"^(.*?)(\d+)(\D*)$")
 def compress(names: Iterable[str]) -> str:
     """Group names that differ only in their last number; keep the others as they are."""
     groups: dict[tuple[str, str, int], list[int]] = {}
-    plain: list[str] = []
     order: list[tuple[str, str, int] | str] = []
     for name in names:
         m = _NUMBERED.match(name)
         if not m:
-            plain.append(name)
             order.append(name)
             continue
         key = (m.group(1), m.group(3), len(m.group(2)))

@@ -146,17 +146,8 @@ def environment() -> Environment:
         # character (a newline starts a new key, table or setting) is refused, never written.
         finalize=_finalize,
     )
-    env.filters.update(
-        shq=shell_quote,
-        yamlq=yaml_quote,
-        tojson=to_json,
-        toml=toml_value,
-        toml_key=toml_key,
-        conf_value=conf_value,
-        label_value=label_value,
-        comment=one_line_comment,
-        block=rendered_block,
-    )
+    env.filters.update(shq=shell_quote, yamlq=yaml_quote, tojson=to_json, toml=toml_value, toml_key=toml_key,
+                       conf_value=conf_value, label_value=label_value, comment=one_line_comment, block=rendered_block)
     return env
 
 

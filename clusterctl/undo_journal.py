@@ -197,10 +197,8 @@ class WriteAheadJournal:
             self._settled.notify_all()
             if self._finished:  # the journal is written whole already (``finish`` waited as long as it may)
                 return
-            if not record.failed:
-                self._append({"entry": entry, "done": record_json(record)})
-            else:
-                self._append({"entry": entry, "failed": True})
+            self._append({"entry": entry, "failed": True} if record.failed else
+                         {"entry": entry, "done": record_json(record)})
 
     def cut_off(self, entry: int) -> None:
         """The change was cut off on its way (its command interrupted): whether it reached the host is not

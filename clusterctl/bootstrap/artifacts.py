@@ -213,9 +213,8 @@ def _kubeadm(settings: ClusterSettings, inventory: Inventory) -> list[Artifact]:
 def _network(settings: ClusterSettings) -> list[Artifact]:
     net = settings.network
     pin = CNI_PINS[net.cni]
-    out: list[Artifact] = []
-    for manifest in pin.manifests:
-        out.append(Artifact("manifest", manifest, net.version, f"{net.manifest_base}/{manifest}", "network"))
+    out = [Artifact("manifest", manifest, net.version, f"{net.manifest_base}/{manifest}", "network")
+           for manifest in pin.manifests]
     if net.cni == "calico":
         operator = TIGERA_OPERATOR.get(net.version)
         if operator:
@@ -279,16 +278,10 @@ def artifact_list(inventory: Inventory, hosts: Sequence[Host],
     for registry, endpoints in mirrors.items():
         found.notes.append(f"containerd pulls {registry} images through {', '.join(endpoints)} "
                            "(registry_mirrors): push them there under the same path")
-    # One entry per image (the GPU Operator and the device plugin can name the same one).
-    seen: set[tuple[str, str, str]] = set()
-    unique: list[Artifact] = []
-    for artifact in found.artifacts:
-        key = (artifact.kind, artifact.name, artifact.version)
-        if artifact.kind == "image" and key in seen:
-            continue
-        seen.add(key)
-        unique.append(artifact)
-    found.artifacts = unique
+    # One entry per image (the GPU Operator and the device plugin can name the same one): the first.
+    images: dict[tuple[str, str], Artifact] = {}
+    found.artifacts = [a for a in found.artifacts
+                       if a.kind != "image" or images.setdefault((a.name, a.version), a) is a]
     return found
 
 

@@ -48,9 +48,6 @@ class ResetJournals:
     #: Journals that could not be read (path -> why), named in the plan rather than silently skipped.
     unreadable: Mapping[str, str] = field(default_factory=dict)
 
-    def for_host(self, host: str) -> tuple[HostJournal, ...] | None:
-        return self.hosts.get(host)
-
 
 def bootstrap_journals(folder: Path, *, cluster: str, fleet: str) -> ResetJournals:
     """The journals of bootstrap runs on this fleet under ``folder`` (``<state dir>/undo``)."""

@@ -90,8 +90,7 @@ def run(
                            lock_path=request.lock_path, progress=store, on_phase=on_phase, options=options,
                            read_ahead=read_ahead, confirmations=confirmations, journal=journal,
                            resume_hint="clusterctl reset --yes" if request.phase == "reset" else
-                           "clusterctl bootstrap " + (f"phase {request.phase} " if request.phase else "")
-                           + "--resume --yes")
+                           f"clusterctl {command} --resume --yes")
     report = run_bootstrap(inventory, hosts, runner, phases, settings)
     if resumed_with:
         report.notes.append(f"resumed with the survey the earlier run was given: {resumed_with}")

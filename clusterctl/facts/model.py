@@ -38,10 +38,6 @@ class PartialRead:
 
     warnings: tuple[ParseWarning, ...] = ()
 
-    @property
-    def partial(self) -> bool:
-        return bool(self.warnings)
-
 
 @dataclass(frozen=True)
 class ParseResult(PartialRead):

@@ -519,14 +519,10 @@ GPU_RESET_OVER = "a GPU reset is over once done"
 
 def gpu_reset(host: str, gpu: int | None, modes: Mapping[int, bool | None], timeout_s: float) -> GpuReset:
     """The reset of ``gpu`` (None: all), persistence mode off first where ``modes`` says it is on."""
-    if gpu is None:
-        reset = Change.run(host, "nvidia-smi -r", summary=f"reset the GPUs of {host}", timeout_s=timeout_s,
-                           makes=(MAKES_NO_TRACE,), cannot_undo=GPU_RESET_OVER)
-        held = sorted(i for i, on in modes.items() if on)
-    else:
-        reset = Change.run(host, f"nvidia-smi -r -i {gpu}", summary=f"reset GPU {gpu} of {host}", timeout_s=timeout_s,
-                           makes=(MAKES_NO_TRACE,), cannot_undo=GPU_RESET_OVER)
-        held = [gpu] if modes.get(gpu) else []
+    reset = Change.run(host, "nvidia-smi -r" + (f" -i {gpu}" if gpu is not None else ""), timeout_s=timeout_s,
+                       summary=f"reset GPU {gpu} of {host}" if gpu is not None else f"reset the GPUs of {host}",
+                       makes=(MAKES_NO_TRACE,), cannot_undo=GPU_RESET_OVER)
+    held = sorted(i for i, on in modes.items() if on) if gpu is None else [gpu] if modes.get(gpu) else []
     off = tuple(Change.run(host, f"nvidia-smi -pm 0 -i {i}", undo=f"nvidia-smi -pm 1 -i {i}", timeout_s=60,
                            summary=f"turn persistence mode off on GPU {i} of {host} for its reset") for i in held)
     on = tuple(Change.run(host, f"nvidia-smi -pm 1 -i {i}", timeout_s=60, makes=(MAKES_NO_TRACE,),

@@ -14,7 +14,6 @@ from clusterctl.quarantine.run import control_plane
 from clusterctl.quarantine.status import QuarantinedNode, describe
 
 if TYPE_CHECKING:
-    from clusterctl.facts.kube_nodes import KubeNode
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import Transport
@@ -38,11 +37,6 @@ class HostStatus:
                 "quarantine_history": self.quarantined_at, "error": self.error}
 
 
-def host_status(node: KubeNode) -> HostStatus:
-    return HostStatus(node.name, describe(node), node.ready, node.annotations.get(history.STATE, ""),
-                      history.steps_of(node), node_ops.quarantine_times(node))
-
-
 def hosts_status(runner: Runner, inventory: Inventory, hosts: Sequence[Host]) -> list[HostStatus]:
     cp = control_plane(inventory)
 
@@ -50,8 +44,9 @@ def hosts_status(runner: Runner, inventory: Inventory, hosts: Sequence[Host]) ->
         found: list[HostStatus] = []
         for host in hosts:
             node = read_node(transport, host.name)
-            found.append(host_status(node) if node is not None else
-                         HostStatus(host.name, None, None, "", error=f"{host.name} is not a node of the cluster"))
+            found.append(HostStatus(node.name, describe(node), node.ready, node.annotations.get(history.STATE, ""),
+                                    history.steps_of(node), node_ops.quarantine_times(node)) if node is not None
+                         else HostStatus(host.name, None, None, "", error=f"{host.name} is not a node of the cluster"))
         return found
 
     fleet = runner.run_task([cp], task, label="status")
@@ -60,4 +55,3 @@ def hosts_status(runner: Runner, inventory: Inventory, hosts: Sequence[Host]) ->
         raise ClusterctlError(f"cannot read the nodes through the control plane {cp.name}: "
                               f"{outcome.failure.describe() if outcome.failure else 'no result'}")
     return outcome.value
-

@@ -311,10 +311,7 @@ def _resolve(tree: _Tree, base_dir: Path, fmt: str) -> Inventory:
     parents = _parents(tree)
     depth = _depths(tree, parents)
     order = {name: index for index, name in enumerate(tree.groups)}
-    grouped: set[str] = set()
-    for g in tree.groups.values():
-        if g.name not in ("all", "ungrouped"):
-            grouped.update(g.hosts)
+    grouped = {host for g in tree.groups.values() if g.name not in ("all", "ungrouped") for host in g.hosts}
     # Ungrouped: the hosts no real group names, in file order (as Ansible does).
     ungrouped.hosts = [n for n in dict.fromkeys([*ungrouped.hosts, *tree.hosts]) if n not in grouped]
     ungrouped.member_set = set(ungrouped.hosts)
@@ -331,15 +328,8 @@ def _resolve(tree: _Tree, base_dir: Path, fmt: str) -> Inventory:
             merged.update(tree.groups[group_name].vars)
         merged.update(host_def.vars)
         listed = tuple(sorted(memberships[host_def.name] - {"all"}, key=lambda g: order[g]))
-        builder = HostBuilder(
-            file=tree.file,
-            name=host_def.name,
-            line=host_def.line,
-            vars=merged,
-            groups=listed,
-            base_dir=base_dir,
-        )
-        hosts.append(builder.build())
+        hosts.append(HostBuilder(file=tree.file, name=host_def.name, line=host_def.line, vars=merged, groups=listed,
+                                 base_dir=base_dir).build())
 
     group_hosts: dict[str, tuple[str, ...]] = {}
     for name in tree.groups:

@@ -53,10 +53,7 @@ def split_patterns(patterns: Iterable[str] | str | None) -> list[str]:
         # As in Ansible: commas separate when there are any (so "fe80::1,gpu01" works);
         # otherwise colons do. A colon inside [..] belongs to a glob class, not a separator.
         separator = r",(?![^\[]*\])" if "," in item else r":(?![^\[]*\])"
-        for piece in re.split(separator, item):
-            piece = piece.strip()
-            if piece:
-                terms.append(piece)
+        terms.extend(piece.strip() for piece in re.split(separator, item) if piece.strip())
     return terms
 
 

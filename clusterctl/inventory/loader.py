@@ -85,7 +85,9 @@ def _read_any(path: str | Path) -> Inventory:
     if suffix in (".ini", ".cfg") or (suffix not in _YAML_SUFFIXES and _looks_like_ini(text)):
         return parse_ansible_ini(text, file=file, base_dir=base_dir)
     root = parse_yaml(text, file)
-    if isinstance(root, Mapping) and _is_ansible_yaml(root):
+    # Ansible's YAML has 'all:' at the top, and neither of clusterctl's own 'hosts:' and 'cluster:'.
+    if isinstance(root, Mapping) and root.get("all") is not None and root.get("hosts") is None \
+            and root.get("cluster") is None:
         return parse_ansible_yaml(root, file=file, base_dir=base_dir)
     return parse_native(text, file=file, base_dir=base_dir, tree=root)
 
@@ -103,10 +105,3 @@ def _looks_like_ini(text: str) -> bool:
         first_word = line.split()[0]
         return not (first_word.endswith(":") or ": " in line or line.startswith(("-", "{")))
     return False
-
-
-def _is_ansible_yaml(root: object) -> bool:
-    from clusterctl.inventory.yaml_tree import Mapping
-
-    assert isinstance(root, Mapping)
-    return root.get("all") is not None and root.get("hosts") is None and root.get("cluster") is None

@@ -323,12 +323,8 @@ class _Reader(NodeReader):
                     field=field,
                     hint="Valid roles: control-plane, worker.",
                 )
-            found: list[str] = []
-            for index, item in enumerate(node.items):
-                role = self.scalar(item, f"{field}[{index}]", values.role)
-                if role not in found:
-                    found.append(role)
-            return tuple(found)
+            read = (self.scalar(item, f"{field}[{i}]", values.role) for i, item in enumerate(node.items))
+            return tuple(dict.fromkeys(read))  # each role once, in the order written
         return tuple(self.scalar(node, field, values.roles))
 
     # --- one host -----------------------------------------------------------------------
@@ -342,12 +338,10 @@ class _Reader(NodeReader):
             setting = merged.get(key)
             return default if setting is None or setting.value is None else setting.value
 
-        fabric: _Section = value("fabric", _Section())
-        ssh: _Section = value("ssh", _Section())
-        stack: _Section = value("stack", _Section())
-        options: _Section = ssh.get("options", _Setting(_Section(), 0, "")).value or _Section()
-        labels: _Section = value("labels", _Section())
-        free_vars: _Section = value("vars", _Section())
+        def section(key: str) -> dict[str, Any]:
+            return {k: s.value for k, s in value(key, _Section()).items()}
+
+        fabric, ssh, stack = section("fabric"), section("ssh"), section("stack")
         transport = value("transport", "ssh")
         return Host(
             name=host_def.name,
@@ -357,19 +351,19 @@ class _Reader(NodeReader):
             roles=value("roles", ("worker",)),
             rack=value("rack"),
             groups=groups,
-            labels=tuple((k, s.value) for k, s in labels.items()),
-            fabric=Fabric(**{k: s.value for k, s in fabric.items() if s.value is not None}),
+            labels=tuple(section("labels").items()),
+            fabric=Fabric(**{k: v for k, v in fabric.items() if v is not None}),
             ssh=SSHOptions(
-                key_file=_setting_value(ssh, "key_file"),
-                jump_host=_setting_value(ssh, "jump_host"),
-                options=tuple((k, s.value) for k, s in options.items()),
+                key_file=ssh.get("key_file"),
+                jump_host=ssh.get("jump_host"),
+                options=tuple((k, s.value) for k, s in (ssh.get("options") or {}).items()),
             ),
             transport=transport,
             profile=self.profile(host_def, merged.get("profile"), transport),
             mock_state=self.mock_state(merged.get("mock_state")),
-            stack=StackPin(**{k: s.value for k, s in stack.items() if s.value is not None}),
+            stack=StackPin(**{k: v for k, v in stack.items() if v is not None}),
             gpus=value("gpus", True),
-            vars=tuple(values.mask_secrets({k: s.value for k, s in free_vars.items()}).items()),
+            vars=tuple(values.mask_secrets(section("vars")).items()),
             source=f"{self.file}:{host_def.line}",
         )
 
@@ -399,11 +393,6 @@ class _Reader(NodeReader):
         if setting is None or setting.value is None:
             return None
         return str(values.local_path(setting.value, self.base_dir))
-
-
-def _setting_value(section: _Section, key: str) -> Any:
-    setting = section.get(key)
-    return None if setting is None else setting.value
 
 
 def _merge(base: Layer, over: Layer) -> Layer:

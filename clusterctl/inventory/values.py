@@ -120,12 +120,7 @@ def roles(value: Any) -> tuple[str, ...]:
         raise BadValue(f"roles must be a list such as [control-plane, worker], not {describe(value)}.")
     if not items:
         raise BadValue("roles must not be empty.", "Give at least one of: control-plane, worker.")
-    out: list[str] = []
-    for item in items:
-        name = role(item)
-        if name not in out:
-            out.append(name)
-    return tuple(out)
+    return tuple(dict.fromkeys(role(item) for item in items))  # each role once, in the order written
 
 
 def fabric_type(value: Any) -> str:

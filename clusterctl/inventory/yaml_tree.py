@@ -42,10 +42,7 @@ class Mapping:
     line: int
 
     def get(self, key: str) -> Entry | None:
-        for entry in self.entries:
-            if entry.key == key:
-                return entry
-        return None
+        return next((entry for entry in self.entries if entry.key == key), None)
 
 
 @dataclass(frozen=True)

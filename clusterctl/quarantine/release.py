@@ -109,9 +109,9 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
     candidates: list[Host] = []
     for host in hosts:
         state = nodes[host.name]
-        if state is None and in_slurm.get(host.name) is not None:
-            slurm_node = in_slurm[host.name]
-            state = bool(slurm_node and slurm_node.drained_by_clusterctl)
+        slurm_node = in_slurm.get(host.name) if state is None else None
+        if slurm_node is not None:
+            state = slurm_node.drained_by_clusterctl
             slurm_only.add(host.name)
         if state is None:
             results[host.name].refused.append(f"{host.name} is not a node of the cluster nor a Slurm node")
@@ -136,10 +136,10 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
     if confirm is not None:
         confirm([h.name for h in candidates])
 
+    on_cp = [h for h in candidates if h.name not in slurm_only]
+
     def release_on_cp(transport: Transport) -> None:
-        for host in candidates:
-            if host.name in slurm_only:
-                continue
+        for host in on_cp:
             node = read_node(transport, host.name)
             if node is None:
                 results[host.name].refused.append(f"{host.name} is no longer a node of the cluster")
@@ -154,11 +154,9 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
                 results[host.name].refused.append(str(exc))
 
     for host in candidates:
-        if host.name in slurm_only:
-            results[host.name].released = True  # Slurm's resume below is all of it
-    if cp is not None and any(h.name not in slurm_only for h in candidates):
-        done = runner.run_task([cp], release_on_cp, label="release")
-        (released,) = done.outcomes
+        results[host.name].released = host.name in slurm_only  # for those, Slurm's resume below is all of it
+    if cp is not None and on_cp:
+        (released,) = runner.run_task([cp], release_on_cp, label="release").outcomes
         if not released.ok:
             why = released.failure.describe() if released.failure else "no result"
             for host in candidates:

@@ -18,7 +18,7 @@ from clusterctl.quarantine import node_ops
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
-    from clusterctl.inventory.model import Host, Inventory
+    from clusterctl.inventory.model import Inventory
 
 RELEASE_NEEDS = "health (level 1) and bench nccl on the host pass: clusterctl release {host}"
 
@@ -72,7 +72,9 @@ def quarantined_nodes(runner: Runner, inventory: Inventory) -> list[QuarantinedN
     from clusterctl.quarantine.slurm import slurm_nodes
 
     cp = first_control_plane(inventory)  # None: a Slurm-only cluster
-    rows = _kubernetes_rows(runner, inventory, cp) if cp is not None else []
+    nodes = on_control_plane(runner, cp, read_nodes, what="read the cluster's nodes", label="status") \
+        if cp is not None else {}
+    rows = [q for q in (describe(n) for n in nodes.values()) if q is not None]
     known = {r.host for r in rows}
     in_slurm = slurm_nodes(runner, inventory.hosts)
     out = []
@@ -91,8 +93,3 @@ def quarantined_nodes(runner: Runner, inventory: Inventory) -> list[QuarantinedN
                                    node.reason[len(REASON_PREFIX):] if ours else node.reason, (), False, "", ours,
                                    needs, node.state, node.reason, False))
     return out
-
-
-def _kubernetes_rows(runner: Runner, inventory: Inventory, cp: Host) -> list[QuarantinedNode]:
-    nodes = on_control_plane(runner, cp, read_nodes, what="read the cluster's nodes", label="status")
-    return [q for q in (describe(n) for n in nodes.values()) if q is not None]

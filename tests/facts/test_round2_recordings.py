@@ -55,7 +55,7 @@ def test_cleaning_keeps_the_original_line_numbers() -> None:
 
 def test_ibstat_socket_direct_names_states_and_rates() -> None:
     devices = parse_ibstat(read("ibstat", "socket-direct-cx6-ibp2s0f0.txt"))
-    assert devices.source == "ibstat" and not devices.partial
+    assert devices.source == "ibstat" and not devices.warnings
     assert [d.hca for d in devices] == ["ibp2s0f0", "ibp3s0f0", "ibp2s0f1", "ibp3s0f1"]
     first, aux = devices[0].ports[0], devices[1].ports[0]
     assert (first.state, first.phys_state, first.rate_gbps, first.link_layer) == (
@@ -78,7 +78,7 @@ def test_ibstat_markdown_list_with_prompt_and_a_broadcom_roce_nic() -> None:
         ("roceo1", "Ethernet", 2.5, "PORT_ACTIVE"),
         ("roceo2", "Ethernet", 2.5, "PORT_DOWN"),
     ]
-    assert devices[1].ca_type == "Broadcom NetXtreme-C/E RoCE Driver HCA" and not devices.partial
+    assert devices[1].ca_type == "Broadcom NetXtreme-C/E RoCE Driver HCA" and not devices.warnings
 
 
 def test_ibstat_b300_host_with_prompt() -> None:
@@ -98,7 +98,7 @@ def test_ibstat_panic_line_is_a_warning_and_the_devices_before_it_stand() -> Non
     text = read("ibstat", "socket-direct-cx6-ibp2s0f0.txt") + (
         "ibpanic: [1323906] main: stat of IB device 'mlx5_8' failed: No such file or directory\n")
     devices = parse_ibstat(text)
-    assert len(devices) == 4 and devices.partial and "ibpanic" in devices.warnings[0].message
+    assert len(devices) == 4 and devices.warnings and "ibpanic" in devices.warnings[0].message
     with pytest.raises(ParseError):
         parse_ibstat("ibstat: command not found\n")
 

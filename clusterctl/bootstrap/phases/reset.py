@@ -149,7 +149,7 @@ class Reset(Phase[ResetState]):
     def check(self, ctx: PhaseContext) -> ResetState:
         state = ResetState()
         journals = ctx.options.reset_journals
-        entries = journals.for_host(ctx.host.name) if journals is not None else None
+        entries = journals.hosts.get(ctx.host.name) if journals is not None else None
         if journals is not None:
             state.unreadable = dict(journals.unreadable)
             state.journal_folder = journals.folder

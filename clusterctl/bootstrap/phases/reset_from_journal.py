@@ -67,10 +67,6 @@ class JournalPlan:
         return MAKES_KUBEADM_NODE in self.tags
 
 
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def plan_from_journals(ctx: PhaseContext, entries: tuple[HostJournal, ...], *, force: bool) -> JournalPlan:
     plan = JournalPlan(journals=[e.path for e in entries])
     records: list[GateRecord] = [r for e in entries for r in e.records]
@@ -116,7 +112,7 @@ def _file_step(plan: JournalPlan, ctx: PhaseContext, record: GateRecord, current
     change = record.change
     path = change.path or ""
     written = record.written_sha256
-    as_written = current is not None and (written is None or _sha(current) == written)
+    as_written = current is not None and (written is None or hashlib.sha256(current).hexdigest() == written)
     host = ctx.host.name
     if change.current is None:  # bootstrap created it
         if current is None:
