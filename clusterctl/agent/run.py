@@ -82,10 +82,6 @@ class PublishError(Exception):
     pass
 
 
-def _now_rfc3339(at: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
-
-
 def check_host(transport: Transport, node: str, options: HealthOptions) -> HostHealth:
     """``clusterctl health`` level 0 on this one host, judged alone (no fleet to compare with)."""
     from clusterctl.health.run import judge, probe_host
@@ -107,7 +103,8 @@ def run_once(transport: Transport, options: AgentOptions, *, clock: Any = time.t
     if options.kubeconfig:
         try:
             current = read_conditions(transport, options)
-            run.conditions = cond.conditions(health.findings, _now_rfc3339(clock()), current)
+            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))  # RFC 3339, UTC
+            run.conditions = cond.conditions(health.findings, now, current)
             patch_conditions(transport, options, run.conditions)
             run.published = True
         except (PublishError, TransportError) as exc:

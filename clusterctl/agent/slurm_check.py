@@ -107,11 +107,8 @@ def run_slurm_check(transport: Transport, options: SlurmCheckOptions, gate: Gate
             check.problems.append(f"Slurm does not know node {name} (scontrol show node): not drained")
             return check
         reason = _reason(health)
-        if node.drained and not node.drained_by_clusterctl:
-            check.action = "already drained"  # someone else's drain: their reason stays
-            return check
-        if node.drained_by_clusterctl and node.reason == reason:
-            check.action = "already drained"
+        if node.drained and (not node.drained_by_clusterctl or node.reason == reason):
+            check.action = "already drained"  # by clusterctl for this reason, or by someone else: theirs stays
             return check
         change = Change.run(host, update_command(name, "drain", reason), summary=f"drain Slurm node {name}",
                             undo=update_command(name, "resume"), timeout_s=SCONTROL_TIMEOUT_S)

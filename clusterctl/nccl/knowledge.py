@@ -100,13 +100,8 @@ class VariableInfo:
         if self.defaults:
             if version is None:
                 return self.defaults[0]
-            for item in self.defaults:
-                if item.since is None or version.series >= item.since.series:
-                    return item
-            return None
-        if self.default is None:
-            return None
-        return VersionedValue(self.default, None)
+            return next((d for d in self.defaults if d.since is None or version.series >= d.since.series), None)
+        return None if self.default is None else VersionedValue(self.default, None)
 
     def maximum_for(self, version: NcclVersion | None) -> int | None:
         """The upper bound for ``version``; the most permissive one when the version is unknown."""
@@ -114,10 +109,8 @@ class VariableInfo:
             return self.maximum
         if version is None:
             return max(value for value, _ in self.maximum_by_version)
-        for value, since in self.maximum_by_version:
-            if since is None or version.series >= since.series:
-                return value
-        return self.maximum
+        return next((value for value, since in self.maximum_by_version
+                     if since is None or version.series >= since.series), self.maximum)
 
     # -- values -------------------------------------------------------------------------
 

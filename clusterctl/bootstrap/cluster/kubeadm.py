@@ -94,10 +94,6 @@ def _ip_or_none(address: str | None) -> str | None:
         return None  # a host name: kubeadm picks the address of the default route itself
 
 
-def _labels_arg(host: Host) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted(kubelet_node_labels(host).items()))
-
-
 def control_plane_taints(host: Host) -> list[dict[str, str]]:
     """No taint on a control-plane host that is also a worker (small GPU clusters use every host)."""
     return [] if "worker" in host.roles else [dict(CONTROL_PLANE_TAINT)]
@@ -110,7 +106,7 @@ def _common(settings: ClusterSettings, host: Host) -> dict[str, object]:
         "control_plane_endpoint": settings.control_plane_endpoint,
         "node_name": host.name,
         "cri_socket": settings.cri_socket,
-        "node_labels": _labels_arg(host),
+        "node_labels": ",".join(f"{k}={v}" for k, v in sorted(kubelet_node_labels(host).items())),
         "advertise_address": _ip_or_none(host.address),
         "bind_port": 6443,
         "timeouts": TIMEOUTS,

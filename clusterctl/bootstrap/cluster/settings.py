@@ -108,11 +108,6 @@ class ClusterSettings:
 # --- reading ---------------------------------------------------------------------------------------------
 
 
-#: ``host`` or ``host:port`` of the API server (the port defaults to 6443); checked where the
-#: inventory is read, so the inventory loader and the cluster phases agree.
-endpoint = endpoint_setting
-
-
 #: Fields of the inventory's ``bootstrap:`` section that the cluster phases read.
 CLUSTER_FIELDS: tuple[str, ...] = (
     "kubernetes_version", "control_plane_endpoint", "pod_subnet", "service_subnet", "cri_socket",
@@ -132,10 +127,11 @@ def settings_from_mapping(
     version = kubernetes_version(str(pin), where="bootstrap.kubernetes_version" if data.get("kubernetes_version")
                                  else "stack.kubernetes")
     network = check_network(data.get("network"), f"{where}.network")
+    # ``host`` or ``host:port`` (the port defaults to 6443), checked as the inventory loader checks it.
     if data.get("control_plane_endpoint"):
-        cp = endpoint(data["control_plane_endpoint"], f"{where}.control_plane_endpoint")
+        cp = endpoint_setting(data["control_plane_endpoint"], f"{where}.control_plane_endpoint")
     elif first_control_plane:
-        cp = endpoint(first_control_plane, "hosts (the first control-plane host's address)")
+        cp = endpoint_setting(first_control_plane, "hosts (the first control-plane host's address)")
     else:
         raise UsageError("no control-plane host: give one host the control-plane role.", field="hosts")
     pod = subnet_setting(data["pod_subnet"], f"{where}.pod_subnet") if data.get("pod_subnet") else \

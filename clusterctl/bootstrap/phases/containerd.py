@@ -27,7 +27,6 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from clusterctl.bootstrap import matrix
 from clusterctl.bootstrap.cluster.kubeadm_images import TAGS_BY_MINOR
@@ -153,7 +152,9 @@ class Containerd(Phase[ContainerdState]):
                                           f"{target}."))
         state.wanted = WantedContainerd(version, target, sandbox_image(ctx, facts), settings.runtime, settings.cdi,
                                         existing, paths.certs_dir, paths.dropin_dir, carried)
-        state.problems = check_dropins(target, version, _as_rendered(state.wanted), dropins, state.wanted)
+        # Drop-ins are checked against the root config as this phase will write it.
+        rendered = parse_toml(render_config(state.wanted), "rendered containerd config")
+        state.problems = check_dropins(target, version, rendered, dropins, state.wanted)
         if root and file_version(root) != target:
             state.findings.append(Finding(Severity.INFO, "CONTAINERD_CONFIG_MIGRATED",
                                           f"{paths.config} is config version {file_version(root)}; it is rewritten at "
@@ -213,11 +214,6 @@ class Containerd(Phase[ContainerdState]):
         # The old config is back (the gate restored it): containerd must run on it again.
         return [Change.run(ctx.host.name, ctx.options.containerd.restart, timeout_s=120,
                            summary="restart containerd with the previous config", makes=(MAKES_NO_TRACE,))]
-
-
-def _as_rendered(wanted: WantedContainerd) -> dict[str, Any]:
-    """The root config as this phase will write it (drop-ins are checked against this)."""
-    return parse_toml(render_config(wanted), "rendered containerd config")
 
 
 def containerd_answers(ctx: PhaseContext, paths: ContainerdPaths) -> list[Finding]:

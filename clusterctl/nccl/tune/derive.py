@@ -461,9 +461,7 @@ def _version_of(hosts: Sequence[TuneHost], override: str | None, warnings: list[
             + ", ".join(sorted(str(v) for v in versions))
             + "); settings follow the oldest"
         )
-    if not versions:
-        return None
-    return min(versions)
+    return min(versions, default=None)
 
 
 def derive_settings(hosts: Sequence[TuneHost], *, nccl_version: str | None = None) -> Tuning:
