@@ -38,7 +38,7 @@ from clusterctl.engine.phase import Phase, PhaseContext, Wait
 from clusterctl.engine.progress import INTERRUPTED
 from clusterctl.engine.read_ahead import ReadAhead
 from clusterctl.errors import Interrupted
-from clusterctl.findings import Finding, Severity, has_errors, sorted_findings
+from clusterctl.findings import Finding, Severity, fails, sorted_findings
 from clusterctl.host_reader import HostReader, ReadOnlyHost
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
@@ -856,7 +856,7 @@ def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory
         state = phase.check(ctx)
         result.state = state
         result.findings = list(phase.findings(ctx, state))
-        if has_errors(result.findings):
+        if fails(result.findings):
             blocking = [f for f in result.findings if f.severity is Severity.ERROR]
             return done(Status.FAILED, "; ".join(f.message for f in blocking[:3]) +
                         (f" (+{len(blocking) - 3} more)" if len(blocking) > 3 else ""))
@@ -868,7 +868,7 @@ def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory
         # is nothing to do (its check plans no change) and verify passes there now.
         reader.replay_once(keep=True)  # nothing applied: verify's first reads are check's answers
         problems = _verify(phase, ctx, host_gate) if settings.apply else []
-        if not has_errors(problems):
+        if not fails(problems):
             return done(Status.SKIPPED, SkipReason.DONE_BEFORE.value)
     if not settings.apply:
         host_gate.submit_all(changes)
@@ -901,7 +901,7 @@ def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory
     seen = len(reader.transcript or ())
     problems = _verify(phase, ctx, host_gate)
     result.findings.extend(problems)
-    if has_errors(problems):
+    if fails(problems):
         result.rollback = _roll_back(phase, ctx, host_gate, records, interrupted)
         return done(Status.FAILED, "verify failed: " + "; ".join(f.message for f in problems
                                                                    if f.severity is Severity.ERROR))
