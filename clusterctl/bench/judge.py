@@ -80,6 +80,4 @@ def judge_link(result: LinkResult, server: Host) -> list[Finding]:
 
 def is_slow(result: LinkResult, server: Host) -> bool:
     """Whether a result counts against its endpoints when localising stragglers."""
-    if result.slow:
-        return True
-    return result.latency_us is not None and result.latency_us > server.fabric.latency_warn_us
+    return result.slow or (result.latency_us is not None and result.latency_us > server.fabric.latency_warn_us)

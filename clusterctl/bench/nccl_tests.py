@@ -240,13 +240,9 @@ def judge_nccl(runs: Sequence[NcclHostRun], op: str, expected: Mapping[str, obje
         sd = max(1.4826 * mad, 0.01 * median)
         for host, value in sorted(values.items()):
             z = (median - value) / sd
-            if z > 3:
-                severity = Severity.ERROR
-            elif z > 2:
-                severity = Severity.WARNING
-            else:
+            if z <= 2:
                 continue
-            findings.append(bench_finding(severity, "NCCL_OUTLIER", host,
+            findings.append(bench_finding(Severity.ERROR if z > 3 else Severity.WARNING, "NCCL_OUTLIER", host,
                                     f"{op} bus bandwidth {value:.1f} GB/s is {z:.1f} robust SD below the "
                                     f"fleet median {median:.1f} GB/s", about_kind="host"))
     for r in runs:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -58,8 +59,6 @@ def new_results_dir(base: str | None = None, *, now: float | None = None, prefix
 
 
 def _claim(folder: Path) -> None:
-    import os
-
     try:
         fd = os.open(folder / CLAIM_FILE, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
@@ -140,9 +139,7 @@ class Change:
 
     @property
     def ratio(self) -> float | None:
-        if not self.before or self.after is None:
-            return None
-        return self.after / self.before
+        return self.after / self.before if self.before and self.after is not None else None
 
     @property
     def verdict(self) -> str:
@@ -151,13 +148,10 @@ class Change:
         if self.after is None:
             return "gone"
         ratio = self.ratio
-        if ratio is None:
+        if ratio is None or abs(ratio - 1) < 0.05:
             return "unchanged"
         # Smaller is better for latency.
-        better = ratio < 1 if self.unit == "us" else ratio > 1
-        if abs(ratio - 1) < 0.05:
-            return "unchanged"
-        return "faster" if better else "slower"
+        return "faster" if (ratio < 1 if self.unit == "us" else ratio > 1) else "slower"
 
 
 def figures(data: dict[str, Any]) -> dict[str, tuple[float | None, str]]:
@@ -165,10 +159,7 @@ def figures(data: dict[str, Any]) -> dict[str, tuple[float | None, str]]:
     out: dict[str, tuple[float | None, str]] = {}
     for link in data.get("links", []):
         key = f"{link['server']}/{link['server_hca']} <-> {link['client']}/{link['client_hca']}"
-        if link.get("latency_us") is not None:
-            out[key] = (link["latency_us"], "us")
-        else:
-            out[key] = (link.get("gbps"), "Gb/s")
+        out[key] = (link["latency_us"], "us") if link.get("latency_us") is not None else (link.get("gbps"), "Gb/s")
     for run in data.get("nccl", {}).get("runs", []):
         out[f"nccl {data['nccl'].get('op', '')} {run['host']}"] = (run.get("busbw_gbs"), "GB/s")
     return out

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,7 +30,6 @@ class JournaledGate:
     gate: Gate
     #: The finished journal (``clusterctl undo`` takes it); ``None``: nothing changed, or a dry run.
     journal: str | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 @contextlib.contextmanager

@@ -38,7 +38,7 @@ from clusterctl.engine.phase import Phase, PhaseContext, Wait
 from clusterctl.engine.progress import INTERRUPTED
 from clusterctl.engine.read_ahead import ReadAhead
 from clusterctl.errors import Interrupted
-from clusterctl.findings import Finding, Severity, has_errors, sorted_findings
+from clusterctl.findings import Finding, Severity, fails, sorted_findings
 from clusterctl.host_reader import HostReader, ReadOnlyHost
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
@@ -419,13 +419,28 @@ def _after_interrupt(report: RunReport, runner: Runner, locked: list[Host], lock
 
 
 def _one_phase(phase: Phase[Any, Any], inventory: Inventory, hosts: Sequence[Host], batch: Sequence[Host],
-               runner: Runner, gate: Gate, settings: RunSettings, report: RunReport, ahead: Reads | None,
+               runner: Runner, gate: Gate, settings: RunSettings, report: RunReport, ahead: Reads,
                confirmed: frozenset[str], inflight: _InFlight) -> None:
+    """``phase`` on ``batch``, its results kept: in the report, in the progress file, told to ``on_phase``."""
     if settings.before_phase is not None:
         settings.before_phase(frozenset(report.failed_hosts))
     phase_results, duration = _run_phase(phase, inventory, hosts, batch, runner, gate, settings, report, ahead,
                                          confirmed, inflight)
-    _keep_results(phase, phase_results, duration, report, settings)
+    store = settings.progress
+    report.results.extend(phase_results)
+    counts = {s: sum(1 for r in phase_results if r.status is s) for s in Status}
+    report.recap.append(PhaseRecap(phase.name, duration, counts))
+    for r in phase_results:
+        if r.status is Status.FAILED and not phase.remedy:
+            report.failed_hosts.setdefault(r.host, f"phase {phase.name}: {r.message}")
+        if phase.remedy and settings.apply and r.status in (Status.OK, Status.CHANGED):
+            report.cured.setdefault(r.host, phase.name)
+        if store is not None and settings.apply and r.message != SkipReason.EARLIER_FAILURE.value:
+            store.record(r.host, phase.name, r.status.value, r.duration_s, r.message)
+    if store is not None and settings.apply:
+        store.save()
+    if settings.on_phase is not None:
+        settings.on_phase(phase, phase_results)
 
 
 def _batches(hosts: Sequence[Host], settings: RunSettings) -> list[list[Host]]:
@@ -448,25 +463,6 @@ def _closing_phases(phases: Sequence[Phase[Any, Any]], settings: RunSettings
     if cut == 0:
         return list(phases), []
     return list(phases[:cut]), list(phases[cut:])
-
-
-def _keep_results(phase: Phase[Any, Any], phase_results: list[HostPhaseResult], duration: float, report: RunReport,
-                  settings: RunSettings) -> None:
-    store = settings.progress
-    report.results.extend(phase_results)
-    counts = {s: sum(1 for r in phase_results if r.status is s) for s in Status}
-    report.recap.append(PhaseRecap(phase.name, duration, counts))
-    for r in phase_results:
-        if r.status is Status.FAILED and not phase.remedy:
-            report.failed_hosts.setdefault(r.host, f"phase {phase.name}: {r.message}")
-        if phase.remedy and settings.apply and r.status in (Status.OK, Status.CHANGED):
-            report.cured.setdefault(r.host, phase.name)
-        if store is not None and settings.apply and r.message != SkipReason.EARLIER_FAILURE.value:
-            store.record(r.host, phase.name, r.status.value, r.duration_s, r.message)
-    if store is not None and settings.apply:
-        store.save()
-    if settings.on_phase is not None:
-        settings.on_phase(phase, phase_results)
 
 
 class _InFlight:
@@ -517,12 +513,9 @@ def _put_back(runner: Runner, inflight: _InFlight, gate: Gate, report: RunReport
     by_name.update({name: inventory.host(name) for name in sorted(left) if name not in by_name})
 
     def put_back(transport: Transport) -> list[str]:
-        lines: list[str] = []
-        if transport.host.name in todo:
-            start = todo[transport.host.name][2]
-            mine = gate.records_for(transport.host.name)[start:]
-            lines += gate.undo(transport, mine)
-        return lines + gate.clean_up_left(transport)
+        name = transport.host.name
+        undone = gate.undo(transport, gate.records_for(name)[todo[name][2]:]) if name in todo else []
+        return undone + gate.clean_up_left(transport)
 
     from clusterctl.fanout import FleetInterrupted
 
@@ -534,8 +527,7 @@ def _put_back(runner: Runner, inflight: _InFlight, gate: Gate, report: RunReport
         return
     for outcome in fleet.outcomes:
         if outcome.ok:
-            if outcome.host.name in todo and \
-                    not undo_incomplete(outcome.value or []):
+            if outcome.host.name in todo and not undo_incomplete(outcome.value or []):
                 inflight.leave(outcome.host.name)  # undone: nothing of that phase is left for the journal
             lines = "; ".join(outcome.value or []) or "nothing was moved yet"
             report.notes.append(f"{outcome.host.name}: put back after the interrupt: {lines}")
@@ -725,10 +717,8 @@ UNLOCK_AFTER_INTERRUPT_S = 30.0
 
 def _unlock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings,
                   *, timeout_s: float | None = None, report: RunReport | None = None) -> None:
-    def drop(transport: Transport) -> None:
-        host_lock.release(transport, info, path=settings.lock_path)
-
-    fleet = runner.run_task(hosts, drop, label="unlock", timeout_s=timeout_s)
+    fleet = runner.run_task(hosts, lambda t: host_lock.release(t, info, path=settings.lock_path), label="unlock",
+                            timeout_s=timeout_s)
     for outcome in fleet.outcomes:
         if report is not None and not outcome.ok and outcome.failure is not None:
             report.notes.append(f"{outcome.host.name}: its lock {settings.lock_path} is still held by this run "
@@ -744,9 +734,9 @@ def _run_phase(
     gate: Gate,
     settings: RunSettings,
     report: RunReport,
-    ahead: Reads | None = None,
-    confirmed: frozenset[str] = frozenset(),
-    inflight: _InFlight | None = None,
+    ahead: Reads,
+    confirmed: frozenset[str],
+    inflight: _InFlight,
 ) -> tuple[list[HostPhaseResult], float]:
     """``phase`` on every host of ``batch`` (all the run's hosts, or one batch of a rolling run): a result
     per host (skipped ones included), in inventory order."""
@@ -776,65 +766,45 @@ def _run_phase(
             results.append(HostPhaseResult(host.name, phase.name, Status.SKIPPED,
                                            message=skip_message(why, phase, unconnected(host))))
 
-    def task(transport: Transport) -> HostPhaseResult:
-        planned = (ahead or {}).get(transport.host.name)
-        name = transport.host.name
-        if inflight is not None:
-            inflight.enter(name, phase, transport, len(gate.records_for(name)))
-        # Left in flight until the phase's results are kept: a host that finished while Ctrl-C stopped
-        # the step has no result, and what it applied must still reach the journal.
-        return _one_host(phase, transport, inventory, gate, settings, done_before=name in done_before,
-                         known=planned[1] if planned is not None else None, interrupted=runner.interrupted)
-
     # A phase that runs for a host from another one (a drain from the control plane): each such host
     # in turn on that host's connection, in inventory order.
-    if phase.via is not None and targets:
-        results += _run_delegated(phase, inventory, inventory.host(phase.via), targets, runner, gate, settings,
-                                  done_before, inflight)
-        targets = []
+    via = inventory.host(phase.via) if phase.via is not None else None
+
+    def task(transport: Transport) -> list[HostPhaseResult]:
+        out = []
+        for host in targets if via is not None else [transport.host]:
+            planned = ahead.get(host.name) if via is None else None
+            # Left in flight until the phase's results are kept: a host that finished while Ctrl-C stopped
+            # the step has no result, and what it applied must still reach the journal.
+            inflight.enter(host.name, phase, transport, len(gate.records_for(transport.host.name)))
+            out.append(_one_host(phase, transport, inventory, gate, settings, done_before=host.name in done_before,
+                                 known=planned[1] if planned is not None else None,
+                                 acting_for=host if via is not None else None, interrupted=runner.interrupted))
+        return out
 
     limit = max(runner.timeout_s, phase.timeout_s)
-    for group in [[h] for h in targets] if phase.serial else [list(targets)]:
+    groups = [[h] for h in targets] if phase.serial else [list(targets)]
+    if via is not None:
+        groups, limit = [[via]] if targets else [], limit * len(targets)
+    for group in groups:
         if not group:
             continue
-        fleet = runner.run_task(group, task, label=phase.name, timeout_s=limit)
-        for outcome in fleet.outcomes:
+        label = phase.name if via is None else f"{phase.name} (on {via.name})"
+        for outcome in runner.run_task(group, task, label=label, timeout_s=limit).outcomes:
+            concerned = targets if via is not None else [outcome.host]
             if outcome.ok and outcome.value is not None:
-                results.append(outcome.value)
+                results += outcome.value
             else:
-                message = outcome.failure.describe() if outcome.failure else "no result"
-                results.append(HostPhaseResult(outcome.host.name, phase.name, Status.FAILED, outcome.duration_s,
-                                               message=mask_text(message)))
-            if inflight is not None:
-                inflight.leave(outcome.host.name)
+                failure = outcome.failure.describe() if outcome.failure else "no result"
+                message = mask_text((f"on {via.name}: " if via is not None else "") + failure)
+                results += [HostPhaseResult(h.name, phase.name, Status.FAILED, outcome.duration_s, message=message)
+                            for h in concerned]
+            for host in concerned:
+                inflight.leave(host.name)
     _fleet_findings(phase, results)
     order = {h.name: i for i, h in enumerate(hosts)}
     results.sort(key=lambda r: order.get(r.host, len(order)))
     return results, time.monotonic() - began
-
-
-def _run_delegated(phase: Phase[Any, Any], inventory: Inventory, via: Host, acted_for: list[Host], runner: Runner,
-                   gate: Gate, settings: RunSettings, done_before: set[str],
-                   inflight: _InFlight | None) -> list[HostPhaseResult]:
-    def task(transport: Transport) -> list[HostPhaseResult]:
-        out = []
-        for host in acted_for:
-            if inflight is not None:
-                inflight.enter(host.name, phase, transport, len(gate.records_for(via.name)))
-            out.append(_one_host(phase, transport, inventory, gate, settings, done_before=host.name in done_before,
-                                 acting_for=host, interrupted=runner.interrupted))
-        return out
-
-    limit = max(runner.timeout_s, phase.timeout_s) * len(acted_for)
-    (outcome,) = runner.run_task([via], task, label=f"{phase.name} (on {via.name})", timeout_s=limit).outcomes
-    if inflight is not None:
-        for host in acted_for:
-            inflight.leave(host.name)
-    if outcome.ok and outcome.value is not None:
-        return outcome.value
-    message = mask_text(f"on {via.name}: " + (outcome.failure.describe() if outcome.failure else "no result"))
-    return [HostPhaseResult(h.name, phase.name, Status.FAILED, outcome.duration_s, message=message)
-            for h in acted_for]
 
 
 def _fleet_findings(phase: Phase[Any, Any], results: list[HostPhaseResult]) -> None:
@@ -881,7 +851,7 @@ def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory
         state = phase.check(ctx)
         result.state = state
         result.findings = list(phase.findings(ctx, state))
-        if has_errors(result.findings):
+        if fails(result.findings):
             blocking = [f for f in result.findings if f.severity is Severity.ERROR]
             return done(Status.FAILED, "; ".join(f.message for f in blocking[:3]) +
                         (f" (+{len(blocking) - 3} more)" if len(blocking) > 3 else ""))
@@ -893,7 +863,7 @@ def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory
         # is nothing to do (its check plans no change) and verify passes there now.
         reader.replay_once(keep=True)  # nothing applied: verify's first reads are check's answers
         problems = _verify(phase, ctx, host_gate) if settings.apply else []
-        if not has_errors(problems):
+        if not fails(problems):
             return done(Status.SKIPPED, SkipReason.DONE_BEFORE.value)
     if not settings.apply:
         host_gate.submit_all(changes)
@@ -926,7 +896,7 @@ def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory
     seen = len(reader.transcript or ())
     problems = _verify(phase, ctx, host_gate)
     result.findings.extend(problems)
-    if has_errors(problems):
+    if fails(problems):
         result.rollback = _roll_back(phase, ctx, host_gate, records, interrupted)
         return done(Status.FAILED, "verify failed: " + "; ".join(f.message for f in problems
                                                                    if f.severity is Severity.ERROR))

@@ -59,9 +59,4 @@ def _epoch(stamp: str) -> float | None:
 
 def quarantines_within(node: KubeNode, window_s: float, now: float) -> list[str]:
     """The quarantine times of ``node`` within the last ``window_s`` seconds before ``now``."""
-    out = []
-    for stamp in quarantine_times(node):
-        at = _epoch(stamp)
-        if at is not None and now - at <= window_s:
-            out.append(stamp)
-    return out
+    return [stamp for stamp in quarantine_times(node) if (at := _epoch(stamp)) is not None and now - at <= window_s]

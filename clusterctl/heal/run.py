@@ -35,7 +35,7 @@ from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing, Wait
 from clusterctl.engine.run import HostPhaseResult, RunSettings, Status, run_phases
 from clusterctl.errors import ClusterctlError, ParseError, UsageError
 from clusterctl.facts.gpus import PERSISTENCE_MODES
-from clusterctl.findings import Finding, Severity, has_errors
+from clusterctl.findings import Finding, Severity, fails
 from clusterctl.heal import history
 from clusterctl.heal.chain import DEFAULT_TIMEOUTS, chain_for
 from clusterctl.quarantine import node_ops
@@ -169,7 +169,7 @@ class _Healer:
             if attempt:
                 time.sleep(self.config.pass_interval_s)
             self.findings = checks(self.runner, [self.host]).get(self.host.name, [])
-            if has_errors(self.findings):
+            if fails(self.findings):
                 return False
         return True
 

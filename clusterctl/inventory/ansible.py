@@ -178,6 +178,13 @@ def _ini_value(raw: str) -> Any:
 #: ``gpu[1:2000000]`` is an error in a second rather than minutes of work and gigabytes.
 MAX_RANGE_HOSTS = 100_000
 _BROKEN_RANGE = re.compile(r"\[([^\]:]*):([^\]]*)\]")
+#: The hint of a range that cannot be read.
+_RANGE_FORMS = "Ranges look like [01:16] or [a:f], optionally with a step: [1:9:2]."
+
+
+def _too_many(pattern: str, count: int) -> BadValue:
+    return BadValue(f"the host range in '{pattern}' names {count:,} hosts, more than the limit of "
+                    f"{MAX_RANGE_HOSTS:,}.", "Check the range's end.")
 
 
 def expand_host_range(pattern: str) -> list[str]:
@@ -187,10 +194,7 @@ def expand_host_range(pattern: str) -> list[str]:
         broken = _BROKEN_RANGE.search(pattern)
         if broken and not _is_ipv6(broken.group(0)[1:-1]):
             # Ansible refuses 'z[1:]' too; taken literally it would become a host named 'z[1:]'.
-            raise BadValue(
-                f"the host range in '{pattern}' is incomplete.",
-                "Ranges look like [01:16] or [a:f], optionally with a step: [1:9:2].",
-            )
+            raise BadValue(f"the host range in '{pattern}' is incomplete.", _RANGE_FORMS)
         return [pattern]
     start, end, step_text = match.group(1), match.group(2), match.group(3)
     step = int(step_text) if step_text else 1
@@ -200,28 +204,20 @@ def expand_host_range(pattern: str) -> list[str]:
     if start.isdigit() and end.isdigit():
         first, last = int(start), int(end)
         width = len(start) if start.startswith("0") else 0
-        if len(range(first, last + 1, step)) > MAX_RANGE_HOSTS:
-            raise BadValue(
-                f"the host range in '{pattern}' names {len(range(first, last + 1, step)):,} hosts, more than "
-                f"the limit of {MAX_RANGE_HOSTS:,}.", "Check the range's end.",
-            )
-        items = [str(n).zfill(width) for n in range(first, last + 1, step)]
+        numbers = range(first, last + 1, step)
+        if len(numbers) > MAX_RANGE_HOSTS:
+            raise _too_many(pattern, len(numbers))
+        items = [str(n).zfill(width) for n in numbers]
     elif len(start) == 1 and len(end) == 1 and start.isalpha() and end.isalpha():
         first, last = ord(start), ord(end)
         items = [chr(c) for c in range(first, last + 1, step)]
     else:
-        raise BadValue(
-            f"cannot expand the host range in '{pattern}'.",
-            "Ranges look like [01:16] or [a:f], optionally with a step: [1:9:2].",
-        )
+        raise BadValue(f"cannot expand the host range in '{pattern}'.", _RANGE_FORMS)
     if first > last:
         raise BadValue(f"the host range in '{pattern}' goes backwards ({start} > {end}).")
     names = [name for item in items for name in expand_host_range(head + item + tail)]
     if len(names) > MAX_RANGE_HOSTS:  # nested ranges multiply
-        raise BadValue(
-            f"the host range in '{pattern}' names {len(names):,} hosts, more than the limit of "
-            f"{MAX_RANGE_HOSTS:,}.", "Check the range's end.",
-        )
+        raise _too_many(pattern, len(names))
     return names
 
 

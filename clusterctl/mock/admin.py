@@ -34,11 +34,9 @@ def summaries(hosts: Sequence[Host]) -> list[HostStateSummary]:
     found = []
     for host in mock_hosts(hosts):
         state = MockCluster(str(host.mock_state)).host(host.name)
-        data = state.read() if state.seeded else {}
-        services = {k: str(v.get("active")) for k, v in (data.get("services") or {}).items() if isinstance(v, dict)}
-        packages = {k: str(v.get("version")) for k, v in (data.get("packages") or {}).items() if isinstance(v, dict)}
-        found.append(HostStateSummary(host.name, str(state.folder), state.seeded, services, packages,
-                                      {str(k): str(v) for k, v in (data.get("values") or {}).items()}))
+        services = {k: str(v.get("active")) for k, v in state.section("services").items() if isinstance(v, dict)}
+        packages = {k: str(v.get("version")) for k, v in state.section("packages").items() if isinstance(v, dict)}
+        found.append(HostStateSummary(host.name, str(state.folder), state.seeded, services, packages, state.values()))
     return found
 
 

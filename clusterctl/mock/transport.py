@@ -91,7 +91,8 @@ class MockTransport(Transport):
         self.profile = profile
         self.state_folder = Path(state_folder) if state_folder is not None else state_folder_for(host, profile)
         self._machine: MockMachine | None = None
-        #: Every command line this host was asked to run, in order (tests and dry-run read it).
+        #: Every command line this host was asked to run, in order (tests and dry-run read it); each
+        #: line is added by one ``list.append``, which threads need no lock for.
         self.history: list[str] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -123,8 +124,7 @@ class MockTransport(Transport):
         # Like ssh, the environment travels as an ``export A='x'; `` prefix of the command
         # line, so rules can match on it (a fake nccl-tests answering per NCCL_ALGO).
         command = env_prefix(env) + command
-        with self._lock:
-            self.history.append(mask_text(command))
+        self.history.append(mask_text(command))
         # A command asked through a read-only view may not change the simulated host (a real
         # host cannot tell): the caller is told, naming the command, and the host stays as it was.
         guard = read_only(command) if request.read_only else contextlib.nullcontext()
@@ -157,8 +157,7 @@ class MockTransport(Transport):
         """As over ssh: atomic, a unique backup of the old content, an existing file keeps its mode."""
         path, data, mode, backup = request.path, request.data, request.mode, request.backup
         fs = self.machine.host.fs
-        with self._lock:
-            self.history.append(f"# put {path} ({len(data)} bytes, mode {mode or 0o644:o})")
+        self.history.append(f"# put {path} ({len(data)} bytes, mode {mode or 0o644:o})")
         try:
             parent = path.rsplit("/", 1)[0] or "/"
             if not fs.is_dir(parent):
@@ -187,8 +186,7 @@ class MockTransport(Transport):
 
     def create_exclusive(self, path: str, data: bytes, *, sudo: bool = False) -> bytes | None:
         """Create ``path`` only if absent (``O_EXCL`` in the host's tree, so racing processes agree)."""
-        with self._lock:
-            self.history.append(f"# create {path} ({len(data)} bytes)")
+        self.history.append(f"# create {path} ({len(data)} bytes)")
         self._answering()  # a host switched off takes no lock, as over ssh
         try:
             return self.machine.host.fs.create_exclusive(path, data)
@@ -204,8 +202,7 @@ class MockTransport(Transport):
         return None, self.run(command, sudo=sudo)
 
     def remove(self, path: str, *, sudo: bool = False) -> None:
-        with self._lock:
-            self.history.append(f"# remove {path}")
+        self.history.append(f"# remove {path}")
         try:
             self.machine.host.fs.remove(path)
         except (StateError, IsADirectoryError) as exc:

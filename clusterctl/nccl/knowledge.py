@@ -100,13 +100,8 @@ class VariableInfo:
         if self.defaults:
             if version is None:
                 return self.defaults[0]
-            for item in self.defaults:
-                if item.since is None or version.series >= item.since.series:
-                    return item
-            return None
-        if self.default is None:
-            return None
-        return VersionedValue(self.default, None)
+            return next((d for d in self.defaults if d.since is None or version.series >= d.since.series), None)
+        return None if self.default is None else VersionedValue(self.default, None)
 
     def maximum_for(self, version: NcclVersion | None) -> int | None:
         """The upper bound for ``version``; the most permissive one when the version is unknown."""
@@ -114,18 +109,15 @@ class VariableInfo:
             return self.maximum
         if version is None:
             return max(value for value, _ in self.maximum_by_version)
-        for value, since in self.maximum_by_version:
-            if since is None or version.series >= since.series:
-                return value
-        return self.maximum
+        return next((value for value, since in self.maximum_by_version
+                     if since is None or version.series >= since.series), self.maximum)
 
     # -- values -------------------------------------------------------------------------
 
     def values_for(self, version: NcclVersion | None) -> tuple[str, ...]:
         """The accepted values ``version`` knows (all of them when the version is unknown)."""
-        if version is None:
-            return self.values
-        return tuple(v for v in self.values if v not in self.value_since or version >= self.value_since[v])
+        return self.values if version is None else tuple(
+            v for v in self.values if v not in self.value_since or version >= self.value_since[v])
 
 
 class KnowledgeBase:
@@ -178,9 +170,7 @@ class KnowledgeBase:
     def is_living(self, info: VariableInfo, version: NcclVersion | None) -> bool:
         if info.scope != "core":
             return True
-        if version is None:
-            return info.removed is None
-        return info.read_by(version)
+        return info.removed is None if version is None else info.read_by(version)
 
     def successor(self, info: VariableInfo, version: NcclVersion | None) -> str | None:
         """The living variable that replaced ``info`` (following replacements), if any."""

@@ -29,7 +29,6 @@ def lint_settings(
     fabric: str | None = None,
     nvlink: bool | None = None,
     gpu_nic_links: Iterable[str] | None = None,
-    kb: KnowledgeBase | None = None,
     torch_version: str | None = None,
 ) -> list[Finding]:
     """Everything worth saying about ``settings``, ordered by file, line and variable.
@@ -40,7 +39,7 @@ def lint_settings(
     unknown. ``torch_version`` (``2.4``, ``2.4.1+cu121``) checks PyTorch's TORCH_NCCL_* names against
     the release that first reads them.
     """
-    kb = kb or knowledge_base()
+    kb = knowledge_base()
     torch = _torch_series(torch_version)
     version = parse_version(nccl_version) if isinstance(nccl_version, str) else nccl_version
     if fabric is not None and fabric not in FABRIC_TYPES:
@@ -170,14 +169,13 @@ def _lint_one(s: Setting, kb: KnowledgeBase, version: NcclVersion | None,
 
 def _pytorch_findings(s: Setting, info: VariableInfo, torch: tuple[int, int] | None) -> list[Finding]:
     """A PyTorch ProcessGroupNCCL variable too new for ``--torch-version``."""
-    findings: list[Finding] = []
     since = info.pytorch_since
-    if torch is not None and since is not None and torch < since:
-        findings.append(_finding(
-            s, "NOT_IN_VERSION", "warning",
-            f"{s.name} is read by PyTorch {since[0]}.{since[1]} and later; PyTorch {torch[0]}.{torch[1]} ignores it",
-            f"upgrade PyTorch to {since[0]}.{since[1]} or later, or remove {s.name}"))
-    return findings  # values: PyTorch's getCvar* parsing is not modelled (clusterctl.nccl.grammar)
+    if torch is None or since is None or torch >= since:
+        return []  # values: PyTorch's getCvar* parsing is not modelled (clusterctl.nccl.grammar)
+    return [_finding(
+        s, "NOT_IN_VERSION", "warning",
+        f"{s.name} is read by PyTorch {since[0]}.{since[1]} and later; PyTorch {torch[0]}.{torch[1]} ignores it",
+        f"upgrade PyTorch to {since[0]}.{since[1]} or later, or remove {s.name}")]
 
 
 def _plugin_findings(s: Setting, info: VariableInfo) -> list[Finding]:

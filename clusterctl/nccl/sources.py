@@ -371,9 +371,8 @@ def _place(tokens: list[str], physical: list[str], first: int) -> list[tuple[str
     return placed
 
 
-#: mpirun/mpiexec -x NAME[=VALUE], docker/podman run -e/--env NAME[=VALUE], srun/sbatch --export LIST.
+#: mpirun/mpiexec -x NAME[=VALUE], docker/podman run -e/--env NAME[=VALUE] (srun/sbatch take --export LIST).
 _PASS_FLAGS = frozenset({"-x", "-e", "--env"})
-_EXPORT_FLAGS = frozenset({"--export"})
 _ASSIGNING_WORDS = frozenset({"export", "declare", "local", "readonly", "env", "typeset"})
 
 
@@ -445,7 +444,7 @@ def _scan(placed: list[tuple[str, int]], label: str, out: list[Setting], *, nccl
         items: str | None = None
         if token.startswith(("--export=", "--env=")):
             items = token.split("=", 1)[1]
-        elif token in _EXPORT_FLAGS and i + 1 < len(placed):
+        elif token == "--export" and i + 1 < len(placed):
             items = placed[i + 1][0]
             i += 1
         if items is not None:

@@ -8,31 +8,19 @@ supported``, exit 1 (curl 7.88 on Debian 12).
 
 from __future__ import annotations
 
-from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.base import ToolContext, ToolResult, split_args
+
+#: Options that take the next word as their value.
+VALUED = frozenset({"-o", "--output", "-w", "--write-out", "--retry", "--connect-timeout", "-m", "--max-time", "-H",
+                    "--header"})
 
 
 def run(ctx: ToolContext) -> ToolResult:
-    args = list(ctx.args)
-    output = None
-    url = None
-    write_out = ""
-    flags: set[str] = set()
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg in ("-o", "--output") and i + 1 < len(args):
-            output = args[i + 1]
-            i += 1
-        elif arg in ("-w", "--write-out") and i + 1 < len(args):
-            write_out = args[i + 1]
-            i += 1
-        elif arg in ("--retry", "--connect-timeout", "-m", "--max-time", "-H", "--header") and i + 1 < len(args):
-            i += 1
-        elif arg.startswith("-") and not arg.startswith("--"):
-            flags.update(arg[1:])
-        elif not arg.startswith("-"):
-            url = arg
-        i += 1
+    words, given, options = split_args(ctx.args, VALUED)
+    output = given.get("-o", given.get("--output"))
+    write_out = given.get("-w", given.get("--write-out", ""))
+    flags = {letter for option in options if not option.startswith("--") for letter in option[1:]}
+    url = words[-1] if words else None
     if url is None:
         return ToolResult("", "curl: no URL specified!\n", 2)
     scheme = url.split("://", 1)[0] if "://" in url else ""

@@ -19,27 +19,22 @@ import re
 from typing import Any
 
 from clusterctl.mock.tools import containerd_config as cc
-from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.base import ToolContext, ToolResult, split_args
 
 PACKAGES = ("nvidia-container-toolkit", "nvidia-container-toolkit-base")
 DROP_IN = "/etc/containerd/conf.d/99-nvidia.toml"
 RUNTIME = "/usr/bin/nvidia-container-runtime"
 
 
+#: Options that take the next word as their value.
+VALUED = frozenset(f"--{name}" for name in (
+    "runtime", "config", "drop-in-config", "output", "nvidia-runtime-name", "config-source"))
+
+
 def _options(args: list[str]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg.startswith("--"):
-            name, sep, value = arg[2:].partition("=")
-            if not sep and i + 1 < len(args) and not args[i + 1].startswith("-") and name in (
-                    "runtime", "config", "drop-in-config", "output", "nvidia-runtime-name", "config-source"):
-                value = args[i + 1]
-                i += 1
-            found[name] = value if sep or value else "true"
-        i += 1
-    return found
+    """The long options by name (``--set-as-default`` alone: ``true``)."""
+    _words, given, flags = split_args(args, VALUED)
+    return {name[2:]: "true" for name in flags if name.startswith("--")} | {name[2:]: v for name, v in given.items()}
 
 
 def _log(*lines: str) -> str:

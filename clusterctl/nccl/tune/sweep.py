@@ -300,11 +300,7 @@ def _sweep_collective(
         again = list(dict.fromkeys(c for name in names for c in ranked(name)[: plan.rescreen]))
         for cand, diffs in _abab(seq, again):
             screened[cand].append(diffs)
-    finalists: list[Candidate] = []
-    for name in names:
-        best = ranked(name)[:1]
-        if best and best[0] not in finalists:
-            finalists.append(best[0])
+    finalists = list(dict.fromkeys(c for name in names for c in ranked(name)[:1]))
     # 2. confirmation: fresh ABAB pairs for each finalist; only these runs judge it
     fresh: dict[Candidate, list[dict[str, float]]] = {c: [] for c in finalists}
     if finalists:
@@ -314,13 +310,8 @@ def _sweep_collective(
     candidate_runs = {c: Runs.of(confirming, c.label) for c in finalists}
     # 3. the baseline again, at the end
     end = [seq.run(None) for _ in range(repeats)]
-    intervals: dict[tuple[str, Candidate], Interval] = {}
-    for cand, diff_list in fresh.items():
-        for name in names:
-            values = [d[name] for d in diff_list if name in d]
-            interval = mean_interval(values, confidence)
-            if interval is not None:
-                intervals[(name, cand)] = interval
+    intervals = {(name, cand): interval for cand, diffs in fresh.items() for name in names
+                 if (interval := mean_interval([d[name] for d in diffs if name in d], confidence)) is not None}
     outcomes: list[RangeOutcome] = []
     winners: dict[str, tuple[Candidate, Interval]] = {}
     notes: list[str] = []
