@@ -139,9 +139,7 @@ class Change:
 
     @property
     def ratio(self) -> float | None:
-        if not self.before or self.after is None:
-            return None
-        return self.after / self.before
+        return self.after / self.before if self.before and self.after is not None else None
 
     @property
     def verdict(self) -> str:

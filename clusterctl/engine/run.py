@@ -104,6 +104,11 @@ class HostPhaseResult:
         return data
 
 
+def cured(phase: Phase[Any, Any], result: HostPhaseResult) -> bool:
+    """Whether ``result`` (of an applying run) is a remedy that cured its host: ``RunReport.cured``'s rule."""
+    return phase.remedy and result.status in (Status.OK, Status.CHANGED)
+
+
 def step_json(step: dict[str, Any]) -> dict[str, Any]:
     return {**step, "changes": [c.to_json() for c in step["changes"]]}
 
@@ -433,7 +438,7 @@ def _one_phase(phase: Phase[Any, Any], inventory: Inventory, hosts: Sequence[Hos
     for r in phase_results:
         if r.status is Status.FAILED and not phase.remedy:
             report.failed_hosts.setdefault(r.host, f"phase {phase.name}: {r.message}")
-        if phase.remedy and settings.apply and r.status in (Status.OK, Status.CHANGED):
+        if settings.apply and cured(phase, r):
             report.cured.setdefault(r.host, phase.name)
         if store is not None and settings.apply and r.message != SkipReason.EARLIER_FAILURE.value:
             store.record(r.host, phase.name, r.status.value, r.duration_s, r.message)
