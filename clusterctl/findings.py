@@ -106,10 +106,6 @@ def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(findings, key=Finding.sort_key)
 
 
-def has_errors(findings: Iterable[Finding]) -> bool:
-    return any(f.severity is Severity.ERROR for f in findings)
-
-
 def count_by_severity(findings: Iterable[Finding]) -> dict[str, int]:
     """``{"error": n, "warning": n, "info": n}``, every severity present."""
     counts = {s.value: 0 for s in Severity}

@@ -43,9 +43,7 @@ def from_inventory(host: Host) -> list[HcaInfo]:
 
 def _expected_only(host: Host, found: list[HcaInfo]) -> list[HcaInfo]:
     """Keep the inventory's compute HCAs when it names them (storage cards stay out of the matrix)."""
-    if not host.fabric.hcas:
-        return found
-    return [h for h in found if h.name in host.fabric.hcas]
+    return [h for h in found if h.name in host.fabric.hcas] if host.fabric.hcas else found
 
 
 def discover_hcas(runner: Runner, hosts: Sequence[Host]) -> tuple[dict[str, list[HcaInfo]], dict[str, str]]:

@@ -139,9 +139,7 @@ class Change:
 
     @property
     def ratio(self) -> float | None:
-        if not self.before or self.after is None:
-            return None
-        return self.after / self.before
+        return self.after / self.before if self.before and self.after is not None else None
 
     @property
     def verdict(self) -> str:
@@ -161,10 +159,7 @@ def figures(data: dict[str, Any]) -> dict[str, tuple[float | None, str]]:
     out: dict[str, tuple[float | None, str]] = {}
     for link in data.get("links", []):
         key = f"{link['server']}/{link['server_hca']} <-> {link['client']}/{link['client_hca']}"
-        if link.get("latency_us") is not None:
-            out[key] = (link["latency_us"], "us")
-        else:
-            out[key] = (link.get("gbps"), "Gb/s")
+        out[key] = (link["latency_us"], "us") if link.get("latency_us") is not None else (link.get("gbps"), "Gb/s")
     for run in data.get("nccl", {}).get("runs", []):
         out[f"nccl {data['nccl'].get('op', '')} {run['host']}"] = (run.get("busbw_gbs"), "GB/s")
     return out

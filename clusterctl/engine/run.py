@@ -38,7 +38,7 @@ from clusterctl.engine.phase import Phase, PhaseContext, Wait
 from clusterctl.engine.progress import INTERRUPTED
 from clusterctl.engine.read_ahead import ReadAhead
 from clusterctl.errors import Interrupted
-from clusterctl.findings import Finding, Severity, has_errors, sorted_findings
+from clusterctl.findings import Finding, Severity, fails, sorted_findings
 from clusterctl.host_reader import HostReader, ReadOnlyHost
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
@@ -102,6 +102,11 @@ class HostPhaseResult:
         if self.waits:
             data["waits"] = [mask_text(line) for line in self.waits]
         return data
+
+
+def cured(phase: Phase[Any, Any], result: HostPhaseResult) -> bool:
+    """Whether ``result`` (of an applying run) is a remedy that cured its host: ``RunReport.cured``'s rule."""
+    return phase.remedy and result.status in (Status.OK, Status.CHANGED)
 
 
 def step_json(step: dict[str, Any]) -> dict[str, Any]:
@@ -421,11 +426,26 @@ def _after_interrupt(report: RunReport, runner: Runner, locked: list[Host], lock
 def _one_phase(phase: Phase[Any, Any], inventory: Inventory, hosts: Sequence[Host], batch: Sequence[Host],
                runner: Runner, gate: Gate, settings: RunSettings, report: RunReport, ahead: Reads,
                confirmed: frozenset[str], inflight: _InFlight) -> None:
+    """``phase`` on ``batch``, its results kept: in the report, in the progress file, told to ``on_phase``."""
     if settings.before_phase is not None:
         settings.before_phase(frozenset(report.failed_hosts))
     phase_results, duration = _run_phase(phase, inventory, hosts, batch, runner, gate, settings, report, ahead,
                                          confirmed, inflight)
-    _keep_results(phase, phase_results, duration, report, settings)
+    store = settings.progress
+    report.results.extend(phase_results)
+    counts = {s: sum(1 for r in phase_results if r.status is s) for s in Status}
+    report.recap.append(PhaseRecap(phase.name, duration, counts))
+    for r in phase_results:
+        if r.status is Status.FAILED and not phase.remedy:
+            report.failed_hosts.setdefault(r.host, f"phase {phase.name}: {r.message}")
+        if settings.apply and cured(phase, r):
+            report.cured.setdefault(r.host, phase.name)
+        if store is not None and settings.apply and r.message != SkipReason.EARLIER_FAILURE.value:
+            store.record(r.host, phase.name, r.status.value, r.duration_s, r.message)
+    if store is not None and settings.apply:
+        store.save()
+    if settings.on_phase is not None:
+        settings.on_phase(phase, phase_results)
 
 
 def _batches(hosts: Sequence[Host], settings: RunSettings) -> list[list[Host]]:
@@ -448,25 +468,6 @@ def _closing_phases(phases: Sequence[Phase[Any, Any]], settings: RunSettings
     if cut == 0:
         return list(phases), []
     return list(phases[:cut]), list(phases[cut:])
-
-
-def _keep_results(phase: Phase[Any, Any], phase_results: list[HostPhaseResult], duration: float, report: RunReport,
-                  settings: RunSettings) -> None:
-    store = settings.progress
-    report.results.extend(phase_results)
-    counts = {s: sum(1 for r in phase_results if r.status is s) for s in Status}
-    report.recap.append(PhaseRecap(phase.name, duration, counts))
-    for r in phase_results:
-        if r.status is Status.FAILED and not phase.remedy:
-            report.failed_hosts.setdefault(r.host, f"phase {phase.name}: {r.message}")
-        if phase.remedy and settings.apply and r.status in (Status.OK, Status.CHANGED):
-            report.cured.setdefault(r.host, phase.name)
-        if store is not None and settings.apply and r.message != SkipReason.EARLIER_FAILURE.value:
-            store.record(r.host, phase.name, r.status.value, r.duration_s, r.message)
-    if store is not None and settings.apply:
-        store.save()
-    if settings.on_phase is not None:
-        settings.on_phase(phase, phase_results)
 
 
 class _InFlight:
@@ -517,12 +518,9 @@ def _put_back(runner: Runner, inflight: _InFlight, gate: Gate, report: RunReport
     by_name.update({name: inventory.host(name) for name in sorted(left) if name not in by_name})
 
     def put_back(transport: Transport) -> list[str]:
-        lines: list[str] = []
-        if transport.host.name in todo:
-            start = todo[transport.host.name][2]
-            mine = gate.records_for(transport.host.name)[start:]
-            lines += gate.undo(transport, mine)
-        return lines + gate.clean_up_left(transport)
+        name = transport.host.name
+        undone = gate.undo(transport, gate.records_for(name)[todo[name][2]:]) if name in todo else []
+        return undone + gate.clean_up_left(transport)
 
     from clusterctl.fanout import FleetInterrupted
 
@@ -534,8 +532,7 @@ def _put_back(runner: Runner, inflight: _InFlight, gate: Gate, report: RunReport
         return
     for outcome in fleet.outcomes:
         if outcome.ok:
-            if outcome.host.name in todo and \
-                    not undo_incomplete(outcome.value or []):
+            if outcome.host.name in todo and not undo_incomplete(outcome.value or []):
                 inflight.leave(outcome.host.name)  # undone: nothing of that phase is left for the journal
             lines = "; ".join(outcome.value or []) or "nothing was moved yet"
             report.notes.append(f"{outcome.host.name}: put back after the interrupt: {lines}")
@@ -859,7 +856,7 @@ def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory
         state = phase.check(ctx)
         result.state = state
         result.findings = list(phase.findings(ctx, state))
-        if has_errors(result.findings):
+        if fails(result.findings):
             blocking = [f for f in result.findings if f.severity is Severity.ERROR]
             return done(Status.FAILED, "; ".join(f.message for f in blocking[:3]) +
                         (f" (+{len(blocking) - 3} more)" if len(blocking) > 3 else ""))
@@ -871,7 +868,7 @@ def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory
         # is nothing to do (its check plans no change) and verify passes there now.
         reader.replay_once(keep=True)  # nothing applied: verify's first reads are check's answers
         problems = _verify(phase, ctx, host_gate) if settings.apply else []
-        if not has_errors(problems):
+        if not fails(problems):
             return done(Status.SKIPPED, SkipReason.DONE_BEFORE.value)
     if not settings.apply:
         host_gate.submit_all(changes)
@@ -904,7 +901,7 @@ def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory
     seen = len(reader.transcript or ())
     problems = _verify(phase, ctx, host_gate)
     result.findings.extend(problems)
-    if has_errors(problems):
+    if fails(problems):
         result.rollback = _roll_back(phase, ctx, host_gate, records, interrupted)
         return done(Status.FAILED, "verify failed: " + "; ".join(f.message for f in problems
                                                                    if f.severity is Severity.ERROR))

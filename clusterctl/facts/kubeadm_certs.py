@@ -95,10 +95,9 @@ def parse_check_expiration(text: str) -> CertExpiration:
         if not cells[0] or not cells[1]:
             raise ParseError(WHAT, "a row without a name or a date", line=number, text=line)
         expires = _date(cells[1], number, line)
-        if is_ca_table:
-            table.append(CertExpiry(cells[0], expires, cells[2], "", _yes_no(cells[3], number, line)))
-        else:
-            table.append(CertExpiry(cells[0], expires, cells[2], cells[3], _yes_no(cells[4], number, line)))
+        # EXTERNALLY MANAGED is the last column of both tables; only certificates name their authority.
+        authority = "" if is_ca_table else cells[3]
+        table.append(CertExpiry(cells[0], expires, cells[2], authority, _yes_no(cells[-1], number, line)))
     if not certificates:
         raise ParseError(WHAT, "no certificate table (no 'CERTIFICATE  EXPIRES ...' header)")
     return CertExpiration(tuple(certificates), tuple(authorities))

@@ -223,7 +223,7 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
     rows: list[NcclRow] = []
     avg: float | None = None
     oob: int | None = None
-    setup: tuple[int, int, int, int] | None = None
+    setup: dict[str, int] = {}
     ranks: dict[int, tuple[int, str, int, str]] = {}
     errors: list[str] = []
     seen_rows: set[tuple[str, ...]] = set()
@@ -272,8 +272,8 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
             oob = int(found.group(1))
             continue
         found = _SETUP.match(line)
-        if found and setup is None:
-            setup = (int(found.group(1)), int(found.group(2)), int(found.group(3)), int(found.group(4)))
+        if found and not setup:
+            setup = dict(zip(("n_threads", "n_gpus", "min_bytes", "max_bytes"), map(int, found.groups()), strict=True))
             continue
         found = _RANK.match(line)
         if found:
@@ -298,10 +298,7 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
         test=test,
         rows=tuple(rows),
         avg_busbw_gbs=avg,
-        n_threads=setup[0] if setup else None,
-        n_gpus=setup[1] if setup else None,
-        min_bytes=setup[2] if setup else None,
-        max_bytes=setup[3] if setup else None,
+        **setup,
         out_of_bounds=oob,
         ranks=tuple(ranks[k] for k in sorted(ranks)),
         errors=tuple(errors),

@@ -29,8 +29,7 @@ def parse_shared(parse: Callable[[str], T], text: str) -> T:
     """``parse(text)``, computed once for every identical ``text`` seen lately (see the module)."""
     if len(text) > LONGEST:
         return parse(text)
-    found: T = _parse_kept(parse, text)
-    return found
+    return _parse_kept(parse, text)
 
 
 @functools.lru_cache(maxsize=KEPT)

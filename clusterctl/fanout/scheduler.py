@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
 from clusterctl.errors import Interrupted
@@ -331,14 +332,8 @@ class Runner:
         """
 
         def task(transport: Transport) -> CommandResult:
-            if on_line is None:
-                return transport.run(command, sudo=sudo, env=env)
-            name = transport.host.name
-
-            def host_line(stream: OutputStream, line: str) -> None:
-                on_line(name, stream, line)
-
-            return transport.run(command, sudo=sudo, env=env, on_line=host_line)
+            lines = None if on_line is None else partial(on_line, transport.host.name)
+            return transport.run(command, sudo=sudo, env=env, on_line=lines)
 
         fleet = self.run_task(hosts, task, label=label or command)
         outcomes = []

@@ -68,9 +68,6 @@ class TimeBoxedTransport(Transport):
     def get(self, path: str, *, sudo: bool = False) -> bytes | None:
         return self._files("get").get(path, sudo=sudo)
 
-    def create_exclusive(self, path: str, data: bytes, *, sudo: bool = False) -> bytes | None:
-        return self._files("create_exclusive").create_exclusive(path, data, sudo=sudo)
-
     def create_exclusive_then(
         self, path: str, data: bytes, command: str | None, *, sudo: bool = False
     ) -> tuple[bytes | None, CommandResult | None]:

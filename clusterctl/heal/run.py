@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from clusterctl.changes import MAKES_NO_TRACE, Change, ChangeFailed, Gate, GateRecord, HostGate
 from clusterctl.cluster_access import read_node
 from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing, Wait
-from clusterctl.engine.run import HostPhaseResult, RunSettings, Status, run_phases
+from clusterctl.engine.run import HostPhaseResult, RunSettings, Status, cured, run_phases
 from clusterctl.errors import ClusterctlError, ParseError, UsageError
 from clusterctl.facts.gpus import PERSISTENCE_MODES
-from clusterctl.findings import Finding, Severity, has_errors
+from clusterctl.findings import Finding, Severity, fails
 from clusterctl.heal import history
 from clusterctl.heal.chain import DEFAULT_TIMEOUTS, chain_for
 from clusterctl.quarantine import node_ops
@@ -169,7 +169,7 @@ class _Healer:
             if attempt:
                 time.sleep(self.config.pass_interval_s)
             self.findings = checks(self.runner, [self.host]).get(self.host.name, [])
-            if has_errors(self.findings):
+            if fails(self.findings):
                 return False
         return True
 
@@ -220,8 +220,8 @@ class _Healer:
             self.note("check", "passed", f"healthy {self.config.passes} times in a row before any step")
             return self.release()
         self.note("check", "failed", _errors(self.findings), state=f"healing: {', '.join(result.chain) or 'none'}")
-        cured, blocked = self.steps()
-        if cured:
+        healed, blocked = self.steps()
+        if healed:
             return self.release()
         if blocked is not None:  # not the hardware's fault: a person decides (another run, a drain)
             result.outcome, result.detail = "failed", f"{blocked}; it stays quarantined"
@@ -239,9 +239,8 @@ class _Healer:
                 self.mark(r.phase)
                 self.result.steps.append(StepRun.of(r))
                 if self.gate.apply:
-                    cured = phase.remedy and r.status is not Status.FAILED
                     self.note(r.phase, r.status.value, f"healthy {self.config.passes} times in a row after it"
-                              if cured else r.message)
+                              if cured(phase, r) else r.message)
 
         report = run_phases(self.inventory, [self.host], self.runner, phases,
                             RunSettings(apply=self.gate.apply, gate=self.gate, on_phase=noted))

@@ -89,20 +89,18 @@ def _node_answer(transport: Transport, host: str, cp: str) -> _NodeAnswer | None
     host is no node of the cluster. A node or pod list the control plane answers but cannot be read,
     or a kubectl that fails for this node, is that host's failed read (counted busy); only a failure
     that means no cluster runs there (``cluster_access.no_cluster_here``) raises."""
+    node = None
     try:
         node = read_node(transport, host)
-    except TransportError as exc:
-        if exc.kind is not FailureKind.COMMAND_FAILED or no_cluster_here(exc):
-            raise
-        return _NodeAnswer(unknown=f"its node could not be read through {cp} ({one_line(exc.message)})")
-    if node is None:
-        return None
-    try:
+        if node is None:
+            return None
         listed = read_pods(transport, host)
     except TransportError as exc:
         if exc.kind is not FailureKind.COMMAND_FAILED or no_cluster_here(exc):
             raise
-        return _NodeAnswer(node.unschedulable, unknown=exc.message)
+        if node is not None:  # the pods could not be read
+            return _NodeAnswer(node.unschedulable, unknown=exc.message)
+        return _NodeAnswer(unknown=f"its node could not be read through {cp} ({one_line(exc.message)})")
     holding = tuple(f"{p.ref} ({p.gpus} GPU{'s' if p.gpus != 1 else ''}, "
                     f"{p.controller_kind or 'no controller'} {p.controller_name}".rstrip() + ")"
                     for p in listed if p.gpus and p.controller_kind != "DaemonSet" and not p.finished)
@@ -121,7 +119,7 @@ def _pods(runner: Runner, hosts: Sequence[Host], cluster: Inventory, uses: dict[
         return {host.name: _node_answer(transport, host.name, cp.name) for host in hosts}
 
     (outcome,) = runner.run_task([cp], task, label="health: GPU pods").outcomes
-    if not outcome.ok and outcome.failure is not None and outcome.failure.kind is FailureKind.COMMAND_FAILED \
+    if outcome.failure is not None and outcome.failure.kind is FailureKind.COMMAND_FAILED \
             and no_cluster_here(outcome.failure):
         return  # no cluster runs there: no pod can hold a GPU, the processes say it all
     if not outcome.ok or outcome.value is None:

@@ -434,9 +434,8 @@ def _nvlink_lanes(statuses: Sequence[NVLinkStatus]) -> list[tuple[NVLinkStatus, 
 
 
 def _short(counters: dict[str, dict[str, int]]) -> str:
-    parts = []
-    for link, values in list(counters.items())[:3]:
-        parts.append(f"{link} " + ", ".join(f"{k} {v}" for k, v in values.items() if v))
+    parts = [f"{link} " + ", ".join(f"{k} {v}" for k, v in values.items() if v)
+             for link, values in list(counters.items())[:3]]
     more = f" (+{len(counters) - 3} links)" if len(counters) > 3 else ""
     return "; ".join(parts) + more
 
@@ -578,9 +577,8 @@ def check_pcie(host: HostInput) -> list[Finding]:
     endpoints = [d for d in devices if d.is_gpu or d.is_nic]
     gpus = [d for d in devices if d.is_gpu]
     found: list[Finding] = []
-    switch_of: dict[str, set[str]] = {}
-    for d in endpoints:
-        switch_of[d.address] = {b.address for b in bridges if _behind(b, d) and b.port_type == "Upstream Port"}
+    switch_of = {d.address: {b.address for b in bridges if _behind(b, d) and b.port_type == "Upstream Port"}
+                 for d in endpoints}
     for bridge in bridges:
         if not bridge.acs_redirects or bridge.port_type not in ("Downstream Port", "Upstream Port"):
             continue

@@ -11,7 +11,7 @@ from clusterctl.facts.health_model import DcgmDiag
 from clusterctl.findings import Finding, Severity
 from clusterctl.health.checks import HostInput
 from clusterctl.health.model import HealthOptions
-from clusterctl.health.probe import RC_MISSING, RC_TIMED_OUT, HostProbe, ProbeProblem
+from clusterctl.health.probe import RC_MISSING, RC_TIMED_OUT, ProbeProblem
 from clusterctl.inventory.model import Host
 from clusterctl.transport.base import Transport
 
@@ -46,16 +46,14 @@ def _dcgm_task(options: HealthOptions) -> Callable[[Transport], tuple[object, Pr
 
 def run_dcgm(runner: Runner, hosts: Sequence[Host], inputs: Sequence[HostInput], options: HealthOptions) -> None:
     """Run the DCGM diagnostic on the hosts that answered the level-0 probes; results land on their probes."""
-    reachable = {i.name: i for i in inputs if i.probe is not None}
-    chosen = [h for h in hosts if h.name in reachable]
+    probes = {i.name: i.probe for i in inputs if i.probe is not None}
+    chosen = [h for h in hosts if h.name in probes]
     if not chosen:
         return
     fleet = runner.run_task(chosen, _dcgm_task(options), label=f"health: dcgmi diag -r {options.level}",
                             timeout_s=options.dcgm_timeout_s + 60)
     for outcome in fleet.outcomes:
-        probe: HostProbe | None = reachable[outcome.host.name].probe
-        if probe is None:
-            continue
+        probe = probes[outcome.host.name]
         if not outcome.ok or outcome.value is None:
             reason = outcome.failure.describe() if outcome.failure else "no result"
             probe.problems.append(ProbeProblem("dcgm", "dcgmi", "failed", reason))

@@ -147,10 +147,7 @@ class HealthReport:
         return next((h for h in self.hosts if h.host == name), None)
 
     def counts(self) -> dict[str, int]:
-        counts = {v.value: 0 for v in Verdict}
-        for h in self.hosts:
-            counts[h.verdict.value] += 1
-        return counts
+        return {v.value: sum(1 for h in self.hosts if h.verdict is v) for v in Verdict}
 
     @property
     def ok(self) -> bool:

@@ -46,16 +46,22 @@ class Probe:
     command: str
 
 
+def _journal(since_s: int) -> str:
+    return f"journalctl -k --no-pager -q -o short-iso --since=-{int(since_s)}s"
+
+
+_COUNTER_FILES = " ".join(f"/sys/class/infiniband/*/ports/*/counters/{name}" for name in IB_COUNTERS)
+
+
 def kernel_log_command(since_s: int) -> str:
     """``journalctl -k`` since ``since_s`` ago, root first; ``dmesg -T`` when there is no journal."""
-    journal = f"journalctl -k --no-pager -q -o short-iso --since=-{int(since_s)}s"
+    journal = _journal(since_s)
     return (f"sudo -n {journal} 2>/dev/null || {journal} 2>&1 || sudo -n dmesg -T 2>/dev/null || dmesg -T 2>&1")
 
 
 @functools.lru_cache(maxsize=16)
 def level0_probes(since_s: int, timeout_s: float) -> tuple[Probe, ...]:
     limit = f"timeout {int(max(timeout_s, 1))}"
-    counters = " ".join(f"/sys/class/infiniband/*/ports/*/counters/{name}" for name in IB_COUNTERS)
     return (
         Probe("now", "date", "date '+%Y-%m-%dT%H:%M:%S%z'"),
         Probe("kernel-log", "journalctl", f"{limit} sh -c {shlex.quote(kernel_log_command(since_s))}"),
@@ -63,7 +69,7 @@ def level0_probes(since_s: int, timeout_s: float) -> tuple[Probe, ...]:
         Probe("nvlink-s", "nvidia-smi", f"{limit} nvidia-smi nvlink -s 2>&1"),
         Probe("nvlink-e", "nvidia-smi", f"{limit} nvidia-smi nvlink -e 2>&1"),
         Probe("rdma", "ibstat", f"{limit} sh -c {shlex.quote('ibv_devinfo -v 2>/dev/null || ibstat 2>&1')}"),
-        Probe("ib-counters", "sysfs", f"grep -H . {counters} 2>/dev/null"),
+        Probe("ib-counters", "sysfs", f"grep -H . {_COUNTER_FILES} 2>/dev/null"),
         Probe("lspci", "lspci", f"{limit} lspci -vvv 2>&1"),
     )
 
@@ -74,10 +80,8 @@ def recorded_commands(since_s: int = 86400) -> list[str]:
     A replayed host answers each program of the probe line by its own rule, so these are the
     program calls, without the ``timeout``/``sh -c``/``sudo -n`` around them.
     """
-    counters = " ".join(f"/sys/class/infiniband/*/ports/*/counters/{name}" for name in IB_COUNTERS)
-    return [f"journalctl -k --no-pager -q -o short-iso --since=-{int(since_s)}s", "dmesg -T", "nvidia-smi -q",
-            "nvidia-smi nvlink -s", "nvidia-smi nvlink -e", "ibv_devinfo -v", "ibstat", f"grep -H . {counters}",
-            "lspci -vvv"]
+    return [_journal(since_s), "dmesg -T", "nvidia-smi -q", "nvidia-smi nvlink -s", "nvidia-smi nvlink -e",
+            "ibv_devinfo -v", "ibstat", f"grep -H . {_COUNTER_FILES}", "lspci -vvv"]
 
 
 def probe_command(probes: tuple[Probe, ...]) -> str:
@@ -96,20 +100,8 @@ class ProbeOutput:
 
 def split_probe_output(text: str) -> dict[str, ProbeOutput]:
     """Cut the one command's output back into the probes' outputs and exit statuses."""
-    sections = split_sections(text, "health probe")
-    found = {}
-    for name, section in sections.items():
-        lines = list(section.lines)
-        code: int | None = None
-        while lines and not lines[-1].strip():
-            lines.pop()
-        if lines:
-            match = _RC.match(lines[-1])
-            if match:
-                code = int(match.group(1))
-                lines.pop()
-        found[name] = ProbeOutput(name, "\n".join(lines) + ("\n" if lines else ""), code, section.first_line)
-    return found
+    return {name: _probe_output(name, "\n".join(section.lines), len(section.lines), section.first_line)
+            for name, section in split_sections(text, "health probe").items()}
 
 
 @dataclass(frozen=True)
@@ -144,12 +136,16 @@ class HostProbe:
     #: Probes whose output was longer than a probe may keep: name -> (bytes printed, bytes dropped).
     cut: dict[str, tuple[int, int]] = field(default_factory=dict)
 
-    def problem(self, probe: str) -> ProbeProblem | None:
-        return next((p for p in self.problems if p.probe == probe), None)
+
+#: Probe name -> the ``HostProbe`` attribute its parsed output goes to.
+_ATTRIBUTE = {"kernel-log": "kernel", "nvidia-smi-q": "smi", "nvlink-s": "nvlink", "nvlink-e": "nvlink_errors",
+              "rdma": "rdma", "ib-counters": "ib_counters", "lspci": "pci"}
 
 
 @functools.cache
-def _parsers() -> dict[str, tuple[str, Callable[[str], Any]]]:
+def parsers() -> dict[str, Callable[[str], Any]]:
+    """``HostProbe`` attribute -> the parser of its tool's output (the live probes' and ``health read``'s)."""
+    from clusterctl.facts.dcgmi import parse_dcgmi_diag
     from clusterctl.facts.ib_counters import parse_ib_counters
     from clusterctl.facts.kernel_log import parse_kernel_log
     from clusterctl.facts.lspci import parse_lspci
@@ -158,15 +154,9 @@ def _parsers() -> dict[str, tuple[str, Callable[[str], Any]]]:
     from clusterctl.facts.nvsmi_query import parse_nvidia_smi_q
     from clusterctl.facts.rdma import parse_rdma
 
-    return {
-        "kernel-log": ("kernel", parse_kernel_log),
-        "nvidia-smi-q": ("smi", parse_nvidia_smi_q),
-        "nvlink-s": ("nvlink", parse_nvlink),
-        "nvlink-e": ("nvlink_errors", parse_nvlink_errors),
-        "rdma": ("rdma", parse_rdma),
-        "ib-counters": ("ib_counters", parse_ib_counters),
-        "lspci": ("pci", parse_lspci),
-    }
+    return {"kernel": parse_kernel_log, "smi": parse_nvidia_smi_q, "nvlink": parse_nvlink,
+            "nvlink_errors": parse_nvlink_errors, "rdma": parse_rdma, "ib_counters": parse_ib_counters,
+            "pci": parse_lspci, "dcgm": parse_dcgmi_diag}
 
 
 def _problem(probe: Probe, output: ProbeOutput) -> ProbeProblem | None:
@@ -177,14 +167,11 @@ def _problem(probe: Probe, output: ProbeOutput) -> ProbeProblem | None:
     if code == RC_MISSING or ("not found" in output.text and code not in (0, None)):
         tool = "journalctl and dmesg" if probe.name == "kernel-log" else (_missing_tool(output.text) or probe.tool)
         return ProbeProblem(probe.name, tool, "missing", f"{tool}: command not found")
-    if code not in (0, None) and not output.text.strip():
-        return ProbeProblem(probe.name, probe.tool, "failed", f"exit code {code}")
-    if code not in (0, None) or not output.text.strip():
-        result = CommandResult(probe.command, output.text, "", code if code is not None else 0, 0.0)
-        reason = missing_reason(result) if code not in (0, None) else None
-        if reason or not output.text.strip():
-            return ProbeProblem(probe.name, probe.tool, "failed", reason or "no output")
-    return None
+    failed, empty = code not in (0, None), not output.text.strip()
+    if empty:
+        return ProbeProblem(probe.name, probe.tool, "failed", f"exit code {code}" if failed else "no output")
+    reason = missing_reason(CommandResult(probe.command, output.text, "", code or 0, 0.0)) if failed else None
+    return ProbeProblem(probe.name, probe.tool, "failed", reason) if reason else None
 
 
 def _missing_tool(text: str) -> str | None:
@@ -199,7 +186,7 @@ def read_probes(text: str, probes: tuple[Probe, ...]) -> HostProbe:
 
 def read_probe_outputs(found: dict[str, ProbeOutput], probes: tuple[Probe, ...]) -> HostProbe:
     """``read_probes`` of an output already cut into the probes' outputs (``ProbeCollector.outputs``)."""
-    parsers = _parsers()
+    parse = parsers()
     probe = HostProbe()
     for p in probes:
         output = found.get(p.name)
@@ -218,10 +205,10 @@ def read_probe_outputs(found: dict[str, ProbeOutput], probes: tuple[Probe, ...])
         if trouble is not None:
             probe.problems.append(trouble)
             continue
-        attribute, parse = parsers[p.name]
+        attribute = _ATTRIBUTE[p.name]
         try:
             # Alike hosts print identical outputs (the same nvlink -s on every node): parsed once, as survey does.
-            setattr(probe, attribute, parse_shared(parse, output.text))
+            setattr(probe, attribute, parse_shared(parse[attribute], output.text))
         except ParseError as exc:
             probe.problems.append(ProbeProblem(p.name, p.tool, "unparsable", str(exc)))
     return probe

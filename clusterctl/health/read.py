@@ -17,7 +17,7 @@ from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.model import warnings_of
 from clusterctl.health.checks import HostInput
 from clusterctl.health.model import HealthReport
-from clusterctl.health.probe import HostProbe
+from clusterctl.health.probe import HostProbe, parsers
 from clusterctl.plain_json import to_plain
 
 
@@ -26,28 +26,23 @@ def _has(pattern: str) -> Callable[[str], bool]:
     return lambda text: bool(compiled.search(text))
 
 
-def _formats() -> list[tuple[str, str, Callable[[str], bool], Callable[[str], Any]]]:
-    from clusterctl.facts.dcgmi import looks_like_dcgmi, parse_dcgmi_diag
-    from clusterctl.facts.ib_counters import parse_ib_counters
-    from clusterctl.facts.kernel_log import parse_kernel_log
-    from clusterctl.facts.lspci import parse_lspci
-    from clusterctl.facts.nvlink import parse_nvlink
-    from clusterctl.facts.nvlink_errors import parse_nvlink_errors
-    from clusterctl.facts.nvsmi_query import looks_like_nvidia_smi_q, parse_nvidia_smi_q
-    from clusterctl.facts.rdma import parse_rdma
+def _formats() -> list[tuple[str, str, Callable[[str], bool]]]:
+    """(what the tool is called, the ``HostProbe`` attribute its output goes to, whether a text is one)."""
+    from clusterctl.facts.dcgmi import looks_like_dcgmi
+    from clusterctl.facts.nvsmi_query import looks_like_nvidia_smi_q
 
     return [
-        ("dcgmi diag", "dcgm", looks_like_dcgmi, parse_dcgmi_diag),
-        ("nvidia-smi -q", "smi", looks_like_nvidia_smi_q, parse_nvidia_smi_q),
-        ("nvidia-smi nvlink -e", "nvlink_errors", _has(r"Link \d+: [A-Za-z][\w /-]*: \d+"), parse_nvlink_errors),
-        ("nvidia-smi nvlink -s", "nvlink", _has(r"Link \d+: (?:[\d.]+ GB/s|<inactive>)"), parse_nvlink),
+        ("dcgmi diag", "dcgm", looks_like_dcgmi),
+        ("nvidia-smi -q", "smi", looks_like_nvidia_smi_q),
+        ("nvidia-smi nvlink -e", "nvlink_errors", _has(r"Link \d+: [A-Za-z][\w /-]*: \d+")),
+        ("nvidia-smi nvlink -s", "nvlink", _has(r"Link \d+: (?:[\d.]+ GB/s|<inactive>)")),
         ("lspci -vvv", "pci", _has(r"^\s*(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] [^:]+: .*\n(?:\s+.*\n)*?\s+"
-                                   r"(?:Control:|Capabilities:|LnkSta:|Subsystem:)"), parse_lspci),
+                                   r"(?:Control:|Capabilities:|LnkSta:|Subsystem:)")),
         ("InfiniBand counters", "ib_counters", _has(r"/sys/class/infiniband/\S+/counters/\w+:\s*\d+|"
-                                                    r"# Port (?:extended )?counters"), parse_ib_counters),
-        ("ibstat / ibv_devinfo", "rdma", _has(r"^\s*(?:CA '|hca_id:)"), parse_rdma),
+                                                    r"# Port (?:extended )?counters")),
+        ("ibstat / ibv_devinfo", "rdma", _has(r"^\s*(?:CA '|hca_id:)")),
         ("kernel log", "kernel", _has(r"NVRM|SXid|nvidia-nvswitch|kernel:|^\s*\[\s*\d+\.\d+\]|"
-                                      r"^\s*\[[A-Z][a-z]{2} [A-Z][a-z]{2}"), parse_kernel_log),
+                                      r"^\s*\[[A-Z][a-z]{2} [A-Z][a-z]{2}")),
     ]
 
 
@@ -67,9 +62,9 @@ def read_outputs(texts: Sequence[tuple[str, str]], *, host: str = "input") -> tu
         if chosen is None:
             raise UsageError("not recognised as nvidia-smi -q, a kernel log, nvidia-smi nvlink -s/-e, ibstat, "
                              "InfiniBand counters, perfquery, lspci -vvv or dcgmi diag output", file=name)
-        label, attribute, _, parse = chosen
+        label, attribute, _ = chosen
         try:
-            value = parse(text)
+            value = parsers()[attribute](text)
         except ParseError as exc:
             raise UsageError(f"{label} output could not be read: {exc.reason}", file=name, line=exc.line) from exc
         if getattr(probe, attribute) is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from clusterctl.findings import Finding, Severity
@@ -90,14 +91,9 @@ def run_health(hosts: Sequence[Host], runner: Runner, options: HealthOptions | N
     checked = {h.name for h in hosts}
     probed = [*hosts, *(p for p in peers if p.name not in checked)]
 
-    def task(transport: Transport) -> HostProbe:
-        return probe_host(transport, options)
-
-    fleet = runner.run_task(probed, task, label="health", timeout_s=budget)
-    inputs = []
-    for outcome in fleet.outcomes:
-        failure = outcome.failure.describe() if outcome.failure else None
-        inputs.append(HostInput(outcome.host.name, outcome.value if outcome.ok else None, failure))
+    fleet = runner.run_task(probed, partial(probe_host, options=options), label="health", timeout_s=budget)
+    inputs = [HostInput(o.host.name, o.value if o.ok else None, o.failure.describe() if o.failure else None)
+              for o in fleet.outcomes]
     extra: dict[str, list[Finding]] = {}
     tested = list(hosts)
     if options.level >= 2 and not options.force:

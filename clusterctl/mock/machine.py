@@ -219,14 +219,9 @@ class MockMachine:
         first = self._first_match(lines)
         if first is None:
             return None
-        chosen: Rule | None = None
-        count = 0
-        if first.replays_plainly:
-            # A plain recorded answer changes no state: no lock, no write (survey replays
-            # dozens of these per host).
-            chosen = first
-        else:
-            chosen, count = self._take_rule(lines)
+        # A plain recorded answer changes no state: no lock, no write (survey replays dozens of
+        # these per host).
+        chosen, count = (first, 0) if first.replays_plainly else self._take_rule(lines)
         if chosen is None:
             return None
         if chosen.delay_s:

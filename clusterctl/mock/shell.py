@@ -543,7 +543,6 @@ class Shell:
             my_err: list[bytes] = []
             saved = self.errexit
             code = 0
-            ran = False
             try:
                 for condition, body in command.branches:
                     self.errexit = False
@@ -551,10 +550,10 @@ class Shell:
                     self.errexit = saved
                     if cond_code == 0:
                         code = self.run_sequence(body, stdin, my_out, my_err)
-                        ran = True
                         break
-                if not ran and command.otherwise:
-                    code = self.run_sequence(command.otherwise, stdin, my_out, my_err)
+                else:
+                    if command.otherwise:
+                        code = self.run_sequence(command.otherwise, stdin, my_out, my_err)
             except ExitShell:
                 self._redirect(command.redirects, b"".join(my_out), b"".join(my_err), 0, out, err, stdin)
                 raise
@@ -567,8 +566,7 @@ class Shell:
         values = {name: self.expand(word)[0] if word.segments else "" for name, word in command.assigns}
         if not argv:
             self.env.update(values)
-            code = 0
-            return self._redirect(command.redirects, b"", b"", code, out, err, stdin)
+            return self._redirect(command.redirects, b"", b"", 0, out, err, stdin)
         env = {**self.env, **values}
         o, e, code = self.builtin(argv, stdin, env)
         self.status = code

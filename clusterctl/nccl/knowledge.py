@@ -116,9 +116,8 @@ class VariableInfo:
 
     def values_for(self, version: NcclVersion | None) -> tuple[str, ...]:
         """The accepted values ``version`` knows (all of them when the version is unknown)."""
-        if version is None:
-            return self.values
-        return tuple(v for v in self.values if v not in self.value_since or version >= self.value_since[v])
+        return self.values if version is None else tuple(
+            v for v in self.values if v not in self.value_since or version >= self.value_since[v])
 
 
 class KnowledgeBase:
@@ -171,9 +170,7 @@ class KnowledgeBase:
     def is_living(self, info: VariableInfo, version: NcclVersion | None) -> bool:
         if info.scope != "core":
             return True
-        if version is None:
-            return info.removed is None
-        return info.read_by(version)
+        return info.removed is None if version is None else info.read_by(version)
 
     def successor(self, info: VariableInfo, version: NcclVersion | None) -> str | None:
         """The living variable that replaced ``info`` (following replacements), if any."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from clusterctl.findings import Finding, Severity, has_errors
+from clusterctl.findings import Finding, Severity, fails
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -34,7 +34,7 @@ def health_findings(runner: Runner, hosts: Sequence[Host], level: int = 1,
     found: dict[str, list[Finding]] = {h.name: [] for h in hosts}
     for checked in report.hosts:
         findings = list(checked.findings)
-        if checked.verdict is Verdict.UNKNOWN and not has_errors(findings):
+        if checked.verdict is Verdict.UNKNOWN and not fails(findings):
             findings.append(Finding(Severity.ERROR, "HEALTH_UNKNOWN", f"health could not check it: {checked.reason}",
                                     host=checked.host))
         found[checked.host] = findings

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from clusterctl.bootstrap.cluster.settings import first_control_plane
 from clusterctl.changes import ChangeFailed, Gate, GateRecord
 from clusterctl.cluster_access import on_control_plane, read_node
-from clusterctl.findings import Finding, Severity, has_errors
+from clusterctl.findings import Finding, Severity, fails
 from clusterctl.quarantine import node_ops, slurm
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def health_and_nccl_checks(level: int = 1, peers: Sequence[Host] = ()) -> Releas
         found: dict[str, list[Finding]] = {h.name: [] for h in hosts}
         for name, findings in health_findings(runner, hosts, level, peers).items():
             found[name] += findings
-        passed = [h for h in hosts if not has_errors(found[h.name])]
+        passed = [h for h in hosts if not fails(found[h.name])]
         # The NCCL test only on hosts whose health passed: a broken host need not be benchmarked.
         for name, findings in nccl_findings(runner, passed).items():
             found[name] += findings

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from clusterctl.errors import ParseError
@@ -154,8 +155,4 @@ def collect_fleet(
     gpu_reader: GPUReader | None = None,
 ) -> FleetResult[HostFacts]:
     chosen = tuple(facts) if facts is not None else survey_facts()
-
-    def task(transport: Transport) -> HostFacts:
-        return collect_host_facts(transport, chosen, gpu_reader=gpu_reader)
-
-    return runner.run_task(hosts, task, label="survey")
+    return runner.run_task(hosts, partial(collect_host_facts, facts=chosen, gpu_reader=gpu_reader), label="survey")

@@ -32,37 +32,28 @@ from clusterctl.survey.checks.nic import check_locality, check_nics
 from clusterctl.survey.checks.reachability import check_missing_facts, check_partial_facts, check_reachability
 from clusterctl.survey.checks.stack import check_stack
 
-__all__ = ["fleet_findings", "host_findings"]
+__all__ = ["fleet_findings"]
 
 
 # --- all together ----------------------------------------------------------------------
 
 
-def host_findings(state: SurveyedHost, fleet: Sequence[SurveyedHost], baseline: FleetBaseline | None = None
-                  ) -> list[Finding]:
-    """Every finding for one host; ``fleet`` holds all surveyed hosts (``state`` included).
-
-    Pass the fleet's ``baseline`` when judging several hosts of it: building one reads the whole fleet.
-    """
-    if state.facts is None:
-        return check_reachability(state)
-    if baseline is None:
-        baseline = FleetBaseline(fleet)
-    found = [
-        *check_missing_facts(state, baseline),
-        *check_partial_facts(state),
-        *check_gpu_inventory(state, baseline),
-        *check_nvlink_pairs(state, baseline),
-        *check_nvlink_lanes(state, baseline),
-        *check_pcie(state, baseline),
-        *check_gpu_health(state),
-        *check_nics(state, baseline),
-        *check_locality(state, baseline),
-        *check_stack(state, baseline),
-    ]
-    return sorted(found, key=Finding.sort_key)
-
-
 def fleet_findings(fleet: Sequence[SurveyedHost]) -> list[Finding]:
+    """Every finding for every surveyed host, each judged alone and against the fleet's baseline (built once:
+    building one reads the whole fleet)."""
     baseline = FleetBaseline(fleet)
-    return sorted((f for state in fleet for f in host_findings(state, fleet, baseline)), key=Finding.sort_key)
+    found: list[Finding] = []
+    for state in fleet:
+        found += check_reachability(state) if state.facts is None else [
+            *check_missing_facts(state, baseline),
+            *check_partial_facts(state),
+            *check_gpu_inventory(state, baseline),
+            *check_nvlink_pairs(state, baseline),
+            *check_nvlink_lanes(state, baseline),
+            *check_pcie(state, baseline),
+            *check_gpu_health(state),
+            *check_nics(state, baseline),
+            *check_locality(state, baseline),
+            *check_stack(state, baseline),
+        ]
+    return sorted(found, key=Finding.sort_key)

@@ -148,14 +148,9 @@ class GraphFiles:
         return f"graph {self.host}: {made}" + (f" ({self.note})" if self.note else "")
 
 
-def write_graphs(
-    folder: str | Path,
-    topologies: dict[str, HostTopology],
-    *,
-    formats: tuple[str, ...] = ("svg", "png"),
-    marks: Mapping[str, Marks] | None = None,
-) -> list[GraphFiles]:
-    """Write ``HOST.dot`` (and ``HOST.svg``/``.png`` when ``dot`` exists) for every host."""
+def write_report_graphs(folder: str | Path, report: SurveyReport) -> list[GraphFiles]:
+    """Write ``HOST.dot`` (and ``HOST.svg``/``.png`` when ``dot`` exists) for every host of a survey (or
+    ``topo show``) report whose topology is known."""
     out = Path(folder)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -163,13 +158,16 @@ def write_graphs(
         raise UsageError(f"cannot create the graph folder ({exc.strerror})", file=str(out)) from exc
     dot_program = shutil.which("dot")
     written: list[GraphFiles] = []
-    for name, topology in topologies.items():
+    for host in report.hosts:
+        name, topology = host.name, host.state.topology
+        if topology is None:
+            continue
         stem = _SAFE_NAME.sub("_", name) or "host"
         dot_path = out / f"{stem}.dot"
-        dot_path.write_text(host_dot(name, topology, (marks or {}).get(name)))
+        dot_path.write_text(host_dot(name, topology, Marks.from_findings(host.findings)))
         rendered: list[Path] = []
         note = None if dot_program else "Graphviz 'dot' not installed: only .dot written"
-        for fmt in formats if dot_program else ():
+        for fmt in ("svg", "png") if dot_program else ():
             target = out / f"{stem}.{fmt}"
             try:
                 subprocess.run([dot_program or "dot", f"-T{fmt}", "-o", str(target), str(dot_path)],
@@ -179,10 +177,3 @@ def write_graphs(
                 note = f"dot -T{fmt} failed: {exc}"
         written.append(GraphFiles(name, dot_path, tuple(rendered), note))
     return written
-
-
-def write_report_graphs(folder: str | Path, report: SurveyReport) -> list[GraphFiles]:
-    """The graphs of every host of a survey (or ``topo show``) report whose topology is known."""
-    topologies = {h.name: h.state.topology for h in report.hosts if h.state.topology is not None}
-    marks = {h.name: Marks.from_findings(h.findings) for h in report.hosts}
-    return write_graphs(folder, topologies, marks=marks)

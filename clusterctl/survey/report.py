@@ -66,13 +66,11 @@ def matrix_to_json(topology: HostTopology) -> dict[str, Any]:
 
 def _gpus_json(state: SurveyedHost) -> list[dict[str, Any]]:
     topology = state.topology
-    by_index: dict[int, dict[str, Any]] = {}
-    for g in topology.gpus if topology else ():
-        by_index[g.index] = {
-            "index": g.index, "label": g.label, "numa_node": g.numa_node, "cpu_affinity": g.cpu_affinity,
-            "nearest_nics": list(g.nearest_nics), "nic_link": g.nic_link,
-            "nvlink_peers": [{"gpu": peer, "nvlinks": count} for peer, count in g.nvlink_peers],
-        }
+    by_index: dict[int, dict[str, Any]] = {g.index: {
+        "index": g.index, "label": g.label, "numa_node": g.numa_node, "cpu_affinity": g.cpu_affinity,
+        "nearest_nics": list(g.nearest_nics), "nic_link": g.nic_link,
+        "nvlink_peers": [{"gpu": peer, "nvlinks": count} for peer, count in g.nvlink_peers],
+    } for g in (topology.gpus if topology else ())}
     for info in state.gpus or ():
         record = by_index.setdefault(info.index, {"index": info.index, "label": f"GPU{info.index}"})
         record.update({
@@ -88,10 +86,9 @@ def _gpus_json(state: SurveyedHost) -> list[dict[str, Any]]:
 def _nics_json(state: SurveyedHost) -> list[dict[str, Any]]:
     topology = state.topology
     fabric = fabric_hcas(state)
-    records: dict[str, dict[str, Any]] = {}
-    for n in topology.nics if topology else ():
-        records[n.name] = {"name": n.name, "label": n.label, "numa_node": n.numa_node,
-                           "nearest_gpus": list(n.nearest_gpus), "gpu_link": n.gpu_link}
+    records: dict[str, dict[str, Any]] = {n.name: {"name": n.name, "label": n.label, "numa_node": n.numa_node,
+                                                  "nearest_gpus": list(n.nearest_gpus), "gpu_link": n.gpu_link}
+                                          for n in (topology.nics if topology else ())}
     facts = state.facts
     for device in (facts.rdma if facts else None) or ():
         record = records.setdefault(device.hca, {"name": device.hca, "label": None, "numa_node": None,
@@ -126,8 +123,7 @@ def _ipv4(state: SurveyedHost) -> dict[str, tuple[str, ...]]:
     return {str(k): tuple(v) for k, v in found.items() if k != "lo"}
 
 
-def host_to_json(host: HostReport, *, with_matrix: bool = True, shared: MadeOnce | None = None
-                 ) -> dict[str, Any]:
+def host_to_json(host: HostReport, *, shared: MadeOnce | None = None) -> dict[str, Any]:
     state = host.state
     topology = state.topology
     facts = state.facts
@@ -162,8 +158,7 @@ def host_to_json(host: HostReport, *, with_matrix: bool = True, shared: MadeOnce
         # Every interface with an IPv4 address (management, IPoIB, RoCE): NCCL_SOCKET_IFNAME is chosen from these.
         "interfaces": [{"name": name, "ipv4": list(found)} for name, found in _ipv4(state).items()],
         "stack": parts.get(("stack", id(stack)), lambda: to_plain(stack)) if stack else None,
-        "matrix": parts.get(("matrix", id(topology)), lambda: matrix_to_json(topology))
-        if topology and with_matrix else None,
+        "matrix": parts.get(("matrix", id(topology)), lambda: matrix_to_json(topology)) if topology else None,
         "missing": [{"fact": m.fact, "reason": m.reason} for m in (facts.missing if facts else ())],
         # What a parser could not read of a fact it read in part (line numbers of the tool's output).
         "parse_warnings": [{"fact": fact, **w.to_json()} for fact, found in (facts.warnings if facts else {}).items()

@@ -5,41 +5,37 @@ from __future__ import annotations
 import datetime
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Host
 from clusterctl.survey.advice import AdviceHost, LayoutAdvice, advise
-from clusterctl.survey.checks.host import SurveyedHost
+from clusterctl.survey.checks.host import MadeOnce, SurveyedHost
 from clusterctl.survey.collect import GPUReader, HostFacts, collect_fleet
 from clusterctl.survey.findings import fleet_findings
 from clusterctl.survey.report import HostReport, SurveyReport
-from clusterctl.survey.topology import HostTopology, build_topology
+from clusterctl.survey.topology import build_topology
 
 if TYPE_CHECKING:
     from clusterctl.fanout import FleetResult, Runner
 
 
 def host_state(host: Host, facts: HostFacts | None, failure: str | None = None, *,
-               analysed: dict[int, HostTopology] | None = None) -> SurveyedHost:
-    """One host's facts with its topology analysed. ``analysed`` (matrix ``id`` -> topology) lets
-    hosts whose matrices are one parsed object share one analysis: alike hosts print the same
-    ``nvidia-smi topo -m`` and get the same matrix object (``facts.shared``), and the analysis is a
-    pure function of it. The caller keeps those matrices alive, so their ids stay theirs."""
+               analysed: MadeOnce | None = None) -> SurveyedHost:
+    """One host's facts with its topology analysed. ``analysed`` lets hosts whose matrices are one
+    parsed object share one analysis: alike hosts print the same ``nvidia-smi topo -m`` and get the
+    same matrix object (``facts.shared``), and the analysis is a pure function of it."""
     matrix = facts.topology if facts else None
     topology = None
     if matrix is not None:
-        topology = analysed.get(id(matrix)) if analysed is not None else None
-        if topology is None:
-            topology = build_topology(matrix)
-            if analysed is not None:
-                analysed[id(matrix)] = topology
+        topology = (analysed or MadeOnce()).get(id(matrix), partial(build_topology, matrix), holding=matrix)
     return SurveyedHost(host=host, facts=facts, topology=topology, failure=failure)
 
 
 def states_from_fleet(fleet: FleetResult[HostFacts]) -> list[SurveyedHost]:
-    analysed: dict[int, HostTopology] = {}
+    analysed = MadeOnce()
     return [host_state(outcome.host, outcome.value if outcome.ok else None,
                        outcome.failure.describe() if outcome.failure else None, analysed=analysed)
             for outcome in fleet.outcomes]

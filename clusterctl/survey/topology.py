@@ -213,10 +213,7 @@ def build_topology(matrix: TopoMatrix) -> HostTopology:
     """Everything the survey derives from one matrix."""
     graph = _nvlink_graph(matrix)
     links_by_labels = link_index(matrix)
-
-    def cell(a: str, b: str) -> TopoLink | None:
-        return links_by_labels.get((a, b))
-
+    cell = links_by_labels.get
     nic_devices = matrix.nics
     gpu_devices = matrix.gpus
     gpus: list[GPUPlacement] = []
@@ -227,7 +224,7 @@ def build_topology(matrix: TopoMatrix) -> HostTopology:
         links = [
             (nic.device_name or nic.label, link)
             for nic in nic_devices
-            if (link := cell(device.label, nic.label)) is not None
+            if (link := cell((device.label, nic.label))) is not None
         ]
         nic_link, nearest = _best(links)
         gpus.append(
@@ -246,7 +243,7 @@ def build_topology(matrix: TopoMatrix) -> HostTopology:
         links = [
             (device.label, link)
             for device in gpu_devices
-            if (link := cell(nic.label, device.label) or cell(device.label, nic.label)) is not None
+            if (link := cell((nic.label, device.label)) or cell((device.label, nic.label))) is not None
         ]
         gpu_link, nearest_labels = _best(links)
         local = [(label, link) for label, link in links if link.kind in SAME_NUMA_CLASSES]

@@ -9,6 +9,7 @@ host key, authentication, timeout), with a ``FailureKind`` a user can act on.
 from __future__ import annotations
 
 import shlex
+import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -294,8 +295,12 @@ class Transport:
             return line, stdin_with_password(password, stdin)
         return line, stdin
 
-    def check_sudo(self, result: CommandResult, *, sudo: bool) -> CommandResult:
-        """Raise when sudo itself refused (a password needed or rejected); else the result."""
+    def finish(self, command: str, out: bytes, err: bytes, exit_code: int, start: float, *, sudo: bool
+               ) -> CommandResult:
+        """The result of a command that ran (its output decoded, ``start``: ``time.monotonic()`` when it
+        began); raises when sudo itself refused (a password needed or rejected)."""
+        result = CommandResult(command, out.decode(errors="replace"), err.decode(errors="replace"), exit_code,
+                               round(time.monotonic() - start, 4))
         if sudo:
             refusal = sudo_refusal(self.host.name, result, had_password=self.sudo_password is not None)
             if refusal is not None:
@@ -340,11 +345,8 @@ class Transport:
         result = self.run("sh -c " + shlex.quote(script), sudo=sudo, stdin=data)
         if not result.ok:
             raise _failed("write", path, result)
-        backup_path = None
-        for line in result.stdout.splitlines():
-            if line.startswith("backup:"):
-                backup_path = line[len("backup:") :]
-        return PutResult(path=path, changed="changed" in result.stdout.split(), backup_path=backup_path)
+        kept = [line[len("backup:") :] for line in result.stdout.splitlines() if line.startswith("backup:")]
+        return PutResult(path=path, changed="changed" in result.stdout.split(), backup_path=kept[-1] if kept else None)
 
     def get(self, path: str, *, sudo: bool = False) -> bytes | None:
         """Content of ``path``, byte for byte, or ``None`` when there is no such file.

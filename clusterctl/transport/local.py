@@ -8,6 +8,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
 from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
@@ -43,8 +44,9 @@ class LocalTransport(Transport):
         with self._lock:
             self._running.add(proc)
         out, err = captures(request.max_output, request.on_line)
-        readers = [_reader(proc.stdout, out), _reader(proc.stderr, err)]
-        writer = _writer(proc.stdin, feed) if feed is not None else None
+        threads = [_thread(_read, proc.stdout, out), _thread(_read, proc.stderr, err)]
+        if feed is not None:
+            threads.append(_thread(_write, proc.stdin, feed))
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired as exc:
@@ -53,18 +55,11 @@ class LocalTransport(Transport):
                 FailureKind.TIMED_OUT, f"no answer within {seconds(timeout)} (the command was stopped): {command}"
             ) from exc
         finally:
-            for thread in [*readers, *([writer] if writer else [])]:
+            for thread in threads:
                 thread.join(timeout=5.0)
             with self._lock:
                 self._running.discard(proc)
-        result = CommandResult(
-            command,
-            out.value().decode(errors="replace"),
-            err.value().decode(errors="replace"),
-            proc.returncode,
-            round(time.monotonic() - start, 4),
-        )
-        return self.check_sudo(result, sudo=as_root)
+        return self.finish(command, out.value(), err.value(), proc.returncode, start, sudo=as_root)
 
     def _running_now(self) -> list[subprocess.Popen[bytes]]:
         with self._lock:
@@ -94,25 +89,23 @@ def _stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
             continue
 
 
-def _reader(stream: IO[bytes] | None, into: CappedOutput) -> threading.Thread:
-    def read() -> None:
-        assert stream is not None
-        with stream:
-            while chunk := stream.read1(65536):  # type: ignore[attr-defined]
-                into.add(chunk)
-        into.flush()
-
-    thread = threading.Thread(target=read, daemon=True, name="clusterctl-local-read")
-    thread.start()
-    return thread
+def _read(stream: IO[bytes] | None, into: CappedOutput) -> None:
+    assert stream is not None
+    with stream:
+        while chunk := stream.read1(65536):  # type: ignore[attr-defined]
+            into.add(chunk)
+    into.flush()
 
 
-def _writer(stream: IO[bytes] | None, data: bytes) -> threading.Thread:
-    def write() -> None:
-        assert stream is not None
-        with contextlib.suppress(BrokenPipeError, OSError), stream:
-            stream.write(data)
+def _write(stream: IO[bytes] | None, data: bytes) -> None:
+    assert stream is not None
+    with contextlib.suppress(BrokenPipeError, OSError), stream:
+        stream.write(data)
 
-    thread = threading.Thread(target=write, daemon=True, name="clusterctl-local-write")
+
+def _thread(work: Callable[..., None], *args: object) -> threading.Thread:
+    """``work(*args)`` on a daemon thread, named ``clusterctl-local-read`` (or ``-write``) after it."""
+    name = "clusterctl-local" + work.__name__.replace("_", "-")
+    thread = threading.Thread(target=work, args=args, daemon=True, name=name)
     thread.start()
     return thread

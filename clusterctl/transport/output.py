@@ -155,17 +155,12 @@ class LineSplitter:
             return
         on_line, stream, mask, add_text = self.on_line, self.stream, self._mask, self._add_text
         try:
-            if not self._masks_any():
-                if add_text is not None:
-                    add_text(stream, text)
-                    return
-                lines = text.split("\n")
-            else:  # masked line by line, as a receiver of single lines would see them
-                lines = [mask(line) for line in text.split("\n")]
-                if add_text is not None:
-                    add_text(stream, "\n".join(lines))
-                    return
-            for line in lines:
+            if self._masks_any():  # masked line by line, as a receiver of single lines would see them
+                text = "\n".join(mask(line) for line in text.split("\n"))
+            if add_text is not None:
+                add_text(stream, text)
+                return
+            for line in text.split("\n"):
                 on_line(stream, line)
         except Exception:  # a closed stdout (| head): stop listening, never stop reading the command
             self._failed = True

@@ -57,9 +57,9 @@ READERS = [
 
 @pytest.mark.parametrize(("attribute", "tool", "name"), READERS, ids=[f"{t}/{n}" for _, t, n in READERS])
 def test_every_field_each_parser_reads_reaches_health_read_json(attribute: str, tool: str, name: str) -> None:
-    from clusterctl.health.read import _formats
+    from clusterctl.health.probe import parsers
 
-    parse = next(f[3] for f in _formats() if f[1] == attribute)
+    parse = parsers()[attribute]
     parsed = parse(read_fixture(tool, name))
     data, _ = _read((tool, name))
     reading = _host(data)["readings"][attribute]
@@ -236,10 +236,10 @@ def test_the_command_line_prints_the_same_readings() -> None:
     host = _host(printed)
     assert set(host["readings"]) == {"rdma", "dcgm", "nvlink"}
     for attribute, (tool, name) in zip(("rdma", "dcgm", "nvlink"), files, strict=True):
-        from clusterctl.health.read import _formats
+        from clusterctl.health.probe import parsers
 
-        parse = next(f[3] for f in _formats() if f[1] == attribute)
-        assert json_holds(parse(read_fixture(tool, name)), host["readings"][attribute]["result"], attribute) > 0
+        parsed = parsers()[attribute](read_fixture(tool, name))
+        assert json_holds(parsed, host["readings"][attribute]["result"], attribute) > 0
 
 
 def test_the_recorded_pending_remap_with_an_arrow_makes_the_host_unhealthy() -> None:

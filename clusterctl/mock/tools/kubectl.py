@@ -224,6 +224,7 @@ def run(ctx: ToolContext) -> ToolResult:
 
         return ctx.fail(recording("kubectl-refused.txt", endpoint=endpoint))
     namespace = options.get("--namespace", "default")
+    pods = kube.get("pods") or {}
     from clusterctl.mock.tools import kubectl_lease
 
     if words[:1] == ["exec"] and len(words) == 2 and namespace == "kube-system":
@@ -258,10 +259,8 @@ def run(ctx: ToolContext) -> ToolResult:
         return _apply(ctx, options, flags)
     if words[:1] == ["get"] and len(words) >= 2:
         if words[1] in ("pod", "pods") and len(words) >= 3:
-            pod = (kube.get("pods") or {}).get(f"{namespace}/{words[2]}")
-            if pod is None:
-                return _not_found("pod", words[2])
-            return ctx.ok(str(pod.get("phase", "")))
+            pod = pods.get(f"{namespace}/{words[2]}")
+            return _not_found("pod", words[2]) if pod is None else ctx.ok(str(pod.get("phase", "")))
         kind, name = _type_name(words[1])
         ns = "" if kind in CLUSTER_SCOPED else namespace
         if _key(kind, ns, name) not in (kube.get("objects") or {}):
@@ -274,18 +273,15 @@ def run(ctx: ToolContext) -> ToolResult:
         return ctx.ok(f'daemon set "{name}" successfully rolled out\n')
     if words[:1] == ["wait"] and len(words) >= 2:
         kind, name = _type_name(words[1])
-        pod = (kube.get("pods") or {}).get(f"{namespace}/{name}")
-        wanted = options.get("--for", "").rsplit("=", 1)[-1]
+        pod = pods.get(f"{namespace}/{name}")
         if pod is None:
             return _not_found("pod", name)
-        if pod.get("phase") == wanted:
+        if pod.get("phase") == options.get("--for", "").rsplit("=", 1)[-1]:
             return ctx.ok(f"pod/{name} condition met\n")
         return ctx.fail(f"error: timed out waiting for the condition on pods/{name}\n")
     if words[:1] == ["logs"] and len(words) >= 2:
-        pod = (kube.get("pods") or {}).get(f"{namespace}/{words[1]}")
-        if pod is None:
-            return _not_found("pod", words[1])
-        return ctx.ok(str(pod.get("logs", "")))
+        pod = pods.get(f"{namespace}/{words[1]}")
+        return _not_found("pod", words[1]) if pod is None else ctx.ok(str(pod.get("logs", "")))
     if words[:1] == ["delete"] and len(words) >= 2 and all("/" in w for w in words[1:]):
         return _delete_objects(ctx, words[1:], namespace, flags)
     if words[:2] == ["delete", "pod"] and len(words) >= 3:

@@ -180,9 +180,7 @@ def _gpu_nic_order(nics: Sequence[NicFacts]) -> str:
         pairs.append(f"GPU{gpu}->{nic.hca}")
     if not pairs:
         return "no topology, by name"
-    if len(pairs) > 3:
-        return f"{pairs[0]} ... {pairs[-1]}"
-    return ", ".join(pairs)
+    return f"{pairs[0]} ... {pairs[-1]}" if len(pairs) > 3 else ", ".join(pairs)
 
 
 def _plan_hca(host: TuneHost, plan: _HostPlan, fleet_rate: float | None) -> None:

@@ -84,12 +84,8 @@ def _gpu_links(matrix: TopoMatrix | None, nic_name: str) -> tuple[tuple[int, str
     label = next((d.label for d in matrix.nics if (d.device_name or d.label) == nic_name), None)
     if label is None:
         return ()
-    links: list[tuple[int, str]] = []
-    for gpu in matrix.gpus:
-        link = matrix.link(gpu.label, label) or matrix.link(label, gpu.label)
-        if link is not None:
-            links.append((gpu.index, "SYS" if link.kind == "SOC" else link.kind))
-    return tuple(links)
+    return tuple((gpu.index, "SYS" if link.kind == "SOC" else link.kind) for gpu in matrix.gpus
+                 if (link := matrix.link(gpu.label, label) or matrix.link(label, gpu.label)) is not None)
 
 
 def nics_from_facts(

@@ -117,10 +117,8 @@ def check_pcie(state: SurveyedHost, baseline: FleetBaseline) -> list[Finding]:
         # Idle GPUs drop the PCIe generation to save power: only one below its peers is noted.
         if gen and gen_max and gen < gen_max and expected_gen is not None and gen < expected_gen:
             slow_gen.append({"gpu": gpu.index, "gen": gen, "gen_max": gen_max, "peers_gen": expected_gen})
-    out: list[Finding] = []
-    for item in narrow:
-        out.append(finding(Severity.ERROR, "PCIE_DOWNTRAINED", state.name,
-                           f"GPU{item['gpu']} PCIe link x{item['width']} of x{item['width_max']}", **item))
+    out = [finding(Severity.ERROR, "PCIE_DOWNTRAINED", state.name,
+                   f"GPU{item['gpu']} PCIe link x{item['width']} of x{item['width_max']}", **item) for item in narrow]
     if by_design:
         out.append(finding(Severity.INFO, "PCIE_DOWNTRAINED", state.name,
                            f"GPUs {compress_indices(by_design)} run below their maximum PCIe width, like their "

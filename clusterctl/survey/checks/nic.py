@@ -73,30 +73,25 @@ def _check_rate(state: SurveyedHost, device: RDMADevice, port: RDMAPort, is_fabr
                 expected_rate: float | None, peers_rate: float | None) -> list[Finding]:
     if port.rate_gbps is None:
         return []
-    key = port_key(device, port)
     layer_ok = state.host.fabric.type is None or link_layer_of(state.host.fabric.type) == port.link_layer
-    if is_fabric and layer_ok and expected_rate and port.rate_gbps < expected_rate * RATE_TOLERANCE:
-        return [finding(Severity.ERROR, "NIC_SLOW", state.name,
-                        f"{key} at {port.rate_gbps:g} Gb/s; the inventory's fabric is {expected_rate:g} Gb/s",
-                        hca=device.hca, port=port.port, rate_gbps=port.rate_gbps, expected_gbps=expected_rate,
-                        width=port.active_width, speed=port.active_speed, basis="inventory")]
-    if peers_rate and port.rate_gbps < peers_rate * RATE_TOLERANCE:
-        return [finding(Severity.ERROR if is_fabric else Severity.WARNING, "NIC_SLOW", state.name,
-                        f"{key} at {port.rate_gbps:g} Gb/s; the same port on peers runs at {peers_rate:g} Gb/s",
-                        hca=device.hca, port=port.port, rate_gbps=port.rate_gbps, expected_gbps=peers_rate,
-                        width=port.active_width, speed=port.active_speed, basis="peers")]
+    # The inventory's rate first (a fabric port of its link layer), then the same port on peers.
+    for basis, expected, severity, words in (
+        ("inventory", expected_rate if is_fabric and layer_ok else None, Severity.ERROR, "the inventory's fabric is"),
+        ("peers", peers_rate, Severity.ERROR if is_fabric else Severity.WARNING, "the same port on peers runs at"),
+    ):
+        if expected and port.rate_gbps < expected * RATE_TOLERANCE:
+            return [finding(severity, "NIC_SLOW", state.name,
+                            f"{port_key(device, port)} at {port.rate_gbps:g} Gb/s; {words} {expected:g} Gb/s",
+                            hca=device.hca, port=port.port, rate_gbps=port.rate_gbps, expected_gbps=expected,
+                            width=port.active_width, speed=port.active_speed, basis=basis)]
     return []
 
 
 def _check_netdevs(state: SurveyedHost, fabric: set[str]) -> list[Finding]:
     """Without ibv_devinfo, ibdev2netdev still tells a fabric port that is down."""
-    out: list[Finding] = []
-    for dev in (state.facts.netdev if state.facts else None) or ():
-        if dev.hca in fabric and dev.up is False:
-            out.append(finding(Severity.ERROR, "NIC_DOWN", state.name,
-                               f"{dev.hca}/{dev.port} ({dev.name}) is Down", hca=dev.hca, port=dev.port,
-                               netdev=dev.name, state="Down"))
-    return out
+    return [finding(Severity.ERROR, "NIC_DOWN", state.name, f"{dev.hca}/{dev.port} ({dev.name}) is Down",
+                    hca=dev.hca, port=dev.port, netdev=dev.name, state="Down")
+            for dev in (state.facts.netdev if state.facts else None) or () if dev.hca in fabric and dev.up is False]
 
 
 def check_locality(state: SurveyedHost, baseline: FleetBaseline) -> list[Finding]:

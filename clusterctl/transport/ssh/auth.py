@@ -22,7 +22,7 @@ import paramiko
 
 from clusterctl.secret import Secret
 from clusterctl.transport.base import FailureKind, TransportError
-from clusterctl.transport.ssh.config import SSHTarget, remaining
+from clusterctl.transport.ssh.config import SSHTarget, once_per_process, remaining
 from clusterctl.transport.ssh.hostkeys import sha256_fingerprint
 
 
@@ -51,14 +51,8 @@ _key_cache: dict[tuple[str, bool], KeyAttempt] = {}
 
 def load_private_key(path: str, passphrase: Secret | None = None) -> KeyAttempt:
     """A private key file, loaded once per process (decoding is the slow part of auth)."""
-    cache_key = (path, passphrase is not None)
-    with _key_lock:
-        cached = _key_cache.get(cache_key)
-        if cached is not None:
-            return cached
-        attempt = _load_private_key_uncached(path, passphrase)
-        _key_cache[cache_key] = attempt
-        return attempt
+    return once_per_process(_key_lock, _key_cache, (path, passphrase is not None),
+                            partial(_load_private_key_uncached, path, passphrase))
 
 
 def _load_private_key_uncached(path: str, passphrase: Secret | None) -> KeyAttempt:
@@ -110,20 +104,19 @@ _agent_sign_lock = threading.Lock()
 def agent_keys(socket_path: str | None = None) -> list[KeyAttempt]:
     """The keys an ssh-agent holds (``socket_path``, else ``$SSH_AUTH_SOCK``), asked once per process."""
     path = socket_path or os.environ.get("SSH_AUTH_SOCK", "")
-    with _agent_lock:
-        if path in _agent_cache:
-            return _agent_cache[path]
+
+    def ask() -> list[KeyAttempt]:
         found: list[KeyAttempt] = []
         if path:
             try:
-                agent = _agent_at(path)
-                for key in agent.get_keys():
+                for key in _agent_at(path).get_keys():
                     _serialise_signing(key)
                     found.append(KeyAttempt(f"agent key {sha256_fingerprint(key.asbytes())}", key=key))
             except (paramiko.SSHException, OSError):
                 found = []
-        _agent_cache[path] = found
         return found
+
+    return once_per_process(_agent_lock, _agent_cache, path, ask)
 
 
 def _agent_at(path: str) -> paramiko.Agent:

@@ -20,7 +20,6 @@ CERT_SUFFIX = "-cert-v01@openssh.com"
 
 @dataclass(frozen=True)
 class HostCertificate:
-    cert_type: str
     #: The certified public key's wire blob (what a plain known_hosts line would hold).
     key_type: str
     key_blob: bytes
@@ -112,7 +111,6 @@ def parse_certificate(blob: bytes) -> HostCertificate:
     signed_len = msg.packet.tell()
     signature = msg.get_binary()
     return HostCertificate(
-        cert_type=cert_type,
         key_type=plain_type,
         key_blob=key_msg.asbytes(),
         serial=serial,

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import paramiko
 
@@ -129,28 +130,38 @@ def remaining(deadline: float, what: str, target: SSHTarget) -> float:
     return left
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def once_per_process(lock: threading.Lock, kept: dict[K, V], key: K, make: Callable[[], V]) -> V:
+    """``make()`` the first time ``key`` is asked for, the value kept in ``kept`` after; threads asking at
+    once wait (on ``lock``) for the one making it. What ``make`` raises is not kept."""
+    with lock:
+        if key not in kept:
+            kept[key] = make()
+        return kept[key]
+
+
 _config_lock = threading.Lock()
 _config_cache: dict[str, paramiko.SSHConfig | None] = {}
 
 
 def load_ssh_config(path: str | None) -> paramiko.SSHConfig | None:
     """The parsed ssh_config (``~/.ssh/config`` when ``path`` is None), parsed once per process."""
-    explicit = path is not None
     file = Path(path).expanduser() if path else user_home() / ".ssh" / "config"
-    key = str(file)
-    with _config_lock:
-        if key in _config_cache:
-            return _config_cache[key]
-        config: paramiko.SSHConfig | None = None
+
+    def read() -> paramiko.SSHConfig | None:
         if file.is_file():
             try:
-                config = paramiko.SSHConfig.from_path(key)
+                return paramiko.SSHConfig.from_path(str(file))
             except (OSError, paramiko.ssh_exception.ConfigParseError) as exc:
                 raise TransportError(FailureKind.ERROR, f"cannot read ssh_config {file}: {exc}") from exc
-        elif explicit:
+        if path is not None:
             raise TransportError(FailureKind.ERROR, f"ssh_config file {file} does not exist")
-        _config_cache[key] = config
-        return config
+        return None
+
+    return once_per_process(_config_lock, _config_cache, str(file), read)
 
 
 def _lookup(config: paramiko.SSHConfig | None, name: str) -> dict[str, Any]:
@@ -211,16 +222,10 @@ def resolve_target(
     resolved_user = user or _first(found.get("user")) or getpass.getuser()
 
     identity_files = found.get("identityfile") or []
-    if isinstance(identity_files, str):
-        identity_files = [identity_files]
-    explicit_keys = bool(key_file) or bool(identity_files)
-    if key_file:
-        keys: tuple[str, ...] = (key_file,)
-    elif identity_files:
-        keys = tuple(str(p) for p in identity_files)
-    else:
-        keys = tuple(str(user_home() / ".ssh" / n) for n in DEFAULT_KEY_NAMES)
-    keys = tuple(os.path.expanduser(k) for k in keys)
+    # The inventory's key, else ssh_config's IdentityFile lines, else ssh's default key names.
+    named = [key_file] if key_file else [identity_files] if isinstance(identity_files, str) else identity_files
+    defaults = [user_home() / ".ssh" / n for n in DEFAULT_KEY_NAMES]
+    keys = tuple(os.path.expanduser(str(k)) for k in named or defaults)
 
     jump_spec = jump_host if jump_host is not None else _first(found.get("proxyjump"))
     proxy_command = _first(found.get("proxycommand"))
@@ -238,13 +243,12 @@ def resolve_target(
         timeout = configured if timeout is None else min(timeout, configured)
 
     agent_setting = str(_first(found.get("identityagent")) or "")
-    resolved_user_name = resolved_user
     port_value = resolved_port or DEFAULT_PORT
     alias = _first(found.get("hostkeyalias"))
 
     def expand(value: str) -> str:
         return expand_tokens(
-            value, host=hostname, original=name, port=port_value, remote_user=resolved_user_name, alias=alias
+            value, host=hostname, original=name, port=port_value, remote_user=resolved_user, alias=alias
         )
 
     def files(key: str) -> tuple[str, ...] | None:
@@ -263,10 +267,10 @@ def resolve_target(
     return SSHTarget(
         name=name,
         hostname=hostname,
-        port=resolved_port or DEFAULT_PORT,
+        port=port_value,
         user=resolved_user,
         key_files=keys,
-        explicit_keys=explicit_keys,
+        explicit_keys=bool(named),
         identities_only=_yes(found.get("identitiesonly")),
         jump=parse_jump_chain(jump_spec),
         connect_timeout_s=timeout,
@@ -310,20 +314,13 @@ def expand_tokens(
         "L": local.split(".")[0],
         "%": "%",
     }
-    out: list[str] = []
-    i = 0
-    while i < len(value):
-        ch = value[i]
-        if ch == "%" and i + 1 < len(value):
-            token = value[i + 1]
-            if token not in table:
-                raise TransportError(FailureKind.ERROR, f"ssh_config: unknown token %{token} in {value!r}")
-            out.append(table[token])
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
+
+    def token(match: re.Match[str]) -> str:
+        if match[1] not in table:
+            raise TransportError(FailureKind.ERROR, f"ssh_config: unknown token %{match[1]} in {value!r}")
+        return table[match[1]]
+
+    return re.sub("%(.)", token, value, flags=re.DOTALL)
 
 
 def target_for_host(

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from clusterctl.transport.base import FailureKind, TransportError
 from clusterctl.transport.ssh.certs import HostCertificate, host_certificate
-from clusterctl.transport.ssh.config import SSHTarget, user_home
+from clusterctl.transport.ssh.config import SSHTarget, once_per_process, user_home
 
 if TYPE_CHECKING:
     import paramiko
@@ -174,13 +174,7 @@ _known_hosts_cache: dict[str, KnownHosts] = {}
 def known_hosts_file(path: str | None) -> KnownHosts:
     """One known_hosts file (``~/.ssh/known_hosts`` when ``path`` is None), read once per process."""
     file = Path(path).expanduser() if path else user_home() / ".ssh" / "known_hosts"
-    key = str(file.absolute())
-    with _known_hosts_lock:
-        known = _known_hosts_cache.get(key)
-        if known is None:
-            known = KnownHosts(file)
-            _known_hosts_cache[key] = known
-        return known
+    return once_per_process(_known_hosts_lock, _known_hosts_cache, str(file.absolute()), lambda: KnownHosts(file))
 
 
 #: Read when ssh_config names no ``GlobalKnownHostsFile`` (clusters often manage it centrally).

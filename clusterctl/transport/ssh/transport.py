@@ -8,12 +8,13 @@ import select
 import socket
 import threading
 import time
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import paramiko
 
 from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
-from clusterctl.transport.output import OnLine, captures
+from clusterctl.transport.output import CappedOutput, OnLine, captures
 from clusterctl.transport.ssh.auth import Credentials
 from clusterctl.transport.ssh.config import SSHTarget, load_ssh_config, remaining, resolve_target, target_for_host
 from clusterctl.transport.ssh.connect import ConnectSettings, open_socket, open_ssh
@@ -57,7 +58,6 @@ class SSHTransport(Transport):
         self._sock: socket.socket | None = None
         self._jump_keys: list[tuple[Any, ...]] = []
         self._closed = False
-        self._target: SSHTarget | None = None
         #: Channels with a command running, so close() and stop_remote() can stop them.
         self._channels: set[paramiko.Channel] = set()
         self._lock_channels = threading.Lock()
@@ -66,12 +66,9 @@ class SSHTransport(Transport):
 
     # -- connection ---------------------------------------------------------------------
 
-    @property
+    @cached_property
     def target(self) -> SSHTarget:
-        if self._target is None:
-            config = load_ssh_config(self.ssh_config_path)
-            self._target = target_for_host(self.host, config, self.connect_timeout_s)
-        return self._target
+        return target_for_host(self.host, load_ssh_config(self.ssh_config_path), self.connect_timeout_s)
 
     def _connection(self, timeout: float | None) -> paramiko.Transport:
         with self._lock:
@@ -220,14 +217,7 @@ class SSHTransport(Transport):
             if writer is not None:
                 # The channel is closed: a writer still blocked on a full window returns now.
                 writer.join(timeout=5.0)
-        result = CommandResult(
-            command,
-            out.decode(errors="replace"),
-            err.decode(errors="replace"),
-            code,
-            round(time.monotonic() - start, 4),
-        )
-        return self.check_sudo(result, sudo=sudo)
+        return self.finish(command, out, err, code, start, sudo=sudo)
 
     def stop_remote(self) -> None:
         """Make every running command stop: each ``run`` ends its command's process group and raises."""
@@ -254,14 +244,7 @@ class SSHTransport(Transport):
         out, err = captures(max_output, on_line)
         idle_since: float | None = None
         while True:
-            progressed = False
-            while channel.recv_ready():
-                out.add(channel.recv(READ_CHUNK))
-                progressed = True
-            while channel.recv_stderr_ready():
-                err.add(group.filter(channel.recv_stderr(READ_CHUNK)))
-                progressed = True
-            if progressed:
+            if _drain(channel, out, err, group):
                 idle_since = None
                 continue
             if channel.eof_received or channel.closed:
@@ -276,10 +259,7 @@ class SSHTransport(Transport):
                     break
             self._wait(channel, command, deadline, budget)
         # EOF covers both streams (SSH has one EOF per channel): what is buffered is all.
-        while channel.recv_ready():
-            out.add(channel.recv(READ_CHUNK))
-        while channel.recv_stderr_ready():
-            err.add(group.filter(channel.recv_stderr(READ_CHUNK)))
+        _drain(channel, out, err, group)
         err.add(group.flush())
         out.flush()
         err.flush()
@@ -402,6 +382,18 @@ class GroupMarker:
         held, self._held = self._held, b""
         self._done = True
         return held
+
+
+def _drain(channel: paramiko.Channel, out: CappedOutput, err: CappedOutput, group: GroupMarker) -> bool:
+    """Take what has arrived on stdout and stderr (the process-group marker left out); whether anything had."""
+    progressed = False
+    while channel.recv_ready():
+        out.add(channel.recv(READ_CHUNK))
+        progressed = True
+    while channel.recv_stderr_ready():
+        err.add(group.filter(channel.recv_stderr(READ_CHUNK)))
+        progressed = True
+    return progressed
 
 
 def _signal_request(channel: paramiko.Channel, name: str) -> bool:
