@@ -95,11 +95,8 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
     results = {h.name: HostRelease(h.name) for h in hosts}
 
     def read_all(transport: Transport) -> dict[str, bool | None]:
-        states: dict[str, bool | None] = {}
-        for host in hosts:
-            node = read_node(transport, host.name)
-            states[host.name] = None if node is None else node_ops.is_quarantined(node)
-        return states
+        nodes = {h.name: read_node(transport, h.name) for h in hosts}
+        return {name: None if node is None else node_ops.is_quarantined(node) for name, node in nodes.items()}
 
     nodes = on_control_plane(runner, cp, read_all, what="read the nodes to release",
                              label="release: read nodes") if cp is not None else {h.name: None for h in hosts}

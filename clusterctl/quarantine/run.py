@@ -137,15 +137,12 @@ def quarantine_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host]
     cp = first_control_plane(inventory)  # None: a Slurm-only cluster
     when = utc_now(now)
 
-    def on_control_plane(transport: Transport) -> list[HostQuarantine]:
-        return [quarantine_node(transport, gate, h.name, request, when=when) for h in hosts]
-
     timeout = 120.0 + len(hosts) * (request.drain_options.timeout_s + 120.0 if request.drain else 60.0)
     if cp is None:  # a Slurm-only cluster: no Kubernetes side at all
         done = [HostQuarantine(h.name, kubernetes_node=False) for h in hosts]
     else:
-        done = through(runner, cp, on_control_plane, what="quarantine " + compress([h.name for h in hosts]),
-                       label="quarantine", timeout_s=timeout)
+        done = through(runner, cp, lambda t: [quarantine_node(t, gate, h.name, request, when=when) for h in hosts],
+                       what="quarantine " + compress([h.name for h in hosts]), label="quarantine", timeout_s=timeout)
     results = {r.host: r for r in done}
     # Every host is drained in Slurm, whatever its Kubernetes side answered (a drain whose pods could not
     # be read included): a host being quarantined takes no new job. Its first failure stays its error.

@@ -48,10 +48,9 @@ class Kernel(Phase[KernelFacts]):
         changes = [Change.write_file(host, MODULES_FILE, modules_conf, current=state.files.get(MODULES_FILE),
                                      summary="load overlay, br_netfilter at boot")]
         loaded = set(state.modules or ())
-        for module in MODULES:
-            if module not in loaded:
-                changes.append(Change.run(host, f"modprobe {shlex.quote(module)}", summary=f"load {module} now",
-                                          cannot_undo="a loaded module stays loaded until the next boot"))
+        changes += [Change.run(host, f"modprobe {shlex.quote(module)}", summary=f"load {module} now",
+                               cannot_undo="a loaded module stays loaded until the next boot")
+                    for module in MODULES if module not in loaded]
         changes.append(Change.write_file(host, SYSCTL_FILE, render("kernel/sysctl.conf.j2", settings=SYSCTLS),
                                          current=state.files.get(SYSCTL_FILE), summary="Kubernetes sysctls at boot"))
         wrong = {k: v for k, v in SYSCTLS.items() if state.sysctl.get(k) != v}

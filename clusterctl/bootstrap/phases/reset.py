@@ -102,9 +102,6 @@ class ResetState:
     #: Whether kubeadm may take /var/lib/etcd: only where bootstrap made an etcd member (kubeadm's own
     #: remove-etcd-member phase cleans the default data folder even on a worker: skipped there).
     etcd_ours: bool = False
-    #: Journals that could not be read (path: why).
-    unreadable: dict[str, str] = field(default_factory=dict)
-    journal_folder: str = ""
 
 
 def _lines(ctx: PhaseContext, command: str) -> list[str] | None:
@@ -150,9 +147,6 @@ class Reset(Phase[ResetState]):
         state = ResetState()
         journals = ctx.options.reset_journals
         entries = journals.hosts.get(ctx.host.name) if journals is not None else None
-        if journals is not None:
-            state.unreadable = dict(journals.unreadable)
-            state.journal_folder = journals.folder
         force = ctx.options.force
         control_plane = "control-plane" in ctx.host.roles
         if entries is None:
@@ -241,14 +235,15 @@ class Reset(Phase[ResetState]):
         def add(severity: Severity, code: str, message: str, **more: Any) -> None:
             out.append(Finding(severity, code, message, host=ctx.host.name, **more))
 
-        if state.basis == BY_KNOWN_NAMES:
+        journals = ctx.options.reset_journals
+        if state.basis == BY_KNOWN_NAMES and journals is not None:
             add(Severity.INFO, NO_JOURNAL, f"no undo journal of clusterctl bootstrap names this host in "
-                f"{state.journal_folder} (bootstrapped by an older clusterctl, or with another --state-dir): reset "
+                f"{journals.folder} (bootstrapped by an older clusterctl, or with another --state-dir): reset "
                 f"goes by known names instead (marked{KNOWN_NAMES_MARK} in the plan)",
                 fix="Pass the --state-dir bootstrap used, if it was another one.")
-        if state.unreadable:
+        if journals is not None and journals.unreadable:
             add(Severity.INFO, "RESET_JOURNAL_UNREADABLE", "undo journals that could not be read, not used: "
-                + "; ".join(f"{p}: {why}" for p, why in state.unreadable.items()))
+                + "; ".join(f"{p}: {why}" for p, why in journals.unreadable.items()))
         if state.left:
             add(Severity.INFO, LEFT_IN_PLACE, "left in place, not made by clusterctl bootstrap: "
                 + ", ".join(state.left), evidence={"paths": list(state.left)},
