@@ -8,13 +8,15 @@ by accident (a command line in an error message, a debug log line, a saved progr
 
 from __future__ import annotations
 
-import functools
 import os
 import stat
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
+
+if TYPE_CHECKING:
+    import logging
 
 MASK = "********"
 #: Values shorter than this are not scrubbed from free text: masking "a" would mangle everything.
@@ -119,27 +121,14 @@ def mask_text(text: str) -> str:
     return text
 
 
-def __getattr__(name: str) -> Any:
-    # ``SecretMaskingFilter`` is built on first use: importing ``logging`` for it at start-up
-    # would cost every command (``clusterctl --help`` included) for what only --debug needs.
-    if name == "SecretMaskingFilter":
-        return _masking_filter_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-@functools.lru_cache(maxsize=1)
-def _masking_filter_class() -> type:
-    import logging
-
-    class SecretMaskingFilter(logging.Filter):
-        """A logging filter that scrubs registered secrets from every record it passes."""
-
-        def filter(self, record: logging.LogRecord) -> bool:
-            message = record.getMessage()
-            masked = mask_text(message)
-            if masked != message:
-                record.msg = masked
-                record.args = None
-            return True
-
-    return SecretMaskingFilter
+def mask_log_record(record: logging.LogRecord) -> bool:
+    """A logging filter (``Handler.addFilter`` takes a function) that scrubs registered secrets from
+    every record it passes."""
+    # A function, not a ``logging.Filter`` subclass: importing ``logging`` for one at start-up would
+    # cost every command (``clusterctl --help`` included) for what only --debug needs.
+    message = record.getMessage()
+    masked = mask_text(message)
+    if masked != message:
+        record.msg = masked
+        record.args = None
+    return True

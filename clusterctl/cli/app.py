@@ -233,13 +233,13 @@ def global_options(
     if debug:
         import logging
 
-        from clusterctl.secret import SecretMaskingFilter
+        from clusterctl.secret import mask_log_record
 
         logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(name)s %(message)s")
         logging.getLogger("paramiko").setLevel(logging.INFO)
         # On the handlers, so records of every logger (paramiko's too) pass the filter.
         for handler in logging.getLogger().handlers:
-            handler.addFilter(SecretMaskingFilter())
+            handler.addFilter(mask_log_record)
 
 
 #: Global options: name -> takes a value (all but flags). Used to let users put them after the command.

@@ -8,7 +8,7 @@ from typing import Any
 def dump(payload: Any, fmt: str) -> str:
     """JSON or YAML text; any registered secret that slipped into a value is masked."""
     # Imported here: every command module imports this one, and `clusterctl --help` must not
-    # pay for the secret registry's logging set-up.
+    # pay for the JSON writer and the secret registry.
     from clusterctl.plain_json import dumps_indented, to_plain
     from clusterctl.secret import mask_text
 
