@@ -82,5 +82,6 @@ def run_clusterctl(args: list[str], *, home: Path, timeout_s: float = 120) -> Cl
 
 def start_clusterctl(args: list[str | Path], *, home: Path, **extra_env: str) -> subprocess.Popen[str]:
     """``python -m clusterctl ARGS`` started as ``run_clusterctl`` runs it, for a test that signals it."""
+    home.mkdir(parents=True, exist_ok=True)
     return subprocess.Popen([sys.executable, "-m", "clusterctl", *map(str, args)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=clusterctl_env(home, **extra_env), cwd=str(home))

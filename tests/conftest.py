@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sshd_hosts import SSHDHosts, sshd_missing_reason
+from sshd_hosts import SSHDHosts, containerd_missing_reason, isolation_missing_reason, sshd_missing_reason
 from tier_times import pytest_runtest_logreport, pytest_terminal_summary  # noqa: F401  (hooks: each tier's time)
 
 #: Folders whose tests share one expensive set-up (the real control plane, a session fixture; the real
@@ -68,6 +68,22 @@ def sshd_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHDHosts]:
         yield farm
     finally:
         farm.stop_all()
+
+
+@pytest.fixture
+def needs_isolation() -> None:
+    """Skips the test where isolated sshd hosts (own mount and UTS namespaces) cannot run."""
+    reason = isolation_missing_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def needs_containerd() -> None:
+    """Skips the test where isolated sshd hosts with a real containerd cannot run."""
+    reason = containerd_missing_reason()
+    if reason:
+        pytest.skip(reason)
 
 
 @pytest.fixture(autouse=True)

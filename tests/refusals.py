@@ -1,12 +1,15 @@
-"""What a parser refuses: the ``ParseError`` it raises, for the tests that check the line it names."""
+"""What a parser or the inventory loader refuses: the error it raises, for the tests that check the line
+(and field) it names."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from clusterctl.errors import ParseError
+from clusterctl.errors import ExitCode, InventoryError, ParseError
+from clusterctl.inventory.native import load_native
 
 
 def refusal(parse: Callable[[str], object], text: str) -> ParseError:
@@ -14,3 +17,17 @@ def refusal(parse: Callable[[str], object], text: str) -> ParseError:
     with pytest.raises(ParseError) as raised:
         parse(text)
     return raised.value
+
+
+def inventory_refusal(path: Path) -> InventoryError:
+    """The ``InventoryError`` that loading the inventory at ``path`` raises: a usage error (exit 2) naming
+    the file; the test fails when it raises none."""
+    with pytest.raises(InventoryError) as caught:
+        load_native(path)
+    error = caught.value
+    assert error.exit_code == ExitCode.USAGE == 2
+    assert error.file == str(path)
+    # The rendered message leads with "file:line:" so an editor can jump there.
+    if error.line is not None:
+        assert str(error).startswith(f"{path}:{error.line}: ")
+    return error

@@ -746,6 +746,16 @@ class SSHDHosts:
         path.write_text(yaml.safe_dump(self.inventory_data(hosts, extra), sort_keys=False))
         return path
 
+    def write_client_files(
+        self,
+        folder: Path,
+        hosts: Sequence[SSHDHost],
+        extra: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> tuple[Path, Path]:
+        """``folder/inv.yaml`` (``write_inventory``) and ``folder/known_hosts`` holding the keys of ``hosts``."""
+        inventory = self.write_inventory(folder / "inv.yaml", hosts, extra)
+        return inventory, self.write_known_hosts(folder / "known_hosts", hosts)
+
     # -- keys, CAs and agents for authentication and host-key tests --------------------------
 
     def authorize(self, pubkey_line: str) -> None:

@@ -55,8 +55,7 @@ def start_fleet(sshd_hosts: SSHDHosts, tmp_path: Path, count: int, *, slow_host:
         hosts.extend(sshd_hosts(1, profile=folder, names=[f"h{i}"]))
     extra = {f"h{i}": {"rack": "ab"[(i - 1) // 2 % 2], "vars": {"bench_address": bench_address(i)},
                        "fabric": {"type": "ib", "rate_gbps": 200, "hcas": ["mlx5_0"]}} for i in range(1, count + 1)}
-    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts, extra)
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
+    inventory, known = sshd_hosts.write_client_files(tmp_path, hosts, extra)
     return inventory, known, profiles
 
 

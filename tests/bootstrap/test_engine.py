@@ -107,16 +107,20 @@ def fleet(tmp_path: Path) -> Fleet:
     return Fleet(tmp_path, ["n1", "n2", "n3"])
 
 
+class _ChecksNothing(Phase[None]):
+    """A test phase with nothing to read from its host before it plans."""
+
+    def check(self, ctx: PhaseContext) -> None:
+        return None
+
+
 def remedy(phase_name: str, cures: Sequence[str]) -> Phase[None]:
     """A remedy (heal's steps) that writes its file and cures the hosts in ``cures`` (its verify passes there)."""
 
-    class Remedy(Phase[None]):
+    class Remedy(_ChecksNothing):
         name: ClassVar[str] = phase_name
         description: ClassVar[str] = "a remedy"
         remedy: ClassVar[bool] = True
-
-        def check(self, ctx: PhaseContext) -> None:
-            return None
 
         def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
             return [Change.write_file(ctx.host.name, f"/etc/{phase_name}", "x\n", current=None)]
@@ -226,15 +230,12 @@ class InitOnce(Phase[None]):
         return [Change.run(ctx.host.name, "systemctl start init", summary="init the cluster")]
 
 
-class Join(Phase[None]):
+class Join(_ChecksNothing):
     name: ClassVar[str] = "join"
     description: ClassVar[str] = "uses the token"
 
     def applies_to(self, ctx: PhaseContext) -> bool:
         return ctx.host.name != "n1"
-
-    def check(self, ctx: PhaseContext) -> None:
-        return None
 
     def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
         token = ctx.shared.join.token
@@ -273,13 +274,10 @@ def test_an_exception_in_one_phase_fails_the_host_not_the_run(fleet: Fleet, tmp_
     assert all(r.status is Status.SKIPPED for r in report.results if r.phase == "later")
 
 
-class ReadOnly(Phase[None]):
+class ReadOnly(_ChecksNothing):
     name: ClassVar[str] = "read-only"
     description: ClassVar[str] = "reads only"
     read_only: ClassVar[bool] = True
-
-    def check(self, ctx: PhaseContext) -> None:
-        return None
 
     def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
         return []
@@ -292,14 +290,11 @@ def test_a_read_only_run_takes_no_lock_and_runs_beside_another(fleet: Fleet, tmp
     assert report.ok and fleet.file("n2", LOCK) is None
 
 
-class WritesFromPlan(Phase[None]):
+class WritesFromPlan(_ChecksNothing):
     """A buggy phase: it writes to the host itself instead of returning a Change."""
 
     name: ClassVar[str] = "writes-from-plan"
     description: ClassVar[str] = "bypasses the gate"
-
-    def check(self, ctx: PhaseContext) -> None:
-        return None
 
     def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
         ctx.reader.put("/etc/sneaky.conf", b"x\n")
@@ -394,7 +389,7 @@ def test_skip_reason_is_the_one_answer_in_the_order_a_user_reads_it() -> None:
                        done_before=True) is SkipReason.DONE_BEFORE
 
 
-class RunsAChangeFromPlan(Phase[None]):
+class RunsAChangeFromPlan(_ChecksNothing):
     """A buggy phase: its plan runs a changing command through the read-only view."""
 
     name: ClassVar[str] = "runs-a-change"
@@ -402,9 +397,6 @@ class RunsAChangeFromPlan(Phase[None]):
 
     def __init__(self, command: str) -> None:
         self.command = command
-
-    def check(self, ctx: PhaseContext) -> None:
-        return None
 
     def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
         ctx.reader.run(self.command, sudo=True)
@@ -523,12 +515,9 @@ class _StoppedLate(_Persistent):
         return super().execute(request)
 
 
-class MarkThenSlow(Phase[None]):
+class MarkThenSlow(_ChecksNothing):
     name: ClassVar[str] = "mark-then-slow"
     description: ClassVar[str] = "a change undo can revert, then a step Ctrl-C cuts off"
-
-    def check(self, ctx: PhaseContext) -> None:
-        return None
 
     def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
         return [Change.run(ctx.host.name, "mark-node", undo="unmark-node", summary="mark the node"),

@@ -39,3 +39,10 @@ def bootstrapped_3cp(_private_mock_state: Path, tmp_path_factory: pytest.TempPat
     for entry in cache.iterdir():
         shutil.copytree(entry, _private_mock_state / entry.name, symlinks=True)
     yield inventory
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's own state folder (``CLUSTERCTL_STATE_DIR``): the undo journals of its runs."""
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(tmp_path / "state"))
+    return tmp_path / "state"

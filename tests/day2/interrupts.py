@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +31,9 @@ from clusterctl.transport.base import (
 
 #: How long the worker waits for the run to stop it (the fan-out's own wait is 3 s).
 STOP_WAIT_S = 20.0
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: Runs a test once for each signal that stops a run (``sig``).
+every_signal = pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,16 @@ class Cut:
     pattern: str
     nth: int = 1
     host: str = "gpu-a1"
+
+
+def at_every(steps: Sequence[Cut]) -> pytest.MarkDecorator:
+    """Runs a test once for each of ``steps`` (``cut``), named by its step."""
+    return pytest.mark.parametrize("cut", steps, ids=[c.step for c in steps])
+
+
+def exit_status(sig: signal.Signals) -> int:
+    """The exit status of a run the signal stopped: 130 for SIGINT, 143 for SIGTERM."""
+    return 130 if sig is signal.SIGINT else 143
 
 
 def install(monkeypatch: pytest.MonkeyPatch, cut: Cut, sig: signal.Signals,
@@ -93,12 +107,13 @@ def install(monkeypatch: pytest.MonkeyPatch, cut: Cut, sig: signal.Signals,
     return sent
 
 
-def interrupted(monkeypatch: pytest.MonkeyPatch, cut: Cut, sig: signal.Signals, *args: str | Path) -> CliRun:
-    """``clusterctl ARGS`` in this process with ``sig`` sent at ``cut``: the run, once it is sure it
-    reached the cut and ended with the signal's exit status (130 for SIGINT, 143 for SIGTERM)."""
+def interrupted(monkeypatch: pytest.MonkeyPatch, cut: Cut, sig: signal.Signals, *args: str | Path,
+                transport: type[Transport] = MockTransport) -> CliRun:
+    """``clusterctl ARGS`` in this process with ``sig`` sent at ``cut`` (on ``transport``): the run, once it
+    is sure it reached the cut and ended with the signal's exit status (130 for SIGINT, 143 for SIGTERM)."""
     with monkeypatch.context() as patched:
-        sent = install(patched, cut, sig)
+        sent = install(patched, cut, sig, transport)
         done = clusterctl(*args)
     assert sent.is_set(), f"the run never reached step {cut.step}: {done.output}"
-    assert done.exit_code == (130 if sig is signal.SIGINT else 143), done.output
+    assert done.exit_code == exit_status(sig), done.output
     return done

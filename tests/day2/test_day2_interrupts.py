@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from clirun import clusterctl
 from day2_helpers import DEMO, mock_cluster_folder
-from interrupts import Cut, interrupted
+from interrupts import Cut, at_every, every_signal, interrupted
 
 from clusterctl.day2.certs import COMPONENTS, MANIFESTS_DIR
 
@@ -25,7 +25,6 @@ CERTS_STEPS = [Cut("renew", "kubeadm certs renew all")] + [
 ] + [Cut("api-ready", "get --raw /readyz"),
       # The first read of the certificates is the one before anything changes (no cluster: exit 2).
       Cut("certificates read before", "check-expiration"), Cut("certificates read again", "check-expiration", 2)]
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _in_place(state: Path) -> set[str]:
@@ -37,12 +36,10 @@ def _journals(state_dir: Path) -> list[Path]:
     return sorted((state_dir / "undo").glob("certs-renew-*.json"))
 
 
-@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
-@pytest.mark.parametrize("cut", CERTS_STEPS, ids=[c.step for c in CERTS_STEPS])
+@every_signal
+@at_every(CERTS_STEPS)
 def test_certs_renew_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bootstrapped_demo: Path,
-                                               tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    state_dir = tmp_path / "state"
-    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(state_dir))
+                                               state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _in_place(bootstrapped_demo) == set(COMPONENTS)
     cut_short = interrupted(monkeypatch, cut, sig, "-i", DEMO, "certs", "renew", "--yes", "--restart-wait", "1")
     if cut.step == "certificates read before":  # nothing changed yet: nothing to undo or resume
@@ -99,8 +96,8 @@ def _node(name: str) -> dict[str, object]:
     return node
 
 
-@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
-@pytest.mark.parametrize("cut", QUARANTINE_STEPS, ids=[c.step for c in QUARANTINE_STEPS])
+@every_signal
+@at_every(QUARANTINE_STEPS)
 def test_quarantine_drain_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bootstrapped_demo: Path,
                                                     tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A node is never left tainted or cordoned without a journal: each change is in it before it is made,
@@ -124,13 +121,11 @@ REMOVAL_STEPS = [Cut("drain: cordon", "cordon gpu-b3"), Cut("drain: pods gone", 
                  Cut("delete-node", "get node gpu-b3", 3)]
 
 
-@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
-@pytest.mark.parametrize("cut", REMOVAL_STEPS, ids=[c.step for c in REMOVAL_STEPS])
+@every_signal
+@at_every(REMOVAL_STEPS)
 def test_remove_node_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bootstrapped_demo: Path,
-                                               tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+                                               state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A journal every time, named with the line that goes on; the same command again completes."""
-    state_dir = tmp_path / "state"
-    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(state_dir))
     cut_short = interrupted(monkeypatch, cut, sig, "-i", DEMO, "remove-node", "gpu-b3", "--yes")
     (journal,) = sorted((state_dir / "undo").glob("remove-node-gpu-b3-*.json"))
     assert f"clusterctl undo {journal}" in cut_short.stderr
@@ -165,15 +160,13 @@ UPGRADE_STEPS = [
 UPGRADE = ("-i", str(DEMO), "-l", "gpu-a1,gpu-b1", "upgrade")
 
 
-@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
-@pytest.mark.parametrize("cut", UPGRADE_STEPS, ids=[c.step for c in UPGRADE_STEPS])
-def test_upgrade_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bootstrapped_demo: Path, tmp_path: Path,
+@every_signal
+@at_every(UPGRADE_STEPS)
+def test_upgrade_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bootstrapped_demo: Path, state_dir: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """The first control plane and a worker upgraded, cut after each phase's command: a journal every
     time, named with the line that goes on; ``upgrade apply --resume`` completes the rollout (every
     node at the target, none left cordoned, every lock given back)."""
-    state_dir = tmp_path / "state"
-    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(state_dir))
     cut_short = interrupted(monkeypatch, cut, sig, *UPGRADE, "apply", "--to", "1.36.3", "--yes", "--ready-timeout", "5")
     (journal,) = sorted((state_dir / "undo").glob("upgrade-1.36.3-*.json"))
     assert cut_short.stderr.count(f"clusterctl undo {journal}") == 1, cut_short.stderr  # named once
@@ -191,14 +184,12 @@ CORDONED_BY_THE_ROLLOUT = [c for c in UPGRADE_STEPS if c.step in ("drain: pods g
 CORDONED_NODE = {"drain: pods gone": "gpu-a1", "kubelet": "gpu-a1", "worker: ready": "gpu-b1"}
 
 
-@pytest.mark.parametrize("cut", CORDONED_BY_THE_ROLLOUT, ids=[c.step for c in CORDONED_BY_THE_ROLLOUT])
+@at_every(CORDONED_BY_THE_ROLLOUT)
 def test_a_plain_rerun_after_an_interrupt_uncordons_what_the_rollout_cordoned(
-        cut: Cut, bootstrapped_demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        cut: Cut, bootstrapped_demo: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The user runs the same command again instead of ``--resume``: the cordon the interrupted rollout
     made is clusterctl's, not the user's, so the rerun takes it off; a node the user had cordoned before
     either run stays cordoned."""
-    state_dir = tmp_path / "state"
-    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(state_dir))
     users_own = clusterctl("-i", DEMO, "-l", "gpu-a1", "exec", "--sudo", "--",
                            "kubectl --kubeconfig /etc/kubernetes/admin.conf cordon gpu-b2")
     assert users_own.exit_code == 0, users_own.output
@@ -226,7 +217,7 @@ def _lock_left(state: Path, host: str) -> bool:
 PUSH_HOSTS = ("gpu-a1", "gpu-b1")
 
 
-@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
+@every_signal
 def test_tune_nccl_push_interrupted_after_a_write(sig: signal.Signals, _private_mock_state: Path, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A push cut off right after it wrote one host's /etc/nccl.conf: the write is in the undo journal

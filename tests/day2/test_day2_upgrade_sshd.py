@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 import yaml
 from clirun import CliRun, clusterctl, run_clusterctl, start_clusterctl
-from interrupts import Cut
-from sshd_hosts import SSHDHosts, isolation_missing_reason
+from interrupts import Cut, every_signal, interrupted
+from sshd_hosts import SSHDHosts
 
-pytestmark = pytest.mark.sshd
+pytestmark = [pytest.mark.sshd, pytest.mark.usefixtures("needs_isolation")]
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_PROFILE = REPO / "inventories" / "demo" / "profiles" / "dgx-a100"
@@ -49,13 +49,6 @@ commands:
 """
 
 
-@pytest.fixture(autouse=True)
-def _needs_isolation() -> None:
-    reason = isolation_missing_reason()
-    if reason:
-        pytest.skip(reason)
-
-
 class Cluster:
     """The three sshd hosts, bootstrapped, and the ``clusterctl`` command line that reaches them."""
 
@@ -69,12 +62,10 @@ class Cluster:
         roles["cp1"] = {"roles": ["control-plane", "worker"]}
         stack = {"kubernetes": "1.36.2", "containerd": "2.2.1"}
         extra = {n: {**roles[n], "stack": stack} for n in NAMES}
-        self.inventory = farm.write_inventory(tmp_path / "inv.yaml", self.hosts, extra)
-        known = farm.write_known_hosts(tmp_path / "known_hosts", self.hosts)
+        self.inventory, known = farm.write_client_files(tmp_path, self.hosts, extra)
         self.common = ["-i", str(self.inventory), "--known-hosts", str(known), "--timeout", "120"]
         self.state = tmp_path / "state"
         self.home = tmp_path / "home"
-        self.home.mkdir()
         # The twin: the same hosts through the in-process mock transport, on the sshd hosts' state.
         twin = farm.inventory_data(self.hosts, extra)
         for entry in twin["hosts"].values():
@@ -174,13 +165,12 @@ def test_an_upgrade_interrupted_on_one_host_resumes_to_the_end(sshd_hosts: SSHDH
 CERTS_CUTS = ("etcd out", "kube-apiserver kubelet wait", "kube-scheduler back")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@every_signal
 def test_certs_renew_interrupted_over_sshd_never_leaves_a_manifest_out(
         sshd_hosts: SSHDHosts, tmp_path: Path, sig: signal.Signals, monkeypatch: pytest.MonkeyPatch) -> None:
     """Over real sshd, a real signal right after a manifest moved out, during the kubelet's wait, and
     after one moved back: every manifest is in manifests/ when the command has exited, a journal is
     named, and --resume renews the rest."""
-    from interrupts import install
     from test_day2_interrupts import CERTS_STEPS
 
     from clusterctl.day2.certs import COMPONENTS
@@ -192,11 +182,8 @@ def test_certs_renew_interrupted_over_sshd_never_leaves_a_manifest_out(
     monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(cluster.state / "certs"))
     for cut in (c for c in CERTS_STEPS if c.step in CERTS_CUTS):
         cut = Cut(cut.step, cut.pattern, cut.nth, host="cp1")
-        with monkeypatch.context() as patched:
-            sent = install(patched, cut, sig, SSHTransport)
-            cut_short = clusterctl(*cluster.common, "certs", "renew", "--yes", "--restart-wait", "1")
-        assert sent.is_set(), f"the run never reached step {cut.step}: {cut_short.output}"
-        assert cut_short.exit_code == (130 if sig is signal.SIGINT else 143), cut_short.output
+        cut_short = interrupted(monkeypatch, cut, sig, *cluster.common, "certs", "renew", "--yes", "--restart-wait",
+                                "1", transport=SSHTransport)
         assert "clusterctl undo " in cut_short.stderr and "certs renew --resume --yes" in cut_short.stderr
         assert {p.stem for p in manifests.glob("*.yaml")} >= set(COMPONENTS), cut_short.output
     resumed = clusterctl(*cluster.common, "-o", "json", "certs", "renew", "--resume", "--yes", "--restart-wait", "1")

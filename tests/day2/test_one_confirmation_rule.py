@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from clirun import REPO_ROOT, clusterctl
+from clirun import REPO_ROOT, CliRun, clusterctl
 from day2_helpers import DEMO, DEMO_SURVEY
 from host_state import assert_hosts_unchanged
 
@@ -169,14 +169,20 @@ def _args(case: Changing, tmp: Path) -> list[str]:
     return [a.format(tmp=tmp, journal=journal) for a in case.args]
 
 
+def _unconfirmed(name: str, demo: Path, tmp: Path, monkeypatch: pytest.MonkeyPatch, stdin: io.StringIO,
+                 *extra: str) -> CliRun:
+    """The case run without CLUSTERCTL_YES, a question reading ``stdin``; no host may change."""
+    args = _args(CHANGING[name], tmp)
+    monkeypatch.delenv("CLUSTERCTL_YES")
+    monkeypatch.setattr("sys.stdin", stdin)
+    with assert_hosts_unchanged(demo):
+        return clusterctl("-i", DEMO, *args, *extra)
+
+
 @pytest.mark.parametrize("name", sorted(CHANGING))
 def test_off_a_terminal_it_refuses_naming_yes_and_the_preview(name: str, demo: Path, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    args = _args(CHANGING[name], tmp_path)
-    monkeypatch.delenv("CLUSTERCTL_YES")
-    monkeypatch.setattr("sys.stdin", io.StringIO(""))
-    with assert_hosts_unchanged(demo):
-        done = clusterctl("-i", DEMO, *args)
+    done = _unconfirmed(name, demo, tmp_path, monkeypatch, io.StringIO(""))
     assert done.exit_code == 2, done.output
     assert done.stdout == ""
     (line,) = done.stderr.strip().splitlines()
@@ -188,11 +194,7 @@ def test_off_a_terminal_it_refuses_naming_yes_and_the_preview(name: str, demo: P
 @pytest.mark.parametrize("name", sorted(CHANGING))
 def test_at_a_terminal_it_asks_and_no_changes_nothing(name: str, demo: Path, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    args = _args(CHANGING[name], tmp_path)
-    monkeypatch.delenv("CLUSTERCTL_YES")
-    monkeypatch.setattr("sys.stdin", _Terminal("n\n"))
-    with assert_hosts_unchanged(demo):
-        done = clusterctl("-i", DEMO, *args)
+    done = _unconfirmed(name, demo, tmp_path, monkeypatch, _Terminal("n\n"))
     assert done.exit_code == 2, done.output
     assert re.search(r"This will .+ on \d+ hosts? \(.+\)\. Continue\? \[y/N\]", done.stderr), done.stderr
     assert "nothing changed: not confirmed" in done.stderr
@@ -213,11 +215,7 @@ def test_clusterctl_yes_confirms_without_asking(name: str, demo: Path, tmp_path:
 @pytest.mark.parametrize("name", sorted(n for n, c in CHANGING.items() if not c.serves))
 def test_dry_run_never_asks_and_says_nothing_was_changed(name: str, demo: Path, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    args = _args(CHANGING[name], tmp_path)
-    monkeypatch.delenv("CLUSTERCTL_YES")
-    monkeypatch.setattr("sys.stdin", io.StringIO(""))
-    with assert_hosts_unchanged(demo):
-        done = clusterctl("-i", DEMO, *args, "--dry-run")
+    done = _unconfirmed(name, demo, tmp_path, monkeypatch, io.StringIO(""), "--dry-run")
     assert done.exit_code in (0, 1), done.output
     assert "nothing was changed" in done.stdout, done.stdout
 

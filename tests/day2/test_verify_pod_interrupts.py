@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from clirun import CliRun, clusterctl
 from day2_helpers import DEMO, DEMO_SURVEY, mock_cluster_folder
-from interrupts import Cut, install, interrupted
+from interrupts import Cut, at_every, every_signal, exit_status, install, interrupted
 
 from clusterctl.bootstrap.cluster.addons import render_test_pod
 from clusterctl.changes import Change, Gate
@@ -23,7 +23,6 @@ from clusterctl.mock.transport import MockTransport
 from clusterctl.transport.base import CommandResult, RunRequest, Transport
 from clusterctl.undo_journal import WriteAheadJournal
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: Points at which the pod exists: just made, while verify waits for it, once its logs were read.
 POD_STEPS = [Cut("pod made", "apply -f -"), Cut("pod waited for", "wait --for=jsonpath"),
              Cut("pod logs read", " logs -n ")]
@@ -46,8 +45,8 @@ def _journals(state_dir: Path) -> list[Path]:
     return sorted((state_dir / "undo").glob("bootstrap*.json"))
 
 
-@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
-@pytest.mark.parametrize("cut", POD_STEPS, ids=[c.step for c in POD_STEPS])
+@every_signal
+@at_every(POD_STEPS)
 def test_verify_interrupted_with_its_gpu_pod_cleans_it_up_and_keeps_a_journal(
         cut: Cut, sig: signal.Signals, bootstrapped_demo: Path, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -69,7 +68,7 @@ def test_verify_interrupted_with_its_gpu_pod_cleans_it_up_and_keeps_a_journal(
     assert _test_pods(bootstrapped_demo) == []
 
 
-@pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
+@every_signal
 def test_a_gpu_pod_the_interrupt_could_not_clean_up_is_removed_by_undo(
         sig: signal.Signals, bootstrapped_demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The control plane stops answering deletes as the run is stopped: the pod stays, named in the
@@ -88,7 +87,7 @@ def test_a_gpu_pod_the_interrupt_could_not_clean_up_is_removed_by_undo(
         patched.setattr(MockTransport, "execute", refuse_deletes)
         cut_short = _verify(state_dir)
     assert sent.is_set()
-    assert cut_short.exit_code == (130 if sig is signal.SIGINT else 143), cut_short.output
+    assert cut_short.exit_code == exit_status(sig), cut_short.output
     assert _test_pods(bootstrapped_demo) == ["default/clusterctl-gpu-verify-gpu-a1"]
     assert "failed to clean up the temporary GPU test pod on gpu-a1" in cut_short.stderr
     (journal,) = _journals(state_dir)

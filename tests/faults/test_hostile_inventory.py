@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from clirun import clusterctl, run_clusterctl
+from refusals import inventory_refusal
 from sshd_hosts import SSHDHosts
 
 from clusterctl.errors import InventoryError
-from clusterctl.inventory.native import load_native
 from clusterctl.templating import TemplateError, render
 
 HOSTS = "cluster: c\nhosts:\n  n1: {transport: local, roles: [control-plane]}\n"
@@ -19,10 +19,7 @@ HOSTS = "cluster: c\nhosts:\n  n1: {transport: local, roles: [control-plane]}\n"
 def _load_error(tmp_path: Path, section: str) -> InventoryError:
     path = tmp_path / "inv.yaml"
     path.write_text(HOSTS + section)
-    with pytest.raises(InventoryError) as caught:
-        load_native(path)
-    assert caught.value.exit_code == 2 and caught.value.file == str(path)
-    return caught.value
+    return inventory_refusal(path)
 
 
 @pytest.mark.parametrize(("key", "why"), [
@@ -84,8 +81,7 @@ def test_an_ssh_config_proxycommand_fails_the_host_instead_of_connecting_directl
     sshd_hosts: SSHDHosts, tmp_path: Path
 ) -> None:
     hosts = sshd_hosts(2)
-    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts)
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
+    inventory, known = sshd_hosts.write_client_files(tmp_path, hosts)
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "config").write_text(f"Host {hosts[0].name}\n  ProxyCommand nc -x proxy.invalid:1080 %h %p\n")

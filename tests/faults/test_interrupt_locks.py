@@ -9,31 +9,21 @@ from pathlib import Path
 
 import pytest
 from clirun import REPO_ROOT, start_clusterctl
-from sshd_hosts import SSHDHosts, isolation_missing_reason
+from sshd_hosts import SSHDHosts
 
-pytestmark = pytest.mark.sshd
+pytestmark = [pytest.mark.sshd, pytest.mark.usefixtures("needs_isolation")]
 
 PROFILE = REPO_ROOT / "inventories" / "demo" / "profiles" / "dgx-a100"
 LOCK = "var/lib/clusterctl/bootstrap.lock"
 
 
-@pytest.fixture(autouse=True)
-def _needs_isolation() -> None:
-    reason = isolation_missing_reason()
-    if reason:
-        pytest.skip(reason)
-
-
 def test_sigint_while_locking_releases_the_locks_this_run_took(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
     hosts = sshd_hosts(3, profile=PROFILE, names=["node1", "node2", "node3"], isolated=True)
     extra = {h.name: {"roles": ["worker"], "stack": {"kubernetes": "1.36.2", "containerd": "2.2.7"}} for h in hosts}
-    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts, extra)
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
-    home = tmp_path / "home"
-    home.mkdir()
+    inventory, known = sshd_hosts.write_client_files(tmp_path, hosts, extra)
     hosts[2].pause()  # accepts TCP, never answers: the run waits for its lock
     proc = start_clusterctl(["-i", inventory, "--known-hosts", known, "--timeout", "120", "bootstrap", "phase",
-                             "kernel", "--yes", "--state-dir", tmp_path / "state"], home=home)
+                             "kernel", "--yes", "--state-dir", tmp_path / "state"], home=tmp_path / "home")
     locks = [h.tree / LOCK for h in hosts[:2]]
     try:
         deadline = time.monotonic() + 60

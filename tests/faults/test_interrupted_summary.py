@@ -38,14 +38,11 @@ def test_sigint_during_survey_over_hung_hosts_prints_json_and_a_retry_hint(
     sshd_hosts: SSHDHosts, tmp_path: Path
 ) -> None:
     hosts = sshd_hosts(3)
-    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts)
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
-    home = tmp_path / "home"
-    home.mkdir()
+    inventory, known = sshd_hosts.write_client_files(tmp_path, hosts)
     hosts[1].pause()
     hosts[2].pause()
     proc = start_clusterctl(["-i", inventory, "--known-hosts", known, "--timeout", "60", "-o", "json", "survey"],
-                            home=home, XDG_STATE_HOME=str(tmp_path / "state"))
+                            home=tmp_path / "home", XDG_STATE_HOME=str(tmp_path / "state"))
     try:
         # Interrupt once the fan-out is waiting on both hung hosts (the kernel accepts their TCP
         # connections while sshd is stopped), not after a fixed sleep: under load, start-up alone

@@ -26,8 +26,7 @@ def test_visible_shows_every_control_character_and_keeps_lines() -> None:
 @pytest.mark.sshd
 def test_exec_and_its_failed_summary_show_remote_text_as_text(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
     hosts = sshd_hosts(1)
-    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts)
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
+    inventory, known = sshd_hosts.write_client_files(tmp_path, hosts)
 
     run = run_clusterctl(["-i", str(inventory), "--known-hosts", str(known), "exec", "--", HOSTILE],
                          home=tmp_path / "home")
@@ -43,8 +42,7 @@ def test_exec_and_its_failed_summary_show_remote_text_as_text(sshd_hosts: SSHDHo
 @pytest.mark.sshd
 def test_streamed_exec_lines_are_shown_as_text(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
     hosts = sshd_hosts(1)
-    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts)
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
+    inventory, known = sshd_hosts.write_client_files(tmp_path, hosts)
 
     run = run_clusterctl(["-i", str(inventory), "--known-hosts", str(known), "exec", "--stream", "--", HOSTILE],
                          home=tmp_path / "home")

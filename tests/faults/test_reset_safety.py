@@ -9,21 +9,14 @@ from pathlib import Path
 
 import pytest
 from clirun import CliRun, run_clusterctl
-from sshd_hosts import SSHDHost, SSHDHosts, isolation_missing_reason
+from sshd_hosts import SSHDHost, SSHDHosts
 
 from clusterctl.bootstrap.phases.reset import first_containerd_backup
 
-pytestmark = pytest.mark.sshd
+pytestmark = [pytest.mark.sshd, pytest.mark.usefixtures("needs_isolation")]
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILE = REPO / "inventories" / "demo" / "profiles" / "dgx-a100"
-
-
-@pytest.fixture(autouse=True)
-def _needs_isolation() -> None:
-    reason = isolation_missing_reason()
-    if reason:
-        pytest.skip(reason)
 
 
 def test_the_first_backup_is_found_by_the_gates_own_names() -> None:
@@ -34,8 +27,7 @@ def test_the_first_backup_is_found_by_the_gates_own_names() -> None:
 
 def _worker(sshd_hosts: SSHDHosts, tmp_path: Path) -> tuple[SSHDHost, list[str]]:
     (host,) = sshd_hosts(1, profile=PROFILE, names=["node1"], isolated=True)
-    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", [host], {"node1": {"roles": ["worker"]}})
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", [host])
+    inventory, known = sshd_hosts.write_client_files(tmp_path, [host], {"node1": {"roles": ["worker"]}})
     return host, ["-i", str(inventory), "--known-hosts", str(known)]
 
 

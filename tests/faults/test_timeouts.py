@@ -74,8 +74,7 @@ def test_a_stopped_host_and_a_hung_probe_fail_alone_at_the_timeout(sshd_hosts: S
     hung = sshd_hosts(1, profile=hung_profile, names=["hung1"])
     hosts = ok + stopped + hung
     extra = {h.name: {"roles": ["worker"], "stack": {"kubernetes": "1.36.2", "containerd": "2.2.7"}} for h in hosts}
-    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts, extra)
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
+    inventory, known = sshd_hosts.write_client_files(tmp_path, hosts, extra)
     stopped[0].pause()
     try:
         run = run_clusterctl(["-i", str(inventory), "--known-hosts", str(known), "--timeout", "20", "-o", "json",

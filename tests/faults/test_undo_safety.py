@@ -16,8 +16,7 @@ pytestmark = pytest.mark.sshd
 class Run:
     def __init__(self, sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
         self.hosts = sshd_hosts(1)
-        inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", self.hosts)
-        known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", self.hosts)
+        inventory, known = sshd_hosts.write_client_files(tmp_path, self.hosts)
         self.common = ["-i", str(inventory), "--known-hosts", str(known)]
         self.home = tmp_path / "home"
 

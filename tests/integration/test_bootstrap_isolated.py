@@ -13,35 +13,25 @@ containerd is missing.
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from clirun import CliRun, run_clusterctl
+from clirun import CliRun, run_clusterctl, start_clusterctl
 from host_state import assert_hosts_unchanged
-from sshd_hosts import SSHDHost, SSHDHosts, containerd_missing_reason
+from sshd_hosts import SSHDHost, SSHDHosts
 
 from clusterctl.bootstrap.registry import all_phases
 from clusterctl.engine.run import SkipReason
 
-pytestmark = pytest.mark.sshd
+pytestmark = [pytest.mark.sshd, pytest.mark.usefixtures("needs_containerd")]
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILE = REPO / "inventories" / "demo" / "profiles" / "dgx-a100"
 NODE_PHASES = ["preflight", "kernel", "packages", "containerd", "nvidia-runtime"]
 CLUSTER_PHASES = ",".join(p.name for p in all_phases() if p.name not in NODE_PHASES)
 CONFIRMED = SkipReason.CONFIRMED.value
-
-
-@pytest.fixture(autouse=True)
-def _needs_isolation_and_containerd() -> None:
-    reason = containerd_missing_reason()
-    if reason:
-        pytest.skip(reason)
 
 
 #: /usr is this machine's own on an isolated host, so the program the simulated toolkit package
@@ -76,8 +66,7 @@ class Fleet:
         # A current stack is pinned; the real containerd is Debian's 1.6, so the containerd phase
         # writes a version-2 config for it (and warns that the pin differs).
         extra = {n: {"roles": ["worker"], "stack": {"kubernetes": "1.36.2", "containerd": "2.2.1"}} for n in names}
-        self.inventory = farm.write_inventory(tmp_path / "inv.yaml", self.hosts, extra)
-        known = farm.write_known_hosts(tmp_path / "known_hosts", self.hosts)
+        self.inventory, known = farm.write_client_files(tmp_path, self.hosts, extra)
         self.common = ["-i", str(self.inventory), "--known-hosts", str(known), "-o", "json"]
         self.state = tmp_path / "state"
         self.home = tmp_path / "home"
@@ -170,11 +159,7 @@ def test_lock_refuses_a_concurrent_run_and_resume_finishes_after_an_injected_fai
 ) -> None:
     fleet = Fleet(sshd_hosts, tmp_path, ["node1", "node2"], containerd=False, inject={"node2": FETCH_FAILS})
     args = [*fleet.common, "bootstrap", "--skip-phases", CLUSTER_PHASES, "--state-dir", str(fleet.state)]
-    env = {k: v for k, v in os.environ.items() if k != "SSH_AUTH_SOCK"}
-    env.update(HOME=str(fleet.home), NO_COLOR="1", PYTHONPATH=str(REPO), COLUMNS="200")
-    fleet.home.mkdir()
-    first = subprocess.Popen([sys.executable, "-m", "clusterctl", *args], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=env, cwd=fleet.home)
+    first = start_clusterctl(args, home=fleet.home, COLUMNS="200")
     try:
         locks = [h.tree / "var/lib/clusterctl/bootstrap.lock" for h in fleet.hosts]
         deadline = time.monotonic() + 120

@@ -25,8 +25,7 @@ def test_preflight_and_plan_over_sshd_in_parallel(sshd_hosts: SSHDHosts, tmp_pat
     hosts = sshd_hosts(3, profile=PROFILE, names=NAMES)
     # Workers only: the hosts are this 2-CPU machine, below kubeadm's control-plane minimum.
     extra = {n: {"roles": ["worker"], "stack": {"kubernetes": "1.36.2", "containerd": "2.2.1"}} for n in NAMES}
-    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts, extra)
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
+    inventory, known = sshd_hosts.write_client_files(tmp_path, hosts, extra)
     common = ["-i", str(inventory), "--known-hosts", str(known), "-o", "json"]
     state = tmp_path / "state"
 

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from clirun import REPO_ROOT, run_clusterctl
+from clirun import run_clusterctl, start_clusterctl
 from sshd_hosts import SSHDHosts
 
 pytestmark = pytest.mark.sshd
@@ -21,8 +19,7 @@ def _base_args(inventory: Path, known_hosts: Path) -> list[str]:
 
 def test_exec_json_reports_every_hosts_output_and_exit_code(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
     hosts = sshd_hosts(3)
-    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts)
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
+    inventory, known = sshd_hosts.write_client_files(tmp_path, hosts)
 
     run = run_clusterctl(
         [*_base_args(inventory, known), "-o", "json", "exec", "--",
@@ -46,8 +43,7 @@ def test_exec_json_reports_every_hosts_output_and_exit_code(sshd_hosts: SSHDHost
 
 def test_down_and_hung_hosts_are_reported_while_the_others_finish(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
     hosts = sshd_hosts(4)
-    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts)
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
+    inventory, known = sshd_hosts.write_client_files(tmp_path, hosts)
     down, hung = hosts[1], hosts[2]
     down.stop()
     hung.pause()  # accepts TCP (the kernel does) but never says a word
@@ -71,8 +67,7 @@ def test_down_and_hung_hosts_are_reported_while_the_others_finish(sshd_hosts: SS
 
 def test_changed_host_key_is_refused_even_with_accept_new(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
     (host,) = sshd_hosts(1)
-    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", [host])
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", [host])
+    inventory, known = sshd_hosts.write_client_files(tmp_path, [host])
     recorded = known.read_text()
     host.change_host_key()
 
@@ -128,8 +123,7 @@ def test_unknown_host_key_is_refused_then_accepted_and_remembered(sshd_hosts: SS
 @pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen (openssh-client) is not installed")
 def test_hashed_known_hosts_entries_are_recognised(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
     hosts = sshd_hosts(2)
-    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts)
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
+    inventory, known = sshd_hosts.write_client_files(tmp_path, hosts)
     subprocess.run(["ssh-keygen", "-H", "-f", str(known)], check=True, capture_output=True)
     assert "127.0.0.1" not in known.read_text()
 
@@ -167,8 +161,7 @@ def test_shell_metacharacters_in_inventory_values_are_never_run(sshd_hosts: SSHD
 
 def test_exec_sudo_runs_the_line_under_sudo_n(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
     hosts = sshd_hosts(2)
-    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts)
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
+    inventory, known = sshd_hosts.write_client_files(tmp_path, hosts)
 
     run = run_clusterctl(
         [*_base_args(inventory, known), "-o", "json", "exec", "--sudo", "--", "echo", "as-root"],
@@ -184,8 +177,7 @@ def test_exec_sudo_runs_the_line_under_sudo_n(sshd_hosts: SSHDHosts, tmp_path: P
 
 def test_identical_outputs_are_printed_once_with_their_hosts(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
     hosts = sshd_hosts(4)
-    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts)
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
+    inventory, known = sshd_hosts.write_client_files(tmp_path, hosts)
 
     run = run_clusterctl(
         [*_base_args(inventory, known), "exec", "--", 'if [ "$(hostname)" = h4 ]; then echo odd; else echo same; fi'],
@@ -203,20 +195,13 @@ def test_identical_outputs_are_printed_once_with_their_hosts(sshd_hosts: SSHDHos
 
 def test_stream_prints_lines_of_hosts_still_running(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
     hosts = sshd_hosts(2)
-    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts)
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
+    inventory, known = sshd_hosts.write_client_files(tmp_path, hosts)
     flag = tmp_path / "first-lines-read"
     # Each host waits (10 s at most) for the flag the test makes once it read both first lines.
     wait = f"i=0; while [ ! -e {flag} ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; [ -e {flag} ] || exit 9"
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "CLUSTERCTL_INVENTORY")}
-    env.update(HOME=str(home), NO_COLOR="1", PYTHONPATH=str(REPO_ROOT))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "clusterctl", *_base_args(inventory, known), "exec", "--stream", "--",
-         f'echo "first $(hostname)"; {wait}; echo "oops $(hostname)" >&2; echo done'],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(home),
-    )
+    proc = start_clusterctl([*_base_args(inventory, known), "exec", "--stream", "--",
+                             f'echo "first $(hostname)"; {wait}; echo "oops $(hostname)" >&2; echo done'],
+                            home=tmp_path / "home")
     assert proc.stdout is not None
     first = sorted(proc.stdout.readline() for _ in hosts)
     assert first == ["h1: first h1\n", "h2: first h2\n"]

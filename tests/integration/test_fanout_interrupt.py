@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clirun import REPO_ROOT
+from clirun import clusterctl_env
 from sshd_hosts import SSHDHost, SSHDHosts, descendants
 
 from clusterctl.fanout import FleetInterrupted, Runner
@@ -64,14 +64,12 @@ def test_sigint_during_a_fanout_over_hung_hosts_exits_promptly_and_stops_remote_
     sshd_hosts: SSHDHosts, tmp_path: Path, sigint_as_started: str
 ) -> None:
     hosts = sshd_hosts(3)
-    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts)
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
+    inventory, known = sshd_hosts.write_client_files(tmp_path, hosts)
     config = tmp_path / "ssh_config"
     config.write_text("")
     home = tmp_path / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "CLUSTERCTL_INVENTORY")}
-    env.update(HOME=str(home), NO_COLOR="1", PYTHONPATH=str(REPO_ROOT))
+    env = clusterctl_env(home)
     marker = tmp_path / "should-never-appear"
     proc = subprocess.Popen(
         [sys.executable, "-m", "clusterctl", "-i", str(inventory), "--known-hosts", str(known),
@@ -103,8 +101,7 @@ def test_runner_reports_finished_and_running_hosts_on_interrupt(sshd_hosts: SSHD
     from clusterctl.inventory.loader import load_inventory
 
     hosts = sshd_hosts(3)
-    inventory_path = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts)
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
+    inventory_path, known = sshd_hosts.write_client_files(tmp_path, hosts)
     config = tmp_path / "ssh_config"
     config.write_text("")
     assert yaml.safe_load(inventory_path.read_text())

@@ -53,8 +53,7 @@ commands:
     (slow,) = sshd_hosts(1, profile=hung, names=["slow"])
     (nogpu,) = sshd_hosts(1, profile=bare, names=["nosmi"])
     hosts = [*healthy, slow, nogpu]
-    inventory = sshd_hosts.write_inventory(tmp_path / "inv.yaml", hosts)
-    known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", hosts)
+    inventory, known = sshd_hosts.write_client_files(tmp_path, hosts)
     argv = ["-i", str(inventory), "--known-hosts", str(known), "-o", "json", "health", "--probe-timeout", "2"]
 
     run = run_clusterctl(argv, home=tmp_path / "home", timeout_s=120)

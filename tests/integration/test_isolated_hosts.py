@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sshd_hosts import SSHDHosts, containerd_missing_reason, descendants, isolation_missing_reason
+from sshd_hosts import SSHDHosts, descendants
 
 from clusterctl.inventory.model import Host, SSHOptions
 from clusterctl.transport.ssh import SSHTransport
@@ -45,10 +45,8 @@ def _connect(farm: SSHDHosts, host: object, known: Path, tmp_path: Path) -> SSHT
     )
 
 
+@pytest.mark.usefixtures("needs_isolation")
 def test_files_land_in_each_hosts_own_tree_and_hostname_is_its_own(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
-    reason = isolation_missing_reason()
-    if reason:
-        pytest.skip(reason)
     a, b = sshd_hosts(2, profile=_profile(tmp_path), names=["iso-a", "iso-b"], isolated=True)
     known = sshd_hosts.write_known_hosts(tmp_path / "kh", [a, b])
     marker = "/etc/clusterctl-isolation-check.conf"
@@ -71,12 +69,10 @@ def test_files_land_in_each_hosts_own_tree_and_hostname_is_its_own(sshd_hosts: S
         assert ta.run("nvidia-smi -L").stdout.startswith("GPU 0: NVIDIA H100")
 
 
+@pytest.mark.usefixtures("needs_containerd")
 def test_real_containerd_starts_with_a_good_config_and_fails_with_a_broken_one(
     sshd_hosts: SSHDHosts, tmp_path: Path
 ) -> None:
-    reason = containerd_missing_reason()
-    if reason:
-        pytest.skip(reason)
     (host,) = sshd_hosts(1, profile=_profile(tmp_path), names=["ctrd"], containerd=True)
     known = sshd_hosts.write_known_hosts(tmp_path / "kh", [host])
     with _connect(sshd_hosts, host, known, tmp_path) as t:

@@ -40,8 +40,7 @@ def _clusterctl(args: list[str], home: Path, *, stdin: str = "", env: dict[str, 
 
 
 def _files(farm: SSHDHosts, hosts: list[SSHDHost], tmp_path: Path) -> tuple[Path, Path, Path]:
-    inventory = farm.write_inventory(tmp_path / "inv.yaml", hosts)
-    known = farm.write_known_hosts(tmp_path / "known_hosts", hosts)
+    inventory, known = farm.write_client_files(tmp_path, hosts)
     config = tmp_path / "ssh_config"
     config.write_text("")
     return inventory, known, config

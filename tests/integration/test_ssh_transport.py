@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from clusterctl.transport.factory import ConnectOptions, make_connector
 from clusterctl.transport.ssh import SSHTransport
 
 pytestmark = pytest.mark.sshd
+Connect = Callable[..., SSHTransport]
 
 
 def _host(farm: SSHDHosts, h: SSHDHost, **ssh: str) -> Host:
@@ -37,12 +40,17 @@ def _transport(farm: SSHDHosts, h: SSHDHost, known: Path, config: str, **ssh: st
     return SSHTransport(_host(farm, h, **ssh), known_hosts_path=str(known), ssh_config_path=config)
 
 
-def test_one_connection_serves_many_commands_and_large_outputs(
-    sshd_hosts: SSHDHosts, tmp_path: Path, no_ssh_config: str
-) -> None:
+@pytest.fixture
+def one_host(sshd_hosts: SSHDHosts, tmp_path: Path, no_ssh_config: str) -> tuple[SSHDHost, Connect]:
+    """One sshd host whose key is known, and ``connect(**ssh)``: clusterctl's transport to it."""
     (h,) = sshd_hosts(1)
     known = sshd_hosts.write_known_hosts(tmp_path / "kh", [h])
-    with _transport(sshd_hosts, h, known, no_ssh_config) as t:
+    return h, functools.partial(_transport, sshd_hosts, h, known, no_ssh_config)
+
+
+def test_one_connection_serves_many_commands_and_large_outputs(one_host: tuple[SSHDHost, Connect]) -> None:
+    _h, connect = one_host
+    with connect() as t:
         # 4 MB on each stream at once: reading one stream only would stall the other.
         big = t.run("head -c 4000000 /dev/zero | tr '\\0' a; head -c 4000000 /dev/zero | tr '\\0' b >&2", timeout=30)
         assert big.ok
@@ -55,11 +63,10 @@ def test_one_connection_serves_many_commands_and_large_outputs(
         assert echoed.stdout == "through stdin\n"
 
 
-def test_env_and_put_get_round_trip(sshd_hosts: SSHDHosts, tmp_path: Path, no_ssh_config: str) -> None:
-    (h,) = sshd_hosts(1)
-    known = sshd_hosts.write_known_hosts(tmp_path / "kh", [h])
+def test_env_and_put_get_round_trip(one_host: tuple[SSHDHost, Connect]) -> None:
+    h, connect = one_host
     target = str(h.home / "conf file.txt")
-    with _transport(sshd_hosts, h, known, no_ssh_config) as t:
+    with connect() as t:
         env = t.run('printf %s "$NCCL_DEBUG"', env={"NCCL_DEBUG": "INFO; touch /tmp/x"}, timeout=10)
         assert env.stdout == "INFO; touch /tmp/x"
         first = t.put(target, b"one\n")
@@ -72,24 +79,18 @@ def test_env_and_put_get_round_trip(sshd_hosts: SSHDHosts, tmp_path: Path, no_ss
         assert t.get(str(h.home / "missing")) is None
 
 
-def test_command_timeout_closes_the_channel_but_keeps_the_connection(
-    sshd_hosts: SSHDHosts, tmp_path: Path, no_ssh_config: str
-) -> None:
-    (h,) = sshd_hosts(1)
-    known = sshd_hosts.write_known_hosts(tmp_path / "kh", [h])
-    with _transport(sshd_hosts, h, known, no_ssh_config) as t:
+def test_command_timeout_closes_the_channel_but_keeps_the_connection(one_host: tuple[SSHDHost, Connect]) -> None:
+    _h, connect = one_host
+    with connect() as t:
         with pytest.raises(TransportError) as err:
             t.run("sleep 30", timeout=0.5)
         assert err.value.kind is FailureKind.TIMED_OUT
         assert t.run("echo still-here", timeout=10).stdout == "still-here\n"
 
 
-def test_close_from_another_thread_ends_a_hung_command(
-    sshd_hosts: SSHDHosts, tmp_path: Path, no_ssh_config: str
-) -> None:
-    (h,) = sshd_hosts(1)
-    known = sshd_hosts.write_known_hosts(tmp_path / "kh", [h])
-    t = _transport(sshd_hosts, h, known, no_ssh_config)
+def test_close_from_another_thread_ends_a_hung_command(one_host: tuple[SSHDHost, Connect]) -> None:
+    _h, connect = one_host
+    t = connect()
     assert t.run("true", timeout=10).ok
     errors: list[TransportError] = []
 
@@ -109,15 +110,14 @@ def test_close_from_another_thread_ends_a_hung_command(
 
 
 def test_wrong_client_key_is_an_authentication_failure_naming_user_and_key(
-    sshd_hosts: SSHDHosts, tmp_path: Path, no_ssh_config: str
+    sshd_hosts: SSHDHosts, tmp_path: Path, one_host: tuple[SSHDHost, Connect]
 ) -> None:
     from sshd_hosts import generate_ed25519
 
-    (h,) = sshd_hosts(1)
-    known = sshd_hosts.write_known_hosts(tmp_path / "kh", [h])
+    _h, connect = one_host
     stranger = tmp_path / "stranger_key"
     generate_ed25519(stranger, "not-authorized")
-    with _transport(sshd_hosts, h, known, no_ssh_config, key_file=str(stranger)) as t, pytest.raises(
+    with connect(key_file=str(stranger)) as t, pytest.raises(
         TransportError
     ) as err:
         t.run("true", timeout=10)
@@ -126,12 +126,11 @@ def test_wrong_client_key_is_an_authentication_failure_naming_user_and_key(
     assert str(stranger) in err.value.message
 
 
-def test_stopped_sshd_is_a_handshake_timeout(sshd_hosts: SSHDHosts, tmp_path: Path, no_ssh_config: str) -> None:
-    (h,) = sshd_hosts(1)
-    known = sshd_hosts.write_known_hosts(tmp_path / "kh", [h])
+def test_stopped_sshd_is_a_handshake_timeout(one_host: tuple[SSHDHost, Connect]) -> None:
+    h, connect = one_host
     h.pause()
     try:
-        with _transport(sshd_hosts, h, known, no_ssh_config) as t, pytest.raises(TransportError) as err:
+        with connect() as t, pytest.raises(TransportError) as err:
             t.run("true", timeout=1.0)
     finally:
         h.resume()

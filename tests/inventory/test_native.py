@@ -6,25 +6,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from refusals import inventory_refusal
 
-from clusterctl.errors import ExitCode, InventoryError
+from clusterctl.errors import InventoryError
 from clusterctl.inventory.loader import load_inventory
 from clusterctl.inventory.native import load_native
 
 WriteFile = Callable[..., Path]
 EXAMPLES = Path(__file__).resolve().parents[2] / "inventories" / "examples"
-
-
-def load_error(path: Path) -> InventoryError:
-    with pytest.raises(InventoryError) as caught:
-        load_native(path)
-    error = caught.value
-    assert error.exit_code == ExitCode.USAGE == 2
-    assert error.file == str(path)
-    # The rendered message leads with "file:line:" so an editor can jump there.
-    if error.line is not None:
-        assert str(error).startswith(f"{path}:{error.line}: ")
-    return error
 
 
 FULL = """
@@ -227,30 +216,15 @@ def test_example_inventory_loads() -> None:
 
 
 def test_yaml_syntax_error_names_line_and_column(write: WriteFile) -> None:
-    path = write(
-        """
-        hosts:
-          gpu-a1:
-            address: 10.0.0.11
-           port: 22
-        """
-    )
-    error = load_error(path)
+    error = inventory_refusal(write("hosts:\n  gpu-a1:\n    address: 10.0.0.11\n   port: 22\n"))
     assert error.line == 4
     assert "not valid YAML" in str(error)
     assert "column" in str(error)
 
 
 def test_unknown_field_suggests_the_close_one(write: WriteFile) -> None:
-    path = write(
-        """
-        hosts:
-          gpu-a1:
-            address: 10.0.0.11
-            prot: 22
-        """
-    )
-    error = load_error(path)
+    path = write("hosts:\n  gpu-a1:\n    address: 10.0.0.11\n    prot: 22\n")
+    error = inventory_refusal(path)
     assert str(error) == (f"{path}:4: field 'hosts.gpu-a1.prot': unknown field 'prot'. Did you mean 'port'?")
 
 
@@ -264,7 +238,7 @@ def test_bad_port(write: WriteFile, port: str) -> None:
             port: {port}
         """
     )
-    error = load_error(path)
+    error = inventory_refusal(path)
     assert (error.line, error.field) == (4, "hosts.gpu-a1.port")
     assert "1 to 65535" in str(error) or "single value" in str(error)
 
@@ -280,7 +254,7 @@ def test_group_lists_unknown_host(write: WriteFile) -> None:
           gpu-a2: {}
         """
     )
-    error = load_error(path)
+    error = inventory_refusal(path)
     assert (error.line, error.field) == (3, "groups.rack-a.hosts[1]")
     assert "'gpu-a3'" in str(error)
     assert "Did you mean 'gpu-a1'?" in str(error) or "Did you mean 'gpu-a2'?" in str(error)
@@ -323,26 +297,26 @@ def test_group_lists_unknown_host(write: WriteFile) -> None:
 )
 def test_errors_name_line_field_and_what_is_wrong(write: WriteFile, text: str, line: int, field: str,
                                                   words: str | tuple[str, ...]) -> None:
-    error = load_error(write(text))
+    error = inventory_refusal(write(text))
     assert (error.line, error.field) == (line, field)
     for word in (words,) if isinstance(words, str) else words:
         assert word in str(error)
 
 
 def test_empty_file_and_no_hosts(write: WriteFile) -> None:
-    assert "empty" in str(load_error(write("# nothing yet\n")))
-    error = load_error(write("cluster: x\n"))
+    assert "empty" in str(inventory_refusal(write("# nothing yet\n")))
+    error = inventory_refusal(write("cluster: x\n"))
     assert error.field == "hosts"
     assert "no 'hosts:'" in str(error)
 
 
 def test_recursive_alias_is_refused(write: WriteFile) -> None:
-    error = load_error(write("hosts: &a\n  h:\n    vars: {self: *a}\n"))
+    error = inventory_refusal(write("hosts: &a\n  h:\n    vars: {self: *a}\n"))
     assert "refers to itself" in str(error)
 
 
 def test_unclosed_quote_points_at_where_it_opened(write: WriteFile) -> None:
-    error = load_error(write('hosts:\n  gpu-a1: {address: "10.0.0.11}\n  gpu-a2: {}\n'))
+    error = inventory_refusal(write('hosts:\n  gpu-a1: {address: "10.0.0.11}\n  gpu-a2: {}\n'))
     assert error.line == 2
     assert "quoted scalar" in str(error)
 

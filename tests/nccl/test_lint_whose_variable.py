@@ -33,12 +33,8 @@ def test_the_launch_script_s_library_path_is_not_an_unknown_nccl_variable() -> N
     assert "build systems and install scripts" in lib[0]["message"]
 
 
-PYTORCHJOB = """\
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-spec:
-  pytorchReplicaSpecs:
-    Master:
+#: One replica's pod template: Master and Worker each have it, and so each has its own environment.
+REPLICA = """\
       template:
         spec:
           containers:
@@ -46,17 +42,9 @@ spec:
               env:
                 - name: NCCL_IB_HCA
                   value: "=mlx5_1,mlx5_2"
-    Worker:
-      template:
-        spec:
-          containers:
-            - name: pytorch
-              env:
-                - name: NCCL_IB_HCA
-                  value: "=mlx5_1,mlx5_2"
-                - name: NCCL_IB_HCA
-                  value: "=mlx5_3"
 """
+PYTORCHJOB = ("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nspec:\n  pytorchReplicaSpecs:\n    Master:\n" + REPLICA
+              + "    Worker:\n" + REPLICA + '                - name: NCCL_IB_HCA\n                  value: "=mlx5_3"\n')
 
 
 def test_master_and_worker_are_two_environments_but_a_repeat_inside_one_is_a_duplicate() -> None:

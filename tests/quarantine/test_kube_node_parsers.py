@@ -67,9 +67,14 @@ class _ControlPlane:
         return CommandResult(command, self.stdout, self.stderr, self.exit_code, 0.0)
 
 
+#: A control plane that refuses kubectl's connection, and what the failure says.
+REFUSED = (_ControlPlane("", "The connection to the server 10.0.0.1:6443 was refused - did you specify the right "
+                         "host or port?\n", 1),
+           "kubectl failed: The connection to the server 10.0.0.1:6443 was refused")
+
+
 @pytest.mark.parametrize("answer, said", [
-    (_ControlPlane("", "The connection to the server 10.0.0.1:6443 was refused - did you specify the right host "
-                   "or port?\n", 1), "kubectl failed: The connection to the server 10.0.0.1:6443 was refused"),
+    REFUSED,
     (_ControlPlane("<html><body>502 Bad Gateway</body></html>\n"), "line 1"),
     (_ControlPlane('{"kind": "List", "items": [{"metadata": {"name": "gpu-a1"}, "spec": "cordoned"}]}'),
      "node gpu-a1: spec is str, not an object"),
@@ -104,8 +109,7 @@ def test_drain_fails_the_pod_list_of_a_pod_asking_no_whole_number_of_gpus_naming
 
 
 @pytest.mark.parametrize("answer, said", [
-    (_ControlPlane("", "The connection to the server 10.0.0.1:6443 was refused - did you specify the right host "
-                   "or port?\n", 1), "kubectl failed: The connection to the server 10.0.0.1:6443 was refused"),
+    REFUSED,
     (_ControlPlane("<html><body>502 Bad Gateway</body></html>\n"), "node gpu-a2: cannot parse kubectl get node"),
     (_ControlPlane('{"kind": "Node", "metadata": {"name": "gpu-a2"}, "spec": "cordoned"}'),
      "node gpu-a2: spec is str, not an object"),
