@@ -480,18 +480,16 @@ class _Reader:
         columns = list(extras)
         if values and values[0] == "N/A" and columns and columns[0] == "CPU Affinity" and len(values) < len(columns):
             columns = columns[1:]  # an empty CPU Affinity cell: a CPU affinity is never N/A
-        mapped: dict[str, str | None] = {}
-        for column, value in zip(columns, values, strict=False):
-            mapped[column] = None if value in ("", "N/A") else value
+        mapped: dict[str, str | None] = {
+            column: None if value in ("", "N/A") else value for column, value in zip(columns, values, strict=False)}
         glued = self._glued_numa(mapped.get("CPU Affinity"), clean_affinities)
         if glued is not None and "NUMA Affinity" in columns and len(values) < len(columns):
             cpu, numa = glued
             self.warn(f"row {label}: CPU affinity and NUMA cell printed together as {cpu + numa!r}; read as "
                       f"{cpu} and NUMA {numa}, as other rows print that CPU list", number)
-            shifted = values[1:]
-            mapped = {"CPU Affinity": cpu, "NUMA Affinity": numa}
-            for column, value in zip(columns[2:], shifted, strict=False):
-                mapped[column] = None if value == "N/A" else value
+            mapped = {"CPU Affinity": cpu, "NUMA Affinity": numa,
+                      **{column: None if value == "N/A" else value
+                         for column, value in zip(columns[2:], values[1:], strict=False)}}
         elif "CPU Affinity" in mapped and mapped["CPU Affinity"] is not None and not _CPU_LIST.fullmatch(
                 mapped["CPU Affinity"] or ""):
             self.warn(f"row {label}: {mapped['CPU Affinity']!r} is not a CPU list: its affinity was not read", number)
