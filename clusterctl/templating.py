@@ -120,15 +120,10 @@ class RenderedBlock(str):
     """Lines a macro of these templates rendered (its values already went through their filters)."""
 
 
-def rendered_block(value: object) -> RenderedBlock:
-    return RenderedBlock(value)
-
-
 def _finalize(value: object) -> object:
     if isinstance(value, RenderedBlock):
         return value
     return checked(value) if isinstance(value, str) else value
-
 
 
 @lru_cache(maxsize=1)
@@ -147,7 +142,7 @@ def environment() -> Environment:
         finalize=_finalize,
     )
     env.filters.update(shq=shell_quote, yamlq=yaml_quote, tojson=to_json, toml=toml_value, toml_key=toml_key,
-                       conf_value=conf_value, label_value=label_value, comment=one_line_comment, block=rendered_block)
+                       conf_value=conf_value, label_value=label_value, comment=one_line_comment, block=RenderedBlock)
     return env
 
 

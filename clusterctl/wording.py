@@ -8,7 +8,6 @@ def plural(count: int, noun: str, plural_form: str | None = None) -> str:
     return f"{count} {noun if count == 1 else (plural_form or noun + 's')}"
 
 
-
 def seconds(value: float | None) -> str:
     """``60 s``, ``4.9 s``, ``0.25 s``: a duration as people write it (a space before the unit)."""
     if value is None:

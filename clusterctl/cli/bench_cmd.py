@@ -214,10 +214,8 @@ def nccl_command(
         for col in ("host", "busbw", "avg busbw", "status"):
             t.add_column(col)
         # A host's status is its worst finding: a figure its topology cannot give is not "ok".
-        worst: dict[str, str] = {}
-        for f in sorted_findings(list(run.findings)):
-            if f.host and f.host not in worst:
-                worst[f.host] = f"{f.severity.value}: {f.code}"
+        # (Read worst last, so that it is the one a host keeps.)
+        worst = {f.host: f"{f.severity.value}: {f.code}" for f in reversed(sorted_findings(run.findings)) if f.host}
         for r in run.runs:
             avg = r.result.avg_busbw_gbs if r.result else None
             t.add_row(r.host, f"{r.busbw_gbs:.1f}" if r.busbw_gbs is not None else "-",

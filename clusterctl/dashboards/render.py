@@ -46,20 +46,18 @@ def configmaps_yaml(boards: Mapping[str, dict[str, Any]], cluster: str, namespac
 
     from clusterctl.dashboards.panels import uid
 
-    docs = []
-    for stem, board in boards.items():
-        docs.append({
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                "name": uid(stem, cluster).lower().replace("_", "-")[:63],
-                "namespace": namespace,
-                "labels": {SIDECAR_LABEL[0]: SIDECAR_LABEL[1], "app.kubernetes.io/managed-by": "clusterctl"},
-                # The sidecar's folderAnnotation (grafana_folder by default) puts them in one folder.
-                "annotations": {"grafana_folder": folder},
-            },
-            "data": {f"{stem}.json": json.dumps(board, indent=1, sort_keys=True)},
-        })
+    docs = [{
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": uid(stem, cluster).lower().replace("_", "-")[:63],
+            "namespace": namespace,
+            "labels": {SIDECAR_LABEL[0]: SIDECAR_LABEL[1], "app.kubernetes.io/managed-by": "clusterctl"},
+            # The sidecar's folderAnnotation (grafana_folder by default) puts them in one folder.
+            "annotations": {"grafana_folder": folder},
+        },
+        "data": {f"{stem}.json": json.dumps(board, indent=1, sort_keys=True)},
+    } for stem, board in boards.items()]
     return yaml.safe_dump_all(docs, sort_keys=False)
 
 
