@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from fixture_files import fixture_dir, read_fixture
+from fixture_files import read_fixture
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.nccltests import parse_nccl_tests
-
-FIXTURES = fixture_dir("nccl-tests")
-
-
 
 
 def test_single_process_sweep() -> None:

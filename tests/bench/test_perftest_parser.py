@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from fixture_files import fixture_dir, read_fixture
+from fixture_files import read_fixture
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.perftest import MIB_PER_S_TO_GBPS, parse_perftest
-
-FIXTURES = fixture_dir("perftest")
-
-
 
 
 def test_roce_post_list_client_in_gbits() -> None:

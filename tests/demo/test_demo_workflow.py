@@ -13,9 +13,6 @@ from clusterctl.nccl.sources import read_settings
 DEMO = str(Path(__file__).resolve().parents[2] / "inventories" / "demo.yaml")
 
 
-
-
-
 def test_survey_saves_every_hosts_interfaces(tmp_path: Path) -> None:
     saved = tmp_path / "survey.json"
     result = clusterctl("-i", DEMO, "survey", "-o", "json", "--save", str(saved))

@@ -35,7 +35,6 @@ def test_gpus_identity_csv_with_units_and_unknown_fields() -> None:
     assert gpu.power_limit_w is None
 
 
-
 def test_persistence_modes_read_before_a_gpu_reset() -> None:
     """heal reads it (``-i N`` appended) to turn persistence mode off around ``nvidia-smi -r`` only where it is on."""
     assert PERSISTENCE_MODES.command == "nvidia-smi --query-gpu=index,persistence_mode --format=csv"

@@ -14,7 +14,6 @@ from clusterctl.transport.ssh.connect import AEAD_CIPHERS, prefer_aead
 pytestmark = pytest.mark.sshd
 
 
-
 def test_aes_gcm_is_negotiated_and_the_host_key_still_checked(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
     (host,) = sshd_hosts(1)
     known = sshd_hosts.write_known_hosts(tmp_path / "known_hosts", [host])

@@ -52,7 +52,6 @@ def test_match_exec_in_ssh_config_still_runs_its_command_from_many_threads() -> 
     assert out == "[('no', None), ('yes', 'matched')]"
 
 
-
 @pytest.mark.sshd
 def test_no_timer_thread_and_the_debug_message_only_for_a_debug_log(
     sshd_hosts: SSHDHosts, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch

@@ -10,9 +10,6 @@ from clirun import clusterctl
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "nccl-settings"
 
 
-
-
-
 def test_json_for_ci_and_exit_1_on_errors() -> None:
     result = clusterctl("nccl", "lint", str(FIXTURES / "derived-h100-64-broken.slurm"), "--nccl-version", "2.21.5",
                         "--fabric", "ib", "-o", "json")

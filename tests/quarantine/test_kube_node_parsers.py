@@ -55,7 +55,6 @@ def test_broken_pod_lists_name_what_is_wrong(text: str, where: str) -> None:
     assert where in str(caught.value)
 
 
-
 class _ControlPlane:
     """A control plane that answers every command with one recorded result."""
 

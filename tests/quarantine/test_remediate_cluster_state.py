@@ -257,7 +257,6 @@ def test_a_receiver_stopped_while_it_holds_the_lease_gives_it_back(sig: signal.S
         time.sleep(1.0)  # the marks take a moment: the stop waits for them, then gives the Lease back
         return original(*args, **kwargs)
 
-
     def alert() -> None:
         deadline = time.monotonic() + 120
         while True:

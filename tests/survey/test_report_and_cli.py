@@ -24,9 +24,6 @@ TOPO = REPO / "tests" / "fixtures" / "topo"
 DEMO_PROFILE = REPO / "inventories" / "demo" / "profiles" / "dgx-a100"
 
 
-
-
-
 def test_report_json_validates_and_holds_what_users_asked_for() -> None:
     report = build_report(fleet(healthy_state("bad", topology=nvswitch(lost=[(2, 3)]))), tp=4)
     data = report_to_json(report)

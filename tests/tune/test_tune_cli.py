@@ -18,9 +18,6 @@ REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "inventories" / "demo.yaml"
 
 
-
-
-
 @pytest.fixture(scope="module")
 def demo_survey(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("survey") / "survey.json"
