@@ -105,7 +105,5 @@ def _value(key: str, raw: Any, base_dir: Path) -> Any:
 
 def bmc_for(entries: tuple[BmcConfig, ...], host: str) -> BmcConfig | None:
     """The entry for ``host``: the one written under its name, else the first pattern that matches it."""
-    for entry in entries:
-        if entry.pattern == host:
-            return entry
-    return next((e for e in entries if fnmatch.fnmatchcase(host, e.pattern)), None)
+    return next((e for e in entries if e.pattern == host), None) or next(
+        (e for e in entries if fnmatch.fnmatchcase(host, e.pattern)), None)

@@ -69,10 +69,8 @@ PUBLISHED: tuple[PublishedLine, ...] = (
 def newest_patch(project: str, version: str) -> PublishedLine | None:
     """The line ``version`` (``1.36.2``, ``v3.31.7``) belongs to, when ``PUBLISHED`` records it."""
     parts = version.lstrip("v").split(".")
-    for line in PUBLISHED:
-        if line.project == project and parts[: len(line.line.split("."))] == line.line.split("."):
-            return line
-    return None
+    return next((line for line in PUBLISHED
+                 if line.project == project and parts[: len(line.line.split("."))] == line.line.split(".")), None)
 
 
 @dataclass(frozen=True)
