@@ -205,18 +205,18 @@ class Runner:
 
         for i in range(len(hosts)):
             todo.put(i)
-        workers = min(self.parallel, len(hosts))
-        for _ in range(workers):
-            todo.put(None)
-            thread = threading.Thread(target=work, daemon=True, name="clusterctl-fanout")
-            thread.start()
-            run.threads.append(thread)
-
         if run.progress:
             run.progress.start(len(hosts), label)
         results = run.results
         began = last_notice = time.monotonic()
         try:
+            # Started inside the ``try``: ``thread.start`` may hand the interpreter to the new worker for a
+            # while, and a Ctrl-C that lands then must still stop what the workers began on their hosts.
+            for _ in range(min(self.parallel, len(hosts))):
+                todo.put(None)
+                thread = threading.Thread(target=work, daemon=True, name="clusterctl-fanout")
+                thread.start()
+                run.threads.append(thread)
             while len(results) < len(hosts):
                 if not outermost and self.interrupted.is_set():  # the run that started this task was stopped
                     raise Interrupted("SIGINT")
