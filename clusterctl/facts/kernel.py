@@ -104,18 +104,11 @@ def parse_kernel_probe(text: str) -> KernelFacts:
     sections = split_sections(text, _WHAT, marker=MARKER_FILES)
     missing: dict[str, str] = {}
     modules: tuple[str, ...] | None = None
-    values: dict[str, str] = {}
-    gone: tuple[str, ...] = ()
-    swaps: tuple[str, ...] = ()
-    for name, section in sections.items():
-        with section.reading(_WHAT):
-            if name == "modules":
-                if re.search(r"not found|could not open", section.text):
-                    missing["modules"] = section.text.strip().splitlines()[-1]
-                else:
-                    modules = parse_lsmod(section.text)
-            elif name == "sysctl":
-                values, gone = parse_sysctl(section.text)
-            elif name == "swaps":
-                swaps = parse_swapon_show(section.text)
-    return KernelFacts(modules, values, gone, swaps, files_read(sections), missing)
+    listing = sections.text("modules")
+    if re.search(r"not found|could not open", listing):
+        missing["modules"] = listing.strip().splitlines()[-1]
+    elif "modules" in sections:
+        modules = sections.read("modules", parse_lsmod)
+    values, gone = sections.read("sysctl", parse_sysctl)  # an absent section reads as empty: nothing set
+    return KernelFacts(modules, values, gone, sections.read("swaps", parse_swapon_show), files_read(sections),
+                       missing)
