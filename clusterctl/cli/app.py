@@ -407,10 +407,29 @@ def _run(command: Any, args: list[str], debug: bool) -> None:
                 raise
             _print_error(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)")
             sys.exit(ExitCode.FAILED)
-        show()
-        is_usage = any(cls.__name__ == "UsageError" for cls in type(exc).__mro__)
-        sys.exit(ExitCode.USAGE if is_usage else getattr(exc, "exit_code", 1))
+        kinds = {cls.__name__ for cls in type(exc).__mro__}
+        if "NoArgsIsHelpError" in kinds:  # a command group alone ('clusterctl upgrade'): its help
+            show()
+        else:
+            _print_error(_click_error(exc))
+        sys.exit(ExitCode.USAGE if "UsageError" in kinds else getattr(exc, "exit_code", 1))
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _click_error(exc: Any) -> str:
+    """A click error as the product's one paragraph: click's message (lower-case first, like every
+    other error), then the command's usage and where its help is, as click shows them."""
+    text = exc.format_message()
+    if text[:1].isupper() and text[1:2].islower():
+        text = text[0].lower() + text[1:]
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return text
+    text = text if text.endswith((".", "?", "!")) else text + "."
+    usage = " ".join(ctx.get_usage().split())
+    if ctx.command.get_help_option(ctx) is None:
+        return f"{text} {usage}"
+    return f"{text} {usage}; try '{ctx.command_path} {ctx.help_option_names[0]}' for help."
 
 
 def _interrupts_raise() -> Callable[[], None]:

@@ -251,11 +251,6 @@ class _IbvDevinfo(_Reader):
                           board_id=values.get("board_id"), ports=ports)
 
 
-def parse_ibv_devinfo(text: str) -> RDMADevices:
-    """``ibv_devinfo [-v]`` output as devices; see the module docstring."""
-    return _IbvDevinfo().read(clean_lines(text))
-
-
 def _guid(value: str | None) -> str | None:
     """``0x0c42a10300609810`` -> ``0c42:a103:0060:9810``, the form ibv_devinfo prints."""
     if value is None:
@@ -324,6 +319,30 @@ def parse_rdma(text: str) -> RDMADevices:
     lines = clean_lines(text)
     reader = _Ibstat() if _has_ca_line(lines) else _IbvDevinfo()
     return reader.read(lines)
+
+
+# --- what a port's rate says: the one reading survey and health judge ports by -----------------
+
+#: A port this far below the rate it should run at is slow. Links train at discrete rates (a width or a
+#: speed step down at least halves it), so a healthy port matches exactly; the margin only absorbs
+#: rounding such as 4 x 53.125.
+RATE_TOLERANCE = 0.97
+
+
+def link_rate(port: RDMAPort) -> float | None:
+    """The rate an active port runs at; ``None`` when it is not active or reads no rate.
+
+    A port that is not active prints a rate that means nothing (``ibstat`` its slowest, ``Rate: 10``;
+    ``ibv_devinfo`` the lowest width x speed, 4X x 2.5 Gbps), and a rate of 0 is a driver that does not
+    know it: neither is a speed to call slow, nor one to count in the fleet's majority.
+    """
+    return port.rate_gbps if port.state == "PORT_ACTIVE" and port.rate_gbps else None
+
+
+def runs_slow(port: RDMAPort, expected_gbps: float | None) -> bool:
+    """Whether ``port`` is active at a known rate below ``expected_gbps`` (the inventory's, the peers')."""
+    rate = link_rate(port)
+    return bool(rate and expected_gbps and rate < expected_gbps * RATE_TOLERANCE)
 
 
 IBSTAT: Fact[RDMADevices] = Fact("rdma", "ibstat", parse_ibstat)

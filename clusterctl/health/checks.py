@@ -19,10 +19,11 @@ from typing import TypeVar
 
 from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent, NVLinkErrorCounters, PciDevice
 from clusterctl.facts.model import NVLinkStatus, RDMAPort
+from clusterctl.facts.rdma import runs_slow
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
 from clusterctl.health.probe import PROBE_HEAD_BYTES, PROBE_TAIL_BYTES, HostProbe
-from clusterctl.survey.checks.host import MadeOnce, majority
+from clusterctl.survey.checks.host import MadeOnce, majority, usual_link_rate
 
 #: A counter is "far above the fleet" above this many times the peers' median ...
 FLEET_FACTOR = 10
@@ -499,7 +500,7 @@ def _high_counters(items: Sequence[Counted], median: Callable[[str], float], flo
 def _usual_port(same: Sequence[RDMAPort]) -> tuple[bool | None, float | None]:
     """Whether most hosts' port of this name is active, and the rate most active ones run at."""
     usual = majority(q.state == "PORT_ACTIVE" for q in same)
-    return usual, majority([q.rate_gbps for q in same if q.state == "PORT_ACTIVE" and q.rate_gbps])
+    return usual, usual_link_rate(same)
 
 
 def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
@@ -522,7 +523,7 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
             key = f"{device.hca}/{port.port}"
             usual, usual_rate = baseline.kept.get(("ib-port-usual", device.hca, port.port),
                                                   partial(_usual_port, ports.get((device.hca, port.port), [])))
-            if port.state == "PORT_ACTIVE" and usual_rate and port.rate_gbps and port.rate_gbps < usual_rate:
+            if runs_slow(port, usual_rate):
                 found.append(_finding(
                     Severity.ERROR, "IB_PORT_SLOW", host.name,
                     f"port runs at {port.rate_gbps:g} Gb/s, most hosts' {device.hca} at {usual_rate:g} Gb/s",

@@ -34,7 +34,7 @@ def test_bad_options_are_usage_errors_even_where_typer_vendors_click() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done.stderr
-    assert "No such option: --no-such-option" in done.stderr
+    assert "error: no such option: --no-such-option" in done.stderr
     assert "Traceback" not in done.stderr
 
 
@@ -83,7 +83,7 @@ def test_the_program_ends_with_the_commands_status_and_every_byte_of_its_output(
 def test_a_mistyped_command_gets_a_did_you_mean(typo: str, meant: str) -> None:
     result = clusterctl(typo)
     assert result.exit_code == 2
-    assert f"No such command '{typo}'. Did you mean '{meant}'" in result.output
+    assert f"no such command '{typo}'. Did you mean '{meant}'" in result.output
 
 
 def test_a_subcommand_typo_is_still_answered_once() -> None:

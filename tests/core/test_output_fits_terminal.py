@@ -230,6 +230,26 @@ def test_an_error_off_a_terminal_stays_on_one_line_and_debug_shows_the_traceback
     assert debug.stderr.endswith(run.stderr), debug.stderr
 
 
+@pytest.mark.parametrize(("args", "said", "help_command"), [
+    (("survey", "--no-such-option-of-some-length"), "no such option: --no-such-option-of-some-length.",
+     "clusterctl survey -h"),
+    (("--parallel", "0", "survey"), "invalid value for '--parallel': ", "clusterctl -h"),
+    (("topo", "show"), "missing argument 'FILE|-'. Usage: clusterctl topo show [OPTIONS] {FILE|-};",
+     "clusterctl topo show -h"),
+    (("bench", "nccl", "--bogus"), "no such option: --bogus (Possible options: --gpus).", "clusterctl bench nccl -h"),
+])
+def test_a_bad_option_or_command_click_finds_is_the_same_one_paragraph_error(
+        args: tuple[str, ...], said: str, help_command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    run = clusterctl(*args)
+    assert run.exit_code == 2 and run.stdout == "", run.output
+    lines = assert_fits(run.stderr, 80)
+    assert lines[0].startswith("error: ") and all(line.startswith("  ") for line in lines[1:]), run.stderr
+    assert all(len(line) <= 80 for line in lines), run.stderr
+    text = " ".join(run.stderr.split())
+    assert said in text and text.endswith(f"try '{help_command}' for help."), run.stderr
+
+
 def test_an_interrupted_bootstrap_puts_the_undo_command_whole_on_a_line_of_its_own(
         deep: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os

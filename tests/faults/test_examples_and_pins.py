@@ -14,7 +14,7 @@ from clusterctl.bootstrap import matrix
 from clusterctl.bootstrap.cluster.settings import cluster_settings
 from clusterctl.inventory.loader import load_inventory
 from clusterctl.inventory.model import BootstrapConfig
-from clusterctl.inventory.pins import CNI_PINS, PUBLISHED, newest_patch
+from clusterctl.inventory.pins import CNI_PINS, PUBLISHED, PublishedLine
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = [*sorted((REPO / "inventories" / "examples").iterdir()), REPO / "inventories" / "demo.yaml"]
@@ -67,6 +67,13 @@ def test_the_newest_minor_is_written_in_one_place() -> None:
     for path, text in texts:
         for claim in re.findall(r"newest (?:Kubernetes )?minor[^.\n]*?(1\.\d\d)", text):
             assert claim == newest, f"{path.name} says the newest minor is {claim}, matrix.py says {newest}"
+
+
+def newest_patch(project: str, version: str) -> PublishedLine | None:
+    """The line ``version`` (``1.36.2``, ``v3.31.7``) belongs to, when ``PUBLISHED`` records it."""
+    parts = version.lstrip("v").split(".")
+    return next((line for line in PUBLISHED
+                 if line.project == project and parts[: len(line.line.split("."))] == line.line.split(".")), None)
 
 
 def _is_newest(project: str, version: str, where: str) -> None:

@@ -11,6 +11,7 @@ from clusterctl.errors import UsageError
 from clusterctl.facts.ib_counters import parse_ib_counters
 from clusterctl.facts.kernel_log import parse_kernel_log
 from clusterctl.facts.lspci import parse_lspci
+from clusterctl.facts.model import RDMADevice, RDMADevices, RDMAPort
 from clusterctl.facts.nvsmi_query import parse_nvidia_smi_q
 from clusterctl.health import xid_catalog
 from clusterctl.health.checks import HostInput
@@ -95,6 +96,20 @@ def test_a_flapping_ib_link_stands_out_from_the_fleet() -> None:
     host = _judge_one(ib_counters=counters)
     flapping = [f for f in host.findings if f.code == "IB_LINK_FLAPPING"]
     assert [f.subject for f in flapping] == ["mlx5_1/1"] and flapping[0].evidence["counters"]["link_downed"] == 255
+
+
+def test_a_port_is_slow_by_the_same_rule_as_in_survey() -> None:
+    """Below most hosts' rate by more than rounding (survey's NIC_SLOW rule): a port at 200 among
+    ports at 400 is slow; one at 395 is not (a link trains at discrete rates); one reading 0 Gb/s is
+    not "slow at 0" and the hosts that read 0 do not outvote the rest."""
+    def host(name: str, rate: float) -> HostInput:
+        port = RDMAPort(1, "PORT_ACTIVE", "LinkUp", "InfiniBand", rate, "4X", "NDR")
+        return HostInput(name, HostProbe(rdma=RDMADevices([RDMADevice("mlx5_0", None, None, (port,))])))
+
+    rates = {"h0": 400.0, "h1": 400.0, "h2": 400.0, "near": 395.0, "z0": 0.0, "z1": 0.0, "z2": 0.0, "slow": 200.0}
+    report = judge([host(name, rate) for name, rate in rates.items()])
+    slow = [(f.host, f.message) for f in report.findings if f.code == "IB_PORT_SLOW"]
+    assert slow == [("slow", "port runs at 200 Gb/s, most hosts' mlx5_0 at 400 Gb/s")]
 
 
 def test_probe_output_with_missing_and_hung_tools() -> None:

@@ -117,6 +117,22 @@ def test_nic_slow_against_peers_without_an_inventory_rate() -> None:
     assert f.evidence["basis"] == "peers" and f.evidence["expected_gbps"] == 400.0
 
 
+def test_a_port_reading_0_gbps_is_not_slow_and_does_not_outvote_its_peers() -> None:
+    """A rate of 0 is one the driver does not know (a down port reads its slowest rate, ibstat's
+    ``Rate: 10``): no NIC_SLOW "at 0 Gb/s", and hosts reading 0 leave the peers' rate to those that
+    read one, so the port at 200 among ports at 400 is still slow (health judges it the same way)."""
+    assert [f for f in fleet_findings(fleet(healthy_state("bad", rdma=rdma(overrides={"mlx5_0": {"rate_gbps": 0.0}}))))
+            if f.code.startswith("NIC")] == []
+
+    def state(name: str, rate: float) -> SurveyedHost:
+        devices = rdma(overrides={"mlx5_0": {"rate_gbps": rate}})
+        return healthy_state(name, host=inventory_host(name, rate=None), rdma=devices)
+
+    states = [state(f"h{i}", 400.0) for i in range(3)] + [state(f"z{i}", 0.0) for i in range(3)] + [state("bad", 200.0)]
+    f = only(states, "NIC_SLOW")
+    assert f.evidence["basis"] == "peers" and f.evidence["expected_gbps"] == 400.0
+
+
 def test_management_and_storage_nics_are_not_judged_against_the_fabric() -> None:
     """A 25G ethernet management NIC and a down spare port, the same on every host: no finding."""
     extra = (

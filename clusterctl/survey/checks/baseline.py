@@ -22,6 +22,7 @@ from clusterctl.survey.checks.host import (
     majority,
     peer_group,
     port_key,
+    usual_link_rate,
 )
 from clusterctl.survey.topology import HostTopology
 
@@ -120,8 +121,7 @@ class FleetBaseline:
 
     def port_rate(self, key: str) -> float | None:
         """The rate the port ``key`` runs at on most hosts where it is active."""
-        return self._kept.get(("port_rate", key), lambda: majority(
-            p.rate_gbps for p in self._ports.get(key, []) if p.rate_gbps is not None and p.state == "PORT_ACTIVE"))
+        return self._kept.get(("port_rate", key), lambda: usual_link_rate(self._ports.get(key, [])))
 
     # --- software stack ------------------------------------------------------------
 

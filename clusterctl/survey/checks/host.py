@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import Any, TypeVar, cast
 
 from clusterctl.facts.model import GPUInfo, NVLinkStatus, RDMADevice, RDMAPort
+from clusterctl.facts.rdma import link_rate
 from clusterctl.inventory.model import Host
 from clusterctl.survey.collect import HostFacts
 from clusterctl.survey.topology import HostTopology
@@ -63,6 +64,11 @@ def majority(values: Iterable[V], minimum: int = MIN_PEERS_FOR_MAJORITY) -> V | 
         return None
     value, count = Counter(known).most_common(1)[0]
     return value if count * 2 > len(known) else None
+
+
+def usual_link_rate(ports: Iterable[RDMAPort]) -> float | None:
+    """The rate most of these ports (one port of the fleet's hosts) run at, of those whose rate is known."""
+    return majority(rate for rate in map(link_rate, ports) if rate is not None)
 
 
 #: Hosts whose NVLink/PCIe/NIC placement are compared: same GPU model and GPU count.

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from clusterctl.facts.model import RDMADevice, RDMAPort
+from clusterctl.facts.rdma import runs_slow
 from clusterctl.inventory.fabric import link_layer_of
 from clusterctl.survey.checks.baseline import FleetBaseline
 from clusterctl.survey.checks.codes import Finding, Severity, finding
 from clusterctl.survey.checks.host import SurveyedHost, port_key
 from clusterctl.survey.topology import compress_indices
-
-#: A NIC this far below the expected rate is slow (rates are computed from width x speed,
-#: so a healthy port matches exactly; the margin only absorbs rounding such as 53.125 x 4).
-RATE_TOLERANCE = 0.97
 
 
 def fabric_hcas(state: SurveyedHost) -> set[str]:
@@ -71,15 +68,13 @@ def check_nics(state: SurveyedHost, baseline: FleetBaseline) -> list[Finding]:
 
 def _check_rate(state: SurveyedHost, device: RDMADevice, port: RDMAPort, is_fabric: bool,
                 expected_rate: float | None, peers_rate: float | None) -> list[Finding]:
-    if port.rate_gbps is None:
-        return []
     layer_ok = state.host.fabric.type is None or link_layer_of(state.host.fabric.type) == port.link_layer
     # The inventory's rate first (a fabric port of its link layer), then the same port on peers.
     for basis, expected, severity, words in (
         ("inventory", expected_rate if is_fabric and layer_ok else None, Severity.ERROR, "the inventory's fabric is"),
         ("peers", peers_rate, Severity.ERROR if is_fabric else Severity.WARNING, "the same port on peers runs at"),
     ):
-        if expected and port.rate_gbps < expected * RATE_TOLERANCE:
+        if runs_slow(port, expected):
             return [finding(severity, "NIC_SLOW", state.name,
                             f"{port_key(device, port)} at {port.rate_gbps:g} Gb/s; {words} {expected:g} Gb/s",
                             hca=device.hca, port=port.port, rate_gbps=port.rate_gbps, expected_gbps=expected,
