@@ -75,11 +75,8 @@ def fstab_swap_lines(text: str) -> tuple[FstabSwap, ...]:
 def comment_out_swap(text: str) -> str:
     """fstab with every active swap line commented, the original line kept after the marker."""
     swaps = {s.line for s in fstab_swap_lines(text)}
-    lines = text.splitlines(keepends=True)
-    for index in range(len(lines)):
-        if index + 1 in swaps:
-            lines[index] = "# clusterctl: swap off for the kubelet: " + lines[index]
-    return "".join(lines)
+    return "".join(f"# clusterctl: swap off for the kubelet: {line}" if number in swaps else line
+                   for number, line in enumerate(text.splitlines(keepends=True), start=1))
 
 
 @dataclass(frozen=True)
