@@ -1,6 +1,6 @@
 """Reaching the cluster through its control plane, and the one answer when there is none.
 
-Every day-2 command that needs a working control plane (status, quarantine, release, health
+Every day-2 command that needs a working control plane (status, quarantine, release, heal, health
 --quarantine, upgrade, remove-node, certs) reads it through ``on_control_plane``. When the control
 plane answers but no cluster runs there (no kubectl or kubeadm, no admin.conf, an API server that
 refuses connections), they all stop the same way: ``NoCluster``, exit 2, one paragraph that says
@@ -42,13 +42,14 @@ _PREFIX = re.compile(r"^(?:(?:error|[A-Z][A-Za-z]*Error|command failed(?: \(exit
 
 
 #: What a control plane answers when no cluster runs there at all: no kubectl (or kubeadm), no admin
-#: kubeconfig, an API server that refuses or does not take connections. Anything else a kubectl call
-#: fails with (a server error for one node, a forbidden read) is a failure of that read only.
+#: kubeconfig, no API server static pod, an API server that refuses or does not take connections. Anything
+#: else a kubectl call fails with (a server error for one node, a forbidden read) is a failure of that read only.
 _NO_CLUSTER = re.compile(
     r"\b(?:kubectl|kubeadm)(?:: command)?: not found"
     r"|\b(?:kubectl|kubeadm): command not found"
     r"|stat \S*admin\.conf: no such file or directory"
     r"|open \S*admin\.conf: no such file or directory"
+    r"|\S*/kube-apiserver\.yaml: no such file or directory"
     r"|The connection to the server \S+ was refused"
     r"|Unable to connect to the server"
     r"|dial tcp \S*: connect: connection refused", re.IGNORECASE)

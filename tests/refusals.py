@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clusterctl.errors import ExitCode, InventoryError, ParseError
-from clusterctl.inventory.native import load_native
+from clusterctl.inventory.loader import load_inventory
 
 
 def refusal(parse: Callable[[str], object], text: str) -> ParseError:
@@ -23,7 +23,7 @@ def inventory_refusal(path: Path) -> InventoryError:
     """The ``InventoryError`` that loading the inventory at ``path`` raises: a usage error (exit 2) naming
     the file; the test fails when it raises none."""
     with pytest.raises(InventoryError) as caught:
-        load_native(path)
+        load_inventory(path)
     error = caught.value
     assert error.exit_code == ExitCode.USAGE == 2
     assert error.file == str(path)

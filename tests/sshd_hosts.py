@@ -549,9 +549,12 @@ class SSHDHost:
     def stop(self) -> None:
         """Stop the daemon, every connection it forked and the real daemons it started (all by PID)."""
         if self.isolated and self.state.seeded:
-            from clusterctl.mock.tools.daemons import stop_all
+            from clusterctl.mock.tools.daemons import stop_pid
 
-            stop_all(self.state.read())
+            # Every real daemon (containerd...) the host's state lists, by PID.
+            for spec in (self.state.read().get("daemons") or {}).values():
+                if isinstance(spec, dict) and isinstance(spec.get("pid"), int):
+                    stop_pid(spec["pid"], [str(a) for a in spec.get("argv") or []])
         process, self.process = self.process, None
         if process is None:
             return

@@ -21,6 +21,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from clusterctl.errors import BadValue, ClusterctlError, UsageError
+
 if TYPE_CHECKING:
     from clusterctl.transport.base import Transport
 
@@ -68,16 +70,43 @@ def local_transport() -> Transport:
 
 
 def _config(transport: Transport, path: str) -> dict[str, Any]:
+    """The settings of the config file ``path`` (none when there is no file; a null is a setting left out),
+    each checked as the inventory's values are: a wrong one is an ``InventoryError`` naming the file, its
+    line and the field."""
+    from pathlib import Path
+
+    from clusterctl.health.model import since_seconds
+    from clusterctl.inventory import values
+    from clusterctl.inventory.node_reader import NodeReader
+    from clusterctl.inventory.yaml_tree import Mapping, Node, is_empty, parse_json
+
     data = transport.get(path)
     if data is None:
         return {}
+    reader = NodeReader(path, Path(path).parent)
     try:
-        loaded = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SystemExit(f"clusterctl-node: {path} is not JSON: {exc}") from None
-    if not isinstance(loaded, dict):
-        raise SystemExit(f"clusterctl-node: {path} holds no JSON object")
-    return {k: loaded[k] for k in _KEYS if loaded.get(k) is not None}
+        root = parse_json(data.decode("utf-8"), path)
+    except UnicodeDecodeError as exc:
+        raise reader.error(f"this is not UTF-8 text ({exc.reason} at byte {exc.start}).", None) from None
+
+    def since(value: Any) -> str:
+        try:
+            since_seconds(values.text(value, "since"))
+        except UsageError as exc:
+            raise BadValue(exc.message) from None
+        return str(value)
+
+    def setting(convert: Callable[[Any], Any]) -> Callable[[Node, str], Any]:
+        return lambda node, field: None if is_empty(node) else reader.scalar(node, field, convert)
+
+    settings = reader.fields(root or Mapping((), 1), "", {
+        "node": setting(lambda v: values.host_name(v, "node")),
+        "kubeconfig": setting(lambda v: values.text(v, "kubeconfig")),
+        "textfile_dir": setting(lambda v: values.text(v, "textfile_dir")),
+        "since": setting(since),
+        "probe_timeout_s": setting(lambda v: values.positive_number(v, "probe_timeout_s")),
+    }, what="node agent settings")
+    return {key: value for key, value in settings.items() if value is not None}
 
 
 def node_agent(args: argparse.Namespace, transport: Transport) -> int:
@@ -108,9 +137,9 @@ def main(argv: Sequence[str] | None = None, transport: Callable[[], Transport] =
         return int(exc.code or 0) if isinstance(exc.code, int) else 2
     try:
         return {"node-agent": node_agent, "slurm-health": slurm_health}[args.command](args, transport())
-    except SystemExit as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
+    except ClusterctlError as exc:  # a bad config or option: one paragraph, as clusterctl's own errors
+        print(f"clusterctl-node: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
 
 
 if __name__ == "__main__":

@@ -87,10 +87,6 @@ class LinkResult:
         return self.error is None
 
     @property
-    def pair(self) -> frozenset[str]:
-        return frozenset((self.server, self.client))
-
-    @property
     def endpoints(self) -> tuple[str, str]:
         return (f"{self.server}/{self.server_hca}", f"{self.client}/{self.client_hca}")
 

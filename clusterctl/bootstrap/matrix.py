@@ -46,9 +46,8 @@ def show(version: tuple[int, ...]) -> str:
 
 @dataclass(frozen=True)
 class MatrixVerdict:
+    #: False: refused (an error); True with a message: not in the table, a warning.
     ok: bool
-    #: "unknown" when the pair is not in the table (a warning, not an error).
-    known: bool
     message: str
 
 
@@ -56,16 +55,16 @@ def kubernetes_supported(kubernetes: str) -> MatrixVerdict:
     """Whether kubeadm upstream still supports this Kubernetes minor."""
     version = parse_version(kubernetes)
     if version is None:
-        return MatrixVerdict(False, True, f"'{kubernetes}' is not a Kubernetes version")
+        return MatrixVerdict(False, f"'{kubernetes}' is not a Kubernetes version")
     minor = version[:2]
     oldest = (NEWEST_KUBERNETES[0], NEWEST_KUBERNETES[1] - SUPPORTED_MINORS + 1)
     if minor < oldest:
-        return MatrixVerdict(False, True, f"Kubernetes {show(minor)} is out of support (supported: "
+        return MatrixVerdict(False, f"Kubernetes {show(minor)} is out of support (supported: "
                              f"{show(oldest)} to {show(NEWEST_KUBERNETES)})")
     if minor > NEWEST_KUBERNETES:
-        return MatrixVerdict(True, False, f"Kubernetes {show(minor)} is newer than clusterctl knows "
+        return MatrixVerdict(True, f"Kubernetes {show(minor)} is newer than clusterctl knows "
                              f"({show(NEWEST_KUBERNETES)})")
-    return MatrixVerdict(True, True, "")
+    return MatrixVerdict(True, "")
 
 
 def containerd_supports(kubernetes: str, containerd: str) -> MatrixVerdict:
@@ -73,13 +72,13 @@ def containerd_supports(kubernetes: str, containerd: str) -> MatrixVerdict:
     k = parse_version(kubernetes)
     c = parse_version(containerd)
     if k is None or c is None:
-        return MatrixVerdict(False, True, f"cannot compare Kubernetes '{kubernetes}' with containerd '{containerd}'")
+        return MatrixVerdict(False, f"cannot compare Kubernetes '{kubernetes}' with containerd '{containerd}'")
     needs = CONTAINERD_FOR_KUBERNETES.get(k[:2])
     if needs is None:
-        return MatrixVerdict(True, False, f"containerd's support table has no row for Kubernetes {show(k[:2])}")
+        return MatrixVerdict(True, f"containerd's support table has no row for Kubernetes {show(k[:2])}")
     for minimum in needs:
         if c[:2] == minimum[:2] and c >= minimum:
-            return MatrixVerdict(True, True, "")
+            return MatrixVerdict(True, "")
     wanted = " or ".join(f"{show(m)}+" for m in needs)
-    return MatrixVerdict(False, True, f"Kubernetes {show(k[:2])} needs containerd {wanted}; "
+    return MatrixVerdict(False, f"Kubernetes {show(k[:2])} needs containerd {wanted}; "
                          f"containerd {show(c)} is pinned")

@@ -9,10 +9,8 @@ the others (``reset``) run only when asked by name (``clusterctl bootstrap phase
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,8 +50,6 @@ PHASES: tuple[PhaseEntry, ...] = (
 
 _lock = threading.Lock()
 _loaded: list[tuple[Phase[Any], bool]] | None = None
-#: Phases tests add for one test (``added_for_test``), after the listed ones, on demand only.
-_extra: list[Phase[Any]] = []
 
 
 def _instantiate(entry: PhaseEntry) -> Phase[Any]:
@@ -75,7 +71,7 @@ def _load() -> list[tuple[Phase[Any], bool]]:
             if twice:
                 raise ValueError(f"two bootstrap phases are named {', '.join(twice)}")
             _loaded = loaded
-        return [*_loaded, *((p, False) for p in _extra)]
+        return _loaded
 
 
 def all_phases(*, include_on_demand: bool = False) -> list[Phase[Any]]:
@@ -95,15 +91,3 @@ def select_phases(only: str | None = None, skip: str | None = None) -> list[Phas
     loaded = _load()
     return select([p for p, default in loaded if default], only, skip, command="bootstrap",
                   on_demand=[p for p, default in loaded if not default])
-
-
-@contextlib.contextmanager
-def added_for_test(phase: Phase[Any]) -> Iterator[Phase[Any]]:
-    """Make ``phase`` addressable by name (on demand) for the length of the block: tests of the CLI."""
-    with _lock:
-        _extra.append(phase)
-    try:
-        yield phase
-    finally:
-        with _lock:
-            _extra.remove(phase)

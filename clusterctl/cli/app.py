@@ -8,7 +8,7 @@ import os
 import sys
 import textwrap
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from typer.core import TyperGroup
@@ -186,29 +186,29 @@ def _version(value: bool) -> None:
 @app.callback()
 def global_options(
     ctx: typer.Context,
-    inventory_path: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
+    inventory_path: str | None = typer.Option(
         None, "-i", "--inventory", envvar="CLUSTERCTL_INVENTORY", metavar="FILE",
         help="Inventory file (clusterctl YAML, Ansible INI or YAML), or a host list such as "
         "'gpu-[01-16],login1' or 'a,b,'. Default: ./inventory.yaml.",
     ),
-    limit: Optional[str] = typer.Option(  # noqa: UP045
+    limit: str | None = typer.Option(
         None, "-l", "--limit", metavar="PATTERN",
         help="Hosts to act on, like Ansible's --limit: names, globs, groups; '!x' excludes, '&g' intersects, "
         "'~regex' matches names, '@FILE' reads names from a file (@retry: the last run's failed hosts).",
     ),
     output: OutputFormat = typer.Option(OutputFormat.table, "-o", "--output", help="Output format."),
     parallel: int = typer.Option(64, "--parallel", min=1, max=4096, help="Hosts worked on at once."),
-    timeout: Optional[float] = typer.Option(  # noqa: UP045
+    timeout: float | None = typer.Option(
         None, "--timeout", min=0.1, metavar="SECONDS",
         help="Time limit per host (default 60); when given, also the most any one remote step may take "
         "(bootstrap phases that allow longer are held to it)."),
     accept_new_host_keys: bool = typer.Option(
         False, "--accept-new-host-keys", help="Record unknown SSH host keys instead of refusing them."
     ),
-    ssh_config: Optional[str] = typer.Option(  # noqa: UP045
+    ssh_config: str | None = typer.Option(
         None, "--ssh-config", metavar="FILE", help="ssh_config file to read (default ~/.ssh/config)."
     ),
-    known_hosts: Optional[str] = typer.Option(  # noqa: UP045
+    known_hosts: str | None = typer.Option(
         None, "--known-hosts", metavar="FILE", help="known_hosts file (default ~/.ssh/known_hosts)."
     ),
     ask_sudo_pass: bool = typer.Option(

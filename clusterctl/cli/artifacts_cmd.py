@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -53,11 +53,11 @@ def register_on(bootstrap_app: typer.Typer) -> None:
 
 def artifacts_command(
     ctx: typer.Context,
-    out: Optional[str] = typer.Option(None, "--out", metavar="DIR",  # noqa: UP045 - typer needs Optional on 3.10
+    out: str | None = typer.Option(None, "--out", metavar="DIR",
                                       help="Also write images.txt, packages.txt, charts.txt, manifests.txt, "
                                       "keys.txt and artifacts.json under DIR."),
     probe: bool = typer.Option(False, "--probe", help="Ask whether each item is on the configured mirrors."),
-    probe_from: Optional[str] = typer.Option(None, "--from", metavar="HOST",  # noqa: UP045
+    probe_from: str | None = typer.Option(None, "--from", metavar="HOST",
                                              help="Host to probe from (default: the first control plane)."),
 ) -> None:
     from clusterctl.bootstrap.artifacts import artifact_list, read_releases

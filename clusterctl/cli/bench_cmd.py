@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -74,22 +74,22 @@ def ib_command(
     pattern: str = typer.Option("all-pairs", "--pattern", help="all-pairs | ring | within-rack | across-racks."),
     latency: bool = typer.Option(False, "--latency", help="Run ib_write_lat instead of ib_write_bw."),
     hca: list[str] = typer.Option([], "--hca", help="HCA to test (repeatable); default: every active HCA."),
-    survey: Optional[str] = typer.Option(None, "--survey", metavar="FILE",  # noqa: UP045
+    survey: str | None = typer.Option(None, "--survey", metavar="FILE",
                                          help="Saved survey (survey --save): active HCAs, GID indexes."),
     find_straggler: bool = typer.Option(False, "--find-straggler",
                                         help="Ring first, then targeted re-tests: few rounds on big fleets."),
     by_hca: bool = typer.Option(False, "--by-hca", help="Show an HCA x HCA matrix instead of host x host."),
     duration: int = typer.Option(5, "--duration", min=1, help="Seconds per bandwidth test (-D)."),
-    size: Optional[int] = typer.Option(None, "--size", min=1, help="Message size in bytes (-s)."),  # noqa: UP045
-    qps: Optional[int] = typer.Option(None, "--qps", min=1, help="Queue pairs per test (-q)."),  # noqa: UP045
+    size: int | None = typer.Option(None, "--size", min=1, help="Message size in bytes (-s)."),
+    qps: int | None = typer.Option(None, "--qps", min=1, help="Queue pairs per test (-q)."),
     port: int = typer.Option(18515, "--port", min=1, max=65000, help="First TCP port; each test of a round adds one."),
     sudo: bool = typer.Option(False, "--sudo", help="Run perftest with sudo -n."),
     settle: float = typer.Option(1.0, "--settle", min=0.0, help="Seconds between starting servers and clients."),
-    client_timeout: Optional[float] = typer.Option(None, "--client-timeout", min=0.1,  # noqa: UP045
+    client_timeout: float | None = typer.Option(None, "--client-timeout", min=0.1,
                                                    help="Limit per client run (default: duration + 30 s)."),
-    plot: Optional[str] = typer.Option(None, "--plot", metavar="FILE",  # noqa: UP045
+    plot: str | None = typer.Option(None, "--plot", metavar="FILE",
                                        help="Write a heat map (.svg, or .png with matplotlib)."),
-    results_dir: Optional[str] = RESULTS_DIR,  # noqa: UP045
+    results_dir: str | None = RESULTS_DIR,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the rounds and exact commands; run nothing."),
 ) -> None:
     from clusterctl.bench.hcas import choose_hcas
@@ -172,7 +172,7 @@ def nccl_command(
     ctx: typer.Context,
     op: str = typer.Option("all_reduce", "--op", help="all_reduce, all_gather, reduce_scatter, alltoall, ..."),
     env: list[str] = typer.Option([], "--env", metavar="KEY=VALUE", help="NCCL setting (repeatable)."),
-    env_file: Optional[str] = typer.Option(None, "--env-file", metavar="FILE",  # noqa: UP045
+    env_file: str | None = typer.Option(None, "--env-file", metavar="FILE",
                                            help="NCCL settings from a file: tune-nccl's nccl.conf, profile.d, "
                                                 "ConfigMap or Slurm output, or a job script."),
     min_bytes: str = typer.Option("8", "-b", "--min-bytes", metavar="SIZE",
@@ -180,12 +180,12 @@ def nccl_command(
     max_bytes: str = typer.Option("8G", "-e", "--max-bytes", metavar="SIZE",
                                   help="Largest message size, as nccl-tests takes it (8G)."),
     factor: int = typer.Option(2, "-f", "--factor", min=2, help="Multiply the size by this between steps."),
-    gpus: Optional[int] = typer.Option(None, "-g", "--gpus", min=1,  # noqa: UP045
+    gpus: int | None = typer.Option(None, "-g", "--gpus", min=1,
                                        help="GPUs per host (default: nvidia-smi -L)."),
     multi_node: bool = typer.Option(False, "--multi-node", help="One mpirun job across the selected hosts."),
-    binary_dir: Optional[str] = typer.Option(None, "--bin-dir", metavar="DIR",  # noqa: UP045
+    binary_dir: str | None = typer.Option(None, "--bin-dir", metavar="DIR",
                                              help="Folder of the *_perf binaries (default: PATH)."),
-    results_dir: Optional[str] = RESULTS_DIR,  # noqa: UP045
+    results_dir: str | None = RESULTS_DIR,
 ) -> None:
     from clusterctl.bench.nccl_tests import run_nccl_test
     from clusterctl.bench.payload import nccl_payload
@@ -247,19 +247,19 @@ Examples:
 def report_command(
     ctx: typer.Context,
     files: list[str] = typer.Argument(..., metavar="FILE...|-", help="Log files; '-' reads standard input."),
-    rate_gbps: Optional[float] = typer.Option(None, "--rate-gbps", min=0.1,  # noqa: UP045
+    rate_gbps: float | None = typer.Option(None, "--rate-gbps", min=0.1,
                                               help="Line rate to judge perftest bandwidth against; for a "
                                               "multi-node nccl-tests log, each NIC's line rate."),
-    min_fraction: Optional[float] = typer.Option(  # noqa: UP045
+    min_fraction: float | None = typer.Option(
         None, "--min-fraction", min=0.0, max=1.0, show_default=False,
         help="Fraction of --rate-gbps a perftest peak must reach (0.9 = 90%). Default: the inventory's fabric "
         f"within_rack_min when -i names one (the highest of the hosts selected), else {Fabric().within_rack_min:g}."),
-    fabric: Optional[str] = typer.Option(  # noqa: UP045
+    fabric: str | None = typer.Option(
         None, "--fabric", help="ib, roce or ethernet: a perftest banner naming another link type is a finding."),
-    gpus_per_host: Optional[int] = typer.Option(  # noqa: UP045
+    gpus_per_host: int | None = typer.Option(
         None, "--gpus-per-host", min=1, help="GPUs per host: an nccl-tests log with another rank count per host is "
         "a finding."),
-    survey: Optional[str] = typer.Option(None, "--survey", metavar="FILE",  # noqa: UP045
+    survey: str | None = typer.Option(None, "--survey", metavar="FILE",
                                          help="Saved survey (survey --save): NIC line rates for nccl-tests logs."),
 ) -> None:
     from clusterctl.bench.judge import fleet_limits

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -75,13 +75,13 @@ def register(app: typer.Typer) -> None:
 @bootstrap_app.callback()
 def bootstrap_all(
     ctx: typer.Context,
-    skip_phases: Optional[str] = SKIP_PHASES,  # noqa: UP045 - typer needs Optional on 3.10
-    only: Optional[str] = ONLY,  # noqa: UP045
+    skip_phases: str | None = SKIP_PHASES,
+    only: str | None = ONLY,
     dry_run: bool = _DRY,
     resume: bool = _RESUME,
     force_unlock: bool = FORCE_UNLOCK,
-    state_dir: Optional[str] = STATE_DIR,  # noqa: UP045
-    survey: Optional[str] = _SURVEY,  # noqa: UP045
+    state_dir: str | None = STATE_DIR,
+    survey: str | None = _SURVEY,
     without_survey: bool = _WITHOUT_SURVEY,
     allow_downgrade: bool = _DOWNGRADE,
     yes: bool = YES,
@@ -94,12 +94,12 @@ def bootstrap_all(
 def bootstrap_phase(
     ctx: typer.Context,
     phase: str = typer.Argument(..., metavar="NAME", help="preflight, kernel, packages, containerd, ..."),
-    only: Optional[str] = ONLY,  # noqa: UP045
+    only: str | None = ONLY,
     dry_run: bool = _DRY,
     resume: bool = _RESUME,
     force_unlock: bool = FORCE_UNLOCK,
-    state_dir: Optional[str] = STATE_DIR,  # noqa: UP045
-    survey: Optional[str] = _SURVEY,  # noqa: UP045
+    state_dir: str | None = STATE_DIR,
+    survey: str | None = _SURVEY,
     without_survey: bool = _WITHOUT_SURVEY,
     allow_downgrade: bool = _DOWNGRADE,
     yes: bool = YES,
@@ -111,12 +111,12 @@ def bootstrap_phase(
                        "would change. Touches nothing.")
 def bootstrap_plan(
     ctx: typer.Context,
-    out: Optional[str] = typer.Option(None, "--out", metavar="DIR",  # noqa: UP045
+    out: str | None = typer.Option(None, "--out", metavar="DIR",
                                       help="Also write each file under DIR/<host>/<path on the host>."),
-    phase: Optional[str] = typer.Option(None, "--phase", metavar="NAME", help="Plan one phase only."),  # noqa: UP045
-    skip_phases: Optional[str] = SKIP_PHASES,  # noqa: UP045
-    only: Optional[str] = ONLY,  # noqa: UP045
-    survey: Optional[str] = _SURVEY,  # noqa: UP045
+    phase: str | None = typer.Option(None, "--phase", metavar="NAME", help="Plan one phase only."),
+    skip_phases: str | None = SKIP_PHASES,
+    only: str | None = ONLY,
+    survey: str | None = _SURVEY,
     allow_downgrade: bool = _DOWNGRADE,
 ) -> None:
     _execute(app_context(ctx), dry_run=True, **ctx.params)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
@@ -80,10 +78,10 @@ def certs_renew(
                              help="Seconds a manifest stays out (the kubelet's fileCheckFrequency, 20 s)."),
     resume: bool = typer.Option(False, "--resume", help="Go on from a renew that was cut short (a parked "
                                 "manifest is moved back first)."),
-    skip_phases: Optional[str] = typer.Option(None, "--skip-phases", metavar="A,B",  # noqa: UP045
+    skip_phases: str | None = typer.Option(None, "--skip-phases", metavar="A,B",
                                               help="Phases to leave out: renew, restart-etcd, restart-kube-apiserver, "
                                               "restart-kube-controller-manager, restart-kube-scheduler, api-ready."),
-    state_dir: Optional[str] = STATE_DIR,  # noqa: UP045
+    state_dir: str | None = STATE_DIR,
 ) -> None:
     from clusterctl.day2.certs import RenewRequest, renew, renew_summary
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
@@ -34,7 +32,7 @@ def copy_command(
     ctx: typer.Context,
     source: str = typer.Argument(..., metavar="SRC", help="Local file to send."),
     dest: str = typer.Argument(..., metavar="DEST", help="Absolute path on the hosts; ending in '/': keep SRC's name."),
-    mode: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
+    mode: str | None = typer.Option(
         None, "--mode", metavar="OCTAL", help="File mode on the hosts, e.g. 644 (default: SRC's mode)."
     ),
     sudo: bool = typer.Option(False, "--sudo", help="Write as root with 'sudo -n' (for /etc and the like)."),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -50,9 +50,9 @@ def register(app: typer.Typer) -> None:
 
 def dashboards_command(
     ctx: typer.Context,
-    out: Optional[str] = typer.Option(None, "--out", metavar="DIR",  # noqa: UP045 - typer needs Optional on 3.10
+    out: str | None = typer.Option(None, "--out", metavar="DIR",
                                       help="Write the dashboards, their ConfigMaps and the textfile metrics here."),
-    survey: Optional[str] = typer.Option(None, "--survey", metavar="FILE",  # noqa: UP045
+    survey: str | None = typer.Option(None, "--survey", metavar="FILE",
                                          help="A saved survey (clusterctl survey --save) instead of surveying now."),
     bench: list[str] = typer.Option([], "--bench", metavar="DIR|FILE",
                                     help="A bench results folder or results.json; repeat for several (the later "

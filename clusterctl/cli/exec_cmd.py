@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -55,7 +55,7 @@ def exec_command(
         False, "--stream",
         help="Print 'host: line' as each line arrives (stderr's as 'host: [stderr] line'), instead of grouping.",
     ),
-    out_dir: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
+    out_dir: str | None = typer.Option(
         None, "--out-dir", metavar="DIR",
         help="Write each host's output to DIR/HOST.out (and DIR/HOST.err) instead of printing it; for big outputs.",
     ),

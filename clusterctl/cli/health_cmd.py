@@ -3,7 +3,7 @@ of two saved runs; ``health read`` of pasted or saved tool outputs."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -68,7 +68,7 @@ def health_command(
     ctx: typer.Context,
     level: int = typer.Option(0, "--level", min=0, max=3, help="0 reads only; 1-3 add dcgmi diag -r N; 2+ nccl-tests."),
     since: str = typer.Option("24h", "--since", metavar="DURATION", help="Kernel log window: 30m, 24h, 7d."),
-    save: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
+    save: str | None = typer.Option(
         None, "--save", metavar="FILE", help="Keep the report as JSON (for 'health compare')."),
     probe_timeout: float = typer.Option(30.0, "--probe-timeout", min=1.0, metavar="SECONDS",
                                         help="Limit for each probe command on a host (a hung nvidia-smi)."),
@@ -78,7 +78,7 @@ def health_command(
                                     "first; --yes for scripts (required off a terminal)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="With --quarantine: decide and show; touch nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="With --quarantine: quarantine without asking."),
-    max_unavailable: Optional[str] = typer.Option(  # noqa: UP045
+    max_unavailable: str | None = typer.Option(
         None, "--max-unavailable", metavar="N|PCT",
         help="With --quarantine: most hosts out of service at once (default: the inventory's, else 10%, at least 1)."),
     force: bool = typer.Option(False, "--force", help="Level 2+: run dcgmi diag and nccl-tests even on GPUs that run "
@@ -88,7 +88,7 @@ def health_command(
                                "'clusterctl: ' reason, resume only nodes clusterctl drained; NHC's exit code."),
     deadline: float = typer.Option(50.0, "--deadline", min=10.0, metavar="SECONDS",
                                    help="With --slurm: the whole check's bound (Slurm allows 60 s)."),
-    slurm_node: Optional[str] = typer.Option(  # noqa: UP045
+    slurm_node: str | None = typer.Option(
         None, "--slurm-node", metavar="NAME",
         help="With --slurm: the Slurm node name (default: the host's short name)."),
 ) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from clusterctl.cli.context import app_context
@@ -44,19 +42,19 @@ def register(app: typer.Typer) -> None:
 def lint_command(
     ctx: typer.Context,
     files: list[str] = typer.Argument(..., metavar="FILE...|-", help="Files to check; '-' is standard input."),
-    fmt: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
+    fmt: str | None = typer.Option(
         None, "--format", metavar="FORMAT",
         help="env, shell, slurm, k8s or dockerfile (default: from name and content).",
     ),
-    nccl_version: Optional[str] = typer.Option(  # noqa: UP045
+    nccl_version: str | None = typer.Option(
         None, "--nccl-version", metavar="X.Y.Z", help="NCCL release the settings are for (e.g. 2.21.5)."
     ),
-    survey: Optional[str] = typer.Option(  # noqa: UP045
+    survey: str | None = typer.Option(
         None, "--survey", metavar="FILE", help="Saved survey (clusterctl survey --save): version, fabric, NVLink."
     ),
-    fabric: Optional[str] = typer.Option(None, "--fabric", metavar="ib|roce|ethernet", help="Inter-host fabric."),  # noqa: UP045
+    fabric: str | None = typer.Option(None, "--fabric", metavar="ib|roce|ethernet", help="Inter-host fabric."),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 on warnings too."),
-    torch_version: Optional[str] = typer.Option(  # noqa: UP045
+    torch_version: str | None = typer.Option(
         None, "--torch-version", metavar="X.Y", help="PyTorch release the job runs (TORCH_NCCL_* names by version)."
     ),
 ) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -90,7 +90,7 @@ def quarantine_command(
     ctx: typer.Context,
     hosts: list[str] = typer.Argument(..., metavar="HOST...", help="Hosts to quarantine (inventory names)."),
     reason: str = typer.Option(..., "--reason", metavar="TEXT", help="Why: kept on the node for whoever looks next."),
-    code: Optional[list[str]] = typer.Option(  # noqa: UP045
+    code: list[str] | None = typer.Option(
         None, "--code", metavar="CODE", help="Finding code(s) behind it (repeatable); the first is the taint's value."),
     drain: bool = typer.Option(False, "--drain", help="Also evict the nodes' pods (PodDisruptionBudgets honoured)."),
     drain_timeout: float = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS",
@@ -153,7 +153,7 @@ def release_command(
 
 def status_command(
     ctx: typer.Context,
-    hosts: Optional[list[str]] = typer.Argument(  # noqa: UP045
+    hosts: list[str] | None = typer.Argument(
         None, metavar="[HOST]...", help="Show these hosts in full: their quarantine, healing and history."),
 ) -> None:
     from clusterctl.quarantine.status import quarantined_nodes

@@ -6,13 +6,13 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from clusterctl.cli.confirm import confirm_change
 from clusterctl.cli.context import app_context
-from clusterctl.errors import UsageError
+from clusterctl.errors import ClusterctlError, UsageError
 from clusterctl.writable import host_file_name, make_folder, replace_file, writable_dir, writable_file
 from clusterctl.writable import state_dir as chosen_state_dir
 
@@ -82,29 +82,29 @@ def serve_command(
     listen: str = typer.Option("127.0.0.1:9095", "--listen", metavar="HOST:PORT",
                                help="Where to listen ([::1]:9095 for IPv6). Beyond loopback: TLS and "
                                     "authentication required."),
-    token_file: Optional[str] = typer.Option(  # noqa: UP045
+    token_file: str | None = typer.Option(
         None, "--token-file", metavar="FILE",
         help="The bearer token callers must send (mode 0600 or 0640; re-read when it changes)."),
-    tls_cert: Optional[str] = typer.Option(None, "--tls-cert", metavar="FILE",  # noqa: UP045
+    tls_cert: str | None = typer.Option(None, "--tls-cert", metavar="FILE",
                                            help="Serve HTTPS with this certificate (PEM, chain after it)."),
-    tls_key: Optional[str] = typer.Option(None, "--tls-key", metavar="FILE",  # noqa: UP045
+    tls_key: str | None = typer.Option(None, "--tls-key", metavar="FILE",
                                           help="The certificate's private key (PEM)."),
-    client_ca: Optional[str] = typer.Option(  # noqa: UP045
+    client_ca: str | None = typer.Option(
         None, "--client-ca", metavar="FILE", help="Require client certificates signed by this CA (mutual TLS)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Decide and log; change nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Act on alerts without asking at start (required off a "
                              "terminal: a service unit passes it)."),
-    max_unavailable: Optional[str] = typer.Option(  # noqa: UP045
+    max_unavailable: str | None = typer.Option(
         None, "--max-unavailable", metavar="N|PCT",
         help="Most hosts out of service at once (default: the inventory's, else 10%, at least 1)."),
     drain_timeout: float = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS",
                                         help="How long each drain may wait for budgets."),
-    pending_file: Optional[str] = typer.Option(  # noqa: UP045
+    pending_file: str | None = typer.Option(
         None, "--pending-file", metavar="FILE",
         help="Accepted alerts not yet acted on; a restarted receiver acts on them. Default: in the state "
              "folder (--state-dir), remediate/<cluster>-<fleet>-pending.json. A relative FILE is from the "
              "current folder."),
-    state_dir: Optional[str] = typer.Option(  # noqa: UP045
+    state_dir: str | None = typer.Option(
         None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STATE_DIR", show_envvar=False,
         help="Where the receiver keeps its files, the same wherever it starts (a service unit starts in /): "
              "undo journals in DIR/undo, --heal's reports in DIR/heal, accepted alerts in DIR/remediate. "
@@ -224,13 +224,13 @@ Example:
 def alertmanager_config_command(
     url: str = typer.Option("http://127.0.0.1:9095/webhook", "--url", metavar="URL",
                             help="Where 'remediate serve' listens, as Alertmanager reaches it."),
-    token_file: Optional[str] = typer.Option(None, "--token-file", metavar="FILE",  # noqa: UP045
+    token_file: str | None = typer.Option(None, "--token-file", metavar="FILE",
                                              help="http_config.authorization.credentials_file."),
-    ca_file: Optional[str] = typer.Option(None, "--ca-file", metavar="FILE",  # noqa: UP045
+    ca_file: str | None = typer.Option(None, "--ca-file", metavar="FILE",
                                           help="tls_config.ca_file."),
-    cert_file: Optional[str] = typer.Option(None, "--cert-file", metavar="FILE",  # noqa: UP045
+    cert_file: str | None = typer.Option(None, "--cert-file", metavar="FILE",
                                             help="tls_config.cert_file (mutual TLS)."),
-    key_file: Optional[str] = typer.Option(None, "--key-file", metavar="FILE",  # noqa: UP045
+    key_file: str | None = typer.Option(None, "--key-file", metavar="FILE",
                                            help="tls_config.key_file (mutual TLS)."),
 ) -> None:
     from clusterctl.bootstrap.cluster.alerts import ReceiverAuth, render_alertmanager_receiver
@@ -263,12 +263,15 @@ def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | Non
     def after_drain(runner: Any, host: Host, say: Callable[..., None]) -> None:
         if on_start is not None:
             on_start()
-        from clusterctl.heal.run import heal
+        from clusterctl.heal.run import HostHeal, heal
 
         def step(name: str, what: str, detail: str) -> None:
             say(host=name, decision="heal", why=f"{what}{': ' + detail if detail else ''}")
 
-        (result,), path = heal(runner, inventory, [host], apply=True, say=step, journal_folder=journal_folder)
+        try:
+            (result,), path = heal(runner, inventory, [host], apply=True, say=step, journal_folder=journal_folder)
+        except ClusterctlError as exc:  # no cluster to heal in any more (heal's one error): this host's failed heal
+            result, path = HostHeal(host.name, outcome="failed", detail=str(exc)), None
         if on_result is not None:
             on_result(result)
         why = result.detail

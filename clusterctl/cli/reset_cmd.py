@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from clusterctl.cli.bootstrap_cmd import FORCE_UNLOCK, ONLY, _execute, hosts_of_run
@@ -45,12 +43,12 @@ def reset_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be removed; touch nothing."),
     restore_containerd: bool = typer.Option(False, "--restore-containerd",
                                             help="Put back containerd's config from clusterctl's first backup."),
-    only: Optional[str] = ONLY,  # noqa: UP045
+    only: str | None = ONLY,
     force_unlock: bool = FORCE_UNLOCK,
     force: bool = typer.Option(False, "--force", help="Also remove files bootstrap did not make (listed otherwise)."),
     purge_packages: bool = typer.Option(False, "--purge-packages",
                                         help="Purge the packages bootstrap's journals say it installed."),
-    state_dir: Optional[str] = STATE_DIR,  # noqa: UP045
+    state_dir: str | None = STATE_DIR,
 ) -> None:
     app = app_context(ctx)
     confirm_change("tear Kubernetes down (kubeadm reset, CNI files, iptables rules, kubelet state)",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -47,18 +47,18 @@ def register(app: typer.Typer) -> None:
 def survey_command(
     ctx: typer.Context,
     local: bool = typer.Option(False, "--local", help="Survey this machine (local transport, NVML for GPUs)."),
-    tp: Optional[int] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
+    tp: int | None = typer.Option(
         None, "--tp", min=1, help="Tensor-parallel size to advise a layout for."
     ),
     pp: int = typer.Option(1, "--pp", min=1, help="Pipeline-parallel size (with --tp)."),
-    world_size: Optional[int] = typer.Option(  # noqa: UP045
+    world_size: int | None = typer.Option(
         None, "--world-size", min=1, help="GPUs the job uses (default: all whole replicas that fit)."
     ),
     matrix: bool = typer.Option(False, "--matrix", help="Also print each host's colour-coded topology matrix."),
-    save: Optional[str] = typer.Option(  # noqa: UP045
+    save: str | None = typer.Option(
         None, "--save", metavar="FILE", help="Keep the report as JSON for later commands (tune-nccl, bootstrap)."
     ),
-    graph: Optional[str] = typer.Option(  # noqa: UP045
+    graph: str | None = typer.Option(
         None, "--graph", metavar="DIR", help="Write each host's GPU/NIC/NUMA graph (DOT, SVG/PNG if dot exists)."
     ),
 ) -> None:

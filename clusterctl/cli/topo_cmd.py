@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -42,11 +41,11 @@ cannot be read or parsed.
 def show(
     ctx: typer.Context,
     file: str = typer.Argument(..., metavar="FILE|-", help="Saved output of nvidia-smi topo -m, or '-' for stdin."),
-    tp: Optional[int] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
+    tp: int | None = typer.Option(
         None, "--tp", min=1, help="Tensor-parallel size to advise a layout for."
     ),
     pp: int = typer.Option(1, "--pp", min=1, help="Pipeline-parallel size (with --tp)."),
-    graph: Optional[str] = typer.Option(  # noqa: UP045
+    graph: str | None = typer.Option(
         None, "--graph", metavar="DIR", help="Write the GPU/NIC/NUMA graph (DOT, SVG/PNG if dot exists)."
     ),
 ) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -51,10 +51,10 @@ def register(app: typer.Typer) -> None:
 
 def tune_nccl_command(
     ctx: typer.Context,
-    survey: Optional[str] = typer.Option(  # noqa: UP045 - typer needs Optional on 3.10
+    survey: str | None = typer.Option(
         None, "--survey", metavar="FILE", help="Saved survey (clusterctl survey --save FILE); default: survey now."
     ),
-    bench: Optional[str] = typer.Option(  # noqa: UP045
+    bench: str | None = typer.Option(
         None, "--bench", metavar="DIR", help="Folder of an earlier --sweep --out: reuse its measured winners."
     ),
     sweep: bool = typer.Option(False, "--sweep", help="Measure candidates with nccl-tests on the hosts."),
@@ -64,14 +64,14 @@ def tune_nccl_command(
         ["all_reduce"], "--collective", metavar="OP",
         help="Collective the sweep measures (repeatable): all_reduce, all_gather, reduce_scatter, broadcast, reduce."),
     fmt: str = typer.Option("conf", "--format", metavar="FORMAT", help="conf|env|k8s|slurm|tuner|all"),
-    out: Optional[str] = typer.Option(None, "--out", metavar="DIR", help="Write the rendered files here."),  # noqa: UP045
+    out: str | None = typer.Option(None, "--out", metavar="DIR", help="Write the rendered files here."),
     push: bool = typer.Option(False, "--push", help="Write /etc/nccl.conf on the hosts (atomic, with a backup, "
                               "under the host lock; each write in the undo journal before it is made)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="With --push: show the diff per host, change nothing."),
-    nccl_version: Optional[str] = typer.Option(  # noqa: UP045
+    nccl_version: str | None = typer.Option(
         None, "--nccl-version", metavar="VERSION", help="Tune for this NCCL version instead of the surveyed one."
     ),
-    namespace: Optional[str] = typer.Option(None, "--namespace", help="Namespace of the ConfigMap."),  # noqa: UP045
+    namespace: str | None = typer.Option(None, "--namespace", help="Namespace of the ConfigMap."),
     yes: bool = typer.Option(
         False, "--yes", "-y", help="With --push: change the hosts without asking (required off a terminal)."
     ),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -60,9 +60,9 @@ def register(app: typer.Typer) -> None:
 @upgrade_app.command("plan", help="Per node, in order: the steps 'upgrade apply' would take. Touches nothing.")
 def upgrade_plan(
     ctx: typer.Context,
-    to: Optional[str] = _TO,  # noqa: UP045 - typer needs Optional on 3.10
+    to: str | None = _TO,
     max_unavailable: int = _MAX,
-    skip_phases: Optional[str] = SKIP_PHASES,  # noqa: UP045
+    skip_phases: str | None = SKIP_PHASES,
 ) -> None:
     _execute(app_context(ctx), dry_run=True, yes=True, **ctx.params)
 
@@ -70,15 +70,15 @@ def upgrade_plan(
 @upgrade_app.command("apply", help="Upgrade node by node; stops at the first node that fails (--resume continues).")
 def upgrade_apply(
     ctx: typer.Context,
-    to: Optional[str] = _TO,  # noqa: UP045
+    to: str | None = _TO,
     max_unavailable: int = _MAX,
     yes: bool = YES,
     resume: bool = typer.Option(False, "--resume", help="Continue a rollout that stopped (same target)."),
     dry_run: bool = _DRY,
     drain_timeout_s: int = _DRAIN,
     ready_timeout_s: int = _READY,
-    skip_phases: Optional[str] = SKIP_PHASES,  # noqa: UP045
-    state_dir: Optional[str] = _STATE,  # noqa: UP045
+    skip_phases: str | None = SKIP_PHASES,
+    state_dir: str | None = _STATE,
 ) -> None:
     _execute(app_context(ctx), **ctx.params)
 
@@ -87,8 +87,8 @@ def upgrade_apply(
 def upgrade_phase(
     ctx: typer.Context,
     phase: str = typer.Argument(..., metavar="NAME", help="kubeadm, kubeadm-upgrade, drain, kubelet, ..."),
-    to: Optional[str] = _TO,  # noqa: UP045
-    state_dir: Optional[str] = _STATE,  # noqa: UP045
+    to: str | None = _TO,
+    state_dir: str | None = _STATE,
     yes: bool = YES,
     dry_run: bool = _DRY,
     drain_timeout_s: int = _DRAIN,
@@ -154,14 +154,18 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
 
 
 def _print_report(app: AppContext, report: UpgradeReport) -> None:
+    from dataclasses import replace
+
+    from clusterctl.cli.findings_view import print_findings
     from clusterctl.engine.run import not_needed_message
 
     def say(text: str) -> None:
         app.say(mask_text(text))
 
     say(f"cluster {report.cluster}: Kubernetes {report.current} -> {report.target}")
-    for f in report.findings:
-        say(f"{f.severity.value.upper():<7} {f.where} {f.code}: {f.message}")
+    if report.findings:  # each with its fix, as every report prints findings
+        print_findings(app.console, [replace(f, message=mask_text(f.message), fix=mask_text(f.fix))
+                                     for f in report.findings])
     if not report.applied:
         number = 0
         for host in report.hosts:

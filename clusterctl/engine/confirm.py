@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-import shlex
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,6 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clusterctl.engine.read_ahead import batch_command
 from clusterctl.errors import UsageError
 from clusterctl.host_reader import HostReader
 from clusterctl.json_input import read_json
@@ -44,30 +43,12 @@ if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
     from clusterctl.transport.base import Transport
 
-FORMAT_VERSION = 1
+#: 2: the reads batched as read-ahead batches them (version 1's digests answer no more).
+FORMAT_VERSION = 2
 #: A read as the transcript keeps it: the command line and whether it ran as root.
 Read = tuple[str, bool]
-
-
-def batch_command(reads: Sequence[Read]) -> tuple[str, bool]:
-    """The reads as one command line, each followed by its exit status, and whether it runs as root
-    (when any of them did). A read is put in the line as it is (the phases' probes are plain
-    sequences of commands); one that could end the line early (``exit``, more than one line) runs
-    in a shell of its own."""
-    parts = []
-    for index, (line, _sudo) in enumerate(reads):
-        own = "\n" in line or re.search(r"\bexit\b", line) is not None or not _splits(line)
-        body = f"sh -c {shlex.quote(line)} 2>&1" if own else line
-        parts.append(f"echo '@@confirm {index}'; {body}; echo \"@@rc $?\"")
-    return "; ".join(parts), any(sudo for _line, sudo in reads)
-
-
-def _splits(line: str) -> bool:
-    try:
-        shlex.split(line)
-    except ValueError:
-        return False
-    return True
+#: The confirmation read's marker token: fixed, so that the same answers give the same digest run after run.
+TOKEN = "confirm"
 
 
 def answer_digest(stdout: str, stderr: str, exit_code: int) -> str:
@@ -135,8 +116,9 @@ class HostConfirmations:
 
 
 def _ask(transport: Transport, reads: Sequence[Read]) -> str:
-    command, sudo = batch_command(reads)
-    result = HostReader(transport, what="the confirmation read").run(command, sudo=sudo)
+    # As root when any read ran as root: the digest only needs the same answer as when it was recorded.
+    result = HostReader(transport, what="the confirmation read").run(batch_command([line for line, _ in reads], TOKEN),
+                                                                     sudo=any(sudo for _, sudo in reads))
     return answer_digest(result.stdout, result.stderr, result.exit_code)
 
 

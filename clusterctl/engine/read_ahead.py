@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import shlex
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,13 +34,24 @@ MARKER = "@@clusterctl-read-ahead@@"
 
 def batch_command(commands: Sequence[str], token: str) -> str:
     """One shell line running ``commands`` in order, each output between two marker lines, the
-    second with the command's exit status.
+    second with the command's exit status: the one batch of reads (read ahead here, the confirmation
+    read of ``engine/confirm.py`` with a fixed token).
 
     Every output is followed by one ``echo`` (a newline), so a marker always starts a line even
-    after an output without a final newline; ``split_batch`` takes that newline off again.
+    after an output without a final newline; ``split_batch`` takes that newline off again. A command
+    is put in the line as it is (the phases' probes are plain sequences of commands); one that could
+    end the line early (``exit``, more than one line, an unclosed quote) runs in a shell of its own.
     """
-    return "; ".join(f"echo '{MARKER} {token} {i}'; {command}; clusterctl_read_rc=$?; echo; "
+    return "; ".join(f"echo '{MARKER} {token} {i}'; {_in_line(command)}; clusterctl_read_rc=$?; echo; "
                      f"echo \"{MARKER} {token} {i} exit $clusterctl_read_rc\"" for i, command in enumerate(commands))
+
+
+def _in_line(command: str) -> str:
+    try:
+        shlex.split(command)
+    except ValueError:
+        return f"sh -c {shlex.quote(command)}"
+    return f"sh -c {shlex.quote(command)}" if "\n" in command or re.search(r"\bexit\b", command) else command
 
 
 def split_batch(text: str, count: int, token: str) -> list[tuple[str, int]] | None:

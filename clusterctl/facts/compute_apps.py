@@ -16,7 +16,7 @@ from clusterctl.errors import ParseError
 from clusterctl.facts.table import numbered_lines
 
 COMMAND = "nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv"
-_MIB = re.compile(r"^(\d+)\s*MiB$")
+_MIB = re.compile(r"^(\d+)(?:\s*MiB)?$")
 _COLUMNS = {"gpu_uuid": "gpu_uuid", "pid": "pid", "process_name": "process_name", "name": "process_name",
             "used_gpu_memory [MiB]": "used_mib", "used_memory [MiB]": "used_mib"}
 
@@ -56,13 +56,11 @@ def parse_compute_apps(text: str) -> tuple[ComputeApp, ...]:
     for number, line in lines[1:]:
         # A process name may hold commas (a browser's whole command line): it takes what is left over.
         cells = next(csv.reader([line], skipinitialspace=True))
-        if len(cells) < len(keys):
-            raise ParseError(what, f"{len(cells)} values for {len(keys)} columns", line=number, text=line)
         if len(cells) > len(keys) and "process_name" in keys:
             at = keys.index("process_name")
             extra = len(cells) - len(keys)
             cells = [*cells[:at], ",".join(cells[at:at + extra + 1]), *cells[at + extra + 1:]]
-        elif len(cells) > len(keys):
+        if len(cells) != len(keys):
             raise ParseError(what, f"{len(cells)} values for {len(keys)} columns", line=number, text=line)
         row = dict(zip(keys, (_value(c) for c in cells), strict=True))
         pid = row.get("pid")
@@ -71,7 +69,7 @@ def parse_compute_apps(text: str) -> tuple[ComputeApp, ...]:
             raise ParseError(what, f"pid {pid!r} is not a number", line=number, text=line)
         used = None
         if memory is not None:
-            found = _MIB.match(memory) or re.match(r"^(\d+)$", memory)
+            found = _MIB.match(memory)
             if not found:
                 raise ParseError(what, f"memory {memory!r} is not 'N MiB'", line=number, text=line)
             used = int(found.group(1))

@@ -116,8 +116,7 @@ def parse_containerd_probe(text: str) -> ContainerdFacts:
     if raw is None or not raw.text.strip() or re.search(r"not found", raw.text):
         missing["version"] = (raw.text.strip() if raw else "") or "containerd is not installed"
     else:
-        with raw.reading(_WHAT):
-            version = parse_containerd_version(raw.text)
+        version = sections.read("version", parse_containerd_version)
     config_section = sections.get("config")
     config = None
     if config_section is None:
@@ -141,8 +140,7 @@ def parse_containerd_probe(text: str) -> ContainerdFacts:
         if re.search(r"not found|error|unable", "\n".join(answer), re.IGNORECASE):
             missing["kubeadm-images"] = next(line for line in answer if line.strip()).strip()
         else:
-            with images.reading(_WHAT):
-                pause = pause_image(parse_kubeadm_images(images.text))
+            pause = pause_image(sections.read("kubeadm-images", parse_kubeadm_images))
     service = _systemd_word(sections.get("service"), ("active", "inactive", "failed", "activating", "deactivating"))
     enabled = _systemd_word(sections.get("enabled"), ("enabled", "disabled", "masked", "static"))
     return ContainerdFacts(version, config, dict(sorted(dropins.items())), hosts_files, pause, missing=missing,

@@ -7,7 +7,6 @@ check, and a module of their own keeps them together with their field notes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from clusterctl.facts.model import ParseResult
 
@@ -256,8 +255,6 @@ class DcgmDiag(ParseResult):
     driver_version: str | None = None
     #: ``text`` or ``json``.
     format: str = "text"
-    #: Extra fields kept from the JSON (for -o json of ``health read``).
-    extra: dict[str, Any] = field(default_factory=dict)
     #: ``GPU Device IDs Detected`` (PCI device ids such as ``2330``, one per GPU of the run).
     gpu_device_ids: tuple[str, ...] = ()
     #: Every other metadata row of the run as printed (``Diag Run Time`` ...): name -> value.

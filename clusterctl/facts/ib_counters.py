@@ -15,6 +15,7 @@ from clusterctl.errors import ParseError
 from clusterctl.facts.clean import clean_lines
 from clusterctl.facts.health_model import IBCounters, IBPortCounters
 from clusterctl.facts.model import ParseWarning
+from clusterctl.facts.table import blocks
 
 _SYSFS = re.compile(r"^/sys/class/infiniband/([^/\s]+)/ports/(\d+)/(?:hw_)?counters/(\w+):\s*(\d+)\s*$")
 _PERF_HEADER = re.compile(r"^#\s*Port (?:extended )?counters:.*?(?:Lid\s+(\d+))?.*?port\s+(\d+)", re.IGNORECASE)
@@ -56,30 +57,19 @@ def parse_ib_counters(text: str) -> IBCounters:
 
 def parse_perfquery(text: str) -> IBCounters:
     """``perfquery`` (one or several ports); the HCA is unknown to perfquery, so it is ``lid-<N>``."""
+    before, found = blocks(clean_lines(text), lambda line: _PERF_HEADER.match(line.strip()))
+    unread = list(before)
     ports: list[IBPortCounters] = []
-    warnings: list[ParseWarning] = []
-    current: tuple[str, int, int] | None = None
-    counters: dict[str, int] = {}
-
-    def flush() -> None:
-        if current is not None:
-            ports.append(IBPortCounters(current[0], current[1], dict(counters), current[2]))
-
-    for line in clean_lines(text):
-        raw = line.text.strip()
-        header = _PERF_HEADER.match(raw)
-        if header:
-            flush()
-            current, counters = (f"lid-{header.group(1) or '?'}", int(header.group(2)), line.number), {}
-            continue
-        row = _PERF_ROW.match(raw)
-        if row and current is not None:
-            if row.group(1) in ("PortSelect", "CounterSelect"):
-                continue
-            counters[PERFQUERY_NAMES.get(row.group(1), row.group(1))] = int(row.group(2))
-            continue
-        warnings.append(ParseWarning(f"unrecognised line {raw[:80]!r}", line.number))
-    flush()
+    for opening, header, lines in found:
+        counters: dict[str, int] = {}
+        for line in lines:
+            row = _PERF_ROW.match(line.text.strip())
+            if row is None:
+                unread.append(line)
+            elif row.group(1) not in ("PortSelect", "CounterSelect"):
+                counters[PERFQUERY_NAMES.get(row.group(1), row.group(1))] = int(row.group(2))
+        ports.append(IBPortCounters(f"lid-{header.group(1) or '?'}", int(header.group(2)), counters, opening.number))
     if not ports:
         raise ParseError("perfquery", "no '# Port counters: ... port N' header", line=1)
-    return IBCounters(tuple(ports), source="perfquery", warnings=tuple(warnings))
+    warnings = tuple(ParseWarning(f"unrecognised line {line.text.strip()[:80]!r}", line.number) for line in unread)
+    return IBCounters(tuple(ports), source="perfquery", warnings=warnings)

@@ -75,11 +75,8 @@ def fstab_swap_lines(text: str) -> tuple[FstabSwap, ...]:
 def comment_out_swap(text: str) -> str:
     """fstab with every active swap line commented, the original line kept after the marker."""
     swaps = {s.line for s in fstab_swap_lines(text)}
-    lines = text.splitlines(keepends=True)
-    for index in range(len(lines)):
-        if index + 1 in swaps:
-            lines[index] = "# clusterctl: swap off for the kubelet: " + lines[index]
-    return "".join(lines)
+    return "".join(f"# clusterctl: swap off for the kubelet: {line}" if number in swaps else line
+                   for number, line in enumerate(text.splitlines(keepends=True), start=1))
 
 
 @dataclass(frozen=True)
@@ -104,18 +101,11 @@ def parse_kernel_probe(text: str) -> KernelFacts:
     sections = split_sections(text, _WHAT, marker=MARKER_FILES)
     missing: dict[str, str] = {}
     modules: tuple[str, ...] | None = None
-    values: dict[str, str] = {}
-    gone: tuple[str, ...] = ()
-    swaps: tuple[str, ...] = ()
-    for name, section in sections.items():
-        with section.reading(_WHAT):
-            if name == "modules":
-                if re.search(r"not found|could not open", section.text):
-                    missing["modules"] = section.text.strip().splitlines()[-1]
-                else:
-                    modules = parse_lsmod(section.text)
-            elif name == "sysctl":
-                values, gone = parse_sysctl(section.text)
-            elif name == "swaps":
-                swaps = parse_swapon_show(section.text)
-    return KernelFacts(modules, values, gone, swaps, files_read(sections), missing)
+    listing = sections.text("modules")
+    if re.search(r"not found|could not open", listing):
+        missing["modules"] = listing.strip().splitlines()[-1]
+    elif "modules" in sections:
+        modules = sections.read("modules", parse_lsmod)
+    values, gone = sections.read("sysctl", parse_sysctl)  # an absent section reads as empty: nothing set
+    return KernelFacts(modules, values, gone, sections.read("swaps", parse_swapon_show), files_read(sections),
+                       missing)

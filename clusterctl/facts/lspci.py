@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.clean import clean_lines
+from clusterctl.facts.clean import Line, clean_lines
 from clusterctl.facts.health_model import PciDevice, PciDevices, PciLink
 from clusterctl.facts.model import ParseWarning
+from clusterctl.facts.table import blocks
 
 _HEADER = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+([^:]+?):\s*(.*)$")
 _LINK = re.compile(r"Speed\s+([\d.]+)GT/s(?:\s*\((\w+)\))?,\s*Width\s+x(\d+)(?:\s*\((\w+)\))?")
@@ -33,50 +34,39 @@ def _link(text: str) -> tuple[PciLink, bool, bool] | None:
 
 
 def parse_lspci(text: str) -> PciDevices:
-    devices: list[PciDevice] = []
-    warnings: list[ParseWarning] = []
-    current: dict[str, object] | None = None
+    before, found = blocks(clean_lines(text), lambda raw: _HEADER.match(raw) if not raw[:1].isspace() else None)
+    if not found:
+        raise ParseError("lspci -vvv", "no '<bus>:<dev>.<fn> <class>: <device>' line", line=1)
+    warnings = tuple(ParseWarning(f"line before any device: {line.text.strip()[:80]!r}", line.number)
+                     for line in before)
+    return PciDevices(tuple(_device(opening, header, lines) for opening, header, lines in found), warnings=warnings)
 
-    def flush() -> None:
-        if current is not None:
-            devices.append(PciDevice(**current))  # type: ignore[arg-type]
 
-    for line in clean_lines(text):
-        raw = line.text
-        header = _HEADER.match(raw) if not raw[:1].isspace() else None
-        if header:
-            flush()
-            address = header.group(1).lower()
-            current = {"address": address if address.count(":") == 2 else f"0000:{address}",
-                       "device_class": header.group(2).strip(), "description": header.group(3).strip(),
-                       "line": line.number}
-            continue
-        if current is None:
-            if raw.strip():
-                warnings.append(ParseWarning(f"line before any device: {raw.strip()[:80]!r}", line.number))
-            continue
-        body = raw.strip()
+def _device(opening: Line, header: re.Match[str], lines: list[Line]) -> PciDevice:
+    address = header.group(1).lower()
+    fields: dict[str, object] = {"address": address if address.count(":") == 2 else f"0000:{address}",
+                                 "device_class": header.group(2).strip(), "description": header.group(3).strip(),
+                                 "line": opening.number}
+    for line in lines:
+        body = line.text.strip()
         if body.startswith("LnkCap:"):
             found = _link(body)
             if found:
-                current["link_cap"] = found[0]
+                fields["link_cap"] = found[0]
         elif body.startswith("LnkSta:"):
             found = _link(body)
             if found:
-                current["link_status"], current["speed_downgraded"], current["width_downgraded"] = found
+                fields["link_status"], fields["speed_downgraded"], fields["width_downgraded"] = found
         elif body.startswith("ACSCtl:"):
-            current["acs_control"] = {name: sign == "+" for name, sign in _ACS_FLAG.findall(body[len("ACSCtl:"):])}
+            fields["acs_control"] = {name: sign == "+" for name, sign in _ACS_FLAG.findall(body[len("ACSCtl:"):])}
         elif body.startswith("Bus:"):
             bus = _BUS.search(body)
             if bus:
-                current["secondary_bus"], current["subordinate_bus"] = int(bus.group(2), 16), int(bus.group(3), 16)
+                fields["secondary_bus"], fields["subordinate_bus"] = int(bus.group(2), 16), int(bus.group(3), 16)
         elif body.startswith("Capabilities:"):
             if "<access denied>" in body:
-                current["access_denied"] = True
+                fields["access_denied"] = True
             express = _EXPRESS.search(body)
             if express:
-                current["port_type"] = express.group(1).strip()
-    flush()
-    if not devices:
-        raise ParseError("lspci -vvv", "no '<bus>:<dev>.<fn> <class>: <device>' line", line=1)
-    return PciDevices(tuple(devices), warnings=tuple(warnings))
+                fields["port_type"] = express.group(1).strip()
+    return PciDevice(**fields)  # type: ignore[arg-type]

@@ -99,8 +99,6 @@ class TopoDevice:
     numa_affinity: str | None = None
     #: "GPU NUMA ID" column of newer drivers (``N/A`` -> ``None``).
     gpu_numa_id: str | None = None
-    #: True for MIG device rows/columns, if a driver prints them.
-    mig: bool = False
 
 
 @dataclass(frozen=True)

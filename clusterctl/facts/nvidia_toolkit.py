@@ -7,7 +7,7 @@ import shlex
 from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.sections import MARKER_FILES, section_command, section_or_empty, split_sections
+from clusterctl.facts.sections import MARKER_FILES, section_command, split_sections
 from clusterctl.facts.table import read_lines
 
 _LOG = re.compile(r"^(?:[A-Z]{4}\[\d+\]|time=\"[^\"]*\" level=)")
@@ -55,11 +55,7 @@ def _missing(text: str) -> bool:
 
 
 def parse_toolkit_probe(text: str) -> ToolkitFacts:
-    sections = split_sections(text, "nvidia toolkit facts", marker=MARKER_FILES)
-
-    def body(name: str) -> str:
-        return section_or_empty(sections, name).text
-
+    body = split_sections(text, "nvidia toolkit facts", marker=MARKER_FILES).text
     version = None if _missing(body("ctk-version")) else parse_ctk_version(body("ctk-version"))
     driver = None if _missing(body("driver")) else body("driver").strip()
     return ToolkitFacts(version, not _missing(body("runtime")), None if _missing(body("cdi-spec")) else

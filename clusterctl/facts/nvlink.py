@@ -13,8 +13,9 @@ import re
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact
-from clusterctl.facts.clean import clean
+from clusterctl.facts.clean import Line, clean
 from clusterctl.facts.model import NVLinkLane, NVLinkStatus, NVLinkStatuses, ParseWarning
+from clusterctl.facts.table import blocks
 
 _WHAT = "nvidia-smi nvlink -s"
 _GPU = re.compile(r"^GPU (\d+): (.*?)(?: \(UUID: ([^)]*)\))?\s*$")
@@ -29,50 +30,38 @@ _NO_NVLINK = re.compile(r"^\s*Device does not (?:have|support) (?:or support )?N
 
 
 def parse_nvlink(text: str) -> NVLinkStatuses:
+    cleaned = clean(text)
+    warnings = cleaned.elision_warnings("lines", "the links there are unknown, not counted as inactive")
+
+    def elided(line: Line) -> bool:
+        if not line.text.strip().startswith("[..."):
+            return False
+        warnings.append(ParseWarning(f"{line.text.strip()!r}: links left out of the paste are unknown", line.number))
+        return True
+
+    before, found = blocks(cleaned.lines, _GPU.match)
+    for line in before:
+        if not elided(line) and not _NO_NVLINK.match(line.text):  # a host without NVLink answers only that
+            what = "link line" if _LINK.match(line.text) else "unrecognised line"
+            raise ParseError(_WHAT, f"{what} before any 'GPU N:' line", line=line.number, text=line.text)
     statuses: list[NVLinkStatus] = []
-    current: tuple[int, str | None, str | None] | None = None
-    lanes: list[NVLinkLane] = []
-
-    def flush() -> None:
-        if current is not None:
-            statuses.append(
-                NVLinkStatus(gpu_index=current[0], gpu_name=current[1], uuid=current[2], lanes=tuple(lanes))
-            )
-
-    cleaned_text = clean(text)
-    warnings = cleaned_text.elision_warnings("lines", "the links there are unknown, not counted as inactive")
-    for cleaned in cleaned_text.lines:
-        number, line = cleaned.number, cleaned.text
-        if line.strip().startswith("[..."):
-            warnings.append(ParseWarning(f"{line.strip()!r}: links left out of the paste are unknown", number))
-            continue
-        gpu = _GPU.match(line)
-        if gpu:
-            flush()
-            # Issues often redact the UUID ("UUID: ..."); only a real one is kept.
-            uuid = gpu.group(3) if gpu.group(3) and gpu.group(3).startswith("GPU-") else None
-            current = (int(gpu.group(1)), gpu.group(2).strip() or None, uuid)
-            lanes = []
-            continue
-        link = _LINK.match(line)
-        if link:
-            if current is None:
-                raise ParseError(_WHAT, "link line before any 'GPU N:' line", line=number, text=line)
-            link_number = int(link.group(1))
-            if any(lane.link == link_number for lane in lanes):
-                raise ParseError(
-                    _WHAT, f"link {link_number} listed twice for GPU {current[0]}", line=number, text=line
-                )
-            speed = float(link.group(2)) if link.group(2) else None
-            lanes.append(NVLinkLane(link=link_number, speed_gbps=speed, active=speed is not None))
-            continue
-        if current is not None and _NOTE.match(line):
-            continue
-        if not statuses and _NO_NVLINK.match(line):
-            continue  # the whole answer of a host without NVLink
-        raise ParseError(_WHAT, "unrecognised line" if current is not None or statuses else
-                         "unrecognised line before any 'GPU N:' line", line=number, text=line)
-    flush()
+    for _, gpu, lines in found:
+        lanes: list[NVLinkLane] = []
+        for line in lines:
+            link = _LINK.match(line.text)
+            if link:
+                number = int(link.group(1))
+                if any(lane.link == number for lane in lanes):
+                    raise ParseError(_WHAT, f"link {number} listed twice for GPU {int(gpu.group(1))}", line=line.number,
+                                     text=line.text)
+                speed = float(link.group(2)) if link.group(2) else None
+                lanes.append(NVLinkLane(link=number, speed_gbps=speed, active=speed is not None))
+            elif not elided(line) and not _NOTE.match(line.text):
+                raise ParseError(_WHAT, "unrecognised line", line=line.number, text=line.text)
+        # Issues often redact the UUID ("UUID: ..."); only a real one is kept.
+        uuid = gpu.group(3) if gpu.group(3) and gpu.group(3).startswith("GPU-") else None
+        statuses.append(NVLinkStatus(gpu_index=int(gpu.group(1)), gpu_name=gpu.group(2).strip() or None, uuid=uuid,
+                                     lanes=tuple(lanes)))
     indexes = [status.gpu_index for status in statuses]
     if len(set(indexes)) != len(indexes):
         raise ParseError(_WHAT, "the same GPU is listed twice")

@@ -51,13 +51,9 @@ def parse_nvlink_errors(text: str) -> NVLinkErrors:
                 elif part:
                     warnings.append(ParseWarning(f"GPU {gpu[0]} link {number}: unreadable counter {part[:60]!r}",
                                                  line.number))
-            key = (gpu[0], number)
-            known = links.get(key)
-            if known is None:
-                links[key] = (counters, gpu[1], line.number)
-            else:
-                known[0].update(counters)
-                links[key] = (known[0], gpu[1], known[2])
+            known, _, first = links.setdefault((gpu[0], number), ({}, gpu[1], line.number))
+            known.update(counters)
+            links[(gpu[0], number)] = (known, gpu[1], first)
             continue
         if raw.startswith("NVML:"):
             continue

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 from clusterctl.facts.node import parse_os_release
 from clusterctl.facts.sections import (
@@ -18,13 +16,11 @@ from clusterctl.facts.sections import (
     files_read,
     ls_failed,
     section_command,
-    section_or_empty,
     split_sections,
 )
 from clusterctl.facts.table import read_lines
 
 _WHAT = "package facts"
-T = TypeVar("T")
 
 DPKG_FORMAT = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"
 _NOT_FOUND = re.compile(r"^dpkg-query: no packages found matching (\S+)$")
@@ -87,23 +83,15 @@ def packages_probe(names: tuple[str, ...], files: tuple[str, ...], keyring_dir: 
 
 
 def parse_packages_probe(text: str) -> PackageFacts:
+    # An absent section reads as empty, which every parser here takes.
     sections = split_sections(text, _WHAT, marker=MARKER_FILES)
-
-    def body(name: str) -> str:
-        return section_or_empty(sections, name).text
-
-    def read(name: str, parse: Callable[[str], T]) -> T:
-        section = section_or_empty(sections, name)  # an absent section reads as empty, which every parser here takes
-        with section.reading(_WHAT):
-            return parse(section.text)
-
-    release = read("os-release", parse_os_release) if "=" in body("os-release") else {}
-    packages = read("packages", parse_dpkg_query)
-    holds = read("holds", parse_showhold) if "not found" not in body("holds") else frozenset()
-    arch = body("arch").strip() or None
+    release = sections.read("os-release", parse_os_release) if "=" in sections.text("os-release") else {}
+    packages = sections.read("packages", parse_dpkg_query)
+    holds = sections.read("holds", parse_showhold) if "not found" not in sections.text("holds") else frozenset()
+    arch = sections.text("arch").strip() or None
     if arch is not None and not re.fullmatch(r"[a-z0-9]+", arch):
         arch = None
-    listing = body("keyrings")
+    listing = sections.text("keyrings")
     keyrings = frozenset() if ls_failed(listing) else frozenset(
         line.strip() for line in listing.splitlines() if line.strip())
     return PackageFacts(release.get("ID"), tuple(release.get("ID_LIKE", "").split()), release.get("VERSION_CODENAME"),

@@ -120,10 +120,6 @@ class PerftestResult(ParseResult):
         return max((r.bw_avg_gbps for r in self.bandwidth), default=None)
 
     @property
-    def largest(self) -> BandwidthRow | None:
-        return max(self.bandwidth, key=lambda r: r.size_bytes, default=None)
-
-    @property
     def typical_latency_us(self) -> float | None:
         """t_typical of the smallest message size: what a latency check compares."""
         row = min(self.latency, key=lambda r: r.size_bytes, default=None)

@@ -251,11 +251,6 @@ class _IbvDevinfo(_Reader):
                           board_id=values.get("board_id"), ports=ports)
 
 
-def parse_ibv_devinfo(text: str) -> RDMADevices:
-    """``ibv_devinfo [-v]`` output as devices; see the module docstring."""
-    return _IbvDevinfo().read(clean_lines(text))
-
-
 def _guid(value: str | None) -> str | None:
     """``0x0c42a10300609810`` -> ``0c42:a103:0060:9810``, the form ibv_devinfo prints."""
     if value is None:

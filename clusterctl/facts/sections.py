@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TypeVar
 
 from clusterctl.errors import ParseError
+
+T = TypeVar("T")
 
 #: The default header. Probes that print files people write (TOML, fstab) use a marker no such
 #: file would hold on a line of its own (``MARKER_FILES``).
@@ -47,9 +50,24 @@ class Section:
             raise ParseError(what, f"section '{self.name}': {exc.reason}", line=line, text=exc.text) from None
 
 
-def section_or_empty(sections: Mapping[str, Section], name: str) -> Section:
-    """The section ``name``, or an empty one where the output has none."""
-    return sections.get(name) or Section(name, (), 1)
+class Sections(dict[str, Section]):
+    """An output's sections by name, and what the output is (``what``), for errors."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__()
+        self.what = what
+
+    def text(self, name: str) -> str:
+        """The text of the section ``name`` ("" where the output has none)."""
+        section = self.get(name)
+        return section.text if section is not None else ""
+
+    def read(self, name: str, parse: Callable[[str], T]) -> T:
+        """``parse`` of the section ``name``'s text (an absent one reads as empty); its ``ParseError`` names
+        the section and the line in the whole output (``Section.reading``)."""
+        section = self.get(name) or Section(name, (), 1)
+        with section.reading(self.what):
+            return parse(section.text)
 
 
 #: GNU cat's answer for a missing file. It names itself as it was called: ``cat: PATH: ...``, or
@@ -87,7 +105,7 @@ def section_command(sections: Sequence[tuple[str, str]], *, marker: str = MARKER
     return "; ".join(f"echo '{marker} {name}'; {command} 2>&1" for name, command in sections) + "; true"
 
 
-def split_sections(text: str, what: str, *, marker: str = MARKER) -> dict[str, Section]:
+def split_sections(text: str, what: str, *, marker: str = MARKER) -> Sections:
     header = _HEADERS.get(marker) or re.compile(rf"^{re.escape(marker)} (\S+)\s*$")
     opening = f"{marker} "  # a header line starts so: the pattern runs on those lines alone
     lines = text.splitlines()
@@ -97,7 +115,7 @@ def split_sections(text: str, what: str, *, marker: str = MARKER) -> dict[str, S
         if lines[index].strip():
             raise ParseError(what, f"output does not start with a '{marker} <section>' line", line=index + 1,
                              text=lines[index])
-    found: dict[str, Section] = {}
+    found = Sections(what)
     for position, index in enumerate(starts):
         match = header.match(lines[index])
         assert match is not None

@@ -1,4 +1,4 @@
-"""Lines of a command's raw output with their numbers, and columns under a header line.
+"""Lines of a command's raw output with their numbers, columns under a header line, blocks under opening lines.
 
 For outputs read straight from a host (``/proc/meminfo``, ``ss``, ``ctr plugins ls``): no pasted-text
 pre-cleaning (``clusterctl.facts.clean``), only blank lines skipped, so errors name the real line.
@@ -6,13 +6,15 @@ pre-cleaning (``clusterctl.facts.clean``), only blank lines skipped, so errors n
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.clean import Line
 
 T = TypeVar("T")
+#: A block of lines: the line that opens it, what ``opens`` made of that line, the lines after it.
+Block = tuple[Line, T, list[Line]]
 
 
 def numbered_lines(text: str) -> list[Line]:
@@ -56,3 +58,17 @@ def cells_under_header(text: str, what: str, header: str, fits: Callable[[list[s
         if not fits(row.tokens):
             raise ParseError(what, refusal, line=row.number, text=row.text)
     return [row.tokens for row in rows]
+
+
+def blocks(lines: Iterable[Line], opens: Callable[[str], T | None]) -> tuple[list[Line], list[Block[T]]]:
+    """``lines`` cut into blocks, each opened by a line whose text ``opens`` reads (not ``None``) and holding
+    the lines up to the next one: the lines before the first block, and the blocks in order."""
+    before: list[Line] = []
+    found: list[Block[T]] = []
+    for line in lines:
+        opened = opens(line.text)
+        if opened is not None:
+            found.append((line, opened, []))
+        else:
+            (found[-1][2] if found else before).append(line)
+    return before, found

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from clusterctl.changes import MAKES_NO_TRACE, Change, ChangeFailed, Gate, GateRecord, HostGate
-from clusterctl.cluster_access import read_node
+from clusterctl.cluster_access import ControlPlaneUnreachable, NoCluster, not_usable, read_node
 from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing, Wait
 from clusterctl.engine.run import HostPhaseResult, RunSettings, Status, cured, run_phases
 from clusterctl.errors import ClusterctlError, ParseError, UsageError
@@ -123,14 +123,15 @@ class _Healer:
 
     # -- the cluster side ----------------------------------------------------------------
 
-    def on_cp(self, task: Callable[[Transport], T], label: str, timeout_s: float = 120.0) -> T | None:
+    def on_cp(self, task: Callable[[Transport], T], label: str, what: str, timeout_s: float = 120.0) -> T | None:
         (outcome,) = self.runner.run_task([self.cp], task, label=label, timeout_s=timeout_s).outcomes
         if outcome.failure is not None:
-            raise ClusterctlError(f"the control plane {self.cp.name} could not be used: {outcome.failure.describe()}")
+            raise not_usable(self.cp.name, what, outcome.failure)
         return outcome.value
 
     def node(self) -> KubeNode | None:
-        return self.on_cp(lambda t: read_node(t, self.host.name), "heal: read node")
+        return self.on_cp(lambda t: read_node(t, self.host.name), "heal: read node",
+                          f"read the node of {self.host.name}")
 
     def note(self, step: str, result: str, detail: str = "", *, state: str | None = None) -> None:
         """Keep the step on the node (and tell ``say``); in a dry run the annotation is only planned."""
@@ -148,9 +149,9 @@ class _Healer:
             self.gate.submit_all(transport, node_ops.annotate(transport.host.name, node, wanted))
 
         try:
-            self.on_cp(task, "heal: note")
+            self.on_cp(task, "heal: note", f"note {step} on the node")
         except (ClusterctlError, ChangeFailed) as exc:
-            self.result.detail = f"could not note {step} on the node: {exc}"
+            self.result.detail = str(exc)
 
     def mark(self, milestone: str) -> None:
         self.result.timeline.setdefault(milestone, time.monotonic() - self.start)
@@ -344,7 +345,7 @@ class DrainFirst(_HealPhase):
         healer, name = self.healer, ctx.host.name
         before = len(gate.gate.records)
         report, why = healer.on_cp(lambda t: drain_or_why(t, gate.gate, name, DrainOptions()), "heal: drain",
-                                   timeout_s=420) or (None, None)
+                                   f"drain {name}", timeout_s=420) or (None, None)
         if report is None:  # this node's pods could not be read: its chain stops, named; the other hosts go on
             raise TransportError(FailureKind.COMMAND_FAILED, why or f"drain of {name} stopped")
         if not report.complete:
@@ -581,6 +582,8 @@ def heal(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: 
             try:
                 results.append(healer.run())
             except ClusterctlError as exc:
+                if isinstance(exc, (NoCluster, ControlPlaneUnreachable)) and not results and not healer.result.timeline:
+                    raise  # no cluster to read before anything was done: the one error of every day-2 command
                 healer.result.outcome, healer.result.detail = "failed", str(exc)
                 results.append(healer.result)
     return results, step.journal

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from clusterctl.cluster_access import read_node
-from clusterctl.errors import ClusterctlError
+from clusterctl.cluster_access import on_control_plane, read_node
 from clusterctl.heal import history
 from clusterctl.quarantine import node_ops
 from clusterctl.quarantine.run import control_plane
@@ -49,9 +48,4 @@ def hosts_status(runner: Runner, inventory: Inventory, hosts: Sequence[Host]) ->
                          else HostStatus(host.name, None, None, "", error=f"{host.name} is not a node of the cluster"))
         return found
 
-    fleet = runner.run_task([cp], task, label="status")
-    (outcome,) = fleet.outcomes
-    if outcome.value is None:
-        raise ClusterctlError(f"cannot read the nodes through the control plane {cp.name}: "
-                              f"{outcome.failure.describe() if outcome.failure else 'no result'}")
-    return outcome.value
+    return on_control_plane(runner, cp, task, what="read the nodes", label="status")

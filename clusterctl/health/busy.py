@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from clusterctl.cluster_access import no_cluster_here, read_node, read_pods
+from clusterctl.cluster_access import no_cluster_here, read_node, read_pods, reason
 from clusterctl.errors import ParseError
 from clusterctl.facts.compute_apps import COMMAND as COMPUTE_APPS
 from clusterctl.facts.compute_apps import parse_compute_apps
@@ -123,9 +123,9 @@ def _pods(runner: Runner, hosts: Sequence[Host], cluster: Inventory, uses: dict[
             and no_cluster_here(outcome.failure):
         return  # no cluster runs there: no pod can hold a GPU, the processes say it all
     if not outcome.ok or outcome.value is None:
-        why = outcome.failure.describe() if outcome.failure else "no answer"
         for host in hosts:
-            uses[host.name].unknown.append(f"the node's pods could not be read through {cp.name} ({why})")
+            uses[host.name].unknown.append(f"the node's pods could not be read through {cp.name} "
+                                           f"({reason(outcome.failure)})")
         return
     for name, answer in outcome.value.items():
         if answer is None:

@@ -250,10 +250,3 @@ class Inventory:
             if h.name == name:
                 return h
         raise KeyError(name)
-
-    @property
-    def racks(self) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        for h in self.hosts:
-            out.setdefault(h.rack or "", []).append(h.name)
-        return out

@@ -21,7 +21,6 @@ from clusterctl.inventory.bootstrap_section import read_bootstrap
 from clusterctl.inventory.model import Fabric, Host, Inventory, SSHOptions, StackPin
 from clusterctl.inventory.node_reader import NodeReader
 from clusterctl.inventory.quarantine_section import read_quarantine
-from clusterctl.inventory.source_file import read_inventory_text
 from clusterctl.inventory.yaml_tree import (
     Entry,
     Mapping,
@@ -68,17 +67,11 @@ class _GroupDef(_HostDef):
     members: tuple[str, ...]
 
 
-def load_native(path: str | Path) -> Inventory:
-    """Read a clusterctl YAML inventory; ``InventoryError`` names file, line and field of any problem."""
-    file_path = Path(path)
-    text = read_inventory_text(file_path)
-    return parse_native(text, file=str(path), base_dir=file_path.resolve().parent)
-
-
 def parse_native(text: str, *, file: str, base_dir: Path, tree: Node | None = None) -> Inventory:
-    """The same as ``load_native`` for text already read; ``base_dir`` anchors relative profiles.
+    """A clusterctl YAML inventory's ``text``; ``InventoryError`` names file, line and field of any problem.
 
-    ``tree``: the text's ``parse_yaml`` when the caller has it already (it is not read twice).
+    ``base_dir`` anchors relative profiles; ``tree``: the text's ``parse_yaml`` when the caller has it
+    already (it is not read twice).
     """
     return _Reader(file, base_dir).read(tree if tree is not None else parse_yaml(text, file))
 

@@ -34,12 +34,14 @@ class NodeReader(InventoryFileReader):
 
     def fields(self, node: Node, field: str, readers: dict[str, ValueReader], *, what: str = "settings",
                refused: dict[str, tuple[str, str]] | None = None) -> dict[str, Any]:
-        """The section ``field`` of ``what``: each field written, read by its reader (the keys of ``readers``
-        are the valid fields, in the order a hint lists them); a field of ``refused`` is its (message, hint)."""
+        """The section ``field`` (``""``: the whole file) of ``what``: each field written, read by its reader (the
+        keys of ``readers`` are the valid fields, in the order a hint lists them); a field of ``refused`` is its
+        (message, hint)."""
         out: dict[str, Any] = {}
-        for entry in self.mapping(node, field, must_be=f"'{field}' must be a mapping of {what}",
+        named = f"'{field}'" if field else "the file"
+        for entry in self.mapping(node, field, must_be=f"{named} must be a mapping of {what}",
                                   hint=values.fields_hint(readers)).entries:
-            sub = f"{field}.{entry.key}"
+            sub = f"{field}.{entry.key}" if field else entry.key
             if refused and entry.key in refused:
                 message, hint = refused[entry.key]
                 raise self.error(message, line=entry.key_line, field=sub, hint=hint)

@@ -66,13 +66,6 @@ PUBLISHED: tuple[PublishedLine, ...] = (
 )
 
 
-def newest_patch(project: str, version: str) -> PublishedLine | None:
-    """The line ``version`` (``1.36.2``, ``v3.31.7``) belongs to, when ``PUBLISHED`` records it."""
-    parts = version.lstrip("v").split(".")
-    return next((line for line in PUBLISHED
-                 if line.project == project and parts[: len(line.line.split("."))] == line.line.split(".")), None)
-
-
 @dataclass(frozen=True)
 class ChartPin:
     #: Helm release name clusterctl installs it under (also the key in the inventory).

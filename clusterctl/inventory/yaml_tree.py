@@ -4,7 +4,8 @@ PyYAML's ``safe_load`` forgets where things were and silently keeps the last of 
 keys, so a copy-pasted host would vanish without a word. Here the document is composed into
 nodes and walked by hand: every mapping entry keeps its key's line, duplicate keys are an
 error naming both lines, and scalars keep the text as written (``cuda: 12.10`` stays
-``"12.10"`` when a field wants text).
+``"12.10"`` when a field wants text). A JSON document is read into the same tree (``parse_json``),
+so that its fields are checked by the same readers.
 """
 
 from __future__ import annotations
@@ -135,6 +136,63 @@ def parse_yaml(text: str, file: str) -> Node | None:
         raise InventoryError(f"this is not valid YAML: {exc}.", file=file) from None
     finally:
         loader.dispose()
+
+
+def parse_json(text: str, file: str) -> Node | None:
+    """A JSON document as the same tree, every key and value with its line, read with the standard
+    library alone (the node agent's config, on a node whose Python has no PyYAML); ``None`` for an
+    empty one. A syntax error names its line and column, a key given twice both lines, as in YAML."""
+    import json
+    from bisect import bisect_left
+
+    if not text.strip():
+        return None
+    try:
+        json.loads(text)  # the syntax checked once: the walk below reads a valid document
+    except json.JSONDecodeError as exc:
+        raise InventoryError(f"this is not valid JSON: {exc.msg} at column {exc.colno}.", file=file,
+                             line=exc.lineno) from None
+    except RecursionError:
+        raise InventoryError("this JSON is nested too deep.", file=file) from None
+    newlines = [at for at, char in enumerate(text) if char == "\n"]
+    decoder = json.JSONDecoder()
+    reader = InventoryFileReader()
+    reader.file = file
+
+    def line(at: int) -> int:
+        return bisect_left(newlines, at) + 1
+
+    def past(at: int, mark: str = "") -> int:
+        """Past the blanks at ``at``, then past ``mark`` (a colon or a comma) and the blanks after it."""
+        while text[at] in " \t\r\n":
+            at += 1
+        return past(at + 1) if mark and text[at] == mark else at
+
+    def walk(at: int) -> tuple[Node, int]:
+        if text[at] not in "{[":
+            value, end = decoder.raw_decode(text, at)
+            return Scalar(value, value if isinstance(value, str) else text[at:end], line(at)), end
+        start, close = line(at), "}" if text[at] == "{" else "]"
+        entries: dict[str, Entry] = {}
+        items: list[Node] = []
+        at = past(at + 1)
+        while text[at] != close:
+            if close == "]":
+                item, at = walk(at)
+                items.append(item)
+            else:
+                key, end = decoder.raw_decode(text, at)
+                if key in entries:
+                    raise reader.error(f"duplicate key '{key}': it is already defined at line "
+                                       f"{entries[key].key_line}.", line(at), key,
+                                       "JSON readers keep only the last one; remove one of them.")
+                value, end = walk(past(end, ":"))
+                entries[key] = Entry(key, line(at), value)
+                at = end
+            at = past(at, ",")
+        return (Sequence(tuple(items), start) if close == "]" else Mapping(tuple(entries.values()), start)), at + 1
+
+    return walk(past(0))[0]
 
 
 class _Walker(InventoryFileReader):

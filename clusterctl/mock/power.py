@@ -6,8 +6,8 @@ Faults: ``log_kernel_message`` (a line in the kernel log since boot), or the sta
 (``clusterctl mock set fault=xid-79``: the demo's profiles answer ``journalctl -k`` with an Xid 79);
 ``hardware_fault=xid-79`` (or ``persists=True``) makes it come back at every boot.
 
-The state is the host's ``values`` (``power: off``), so every process that uses the host sees it.
-What drives it is outside the simulator: a BMC emulator's power changes (the tests' and the
+The state is the host's ``values`` (``power: off``; ``boot`` switches it on again), so every process
+that uses the host sees it. What drives it is outside the simulator: a BMC emulator's power changes (the tests' and the
 benchmark's link to sushy-tools' fake driver), or a test directly.
 """
 
@@ -43,21 +43,6 @@ def log_kernel_message(state: HostState, message: str, *, now: float | None = No
         faults = state.fs.read(HARDWARE_FAULTS) or b""
         state.fs.write(HARDWARE_FAULTS, faults + (message + "\n").encode())
     return line
-
-
-def set_power(state: HostState, on: bool, *, now: float | None = None) -> str:
-    """Switch the host off or on: ``off``, ``booted`` (it was off), or ``unchanged``."""
-    was_off = powered_off(state)
-    if not on:
-        if was_off:
-            return "unchanged"
-        with state.edit() as data:
-            data.setdefault("values", {})["power"] = "off"
-        return "off"
-    if not was_off:
-        return "unchanged"
-    boot(state, now=now)
-    return "booted"
 
 
 def boot(state: HostState, *, now: float | None = None) -> None:

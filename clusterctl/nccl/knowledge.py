@@ -14,17 +14,7 @@ from typing import Any
 
 from clusterctl.nccl.versions import NcclVersion, try_parse_version
 
-#: Every value grammar the knowledge base may name.
-KINDS: frozenset[str] = frozenset(
-    {"int", "bool", "enum", "list", "string", "bytes", "hca-list", "ifname-list", "algo-list", "proto-list",
-     "subsys-list", "level", "cidr"}
-)
-#: Who reads a variable.
-SCOPES: frozenset[str] = frozenset(
-    {"core", "example-plugin", "sharp-plugin", "plugin", "pytorch", "nccl-tests", "build", "nonexistent"}
-)
-
-#: Words shown to users for each scope.
+#: Who reads a variable (its ``scope``), in the words shown to users.
 SCOPE_READER: dict[str, str] = {
     "core": "libnccl",
     "example-plugin": "NCCL's example plugins (plugins/ in the NCCL repository), not libnccl itself",
@@ -133,9 +123,6 @@ class KnowledgeBase:
             if name.startswith(plugin.prefixes):
                 return plugin
         return None
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._variables
 
     def variables(self) -> list[VariableInfo]:
         return [self._variables[n] for n in sorted(self._variables)]

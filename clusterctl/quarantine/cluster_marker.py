@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from clusterctl.cluster_access import read_nodes
+from clusterctl.cluster_access import read_nodes, reason
 from clusterctl.errors import ClusterctlError
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.quarantine import node_ops
@@ -179,10 +179,10 @@ class Marker:
             fleet = runner.run_task([cp], task, label="remediate", timeout_s=timeout)
         (outcome,) = fleet.outcomes
         if outcome.failure is not None:
-            why = outcome.failure.describe()
+            why = reason(outcome.failure)
             for item in batch:
                 if not item.verdict:
-                    item.verdict, item.why = "failed", f"through the control plane {cp.name}: {why}"
+                    item.verdict, item.why = "failed", f"the control plane {cp.name} failed ({why})"
             return []
         return retry
 

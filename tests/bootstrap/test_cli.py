@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from clirun import clusterctl as run_cli
 
-from clusterctl.bootstrap.registry import all_phases
+from clusterctl.bootstrap import registry
+from clusterctl.bootstrap.phase import Phase, PhaseContext
+from clusterctl.bootstrap.registry import PhaseEntry, all_phases
+from clusterctl.changes import Change
+from clusterctl.secret import Secret
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "inventories" / "demo.yaml"
@@ -85,53 +91,41 @@ def test_demo_plan_of_every_phase_and_out_files(tmp_path: Path, capsys: pytest.C
 TOKEN = "q7x2ab.9f8e7d6c5b4a3210"
 
 
-class _SecretPhase:
-    """Registered for one test: a phase that handles a join token like the cluster phases will."""
+class SecretPhase(Phase[None]):
+    """Listed in ``registry.PHASES`` for one test: a phase that handles a join token like the cluster phases."""
 
-    @staticmethod
-    def make() -> object:
-        import os
-        from typing import ClassVar
+    name: ClassVar[str] = "test-join-config"
+    description: ClassVar[str] = "writes a file holding a token"
 
-        from clusterctl.bootstrap.phase import Phase, PhaseContext
-        from clusterctl.changes import Change
-        from clusterctl.secret import Secret
+    def check(self, ctx: PhaseContext) -> None:
+        ctx.shared.join.token = Secret(os.environ["CLUSTERCTL_TEST_TOKEN"], "join token")
 
-        class JoinConfig(Phase[None]):
-            name: ClassVar[str] = "test-join-config"
-            description: ClassVar[str] = "writes a file holding a token"
-
-            def check(self, ctx: PhaseContext) -> None:
-                ctx.shared.join.token = Secret(os.environ["CLUSTERCTL_TEST_TOKEN"], "join token")
-
-            def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
-                token = ctx.shared.join.token
-                assert token is not None
-                return [Change.run(ctx.host.name, "install -d -m 0755 /etc/kubernetes", summary="folder"),
-                        Change.write_file(ctx.host.name, "/etc/kubernetes/join.yaml",
-                                          f"discovery:\n  bootstrapToken:\n    token: {token.reveal()}\n",
-                                          current=None, mode=0o600),
-                        Change.run(ctx.host.name, "true", stdin_secret=token, summary=f"join with {token}")]
-
-        return JoinConfig()
+    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
+        token = ctx.shared.join.token
+        assert token is not None
+        return [Change.run(ctx.host.name, "install -d -m 0755 /etc/kubernetes", summary="folder"),
+                Change.write_file(ctx.host.name, "/etc/kubernetes/join.yaml",
+                                  f"discovery:\n  bootstrapToken:\n    token: {token.reveal()}\n",
+                                  current=None, mode=0o600),
+                Change.run(ctx.host.name, "true", stdin_secret=token, summary=f"join with {token}")]
 
 
 def test_no_secret_in_output_plan_out_files_logs_or_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from clusterctl.bootstrap import registry
-
     monkeypatch.setenv("CLUSTERCTL_TEST_TOKEN", TOKEN)
     state = tmp_path / "state"
     monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(state))
-    with registry.added_for_test(_SecretPhase.make()):  # type: ignore[arg-type]
-        seen = []
-        for args in (["bootstrap", "plan", "--phase", "test-join-config", "--out", str(tmp_path / "out")],
-                     ["-o", "json", "bootstrap", "plan", "--phase", "test-join-config"],
-                     ["--debug", "bootstrap", "phase", "test-join-config"],
-                     ["-o", "yaml", "bootstrap", "phase", "test-join-config", "--resume"]):
-            code, out, err = clusterctl(["-i", str(DEMO), "-l", "gpu-a1", *args], capsys)
-            assert code == 0, err
-            seen += [out, err]
+    # The phase is listed as an on-demand one, and the phases read again from the list.
+    monkeypatch.setattr(registry, "PHASES", (*registry.PHASES, PhaseEntry(f"{__name__}:SecretPhase", default=False)))
+    monkeypatch.setattr(registry, "_loaded", None)
+    seen = []
+    for args in (["bootstrap", "plan", "--phase", "test-join-config", "--out", str(tmp_path / "out")],
+                 ["-o", "json", "bootstrap", "plan", "--phase", "test-join-config"],
+                 ["--debug", "bootstrap", "phase", "test-join-config"],
+                 ["-o", "yaml", "bootstrap", "phase", "test-join-config", "--resume"]):
+        code, out, err = clusterctl(["-i", str(DEMO), "-l", "gpu-a1", *args], capsys)
+        assert code == 0, err
+        seen += [out, err]
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.name == "join.yaml" for p in files) and any(p.suffix == ".json" for p in files)
     texts = seen + [p.read_text() for p in files]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from clusterctl.errors import InventoryError
-from clusterctl.inventory.native import load_native
+from clusterctl.inventory.loader import load_inventory
 
 HOSTS = "hosts:\n  n1: {transport: local}\n"
 
@@ -15,7 +15,7 @@ HOSTS = "hosts:\n  n1: {transport: local}\n"
 def load(tmp_path: Path, section: str) -> object:
     path = tmp_path / "inv.yaml"
     path.write_text(HOSTS + section)
-    return load_native(path)
+    return load_inventory(path)
 
 
 def test_settings_are_read(tmp_path: Path) -> None:
@@ -61,7 +61,7 @@ def test_cgroup_v1_hosts_are_allowed_only_when_asked(tmp_path: Path) -> None:
     for asked in (False, True):
         path = tmp_path / f"inv-{asked}.yaml"
         path.write_text(pinned + f"bootstrap:\n  allow_cgroup_v1: {str(asked).lower()}\n")
-        inventory = load_native(path)
+        inventory = load_inventory(path)
         settings = cluster_settings(inventory)
         host = inventory.hosts[0]
         init = render_init_config(settings, host, inventory)

@@ -188,5 +188,10 @@ def test_a_read_that_failed_in_the_batch_is_asked_again_by_its_phase() -> None:
     assert answers.take(failing, False) is None  # run by the phase itself, which then sees why
     assert answers.take("echo fine", False) is None  # each answer is given once
     assert answers.take("echo also fine", False) is not None
-    # A read that ends the shell cuts the batch short: nothing of it is used.
-    assert ReadAhead().fill(host, [("echo a", False), ("exit 0", False), ("echo b", False)]) == 0
+    # A read that would end the shell (or span lines) runs in a shell of its own: the batch stays whole.
+    whole = ReadAhead()
+    assert whole.fill(host, [("echo a", False), ("exit 3", False), ("echo b\necho c", False), ("echo d", False)]) == 3
+    assert [(r.stdout, r.exit_code) for r in (whole.take("echo a", False), whole.take("echo b\necho c", False),
+                                               whole.take("echo d", False)) if r is not None] == [
+        ("a\n", 0), ("b\nc\n", 0), ("d\n", 0)]
+    assert whole.take("exit 3", False) is None  # it failed (exit 3): its phase runs it itself

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -104,7 +105,7 @@ def test_token_and_upload_certs_configs_pin_the_version_so_kubeadm_stays_offline
 
 def test_tokens_and_keys_have_kubeadm_formats_and_are_masked() -> None:
     token = kubeadm.new_bootstrap_token()
-    assert kubeadm.is_bootstrap_token(token.reveal())
+    assert re.fullmatch(r"[a-z0-9]{6}\.[a-z0-9]{16}", token.reveal())
     assert mask_text(f"join with {token.reveal()}") == f"join with {MASK}"
     assert len(kubeadm.new_certificate_key().reveal()) == 64
     assert kubeadm.new_bootstrap_token() != token

@@ -173,6 +173,17 @@ def test_a_host_that_does_not_answer_fails_the_plan_and_stops_the_apply_before_a
     assert installed(bootstrapped_demo, "gpu-a1", "kubeadm") == "1.36.2-1.1"
 
 
+def test_a_host_that_is_not_a_node_is_printed_with_its_fix_as_every_report_prints_findings(
+        bootstrapped_demo: Path) -> None:
+    gone = _run("-l", "gpu-a1", "exec", "--sudo", "--", f"{KUBECTL} delete node gpu-b3")
+    assert gone.exit_code == 0, gone.output
+    for command in (("upgrade", "plan"), ("upgrade", "apply", "--yes")):
+        run = _run(*command, "--to", "1.36.3")
+        lines = run.stdout.splitlines()
+        at = lines.index("ERROR   gpu-b3 UPGRADE_NODE_MISSING: gpu-b3 is not a node of the cluster")
+        assert lines[at + 1] == "        fix: Add it with 'clusterctl bootstrap' before upgrading.", run.output
+
+
 def test_apply_reads_each_nodes_packages_once_then_once_after_each_package_change(
         bootstrapped_demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The pre-check's read (would the target downgrade a node?) is the one the node's first phases use;

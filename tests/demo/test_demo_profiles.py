@@ -42,7 +42,7 @@ def answer(host: Host, fact: Fact[Any]) -> Any:
 
 def test_inventory_describes_two_racks_of_three_with_one_control_plane(inventory: Inventory) -> None:
     assert [h.name for h in inventory.hosts] == ["gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b2", "gpu-b3"]
-    assert inventory.racks == {"a": ["gpu-a1", "gpu-a2", "gpu-a3"], "b": ["gpu-b1", "gpu-b2", "gpu-b3"]}
+    assert [h.rack for h in inventory.hosts] == ["a", "a", "a", "b", "b", "b"]
     assert [h.name for h in inventory.hosts if "control-plane" in h.roles] == ["gpu-a1"]
     assert all("worker" in h.roles and h.transport == "mock" for h in inventory.hosts)
     assert {h.fabric.type for h in inventory.hosts} == {"ib"}

@@ -8,7 +8,7 @@ from clusterctl.errors import ParseError
 from clusterctl.facts.gpus import GPUS, PERSISTENCE_MODES, parse_gpus, parse_persistence_modes
 from clusterctl.facts.netdev import IPV4_ADDRS, NETDEV, merge_ipv4, parse_ibdev2netdev, parse_ip_addr
 from clusterctl.facts.nvlink import NVLINK, parse_nvlink
-from clusterctl.facts.rdma import RDMA, parse_ibv_devinfo
+from clusterctl.facts.rdma import RDMA, parse_rdma
 from clusterctl.facts.stack import STACK, parse_stack
 from clusterctl.facts.survey_facts import SURVEY_FACTS
 
@@ -123,7 +123,7 @@ def test_nvlink_uuid_and_errors() -> None:
 
 def test_rdma_roce_port_rate_and_gid_index() -> None:
     assert RDMA.command == "ibv_devinfo -v"
-    (device,) = parse_ibv_devinfo(read_fixture("ibv_devinfo", "roce-bond-cx6dx-vv.txt"))
+    (device,) = parse_rdma(read_fixture("ibv_devinfo", "roce-bond-cx6dx-vv.txt"))
     assert (device.hca, device.fw_version, device.board_id) == ("mlx5_bond_0", "22.36.1010", "MT_0000000359")
     assert device.node_guid == "08c0:eb03:00f0:28b2"
     (port,) = device.ports
@@ -138,15 +138,15 @@ def test_rdma_plain_devinfo_has_no_rate_and_down_port() -> None:
         "hca_id:\tmlx5_1\n\ttransport:\t\t\tInfiniBand (0)\n\tfw_ver:\t\t\t\t20.37.1700\n"
         "\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_DOWN (1)\n\t\t\tlink_layer:\t\tInfiniBand\n"
     )
-    (device,) = parse_ibv_devinfo(text)
+    (device,) = parse_rdma(text)
     assert device.ports[0].state == "PORT_DOWN" and device.ports[0].rate_gbps is None
 
 
 def test_rdma_no_devices_and_errors() -> None:
-    assert parse_ibv_devinfo("No IB devices found\n") == ()
-    assert refusal(parse_ibv_devinfo, "\tfw_ver:\t\t20.1\n").line == 1
+    assert parse_rdma("No IB devices found\n") == ()
+    assert refusal(parse_rdma, "\tfw_ver:\t\t20.1\n").line == 1
     # A port without a state costs that port, with a warning naming its line; the device stands.
-    (device,) = devices = parse_ibv_devinfo("hca_id:\tmlx5_0\n\t\tport:\t1\n\t\t\tlink_layer:\tEthernet\n")
+    (device,) = devices = parse_rdma("hca_id:\tmlx5_0\n\t\tport:\t1\n\t\t\tlink_layer:\tEthernet\n")
     assert device.hca == "mlx5_0" and device.ports == ()
     assert [(w.line, "no 'state'" in w.message) for w in devices.warnings] == [(2, True)]
 

@@ -29,7 +29,7 @@ from clusterctl.facts.nccltests import NcclTestResult, parse_nccl_tests
 from clusterctl.facts.netdev import parse_ibdev2netdev, parse_ip_addr
 from clusterctl.facts.nvlink import parse_nvlink
 from clusterctl.facts.perftest import PerftestResult, parse_perftest
-from clusterctl.facts.rdma import parse_ibstat, parse_ibv_devinfo, parse_rdma
+from clusterctl.facts.rdma import parse_ibstat, parse_rdma
 from clusterctl.facts.stack import parse_stack
 from clusterctl.facts.topo import parse_topo
 
@@ -44,7 +44,7 @@ PARSERS: dict[str, tuple[Callable[[str], Any], Callable[[Any], bool], str]] = {
     "topo": (parse_topo, lambda r: isinstance(r, TopoMatrix), "topo"),
     "gpus": (parse_gpus, _is_tuple_of(GPUInfo), "nvidia-smi"),
     "nvlink": (parse_nvlink, _is_tuple_of(NVLinkStatus), "nvlink"),
-    "rdma": (parse_ibv_devinfo, _is_tuple_of(RDMADevice), "ibv_devinfo"),
+    "rdma": (parse_rdma, _is_tuple_of(RDMADevice), "ibv_devinfo"),
     "stack": (parse_stack, lambda r: isinstance(r, SoftwareStack), "stack"),
     "ibstat": (parse_ibstat, _is_tuple_of(RDMADevice), "ibstat"),
     "rdma-either": (parse_rdma, _is_tuple_of(RDMADevice), "ibstat"),

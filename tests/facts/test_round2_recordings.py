@@ -13,7 +13,7 @@ from clusterctl.facts.model import RDMADevices
 from clusterctl.facts.nccltests import parse_nccl_tests
 from clusterctl.facts.netdev import parse_ip_addr
 from clusterctl.facts.perftest import MIB_PER_S_TO_GBPS, parse_perftest
-from clusterctl.facts.rdma import RDMA, parse_ibstat, parse_ibv_devinfo, parse_rdma
+from clusterctl.facts.rdma import RDMA, parse_ibstat, parse_rdma
 from clusterctl.inventory.model import Host
 from clusterctl.survey.collect import collect_host_facts
 from clusterctl.transport.base import CommandResult, Transport
@@ -91,7 +91,8 @@ def test_ibstat_b300_host_with_prompt() -> None:
 
 def test_parse_rdma_tells_ibstat_from_ibv_devinfo() -> None:
     ibv = read("ibv_devinfo", "roce-bond-cx6dx-vv.txt")
-    assert parse_rdma(ibv) == parse_ibv_devinfo(ibv) and parse_rdma(ibv).source == "ibv_devinfo"
+    devices = parse_rdma(ibv)
+    assert devices.source == "ibv_devinfo" and [d.hca for d in devices] == ["mlx5_bond_0"]
 
 
 def test_ibstat_panic_line_is_a_warning_and_the_devices_before_it_stand() -> None:

@@ -9,7 +9,7 @@ import pytest
 from refusals import inventory_refusal
 
 from clusterctl.heal.chain import DEFAULT_CHAIN, chain_for
-from clusterctl.inventory.native import load_native
+from clusterctl.inventory.loader import load_inventory
 
 
 def test_xid_79_takes_a_power_cycle_and_other_xids_their_catalogue_action() -> None:
@@ -31,12 +31,12 @@ def test_heal_settings_are_read_with_their_defaults(tmp_path: Path) -> None:
     path = tmp_path / "inv.yaml"
     path.write_text("hosts: {a: {}}\nquarantine:\n  heal:\n    passes: 3\n    flapping: {count: 2, window_h: 6}\n"
                     "    chains: {GPUFellOffTheBus: [reboot, power-cycle]}\n    timeouts: {reboot: 120}\n")
-    heal = load_native(path).quarantine.heal
+    heal = load_inventory(path).quarantine.heal
     assert heal.passes == 3 and heal.flap_count == 2 and heal.flap_window_s == 6 * 3600
     assert heal.chains == {"GPUFellOffTheBus": ("reboot", "power-cycle")} and heal.timeouts == {"reboot": 120}
     assert heal.level == 1 and heal.pass_interval_s == 2.0
     path.write_text("hosts: {a: {}}\n")
-    assert load_native(path).quarantine.heal.passes == 2
+    assert load_inventory(path).quarantine.heal.passes == 2
 
 
 @pytest.mark.parametrize(("heal", "line", "field", "words"), [

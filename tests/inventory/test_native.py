@@ -10,7 +10,6 @@ from refusals import inventory_refusal
 
 from clusterctl.errors import InventoryError
 from clusterctl.inventory.loader import load_inventory
-from clusterctl.inventory.native import load_native
 
 WriteFile = Callable[..., Path]
 EXAMPLES = Path(__file__).resolve().parents[2] / "inventories" / "examples"
@@ -51,7 +50,7 @@ hosts:
 
 def test_full_inventory_values(write: WriteFile, tmp_path: Path) -> None:
     (tmp_path / "demo/profiles/dgx-h100").mkdir(parents=True)
-    inventory = load_native(write(FULL))
+    inventory = load_inventory(write(FULL))
 
     assert inventory.name == "demo"
     assert inventory.format == "clusterctl"
@@ -86,7 +85,7 @@ def test_full_inventory_values(write: WriteFile, tmp_path: Path) -> None:
 
 def test_precedence_defaults_then_groups_in_order_then_host(write: WriteFile, tmp_path: Path) -> None:
     (tmp_path / "demo/profiles/dgx-h100").mkdir(parents=True)
-    inventory = load_native(write(FULL))
+    inventory = load_inventory(write(FULL))
     a2 = inventory.host("gpu-a2")
     # defaults user=ubuntu < rack-a user=racka < big user=biguser < host user=hostuser
     assert a2.user == "hostuser"
@@ -114,13 +113,13 @@ def test_later_group_wins_over_earlier_group(write: WriteFile) -> None:
           h: {}
         """
     )
-    host = load_native(path).host("h")
+    host = load_inventory(path).host("h")
     assert (host.user, host.port) == ("two", 2201)
 
 
 def test_secret_vars_are_masked(write: WriteFile, tmp_path: Path) -> None:
     (tmp_path / "demo/profiles/dgx-h100").mkdir(parents=True)
-    host = load_native(write(FULL)).host("gpu-b1")
+    host = load_inventory(write(FULL)).host("gpu-b1")
     free = dict(host.vars)
     assert free["nccl_socket_ifname"] == "eth0"
     assert free["ansible_become_password"] != "hunter2"
@@ -138,7 +137,7 @@ def test_hosts_as_a_list_with_name(write: WriteFile) -> None:
             port: 2203
         """
     )
-    inventory = load_native(path)
+    inventory = load_inventory(path)
     assert [h.name for h in inventory.hosts] == ["gpu-a1", "gpu-a2", "gpu-a3"]
     assert inventory.host("gpu-a1").address == "10.0.0.11"
     assert inventory.host("gpu-a3").port == 2203
@@ -154,7 +153,7 @@ def test_shell_metacharacters_in_group_names_and_users_are_data(write: WriteFile
           gpu-a1: {address: 10.0.0.1, user: "`id`"}
         """
     )
-    inventory = load_native(path)
+    inventory = load_inventory(path)
     assert inventory.host("gpu-a1").user == "`id`"
     assert inventory.groups == {"g;rm -rf /": ("gpu-a1",)}
 
@@ -177,7 +176,7 @@ def test_names_addresses_and_versions_that_cannot_work_are_refused_at_load(
     # Quoted safely later, they would still fail on apply after a plan that said "ok".
     path = write(f"cluster: c\nhosts:\n  {entry}\n")
     with pytest.raises(InventoryError) as caught:
-        load_native(path)
+        load_inventory(path)
     assert caught.value.exit_code == 2
     assert (caught.value.file, caught.value.line, caught.value.field) == (str(path), line, field)
 
@@ -192,7 +191,7 @@ def test_yaml_merge_keys_are_applied(write: WriteFile) -> None:
     )
     # An unknown top-level key is still refused, even when it only holds an anchor.
     with pytest.raises(InventoryError, match="unknown field 'x-common'"):
-        load_native(path)
+        load_inventory(path)
     path = write(
         """
         defaults: &common {user: admin, port: 2222}
@@ -200,7 +199,7 @@ def test_yaml_merge_keys_are_applied(write: WriteFile) -> None:
           h: {<<: *common, port: 2200}
         """
     )
-    host = load_native(path).host("h")
+    host = load_inventory(path).host("h")
     assert (host.user, host.port) == ("admin", 2200)
 
 
@@ -319,8 +318,3 @@ def test_unclosed_quote_points_at_where_it_opened(write: WriteFile) -> None:
     error = inventory_refusal(write('hosts:\n  gpu-a1: {address: "10.0.0.11}\n  gpu-a2: {}\n'))
     assert error.line == 2
     assert "quoted scalar" in str(error)
-
-
-def test_missing_file_through_load_native(tmp_path: Path) -> None:
-    with pytest.raises(InventoryError, match="not found"):
-        load_native(tmp_path / "absent.yaml")

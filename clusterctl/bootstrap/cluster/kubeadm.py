@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
-import re
 import secrets
 import shlex
 import string
@@ -36,7 +35,6 @@ APISERVER_MANIFEST = f"{MANIFESTS_DIR}/kube-apiserver.yaml"
 #: Short on purpose: a fresh token is made for every run that joins nodes.
 JOIN_TOKEN_TTL = "30m0s"
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
-_TOKEN = re.compile(r"^[a-z0-9]{6}\.[a-z0-9]{16}$")
 _TOKEN_ALPHABET = string.ascii_lowercase + string.digits
 
 
@@ -61,10 +59,6 @@ def new_bootstrap_token() -> Secret:
     token = "".join(secrets.choice(_TOKEN_ALPHABET) for _ in range(6)) + "." + \
         "".join(secrets.choice(_TOKEN_ALPHABET) for _ in range(16))
     return Secret(token, "join token")
-
-
-def is_bootstrap_token(text: str) -> bool:
-    return bool(_TOKEN.match(text))
 
 
 def new_certificate_key() -> Secret:

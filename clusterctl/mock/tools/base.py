@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from clusterctl.mock.state import ClusterState, FileTree, HostState
@@ -87,6 +87,17 @@ class ToolContext:
             if isinstance(entry, dict) and entry.get("version"):
                 return str(entry["version"])
         return None
+
+
+_Item = TypeVar("_Item")
+
+
+def each(items: Iterable[_Item], answer: Callable[[_Item], ToolResult]) -> ToolResult:
+    """``answer`` for every operand in turn, as tools go on past a failed one (coreutils, dpkg-query,
+    sysctl, systemctl): their outputs in order, and the worst exit status (0 when none failed)."""
+    answers = [answer(item) for item in items]
+    return ToolResult("".join(a.stdout for a in answers), "".join(a.stderr for a in answers),
+                      max((a.exit_code for a in answers), default=0))
 
 
 def option(args: list[str], *names: str) -> str | None:

@@ -119,14 +119,3 @@ def start(ctx: ToolContext, service: str) -> str | None:
         pause(0.1)
     stop_pid(process.pid, argv)
     return f"{service} did not become ready within {START_WAIT_S:g}s"
-
-
-def stop_all(host_json: dict[str, Any]) -> list[int]:
-    """Stop every daemon a host's state lists (teardown); the PIDs that were signalled."""
-    stopped = []
-    for spec in (host_json.get("daemons") or {}).values():
-        pid = spec.get("pid") if isinstance(spec, dict) else None
-        if isinstance(pid, int) and alive(pid, [str(a) for a in spec.get("argv") or []]):
-            stop_pid(pid, [str(a) for a in spec.get("argv") or []])
-            stopped.append(pid)
-    return stopped

@@ -12,7 +12,7 @@ import fnmatch
 import re
 
 from clusterctl.mock.tools import packages as db
-from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.base import ToolContext, ToolResult, each
 
 DEFAULT_FORMAT = "${binary:Package}\\t${Version}\\n"
 
@@ -59,24 +59,20 @@ def run(ctx: ToolContext) -> ToolResult:
                           "Type dpkg-query --help for help about querying packages.\n", 2)
     installed = db.installed(ctx)
     held = set(db.holds(ctx)) | {name for name, package in installed.items() if package.get("held")}
-    out, err, code = "", "", 0
-    if mode == "status":
-        for name in names:
-            if name not in installed:
-                err += (f"dpkg-query: package '{name}' is not installed and no information is available\n"
-                        "Use dpkg --info (= dpkg-deb --info) to examine archive files.\n")
-                code = 1
-                continue
-            want = "hold" if name in held else "install"
-            out += (f"Package: {name}\nStatus: {want} ok installed\nArchitecture: amd64\n"
-                    f"Version: {installed[name]['version']}\n\n")
-        return ToolResult(out, err, code)
-    for pattern in names or ["*"]:
+
+    def status(name: str) -> ToolResult:
+        if name not in installed:
+            return ctx.fail(f"dpkg-query: package '{name}' is not installed and no information is available\n"
+                            "Use dpkg --info (= dpkg-deb --info) to examine archive files.\n")
+        want = "hold" if name in held else "install"
+        return ToolResult(f"Package: {name}\nStatus: {want} ok installed\nArchitecture: amd64\n"
+                          f"Version: {installed[name]['version']}\n\n")
+
+    def show(pattern: str) -> ToolResult:
         matched = sorted(n for n in installed if fnmatch.fnmatchcase(n, pattern))
         if not matched:
-            err += f"dpkg-query: no packages found matching {pattern}\n"
-            code = 1
-            continue
-        for name in matched:
-            out += _format(fmt, _fields(name, str(installed[name]["version"]), name in held))
-    return ToolResult(out, err, code)
+            return ctx.fail(f"dpkg-query: no packages found matching {pattern}\n")
+        return ToolResult("".join(_format(fmt, _fields(name, str(installed[name]["version"]), name in held))
+                                  for name in matched))
+
+    return each(names, status) if mode == "status" else each(names or ["*"], show)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 from clusterctl.mock.state import StateError, refuse_change
-from clusterctl.mock.tools.base import ToolContext, ToolResult, pop_option
+from clusterctl.mock.tools.base import ToolContext, ToolResult, each, pop_option
 
 DEFAULT_KERNEL = "6.8.0-45-generic"
 
@@ -52,34 +52,20 @@ def _options(args: list[str], known: str) -> tuple[set[str], list[str]]:
     return flags, rest
 
 
-def _each(paths: list[str], act: Callable[[str], str | None]) -> ToolResult:
-    """``act`` on every operand in turn, as coreutils go on past a failed one: the messages of those
-    that failed (``act``'s answer) on stderr, and exit 1 when there is any."""
-    err = "".join(message for path in paths if (message := act(path)))
-    return ToolResult("", err, 1 if err else 0)
-
-
 def cat(ctx: ToolContext) -> ToolResult:
     _none, paths = _options(ctx.args, "")
-    if not paths:
-        return ToolResult(ctx.stdin.decode(errors="replace"))
-    out, err, code = "", "", 0
-    for path in paths:
+
+    def read(path: str) -> ToolResult:
         if path == "-":
-            out += ctx.stdin.decode(errors="replace")
-            continue
+            return ToolResult(ctx.stdin.decode(errors="replace"))
         full = ctx.path(path)
         if ctx.fs.is_dir(full):
-            err += f"cat: {path}: Is a directory\n"
-            code = 1
-            continue
+            return ctx.fail(f"cat: {path}: Is a directory\n")
         data = ctx.fs.read(full)
-        if data is None:
-            err += f"cat: {path}: No such file or directory\n"
-            code = 1
-        else:
-            out += data.decode(errors="replace")
-    return ToolResult(out, err, code)
+        return ctx.fail(f"cat: {path}: No such file or directory\n") if data is None else \
+            ToolResult(data.decode(errors="replace"))
+
+    return each(paths or ["-"], read)
 
 
 def test(ctx: ToolContext) -> ToolResult:
@@ -137,17 +123,17 @@ def mkdir(ctx: ToolContext) -> ToolResult:
     if not paths:
         return ToolResult("", "mkdir: missing operand\nTry 'mkdir --help' for more information.\n", 1)
 
-    def make(path: str) -> str | None:
+    def make(path: str) -> ToolResult:
         full = ctx.path(path)
         if ctx.fs.exists(full):
-            return None if "p" in flags and ctx.fs.is_dir(full) else \
-                f"mkdir: cannot create directory '{path}': File exists\n"
+            return ToolResult() if "p" in flags and ctx.fs.is_dir(full) else \
+                ctx.fail(f"mkdir: cannot create directory '{path}': File exists\n")
         if "p" not in flags and not ctx.fs.is_dir(full.rsplit("/", 1)[0] or "/"):
-            return f"mkdir: cannot create directory '{path}': No such file or directory\n"
+            return ctx.fail(f"mkdir: cannot create directory '{path}': No such file or directory\n")
         ctx.fs.mkdir(full)
-        return None
+        return ToolResult()
 
-    return _each(paths, make)
+    return each(paths, make)
 
 
 def rm(ctx: ToolContext) -> ToolResult:
@@ -155,16 +141,17 @@ def rm(ctx: ToolContext) -> ToolResult:
     if not paths and "f" not in flags:
         return ToolResult("", "rm: missing operand\nTry 'rm --help' for more information.\n", 1)
 
-    def remove(path: str) -> str | None:
+    def remove(path: str) -> ToolResult:
         full = ctx.path(path)
         if not ctx.fs.exists(full) and not ctx.fs.local(full).is_symlink():
-            return None if "f" in flags else f"rm: cannot remove '{path}': No such file or directory\n"
+            return ToolResult() if "f" in flags else \
+                ctx.fail(f"rm: cannot remove '{path}': No such file or directory\n")
         if ctx.fs.is_dir(full) and not flags & {"r", "R"}:
-            return f"rm: cannot remove '{path}': Is a directory\n"
+            return ctx.fail(f"rm: cannot remove '{path}': Is a directory\n")
         ctx.fs.remove(full, recursive=True)
-        return None
+        return ToolResult()
 
-    return _each(paths, remove)
+    return each(paths, remove)
 
 
 def rmdir(ctx: ToolContext) -> ToolResult:
@@ -173,7 +160,7 @@ def rmdir(ctx: ToolContext) -> ToolResult:
     if not paths:
         return ToolResult("", "rmdir: missing operand\nTry 'rmdir --help' for more information.\n", 1)
 
-    def remove(path: str) -> str | None:
+    def remove(path: str) -> ToolResult:
         full = ctx.path(path)
         if not ctx.fs.exists(full):
             reason = "No such file or directory"
@@ -183,10 +170,10 @@ def rmdir(ctx: ToolContext) -> ToolResult:
             reason = "Directory not empty"
         else:
             ctx.fs.remove(full, recursive=True)  # empty: nothing but the folder goes
-            return None
-        return f"rmdir: failed to remove '{path}': {reason}\n"
+            return ToolResult()
+        return ctx.fail(f"rmdir: failed to remove '{path}': {reason}\n")
 
-    return _each(paths, remove)
+    return each(paths, remove)
 
 
 def cp_mv(ctx: ToolContext) -> ToolResult:
@@ -199,22 +186,22 @@ def cp_mv(ctx: ToolContext) -> ToolResult:
     *sources, dest = paths
     dest_full = ctx.path(dest)
 
-    def copy(source: str) -> str | None:
+    def copy(source: str) -> ToolResult:
         local = ctx.fs.local(ctx.path(source))
         if not local.exists():
-            return f"{tool}: cannot stat '{source}': No such file or directory\n"
+            return ctx.fail(f"{tool}: cannot stat '{source}': No such file or directory\n")
         target = f"{dest_full.rstrip('/')}/{source.rsplit('/', 1)[-1]}" if ctx.fs.is_dir(dest_full) else dest_full
         if not ctx.fs.is_dir(target.rsplit("/", 1)[0] or "/"):
-            return (f"mv: cannot move '{source}' to '{dest}': No such file or directory\n" if move
-                    else f"cp: cannot create regular file '{dest}': No such file or directory\n")
+            return ctx.fail(f"mv: cannot move '{source}' to '{dest}': No such file or directory\n" if move
+                            else f"cp: cannot create regular file '{dest}': No such file or directory\n")
         if local.is_dir():
             if not move and not flags & {"r", "R", "a"}:
-                return f"cp: -r not specified; omitting directory '{source}'\n"
+                return ctx.fail(f"cp: -r not specified; omitting directory '{source}'\n")
             if move:
                 os.replace(local, ctx.fs.local(target))
             else:
                 shutil.copytree(local, ctx.fs.local(target), dirs_exist_ok=True)
-            return None
+            return ToolResult()
         data = local.read_bytes()
         mode = stat_mod.S_IMODE(local.stat().st_mode)
         ctx.fs.write(target, data, mode=mode if (move or flags & {"p", "a"}) else 0o644)
@@ -223,43 +210,40 @@ def cp_mv(ctx: ToolContext) -> ToolResult:
         elif flags & {"p", "a"}:
             st = local.stat()
             os.utime(ctx.fs.local(target), (st.st_atime, st.st_mtime))
-        return None
+        return ToolResult()
 
-    return _each(sources, copy)
+    return each(sources, copy)
 
 
 def ls(ctx: ToolContext) -> ToolResult:
     """``ls [-1A] PATH...``, one name a line (what clusterctl's lines ask)."""
     flags, paths = _options(ctx.args, "1A")
-    out: list[str] = []
-    err, code = "", 0
-    for path in paths or [ctx.cwd]:
+
+    def listing(path: str) -> ToolResult:
         full = ctx.path(path)
         if not ctx.fs.exists(full):
-            err += f"ls: cannot access '{path}': No such file or directory\n"
-            code = 2
-            continue
-        if ctx.fs.is_dir(full):
-            out.extend(n for n in ctx.fs.listdir(full) if "A" in flags or not n.startswith("."))
-        else:
-            out.append(path)
-    return ToolResult("".join(n + "\n" for n in out), err, code)
+            return ctx.fail(f"ls: cannot access '{path}': No such file or directory\n", 2)
+        names = [n for n in ctx.fs.listdir(full) if "A" in flags or not n.startswith(".")] if ctx.fs.is_dir(full) \
+            else [path]
+        return ToolResult("".join(n + "\n" for n in names))
+
+    return each(paths or [ctx.cwd], listing)
 
 
 def touch(ctx: ToolContext) -> ToolResult:
     paths = [a for a in ctx.args if not a.startswith("-")]
 
-    def touch_one(path: str) -> str | None:
+    def touch_one(path: str) -> ToolResult:
         full = ctx.path(path)
         if ctx.fs.exists(full):
             os.utime(ctx.fs.local(full))
         elif not ctx.fs.is_dir(full.rsplit("/", 1)[0] or "/"):
-            return f"touch: cannot touch '{path}': No such file or directory\n"
+            return ctx.fail(f"touch: cannot touch '{path}': No such file or directory\n")
         else:
             ctx.fs.write(full, b"")
-        return None
+        return ToolResult()
 
-    return _each(paths, touch_one)
+    return each(paths, touch_one)
 
 
 def _mode(spec: str, current: int) -> int | None:

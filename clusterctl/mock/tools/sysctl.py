@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.base import ToolContext, ToolResult, each
 
 #: Linux defaults of the keys bootstrap and tuning care about.
 DEFAULTS = {
@@ -84,42 +84,30 @@ def run(ctx: ToolContext) -> ToolResult:
     short = "".join(a[1:] for a in ctx.args if a.startswith("-") and not a.startswith("--"))
     value_only, quiet = "n" in short, "q" in short
     operands = [a for a in ctx.args if not a.startswith("-")]
-    out, err, code = "", "", 0
     with ctx.host.edit() as data:
         runtime = data.setdefault("sysctl", {})
 
-        def set_value(key: str, value: str, ignore_unknown: bool = False) -> None:
-            nonlocal out, err, code
+        def set_value(key: str, value: str, ignore_unknown: bool = False) -> ToolResult:
             if key not in _known(ctx, data):
-                if not ignore_unknown:
-                    err += _missing(key)
-                    code = 1
-                return
+                return ToolResult() if ignore_unknown else ctx.fail(_missing(key))
             runtime[key] = value
-            if not quiet:
-                out += f"{key} = {value}\n"
+            return ToolResult("" if quiet else f"{key} = {value}\n")
 
-        if system:
-            for path in _system_files(ctx):
-                content = ctx.fs.read(path)
-                if content is None:
-                    err += f"sysctl: cannot open \"{path}\": No such file or directory\n"
-                    code = 1
-                    continue
-                out += f"* Applying {path} ...\n"
-                for key, value, ignore in _apply_lines(content.decode(errors="replace")):
-                    set_value(key, value, ignore)
-            return ToolResult(out, err, code)
-        for operand in operands:
-            if "=" in operand:
-                key, _, value = operand.partition("=")
-                set_value(_norm(key), value.strip())
-                continue
-            key = _norm(operand)
+        def apply_file(path: str) -> ToolResult:
+            content = ctx.fs.read(path)
+            if content is None:
+                return ctx.fail(f"sysctl: cannot open \"{path}\": No such file or directory\n")
+            applied = each(_apply_lines(content.decode(errors="replace")), lambda line: set_value(*line))
+            return ToolResult(f"* Applying {path} ...\n" + applied.stdout, applied.stderr, applied.exit_code)
+
+        def operand(text: str) -> ToolResult:
+            name, assigned, value = text.partition("=")
+            key = _norm(name)
+            if assigned:
+                return set_value(key, value.strip())
             known = _known(ctx, data)
             if key not in known:
-                err += _missing(key)
-                code = 1
-                continue
-            out += f"{known[key]}\n" if value_only else f"{key} = {known[key]}\n"
-    return ToolResult(out, err, code)
+                return ctx.fail(_missing(key))
+            return ToolResult(f"{known[key]}\n" if value_only else f"{key} = {known[key]}\n")
+
+        return each(_system_files(ctx), apply_file) if system else each(operands, operand)

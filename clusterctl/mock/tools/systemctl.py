@@ -19,12 +19,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.base import ToolContext, ToolResult, each
 
 JOB_FAILED = (
     "Job for {unit} failed because the control process exited with error code.\n"
     'See "systemctl status {unit}" and "journalctl -xeu {unit}" for details.\n'
 )
+#: What a verb that changes units says of one systemd does not know, and its exit status.
+NO_SUCH_UNIT: dict[str, tuple[str, int]] = {
+    **dict.fromkeys(("enable", "disable"), ("Failed to {verb} unit: Unit file {unit} does not exist.\n", 1)),
+    **dict.fromkeys(("start", "restart"), ("Failed to {verb} {unit}: Unit {unit} not found.\n", 5)),
+    "stop": ("Failed to {verb} {unit}: Unit {unit} not loaded.\n", 5),
+}
 
 
 def unit_name(name: str) -> str:
@@ -117,9 +123,7 @@ def _start(ctx: ToolContext, key: str, *, restart: bool) -> ToolResult:
     else:
         check = STARTS.get(key)
         reason = check(ctx) if check else None
-    with ctx.host.edit() as data:
-        data.setdefault("services", {}).setdefault(key, {"enabled": "disabled"})["active"] = \
-            "failed" if reason else "active"
+    _set_active(ctx, key, "failed" if reason else "active")
     if reason:
         return ToolResult("", JOB_FAILED.format(unit=unit), 1)
     return ToolResult()
@@ -130,9 +134,12 @@ def _stop(ctx: ToolContext, key: str) -> None:
 
     if daemons.is_real(ctx, key):
         daemons.stop(ctx, key)
+    _set_active(ctx, key, "inactive")
+
+
+def _set_active(ctx: ToolContext, key: str, state: str) -> None:
     with ctx.host.edit() as data:
-        entry = data.setdefault("services", {}).setdefault(key, {"enabled": "disabled"})
-        entry["active"] = "inactive"
+        data.setdefault("services", {}).setdefault(key, {"enabled": "disabled"})["active"] = state
 
 
 def _set_enabled(ctx: ToolContext, key: str, enabled: bool) -> bool:
@@ -181,21 +188,19 @@ def run(ctx: ToolContext) -> ToolResult:
         out = "" if quiet else "".join(s + "\n" for s in states)
         return ToolResult(out, "", 0 if states and all(s == "active" for s in states) else 3)
     if verb == "is-enabled":
-        out, err, code = "", "", 0
-        for name in names:
+
+        def enabled(name: str) -> ToolResult:
             if name not in units:
-                err += f"Failed to get unit file state for {unit_name(name)}: No such file or directory\n"
-                code = 1
-                continue
+                return ctx.fail(f"Failed to get unit file state for {unit_name(name)}: No such file or directory\n")
             state = str(units[name].get("enabled", "disabled"))
-            out += "" if quiet else state + "\n"
-            if state != "enabled":
-                code = 1
-        return ToolResult(out, err, code)
+            return ToolResult("" if quiet else state + "\n", "", 0 if state == "enabled" else 1)
+
+        return each(names, enabled)
     missing = [n for n in names if n not in units]
+    if missing and verb in NO_SUCH_UNIT:
+        message, code = NO_SUCH_UNIT[verb]
+        return ctx.fail(message.format(verb=verb, unit=unit_name(missing[0])), code)
     if verb in ("enable", "disable"):
-        if missing:
-            return ToolResult("", f"Failed to {verb} unit: Unit file {unit_name(missing[0])} does not exist.\n", 1)
         err = ""
         for name in names:
             if _set_enabled(ctx, name, verb == "enable"):
@@ -213,9 +218,6 @@ def run(ctx: ToolContext) -> ToolResult:
                     _stop(ctx, name)
         return ToolResult("", err, 0)
     if verb in ("start", "restart"):
-        if missing:
-            unit = unit_name(missing[0])
-            return ToolResult("", f"Failed to {verb} {unit}: Unit {unit} not found.\n", 5)
         for name in names:
             if verb == "start" and _active_state(ctx, name, units) == "active":
                 continue
@@ -224,9 +226,6 @@ def run(ctx: ToolContext) -> ToolResult:
                 return result
         return ToolResult()
     if verb == "stop":
-        if missing:
-            unit = unit_name(missing[0])
-            return ToolResult("", f"Failed to stop {unit}: Unit {unit} not loaded.\n", 5)
         for name in names:
             _stop(ctx, name)
         return ToolResult()
