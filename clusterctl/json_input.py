@@ -21,6 +21,8 @@ T = TypeVar("T")
 
 #: Characters of one text field (a host name, a note, a value); real ones are under 300.
 MAX_TEXT = 2_000
+#: Characters of a path on a host (Linux's PATH_MAX): a file clusterctl wrote may have one this long.
+MAX_PATH = 4_096
 #: Characters no one-line text field may have: C0 and C1 controls (newline and tab included), DEL, and
 #: the Unicode line separators and bidirectional overrides that make text read differently from what it is.
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")

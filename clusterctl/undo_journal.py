@@ -343,7 +343,7 @@ def _text_or_none(value: object) -> str | None:
 
 
 def _record_from_json(value: Any, field: str) -> GateRecord:
-    from clusterctl.json_input import flag, join, mapping, text
+    from clusterctl.json_input import MAX_PATH, flag, join, mapping, text
 
     item = mapping(value, field, required=("host", "summary", "kind", "sudo"))
 
@@ -359,11 +359,11 @@ def _record_from_json(value: Any, field: str) -> GateRecord:
         # the content itself stays on the host, in the backup.
         mapping(item, field, required=("path", "new_file"))
         mode = word("mode", pattern=_MODE, meaning="a file mode")
-        change = Change(host, summary, ChangeKind.WRITE_FILE, path=word("path"), content=b"",
+        change = Change(host, summary, ChangeKind.WRITE_FILE, path=word("path", limit=MAX_PATH), content=b"",
                         current=None if flag(item["new_file"], join(field, "new_file")) else b"\0",
                         mode=int(mode, 8) if mode else None, sudo=sudo, makes=makes)
         previous = word("previous_sha256") if item.get("pending") else None
-        return GateRecord(change, applied=True, changed=True, backup_path=word("backup_path"),
+        return GateRecord(change, applied=True, changed=True, backup_path=word("backup_path", limit=MAX_PATH),
                           written_sha256=word("sha256"), previous_sha256=previous)
     undo = word("undo_command", line=False)
     change = Change(host, summary, ChangeKind.RUN_COMMAND, command=summary, undo_command=undo, sudo=sudo, makes=makes,

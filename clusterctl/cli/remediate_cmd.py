@@ -12,7 +12,7 @@ import typer
 
 from clusterctl.cli.confirm import confirm_change
 from clusterctl.cli.context import app_context
-from clusterctl.errors import UsageError
+from clusterctl.errors import ClusterctlError, UsageError
 from clusterctl.writable import host_file_name, make_folder, replace_file, writable_dir, writable_file
 from clusterctl.writable import state_dir as chosen_state_dir
 
@@ -263,12 +263,15 @@ def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | Non
     def after_drain(runner: Any, host: Host, say: Callable[..., None]) -> None:
         if on_start is not None:
             on_start()
-        from clusterctl.heal.run import heal
+        from clusterctl.heal.run import HostHeal, heal
 
         def step(name: str, what: str, detail: str) -> None:
             say(host=name, decision="heal", why=f"{what}{': ' + detail if detail else ''}")
 
-        (result,), path = heal(runner, inventory, [host], apply=True, say=step, journal_folder=journal_folder)
+        try:
+            (result,), path = heal(runner, inventory, [host], apply=True, say=step, journal_folder=journal_folder)
+        except ClusterctlError as exc:  # no cluster to heal in any more (heal's one error): this host's failed heal
+            result, path = HostHeal(host.name, outcome="failed", detail=str(exc)), None
         if on_result is not None:
             on_result(result)
         why = result.detail

@@ -124,9 +124,6 @@ class KnowledgeBase:
                 return plugin
         return None
 
-    def __contains__(self, name: object) -> bool:
-        return name in self._variables
-
     def variables(self) -> list[VariableInfo]:
         return [self._variables[n] for n in sorted(self._variables)]
 

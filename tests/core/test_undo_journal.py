@@ -57,6 +57,26 @@ def test_journal_survives_the_run_and_undo_restores_every_file(tmp_path: Path) -
     assert replaced.read_text() == "NCCL_DEBUG=WARN\n"
 
 
+def test_a_file_at_a_path_longer_than_a_text_field_is_undone(tmp_path: Path) -> None:
+    """A path may be as long as the host's PATH_MAX (4,096), past the 2,000 characters of a text field:
+    the journal of a write there is read back and undone, not refused as damaged."""
+    folder = tmp_path.joinpath(*["d" * 200] * 11)
+    folder.mkdir(parents=True)
+    target = folder / "nccl.conf"
+    target.write_text("NCCL_DEBUG=WARN\n")
+    assert 2_000 < len(str(target)) < 4_096
+    gate = Gate(apply=True)
+    gate.submit(LocalTransport(HOST), Change.write_file("here", str(target), "NCCL_DEBUG=INFO\n",
+                                                        current=target.read_text(), sudo=False))
+    journal = save_journal(gate.records, command="copy", folder=tmp_path / "undo")
+    assert journal is not None
+    records = read_journal(journal).records
+    assert records[0].change.path == str(target) and records[0].backup_path
+    with Runner(_local) as runner:
+        assert undo_on_hosts(runner, [HOST], records, apply=True).ok
+    assert target.read_text() == "NCCL_DEBUG=WARN\n"
+
+
 def test_nothing_changed_writes_no_journal(tmp_path: Path) -> None:
     gate = Gate(apply=False)
     gate.submit(LocalTransport(HOST), Change.write_file("here", str(tmp_path / "f"), "x\n", current=None))

@@ -36,8 +36,9 @@ def test_variable_metadata_is_well_formed(info: VariableInfo) -> None:
     if info.kind in ("enum", "level", "algo-list", "proto-list", "subsys-list"):
         assert info.values, "a word grammar lists its words"
     if info.replaced_by is not None:
-        assert info.replaced_by in KB, f"{info.replaced_by} is not in the knowledge base"
-        assert KB.variable(info.replaced_by).scope != "nonexistent"  # type: ignore[union-attr]
+        replacement = KB.variable(info.replaced_by)
+        assert replacement is not None, f"{info.replaced_by} is not in the knowledge base"
+        assert replacement.scope != "nonexistent"
     if info.scope in ("pytorch", "sharp-plugin", "nccl-tests", "nonexistent"):
         assert info.since is None and info.removed is None, "NCCL versions do not apply to other programs"
 

@@ -133,3 +133,25 @@ def test_help_names_the_state_folder_and_what_goes_in_it() -> None:
     text = " ".join(clusterctl("remediate", "serve", "--help").stdout.split())
     assert "--state-dir" in text and "undo journals in DIR/undo" in text and "reports in DIR/heal" in text
     assert "~/.local/state/clusterctl" in text and "A relative DIR is from the current folder" in text
+
+
+def test_heal_after_drain_with_no_cluster_left_logs_that_hosts_failed_heal(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """``clusterctl heal`` stops with the one "no cluster here" error; the receiver's chain, run by a server,
+    logs it as the host's failed heal (the decision "failed", no class name) and goes on serving."""
+    from clusterctl.cli.remediate_cmd import heal_after_drain
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.loader import load_inventory
+    from clusterctl.transport.factory import ConnectOptions, make_connector
+
+    inventory = load_inventory(str(DEMO))  # never bootstrapped: no kubectl on gpu-a1
+    monkeypatch.chdir(tmp_path)
+    log: list[dict[str, Any]] = []
+    after = heal_after_drain(inventory, journal_folder=tmp_path / "undo", reports_folder=tmp_path / "heal")
+    with Runner(make_connector(ConnectOptions()), parallel=4, timeout_s=120) as runner:
+        after(runner, inventory.host("gpu-a3"), lambda **entry: log.append(entry))
+    (entry,) = log
+    assert entry["host"] == "gpu-a3" and entry["decision"] == "failed", log
+    assert entry["why"].startswith("no working cluster: cannot read the node of gpu-a3 through the control plane "
+                                   "gpu-a1") and "NoCluster" not in entry["why"]
+    assert not (tmp_path / "undo").exists() or not any((tmp_path / "undo").iterdir())

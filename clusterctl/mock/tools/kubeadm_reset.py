@@ -71,7 +71,6 @@ def run(ctx: ToolContext) -> ToolResult:
     if etcd_data and not dry:
         _empty(ctx, ETCD_DATA)
         out.append(f"[reset] Deleted contents of the etcd data directory: {ETCD_DATA}")
-    verb = "[dryrun] Would" if dry else "[reset]"
     out.append("[dryrun] Would stop the kubelet service" if dry else "[reset] Stopping the kubelet service")
     dirs = ["/etc/kubernetes/manifests"]
     if dry:
@@ -83,9 +82,9 @@ def run(ctx: ToolContext) -> ToolResult:
     dirs.append(certs)
     if cleanup_tmp:
         dirs.append("/etc/kubernetes/tmp")
-    out.append(f"{verb} delete contents of directories: [{' '.join(dirs)}]" if dry
+    out.append(f"[dryrun] Would delete contents of directories: [{' '.join(dirs)}]" if dry
                else f"[reset] Deleting contents of directories: [{' '.join(dirs)}]")
-    out.append(f"{verb} delete files: [{' '.join(KUBECONFIGS)}]" if dry
+    out.append(f"[dryrun] Would delete files: [{' '.join(KUBECONFIGS)}]" if dry
                else f"[reset] Deleting files: [{' '.join(KUBECONFIGS)}]")
     if not dry:
         for folder in dirs:

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import paramiko
@@ -85,7 +86,7 @@ def public_blob_of(path: str) -> bytes | None:
     import base64
 
     try:
-        fields = open(path + ".pub", encoding="utf-8").read().split()  # noqa: SIM115 - tiny file
+        fields = Path(path + ".pub").read_text(encoding="utf-8").split()
     except OSError:
         return None
     try:
