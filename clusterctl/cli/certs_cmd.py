@@ -7,7 +7,7 @@ import typer
 from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import STATE_DIR, AppContext, app_context
 from clusterctl.secret import mask_text
-from clusterctl.terminal_layout import Column, print_table, print_wrapped
+from clusterctl.terminal_layout import Column, print_table
 from clusterctl.terminal_text import one_line
 
 HELP = """\
@@ -50,6 +50,7 @@ def certs_check(
 
 
 def _print_check(app: AppContext, report: object) -> None:
+    from clusterctl.cli.findings_view import print_findings
     from clusterctl.day2.certs import CertsReport
 
     assert isinstance(report, CertsReport)
@@ -65,8 +66,8 @@ def _print_check(app: AppContext, report: object) -> None:
     print_table(app.console, (Column("host", keep=True), Column("certificate", keep=True),
                               Column("expires", keep=True), Column("days left", keep=True, justify="right"),
                               Column("signed by", keep=True, drop_order=1)), rows, title="kubeadm certificates")
-    for f in report.findings:
-        print_wrapped(app.console, f"{f.severity.value.upper():<7} {f.where} {f.code}: {one_line(f.message)}", 10)
+    if report.findings:  # each with its fix, as every report prints findings
+        print_findings(app.console, report.findings)
 
 
 @certs_app.command("renew", help="kubeadm certs renew all, then restart the static pods; one control plane at a time.")

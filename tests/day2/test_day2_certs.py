@@ -20,6 +20,9 @@ def test_check_lists_days_left_and_warns_before_expiry(bootstrapped_demo: Path) 
     set_fault(bootstrapped_demo, "gpu-a1", "certs", "expiring")
     soon = clusterctl("-i", DEMO, "certs", "check")
     assert soon.exit_code == 0 and "CERT_EXPIRING" in soon.stdout and "apiserver expires in 4 day(s)" in soon.stdout
+    lines = soon.stdout.splitlines()  # each finding with its fix below it, as every report prints findings
+    at = next(i for i, line in enumerate(lines) if "CERT_EXPIRING" in line and "apiserver expires" in line)
+    assert lines[at + 1] == "        fix: clusterctl certs renew", soon.stdout
 
 
 def test_renew_restarts_the_static_pods_and_its_dry_run_touches_nothing(bootstrapped_demo: Path) -> None:
