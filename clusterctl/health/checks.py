@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent, NVLinkErrorCounters, PciDevice
 from clusterctl.facts.model import NVLinkStatus, RDMAPort
-from clusterctl.facts.rdma import runs_slow
+from clusterctl.facts.rdma import link_rate, runs_slow
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
 from clusterctl.health.probe import PROBE_HEAD_BYTES, PROBE_TAIL_BYTES, HostProbe
@@ -523,7 +523,7 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
             key = f"{device.hca}/{port.port}"
             usual, usual_rate = baseline.kept.get(("ib-port-usual", device.hca, port.port),
                                                   partial(_usual_port, ports.get((device.hca, port.port), [])))
-            if runs_slow(port, usual_rate):
+            if runs_slow(link_rate(port), usual_rate):
                 found.append(_finding(
                     Severity.ERROR, "IB_PORT_SLOW", host.name,
                     f"port runs at {port.rate_gbps:g} Gb/s, most hosts' {device.hca} at {usual_rate:g} Gb/s",
