@@ -308,21 +308,15 @@ def _print_findings(app: AppContext, report: RunReport) -> None:
 
 
 def _print_recap(app: AppContext, report: RunReport) -> None:
-    from rich.table import Table
-
     from clusterctl.engine.run import Status
 
-    title = "PLAN RECAP (nothing was changed)" if not report.applied else "RECAP"
-    table = Table(title=title, highlight=False)
-    table.add_column("phase")
     # A plan's "ok" is a phase with nothing to change, not a phase that passed.
     planned = {Status.CHANGED: "would change", Status.OK: "no change"}
-    for s in Status:
-        table.add_column(s.value if report.applied else planned.get(s, s.value), justify="right")
-    table.add_column("time", justify="right")
-    for p in report.recap:
-        table.add_row(p.phase, *(str(p.counts.get(s, 0)) for s in Status), f"{p.duration_s:.1f}s")
-    app.console.print(table)
+    count_columns = [Column(s.value if report.applied else planned.get(s, s.value), keep=True, justify="right")
+              for s in Status]
+    print_table(app.console, (Column("phase", keep=True), *count_columns, Column("time", keep=True, justify="right")),
+                [(p.phase, *(str(p.counts.get(s, 0)) for s in Status), f"{p.duration_s:.1f}s") for p in report.recap],
+                title="PLAN RECAP (nothing was changed)" if not report.applied else "RECAP")
     for host, counts in report.host_counts().items():
         parts = " ".join(f"{s.value}={counts[s]}" for s in Status)
         app.say(f"{host:<20} : {parts}", soft_wrap=False)

@@ -145,7 +145,8 @@ def select_nics(host: TuneHost) -> tuple[tuple[NicFacts, ...], list[str]]:
         for nic in active:
             if nic.roce_v2_gid_index is None and not nic.gids:
                 left_out.append(f"{nic.spec} (no RoCE GID: no IP on its netdev)")
-            elif host.address and _carries(host, nic.netdev, host.address) and len(active) > 1:
+            elif host.address and len(active) > 1 and any(d.name == nic.netdev and host.address in d.ipv4
+                                                           for d in host.netdevs):
                 left_out.append(f"{nic.spec} (management: carries {host.address})")
             else:
                 chosen.append(nic)
@@ -156,10 +157,6 @@ def select_nics(host: TuneHost) -> tuple[tuple[NicFacts, ...], list[str]]:
         left_out += [f"{n.spec} (no GPU nearer than SYS)" for n in far]
         chosen = [n for n in chosen if n.nearest_gpus]
     return tuple(sorted(chosen, key=_affinity_key)), left_out
-
-
-def _carries(host: TuneHost, netdev: str | None, address: str) -> bool:
-    return any(d.name == netdev and address in d.ipv4 for d in host.netdevs)
 
 
 # --- per-host rules --------------------------------------------------------------------------
@@ -368,11 +365,6 @@ def _plan_gdr(host: TuneHost, plan: _HostPlan) -> None:
         )
 
 
-def _rail_layout(host: TuneHost, chosen: Sequence[NicFacts]) -> tuple[tuple[int, tuple[int, ...]], ...]:
-    """Per GPU, the positions of the chosen NICs nearest to it."""
-    return tuple((gpu, tuple(i for i, n in enumerate(chosen) if gpu in n.nearest_gpus)) for gpu in host.gpu_indices)
-
-
 def plan_host(host: TuneHost, version: NcclVersion | None, rate: float | None = None) -> _HostPlan:
     plan = _HostPlan()
     _plan_hca(host, plan, rate)
@@ -381,7 +373,8 @@ def plan_host(host: TuneHost, version: NcclVersion | None, rate: float | None = 
     _plan_socket_knobs(host, plan)
     _plan_gdr(host, plan)
     if len(plan.chosen) >= 2:
-        plan.rail_layout = _rail_layout(host, plan.chosen)
+        plan.rail_layout = tuple((gpu, tuple(i for i, n in enumerate(plan.chosen) if gpu in n.nearest_gpus))
+                                 for gpu in host.gpu_indices)
     return plan
 
 
