@@ -9,8 +9,7 @@ import pytest
 from clusterctl.bootstrap.phase import PhaseContext
 from clusterctl.bootstrap.phases.nvidia_runtime import NvidiaRuntime
 from clusterctl.errors import ParseError
-from clusterctl.facts.nvidia_toolkit import (ToolkitFacts, parse_cdi_list, parse_ctk_version,
-                                               parse_toolkit_probe)
+from clusterctl.facts.nvidia_toolkit import ToolkitFacts, parse_cdi_list, parse_ctk_version, parse_toolkit_probe
 from clusterctl.inventory.model import BootstrapConfig, Host, Inventory
 from clusterctl.transport.local import LocalTransport
 
