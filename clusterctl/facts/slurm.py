@@ -26,8 +26,6 @@ _STAMP = re.compile(r"^(.*?)\s*\[([^\[\]@]*)@([^\[\]]*)\]\s*$")
 #: Free-text fields: the value is the rest of the line (any text, `Key=` included), up to another
 #: of them in the ``-o`` layout.
 _FREE_TEXT = ("Reason", "Comment", "Extra")
-#: What scontrol answers instead of a node: read as no node.
-_NOT_LISTED = re.compile(r"^(?:No nodes in the system|Node .*not found$)")
 
 @dataclass(frozen=True)
 class SlurmNode:
@@ -103,6 +101,10 @@ def _node(fields: list[tuple[str, str]], line_no: int) -> SlurmNode:
         reason, user, stamp = found.group(1).strip(), found.group(2), found.group(3)
     partitions = tuple(p for p in values.get("Partitions", "").split(",") if p)
     return SlurmNode(name, state, base, flags, reason, user, stamp, partitions, tuple(fields))
+
+
+#: What scontrol answers instead of a node: read as no node.
+_NOT_LISTED = re.compile(r"^(?:No nodes in the system|Node .*not found$)")
 
 
 def parse_nodes(text: str) -> tuple[SlurmNode, ...]:
