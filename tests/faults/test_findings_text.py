@@ -29,7 +29,7 @@ def test_a_hostile_file_name_in_a_reset_finding_prints_as_itself(tmp_path: Path,
     assert "\x1b" not in done.stdout and "\\x1b]0;owned\\x07x.conflist" in done.stdout
 
 
-def test_a_bootstrap_plans_findings_are_printed_with_their_fix_as_every_reports(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bootstrap_plans_findings_are_printed_with_their_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "400")  # one line per finding and per fix
     done = clusterctl("-i", DEMO, "-l", "gpu-b1", "bootstrap", "plan")
     assert done.exit_code == 1, done.output  # a worker alone cannot join: an error finding
