@@ -19,11 +19,11 @@ from typing import TypeVar
 
 from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent, NVLinkErrorCounters, PciDevice
 from clusterctl.facts.model import NVLinkStatus, RDMAPort
-from clusterctl.facts.rdma import runs_slow
+from clusterctl.facts.rdma import link_rate, runs_slow
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
 from clusterctl.health.probe import PROBE_HEAD_BYTES, PROBE_TAIL_BYTES, HostProbe
-from clusterctl.survey.checks.host import MadeOnce, majority, usual_link_rate
+from clusterctl.survey.checks.host import MadeOnce, active_lanes, majority, usual_link_rate, usually_active
 
 #: A counter is "far above the fleet" above this many times the peers' median ...
 FLEET_FACTOR = 10
@@ -399,7 +399,7 @@ def check_nvlink(host: HostInput, baseline: Baseline) -> list[Finding]:
 
     def peers_active() -> int | None:
         links = [p.probe.nvlink for p in baseline.peers(host) if p.probe and p.probe.nvlink]
-        return majority(sum(1 for lane in s.lanes if lane.active) for statuses in links for s in statuses)
+        return majority(active_lanes(s) for statuses in links for s in statuses)
 
     active_peers = baseline.kept.get(("nvlink-active", host.peer_key), peers_active)
     # Each GPU's active and inactive links, worked out once per parsed output (alike hosts share one).
@@ -499,8 +499,7 @@ def _high_counters(items: Sequence[Counted], median: Callable[[str], float], flo
 
 def _usual_port(same: Sequence[RDMAPort]) -> tuple[bool | None, float | None]:
     """Whether most hosts' port of this name is active, and the rate most active ones run at."""
-    usual = majority(q.state == "PORT_ACTIVE" for q in same)
-    return usual, usual_link_rate(same)
+    return usually_active(same), usual_link_rate(same)
 
 
 def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
@@ -523,7 +522,7 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
             key = f"{device.hca}/{port.port}"
             usual, usual_rate = baseline.kept.get(("ib-port-usual", device.hca, port.port),
                                                   partial(_usual_port, ports.get((device.hca, port.port), [])))
-            if runs_slow(port, usual_rate):
+            if runs_slow(link_rate(port), usual_rate):
                 found.append(_finding(
                     Severity.ERROR, "IB_PORT_SLOW", host.name,
                     f"port runs at {port.rate_gbps:g} Gb/s, most hosts' {device.hca} at {usual_rate:g} Gb/s",

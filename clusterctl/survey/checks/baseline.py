@@ -23,6 +23,7 @@ from clusterctl.survey.checks.host import (
     peer_group,
     port_key,
     usual_link_rate,
+    usually_active,
 )
 from clusterctl.survey.topology import HostTopology
 
@@ -116,8 +117,7 @@ class FleetBaseline:
 
     def port_active(self, key: str) -> bool | None:
         """Whether the port ``key`` (``mlx5_0/1``) is active on most hosts that have it."""
-        return self._kept.get(("port_active", key),
-                              lambda: majority(p.state == "PORT_ACTIVE" for p in self._ports.get(key, [])))
+        return self._kept.get(("port_active", key), lambda: usually_active(self._ports.get(key, [])))
 
     def port_rate(self, key: str) -> float | None:
         """The rate the port ``key`` runs at on most hosts where it is active."""

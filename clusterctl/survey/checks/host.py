@@ -66,6 +66,11 @@ def majority(values: Iterable[V], minimum: int = MIN_PEERS_FOR_MAJORITY) -> V | 
     return value if count * 2 > len(known) else None
 
 
+def usually_active(ports: Iterable[RDMAPort]) -> bool | None:
+    """Whether most of these ports (one port of the fleet's hosts) are active."""
+    return majority(p.state == "PORT_ACTIVE" for p in ports)
+
+
 def usual_link_rate(ports: Iterable[RDMAPort]) -> float | None:
     """The rate most of these ports (one port of the fleet's hosts) run at, of those whose rate is known."""
     return majority(rate for rate in map(link_rate, ports) if rate is not None)
