@@ -23,7 +23,15 @@ from clusterctl.facts.rdma import link_rate, runs_slow
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
 from clusterctl.health.probe import PROBE_HEAD_BYTES, PROBE_TAIL_BYTES, HostProbe
-from clusterctl.survey.checks.host import MadeOnce, active_lanes, majority, usual_link_rate, usually_active
+from clusterctl.survey.checks.host import (
+    MadeOnce,
+    active_lanes,
+    majority,
+    narrow_pcie,
+    usual_link_rate,
+    usual_pcie_width,
+    usually_active,
+)
 
 #: A counter is "far above the fleet" above this many times the peers' median ...
 FLEET_FACTOR = 10
@@ -138,6 +146,11 @@ def _counter_median(baseline: Baseline, items: Sequence[NVLinkErrorCounters | IB
 def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
     found: list[Finding] = []
     name = host.name
+
+    def usual_width() -> int | None:
+        return baseline.kept.get(("pcie-width", host.peer_key), lambda: usual_pcie_width(
+            g.pcie_width_current for p in baseline.peers(host) for g in p.gpus))
+
     for gpu in host.gpus:
         subject = gpu_subject(gpu)
         where = f"{gpu.bus_id} {gpu.name or ''}".strip()
@@ -203,7 +216,7 @@ def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
                 fix="Check cooling and power delivery (HW Power Brake: the PSU or the chassis asserted it; HW "
                     "Thermal: the GPU is too hot); drain the host if it persists under load."))
         found += _temperature(name, gpu, subject, where)
-        if gpu.pcie_width_current and gpu.pcie_width_max and gpu.pcie_width_current < gpu.pcie_width_max:
+        if narrow_pcie(gpu.pcie_width_current, gpu.pcie_width_max, usual_width()) == "downtrained":
             found.append(_finding(
                 Severity.ERROR, "GPU_PCIE_DOWNGRADED", name,
                 f"{where}: PCIe link is x{gpu.pcie_width_current}, the GPU supports x{gpu.pcie_width_max}",
@@ -430,7 +443,7 @@ def check_nvlink(host: HostInput, baseline: Baseline) -> list[Finding]:
 
 def _nvlink_lanes(statuses: Sequence[NVLinkStatus]) -> list[tuple[NVLinkStatus, int, list[int]]]:
     """Per GPU: its status, how many of its links are active, and the inactive links."""
-    return [(s, sum(1 for lane in s.lanes if lane.active), [lane.link for lane in s.lanes if not lane.active])
+    return [(s, active_lanes(s), [lane.link for lane in s.lanes if not lane.active])
             for s in statuses]
 
 
