@@ -638,10 +638,7 @@ def _child(node: Node, key: str) -> Node | None:
 
     if not isinstance(node, yaml.MappingNode):
         return None
-    for k, v in node.value:
-        if isinstance(k, yaml.ScalarNode) and k.value == key:
-            return v
-    return None
+    return next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
 
 
 def _configmap_settings(doc: Node, label: str) -> list[Setting]:
