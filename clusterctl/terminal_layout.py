@@ -7,7 +7,8 @@ a path or command that does not fit the rest of its line goes whole onto a line 
 (``hanging``; off a terminal a line stays whole unless ``COLUMNS`` is set: ``wrap_width``). A
 table whose copyable columns do not fit leaves out its least important columns first (saying so),
 and when even that is not enough prints each row as a block of ``column: value`` lines instead; a
-prose column is never narrower than its longest word.
+prose column is never narrower than its longest word. A table's title is a line of its own above it
+(``print_title``), wrapped like long text, never at the table's width.
 
 Pure text layout (no clusterctl import), so the renderers of every command and the CLI share it;
 cells are plain text that the caller has already made safe (``terminal_text.one_line``).
@@ -188,12 +189,13 @@ def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequ
     from rich.table import Table
     from rich.text import Text
 
+    if title:
+        print_title(console, title)
     fitted = fit(columns, rows, console.width, boxed=boxed)
     if not fitted.as_table:
-        print_blocks(console, columns, rows, title=title)
+        print_blocks(console, columns, rows)
         return
-    table = Table(title=title, title_justify="left", highlight=False, box=box.HEAVY_HEAD if boxed else None,
-                  pad_edge=boxed, show_edge=boxed)
+    table = Table(highlight=False, box=box.HEAVY_HEAD if boxed else None, pad_edge=boxed, show_edge=boxed)
     for i in fitted.shown:
         column = columns[i]
         table.add_column(column.header, no_wrap=column.keep, overflow="fold", justify=column.justify,  # type: ignore[arg-type]
@@ -206,13 +208,17 @@ def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequ
                                "-o json has every field)", style="dim")
 
 
-def print_blocks(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], *,
-                 title: str | None = None) -> None:
+def print_title(console: Console, title: str) -> None:
+    """A table's title (plain text), left-aligned on a line of its own above the table: wrapped only where
+    any long text is (the terminal's width), so that a title longer than a narrow table is neither folded
+    to the table's width nor made to stretch its columns, and a pasted report keeps it on one line."""
+    print_wrapped(console, title, 2, style="table.title")
+
+
+def print_blocks(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[str | Text]]) -> None:
     """Each row as a block: its first cell alone, then ``column: value`` lines indented below it."""
     width = wrap_width(console)
     lines: list[str] = []
-    if title:
-        lines.append(hanging(title, width, 2))
     for row in rows:
         lines.append(str(row[0]))
         for column, cell in zip(columns[1:], row[1:], strict=False):

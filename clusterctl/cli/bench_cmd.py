@@ -11,7 +11,7 @@ from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode, UsageError
 from clusterctl.inventory.model import Fabric
 from clusterctl.terminal_layout import Column, print_table, print_wrapped
-from clusterctl.terminal_text import one_line
+from clusterctl.terminal_text import one_line, visible
 from clusterctl.wording import plural
 
 if TYPE_CHECKING:
@@ -205,22 +205,17 @@ def nccl_command(
     save_nccl_run(folder, run, payload)
 
     def table() -> None:
-        from rich.table import Table
-
         from clusterctl.findings import sorted_findings
 
-        title = f"{op}_perf bus bandwidth (GB/s), median {run.median_busbw_gbs}"
-        t = Table(title=title, min_width=len(title))  # a title is never wrapped onto two lines
-        for col in ("host", "busbw", "avg busbw", "status"):
-            t.add_column(col)
         # A host's status is its worst finding: a figure its topology cannot give is not "ok".
         # (Read worst last, so that it is the one a host keeps.)
         worst = {f.host: f"{f.severity.value}: {f.code}" for f in reversed(sorted_findings(run.findings)) if f.host}
-        for r in run.runs:
-            avg = r.result.avg_busbw_gbs if r.result else None
-            t.add_row(r.host, f"{r.busbw_gbs:.1f}" if r.busbw_gbs is not None else "-",
-                      f"{avg:.2f}" if avg is not None else "-", r.error or worst.get(r.host, "ok"))
-        app.console.print(t)
+        rows = [(r.host, f"{r.busbw_gbs:.1f}" if r.busbw_gbs is not None else "-",
+                 f"{r.result.avg_busbw_gbs:.2f}" if r.result and r.result.avg_busbw_gbs is not None else "-",
+                 visible(r.error) if r.error else worst.get(r.host, "ok")) for r in run.runs]
+        print_table(app.console, (Column("host", keep=True), Column("busbw", keep=True),
+                                  Column("avg busbw", keep=True), Column("status")), rows,
+                    title=f"{op}_perf bus bandwidth (GB/s), median {run.median_busbw_gbs}")
         print_findings(app.console, list(run.findings))
         app.say(f"results: {folder}", err=True, soft_wrap=False)
 

@@ -12,7 +12,7 @@ from clusterctl.errors import ExitCode
 from clusterctl.hostlist import compress
 from clusterctl.secret import mask_text
 from clusterctl.terminal_layout import Column, print_table, print_wrapped
-from clusterctl.terminal_text import one_line, visible
+from clusterctl.terminal_text import one_line
 
 if TYPE_CHECKING:
     from clusterctl.engine.phase import Phase
@@ -297,32 +297,24 @@ def _print_plan(app: AppContext, phase: Phase[Any, Any], results: list[HostPhase
             app.say(shown)
 
 def _print_findings(app: AppContext, report: RunReport) -> None:
+    from clusterctl.cli.findings_view import print_findings
+
     findings = report.all_findings()
-    if not findings:
-        return
-    # Messages carry what hosts answered (file names reset found): shown as text, never as markup;
-    # the host and code are copied, the message wraps between words (a path in it stays whole).
-    columns = (Column("severity", keep=True), Column("host", keep=True), Column("code", keep=True), Column("message"))
-    print_table(app.console, columns, [[visible(cell) for cell in (f.severity.value, f.where, f.code, f.message)]
-                                       for f in findings], title="findings")
+    if findings:  # each with its fix, as every report prints findings (the plan's rows say "see findings")
+        app.say("findings")
+        print_findings(app.console, findings)
 
 
 def _print_recap(app: AppContext, report: RunReport) -> None:
-    from rich.table import Table
-
     from clusterctl.engine.run import Status
 
-    title = "PLAN RECAP (nothing was changed)" if not report.applied else "RECAP"
-    table = Table(title=title, highlight=False)
-    table.add_column("phase")
     # A plan's "ok" is a phase with nothing to change, not a phase that passed.
     planned = {Status.CHANGED: "would change", Status.OK: "no change"}
-    for s in Status:
-        table.add_column(s.value if report.applied else planned.get(s, s.value), justify="right")
-    table.add_column("time", justify="right")
-    for p in report.recap:
-        table.add_row(p.phase, *(str(p.counts.get(s, 0)) for s in Status), f"{p.duration_s:.1f}s")
-    app.console.print(table)
+    count_columns = [Column(s.value if report.applied else planned.get(s, s.value), keep=True, justify="right")
+              for s in Status]
+    print_table(app.console, (Column("phase", keep=True), *count_columns, Column("time", keep=True, justify="right")),
+                [(p.phase, *(str(p.counts.get(s, 0)) for s in Status), f"{p.duration_s:.1f}s") for p in report.recap],
+                title="PLAN RECAP (nothing was changed)" if not report.applied else "RECAP")
     for host, counts in report.host_counts().items():
         parts = " ".join(f"{s.value}={counts[s]}" for s in Status)
         app.say(f"{host:<20} : {parts}", soft_wrap=False)

@@ -40,13 +40,12 @@ def certs_check(
     warn_days: int = typer.Option(30, "--warn-days", min=0, metavar="N", help="Warn when fewer days are left."),
 ) -> None:
     from clusterctl.day2.certs import check
-    from clusterctl.findings import Severity
+    from clusterctl.findings import fails
 
     app = app_context(ctx)
     with app.runner() as runner:
         report = check(runner, app.inventory(), list(app.hosts()), warn_days=warn_days)
-    app.emit(report.to_json(), lambda: _print_check(app, report),
-             failed=any(f.severity is Severity.ERROR for f in report.findings))
+    app.emit(report.to_json(), lambda: _print_check(app, report), failed=fails(report.findings))
 
 
 def _print_check(app: AppContext, report: object) -> None:

@@ -79,16 +79,11 @@ def _power(ctx: typer.Context, names: list[str], verb: str, *, dry_run: bool, ye
     payload = {"action": verb, "dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
 
     def human() -> None:
-        from rich.table import Table
-        from rich.text import Text
+        from clusterctl.terminal_layout import Column, print_table
 
         if action is PowerAction.STATUS:
-            table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-            for column in ("HOST", "POWER", "BMC"):
-                table.add_column(column)
-            for r in results:
-                table.add_row(Text(r.host), Text(r.before or "?"), Text(r.bmc))
-            app.console.print(table, markup=False, highlight=False)
+            print_table(app.console, [Column(header, keep=True) for header in ("HOST", "POWER", "BMC")],
+                        [(r.host, r.before or "?", r.bmc) for r in results], boxed=False)
         for r in results:
             if action is not PowerAction.STATUS:
                 for line in r.done:

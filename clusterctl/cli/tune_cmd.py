@@ -10,6 +10,7 @@ import typer
 from clusterctl.cli.confirm import confirm_change
 from clusterctl.cli.context import AppContext, app_context
 from clusterctl.errors import ExitCode, UsageError
+from clusterctl.findings import fails
 from clusterctl.terminal_layout import Column, print_table
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ def tune_nccl_command(
                      f"{c.name}={c.site_value}; NCCL keeps the first value it reads, the block's {c.block_value}")
     if outcome.pushed is not None and not outcome.pushed.ok:
         raise typer.Exit(ExitCode.FAILED)
-    if outcome.lint_errors:
+    if fails(outcome.lint_findings):
         # The files just rendered fail clusterctl's own lint: say so in the exit status too.
         raise typer.Exit(ExitCode.FAILED)
 

@@ -128,8 +128,9 @@ def _execute(app: AppContext, *, yes: bool, dry_run: bool, **fields: Any) -> Non
     with app.runner() as runner:
         report = upgrade(inventory, hosts, runner, request, on_phase=show)
     app.emit(report.to_json(), lambda: _print_report(app, report))
-    if not report.ok:  # a node that failed, in a plan too (it cannot be read, a phase's check refuses)
+    if report.stopped:  # a node that failed, in a plan too (it cannot be read, a phase's check refuses)
         app.say(f"STOPPED: {report.stopped}", err=True)
+    if not report.ok:  # that, or an error finding (a plan that finds errors exits 1, as every report)
         raise typer.Exit(ExitCode.FAILED)
 
 
@@ -205,5 +206,5 @@ def _print_report(app: AppContext, report: UpgradeReport) -> None:
     elif not report.applied and report.ok:
         say("PLAN (nothing was changed): run 'clusterctl upgrade apply --to " + report.target + "' to carry it out")
     elif not report.applied:
-        say("PLAN (nothing was changed): incomplete, a node could not be planned (above); fix that before "
-            "'clusterctl upgrade apply'")
+        say("PLAN (nothing was changed): " + ("incomplete, a node could not be planned" if report.stopped else
+                                               "errors found") + " (above); fix that before 'clusterctl upgrade apply'")

@@ -52,7 +52,7 @@ from clusterctl.engine.progress import RunPlace
 from clusterctl.engine.run import RunSettings, SkipReason, Status, not_needed_message, select_phases, step_json
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube_nodes import KubeNode
-from clusterctl.findings import Finding, Severity
+from clusterctl.findings import Finding, Severity, fails
 from clusterctl.host_reader import HostReader
 from clusterctl.quarantine.node_ops import uncordon
 from clusterctl.secret import mask_text
@@ -138,7 +138,9 @@ class UpgradeReport:
 
     @property
     def ok(self) -> bool:
-        return self.stopped is None
+        """The command exits 0: the rollout ran to its end (or the plan could be made) and found no error
+        (an error finding is what 'upgrade apply' stops on before it starts: its plan says so too)."""
+        return self.stopped is None and not fails(self.findings)
 
     def to_json(self) -> dict[str, Any]:
         return {"cluster": self.cluster, "mode": "apply" if self.applied else "plan", "current": self.current,
@@ -636,8 +638,8 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
             report.findings.append(Finding(Severity.WARNING, "UPGRADE_NODE_NOT_READY",
                                            f"{host.name} is not Ready before the upgrade ({node.not_ready_reason})",
                                            host=host.name))
-    blocking = [f for f in report.findings if f.severity is Severity.ERROR]
-    if request.apply and blocking:
+    if request.apply and fails(report.findings):
+        blocking = [f for f in report.findings if f.severity is Severity.ERROR]
         _fill(report, None, rollout, order)
         report.stopped = "; ".join(f.message for f in blocking[:3])
         return report

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.base import CommandOutput
+from clusterctl.facts.table import blocks, numbered_lines
 
 COMMAND = "scontrol -o show node"
 #: The mark clusterctl puts before every drain reason it writes: it resumes only nodes whose reason starts with it.
@@ -102,28 +103,20 @@ def _node(fields: list[tuple[str, str]], line_no: int) -> SlurmNode:
     return SlurmNode(name, state, base, flags, reason, user, stamp, partitions, tuple(fields))
 
 
+#: What scontrol answers instead of a node: read as no node.
+_NOT_LISTED = re.compile(r"^(?:No nodes in the system|Node .*not found$)")
+
+
 def parse_nodes(text: str) -> tuple[SlurmNode, ...]:
     """Every node of ``scontrol show node`` (either layout); ``()`` for an empty answer."""
-    nodes: list[SlurmNode] = []
-    current: list[tuple[str, str]] = []
-    start = 0
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line:
-            continue
-        if line.startswith("No nodes in the system") or (line.startswith("Node ") and line.endswith("not found")):
-            continue
-        fields = _split_fields(line, number)
-        if fields[0][0] == "NodeName":
-            if current:
-                nodes.append(_node(current, start))
-            current, start = [], number
-        elif not current:
-            raise ParseError("scontrol show node", "fields before the first NodeName=", line=number)
-        current.extend(fields)
-    if current:
-        nodes.append(_node(current, start))
-    return tuple(nodes)
+    lines = [line for line in numbered_lines(text) if not _NOT_LISTED.match(line.text.strip())]
+    before, found = blocks(lines, lambda line: line.strip().startswith("NodeName=") or None)
+    if before:
+        first = before[0]
+        _split_fields(first.text.strip(), first.number)  # a line that holds no Key=Value fields says so first
+        raise ParseError("scontrol show node", "fields before the first NodeName=", line=first.number)
+    return tuple(_node([pair for line in (opening, *rest) for pair in _split_fields(line.text.strip(), line.number)],
+                       opening.number) for opening, _, rest in found)
 
 
 def parse_node(text: str, name: str) -> SlurmNode | None:

@@ -438,10 +438,6 @@ def parse(text: str) -> Sequence_:
     """The syntax tree of a script. Running a tree never changes it, so one tree serves every run
     of the same text: a fleet's hosts all receive the same probe lines, parsed once (the latest 512
     scripts are kept; one that does not parse is not: it raises again, with the same message)."""
-    return _parse(text)
-
-
-def _parse(text: str) -> Sequence_:
     parser = _Parser(tokenize(text))
     tree = parser.sequence()
     if parser.peek() is not None:

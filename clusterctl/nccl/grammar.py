@@ -73,12 +73,8 @@ def _read_number(info: VariableInfo, value: str) -> tuple[int | None, list[Value
         )]
     return number, [invalid(
         f"{name}={value} is not a number: NCCL reads it as 0",
-        f"write a whole number{_documented_values(info)}",
+        "write a whole number" + (f" ({', '.join(info.values)})" if info.values else ""),
     )]
-
-
-def _documented_values(info: VariableInfo) -> str:
-    return f" ({', '.join(info.values)})" if info.values else ""
 
 
 def _range_text(low: int | None, high: int | None) -> str:

@@ -130,6 +130,8 @@ def render_matrix(console: Console, host: HostReport) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from clusterctl.terminal_layout import print_title
+
     topology = host.state.topology
     if topology is None:
         return
@@ -148,8 +150,8 @@ def render_matrix(console: Console, host: HostReport) -> None:
     nics = [a for a in labels if a.startswith("NIC")]
     short = {a: (f"N{nics.index(a)}" if a in nics else a.replace("GPU", "G")) for a in labels}
     headers = full if width_with(full) <= console.width else short
-    table = Table(title=f"{host.name}: {SHAPE_WORDS[topology.shape]}", title_justify="left", box=None,
-                  pad_edge=False, padding=(0, 0))
+    print_title(console, f"{host.name}: {SHAPE_WORDS[topology.shape]}")
+    table = Table(box=None, pad_edge=False, padding=(0, 0))
     table.add_column("", no_wrap=True, min_width=max(len(h) for h in headers.values()) + 1)
     for label in labels:
         table.add_column(escape(headers[label]), justify="center", no_wrap=True,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from clusterctl.findings import Finding, Severity
+from clusterctl.findings import Finding, Severity, fails
 from clusterctl.plain_json import to_plain
 from clusterctl.saved_survey import REPORT_KIND, SCHEMA_VERSION
 from clusterctl.survey.advice import LayoutAdvice
@@ -51,7 +51,7 @@ class SurveyReport:
     @property
     def ok(self) -> bool:
         """False with error-level findings or unreachable hosts (exit code 1)."""
-        return self.count(Severity.ERROR) == 0 and self.unreachable == 0
+        return not fails(self.findings) and self.unreachable == 0
 
 
 # --- to JSON ---------------------------------------------------------------------------

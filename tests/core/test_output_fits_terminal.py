@@ -188,6 +188,20 @@ def test_a_bench_matrix_wider_than_the_terminal_cuts_no_host_and_no_figure(
     assert "  gpu-a2: 196.8" in block and "  gpu-b3: 7.9" in block, run.stdout  # the demo's slow link
 
 
+def test_a_table_title_is_a_whole_line_above_its_table_however_narrow_the_table(width: int, tmp_path: Path) -> None:
+    """The one title rule (``print_title``), on every table: a title longer than its table is neither folded
+    at the table's width (bench ib's matrix did) nor widens the table (bench nccl's did); it starts at column 0
+    and, like any long text, wraps only at the terminal's width."""
+    nccl = clusterctl("-i", DEMO, "-l", "gpu-a1", "bench", "nccl", "--results-dir", tmp_path / "nccl").stdout
+    assert nccl.splitlines()[:3] == ["all_reduce_perf bus bandwidth (GB/s), median 232.44",
+                                     "┏━━━━━━━━┳━━━━━━━┳━━━━━━━━━━━┳━━━━━━━━┓",
+                                     "┃ host   ┃ busbw ┃ avg busbw ┃ status ┃"], nccl
+    matrix = clusterctl("-i", DEMO, "bench", "ib", "--results-dir", tmp_path / "ib").stdout
+    title = ("each cell: the lowest bandwidth in Gb/s of the tests between the two hosts (every HCA pair); "
+             "'fail': a test failed; '·': not tested")
+    assert matrix.split("\n┏")[0] == hanging(title, width, 2), matrix
+
+
 def test_bootstrap_journal_and_progress_file_go_whole_on_lines_of_their_own(deep: Path) -> None:
     run = clusterctl("-i", DEMO, "-l", "gpu-a1", "bootstrap", "--yes", "--state-dir", deep / "state")
     assert run.exit_code == 0, run.output

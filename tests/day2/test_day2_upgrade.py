@@ -173,7 +173,7 @@ def test_a_host_that_does_not_answer_fails_the_plan_and_stops_the_apply_before_a
     assert installed(bootstrapped_demo, "gpu-a1", "kubeadm") == "1.36.2-1.1"
 
 
-def test_a_host_that_is_not_a_node_is_printed_with_its_fix_as_every_report_prints_findings(
+def test_a_host_that_is_not_a_node_is_printed_with_its_fix_and_fails_the_plan_as_every_report_does(
         bootstrapped_demo: Path) -> None:
     gone = _run("-l", "gpu-a1", "exec", "--sudo", "--", f"{KUBECTL} delete node gpu-b3")
     assert gone.exit_code == 0, gone.output
@@ -182,6 +182,12 @@ def test_a_host_that_is_not_a_node_is_printed_with_its_fix_as_every_report_print
         lines = run.stdout.splitlines()
         at = lines.index("ERROR   gpu-b3 UPGRADE_NODE_MISSING: gpu-b3 is not a node of the cluster")
         assert lines[at + 1] == "        fix: Add it with 'clusterctl bootstrap' before upgrading.", run.output
+        # An error finding is exit 1, a plan's too (the apply stops on it): never "carry it out", exit 0.
+        assert run.exit_code == 1, run.output
+        assert "to carry it out" not in run.output
+    assert "PLAN (nothing was changed): errors found (above)" in _run("upgrade", "plan", "--to", "1.36.3").stdout
+    plan = _run("-o", "json", "upgrade", "plan", "--to", "1.36.3")
+    assert (plan.exit_code, plan.json()["ok"]) == (1, False), plan.output
 
 
 def test_apply_reads_each_nodes_packages_once_then_once_after_each_package_change(

@@ -8,15 +8,9 @@ swap is active (recorded on Debian 12), else a ``NAME TYPE SIZE USED PRIO`` tabl
 
 from __future__ import annotations
 
-from typing import Any
-
 from clusterctl.mock.tools.base import ToolContext, ToolResult
 
 COLUMNS = ("NAME", "TYPE", "SIZE", "USED", "PRIO")
-
-
-def _areas(ctx: ToolContext) -> list[dict[str, Any]]:
-    return [a for a in ctx.host.read().get("swap") or [] if isinstance(a, dict)]
 
 
 def _fstab_swaps(ctx: ToolContext) -> list[str]:
@@ -30,7 +24,7 @@ def _fstab_swaps(ctx: ToolContext) -> list[str]:
 
 
 def show(ctx: ToolContext) -> ToolResult:
-    areas = _areas(ctx)
+    areas = [a for a in ctx.host.read().get("swap") or [] if isinstance(a, dict)]
     if not areas:
         return ToolResult()
     blank = {"TYPE": "file", "USED": "0B", "PRIO": "-2"}

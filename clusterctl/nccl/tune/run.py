@@ -16,6 +16,7 @@ from clusterctl.errors import UsageError
 
 if TYPE_CHECKING:
     from clusterctl.fanout import FleetResult, Runner
+    from clusterctl.findings import Finding
     from clusterctl.inventory.model import Host, Inventory
     from clusterctl.nccl.tune.derive import Tuning
     from clusterctl.nccl.tune.inputs import TuneHost
@@ -52,8 +53,8 @@ class TuneOutcome:
     measured: SweepResult | None
     #: Hosts left out, with why.
     skipped: list[str]
-    #: Warnings and errors ``nccl lint`` finds in the rendered files (``file:line: severity: message``).
-    lint_problems: list[str]
+    #: Warnings and errors ``nccl lint`` finds in the rendered files (an error: the command exits 1).
+    lint_findings: list[Finding]
     files: dict[str, str]
     written: list[str] = field(default_factory=list)
     pushed: FleetResult[GateRecord] | None = None
@@ -65,9 +66,9 @@ class TuneOutcome:
     notes: list[str] = field(default_factory=list)
 
     @property
-    def lint_errors(self) -> int:
-        """Error-level findings of ``nccl lint`` in the files just rendered (the command then exits 1)."""
-        return sum(": error: " in problem for problem in self.lint_problems)
+    def lint_problems(self) -> list[str]:
+        """Each lint finding as ``file:line: severity: message`` (the JSON's ``lint``, the warnings printed)."""
+        return [f"{f.file}:{f.line}: {f.severity.value}: {f.message}" for f in self.lint_findings]
 
 
 def tune_nccl(runner: Runner, hosts: Sequence[Host], request: TuneRequest, *, inventory: Inventory) -> TuneOutcome:
@@ -141,7 +142,7 @@ def run_tuning_sweep(runner: Runner, inventory: Inventory, hosts: list[Host], tu
                      nccl_version=tuning.nccl_version)
 
 
-def lint_rendered(files: dict[str, str], tuning: Tuning) -> list[str]:
+def lint_rendered(files: dict[str, str], tuning: Tuning) -> list[Finding]:
     """Lint every rendered settings file; anything at warning level or above is reported."""
     from clusterctl.findings import Severity
     from clusterctl.inventory.model import FABRIC_TYPES
@@ -150,13 +151,12 @@ def lint_rendered(files: dict[str, str], tuning: Tuning) -> list[str]:
 
     formats = {".conf": "env", ".sh": "shell", ".yaml": "k8s"}
     fabric = tuning.fabric if tuning.fabric in FABRIC_TYPES else None
-    problems: list[str] = []
+    problems: list[Finding] = []
     for name, text in files.items():
         fmt = next((f for suffix, f in formats.items() if name.endswith(suffix)), None)
         if fmt is None or name.endswith("nccl_tuner.conf"):
             continue
         settings = read_settings(text, fmt, name=name)
-        for f in lint_settings(settings, nccl_version=tuning.nccl_version, fabric=fabric):
-            if f.severity in (Severity.ERROR, Severity.WARNING):
-                problems.append(f"{f.file}:{f.line}: {f.severity.value}: {f.message}")
+        problems += [f for f in lint_settings(settings, nccl_version=tuning.nccl_version, fabric=fabric)
+                     if f.severity in (Severity.ERROR, Severity.WARNING)]
     return problems
