@@ -188,17 +188,3 @@ def remove_files(ctx: ToolContext, package: Available, *, purge: bool) -> None:
     if purge:
         for path in PACKAGED_FILES.get(package.name, {}):
             ctx.fs.remove(path)
-
-
-def version_key(version: str) -> list[Any]:
-    """A sort key close to Debian's version ordering (epoch, then digit and non-digit runs; ~ sorts first)."""
-    import re
-
-    epoch, _, rest = version.rpartition(":")
-    key: list[Any] = [int(epoch) if epoch.isdigit() else 0]
-    for part in re.findall(r"\d+|[^\d]+", rest):
-        if part.isdigit():
-            key.append((1, int(part), ""))
-        else:
-            key.append((0 if part.startswith("~") else 2, 0, part))
-    return key
