@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 import statistics
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import TypeVar
@@ -89,10 +89,6 @@ class Baseline:
         return self.kept.get(("gpu-count", model), lambda: usual_gpu_count(
             (h.peer_key for h in self.hosts if h.gpus), model))
 
-    def median(self, values: Iterable[int | float]) -> float:
-        known = list(values)
-        return statistics.median(known) if known else 0.0
-
 
 def _finding(severity: Severity, code: str, host: str, message: str, *, subject: str | None = None,
              fix: str = "", evidence: str | None = None, **more: object) -> Finding:
@@ -119,7 +115,7 @@ def _pci_key(address: str | None) -> str | None:
     return ":".join(parts[-2:]) if len(parts) >= 2 else None
 
 
-def _counter_median(baseline: Baseline, items: Sequence[NVLinkErrorCounters | IBPortCounters], name: str) -> float:
+def _counter_median(items: Sequence[NVLinkErrorCounters | IBPortCounters], name: str) -> float:
     """The median of counter ``name`` over ``items``, as ``statistics.median`` gives it.
 
     Alike hosts share their parsed outputs, so a fleet's list of links holds the same few objects
@@ -275,7 +271,7 @@ def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
         gpus = [g for p in group for g in p.gpus]
         return (majority(g.power_limit_w for g in gpus if g.power_limit_w),
                 majority(g.mig_mode for g in gpus if g.mig_mode),
-                baseline.median(g.ecc.volatile_correctable or 0 for g in gpus))
+                statistics.median([g.ecc.volatile_correctable or 0 for g in gpus] or [0.0]))
 
     cap, mig, correctable = baseline.kept.get(("gpu", host.peer_key), peer_values)
     for gpu in host.gpus:
@@ -469,8 +465,7 @@ def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
 
     def median(counter: str) -> float:
         links = baseline.kept.get(("nvlink-links", host.peer_key), peer_links)
-        return baseline.kept.get(("nvlink-median", host.peer_key, counter),
-                                 partial(_counter_median, baseline, links, counter))
+        return baseline.kept.get(("nvlink-median", host.peer_key, counter), partial(_counter_median, links, counter))
 
     def high_links() -> tuple[list[tuple[NVLinkErrorCounters, dict[str, int]]], dict[str, float]]:
         return _high_counters(errors.links, median, NVLINK_FLOORS, NVLINK_FLOOR)
@@ -560,7 +555,7 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
 
     def median(counter: str) -> float:
         every = baseline.kept.get(("ib-counters",), peer_ports)
-        return baseline.kept.get(("ib-median", counter), partial(_counter_median, baseline, every, counter))
+        return baseline.kept.get(("ib-median", counter), partial(_counter_median, every, counter))
 
     high_ports, medians = _high_counters(counters, median, IB_FLOORS, IB_FLOOR)
     for port_counters, high in high_ports:
