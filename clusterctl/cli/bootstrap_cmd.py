@@ -12,7 +12,7 @@ from clusterctl.errors import ExitCode
 from clusterctl.hostlist import compress
 from clusterctl.secret import mask_text
 from clusterctl.terminal_layout import Column, print_table, print_wrapped
-from clusterctl.terminal_text import one_line, visible
+from clusterctl.terminal_text import one_line
 
 if TYPE_CHECKING:
     from clusterctl.engine.phase import Phase
@@ -297,14 +297,12 @@ def _print_plan(app: AppContext, phase: Phase[Any, Any], results: list[HostPhase
             app.say(shown)
 
 def _print_findings(app: AppContext, report: RunReport) -> None:
+    from clusterctl.cli.findings_view import print_findings
+
     findings = report.all_findings()
-    if not findings:
-        return
-    # Messages carry what hosts answered (file names reset found): shown as text, never as markup;
-    # the host and code are copied, the message wraps between words (a path in it stays whole).
-    columns = (Column("severity", keep=True), Column("host", keep=True), Column("code", keep=True), Column("message"))
-    print_table(app.console, columns, [[visible(cell) for cell in (f.severity.value, f.where, f.code, f.message)]
-                                       for f in findings], title="findings")
+    if findings:  # each with its fix, as every report prints findings (the plan's rows say "see findings")
+        app.say("findings")
+        print_findings(app.console, findings)
 
 
 def _print_recap(app: AppContext, report: RunReport) -> None:

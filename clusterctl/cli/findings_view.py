@@ -40,14 +40,16 @@ def print_findings(console: Console, findings: Sequence[Finding], *, empty: str 
         severity = f"{f.severity.value.upper():7}"
         text.append(severity, style=SEVERITY_STYLE[f.severity])
         text.append(" ")
-        line = f"{f.label} {f.code}: {one_line(f.message)}"
+        # Where, message and fix may hold what a host answered (a file name reset found): shown as text.
+        label = one_line(f.label)
+        line = f"{label} {f.code}: {one_line(f.message)}"
         if len(line) + 8 <= width:
-            text.append(f.label, style="bold")
+            text.append(label, style="bold")
             text.append(f" {f.code}: {one_line(f.message)}\n")
         else:
             text.append(hanging(line, width, 10, first_indent=f"{severity} ")[8:] + "\n")
         if f.severity is not Severity.INFO and f.fix:
-            text.append(hanging(f"        fix: {f.fix}", width, 13) + "\n", style="dim")
+            text.append(hanging(f"        fix: {one_line(f.fix)}", width, 13) + "\n", style="dim")
     text.rstrip()
     if console.no_color or not console.is_terminal:
         console.file.write(text.plain + "\n")

@@ -138,9 +138,9 @@ def finish(app: AppContext, report: HealthReport, *, save: str | None = None,
     if policy is not None:
         payload["quarantine"] = {**policy[0].to_json(), "dry_run": not policy[0].applied, "journal": policy[1]}
     if save:
-        from clusterctl.cli.survey_cmd import _save
+        from clusterctl.cli.output import save_report
 
-        _save(save, payload)
+        save_report(save, payload)
 
     def human() -> None:
         from clusterctl.cli.findings_view import print_findings

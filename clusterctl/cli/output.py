@@ -1,4 +1,4 @@
-"""Turning results into JSON or YAML text (``-o json|yaml``)."""
+"""Turning results into JSON or YAML text (``-o json|yaml``, ``--save FILE``)."""
 
 from __future__ import annotations
 
@@ -18,3 +18,18 @@ def dump(payload: Any, fmt: str) -> str:
     import yaml
 
     return mask_text(str(yaml.safe_dump(plain, sort_keys=False, default_flow_style=False, allow_unicode=True)))
+
+
+def save_report(path: str, payload: dict[str, object]) -> None:
+    """``--save FILE`` (survey, health): the report's JSON, replacing FILE whole; one that cannot be written
+    is a usage error (exit 2)."""
+    from pathlib import Path
+
+    from clusterctl.errors import UsageError
+    from clusterctl.plain_json import dumps_indented
+    from clusterctl.writable import replace_file
+
+    try:
+        replace_file(Path(path), dumps_indented(payload) + "\n", parents=False)
+    except OSError as exc:
+        raise UsageError(f"cannot write the report ({exc.strerror})", file=path) from exc

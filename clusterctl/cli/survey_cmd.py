@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 import typer
 
 from clusterctl.cli.context import AppContext, app_context
+from clusterctl.cli.output import save_report
 from clusterctl.errors import UsageError
 from clusterctl.hostlist import compress
 from clusterctl.terminal_layout import print_wrapped
 from clusterctl.wording import plural
-from clusterctl.writable import replace_file
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
@@ -40,6 +40,11 @@ Examples:
 """
 
 
+#: ``--tp`` and ``--pp``, as survey and ``topo show`` take them.
+TP = typer.Option(None, "--tp", min=1, help="Tensor-parallel size to advise a layout for.")
+PP = typer.Option(1, "--pp", min=1, help="Pipeline-parallel size (with --tp).")
+
+
 def register(app: typer.Typer) -> None:
     app.command("survey", help=HELP)(survey_command)
 
@@ -47,10 +52,8 @@ def register(app: typer.Typer) -> None:
 def survey_command(
     ctx: typer.Context,
     local: bool = typer.Option(False, "--local", help="Survey this machine (local transport, NVML for GPUs)."),
-    tp: int | None = typer.Option(
-        None, "--tp", min=1, help="Tensor-parallel size to advise a layout for."
-    ),
-    pp: int = typer.Option(1, "--pp", min=1, help="Pipeline-parallel size (with --tp)."),
+    tp: int | None = TP,
+    pp: int = PP,
     world_size: int | None = typer.Option(
         None, "--world-size", min=1, help="GPUs the job uses (default: all whole replicas that fit)."
     ),
@@ -101,7 +104,7 @@ def finish(app: AppContext, report: SurveyReport, *, head: Callable[[], None], s
 
     payload = report_to_json(report)
     if save:
-        _save(save, payload)
+        save_report(save, payload)
     if graph:
         from clusterctl.survey.graph import write_report_graphs
 
@@ -139,14 +142,3 @@ def exit_summary(report: SurveyReport) -> str:
         unreached = [h.name for h in report.hosts if h.state.facts is None]
         reasons.append(f"{plural(len(unreached), 'host')} not reached: {compress(unreached)}")
     return f"{counts}; exit 1: {'; '.join(reasons)}."
-
-
-def _save(path: str, payload: dict[str, object]) -> None:
-    from pathlib import Path
-
-    from clusterctl.plain_json import dumps_indented
-
-    try:
-        replace_file(Path(path), dumps_indented(payload) + "\n", parents=False)
-    except OSError as exc:
-        raise UsageError(f"cannot write the report ({exc.strerror})", file=path) from exc

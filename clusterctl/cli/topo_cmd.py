@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from clusterctl.cli.context import app_context
+from clusterctl.cli.survey_cmd import PP, TP, finish
 from clusterctl.errors import UsageError
 
 topo_app = typer.Typer(
@@ -41,10 +42,8 @@ cannot be read or parsed.
 def show(
     ctx: typer.Context,
     file: str = typer.Argument(..., metavar="FILE|-", help="Saved output of nvidia-smi topo -m, or '-' for stdin."),
-    tp: int | None = typer.Option(
-        None, "--tp", min=1, help="Tensor-parallel size to advise a layout for."
-    ),
-    pp: int = typer.Option(1, "--pp", min=1, help="Pipeline-parallel size (with --tp)."),
+    tp: int | None = TP,
+    pp: int = PP,
     graph: str | None = typer.Option(
         None, "--graph", metavar="DIR", help="Write the GPU/NIC/NUMA graph (DOT, SVG/PNG if dot exists)."
     ),
@@ -59,7 +58,6 @@ def show(
     if not text.strip():
         raise UsageError("empty input: expected the output of nvidia-smi topo -m", file=name)
 
-    from clusterctl.cli.survey_cmd import finish
     from clusterctl.survey.render import render_host_summary, render_matrix, render_parse_warnings
     from clusterctl.survey.run import topo_show_report
 

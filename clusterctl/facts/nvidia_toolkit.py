@@ -55,8 +55,9 @@ def _missing(text: str) -> bool:
 
 
 def parse_toolkit_probe(text: str) -> ToolkitFacts:
-    body = split_sections(text, "nvidia toolkit facts", marker=MARKER_FILES).text
-    version = None if _missing(body("ctk-version")) else parse_ctk_version(body("ctk-version"))
+    sections = split_sections(text, "nvidia toolkit facts", marker=MARKER_FILES)
+    body = sections.text
+    version = None if _missing(body("ctk-version")) else sections.read("ctk-version", parse_ctk_version)
     driver = None if _missing(body("driver")) else body("driver").strip()
     return ToolkitFacts(version, not _missing(body("runtime")), None if _missing(body("cdi-spec")) else
                         body("cdi-spec"), driver)

@@ -321,7 +321,7 @@ def parse_rdma(text: str) -> RDMADevices:
     return reader.read(lines)
 
 
-# --- what a port's rate says: the one reading survey and health judge ports by -----------------
+# --- what a port's rate says: the one reading survey, health and tune-nccl judge ports by ----------
 
 #: A port this far below the rate it should run at is slow. Links train at discrete rates (a width or a
 #: speed step down at least halves it), so a healthy port matches exactly; the margin only absorbs
@@ -339,10 +339,10 @@ def link_rate(port: RDMAPort) -> float | None:
     return port.rate_gbps if port.state == "PORT_ACTIVE" and port.rate_gbps else None
 
 
-def runs_slow(port: RDMAPort, expected_gbps: float | None) -> bool:
-    """Whether ``port`` is active at a known rate below ``expected_gbps`` (the inventory's, the peers')."""
-    rate = link_rate(port)
-    return bool(rate and expected_gbps and rate < expected_gbps * RATE_TOLERANCE)
+def runs_slow(rate_gbps: float | None, expected_gbps: float | None) -> bool:
+    """Whether an active port's ``rate_gbps`` (``link_rate``'s: ``None`` or 0 is unknown, never slow) is below
+    ``expected_gbps`` (the inventory's, the peers', the fleet's)."""
+    return bool(rate_gbps and expected_gbps and rate_gbps < expected_gbps * RATE_TOLERANCE)
 
 
 IBSTAT: Fact[RDMADevices] = Fact("rdma", "ibstat", parse_ibstat)

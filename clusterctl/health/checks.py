@@ -12,18 +12,27 @@ from __future__ import annotations
 import datetime
 import statistics
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import TypeVar
 
 from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent, NVLinkErrorCounters, PciDevice
 from clusterctl.facts.model import NVLinkStatus, RDMAPort
-from clusterctl.facts.rdma import runs_slow
+from clusterctl.facts.rdma import link_rate, runs_slow
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
 from clusterctl.health.probe import PROBE_HEAD_BYTES, PROBE_TAIL_BYTES, HostProbe
-from clusterctl.survey.checks.host import MadeOnce, majority, usual_link_rate
+from clusterctl.survey.checks.host import (
+    MadeOnce,
+    active_lanes,
+    majority,
+    narrow_pcie,
+    usual_gpu_count,
+    usual_link_rate,
+    usual_pcie_width,
+    usually_active,
+)
 
 #: A counter is "far above the fleet" above this many times the peers' median ...
 FLEET_FACTOR = 10
@@ -75,13 +84,10 @@ class Baseline:
     def peers(self, host: HostInput) -> list[HostInput]:
         return self._groups.get(host.peer_key, [])
 
-    def gpu_count(self) -> int | None:
-        """The GPU count most GPU hosts have (hosts with nvidia-smi answers)."""
-        return self.kept.get(("gpu-count",), lambda: majority(len(h.gpus) for h in self.hosts if h.gpus))
-
-    def median(self, values: Iterable[int | float]) -> float:
-        known = list(values)
-        return statistics.median(known) if known else 0.0
+    def gpu_count(self, model: str | None) -> int | None:
+        """The GPU count most GPU hosts (with nvidia-smi answers) of ``model`` have, as survey counts them."""
+        return self.kept.get(("gpu-count", model), lambda: usual_gpu_count(
+            (h.peer_key for h in self.hosts if h.gpus), model))
 
 
 def _finding(severity: Severity, code: str, host: str, message: str, *, subject: str | None = None,
@@ -109,7 +115,7 @@ def _pci_key(address: str | None) -> str | None:
     return ":".join(parts[-2:]) if len(parts) >= 2 else None
 
 
-def _counter_median(baseline: Baseline, items: Sequence[NVLinkErrorCounters | IBPortCounters], name: str) -> float:
+def _counter_median(items: Sequence[NVLinkErrorCounters | IBPortCounters], name: str) -> float:
     """The median of counter ``name`` over ``items``, as ``statistics.median`` gives it.
 
     Alike hosts share their parsed outputs, so a fleet's list of links holds the same few objects
@@ -138,6 +144,11 @@ def _counter_median(baseline: Baseline, items: Sequence[NVLinkErrorCounters | IB
 def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
     found: list[Finding] = []
     name = host.name
+
+    def usual_width() -> int | None:
+        return baseline.kept.get(("pcie-width", host.peer_key), lambda: usual_pcie_width(
+            g.pcie_width_current for p in baseline.peers(host) for g in p.gpus))
+
     for gpu in host.gpus:
         subject = gpu_subject(gpu)
         where = f"{gpu.bus_id} {gpu.name or ''}".strip()
@@ -203,7 +214,7 @@ def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
                 fix="Check cooling and power delivery (HW Power Brake: the PSU or the chassis asserted it; HW "
                     "Thermal: the GPU is too hot); drain the host if it persists under load."))
         found += _temperature(name, gpu, subject, where)
-        if gpu.pcie_width_current and gpu.pcie_width_max and gpu.pcie_width_current < gpu.pcie_width_max:
+        if narrow_pcie(gpu.pcie_width_current, gpu.pcie_width_max, usual_width()) == "downtrained":
             found.append(_finding(
                 Severity.ERROR, "GPU_PCIE_DOWNGRADED", name,
                 f"{where}: PCIe link is x{gpu.pcie_width_current}, the GPU supports x{gpu.pcie_width_max}",
@@ -244,11 +255,12 @@ def _temperature(name: str, gpu: GpuHealth, subject: str, where: str) -> list[Fi
 def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
     found: list[Finding] = []
     group = baseline.peers(host)
-    expected = baseline.gpu_count()
+    model = host.peer_key[0]
+    expected = baseline.gpu_count(model)
     if host.probe and host.probe.smi and expected and len(host.gpus) < expected:
         found.append(_finding(
             Severity.ERROR, "GPU_MISSING", host.name,
-            f"nvidia-smi lists {len(host.gpus)} GPU(s), most hosts have {expected}",
+            f"nvidia-smi lists {len(host.gpus)} GPU(s), most {f'{model} ' if model else ''}hosts have {expected}",
             evidence=f"Attached GPUs : {host.probe.smi.attached_gpus or len(host.gpus)}",
             fix="A GPU is gone from the bus or from the driver: look for Xid 79 / 'fallen off the bus' in the "
                 "kernel log; drain and reboot the host, RMA if it stays missing."))
@@ -259,7 +271,7 @@ def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
         gpus = [g for p in group for g in p.gpus]
         return (majority(g.power_limit_w for g in gpus if g.power_limit_w),
                 majority(g.mig_mode for g in gpus if g.mig_mode),
-                baseline.median(g.ecc.volatile_correctable or 0 for g in gpus))
+                statistics.median([g.ecc.volatile_correctable or 0 for g in gpus] or [0.0]))
 
     cap, mig, correctable = baseline.kept.get(("gpu", host.peer_key), peer_values)
     for gpu in host.gpus:
@@ -399,7 +411,7 @@ def check_nvlink(host: HostInput, baseline: Baseline) -> list[Finding]:
 
     def peers_active() -> int | None:
         links = [p.probe.nvlink for p in baseline.peers(host) if p.probe and p.probe.nvlink]
-        return majority(sum(1 for lane in s.lanes if lane.active) for statuses in links for s in statuses)
+        return majority(active_lanes(s) for statuses in links for s in statuses)
 
     active_peers = baseline.kept.get(("nvlink-active", host.peer_key), peers_active)
     # Each GPU's active and inactive links, worked out once per parsed output (alike hosts share one).
@@ -430,7 +442,7 @@ def check_nvlink(host: HostInput, baseline: Baseline) -> list[Finding]:
 
 def _nvlink_lanes(statuses: Sequence[NVLinkStatus]) -> list[tuple[NVLinkStatus, int, list[int]]]:
     """Per GPU: its status, how many of its links are active, and the inactive links."""
-    return [(s, sum(1 for lane in s.lanes if lane.active), [lane.link for lane in s.lanes if not lane.active])
+    return [(s, active_lanes(s), [lane.link for lane in s.lanes if not lane.active])
             for s in statuses]
 
 
@@ -453,8 +465,7 @@ def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
 
     def median(counter: str) -> float:
         links = baseline.kept.get(("nvlink-links", host.peer_key), peer_links)
-        return baseline.kept.get(("nvlink-median", host.peer_key, counter),
-                                 partial(_counter_median, baseline, links, counter))
+        return baseline.kept.get(("nvlink-median", host.peer_key, counter), partial(_counter_median, links, counter))
 
     def high_links() -> tuple[list[tuple[NVLinkErrorCounters, dict[str, int]]], dict[str, float]]:
         return _high_counters(errors.links, median, NVLINK_FLOORS, NVLINK_FLOOR)
@@ -499,8 +510,7 @@ def _high_counters(items: Sequence[Counted], median: Callable[[str], float], flo
 
 def _usual_port(same: Sequence[RDMAPort]) -> tuple[bool | None, float | None]:
     """Whether most hosts' port of this name is active, and the rate most active ones run at."""
-    usual = majority(q.state == "PORT_ACTIVE" for q in same)
-    return usual, usual_link_rate(same)
+    return usually_active(same), usual_link_rate(same)
 
 
 def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
@@ -523,7 +533,7 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
             key = f"{device.hca}/{port.port}"
             usual, usual_rate = baseline.kept.get(("ib-port-usual", device.hca, port.port),
                                                   partial(_usual_port, ports.get((device.hca, port.port), [])))
-            if runs_slow(port, usual_rate):
+            if runs_slow(link_rate(port), usual_rate):
                 found.append(_finding(
                     Severity.ERROR, "IB_PORT_SLOW", host.name,
                     f"port runs at {port.rate_gbps:g} Gb/s, most hosts' {device.hca} at {usual_rate:g} Gb/s",
@@ -545,7 +555,7 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
 
     def median(counter: str) -> float:
         every = baseline.kept.get(("ib-counters",), peer_ports)
-        return baseline.kept.get(("ib-median", counter), partial(_counter_median, baseline, every, counter))
+        return baseline.kept.get(("ib-median", counter), partial(_counter_median, every, counter))
 
     high_ports, medians = _high_counters(counters, median, IB_FLOORS, IB_FLOOR)
     for port_counters, high in high_ports:

@@ -293,8 +293,6 @@ class ProbeCollector:
         """One line (``on_line``)."""
         self.add_text(stream, line)
 
-    add = __call__
-
     def add_text(self, stream: str, text: str) -> None:
         """Whole lines joined by ``\\n``, without the last line's newline (``LineSplitter``'s ``add_text``)."""
         if stream != "stdout":

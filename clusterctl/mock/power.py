@@ -1,10 +1,10 @@
 """A mock host's power: off (every command fails as an unreachable host would, its node goes NotReady)
-and on again (a boot: what the kernel logged since the last boot is gone, broken hardware logs again).
+and on again (a boot: what the kernel logged since the last boot is gone, a broken part's fault comes back).
 ``systemctl reboot`` on a mock host is a boot at once (``boot``).
 
 Faults: ``log_kernel_message`` (a line in the kernel log since boot), or the state value ``fault``
 (``clusterctl mock set fault=xid-79``: the demo's profiles answer ``journalctl -k`` with an Xid 79);
-``hardware_fault=xid-79`` (or ``persists=True``) makes it come back at every boot.
+``hardware_fault=xid-79`` makes it come back at every boot.
 
 The state is the host's ``values`` (``power: off``; ``boot`` switches it on again), so every process
 that uses the host sees it. What drives it is outside the simulator: a BMC emulator's power changes (the tests' and the
@@ -19,8 +19,6 @@ from clusterctl.mock.state import HostState
 
 #: Kernel messages logged since the host booted: the demo profiles append it to ``journalctl -k``.
 KERNEL_LOG_SINCE_BOOT = "/run/clusterctl-mock/kmsg"
-#: Kernel messages a broken part logs again at every boot (a fault no reset or power cycle cures).
-HARDWARE_FAULTS = "/var/lib/clusterctl-mock/hardware-faults"
 #: Changes at every boot, as on Linux: what tells a remediation the host really restarted.
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
@@ -29,34 +27,24 @@ def powered_off(state: HostState) -> bool:
     return state.values().get("power") == "off"
 
 
-def log_kernel_message(state: HostState, message: str, *, now: float | None = None, persists: bool = False) -> str:
-    """Append ``message`` to the host's kernel log as ``journalctl -k -o short-iso`` prints it; the line.
-
-    ``persists``: the part stays broken, the message is logged again after every boot.
-    """
+def log_kernel_message(state: HostState, message: str, *, now: float | None = None) -> str:
+    """Append ``message`` to the host's kernel log as ``journalctl -k -o short-iso`` prints it; the line."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S+0000", time.gmtime(now))
     hostname = state.name
     line = f"{stamp} {hostname} kernel: {message}\n"
     old = state.fs.read(KERNEL_LOG_SINCE_BOOT) or b""
     state.fs.write(KERNEL_LOG_SINCE_BOOT, old + line.encode())
-    if persists:
-        faults = state.fs.read(HARDWARE_FAULTS) or b""
-        state.fs.write(HARDWARE_FAULTS, faults + (message + "\n").encode())
     return line
 
 
-def boot(state: HostState, *, now: float | None = None) -> None:
-    """The host starts (again): a new boot id, the kernel log since boot empty but for what broken parts log,
-    the injected ``fault`` value gone unless ``hardware_fault`` keeps it (the part is still broken), each GPU's
-    persistence mode (``pmN``) back to the profile's."""
+def boot(state: HostState) -> None:
+    """The host starts (again): a new boot id, the kernel log since boot empty, the injected ``fault`` value
+    gone unless ``hardware_fault`` keeps it (the part is still broken), each GPU's persistence mode (``pmN``)
+    back to the profile's."""
     import uuid
 
     state.fs.remove("/run/clusterctl-mock", recursive=True)
     state.fs.write(BOOT_ID, (str(uuid.uuid4()) + "\n").encode())
-    faults = (state.fs.read(HARDWARE_FAULTS) or b"").decode("utf-8", errors="replace")
-    for message in faults.splitlines():
-        if message.strip():
-            log_kernel_message(state, message, now=now)
     with state.edit() as data:
         values = data.setdefault("values", {})
         values.pop("power", None)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from clusterctl.bootstrap.phase import PhaseContext
 from clusterctl.bootstrap.phases.nvidia_runtime import NvidiaRuntime
-from clusterctl.facts.nvidia_toolkit import ToolkitFacts, parse_cdi_list, parse_ctk_version
+from clusterctl.errors import ParseError
+from clusterctl.facts.nvidia_toolkit import ToolkitFacts, parse_cdi_list, parse_ctk_version, parse_toolkit_probe
 from clusterctl.inventory.model import BootstrapConfig, Host, Inventory
 from clusterctl.transport.local import LocalTransport
 
@@ -18,6 +21,15 @@ def test_cdi_list_of_two_toolkit_releases() -> None:
         devices = parse_cdi_list((FIXTURES / name).read_text())
         assert devices[0] == "nvidia.com/gpu=0" and devices[-1] == "nvidia.com/gpu=all" and len(devices) == 9
     assert parse_ctk_version((FIXTURES / "version-1.17.8.txt").read_text()) == "1.17.8"
+
+
+def test_an_unreadable_toolkit_version_names_its_line_in_the_whole_probe_output() -> None:
+    probe = ("@@clusterctl@@ driver\n550.90.07\n@@clusterctl@@ runtime\n/usr/bin/nvidia-container-runtime\n"
+             "@@clusterctl@@ ctk-version\nSegmentation fault (core dumped)\n")
+    with pytest.raises(ParseError) as error:
+        parse_toolkit_probe(probe)
+    assert error.value.line == 6 and "section 'ctk-version'" in str(error.value)
+    assert error.value.text == "Segmentation fault (core dumped)"
 
 
 def ctx(cdi: bool) -> PhaseContext:

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
 from clusterctl.bootstrap.apt_sources import chosen_repos, pin, sources_path, wanted_packages, with_mirror
 from clusterctl.bootstrap.phase import PhaseContext
 from clusterctl.bootstrap.phases.packages import Packages
@@ -107,17 +105,6 @@ def test_kubernetes_1_34_checks_containerd_against_its_own_row() -> None:
     assert findings("2.1.3") == [] and findings("1.6.39") == []
     assert findings("1.6.38") == ["Kubernetes 1.34 needs containerd 2.1.3+ or 2.0.6+ or 1.7.28+ or 1.6.39+; "
                                   "containerd 1.6.38 is pinned"]
-
-
-@pytest.mark.parametrize(("older", "newer"), [
-    ("1.36.2-1.1", "1.36.3-1.1"), ("1.36.9-1.1", "1.36.10-1.1"), ("1.0~rc1", "1.0"), ("1.0", "1.0-1"),
-    ("2.0", "1:0.1"), ("1.0a", "1.0+b1"), ("1.0~~", "1.0~"), ("1.17.8-1", "1.17.10-1"),
-])
-def test_debian_versions_order_as_dpkg_orders_them(older: str, newer: str) -> None:
-    from clusterctl.bootstrap.apt_sources import compare_debian_versions
-
-    assert (compare_debian_versions(older, newer), compare_debian_versions(newer, older)) == (-1, 1)
-    assert compare_debian_versions(newer, newer) == 0
 
 
 def test_a_pin_below_the_installed_version_is_a_downgrade_and_the_same_upstream_is_not() -> None:

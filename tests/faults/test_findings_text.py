@@ -1,6 +1,6 @@
 """Findings carry what hosts answered (file names reset found, package names): bootstrap's and
-reset's findings table shows them as text, brackets kept and control characters visible, never
-as Rich markup or terminal control."""
+reset's findings show them as text, brackets kept and control characters visible, never as Rich
+markup or terminal control; each with its fix, printed as every report prints findings."""
 
 from __future__ import annotations
 
@@ -27,3 +27,13 @@ def test_a_hostile_file_name_in_a_reset_finding_prints_as_itself(tmp_path: Path,
     assert done.exit_code == 0, done.output
     assert "[bold red]mine[reverse].conflist" in done.stdout
     assert "\x1b" not in done.stdout and "\\x1b]0;owned\\x07x.conflist" in done.stdout
+
+
+def test_a_bootstrap_plans_findings_are_printed_with_their_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # one line per finding and per fix
+    done = clusterctl("-i", DEMO, "-l", "gpu-b1", "bootstrap", "plan")
+    assert done.exit_code == 1, done.output  # a worker alone cannot join: an error finding
+    lines = done.stdout.splitlines()
+    at = lines.index("ERROR   gpu-b1 JOIN_MATERIAL_MISSING: cannot join: a join token must be made on gpu-a1 in the "
+                     "same run")
+    assert lines[at + 1] == "        fix: Run with gpu-a1 included (phase control-plane runs there first).", done.output

@@ -56,14 +56,14 @@ def test_two_40_mb_probe_outputs_cost_a_few_mb_and_are_said(tmp_path: Path, monk
 
 def test_the_collector_keeps_each_probes_head_tail_and_status_line() -> None:
     collector = ProbeCollector(head=100, tail=50)
-    collector.add("stdout", "### small")
-    collector.add("stdout", "one line")
-    collector.add("stdout", "@@rc 0")
-    collector.add("stdout", "### big")
+    collector("stdout", "### small")
+    collector("stdout", "one line")
+    collector("stdout", "@@rc 0")
+    collector("stdout", "### big")
     for i in range(1000):
-        collector.add("stdout", f"line {i:04d}")
-    collector.add("stdout", "@@rc 3")
-    collector.add("stderr", "ignored")
+        collector("stdout", f"line {i:04d}")
+    collector("stdout", "@@rc 3")
+    collector("stderr", "ignored")
     text = collector.text()
     assert text.startswith("### small\none line\n@@rc 0\n### big\nline 0000\n")
     assert text.endswith("line 0999\n@@rc 3\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 from fixture_files import read_fixture
@@ -110,6 +111,33 @@ def test_a_port_is_slow_by_the_same_rule_as_in_survey() -> None:
     report = judge([host(name, rate) for name, rate in rates.items()])
     slow = [(f.host, f.message) for f in report.findings if f.code == "IB_PORT_SLOW"]
     assert slow == [("slow", "port runs at 200 Gb/s, most hosts' mlx5_0 at 400 Gb/s")]
+
+
+def test_a_gpu_pcie_width_is_judged_against_its_peers_by_survey_s_rule() -> None:
+    # survey.checks.host.narrow_pcie, as survey's PCIE_DOWNTRAINED: x8 of x16 on every host is the
+    # slot's or riser's design, not a fault to quarantine hosts for; x4 where peers run x8 is.
+    smi = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "gpud-535.161.08-8xh100-sxm.txt"))
+
+    def at(width: int, *, gpu3: int | None = None) -> HostProbe:
+        gpus = tuple(replace(g, pcie_width_current=gpu3 if i == 3 and gpu3 else width)
+                     for i, g in enumerate(smi.gpus))
+        return HostProbe(smi=replace(smi, gpus=gpus))
+
+    report = judge([HostInput("h1", at(8)), HostInput("h2", at(8)), HostInput("h3", at(8, gpu3=4))])
+    narrowed = [(f.host, f.subject) for h in report.hosts for f in h.findings if f.code == "GPU_PCIE_DOWNGRADED"]
+    assert narrowed == [("h3", "GPU 3")]
+
+
+def test_a_missing_gpu_is_counted_against_hosts_of_its_model_as_in_survey() -> None:
+    # survey.checks.host.usual_gpu_count, as survey's GPU_COUNT_DIFFERS: a 1-GPU A10 box among 8-GPU
+    # H100 hosts is another machine, not one that lost 7 GPUs; an H100 host with 7 has lost one.
+    h100 = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "gpud-535.161.08-8xh100-sxm.txt"))
+    a10 = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "gpud-535.129.03-a10-pcie-remap-pending.txt"))
+    hosts = [HostInput(f"h{i}", HostProbe(smi=h100)) for i in (1, 2, 4)]
+    hosts += [HostInput("h3", HostProbe(smi=replace(h100, gpus=h100.gpus[:7]))), HostInput("a10", HostProbe(smi=a10))]
+    missing = [f for h in judge(hosts).hosts for f in h.findings if f.code == "GPU_MISSING"]
+    assert [(f.host, f.message) for f in missing] == [
+        ("h3", f"nvidia-smi lists 7 GPU(s), most {h100.gpus[0].name} hosts have 8")]
 
 
 def test_probe_output_with_missing_and_hung_tools() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from clirun import clusterctl
 
+from clusterctl.findings import Finding, Severity
 from clusterctl.nccl.tune.managed_block import BEGIN, END, merge_managed_block
 
 from .conftest import DEMO
@@ -73,7 +74,8 @@ def test_tune_nccl_exits_1_when_its_own_lint_of_the_rendered_files_finds_an_erro
     cli, saved_survey: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("clusterctl.nccl.tune.run.lint_rendered",
-                        lambda files, tuning: ["nccl.conf:4: error: NCCL_IB_HCA names no HCA"])
+                        lambda files, tuning: [Finding(Severity.ERROR, "IB_HCA_UNKNOWN", "NCCL_IB_HCA names no HCA",
+                                                       file="nccl.conf", line=4)])
     ran = cli("-i", DEMO, "tune-nccl", "--survey", saved_survey)
     assert ran.code == 1
     assert "NCCL_IB_HCA names no HCA" in ran.err

@@ -187,6 +187,34 @@ def test_a_port_trained_slow_is_left_out_of_nccl_ib_hca_and_named(make_hgx: Any)
                for w in tuning.warnings)
 
 
+def _rated(host: TuneHost, default: float, **rates: float) -> TuneHost:
+    """``host`` with its IB ports at ``default`` Gb/s, ``mlx5_N=rate`` where given."""
+    return replace(host, nics=tuple(n if n.is_ethernet else replace(n, rate_gbps=rates.get(n.hca, default))
+                                    for n in host.nics))
+
+
+def test_slow_is_the_rule_survey_and_health_use_against_the_host_rate_else_most_ports(make_hgx: Any) -> None:
+    def left_out(*hosts: TuneHost) -> dict[str, str]:
+        tuning = derive_settings(hosts)
+        assert not any("trained below" in w for w in tuning.warnings), tuning.warnings
+        return {h.name: {s.name: s.value for s in tuning.for_host(h.name)}["NCCL_IB_HCA"] for h in hosts}
+
+    every_port = "=" + ",".join(f"mlx5_{i}:1" for i in range(8))
+    one, two, three = (make_hgx(f"gpu-{i}", f"10.0.0.1{i}") for i in (1, 2, 3))
+    # Within 3% is rounding (links train at discrete rates), a rate of 0 is unknown: neither is slow.
+    assert set(left_out(one, _rated(two, 400, mlx5_5=390, mlx5_6=0)).values()) == {every_port}
+    # Without fabric.rate_gbps the fleet's rate is most ports' (200), not the fastest (400): a newer
+    # host does not make every port of the others slow.
+    assert set(left_out(one, _rated(two, 200), _rated(three, 200)).values()) == {every_port}
+    # With it, each host is held to its own inventory's rate, not the highest in the inventory.
+    assert set(left_out(replace(one, expected_rate_gbps=400), replace(_rated(two, 200), expected_rate_gbps=200),
+                        ).values()) == {every_port}
+    # Half the ports at each rate: nothing tells which is slow, and the note says how to tell it.
+    mixed = derive_settings([_rated(one, 400, mlx5_0=200, mlx5_1=200, mlx5_2=200, mlx5_3=200)])
+    assert values(mixed)["NCCL_IB_HCA"] == every_port
+    assert any("run at 200, 400 Gb/s" in n and "fabric.rate_gbps" in n for n in mixed.notes)
+
+
 def test_every_rendered_file_lints_without_warnings(make_hgx: Any) -> None:
     tuning = derive_settings([make_hgx("gpu-1", "10.0.0.11"), make_hgx("gpu-2", "10.0.0.12", down=(2,))])
     from clusterctl.nccl.tune.run import lint_rendered

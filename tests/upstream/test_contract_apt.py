@@ -28,10 +28,10 @@ def _status(version: str, state: str) -> bytes:
             "Description: kubelet\n\n").encode()
 
 
-def _index() -> bytes:
+def _index(versions: list[str]) -> bytes:
     return "".join(f"Package: kubelet\nVersion: {v}\nArchitecture: amd64\nMaintainer: t <t@example.com>\n"
                    f"Installed-Size: 1\nFilename: kubelet_{v}_amd64.deb\nSize: 1\nSHA256: {'0' * 64}\n"
-                   "Description: kubelet\n\n" for v in VERSIONS).encode()
+                   "Description: kubelet\n\n" for v in versions).encode()
 
 
 #: apt's directories and files all under {root}; simulation only, no dpkg lock, the file: source read as root.
@@ -47,8 +47,8 @@ Debug::NoLocking "true";
 
 
 class Pair:
-    def __init__(self, folder: Path, installed: str, *, held: bool) -> None:
-        self.sim = SimulatedHost(folder / "sim", {"kubelet": installed}, repository={"kubelet": VERSIONS})
+    def __init__(self, folder: Path, installed: str, *, held: bool, versions: list[str] = VERSIONS) -> None:
+        self.sim = SimulatedHost(folder / "sim", {"kubelet": installed}, repository={"kubelet": versions})
         if held:
             assert self.sim.run("apt-mark hold kubelet").exit_code == 0
         apt_get = system_tool("apt-get", "apt")
@@ -58,7 +58,7 @@ class Pair:
         wrapper.write_text(f'#!/bin/dash\nAPT_CONFIG={real / "root" / "apt.conf"} exec {apt_get} "$@"\n')
         wrapper.chmod(0o755)
         self.real = RealHost(real, {"apt-get": wrapper}, {
-            "{root}/apt.conf": APT_CONF, "{root}/repo/Packages": _index(),
+            "{root}/apt.conf": APT_CONF, "{root}/repo/Packages": _index(versions),
             "{root}/etc/apt/sources.list": b"deb [trusted=yes] file:{root}/repo ./\n",
             "{root}/var/lib/dpkg/status": _status(installed, "hold" if held else "install")})
         for folder_name in ("etc/apt/apt.conf.d", "etc/apt/preferences.d", "etc/apt/sources.list.d",
@@ -93,3 +93,23 @@ def test_an_older_kubelet_is_upgraded_by_the_same_line(tmp_path: Path) -> None:
     assert sim.exit_code == 0 and sim.stderr == real.stderr == ""
     for answer in (sim, real):
         assert "1 upgraded, 0 newly installed, 0 to remove and 0 not upgraded.\n" in answer.stdout
+
+
+#: (installed, the repository's versions, the install line's pin): versions whose order the simulator's
+#: own approximate sort key (gone: it now orders by ``clusterctl.debian_version``) had the wrong way round.
+DEBIAN_ORDER = [
+    ("1.36.3-1.1", ["1.36.3-1.1~bpo12+1", "1.36.3-1.1"], "1.36.3-1.1~bpo12+1"),  # a tilde at the end: older
+    ("2.1.5+dfsg-1", ["2.1.5-1", "2.1.5+dfsg-1"], "2.1.5-1"),  # the end of a part before '+': older
+    ("1.36.3a-1", ["1.36.3+b1-1", "1.36.3a-1"], "1.36.3+b1-1"),  # letters before '+': newer
+]
+
+
+@pytest.mark.parametrize(("installed", "versions", "wanted"), DEBIAN_ORDER, ids=[c[2] for c in DEBIAN_ORDER])
+def test_the_simulator_orders_versions_as_apt_does(tmp_path: Path, installed: str, versions: list[str],
+                                                   wanted: str) -> None:
+    pair = Pair(tmp_path, installed, held=False, versions=versions)
+    sim, real = pair.run(f"{INSTALL} 'kubelet={wanted}'")
+    assert sim.stderr == real.stderr
+    summaries = [[line for line in answer.stdout.splitlines() if " upgraded, " in line or "DOWNGRADED" in line]
+                 for answer in (sim, real)]
+    assert summaries[0] == summaries[1] != [], f"simulated: {sim.stdout}\nreal: {real.stdout}"

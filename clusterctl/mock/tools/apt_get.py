@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 
+from clusterctl.debian_version import compare_debian_versions, debian_version_key
 from clusterctl.mock.tools import packages as db
 from clusterctl.mock.tools.base import ToolContext, ToolResult, split_args
 
@@ -68,7 +69,7 @@ def install(ctx: ToolContext, names: list[str], options: set[str]) -> ToolResult
         matching = [v for v in offered if fnmatch.fnmatchcase(v, wanted)] if wanted else []
         if wanted and not matching:
             return ToolResult(HEADER + f"E: Version '{wanted}' for '{name}' was not found\n", "", 100)
-        version = max(matching or offered, key=db.version_key)
+        version = max(matching or offered, key=debian_version_key)
         current = str(have[name]["version"]) if name in have else None
         if current == version:
             newest.append(f"{name} is already the newest version ({version}).")
@@ -76,8 +77,8 @@ def install(ctx: ToolContext, names: list[str], options: set[str]) -> ToolResult
         plan.append((package, version, current))
     out = HEADER + "".join(line + "\n" for line in newest)
     new = [p.name for p, _v, cur in plan if cur is None]
-    upgraded = [p.name for p, v, cur in plan if cur is not None and db.version_key(v) > db.version_key(cur)]
-    downgraded = [p.name for p, v, cur in plan if cur is not None and db.version_key(v) < db.version_key(cur)]
+    upgraded = [p.name for p, v, cur in plan if cur is not None and compare_debian_versions(v, cur) > 0]
+    downgraded = [p.name for p, v, cur in plan if cur is not None and compare_debian_versions(v, cur) < 0]
     changed_held = [p.name for p, _v, cur in plan if cur is not None and p.name in held]
     for listed, group in (("held packages will be changed", changed_held), ("packages will be upgraded", upgraded),
                           ("packages will be DOWNGRADED", downgraded), ("NEW packages will be installed", new)):

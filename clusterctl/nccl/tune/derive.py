@@ -18,10 +18,12 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from clusterctl.facts.rdma import runs_slow
 from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, nccl_path, path_rank, uses_gdr
 from clusterctl.nccl.tune.candidates import socket_candidates
 from clusterctl.nccl.tune.inputs import NicFacts, TuneHost
 from clusterctl.nccl.versions import NcclVersion, try_parse_version
+from clusterctl.survey.checks.host import majority
 
 #: The order settings are listed in everywhere (files, tables): selection first, then policy.
 SETTING_ORDER: tuple[str, ...] = (
@@ -36,8 +38,6 @@ SETTING_ORDER: tuple[str, ...] = (
     "NCCL_SOCKET_NTHREADS",
     "NCCL_NSOCKS_PERTHREAD",
 )
-#: A port this much below the fleet's rate counts as trained slow (rates are reported exactly).
-SLOW_PORT_TOLERANCE = 0.99
 #: env.rst: "For generic 100G networks, this value can be manually set to 4" (both socket knobs);
 #: src/transport/net_socket.cc: at most 16 threads and 64 sockets (threads x sockets per thread).
 SOCKET_THREADS, SOCKETS_PER_THREAD = 4, 4
@@ -180,7 +180,7 @@ def _gpu_nic_order(nics: Sequence[NicFacts]) -> str:
     return f"{pairs[0]} ... {pairs[-1]}" if len(pairs) > 3 else ", ".join(pairs)
 
 
-def _plan_hca(host: TuneHost, plan: _HostPlan, fleet_rate: float | None) -> None:
+def _plan_hca(host: TuneHost, plan: _HostPlan, usual_rate: float | None) -> None:
     chosen, left_out = select_nics(host)
     if not chosen:
         plan.fabric = "ethernet"
@@ -195,7 +195,7 @@ def _plan_hca(host: TuneHost, plan: _HostPlan, fleet_rate: float | None) -> None
                 "(driver, cabling, port state) and survey again; NCCL_IB_DISABLE=1 is not written, it would "
                 "keep NCCL on TCP after the fix")
         return
-    chosen, slow_notes = _drop_slow_ports(host, chosen, fleet_rate, plan)
+    chosen, slow_notes = _drop_slow_ports(host, chosen, usual_rate, plan)
     left_out += slow_notes
     plan.chosen = chosen
     plan.fabric = "roce" if all(n.is_ethernet for n in chosen) else "ib"
@@ -211,35 +211,37 @@ def _plan_hca(host: TuneHost, plan: _HostPlan, fleet_rate: float | None) -> None
             plan.warnings.append(f"RDMA port {item} is not active")
 
 
-def _drop_slow_ports(host: TuneHost, chosen: tuple[NicFacts, ...], fleet_rate: float | None, plan: _HostPlan
+def _drop_slow_ports(host: TuneHost, chosen: tuple[NicFacts, ...], usual_rate: float | None, plan: _HostPlan
                      ) -> tuple[tuple[NicFacts, ...], list[str]]:
-    """Leave out ports that trained below the fleet's rate: rings and trees run at their slowest link."""
-    if not fleet_rate:
-        return chosen, []
-    slow = [n for n in chosen if n.rate_gbps and n.rate_gbps < fleet_rate * SLOW_PORT_TOLERANCE]
-    if not slow:
+    """Leave out ports that trained below the host's rate (the inventory's, else the fleet's usual): rings and
+    trees run at their slowest link. Slow is what survey and health call slow (``runs_slow``)."""
+    expected = host.expected_rate_gbps or usual_rate
+    slow = [n for n in chosen if runs_slow(n.rate_gbps, expected)]
+    if not slow or expected is None:
         return chosen, []
     names = ", ".join(f"{n.spec} at {n.rate_gbps:g} Gb/s" for n in slow)
     if len(slow) == len(chosen):
         plan.warnings.append(
-            f"every fabric port trained below the fleet's {fleet_rate:g} Gb/s ({names}): kept in NCCL_IB_HCA "
+            f"every fabric port trained below the fleet's {expected:g} Gb/s ({names}): kept in NCCL_IB_HCA "
             "because NCCL needs a port, but jobs spanning this host run at that rate; fix the links")
         return chosen, []
     plan.warnings.append(
-        f"{names} trained below the fleet's {fleet_rate:g} Gb/s: left out of NCCL_IB_HCA on {host.name}, since "
+        f"{names} trained below the fleet's {expected:g} Gb/s: left out of NCCL_IB_HCA on {host.name}, since "
         "a ring or tree through it would run at its rate; fix the link (cable, transceiver, port speed) "
         "and tune again to get it back")
     kept = tuple(n for n in chosen if n not in slow)
-    return kept, [f"{n.spec} (trained at {n.rate_gbps:g} Gb/s, fleet {fleet_rate:g} Gb/s)" for n in slow]
+    return kept, [f"{n.spec} (trained at {n.rate_gbps:g} Gb/s, fleet {expected:g} Gb/s)" for n in slow]
 
 
-def fleet_rate(hosts: Sequence[TuneHost]) -> float | None:
-    """The line rate fabric ports should run at: the inventory's, else the fastest active port surveyed."""
-    declared = [h.expected_rate_gbps for h in hosts if h.expected_rate_gbps]
-    if declared:
-        return max(declared)
+def usual_port_rate(hosts: Sequence[TuneHost], notes: list[str]) -> float | None:
+    """The rate most chosen ports surveyed run at (0 is unknown), for hosts whose inventory gives no
+    ``fabric.rate_gbps``. Not the fastest: one faster card must not make every other port slow."""
     rates = [n.rate_gbps for h in hosts for n in select_nics(h)[0] if n.rate_gbps]
-    return max(rates) if rates else None
+    usual = majority(rates)
+    if usual is None and len(set(rates)) > 1 and not all(h.expected_rate_gbps for h in hosts):
+        notes.append(f"fabric ports run at {', '.join(f'{r:g}' for r in sorted(set(rates)))} Gb/s and no rate is "
+                     "most ports': none is left out of NCCL_IB_HCA as slow; set fabric.rate_gbps in the inventory")
+    return usual
 
 
 def _is_ipv4_gid(gid: str) -> bool:
@@ -392,10 +394,9 @@ def _merge_socket(hosts: Sequence[TuneHost], plans: dict[str, _HostPlan]) -> Tun
     prefix = os.path.commonprefix(distinct)  # noqa: RUF071 - interface names, compared character by character
     if len(prefix) < 2 or prefix.startswith(NEVER_BOOTSTRAP_PREFIXES):
         return None
-    for host in hosts:
-        matching = [d.name for d in host.netdevs if d.name.startswith(prefix) and d.ipv4]
-        if matching != [names[host.name]]:
-            return None
+    if any([d.name for d in host.netdevs if d.name.startswith(prefix) and d.ipv4] != [names[host.name]]
+           for host in hosts):
+        return None
     return TunedSetting(
         "NCCL_SOCKET_IFNAME",
         prefix,
@@ -464,7 +465,7 @@ def derive_settings(hosts: Sequence[TuneHost], *, nccl_version: str | None = Non
     version = _version_of(hosts, nccl_version, warnings)
     if version is None:
         warnings.append("NCCL version unknown: version-dependent settings assume NCCL before 2.21")
-    rate = fleet_rate(hosts)
+    rate = usual_port_rate(hosts, notes)
     plans = {h.name: plan_host(h, version, rate) for h in hosts}
     host_names = tuple(h.name for h in hosts)
 

@@ -32,10 +32,9 @@ PUSH_COMMAND = "tune-nccl --push"
 
 @dataclass
 class PushOptions:
-    """What the push phase writes where; ``site_conflicts`` is filled per host as the phase reads the files."""
+    """What the push phase writes; ``site_conflicts`` is filled per host as the phase reads the files."""
 
     content_for: Callable[[str], str]
-    path: str = CONF_PATH
     site_conflicts: dict[str, list[SiteConflict]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -57,13 +56,13 @@ class PushNcclConf(Phase[Change, PhaseContext]):
         from clusterctl.nccl.tune.managed_block import merge_managed_block
 
         options: PushOptions = ctx.options
-        current = ctx.reader.get(options.path, sudo=True)
+        current = ctx.reader.get(CONF_PATH, sudo=True)
         old = current.decode("utf-8", errors="replace") if current is not None else None
         content, conflicts = merge_managed_block(old, options.content_for(ctx.host.name))
         if conflicts:
             options.note_conflicts(ctx.host.name, conflicts)
-        return Change.write_file(ctx.host.name, options.path, content, current=current, mode=0o644, sudo=True,
-                                 summary=f"write tuned NCCL settings to {options.path}")
+        return Change.write_file(ctx.host.name, CONF_PATH, content, current=current, mode=0o644, sudo=True,
+                                 summary=f"write tuned NCCL settings to {CONF_PATH}")
 
     def plan(self, ctx: PhaseContext, state: Change) -> list[Change]:
         return [state]
@@ -72,12 +71,12 @@ class PushNcclConf(Phase[Change, PhaseContext]):
         options: PushOptions = ctx.options
         from clusterctl.nccl.tune.managed_block import merge_managed_block
 
-        now = ctx.reader.get(options.path, sudo=True)
+        now = ctx.reader.get(CONF_PATH, sudo=True)
         text = now.decode("utf-8", errors="replace") if now is not None else None
         if text is not None and text == merge_managed_block(text, options.content_for(ctx.host.name))[0]:
             return []
         return [Finding(Severity.ERROR, "NCCL_CONF_NOT_WRITTEN",
-                        f"{options.path} does not hold the tuned settings after the write", host=ctx.host.name)]
+                        f"{CONF_PATH} does not hold the tuned settings after the write", host=ctx.host.name)]
 
 
 PUSH_PHASES: tuple[Phase[Change, PhaseContext], ...] = (PushNcclConf(),)
@@ -92,19 +91,16 @@ def push_conf(
     apply: bool,
     journal_dir: str | Path | None = None,
     force_unlock: bool = False,
-    path: str = CONF_PATH,
     site_conflicts: dict[str, list[SiteConflict]] | None = None,
 ) -> RunReport:
-    """Write ``content_for(host name)`` into clusterctl's block of ``path`` on each host, on the engine:
+    """Write ``content_for(host name)`` into clusterctl's block of /etc/nccl.conf on each host, on the engine:
     recorded (``apply=False``: nothing touched, no lock, no journal) or applied under the host lock with
     the undo journal written ahead of each write. Site lines the block overrides go to ``site_conflicts``."""
     from clusterctl.engine.progress import RunPlace
     from clusterctl.engine.run import RunSettings, run_phases
     from clusterctl.undo_journal import DEFAULT_FOLDER
 
-    options = PushOptions(content_for, path)
-    if site_conflicts is not None:
-        options.site_conflicts = site_conflicts
+    options = PushOptions(content_for, {} if site_conflicts is None else site_conflicts)
     # The journal goes where tune-nccl's always went (next to bench's results), naming the cluster and fleet.
     place = RunPlace.of(inventory, "tune-nccl")
     journal = place.journal(PUSH_COMMAND, folder=Path(journal_dir) if journal_dir else DEFAULT_FOLDER) \

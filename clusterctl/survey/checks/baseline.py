@@ -22,7 +22,10 @@ from clusterctl.survey.checks.host import (
     majority,
     peer_group,
     port_key,
+    usual_gpu_count,
     usual_link_rate,
+    usual_pcie_width,
+    usually_active,
 )
 from clusterctl.survey.topology import HostTopology
 
@@ -73,11 +76,8 @@ class FleetBaseline:
 
     def gpu_count(self, model: str | None) -> int | None:
         """The GPU count most workers with ``model`` have (all workers when the model is unknown)."""
-        def count() -> int | None:
-            same_model = [s for s in self._workers if s.gpu_model == model] if model else self._workers
-            return majority(s.gpu_count for s in same_model if s.gpu_count is not None)
-
-        return self._kept.get(("gpu_count", model), count)
+        return self._kept.get(("gpu_count", model), lambda: usual_gpu_count(
+            ((s.gpu_model, s.gpu_count) for s in self._workers if s.gpu_count is not None), model))
 
     def hardware_peers(self, state: SurveyedHost) -> list[SurveyedHost]:
         """Hosts with the same GPU model and count (``state`` included): whose NVLink/PCIe to compare with."""
@@ -102,7 +102,7 @@ class FleetBaseline:
         """PCIe (width, generation) most GPUs of the hardware peers run at."""
         def width_and_generation() -> tuple[int | None, int | None]:
             gpus = [g for p in self.hardware_peers(state) for g in p.gpus or ()]
-            return (majority((g.pcie_width_current for g in gpus if g.pcie_width_current), minimum=2),
+            return (usual_pcie_width(g.pcie_width_current for g in gpus),
                     majority((g.pcie_gen_current for g in gpus if g.pcie_gen_current), minimum=2))
 
         return self._kept.get(("pcie", peer_group(state)), width_and_generation)
@@ -116,8 +116,7 @@ class FleetBaseline:
 
     def port_active(self, key: str) -> bool | None:
         """Whether the port ``key`` (``mlx5_0/1``) is active on most hosts that have it."""
-        return self._kept.get(("port_active", key),
-                              lambda: majority(p.state == "PORT_ACTIVE" for p in self._ports.get(key, [])))
+        return self._kept.get(("port_active", key), lambda: usually_active(self._ports.get(key, [])))
 
     def port_rate(self, key: str) -> float | None:
         """The rate the port ``key`` runs at on most hosts where it is active."""

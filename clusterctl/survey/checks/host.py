@@ -66,9 +66,34 @@ def majority(values: Iterable[V], minimum: int = MIN_PEERS_FOR_MAJORITY) -> V | 
     return value if count * 2 > len(known) else None
 
 
+def usually_active(ports: Iterable[RDMAPort]) -> bool | None:
+    """Whether most of these ports (one port of the fleet's hosts) are active."""
+    return majority(p.state == "PORT_ACTIVE" for p in ports)
+
+
 def usual_link_rate(ports: Iterable[RDMAPort]) -> float | None:
     """The rate most of these ports (one port of the fleet's hosts) run at, of those whose rate is known."""
     return majority(rate for rate in map(link_rate, ports) if rate is not None)
+
+
+def usual_gpu_count(hosts: Iterable[tuple[str | None, int]], model: str | None) -> int | None:
+    """The GPU count most of these (GPU model, GPU count) hosts with ``model`` have, of all of them when the
+    model is unknown: a 4-GPU L40S box is not a broken 8-GPU H100 box."""
+    return majority(count for host_model, count in hosts if not model or host_model == model)
+
+
+def usual_pcie_width(widths: Iterable[int | None]) -> int | None:
+    """The PCIe link width most of these GPUs (a host's hardware peers', its own included) run at."""
+    return majority((w for w in widths if w), minimum=2)
+
+
+def narrow_pcie(width: int | None, width_max: int | None, usual_width: int | None) -> str | None:
+    """Why a GPU's PCIe link is narrower than it can run: ``downtrained`` (narrower than most of its peers'
+    GPUs, or with no peers to tell: a reseat) or ``design`` (like its peers: the slot or riser); None when
+    at its full width or unknown. Generation is not judged: idle GPUs drop it to save power."""
+    if not (width and width_max and width < width_max):
+        return None
+    return "downtrained" if usual_width is None or width < usual_width else "design"
 
 
 #: Hosts whose NVLink/PCIe/NIC placement are compared: same GPU model and GPU count.

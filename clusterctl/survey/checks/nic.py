@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clusterctl.facts.model import RDMADevice, RDMAPort
-from clusterctl.facts.rdma import runs_slow
+from clusterctl.facts.rdma import link_rate, runs_slow
 from clusterctl.inventory.fabric import link_layer_of
 from clusterctl.survey.checks.baseline import FleetBaseline
 from clusterctl.survey.checks.codes import Finding, Severity, finding
@@ -74,7 +74,7 @@ def _check_rate(state: SurveyedHost, device: RDMADevice, port: RDMAPort, is_fabr
         ("inventory", expected_rate if is_fabric and layer_ok else None, Severity.ERROR, "the inventory's fabric is"),
         ("peers", peers_rate, Severity.ERROR if is_fabric else Severity.WARNING, "the same port on peers runs at"),
     ):
-        if runs_slow(port, expected):
+        if runs_slow(link_rate(port), expected):
             return [finding(severity, "NIC_SLOW", state.name,
                             f"{port_key(device, port)} at {port.rate_gbps:g} Gb/s; {words} {expected:g} Gb/s",
                             hca=device.hca, port=port.port, rate_gbps=port.rate_gbps, expected_gbps=expected,

@@ -17,9 +17,6 @@ import sys
 import threading
 import types
 
-#: Imported on first use instead of with paramiko.
-DEFERRED = ("invoke",)
-
 _lock = threading.Lock()
 
 
@@ -64,5 +61,4 @@ def defer(name: str) -> None:
 
 
 if "paramiko" not in sys.modules:
-    for _name in DEFERRED:
-        defer(_name)
+    defer("invoke")
