@@ -120,7 +120,7 @@ def _test_expr(ctx: ToolContext, args: list[str]) -> bool:
 
 def mkdir(ctx: ToolContext) -> ToolResult:
     args = list(ctx.args)
-    pop_option(args, "-m")
+    given = pop_option(args, "-m")
     flags, paths = _options(args, "pv")
     if not paths:
         return ToolResult("", "mkdir: missing operand\nTry 'mkdir --help' for more information.\n", 1)
@@ -133,6 +133,8 @@ def mkdir(ctx: ToolContext) -> ToolResult:
         if "p" not in flags and not ctx.fs.is_dir(full.rsplit("/", 1)[0] or "/"):
             return ctx.fail(f"mkdir: cannot create directory '{path}': No such file or directory\n")
         ctx.fs.mkdir(full)
+        if given is not None:  # the operand's own mode (parents -p makes get the default)
+            ctx.fs.local(full).chmod(int(given, 8))
         return ToolResult()
 
     return each(paths, make)
