@@ -138,10 +138,8 @@ def _check_bool(info: VariableInfo, value: str, version: NcclVersion | None) -> 
 
 
 def _matches(info: VariableInfo, word: str, choices: tuple[str, ...]) -> str | None:
-    for choice in choices:
-        if word == choice or (info.case_insensitive and word.lower() == choice.lower()):
-            return choice
-    return None
+    return next((choice for choice in choices
+                 if word == choice or (info.case_insensitive and word.lower() == choice.lower())), None)
 
 
 def _suggest(word: str, choices: tuple[str, ...]) -> str:
@@ -368,6 +366,4 @@ def normalise(info: VariableInfo, value: str) -> str:
     if info.kind in ("int", "bytes", "bool"):
         number, rest = strtoll(text)
         return str(number) if rest == "" and text else text
-    if info.case_insensitive:
-        return text.upper()
-    return text
+    return text.upper() if info.case_insensitive else text

@@ -131,10 +131,10 @@ def resembles_nccl_name(name: str) -> bool:
 _REFERENCE_RE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def _references(text: str, first_line: int = 1) -> dict[str, list[int]]:
+def _references(text: str) -> dict[str, list[int]]:
     """Where each name is read back (``$NAME``, ``${NAME...}``), by 1-based line."""
     found: dict[str, list[int]] = {}
-    for number, line in enumerate(text.splitlines(), start=first_line):
+    for number, line in enumerate(text.splitlines(), start=1):
         if "$" in line:
             for name in _REFERENCE_RE.findall(line):
                 found.setdefault(name, []).append(number)
@@ -204,9 +204,7 @@ def detect_format(label: str, text: str) -> str:
 
 
 def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    return value
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"" else value
 
 
 def read_env_text(text: str, label: str, *, first_line: int = 1) -> list[Setting]:
@@ -345,9 +343,7 @@ def _tokens(line: str) -> list[str] | None:
 def _shell_value(raw: str) -> tuple[str, bool]:
     """A shell word's value; ``${NAME:-default}`` stands for its default, other $... are dynamic."""
     m = _DEFAULT_EXPANSION_RE.match(raw)
-    if m:
-        return m.group(2), "$" in m.group(2)
-    return raw, "$" in raw or "`" in raw
+    return (m.group(2), "$" in m.group(2)) if m else (raw, "$" in raw or "`" in raw)
 
 
 def _place(tokens: list[str], physical: list[str], first: int) -> list[tuple[str, int]]:
@@ -638,10 +634,7 @@ def _child(node: Node, key: str) -> Node | None:
 
     if not isinstance(node, yaml.MappingNode):
         return None
-    for k, v in node.value:
-        if isinstance(k, yaml.ScalarNode) and k.value == key:
-            return v
-    return None
+    return next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
 
 
 def _configmap_settings(doc: Node, label: str) -> list[Setting]:
