@@ -1,8 +1,13 @@
-"""Every fact a parser reads reaches the JSON: a parsed value compared, field by field, with its JSON."""
+"""Every fact a parser reads reaches the JSON: a parsed value compared, field by field, with its JSON (``json_holds``),
+or each field changed in turn where the JSON is made of the facts rather than their copy (``fields_unreached``)."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import types
+import typing
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 
@@ -26,3 +31,103 @@ def json_holds(value: Any, plain: Any, path: str) -> int:
         return sum(json_holds(item, plain[str(key)], f"{path}[{key!r}]") for key, item in value.items())
     assert plain == value, f"{path}: parsed {value!r}, JSON has {plain!r}"
     return 1
+
+
+# --- every field reaches the JSON: each field changed in turn must change the JSON ------------------
+
+
+def fields_unreached(values: Iterable[Any], render: Callable[[Any], Any]) -> set[str]:
+    """``Class.field`` names of the dataclass fields in ``values`` (parsed results, walked through tuples,
+    dicts and nested dataclasses) whose change leaves ``render(value)`` the same: facts that do not reach
+    the JSON. Each field of each item is changed in turn (a value of its type where it is empty: one item
+    made of such values in an empty tuple of dataclasses); a field is reached when one change in one of
+    ``values`` shows. A field holding dataclasses is reached through theirs."""
+    seen: set[str] = set()
+    reached: set[str] = set()
+    for value in values:
+        before = json.dumps(render(value), sort_keys=True, default=str)
+        for name, changed in _changes(value):
+            seen.add(name)
+            if changed is _THROUGH_ITS_FIELDS or (
+                    name not in reached and json.dumps(render(changed), sort_keys=True, default=str) != before):
+                reached.add(name)
+    return seen - reached
+
+
+#: Said of a field that holds dataclasses: it reaches the JSON through their fields (walked in turn).
+_THROUGH_ITS_FIELDS = object()
+
+
+def _changes(value: Any) -> Iterator[tuple[str, Any]]:
+    """(``Class.field``, ``value`` with that one field of one item changed) for every field in ``value``."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        hints = typing.get_type_hints(type(value))
+        for field in dataclasses.fields(value):
+            current = getattr(value, field.name)
+            name = f"{type(value).__name__}.{field.name}"
+            if _holds_dataclasses(current):
+                yield name, _THROUGH_ITS_FIELDS
+            else:
+                yield name, dataclasses.replace(value, **{field.name: _other(current, hints[field.name])})
+            for inner, changed in _changes(current):
+                yield inner, changed if changed is _THROUGH_ITS_FIELDS else \
+                    dataclasses.replace(value, **{field.name: changed})
+    elif isinstance(value, tuple):
+        for index, item in enumerate(value):
+            for inner, changed in _changes(item):
+                items = list(value)
+                items[index] = changed
+                yield inner, changed if changed is _THROUGH_ITS_FIELDS else _same_kind(value, items)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            for inner, changed in _changes(item):
+                yield inner, changed if changed is _THROUGH_ITS_FIELDS else _same_kind(value, {**value, key: changed})
+
+
+def _holds_dataclasses(current: Any) -> bool:
+    return any(dataclasses.is_dataclass(item) for item in (current if isinstance(current, tuple) else (current,)))
+
+
+def _same_kind(value: Any, items: Any) -> Any:
+    """``items`` as ``value``'s type: a parser's tuple or dict subclass keeps its warnings and source."""
+    if type(value) in (tuple, dict):
+        return type(value)(items)
+    if isinstance(value, dict):
+        made = type(value)(items)
+        made.warnings = value.warnings
+        return made
+    extra = {"source": value.source} if hasattr(value, "source") else {}
+    return type(value)(items, value.warnings, **extra)
+
+
+def _other(value: Any, hint: Any) -> Any:
+    """A value unlike ``value``, of its type (of the type ``hint`` names where ``value`` is empty)."""
+    if value is None or value == () or value == {}:
+        return _of_type(hint)
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 7777
+    if isinstance(value, str):
+        return value + "-changed"
+    if isinstance(value, tuple):
+        return (*value, _other(value[0], None))
+    if isinstance(value, dict):
+        key, item = next(iter(value.items()))
+        return {**value, _other(key, None): item}
+    raise TypeError(f"no changed value for {value!r}")
+
+
+def _of_type(hint: Any) -> Any:
+    args = [a for a in typing.get_args(hint) if a is not type(None) and a is not Ellipsis]
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return _of_type(args[0])
+    if origin is tuple:
+        return (_of_type(args[0]),) if len(args) == 1 else tuple(_of_type(a) for a in args)
+    if origin is dict:
+        return {_of_type(args[0]): _of_type(args[1])}
+    if dataclasses.is_dataclass(hint):
+        hints = typing.get_type_hints(hint)
+        return hint(**{f.name: _of_type(hints[f.name]) for f in dataclasses.fields(hint)})
+    return {bool: True, int: 7777, float: 77.25, str: "changed"}[hint]
