@@ -160,7 +160,6 @@ class UpgradeRequest:
     state_dir: str | None = None
     drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S
-    ready_poll_s: float = READY_POLL_S
     #: ``upgrade phase NAME``: that phase alone; ``--skip-phases a,b``.
     phase: str | None = None
     skip_phases: str | None = None
@@ -193,7 +192,6 @@ class Rollout:
     cordoned_before: frozenset[str]
     drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S
-    ready_poll_s: float = READY_POLL_S
     assessed: dict[str, NodeAssessment] = field(default_factory=dict)
     #: Each node's packages as the pre-check read them, before the run: its assessment's, and its kubeadm
     #: phase's (the node's first change) until that phase takes them (one read, not three).
@@ -403,7 +401,7 @@ class NodeReady(ReadsNothing, UpgradePhase):
                     + ("Ready" if found.ready else f"NotReady ({found.not_ready_reason})") + "; it stays cordoned")
 
         return Wait(f"{name} Ready at {rollout.target.tag} (up to {int(rollout.ready_timeout_s)} s)", ready,
-                    timeout_s=rollout.ready_timeout_s, poll_s=rollout.ready_poll_s)
+                    timeout_s=rollout.ready_timeout_s, poll_s=READY_POLL_S)
 
 
 class Uncordon(UpgradePhase):
@@ -629,7 +627,7 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
     cordoned = frozenset(str(n) for n in saved) if isinstance(saved, list) else \
         frozenset(n.name for n in nodes.values() if n.unschedulable) - _left_cordoned(place, nodes)
     rollout = Rollout(target, first.name, {h.name: role for h, role in order}, nodes, cordoned,
-                      request.drain_timeout_s, request.ready_timeout_s, request.ready_poll_s, packages_read=read)
+                      request.drain_timeout_s, request.ready_timeout_s, packages_read=read)
     for host, _ in order:
         node = nodes.get(host.name)
         if node is None:

@@ -62,7 +62,7 @@ class LockInfo:
     def describe(self) -> str:
         return f"{self.owner}@{self.control_host} (pid {self.pid}, since {self.started})"
 
-    def stale_reason(self, *, now: float | None = None) -> str | None:
+    def stale_reason(self) -> str | None:
         """Why this lock looks abandoned, or ``None`` when its holder may still be running."""
         if self.control_host == socket.gethostname() and not _pid_alive(self.pid):
             return f"process {self.pid} no longer runs on {self.control_host}"
@@ -70,7 +70,7 @@ class LockInfo:
             started = datetime.fromisoformat(self.started).timestamp()
         except ValueError:
             return "its start time is unreadable"
-        age = (now if now is not None else time.time()) - started
+        age = time.time() - started
         if age > STALE_AFTER_S:
             return f"it was taken {age / 3600:.0f} h ago"
         return None

@@ -42,6 +42,7 @@ from clusterctl.findings import Finding, Severity, fails, sorted_findings
 from clusterctl.host_reader import HostReader, ReadOnlyHost
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
+from clusterctl.undo_journal import undoable
 
 if TYPE_CHECKING:
     from clusterctl.engine.confirm import HostConfirmations, Read
@@ -493,8 +494,8 @@ class _InFlight:
         """What the phases cut off by an interrupt applied and left in place: the journal keeps it."""
         kept: list[GateRecord] = []
         for _, transport, start in self.snapshot().values():
-            kept += [r for r in gate.records_for(transport.host.name)[start:]
-                     if r.applied and r.changed and not r.temporary and not any(r is k for k in kept)]
+            kept += [r for r in undoable(gate.records_for(transport.host.name)[start:])
+                     if not any(r is k for k in kept)]
         return kept
 
 
@@ -890,7 +891,7 @@ def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory
         result.rollback = _roll_back(phase, ctx, host_gate, mine, interrupted)
         return done(Status.FAILED, str(exc))
     result.changes = [r.change for r in records if r.changed]
-    result.records = [r for r in host_gate.records()[before:] if r.applied and r.changed and not r.temporary]
+    result.records = undoable(host_gate.records()[before:])
     wait = phase.wait(ctx)
     if wait is not None:
         result.waits = [wait.summary]

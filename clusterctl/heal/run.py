@@ -555,12 +555,8 @@ _GPU = re.compile(r"^GPU (\d+)\b")
 
 
 def _gpus(findings: Sequence[Finding]) -> list[int]:
-    found: list[int] = []
-    for finding in findings:
-        match = _GPU.match(finding.subject or "")
-        if finding.severity is Severity.ERROR and match and int(match.group(1)) not in found:
-            found.append(int(match.group(1)))
-    return found
+    return list(dict.fromkeys(int(match.group(1)) for f in findings
+                              if f.severity is Severity.ERROR and (match := _GPU.match(f.subject or ""))))
 
 
 def heal(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: bool, say: Say | None = None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 import statistics
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import TypeVar
@@ -23,7 +23,15 @@ from clusterctl.facts.rdma import link_rate, runs_slow
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
 from clusterctl.health.probe import PROBE_HEAD_BYTES, PROBE_TAIL_BYTES, HostProbe
-from clusterctl.survey.checks.host import MadeOnce, active_lanes, majority, usual_link_rate, usually_active
+from clusterctl.survey.checks.host import (
+    MadeOnce,
+    active_lanes,
+    majority,
+    narrow_pcie,
+    usual_link_rate,
+    usual_pcie_width,
+    usually_active,
+)
 
 #: A counter is "far above the fleet" above this many times the peers' median ...
 FLEET_FACTOR = 10
@@ -79,10 +87,6 @@ class Baseline:
         """The GPU count most GPU hosts have (hosts with nvidia-smi answers)."""
         return self.kept.get(("gpu-count",), lambda: majority(len(h.gpus) for h in self.hosts if h.gpus))
 
-    def median(self, values: Iterable[int | float]) -> float:
-        known = list(values)
-        return statistics.median(known) if known else 0.0
-
 
 def _finding(severity: Severity, code: str, host: str, message: str, *, subject: str | None = None,
              fix: str = "", evidence: str | None = None, **more: object) -> Finding:
@@ -109,7 +113,7 @@ def _pci_key(address: str | None) -> str | None:
     return ":".join(parts[-2:]) if len(parts) >= 2 else None
 
 
-def _counter_median(baseline: Baseline, items: Sequence[NVLinkErrorCounters | IBPortCounters], name: str) -> float:
+def _counter_median(items: Sequence[NVLinkErrorCounters | IBPortCounters], name: str) -> float:
     """The median of counter ``name`` over ``items``, as ``statistics.median`` gives it.
 
     Alike hosts share their parsed outputs, so a fleet's list of links holds the same few objects
@@ -138,6 +142,11 @@ def _counter_median(baseline: Baseline, items: Sequence[NVLinkErrorCounters | IB
 def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
     found: list[Finding] = []
     name = host.name
+
+    def usual_width() -> int | None:
+        return baseline.kept.get(("pcie-width", host.peer_key), lambda: usual_pcie_width(
+            g.pcie_width_current for p in baseline.peers(host) for g in p.gpus))
+
     for gpu in host.gpus:
         subject = gpu_subject(gpu)
         where = f"{gpu.bus_id} {gpu.name or ''}".strip()
@@ -203,7 +212,7 @@ def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
                 fix="Check cooling and power delivery (HW Power Brake: the PSU or the chassis asserted it; HW "
                     "Thermal: the GPU is too hot); drain the host if it persists under load."))
         found += _temperature(name, gpu, subject, where)
-        if gpu.pcie_width_current and gpu.pcie_width_max and gpu.pcie_width_current < gpu.pcie_width_max:
+        if narrow_pcie(gpu.pcie_width_current, gpu.pcie_width_max, usual_width()) == "downtrained":
             found.append(_finding(
                 Severity.ERROR, "GPU_PCIE_DOWNGRADED", name,
                 f"{where}: PCIe link is x{gpu.pcie_width_current}, the GPU supports x{gpu.pcie_width_max}",
@@ -259,7 +268,7 @@ def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
         gpus = [g for p in group for g in p.gpus]
         return (majority(g.power_limit_w for g in gpus if g.power_limit_w),
                 majority(g.mig_mode for g in gpus if g.mig_mode),
-                baseline.median(g.ecc.volatile_correctable or 0 for g in gpus))
+                statistics.median([g.ecc.volatile_correctable or 0 for g in gpus] or [0.0]))
 
     cap, mig, correctable = baseline.kept.get(("gpu", host.peer_key), peer_values)
     for gpu in host.gpus:
@@ -430,7 +439,7 @@ def check_nvlink(host: HostInput, baseline: Baseline) -> list[Finding]:
 
 def _nvlink_lanes(statuses: Sequence[NVLinkStatus]) -> list[tuple[NVLinkStatus, int, list[int]]]:
     """Per GPU: its status, how many of its links are active, and the inactive links."""
-    return [(s, sum(1 for lane in s.lanes if lane.active), [lane.link for lane in s.lanes if not lane.active])
+    return [(s, active_lanes(s), [lane.link for lane in s.lanes if not lane.active])
             for s in statuses]
 
 
@@ -453,8 +462,7 @@ def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
 
     def median(counter: str) -> float:
         links = baseline.kept.get(("nvlink-links", host.peer_key), peer_links)
-        return baseline.kept.get(("nvlink-median", host.peer_key, counter),
-                                 partial(_counter_median, baseline, links, counter))
+        return baseline.kept.get(("nvlink-median", host.peer_key, counter), partial(_counter_median, links, counter))
 
     def high_links() -> tuple[list[tuple[NVLinkErrorCounters, dict[str, int]]], dict[str, float]]:
         return _high_counters(errors.links, median, NVLINK_FLOORS, NVLINK_FLOOR)
@@ -544,7 +552,7 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
 
     def median(counter: str) -> float:
         every = baseline.kept.get(("ib-counters",), peer_ports)
-        return baseline.kept.get(("ib-median", counter), partial(_counter_median, baseline, every, counter))
+        return baseline.kept.get(("ib-median", counter), partial(_counter_median, every, counter))
 
     high_ports, medians = _high_counters(counters, median, IB_FLOORS, IB_FLOOR)
     for port_counters, high in high_ports:

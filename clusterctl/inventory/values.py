@@ -9,6 +9,7 @@ understands. The format readers add file, line and field to turn it into an
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 from collections.abc import Iterable
@@ -222,16 +223,15 @@ def describe(value: Any) -> str:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
+    """A finite number, or None: ``nan`` and ``inf`` (YAML ``.nan``/``.inf``, JSON ``NaN``, INI ``nan``)
+    are no timeout, rate or fraction (every comparison with NaN is false: it would pass any range)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            return None
-    return None
+    try:
+        number = float(value.strip() if isinstance(value, str) else value)
+    except (ValueError, OverflowError):  # OverflowError: a whole number too large for a float
+        return None
+    return number if math.isfinite(number) else None
 
 
 # --- values that become file names, keys, URLs or command arguments -----------------------------

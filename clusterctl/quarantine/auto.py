@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from clusterctl.quarantine.drain import DrainOptions
 from clusterctl.quarantine.policy import Action, Decision, HostVerdict, cap, decide, health_wanted
 from clusterctl.quarantine.run import HostQuarantine, QuarantineRequest, quarantine_hosts
 
@@ -33,8 +32,7 @@ class PolicyRun:
 
 
 def quarantine_by_policy(runner: Runner, inventory: Inventory, verdicts: Sequence[HostVerdict], gate: Gate, *,
-                         max_unavailable: str | None = None,
-                         drain_options: DrainOptions | None = None) -> PolicyRun:
+                         max_unavailable: str | None = None) -> PolicyRun:
     """Decide for every host of ``verdicts``; quarantine (gate in record mode: only plan) those that act."""
     from clusterctl.quarantine.status import quarantined_nodes
 
@@ -46,8 +44,7 @@ def quarantine_by_policy(runner: Runner, inventory: Inventory, verdicts: Sequenc
     for action in (Action.DRAIN, Action.QUARANTINE):
         chosen = [d for d in decisions if d.action is action and d.host in by_name]
         for decision in chosen:  # one request per host: each carries its own codes and reason
-            request = QuarantineRequest(reason=decision.reason, codes=decision.codes, drain=action is Action.DRAIN,
-                                        drain_options=drain_options or DrainOptions())
+            request = QuarantineRequest(reason=decision.reason, codes=decision.codes, drain=action is Action.DRAIN)
             run.results += quarantine_hosts(runner, inventory, [by_name[decision.host]], request, gate)
     return run
 

@@ -73,9 +73,9 @@ class Hold:
     duration_s: float
     clock: Callable[[], float]
 
-    def allows(self, margin_s: float = WRITE_MARGIN_S) -> bool:
-        """Whether a write may start now: the hold has ``margin_s`` left (beyond its takeover time)."""
-        return self.clock() - self.taken_at < self.duration_s - margin_s
+    def allows(self) -> bool:
+        """Whether a write may start now: the hold has ``WRITE_MARGIN_S`` left (beyond its takeover time)."""
+        return self.clock() - self.taken_at < self.duration_s - WRITE_MARGIN_S
 
 
 @dataclass
@@ -85,7 +85,6 @@ class ClusterLease:
     namespace: str = LEASE_NAMESPACE
     duration_s: int = DURATION_S
     clock: Callable[[], float] = time.monotonic
-    wall_clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
     #: The last (holder, resourceVersion) seen on the Lease and when this process first saw it.
     _seen: tuple[str, str, float] | None = None
@@ -95,7 +94,7 @@ class ClusterLease:
         return transport.run(kubectl(args), sudo=True, timeout=TIMEOUT_S, stdin=stdin)
 
     def _object(self, resource_version: str | None, holder: str | None) -> dict[str, Any]:
-        now = _micro_time(self.wall_clock())
+        now = _micro_time(time.time())
         spec: dict[str, Any] = {"leaseDurationSeconds": self.duration_s}
         if holder:
             spec.update(holderIdentity=holder, acquireTime=now, renewTime=now)

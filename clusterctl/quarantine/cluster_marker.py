@@ -62,10 +62,6 @@ class MarkRequest:
     finished: threading.Event = field(default_factory=threading.Event)
 
 
-def out_of_service(node: KubeNode) -> bool:
-    return node.unschedulable or node_ops.is_quarantined(node)
-
-
 def judge(node: KubeNode | None, out: set[str], limit: int) -> tuple[str, str]:
     """(verdict, why) for one node, given the nodes out of service and the cap (see the module text)."""
     if node is None:
@@ -189,7 +185,7 @@ class Marker:
     def _decide_all(self, transport: Transport, batch: list[MarkRequest], hold: Hold | None,
                     retry: list[MarkRequest]) -> None:
         nodes = read_nodes(transport)
-        out = {name for name, node in nodes.items() if out_of_service(node)} | (self._would & set(nodes))
+        out = {name for name, node in nodes.items() if node_ops.out_of_service(node)} | (self._would & set(nodes))
         limit = self.limit()
         for item in batch:
             if self._stopping.is_set():

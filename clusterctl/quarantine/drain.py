@@ -54,8 +54,6 @@ class DrainOptions:
     #: Evict pods with emptyDir volumes (their data is lost).
     delete_emptydir_data: bool = False
     retry_every_s: float = RETRY_EVERY_S
-    #: Passed to the Eviction as ``deleteOptions.gracePeriodSeconds``; None: each pod's own.
-    grace_period_s: int | None = None
 
 
 @dataclass(frozen=True)
@@ -90,12 +88,9 @@ class DrainReport:
                 "warnings": self.warnings}
 
 
-def eviction_command(pod: Pod, grace_period_s: int | None = None) -> str:
+def eviction_command(pod: Pod) -> str:
     """POST an ``Eviction`` for ``pod`` (policy/v1) through ``kubectl create --raw``, the body on stdin."""
-    body: dict[str, object] = {"apiVersion": "policy/v1", "kind": "Eviction",
-                               "metadata": {"name": pod.name, "namespace": pod.namespace}}
-    if grace_period_s is not None:
-        body["deleteOptions"] = {"gracePeriodSeconds": grace_period_s}
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod.name, "namespace": pod.namespace}}
     path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/eviction"
     return (f"printf '%s' {shlex.quote(json.dumps(body, separators=(',', ':')))} | "
             + kubectl(f"create --raw {shlex.quote(path)} -f -"))
@@ -181,9 +176,8 @@ def drain_node(transport: Transport, gate: Gate, node: str, options: DrainOption
     return report
 
 
-def drain_or_why(transport: Transport, gate: Gate, node: str, options: DrainOptions | None = None, *,
-                 sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.monotonic) -> tuple[DrainReport | None, str | None]:
+def drain_or_why(transport: Transport, gate: Gate, node: str,
+                 options: DrainOptions | None = None) -> tuple[DrainReport | None, str | None]:
     """``drain_node``, with the one rule for a node whose pods cannot be read: its report and None, or
     None and why the drain of this one node stopped (kubectl failed for its pod list, or answered what
     clusterctl cannot read), so that the caller fails that host only and goes on with the others. A
@@ -192,7 +186,7 @@ def drain_or_why(transport: Transport, gate: Gate, node: str, options: DrainOpti
     from clusterctl.cluster_access import no_cluster_here
 
     try:
-        return drain_node(transport, gate, node, options, sleep=sleep, clock=clock), None
+        return drain_node(transport, gate, node, options), None
     except TransportError as exc:
         if exc.kind is not FailureKind.COMMAND_FAILED or no_cluster_here(exc):
             raise
@@ -201,7 +195,7 @@ def drain_or_why(transport: Transport, gate: Gate, node: str, options: DrainOpti
 
 
 def _eviction(transport: Transport, pod: Pod, node: str, options: DrainOptions) -> Change:
-    return Change.run(transport.host.name, eviction_command(pod, options.grace_period_s),
+    return Change.run(transport.host.name, eviction_command(pod),
                       summary=f"evict pod {pod.ref} from node {node}", timeout_s=60, makes=(MAKES_NO_TRACE,),
                       cannot_undo="an evicted pod is recreated by its controller, not brought back")
 

@@ -131,6 +131,11 @@ def is_quarantined(node: KubeNode) -> bool:
     return node.taint(TAINT_KEY) is not None or annotation("at") in node.annotations
 
 
+def out_of_service(node: KubeNode) -> bool:
+    """Quarantined by clusterctl, or cordoned by anyone: counted against the cap, listed by ``status``."""
+    return node.unschedulable or is_quarantined(node)
+
+
 _QUARANTINED = re.compile(rf"^taint node (\S+) {re.escape(TAINT_KEY)}=")
 
 

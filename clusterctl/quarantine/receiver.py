@@ -200,6 +200,7 @@ class Remediator:
 
     def _decide_and_act(self, host: Host, wanted: PendingHost, gate: Gate) -> str:
         from clusterctl.quarantine.run import QuarantineRequest, quarantine_hosts
+        from clusterctl.undo_journal import undoable
 
         name, alerts = host.name, ",".join(wanted.alerts)
         drain = wanted.action == "drain"
@@ -227,7 +228,7 @@ class Remediator:
         except ClusterctlError as exc:  # the control plane went away since the decision: say so
             decision, why = "failed", str(exc)
         else:
-            changed = [r for r in gate.records if r.applied and r.changed] if not self.dry_run else gate.records
+            changed = undoable(gate.records) if not self.dry_run else gate.records
             if result.error:
                 decision, why = "failed", result.error
             elif item.verdict == "duplicate" and not changed:

@@ -168,18 +168,17 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
 
 
 def release(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: bool,
-            checks: ReleaseChecks | None = None, confirm: Callable[[list[str]], None] | None = None,
-            command: str = "release") -> tuple[list[HostRelease], str | None]:
+            checks: ReleaseChecks | None = None,
+            confirm: Callable[[list[str]], None] | None = None) -> tuple[list[HostRelease], str | None]:
     """``clusterctl release``: ``release_hosts`` through the engine's journaled gate; results and journal."""
     from clusterctl.engine.journaled import journaled_gate
 
-    with journaled_gate(command, inventory, apply=apply) as step:
+    with journaled_gate("release", inventory, apply=apply) as step:
         results = release_hosts(runner, inventory, hosts, step.gate, checks=checks, confirm=confirm)
     return results, step.journal
 
 
-def undo_refusals(runner: Runner, inventory: Inventory, records: Sequence[GateRecord],
-                  checks: ReleaseChecks | None = None) -> dict[str, list[str]]:
+def undo_refusals(runner: Runner, inventory: Inventory, records: Sequence[GateRecord]) -> dict[str, list[str]]:
     """Node -> why it must stay quarantined, for each node an undo of ``records`` would return to service
     (its taint or cordon undone): release's own checks (``health_and_nccl_checks``), so that ``undo`` of
     a quarantine never brings back a host ``release`` would refuse. Empty: nothing to refuse."""
@@ -188,7 +187,6 @@ def undo_refusals(runner: Runner, inventory: Inventory, records: Sequence[GateRe
     hosts = [known[n] for n in names if n in known]
     if not hosts:
         return {}
-    judge = checks or health_and_nccl_checks(1, inventory.hosts)
-    found = judge(runner, hosts)
+    found = health_and_nccl_checks(1, inventory.hosts)(runner, hosts)
     refused = {name: refusals(findings) for name, findings in found.items()}
     return {name: why for name, why in refused.items() if why}

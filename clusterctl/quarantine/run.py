@@ -75,8 +75,8 @@ def who_am_i() -> str:
     return f"{user}@{socket.gethostname()}"
 
 
-def utc_now(now: float | None = None) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def control_plane(inventory: Inventory) -> Host:
@@ -128,14 +128,14 @@ def quarantine_node(transport: Transport, gate: Gate, name: str, request: Quaran
 
 
 def quarantine_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], request: QuarantineRequest,
-                     gate: Gate, *, now: float | None = None) -> list[HostQuarantine]:
+                     gate: Gate) -> list[HostQuarantine]:
     """Quarantine ``hosts`` (Kubernetes through the first control plane, then Slurm on each host)."""
     if not hosts:
         raise UsageError("no host to quarantine")
     if not request.reason.strip():
         raise UsageError("--reason must say why (it is kept on the node for whoever looks next)")
     cp = first_control_plane(inventory)  # None: a Slurm-only cluster
-    when = utc_now(now)
+    when = utc_now()
 
     timeout = 120.0 + len(hosts) * (request.drain_options.timeout_s + 120.0 if request.drain else 60.0)
     if cp is None:  # a Slurm-only cluster: no Kubernetes side at all
@@ -157,12 +157,12 @@ def quarantine_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host]
 
 
 def quarantine(runner: Runner, inventory: Inventory, hosts: Sequence[Host], request: QuarantineRequest, *,
-               apply: bool, now: float | None = None) -> tuple[list[HostQuarantine], str | None]:
+               apply: bool) -> tuple[list[HostQuarantine], str | None]:
     """``clusterctl quarantine``: ``quarantine_hosts`` through the engine's journaled gate (each change in
     the undo journal before it reaches the cluster, the journal finished on Ctrl-C too); the results
     and the journal (``None``: nothing changed, or a dry run)."""
     from clusterctl.engine.journaled import journaled_gate
 
     with journaled_gate("quarantine", inventory, apply=apply) as step:
-        results = quarantine_hosts(runner, inventory, hosts, request, step.gate, now=now)
+        results = quarantine_hosts(runner, inventory, hosts, request, step.gate)
     return results, step.journal

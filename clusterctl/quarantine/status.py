@@ -51,9 +51,9 @@ class QuarantinedNode:
 
 
 def describe(node: KubeNode) -> QuarantinedNode | None:
-    ours = node_ops.is_quarantined(node)
-    if not ours and not node.unschedulable:
+    if not node_ops.out_of_service(node):
         return None
+    ours = node_ops.is_quarantined(node)
     taint = node.taint(node_ops.TAINT_KEY)
     notes = node.annotations
     reason, codes = node_ops.reason_and_codes(node)

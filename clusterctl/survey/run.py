@@ -106,8 +106,6 @@ def run_survey(
     gpu_reader: GPUReader | None = None,
 ) -> SurveyReport:
     """Survey ``hosts`` (one fan-out task each) and judge them against each other."""
-    if tp is not None and tp < 1:
-        raise UsageError(f"--tp must be at least 1, got {tp}")
     fleet = collect_fleet(runner, hosts, gpu_reader=gpu_reader)
     return build_report(states_from_fleet(fleet), inventory=inventory, tp=tp, pp=pp, world_size=world_size)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 from fixture_files import read_fixture
@@ -110,6 +111,21 @@ def test_a_port_is_slow_by_the_same_rule_as_in_survey() -> None:
     report = judge([host(name, rate) for name, rate in rates.items()])
     slow = [(f.host, f.message) for f in report.findings if f.code == "IB_PORT_SLOW"]
     assert slow == [("slow", "port runs at 200 Gb/s, most hosts' mlx5_0 at 400 Gb/s")]
+
+
+def test_a_gpu_pcie_width_is_judged_against_its_peers_by_survey_s_rule() -> None:
+    # survey.checks.host.narrow_pcie, as survey's PCIE_DOWNTRAINED: x8 of x16 on every host is the
+    # slot's or riser's design, not a fault to quarantine hosts for; x4 where peers run x8 is.
+    smi = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "gpud-535.161.08-8xh100-sxm.txt"))
+
+    def at(width: int, *, gpu3: int | None = None) -> HostProbe:
+        gpus = tuple(replace(g, pcie_width_current=gpu3 if i == 3 and gpu3 else width)
+                     for i, g in enumerate(smi.gpus))
+        return HostProbe(smi=replace(smi, gpus=gpus))
+
+    report = judge([HostInput("h1", at(8)), HostInput("h2", at(8)), HostInput("h3", at(8, gpu3=4))])
+    narrowed = [(f.host, f.subject) for h in report.hosts for f in h.findings if f.code == "GPU_PCIE_DOWNGRADED"]
+    assert narrowed == [("h3", "GPU 3")]
 
 
 def test_probe_output_with_missing_and_hung_tools() -> None:

@@ -358,3 +358,10 @@ def test_proxy_command_that_is_not_a_jump_is_refused_by_the_args_parser() -> Non
         parse_ssh_args('-o ProxyCommand="nc -x proxy:1080 %h %p" -o StrictHostKeyChecking=no')
 
 
+
+
+@pytest.mark.parametrize("rate", ["nan", "inf", "-inf"])
+def test_ini_rate_that_is_no_number_is_refused(write: WriteFile, rate: str) -> None:
+    error = error_of(write(f"[g]\nh1 clusterctl_fabric_rate_gbps={rate}\n", "hosts.ini"))
+    assert (error.line, error.field) == (2, "clusterctl_fabric_rate_gbps")
+    assert f"rate_gbps must be a number greater than 0, not '{rate}'" in str(error)

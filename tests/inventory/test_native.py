@@ -292,6 +292,12 @@ def test_group_lists_unknown_host(write: WriteFile) -> None:
         ("groups:\n  g: {hosts: h}\nhosts: {h: }\n", 2, "groups.g.hosts", "list of host names"),
         ("hosts:\n  h:\n    fabric: {within_rack_min: 90}\n", 3, "hosts.h.fabric.within_rack_min", "fraction"),
         ("hosts:\n  h:\n    fabric: {rate_gbps: fast}\n", 3, "hosts.h.fabric.rate_gbps", "number"),
+        # NaN passes every range (each comparison with it is false), inf is no rate or timeout: YAML's, JSON's.
+        ("hosts:\n  h:\n    fabric: {rate_gbps: .nan}\n", 3, "hosts.h.fabric.rate_gbps", "greater than 0, not 'nan'"),
+        ("hosts:\n  h:\n    fabric: {rate_gbps: .inf}\n", 3, "hosts.h.fabric.rate_gbps", "greater than 0, not 'inf'"),
+        ("hosts:\n  h:\n    fabric:\n      latency_warn_us: NaN\n", 4, "hosts.h.fabric.latency_warn_us",
+         "greater than 0, not 'NaN'"),
+        ("hosts:\n  h:\n    fabric: {within_rack_min: .nan}\n", 3, "hosts.h.fabric.within_rack_min", "fraction"),
     ],
 )
 def test_errors_name_line_field_and_what_is_wrong(write: WriteFile, text: str, line: int, field: str,

@@ -23,6 +23,7 @@ from clusterctl.survey.checks.host import (
     peer_group,
     port_key,
     usual_link_rate,
+    usual_pcie_width,
     usually_active,
 )
 from clusterctl.survey.topology import HostTopology
@@ -103,7 +104,7 @@ class FleetBaseline:
         """PCIe (width, generation) most GPUs of the hardware peers run at."""
         def width_and_generation() -> tuple[int | None, int | None]:
             gpus = [g for p in self.hardware_peers(state) for g in p.gpus or ()]
-            return (majority((g.pcie_width_current for g in gpus if g.pcie_width_current), minimum=2),
+            return (usual_pcie_width(g.pcie_width_current for g in gpus),
                     majority((g.pcie_gen_current for g in gpus if g.pcie_gen_current), minimum=2))
 
         return self._kept.get(("pcie", peer_group(state)), width_and_generation)

@@ -7,7 +7,7 @@ from typing import Any
 
 from clusterctl.survey.checks.baseline import FleetBaseline
 from clusterctl.survey.checks.codes import Finding, Severity, finding
-from clusterctl.survey.checks.host import SurveyedHost, active_lanes, majority
+from clusterctl.survey.checks.host import SurveyedHost, active_lanes, majority, narrow_pcie
 from clusterctl.survey.topology import HostTopology, Shape, compress_indices, modal_nvlink_count
 
 
@@ -108,11 +108,11 @@ def check_pcie(state: SurveyedHost, baseline: FleetBaseline) -> list[Finding]:
     slow_gen: list[dict[str, Any]] = []
     for gpu in gpus:
         width, width_max = gpu.pcie_width_current, gpu.pcie_width_max
-        if width and width_max and width < width_max:
-            if expected_width is None or width < expected_width:
-                narrow.append({"gpu": gpu.index, "width": width, "width_max": width_max})
-            else:
-                by_design.append(gpu.index)
+        why = narrow_pcie(width, width_max, expected_width)
+        if why == "downtrained":
+            narrow.append({"gpu": gpu.index, "width": width, "width_max": width_max})
+        elif why == "design":
+            by_design.append(gpu.index)
         gen, gen_max = gpu.pcie_gen_current, gpu.pcie_gen_max
         # Idle GPUs drop the PCIe generation to save power: only one below its peers is noted.
         if gen and gen_max and gen < gen_max and expected_gen is not None and gen < expected_gen:

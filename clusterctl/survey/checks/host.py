@@ -76,6 +76,20 @@ def usual_link_rate(ports: Iterable[RDMAPort]) -> float | None:
     return majority(rate for rate in map(link_rate, ports) if rate is not None)
 
 
+def usual_pcie_width(widths: Iterable[int | None]) -> int | None:
+    """The PCIe link width most of these GPUs (a host's hardware peers', its own included) run at."""
+    return majority((w for w in widths if w), minimum=2)
+
+
+def narrow_pcie(width: int | None, width_max: int | None, usual_width: int | None) -> str | None:
+    """Why a GPU's PCIe link is narrower than it can run: ``downtrained`` (narrower than most of its peers'
+    GPUs, or with no peers to tell: a reseat) or ``design`` (like its peers: the slot or riser); None when
+    at its full width or unknown. Generation is not judged: idle GPUs drop it to save power."""
+    if not (width and width_max and width < width_max):
+        return None
+    return "downtrained" if usual_width is None or width < usual_width else "design"
+
+
 #: Hosts whose NVLink/PCIe/NIC placement are compared: same GPU model and GPU count.
 PeerGroup = tuple[str | None, int | None]
 #: GPU pair -> NVLink count most peers have (``None``: no majority).
