@@ -138,10 +138,8 @@ def _check_bool(info: VariableInfo, value: str, version: NcclVersion | None) -> 
 
 
 def _matches(info: VariableInfo, word: str, choices: tuple[str, ...]) -> str | None:
-    for choice in choices:
-        if word == choice or (info.case_insensitive and word.lower() == choice.lower()):
-            return choice
-    return None
+    return next((choice for choice in choices
+                 if word == choice or (info.case_insensitive and word.lower() == choice.lower())), None)
 
 
 def _suggest(word: str, choices: tuple[str, ...]) -> str:

@@ -119,10 +119,7 @@ class KnowledgeBase:
 
     def plugin_owning(self, name: str) -> Plugin | None:
         """The plugin whose prefix ``name`` carries (NCCL_FASTRAK_..., OFI_NCCL_...), if any."""
-        for plugin in self.plugins:
-            if name.startswith(plugin.prefixes):
-                return plugin
-        return None
+        return next((plugin for plugin in self.plugins if name.startswith(plugin.prefixes)), None)
 
     def variables(self) -> list[VariableInfo]:
         return [self._variables[n] for n in sorted(self._variables)]

@@ -131,10 +131,10 @@ def resembles_nccl_name(name: str) -> bool:
 _REFERENCE_RE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def _references(text: str, first_line: int = 1) -> dict[str, list[int]]:
+def _references(text: str) -> dict[str, list[int]]:
     """Where each name is read back (``$NAME``, ``${NAME...}``), by 1-based line."""
     found: dict[str, list[int]] = {}
-    for number, line in enumerate(text.splitlines(), start=first_line):
+    for number, line in enumerate(text.splitlines(), start=1):
         if "$" in line:
             for name in _REFERENCE_RE.findall(line):
                 found.setdefault(name, []).append(number)
@@ -638,10 +638,7 @@ def _child(node: Node, key: str) -> Node | None:
 
     if not isinstance(node, yaml.MappingNode):
         return None
-    for k, v in node.value:
-        if isinstance(k, yaml.ScalarNode) and k.value == key:
-            return v
-    return None
+    return next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
 
 
 def _configmap_settings(doc: Node, label: str) -> list[Setting]:

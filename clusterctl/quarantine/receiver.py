@@ -16,7 +16,9 @@ host that does not answer) delays no other host and no answer:
   across every receiver of the cluster; the alerts over the cap are logged as held;
 * then, outside the Lease, the same quarantine path as ``clusterctl quarantine`` (drain, Slurm),
   and an undo journal per host;
-* a body that is not a webhook payload is answered 400 and changes nothing.
+* a body that is not a webhook payload is answered 400 and changes nothing; one alert that cannot be
+  read among alerts that can (a label over its size) is ``rejected`` alone, named, and the others are
+  decided (a 400 would make Alertmanager drop its whole group).
 
 Every decision is one JSON line in the log (``time``, ``host``, ``alert``, ``decision``, ``why``).
 ``Remediator.handle`` is the logic; ``serve`` wraps it in ``webhook_server``.
@@ -107,9 +109,10 @@ class Remediator:
 
     def handle(self, body: bytes, caller: str = "") -> tuple[int, dict[str, Any]]:
         """One POST: (HTTP status, JSON answer), at once. 400 for a bad body, with nothing done; else each
-        alert is decided on its face (ignored, reported) or accepted and queued for its host."""
+        alert is decided on its face (ignored, reported, rejected: it cannot be read) or accepted and
+        queued for its host."""
         try:
-            alerts = parse_payload(body)
+            alerts, unreadable = parse_payload(body)
         except BadPayload as exc:
             self._say(decision="rejected", caller=caller, why=str(exc))
             return 400, {"error": str(exc)}
@@ -118,6 +121,7 @@ class Remediator:
         def note(host: str, alert: str, decision: str, why: str) -> None:
             decisions.append({"host": host, "alert": alert, "decision": decision})
             self._say(host=host, alert=alert, decision=decision, why=why, **({"caller": caller} if caller else {}))
+
 
         for alert in alerts:
             if alert.status != "firing":
@@ -134,6 +138,9 @@ class Remediator:
             seq = self._pending.accept(host.name, action, alert.name, caller) if self._pending else 0
             self._queue.submit(host.name, PendingHost(host.name, action, (alert.name,), caller, seq))
             note(host.name, alert.name, "accepted", f"queued: {action} once the cluster says it may")
+        for bad in unreadable:  # named and left out: a 400 would make Alertmanager drop the group's good alerts
+            note("", bad.name, "rejected", bad.why)
+            decisions[-1]["why"] = bad.why
         return 200, {"decisions": decisions}
 
     def resume(self) -> int:

@@ -5,8 +5,10 @@ server, its nesting depth here (before ``json.loads`` recurses into it), every n
 short (a 5,000-digit integer is refused rather than converted), ``NaN`` and ``Infinity`` are
 refused, and the two labels the receiver reads (the alert's name and the host) have the sizes
 real ones have. Anything else is a ``BadPayload`` (answered 400, nothing done, never a
-traceback). Log lines cut every text field to ``FIELD_CHARS``, so a 1 MB label cannot become a
-1 MB log line.
+traceback), except one alert of a payload whose other alerts can be read (a blackbox exporter's
+300-character URL in ``instance``): that alert is ``Unreadable``, named and left out, so that
+the good alerts of its group are acted on (a 400 would make Alertmanager drop them all). Log
+lines cut every text field to ``FIELD_CHARS``, so a 1 MB label cannot become a 1 MB log line.
 """
 
 from __future__ import annotations
@@ -47,6 +49,14 @@ class Alert:
     status: str
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """An alert that could not be read: ``alerts[1] ('GPUXidError')`` and why, both short and printable."""
+
+    name: str
+    why: str
+
+
 def _depth(body: bytes) -> int:
     """The deepest nesting of ``[``/``{`` outside strings (brackets inside strings do not count)."""
     deepest = depth = 0
@@ -85,16 +95,32 @@ def _loads(body: bytes) -> Any:
         raise BadPayload("nested too deeply: not a webhook payload") from None
 
 
-def parse_payload(body: bytes) -> list[Alert]:
-    """The alerts of one webhook POST; ``BadPayload`` for anything else."""
-    from clusterctl.json_input import BadField, items, mapping
+def parse_payload(body: bytes) -> tuple[list[Alert], list[Unreadable]]:
+    """The alerts of one webhook POST, and those of its alerts that could not be read; ``BadPayload`` for
+    anything else, and for a payload not one of whose alerts can be read."""
+    from clusterctl.json_input import BadField, items, mapping, shown
+
+    def said(exc: BadField) -> str:
+        return f"{exc.field or 'body'}: {exc.message}"
 
     data = _loads(body)
     try:
         status = mapping(data, "", required=("alerts",)).get("status", "firing")
-        return list(items(data["alerts"], "alerts", lambda alert, field: _alert(alert, field, status)))
+        entries = items(data["alerts"], "alerts", lambda alert, field: (alert, field))
     except BadField as exc:
-        raise BadPayload(f"{exc.field or 'body'}: {exc.message}: not an Alertmanager webhook payload") from None
+        raise BadPayload(f"{said(exc)}: not an Alertmanager webhook payload") from None
+    alerts: list[Alert] = []
+    unreadable: list[Unreadable] = []
+    for value, field in entries:
+        try:
+            alerts.append(_alert(value, field, status))
+        except BadField as exc:
+            labels = value.get("labels") if isinstance(value, dict) else None
+            name = labels.get("alertname") if isinstance(labels, dict) else None
+            unreadable.append(Unreadable(f"{field} ({shown(name)})" if isinstance(name, str) else field, said(exc)))
+    if unreadable and not alerts:
+        raise BadPayload(f"{unreadable[0].why}: not an Alertmanager webhook payload")
+    return alerts, unreadable
 
 
 def _alert(value: Any, field: str, status: Any) -> Alert:

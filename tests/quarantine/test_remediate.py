@@ -97,6 +97,32 @@ def test_a_bad_body_is_a_400_and_changes_nothing(sim: KubeSim) -> None:
     assert {d["decision"] for d in decisions(log)} == {"rejected"}
 
 
+@pytest.mark.parametrize(("label", "value"), [
+    ("instance", "https://" + "probe.example.net/" * 16 + "health:443"),  # a blackbox exporter's target: 300 chars
+    ("Hostname", "h" * 900_000),
+    ("Hostname", "gpu-01\x1b]0;owned\x07"),
+])
+def test_an_alert_it_cannot_read_is_rejected_alone_and_its_groups_other_alerts_are_acted_on(
+        sim: KubeSim, label: str, value: str) -> None:
+    receiver, log = remediator(sim)
+    body = json.loads(payload(("GPUFellOffTheBus", "gpu-03"), ("GPUXidError", "gpu-04")))
+    del body["alerts"][1]["labels"]["Hostname"]
+    body["alerts"][1]["labels"][label] = value
+    status, answer = receiver.handle(json.dumps(body).encode())
+    # Not a 400: Alertmanager would drop the whole group, the readable alert with it.
+    assert status == 200, answer
+    first, second = answer["decisions"]
+    assert first == {"host": "gpu-03", "alert": "GPUFellOffTheBus", "decision": "accepted"}
+    assert (second["alert"], second["decision"]) == ("alerts[1] ('GPUXidError')", "rejected")
+    assert second["why"].startswith(f"alerts[1].labels.{label}: ") and len(json.dumps(answer)) < 1000
+    assert receiver.settle(300)
+    assert sim.node("gpu-03")["spec"]["unschedulable"] is True
+    assert not sim.node("gpu-04")["spec"].get("unschedulable")
+    lines = log.getvalue().splitlines()
+    assert all(len(line) < 1000 and "\x1b" not in line for line in lines)
+    assert [json.loads(line)["why"] for line in lines if json.loads(line)["decision"] == "rejected"] == [second["why"]]
+
+
 def test_the_cap_counts_nodes_already_out_of_service(sim: KubeSim) -> None:
     sim.kubectl("cordon gpu-10")
     receiver, log = remediator(sim, max_unavailable="2")
@@ -117,7 +143,7 @@ def test_a_dry_run_decides_logs_and_touches_nothing(sim: KubeSim) -> None:
 
 def test_instance_labels_lose_their_port() -> None:
     body = json.dumps({"alerts": [{"labels": {"alertname": "GPUXidError", "instance": "10.0.0.4:9400"}}]}).encode()
-    assert parse_payload(body)[0].host_label == "10.0.0.4"
+    assert parse_payload(body)[0][0].host_label == "10.0.0.4"
 
 
 @pytest.fixture

@@ -176,6 +176,17 @@ def test_hostile_bodies_are_answered_400_with_one_short_log_line(with_token: Run
     assert "Traceback" not in capfd.readouterr().err
 
 
+def test_a_900_kb_host_label_beside_a_readable_alert_is_rejected_alone_and_the_other_acted_on(
+        with_token: Running) -> None:
+    run = with_token
+    body = payload(("GPUReport", "gpu-01"), ("GPUFellOffTheBus", "h" * 900_000))
+    assert post(run.url, body, client_context(run.pki))[0] == 401  # the token is asked for as before
+    status, answer = post(run.url, body, client_context(run.pki), bearer(run.token))
+    assert status == 200 and len(json.dumps(answer)) < 1000, answer
+    assert [d["decision"] for d in answer["decisions"]] == ["reported", "rejected"]
+    assert all(len(line) < 1000 for line in run.log.getvalue().splitlines())
+
+
 def test_a_body_over_the_limit_is_413_unread(with_token: Running) -> None:
     import http.client
 

@@ -67,8 +67,8 @@ class ToolContext:
         return ToolResult(stdout, stderr, 0)
 
     @staticmethod
-    def fail(stderr: str, exit_code: int = 1, stdout: str = "") -> ToolResult:
-        return ToolResult(stdout, stderr, exit_code)
+    def fail(stderr: str, exit_code: int = 1) -> ToolResult:
+        return ToolResult("", stderr, exit_code)
 
     def gpus(self) -> list[str]:
         """The host's GPUs as its ``nvidia-smi -L`` lists them (what the device plugin and nvidia-ctk find)."""

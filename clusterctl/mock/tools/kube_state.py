@@ -101,10 +101,8 @@ def cni_ready(kube: dict[str, Any]) -> bool:
 
 
 def deployed(kube: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any] | None:
-    for key, release in (kube.get("releases") or {}).items():
-        if key.split("/", 1)[1] in names and release.get("status") == "deployed":
-            return dict(release)
-    return None
+    return next((dict(release) for key, release in (kube.get("releases") or {}).items()
+                 if key.split("/", 1)[1] in names and release.get("status") == "deployed"), None)
 
 
 def nfd_labels(ctx: ToolContext, node: str) -> dict[str, str]:

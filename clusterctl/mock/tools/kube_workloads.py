@@ -28,6 +28,7 @@ of budgets (recordings/README.md).
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from typing import Any
 
 from clusterctl.mock.tools import kube_state as ks
@@ -88,11 +89,9 @@ def _schedulable(node: dict[str, Any]) -> bool:
 
 def place(kube: dict[str, Any], avoid: str = "") -> str:
     """The node the scheduler picks for a new pod: schedulable, fewest pods, then by name ("" when none)."""
-    load: dict[str, int] = {}
-    for pod in (kube.get("pods") or {}).values():
-        load[str(pod.get("node", ""))] = load.get(str(pod.get("node", "")), 0) + 1
+    load = Counter(str(pod.get("node", "")) for pod in (kube.get("pods") or {}).values())
     candidates = [name for name, node in (kube.get("nodes") or {}).items() if _schedulable(node) and name != avoid]
-    return min(candidates, key=lambda n: (load.get(n, 0), n)) if candidates else ""
+    return min(candidates, key=lambda n: (load[n], n)) if candidates else ""
 
 
 def new_pod(kube: dict[str, Any], namespace: str, workload: str, spec: dict[str, Any], index: int,
@@ -217,10 +216,7 @@ def evict(ctx: ToolContext, namespace: str, name: str) -> tuple[int, str]:
 
 
 def pods_on_any(kube: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    found: list[tuple[str, dict[str, Any]]] = []
-    for node in sorted(kube.get("nodes") or {}):
-        found += pods_on(kube, node)
-    return found
+    return [entry for node in sorted(kube.get("nodes") or {}) for entry in pods_on(kube, node)]
 
 
 def _replace(kube: dict[str, Any], namespace: str, gone_name: str, gone: dict[str, Any]) -> None:

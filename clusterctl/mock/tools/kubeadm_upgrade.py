@@ -56,10 +56,8 @@ def _fatal(errors: list[str]) -> ToolResult:
 
 def _manifest_version(ctx: ToolContext) -> str | None:
     data = ctx.fs.read("/etc/kubernetes/manifests/kube-apiserver.yaml") or b""
-    for line in data.decode(errors="replace").splitlines():
-        if "image:" in line and ":" in line.split("image:", 1)[1]:
-            return line.rsplit(":", 1)[1].strip()
-    return None
+    return next((line.rsplit(":", 1)[1].strip() for line in data.decode(errors="replace").splitlines()
+                 if "image:" in line and ":" in line.split("image:", 1)[1]), None)
 
 
 def _plan(ctx: ToolContext, kube: dict[str, object], target: str | None) -> ToolResult:

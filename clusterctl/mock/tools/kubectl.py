@@ -125,9 +125,8 @@ def _nodes_json(ctx: ToolContext, kube: dict[str, Any], only: str | None = None)
 def _schedule_pod(ctx: ToolContext, kube: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
     spec = doc.get("spec") or {}
     node = str((spec.get("nodeSelector") or {}).get("kubernetes.io/hostname", ""))
-    wanted = 0
-    for container in spec.get("containers") or []:
-        wanted += int(str(((container.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu", 0)))
+    wanted = sum(int(str(((container.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu", 0)))
+                 for container in spec.get("containers") or [])
     record = (kube.get("nodes") or {}).get(node)
     gpus = list((record or {}).get("gpus") or [])
     offered = len(gpus) if ks.deployed(kube, ks.DEVICE_PLUGIN_RELEASES) else 0

@@ -73,13 +73,8 @@ def _channels(spec: Any) -> list[dict[str, Any]]:
 def all_sources(ctx: ToolContext) -> list[str]:
     """Every source any package of the repository comes from (what ``apt-get update`` may find)."""
     raw = (ctx.machine.get("packages") or {}).get("repository") or {}
-    found: list[str] = []
-    for spec in raw.values():
-        for channel in _channels(spec):
-            source = channel.get("source")
-            if source and str(source) not in found:
-                found.append(str(source))
-    return found
+    return list(dict.fromkeys(str(channel["source"]) for spec in raw.values() for channel in _channels(spec)
+                              if channel.get("source")))
 
 
 def offered(ctx: ToolContext, source: str) -> dict[str, list[str]]:

@@ -15,12 +15,8 @@ COLUMNS = ("NAME", "TYPE", "SIZE", "USED", "PRIO")
 
 def _fstab_swaps(ctx: ToolContext) -> list[str]:
     data = ctx.fs.read("/etc/fstab") or b""
-    names = []
-    for line in data.decode(errors="replace").splitlines():
-        fields = line.split()
-        if len(fields) >= 3 and not fields[0].startswith("#") and fields[2] == "swap":
-            names.append(fields[0])
-    return names
+    return [fields[0] for line in data.decode(errors="replace").splitlines()
+            if len(fields := line.split()) >= 3 and not fields[0].startswith("#") and fields[2] == "swap"]
 
 
 def show(ctx: ToolContext) -> ToolResult:

@@ -394,10 +394,9 @@ def _merge_socket(hosts: Sequence[TuneHost], plans: dict[str, _HostPlan]) -> Tun
     prefix = os.path.commonprefix(distinct)  # noqa: RUF071 - interface names, compared character by character
     if len(prefix) < 2 or prefix.startswith(NEVER_BOOTSTRAP_PREFIXES):
         return None
-    for host in hosts:
-        matching = [d.name for d in host.netdevs if d.name.startswith(prefix) and d.ipv4]
-        if matching != [names[host.name]]:
-            return None
+    if any([d.name for d in host.netdevs if d.name.startswith(prefix) and d.ipv4] != [names[host.name]]
+           for host in hosts):
+        return None
     return TunedSetting(
         "NCCL_SOCKET_IFNAME",
         prefix,
