@@ -126,10 +126,13 @@ def _other(value: Any, hint: Any) -> Any:
         number = re.fullmatch(r"(.*?)(\d+)", value)
         return f"{number.group(1)}{int(number.group(2)) + 7777}" if number else value + "-changed"
     if isinstance(value, tuple):
-        return (*value, _other(value[0], None))
+        first = value[0]  # one more item, shaped as the first (a GID is a tuple of three)
+        return (*value, tuple(_other(x, None) for x in first) if isinstance(first, tuple) else _other(first, None))
     if isinstance(value, dict):
         key, item = next(iter(value.items()))
         return {**value, _other(key, None): item}
+    if isinstance(value, frozenset):
+        return value | {_other(next(iter(value)), None)}
     raise TypeError(f"no changed value for {value!r}")
 
 
@@ -142,6 +145,8 @@ def _of_type(hint: Any) -> Any:
         return (_of_type(args[0]),) if len(args) == 1 else tuple(_of_type(a) for a in args)
     if origin is dict:
         return {_of_type(args[0]): _of_type(args[1])}
+    if origin is frozenset:
+        return frozenset({_of_type(args[0])})
     if dataclasses.is_dataclass(hint):
         hints = typing.get_type_hints(hint)
         return hint(**{f.name: _of_type(hints[f.name]) for f in dataclasses.fields(hint)})
