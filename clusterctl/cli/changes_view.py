@@ -26,10 +26,10 @@ def record_line(record: GateRecord) -> str:
     return f"{change.host}: wrote {change.path}{kept}"
 
 
-def print_records(app: AppContext, records: Sequence[GateRecord], *, diffs: bool = True) -> None:
+def print_records(app: AppContext, records: Sequence[GateRecord]) -> None:
     """Each record's line; for files the gate only recorded (dry-run), the diff instead."""
     for record in records:
-        diff = record.change.diff() if diffs and not record.applied and record.changed else ""
+        diff = record.change.diff() if not record.applied and record.changed else ""
         shown = visible(diff.rstrip("\n") or record_line(record))
         app.say(shown)
 

@@ -28,6 +28,7 @@ from clusterctl.survey.checks.host import (
     active_lanes,
     majority,
     narrow_pcie,
+    usual_gpu_count,
     usual_link_rate,
     usual_pcie_width,
     usually_active,
@@ -83,9 +84,10 @@ class Baseline:
     def peers(self, host: HostInput) -> list[HostInput]:
         return self._groups.get(host.peer_key, [])
 
-    def gpu_count(self) -> int | None:
-        """The GPU count most GPU hosts have (hosts with nvidia-smi answers)."""
-        return self.kept.get(("gpu-count",), lambda: majority(len(h.gpus) for h in self.hosts if h.gpus))
+    def gpu_count(self, model: str | None) -> int | None:
+        """The GPU count most GPU hosts (with nvidia-smi answers) of ``model`` have, as survey counts them."""
+        return self.kept.get(("gpu-count", model), lambda: usual_gpu_count(
+            (h.peer_key for h in self.hosts if h.gpus), model))
 
 
 def _finding(severity: Severity, code: str, host: str, message: str, *, subject: str | None = None,
@@ -253,11 +255,12 @@ def _temperature(name: str, gpu: GpuHealth, subject: str, where: str) -> list[Fi
 def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
     found: list[Finding] = []
     group = baseline.peers(host)
-    expected = baseline.gpu_count()
+    model = host.peer_key[0]
+    expected = baseline.gpu_count(model)
     if host.probe and host.probe.smi and expected and len(host.gpus) < expected:
         found.append(_finding(
             Severity.ERROR, "GPU_MISSING", host.name,
-            f"nvidia-smi lists {len(host.gpus)} GPU(s), most hosts have {expected}",
+            f"nvidia-smi lists {len(host.gpus)} GPU(s), most {f'{model} ' if model else ''}hosts have {expected}",
             evidence=f"Attached GPUs : {host.probe.smi.attached_gpus or len(host.gpus)}",
             fix="A GPU is gone from the bus or from the driver: look for Xid 79 / 'fallen off the bus' in the "
                 "kernel log; drain and reboot the host, RMA if it stays missing."))

@@ -17,16 +17,15 @@ DEFAULT_INVENTORY = "inventory.yaml"
 _YAML_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-def resolve_inventory_path(explicit: str | None, *, cwd: Path | None = None) -> Path:
+def resolve_inventory_path(explicit: str | None) -> Path:
     """The inventory to use: ``-i`` value, else ``$CLUSTERCTL_INVENTORY``, else ``./inventory.yaml``."""
     if explicit:
         return Path(explicit)
     from_env = os.environ.get(INVENTORY_ENV, "").strip()
     if from_env:
         return Path(from_env)
-    default = (cwd or Path.cwd()) / DEFAULT_INVENTORY
-    if default.is_file():
-        return Path(DEFAULT_INVENTORY) if cwd is None else default
+    if Path(DEFAULT_INVENTORY).is_file():
+        return Path(DEFAULT_INVENTORY)
     raise UsageError(
         "no inventory given.",
         hint=f"Pass one with -i/--inventory PATH, set {INVENTORY_ENV}=PATH, "

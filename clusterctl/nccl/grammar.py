@@ -366,6 +366,4 @@ def normalise(info: VariableInfo, value: str) -> str:
     if info.kind in ("int", "bytes", "bool"):
         number, rest = strtoll(text)
         return str(number) if rest == "" and text else text
-    if info.case_insensitive:
-        return text.upper()
-    return text
+    return text.upper() if info.case_insensitive else text

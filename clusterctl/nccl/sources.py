@@ -204,9 +204,7 @@ def detect_format(label: str, text: str) -> str:
 
 
 def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    return value
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"" else value
 
 
 def read_env_text(text: str, label: str, *, first_line: int = 1) -> list[Setting]:
@@ -345,9 +343,7 @@ def _tokens(line: str) -> list[str] | None:
 def _shell_value(raw: str) -> tuple[str, bool]:
     """A shell word's value; ``${NAME:-default}`` stands for its default, other $... are dynamic."""
     m = _DEFAULT_EXPANSION_RE.match(raw)
-    if m:
-        return m.group(2), "$" in m.group(2)
-    return raw, "$" in raw or "`" in raw
+    return (m.group(2), "$" in m.group(2)) if m else (raw, "$" in raw or "`" in raw)
 
 
 def _place(tokens: list[str], physical: list[str], first: int) -> list[tuple[str, int]]:

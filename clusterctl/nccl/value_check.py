@@ -16,6 +16,4 @@ from clusterctl.nccl.versions import NcclVersion
 
 def value_problems(info: VariableInfo, value: str, version: NcclVersion | None = None) -> list[ValueProblem]:
     """What is wrong with ``value`` for this variable (empty list: nothing)."""
-    if info.plugin is not None:
-        return check_plugin_value(info, value)
-    return check_value(info, value, version)
+    return check_plugin_value(info, value) if info.plugin is not None else check_value(info, value, version)

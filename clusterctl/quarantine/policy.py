@@ -15,15 +15,15 @@ The policy (inventory section ``quarantine:``, ``QuarantineConfig``):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from clusterctl.errors import UsageError
+from clusterctl.errors import BadValue, UsageError
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import QuarantineConfig
+from clusterctl.inventory.quarantine_section import max_unavailable as max_unavailable_value
 
 #: Xid-catalogue actions (and health's own) after which the host must go down: reset, reboot, repair.
 DRAIN_ACTIONS = frozenset({"RESET_GPU", "RESTART_BM", "RESTART_VM", "RMA", "CONTACT_SUPPORT", "CHECK_MECHANICALS",
@@ -113,21 +113,14 @@ def decide(wanted: Sequence[Wanted], *, out_of_service: Iterable[str], limit: in
 
 
 def cap(max_unavailable: str | None, fleet_size: int) -> int:
-    """How many hosts may be out of service at once: ``3`` or ``10%`` of the fleet; at least one."""
-    text = (max_unavailable or DEFAULT_MAX_UNAVAILABLE).strip()
+    """How many hosts may be out of service at once: ``3`` or ``10%`` of the fleet; at least one. What the
+    option takes is what the inventory's ``quarantine.max_unavailable`` takes (a whole percentage)."""
     try:
-        if text.endswith("%"):
-            share = float(text[:-1])
-            if not 0 < share <= 100:
-                raise ValueError(text)
-            return max(1, math.floor(fleet_size * share / 100))
-        count = int(text)
-    except ValueError:
-        raise UsageError(f"--max-unavailable takes a host count or a percentage such as 10%, got {text!r}",
-                         field="--max-unavailable") from None
-    if count < 1:
-        raise UsageError(f"--max-unavailable must be at least 1, got {count}", field="--max-unavailable")
-    return count
+        text = max_unavailable_value(max_unavailable or DEFAULT_MAX_UNAVAILABLE, "--max-unavailable")
+    except BadValue as e:
+        raise UsageError(str(e), field="--max-unavailable") from None
+    number = int(text.rstrip("%"))
+    return max(1, fleet_size * number // 100) if text.endswith("%") else number
 
 
 def _quarantining(findings: Iterable[Finding], config: QuarantineConfig) -> list[Finding]:

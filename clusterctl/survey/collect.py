@@ -151,8 +151,6 @@ def collect_fleet(
     runner: Runner,
     hosts: Sequence[Host],
     *,
-    facts: Sequence[Fact[Any]] | None = None,
     gpu_reader: GPUReader | None = None,
 ) -> FleetResult[HostFacts]:
-    chosen = tuple(facts) if facts is not None else survey_facts()
-    return runner.run_task(hosts, partial(collect_host_facts, facts=chosen, gpu_reader=gpu_reader), label="survey")
+    return runner.run_task(hosts, partial(collect_host_facts, gpu_reader=gpu_reader), label="survey")

@@ -79,7 +79,6 @@ def build_report(
     pp: int = 1,
     world_size: int | None = None,
     source: str = "survey",
-    generated_at: str | None = None,
 ) -> SurveyReport:
     findings = fleet_findings(states)
     if source == "topo-show":
@@ -91,7 +90,7 @@ def build_report(
         by_host.setdefault(f.host or "", []).append(f)
     reports = tuple(HostReport(s, tuple(by_host.get(s.name, ()))) for s in states)
     advice = advise_states(states, tp, pp, world_size, findings) if tp is not None else None
-    stamp = generated_at or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return SurveyReport(reports, tuple(findings), stamp, inventory, advice, source)
 
 
@@ -116,7 +115,6 @@ def topo_show_report(
     name: str = "input",
     tp: int | None = None,
     pp: int = 1,
-    world_size: int | None = None,
 ) -> SurveyReport:
     """A one-host report from a saved or pasted ``nvidia-smi topo -m``.
 
@@ -130,4 +128,4 @@ def topo_show_report(
         raise UsageError(f"not an nvidia-smi topo -m output: {exc.reason}", file=name, line=exc.line) from exc
     facts = HostFacts(values={"topology": matrix}, missing=())
     state = host_state(Host(name=name, transport="local"), facts)
-    return build_report([state], tp=tp, pp=pp, world_size=world_size, source="topo-show")
+    return build_report([state], tp=tp, pp=pp, source="topo-show")

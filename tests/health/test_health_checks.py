@@ -128,6 +128,18 @@ def test_a_gpu_pcie_width_is_judged_against_its_peers_by_survey_s_rule() -> None
     assert narrowed == [("h3", "GPU 3")]
 
 
+def test_a_missing_gpu_is_counted_against_hosts_of_its_model_as_in_survey() -> None:
+    # survey.checks.host.usual_gpu_count, as survey's GPU_COUNT_DIFFERS: a 1-GPU A10 box among 8-GPU
+    # H100 hosts is another machine, not one that lost 7 GPUs; an H100 host with 7 has lost one.
+    h100 = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "gpud-535.161.08-8xh100-sxm.txt"))
+    a10 = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "gpud-535.129.03-a10-pcie-remap-pending.txt"))
+    hosts = [HostInput(f"h{i}", HostProbe(smi=h100)) for i in (1, 2, 4)]
+    hosts += [HostInput("h3", HostProbe(smi=replace(h100, gpus=h100.gpus[:7]))), HostInput("a10", HostProbe(smi=a10))]
+    missing = [f for h in judge(hosts).hosts for f in h.findings if f.code == "GPU_MISSING"]
+    assert [(f.host, f.message) for f in missing] == [
+        ("h3", f"nvidia-smi lists 7 GPU(s), most {h100.gpus[0].name} hosts have 8")]
+
+
 def test_probe_output_with_missing_and_hung_tools() -> None:
     probes = level0_probes(86400, 30)
     text = ("### now\n2026-12-01T10:00:00\n@@rc 0\n### kernel-log\n@@rc 0\n### nvidia-smi-q\n@@rc 124\n"

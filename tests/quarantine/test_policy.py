@@ -73,9 +73,10 @@ def test_cap_values(value: str | None, size: int, expected: int) -> None:
     assert cap(value, size) == expected
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "110%", "lots"])
+# "2.5%": --max-unavailable takes what the inventory's quarantine.max_unavailable takes, a whole percentage.
+@pytest.mark.parametrize("value", ["0", "-1", "110%", "lots", "2.5%"])
 def test_bad_caps_are_usage_errors(value: str) -> None:
-    with pytest.raises(UsageError):
+    with pytest.raises(UsageError, match="--max-unavailable must be a host count"):
         cap(value, 10)
 
 

@@ -175,9 +175,7 @@ def _healthy(kube: dict[str, Any], pod: dict[str, Any]) -> bool:
 
 def _count(value: Any, total: int) -> int:
     text = str(value)
-    if text.endswith("%"):
-        return -(-total * int(text[:-1]) // 100)  # the API rounds percentages up
-    return int(text)
+    return -(-total * int(text[:-1]) // 100) if text.endswith("%") else int(text)  # the API rounds percentages up
 
 
 def evict(ctx: ToolContext, namespace: str, name: str) -> tuple[int, str]:

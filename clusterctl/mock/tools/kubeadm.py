@@ -141,10 +141,8 @@ def _new_token() -> str:
 
 
 def _ttl_seconds(text: str) -> float:
-    total = 0.0
-    for amount, unit in re.findall(r"([0-9.]+)(h|m|s)", text or "24h"):
-        total += float(amount) * {"h": 3600, "m": 60, "s": 1}[unit]
-    return total or 24 * 3600
+    return sum(float(amount) * {"h": 3600, "m": 60, "s": 1}[unit]
+               for amount, unit in re.findall(r"([0-9.]+)(h|m|s)", text or "24h")) or 24 * 3600
 
 
 def _store_tokens(kube: dict[str, Any], init: dict[str, Any]) -> list[str]:

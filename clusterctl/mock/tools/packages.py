@@ -119,9 +119,7 @@ def package(repo: dict[str, Available], name: str) -> Available:
 
 def visible(ctx: ToolContext, package: Available) -> bool:
     """Whether apt can see the package: no source needed, or a source configured and updated since it had it."""
-    if not package.channels and package.source is None:
-        return True
-    return bool(versions_seen(ctx, package))
+    return (not package.channels and package.source is None) or bool(versions_seen(ctx, package))
 
 
 def versions_seen(ctx: ToolContext, package: Available) -> tuple[str, ...]:
@@ -149,12 +147,8 @@ def versions_seen(ctx: ToolContext, package: Available) -> tuple[str, ...]:
 
 def configured_sources(ctx: ToolContext) -> list[str]:
     """Every sources.list(.d) entry's text, to find which repository sources are configured."""
-    texts = []
-    for path in ["/etc/apt/sources.list", *ctx.fs.glob("/etc/apt/sources.list.d/*")]:
-        data = ctx.fs.read(path)
-        if data:
-            texts.append(data.decode(errors="replace"))
-    return texts
+    paths = ["/etc/apt/sources.list", *ctx.fs.glob("/etc/apt/sources.list.d/*")]
+    return [data.decode(errors="replace") for path in paths if (data := ctx.fs.read(path))]
 
 
 def installed(ctx: ToolContext) -> dict[str, dict[str, Any]]:

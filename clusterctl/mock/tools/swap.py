@@ -26,10 +26,8 @@ def show(ctx: ToolContext) -> ToolResult:
     blank = {"TYPE": "file", "USED": "0B", "PRIO": "-2"}
     rows = [list(COLUMNS)] + [[str(a.get(c.lower(), blank.get(c, ""))) for c in COLUMNS] for a in areas]
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
-    lines = []
-    for row in rows:
-        cells = [row[i].ljust(widths[i]) if i == 0 else row[i].rjust(widths[i]) for i in range(len(COLUMNS))]
-        lines.append(" ".join(cells).rstrip())
+    lines = [" ".join(row[i].ljust(widths[i]) if i == 0 else row[i].rjust(widths[i]) for i in range(len(COLUMNS)))
+             .rstrip() for row in rows]
     return ToolResult("\n".join(lines) + "\n")
 
 

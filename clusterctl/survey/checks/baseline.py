@@ -22,6 +22,7 @@ from clusterctl.survey.checks.host import (
     majority,
     peer_group,
     port_key,
+    usual_gpu_count,
     usual_link_rate,
     usual_pcie_width,
     usually_active,
@@ -75,11 +76,8 @@ class FleetBaseline:
 
     def gpu_count(self, model: str | None) -> int | None:
         """The GPU count most workers with ``model`` have (all workers when the model is unknown)."""
-        def count() -> int | None:
-            same_model = [s for s in self._workers if s.gpu_model == model] if model else self._workers
-            return majority(s.gpu_count for s in same_model if s.gpu_count is not None)
-
-        return self._kept.get(("gpu_count", model), count)
+        return self._kept.get(("gpu_count", model), lambda: usual_gpu_count(
+            ((s.gpu_model, s.gpu_count) for s in self._workers if s.gpu_count is not None), model))
 
     def hardware_peers(self, state: SurveyedHost) -> list[SurveyedHost]:
         """Hosts with the same GPU model and count (``state`` included): whose NVLink/PCIe to compare with."""

@@ -76,6 +76,12 @@ def usual_link_rate(ports: Iterable[RDMAPort]) -> float | None:
     return majority(rate for rate in map(link_rate, ports) if rate is not None)
 
 
+def usual_gpu_count(hosts: Iterable[tuple[str | None, int]], model: str | None) -> int | None:
+    """The GPU count most of these (GPU model, GPU count) hosts with ``model`` have, of all of them when the
+    model is unknown: a 4-GPU L40S box is not a broken 8-GPU H100 box."""
+    return majority(count for host_model, count in hosts if not model or host_model == model)
+
+
 def usual_pcie_width(widths: Iterable[int | None]) -> int | None:
     """The PCIe link width most of these GPUs (a host's hardware peers', its own included) run at."""
     return majority((w for w in widths if w), minimum=2)

@@ -52,13 +52,13 @@ class HostCertificate:
         except Exception:  # a malformed or unsupported CA key is simply not a valid signature
             return False
 
-    def problem_for(self, name: str, now: float | None = None) -> str | None:
+    def problem_for(self, name: str) -> str | None:
         """Why this certificate does not vouch for host ``name`` now, or None when it does."""
         if self.kind != HOST_CERT:
             return "it is a user certificate, not a host certificate"
         if self.principals and name not in self.principals:
             return f"it was issued for {', '.join(self.principals)}, not {name}"
-        moment = int(now if now is not None else time.time())
+        moment = int(time.time())
         if moment < self.valid_after:
             return "it is not valid yet"
         if moment >= self.valid_before:
