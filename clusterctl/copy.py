@@ -34,6 +34,8 @@ class CopyRequest:
     mode: int | None = None
     sudo: bool = False
     dry_run: bool = False
+    #: ``--state-dir``: where the undo journal goes, as every run record does (``None``: the one default).
+    state_dir: str | None = None
 
 
 def read_source(source: str) -> tuple[bytes, int]:
@@ -68,11 +70,13 @@ def copy_file(runner: Runner, inventory: Inventory, hosts: Sequence[Host],
     """Write the file on every host through the engine's journaled gate (recorded only, with ``dry_run``): each
     write in the undo journal before it is made; the outcomes and the journal (``None``: nothing changed)."""
     from clusterctl.engine.journaled import journaled_gate
+    from clusterctl.engine.progress import RunPlace
 
     data, local_mode = read_source(request.source)
     path = remote_path(request.source, request.dest)
     mode = request.mode if request.mode is not None else local_mode
-    with journaled_gate("copy", inventory, apply=not request.dry_run) as step:
+    journals = RunPlace.of(inventory, "copy", request.state_dir).journal_dir  # bootstrap's, upgrade's, reset's
+    with journaled_gate("copy", inventory, apply=not request.dry_run, folder=journals) as step:
         def task(transport: Transport) -> GateRecord:
             current = transport.get(path, sudo=request.sudo)
             change = Change.write_file(transport.host.name, path, data, current=current, mode=mode,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
-from clusterctl.cli.context import app_context
+from clusterctl.cli.context import STATE_DIR, app_context
 from clusterctl.errors import ExitCode, UsageError
 
 
@@ -16,8 +16,10 @@ def register(app: typer.Typer) -> None:
 
 Each host's file is written atomically (temporary file, then rename) with a backup of the
 previous one; an unchanged file is left alone. --dry-run shows the diff per host and writes
-nothing; 'clusterctl undo JOURNAL' puts the previous files back. It asks first, naming the
-hosts; --yes confirms without asking (required off a terminal). Exits 1 when a host failed.
+nothing; 'clusterctl undo JOURNAL' puts the previous files back (the journal is kept in the
+state folder, as bootstrap's: --state-dir, else $CLUSTERCTL_STATE_DIR, else
+~/.local/state/clusterctl). It asks first, naming the hosts; --yes confirms without asking
+(required off a terminal). Exits 1 when a host failed.
 
 Examples:
 
@@ -38,6 +40,7 @@ def copy_command(
     sudo: bool = typer.Option(False, "--sudo", help="Write as root with 'sudo -n' (for /etc and the like)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the diff per host; write nothing."),
     yes: bool = YES,
+    state_dir: str | None = STATE_DIR,
 ) -> None:
     from clusterctl.cli.changes_view import gate_outcome_record, print_gate_outcomes, say_nothing_changed
     from clusterctl.cli.host_failures import print_failures
@@ -55,7 +58,7 @@ def copy_command(
     hosts = app.hosts()
     confirm_change(f"write {remote_path(source, dest)}", [h.name for h in hosts], yes=yes, dry_run=dry_run,
                    preview=f"clusterctl copy --dry-run {source} {dest}")
-    request = CopyRequest(source=source, dest=dest, mode=file_mode, sudo=sudo, dry_run=dry_run)
+    request = CopyRequest(source=source, dest=dest, mode=file_mode, sudo=sudo, dry_run=dry_run, state_dir=state_dir)
     with app.runner() as runner:
         fleet, journal = copy_file(runner, app.inventory(), hosts, request)
     records = [gate_outcome_record(o) for o in fleet.outcomes]

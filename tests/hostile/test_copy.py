@@ -52,3 +52,26 @@ def test_bad_sources_and_destinations_stop_before_any_host(  # type: ignore[no-u
     (tmp_path / "nccl.conf").write_text("NCCL_DEBUG=WARN\n")
     ran = cli("-i", "unreachable-[1-3]", "copy", source, dest)
     assert ran.code == 2 and message in ran.err
+
+
+@pytest.mark.parametrize("how", ["CLUSTERCTL_STATE_DIR", "--state-dir"])
+def test_copy_keeps_its_undo_journal_in_the_state_folder_where_undo_takes_it(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    monkeypatch.chdir(tmp_path)  # where the journal went before: ./clusterctl-results/undo
+    inv = local_inventory(tmp_path, "n1")
+    (tmp_path / "app.conf").write_text("from clusterctl\n")
+    dest = tmp_path / "remote.conf"
+    dest.write_text("original\n")
+    state = tmp_path / "state"
+    if how == "CLUSTERCTL_STATE_DIR":
+        monkeypatch.setenv(how, str(state))
+    ran = cli("-i", inv, "-o", "json", "copy", "app.conf", str(dest), "--yes",
+              *(["--state-dir", str(state)] if how == "--state-dir" else []))
+    assert ran.code == 0, ran.err
+    journal = json.loads(ran.out)["undo_journal"]
+    assert Path(journal).parent == state / "undo", journal  # as bootstrap's, upgrade's and reset's
+    assert not (tmp_path / "clusterctl-results").exists()
+    undone = cli("-i", inv, "undo", journal, "--yes")
+    assert undone.code == 0, undone.err
+    assert dest.read_text() == "original\n"
