@@ -138,7 +138,10 @@ def main(argv: Sequence[str] | None = None, transport: Callable[[], Transport] =
     try:
         return {"node-agent": node_agent, "slurm-health": slurm_health}[args.command](args, transport())
     except ClusterctlError as exc:  # a bad config or option: one paragraph, as clusterctl's own errors
-        print(f"clusterctl-node: {exc}", file=sys.stderr)
+        from clusterctl.terminal_text import one_line
+
+        # It may quote the file (an unknown key): shown as text, as clusterctl's error printer does.
+        print(f"clusterctl-node: {one_line(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)
 
 

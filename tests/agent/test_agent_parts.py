@@ -115,6 +115,8 @@ def test_a_bad_command_line_exits_2() -> None:
     ('{\n  "node": "n1",\n\n  "probe_timeout": 30\n}\n',
      "4: field 'probe_timeout': unknown field 'probe_timeout'. Did you mean 'probe_timeout_s'?"),
     ('{\n  "node": "n1",\n  "since": "1h",\n}\n', "4: this is not valid JSON: "),
+    # A key is echoed in the error: its control characters shown as escapes, never sent to the terminal.
+    ('{\n  "node": "n1",\n  "\\u001b[2Jx": 1\n}\n', "3: field '\\x1b[2Jx': unknown field '\\x1b[2Jx'."),
 ])
 def test_a_config_value_of_the_wrong_type_is_one_line_naming_the_file_line_and_field(
         config: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
