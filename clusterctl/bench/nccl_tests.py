@@ -21,7 +21,7 @@ from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.model import NVLinkStatus
 from clusterctl.facts.nccltests import NcclTestResult, parse_nccl_tests
 from clusterctl.fanout import HostOutcome, Runner
-from clusterctl.findings import Finding, Severity
+from clusterctl.findings import Finding, Severity, fails
 from clusterctl.inventory.model import Host, Inventory
 from clusterctl.transport.base import Transport
 
@@ -62,7 +62,7 @@ class NcclRun:
 
     @property
     def failed(self) -> bool:
-        return any(f.severity is Severity.ERROR for f in self.findings)
+        return fails(self.findings)
 
 
 def binary(op: str, binary_dir: str | None = None) -> str:
