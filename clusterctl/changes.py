@@ -16,7 +16,7 @@ import difflib
 import hashlib
 import shlex
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Protocol
@@ -25,6 +25,7 @@ from clusterctl.secret import Secret, mask_text
 from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
+    from clusterctl.host_reader import HostReader
     from clusterctl.transport.base import CommandResult, Transport
 
 
@@ -44,8 +45,6 @@ MAKES_TEMPORARY = "temporary"
 #: ``Change.cannot_undo`` reasons several phases give.
 #: An object a phase put in the cluster's API (a manifest applied, a Helm release).
 STAYS_IN_CLUSTER = "it stays in the cluster until 'clusterctl reset' takes the cluster down"
-#: A folder a phase made for the files it writes.
-FOLDER_STAYS = "undo leaves the folder (empty once the files written into it are undone)"
 
 
 class ChangeKind(str, Enum):
@@ -171,6 +170,32 @@ class Change:
         else:
             data.update(command=self.describe(), sudo=self.sudo)
         return data
+
+
+def make_folders(reader: HostReader, host: str, folders: Iterable[str], *, mode: int = 0o755) -> list[Change]:
+    """The one way a change makes folders on a host: none where each of ``folders`` is there, else one
+    ``mkdir`` of the absent ones and of their absent parents (parents first), each with ``mode``.
+
+    The host is read first (``test -d``, upwards from each folder until one is there), so the journal
+    names exactly the folders this change makes (``MAKES_DIR``), never one that was there before: undo
+    (``rmdir``, deepest first) and ``clusterctl reset`` remove those once empty, and only those.
+    """
+    absent: list[str] = []
+    for folder in dict.fromkeys(f.rstrip("/") for f in folders):
+        chain: list[str] = []
+        path = folder
+        while path and path not in absent and \
+                reader.run(f"test -d {shlex.quote(path)}", sudo=True).exit_code != 0:
+            chain.append(path)
+            path = path.rsplit("/", 1)[0]
+        absent += reversed(chain)
+    if not absent:
+        return []
+    q = shlex.quote
+    # A pending entry of an interrupted run may name a folder that was never made: undo passes over it.
+    undo = " && ".join(f"if [ -d {q(f)} ]; then rmdir {q(f)}; fi" for f in reversed(absent))
+    return [Change.run(host, f"mkdir -m {mode:04o} " + " ".join(q(f) for f in absent),
+                       summary=f"create {', '.join(absent)}", undo=undo, makes=tuple(MAKES_DIR + f for f in absent))]
 
 
 def _binary(data: bytes | None) -> bool:

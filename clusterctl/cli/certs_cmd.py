@@ -6,7 +6,6 @@ import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import STATE_DIR, AppContext, app_context
-from clusterctl.secret import mask_text
 from clusterctl.terminal_layout import Column, print_table
 from clusterctl.terminal_text import one_line
 
@@ -103,11 +102,11 @@ def certs_renew(
                        if row.get("soonest_days_left") is not None else ""))
             if dry_run:
                 for change in row["changes"]:
-                    app.say(f"    $ {mask_text(change['command'])}")
+                    app.say(f"    $ {change['command']}")
                 for wait_for in row["waits"]:
-                    app.say(f"    (wait: {mask_text(wait_for)})")
+                    app.say(f"    (wait: {wait_for})")
         for note in report.notes:
-            app.note(mask_text(note))
+            app.note(note)
         if dry_run:
             app.say("PLAN (nothing was changed)", soft_wrap=False)
 

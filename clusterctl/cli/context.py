@@ -166,28 +166,33 @@ class AppContext:
         """Print ``text`` on stdout (``err``: stderr) as text, never markup: a '[host]' or a '[/]' that
         came from a host stays as it is. Each line as it is, however long (a file's line, a diff, a
         command), unless ``soft_wrap`` is False: then wrapped under the one rule
-        (``terminal_layout.hanging``), a path or a command whole on a line of its own."""
+        (``terminal_layout.hanging``), a path or a command whole on a line of its own. A registered
+        secret in it is masked, as in ``-o json`` output (``say``, ``note`` and ``warn`` alike)."""
+        from clusterctl.secret import mask_text
         from clusterctl.terminal_layout import hanging, wrap_width
 
         console = self.err_console if err else self.console
+        text = mask_text(text)
         if not soft_wrap:
             text = "\n".join(hanging(line, wrap_width(console)) for line in text.split("\n"))
         console.print(text, markup=False, highlight=False, soft_wrap=True)
 
     def note(self, text: str) -> None:
         """``note: TEXT`` on stdout, wrapped under the note (a journal's path or command whole)."""
+        from clusterctl.secret import mask_text
         from clusterctl.terminal_layout import print_wrapped
 
-        print_wrapped(self.console, f"note: {text}", 6)
+        print_wrapped(self.console, f"note: {mask_text(text)}", 6)
 
     def warn(self, message: str) -> None:
         from rich.text import Text
 
+        from clusterctl.secret import mask_text
         from clusterctl.terminal_layout import hanging, wrap_width
 
         # Wrapped between words with a hanging indent (never a host or file name broken in two);
         # a Text, not markup: '[user@]host' or '[control-plane]' in a message is text.
-        text = Text(hanging(f"warning: {message}", wrap_width(self.err_console), 9))
+        text = Text(hanging(f"warning: {mask_text(message)}", wrap_width(self.err_console), 9))
         text.stylize("yellow", 0, len("warning:"))
         self.err_console.print(text, highlight=False, soft_wrap=True)
 

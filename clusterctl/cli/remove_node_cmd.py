@@ -7,7 +7,6 @@ import typer
 from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import STATE_DIR, AppContext, app_context
 from clusterctl.errors import ExitCode
-from clusterctl.secret import mask_text
 
 HELP = """\
 Take one host out of the cluster: drain, etcd member, kubeadm reset, delete node.
@@ -60,9 +59,7 @@ def _print(app: AppContext, report: object) -> None:
 
     assert isinstance(report, RemovalReport)
 
-    def say(text: str) -> None:
-        app.say(mask_text(text))
-
+    say = app.say
     kind = "control plane" if report.control_plane else "worker"
     say(f"remove {report.host} ({kind}) through {report.via}" + (f"; etcd: {report.etcd}" if report.etcd else ""))
     for number, step in enumerate(report.steps, 1):
@@ -75,7 +72,7 @@ def _print(app: AppContext, report: object) -> None:
             for wait in step["waits"]:
                 say(f"      (wait: {wait})")
     for note in report.notes:
-        app.note(mask_text(note))
+        app.note(note)
     if report.nothing_to_do:
         say("nothing to do: the host is not part of the cluster")
     elif not report.applied:

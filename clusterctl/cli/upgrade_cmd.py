@@ -158,9 +158,7 @@ def _print_report(app: AppContext, report: UpgradeReport) -> None:
     from clusterctl.cli.findings_view import print_findings
     from clusterctl.engine.run import not_needed_message
 
-    def say(text: str) -> None:
-        app.say(mask_text(text))
-
+    say = app.say
     say(f"cluster {report.cluster}: Kubernetes {report.current} -> {report.target}")
     if report.findings:  # each with its fix, as every report prints findings
         print_findings(app.console, [replace(f, message=mask_text(f.message), fix=mask_text(f.fix))
@@ -196,7 +194,7 @@ def _print_report(app: AppContext, report: UpgradeReport) -> None:
     for step in left:
         say(f"{step['step']}: {step['message']}")
     for note in report.notes:
-        app.note(mask_text(note))
+        app.note(note)
     if report.nothing_to_do and report.ok:
         say("nothing to do: every node runs " + report.target + " with the inventory's pins")
     elif report.applied and report.ok:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from clusterctl.bootstrap.apt_sources import chosen_repos, packages_index_url, upstream_part
+from clusterctl.bootstrap.apt_sources import KEYRING_DIR, chosen_repos, packages_index_url, upstream_part
 from clusterctl.bootstrap.cluster.kubeadm import APISERVER_MANIFEST, render_upgrade_config, upgrade_command
 from clusterctl.bootstrap.cluster.settings import KubernetesVersion, first_control_plane
 from clusterctl.bootstrap.phase import Phase, PhaseContext
@@ -250,7 +250,7 @@ def _apt(host: str, names: Sequence[str], target: KubernetesVersion) -> Change:
 
 #: What the packages phase plans for the Kubernetes apt source of the target minor (the kubeadm phase makes it).
 _SOURCE = ("apt source 'kubernetes'", "signing key of 'kubernetes'", "fetch the signing key of 'kubernetes'",
-           "create the keyring folder", "refresh apt's package lists")
+           f"create {KEYRING_DIR}", "refresh apt's package lists")
 
 
 def _covered(change: Change) -> bool:

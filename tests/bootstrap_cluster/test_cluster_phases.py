@@ -38,7 +38,7 @@ def test_plan_on_a_fresh_fleet(tmp_path: Path, control_planes: int) -> None:
     report = sim.run(apply=False)
     assert report.ok
     plan = changes_of(report, "control-plane")
-    assert plan["gpu-a1"] == ["create /etc/kubernetes/clusterctl", "kubeadm configuration (v1beta4)",
+    assert plan["gpu-a1"] == ["create /etc/kubernetes, /etc/kubernetes/clusterctl", "kubeadm configuration (v1beta4)",
                               "kubeadm config validate", "kubeadm init (first control plane)"]
     for name in SIX[1:control_planes]:
         assert plan[name] == ["kubeadm join as a control plane (etcd member, API server)"]

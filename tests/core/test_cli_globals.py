@@ -147,3 +147,20 @@ def test_drain_timeouts_of_nan_inf_negative_or_zero_are_refused_before_anything_
                         else "--yes")
     assert result.exit_code == 2, result.output
     assert "--drain-timeout" in result.stderr and "no working cluster" not in result.stderr
+
+
+def test_text_printed_for_people_masks_a_registered_secret(capsys: pytest.CaptureFixture[str]) -> None:
+    """``say``, ``note`` and ``warn`` mask a secret that reached a message (a host's answer quoting a join
+    token), as ``-o json`` output does."""
+    from clusterctl.cli.context import AppContext
+    from clusterctl.secret import MASK, Secret
+
+    Secret("abcdef.0123456789abcdef")
+    app = AppContext()
+    app.say("FAILED gpu-b1: kubeadm join --token abcdef.0123456789abcdef", err=True)
+    app.say("kubeadm join --token abcdef.0123456789abcdef", soft_wrap=False)
+    app.note("token abcdef.0123456789abcdef")
+    app.warn("token abcdef.0123456789abcdef")
+    out, err = capsys.readouterr()
+    assert "0123456789abcdef" not in out + err
+    assert (out + err).count(MASK) == 4

@@ -123,6 +123,61 @@ def test_reset_takes_back_what_the_journals_say_lists_the_rest_and_marks_them_us
     assert again.exit_code == 0 and not json.loads(again.stdout)["changed"], again.output
 
 
+def _folders(host: str) -> set[str]:
+    tree = _tree(host)
+    return {"/" + str(p.relative_to(tree)) for p in tree.rglob("*") if p.is_dir() and not p.is_symlink()}
+
+
+def _mirrored_demo(tmp_path: Path) -> Path:
+    """The demo's inventory with a registry mirror (containerd's certs.d/<registry>/hosts.toml)."""
+    inventory = tmp_path / "demo.yaml"
+    inventory.write_text(Path(DEMO).read_text().replace("profile: demo/", f"profile: {Path(DEMO).parent}/demo/")
+                         + 'bootstrap:\n  registry_mirrors:\n    registry.k8s.io: ["https://mirror.site:5000"]\n')
+    return inventory
+
+
+def test_undo_removes_the_folders_the_run_made(tmp_path: Path) -> None:
+    common = ("-i", _mirrored_demo(tmp_path), "-l", "gpu-b1")
+    state = tmp_path / "state"
+    assert clusterctl(*common, "bootstrap", "phase", "packages", "--yes", "--state-dir", state).exit_code == 0
+    before = _folders("gpu-b1")
+    ran = clusterctl(*common, "-o", "json", "bootstrap", "phase", "containerd", "--yes", "--state-dir", state)
+    assert ran.exit_code == 0, ran.output
+    assert "/etc/containerd/certs.d/registry.k8s.io" in _folders("gpu-b1") - before
+    undone = clusterctl(*common, "undo", json.loads(ran.stdout)["undo_journal"], "--yes")
+    assert undone.exit_code == 0, undone.output
+    assert "undid 'create /etc/containerd, /etc/containerd/certs.d, /etc/containerd/certs.d/registry.k8s.io'" \
+        in undone.stdout
+    assert _folders("gpu-b1") == before
+
+
+def test_reset_removes_the_folders_bootstrap_made_and_keeps_those_that_were_there(tmp_path: Path) -> None:
+    """Every folder bootstrap makes (containerd's certs.d, NFD's features.d, the node agent's, clusterctl's,
+    with their parents) is journalled as made, and reset removes it once empty; a folder that was there
+    before (here gpu-b1's certs.d and NFD folder, empty) stays."""
+    common = ("-i", _mirrored_demo(tmp_path), "-l", HOSTS)
+    assert clusterctl(*common, "exec", "true").exit_code == 0  # the mock hosts are made
+    for kept in ("/etc/containerd/certs.d", "/etc/kubernetes/node-feature-discovery"):
+        _file("gpu-b1", kept).mkdir(parents=True)
+    before = {h: _folders(h) for h in ("gpu-a1", "gpu-b1")}
+    ran = clusterctl(*common, "bootstrap", "--yes", "--survey", SURVEY, "--state-dir", tmp_path / "state")
+    assert ran.exit_code == 0, ran.output
+    made = _folders("gpu-a1") - before["gpu-a1"]
+    assert {"/etc/containerd/certs.d/registry.k8s.io", "/etc/kubernetes/node-feature-discovery/features.d",
+            "/usr/local/lib/clusterctl", "/etc/kubernetes/clusterctl/helm"} <= made
+
+    done = clusterctl(*common, "-o", "json", "reset", "--yes", "--state-dir", tmp_path / "state")
+    assert done.exit_code == 0, done.output
+    # What stays was not made by a folder change of bootstrap's: the CNI's folder (its DaemonSet), the
+    # host lock's, kubeadm's (kubeadm reset empties them and keeps them), and /etc/kubernetes, which
+    # bootstrap made on gpu-a1 before kubeadm init and which holds kubeadm's folders: listed.
+    others = ("/etc/cni", "/etc/kubernetes/manifests", "/etc/kubernetes/pki", "/var/lib/clusterctl")
+    left = {h: {f for f in _folders(h) - before[h] if not f.startswith(others)} for h in before}
+    assert left == {"gpu-a1": {"/etc/kubernetes"}, "gpu-b1": set()}, left
+    assert "/etc/kubernetes (bootstrap made it" in _findings(done, "RESET_LEFT_IN_PLACE")["gpu-a1"]
+    assert before["gpu-b1"] <= _folders("gpu-b1")  # nothing that was there before is gone
+
+
 def _seeded_fstab() -> str:
     """gpu-a1's /etc/fstab before bootstrap (reading it creates the mock host)."""
     seen = clusterctl("-i", DEMO, "-l", HOSTS, "exec", "true")

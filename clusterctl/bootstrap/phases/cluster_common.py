@@ -11,10 +11,11 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from clusterctl.bootstrap.cluster.settings import first_control_plane
-from clusterctl.changes import FOLDER_STAYS, MAKES_DIR, MAKES_IN_CLUSTER, STAYS_IN_CLUSTER, Change, ChangeKind
+from clusterctl.changes import MAKES_IN_CLUSTER, STAYS_IN_CLUSTER, Change, ChangeKind, make_folders
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import ADMIN_KUBECONFIG, kubectl
 from clusterctl.facts.kube_nodes import KubeNode
@@ -76,24 +77,12 @@ def apply_manifest(host: str, path: str, summary: str, *, makes: tuple[str, ...]
                       makes=(MAKES_IN_CLUSTER, *makes), cannot_undo=STAYS_IN_CLUSTER)
 
 
-def missing_dirs(ctx: PhaseContext, paths: list[str]) -> list[str]:
-    """Parent folders of ``paths`` that do not exist yet (files are only written into existing folders)."""
-    folders = list(dict.fromkeys(p.rsplit("/", 1)[0] for p in paths))
-    return [f for f in folders if ctx.reader.run(f"test -d {shlex.quote(f)}", sudo=True).exit_code != 0]
-
-
-def mkdir_change(ctx: PhaseContext, folders: list[str]) -> list[Change]:
-    if not folders:
-        return []
-    return [Change.run(ctx.host.name, "mkdir -p -m 0755 " + " ".join(shlex.quote(f) for f in folders),
-                       summary=f"create {', '.join(folders)}", makes=tuple(MAKES_DIR + f for f in folders),
-                       cannot_undo=FOLDER_STAYS)]
-
-
-def with_folders(ctx: PhaseContext, changes: list[Change]) -> list[Change]:
-    """``changes`` preceded by a ``mkdir -p`` of the folders its file writes need and the host lacks."""
+def with_folders(ctx: PhaseContext, changes: list[Change], folders: Sequence[str] = ()) -> list[Change]:
+    """``changes`` preceded by the making of the folders its file writes (and ``folders``) need and the host
+    lacks (``changes.make_folders``)."""
     paths = [c.path for c in changes if c.kind is ChangeKind.WRITE_FILE and c.path and not c.is_noop]
-    return mkdir_change(ctx, missing_dirs(ctx, paths)) + changes if paths else changes
+    wanted = [*(p.rsplit("/", 1)[0] for p in paths), *folders]
+    return make_folders(ctx.reader, ctx.host.name, wanted) + changes if wanted else changes
 
 
 def read(ctx: PhaseContext, path: str) -> bytes | None:

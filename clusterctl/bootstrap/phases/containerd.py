@@ -24,7 +24,6 @@ The write is atomic with a backup; containerd is restarted and must answer with 
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -45,7 +44,7 @@ from clusterctl.bootstrap.containerd_config import (
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.bootstrap.run_data import ContainerdPaths
-from clusterctl.changes import FOLDER_STAYS, MAKES_DIR, MAKES_NO_TRACE, Change, GateRecord
+from clusterctl.changes import MAKES_NO_TRACE, Change, GateRecord
 from clusterctl.errors import ParseError
 from clusterctl.facts.containerd import (
     ContainerdFacts,
@@ -177,23 +176,13 @@ class Containerd(Phase[ContainerdState]):
         if state.wanted is None:
             return []
         host, paths = ctx.host.name, state.paths
-        changes: list[Change] = []
-        config_dir = paths.config.rsplit("/", 1)[0] or "/"
-        if state.facts.config is None:
-            changes.append(Change.run(host, f"mkdir -p {shlex.quote(config_dir)}",
-                                      summary=f"create {config_dir}", makes=(MAKES_DIR + config_dir,),
-                                      cannot_undo=FOLDER_STAYS))
-        changes.append(Change.write_file(host, paths.config, render_config(state.wanted), current=state.facts.config,
-                                         summary=f"containerd config (version {state.wanted.version})"))
-        for registry, mirrors in ctx.inventory.bootstrap.registry_mirrors:
-            path = f"{paths.certs_dir}/{registry}/hosts.toml"
-            current = state.facts.hosts_files.get(registry)
-            if current is None:
-                changes.append(Change.run(host, f"mkdir -p {shlex.quote(path.rsplit('/', 1)[0])}",
-                                          summary=f"create the certs.d folder of {registry}",
-                                          cannot_undo=FOLDER_STAYS))
-            changes.append(Change.write_file(host, path, hosts_toml(registry, mirrors), current=current,
-                                             summary=f"registry mirrors for {registry}"))
+        files = [Change.write_file(host, paths.config, render_config(state.wanted), current=state.facts.config,
+                                   summary=f"containerd config (version {state.wanted.version})")]
+        files += [Change.write_file(host, f"{paths.certs_dir}/{registry}/hosts.toml", hosts_toml(registry, mirrors),
+                                    current=state.facts.hosts_files.get(registry),
+                                    summary=f"registry mirrors for {registry}")
+                  for registry, mirrors in ctx.inventory.bootstrap.registry_mirrors]
+        changes = cc.with_folders(ctx, files)
         facts = state.facts
         if any(not c.is_noop for c in changes):
             changes.append(Change.run(host, paths.restart, summary="restart containerd", timeout_s=120,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from clusterctl.bootstrap.containerd_config import NVIDIA_RUNTIME_BINARY
 from clusterctl.bootstrap.phase import GpuPhase, PhaseContext
-from clusterctl.changes import FOLDER_STAYS, MAKES_FILE, Change
+from clusterctl.changes import MAKES_FILE, Change, make_folders
 from clusterctl.errors import ParseError
 from clusterctl.facts.nvidia_toolkit import ToolkitFacts, parse_cdi_list, parse_toolkit_probe, toolkit_probe
 from clusterctl.findings import Finding, Severity
@@ -52,7 +52,7 @@ class NvidiaRuntime(GpuPhase[ToolkitFacts]):
         why = "no CDI spec yet" if state.cdi_spec is None else f"the CDI spec does not name driver {state.driver}"
         # A spec that was not there is bootstrap's (reset lists it: a command wrote it, no hash was kept).
         new = state.cdi_spec is None
-        return [Change.run(host, "install -d -m 0755 /etc/cdi", summary="create /etc/cdi", cannot_undo=FOLDER_STAYS),
+        return [*make_folders(ctx.reader, host, [CDI_SPEC.rsplit("/", 1)[0]]),
                 Change.run(host, f"nvidia-ctk cdi generate --output={CDI_SPEC}", timeout_s=120,
                            summary=f"generate the CDI spec ({why})", makes=(MAKES_FILE + CDI_SPEC,) if new else (),
                            cannot_undo="the spec nvidia-ctk wrote stays ('clusterctl reset' removes one bootstrap "

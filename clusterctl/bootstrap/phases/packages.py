@@ -28,7 +28,7 @@ from clusterctl.bootstrap.apt_sources import (
 )
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases.preflight import APT_FAMILIES, stack_findings
-from clusterctl.changes import FOLDER_STAYS, MAKES_NO_TRACE, MAKES_PACKAGE, Change
+from clusterctl.changes import MAKES_FILE, MAKES_NO_TRACE, MAKES_PACKAGE, Change, make_folders
 from clusterctl.errors import UsageError
 from clusterctl.facts.packages import PackageFacts, packages_probe, parse_packages_probe
 from clusterctl.findings import Finding, Severity
@@ -177,8 +177,7 @@ class Packages(Phase[PackageFacts]):
             raise UsageError(f"{host}: /etc/os-release has no VERSION_CODENAME, needed for Docker's apt source")
         sources_changed = False
         if any(keyring_name(r, _key_bytes(r)) not in state.keyrings for r in self._repos(ctx, state)):
-            changes.append(Change.run(host, f"install -d -m 0755 {KEYRING_DIR}", summary="create the keyring folder",
-                                      cannot_undo=FOLDER_STAYS))
+            changes += make_folders(ctx.reader, host, [KEYRING_DIR])
         for repo in self._repos(ctx, state):
             key = _key_bytes(repo)
             keyring = keyring_name(repo, key)
@@ -196,7 +195,8 @@ class Packages(Phase[PackageFacts]):
                                      field="bootstrap.apt_repos")
                 changes.append(Change.run(
                     host, f"curl -fsSL --retry 3 {shlex.quote(repo.key_url)} -o {shlex.quote(keyring_path)}",
-                    summary=f"fetch the signing key of '{repo.name}'", undo=f"rm -f {shlex.quote(keyring_path)}"))
+                    summary=f"fetch the signing key of '{repo.name}'", undo=f"rm -f {shlex.quote(keyring_path)}",
+                    makes=(MAKES_FILE + keyring_path,)))
                 sources_changed = True
             source = Change.write_file(host, sources_path(repo), render_sources(repo, keyring_path),
                                        current=state.files.get(sources_path(repo)), summary=f"apt source '{repo.name}'")

@@ -33,8 +33,8 @@ from clusterctl.changes import (
     GateRecord,
 )
 
-#: clusterctl's own folder: nobody else writes there, so an empty one goes even where ``mkdir -p`` made it
-#: as the parent of a folder the journal names.
+#: clusterctl's own folder: nobody else writes there, so an empty one goes even where a journal of an older
+#: clusterctl names only a folder inside it (its ``mkdir -p`` made the parents unrecorded).
 CLUSTERCTL_DIR = "/etc/kubernetes/clusterctl"
 #: Tags whose change leaves nothing reset must take away (the cluster's API objects go with kubeadm reset).
 _NOTHING_TO_TAKE = (MAKES_IN_CLUSTER, MAKES_NO_TRACE)
@@ -89,9 +89,14 @@ def plan_from_journals(ctx: PhaseContext, entries: tuple[HostJournal, ...], *, f
             continue  # kubeadm init/join: the reset phase's kubeadm reset takes it back
         elif MAKES_TEMPORARY in change.makes:
             continue  # verify's GPU test pod an interrupt left: an API object, it goes with the cluster
+        elif any(t.startswith(MAKES_DIR) for t in change.makes):
+            continue  # folders go once empty, after every other step (folder_steps)
         elif change.undo_command:
             plan.steps.append(Change.run(host, change.undo_command, summary=f"undo '{change.summary}' (bootstrap)",
                                          sudo=change.sudo))
+            for made in (t[len(MAKES_FILE):] for t in change.makes if t.startswith(MAKES_FILE)):
+                plan.removed.add(made)  # the undo removes the file its command made (a signing key)
+                now[made] = None
         elif not any(t.startswith((MAKES_DIR, MAKES_PACKAGE, MAKES_FILE)) or t in _NOTHING_TO_TAKE
                      for t in change.makes):
             plan.not_reverted.append(change.summary)
@@ -147,7 +152,7 @@ def folder_steps(ctx: PhaseContext, plan: JournalPlan, *, force: bool) -> tuple[
     """``rmdir`` of the folders bootstrap made that the steps leave empty (deepest first); the others, listed
     (``--force``: removed with what is in them)."""
     folders = set(plan.dirs)
-    for folder in plan.dirs:  # mkdir -p made clusterctl's own parents too
+    for folder in plan.dirs:  # an older clusterctl's mkdir -p made clusterctl's own parents unrecorded
         parent = folder.rsplit("/", 1)[0]
         while parent.startswith(CLUSTERCTL_DIR):
             folders.add(parent)

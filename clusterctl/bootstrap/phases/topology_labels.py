@@ -21,16 +21,15 @@ from clusterctl.bootstrap.cluster.topology_labels import (
 )
 from clusterctl.bootstrap.phase import GpuPhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
-from clusterctl.changes import Change
+from clusterctl.changes import MAKES_FILE, Change
 from clusterctl.findings import Finding, Severity
 
 PUBLISHED_PATH = f"{FEATURES_DIR}/{FEATURE_FILE}"
 
 
 def publish_command() -> str:
-    folder, tmp = shlex.quote(FEATURES_DIR), shlex.quote(f"{FEATURES_DIR}/.{FEATURE_FILE}.tmp")
-    script = (f"mkdir -p {folder} && cp {shlex.quote(STAGING_PATH)} {tmp} && chmod 644 {tmp} "
-              f"&& mv -f {tmp} {shlex.quote(PUBLISHED_PATH)}")
+    tmp = shlex.quote(f"{FEATURES_DIR}/.{FEATURE_FILE}.tmp")
+    script = f"cp {shlex.quote(STAGING_PATH)} {tmp} && chmod 644 {tmp} && mv -f {tmp} {shlex.quote(PUBLISHED_PATH)}"
     return "sh -c " + shlex.quote(script)
 
 
@@ -77,10 +76,11 @@ class TopologyLabels(GpuPhase[LabelState]):
         wanted = state.wanted.encode()
         changes = [Change.write_file(ctx.host.name, STAGING_PATH, wanted, current=state.staged,
                                      summary="topology features for NFD (staged)")]
-        if state.published != wanted:
-            changes.append(Change.run(ctx.host.name, publish_command(), summary=f"publish {PUBLISHED_PATH} for NFD",
-                                      undo=f"rm -f {shlex.quote(PUBLISHED_PATH)}"))
-        return cc.with_folders(ctx, changes)
+        if state.published == wanted:
+            return cc.with_folders(ctx, changes)
+        changes.append(Change.run(ctx.host.name, publish_command(), summary=f"publish {PUBLISHED_PATH} for NFD",
+                                  undo=f"rm -f {shlex.quote(PUBLISHED_PATH)}", makes=(MAKES_FILE + PUBLISHED_PATH,)))
+        return cc.with_folders(ctx, changes, [FEATURES_DIR])
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
         state = self.check(ctx)

@@ -15,6 +15,8 @@ import shutil
 import stat as stat_mod
 import time
 from collections.abc import Callable
+from functools import reduce
+from operator import or_
 
 from clusterctl.mock.state import StateError, refuse_change
 from clusterctl.mock.tools.base import ToolContext, ToolResult, each, pop_option
@@ -118,7 +120,7 @@ def _test_expr(ctx: ToolContext, args: list[str]) -> bool:
 
 def mkdir(ctx: ToolContext) -> ToolResult:
     args = list(ctx.args)
-    pop_option(args, "-m")
+    given = pop_option(args, "-m")
     flags, paths = _options(args, "pv")
     if not paths:
         return ToolResult("", "mkdir: missing operand\nTry 'mkdir --help' for more information.\n", 1)
@@ -131,6 +133,8 @@ def mkdir(ctx: ToolContext) -> ToolResult:
         if "p" not in flags and not ctx.fs.is_dir(full.rsplit("/", 1)[0] or "/"):
             return ctx.fail(f"mkdir: cannot create directory '{path}': No such file or directory\n")
         ctx.fs.mkdir(full)
+        if given is not None:  # the operand's own mode (parents -p makes get the default)
+            ctx.fs.local(full).chmod(int(given, 8))
         return ToolResult()
 
     return each(paths, make)
@@ -253,13 +257,8 @@ def _mode(spec: str, current: int) -> int | None:
     if not match:
         return None
     who, op, perms = match.groups()
-    bits = 0
-    for p in perms:
-        bits |= {"r": 0o444, "w": 0o222, "x": 0o111}[p]
-    mask = 0
-    for w in who or "a":
-        mask |= {"u": 0o700, "g": 0o070, "o": 0o007, "a": 0o777}[w]
-    bits &= mask
+    mask = reduce(or_, ({"u": 0o700, "g": 0o070, "o": 0o007, "a": 0o777}[w] for w in who or "a"), 0)
+    bits = reduce(or_, ({"r": 0o444, "w": 0o222, "x": 0o111}[p] for p in perms), 0) & mask
     if op == "+":
         return current | bits
     if op == "-":
