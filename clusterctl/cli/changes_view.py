@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.changes import ChangeKind, GateRecord
@@ -26,14 +25,6 @@ def record_line(record: GateRecord) -> str:
     return f"{change.host}: wrote {change.path}{kept}"
 
 
-def print_records(app: AppContext, records: Sequence[GateRecord]) -> None:
-    """Each record's line; for files the gate only recorded (dry-run), the diff instead."""
-    for record in records:
-        diff = record.change.diff() if not record.applied and record.changed else ""
-        shown = visible(diff.rstrip("\n") or record_line(record))
-        app.say(shown)
-
-
 def gate_outcome_record(outcome: HostOutcome[GateRecord], *, diff: bool = False) -> dict[str, Any]:
     """The JSON of one host's gated write (copy, tune-nccl --push); ``diff``: with the change's diff too."""
     record = outcome.value
@@ -45,13 +36,15 @@ def gate_outcome_record(outcome: HostOutcome[GateRecord], *, diff: bool = False)
 
 
 def print_gate_outcomes(app: AppContext, fleet: FleetResult[GateRecord]) -> None:
-    """Per host: the record of its change, or why the host failed."""
+    """Per host: the line of its change (a file a dry run only recorded: its diff), or why the host failed."""
     for outcome in fleet.outcomes:
-        if outcome.failure is not None or outcome.value is None:
+        record = outcome.value
+        if outcome.failure is not None or record is None:
             reason = outcome.failure.describe() if outcome.failure else "no result"
             app.say(f"{outcome.host.name}: failed: {reason}", soft_wrap=False)
             continue
-        print_records(app, [outcome.value])
+        diff = record.change.diff() if not record.applied and record.changed else ""
+        app.say(visible(diff.rstrip("\n") or record_line(record)))
 
 
 #: The last line of every dry run's table output (CONTRIBUTING.md, "Confirming changes").

@@ -337,34 +337,31 @@ def run_phases(
     """
     began = time.monotonic()
     report = RunReport(inventory.name, settings.apply, [p.name for p in phases], [h.name for h in hosts])
-    gate = settings.gate or Gate(apply=settings.apply, log=settings.journal if settings.apply else None,
-                                 interrupted=runner.interrupted)
-    lock_info = host_lock.LockInfo.mine(uuid.uuid4().hex)
-    locked: list[Host] = []
+    run = _Run(inventory, hosts, runner, phases, settings, report,
+               settings.gate or Gate(apply=settings.apply, log=settings.journal if settings.apply else None,
+                                     interrupted=runner.interrupted))
     store = settings.progress
     if store is not None and settings.apply and not settings.resume:
         store.forget([h.name for h in hosts])
-    confirmed: frozenset[str] = frozenset()
     if settings.confirmations is not None and not settings.resume:
-        confirmed = _confirm_unchanged(runner, inventory, hosts, phases, settings, report)
-    ahead = _reads_ahead(inventory, [h for h in hosts if h.name not in confirmed], phases, settings)
-    inflight = _InFlight()
+        run.confirmed = _confirm_unchanged(run)
+    unconfirmed = [h for h in hosts if h.name not in run.confirmed]
+    run.ahead = _reads_ahead(run, unconfirmed)
     try:
         # Read-only runs (preflight alone) change nothing, so they need no lock and may run
         # beside another run. Nor does a host confirmed unchanged: nothing will change there.
         if settings.apply and any(not p.read_only for p in phases):
-            locked = _lock_hosts(runner, _lock_targets(inventory, [h for h in hosts if h.name not in confirmed],
-                                                       phases, settings), lock_info, settings, report, ahead)
-        elif ahead:
-            _fill_ahead(runner, [h for h in hosts if h.name in ahead], ahead)
-        if settings.every_lock_or_none and report.failed_hosts and locked:
-            _unlock_hosts(runner, locked, lock_info, settings, report=report)
-            locked = []
+            run.locked = _lock_hosts(run, _lock_targets(run, unconfirmed))
+        elif run.ahead:
+            _fill_ahead(runner, [h for h in hosts if h.name in run.ahead], run.ahead)
+        if settings.every_lock_or_none and report.failed_hosts and run.locked:
+            _unlock_hosts(run, run.locked)
+            run.locked = []
         rolling, closing = _closing_phases(phases, settings)
         stopped = settings.every_lock_or_none and bool(report.failed_hosts)
         for batch in [] if stopped else _batches(hosts, settings):
             for phase in rolling:
-                _one_phase(phase, inventory, hosts, batch, runner, gate, settings, report, ahead, confirmed, inflight)
+                _one_phase(run, phase, batch)
             if settings.batches is not None and any(h.name in report.failed_hosts for h in batch):
                 later = [h.name for h in hosts[hosts.index(batch[-1]) + 1:]]
                 if later:
@@ -372,48 +369,76 @@ def run_phases(
                 stopped = True
                 break
         for phase in [] if stopped else closing:
-            _one_phase(phase, inventory, hosts, hosts, runner, gate, settings, report, ahead, confirmed, inflight)
+            _one_phase(run, phase, hosts)
         if settings.confirmations is not None and settings.apply and not settings.resume:
-            _record_unchanged(runner, inventory, hosts, phases, settings, report, confirmed)
+            _record_unchanged(run)
         if settings.apply and any(p.remedy for p in phases):
             for uncured in [h.name for h in hosts if h.name not in report.cured]:
                 report.failed_hosts.setdefault(uncured, "no remedy cured it")
     except Interrupted as exc:
         report.interrupted = exc.signal_name
-        cut_short = inflight.snapshot()
-        _put_back(runner, inflight, gate, report, inventory)
+        cut_short = run.inflight.snapshot()
+        _put_back(run)
         if store is not None and settings.apply:
             # The phases the interrupt cut short are on record as such (never done): a later run sees
             # where this one stopped (an upgrade's plain rerun: which cordons were its own).
             for host, (phase, _, _) in cut_short.items():
                 store.record(host, phase.name, INTERRUPTED, 0.0, f"interrupted ({exc.signal_name})")
             store.save()
-        exc.retry_hint = _after_interrupt(report, runner, locked, lock_info, settings, inflight, gate)
+        exc.retry_hint = _after_interrupt(run)
         raise
     finally:
         if not report.interrupted:
-            _finish(report, runner, locked, lock_info, settings, inflight, gate)
+            _finish(run)
     report.duration_s = time.monotonic() - began
     return report
 
 
-def _finish(report: RunReport, runner: Runner, locked: list[Host], lock_info: host_lock.LockInfo,
-            settings: RunSettings, inflight: _InFlight, gate: Gate) -> None:
+@dataclass
+class _Run:
+    """One run of ``run_phases``: what each of its steps (a phase, the locks, the put-back) works with."""
+
+    inventory: Inventory
+    hosts: Sequence[Host]
+    runner: Runner
+    phases: Sequence[Phase[Any, Any]]
+    settings: RunSettings
+    report: RunReport
+    gate: Gate
+    lock_info: host_lock.LockInfo = field(default_factory=lambda: host_lock.LockInfo.mine(uuid.uuid4().hex))
+    #: The hosts whose lock this run holds.
+    locked: list[Host] = field(default_factory=list)
+    #: The hosts confirmed unchanged by their one batched read (``_confirm_unchanged``).
+    confirmed: frozenset[str] = frozenset()
+    ahead: Reads = field(default_factory=dict)
+    inflight: _InFlight = field(default_factory=lambda: _InFlight())
+
+    def context(self, host: Host, reader: HostReader) -> PhaseContext:
+        if self.settings.context is not None:
+            return self.settings.context(host, reader)
+        return PhaseContext(host, reader, self.inventory, options=self.settings.options)
+
+    def unconnected(self, host: Host, what: str = "this step") -> PhaseContext:
+        """The context of a decision made before connecting (``applies_to``, ``skip_reason``, ``reads``)."""
+        return self.context(host, HostReader(_Unconnected(host), what=what))
+
+
+def _finish(run: _Run) -> None:
     """Give the locks back and turn the journal's log into the journal (``undo_journal``)."""
-    if locked:
-        _unlock_hosts(runner, locked, lock_info, settings,
-                      timeout_s=UNLOCK_AFTER_INTERRUPT_S if report.interrupted else None, report=report)
-    if settings.journal is not None and settings.apply:
-        path = settings.journal.finish(report.kept_records() + inflight.kept(gate), interrupted=report.interrupted)
+    report, journal = run.report, run.settings.journal
+    if run.locked:
+        _unlock_hosts(run, run.locked, timeout_s=UNLOCK_AFTER_INTERRUPT_S if report.interrupted else None)
+    if journal is not None and run.settings.apply:
+        path = journal.finish(report.kept_records() + run.inflight.kept(run.gate), interrupted=report.interrupted)
         if path is not None:
             report.undo_journal = str(path)
             report.notes.append(f"undo with: clusterctl undo {path}")
 
 
-def _after_interrupt(report: RunReport, runner: Runner, locked: list[Host], lock_info: host_lock.LockInfo,
-                     settings: RunSettings, inflight: _InFlight, gate: Gate) -> str:
+def _after_interrupt(run: _Run) -> str:
     """Put the run in order after Ctrl-C; what the user reads: what was in flight, the journal, how to go on."""
-    _finish(report, runner, locked, lock_info, settings, inflight, gate)
+    _finish(run)
+    report, settings = run.report, run.settings
     # The journal is named once, in the line that says what undoing it does, not also as a note.
     said = f"undo with: clusterctl undo {report.undo_journal}"
     lines = [note for note in report.notes if not report.undo_journal or note != said]
@@ -424,14 +449,12 @@ def _after_interrupt(report: RunReport, runner: Runner, locked: list[Host], lock
     return "\n".join(lines)
 
 
-def _one_phase(phase: Phase[Any, Any], inventory: Inventory, hosts: Sequence[Host], batch: Sequence[Host],
-               runner: Runner, gate: Gate, settings: RunSettings, report: RunReport, ahead: Reads,
-               confirmed: frozenset[str], inflight: _InFlight) -> None:
+def _one_phase(run: _Run, phase: Phase[Any, Any], batch: Sequence[Host]) -> None:
     """``phase`` on ``batch``, its results kept: in the report, in the progress file, told to ``on_phase``."""
+    settings, report = run.settings, run.report
     if settings.before_phase is not None:
         settings.before_phase(frozenset(report.failed_hosts))
-    phase_results, duration = _run_phase(phase, inventory, hosts, batch, runner, gate, settings, report, ahead,
-                                         confirmed, inflight)
+    phase_results, duration = _run_phase(run, phase, batch)
     store = settings.progress
     report.results.extend(phase_results)
     counts = {s: sum(1 for r in phase_results if r.status is s) for s in Status}
@@ -504,9 +527,10 @@ class _InFlight:
 PUT_BACK_AFTER_INTERRUPT_S = 60.0
 
 
-def _put_back(runner: Runner, inflight: _InFlight, gate: Gate, report: RunReport, inventory: Inventory) -> None:
+def _put_back(run: _Run) -> None:
     """After Ctrl-C: undo what each phase in flight with ``undo_on_interrupt`` applied on its host, and
     clean up the temporary changes left (verify's GPU test pod: ``Gate.temporary``)."""
+    gate, report, inflight = run.gate, run.report, run.inflight
     cut = inflight.snapshot()
     for host, (phase, _, _) in cut.items():
         report.notes.append(f"{host}: interrupted in phase {phase.name}")
@@ -516,7 +540,7 @@ def _put_back(runner: Runner, inflight: _InFlight, gate: Gate, report: RunReport
     if not (todo or left) or not gate.apply:
         return
     by_name = {h: t.host for h, (_, t, _) in todo.items()}
-    by_name.update({name: inventory.host(name) for name in sorted(left) if name not in by_name})
+    by_name.update({name: run.inventory.host(name) for name in sorted(left) if name not in by_name})
 
     def put_back(transport: Transport) -> list[str]:
         name = transport.host.name
@@ -526,8 +550,8 @@ def _put_back(runner: Runner, inflight: _InFlight, gate: Gate, report: RunReport
     from clusterctl.fanout import FleetInterrupted
 
     try:
-        fleet = runner.run_task(list(by_name.values()), put_back, label="put back",
-                                timeout_s=PUT_BACK_AFTER_INTERRUPT_S)
+        fleet = run.runner.run_task(list(by_name.values()), put_back, label="put back",
+                                    timeout_s=PUT_BACK_AFTER_INTERRUPT_S)
     except FleetInterrupted:
         report.notes.append("interrupted again while putting back: the undo journal has what is left")
         return
@@ -543,23 +567,11 @@ def _put_back(runner: Runner, inflight: _InFlight, gate: Gate, report: RunReport
                                 "the undo journal has it")
 
 
-def _context(settings: RunSettings, inventory: Inventory, host: Host, reader: HostReader) -> PhaseContext:
-    if settings.context is not None:
-        return settings.context(host, reader)
-    return PhaseContext(host, reader, inventory, options=settings.options)
-
-
-def _unconnected(settings: RunSettings, inventory: Inventory, host: Host, what: str = "this step") -> PhaseContext:
-    """The context of a decision made before connecting (``applies_to``, ``skip_reason``, ``reads``)."""
-    return _context(settings, inventory, host, HostReader(_Unconnected(host), what=what))
-
-
-def _applicable(phases: Sequence[Phase[Any, Any]], inventory: Inventory, hosts: Sequence[Host],
-                settings: RunSettings) -> dict[str, list[Phase[Any, Any]]]:
+def _applicable(run: _Run) -> dict[str, list[Phase[Any, Any]]]:
     """Host -> the phases of the run it would run (not those for other hosts or run once elsewhere)."""
-    out: dict[str, list[Phase[Any, Any]]] = {h.name: [] for h in hosts}
-    for phase in phases:
-        takers = [h for h in hosts if phase.applies_to(_unconnected(settings, inventory, h))]
+    out: dict[str, list[Phase[Any, Any]]] = {h.name: [] for h in run.hosts}
+    for phase in run.phases:
+        takers = [h for h in run.hosts if phase.applies_to(run.unconnected(h))]
         if phase.once_per_cluster:
             takers = takers[:1]
         for h in takers:
@@ -567,15 +579,14 @@ def _applicable(phases: Sequence[Phase[Any, Any]], inventory: Inventory, hosts: 
     return out
 
 
-def _confirm_unchanged(runner: Runner, inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any, Any]],
-                       settings: RunSettings, report: RunReport) -> frozenset[str]:
+def _confirm_unchanged(run: _Run) -> frozenset[str]:
     """The hosts whose every phase of this run is confirmed by their one batched read."""
     from clusterctl.engine.confirm import confirm_hosts
 
-    store, inputs_digest = settings.confirmations, settings.inputs_digest
+    store, inputs_digest, inventory = run.settings.confirmations, run.settings.inputs_digest, run.inventory
     assert store is not None and inputs_digest is not None
     candidates = []
-    for host, own in _applicable(phases, inventory, hosts, settings).items():
+    for host, own in _applicable(run).items():
         record = store.get(host)
         changing = [p for p in own if not p.read_only]
         if record is None or not changing or any(not p.confirmable or p.name not in record.phases
@@ -584,26 +595,25 @@ def _confirm_unchanged(runner: Runner, inventory: Inventory, hosts: Sequence[Hos
         entry = inventory.host(host)
         if record.inputs == inputs_digest(entry):
             candidates.append((entry, record))
-    confirmed = confirm_hosts(runner, candidates)
+    confirmed = confirm_hosts(run.runner, candidates)
     if confirmed:
         from clusterctl.hostlist import compress
 
-        report.notes.append(f"unchanged since the last run (one batched read each, no phase read or lock): "
-                            f"{compress(h.name for h in hosts if h.name in confirmed)}")
+        run.report.notes.append(f"unchanged since the last run (one batched read each, no phase read or lock): "
+                                f"{compress(h.name for h in run.hosts if h.name in confirmed)}")
     return frozenset(confirmed)
 
 
-def _record_unchanged(runner: Runner, inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any, Any]],
-                      settings: RunSettings, report: RunReport, confirmed: frozenset[str]) -> None:
+def _record_unchanged(run: _Run) -> None:
     """Keep, for each host whose phases all ended with nothing left to do, the reads that show it."""
     from clusterctl.engine.confirm import record_hosts
 
-    store, inputs_digest = settings.confirmations, settings.inputs_digest
+    store, inputs_digest, report = run.settings.confirmations, run.settings.inputs_digest, run.report
     assert store is not None and inputs_digest is not None
     results = {(r.host, r.phase): r for r in report.results}
     entries = []
-    for host, own in _applicable(phases, inventory, hosts, settings).items():
-        if host in confirmed:
+    for host, own in _applicable(run).items():
+        if host in run.confirmed:
             continue
         reads: list[Read] = []
         for phase in (p for p in own if not p.read_only):
@@ -616,10 +626,10 @@ def _record_unchanged(runner: Runner, inventory: Inventory, hosts: Sequence[Host
         if host in report.failed_hosts or not reads:
             store.put(host, None)
             continue
-        entry = inventory.host(host)
+        entry = run.inventory.host(host)
         entries.append((entry, inputs_digest(entry),
                         tuple(p.name for p in own), tuple(reads)))
-    record_hosts(runner, store, entries)
+    record_hosts(run.runner, store, entries)
     store.save()
 
 
@@ -627,15 +637,14 @@ def _record_unchanged(runner: Runner, inventory: Inventory, hosts: Sequence[Host
 Reads = dict[str, tuple[list[tuple[str, bool]], ReadAhead]]
 
 
-def _reads_ahead(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any, Any]],
-                 settings: RunSettings) -> Reads:
+def _reads_ahead(run: _Run, hosts: Sequence[Host]) -> Reads:
     """What each read-ahead host's phases will read first (phases that run on every host alone)."""
     out: Reads = {}
     for host in hosts:
-        if host.name not in settings.read_ahead:
+        if host.name not in run.settings.read_ahead:
             continue
-        ctx = _unconnected(settings, inventory, host, "read ahead")
-        reads = [read for phase in phases if not (phase.serial or phase.once_per_cluster) and phase.applies_to(ctx)
+        ctx = run.unconnected(host, "read ahead")
+        reads = [read for phase in run.phases if not (phase.serial or phase.once_per_cluster) and phase.applies_to(ctx)
                  for read in phase.reads(ctx)]
         if len(reads) > 1:
             out[host.name] = (reads, ReadAhead())
@@ -654,24 +663,22 @@ def _fill_ahead(runner: Runner, hosts: Sequence[Host], ahead: Reads) -> None:
     runner.run_task(hosts, read, label="read")
 
 
-def _lock_targets(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any, Any]],
-                  settings: RunSettings) -> list[Host]:
+def _lock_targets(run: _Run, hosts: Sequence[Host]) -> list[Host]:
     """The hosts whose lock a run takes: those it changes. Each host of the run, unless every phase that
     concerns it runs from another host (a node that is gone: its drain and Node deletion run from a
     control plane), and each host a phase runs on for another (``Phase.via``)."""
     names: list[str] = []
     for host in hosts:
-        ctx = _unconnected(settings, inventory, host, "lock")
-        changing = [p for p in phases if not p.read_only and p.applies_to(ctx)]
+        ctx = run.unconnected(host, "lock")
+        changing = [p for p in run.phases if not p.read_only and p.applies_to(ctx)]
         ran_on = [p.via or host.name for p in changing]
         for name in ([host.name] if host.name in ran_on or not changing else []) + ran_on:
             if name not in names:
                 names.append(name)
-    return [inventory.host(n) for n in names]
+    return [run.inventory.host(n) for n in names]
 
 
-def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings,
-                report: RunReport, ahead: Reads | None = None) -> list[Host]:
+def _lock_hosts(run: _Run, hosts: Sequence[Host]) -> list[Host]:
     # The lock is the one write that does not pass the gate: it guards the run itself (taken
     # before the first change, released after the last, never planned, never undone).
     def take(transport: Transport) -> str:
@@ -679,10 +686,10 @@ def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo,
         # the same round trip (the lock is taken with sudo, so the sudo batch goes with it). A
         # failed read-ahead costs nothing but itself: the phases then read the host one by one
         # and say what is wrong.
-        reads, answers = (ahead or {}).get(transport.host.name) or ([], None)
+        reads, answers = run.ahead.get(transport.host.name) or ([], None)
         with_lock = next((b for b in answers.batches(reads) if b.sudo), None) if answers is not None else None
-        note, result = host_lock.acquire_then(transport, info, with_lock.line if with_lock else None,
-                                              path=settings.lock_path, force=settings.force_unlock)
+        note, result = host_lock.acquire_then(transport, run.lock_info, with_lock.line if with_lock else None,
+                                              path=run.settings.lock_path, force=run.settings.force_unlock)
         if answers is None:
             return note
         try:
@@ -696,24 +703,24 @@ def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo,
     from clusterctl.fanout import FleetInterrupted
 
     try:
-        fleet = runner.run_task(hosts, take, label="lock")
+        fleet = run.runner.run_task(hosts, take, label="lock")
     except FleetInterrupted as exc:
         # Ctrl-C while the locks are taken: give back what this run took before saying what
         # happened (release checks the run id: nobody else's lock is touched). Hosts still
         # taking theirs were cut off; one that hangs must not hold the interrupt up.
         took = [o.host for o in exc.finished.outcomes if o.ok] + list(exc.running)
         if took:
-            _unlock_hosts(runner, took, info, settings, timeout_s=UNLOCK_AFTER_INTERRUPT_S)
+            _unlock_hosts(run, took, timeout_s=UNLOCK_AFTER_INTERRUPT_S, noted=False)
         raise
     locked: list[Host] = []
     for outcome in fleet.outcomes:
         if outcome.ok:
             locked.append(outcome.host)
             if outcome.value:
-                report.notes.append(f"{outcome.host.name}: {outcome.value}")
+                run.report.notes.append(f"{outcome.host.name}: {outcome.value}")
         else:
             assert outcome.failure is not None
-            report.failed_hosts[outcome.host.name] = f"lock: {outcome.failure.message}"
+            run.report.failed_hosts[outcome.host.name] = f"lock: {outcome.failure.message}"
     return locked
 
 
@@ -721,35 +728,25 @@ def _lock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo,
 UNLOCK_AFTER_INTERRUPT_S = 30.0
 
 
-def _unlock_hosts(runner: Runner, hosts: Sequence[Host], info: host_lock.LockInfo, settings: RunSettings,
-                  *, timeout_s: float | None = None, report: RunReport | None = None) -> None:
-    fleet = runner.run_task(hosts, lambda t: host_lock.release(t, info, path=settings.lock_path), label="unlock",
-                            timeout_s=timeout_s)
+def _unlock_hosts(run: _Run, hosts: Sequence[Host], *, timeout_s: float | None = None, noted: bool = True) -> None:
+    """Give back this run's locks on ``hosts``; a lock still held is a note of the report (``noted``)."""
+    path = run.settings.lock_path
+    fleet = run.runner.run_task(hosts, lambda t: host_lock.release(t, run.lock_info, path=path), label="unlock",
+                                timeout_s=timeout_s)
     for outcome in fleet.outcomes:
-        if report is not None and not outcome.ok and outcome.failure is not None:
-            report.notes.append(f"{outcome.host.name}: its lock {settings.lock_path} is still held by this run "
-                                f"({outcome.failure.message}): the next run needs --force-unlock")
+        if noted and not outcome.ok and outcome.failure is not None:
+            run.report.notes.append(f"{outcome.host.name}: its lock {path} is still held by this run "
+                                    f"({outcome.failure.message}): the next run needs --force-unlock")
 
 
-def _run_phase(
-    phase: Phase[Any, Any],
-    inventory: Inventory,
-    hosts: Sequence[Host],
-    batch: Sequence[Host],
-    runner: Runner,
-    gate: Gate,
-    settings: RunSettings,
-    report: RunReport,
-    ahead: Reads,
-    confirmed: frozenset[str],
-    inflight: _InFlight,
-) -> tuple[list[HostPhaseResult], float]:
+def _run_phase(run: _Run, phase: Phase[Any, Any], batch: Sequence[Host]) -> tuple[list[HostPhaseResult], float]:
     """``phase`` on every host of ``batch`` (all the run's hosts, or one batch of a rolling run): a result
     per host (skipped ones included), in inventory order."""
     began = time.monotonic()
+    hosts, settings, report, gate, inflight = run.hosts, run.settings, run.report, run.gate, run.inflight
 
     def unconnected(host: Host) -> PhaseContext:
-        return _unconnected(settings, inventory, host, f"phase {phase.name}")
+        return run.unconnected(host, f"phase {phase.name}")
 
     live = [h for h in hosts if h.name not in report.failed_hosts]
     first_target = None
@@ -762,7 +759,8 @@ def _run_phase(
     done_before: set[str] = set()
     for host in batch:
         why = skip_reason(phase, unconnected(host), failed_earlier=host.name in report.failed_hosts,
-                          first_target=first_target, confirmed=host.name in confirmed, cured=host.name in report.cured,
+                          first_target=first_target, confirmed=host.name in run.confirmed,
+                          cured=host.name in report.cured,
                           done_before=resuming and store is not None and store.is_done(host.name, phase.name))
         if why is None or why is SkipReason.DONE_BEFORE:
             targets.append(host)
@@ -774,21 +772,21 @@ def _run_phase(
 
     # A phase that runs for a host from another one (a drain from the control plane): each such host
     # in turn on that host's connection, in inventory order.
-    via = inventory.host(phase.via) if phase.via is not None else None
+    via = run.inventory.host(phase.via) if phase.via is not None else None
 
     def task(transport: Transport) -> list[HostPhaseResult]:
         out = []
         for host in targets if via is not None else [transport.host]:
-            planned = ahead.get(host.name) if via is None else None
+            planned = run.ahead.get(host.name) if via is None else None
             # Left in flight until the phase's results are kept: a host that finished while Ctrl-C stopped
             # the step has no result, and what it applied must still reach the journal.
             inflight.enter(host.name, phase, transport, len(gate.records_for(transport.host.name)))
-            out.append(_one_host(phase, transport, inventory, gate, settings, done_before=host.name in done_before,
+            out.append(_one_host(run, phase, transport, done_before=host.name in done_before,
                                  known=planned[1] if planned is not None else None,
-                                 acting_for=host if via is not None else None, interrupted=runner.interrupted))
+                                 acting_for=host if via is not None else None))
         return out
 
-    limit = max(runner.timeout_s, phase.timeout_s)
+    limit = max(run.runner.timeout_s, phase.timeout_s)
     groups = [[h] for h in targets] if phase.serial else [list(targets)]
     if via is not None:
         groups, limit = [[via]] if targets else [], limit * len(targets)
@@ -796,7 +794,7 @@ def _run_phase(
         if not group:
             continue
         label = phase.name if via is None else f"{phase.name} (on {via.name})"
-        for outcome in runner.run_task(group, task, label=label, timeout_s=limit).outcomes:
+        for outcome in run.runner.run_task(group, task, label=label, timeout_s=limit).outcomes:
             concerned = targets if via is not None else [outcome.host]
             if outcome.ok and outcome.value is not None:
                 results += outcome.value
@@ -828,20 +826,19 @@ def _fleet_findings(phase: Phase[Any, Any], results: list[HostPhaseResult]) -> N
             target.message = mask_text(finding.message)
 
 
-def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory, gate: Gate,
-              settings: RunSettings, *, done_before: bool, known: ReadAhead | None = None,
-              acting_for: Host | None = None, interrupted: threading.Event | None = None) -> HostPhaseResult:
+def _one_host(run: _Run, phase: Phase[Any, Any], transport: Transport, *, done_before: bool,
+              known: ReadAhead | None = None, acting_for: Host | None = None) -> HostPhaseResult:
     """``phase`` for one host: on its own connection, or (``acting_for``) for that host through
-    ``transport``, the host the phase runs on (``Phase.via``: a drain from the control plane).
-    ``interrupted``: the runner's, set once Ctrl-C or SIGTERM stops the run (no rollback after that:
-    ``_roll_back``)."""
+    ``transport``, the host the phase runs on (``Phase.via``: a drain from the control plane). Once
+    Ctrl-C or SIGTERM stops the run (the runner's ``interrupted``), nothing is rolled back (``_roll_back``)."""
     target = acting_for or transport.host
     host = target.name
     began = time.monotonic()
     result = HostPhaseResult(host, phase.name, Status.OK)
     reader = HostReader(transport, what=f"phase {phase.name}", known=known)
-    ctx = _context(settings, inventory, target, reader)
-    host_gate = gate.for_host(transport)
+    ctx = run.context(target, reader)
+    host_gate = run.gate.for_host(transport)
+    settings, interrupted = run.settings, run.runner.interrupted
 
     def done(status: Status, message: str = "") -> HostPhaseResult:
         result.status = status
@@ -907,18 +904,17 @@ def _one_host(phase: Phase[Any, Any], transport: Transport, inventory: Inventory
         return done(Status.FAILED, "verify failed: " + "; ".join(f.message for f in problems
                                                                    if f.severity is Severity.ERROR))
     if transcribe:
-        result.reads = _reads_after_change(phase, transport, inventory, settings, reader, seen) \
-            if result.changes else reader.transcript
+        result.reads = _reads_after_change(run, phase, transport, reader, seen) if result.changes else reader.transcript
     return done(Status.CHANGED if result.changes else Status.OK)
 
 
-def _reads_after_change(phase: Phase[Any, Any], transport: Transport, inventory: Inventory, settings: RunSettings,
-                        reader: HostReader, seen: int) -> list[Read] | None:
+def _reads_after_change(run: _Run, phase: Phase[Any, Any], transport: Transport, reader: HostReader,
+                        seen: int) -> list[Read] | None:
     """What confirms a phase that changed the host: its check read again now, which must plan nothing
     (check's first reads were made before the change), and what verify read after it."""
     again = HostReader(transport, what=f"phase {phase.name}")
     again.start_transcript()
-    ctx = _context(settings, inventory, transport.host, again)
+    ctx = run.context(transport.host, again)
     try:
         if [c for c in phase.plan(ctx, phase.check(ctx)) if not c.is_noop]:
             return None

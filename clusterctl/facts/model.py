@@ -107,8 +107,6 @@ class TopoMatrix(ParseResult):
 
     devices: tuple[TopoDevice, ...]
     links: tuple[TopoLink, ...]
-    #: Legend lines kept verbatim (``X = Self``...), for display.
-    legend: tuple[str, ...] = ()
 
     @property
     def gpus(self) -> tuple[TopoDevice, ...]:

@@ -219,9 +219,8 @@ def _link(a: str, b: str, raw: str) -> TopoLink:
     return TopoLink(a=a, b=b, raw=raw, kind=raw)
 
 
-def _legends(lines: list[Line]) -> tuple[list[str], dict[str, str], bool]:
-    """Legend lines (kept for display), the ``NIC Legend`` (NIC0 -> mlx5_0), whether a legend was seen."""
-    legend: list[str] = []
+def _legends(lines: list[Line]) -> tuple[dict[str, str], bool]:
+    """The ``NIC Legend`` (NIC0 -> mlx5_0), and whether a legend was seen."""
     nic_names: dict[str, str] = {}
     section = ""
     seen = False
@@ -231,13 +230,11 @@ def _legends(lines: list[Line]) -> tuple[list[str], dict[str, str], bool]:
             section, seen = "legend", True
         elif stripped == "NIC Legend:":
             section, seen = "nic", True
-        elif section == "legend" and "=" in stripped:
-            legend.append(stripped)
         elif section == "nic":
             match = _NIC_LEGEND_LINE.match(line.text)
             if match:
                 nic_names[match.group(1)] = match.group(2)
-    return legend, nic_names, seen
+    return nic_names, seen
 
 
 def _names(labels: list[str]) -> str:
@@ -268,7 +265,7 @@ class _Reader:
             raise ParseError(_WHAT, "no header line starting with 'GPU0' found")
         header = _parse_header(self.lines[header_index], self.warnings)
         rows, end = self._rows(header, header_index + 1)
-        legend, nic_names, legend_seen = _legends(self.lines[end:])
+        nic_names, legend_seen = _legends(self.lines[end:])
         labels = self._labels(header, rows, nic_names)
         lost = [label for label in rows if label not in header.labels]
         if lost and not header.clipped:
@@ -281,7 +278,7 @@ class _Reader:
         devices = self._devices(header, rows, labels, nic_names)
         links = tuple(_link(a, b, cells[(a, b)]) for a in labels for b in labels if (a, b) in cells)
         ordered = sorted(self.warnings, key=lambda w: (w.line is None, w.line or 0))
-        return TopoMatrix(devices=tuple(devices), links=links, legend=tuple(legend), warnings=tuple(ordered))
+        return TopoMatrix(devices=tuple(devices), links=links, warnings=tuple(ordered))
 
     def _rows(self, header: _Header, start: int) -> tuple[dict[str, _Row], int]:
         known = set(header.labels)

@@ -35,7 +35,7 @@ from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing, Wait
 from clusterctl.engine.run import HostPhaseResult, RunSettings, Status, cured, run_phases
 from clusterctl.errors import ClusterctlError, ParseError, UsageError
 from clusterctl.facts.gpus import PERSISTENCE_MODES
-from clusterctl.findings import Finding, Severity, fails
+from clusterctl.findings import Finding, Severity
 from clusterctl.heal import history
 from clusterctl.heal.chain import DEFAULT_TIMEOUTS, chain_for
 from clusterctl.quarantine import node_ops
@@ -162,16 +162,22 @@ class _Healer:
     def gate_passes(self, times: int) -> bool:
         """The release gate (``release``'s checks at the heal level) ``times`` times in a row; its last findings
         are kept (``findings``)."""
-        from clusterctl.quarantine.release import health_and_nccl_checks
+        from clusterctl.quarantine.release import health_and_nccl_checks, refusals
 
         checks = health_and_nccl_checks(self.config.level, self.inventory.hosts)
         for attempt in range(times):
             if attempt:
                 time.sleep(self.config.pass_interval_s)
             self.findings = checks(self.runner, [self.host]).get(self.host.name, [])
-            if fails(self.findings):
+            if refusals(self.findings, self.inventory.quarantine):
                 return False
         return True
+
+    def errors(self) -> str:
+        """What keeps the host out, by release's own rule (``refusals``), in words."""
+        from clusterctl.quarantine.release import refusals
+
+        return "; ".join(refusals(self.findings, self.inventory.quarantine)) or "no error finding"
 
     def back(self, before: str | None, timeout_s: float) -> Wait:
         """The wait after a reboot or power cycle: a new boot id over SSH, then the node Ready."""
@@ -219,7 +225,7 @@ class _Healer:
         if passed:
             self.note("check", "passed", f"healthy {self.config.passes} times in a row before any step")
             return self.release()
-        self.note("check", "failed", _errors(self.findings), state=f"healing: {', '.join(result.chain) or 'none'}")
+        self.note("check", "failed", self.errors(), state=f"healing: {', '.join(result.chain) or 'none'}")
         healed, blocked = self.steps()
         if healed:
             return self.release()
@@ -273,7 +279,7 @@ class _Healer:
         result.outcome = "needs hardware"
         result.detail = "no step cured it: it stays quarantined for a hardware repair"
         result.report = self.report(reason, codes, self.findings)
-        self.note("needs hardware", "stays out", _errors(self.findings), state="needs hardware")
+        self.note("needs hardware", "stays out", self.errors(), state="needs hardware")
         return result
 
     def report(self, reason: str, codes: tuple[str, ...], findings: list[Finding]) -> str:
@@ -327,7 +333,7 @@ class HealStep(_HealPhase):
             self.healer.mark("healthy")
             return []
         return [Finding(Severity.ERROR, "HEAL_NOT_HEALTHY", "the release gate still fails: " +
-                        _errors(self.healer.findings), host=ctx.host.name)]
+                        self.healer.errors(), host=ctx.host.name)]
 
 
 class DrainFirst(_HealPhase):
@@ -537,12 +543,6 @@ def apply_gpu_reset(transport: Transport, gate: Gate, reset: GpuReset) -> GateRe
         return gate.submit(transport, reset.reset)
     with gate.temporary(transport, reset.persistence_off, reset.persistence_on):
         return gate.submit(transport, reset.reset)
-
-
-def _errors(findings: Sequence[Finding]) -> str:
-    from clusterctl.quarantine.release import refusals
-
-    return "; ".join(refusals(findings)) or "no error finding"
 
 
 def _xids(findings: Sequence[Finding]) -> list[tuple[int, str]]:

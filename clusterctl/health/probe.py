@@ -165,18 +165,14 @@ def _problem(probe: Probe, output: ProbeOutput) -> ProbeProblem | None:
     if code == RC_TIMED_OUT:
         return ProbeProblem(probe.name, probe.tool, "hung", f"{probe.tool} did not answer within its time limit")
     if code == RC_MISSING or ("not found" in output.text and code not in (0, None)):
-        tool = "journalctl and dmesg" if probe.name == "kernel-log" else (_missing_tool(output.text) or probe.tool)
+        named = re.search(r"(?:sh: \d+: |bash: )?([\w.-]+): (?:command )?not found", output.text)
+        tool = "journalctl and dmesg" if probe.name == "kernel-log" else (named.group(1) if named else probe.tool)
         return ProbeProblem(probe.name, tool, "missing", f"{tool}: command not found")
     failed, empty = code not in (0, None), not output.text.strip()
     if empty:
         return ProbeProblem(probe.name, probe.tool, "failed", f"exit code {code}" if failed else "no output")
     reason = missing_reason(CommandResult(probe.command, output.text, "", code or 0, 0.0)) if failed else None
     return ProbeProblem(probe.name, probe.tool, "failed", reason) if reason else None
-
-
-def _missing_tool(text: str) -> str | None:
-    match = re.search(r"(?:sh: \d+: |bash: )?([\w.-]+): (?:command )?not found", text)
-    return match.group(1) if match else None
 
 
 def read_probes(text: str, probes: tuple[Probe, ...]) -> HostProbe:

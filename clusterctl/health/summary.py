@@ -10,9 +10,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from clusterctl.facts.health_model import IBCounters, KernelLog, NvidiaSmiQuery, NVLinkErrors, PciDevices
-from clusterctl.facts.model import NVLinkStatus, RDMADevices
-from clusterctl.health.probe import HostProbe
+from clusterctl.facts.health_model import IBCounters, KernelLog, NvidiaSmiQuery, NVLinkErrors, PciDevices, PciLink
+from clusterctl.facts.model import NVLinkStatus, RDMADevices, warnings_of
+from clusterctl.health.probe import HostProbe, parsers
 from clusterctl.survey.checks.host import MadeOnce
 
 
@@ -27,10 +27,14 @@ def host_facts(probe: HostProbe, shared: MadeOnce | None = None) -> dict[str, An
     facts: dict[str, Any] = {}
     if probe.smi is not None:
         facts["driver"] = probe.smi.driver_version
+        facts["cuda"] = probe.smi.cuda_version
+        facts["attached_gpus"] = probe.smi.attached_gpus
         facts["gpus"] = part(probe.smi, _gpus)
     if probe.kernel is not None:
         facts["kernel_events"] = part(probe.kernel, _kernel_events)
         facts["kernel_log_source"] = probe.kernel.source
+        facts["kernel_log_lines"] = probe.kernel.lines
+        facts["kernel_log_unreadable"] = probe.kernel.unreadable
     if probe.nvlink is not None:
         facts["nvlink"] = part(probe.nvlink, _nvlink)
     if probe.nvlink_errors is not None:
@@ -39,15 +43,19 @@ def host_facts(probe: HostProbe, shared: MadeOnce | None = None) -> dict[str, An
         facts["ib_ports"] = part(probe.rdma, _ib_ports)
         # The link of each port: a DDR 20 Gb/s port or one at 10 among 200s is seen here.
         facts["ib_links"] = part(probe.rdma, _ib_links)
+        facts["ib_devices"] = part(probe.rdma, _ib_devices)
     if probe.ib_counters is not None:
         facts["ib_counters"] = part(probe.ib_counters, _ib_counters)
+        facts["ib_counters_source"] = probe.ib_counters.source
     if probe.pci is not None:
         facts["acs_redirect_bridges"] = part(probe.pci, _acs_redirect_bridges)
+        facts["pci_devices"] = part(probe.pci, _pci_devices)
     if probe.dcgm is not None:
         facts["dcgm_failed"] = [f"{r.test}@GPU{r.gpu}" if r.gpu is not None else r.test for r in probe.dcgm.failed]
         # Every result, Pass, Skip and Warn too: a skipped test must never read as a pass.
         facts["dcgm"] = {"dcgm_version": probe.dcgm.dcgm_version, "driver_version": probe.dcgm.driver_version,
-                         "gpu_device_ids": list(probe.dcgm.gpu_device_ids),
+                         "gpu_device_ids": list(probe.dcgm.gpu_device_ids), "format": probe.dcgm.format,
+                         "metadata": dict(probe.dcgm.metadata),
                          "results": [{"category": r.category, "test": r.test, "gpu": r.gpu, "status": r.status,
                                       "info": r.info} for r in probe.dcgm.results]}
     if probe.nccl is not None:
@@ -55,6 +63,11 @@ def host_facts(probe: HostProbe, shared: MadeOnce | None = None) -> dict[str, An
 
         # Level 2+: the host's nccl-tests run, every figure its parser read, as bench nccl records it.
         facts["nccl"] = nccl_host_run_record(probe.nccl)
+    # What a parser could not read of an output it read in part (lines of that probe's output).
+    warnings = [{"probe": name, **w.to_json()} for name in parsers()
+                for w in warnings_of(getattr(probe, name))]
+    if warnings:
+        facts["parse_warnings"] = warnings
     if probe.problems:
         facts["problems"] = [{"probe": p.probe, "tool": p.tool, "kind": p.kind, "reason": p.reason}
                              for p in probe.problems]
@@ -78,6 +91,14 @@ def _gpus(smi: NvidiaSmiQuery) -> dict[str, Any]:
             "clock_events_active": list(g.clock_events_active),
             "ecc_mode": g.ecc_mode, "minor_number": g.minor_number,
             "notes": list(g.notes), "unread": list(g.unread),
+            "serial": g.serial, "persistence_mode": g.persistence_mode, "mig_mode": g.mig_mode,
+            "retired_pages_pending": g.retired_pages_pending,
+            "slowdown_temp_c": g.slowdown_temp_c, "shutdown_temp_c": g.shutdown_temp_c,
+            "t_limit_margin_c": g.t_limit_margin_c, "memory_temperature_c": g.memory_temperature_c,
+            "memory_max_operating_temp_c": g.memory_max_operating_temp_c, "power_draw_w": g.power_draw_w,
+            "pcie_gen_current": g.pcie_gen_current, "pcie_gen_max": g.pcie_gen_max, "pcie_width_max": g.pcie_width_max,
+            "reset_required": g.reset_required, "drain_and_reset_recommended": g.drain_and_reset_recommended,
+            "fabric_state": g.fabric_state, "fabric_status": g.fabric_status,
         }
         for g in smi.gpus
     }
@@ -90,12 +111,14 @@ def _kernel_events(kernel: KernelLog) -> dict[str, dict[str, Any]]:
         entry = xids.setdefault(key, {"kind": e.kind, "code": e.code, "pci": e.pci, "count": 0})
         entry["count"] += 1
         entry["last"] = e.text
+        entry["last_at"] = e.timestamp
     return xids
 
 
 def _nvlink(nvlink: tuple[NVLinkStatus, ...]) -> dict[str, Any]:
     return {str(s.gpu_index): {"active": sum(1 for lane in s.lanes if lane.active),
                                "inactive": [lane.link for lane in s.lanes if not lane.active],
+                               "gpu_name": s.gpu_name, "uuid": s.uuid,
                                "speeds_gbps": {str(lane.link): lane.speed_gbps for lane in s.lanes}}
             for s in nvlink}
 
@@ -111,8 +134,14 @@ def _ib_ports(rdma: RDMADevices) -> dict[str, Any]:
 def _ib_links(rdma: RDMADevices) -> dict[str, Any]:
     return {f"{d.hca}/{p.port}": {"state": p.state, "phys_state": p.phys_state, "link_layer": p.link_layer,
                                   "rate_gbps": p.rate_gbps, "active_width": p.active_width,
-                                  "active_speed": p.active_speed}
+                                  "active_speed": p.active_speed, "roce_v2_gid_index": p.roce_v2_gid_index,
+                                  "gids": [list(gid) for gid in p.gids]}
             for d in rdma for p in d.ports}
+
+
+def _ib_devices(rdma: RDMADevices) -> dict[str, Any]:
+    return {d.hca: {"fw_version": d.fw_version, "node_guid": d.node_guid, "board_id": d.board_id,
+                    "ca_type": d.ca_type} for d in rdma}
 
 
 def _ib_counters(counters: IBCounters) -> dict[str, Any]:
@@ -121,3 +150,16 @@ def _ib_counters(counters: IBCounters) -> dict[str, Any]:
 
 def _acs_redirect_bridges(pci: PciDevices) -> list[str]:
     return [d.address for d in pci.devices if d.is_bridge and d.acs_redirects]
+
+
+def _pci_devices(pci: PciDevices) -> dict[str, Any]:
+    """The devices health judges: GPUs, NICs and the bridges above them (an 8-GPU host's lspci lists ~500
+    devices, USB and SATA controllers among them, which have no bearing on the GPUs' and NICs' paths)."""
+    def link(found: PciLink | None) -> dict[str, Any] | None:
+        return None if found is None else {"speed_gts": found.speed_gts, "width": found.width}
+    return {d.address: {"device_class": d.device_class, "description": d.description, "port_type": d.port_type,
+                        "link_cap": link(d.link_cap), "link_status": link(d.link_status),
+                        "speed_downgraded": d.speed_downgraded, "width_downgraded": d.width_downgraded,
+                        "acs_control": d.acs_control, "secondary_bus": d.secondary_bus,
+                        "subordinate_bus": d.subordinate_bus, "access_denied": d.access_denied}
+            for d in pci.devices if d.is_bridge or d.is_gpu or d.is_nic}

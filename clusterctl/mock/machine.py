@@ -73,11 +73,10 @@ def _command_lines(argv: tuple[str, ...]) -> tuple[str, ...]:
 def initial_state(profile: Profile) -> dict[str, Any]:
     """The host's state document on first use, from the profile's ``machine:`` section."""
     machine = profile.machine
-    packages: dict[str, Any] = {}
     raw_packages = machine.get("packages") or {}
     held = {str(n) for n in raw_packages.get("held") or []}
-    for name, version in (raw_packages.get("installed") or {}).items():
-        packages[str(name)] = {"version": str(version), "held": str(name) in held}
+    packages = {str(name): {"version": str(version), "held": str(name) in held}
+                for name, version in (raw_packages.get("installed") or {}).items()}
     services: dict[str, Any] = {}
     for name, spec in (machine.get("services") or {}).items():
         spec = spec if isinstance(spec, dict) else {}

@@ -123,8 +123,14 @@ def cap(max_unavailable: str | None, fleet_size: int) -> int:
     return max(1, fleet_size * number // 100) if text.endswith("%") else number
 
 
+def counts_against(finding: Finding, config: QuarantineConfig) -> bool:
+    """Whether ``finding`` counts against its host: an error whose code ``ignore_codes`` does not name. The one
+    test of what takes a host out (``health_wanted``) and keeps it out (``release``'s gate, heal's)."""
+    return finding.severity is Severity.ERROR and finding.code not in config.ignore_codes
+
+
 def _quarantining(findings: Iterable[Finding], config: QuarantineConfig) -> list[Finding]:
-    return [f for f in findings if f.severity is Severity.ERROR and f.code not in config.ignore_codes
+    return [f for f in findings if counts_against(f, config)
             and (config.quarantine_codes is None or f.code in config.quarantine_codes)]
 
 

@@ -19,10 +19,11 @@ from clusterctl.changes import ChangeFailed, Gate, GateRecord
 from clusterctl.cluster_access import on_control_plane, read_node, reason
 from clusterctl.findings import Finding, Severity, fails
 from clusterctl.quarantine import node_ops, slurm
+from clusterctl.quarantine.policy import counts_against
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
-    from clusterctl.inventory.model import Host, Inventory
+    from clusterctl.inventory.model import Host, Inventory, QuarantineConfig
     from clusterctl.transport.base import Transport
 
 
@@ -58,9 +59,10 @@ class HostRelease:
 ReleaseChecks = Callable[["Runner", Sequence["Host"]], dict[str, list[Finding]]]
 
 
-def refusals(findings: Sequence[Finding]) -> list[str]:
-    """What keeps a host quarantined: its error-level findings, ``CODE: message`` each."""
-    return [f"{f.code}: {f.message}" for f in findings if f.severity is Severity.ERROR]
+def refusals(findings: Sequence[Finding], config: QuarantineConfig) -> list[str]:
+    """What keeps a host quarantined: its findings that count against it (``policy.counts_against``: errors
+    the inventory's ``quarantine.ignore_codes`` does not name), ``CODE: message`` each."""
+    return [f"{f.code}: {f.message}" for f in findings if counts_against(f, config)]
 
 
 def health_and_nccl_checks(level: int = 1, peers: Sequence[Host] = ()) -> ReleaseChecks:
@@ -121,7 +123,7 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
         found = checks(runner, candidates)
         for host in list(candidates):
             findings = found.get(host.name, [])
-            errors = refusals(findings)
+            errors = refusals(findings, inventory.quarantine)
             # Warnings and errors, and the figures that passed (the NCCL bus bandwidth measured).
             results[host.name].checks = [f"{f.severity.value} {f.code}: {f.message}" for f in findings
                                          if f.severity is not Severity.INFO or f.code == "NCCL_RESULT"]
@@ -189,5 +191,5 @@ def undo_refusals(runner: Runner, inventory: Inventory, records: Sequence[GateRe
     if not hosts:
         return {}
     found = health_and_nccl_checks(1, inventory.hosts)(runner, hosts)
-    refused = {name: refusals(findings) for name, findings in found.items()}
+    refused = {name: refusals(findings, inventory.quarantine) for name, findings in found.items()}
     return {name: why for name, why in refused.items() if why}

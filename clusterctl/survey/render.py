@@ -29,11 +29,6 @@ _ACROSS: dict[str, str] = {
 }
 
 
-def _shape_text(report: HostReport) -> str:
-    topology = report.state.topology
-    return SHAPE_WORDS[topology.shape] if topology else "?"
-
-
 def _nic_summary(report: HostReport) -> tuple[str, bool]:
     """``8/8 up @ 400G`` and whether it looks wrong (a port down or slow)."""
     facts = report.state.facts
@@ -83,7 +78,7 @@ def _fleet_row(host: HostReport) -> dict[str, str]:
     model = (state.gpu_model or "?").removeprefix("NVIDIA ")
     if "GPU_MODEL_DIFFERS" in codes:
         model = f"[yellow]{model}[/]"
-    shape = _shape_text(host)
+    shape = SHAPE_WORDS[topology.shape] if topology else "?"
     domains = ", ".join(compress_indices(d) for d in topology.nvlink_domains) if topology else "?"
     if codes & {"NVLINK_MISSING", "NVLINK_FEWER_LINKS", "NVLINK_LANE_INACTIVE"}:
         shape, domains = f"[bold red]{shape}[/]", f"[bold red]{domains or '-'}[/]"

@@ -66,8 +66,10 @@ def matrix_to_json(topology: HostTopology) -> dict[str, Any]:
 
 def _gpus_json(state: SurveyedHost) -> list[dict[str, Any]]:
     topology = state.topology
+    numa_ids = {d.label: d.gpu_numa_id for d in topology.matrix.devices} if topology else {}
     by_index: dict[int, dict[str, Any]] = {g.index: {
         "index": g.index, "label": g.label, "numa_node": g.numa_node, "cpu_affinity": g.cpu_affinity,
+        "gpu_numa_id": numa_ids.get(g.label),
         "nearest_nics": list(g.nearest_nics), "nic_link": g.nic_link,
         "nvlink_peers": [{"gpu": peer, "nvlinks": count} for peer, count in g.nvlink_peers],
     } for g in (topology.gpus if topology else ())}
@@ -79,7 +81,15 @@ def _gpus_json(state: SurveyedHost) -> list[dict[str, Any]]:
             "ecc_mode": info.ecc_mode, "ecc_errors_uncorrected": info.ecc_errors_uncorrected,
             "pcie": {"gen_current": info.pcie_gen_current, "gen_max": info.pcie_gen_max,
                      "width_current": info.pcie_width_current, "width_max": info.pcie_width_max},
+            "driver_version": info.driver_version, "power_limit_w": info.power_limit_w,
         })
+    # nvidia-smi nvlink -s: each link's state and speed; its GPU's name and UUID where the GPU query gave none.
+    for status in (state.facts.nvlink if state.facts else None) or ():
+        record = by_index.setdefault(status.gpu_index, {"index": status.gpu_index, "label": f"GPU{status.gpu_index}"})
+        record.setdefault("name", status.gpu_name)
+        record.setdefault("uuid", status.uuid)
+        record["nvlink_links"] = [{"link": lane.link, "active": lane.active, "speed_gbps": lane.speed_gbps}
+                                  for lane in status.lanes]
     return [by_index[i] for i in sorted(by_index)]
 
 
@@ -93,11 +103,12 @@ def _nics_json(state: SurveyedHost) -> list[dict[str, Any]]:
     for device in (facts.rdma if facts else None) or ():
         record = records.setdefault(device.hca, {"name": device.hca, "label": None, "numa_node": None,
                                                  "nearest_gpus": [], "gpu_link": None})
-        record["fw_version"] = device.fw_version
+        record.update({"fw_version": device.fw_version, "node_guid": device.node_guid, "board_id": device.board_id,
+                       "ca_type": device.ca_type})
         record["ports"] = [
             {"port": p.port, "state": p.state, "phys_state": p.phys_state, "link_layer": p.link_layer,
              "rate_gbps": p.rate_gbps, "active_width": p.active_width, "active_speed": p.active_speed,
-             "roce_v2_gid_index": p.roce_v2_gid_index}
+             "roce_v2_gid_index": p.roce_v2_gid_index, "gids": [list(gid) for gid in p.gids]}
             for p in device.ports
         ]
     addresses = _ipv4(state)
@@ -135,7 +146,7 @@ def host_to_json(host: HostReport, *, shared: MadeOnce | None = None) -> dict[st
     parts = shared or MadeOnce()
     if facts is not None:
         # What each part is made of (see ``_gpus_json``, ``_nics_json``): equal keys, equal parts.
-        gpus_key: tuple[object, ...] = ("gpus", id(topology), id(facts.gpus))
+        gpus_key: tuple[object, ...] = ("gpus", id(topology), id(facts.gpus), id(facts.nvlink))
         nics_key: tuple[object, ...] = ("nics", id(topology), id(facts.rdma), id(facts.netdev),
                                          id(facts.values.get("ipv4")), state.host.fabric)
     else:

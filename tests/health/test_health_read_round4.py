@@ -101,7 +101,9 @@ def test_ddr_port_rate_physical_state_and_link_layer_reach_the_json() -> None:
     data, notes = _read(("ibv_devinfo", "mlx4-ddr-20g-root-prompt-ompi-users-2010.txt"))
     links = _host(data)["facts"]["ib_links"]
     assert links["mlx4_0/1"] == {"state": "PORT_ACTIVE", "phys_state": "LinkUp", "link_layer": "InfiniBand",
-                                 "rate_gbps": 20.0, "active_width": "4X", "active_speed": "5.0 Gbps"}
+                                 "rate_gbps": 20.0, "active_width": "4X", "active_speed": "5.0 Gbps",
+                                 "roce_v2_gid_index": None,
+                                 "gids": [[0, "fe80:0000:0000:0000:0023:7dff:ff94:9079", ""]]}
     assert links["mlx4_0/2"]["phys_state"] == "Polling" and links["mlx4_0/2"]["state"] == "PORT_DOWN"
     assert notes == []  # '# ibv_devinfo -v' on the first line is the root prompt, not an unread line
 
@@ -116,7 +118,9 @@ def test_each_nvlink_speed_reaches_the_json_and_an_elided_paste_is_not_links_dow
     data, notes = _read(("nvlink", "gb200-nvml-mock-issue-elided.txt"))
     host = _host(data)
     assert host["facts"]["nvlink"]["0"]["speeds_gbps"] == {str(link): 53.125 for link in range(18)}
-    assert host["facts"]["nvlink"]["1"] == {"active": 2, "inactive": [], "speeds_gbps": {"0": 53.125, "1": 53.125}}
+    assert host["facts"]["nvlink"]["1"] == {"active": 2, "inactive": [], "speeds_gbps": {"0": 53.125, "1": 53.125},
+                                            "gpu_name": "NVIDIA GB200",
+                                            "uuid": "GPU-39ac7bce-e3d6-b426-008e-fa47897c72d5"}
     # GPU 1's other links were left out with '...': unknown, said so, and not judged as down.
     assert host["verdict"] == "healthy"
     assert any("leaves lines out" in n for n in notes)

@@ -12,6 +12,7 @@ from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.loader import load_inventory
 from clusterctl.inventory.model import QuarantineConfig
 from clusterctl.quarantine.policy import Action, Wanted, cap, decide, health_wanted
+from clusterctl.quarantine.release import refusals
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,16 @@ def test_one_decision_for_alerts_and_health_alike() -> None:
         ("gpu-1", Action.DRAIN, ("GPUXidError", "GPUFellOffTheBus")),
         ("gpu-2", Action.ALREADY_OUT, ("GPUFellOffTheBus",)), ("gpu-3", Action.HELD, ()), ("gpu-4", Action.REPORT, ())]
     assert [d.to_json()["action"] for d in decided] == ["drain", "already", "held", "report"]
+
+
+def test_a_code_the_inventory_ignores_neither_takes_a_host_out_nor_keeps_it_out() -> None:
+    # One rule (policy.counts_against) for health --quarantine, release's gate and heal's: a host
+    # whose only error is ignored is not quarantined, so release must not refuse it for that error.
+    config = QuarantineConfig(ignore_codes=frozenset({"PCIE_ACS_ENABLED"}))
+    acs, xid = error("gpu-1", "PCIE_ACS_ENABLED"), error("gpu-1", "GPU_XID", "RESTART_BM")
+    assert health_wanted([Verdict("gpu-1", "ACS", (acs,))], config)[0].codes == ()
+    assert refusals([acs], config) == []
+    assert refusals([acs, xid], config) == ["GPU_XID: GPU_XID on gpu-1"]
 
 
 @pytest.mark.parametrize("value, size, expected", [(None, 100, 10), (None, 5, 1), ("3", 100, 3), ("25%", 10, 2)])

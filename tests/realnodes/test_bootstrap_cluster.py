@@ -64,6 +64,18 @@ def node_files(nodes: RealNodes) -> dict[str, set[str]]:
     return found
 
 
+#: Folders ``kubeadm reset`` empties and keeps (manifests, certificates, and the tmp folder where ``kubeadm
+#: upgrade`` kept its backups, cleaned by the ResetConfiguration's ``cleanupTmpDir``), and /etc/kubernetes,
+#: which holds them.
+KUBEADM_KEPT = {"/etc/kubernetes", "/etc/kubernetes/manifests", "/etc/kubernetes/pki", "/etc/kubernetes/tmp"}
+
+
+def node_folders(nodes: RealNodes) -> dict[str, set[str]]:
+    """Each node's folders where clusterctl and kubeadm write, as the node sees them (its overlay merged)."""
+    return {node.name: set(nodes.sh(node.name, "find /etc /var/lib/kubelet /var/lib/etcd -type d").stdout.split())
+            for node in nodes.nodes}
+
+
 @pytest.fixture(scope="module")
 def fleet(kubernetes_machines: RealNodes, tmp_path_factory: pytest.TempPathFactory) -> tuple[RealNodes, Path, Path]:
     """The nodes, their inventory and one state folder for the module (bootstrap's undo journals
@@ -76,11 +88,13 @@ def fleet(kubernetes_machines: RealNodes, tmp_path_factory: pytest.TempPathFacto
 
 
 BEFORE: dict[str, set[str]] = {}
+FOLDERS_BEFORE: dict[str, set[str]] = {}
 
 
 def test_bootstrap_brings_up_a_two_node_cluster(fleet: tuple[RealNodes, Path, Path]) -> None:
     nodes, inventory, state = fleet
     BEFORE.update(node_files(nodes))
+    FOLDERS_BEFORE.update(node_folders(nodes))
     run = nodes.clusterctl("-i", str(inventory), "bootstrap", "--state-dir", str(state), "--skip-phases", SKIPPED,
                            "--yes", timeout=900)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
@@ -230,5 +244,9 @@ def test_reset_leaves_the_nodes_as_bootstrap_found_them(fleet: tuple[RealNodes, 
     for name, files in after.items():
         assert files - BEFORE[name] == set(), f"{name}: left behind"
         assert BEFORE[name] - files == set(), f"{name}: removed what was there before"
+    # The folders bootstrap made (containerd's certs.d/registry.k8s.io, /etc/containerd, clusterctl's) go too.
+    folders = node_folders(nodes)
+    assert {n: f - FOLDERS_BEFORE[n] - KUBEADM_KEPT for n, f in folders.items()} == {n: set() for n in folders}
+    assert {n: FOLDERS_BEFORE[n] - f for n, f in folders.items()} == {n: set() for n in folders}  # none removed
     again = nodes.clusterctl("-i", str(inventory), "reset", "--state-dir", str(state), "--yes", timeout=600)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]

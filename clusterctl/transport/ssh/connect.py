@@ -184,7 +184,8 @@ def open_ssh(
         if known_types:
             # Ask for the key type we have on record first, as ssh does, so a host with several
             # keys is checked against the one we know instead of looking "changed".
-            preferred = [t for t in options.key_types if t in known_types or _rsa_family(t, known_types)]
+            preferred = [t for t in options.key_types
+                         if t in known_types or (t.startswith("rsa-sha2-") and "ssh-rsa" in known_types)]
             options.key_types = preferred + [t for t in options.key_types if t not in preferred]
         elif policy.authorities_for(target.known_hosts_name):
             # A CA vouches for this host: ask for its certificate first, as ssh does.
@@ -221,10 +222,6 @@ def _peer_ip(sock: socket.socket | paramiko.Channel) -> str | None:
         except OSError:
             return None
     return None
-
-
-def _rsa_family(key_type: str, known: list[str]) -> bool:
-    return key_type.startswith("rsa-sha2-") and "ssh-rsa" in known
 
 
 def _handshake_error(
