@@ -180,7 +180,10 @@ def test_a_900_kb_host_label_beside_a_readable_alert_is_rejected_alone_and_the_o
         with_token: Running) -> None:
     run = with_token
     body = payload(("GPUReport", "gpu-01"), ("GPUFellOffTheBus", "h" * 900_000))
-    assert post(run.url, body, client_context(run.pki))[0] == 401  # the token is asked for as before
+    # Without the token the server answers 401 before reading a body, so a 900 kB one would meet a reset
+    # while still being sent; the token is asked for as before, shown with the same alerts' small form.
+    assert post(run.url, payload(("GPUReport", "gpu-01"), ("GPUFellOffTheBus", "h")), client_context(run.pki))[0] \
+        == 401
     status, answer = post(run.url, body, client_context(run.pki), bearer(run.token))
     assert status == 200 and len(json.dumps(answer)) < 1000, answer
     assert [d["decision"] for d in answer["decisions"]] == ["reported", "rejected"]
