@@ -22,6 +22,9 @@ def json_holds(value: Any, plain: Any, path: str) -> int:
             assert field.name in plain, f"{path}.{field.name} is not in the JSON"
             count += json_holds(getattr(value, field.name), plain[field.name], f"{path}.{field.name}")
         return count
+    if isinstance(value, tuple) and isinstance(plain, dict):  # a tuple written as a named record, in its order
+        assert len(plain) == len(value), f"{path}: {len(value)} items, JSON {plain!r:.80}"
+        return json_holds(value, list(plain.values()), path)
     if isinstance(value, (tuple, list)):
         assert isinstance(plain, list) and len(plain) == len(value), f"{path}: {len(value)} items, JSON {plain!r:.80}"
         return sum(json_holds(item, plain[i], f"{path}[{i}]") for i, item in enumerate(value))

@@ -185,6 +185,13 @@ class RDMAPort:
     #: Every GID listed: (index, gid, type such as ``RoCE v2``).
     gids: tuple[tuple[int, str, str], ...] = ()
 
+    def to_json(self) -> dict[str, Any]:
+        """The port as survey and health write it (the GIDs as named records, like every other record)."""
+        return {"port": self.port, "state": self.state, "phys_state": self.phys_state, "link_layer": self.link_layer,
+                "rate_gbps": self.rate_gbps, "active_width": self.active_width, "active_speed": self.active_speed,
+                "roce_v2_gid_index": self.roce_v2_gid_index,
+                "gids": [{"index": index, "gid": gid, "type": kind} for index, gid, kind in self.gids]}
+
 
 @dataclass(frozen=True)
 class RDMADevice:

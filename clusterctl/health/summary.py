@@ -132,11 +132,7 @@ def _ib_ports(rdma: RDMADevices) -> dict[str, Any]:
 
 
 def _ib_links(rdma: RDMADevices) -> dict[str, Any]:
-    return {f"{d.hca}/{p.port}": {"state": p.state, "phys_state": p.phys_state, "link_layer": p.link_layer,
-                                  "rate_gbps": p.rate_gbps, "active_width": p.active_width,
-                                  "active_speed": p.active_speed, "roce_v2_gid_index": p.roce_v2_gid_index,
-                                  "gids": [list(gid) for gid in p.gids]}
-            for d in rdma for p in d.ports}
+    return {f"{d.hca}/{p.port}": p.to_json() for d in rdma for p in d.ports}
 
 
 def _ib_devices(rdma: RDMADevices) -> dict[str, Any]:

@@ -105,12 +105,7 @@ def _nics_json(state: SurveyedHost) -> list[dict[str, Any]]:
                                                  "nearest_gpus": [], "gpu_link": None})
         record.update({"fw_version": device.fw_version, "node_guid": device.node_guid, "board_id": device.board_id,
                        "ca_type": device.ca_type})
-        record["ports"] = [
-            {"port": p.port, "state": p.state, "phys_state": p.phys_state, "link_layer": p.link_layer,
-             "rate_gbps": p.rate_gbps, "active_width": p.active_width, "active_speed": p.active_speed,
-             "roce_v2_gid_index": p.roce_v2_gid_index, "gids": [list(gid) for gid in p.gids]}
-            for p in device.ports
-        ]
+        record["ports"] = [p.to_json() for p in device.ports]
     addresses = _ipv4(state)
     for dev in (facts.netdev if facts else None) or ():
         if dev.hca is None:

@@ -100,10 +100,10 @@ def test_dcgm_run_metadata_and_per_gpu_passes_reach_the_json() -> None:
 def test_ddr_port_rate_physical_state_and_link_layer_reach_the_json() -> None:
     data, notes = _read(("ibv_devinfo", "mlx4-ddr-20g-root-prompt-ompi-users-2010.txt"))
     links = _host(data)["facts"]["ib_links"]
-    assert links["mlx4_0/1"] == {"state": "PORT_ACTIVE", "phys_state": "LinkUp", "link_layer": "InfiniBand",
+    assert links["mlx4_0/1"] == {"port": 1, "state": "PORT_ACTIVE", "phys_state": "LinkUp", "link_layer": "InfiniBand",
                                  "rate_gbps": 20.0, "active_width": "4X", "active_speed": "5.0 Gbps",
                                  "roce_v2_gid_index": None,
-                                 "gids": [[0, "fe80:0000:0000:0000:0023:7dff:ff94:9079", ""]]}
+                                 "gids": [{"index": 0, "gid": "fe80:0000:0000:0000:0023:7dff:ff94:9079", "type": ""}]}
     assert links["mlx4_0/2"]["phys_state"] == "Polling" and links["mlx4_0/2"]["state"] == "PORT_DOWN"
     assert notes == []  # '# ibv_devinfo -v' on the first line is the root prompt, not an unread line
 
