@@ -55,7 +55,9 @@ def register(app: typer.Typer) -> None:
     app.add_typer(upgrade_app, name="upgrade")
 
 
-@upgrade_app.command("plan", help="Per node, in order: the steps 'upgrade apply' would take. Touches nothing.")
+@upgrade_app.command("plan", help="Per node, in order: the steps 'upgrade apply' would take. Touches nothing. "
+                     "Exits 1 when a node cannot be planned or it finds an error apply would stop on (a host that "
+                     "is not a node).")
 def upgrade_plan(
     ctx: typer.Context,
     to: str | None = _TO,
