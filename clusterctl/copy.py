@@ -70,13 +70,11 @@ def copy_file(runner: Runner, inventory: Inventory, hosts: Sequence[Host],
     """Write the file on every host through the engine's journaled gate (recorded only, with ``dry_run``): each
     write in the undo journal before it is made; the outcomes and the journal (``None``: nothing changed)."""
     from clusterctl.engine.journaled import journaled_gate
-    from clusterctl.engine.progress import RunPlace
 
     data, local_mode = read_source(request.source)
     path = remote_path(request.source, request.dest)
     mode = request.mode if request.mode is not None else local_mode
-    journals = RunPlace.of(inventory, "copy", request.state_dir).journal_dir  # bootstrap's, upgrade's, reset's
-    with journaled_gate("copy", inventory, apply=not request.dry_run, folder=journals) as step:
+    with journaled_gate("copy", inventory, apply=not request.dry_run, state_dir=request.state_dir) as step:
         def task(transport: Transport) -> GateRecord:
             current = transport.get(path, sudo=request.sudo)
             change = Change.write_file(transport.host.name, path, data, current=current, mode=mode,

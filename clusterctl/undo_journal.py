@@ -34,8 +34,6 @@ JOURNAL_KIND = "clusterctl.undo"
 JOURNAL_VERSION = 2
 #: Versions this clusterctl reads (``clusterctl undo`` takes a version-1 journal as it always did).
 READABLE_VERSIONS = (1, 2)
-#: Where journals go unless a command is told otherwise (next to bench's results).
-DEFAULT_FOLDER = Path("clusterctl-results") / "undo"
 #: A file's mode as a journal keeps it (``644``, ``0600``).
 _MODE = re.compile(r"[0-7]{1,4}")
 T = TypeVar("T")
@@ -106,10 +104,10 @@ class WriteAheadJournal:
     (a command's undo, a new file removed only if it holds what was written).
     """
 
-    def __init__(self, *, command: str, folder: str | Path | None = None, cluster: str | None = None,
+    def __init__(self, *, command: str, folder: str | Path, cluster: str | None = None,
                  fleet: str | None = None, now: float | None = None) -> None:
         self.command, self.cluster, self.fleet, self.now = command, cluster, fleet, now
-        self.folder = Path(folder) if folder is not None else DEFAULT_FOLDER
+        self.folder = Path(folder)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

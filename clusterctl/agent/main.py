@@ -36,16 +36,22 @@ def _parser() -> argparse.ArgumentParser:
     agent = sub.add_parser("node-agent", help="One run of the node health agent (what its systemd timer starts): "
                            "level-0 checks, NodeConditions on this node, node-exporter textfile metrics.")
     agent.add_argument("--config", default=CONFIG_PATH, help=f"JSON written by bootstrap (default {CONFIG_PATH}).")
-    agent.add_argument("--node", help="This host's Kubernetes node name.")
-    agent.add_argument("--kubeconfig", help="The agent's kubeconfig (its node's ServiceAccount).")
-    agent.add_argument("--textfile-dir", dest="textfile_dir", help="node-exporter's textfile collector folder.")
-    agent.add_argument("--since", help="Kernel log window (30m, 1h).")
-    agent.add_argument("--probe-timeout", dest="probe_timeout_s", type=float, help="Limit per probe, seconds.")
+    check = _setting_checks()
+    agent.add_argument("--node", type=_flag(check["node"]), help="This host's Kubernetes node name.")
+    agent.add_argument("--kubeconfig", type=_flag(check["kubeconfig"]),
+                       help="The agent's kubeconfig (its node's ServiceAccount).")
+    agent.add_argument("--textfile-dir", dest="textfile_dir", type=_flag(check["textfile_dir"]),
+                       help="node-exporter's textfile collector folder.")
+    agent.add_argument("--since", type=_flag(check["since"]), help="Kernel log window (30m, 1h).")
+    agent.add_argument("--probe-timeout", dest="probe_timeout_s", type=_flag(check["probe_timeout_s"]),
+                       help="Limit per probe, seconds.")
     slurm = sub.add_parser("slurm-health", help="Slurm's HealthCheckProgram, prolog or epilog: level-0 checks "
                            "within --deadline; on failure drain this node with a 'clusterctl: ' reason and exit 1; "
                            "when healthy resume it only if clusterctl drained it.")
     slurm.add_argument("--node", help="The Slurm node name (default: this host's short name).")
-    slurm.add_argument("--deadline", type=float, default=50.0, help="Bound of the whole check, seconds (default 50).")
+    deadline = _flag(lambda v: _values().positive_number(v, "--deadline"))
+    slurm.add_argument("--deadline", type=deadline, default=50.0,
+                       help="Bound of the whole check, seconds (default 50).")
     slurm.add_argument("--since", default="1h", help="Kernel log window (default 1h).")
     return parser
 
@@ -69,14 +75,48 @@ def local_transport() -> Transport:
     return LocalTransport(Host(name=socket.gethostname(), address="localhost", transport="local"))
 
 
+def _values() -> Any:
+    from clusterctl.inventory import values
+
+    return values
+
+
+def _setting_checks() -> dict[str, Callable[[Any], Any]]:
+    """Each setting's check, the same for the config file and the command line: the inventory's readers."""
+    from clusterctl.health.model import since_seconds
+
+    values = _values()
+
+    def since(value: Any) -> str:
+        try:
+            since_seconds(values.text(value, "since"))
+        except UsageError as exc:
+            raise BadValue(exc.message) from None
+        return str(value)
+
+    return {"node": lambda v: values.host_name(v, "node"), "kubeconfig": lambda v: values.text(v, "kubeconfig"),
+            "textfile_dir": lambda v: values.text(v, "textfile_dir"), "since": since,
+            "probe_timeout_s": lambda v: values.positive_number(v, "probe_timeout_s")}
+
+
+def _flag(check: Callable[[Any], Any]) -> Callable[[str], Any]:
+    """An argparse ``type`` that applies ``check``: a wrong flag is argparse's usage error (exit 2)."""
+
+    def convert(text: str) -> Any:
+        try:
+            return check(text)
+        except BadValue as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+
+    return convert
+
+
 def _config(transport: Transport, path: str) -> dict[str, Any]:
     """The settings of the config file ``path`` (none when there is no file; a null is a setting left out),
     each checked as the inventory's values are: a wrong one is an ``InventoryError`` naming the file, its
     line and the field."""
     from pathlib import Path
 
-    from clusterctl.health.model import since_seconds
-    from clusterctl.inventory import values
     from clusterctl.inventory.node_reader import NodeReader
     from clusterctl.inventory.yaml_tree import Mapping, Node, is_empty, parse_json
 
@@ -89,23 +129,11 @@ def _config(transport: Transport, path: str) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise reader.error(f"this is not UTF-8 text ({exc.reason} at byte {exc.start}).", None) from None
 
-    def since(value: Any) -> str:
-        try:
-            since_seconds(values.text(value, "since"))
-        except UsageError as exc:
-            raise BadValue(exc.message) from None
-        return str(value)
-
     def setting(convert: Callable[[Any], Any]) -> Callable[[Node, str], Any]:
         return lambda node, field: None if is_empty(node) else reader.scalar(node, field, convert)
 
-    settings = reader.fields(root or Mapping((), 1), "", {
-        "node": setting(lambda v: values.host_name(v, "node")),
-        "kubeconfig": setting(lambda v: values.text(v, "kubeconfig")),
-        "textfile_dir": setting(lambda v: values.text(v, "textfile_dir")),
-        "since": setting(since),
-        "probe_timeout_s": setting(lambda v: values.positive_number(v, "probe_timeout_s")),
-    }, what="node agent settings")
+    settings = reader.fields(root or Mapping((), 1), "", {key: setting(check) for key, check in
+                                                          _setting_checks().items()}, what="node agent settings")
     return {key: value for key, value in settings.items() if value is not None}
 
 
@@ -138,7 +166,10 @@ def main(argv: Sequence[str] | None = None, transport: Callable[[], Transport] =
     try:
         return {"node-agent": node_agent, "slurm-health": slurm_health}[args.command](args, transport())
     except ClusterctlError as exc:  # a bad config or option: one paragraph, as clusterctl's own errors
-        print(f"clusterctl-node: {exc}", file=sys.stderr)
+        from clusterctl.terminal_text import one_line
+
+        # It may quote the file (an unknown key): shown as text, as clusterctl's error printer does.
+        print(f"clusterctl-node: {one_line(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)
 
 

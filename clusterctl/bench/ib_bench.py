@@ -14,7 +14,7 @@ from clusterctl.bench.straggler import Diagnosis, Edge, find_straggler, localise
 from clusterctl.changes import Change, Gate
 from clusterctl.errors import UsageError
 from clusterctl.fanout import Runner
-from clusterctl.findings import Finding, Severity
+from clusterctl.findings import Finding, Severity, fails
 from clusterctl.inventory.model import Host
 
 
@@ -43,7 +43,7 @@ class IBBenchReport:
 
     @property
     def failed(self) -> bool:
-        return any(f.severity is Severity.ERROR for f in self.findings)
+        return fails(self.findings)
 
 
 def _edges(results: Sequence[LinkResult], hosts: Mapping[str, Host], *, by_hca: bool) -> list[Edge]:

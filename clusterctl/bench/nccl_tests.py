@@ -21,7 +21,7 @@ from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.model import NVLinkStatus
 from clusterctl.facts.nccltests import NcclTestResult, parse_nccl_tests
 from clusterctl.fanout import HostOutcome, Runner
-from clusterctl.findings import Finding, Severity
+from clusterctl.findings import Finding, Severity, fails
 from clusterctl.inventory.model import Host, Inventory
 from clusterctl.transport.base import Transport
 
@@ -62,7 +62,7 @@ class NcclRun:
 
     @property
     def failed(self) -> bool:
-        return any(f.severity is Severity.ERROR for f in self.findings)
+        return fails(self.findings)
 
 
 def binary(op: str, binary_dir: str | None = None) -> str:
@@ -139,12 +139,14 @@ def run_nccl_test(
     timeout_s: float = 900.0,
     gate: Gate | None = None,
     inventory: Inventory | None = None,
+    state_dir: str | None = None,
 ) -> NcclRun:
     """Run nccl-tests on each host alone, or once across ``hosts`` with ``mpirun`` (from the first).
 
     ``mpirun``'s hostfile is a temporary change through ``gate``, by default the engine's journaled
-    gate for ``inventory``'s fleet: in the undo journal before it is written to the launcher, removed
-    however the run ends, and a run killed in between leaves the journal ``clusterctl undo`` completes.
+    gate for ``inventory``'s fleet (``state_dir``: ``--state-dir``): in the undo journal before it is written to
+    the launcher, removed however the run ends, and a run killed in between leaves the journal ``clusterctl undo``
+    completes.
     """
     environment = {str(k): str(v) for k, v in (env or {}).items()}
     binary(op, binary_dir)
@@ -161,7 +163,7 @@ def run_nccl_test(
 
         if inventory is None:
             raise UsageError("bench nccl --multi-node: no inventory to journal mpirun's hostfile for")
-        with journaled_gate(f"bench nccl {op}", inventory, apply=True) as step:
+        with journaled_gate(f"bench nccl {op}", inventory, apply=True, state_dir=state_dir) as step:
             return _run_multi(runner, hosts, op, environment, test_args, gpus, timeout_s, step.gate)
 
     def task(transport: Transport) -> NcclHostRun:

@@ -185,13 +185,13 @@ def power_hosts(inventory: Inventory, hosts: Sequence[Host], action: PowerAction
 
 
 def power(inventory: Inventory, hosts: Sequence[Host], action: PowerAction, *, apply: bool,
-          graceful: bool = False) -> tuple[list[HostPower], str | None]:
+          graceful: bool = False, state_dir: str | None = None) -> tuple[list[HostPower], str | None]:
     """``clusterctl power``: ``power_hosts`` through the engine's journaled gate (each change in the undo
     journal before it reaches the BMC, the journal finished on Ctrl-C too); the results and the journal
     (``None``: ``status``, a dry run, or nothing changed)."""
     from clusterctl.engine.journaled import journaled_gate
 
     changing = apply and action is not PowerAction.STATUS
-    with journaled_gate(f"power {action.value}", inventory, apply=changing) as step:
+    with journaled_gate(f"power {action.value}", inventory, apply=changing, state_dir=state_dir) as step:
         results = power_hosts(inventory, hosts, action, step.gate, graceful=graceful)
     return results, step.journal

@@ -46,8 +46,6 @@ class BootstrapRequest:
     lock_path: str = DEFAULT_LOCK_PATH
     #: A saved ``clusterctl survey`` report: topology labels, GPU counts for verify, NVLink alert hosts.
     survey: str | None = None
-    #: Where that journal goes (and where ``reset`` reads bootstrap's); ``None``: ``<state dir>/undo``.
-    journal_dir: str | None = None
     #: What the command line chose for the phases (``--force``, ``--allow-downgrade``...); ``run_options``
     #: adds the run's hosts, survey, mode and journals.
     options: RunOptions = field(default_factory=RunOptions)
@@ -64,13 +62,12 @@ def run(
     if request.resume and not request.apply:
         raise UsageError("--resume only makes sense for a run that applies (not with --dry-run or plan)")
     place = RunPlace.of(inventory, "bootstrap", request.state_dir)
-    journal_dir = Path(request.journal_dir) if request.journal_dir else place.journal_dir
     resumed_with = None
     journals = None
     if any(p.name == "reset" for p in phases):
         from clusterctl.bootstrap.reset_journals import bootstrap_journals
 
-        journals = bootstrap_journals(journal_dir, cluster=inventory.name, fleet=place.key)
+        journals = bootstrap_journals(place.journal_dir, cluster=inventory.name, fleet=place.key)
     store = None
     if request.apply:
         store = place.progress(resume=request.resume, first="clusterctl bootstrap")
@@ -85,7 +82,7 @@ def run(
     # A plan changes nothing before any read; an applying run reads ahead where it expects no change.
     read_ahead = converged_hosts(store, phases, hosts) if request.apply else frozenset(h.name for h in hosts)
     command = f"bootstrap phase {request.phase}" if request.phase else "bootstrap"
-    journal = place.journal(command, journal_dir) if request.apply else None
+    journal = place.journal(command) if request.apply else None
     settings = RunSettings(apply=request.apply, resume=request.resume, force_unlock=request.force_unlock,
                            lock_path=request.lock_path, progress=store, on_phase=on_phase, options=options,
                            read_ahead=read_ahead, confirmations=confirmations, journal=journal,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from clusterctl.cli.context import AppContext, app_context
+from clusterctl.cli.context import STATE_DIR, AppContext, app_context
 from clusterctl.errors import ExitCode, UsageError
 from clusterctl.inventory.model import Fabric
 from clusterctl.terminal_layout import Column, print_table, print_wrapped
@@ -186,6 +186,7 @@ def nccl_command(
     binary_dir: str | None = typer.Option(None, "--bin-dir", metavar="DIR",
                                              help="Folder of the *_perf binaries (default: PATH)."),
     results_dir: str | None = RESULTS_DIR,
+    state_dir: str | None = STATE_DIR,
 ) -> None:
     from clusterctl.bench.nccl_tests import run_nccl_test
     from clusterctl.bench.payload import nccl_payload
@@ -200,7 +201,7 @@ def nccl_command(
     with app.runner() as runner:
         run = run_nccl_test(runner, hosts, op=op, env=settings, min_bytes=min_bytes, max_bytes=max_bytes,
                             factor=factor, gpus=gpus, multi_node=multi_node, binary_dir=binary_dir,
-                            inventory=app.inventory())
+                            inventory=app.inventory(), state_dir=state_dir)
     payload = nccl_payload(run)
     save_nccl_run(folder, run, payload)
 

@@ -201,7 +201,7 @@ def _no_color(stream: Any) -> bool:
     return bool(os.environ.get("NO_COLOR")) or not getattr(stream, "isatty", lambda: False)()
 
 
-#: ``--state-dir`` of the commands that keep progress and undo journals (bootstrap, reset, certs renew).
+#: ``--state-dir`` of every command that changes hosts (its undo journal goes to DIR/undo) or keeps progress.
 STATE_DIR = typer.Option(None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STATE_DIR",
                          help="Where progress and undo journals are kept (default ~/.local/state/clusterctl).")
 

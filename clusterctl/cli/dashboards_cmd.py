@@ -86,9 +86,9 @@ def dashboards_command(
 
 
 def _checked_namespace(name: str) -> str:
-    import re
+    from clusterctl.inventory.cluster_sections import DNS_LABEL
 
-    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", name):
+    if not DNS_LABEL.fullmatch(name):
         raise UsageError(f"--namespace {name!r} is not a Kubernetes namespace name (lower-case letters, digits "
                          "and '-', at most 63).")
     return name

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
-from clusterctl.cli.context import app_context
+from clusterctl.cli.context import STATE_DIR, app_context
 
 HEAL_HELP = """\
 Run the escalation chain on quarantined hosts until one step makes them healthy, then bring them
@@ -42,6 +42,7 @@ def heal_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Run the checks and print the whole chain; change "
                                  "nothing."),
     yes: bool = YES,
+    state_dir: str | None = STATE_DIR,
 ) -> None:
     from clusterctl.cli.quarantine_cmd import named_hosts
     from clusterctl.heal.run import heal
@@ -52,7 +53,7 @@ def heal_command(
                    [h.name for h in targets], yes=yes, dry_run=dry_run,
                    preview=f"clusterctl heal {' '.join(h.name for h in targets)} --dry-run")
     with app.runner() as runner:
-        results, journal = heal(runner, app.inventory(), targets, apply=not dry_run)
+        results, journal = heal(runner, app.inventory(), targets, apply=not dry_run, state_dir=state_dir)
     payload = {"dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
 
     def human() -> None:

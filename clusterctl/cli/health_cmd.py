@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from clusterctl.cli.confirm import confirm_change
-from clusterctl.cli.context import AppContext, app_context
+from clusterctl.cli.context import STATE_DIR, AppContext, app_context
 from clusterctl.errors import UsageError
 from clusterctl.terminal_text import one_line
 
@@ -81,6 +81,7 @@ def health_command(
     max_unavailable: str | None = typer.Option(
         None, "--max-unavailable", metavar="N|PCT",
         help="With --quarantine: most hosts out of service at once (default: the inventory's, else 10%, at least 1)."),
+    state_dir: str | None = STATE_DIR,
     force: bool = typer.Option(False, "--force", help="Level 2+: run dcgmi diag and nccl-tests even on GPUs that run "
                                "compute processes or GPU pods (they take the GPUs from those jobs)."),
     local: bool = typer.Option(False, "--local", help="Check this machine (local commands, no SSH, no inventory)."),
@@ -125,7 +126,8 @@ def health_command(
         if quarantine:
             from clusterctl.quarantine.auto import run_policy
 
-            policy = run_policy(runner, inventory, report.hosts, apply=not dry_run, max_unavailable=max_unavailable)
+            policy = run_policy(runner, inventory, report.hosts, apply=not dry_run, max_unavailable=max_unavailable,
+                                state_dir=state_dir)
     finish(app, report, save=save, policy=policy)
 
 

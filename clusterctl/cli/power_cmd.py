@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
-from clusterctl.cli.context import app_context
+from clusterctl.cli.context import STATE_DIR, app_context
 
 POWER_HELP = """\
 Read or change hosts' power through their BMCs over Redfish (the inventory's 'bmc:' section:
@@ -44,27 +44,29 @@ DRY_RUN = typer.Option(False, "--dry-run", help="Read the power state and say wh
 
 
 def status_command(ctx: typer.Context, hosts: list[str] = HOSTS) -> None:
-    _power(ctx, hosts, "status", dry_run=True, yes=True, graceful=False)
+    _power(ctx, hosts, "status", dry_run=True, yes=True, graceful=False, state_dir=None)
 
 
-def on_command(ctx: typer.Context, hosts: list[str] = HOSTS, dry_run: bool = DRY_RUN, yes: bool = YES) -> None:
-    _power(ctx, hosts, "on", dry_run=dry_run, yes=yes, graceful=False)
+def on_command(ctx: typer.Context, hosts: list[str] = HOSTS, dry_run: bool = DRY_RUN, yes: bool = YES,
+               state_dir: str | None = STATE_DIR) -> None:
+    _power(ctx, hosts, "on", dry_run=dry_run, yes=yes, graceful=False, state_dir=state_dir)
 
 
 def off_command(ctx: typer.Context, hosts: list[str] = HOSTS,
                 graceful: bool = typer.Option(False, "--graceful", help="Ask for an orderly shutdown, not a forced "
                                               "power-off."),
-                dry_run: bool = DRY_RUN, yes: bool = YES) -> None:
-    _power(ctx, hosts, "off", dry_run=dry_run, yes=yes, graceful=graceful)
+                dry_run: bool = DRY_RUN, yes: bool = YES, state_dir: str | None = STATE_DIR) -> None:
+    _power(ctx, hosts, "off", dry_run=dry_run, yes=yes, graceful=graceful, state_dir=state_dir)
 
 
 def cycle_command(ctx: typer.Context, hosts: list[str] = HOSTS,
                   graceful: bool = typer.Option(False, "--graceful", help="Off by an orderly shutdown, not forced."),
-                  dry_run: bool = DRY_RUN, yes: bool = YES) -> None:
-    _power(ctx, hosts, "cycle", dry_run=dry_run, yes=yes, graceful=graceful)
+                  dry_run: bool = DRY_RUN, yes: bool = YES, state_dir: str | None = STATE_DIR) -> None:
+    _power(ctx, hosts, "cycle", dry_run=dry_run, yes=yes, graceful=graceful, state_dir=state_dir)
 
 
-def _power(ctx: typer.Context, names: list[str], verb: str, *, dry_run: bool, yes: bool, graceful: bool) -> None:
+def _power(ctx: typer.Context, names: list[str], verb: str, *, dry_run: bool, yes: bool, graceful: bool,
+           state_dir: str | None) -> None:
     from clusterctl.bmc.power import PowerAction, power
     from clusterctl.cli.quarantine_cmd import named_hosts
 
@@ -75,7 +77,8 @@ def _power(ctx: typer.Context, names: list[str], verb: str, *, dry_run: bool, ye
         what = {"on": "switch on", "off": "switch off", "cycle": "power-cycle"}[verb]
         confirm_change(f"{what} (through the BMC)", [h.name for h in targets], yes=yes,
                        preview=f"clusterctl power {verb} {' '.join(h.name for h in targets)} --dry-run")
-    results, journal = power(app.inventory(), targets, action, apply=not dry_run, graceful=graceful)
+    results, journal = power(app.inventory(), targets, action, apply=not dry_run, graceful=graceful,
+                             state_dir=state_dir)
     payload = {"action": verb, "dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
 
     def human() -> None:

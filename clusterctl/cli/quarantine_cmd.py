@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change, refuse_off_terminal
-from clusterctl.cli.context import AppContext, app_context
+from clusterctl.cli.context import STATE_DIR, AppContext, app_context
 from clusterctl.cli.quarantine_view import print_host_status, print_quarantine, print_release, print_status
 from clusterctl.errors import UsageError
 
@@ -100,6 +100,7 @@ def quarantine_command(
                                               help="With --drain: evict pods with emptyDir data too (it is lost)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show every change; touch nothing."),
     yes: bool = YES,
+    state_dir: str | None = STATE_DIR,
 ) -> None:
     from clusterctl.quarantine.drain import DrainOptions
     from clusterctl.quarantine.run import QuarantineRequest, quarantine
@@ -113,7 +114,8 @@ def quarantine_command(
                                 drain_options=DrainOptions(timeout_s=drain_timeout, force=force,
                                                            delete_emptydir_data=delete_emptydir_data))
     with app.runner() as runner:
-        results, journal = quarantine(runner, app.inventory(), targets, request, apply=not dry_run)
+        results, journal = quarantine(runner, app.inventory(), targets, request, apply=not dry_run,
+                                     state_dir=state_dir)
     payload = {"dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
     app.emit(payload, lambda: print_quarantine(app, results, dry_run=dry_run, journal=journal),
              failed=not all(r.ok for r in results))
@@ -127,6 +129,7 @@ def release_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Run the checks, show what release would change; "
                                  "touch nothing."),
     yes: bool = YES,
+    state_dir: str | None = STATE_DIR,
 ) -> None:
     from clusterctl.quarantine.release import health_and_nccl_checks, release
 
@@ -144,7 +147,8 @@ def release_command(
     inventory = app.inventory()
     checks = None if skip_checks else health_and_nccl_checks(level, inventory.hosts, inventory.quarantine)
     with app.runner() as runner:
-        results, journal = release(runner, inventory, targets, apply=not dry_run, confirm=ask, checks=checks)
+        results, journal = release(runner, inventory, targets, apply=not dry_run, confirm=ask, checks=checks,
+                                   state_dir=state_dir)
     payload = {"dry_run": dry_run, "journal": journal, "checks_skipped": skip_checks,
                "hosts": [r.to_json() for r in results]}
     app.emit(payload, lambda: print_release(app, results, dry_run=dry_run, journal=journal, skipped=skip_checks),

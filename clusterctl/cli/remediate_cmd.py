@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from clusterctl.cli.confirm import confirm_change
-from clusterctl.cli.context import app_context
+from clusterctl.cli.context import STATE_DIR, app_context
 from clusterctl.errors import ClusterctlError, UsageError
 from clusterctl.writable import host_file_name, make_folder, replace_file, writable_dir, writable_file
 from clusterctl.writable import state_dir as chosen_state_dir
@@ -36,9 +36,11 @@ acted on again; one released that fails again is); never more than --max-unavail
 out of service (cordoned nodes count), across every receiver of the cluster (they share a
 Lease in the cluster). Each POST is answered at once and each host's work runs on its own;
 alerts not yet acted on are kept in --pending-file for a restart. Every decision is one JSON
-line on stderr. Its files (undo journals, --heal's reports, accepted alerts) are kept in the
-state folder (--state-dir), not the folder it starts in (a service unit starts in /); it
-prints where at start. A body that is not a webhook payload gets 400 and changes nothing. With
+line on stderr. Its files (undo journals in DIR/undo, --heal's reports in DIR/heal, accepted
+alerts in DIR/remediate) are kept in the state folder DIR (--state-dir; default
+$CLUSTERCTL_STATE_DIR, else $XDG_STATE_HOME/clusterctl, else ~/.local/state/clusterctl; a
+relative DIR is from the current folder), not the folder it starts in (a service unit starts
+in /); it prints where at start. A body that is not a webhook payload gets 400 and changes nothing. With
 --dry-run it decides and logs, and changes nothing. Otherwise it asks once at start; --yes
 (or CLUSTERCTL_YES=1) confirms, and is required off a terminal (a service unit).
 
@@ -104,12 +106,7 @@ def serve_command(
         help="Accepted alerts not yet acted on; a restarted receiver acts on them. Default: in the state "
              "folder (--state-dir), remediate/<cluster>-<fleet>-pending.json. A relative FILE is from the "
              "current folder."),
-    state_dir: str | None = typer.Option(
-        None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STATE_DIR", show_envvar=False,
-        help="Where the receiver keeps its files, the same wherever it starts (a service unit starts in /): "
-             "undo journals in DIR/undo, --heal's reports in DIR/heal, accepted alerts in DIR/remediate. "
-             "Default: $CLUSTERCTL_STATE_DIR, else $XDG_STATE_HOME/clusterctl, else ~/.local/state/clusterctl. "
-             "A relative DIR is from the current folder."),
+    state_dir: str | None = STATE_DIR,
     heal: bool = typer.Option(False, "--heal", help="After draining a host, run its escalation chain (GPU reset, "
                               "reboot, power cycle through the BMC) and release it once the release gate passes "
                               "(clusterctl heal; the inventory's quarantine.heal)."),
@@ -132,8 +129,8 @@ def serve_command(
     files = _receiver_files(state_dir, pending_file, inventory, dry_run=dry_run, heal=heal)
     remediator = Remediator(inventory, app.runner, sys.stderr, dry_run=dry_run, max_unavailable=max_unavailable,
                             drain_options=DrainOptions(timeout_s=drain_timeout), pending_file=str(files.pending),
-                            journal_folder=str(files.journals),
-                            after_drain=heal_after_drain(inventory, journal_folder=files.journals,
+                            state_dir=str(files.state),
+                            after_drain=heal_after_drain(inventory, state_dir=str(files.state),
                                                          reports_folder=files.reports) if heal else None)
 
     def ready(bound: int) -> None:
@@ -160,6 +157,8 @@ def serve_command(
 class ReceiverFiles:
     """Where a receiver writes, all absolute (fixed at start: a later chdir changes nothing)."""
 
+    #: The state folder (``--state-dir``): what the receiver's commands are told, as every command's.
+    state: Path
     #: Accepted alerts not yet acted on (``pending_work``).
     pending: Path
     #: Each host's undo journal (remediate's, and heal's with --heal): ``clusterctl undo`` takes them.
@@ -180,8 +179,10 @@ def _receiver_files(state_dir: str | None, pending_file: str | None, inventory: 
     finds."""
     base = chosen_state_dir(state_dir).absolute()
     option = "--state-dir" if state_dir else "the state folder"
-    files = ReceiverFiles(_pending_file(pending_file, inventory, base, option, dry_run=dry_run), base / "undo",
-                          base / "heal")
+    from clusterctl.engine.progress import RunPlace
+
+    files = ReceiverFiles(base, _pending_file(pending_file, inventory, base, option, dry_run=dry_run),
+                          RunPlace.of(inventory, "remediate", str(base)).journal_dir, base / "heal")
     if not dry_run:
         writable_dir(files.journals, f"{option}: the undo journals' folder", why=_UNJOURNALED)
         if heal:
@@ -254,10 +255,10 @@ REPORTS = Path("clusterctl-results") / "heal"
 
 
 def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | None = None,
-                     on_result: Callable[[Any], None] | None = None, journal_folder: Path | None = None,
+                     on_result: Callable[[Any], None] | None = None, state_dir: str | None = None,
                      reports_folder: Path = REPORTS) -> Callable[[Any, Host, Callable[..., None]], None]:
     """``remediate serve --heal``: a drained host's escalation chain, each step logged as the receiver's decisions
-    (``on_start`` and ``on_result``: benchmarks/mttr's stopwatch). Its undo journals go to ``journal_folder``,
+    (``on_start`` and ``on_result``: benchmarks/mttr's stopwatch). Its undo journals go to ``state_dir``'s,
     its "needs hardware" reports to ``reports_folder`` (the CLI passes the state folder's)."""
 
     def after_drain(runner: Any, host: Host, say: Callable[..., None]) -> None:
@@ -269,7 +270,7 @@ def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | Non
             say(host=name, decision="heal", why=f"{what}{': ' + detail if detail else ''}")
 
         try:
-            (result,), path = heal(runner, inventory, [host], apply=True, say=step, journal_folder=journal_folder)
+            (result,), path = heal(runner, inventory, [host], apply=True, say=step, state_dir=state_dir)
         except ClusterctlError as exc:  # no cluster to heal in any more (heal's one error): this host's failed heal
             result, path = HostHeal(host.name, outcome="failed", detail=str(exc)), None
         if on_result is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
-from clusterctl.cli.context import AppContext, app_context
+from clusterctl.cli.context import STATE_DIR, AppContext, app_context
 from clusterctl.errors import ExitCode
 
 HELP = """\
@@ -37,6 +37,7 @@ def remove_node_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the steps; touch nothing."),
     yes: bool = YES,
     drain_timeout: int = typer.Option(300, "--drain-timeout", min=1, metavar="S", help="Seconds the drain may take."),
+    state_dir: str | None = STATE_DIR,
 ) -> None:
     from clusterctl.day2.remove_node import remove_node
 
@@ -45,7 +46,8 @@ def remove_node_command(
     confirm_change(f"remove {host} from the cluster '{inventory.name}' (drain, kubeadm reset, delete the node)",
                    [host], yes=yes, dry_run=dry_run, preview=f"clusterctl remove-node {host} --dry-run")
     with app.runner() as runner:
-        report = remove_node(inventory, host, runner, apply=not dry_run, drain_timeout_s=drain_timeout)
+        report = remove_node(inventory, host, runner, apply=not dry_run, drain_timeout_s=drain_timeout,
+                             state_dir=state_dir)
     app.emit(report.to_json(), lambda: _print(app, report))
     if report.failed:
         app.say(f"FAILED {host}: {report.failed}", err=True)

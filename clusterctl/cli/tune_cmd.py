@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from clusterctl.cli.confirm import confirm_change
-from clusterctl.cli.context import AppContext, app_context
+from clusterctl.cli.context import STATE_DIR, AppContext, app_context
 from clusterctl.errors import ExitCode, UsageError
 from clusterctl.findings import fails
 from clusterctl.terminal_layout import Column, print_table
@@ -79,6 +79,7 @@ def tune_nccl_command(
     force_unlock: bool = typer.Option(
         False, "--force-unlock", help="With --push: clear a host lock a dead clusterctl run left behind."
     ),
+    state_dir: str | None = STATE_DIR,
 ) -> None:
     from clusterctl.nccl.tune.render import FORMATS
 
@@ -102,7 +103,7 @@ def tune_nccl_command(
                        preview="clusterctl tune-nccl --push --dry-run")
     request = TuneRequest(survey=survey, bench=bench, sweep=sweep, budget=budget, repeats=repeats, fmt=fmt, out=out,
                           push=push, dry_run=dry_run, force_unlock=force_unlock, nccl_version=nccl_version,
-                          namespace=namespace, collectives=tuple(dict.fromkeys(collectives)))
+                          namespace=namespace, collectives=tuple(dict.fromkeys(collectives)), state_dir=state_dir)
     with app.runner() as runner:
         outcome = tune_nccl(runner, app.hosts(), request, inventory=app.inventory())
     app.emit(_payload(outcome), lambda: _print_table(app, outcome, fmt, out, dry_run=dry_run, bench=bench))

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 
 HELP = """Revert the changes a run made on hosts, from the undo journal it wrote.
 
-tune-nccl --push prints the journal's path ("undo with: clusterctl undo FILE"). Each replaced
+Every command that changes hosts keeps its journals in the state folder's undo/ (--state-dir,
+else $CLUSTERCTL_STATE_DIR, else ~/.local/state/clusterctl) and prints the path ("undo with:
+clusterctl undo FILE"). Each replaced
 file is restored from the backup kept on its host, a file that was new is removed. With -l,
 only those hosts; with --dry-run, say what would be done and touch nothing.
 
@@ -32,9 +34,9 @@ release's health and NCCL checks (--skip-checks: without them).
 
 Examples:
 
-  clusterctl undo clusterctl-results/undo/tune-nccl-push-20240101-120000.json
+  clusterctl undo ~/.local/state/clusterctl/undo/tune-nccl-push-20240101-120000.json
 
-  clusterctl -l gpu-a1 undo --dry-run clusterctl-results/undo/tune-nccl-push-20240101-120000.json
+  clusterctl -l gpu-a1 undo --dry-run ~/.local/state/clusterctl/undo/quarantine-20240101-120000.json
 """
 
 

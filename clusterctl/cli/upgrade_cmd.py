@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
-from clusterctl.cli.context import SKIP_PHASES, AppContext, app_context
+from clusterctl.cli.context import SKIP_PHASES, STATE_DIR, AppContext, app_context
 from clusterctl.errors import ExitCode
 from clusterctl.hostlist import compress
 from clusterctl.secret import mask_text
@@ -49,8 +49,6 @@ _MAX = typer.Option(1, "--max-unavailable", min=1, metavar="N", help="Workers up
 _DRY = typer.Option(False, "--dry-run", help="The same as 'upgrade plan': touch nothing.")
 _DRAIN = typer.Option(300, "--drain-timeout", min=1, metavar="S", help="Seconds a drain may take.")
 _READY = typer.Option(300, "--ready-timeout", min=1, metavar="S", help="Seconds a node has to come back Ready.")
-_STATE = typer.Option(None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STATE_DIR",
-                      help="Where the rollout's progress is kept (default ~/.local/state/clusterctl).")
 
 
 def register(app: typer.Typer) -> None:
@@ -78,7 +76,7 @@ def upgrade_apply(
     drain_timeout_s: int = _DRAIN,
     ready_timeout_s: int = _READY,
     skip_phases: str | None = SKIP_PHASES,
-    state_dir: str | None = _STATE,
+    state_dir: str | None = STATE_DIR,
 ) -> None:
     _execute(app_context(ctx), **ctx.params)
 
@@ -88,7 +86,7 @@ def upgrade_phase(
     ctx: typer.Context,
     phase: str = typer.Argument(..., metavar="NAME", help="kubeadm, kubeadm-upgrade, drain, kubelet, ..."),
     to: str | None = _TO,
-    state_dir: str | None = _STATE,
+    state_dir: str | None = STATE_DIR,
     yes: bool = YES,
     dry_run: bool = _DRY,
     drain_timeout_s: int = _DRAIN,

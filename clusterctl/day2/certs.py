@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from clusterctl.bootstrap.cluster.kubeadm import MANIFESTS_DIR
-from clusterctl.changes import MAKES_NO_TRACE, Change, GateRecord, HostGate
+from clusterctl.changes import MAKES_NO_TRACE, Change, GateRecord, HostGate, make_folders
 from clusterctl.cluster_access import command_failed, not_usable, reason
 from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing, Wait
 from clusterctl.engine.progress import RunPlace
@@ -196,7 +196,7 @@ def _move_out(host: str, component: str, wait_s: int) -> Change:
     manifest, parked = q(f"{MANIFESTS_DIR}/{component}.yaml"), q(f"{PARKED_DIR}/{component}.yaml")
     # The way back, in the journal before the move: only a parked manifest with none in its place moves.
     back = f"if [ -f {parked} ] && [ ! -f {manifest} ]; then mv {parked} {manifest}; fi"
-    return Change.run(host, f"mkdir -p {q(PARKED_DIR)} && mv {manifest} {parked}", undo=back, timeout_s=60,
+    return Change.run(host, f"mv {manifest} {parked}", undo=back, timeout_s=60,
                       summary=f"stop static pod {component}: its manifest out of {MANIFESTS_DIR} for {wait_s} s")
 
 
@@ -218,7 +218,8 @@ class RestartStaticPod(PlacementPhase):
     def plan(self, ctx: PhaseContext, state: Placement) -> list[Change]:
         host, wait_s = ctx.host.name, ctx.options.wait_s
         if self.component in state.in_place:
-            return [_move_out(host, self.component, wait_s), _move_back(host, self.component)]
+            return [*make_folders(ctx.reader, host, [PARKED_DIR]), _move_out(host, self.component, wait_s),
+                    _move_back(host, self.component)]
         if self.component in state.parked:
             return [_move_back(host, self.component)]
         return []
@@ -227,7 +228,8 @@ class RestartStaticPod(PlacementPhase):
         records = []
         for change in changes:
             records.append(gate.submit(change))
-            if change.undo_command:  # moved out: the kubelet stops the pod within its file check period
+            if change.undo_command and not change.makes:  # moved out (not the folder it went to): the kubelet
+                # stops the pod within its file check period
                 ctx.reader.run(f"sleep {int(ctx.options.wait_s)}", timeout=ctx.options.wait_s + 30)
         return records
 

@@ -162,7 +162,7 @@ class DeleteNode(NodePhase):
 
 
 def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,
-                drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S) -> RemovalReport:
+                drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S, state_dir: str | None = None) -> RemovalReport:
     from clusterctl.bootstrap.cluster.settings import control_plane_hosts
     from clusterctl.bootstrap.registry import phase_named
     from clusterctl.bootstrap.run import BootstrapRequest, run_bootstrap, run_options
@@ -202,7 +202,7 @@ def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,
         # Nothing can run on the host: only what the cluster's API (and etcd) do for it, from another
         # control plane.
         phases = [phases[0], *([DeadMemberRemoved(via.name, member)] if member else []), phases[3]]
-    place = RunPlace.of(inventory, "remove-node")
+    place = RunPlace.of(inventory, "remove-node", state_dir)
     settings = RunSettings(apply=apply, options=run_options(inventory, [host], [reset], BootstrapRequest(apply=apply)),
                            journal=place.journal(f"remove-node {name}") if apply else None,
                            # Each phase reads where the host stands: a second run goes on from there.

@@ -15,7 +15,6 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import Gate, GateRecord
@@ -33,16 +32,15 @@ class JournaledGate:
 
 
 @contextlib.contextmanager
-def journaled_gate(command: str, inventory: Inventory, *, apply: bool, folder: str | Path | None = None,
+def journaled_gate(command: str, inventory: Inventory, *, apply: bool, state_dir: str | None = None,
                    interrupted: threading.Event | None = None) -> Iterator[JournaledGate]:
     """``with journaled_gate("quarantine", inventory, apply=True) as step: ...step.gate...``; ``step.journal``
     after (``interrupted``: the runner's, for phases run through this gate, ``RunSettings.gate``). The journal
-    names the cluster and fleet as a phase run's does (``RunPlace.journal``: one writer), kept in ``folder``,
-    default ``undo_journal.DEFAULT_FOLDER``."""
+    names the cluster and fleet and goes where a phase run's does (``RunPlace.journal``: one writer, one
+    folder: ``<state dir>/undo``, ``state_dir`` the command's ``--state-dir``)."""
     from clusterctl.engine.progress import RunPlace
-    from clusterctl.undo_journal import DEFAULT_FOLDER
 
-    journal = RunPlace.of(inventory, command).journal(command, Path(folder or DEFAULT_FOLDER)) if apply else None
+    journal = RunPlace.of(inventory, command, state_dir).journal(command) if apply else None
     step = JournaledGate(Gate(apply=apply, log=journal, interrupted=interrupted))
     try:
         yield step

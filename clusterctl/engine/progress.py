@@ -77,6 +77,7 @@ class RunPlace:
 
     @property
     def journal_dir(self) -> Path:
+        """Where every undo journal goes, whichever command wrote it: ``<state dir>/undo``."""
         return self.state_dir / "undo"
 
     def progress(self, *, resume: bool, first: str) -> ProgressStore:
@@ -93,11 +94,10 @@ class RunPlace:
         path = self.progress_path
         return ProgressStore.load(path, self.cluster, self.command) if path.exists() else None
 
-    def journal(self, command: str, folder: Path | None = None) -> WriteAheadJournal:
+    def journal(self, command: str) -> WriteAheadJournal:
         from clusterctl.undo_journal import WriteAheadJournal
 
-        return WriteAheadJournal(command=command, folder=folder or self.journal_dir, cluster=self.cluster,
-                                 fleet=self.key)
+        return WriteAheadJournal(command=command, folder=self.journal_dir, cluster=self.cluster, fleet=self.key)
 
 
 class ProgressStore:

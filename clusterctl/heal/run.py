@@ -44,7 +44,6 @@ from clusterctl.secret import mask_text
 from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
-    from pathlib import Path
 
     from clusterctl.facts.kube_nodes import KubeNode
     from clusterctl.fanout import Runner
@@ -560,16 +559,15 @@ def _gpus(findings: Sequence[Finding]) -> list[int]:
 
 
 def heal(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: bool, say: Say | None = None,
-         journal_folder: Path | None = None) -> tuple[list[HostHeal], str | None]:
+         state_dir: str | None = None) -> tuple[list[HostHeal], str | None]:
     """``clusterctl heal``: the chain on each of ``hosts``, one after the other, through the engine's journaled
     gate (each change in the undo journal before it is made, the journal finished on Ctrl-C too); the results
-    and the journal. ``say`` is told each step as it happens (``remediate serve`` logs it). ``journal_folder``:
-    default ``clusterctl-results/undo`` of the current folder (``remediate serve --heal`` passes its state
-    folder's)."""
+    and the journal (in ``<state dir>/undo``). ``say`` is told each step as it happens (``remediate serve`` logs
+    it)."""
     from clusterctl.engine.journaled import journaled_gate
 
     results: list[HostHeal] = []
-    with journaled_gate("heal", inventory, apply=apply, folder=journal_folder,
+    with journaled_gate("heal", inventory, apply=apply, state_dir=state_dir,
                         interrupted=runner.interrupted) as step:
         if not hosts:
             raise UsageError("no host to heal")

@@ -155,7 +155,7 @@ def _flag(value: Any, where: str) -> bool:
 #: A release version as projects tag it (``v3.31.7``, ``1.20.0``, ``0.17.4-rc.1``): it lands in URLs and file names.
 _RELEASE = re.compile(r"^v?[0-9]+\.[0-9]+\.[0-9]+(?:[-+][0-9A-Za-z.-]+)?$")
 #: A Kubernetes namespace (DNS-1123 label) and a label key (optional DNS prefix, then a name).
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 
 
@@ -169,7 +169,7 @@ def _release(value: Any, where: str) -> str:
 
 def _namespace(value: Any, where: str) -> str:
     text = text_setting(value, where)
-    if not _DNS_LABEL.match(text):
+    if not DNS_LABEL.match(text):
         raise UsageError(f"{text!r} is not a Kubernetes namespace name (lower-case letters, digits and '-', "
                          "at most 63 characters).", field=where)
     return text

@@ -50,11 +50,11 @@ def quarantine_by_policy(runner: Runner, inventory: Inventory, verdicts: Sequenc
 
 
 def run_policy(runner: Runner, inventory: Inventory, verdicts: Sequence[HostVerdict], *, apply: bool,
-               max_unavailable: str | None = None) -> tuple[PolicyRun, str | None]:
+               max_unavailable: str | None = None, state_dir: str | None = None) -> tuple[PolicyRun, str | None]:
     """``health --quarantine``: the decisions and the quarantine of those that act, through the engine's
     journaled gate (a plan without ``apply``); the run and its undo journal."""
     from clusterctl.engine.journaled import journaled_gate
 
-    with journaled_gate("health-quarantine", inventory, apply=apply) as step:
+    with journaled_gate("health-quarantine", inventory, apply=apply, state_dir=state_dir) as step:
         run = quarantine_by_policy(runner, inventory, verdicts, step.gate, max_unavailable=max_unavailable)
     return run, step.journal

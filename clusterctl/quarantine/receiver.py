@@ -72,7 +72,8 @@ class Remediator:
     dry_run: bool = False
     max_unavailable: str | None = None
     drain_options: DrainOptions = field(default_factory=DrainOptions)
-    journal_folder: str | None = None
+    #: The state folder (``--state-dir``, made absolute at start): the undo journals go to its ``undo``.
+    state_dir: str | None = None
     clock: Callable[[], float] = time.time
     #: The cluster's Lease this receiver decides under (another receiver of the cluster shares it).
     lease: ClusterLease = field(default_factory=ClusterLease)
@@ -194,8 +195,7 @@ class Remediator:
         from clusterctl.engine.journaled import journaled_gate
 
         host = self.inventory.host(name)
-        with journaled_gate("remediate", self.inventory, apply=not self.dry_run,
-                            folder=self.journal_folder) as step:
+        with journaled_gate("remediate", self.inventory, apply=not self.dry_run, state_dir=self.state_dir) as step:
             decision = self._decide_and_act(host, wanted, step.gate)
         if step.journal is not None:
             self._say(host=name, decision="journal", why=f"undo with: clusterctl undo {step.journal}")

@@ -172,11 +172,12 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
 
 def release(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: bool,
             checks: ReleaseChecks | None = None,
-            confirm: Callable[[list[str]], None] | None = None) -> tuple[list[HostRelease], str | None]:
+            confirm: Callable[[list[str]], None] | None = None,
+            state_dir: str | None = None) -> tuple[list[HostRelease], str | None]:
     """``clusterctl release``: ``release_hosts`` through the engine's journaled gate; results and journal."""
     from clusterctl.engine.journaled import journaled_gate
 
-    with journaled_gate("release", inventory, apply=apply) as step:
+    with journaled_gate("release", inventory, apply=apply, state_dir=state_dir) as step:
         results = release_hosts(runner, inventory, hosts, step.gate, checks=checks, confirm=confirm)
     return results, step.journal
 

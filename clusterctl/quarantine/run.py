@@ -157,12 +157,12 @@ def quarantine_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host]
 
 
 def quarantine(runner: Runner, inventory: Inventory, hosts: Sequence[Host], request: QuarantineRequest, *,
-               apply: bool) -> tuple[list[HostQuarantine], str | None]:
+               apply: bool, state_dir: str | None = None) -> tuple[list[HostQuarantine], str | None]:
     """``clusterctl quarantine``: ``quarantine_hosts`` through the engine's journaled gate (each change in
     the undo journal before it reaches the cluster, the journal finished on Ctrl-C too); the results
     and the journal (``None``: nothing changed, or a dry run)."""
     from clusterctl.engine.journaled import journaled_gate
 
-    with journaled_gate("quarantine", inventory, apply=apply) as step:
+    with journaled_gate("quarantine", inventory, apply=apply, state_dir=state_dir) as step:
         results = quarantine_hosts(runner, inventory, hosts, request, step.gate)
     return results, step.journal

@@ -106,6 +106,22 @@ def test_a_bad_command_line_exits_2() -> None:
     assert main(["node-agent", "--probe-timeout", "soon"]) == 2
 
 
+@pytest.mark.parametrize(("argv", "said"), [
+    (["node-agent", "--node", "n1", "--probe-timeout", "nan"], "probe_timeout_s must be a number greater than 0"),
+    (["node-agent", "--node", "n1", "--probe-timeout", "0"], "probe_timeout_s must be a number greater than 0"),
+    (["node-agent", "--node", "a b"], "node 'a b' may only use letters"),
+    (["slurm-health", "--deadline", "inf"], "--deadline must be a number greater than 0"),
+])
+def test_a_flag_is_checked_as_the_config_file_s_setting_is(
+        argv: list[str], said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A NaN timeout was a traceback mid-run; a node name the config file refuses ran: both exit 2 first."""
+    from clusterctl.agent.main import main
+
+    assert main([*argv, *(["--textfile-dir", str(tmp_path / "out")] if argv[0] == "node-agent" else [])]) == 2
+    assert said in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(("config", "said"), [
     ('{\n  "node": "n1",\n  "probe_timeout_s": "soon"\n}\n',
      "3: field 'probe_timeout_s': probe_timeout_s must be a number greater than 0, not 'soon'."),
@@ -115,6 +131,8 @@ def test_a_bad_command_line_exits_2() -> None:
     ('{\n  "node": "n1",\n\n  "probe_timeout": 30\n}\n',
      "4: field 'probe_timeout': unknown field 'probe_timeout'. Did you mean 'probe_timeout_s'?"),
     ('{\n  "node": "n1",\n  "since": "1h",\n}\n', "4: this is not valid JSON: "),
+    # A key is echoed in the error: its control characters shown as escapes, never sent to the terminal.
+    ('{\n  "node": "n1",\n  "\\u001b[2Jx": 1\n}\n', "3: field '\\x1b[2Jx': unknown field '\\x1b[2Jx'."),
 ])
 def test_a_config_value_of_the_wrong_type_is_one_line_naming_the_file_line_and_field(
         config: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -78,7 +78,8 @@ def test_a_run_killed_while_mpirun_runs_leaves_a_journal_whose_undo_removes_the_
     def hostfiles() -> list[str]:
         return [name for name in launcher.listdir("/tmp") if name.startswith("clusterctl-hostfile-")]
 
-    proc = start_clusterctl(["-i", inventory, "bench", "nccl", "--multi-node", "--gpus", "4"], home=tmp_path)
+    proc = start_clusterctl(["-i", inventory, "bench", "nccl", "--multi-node", "--gpus", "4"], home=tmp_path,
+                            CLUSTERCTL_STATE_DIR=str(tmp_path / "records"))
     try:
         deadline = time.monotonic() + 240  # start-up on a loaded machine; the hostfile is written before mpirun
         while not hostfiles() and time.monotonic() < deadline:
@@ -88,7 +89,7 @@ def test_a_run_killed_while_mpirun_runs_leaves_a_journal_whose_undo_removes_the_
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
-    (journal,) = (tmp_path / "clusterctl-results" / "undo").iterdir()
+    (journal,) = (tmp_path / "records" / "undo").iterdir()
     assert json.loads(journal.read_text().splitlines()[0])["cluster"] == "benchsim"
     done = clusterctl("-i", inventory, "undo", journal, "--yes")
     assert done.exit_code == 0, done.output

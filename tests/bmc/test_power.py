@@ -203,7 +203,7 @@ def test_the_password_is_in_no_output_log_journal_or_argument_list(lab: Lab, tmp
     import base64
 
     env = {k: v for k, v in os.environ.items() if k not in ("CLUSTERCTL_INVENTORY",)}
-    env.update(PYTHONPATH=str(REPO_ROOT), COLUMNS="200", NO_COLOR="1")
+    env.update(PYTHONPATH=str(REPO_ROOT), COLUMNS="200", NO_COLOR="1", CLUSTERCTL_STATE_DIR=str(tmp_path / "state"))
     out_file, err_file = tmp_path / "stdout", tmp_path / "stderr"
     with out_file.open("wb") as out_handle, err_file.open("wb") as err_handle:
         proc = subprocess.Popen([sys.executable, "-m", "clusterctl", "--debug", "-i", str(lab.inventory), "power",
@@ -223,7 +223,7 @@ def test_the_password_is_in_no_output_log_journal_or_argument_list(lab: Lab, tmp
     assert proc.returncode == 0, (out + err).decode()
     basic = base64.b64encode(f"clusterctl-admin:{PASSWORD}".encode())
     assert b"DEBUG" in err or b"urllib3" in err or b"sushy" in err  # the debug log was on
-    journals = list((tmp_path / "clusterctl-results" / "undo").glob("*.json"))
+    journals = list((tmp_path / "state" / "undo").glob("*.json"))
     assert journals
     for blob in [out, err, *(j.read_bytes() for j in journals), *argv_seen]:
         assert PASSWORD.encode() not in blob and basic not in blob

@@ -134,7 +134,7 @@ def test_the_receiver_in_dry_run_changes_nothing(tmp_path: Path, _private_mock_s
     log = io.StringIO()
     connect = make_connector(ConnectOptions())
     receiver = Remediator(load_inventory(str(DEMO)), lambda: Runner(connect, parallel=4, timeout_s=60), log,
-                          dry_run=True, journal_folder=str(tmp_path / "undo"))
+                          dry_run=True, state_dir=str(tmp_path))
     alert = {"version": "4", "status": "firing", "alerts": [
         {"status": "firing", "labels": {"alertname": "GPUFellOffTheBus", "Hostname": "gpu-b1"}}]}
     with assert_hosts_unchanged(_private_mock_state):

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 from clirun import clusterctl
-from day2_helpers import DEMO, set_fault, state_digest, unconfirmed
+from day2_helpers import DEMO, mock_cluster_folder, set_fault, state_digest, unconfirmed
+
+from clusterctl.day2.certs import PARKED_DIR
 
 
 def test_check_lists_days_left_and_warns_before_expiry(bootstrapped_demo: Path) -> None:
@@ -41,6 +43,11 @@ def test_renew_restarts_the_static_pods_and_its_dry_run_touches_nothing(bootstra
     listing = clusterctl("-i", DEMO, "-l", "gpu-a1", "exec", "--", "ls /etc/kubernetes/manifests")
     assert all(f"{c}.yaml" in listing.stdout for c in ("etcd", "kube-apiserver", "kube-scheduler"))
     assert "CERT_EXPIRING" not in clusterctl("-i", DEMO, "certs", "check").stdout
+    # The folder the manifests waited in was made by a journalled change: undo removes it with the rest.
+    parked = mock_cluster_folder(bootstrapped_demo) / "hosts" / "gpu-a1" / "fs" / PARKED_DIR.lstrip("/")
+    assert parked.is_dir() and not any(parked.iterdir())
+    undone = clusterctl("-i", DEMO, "undo", done.json()["undo_journal"], "--yes")
+    assert f"undid 'create {PARKED_DIR}'" in undone.stdout and not parked.exists(), undone.output
 
 
 def test_check_at_80_and_120_columns_cuts_no_certificate_name_or_date(bootstrapped_demo: Path,

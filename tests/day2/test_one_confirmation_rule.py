@@ -64,6 +64,9 @@ CHANGING: dict[str, Changing] = {
     "remediate serve": Changing(("remediate", "serve", "--listen", "127.0.0.1:0"), serves=True),
 }
 
+#: Commands that find the bootstrapped demo as they would leave it: nothing to change, no journal.
+CONVERGED = {"bootstrap", "bootstrap phase"}
+
 #: Commands that change hosts the demo cannot stand for, and where the rule is run on them (the
 #: structural checks below hold them too: --yes, --dry-run, confirm.py only).
 CHANGING_ELSEWHERE = {
@@ -117,6 +120,10 @@ def test_every_command_of_the_app_is_listed_and_every_changing_one_has_yes_and_d
     assert sorted(listed - set(found)) == [], "commands listed here that the app no longer has"
     for name in [*CHANGING, *CHANGING_ELSEWHERE]:
         assert {"--yes", "--dry-run"} <= _options(found[name]), name
+    # Every command that journals its changes takes the one --state-dir (undo only reads the journal it is given).
+    state_dirs = {n: next((p.help for p in getattr(found[n], "params", []) if "--state-dir" in p.opts), None)
+                  for n in [*CHANGING, *CHANGING_ELSEWHERE] if n != "undo"}
+    assert len(set(state_dirs.values())) == 1 and None not in state_dirs.values(), state_dirs
     # --yes on a command that changes nothing would promise a question that never comes.
     assert [n for n in NOT_CHANGING if "--yes" in _options(found[n])] == []
 
@@ -201,8 +208,8 @@ def test_at_a_terminal_it_asks_and_no_changes_nothing(name: str, demo: Path, tmp
 
 
 @pytest.mark.parametrize("name", sorted(n for n, c in CHANGING.items() if not c.serves))
-def test_clusterctl_yes_confirms_without_asking(name: str, demo: Path, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_clusterctl_yes_confirms_without_asking_and_the_journal_goes_to_the_state_folder(
+        name: str, demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     case = CHANGING[name]
     args = _args(case, tmp_path)
     monkeypatch.setenv("CLUSTERCTL_YES", "1")
@@ -210,6 +217,12 @@ def test_clusterctl_yes_confirms_without_asking(name: str, demo: Path, tmp_path:
     done = clusterctl("-i", DEMO, *args)
     assert "Continue?" not in done.output and "not confirmed" not in done.output
     assert done.exit_code in case.done_codes, done.output
+    # One place for every command's undo journals: the state folder's undo/ (CLUSTERCTL_STATE_DIR, set by
+    # the fixture), where undo takes the path the command names; never the folder it ran in.
+    journals = sorted((tmp_path / "state" / "undo").glob("*.json"))
+    named = [Path(p) for p in re.findall(r"clusterctl undo (\S+)", done.output)]
+    assert set(named) <= set(journals) and (journals or name in CONVERGED), (named, journals, done.output)
+    assert not (tmp_path / "clusterctl-results" / "undo").exists()
 
 
 @pytest.mark.parametrize("name", sorted(n for n, c in CHANGING.items() if not c.serves))

@@ -101,4 +101,5 @@ class DemoHeal:
         inventory = load_inventory(str(self.inventory))
         connect = make_connector(ConnectOptions())
         return Remediator(inventory, lambda: Runner(connect, parallel=16, timeout_s=120), log,
-                          journal_folder=str(self.folder / "undo"), after_drain=heal_after_drain(inventory))
+                          state_dir=str(self.folder),
+                          after_drain=heal_after_drain(inventory, state_dir=str(self.folder)))

@@ -29,6 +29,7 @@ def alert(demo: DemoHeal, host: str) -> list[dict[str, str]]:
 def test_xid_79_heals_by_power_cycle_a_persisting_fault_needs_hardware_and_a_flapping_host_stays_out(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(tmp_path / "state"))
     with DemoHeal(tmp_path / "demo") as demo:
         assert demo.emulator is not None
         assert any(p.startswith("default/trainer-") for p in demo.pods_on("gpu-a2"))
@@ -101,8 +102,8 @@ def test_xid_79_heals_by_power_cycle_a_persisting_fault_needs_hardware_and_a_fla
         code, out = demo.cli("-o", "json", "status", "gpu-a2")
         (host,) = json.loads(out)["hosts"]
         assert host["heal_state"] == "flapping" and len(host["quarantine_history"]) == 4
-        for journal in (tmp_path / "clusterctl-results" / "undo").glob("*.json"):
-            assert PASSWORD not in journal.read_text()
+        journals = [*(tmp_path / "state" / "undo").glob("*.json"), *(tmp_path / "demo" / "undo").glob("*.json")]
+        assert journals and not any(PASSWORD in journal.read_text() for journal in journals)
 
 
 def test_the_chain_escalates_past_a_failed_gpu_reset_to_a_reboot_over_ssh(tmp_path: Path,

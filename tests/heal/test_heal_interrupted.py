@@ -23,6 +23,7 @@ from clusterctl.undo_journal import read_journal
 def test_sigterm_during_a_step_gives_the_lock_back_and_names_the_journal(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(tmp_path / "state"))
     sim = KubeSim(tmp_path)
     quarantined = clusterctl("-i", sim.inventory, "quarantine", "gpu-a2", "--reason", "dbe", "--code",
                              "GPUDoubleBitECCErrors", "--yes")
@@ -45,7 +46,7 @@ def test_sigterm_during_a_step_gives_the_lock_back_and_names_the_journal(
     assert len(gates) == 2 and "Traceback" not in done.output
     assert "interrupted (SIGTERM)" in done.stderr and "gpu-a2: interrupted in phase reset-gpu" in done.stderr
     assert sim.state.host("gpu-a2").fs.read(DEFAULT_LOCK_PATH) is None  # given back
-    (journal,) = Path("clusterctl-results", "undo").glob("heal-*.json")
+    (journal,) = (tmp_path / "state" / "undo").glob("heal-*.json")
     assert f"to take back what heal changed before it stopped: clusterctl undo {journal}" in done.stderr
     assert "reset GPU 3 of gpu-a2" in [r.change.summary for r in read_journal(journal).records]
     node = sim.node("gpu-a2")

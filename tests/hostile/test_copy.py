@@ -58,7 +58,7 @@ def test_bad_sources_and_destinations_stop_before_any_host(  # type: ignore[no-u
 def test_copy_keeps_its_undo_journal_in_the_state_folder_where_undo_takes_it(  # type: ignore[no-untyped-def]
     cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
-    monkeypatch.chdir(tmp_path)  # where the journal went before: ./clusterctl-results/undo
+    monkeypatch.chdir(tmp_path)  # no journal in ./clusterctl-results/undo
     inv = local_inventory(tmp_path, "n1")
     (tmp_path / "app.conf").write_text("from clusterctl\n")
     dest = tmp_path / "remote.conf"

@@ -99,6 +99,9 @@ def test_the_readme_tour_works_as_written_on_a_fresh_checkout(  # type: ignore[n
     for name in ("inventories", "tests"):
         (tmp_path / name).symlink_to(REPO / name)
     monkeypatch.chdir(tmp_path)
+    # A fresh home: its ~/.local/state/clusterctl holds what the tour's runs keep (the undo journals it names).
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
     monkeypatch.setattr(time, "sleep", lambda seconds: None)  # perftest's settle time; mocks answer at once
     ran_any = 0
     for line in _tour():
@@ -108,7 +111,8 @@ def test_the_readme_tour_works_as_written_on_a_fresh_checkout(  # type: ignore[n
             continue
         if "|" in line:
             continue  # 'nvidia-smi topo -m | clusterctl ...' needs a GPU host
-        words = [w for part in shlex.split(line) for w in (sorted(glob.glob(part)) if "*" in part else [part])]
+        words = [w for part in map(os.path.expanduser, shlex.split(line))  # as a shell expands ~ and *
+                 for w in (sorted(glob.glob(part)) if "*" in part else [part])]
         assert words[0] == "clusterctl"
         ran = cli(*words[1:])
         # What changes hosts, and its previews, finish the job on the demo: exit 1 there would be a step that failed.

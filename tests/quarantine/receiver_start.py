@@ -63,7 +63,7 @@ def secured_receiver(folder: Path, inventory: str | Path,
     security = security_for(pki, token)
     connect = make_connector(ConnectOptions())
     remediator = Remediator(load_inventory(str(inventory)), lambda: Runner(connect, parallel=8, timeout_s=60), log,
-                            journal_folder=str(folder / "undo"))
+                            state_dir=str(folder))
     bound: list[int] = []
     started = threading.Event()
     address = ListenAddress(host, 0)

@@ -227,13 +227,14 @@ def test_a_failed_kubernetes_drain_still_drains_the_host_in_slurm(sim: KubeSim) 
 
 
 def test_the_undo_command_goes_whole_on_a_line_of_its_own_at_80_columns(
-        sim: KubeSim, monkeypatch: pytest.MonkeyPatch) -> None:
+        sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(tmp_path / "state"))
     code, out = cli(sim, "quarantine", "gpu-a3", "--reason", "nvlink", "--yes")
     assert code == 0, out
-    (journal,) = Path("clusterctl-results", "undo").glob("quarantine-*.json")
-    lines = out.splitlines()
-    assert "undo with:" in lines and f"    clusterctl undo {journal}" in lines, out  # never split in two
+    (journal,) = (tmp_path / "state" / "undo").glob("quarantine-*.json")
+    lines = [line.strip() for line in out.splitlines()]
+    assert "undo with:" in lines and f"clusterctl undo {journal}" in lines, out  # never split in two
 
 
 def test_a_failed_pod_listing_is_one_clear_line_naming_node_control_plane_and_what_to_check(sim: KubeSim) -> None:

@@ -5,7 +5,7 @@ depend on the folder it was started from: by default everything is in clusterctl
 (``$CLUSTERCTL_STATE_DIR``, else ``$XDG_STATE_HOME/clusterctl``): ``undo/`` beside bootstrap's
 journals, ``heal/`` for the reports. ``--state-dir`` moves it all (made absolute at start); the
 places are printed at start; a folder that cannot be written is refused before it listens.
-Interactive commands keep ``clusterctl-results/`` of the current folder.
+Every other command's undo journal goes to the same ``undo/`` (tests/day2/test_one_confirmation_rule.py).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def test_journals_and_heal_reports_default_to_the_state_folder_from_any_folder(
         assert said(err, "undo journals are written to ") == state / "undo"
         assert said(err, "needs-hardware reports are written to ") == state / "heal"
         assert (state / "undo").is_dir() and (state / "heal").is_dir()
-        assert started[-1].journal_folder == str(state / "undo")
+        assert started[-1].state_dir == str(state)
         assert list(folder.iterdir()) == []  # no clusterctl-results/ where it was started
 
 
@@ -61,7 +61,7 @@ def test_a_relative_state_dir_is_from_the_folder_it_started_in_and_holds_every_f
     assert said(err, "undo journals are written to ") == records / "undo"
     assert said(err, "needs-hardware reports are written to ") == records / "heal"
     assert said(err, "accepted alerts are kept in ", " until acted on").parent == records / "remediate"
-    assert started[0].journal_folder == str(records / "undo")  # absolute: a later chdir changes nothing
+    assert started[0].state_dir == str(records)  # absolute: a later chdir changes nothing
     assert not state.exists()
 
 
@@ -107,20 +107,18 @@ def test_heal_after_drain_writes_its_journal_and_report_where_it_is_told(
     host = inventory.hosts[0]
     asked: dict[str, Any] = {}
 
-    def heal(runner: Any, inventory: Any, hosts: Any, *, apply: bool, say: Any,
-             journal_folder: Path | None = None) -> Any:
-        asked["journal_folder"] = journal_folder
-        assert journal_folder is not None
+    def heal(runner: Any, inventory: Any, hosts: Any, *, apply: bool, say: Any, state_dir: str | None = None) -> Any:
+        asked["state_dir"] = state_dir
+        assert state_dir is not None
         return [HostHeal(host.name, outcome="needs hardware", detail="nothing cured it",
-                         report="host: " + host.name)], str(journal_folder / "heal-1.json")
+                         report="host: " + host.name)], str(Path(state_dir) / "undo" / "heal-1.json")
 
     monkeypatch.setattr("clusterctl.heal.run.heal", heal)
     monkeypatch.chdir(tmp_path)
     log: list[dict[str, Any]] = []
-    after = heal_after_drain(inventory, journal_folder=tmp_path / "state" / "undo",
-                             reports_folder=tmp_path / "state" / "heal")
+    after = heal_after_drain(inventory, state_dir=str(tmp_path / "state"), reports_folder=tmp_path / "state" / "heal")
     after(None, host, lambda **entry: log.append(entry))
-    assert asked["journal_folder"] == tmp_path / "state" / "undo"
+    assert asked["state_dir"] == str(tmp_path / "state")
     (report,) = (tmp_path / "state" / "heal").iterdir()
     assert report.name.startswith(f"{host.name}-needs-hardware-") and report.read_text() == f"host: {host.name}\n"
     assert report.stat().st_mode & 0o777 == 0o600
@@ -132,7 +130,7 @@ def test_heal_after_drain_writes_its_journal_and_report_where_it_is_told(
 def test_help_names_the_state_folder_and_what_goes_in_it() -> None:
     text = " ".join(clusterctl("remediate", "serve", "--help").stdout.split())
     assert "--state-dir" in text and "undo journals in DIR/undo" in text and "reports in DIR/heal" in text
-    assert "~/.local/state/clusterctl" in text and "A relative DIR is from the current folder" in text
+    assert "~/.local/state/clusterctl" in text and "a relative DIR is from the current folder" in text
 
 
 def test_heal_after_drain_with_no_cluster_left_logs_that_hosts_failed_heal(tmp_path: Path,
@@ -147,7 +145,7 @@ def test_heal_after_drain_with_no_cluster_left_logs_that_hosts_failed_heal(tmp_p
     inventory = load_inventory(str(DEMO))  # never bootstrapped: no kubectl on gpu-a1
     monkeypatch.chdir(tmp_path)
     log: list[dict[str, Any]] = []
-    after = heal_after_drain(inventory, journal_folder=tmp_path / "undo", reports_folder=tmp_path / "heal")
+    after = heal_after_drain(inventory, state_dir=str(tmp_path), reports_folder=tmp_path / "heal")
     with Runner(make_connector(ConnectOptions()), parallel=4, timeout_s=120) as runner:
         after(runner, inventory.host("gpu-a3"), lambda **entry: log.append(entry))
     (entry,) = log

@@ -34,7 +34,7 @@ def remediator(sim: KubeSim, **options: Any) -> tuple[Remediator, io.StringIO]:
     log = io.StringIO()
     connect = make_connector(ConnectOptions())
     return Remediator(inventory, lambda: Runner(connect, parallel=16, timeout_s=60), log,
-                      journal_folder=str(sim.root / "undo"), **options), log
+                      state_dir=str(sim.root), **options), log
 
 
 def decisions(log: io.StringIO, *, accepted: bool = False) -> list[dict[str, Any]]:

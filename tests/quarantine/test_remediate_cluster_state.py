@@ -42,7 +42,7 @@ def receiver(sim: KubeSim, **options: Any) -> tuple[Remediator, io.StringIO]:
     log = io.StringIO()
     connect = make_connector(ConnectOptions())
     return Remediator(load_inventory(str(sim.inventory)), lambda: Runner(connect, parallel=8, timeout_s=120), log,
-                      journal_folder=str(sim.root / "undo"), **options), log
+                      state_dir=str(sim.root), **options), log
 
 
 def decided(log: io.StringIO, host: str) -> list[str]:

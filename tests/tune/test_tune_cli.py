@@ -107,9 +107,9 @@ def test_push_writes_conf_with_a_backup(tmp_path: Path) -> None:
 
     with Runner(connect, parallel=1) as runner:
         fleet = pushed_records(push_conf(runner, inventory, [host], lambda name: conf_for_host(tuning, None, name),
-                                         apply=True, journal_dir=tmp_path), [host])
+                                         apply=True, state_dir=str(tmp_path)), [host])
         again = pushed_records(push_conf(runner, inventory, [host], lambda name: conf_for_host(tuning, None, name),
-                                         apply=True, journal_dir=tmp_path), [host])
+                                         apply=True, state_dir=str(tmp_path)), [host])
     outcome = fleet.outcomes[0].value
     assert outcome is not None and outcome.applied and outcome.changed and outcome.backup_path
     files = transports[0].files

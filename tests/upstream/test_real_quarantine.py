@@ -203,7 +203,8 @@ def through_the_plane(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None
 @pytest.fixture
 def cli(control_plane: Cluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..., CliRun]:
     """``clusterctl -i INVENTORY ARGS`` against the real control plane (``through_the_plane``)."""
-    monkeypatch.chdir(tmp_path)  # the undo journals go to ./clusterctl-results/undo
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(tmp_path / "state"))  # the undo journals go to its undo/
     through_the_plane(control_plane, monkeypatch)
     return lambda *args: clusterctl("-i", control_plane.inventory_path, *args)
 

@@ -153,7 +153,7 @@ def test_two_receivers_with_cap_1_take_one_node_out_on_the_real_api_server(
     connect = factory.make_connector(factory.ConnectOptions())
     logs = [io.StringIO(), io.StringIO()]
     receivers = [Remediator(control_plane.inventory, lambda: Runner(connect, parallel=4, timeout_s=300), log,
-                            max_unavailable="1", journal_folder=str(tmp_path / "undo")) for log in logs]
+                            max_unavailable="1", state_dir=str(tmp_path)) for log in logs]
     pairs = [("gpu-b1", "gpu-b2"), ("gpu-a2", "gpu-b1"), ("gpu-b2", "gpu-a3")]
     for one, other in pairs:
         go = threading.Barrier(2)

@@ -20,7 +20,7 @@ from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.changes import Change, ChangeFailed
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kube_nodes import KubeNode
-from clusterctl.findings import Finding, Severity
+from clusterctl.findings import Finding, Severity, fails
 
 POD_TIMEOUT_S = 300
 
@@ -140,7 +140,7 @@ class Verify(ClusterWidePhase[VerifyState]):
             finding = _gpu_pod(ctx, node)
             if finding is not None:
                 problems.append(finding)
-        if not any(f.severity is Severity.ERROR for f in problems):
+        if not fails(problems):
             gpus = sum(nodes[n].allocatable_gpus for n in cc.run_hosts(ctx) if n in nodes)
             gpu_less = [n for n in cc.run_hosts(ctx) if not ctx.inventory.host(n).gpus]
             if gpu_nodes or not gpu_less:

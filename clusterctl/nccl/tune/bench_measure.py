@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def bench_measure(
     runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, base_env: Mapping[str, str] | None = None,
-    op: str = "all_reduce"
+    op: str = "all_reduce", state_dir: str | None = None
 ) -> Measure:
     """A ``Measure`` running ``<op>_perf`` through the bench library, ``base_env`` under every candidate.
 
@@ -26,7 +26,8 @@ def bench_measure(
 
     def measure(env: Mapping[str, str]) -> MeasuredRun:
         full = {**(base_env or {}), **env}
-        run = run_nccl_test(runner, hosts, op=op, env=full, multi_node=len(hosts) > 1, inventory=inventory)
+        run = run_nccl_test(runner, hosts, op=op, env=full, multi_node=len(hosts) > 1, inventory=inventory,
+                             state_dir=state_dir)
         unread = tuple((host_run.host, warning) for host_run in run.runs if host_run.result is not None
                        for warning in host_run.result.warnings)
         return MeasuredRun(busbw_by_size(run), unread)

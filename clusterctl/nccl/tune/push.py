@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import Change, GateRecord
@@ -89,7 +88,7 @@ def push_conf(
     content_for: Callable[[str], str],
     *,
     apply: bool,
-    journal_dir: str | Path | None = None,
+    state_dir: str | None = None,
     force_unlock: bool = False,
     site_conflicts: dict[str, list[SiteConflict]] | None = None,
 ) -> RunReport:
@@ -98,13 +97,9 @@ def push_conf(
     the undo journal written ahead of each write. Site lines the block overrides go to ``site_conflicts``."""
     from clusterctl.engine.progress import RunPlace
     from clusterctl.engine.run import RunSettings, run_phases
-    from clusterctl.undo_journal import DEFAULT_FOLDER
 
     options = PushOptions(content_for, {} if site_conflicts is None else site_conflicts)
-    # The journal goes where tune-nccl's always went (next to bench's results), naming the cluster and fleet.
-    place = RunPlace.of(inventory, "tune-nccl")
-    journal = place.journal(PUSH_COMMAND, folder=Path(journal_dir) if journal_dir else DEFAULT_FOLDER) \
-        if apply else None
+    journal = RunPlace.of(inventory, "tune-nccl", state_dir).journal(PUSH_COMMAND) if apply else None
     settings = RunSettings(apply=apply, options=options, journal=journal, force_unlock=force_unlock,
                            resume_hint="the same tune-nccl --push --yes (hosts already written are left as they are)")
     return run_phases(inventory, hosts, runner, PUSH_PHASES, settings)

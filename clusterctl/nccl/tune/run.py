@@ -41,8 +41,8 @@ class TuneRequest:
     namespace: str | None = None
     #: With ``push``: clear a host lock another run left (``--force-unlock``).
     force_unlock: bool = False
-    #: Where the push's undo journal goes (default ``clusterctl-results/undo``).
-    journal_dir: str | None = None
+    #: ``--state-dir``: the push's (and the sweep's hostfile's) undo journal goes to its ``undo``.
+    state_dir: str | None = None
     #: nccl-tests collectives the sweep measures (all_reduce, all_gather, reduce_scatter...).
     collectives: tuple[str, ...] = ("all_reduce",)
 
@@ -104,7 +104,7 @@ def tune_nccl(runner: Runner, hosts: Sequence[Host], request: TuneRequest, *, in
         targets = [h for h in hosts if h.name in tuning.hosts]
         # On the engine: the host lock, each write in the undo journal before it is made, Ctrl-C handled there.
         report = push_conf(runner, inventory, targets, lambda name: conf_for_host(tuning, measured, name),
-                           apply=not request.dry_run, journal_dir=request.journal_dir,
+                           apply=not request.dry_run, state_dir=request.state_dir,
                            force_unlock=request.force_unlock, site_conflicts=outcome.site_conflicts)
         outcome.pushed = pushed_records(report, targets)
         outcome.undo_journal = Path(report.undo_journal) if report.undo_journal else None
@@ -137,7 +137,8 @@ def run_tuning_sweep(runner: Runner, inventory: Inventory, hosts: list[Host], tu
     candidates = candidates_for(tuning, validate=lint_validator())
     # Candidates run on top of the derived settings: the sweep measures what a job would get.
     base_env = {s.name: s.value for s in tuning.settings}
-    measures = {op: bench_measure(runner, inventory, hosts, base_env=base_env, op=op) for op in request.collectives}
+    measures = {op: bench_measure(runner, inventory, hosts, base_env=base_env, op=op, state_dir=request.state_dir)
+                for op in request.collectives}
     return run_sweep(measures, candidates, budget=request.budget, baseline_repeats=request.repeats,
                      nccl_version=tuning.nccl_version)
 
