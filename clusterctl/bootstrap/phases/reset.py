@@ -245,7 +245,7 @@ class Reset(Phase[ResetState]):
             add(Severity.INFO, "RESET_JOURNAL_UNREADABLE", "undo journals that could not be read, not used: "
                 + "; ".join(f"{p}: {why}" for p, why in journals.unreadable.items()))
         if state.left:
-            add(Severity.INFO, LEFT_IN_PLACE, "left in place, not made by clusterctl bootstrap: "
+            add(Severity.INFO, LEFT_IN_PLACE, "left in place, not clusterctl bootstrap's alone to remove: "
                 + ", ".join(state.left), evidence={"paths": list(state.left)},
                 fix="Remove them yourself, or rerun reset with --force to remove them too.")
         plan = state.journal
