@@ -14,6 +14,7 @@ import typer
 
 from clusterctl.errors import ExitCode
 from clusterctl.findings import Finding, Severity, count_by_severity, fails, sorted_findings
+from clusterctl.secret import mask_text
 from clusterctl.terminal_layout import hanging, wrap_width
 from clusterctl.terminal_text import one_line
 from clusterctl.wording import plural
@@ -40,16 +41,17 @@ def print_findings(console: Console, findings: Sequence[Finding], *, empty: str 
         severity = f"{f.severity.value.upper():7}"
         text.append(severity, style=SEVERITY_STYLE[f.severity])
         text.append(" ")
-        # Where, message and fix may hold what a host answered (a file name reset found): shown as text.
-        label = one_line(f.label)
-        line = f"{label} {f.code}: {one_line(f.message)}"
+        # Where, message and fix may hold what a host answered (a file name reset found): shown as text,
+        # a registered secret masked, as ``AppContext.say`` and ``-o json`` do.
+        label, message = one_line(mask_text(f.label)), one_line(mask_text(f.message))
+        line = f"{label} {f.code}: {message}"
         if len(line) + 8 <= width:
             text.append(label, style="bold")
-            text.append(f" {f.code}: {one_line(f.message)}\n")
+            text.append(f" {f.code}: {message}\n")
         else:
             text.append(hanging(line, width, 10, first_indent=f"{severity} ")[8:] + "\n")
         if f.severity is not Severity.INFO and f.fix:
-            text.append(hanging(f"        fix: {one_line(f.fix)}", width, 13) + "\n", style="dim")
+            text.append(hanging(f"        fix: {one_line(mask_text(f.fix))}", width, 13) + "\n", style="dim")
     text.rstrip()
     if console.no_color or not console.is_terminal:
         console.file.write(text.plain + "\n")

@@ -144,9 +144,10 @@ def release_command(
     def ask(names: list[str]) -> None:
         confirm_change(what, names, yes=yes, dry_run=dry_run, preview=preview)
 
+    inventory = app.inventory()
+    checks = None if skip_checks else health_and_nccl_checks(level, inventory.hosts, inventory.quarantine)
     with app.runner() as runner:
-        checks = None if skip_checks else health_and_nccl_checks(level, app.inventory().hosts)
-        results, journal = release(runner, app.inventory(), targets, apply=not dry_run, confirm=ask, checks=checks,
+        results, journal = release(runner, inventory, targets, apply=not dry_run, confirm=ask, checks=checks,
                                    state_dir=state_dir)
     payload = {"dry_run": dry_run, "journal": journal, "checks_skipped": skip_checks,
                "hosts": [r.to_json() for r in results]}

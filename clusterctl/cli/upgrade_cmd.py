@@ -55,7 +55,9 @@ def register(app: typer.Typer) -> None:
     app.add_typer(upgrade_app, name="upgrade")
 
 
-@upgrade_app.command("plan", help="Per node, in order: the steps 'upgrade apply' would take. Touches nothing.")
+@upgrade_app.command("plan", help="Per node, in order: the steps 'upgrade apply' would take. Touches nothing. "
+                     "Exits 1 when a node cannot be planned or it finds an error apply would stop on (a host that "
+                     "is not a node).")
 def upgrade_plan(
     ctx: typer.Context,
     to: str | None = _TO,
@@ -153,16 +155,13 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
 
 
 def _print_report(app: AppContext, report: UpgradeReport) -> None:
-    from dataclasses import replace
-
     from clusterctl.cli.findings_view import print_findings
     from clusterctl.engine.run import not_needed_message
 
     say = app.say
     say(f"cluster {report.cluster}: Kubernetes {report.current} -> {report.target}")
     if report.findings:  # each with its fix, as every report prints findings
-        print_findings(app.console, [replace(f, message=mask_text(f.message), fix=mask_text(f.fix))
-                                     for f in report.findings])
+        print_findings(app.console, report.findings)
     if not report.applied:
         number = 0
         for host in report.hosts:

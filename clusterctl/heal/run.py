@@ -164,7 +164,7 @@ class _Healer:
         are kept (``findings``)."""
         from clusterctl.quarantine.release import health_and_nccl_checks, refusals
 
-        checks = health_and_nccl_checks(self.config.level, self.inventory.hosts)
+        checks = health_and_nccl_checks(self.config.level, self.inventory.hosts, self.inventory.quarantine)
         for attempt in range(times):
             if attempt:
                 time.sleep(self.config.pass_interval_s)

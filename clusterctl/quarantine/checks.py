@@ -11,15 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from clusterctl.findings import Finding, Severity, fails
+from clusterctl.findings import Finding, Severity
+from clusterctl.quarantine.policy import counts_against
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
-    from clusterctl.inventory.model import Host
+    from clusterctl.inventory.model import Host, QuarantineConfig
 
 
-def health_findings(runner: Runner, hosts: Sequence[Host], level: int = 1,
-                    peers: Sequence[Host] = ()) -> dict[str, list[Finding]]:
+def health_findings(runner: Runner, hosts: Sequence[Host], level: int, peers: Sequence[Host],
+                    config: QuarantineConfig) -> dict[str, list[Finding]]:
     """Each host's ``clusterctl health --level LEVEL`` findings. An unhealthy host has error findings;
     a host that could not be checked gets one (``HEALTH_UNKNOWN``): not known healthy is not healthy.
     A degraded host (warnings only: watch it, it can keep jobs) passes, its warnings shown.
@@ -34,7 +35,8 @@ def health_findings(runner: Runner, hosts: Sequence[Host], level: int = 1,
     found: dict[str, list[Finding]] = {h.name: [] for h in hosts}
     for checked in report.hosts:
         findings = list(checked.findings)
-        if checked.verdict is Verdict.UNKNOWN and not fails(findings):
+        # Unless a finding that counts against the host (``config``'s ``ignore_codes`` aside) already keeps it out.
+        if checked.verdict is Verdict.UNKNOWN and not any(counts_against(f, config) for f in findings):
             findings.append(Finding(Severity.ERROR, "HEALTH_UNKNOWN", f"health could not check it: {checked.reason}",
                                     host=checked.host))
         found[checked.host] = findings

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from clusterctl.bootstrap.cluster.settings import first_control_plane
 from clusterctl.changes import ChangeFailed, Gate, GateRecord
 from clusterctl.cluster_access import on_control_plane, read_node, reason
-from clusterctl.findings import Finding, Severity, fails
+from clusterctl.findings import Finding, Severity
 from clusterctl.quarantine import node_ops, slurm
 from clusterctl.quarantine.policy import counts_against
 
@@ -65,17 +65,18 @@ def refusals(findings: Sequence[Finding], config: QuarantineConfig) -> list[str]
     return [f"{f.code}: {f.message}" for f in findings if counts_against(f, config)]
 
 
-def health_and_nccl_checks(level: int = 1, peers: Sequence[Host] = ()) -> ReleaseChecks:
+def health_and_nccl_checks(level: int, peers: Sequence[Host], config: QuarantineConfig) -> ReleaseChecks:
     """The default release gate: ``health --level LEVEL`` (judged beside ``peers``, the rest of the
-    fleet, read at level 0) and ``bench nccl`` on each host alone."""
+    fleet, read at level 0) and ``bench nccl`` on each host alone; a host is judged by ``refusals``
+    (``config``'s ``ignore_codes`` do not count against it)."""
 
     def checks(runner: Runner, hosts: Sequence[Host]) -> dict[str, list[Finding]]:
         from clusterctl.quarantine.checks import health_findings, nccl_findings
 
         found: dict[str, list[Finding]] = {h.name: [] for h in hosts}
-        for name, findings in health_findings(runner, hosts, level, peers).items():
+        for name, findings in health_findings(runner, hosts, level, peers, config).items():
             found[name] += findings
-        passed = [h for h in hosts if not fails(found[h.name])]
+        passed = [h for h in hosts if not refusals(found[h.name], config)]
         # The NCCL test only on hosts whose health passed: a broken host need not be benchmarked.
         for name, findings in nccl_findings(runner, passed).items():
             found[name] += findings
@@ -190,6 +191,6 @@ def undo_refusals(runner: Runner, inventory: Inventory, records: Sequence[GateRe
     hosts = [known[n] for n in names if n in known]
     if not hosts:
         return {}
-    found = health_and_nccl_checks(1, inventory.hosts)(runner, hosts)
+    found = health_and_nccl_checks(1, inventory.hosts, inventory.quarantine)(runner, hosts)
     refused = {name: refusals(findings, inventory.quarantine) for name, findings in found.items()}
     return {name: why for name, why in refused.items() if why}

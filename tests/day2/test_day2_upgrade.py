@@ -188,6 +188,9 @@ def test_a_host_that_is_not_a_node_is_printed_with_its_fix_and_fails_the_plan_as
     assert "PLAN (nothing was changed): errors found (above)" in _run("upgrade", "plan", "--to", "1.36.3").stdout
     plan = _run("-o", "json", "upgrade", "plan", "--to", "1.36.3")
     assert (plan.exit_code, plan.json()["ok"]) == (1, False), plan.output
+    # And its help says so.
+    assert "Exits 1 when a node cannot be planned or it finds an error" in " ".join(
+        clusterctl("upgrade", "plan", "-h").stdout.split())
 
 
 def test_apply_reads_each_nodes_packages_once_then_once_after_each_package_change(

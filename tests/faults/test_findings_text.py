@@ -37,3 +37,22 @@ def test_a_bootstrap_plans_findings_are_printed_with_their_fix(monkeypatch: pyte
     at = lines.index("ERROR   gpu-b1 JOIN_MATERIAL_MISSING: cannot join: a join token must be made on gpu-a1 in the "
                      "same run")
     assert lines[at + 1] == "        fix: Run with gpu-a1 included (phase control-plane runs there first).", done.output
+
+
+def test_a_registered_secret_in_a_finding_is_masked_where_every_report_prints_findings() -> None:
+    """bootstrap, reset and certs print findings too, not only upgrade: the one printer masks, as ``say`` does."""
+    import io
+
+    from rich.console import Console
+
+    from clusterctl.cli.findings_view import print_findings
+    from clusterctl.findings import Finding, Severity
+    from clusterctl.secret import MASK, register_secret
+
+    secret = "abcdef.0123456789abcdef-findings-view"
+    register_secret(secret)
+    out = io.StringIO()
+    print_findings(Console(file=out, width=400), [
+        Finding(Severity.ERROR, "JOIN_FAILED", f"kubeadm join --token {secret} failed", host="gpu-b1",
+                fix=f"Rerun 'kubeadm join --token {secret}' by hand.")])
+    assert secret not in out.getvalue() and out.getvalue().count(MASK) == 2, out.getvalue()

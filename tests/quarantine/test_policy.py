@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from clusterctl.errors import InventoryError, UsageError
+from clusterctl.fanout import Runner
 from clusterctl.findings import Finding, Severity
+from clusterctl.health.model import HealthReport, HostHealth
+from clusterctl.health.model import Verdict as HealthVerdict
 from clusterctl.inventory.loader import load_inventory
-from clusterctl.inventory.model import QuarantineConfig
+from clusterctl.inventory.model import Host, QuarantineConfig
+from clusterctl.quarantine.checks import health_findings
 from clusterctl.quarantine.policy import Action, Wanted, cap, decide, health_wanted
-from clusterctl.quarantine.release import refusals
+from clusterctl.quarantine.release import health_and_nccl_checks, refusals
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,36 @@ def test_a_code_the_inventory_ignores_neither_takes_a_host_out_nor_keeps_it_out(
     assert health_wanted([Verdict("gpu-1", "ACS", (acs,))], config)[0].codes == ()
     assert refusals([acs], config) == []
     assert refusals([acs, xid], config) == ["GPU_XID: GPU_XID on gpu-1"]
+
+
+def test_a_host_whose_only_error_is_ignored_is_still_nccl_tested_before_release(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its ignored error does not keep it out, so release's gate must not skip the NCCL test on it as
+    # "broken": it would be released with no NCCL run at all.
+    import clusterctl.quarantine.checks as gate_checks
+
+    config = QuarantineConfig(ignore_codes=frozenset({"PCIE_ACS_ENABLED"}))
+    nccl_error = error("gpu-1", "NCCL_FAILED")
+    monkeypatch.setattr(gate_checks, "health_findings",
+                        lambda runner, hosts, *_: {"gpu-1": [error("gpu-1", "PCIE_ACS_ENABLED")]})
+    monkeypatch.setattr(gate_checks, "nccl_findings", lambda runner, hosts: {h.name: [nccl_error] for h in hosts})
+    found = health_and_nccl_checks(1, (), config)(cast(Runner, None), [Host("gpu-1")])
+    assert refusals(found["gpu-1"], config) == ["NCCL_FAILED: NCCL_FAILED on gpu-1"]
+
+
+def test_a_host_health_could_not_check_is_never_released_even_with_host_unreachable_ignored(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Not known healthy is not healthy: ignoring HOST_UNREACHABLE (never quarantine for a blip) must not
+    # let release return a host nobody could check.
+    import clusterctl.health.run as health_run
+
+    config = QuarantineConfig(ignore_codes=frozenset({"HOST_UNREACHABLE"}))
+    unreachable = error("gpu-1", "HOST_UNREACHABLE")
+    monkeypatch.setattr(health_run, "run_health", lambda *_, **__: HealthReport(
+        (HostHealth("gpu-1", HealthVerdict.UNKNOWN, "could not be checked: timed out", (unreachable,),
+                    failure="timed out"),), generated_at="", level=1, since=""))
+    found = health_findings(cast(Runner, None), [Host("gpu-1")], 1, (), config)
+    assert [f.split(":")[0] for f in refusals(found["gpu-1"], config)] == ["HEALTH_UNKNOWN"]
 
 
 @pytest.mark.parametrize("value, size, expected", [(None, 100, 10), (None, 5, 1), ("3", 100, 3), ("25%", 10, 2)])
