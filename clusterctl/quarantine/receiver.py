@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 #: How long a stopping receiver waits for the node marks in flight before it leaves the Lease to expire
 #: (each mark is one kubectl call; three per node).
 STOP_WAIT_S = 20.0
+#: Unreadable alerts of one POST named one by one in the log and the answer; the rest are counted in one
+#: line, so a body of a million empty alerts beside a good one cannot write a million log lines.
+REJECTED_NAMED = 20
 
 #: What each of bootstrap's DCGM alert rules asks of the receiver by default.
 ALERT_ACTIONS: dict[str, str] = {
@@ -120,9 +123,10 @@ class Remediator:
         decisions: list[dict[str, str]] = []
 
         def note(host: str, alert: str, decision: str, why: str) -> None:
-            decisions.append({"host": host, "alert": alert, "decision": decision})
+            # A rejection's reason goes back to the caller too: only it says what to mend in the alert.
+            decisions.append({"host": host, "alert": alert, "decision": decision,
+                              **({"why": why} if decision == "rejected" else {})})
             self._say(host=host, alert=alert, decision=decision, why=why, **({"caller": caller} if caller else {}))
-
 
         for alert in alerts:
             if alert.status != "firing":
@@ -139,9 +143,12 @@ class Remediator:
             seq = self._pending.accept(host.name, action, alert.name, caller) if self._pending else 0
             self._queue.submit(host.name, PendingHost(host.name, action, (alert.name,), caller, seq))
             note(host.name, alert.name, "accepted", f"queued: {action} once the cluster says it may")
-        for bad in unreadable:  # named and left out: a 400 would make Alertmanager drop the group's good alerts
+        for bad in unreadable[:REJECTED_NAMED]:  # left out: a 400 would make Alertmanager drop the good alerts
             note("", bad.name, "rejected", bad.why)
-            decisions[-1]["why"] = bad.why
+        if len(unreadable) > REJECTED_NAMED:
+            more = len(unreadable) - REJECTED_NAMED
+            note("", f"{more} more alert{'s' if more > 1 else ''}", "rejected",
+                 f"could not be read either; only the first {REJECTED_NAMED} are named")
         return 200, {"decisions": decisions}
 
     def resume(self) -> int:

@@ -17,7 +17,7 @@ from kube_sim import KubeSim
 from clusterctl.bootstrap.cluster.alerts import render_alertmanager_receiver
 from clusterctl.fanout import Runner
 from clusterctl.inventory.loader import load_inventory
-from clusterctl.quarantine.receiver import Remediator, serve
+from clusterctl.quarantine.receiver import REJECTED_NAMED, Remediator, serve
 from clusterctl.quarantine.webhook_payload import parse_payload
 from clusterctl.quarantine.webhook_server import ListenAddress, Security
 from clusterctl.transport.factory import ConnectOptions, make_connector
@@ -121,6 +121,19 @@ def test_an_alert_it_cannot_read_is_rejected_alone_and_its_groups_other_alerts_a
     lines = log.getvalue().splitlines()
     assert all(len(line) < 1000 and "\x1b" not in line for line in lines)
     assert [json.loads(line)["why"] for line in lines if json.loads(line)["decision"] == "rejected"] == [second["why"]]
+
+
+def test_many_unreadable_alerts_beside_a_good_one_write_a_bounded_log_and_answer(sim: KubeSim) -> None:
+    receiver, log = remediator(sim)
+    body = json.loads(payload(("GPUFellOffTheBus", "gpu-03")))
+    body["alerts"] += [{}] * 50_000  # an authenticated caller's 1 MiB body: one good alert, the rest unreadable
+    status, answer = receiver.handle(json.dumps(body).encode())
+    assert status == 200 and answer["decisions"][0]["decision"] == "accepted"
+    rejected = [d for d in answer["decisions"] if d["decision"] == "rejected"]
+    assert len(rejected) == REJECTED_NAMED + 1 and rejected[-1]["alert"] == f"{50_000 - REJECTED_NAMED} more alerts"
+    assert len(json.dumps(answer)) < 10_000
+    assert len([line for line in log.getvalue().splitlines() if '"rejected"' in line]) == REJECTED_NAMED + 1
+    assert receiver.settle(300) and sim.node("gpu-03")["spec"]["unschedulable"] is True
 
 
 def test_the_cap_counts_nodes_already_out_of_service(sim: KubeSim) -> None:
