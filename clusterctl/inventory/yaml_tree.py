@@ -150,8 +150,9 @@ def parse_json(text: str, file: str) -> Node | None:
     try:
         json.loads(text)  # the syntax checked once: the walk below reads a valid document
     except json.JSONDecodeError as exc:
-        raise InventoryError(f"this is not valid JSON: {exc.msg} at column {exc.colno}.", file=file,
-                             line=exc.lineno) from None
+        # Some of Python's messages end in "at" already ("Invalid control character at").
+        raise InventoryError(f"this is not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}.",
+                             file=file, line=exc.lineno) from None
     except RecursionError:
         raise InventoryError("this JSON is nested too deep.", file=file) from None
     newlines = [at for at, char in enumerate(text) if char == "\n"]

@@ -133,6 +133,7 @@ def test_a_flag_is_checked_as_the_config_file_s_setting_is(
     ('{\n  "node": "n1",\n\n  "probe_timeout": 30\n}\n',
      "4: field 'probe_timeout': unknown field 'probe_timeout'. Did you mean 'probe_timeout_s'?"),
     ('{\n  "node": "n1",\n  "since": "1h",\n}\n', "4: this is not valid JSON: "),
+    ('{\n  "node": "n\u0001"\n}\n', "2: this is not valid JSON: Invalid control character at column 13.\n"),
     # A key is echoed in the error: its control characters shown as escapes, never sent to the terminal.
     ('{\n  "node": "n1",\n  "\\u001b[2Jx": 1\n}\n', "3: field '\\x1b[2Jx': unknown field '\\x1b[2Jx'."),
 ])
