@@ -63,6 +63,24 @@ def fields_unreached(values: Iterable[Any], render: Callable[[Any], Any]) -> set
 Change = Callable[[], Any]
 
 
+def assert_reached_but(exempt: dict[str, str], values: Iterable[Any], render: Callable[[Any], Any]) -> None:
+    """Every field of ``values`` reaches ``render``'s JSON, but those ``exempt`` names (field: why), and each
+    of those is still one that does not (an exemption nothing needs any more fails too)."""
+    unreached = fields_unreached(values, render)
+    assert {name: exempt.get(name, "a fact the JSON lacks") for name in unreached} == \
+        {name: why for name, why in exempt.items() if name in unreached}
+
+
+def demo_json(command: str, schema: str) -> dict[str, Any]:
+    """``clusterctl -o json COMMAND`` on the bundled demo, checked against its schema file."""
+    import jsonschema
+    from clirun import DEMO, REPO_ROOT, clusterctl
+
+    data: dict[str, Any] = clusterctl("-i", str(DEMO), "-o", "json", command).json()
+    jsonschema.validate(data, json.loads((REPO_ROOT / "clusterctl" / "schemas" / schema).read_text()))
+    return data
+
+
 def _changes(value: Any) -> Iterator[tuple[str, Change | None]]:
     """(``Class.field``, what makes ``value`` with that one field of one item changed) for every field in
     ``value``; ``None`` for a field that holds dataclasses (their fields are walked in turn). Made only when

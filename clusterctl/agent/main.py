@@ -48,21 +48,24 @@ def _parser() -> argparse.ArgumentParser:
     slurm = sub.add_parser("slurm-health", help="Slurm's HealthCheckProgram, prolog or epilog: level-0 checks "
                            "within --deadline; on failure drain this node with a 'clusterctl: ' reason and exit 1; "
                            "when healthy resume it only if clusterctl drained it.")
-    slurm.add_argument("--node", help="The Slurm node name (default: this host's short name).")
+    slurm.add_argument("--node", type=_flag(check["node"]),
+                       help="The Slurm node name (default: this host's short name).")
     deadline = _flag(lambda v: _values().positive_number(v, "--deadline"))
     slurm.add_argument("--deadline", type=deadline, default=50.0,
                        help="Bound of the whole check, seconds (default 50).")
-    slurm.add_argument("--since", default="1h", help="Kernel log window (default 1h).")
+    slurm.add_argument("--since", type=_flag(check["since"]), default="1h", help="Kernel log window (default 1h).")
     return parser
 
 
 def slurm_health(args: argparse.Namespace, transport: Transport) -> int:
     from clusterctl.agent.slurm_check import SlurmCheckOptions, run_slurm_check
+    from clusterctl.terminal_text import one_line
 
     check = run_slurm_check(transport, SlurmCheckOptions(node=args.node, deadline_s=args.deadline, since=args.since))
-    print(check.message, file=sys.stderr if check.exit_code else sys.stdout)
+    # Both quote the cluster (scontrol's reasons and errors, the health reason): shown as text, never as control.
+    print(one_line(check.message), file=sys.stderr if check.exit_code else sys.stdout)
     for problem in check.problems:
-        print(f"ERROR: clusterctl: {problem}", file=sys.stderr)
+        print(f"ERROR: clusterctl: {one_line(problem)}", file=sys.stderr)
     return check.exit_code
 
 
@@ -89,7 +92,7 @@ def _setting_checks() -> dict[str, Callable[[Any], Any]]:
 
     def since(value: Any) -> str:
         try:
-            since_seconds(values.text(value, "since"))
+            since_seconds(values.text(value, "since"), "since")
         except UsageError as exc:
             raise BadValue(exc.message) from None
         return str(value)
@@ -139,6 +142,7 @@ def _config(transport: Transport, path: str) -> dict[str, Any]:
 
 def node_agent(args: argparse.Namespace, transport: Transport) -> int:
     from clusterctl.agent.run import AgentOptions, run_once
+    from clusterctl.terminal_text import one_line
 
     values = _config(transport, args.config)
     values.update({k: getattr(args, k) for k in _KEYS if getattr(args, k) is not None})
@@ -152,8 +156,8 @@ def node_agent(args: argparse.Namespace, transport: Transport) -> int:
                "conditions": {c["type"]: f"{c['status']}/{c['reason']}" for c in run.conditions},
                "conditions_published": run.published, "duration_s": round(run.duration_s, 3)}
     print(json.dumps(summary, sort_keys=True))
-    for problem in run.problems:
-        print(f"clusterctl-node: {problem}", file=sys.stderr)
+    for problem in run.problems:  # the API server's or kubectl's words: shown as text, never as control
+        print(f"clusterctl-node: {one_line(problem)}", file=sys.stderr)
     return 1 if run.problems else 0
 
 

@@ -35,11 +35,12 @@ _SINCE = re.compile(r"^(\d+)\s*([smhdw])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
-def since_seconds(value: str) -> int:
-    """``24h`` -> 86400. Accepts s, m, h, d, w; anything else is a usage error."""
+def since_seconds(value: str, what: str = "--since") -> int:
+    """``24h`` -> 86400. Accepts s, m, h, d, w; anything else is a usage error naming ``what`` (the flag,
+    or the setting of a config file)."""
     match = _SINCE.match(value.strip().lower())
     if not match or int(match.group(1)) == 0:
-        raise UsageError(f"--since takes a duration such as 30m, 24h or 7d, got {value!r}")
+        raise UsageError(f"{what} takes a duration such as 30m, 24h or 7d, got {value!r}")
     return int(match.group(1)) * _UNIT_S[match.group(2)]
 
 

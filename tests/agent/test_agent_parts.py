@@ -111,6 +111,8 @@ def test_a_bad_command_line_exits_2() -> None:
     (["node-agent", "--node", "n1", "--probe-timeout", "0"], "probe_timeout_s must be a number greater than 0"),
     (["node-agent", "--node", "a b"], "node 'a b' may only use letters"),
     (["slurm-health", "--deadline", "inf"], "--deadline must be a number greater than 0"),
+    (["slurm-health", "--node", "a b"], "node 'a b' may only use letters"),
+    (["slurm-health", "--since", "soon"], "since takes a duration such as 30m, 24h or 7d, got 'soon'"),
 ])
 def test_a_flag_is_checked_as_the_config_file_s_setting_is(
         argv: list[str], said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -125,7 +127,7 @@ def test_a_flag_is_checked_as_the_config_file_s_setting_is(
 @pytest.mark.parametrize(("config", "said"), [
     ('{\n  "node": "n1",\n  "probe_timeout_s": "soon"\n}\n',
      "3: field 'probe_timeout_s': probe_timeout_s must be a number greater than 0, not 'soon'."),
-    ('{\n  "node": "n1",\n  "since": 30\n}\n', "3: field 'since': --since takes a duration such as 30m, 24h or 7d"),
+    ('{\n  "node": "n1",\n  "since": 30\n}\n', "3: field 'since': since takes a duration such as 30m, 24h or 7d"),
     ('{\n  "node": ["n1"]\n}\n', "2: field 'node': expected a single value here, found a list."),
     ('[{"node": "n1"}]\n', "1: the file must be a mapping of node agent settings, not a list."),
     ('{\n  "node": "n1",\n\n  "probe_timeout": 30\n}\n',
@@ -145,3 +147,18 @@ def test_a_config_value_of_the_wrong_type_is_one_line_naming_the_file_line_and_f
     out, err = capsys.readouterr()
     assert out == "" and err.startswith(f"clusterctl-node: {path}:{said}") and err.count("\n") == 1, err
     assert not (tmp_path / "out").exists()
+
+
+def test_what_the_api_server_says_is_printed_as_text_never_as_terminal_control(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from clusterctl.agent import run as agent_run
+    from clusterctl.agent.main import main
+    from clusterctl.health.model import HostHealth, Verdict
+
+    said = "could not patch node n1: Error from server: \x1b]0;owned\x07\x1b[2J denied\r\nforged line"
+    healthy = HostHealth("n1", Verdict.HEALTHY, "all checks passed")
+    monkeypatch.setattr(agent_run, "run_once", lambda transport, options: agent_run.AgentRun(healthy, problems=[said]))
+    assert main(["node-agent", "--node", "n1", "--config", "/nonexistent/agent.json"]) == 1
+    err = capsys.readouterr().err
+    assert err == "clusterctl-node: could not patch node n1: Error from server: \\x1b]0;owned\\x07\\x1b[2J " \
+        "denied\\r\\nforged line\n", err

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from fixture_files import read_fixture
-from json_holds import fields_unreached
+from json_holds import assert_reached_but, demo_json
 
 from clusterctl.health.probe import HostProbe, parsers
 from clusterctl.health.summary import host_facts
@@ -51,22 +51,15 @@ def test_every_field_a_health_probe_reads_reaches_the_hosts_facts(attribute: str
     def facts(value: Any) -> dict[str, Any]:
         return host_facts(HostProbe(**{attribute: value}))
 
-    unreached = fields_unreached(parsed, facts)
-    assert {name: NOT_FACTS.get(name, "a fact the JSON lacks") for name in unreached} == \
-        {name: why for name, why in NOT_FACTS.items() if name in unreached}
+    assert_reached_but(NOT_FACTS, parsed, facts)
 
 
 def test_demo_health_json_carries_what_nvidia_smi_q_says_beside_the_verdict() -> None:
-    import json
-
-    import jsonschema
-    from clirun import DEMO, REPO_ROOT, clusterctl
+    from clirun import REPO_ROOT
 
     from clusterctl.facts.nvsmi_query import parse_nvidia_smi_q
 
-    run = clusterctl("-i", str(DEMO), "-o", "json", "health")
-    data = run.json()
-    jsonschema.validate(data, json.loads((REPO_ROOT / "clusterctl" / "schemas" / "health.schema.json").read_text()))
+    data = demo_json("health", "health.schema.json")
     facts = next(h["facts"] for h in data["hosts"] if h["host"] == "gpu-a1")
     smi = parse_nvidia_smi_q((REPO_ROOT / "inventories/demo/profiles/dgx-a100/nvidia-smi-q.txt").read_text())
     assert (facts["cuda"], facts["attached_gpus"]) == (smi.cuda_version, smi.attached_gpus) == ("12.2", 8)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from fixture_files import fixture_dir
-from json_holds import fields_unreached
+from json_holds import assert_reached_but, demo_json
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.survey_facts import SURVEY_FACTS
@@ -55,20 +55,11 @@ def test_every_field_a_survey_fact_reads_reaches_the_hosts_json(name: str) -> No
 
     parsed = _parsed(name)
     assert parsed
-    unreached = fields_unreached(parsed, record)
-    assert {field: NOT_FACTS.get(field, "a fact the JSON lacks") for field in unreached} == \
-        {field: why for field, why in NOT_FACTS.items() if field in unreached}
+    assert_reached_but(NOT_FACTS, parsed, record)
 
 
 def test_demo_survey_json_carries_each_gpus_nvlinks_driver_and_each_hcas_guid() -> None:
-    import json
-
-    import jsonschema
-    from clirun import DEMO, REPO_ROOT, clusterctl
-
-    run = clusterctl("-i", str(DEMO), "-o", "json", "survey")
-    data = run.json()
-    jsonschema.validate(data, json.loads((REPO_ROOT / "clusterctl" / "schemas" / "survey.schema.json").read_text()))
+    data = demo_json("survey", "survey.schema.json")
     host = next(h for h in data["hosts"] if h["host"] == "gpu-a1")
     gpu = host["gpus"][0]
     assert gpu["driver_version"] and gpu["power_limit_w"] and len(gpu["nvlink_links"]) == 12
