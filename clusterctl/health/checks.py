@@ -55,6 +55,8 @@ class HostInput:
     name: str
     probe: HostProbe | None
     failure: str | None = None
+    #: The inventory's ``fabric.rate_gbps``: a port that runs at it is not slow, whatever its peers run at.
+    fabric_rate_gbps: float | None = None
 
     @property
     def gpus(self) -> tuple[GpuHealth, ...]:
@@ -508,32 +510,32 @@ def _high_counters(items: Sequence[Counted], median: Callable[[str], float], flo
 # --- InfiniBand / RoCE ----------------------------------------------------------------
 
 
-def _usual_port(same: Sequence[RDMAPort]) -> tuple[bool | None, float | None]:
-    """Whether most hosts' port of this name is active, and the rate most active ones run at."""
-    return usually_active(same), usual_link_rate(same)
-
-
 def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
     probe = host.probe
     if probe is None:
         return []
     found: list[Finding] = []
 
-    def port_index() -> dict[tuple[str, int], list[RDMAPort]]:
+    def port_index(hosts: Sequence[HostInput]) -> dict[tuple[str, int], list[RDMAPort]]:
         index: dict[tuple[str, int], list[RDMAPort]] = {}
-        for p in baseline.hosts:
+        for p in hosts:
             for d in (p.probe.rdma if p.probe else None) or ():
                 for q in d.ports:
                     index.setdefault((d.hca, q.port), []).append(q)
         return index
 
-    ports = baseline.kept.get(("ib-ports",), port_index)
+    ports = baseline.kept.get(("ib-ports",), partial(port_index, baseline.hosts))
+    # A port's rate is judged against hardware peers', as survey's NIC_SLOW: a 200G card is not a slow 400G one.
+    alike_ports = baseline.kept.get(("ib-peer-ports", host.peer_key), partial(port_index, baseline.peers(host)))
     for device in probe.rdma or ():
         for port in device.ports:
             key = f"{device.hca}/{port.port}"
-            usual, usual_rate = baseline.kept.get(("ib-port-usual", device.hca, port.port),
-                                                  partial(_usual_port, ports.get((device.hca, port.port), [])))
-            if runs_slow(link_rate(port), usual_rate):
+            usual = baseline.kept.get(("ib-port-active", device.hca, port.port),
+                                      partial(usually_active, ports.get((device.hca, port.port), [])))
+            usual_rate = baseline.kept.get(("ib-port-rate", host.peer_key, device.hca, port.port),
+                                           partial(usual_link_rate, alike_ports.get((device.hca, port.port), [])))
+            at_inventory_rate = bool(host.fabric_rate_gbps) and not runs_slow(link_rate(port), host.fabric_rate_gbps)
+            if runs_slow(link_rate(port), usual_rate) and not at_inventory_rate:
                 found.append(_finding(
                     Severity.ERROR, "IB_PORT_SLOW", host.name,
                     f"port runs at {port.rate_gbps:g} Gb/s, most hosts' {device.hca} at {usual_rate:g} Gb/s",

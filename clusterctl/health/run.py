@@ -92,8 +92,8 @@ def run_health(hosts: Sequence[Host], runner: Runner, options: HealthOptions | N
     probed = [*hosts, *(p for p in peers if p.name not in checked)]
 
     fleet = runner.run_task(probed, partial(probe_host, options=options), label="health", timeout_s=budget)
-    inputs = [HostInput(o.host.name, o.value if o.ok else None, o.failure.describe() if o.failure else None)
-              for o in fleet.outcomes]
+    inputs = [HostInput(o.host.name, o.value if o.ok else None, o.failure.describe() if o.failure else None,
+                        o.host.fabric.rate_gbps) for o in fleet.outcomes]
     extra: dict[str, list[Finding]] = {}
     tested = list(hosts)
     if options.level >= 2 and not options.force:

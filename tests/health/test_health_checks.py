@@ -113,6 +113,29 @@ def test_a_port_is_slow_by_the_same_rule_as_in_survey() -> None:
     assert slow == [("slow", "port runs at 200 Gb/s, most hosts' mlx5_0 at 400 Gb/s")]
 
 
+def test_a_port_is_judged_against_hardware_peers_and_one_at_the_inventory_rate_is_not_slow() -> None:
+    """Survey's NIC_SLOW peers: a 40% minority of A10 hosts with 200G cards among H100 hosts at 400G
+    is not slow (health --quarantine would take them out of service); a 200G port among H100 peers at
+    400G is, unless the host's inventory fabric.rate_gbps is 200."""
+    h100 = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "gpud-535.161.08-8xh100-sxm.txt"))
+    a10 = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "gpud-535.129.03-a10-pcie-remap-pending.txt"))
+
+    def host(name: str, rate: float, smi: object = h100, board: str = "MT_0000000838",
+             inventory: float | None = None) -> HostInput:
+        port = RDMAPort(1, "PORT_ACTIVE", "LinkUp", "InfiniBand", rate, "4X", "NDR" if rate == 400 else "HDR")
+        devices = RDMADevices([RDMADevice("mlx5_0", None, None, (port,), board_id=board)])
+        return HostInput(name, HostProbe(smi=smi, rdma=devices), fabric_rate_gbps=inventory)  # type: ignore[arg-type]
+
+    fleet = [host(f"h{i}", 400.0) for i in range(6)] + [host(f"a{i}", 200.0, a10, "MT_0000000223") for i in range(4)]
+
+    def slow(*more: HostInput) -> list[str]:
+        return [f.host for f in judge([*fleet, *more]).findings if f.code == "IB_PORT_SLOW"]
+
+    assert slow() == []
+    assert slow(host("slow", 200.0)) == ["slow"]
+    assert slow(host("slow", 200.0, inventory=200.0)) == []
+
+
 def test_a_gpu_pcie_width_is_judged_against_its_peers_by_survey_s_rule() -> None:
     # survey.checks.host.narrow_pcie, as survey's PCIE_DOWNTRAINED: x8 of x16 on every host is the
     # slot's or riser's design, not a fault to quarantine hosts for; x4 where peers run x8 is.

@@ -185,6 +185,12 @@ def test_a_port_trained_slow_is_left_out_of_nccl_ib_hca_and_named(make_hgx: Any)
     assert "mlx5_5" in {s.name: s.value for s in tuning.for_host("gpu-1")}["NCCL_IB_HCA"]
     assert any("mlx5_5:1 at 100 Gb/s trained below the fleet's 400 Gb/s: left out of NCCL_IB_HCA on gpu-2" in w
                for w in tuning.warnings)
+    # Held to its own fabric.rate_gbps, the warning says so rather than "the fleet's".
+    tuning = derive_settings([make_hgx("gpu-1", "10.0.0.11"), replace(slow, nics=nics, expected_rate_gbps=400.0)])
+    assert "mlx5_5:1 (trained at 100 Gb/s, inventory 400 Gb/s)" in {s.name: s for s in tuning.for_host("gpu-2")
+                                                                    }["NCCL_IB_HCA"].reason
+    assert any("mlx5_5:1 at 100 Gb/s trained below 400 Gb/s (the inventory's fabric.rate_gbps): left out" in w
+               for w in tuning.warnings)
 
 
 def _rated(host: TuneHost, default: float, **rates: float) -> TuneHost:

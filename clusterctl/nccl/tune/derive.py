@@ -220,17 +220,20 @@ def _drop_slow_ports(host: TuneHost, chosen: tuple[NicFacts, ...], usual_rate: f
     if not slow or expected is None:
         return chosen, []
     names = ", ".join(f"{n.spec} at {n.rate_gbps:g} Gb/s" for n in slow)
+    basis = "inventory" if host.expected_rate_gbps else "fleet"
+    rate = (f"{expected:g} Gb/s (the inventory's fabric.rate_gbps)" if host.expected_rate_gbps
+            else f"the fleet's {expected:g} Gb/s")
     if len(slow) == len(chosen):
         plan.warnings.append(
-            f"every fabric port trained below the fleet's {expected:g} Gb/s ({names}): kept in NCCL_IB_HCA "
+            f"every fabric port trained below {rate} ({names}): kept in NCCL_IB_HCA "
             "because NCCL needs a port, but jobs spanning this host run at that rate; fix the links")
         return chosen, []
     plan.warnings.append(
-        f"{names} trained below the fleet's {expected:g} Gb/s: left out of NCCL_IB_HCA on {host.name}, since "
+        f"{names} trained below {rate}: left out of NCCL_IB_HCA on {host.name}, since "
         "a ring or tree through it would run at its rate; fix the link (cable, transceiver, port speed) "
         "and tune again to get it back")
     kept = tuple(n for n in chosen if n not in slow)
-    return kept, [f"{n.spec} (trained at {n.rate_gbps:g} Gb/s, fleet {expected:g} Gb/s)" for n in slow]
+    return kept, [f"{n.spec} (trained at {n.rate_gbps:g} Gb/s, {basis} {expected:g} Gb/s)" for n in slow]
 
 
 def usual_port_rate(hosts: Sequence[TuneHost], notes: list[str]) -> float | None:

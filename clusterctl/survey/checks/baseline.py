@@ -118,9 +118,12 @@ class FleetBaseline:
         """Whether the port ``key`` (``mlx5_0/1``) is active on most hosts that have it."""
         return self._kept.get(("port_active", key), lambda: usually_active(self._ports.get(key, [])))
 
-    def port_rate(self, key: str) -> float | None:
-        """The rate the port ``key`` runs at on most hosts where it is active."""
-        return self._kept.get(("port_rate", key), lambda: usual_link_rate(self._ports.get(key, [])))
+    def port_rate(self, state: SurveyedHost, key: str) -> float | None:
+        """The rate the port ``key`` runs at on most hardware peers where it is active: a 200G card is not a
+        slow 400G one."""
+        return self._kept.get(("port_rate", peer_group(state), key), lambda: usual_link_rate(
+            port for p in self.hardware_peers(state) for device in (p.facts.rdma if p.facts else None) or ()
+            for port in device.ports if port_key(device, port) == key))
 
     # --- software stack ------------------------------------------------------------
 

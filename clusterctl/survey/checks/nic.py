@@ -62,17 +62,20 @@ def check_nics(state: SurveyedHost, baseline: FleetBaseline) -> list[Finding]:
                                        hca=device.hca, port=port.port, state=port.state,
                                        phys_state=port.phys_state, fabric=is_fabric))
                 continue
-            out.extend(_check_rate(state, device, port, is_fabric, expected_rate, baseline.port_rate(key)))
+            out.extend(_check_rate(state, device, port, is_fabric, expected_rate, baseline.port_rate(state, key)))
     return out
 
 
 def _check_rate(state: SurveyedHost, device: RDMADevice, port: RDMAPort, is_fabric: bool,
                 expected_rate: float | None, peers_rate: float | None) -> list[Finding]:
     layer_ok = state.host.fabric.type is None or link_layer_of(state.host.fabric.type) == port.link_layer
-    # The inventory's rate first (a fabric port of its link layer), then the same port on peers.
+    # The inventory's rate where it gives one (a fabric port of its link layer): a port meeting it is not slow,
+    # whatever its peers run at. Else the same port on hardware peers.
+    inventory_rate = expected_rate if is_fabric and layer_ok else None
     for basis, expected, severity, words in (
-        ("inventory", expected_rate if is_fabric and layer_ok else None, Severity.ERROR, "the inventory's fabric is"),
-        ("peers", peers_rate, Severity.ERROR if is_fabric else Severity.WARNING, "the same port on peers runs at"),
+        ("inventory", inventory_rate, Severity.ERROR, "the inventory's fabric is"),
+        ("peers", None if inventory_rate else peers_rate, Severity.ERROR if is_fabric else Severity.WARNING,
+         "the same port on peers runs at"),
     ):
         if runs_slow(link_rate(port), expected):
             return [finding(severity, "NIC_SLOW", state.name,
