@@ -45,29 +45,6 @@ def _endpoint(value: Any, what: str) -> str:
     return values.text(value, what)
 
 
-def _url(value: Any, what: str) -> str:
-    text = values.text(value, what)
-    if not text.startswith(("http://", "https://", "file:/")):
-        raise BadValue(f"{what} must be an http(s):// or file:/ URL, got {text!r}")
-    if any(c.isspace() or ord(c) < 32 for c in text):
-        raise BadValue(f"{what} must not contain spaces or control characters, got {text!r}")
-    return text.rstrip("/")
-
-
-def _subnet(value: Any, what: str) -> str:
-    text = values.text(value, what)
-    try:
-        return str(ipaddress.ip_network(text, strict=True))
-    except ValueError as exc:
-        raise BadValue(f"{what} is not a network in CIDR form: {exc}", "Write it like 10.244.0.0/16.") from None
-
-
-def _flag(value: Any, what: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    raise BadValue(f"{what} must be true or false, got {values.describe(value)}")
-
-
 def _runtime(value: Any) -> str:
     text = values.text(value, "runtime")
     if text not in RUNTIME_MODES:
@@ -88,20 +65,20 @@ def read_bootstrap(r: NodeReader, node: Node, field: str) -> BootstrapConfig:
         return r.single(lambda v: check(v, key), raw=True)
 
     def flag(key: str) -> ValueReader:
-        return r.single(lambda v: _flag(v, key))
+        return r.single(lambda v: values.boolean(v, key))
 
     # Every field of the section and its reader; settings that land in file names, keys, URLs or
     # commands each have their own check.
     out = r.fields(node, field, {
-        "mirror": checked(_url, "mirror"),
+        "mirror": checked(values.url, "mirror"),
         "apt_repos": partial(_repos, r),
         "apt_repos_only": flag("apt_repos_only"),
         "nvidia_container_toolkit": checked(values.version, "nvidia_container_toolkit"),
         "containerd_package": checked(values.package_name, "containerd_package"),
         "runtime": r.single(_runtime),
         "cdi": flag("cdi"),
-        "pod_subnet": checked(_subnet, "pod_subnet"),
-        "service_subnet": checked(_subnet, "service_subnet"),
+        "pod_subnet": checked(values.subnet, "pod_subnet"),
+        "service_subnet": checked(values.subnet, "service_subnet"),
         "control_plane_endpoint": checked(_endpoint, "control_plane_endpoint"),
         "sandbox_image": checked(values.image_reference, "sandbox_image"),
         "registry_mirrors": partial(_mirrors, r),
@@ -162,9 +139,9 @@ def _repos(r: NodeReader, node: Node, field: str) -> tuple[AptRepo, ...]:
         return str(full)
 
     readers: dict[str, ValueReader] = {
-        "name": r.single(_clean_name, raw=True), "url": r.single(lambda v: _url(v, "url"), raw=True),
+        "name": r.single(_clean_name, raw=True), "url": r.single(lambda v: values.url(v, "url"), raw=True),
         "suites": r.names, "components": r.names, "key_file": key_file,
-        "key_url": r.single(lambda v: _url(v, "key_url"), raw=True)}
+        "key_url": r.single(lambda v: values.url(v, "key_url"), raw=True)}
     repos: list[AptRepo] = []
     for index, item in enumerate(node.items):
         sub = f"{field}[{index}]"
@@ -194,6 +171,6 @@ def _mirrors(r: NodeReader, node: Node, field: str) -> tuple[tuple[str, tuple[st
         urls = r.names(entry.value, sub)
         with r.values_at(entry.value.line, sub):
             for url in urls:
-                _url(url, "a mirror")
+                values.url(url, "a mirror")
         out.append((entry.key, tuple(urls)))
     return tuple(out)

@@ -8,13 +8,13 @@ Checked when the inventory is read, so an error names its file and line
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from clusterctl.errors import UsageError
+from clusterctl.errors import BadValue, UsageError
+from clusterctl.inventory import values
 from clusterctl.inventory.pins import CHART_PINS, CNI_PINS, ChartPin
 from clusterctl.inventory.values import did_you_mean, fields_hint, one_of_hint
 
@@ -27,6 +27,7 @@ ADDON_MODES: tuple[str, ...] = ("device-plugin", "gpu-operator", SITE_OWN)
 AddonMode = Literal["device-plugin", "gpu-operator", "none"]
 #: The pod subnet where the CNI is the site's own and no ``pod_subnet`` is given (the inventory's default).
 SITE_CNI_POD_SUBNET = "10.244.0.0/16"
+T = TypeVar("T")
 _REGISTRY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]*(:\d{1,5})?(/[a-z0-9][a-z0-9._/-]*)?$")
 
 
@@ -116,11 +117,17 @@ def text_setting(value: Any, where: str) -> str:
     return text
 
 
+def _by_rule(check: Callable[[Any, str], T], value: Any, where: str) -> T:
+    """``value`` read by the inventory's one rule for its kind (``values``), whose sentence names the
+    setting: the same words in every section, here an error naming the field ``where``."""
+    try:
+        return check(value, where.rsplit(".", 1)[-1])
+    except BadValue as exc:
+        raise UsageError(exc.message, field=where, hint=exc.hint) from None
+
+
 def url_setting(value: Any, where: str) -> str:
-    text = text_setting(value, where)
-    if not text.startswith(("http://", "https://", "file:/")):
-        raise UsageError(f"must be an http(s):// or file:/ URL, got {text!r}.", field=where)
-    return text.rstrip("/")
+    return _by_rule(values.url, value, where)
 
 
 def registry_setting(value: Any, where: str) -> str:
@@ -131,12 +138,7 @@ def registry_setting(value: Any, where: str) -> str:
 
 
 def subnet_setting(value: Any, where: str) -> str:
-    text = text_setting(value, where)
-    try:
-        return str(ipaddress.ip_network(text, strict=True))
-    except ValueError as exc:
-        raise UsageError(f"is not a network in CIDR form: {exc}.", field=where, hint="Write it like 10.244.0.0/16.") \
-            from None
+    return _by_rule(values.subnet, value, where)
 
 
 def _choice(value: Any, choices: tuple[str, ...], where: str) -> str:
@@ -144,12 +146,6 @@ def _choice(value: Any, choices: tuple[str, ...], where: str) -> str:
     if text not in choices:
         raise UsageError(f"unknown value {text!r}.", field=where, hint=one_of_hint(text, choices))
     return text
-
-
-def _flag(value: Any, where: str) -> bool:
-    if not isinstance(value, bool):
-        raise UsageError(f"must be true or false, not {value!r}.", field=where)
-    return value
 
 
 #: A release version as projects tag it (``v3.31.7``, ``1.20.0``, ``0.17.4-rc.1``): it lands in URLs and file names.
@@ -269,8 +265,8 @@ def check_addons(section: Any, where: str) -> AddonSettings:
         mode,  # type: ignore[arg-type]
         charts,
         registry,
-        _flag(data.get("host_driver", True), f"{where}.host_driver"),
-        _flag(data.get("host_toolkit", True), f"{where}.host_toolkit"),
+        _by_rule(values.boolean, data.get("host_driver", True), f"{where}.host_driver"),
+        _by_rule(values.boolean, data.get("host_toolkit", True), f"{where}.host_toolkit"),
     )
 
 
@@ -282,7 +278,7 @@ def check_alerts(section: Any, where: str) -> AlertSettings:
 
     def receiver_url(value: Any, at: str) -> str:
         url = url_setting(value, at)
-        if not url.startswith(("http://", "https://")) or any(c.isspace() for c in url):
+        if not url.startswith(("http://", "https://")):
             raise UsageError(f"must be the http(s):// URL Alertmanager reaches remediate serve at, got {url!r}.",
                              field=at)
         return url

@@ -9,6 +9,7 @@ understands. The format readers add file, line and field to turn it into an
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import math
 import os
 import re
@@ -146,6 +147,25 @@ def boolean(value: Any, what: str) -> bool:
     if isinstance(value, bool):
         return value
     raise BadValue(f"{what} must be true or false, not {describe(value)}.")
+
+
+def url(value: Any, what: str) -> str:
+    """A base URL apt, containerd or Helm fetches from (``http(s)://`` or a ``file:/`` mirror), one word,
+    without its trailing slash: every section's URL setting is read by this one rule."""
+    given = text(value, what)
+    if not given.startswith(("http://", "https://", "file:/")):
+        raise BadValue(f"{what} must be an http(s):// or file:/ URL, not {given!r}.")
+    if any(c.isspace() or ord(c) < 32 for c in given):
+        raise BadValue(f"{what} must not contain spaces or control characters, not {given!r}.")
+    return given.rstrip("/")
+
+
+def subnet(value: Any, what: str) -> str:
+    """A network in CIDR form, host bits zero (``10.244.0.0/16``), as kubeadm and the CNIs take it."""
+    try:
+        return str(ipaddress.ip_network(text(value, what), strict=True))
+    except ValueError as exc:
+        raise BadValue(f"{what} is not a network in CIDR form: {exc}.", "Write it like 10.244.0.0/16.") from None
 
 
 #: Ansible's spellings of a boolean (its ``bool`` filter), as an INI inventory gives them: text.

@@ -70,3 +70,37 @@ def test_cgroup_v1_hosts_are_allowed_only_when_asked(tmp_path: Path) -> None:
         assert ("failCgroupV1: false" in init) is asked
         assert ('ignorePreflightErrors: ["SystemVerification"]' in init) is asked
         assert ('ignorePreflightErrors: ["SystemVerification"]' in join) is asked
+
+
+@pytest.mark.parametrize("section, field, said", [
+    ("  cdi: yes-please\n", "bootstrap.cdi", "cdi must be true or false, not 'yes-please'."),
+    ("  addons: {host_driver: yes-please}\n", "bootstrap.addons.host_driver",
+     "host_driver must be true or false, not 'yes-please'."),
+    ("  mirror: 'ftp://m.lan'\n", "bootstrap.mirror", "mirror must be an http(s):// or file:/ URL, not 'ftp://m.lan'."),
+    ("  network: {manifest_mirror: 'ftp://m.lan'}\n", "bootstrap.network.manifest_mirror",
+     "manifest_mirror must be an http(s):// or file:/ URL, not 'ftp://m.lan'."),
+    ("  mirror: 'https://m.lan/a b'\n", "bootstrap.mirror",
+     "mirror must not contain spaces or control characters, not 'https://m.lan/a b'."),
+    ("  addons: {charts: {nvidia-device-plugin: {repository: 'https://m.lan/a b'}}}\n",
+     "bootstrap.addons.charts.nvidia-device-plugin.repository",
+     "repository must not contain spaces or control characters, not 'https://m.lan/a b'."),
+])
+def test_the_same_mistake_is_the_same_sentence_in_every_section(
+        tmp_path: Path, section: str, field: str, said: str) -> None:
+    """A true/false or URL setting reads by one rule, in bootstrap's own fields and in network/addons/alerts."""
+    with pytest.raises(InventoryError) as caught:
+        load(tmp_path, "bootstrap:\n" + section)
+    assert (caught.value.field, caught.value.message) == (field, said)
+
+
+def test_a_subnet_is_refused_in_the_same_words_where_the_cluster_phases_check_it_again(tmp_path: Path) -> None:
+    from clusterctl.errors import UsageError
+    from clusterctl.inventory.cluster_sections import subnet_setting
+
+    with pytest.raises(InventoryError) as read:
+        load(tmp_path, "bootstrap:\n  pod_subnet: 10.244.0.0/33\n")
+    with pytest.raises(UsageError) as rechecked:
+        subnet_setting("10.244.0.0/33", "bootstrap.pod_subnet")
+    assert read.value.message == rechecked.value.message == \
+        "pod_subnet is not a network in CIDR form: '10.244.0.0/33' does not appear to be an IPv4 or IPv6 network."
+    assert read.value.hint == rechecked.value.hint == "Write it like 10.244.0.0/16."
