@@ -265,3 +265,14 @@ def test_the_recorded_pending_remap_with_an_arrow_makes_the_host_unhealthy() -> 
     assert "nvidia-smi -r -i 00000000:52:00.0" in remap["fix"]  # the selection's position 0 is no index
     assert host["facts"]["gpus"]["00000000:52:00.0"]["index"] is None
     assert [n for n in notes if "unrecognised" in n or "says 8" in n] == []
+
+
+def test_the_health_schema_names_every_field_of_an_ib_link() -> None:
+    """``ib_links`` records are ``RDMAPort.to_json`` (survey's ports too): the schema lists each field it writes."""
+    from clirun import REPO_ROOT
+
+    from clusterctl.facts.model import RDMAPort
+
+    schema = json.loads((REPO_ROOT / "clusterctl" / "schemas" / "health.schema.json").read_text())
+    link = schema["$defs"]["facts"]["properties"]["ib_links"]["additionalProperties"]
+    assert set(link["properties"]) == set(RDMAPort(1, "PORT_ACTIVE", None, "InfiniBand", 400.0).to_json())
