@@ -329,6 +329,16 @@ def parse_rdma(text: str) -> RDMADevices:
 RATE_TOLERANCE = 0.97
 
 
+def card_of(device: RDMADevice) -> str | None:
+    """The card model whose ports a port's rate is judged against: the board id (the SKU: a 200G and a 400G
+    ConnectX-7 differ), else ``ibstat``'s CA type (the chip); ``None`` when the tool printed neither.
+
+    Not the host's GPUs: a host that lost a GPU, or has none (a storage node on the fabric), still has
+    its card's peers.
+    """
+    return device.board_id or device.ca_type
+
+
 def link_rate(port: RDMAPort) -> float | None:
     """The rate an active port runs at; ``None`` when it is not active or reads no rate.
 

@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent, NVLinkErrorCounters, PciDevice
 from clusterctl.facts.model import NVLinkStatus, RDMAPort
-from clusterctl.facts.rdma import link_rate, runs_slow
+from clusterctl.facts.rdma import card_of, link_rate, runs_slow
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
 from clusterctl.health.probe import PROBE_HEAD_BYTES, PROBE_TAIL_BYTES, HostProbe
@@ -516,24 +516,26 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
         return []
     found: list[Finding] = []
 
-    def port_index(hosts: Sequence[HostInput]) -> dict[tuple[str, int], list[RDMAPort]]:
-        index: dict[tuple[str, int], list[RDMAPort]] = {}
-        for p in hosts:
+    def port_index(by_card: bool) -> dict[tuple[str, int, str | None], list[RDMAPort]]:
+        index: dict[tuple[str, int, str | None], list[RDMAPort]] = {}
+        for p in baseline.hosts:
             for d in (p.probe.rdma if p.probe else None) or ():
                 for q in d.ports:
-                    index.setdefault((d.hca, q.port), []).append(q)
+                    index.setdefault((d.hca, q.port, card_of(d) if by_card else None), []).append(q)
         return index
 
-    ports = baseline.kept.get(("ib-ports",), partial(port_index, baseline.hosts))
-    # A port's rate is judged against hardware peers', as survey's NIC_SLOW: a 200G card is not a slow 400G one.
-    alike_ports = baseline.kept.get(("ib-peer-ports", host.peer_key), partial(port_index, baseline.peers(host)))
+    ports = baseline.kept.get(("ib-ports",), partial(port_index, False))
+    # A port's rate is judged against the same port of the same card, as survey's NIC_SLOW: a 200G card is
+    # not a slow 400G one.
+    card_ports = baseline.kept.get(("ib-card-ports",), partial(port_index, True))
     for device in probe.rdma or ():
         for port in device.ports:
             key = f"{device.hca}/{port.port}"
             usual = baseline.kept.get(("ib-port-active", device.hca, port.port),
-                                      partial(usually_active, ports.get((device.hca, port.port), [])))
-            usual_rate = baseline.kept.get(("ib-port-rate", host.peer_key, device.hca, port.port),
-                                           partial(usual_link_rate, alike_ports.get((device.hca, port.port), [])))
+                                      partial(usually_active, ports.get((device.hca, port.port, None), [])))
+            card = (device.hca, port.port, card_of(device))
+            usual_rate = baseline.kept.get(("ib-port-rate", *card),
+                                           partial(usual_link_rate, card_ports.get(card, [])))
             at_inventory_rate = bool(host.fabric_rate_gbps) and not runs_slow(link_rate(port), host.fabric_rate_gbps)
             if runs_slow(link_rate(port), usual_rate) and not at_inventory_rate:
                 found.append(_finding(

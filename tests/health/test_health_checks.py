@@ -113,10 +113,10 @@ def test_a_port_is_slow_by_the_same_rule_as_in_survey() -> None:
     assert slow == [("slow", "port runs at 200 Gb/s, most hosts' mlx5_0 at 400 Gb/s")]
 
 
-def test_a_port_is_judged_against_hardware_peers_and_one_at_the_inventory_rate_is_not_slow() -> None:
+def test_a_port_is_judged_against_the_same_card_and_one_at_the_inventory_rate_is_not_slow() -> None:
     """Survey's NIC_SLOW peers: a 40% minority of A10 hosts with 200G cards among H100 hosts at 400G
-    is not slow (health --quarantine would take them out of service); a 200G port among H100 peers at
-    400G is, unless the host's inventory fabric.rate_gbps is 200."""
+    is not slow (health --quarantine would take them out of service); a 200G port among the same card's
+    ports at 400G is, whatever GPUs its host has left, unless the host's inventory fabric.rate_gbps is 200."""
     h100 = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "gpud-535.161.08-8xh100-sxm.txt"))
     a10 = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "gpud-535.129.03-a10-pcie-remap-pending.txt"))
 
@@ -133,6 +133,8 @@ def test_a_port_is_judged_against_hardware_peers_and_one_at_the_inventory_rate_i
 
     assert slow() == []
     assert slow(host("slow", 200.0)) == ["slow"]
+    assert slow(host("slow", 200.0, replace(h100, gpus=h100.gpus[:7]))) == ["slow"]  # lost a GPU
+    assert slow(host("slow", 200.0, None)) == ["slow"]  # no GPUs: a storage node on the fabric
     assert slow(host("slow", 200.0, inventory=200.0)) == []
 
 

@@ -151,13 +151,14 @@ def rdma(
     rate: float = 400.0,
     overrides: dict[str, dict[str, Any]] | None = None,
     extra: Sequence[RDMADevice] = (),
+    board: str | None = None,
 ) -> tuple[RDMADevice, ...]:
     overrides = overrides or {}
     devices = []
     for j in range(n):
         port = RDMAPort(1, "PORT_ACTIVE", "LinkUp", "InfiniBand", rate, "4X", "NDR")
         port = replace(port, **overrides.get(f"mlx5_{j}", {}))
-        devices.append(RDMADevice(f"mlx5_{j}", "28.39.1002", None, (port,)))
+        devices.append(RDMADevice(f"mlx5_{j}", "28.39.1002", None, (port,), board_id=board))
     return tuple(devices) + tuple(extra)
 
 

@@ -117,25 +117,26 @@ def test_nic_slow_against_peers_without_an_inventory_rate() -> None:
     assert f.evidence["basis"] == "peers" and f.evidence["expected_gbps"] == 400.0
 
 
-def test_a_port_is_judged_against_hardware_peers_and_one_at_the_inventory_rate_is_not_slow() -> None:
-    """A 40% minority of hosts of another model with 200G cards among 400G hosts is not slow; a
-    200G port among its own model's 400G ports is; and one that meets its inventory's rate is not,
-    whatever its peers run at."""
-    def state(name: str, rate: float, gpu: str = "NVIDIA H100 80GB HBM3", fabric: float | None = None
-              ) -> SurveyedHost:
-        return healthy_state(name, host=inventory_host(name, rate=fabric), gpus=gpu_infos(name=gpu),
-                             rdma=rdma(rate=rate))
+def test_a_port_is_judged_against_the_same_card_and_one_at_the_inventory_rate_is_not_slow() -> None:
+    """A 40% minority of hosts with 200G cards among hosts with 400G cards is not slow; a 200G port
+    among the same card's 400G ports is, whatever GPUs its host has (a lost GPU, none at all); and one
+    that meets its inventory's rate is not, whatever its peers run at."""
+    def state(name: str, rate: float, gpu: str = "NVIDIA H100 80GB HBM3", fabric: float | None = None,
+              board: str = "MT_0000000838", gpus: int = 8) -> SurveyedHost:
+        return healthy_state(name, host=inventory_host(name, rate=fabric), gpus=gpu_infos(gpus, name=gpu),
+                             rdma=rdma(rate=rate, board=board))
 
-    states = [state(f"h{i}", 400.0) for i in range(6)] + [state(f"a{i}", 200.0, "NVIDIA A100-SXM4-80GB")
-                                                          for i in range(4)]
+    states = [state(f"h{i}", 400.0) for i in range(6)] + [state(f"a{i}", 200.0, "NVIDIA A100-SXM4-80GB",
+                                                                board="MT_0000000223") for i in range(4)]
 
     def slow(*more: SurveyedHost) -> list[tuple[str | None, object]]:
         return [(f.host, f.evidence["expected_gbps"]) for f in fleet_findings([*states, *more]) if f.code == "NIC_SLOW"]
 
     assert slow() == []
-    bad = healthy_state("bad", host=inventory_host("bad", rate=None),
-                        rdma=rdma(overrides={"mlx5_0": {"rate_gbps": 200.0}}))
-    assert slow(bad) == [("bad", 400.0)]
+    for gpus in (8, 7, 0):  # a lost GPU, or none (a storage node on the fabric), leaves the card's peers
+        bad = healthy_state("bad", host=inventory_host("bad", rate=None), gpus=gpu_infos(gpus),
+                            rdma=rdma(overrides={"mlx5_0": {"rate_gbps": 200.0}}, board="MT_0000000838"))
+        assert slow(bad) == [("bad", 400.0)], gpus
     assert slow(state("bad", 200.0, fabric=200)) == []
 
 

@@ -12,6 +12,7 @@ from itertools import combinations
 from typing import Any
 
 from clusterctl.facts.model import RDMAPort
+from clusterctl.facts.rdma import card_of
 from clusterctl.survey.checks.host import (
     MadeOnce,
     PairExpectation,
@@ -49,10 +50,12 @@ class FleetBaseline:
         for s in self.reachable:
             self._groups.setdefault(peer_group(s), []).append(s)
         self._ports: dict[str, list[RDMAPort]] = {}
+        self._card_ports: dict[tuple[str, str | None], list[RDMAPort]] = {}
         for s in self.reachable:
             for device in (s.facts.rdma if s.facts else None) or ():
                 for port in device.ports:
                     self._ports.setdefault(port_key(device, port), []).append(port)
+                    self._card_ports.setdefault((port_key(device, port), card_of(device)), []).append(port)
         #: Each value asked for so far, by what it is and whose (peer group, port, stack field...).
         self._kept = MadeOnce()
 
@@ -118,12 +121,10 @@ class FleetBaseline:
         """Whether the port ``key`` (``mlx5_0/1``) is active on most hosts that have it."""
         return self._kept.get(("port_active", key), lambda: usually_active(self._ports.get(key, [])))
 
-    def port_rate(self, state: SurveyedHost, key: str) -> float | None:
-        """The rate the port ``key`` runs at on most hardware peers where it is active: a 200G card is not a
-        slow 400G one."""
-        return self._kept.get(("port_rate", peer_group(state), key), lambda: usual_link_rate(
-            port for p in self.hardware_peers(state) for device in (p.facts.rdma if p.facts else None) or ()
-            for port in device.ports if port_key(device, port) == key))
+    def port_rate(self, key: str, card: str | None) -> float | None:
+        """The rate the port ``key`` of this ``card`` (``card_of``) runs at on most hosts where it is active: a
+        200G card is not a slow 400G one."""
+        return self._kept.get(("port_rate", key, card), lambda: usual_link_rate(self._card_ports.get((key, card), [])))
 
     # --- software stack ------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clusterctl.facts.model import RDMADevice, RDMAPort
-from clusterctl.facts.rdma import link_rate, runs_slow
+from clusterctl.facts.rdma import card_of, link_rate, runs_slow
 from clusterctl.inventory.fabric import link_layer_of
 from clusterctl.survey.checks.baseline import FleetBaseline
 from clusterctl.survey.checks.codes import Finding, Severity, finding
@@ -62,7 +62,8 @@ def check_nics(state: SurveyedHost, baseline: FleetBaseline) -> list[Finding]:
                                        hca=device.hca, port=port.port, state=port.state,
                                        phys_state=port.phys_state, fabric=is_fabric))
                 continue
-            out.extend(_check_rate(state, device, port, is_fabric, expected_rate, baseline.port_rate(state, key)))
+            peers_rate = baseline.port_rate(key, card_of(device))
+            out.extend(_check_rate(state, device, port, is_fabric, expected_rate, peers_rate))
     return out
 
 
