@@ -6,6 +6,7 @@ from __future__ import annotations
 from fixture_files import read_fixture
 
 from clusterctl.facts.dcgmi import parse_dcgmi_diag
+from clusterctl.facts.nvlink import parse_nvlink
 from clusterctl.facts.topo import parse_topo
 
 
@@ -52,3 +53,28 @@ def test_dcgm_fail_row_under_a_pass_row_is_that_gpus_failure() -> None:
     assert "Thermal violations" in diag.failed[0].info
     assert not any("Thermal" in r.info for r in diag.results if r.status == "Pass")
     assert [w.line for w in diag.warnings] == [8]  # the paste's cut last row is named, not read
+
+
+def test_nvlink_status_with_a_six_dot_elision_reads_the_links_shown() -> None:
+    statuses = parse_nvlink(read_fixture("nvlink", "nccltests228-a100-80gb-tabs-integer-speed-six-dot-elision.txt"))
+    assert [(s.gpu_index, len(s.lanes)) for s in statuses] == [(0, 12), (1, 12), (2, 1)]
+    assert {lane.speed_gbps for s in statuses for lane in s.lanes} == {25.0}  # "25 GB/s", no decimals
+    assert statuses[0].uuid == "GPU-ff8a40d4-abc6-08d1-f939-15848b5d4e05"
+    # GPU 2's other links were left out by the author: unknown, said so, not inactive.
+    assert any("leaves lines out" in w.message for w in statuses.warnings)
+
+
+def test_nvlink_status_as_published_with_a_four_dot_elision_keeps_the_inactive_links() -> None:
+    (gpu3,) = parse_nvlink(read_fixture("nvlink", "azhpc73-v100-gpu3-as-published-four-dot-elision.txt"))
+    assert gpu3.gpu_index == 3 and [lane.link for lane in gpu3.lanes if not lane.active] == [3, 5]
+
+
+def test_h100_nv6_with_sparse_cpu_lists_one_numa_node_per_gpu() -> None:
+    matrix = parse_topo(read_fixture("topo", "h100-4gpu-nv6-sparse-cpu-affinity-4nic.txt"))
+    assert [(g.cpu_affinity, g.numa_affinity) for g in matrix.gpus] == [
+        ("6,14,22,30", "3"), ("4,12,20,28", "1"), ("7,15,23,31", "7"), ("5,13,21,29", "5")]
+    assert _raw("h100-4gpu-nv6-sparse-cpu-affinity-4nic.txt", [("GPU0", "GPU3"), ("GPU2", "NIC2"), ("GPU2", "NIC3")]) \
+        == ["NV6", "PIX", "SYS"]
+    # The legend was not copied: the NICs keep their labels, and the reader says why.
+    assert [w.message for w in matrix.warnings] == [
+        "the NIC Legend not pasted: NIC0..NIC3 are shown by label, not HCA name"]
