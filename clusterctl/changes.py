@@ -102,12 +102,11 @@ class Change:
         mode: int | None = None,
         sudo: bool = True,
         backup: bool = True,
-        makes: tuple[str, ...] = (),
     ) -> Change:
         data = content.encode() if isinstance(content, str) else content
         old = current.encode() if isinstance(current, str) else current
         return cls(host, summary or f"write {path}", ChangeKind.WRITE_FILE, path=path, content=data, current=old,
-                   mode=mode, sudo=sudo, backup=backup, makes=makes)
+                   mode=mode, sudo=sudo, backup=backup)
 
     @classmethod
     def remove_file(cls, host: str, path: str, *, summary: str | None = None, sudo: bool = True) -> Change:
@@ -172,9 +171,9 @@ class Change:
         return data
 
 
-def make_folders(reader: HostReader, host: str, folders: Iterable[str], *, mode: int = 0o755) -> list[Change]:
+def make_folders(reader: HostReader, host: str, folders: Iterable[str]) -> list[Change]:
     """The one way a change makes folders on a host: none where each of ``folders`` is there, else one
-    ``mkdir`` of the absent ones and of their absent parents (parents first), each with ``mode``.
+    ``mkdir`` of the absent ones and of their absent parents (parents first), each with mode 0755.
 
     The host is read first (``test -d``, upwards from each folder until one is there), so the journal
     names exactly the folders this change makes (``MAKES_DIR``), never one that was there before: undo
@@ -194,7 +193,7 @@ def make_folders(reader: HostReader, host: str, folders: Iterable[str], *, mode:
     q = shlex.quote
     # A pending entry of an interrupted run may name a folder that was never made: undo passes over it.
     undo = " && ".join(f"if [ -d {q(f)} ]; then rmdir {q(f)}; fi" for f in reversed(absent))
-    return [Change.run(host, f"mkdir -m {mode:04o} " + " ".join(q(f) for f in absent),
+    return [Change.run(host, "mkdir -m 0755 " + " ".join(q(f) for f in absent),
                        summary=f"create {', '.join(absent)}", undo=undo, makes=tuple(MAKES_DIR + f for f in absent))]
 
 
@@ -339,10 +338,8 @@ class Gate:
 
     def submit(self, transport: Transport, change: Change, *, temporary: bool = False) -> GateRecord:
         """Record or apply ``change`` on ``transport``'s host. A failed command raises ``ChangeFailed``."""
-        if change.is_noop:
-            return self._keep(GateRecord(change, applied=False, changed=False, temporary=temporary))
-        if not self.apply:
-            return self._keep(GateRecord(change, applied=False, changed=True, temporary=temporary))
+        if change.is_noop or not self.apply:
+            return self._keep(GateRecord(change, applied=False, changed=not change.is_noop, temporary=temporary))
         if self.log is None or temporary:
             return self._make(transport, change, temporary=temporary)
         entry = self.log.before(change)
@@ -480,10 +477,9 @@ class Gate:
             if record.cleaned_up:
                 lines.append(mask_text(f"'{record.change.summary}': cleaned up by the run itself, nothing to undo"))
                 continue
-            if not record.applied or not record.changed or record.temporary:
+            # A command that failed did not happen: nothing to undo, nothing to say.
+            if not record.applied or not record.changed or record.temporary or record.failed:
                 continue
-            if record.failed:
-                continue  # the command that failed did not happen: nothing to undo, nothing to say
             try:
                 step = undo_step(transport, record, force=force)
             except TransportError as exc:

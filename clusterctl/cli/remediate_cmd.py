@@ -12,7 +12,7 @@ import typer
 
 from clusterctl.cli.confirm import confirm_change
 from clusterctl.cli.context import STATE_DIR, app_context
-from clusterctl.errors import ClusterctlError, UsageError
+from clusterctl.errors import BadValue, ClusterctlError, UsageError
 from clusterctl.writable import host_file_name, make_folder, replace_file, writable_dir, writable_file
 from clusterctl.writable import state_dir as chosen_state_dir
 
@@ -235,9 +235,12 @@ def alertmanager_config_command(
                                            help="tls_config.key_file (mutual TLS)."),
 ) -> None:
     from clusterctl.bootstrap.cluster.alerts import ReceiverAuth, render_alertmanager_receiver
+    from clusterctl.inventory import values
 
-    if not url.startswith(("http://", "https://")) or any(c.isspace() for c in url):
-        raise UsageError(f"--url must be an http(s) URL, got {url!r}", field="--url")
+    try:
+        url = values.url(url, "--url", local_files=False)
+    except BadValue as exc:
+        raise UsageError(exc.message, field="--url", hint=exc.hint) from None
     if (cert_file is None) != (key_file is None):
         raise UsageError("--cert-file and --key-file go together", field="--cert-file")
     for option, value in (("--token-file", token_file), ("--ca-file", ca_file), ("--cert-file", cert_file),

@@ -50,6 +50,7 @@ from clusterctl.facts.etcd import (
     member_of,
     parse_endpoint_health,
     parse_member_list,
+    quorum_refusal,
 )
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kube_nodes import KubeNode
@@ -96,17 +97,11 @@ class RemovalReport:
 
 
 def quorum_check(members: list[KubeNode], leaving: str) -> str:
-    """Why removing ``leaving`` would break etcd's quorum ("" when it would not): one member per control plane."""
-    left = [m for m in members if m.name != leaving]
+    """``quorum_refusal`` for a live control plane: one etcd member per control plane, healthy when Ready."""
+    left = {m.name: bool(m.ready) for m in members if m.name != leaving}
     if not left:
         return f"{leaving} is the last control plane: removing it ends the cluster (use 'clusterctl reset')"
-    healthy = [m for m in left if m.ready]
-    needed = len(left) // 2 + 1
-    if len(healthy) < needed:
-        sick = ", ".join(m.name for m in left if not m.ready)
-        return (f"removing {leaving} would leave {len(healthy)} healthy etcd member(s) of {len(left)}; quorum needs "
-                f"{needed} (not Ready: {sick}). Bring those back first")
-    return ""
+    return quorum_refusal(leaving, left, "not Ready")
 
 
 class EtcdMemberLeaves(ReadsNothing, Phase[None, PhaseContext]):

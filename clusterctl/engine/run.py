@@ -671,7 +671,7 @@ def _lock_targets(run: _Run, hosts: Sequence[Host]) -> list[Host]:
     for host in hosts:
         ctx = run.unconnected(host, "lock")
         changing = [p for p in run.phases if not p.read_only and p.applies_to(ctx)]
-        ran_on = [p.via or host.name for p in changing]
+        ran_on = [p.via if p.via and p.locks_via else host.name for p in changing]
         for name in ([host.name] if host.name in ran_on or not changing else []) + ran_on:
             if name not in names:
                 names.append(name)
@@ -955,18 +955,16 @@ LEFT_TO_THE_JOURNAL = "not rolled back: the run was interrupted; the undo journa
 
 def _roll_back(phase: Phase[Any, Any], ctx: PhaseContext, gate: HostGate, records: Sequence[GateRecord],
                interrupted: threading.Event | None) -> list[str]:
-    """``_rollback`` of a failed step, unless the run is being interrupted: its failure is then the
-    interrupt's doing, and the host's connection is being stopped and closed under the step, so an
-    undo now would race the close (made or not by chance). What the step applied is left as it is,
-    in the undo journal, for ``undo`` or ``--resume``; what a ``Phase.undo_on_interrupt`` phase
-    moved out of place is put back by ``_put_back`` on a fresh connection once every host stopped."""
+    """Undo ``records`` of a failed step through the gate, then pass the phase's own rollback changes;
+    one line per step.
+
+    Not while the run is being interrupted: the failure is then the interrupt's doing, and the host's
+    connection is being stopped and closed under the step, so an undo now would race the close (made
+    or not by chance). What the step applied is left as it is, in the undo journal, for ``undo`` or
+    ``--resume``; what a ``Phase.undo_on_interrupt`` phase moved out of place is put back by
+    ``_put_back`` on a fresh connection once every host stopped."""
     if interrupted is not None and interrupted.is_set():
         return [LEFT_TO_THE_JOURNAL]
-    return _rollback(phase, ctx, gate, records)
-
-
-def _rollback(phase: Phase[Any, Any], ctx: PhaseContext, gate: HostGate, records: Sequence[GateRecord]) -> list[str]:
-    """Undo ``records`` through the gate, then pass the phase's own rollback changes; one line per step."""
     try:
         extra = phase.rollback(ctx, records) if any(r.applied and r.changed for r in records) else []
         # A command the rollback runs again (containerd's restart) is not reported as one undo cannot revert.

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.kube import kubectl
+from clusterctl.json_input import syntax_error
 
 #: kubeadm's paths inside the etcd static pod (kubeadm's etcd manifest mounts /etc/kubernetes/pki/etcd).
 ETCD_PKI = "/etc/kubernetes/pki/etcd"
@@ -74,7 +75,8 @@ def _load(what: str, text: str) -> Any:
         return json.loads(body)
     except json.JSONDecodeError as exc:
         line = start + exc.lineno
-        raise ParseError(what, exc.msg, line=line, text=text.splitlines()[line - 1]) from None
+        raise ParseError(what, f"not JSON at {syntax_error(exc)}", line=line,
+                         text=text.splitlines()[line - 1]) from None
 
 
 def _strings(what: str, value: Any, field: str) -> tuple[str, ...]:
@@ -144,17 +146,22 @@ def member_of(members: list[EtcdMember], node: str, address: str) -> EtcdMember 
     return next((m for m in members if address and any(url_host(u) == address for u in m.peer_urls)), None)
 
 
+def quorum_refusal(leaving: str, left: dict[str, bool], sick_word: str = "unhealthy") -> str:
+    """The one quorum rule: why taking ``leaving`` out of etcd would break its quorum ("" when it would not).
+    ``left`` is each member that stays (its name) and whether it is healthy; the healthy ones must be a
+    majority of them (etcd's quorum of n members: n // 2 + 1)."""
+    needed, good = len(left) // 2 + 1, sum(left.values())
+    if good >= needed:
+        return ""
+    sick = ", ".join(name for name, healthy in left.items() if not healthy)
+    return (f"removing {leaving} would leave {good} healthy etcd member(s) of {len(left)}; quorum needs {needed} "
+            f"({sick_word}: {sick}). Bring those back first")
+
+
 def etcd_quorum(members: list[EtcdMember], health: list[EndpointHealth], leaving: EtcdMember) -> str:
-    """Why removing ``leaving`` would break etcd's quorum ("" when it would not): the members left that
-    answered healthy must be a majority of the members left."""
+    """``quorum_refusal`` for etcd's own members and the health of their client URLs."""
     healthy = {h.endpoint for h in health if h.healthy}
-    left = [m for m in members if m.id != leaving.id]
+    left = {m.name or m.hex_id: any(u in healthy for u in m.client_urls) for m in members if m.id != leaving.id}
     if not left:
         return f"member {leaving.name or leaving.hex_id} is the last etcd member"
-    good = [m for m in left if any(u in healthy for u in m.client_urls)]
-    needed = len(left) // 2 + 1
-    if len(good) < needed:
-        sick = ", ".join(m.name or m.hex_id for m in left if m not in good)
-        return (f"removing etcd member {leaving.name or leaving.hex_id} would leave {len(good)} healthy member(s) "
-                f"of {len(left)}; quorum needs {needed} (unhealthy: {sick}). Bring those back first")
-    return ""
+    return quorum_refusal(f"etcd member {leaving.name or leaving.hex_id}", left)

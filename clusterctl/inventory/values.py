@@ -149,12 +149,12 @@ def boolean(value: Any, what: str) -> bool:
     raise BadValue(f"{what} must be true or false, not {describe(value)}.")
 
 
-def url(value: Any, what: str) -> str:
-    """A base URL apt, containerd or Helm fetches from (``http(s)://`` or a ``file:/`` mirror), one word,
-    without its trailing slash: every section's URL setting is read by this one rule."""
+def url(value: Any, what: str, *, local_files: bool = True) -> str:
+    """A base URL apt, containerd or Helm fetches from (``http(s)://`` or, with ``local_files``, a ``file:/``
+    mirror), one word, without its trailing slash: every URL setting and option is read by this one rule."""
     given = text(value, what)
-    if not given.startswith(("http://", "https://", "file:/")):
-        raise BadValue(f"{what} must be an http(s):// or file:/ URL, not {given!r}.")
+    if not given.startswith(("http://", "https://", "file:/") if local_files else ("http://", "https://")):
+        raise BadValue(f"{what} must be an http(s):// {'or file:/ ' if local_files else ''}URL, not {given!r}.")
     if any(c.isspace() or ord(c) < 32 for c in given):
         raise BadValue(f"{what} must not contain spaces or control characters, not {given!r}.")
     return given.rstrip("/")

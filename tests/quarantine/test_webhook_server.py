@@ -316,6 +316,17 @@ def test_the_alertmanager_snippet_is_what_alertmanager_accepts(tmp_path: Path) -
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
+@pytest.mark.parametrize("url", ["http://10.0.0.5:9095/\x01webhook", "https://10.0.0.5:9095/web hook",
+                                 "file:/etc/alertmanager", "10.0.0.5:9095/webhook"])
+def test_the_alertmanager_snippet_refuses_a_url_alertmanager_cannot_post_to(url: str) -> None:
+    """--url is read by the inventory's one URL rule: a control character or a space, a non-web scheme or none."""
+    run = clusterctl("remediate", "alertmanager-config", "--url", url)
+    assert run.exit_code == 2 and "Traceback" not in run.output and "receivers" not in run.stdout
+    error = run.stderr.strip()
+    assert "\n" not in error and error.startswith("error: field '--url': --url must ")
+    assert repr(url) in error and "\x01" not in error
+
+
 def test_remediate_serve_as_a_user_runs_it(tmp_path: Path) -> None:
     """The command in its own process: HTTPS with a token, 401 without, an alert acted on, Ctrl-C ends it."""
     import os
