@@ -271,7 +271,7 @@ def _first_pass(numbered: Iterable[tuple[int, str]], removed: dict[str, int], *,
         if is_prompt(line):
             removed["prompt"] += 1
             continue
-        if line.strip() in _ELISIONS:
+        if line.strip() in _ELISIONS or set(line.strip()) == {"."}:  # "....", "......": the longer elisions
             removed["elision"] += 1
             continue
         kept.append((number, line))
