@@ -97,3 +97,16 @@ def test_570_driver_q_reads_instantaneous_power_and_the_recovery_action() -> Non
     assert (gpu.unread, smi.warnings) == ((), ())
     assert (gpu.ecc_mode, gpu.ecc.volatile_uncorrectable, gpu.retired_pages_pending) == ("Enabled", 0, False)
     assert (gpu.pcie_gen_current, gpu.pcie_width_current, gpu.clock_events_active) == (3, 16, ("Idle",))
+
+
+def test_580_driver_q_with_wide_keys_and_no_reset_status() -> None:
+    smi = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "rtx3090ti-580.142-q-wide-keys-no-reset-status.txt"))
+    (gpu,) = smi.gpus
+    assert (smi.driver_version, smi.cuda_version, gpu.name, smi.warnings) == (
+        "580.142", "13.0", "NVIDIA GeForce RTX 3090 Ti", ())
+    # 580 prints no GPU Reset Status at all: GPU Recovery Action is the only reset signal.
+    assert (gpu.reset_required, gpu.recovery_action, gpu.unread) == (None, "None", ())
+    assert (gpu.remapped_rows_correctable, gpu.remapped_rows_uncorrectable, gpu.remap_pending) == (0, 0, False)
+    assert (gpu.power_draw_w, gpu.power_limit_w, gpu.ecc_mode) == (24.78, 450.0, "Disabled")
+    assert (gpu.pcie_gen_current, gpu.pcie_gen_max, gpu.clock_events_active) == (1, 4, ("Idle",))
+    assert (gpu.slowdown_temp_c, gpu.shutdown_temp_c, gpu.temperature_c) == (94.0, 97.0, 45.0)
