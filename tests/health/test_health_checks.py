@@ -19,6 +19,7 @@ from clusterctl.health.checks import HostInput
 from clusterctl.health.model import HealthOptions, HostHealth, Verdict, since_seconds
 from clusterctl.health.probe import HostProbe, level0_probes, probe_command, read_probes
 from clusterctl.health.run import judge
+from clusterctl.inventory.model import Fabric
 
 
 def _judge_one(**facts: object) -> HostHealth:
@@ -138,7 +139,8 @@ def test_a_port_is_judged_against_the_same_card_and_one_at_the_inventory_rate_is
              inventory: float | None = None) -> HostInput:
         port = RDMAPort(1, "PORT_ACTIVE", "LinkUp", "InfiniBand", rate, "4X", "NDR" if rate == 400 else "HDR")
         devices = RDMADevices([RDMADevice("mlx5_0", None, None, (port,), board_id=board)])
-        return HostInput(name, HostProbe(smi=smi, rdma=devices), fabric_rate_gbps=inventory)  # type: ignore[arg-type]
+        return HostInput(name, HostProbe(smi=smi, rdma=devices),  # type: ignore[arg-type]
+                         fabric=Fabric(rate_gbps=inventory))
 
     fleet = [host(f"h{i}", 400.0) for i in range(6)] + [host(f"a{i}", 200.0, a10, "MT_0000000223") for i in range(4)]
 
