@@ -186,11 +186,16 @@ def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
                 subject=subject, evidence="Remapped Rows / Pending : Yes", action="RESET_GPU",
                 fix=f"Drain the host, then reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot: the remap only "
                     "takes effect after a reset (NVIDIA A100/H100 memory error management)."))
-        if gpu.reset_required or gpu.drain_and_reset_recommended:
-            what = "Reset Required" if gpu.reset_required else "Drain and Reset Recommended"
+        # 575+ drivers deprecate GPU Reset Status for GPU Recovery Action (Reset, Reboot, Drain P2P, ...).
+        recovery = gpu.recovery_action if gpu.recovery_action not in (None, "None") else None
+        flag = "Reset Required" if gpu.reset_required else (
+            "Drain and Reset Recommended" if gpu.drain_and_reset_recommended else None)
+        if flag or recovery:
+            said = f"{flag}: Yes" if flag else f"GPU Recovery Action: {recovery}"
             found.append(_finding(
-                Severity.ERROR, "GPU_RESET_REQUIRED", name, f"{where}: nvidia-smi reports '{what}: Yes'",
-                subject=subject, evidence=f"GPU Reset Status / {what} : Yes", action="RESET_GPU",
+                Severity.ERROR, "GPU_RESET_REQUIRED", name, f"{where}: nvidia-smi reports '{said}'",
+                subject=subject, action="RESET_GPU",
+                evidence=f"GPU Reset Status / {flag} : Yes" if flag else f"GPU Recovery Action : {recovery}",
                 fix=f"Drain the host and reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot."))
         vol = gpu.ecc.volatile_uncorrectable
         if vol:
