@@ -91,6 +91,11 @@ class Baseline:
         return self.kept.get(("gpu-count", model), lambda: usual_gpu_count(
             (h.peer_key for h in self.hosts if h.gpus), model))
 
+    def median(self, key: tuple[object, ...], peers: Callable[[], Sequence[Counted]], counter: str) -> float:
+        """The median of ``counter`` over the counters ``peers`` gives: both made once per run, under ``key``."""
+        every = self.kept.get((*key, "peers"), peers)
+        return self.kept.get((*key, "median", counter), partial(_counter_median, every, counter))
+
 
 def _finding(severity: Severity, code: str, host: str, message: str, *, subject: str | None = None,
              fix: str = "", evidence: str | None = None, **more: object) -> Finding:
@@ -465,11 +470,8 @@ def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
                 for e in p.probe.nvlink_errors.links]
     errors = probe.nvlink_errors
 
-    def median(counter: str) -> float:
-        links = baseline.kept.get(("nvlink-links", host.peer_key), peer_links)
-        return baseline.kept.get(("nvlink-median", host.peer_key, counter), partial(_counter_median, links, counter))
-
     def high_links() -> tuple[list[tuple[NVLinkErrorCounters, dict[str, int]]], dict[str, float]]:
+        median = partial(baseline.median, ("nvlink", host.peer_key), peer_links)
         return _high_counters(errors.links, median, NVLINK_FLOORS, NVLINK_FLOOR)
 
     # Alike hosts (one parsed nvlink -e, one group of peers) have the same high counters: found once.
@@ -557,11 +559,7 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
     def peer_ports() -> list[IBPortCounters]:
         return [c for p in baseline.hosts if p.probe and p.probe.ib_counters for c in p.probe.ib_counters.ports]
 
-    def median(counter: str) -> float:
-        every = baseline.kept.get(("ib-counters",), peer_ports)
-        return baseline.kept.get(("ib-median", counter), partial(_counter_median, every, counter))
-
-    high_ports, medians = _high_counters(counters, median, IB_FLOORS, IB_FLOOR)
+    high_ports, medians = _high_counters(counters, partial(baseline.median, ("ib",), peer_ports), IB_FLOORS, IB_FLOOR)
     for port_counters, high in high_ports:
         flapping = "link_downed" in high or "link_error_recovery" in high
         found.append(_finding(
