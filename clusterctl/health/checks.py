@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import datetime
 import statistics
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
+from itertools import accumulate
 from typing import TypeVar
 
 from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent, NVLinkErrorCounters, PciDevice
@@ -133,13 +135,10 @@ def _counter_median(items: Sequence[NVLinkErrorCounters | IBPortCounters], name:
         return 0.0
     by_id = dict(zip(map(id, items), items, strict=True))
     ordered = sorted((by_id[key].counters.get(name, 0), times) for key, times in counts.items())
+    ends = list(accumulate(times for _, times in ordered))
 
     def at(index: int) -> int:
-        for value, times in ordered:
-            if index < times:
-                return value
-            index -= times
-        raise IndexError(index)
+        return ordered[bisect_right(ends, index)][0]
 
     middle = len(items) // 2
     return at(middle) if len(items) % 2 else (at(middle - 1) + at(middle)) / 2
