@@ -215,8 +215,7 @@ def read_env_text(text: str, label: str, *, first_line: int = 1) -> list[Setting
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        if line.startswith("export "):
-            line = line[len("export "):].strip()
+        line = line.removeprefix("export ").strip()
         key, sep, value = line.partition("=")
         key = key.strip()
         if not sep or not _NAME_RE.match(key):
