@@ -587,7 +587,6 @@ def check_pcie(host: HostInput) -> list[Finding]:
     devices = probe.pci.devices
     bridges = [d for d in devices if d.is_bridge]
     endpoints = [d for d in devices if d.is_gpu or d.is_nic]
-    gpus = [d for d in devices if d.is_gpu]
     found: list[Finding] = []
     switch_of = {d.address: {b.address for b in bridges if _behind(b, d) and b.port_type == "Upstream Port"}
                  for d in endpoints}
@@ -598,7 +597,7 @@ def check_pcie(host: HostInput) -> list[Finding]:
         if not any(d.is_gpu for d in below):
             continue
         # A peer on the same PCIe switch (GPU or NIC outside this port) is what the redirect cuts off.
-        switches = set().union(*(switch_of[d.address] for d in below)) if below else set()
+        switches = set().union(*(switch_of[d.address] for d in below))
         peers = [d for d in endpoints if d not in below and switch_of[d.address] & switches]
         if not peers and bridge.port_type == "Downstream Port":
             continue
@@ -612,10 +611,10 @@ def check_pcie(host: HostInput) -> list[Finding]:
             fix="Disable ACS on the PCIe switch ports (BIOS setting, or 'setpci -s <bridge> ECAP_ACS+0x6.w=0000' at "
                 "boot) unless the host runs VMs that need it: NCCL's troubleshooting guide names ACS as a cause of "
                 "P2P/GPUDirect hangs and low bandwidth."))
+    gpu_switches: set[str] = set().union(*(switch_of[d.address] for d in endpoints if d.is_gpu))
     for d in endpoints:
         if d.width_downgraded and d.link_status and d.link_cap:
-            gpu_switches: set[str] = set().union(*(switch_of[g.address] for g in gpus)) if gpus else set()
-            fabric = d.is_gpu or bool(switch_of.get(d.address, set()) & gpu_switches)
+            fabric = d.is_gpu or bool(switch_of[d.address] & gpu_switches)
             found.append(_finding(
                 Severity.ERROR if fabric else Severity.INFO, "PCIE_LINK_DOWNGRADED", host.name,
                 f"{d.address} {d.description[:60]}: PCIe x{d.link_status.width}, capable of x{d.link_cap.width}",
