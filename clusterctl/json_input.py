@@ -9,6 +9,7 @@ built from the helpers below or a JSON Schema (``matching``); whatever is wrong 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -43,8 +44,6 @@ def read_json(source: str, kind: str, what: str, shape: Callable[[Any], T], *, h
     names what it should be ("a saved sweep"), ``hint`` what to do about a bad one, ``decode`` reads text that
     is not one JSON document (YAML, a journal's log). ``decode`` and ``shape`` raise ``BadField`` (worded
     ``not WHAT: MESSAGE``) or a ``UsageError`` (the file is added to it)."""
-    import json
-
     try:
         text, label = read_text_input(source, kind, what=what)
     except UsageError as exc:
@@ -52,7 +51,7 @@ def read_json(source: str, kind: str, what: str, shape: Callable[[Any], T], *, h
     try:
         return shape((decode or json.loads)(text))
     except json.JSONDecodeError as exc:
-        raise UsageError(f"not {what}: not JSON ({exc.msg}, column {exc.colno}).", file=label, line=exc.lineno,
+        raise UsageError(f"not {what}: not JSON at {syntax_error(exc)}.", file=label, line=exc.lineno,
                          hint=hint) from None
     except RecursionError:
         raise UsageError(f"not {what}: JSON nested too deep.", file=label, hint=hint) from None
@@ -62,6 +61,43 @@ def read_json(source: str, kind: str, what: str, shape: Callable[[Any], T], *, h
         if exc.file:
             raise
         raise UsageError(exc.message, file=label, line=exc.line, field=exc.field, hint=exc.hint or hint) from None
+
+
+#: What each of Python's JSON syntax errors (named by how its message starts) means, in words a user acts on:
+#: ``{at}`` is where the parser stopped (``where '}' is``), ``{char}`` the character there.
+_SYNTAX_WORDS = (
+    ("Expecting value", "a value (text in double quotes, a number, true, false, null, an object or a list) "
+                        "belongs {at}"),
+    ("Expecting property name", "a key in double quotes belongs {at}"),
+    ("Expecting ':'", "a ':' after the key belongs {at}"),
+    ("Expecting ','", "a ',' between two entries, or the '}}' or ']' that ends them, belongs {at}"),
+    ("Illegal trailing comma", "a ',' before the '}}' or ']' that ends the entries is one too many"),
+    ("Unterminated string", "the text in double quotes that starts here never ends"),
+    ("Invalid control character", "a control character ({char}) in text in double quotes, which JSON writes as "
+                                  "an escape such as \\n or \\u0001"),
+    ("Invalid \\uXXXX", "a \\u escape in text without four hexadecimal digits"),
+    ("Invalid \\escape", "an escape JSON does not know ({escape}; it knows \\\" \\\\ \\/ \\b \\f \\n \\r \\t "
+                        "and \\uXXXX)"),
+    ("Extra data", "more follows the end of the JSON document, from {at_char}"),
+    ("Unexpected UTF-8 BOM", "the text starts with a byte order mark (U+FEFF): save it as UTF-8 without one"),
+)
+
+
+def syntax_error(exc: json.JSONDecodeError) -> str:
+    """``column N: WHAT IS WRONG`` for a JSON syntax error, in the product's words (Python's name its parser's
+    state: "Expecting ',' delimiter"); the line is the caller's to name, with the file."""
+    found = exc.doc[exc.pos] if exc.pos < len(exc.doc) else ""
+    message = exc.msg
+    if message.startswith("Expecting") and found in ("}", "]") and exc.doc[:exc.pos].rstrip().endswith(","):
+        message = "Illegal trailing comma"  # as Python 3.13 says it; earlier ones expect the next entry
+    if not exc.doc.strip():
+        message = "the text is empty"
+    fields = {"at": f"where {shown(found)} is" if found else "at the end",
+              "at_char": shown(found), "char": f"U+{ord(found):04X}" if found else "",
+              "escape": shown(exc.doc[exc.pos:exc.pos + 2])}
+    words = next((w.format(**fields) for start, w in _SYNTAX_WORDS if message.startswith(start)),
+                 message.removesuffix(" at").lower())
+    return f"column {exc.colno}: {words}"
 
 
 def mapping(value: Any, field: str, *, required: tuple[str, ...] = (),

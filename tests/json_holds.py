@@ -9,6 +9,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -142,6 +143,8 @@ def _other(value: Any, hint: Any) -> Any:
         return not value
     if isinstance(value, (int, float)):
         return value + 7777
+    if isinstance(value, datetime):
+        return value + timedelta(days=7777)
     if isinstance(value, str):
         # A name with a number (GPU3, mlx5_0) gets another number: code that reads the number still can.
         number = re.fullmatch(r"(.*?)(\d+)", value)

@@ -60,6 +60,7 @@ def _print_check(app: AppContext, report: object) -> None:
         for cert in (*host.expiration.certificates, *host.expiration.authorities):
             rows.append((host.host, cert.name, f"{cert.expires:%Y-%m-%d %H:%M}", str(cert.days_left(report.now)),
                          cert.authority or ("(authority)" if cert in host.expiration.authorities else "")))
+        rows += [(host.host, name, "MISSING", "", "") for name in host.expiration.missing]
     # Host, certificate and expiry are what a user acts on: never cut; the signer goes first.
     print_table(app.console, (Column("host", keep=True), Column("certificate", keep=True),
                               Column("expires", keep=True), Column("days left", keep=True, justify="right"),

@@ -63,12 +63,13 @@ class HostCerts:
             return {"host": self.host, "error": self.error}
         return {"host": self.host,
                 "certificates": [_row(c, now) for c in self.expiration.certificates],
-                "authorities": [_row(c, now) for c in self.expiration.authorities]}
+                "authorities": [_row(c, now) for c in self.expiration.authorities],
+                "missing": list(self.expiration.missing)}
 
 
 def _row(cert: Any, now: datetime) -> dict[str, Any]:
     return {"name": cert.name, "expires": cert.expires.isoformat(), "days_left": cert.days_left(now),
-            "authority": cert.authority, "externally_managed": cert.externally_managed}
+            "residual": cert.residual, "authority": cert.authority, "externally_managed": cert.externally_managed}
 
 
 @dataclass
@@ -136,6 +137,22 @@ def placement_findings(host: str, placement: Placement) -> list[Finding]:
     return found
 
 
+def expiration_findings(host: str, expiration: CertExpiration, now: datetime, warn_days: int) -> list[Finding]:
+    """An expired certificate or CA is an error, one under ``warn_days`` or one kubeadm lists as missing a warning."""
+    found = [Finding(Severity.WARNING, "CERT_MISSING", f"{name}: kubeadm lists it as !MISSING! (its file is not "
+                     "under /etc/kubernetes)", host=host, fix="kubeadm init phase certs (or kubeconfig) writes it "
+                     "again; an external etcd's certificates are not kubeadm's") for name in expiration.missing]
+    for cert in (*expiration.certificates, *expiration.authorities):
+        days = cert.days_left(now)
+        if days < 0:
+            found.append(Finding(Severity.ERROR, "CERT_EXPIRED", f"{cert.name} expired on {cert.expires:%Y-%m-%d}",
+                                 host=host, fix="clusterctl certs renew (a CA needs a new PKI: kubeadm docs)"))
+        elif days < warn_days:
+            found.append(Finding(Severity.WARNING, "CERT_EXPIRING", f"{cert.name} expires in {days} day(s) "
+                                 f"({cert.expires:%Y-%m-%d})", host=host, fix="clusterctl certs renew"))
+    return found
+
+
 def check(runner: Runner, inventory: Inventory, hosts: list[Host], *, warn_days: int = WARN_DAYS) -> CertsReport:
     """Every selected control plane's certificates; ``NoCluster`` (exit 2) when none could be read."""
     report = CertsReport()
@@ -154,16 +171,7 @@ def check(runner: Runner, inventory: Inventory, hosts: list[Host], *, warn_days:
         expiration, placement = outcome.value
         report.hosts.append(HostCerts(name, expiration))
         report.findings += placement_findings(name, placement)
-        for cert in (*expiration.certificates, *expiration.authorities):
-            days = cert.days_left(report.now)
-            if days < 0:
-                report.findings.append(Finding(Severity.ERROR, "CERT_EXPIRED", f"{cert.name} expired on "
-                                               f"{cert.expires:%Y-%m-%d}", host=name,
-                                               fix="clusterctl certs renew (a CA needs a new PKI: kubeadm docs)"))
-            elif days < warn_days:
-                report.findings.append(Finding(Severity.WARNING, "CERT_EXPIRING", f"{cert.name} expires in {days} "
-                                               f"day(s) ({cert.expires:%Y-%m-%d})", host=name,
-                                               fix="clusterctl certs renew"))
+        report.findings += expiration_findings(name, expiration, report.now, warn_days)
     return report
 
 

@@ -1,6 +1,6 @@
 """Taking a node's pods off it before work: the day-2 seam for draining, one engine phase.
 
-``DrainNode`` is the phase ``remove-node`` and the upgrade run; it runs from a control plane
+``DrainNode`` is the one drain phase: ``remove-node``, the upgrade and heal's chain run it; from a control plane
 (``via``): the node is cordoned (a ``Change`` with its uncordon as undo), then quarantine's
 drain (``clusterctl.quarantine.drain``: kubectl drain's rules, one eviction per gated change,
 PodDisruptionBudgets honoured and retried until the timeout) takes its pods off, and the engine

@@ -122,6 +122,8 @@ class Phase(ABC, Generic[State, Context]):
     #: drain or a ``kubectl delete node`` from the first control plane. Its changes name that host
     #: (they run there, and undo reverts them there).
     via: str | None = None
+    #: Whether a run takes the lock of ``via`` too (heal's drain leaves it: many hosts heal at once from it).
+    locks_via: ClassVar[bool] = True
 
     def applies_to(self, ctx: Context) -> bool:
         """Whether this phase concerns the host at all (e.g. control-plane hosts only).

@@ -671,7 +671,7 @@ def _lock_targets(run: _Run, hosts: Sequence[Host]) -> list[Host]:
     for host in hosts:
         ctx = run.unconnected(host, "lock")
         changing = [p for p in run.phases if not p.read_only and p.applies_to(ctx)]
-        ran_on = [p.via or host.name for p in changing]
+        ran_on = [p.via if p.via and p.locks_via else host.name for p in changing]
         for name in ([host.name] if host.name in ran_on or not changing else []) + ran_on:
             if name not in names:
                 names.append(name)

@@ -141,7 +141,10 @@ def _parse_text(text: str) -> DcgmDiag:
             meta[_METADATA[name]] = value
             continue
         status = _STATUS.match(value)
-        if name and status and name not in ("Warning", "Error", "Info"):
+        # "| | Fail - GPU: 0" under "| GPU Memory | Pass - GPUs: 1, 2 |": more GPUs of the test above.
+        more_gpus = not name and status is not None and bool(results) and _GPU_LIST.search(status.group(2) or "")
+        if status and ((name and name not in ("Warning", "Error", "Info")) or more_gpus):
+            name = name or results[-1].test
             state, rest = _status(status.group(1)), status.group(2) or ""
             listed = _GPU_LIST.search(rest)
             if listed:

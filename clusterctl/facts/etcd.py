@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.kube import kubectl
+from clusterctl.json_input import syntax_error
 
 #: kubeadm's paths inside the etcd static pod (kubeadm's etcd manifest mounts /etc/kubernetes/pki/etcd).
 ETCD_PKI = "/etc/kubernetes/pki/etcd"
@@ -74,7 +75,8 @@ def _load(what: str, text: str) -> Any:
         return json.loads(body)
     except json.JSONDecodeError as exc:
         line = start + exc.lineno
-        raise ParseError(what, exc.msg, line=line, text=text.splitlines()[line - 1]) from None
+        raise ParseError(what, f"not JSON at {syntax_error(exc)}", line=line,
+                         text=text.splitlines()[line - 1]) from None
 
 
 def _strings(what: str, value: Any, field: str) -> tuple[str, ...]:

@@ -18,8 +18,9 @@ from clusterctl.facts.health_model import KernelEvent, KernelLog
 
 #: A PCI address as the kernel logs it (``0000:3b:00`` or ``0000:3b:00.0``).
 _PCI_ADDRESS = r"[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-9A-Fa-f])?"
-#: The lines that carry a code, by event kind: PCI address, code, message.
-_CODED = tuple((kind, re.compile(rf"{source} \((?:PCI:)?({_PCI_ADDRESS})\):\s*(\d+)(?:,\s*(.*))?$"))
+#: The lines that carry a code, by event kind: PCI address, code, message. On a MIG GPU the driver adds
+#: the GPU and compute instance the error is attributed to (``(PCI:0000:01:00 GPU-I:05 GPU-CI:02)``).
+_CODED = tuple((kind, re.compile(rf"{source} \((?:PCI:)?({_PCI_ADDRESS})(?: GPU-C?I:\d+)*\):\s*(\d+)(?:,\s*(.*))?$"))
                for kind, source in (("xid", r"NVRM: Xid"), ("sxid", r"nvidia-nvswitch\d*: SXid")))
 _FALLEN = re.compile(r"fallen off the bus", re.IGNORECASE)
 _PCI = re.compile(f"({_PCI_ADDRESS})")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterctl.errors import ParseError
+from clusterctl.json_input import syntax_error
 
 ADMIN_KUBECONFIG = "/etc/kubernetes/admin.conf"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -27,7 +28,7 @@ def load_json(what: str, text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         lines = text.splitlines()
-        raise ParseError(what, f"not JSON: {exc.msg}", line=exc.lineno,
+        raise ParseError(what, f"not JSON at {syntax_error(exc)}", line=exc.lineno,
                          text=lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else None) from None
 
 

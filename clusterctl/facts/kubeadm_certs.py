@@ -5,6 +5,8 @@ certificates (``CERTIFICATE  EXPIRES  RESIDUAL TIME  CERTIFICATE AUTHORITY  EXTE
 and, from 1.17, their authorities (``CERTIFICATE AUTHORITY  EXPIRES  RESIDUAL TIME  EXTERNALLY
 MANAGED``). Columns are read at the header's offsets (a kubeconfig's CA cell may be blank);
 the date is ``Jan 02, 2006 15:04 UTC``; an expired certificate's residual time is ``<invalid>``.
+A certificate or CA whose file is not there is a row ``!MISSING! NAME`` with no other cell (all of
+them before ``kubeadm init``; the etcd ones where kubeadm falls back to its default configuration).
 Lines before the first header (``[check-expiration] Reading configuration...``) are skipped.
 """
 
@@ -39,6 +41,8 @@ class CertExpiry:
 class CertExpiration:
     certificates: tuple[CertExpiry, ...]
     authorities: tuple[CertExpiry, ...] = field(default_factory=tuple)
+    #: Certificates and CAs kubeadm lists as ``!MISSING!``, in its order.
+    missing: tuple[str, ...] = ()
 
     def soonest(self) -> CertExpiry | None:
         return min(self.certificates, key=lambda c: c.expires, default=None)
@@ -78,6 +82,7 @@ def _yes_no(text: str, number: int, line: str) -> bool:
 def parse_check_expiration(text: str) -> CertExpiration:
     certificates: list[CertExpiry] = []
     authorities: list[CertExpiry] = []
+    missing: list[str] = []
     table: list[CertExpiry] | None = None
     offsets: list[int] = []
     is_ca_table = False
@@ -91,6 +96,12 @@ def parse_check_expiration(text: str) -> CertExpiration:
             continue
         if not stripped or table is None:
             continue  # kubeadm's "[check-expiration] ..." lines and blank lines between tables
+        if stripped.startswith("!MISSING!"):
+            name = stripped.removeprefix("!MISSING!").strip()
+            if not name or " " in name:
+                raise ParseError(WHAT, "expected '!MISSING! NAME'", line=number, text=line)
+            missing.append(name)
+            continue
         cells = _cells(line, offsets)
         if not cells[0] or not cells[1]:
             raise ParseError(WHAT, "a row without a name or a date", line=number, text=line)
@@ -98,6 +109,6 @@ def parse_check_expiration(text: str) -> CertExpiration:
         # EXTERNALLY MANAGED is the last column of both tables; only certificates name their authority.
         authority = "" if is_ca_table else cells[3]
         table.append(CertExpiry(cells[0], expires, cells[2], authority, _yes_no(cells[-1], number, line)))
-    if not certificates:
+    if not certificates and not missing:
         raise ParseError(WHAT, "no certificate table (no 'CERTIFICATE  EXPIRES ...' header)")
-    return CertExpiration(tuple(certificates), tuple(authorities))
+    return CertExpiration(tuple(certificates), tuple(authorities), tuple(missing))

@@ -23,6 +23,8 @@ COMMAND = "scontrol -o show node"
 REASON_PREFIX = "clusterctl: "
 _KEY = re.compile(r"(?:^|\s)([A-Z][A-Za-z_]*)=")
 _STAMP = re.compile(r"^(.*?)\s*\[([^\[\]@]*)@([^\[\]]*)\]\s*$")
+#: Slurm's stamp closes a Reason: in the ``-o`` layout the fields after it (``InstanceId=`` of a cloud node) are fields.
+_STAMP_ANYWHERE = re.compile(r"\[[^\[\]@]*@[^\[\]]*\]")
 #: Free-text fields: the value is the rest of the line (any text, `Key=` included), up to another
 #: of them in the ``-o`` layout.
 _FREE_TEXT = ("Reason", "Comment", "Extra")
@@ -74,7 +76,8 @@ def _split_fields(text: str, line_no: int) -> list[tuple[str, str]]:
         key = match.group(1)
         following = matches[index + 1:]
         if key in _FREE_TEXT:
-            following = [m for m in following if m.group(1) in _FREE_TEXT]
+            stamp = _STAMP_ANYWHERE.search(text, match.end()) if key == "Reason" else None
+            following = [m for m in following if m.group(1) in _FREE_TEXT or (stamp and m.start() >= stamp.end())]
         end = following[0].start() if following else len(text)
         out.append((key, text[match.end():end].strip()))
         index = next((i for i, m in enumerate(matches) if m.start() >= end), len(matches))

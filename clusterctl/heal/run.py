@@ -8,7 +8,7 @@ For each host, quarantined by clusterctl:
    when it passes ``passes`` times in a row the host returns at once. Its findings pick the
    chain (``chain.chain_for``: the codes, the Xids and their catalogue actions).
 3. **The chain**: the action engine runs its steps as remedies (``Phase.remedy``), with its lock, journal,
-   interrupt handling and ``Status``. The node is drained (``DrainFirst``, the one drain) before the
+   interrupt handling and ``Status``. The node is drained (``HealDrain``: day 2's ``DrainNode``) before the
    first step that stops the GPUs; a reboot or power cycle waits (``Wait``), bounded, for a new boot id
    over SSH and the node Ready; each step's ``verify`` is the release gate, ``passes`` times in a row.
    A step that fails hands on to the next; the first that passes ends the chain and the host is released
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from clusterctl.changes import MAKES_NO_TRACE, Change, ChangeFailed, Gate, GateRecord, HostGate
 from clusterctl.cluster_access import ControlPlaneUnreachable, NoCluster, not_usable, read_node
+from clusterctl.day2.drain import DrainNode
 from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing, Wait
 from clusterctl.engine.run import HostPhaseResult, RunSettings, Status, cured, run_phases
 from clusterctl.errors import ClusterctlError, ParseError, UsageError
@@ -251,8 +252,8 @@ class _Healer:
         report = run_phases(self.inventory, [self.host], self.runner, phases,
                             RunSettings(apply=self.gate.apply, gate=self.gate, on_phase=noted))
         why = report.failed_hosts.get(self.host.name, "")
-        stopped = next((r for r in report.results if r.phase == DrainFirst.name and r.status is Status.FAILED), None)
-        later = next((r.phase for r in report.results if r.status is Status.SKIPPED and r.phase != DrainFirst.name),
+        stopped = next((r for r in report.results if r.phase == HealDrain.name and r.status is Status.FAILED), None)
+        later = next((r.phase for r in report.results if r.status is Status.SKIPPED and r.phase != HealDrain.name),
                      None)
         if later is None or report.cured:
             return bool(report.cured), None
@@ -336,28 +337,12 @@ class HealStep(_HealPhase):
                         self.healer.errors(), host=ctx.host.name)]
 
 
-class DrainFirst(_HealPhase):
-    """The node drained (``drain_or_why``, through the control plane) before the first step that stops the
-    GPUs. A drain that cannot finish stops the chain: not the hardware's fault, a person decides."""
+class HealDrain(DrainNode):
+    """The drain (day 2's phase) before the first step that stops the GPUs; one that cannot finish stops the
+    chain: not the hardware's fault, a person decides. Hosts heal side by side (``remediate serve --heal``),
+    each for as long as a reboot takes: none of them holds the control plane's lock."""
 
-    name = "drain"
-    description = "drain the node before the first step that stops its GPUs"
-    timeout_s = 480.0
-
-    def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
-        from clusterctl.quarantine.drain import DrainOptions, drain_or_why
-
-        healer, name = self.healer, ctx.host.name
-        before = len(gate.gate.records)
-        report, why = healer.on_cp(lambda t: drain_or_why(t, gate.gate, name, DrainOptions()), "heal: drain",
-                                   f"drain {name}", timeout_s=420) or (None, None)
-        if report is None:  # this node's pods could not be read: its chain stops, named; the other hosts go on
-            raise TransportError(FailureKind.COMMAND_FAILED, why or f"drain of {name} stopped")
-        if not report.complete:
-            left = ", ".join(p.pod for p in report.not_evicted)
-            raise TransportError(FailureKind.COMMAND_FAILED, f"the node's drain is not complete (not evicted: {left})")
-        healer.mark("drained")
-        return [r for r in gate.gate.records[before:] if r.applied and r.changed]
+    locks_via = False
 
 
 class RestartApp(HealStep):
@@ -473,8 +458,8 @@ def chain_phases(healer: _Healer, chain: Sequence[str]) -> list[Phase[Any, Any]]
     phases: list[Phase[Any, Any]] = []
     for name in chain:
         step = STEPS[name](healer)
-        if step.stops_gpus and not any(isinstance(p, DrainFirst) for p in phases):
-            phases.append(DrainFirst(healer))
+        if step.stops_gpus and not any(isinstance(p, HealDrain) for p in phases):
+            phases.append(HealDrain(healer.cp.name))
         phases.append(step)
     return phases
 

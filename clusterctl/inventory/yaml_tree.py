@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterctl.errors import InventoryError, InventoryFileReader
+from clusterctl.json_input import syntax_error
 
 #: Upper bound on nodes visited, so an alias bomb ("billion laughs") fails fast.
 MAX_NODES = 200_000
@@ -150,8 +151,7 @@ def parse_json(text: str, file: str) -> Node | None:
     try:
         json.loads(text)  # the syntax checked once: the walk below reads a valid document
     except json.JSONDecodeError as exc:
-        # Some of Python's messages end in "at" already ("Invalid control character at").
-        raise InventoryError(f"this is not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}.",
+        raise InventoryError(f"this is not valid JSON at {syntax_error(exc)}.",
                              file=file, line=exc.lineno) from None
     except RecursionError:
         raise InventoryError("this JSON is nested too deep.", file=file) from None

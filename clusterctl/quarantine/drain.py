@@ -182,7 +182,7 @@ def drain_or_why(transport: Transport, gate: Gate, node: str,
     None and why the drain of this one node stopped (kubectl failed for its pod list, or answered what
     clusterctl cannot read), so that the caller fails that host only and goes on with the others. A
     control plane where no cluster runs (``cluster_access.no_cluster_here``), or one not reached, still
-    raises: that is every host's failure. Quarantine's drain, heal's and the day-2 drain phase call this."""
+    raises: that is every host's failure. Quarantine's drain and the day-2 drain phase (heal's too) call this."""
     from clusterctl.cluster_access import no_cluster_here
 
     try:

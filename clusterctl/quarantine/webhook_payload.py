@@ -90,7 +90,9 @@ def _loads(body: bytes) -> Any:
     try:
         return json.loads(text, parse_int=_number, parse_float=_number, parse_constant=_constant)
     except json.JSONDecodeError as exc:
-        raise BadPayload(f"not JSON: {exc}") from None
+        from clusterctl.json_input import syntax_error
+
+        raise BadPayload(f"not JSON at line {exc.lineno}, {syntax_error(exc)}") from None
     except RecursionError:  # the depth check makes this unreachable; kept as a 400, never a traceback
         raise BadPayload("nested too deeply: not a webhook payload") from None
 

@@ -132,8 +132,10 @@ def test_a_flag_is_checked_as_the_config_file_s_setting_is(
     ('[{"node": "n1"}]\n', "1: the file must be a mapping of node agent settings, not a list."),
     ('{\n  "node": "n1",\n\n  "probe_timeout": 30\n}\n',
      "4: field 'probe_timeout': unknown field 'probe_timeout'. Did you mean 'probe_timeout_s'?"),
-    ('{\n  "node": "n1",\n  "since": "1h",\n}\n', "4: this is not valid JSON: "),
-    ('{\n  "node": "n\u0001"\n}\n', "2: this is not valid JSON: Invalid control character at column 13.\n"),
+    ('{\n  "node": "n1",\n  "since": "1h",\n}\n',
+     "4: this is not valid JSON at column 1: a ',' before the '}' or ']' that ends the entries is one too many.\n"),
+    ('{\n  "node": "n\u0001"\n}\n', "2: this is not valid JSON at column 13: a control character (U+0001) in text "
+                                    "in double quotes, which JSON writes as an escape such as \\n or \\u0001.\n"),
     # A key is echoed in the error: its control characters shown as escapes, never sent to the terminal.
     ('{\n  "node": "n1",\n  "\\u001b[2Jx": 1\n}\n', "3: field '\\x1b[2Jx': unknown field '\\x1b[2Jx'."),
 ])

@@ -44,3 +44,63 @@ def test_bad_input_names_the_line() -> None:
     assert refusal(parse_check_expiration, text).line == 6  # apiserver, the first row dated 09:16
     with pytest.raises(ParseError):
         parse_check_expiration("error execution phase: failed to load admin kubeconfig\n")
+
+
+def test_missing_rows_are_named_not_refused() -> None:
+    found = parse_check_expiration(read_fixture("kubeadm-certs", "missing-etcd-99y-alpha-deprecated.txt"))
+    assert found.missing == ("apiserver-etcd-client", "etcd-healthcheck-client", "etcd-peer", "etcd-server", "etcd-ca")
+    assert [c.name for c in found.certificates] == ["admin.conf", "apiserver", "apiserver-kubelet-client",
+                                                    "controller-manager.conf", "front-proxy-client", "scheduler.conf"]
+    assert [(a.name, a.residual) for a in found.authorities] == [("ca", "9y"), ("front-proxy-ca", "9y")]
+    assert found.certificates[0].expires == datetime(2120, 10, 23, 4, 50, tzinfo=timezone.utc)
+
+
+def test_expired_and_missing_together() -> None:
+    found = parse_check_expiration(read_fixture("kubeadm-certs", "kubespray-external-etcd-expired.txt"))
+    now = datetime(2023, 2, 21, tzinfo=timezone.utc)
+    expired = [c.name for c in found.certificates if c.days_left(now) < 0]
+    assert expired == ["admin.conf", "apiserver-kubelet-client", "controller-manager.conf", "front-proxy-client",
+                       "scheduler.conf"]
+    assert found.soonest() is not None and found.soonest().residual == "<invalid>"  # type: ignore[union-attr]
+    apiserver = found.certificates[1]
+    assert (apiserver.name, apiserver.residual, apiserver.days_left(now)) == ("apiserver", "10d", 10)
+    assert "etcd-ca" in found.missing and len(found.missing) == 5
+
+
+def test_before_init_every_row_is_missing() -> None:
+    found = parse_check_expiration(read_fixture("kubeadm-certs", "before-init-all-missing-v1.29.txt"))
+    assert found.certificates == () and found.authorities == () and found.soonest() is None
+    assert found.missing[-4:] == ("super-admin.conf", "ca", "etcd-ca", "front-proxy-ca") and len(found.missing) == 14
+    after = parse_check_expiration(read_fixture("kubeadm-certs", "after-init-super-admin-v1.29.txt"))
+    assert after.missing == () and after.certificates[-1].name == "super-admin.conf"
+    assert {c.authority for c in after.certificates} == {"ca", "etcd-ca", "front-proxy-ca"}
+    assert [a.name for a in after.authorities] == ["ca", "etcd-ca", "front-proxy-ca"]
+
+
+def test_a_missing_row_without_a_name_names_its_line() -> None:
+    text = read_fixture("kubeadm-certs", "before-init-all-missing-v1.29.txt").replace("!MISSING! etcd-peer",
+                                                                                      "!MISSING!")
+    assert refusal(parse_check_expiration, text).line == 8  # etcd-peer's row
+
+
+def test_every_fact_of_a_check_reaches_the_json() -> None:
+    from json_holds import assert_reached_but
+
+    from clusterctl.day2.certs import HostCerts
+
+    now = datetime(2023, 2, 21, tzinfo=timezone.utc)
+    parsed = [parse_check_expiration(read_fixture("kubeadm-certs", name))
+              for name in ("kubespray-external-etcd-expired.txt", "kubeadm2866-v1.26.txt")]
+    assert_reached_but({}, parsed, lambda expiration: HostCerts("cp1", expiration).to_json(now))
+
+
+def test_findings_name_each_missing_expired_and_expiring_certificate() -> None:
+    from clusterctl.day2.certs import expiration_findings
+
+    found = parse_check_expiration(read_fixture("kubeadm-certs", "kubespray-external-etcd-expired.txt"))
+    findings = expiration_findings("cp1", found, datetime(2023, 2, 21, tzinfo=timezone.utc), 30)
+    codes = [(f.code, f.message.split(" ")[0].rstrip(":")) for f in findings]
+    assert codes[:5] == [("CERT_MISSING", n) for n in ("apiserver-etcd-client", "etcd-healthcheck-client",
+                                                        "etcd-peer", "etcd-server", "etcd-ca")]
+    assert ("CERT_EXPIRED", "admin.conf") in codes and ("CERT_EXPIRING", "apiserver") in codes
+    assert ("CERT_EXPIRED", "ca") not in codes and len(codes) == 11

@@ -63,3 +63,32 @@ def test_a_command_result_gives_the_node_or_none_never_a_guess() -> None:
     unknown = CommandResult(show_command("gpu011"), "", "Node gpu011 not found\n", 1, 0.1)
     assert node_from(unknown, "gpu011") is None
     assert node_from(CommandResult(show_command("gpu010"), "State=IDLE\n", "", 0, 0.1), "gpu010") is None  # unreadable
+
+
+def test_a_cloud_nodes_fields_after_its_reason_stay_fields_in_both_layouts() -> None:
+    (multi,) = parse_nodes(read_fixture("scontrol", "pcluster-24.11-idle-cloud-blank-line.txt"))
+    (one,) = parse_nodes(read_fixture("scontrol", "pcluster-24.11-idle-cloud-oneliner.txt"))
+    for node in (multi, one):
+        assert (node.base, node.flags, node.drained) == ("IDLE", ("CLOUD",), False)
+        assert (node.reason, node.reason_user, node.reason_time) == ("Node start up", "root", "2026-03-11T11:05:51")
+        assert (node.field("InstanceId"), node.field("InstanceType")) == ("i-0cba89ff05359cd2f", "g7e.8xlarge")
+        assert node.field("Gres") == "gpu:rtxproserver6000:1" and node.field("Version") == "24.11.7"
+    assert one.fields == multi.fields
+
+
+def test_down_drain_and_power_saving_states_of_older_slurms() -> None:
+    (down,) = parse_nodes(read_fixture("scontrol", "slurm21.08-down-drain-not-responding.txt"))
+    assert (down.base, down.flags, down.drained, down.drained_by_clusterctl) == ("DOWN", ("DRAIN",), True, False)
+    assert (down.reason, down.reason_user, down.field("Gres")) == ("Not responding", "slurm", "(null)")
+    asleep, booting = parse_nodes(read_fixture("scontrol", "slurm22.05-dynamic-powered-down-two-nodes.txt"))
+    assert asleep.flags == ("DYNAMIC_NORM", "POWERED_DOWN") and not asleep.drained and asleep.reason == ""
+    assert booting.flags == ("CLOUD", "DYNAMIC_NORM", "NOT_RESPONDING", "POWERING_UP") and not booting.drained
+    assert booting.field("Arch") is None and booting.field("CPULoad") == "N/A"
+
+
+def test_an_h100_node_keeps_its_gres_and_allocation() -> None:
+    (node,) = parse_nodes(read_fixture("scontrol", "slurm23.11-h100-mixed-corespec.txt"))
+    assert (node.state, node.drained, node.partitions) == ("MIXED", False, ("dev",))
+    assert node.field("Gres") == "gpu:H100:8(S:0-1)" and node.field("CPUSpecList") == "52-55,108-111"
+    assert node.field("AllocTRES") == "cpu=9,mem=320G,gres/gpu=2"
+    assert node.to_json()["fields"]["CfgTRES"] == "cpu=104,mem=1900000M,billing=104,gres/gpu=8"

@@ -73,6 +73,29 @@ def test_compare_refuses_what_is_not_a_health_report(tmp_path: Path) -> None:
     assert run.exit_code == 2 and "not a clusterctl health report" in run.stderr
 
 
+@pytest.mark.parametrize(("content", "said"), [
+    ('{"kind": "clusterctl.health", "hosts": [{"host": "n\u0001"}]}',
+     "1: not a clusterctl health report: not JSON at column 52: a control character (U+0001) in text in double "
+     "quotes, which JSON writes as an escape such as \\n or \\u0001."),
+    ('{\n  "kind": "clusterctl.health",\n}\n',
+     "3: not a clusterctl health report: not JSON at column 1: a ',' before the '}' or ']' that ends the entries "
+     "is one too many."),
+    ('{\n  "kind": "clusterctl.health"\n  "hosts": []\n}\n',
+     "3: not a clusterctl health report: not JSON at column 3: a ',' between two entries, or the '}' or ']' that "
+     "ends them, belongs where '\"' is."),
+    ("{'kind': 'clusterctl.health'}", "1: not a clusterctl health report: not JSON at column 2: a key in double "
+                                      "quotes belongs where \"'\" is."),
+])
+def test_bad_json_is_said_in_the_products_words_naming_file_line_and_column(content: str, said: str,
+                                                                             tmp_path: Path) -> None:
+    """Not Python's parser state ("Invalid control character at", "Expecting ',' delimiter"): what is wrong."""
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    run = clusterctl("health", "compare", str(bad), str(bad))
+    hint = " Save one with 'clusterctl health --save FILE' (or -o json).\n"
+    assert run.exit_code == 2 and run.stderr == f"error: {bad}:{said}{hint}", run.stderr
+
+
 def test_compare_names_the_line_of_a_damaged_report_and_refuses_binary_data(tmp_path: Path) -> None:
     cut = tmp_path / "cut.json"
     cut.write_text('{\n  "kind": "clusterctl.health",\n  "hosts": [\n')

@@ -159,6 +159,16 @@ def test_instance_labels_lose_their_port() -> None:
     assert parse_payload(body)[0][0].host_label == "10.0.0.4"
 
 
+def test_a_body_that_is_not_json_is_refused_saying_where_and_what() -> None:
+    """The 400 a sender (or whoever misconfigured it) reads names line, column and what is wrong, in words."""
+    from clusterctl.quarantine.webhook_payload import BadPayload
+
+    with pytest.raises(BadPayload) as refused:
+        parse_payload(b'{"alerts": [\n  {"labels": {"alertname": "GPUXidError",}}]}')
+    assert str(refused.value) == "not JSON at line 2, column 42: a ',' before the '}' or ']' that ends the entries " \
+                                 "is one too many"
+
+
 @pytest.fixture
 def http_receiver(sim: KubeSim) -> Iterator[tuple[str, Remediator]]:
     receiver, _ = remediator(sim)

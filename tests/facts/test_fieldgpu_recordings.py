@@ -1,0 +1,112 @@
+"""Real GPU-side outputs from public issues and notes (brief "fieldgpu"): variants the earlier
+recordings lacked, each asserted on what a user would check in it."""
+
+from __future__ import annotations
+
+from fixture_files import read_fixture
+
+from clusterctl.facts.dcgmi import parse_dcgmi_diag
+from clusterctl.facts.nvlink import parse_nvlink
+from clusterctl.facts.nvsmi_query import parse_nvidia_smi_q
+from clusterctl.facts.topo import parse_topo
+
+
+def _raw(matrix_name: str, pairs: list[tuple[str, str]]) -> list[str]:
+    matrix = parse_topo(read_fixture("topo", matrix_name))
+    found = []
+    for a, b in pairs:
+        link = matrix.link(a, b)
+        assert link is not None, (a, b)
+        found.append(link.raw)
+    return found
+
+
+def test_h20_with_36_nics_and_bonds_reads_every_fused_cell() -> None:
+    matrix = parse_topo(read_fixture("topo", "h20-8gpu-36nic-bond-fused-cells.txt"))
+    assert (len(matrix.gpus), len(matrix.nics), matrix.warnings) == (8, 36, ())
+    assert [n.device_name for n in matrix.nics[32:]] == [f"mlx5_bond_{i}" for i in range(4)]
+    # "NODENODE" / "SYSSYS" (NIC12, NIC13), "NODEPIX" (NIC34, NIC35) and " X PIX" split back into cells.
+    assert _raw("h20-8gpu-36nic-bond-fused-cells.txt", [
+        ("GPU0", "NIC12"), ("GPU0", "NIC13"), ("GPU0", "NIC34"), ("GPU0", "NIC35"), ("GPU2", "NIC35"),
+        ("GPU4", "NIC12"), ("NIC12", "NIC13"), ("NIC34", "NIC35"), ("GPU6", "NIC33")]) == [
+        "NODE", "NODE", "NODE", "PIX", "NODE", "SYS", "PIX", "NODE", "PIX"]
+    assert [(g.cpu_affinity, g.numa_affinity) for g in (matrix.gpus[0], matrix.gpus[7])] == [
+        ("0-55,112-167", "0"), ("70-99,102-107", "1")]
+
+
+def test_gb200_numa_affinity_lists_and_gpu_numa_ids() -> None:
+    matrix = parse_topo(read_fixture("topo", "gb200-4gpu-8nic-numa-list-gpu-numa-id.txt"))
+    assert (len(matrix.gpus), len(matrix.nics), matrix.warnings) == (4, 8, ())
+    assert {link.raw for link in matrix.links if link.a.startswith("GPU") and link.b.startswith("GPU")
+            and link.a != link.b} == {"NV18"}
+    # Grace-attached GPUs: every NIC is SYS, the NUMA affinity is a list, the GPU memory has its own node.
+    assert [(g.cpu_affinity, g.numa_affinity, g.gpu_numa_id) for g in matrix.gpus] == [
+        ("0-71", "0,3-9,11-17", "2"), ("0-71", "0,3-9,11-17", "10"),
+        ("72-143", "1,19-25,27-33", "18"), ("72-143", "1,19-25,27-33", "26")]
+    assert _raw("gb200-4gpu-8nic-numa-list-gpu-numa-id.txt", [("GPU0", "NIC0"), ("NIC2", "NIC3")]) == ["SYS", "PIX"]
+
+
+def test_dcgm_fail_row_under_a_pass_row_is_that_gpus_failure() -> None:
+    # "| GPU Memory | Pass - GPUs: 1, ..., 7 |" then "|  | Fail - GPU: 0 |": GPU 0 failed, it is not a note of GPU 7.
+    diag = parse_dcgmi_diag(read_fixture("dcgmi", "mlengineering-r2-pass-gpus-then-fail-gpu0-clipped.txt"))
+    assert [(r.test, r.gpu) for r in diag.failed] == [("GPU Memory", 0)]
+    assert sorted(r.gpu for r in diag.results if r.status == "Pass") == [1, 2, 3, 4, 5, 6, 7]
+    assert "Thermal violations" in diag.failed[0].info
+    assert not any("Thermal" in r.info for r in diag.results if r.status == "Pass")
+    assert [w.line for w in diag.warnings] == [8]  # the paste's cut last row is named, not read
+
+
+def test_nvlink_status_with_a_six_dot_elision_reads_the_links_shown() -> None:
+    statuses = parse_nvlink(read_fixture("nvlink", "nccltests228-a100-80gb-tabs-integer-speed-six-dot-elision.txt"))
+    assert [(s.gpu_index, len(s.lanes)) for s in statuses] == [(0, 12), (1, 12), (2, 1)]
+    assert {lane.speed_gbps for s in statuses for lane in s.lanes} == {25.0}  # "25 GB/s", no decimals
+    assert statuses[0].uuid == "GPU-ff8a40d4-abc6-08d1-f939-15848b5d4e05"
+    # GPU 2's other links were left out by the author: unknown, said so, not inactive.
+    assert any("leaves lines out" in w.message for w in statuses.warnings)
+
+
+def test_nvlink_status_as_published_with_a_four_dot_elision_keeps_the_inactive_links() -> None:
+    (gpu3,) = parse_nvlink(read_fixture("nvlink", "azhpc73-v100-gpu3-as-published-four-dot-elision.txt"))
+    assert gpu3.gpu_index == 3 and [lane.link for lane in gpu3.lanes if not lane.active] == [3, 5]
+
+
+def test_h100_nv6_with_sparse_cpu_lists_one_numa_node_per_gpu() -> None:
+    matrix = parse_topo(read_fixture("topo", "h100-4gpu-nv6-sparse-cpu-affinity-4nic.txt"))
+    assert [(g.cpu_affinity, g.numa_affinity) for g in matrix.gpus] == [
+        ("6,14,22,30", "3"), ("4,12,20,28", "1"), ("7,15,23,31", "7"), ("5,13,21,29", "5")]
+    assert _raw("h100-4gpu-nv6-sparse-cpu-affinity-4nic.txt", [("GPU0", "GPU3"), ("GPU2", "NIC2"), ("GPU2", "NIC3")]) \
+        == ["NV6", "PIX", "SYS"]
+    # The legend was not copied: the NICs keep their labels, and the reader says why.
+    assert [w.message for w in matrix.warnings] == [
+        "the NIC Legend not pasted: NIC0..NIC3 are shown by label, not HCA name"]
+
+
+V100_570 = "v100-570.124.06-q-notebook-indented-recovery-action.txt"
+
+
+def test_570_driver_q_reads_instantaneous_power_and_the_recovery_action() -> None:
+    smi = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", V100_570))
+    (gpu,) = smi.gpus
+    assert (smi.driver_version, smi.cuda_version, gpu.name, gpu.bus_id) == (
+        "570.124.06", "12.8", "Tesla V100-PCIE-16GB", "00000001:00:00.0")
+    # 570 prints only "Instantaneous Power Draw" (Average is N/A): the draw is that value, not unknown.
+    assert (gpu.power_draw_w, gpu.power_limit_w) == (24.07, 250.0)
+    # "GPU Reset Status" says "Requested functionality has been deprecated": no reading, no complaint;
+    # the state is in "GPU Recovery Action", read as printed.
+    assert (gpu.reset_required, gpu.drain_and_reset_recommended, gpu.recovery_action) == (None, None, "None")
+    assert (gpu.unread, smi.warnings) == ((), ())
+    assert (gpu.ecc_mode, gpu.ecc.volatile_uncorrectable, gpu.retired_pages_pending) == ("Enabled", 0, False)
+    assert (gpu.pcie_gen_current, gpu.pcie_width_current, gpu.clock_events_active) == (3, 16, ("Idle",))
+
+
+def test_580_driver_q_with_wide_keys_and_no_reset_status() -> None:
+    smi = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "rtx3090ti-580.142-q-wide-keys-no-reset-status.txt"))
+    (gpu,) = smi.gpus
+    assert (smi.driver_version, smi.cuda_version, gpu.name, smi.warnings) == (
+        "580.142", "13.0", "NVIDIA GeForce RTX 3090 Ti", ())
+    # 580 prints no GPU Reset Status at all: GPU Recovery Action is the only reset signal.
+    assert (gpu.reset_required, gpu.recovery_action, gpu.unread) == (None, "None", ())
+    assert (gpu.remapped_rows_correctable, gpu.remapped_rows_uncorrectable, gpu.remap_pending) == (0, 0, False)
+    assert (gpu.power_draw_w, gpu.power_limit_w, gpu.ecc_mode) == (24.78, 450.0, "Disabled")
+    assert (gpu.pcie_gen_current, gpu.pcie_gen_max, gpu.clock_events_active) == (1, 4, ("Idle",))
+    assert (gpu.slowdown_temp_c, gpu.shutdown_temp_c, gpu.temperature_c) == (94.0, 97.0, 45.0)

@@ -1,0 +1,61 @@
+"""heal drains with day 2's drain phase (``day2.drain.DrainNode``, the one drain of the action engine): a pod
+whose emptyDir scratch data would keep the GPUs busy is evicted as ``upgrade`` and ``remove-node`` evict it
+(kubectl drain's ``--delete-emptydir-data``), so the chain goes on to its first step that stops the GPUs instead
+of stopping at the drain. The drain runs from the control plane without taking its lock: hosts heal side by side
+(``remediate serve --heal``), each for as long as its reboot takes, and an upgrade may run meanwhile."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from clirun import clusterctl
+from kube_sim import KubeSim
+
+from clusterctl.engine.lock import DEFAULT_LOCK_PATH
+from clusterctl.findings import Finding, Severity
+from clusterctl.inventory.model import Host
+
+
+def _quarantined(tmp_path: Path) -> KubeSim:
+    sim = KubeSim(tmp_path)
+    sim.deploy("scratch", 3, emptydir=True)
+    assert [p for p in sim.pods_on("gpu-a3") if p.startswith("default/scratch-")]
+    quarantined = clusterctl("-i", sim.inventory, "quarantine", "gpu-a3", "--reason", "dbe", "--code",
+                             "GPUDoubleBitECCErrors", "--yes")
+    assert quarantined.exit_code == 0, quarantined.output
+    return sim
+
+
+def test_heal_drains_a_pod_with_emptydir_data_and_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    sim = _quarantined(tmp_path)
+    assert clusterctl("-i", sim.inventory, "-l", "gpu-a3", "mock", "set", "fault=xid-79").exit_code == 0
+    done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a3", "--yes")
+    (host,) = json.loads(done.stdout)["hosts"]
+    steps = [(s["step"], s["result"]) for s in host["steps"]]
+    assert steps[0] == ("drain", "changed") and len(steps) > 1, host
+    assert [c for c in host["steps"][0]["changes"] if c.startswith("evict pod default/scratch-")], host
+    assert not [p for p in sim.pods_on("gpu-a3") if p.startswith("default/scratch-")]
+
+
+def test_a_heal_holds_its_hosts_lock_not_the_control_planes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    sim = _quarantined(tmp_path)
+    locks: list[tuple[bool, bool]] = []
+
+    def release_gate(_runner: object, hosts: Sequence[Host]) -> dict[str, list[Finding]]:
+        """Sick before the chain; during the GPU reset's verify, whose locks are held is noted; then healthy."""
+        locks.append((sim.state.host("gpu-a3").fs.read(DEFAULT_LOCK_PATH) is not None,
+                      sim.state.host("gpu-a1").fs.read(DEFAULT_LOCK_PATH) is not None))
+        sick = len(locks) == 1
+        return {h.name: [Finding(Severity.ERROR, "GPU_XID", "Xid 48 on GPU 3", host=h.name, subject="GPU 3")]
+                if sick else [] for h in hosts}
+
+    monkeypatch.setattr("clusterctl.quarantine.release.health_and_nccl_checks", lambda *_: release_gate)
+    done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a3", "--yes")
+    (host,) = json.loads(done.stdout)["hosts"]
+    assert [s["step"] for s in host["steps"]][:2] == ["drain", "reset-gpu"], host
+    assert locks[1] == (True, False), locks  # gpu-a3 locked, the control plane gpu-a1 free for other runs
