@@ -88,7 +88,7 @@ def check_host(transport: Transport, node: str, options: HealthOptions) -> HostH
 
     try:
         probe = probe_host(transport, options)
-        item = HostInput(node, probe)
+        item = HostInput(node, probe, fabric=transport.host.fabric)
     except TransportError as exc:
         item = HostInput(node, None, str(exc))
     return judge([item], level=0, since=options.since, source="node-agent").hosts[0]

@@ -73,7 +73,7 @@ def _judge_within(transport: Transport, node: str, options: SlurmCheckOptions, s
     probes = level0_probes(HealthOptions(since=options.since).since_s, min(20.0, max(left / 3, 3.0)))
     try:
         result = transport.run(probe_command(probes), timeout=left)
-        item = HostInput(node, read_probes(result.stdout, probes))
+        item = HostInput(node, read_probes(result.stdout, probes), fabric=transport.host.fabric)
     except TransportError as exc:
         # The checks did not finish in time: as NHC's watchdog, that is a failed check, not a pass.
         finding = Finding(Severity.ERROR, "PROBE_HUNG", f"the health check did not finish within "

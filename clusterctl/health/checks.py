@@ -12,24 +12,28 @@ from __future__ import annotations
 import datetime
 import statistics
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import TypeVar
 
 from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent, NVLinkErrorCounters, PciDevice
-from clusterctl.facts.model import NVLinkStatus, RDMAPort
+from clusterctl.facts.model import NVLinkStatus, RDMADevice, RDMAPort
 from clusterctl.facts.rdma import card_of, link_rate, runs_slow
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
 from clusterctl.health.probe import PROBE_HEAD_BYTES, PROBE_TAIL_BYTES, HostProbe
+from clusterctl.inventory.model import Fabric
 from clusterctl.survey.checks.host import (
     MadeOnce,
     active_lanes,
+    card_ports,
     majority,
     narrow_pcie,
+    port_key,
+    rate_basis,
     usual_gpu_count,
-    usual_link_rate,
+    usual_link_rates,
     usual_pcie_width,
     usually_active,
 )
@@ -55,8 +59,8 @@ class HostInput:
     name: str
     probe: HostProbe | None
     failure: str | None = None
-    #: The inventory's ``fabric.rate_gbps``: a port that runs at it is not slow, whatever its peers run at.
-    fabric_rate_gbps: float | None = None
+    #: The inventory's fabric: a port on it is held to its ``rate_gbps``, whatever its peers run at.
+    fabric: Fabric = field(default_factory=Fabric)
 
     @property
     def gpus(self) -> tuple[GpuHealth, ...]:
@@ -182,11 +186,16 @@ def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
                 subject=subject, evidence="Remapped Rows / Pending : Yes", action="RESET_GPU",
                 fix=f"Drain the host, then reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot: the remap only "
                     "takes effect after a reset (NVIDIA A100/H100 memory error management)."))
-        if gpu.reset_required or gpu.drain_and_reset_recommended:
-            what = "Reset Required" if gpu.reset_required else "Drain and Reset Recommended"
+        # 575+ drivers deprecate GPU Reset Status for GPU Recovery Action (Reset, Reboot, Drain P2P, ...).
+        recovery = gpu.recovery_action if gpu.recovery_action not in (None, "None") else None
+        flag = "Reset Required" if gpu.reset_required else (
+            "Drain and Reset Recommended" if gpu.drain_and_reset_recommended else None)
+        if flag or recovery:
+            said = f"{flag}: Yes" if flag else f"GPU Recovery Action: {recovery}"
             found.append(_finding(
-                Severity.ERROR, "GPU_RESET_REQUIRED", name, f"{where}: nvidia-smi reports '{what}: Yes'",
-                subject=subject, evidence=f"GPU Reset Status / {what} : Yes", action="RESET_GPU",
+                Severity.ERROR, "GPU_RESET_REQUIRED", name, f"{where}: nvidia-smi reports '{said}'",
+                subject=subject, action="RESET_GPU",
+                evidence=f"GPU Reset Status / {flag} : Yes" if flag else f"GPU Recovery Action : {recovery}",
                 fix=f"Drain the host and reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot."))
         vol = gpu.ecc.volatile_uncorrectable
         if vol:
@@ -516,31 +525,30 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
         return []
     found: list[Finding] = []
 
-    def port_index(by_card: bool) -> dict[tuple[str, int, str | None], list[RDMAPort]]:
-        index: dict[tuple[str, int, str | None], list[RDMAPort]] = {}
-        for p in baseline.hosts:
-            for d in (p.probe.rdma if p.probe else None) or ():
-                for q in d.ports:
-                    index.setdefault((d.hca, q.port, card_of(d) if by_card else None), []).append(q)
+    def port_index() -> dict[str, list[RDMAPort]]:
+        index: dict[str, list[RDMAPort]] = {}
+        for d in every_device():
+            for q in d.ports:
+                index.setdefault(port_key(d, q), []).append(q)
         return index
 
-    ports = baseline.kept.get(("ib-ports",), partial(port_index, False))
-    # A port's rate is judged against the same port of the same card, as survey's NIC_SLOW: a 200G card is
-    # not a slow 400G one.
-    card_ports = baseline.kept.get(("ib-card-ports",), partial(port_index, True))
+    def every_device() -> Iterator[RDMADevice]:
+        return (d for p in baseline.hosts for d in (p.probe.rdma if p.probe else None) or ())
+
+    ports = baseline.kept.get(("ib-ports",), port_index)
+    # The rule survey's NIC_SLOW and tune-nccl use: the inventory's rate for a port on the fabric, else the
+    # same port of the same card on most hosts.
+    rates = baseline.kept.get(("ib-port-rates",), lambda: usual_link_rates(card_ports(every_device())))
     for device in probe.rdma or ():
         for port in device.ports:
-            key = f"{device.hca}/{port.port}"
-            usual = baseline.kept.get(("ib-port-active", device.hca, port.port),
-                                      partial(usually_active, ports.get((device.hca, port.port, None), [])))
-            card = (device.hca, port.port, card_of(device))
-            usual_rate = baseline.kept.get(("ib-port-rate", *card),
-                                           partial(usual_link_rate, card_ports.get(card, [])))
-            at_inventory_rate = bool(host.fabric_rate_gbps) and not runs_slow(link_rate(port), host.fabric_rate_gbps)
-            if runs_slow(link_rate(port), usual_rate) and not at_inventory_rate:
+            key = port_key(device, port)
+            usual = baseline.kept.get(("ib-port-active", key), partial(usually_active, ports.get(key, [])))
+            judged = rate_basis(host.fabric, device.hca, port.link_layer, rates.get((key, card_of(device))))
+            if judged and runs_slow(link_rate(port), judged[1]):
+                whose = "the inventory's fabric" if judged[0] == "inventory" else f"most hosts' {device.hca}"
                 found.append(_finding(
                     Severity.ERROR, "IB_PORT_SLOW", host.name,
-                    f"port runs at {port.rate_gbps:g} Gb/s, most hosts' {device.hca} at {usual_rate:g} Gb/s",
+                    f"port runs at {port.rate_gbps:g} Gb/s, {whose} at {judged[1]:g} Gb/s",
                     subject=key, evidence=f"{device.hca} port {port.port}: {port.active_width or '?'} "
                     f"{port.active_speed or ''}".strip(),
                     fix="The link trained at a lower width or speed: reseat or replace the cable / transceiver, "

@@ -80,6 +80,9 @@ def read_outputs(texts: Sequence[tuple[str, str]], *, host: str = "input") -> tu
 
 
 def reading(label: str, name: str, value: Any) -> dict[str, Any]:
-    """One parser's whole result as plain JSON: every field it read, whatever the checks use."""
-    return {"tool": label, "file": name, "result": to_plain(value),
-            "warnings": [w.to_json() for w in warnings_of(value)]}
+    """One parser's whole result as plain JSON: every field it read, whatever the checks use, but its warnings:
+    they are the host's ``facts.parse_warnings`` (with the probe), in one place as a live run has them."""
+    result = to_plain(value)
+    if isinstance(result, dict) and isinstance(getattr(value, "warnings", None), tuple):
+        del result["warnings"]
+    return {"tool": label, "file": name, "result": result}

@@ -7,6 +7,7 @@ from fixture_files import read_fixture
 
 from clusterctl.facts.dcgmi import parse_dcgmi_diag
 from clusterctl.facts.nvlink import parse_nvlink
+from clusterctl.facts.nvsmi_query import parse_nvidia_smi_q
 from clusterctl.facts.topo import parse_topo
 
 
@@ -78,3 +79,34 @@ def test_h100_nv6_with_sparse_cpu_lists_one_numa_node_per_gpu() -> None:
     # The legend was not copied: the NICs keep their labels, and the reader says why.
     assert [w.message for w in matrix.warnings] == [
         "the NIC Legend not pasted: NIC0..NIC3 are shown by label, not HCA name"]
+
+
+V100_570 = "v100-570.124.06-q-notebook-indented-recovery-action.txt"
+
+
+def test_570_driver_q_reads_instantaneous_power_and_the_recovery_action() -> None:
+    smi = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", V100_570))
+    (gpu,) = smi.gpus
+    assert (smi.driver_version, smi.cuda_version, gpu.name, gpu.bus_id) == (
+        "570.124.06", "12.8", "Tesla V100-PCIE-16GB", "00000001:00:00.0")
+    # 570 prints only "Instantaneous Power Draw" (Average is N/A): the draw is that value, not unknown.
+    assert (gpu.power_draw_w, gpu.power_limit_w) == (24.07, 250.0)
+    # "GPU Reset Status" says "Requested functionality has been deprecated": no reading, no complaint;
+    # the state is in "GPU Recovery Action", read as printed.
+    assert (gpu.reset_required, gpu.drain_and_reset_recommended, gpu.recovery_action) == (None, None, "None")
+    assert (gpu.unread, smi.warnings) == ((), ())
+    assert (gpu.ecc_mode, gpu.ecc.volatile_uncorrectable, gpu.retired_pages_pending) == ("Enabled", 0, False)
+    assert (gpu.pcie_gen_current, gpu.pcie_width_current, gpu.clock_events_active) == (3, 16, ("Idle",))
+
+
+def test_580_driver_q_with_wide_keys_and_no_reset_status() -> None:
+    smi = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "rtx3090ti-580.142-q-wide-keys-no-reset-status.txt"))
+    (gpu,) = smi.gpus
+    assert (smi.driver_version, smi.cuda_version, gpu.name, smi.warnings) == (
+        "580.142", "13.0", "NVIDIA GeForce RTX 3090 Ti", ())
+    # 580 prints no GPU Reset Status at all: GPU Recovery Action is the only reset signal.
+    assert (gpu.reset_required, gpu.recovery_action, gpu.unread) == (None, "None", ())
+    assert (gpu.remapped_rows_correctable, gpu.remapped_rows_uncorrectable, gpu.remap_pending) == (0, 0, False)
+    assert (gpu.power_draw_w, gpu.power_limit_w, gpu.ecc_mode) == (24.78, 450.0, "Disabled")
+    assert (gpu.pcie_gen_current, gpu.pcie_gen_max, gpu.clock_events_active) == (1, 4, ("Idle",))
+    assert (gpu.slowdown_temp_c, gpu.shutdown_temp_c, gpu.temperature_c) == (94.0, 97.0, 45.0)
