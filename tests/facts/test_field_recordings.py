@@ -58,5 +58,6 @@ def test_a_gpu_off_the_bus_without_an_xid_is_named_from_the_messages_first_line(
     (again,) = parse_kernel_log(journal.replace("[ 1843.308145] ", "")).events
     assert (again.pci, again.timestamp, again.line) == ("0000:b3:00.0", "Feb 14 05:03:41", 3)
     # A GPU named once does not name a later, unrelated line.
-    later = parse_kernel_log("NVRM: The NVIDIA GPU 0000:b3:00.0\nNVRM: fallen off the bus\nnvidia: fallen off the bus\n")
+    later = parse_kernel_log("NVRM: The NVIDIA GPU 0000:b3:00.0\nNVRM: fallen off the bus\n"
+                             "nvidia: fallen off the bus\n")
     assert [e.pci for e in later.events] == ["0000:b3:00.0", None]
