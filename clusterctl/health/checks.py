@@ -13,14 +13,14 @@ import datetime
 import statistics
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from itertools import accumulate
 from typing import TypeVar
 
 from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent, NVLinkErrorCounters, PciDevice
-from clusterctl.facts.model import NVLinkStatus, RDMADevice, RDMAPort
+from clusterctl.facts.model import NVLinkStatus
 from clusterctl.facts.rdma import card_of, link_rate, runs_slow
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
@@ -526,24 +526,16 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
         return []
     found: list[Finding] = []
 
-    def port_index() -> dict[str, list[RDMAPort]]:
-        index: dict[str, list[RDMAPort]] = {}
-        for d in every_device():
-            for q in d.ports:
-                index.setdefault(port_key(d, q), []).append(q)
-        return index
-
-    def every_device() -> Iterator[RDMADevice]:
-        return (d for p in baseline.hosts for d in (p.probe.rdma if p.probe else None) or ())
-
-    ports = baseline.kept.get(("ib-ports",), port_index)
+    devices = baseline.kept.get(("rdma",), lambda: [d for p in baseline.hosts for d in
+                                                    (p.probe.rdma if p.probe else None) or ()])
+    active = baseline.kept.get(("ib-ports-active",), partial(usually_active, devices))
     # The rule survey's NIC_SLOW and tune-nccl use: the inventory's rate for a port on the fabric, else the
     # same port of the same card on most hosts.
-    rates = baseline.kept.get(("ib-port-rates",), lambda: usual_link_rates(card_ports(every_device())))
+    rates = baseline.kept.get(("ib-port-rates",), lambda: usual_link_rates(card_ports(devices)))
     for device in probe.rdma or ():
         for port in device.ports:
             key = port_key(device, port)
-            usual = baseline.kept.get(("ib-port-active", key), partial(usually_active, ports.get(key, [])))
+            usual = active.get(key)
             judged = rate_basis(host.fabric, device.hca, port.link_layer, rates.get((key, card_of(device))))
             if judged and runs_slow(link_rate(port), judged[1]):
                 whose = "the inventory's fabric" if judged[0] == "inventory" else f"most hosts' {device.hca}"
