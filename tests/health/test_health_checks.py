@@ -37,6 +37,20 @@ def test_pending_row_remap_makes_the_host_unhealthy_with_a_reset_action() -> Non
     assert not host.ok
 
 
+def test_gpu_recovery_action_of_a_575_driver_is_a_reset_finding() -> None:
+    recorded = read_fixture("nvidia-smi-q", "v100-570.124.06-q-notebook-indented-recovery-action.txt")
+    as_recorded = _judge_one(smi=parse_nvidia_smi_q(recorded))  # "GPU Recovery Action : None": nothing to do
+    assert as_recorded.verdict is Verdict.DEGRADED and as_recorded.reason.startswith("GPU_PERSISTENCE_OFF")
+    assert not any(f.code == "GPU_RESET_REQUIRED" for f in as_recorded.findings)
+    # The same output where the driver asks for a reset (the recording's "None" changed to "Reset").
+    smi = parse_nvidia_smi_q(recorded.replace("GPU Recovery Action                   : None",
+                                              "GPU Recovery Action                   : Reset"))
+    host = _judge_one(smi=smi)
+    assert host.verdict is Verdict.UNHEALTHY and host.reason.startswith("GPU_RESET_REQUIRED")
+    finding = next(f for f in host.findings if f.code == "GPU_RESET_REQUIRED")
+    assert "'GPU Recovery Action: Reset'" in finding.message and finding.evidence["action"] == "RESET_GPU"
+
+
 def test_hw_power_brake_on_a_real_h100_is_a_degraded_host() -> None:
     host = _judge_one(smi=parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "gpud-535.161.08-8xh100-sxm.txt")))
     assert host.verdict is Verdict.DEGRADED and "GPU_CLOCKS_THROTTLED" in host.reason

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from clirun import clusterctl
-from mixed_fleet import CX6, CX7, HDR, NDR, SDR, compute_cards, host_profile, inventory
+from mixed_fleet import CX6, CX7, HDR, NDR, SDR, compute_cards, host_profile, ibv_devinfo, inventory
+
+from clusterctl.bootstrap.phases.node_agent import agent_config
+from clusterctl.inventory.model import Fabric, Host
+from clusterctl.mock.transport import MockTransport
 
 #: A storage port on Ethernet: a ConnectX-7 at 4X NDR = 400 Gb/s, beside an InfiniBand fabric.
 STORAGE = {"board_id": CX7, "active_speed": NDR, "link_layer": "Ethernet"}
@@ -60,3 +65,42 @@ def test_one_host_alone_is_held_to_the_inventory_rate(tmp_path: Path) -> None:
     assert [f["code"] for f in slurm["checks"][0]["findings"] if f["code"] == "IB_PORT_SLOW"] == ["IB_PORT_SLOW"]
     unrated = clusterctl("-i", inventory(tmp_path, host, "{type: ib}"), "-o", "json", "health").json()
     assert not any(f["code"] == "IB_PORT_SLOW" for f in unrated["hosts"][0]["findings"])
+
+
+def _mock_host(tmp_path: Path, profile: Path, **settings: str) -> MockTransport:
+    return MockTransport(Host(name="gpu-9", transport="mock", profile=str(profile),
+                              mock_state=str(tmp_path / "state"), **settings))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("rate", [200, None])
+def test_the_node_agent_holds_a_port_to_the_fabric_rate_bootstrap_wrote_in_its_config(
+        tmp_path: Path, rate: int | None, capsys: pytest.CaptureFixture[str]) -> None:
+    """The agent on the node has no peers and no inventory: bootstrap writes the host's fabric in its config
+    (only where the inventory gives a rate), and a fabric port below that rate is a finding there too; so is
+    it for Slurm's health check on the node, which reads the same config."""
+    from clusterctl.agent.main import main
+
+    profile = host_profile(tmp_path, "fabric-slow", compute_cards(CX6, HDR, mlx5_2=SDR))
+    host = _mock_host(tmp_path, profile)
+    fabric = Fabric(type="ib", rate_gbps=rate, hcas=tuple(f"mlx5_{i}" for i in range(8)))
+    host.files["/etc/clusterctl/node-agent.json"] = agent_config("gpu-9", kubernetes=False, fabric=fabric).encode()
+    assert ('"fabric"' in host.files["/etc/clusterctl/node-agent.json"].decode()) is bool(rate)
+    assert main(["node-agent", "--textfile-dir", "/var/lib/node-exporter"], transport=lambda: host) == 0
+    metrics = host.files["/var/lib/node-exporter/clusterctl_node_health.prom"].decode()
+    assert ('code="IB_PORT_SLOW"' in metrics) is bool(rate), metrics
+    assert main(["slurm-health", "--node", "gpu-9"], transport=lambda: host) == (1 if rate else 0)
+    assert ("IB_PORT_SLOW" in capsys.readouterr().err) is bool(rate)
+
+
+def test_health_read_holds_a_pasted_port_to_the_rate_of_the_inventory_host_it_names(tmp_path: Path) -> None:
+    """Outputs read from files have no peers either: with -i, the host --host names is held to its fabric's rate."""
+    pasted = tmp_path / "ibv_devinfo.txt"
+    pasted.write_text(ibv_devinfo(compute_cards(CX6, HDR, mlx5_2=SDR)))
+    path = inventory(tmp_path, {"gpu-9": host_profile(tmp_path, "any", {})}, "{type: ib, rate_gbps: 200}")
+
+    def slow(*args: str | Path) -> list[str]:
+        run = clusterctl(*args, "-o", "json", "health", "read", pasted, "--host", "gpu-9")
+        return [f["subject"] for f in run.json()["findings"] if f["code"] == "IB_PORT_SLOW"]
+
+    assert slow("-i", path) == ["mlx5_2/1"]
+    assert slow() == []  # no inventory: nothing says what the port should run at
