@@ -110,3 +110,22 @@ def test_580_driver_q_with_wide_keys_and_no_reset_status() -> None:
     assert (gpu.power_draw_w, gpu.power_limit_w, gpu.ecc_mode) == (24.78, 450.0, "Disabled")
     assert (gpu.pcie_gen_current, gpu.pcie_gen_max, gpu.clock_events_active) == (1, 4, ("Idle",))
     assert (gpu.slowdown_temp_c, gpu.shutdown_temp_c, gpu.temperature_c) == (94.0, 97.0, 45.0)
+
+
+def test_l40s_pcie_box_behind_a_redacted_conda_prompt() -> None:
+    matrix = parse_topo(read_fixture("topo", "l40s-4gpu-2nic-node-sys-redacted-conda-prompt.txt"))
+    assert (len(matrix.gpus), [n.device_name for n in matrix.nics], matrix.warnings) == (4, ["mlx5_0", "mlx5_1"], ())
+    # No NVLink: GPU pairs are NODE within a socket, SYS across; both NICs hang off socket 1.
+    pairs = [("GPU0", "GPU1"), ("GPU1", "GPU2"), ("GPU2", "GPU3"), ("GPU0", "NIC0"), ("GPU3", "NIC1"), ("NIC0", "NIC1")]
+    assert _raw("l40s-4gpu-2nic-node-sys-redacted-conda-prompt.txt", pairs) == [
+        "NODE", "SYS", "NODE", "SYS", "NODE", "PIX"]
+    assert {link.kind for link in matrix.links} == {"X", "NODE", "SYS", "PIX"}
+    assert [g.numa_affinity for g in matrix.gpus] == ["0", "0", "1", "1"]
+
+
+def test_five_gpu_workstation_with_the_odd_gpu_on_the_other_socket() -> None:
+    matrix = parse_topo(read_fixture("topo", "rtx4090-5gpu-phb-node-sys.txt"))
+    assert (len(matrix.gpus), matrix.nics, matrix.warnings) == (5, (), ())
+    assert [(g.cpu_affinity, g.numa_affinity) for g in matrix.gpus] == [("8-15,24-31", "1")] + [("0-7,16-23", "0")] * 4
+    pairs = [("GPU1", "GPU2"), ("GPU3", "GPU4"), ("GPU2", "GPU3"), ("GPU0", "GPU4")]
+    assert _raw("rtx4090-5gpu-phb-node-sys.txt", pairs) == ["PHB", "PHB", "NODE", "SYS"]
