@@ -16,6 +16,7 @@ from clusterctl.survey.collect import HostFacts
 from clusterctl.survey.topology import HostTopology
 
 V = TypeVar("V", bound=Hashable)
+K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
 
 #: A majority needs at least this many hosts holding a value, and more than half of them agreeing.
@@ -67,9 +68,18 @@ def majority(values: Iterable[V], minimum: int = MIN_PEERS_FOR_MAJORITY) -> V | 
     return value if count * 2 > len(known) else None
 
 
-def usually_active(ports: Iterable[RDMAPort]) -> bool | None:
-    """Whether most of these ports (one port of the fleet's hosts) are active."""
-    return majority(p.state == "PORT_ACTIVE" for p in ports)
+def majority_by(pairs: Iterable[tuple[K, V | None]]) -> dict[K, V]:
+    """Per key, the value more than half of its known values (``None`` is not known) agree on (``majority``)."""
+    grouped: dict[K, list[V]] = {}
+    for key, value in pairs:
+        if value is not None:
+            grouped.setdefault(key, []).append(value)
+    return {key: usual for key, found in grouped.items() if (usual := majority(found)) is not None}
+
+
+def usually_active(devices: Iterable[RDMADevice]) -> dict[str, bool]:
+    """Per port (``mlx5_0/1``), whether it is active on most of the fleet's hosts that have it."""
+    return majority_by((port_key(d, p), p.state == "PORT_ACTIVE") for d in devices for p in d.ports)
 
 
 #: One port of one card model, whose rate is judged against the same across the fleet: (``mlx5_0/1``, ``card_of``).
@@ -82,14 +92,10 @@ def card_ports(devices: Iterable[RDMADevice]) -> Iterator[tuple[CardPort, float 
 
 
 def usual_link_rates(ports: Iterable[tuple[CardPort, float | None]]) -> dict[CardPort, float]:
-    """The rate each port of a card runs at on most hosts where it is active (a rate of ``None`` is not known):
-    a 200G card is not a slow 400G one. What survey, health and tune-nccl hold a port to where the inventory
-    gives no rate (``rate_basis``)."""
-    rates: dict[CardPort, list[float]] = {}
-    for key, rate in ports:
-        if rate:
-            rates.setdefault(key, []).append(rate)
-    return {key: usual for key, found in rates.items() if (usual := majority(found)) is not None}
+    """The rate each port of a card runs at on most hosts where it is active (a rate of ``None`` or 0 is not
+    known): a 200G card is not a slow 400G one. What survey, health and tune-nccl hold a port to where the
+    inventory gives no rate (``rate_basis``)."""
+    return majority_by((key, rate or None) for key, rate in ports)
 
 
 def rate_basis(fabric: Fabric, hca: str, link_layer: str, usual_gbps: float | None,
