@@ -102,14 +102,15 @@ def rate_basis(fabric: Fabric, hca: str, link_layer: str, usual_gbps: float | No
                fabric_hca: bool | None = None) -> tuple[str, float] | None:
     """What an active port's rate is judged against, as (``inventory`` or ``peers``, Gb/s); ``None``: nothing.
 
-    A port on the fabric (of a ``fabric_hca``: by default one the inventory's ``fabric.hcas`` lists, any where
-    it lists none; and on the fabric type's link layer) is held to the inventory's ``fabric.rate_gbps`` where it
-    gives one, whatever its peers run at. Any other port (a management or storage NIC, an Ethernet port on an
+    A port on the fabric (of a ``fabric_hca``, survey's by the GPUs near it; without that, one the inventory's
+    ``fabric.hcas`` lists, else on an InfiniBand fabric any: an Ethernet RDMA port may be management; and on
+    the fabric type's link layer) is held to the inventory's ``fabric.rate_gbps`` where it gives one, whatever
+    its peers run at. Any other port (a management or storage NIC, an Ethernet port on an
     InfiniBand fabric), and every port where the inventory gives no rate, to ``usual_gbps``: what the same
     port of the same card runs at on most hosts (``usual_link_rates``), ``None`` without peers.
     """
     if fabric_hca is None:
-        fabric_hca = not fabric.hcas or hca in fabric.hcas
+        fabric_hca = hca in fabric.hcas if fabric.hcas else fabric.type == "ib"
     on_fabric = fabric_hca and link_layer_of(fabric.type) in (None, link_layer)
     if on_fabric and fabric.rate_gbps:
         return "inventory", fabric.rate_gbps
