@@ -406,8 +406,9 @@ class _Run:
     report: RunReport
     gate: Gate
     lock_info: host_lock.LockInfo = field(default_factory=lambda: host_lock.LockInfo.mine(uuid.uuid4().hex))
-    #: The hosts whose lock this run holds.
+    #: The hosts whose lock this run holds, and those where taking it made its folder.
     locked: list[Host] = field(default_factory=list)
+    made_lock_folder: set[str] = field(default_factory=set)
     #: The hosts confirmed unchanged by their one batched read (``_confirm_unchanged``).
     confirmed: frozenset[str] = frozenset()
     ahead: Reads = field(default_factory=dict)
@@ -688,8 +689,11 @@ def _lock_hosts(run: _Run, hosts: Sequence[Host]) -> list[Host]:
         # and say what is wrong.
         reads, answers = run.ahead.get(transport.host.name) or ([], None)
         with_lock = next((b for b in answers.batches(reads) if b.sudo), None) if answers is not None else None
-        note, result = host_lock.acquire_then(transport, run.lock_info, with_lock.line if with_lock else None,
-                                              path=run.settings.lock_path, force=run.settings.force_unlock)
+        note, result, made_folder = host_lock.acquire_then(
+            transport, run.lock_info, with_lock.line if with_lock else None, path=run.settings.lock_path,
+            force=run.settings.force_unlock)
+        if made_folder:
+            run.made_lock_folder.add(transport.host.name)
         if answers is None:
             return note
         try:
@@ -730,9 +734,10 @@ UNLOCK_AFTER_INTERRUPT_S = 30.0
 
 def _unlock_hosts(run: _Run, hosts: Sequence[Host], *, timeout_s: float | None = None, noted: bool = True) -> None:
     """Give back this run's locks on ``hosts``; a lock still held is a note of the report (``noted``)."""
-    path = run.settings.lock_path
-    fleet = run.runner.run_task(hosts, lambda t: host_lock.release(t, run.lock_info, path=path), label="unlock",
-                                timeout_s=timeout_s)
+    path, made = run.settings.lock_path, run.made_lock_folder
+    fleet = run.runner.run_task(hosts, lambda t: host_lock.release(t, run.lock_info, path=path,
+                                                                   made_folder=t.host.name in made),
+                                label="unlock", timeout_s=timeout_s)
     for outcome in fleet.outcomes:
         if noted and not outcome.ok and outcome.failure is not None:
             run.report.notes.append(f"{outcome.host.name}: its lock {path} is still held by this run "
@@ -748,12 +753,9 @@ def _run_phase(run: _Run, phase: Phase[Any, Any], batch: Sequence[Host]) -> tupl
     def unconnected(host: Host) -> PhaseContext:
         return run.unconnected(host, f"phase {phase.name}")
 
-    live = [h for h in hosts if h.name not in report.failed_hosts]
-    first_target = None
-    if phase.once_per_cluster:
-        first_target = next((h.name for h in live if phase.applies_to(unconnected(h))), None)
-    store = settings.progress
-    resuming = settings.apply and settings.resume and store is not None
+    first_target = next((h.name for h in hosts if h.name not in report.failed_hosts
+                         and phase.applies_to(unconnected(h))), None) if phase.once_per_cluster else None
+    resumed = settings.progress if settings.apply and settings.resume else None
     results: list[HostPhaseResult] = []
     targets: list[Host] = []
     done_before: set[str] = set()
@@ -761,7 +763,7 @@ def _run_phase(run: _Run, phase: Phase[Any, Any], batch: Sequence[Host]) -> tupl
         why = skip_reason(phase, unconnected(host), failed_earlier=host.name in report.failed_hosts,
                           first_target=first_target, confirmed=host.name in run.confirmed,
                           cured=host.name in report.cured,
-                          done_before=resuming and store is not None and store.is_done(host.name, phase.name))
+                          done_before=resumed is not None and resumed.is_done(host.name, phase.name))
         if why is None or why is SkipReason.DONE_BEFORE:
             targets.append(host)
             if why is SkipReason.DONE_BEFORE:
@@ -832,15 +834,16 @@ def _one_host(run: _Run, phase: Phase[Any, Any], transport: Transport, *, done_b
     ``transport``, the host the phase runs on (``Phase.via``: a drain from the control plane). Once
     Ctrl-C or SIGTERM stops the run (the runner's ``interrupted``), nothing is rolled back (``_roll_back``)."""
     target = acting_for or transport.host
-    host = target.name
     began = time.monotonic()
-    result = HostPhaseResult(host, phase.name, Status.OK)
+    result = HostPhaseResult(target.name, phase.name, Status.OK)
     reader = HostReader(transport, what=f"phase {phase.name}", known=known)
     ctx = run.context(target, reader)
     host_gate = run.gate.for_host(transport)
-    settings, interrupted = run.settings, run.runner.interrupted
+    settings = run.settings
 
-    def done(status: Status, message: str = "") -> HostPhaseResult:
+    def done(status: Status, message: str = "", *, roll_back: Sequence[GateRecord] | None = None) -> HostPhaseResult:
+        if roll_back is not None:
+            result.rollback = _roll_back(phase, ctx, host_gate, roll_back, run.runner.interrupted)
         result.status = status
         result.message = mask_text(message)
         result.duration_s = time.monotonic() - began
@@ -885,8 +888,7 @@ def _one_host(run: _Run, phase: Phase[Any, Any], transport: Transport, *, done_b
     except (ChangeFailed, TransportError) as exc:
         mine = host_gate.records()[before:]
         result.changes = [r.change for r in mine if r.changed]
-        result.rollback = _roll_back(phase, ctx, host_gate, mine, interrupted)
-        return done(Status.FAILED, str(exc))
+        return done(Status.FAILED, str(exc), roll_back=mine)
     result.changes = [r.change for r in records if r.changed]
     result.records = undoable(host_gate.records()[before:])
     wait = phase.wait(ctx)
@@ -894,13 +896,11 @@ def _one_host(run: _Run, phase: Phase[Any, Any], transport: Transport, *, done_b
         result.waits = [wait.summary]
         late = _wait(wait, ctx)
         if late is not None:
-            result.rollback = _roll_back(phase, ctx, host_gate, records, interrupted)
-            return done(Status.FAILED, late)
+            return done(Status.FAILED, late, roll_back=records)
     seen = len(reader.transcript or ())
     problems = _verify(phase, ctx, host_gate)
     result.findings.extend(problems)
     if fails(problems):
-        result.rollback = _roll_back(phase, ctx, host_gate, records, interrupted)
         return done(Status.FAILED, "verify failed: " + "; ".join(f.message for f in problems
                                                                    if f.severity is Severity.ERROR))
     if transcribe:

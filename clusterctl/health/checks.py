@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import datetime
 import statistics
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
+from itertools import accumulate
 from typing import TypeVar
 
 from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent, NVLinkErrorCounters, PciDevice
@@ -95,6 +97,11 @@ class Baseline:
         return self.kept.get(("gpu-count", model), lambda: usual_gpu_count(
             (h.peer_key for h in self.hosts if h.gpus), model))
 
+    def median(self, key: tuple[object, ...], peers: Callable[[], Sequence[Counted]], counter: str) -> float:
+        """The median of ``counter`` over the counters ``peers`` gives: both made once per run, under ``key``."""
+        every = self.kept.get((*key, "peers"), peers)
+        return self.kept.get((*key, "median", counter), partial(_counter_median, every, counter))
+
 
 def _finding(severity: Severity, code: str, host: str, message: str, *, subject: str | None = None,
              fix: str = "", evidence: str | None = None, **more: object) -> Finding:
@@ -132,13 +139,10 @@ def _counter_median(items: Sequence[NVLinkErrorCounters | IBPortCounters], name:
         return 0.0
     by_id = dict(zip(map(id, items), items, strict=True))
     ordered = sorted((by_id[key].counters.get(name, 0), times) for key, times in counts.items())
+    ends = list(accumulate(times for _, times in ordered))
 
     def at(index: int) -> int:
-        for value, times in ordered:
-            if index < times:
-                return value
-            index -= times
-        raise IndexError(index)
+        return ordered[bisect_right(ends, index)][0]
 
     middle = len(items) // 2
     return at(middle) if len(items) % 2 else (at(middle - 1) + at(middle)) / 2
@@ -474,11 +478,8 @@ def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
                 for e in p.probe.nvlink_errors.links]
     errors = probe.nvlink_errors
 
-    def median(counter: str) -> float:
-        links = baseline.kept.get(("nvlink-links", host.peer_key), peer_links)
-        return baseline.kept.get(("nvlink-median", host.peer_key, counter), partial(_counter_median, links, counter))
-
     def high_links() -> tuple[list[tuple[NVLinkErrorCounters, dict[str, int]]], dict[str, float]]:
+        median = partial(baseline.median, ("nvlink", host.peer_key), peer_links)
         return _high_counters(errors.links, median, NVLINK_FLOORS, NVLINK_FLOOR)
 
     # Alike hosts (one parsed nvlink -e, one group of peers) have the same high counters: found once.
@@ -557,11 +558,7 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
     def peer_ports() -> list[IBPortCounters]:
         return [c for p in baseline.hosts if p.probe and p.probe.ib_counters for c in p.probe.ib_counters.ports]
 
-    def median(counter: str) -> float:
-        every = baseline.kept.get(("ib-counters",), peer_ports)
-        return baseline.kept.get(("ib-median", counter), partial(_counter_median, every, counter))
-
-    high_ports, medians = _high_counters(counters, median, IB_FLOORS, IB_FLOOR)
+    high_ports, medians = _high_counters(counters, partial(baseline.median, ("ib",), peer_ports), IB_FLOORS, IB_FLOOR)
     for port_counters, high in high_ports:
         flapping = "link_downed" in high or "link_error_recovery" in high
         found.append(_finding(
@@ -590,7 +587,6 @@ def check_pcie(host: HostInput) -> list[Finding]:
     devices = probe.pci.devices
     bridges = [d for d in devices if d.is_bridge]
     endpoints = [d for d in devices if d.is_gpu or d.is_nic]
-    gpus = [d for d in devices if d.is_gpu]
     found: list[Finding] = []
     switch_of = {d.address: {b.address for b in bridges if _behind(b, d) and b.port_type == "Upstream Port"}
                  for d in endpoints}
@@ -601,7 +597,7 @@ def check_pcie(host: HostInput) -> list[Finding]:
         if not any(d.is_gpu for d in below):
             continue
         # A peer on the same PCIe switch (GPU or NIC outside this port) is what the redirect cuts off.
-        switches = set().union(*(switch_of[d.address] for d in below)) if below else set()
+        switches = set().union(*(switch_of[d.address] for d in below))
         peers = [d for d in endpoints if d not in below and switch_of[d.address] & switches]
         if not peers and bridge.port_type == "Downstream Port":
             continue
@@ -615,10 +611,10 @@ def check_pcie(host: HostInput) -> list[Finding]:
             fix="Disable ACS on the PCIe switch ports (BIOS setting, or 'setpci -s <bridge> ECAP_ACS+0x6.w=0000' at "
                 "boot) unless the host runs VMs that need it: NCCL's troubleshooting guide names ACS as a cause of "
                 "P2P/GPUDirect hangs and low bandwidth."))
+    gpu_switches: set[str] = set().union(*(switch_of[d.address] for d in endpoints if d.is_gpu))
     for d in endpoints:
         if d.width_downgraded and d.link_status and d.link_cap:
-            gpu_switches: set[str] = set().union(*(switch_of[g.address] for g in gpus)) if gpus else set()
-            fabric = d.is_gpu or bool(switch_of.get(d.address, set()) & gpu_switches)
+            fabric = d.is_gpu or bool(switch_of[d.address] & gpu_switches)
             found.append(_finding(
                 Severity.ERROR if fabric else Severity.INFO, "PCIE_LINK_DOWNGRADED", host.name,
                 f"{d.address} {d.description[:60]}: PCIe x{d.link_status.width}, capable of x{d.link_cap.width}",

@@ -44,3 +44,20 @@ def test_a_gpu_off_the_bus_in_dmesg_and_in_both_syslog_styles() -> None:
 def test_an_old_driver_without_the_pci_prefix() -> None:
     (xid,) = parse_kernel_log(read_fixture("kernel-log", "pastebin-syslog-kernel-dmesg-xid31-no-pci-prefix.log")).events
     assert (xid.pci, xid.code, xid.message) == ("0000:01:00", 31, "Ch 0000000b, engmask 00000120, intr 10000000")
+
+
+def test_a_gpu_off_the_bus_without_an_xid_is_named_from_the_messages_first_line() -> None:
+    log = parse_kernel_log(read_fixture("kernel-log", "nvsentinel155-dmesg-fallen-off-bus-no-xid-570.log"))
+    (fallen,) = log.events
+    assert (fallen.kind, fallen.line, fallen.pci, fallen.timestamp) == ("fallen-off-bus", 3, "0000:b3:00.0",
+                                                                        "1843.308145")
+    # The same message as journalctl prints it, each line stamped: the address still comes from its first line.
+    journal = "".join(f"Feb 14 05:03:41 gpu-1 kernel: {line.strip()}\n"
+                      for line in read_fixture("kernel-log", "nvsentinel155-dmesg-fallen-off-bus-no-xid-570.log")
+                      .splitlines()[:3])
+    (again,) = parse_kernel_log(journal.replace("[ 1843.308145] ", "")).events
+    assert (again.pci, again.timestamp, again.line) == ("0000:b3:00.0", "Feb 14 05:03:41", 3)
+    # A GPU named once does not name a later, unrelated line.
+    later = parse_kernel_log("NVRM: The NVIDIA GPU 0000:b3:00.0\nNVRM: fallen off the bus\n"
+                             "nvidia: fallen off the bus\n")
+    assert [e.pci for e in later.events] == ["0000:b3:00.0", None]
