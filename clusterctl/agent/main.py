@@ -6,7 +6,8 @@ runs it, and ``slurm-health`` is Slurm's ``HealthCheckProgram`` (through the scr
 It needs only Python 3.10+ on the node (the bundle carries clusterctl's checks and
 ``prometheus-client``, ``bundle.py``), not clusterctl's own command line and its libraries. The
 config file is JSON written by bootstrap: ``{"node": ..., "kubeconfig": ..., "textfile_dir": ...,
-"since": ..., "probe_timeout_s": ...}``; flags given on the command line win over it.
+"since": ..., "probe_timeout_s": ..., "fabric": {...}}`` (the inventory's ``fabric`` of this host, where it
+gives a rate: what its ports are held to); flags given on the command line win over it.
 
 Exit 0 when the run published what it found (whatever the host's health: a finding is news, not
 a failure of the agent), 1 when the conditions or the metrics could not be written (``systemctl
@@ -48,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     slurm = sub.add_parser("slurm-health", help="Slurm's HealthCheckProgram, prolog or epilog: level-0 checks "
                            "within --deadline; on failure drain this node with a 'clusterctl: ' reason and exit 1; "
                            "when healthy resume it only if clusterctl drained it.")
+    slurm.add_argument("--config", default=CONFIG_PATH,
+                       help=f"The node agent's JSON, for this host's fabric (default {CONFIG_PATH}).")
     slurm.add_argument("--node", type=_flag(check["node"]),
                        help="The Slurm node name (default: this host's short name).")
     deadline = _flag(lambda v: _values().positive_number(v, "--deadline"))
@@ -61,7 +64,9 @@ def slurm_health(args: argparse.Namespace, transport: Transport) -> int:
     from clusterctl.agent.slurm_check import SlurmCheckOptions, run_slurm_check
     from clusterctl.terminal_text import one_line
 
-    check = run_slurm_check(transport, SlurmCheckOptions(node=args.node, deadline_s=args.deadline, since=args.since))
+    fabric = _config(transport, args.config).get("fabric")
+    check = run_slurm_check(transport, SlurmCheckOptions(node=args.node, deadline_s=args.deadline, since=args.since,
+                                                         fabric=fabric))
     # Both quote the cluster (scontrol's reasons and errors, the health reason): shown as text, never as control.
     print(one_line(check.message), file=sys.stderr if check.exit_code else sys.stdout)
     for problem in check.problems:
@@ -120,6 +125,7 @@ def _config(transport: Transport, path: str) -> dict[str, Any]:
     line and the field."""
     from pathlib import Path
 
+    from clusterctl.inventory.native import read_fabric
     from clusterctl.inventory.node_reader import NodeReader
     from clusterctl.inventory.yaml_tree import Mapping, Node, is_empty, parse_json
 
@@ -135,8 +141,10 @@ def _config(transport: Transport, path: str) -> dict[str, Any]:
     def setting(convert: Callable[[Any], Any]) -> Callable[[Node, str], Any]:
         return lambda node, field: None if is_empty(node) else reader.scalar(node, field, convert)
 
-    settings = reader.fields(root or Mapping((), 1), "", {key: setting(check) for key, check in
-                                                          _setting_checks().items()}, what="node agent settings")
+    readers = {key: setting(check) for key, check in _setting_checks().items()}
+    # The inventory's fabric section of this host, as bootstrap wrote it: what a port's rate is held to.
+    readers["fabric"] = lambda node, field: None if is_empty(node) else read_fabric(path, node, field)
+    settings = reader.fields(root or Mapping((), 1), "", readers, what="node agent settings")
     return {key: value for key, value in settings.items() if value is not None}
 
 

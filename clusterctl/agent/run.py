@@ -20,6 +20,7 @@ from clusterctl.agent import conditions as cond
 from clusterctl.agent import metrics
 from clusterctl.health.checks import HostInput
 from clusterctl.health.model import HealthOptions, HostHealth
+from clusterctl.inventory.model import Fabric
 from clusterctl.transport.base import Transport, TransportError
 
 #: Each kubectl call's own limit: an API server that does not answer costs this, not the timer's.
@@ -37,6 +38,8 @@ class AgentOptions:
     #: Kernel log window: an Xid older than this no longer counts (``journalctl -k`` keeps to this boot).
     since: str = "1h"
     probe_timeout_s: float = 30.0
+    #: What a port's rate is held to: the inventory's fabric of this host, as bootstrap wrote it.
+    fabric: Fabric = field(default_factory=Fabric)
 
 
 @dataclass
@@ -82,13 +85,13 @@ class PublishError(Exception):
     pass
 
 
-def check_host(transport: Transport, node: str, options: HealthOptions) -> HostHealth:
+def check_host(transport: Transport, node: str, options: HealthOptions, fabric: Fabric) -> HostHealth:
     """``clusterctl health`` level 0 on this one host, judged alone (no fleet to compare with)."""
     from clusterctl.health.run import judge, probe_host
 
     try:
         probe = probe_host(transport, options)
-        item = HostInput(node, probe)
+        item = HostInput(node, probe, fabric=fabric)
     except TransportError as exc:
         item = HostInput(node, None, str(exc))
     return judge([item], level=0, since=options.since, source="node-agent").hosts[0]
@@ -98,7 +101,7 @@ def run_once(transport: Transport, options: AgentOptions, *, clock: Any = time.t
     """Probe, judge, publish. Never raises for a publishing failure: it is in ``problems`` and the metrics."""
     started = time.monotonic()
     health = check_host(transport, options.node, HealthOptions(since=options.since,
-                                                              probe_timeout_s=options.probe_timeout_s))
+                                                              probe_timeout_s=options.probe_timeout_s), options.fabric)
     run = AgentRun(health)
     if options.kubeconfig:
         try:

@@ -22,6 +22,7 @@ from clusterctl.findings import Finding, Severity
 from clusterctl.health.checks import HostInput
 from clusterctl.health.model import HealthOptions, HostHealth, Verdict, verdict_of
 from clusterctl.health.probe import level0_probes, probe_command, read_probes
+from clusterctl.inventory.model import Fabric
 from clusterctl.transport.base import Transport, TransportError
 
 #: Slurm stops a HealthCheckProgram after 60 s; this leaves room for scontrol.
@@ -37,6 +38,8 @@ class SlurmCheckOptions:
     node: str | None = None
     deadline_s: float = DEFAULT_DEADLINE_S
     since: str = "1h"
+    #: What a port's rate is held to (the node agent's config); ``None``: the inventory's, run from clusterctl.
+    fabric: Fabric | None = None
 
 
 @dataclass
@@ -73,7 +76,7 @@ def _judge_within(transport: Transport, node: str, options: SlurmCheckOptions, s
     probes = level0_probes(HealthOptions(since=options.since).since_s, min(20.0, max(left / 3, 3.0)))
     try:
         result = transport.run(probe_command(probes), timeout=left)
-        item = HostInput(node, read_probes(result.stdout, probes))
+        item = HostInput(node, read_probes(result.stdout, probes), fabric=options.fabric or transport.host.fabric)
     except TransportError as exc:
         # The checks did not finish in time: as NHC's watchdog, that is a failed check, not a pass.
         finding = Finding(Severity.ERROR, "PROBE_HUNG", f"the health check did not finish within "

@@ -192,7 +192,8 @@ Each FILE holds one tool's output (or '-' for stdin): nvidia-smi -q, the kernel 
 journalctl -k, syslog lines), nvidia-smi nvlink -s / -e, ibstat, the sysfs counters (grep -H),
 perfquery, lspci -vvv or dcgmi diag (text or -j JSON). The format is recognised from the text;
 shell prompts, tmux pane borders and clipped pastes are tolerated, and what could not be read is
-named with its line. The files are judged together as one host (--host names it).
+named with its line. The files are judged together as one host (--host names it; with -i, the
+inventory's entry of that name holds its ports to its fabric.rate_gbps).
 Exits 1 when the verdict is not healthy, 2 when a file cannot be read as any of these tools.
 
 Example:
@@ -212,7 +213,10 @@ def read_command(
     for name in files:
         text, label = read_text_input(name, "tool output")
         texts.append(("stdin" if name == "-" else label, text))
-    report, notes = read_outputs(texts, host=host)
+    from clusterctl.inventory.this_machine import this_machine
+
+    fabric = this_machine(app.inventory() if app.inventory_path else None, host).fabric
+    report, notes = read_outputs(texts, host=host, fabric=fabric)
     for note in notes:
         app.warn(note)
     finish(app, report)

@@ -194,16 +194,9 @@ def _pending_file(option: str | None, inventory: Inventory, state_dir: Path, sta
                   dry_run: bool) -> Path:
     """Where the receiver keeps accepted alerts: ``--pending-file`` (made absolute now, so the file stays the
     same whatever the process does later), else the state folder's; checked writable before it listens."""
-    from clusterctl.quarantine.pending_work import OLD_DEFAULT, default_pending_file
+    from clusterctl.quarantine.pending_work import default_pending_file
 
-    if option is not None:
-        path = Path(option).expanduser().absolute()
-    else:
-        path = default_pending_file(inventory, state_dir)
-        if OLD_DEFAULT.is_file() and OLD_DEFAULT.absolute() != path:
-            print(f"note: {OLD_DEFAULT} in this folder holds alerts an earlier clusterctl accepted (its default "
-                  f"then); this one keeps them in {path}: pass --pending-file {OLD_DEFAULT} once to act on them",
-                  file=sys.stderr)
+    path = Path(option).expanduser().absolute() if option is not None else default_pending_file(inventory, state_dir)
     if not dry_run:
         if option is None:
             make_folder(path.parent, f"{state_option}: the pending alerts' folder {path.parent}")

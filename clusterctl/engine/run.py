@@ -748,12 +748,9 @@ def _run_phase(run: _Run, phase: Phase[Any, Any], batch: Sequence[Host]) -> tupl
     def unconnected(host: Host) -> PhaseContext:
         return run.unconnected(host, f"phase {phase.name}")
 
-    live = [h for h in hosts if h.name not in report.failed_hosts]
-    first_target = None
-    if phase.once_per_cluster:
-        first_target = next((h.name for h in live if phase.applies_to(unconnected(h))), None)
-    store = settings.progress
-    resuming = settings.apply and settings.resume and store is not None
+    first_target = next((h.name for h in hosts if h.name not in report.failed_hosts
+                         and phase.applies_to(unconnected(h))), None) if phase.once_per_cluster else None
+    resumed = settings.progress if settings.apply and settings.resume else None
     results: list[HostPhaseResult] = []
     targets: list[Host] = []
     done_before: set[str] = set()
@@ -761,7 +758,7 @@ def _run_phase(run: _Run, phase: Phase[Any, Any], batch: Sequence[Host]) -> tupl
         why = skip_reason(phase, unconnected(host), failed_earlier=host.name in report.failed_hosts,
                           first_target=first_target, confirmed=host.name in run.confirmed,
                           cured=host.name in report.cured,
-                          done_before=resuming and store is not None and store.is_done(host.name, phase.name))
+                          done_before=resumed is not None and resumed.is_done(host.name, phase.name))
         if why is None or why is SkipReason.DONE_BEFORE:
             targets.append(host)
             if why is SkipReason.DONE_BEFORE:
@@ -832,15 +829,16 @@ def _one_host(run: _Run, phase: Phase[Any, Any], transport: Transport, *, done_b
     ``transport``, the host the phase runs on (``Phase.via``: a drain from the control plane). Once
     Ctrl-C or SIGTERM stops the run (the runner's ``interrupted``), nothing is rolled back (``_roll_back``)."""
     target = acting_for or transport.host
-    host = target.name
     began = time.monotonic()
-    result = HostPhaseResult(host, phase.name, Status.OK)
+    result = HostPhaseResult(target.name, phase.name, Status.OK)
     reader = HostReader(transport, what=f"phase {phase.name}", known=known)
     ctx = run.context(target, reader)
     host_gate = run.gate.for_host(transport)
-    settings, interrupted = run.settings, run.runner.interrupted
+    settings = run.settings
 
-    def done(status: Status, message: str = "") -> HostPhaseResult:
+    def done(status: Status, message: str = "", *, roll_back: Sequence[GateRecord] | None = None) -> HostPhaseResult:
+        if roll_back is not None:
+            result.rollback = _roll_back(phase, ctx, host_gate, roll_back, run.runner.interrupted)
         result.status = status
         result.message = mask_text(message)
         result.duration_s = time.monotonic() - began
@@ -885,8 +883,7 @@ def _one_host(run: _Run, phase: Phase[Any, Any], transport: Transport, *, done_b
     except (ChangeFailed, TransportError) as exc:
         mine = host_gate.records()[before:]
         result.changes = [r.change for r in mine if r.changed]
-        result.rollback = _roll_back(phase, ctx, host_gate, mine, interrupted)
-        return done(Status.FAILED, str(exc))
+        return done(Status.FAILED, str(exc), roll_back=mine)
     result.changes = [r.change for r in records if r.changed]
     result.records = undoable(host_gate.records()[before:])
     wait = phase.wait(ctx)
@@ -894,13 +891,11 @@ def _one_host(run: _Run, phase: Phase[Any, Any], transport: Transport, *, done_b
         result.waits = [wait.summary]
         late = _wait(wait, ctx)
         if late is not None:
-            result.rollback = _roll_back(phase, ctx, host_gate, records, interrupted)
-            return done(Status.FAILED, late)
+            return done(Status.FAILED, late, roll_back=records)
     seen = len(reader.transcript or ())
     problems = _verify(phase, ctx, host_gate)
     result.findings.extend(problems)
     if fails(problems):
-        result.rollback = _roll_back(phase, ctx, host_gate, records, interrupted)
         return done(Status.FAILED, "verify failed: " + "; ".join(f.message for f in problems
                                                                    if f.severity is Severity.ERROR))
     if transcribe:

@@ -45,7 +45,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)[\w+-]*\s*$")
 _MPI_TAG = re.compile(r"^\s*\[\d+,\d+\]<(?:stdout|stderr)>:")
 #: Shell prompts, with or without the command after them:
 #: ``user@host:~/dir$ cmd``, ``(venv) user@host:~$``, ``[root@host ~]# cmd``, ``$ cmd``, ``host$ cmd``,
-#: ``~/nccl-tests$ cmd`` (a paste clipped at the left), ``sh-4.4# cmd``, ``bash-5.1$ cmd``.
+#: ``~/nccl-tests$ cmd`` (a paste clipped at the left), ``sh-4.4# cmd``, ``bash-5.1$ cmd``, ``host:~ # cmd``.
 _PROMPTS_AT = (
     re.compile(r"^\s*(?:\([^)]*\)\s*)?[\w.+-]+@[\w.-]+(?::[^\s$#]*)?\s?[$#%]\s*(?:\S.*)?$"),
     re.compile(r"^\s*(?:\([^)]*\)\s*)?\[[\w.+-]+@[\w.-]+[^\]]*\]\s?[$#%]\s*(?:\S.*)?$"),
@@ -58,6 +58,8 @@ _PROMPTS_DOLLAR = (
 #: ``[gpu6000 ~]# cmd``, ``[node01 nccl-tests]$ cmd``: a bracketed prompt without a user name.
 _PROMPT_BRACKET_HOST = re.compile(r"^\s*\[[\w.-]+(?:\s+[^\]]*)?\]\s?[$#]\s*(?:\S.*)?$")
 _PROMPT_SHELL_ROOT = re.compile(r"^\s*(?:ba|z|k|c|tc)?sh-\d+(?:\.\d+)*#(?:\s+\S.*)?$")
+#: SUSE's root prompt, ``host:~ # ibstat`` / ``lehi-smoke:/tmp # cmd``: host, ``:``, a directory, `` #``.
+_PROMPT_HOST_DIR_ROOT = re.compile(r"^\s*[\w.-]+:[~/][^\s$#]*\s?#(?:\s+\S.*|\s*)$")
 #: A bare root prompt with its command, ``# ibv_devinfo -v`` (or notes' ``> nvidia-smi -q -i 0``): told from
 #: a comment (``# Port counters``, nccl-tests' ``# nThread 1``) by the command word, a program whose output
 #: clusterctl reads or a path.
@@ -130,6 +132,8 @@ def is_prompt(text: str) -> bool:
     if "@" in text and any(pattern.match(text) for pattern in _PROMPTS_AT):
         return True
     if ("]#" in text or "]$" in text or "] #" in text or "] $" in text) and _PROMPT_BRACKET_HOST.match(text):
+        return True
+    if ":" in text and _PROMPT_HOST_DIR_ROOT.match(text):
         return True
     return "sh-" in text and _PROMPT_SHELL_ROOT.match(text) is not None
 

@@ -73,6 +73,9 @@ class GpuHealth:
     pcie_replays: int | None = None
     reset_required: bool | None = None
     drain_and_reset_recommended: bool | None = None
+    #: ``GPU Recovery Action`` (575+ drivers, where GPU Reset Status is deprecated): ``None`` (printed so: nothing
+    #: to do), ``Reset``, ``Reboot``, ``Drain P2P``, ``Drain and Reset``.
+    recovery_action: str | None = None
     #: NVLink fabric (NVSwitch systems, GB200): ``Completed`` / ``Success`` when ready.
     fabric_state: str | None = None
     fabric_status: str | None = None

@@ -18,11 +18,16 @@ from clusterctl.facts.health_model import KernelEvent, KernelLog
 
 #: A PCI address as the kernel logs it (``0000:3b:00`` or ``0000:3b:00.0``).
 _PCI_ADDRESS = r"[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-9A-Fa-f])?"
-#: The lines that carry a code, by event kind: PCI address, code, message.
-_CODED = tuple((kind, re.compile(rf"{source} \((?:PCI:)?({_PCI_ADDRESS})\):\s*(\d+)(?:,\s*(.*))?$"))
+#: The lines that carry a code, by event kind: PCI address, code, message. On a MIG GPU the driver adds
+#: the GPU and compute instance the error is attributed to (``(PCI:0000:01:00 GPU-I:05 GPU-CI:02)``).
+_CODED = tuple((kind, re.compile(rf"{source} \((?:PCI:)?({_PCI_ADDRESS})(?: GPU-C?I:\d+)*\):\s*(\d+)(?:,\s*(.*))?$"))
                for kind, source in (("xid", r"NVRM: Xid"), ("sxid", r"nvidia-nvswitch\d*: SXid")))
 _FALLEN = re.compile(r"fallen off the bus", re.IGNORECASE)
 _PCI = re.compile(f"({_PCI_ADDRESS})")
+#: The first line of the driver's message spread over lines ("NVRM: The NVIDIA GPU 0000:b3:00.0" / "NVRM: (PCI ID:
+#: 10de:26b5) installed in this system has" / "NVRM: fallen off the bus and is not responding to commands."): it
+#: names the GPU the last line, which has no address, is about.
+_NAMED_GPU = re.compile(rf"NVRM: The NVIDIA GPU ({_PCI_ADDRESS})")
 _STAMPS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("journalctl", re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:[+-]\d{2}:?\d{2}|Z)?)\s")),
     ("dmesg", re.compile(r"^\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4})\]\s")),
@@ -53,6 +58,7 @@ def parse_kernel_log(text: str) -> KernelLog:
     events: list[KernelEvent] = []
     sources: dict[str, int] = {}
     unreadable: str | None = None
+    named: tuple[str, str | None] | None = None  # the GPU and timestamp of "NVRM: The NVIDIA GPU ..."
     lines = clean_lines(text)
     for line in lines:
         raw = line.text.strip()
@@ -69,8 +75,12 @@ def parse_kernel_log(text: str) -> KernelLog:
                                       (found.group(3) or "").strip()))
         elif _FALLEN.search(raw) and ("NVRM" in raw or "nvidia" in raw.lower()):
             pci = _PCI.search(raw.split("NVRM", 1)[-1])
-            events.append(KernelEvent("fallen-off-bus", line.number, evidence, stamp,
-                                      pci.group(1).lower() if pci else None, None, raw))
+            # Without an address, the last line of the driver's message: its first line named the GPU.
+            address, when = (pci.group(1).lower(), stamp) if pci else named or (None, None)
+            events.append(KernelEvent("fallen-off-bus", line.number, evidence, stamp or when, address, None, raw))
+            named = None
+        elif found := _NAMED_GPU.search(raw):
+            named = (found.group(1).lower(), stamp)
     source = max(sources, key=lambda s: sources[s]) if sources else "unknown"
     if events:
         unreadable = None

@@ -19,7 +19,8 @@ from clusterctl.facts.model import ParseWarning
 from clusterctl.facts.table import blocks
 
 _HEADER = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+([^:]+?):\s*(.*)$")
-_LINK = re.compile(r"Speed\s+([\d.]+)GT/s(?:\s*\((\w+)\))?,\s*Width\s+x(\d+)(?:\s*\((\w+)\))?")
+#: ``Speed unknown`` is a link that is down (``Width x0``), or a speed the lspci predates: its width still counts.
+_LINK = re.compile(r"Speed\s+(?:([\d.]+)GT/s|unknown)(?:\s*\((\w+)\))?,\s*Width\s+x(\d+)(?:\s*\((\w+)\))?")
 _BUS = re.compile(r"Bus:\s*primary=([0-9a-fA-F]+),\s*secondary=([0-9a-fA-F]+),\s*subordinate=([0-9a-fA-F]+)")
 _EXPRESS = re.compile(r"Express \(v\d\) ([A-Za-z ]+?)(?:,|\s*\(|$)")
 _ACS_FLAG = re.compile(r"(\w+)([+-])")
@@ -29,7 +30,7 @@ def _link(text: str) -> tuple[PciLink, bool, bool] | None:
     match = _LINK.search(text)
     if not match:
         return None
-    link = PciLink(float(match.group(1)), int(match.group(3)))
+    link = PciLink(float(match.group(1)) if match.group(1) else None, int(match.group(3)))
     return link, match.group(2) == "downgraded", match.group(4) == "downgraded"
 
 

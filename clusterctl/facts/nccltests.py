@@ -20,7 +20,9 @@ the error counts as the run's failure. Any other unreadable row costs that row, 
 
 Multi-node logs interleave ``host:pid:tid [gpu] NCCL INFO ...`` lines from every rank, and
 non-MPI builds launched by ``mpirun`` print one header per process: those lines are skipped,
-and ``mpirun --tag-output`` prefixes (``[1,0]<stdout>:``) are removed.
+and ``mpirun --tag-output`` prefixes (``[1,0]<stdout>:``) are removed. When the ``Using devices`` lines
+name one rank from two processes (``Rank 0`` on testgpu1 and on testgpu2), each process ran its own test (a
+binary built without ``MPI=1`` under mpirun): every rank is kept, and a warning names the line.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ _HEADER = re.compile(r"^\s*#?\s*size\s+count\s+type\s+(?:redop\s+)?(?:root\s+)?t
 _AVG = re.compile(r"^\s*#?\s*Avg bus bandwidth\s*:\s*(\S+)")
 _OOB = re.compile(r"^\s*#?\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)?")
 _SETUP = re.compile(r"^\s*#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)")
-_RANK = re.compile(r"^\s*#?\s*Rank\s+(\d+)\b.*?\bon\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*?)\s*$")
+_RANK = re.compile(r"^\s*#?\s*Rank\s+(\d+)(?:\s+Group\s+\d+)?(?:\s+Pid\s+(\d+))?\s+on\s+(\S+)\s+device\s+(\d+)\s+"
+                   r"\[([^\]]*)\]\s*(.*?)\s*$")
 #: The binary's name as built, ``NAME_SUFFIX`` included (``all_reduce_perf_mpi``): the name the user ran.
 _TOOL = re.compile(r"\b((?:all_reduce|all_gather|reduce_scatter|alltoall|sendrecv|broadcast|reduce|gather|scatter|"
                    r"hypercube)_perf(?:_[A-Za-z0-9]+)*)\b")
@@ -224,7 +227,7 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
     avg: float | None = None
     oob: int | None = None
     setup: dict[str, int] = {}
-    ranks: dict[int, tuple[int, str, int, str]] = {}
+    ranks: dict[tuple[int, str, int, str], str | None] = {}  # (rank, host, device, GPU) -> pid
     errors: list[str] = []
     seen_rows: set[tuple[str, ...]] = set()
     warnings: list[ParseWarning] = []
@@ -277,8 +280,16 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
             continue
         found = _RANK.match(line)
         if found:
-            rank = int(found.group(1))
-            ranks.setdefault(rank, (rank, found.group(2), int(found.group(3)), found.group(5)))
+            rank, pid, host = int(found.group(1)), found.group(2), found.group(3)
+            entry = (rank, host, int(found.group(4)), found.group(6))
+            other = next(((known, known_pid) for known, known_pid in ranks.items()
+                          if known[0] == rank and (known[1], known_pid) != (host, pid)), None)
+            if other and not any(w.message.startswith("rank ") for w in warnings):  # once: the next say the same
+                warnings.append(ParseWarning(
+                    f"rank {rank} is listed again, by another process ({host}, pid {pid or '?'}; first {other[0][1]}, "
+                    f"pid {other[1] or '?'}): each process ran a test of its own (nccl-tests built without MPI=1, "
+                    "started by mpirun?), so no figure crossed between them", number))
+            ranks.setdefault(entry, pid)
             continue
         stripped = line.strip()
         if stripped.startswith("#") or columns is None:
@@ -300,7 +311,7 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
         avg_busbw_gbs=avg,
         **setup,
         out_of_bounds=oob,
-        ranks=tuple(ranks[k] for k in sorted(ranks)),
+        ranks=tuple(sorted(ranks)),
         errors=tuple(errors),
         warnings=tuple(warnings),
         net=parse_nccl_info(info_lines),

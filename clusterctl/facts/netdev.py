@@ -1,8 +1,9 @@
 """``ibdev2netdev`` (RDMA device -> network interface) and ``ip -o -4 addr show`` (IPv4s).
 
 ``ibdev2netdev`` prints ``mlx5_0 port 1 ==> ib0 (Up)``; with ``-v`` each line starts with
-the PCI address and carries the board description. ``merge_ipv4`` adds the addresses from
-``ip -o -4 addr show`` to the interfaces, which RoCE needs to pick a GID.
+the PCI address and carries the board description. Piped through ``column -t`` (a common paste)
+the words are apart by runs of spaces, and notes often end a line with a ``# comment``.
+``merge_ipv4`` adds the addresses from ``ip -o -4 addr show`` to the interfaces, which RoCE needs to pick a GID.
 
 Both go through the shared pre-cleaning (prompts, fences, borders, padding). A line of another
 shape costs that line, with a warning naming it; ``inet6`` lines of a pasted ``ip -o addr``
@@ -20,10 +21,10 @@ from clusterctl.facts.base import Fact
 from clusterctl.facts.clean import clean_lines
 from clusterctl.facts.model import IPv4Addresses, NetDevice, NetDevices, ParseWarning
 
-_PLAIN = re.compile(r"^(\S+) port (\d+) ==> (\S+) \((Up|Down)\)\s*$")
+_PLAIN = re.compile(r"^(\S+)\s+port\s+(\d+)\s+==>\s+(\S+)\s+\((Up|Down)\)(?:\s+#.*)?\s*$")
 _VERBOSE = re.compile(
     r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d (\S+) .*? port (\d+) \(.*?\)"
-    r" ==> (\S+) \((Up|Down)\)\s*$"
+    r"\s+==>\s+(\S+)\s+\((Up|Down)\)(?:\s+#.*)?\s*$"
 )
 _IP_ADDR = re.compile(r"^\s*\d+:\s+(\S+?)(?:@\S+)?\s+inet\s+(\d+\.\d+\.\d+\.\d+)/\d+\b")
 _IP_OTHER_FAMILY = re.compile(r"^\s*\d+:\s+\S+\s+inet6\s")

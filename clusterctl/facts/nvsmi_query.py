@@ -33,7 +33,9 @@ _ANNOTATION_MARKS = ("<", ">", "←", "⬅", "👈", "#", "//", "**", "!!")
 #: The words a yes/no value is read from, longest first (``Not Active`` before ``Active``).
 _YES_NO = re.compile(r"^(not active|yes|no|enabled|disabled|on|off|active|true|false|none)\b\s*(.*)$", re.IGNORECASE)
 #: Values that say the tool printed nothing to read (an error string such as ``Unknown Error`` is a value).
-_NOT_PRINTED = {"n/a", "[n/a]", "not supported", "[not supported]", "not available", ""}
+#: 575+ drivers print "Requested functionality has been deprecated" for GPU Reset Status (see GPU Recovery Action).
+_NOT_PRINTED = {"n/a", "[n/a]", "not supported", "[not supported]", "not available", "",
+                "requested functionality has been deprecated"}
 #: ... and those that say it has no value to give.
 _NOT_AVAILABLE = _NOT_PRINTED | {"unknown error", "[unknown error]", "insufficient permissions",
                                  "[insufficient permissions]"}
@@ -186,7 +188,8 @@ def _gpu(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:
         memory_temperature_c=_number(values, "Temperature/Memory Current Temp"),
         memory_max_operating_temp_c=_number(values, "Temperature/Memory Max Operating Temp"),
         power_draw_w=_number(values, "GPU Power Readings/Power Draw", "Power Readings/Power Draw",
-                             "GPU Power Readings/Average Power Draw", "Power Readings/Average Power Draw"),
+                             "GPU Power Readings/Average Power Draw", "Power Readings/Average Power Draw",
+                             "GPU Power Readings/Instantaneous Power Draw"),
         power_limit_w=_number(values, "GPU Power Readings/Current Power Limit", "GPU Power Readings/Power Limit",
                               "Power Readings/Power Limit", "Power Readings/Enforced Power Limit"),
         pcie_gen_current=_int(values, "PCI/GPU Link Info/PCIe Generation/Current"),
@@ -196,6 +199,7 @@ def _gpu(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:
         pcie_replays=_int(values, "PCI/Replays Since Reset"),
         reset_required=_yes(values, "GPU Reset Status/Reset Required"),
         drain_and_reset_recommended=_yes(values, "GPU Reset Status/Drain and Reset Recommended"),
+        recovery_action=_value(values, "GPU Recovery Action"),
         fabric_state=_value(values, "Fabric/State"), fabric_status=_value(values, "Fabric/Status"),
         minor_number=_int(values, "Minor Number"),
         # Last: the reads above collect what they could read only in part.

@@ -3,12 +3,13 @@
 Client and server print the same shape: a banner (``RDMA_Write BW Test``), ``key : value``
 settings (``Device``, ``Link type``, ``GID index``), the local/remote address lines, then one
 table. Bandwidth tables are ``#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec]
-MsgRate[Mpps]`` (``[MB/sec]`` without ``--report_gbits``; perftest's MB is 2^20 bytes, and
-perftest 4.5-0.20 and later print it honestly as ``[MiB/sec]``, the same unit);
+MsgRate[Mpps]``, and ``CPU_Util[%]`` with ``--cpu_util`` (``[MB/sec]`` without ``--report_gbits``;
+perftest's MB is 2^20 bytes, and perftest 4.5-0.20 and later print it honestly as ``[MiB/sec]``, the same unit);
 latency tables are ``#bytes #iterations t_min[usec] t_max[usec] t_typical[usec]`` and, in
 newer versions, ``t_avg``, ``t_stdev``, ``99% percentile`` and ``99.9% percentile``.
 
-Newer banners add ``Lock-free``, ``Using Enhanced Reorder`` and ``CQE Poll Batch`` fields; they
+A paste may lose the ``#`` of ``#iterations`` and the rules around the table; the header is
+known by its words. Newer banners add ``Lock-free``, ``Using Enhanced Reorder`` and ``CQE Poll Batch`` fields; they
 are settings like the others and are read past. Pasted logs are pre-cleaned
 (``clusterctl.facts.clean``: prompts, fences, borders); a table row that cannot be read costs
 that row, with a warning naming its line, not the run.
@@ -35,9 +36,10 @@ MIB_PER_S_TO_GBPS = 1048576 * 8 / 1e9
 
 _BANNER = re.compile(r"^\s*((?:RDMA_Write|RDMA_Read|Send|Atomic\w*)(?: [\w/]+)*? (?:BW|Latency) Test)\s*$")
 _BW_HEADER = re.compile(
-    r"#bytes\s+#iterations\s+BW[ _]peak\[(Gb|MB|MiB)/sec\]\s+BW[ _]average\[(Gb|MB|MiB)/sec\]", re.IGNORECASE
+    r"#bytes\s+#?iterations\s+BW[ _]peak\[(Gb|MB|MiB)/sec\]\s+BW[ _]average\[(Gb|MB|MiB)/sec\]", re.IGNORECASE
 )
-_LAT_HEADER = re.compile(r"#bytes\s+#iterations\s+t_min\[usec\]")
+_CPU_UTIL = re.compile(r"\bCPU_Util\[%\]", re.IGNORECASE)
+_LAT_HEADER = re.compile(r"#bytes\s+#?iterations\s+t_min\[usec\]")
 _LAT_COLUMNS = re.compile(r"t_min|t_max|t_typical|t_avg|t_stdev|99\.9% percentile|99% percentile")
 _SETTING = {
     "device": re.compile(r"\bDevice\s*:\s*(\S+)"),
@@ -72,6 +74,8 @@ class BandwidthRow(TableRow):
     bw_peak_gbps: float
     bw_avg_gbps: float
     msg_rate_mpps: float | None = None
+    #: ``CPU_Util[%]`` (``--cpu_util``): the CPU the test used, in percent.
+    cpu_util_pct: float | None = None
 
 
 @dataclass(frozen=True)
@@ -143,15 +147,17 @@ def _size_and_iterations(tokens: list[str], number: int, line: str) -> tuple[int
     return int(_number(tokens[0], number, line, integer=True)), int(_number(tokens[1], number, line, integer=True))
 
 
-def _bw_row(tokens: list[str], number: int, line: str, scale: float) -> BandwidthRow:
-    if len(tokens) not in (4, 5):
-        raise ParseError(_WHAT, f"a bandwidth row has 4 or 5 columns, this one has {len(tokens)}", line=number,
-                         text=line)
+def _bw_row(tokens: list[str], number: int, line: str, scale: float, cpu_util: bool) -> BandwidthRow:
+    columns = (6,) if cpu_util else (4, 5)
+    if len(tokens) not in columns:
+        raise ParseError(_WHAT, f"a bandwidth row has {' or '.join(map(str, columns))} columns under this header, "
+                         f"this one has {len(tokens)}", line=number, text=line)
     size, iters = _size_and_iterations(tokens, number, line)
     peak = _number(tokens[2], number, line) * scale
     avg = _number(tokens[3], number, line) * scale
-    rate = _number(tokens[4], number, line) if len(tokens) == 5 else None
-    return BandwidthRow(size, iters, round(peak, 4), round(avg, 4), rate)
+    rate = _number(tokens[4], number, line) if len(tokens) >= 5 else None
+    util = _number(tokens[5], number, line) if cpu_util else None
+    return BandwidthRow(size, iters, round(peak, 4), round(avg, 4), rate, util)
 
 
 def _lat_row(tokens: list[str], columns: list[str], number: int, line: str) -> LatencyRow:
@@ -183,6 +189,7 @@ def parse_perftest(text: str) -> PerftestResult:
     kind: str | None = None
     unit: str | None = None
     scale = 1.0
+    cpu_util = False
     lat_columns: list[str] = []
     in_table = False
     bw_rows: list[BandwidthRow] = []
@@ -205,6 +212,7 @@ def parse_perftest(text: str) -> PerftestResult:
             kind, in_table = "bw", True
             unit = f"{bw_header.group(1)}/sec"
             scale = MIB_PER_S_TO_GBPS if bw_header.group(1).upper() in ("MB", "MIB") else 1.0
+            cpu_util = bool(_CPU_UTIL.search(line))
             continue
         if _LAT_HEADER.search(line):
             kind, in_table = "lat", True
@@ -217,7 +225,7 @@ def parse_perftest(text: str) -> PerftestResult:
             tokens = line.split()
             try:
                 if kind == "bw":
-                    bw_rows.append(_bw_row(tokens, number, line, scale))
+                    bw_rows.append(_bw_row(tokens, number, line, scale, cpu_util))
                 else:
                     lat_rows.append(_lat_row(tokens, lat_columns, number, line))
             except ParseError as exc:

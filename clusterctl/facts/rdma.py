@@ -151,7 +151,8 @@ class _Reader(ABC):
         device.ports.append(self.port)
 
     def set(self, device: _DeviceDraft, key: str, value: str) -> None:
-        (self.port.values if self.port is not None else device.values)[key] = value
+        if value:  # a key printed without a value (EFA's ``CA type:``, ``Firmware version:``) tells nothing
+            (self.port.values if self.port is not None else device.values)[key] = value
 
     def _unique(self) -> list[_DeviceDraft]:
         """Each device once: a paste that repeats a block costs the repeat, with a warning."""

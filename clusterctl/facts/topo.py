@@ -302,10 +302,7 @@ class _Reader:
 
     def _labels(self, header: _Header, rows: dict[str, _Row], nic_names: dict[str, str]) -> list[str]:
         """Every device, in column order: the header's, then rows the clipped header lost, then legend NICs."""
-        labels = list(header.labels)
-        for label in rows:
-            if label not in labels:
-                labels.append(label)
+        labels = [*header.labels, *(label for label in rows if label not in header.labels)]
         for label in nic_names:
             if label not in labels and (any(x.startswith("NIC") for x in labels) or header.clipped):
                 labels.append(label)

@@ -280,11 +280,11 @@ class _Healer:
         result = self.result
         result.outcome = "needs hardware"
         result.detail = "no step cured it: it stays quarantined for a hardware repair"
-        result.report = self.report(reason, codes, self.findings)
+        result.report = self.report(reason, codes)
         self.note("needs hardware", "stays out", self.errors(), state="needs hardware")
         return result
 
-    def report(self, reason: str, codes: tuple[str, ...], findings: list[Finding]) -> str:
+    def report(self, reason: str, codes: tuple[str, ...]) -> str:
         host = self.host
         value, failure = self.on_host(lambda t: t.run(GPU_QUERY, sudo=True, timeout=60), "heal: serials", 90)
         if value is not None and value.ok:
@@ -302,7 +302,7 @@ class _Healer:
         lines = [f"Hardware repair needed: {host.name} ({host.connect_address}"
                  f"{', rack ' + host.rack if host.rack else ''})",
                  f"Quarantined for: {reason} [{', '.join(codes) or '-'}]",
-                 "Findings now:", *(f"  {f.severity.value} {f.code}: {f.message}" for f in findings
+                 "Findings now:", *(f"  {f.severity.value} {f.code}: {f.message}" for f in self.findings
                                     if f.severity is not Severity.INFO),
                  "GPUs (index, name, serial, uuid, PCI bus id):", *gpus,
                  f"Remediation tried (chain {', '.join(self.result.chain) or 'none'}; {self.result.chain_reason}):",

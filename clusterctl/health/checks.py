@@ -11,25 +11,31 @@ from __future__ import annotations
 
 import datetime
 import statistics
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
+from itertools import accumulate
 from typing import TypeVar
 
 from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent, NVLinkErrorCounters, PciDevice
-from clusterctl.facts.model import NVLinkStatus, RDMAPort
+from clusterctl.facts.model import NVLinkStatus
 from clusterctl.facts.rdma import card_of, link_rate, runs_slow
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
 from clusterctl.health.probe import PROBE_HEAD_BYTES, PROBE_TAIL_BYTES, HostProbe
+from clusterctl.inventory.model import Fabric
 from clusterctl.survey.checks.host import (
     MadeOnce,
     active_lanes,
+    card_ports,
     majority,
     narrow_pcie,
+    port_key,
+    rate_basis,
     usual_gpu_count,
-    usual_link_rate,
+    usual_link_rates,
     usual_pcie_width,
     usually_active,
 )
@@ -55,8 +61,8 @@ class HostInput:
     name: str
     probe: HostProbe | None
     failure: str | None = None
-    #: The inventory's ``fabric.rate_gbps``: a port that runs at it is not slow, whatever its peers run at.
-    fabric_rate_gbps: float | None = None
+    #: The inventory's fabric: a port on it is held to its ``rate_gbps``, whatever its peers run at.
+    fabric: Fabric = field(default_factory=Fabric)
 
     @property
     def gpus(self) -> tuple[GpuHealth, ...]:
@@ -90,6 +96,11 @@ class Baseline:
         """The GPU count most GPU hosts (with nvidia-smi answers) of ``model`` have, as survey counts them."""
         return self.kept.get(("gpu-count", model), lambda: usual_gpu_count(
             (h.peer_key for h in self.hosts if h.gpus), model))
+
+    def median(self, key: tuple[object, ...], peers: Callable[[], Sequence[Counted]], counter: str) -> float:
+        """The median of ``counter`` over the counters ``peers`` gives: both made once per run, under ``key``."""
+        every = self.kept.get((*key, "peers"), peers)
+        return self.kept.get((*key, "median", counter), partial(_counter_median, every, counter))
 
 
 def _finding(severity: Severity, code: str, host: str, message: str, *, subject: str | None = None,
@@ -128,13 +139,10 @@ def _counter_median(items: Sequence[NVLinkErrorCounters | IBPortCounters], name:
         return 0.0
     by_id = dict(zip(map(id, items), items, strict=True))
     ordered = sorted((by_id[key].counters.get(name, 0), times) for key, times in counts.items())
+    ends = list(accumulate(times for _, times in ordered))
 
     def at(index: int) -> int:
-        for value, times in ordered:
-            if index < times:
-                return value
-            index -= times
-        raise IndexError(index)
+        return ordered[bisect_right(ends, index)][0]
 
     middle = len(items) // 2
     return at(middle) if len(items) % 2 else (at(middle - 1) + at(middle)) / 2
@@ -182,11 +190,16 @@ def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
                 subject=subject, evidence="Remapped Rows / Pending : Yes", action="RESET_GPU",
                 fix=f"Drain the host, then reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot: the remap only "
                     "takes effect after a reset (NVIDIA A100/H100 memory error management)."))
-        if gpu.reset_required or gpu.drain_and_reset_recommended:
-            what = "Reset Required" if gpu.reset_required else "Drain and Reset Recommended"
+        # 575+ drivers deprecate GPU Reset Status for GPU Recovery Action (Reset, Reboot, Drain P2P, ...).
+        recovery = gpu.recovery_action if gpu.recovery_action not in (None, "None") else None
+        flag = "Reset Required" if gpu.reset_required else (
+            "Drain and Reset Recommended" if gpu.drain_and_reset_recommended else None)
+        if flag or recovery:
+            said = f"{flag}: Yes" if flag else f"GPU Recovery Action: {recovery}"
             found.append(_finding(
-                Severity.ERROR, "GPU_RESET_REQUIRED", name, f"{where}: nvidia-smi reports '{what}: Yes'",
-                subject=subject, evidence=f"GPU Reset Status / {what} : Yes", action="RESET_GPU",
+                Severity.ERROR, "GPU_RESET_REQUIRED", name, f"{where}: nvidia-smi reports '{said}'",
+                subject=subject, action="RESET_GPU",
+                evidence=f"GPU Reset Status / {flag} : Yes" if flag else f"GPU Recovery Action : {recovery}",
                 fix=f"Drain the host and reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot."))
         vol = gpu.ecc.volatile_uncorrectable
         if vol:
@@ -465,11 +478,8 @@ def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
                 for e in p.probe.nvlink_errors.links]
     errors = probe.nvlink_errors
 
-    def median(counter: str) -> float:
-        links = baseline.kept.get(("nvlink-links", host.peer_key), peer_links)
-        return baseline.kept.get(("nvlink-median", host.peer_key, counter), partial(_counter_median, links, counter))
-
     def high_links() -> tuple[list[tuple[NVLinkErrorCounters, dict[str, int]]], dict[str, float]]:
+        median = partial(baseline.median, ("nvlink", host.peer_key), peer_links)
         return _high_counters(errors.links, median, NVLINK_FLOORS, NVLINK_FLOOR)
 
     # Alike hosts (one parsed nvlink -e, one group of peers) have the same high counters: found once.
@@ -516,31 +526,22 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
         return []
     found: list[Finding] = []
 
-    def port_index(by_card: bool) -> dict[tuple[str, int, str | None], list[RDMAPort]]:
-        index: dict[tuple[str, int, str | None], list[RDMAPort]] = {}
-        for p in baseline.hosts:
-            for d in (p.probe.rdma if p.probe else None) or ():
-                for q in d.ports:
-                    index.setdefault((d.hca, q.port, card_of(d) if by_card else None), []).append(q)
-        return index
-
-    ports = baseline.kept.get(("ib-ports",), partial(port_index, False))
-    # A port's rate is judged against the same port of the same card, as survey's NIC_SLOW: a 200G card is
-    # not a slow 400G one.
-    card_ports = baseline.kept.get(("ib-card-ports",), partial(port_index, True))
+    devices = baseline.kept.get(("rdma",), lambda: [d for p in baseline.hosts for d in
+                                                    (p.probe.rdma if p.probe else None) or ()])
+    active = baseline.kept.get(("ib-ports-active",), partial(usually_active, devices))
+    # The rule survey's NIC_SLOW and tune-nccl use: the inventory's rate for a port on the fabric, else the
+    # same port of the same card on most hosts.
+    rates = baseline.kept.get(("ib-port-rates",), lambda: usual_link_rates(card_ports(devices)))
     for device in probe.rdma or ():
         for port in device.ports:
-            key = f"{device.hca}/{port.port}"
-            usual = baseline.kept.get(("ib-port-active", device.hca, port.port),
-                                      partial(usually_active, ports.get((device.hca, port.port, None), [])))
-            card = (device.hca, port.port, card_of(device))
-            usual_rate = baseline.kept.get(("ib-port-rate", *card),
-                                           partial(usual_link_rate, card_ports.get(card, [])))
-            at_inventory_rate = bool(host.fabric_rate_gbps) and not runs_slow(link_rate(port), host.fabric_rate_gbps)
-            if runs_slow(link_rate(port), usual_rate) and not at_inventory_rate:
+            key = port_key(device, port)
+            usual = active.get(key)
+            judged = rate_basis(host.fabric, device.hca, port.link_layer, rates.get((key, card_of(device))))
+            if judged and runs_slow(link_rate(port), judged[1]):
+                whose = "the inventory's fabric" if judged[0] == "inventory" else f"most hosts' {device.hca}"
                 found.append(_finding(
                     Severity.ERROR, "IB_PORT_SLOW", host.name,
-                    f"port runs at {port.rate_gbps:g} Gb/s, most hosts' {device.hca} at {usual_rate:g} Gb/s",
+                    f"port runs at {port.rate_gbps:g} Gb/s, {whose} at {judged[1]:g} Gb/s",
                     subject=key, evidence=f"{device.hca} port {port.port}: {port.active_width or '?'} "
                     f"{port.active_speed or ''}".strip(),
                     fix="The link trained at a lower width or speed: reseat or replace the cable / transceiver, "
@@ -557,11 +558,7 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
     def peer_ports() -> list[IBPortCounters]:
         return [c for p in baseline.hosts if p.probe and p.probe.ib_counters for c in p.probe.ib_counters.ports]
 
-    def median(counter: str) -> float:
-        every = baseline.kept.get(("ib-counters",), peer_ports)
-        return baseline.kept.get(("ib-median", counter), partial(_counter_median, every, counter))
-
-    high_ports, medians = _high_counters(counters, median, IB_FLOORS, IB_FLOOR)
+    high_ports, medians = _high_counters(counters, partial(baseline.median, ("ib",), peer_ports), IB_FLOORS, IB_FLOOR)
     for port_counters, high in high_ports:
         flapping = "link_downed" in high or "link_error_recovery" in high
         found.append(_finding(
@@ -590,7 +587,6 @@ def check_pcie(host: HostInput) -> list[Finding]:
     devices = probe.pci.devices
     bridges = [d for d in devices if d.is_bridge]
     endpoints = [d for d in devices if d.is_gpu or d.is_nic]
-    gpus = [d for d in devices if d.is_gpu]
     found: list[Finding] = []
     switch_of = {d.address: {b.address for b in bridges if _behind(b, d) and b.port_type == "Upstream Port"}
                  for d in endpoints}
@@ -601,7 +597,7 @@ def check_pcie(host: HostInput) -> list[Finding]:
         if not any(d.is_gpu for d in below):
             continue
         # A peer on the same PCIe switch (GPU or NIC outside this port) is what the redirect cuts off.
-        switches = set().union(*(switch_of[d.address] for d in below)) if below else set()
+        switches = set().union(*(switch_of[d.address] for d in below))
         peers = [d for d in endpoints if d not in below and switch_of[d.address] & switches]
         if not peers and bridge.port_type == "Downstream Port":
             continue
@@ -615,10 +611,10 @@ def check_pcie(host: HostInput) -> list[Finding]:
             fix="Disable ACS on the PCIe switch ports (BIOS setting, or 'setpci -s <bridge> ECAP_ACS+0x6.w=0000' at "
                 "boot) unless the host runs VMs that need it: NCCL's troubleshooting guide names ACS as a cause of "
                 "P2P/GPUDirect hangs and low bandwidth."))
+    gpu_switches: set[str] = set().union(*(switch_of[d.address] for d in endpoints if d.is_gpu))
     for d in endpoints:
         if d.width_downgraded and d.link_status and d.link_cap:
-            gpu_switches: set[str] = set().union(*(switch_of[g.address] for g in gpus)) if gpus else set()
-            fabric = d.is_gpu or bool(switch_of.get(d.address, set()) & gpu_switches)
+            fabric = d.is_gpu or bool(switch_of[d.address] & gpu_switches)
             found.append(_finding(
                 Severity.ERROR if fabric else Severity.INFO, "PCIE_LINK_DOWNGRADED", host.name,
                 f"{d.address} {d.description[:60]}: PCIe x{d.link_status.width}, capable of x{d.link_cap.width}",

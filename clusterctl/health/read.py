@@ -18,6 +18,7 @@ from clusterctl.facts.model import warnings_of
 from clusterctl.health.checks import HostInput
 from clusterctl.health.model import HealthReport
 from clusterctl.health.probe import HostProbe, parsers
+from clusterctl.inventory.model import Fabric
 from clusterctl.plain_json import to_plain
 
 
@@ -46,8 +47,10 @@ def _formats() -> list[tuple[str, str, Callable[[str], bool]]]:
     ]
 
 
-def read_outputs(texts: Sequence[tuple[str, str]], *, host: str = "input") -> tuple[HealthReport, list[str]]:
-    """Judge ``(name, text)`` tool outputs as one host; also returns notes on what was read partly."""
+def read_outputs(texts: Sequence[tuple[str, str]], *, host: str = "input", fabric: Fabric | None = None
+                 ) -> tuple[HealthReport, list[str]]:
+    """Judge ``(name, text)`` tool outputs as one host (``fabric``: the inventory's, a port's rate is held to);
+    also returns notes on what was read partly."""
     from clusterctl.health.run import judge
 
     probe = HostProbe()
@@ -74,12 +77,15 @@ def read_outputs(texts: Sequence[tuple[str, str]], *, host: str = "input") -> tu
         notes += [f"{name}: {label}: GPU {gpu.bus_id}: note after a value: {note}"
                   for gpu in getattr(value, "gpus", ()) for note in getattr(gpu, "notes", ())]
         readings[attribute] = reading(label, name, value)
-    report = judge([HostInput(host, probe)], source="health-read")
+    report = judge([HostInput(host, probe, fabric=fabric or Fabric())], source="health-read")
     hosts = tuple(dataclasses.replace(h, readings=readings) for h in report.hosts)
     return dataclasses.replace(report, hosts=hosts), notes
 
 
 def reading(label: str, name: str, value: Any) -> dict[str, Any]:
-    """One parser's whole result as plain JSON: every field it read, whatever the checks use."""
-    return {"tool": label, "file": name, "result": to_plain(value),
-            "warnings": [w.to_json() for w in warnings_of(value)]}
+    """One parser's whole result as plain JSON: every field it read, whatever the checks use, but its warnings:
+    they are the host's ``facts.parse_warnings`` (with the probe), in one place as a live run has them."""
+    result = to_plain(value)
+    if isinstance(result, dict) and isinstance(getattr(value, "warnings", None), tuple):
+        del result["warnings"]
+    return {"tool": label, "file": name, "result": result}

@@ -92,7 +92,7 @@ def run_health(hosts: Sequence[Host], runner: Runner, options: HealthOptions | N
 
     fleet = runner.run_task(probed, partial(probe_host, options=options), label="health", timeout_s=budget)
     inputs = [HostInput(o.host.name, o.value if o.ok else None, o.failure.describe() if o.failure else None,
-                        o.host.fabric.rate_gbps) for o in fleet.outcomes]
+                        o.host.fabric) for o in fleet.outcomes]
     extra: dict[str, list[Finding]] = {}
     tested = list(hosts)
     if options.level >= 2 and not options.force:

@@ -98,6 +98,7 @@ def _gpus(smi: NvidiaSmiQuery) -> dict[str, Any]:
             "memory_max_operating_temp_c": g.memory_max_operating_temp_c, "power_draw_w": g.power_draw_w,
             "pcie_gen_current": g.pcie_gen_current, "pcie_gen_max": g.pcie_gen_max, "pcie_width_max": g.pcie_width_max,
             "reset_required": g.reset_required, "drain_and_reset_recommended": g.drain_and_reset_recommended,
+            "recovery_action": g.recovery_action,
             "fabric_state": g.fabric_state, "fabric_status": g.fabric_status,
         }
         for g in smi.gpus

@@ -76,6 +76,12 @@ def parse_native(text: str, *, file: str, base_dir: Path, tree: Node | None = No
     return _Reader(file, base_dir).read(tree if tree is not None else parse_yaml(text, file))
 
 
+def read_fabric(file: str, node: Node, field: str) -> Fabric:
+    """A ``fabric`` mapping by itself (the node agent's config), read as the inventory's ``fabric:`` is."""
+    section = _Reader(file, Path(file).parent).settings(node, field, FABRIC_FIELDS)
+    return Fabric(**{k: s.value for k, s in section.items() if s.value is not None})
+
+
 class _Reader(NodeReader):
     """The document's structure: defaults, groups, hosts and their settings."""
 

@@ -215,8 +215,7 @@ def read_env_text(text: str, label: str, *, first_line: int = 1) -> list[Setting
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        if line.startswith("export "):
-            line = line[len("export "):].strip()
+        line = line.removeprefix("export ").strip()
         key, sep, value = line.partition("=")
         key = key.strip()
         if not sep or not _NAME_RE.match(key):
@@ -329,15 +328,16 @@ def _restore(token: str, expansions: list[str]) -> str:
     return re.sub("\x00(\\d+)\x00", lambda m: expansions[int(m.group(1))], token)
 
 
-def _tokens(line: str) -> list[str] | None:
-    protected, expansions, _ = _protect_expansions(line)
+def _tokens(line: str) -> tuple[list[str] | None, int | None]:
+    """The words of ``line`` (``None``: a quote never closes) and where an unclosed expansion starts, if any."""
+    protected, expansions, unclosed = _protect_expansions(line)
     lexer = shlex.shlex(protected, posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
     lexer.commenters = "#"
     try:
-        return [_restore(token, expansions) for token in lexer]
+        return [_restore(token, expansions) for token in lexer], unclosed
     except ValueError:  # unbalanced quotes: a heredoc body or a multi-line string
-        return None
+        return None, unclosed
 
 
 def _shell_value(raw: str) -> tuple[str, bool]:
@@ -460,14 +460,13 @@ def read_shell_text(text: str, label: str, *, first_line: int = 1) -> list[Setti
     nccl_conf = "nccl.conf" in text
     branches = _Branches()
     for start, end, line in _logical_lines(text):
-        tokens = _tokens(line)
+        tokens, unclosed = _tokens(line)
         if tokens is None and _NCCL_ASSIGN_RE.search(line):
             # Skipping it would silently drop a setting the shell itself would choke on.
             raise ParseError(f"shell script {label}", "unclosed quote in a line that sets an NCCL variable",
                              line=first_line + start - 1, text=line)
         if not tokens:
             continue
-        unclosed = _protect_expansions(line)[2]
         if unclosed is not None and _NCCL_ASSIGN_RE.search(line):
             _note(label, first_line + start - 1, f"an expansion opened at {line[unclosed:unclosed + 12]!r} is not "
                   "closed on this line: the NCCL values here are read only up to their first space")
@@ -524,7 +523,7 @@ def read_dockerfile_text(text: str, label: str) -> list[Setting]:
         instruction, rest = m.group(1).upper(), m.group(2)
         span = kept[start - 1:end]
         if instruction in ("ENV", "ARG"):
-            tokens = _tokens(rest) or []
+            tokens = _tokens(rest)[0] or []
             if instruction == "ENV" and tokens and "=" not in tokens[0]:
                 # legacy form: ENV NAME the rest of the line is the value
                 name, _, value = rest.strip().partition(" ")

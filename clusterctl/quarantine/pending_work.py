@@ -28,8 +28,6 @@ if TYPE_CHECKING:
     from clusterctl.inventory.model import Inventory
 
 KIND = "clusterctl.remediate.pending"
-#: Where clusterctl before 2026-12 kept the file by default: relative to the folder the receiver started in.
-OLD_DEFAULT = Path("clusterctl-results") / "remediate-pending.json"
 #: The actions an alert leaves to do for a host, weakest first ("report" leaves nothing: it is not kept).
 _STRENGTH = {"quarantine": 1, "drain": 2}
 

@@ -60,3 +60,38 @@ def test_whole_probe_of_a_host_without_gpu_or_systemd() -> None:
 ])
 def test_bad_output_names_the_line(text: str, line: int) -> None:
     assert refusal(parse_node, text).line == line
+
+
+@pytest.mark.parametrize("name, os_id, like, codename, supported", [
+    ("os-release-ubuntu-24.04.4.txt", "ubuntu", ("debian",), "noble", True),
+    ("os-release-ubuntu-20.04.6.txt", "ubuntu", ("debian",), "focal", True),
+    ("os-release-debian-13.4.txt", "debian", (), "trixie", True),
+    ("os-release-rhel-9.3.txt", "rhel", ("fedora",), None, False),
+    ("os-release-rocky-9.7.txt", "rocky", ("rhel", "centos", "fedora"), None, False),
+])
+def test_real_os_releases_and_the_one_decision_on_them(name: str, os_id: str, like: tuple[str, ...],
+                                                       codename: str | None, supported: bool) -> None:
+    from dataclasses import replace
+
+    from clusterctl.bootstrap.phase import PhaseContext
+    from clusterctl.bootstrap.phases.packages import Packages
+    from clusterctl.bootstrap.phases.preflight import Preflight
+    from clusterctl.facts.packages import PackageFacts
+    from clusterctl.inventory.model import Host, Inventory, StackPin
+    from clusterctl.transport.local import LocalTransport
+
+    facts = parse_node(f"### os-release\n{read(name)}")
+    assert (facts.os_id, facts.os_id_like, facts.os_codename) == (os_id, like, codename)
+    host = Host(name="n1", transport="local", stack=StackPin(kubernetes="1.36.2", containerd="2.2.1"))
+    context = PhaseContext(host, LocalTransport(host), Inventory(name="lab", hosts=(host,)))
+    refused = [f for f in Preflight().findings(context, facts) if f.code.startswith("OS_")]
+    packages = PackageFacts(os_id, like, codename, "amd64", {}, frozenset(), {}, frozenset())
+    again = [f for f in Packages().findings(context, packages) if f.code.startswith("OS_")]
+    if supported:
+        assert refused == again == []
+    else:  # refused before anything changes, by the same decision in both phases
+        assert [(f.code, f.message) for f in refused] == [
+            ("OS_UNSUPPORTED", f"{facts.os_pretty}: bootstrap installs packages with apt (Debian or Ubuntu)")]
+        assert [(f.code, f.message) for f in again] == [
+            ("OS_UNSUPPORTED", f"{os_id}: bootstrap installs packages with apt (Debian or Ubuntu)")]
+        assert replace(refused[0], message=again[0].message) == again[0]

@@ -7,6 +7,7 @@ from fixture_files import read_fixture
 
 from clusterctl.facts.dcgmi import parse_dcgmi_diag
 from clusterctl.facts.nvlink import parse_nvlink
+from clusterctl.facts.nvsmi_query import parse_nvidia_smi_q
 from clusterctl.facts.topo import parse_topo
 
 
@@ -78,3 +79,53 @@ def test_h100_nv6_with_sparse_cpu_lists_one_numa_node_per_gpu() -> None:
     # The legend was not copied: the NICs keep their labels, and the reader says why.
     assert [w.message for w in matrix.warnings] == [
         "the NIC Legend not pasted: NIC0..NIC3 are shown by label, not HCA name"]
+
+
+V100_570 = "v100-570.124.06-q-notebook-indented-recovery-action.txt"
+
+
+def test_570_driver_q_reads_instantaneous_power_and_the_recovery_action() -> None:
+    smi = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", V100_570))
+    (gpu,) = smi.gpus
+    assert (smi.driver_version, smi.cuda_version, gpu.name, gpu.bus_id) == (
+        "570.124.06", "12.8", "Tesla V100-PCIE-16GB", "00000001:00:00.0")
+    # 570 prints only "Instantaneous Power Draw" (Average is N/A): the draw is that value, not unknown.
+    assert (gpu.power_draw_w, gpu.power_limit_w) == (24.07, 250.0)
+    # "GPU Reset Status" says "Requested functionality has been deprecated": no reading, no complaint;
+    # the state is in "GPU Recovery Action", read as printed.
+    assert (gpu.reset_required, gpu.drain_and_reset_recommended, gpu.recovery_action) == (None, None, "None")
+    assert (gpu.unread, smi.warnings) == ((), ())
+    assert (gpu.ecc_mode, gpu.ecc.volatile_uncorrectable, gpu.retired_pages_pending) == ("Enabled", 0, False)
+    assert (gpu.pcie_gen_current, gpu.pcie_width_current, gpu.clock_events_active) == (3, 16, ("Idle",))
+
+
+def test_580_driver_q_with_wide_keys_and_no_reset_status() -> None:
+    smi = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "rtx3090ti-580.142-q-wide-keys-no-reset-status.txt"))
+    (gpu,) = smi.gpus
+    assert (smi.driver_version, smi.cuda_version, gpu.name, smi.warnings) == (
+        "580.142", "13.0", "NVIDIA GeForce RTX 3090 Ti", ())
+    # 580 prints no GPU Reset Status at all: GPU Recovery Action is the only reset signal.
+    assert (gpu.reset_required, gpu.recovery_action, gpu.unread) == (None, "None", ())
+    assert (gpu.remapped_rows_correctable, gpu.remapped_rows_uncorrectable, gpu.remap_pending) == (0, 0, False)
+    assert (gpu.power_draw_w, gpu.power_limit_w, gpu.ecc_mode) == (24.78, 450.0, "Disabled")
+    assert (gpu.pcie_gen_current, gpu.pcie_gen_max, gpu.clock_events_active) == (1, 4, ("Idle",))
+    assert (gpu.slowdown_temp_c, gpu.shutdown_temp_c, gpu.temperature_c) == (94.0, 97.0, 45.0)
+
+
+def test_l40s_pcie_box_behind_a_redacted_conda_prompt() -> None:
+    matrix = parse_topo(read_fixture("topo", "l40s-4gpu-2nic-node-sys-redacted-conda-prompt.txt"))
+    assert (len(matrix.gpus), [n.device_name for n in matrix.nics], matrix.warnings) == (4, ["mlx5_0", "mlx5_1"], ())
+    # No NVLink: GPU pairs are NODE within a socket, SYS across; both NICs hang off socket 1.
+    pairs = [("GPU0", "GPU1"), ("GPU1", "GPU2"), ("GPU2", "GPU3"), ("GPU0", "NIC0"), ("GPU3", "NIC1"), ("NIC0", "NIC1")]
+    assert _raw("l40s-4gpu-2nic-node-sys-redacted-conda-prompt.txt", pairs) == [
+        "NODE", "SYS", "NODE", "SYS", "NODE", "PIX"]
+    assert {link.kind for link in matrix.links} == {"X", "NODE", "SYS", "PIX"}
+    assert [g.numa_affinity for g in matrix.gpus] == ["0", "0", "1", "1"]
+
+
+def test_five_gpu_workstation_with_the_odd_gpu_on_the_other_socket() -> None:
+    matrix = parse_topo(read_fixture("topo", "rtx4090-5gpu-phb-node-sys.txt"))
+    assert (len(matrix.gpus), matrix.nics, matrix.warnings) == (5, (), ())
+    assert [(g.cpu_affinity, g.numa_affinity) for g in matrix.gpus] == [("8-15,24-31", "1")] + [("0-7,16-23", "0")] * 4
+    pairs = [("GPU1", "GPU2"), ("GPU3", "GPU4"), ("GPU2", "GPU3"), ("GPU0", "GPU4")]
+    assert _raw("rtx4090-5gpu-phb-node-sys.txt", pairs) == ["PHB", "PHB", "NODE", "SYS"]

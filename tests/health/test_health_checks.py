@@ -19,6 +19,7 @@ from clusterctl.health.checks import HostInput
 from clusterctl.health.model import HealthOptions, HostHealth, Verdict, since_seconds
 from clusterctl.health.probe import HostProbe, level0_probes, probe_command, read_probes
 from clusterctl.health.run import judge
+from clusterctl.inventory.model import Fabric
 
 
 def _judge_one(**facts: object) -> HostHealth:
@@ -34,6 +35,20 @@ def test_pending_row_remap_makes_the_host_unhealthy_with_a_reset_action() -> Non
     finding = next(f for f in host.findings if f.code == "GPU_ROW_REMAP_PENDING")
     assert "nvidia-smi -r -i 0" in finding.fix and finding.evidence["action"] == "RESET_GPU"
     assert not host.ok
+
+
+def test_gpu_recovery_action_of_a_575_driver_is_a_reset_finding() -> None:
+    recorded = read_fixture("nvidia-smi-q", "v100-570.124.06-q-notebook-indented-recovery-action.txt")
+    as_recorded = _judge_one(smi=parse_nvidia_smi_q(recorded))  # "GPU Recovery Action : None": nothing to do
+    assert as_recorded.verdict is Verdict.DEGRADED and as_recorded.reason.startswith("GPU_PERSISTENCE_OFF")
+    assert not any(f.code == "GPU_RESET_REQUIRED" for f in as_recorded.findings)
+    # The same output where the driver asks for a reset (the recording's "None" changed to "Reset").
+    smi = parse_nvidia_smi_q(recorded.replace("GPU Recovery Action                   : None",
+                                              "GPU Recovery Action                   : Reset"))
+    host = _judge_one(smi=smi)
+    assert host.verdict is Verdict.UNHEALTHY and host.reason.startswith("GPU_RESET_REQUIRED")
+    finding = next(f for f in host.findings if f.code == "GPU_RESET_REQUIRED")
+    assert "'GPU Recovery Action: Reset'" in finding.message and finding.evidence["action"] == "RESET_GPU"
 
 
 def test_hw_power_brake_on_a_real_h100_is_a_degraded_host() -> None:
@@ -124,7 +139,8 @@ def test_a_port_is_judged_against_the_same_card_and_one_at_the_inventory_rate_is
              inventory: float | None = None) -> HostInput:
         port = RDMAPort(1, "PORT_ACTIVE", "LinkUp", "InfiniBand", rate, "4X", "NDR" if rate == 400 else "HDR")
         devices = RDMADevices([RDMADevice("mlx5_0", None, None, (port,), board_id=board)])
-        return HostInput(name, HostProbe(smi=smi, rdma=devices), fabric_rate_gbps=inventory)  # type: ignore[arg-type]
+        return HostInput(name, HostProbe(smi=smi, rdma=devices),  # type: ignore[arg-type]
+                         fabric=Fabric(rate_gbps=inventory))
 
     fleet = [host(f"h{i}", 400.0) for i in range(6)] + [host(f"a{i}", 200.0, a10, "MT_0000000223") for i in range(4)]
 

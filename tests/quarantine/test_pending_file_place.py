@@ -65,15 +65,20 @@ def test_a_relative_pending_file_is_from_the_folder_it_started_in(
     assert started[0].pending_file == str(tmp_path / "pending.json")  # absolute: a later chdir changes nothing
 
 
-def test_alerts_left_where_the_old_default_kept_them_are_pointed_out(
+def test_a_file_of_the_start_folder_is_not_taken_for_alerts_of_an_earlier_release(
     started: list[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    old = tmp_path / "clusterctl-results" / "remediate-pending.json"
-    old.parent.mkdir()
-    old.write_text(json.dumps({"kind": KIND, "version": 1, "hosts": {}}))
+    """No release kept accepted alerts in the start folder's clusterctl-results (the default moved to the state
+    folder before the first): a file there is the user's, neither read nor pointed out."""
+    monkeypatch.delenv("CLUSTERCTL_STATE_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    there = tmp_path / "clusterctl-results" / "remediate-pending.json"
+    there.parent.mkdir()
+    there.write_text(json.dumps({"kind": KIND, "version": 1, "hosts": {}}))
     code, err = serve_from(tmp_path, monkeypatch)
-    assert code == 0, err
-    assert "pass --pending-file clusterctl-results/remediate-pending.json once to act on them" in err
+    assert code == 0 and kept_in(err).parent == tmp_path / "state" / "clusterctl" / "remediate", err
+    assert "remediate-pending.json" not in err and "note:" not in err, err
+    assert json.loads(there.read_text())["hosts"] == {}  # left as it was
 
 
 @pytest.mark.parametrize(("where", "expected"), [

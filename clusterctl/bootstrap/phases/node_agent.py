@@ -33,6 +33,7 @@ from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.changes import MAKES_IN_CLUSTER, Change, GateRecord, HostGate
 from clusterctl.facts.kube import kubectl
 from clusterctl.findings import Finding, Severity
+from clusterctl.inventory.model import Fabric
 from clusterctl.secret import Secret, register_secret
 
 NAMESPACE = "kube-system"
@@ -196,11 +197,15 @@ def _token_in(kubeconfig: bytes | None) -> Secret | None:
     return Secret(value, "node agent token")
 
 
-def agent_config(node: str, kubernetes: bool = True) -> str:
-    """The agent's config; without a Kubernetes identity (``kubernetes`` False) it writes metrics only."""
-    return json.dumps({"node": node, "kubeconfig": KUBECONFIG_PATH if kubernetes else None,
-                       "textfile_dir": TEXTFILE_DIR, "since": "1h", "probe_timeout_s": 30}, indent=2,
-                      sort_keys=True) + "\n"
+def agent_config(node: str, kubernetes: bool = True, fabric: Fabric = Fabric()) -> str:
+    """The agent's config; without a Kubernetes identity (``kubernetes`` False) it writes metrics only. The host's
+    fabric as the inventory gives it (type, rate, HCAs): alone, the agent holds a port to that rate."""
+    config: dict[str, Any] = {"node": node, "kubeconfig": KUBECONFIG_PATH if kubernetes else None,
+                              "textfile_dir": TEXTFILE_DIR, "since": "1h", "probe_timeout_s": 30}
+    if fabric.rate_gbps:
+        config["fabric"] = {key: value for key, value in {"type": fabric.type, "rate_gbps": fabric.rate_gbps,
+                                                          "hcas": list(fabric.hcas)}.items() if value}
+    return json.dumps(config, indent=2, sort_keys=True) + "\n"
 
 
 def slurm_health_script() -> str:
@@ -259,7 +264,7 @@ class NodeAgent(Phase[AgentState]):
         wanted: list[tuple[str, bytes | str, int, str]] = [
             (BUNDLE_PATH, build(), 0o644, "node agent bundle (clusterctl's checks + prometheus-client)"),
             (DIGEST_PATH, digest_line(build()), 0o644, "node agent bundle's sha256"),
-            (CONFIG_PATH, agent_config(node, kubeconfig is not None), 0o644, "node agent config"),
+            (CONFIG_PATH, agent_config(node, kubeconfig is not None, ctx.host.fabric), 0o644, "node agent config"),
             *([(KUBECONFIG_PATH, kubeconfig, 0o600, "node agent kubeconfig (its node's ServiceAccount token)")]
               if kubeconfig is not None else []),
             (SERVICE_PATH, service, 0o644, f"systemd unit {SERVICE}"),

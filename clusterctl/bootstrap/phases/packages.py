@@ -27,7 +27,7 @@ from clusterctl.bootstrap.apt_sources import (
     wanted_packages,
 )
 from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.bootstrap.phases.preflight import APT_FAMILIES, stack_findings
+from clusterctl.bootstrap.phases.preflight import os_unsupported, stack_findings
 from clusterctl.changes import MAKES_FILE, MAKES_NO_TRACE, MAKES_PACKAGE, Change, make_folders
 from clusterctl.errors import UsageError
 from clusterctl.facts.packages import PackageFacts, packages_probe, parse_packages_probe
@@ -134,10 +134,7 @@ class Packages(Phase[PackageFacts]):
 
     def findings(self, ctx: PhaseContext, state: PackageFacts) -> list[Finding]:
         out = [f for f in stack_findings(ctx) if f.severity is Severity.ERROR]
-        family = {state.os_id or "", *state.os_like}
-        if state.os_id is not None and not family & set(APT_FAMILIES):
-            out.append(Finding(Severity.ERROR, "OS_UNSUPPORTED", f"{state.os_id}: the packages phase needs apt",
-                               host=ctx.host.name))
+        out += os_unsupported(ctx.host.name, state.os_id, state.os_like)
         downgrade = self.downgrade_finding(ctx, state)
         return out + ([downgrade] if downgrade else [])
 

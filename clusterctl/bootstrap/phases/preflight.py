@@ -35,6 +35,16 @@ MIN_MEMORY_MIB_CONTROL_PLANE = 1700
 APT_FAMILIES = ("debian", "ubuntu")
 
 
+def os_unsupported(host: str, os_id: str | None, os_like: tuple[str, ...], name: str | None = None) -> list[Finding]:
+    """THE decision whether bootstrap can install on a host's OS (preflight and the packages phase ask it): the
+    packages phase speaks apt, so /etc/os-release's ID or ID_LIKE must be Debian's or Ubuntu's (their
+    derivatives name them in ID_LIKE). An OS not known (no os-release) is not refused here."""
+    if os_id is None or {os_id, *os_like} & set(APT_FAMILIES):
+        return []
+    return [Finding(Severity.ERROR, "OS_UNSUPPORTED", f"{name or os_id}: bootstrap installs packages with apt "
+                    "(Debian or Ubuntu)", host=host, evidence={"os": os_id})]
+
+
 class PreflightFailed(ClusterctlError):
     pass
 
@@ -65,13 +75,9 @@ class Preflight(Phase[NodeFacts]):
             out.append(Finding(severity, code, message, host=host.name, fix=fix, evidence=evidence))
 
         control_plane = "control-plane" in host.roles
-        # OS: the packages phase speaks apt.
-        family = {state.os_id or "", *state.os_id_like}
         if state.os_id is None:
             add(Severity.ERROR, "OS_UNKNOWN", "cannot read /etc/os-release", "Check that the host is a Linux system.")
-        elif not family & set(APT_FAMILIES):
-            add(Severity.ERROR, "OS_UNSUPPORTED", f"{state.os_pretty or state.os_id}: bootstrap installs packages "
-                "with apt (Debian or Ubuntu)", os=state.os_id)
+        out += os_unsupported(host.name, state.os_id, state.os_id_like, state.os_pretty)
         if state.kernel is None:
             add(Severity.WARNING, "KERNEL_UNKNOWN", "cannot read the kernel release (uname -r)")
         # Swap: the kubelet refuses to start with swap on (unless configured); the kernel phase turns it off.

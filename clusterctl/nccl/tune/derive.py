@@ -19,11 +19,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from clusterctl.facts.rdma import runs_slow
+from clusterctl.inventory.model import Fabric
 from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, nccl_path, path_rank, uses_gdr
 from clusterctl.nccl.tune.candidates import socket_candidates
 from clusterctl.nccl.tune.inputs import NicFacts, TuneHost
 from clusterctl.nccl.versions import NcclVersion, try_parse_version
-from clusterctl.survey.checks.host import majority
+from clusterctl.survey.checks.host import CardPort, rate_basis, usual_link_rates
+
+#: ``usual_link_rates``' answer: each port of a card, the rate it runs at on most hosts.
+UsualRates = dict[CardPort, float]
 
 #: The order settings are listed in everywhere (files, tables): selection first, then policy.
 SETTING_ORDER: tuple[str, ...] = (
@@ -180,7 +184,7 @@ def _gpu_nic_order(nics: Sequence[NicFacts]) -> str:
     return f"{pairs[0]} ... {pairs[-1]}" if len(pairs) > 3 else ", ".join(pairs)
 
 
-def _plan_hca(host: TuneHost, plan: _HostPlan, usual_rate: float | None) -> None:
+def _plan_hca(host: TuneHost, plan: _HostPlan, usual_rates: UsualRates) -> None:
     chosen, left_out = select_nics(host)
     if not chosen:
         plan.fabric = "ethernet"
@@ -195,7 +199,7 @@ def _plan_hca(host: TuneHost, plan: _HostPlan, usual_rate: float | None) -> None
                 "(driver, cabling, port state) and survey again; NCCL_IB_DISABLE=1 is not written, it would "
                 "keep NCCL on TCP after the fix")
         return
-    chosen, slow_notes = _drop_slow_ports(host, chosen, usual_rate, plan)
+    chosen, slow_notes = _drop_slow_ports(host, chosen, usual_rates, plan)
     left_out += slow_notes
     plan.chosen = chosen
     plan.fabric = "roce" if all(n.is_ethernet for n in chosen) else "ib"
@@ -211,18 +215,20 @@ def _plan_hca(host: TuneHost, plan: _HostPlan, usual_rate: float | None) -> None
             plan.warnings.append(f"RDMA port {item} is not active")
 
 
-def _drop_slow_ports(host: TuneHost, chosen: tuple[NicFacts, ...], usual_rate: float | None, plan: _HostPlan
+def _drop_slow_ports(host: TuneHost, chosen: tuple[NicFacts, ...], usual_rates: UsualRates, plan: _HostPlan
                      ) -> tuple[tuple[NicFacts, ...], list[str]]:
-    """Leave out ports that trained below the host's rate (the inventory's, else the fleet's usual): rings and
-    trees run at their slowest link. Slow is what survey and health call slow (``runs_slow``)."""
-    expected = host.expected_rate_gbps or usual_rate
-    slow = [n for n in chosen if runs_slow(n.rate_gbps, expected)]
-    if not slow or expected is None:
+    """Leave out ports that trained below their rate (``rate_basis``: the inventory's, else the same port of the
+    same card on most hosts): rings and trees run at their slowest link. Slow is what survey and health call
+    slow."""
+    fabric = Fabric(rate_gbps=host.expected_rate_gbps)  # the chosen ports are the fabric's
+    slow = [(n, *judged) for n in chosen
+            if (judged := rate_basis(fabric, n.hca, n.link_layer, usual_rates.get(n.card_port), True))
+            and runs_slow(n.rate_gbps, judged[1])]
+    if not slow:
         return chosen, []
-    names = ", ".join(f"{n.spec} at {n.rate_gbps:g} Gb/s" for n in slow)
-    basis = "inventory" if host.expected_rate_gbps else "fleet"
-    rate = (f"{expected:g} Gb/s (the inventory's fabric.rate_gbps)" if host.expected_rate_gbps
-            else f"the fleet's {expected:g} Gb/s")
+    names = ", ".join(f"{n.spec} at {n.rate_gbps:g} Gb/s" for n, _, _ in slow)
+    rate = " or ".join(sorted({f"{expected:g} Gb/s (the inventory's fabric.rate_gbps)" if basis == "inventory"
+                               else f"the fleet's {expected:g} Gb/s" for _, basis, expected in slow}))
     if len(slow) == len(chosen):
         plan.warnings.append(
             f"every fabric port trained below {rate} ({names}): kept in NCCL_IB_HCA "
@@ -232,18 +238,21 @@ def _drop_slow_ports(host: TuneHost, chosen: tuple[NicFacts, ...], usual_rate: f
         f"{names} trained below {rate}: left out of NCCL_IB_HCA on {host.name}, since "
         "a ring or tree through it would run at its rate; fix the link (cable, transceiver, port speed) "
         "and tune again to get it back")
-    kept = tuple(n for n in chosen if n not in slow)
-    return kept, [f"{n.spec} (trained at {n.rate_gbps:g} Gb/s, {basis} {expected:g} Gb/s)" for n in slow]
+    kept = tuple(n for n in chosen if n not in {s[0] for s in slow})
+    return kept, [f"{n.spec} (trained at {n.rate_gbps:g} Gb/s, {'inventory' if basis == 'inventory' else 'fleet'} "
+                  f"{expected:g} Gb/s)" for n, basis, expected in slow]
 
 
-def usual_port_rate(hosts: Sequence[TuneHost], notes: list[str]) -> float | None:
-    """The rate most chosen ports surveyed run at (0 is unknown), for hosts whose inventory gives no
-    ``fabric.rate_gbps``. Not the fastest: one faster card must not make every other port slow."""
-    rates = [n.rate_gbps for h in hosts for n in select_nics(h)[0] if n.rate_gbps]
-    usual = majority(rates)
-    if usual is None and len(set(rates)) > 1 and not all(h.expected_rate_gbps for h in hosts):
-        notes.append(f"fabric ports run at {', '.join(f'{r:g}' for r in sorted(set(rates)))} Gb/s and no rate is "
-                     "most ports': none is left out of NCCL_IB_HCA as slow; set fabric.rate_gbps in the inventory")
+def usual_port_rates(hosts: Sequence[TuneHost], notes: list[str]) -> UsualRates:
+    """The rate each chosen port of a card runs at on most hosts (``usual_link_rates``, as survey and health
+    judge ports), for hosts whose inventory gives no ``fabric.rate_gbps``."""
+    chosen = [(h, n) for h in hosts for n in select_nics(h)[0]]
+    usual = usual_link_rates((n.card_port, n.rate_gbps) for _, n in chosen)
+    rates = sorted({n.rate_gbps for _, n in chosen if n.rate_gbps})
+    if len(rates) > 1 and any(n.rate_gbps and n.card_port not in usual and not h.expected_rate_gbps for h, n in chosen):
+        notes.append(f"fabric ports run at {', '.join(f'{r:g}' for r in rates)} Gb/s and not each at a rate most "
+                     "hosts' same port of the same card runs at: those are not left out of NCCL_IB_HCA as slow; set "
+                     "fabric.rate_gbps in the inventory")
     return usual
 
 
@@ -370,9 +379,9 @@ def _plan_gdr(host: TuneHost, plan: _HostPlan) -> None:
         )
 
 
-def plan_host(host: TuneHost, version: NcclVersion | None, rate: float | None = None) -> _HostPlan:
+def plan_host(host: TuneHost, version: NcclVersion | None, rates: UsualRates | None = None) -> _HostPlan:
     plan = _HostPlan()
-    _plan_hca(host, plan, rate)
+    _plan_hca(host, plan, rates or {})
     _plan_roce(plan, version)
     _plan_socket(host, plan)
     _plan_socket_knobs(host, plan)
@@ -468,8 +477,8 @@ def derive_settings(hosts: Sequence[TuneHost], *, nccl_version: str | None = Non
     version = _version_of(hosts, nccl_version, warnings)
     if version is None:
         warnings.append("NCCL version unknown: version-dependent settings assume NCCL before 2.21")
-    rate = usual_port_rate(hosts, notes)
-    plans = {h.name: plan_host(h, version, rate) for h in hosts}
+    rates = usual_port_rates(hosts, notes)
+    plans = {h.name: plan_host(h, version, rates) for h in hosts}
     host_names = tuple(h.name for h in hosts)
 
     common: dict[str, TunedSetting] = {}

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from clusterctl.facts.model import NetDevice, RDMADevice, TopoMatrix
 from clusterctl.facts.netdev import merge_ipv4
+from clusterctl.facts.rdma import card_of
+from clusterctl.survey.checks.host import CardPort
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
@@ -39,6 +41,8 @@ class NicFacts:
     nearest_gpus: tuple[int, ...] = ()
     #: Link class from each GPU to this NIC: (gpu index, ``PIX``/``PXB``/``PHB``/``NODE``/``SYS``).
     gpu_links: tuple[tuple[int, str], ...] = ()
+    #: Its card model (``card_of``), whose same port on other hosts its rate is judged against.
+    card: str | None = None
 
     @property
     def active(self) -> bool:
@@ -47,6 +51,10 @@ class NicFacts:
     @property
     def is_ethernet(self) -> bool:
         return self.link_layer.lower() == "ethernet"
+
+    @property
+    def card_port(self) -> CardPort:
+        return f"{self.hca}/{self.port}", self.card
 
     @property
     def spec(self) -> str:
@@ -114,6 +122,7 @@ def nics_from_facts(
                     netdev=netdev_of.get((device.hca, port.port)),
                     nearest_gpus=placement.nearest_gpus if placement else (),
                     gpu_links=_gpu_links(matrix, device.hca),
+                    card=card_of(device),
                 )
             )
     return tuple(out)
@@ -183,6 +192,8 @@ def host_from_saved(record: Mapping[str, Any], inventory_host: Host | None = Non
             (index, links[(gpu, label)]) for index, gpu in sorted(gpu_labels.items()) if (gpu, label) in links
         )
         by_port = {int(d.get("port") or 1): d for d in nic.get("netdevs") or []}
+        card = card_of(RDMADevice(str(nic["name"]), None, None, (), board_id=nic.get("board_id"),
+                                  ca_type=nic.get("ca_type")))
         for d in nic.get("netdevs") or []:
             netdevs.append(NetDevice(name=str(d["name"]), hca=nic["name"], port=d.get("port"), up=d.get("up"),
                                      ipv4=tuple(d.get("ipv4") or ())))
@@ -199,6 +210,7 @@ def host_from_saved(record: Mapping[str, Any], inventory_host: Host | None = Non
                     netdev=str(by_port[number]["name"]) if number in by_port else None,
                     nearest_gpus=tuple(nic.get("nearest_gpus") or ()),
                     gpu_links=gpu_links,
+                    card=card,
                 )
             )
     interfaces = {str(i["name"]): tuple(str(a) for a in i.get("ipv4") or ()) for i in record.get("interfaces") or []}

@@ -11,20 +11,18 @@ from functools import cached_property
 from itertools import combinations
 from typing import Any
 
-from clusterctl.facts.model import RDMAPort
-from clusterctl.facts.rdma import card_of
 from clusterctl.survey.checks.host import (
     MadeOnce,
     PairExpectation,
     PeerGroup,
     SurveyedHost,
     active_lanes,
+    card_ports,
     gpu_has_near_nic,
     majority,
     peer_group,
-    port_key,
     usual_gpu_count,
-    usual_link_rate,
+    usual_link_rates,
     usual_pcie_width,
     usually_active,
 )
@@ -49,13 +47,9 @@ class FleetBaseline:
         self._groups: dict[PeerGroup, list[SurveyedHost]] = {}
         for s in self.reachable:
             self._groups.setdefault(peer_group(s), []).append(s)
-        self._ports: dict[str, list[RDMAPort]] = {}
-        self._card_ports: dict[tuple[str, str | None], list[RDMAPort]] = {}
-        for s in self.reachable:
-            for device in (s.facts.rdma if s.facts else None) or ():
-                for port in device.ports:
-                    self._ports.setdefault(port_key(device, port), []).append(port)
-                    self._card_ports.setdefault((port_key(device, port), card_of(device)), []).append(port)
+        devices = [d for s in self.reachable for d in (s.facts.rdma if s.facts else None) or ()]
+        self._ports_active = usually_active(devices)
+        self._port_rates = usual_link_rates(card_ports(devices))
         #: Each value asked for so far, by what it is and whose (peer group, port, stack field...).
         self._kept = MadeOnce()
 
@@ -119,12 +113,12 @@ class FleetBaseline:
 
     def port_active(self, key: str) -> bool | None:
         """Whether the port ``key`` (``mlx5_0/1``) is active on most hosts that have it."""
-        return self._kept.get(("port_active", key), lambda: usually_active(self._ports.get(key, [])))
+        return self._ports_active.get(key)
 
     def port_rate(self, key: str, card: str | None) -> float | None:
         """The rate the port ``key`` of this ``card`` (``card_of``) runs at on most hosts where it is active: a
         200G card is not a slow 400G one."""
-        return self._kept.get(("port_rate", key, card), lambda: usual_link_rate(self._card_ports.get((key, card), [])))
+        return self._port_rates.get((key, card))
 
     # --- software stack ------------------------------------------------------------
 

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, TypeVar, cast
 
 from clusterctl.facts.model import GPUInfo, NVLinkStatus, RDMADevice, RDMAPort
-from clusterctl.facts.rdma import link_rate
-from clusterctl.inventory.model import Host
+from clusterctl.facts.rdma import card_of, link_rate
+from clusterctl.inventory.fabric import link_layer_of
+from clusterctl.inventory.model import Fabric, Host
 from clusterctl.survey.collect import HostFacts
 from clusterctl.survey.topology import HostTopology
 
 V = TypeVar("V", bound=Hashable)
+K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
 
 #: A majority needs at least this many hosts holding a value, and more than half of them agreeing.
@@ -66,14 +68,52 @@ def majority(values: Iterable[V], minimum: int = MIN_PEERS_FOR_MAJORITY) -> V | 
     return value if count * 2 > len(known) else None
 
 
-def usually_active(ports: Iterable[RDMAPort]) -> bool | None:
-    """Whether most of these ports (one port of the fleet's hosts) are active."""
-    return majority(p.state == "PORT_ACTIVE" for p in ports)
+def majority_by(pairs: Iterable[tuple[K, V | None]]) -> dict[K, V]:
+    """Per key, the value more than half of its known values (``None`` is not known) agree on (``majority``)."""
+    grouped: dict[K, list[V]] = {}
+    for key, value in pairs:
+        if value is not None:
+            grouped.setdefault(key, []).append(value)
+    return {key: usual for key, found in grouped.items() if (usual := majority(found)) is not None}
 
 
-def usual_link_rate(ports: Iterable[RDMAPort]) -> float | None:
-    """The rate most of these ports (one port of the fleet's hosts) run at, of those whose rate is known."""
-    return majority(rate for rate in map(link_rate, ports) if rate is not None)
+def usually_active(devices: Iterable[RDMADevice]) -> dict[str, bool]:
+    """Per port (``mlx5_0/1``), whether it is active on most of the fleet's hosts that have it."""
+    return majority_by((port_key(d, p), p.state == "PORT_ACTIVE") for d in devices for p in d.ports)
+
+
+#: One port of one card model, whose rate is judged against the same across the fleet: (``mlx5_0/1``, ``card_of``).
+CardPort = tuple[str, str | None]
+
+
+def card_ports(devices: Iterable[RDMADevice]) -> Iterator[tuple[CardPort, float | None]]:
+    """Each port of ``devices`` as ``usual_link_rates`` counts it: its card port and its ``link_rate``."""
+    return (((port_key(d, p), card_of(d)), link_rate(p)) for d in devices for p in d.ports)
+
+
+def usual_link_rates(ports: Iterable[tuple[CardPort, float | None]]) -> dict[CardPort, float]:
+    """The rate each port of a card runs at on most hosts where it is active (a rate of ``None`` or 0 is not
+    known): a 200G card is not a slow 400G one. What survey, health and tune-nccl hold a port to where the
+    inventory gives no rate (``rate_basis``)."""
+    return majority_by((key, rate or None) for key, rate in ports)
+
+
+def rate_basis(fabric: Fabric, hca: str, link_layer: str, usual_gbps: float | None,
+               fabric_hca: bool | None = None) -> tuple[str, float] | None:
+    """What an active port's rate is judged against, as (``inventory`` or ``peers``, Gb/s); ``None``: nothing.
+
+    A port on the fabric (of a ``fabric_hca``: by default one the inventory's ``fabric.hcas`` lists, any where
+    it lists none; and on the fabric type's link layer) is held to the inventory's ``fabric.rate_gbps`` where it
+    gives one, whatever its peers run at. Any other port (a management or storage NIC, an Ethernet port on an
+    InfiniBand fabric), and every port where the inventory gives no rate, to ``usual_gbps``: what the same
+    port of the same card runs at on most hosts (``usual_link_rates``), ``None`` without peers.
+    """
+    if fabric_hca is None:
+        fabric_hca = not fabric.hcas or hca in fabric.hcas
+    on_fabric = fabric_hca and link_layer_of(fabric.type) in (None, link_layer)
+    if on_fabric and fabric.rate_gbps:
+        return "inventory", fabric.rate_gbps
+    return ("peers", usual_gbps) if usual_gbps else None
 
 
 def usual_gpu_count(hosts: Iterable[tuple[str | None, int]], model: str | None) -> int | None:

@@ -7,7 +7,7 @@ from clusterctl.facts.rdma import card_of, link_rate, runs_slow
 from clusterctl.inventory.fabric import link_layer_of
 from clusterctl.survey.checks.baseline import FleetBaseline
 from clusterctl.survey.checks.codes import Finding, Severity, finding
-from clusterctl.survey.checks.host import SurveyedHost, port_key
+from clusterctl.survey.checks.host import SurveyedHost, port_key, rate_basis
 from clusterctl.survey.topology import compress_indices
 
 
@@ -41,7 +41,6 @@ def check_nics(state: SurveyedHost, baseline: FleetBaseline) -> list[Finding]:
     for hca in sorted(set(state.host.fabric.hcas) - present):
         out.append(finding(Severity.ERROR, "NIC_DOWN", state.name, f"{hca}: expected by the inventory, not found",
                            hca=hca, state="absent"))
-    expected_rate = state.host.fabric.rate_gbps
     for device in devices:
         is_fabric = device.hca in fabric
         active_ports = [p for p in device.ports if p.state == "PORT_ACTIVE"]
@@ -63,27 +62,21 @@ def check_nics(state: SurveyedHost, baseline: FleetBaseline) -> list[Finding]:
                                        phys_state=port.phys_state, fabric=is_fabric))
                 continue
             peers_rate = baseline.port_rate(key, card_of(device))
-            out.extend(_check_rate(state, device, port, is_fabric, expected_rate, peers_rate))
+            out.extend(_check_rate(state, device, port, is_fabric, peers_rate))
     return out
 
 
 def _check_rate(state: SurveyedHost, device: RDMADevice, port: RDMAPort, is_fabric: bool,
-                expected_rate: float | None, peers_rate: float | None) -> list[Finding]:
-    layer_ok = state.host.fabric.type is None or link_layer_of(state.host.fabric.type) == port.link_layer
-    # The inventory's rate where it gives one (a fabric port of its link layer): a port meeting it is not slow,
-    # whatever its peers run at. Else the same port on hardware peers.
-    inventory_rate = expected_rate if is_fabric and layer_ok else None
-    for basis, expected, severity, words in (
-        ("inventory", inventory_rate, Severity.ERROR, "the inventory's fabric is"),
-        ("peers", None if inventory_rate else peers_rate, Severity.ERROR if is_fabric else Severity.WARNING,
-         "the same port on peers runs at"),
-    ):
-        if runs_slow(link_rate(port), expected):
-            return [finding(severity, "NIC_SLOW", state.name,
-                            f"{port_key(device, port)} at {port.rate_gbps:g} Gb/s; {words} {expected:g} Gb/s",
-                            hca=device.hca, port=port.port, rate_gbps=port.rate_gbps, expected_gbps=expected,
-                            width=port.active_width, speed=port.active_speed, basis=basis)]
-    return []
+                peers_rate: float | None) -> list[Finding]:
+    judged = rate_basis(state.host.fabric, device.hca, port.link_layer, peers_rate, is_fabric)
+    if judged is None or not runs_slow(link_rate(port), judged[1]):
+        return []
+    basis, expected = judged
+    words = "the inventory's fabric is" if basis == "inventory" else "the same port on peers runs at"
+    return [finding(Severity.ERROR if is_fabric else Severity.WARNING, "NIC_SLOW", state.name,
+                    f"{port_key(device, port)} at {port.rate_gbps:g} Gb/s; {words} {expected:g} Gb/s",
+                    hca=device.hca, port=port.port, rate_gbps=port.rate_gbps, expected_gbps=expected,
+                    width=port.active_width, speed=port.active_speed, basis=basis)]
 
 
 def _check_netdevs(state: SurveyedHost, fabric: set[str]) -> list[Finding]:

@@ -1,0 +1,88 @@
+"""perftest and nccl-tests outputs from public issues the readers had not seen (the "fieldnet" round): the
+--cpu_util column, a table pasted without its rules and the '#' of '#iterations', connection failures of
+rdma_cm and GRH-required ports, EFA SRD, GB200 NVL72, and nccl-tests built without MPI=1 under mpirun.
+Sources in tests/fixtures/perftest/README.md and tests/fixtures/nccl-tests/README.md."""
+
+from __future__ import annotations
+
+import pytest
+from fixture_files import read_fixture
+
+from clusterctl.bench.payload import nccl_record, perftest_record
+from clusterctl.facts.nccltests import parse_nccl_tests
+from clusterctl.facts.perftest import MIB_PER_S_TO_GBPS, parse_perftest
+
+
+def test_cpu_util_column_keeps_the_row_and_reaches_the_json() -> None:
+    result = parse_perftest(read_fixture("perftest", "write_bw-D-cpu-util-column-peak-zero-table.txt"))
+    assert result.warnings == ()
+    (row,) = result.bandwidth
+    assert (row.size_bytes, row.bw_avg_gbps, row.msg_rate_mpps, row.cpu_util_pct) == (65536, 195.69, 0.373258, 4.17)
+    assert result.peak_gbps == 195.69 and result.ok
+    assert perftest_record(result)["parsed"]["bandwidth"][0]["cpu_util_pct"] == 4.17
+
+
+def test_a_row_of_six_columns_under_a_header_without_cpu_util_is_named() -> None:
+    text = (" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+            " 65536      186641           0.00               195.69 \t\t   0.373258\t    4.17\n")
+    result = parse_perftest(text)
+    assert result.bandwidth == ()
+    (warning,) = result.warnings
+    assert warning.line == 2 and "6" in warning.message
+
+
+def test_sweep_pasted_without_rules_and_without_the_hash_of_iterations_is_read() -> None:
+    result = parse_perftest(read_fixture("perftest", "read_bw-a-no-rules-iterations-without-hash-excerpt.txt"))
+    assert (result.test, result.device, result.link_type, result.printed_unit) == ("ib_read_bw", "mlx5_1", "IB",
+                                                                                   "MB/sec")
+    assert [r.size_bytes for r in result.bandwidth] == [2, 4, 8, 16, 32, 64, 128]
+    assert result.peak_gbps == pytest.approx(310.05 * MIB_PER_S_TO_GBPS, abs=1e-3)
+    assert result.ok and result.warnings == ()
+
+
+@pytest.mark.parametrize(("name", "first_error", "count"), [
+    ("write_bw-R-rts-failed-client-x722.txt", "Failed to modify QP to RTS", 2),
+    ("write_bw-R-read-keys-failed-server-x722.txt", "ethernet_read_keys: Couldn't read remote address", 3),
+    ("write_bw-grh-required-rtr-failed-two-qps.txt", "Failed to modify QP 122273 to RTR", 4),
+])
+def test_connection_failures_are_errors_not_a_slow_link(name: str, first_error: str, count: int) -> None:
+    result = parse_perftest(read_fixture("perftest", name))
+    assert not result.ok and result.bandwidth == () and result.peak_gbps is None
+    assert result.errors[0] == first_error and len(result.errors) == count
+    assert perftest_record(result)["errors"] == list(result.errors)
+
+
+def test_efa_srd_table_alone_gives_average_not_peak() -> None:
+    result = parse_perftest(read_fixture("perftest", "write_bw-efa-srd-gpu0-far-nic-table.txt"))
+    (row,) = result.bandwidth
+    assert (row.size_bytes, row.bw_peak_gbps, row.bw_avg_gbps) == (8192, 170.04, 132.18)
+    assert result.peak_gbps == 132.18 and result.printed_unit == "Gb/sec"
+
+
+@pytest.mark.parametrize(("name", "hosts", "line"), [
+    ("all_reduce-non-mpi-build-2node-rank0-twice-excerpt.txt", ("testgpu1", "testgpu2"), 10),
+    ("all_reduce-non-mpi-build-no-hash-rank0-twice-excerpt.txt", ("nlp-gpu-05", "nlp-gpu-07"), 7),
+])
+def test_rank_zero_on_two_hosts_keeps_both_and_names_the_line(name: str, hosts: tuple[str, ...], line: int) -> None:
+    result = parse_nccl_tests(read_fixture("nccl-tests", name))
+    assert sorted(result.hosts) == list(hosts)  # the second host was dropped before
+    assert [rank for rank, *_ in result.ranks].count(0) == 2
+    (warning,) = result.warnings
+    assert warning.line == line and "rank 0" in warning.message and "MPI=1" in warning.message
+    record = nccl_record(result)
+    assert sorted(record["hosts"]) == list(hosts) and record["parse_warnings"][0]["line"] == line
+
+
+def test_one_process_listing_its_ranks_twice_is_not_a_second_process() -> None:
+    text = ("#  Rank  0 Group  0 Pid   3255 on   testgpu2 device  0 [0x03] NVIDIA A100-PCIE-40GB\n"
+            "#  Rank  0 Group  0 Pid   3255 on   testgpu2 device  0 [0x03] NVIDIA A100-PCIE-40GB\n")
+    result = parse_nccl_tests(text)
+    assert result.ranks == ((0, "testgpu2", 0, "NVIDIA A100-PCIE-40GB"),) and result.warnings == ()
+
+
+def test_gb200_nvl72_tail_reads_busbw_and_the_rank_line() -> None:
+    result = parse_nccl_tests(read_fixture("nccl-tests", "all_reduce-gb200-nvl72-graphics-device-tail-excerpt.txt"))
+    assert result.ranks == ((71, "slurm-gb200-207-171", 3, "NVIDIA Graphics Device"),)
+    assert [r.size_bytes for r in result.rows][-1] == 8589934592
+    assert result.largest_busbw_gbs == 834.57 and result.peak_busbw_gbs == 846.82
+    assert result.avg_busbw_gbs == 745.53 and result.out_of_bounds == 0 and result.failure() is None
