@@ -5,6 +5,10 @@ created with ``O_EXCL`` semantics through the transport, so two runs racing for 
 both win. A run that finds a lock refuses the host and says who holds it; when the holder looks
 gone (its PID no longer runs on this control machine, or it is older than ``STALE_AFTER_S``) the
 message says the lock looks stale. ``--force-unlock`` removes a lock before taking it.
+
+The lock's folder is made by the lock itself, outside the gate and its journal: the run that made it
+removes it as it gives its lock back, once empty (another run's lock or its file being written keeps
+it), so no run leaves it behind and a folder that was there (an earlier clusterctl's) is never removed.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import shlex
 import socket
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from clusterctl.errors import ClusterctlError
 from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
@@ -84,21 +89,28 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+class Taken(NamedTuple):
+    """A lock this run holds: a note for the run ("" or "cleared the lock held by ..."), the result of the
+    command run with it (``None`` where it did not run), whether taking it made its folder."""
+
+    note: str
+    result: CommandResult | None
+    made_folder: bool = False
+
+
 def acquire_then(transport: Transport, info: LockInfo, command: str | None, *, path: str = DEFAULT_LOCK_PATH,
-                 force: bool = False) -> tuple[str, CommandResult | None]:
+                 force: bool = False) -> Taken:
     """Take the host's lock, and once it is this run's, ``command`` (under sudo; ``None``: none) in the same
-    round trip where the lock was free: a note for the run ("" or "cleared the lock held by ...") and the
-    command's result (``None`` where it did not run).
+    round trip where the lock was free.
 
     Raises ``HostLocked`` naming the holder when another run has it (and ``force`` is off).
     """
-    note = ""
-    held, result = transport.create_exclusive_then(path, info.to_bytes(), command, sudo=True)
+    held, result, made_folder = transport.create_exclusive_then(path, info.to_bytes(), command, sudo=True)
     if held is None:
-        return note, result
+        return Taken("", result, made_folder)
     other = LockInfo.parse(held)
     if other is not None and other.run_id == info.run_id:
-        return note, None
+        return Taken("", None)
     holder = other.describe() if other else f"an unreadable lock file {path}"
     if not force:
         stale = other.stale_reason() if other else "the lock file is unreadable"
@@ -110,18 +122,22 @@ def acquire_then(transport: Transport, info: LockInfo, command: str | None, *, p
     transport.remove(path, sudo=True)
     if transport.create_exclusive(path, info.to_bytes(), sudo=True) is not None:
         raise HostLocked(f"another run took the lock again right after --force-unlock cleared {holder}'s")
-    return f"cleared the lock held by {holder}", None
+    return Taken(f"cleared the lock held by {holder}", None)
 
 
-def release(transport: Transport, info: LockInfo, *, path: str = DEFAULT_LOCK_PATH) -> None:
-    """Remove the lock if it is still ours (a forced unlock by someone else must not be undone).
+def release(transport: Transport, info: LockInfo, *, path: str = DEFAULT_LOCK_PATH, made_folder: bool = False) -> None:
+    """Remove the lock if it is still ours (a forced unlock by someone else must not be undone), and the
+    folder taking it made (``made_folder``) if nothing else is in it.
 
     One round trip: the host removes the file only if it names this run (the ``run_id`` field as
     ``to_bytes`` writes it), so releasing costs what taking the lock costs.
     """
     ours = shlex.quote(f'"run_id": {json.dumps(info.run_id)}')
     q = shlex.quote(path)
-    result = transport.run(f"if grep -qF -- {ours} {q} 2>/dev/null; then rm -f {q}; fi", sudo=True)
+    folder = shlex.quote(path.rsplit("/", 1)[0] or "/")
+    # rmdir removes it only when empty: another run's lock, or one being taken, keeps it.
+    empty = f" && {{ rmdir {folder} 2>/dev/null || true; }}" if made_folder else ""
+    result = transport.run(f"if grep -qF -- {ours} {q} 2>/dev/null; then rm -f {q}{empty}; fi", sudo=True)
     if not result.ok:
         raise TransportError(FailureKind.COMMAND_FAILED,
                              f"could not release the lock {path} (exit {result.exit_code}): {result.stderr_tail()}")

@@ -406,8 +406,9 @@ class _Run:
     report: RunReport
     gate: Gate
     lock_info: host_lock.LockInfo = field(default_factory=lambda: host_lock.LockInfo.mine(uuid.uuid4().hex))
-    #: The hosts whose lock this run holds.
+    #: The hosts whose lock this run holds, and those where taking it made its folder.
     locked: list[Host] = field(default_factory=list)
+    made_lock_folder: set[str] = field(default_factory=set)
     #: The hosts confirmed unchanged by their one batched read (``_confirm_unchanged``).
     confirmed: frozenset[str] = frozenset()
     ahead: Reads = field(default_factory=dict)
@@ -688,8 +689,11 @@ def _lock_hosts(run: _Run, hosts: Sequence[Host]) -> list[Host]:
         # and say what is wrong.
         reads, answers = run.ahead.get(transport.host.name) or ([], None)
         with_lock = next((b for b in answers.batches(reads) if b.sudo), None) if answers is not None else None
-        note, result = host_lock.acquire_then(transport, run.lock_info, with_lock.line if with_lock else None,
-                                              path=run.settings.lock_path, force=run.settings.force_unlock)
+        note, result, made_folder = host_lock.acquire_then(
+            transport, run.lock_info, with_lock.line if with_lock else None, path=run.settings.lock_path,
+            force=run.settings.force_unlock)
+        if made_folder:
+            run.made_lock_folder.add(transport.host.name)
         if answers is None:
             return note
         try:
@@ -730,9 +734,10 @@ UNLOCK_AFTER_INTERRUPT_S = 30.0
 
 def _unlock_hosts(run: _Run, hosts: Sequence[Host], *, timeout_s: float | None = None, noted: bool = True) -> None:
     """Give back this run's locks on ``hosts``; a lock still held is a note of the report (``noted``)."""
-    path = run.settings.lock_path
-    fleet = run.runner.run_task(hosts, lambda t: host_lock.release(t, run.lock_info, path=path), label="unlock",
-                                timeout_s=timeout_s)
+    path, made = run.settings.lock_path, run.made_lock_folder
+    fleet = run.runner.run_task(hosts, lambda t: host_lock.release(t, run.lock_info, path=path,
+                                                                   made_folder=t.host.name in made),
+                                label="unlock", timeout_s=timeout_s)
     for outcome in fleet.outcomes:
         if noted and not outcome.ok and outcome.failure is not None:
             run.report.notes.append(f"{outcome.host.name}: its lock {path} is still held by this run "

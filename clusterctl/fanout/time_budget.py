@@ -13,6 +13,7 @@ from typing import cast
 
 from clusterctl.transport.base import (
     CommandResult,
+    Exclusive,
     FailureKind,
     PutRequest,
     PutResult,
@@ -68,9 +69,7 @@ class TimeBoxedTransport(Transport):
     def get(self, path: str, *, sudo: bool = False) -> bytes | None:
         return self._files("get").get(path, sudo=sudo)
 
-    def create_exclusive_then(
-        self, path: str, data: bytes, command: str | None, *, sudo: bool = False
-    ) -> tuple[bytes | None, CommandResult | None]:
+    def create_exclusive_then(self, path: str, data: bytes, command: str | None, *, sudo: bool = False) -> Exclusive:
         return self._files("create_exclusive_then").create_exclusive_then(path, data, command, sudo=sudo)
 
     def remove(self, path: str, *, sudo: bool = False) -> None:

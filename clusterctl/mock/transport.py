@@ -28,6 +28,7 @@ from clusterctl.mock.turns import simulating
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import (
     CommandResult,
+    Exclusive,
     FailureKind,
     PutRequest,
     PutResult,
@@ -193,13 +194,12 @@ class MockTransport(Transport):
         except StateError as exc:
             raise TransportError(FailureKind.COMMAND_FAILED, f"could not create {path}: {exc}") from None
 
-    def create_exclusive_then(
-        self, path: str, data: bytes, command: str | None, *, sudo: bool = False
-    ) -> tuple[bytes | None, CommandResult | None]:
+    def create_exclusive_then(self, path: str, data: bytes, command: str | None, *, sudo: bool = False) -> Exclusive:
+        made_folder = not self.machine.host.fs.is_dir(path.rsplit("/", 1)[0] or "/")
         held = self.create_exclusive(path, data, sudo=sudo)
-        if held is not None or command is None:
-            return held, None
-        return None, self.run(command, sudo=sudo)
+        if held is not None:
+            return Exclusive(held, None)
+        return Exclusive(None, self.run(command, sudo=sudo) if command else None, made_folder=made_folder)
 
     def remove(self, path: str, *, sudo: bool = False) -> None:
         self.history.append(f"# remove {path}")

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
@@ -63,6 +63,16 @@ class CommandResult:
 
     def stderr_tail(self, lines: int = 5) -> str:
         return "\n".join(self.stderr.strip().splitlines()[-lines:])
+
+
+class Exclusive(NamedTuple):
+    """What ``Transport.create_exclusive_then`` did: ``held`` is the file already there (``None``: this call
+    created it), ``result`` the command's (``None`` where it did not run), ``made_folder`` whether this call
+    made the file's folder (clusterctl's then, to remove once empty)."""
+
+    held: bytes | None
+    result: CommandResult | None
+    made_folder: bool = False
 
 
 @dataclass(frozen=True)
@@ -387,33 +397,30 @@ class Transport:
         never exists empty or half-written: a run cut off here (Ctrl-C) leaves either nothing
         or a whole lock it can recognise as its own and release.
         """
-        return self.create_exclusive_then(path, data, None, sudo=sudo)[0]
+        return self.create_exclusive_then(path, data, None, sudo=sudo).held
 
-    def create_exclusive_then(
-        self, path: str, data: bytes, command: str | None, *, sudo: bool = False
-    ) -> tuple[bytes | None, CommandResult | None]:
+    def create_exclusive_then(self, path: str, data: bytes, command: str | None, *, sudo: bool = False) -> Exclusive:
         """``create_exclusive``, and where this call created the file, ``command`` right after it in
-        the same round trip (a run's lock and its first reads), under the same ``sudo``.
-
-        Returns what ``create_exclusive`` returns and the command's result: ``None`` when the file
-        was already there (the command did not run) or when no command was given.
+        the same round trip (a run's lock and its first reads), under the same ``sudo``; and whether
+        this call made the file's folder, which its maker alone may remove (once empty).
         """
         q = shlex.quote(path)
         folder = shlex.quote(path.rsplit("/", 1)[0] or "/")
         then = f"; {command}" if command else ""
-        script = (f"mkdir -p {folder} && tmp=$(mktemp {folder}/.clusterctl-new.XXXXXX) && "
+        # The folder is made again if it went between (its maker removed it, empty, as it gave its lock back).
+        script = (f"made=; for try in 1 2 3; do [ -d {folder} ] || {{ mkdir -p {folder} && made=' folder'; }}; "
+                  f"tmp=$(mktemp {folder}/.clusterctl-new.XXXXXX) && break; done && "
                   "trap 'rm -f \"$tmp\"' EXIT && cat > \"$tmp\" && "
-                  f"if ln \"$tmp\" {q} 2>/dev/null; then echo created{then}; else cat {q}; exit 3; fi")
+                  f"if ln \"$tmp\" {q} 2>/dev/null; then echo \"created$made\"{then}; else cat {q}; exit 3; fi")
         result = self.run("sh -c " + shlex.quote(script), sudo=sudo, stdin=data)
-        created = result.stdout.startswith("created\n")
+        said, _, rest = result.stdout.partition("\n")
+        created = said in ("created", "created folder")
         if not created and result.exit_code == 3:
-            return result.stdout.encode(), None
-        if not created or (command is None and (not result.ok or result.stdout.strip() != "created")):
+            return Exclusive(result.stdout.encode(), None)
+        if not created or (command is None and (not result.ok or rest.strip())):
             raise _failed("create", path, result)
-        if command is None:
-            return None, None
-        return None, CommandResult(command, result.stdout[len("created\n"):], result.stderr, result.exit_code,
-                                   result.duration_s)
+        ran = CommandResult(command, rest, result.stderr, result.exit_code, result.duration_s) if command else None
+        return Exclusive(None, ran, made_folder=said == "created folder")
 
     def remove(self, path: str, *, sudo: bool = False) -> None:
         """Remove ``path`` if it exists."""

@@ -481,7 +481,7 @@ def test_release_leaves_a_lock_another_run_took_over(fleet: Fleet, tmp_path: Pat
     transport = fleet.transports["n1"]
     mine = LockInfo("alice", "laptop", 1, "2026-01-01T00:00:00+00:00", "run-a")
     theirs = LockInfo("bob", "desk", 2, "2026-01-01T00:00:01+00:00", "run-b")
-    assert acquire_then(transport, mine, None) == ("", None)
+    assert acquire_then(transport, mine, None)[:2] == ("", None)
     transport.files[LOCK] = theirs.to_bytes()  # bob forced the lock open and took it
     release(transport, mine)
     assert fleet.file("n1", LOCK) == theirs.to_bytes()

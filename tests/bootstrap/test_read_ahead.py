@@ -164,14 +164,44 @@ def test_the_lock_and_the_reads_after_it_go_in_one_round_trip(tmp_path: Path) ->
 
     lock = str(tmp_path / "locks" / "bootstrap.lock")
     host = Counted(Host(name="here", transport="local"))
-    held, result = host.create_exclusive_then(lock, b"mine\n", "echo read; printf x >&2; exit 5")
-    assert held is None and Counted.calls == 1
+    held, result, made_folder = host.create_exclusive_then(lock, b"mine\n", "echo read; printf x >&2; exit 5")
+    assert held is None and made_folder and Counted.calls == 1
     assert result is not None and (result.stdout, result.stderr, result.exit_code) == ("read\n", "x", 5)
     assert Path(lock).read_bytes() == b"mine\n"
     # Someone holds it: the reads do not run, the holder's lock is what comes back.
-    held, result = host.create_exclusive_then(lock, b"other\n", "touch " + shlex.quote(str(tmp_path / "ran")))
-    assert held == b"mine\n" and result is None and not (tmp_path / "ran").exists()
+    held, result, made_folder = host.create_exclusive_then(lock, b"other\n",
+                                                           "touch " + shlex.quote(str(tmp_path / "ran")))
+    assert held == b"mine\n" and result is None and not made_folder and not (tmp_path / "ran").exists()
     assert host.create_exclusive(lock, b"again\n") == b"mine\n"
+
+
+def test_the_lock_folder_goes_with_the_lock_of_the_run_that_made_it(tmp_path: Path) -> None:
+    """The lock makes its folder outside the gate (no journal, no reset): the run whose lock made it removes
+    it as it gives the lock back, once empty, in sh as a host runs it. A folder that was there (an earlier
+    clusterctl's, the user's) stays; so does one where another run is taking its lock."""
+    from clusterctl.engine.lock import LockInfo, acquire_then, release
+    from clusterctl.transport.local import LocalTransport
+
+    host = LocalTransport(Host(name="here", transport="local"))
+    lock = tmp_path / "var-lib-clusterctl" / "bootstrap.lock"
+    mine = LockInfo("alice", "laptop", 1, "2026-01-01T00:00:00+00:00", "run-a")
+    taken = acquire_then(host, mine, None, path=str(lock))
+    assert taken == ("", None, True) and lock.read_bytes() == mine.to_bytes()
+    release(host, mine, path=str(lock), made_folder=taken.made_folder)
+    assert not lock.parent.exists()
+
+    taken = acquire_then(host, mine, "echo read", path=str(lock))
+    assert taken.made_folder and taken.result is not None and taken.result.stdout == "read\n"
+    another = lock.parent / ".clusterctl-new.AbCdEf"  # another run taking the lock the moment this one leaves
+    another.write_bytes(b"theirs\n")
+    release(host, mine, path=str(lock), made_folder=True)
+    assert not lock.exists() and another.read_bytes() == b"theirs\n"
+    another.unlink()
+
+    taken = acquire_then(host, mine, None, path=str(lock))  # the folder is there: not this run's to remove
+    assert taken.made_folder is False
+    release(host, mine, path=str(lock), made_folder=taken.made_folder)
+    assert lock.parent.is_dir() and not lock.exists()
 
 
 def test_a_read_that_failed_in_the_batch_is_asked_again_by_its_phase() -> None:

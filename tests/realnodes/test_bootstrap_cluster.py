@@ -71,9 +71,10 @@ KUBEADM_KEPT = {"/etc/kubernetes", "/etc/kubernetes/manifests", "/etc/kubernetes
 
 
 def node_folders(nodes: RealNodes) -> dict[str, set[str]]:
-    """Each node's folders where clusterctl and kubeadm write, as the node sees them (its overlay merged)."""
-    return {node.name: set(nodes.sh(node.name, "find /etc /var/lib/kubelet /var/lib/etcd -type d").stdout.split())
-            for node in nodes.nodes}
+    """Each node's folders where clusterctl and kubeadm write, as the node sees them (its overlay merged), and
+    the host lock's, made by the lock outside the journal (where it is there)."""
+    listed = "find /etc /var/lib/kubelet /var/lib/etcd -type d && { ls -d /var/lib/clusterctl 2>/dev/null || true; }"
+    return {node.name: set(nodes.sh(node.name, listed).stdout.split()) for node in nodes.nodes}
 
 
 @pytest.fixture(scope="module")
@@ -244,7 +245,8 @@ def test_reset_leaves_the_nodes_as_bootstrap_found_them(fleet: tuple[RealNodes, 
     for name, files in after.items():
         assert files - BEFORE[name] == set(), f"{name}: left behind"
         assert BEFORE[name] - files == set(), f"{name}: removed what was there before"
-    # The folders bootstrap made (containerd's certs.d/registry.k8s.io, /etc/containerd, clusterctl's) go too.
+    # The folders bootstrap made (containerd's certs.d/registry.k8s.io, /etc/containerd, clusterctl's, the host
+    # lock's) go too.
     folders = node_folders(nodes)
     assert {n: f - FOLDERS_BEFORE[n] - KUBEADM_KEPT for n, f in folders.items()} == {n: set() for n in folders}
     assert {n: FOLDERS_BEFORE[n] - f for n, f in folders.items()} == {n: set() for n in folders}  # none removed
