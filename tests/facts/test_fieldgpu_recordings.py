@@ -129,3 +129,13 @@ def test_five_gpu_workstation_with_the_odd_gpu_on_the_other_socket() -> None:
     assert [(g.cpu_affinity, g.numa_affinity) for g in matrix.gpus] == [("8-15,24-31", "1")] + [("0-7,16-23", "0")] * 4
     pairs = [("GPU1", "GPU2"), ("GPU3", "GPU4"), ("GPU2", "GPU3"), ("GPU0", "GPU4")]
     assert _raw("rtx4090-5gpu-phb-node-sys.txt", pairs) == ["PHB", "PHB", "NODE", "SYS"]
+
+
+def test_dcgm_paste_cut_mid_table_reads_the_tests_and_names_every_other_row() -> None:
+    diag = parse_dcgmi_diag(read_fixture("dcgmi", "godcgm52-3.3.1-r2-pass-gpu1-fail-gpu0-clipped.txt"))
+    assert [(r.category, r.test, r.gpu, r.status) for r in diag.results] == [
+        ("Hardware", "GPU Memory", 1, "Pass"), ("Hardware", "GPU Memory", 0, "Fail")]
+    assert "cuCtxCreate" in diag.failed[0].info
+    # The Info rows above the first test belong to a test cut off the paste: never metadata, each line named.
+    assert diag.metadata == {}
+    assert [w.line for w in diag.warnings] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 18]
