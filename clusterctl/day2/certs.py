@@ -50,6 +50,8 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-schedul
 #: KubeletConfiguration ``fileCheckFrequency`` default: how long the kubelet takes to see a manifest go.
 FILE_CHECK_S = 20
 WARN_DAYS = 30
+#: What to do about a certificate kubeadm lists as externally managed (its CA's key is not on the host).
+EXTERNAL_FIX = "externally managed (no CA key on the host): renew it with the CA that signed it; kubeadm cannot"
 
 
 @dataclass
@@ -144,12 +146,15 @@ def expiration_findings(host: str, expiration: CertExpiration, now: datetime, wa
                      "again; an external etcd's certificates are not kubeadm's") for name in expiration.missing]
     for cert in (*expiration.certificates, *expiration.authorities):
         days = cert.days_left(now)
+        # kubeadm renews only what its own CA key signs: "Detected external ca, ... can't be renewed".
+        renew = EXTERNAL_FIX if cert.externally_managed else "clusterctl certs renew"
         if days < 0:
             found.append(Finding(Severity.ERROR, "CERT_EXPIRED", f"{cert.name} expired on {cert.expires:%Y-%m-%d}",
-                                 host=host, fix="clusterctl certs renew (a CA needs a new PKI: kubeadm docs)"))
+                                 host=host, fix=EXTERNAL_FIX if cert.externally_managed else
+                                 "clusterctl certs renew (a CA needs a new PKI: kubeadm docs)"))
         elif days < warn_days:
             found.append(Finding(Severity.WARNING, "CERT_EXPIRING", f"{cert.name} expires in {days} day(s) "
-                                 f"({cert.expires:%Y-%m-%d})", host=host, fix="clusterctl certs renew"))
+                                 f"({cert.expires:%Y-%m-%d})", host=host, fix=renew))
     return found
 
 

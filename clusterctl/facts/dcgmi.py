@@ -174,7 +174,7 @@ def _parse_text(text: str) -> DcgmDiag:
                                      gpu=last.gpu if last.gpu is not None else gpu)
                 results[-1] = joined
             continue
-        if name and value:
+        if name and value and name not in ("Warning", "Info"):  # a note above any test (a paste cut above it)
             meta.setdefault(name, value)
         elif name or value:
             warnings.append(ParseWarning(f"row {raw[:80]!r} is neither a test nor a detail of one: not read",

@@ -86,3 +86,48 @@ def test_gb200_nvl72_tail_reads_busbw_and_the_rank_line() -> None:
     assert [r.size_bytes for r in result.rows][-1] == 8589934592
     assert result.largest_busbw_gbs == 834.57 and result.peak_busbw_gbs == 846.82
     assert result.avg_busbw_gbs == 745.53 and result.out_of_bounds == 0 and result.failure() is None
+
+
+def test_old_broadcast_with_validation_off_has_no_redop_and_no_error_figure() -> None:
+    result = parse_nccl_tests(read_fixture("nccl-tests", "broadcast-c0-old-no-redop-error-na-nccl-warn-excerpt.txt"))
+    (row,) = result.rows
+    assert (row.size_bytes, row.type, row.redop, row.root) == (8, "float", None, 0)
+    assert (row.out_of_place.time_us, row.out_of_place.error, row.out_of_place.wrong) == (45.82, None, None)
+    assert (row.in_place.time_us, row.in_place.error) == (38.17, None)  # 'N/A': -c 0 checked nothing
+    assert result.nccl_version == "2.9.6+cuda11.2" and result.hosts == ("v100-gpu-1", "v100-gpu-5")
+    # Both ranks' NCCL WARN lines are kept verbatim.
+    assert [e.split(" NCCL WARN ")[1] for e in result.errors] == ["Failed to open libibverbs.so[.1]"] * 2
+
+
+def test_all_gather_bfloat16_with_a_linear_step() -> None:
+    result = parse_nccl_tests(read_fixture("nccl-tests", "all_gather-bfloat16-i-step-none-redop-excerpt.txt"))
+    assert result.test == "all_gather_perf" and result.collective == "all_gather"
+    sizes = [r.size_bytes for r in result.rows]
+    assert sizes == [16777216 * k for k in range(1, 8)]  # -i 16777216: a step, not a factor
+    assert {(r.type, r.redop, r.root) for r in result.rows} == {("bfloat16", "none", -1)}
+    assert result.peak_busbw_gbs == 144.59 and result.largest_busbw_gbs == 119.64 and result.failure() is None
+
+
+def test_a_paste_that_starts_inside_the_header_reads_the_table() -> None:
+    result = parse_nccl_tests(read_fixture("nccl-tests", "all_reduce-ring-2node-header-cut-in-place-fragment.txt"))
+    assert len(result.rows) == 5 and result.warnings == ()
+    assert result.avg_busbw_gbs == 95.3009 and result.largest_busbw_gbs == 95.10 and result.out_of_bounds == 0
+
+
+def test_nccl_tests_2_20_banner_gb10_and_domain_bus_ids() -> None:
+    result = parse_nccl_tests(read_fixture("nccl-tests", "all_reduce-2.20.0-gb10-spark-2node-excerpt.txt"))
+    assert result.nccl_tests_version == "2.20.0" and result.test == "all_reduce_perf"
+    assert result.ranks == ((0, "spark-d708", 0, "NVIDIA GB10"), (1, "spark-dbf4", 0, "NVIDIA GB10"))
+    assert (result.min_bytes, result.max_bytes, result.n_gpus) == (8192, 8589934592, 1)
+    assert [r.out_of_place.busbw_gbs for r in result.rows] == [0.23, 0.52, 0.83, 0.96]
+    assert result.avg_busbw_gbs is None  # the excerpt ends before the run did
+
+
+def test_atomic_bw_on_a_soft_ib_device_reads_its_one_row() -> None:
+    result = parse_perftest(read_fixture("perftest", "atomic_bw-cmp-and-swap-soft-ib-pib-client.txt"))
+    assert (result.test, result.device, result.link_type, result.side) == ("ib_atomic_bw", "pib_1", "IB", "client")
+    # 'Device not recognized to implement inline feature. Disabling it' is a note, not a failure.
+    assert result.errors == () and result.ok and ("Outstand reads", "16") in result.banner_settings
+    (row,) = result.bandwidth
+    assert (row.size_bytes, row.msg_rate_mpps) == (8, 0.219031)
+    assert row.bw_avg_gbps == pytest.approx(1.67 * MIB_PER_S_TO_GBPS, abs=1e-4)

@@ -104,3 +104,24 @@ def test_findings_name_each_missing_expired_and_expiring_certificate() -> None:
                                                         "etcd-peer", "etcd-server", "etcd-ca")]
     assert ("CERT_EXPIRED", "admin.conf") in codes and ("CERT_EXPIRING", "apiserver") in codes
     assert ("CERT_EXPIRED", "ca") not in codes and len(codes) == 11
+
+
+def test_the_real_kubeadm_1_37_tables_and_an_external_ca() -> None:
+    from clusterctl.day2.certs import EXTERNAL_FIX, expiration_findings
+
+    full = parse_check_expiration(read_fixture("kubeadm-certs", "recorded-kubeadm-1.37.2-stacked-etcd.txt"))
+    assert len(full.certificates) == 11 and full.missing == () and full.certificates[-1].name == "super-admin.conf"
+    assert {(a.name, a.residual, a.externally_managed) for a in full.authorities} == {
+        ("ca", "9y", False), ("etcd-ca", "9y", False), ("front-proxy-ca", "9y", False)}
+    external = parse_check_expiration(read_fixture("kubeadm-certs",
+                                                   "recorded-kubeadm-1.37.2-external-ca-missing-rows.txt"))
+    assert external.missing == ("front-proxy-client", "super-admin.conf")
+    signed_outside = {c.name for c in external.certificates if c.externally_managed}
+    assert signed_outside == {"admin.conf", "apiserver", "apiserver-kubelet-client", "controller-manager.conf",
+                              "scheduler.conf"}
+    assert [a.name for a in external.authorities if a.externally_managed] == ["ca"]
+    # A month before they expire: kubeadm cannot renew what the outside CA signed, and the fix says so.
+    soon = datetime(2027, 11, 20, tzinfo=timezone.utc)
+    fixes = {f.message.split(" ")[0]: f.fix for f in expiration_findings("cp1", external, soon, 30)
+             if f.code == "CERT_EXPIRING"}
+    assert fixes["apiserver"] == EXTERNAL_FIX and fixes["etcd-peer"] == "clusterctl certs renew"
