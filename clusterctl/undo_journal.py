@@ -14,7 +14,6 @@ import json
 import os
 import re
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from clusterctl.changes import Change, ChangeKind, GateRecord
 from clusterctl.errors import UsageError
+from clusterctl.utc import file_stamp, utc_stamp
 from clusterctl.writable import replace_file
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def record_json(record: GateRecord) -> dict[str, Any]:
 def _payload(kept: Sequence[dict[str, Any]], command: str, now: float | None, cluster: str | None,
              fleet: str | None) -> dict[str, Any]:
     payload: dict[str, Any] = {"kind": JOURNAL_KIND, "version": JOURNAL_VERSION, "command": command,
-                               "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now)),
+                               "created": utc_stamp(now),
                                "changes": list(kept)}
     if cluster is not None:
         payload["cluster"] = cluster
@@ -245,7 +245,7 @@ class WriteAheadJournal:
 
 def _new_journal_path(folder: Path, command: str, now: float | None) -> Path:
     """``FOLDER/<command>-YYYYmmdd-HHMMSS[-N].json``, made here (exclusively: two runs in one second keep two)."""
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    stamp = file_stamp(now)
     slug = "-".join(command.replace("--", "").split())
     serial = 1
     while True:
@@ -382,7 +382,7 @@ def mark_journal_used(path: str | Path, hosts: Sequence[str], *, now: float | No
     data.pop("partial", None)
     before = data.get("used")
     used: dict[str, Any] = before if isinstance(before, dict) else {}
-    when = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now))
+    when = utc_stamp(now)
     used.update({host: when for host in hosts})
     data["used"] = used
     try:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
 from clusterctl.findings import FINDINGS_SCHEMA_VERSION
+from clusterctl.utc import file_stamp
 from clusterctl.writable import make_folder, replace_file
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def new_results_dir(base: str | None = None, *, now: float | None = None, prefix
         make_folder(folder, f"--results-dir {folder}")
         _claim(folder)
     else:
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+        stamp = file_stamp(now)
         parent = Path("clusterctl-results")
         make_folder(parent, f"results folder {parent}")
         for attempt in range(1, 1000):

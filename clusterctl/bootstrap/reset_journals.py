@@ -20,6 +20,7 @@ from pathlib import Path
 from clusterctl.changes import MAKES_CNI, GateRecord
 from clusterctl.errors import UsageError
 from clusterctl.undo_journal import Journal, read_journal
+from clusterctl.utc import epoch
 
 #: The reset phase's own journals (``bootstrap phase reset``) record what reset did, not what bootstrap made.
 RESET_COMMAND = "bootstrap phase reset"
@@ -64,8 +65,9 @@ def bootstrap_journals(folder: Path, *, cluster: str, fleet: str) -> ResetJourna
         if journal.command == RESET_COMMAND or not journal.command.startswith("bootstrap"):
             continue
         journals.append(journal)
-    # Oldest first: by when it was written, then by name (two runs in one second: NAME-2.json).
-    journals.sort(key=lambda j: (j.created, len(j.path.name), j.path.name))
+    # Oldest first: by the moment it was written (an earlier release wrote local time), then by name (two runs
+    # in one second: NAME-2.json).
+    journals.sort(key=lambda j: (epoch(j.created) or 0.0, len(j.path.name), j.path.name))
     hosts: dict[str, list[HostJournal]] = {}
     cnis: set[str] = set()
     for journal in journals:

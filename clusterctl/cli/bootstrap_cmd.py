@@ -296,6 +296,7 @@ def _print_plan(app: AppContext, phase: Phase[Any, Any], results: list[HostPhase
             shown = text.replace("HOST:", f"{hosts[0]}:") if len(hosts) == 1 else text
             app.say(shown)
 
+
 def _print_findings(app: AppContext, report: RunReport) -> None:
     from clusterctl.cli.findings_view import print_findings
 
@@ -311,7 +312,7 @@ def _print_recap(app: AppContext, report: RunReport) -> None:
     # A plan's "ok" is a phase with nothing to change, not a phase that passed.
     planned = {Status.CHANGED: "would change", Status.OK: "no change"}
     count_columns = [Column(s.value if report.applied else planned.get(s, s.value), keep=True, justify="right")
-              for s in Status]
+                     for s in Status]
     print_table(app.console, (Column("phase", keep=True), *count_columns, Column("time", keep=True, justify="right")),
                 [(p.phase, *(str(p.counts.get(s, 0)) for s in Status), f"{p.duration_s:.1f}s") for p in report.recap],
                 title="PLAN RECAP (nothing was changed)" if not report.applied else "RECAP")

@@ -282,9 +282,9 @@ def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | Non
 
 
 def save_report(host: str, report: str, folder: Path = REPORTS) -> Path:
-    import time
+    from clusterctl.utc import file_stamp
 
     make_folder(folder, "the heal reports folder")
-    path = folder / host_file_name(host, time.strftime("-needs-hardware-%Y%m%d-%H%M%S.txt"))
+    path = folder / host_file_name(host, f"-needs-hardware-{file_stamp()}.txt")
     replace_file(path, report + "\n", mode=0o600)
     return path

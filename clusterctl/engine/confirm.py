@@ -27,7 +27,6 @@ import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +35,7 @@ from clusterctl.errors import UsageError
 from clusterctl.host_reader import HostReader
 from clusterctl.json_input import read_json
 from clusterctl.secret import mask_text
+from clusterctl.utc import utc_stamp
 from clusterctl.writable import replace_file
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ def record_hosts(runner: Runner, store: HostConfirmations, entries: Sequence[tup
     by_name = {h.name: (inputs, phases, reads) for h, inputs, phases, reads in entries}
     fleet = runner.run_task([h for h, *_ in entries], lambda t: _ask(t, by_name[t.host.name][2]),
                             label="record confirmation")
-    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    when = utc_stamp()
     for outcome in fleet.outcomes:
         inputs, phases, reads = by_name[outcome.host.name]
         store.put(outcome.host.name, HostRecord(inputs, phases, reads, str(outcome.value), when)

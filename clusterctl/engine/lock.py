@@ -20,11 +20,11 @@ import shlex
 import socket
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import NamedTuple
 
 from clusterctl.errors import ClusterctlError
 from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
+from clusterctl.utc import epoch, utc_stamp
 
 DEFAULT_LOCK_PATH = "/var/lib/clusterctl/bootstrap.lock"
 #: A lock older than this is reported as probably stale (no run takes six hours per host).
@@ -49,8 +49,7 @@ class LockInfo:
             user = getpass.getuser()
         except (KeyError, OSError):  # no passwd entry in some containers
             user = str(os.getuid())
-        return cls(user, socket.gethostname(), os.getpid(), datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                   run_id)
+        return cls(user, socket.gethostname(), os.getpid(), utc_stamp(), run_id)
 
     def to_bytes(self) -> bytes:
         return (json.dumps(self.__dict__, sort_keys=True) + "\n").encode()
@@ -71,9 +70,8 @@ class LockInfo:
         """Why this lock looks abandoned, or ``None`` when its holder may still be running."""
         if self.control_host == socket.gethostname() and not _pid_alive(self.pid):
             return f"process {self.pid} no longer runs on {self.control_host}"
-        try:
-            started = datetime.fromisoformat(self.started).timestamp()
-        except ValueError:
+        started = epoch(self.started)
+        if started is None:
             return "its start time is unreadable"
         age = time.time() - started
         if age > STALE_AFTER_S:

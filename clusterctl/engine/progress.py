@@ -18,12 +18,12 @@ import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
 from clusterctl.secret import mask_text
+from clusterctl.utc import utc_stamp
 from clusterctl.writable import replace_file
 from clusterctl.writable import state_dir as chosen_state_dir
 
@@ -152,7 +152,7 @@ class ProgressStore:
     def record(self, host: str, phase: str, status: str, duration_s: float, message: str = "") -> None:
         entry: dict[str, Any] = {
             "status": status,
-            "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "finished": utc_stamp(),
             "duration_s": round(duration_s, 3),
         }
         if message:
@@ -163,7 +163,7 @@ class ProgressStore:
     def save(self) -> None:
         with self._lock:
             payload = {"version": FORMAT_VERSION, "cluster": self.cluster,
-                       "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"), "hosts": self.hosts}
+                       "updated": utc_stamp(), "hosts": self.hosts}
             if self.survey:
                 payload["survey"] = self.survey
             if self.run:

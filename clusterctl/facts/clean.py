@@ -275,7 +275,9 @@ def _first_pass(numbered: Iterable[tuple[int, str]], removed: dict[str, int], *,
         if is_prompt(line):
             removed["prompt"] += 1
             continue
-        if line.strip() in _ELISIONS or set(line.strip()) == {"."}:  # "....", "......": the longer elisions
+        bare = line.strip()
+        # "....", "......": the longer elisions ("." or ".." alone is not one, and has no "..." for _is_plain to see).
+        if bare in _ELISIONS or (len(bare) > 3 and set(bare) == {"."}):
             removed["elision"] += 1
             continue
         kept.append((number, line))

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.table import numbered_lines
+from clusterctl.facts.clean import clean_lines
 
 COMMAND = "nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv"
 _MIB = re.compile(r"^(\d+)(?:\s*MiB)?$")
@@ -42,7 +42,7 @@ def _value(text: str) -> str | None:
 def parse_compute_apps(text: str) -> tuple[ComputeApp, ...]:
     """The processes listed, in order; ``()`` for the header alone."""
     what = "nvidia-smi --query-compute-apps"
-    lines = numbered_lines(text)
+    lines = clean_lines(text)
     if not lines:
         raise ParseError(what, "no output (not even the CSV header)")
     header_no, header = lines[0]

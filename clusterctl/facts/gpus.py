@@ -12,8 +12,8 @@ from typing import Any
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact
+from clusterctl.facts.clean import clean_lines
 from clusterctl.facts.model import GPUInfo
-from clusterctl.facts.table import numbered_lines
 
 _WHAT = "nvidia-smi --query-gpu"
 
@@ -79,7 +79,7 @@ def _field_name(header_cell: str) -> str:
 
 
 def parse_gpus(text: str) -> tuple[GPUInfo, ...]:
-    lines = numbered_lines(text)
+    lines = clean_lines(text)  # a pasted output's prompt line above the header is no header
     if not lines:
         raise ParseError(_WHAT, "empty output: no CSV header")
     header_number, header_line = lines[0]
@@ -125,7 +125,7 @@ GPUS: Fact[tuple[GPUInfo, ...]] = Fact(
 def parse_persistence_modes(text: str) -> dict[int, bool | None]:
     """``nvidia-smi --query-gpu=index,persistence_mode --format=csv``: GPU index -> persistence mode on
     (``None``: the GPU cannot report it). Read before a GPU reset, which persistence mode refuses."""
-    header = next((line for line in text.splitlines() if line.strip()), "")
+    header = next((line.text for line in clean_lines(text)), "")
     if "persistence_mode" not in (_field_name(cell) for cell in header.split(",")):
         raise ParseError(_WHAT, "the CSV header names no persistence_mode field", line=1, text=header)
     return {gpu.index: gpu.persistence_mode for gpu in parse_gpus(text)}

@@ -18,8 +18,9 @@ from clusterctl.facts.model import ParseWarning
 from clusterctl.facts.table import blocks
 
 _SYSFS = re.compile(r"^/sys/class/infiniband/([^/\s]+)/ports/(\d+)/(?:hw_)?counters/(\w+):\s*(\d+)\s*$")
-_PERF_HEADER = re.compile(r"^#\s*Port (?:extended )?counters:.*?(?:Lid\s+(\d+))?.*?port\s+(\d+)", re.IGNORECASE)
-_PERF_ROW = re.compile(r"^(\w+):\.*\s*(\d+)\s*$")
+_PERF_HEADER = re.compile(r"^#\s*Port (?:extended )?counters:\s*(?:Lid\s+(\d+)\b)?.*?port\s+(\d+)", re.IGNORECASE)
+#: ``SymbolErrorCounter:..............0``; the selectors (``CounterSelect:....0x0000``) are printed in hex.
+_PERF_ROW = re.compile(r"^(\w+):\.*\s*(\d+|0x[0-9a-fA-F]+)\s*$")
 #: perfquery name -> sysfs counter name.
 PERFQUERY_NAMES: dict[str, str] = {
     "SymbolErrorCounter": "symbol_error", "LinkErrorRecoveryCounter": "link_error_recovery",
@@ -66,7 +67,7 @@ def parse_perfquery(text: str) -> IBCounters:
             row = _PERF_ROW.match(line.text.strip())
             if row is None:
                 unread.append(line)
-            elif row.group(1) not in ("PortSelect", "CounterSelect"):
+            elif row.group(1) not in ("PortSelect", "CounterSelect", "CounterSelect2"):
                 counters[PERFQUERY_NAMES.get(row.group(1), row.group(1))] = int(row.group(2))
         ports.append(IBPortCounters(f"lid-{header.group(1) or '?'}", int(header.group(2)), counters, opening.number))
     if not ports:

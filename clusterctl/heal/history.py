@@ -8,13 +8,12 @@ are ``node_ops.HISTORY`` (``node_ops.quarantine_times``); flapping is counted fr
 
 from __future__ import annotations
 
-import calendar
 import json
-import time
 from dataclasses import dataclass
 
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.quarantine.node_ops import quarantine_times
+from clusterctl.utc import epoch
 
 STATE = "clusterctl.dev/heal-state"
 STEPS = "clusterctl.dev/heal-history"
@@ -50,13 +49,6 @@ def with_step(node_steps: list[StepEntry], entry: StepEntry) -> str:
     return json.dumps([e.to_json() for e in [*node_steps, entry][-KEPT:]], separators=(",", ":"))
 
 
-def _epoch(stamp: str) -> float | None:
-    try:
-        return float(calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")))
-    except ValueError:
-        return None
-
-
 def quarantines_within(node: KubeNode, window_s: float, now: float) -> list[str]:
     """The quarantine times of ``node`` within the last ``window_s`` seconds before ``now``."""
-    return [stamp for stamp in quarantine_times(node) if (at := _epoch(stamp)) is not None and now - at <= window_s]
+    return [stamp for stamp in quarantine_times(node) if (at := epoch(stamp)) is not None and now - at <= window_s]

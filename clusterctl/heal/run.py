@@ -40,9 +40,10 @@ from clusterctl.findings import Finding, Severity
 from clusterctl.heal import history
 from clusterctl.heal.chain import DEFAULT_TIMEOUTS, chain_for
 from clusterctl.quarantine import node_ops
-from clusterctl.quarantine.run import control_plane, utc_now
+from clusterctl.quarantine.run import control_plane
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import FailureKind, TransportError
+from clusterctl.utc import file_stamp, utc_stamp
 
 if TYPE_CHECKING:
 
@@ -142,7 +143,7 @@ class _Healer:
             node = read_node(transport, self.host.name)
             if node is None:
                 return
-            entry = history.StepEntry(utc_now(), step, result, mask_text(detail))
+            entry = history.StepEntry(utc_stamp(), step, result, mask_text(detail))
             wanted: dict[str, str | None] = {history.STEPS: history.with_step(history.steps_of(node), entry)}
             if state is not None:
                 wanted[history.STATE] = state
@@ -291,8 +292,7 @@ class _Healer:
         else:
             why = failure or f"exit {value.exit_code if value else '?'}: {value.stderr.strip()[:120] if value else ''}"
             gpus = [f"  (could not be read: {why})"]
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-        log = f"/var/tmp/nvidia-bug-report-{host.name}-{stamp}.log"
+        log = f"/var/tmp/nvidia-bug-report-{host.name}-{file_stamp()}.log"
         bug = Change.run(host.name, f"nvidia-bug-report.sh --output-file {log}",
                          summary=f"collect nvidia-bug-report on {host.name}", timeout_s=900,
                          cannot_undo=f"the report stays in {log}.gz, for the hardware ticket")

@@ -120,6 +120,21 @@ def nvsmi_id(gpu: GpuHealth) -> str:
     return str(gpu.index) if gpu.index_known else gpu.bus_id
 
 
+def _recovery_fix(recovery: str | None, gpu_id: str) -> tuple[str, str]:
+    """The immediate action and fix for nvidia-smi's GPU Recovery Action (None: a Reset Status flag), after
+    NVIDIA's "Error Recovery and Response Flags": Reboot means the fault may have left the OS inconsistent (a GPU
+    reset is not enough); Drain P2P asks to stop peer-to-peer traffic, then to read the action again."""
+    said = (recovery or "").lower()
+    if "reboot" in said:
+        return "RESTART_BM", ("Drain the host and reboot it: the driver says the fault may have left the OS "
+                              "inconsistent, so a GPU reset is not enough (NVIDIA: Reboot).")
+    if said == "drain p2p":
+        return "RESTART_APP", ("Stop the processes that use peer-to-peer traffic on this GPU (drain the host) and "
+                               "turn off UVM persistence mode, then check again: the driver then names the action "
+                               "that follows (NVIDIA: Drain P2P).")
+    return "RESET_GPU", f"Drain the host and reset the GPU (nvidia-smi -r -i {gpu_id}) or reboot."
+
+
 def _pci_key(address: str | None) -> str | None:
     """``bb:dd`` of a PCI address in any of the forms the tools print (``0000:19:00``, ``00000000:19:00.0``)."""
     if not address:
@@ -196,11 +211,12 @@ def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
             "Drain and Reset Recommended" if gpu.drain_and_reset_recommended else None)
         if flag or recovery:
             said = f"{flag}: Yes" if flag else f"GPU Recovery Action: {recovery}"
+            action, fix = _recovery_fix(recovery, nvsmi_id(gpu))
             found.append(_finding(
                 Severity.ERROR, "GPU_RESET_REQUIRED", name, f"{where}: nvidia-smi reports '{said}'",
-                subject=subject, action="RESET_GPU",
+                subject=subject, action=action,
                 evidence=f"GPU Reset Status / {flag} : Yes" if flag else f"GPU Recovery Action : {recovery}",
-                fix=f"Drain the host and reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot."))
+                fix=fix))
         vol = gpu.ecc.volatile_uncorrectable
         if vol:
             found.append(_finding(

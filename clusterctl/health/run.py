@@ -11,7 +11,6 @@ judges it.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING
@@ -31,6 +30,7 @@ from clusterctl.health.summary import host_facts
 from clusterctl.inventory.model import Host, Inventory
 from clusterctl.survey.checks.host import MadeOnce
 from clusterctl.transport.base import Transport
+from clusterctl.utc import utc_stamp
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -70,8 +70,7 @@ def judge(inputs: Sequence[HostInput], *, level: int = 0, since: str = "24h", in
         results = tests + [f for f in findings if f.code.startswith("DCGM_DIAG")]
         verdict, reason = verdict_of(findings, results=results)
         hosts.append(HostHealth(item.name, verdict, reason, tuple(findings), facts=host_facts(item.probe, shared)))
-    stamp = generated_at or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    return HealthReport(tuple(hosts), stamp, level, since, inventory, source=source)
+    return HealthReport(tuple(hosts), generated_at or utc_stamp(), level, since, inventory, source=source)
 
 
 def run_health(hosts: Sequence[Host], runner: Runner, options: HealthOptions | None = None, *,

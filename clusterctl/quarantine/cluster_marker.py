@@ -34,7 +34,8 @@ from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.quarantine import node_ops
 from clusterctl.quarantine.cluster_lease import ClusterLease, Hold
 from clusterctl.quarantine.policy import Action, Wanted, decide
-from clusterctl.quarantine.run import QuarantineRequest, control_plane, quarantine_node, utc_now
+from clusterctl.quarantine.run import QuarantineRequest, control_plane, quarantine_node
+from clusterctl.utc import utc_stamp
 
 if TYPE_CHECKING:
     from clusterctl.changes import Gate
@@ -209,7 +210,7 @@ class Marker:
             reason, codes = item.kept or (item.request.reason, item.request.codes)
             marked = quarantine_node(transport, item.gate, item.host,
                                      QuarantineRequest(reason, codes, drain=False, who=item.request.who),
-                                     when=utc_now())
+                                     when=utc_stamp())
             item.done = list(marked.done)
             if marked.error:
                 item.verdict, item.why = "failed", marked.error

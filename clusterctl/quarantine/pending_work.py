@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from clusterctl.utc import utc_stamp
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Inventory
@@ -104,8 +105,7 @@ class PendingWork:
         """Record an accepted alert (before it is answered); its sequence number."""
         with self._lock:
             self._seq += 1
-            asked = PendingHost(host, action, (alert,), caller, self._seq, time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                                         time.gmtime()))
+            asked = PendingHost(host, action, (alert,), caller, self._seq, utc_stamp())
             entry = self._hosts.get(host)
             self._hosts[host] = entry.merged(asked, caller=caller) if entry is not None else asked
             self._save()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import getpass
 import socket
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -26,6 +25,7 @@ from clusterctl.hostlist import compress
 from clusterctl.quarantine import node_ops, slurm
 from clusterctl.quarantine.drain import DrainOptions, DrainReport, drain_or_why
 from clusterctl.terminal_text import one_line
+from clusterctl.utc import utc_stamp
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -73,10 +73,6 @@ def who_am_i() -> str:
     except (KeyError, OSError):
         user = "unknown"
     return f"{user}@{socket.gethostname()}"
-
-
-def utc_now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def control_plane(inventory: Inventory) -> Host:
@@ -135,7 +131,7 @@ def quarantine_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host]
     if not request.reason.strip():
         raise UsageError("--reason must say why (it is kept on the node for whoever looks next)")
     cp = first_control_plane(inventory)  # None: a Slurm-only cluster
-    when = utc_now()
+    when = utc_stamp()
 
     timeout = 120.0 + len(hosts) * (request.drain_options.timeout_s + 120.0 if request.drain else 60.0)
     if cp is None:  # a Slurm-only cluster: no Kubernetes side at all

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from clusterctl.utc import utc_stamp
+
 HOST_LABELS = ("Hostname", "hostname", "node", "instance")
 #: Deepest nesting of objects and arrays a webhook body may have: a real one has 4
 #: (body, alerts, alert, labels).
@@ -167,7 +169,7 @@ class DecisionLog:
         self._lock = threading.Lock()
 
     def say(self, **entry: object) -> None:
-        line: dict[str, object] = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.clock()))}
+        line: dict[str, object] = {"time": utc_stamp(self.clock())}
         line.update({k: _bounded(v) for k, v in entry.items()})
         text = json.dumps(line) + "\n"
         with self._lock:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
@@ -17,6 +16,7 @@ from clusterctl.survey.collect import GPUReader, HostFacts, collect_fleet
 from clusterctl.survey.findings import fleet_findings
 from clusterctl.survey.report import HostReport, SurveyReport
 from clusterctl.survey.topology import build_topology
+from clusterctl.utc import utc_stamp
 
 if TYPE_CHECKING:
     from clusterctl.fanout import FleetResult, Runner
@@ -90,8 +90,7 @@ def build_report(
         by_host.setdefault(f.host or "", []).append(f)
     reports = tuple(HostReport(s, tuple(by_host.get(s.name, ()))) for s in states)
     advice = advise_states(states, tp, pp, world_size, findings) if tp is not None else None
-    stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    return SurveyReport(reports, tuple(findings), stamp, inventory, advice, source)
+    return SurveyReport(reports, tuple(findings), utc_stamp(), inventory, advice, source)
 
 
 def run_survey(

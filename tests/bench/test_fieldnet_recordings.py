@@ -121,3 +121,13 @@ def test_nccl_tests_2_20_banner_gb10_and_domain_bus_ids() -> None:
     assert (result.min_bytes, result.max_bytes, result.n_gpus) == (8192, 8589934592, 1)
     assert [r.out_of_place.busbw_gbs for r in result.rows] == [0.23, 0.52, 0.83, 0.96]
     assert result.avg_busbw_gbs is None  # the excerpt ends before the run did
+
+
+def test_atomic_bw_on_a_soft_ib_device_reads_its_one_row() -> None:
+    result = parse_perftest(read_fixture("perftest", "atomic_bw-cmp-and-swap-soft-ib-pib-client.txt"))
+    assert (result.test, result.device, result.link_type, result.side) == ("ib_atomic_bw", "pib_1", "IB", "client")
+    # 'Device not recognized to implement inline feature. Disabling it' is a note, not a failure.
+    assert result.errors == () and result.ok and ("Outstand reads", "16") in result.banner_settings
+    (row,) = result.bandwidth
+    assert (row.size_bytes, row.msg_rate_mpps) == (8, 0.219031)
+    assert row.bw_avg_gbps == pytest.approx(1.67 * MIB_PER_S_TO_GBPS, abs=1e-4)

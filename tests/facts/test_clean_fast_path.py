@@ -51,3 +51,12 @@ _PIECES = st.sampled_from(["State", ": ", "Active", "  ", "\t", "\r", "\n", "$",
 @given(st.lists(_PIECES, max_size=40).map("".join), st.booleans())
 def test_mangled_text_cleans_the_same_on_either_path(text: str, keep_blank: bool) -> None:
     assert cleaning.clean(text, keep_blank=keep_blank) == _full(text, keep_blank)
+
+
+@pytest.mark.parametrize("dots", [".", "..", "....", "......"])
+def test_a_line_of_dots_cleans_the_same_on_either_path(dots: str) -> None:
+    # Four or more dots are an author's elision, as '...' is; one or two are no elision, on either path.
+    text = f"Port 1:\n{dots}\n    State: Active\n"
+    cleaned = cleaning.clean(text)
+    assert cleaned == _full(text, False)
+    assert ("elision" in " ".join(cleaned.removed)) is (len(dots) > 3)

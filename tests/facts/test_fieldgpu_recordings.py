@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from fixture_files import read_fixture
 
+from clusterctl.facts.compute_apps import parse_compute_apps
 from clusterctl.facts.dcgmi import parse_dcgmi_diag
+from clusterctl.facts.gpus import parse_gpus, parse_persistence_modes
 from clusterctl.facts.nvlink import parse_nvlink
 from clusterctl.facts.nvsmi_query import parse_nvidia_smi_q
 from clusterctl.facts.topo import parse_topo
@@ -139,3 +141,20 @@ def test_dcgm_paste_cut_mid_table_reads_the_tests_and_names_every_other_row() ->
     # The Info rows above the first test belong to a test cut off the paste: never metadata, each line named.
     assert diag.metadata == {}
     assert [w.line for w in diag.warnings] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 18]
+
+
+def test_query_gpu_csv_pasted_with_its_command_line() -> None:
+    # The "$ nvidia-smi --query-gpu=pcie.link.gen.current,pcie.link.gen.max,..." line names query fields too:
+    # it was taken for the header and the real header refused as a GPU row ("expected a number").
+    gpus = parse_gpus(read_fixture("nvidia-smi", "rtx3090-x870e-gen1-x8-dollar-prompt.csv"))
+    assert [(g.index, g.pcie_gen_current, g.pcie_gen_max, g.pcie_width_current) for g in gpus] == [
+        (0, 1, 4, 8), (1, 1, 4, 8)]
+    assert parse_persistence_modes(
+        "$ nvidia-smi --query-gpu=name,driver_version,index,persistence_mode --format=csv\n"
+        + read_fixture("nvidia-smi", "t4-persistence-mode.csv")) == {0: True}
+
+
+def test_compute_apps_pasted_with_its_command_line() -> None:
+    pasted = ("$ nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory --format=csv\n"
+              + read_fixture("nvidia-smi-compute-apps", "nvidia-docker-1483-host-pid-name-memory.csv"))
+    assert [(a.pid, a.used_mib) for a in parse_compute_apps(pasted)] == [(40170, 185)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fixture_files import read_fixture
 
+from clusterctl.facts.ib_counters import parse_ib_counters
 from clusterctl.facts.lspci import parse_lspci
 from clusterctl.facts.netdev import parse_ibdev2netdev
 from clusterctl.facts.rdma import link_rate, parse_rdma
@@ -81,3 +82,36 @@ def test_lspci_link_down_marked_downgraded_reads_as_a_downgraded_width() -> None
     (gpu,) = parse_lspci(text).devices
     assert gpu.link_status is not None and gpu.link_status.width == 0 and gpu.link_status.speed_gts is None
     assert gpu.speed_downgraded and gpu.width_downgraded
+
+
+def test_perfquery_extended_keeps_the_lid_and_reads_hex_selectors_as_output() -> None:
+    counters = parse_ib_counters(read_fixture("ib-counters", "perfquery-x-extended-rhel75-lid10.txt"))
+    (port,) = counters.ports
+    assert (counters.source, port.hca, port.port) == ("perfquery", "lid-10", 1)  # was 'lid-?': the LID was lost
+    assert port.counters["link_downed"] == 0 and port.counters["VL15_dropped"] == 0 and port.counters["QP1Dropped"] == 0
+    assert "CounterSelect" not in port.counters and "CounterSelect2" not in port.counters
+    # 'CounterSelect:....0x0000' is perfquery's own line, not an unreadable one; only the '# perfquery' prompt
+    # line (kept, as the next line starts with '#' too) is named.
+    assert [w.line for w in counters.warnings] == [1]
+
+
+def test_perfquery_header_wrapped_by_a_mail_client_costs_one_named_line() -> None:
+    counters = parse_ib_counters(read_fixture("ib-counters", "perfquery-e-x-header-wrapped-by-mail-excerpt.txt"))
+    (port,) = counters.ports
+    assert (port.hca, port.port) == ("lid-21", 1)
+    assert port.counters["PortRcvData"] == 2341975277576 and port.counters["symbol_error"] == 0
+    assert [(w.line, "0x0000000)" in w.message) for w in counters.warnings] == [(2, True)]
+
+
+def test_brev_perfquery_lid_is_read_too() -> None:
+    (port,) = parse_ib_counters(read_fixture("ib-counters", "brev-perfquery-cx6-hdr.txt")).ports
+    assert (port.hca, port.port) == ("lid-1", 0)
+
+
+def test_ibstat_hdr_port_and_a_disabled_port_at_rate_10() -> None:
+    devices = parse_rdma(read_fixture("ibstat", "cx6-hdr-200-and-disabled-port-rate-10-tabs-excerpt.txt"))
+    assert devices.warnings == ()
+    up, down = devices
+    assert (up.hca, up.ca_type, up.ports[0].rate_gbps, link_rate(up.ports[0])) == ("mlx5_4", "MT4123", 200.0, 200.0)
+    assert (down.ports[0].state, down.ports[0].phys_state, down.ports[0].rate_gbps) == ("PORT_DOWN", "Disabled", 10.0)
+    assert link_rate(down.ports[0]) is None  # a down port's 'Rate: 10' is no speed

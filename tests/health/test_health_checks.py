@@ -51,6 +51,21 @@ def test_gpu_recovery_action_of_a_575_driver_is_a_reset_finding() -> None:
     assert "'GPU Recovery Action: Reset'" in finding.message and finding.evidence["action"] == "RESET_GPU"
 
 
+@pytest.mark.parametrize(("said", "action", "fix_says"), [
+    ("Reboot", "RESTART_BM", "a GPU reset is not enough"),
+    ("Drain P2P", "RESTART_APP", "peer-to-peer"),
+    ("Drain and Reset", "RESET_GPU", "nvidia-smi -r -i 0"),
+])
+def test_gpu_recovery_action_names_nvidias_remedy(said: str, action: str, fix_says: str) -> None:
+    # NVIDIA's "Error Recovery and Response Flags": Reboot is the OS, not the GPU; Drain P2P is no reset yet.
+    recorded = read_fixture("nvidia-smi-q", "v100-570.124.06-q-notebook-indented-recovery-action.txt")
+    host = _judge_one(smi=parse_nvidia_smi_q(recorded.replace(
+        "GPU Recovery Action                   : None", f"GPU Recovery Action                   : {said}")))
+    finding = next(f for f in host.findings if f.code == "GPU_RESET_REQUIRED")
+    assert host.verdict is Verdict.UNHEALTHY and f"'GPU Recovery Action: {said}'" in finding.message
+    assert finding.evidence.get("action") == action and fix_says in finding.fix
+
+
 def test_hw_power_brake_on_a_real_h100_is_a_degraded_host() -> None:
     host = _judge_one(smi=parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "gpud-535.161.08-8xh100-sxm.txt")))
     assert host.verdict is Verdict.DEGRADED and "GPU_CLOCKS_THROTTLED" in host.reason

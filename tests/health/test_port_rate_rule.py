@@ -104,3 +104,16 @@ def test_health_read_holds_a_pasted_port_to_the_rate_of_the_inventory_host_it_na
 
     assert slow("-i", path) == ["mlx5_2/1"]
     assert slow() == []  # no inventory: nothing says what the port should run at
+
+
+def test_alone_on_a_roce_fabric_only_a_listed_hca_is_held_to_the_fabric_rate(tmp_path: Path) -> None:
+    """Without GPU locality (health has none) an Ethernet RDMA port on a RoCE fabric may be the management
+    NIC: it is held to fabric.rate_gbps only where the inventory's fabric.hcas lists it."""
+    profile = host_profile(tmp_path, "roce", {"mlx5_8": {"link_layer": "Ethernet", "active_speed": "25.0 Gbps (32)"}})
+
+    def slow(fabric: str) -> list[str]:
+        health = clusterctl("-i", inventory(tmp_path, {"gpu-9": profile}, fabric), "-o", "json", "health").json()
+        return [f["subject"] for f in health["hosts"][0]["findings"] if f["code"] == "IB_PORT_SLOW"]
+
+    assert slow("{type: roce, rate_gbps: 200}") == []
+    assert slow("{type: roce, rate_gbps: 200, hcas: [mlx5_8]}") == ["mlx5_8/1"]

@@ -10,7 +10,7 @@ from typing import Any, TypeVar, cast
 
 from clusterctl.facts.model import GPUInfo, NVLinkStatus, RDMADevice, RDMAPort
 from clusterctl.facts.rdma import card_of, link_rate
-from clusterctl.inventory.fabric import link_layer_of
+from clusterctl.inventory.fabric import ETHERNET, link_layer_of
 from clusterctl.inventory.model import Fabric, Host
 from clusterctl.survey.collect import HostFacts
 from clusterctl.survey.topology import HostTopology
@@ -102,14 +102,15 @@ def rate_basis(fabric: Fabric, hca: str, link_layer: str, usual_gbps: float | No
                fabric_hca: bool | None = None) -> tuple[str, float] | None:
     """What an active port's rate is judged against, as (``inventory`` or ``peers``, Gb/s); ``None``: nothing.
 
-    A port on the fabric (of a ``fabric_hca``: by default one the inventory's ``fabric.hcas`` lists, any where
-    it lists none; and on the fabric type's link layer) is held to the inventory's ``fabric.rate_gbps`` where it
-    gives one, whatever its peers run at. Any other port (a management or storage NIC, an Ethernet port on an
+    A port on the fabric (of a ``fabric_hca``, survey's by the GPUs near it; without that, one the inventory's
+    ``fabric.hcas`` lists, else any but on an Ethernet fabric, where an RDMA port may be management; and on
+    the fabric type's link layer) is held to the inventory's ``fabric.rate_gbps`` where it gives one, whatever
+    its peers run at. Any other port (a management or storage NIC, an Ethernet port on an
     InfiniBand fabric), and every port where the inventory gives no rate, to ``usual_gbps``: what the same
     port of the same card runs at on most hosts (``usual_link_rates``), ``None`` without peers.
     """
     if fabric_hca is None:
-        fabric_hca = not fabric.hcas or hca in fabric.hcas
+        fabric_hca = hca in fabric.hcas if fabric.hcas else link_layer_of(fabric.type) != ETHERNET
     on_fabric = fabric_hca and link_layer_of(fabric.type) in (None, link_layer)
     if on_fabric and fabric.rate_gbps:
         return "inventory", fabric.rate_gbps
