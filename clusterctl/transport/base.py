@@ -149,9 +149,9 @@ def wrap_command(
 ) -> str:
     """The exact shell line a transport runs for ``command``.
 
-    The line sets ``LC_ALL=C`` first (``PARSED_LOCALE``). With sudo the whole line, environment included,
-    runs under ``sudo -n sh -c`` so that a password prompt can never hang a fleet run (``-n`` fails
-    instead of asking).
+    The line sets ``LC_ALL=C`` first (``PARSED_LOCALE``), for sudo as for the command. With sudo the whole
+    line, environment included, runs under ``sudo -n sh -c`` so that a password prompt can never hang a fleet
+    run (``-n`` fails instead of asking).
 
     With ``sudo_password`` the first line of the command's stdin is the password (the
     transport prepends it, see ``stdin_with_password``). The wrapper reads it into a shell
@@ -164,12 +164,14 @@ def wrap_command(
     line = env_prefix({**PARSED_LOCALE, **(env or {})}) + command
     if not sudo:
         return line
+    # sudo's own refusals are translated too ("sudo: 需要密码" for "a password is required"), and
+    # sudo_refusal reads them in English: sudo runs in the C locale as well, not only the command.
     inner = "sudo -n sh -c " + shlex.quote(line)
     if not sudo_password:
-        return inner
+        return env_prefix(PARSED_LOCALE) + inner
     piped = "sudo -S -p '' sh -c " + shlex.quote(line)
     return (
-        "IFS= read -r CLUSTERCTL_SUDO_PW; "
+        env_prefix(PARSED_LOCALE) + "IFS= read -r CLUSTERCTL_SUDO_PW; "
         "if ! sudo -n true 2>/dev/null; then "
         "printf '%s\\n' \"$CLUSTERCTL_SUDO_PW\" | sudo -S -v -p '' 2>/dev/null "
         f"|| {{ echo {shlex.quote(SUDO_PASSWORD_REJECTED)} >&2; exit 1; }}; fi; "

@@ -11,7 +11,7 @@ from clusterctl.errors import ParseError, UsageError
 from clusterctl.inventory.model import Host
 from clusterctl.mock.profile import load_profile
 from clusterctl.mock.transport import MockTransport
-from clusterctl.transport.base import FailureKind, TransportError, wrap_command
+from clusterctl.transport.base import CommandResult, FailureKind, TransportError, sudo_refusal, wrap_command
 from clusterctl.transport.local import LocalTransport
 
 
@@ -30,7 +30,28 @@ def test_env_names_are_checked() -> None:
 
 
 def test_sudo_never_prompts() -> None:
-    assert wrap_command("id -u", sudo=True) == "sudo -n sh -c 'export LC_ALL=C; id -u'"
+    assert wrap_command("id -u", sudo=True) == "export LC_ALL=C; sudo -n sh -c 'export LC_ALL=C; id -u'"
+
+
+def test_sudo_refuses_in_the_words_sudo_refusal_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sudo translates its own refusal (Debian 12's sudoers.mo: "a password is required" is "需要密码" in
+    zh_CN, "Ein Passwort ist notwendig" in de), so sudo runs in the C locale too, not only the command it
+    starts, and the user is told to pass --ask-sudo-pass on a host in another language."""
+    import subprocess
+
+    fake_sudo = tmp_path / "sudo"
+    fake_sudo.write_text('#!/bin/sh\nif [ "$LC_ALL" = C ]; then echo "sudo: a password is required" >&2; '
+                         'else echo "sudo: 需要密码" >&2; fi\nexit 1\n')
+    fake_sudo.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    monkeypatch.delenv("LC_ALL", raising=False)
+    for password in (False, True):
+        line = wrap_command("id -u", sudo=True, sudo_password=password)
+        ran = subprocess.run(["/bin/sh", "-c", line], input="pw\n", capture_output=True, text=True, check=False)
+        refusal = sudo_refusal("h1", CommandResult(line, ran.stdout, ran.stderr, ran.returncode, 0.0),
+                               had_password=password)
+        assert refusal is not None and refusal.kind is FailureKind.AUTH_FAILED, ran.stderr
 
 
 def test_a_host_in_another_language_answers_in_the_words_the_parsers_read(monkeypatch: pytest.MonkeyPatch) -> None:
