@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Literal, TypeVar
 
 from clusterctl.errors import BadValue, UsageError
@@ -276,12 +277,8 @@ def check_alerts(section: Any, where: str) -> AlertSettings:
     def rule_labels(value: Any, at: str) -> dict[str, str]:
         return dict(_label(k, v, f"{at}.{k}") for k, v in settings_mapping(value, at).items())
 
-    def receiver_url(value: Any, at: str) -> str:
-        url = url_setting(value, at)
-        if not url.startswith(("http://", "https://")):
-            raise UsageError(f"must be the http(s):// URL Alertmanager reaches remediate serve at, got {url!r}.",
-                             field=at)
-        return url
+    def receiver_url(value: Any, at: str) -> str:  # where Alertmanager posts: the web, as alertmanager-config's
+        return _by_rule(partial(values.url, local_files=False), value, at)
 
     def optional_path(value: Any, at: str) -> str | None:
         return None if value is None else _absolute_path(value, at)

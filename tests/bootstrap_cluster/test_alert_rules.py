@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from clirun import clusterctl
 from cluster_builders import FIXTURES
 
 from clusterctl.bootstrap.cluster import alerts
@@ -116,3 +117,19 @@ def test_receiver_settings_are_checked() -> None:
         with pytest.raises(UsageError) as caught:
             check_alerts(bad, "bootstrap.alerts")
         assert f"bootstrap.alerts.{field}" in str(caught.value)
+
+
+def test_the_receiver_url_is_read_by_the_rule_alertmanager_config_reads_it_by() -> None:
+    """The URL Alertmanager posts to, in the inventory or on alertmanager-config's command line: one rule, one
+    sentence (``inventory.values.url``, web schemes only)."""
+    from clusterctl.errors import UsageError
+    from clusterctl.inventory.cluster_sections import check_alerts
+
+    for bad, said in (("file:/srv/hook", "must be an http(s):// URL, not 'file:/srv/hook'."),
+                      ("http://10.0.0.5:9095/\x01", "must not contain spaces or control characters, not "
+                                                    "'http://10.0.0.5:9095/\\x01'.")):
+        with pytest.raises(UsageError) as caught:
+            check_alerts({"receiver_url": bad}, "bootstrap.alerts")
+        assert str(caught.value) == f"field 'bootstrap.alerts.receiver_url': receiver_url {said}"
+        run = clusterctl("remediate", "alertmanager-config", "--url", bad)
+        assert run.exit_code == 2 and run.stderr == f"error: field '--url': --url {said}\n"
