@@ -48,6 +48,7 @@ def nccl_record(result: NcclTestResult) -> dict[str, Any]:
                  for r in result.rows],
         "avg_busbw_gbs": result.avg_busbw_gbs, "largest_busbw_gbs": result.largest_busbw_gbs,
         "out_of_bounds": result.out_of_bounds, "errors": list(result.errors),
+        "nccl_warnings": list(result.nccl_warnings),
         # What the log's NCCL INFO lines said about the network (None when nothing).
         "network": None if net.empty else {
             "network": net.network, "nranks": net.nranks, "nnodes": net.nnodes, "channels": net.channels,

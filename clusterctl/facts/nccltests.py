@@ -54,7 +54,8 @@ _NCCL_VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+\S*)")
 #: ``# nccl-tests version 2.18.0 nccl-headers=22907 nccl-library=22907`` (nccl-tests 2.14 and later).
 _TESTS_VERSION = re.compile(r"^\s*#?\s*nccl-tests version (\S+)")
 #: Where a line says a rank failed: ``Test NCCL failure``, ``Test CUDA failure``, ``Cuda failure``,
-#: ``NCCL WARN``, ``Test failure``, ``unhandled system error``, ``NCCL failure``.
+#: ``Test failure``, ``unhandled system error``, ``NCCL failure``; or warned, ``NCCL WARN`` (which many runs
+#: that finish print: ``Failed to open libibverbs.so``, ``Could not find a path ... falling back``).
 _FAILURE = re.compile(r"Test (?:NCCL|CUDA) failure|Cuda failure|NCCL WARN|\bTest failure\b|"
                       r"(?i:unhandled (?:system|cuda) error)|NCCL failure")
 _KNOWN_COLUMNS = {"size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "error"}
@@ -102,8 +103,10 @@ class NcclTestResult(ParseResult):
     out_of_bounds: int | None = None
     #: (rank, host, device index, GPU name) from the ``Using devices`` block.
     ranks: tuple[tuple[int, str, int, str], ...] = ()
-    #: Lines that say a rank failed (NCCL WARN, Test NCCL failure...), stripped.
+    #: Lines that say a rank failed (Test NCCL failure, Cuda failure...), stripped.
     errors: tuple[str, ...] = ()
+    #: ``NCCL WARN`` lines, stripped: the run's failure only when it did not reach its ``Avg bus bandwidth``.
+    nccl_warnings: tuple[str, ...] = ()
     #: What the log's ``NCCL INFO`` lines say about the network (NICs listed and used, their speed, ranks).
     net: NcclNetInfo = field(default_factory=NcclNetInfo)
     #: The run's ``NCCL version 2.18.1+cuda12.1`` line, as printed (``None``: the log has none).
@@ -141,6 +144,8 @@ class NcclTestResult(ParseResult):
         """Why this run must count as failed, or ``None``."""
         if self.errors:
             return self.errors[0]
+        if self.nccl_warnings and self.avg_busbw_gbs is None:
+            return self.nccl_warnings[0]  # what NCCL said before the run stopped short
         if not self.rows:
             return "no result table in the output"
         if self.wrong_total > 0:
@@ -229,6 +234,7 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
     setup: dict[str, int] = {}
     ranks: dict[tuple[int, str, int, str], str | None] = {}  # (rank, host, device, GPU) -> pid
     errors: list[str] = []
+    nccl_warnings: list[str] = []
     seen_rows: set[tuple[str, ...]] = set()
     warnings: list[ParseWarning] = []
     info_lines: list[str] = []
@@ -251,7 +257,7 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
                                              "not read", number))
                 errors.append(line[start:].strip())
             else:
-                errors.append(line.strip())
+                (nccl_warnings if failure.group(0) == "NCCL WARN" else errors).append(line.strip())
             continue
         if nccl_version is None and "NCCL version" in line and (found_version := _NCCL_VERSION.search(line)):
             nccl_version = found_version.group(1)
@@ -313,6 +319,7 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
         out_of_bounds=oob,
         ranks=tuple(sorted(ranks)),
         errors=tuple(errors),
+        nccl_warnings=tuple(nccl_warnings),
         warnings=tuple(warnings),
         net=parse_nccl_info(info_lines),
         nccl_version=nccl_version,

@@ -32,6 +32,9 @@ HostLine = Callable[[str, OutputStream, str], None]
 T = TypeVar("T")
 log = logging.getLogger("clusterctl.fanout")
 
+#: ``yes`` in the fan-out's worker threads: a run_task called there is a task's own.
+_in_task = threading.local()
+
 DEFAULT_PARALLEL = 64
 DEFAULT_TIMEOUT_S = 60.0
 
@@ -60,7 +63,8 @@ class _TaskRun(Generic[T]):
     #: Outcomes workers have put and the watcher has not taken yet.
     done: queue.SimpleQueue[tuple[int, HostOutcome[T]]] = field(default_factory=queue.SimpleQueue)
     threads: list[threading.Thread] = field(default_factory=list)
-    #: The runner's progress display, only in the outermost run_task (not one a task calls: heal's phases).
+    #: The runner's progress display, only in a run_task of the main thread (one display per console: a task's
+    #: own run_task, heal's phases, and the receiver's hosts, each in its thread, show none).
     progress: Progress | None = None
 
 
@@ -170,13 +174,18 @@ class Runner:
     ) -> FleetResult[T]:
         """Run ``task(transport)`` on every host; never raises for a host's failure."""
         limit = self.timeout_s if timeout_s is None else timeout_s
-        outermost = threading.current_thread() is threading.main_thread()
-        run: _TaskRun[T] = _TaskRun(hosts, limit, progress=self.progress if outermost else None)
+        main = threading.current_thread() is threading.main_thread()
+        run: _TaskRun[T] = _TaskRun(hosts, limit, progress=self.progress if main else None)
+        # Ctrl-C reaches the main thread only; a run elsewhere stops once ``interrupted`` is set: a task's own
+        # run always (the run that started the task was stopped), a run of its own thread (the receiver's, for
+        # one host) when it is set while it runs; one begun after it, the clean-up (the locks given back), ends.
+        watch = getattr(_in_task, "yes", False) or not self.interrupted.is_set()
         self.hosts_seen.update((h.name, None) for h in hosts)
         todo: queue.SimpleQueue[int | None] = queue.SimpleQueue()
         stopping = threading.Event()
 
         def work() -> None:
+            _in_task.yes = True
             while True:
                 index = todo.get()
                 if index is None or stopping.is_set():
@@ -218,7 +227,7 @@ class Runner:
                 thread.start()
                 run.threads.append(thread)
             while len(results) < len(hosts):
-                if not outermost and self.interrupted.is_set():  # the run that started this task was stopped
+                if watch and self.interrupted.is_set():
                     raise Interrupted("SIGINT")
                 if self.on_wait is not None and time.monotonic() - last_notice >= WAIT_NOTICE_S:
                     last_notice = time.monotonic()

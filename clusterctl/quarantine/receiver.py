@@ -26,15 +26,16 @@ Every decision is one JSON line in the log (``time``, ``host``, ``alert``, ``dec
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
 from clusterctl.changes import Gate
-from clusterctl.errors import ClusterctlError
+from clusterctl.errors import ClusterctlError, Interrupted
 from clusterctl.quarantine import webhook_server
 from clusterctl.quarantine.cluster_lease import ClusterLease
 from clusterctl.quarantine.cluster_marker import Marker, MarkRequest
@@ -101,6 +102,9 @@ class Remediator:
                                                     on_error=self._crashed)
         self._pending = PendingWork(self.pending_file) if self.pending_file and not self.dry_run else None
         self._stopping = threading.Event()
+        #: The runners of the work in flight (a drain, a heal's chain): ``stop`` interrupts their runs.
+        self._runners: set[Any] = set()
+        self._runners_lock = threading.Lock()
 
     def _say(self, **entry: object) -> None:
         self.decision_log.say(**entry)
@@ -182,7 +186,11 @@ class Remediator:
         and the cluster's Lease is given back, so the next receiver decides at once instead of waiting out
         the hold. Logged; False when a node write still in flight after ``timeout_s`` kept the Lease."""
         self._stopping.set()
+        with self._runners_lock:
+            for runner in self._runners:  # as Ctrl-C stops a command: the step in order, the locks given back
+                runner.interrupted.set()
         given_back = self._marker.stop(timeout_s)
+        self._queue.settle(timeout_s)
         if self.dry_run:
             why = "dry run: no Lease was held"
         elif given_back:
@@ -193,6 +201,18 @@ class Remediator:
         self._say(decision="stopped", why=why)
         return given_back
 
+    @contextlib.contextmanager
+    def _runner(self) -> Iterator[Any]:
+        """A runner for one host's work, which ``stop`` interrupts."""
+        with self.runner_factory() as runner:
+            with self._runners_lock:
+                self._runners.add(runner)
+            try:
+                yield runner
+            finally:
+                with self._runners_lock:
+                    self._runners.discard(runner)
+
     def _crashed(self, host: str, wanted: PendingHost, exc: Exception) -> None:
         self._say(host=host, alert=",".join(wanted.alerts), decision="failed", why=f"{type(exc).__name__}: {exc}")
 
@@ -200,17 +220,24 @@ class Remediator:
         """One host's work: the verdict under the cluster's Lease, then the rest of the quarantine, through the
         engine's journaled gate (each change in the undo journal before it is made, the journal finished
         however the work ends); the decision logged last. Its accepted alerts leave the pending-work file
-        once the cluster gave a verdict (not when it failed)."""
+        once the cluster gave a verdict (not when it failed); a stop in the middle (``stop``) leaves them for the
+        next run."""
         from clusterctl.engine.journaled import journaled_gate
 
         host = self.inventory.host(name)
-        with journaled_gate("remediate", self.inventory, apply=not self.dry_run, state_dir=self.state_dir) as step:
-            decision = self._decide_and_act(host, wanted, step.gate)
-        if step.journal is not None:
-            self._say(host=name, decision="journal", why=f"undo with: clusterctl undo {step.journal}")
-        if self.after_drain is not None and decision == "drain":  # drained now (heal drains what was left)
-            with self.runner_factory() as runner:
-                self.after_drain(runner, host, self._say)
+        try:
+            with journaled_gate("remediate", self.inventory, apply=not self.dry_run,
+                                state_dir=self.state_dir) as step:
+                decision = self._decide_and_act(host, wanted, step.gate)
+            if step.journal is not None:
+                self._say(host=name, decision="journal", why=f"undo with: clusterctl undo {step.journal}")
+            if self.after_drain is not None and decision == "drain":  # drained now (heal drains what was left)
+                with self._runner() as runner:
+                    self.after_drain(runner, host, self._say)
+        except Interrupted as exc:
+            self._say(host=name, alert=",".join(wanted.alerts), decision="failed", why="the receiver stopped in the "
+                      "middle: the next run finishes it" + (f"; {exc.retry_hint}" if exc.retry_hint else ""))
+            return
         if decision != "failed" and self._pending is not None:
             self._pending.done(name, wanted.seq)
 
@@ -239,7 +266,7 @@ class Remediator:
         if item.kept is not None and item.verdict != "act":  # quarantined before: its reason and codes stay
             request = replace(request, reason=item.kept[0], codes=item.kept[1])
         try:
-            with self.runner_factory() as runner:
+            with self._runner() as runner:
                 (result,) = quarantine_hosts(runner, self.inventory, [host], request, gate)
         except ClusterctlError as exc:  # the control plane went away since the decision: say so
             decision, why = "failed", str(exc)

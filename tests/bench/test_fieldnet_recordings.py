@@ -95,8 +95,9 @@ def test_old_broadcast_with_validation_off_has_no_redop_and_no_error_figure() ->
     assert (row.out_of_place.time_us, row.out_of_place.error, row.out_of_place.wrong) == (45.82, None, None)
     assert (row.in_place.time_us, row.in_place.error) == (38.17, None)  # 'N/A': -c 0 checked nothing
     assert result.nccl_version == "2.9.6+cuda11.2" and result.hosts == ("v100-gpu-1", "v100-gpu-5")
-    # Both ranks' NCCL WARN lines are kept verbatim.
-    assert [e.split(" NCCL WARN ")[1] for e in result.errors] == ["Failed to open libibverbs.so[.1]"] * 2
+    # Both ranks' NCCL WARN lines are kept verbatim; the excerpt ends before the run did, so the first is why.
+    assert [e.split(" NCCL WARN ")[1] for e in result.nccl_warnings] == ["Failed to open libibverbs.so[.1]"] * 2
+    assert result.errors == () and result.failure() == result.nccl_warnings[0]
 
 
 def test_all_gather_bfloat16_with_a_linear_step() -> None:
@@ -131,3 +132,19 @@ def test_atomic_bw_on_a_soft_ib_device_reads_its_one_row() -> None:
     (row,) = result.bandwidth
     assert (row.size_bytes, row.msg_rate_mpps) == (8, 0.219031)
     assert row.bw_avg_gbps == pytest.approx(1.67 * MIB_PER_S_TO_GBPS, abs=1e-4)
+
+
+def test_a_finished_16_rank_run_quoted_in_markdown() -> None:
+    result = parse_nccl_tests(read_fixture("nccl-tests", "all_reduce-a3mega-16rank-markdown-quoted-command.txt"))
+    assert result.test == "all_reduce_perf" and result.hosts == ("ztan-mig-235z", "ztan-mig-gq73")
+    assert len(result.ranks) == 16 and len(result.rows) == 31 and result.warnings == ()
+    assert (result.avg_busbw_gbs, result.largest_busbw_gbs, result.out_of_bounds) == (70.742, 338.82, 0)
+    assert result.failure() is None
+
+
+def test_nccl_warn_lines_of_a_run_that_finished_are_kept_but_do_not_fail_it() -> None:
+    result = parse_nccl_tests(read_fixture("nccl-tests", "DERIVED-all_reduce-a3mega-16rank-nccl-warn-at-init.txt"))
+    assert len(result.rows) == 31 and result.avg_busbw_gbs == 70.742 and result.errors == ()
+    assert [w.split(":")[0] for w in result.nccl_warnings] == ["ztan-mig-235z", "ztan-mig-gq73"]
+    assert result.failure() is None  # NCCL fell back to sockets and the run reached its end
+    assert nccl_record(result)["nccl_warnings"] == list(result.nccl_warnings)

@@ -137,3 +137,39 @@ def test_task_exceptions_become_host_failures() -> None:
 def test_parallel_must_be_positive() -> None:
     with pytest.raises(ValueError):
         Runner(connector, parallel=0)
+
+
+def test_a_run_in_another_thread_stops_when_interrupted_and_its_clean_up_runs_to_its_end() -> None:
+    """Ctrl-C reaches the main thread only: a run of another thread (``remediate serve``'s, one host's work)
+    stops once ``interrupted`` is set while it runs; one it begins after that (the engine giving its locks
+    back) runs to its end; a task's own run, begun after it, stops at once (the run that started it stopped)."""
+    seen: dict[str, object] = {}
+
+    def slow(transport: Transport) -> str:
+        time.sleep(0.5)
+        return transport.host.name
+
+    def nested(runner: Runner) -> object:
+        try:
+            return runner.run_task(hosts("inner"), slow).values
+        except BaseException as exc:
+            return type(exc).__name__
+
+    def worker() -> None:
+        with Runner(connector, parallel=4) as runner:
+
+            def stopped_meanwhile(transport: Transport) -> str:
+                runner.interrupted.set()  # as the receiver's stop does
+                return slow(transport)
+
+            try:
+                runner.run_task(hosts("a", "b"), stopped_meanwhile)
+            except BaseException as exc:
+                seen["first"] = type(exc).__name__
+            seen["clean-up"] = runner.run_task(hosts("a"), slow).values.get("a")
+            seen["nested"] = runner.run_task(hosts("a"), lambda t: nested(runner)).values.get("a")
+
+    thread = threading.Thread(target=worker, name="remediate-a")
+    thread.start()
+    thread.join(60)
+    assert seen == {"first": "FleetInterrupted", "clean-up": "a", "nested": "FleetInterrupted"}
