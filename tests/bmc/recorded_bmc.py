@@ -25,7 +25,7 @@ class RecordedBmc:
 
     def __init__(self, recording: str, *, refuse: tuple[int, str] | None = None) -> None:
         self.system: dict[str, Any] = json.loads((FIXTURES / recording).read_text())
-        self.path = self.system["@odata.id"]
+        self.path = self.system["@odata.id"].rstrip("/")  # iLO 4 ends its paths with a slash
         self.refuse = None if refuse is None else (refuse[0], (FIXTURES / refuse[1]).read_bytes())
         #: Each ResetType asked for, in order.
         self.resets: list[str] = []
@@ -57,7 +57,7 @@ class RecordedBmc:
                 length = int(self.headers.get("Content-Length") or 0)
                 asked = json.loads(self.rfile.read(length) or b"{}")
                 target = bmc.system["Actions"]["#ComputerSystem.Reset"]["target"]
-                if self.path != target:
+                if self.path.rstrip("/") != target.rstrip("/"):
                     self._answer(404)
                     return
                 bmc.resets.append(asked.get("ResetType", ""))

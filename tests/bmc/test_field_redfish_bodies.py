@@ -19,6 +19,47 @@ def bmc_for(recorded: RecordedBmc, *, system: str | None = None) -> RedfishBmc:
     return RedfishBmc(config, "gpu-01", Secret("recorded-bmc-pass"), sleep=lambda s: None)
 
 
+OLDER = ["idrac8-poweredge-m630-system.json", "ilo4-proliant-bl460c-gen9-system.json",
+         "supermicro-x10dff-ctg-system.json"]
+
+
+@pytest.mark.parametrize("recording", ["supermicro-sys-821ge-tnhr-system.json", "ztsystems-ami-self-system.json",
+                                       *OLDER])
+def test_a_real_system_is_read_and_power_cycled_with_reset_types_it_allows(recording: str) -> None:
+    """Every recording, ``/Systems/1/`` with iLO 4's trailing slash included, is found as the BMC's only system
+    and cycled (ForceOff, then On), the ResetTypes all of them offer."""
+    with RecordedBmc(recording) as recorded:
+        bmc = bmc_for(recorded)
+        assert bmc.power_state() == "On"
+        done = BmcTarget(Host(name="gpu-01"), bmc).execute(RunRequest("redfish power cycle"))
+        assert done.exit_code == 0, done.stderr
+        assert recorded.resets == ["ForceOff", "On"] and bmc.power_state() == "On"
+
+
+@pytest.mark.parametrize(("recording", "asked"), [("idrac8-poweredge-m630-system.json", "PushPowerButton"),
+                                                  ("ilo4-proliant-bl460c-gen9-system.json", "PushPowerButton"),
+                                                  ("supermicro-sys-821ge-tnhr-system.json", "GracefulShutdown")])
+def test_an_orderly_shutdown_is_the_power_buttons_press_where_no_gracefulshutdown_is_offered(recording: str,
+                                                                                          asked: str) -> None:
+    """iDRAC 8 and iLO 4 offer no GracefulShutdown: their orderly shutdown is PushPowerButton (before, sushy
+    refused the request: ``value "ResetType.GRACEFUL_SHUTDOWN" is invalid``, and ``--graceful`` never worked)."""
+    with RecordedBmc(recording) as recorded:
+        bmc = bmc_for(recorded)
+        done = BmcTarget(Host(name="gpu-01"), bmc).execute(RunRequest("redfish power off graceful"))
+        assert done.exit_code == 0, done.stderr
+        assert recorded.resets == [asked] and bmc.power_state() == "Off"
+
+
+def test_a_bmc_offering_no_orderly_shutdown_is_named_with_what_it_offers() -> None:
+    """Supermicro X10's BMC offers neither GracefulShutdown nor PushPowerButton: nothing is asked, and the error
+    says what it offers (before: sushy's ``Valid values are: {<ResetType.FORCE_ON: 'ForceOn'>, ...}``)."""
+    with RecordedBmc("supermicro-x10dff-ctg-system.json") as recorded:
+        done = BmcTarget(Host(name="gpu-01"), bmc_for(recorded)).execute(RunRequest("redfish power off graceful"))
+    assert done.exit_code == 1 and recorded.resets == []
+    assert done.stderr == (f"the BMC {recorded.url} does not offer GracefulShutdown: it offers ForceOff, ForceOn, "
+                           "ForceRestart, GracefulRestart, Nmi, On\n")
+
+
 @pytest.mark.parametrize("recording", ["supermicro-sys-821ge-tnhr-system.json", "ztsystems-ami-self-system.json"])
 def test_a_real_system_is_read_switched_off_and_on_with_the_reset_types_it_allows(recording: str) -> None:
     """The Supermicro HGX H100 server names its reset types only through ``@Redfish.ActionInfo`` (not served:
