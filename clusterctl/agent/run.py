@@ -22,6 +22,7 @@ from clusterctl.health.checks import HostInput
 from clusterctl.health.model import HealthOptions, HostHealth
 from clusterctl.inventory.model import Fabric
 from clusterctl.transport.base import Transport, TransportError
+from clusterctl.utc import utc_stamp
 
 #: Each kubectl call's own limit: an API server that does not answer costs this, not the timer's.
 KUBECTL_TIMEOUT_S = 30.0
@@ -106,8 +107,7 @@ def run_once(transport: Transport, options: AgentOptions, *, clock: Any = time.t
     if options.kubeconfig:
         try:
             current = read_conditions(transport, options)
-            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))  # RFC 3339, UTC
-            run.conditions = cond.conditions(health.findings, now, current)
+            run.conditions = cond.conditions(health.findings, utc_stamp(clock()), current)
             patch_conditions(transport, options, run.conditions)
             run.published = True
         except (PublishError, TransportError) as exc:

@@ -62,7 +62,8 @@ def _gpu_of(result: dict[str, Any]) -> int | None:
 
 
 def _info(result: dict[str, Any]) -> str:
-    parts = [str(result.get("info") or "")]
+    info = result.get("info") or ""
+    parts = [str(item) for item in info] if isinstance(info, list) else [str(info)]  # 4.x: a list of messages
     for warning in result.get("warnings") or ():
         parts.append(str(warning.get("warning") if isinstance(warning, dict) else warning))
     for error in result.get("errors") or ():

@@ -134,6 +134,10 @@ def env_prefix(env: Mapping[str, str] | None) -> str:
     return "export " + " ".join(parts) + "; "
 
 
+#: Every command runs in the C locale: the parsers read what the tools print in it (``df``'s "Filesystem" header,
+#: "No such file or directory", dpkg-query's "no packages found"), and a host whose locale is another language
+#: (``LANG=zh_CN.UTF-8`` in /etc/default/locale, or sent by the SSH client) would print them translated.
+PARSED_LOCALE = {"LC_ALL": "C"}
 #: What sudo prints when it would have to ask for a password but may not (``sudo -n``).
 _SUDO_NEEDS_PASSWORD = ("a password is required", "a terminal is required", "no askpass program")
 #: Printed by the password wrapper when sudo did not take the password it was given.
@@ -145,8 +149,9 @@ def wrap_command(
 ) -> str:
     """The exact shell line a transport runs for ``command``.
 
-    With sudo the whole line, environment included, runs under ``sudo -n sh -c`` so that
-    a password prompt can never hang a fleet run (``-n`` fails instead of asking).
+    The line sets ``LC_ALL=C`` first (``PARSED_LOCALE``). With sudo the whole line, environment included,
+    runs under ``sudo -n sh -c`` so that a password prompt can never hang a fleet run (``-n`` fails
+    instead of asking).
 
     With ``sudo_password`` the first line of the command's stdin is the password (the
     transport prepends it, see ``stdin_with_password``). The wrapper reads it into a shell
@@ -156,7 +161,7 @@ def wrap_command(
     and never sudo's prompt. Where sudo keeps no credentials between calls
     (``timestamp_timeout=0``) the password is piped to ``sudo -S`` once more, ahead of stdin.
     """
-    line = env_prefix(env) + command
+    line = env_prefix({**PARSED_LOCALE, **(env or {})}) + command
     if not sudo:
         return line
     inner = "sudo -n sh -c " + shlex.quote(line)

@@ -49,7 +49,7 @@ def test_group_marker_is_found_across_chunks_and_removed_from_stderr() -> None:
 def test_sudo_password_wrapper_keeps_the_password_out_of_the_command_line() -> None:
     line = wrap_command("cat > /etc/x", sudo=True, sudo_password=True)
     assert "read -r" in line and "sudo -S -v" in line and "sudo -n sh -c" in line
-    assert wrap_command("id -u", sudo=True) == "sudo -n sh -c 'id -u'"
+    assert wrap_command("id -u", sudo=True) == "sudo -n sh -c 'export LC_ALL=C; id -u'"
 
 
 def test_sudo_refusals_name_the_fix() -> None:

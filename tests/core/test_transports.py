@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl.errors import UsageError
+from clusterctl.errors import ParseError, UsageError
 from clusterctl.inventory.model import Host
 from clusterctl.mock.profile import load_profile
 from clusterctl.mock.transport import MockTransport
@@ -30,7 +30,28 @@ def test_env_names_are_checked() -> None:
 
 
 def test_sudo_never_prompts() -> None:
-    assert wrap_command("id -u", sudo=True) == "sudo -n sh -c 'id -u'"
+    assert wrap_command("id -u", sudo=True) == "sudo -n sh -c 'export LC_ALL=C; id -u'"
+
+
+def test_a_host_in_another_language_answers_in_the_words_the_parsers_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host whose locale is Chinese translates df's header, sysctl's and dpkg-query's messages (recorded on
+    Debian 12 with its zh_CN catalogues: "文件系统 1024的块 ...", "没有找到与 ... 相匹配的软件包"); every command
+    runs with LC_ALL=C, so the probes read what they were written for."""
+    import subprocess
+
+    from clusterctl.facts.node import parse_df
+    from clusterctl.facts.packages import parse_dpkg_query
+
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    monkeypatch.setenv("LANGUAGE", "zh_CN")
+    translated = subprocess.run(["df", "-Pk", "/"], capture_output=True, text=True, check=False).stdout
+    if translated.startswith("Filesystem"):
+        pytest.skip("this machine has no zh_CN message catalogue for df (coreutils' translations)")
+    with pytest.raises(ParseError):
+        parse_df(translated)
+    local = LocalTransport(Host(name="local"))
+    assert parse_df(local.run("df -Pk /").stdout).mounted_on == "/"
+    assert parse_dpkg_query(local.run("dpkg-query -W nosuch-package-clusterctl 2>&1").stdout) == {}
 
 
 def test_local_timeout_kills_the_command() -> None:

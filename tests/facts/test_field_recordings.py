@@ -61,3 +61,15 @@ def test_a_gpu_off_the_bus_without_an_xid_is_named_from_the_messages_first_line(
     later = parse_kernel_log("NVRM: The NVIDIA GPU 0000:b3:00.0\nNVRM: fallen off the bus\n"
                              "nvidia: fallen off the bus\n")
     assert [e.pci for e in later.events] == ["0000:b3:00.0", None]
+
+
+def test_containerd_versions_of_distribution_packages() -> None:
+    from clusterctl.facts.containerd import parse_containerd_version
+    from clusterctl.facts.stack import parse_stack
+
+    for name, version in (("containerd-version-ubuntu-24.04-1.7.24.txt", "1.7.24"),
+                          ("containerd-version-ubuntu-20.04-eks-ami-1.7.2.txt", "1.7.2"),
+                          ("containerd-version-debian12.txt", "1.6.20")):
+        text = read_fixture("containerd", name)
+        assert parse_containerd_version(text) == version
+        assert parse_stack(f"### containerd\n{text}").containerd == version  # survey's stack reads it alike

@@ -158,3 +158,30 @@ def test_compute_apps_pasted_with_its_command_line() -> None:
     pasted = ("$ nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory --format=csv\n"
               + read_fixture("nvidia-smi-compute-apps", "nvidia-docker-1483-host-pid-name-memory.csv"))
     assert [(a.pid, a.used_mib) for a in parse_compute_apps(pasted)] == [(40170, 185)]
+
+
+def test_dcgm4_json_info_lists_are_messages_not_a_python_list() -> None:
+    diag = parse_dcgmi_diag(read_fixture("dcgmi", "DERIVED-dcgm215-4.x-json-info-lists.json"))
+    assert [(r.test, r.gpu, r.status) for r in diag.results] == [("diagnostic", gpu, "Pass") for gpu in range(8)]
+    assert diag.results[1].info == ("Allocated space for 138 output matricies from 76077622886 bytes available.; "
+                                    "Running with precisions: FP64 1, FP32 1, FP16 1; "
+                                    "GPU 1 calculated at approximately 859.08 gigaflops during this test")
+    assert not any("[" in r.info or "'" in r.info for r in diag.results)
+    assert diag.results[7].info == ""
+
+
+H100_PCIE_NVLINK = "h100-pcie-2gpu-bridge-12-of-18-links-indented-root-prompt.txt"
+
+
+def test_h100_pcie_pair_on_an_nvlink_bridge_topology_and_links() -> None:
+    matrix = parse_topo(read_fixture("topo", "h100-pcie-2gpu-nvlink-bridge-nv12-indented-root-prompt.txt"))
+    link = matrix.link("GPU0", "GPU1")
+    assert link is not None and (link.kind, link.nvlinks) == ("NV", 12)
+    assert [(g.cpu_affinity, g.numa_affinity) for g in matrix.gpus] == [("32-63,96-127", "1")] * 2
+    assert matrix.warnings == ()
+    statuses = parse_nvlink(read_fixture("nvlink", H100_PCIE_NVLINK))
+    # The bridge wires 12 of the 18 links; the other 6 print <inactive> on a healthy pair.
+    assert [(s.gpu_index, sum(lane.active for lane in s.lanes), [lane.link for lane in s.lanes if not lane.active])
+            for s in statuses] == [(0, 12, [4, 5, 10, 11, 16, 17]), (1, 12, [4, 5, 10, 11, 16, 17])]
+    assert {lane.speed_gbps for s in statuses for lane in s.lanes if lane.active} == {26.562}
+    assert statuses.warnings == ()

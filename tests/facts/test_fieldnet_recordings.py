@@ -115,3 +115,11 @@ def test_ibstat_hdr_port_and_a_disabled_port_at_rate_10() -> None:
     assert (up.hca, up.ca_type, up.ports[0].rate_gbps, link_rate(up.ports[0])) == ("mlx5_4", "MT4123", 200.0, 200.0)
     assert (down.ports[0].state, down.ports[0].phys_state, down.ports[0].rate_gbps) == ("PORT_DOWN", "Disabled", 10.0)
     assert link_rate(down.ports[0]) is None  # a down port's 'Rate: 10' is no speed
+
+
+def test_ibdev2netdev_v_of_an_azure_sriov_vf_with_a_hyperv_pci_domain() -> None:
+    devices = parse_ibdev2netdev(read_fixture("ibdev2netdev", "v-azure-nc24rs-v3-cx3-vf-hyperv-domain.txt"))
+    assert devices.warnings == ()
+    (vf,) = devices
+    # The IB port is ACTIVE; the IPoIB interface on it is Down, which is what 'up' says.
+    assert (vf.hca, vf.port, vf.name, vf.up) == ("mlx4_0", 1, "ib0", False)

@@ -13,6 +13,7 @@ from clusterctl.facts.ib_counters import parse_ib_counters
 from clusterctl.facts.kernel_log import parse_kernel_log
 from clusterctl.facts.lspci import parse_lspci
 from clusterctl.facts.model import RDMADevice, RDMADevices, RDMAPort
+from clusterctl.facts.nvlink import parse_nvlink
 from clusterctl.facts.nvsmi_query import parse_nvidia_smi_q
 from clusterctl.health import xid_catalog
 from clusterctl.health.checks import HostInput
@@ -49,6 +50,12 @@ def test_gpu_recovery_action_of_a_575_driver_is_a_reset_finding() -> None:
     assert host.verdict is Verdict.UNHEALTHY and host.reason.startswith("GPU_RESET_REQUIRED")
     finding = next(f for f in host.findings if f.code == "GPU_RESET_REQUIRED")
     assert "'GPU Recovery Action: Reset'" in finding.message and finding.evidence["action"] == "RESET_GPU"
+
+
+def test_the_six_unwired_links_of_an_h100_pcie_nvlink_bridge_are_not_down() -> None:
+    nvlink = parse_nvlink(read_fixture("nvlink", "h100-pcie-2gpu-bridge-12-of-18-links-indented-root-prompt.txt"))
+    host = _judge_one(nvlink=nvlink)
+    assert not any(f.code == "NVLINK_DOWN" for f in host.findings), host.findings
 
 
 @pytest.mark.parametrize(("said", "action", "fix_says"), [

@@ -171,8 +171,8 @@ def test_exec_sudo_runs_the_line_under_sudo_n(sshd_hosts: SSHDHosts, tmp_path: P
     assert run.exit_code == 0, run.stderr
     for h in hosts:
         assert run.by_host()[h.name]["stdout"] == "as-root\n"
-        # -n: never prompts for a password; the whole line runs in one sh -c.
-        assert h.sudo_log.read_text() == "-n sh -c echo as-root\n"
+        # -n: never prompts for a password; the whole line runs in one sh -c, in the C locale.
+        assert h.sudo_log.read_text() == "-n sh -c export LC_ALL=C; echo as-root\n"
 
 
 def test_identical_outputs_are_printed_once_with_their_hosts(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
