@@ -111,12 +111,36 @@ def _parse_json(text: str) -> DcgmDiag:
                     gpu_device_ids=_device_ids(ids), metadata=others)
 
 
+def _value_cell(raw: str) -> tuple[str, bool]:
+    """The result cell as dcgmi printed it (leading spaces kept) and whether it is full to the width dcgmi
+    cuts long text at: one pad space before, two after (``| <46 wide> |`` holds 45 characters)."""
+    cell = raw[raw.index("|", 1) + 1:-1]
+    text = cell[1:].rstrip()
+    return text, len(text) >= len(cell) - 3
+
+
+def _named_gpu_result(results: list[DcgmResult], value: str) -> int:
+    """``Info``/``Warning`` rows of a test name the GPU they are about (``GPU 1 GPU to Host bandwidth``):
+    that GPU's result of the test, else the test's last result."""
+    named = re.match(r"GPU\s?(\d+)\b", value)
+    last = results[-1]
+    for index in range(len(results) - 1, -1, -1):
+        result = results[index]
+        if (result.category, result.test) != (last.category, last.test):
+            break
+        if named and result.gpu == int(named.group(1)):
+            return index
+    return len(results) - 1
+
+
 def _parse_text(text: str) -> DcgmDiag:
     results: list[DcgmResult] = []
     warnings: list[ParseWarning] = []
     meta: dict[str, str] = {}
     category = "?"
     saw_table = False
+    target = -1  # the result the row above added its text to: a wrapped row goes on there
+    cut_at_width = False  # the row above filled the cell: dcgmi went on with the same text on this row
     for line in clean_lines(text):
         raw = line.text.strip()
         heading = _CATEGORY.match(raw)
@@ -135,6 +159,8 @@ def _parse_text(text: str) -> DcgmDiag:
                 warnings.append(ParseWarning(f"line {raw[:80]!r} inside the result table not read", line.number))
             continue
         name, value = row.group(1), row.group(2)
+        cell, wrapped = _value_cell(raw)
+        wraps_on, cut_at_width = cut_at_width and not name and 0 <= target < len(results), wrapped
         if name == "Diagnostic" and value == "Result":
             saw_table = True
             continue
@@ -153,6 +179,12 @@ def _parse_text(text: str) -> DcgmDiag:
                     results.append(DcgmResult(category, name, state, listed_gpu, "", line.number))
             else:
                 results.append(DcgmResult(category, name, state, None, rest, line.number))
+            target = len(results) - 1
+            continue
+        if wraps_on:
+            # dcgmi cuts long text at the cell's width, mid-word or not: "... Reset GPU. R" / "estart DCGM."
+            # is one word; a cut that fell on a space leaves it at the start of the next row (" remappings").
+            results[target] = replace(results[target], info=(results[target].info + cell).strip())
             continue
         detail = _GPU_DETAIL.match(value)
         if name == "Error" and (not results or results[-1].line is None or results[-1].status != "Fail"):
@@ -160,20 +192,23 @@ def _parse_text(text: str) -> DcgmDiag:
             named = re.search(r"GPU\s?(\d+)", value)
             results.append(DcgmResult(category, "Error", "Fail", int(named.group(1)) if named else None, value,
                                       line.number))
+            target = len(results) - 1
             continue
         if results and (not name or name in ("Warning", "Error", "Info")):
-            last = results[-1]
+            if name or target < 0:
+                target = _named_gpu_result(results, value)
+            last = results[target]
             gpu: int | None = int(detail.group(1)) if detail else last.gpu
             info = detail.group(2) if detail else value
             sub = _STATUS.match(info)
             if detail and sub and not name:
                 results.append(DcgmResult(last.category, last.test, _status(sub.group(1)), gpu, "", line.number))
+                target = len(results) - 1
             else:
                 joined = replace(last, info=(last.info + " " + info).strip())
-                if name == "Error" or (last.status == "Fail" and last.gpu == gpu):
-                    joined = replace(joined, status="Fail" if name == "Error" else last.status,
-                                     gpu=last.gpu if last.gpu is not None else gpu)
-                results[-1] = joined
+                if name == "Error":
+                    joined = replace(joined, status="Fail", gpu=last.gpu if last.gpu is not None else gpu)
+                results[target] = joined
             continue
         if name and value and name not in ("Warning", "Info"):  # a note above any test (a paste cut above it)
             meta.setdefault(name, value)

@@ -3,7 +3,7 @@ and "fallen off the bus" lines.
 
 A log is mostly lines that do not matter here, so unrecognised lines are skipped, never
 errors. Every timestamp style real hosts print is accepted in front of the message:
-journalctl ``-o short-iso`` / ``short``, ``dmesg -T`` (``[Sun Feb 23 16:24:18 2025]``), plain
+journalctl ``-o short-iso`` / ``short`` / ``short-precise``, ``dmesg -T`` (``[Sun Feb 23 16:24:18 2025]``), plain
 ``dmesg`` (``[ 1234.567890]``), ``dmesg --time-format iso``, ``dmesg -x`` facility prefixes
 (``kern  :warn  :``) and syslog. A GPU can fall off the bus without any Xid line
 (``NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.``), so that phrase is its own event.
@@ -32,7 +32,7 @@ _STAMPS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("journalctl", re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:[+-]\d{2}:?\d{2}|Z)?)\s")),
     ("dmesg", re.compile(r"^\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4})\]\s")),
     ("dmesg", re.compile(r"^\[\s*(\d+\.\d+)\]\s")),
-    ("syslog", re.compile(r"^([A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2})\s")),
+    ("syslog", re.compile(r"^([A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)?)\s")),
 )
 _FACILITY = re.compile(r"^(?:kern|user|daemon|syslog)\s*:\s*\w+\s*:\s*")
 _UNREADABLE = (

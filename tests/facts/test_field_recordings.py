@@ -73,3 +73,11 @@ def test_containerd_versions_of_distribution_packages() -> None:
         text = read_fixture("containerd", name)
         assert parse_containerd_version(text) == version
         assert parse_stack(f"### containerd\n{text}").containerd == version  # survey's stack reads it alike
+
+
+def test_journalctl_short_precise_timestamps_are_kept() -> None:
+    plain = parse_kernel_log(read_fixture("kernel-log", "bottlerocket2900-journalctl-short-precise.log"))
+    assert plain.source == "syslog" and plain.events == () and plain.lines == 4
+    precise = parse_kernel_log(read_fixture("kernel-log", "DERIVED-journalctl-short-precise-xid79-154-595.log"))
+    assert [(e.code, e.timestamp) for e in precise.events] == [
+        (79, "Jun 01 20:11:11.218036"), (None, "Jun 01 20:11:11.218036"), (154, "Jun 01 20:11:11.218036")]

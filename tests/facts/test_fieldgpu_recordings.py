@@ -143,6 +143,34 @@ def test_dcgm_paste_cut_mid_table_reads_the_tests_and_names_every_other_row() ->
     assert [w.line for w in diag.warnings] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 18]
 
 
+def test_dcgm_text_cut_mid_word_at_the_cell_edge_reads_as_one_word() -> None:
+    # dcgmi cuts long text every 45 characters, mid-word or not: "Reset GPU. R" / "estart DCGM." is "Restart";
+    # a cut that fell on a space ("... Check" / "DCGM", "... and row" / " remappings") keeps that space.
+    (_, gpu0) = parse_dcgmi_diag(read_fixture("dcgmi", "godcgm52-3.3.1-r2-pass-gpu1-fail-gpu0-clipped.txt")).results
+    assert gpu0.info == ("GPU 0 Error using CUDA API cuCtxCreate Check DCGM and system logs for errors. Reset GPU. "
+                         "Restart DCGM. Rerun diagnostics. Unable to create CUDA context: 'CUDA-capable device(s) "
+                         "is/are busy or unavailable'.")
+    faulty = parse_dcgmi_diag(read_fixture("dcgmi", "mlengineering-r2-pass-gpus-then-fail-gpu0-clipped.txt")).failed[0]
+    assert faulty.info.startswith("GPU 0 Thermal violations totaling 13.3 seconds started at 9.7 seconds into the test "
+                                  "for GPU 0 Verify that the cooling on this machine is functional, including "
+                                  "external, thermal material interface,")
+    (error,) = parse_dcgmi_diag(read_fixture("dcgmi", "mlengineering-dcgm-text-error-row.txt")).results
+    assert error.info == "GPU 3 has uncorrectable memory errors and row remappings are pending"
+
+
+def test_dcgm_info_rows_go_to_the_gpu_they_name() -> None:
+    diag = parse_dcgmi_diag(read_fixture("dcgmi", "DERIVED-godcgm52-pcie-row-per-gpu-info.txt"))
+    pcie = {r.gpu: r for r in diag.results if r.test == "PCIe"}
+    assert (pcie[1].status, pcie[0].status) == ("Pass", "Fail")
+    assert pcie[1].info == ("GPU 1 GPU to Host bandwidth:  12.33 GB/s, GPU 1 Host to GPU bandwidth:  13.15 GB/s, "
+                            "GPU 1 bidirectional bandwidth: 22.63 GB/s")
+    assert pcie[0].info == ("GPU 0 API call cudaStreamCreate failed: 'CUDA-capable device(s) is/are busy or "
+                            "unavailable' Check DCGM and system logs for errors. Reset GPU. Restart DCGM. "
+                            "Rerun diagnostics.")
+    assert [(r.test, r.gpu) for r in diag.failed] == [("PCIe", 0), ("GPU Memory", 0)]
+    assert diag.warnings == ()
+
+
 def test_query_gpu_csv_pasted_with_its_command_line() -> None:
     # The "$ nvidia-smi --query-gpu=pcie.link.gen.current,pcie.link.gen.max,..." line names query fields too:
     # it was taken for the header and the real header refused as a GPU row ("expected a number").
