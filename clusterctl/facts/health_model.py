@@ -79,6 +79,18 @@ class GpuHealth:
     #: NVLink fabric (NVSwitch systems, GB200): ``Completed`` / ``Success`` when ready.
     fabric_state: str | None = None
     fabric_status: str | None = None
+    #: ``Fabric / Health`` (580+ drivers; NVML's GPU fabric health): ``Summary`` ``Healthy``, ``Unhealthy`` or
+    #: ``Limited Capacity``; ``Bandwidth`` ``Full`` or ``Degraded``; the fault conditions as printed (``True`` /
+    #: ``False``; ``Incorrect Configuration`` names the fault, ``None`` when there is none). ``None``: ``N/A``.
+    fabric_health_summary: str | None = None
+    fabric_bandwidth: str | None = None
+    fabric_route_recovery_in_progress: str | None = None
+    fabric_route_unhealthy: str | None = None
+    fabric_access_timeout_recovery: str | None = None
+    fabric_incorrect_configuration: str | None = None
+    #: ``Channel Repair Pending`` / ``TPC Repair Pending`` under ``ECC Errors`` (580+ drivers, NVML's repair status).
+    channel_repair_pending: bool | None = None
+    tpc_repair_pending: bool | None = None
     #: False where the output shows a selection of the host's GPUs (``-i``): ``index`` is no nvidia-smi index.
     index_known: bool = True
     #: ``Minor Number`` (``/dev/nvidiaN``): the GPU's own number where the output shows a selection

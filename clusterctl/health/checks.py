@@ -263,8 +263,46 @@ def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
                 evidence=f"Fabric / State : {gpu.fabric_state}",
                 fix="Check nvidia-fabricmanager (systemctl status nvidia-fabricmanager) and the NVSwitches; "
                     "CUDA jobs fail until the fabric is up."))
+        found += _fabric_health(name, gpu, subject, where)
+        repairs = [kind for kind, pending in (("Channel", gpu.channel_repair_pending),
+                                              ("TPC", gpu.tpc_repair_pending)) if pending]
+        if repairs:
+            found.append(_finding(
+                Severity.WARNING, "GPU_REPAIR_PENDING", name, f"{where}: a {' and a '.join(repairs)} repair is pending",
+                subject=subject, action="RESET_GPU", evidence="; ".join(f"ECC Errors / {k} Repair Pending : Yes"
+                                                                        for k in repairs),
+                fix=f"Drain the host, then reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot: NVML flags the "
+                    "repair as pending, as it flags a pending row remap, which the next GPU reset applies."))
     found += _fleet_gpu(host, baseline)
     return found
+
+
+#: NVML's GPU fabric health conditions (``Fabric / Health``) and the printed value that raises each.
+_FABRIC_FAULTS = (("Bandwidth", "fabric_bandwidth", "Degraded"),
+                  ("Route Recovery in progress", "fabric_route_recovery_in_progress", "True"),
+                  ("Route Unhealthy", "fabric_route_unhealthy", "True"),
+                  ("Access Timeout Recovery", "fabric_access_timeout_recovery", "True"))
+
+
+def _fabric_health(name: str, gpu: GpuHealth, subject: str, where: str) -> list[Finding]:
+    """580+ drivers print NVML's fabric health (NVSwitch systems, GB200/GB300): ``Summary : Unhealthy`` or
+    ``Limited Capacity``, or any of its fault conditions raised, is a GPU whose NVLink fabric needs looking at."""
+    faults = [f"{label} : {getattr(gpu, attr)}" for label, attr, bad in _FABRIC_FAULTS if getattr(gpu, attr) == bad]
+    if gpu.fabric_incorrect_configuration not in (None, "None"):
+        faults.append(f"Incorrect Configuration : {gpu.fabric_incorrect_configuration}")
+    if gpu.fabric_health_summary in ("Unhealthy", "Limited Capacity"):
+        faults.insert(0, f"Summary : {gpu.fabric_health_summary}")
+    if not faults:
+        return []
+    severity = Severity.ERROR if gpu.fabric_health_summary == "Unhealthy" or "Route Unhealthy : True" in faults \
+        or gpu.fabric_incorrect_configuration not in (None, "None") else Severity.WARNING
+    return [_finding(
+        severity, "GPU_FABRIC_UNHEALTHY", name, f"{where}: NVLink fabric health: {', '.join(faults)}",
+        subject=subject, evidence="; ".join(f"Fabric / Health / {fault}" for fault in faults),
+        fix="Drain the host and check the NVLink fabric (nvidia-smi -q on each GPU, the NVSwitch trays and their "
+            "fabric manager): a route or access-timeout recovery in progress may clear by itself, look again; "
+            "an unhealthy route, degraded bandwidth or an incorrect configuration needs the fabric fixed before the "
+            "GPU goes back into service.")]
 
 
 def _temperature(name: str, gpu: GpuHealth, subject: str, where: str) -> list[Finding]:

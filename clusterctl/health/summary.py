@@ -100,6 +100,12 @@ def _gpus(smi: NvidiaSmiQuery) -> dict[str, Any]:
             "reset_required": g.reset_required, "drain_and_reset_recommended": g.drain_and_reset_recommended,
             "recovery_action": g.recovery_action,
             "fabric_state": g.fabric_state, "fabric_status": g.fabric_status,
+            "fabric_health_summary": g.fabric_health_summary, "fabric_bandwidth": g.fabric_bandwidth,
+            "fabric_route_recovery_in_progress": g.fabric_route_recovery_in_progress,
+            "fabric_route_unhealthy": g.fabric_route_unhealthy,
+            "fabric_access_timeout_recovery": g.fabric_access_timeout_recovery,
+            "fabric_incorrect_configuration": g.fabric_incorrect_configuration,
+            "channel_repair_pending": g.channel_repair_pending, "tpc_repair_pending": g.tpc_repair_pending,
         }
         for g in smi.gpus
     }

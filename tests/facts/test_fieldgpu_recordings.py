@@ -213,3 +213,16 @@ def test_h100_pcie_pair_on_an_nvlink_bridge_topology_and_links() -> None:
             for s in statuses] == [(0, 12, [4, 5, 10, 11, 16, 17]), (1, 12, [4, 5, 10, 11, 16, 17])]
     assert {lane.speed_gbps for s in statuses for lane in s.lanes if lane.active} == {26.562}
     assert statuses.warnings == ()
+
+
+def test_580_repair_pending_and_fabric_health_are_read() -> None:
+    (real,) = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "rtx3090ti-580.142-q-wide-keys-no-reset-status.txt")).gpus
+    assert (real.channel_repair_pending, real.tpc_repair_pending) == (False, False)
+    assert (real.fabric_health_summary, real.fabric_bandwidth, real.fabric_route_unhealthy,
+            real.fabric_incorrect_configuration) == (None, None, None, None)  # printed N/A: not known
+    (gpu,) = parse_nvidia_smi_q(read_fixture("nvidia-smi-q",
+                                             "DERIVED-rtx3090ti-580.142-tpc-repair-fabric-unhealthy.txt")).gpus
+    assert (gpu.channel_repair_pending, gpu.tpc_repair_pending) == (False, True)
+    assert (gpu.fabric_health_summary, gpu.fabric_bandwidth, gpu.fabric_route_recovery_in_progress,
+            gpu.fabric_route_unhealthy, gpu.fabric_access_timeout_recovery) == (
+        "Unhealthy", "Full", "False", "True", None)

@@ -29,6 +29,20 @@ def _judge_one(**facts: object) -> HostHealth:
     return report.hosts[0]
 
 
+def test_580_fabric_health_unhealthy_and_a_pending_tpc_repair_are_findings() -> None:
+    real = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "rtx3090ti-580.142-q-wide-keys-no-reset-status.txt"))
+    assert not {"GPU_FABRIC_UNHEALTHY", "GPU_REPAIR_PENDING"} & {f.code for f in _judge_one(smi=real).findings}
+    smi = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "DERIVED-rtx3090ti-580.142-tpc-repair-fabric-unhealthy.txt"))
+    host = _judge_one(smi=smi)
+    assert host.verdict is Verdict.UNHEALTHY
+    fabric = next(f for f in host.findings if f.code == "GPU_FABRIC_UNHEALTHY")
+    assert fabric.severity.value == "error"
+    assert fabric.message.endswith("NVLink fabric health: Summary : Unhealthy, Route Unhealthy : True")
+    repair = next(f for f in host.findings if f.code == "GPU_REPAIR_PENDING")
+    assert "a TPC repair is pending" in repair.message and "nvidia-smi -r -i 0" in repair.fix
+    assert repair.evidence["action"] == "RESET_GPU"
+
+
 def test_pending_row_remap_makes_the_host_unhealthy_with_a_reset_action() -> None:
     smi = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "gpud-535.129.03-a10-pcie-remap-pending.txt"))
     host = _judge_one(smi=smi)
