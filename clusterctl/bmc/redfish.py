@@ -19,6 +19,7 @@ from clusterctl.secret import Secret, mask_text
 ON, OFF = "On", "Off"
 #: Redfish ``ResetType`` values clusterctl asks for.
 FORCE_OFF, GRACEFUL_SHUTDOWN, RESET_ON = "ForceOff", "GracefulShutdown", "On"
+PUSH_POWER_BUTTON = "PushPowerButton"
 SYSTEMS = "/redfish/v1/Systems/"
 
 
@@ -119,9 +120,17 @@ class RedfishBmc:
         return str(self._call("reading the power state", read))
 
     def reset(self, reset_type: str) -> None:
+        """Ask for ``reset_type``, of those the BMC offers; an orderly shutdown is the power button's press where
+        the BMC offers that and no GracefulShutdown (iDRAC 8, iLO 4: their own orderly shutdown)."""
         from sushy.resources.constants import ResetType
 
         system = self._connect()
+        offered = {str(v.value) for v in self._call("reading its reset types", system.get_allowed_reset_system_values)}
+        if reset_type == GRACEFUL_SHUTDOWN and reset_type not in offered and PUSH_POWER_BUTTON in offered:
+            reset_type = PUSH_POWER_BUTTON
+        if reset_type not in offered:
+            raise BmcError(f"the BMC {self.address.url} does not offer {reset_type}: it offers "
+                           f"{', '.join(sorted(offered))}")
         self._call(f"asking for {reset_type}", lambda: system.reset_system(ResetType(reset_type)))
 
     def wait_for(self, wanted: str, *, timeout_s: float | None = None, saw: Callable[[str], None] | None = None,

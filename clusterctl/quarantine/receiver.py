@@ -43,7 +43,7 @@ from clusterctl.quarantine.drain import DrainOptions
 from clusterctl.quarantine.host_queue import HostQueue
 from clusterctl.quarantine.pending_work import PendingHost, PendingWork
 from clusterctl.quarantine.policy import cap
-from clusterctl.quarantine.webhook_payload import BadPayload, DecisionLog, parse_payload
+from clusterctl.quarantine.webhook_payload import HOST_LABELS, BadPayload, DecisionLog, parse_payload
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
@@ -133,12 +133,14 @@ class Remediator:
             self._say(host=host, alert=alert, decision=decision, why=why, **({"caller": caller} if caller else {}))
 
         for alert in alerts:
-            if alert.status != "firing":
-                note(alert.host_label, alert.name, "ignored", "resolved: release needs 'clusterctl release'")
-                continue
             host = self._by_label.get(alert.host_label)
+            if alert.status != "firing":  # named as every decision is: the inventory's name where it has one
+                note(host.name if host else alert.host_label, alert.name, "ignored",
+                     "resolved: release needs 'clusterctl release'")
+                continue
             if host is None:
-                note(alert.host_label, alert.name, "ignored", "not a host of the inventory: never acted on")
+                why = "not a host of the inventory" if alert.host_label else f"names no host ({', '.join(HOST_LABELS)})"
+                note(alert.host_label, alert.name, "ignored", f"{why}: never acted on")
                 continue
             action = self.action_for(alert.name)
             if action == "report":
