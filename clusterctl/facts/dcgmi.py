@@ -25,6 +25,8 @@ _CATEGORY = re.compile(r"^[|+]-+\s+([A-Za-z][\w ]*?)\s+-+[+|]")
 _STATUS = re.compile(r"^(Pass|Fail|Warn(?:ing)?|Skip|Not Run|Error)\b(?:\s*-\s*(.*))?$", re.IGNORECASE)
 _GPU_LIST = re.compile(r"GPUs?:\s*([\d,\s]+)")
 _GPU_DETAIL = re.compile(r"^GPU\s?(\d+)\s*:\s*(.*)$")
+#: DCGM 4 names the GPU a warning or an info row is about in the name cell: ``| Warning: GPU0 | ... |``.
+_NOTE_FOR_GPU = re.compile(r"^(Warning|Info):\s*GPU\s?(\d+)$")
 _METADATA = {"DCGM Version": "dcgm_version", "Driver Version Detected": "driver_version",
              "GPU Device IDs Detected": "gpu_device_ids"}
 
@@ -119,16 +121,17 @@ def _value_cell(raw: str) -> tuple[str, bool]:
     return text, len(text) >= len(cell) - 3
 
 
-def _named_gpu_result(results: list[DcgmResult], value: str) -> int:
-    """``Info``/``Warning`` rows of a test name the GPU they are about (``GPU 1 GPU to Host bandwidth``):
-    that GPU's result of the test, else the test's last result."""
-    named = re.match(r"GPU\s?(\d+)\b", value)
+def _named_gpu_result(results: list[DcgmResult], value: str, gpu: int | None = None) -> int:
+    """``Info``/``Warning`` rows of a test name the GPU they are about (``GPU 1 GPU to Host bandwidth``, or
+    ``gpu`` from DCGM 4's name cell): that GPU's result of the test, else the test's last result."""
+    found = re.match(r"GPU\s?(\d+)\b", value)
+    named = gpu if gpu is not None else int(found.group(1)) if found else None
     last = results[-1]
     for index in range(len(results) - 1, -1, -1):
         result = results[index]
         if (result.category, result.test) != (last.category, last.test):
             break
-        if named and result.gpu == int(named.group(1)):
+        if named is not None and result.gpu == named:
             return index
     return len(results) - 1
 
@@ -159,8 +162,14 @@ def _parse_text(text: str) -> DcgmDiag:
                 warnings.append(ParseWarning(f"line {raw[:80]!r} inside the result table not read", line.number))
             continue
         name, value = row.group(1), row.group(2)
+        note_for = _NOTE_FOR_GPU.match(name)
+        name, note_gpu = (note_for.group(1), int(note_for.group(2))) if note_for else (name, None)
         cell, wrapped = _value_cell(raw)
-        wraps_on, cut_at_width = cut_at_width and not name and 0 <= target < len(results), wrapped
+        detail = _GPU_DETAIL.match(value)
+        # DCGM 4's next GPU's result (``|  | GPU1: Pass |``) follows a warning that may fill the cell exactly.
+        entity_status = bool(detail and _STATUS.match(detail.group(2)))
+        wraps_on = cut_at_width and not name and not entity_status and 0 <= target < len(results)
+        cut_at_width = wrapped
         if name == "Diagnostic" and value == "Result":
             saw_table = True
             continue
@@ -186,7 +195,6 @@ def _parse_text(text: str) -> DcgmDiag:
             # is one word; a cut that fell on a space leaves it at the start of the next row (" remappings").
             results[target] = replace(results[target], info=(results[target].info + cell).strip())
             continue
-        detail = _GPU_DETAIL.match(value)
         if name == "Error" and (not results or results[-1].line is None or results[-1].status != "Fail"):
             # A diagnostic that failed before any test ran (DCGM 3.x "Deployment" errors).
             named = re.search(r"GPU\s?(\d+)", value)
@@ -196,7 +204,7 @@ def _parse_text(text: str) -> DcgmDiag:
             continue
         if results and (not name or name in ("Warning", "Error", "Info")):
             if name or target < 0:
-                target = _named_gpu_result(results, value)
+                target = _named_gpu_result(results, value, note_gpu)
             last = results[target]
             gpu: int | None = int(detail.group(1)) if detail else last.gpu
             info = detail.group(2) if detail else value

@@ -21,6 +21,8 @@ _SYSFS = re.compile(r"^/sys/class/infiniband/([^/\s]+)/ports/(\d+)/(?:hw_)?count
 _PERF_HEADER = re.compile(r"^#\s*Port (?:extended )?counters:\s*(?:Lid\s+(\d+)\b)?.*?port\s+(\d+)", re.IGNORECASE)
 #: ``SymbolErrorCounter:..............0``; the selectors (``CounterSelect:....0x0000``) are printed in hex.
 _PERF_ROW = re.compile(r"^(\w+):\.*\s*(\d+|0x[0-9a-fA-F]+)\s*$")
+#: perfquery's rows that say what was asked (``CounterSelect:....0x0000``), not a counter.
+_SELECTORS = ("PortSelect", "CounterSelect", "CounterSelect2")
 #: perfquery name -> sysfs counter name.
 PERFQUERY_NAMES: dict[str, str] = {
     "SymbolErrorCounter": "symbol_error", "LinkErrorRecoveryCounter": "link_error_recovery",
@@ -65,9 +67,9 @@ def parse_perfquery(text: str) -> IBCounters:
         counters: dict[str, int] = {}
         for line in lines:
             row = _PERF_ROW.match(line.text.strip())
-            if row is None:
-                unread.append(line)
-            elif row.group(1) not in ("PortSelect", "CounterSelect", "CounterSelect2"):
+            if row is None or (row.group(2).startswith("0x") and row.group(1) not in _SELECTORS):
+                unread.append(line)  # hex is how perfquery prints a selector, never a counter
+            elif row.group(1) not in _SELECTORS:
                 counters[PERFQUERY_NAMES.get(row.group(1), row.group(1))] = int(row.group(2))
         ports.append(IBPortCounters(f"lid-{header.group(1) or '?'}", int(header.group(2)), counters, opening.number))
     if not ports:

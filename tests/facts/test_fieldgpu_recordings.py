@@ -171,6 +171,32 @@ def test_dcgm_info_rows_go_to_the_gpu_they_name() -> None:
     assert diag.warnings == ()
 
 
+def test_dcgm4_per_gpu_warning_goes_to_its_gpu_and_the_next_gpus_row_stays_a_result() -> None:
+    """DCGM 4 prints each GPU's result row, then that GPU's warnings named in the name cell (``Warning: GPU0``),
+    cut every 45 characters (Diag.cpp, HelperDisplayEntityResults and DisplayVerboseInfo). A warning that fills
+    its last row exactly is followed by the next GPU's row, which is that GPU's result, not more warning text."""
+    message = "GPU 0 has uncorrectable memory errors and row remappings are pending. Drain and reset GPU."
+    assert len(message) == 90  # two full rows
+
+    def row(name: str, info: str) -> str:
+        return f"| {name:<25} | {info:<46} |"
+
+    text = "\n".join([
+        "+---------------------------+------------------------------------------------+",
+        row("Diagnostic", "Result"),
+        "+===========================+================================================+",
+        "+-----  Hardware  ----------+------------------------------------------------+",
+        row("memory", "Fail"), row("", "GPU0: Fail"),
+        row("Warning: GPU0", message[:45]), row("", message[45:]),
+        row("", "GPU1: Pass"),
+        "+---------------------------+------------------------------------------------+"])
+    diag = parse_dcgmi_diag(text)
+    per_gpu = {r.gpu: r for r in diag.results if r.gpu is not None}
+    assert (per_gpu[0].status, per_gpu[0].info) == ("Fail", message)
+    assert (per_gpu[1].status, per_gpu[1].info) == ("Pass", "")
+    assert diag.metadata == {} and diag.warnings == ()
+
+
 def test_query_gpu_csv_pasted_with_its_command_line() -> None:
     # The "$ nvidia-smi --query-gpu=pcie.link.gen.current,pcie.link.gen.max,..." line names query fields too:
     # it was taken for the header and the real header refused as a GPU row ("expected a number").

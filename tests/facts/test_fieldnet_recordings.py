@@ -95,6 +95,17 @@ def test_perfquery_extended_keeps_the_lid_and_reads_hex_selectors_as_output() ->
     assert [w.line for w in counters.warnings] == [1]
 
 
+def test_a_hex_value_on_a_row_other_than_a_selector_is_a_named_line_not_a_crash() -> None:
+    """Only the selectors are printed in hex; a hex value on another row (an edited paste, a field perfquery
+    added) costs that row, with a warning naming it, instead of stopping the whole read."""
+    text = read_fixture("ib-counters", "perfquery-x-extended-rhel75-lid10.txt").replace(
+        "PortRcvData:.....................0", "PortRcvData:.....................0x1f")
+    counters = parse_ib_counters(text)
+    (port,) = counters.ports
+    assert "PortRcvData" not in port.counters and port.counters["PortXmitData"] == 0
+    assert [w.line for w in counters.warnings] == [1, 6] and "0x1f" in counters.warnings[1].message
+
+
 def test_perfquery_header_wrapped_by_a_mail_client_costs_one_named_line() -> None:
     counters = parse_ib_counters(read_fixture("ib-counters", "perfquery-e-x-header-wrapped-by-mail-excerpt.txt"))
     (port,) = counters.ports
