@@ -172,7 +172,7 @@ def nccl_checks(result: NcclTestResult, *, gpus_per_host: int | None, about: str
             Severity.WARNING, NCCL_NOT_VALIDATED, about,
             f"{result.test or 'nccl-tests'} ran with validation off ('validation: 0', -c 0): its results were not "
             "checked, so no #wrong figure says the data arrived intact",
-            about_kind=about_kind, fix="Run it again without -c 0 (or with -c 1) to check correctness as well as speed.",
+            about_kind=about_kind, fix="Run it again without -c 0 (or with -c 1) to check correctness too.",
             validation=0))
     hosts = Counter(host for _, host, _, _ in result.ranks)
     limit = busbw_limit or nvlink_limit(result)
