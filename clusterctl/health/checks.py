@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent, NVLinkErrorCounters, PciDevice
 from clusterctl.facts.model import NVLinkStatus
-from clusterctl.facts.rdma import card_of, link_rate, runs_slow
+from clusterctl.facts.rdma import card_of
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
 from clusterctl.health.probe import PROBE_HEAD_BYTES, PROBE_TAIL_BYTES, HostProbe
@@ -33,7 +33,7 @@ from clusterctl.survey.checks.host import (
     majority,
     narrow_pcie,
     port_key,
-    rate_basis,
+    slow_port,
     usual_gpu_count,
     usual_link_rates,
     usual_pcie_width,
@@ -598,14 +598,14 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
         for port in device.ports:
             key = port_key(device, port)
             usual = active.get(key)
-            judged = rate_basis(host.fabric, device.hca, port.link_layer, rates.get((key, card_of(device))))
-            if judged and runs_slow(link_rate(port), judged[1]):
-                whose = "the inventory's fabric" if judged[0] == "inventory" else f"most hosts' {device.hca}"
+            slow = slow_port(host.fabric, device, port, rates.get((key, card_of(device))))
+            if slow:
+                whose = "the inventory's fabric" if slow["basis"] == "inventory" else f"most hosts' {device.hca}"
                 found.append(_finding(
                     Severity.ERROR, "IB_PORT_SLOW", host.name,
-                    f"port runs at {port.rate_gbps:g} Gb/s, {whose} at {judged[1]:g} Gb/s",
+                    f"port runs at {port.rate_gbps:g} Gb/s, {whose} at {slow['expected_gbps']:g} Gb/s",
                     subject=key, evidence=f"{device.hca} port {port.port}: {port.active_width or '?'} "
-                    f"{port.active_speed or ''}".strip(),
+                    f"{port.active_speed or ''}".strip(), **slow,
                     fix="The link trained at a lower width or speed: reseat or replace the cable / transceiver, "
                         "check the switch port's speed setting."))
             if port.state != "PORT_ACTIVE" and usual:
