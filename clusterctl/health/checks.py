@@ -431,6 +431,11 @@ def check_kernel_log(host: HostInput) -> list[Finding]:
             "older",
             evidence=before[-1].text, count=len(before),
             fix="Widen --since to judge them (health --since 7d), or look at them with 'clusterctl health read'."))
+    # The driver follows an Xid 79 with its own "GPU ... has fallen off the bus" line: one fault, one finding
+    # (GPU_XID, which heal and quarantine act on), the driver's line in its evidence. GPU_FELL_OFF_BUS is that
+    # line with no Xid 79 for the GPU.
+    off_bus = {pci: groups.pop(key) for key in list(groups) if key[0] == "fallen-off-bus"
+               and (pci := key[1]) is not None and ("xid", pci, 79) in groups}
     for (kind, pci, code), events in groups.items():
         gpu = gpus.get(pci)
         subject = gpu_subject(gpu) if gpu else (f"PCI {pci}" if pci else None)
@@ -441,10 +446,13 @@ def check_kernel_log(host: HostInput) -> list[Finding]:
             severity, action, bucket = xid_catalog.judge(code)
             entry = xid_catalog.lookup(code)
             meaning = f"{entry.mnemonic}: {entry.description}" if entry else "not in NVIDIA's catalogue"
+            driver = off_bus.get(pci) if code == 79 and pci else None
             found.append(_finding(
                 severity, "GPU_XID", host.name, f"Xid {code} ({meaning}){times}", subject=subject, fix=action,
                 evidence=last.text, xid=code, action=bucket, count=len(events), first_line=first.text,
-                catalog=xid_catalog.CATALOG_SOURCE, catalog_version=xid_catalog.CATALOG_VERSION))
+                catalog=xid_catalog.CATALOG_SOURCE, catalog_version=xid_catalog.CATALOG_VERSION,
+                fell_off_bus_line=driver[-1].text if driver else None,
+                fell_off_bus_count=len(driver) if driver else None))
         elif kind == "sxid" and code is not None:
             fatal = "non-fatal" not in first.message.lower() and "fatal" in first.message.lower()
             found.append(_finding(
