@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import shlex
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -74,6 +75,11 @@ if TYPE_CHECKING:
 INSTALL = f"apt-get install -y {APT_LOCK} -o Dpkg::Options::=--force-confold"
 DEFAULT_READY_TIMEOUT_S = 300.0
 READY_POLL_S = 2.0
+#: How long (at most half the Ready timeout) a control plane whose kubelet this run restarted must stay
+#: Ready, its API server answering every poll, before the rollout goes on: the new kubelet may recreate the
+#: static pods (the API server among them) a few seconds after it first reports Ready, and the uncordon or
+#: the next node's drain would then be refused.
+CONTROL_PLANE_SETTLE_S = 10.0
 #: The Kubernetes packages the upgrade moves itself (in kubeadm's order), the others are the node phases'.
 PACKAGE_NAMES = ("kubeadm", "kubelet", "kubectl")
 FIRST_CP, CONTROL_PLANE, WORKER = "first control plane", "control plane", "worker"
@@ -196,6 +202,8 @@ class Rollout:
     #: Each node's packages as the pre-check read them, before the run: its assessment's, and its kubeadm
     #: phase's (the node's first change) until that phase takes them (one read, not three).
     packages_read: dict[str, PackageFacts] = field(default_factory=dict)
+    #: Nodes whose kubelet this run restarts (their control plane settles before the uncordon).
+    kubelet_restarted: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def at_target(self, version: str | None) -> bool:
@@ -372,6 +380,7 @@ class RestartKubelet(UpgradePhase):
             all(self.rollout.at_target(state.packages.get(n)) for n in ("kubelet", "kubectl"))
         if state.up_to_date or (running and not state.stack_pending):
             return []
+        self.rollout.kubelet_restarted.add(ctx.host.name)
         return [Change.run(ctx.host.name, "systemctl daemon-reload && systemctl restart kubelet",
                            summary="restart the kubelet", makes=(MAKES_NO_TRACE,))]
 
@@ -387,16 +396,24 @@ class NodeReady(ReadsNothing, UpgradePhase):
         name, rollout = ctx.host.name, self.rollout
         if not rollout.needs_work(name):
             return None
+        settle_s = min(CONTROL_PLANE_SETTLE_S, rollout.ready_timeout_s / 2) if rollout.roles.get(name) != WORKER \
+            and name in rollout.kubelet_restarted else 0.0
+        ready_since: list[float] = []  # when the node was first seen Ready at the target, every poll since
 
         def ready(c: PhaseContext) -> str | None:
             try:
                 found = read_nodes(c.reader).get(name)
             except TransportError as exc:
+                ready_since.clear()
                 return exc.message
             if found is None:
                 return "not listed; it stays cordoned"
             if found.ready and rollout.at_target(found.kubelet_version):
-                return None
+                ready_since[:] = ready_since or [time.monotonic()]
+                held = time.monotonic() - ready_since[0]
+                return None if held >= settle_s else \
+                    f"Ready at the target for {int(held)} s; its control plane settles for {int(settle_s)} s"
+            ready_since.clear()
             return (f"kubelet {found.kubelet_version or '?'}, "
                     + ("Ready" if found.ready else f"NotReady ({found.not_ready_reason})") + "; it stays cordoned")
 
