@@ -47,7 +47,7 @@ def nccl_record(result: NcclTestResult) -> dict[str, Any]:
                      for side in ("out_of_place", "in_place")}}
                  for r in result.rows],
         "avg_busbw_gbs": result.avg_busbw_gbs, "largest_busbw_gbs": result.largest_busbw_gbs,
-        "out_of_bounds": result.out_of_bounds, "errors": list(result.errors),
+        "validation": result.validation, "out_of_bounds": result.out_of_bounds, "errors": list(result.errors),
         "nccl_warnings": list(result.nccl_warnings),
         # What the log's NCCL INFO lines said about the network (None when nothing).
         "network": None if net.empty else {

@@ -31,6 +31,7 @@ FIGURE_INCONSISTENT = "FIGURE_INCONSISTENT"
 #: perftest computes MsgRate from the average: the two agree to rounding on every real row.
 CONSISTENCY_TOLERANCE = 0.10
 RECORDING_MISMATCH = "RECORDING_MISMATCH"
+NCCL_NOT_VALIDATED = "NCCL_NOT_VALIDATED"
 #: Printed figures are rounded; a hair above a limit is rounding, not physics.
 ROUNDING_MARGIN = 1.01
 #: One GPU's NVLink bandwidth per direction (GB/s): links x per-link speed as nvidia-smi nvlink -s prints it.
@@ -163,8 +164,16 @@ def nvlink_limit(result: NcclTestResult) -> tuple[float, str] | None:
 
 def nccl_checks(result: NcclTestResult, *, gpus_per_host: int | None, about: str, about_kind: str = "host",
                 busbw_limit: tuple[float, str] | None = None) -> list[Finding]:
-    """A single-host bus bandwidth above one GPU's NVLink bandwidth; fewer ranks than the host has GPUs."""
+    """A single-host bus bandwidth above one GPU's NVLink bandwidth; fewer ranks than the host has GPUs; a run
+    that checked no result (``-c 0``), whose ``#wrong`` column proves nothing."""
     found: list[Finding] = []
+    if result.validation == 0 and result.rows:
+        found.append(bench_finding(
+            Severity.WARNING, NCCL_NOT_VALIDATED, about,
+            f"{result.test or 'nccl-tests'} ran with validation off ('validation: 0', -c 0): its results were not "
+            "checked, so no #wrong figure says the data arrived intact",
+            about_kind=about_kind, fix="Run it again without -c 0 (or with -c 1) to check correctness too.",
+            validation=0))
     hosts = Counter(host for _, host, _, _ in result.ranks)
     limit = busbw_limit or nvlink_limit(result)
     figure = result.peak_busbw_gbs

@@ -43,6 +43,9 @@ _HEADER = re.compile(r"^\s*#?\s*size\s+count\s+type\s+(?:redop\s+)?(?:root\s+)?t
 _AVG = re.compile(r"^\s*#?\s*Avg bus bandwidth\s*:\s*(\S+)")
 _OOB = re.compile(r"^\s*#?\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)?")
 _SETUP = re.compile(r"^\s*#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)")
+#: ``validation: 0`` on the setup line: the run was started with ``-c 0`` and checked no result (``#wrong`` says
+#: ``N/A``, or ``0`` in some builds, either way nothing was compared).
+_VALIDATION = re.compile(r"\bvalidation:\s*(\d+)")
 _RANK = re.compile(r"^\s*#?\s*Rank\s+(\d+)(?:\s+Group\s+\d+)?(?:\s+Pid\s+(\d+))?\s+on\s+(\S+)\s+device\s+(\d+)\s+"
                    r"\[([^\]]*)\]\s*(.*?)\s*$")
 #: The binary's name as built, ``NAME_SUFFIX`` included (``all_reduce_perf_mpi``): the name the user ran.
@@ -99,6 +102,8 @@ class NcclTestResult(ParseResult):
     n_gpus: int | None = None
     min_bytes: int | None = None
     max_bytes: int | None = None
+    #: ``validation: N`` of the setup line (``-c``): ``0`` means no result was checked; ``None``: not printed.
+    validation: int | None = None
     #: ``# Out of bounds values : N OK|FAILED``.
     out_of_bounds: int | None = None
     #: (rank, host, device index, GPU name) from the ``Using devices`` block.
@@ -283,6 +288,8 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
         found = _SETUP.match(line)
         if found and not setup:
             setup = dict(zip(("n_threads", "n_gpus", "min_bytes", "max_bytes"), map(int, found.groups()), strict=True))
+            if checked := _VALIDATION.search(line):
+                setup["validation"] = int(checked.group(1))
             continue
         found = _RANK.match(line)
         if found:

@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent, NVLinkErrorCounters, PciDevice
 from clusterctl.facts.model import NVLinkStatus
-from clusterctl.facts.rdma import card_of, link_rate, runs_slow
+from clusterctl.facts.rdma import card_of
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
 from clusterctl.health.probe import PROBE_HEAD_BYTES, PROBE_TAIL_BYTES, HostProbe
@@ -33,7 +33,7 @@ from clusterctl.survey.checks.host import (
     majority,
     narrow_pcie,
     port_key,
-    rate_basis,
+    slow_port,
     usual_gpu_count,
     usual_link_rates,
     usual_pcie_width,
@@ -431,6 +431,11 @@ def check_kernel_log(host: HostInput) -> list[Finding]:
             "older",
             evidence=before[-1].text, count=len(before),
             fix="Widen --since to judge them (health --since 7d), or look at them with 'clusterctl health read'."))
+    # The driver follows an Xid 79 with its own "GPU ... has fallen off the bus" line: one fault, one finding
+    # (GPU_XID, which heal and quarantine act on), the driver's line in its evidence. GPU_FELL_OFF_BUS is that
+    # line with no Xid 79 for the GPU.
+    off_bus = {pci: groups.pop(key) for key in list(groups) if key[0] == "fallen-off-bus"
+               and (pci := key[1]) is not None and ("xid", pci, 79) in groups}
     for (kind, pci, code), events in groups.items():
         gpu = gpus.get(pci)
         subject = gpu_subject(gpu) if gpu else (f"PCI {pci}" if pci else None)
@@ -441,10 +446,13 @@ def check_kernel_log(host: HostInput) -> list[Finding]:
             severity, action, bucket = xid_catalog.judge(code)
             entry = xid_catalog.lookup(code)
             meaning = f"{entry.mnemonic}: {entry.description}" if entry else "not in NVIDIA's catalogue"
+            driver = off_bus.get(pci) if code == 79 and pci else None
             found.append(_finding(
                 severity, "GPU_XID", host.name, f"Xid {code} ({meaning}){times}", subject=subject, fix=action,
                 evidence=last.text, xid=code, action=bucket, count=len(events), first_line=first.text,
-                catalog=xid_catalog.CATALOG_SOURCE, catalog_version=xid_catalog.CATALOG_VERSION))
+                catalog=xid_catalog.CATALOG_SOURCE, catalog_version=xid_catalog.CATALOG_VERSION,
+                fell_off_bus_line=driver[-1].text if driver else None,
+                fell_off_bus_count=len(driver) if driver else None))
         elif kind == "sxid" and code is not None:
             fatal = "non-fatal" not in first.message.lower() and "fatal" in first.message.lower()
             found.append(_finding(
@@ -590,14 +598,14 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
         for port in device.ports:
             key = port_key(device, port)
             usual = active.get(key)
-            judged = rate_basis(host.fabric, device.hca, port.link_layer, rates.get((key, card_of(device))))
-            if judged and runs_slow(link_rate(port), judged[1]):
-                whose = "the inventory's fabric" if judged[0] == "inventory" else f"most hosts' {device.hca}"
+            slow = slow_port(host.fabric, device, port, rates.get((key, card_of(device))))
+            if slow:
+                whose = "the inventory's fabric" if slow["basis"] == "inventory" else f"most hosts' {device.hca}"
                 found.append(_finding(
                     Severity.ERROR, "IB_PORT_SLOW", host.name,
-                    f"port runs at {port.rate_gbps:g} Gb/s, {whose} at {judged[1]:g} Gb/s",
+                    f"port runs at {port.rate_gbps:g} Gb/s, {whose} at {slow['expected_gbps']:g} Gb/s",
                     subject=key, evidence=f"{device.hca} port {port.port}: {port.active_width or '?'} "
-                    f"{port.active_speed or ''}".strip(),
+                    f"{port.active_speed or ''}".strip(), **slow,
                     fix="The link trained at a lower width or speed: reseat or replace the cable / transceiver, "
                         "check the switch port's speed setting."))
             if port.state != "PORT_ACTIVE" and usual:

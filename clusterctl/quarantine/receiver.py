@@ -120,7 +120,7 @@ class Remediator:
         alert is decided on its face (ignored, reported, rejected: it cannot be read) or accepted and
         queued for its host."""
         try:
-            alerts, unreadable = parse_payload(body)
+            alerts, unreadable, truncated = parse_payload(body)
         except BadPayload as exc:
             self._say(decision="rejected", caller=caller, why=str(exc))
             return 400, {"error": str(exc)}
@@ -155,6 +155,9 @@ class Remediator:
             more = len(unreadable) - REJECTED_NAMED
             note("", f"{more} more alert{'s' if more > 1 else ''}", "rejected",
                  f"could not be read either; only the first {REJECTED_NAMED} are named")
+        if truncated:  # Alertmanager's max_alerts, Grafana's Max Alerts: never seen here, so said
+            note("", f"{truncated} more alert{'s' if truncated > 1 else ''}", "ignored",
+                 "left out of this POST by the sender (truncatedAlerts: its max_alerts): never acted on")
         return 200, {"decisions": decisions}
 
     def resume(self) -> int:

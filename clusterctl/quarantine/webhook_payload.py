@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 from clusterctl.utc import utc_stamp
 
@@ -99,10 +99,17 @@ def _loads(body: bytes) -> Any:
         raise BadPayload("nested too deeply: not a webhook payload") from None
 
 
-def parse_payload(body: bytes) -> tuple[list[Alert], list[Unreadable]]:
-    """The alerts of one webhook POST, and those of its alerts that could not be read; ``BadPayload`` for
-    anything else, and for a payload not one of whose alerts can be read."""
-    from clusterctl.json_input import BadField, items, mapping, shown
+class Payload(NamedTuple):
+    alerts: list[Alert]
+    unreadable: list[Unreadable]
+    #: Alerts of the group the sender left out of this POST (``truncatedAlerts``: its ``max_alerts``).
+    truncated: int = 0
+
+
+def parse_payload(body: bytes) -> Payload:
+    """The alerts of one webhook POST, those of its alerts that could not be read, and how many the sender left
+    out; ``BadPayload`` for anything else, and for a payload not one of whose alerts can be read."""
+    from clusterctl.json_input import BadField, count, items, mapping, shown
 
     def said(exc: BadField) -> str:
         return f"{exc.field or 'body'}: {exc.message}"
@@ -111,6 +118,7 @@ def parse_payload(body: bytes) -> tuple[list[Alert], list[Unreadable]]:
     try:
         status = mapping(data, "", required=("alerts",)).get("status", "firing")
         entries = items(data["alerts"], "alerts", lambda alert, field: (alert, field))
+        truncated = count(data.get("truncatedAlerts", 0), "truncatedAlerts")
     except BadField as exc:
         raise BadPayload(f"{said(exc)}: not an Alertmanager webhook payload") from None
     alerts: list[Alert] = []
@@ -124,7 +132,7 @@ def parse_payload(body: bytes) -> tuple[list[Alert], list[Unreadable]]:
             unreadable.append(Unreadable(f"{field} ({shown(name)})" if isinstance(name, str) else field, said(exc)))
     if unreadable and not alerts:
         raise BadPayload(f"{unreadable[0].why}: not an Alertmanager webhook payload")
-    return alerts, unreadable
+    return Payload(alerts, unreadable, truncated)
 
 
 def _alert(value: Any, field: str, status: Any) -> Alert:

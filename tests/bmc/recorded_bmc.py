@@ -5,7 +5,9 @@ fields ``sushy`` reads: ``Systems``, ``Members``); the system itself is served a
 ``ComputerSystem.Reset`` POST is recorded and carried out at once (the system's ``PowerState``
 becomes ``Off`` or ``On``), or answered with a recorded error body (``refuse``); every other path,
 the ``@Redfish.ActionInfo`` a recording names included, is a 404, as on a BMC that has no such
-resource.
+resource, unless ``extra`` serves a recording there. ``members`` are other systems the collection lists
+beside it, each made up too (its ``@odata.id``, ``Id`` and ``PowerState`` only), as a BMC of several
+systems answers for each.
 """
 
 from __future__ import annotations
@@ -23,8 +25,13 @@ OFF_RESETS = ("ForceOff", "GracefulShutdown", "PushPowerButton")
 class RecordedBmc:
     """``with RecordedBmc("supermicro-...-system.json") as bmc:`` ``bmc.url``, ``bmc.resets``, ``bmc.system``."""
 
-    def __init__(self, recording: str, *, refuse: tuple[int, str] | None = None) -> None:
+    def __init__(self, recording: str, *, refuse: tuple[int, str] | None = None, members: tuple[str, ...] = (),
+                 extra: dict[str, str] | None = None) -> None:
         self.system: dict[str, Any] = json.loads((FIXTURES / recording).read_text())
+        self.members = [*members, self.system["@odata.id"]]
+        self.extra = {path: json.loads((FIXTURES / name).read_text()) for path, name in (extra or {}).items()}
+        #: Each path asked for with GET, in order.
+        self.gets: list[str] = []
         self.path = self.system["@odata.id"].rstrip("/")  # iLO 4 ends its paths with a slash
         self.refuse = None if refuse is None else (refuse[0], (FIXTURES / refuse[1]).read_bytes())
         #: Each ResetType asked for, in order.
@@ -34,9 +41,10 @@ class RecordedBmc:
     def documents(self) -> dict[str, Any]:
         return {"/redfish/v1": {"@odata.id": "/redfish/v1/", "Id": "RootService", "RedfishVersion": "1.11.0",
                                 "Systems": {"@odata.id": "/redfish/v1/Systems"}},
-                "/redfish/v1/Systems": {"@odata.id": "/redfish/v1/Systems", "Members@odata.count": 1,
-                                        "Members": [{"@odata.id": self.path}]},
-                self.path: self.system}
+                "/redfish/v1/Systems": {"@odata.id": "/redfish/v1/Systems", "Members@odata.count": len(self.members),
+                                        "Members": [{"@odata.id": m} for m in self.members]},
+                **{m: {"@odata.id": m, "Id": m.rsplit("/", 1)[-1], "PowerState": "On"} for m in self.members},
+                self.path: self.system, **self.extra}
 
     def __enter__(self) -> RecordedBmc:
         bmc = self
@@ -50,6 +58,7 @@ class RecordedBmc:
                 self.wfile.write(body)
 
             def do_GET(self) -> None:
+                bmc.gets.append(self.path)
                 document = bmc.documents().get(self.path.rstrip("/"))
                 self._answer(404) if document is None else self._answer(200, json.dumps(document).encode())
 

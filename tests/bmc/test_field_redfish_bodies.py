@@ -93,3 +93,21 @@ def test_an_ilo_refusal_with_only_message_ids_is_named_with_them() -> None:
     said = refused.value.message
     assert said.startswith(f"the BMC {recorded.url} failed while asking for ForceOff:"), said
     assert "InvalidOperationForSystemState" in said and "Power is off" in said, said
+
+
+def test_a_bmc_of_several_systems_needs_the_hosts_named_and_offers_its_reset_types_through_actioninfo() -> None:
+    """SpacemiT's RV2768 cluster server: one BMC, 49 systems (``system``, the whole, first; ``sub0-0`` to
+    ``sub23-1``, the modules). Never the first member by chance: the user is asked to name it; named by its
+    short name, the module's ResetActionInfo is read and its reset types are asked for."""
+    with RecordedBmc("spacemit-rv2768-sub0-0-system.json", members=("/redfish/v1/Systems/system",),
+                     extra={"/redfish/v1/Systems/sub0-0/ResetActionInfo":
+                            "spacemit-rv2768-sub0-0-resetactioninfo.json"}) as recorded:
+        with pytest.raises(BmcError, match=r"manages several systems: name this host's in bmc\.system"):
+            bmc_for(recorded).power_state()
+        assert recorded.resets == []
+        bmc = bmc_for(recorded, system="sub0-0")
+        done = BmcTarget(Host(name="gpu-01"), bmc).execute(RunRequest("redfish power cycle"))
+        assert done.exit_code == 0, done.stderr
+        assert recorded.resets == ["ForceOff", "On"] and bmc.power_state() == "On"
+        assert "/redfish/v1/Systems/sub0-0/ResetActionInfo" in recorded.gets
+        assert recorded.gets.count("/redfish/v1/Systems/system") == 1  # listed once, while refusing to guess

@@ -115,6 +115,27 @@ def test_xid_79_is_a_reboot_and_fatal_sxid_an_error() -> None:
     assert nonfatal.verdict is Verdict.DEGRADED and "NVSWITCH_SXID" in nonfatal.reason
 
 
+@pytest.mark.parametrize("name", ["akash209-dmesg-T-xid79-fallen-off-bus-535.log", "syslog-xid79-154-595.log"])
+def test_xid_79_and_the_drivers_off_the_bus_line_are_one_finding(name: str) -> None:
+    """Real logs: the Xid 79 line, then the driver's "GPU 0000:..:00.0: GPU has fallen off the bus." for the
+    same GPU: one fault, one finding (GPU_XID, which heal and quarantine act on), the driver's line in it."""
+    log = parse_kernel_log(read_fixture("kernel-log", name))
+    assert {e.kind for e in log.events} >= {"xid", "fallen-off-bus"}
+    host = _judge_one(kernel=log)
+    on_bus = [f for f in host.findings if f.code in ("GPU_XID", "GPU_FELL_OFF_BUS")
+              and f.evidence.get("xid") in (79, None)]
+    (xid79,) = on_bus
+    assert xid79.code == "GPU_XID" and xid79.evidence["action"] == "RESTART_BM"
+    assert "GPU has fallen off the bus." in str(xid79.evidence["fell_off_bus_line"])
+    assert xid79.evidence["fell_off_bus_count"] == 1
+
+
+def test_off_the_bus_without_an_xid_79_stays_its_own_finding() -> None:
+    host = _judge_one(kernel=parse_kernel_log(read_fixture("kernel-log",
+                                                           "nvsentinel155-dmesg-fallen-off-bus-no-xid-570.log")))
+    assert [f.code for f in host.findings if f.code in ("GPU_XID", "GPU_FELL_OFF_BUS")] == ["GPU_FELL_OFF_BUS"]
+
+
 def test_catalogue_rows_cover_the_common_xids() -> None:
     for xid, bucket in ((13, "RESTART_APP"), (31, "RESTART_APP"), (48, "WORKFLOW_XID_48"), (63, "IGNORE"),
                         (74, "WORKFLOW_NVLINK_ERR"), (79, "RESTART_BM"), (95, "RESET_GPU"), (119, "RESET_GPU")):

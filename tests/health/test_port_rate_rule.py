@@ -17,15 +17,25 @@ from clusterctl.mock.transport import MockTransport
 STORAGE = {"board_id": CX7, "active_speed": NDR, "link_layer": "Ethernet"}
 
 
+#: The evidence fields of a slow port, the same in health's IB_PORT_SLOW as in survey's NIC_SLOW.
+SLOW_FIELDS = ("hca", "port", "rate_gbps", "expected_gbps", "width", "speed", "basis")
+
+
 def _slow_ports(tmp_path: Path, hosts: dict[str, Path], fabric: str) -> tuple[set[tuple[str, str, float]], ...]:
-    """(host, port, rate judged against) of each slow port, as health and as survey name them."""
+    """(host, port, rate judged against) of each slow port, as health and as survey name them; each port's
+    evidence fields (rate, expected_gbps, basis...) are the same in both."""
     path = inventory(tmp_path, hosts, fabric)
     health = clusterctl("-i", path, "-o", "json", "health").json()
+    health_evidence = {(h["host"], f["subject"]): tuple(f["evidence"].get(k) for k in SLOW_FIELDS)
+                       for h in health["hosts"] for f in h["findings"] if f["code"] == "IB_PORT_SLOW"}
     in_health = {(h["host"], f["subject"], float(f["message"].rsplit(" at ", 1)[1].split()[0]))
                  for h in health["hosts"] for f in h["findings"] if f["code"] == "IB_PORT_SLOW"}
     survey = clusterctl("-i", path, "-o", "json", "survey").json()
-    in_survey = {(f["host"], f"{f['evidence']['hca']}/{f['evidence']['port']}", f["evidence"]["expected_gbps"])
-                 for f in survey["findings"] if f["code"] == "NIC_SLOW"}
+    survey_evidence = {(f["host"], f"{f['evidence']['hca']}/{f['evidence']['port']}"):
+                       tuple(f["evidence"].get(k) for k in SLOW_FIELDS)
+                       for f in survey["findings"] if f["code"] == "NIC_SLOW"}
+    in_survey = {(host, port, evidence[3]) for (host, port), evidence in survey_evidence.items()}
+    assert health_evidence == survey_evidence
     return in_health, in_survey
 
 
@@ -39,6 +49,9 @@ def test_a_port_off_the_fabric_is_judged_against_its_peers_not_the_fabric_rate(t
     hosts["fabric-slow"] = host_profile(tmp_path, "fabric-slow", {**storage, "mlx5_2": {"active_speed": SDR}})
     in_health, in_survey = _slow_ports(tmp_path, hosts, "{type: ib, rate_gbps: 200}")
     assert in_health == in_survey == {("storage-slow", "mlx5_8/1", 400.0), ("fabric-slow", "mlx5_2/1", 200.0)}
+    health = clusterctl("-i", tmp_path / "inventory.yaml", "-o", "json", "health").json()
+    assert {(h["host"], f["evidence"]["basis"]) for h in health["hosts"] for f in h["findings"]
+            if f["code"] == "IB_PORT_SLOW"} == {("storage-slow", "peers"), ("fabric-slow", "inventory")}
 
 
 def test_a_port_not_listed_as_a_fabric_hca_is_judged_against_its_peers(tmp_path: Path) -> None:

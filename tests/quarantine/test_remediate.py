@@ -90,7 +90,8 @@ def test_a_bad_body_is_a_400_and_changes_nothing(sim: KubeSim) -> None:
     receiver, log = remediator(sim)
     before = sim.snapshot()
     for body in (b"not json", b"\xff\xfe", b"[]", b'{"alerts": {}}', b'{"alerts": [{"labels": {}}]}',
-                 b'{"alerts": [{"status": "maybe", "labels": {"alertname": "x"}}]}'):
+                 b'{"alerts": [{"status": "maybe", "labels": {"alertname": "x"}}]}',
+                 b'{"alerts": [{"labels": {"alertname": "x"}}], "truncatedAlerts": "some"}'):
         status, answer = receiver.handle(body)
         assert status == 400 and answer["error"], body
     assert sim.snapshot() == before

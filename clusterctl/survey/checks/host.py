@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import Any, TypeVar, cast
 
 from clusterctl.facts.model import GPUInfo, NVLinkStatus, RDMADevice, RDMAPort
-from clusterctl.facts.rdma import card_of, link_rate
+from clusterctl.facts.rdma import card_of, link_rate, runs_slow
 from clusterctl.inventory.fabric import ETHERNET, link_layer_of
 from clusterctl.inventory.model import Fabric, Host
 from clusterctl.survey.collect import HostFacts
@@ -115,6 +115,17 @@ def rate_basis(fabric: Fabric, hca: str, link_layer: str, usual_gbps: float | No
     if on_fabric and fabric.rate_gbps:
         return "inventory", fabric.rate_gbps
     return ("peers", usual_gbps) if usual_gbps else None
+
+
+def slow_port(fabric: Fabric, device: RDMADevice, port: RDMAPort, usual_gbps: float | None,
+              fabric_hca: bool | None = None) -> dict[str, Any] | None:
+    """The evidence of an active port below what ``rate_basis`` holds it to (``None``: not slow), the same
+    fields in survey's ``NIC_SLOW`` and health's ``IB_PORT_SLOW``: its rate, ``expected_gbps`` and ``basis``."""
+    judged = rate_basis(fabric, device.hca, port.link_layer, usual_gbps, fabric_hca)
+    if judged is None or not runs_slow(link_rate(port), judged[1]):
+        return None
+    return {"hca": device.hca, "port": port.port, "rate_gbps": port.rate_gbps, "expected_gbps": judged[1],
+            "width": port.active_width, "speed": port.active_speed, "basis": judged[0]}
 
 
 def usual_gpu_count(hosts: Iterable[tuple[str | None, int]], model: str | None) -> int | None:

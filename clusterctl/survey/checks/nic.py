@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from clusterctl.facts.model import RDMADevice, RDMAPort
-from clusterctl.facts.rdma import card_of, link_rate, runs_slow
+from clusterctl.facts.rdma import card_of
 from clusterctl.inventory.fabric import link_layer_of
 from clusterctl.survey.checks.baseline import FleetBaseline
 from clusterctl.survey.checks.codes import Finding, Severity, finding
-from clusterctl.survey.checks.host import SurveyedHost, port_key, rate_basis
+from clusterctl.survey.checks.host import SurveyedHost, port_key, slow_port
 from clusterctl.survey.topology import compress_indices
 
 
@@ -68,15 +68,13 @@ def check_nics(state: SurveyedHost, baseline: FleetBaseline) -> list[Finding]:
 
 def _check_rate(state: SurveyedHost, device: RDMADevice, port: RDMAPort, is_fabric: bool,
                 peers_rate: float | None) -> list[Finding]:
-    judged = rate_basis(state.host.fabric, device.hca, port.link_layer, peers_rate, is_fabric)
-    if judged is None or not runs_slow(link_rate(port), judged[1]):
+    slow = slow_port(state.host.fabric, device, port, peers_rate, is_fabric)
+    if slow is None:
         return []
-    basis, expected = judged
-    words = "the inventory's fabric is" if basis == "inventory" else "the same port on peers runs at"
+    words = "the inventory's fabric is" if slow["basis"] == "inventory" else "the same port on peers runs at"
     return [finding(Severity.ERROR if is_fabric else Severity.WARNING, "NIC_SLOW", state.name,
-                    f"{port_key(device, port)} at {port.rate_gbps:g} Gb/s; {words} {expected:g} Gb/s",
-                    hca=device.hca, port=port.port, rate_gbps=port.rate_gbps, expected_gbps=expected,
-                    width=port.active_width, speed=port.active_speed, basis=basis)]
+                    f"{port_key(device, port)} at {port.rate_gbps:g} Gb/s; {words} {slow['expected_gbps']:g} Gb/s",
+                    **slow)]
 
 
 def _check_netdevs(state: SurveyedHost, fabric: set[str]) -> list[Finding]:
