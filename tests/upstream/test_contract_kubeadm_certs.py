@@ -7,7 +7,8 @@ taken away. The mock host gets the same file names (``SimulatedHost``), so both 
 same state: before ``kubeadm init`` (nothing there, as after ``kubeadm reset``), a whole control
 plane, one with certificates missing, an external CA (its key gone), a CA certificate gone, and a
 half-joined node (the kubelet's files and the cluster CA only). They must agree on the exit code,
-on what clusterctl's parser reads of the tables and on kubeadm's error line.
+on what clusterctl's parser reads of the tables and on kubeadm's error line; ``certs renew all``
+(``clusterctl certs renew``'s line) on its line for each certificate as well.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from sandbox import Sandbox
 from toolset import KUBERNETES_NEWEST, KUBERNETES_OLDEST
 
 from clusterctl.facts.kubeadm_certs import COMMAND, parse_check_expiration
+
+RENEW = "kubeadm certs renew all"
 
 Tool = Callable[[str, str], Path]
 MADE = "/var/lib/clusterctl-contract/kubernetes"
@@ -66,15 +69,15 @@ class Pki:
         self.files = tuple(line.removeprefix("./") for line in listed.stdout.split())
         assert "pki/etcd/ca.crt" in self.files and "super-admin.conf" in self.files, self.files
 
-    def check(self, name: str, kept: tuple[str, ...]) -> tuple[Answer, Answer]:
-        """``certs check-expiration`` on the simulated and the real host, each with only ``kept``."""
+    def check(self, name: str, kept: tuple[str, ...], command: str = COMMAND) -> tuple[Answer, Answer]:
+        """``command`` on the simulated and the real host, each with only ``kept``."""
         sim = SimulatedHost(self.folder / name, {"kubeadm": f"{self.release}-1.1"},
                             {f"/etc/kubernetes/{f}": b"(kept)\n" for f in kept})
         copies = "".join(f"mkdir -p /etc/kubernetes/{Path(f).parent}; cp {MADE}/{f} /etc/kubernetes/{f}; "
                          for f in kept)
         real = self.real.run(f"set -e; cd /; rm -rf /etc/kubernetes; mkdir -p /etc/kubernetes; {copies}"
-                             f"set +e; {COMMAND}")
-        return sim.run(COMMAND), real
+                             f"set +e; {command}")
+        return sim.run(command), real
 
 
 @pytest.fixture(scope="module", params=(KUBERNETES_NEWEST, KUBERNETES_OLDEST))
@@ -96,12 +99,19 @@ def read(answer: Answer) -> tuple[object, ...]:
             tuple((c.name, c.externally_managed) for c in parsed.authorities), parsed.missing)
 
 
-def agree(pki: Pki, name: str, kept: tuple[str, ...]) -> tuple[Answer, Answer]:
-    sim, real = pki.check(name, kept)
+def renew_lines(answer: Answer) -> list[str]:
+    """kubeadm's line for each certificate: renewed, ``MISSING!``, or not renewed (an external CA)."""
+    return [line for line in answer.stdout.splitlines() if line.endswith("renewed") or line.startswith("MISSING! ")]
+
+
+def agree(pki: Pki, name: str, kept: tuple[str, ...], command: str = COMMAND) -> tuple[Answer, Answer]:
+    sim, real = pki.check(name, kept, command)
     assert sim.exit_code == real.exit_code, f"{name}: exit {sim.exit_code} simulated, {real.exit_code} real\n" \
         f"simulated: {sim.output}\nreal: {real.output}"
     assert kubeadm_error(sim) == kubeadm_error(real), name
-    if real.exit_code == 0:
+    if command == RENEW:
+        assert renew_lines(sim) == renew_lines(real), f"{name}\nsimulated: {sim.output}\nreal: {real.output}"
+    elif real.exit_code == 0:
         assert read(sim) == read(real), name
     return sim, real
 
@@ -119,6 +129,17 @@ def test_check_expiration_answers_alike_on_the_same_files(pki: Pki, name: str) -
         assert real.exit_code == 1
         assert kubeadm_error(real).startswith("error: Error checking external CA condition for etcd/ca certificate "
                                               "authority: failure loading certificate for etcd CA"), real.stderr
+
+
+@pytest.mark.parametrize("name", STATES)
+def test_renew_all_answers_alike_on_the_same_files(pki: Pki, name: str) -> None:
+    gone = STATES[name]
+    kept = () if gone is None else tuple(f for f in pki.files if f not in gone)
+    _sim, real = agree(pki, f"renew {name}", kept, RENEW)
+    if gone is None:  # nothing to renew: every certificate MISSING!, and still exit 0
+        assert real.exit_code == 0 and len(renew_lines(real)) == 11, real.output
+    if name == "an external CA":
+        assert any(line.startswith("Detected external ca, ") for line in renew_lines(real)), real.output
 
 
 def test_a_half_joined_node_fails_alike(pki: Pki) -> None:

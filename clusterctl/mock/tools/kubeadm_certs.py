@@ -9,7 +9,8 @@ by Go's tabwriter as kubeadm's (``_table``). Certificates live a year from when 
 (kubeadm's default), the CAs ten years. A host keeps when its certificates were last issued in its
 state (``kubeadm_certs_issued``); one that never renewed counts as issued 30 days ago, or 360 days
 ago with the fault ``certs: expiring`` (a cluster about to lose its certificates). ``renew all``
-prints kubeadm's lines and its reminder to restart the control-plane components.
+goes through the same files, with kubeadm's line for each and its reminder to restart the
+control-plane components.
 """
 
 from __future__ import annotations
@@ -126,14 +127,18 @@ def _table(rows: list[list[str]]) -> str:
     return "\n".join(out[:-1]) + "\n"
 
 
+def _reading(ctx: ToolContext, prefix: str) -> str:
+    """What kubeadm says before its answer when it reads its configuration from the cluster."""
+    if not (ctx.fs.exists(ks.ADMIN_CONF) and ks.read(ctx).get("initialized")):
+        return ""
+    return (f'[{prefix}] Reading configuration from the "kubeadm-config" ConfigMap in namespace "kube-system"...\n'
+            f"[{prefix}] Use 'kubeadm init phase upload-config kubeadm --config your-config-file' to re-upload it.\n\n")
+
+
 def check_expiration(ctx: ToolContext) -> ToolResult:
     now = ks.now(ks.read(ctx))
     issued = _issued(ctx, now)
-    out = ""
-    if ctx.fs.exists(ks.ADMIN_CONF) and ks.read(ctx).get("initialized"):
-        out = ('[check-expiration] Reading configuration from the "kubeadm-config" ConfigMap in namespace '
-               "\"kube-system\"...\n[check-expiration] Use 'kubeadm init phase upload-config kubeadm --config "
-               "your-config-file' to re-upload it.\n\n")
+    out = _reading(ctx, "check-expiration")
     rows = [["CERTIFICATE", "EXPIRES", "RESIDUAL TIME", "CERTIFICATE AUTHORITY", "EXTERNALLY MANAGED"]]
     try:
         for name, ca, file in CERTS:
@@ -156,13 +161,23 @@ def check_expiration(ctx: ToolContext) -> ToolResult:
 
 
 def renew_all(ctx: ToolContext) -> ToolResult:
-    if not ctx.fs.exists("/etc/kubernetes/pki/ca.crt"):
-        return ctx.fail("error execution phase: open /etc/kubernetes/pki/ca.crt: no such file or directory\n")
-    now = ks.now(ks.read(ctx))
-    with ctx.host.edit() as data:
-        data["kubeadm_certs_issued"] = now
-    return ctx.ok("[renew] Reading configuration from the cluster...\n[renew] FYI: You can look at this config file "
-                  "with 'kubectl -n kube-system get cm kubeadm-config -o yaml'\n\n" + "".join(f"{line}\n" for line in
-                                                                                            RENEWED)
-                  + "\nDone renewing certificates. You must restart the kube-apiserver, kube-controller-manager, "
+    """Each certificate in turn, as kubeadm's ``renewCert``: a missing one said ``MISSING!``, one its
+    CA's key is not there for not renewed, the first CA kubeadm cannot check stopping it (exit 1)."""
+    out = _reading(ctx, "renew")
+    renewed = False
+    try:
+        for (_, ca, file), what in zip(CERTS, RENEWED, strict=True):
+            if not ctx.fs.exists(_path(file)):
+                out += f"MISSING! {what.removesuffix(' renewed')}\n"
+            elif _externally_managed(ctx, ca):
+                out += f"Detected external {CAS[ca][0]}, {what.removesuffix(' renewed')} can't be renewed\n"
+            else:
+                out += f"{what}\n"
+                renewed = True
+    except _ExternalCAError as exc:
+        return ToolResult(out, f"error: {exc}\n{TRACE}", 1)
+    if renewed:
+        with ctx.host.edit() as data:
+            data["kubeadm_certs_issued"] = ks.now(ks.read(ctx))
+    return ctx.ok(out + "\nDone renewing certificates. You must restart the kube-apiserver, kube-controller-manager, "
                   "kube-scheduler and etcd, so that they can use the new certificates.\n")
