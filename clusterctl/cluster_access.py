@@ -41,10 +41,18 @@ _UNREACHED = (FailureKind.UNREACHABLE, FailureKind.AUTH_FAILED, FailureKind.HOST
 _PREFIX = re.compile(r"^(?:(?:error|[A-Z][A-Za-z]*Error|command failed(?: \(exit \d+\))?):\s*)+")
 
 
+#: kubeadm's last stderr line after every error: it says nothing of the error, the line before it does.
+KUBEADM_TRACE = "To see the stack trace of this error execute with --v=5 or higher"
+#: What ``kubeadm certs check-expiration`` says, in effect, where no cluster was ever set up (or
+#: ``kubeadm reset`` removed it): every certificate and CA a ``!MISSING!`` row, exit 0.
+NO_CERTIFICATES = "kubeadm lists every certificate and CA as !MISSING! (no kubeadm init here, or kubeadm reset since)"
+
 #: What a control plane answers when no cluster runs there at all: no kubectl (or kubeadm), no admin
-#: kubeconfig, no API server static pod, an API server that refuses or does not take connections. Anything
-#: else a kubectl call fails with (a server error for one node, a forbidden read) is a failure of that read only.
+#: kubeconfig, no API server static pod, an API server that refuses or does not take connections, no
+#: certificate of kubeadm's. Anything else a kubectl call fails with (a server error for one node, a
+#: forbidden read) is a failure of that read only.
 _NO_CLUSTER = re.compile(
+    re.escape(NO_CERTIFICATES) + "|"
     r"\b(?:kubectl|kubeadm)(?:: command)?: not found"
     r"|\b(?:kubectl|kubeadm): command not found"
     r"|stat \S*admin\.conf: no such file or directory"
@@ -87,9 +95,10 @@ class ControlPlaneReadFailed(ClusterctlError):
 def command_failed(result: CommandResult) -> TransportError:
     """The error a read on the control plane raises when its command failed: the command's first
     word and the last line of its stderr (``kubectl failed: sh: 1: kubectl: not found``), without
-    the tool's own ``error:`` prefix."""
+    the tool's own ``error:`` prefix and kubeadm's ``KUBEADM_TRACE`` line after it."""
     tool = result.command.split()[0] if result.command.split() else "the command"
-    tail = _PREFIX.sub("", result.stderr_tail(1)) or f"exit {result.exit_code}"
+    said = [line for line in result.stderr.strip().splitlines() if line.strip() != KUBEADM_TRACE]
+    tail = _PREFIX.sub("", said[-1].strip() if said else "") or f"exit {result.exit_code}"
     return TransportError(FailureKind.COMMAND_FAILED, f"{tool} failed: {tail}")
 
 

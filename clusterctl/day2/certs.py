@@ -19,6 +19,7 @@ first).
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from clusterctl.bootstrap.cluster.kubeadm import MANIFESTS_DIR
 from clusterctl.changes import MAKES_NO_TRACE, Change, GateRecord, HostGate, make_folders
-from clusterctl.cluster_access import command_failed, not_usable, reason
+from clusterctl.cluster_access import NO_CERTIFICATES, command_failed, not_usable, reason
 from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing, Wait
 from clusterctl.engine.progress import RunPlace
 from clusterctl.engine.run import RunSettings, run_phases, select_phases
@@ -35,6 +36,8 @@ from clusterctl.errors import UsageError
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kubeadm_certs import COMMAND, CertExpiration, parse_check_expiration
 from clusterctl.findings import Finding, Severity
+from clusterctl.terminal_text import one_line
+from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
     from clusterctl.engine.run import RunReport
@@ -52,6 +55,10 @@ FILE_CHECK_S = 20
 WARN_DAYS = 30
 #: What to do about a certificate kubeadm lists as externally managed (its CA's key is not on the host).
 EXTERNAL_FIX = "externally managed (no CA key on the host): renew it with the CA that signed it; kubeadm cannot"
+#: kubeadm (1.29+) writes it on the first control plane only, and its docs advise keeping it off the host.
+SUPER_ADMIN = "super-admin.conf"
+#: The file kubeadm names when it could not load a certificate or key it needs (``phases/certs/certs.go``).
+_NOT_LOADED = re.compile(r"couldn't load the (?:certificate|private key) file (\S+?):")
 
 
 @dataclass
@@ -92,10 +99,24 @@ def control_planes(hosts: tuple[Host, ...] | list[Host]) -> list[Host]:
 
 
 def read_certs(transport: Transport | HostReader) -> CertExpiration:
+    """The host's certificates; ``NO_CERTIFICATES`` (no cluster here) where kubeadm lists none of them."""
     result = transport.run(COMMAND, sudo=True, timeout=120)
     if not result.ok:
         raise command_failed(result)
-    return parse_check_expiration(result.stdout)
+    expiration = parse_check_expiration(result.stdout)
+    if not expiration.certificates and not expiration.authorities:
+        raise TransportError(FailureKind.COMMAND_FAILED, NO_CERTIFICATES)
+    return expiration
+
+
+def unread_fix(why: str) -> str:
+    """What to do when kubeadm could not read a host's certificates because a file of them is gone
+    ("Error checking external CA condition ...: couldn't load the certificate file PATH")."""
+    found = _NOT_LOADED.search(why)
+    if found is None:
+        return ""
+    return (f"put {one_line(found.group(1))} back (a copy from another control plane, or a backup of "
+            "/etc/kubernetes/pki): kubeadm checks none of this host's certificates without it")
 
 
 @dataclass(frozen=True)
@@ -140,10 +161,12 @@ def placement_findings(host: str, placement: Placement) -> list[Finding]:
 
 
 def expiration_findings(host: str, expiration: CertExpiration, now: datetime, warn_days: int) -> list[Finding]:
-    """An expired certificate or CA is an error, one under ``warn_days`` or one kubeadm lists as missing a warning."""
+    """An expired certificate or CA is an error, one under ``warn_days`` or one kubeadm lists as missing a warning
+    (but ``SUPER_ADMIN``)."""
     found = [Finding(Severity.WARNING, "CERT_MISSING", f"{name}: kubeadm lists it as !MISSING! (its file is not "
                      "under /etc/kubernetes)", host=host, fix="kubeadm init phase certs (or kubeconfig) writes it "
-                     "again; an external etcd's certificates are not kubeadm's") for name in expiration.missing]
+                     "again; an external etcd's certificates are not kubeadm's")
+             for name in expiration.missing if name != SUPER_ADMIN]
     for cert in (*expiration.certificates, *expiration.authorities):
         days = cert.days_left(now)
         # kubeadm renews only what its own CA key signs: "Detected external ca, ... can't be renewed".
@@ -171,7 +194,7 @@ def check(runner: Runner, inventory: Inventory, hosts: list[Host], *, warn_days:
             why = reason(outcome.failure)
             report.hosts.append(HostCerts(name, error=why))
             report.findings.append(Finding(Severity.ERROR, "CERTS_UNREAD", f"cannot read the certificates: {why}",
-                                           host=name))
+                                           host=name, fix=unread_fix(why)))
             continue
         expiration, placement = outcome.value
         report.hosts.append(HostCerts(name, expiration))

@@ -42,10 +42,10 @@ _WHAT = "nccl-tests output"
 _HEADER = re.compile(r"^\s*#?\s*size\s+count\s+type\s+(?:redop\s+)?(?:root\s+)?time\s+algbw\s+busbw\b")
 _AVG = re.compile(r"^\s*#?\s*Avg bus bandwidth\s*:\s*(\S+)")
 _OOB = re.compile(r"^\s*#?\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)?")
-_SETUP = re.compile(r"^\s*#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)")
-#: ``validation: 0`` on the setup line: the run was started with ``-c 0`` and checked no result (``#wrong`` says
-#: ``N/A``, or ``0`` in some builds, either way nothing was compared).
-_VALIDATION = re.compile(r"\bvalidation:\s*(\d+)")
+#: The setup line; its ``validation: 0`` is a run started with ``-c 0`` that checked no result (``#wrong`` says
+#: ``N/A``, or ``0`` in some builds: either way nothing was compared).
+_SETUP = re.compile(r"^\s*#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)"
+                    r"(?:.*?\bvalidation:\s*(\d+))?")
 _RANK = re.compile(r"^\s*#?\s*Rank\s+(\d+)(?:\s+Group\s+\d+)?(?:\s+Pid\s+(\d+))?\s+on\s+(\S+)\s+device\s+(\d+)\s+"
                    r"\[([^\]]*)\]\s*(.*?)\s*$")
 #: The binary's name as built, ``NAME_SUFFIX`` included (``all_reduce_perf_mpi``): the name the user ran.
@@ -287,9 +287,8 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
             continue
         found = _SETUP.match(line)
         if found and not setup:
-            setup = dict(zip(("n_threads", "n_gpus", "min_bytes", "max_bytes"), map(int, found.groups()), strict=True))
-            if checked := _VALIDATION.search(line):
-                setup["validation"] = int(checked.group(1))
+            setup = {name: int(value) for name, value in zip(
+                ("n_threads", "n_gpus", "min_bytes", "max_bytes", "validation"), found.groups(), strict=True) if value}
             continue
         found = _RANK.match(line)
         if found:

@@ -55,6 +55,8 @@ _IBSTAT_STATES = {"Active": "PORT_ACTIVE", "Down": "PORT_DOWN", "Initializing": 
 _CA = re.compile(r"^\s*CA '([^']+)'\s*$")
 _IBSTAT_PORT = re.compile(r"^\s*Port (\d+):\s*$")
 _RATE = re.compile(r"^(\d+(?:\.\d+)?)\b")
+#: ``ibstatus`` (infiniband-diags' script) opens each port so; it has no device facts (firmware, GUID, board).
+_IBSTATUS = re.compile(r"^\s*Infiniband device '[^']+' port \d+ status:")
 
 
 @dataclass
@@ -222,6 +224,9 @@ class _IbvDevinfo(_Reader):
         # Nothing at all (or ``No IB devices found``) is a host without RDMA devices.
         if self.warnings:
             first = next((w for w in self.warnings if w.line is not None), None)
+            if ibstatus := next((line for line in lines if _IBSTATUS.match(line.text)), None):
+                raise ParseError(_WHAT, "this is ibstatus output, which clusterctl does not read: paste the output "
+                                 "of ibstat or ibv_devinfo -v instead", line=ibstatus.number, text=ibstatus.text)
             raise ParseError(_WHAT, "no 'hca_id' device block in the input", line=first.line if first else None)
 
     def port_of(self, draft: _PortDraft) -> RDMAPort:

@@ -41,7 +41,8 @@ def _formats() -> list[tuple[str, str, Callable[[str], bool]]]:
                                    r"(?:Control:|Capabilities:|LnkSta:|Subsystem:)")),
         ("InfiniBand counters", "ib_counters", _has(r"/sys/class/infiniband/\S+/counters/\w+:\s*\d+|"
                                                     r"# Port (?:extended )?counters")),
-        ("ibstat / ibv_devinfo", "rdma", _has(r"^\s*(?:CA '|hca_id:)")),
+        # ibstatus too, so that its parser can say which output to paste instead.
+        ("ibstat / ibv_devinfo", "rdma", _has(r"^\s*(?:CA '|hca_id:|Infiniband device '[^']+' port \d+ status:)")),
         ("kernel log", "kernel", _has(r"NVRM|SXid|nvidia-nvswitch|kernel:|^\s*\[\s*\d+\.\d+\]|"
                                       r"^\s*\[[A-Z][a-z]{2} [A-Z][a-z]{2}")),
     ]

@@ -62,3 +62,32 @@ def test_check_at_80_and_120_columns_cuts_no_certificate_name_or_date(bootstrapp
         assert all(len(line.rstrip()) <= int(columns) for line in done.stdout.splitlines()), done.stdout
         assert all(name in done.stdout for name in names)
         assert "apiserver-kubelet-client" in done.stdout
+
+
+def test_check_after_kubeadm_reset_says_no_cluster_in_one_paragraph(bootstrapped_demo: Path) -> None:
+    """kubeadm lists every certificate as !MISSING! and exits 0 where no cluster is (the real one does:
+    tests/upstream/test_contract_kubeadm_certs.py): the one "no cluster here" error, exit 2."""
+    from test_day2_no_cluster import assert_no_cluster
+
+    reset = clusterctl("-i", DEMO, "-l", "gpu-a1", "exec", "--sudo", "--", "kubeadm reset --force")
+    assert reset.exit_code == 0, reset.output
+    for output in ("table", "json"):
+        assert_no_cluster(clusterctl("-i", DEMO, "-o", output, "certs", "check"),
+                          "kubeadm lists every certificate and CA as !MISSING!")
+
+
+def test_a_control_plane_without_its_etcd_ca_is_unread_with_what_kubeadm_said_and_what_to_do(
+        bootstrapped_3cp: Path) -> None:
+    gone = clusterctl("-i", str(bootstrapped_3cp), "-l", "gpu-a2", "exec", "--sudo", "--",
+                      "rm /etc/kubernetes/pki/etcd/ca.crt")
+    assert gone.exit_code == 0, gone.output
+    done = clusterctl("-i", str(bootstrapped_3cp), "-o", "json", "certs", "check")
+    assert done.exit_code == 1, done.output
+    (unread,) = [f for f in done.json()["findings"] if f["code"] == "CERTS_UNREAD"]
+    assert unread["host"] == "gpu-a2"
+    assert "Error checking external CA condition for etcd/ca certificate authority" in unread["message"]
+    assert "stack trace" not in unread["message"]
+    assert unread["fix"].startswith("put /etc/kubernetes/pki/etcd/ca.crt back"), unread
+    # The joined control planes have no super-admin.conf, as kubeadm's own do not: nothing to warn of.
+    assert not [f for f in done.json()["findings"] if f["code"] == "CERT_MISSING"], done.json()["findings"]
+    assert {h["host"] for h in done.json()["hosts"] if "certificates" in h} == {"gpu-a1", "gpu-a3"}

@@ -4,8 +4,10 @@ AWS EFA devices, ConnectX-5/6 Dx/7 in ibstat and plain ibv_devinfo, a SUSE root 
 
 from __future__ import annotations
 
+import pytest
 from fixture_files import read_fixture
 
+from clusterctl.errors import ParseError
 from clusterctl.facts.ib_counters import parse_ib_counters
 from clusterctl.facts.lspci import parse_lspci
 from clusterctl.facts.netdev import parse_ibdev2netdev
@@ -134,3 +136,12 @@ def test_ibdev2netdev_v_of_an_azure_sriov_vf_with_a_hyperv_pci_domain() -> None:
     (vf,) = devices
     # The IB port is ACTIVE; the IPoIB interface on it is Down, which is what 'up' says.
     assert (vf.hca, vf.port, vf.name, vf.up) == ("mlx4_0", 1, "ib0", False)
+
+
+def test_ibstatus_output_is_refused_naming_the_outputs_to_paste_instead() -> None:
+    """A real ``ibstatus`` paste where ibstat / ibv_devinfo is read: not "no 'hca_id' device block", but what
+    it is and which command's output to paste, on the line that shows it."""
+    with pytest.raises(ParseError) as refused:
+        parse_rdma(read_fixture("ibstatus", "4x-edr-4-hca-ucx-guide.txt"))
+    assert refused.value.line == 1 and "ibstatus output" in refused.value.reason
+    assert "ibstat or ibv_devinfo -v" in refused.value.reason and "hca_id" not in refused.value.reason

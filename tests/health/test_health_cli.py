@@ -156,6 +156,13 @@ def test_read_refuses_text_it_does_not_know(tmp_path: Path) -> None:
     assert run.exit_code == 2 and "notes.txt" in run.stderr and "not recognised" in run.stderr
 
 
+def test_read_says_an_ibstatus_paste_is_ibstatus_and_what_to_paste_instead() -> None:
+    run = clusterctl("health", "read", str(fixture_dir("ibstatus") / "4x-edr-4-hca-ucx-guide.txt"))
+    message = " ".join(run.stderr.split())
+    assert run.exit_code == 2 and "4x-edr-4-hca-ucx-guide.txt:1" in message, run.output
+    assert "this is ibstatus output" in message and "paste the output of ibstat or ibv_devinfo -v" in message
+
+
 def _dcgm_profile(tmp_path: Path, name: str, answer: str) -> Path:
     """The demo's healthy host with DCGM installed: ``dcgmi diag -r N -j`` answers ``answer``."""
     folder = tmp_path / name

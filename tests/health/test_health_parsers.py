@@ -16,7 +16,7 @@ from clusterctl.facts.rdma import parse_rdma
 
 
 def test_every_fixture_folder_names_its_sources() -> None:
-    for tool in ("nvidia-smi-q", "kernel-log", "nvlink-e", "lspci", "ib-counters", "dcgmi"):
+    for tool in ("nvidia-smi-q", "kernel-log", "nvlink-e", "lspci", "ib-counters", "dcgmi", "ibstatus"):
         folder = fixture_dir(tool)
         readme = (folder / "README.md").read_text()
         for path in folder.iterdir():

@@ -239,3 +239,18 @@ def test_a_misspelt_reset_field_is_only_a_warning_for_both(reset_pair: ResetPair
     # The misspelt field was not read: kubeadm's tmp folder is not among what it would empty.
     assert kubeadm_lines(sim) == kubeadm_lines(real)
     assert not any("/etc/kubernetes/tmp" in line for line in kubeadm_lines(real))
+
+
+def test_remove_etcd_member_without_a_cluster_empties_the_default_data_folder_alike(reset_pair: ResetPair) -> None:
+    """No etcd manifest and no cluster configuration (before init, after a reset, a resumed removal):
+    kubeadm falls back to /var/lib/etcd and empties it, saying so; run again, it has nothing to say."""
+    said = []
+    for _ in range(2):
+        sim, real = reset_pair.run("kubeadm reset phase remove-etcd-member", b"")
+        assert real.exit_code == 0, real.output
+        assert kubeadm_lines(sim) == kubeadm_lines(real), f"simulated: {sim.output}\nreal: {real.output}"
+        assert "No kubeadm config, using etcd pod spec" in sim.stderr and "No kubeadm config" in real.stderr
+        said.append(kubeadm_lines(real))
+    assert said == [["[reset] Deleted contents of the etcd data directory: /var/lib/etcd"], []]
+    simulated, actual = reset_pair.files()
+    assert simulated == actual and "/var/lib/etcd/member/snap/db" not in actual

@@ -99,15 +99,19 @@ def _register_node(ctx: ToolContext, kube: dict[str, Any], registration: dict[st
                                           "kubelet_version": kubeadm_version(ctx), "host": ctx.host_name}
 
 
-def _write_node_files(ctx: ToolContext, *, control_plane: bool, ca_pem: bytes) -> None:
+def _write_node_files(ctx: ToolContext, *, control_plane: bool, ca_pem: bytes, first: bool = False) -> None:
     ctx.fs.write(ks.KUBELET_CONF, b"apiVersion: v1\nkind: Config\n# kubelet client credentials (simulated)\n",
                  mode=0o600)
     ctx.fs.write("/etc/kubernetes/pki/ca.crt", ca_pem)
     ctx.fs.write("/var/lib/kubelet/config.yaml", b"apiVersion: kubelet.config.k8s.io/v1beta1\nkind: "
                  b"KubeletConfiguration\ncgroupDriver: systemd\n")
     if control_plane:
-        ctx.fs.write(ks.ADMIN_CONF, b"apiVersion: v1\nkind: Config\n# cluster-admin credentials (simulated)\n",
-                     mode=0o600)
+        kubeadm_certs.write_pki(ctx, ca_pem)
+        # super-admin.conf is the first control plane's only (kubeadm 1.29+): a joined one has none.
+        names = ("admin", "controller-manager", "scheduler") + (("super-admin",) if first else ())
+        for name in names:
+            ctx.fs.write(f"/etc/kubernetes/{name}.conf", b"apiVersion: v1\nkind: Config\n# " + name.encode()
+                         + b" credentials (simulated)\n", mode=0o600)
         write_manifests(ctx, str(ks.read(ctx).get("version") or kubeadm_version(ctx)))
         ctx.fs.write("/var/lib/etcd/member/snap/db", b"")
 
@@ -183,7 +187,7 @@ def _init(ctx: ToolContext) -> ToolResult:
         if "--upload-certs" in ctx.args and key:
             kube["certs"] = {"sha256": ks.digest(str(key)), "expires": ks.now(kube) + CERTS_LIFETIME_S}
         _register_node(ctx, kube, init.get("nodeRegistration") or {}, control_plane=True)
-    _write_node_files(ctx, control_plane=True, ca_pem=ca_pem)
+    _write_node_files(ctx, control_plane=True, ca_pem=ca_pem, first=True)
     node = str((init.get("nodeRegistration") or {}).get("name") or ctx.hostname)
     return ctx.ok(recording("kubeadm-init-success.txt", version=version, node=node))
 

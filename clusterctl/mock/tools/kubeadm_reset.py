@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from clusterctl.mock.tools import kube_state as ks
 from clusterctl.mock.tools.base import ToolContext, ToolResult
-from clusterctl.mock.tools.kubeadm_config import check_mixed_arguments, dry_run, load_config
+from clusterctl.mock.tools.kubeadm_config import check_mixed_arguments, dry_run, klog, load_config
 
 ETCD_MANIFEST = "/etc/kubernetes/manifests/etcd.yaml"
 ETCD_DATA = "/var/lib/etcd"
@@ -102,9 +102,15 @@ def run(ctx: ToolContext) -> ToolResult:
 
 def remove_etcd_member(ctx: ToolContext) -> ToolResult:
     """``kubeadm reset phase remove-etcd-member``: this control plane's member leaves etcd."""
-    if not ctx.fs.exists(ETCD_MANIFEST):
-        return ctx.ok("[reset] No etcd config found. Assuming external etcd\n[reset] Please, manually reset etcd to "
-                      "prevent further issues\n")
+    if not ctx.fs.exists(ETCD_MANIFEST) and not (ks.read(ctx).get("initialized") and ctx.fs.exists(ks.ADMIN_CONF)):
+        # No manifest and no cluster configuration (before init, after a reset): kubeadm falls back to the
+        # default data folder (removeetcdmember.go, getEtcdDataDir) and empties it unless it is an empty folder.
+        ctx.log(klog("W", "removeetcdmember.go:105", "[reset] No kubeadm config, using etcd pod spec to get data "
+                     "directory"))
+        if dry_run(ctx.args) or (ctx.fs.is_dir(ETCD_DATA) and not ctx.fs.listdir(ETCD_DATA)):
+            return ctx.ok()
+        _empty(ctx, ETCD_DATA)
+        return ctx.ok(f"[reset] Deleted contents of the etcd data directory: {ETCD_DATA}\n")
     if dry_run(ctx.args):
         return ctx.ok("".join(line + "\n" for line in ETCD_DRY_RUN))
     with ks.edit(ctx) as kube:
