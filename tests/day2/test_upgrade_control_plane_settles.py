@@ -20,7 +20,8 @@ REFUSED = TransportError(FailureKind.COMMAND_FAILED, "kubectl failed: The connec
                                                      "was refused - did you specify the right host or port?")
 
 
-def _probe(monkeypatch: pytest.MonkeyPatch, role: str, answers: list[Any], *, restarted: bool = True) -> list[str | None]:
+def _probe(monkeypatch: pytest.MonkeyPatch, role: str, answers: list[Any], *,
+           restarted: bool = True) -> list[str | None]:
     """What the Ready wait's probe says at t = 0, 2, 4 ... s for the reads ``answers`` (a node or an error)."""
     clock = iter(range(0, 200, 1))
     now = [0.0]
