@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import shlex
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -398,22 +397,25 @@ class NodeReady(ReadsNothing, UpgradePhase):
             return None
         settle_s = min(CONTROL_PLANE_SETTLE_S, rollout.ready_timeout_s / 2) if rollout.roles.get(name) != WORKER \
             and name in rollout.kubelet_restarted else 0.0
-        ready_since: list[float] = []  # when the node was first seen Ready at the target, every poll since
+        # Counted in reads, READY_POLL_S apart at least: the same reads however loaded the machine is.
+        reads_needed = 1 + int(settle_s // READY_POLL_S)
+        ready_reads = [0]  # Ready at the target in a row, every read answered
 
         def ready(c: PhaseContext) -> str | None:
             try:
                 found = read_nodes(c.reader).get(name)
             except TransportError as exc:
-                ready_since.clear()
+                ready_reads[0] = 0
                 return exc.message
             if found is None:
+                ready_reads[0] = 0
                 return "not listed; it stays cordoned"
             if found.ready and rollout.at_target(found.kubelet_version):
-                ready_since[:] = ready_since or [time.monotonic()]
-                held = time.monotonic() - ready_since[0]
-                return None if held >= settle_s else \
-                    f"Ready at the target for {int(held)} s; its control plane settles for {int(settle_s)} s"
-            ready_since.clear()
+                ready_reads[0] += 1
+                held = ready_reads[0]
+                return None if held >= reads_needed else \
+                    f"Ready at the target ({held} of {reads_needed} reads in a row: its control plane settles)"
+            ready_reads[0] = 0
             return (f"kubelet {found.kubelet_version or '?'}, "
                     + ("Ready" if found.ready else f"NotReady ({found.not_ready_reason})") + "; it stays cordoned")
 

@@ -155,7 +155,9 @@ UPGRADE_STEPS = [
     # The nodes were read once before the run began.
     Cut("ready", "get nodes -o json", 2), Cut("uncordon", "uncordon gpu-a1"),
     Cut("worker: kubeadm-upgrade", "kubeadm upgrade node", host="gpu-b1"),
-    Cut("worker: drain", "cordon gpu-b1"), Cut("worker: ready", "get nodes -o json", 3),
+    # gpu-a1, its kubelet restarted, stays Ready over two reads (settles) before its uncordon: the third
+    # read after the first is the worker's.
+    Cut("worker: drain", "cordon gpu-b1"), Cut("worker: ready", "get nodes -o json", 4),
     Cut("network", "rollout status daemonset/calico-node"), Cut("gpu-addons", "helm list"),
 ]
 UPGRADE = ("-i", str(DEMO), "-l", "gpu-a1,gpu-b1", "upgrade")
