@@ -4,17 +4,14 @@ posted to the receiver as Alertmanager or Grafana posts them: which host is acte
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kube_sim import KubeSim
-from test_remediate import decisions, post, remediator
+from test_remediate import decisions, http_receiver, post, remediator  # noqa: F401 (http_receiver: a fixture)
 
-from clusterctl.quarantine.receiver import Remediator, serve
-from clusterctl.quarantine.webhook_server import ListenAddress, Security
+from clusterctl.quarantine.receiver import Remediator
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "alertmanager-webhook"
 
@@ -88,22 +85,6 @@ def test_a_node_label_with_the_fqdn_the_inventory_gives_as_address_finds_that_ho
     assert "unschedulable" not in sim.node("gpu-03")["spec"]
 
 
-@pytest.fixture
-def listening(sim: KubeSim) -> Iterator[tuple[str, Remediator]]:
-    receiver, _ = remediator(sim)
-    bound: list[int] = []
-    started = threading.Event()
-
-    def ready(port: int) -> None:
-        bound.append(port)
-        started.set()
-
-    threading.Thread(target=serve, args=(receiver, ListenAddress("127.0.0.1", 0), Security()),
-                     kwargs={"ready": ready}, daemon=True).start()
-    assert started.wait(60)
-    yield f"http://127.0.0.1:{bound[0]}", receiver
-
-
 def test_grafanas_test_notification_names_the_alerts_it_left_out(sim: KubeSim) -> None:
     """Grafana 8's "Test" of a webhook contact point: resolved, ``truncatedAlerts`` 1, ``instance`` "Grafana".
     The alert the sender cut from the POST is said (before: not a word, and no host ever acted on)."""
@@ -118,10 +99,10 @@ def test_grafanas_test_notification_names_the_alerts_it_left_out(sim: KubeSim) -
 
 
 def test_every_alertmanager_shaped_field_body_is_answered_200_over_http_and_grafana7s_legacy_body_400(
-        listening: tuple[str, Remediator]) -> None:
+        http_receiver: tuple[str, Remediator]) -> None:  # noqa: F811 (the fixture imported above)
     """Alertmanager retries a 5xx and drops a 4xx: every real webhook body is a 200, whatever it asks; Grafana 7's
     legacy alerting body (no ``alerts``) is a 400 that says what is missing."""
-    url, receiver = listening
+    url, receiver = http_receiver
     for name in sorted(p.name for p in FIXTURES.glob("*.json")):
         status, answer = post(url + "/webhook", body(name))
         if "alerts" in json.loads(body(name)):
