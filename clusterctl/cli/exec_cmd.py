@@ -12,6 +12,7 @@ from clusterctl.cli.context import AppContext, app_context
 from clusterctl.cli.host_failures import outcome_record, print_failures
 from clusterctl.errors import ExitCode, UsageError
 from clusterctl.terminal_text import one_line, visible
+from clusterctl.transport.base import HOST_LOCALE
 from clusterctl.writable import host_file_name, writable_dir
 
 if TYPE_CHECKING:
@@ -76,7 +77,8 @@ def exec_command(
     try:
         with app.runner(progress=streamer) as runner:
             fleet = runner.run_command(
-                hosts, line, sudo=sudo, label="exec", on_line=streamer.line if streamer is not None else None
+                hosts, line, sudo=sudo, env=HOST_LOCALE, label="exec",
+                on_line=streamer.line if streamer is not None else None,
             )
     except FleetInterrupted as exc:
         # What finished is printed as it would have been; main then says what was still running.

@@ -138,6 +138,10 @@ def env_prefix(env: Mapping[str, str] | None) -> str:
 #: "No such file or directory", dpkg-query's "no packages found"), and a host whose locale is another language
 #: (``LANG=zh_CN.UTF-8`` in /etc/default/locale, or sent by the SSH client) would print them translated.
 PARSED_LOCALE = {"LC_ALL": "C"}
+#: A user's own command (``clusterctl exec``), whose output no parser reads, runs in the host's own locale:
+#: an empty LC_ALL is no setting (POSIX), so LANG and the LC_* the session has apply again (non-ASCII file
+#: names, a Python without locale coercion, sort order), as with ssh, pdsh or clush.
+HOST_LOCALE = {"LC_ALL": ""}
 #: What sudo prints when it would have to ask for a password but may not (``sudo -n``).
 _SUDO_NEEDS_PASSWORD = ("a password is required", "a terminal is required", "no askpass program")
 #: Printed by the password wrapper when sudo did not take the password it was given.

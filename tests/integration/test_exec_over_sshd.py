@@ -171,8 +171,20 @@ def test_exec_sudo_runs_the_line_under_sudo_n(sshd_hosts: SSHDHosts, tmp_path: P
     assert run.exit_code == 0, run.stderr
     for h in hosts:
         assert run.by_host()[h.name]["stdout"] == "as-root\n"
-        # -n: never prompts for a password; the whole line runs in one sh -c, in the C locale.
-        assert h.sudo_log.read_text() == "-n sh -c export LC_ALL=C; echo as-root\n"
+        # -n: never prompts for a password; the whole line runs in one sh -c; sudo itself in the C locale,
+        # the user's own command in the host's (an empty LC_ALL is none).
+        assert h.sudo_log.read_text() == "-n sh -c export LC_ALL=''; echo as-root\n"
+
+
+def test_exec_runs_the_users_command_in_the_hosts_locale(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
+    """clusterctl's own probes run with LC_ALL=C (their output is parsed); a user's command is not forced
+    into it: LANG and LC_* of the host's session apply, as with plain ssh."""
+    hosts = sshd_hosts(1)
+    inventory, known = sshd_hosts.write_client_files(tmp_path, hosts)
+    run = run_clusterctl([*_base_args(inventory, known), "-o", "json", "exec", "--", 'echo "LC_ALL=[$LC_ALL]"'],
+                         home=tmp_path / "home")
+    assert run.exit_code == 0, run.stderr
+    assert run.by_host()[hosts[0].name]["stdout"] == "LC_ALL=[]\n"
 
 
 def test_identical_outputs_are_printed_once_with_their_hosts(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:
