@@ -25,6 +25,7 @@ from clusterctl.facts.model import NVLinkStatus
 from clusterctl.facts.nccltests import NcclTestResult
 from clusterctl.facts.perftest import MIB_PER_S_TO_GBPS, PerftestResult
 from clusterctl.findings import Finding, Severity
+from clusterctl.terminal_text import one_line
 
 FIGURE_IMPOSSIBLE = "FIGURE_IMPOSSIBLE"
 FIGURE_INCONSISTENT = "FIGURE_INCONSISTENT"
@@ -32,6 +33,7 @@ FIGURE_INCONSISTENT = "FIGURE_INCONSISTENT"
 CONSISTENCY_TOLERANCE = 0.10
 RECORDING_MISMATCH = "RECORDING_MISMATCH"
 NCCL_NOT_VALIDATED = "NCCL_NOT_VALIDATED"
+NCCL_WARNED = "NCCL_WARNED"
 #: Printed figures are rounded; a hair above a limit is rounding, not physics.
 ROUNDING_MARGIN = 1.01
 #: One GPU's NVLink bandwidth per direction (GB/s): links x per-link speed as nvidia-smi nvlink -s prints it.
@@ -165,7 +167,7 @@ def nvlink_limit(result: NcclTestResult) -> tuple[float, str] | None:
 def nccl_checks(result: NcclTestResult, *, gpus_per_host: int | None, about: str, about_kind: str = "host",
                 busbw_limit: tuple[float, str] | None = None) -> list[Finding]:
     """A single-host bus bandwidth above one GPU's NVLink bandwidth; fewer ranks than the host has GPUs; a run
-    that checked no result (``-c 0``), whose ``#wrong`` column proves nothing."""
+    that checked no result (``-c 0``), whose ``#wrong`` column proves nothing; a finished run NCCL warned in."""
     found: list[Finding] = []
     if result.validation == 0 and result.rows:
         found.append(bench_finding(
@@ -174,6 +176,15 @@ def nccl_checks(result: NcclTestResult, *, gpus_per_host: int | None, about: str
             "checked, so no #wrong figure says the data arrived intact",
             about_kind=about_kind, fix="Run it again without -c 0 (or with -c 1) to check correctness too.",
             validation=0))
+    if result.nccl_warnings and result.avg_busbw_gbs is not None:
+        # A finished run's warnings (a NET/IB port error, a transport fallback) may explain slow figures.
+        count = len(result.nccl_warnings)
+        found.append(bench_finding(
+            Severity.WARNING, NCCL_WARNED, about,
+            f"NCCL warned {count} time{'s' if count > 1 else ''} in a run that finished; the first: "
+            f"{one_line(result.nccl_warnings[0])}",
+            about_kind=about_kind, fix="Read the warnings (nccl_warnings in -o json): a network transport that "
+            "failed to open or a fallback makes the figures slower than the fabric allows.", warnings=count))
     hosts = Counter(host for _, host, _, _ in result.ranks)
     limit = busbw_limit or nvlink_limit(result)
     figure = result.peak_busbw_gbs
