@@ -74,18 +74,20 @@ def _run(tmp_path: Path, fixture: str, *, multi_node: bool) -> NcclRun:
                              gate=Gate(apply=True))
 
 
-@pytest.mark.parametrize(("fixture", "code", "failed"), [
-    ("all_reduce-a3mega-tcpxo-2node-no-hash-markers-wrong-na.txt", NCCL_NOT_VALIDATED, False),  # -c 0
-    ("DERIVED-all_reduce-a3mega-16rank-nccl-warn-at-init.txt", NCCL_WARNED, False),
-    (STOPPED, "NCCL_FAILED", True),
-    (OOB_FAILED, "NCCL_FAILED", True),
+@pytest.mark.parametrize(("fixture", "codes", "failed"), [
+    ("all_reduce-a3mega-tcpxo-2node-no-hash-markers-wrong-na.txt", [NCCL_NOT_VALIDATED], False),  # -c 0
+    ("DERIVED-all_reduce-a3mega-16rank-nccl-warn-at-init.txt", [NCCL_WARNED], False),
+    (STOPPED, ["NCCL_FAILED"], True),
+    (OOB_FAILED, ["NCCL_FAILED"], True),
+    # 8 H100 ranks at 328 GB/s: the one-host NVSwitch peak (370) is not what two hosts over a network give.
+    ("all_reduce-h100-2node-mpirun.txt", [], False),
 ])
-def test_a_multi_node_run_is_judged_like_a_single_host_one(tmp_path: Path, fixture: str, code: str,
+def test_a_multi_node_run_is_judged_like_a_single_host_one(tmp_path: Path, fixture: str, codes: list[str],
                                                            failed: bool) -> None:
     run = _run(tmp_path, fixture, multi_node=True)
     (host_run,) = run.runs
     assert host_run.host == "n1+n2"
-    assert [f.code for f in run.findings] == [code] and run.failed is failed
+    assert [f.code for f in run.findings] == codes and run.failed is failed
     assert (run.median_busbw_gbs is None) is failed
 
 
