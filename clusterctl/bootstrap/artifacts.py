@@ -259,9 +259,7 @@ def artifact_list(inventory: Inventory, hosts: Sequence[Host],
 
     settings = cluster_settings(inventory)
     found = ArtifactList(inventory.name, settings.kubernetes.tag)
-    apt, notes = _apt(inventory, hosts, releases if releases is not None else {})
-    found.artifacts += apt
-    found.notes += notes
+    found.artifacts, found.notes = _apt(inventory, hosts, releases or {})
     found.artifacts += _kubeadm(settings, inventory)
     # What the site installs itself (its own CNI, its own GPU add-ons, no GPUs at all) is not fetched.
     left = {p: why for p in (NETWORK_PHASE, GPU_ADDONS_PHASE) if (why := left_to_site(p, settings, inventory.hosts))}
