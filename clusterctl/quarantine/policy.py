@@ -6,8 +6,8 @@ The policy (inventory section ``quarantine:``, ``QuarantineConfig``):
   **degraded** or unknown one is only reported. ``quarantine_codes`` narrows that to a list;
   ``ignore_codes`` never quarantine;
 * it is also **drained** when one of those findings needs the host down: by default a finding
-  whose Xid-catalogue action (``evidence.action``) is one that takes a reset, a reboot or a
-  repair (``DRAIN_ACTIONS``); ``drain_codes`` names the codes instead;
+  whose action (``evidence.action``) takes the host down (``xid_catalog.takes_host_down``, the rule
+  its severity and fix follow too); ``drain_codes`` names the codes instead;
 * never more than ``max_unavailable`` hosts out of service at once (default 10% of the fleet,
   at least one): hosts quarantined already count, the rest wait, named, for the next run. So
   a broken check or a storm of alerts cannot empty the cluster.
@@ -22,12 +22,10 @@ from typing import Protocol
 
 from clusterctl.errors import BadValue, UsageError
 from clusterctl.findings import Finding, Severity
+from clusterctl.health.xid_catalog import takes_host_down
 from clusterctl.inventory.model import QuarantineConfig
 from clusterctl.inventory.quarantine_section import max_unavailable as max_unavailable_value
 
-#: Xid-catalogue actions (and health's own) after which the host must go down: reset, reboot, repair.
-DRAIN_ACTIONS = frozenset({"RESET_GPU", "RESTART_BM", "RESTART_VM", "RMA", "CONTACT_SUPPORT", "CHECK_MECHANICALS",
-                           "WORKFLOW_XID_48", "WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR", "XID_154"})
 DEFAULT_MAX_UNAVAILABLE = "10%"
 
 
@@ -137,7 +135,7 @@ def _quarantining(findings: Iterable[Finding], config: QuarantineConfig) -> list
 def needs_drain(finding: Finding, config: QuarantineConfig) -> bool:
     if config.drain_codes is not None:
         return finding.code in config.drain_codes
-    return str(finding.evidence.get("action", "")) in DRAIN_ACTIONS
+    return takes_host_down(finding.evidence.get("action"))
 
 
 def health_wanted(verdicts: Sequence[HostVerdict], config: QuarantineConfig) -> list[Wanted]:

@@ -188,8 +188,8 @@ class Remediator:
         """A clean stop (Ctrl-C, SIGTERM): nothing new is decided or started, the node marks in flight end,
         and the cluster's Lease is given back, so the next receiver decides at once instead of waiting out
         the hold. Logged; False when a node write still in flight after ``timeout_s`` kept the Lease."""
-        self._stopping.set()
-        with self._runners_lock:
+        with self._runners_lock:  # one step with ``_runner``'s: a runner is interrupted here, or never starts
+            self._stopping.set()
             for runner in self._runners:  # as Ctrl-C stops a command: the step in order, the locks given back
                 runner.interrupted.set()
         given_back = self._marker.stop(timeout_s)
@@ -206,9 +206,11 @@ class Remediator:
 
     @contextlib.contextmanager
     def _runner(self) -> Iterator[Any]:
-        """A runner for one host's work, which ``stop`` interrupts."""
+        """A runner for one host's work, which ``stop`` interrupts; once ``stop`` began, none starts (Interrupted)."""
         with self.runner_factory() as runner:
             with self._runners_lock:
+                if self._stopping.is_set():
+                    raise Interrupted("SIGTERM")
                 self._runners.add(runner)
             try:
                 yield runner
