@@ -330,9 +330,9 @@ def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
         found.append(_finding(
             Severity.ERROR, "GPU_MISSING", host.name,
             f"nvidia-smi lists {len(host.gpus)} GPU(s), most {f'{model} ' if model else ''}hosts have {expected}",
-            evidence=f"Attached GPUs : {host.probe.smi.attached_gpus or len(host.gpus)}",
-            fix="A GPU is gone from the bus or from the driver: look for Xid 79 / 'fallen off the bus' in the "
-                "kernel log; drain and reboot the host, RMA if it stays missing."))
+            evidence=f"Attached GPUs : {host.probe.smi.attached_gpus or len(host.gpus)}", action="RESTART_BM",
+            fix="Drain the host and reboot it: a GPU is gone from the bus or from the driver (look for Xid 79 / "
+                "'fallen off the bus' in the kernel log); RMA if it stays missing."))
     if len(group) < 3:
         return found
 

@@ -89,9 +89,7 @@ def lookup(xid: int) -> XidEntry | None:
 def judge(xid: int) -> tuple[Severity, str, str]:
     """(severity, what to do, NVIDIA's bucket) for one Xid."""
     entry = lookup(xid)
-    bucket = entry.immediate_action if entry else ""
     # Buckets NVIDIA left empty (newest Xids) fall back on the investigatory bucket.
-    if entry and not bucket:
-        bucket = entry.investigatory_action
-    severity, action = ACTIONS.get(bucket, _UNKNOWN) if entry else _UNKNOWN
+    bucket = (entry.immediate_action or entry.investigatory_action) if entry else ""
+    severity, action = ACTIONS.get(bucket, _UNKNOWN)
     return severity, action, bucket or "UNKNOWN"

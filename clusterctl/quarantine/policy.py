@@ -85,13 +85,10 @@ def decide(wanted: Sequence[Wanted], *, out_of_service: Iterable[str], limit: in
     merged: dict[str, Wanted] = {}
     strength = {None: 0, False: 1, True: 2}
     for ask in wanted:
-        before = merged.get(ask.host)
-        if before is None:
-            merged[ask.host] = ask
-            continue
-        drain = ask.drain if strength[ask.drain] > strength[before.drain] else before.drain
+        before = merged.get(ask.host, Wanted(ask.host, None))
         reason = "; ".join(dict.fromkeys(r for r in (before.reason, ask.reason) if r))
-        merged[ask.host] = Wanted(ask.host, drain, tuple(dict.fromkeys(before.codes + ask.codes)), reason)
+        merged[ask.host] = Wanted(ask.host, max(before.drain, ask.drain, key=strength.__getitem__),
+                                  tuple(dict.fromkeys(before.codes + ask.codes)), reason)
     out = set(out_of_service)
     decisions: list[Decision] = []
     for ask in merged.values():
@@ -127,11 +124,6 @@ def counts_against(finding: Finding, config: QuarantineConfig) -> bool:
     return finding.severity is Severity.ERROR and finding.code not in config.ignore_codes
 
 
-def _quarantining(findings: Iterable[Finding], config: QuarantineConfig) -> list[Finding]:
-    return [f for f in findings if counts_against(f, config)
-            and (config.quarantine_codes is None or f.code in config.quarantine_codes)]
-
-
 def needs_drain(finding: Finding, config: QuarantineConfig) -> bool:
     if config.drain_codes is not None:
         return finding.code in config.drain_codes
@@ -143,7 +135,8 @@ def health_wanted(verdicts: Sequence[HostVerdict], config: QuarantineConfig) -> 
     needs the host down; a host with none only reported."""
     wanted = []
     for verdict in verdicts:
-        chosen = _quarantining(verdict.findings, config)
+        chosen = [f for f in verdict.findings if counts_against(f, config)
+                  and (config.quarantine_codes is None or f.code in config.quarantine_codes)]
         codes = tuple(dict.fromkeys(f.code for f in chosen))
         drain = any(needs_drain(f, config) for f in chosen) if chosen else None
         wanted.append(Wanted(verdict.host, drain, codes, verdict.reason))

@@ -91,6 +91,7 @@ class Remediator:
 
     def __post_init__(self) -> None:
         self.decision_log = DecisionLog(self.log, self.clock)
+        self._say = self.decision_log.say
         self._by_label: dict[str, Host] = {}
         for host in self.inventory.hosts:
             for label in (host.connect_address, host.address, host.name):
@@ -105,9 +106,6 @@ class Remediator:
         #: The runners of the work in flight (a drain, a heal's chain): ``stop`` interrupts their runs.
         self._runners: set[Any] = set()
         self._runners_lock = threading.Lock()
-
-    def _say(self, **entry: object) -> None:
-        self.decision_log.say(**entry)
 
     def _limit(self) -> int:
         return cap(self.max_unavailable or self.inventory.quarantine.max_unavailable, len(self.inventory.hosts))
