@@ -1,8 +1,9 @@
 """heal drains with day 2's drain phase (``day2.drain.DrainNode``, the one drain of the action engine), by the rule
 of every drain of a failing host (quarantine --drain, health --quarantine, remediate serve): a pod with emptyDir
 data is evicted only with ``--delete-emptydir-data`` (its data is lost); then the chain goes on to its first step
-that stops the GPUs; without it, the chain stops at the drain, naming the pod and the switch. The drain runs from the control plane without taking its lock: hosts heal side by side
-(``remediate serve --heal``), each for as long as its reboot takes, and an upgrade may run meanwhile."""
+that stops the GPUs; without it, the chain stops at the drain, naming the pod and the switch. The drain runs from
+the control plane without taking its lock: hosts heal side by side (``remediate serve --heal``), each for as long
+as its reboot takes, and an upgrade may run meanwhile."""
 
 from __future__ import annotations
 
