@@ -7,8 +7,10 @@ from fixture_files import read_fixture
 
 from clusterctl.facts.dcgmi import parse_dcgmi_diag
 from clusterctl.facts.nvlink import parse_nvlink
+from clusterctl.facts.nvsmi_query import parse_nvidia_smi_q
 from clusterctl.facts.perftest import parse_perftest
 from clusterctl.facts.rdma import link_rate, parse_ibstat, parse_rdma
+from clusterctl.facts.stack import parse_stack
 from clusterctl.facts.topo import parse_topo
 
 
@@ -101,3 +103,19 @@ def test_b300_nvlink_status_reads_eighteen_links_a_gpu() -> None:
     assert statuses.warnings == () and [s.gpu_index for s in statuses] == list(range(7))
     assert {(lane.speed_gbps, lane.active) for s in statuses for lane in s.lanes} == {(53.125, True)}
     assert {len(s.lanes) for s in statuses} == {18} and statuses[6].gpu_name == "NVIDIA B300 SXM6 AC"
+
+
+def test_driver_610_header_versions_are_read_without_the_deprecation_note() -> None:
+    query = parse_nvidia_smi_q(
+        read_fixture("nvidia-smi-q", "app-610.57.04-q-d-temperature-2gpu-kmd-version-deprecated.txt"))
+    # Not '610.57.04 [Deprecated; will be removed in CUDA 14.0. Use KMD Version instead]'.
+    assert (query.driver_version, query.cuda_version, query.attached_gpus) == ("610.57.04", "13.3", 2)
+    assert [(g.temperature_c, g.slowdown_temp_c, g.shutdown_temp_c) for g in query.gpus] == [
+        (79.0, 100.0, 103.0), (29.0, None, None)]
+    assert query.warnings == ()
+
+
+def test_driver_610_banner_gives_the_stack_its_driver_and_cuda() -> None:
+    stack = parse_stack(read_fixture("stack", "b300-610.57.04-nvidia-smi-section-kmd-umd-banner.txt"))
+    assert (stack.driver, stack.cuda) == ("610.57.04", "13.3")
+    assert "driver" not in stack.missing and "cuda" not in stack.missing
