@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
@@ -93,6 +93,18 @@ class AppContext:
                 else "no host selected: the inventory has no hosts."
             )
         return hosts
+
+    def named_hosts(self, names: Sequence[str]) -> list[Host]:
+        """The inventory hosts named on the command line (``-l`` narrows them further); a name the
+        inventory lacks is exit 2 (``inventory.limit.hosts_named``)."""
+        from clusterctl.inventory.limit import hosts_named
+
+        named = hosts_named(self.inventory(), names, "HOST")
+        selected = {h.name for h in self.hosts()}
+        chosen = [h for h in named if h.name in selected]
+        if not chosen:
+            raise UsageError("--limit leaves none of the named hosts")
+        return chosen
 
     def this_machine(self) -> Host:
         """``--local``: this machine over the local transport; with -i, the inventory's entry that names

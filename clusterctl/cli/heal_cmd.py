@@ -44,11 +44,10 @@ def heal_command(
     yes: bool = YES,
     state_dir: str | None = STATE_DIR,
 ) -> None:
-    from clusterctl.cli.quarantine_cmd import named_hosts
     from clusterctl.heal.run import heal
 
     app = app_context(ctx)
-    targets = named_hosts(app, hosts)
+    targets = app.named_hosts(hosts)
     confirm_change("run the escalation chain (GPU reset, reboot, power cycle) and release once healthy",
                    [h.name for h in targets], yes=yes, dry_run=dry_run,
                    preview=f"clusterctl heal {' '.join(h.name for h in targets)} --dry-run")

@@ -68,10 +68,9 @@ def cycle_command(ctx: typer.Context, hosts: list[str] = HOSTS,
 def _power(ctx: typer.Context, names: list[str], verb: str, *, dry_run: bool, yes: bool, graceful: bool,
            state_dir: str | None) -> None:
     from clusterctl.bmc.power import PowerAction, power
-    from clusterctl.cli.quarantine_cmd import named_hosts
 
     app = app_context(ctx)
-    targets = named_hosts(app, names)
+    targets = app.named_hosts(names)
     action = PowerAction(verb)
     if action is not PowerAction.STATUS and not dry_run:
         what = {"on": "switch on", "off": "switch off", "cycle": "power-cycle"}[verb]

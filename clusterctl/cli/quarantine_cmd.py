@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change, refuse_off_terminal
-from clusterctl.cli.context import STATE_DIR, AppContext, app_context
+from clusterctl.cli.context import STATE_DIR, app_context
 from clusterctl.cli.quarantine_view import print_host_status, print_quarantine, print_release, print_status
-from clusterctl.errors import UsageError
-
-if TYPE_CHECKING:
-    from clusterctl.inventory.model import Host
 
 QUARANTINE_HELP = """\
 Take hosts out of service: taint their nodes clusterctl.dev/unhealthy=CODE:NoSchedule, cordon
@@ -71,21 +64,6 @@ def register(app: typer.Typer) -> None:
     app.command("status", help=STATUS_HELP)(status_command)
 
 
-def named_hosts(app: AppContext, names: Sequence[str]) -> list[Host]:
-    """The inventory hosts named on the command line (``-l`` narrows them further); an unknown name is exit 2."""
-    inventory = app.inventory()
-    known = {h.name: h for h in inventory.hosts}
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise UsageError(f"not in the inventory: {', '.join(unknown)}", field="HOST",
-                         hint="Name hosts as 'clusterctl inventory show' lists them.")
-    selected = {h.name for h in app.hosts()}
-    chosen = [known[n] for n in dict.fromkeys(names) if n in selected]
-    if not chosen:
-        raise UsageError("--limit leaves none of the named hosts")
-    return chosen
-
-
 def quarantine_command(
     ctx: typer.Context,
     hosts: list[str] = typer.Argument(..., metavar="HOST...", help="Hosts to quarantine (inventory names)."),
@@ -106,7 +84,7 @@ def quarantine_command(
     from clusterctl.quarantine.run import QuarantineRequest, quarantine
 
     app = app_context(ctx)
-    targets = named_hosts(app, hosts)
+    targets = app.named_hosts(hosts)
     names = [h.name for h in targets]
     confirm_change("taint, cordon" + (" and drain" if drain else "") + " (quarantine)", names, yes=yes,
                    dry_run=dry_run, preview=f"clusterctl quarantine {' '.join(names)} ... --dry-run")
@@ -134,7 +112,7 @@ def release_command(
     from clusterctl.quarantine.release import health_and_nccl_checks, release
 
     app = app_context(ctx)
-    targets = named_hosts(app, hosts)
+    targets = app.named_hosts(hosts)
     what = "untaint, uncordon and resume in Slurm (release)" + (" with the checks skipped" if skip_checks else "")
     preview = f"clusterctl release {' '.join(h.name for h in targets)} --dry-run"
     # Off a terminal the refusal comes first; at one, the question comes after the checks: a host
@@ -167,7 +145,7 @@ def status_command(
         from clusterctl.heal.status import hosts_status
 
         with app.runner() as runner:
-            found = hosts_status(runner, app.inventory(), named_hosts(app, hosts))
+            found = hosts_status(runner, app.inventory(), app.named_hosts(hosts))
         app.emit({"hosts": [h.to_json() for h in found]}, lambda: print_host_status(app, found))
         return
     with app.runner() as runner:

@@ -43,10 +43,11 @@ def remove_node_command(
 
     app = app_context(ctx)
     inventory = app.inventory()
+    target = app.named_hosts([host])[0]
     confirm_change(f"remove {host} from the cluster '{inventory.name}' (drain, kubeadm reset, delete the node)",
                    [host], yes=yes, dry_run=dry_run, preview=f"clusterctl remove-node {host} --dry-run")
     with app.runner() as runner:
-        report = remove_node(inventory, host, runner, apply=not dry_run, drain_timeout_s=drain_timeout,
+        report = remove_node(inventory, target, runner, apply=not dry_run, drain_timeout_s=drain_timeout,
                              state_dir=state_dir)
     app.emit(report.to_json(), lambda: _print(app, report))
     if report.failed:
