@@ -200,13 +200,13 @@ class AppContext:
         from rich.text import Text
 
         from clusterctl.secret import mask_text
-        from clusterctl.terminal_layout import hanging, wrap_width
+        from clusterctl.terminal_layout import print_wrapped
 
         # Wrapped between words with a hanging indent (never a host or file name broken in two);
         # a Text, not markup: '[user@]host' or '[control-plane]' in a message is text.
-        text = Text(hanging(f"warning: {mask_text(message)}", wrap_width(self.err_console), 9))
+        text = Text(f"warning: {mask_text(message)}")
         text.stylize("yellow", 0, len("warning:"))
-        self.err_console.print(text, highlight=False, soft_wrap=True)
+        print_wrapped(self.err_console, text, 9)
 
 
 def _no_color(stream: Any) -> bool:
@@ -216,6 +216,11 @@ def _no_color(stream: Any) -> bool:
 #: ``--state-dir`` of every command that changes hosts (its undo journal goes to DIR/undo) or keeps progress.
 STATE_DIR = typer.Option(None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STATE_DIR",
                          help="Where progress and undo journals are kept (default ~/.local/state/clusterctl).")
+
+
+#: ``--drain-timeout`` of every command that drains nodes (quarantine, remediate serve, upgrade, remove-node).
+DRAIN_TIMEOUT = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS",
+                             help="How long a drain may wait for PodDisruptionBudgets and terminating pods.")
 
 
 #: ``--skip-phases`` of the commands that run the engine's phases by name (bootstrap, upgrade).

@@ -53,7 +53,7 @@ Examples:
 
   clusterctl health read dmesg.txt nvidia-smi-q.txt -o json
 
-  clusterctl health --local --slurm          # slurm.conf: HealthCheckProgram (a script running it)
+  clusterctl health --local --slurm   # what Slurm's HealthCheckProgram runs
 """,
     invoke_without_command=True,
 )

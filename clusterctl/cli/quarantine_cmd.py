@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change, refuse_off_terminal
-from clusterctl.cli.context import STATE_DIR, app_context
+from clusterctl.cli.context import DRAIN_TIMEOUT, STATE_DIR, app_context
 from clusterctl.cli.quarantine_view import print_host_status, print_quarantine, print_release, print_status
 
 QUARANTINE_HELP = """\
@@ -16,12 +16,13 @@ until --drain-timeout, DaemonSet pods left, pods without a controller or with em
 only with --force / --delete-emptydir-data; what could not be evicted is listed). Hosts that
 run slurmd are drained in Slurm too. Kubernetes is reached through the inventory's first
 control-plane host. Asks first (--yes for scripts; required off a terminal); --dry-run shows
-every change and touches nothing. Prints the undo journal: 'clusterctl undo FILE' puts the
-nodes back as they were (evicted pods are not brought back: their controllers made new ones).
+every change and touches nothing. Prints the undo journal: 'clusterctl undo FILE' (or 'undo
+--last quarantine') puts the nodes back as they were (evicted pods are not brought back: their
+controllers made new ones).
 
 Examples:
 
-  clusterctl quarantine gpu-a3 --reason "NVLink down on GPU3" --code NVLINK_DOWN --drain --yes
+  clusterctl quarantine gpu-a3 --reason "Xid 74" --code NVLINK_DOWN --drain
 
   clusterctl quarantine gpu-a3 gpu-b3 --reason nvlink --dry-run
 """
@@ -71,8 +72,7 @@ def quarantine_command(
     code: list[str] | None = typer.Option(
         None, "--code", metavar="CODE", help="Finding code(s) behind it (repeatable); the first is the taint's value."),
     drain: bool = typer.Option(False, "--drain", help="Also evict the nodes' pods (PodDisruptionBudgets honoured)."),
-    drain_timeout: float = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS",
-                                        help="How long a drain may wait for budgets and terminating pods."),
+    drain_timeout: float = DRAIN_TIMEOUT,
     force: bool = typer.Option(False, "--force", help="With --drain: evict pods that declare no controller too."),
     delete_emptydir_data: bool = typer.Option(False, "--delete-emptydir-data",
                                               help="With --drain: evict pods with emptyDir data too (it is lost)."),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
-from clusterctl.cli.context import STATE_DIR, AppContext, app_context
+from clusterctl.cli.context import DRAIN_TIMEOUT, STATE_DIR, AppContext, app_context
 from clusterctl.errors import ExitCode
 
 HELP = """\
@@ -36,7 +36,7 @@ def remove_node_command(
     host: str = typer.Argument(..., metavar="HOST", help="Inventory name of the host to remove."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the steps; touch nothing."),
     yes: bool = YES,
-    drain_timeout: int = typer.Option(300, "--drain-timeout", min=1, metavar="S", help="Seconds the drain may take."),
+    drain_timeout: float = DRAIN_TIMEOUT,
     state_dir: str | None = STATE_DIR,
 ) -> None:
     from clusterctl.day2.remove_node import remove_node

@@ -74,15 +74,13 @@ def undo_command(
     folder = chosen_state_dir(state_dir) / "undo"
     if list_journals:
         return _list(app, folder)
-    if last:
-        read = newest_journal(folder, journal)
-        journal = str(read.path)
-        app.say(f"the newest {read.command} journal: {journal}", err=True, soft_wrap=False)
-    elif journal is None:
+    if journal is None and not last:
         raise UsageError("name the undo journal to revert, or take the newest with --last [KIND].",
                          hint="'clusterctl undo --list' lists the journals in the state folder.")
-    else:
-        read = read_journal(journal)
+    read = newest_journal(folder, journal) if last else read_journal(str(journal))
+    journal = str(read.path) if last else str(journal)
+    if last:
+        app.say(f"the newest {read.command} journal: {journal}", err=True, soft_wrap=False)
     records = read.records
     hosts = app.hosts()
     in_journal = {r.change.host for r in records}
