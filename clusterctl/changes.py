@@ -589,7 +589,8 @@ class HostGate:
 
     def __init__(self, gate: Gate, transport: Transport) -> None:
         self.gate = gate
-        self._transport = transport
+        #: The host's connection, for a step that reads between its changes (a drain's evictions).
+        self.transport = transport
 
     @property
     def apply(self) -> bool:
@@ -597,25 +598,20 @@ class HostGate:
 
     @property
     def host(self) -> str:
-        return self._transport.host.name
-
-    @property
-    def transport(self) -> Transport:
-        """The host's connection, for a step that reads between its changes (a drain's evictions)."""
-        return self._transport
+        return self.transport.host.name
 
     def submit(self, change: Change) -> GateRecord:
-        return self.gate.submit(self._transport, change)
+        return self.gate.submit(self.transport, change)
 
     def submit_all(self, changes: Sequence[Change]) -> list[GateRecord]:
-        return self.gate.submit_all(self._transport, changes)
+        return self.gate.submit_all(self.transport, changes)
 
     def undo(self, records: Sequence[GateRecord], *, force: bool = False) -> list[str]:
-        return self.gate.undo(self._transport, records, force=force)
+        return self.gate.undo(self.transport, records, force=force)
 
     def temporary(self, setup: Sequence[Change], cleanup: Sequence[Change]
                   ) -> contextlib.AbstractContextManager[list[GateRecord]]:
-        return self.gate.temporary(self._transport, setup, cleanup)
+        return self.gate.temporary(self.transport, setup, cleanup)
 
     def records(self) -> list[GateRecord]:
         return self.gate.records_for(self.host)

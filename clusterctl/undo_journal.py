@@ -65,18 +65,6 @@ def record_json(record: GateRecord) -> dict[str, Any]:
     return data
 
 
-def _payload(kept: Sequence[dict[str, Any]], command: str, now: float | None, cluster: str | None,
-             fleet: str | None) -> dict[str, Any]:
-    payload: dict[str, Any] = {"kind": JOURNAL_KIND, "version": JOURNAL_VERSION, "command": command,
-                               "created": utc_stamp(now),
-                               "changes": list(kept)}
-    if cluster is not None:
-        payload["cluster"] = cluster
-    if fleet is not None:
-        payload["fleet"] = fleet
-    return payload
-
-
 def _pending_json(change: Change) -> dict[str, Any]:
     """A change written down before it reaches its host: it may or may not have happened."""
     data = record_json(GateRecord(change, applied=True, changed=True))
@@ -232,9 +220,10 @@ class WriteAheadJournal:
                 self.path.unlink(missing_ok=True)
                 self.path = None
                 return None
-            payload = _payload(changes, self.command, self.now, self.cluster, self.fleet)
-            if interrupted:
-                payload["interrupted"] = interrupted
+            payload: dict[str, Any] = {"kind": JOURNAL_KIND, "version": JOURNAL_VERSION, "command": self.command,
+                                       "created": utc_stamp(self.now), "changes": changes}
+            payload.update({key: value for key, value in (("cluster", self.cluster), ("fleet", self.fleet),
+                                                          ("interrupted", interrupted or None)) if value is not None})
             try:
                 replace_file(self.path, json.dumps(payload, indent=2) + "\n")
             except OSError as exc:

@@ -32,6 +32,8 @@ _KEYS = ("node", "kubeconfig", "textfile_dir", "since", "probe_timeout_s")
 
 
 def _parser() -> argparse.ArgumentParser:
+    from clusterctl.inventory import values
+
     parser = argparse.ArgumentParser(prog="clusterctl-node", description="clusterctl's checks run on this node.")
     sub = parser.add_subparsers(dest="command", required=True)
     agent = sub.add_parser("node-agent", help="One run of the node health agent (what its systemd timer starts): "
@@ -53,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
                        help=f"The node agent's JSON, for this host's fabric (default {CONFIG_PATH}).")
     slurm.add_argument("--node", type=_flag(check["node"]),
                        help="The Slurm node name (default: this host's short name).")
-    deadline = _flag(lambda v: _values().positive_number(v, "--deadline"))
+    deadline = _flag(lambda v: values.positive_number(v, "--deadline"))
     slurm.add_argument("--deadline", type=deadline, default=50.0,
                        help="Bound of the whole check, seconds (default 50).")
     slurm.add_argument("--since", type=_flag(check["since"]), default="1h", help="Kernel log window (default 1h).")
@@ -83,17 +85,10 @@ def local_transport() -> Transport:
     return LocalTransport(Host(name=socket.gethostname(), address="localhost", transport="local"))
 
 
-def _values() -> Any:
-    from clusterctl.inventory import values
-
-    return values
-
-
 def _setting_checks() -> dict[str, Callable[[Any], Any]]:
     """Each setting's check, the same for the config file and the command line: the inventory's readers."""
     from clusterctl.health.model import since_seconds
-
-    values = _values()
+    from clusterctl.inventory import values
 
     def since(value: Any) -> str:
         try:

@@ -118,10 +118,7 @@ def _host_run(host: str, command: str, text: str, exit_code: int) -> NcclHostRun
         parsed = parse_nccl_tests(text)
     except ParseError as exc:
         return NcclHostRun(host, command, text, None, str(exc))
-    failure = parsed.failure()
-    if failure is None and exit_code != 0:
-        failure = f"exit {exit_code}"
-    return NcclHostRun(host, command, text, parsed, failure)
+    return NcclHostRun(host, command, text, parsed, parsed.failure() or (f"exit {exit_code}" if exit_code else None))
 
 
 def run_nccl_test(
@@ -156,16 +153,6 @@ def run_nccl_test(
     def test_args(ngpus: int | None) -> list[str]:
         return nccl_args(op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, gpus=ngpus, binary_dir=binary_dir)
 
-    if multi_node and gate is not None:
-        return _run_multi(runner, hosts, op, environment, test_args, gpus, timeout_s, gate)
-    if multi_node:
-        from clusterctl.engine.journaled import journaled_gate
-
-        if inventory is None:
-            raise UsageError("bench nccl --multi-node: no inventory to journal mpirun's hostfile for")
-        with journaled_gate(f"bench nccl {op}", inventory, apply=True, state_dir=state_dir) as step:
-            return _run_multi(runner, hosts, op, environment, test_args, gpus, timeout_s, step.gate)
-
     def task(transport: Transport) -> NcclHostRun:
         counted = None if gpus else _count_gpus(transport)
         command = " ".join(shlex.quote(a) for a in test_args(gpus or counted))
@@ -174,16 +161,27 @@ def run_nccl_test(
         # Read with the run: a figure the host's own links cannot give is a finding, not "ok".
         return replace(run, host_gpus=counted, nvlinks=_read_nvlinks(transport))
 
-    fleet = runner.run_task(hosts, task, label=f"bench nccl: {op}", timeout_s=timeout_s + 30)
-    runs = [_run_of(outcome) for outcome in fleet.outcomes]
+    if multi_node:
+        runs = [_run_multi(runner, hosts, op, environment, test_args, gpus, timeout_s, gate, inventory, state_dir)]
+    else:
+        runs = [_run_of(outcome) for outcome in runner.run_task(
+            hosts, task, label=f"bench nccl: {op}", timeout_s=timeout_s + 30).outcomes]
+    # One judge for every run, one host's or the mpirun job's.
     expected = {h.name: dict(h.vars).get("expected_busbw_gbs") for h in hosts}
     findings, median = judge_nccl(runs, op, expected)
     return NcclRun(op, tuple(runs), tuple(findings), median, environment)
 
 
 def _run_multi(runner: Runner, hosts: Sequence[Host], op: str, env: dict[str, str],
-               test_args: Callable[[int | None], list[str]], gpus: int | None, timeout_s: float, gate: Gate) -> NcclRun:
-    launcher = hosts[0]
+               test_args: Callable[[int | None], list[str]], gpus: int | None, timeout_s: float, gate: Gate | None,
+               inventory: Inventory | None, state_dir: str | None) -> NcclHostRun:
+    if gate is None:
+        from clusterctl.engine.journaled import journaled_gate
+
+        if inventory is None:
+            raise UsageError("bench nccl --multi-node: no inventory to journal mpirun's hostfile for")
+        with journaled_gate(f"bench nccl {op}", inventory, apply=True, state_dir=state_dir) as step:
+            return _run_multi(runner, hosts, op, env, test_args, gpus, timeout_s, step.gate, inventory, state_dir)
     hostfile = f"/tmp/clusterctl-hostfile-{secrets.token_hex(4)}"
 
     def task(transport: Transport) -> NcclHostRun:
@@ -197,11 +195,8 @@ def _run_multi(runner: Runner, hosts: Sequence[Host], op: str, env: dict[str, st
             result = transport.run(command, timeout=timeout_s)
         return _host_run("+".join(h.name for h in hosts), command, result.stdout + result.stderr, result.exit_code)
 
-    fleet = runner.run_task([launcher], task, label=f"bench nccl: mpirun {op}", timeout_s=timeout_s + 30)
-    (outcome,) = fleet.outcomes
-    run = _run_of(outcome)
-    findings = [nccl_failed(run.host, run.error)] if run.error else []
-    return NcclRun(op, (run,), tuple(findings), run.busbw_gbs, env)
+    (outcome,) = runner.run_task(hosts[:1], task, label=f"bench nccl: mpirun {op}", timeout_s=timeout_s + 30).outcomes
+    return _run_of(outcome)
 
 
 def _run_of(outcome: HostOutcome[NcclHostRun]) -> NcclHostRun:
@@ -216,8 +211,9 @@ def nccl_failed(host: str, error: str) -> Finding:
 
 
 def expected_peak(result: NcclTestResult | None, op: str) -> tuple[float, str] | None:
-    """Peak bus bandwidth expected for an 8-GPU all_reduce on the GPUs the log names."""
-    if result is None or op != "all_reduce" or len(result.ranks) < 8:
+    """Peak bus bandwidth expected for an 8-GPU all_reduce on the GPUs one host's log names (across hosts the
+    network sets the figure)."""
+    if result is None or op != "all_reduce" or len(result.ranks) < 8 or len(result.hosts) > 1:
         return None
     return next(((peak, f"8x {model} on NVSwitch") for model, peak in EXPECTED_ALLREDUCE_BUSBW
                  if every_gpu_is(result, model)), None)

@@ -331,7 +331,6 @@ def run_program() -> None:
     other than ``SystemExit`` takes Python's ordinary way out (its traceback, its exit status).
     """
     import atexit
-    import os
 
     code: int = 0
     try:

@@ -85,18 +85,12 @@ def artifacts_command(
 def write_lists(found: ArtifactList, out: str) -> list[Path]:
     import json
 
-    root = Path(out).expanduser()
-    root.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    for kind, name in LIST_FILES.items():
-        lines = sorted({a.reference for a in found.of_kind(kind)})
-        path = root / name
-        path.write_text("".join(line + "\n" for line in lines))
-        written.append(path)
-    path = root / "artifacts.json"
-    path.write_text(json.dumps(found.to_json(), indent=2) + "\n")
-    written.append(path)
-    return written
+    from clusterctl.writable import write_files
+
+    files = {name: "".join(f"{reference}\n" for reference in sorted({a.reference for a in found.of_kind(kind)}))
+             for kind, name in LIST_FILES.items()}
+    files["artifacts.json"] = json.dumps(found.to_json(), indent=2) + "\n"
+    return write_files(files, Path(out).expanduser())
 
 
 def _probe(app: AppContext, found: ArtifactList, probe_from: str | None) -> list[ProbeResult]:

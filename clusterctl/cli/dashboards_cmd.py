@@ -65,7 +65,7 @@ def dashboards_command(
         raise UsageError("clusterctl dashboards needs Python 3.11 or newer (grafana-foundation-sdk does); this is "
                          f"Python {sys.version_info.major}.{sys.version_info.minor}.")
     from clusterctl.bench.results import load_results
-    from clusterctl.dashboards.run import render_dashboards
+    from clusterctl.dashboards.render import render_dashboards
 
     app = app_context(ctx)
     inventory = app.inventory()

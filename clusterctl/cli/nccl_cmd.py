@@ -72,7 +72,7 @@ def lint_command(
     nvlink: bool | None = None
     gpu_nic_links: tuple[str, ...] | None = None
     if survey is not None:
-        from clusterctl.nccl.survey_context import context_from_survey
+        from clusterctl.nccl.lint import context_from_survey
 
         context = context_from_survey(survey)
         nccl_version = nccl_version or context.nccl_version

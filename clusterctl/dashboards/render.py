@@ -4,14 +4,18 @@ kube-prometheus-stack's Grafana sidecar loads (it watches ConfigMaps labelled ``
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clusterctl.dashboards import fabric, fleet, repairs, utilisation
-from clusterctl.dashboards.inputs import DashboardInputs
+from clusterctl.dashboards.inputs import DashboardInputs, bench_from_results, from_survey
 from clusterctl.dashboards.measured import textfile_text
+
+if TYPE_CHECKING:
+    from clusterctl.inventory.model import Host, Inventory
+    from clusterctl.saved_survey import SavedSurvey
 
 #: File stem -> builder; the order the docs and ``clusterctl dashboards`` list them in.
 BUILDERS = {"fleet-health": fleet.build, "fabric": fabric.build, "repairs": repairs.build,
@@ -39,6 +43,21 @@ def dashboard_json(builder_output: Any) -> dict[str, Any]:
 def render(inputs: DashboardInputs, *, namespace: str = "monitoring", folder: str = "GPU cluster") -> Rendered:
     boards = {stem: dashboard_json(build(inputs)) for stem, build in BUILDERS.items()}
     return Rendered(boards, configmaps_yaml(boards, inputs.cluster, namespace, folder), textfile_text(inputs))
+
+
+def render_dashboards(inventory: Inventory, survey: SavedSurvey, bench_results: Sequence[dict[str, Any]], *,
+                      hosts: Sequence[Host] | None, namespace: str, folder: str) -> tuple[DashboardInputs, Rendered]:
+    """``clusterctl dashboards`` as one call: the cluster's facts in, rendered dashboards out. ``hosts``: the
+    -l selection (None: the whole inventory, and every host the survey has)."""
+    from clusterctl.bench.judge import fleet_limits
+    from clusterctl.inventory.cluster_sections import check_alerts
+
+    alerts = check_alerts(inventory.bootstrap.alerts, "bootstrap.alerts")
+    links, nccl = bench_from_results(bench_results)
+    surveyed = from_survey(survey, limit_to=None if hosts is None else [h.name for h in hosts])
+    inputs = DashboardInputs(inventory.name, tuple(surveyed), tuple(links), tuple(nccl), alerts.gpu_temp_c,
+                             alerts.memory_temp_c, fleet_limits(inventory.hosts if hosts is None else hosts))
+    return inputs, render(inputs, namespace=namespace, folder=folder)
 
 
 def configmaps_yaml(boards: Mapping[str, dict[str, Any]], cluster: str, namespace: str, folder: str) -> str:

@@ -74,8 +74,8 @@ _PROMPT_COMMANDS = _TOOLS | {"ibv_devices", "cat", "grep", "head", "tail", "less
                              "kubectl", "docker", "ssh", "timeout", "env", "bash", "sh", "python", "python3", "numactl",
                              "ip"}
 #: A line that is nothing but the author's elision of lines they left out.
-_ELISIONS = frozenset(("...", "…", "[...]", "(...)", "<...>", "[…]", "<snip>", "[snip]", "(snip)", "...snip...",
-                       "[truncated]", "(truncated)", "<truncated>"))
+ELISIONS = frozenset(("...", "…", "[...]", "(...)", "<...>", "[…]", "<snip>", "[snip]", "(snip)", "...snip...",
+                      "[truncated]", "(truncated)", "<truncated>"))
 #: Comment markers a block of pasted output is kept behind, longest first (``//`` before ``/``).
 _COMMENT_MARKERS = ("//", "#", "--", ";", "%")
 #: The markers a comment *block inside a longer file* is recognised by (``--``/``;``/``%`` lines are
@@ -115,9 +115,9 @@ class Cleaned:
     def elision_warnings(self, left_out: str, unknown: str) -> list[ParseWarning]:
         """The warning a reader starts with where the author elided lines (``...``): ``left_out`` (lines,
         links) are missing from the paste and ``unknown`` says what that costs."""
-        if not any("elision" in note for note in self.removed):
-            return []
-        return [ParseWarning(f"the paste leaves {left_out} out ({self.describe()}): {unknown}")]
+        # The elisions only: the prompt or fence around a paste changes no fact, nor the warning.
+        elided = [note for note in self.removed if "elision" in note]
+        return [ParseWarning(f"the paste leaves {left_out} out ({elided[0]}): {unknown}")] if elided else []
 
 
 def is_prompt(text: str) -> bool:
@@ -277,7 +277,7 @@ def _first_pass(numbered: Iterable[tuple[int, str]], removed: dict[str, int], *,
             continue
         bare = line.strip()
         # "....", "......": the longer elisions ("." or ".." alone is not one, and has no "..." for _is_plain to see).
-        if bare in _ELISIONS or (len(bare) > 3 and set(bare) == {"."}):
+        if bare in ELISIONS or (len(bare) > 3 and set(bare) == {"."}):
             removed["elision"] += 1
             continue
         kept.append((number, line))

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.clean import clean_lines
+from clusterctl.facts.clean import clean
 from clusterctl.facts.health_model import DcgmDiag, DcgmResult
 from clusterctl.facts.kube import load_json
 from clusterctl.facts.model import ParseWarning
@@ -138,13 +138,14 @@ def _named_gpu_result(results: list[DcgmResult], value: str, gpu: int | None = N
 
 def _parse_text(text: str) -> DcgmDiag:
     results: list[DcgmResult] = []
-    warnings: list[ParseWarning] = []
+    pasted = clean(text)
+    warnings = pasted.elision_warnings("rows", "the tests there are unknown, not passed")
     meta: dict[str, str] = {}
     category = "?"
     saw_table = False
     target = -1  # the result the row above added its text to: a wrapped row goes on there
     cut_at_width = False  # the row above filled the cell: dcgmi went on with the same text on this row
-    for line in clean_lines(text):
+    for line in pasted.lines:
         raw = line.text.strip()
         heading = _CATEGORY.match(raw)
         if heading:

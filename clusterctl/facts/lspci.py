@@ -50,13 +50,10 @@ def _device(opening: Line, header: re.Match[str], lines: list[Line]) -> PciDevic
                                  "line": opening.number}
     for line in lines:
         body = line.text.strip()
-        if body.startswith("LnkCap:"):
-            found = _link(body)
-            if found:
+        if body.startswith(("LnkCap:", "LnkSta:")) and (found := _link(body)):
+            if body.startswith("LnkCap:"):
                 fields["link_cap"] = found[0]
-        elif body.startswith("LnkSta:"):
-            found = _link(body)
-            if found:
+            else:
                 fields["link_status"], fields["speed_downgraded"], fields["width_downgraded"] = found
         elif body.startswith("ACSCtl:"):
             fields["acs_control"] = {name: sign == "+" for name, sign in _ACS_FLAG.findall(body[len("ACSCtl:"):])}

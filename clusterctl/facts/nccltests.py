@@ -5,7 +5,7 @@ time ...`` comment line; its column names say which columns a row has, because t
 between versions and collectives (old versions print ``error`` as ``0e+00`` instead of
 ``#wrong``; all_gather has no ``redop``; the first versions had no ``root``). The first
 ``time algbw busbw #wrong`` group is out-of-place, the second in-place. ``N/A`` cells (in-place
-of some collectives) become ``None``. ``# Avg bus bandwidth : X`` closes the run.
+of some collectives) become ``None``. ``# Avg bus bandwidth : X`` closes the run: a table without it is a failure.
 
 Logs copied from docs or chat often lost the ``#`` at the start of the comment lines (Markdown
 renders them as headings): the header, ``Out of bounds`` and ``Avg bus bandwidth`` lines are
@@ -157,6 +157,9 @@ class NcclTestResult(ParseResult):
             return f"{self.wrong_total} wrong element(s) reported (#wrong > 0): data corruption"
         if self.out_of_bounds:
             return f"{self.out_of_bounds} out-of-bounds value(s)"
+        if self.avg_busbw_gbs is None:
+            return (f"the table stops after the {self.rows[-1].size_bytes}-byte row, before the 'Avg bus bandwidth' "
+                    "summary: the run did not finish (killed, timed out, hung) or the log was cut")
         return None
 
 
@@ -184,23 +187,20 @@ def _columns(line: str, number: int) -> list[str]:
     return names
 
 
-def _wrong(token: str, number: int, line: str) -> int:
-    """``#wrong`` as printed with ``%g``: ``0``, ``1024``, ``1.04858e+06``."""
+def _wrong(token: str, number: int, line: str) -> int | None:
+    """``#wrong`` as printed with ``%g``: ``0``, ``1024``, ``1.04858e+06``; ``N/A``: nothing was checked."""
     value = _float(token, number, line)
-    if value is None or value < 0 or value != value:
+    if value is not None and (value < 0 or value != value):
         raise ParseError(_WHAT, f"{token!r} is not a count of wrong elements", line=number, text=line)
-    return round(value)
+    return None if value is None else round(value)
 
 
 def _measure(cells: dict[str, str], number: int, line: str) -> Measure:
-    wrong: int | None = None
-    if "#wrong" in cells and cells["#wrong"].upper() != "N/A":
-        wrong = _wrong(cells["#wrong"], number, line)
     return Measure(
         time_us=_float(cells.get("time", "N/A"), number, line),
         algbw_gbs=_float(cells.get("algbw", "N/A"), number, line),
         busbw_gbs=_float(cells.get("busbw", "N/A"), number, line),
-        wrong=wrong,
+        wrong=_wrong(cells.get("#wrong", "N/A"), number, line),
         error=_float(cells["error"], number, line) if "error" in cells else None,
     )
 
@@ -245,6 +245,7 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
     info_lines: list[str] = []
     nccl_version: str | None = None
     tests_version: str | None = None
+    last_row = 0
     if test is None:
         # From the raw text: the command line the test is named in is often the prompt line the
         # pre-cleaning drops (``user@host:~/nccl-tests$ ./build/alltoall_perf``).
@@ -277,21 +278,17 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
         if _HEADER.match(line):
             columns = _columns(line, number)
             continue
-        found = _AVG.match(line)
-        if found:
+        if found := _AVG.match(line):
             avg = _float(found.group(1), number, line)
             continue
-        found = _OOB.match(line)
-        if found:
+        if found := _OOB.match(line):
             oob = int(found.group(1))
             continue
-        found = _SETUP.match(line)
-        if found and not setup:
+        if (found := _SETUP.match(line)) and not setup:
             setup = {name: int(value) for name, value in zip(
                 ("n_threads", "n_gpus", "min_bytes", "max_bytes", "validation"), found.groups(), strict=True) if value}
             continue
-        found = _RANK.match(line)
-        if found:
+        if found := _RANK.match(line):
             rank, pid, host = int(found.group(1)), found.group(2), found.group(3)
             entry = (rank, host, int(found.group(4)), found.group(6))
             other = next(((known, known_pid) for known, known_pid in ranks.items()
@@ -315,8 +312,13 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
         seen_rows.add(key)
         try:
             rows.append(_row(tokens, columns, number, line))
+            last_row = number
         except ParseError as exc:
             warnings.append(ParseWarning(f"table row not read: {exc.reason}", number))
+    if rows and avg is None and not errors:  # an error line says why it stopped
+        warnings.append(ParseWarning(f"the table stops at this row ({rows[-1].size_bytes} bytes): no 'Avg bus "
+                                     "bandwidth' summary follows, so the run did not finish or the log was cut",
+                                     last_row))
     return NcclTestResult(
         test=test,
         rows=tuple(rows),

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.clean import clean_lines, without_mpi_tags
+from clusterctl.facts.clean import clean, without_mpi_tags
 from clusterctl.facts.model import ParseResult, ParseWarning
 
 _WHAT = "perftest output"
@@ -195,9 +195,9 @@ def parse_perftest(text: str) -> PerftestResult:
     bw_rows: list[BandwidthRow] = []
     lat_rows: list[LatencyRow] = []
     errors: list[str] = []
-    warnings: list[ParseWarning] = []
     banner_pairs: list[tuple[str, str]] = []
-    lines = clean_lines(text)
+    lines = (pasted := clean(text)).lines
+    warnings = pasted.elision_warnings("lines", "settings and rows there are unknown")
     for cleaned in without_mpi_tags(lines):
         number, line = cleaned.number, cleaned.text
         if "Waiting for client to connect" in line:

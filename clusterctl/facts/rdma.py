@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact
-from clusterctl.facts.clean import Line, clean_lines
+from clusterctl.facts.clean import ELISIONS, Cleaned, Line, clean
 from clusterctl.facts.model import ParseWarning, RDMADevice, RDMADevices, RDMAPort
 
 _WHAT = "ibv_devinfo"
@@ -111,15 +111,15 @@ class _Reader(ABC):
 
     def __init__(self) -> None:
         self.devices: list[_DeviceDraft] = []
-        self.warnings: list[ParseWarning] = []
         self.device: _DeviceDraft | None = None
         self.port: _PortDraft | None = None
 
-    def read(self, lines: list[Line]) -> RDMADevices:
-        for line in lines:
+    def read(self, pasted: Cleaned) -> RDMADevices:
+        self.warnings: list[ParseWarning] = pasted.elision_warnings("lines", "devices and ports there are not read")
+        for line in pasted.lines:
             self.read_line(line.number, line.text)
         if not self.devices:
-            self.check_empty(lines)
+            self.check_empty(pasted.lines)
         devices = [self.device_of(draft, self._ports(draft)) for draft in self._unique()]
         return RDMADevices(devices, tuple(self.warnings), source=self.tool)
 
@@ -152,8 +152,10 @@ class _Reader(ABC):
         self.port = _PortDraft(port=port_number, line=line)
         device.ports.append(self.port)
 
-    def set(self, device: _DeviceDraft, key: str, value: str) -> None:
-        if value:  # a key printed without a value (EFA's ``CA type:``, ``Firmware version:``) tells nothing
+    def set(self, device: _DeviceDraft, key: str, value: str, line: int) -> None:
+        if value in ELISIONS:  # ``Node GUID: ...``: the author left the value out
+            self.warn(f"{key}: {value!r} (the value was left out of the paste): unknown", line)
+        elif value:  # a key printed without a value (EFA's ``CA type:``, ``Firmware version:``) tells nothing
             (self.port.values if self.port is not None else device.values)[key] = value
 
     def _unique(self) -> list[_DeviceDraft]:
@@ -213,7 +215,7 @@ class _IbvDevinfo(_Reader):
         elif device is None:
             self.warn(f"'{key}' line outside a device (no 'hca_id' above it): not read", number)
         elif key != "port":
-            self.set(device, key, value)
+            self.set(device, key, value, number)
         elif value.isdigit():
             self.open_port(device, int(value), number)
         else:
@@ -287,7 +289,7 @@ class _Ibstat(_Reader):
         elif pair is None or device is None:
             self.warn(f"unrecognised line not read: {line.strip()[:80]!r}", number)
         else:
-            self.set(device, *pair)
+            self.set(device, *pair, number)
 
     def check_empty(self, lines: list[Line]) -> None:
         first = lines[0] if lines else None
@@ -313,18 +315,14 @@ class _Ibstat(_Reader):
 
 def parse_ibstat(text: str) -> RDMADevices:
     """``ibstat`` output as devices; see the module docstring."""
-    return _Ibstat().read(clean_lines(text))
-
-
-def _has_ca_line(lines: list[Line]) -> bool:
-    return any(_CA.match(line.text) for line in lines if "CA '" in line.text)
+    return _Ibstat().read(clean(text))
 
 
 def parse_rdma(text: str) -> RDMADevices:
     """``ibv_devinfo`` or ``ibstat`` output, whichever ``text`` is."""
-    lines = clean_lines(text)
-    reader = _Ibstat() if _has_ca_line(lines) else _IbvDevinfo()
-    return reader.read(lines)
+    pasted = clean(text)
+    reader = _Ibstat() if any(_CA.match(line.text) for line in pasted.lines if "CA '" in line.text) else _IbvDevinfo()
+    return reader.read(pasted)
 
 
 # --- what a port's rate says: the one reading survey, health and tune-nccl judge ports by ----------

@@ -22,9 +22,9 @@ COMMAND = "scontrol -o show node"
 #: The mark clusterctl puts before every drain reason it writes: it resumes only nodes whose reason starts with it.
 REASON_PREFIX = "clusterctl: "
 _KEY = re.compile(r"(?:^|\s)([A-Z][A-Za-z_]*)=")
-_STAMP = re.compile(r"^(.*?)\s*\[([^\[\]@]*)@([^\[\]]*)\]\s*$")
-#: Slurm's stamp closes a Reason: in the ``-o`` layout the fields after it (``InstanceId=`` of a cloud node) are fields.
-_STAMP_ANYWHERE = re.compile(r"\[[^\[\]@]*@[^\[\]]*\]")
+#: Slurm's ``[user@time]`` stamp closes a Reason (in the ``-o`` layout the fields after it, ``InstanceId=`` of a
+#: cloud node, are fields): the LAST one, as the text before it may hold a ``[x@y]`` or ``Key=`` typed by an admin.
+_STAMP = re.compile(r"\[([^\[\]@]*)@([^\[\]]*)\]")
 #: Free-text fields: the value is the rest of the line (any text, `Key=` included), up to another
 #: of them in the ``-o`` layout.
 _FREE_TEXT = ("Reason", "Comment", "Extra")
@@ -76,8 +76,9 @@ def _split_fields(text: str, line_no: int) -> list[tuple[str, str]]:
         key = match.group(1)
         following = matches[index + 1:]
         if key in _FREE_TEXT:
-            stamp = _STAMP_ANYWHERE.search(text, match.end()) if key == "Reason" else None
-            following = [m for m in following if m.group(1) in _FREE_TEXT or (stamp and m.start() >= stamp.end())]
+            limit = next((m.start() for m in following if m.group(1) in _FREE_TEXT), len(text))
+            stamps = list(_STAMP.finditer(text, match.end(), limit)) if key == "Reason" else []
+            following = [m for m in following if m.start() >= (stamps[-1].end() if stamps else limit)]
         end = following[0].start() if following else len(text)
         out.append((key, text[match.end():end].strip()))
         index = next((i for i, m in enumerate(matches) if m.start() >= end), len(matches))
@@ -99,9 +100,9 @@ def _node(fields: list[tuple[str, str]], line_no: int) -> SlurmNode:
         raise ParseError("scontrol show node", f"node {name} has no State=", line=line_no)
     base, flags = _state_parts(state)
     reason, user, stamp = values.get("Reason", ""), None, None
-    found = _STAMP.match(reason)
+    found = [m for m in _STAMP.finditer(reason) if not reason[m.end():].strip()]
     if found:
-        reason, user, stamp = found.group(1).strip(), found.group(2), found.group(3)
+        reason, user, stamp = reason[:found[0].start()].strip(), found[0].group(1), found[0].group(2)
     partitions = tuple(p for p in values.get("Partitions", "").split(",") if p)
     return SlurmNode(name, state, base, flags, reason, user, stamp, partitions, tuple(fields))
 

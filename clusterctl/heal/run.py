@@ -311,12 +311,7 @@ class _Healer:
         return mask_text("\n".join(lines))
 
 
-class _HealPhase(ReadsNothing, Phase[Any, PhaseContext]):
-    def __init__(self, healer: _Healer) -> None:
-        self.healer = healer
-
-
-class HealStep(_HealPhase):
+class HealStep(ReadsNothing, Phase[Any, PhaseContext]):
     """A step of the chain: a remedy whose ``verify`` is the release gate. Its bound is its ``Wait``
     (``quarantine.heal.timeouts``); ``timeout_s`` only catches a step that hangs."""
 
@@ -324,6 +319,9 @@ class HealStep(_HealPhase):
     timeout_s = 3 * 3600.0
     #: It stops the GPUs' work: the node is drained before the first such step.
     stops_gpus: ClassVar[bool] = True
+
+    def __init__(self, healer: _Healer) -> None:
+        self.healer = healer
 
     @property
     def limit_s(self) -> float:

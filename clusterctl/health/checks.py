@@ -675,13 +675,16 @@ def check_pcie(host: HostInput) -> list[Finding]:
                 "P2P/GPUDirect hangs and low bandwidth."))
     gpu_switches: set[str] = set().union(*(switch_of[d.address] for d in endpoints if d.is_gpu))
     for d in endpoints:
-        if d.width_downgraded and d.link_status and d.link_cap:
-            fabric = d.is_gpu or bool(switch_of[d.address] & gpu_switches)
+        # A Virtual Function has no link of its own (its PF's is judged): lspci shows 'Width x0 (downgraded)'.
+        if d.width_downgraded and d.link_status and d.link_cap and "Virtual Function" not in d.description:
+            fabric, width = d.is_gpu or bool(switch_of[d.address] & gpu_switches), d.link_status.width
             found.append(_finding(
-                Severity.ERROR if fabric else Severity.INFO, "PCIE_LINK_DOWNGRADED", host.name,
-                f"{d.address} {d.description[:60]}: PCIe x{d.link_status.width}, capable of x{d.link_cap.width}",
-                subject=d.address, evidence=f"LnkSta: Width x{d.link_status.width} (downgraded)",
-                fix="Reseat the card or check the slot/riser; a narrow link cuts its bandwidth."))
+                Severity.ERROR if fabric or not width else Severity.INFO,
+                "PCIE_LINK_DOWNGRADED" if width else "PCIE_LINK_DOWN", host.name,
+                f"{d.address} {d.description[:60]}: PCIe {f'x{width}' if width else 'link down (x0)'}, capable of "
+                f"x{d.link_cap.width}", subject=d.address, evidence=f"LnkSta: Width x{width} (downgraded)",
+                fix="Reseat the card or check the slot/riser; a narrow link cuts its bandwidth." if width else
+                "Drain the host, reseat the card and its riser/cable; if the link stays down after a reseat, RMA it."))
     if any(d.access_denied for d in devices) and not any(d.acs_control for d in devices):
         found.append(_finding(
             Severity.INFO, "PCIE_CAPABILITIES_UNREADABLE", host.name,

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from clusterctl.errors import UsageError
+from clusterctl.errors import InventoryError, UsageError
 from clusterctl.inventory.model import Inventory
-from clusterctl.inventory.source_file import read_inventory_text
 
 #: Environment variable naming the inventory when ``-i`` is not given.
 INVENTORY_ENV = "CLUSTERCTL_INVENTORY"
@@ -89,6 +88,20 @@ def _read_any(path: str | Path) -> Inventory:
             and root.get("cluster") is None:
         return parse_ansible_yaml(root, file=file, base_dir=base_dir)
     return parse_native(text, file=file, base_dir=base_dir, tree=root)
+
+
+def read_inventory_text(file_path: Path) -> str:
+    """The file's text, read as every file a user names is (``inputfile``: its size limit, no binary or
+    non-UTF-8 data, no folder); anything wrong is an ``InventoryError``."""
+    from clusterctl.inputfile import read_text_input
+
+    if not file_path.exists():
+        raise InventoryError(f"inventory file not found: {file_path}",
+                             hint="Check the path given with -i/--inventory or in CLUSTERCTL_INVENTORY.")
+    try:
+        return read_text_input(str(file_path), "inventory", what="an inventory")[0]
+    except UsageError as exc:
+        raise InventoryError(exc.message, file=exc.file, line=exc.line, hint=exc.hint) from None
 
 
 def _looks_like_ini(text: str) -> bool:

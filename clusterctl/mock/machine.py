@@ -52,19 +52,15 @@ class SimulatedFailure(Exception):
         super().__init__(message)
 
 
-def command_lines(argv: Sequence[str]) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def command_lines(argv: tuple[str, ...]) -> tuple[str, ...]:
     """The command lines a user may have typed for this argv, most literal first.
 
     Rules are written as users type them (``nvidia-smi topo -m``); arguments that needed
-    quoting are tried both quoted and bare, since the shell removed the quotes.
+    quoting are tried both quoted and bare, since the shell removed the quotes. Kept for the argvs
+    seen lately: a fleet's hosts run the same programs with the same arguments, and quoting each
+    argument again for every host cost more than the rule look-up.
     """
-    return list(_command_lines(tuple(argv)))
-
-
-#: Kept for the argvs seen lately: a fleet's hosts run the same programs with the same arguments,
-#: and quoting each argument again for every host cost more than the rule look-up.
-@functools.lru_cache(maxsize=4096)
-def _command_lines(argv: tuple[str, ...]) -> tuple[str, ...]:
     quoted = shlex.join(argv)
     bare = " ".join(argv)
     return (quoted,) if quoted == bare else (quoted, bare)
@@ -307,7 +303,7 @@ class MockMachine:
                  *, timeout: float | None = None, cwd: str = "/root") -> ToolResult:
         """One program call: a rule, else the simulated tool, else "not found" (exit 127)."""
         argv = list(argv)
-        answer = self.answer_rule(command_lines(argv), timeout=timeout)
+        answer = self.answer_rule(command_lines(tuple(argv)), timeout=timeout)
         if answer is not None:
             return answer
         result = self.run_tool(argv, stdin, env, cwd)

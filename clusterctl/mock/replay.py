@@ -35,7 +35,7 @@ def replay(profile_dir: str, state_dir: str, host: str, argv: Sequence[str], fal
     machine = MockMachine.open(load_profile(profile_dir), state_dir, host, shell_builtins=False)
     argv = list(argv)
     try:
-        answer = machine.answer_rule(command_lines(argv))
+        answer = machine.answer_rule(command_lines(tuple(argv)))
     except SimulatedFailure as exc:
         sys.stderr.write(f"simulated failure: {exc.kind}\n")
         return SIMULATED_FAILURE_EXIT

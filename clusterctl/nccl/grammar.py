@@ -8,13 +8,29 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clusterctl.nccl.value_problem import ValueProblem, invalid
 from clusterctl.nccl.versions import NcclVersion
 
 if TYPE_CHECKING:
     from clusterctl.nccl.knowledge import VariableInfo
+
+
+@dataclass(frozen=True)
+class ValueProblem:
+    """One thing wrong with a value: a stable code, a severity, what NCCL does with it, how to fix it."""
+
+    code: str
+    severity: str
+    message: str
+    fix: str
+
+
+def invalid(message: str, fix: str, severity: str = "error") -> ValueProblem:
+    """The usual problem: a value its reader does not take as written (``INVALID_VALUE``)."""
+    return ValueProblem("INVALID_VALUE", severity, message, fix)
+
 
 #: NCCL 2.24 introduced "allreduce:tree,ring;broadcast:ring" for NCCL_ALGO / NCCL_PROTO.
 PER_COLLECTIVE_SINCE = NcclVersion(2, 24, 0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from clusterctl.nccl.value_problem import ValueProblem, invalid
+from clusterctl.nccl.grammar import ValueProblem, invalid
 
 if TYPE_CHECKING:
     from clusterctl.nccl.knowledge import VariableInfo

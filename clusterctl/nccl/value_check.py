@@ -7,10 +7,9 @@ tuner plugins), and neither of them imports it at run time.
 
 from __future__ import annotations
 
-from clusterctl.nccl.grammar import check_value
+from clusterctl.nccl.grammar import ValueProblem, check_value
 from clusterctl.nccl.knowledge import VariableInfo
 from clusterctl.nccl.plugins import check_plugin_value
-from clusterctl.nccl.value_problem import ValueProblem
 from clusterctl.nccl.versions import NcclVersion
 
 

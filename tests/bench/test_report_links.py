@@ -4,6 +4,7 @@ and speeds from the log's own NCCL INFO lines, from --rate-gbps, or from a saved
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from clirun import clusterctl
 from fixture_files import FIXTURES
@@ -15,8 +16,14 @@ GATHER_2NODE = FIXTURES / "nccl-tests" / "gather-a100-2node-1nic-nccl-info-topol
 H100_2NODE = FIXTURES / "nccl-tests" / "all_reduce-h100-2node-mpirun.txt"
 
 
-def test_a_log_whose_links_carry_more_says_so_and_why() -> None:
-    result = clusterctl("bench", "report", "-o", "json", str(GATHER_2NODE))
+#: The paste in the issue stops before the run's summary; these are the lines a finished run ends with.
+SUMMARY = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 17.2\n"
+
+
+def test_a_log_whose_links_carry_more_says_so_and_why(tmp_path: Path) -> None:
+    finished = tmp_path / "gather.txt"
+    finished.write_text(GATHER_2NODE.read_text() + SUMMARY)
+    result = clusterctl("bench", "report", "-o", "json", str(finished))
     (record,) = json.loads(result.stdout)["files"]
     (finding,) = record["findings"]
     assert result.exit_code == 0 and finding["code"] == NCCL_BELOW_LINKS and finding["severity"] == "warning"
@@ -28,7 +35,7 @@ def test_a_log_whose_links_carry_more_says_so_and_why() -> None:
 
 
 def test_line_rate_from_the_user_where_the_log_names_nics_but_no_speed() -> None:
-    text = GATHER_2NODE.read_text()
+    text = GATHER_2NODE.read_text() + SUMMARY
     # The same log without the topology dump's speed lines: the NIC count from the log, the rate from the user.
     without_speed = "\n".join(line for line in text.splitlines() if "NET[" not in line)
     assert report_text("log", without_speed).findings == ()
@@ -56,3 +63,13 @@ def test_the_survey_s_rails_judge_a_log_without_nccl_info_lines() -> None:
 def test_one_host_logs_are_not_judged_against_network_links() -> None:
     single = (FIXTURES / "nccl-tests" / "all_reduce-a100-8gpu-nvswitch-single-node.txt").read_text()
     assert report_text("log", single, rate_gbps=1).findings == ()
+
+
+def test_a_log_that_stops_before_its_summary_is_a_failure_not_a_bandwidth() -> None:
+    """The paste as the issue has it stops mid-table: no figure of it is judged against the links."""
+    result = clusterctl("bench", "report", "-o", "json", str(GATHER_2NODE))
+    (record,) = json.loads(result.stdout)["files"]
+    assert result.exit_code == 1 and [f["code"] for f in record["findings"]] == ["NCCL_FAILED"]
+    assert "the table stops after the 11408506880-byte row" in record["findings"][0]["message"]
+    (warning,) = record["parse_warnings"]
+    assert warning["line"] == 102 and "no 'Avg bus bandwidth' summary" in warning["message"]

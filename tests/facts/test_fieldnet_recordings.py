@@ -62,8 +62,13 @@ def test_ibstat_ndr_400_roce_100_and_a_partial_output_ended_by_ibpanic() -> None
         ("mlx5_0", "MT4125", "Ethernet", 100.0), ("mlx5_1", "MT4125", "Ethernet", 100.0)]
     partial = parse_rdma(read_fixture("ibstat", "gpud-partial-elided-ibpanic-mlx5_8.txt"))
     assert [d.hca for d in partial] == ["mlx5_7"] and partial[0].ports[0].rate_gbps == 200.0
-    (warning,) = partial.warnings  # the device ibstat could not read is named, not dropped
-    assert "mlx5_8" in warning.message and warning.line == 20
+    # The author's '...' for a value is no card model nor firmware: unknown, each line named.
+    assert (partial[0].ca_type, partial[0].fw_version, partial[0].node_guid) == (None, None, None)
+    assert {w.line for w in partial.warnings if "left out of the paste" in w.message} == {4, 6, 8, 9, 17, 18}
+    # The '...' line above the first device: devices may be missing from the paste.
+    assert any(w.line is None and "leaves lines out" in w.message for w in partial.warnings)
+    ibpanic = partial.warnings[-1]  # the device ibstat could not read is named, not dropped
+    assert "mlx5_8" in ibpanic.message and ibpanic.line == 20
 
 
 def test_lspci_speed_unknown_link_keeps_its_width() -> None:

@@ -76,6 +76,15 @@ def test_a_cloud_nodes_fields_after_its_reason_stay_fields_in_both_layouts() -> 
     assert one.fields == multi.fields
 
 
+def test_a_reason_with_brackets_and_keys_typed_in_it_ends_at_slurms_own_stamp() -> None:
+    # scontrol prints Reason=<text> [<user>@<time>]: the LAST [x@y] is the stamp, a [x@y] or Key= before it is text.
+    for name in ("pcluster-24.11-reason-typed-brackets.txt", "pcluster-24.11-reason-typed-brackets-oneliner.txt"):
+        (node,) = parse_nodes(read_fixture("scontrol", name))
+        assert node.reason == "GPU 3 Xid=79 again after reseat [ticket INC-4711@servicedesk] RMA=pending"
+        assert (node.reason_user, node.reason_time) == ("root", "2026-03-11T11:05:51")
+        assert node.field("Xid") is None and node.field("RMA") is None
+        assert (node.field("InstanceId"), node.field("InstanceType")) == ("i-0cba89ff05359cd2f", "g7e.8xlarge")
+
 def test_down_drain_and_power_saving_states_of_older_slurms() -> None:
     (down,) = parse_nodes(read_fixture("scontrol", "slurm21.08-down-drain-not-responding.txt"))
     assert (down.base, down.flags, down.drained, down.drained_by_clusterctl) == ("DOWN", ("DRAIN",), True, False)

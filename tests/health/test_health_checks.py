@@ -150,6 +150,29 @@ def test_acs_on_a_storage_switch_is_not_flagged() -> None:
     assert downgraded and all(f.severity.value == "info" for f in downgraded)  # the management NIC only
 
 
+
+def test_a_virtual_functions_x0_is_no_link_and_a_narrow_pf_is_still_named() -> None:
+    # Real: a ConnectX-7 PF at x8 of x16 and one of its SR-IOV VFs, whose LnkSta reads 'Width x0 (downgraded)'
+    # as every VF's does (it has no link of its own).
+    host = _judge_one(pci=parse_lspci(read_fixture("lspci", "kvm-list-connectx7-pf-x8-and-vf-x0.txt")))
+    pcie = [(f.code, f.subject, f.severity.value) for f in host.findings if f.code.startswith("PCIE_LINK")]
+    assert pcie == [("PCIE_LINK_DOWNGRADED", "0000:b1:00.1", "info")]
+
+
+def test_a_gpu_whose_link_is_down_is_said_to_be_down_with_reseat_then_rma() -> None:
+    # The real H100 recording with its first GPU's LnkSta swapped for a real link-down line (an OpenShift
+    # worker's `lspci -vvv | grep downgraded`, lspci README): trained to no lanes, not "a narrow link".
+    text = read_fixture("lspci", "gpud-lspci-vvv-8xh100.txt")
+    start = text.index("3D controller")
+    at = text.index("LnkSta:", start)
+    line_end = text.index("\n", at)
+    text = text[:at] + "LnkSta:\tSpeed unknown (downgraded), Width x0 (downgraded)" + text[line_end:]
+    host = _judge_one(pci=parse_lspci(text))
+    (down,) = [f for f in host.findings if f.code == "PCIE_LINK_DOWN"]
+    assert down.severity.value == "error" and "link down (x0), capable of x16" in down.message
+    assert "reseat" in down.fix and "RMA" in down.fix and "narrow" not in down.message + down.fix
+    assert host.verdict is Verdict.UNHEALTHY
+
 def test_acs_redirect_between_a_gpu_and_its_nic_is_an_error() -> None:
     # Derived from the real H100 recording: ACS request/completion redirect switched on for the PCIe
     # switch port above GPU 0000:19:00.0 (17:01.0), whose switch also holds NIC 0000:1a:00.0.

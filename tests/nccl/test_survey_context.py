@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from clusterctl.nccl.survey_context import context_from_survey
+from clusterctl.nccl.lint import context_from_survey
 
 
 @dataclass

@@ -102,8 +102,7 @@ def addon_plan(
                         image_registry=registry)
         return AddonPlan(tuple(manifests), (HelmRelease(op, values),))
     dp, nfd, dcgm = (addons.chart(n) for n in ("nvidia-device-plugin", "node-feature-discovery", "dcgm-exporter"))
-    for namespace in dict.fromkeys((nfd.namespace, dp.namespace, dcgm.namespace)):
-        manifests.append(_namespace(namespace))
+    manifests += [_namespace(namespace) for namespace in dict.fromkeys((nfd.namespace, dp.namespace, dcgm.namespace))]
     manifests.append(_counters(dcgm.namespace, key))
     releases = (
         HelmRelease(nfd, render("helm/node-feature-discovery.values.yaml.j2", chart_version=nfd.version,

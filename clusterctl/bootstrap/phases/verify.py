@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shlex
 import time
-from dataclasses import dataclass
 
 from clusterctl.bootstrap.cluster.addons import TEST_NAMESPACE, render_test_pod, test_pod_name
 from clusterctl.bootstrap.cluster.topology_labels import topology_labels
@@ -23,11 +22,6 @@ from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.findings import Finding, Severity, fails
 
 POD_TIMEOUT_S = 300
-
-
-@dataclass
-class VerifyState:
-    api_ready: bool
 
 
 def _node_findings(ctx: PhaseContext, nodes: dict[str, KubeNode]) -> list[Finding]:
@@ -108,15 +102,17 @@ def _gpu_pod(ctx: PhaseContext, node: str) -> Finding | None:
                    "in containerd's config.")
 
 
-class Verify(ClusterWidePhase[VerifyState]):
+class Verify(ClusterWidePhase[bool]):
+    """State: whether the API server answers."""
+
     name = "verify"
     description = "nodes Ready, allocatable GPUs = survey, labels on, a GPU pod runs nvidia-smi -L"
     timeout_s = 1800.0
 
-    def check(self, ctx: PhaseContext) -> VerifyState:
-        return VerifyState(cc.has_cluster(ctx) and cc.api_ready(ctx))
+    def check(self, ctx: PhaseContext) -> bool:
+        return cc.has_cluster(ctx) and cc.api_ready(ctx)
 
-    def plan(self, ctx: PhaseContext, state: VerifyState) -> list[Change]:
+    def plan(self, ctx: PhaseContext, state: bool) -> list[Change]:
         return []
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
@@ -136,10 +132,7 @@ class Verify(ClusterWidePhase[VerifyState]):
                 break
             time.sleep(15)
         gpu_nodes = [n for n in cc.run_hosts(ctx) if n in nodes and nodes[n].ready and nodes[n].allocatable_gpus > 0]
-        for node in gpu_nodes:
-            finding = _gpu_pod(ctx, node)
-            if finding is not None:
-                problems.append(finding)
+        problems += [f for f in (_gpu_pod(ctx, node) for node in gpu_nodes) if f is not None]
         if not fails(problems):
             gpus = sum(nodes[n].allocatable_gpus for n in cc.run_hosts(ctx) if n in nodes)
             gpu_less = [n for n in cc.run_hosts(ctx) if not ctx.inventory.host(n).gpus]
