@@ -9,6 +9,7 @@ import typer
 
 from clusterctl.cli.confirm import confirm_change
 from clusterctl.cli.context import STATE_DIR, AppContext, app_context
+from clusterctl.cli.quarantine_cmd import DELETE_EMPTYDIR_DATA
 from clusterctl.errors import UsageError
 from clusterctl.terminal_text import one_line
 
@@ -82,6 +83,7 @@ def health_command(
         None, "--max-unavailable", metavar="N|PCT",
         help="With --quarantine: most hosts out of service at once (default: the inventory's, else 10%, at least 1)."),
     state_dir: str | None = STATE_DIR,
+    delete_emptydir_data: bool = DELETE_EMPTYDIR_DATA,
     force: bool = typer.Option(False, "--force", help="Level 2+: run dcgmi diag and nccl-tests even on GPUs that run "
                                "compute processes or GPU pods (they take the GPUs from those jobs)."),
     local: bool = typer.Option(False, "--local", help="Check this machine (local commands, no SSH, no inventory)."),
@@ -113,8 +115,8 @@ def health_command(
         return
     inventory = app.inventory()
     hosts = app.hosts()
-    if not quarantine and (yes or max_unavailable or dry_run):
-        raise UsageError("--yes, --dry-run and --max-unavailable go with --quarantine")
+    if not quarantine and (yes or max_unavailable or dry_run or delete_emptydir_data):
+        raise UsageError("--yes, --dry-run, --max-unavailable and --delete-emptydir-data go with --quarantine")
     if quarantine:
         # Asked before the health run: what it finds is quarantined without a second question.
         confirm_change("quarantine (and, where the policy says, drain) the hosts this health run finds unhealthy",
@@ -125,9 +127,10 @@ def health_command(
         report = run_health(hosts, runner, options, inventory=inventory.name, cluster=inventory)
         if quarantine:
             from clusterctl.quarantine.auto import run_policy
+            from clusterctl.quarantine.drain import DrainOptions
 
             policy = run_policy(runner, inventory, report.hosts, apply=not dry_run, max_unavailable=max_unavailable,
-                                state_dir=state_dir)
+                                state_dir=state_dir, drain=DrainOptions(delete_emptydir_data=delete_emptydir_data))
     finish(app, report, save=save, policy=policy)
 
 

@@ -41,6 +41,9 @@ Examples:
   clusterctl release gpu-a3 --dry-run
 """
 
+#: The one switch of every drain of a failing host (quarantine --drain, health --quarantine, remediate serve, heal).
+DELETE_EMPTYDIR_DATA = typer.Option(False, "--delete-emptydir-data", help="Drains evict pods with emptyDir data too "
+                                    "(it is lost); without it such pods stay, named, and the drain is incomplete.")
 QUARANTINE_SHORT = "Take hosts out of service: taint, cordon and (--drain) drain them, in Kubernetes and Slurm."
 RELEASE_SHORT = "Bring quarantined hosts back once their health and a one-host NCCL test pass."
 STATUS_HELP = """\
@@ -74,8 +77,7 @@ def quarantine_command(
     drain: bool = typer.Option(False, "--drain", help="Also evict the nodes' pods (PodDisruptionBudgets honoured)."),
     drain_timeout: float = DRAIN_TIMEOUT,
     force: bool = typer.Option(False, "--force", help="With --drain: evict pods that declare no controller too."),
-    delete_emptydir_data: bool = typer.Option(False, "--delete-emptydir-data",
-                                              help="With --drain: evict pods with emptyDir data too (it is lost)."),
+    delete_emptydir_data: bool = DELETE_EMPTYDIR_DATA,
     dry_run: bool = typer.Option(False, "--dry-run", help="Show every change; touch nothing."),
     yes: bool = YES,
     state_dir: str | None = STATE_DIR,
