@@ -395,11 +395,8 @@ class Gate:
             raise TransportError(FailureKind.INTERRUPTED, f"{transport.host.name}: not made, the run is stopping: "
                                  + (setup[-1].summary if setup else "temporary change"))
         left = self._set_aside(transport.host.name, setup, cleanup) if self.apply else None
-        done: list[GateRecord] = []
         try:
-            for change in setup:
-                done.append(self.submit(transport, change, temporary=True))
-            yield done
+            yield [self.submit(transport, change, temporary=True) for change in setup]
         except BaseException:
             if not self._stopping():
                 self._clean_up(transport, cleanup, left)
@@ -589,7 +586,8 @@ class HostGate:
 
     def __init__(self, gate: Gate, transport: Transport) -> None:
         self.gate = gate
-        self._transport = transport
+        #: The host's connection, for a step that reads between its changes (a drain's evictions).
+        self.transport = transport
 
     @property
     def apply(self) -> bool:
@@ -597,25 +595,20 @@ class HostGate:
 
     @property
     def host(self) -> str:
-        return self._transport.host.name
-
-    @property
-    def transport(self) -> Transport:
-        """The host's connection, for a step that reads between its changes (a drain's evictions)."""
-        return self._transport
+        return self.transport.host.name
 
     def submit(self, change: Change) -> GateRecord:
-        return self.gate.submit(self._transport, change)
+        return self.gate.submit(self.transport, change)
 
     def submit_all(self, changes: Sequence[Change]) -> list[GateRecord]:
-        return self.gate.submit_all(self._transport, changes)
+        return self.gate.submit_all(self.transport, changes)
 
     def undo(self, records: Sequence[GateRecord], *, force: bool = False) -> list[str]:
-        return self.gate.undo(self._transport, records, force=force)
+        return self.gate.undo(self.transport, records, force=force)
 
     def temporary(self, setup: Sequence[Change], cleanup: Sequence[Change]
                   ) -> contextlib.AbstractContextManager[list[GateRecord]]:
-        return self.gate.temporary(self._transport, setup, cleanup)
+        return self.gate.temporary(self.transport, setup, cleanup)
 
     def records(self) -> list[GateRecord]:
         return self.gate.records_for(self.host)

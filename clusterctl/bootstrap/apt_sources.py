@@ -6,8 +6,9 @@ Upstream defaults (from the stack pin):
   there (kubernetes.io "Installing kubeadm");
 * NVIDIA Container Toolkit: ``https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)``
   suite ``/``, key ``https://nvidia.github.io/libnvidia-container/gpgkey`` (NVIDIA's install guide);
-* containerd.io: ``https://download.docker.com/linux/<debian|ubuntu>`` suite ``<codename>``
-  component ``stable``, key ``.../gpg`` (Docker's install guide); left out when
+* containerd.io: ``https://download.docker.com/linux/<debian|ubuntu>`` suite ``<codename>`` as
+  ``facts.node.apt_base`` reads them (a derivative gets its base's), component ``stable``, key
+  ``.../gpg`` (Docker's install guide); the only source keyed on the distribution; left out when
   ``bootstrap.containerd_package`` is the distribution's ``containerd``.
 
 ``bootstrap.mirror`` (air-gapped sites) rewrites ``https://HOST/PATH`` to ``<mirror>/HOST/PATH``
@@ -82,7 +83,7 @@ def wanted_packages(stack: StackPin, settings: BootstrapConfig, *, gpus: bool = 
     return pins
 
 
-def default_repos(stack: StackPin, settings: BootstrapConfig, os_id: str | None, codename: str | None, *,
+def default_repos(stack: StackPin, settings: BootstrapConfig, os_base: str | None, codename: str | None, *,
                   gpus: bool = True) -> list[AptRepo]:
     repos: list[AptRepo] = []
     version = parse_version(stack.kubernetes or "")
@@ -94,7 +95,7 @@ def default_repos(stack: StackPin, settings: BootstrapConfig, os_id: str | None,
                              "https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)", ("/",), (), None,
                              "https://nvidia.github.io/libnvidia-container/gpgkey"))
     if settings.containerd_package == "containerd.io":
-        distro = "ubuntu" if os_id == "ubuntu" else "debian"
+        distro = os_base or "debian"
         repos.append(AptRepo("docker", f"https://download.docker.com/linux/{distro}", (codename or "stable",),
                              ("stable",), None, f"https://download.docker.com/linux/{distro}/gpg"))
     return repos
@@ -109,11 +110,11 @@ def with_mirror(url: str, mirror: str | None) -> str:
     return f"{mirror.rstrip('/')}/{match.group(1)}{match.group(2) or '/'}"
 
 
-def chosen_repos(stack: StackPin, settings: BootstrapConfig, os_id: str | None, codename: str | None, *,
+def chosen_repos(stack: StackPin, settings: BootstrapConfig, os_base: str | None, codename: str | None, *,
                  gpus: bool = True) -> list[AptRepo]:
     """Defaults (unless ``apt_repos_only``; NVIDIA's only for hosts with GPUs), replaced by name or
     extended by ``apt_repos``, mirrored."""
-    defaults = [] if settings.apt_repos_only else default_repos(stack, settings, os_id, codename, gpus=gpus)
+    defaults = [] if settings.apt_repos_only else default_repos(stack, settings, os_base, codename, gpus=gpus)
     repos = {r.name: r for r in defaults}
     for repo in settings.apt_repos:
         repos[repo.name] = repo

@@ -137,9 +137,10 @@ def _image(reference: str, phase: str, note: str = "") -> Artifact:
 @dataclass(frozen=True)
 class HostRelease:
     """What a host's ``/etc/os-release`` says that apt sources depend on (Docker's repository and
-    suite): ``ID`` and ``VERSION_CODENAME``; ``unread`` says why they are not known."""
+    suite): ``ID``, and ``facts.node.apt_base``'s reading; ``unread`` says why they are not known."""
 
     os_id: str | None = None
+    base: str | None = None
     codename: str | None = None
     unread: str = ""
 
@@ -158,7 +159,7 @@ def _apt(inventory: Inventory, hosts: Sequence[Host], releases: Mapping[str, Hos
     for host in hosts:
         release = releases.get(host.name, HostRelease(unread="not read"))
         # The same choice the packages phase makes from the same facts (apt_sources.chosen_repos).
-        chosen = chosen_repos(host.stack, settings, release.os_id, release.codename, gpus=host.gpus)
+        chosen = chosen_repos(host.stack, settings, release.base, release.codename, gpus=host.gpus)
         repos: dict[str, AptRepo] = {r.name: r for r in chosen}
         docker = repos.get("docker")
         if docker is not None and release.os_id is None:
@@ -221,9 +222,8 @@ def _network(settings: ClusterSettings) -> list[Artifact]:
             out.append(_image(site_image(f"quay.io/tigera/operator:{operator}", net.image_registry), "network",
                               "named in tigera-operator.yaml"))
         registry = net.image_registry or "quay.io"
-        for component in CALICO_COMPONENTS:
-            out.append(_image(f"{registry.rstrip('/')}/calico/{component}:{net.version}", "network",
-                              "deployed by the Tigera operator"))
+        out += [_image(f"{registry.rstrip('/')}/calico/{component}:{net.version}", "network",
+                       "deployed by the Tigera operator") for component in CALICO_COMPONENTS]
     else:
         out += [_image(reference, "network") for reference in cni_images(net)]
     return out
@@ -258,9 +258,7 @@ def artifact_list(inventory: Inventory, hosts: Sequence[Host],
 
     settings = cluster_settings(inventory)
     found = ArtifactList(inventory.name, settings.kubernetes.tag)
-    apt, notes = _apt(inventory, hosts, releases if releases is not None else {})
-    found.artifacts += apt
-    found.notes += notes
+    found.artifacts, found.notes = _apt(inventory, hosts, releases or {})
     found.artifacts += _kubeadm(settings, inventory)
     # What the site installs itself (its own CNI, its own GPU add-ons, no GPUs at all) is not fetched.
     left = {p: why for p in (NETWORK_PHASE, GPU_ADDONS_PHASE) if (why := left_to_site(p, settings, inventory.hosts))}
@@ -289,7 +287,7 @@ def read_releases(runner: Runner, hosts: Sequence[Host]) -> dict[str, HostReleas
     """Each host's ``/etc/os-release`` (read only), as the packages phase reads it; a host that
     cannot be read gets a ``HostRelease`` saying why, and the list says its OS is unknown."""
     from clusterctl.errors import ParseError
-    from clusterctl.facts.node import parse_os_release
+    from clusterctl.facts.node import apt_base, parse_os_release
     from clusterctl.host_reader import HostReader
 
     def task(transport: Transport) -> HostRelease:
@@ -300,7 +298,7 @@ def read_releases(runner: Runner, hosts: Sequence[Host]) -> dict[str, HostReleas
             values = parse_os_release(result.stdout)
         except ParseError as exc:
             return HostRelease(unread=str(exc))
-        return HostRelease(values.get("ID") or None, values.get("VERSION_CODENAME") or None)
+        return HostRelease(values.get("ID") or None, *apt_base(values))
 
     fleet = runner.run_task(hosts, task, label="os-release")
     return {o.host.name: o.value if o.ok and o.value is not None else

@@ -85,31 +85,23 @@ def artifacts_command(
 def write_lists(found: ArtifactList, out: str) -> list[Path]:
     import json
 
-    root = Path(out).expanduser()
-    root.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    for kind, name in LIST_FILES.items():
-        lines = sorted({a.reference for a in found.of_kind(kind)})
-        path = root / name
-        path.write_text("".join(line + "\n" for line in lines))
-        written.append(path)
-    path = root / "artifacts.json"
-    path.write_text(json.dumps(found.to_json(), indent=2) + "\n")
-    written.append(path)
-    return written
+    from clusterctl.writable import write_files
+
+    files = {name: "".join(f"{reference}\n" for reference in sorted({a.reference for a in found.of_kind(kind)}))
+             for kind, name in LIST_FILES.items()}
+    files["artifacts.json"] = json.dumps(found.to_json(), indent=2) + "\n"
+    return write_files(files, Path(out).expanduser())
 
 
 def _probe(app: AppContext, found: ArtifactList, probe_from: str | None) -> list[ProbeResult]:
     from clusterctl.bootstrap.artifacts_probe import probe
     from clusterctl.bootstrap.cluster.settings import first_control_plane
+    from clusterctl.inventory.limit import hosts_named
 
     inventory = app.inventory()
-    host = next((h for h in inventory.hosts if h.name == probe_from), None) if probe_from else \
-        first_control_plane(inventory)
+    host = hosts_named(inventory, [probe_from], "--from")[0] if probe_from else first_control_plane(inventory)
     if host is None:
-        raise UsageError(f"--from: no host named {probe_from!r} in the inventory" if probe_from else
-                         "no control-plane host to probe from", field="--from",
-                         hint="Name one with --from HOST.")
+        raise UsageError("no control-plane host to probe from", field="--from", hint="Name one with --from HOST.")
     mirrors = dict(inventory.bootstrap.registry_mirrors)
 
     def task(transport: Any) -> list[ProbeResult]:

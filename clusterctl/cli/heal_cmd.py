@@ -6,6 +6,7 @@ import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import STATE_DIR, app_context
+from clusterctl.cli.quarantine_cmd import DELETE_EMPTYDIR_DATA
 
 HEAL_HELP = """\
 Run the escalation chain on quarantined hosts until one step makes them healthy, then bring them
@@ -14,7 +15,8 @@ them); then each step of the host's chain, chosen by its finding codes (the inve
 quarantine.heal.chains, else the Xid catalogue's action): restart-app (the drain restarted the
 application elsewhere: check again), reset-gpu ('nvidia-smi -r -i N' on the GPUs the findings
 name, only when no process uses them), reboot (over SSH), power-cycle (through the BMC: 'clusterctl
-power'). The node is drained before the first step that stops its GPUs; a reboot or power cycle
+power'). The node is drained before the first step that stops its GPUs (pods with emptyDir data
+only with --delete-emptydir-data, as 'quarantine --drain'); a reboot or power cycle
 waits, bounded, for a new boot id and the node Ready. After each step the release gate must pass
 quarantine.heal.passes times in a row (2 by default); then the host is released by 'release's
 own code. A host nothing cures stays quarantined as 'needs hardware', with a report to paste into
@@ -43,17 +45,19 @@ def heal_command(
                                  "nothing."),
     yes: bool = YES,
     state_dir: str | None = STATE_DIR,
+    delete_emptydir_data: bool = DELETE_EMPTYDIR_DATA,
 ) -> None:
-    from clusterctl.cli.quarantine_cmd import named_hosts
     from clusterctl.heal.run import heal
+    from clusterctl.quarantine.drain import DrainOptions
 
     app = app_context(ctx)
-    targets = named_hosts(app, hosts)
+    targets = app.named_hosts(hosts)
     confirm_change("run the escalation chain (GPU reset, reboot, power cycle) and release once healthy",
                    [h.name for h in targets], yes=yes, dry_run=dry_run,
                    preview=f"clusterctl heal {' '.join(h.name for h in targets)} --dry-run")
     with app.runner() as runner:
-        results, journal = heal(runner, app.inventory(), targets, apply=not dry_run, state_dir=state_dir)
+        results, journal = heal(runner, app.inventory(), targets, apply=not dry_run, state_dir=state_dir,
+                                drain=DrainOptions(delete_emptydir_data=delete_emptydir_data))
     payload = {"dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
 
     def human() -> None:

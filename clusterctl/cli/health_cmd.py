@@ -9,6 +9,7 @@ import typer
 
 from clusterctl.cli.confirm import confirm_change
 from clusterctl.cli.context import STATE_DIR, AppContext, app_context
+from clusterctl.cli.quarantine_cmd import DELETE_EMPTYDIR_DATA
 from clusterctl.errors import UsageError
 from clusterctl.terminal_text import one_line
 
@@ -53,7 +54,7 @@ Examples:
 
   clusterctl health read dmesg.txt nvidia-smi-q.txt -o json
 
-  clusterctl health --local --slurm          # slurm.conf: HealthCheckProgram (a script running it)
+  clusterctl health --local --slurm   # what Slurm's HealthCheckProgram runs
 """,
     invoke_without_command=True,
 )
@@ -82,6 +83,7 @@ def health_command(
         None, "--max-unavailable", metavar="N|PCT",
         help="With --quarantine: most hosts out of service at once (default: the inventory's, else 10%, at least 1)."),
     state_dir: str | None = STATE_DIR,
+    delete_emptydir_data: bool = DELETE_EMPTYDIR_DATA,
     force: bool = typer.Option(False, "--force", help="Level 2+: run dcgmi diag and nccl-tests even on GPUs that run "
                                "compute processes or GPU pods (they take the GPUs from those jobs)."),
     local: bool = typer.Option(False, "--local", help="Check this machine (local commands, no SSH, no inventory)."),
@@ -113,8 +115,8 @@ def health_command(
         return
     inventory = app.inventory()
     hosts = app.hosts()
-    if not quarantine and (yes or max_unavailable or dry_run):
-        raise UsageError("--yes, --dry-run and --max-unavailable go with --quarantine")
+    if not quarantine and (yes or max_unavailable or dry_run or delete_emptydir_data):
+        raise UsageError("--yes, --dry-run, --max-unavailable and --delete-emptydir-data go with --quarantine")
     if quarantine:
         # Asked before the health run: what it finds is quarantined without a second question.
         confirm_change("quarantine (and, where the policy says, drain) the hosts this health run finds unhealthy",
@@ -125,9 +127,10 @@ def health_command(
         report = run_health(hosts, runner, options, inventory=inventory.name, cluster=inventory)
         if quarantine:
             from clusterctl.quarantine.auto import run_policy
+            from clusterctl.quarantine.drain import DrainOptions
 
             policy = run_policy(runner, inventory, report.hosts, apply=not dry_run, max_unavailable=max_unavailable,
-                                state_dir=state_dir)
+                                state_dir=state_dir, drain=DrainOptions(delete_emptydir_data=delete_emptydir_data))
     finish(app, report, save=save, policy=policy)
 
 
@@ -203,20 +206,21 @@ Example:
 def read_command(
     ctx: typer.Context,
     files: list[str] = typer.Argument(..., metavar="FILE...", help="Saved tool outputs ('-' for stdin)."),
-    host: str = typer.Option("input", "--host", help="Name for the host these outputs came from."),
+    host: str | None = typer.Option(None, "--host", help="The host these outputs came from (with -i, one of the "
+                                    "inventory's; default 'input')."),
 ) -> None:
     app = app_context(ctx)
     from clusterctl.health.read import read_outputs
     from clusterctl.inputfile import read_text_input
+    from clusterctl.inventory.limit import hosts_named
 
+    # Checked before the files are read: a name the inventory lacks would judge without its fabric's rate.
+    fabric = hosts_named(app.inventory(), [host], "--host")[0].fabric if host and app.inventory_path else None
     texts = []
     for name in files:
         text, label = read_text_input(name, "tool output")
         texts.append(("stdin" if name == "-" else label, text))
-    from clusterctl.inventory.this_machine import this_machine
-
-    fabric = this_machine(app.inventory() if app.inventory_path else None, host).fabric
-    report, notes = read_outputs(texts, host=host, fabric=fabric)
+    report, notes = read_outputs(texts, host=host or "input", fabric=fabric)
     for note in notes:
         app.warn(note)
     finish(app, report)

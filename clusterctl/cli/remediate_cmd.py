@@ -11,13 +11,15 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from clusterctl.cli.confirm import confirm_change
-from clusterctl.cli.context import STATE_DIR, app_context
+from clusterctl.cli.context import DRAIN_TIMEOUT, STATE_DIR, app_context
+from clusterctl.cli.quarantine_cmd import DELETE_EMPTYDIR_DATA
 from clusterctl.errors import BadValue, ClusterctlError, UsageError
 from clusterctl.writable import host_file_name, make_folder, replace_file, writable_dir, writable_file
 from clusterctl.writable import state_dir as chosen_state_dir
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
+    from clusterctl.quarantine.drain import DrainOptions
     from clusterctl.quarantine.webhook_server import Security
 
 remediate_app = typer.Typer(help="""Act on alerts: quarantine the hosts that bootstrap's DCGM alert rules name.
@@ -30,7 +32,8 @@ SERVE_HELP = """\
 Receive Alertmanager webhooks and quarantine the hosts the alerts name, on the same path as
 'clusterctl quarantine': GPUFellOffTheBus, GPURowRemapFailure, GPUDoubleBitECCErrors and
 NVLinkBandwidthZero quarantine and drain; GPUXidError and NVLinkCRCErrors quarantine; the
-others are only logged (the inventory's quarantine.alerts changes that). Hosts not in the
+others are only logged (the inventory's quarantine.alerts changes that); pods with emptyDir data
+are drained only with --delete-emptydir-data, as by 'quarantine --drain'. Hosts not in the
 inventory are never acted on; the cluster says who is out (a host quarantined already is not
 acted on again; one released that fails again is); never more than --max-unavailable hosts
 out of service (cordoned nodes count), across every receiver of the cluster (they share a
@@ -99,8 +102,8 @@ def serve_command(
     max_unavailable: str | None = typer.Option(
         None, "--max-unavailable", metavar="N|PCT",
         help="Most hosts out of service at once (default: the inventory's, else 10%, at least 1)."),
-    drain_timeout: float = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS",
-                                        help="How long each drain may wait for budgets."),
+    drain_timeout: float = DRAIN_TIMEOUT,
+    delete_emptydir_data: bool = DELETE_EMPTYDIR_DATA,
     pending_file: str | None = typer.Option(
         None, "--pending-file", metavar="FILE",
         help="Accepted alerts not yet acted on; a restarted receiver acts on them. Default: in the state "
@@ -127,10 +130,10 @@ def serve_command(
     confirm_change(what, [h.name for h in inventory.hosts], yes=yes,
                    dry_run=dry_run, preview=f"clusterctl remediate serve --listen {listen} --dry-run")
     files = _receiver_files(state_dir, pending_file, inventory, dry_run=dry_run, heal=heal)
+    drain = DrainOptions(timeout_s=drain_timeout, delete_emptydir_data=delete_emptydir_data)
     remediator = Remediator(inventory, app.runner, sys.stderr, dry_run=dry_run, max_unavailable=max_unavailable,
-                            drain_options=DrainOptions(timeout_s=drain_timeout), pending_file=str(files.pending),
-                            state_dir=str(files.state),
-                            after_drain=heal_after_drain(inventory, state_dir=str(files.state),
+                            drain_options=drain, pending_file=str(files.pending), state_dir=str(files.state),
+                            after_drain=heal_after_drain(inventory, state_dir=str(files.state), drain=drain,
                                                          reports_folder=files.reports) if heal else None)
 
     def ready(bound: int) -> None:
@@ -212,8 +215,10 @@ and key for a receiver that asks for client certificates (--client-ca).
 
 Example:
 
-  clusterctl remediate alertmanager-config --url https://10.0.0.5:9095/webhook \\
-      --token-file /etc/alertmanager/remediate.token --ca-file /etc/alertmanager/ca.crt
+  clusterctl remediate alertmanager-config \\
+      --url https://10.0.0.5:9095/webhook \\
+      --token-file /etc/alertmanager/remediate.token \\
+      --ca-file /etc/alertmanager/ca.crt
 """)
 def alertmanager_config_command(
     url: str = typer.Option("http://127.0.0.1:9095/webhook", "--url", metavar="URL",
@@ -252,10 +257,12 @@ REPORTS = Path("clusterctl-results") / "heal"
 
 def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | None = None,
                      on_result: Callable[[Any], None] | None = None, state_dir: str | None = None,
-                     reports_folder: Path = REPORTS) -> Callable[[Any, Host, Callable[..., None]], None]:
+                     reports_folder: Path = REPORTS, drain: DrainOptions | None = None,
+                     ) -> Callable[[Any, Host, Callable[..., None]], None]:
     """``remediate serve --heal``: a drained host's escalation chain, each step logged as the receiver's decisions
     (``on_start`` and ``on_result``: benchmarks/mttr's stopwatch). Its undo journals go to ``state_dir``'s,
-    its "needs hardware" reports to ``reports_folder`` (the CLI passes the state folder's)."""
+    its "needs hardware" reports to ``reports_folder`` (the CLI passes the state folder's); its drain is the
+    receiver's (``drain``)."""
 
     def after_drain(runner: Any, host: Host, say: Callable[..., None]) -> None:
         if on_start is not None:
@@ -266,7 +273,7 @@ def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | Non
             say(host=name, decision="heal", why=f"{what}{': ' + detail if detail else ''}")
 
         try:
-            (result,), path = heal(runner, inventory, [host], apply=True, say=step, state_dir=state_dir)
+            (result,), path = heal(runner, inventory, [host], apply=True, say=step, state_dir=state_dir, drain=drain)
         except ClusterctlError as exc:  # no cluster to heal in any more (heal's one error): this host's failed heal
             result, path = HostHeal(host.name, outcome="failed", detail=str(exc)), None
         if on_result is not None:

@@ -106,7 +106,7 @@ def tune_nccl_command(
                           namespace=namespace, collectives=tuple(dict.fromkeys(collectives)), state_dir=state_dir)
     with app.runner() as runner:
         outcome = tune_nccl(runner, app.hosts(), request, inventory=app.inventory())
-    app.emit(_payload(outcome), lambda: _print_table(app, outcome, fmt, out, dry_run=dry_run, bench=bench))
+    app.emit(_payload(outcome), lambda: _print_table(app, outcome, out, dry_run=dry_run, bench=bench))
     for host, conflicts in outcome.site_conflicts.items():
         for c in conflicts:
             app.warn(f"{host}: /etc/nccl.conf line {c.line} (a site setting outside clusterctl's block) sets "
@@ -144,7 +144,7 @@ def _payload(outcome: TuneOutcome) -> dict[str, Any]:
     return payload
 
 
-def _print_table(app: AppContext, outcome: TuneOutcome, fmt: str, out: str | None, *, dry_run: bool = False,
+def _print_table(app: AppContext, outcome: TuneOutcome, out: str | None, *, dry_run: bool = False,
                  bench: str | None = None) -> None:
     tuning, measured, files, pushed = outcome.tuning, outcome.measured, outcome.files, outcome.pushed
 

@@ -43,11 +43,14 @@ class DrainNode(NodePhase):
     name = "drain"
     description = "cordon the node, evict its pods (DaemonSets left, budgets honoured)"
 
-    def __init__(self, via: str, drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S, *, gone: bool = False) -> None:
+    def __init__(self, via: str, drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S, *, gone: bool = False,
+                 delete_emptydir_data: bool = True) -> None:
         super().__init__(via)
         self.drain_timeout_s = drain_timeout_s
         #: The host is gone: its kubelet will not confirm any pod stopped, so nothing is waited for.
         self.gone = gone
+        #: A maintenance drain's (``DrainOptions.delete_emptydir_data``); heal's is the user's.
+        self.delete_emptydir_data = delete_emptydir_data
 
     def needed(self, ctx: PhaseContext) -> bool:
         """Whether this host is to be drained at all in this run (an upgrade leaves an up-to-date node be)."""
@@ -74,7 +77,7 @@ class DrainNode(NodePhase):
         if self.gone:
             # What the API can evict, briefly: the pods stay Terminating until the Node is deleted.
             return DrainOptions(timeout_s=min(self.drain_timeout_s, 30.0), delete_emptydir_data=True, force=True)
-        return DrainOptions(timeout_s=self.drain_timeout_s, delete_emptydir_data=True)
+        return DrainOptions(timeout_s=self.drain_timeout_s, delete_emptydir_data=self.delete_emptydir_data)
 
     def wait(self, ctx: PhaseContext) -> Wait | None:
         if self.gone or not self.needed(ctx):

@@ -13,18 +13,16 @@ gone: drain what the API can drain without waiting for a kubelet that will not a
 go when the Node does: the pod garbage collector), delete the Node, skip the reset, and say what
 was left on the dead host (its kubelet would register the Node again were it to come back).
 
-A control plane that is gone takes the same path plus kubeadm's step for its etcd member (kubeadm's
-docs, "Remove the node" for a control plane that cannot run ``kubeadm reset``): from a healthy
-control plane, read the members (``etcdctl member list``) and their health (``etcdctl endpoint health
---cluster``); refuse when the members left that answer healthy would not be a majority of those left;
-otherwise the dead node's member (named after its node, or with a peer URL at its address) is removed
-by its ID (``etcdctl member remove``) before the Node is deleted. etcdctl runs in that control plane's
-etcd static pod (``clusterctl.facts.etcd``).
-
-A control plane is refused when its member leaving would break etcd's quorum: with stacked
-etcd each control-plane node runs one member, so after the removal the healthy members left
-must still be a majority of the members left. The last control plane is refused too (that is
-the end of the cluster: ``clusterctl reset``). The host stays in the inventory: a later
+A control plane, alive or gone, is refused when its etcd member leaving would break etcd's quorum,
+as etcd itself tells it (never by the Nodes' Ready: a NotReady kubelet may run a healthy etcd member,
+a Ready one a dead member): from another control plane, read the members (``etcdctl member list``)
+and their health (``etcdctl endpoint health --cluster``); the members left that answer healthy must
+be a majority of those left. The member is the one named after the node, or with a peer URL at its
+address. etcdctl runs in that control plane's etcd static pod (``clusterctl.facts.etcd``). A control
+plane that is gone takes the same path as a node that is gone plus kubeadm's step for its member
+(kubeadm's docs, "Remove the node" for a control plane that cannot run ``kubeadm reset``): removed by
+its ID (``etcdctl member remove``) before the Node is deleted. The last control plane is refused (that
+is the end of the cluster: ``clusterctl reset``). The host stays in the inventory: a later
 ``clusterctl bootstrap`` joins it again as a fresh node.
 """
 
@@ -50,7 +48,6 @@ from clusterctl.facts.etcd import (
     member_of,
     parse_endpoint_health,
     parse_member_list,
-    quorum_refusal,
 )
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kube_nodes import KubeNode
@@ -94,14 +91,6 @@ class RemovalReport:
                 "failed": mask_text(self.failed) if self.failed else None, "undo_journal": self.undo_journal,
                 "steps": [step_json(s) for s in self.steps],
                 "notes": self.notes}
-
-
-def quorum_check(members: list[KubeNode], leaving: str) -> str:
-    """``quorum_refusal`` for a live control plane: one etcd member per control plane, healthy when Ready."""
-    left = {m.name: bool(m.ready) for m in members if m.name != leaving}
-    if not left:
-        return f"{leaving} is the last control plane: removing it ends the cluster (use 'clusterctl reset')"
-    return quorum_refusal(leaving, left, "not Ready")
 
 
 class EtcdMemberLeaves(ReadsNothing, Phase[None, PhaseContext]):
@@ -156,15 +145,13 @@ class DeleteNode(NodePhase):
                            summary=f"kubectl delete node {name}", cannot_undo=REJOIN)]
 
 
-def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,
+def remove_node(inventory: Inventory, host: Host, runner: Runner, *, apply: bool,
                 drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S, state_dir: str | None = None) -> RemovalReport:
     from clusterctl.bootstrap.cluster.settings import control_plane_hosts
     from clusterctl.bootstrap.registry import phase_named
     from clusterctl.bootstrap.run import BootstrapRequest, run_bootstrap, run_options
 
-    host = next((h for h in inventory.hosts if h.name == name), None)
-    if host is None:
-        raise UsageError(f"there is no host named {name!r} in the inventory", field="HOST")
+    name = host.name
     via = next((h for h in control_plane_hosts(inventory) if h.name != name), None)
     is_cp = "control-plane" in host.roles
     if via is None:
@@ -172,23 +159,14 @@ def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,
                          hint="Use 'clusterctl reset' to take the whole cluster down.")
     nodes = cluster_nodes(runner, via)
     node = nodes.get(name)
-    report = RemovalReport(name, is_cp, apply, via.name)
-    if is_cp or (node is not None and CONTROL_PLANE_LABEL in node.labels):
-        report.control_plane = True
-        members = [n for n in nodes.values() if CONTROL_PLANE_LABEL in n.labels]
-        why = quorum_check(members, name)
-        if why:
-            raise UsageError(f"refusing to remove {name}: {why}.", field="HOST")
-        left = [m for m in members if m.name != name]
-        report.etcd = f"{len(members)} etcd member(s) now, {len(left)} after ({sum(bool(m.ready) for m in left)} Ready)"
+    report = RemovalReport(name, is_cp or (node is not None and CONTROL_PLANE_LABEL in node.labels), apply,
+                           via.name)
     if node is None:
         report.notes.append(f"{name} is not a node of the cluster: nothing to drain or delete")
     gone = _unreachable(runner, host)
-    member: EtcdMember | None = None
     if gone:
         _may_remove_gone(name, gone, node, report, via.name)
-        if report.control_plane:
-            member = _dead_member(runner, via, host, report)
+    member = _etcd_member(runner, via, host, report) if report.control_plane else None
     reset = phase_named("reset")
     phases: list[Phase[Any, Any]] = [DrainNode(via.name, drain_timeout_s, gone=bool(gone)),
                                      EtcdMemberLeaves(report.control_plane and node is not None), reset,
@@ -261,9 +239,9 @@ def _read_etcd(transport: Transport | Any, via: str, args: str, parse: Callable[
         raise TransportError(FailureKind.COMMAND_FAILED, str(exc)) from exc
 
 
-def _dead_member(runner: Runner, via: Host, host: Host, report: RemovalReport) -> EtcdMember | None:
-    """The dead control plane's etcd member, read from ``via`` with the health of every member; a
-    refusal when removing it would break etcd's quorum. None (and a note) when it has none left."""
+def _etcd_member(runner: Runner, via: Host, host: Host, report: RemovalReport) -> EtcdMember | None:
+    """The control plane's etcd member, read from ``via`` with the health of every member; a refusal
+    when removing it would break etcd's quorum. None (and a note) when it has none left."""
     def read(transport: Transport) -> tuple[list[EtcdMember], list[EndpointHealth]]:
         return (_read_etcd(transport, via.name, "member list -w json", parse_member_list),
                 _read_etcd(transport, via.name, "endpoint health --cluster -w json", parse_endpoint_health))

@@ -550,14 +550,11 @@ def target_inventory(inventory: Inventory, target: KubernetesVersion) -> Invento
 
 def rollout_order(inventory: Inventory, hosts: Sequence[Host]) -> list[tuple[Host, str]]:
     first = first_control_plane(inventory)
-    chosen = {h.name for h in hosts}
-    order: list[tuple[Host, str]] = []
-    if first is not None and first.name in chosen:
-        order.append((first, FIRST_CP))
-    order += [(h, CONTROL_PLANE) for h in hosts if "control-plane" in h.roles
-              and (first is None or h.name != first.name)]
-    order += [(h, WORKER) for h in hosts if "control-plane" not in h.roles]
-    return order
+    planes = [(h, FIRST_CP if first is not None and h.name == first.name else CONTROL_PLANE)
+              for h in hosts if "control-plane" in h.roles]
+    # The first control plane first, wherever the selection put it; the others in their order.
+    return sorted(planes, key=lambda pair: pair[1] != FIRST_CP) + [(h, WORKER) for h in hosts
+                                                                    if "control-plane" not in h.roles]
 
 
 def batches(order: Sequence[tuple[Host, str]], max_unavailable: int) -> list[list[str]]:

@@ -51,10 +51,6 @@ Read = tuple[str, bool]
 TOKEN = "confirm"
 
 
-def answer_digest(stdout: str, stderr: str, exit_code: int) -> str:
-    return hashlib.sha256(f"{exit_code}\0{stdout}\0{stderr}".encode()).hexdigest()
-
-
 @dataclass(frozen=True)
 class HostRecord:
     inputs: str
@@ -119,7 +115,7 @@ def _ask(transport: Transport, reads: Sequence[Read]) -> str:
     # As root when any read ran as root: the digest only needs the same answer as when it was recorded.
     result = HostReader(transport, what="the confirmation read").run(batch_command([line for line, _ in reads], TOKEN),
                                                                      sudo=any(sudo for _, sudo in reads))
-    return answer_digest(result.stdout, result.stderr, result.exit_code)
+    return hashlib.sha256(f"{result.exit_code}\0{result.stdout}\0{result.stderr}".encode()).hexdigest()
 
 
 def confirm_hosts(runner: Runner, candidates: Sequence[tuple[Host, HostRecord]]) -> set[str]:

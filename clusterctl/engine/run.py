@@ -354,11 +354,11 @@ def run_phases(
             run.locked = _lock_hosts(run, _lock_targets(run, unconfirmed))
         elif run.ahead:
             _fill_ahead(runner, [h for h in hosts if h.name in run.ahead], run.ahead)
-        if settings.every_lock_or_none and report.failed_hosts and run.locked:
+        stopped = settings.every_lock_or_none and bool(report.failed_hosts)
+        if stopped and run.locked:
             _unlock_hosts(run, run.locked)
             run.locked = []
         rolling, closing = _closing_phases(phases, settings)
-        stopped = settings.every_lock_or_none and bool(report.failed_hosts)
         for batch in [] if stopped else _batches(hosts, settings):
             for phase in rolling:
                 _one_phase(run, phase, batch)
@@ -485,14 +485,10 @@ def _closing_phases(phases: Sequence[Phase[Any, Any]], settings: RunSettings
                     ) -> tuple[list[Phase[Any, Any]], list[Phase[Any, Any]]]:
     """A batched run's phases per batch, and the once-per-cluster ones that end the list (run after the
     last batch: the cluster's add-ons once every node is done)."""
-    if settings.batches is None:
-        return list(phases), []
     cut = len(phases)
-    while cut > 0 and phases[cut - 1].once_per_cluster:
+    while settings.batches is not None and cut > 0 and phases[cut - 1].once_per_cluster:
         cut -= 1
-    if cut == 0:
-        return list(phases), []
-    return list(phases[:cut]), list(phases[cut:])
+    return (list(phases[:cut]), list(phases[cut:])) if cut else (list(phases), [])
 
 
 class _InFlight:

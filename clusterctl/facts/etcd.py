@@ -146,22 +146,18 @@ def member_of(members: list[EtcdMember], node: str, address: str) -> EtcdMember 
     return next((m for m in members if address and any(url_host(u) == address for u in m.peer_urls)), None)
 
 
-def quorum_refusal(leaving: str, left: dict[str, bool], sick_word: str = "unhealthy") -> str:
-    """The one quorum rule: why taking ``leaving`` out of etcd would break its quorum ("" when it would not).
-    ``left`` is each member that stays (its name) and whether it is healthy; the healthy ones must be a
-    majority of them (etcd's quorum of n members: n // 2 + 1)."""
-    needed, good = len(left) // 2 + 1, sum(left.values())
-    if good >= needed:
-        return ""
-    sick = ", ".join(name for name, healthy in left.items() if not healthy)
-    return (f"removing {leaving} would leave {good} healthy etcd member(s) of {len(left)}; quorum needs {needed} "
-            f"({sick_word}: {sick}). Bring those back first")
-
-
 def etcd_quorum(members: list[EtcdMember], health: list[EndpointHealth], leaving: EtcdMember) -> str:
-    """``quorum_refusal`` for etcd's own members and the health of their client URLs."""
+    """The one quorum rule: why taking ``leaving`` out of etcd would break its quorum ("" when it would not).
+    A member that stays is healthy when a client URL of its own answers healthy (etcd's health, not its
+    node's Ready); the healthy ones must be a majority of them (etcd's quorum of n members: n // 2 + 1)."""
     healthy = {h.endpoint for h in health if h.healthy}
     left = {m.name or m.hex_id: any(u in healthy for u in m.client_urls) for m in members if m.id != leaving.id}
+    name = leaving.name or leaving.hex_id
+    needed, good = len(left) // 2 + 1, sum(left.values())
     if not left:
-        return f"member {leaving.name or leaving.hex_id} is the last etcd member"
-    return quorum_refusal(f"etcd member {leaving.name or leaving.hex_id}", left)
+        return f"member {name} is the last etcd member"
+    if good >= needed:
+        return ""
+    sick = ", ".join(member for member, up in left.items() if not up)
+    return (f"removing etcd member {name} would leave {good} healthy etcd member(s) of {len(left)}; quorum needs "
+            f"{needed} (unhealthy: {sick}). Bring those back first")

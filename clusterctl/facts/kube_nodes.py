@@ -54,8 +54,7 @@ class KubeNode:
     taints: tuple[Taint, ...] = ()
     annotations: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
-    #: The GPU resources it offers to pods and how many of each: ``nvidia.com/gpu``, ``nvidia.com/mig-<profile>``
-    #: (none while the device plugin has not registered).
+    #: GPU resources offered to pods by name (``nvidia.com/gpu``, ``nvidia.com/mig-<profile>``): none without a plugin.
     gpu_resources: dict[str, int] = field(default_factory=dict)
     #: ``status.nodeInfo.kubeletVersion`` (``v1.36.2``): what the running kubelet reports.
     kubelet_version: str = ""
@@ -90,8 +89,7 @@ class Pod:
     #: Has an ``emptyDir`` volume: its data is lost when the pod goes.
     local_storage: bool = False
     deleting: bool = False
-    #: GPU devices (``nvidia.com/gpu``, MIG instances) its containers ask for (limits, else requests; init
-    #: containers' largest counts too).
+    #: GPU devices (whole or MIG) its containers ask for (limits, else requests; init containers' largest counts too).
     gpus: int = 0
 
     @property

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact
@@ -65,10 +66,11 @@ class DiskSpace:
 @dataclass(frozen=True)
 class NodeFacts:
     os_id: str | None = None
-    os_id_like: tuple[str, ...] = ()
+    #: Whose apt archives the OS uses, and their codename (``apt_base``).
+    os_apt_base: Literal["debian", "ubuntu"] | None = None
+    os_codename: str | None = None
     os_version_id: str | None = None
     os_pretty: str | None = None
-    os_codename: str | None = None
     kernel: str | None = None
     hostname: str | None = None
     product_uuid: str | None = None
@@ -97,6 +99,18 @@ def parse_os_release(text: str) -> dict[str, str]:
             raise ParseError("os-release", "expected KEY=value", line=line.number, text=line.text)
         values[key] = value.strip().strip('"').strip("'")
     return values
+
+
+def apt_base(release: dict[str, str]) -> tuple[str | None, str | None]:
+    """THE reading of os-release(5) that apt depends on (bootstrap's OS support and Docker's apt source):
+    whose archives the OS uses, ``debian`` or ``ubuntu`` (None: neither), and that distribution's codename.
+    A derivative names its base in ID_LIKE, closest first (os-release(5)): Linux Mint's ``ubuntu debian``
+    is Ubuntu. Its own VERSION_CODENAME (``xia``) is no Ubuntu release; its UBUNTU_CODENAME (``noble``)
+    is, the one Docker's install guide says a derivative uses."""
+    names = [release.get("ID", ""), *release.get("ID_LIKE", "").split()]
+    base = next((name for name in names if name in ("debian", "ubuntu")), None)
+    ubuntu = release.get("UBUNTU_CODENAME") if base == "ubuntu" else None
+    return base, ubuntu or release.get("VERSION_CODENAME") or None
 
 
 def parse_proc_swaps(text: str) -> tuple[Swap, ...]:
@@ -197,9 +211,9 @@ def parse_node(text: str) -> NodeFacts:
 
 def _os_release_fields(section: Section) -> dict[str, object]:
     release = parse_os_release(section.text)
+    base, codename = apt_base(release)
     return {"os_id": release.get("ID"), "os_version_id": release.get("VERSION_ID"),
-            "os_pretty": release.get("PRETTY_NAME"), "os_codename": release.get("VERSION_CODENAME"),
-            "os_id_like": tuple(release.get("ID_LIKE", "").split())}
+            "os_pretty": release.get("PRETTY_NAME"), "os_apt_base": base, "os_codename": codename}
 
 
 #: Section -> the ``NodeFacts`` fields read from it.

@@ -25,6 +25,7 @@ _WHAT = "nvidia-smi -q"
 _GPU = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
 _SECTION = re.compile(r"^(\s*)([A-Za-z][\w ./()+-]*?)\s*$")
 _NUMBER = re.compile(r"^(-?\d+(?:\.\d+)?)")
+_VERSION = re.compile(r"^\d+(?:\.\d+)+")
 
 #: What a person appends to a value to point at it (``Pending : Yes  <-- here``, ``# the culprit``).
 _ANNOTATION = re.compile(r"\s+((?:<-+|<=+|<<+|-+>|=+>|←|⬅|👈|#|//|\*{2,}|!{2,}).*)$")
@@ -147,12 +148,8 @@ def _ecc(values: Mapping[str, str]) -> EccCounts:
 def _clock_events(values: Mapping[str, str]) -> tuple[str, ...]:
     active = []
     for path, raw in values.items():
-        if not path.startswith("Clocks "):
-            continue
-        top, _, name = path.partition("/")
-        if top not in ("Clocks Event Reasons", "Clocks Throttle Reasons") or not name or "Counters" in top:
-            continue
-        if raw.strip().lower() == "active":
+        top, _, name = path.partition("/")  # not "Clocks Event Reasons Counters": durations, not states
+        if top in ("Clocks Event Reasons", "Clocks Throttle Reasons") and name and raw.strip().lower() == "active":
             active.append(name.rsplit("/", 1)[-1])
     return tuple(active)
 
@@ -184,7 +181,7 @@ def _gpu(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:
         temperature_c=_number(values, "Temperature/GPU Current Temp"),
         slowdown_temp_c=_number(values, "Temperature/GPU Slowdown Temp"),
         shutdown_temp_c=_number(values, "Temperature/GPU Shutdown Temp"),
-        t_limit_margin_c=_number(values, "Temperature/GPU T.Limit Temp"),
+        t_limit_margin_c=_number(values, "Temperature/GPU T.Limit Temp", "Temperature/GPU Current T.Limit Temp"),
         memory_temperature_c=_number(values, "Temperature/Memory Current Temp"),
         memory_max_operating_temp_c=_number(values, "Temperature/Memory Max Operating Temp"),
         power_draw_w=_number(values, "GPU Power Readings/Power Draw", "Power Readings/Power Draw",
@@ -295,8 +292,12 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
     if attached is not None and gpus and attached > len(gpus) and not _looks_cut(gpus):
         # 'nvidia-smi -q -i N' (or -i BUS_ID): the blocks' positions are no indexes of the host's GPUs.
         healths = tuple(dataclasses.replace(h, index_known=False) for h in healths)
+    # 610+ drivers print the versions as "KMD Version" and "CUDA UMD Version", and the old names with
+    # "[Deprecated; will be removed in CUDA 14.0. ...]" after the version.
+    driver = _first_match(header, ("KMD Version", "Driver Version"), _value, _VERSION)
+    cuda = _first_match(header, ("CUDA UMD Version", "CUDA Version"), _value, _VERSION)
     return NvidiaSmiQuery(
-        driver_version=_value(header, "Driver Version"), cuda_version=_value(header, "CUDA Version"),
+        driver_version=driver[2].group(0) if driver else None, cuda_version=cuda[2].group(0) if cuda else None,
         gpus=healths, attached_gpus=attached, warnings=tuple(warnings),
     )
 

@@ -9,7 +9,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from clusterctl.facts.node import parse_os_release
+from clusterctl.facts.node import apt_base, parse_os_release
 from clusterctl.facts.sections import (
     MARKER_FILES,
     file_sections,
@@ -60,7 +60,8 @@ def parse_showhold(text: str) -> frozenset[str]:
 @dataclass(frozen=True)
 class PackageFacts:
     os_id: str | None
-    os_like: tuple[str, ...]
+    #: ``facts.node.apt_base``: ``debian``, ``ubuntu`` or None, and that distribution's codename.
+    apt_base: str | None
     codename: str | None
     arch: str | None
     packages: dict[str, InstalledPackage]
@@ -94,5 +95,4 @@ def parse_packages_probe(text: str) -> PackageFacts:
     listing = sections.text("keyrings")
     keyrings = frozenset() if ls_failed(listing) else frozenset(
         line.strip() for line in listing.splitlines() if line.strip())
-    return PackageFacts(release.get("ID"), tuple(release.get("ID_LIKE", "").split()), release.get("VERSION_CODENAME"),
-                        arch, packages, holds, files_read(sections), keyrings)
+    return PackageFacts(release.get("ID"), *apt_base(release), arch, packages, holds, files_read(sections), keyrings)

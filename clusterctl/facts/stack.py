@@ -44,8 +44,9 @@ def _build_command() -> str:
 
 _VERSION = re.compile(r"\bv?(\d+\.\d+(?:\.\d+)*)")
 _DRIVER = re.compile(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)")
-_SMI_DRIVER = re.compile(r"Driver Version:\s*(\d+\.\d+(?:\.\d+)?)")
-_SMI_CUDA = re.compile(r"CUDA Version:\s*(\d+\.\d+)")
+#: 610+ drivers' banner says ``KMD Version: 610.57.04     CUDA UMD Version: 13.3``.
+_SMI_DRIVER = re.compile(r"(?:Driver|KMD) Version:\s*(\d+\.\d+(?:\.\d+)?)")
+_SMI_CUDA = re.compile(r"CUDA (?:UMD )?Version:\s*(\d+\.\d+)")
 _NVCC = re.compile(r"release (\d+\.\d+)")
 _NCCL = (
     re.compile(r"libnccl\.so\.(\d+\.\d+\.\d+)"),
@@ -119,10 +120,7 @@ def parse_stack(text: str) -> SoftwareStack:
     # The driver version is in /proc; nvidia-smi's banner also has it when /proc is hidden.
     read("driver", "driver", _DRIVER)
     if "driver" not in found:
-        smi_lines = sections.get("nvidia-smi", [])
-        if _absent_reason(smi_lines) is None and (match := _SMI_DRIVER.search("\n".join(smi_lines))):
-            found["driver"] = match.group(1)
-            missing.pop("driver", None)
+        read("driver", "nvidia-smi", _SMI_DRIVER)  # a reason /proc gave stays the one named
     read("cuda", "nvidia-smi", _SMI_CUDA)
     read("cuda_toolkit", "nvcc", _NVCC)
     nccl_text = "\n".join(sections.get("nccl", []))

@@ -40,6 +40,7 @@ from clusterctl.findings import Finding, Severity
 from clusterctl.heal import history
 from clusterctl.heal.chain import DEFAULT_TIMEOUTS, chain_for
 from clusterctl.quarantine import node_ops
+from clusterctl.quarantine.drain import DrainOptions
 from clusterctl.quarantine.run import control_plane
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import FailureKind, TransportError
@@ -109,8 +110,10 @@ class HostHeal:
 class _Healer:
     """One host's chain around its steps (``HealStep``, on the engine): the cluster side, the release gate."""
 
-    def __init__(self, runner: Runner, inventory: Inventory, host: Host, gate: Gate, say: Say | None) -> None:
+    def __init__(self, runner: Runner, inventory: Inventory, host: Host, gate: Gate, say: Say | None,
+                 drain: DrainOptions) -> None:
         self.runner = runner
+        self.drain = drain
         self.inventory = inventory
         self.host = host
         self.gate = gate
@@ -311,12 +314,7 @@ class _Healer:
         return mask_text("\n".join(lines))
 
 
-class _HealPhase(ReadsNothing, Phase[Any, PhaseContext]):
-    def __init__(self, healer: _Healer) -> None:
-        self.healer = healer
-
-
-class HealStep(_HealPhase):
+class HealStep(ReadsNothing, Phase[Any, PhaseContext]):
     """A step of the chain: a remedy whose ``verify`` is the release gate. Its bound is its ``Wait``
     (``quarantine.heal.timeouts``); ``timeout_s`` only catches a step that hangs."""
 
@@ -324,6 +322,9 @@ class HealStep(_HealPhase):
     timeout_s = 3 * 3600.0
     #: It stops the GPUs' work: the node is drained before the first such step.
     stops_gpus: ClassVar[bool] = True
+
+    def __init__(self, healer: _Healer) -> None:
+        self.healer = healer
 
     @property
     def limit_s(self) -> float:
@@ -459,7 +460,8 @@ def chain_phases(healer: _Healer, chain: Sequence[str]) -> list[Phase[Any, Any]]
     for name in chain:
         step = STEPS[name](healer)
         if step.stops_gpus and not any(isinstance(p, HealDrain) for p in phases):
-            phases.append(HealDrain(healer.cp.name))
+            phases.append(HealDrain(healer.cp.name, healer.drain.timeout_s,
+                                    delete_emptydir_data=healer.drain.delete_emptydir_data))
         phases.append(step)
     return phases
 
@@ -544,11 +546,11 @@ def _gpus(findings: Sequence[Finding]) -> list[int]:
 
 
 def heal(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: bool, say: Say | None = None,
-         state_dir: str | None = None) -> tuple[list[HostHeal], str | None]:
+         state_dir: str | None = None, drain: DrainOptions | None = None) -> tuple[list[HostHeal], str | None]:
     """``clusterctl heal``: the chain on each of ``hosts``, one after the other, through the engine's journaled
     gate (each change in the undo journal before it is made, the journal finished on Ctrl-C too); the results
     and the journal (in ``<state dir>/undo``). ``say`` is told each step as it happens (``remediate serve`` logs
-    it)."""
+    it); the drain before the first step that stops the GPUs is made as ``drain`` says (a failing host's)."""
     from clusterctl.engine.journaled import journaled_gate
 
     results: list[HostHeal] = []
@@ -557,7 +559,7 @@ def heal(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: 
         if not hosts:
             raise UsageError("no host to heal")
         for host in hosts:
-            healer = _Healer(runner, inventory, host, step.gate, say)
+            healer = _Healer(runner, inventory, host, step.gate, say, drain or DrainOptions())
             try:
                 results.append(healer.run())
             except ClusterctlError as exc:

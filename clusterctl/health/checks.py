@@ -129,9 +129,7 @@ def _recovery_fix(recovery: str | None, gpu_id: str) -> tuple[str, str]:
         return "RESTART_BM", ("Drain the host and reboot it: the driver says the fault may have left the OS "
                               "inconsistent, so a GPU reset is not enough (NVIDIA: Reboot).")
     if said == "drain p2p":
-        return "RESTART_APP", ("Stop the processes that use peer-to-peer traffic on this GPU (drain the host) and "
-                               "turn off UVM persistence mode, then check again: the driver then names the action "
-                               "that follows (NVIDIA: Drain P2P).")
+        return "DRAIN_P2P", xid_catalog.ACTIONS["DRAIN_P2P"][1]
     return "RESET_GPU", f"Drain the host and reset the GPU (nvidia-smi -r -i {gpu_id}) or reboot."
 
 
@@ -233,7 +231,7 @@ def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
         if gpu.retired_pages_pending:
             found.append(_finding(
                 Severity.WARNING, "GPU_PAGE_RETIREMENT_PENDING", name, f"{where}: retired pages are pending",
-                subject=subject, evidence="Retired Pages / Pending Page Blacklist : Yes", action="RESET_GPU",
+                subject=subject, evidence="Retired Pages / Pending Page Blacklist : Yes",
                 fix=f"Reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot when it is idle so the pages are "
                     "retired."))
         hw = [r for r in gpu.clock_events_active if r in HW_SLOWDOWN]
@@ -268,7 +266,7 @@ def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
                                               ("TPC", gpu.tpc_repair_pending)) if pending]
         if repairs:
             found.append(_finding(
-                Severity.WARNING, "GPU_REPAIR_PENDING", name, f"{where}: a {' and a '.join(repairs)} repair is pending",
+                Severity.ERROR, "GPU_REPAIR_PENDING", name, f"{where}: a {' and a '.join(repairs)} repair is pending",
                 subject=subject, action="RESET_GPU", evidence="; ".join(f"ECC Errors / {k} Repair Pending : Yes"
                                                                         for k in repairs),
                 fix=f"Drain the host, then reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot: NVML flags the "
@@ -294,15 +292,17 @@ def _fabric_health(name: str, gpu: GpuHealth, subject: str, where: str) -> list[
         faults.insert(0, f"Summary : {gpu.fabric_health_summary}")
     if not faults:
         return []
-    severity = Severity.ERROR if gpu.fabric_health_summary == "Unhealthy" or "Route Unhealthy : True" in faults \
-        or gpu.fabric_incorrect_configuration not in (None, "None") else Severity.WARNING
+    broken = gpu.fabric_health_summary == "Unhealthy" or "Route Unhealthy : True" in faults \
+        or gpu.fabric_incorrect_configuration not in (None, "None")
+    check = "check the NVLink fabric (nvidia-smi -q on each GPU, the NVSwitch trays and their fabric manager)"
     return [_finding(
-        severity, "GPU_FABRIC_UNHEALTHY", name, f"{where}: NVLink fabric health: {', '.join(faults)}",
-        subject=subject, evidence="; ".join(f"Fabric / Health / {fault}" for fault in faults),
-        fix="Drain the host and check the NVLink fabric (nvidia-smi -q on each GPU, the NVSwitch trays and their "
-            "fabric manager): a route or access-timeout recovery in progress may clear by itself, look again; "
-            "an unhealthy route, degraded bandwidth or an incorrect configuration needs the fabric fixed before the "
-            "GPU goes back into service.")]
+        Severity.ERROR if broken else Severity.WARNING, "GPU_FABRIC_UNHEALTHY", name,
+        f"{where}: NVLink fabric health: {', '.join(faults)}", subject=subject,
+        evidence="; ".join(f"Fabric / Health / {fault}" for fault in faults),
+        action="WORKFLOW_NVLINK5_ERR" if broken else None,
+        fix=f"Drain the host and {check}: an unhealthy route or an incorrect configuration needs the fabric fixed "
+            "before the GPU goes back into service." if broken else f"A route or access-timeout recovery in "
+            f"progress, or a degraded bandwidth, may clear by itself: look again; if it stays, {check}.")]
 
 
 def _temperature(name: str, gpu: GpuHealth, subject: str, where: str) -> list[Finding]:
@@ -312,7 +312,7 @@ def _temperature(name: str, gpu: GpuHealth, subject: str, where: str) -> list[Fi
     if gpu.shutdown_temp_c and current >= gpu.shutdown_temp_c - 5:
         return [_finding(Severity.ERROR, "GPU_TEMPERATURE_HIGH", name,
                          f"{where}: {current:g} C, within 5 C of its shutdown temperature {gpu.shutdown_temp_c:g} C",
-                         subject=subject, fix="Drain the host and check its cooling now.")]
+                         subject=subject, action="CHECK_COOLING", fix=xid_catalog.ACTIONS["CHECK_COOLING"][1])]
     if (gpu.slowdown_temp_c and current >= gpu.slowdown_temp_c) or (
             gpu.t_limit_margin_c is not None and gpu.t_limit_margin_c <= 0):
         return [_finding(Severity.WARNING, "GPU_TEMPERATURE_HIGH", name,
@@ -330,9 +330,9 @@ def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
         found.append(_finding(
             Severity.ERROR, "GPU_MISSING", host.name,
             f"nvidia-smi lists {len(host.gpus)} GPU(s), most {f'{model} ' if model else ''}hosts have {expected}",
-            evidence=f"Attached GPUs : {host.probe.smi.attached_gpus or len(host.gpus)}",
-            fix="A GPU is gone from the bus or from the driver: look for Xid 79 / 'fallen off the bus' in the "
-                "kernel log; drain and reboot the host, RMA if it stays missing."))
+            evidence=f"Attached GPUs : {host.probe.smi.attached_gpus or len(host.gpus)}", action="RESTART_BM",
+            fix="Drain the host and reboot it: a GPU is gone from the bus or from the driver (look for Xid 79 / "
+                "'fallen off the bus' in the kernel log); RMA if it stays missing."))
     if len(group) < 3:
         return found
 
@@ -458,10 +458,9 @@ def check_kernel_log(host: HostInput) -> list[Finding]:
             found.append(_finding(
                 Severity.ERROR if fatal else Severity.WARNING, "NVSWITCH_SXID", host.name,
                 f"NVSwitch SXid {code}{' (fatal)' if fatal else ''}{times}", subject=subject, evidence=last.text,
-                sxid=code, count=len(events),
-                fix="Fatal SXid: drain the host and restart it to reset the fabric (NVIDIA Fabric Manager guide); "
-                    "non-fatal: watch for repeats and for Xid 74 on the GPUs." if fatal else
-                    "Non-fatal SXid: watch for repeats, and for Xid 74 on the GPUs behind that NVSwitch."))
+                sxid=code, count=len(events), action="RESTART_BM" if fatal else None,
+                fix="Drain the host and restart it to reset the fabric (NVIDIA Fabric Manager guide: a fatal SXid)."
+                if fatal else "Non-fatal SXid: watch for repeats, and for Xid 74 on the GPUs behind that NVSwitch."))
         elif kind == "fallen-off-bus":
             found.append(_finding(
                 Severity.ERROR, "GPU_FELL_OFF_BUS", host.name, f"a GPU fell off the PCIe bus{times}",
@@ -683,6 +682,7 @@ def check_pcie(host: HostInput) -> list[Finding]:
                 "PCIE_LINK_DOWNGRADED" if width else "PCIE_LINK_DOWN", host.name,
                 f"{d.address} {d.description[:60]}: PCIe {f'x{width}' if width else 'link down (x0)'}, capable of "
                 f"x{d.link_cap.width}", subject=d.address, evidence=f"LnkSta: Width x{width} (downgraded)",
+                action=None if width else "CHECK_MECHANICALS",
                 fix="Reseat the card or check the slot/riser; a narrow link cuts its bandwidth." if width else
                 "Drain the host, reseat the card and its riser/cable; if the link stays down after a reseat, RMA it."))
     if any(d.access_denied for d in devices) and not any(d.acs_control for d in devices):
@@ -778,6 +778,7 @@ def check_dcgm(host: HostInput) -> list[Finding]:
             host.name, f"dcgmi diag {result.category} / {result.test}: {result.status}"
             + (f": {result.info}" if result.info else ""), subject=subject,
             evidence=f"| {result.test} | {result.status} |", dcgm_version=diag.dcgm_version,
+            action="RESET_GPU" if failed else None,
             fix="Drain the host and look at the failed test's detail (dcgmi diag -r 3 -v); a hardware test that "
                 "fails again after a GPU reset means RMA." if failed else "Look at the warning's detail."))
     return found

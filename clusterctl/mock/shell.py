@@ -551,9 +551,9 @@ class Shell:
                     if command.otherwise:
                         code = self.run_sequence(command.otherwise, stdin, my_out, my_err)
             except ExitShell:
-                self._redirect(command.redirects, b"".join(my_out), b"".join(my_err), 0, out, err, stdin)
+                self._redirect(command.redirects, b"".join(my_out), b"".join(my_err), 0, out, err)
                 raise
-            return self._redirect(command.redirects, b"".join(my_out), b"".join(my_err), code, out, err, stdin)
+            return self._redirect(command.redirects, b"".join(my_out), b"".join(my_err), code, out, err)
         given = self._input(command.redirects, stdin)
         if given is None:
             return 1
@@ -562,11 +562,11 @@ class Shell:
         values = {name: self.expand(word)[0] if word.segments else "" for name, word in command.assigns}
         if not argv:
             self.env.update(values)
-            return self._redirect(command.redirects, b"", b"", 0, out, err, stdin)
+            return self._redirect(command.redirects, b"", b"", 0, out, err)
         env = {**self.env, **values}
         o, e, code = self.builtin(argv, stdin, env)
         self.status = code
-        return self._redirect(command.redirects, o, e, code, out, err, stdin)
+        return self._redirect(command.redirects, o, e, code, out, err)
 
     def _input(self, redirects: list[Redirect], stdin: bytes) -> bytes | None:
         for r in redirects:
@@ -586,7 +586,6 @@ class Shell:
         code: int,
         out: list[bytes],
         err: list[bytes],
-        stdin: bytes,
     ) -> int:
         if not redirects:
             out.append(o)

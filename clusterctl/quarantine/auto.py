@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from clusterctl.quarantine.drain import DrainOptions
 from clusterctl.quarantine.policy import Action, Decision, HostVerdict, cap, decide, health_wanted
 from clusterctl.quarantine.run import HostQuarantine, QuarantineRequest, quarantine_hosts
 
@@ -32,7 +33,7 @@ class PolicyRun:
 
 
 def quarantine_by_policy(runner: Runner, inventory: Inventory, verdicts: Sequence[HostVerdict], gate: Gate, *,
-                         max_unavailable: str | None = None) -> PolicyRun:
+                         max_unavailable: str | None = None, drain: DrainOptions | None = None) -> PolicyRun:
     """Decide for every host of ``verdicts``; quarantine (gate in record mode: only plan) those that act."""
     from clusterctl.quarantine.status import quarantined_nodes
 
@@ -44,17 +45,20 @@ def quarantine_by_policy(runner: Runner, inventory: Inventory, verdicts: Sequenc
     for action in (Action.DRAIN, Action.QUARANTINE):
         chosen = [d for d in decisions if d.action is action and d.host in by_name]
         for decision in chosen:  # one request per host: each carries its own codes and reason
-            request = QuarantineRequest(reason=decision.reason, codes=decision.codes, drain=action is Action.DRAIN)
+            request = QuarantineRequest(reason=decision.reason, codes=decision.codes, drain=action is Action.DRAIN,
+                                        drain_options=drain or DrainOptions())
             run.results += quarantine_hosts(runner, inventory, [by_name[decision.host]], request, gate)
     return run
 
 
 def run_policy(runner: Runner, inventory: Inventory, verdicts: Sequence[HostVerdict], *, apply: bool,
-               max_unavailable: str | None = None, state_dir: str | None = None) -> tuple[PolicyRun, str | None]:
+               max_unavailable: str | None = None, state_dir: str | None = None,
+               drain: DrainOptions | None = None) -> tuple[PolicyRun, str | None]:
     """``health --quarantine``: the decisions and the quarantine of those that act, through the engine's
     journaled gate (a plan without ``apply``); the run and its undo journal."""
     from clusterctl.engine.journaled import journaled_gate
 
     with journaled_gate("health-quarantine", inventory, apply=apply, state_dir=state_dir) as step:
-        run = quarantine_by_policy(runner, inventory, verdicts, step.gate, max_unavailable=max_unavailable)
+        run = quarantine_by_policy(runner, inventory, verdicts, step.gate, max_unavailable=max_unavailable,
+                                   drain=drain)
     return run, step.journal

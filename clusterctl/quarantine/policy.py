@@ -6,8 +6,8 @@ The policy (inventory section ``quarantine:``, ``QuarantineConfig``):
   **degraded** or unknown one is only reported. ``quarantine_codes`` narrows that to a list;
   ``ignore_codes`` never quarantine;
 * it is also **drained** when one of those findings needs the host down: by default a finding
-  whose Xid-catalogue action (``evidence.action``) is one that takes a reset, a reboot or a
-  repair (``DRAIN_ACTIONS``); ``drain_codes`` names the codes instead;
+  whose action (``evidence.action``) takes the host down (``xid_catalog.takes_host_down``, the rule
+  its severity and fix follow too); ``drain_codes`` names the codes instead;
 * never more than ``max_unavailable`` hosts out of service at once (default 10% of the fleet,
   at least one): hosts quarantined already count, the rest wait, named, for the next run. So
   a broken check or a storm of alerts cannot empty the cluster.
@@ -22,12 +22,10 @@ from typing import Protocol
 
 from clusterctl.errors import BadValue, UsageError
 from clusterctl.findings import Finding, Severity
+from clusterctl.health.xid_catalog import takes_host_down
 from clusterctl.inventory.model import QuarantineConfig
 from clusterctl.inventory.quarantine_section import max_unavailable as max_unavailable_value
 
-#: Xid-catalogue actions (and health's own) after which the host must go down: reset, reboot, repair.
-DRAIN_ACTIONS = frozenset({"RESET_GPU", "RESTART_BM", "RESTART_VM", "RMA", "CONTACT_SUPPORT", "CHECK_MECHANICALS",
-                           "WORKFLOW_XID_48", "WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR", "XID_154"})
 DEFAULT_MAX_UNAVAILABLE = "10%"
 
 
@@ -87,13 +85,10 @@ def decide(wanted: Sequence[Wanted], *, out_of_service: Iterable[str], limit: in
     merged: dict[str, Wanted] = {}
     strength = {None: 0, False: 1, True: 2}
     for ask in wanted:
-        before = merged.get(ask.host)
-        if before is None:
-            merged[ask.host] = ask
-            continue
-        drain = ask.drain if strength[ask.drain] > strength[before.drain] else before.drain
+        before = merged.get(ask.host, Wanted(ask.host, None))
         reason = "; ".join(dict.fromkeys(r for r in (before.reason, ask.reason) if r))
-        merged[ask.host] = Wanted(ask.host, drain, tuple(dict.fromkeys(before.codes + ask.codes)), reason)
+        merged[ask.host] = Wanted(ask.host, max(before.drain, ask.drain, key=strength.__getitem__),
+                                  tuple(dict.fromkeys(before.codes + ask.codes)), reason)
     out = set(out_of_service)
     decisions: list[Decision] = []
     for ask in merged.values():
@@ -129,15 +124,10 @@ def counts_against(finding: Finding, config: QuarantineConfig) -> bool:
     return finding.severity is Severity.ERROR and finding.code not in config.ignore_codes
 
 
-def _quarantining(findings: Iterable[Finding], config: QuarantineConfig) -> list[Finding]:
-    return [f for f in findings if counts_against(f, config)
-            and (config.quarantine_codes is None or f.code in config.quarantine_codes)]
-
-
 def needs_drain(finding: Finding, config: QuarantineConfig) -> bool:
     if config.drain_codes is not None:
         return finding.code in config.drain_codes
-    return str(finding.evidence.get("action", "")) in DRAIN_ACTIONS
+    return takes_host_down(finding.evidence.get("action"))
 
 
 def health_wanted(verdicts: Sequence[HostVerdict], config: QuarantineConfig) -> list[Wanted]:
@@ -145,7 +135,8 @@ def health_wanted(verdicts: Sequence[HostVerdict], config: QuarantineConfig) -> 
     needs the host down; a host with none only reported."""
     wanted = []
     for verdict in verdicts:
-        chosen = _quarantining(verdict.findings, config)
+        chosen = [f for f in verdict.findings if counts_against(f, config)
+                  and (config.quarantine_codes is None or f.code in config.quarantine_codes)]
         codes = tuple(dict.fromkeys(f.code for f in chosen))
         drain = any(needs_drain(f, config) for f in chosen) if chosen else None
         wanted.append(Wanted(verdict.host, drain, codes, verdict.reason))

@@ -91,6 +91,7 @@ class Remediator:
 
     def __post_init__(self) -> None:
         self.decision_log = DecisionLog(self.log, self.clock)
+        self._say = self.decision_log.say
         self._by_label: dict[str, Host] = {}
         for host in self.inventory.hosts:
             for label in (host.connect_address, host.address, host.name):
@@ -105,9 +106,6 @@ class Remediator:
         #: The runners of the work in flight (a drain, a heal's chain): ``stop`` interrupts their runs.
         self._runners: set[Any] = set()
         self._runners_lock = threading.Lock()
-
-    def _say(self, **entry: object) -> None:
-        self.decision_log.say(**entry)
 
     def _limit(self) -> int:
         return cap(self.max_unavailable or self.inventory.quarantine.max_unavailable, len(self.inventory.hosts))
@@ -188,8 +186,8 @@ class Remediator:
         """A clean stop (Ctrl-C, SIGTERM): nothing new is decided or started, the node marks in flight end,
         and the cluster's Lease is given back, so the next receiver decides at once instead of waiting out
         the hold. Logged; False when a node write still in flight after ``timeout_s`` kept the Lease."""
-        self._stopping.set()
-        with self._runners_lock:
+        with self._runners_lock:  # one step with ``_runner``'s: a runner is interrupted here, or never starts
+            self._stopping.set()
             for runner in self._runners:  # as Ctrl-C stops a command: the step in order, the locks given back
                 runner.interrupted.set()
         given_back = self._marker.stop(timeout_s)
@@ -206,9 +204,11 @@ class Remediator:
 
     @contextlib.contextmanager
     def _runner(self) -> Iterator[Any]:
-        """A runner for one host's work, which ``stop`` interrupts."""
+        """A runner for one host's work, which ``stop`` interrupts; once ``stop`` began, none starts (Interrupted)."""
         with self.runner_factory() as runner:
             with self._runners_lock:
+                if self._stopping.is_set():
+                    raise Interrupted("SIGTERM")
                 self._runners.add(runner)
             try:
                 yield runner

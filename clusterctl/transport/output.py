@@ -38,10 +38,6 @@ def max_output_bytes() -> int:
     return max(value, 1024)
 
 
-def dropped_marker(count: int) -> bytes:
-    return f"\n[... clusterctl dropped {count} bytes of output here (CLUSTERCTL_MAX_OUTPUT) ...]\n".encode()
-
-
 class CappedOutput:
     """Collects chunks of one stream, keeping the head and the tail within ``cap`` bytes; with ``lines``,
     also hands each line on as it arrives."""
@@ -96,9 +92,10 @@ class CappedOutput:
         self._trim()
         head = b"".join(self._head)
         tail = b"".join(self._tail)
-        if self.dropped:
-            return head + dropped_marker(self.dropped) + tail
-        return head + tail
+        if not self.dropped:
+            return head + tail
+        marker = f"\n[... clusterctl dropped {self.dropped} bytes of output here (CLUSTERCTL_MAX_OUTPUT) ...]\n"
+        return head + marker.encode() + tail
 
 
 class LineSplitter:

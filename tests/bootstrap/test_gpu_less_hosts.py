@@ -169,7 +169,7 @@ def test_preflight_asks_a_host_without_gpus_for_no_driver(tmp_path: Path) -> Non
 
 def test_artifacts_list_the_toolkit_for_the_gpu_hosts_only(tmp_path: Path) -> None:
     lab = Lab(tmp_path)
-    releases = {h.name: HostRelease("ubuntu", "noble") for h in lab.hosts}
+    releases = {h.name: HostRelease("ubuntu", "ubuntu", "noble") for h in lab.hosts}
     listed = artifact_list(lab.inventory, lab.hosts, releases)
     toolkit = [a for a in listed.of_kind("apt-package") if a.name == "nvidia-container-toolkit"]
     assert [a.hosts for a in toolkit] == [("gpu-a1", "gpu-a2")]

@@ -62,33 +62,43 @@ def test_bad_output_names_the_line(text: str, line: int) -> None:
     assert refusal(parse_node, text).line == line
 
 
-@pytest.mark.parametrize("name, os_id, like, codename, supported", [
-    ("os-release-ubuntu-24.04.4.txt", "ubuntu", ("debian",), "noble", True),
-    ("os-release-ubuntu-20.04.6.txt", "ubuntu", ("debian",), "focal", True),
-    ("os-release-debian-13.4.txt", "debian", (), "trixie", True),
-    ("os-release-rhel-9.3.txt", "rhel", ("fedora",), None, False),
-    ("os-release-rocky-9.7.txt", "rocky", ("rhel", "centos", "fedora"), None, False),
+@pytest.mark.parametrize("name, os_id, base, codename", [
+    ("os-release-ubuntu-24.04.4.txt", "ubuntu", "ubuntu", "noble"),
+    ("os-release-ubuntu-20.04.6.txt", "ubuntu", "ubuntu", "focal"),
+    ("os-release-debian-13.4.txt", "debian", "debian", "trixie"),
+    # Ubuntu's derivatives: Ubuntu's archives and release (UBUNTU_CODENAME), not Debian's, nor their own
+    # VERSION_CODENAME (Mint's "xia", "ulyssa").
+    ("os-release-linuxmint-22.1.txt", "linuxmint", "ubuntu", "noble"),
+    ("os-release-linuxmint-20.1.txt", "linuxmint", "ubuntu", "focal"),
+    ("os-release-pop-22.04.txt", "pop", "ubuntu", "jammy"),
+    ("os-release-rhel-9.3.txt", "rhel", None, None),
+    ("os-release-rocky-9.7.txt", "rocky", None, None),
 ])
-def test_real_os_releases_and_the_one_decision_on_them(name: str, os_id: str, like: tuple[str, ...],
-                                                       codename: str | None, supported: bool) -> None:
+def test_real_os_releases_and_the_one_decision_on_them(name: str, os_id: str, base: str | None,
+                                                       codename: str | None) -> None:
     from dataclasses import replace
 
+    from clusterctl.bootstrap.apt_sources import chosen_repos
     from clusterctl.bootstrap.phase import PhaseContext
     from clusterctl.bootstrap.phases.packages import Packages
     from clusterctl.bootstrap.phases.preflight import Preflight
-    from clusterctl.facts.packages import PackageFacts
+    from clusterctl.facts.packages import parse_packages_probe
     from clusterctl.inventory.model import Host, Inventory, StackPin
     from clusterctl.transport.local import LocalTransport
 
     facts = parse_node(f"### os-release\n{read(name)}")
-    assert (facts.os_id, facts.os_id_like, facts.os_codename) == (os_id, like, codename)
+    assert (facts.os_id, facts.os_apt_base, facts.os_codename) == (os_id, base, codename)
+    # The packages phase reads the same os-release the same way, and Docker's source follows from it.
+    packages = parse_packages_probe(f"@@clusterctl@@ os-release\n{read(name)}")
+    assert (packages.os_id, packages.apt_base, packages.codename) == (os_id, base, codename)
     host = Host(name="n1", transport="local", stack=StackPin(kubernetes="1.36.2", containerd="2.2.1"))
     context = PhaseContext(host, LocalTransport(host), Inventory(name="lab", hosts=(host,)))
     refused = [f for f in Preflight().findings(context, facts) if f.code.startswith("OS_")]
-    packages = PackageFacts(os_id, like, codename, "amd64", {}, frozenset(), {}, frozenset())
     again = [f for f in Packages().findings(context, packages) if f.code.startswith("OS_")]
-    if supported:
+    if base:
         assert refused == again == []
+        docker = {r.name: r for r in chosen_repos(host.stack, context.inventory.bootstrap, base, codename)}["docker"]
+        assert (docker.url, docker.suites) == (f"https://download.docker.com/linux/{base}", (codename,))
     else:  # refused before anything changes, by the same decision in both phases
         assert [(f.code, f.message) for f in refused] == [
             ("OS_UNSUPPORTED", f"{facts.os_pretty}: bootstrap installs packages with apt (Debian or Ubuntu)")]

@@ -50,7 +50,7 @@ def ctx(settings: BootstrapConfig) -> PhaseContext:
     return PhaseContext(host, LocalTransport(host), Inventory(name="lab", hosts=(host,), bootstrap=settings))
 
 
-FRESH = PackageFacts("ubuntu", ("debian",), "jammy", "amd64", {}, frozenset(), {}, frozenset())
+FRESH = PackageFacts("ubuntu", "ubuntu", "jammy", "amd64", {}, frozenset(), {}, frozenset())
 
 
 def test_fresh_host_then_nothing_to_do(tmp_path: Path) -> None:

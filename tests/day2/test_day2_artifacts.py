@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from clirun import DEMO, clusterctl
+from fixture_files import read_fixture
 from sim_cluster import SimCluster
 
 from clusterctl.bootstrap.apt_sources import packages_index_url
@@ -192,14 +193,15 @@ BUG_REPORT_URL="https://bugs.debian.org/"
 """
 
 
-def _demo_on(tmp_path: Path, distro: str) -> Path:
-    """The demo inventory and profiles, its hosts running ``distro`` (the demo's own: Ubuntu 22.04)."""
+def _demo_on(tmp_path: Path, os_release: str | None) -> Path:
+    """The demo inventory and profiles, its hosts running the OS of ``os_release`` (None: the demo's own,
+    Ubuntu 22.04)."""
     import shutil
 
-    folder = tmp_path / distro
+    folder = tmp_path / "os"
     shutil.copytree(Path(DEMO).parent, folder / "inventories")
-    if distro == "debian":
-        (folder / "inventories" / "demo" / "profiles" / "dgx-a100" / "os-release.txt").write_text(DEBIAN_12_OS_RELEASE)
+    if os_release is not None:
+        (folder / "inventories" / "demo" / "profiles" / "dgx-a100" / "os-release.txt").write_text(os_release)
     return folder / "inventories" / "demo.yaml"
 
 
@@ -213,9 +215,14 @@ def _planned_sources(review: Path, host: str) -> dict[str, tuple[str, str]]:
     return found
 
 
-@pytest.mark.parametrize(("distro", "codename"), [("ubuntu", "jammy"), ("debian", "bookworm")])
-def test_the_list_is_the_plans_own_per_distribution(tmp_path: Path, distro: str, codename: str) -> None:
-    inventory = _demo_on(tmp_path, distro)
+@pytest.mark.parametrize(("os_release", "distro", "codename"), [
+    (None, "ubuntu", "jammy"), (DEBIAN_12_OS_RELEASE, "debian", "bookworm"),
+    # Ubuntu's derivatives get Docker's Ubuntu repository, at their UBUNTU_CODENAME (Mint's own is "xia").
+    (read_fixture("node", "os-release-linuxmint-22.1.txt"), "ubuntu", "noble"),
+    (read_fixture("node", "os-release-pop-22.04.txt"), "ubuntu", "jammy")])
+def test_the_list_is_the_plans_own_per_distribution(tmp_path: Path, os_release: str | None, distro: str,
+                                                    codename: str) -> None:
+    inventory = _demo_on(tmp_path, os_release)
     plan = clusterctl("-i", inventory, "-l", "gpu-a1", "bootstrap", "plan", "--out", tmp_path / "review")
     assert plan.exit_code == 0, plan.output
     planned = _planned_sources(tmp_path / "review", "gpu-a1")

@@ -1,6 +1,6 @@
-"""``remove-node`` of a control plane that is gone: etcd's quorum checked from a healthy control plane, the
-dead member removed by its ID (etcdctl in that control plane's etcd pod), then the Node; refused when the
-members left healthy would not be a majority."""
+"""``remove-node`` of a control plane: etcd's quorum checked from a healthy control plane by etcd's own health
+(never the Nodes' Ready), alive or gone; one that is gone has its member removed by its ID (etcdctl in that
+control plane's etcd pod), then the Node; refused when the members left healthy would not be a majority."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from clirun import clusterctl
 from day2_helpers import set_fault, state_digest
 
@@ -76,6 +77,40 @@ def test_a_dead_control_plane_whose_removal_would_break_quorum_is_refused(bootst
     assert state_digest(mock_state) == before
     set_fault(mock_state, "gpu-a2", "etcd", None)
     assert _members(inventory) == {"gpu-a1", "gpu-a2", "gpu-a3"}
+
+
+@pytest.mark.parametrize("gone", [False, True], ids=["alive", "gone"])
+def test_etcds_own_health_decides_not_the_nodes_ready(bootstrapped_3cp: Path, gone: bool) -> None:
+    inventory, mock_state = bootstrapped_3cp, _mock_state()
+    if gone:
+        set_fault(mock_state, "gpu-a3", "power", "off")
+    # gpu-a2's kubelet is NotReady, its etcd member healthy: quorum holds, the removal goes ahead.
+    set_fault(mock_state, "gpu-a2", "kubelet", "not-ready")
+    plan = clusterctl("-i", inventory, "-o", "json", "remove-node", "gpu-a3", "--dry-run")
+    assert plan.exit_code == 0, plan.output
+    assert "etcd-member" in [s["step"] for s in plan.json()["steps"]]
+    assert f"3 etcd member(s) now, 2 after; {2 if gone else 3} healthy" in plan.json()["etcd"]
+
+
+def test_a_live_control_plane_whose_removal_would_break_quorum_is_refused_with_every_node_ready(
+        bootstrapped_3cp: Path) -> None:
+    inventory, mock_state = bootstrapped_3cp, _mock_state()
+    # gpu-a2's Node is Ready, its etcd member down: removing gpu-a3 would leave one healthy member of two.
+    set_fault(mock_state, "gpu-a2", "etcd", "down")
+    before = state_digest(mock_state)
+    refused = clusterctl("-i", inventory, "remove-node", "gpu-a3", "--yes")
+    assert refused.exit_code == 2, refused.output
+    assert "quorum needs 2" in refused.stderr and "unhealthy: gpu-a2" in refused.stderr
+    assert state_digest(mock_state) == before
+    assert _members(inventory) == {"gpu-a1", "gpu-a2", "gpu-a3"}
+
+
+def test_a_live_control_plane_leaves_etcd_with_kubeadm_when_a_kubelet_is_not_ready(bootstrapped_3cp: Path) -> None:
+    inventory, mock_state = bootstrapped_3cp, _mock_state()
+    set_fault(mock_state, "gpu-a2", "kubelet", "not-ready")
+    done = clusterctl("-i", inventory, "-o", "json", "remove-node", "gpu-a3", "--yes")
+    assert done.exit_code == 0, done.output
+    assert _members(inventory) == {"gpu-a1", "gpu-a2"}
 
 
 def test_the_simulated_etcdctl_answers_in_etcdctls_shapes(bootstrapped_3cp: Path) -> None:

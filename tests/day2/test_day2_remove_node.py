@@ -7,7 +7,7 @@ from pathlib import Path
 from clirun import clusterctl
 from day2_helpers import DEMO, DEMO_SURVEY, state_digest, unconfirmed
 
-from clusterctl.day2.remove_node import quorum_check
+from clusterctl.facts.etcd import EndpointHealth, EtcdMember, etcd_quorum
 from clusterctl.facts.kube_nodes import KubeNode, parse_nodes
 
 
@@ -49,14 +49,21 @@ def _cp(name: str, ready: bool = True) -> KubeNode:
     return KubeNode(name, ready, labels={"node-role.kubernetes.io/control-plane": ""})
 
 
+def _quorum(healthy: dict[str, bool], leaving: str) -> str:
+    """``etcd_quorum`` for members named after ``healthy``'s keys, each client URL answering as told."""
+    members = [EtcdMember(i + 1, name, (), (f"https://{name}:2379",)) for i, name in enumerate(healthy)]
+    health = [EndpointHealth(f"https://{name}:2379", up, "1ms", "") for name, up in healthy.items()]
+    return etcd_quorum(members, health, next(m for m in members if m.name == leaving))
+
+
 def test_etcd_quorum_is_kept() -> None:
-    assert quorum_check([_cp("a"), _cp("b"), _cp("c")], "c") == ""
-    assert quorum_check([_cp("a"), _cp("b")], "b") == ""  # one member left, and it is healthy
-    refused = quorum_check([_cp("a"), _cp("b", ready=False), _cp("c")], "c")
-    assert "quorum needs 2" in refused and "not Ready: b" in refused
-    assert "last control plane" in quorum_check([_cp("a")], "a")
+    assert _quorum({"a": True, "b": True, "c": True}, "c") == ""
+    assert _quorum({"a": True, "b": True}, "b") == ""  # one member left, and it is healthy
+    refused = _quorum({"a": True, "b": False, "c": True}, "c")
+    assert "quorum needs 2" in refused and "unhealthy: b" in refused
+    assert "last etcd member" in _quorum({"a": True}, "a")
     # Removing the sick member itself is how one repairs a cluster: allowed while the rest hold quorum.
-    assert quorum_check([_cp("a"), _cp("b", ready=False), _cp("c")], "b") == ""
+    assert _quorum({"a": True, "b": False, "c": True}, "b") == ""
 
 
 def test_a_dead_unreachable_worker_is_removed_without_its_reset(bootstrapped_demo: Path) -> None:

@@ -1,11 +1,13 @@
-"""heal drains with day 2's drain phase (``day2.drain.DrainNode``, the one drain of the action engine): a pod
-whose emptyDir scratch data would keep the GPUs busy is evicted as ``upgrade`` and ``remove-node`` evict it
-(kubectl drain's ``--delete-emptydir-data``), so the chain goes on to its first step that stops the GPUs instead
-of stopping at the drain. The drain runs from the control plane without taking its lock: hosts heal side by side
-(``remediate serve --heal``), each for as long as its reboot takes, and an upgrade may run meanwhile."""
+"""heal drains with day 2's drain phase (``day2.drain.DrainNode``, the one drain of the action engine), by the rule
+of every drain of a failing host (quarantine --drain, health --quarantine, remediate serve): a pod with emptyDir
+data is evicted only with ``--delete-emptydir-data`` (its data is lost); then the chain goes on to its first step
+that stops the GPUs; without it, the chain stops at the drain, naming the pod and the switch. The drain runs from
+the control plane without taking its lock: hosts heal side by side (``remediate serve --heal``), each for as long
+as its reboot takes, and an upgrade may run meanwhile."""
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,9 +16,14 @@ import pytest
 from clirun import clusterctl
 from kube_sim import KubeSim
 
+from clusterctl.cli.remediate_cmd import heal_after_drain
 from clusterctl.engine.lock import DEFAULT_LOCK_PATH
+from clusterctl.fanout import Runner
 from clusterctl.findings import Finding, Severity
+from clusterctl.inventory.loader import load_inventory
 from clusterctl.inventory.model import Host
+from clusterctl.quarantine.receiver import Remediator
+from clusterctl.transport.factory import ConnectOptions, make_connector
 
 
 def _quarantined(tmp_path: Path) -> KubeSim:
@@ -33,12 +40,50 @@ def test_heal_drains_a_pod_with_emptydir_data_and_goes_on(tmp_path: Path, monkey
     monkeypatch.chdir(tmp_path)
     sim = _quarantined(tmp_path)
     assert clusterctl("-i", sim.inventory, "-l", "gpu-a3", "mock", "set", "fault=xid-79").exit_code == 0
-    done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a3", "--yes")
+    done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a3", "--yes", "--delete-emptydir-data")
     (host,) = json.loads(done.stdout)["hosts"]
     steps = [(s["step"], s["result"]) for s in host["steps"]]
     assert steps[0] == ("drain", "changed") and len(steps) > 1, host
     assert [c for c in host["steps"][0]["changes"] if c.startswith("evict pod default/scratch-")], host
     assert not [p for p in sim.pods_on("gpu-a3") if p.startswith("default/scratch-")]
+
+
+def test_heal_keeps_emptydir_data_unless_told_as_every_drain_of_a_failing_host(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    sim = _quarantined(tmp_path)
+    scratch = [p for p in sim.pods_on("gpu-a3") if p.startswith("default/scratch-")]
+    assert clusterctl("-i", sim.inventory, "-l", "gpu-a3", "mock", "set", "fault=xid-79").exit_code == 0
+    done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a3", "--yes")
+    (host,) = json.loads(done.stdout)["hosts"]
+    assert done.exit_code == 1 and host["outcome"] == "failed" and "stays quarantined" in host["detail"], host
+    assert [(s["step"], s["result"]) for s in host["steps"]] == [("drain", "failed")], host
+    assert "emptyDir" in host["detail"] and "--delete-emptydir-data" in host["detail"], host
+    assert [p for p in sim.pods_on("gpu-a3") if p.startswith("default/scratch-")] == scratch
+
+
+def test_a_receiver_and_the_heal_after_its_drain_keep_emptydir_data_alike(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """``remediate serve --heal``: the receiver's drain and heal's take the same choice (before, the receiver left
+    the pod and heal's drain deleted its data)."""
+    monkeypatch.chdir(tmp_path)
+    sim = KubeSim(tmp_path)
+    sim.deploy("scratch", 3, emptydir=True)
+    assert clusterctl("-i", sim.inventory, "-l", "gpu-a3", "mock", "set", "fault=xid-79").exit_code == 0
+    scratch = [p for p in sim.pods_on("gpu-a3") if p.startswith("default/scratch-")]
+    inventory = load_inventory(str(sim.inventory))
+    connect = make_connector(ConnectOptions())
+    log = io.StringIO()
+    receiver = Remediator(inventory, lambda: Runner(connect, parallel=8, timeout_s=60), log, state_dir=str(tmp_path),
+                          after_drain=heal_after_drain(inventory, state_dir=str(tmp_path)))
+    body = {"version": "4", "status": "firing", "alerts": [
+        {"status": "firing", "labels": {"alertname": "GPUDoubleBitECCErrors", "Hostname": "gpu-a3", "gpu": "3"},
+         "annotations": {}, "startsAt": "2026-12-01T20:00:00Z"}]}
+    assert receiver.handle(json.dumps(body).encode())[0] == 200 and receiver.settle(300)
+    said = [json.loads(line) for line in log.getvalue().splitlines()]
+    assert [p for p in sim.pods_on("gpu-a3") if p.startswith("default/scratch-")] == scratch, said
+    (healed,) = [d for d in said if d.get("host") == "gpu-a3" and d["decision"] == "failed"]
+    assert "--delete-emptydir-data" in healed["why"], said
 
 
 def test_a_heal_holds_its_hosts_lock_not_the_control_planes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -55,7 +100,7 @@ def test_a_heal_holds_its_hosts_lock_not_the_control_planes(tmp_path: Path, monk
                 if sick else [] for h in hosts}
 
     monkeypatch.setattr("clusterctl.quarantine.release.health_and_nccl_checks", lambda *_: release_gate)
-    done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a3", "--yes")
+    done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a3", "--yes", "--delete-emptydir-data")
     (host,) = json.loads(done.stdout)["hosts"]
     assert [s["step"] for s in host["steps"]][:2] == ["drain", "reset-gpu"], host
     assert locks[1] == (True, False), locks  # gpu-a3 locked, the control plane gpu-a1 free for other runs

@@ -20,7 +20,8 @@ from clusterctl.health.checks import HostInput
 from clusterctl.health.model import HealthOptions, HostHealth, Verdict, since_seconds
 from clusterctl.health.probe import HostProbe, level0_probes, probe_command, read_probes
 from clusterctl.health.run import judge
-from clusterctl.inventory.model import Fabric
+from clusterctl.inventory.model import Fabric, QuarantineConfig
+from clusterctl.quarantine.policy import Action, decide, health_wanted
 
 
 def _judge_one(**facts: object) -> HostHealth:
@@ -41,6 +42,62 @@ def test_580_fabric_health_unhealthy_and_a_pending_tpc_repair_are_findings() -> 
     repair = next(f for f in host.findings if f.code == "GPU_REPAIR_PENDING")
     assert "a TPC repair is pending" in repair.message and "nvidia-smi -r -i 0" in repair.fix
     assert repair.evidence["action"] == "RESET_GPU"
+
+
+def _recovery(said: str) -> HostHealth:
+    recorded = read_fixture("nvidia-smi-q", "v100-570.124.06-q-notebook-indented-recovery-action.txt")
+    return _judge_one(smi=parse_nvidia_smi_q(recorded.replace(
+        "GPU Recovery Action                   : None", f"GPU Recovery Action                   : {said}")))
+
+
+def _fabric(**health: str) -> HostHealth:
+    derived = read_fixture("nvidia-smi-q", "DERIVED-rtx3090ti-580.142-tpc-repair-fabric-unhealthy.txt")
+    derived = derived.replace("TPC Repair Pending                             : Yes",
+                              "TPC Repair Pending                             : No")
+    for key, value in health.items():
+        derived = re.sub(rf"({key}\s+: )\S.*", rf"\g<1>{value}", derived)
+    return _judge_one(smi=parse_nvidia_smi_q(derived))
+
+
+def _sxid(fatal: bool) -> HostHealth:
+    log = read_fixture("kernel-log", "nvtrust124-dmesg-sxid-h100-nvswitch.log")
+    return _judge_one(kernel=parse_kernel_log(log.replace("Non-fatal", "Fatal") if fatal else log))
+
+
+def _decision(host: HostHealth) -> Action:
+    (decided,) = decide(health_wanted([host], QuarantineConfig()), out_of_service=(), limit=1)
+    return decided.action
+
+
+@pytest.mark.parametrize(("host", "code", "action"), [
+    # NVML flags a TPC/channel repair as it flags a pending row remap: the next GPU reset applies it.
+    (lambda: _judge_one(smi=parse_nvidia_smi_q(read_fixture(
+        "nvidia-smi-q", "DERIVED-rtx3090ti-580.142-tpc-repair-fabric-unhealthy.txt"))), "GPU_REPAIR_PENDING", "drain"),
+    (lambda: _fabric(Summary="Unhealthy"), "GPU_FABRIC_UNHEALTHY", "drain"),
+    (lambda: _fabric(Summary="Limited Capacity", Unhealthy="False"), "GPU_FABRIC_UNHEALTHY", "report"),
+    (lambda: _recovery("Drain P2P"), "GPU_RESET_REQUIRED", "drain"),
+    (lambda: _recovery("Reboot"), "GPU_RESET_REQUIRED", "drain"),
+    (lambda: _sxid(fatal=True), "NVSWITCH_SXID", "drain"),
+    (lambda: _sxid(fatal=False), "NVSWITCH_SXID", "report"),
+])
+def test_a_findings_action_decides_its_severity_its_fix_and_the_drain(host: object, code: str, action: str) -> None:
+    """One rule (``xid_catalog.takes_host_down``): a finding whose action takes the host down is an error, its fix
+    opens with draining the host, and the quarantine policy drains for it; any other finding's fix does not ask
+    for a drain the policy would not make."""
+    judged = host()  # type: ignore[operator]
+    assert code in {f.code for f in judged.findings}
+    assert _decision(judged) == action
+    for finding in judged.findings:
+        down = xid_catalog.takes_host_down(finding.evidence.get("action"))
+        assert down == finding.fix.startswith("Drain the host"), finding
+        assert not down or finding.severity.value == "error", finding
+
+
+def test_every_action_that_takes_the_host_down_is_an_error_whose_fix_opens_with_the_drain() -> None:
+    for action, (severity, fix) in xid_catalog.ACTIONS.items():
+        assert xid_catalog.takes_host_down(action) == (severity.value == "error") == fix.startswith("Drain the host"), \
+            action
+    assert not xid_catalog.takes_host_down(None) and not xid_catalog.takes_host_down("RESTART_APP")
 
 
 def test_pending_row_remap_makes_the_host_unhealthy_with_a_reset_action() -> None:
@@ -74,7 +131,7 @@ def test_the_six_unwired_links_of_an_h100_pcie_nvlink_bridge_are_not_down() -> N
 
 @pytest.mark.parametrize(("said", "action", "fix_says"), [
     ("Reboot", "RESTART_BM", "a GPU reset is not enough"),
-    ("Drain P2P", "RESTART_APP", "peer-to-peer"),
+    ("Drain P2P", "DRAIN_P2P", "peer-to-peer"),
     ("Drain and Reset", "RESET_GPU", "nvidia-smi -r -i 0"),
 ])
 def test_gpu_recovery_action_names_nvidias_remedy(said: str, action: str, fix_says: str) -> None:
@@ -172,6 +229,8 @@ def test_a_gpu_whose_link_is_down_is_said_to_be_down_with_reseat_then_rma() -> N
     assert down.severity.value == "error" and "link down (x0), capable of x16" in down.message
     assert "reseat" in down.fix and "RMA" in down.fix and "narrow" not in down.message + down.fix
     assert host.verdict is Verdict.UNHEALTHY
+    # Its fix opens with the drain, so the policy drains it (one rule: xid_catalog.takes_host_down).
+    assert down.fix.startswith("Drain the host") and _decision(host) == "drain"
 
 def test_acs_redirect_between_a_gpu_and_its_nic_is_an_error() -> None:
     # Derived from the real H100 recording: ACS request/completion redirect switched on for the PCIe

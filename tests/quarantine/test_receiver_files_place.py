@@ -107,7 +107,8 @@ def test_heal_after_drain_writes_its_journal_and_report_where_it_is_told(
     host = inventory.hosts[0]
     asked: dict[str, Any] = {}
 
-    def heal(runner: Any, inventory: Any, hosts: Any, *, apply: bool, say: Any, state_dir: str | None = None) -> Any:
+    def heal(runner: Any, inventory: Any, hosts: Any, *, apply: bool, say: Any, state_dir: str | None = None,
+             drain: Any = None) -> Any:
         asked["state_dir"] = state_dir
         assert state_dir is not None
         return [HostHeal(host.name, outcome="needs hardware", detail="nothing cured it",

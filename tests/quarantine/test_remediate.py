@@ -261,3 +261,35 @@ def test_the_receivers_undo_journal_names_its_cluster_and_fleet_as_the_clis_do(
     expected = {"cluster": "qsim", "fleet": RunPlace.of(inventory, "bootstrap").key}
     assert {k: made.get(k) for k in expected} == expected, made
     assert {k: by_cli.get(k) for k in expected} == expected, by_cli
+
+
+def test_work_that_asks_for_its_runner_after_the_stop_began_gets_none(sim: KubeSim,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host's work and ``stop`` racing: the work passed its last look at the stop and asks for its runner just
+    after the stop began. No runner starts, so nothing is drained behind the stop's back (before, that drain ran
+    to its end, bounded only by the stop's wait for the work in flight)."""
+    sim.deploy("web", 10)
+    receiver, log = remediator(sim)
+    on_node = [p for p in sim.pods_on("gpu-03") if p.startswith("default/web-")]
+    at_runner, stop_began = threading.Event(), threading.Event()
+    factory = receiver.runner_factory
+
+    def late_runner() -> Runner:
+        at_runner.set()
+        assert stop_began.wait(120)
+        return factory()
+
+    receiver.runner_factory = late_runner  # the node marks keep theirs: only the drain's runner comes late
+    marker_stop = receiver._marker.stop
+
+    def stop_marks(timeout_s: float) -> bool:  # stop() calls it once the stop has begun
+        stop_began.set()
+        return marker_stop(timeout_s)
+
+    monkeypatch.setattr(receiver._marker, "stop", stop_marks)
+    receiver.handle(payload(("GPUFellOffTheBus", "gpu-03")))
+    assert at_runner.wait(120), log.getvalue()
+    receiver.stop()
+    assert on_node and [p for p in sim.pods_on("gpu-03") if p.startswith("default/web-")] == on_node
+    (last,) = [d for d in decisions(log) if d.get("host") == "gpu-03"]
+    assert last["decision"] == "failed" and "receiver stopped in the middle" in last["why"], last

@@ -100,8 +100,8 @@ def addon_plan(
                         image_registry=registry)
         return AddonPlan(tuple(manifests), (HelmRelease(op, values),))
     dp, nfd, dcgm = (addons.chart(n) for n in ("nvidia-device-plugin", "node-feature-discovery", "dcgm-exporter"))
-    manifests += [*map(_namespace, dict.fromkeys((nfd.namespace, dp.namespace, dcgm.namespace))),
-                  _counters(dcgm.namespace, key)]
+    manifests += [_namespace(namespace) for namespace in dict.fromkeys((nfd.namespace, dp.namespace, dcgm.namespace))]
+    manifests.append(_counters(dcgm.namespace, key))
     releases = (
         HelmRelease(nfd, render("helm/node-feature-discovery.values.yaml.j2", chart_version=nfd.version,
                                 image_registry=registry)),

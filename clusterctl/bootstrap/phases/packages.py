@@ -107,7 +107,7 @@ class Packages(Phase[PackageFacts]):
     timeout_s = 900.0
 
     def _repos(self, ctx: PhaseContext, facts: PackageFacts | None) -> list[AptRepo]:
-        return chosen_repos(ctx.host.stack, ctx.inventory.bootstrap, facts.os_id if facts else None,
+        return chosen_repos(ctx.host.stack, ctx.inventory.bootstrap, facts.apt_base if facts else None,
                             facts.codename if facts else None, gpus=ctx.host.gpus)
 
     def _probe(self, ctx: PhaseContext) -> str:
@@ -134,7 +134,7 @@ class Packages(Phase[PackageFacts]):
 
     def findings(self, ctx: PhaseContext, state: PackageFacts) -> list[Finding]:
         out = [f for f in stack_findings(ctx) if f.severity is Severity.ERROR]
-        out += os_unsupported(ctx.host.name, state.os_id, state.os_like)
+        out += os_unsupported(ctx.host.name, state.os_id, state.apt_base)
         downgrade = self.downgrade_finding(ctx, state)
         return out + ([downgrade] if downgrade else [])
 

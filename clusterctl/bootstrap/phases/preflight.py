@@ -32,14 +32,13 @@ WORKER_PORTS: dict[int, tuple[str, ...]] = {10250: ("kubelet",)}
 #: kubeadm's own preflight minimums (control plane: 2 CPUs, 1700 MB).
 MIN_CPUS_CONTROL_PLANE = 2
 MIN_MEMORY_MIB_CONTROL_PLANE = 1700
-APT_FAMILIES = ("debian", "ubuntu")
 
 
-def os_unsupported(host: str, os_id: str | None, os_like: tuple[str, ...], name: str | None = None) -> list[Finding]:
+def os_unsupported(host: str, os_id: str | None, base: str | None, name: str | None = None) -> list[Finding]:
     """THE decision whether bootstrap can install on a host's OS (preflight and the packages phase ask it): the
-    packages phase speaks apt, so /etc/os-release's ID or ID_LIKE must be Debian's or Ubuntu's (their
-    derivatives name them in ID_LIKE). An OS not known (no os-release) is not refused here."""
-    if os_id is None or {os_id, *os_like} & set(APT_FAMILIES):
+    packages phase speaks apt, so the OS must use Debian's or Ubuntu's archives (``base``: the one reading of
+    os-release, ``facts.node.apt_base``). An OS not known (no os-release) is not refused here."""
+    if os_id is None or base:
         return []
     return [Finding(Severity.ERROR, "OS_UNSUPPORTED", f"{name or os_id}: bootstrap installs packages with apt "
                     "(Debian or Ubuntu)", host=host, evidence={"os": os_id})]
@@ -77,7 +76,7 @@ class Preflight(Phase[NodeFacts]):
         control_plane = "control-plane" in host.roles
         if state.os_id is None:
             add(Severity.ERROR, "OS_UNKNOWN", "cannot read /etc/os-release", "Check that the host is a Linux system.")
-        out += os_unsupported(host.name, state.os_id, state.os_id_like, state.os_pretty)
+        out += os_unsupported(host.name, state.os_id, state.os_apt_base, state.os_pretty)
         if state.kernel is None:
             add(Severity.WARNING, "KERNEL_UNKNOWN", "cannot read the kernel release (uname -r)")
         # Swap: the kubelet refuses to start with swap on (unless configured); the kernel phase turns it off.

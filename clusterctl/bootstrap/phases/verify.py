@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shlex
 import time
-from dataclasses import dataclass
 
 from clusterctl.bootstrap.cluster.addons import TEST_NAMESPACE, render_test_pod, test_pod_name
 from clusterctl.bootstrap.cluster.topology_labels import topology_labels
@@ -23,11 +22,6 @@ from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.findings import Finding, Severity, fails
 
 POD_TIMEOUT_S = 300
-
-
-@dataclass
-class VerifyState:
-    api_ready: bool
 
 
 def _node_findings(ctx: PhaseContext, nodes: dict[str, KubeNode]) -> list[Finding]:
@@ -69,15 +63,16 @@ def _node_findings(ctx: PhaseContext, nodes: dict[str, KubeNode]) -> list[Findin
     return problems
 
 
-def _gpu_pod(ctx: PhaseContext, node: str, resource: str) -> Finding | None:
-    """Run the test pod asking one ``resource`` (a GPU or MIG instance) on ``node``; a finding if it fails.
+def _gpu_pod(ctx: PhaseContext, node: str, offered: dict[str, int]) -> Finding | None:
+    """Run the test pod asking for one of the GPUs ``node`` offers; a finding when it does not succeed.
 
     The pod is a temporary change through the gate: created for the test, deleted however it ends.
     """
     name, ns = test_pod_name(node), TEST_NAMESPACE
     pod = f"-n {shlex.quote(ns)} {shlex.quote(name)}"
     host = ctx.host.name
-    manifest = render_test_pod(node, resource, runtime_class=cc.runtime_class(ctx),
+    # A whole GPU (nvidia.com/gpu) first, else a MIG instance of the device plugin's mixed strategy.
+    manifest = render_test_pod(node, min(r for r, n in offered.items() if n), runtime_class=cc.runtime_class(ctx),
                                image_registry=ctx.settings().addons.image_registry)
     setup = [Change.run(host, kubectl(f"delete pod {pod} --ignore-not-found --wait=true"), timeout_s=120,
                         summary=f"remove a GPU test pod left on {node}"),
@@ -109,15 +104,17 @@ def _gpu_pod(ctx: PhaseContext, node: str, resource: str) -> Finding | None:
                    "in containerd's config.")
 
 
-class Verify(ClusterWidePhase[VerifyState]):
+class Verify(ClusterWidePhase[bool]):
+    """State: whether the API server answers."""
+
     name = "verify"
     description = "nodes Ready, allocatable GPUs = survey, labels on, a GPU pod runs nvidia-smi -L"
     timeout_s = 1800.0
 
-    def check(self, ctx: PhaseContext) -> VerifyState:
-        return VerifyState(cc.has_cluster(ctx) and cc.api_ready(ctx))
+    def check(self, ctx: PhaseContext) -> bool:
+        return cc.has_cluster(ctx) and cc.api_ready(ctx)
 
-    def plan(self, ctx: PhaseContext, state: VerifyState) -> list[Change]:
+    def plan(self, ctx: PhaseContext, state: bool) -> list[Change]:
         return []
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
@@ -137,9 +134,7 @@ class Verify(ClusterWidePhase[VerifyState]):
                 break
             time.sleep(15)
         gpu_nodes = [n for n in cc.run_hosts(ctx) if n in nodes and nodes[n].ready and nodes[n].allocatable_gpus > 0]
-        # The pod asks for a whole GPU (nvidia.com/gpu) first, else a MIG instance (device plugin's mixed strategy).
-        tested = (_gpu_pod(ctx, n, min(r for r, count in nodes[n].gpu_resources.items() if count)) for n in gpu_nodes)
-        problems += [finding for finding in tested if finding is not None]
+        problems += [f for f in (_gpu_pod(ctx, n, nodes[n].gpu_resources) for n in gpu_nodes) if f is not None]
         if not fails(problems):
             gpus = sum(nodes[n].allocatable_gpus for n in cc.run_hosts(ctx) if n in nodes)
             gpu_less = [n for n in cc.run_hosts(ctx) if not ctx.inventory.host(n).gpus]

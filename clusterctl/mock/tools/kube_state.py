@@ -35,7 +35,13 @@ from clusterctl.mock.tools.base import ToolContext, ToolResult
 ADMIN_CONF = "/etc/kubernetes/admin.conf"
 KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
 FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
-CNI_WORKLOADS = ("daemonset/calico-system/calico-node", "daemonset/kube-flannel/kube-flannel-ds")
+#: Each CNI's DaemonSet, and the config file it writes on every node once it runs.
+CNI_CONFLISTS = {
+    "daemonset/calico-system/calico-node":
+        ("/etc/cni/net.d/10-calico.conflist", b'{"name": "k8s-pod-network", "cniVersion": "0.3.1"}\n'),
+    "daemonset/kube-flannel/kube-flannel-ds":
+        ("/etc/cni/net.d/10-flannel.conflist", b'{"name": "cbr0", "cniVersion": "0.3.1"}\n'),
+}
 DEVICE_PLUGIN_RELEASES = ("nvidia-device-plugin", "gpu-operator")
 NFD_RELEASES = ("node-feature-discovery", "gpu-operator")
 
@@ -97,7 +103,7 @@ def other_host(ctx: ToolContext, name: str) -> HostState:
 
 def cni_ready(kube: dict[str, Any]) -> bool:
     objects = kube.get("objects") or {}
-    return any(key in objects for key in CNI_WORKLOADS)
+    return any(key in objects for key in CNI_CONFLISTS)
 
 
 def deployed(kube: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any] | None:
@@ -133,18 +139,10 @@ def nfd_labels(ctx: ToolContext, node: str) -> dict[str, str]:
     return labels
 
 
-def cni_conflist(objects: dict[str, Any]) -> tuple[str, bytes] | None:
-    """The CNI config file the CNI's DaemonSet writes on every node, once it runs."""
-    if "daemonset/calico-system/calico-node" in objects:
-        return "/etc/cni/net.d/10-calico.conflist", b'{"name": "k8s-pod-network", "cniVersion": "0.3.1"}\n'
-    if "daemonset/kube-flannel/kube-flannel-ds" in objects:
-        return "/etc/cni/net.d/10-flannel.conflist", b'{"name": "cbr0", "cniVersion": "0.3.1"}\n'
-    return None
-
-
 def spread_cni(ctx: ToolContext, kube: dict[str, Any]) -> None:
     """Write the CNI's config file on every node (what its DaemonSet pod does)."""
-    conflist = cni_conflist(kube.get("objects") or {})
+    objects = kube.get("objects") or {}
+    conflist = next((CNI_CONFLISTS[key] for key in CNI_CONFLISTS if key in objects), None)
     if conflist is None:
         return
     path, data = conflist

@@ -73,7 +73,7 @@ def _split(args: list[str]) -> tuple[list[str], dict[str, str], set[str]]:
     return words, options, flags
 
 
-def _resource(kind: str, name: str) -> str:
+def _resource(kind: str) -> str:
     resource, group = RESOURCES.get(kind, (kind + "s", ""))
     return f"{resource}.{group}" if group else resource
 
@@ -90,7 +90,7 @@ def _type_name(text: str) -> tuple[str, str]:
 
 
 def _not_found(kind: str, name: str) -> ToolResult:
-    return ks.not_found(_resource(kind, name), name)
+    return ks.not_found(_resource(kind), name)
 
 
 def _nodes_json(ctx: ToolContext, kube: dict[str, Any], only: str | None = None) -> str | None:
@@ -309,7 +309,7 @@ def _delete_objects(ctx: ToolContext, names: list[str], namespace: str, flags: s
                 out.append(f'{_name_of(kind)} "{name}" deleted')
     if missing and not ks.ignores_not_found(ctx, flags):
         kind, name = missing[0]
-        return ks.not_found(_resource(kind, name), name, "".join(line + "\n" for line in out))
+        return ks.not_found(_resource(kind), name, "".join(line + "\n" for line in out))
     return ctx.ok("".join(line + "\n" for line in out))
 
 
