@@ -395,11 +395,8 @@ class Gate:
             raise TransportError(FailureKind.INTERRUPTED, f"{transport.host.name}: not made, the run is stopping: "
                                  + (setup[-1].summary if setup else "temporary change"))
         left = self._set_aside(transport.host.name, setup, cleanup) if self.apply else None
-        done: list[GateRecord] = []
         try:
-            for change in setup:
-                done.append(self.submit(transport, change, temporary=True))
-            yield done
+            yield [self.submit(transport, change, temporary=True) for change in setup]
         except BaseException:
             if not self._stopping():
                 self._clean_up(transport, cleanup, left)

@@ -222,9 +222,8 @@ def _network(settings: ClusterSettings) -> list[Artifact]:
             out.append(_image(site_image(f"quay.io/tigera/operator:{operator}", net.image_registry), "network",
                               "named in tigera-operator.yaml"))
         registry = net.image_registry or "quay.io"
-        for component in CALICO_COMPONENTS:
-            out.append(_image(f"{registry.rstrip('/')}/calico/{component}:{net.version}", "network",
-                              "deployed by the Tigera operator"))
+        out += [_image(f"{registry.rstrip('/')}/calico/{component}:{net.version}", "network",
+                       "deployed by the Tigera operator") for component in CALICO_COMPONENTS]
     else:
         out += [_image(reference, "network") for reference in cni_images(net)]
     return out

@@ -182,9 +182,7 @@ def carried_settings(root: dict[str, Any], target_version: int) -> tuple[dict[st
         if key in ("version", "imports"):
             continue
         if key == "plugins" and isinstance(value, dict):
-            for plugin_id, table in value.items():
-                if plugin_id not in CRI_PLUGINS:
-                    plugins[plugin_id] = table
+            plugins.update({plugin_id: table for plugin_id, table in value.items() if plugin_id not in CRI_PLUGINS})
         elif key in SERVER_SECTIONS and target_version >= 4 and isinstance(value, dict):
             plugins.setdefault(f"io.containerd.server.v1.{key}", value)
         else:

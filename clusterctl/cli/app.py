@@ -275,15 +275,12 @@ def hoist_global_options(argv: list[str]) -> list[str]:
             break
         name = arg.split("=", 1)[0]
         own = COMMAND_LINE_COMMANDS.get(command or "")
-        if name in GLOBAL_OPTIONS:
-            front.append(arg)
-            if GLOBAL_OPTIONS[name] and "=" not in arg and i + 1 < len(argv):
-                front.append(argv[i + 1])
-                i += 1
-        elif own is not None and name in own:
-            rest.append(arg)
-            if own[name] and "=" not in arg and i + 1 < len(argv):
-                rest.append(argv[i + 1])
+        options = GLOBAL_OPTIONS if name in GLOBAL_OPTIONS else own if own is not None and name in own else None
+        if options is not None:
+            into = front if options is GLOBAL_OPTIONS else rest
+            into.append(arg)
+            if options[name] and "=" not in arg and i + 1 < len(argv):
+                into.append(argv[i + 1])
                 i += 1
         elif own is not None and not arg.startswith("-"):
             rest.extend(["--", *argv[i:]])

@@ -3,6 +3,8 @@ pairs, and the author's ``...`` where a paste leaves lines or values out (never 
 
 from __future__ import annotations
 
+import re
+
 from fixture_files import read_fixture
 
 from clusterctl.facts.dcgmi import parse_dcgmi_diag
@@ -113,6 +115,15 @@ def test_driver_610_header_versions_are_read_without_the_deprecation_note() -> N
     assert [(g.temperature_c, g.slowdown_temp_c, g.shutdown_temp_c) for g in query.gpus] == [
         (79.0, 100.0, 103.0), (29.0, None, None)]
     assert query.warnings == ()
+    # Hand-made from it: 610's "GPU Current T.Limit Temp" (was "GPU T.Limit Temp") with a value, not N/A.
+    recorded = read_fixture("nvidia-smi-q", "app-610.57.04-q-d-temperature-2gpu-kmd-version-deprecated.txt")
+    margin = parse_nvidia_smi_q(re.sub(r"(Current T\.Limit Temp\s+: )N/A", r"\g<1>21 C", recorded))
+    assert [g.t_limit_margin_c for g in margin.gpus] == [21.0, None]
+    # Without the KMD lines (an excerpt of 616.92): the version the deprecated line starts with.
+    excerpt = parse_nvidia_smi_q(
+        read_fixture("nvidia-smi-q", "wsl-616.92-rtx5070ti-laptop-q-excerpt-deprecated-versions-only.txt"))
+    assert (excerpt.driver_version, excerpt.cuda_version) == ("616.92", "13.4")
+    assert [g.name for g in excerpt.gpus] == ["NVIDIA GeForce RTX 5070 Ti Laptop GPU"]
 
 
 def test_driver_610_banner_gives_the_stack_its_driver_and_cuda() -> None:

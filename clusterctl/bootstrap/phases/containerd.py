@@ -43,7 +43,6 @@ from clusterctl.bootstrap.containerd_config import (
 )
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
-from clusterctl.bootstrap.run_data import ContainerdPaths
 from clusterctl.changes import MAKES_NO_TRACE, Change, GateRecord
 from clusterctl.errors import ParseError
 from clusterctl.facts.containerd import (
@@ -59,7 +58,6 @@ from clusterctl.findings import Finding, Severity
 @dataclass
 class ContainerdState:
     facts: ContainerdFacts
-    paths: ContainerdPaths
     wanted: WantedContainerd | None = None
     problems: list[DropinProblem] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
@@ -112,7 +110,7 @@ class Containerd(Phase[ContainerdState]):
         for name in list(facts.dropins):
             content = ctx.reader.get(f"{paths.dropin_dir}/{name}", sudo=True)
             facts.dropins[name] = (content or b"").decode("utf-8", errors="replace")
-        state = ContainerdState(facts, paths)
+        state = ContainerdState(facts)
         host = ctx.host.name
         version = facts.version or ctx.host.stack.containerd
         if version is None:
@@ -175,7 +173,7 @@ class Containerd(Phase[ContainerdState]):
     def plan(self, ctx: PhaseContext, state: ContainerdState) -> list[Change]:
         if state.wanted is None:
             return []
-        host, paths = ctx.host.name, state.paths
+        host, paths = ctx.host.name, ctx.options.containerd
         files = [Change.write_file(host, paths.config, render_config(state.wanted), current=state.facts.config,
                                    summary=f"containerd config (version {state.wanted.version})")]
         files += [Change.write_file(host, f"{paths.certs_dir}/{registry}/hosts.toml", hosts_toml(registry, mirrors),
@@ -197,28 +195,26 @@ class Containerd(Phase[ContainerdState]):
         return changes
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
-        return containerd_answers(ctx, ctx.options.containerd)
+        """Wait (bounded) for containerd to answer, then require its CRI plugin to be ``ok``."""
+        paths = ctx.options.containerd
+        result = cc.poll(ctx, f"{paths.ctr} plugins ls", within_s=paths.wait_s, every_s=0.5,
+                         timeout=max(5.0, paths.wait_s))
+        host = ctx.host.name
+        if not result.ok:
+            return [Finding(Severity.ERROR, "CONTAINERD_NOT_ANSWERING", f"containerd does not answer after the "
+                            f"restart ({result.stderr_tail(2) or 'exit ' + str(result.exit_code)})", host=host,
+                            fix="journalctl -u containerd shows why it did not start.")]
+        try:
+            status = cri_status(parse_ctr_plugins(result.stdout))
+        except ParseError as exc:
+            return [Finding(Severity.ERROR, "CONTAINERD_NOT_ANSWERING", str(exc), host=host)]
+        if status != "ok":
+            return [Finding(Severity.ERROR, "CONTAINERD_CRI_NOT_LOADED", f"containerd answers but its CRI plugin is "
+                            f"{status or 'not listed'}", host=host, fix="journalctl -u containerd | grep cri")]
+        return []
 
     def rollback(self, ctx: PhaseContext, records: Sequence[GateRecord]) -> list[Change]:
         # The old config is back (the gate restored it): containerd must run on it again.
         return [Change.run(ctx.host.name, ctx.options.containerd.restart, timeout_s=120,
                            summary="restart containerd with the previous config", makes=(MAKES_NO_TRACE,))]
 
-
-def containerd_answers(ctx: PhaseContext, paths: ContainerdPaths) -> list[Finding]:
-    """Wait (bounded) for containerd to answer, then require its CRI plugin to be ``ok``."""
-    result = cc.poll(ctx, f"{paths.ctr} plugins ls", within_s=paths.wait_s, every_s=0.5,
-                     timeout=max(5.0, paths.wait_s))
-    host = ctx.host.name
-    if not result.ok:
-        return [Finding(Severity.ERROR, "CONTAINERD_NOT_ANSWERING", f"containerd does not answer after the restart "
-                        f"({result.stderr_tail(2) or 'exit ' + str(result.exit_code)})", host=host,
-                        fix="journalctl -u containerd shows why it did not start.")]
-    try:
-        status = cri_status(parse_ctr_plugins(result.stdout))
-    except ParseError as exc:
-        return [Finding(Severity.ERROR, "CONTAINERD_NOT_ANSWERING", str(exc), host=host)]
-    if status != "ok":
-        return [Finding(Severity.ERROR, "CONTAINERD_CRI_NOT_LOADED", f"containerd answers but its CRI plugin is "
-                        f"{status or 'not listed'}", host=host, fix="journalctl -u containerd | grep cri")]
-    return []

@@ -47,11 +47,10 @@ class Network(ClusterWidePhase[NetworkState]):
                                   summary=f"{plan.cni} {plan.version} manifest (pod subnet {subnet})")
         if write.is_noop and state.running:
             return []
-        changes = [write]
-        for url in plan.remote_manifests:
-            changes.append(Change.run(host, kubectl(f"apply --server-side --force-conflicts -f {shlex.quote(url)}"),
-                                      summary=f"apply pinned {url.rsplit('/', 1)[-1]} ({plan.cni} {plan.version})",
-                                      timeout_s=300, makes=(MAKES_IN_CLUSTER,), cannot_undo=STAYS_IN_CLUSTER))
+        changes = [write, *(Change.run(host, kubectl(f"apply --server-side --force-conflicts -f {shlex.quote(url)}"),
+                                       summary=f"apply pinned {url.rsplit('/', 1)[-1]} ({plan.cni} {plan.version})",
+                                       timeout_s=300, makes=(MAKES_IN_CLUSTER,), cannot_undo=STAYS_IN_CLUSTER)
+                            for url in plan.remote_manifests)]
         # The CNI's DaemonSet writes its files on every node: reset reads from this which CNI is bootstrap's.
         changes.append(cc.apply_manifest(host, plan.rendered_path, f"apply {plan.cni} configuration", timeout_s=300,
                                          makes=(MAKES_CNI + plan.cni,)))
