@@ -719,11 +719,12 @@ def check_probes(host: HostInput, baseline: Baseline) -> list[Finding]:
     for problem in probe.problems:
         severity, why = _TOOL_WEIGHT.get(problem.probe, (Severity.INFO, "not checked"))
         if problem.kind == "hung":
+            smi = problem.tool == "nvidia-smi"
             found.append(_finding(
                 Severity.ERROR, "PROBE_HUNG", host.name, f"{problem.tool} hung ({problem.probe}): {problem.reason}",
-                subject=problem.probe, evidence=problem.reason,
-                fix="A hung nvidia-smi usually means a GPU or the driver stopped answering: check the kernel log "
-                    "for Xid 79/119, drain the host and reboot it." if problem.tool == "nvidia-smi" else
+                subject=problem.probe, evidence=problem.reason, action="RESTART_BM" if smi else None,
+                fix="Drain the host and reboot it: a hung nvidia-smi usually means a GPU or the driver stopped "
+                    "answering (check the kernel log for Xid 79/119)." if smi else
                     f"Find out why {problem.tool} hangs on this host."))
             continue
         if problem.probe == "nvidia-smi-q" and not gpu_fleet:

@@ -87,5 +87,4 @@ def judge(xid: int) -> tuple[Severity, str, str]:
     entry = catalog().get(xid)
     # Buckets NVIDIA left empty (newest Xids) fall back on the investigatory bucket.
     bucket = (entry.immediate_action or entry.investigatory_action) if entry else ""
-    severity, action = ACTIONS.get(bucket, _UNKNOWN)
-    return severity, action, bucket or "UNKNOWN"
+    return (*ACTIONS.get(bucket, _UNKNOWN), bucket or "UNKNOWN")
