@@ -183,7 +183,7 @@ def fit(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], width: 
 
 
 def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], *,
-                title: str | None = None, boxed: bool = True, note_left_out: bool = True) -> None:
+                title: str | None = None, boxed: bool = True) -> None:
     """``rows`` as a table that fits ``console.width`` under the rule above (cells are plain text)."""
     from rich import box
     from rich.table import Table
@@ -203,7 +203,7 @@ def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequ
     for row in rows:
         table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in (row[i] for i in fitted.shown)))
     console.print(table)
-    if fitted.left_out and note_left_out:
+    if fitted.left_out:
         print_wrapped(console, f"(left out to fit {console.width} columns: {', '.join(fitted.left_out)}; "
                                "-o json has every field)", style="dim")
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from clusterctl.changes import Change, ChangeKind, GateRecord
 from clusterctl.errors import UsageError
-from clusterctl.utc import file_stamp, utc_stamp
+from clusterctl.utc import epoch, file_stamp, utc_stamp
 from clusterctl.writable import replace_file
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ class WriteAheadJournal:
         if self.path is None:
             self.path = _new_journal_path(self.folder, self.command, self.now)
             header = {"kind": JOURNAL_KIND, "version": JOURNAL_VERSION, "command": self.command, "partial": True,
-                      "cluster": self.cluster, "fleet": self.fleet}
+                      "created": utc_stamp(self.now), "cluster": self.cluster, "fleet": self.fleet}
             self._write(json.dumps(header) + "\n", mode="x")
         self._write(json.dumps(event) + "\n", mode="a")
 
@@ -277,6 +277,32 @@ def read_journal(path: str | Path) -> Journal:
                        list(items(data.get("changes") or [], "changes", _record_from_json)))
 
     return _read(where, shape)
+
+
+def journals_in(folder: Path, pattern: str = "*.json") -> tuple[list[Journal], dict[str, str]]:
+    """The journals under ``folder`` (``<state dir>/undo``), oldest first, and those that cannot be read
+    (path -> why). Oldest by the moment each was written (an earlier release wrote local time), then by
+    name (two runs in one second: NAME-2.json): the one order of reset, ``undo --last`` and ``--list``."""
+    journals: list[Journal] = []
+    unreadable: dict[str, str] = {}
+    for path in sorted(folder.glob(pattern)) if folder.is_dir() else []:
+        try:
+            journals.append(read_journal(path))
+        except UsageError as exc:
+            unreadable[str(path)] = exc.message
+    journals.sort(key=lambda j: (epoch(j.created) or 0.0, len(j.path.name), j.path.name))
+    return journals, unreadable
+
+
+def newest_journal(folder: Path, kind: str | None) -> Journal:
+    """``undo --last [KIND]``: the newest journal in ``folder``, of the runs of ``kind`` when given (the
+    command's first word, ``quarantine``, or the whole command, ``bootstrap phase kernel``)."""
+    journals, _ = journals_in(folder)
+    mine = [j for j in journals if kind is None or kind in (j.command, j.command.split(" ", 1)[0])]
+    if not mine:
+        raise UsageError(f"--last: no {kind + ' ' if kind else ''}undo journal in {folder}.",
+                         hint="'clusterctl undo --list' lists those there; --state-dir names another state folder.")
+    return mine[-1]
 
 
 def _read(where: str, shape: Callable[[Any], T]) -> T:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 
-def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+def plural(count: int, noun: str) -> str:
     """``1 host``, ``2 hosts``: counts that read naturally."""
-    return f"{count} {noun if count == 1 else (plural_form or noun + 's')}"
+    return f"{count} {noun if count == 1 else noun + 's'}"
 
 
 def seconds(value: float | None) -> str:

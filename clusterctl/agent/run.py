@@ -98,7 +98,7 @@ def check_host(transport: Transport, node: str, options: HealthOptions, fabric: 
     return judge([item], level=0, since=options.since, source="node-agent").hosts[0]
 
 
-def run_once(transport: Transport, options: AgentOptions, *, clock: Any = time.time) -> AgentRun:
+def run_once(transport: Transport, options: AgentOptions) -> AgentRun:
     """Probe, judge, publish. Never raises for a publishing failure: it is in ``problems`` and the metrics."""
     started = time.monotonic()
     health = check_host(transport, options.node, HealthOptions(since=options.since,
@@ -107,7 +107,7 @@ def run_once(transport: Transport, options: AgentOptions, *, clock: Any = time.t
     if options.kubeconfig:
         try:
             current = read_conditions(transport, options)
-            run.conditions = cond.conditions(health.findings, utc_stamp(clock()), current)
+            run.conditions = cond.conditions(health.findings, utc_stamp(time.time()), current)
             patch_conditions(transport, options, run.conditions)
             run.published = True
         except (PublishError, TransportError) as exc:
@@ -115,7 +115,7 @@ def run_once(transport: Transport, options: AgentOptions, *, clock: Any = time.t
             run.problems.append(str(exc))
     run.duration_s = time.monotonic() - started
     if options.textfile_dir:
-        figures = metrics.RunFigures(options.node, clock(), run.duration_s, run.published)
+        figures = metrics.RunFigures(options.node, time.time(), run.duration_s, run.published)
         path = f"{options.textfile_dir.rstrip('/')}/{metrics.TEXTFILE_NAME}"
         try:
             transport.run(f"mkdir -p {shlex.quote(options.textfile_dir)}", timeout=KUBECTL_TIMEOUT_S)

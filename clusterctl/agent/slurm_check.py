@@ -93,11 +93,11 @@ def _reason(health: HostHealth) -> str:
     return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 3] + "..."
 
 
-def run_slurm_check(transport: Transport, options: SlurmCheckOptions, gate: Gate | None = None) -> SlurmCheck:
+def run_slurm_check(transport: Transport, options: SlurmCheckOptions) -> SlurmCheck:
     """Check this node, then drain or resume it in Slurm as NHC would; never raises for the host's answers."""
     started = time.monotonic()
     name = options.node or _short_hostname(transport)
-    gate = gate or Gate(apply=True)
+    gate = Gate(apply=True)
     health = _judge_within(transport, name, options, started)
     check = SlurmCheck(name, health, "none", "")
     node = node_from(transport.run(show_command(name), timeout=SCONTROL_TIMEOUT_S), name)

@@ -18,9 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clusterctl.changes import MAKES_CNI, GateRecord
-from clusterctl.errors import UsageError
-from clusterctl.undo_journal import Journal, read_journal
-from clusterctl.utc import epoch
+from clusterctl.undo_journal import journals_in
 
 #: The reset phase's own journals (``bootstrap phase reset``) record what reset did, not what bootstrap made.
 RESET_COMMAND = "bootstrap phase reset"
@@ -52,22 +50,10 @@ class ResetJournals:
 
 def bootstrap_journals(folder: Path, *, cluster: str, fleet: str) -> ResetJournals:
     """The journals of bootstrap runs on this fleet under ``folder`` (``<state dir>/undo``)."""
-    journals: list[Journal] = []
-    unreadable: dict[str, str] = {}
-    for path in sorted(folder.glob("bootstrap*.json")) if folder.is_dir() else []:
-        try:
-            journal = read_journal(path)
-        except UsageError as exc:
-            unreadable[str(path)] = exc.message
-            continue
-        if journal.version < 2 or journal.cluster != cluster or journal.fleet != fleet:
-            continue  # an older clusterctl's (no fleet, no makes) or another fleet's
-        if journal.command == RESET_COMMAND or not journal.command.startswith("bootstrap"):
-            continue
-        journals.append(journal)
-    # Oldest first: by the moment it was written (an earlier release wrote local time), then by name (two runs
-    # in one second: NAME-2.json).
-    journals.sort(key=lambda j: (epoch(j.created) or 0.0, len(j.path.name), j.path.name))
+    journals, unreadable = journals_in(folder, "bootstrap*.json")
+    # Not an older clusterctl's (no fleet, no makes), another fleet's, or reset's own.
+    journals = [j for j in journals if j.version >= 2 and j.cluster == cluster and j.fleet == fleet
+                and j.command != RESET_COMMAND and j.command.startswith("bootstrap")]
     hosts: dict[str, list[HostJournal]] = {}
     cnis: set[str] = set()
     for journal in journals:

@@ -6,7 +6,6 @@ import importlib
 import inspect
 import os
 import sys
-import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -110,17 +109,14 @@ class LazyCommands(TyperGroup):
                     exc.message = f"{message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"  # type: ignore[attr-defined]
             raise
 
-    def format_commands(self, ctx: Any, formatter: Any) -> None:
-        limit = formatter.width - 6 - max(len(name) for name in self.list_commands(ctx))
-        rows = []
-        for name in self.list_commands(ctx):
-            loaded = self.commands.get(name)
-            # Cut at a word to fit, with "...", as click shortens a loaded command's help.
-            text = loaded.get_short_help_str(limit) if loaded is not None else \
-                textwrap.shorten(COMMANDS[name][1], limit, placeholder="...", break_on_hyphens=False)
-            rows.append((name, text))
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
+
+def whole_command_lines(group: Any, ctx: Any, formatter: Any) -> None:
+    """A group's commands in its help, each with its whole line, wrapped to the terminal (click cuts
+    it with '...' to fit one line). A command not built yet has its line in ``COMMANDS``."""
+    rows = [(name, command.get_short_help_str(limit=1000) if (command := group.commands.get(name)) else
+             COMMANDS[name][1]) for name in group.list_commands(ctx)]
+    with formatter.section("Commands"):
+        formatter.write_dl(rows)
 
 
 def load_command(name: str) -> Any:
@@ -134,7 +130,7 @@ def load_command(name: str) -> Any:
         built = inner[name]
     else:
         built.name = name  # typer returns a lone command itself, named after its function
-    keep_examples_unwrapped(built)
+    help_as_written(built)
     refuse_non_finite(built)
     return built
 
@@ -275,15 +271,12 @@ def hoist_global_options(argv: list[str]) -> list[str]:
             break
         name = arg.split("=", 1)[0]
         own = COMMAND_LINE_COMMANDS.get(command or "")
-        if name in GLOBAL_OPTIONS:
-            front.append(arg)
-            if GLOBAL_OPTIONS[name] and "=" not in arg and i + 1 < len(argv):
-                front.append(argv[i + 1])
-                i += 1
-        elif own is not None and name in own:
-            rest.append(arg)
-            if own[name] and "=" not in arg and i + 1 < len(argv):
-                rest.append(argv[i + 1])
+        options = GLOBAL_OPTIONS if name in GLOBAL_OPTIONS else own if own is not None and name in own else None
+        if options is not None:
+            into = front if options is GLOBAL_OPTIONS else rest
+            into.append(arg)
+            if options[name] and "=" not in arg and i + 1 < len(argv):
+                into.append(argv[i + 1])
                 i += 1
         elif own is not None and not arg.startswith("-"):
             rest.extend(["--", *argv[i:]])
@@ -296,20 +289,32 @@ def hoist_global_options(argv: list[str]) -> list[str]:
     return front + rest
 
 
-def keep_examples_unwrapped(command: Any) -> None:
-    """Mark every indented paragraph of every help text (examples, file previews) as not to be
-    rewrapped: click would break a long path or command mid-word, and a copy-paste would fail.
-
-    click keeps a paragraph as written when it starts with a ``\\b`` line; the prose around is
-    still wrapped to the terminal.
+def help_as_written(command: Any) -> None:
+    """The help of ``command`` and its subcommands as written. Every indented paragraph (examples, file
+    previews) is kept unwrapped: click would break a long path or command mid-word, and a copy-paste
+    would fail (click keeps a paragraph that starts with a ``\\b`` line; the prose is still wrapped).
+    An argument reads as its metavar says it ('HOST...', '[HOST]...'), where typer would add braces, a
+    second '...' and the Python type ('{HOST...}...', 'HOST... <list[str]>'); a text option without
+    one is named after itself. A group lists its commands whole (``whole_command_lines``).
     """
+    import types
+
     help_text = getattr(command, "help", None)
     if help_text:
         paragraphs = help_text.split("\n\n")
         command.help = "\n\n".join(
             "\b\n" + p if p.startswith("  ") and not p.startswith("\b") else p for p in paragraphs)
-    for sub in getattr(command, "commands", {}).values():
-        keep_examples_unwrapped(sub)
+    for param in getattr(command, "params", ()):
+        if param.param_type_name == "argument" and param.metavar:
+            shown = param.metavar if param.required or param.metavar.startswith("[") else f"[{param.metavar}]"
+            param.get_usage_pieces = lambda ctx, shown=shown: [shown]
+            param.display_type_rich = lambda ctx: None
+        elif param.param_type_name == "option" and param.metavar is None and param.bare_type() in ("str", "list[str]"):
+            param.metavar = max(param.opts, key=len).lstrip("-").upper()  # '--op OP', not '--op <str>'
+    if hasattr(command, "commands"):
+        command.format_commands = types.MethodType(whole_command_lines, command)
+        for sub in command.commands.values():
+            help_as_written(sub)
 
 
 def run_program() -> None:
@@ -352,7 +357,7 @@ def main(argv: list[str] | None = None) -> None:
     args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
     debug = "--debug" in args
     command = typer.main.get_command(app)
-    keep_examples_unwrapped(command)
+    help_as_written(command)
     refuse_non_finite(command)
     restore = _interrupts_raise()
     try:

@@ -96,14 +96,12 @@ def write_lists(found: ArtifactList, out: str) -> list[Path]:
 def _probe(app: AppContext, found: ArtifactList, probe_from: str | None) -> list[ProbeResult]:
     from clusterctl.bootstrap.artifacts_probe import probe
     from clusterctl.bootstrap.cluster.settings import first_control_plane
+    from clusterctl.inventory.limit import hosts_named
 
     inventory = app.inventory()
-    host = next((h for h in inventory.hosts if h.name == probe_from), None) if probe_from else \
-        first_control_plane(inventory)
+    host = hosts_named(inventory, [probe_from], "--from")[0] if probe_from else first_control_plane(inventory)
     if host is None:
-        raise UsageError(f"--from: no host named {probe_from!r} in the inventory" if probe_from else
-                         "no control-plane host to probe from", field="--from",
-                         hint="Name one with --from HOST.")
+        raise UsageError("no control-plane host to probe from", field="--from", hint="Name one with --from HOST.")
     mirrors = dict(inventory.bootstrap.registry_mirrors)
 
     def task(transport: Any) -> list[ProbeResult]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
@@ -93,6 +93,18 @@ class AppContext:
                 else "no host selected: the inventory has no hosts."
             )
         return hosts
+
+    def named_hosts(self, names: Sequence[str]) -> list[Host]:
+        """The inventory hosts named on the command line (``-l`` narrows them further); a name the
+        inventory lacks is exit 2 (``inventory.limit.hosts_named``)."""
+        from clusterctl.inventory.limit import hosts_named
+
+        named = hosts_named(self.inventory(), names, "HOST")
+        selected = {h.name for h in self.hosts()}
+        chosen = [h for h in named if h.name in selected]
+        if not chosen:
+            raise UsageError("--limit leaves none of the named hosts")
+        return chosen
 
     def this_machine(self) -> Host:
         """``--local``: this machine over the local transport; with -i, the inventory's entry that names
@@ -188,13 +200,13 @@ class AppContext:
         from rich.text import Text
 
         from clusterctl.secret import mask_text
-        from clusterctl.terminal_layout import hanging, wrap_width
+        from clusterctl.terminal_layout import print_wrapped
 
         # Wrapped between words with a hanging indent (never a host or file name broken in two);
         # a Text, not markup: '[user@]host' or '[control-plane]' in a message is text.
-        text = Text(hanging(f"warning: {mask_text(message)}", wrap_width(self.err_console), 9))
+        text = Text(f"warning: {mask_text(message)}")
         text.stylize("yellow", 0, len("warning:"))
-        self.err_console.print(text, highlight=False, soft_wrap=True)
+        print_wrapped(self.err_console, text, 9)
 
 
 def _no_color(stream: Any) -> bool:
@@ -204,6 +216,11 @@ def _no_color(stream: Any) -> bool:
 #: ``--state-dir`` of every command that changes hosts (its undo journal goes to DIR/undo) or keeps progress.
 STATE_DIR = typer.Option(None, "--state-dir", metavar="DIR", envvar="CLUSTERCTL_STATE_DIR",
                          help="Where progress and undo journals are kept (default ~/.local/state/clusterctl).")
+
+
+#: ``--drain-timeout`` of every command that drains nodes (quarantine, remediate serve, upgrade, remove-node).
+DRAIN_TIMEOUT = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS",
+                             help="How long a drain may wait for PodDisruptionBudgets and terminating pods.")
 
 
 #: ``--skip-phases`` of the commands that run the engine's phases by name (bootstrap, upgrade).

@@ -25,7 +25,7 @@ Examples:
 
   clusterctl -l 'gpu-*' copy nccl.conf /etc/nccl.conf --sudo
 
-  clusterctl copy limits.conf /etc/security/limits.d/ --mode 644 --sudo --dry-run
+  clusterctl copy mlx.conf /etc/modprobe.d/ --mode 644 --sudo --dry-run
 """,
     )(copy_command)
 

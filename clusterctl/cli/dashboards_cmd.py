@@ -38,7 +38,8 @@ Examples:
 
   clusterctl -i inventories/demo.yaml dashboards --out dashboards/
 
-  clusterctl dashboards --survey survey.json --bench clusterctl-results/bench-20261206-101500 --out dashboards/
+  clusterctl dashboards --survey survey.json --out dashboards/ \\
+      --bench clusterctl-results/bench-20261206-101500
 
   kubectl apply -f dashboards/dashboards-configmaps.yaml
 """

@@ -37,9 +37,9 @@ Examples:
 
   clusterctl -l 'gpu-*' exec --sudo -- systemctl is-active containerd
 
-  clusterctl exec --stream -- dmesg -w     # 'host: line' as each line arrives, like pdsh
+  clusterctl exec --stream -- dmesg -w   # 'host: line' as each arrives (pdsh)
 
-  clusterctl exec --out-dir logs/ -- journalctl -b   # logs/HOST.out, logs/HOST.err
+  clusterctl exec --out-dir logs/ -- journalctl -b   # logs/HOST.out, HOST.err
 
   clusterctl exec -o json -- uname -r
 """,

@@ -47,12 +47,11 @@ def heal_command(
     state_dir: str | None = STATE_DIR,
     delete_emptydir_data: bool = DELETE_EMPTYDIR_DATA,
 ) -> None:
-    from clusterctl.cli.quarantine_cmd import named_hosts
     from clusterctl.heal.run import heal
     from clusterctl.quarantine.drain import DrainOptions
 
     app = app_context(ctx)
-    targets = named_hosts(app, hosts)
+    targets = app.named_hosts(hosts)
     confirm_change("run the escalation chain (GPU reset, reboot, power cycle) and release once healthy",
                    [h.name for h in targets], yes=yes, dry_run=dry_run,
                    preview=f"clusterctl heal {' '.join(h.name for h in targets)} --dry-run")

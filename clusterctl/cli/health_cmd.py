@@ -54,7 +54,7 @@ Examples:
 
   clusterctl health read dmesg.txt nvidia-smi-q.txt -o json
 
-  clusterctl health --local --slurm          # slurm.conf: HealthCheckProgram (a script running it)
+  clusterctl health --local --slurm   # what Slurm's HealthCheckProgram runs
 """,
     invoke_without_command=True,
 )
@@ -206,20 +206,21 @@ Example:
 def read_command(
     ctx: typer.Context,
     files: list[str] = typer.Argument(..., metavar="FILE...", help="Saved tool outputs ('-' for stdin)."),
-    host: str = typer.Option("input", "--host", help="Name for the host these outputs came from."),
+    host: str | None = typer.Option(None, "--host", help="The host these outputs came from (with -i, one of the "
+                                    "inventory's; default 'input')."),
 ) -> None:
     app = app_context(ctx)
     from clusterctl.health.read import read_outputs
     from clusterctl.inputfile import read_text_input
+    from clusterctl.inventory.limit import hosts_named
 
+    # Checked before the files are read: a name the inventory lacks would judge without its fabric's rate.
+    fabric = hosts_named(app.inventory(), [host], "--host")[0].fabric if host and app.inventory_path else None
     texts = []
     for name in files:
         text, label = read_text_input(name, "tool output")
         texts.append(("stdin" if name == "-" else label, text))
-    from clusterctl.inventory.this_machine import this_machine
-
-    fabric = this_machine(app.inventory() if app.inventory_path else None, host).fabric
-    report, notes = read_outputs(texts, host=host, fabric=fabric)
+    report, notes = read_outputs(texts, host=host or "input", fabric=fabric)
     for note in notes:
         app.warn(note)
     finish(app, report)

@@ -41,6 +41,7 @@ def register(app: typer.Typer) -> None:
 
 HOSTS = typer.Argument(..., metavar="HOST...", help="Hosts (inventory names).")
 DRY_RUN = typer.Option(False, "--dry-run", help="Read the power state and say what would change; change nothing.")
+GRACEFUL = typer.Option(False, "--graceful", help="Off by an orderly shutdown, not a forced power-off.")
 
 
 def status_command(ctx: typer.Context, hosts: list[str] = HOSTS) -> None:
@@ -52,26 +53,22 @@ def on_command(ctx: typer.Context, hosts: list[str] = HOSTS, dry_run: bool = DRY
     _power(ctx, hosts, "on", dry_run=dry_run, yes=yes, graceful=False, state_dir=state_dir)
 
 
-def off_command(ctx: typer.Context, hosts: list[str] = HOSTS,
-                graceful: bool = typer.Option(False, "--graceful", help="Ask for an orderly shutdown, not a forced "
-                                              "power-off."),
-                dry_run: bool = DRY_RUN, yes: bool = YES, state_dir: str | None = STATE_DIR) -> None:
+def off_command(ctx: typer.Context, hosts: list[str] = HOSTS, graceful: bool = GRACEFUL, dry_run: bool = DRY_RUN,
+                yes: bool = YES, state_dir: str | None = STATE_DIR) -> None:
     _power(ctx, hosts, "off", dry_run=dry_run, yes=yes, graceful=graceful, state_dir=state_dir)
 
 
-def cycle_command(ctx: typer.Context, hosts: list[str] = HOSTS,
-                  graceful: bool = typer.Option(False, "--graceful", help="Off by an orderly shutdown, not forced."),
-                  dry_run: bool = DRY_RUN, yes: bool = YES, state_dir: str | None = STATE_DIR) -> None:
+def cycle_command(ctx: typer.Context, hosts: list[str] = HOSTS, graceful: bool = GRACEFUL, dry_run: bool = DRY_RUN,
+                  yes: bool = YES, state_dir: str | None = STATE_DIR) -> None:
     _power(ctx, hosts, "cycle", dry_run=dry_run, yes=yes, graceful=graceful, state_dir=state_dir)
 
 
 def _power(ctx: typer.Context, names: list[str], verb: str, *, dry_run: bool, yes: bool, graceful: bool,
            state_dir: str | None) -> None:
     from clusterctl.bmc.power import PowerAction, power
-    from clusterctl.cli.quarantine_cmd import named_hosts
 
     app = app_context(ctx)
-    targets = named_hosts(app, names)
+    targets = app.named_hosts(names)
     action = PowerAction(verb)
     if action is not PowerAction.STATUS and not dry_run:
         what = {"on": "switch on", "off": "switch off", "cycle": "power-cycle"}[verb]

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change, refuse_off_terminal
-from clusterctl.cli.context import STATE_DIR, AppContext, app_context
+from clusterctl.cli.context import DRAIN_TIMEOUT, STATE_DIR, app_context
 from clusterctl.cli.quarantine_view import print_host_status, print_quarantine, print_release, print_status
-from clusterctl.errors import UsageError
-
-if TYPE_CHECKING:
-    from clusterctl.inventory.model import Host
 
 QUARANTINE_HELP = """\
 Take hosts out of service: taint their nodes clusterctl.dev/unhealthy=CODE:NoSchedule, cordon
@@ -23,12 +16,13 @@ until --drain-timeout, DaemonSet pods left, pods without a controller or with em
 only with --force / --delete-emptydir-data; what could not be evicted is listed). Hosts that
 run slurmd are drained in Slurm too. Kubernetes is reached through the inventory's first
 control-plane host. Asks first (--yes for scripts; required off a terminal); --dry-run shows
-every change and touches nothing. Prints the undo journal: 'clusterctl undo FILE' puts the
-nodes back as they were (evicted pods are not brought back: their controllers made new ones).
+every change and touches nothing. Prints the undo journal: 'clusterctl undo FILE' (or 'undo
+--last quarantine') puts the nodes back as they were (evicted pods are not brought back: their
+controllers made new ones).
 
 Examples:
 
-  clusterctl quarantine gpu-a3 --reason "NVLink down on GPU3" --code NVLINK_DOWN --drain --yes
+  clusterctl quarantine gpu-a3 --reason "Xid 74" --code NVLINK_DOWN --drain
 
   clusterctl quarantine gpu-a3 gpu-b3 --reason nvlink --dry-run
 """
@@ -74,21 +68,6 @@ def register(app: typer.Typer) -> None:
     app.command("status", help=STATUS_HELP)(status_command)
 
 
-def named_hosts(app: AppContext, names: Sequence[str]) -> list[Host]:
-    """The inventory hosts named on the command line (``-l`` narrows them further); an unknown name is exit 2."""
-    inventory = app.inventory()
-    known = {h.name: h for h in inventory.hosts}
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise UsageError(f"not in the inventory: {', '.join(unknown)}", field="HOST",
-                         hint="Name hosts as 'clusterctl inventory show' lists them.")
-    selected = {h.name for h in app.hosts()}
-    chosen = [known[n] for n in dict.fromkeys(names) if n in selected]
-    if not chosen:
-        raise UsageError("--limit leaves none of the named hosts")
-    return chosen
-
-
 def quarantine_command(
     ctx: typer.Context,
     hosts: list[str] = typer.Argument(..., metavar="HOST...", help="Hosts to quarantine (inventory names)."),
@@ -96,8 +75,7 @@ def quarantine_command(
     code: list[str] | None = typer.Option(
         None, "--code", metavar="CODE", help="Finding code(s) behind it (repeatable); the first is the taint's value."),
     drain: bool = typer.Option(False, "--drain", help="Also evict the nodes' pods (PodDisruptionBudgets honoured)."),
-    drain_timeout: float = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS",
-                                        help="How long a drain may wait for budgets and terminating pods."),
+    drain_timeout: float = DRAIN_TIMEOUT,
     force: bool = typer.Option(False, "--force", help="With --drain: evict pods that declare no controller too."),
     delete_emptydir_data: bool = DELETE_EMPTYDIR_DATA,
     dry_run: bool = typer.Option(False, "--dry-run", help="Show every change; touch nothing."),
@@ -108,7 +86,7 @@ def quarantine_command(
     from clusterctl.quarantine.run import QuarantineRequest, quarantine
 
     app = app_context(ctx)
-    targets = named_hosts(app, hosts)
+    targets = app.named_hosts(hosts)
     names = [h.name for h in targets]
     confirm_change("taint, cordon" + (" and drain" if drain else "") + " (quarantine)", names, yes=yes,
                    dry_run=dry_run, preview=f"clusterctl quarantine {' '.join(names)} ... --dry-run")
@@ -136,7 +114,7 @@ def release_command(
     from clusterctl.quarantine.release import health_and_nccl_checks, release
 
     app = app_context(ctx)
-    targets = named_hosts(app, hosts)
+    targets = app.named_hosts(hosts)
     what = "untaint, uncordon and resume in Slurm (release)" + (" with the checks skipped" if skip_checks else "")
     preview = f"clusterctl release {' '.join(h.name for h in targets)} --dry-run"
     # Off a terminal the refusal comes first; at one, the question comes after the checks: a host
@@ -169,7 +147,7 @@ def status_command(
         from clusterctl.heal.status import hosts_status
 
         with app.runner() as runner:
-            found = hosts_status(runner, app.inventory(), named_hosts(app, hosts))
+            found = hosts_status(runner, app.inventory(), app.named_hosts(hosts))
         app.emit({"hosts": [h.to_json() for h in found]}, lambda: print_host_status(app, found))
         return
     with app.runner() as runner:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from clusterctl.cli.confirm import confirm_change
-from clusterctl.cli.context import STATE_DIR, app_context
+from clusterctl.cli.context import DRAIN_TIMEOUT, STATE_DIR, app_context
 from clusterctl.cli.quarantine_cmd import DELETE_EMPTYDIR_DATA
 from clusterctl.errors import BadValue, ClusterctlError, UsageError
 from clusterctl.writable import host_file_name, make_folder, replace_file, writable_dir, writable_file
@@ -102,8 +102,7 @@ def serve_command(
     max_unavailable: str | None = typer.Option(
         None, "--max-unavailable", metavar="N|PCT",
         help="Most hosts out of service at once (default: the inventory's, else 10%, at least 1)."),
-    drain_timeout: float = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS",
-                                        help="How long each drain may wait for budgets."),
+    drain_timeout: float = DRAIN_TIMEOUT,
     delete_emptydir_data: bool = DELETE_EMPTYDIR_DATA,
     pending_file: str | None = typer.Option(
         None, "--pending-file", metavar="FILE",
@@ -216,8 +215,10 @@ and key for a receiver that asks for client certificates (--client-ca).
 
 Example:
 
-  clusterctl remediate alertmanager-config --url https://10.0.0.5:9095/webhook \\
-      --token-file /etc/alertmanager/remediate.token --ca-file /etc/alertmanager/ca.crt
+  clusterctl remediate alertmanager-config \\
+      --url https://10.0.0.5:9095/webhook \\
+      --token-file /etc/alertmanager/remediate.token \\
+      --ca-file /etc/alertmanager/ca.crt
 """)
 def alertmanager_config_command(
     url: str = typer.Option("http://127.0.0.1:9095/webhook", "--url", metavar="URL",

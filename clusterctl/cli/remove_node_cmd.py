@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
-from clusterctl.cli.context import STATE_DIR, AppContext, app_context
+from clusterctl.cli.context import DRAIN_TIMEOUT, STATE_DIR, AppContext, app_context
 from clusterctl.errors import ExitCode
 
 HELP = """\
@@ -36,17 +36,18 @@ def remove_node_command(
     host: str = typer.Argument(..., metavar="HOST", help="Inventory name of the host to remove."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the steps; touch nothing."),
     yes: bool = YES,
-    drain_timeout: int = typer.Option(300, "--drain-timeout", min=1, metavar="S", help="Seconds the drain may take."),
+    drain_timeout: float = DRAIN_TIMEOUT,
     state_dir: str | None = STATE_DIR,
 ) -> None:
     from clusterctl.day2.remove_node import remove_node
 
     app = app_context(ctx)
     inventory = app.inventory()
+    target = app.named_hosts([host])[0]
     confirm_change(f"remove {host} from the cluster '{inventory.name}' (drain, kubeadm reset, delete the node)",
                    [host], yes=yes, dry_run=dry_run, preview=f"clusterctl remove-node {host} --dry-run")
     with app.runner() as runner:
-        report = remove_node(inventory, host, runner, apply=not dry_run, drain_timeout_s=drain_timeout,
+        report = remove_node(inventory, target, runner, apply=not dry_run, drain_timeout_s=drain_timeout,
                              state_dir=state_dir)
     app.emit(report.to_json(), lambda: _print(app, report))
     if report.failed:

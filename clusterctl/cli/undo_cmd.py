@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
-from clusterctl.cli.context import AppContext, app_context
+from clusterctl.cli.context import STATE_DIR, AppContext, app_context
 from clusterctl.errors import ExitCode, UsageError
 from clusterctl.terminal_text import one_line
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from clusterctl.changes import GateRecord
 
 HELP = """Revert the changes a run made on hosts, from the undo journal it wrote.
 
 Every command that changes hosts keeps its journals in the state folder's undo/ (--state-dir,
 else $CLUSTERCTL_STATE_DIR, else ~/.local/state/clusterctl) and prints the path ("undo with:
-clusterctl undo FILE"). Each replaced
-file is restored from the backup kept on its host, a file that was new is removed. With -l,
-only those hosts; with --dry-run, say what would be done and touch nothing.
+clusterctl undo FILE"). --last takes the newest journal there (the newest of one kind of run
+with --last KIND: quarantine, bootstrap, upgrade, tune-nccl, ...); --list lists them. Each
+replaced file is restored from the backup kept on its host, a file that was new is removed.
+With -l, only those hosts; with --dry-run, say what would be done and touch nothing.
 
 A change nothing can revert is named with the reason ("cannot undo 'kubeadm upgrade apply
 v1.36.3': ... kubeadm does not support downgrades") and undo exits 1; one that leaves nothing to
@@ -34,9 +37,13 @@ release's health and NCCL checks (--skip-checks: without them).
 
 Examples:
 
-  clusterctl undo ~/.local/state/clusterctl/undo/tune-nccl-push-20240101-120000.json
+  clusterctl undo --list
 
-  clusterctl -l gpu-a1 undo --dry-run ~/.local/state/clusterctl/undo/quarantine-20240101-120000.json
+  clusterctl undo --last quarantine --dry-run
+
+  clusterctl -l gpu-a1 undo --last tune-nccl --yes
+
+  clusterctl undo ~/.local/state/clusterctl/undo/copy-20240101-120000.json
 """
 
 
@@ -46,19 +53,34 @@ def register(app: typer.Typer) -> None:
 
 def undo_command(
     ctx: typer.Context,
-    journal: str = typer.Argument(..., metavar="JOURNAL", help="Undo journal written by the run to revert."),
+    journal: str | None = typer.Argument(None, metavar="JOURNAL|KIND", help="Undo journal written by the run to "
+                                         "revert; with --last, the kind of run (quarantine, bootstrap, ...)."),
+    last: bool = typer.Option(False, "--last", help="Revert the newest journal in the state folder (of KIND)."),
+    list_journals: bool = typer.Option(False, "--list", help="List the state folder's journals, oldest first; "
+                                       "revert nothing."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be restored; change nothing."),
     force: bool = typer.Option(False, "--force", help="Undo files changed since the run, and replay a journal "
                                "that was already used."),
     yes: bool = YES,
     skip_checks: bool = typer.Option(False, "--skip-checks", help="Return quarantined nodes to service without "
                                      "release's health and NCCL checks."),
+    state_dir: str | None = STATE_DIR,
 ) -> None:
     from clusterctl.changes import undo_incomplete
-    from clusterctl.undo_journal import mark_journal_used, read_journal, undo_on_hosts
+    from clusterctl.undo_journal import mark_journal_used, newest_journal, read_journal, undo_on_hosts
+    from clusterctl.writable import state_dir as chosen_state_dir
 
     app = app_context(ctx)
-    read = read_journal(journal)
+    folder = chosen_state_dir(state_dir) / "undo"
+    if list_journals:
+        return _list(app, folder)
+    if journal is None and not last:
+        raise UsageError("name the undo journal to revert, or take the newest with --last [KIND].",
+                         hint="'clusterctl undo --list' lists the journals in the state folder.")
+    read = newest_journal(folder, journal) if last else read_journal(str(journal))
+    journal = str(read.path) if last else str(journal)
+    if last:
+        app.say(f"the newest {read.command} journal: {journal}", err=True, soft_wrap=False)
     records = read.records
     hosts = app.hosts()
     in_journal = {r.change.host for r in records}
@@ -111,3 +133,27 @@ def _refuse_unhealthy_returns(app: AppContext, records: list[GateRecord], journa
     app.say(f"nothing was undone: undoing {journal} would return these nodes to service, and they fail release's "
             "checks. Fix what the checks name, or pass --skip-checks when you know better.", err=True, soft_wrap=False)
     raise typer.Exit(int(ExitCode.FAILED))
+
+
+def _list(app: AppContext, folder: Path) -> None:
+    """``--list``: the journals in the state folder, oldest first (``--last`` takes the one at the end)."""
+    from clusterctl.hostlist import compress
+    from clusterctl.terminal_layout import Column, print_table
+    from clusterctl.undo_journal import journals_in
+
+    journals, unreadable = journals_in(folder)
+    rows: list[dict[str, Any]] = [{"journal": str(j.path), "command": j.command, "created": j.created,
+                                   "hosts": sorted({r.change.host for r in j.records}), "used": j.used}
+                                  for j in journals]
+
+    def human() -> None:
+        app.say(f"undo journals in {folder}, oldest first:" if rows else f"no undo journal in {folder}",
+                soft_wrap=False)
+        if rows:
+            print_table(app.console, [Column("JOURNAL", keep=True), Column("HOSTS"), Column("UNDONE ON")],
+                        [(one_line(j.path.name), one_line(compress(row["hosts"])), one_line(compress(j.used)) or "-")
+                         for j, row in zip(journals, rows, strict=True)], boxed=False)
+        for path, why in unreadable.items():
+            app.warn(f"{path}: not read: {why}")
+
+    app.emit({"folder": str(folder), "journals": rows, "unreadable": unreadable}, human)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
-from clusterctl.cli.context import SKIP_PHASES, STATE_DIR, AppContext, app_context
+from clusterctl.cli.context import DRAIN_TIMEOUT, SKIP_PHASES, STATE_DIR, AppContext, app_context
 from clusterctl.errors import ExitCode
 from clusterctl.hostlist import compress
 from clusterctl.secret import mask_text
@@ -47,7 +47,6 @@ upgrade_app = typer.Typer(help=HELP, no_args_is_help=True, rich_markup_mode=None
 _TO = typer.Option(None, "--to", metavar="X.Y.Z", help="Kubernetes version to reach (default: the inventory's pin).")
 _MAX = typer.Option(1, "--max-unavailable", min=1, metavar="N", help="Workers upgraded at once (control planes: one).")
 _DRY = typer.Option(False, "--dry-run", help="The same as 'upgrade plan': touch nothing.")
-_DRAIN = typer.Option(300, "--drain-timeout", min=1, metavar="S", help="Seconds a drain may take.")
 _READY = typer.Option(300, "--ready-timeout", min=1, metavar="S", help="Seconds a node has to come back Ready.")
 
 
@@ -75,7 +74,7 @@ def upgrade_apply(
     yes: bool = YES,
     resume: bool = typer.Option(False, "--resume", help="Continue a rollout that stopped (same target)."),
     dry_run: bool = _DRY,
-    drain_timeout_s: int = _DRAIN,
+    drain_timeout_s: float = DRAIN_TIMEOUT,
     ready_timeout_s: int = _READY,
     skip_phases: str | None = SKIP_PHASES,
     state_dir: str | None = STATE_DIR,
@@ -91,7 +90,7 @@ def upgrade_phase(
     state_dir: str | None = STATE_DIR,
     yes: bool = YES,
     dry_run: bool = _DRY,
-    drain_timeout_s: int = _DRAIN,
+    drain_timeout_s: float = DRAIN_TIMEOUT,
     ready_timeout_s: int = _READY,
 ) -> None:
     _execute(app_context(ctx), **ctx.params)

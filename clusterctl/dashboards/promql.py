@@ -44,7 +44,7 @@ def dcgm_selector(metric: str, *, hosts: Iterable[str] = (HOST_VAR,), gpus: str 
     return either
 
 
-def per_gpu(metric: str, *, agg: str = "max", **kwargs: object) -> str:
+def per_gpu(metric: str, **kwargs: object) -> str:
     """One series per host and GPU: MIG instances and the pod labels dcgm-exporter adds would otherwise
     make several series of one GPU."""
-    return f"{agg} by (host, gpu) ({dcgm_selector(metric, **kwargs)})"  # type: ignore[arg-type]
+    return f"max by (host, gpu) ({dcgm_selector(metric, **kwargs)})"  # type: ignore[arg-type]

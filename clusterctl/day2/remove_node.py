@@ -145,15 +145,13 @@ class DeleteNode(NodePhase):
                            summary=f"kubectl delete node {name}", cannot_undo=REJOIN)]
 
 
-def remove_node(inventory: Inventory, name: str, runner: Runner, *, apply: bool,
+def remove_node(inventory: Inventory, host: Host, runner: Runner, *, apply: bool,
                 drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S, state_dir: str | None = None) -> RemovalReport:
     from clusterctl.bootstrap.cluster.settings import control_plane_hosts
     from clusterctl.bootstrap.registry import phase_named
     from clusterctl.bootstrap.run import BootstrapRequest, run_bootstrap, run_options
 
-    host = next((h for h in inventory.hosts if h.name == name), None)
-    if host is None:
-        raise UsageError(f"there is no host named {name!r} in the inventory", field="HOST")
+    name = host.name
     via = next((h for h in control_plane_hosts(inventory) if h.name != name), None)
     is_cp = "control-plane" in host.roles
     if via is None:

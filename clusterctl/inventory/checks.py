@@ -117,6 +117,6 @@ def _stack_disagreements(hosts: tuple[Host, ...]) -> list[str]:
     return warnings
 
 
-def _names(names: list[str], limit: int = 8) -> str:
-    shown = ", ".join(names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+def _names(names: list[str]) -> str:
+    shown = ", ".join(names[:8])
+    return shown + (f" and {len(names) - 8} more" if len(names) > 8 else "")

@@ -8,13 +8,13 @@ Hosts come back in inventory order, whatever the pattern order.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from clusterctl.errors import UsageError
 from clusterctl.inventory.model import Host, Inventory
-from clusterctl.inventory.values import did_you_mean
 
 
 def select_hosts(inventory: Inventory, patterns: Iterable[str] | str | None) -> tuple[Host, ...]:
@@ -41,6 +41,27 @@ def select_hosts(inventory: Inventory, patterns: Iterable[str] | str | None) -> 
         chosen &= names
     chosen -= excluded
     return tuple(h for h in inventory.hosts if h.name in chosen)
+
+
+def hosts_named(inventory: Inventory, names: Iterable[str], given: str) -> tuple[Host, ...]:
+    """The inventory's hosts of these names (each once, in the order named): THE check of host names a
+    user typed (``HOST...``, ``--host``, ``--from``; ``given`` says which). A name it lacks is exit 2."""
+    known = {h.name: h for h in inventory.hosts}
+    names = list(dict.fromkeys(names))
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise not_in_inventory(inventory, unknown, given)
+    return tuple(known[n] for n in names)
+
+
+def not_in_inventory(inventory: Inventory, names: Sequence[str], given: str, *, groups: bool = False) -> UsageError:
+    """The one refusal of names the inventory does not have: its file, the names as given and the
+    closest names it has (its groups' too, for a --limit pattern)."""
+    known = [h.name for h in inventory.hosts] + (list(inventory.groups) if groups else [])
+    close = dict.fromkeys(c for name in names for c in difflib.get_close_matches(name, known, n=3))
+    return UsageError(f"{given} {', '.join(map(repr, names))}: not in the inventory.", file=inventory.source,
+                      hint=f"The closest it has: {', '.join(map(repr, close))}." if close else
+                      "Run 'clusterctl inventory show' to see its host and group names.")
 
 
 def split_patterns(patterns: Iterable[str] | str | None) -> list[str]:
@@ -89,9 +110,5 @@ def _match(inventory: Inventory, pattern: str, term: str) -> set[str]:
             if fnmatch.fnmatchcase(group, pattern):
                 found.update(members)
     if not found:
-        suggestion = did_you_mean(pattern, [*host_names, *inventory.groups])
-        raise UsageError(
-            f"the --limit pattern '{term}' matches no host or group of the inventory.",
-            hint=suggestion or "Run 'clusterctl inventory show' to see host and group names.",
-        )
+        raise not_in_inventory(inventory, [term], "--limit", groups=True)
     return found

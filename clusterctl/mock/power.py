@@ -27,9 +27,9 @@ def powered_off(state: HostState) -> bool:
     return state.values().get("power") == "off"
 
 
-def log_kernel_message(state: HostState, message: str, *, now: float | None = None) -> str:
+def log_kernel_message(state: HostState, message: str) -> str:
     """Append ``message`` to the host's kernel log as ``journalctl -k -o short-iso`` prints it; the line."""
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S+0000", time.gmtime(now))
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S+0000", time.gmtime())
     hostname = state.name
     line = f"{stamp} {hostname} kernel: {message}\n"
     old = state.fs.read(KERNEL_LOG_SINCE_BOOT) or b""

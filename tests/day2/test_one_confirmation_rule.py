@@ -120,9 +120,9 @@ def test_every_command_of_the_app_is_listed_and_every_changing_one_has_yes_and_d
     assert sorted(listed - set(found)) == [], "commands listed here that the app no longer has"
     for name in [*CHANGING, *CHANGING_ELSEWHERE]:
         assert {"--yes", "--dry-run"} <= _options(found[name]), name
-    # Every command that journals its changes takes the one --state-dir (undo only reads the journal it is given).
+    # Every command that journals its changes takes the one --state-dir, and undo (--last, --list) reads it.
     state_dirs = {n: next((p.help for p in getattr(found[n], "params", []) if "--state-dir" in p.opts), None)
-                  for n in [*CHANGING, *CHANGING_ELSEWHERE] if n != "undo"}
+                  for n in [*CHANGING, *CHANGING_ELSEWHERE]}
     assert len(set(state_dirs.values())) == 1 and None not in state_dirs.values(), state_dirs
     # --yes on a command that changes nothing would promise a question that never comes.
     assert [n for n in NOT_CHANGING if "--yes" in _options(found[n])] == []

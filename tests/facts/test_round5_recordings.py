@@ -3,6 +3,8 @@ pairs, and the author's ``...`` where a paste leaves lines or values out (never 
 
 from __future__ import annotations
 
+import re
+
 from fixture_files import read_fixture
 
 from clusterctl.facts.dcgmi import parse_dcgmi_diag
@@ -113,9 +115,35 @@ def test_driver_610_header_versions_are_read_without_the_deprecation_note() -> N
     assert [(g.temperature_c, g.slowdown_temp_c, g.shutdown_temp_c) for g in query.gpus] == [
         (79.0, 100.0, 103.0), (29.0, None, None)]
     assert query.warnings == ()
+    # Hand-made from it: 610's "GPU Current T.Limit Temp" (was "GPU T.Limit Temp") with a value, not N/A.
+    recorded = read_fixture("nvidia-smi-q", "app-610.57.04-q-d-temperature-2gpu-kmd-version-deprecated.txt")
+    margin = parse_nvidia_smi_q(re.sub(r"(Current T\.Limit Temp\s+: )N/A", r"\g<1>21 C", recorded))
+    assert [g.t_limit_margin_c for g in margin.gpus] == [21.0, None]
+    # Without the KMD lines (an excerpt of 616.92): the version the deprecated line starts with.
+    excerpt = parse_nvidia_smi_q(
+        read_fixture("nvidia-smi-q", "wsl-616.92-rtx5070ti-laptop-q-excerpt-deprecated-versions-only.txt"))
+    assert (excerpt.driver_version, excerpt.cuda_version) == ("616.92", "13.4")
+    assert [g.name for g in excerpt.gpus] == ["NVIDIA GeForce RTX 5070 Ti Laptop GPU"]
 
 
 def test_driver_610_banner_gives_the_stack_its_driver_and_cuda() -> None:
     stack = parse_stack(read_fixture("stack", "b300-610.57.04-nvidia-smi-section-kmd-umd-banner.txt"))
     assert (stack.driver, stack.cuda) == ("610.57.04", "13.3")
     assert "driver" not in stack.missing and "cuda" not in stack.missing
+
+
+def test_port_lines_a_grep_kept_without_their_port_header_are_named_not_dropped() -> None:
+    devices = parse_rdma(read_fixture("ibv_devinfo", "bf3-grep-filtered-port-lines-without-port-header.txt"))
+    assert [(d.hca, d.board_id, d.fw_version, d.ports) for d in devices] == [
+        ("mlx5_0", "MT_0000000965", "32.47.1088", ()), ("mlx5_1", "MT_0000000965", "32.47.1088", ())]
+    # No port is read (it has no number), and the result says so at each port's 'state' line.
+    assert [(w.line, "outside a port" in w.message) for w in devices.warnings] == [(10, True), (23, True)]
+
+
+def test_bluefield3_ibstat_down_but_linkup_and_a_separator_line_named() -> None:
+    devices = parse_ibstat(read_fixture("ibstat", "bf3-mt41692-100-down-linkup-dash-separator.txt"))
+    assert [(d.ca_type, d.ports[0].state, d.ports[0].phys_state, d.ports[0].rate_gbps) for d in devices] == [
+        ("MT41692", "PORT_DOWN", "LinkUp", 100.0)] * 2
+    assert [link_rate(d.ports[0]) for d in devices] == [None, None]  # down: no speed to judge
+    (separator,) = devices.warnings
+    assert separator.line == 18 and "---- mlx5_1 ----" in separator.message

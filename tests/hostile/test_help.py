@@ -63,6 +63,19 @@ def test_every_option_and_argument_has_help() -> None:
     assert missing == []
 
 
+def test_every_help_fits_80_columns_and_cuts_nothing(cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """At 80 columns every line of every --help fits (examples too: they are never rewrapped), a group
+    lists each command's whole line (click cuts it with '...'), and an argument reads as its metavar
+    says it: 'HOST...', never typer's '{HOST...}...' nor the Python type ('<list[str]>')."""
+    monkeypatch.setenv("COLUMNS", "80")
+    for path, _command in _commands():
+        text = cli(*path, "--help").out
+        assert max(len(line) for line in text.splitlines()) <= 80, (path, max(text.splitlines(), key=len))
+        listed = text.partition("\nCommands:\n")[2].splitlines()
+        assert not [line for line in listed if line.endswith("...")], path
+        assert "{" not in text.splitlines()[0] and "<list[" not in text and "<str>" not in text, path
+
+
 def test_the_limit_help_lists_every_pattern_form() -> None:
     limit = next(p for p in typer.main.get_command(app).params if p.name == "limit")
     for form in ("'!x'", "'&g'", "'~regex'", "'@FILE'", "@retry"):

@@ -32,7 +32,7 @@ def test_changing_hosts_needs_yes_off_a_terminal_and_names_must_be_in_the_invent
     code, out = cli(sim, "release", "gpu-a3", "--skip-checks")
     assert code == 2 and "--yes" in out
     code, out = cli(sim, "quarantine", "gpu-zz", "--reason", "xid", "--yes")
-    assert code == 2 and "not in the inventory: gpu-zz" in out
+    assert code == 2 and "HOST 'gpu-zz': not in the inventory" in out
     assert sim.snapshot() == before
 
 

@@ -61,14 +61,14 @@ def running(ctx: ToolContext, service: str) -> bool:
     return isinstance(pid, int) and alive(pid, list(spec.get("argv") or []))
 
 
-def stop_pid(pid: int, argv: list[str], wait_s: float = 5.0) -> None:
+def stop_pid(pid: int, argv: list[str]) -> None:
     """SIGTERM, then SIGKILL, the process ``pid`` while it is still ``argv``."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         if not alive(pid, argv):
             return
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
-        deadline = time.monotonic() + wait_s
+        deadline = time.monotonic() + 5.0
         while time.monotonic() < deadline and alive(pid, argv):
             pause(0.05)
 

@@ -1,0 +1,73 @@
+"""``clusterctl undo --last [KIND]`` and ``--list``: the state folder's journals without pasting a path;
+the newest is the one whose journal records the latest UTC time (reset's order), not the newest file."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from clirun import DEMO, clusterctl
+
+from clusterctl.changes import Change
+from clusterctl.undo_journal import WriteAheadJournal, read_journal
+
+
+def _copy(host: str, dest: str, state: Path) -> Path:
+    done = clusterctl("-i", DEMO, "-l", host, "copy", "README.md", dest, "--yes", "--state-dir", state)
+    assert done.exit_code == 0, done.stderr
+    return next(Path(p) for p in sorted((state / "undo").glob("copy-*.json")) if host in p.read_text())
+
+
+def test_last_reverts_the_newest_journal_of_its_kind_by_recorded_time(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    older = _copy("gpu-a1", "/tmp/older.md", state)
+    newer = _copy("gpu-a2", "/tmp/newer.md", state)
+    # Names and file times that say the opposite of what the journals record: neither decides.
+    for journal, created in ((older, "2026-01-01T10:00:00Z"), (newer, "2026-01-01T12:00:00+01:00")):
+        journal.write_text(json.dumps({**json.loads(journal.read_text()), "created": created}))
+    newer = newer.rename(newer.with_name("copy-20000101-000000.json"))
+    os.utime(older, (2**31, 2**31))
+
+    listed = clusterctl("-o", "json", "undo", "--list", "--state-dir", state).json()
+    assert [j["journal"] for j in listed["journals"]] == [str(older), str(newer)]
+    assert [j["hosts"] for j in listed["journals"]] == [["gpu-a1"], ["gpu-a2"]]
+
+    planned = clusterctl("-i", DEMO, "undo", "--last", "copy", "--dry-run", "--state-dir", state)
+    assert planned.exit_code == 0, planned.stderr
+    assert "gpu-a2: would remove /tmp/newer.md (it was new)" in planned.stdout
+    assert "gpu-a1" not in planned.stdout and str(newer) in planned.stderr
+    undone = clusterctl("-i", DEMO, "undo", "--last", "--yes", "--state-dir", state)
+    assert undone.exit_code == 0 and "gpu-a2: removed /tmp/newer.md" in undone.stdout, undone.stderr
+    assert list(read_journal(newer).used) == ["gpu-a2"] and read_journal(older).used == {}
+
+    *_, first, second = clusterctl("undo", "--list", "--state-dir", state).stdout.splitlines()
+    assert first.split() == [older.name, "gpu-a1", "-"] and second.split() == [newer.name, "gpu-a2", "gpu-a2"]
+
+
+def test_last_of_a_kind_nothing_ran_and_no_journal_at_all_are_usage_errors(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(tmp_path))
+    _copy("gpu-a1", "/tmp/one.md", tmp_path)
+    none = clusterctl("-i", DEMO, "undo", "--last", "quarantine", "--yes")
+    assert none.exit_code == 2 and none.stdout == ""
+    assert f"--last: no quarantine undo journal in {tmp_path / 'undo'}" in none.stderr
+    bare = clusterctl("-i", DEMO, "undo", "--yes")
+    assert bare.exit_code == 2 and "--last" in bare.stderr and "--list" in bare.stderr
+    assert "no undo journal in" in clusterctl("undo", "--list", "--state-dir", tmp_path / "empty").stdout
+
+
+def test_a_damaged_journal_is_named_by_the_listing(tmp_path: Path) -> None:
+    (tmp_path / "undo").mkdir()
+    (tmp_path / "undo" / "copy-20260101-000000.json").write_text("{not json")
+    listed = clusterctl("undo", "--list", "--state-dir", tmp_path)
+    assert listed.exit_code == 0 and "copy-20260101-000000.json: not read:" in " ".join(listed.stderr.split())
+
+
+def test_a_journal_left_as_a_log_records_when_its_run_began(tmp_path: Path) -> None:
+    """A run killed before it finished its journal leaves the log: --last must still know its time."""
+    journal = WriteAheadJournal(command="copy", folder=tmp_path, now=1_800_000_000)
+    journal.before(Change.run("gpu-a1", "true", undo="true"))
+    assert journal.path is not None and json.loads(journal.path.read_text().splitlines()[0])["partial"]
+    assert read_journal(journal.path).created == "2027-01-15T08:00:00Z"
