@@ -21,19 +21,19 @@ class ConditionType:
     type: str
     #: Reason while no finding of this kind is there (``False``).
     clear_reason: str
-    #: What it covers, for docs and ``--help``.
-    covers: str
 
 
-GPU = ConditionType("GPUProblem", "GPUsHealthy", "GPUs: ECC, row remapping, Xids, fallen off the bus, "
-                    "temperature, fabric, missing GPUs, DCGM diagnostics")
-NVLINK = ConditionType("NVLinkProblem", "NVLinksHealthy", "NVLinks down or erroring, NVSwitch SXids")
-INFINIBAND = ConditionType("InfiniBandProblem", "InfiniBandHealthy", "InfiniBand/RoCE ports down, slow, "
-                           "flapping or erroring")
-PCIE = ConditionType("PCIeProblem", "PCIeHealthy", "PCIe links trained below their width or speed, ACS "
-                     "between GPUs and NICs")
-CHECKS = ConditionType("HealthCheckProblem", "HealthChecksRan", "a probe that hung or failed: the agent could "
-                       "not check part of the host (a hung nvidia-smi is the classic sign of a GPU off the bus)")
+#: GPUs: ECC, row remapping, Xids, fallen off the bus, temperature, fabric, missing GPUs, DCGM diagnostics.
+GPU = ConditionType("GPUProblem", "GPUsHealthy")
+#: NVLinks down or erroring, NVSwitch SXids.
+NVLINK = ConditionType("NVLinkProblem", "NVLinksHealthy")
+#: InfiniBand/RoCE ports down, slow, flapping or erroring.
+INFINIBAND = ConditionType("InfiniBandProblem", "InfiniBandHealthy")
+#: PCIe links trained below their width or speed, ACS between GPUs and NICs.
+PCIE = ConditionType("PCIeProblem", "PCIeHealthy")
+#: A probe that hung or failed: the agent could not check part of the host (a hung nvidia-smi is the classic
+#: sign of a GPU off the bus).
+CHECKS = ConditionType("HealthCheckProblem", "HealthChecksRan")
 #: Every type the agent owns, in the order it writes them.
 TYPES: tuple[ConditionType, ...] = (GPU, NVLINK, INFINIBAND, PCIE, CHECKS)
 #: Longest message written (the API server takes more; ``kubectl describe node`` should stay readable).

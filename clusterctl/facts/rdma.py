@@ -214,6 +214,8 @@ class _IbvDevinfo(_Reader):
                 self.device = self.port = None
         elif device is None:
             self.warn(f"'{key}' line outside a device (no 'hca_id' above it): not read", number)
+        elif key == "state" and self.port is None:  # a grep that kept the port's lines but not its 'port:'
+            self.warn(f"'state' outside a port (no 'port:' line above it): a port of {device.hca} is not read", number)
         elif key != "port":
             self.set(device, key, value, number)
         elif value.isdigit():

@@ -28,20 +28,16 @@ _held = threading.local()
 @contextlib.contextmanager
 def simulating() -> Iterator[None]:
     """Hold the turn while the block runs (re-entrant within a thread: nested calls pass through)."""
-    if getattr(_held, "depth", 0):
-        _held.depth += 1
-        try:
-            yield
-        finally:
-            _held.depth -= 1
-        return
-    _TURN.acquire()
-    _held.depth = 1
+    depth = getattr(_held, "depth", 0)
+    if not depth:
+        _TURN.acquire()
+    _held.depth = depth + 1
     try:
         yield
     finally:
-        _held.depth = 0
-        _TURN.release()
+        _held.depth = depth
+        if not depth:
+            _TURN.release()
 
 
 @contextlib.contextmanager

@@ -130,3 +130,20 @@ def test_driver_610_banner_gives_the_stack_its_driver_and_cuda() -> None:
     stack = parse_stack(read_fixture("stack", "b300-610.57.04-nvidia-smi-section-kmd-umd-banner.txt"))
     assert (stack.driver, stack.cuda) == ("610.57.04", "13.3")
     assert "driver" not in stack.missing and "cuda" not in stack.missing
+
+
+def test_port_lines_a_grep_kept_without_their_port_header_are_named_not_dropped() -> None:
+    devices = parse_rdma(read_fixture("ibv_devinfo", "bf3-grep-filtered-port-lines-without-port-header.txt"))
+    assert [(d.hca, d.board_id, d.fw_version, d.ports) for d in devices] == [
+        ("mlx5_0", "MT_0000000965", "32.47.1088", ()), ("mlx5_1", "MT_0000000965", "32.47.1088", ())]
+    # No port is read (it has no number), and the result says so at each port's 'state' line.
+    assert [(w.line, "outside a port" in w.message) for w in devices.warnings] == [(10, True), (23, True)]
+
+
+def test_bluefield3_ibstat_down_but_linkup_and_a_separator_line_named() -> None:
+    devices = parse_ibstat(read_fixture("ibstat", "bf3-mt41692-100-down-linkup-dash-separator.txt"))
+    assert [(d.ca_type, d.ports[0].state, d.ports[0].phys_state, d.ports[0].rate_gbps) for d in devices] == [
+        ("MT41692", "PORT_DOWN", "LinkUp", 100.0)] * 2
+    assert [link_rate(d.ports[0]) for d in devices] == [None, None]  # down: no speed to judge
+    (separator,) = devices.warnings
+    assert separator.line == 18 and "---- mlx5_1 ----" in separator.message
