@@ -31,9 +31,8 @@ class XidEntry:
     investigatory_action: str
 
 
-#: The actions that take the host down (``takes_host_down``), each with what follows the drain its fix opens with:
-#: the catalogue's, and clusterctl's own findings' (nvidia-smi's GPU Recovery Action ``DRAIN_P2P``, ``RMA``,
-#: ``CHECK_COOLING``).
+#: The actions that take the host down (``takes_host_down``) and what follows the drain their fix opens with: the
+#: catalogue's and clusterctl's own (nvidia-smi's GPU Recovery Action ``DRAIN_P2P``, ``RMA``, ``CHECK_COOLING``).
 HOST_DOWN: dict[str, str] = {
     "RESET_GPU": "reset the GPU (nvidia-smi -r -i <gpu>) or reboot (NVIDIA: RESET_GPU).",
     "RESTART_BM": "reboot it (NVIDIA: RESTART_BM); if it comes back, open an RMA.",
