@@ -119,7 +119,7 @@ def print_host_status(app: AppContext, found: Sequence[HostStatus]) -> None:
         if q is None:
             _say(app, f"{h.host}: in service ({ready})")
         else:
-            _say(app, f"{h.host}: quarantined since {q.since or '?'} by {q.by or '?'}: {q.reason or '-'} "
+            _say(app, f"{h.host}: quarantined since {q.since or '?'} by {q.by or '?'}: {one_line(q.reason or '-')} "
                       f"[{','.join(q.codes) or '-'}] ({ready})")
             _say(app, f"{h.host}: release needs: {q.release_needs}")
         if h.heal_state:
