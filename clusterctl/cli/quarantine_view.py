@@ -37,8 +37,7 @@ def print_quarantine(app: AppContext, results: Sequence[HostQuarantine], *, dry_
         if r.drain is not None:
             d = r.drain
             evicted = ", ".join(d.evicted) if d.evicted else "none"
-            _say(app, f"{r.host}: drain: {would}evict {len(d.evicted)} pod(s): {evicted}" if dry_run else
-                 f"{r.host}: drain: evicted {len(d.evicted)} pod(s): {evicted}")
+            _say(app, f"{r.host}: drain: {'would evict' if dry_run else 'evicted'} {len(d.evicted)} pod(s): {evicted}")
             if d.ignored:
                 _say(app, f"{r.host}: drain: left {len(d.ignored)} pod(s) on purpose: "
                           + ", ".join(f"{p.pod} ({p.reason})" for p in d.ignored))
