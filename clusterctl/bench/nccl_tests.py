@@ -206,10 +206,6 @@ def _run_of(outcome: HostOutcome[NcclHostRun]) -> NcclHostRun:
     return NcclHostRun(outcome.host.name, "", "", None, outcome.failure.describe() if outcome.failure else "no result")
 
 
-def nccl_failed(host: str, error: str) -> Finding:
-    return bench_finding(Severity.ERROR, "NCCL_FAILED", host, error, about_kind="host")
-
-
 def expected_peak(result: NcclTestResult | None, op: str) -> tuple[float, str] | None:
     """Peak bus bandwidth expected for an 8-GPU all_reduce on the GPUs one host's log names (across hosts the
     network sets the figure)."""
@@ -221,7 +217,8 @@ def expected_peak(result: NcclTestResult | None, op: str) -> tuple[float, str] |
 
 def judge_nccl(runs: Sequence[NcclHostRun], op: str, expected: Mapping[str, object] | None = None
                ) -> tuple[list[Finding], float | None]:
-    findings = [nccl_failed(r.host, r.error) for r in runs if r.error]
+    findings = [bench_finding(Severity.ERROR, "NCCL_FAILED", r.host, r.error, about_kind="host")
+                for r in runs if r.error]
     for r in runs:
         if r.result is not None:
             # A figure above the GPUs' NVLinks, or a log with fewer ranks than the host has GPUs, is no result.
