@@ -264,8 +264,8 @@ def read_journal(path: str | Path) -> Journal:
 
     where = str(path)
     if not Path(where).exists():
-        raise UsageError("no such undo journal", file=where,
-                         hint="Journals are kept under ~/.local/state/clusterctl/undo/.")
+        raise UsageError("no such undo journal", file=where, hint="Journals are kept under "
+                         "~/.local/state/clusterctl/undo/ ('clusterctl undo --list' lists them).")
 
     def shape(value: Any) -> Journal:
         data = versioned(value, JOURNAL_KIND, READABLE_VERSIONS, key="version")
@@ -395,11 +395,8 @@ def mark_journal_used(path: str | Path, hosts: Sequence[str], *, now: float | No
     # The log of a run killed before it finished its journal becomes the journal it stands for.
     data = _read(str(target), lambda value: dict(mapping(value, "")))
     data.pop("partial", None)
-    before = data.get("used")
-    used: dict[str, Any] = before if isinstance(before, dict) else {}
-    when = utc_stamp(now)
-    used.update({host: when for host in hosts})
-    data["used"] = used
+    used = data["used"] if isinstance(data.get("used"), dict) else {}
+    data["used"] = {**used, **dict.fromkeys(hosts, utc_stamp(now))}
     try:
         replace_file(target, json.dumps(data, indent=2) + "\n")
     except OSError as exc:

@@ -88,7 +88,8 @@ def link_type_check(link_type: str | None, *, fabric_type: str | None, about: st
 def consistency_checks(result: PerftestResult, *, about: str, about_kind: str = "subject") -> list[Finding]:
     """Rows whose figures contradict each other: the average is MsgRate x message size, so a row whose
     printed average matches that product in Gb/s under a MB/sec header was printed in another unit than
-    the header says; a peak of 0.00 beside a non-zero average is no measurement of the peak."""
+    the header says; a peak of 0.00 beside a non-zero average is no measurement of the peak, and inconsistent
+    unless the log shows the mode that prints it so (``PerftestResult.peak_unmeasured_by``)."""
     found: list[Finding] = []
     mislabelled, contradicting, zero_peak = [], [], []
     per_mb = result.printed_unit is not None and result.printed_unit.upper() in ("MB/SEC", "MIB/SEC")
@@ -130,12 +131,12 @@ def consistency_checks(result: PerftestResult, *, about: str, about_kind: str = 
             f"size is {from_rate:.2f} Gb/s ({len(contradicting)} row(s)): the figures contradict each other",
             "Check that the log is one run's unedited output; re-run the test.",
             size_bytes=row.size_bytes, average_gbps=row.bw_avg_gbps, gbps_from_msg_rate=round(from_rate, 4))
-    if zero_peak:
+    if zero_peak and result.peak_unmeasured_by is None:
         row = zero_peak[0]
         inconsistent(Severity.WARNING, f"{test}: peak 0.00 beside an average of {row.bw_avg_gbps:g} Gb/s at "
-                     f"{row.size_bytes} B ({len(zero_peak)} row(s)): the peak is not a measurement (perftest prints "
-                     "0.00 for it in duration mode, -D); only the average is judged",
-                     "Judge the average; run without -D (with -n) where the peak matters.",
+                     f"{row.size_bytes} B ({len(zero_peak)} row(s)), and the log's header shows no mode that prints "
+                     "it so (duration -D, --post_list, --noPeak): the peak is not a measurement; only the average "
+                     "is judged", "Judge the average; keep the command line and banner with the log.",
                      size_bytes=row.size_bytes, average_gbps=row.bw_avg_gbps)
     return found
 

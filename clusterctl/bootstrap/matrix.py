@@ -76,9 +76,8 @@ def containerd_supports(kubernetes: str, containerd: str) -> MatrixVerdict:
     needs = CONTAINERD_FOR_KUBERNETES.get(k[:2])
     if needs is None:
         return MatrixVerdict(True, f"containerd's support table has no row for Kubernetes {show(k[:2])}")
-    for minimum in needs:
-        if c[:2] == minimum[:2] and c >= minimum:
-            return MatrixVerdict(True, "")
+    if any(c[:2] == minimum[:2] and c >= minimum for minimum in needs):
+        return MatrixVerdict(True, "")
     wanted = " or ".join(f"{show(m)}+" for m in needs)
     return MatrixVerdict(False, f"Kubernetes {show(k[:2])} needs containerd {wanted}; "
                          f"containerd {show(c)} is pinned")

@@ -51,5 +51,10 @@ def print_gate_outcomes(app: AppContext, fleet: FleetResult[GateRecord]) -> None
 NOTHING_CHANGED = "dry run: nothing was changed"
 
 
-def say_nothing_changed(app: AppContext) -> None:
-    app.say(NOTHING_CHANGED, soft_wrap=False)
+def say_run_end(app: AppContext, *, dry_run: bool, journal: object = None, err: bool = False) -> None:
+    """The last line of a command that changes hosts: a dry run's ``NOTHING_CHANGED``, else the journal
+    ``clusterctl undo`` takes, when the run wrote one (``err``: on stderr, after output a script reads)."""
+    if dry_run:
+        app.say(NOTHING_CHANGED, soft_wrap=False)
+    elif journal:
+        app.say(f"undo with: clusterctl undo {journal}", err=err, soft_wrap=False)

@@ -42,7 +42,7 @@ def copy_command(
     yes: bool = YES,
     state_dir: str | None = STATE_DIR,
 ) -> None:
-    from clusterctl.cli.changes_view import gate_outcome_record, print_gate_outcomes, say_nothing_changed
+    from clusterctl.cli.changes_view import gate_outcome_record, print_gate_outcomes, say_run_end
     from clusterctl.cli.host_failures import print_failures
     from clusterctl.copy import CopyRequest, copy_file, read_source, remote_path
 
@@ -65,10 +65,7 @@ def copy_command(
 
     def table() -> None:
         print_gate_outcomes(app, fleet)
-        if dry_run:
-            say_nothing_changed(app)
-        if journal:
-            app.say(f"undo with: clusterctl undo {journal}", err=True, soft_wrap=False)
+        say_run_end(app, dry_run=dry_run, journal=journal, err=True)
 
     app.emit({"source": source, "dest": remote_path(source, dest), "dry_run": dry_run, "hosts": records,
               "undo_journal": str(journal) if journal else None}, table)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from clusterctl.cli.changes_view import say_run_end
 from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import STATE_DIR, app_context
 from clusterctl.cli.quarantine_cmd import DELETE_EMPTYDIR_DATA
@@ -72,9 +73,6 @@ def heal_command(
             app.say(f"{r.host}: {r.outcome.upper()}: {r.detail}")
             if r.report:
                 app.say(r.report)
-        if dry_run:
-            app.say("dry run: nothing was changed")
-        elif journal:
-            app.say(f"undo with: clusterctl undo {journal}", soft_wrap=False)
+        say_run_end(app, dry_run=dry_run, journal=journal)
 
     app.emit(payload, human, failed=not all(r.ok for r in results))

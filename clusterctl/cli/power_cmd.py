@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from clusterctl.cli.changes_view import say_run_end
 from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import STATE_DIR, app_context
 
@@ -93,7 +94,7 @@ def _power(ctx: typer.Context, names: list[str], verb: str, *, dry_run: bool, ye
                             else f"{r.host}: power {r.after}", soft_wrap=False)
             if r.error:
                 app.say(f"FAILED {r.host}: {r.error}")
-        if dry_run and action is not PowerAction.STATUS:
-            app.say("dry run: nothing was changed", soft_wrap=False)
+        if action is not PowerAction.STATUS:
+            say_run_end(app, dry_run=dry_run)
 
     app.emit(payload, human, failed=not all(r.ok for r in results))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change, refuse_off_terminal
@@ -120,10 +122,7 @@ def release_command(
     # Off a terminal the refusal comes first; at one, the question comes after the checks: a host
     # that stays quarantined needs no answer from anyone.
     refuse_off_terminal(what, [h.name for h in targets], yes=yes, dry_run=dry_run, preview=preview)
-
-    def ask(names: list[str]) -> None:
-        confirm_change(what, names, yes=yes, dry_run=dry_run, preview=preview)
-
+    ask = partial(confirm_change, what, yes=yes, dry_run=dry_run, preview=preview)
     inventory = app.inventory()
     checks = None if skip_checks else health_and_nccl_checks(level, inventory.hosts, inventory.quarantine)
     with app.runner() as runner:

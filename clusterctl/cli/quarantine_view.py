@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from clusterctl.cli.changes_view import say_run_end
 from clusterctl.terminal_layout import Column, print_table, print_wrapped
 from clusterctl.terminal_text import one_line, visible
 
@@ -47,10 +48,7 @@ def print_quarantine(app: AppContext, results: Sequence[HostQuarantine], *, dry_
                 _say(app, f"{r.host}: drain: NOT EVICTED {left.pod}: {left.reason}")
         if r.slurm and r.slurm not in ("no slurmd", r.error):
             _say(app, f"{r.host}: slurm: {r.slurm}")
-    if dry_run:
-        _say(app, "dry run: nothing was changed")
-    elif journal:
-        _say(app, f"undo with: clusterctl undo {journal}")
+    say_run_end(app, dry_run=dry_run, journal=journal)
 
 
 def print_release(app: AppContext, results: Sequence[HostRelease], *, dry_run: bool, journal: str | None,
@@ -72,10 +70,7 @@ def print_release(app: AppContext, results: Sequence[HostRelease], *, dry_run: b
         if r.slurm and r.slurm != "no slurmd":
             _say(app, f"{r.host}: slurm: {r.slurm}")
         _say(app, f"{r.host}: {'would be ' if dry_run else ''}released")
-    if dry_run:
-        _say(app, "dry run: nothing was changed")
-    elif journal:
-        _say(app, f"undo with: clusterctl undo {journal}")
+    say_run_end(app, dry_run=dry_run, journal=journal)
 
 
 def print_status(app: AppContext, nodes: Sequence[QuarantinedNode]) -> None:
@@ -109,8 +104,8 @@ def print_policy(app: AppContext, run: PolicyRun, *, dry_run: bool, journal: str
                   f"{' [' + ','.join(d.codes) + ']' if d.codes else ''}: {d.reason}")
     if run.results:
         print_quarantine(app, run.results, dry_run=dry_run, journal=journal)
-    if dry_run and not run.results:
-        _say(app, "dry run: nothing was changed")
+    else:
+        say_run_end(app, dry_run=dry_run)
 
 
 def print_host_status(app: AppContext, found: Sequence[HostStatus]) -> None:

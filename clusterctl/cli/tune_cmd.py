@@ -182,15 +182,12 @@ def _print_table(app: AppContext, outcome: TuneOutcome, out: str | None, *, dry_
             # A file's lines as they are (soft_wrap: never broken mid-path, so a copy-paste works).
             app.say(text.rstrip("\n"))
     if pushed is not None:
-        from clusterctl.cli.changes_view import print_gate_outcomes, say_nothing_changed
+        from clusterctl.cli.changes_view import print_gate_outcomes, say_run_end
 
         print_gate_outcomes(app, pushed)
         for note in outcome.notes:
             app.note(note)
-        if dry_run:
-            say_nothing_changed(app)
-        if outcome.undo_journal is not None:
-            app.say(f"undo with: clusterctl undo {outcome.undo_journal}", soft_wrap=False)
+        say_run_end(app, dry_run=dry_run, journal=outcome.undo_journal)
 
 
 def _print_sweep(app: AppContext, measured: SweepResult, sweep_file: str | None) -> None:

@@ -104,15 +104,13 @@ def undo_command(
         for o in fleet.outcomes]}
 
     def human() -> None:
+        from clusterctl.cli.changes_view import say_run_end
         from clusterctl.cli.host_failures import print_failures
 
         for outcome in fleet.outcomes:
             for line in outcome.value or []:
                 app.say(f"{outcome.host.name}: {one_line(line)}", soft_wrap=False)
-        if dry_run:
-            from clusterctl.cli.changes_view import say_nothing_changed
-
-            say_nothing_changed(app)
+        say_run_end(app, dry_run=dry_run)
         print_failures(app, fleet)
 
     app.emit(payload, human, failed=not fleet.ok or any(undo_incomplete(o.value or []) for o in fleet.outcomes))

@@ -98,10 +98,8 @@ class HostPhaseResult:
                                 "findings": [f.to_json() for f in self.findings]}
         if self.message:
             data["message"] = mask_text(self.message)
-        if self.rollback:
-            data["rollback"] = [mask_text(line) for line in self.rollback]
-        if self.waits:
-            data["waits"] = [mask_text(line) for line in self.waits]
+        data.update({key: [mask_text(line) for line in lines]
+                     for key, lines in (("rollback", self.rollback), ("waits", self.waits)) if lines})
         return data
 
 

@@ -19,6 +19,9 @@ from clusterctl.errors import ParseError
 from clusterctl.facts.kube import GPU_RESOURCE, kubectl, list_items, load_json, ready_condition, string_map
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+#: MIG instances, by profile, under the NVIDIA device plugin's ``migStrategy=mixed`` (``nvidia.com/mig-1g.10gb``);
+#: under ``single`` they are ``nvidia.com/gpu`` and GFD names the product ``<GPU>-MIG-<profile>``.
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 NODES_COMMAND = kubectl("get nodes -o json")
 
 
@@ -51,8 +54,8 @@ class KubeNode:
     taints: tuple[Taint, ...] = ()
     annotations: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
-    #: ``nvidia.com/gpu`` the node offers to pods (0 when the device plugin has not registered).
-    allocatable_gpus: int = 0
+    #: GPU resources offered to pods by name (``nvidia.com/gpu``, ``nvidia.com/mig-<profile>``): none without a plugin.
+    gpu_resources: dict[str, int] = field(default_factory=dict)
     #: ``status.nodeInfo.kubeletVersion`` (``v1.36.2``): what the running kubelet reports.
     kubelet_version: str = ""
     #: Why it is not Ready (the condition's reason and message), for reports.
@@ -60,6 +63,18 @@ class KubeNode:
 
     def taint(self, key: str) -> Taint | None:
         return next((t for t in self.taints if t.key == key), None)
+
+    @property
+    def allocatable_gpus(self) -> int:
+        """The GPU devices it offers to pods, whole GPUs and MIG instances, whatever the MIG strategy names them."""
+        return sum(self.gpu_resources.values())
+
+    def offers_gpus(self, gpus: int) -> bool:
+        """Whether its devices account for ``gpus`` GPUs: one each, or, cut into MIG instances (``mixed``:
+        ``nvidia.com/mig-*``; ``single``: GFD's product ``...-MIG-<profile>``), one or more each."""
+        mig = any(name.startswith(MIG_RESOURCE_PREFIX) for name, count in self.gpu_resources.items() if count) \
+            or "-MIG-" in self.labels.get("nvidia.com/gpu.product", "")
+        return self.allocatable_gpus >= gpus if mig else self.allocatable_gpus == gpus
 
 
 @dataclass(frozen=True)
@@ -74,7 +89,7 @@ class Pod:
     #: Has an ``emptyDir`` volume: its data is lost when the pod goes.
     local_storage: bool = False
     deleting: bool = False
-    #: ``nvidia.com/gpu`` its containers ask for (limits, else requests; init containers' largest counts too).
+    #: GPU devices (whole or MIG) its containers ask for (limits, else requests; init containers' largest counts too).
     gpus: int = 0
 
     @property
@@ -133,10 +148,7 @@ def _node(what: str, data: dict[str, Any], where: str) -> KubeNode:
                 or not isinstance(item.get("effect"), str):
             raise ParseError(what, f"node {name}: spec.taints[{index}] has no key or effect")
         taints.append(Taint(item["key"], item["effect"], str(item.get("value") or "")))
-    raw_gpus = member(status, "allocatable").get(GPU_RESOURCE, "0")
-    gpus = gpu_count(raw_gpus)
-    if gpus is None:
-        raise ParseError(what, f"node {name}: allocatable {GPU_RESOURCE} is {raw_gpus!r}, not a whole number")
+    gpus = gpu_resources(what, f"node {name}: allocatable", member(status, "allocatable"))
     ready = ready_condition(data)
     why = "no Ready condition" if ready is None else \
         f"{ready.get('reason', '')}: {ready.get('message', '')}".strip(": ")
@@ -170,18 +182,21 @@ def parse_pods(text: str) -> list[Pod]:
     return pods
 
 
-def gpu_count(raw: object) -> int | None:
-    """An ``nvidia.com/gpu`` quantity as a count; None for what is not one. Extended resources are whole
-    numbers (the API server refuses ``500m`` or ``8Gi`` for them and writes ``"8"``); a hand-made or
-    proxied object may carry a JSON number. Anything else (a unit, a sign, a fraction, "", a list) is
-    no count at all: reading it as 0 would call a busy node idle."""
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int):
-        return raw if raw >= 0 else None
-    if isinstance(raw, str) and raw.isascii() and raw.isdigit():
-        return int(raw)
-    return None
+def gpu_resources(what: str, where: str, resources: dict[str, Any]) -> dict[str, int]:
+    """The GPU resources among ``resources`` (a node's allocatable, a container's limits or requests) and their
+    counts: ``nvidia.com/gpu`` and ``nvidia.com/mig-<profile>``. Extended resources are whole numbers (the API
+    server refuses ``500m`` or ``8Gi`` for them and writes ``"8"``); a hand-made or proxied object may carry a
+    JSON number. Anything else (a unit, a sign, a fraction, "", a list) is no count at all, an error naming
+    ``where``: reading it as 0 would call a busy node idle."""
+    counts: dict[str, int] = {}
+    for name, raw in resources.items():
+        if raw is None or (name != GPU_RESOURCE and not name.startswith(MIG_RESOURCE_PREFIX)):
+            continue  # null is "not asked": the API server leaves the key out, a hand-made object may not
+        count = int(raw) if isinstance(raw, str) and raw.isascii() and raw.isdigit() else raw
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise ParseError(what, f"{where} {name} is {raw!r}, not a whole number")
+        counts[name] = count
+    return counts
 
 
 def _gpus_of(what: str, where: str, field_name: str, containers: Any) -> list[int]:
@@ -192,19 +207,10 @@ def _gpus_of(what: str, where: str, field_name: str, containers: Any) -> list[in
     counts = []
     for index, container in enumerate(containers):
         resources = container.get("resources") if isinstance(container, dict) else None
-        resources = resources if isinstance(resources, dict) else {}
-        count = 0
-        for kind in ("limits", "requests"):
-            values = resources.get(kind)
-            if isinstance(values, dict) and values.get(GPU_RESOURCE) is not None:
-                raw = values[GPU_RESOURCE]
-                parsed = gpu_count(raw)
-                if parsed is None:
-                    raise ParseError(what, f"{where}: spec.{field_name}[{index}].resources.{kind} {GPU_RESOURCE} "
-                                           f"is {raw!r}, not a whole number")
-                count = parsed
-                break
-        counts.append(count)
+        asked = [gpu_resources(what, f"{where}: spec.{field_name}[{index}].resources.{kind}", values)
+                 for kind in ("limits", "requests") if isinstance(resources, dict)
+                 and isinstance(values := resources.get(kind), dict)]
+        counts.append(sum(next((named for named in asked if named), {}).values()))
     return counts
 
 

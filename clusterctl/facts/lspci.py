@@ -26,14 +26,6 @@ _EXPRESS = re.compile(r"Express \(v\d\) ([A-Za-z ]+?)(?:,|\s*\(|$)")
 _ACS_FLAG = re.compile(r"(\w+)([+-])")
 
 
-def _link(text: str) -> tuple[PciLink, bool, bool] | None:
-    match = _LINK.search(text)
-    if not match:
-        return None
-    link = PciLink(float(match.group(1)) if match.group(1) else None, int(match.group(3)))
-    return link, match.group(2) == "downgraded", match.group(4) == "downgraded"
-
-
 def parse_lspci(text: str) -> PciDevices:
     before, found = blocks(clean_lines(text), lambda raw: _HEADER.match(raw) if not raw[:1].isspace() else None)
     if not found:
@@ -50,11 +42,11 @@ def _device(opening: Line, header: re.Match[str], lines: list[Line]) -> PciDevic
                                  "line": opening.number}
     for line in lines:
         body = line.text.strip()
-        if body.startswith(("LnkCap:", "LnkSta:")) and (found := _link(body)):
-            if body.startswith("LnkCap:"):
-                fields["link_cap"] = found[0]
-            else:
-                fields["link_status"], fields["speed_downgraded"], fields["width_downgraded"] = found
+        if body.startswith(("LnkCap:", "LnkSta:")) and (link := _LINK.search(body)):
+            key = "link_cap" if body.startswith("LnkCap:") else "link_status"
+            fields[key] = PciLink(float(link.group(1)) if link.group(1) else None, int(link.group(3)))
+            if key == "link_status":
+                fields["speed_downgraded"], fields["width_downgraded"] = (link.group(i) == "downgraded" for i in (2, 4))
         elif body.startswith("ACSCtl:"):
             fields["acs_control"] = {name: sign == "+" for name, sign in _ACS_FLAG.findall(body[len("ACSCtl:"):])}
         elif body.startswith("Bus:"):

@@ -85,11 +85,6 @@ def _split_fields(text: str, line_no: int) -> list[tuple[str, str]]:
     return out
 
 
-def _state_parts(state: str) -> tuple[str, tuple[str, ...]]:
-    words = [w.rstrip("*~#$@^!%") for w in state.upper().split("+") if w]
-    return (words[0] if words else "UNKNOWN"), tuple(words[1:])
-
-
 def _node(fields: list[tuple[str, str]], line_no: int) -> SlurmNode:
     values = dict(fields)
     name = values.get("NodeName", "")
@@ -98,7 +93,8 @@ def _node(fields: list[tuple[str, str]], line_no: int) -> SlurmNode:
     state = values.get("State")
     if not state:
         raise ParseError("scontrol show node", f"node {name} has no State=", line=line_no)
-    base, flags = _state_parts(state)
+    words = [w.rstrip("*~#$@^!%") for w in state.upper().split("+") if w]
+    base, flags = (words[0] if words else "UNKNOWN"), tuple(words[1:])
     reason, user, stamp = values.get("Reason", ""), None, None
     found = [m for m in _STAMP.finditer(reason) if not reason[m.end():].strip()]
     if found:

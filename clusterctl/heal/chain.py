@@ -19,14 +19,12 @@ from clusterctl.inventory.model import HEAL_STEPS
 DEFAULT_TIMEOUTS: dict[str, float] = {"restart-app": 60.0, "reset-gpu": 180.0, "reboot": 600.0,
                                       "power-cycle": 900.0}
 
+_RESET_FIRST = ("reset-gpu", "reboot", "power-cycle")
 #: The Xid catalogue's immediate actions (``clusterctl.health.xid_catalog.ACTIONS``) -> the chain.
 ACTION_CHAINS: dict[str, tuple[str, ...]] = {
-    "RESTART_APP": ("restart-app", "reset-gpu", "reboot", "power-cycle"),
-    "RESET_GPU": ("reset-gpu", "reboot", "power-cycle"),
-    "WORKFLOW_XID_48": ("reset-gpu", "reboot", "power-cycle"),
-    "WORKFLOW_NVLINK_ERR": ("reset-gpu", "reboot", "power-cycle"),
-    "WORKFLOW_NVLINK5_ERR": ("reset-gpu", "reboot", "power-cycle"),
-    "XID_154": ("reset-gpu", "reboot", "power-cycle"),
+    "RESTART_APP": ("restart-app", *_RESET_FIRST),
+    **dict.fromkeys(("RESET_GPU", "WORKFLOW_XID_48", "WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR", "XID_154"),
+                    _RESET_FIRST),
     "RESTART_BM": ("reboot", "power-cycle"),
     "RESTART_VM": ("reboot",),
     # NVIDIA's own word is a person: straight to "needs hardware".

@@ -40,12 +40,10 @@ def hosts_status(runner: Runner, inventory: Inventory, hosts: Sequence[Host]) ->
     cp = control_plane(inventory)
 
     def task(transport: Transport) -> list[HostStatus]:
-        found: list[HostStatus] = []
-        for host in hosts:
-            node = read_node(transport, host.name)
-            found.append(HostStatus(node.name, describe(node), node.ready, node.annotations.get(history.STATE, ""),
-                                    history.steps_of(node), node_ops.quarantine_times(node)) if node is not None
-                         else HostStatus(host.name, None, None, "", error=f"{host.name} is not a node of the cluster"))
-        return found
+        return [HostStatus(node.name, describe(node), node.ready, node.annotations.get(history.STATE, ""),
+                           history.steps_of(node), node_ops.quarantine_times(node))
+                if (node := read_node(transport, host.name)) is not None
+                else HostStatus(host.name, None, None, "", error=f"{host.name} is not a node of the cluster")
+                for host in hosts]
 
     return on_control_plane(runner, cp, task, what="read the nodes", label="status")

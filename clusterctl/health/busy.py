@@ -4,7 +4,7 @@ Level 2 and 3 take the GPUs for minutes (DCGM's memory and stress tests, nccl-te
 over every GPU): beside a running job they slow it or kill it, and the job spoils the results.
 So a host is left out of them when one of its GPUs has a compute process (``nvidia-smi
 --query-compute-apps``, ``facts/compute_apps.py``) or its Kubernetes node runs a pod asking for
-``nvidia.com/gpu`` that no DaemonSet owns (a DaemonSet's GPU pod, dcgm-exporter's or the device
+``nvidia.com/gpu`` (or a MIG instance) that no DaemonSet owns (a DaemonSet's GPU pod, dcgm-exporter's or the device
 plugin's, is the node's own machinery), unless the host is out of service (its node cordoned, as
 ``clusterctl quarantine`` leaves it) or the run says ``--force``. What cannot be read counts as
 busy (a host is tested only when it is known to be idle), except a control plane where no cluster

@@ -128,9 +128,8 @@ def _recovery_fix(recovery: str | None, gpu_id: str) -> tuple[str, str]:
     if "reboot" in said:
         return "RESTART_BM", ("Drain the host and reboot it: the driver says the fault may have left the OS "
                               "inconsistent, so a GPU reset is not enough (NVIDIA: Reboot).")
-    if said == "drain p2p":
-        return "DRAIN_P2P", xid_catalog.ACTIONS["DRAIN_P2P"][1]
-    return "RESET_GPU", f"Drain the host and reset the GPU (nvidia-smi -r -i {gpu_id}) or reboot."
+    action = "DRAIN_P2P" if said == "drain p2p" else "RESET_GPU"
+    return action, xid_catalog.ACTIONS[action][1].replace("<gpu>", gpu_id)
 
 
 def _pci_key(address: str | None) -> str | None:
@@ -444,7 +443,7 @@ def check_kernel_log(host: HostInput) -> list[Finding]:
             f" ({len(events)} times)" if len(events) > 1 else "")
         if kind == "xid" and code is not None:
             severity, action, bucket = xid_catalog.judge(code)
-            entry = xid_catalog.lookup(code)
+            entry = xid_catalog.catalog().get(code)
             meaning = f"{entry.mnemonic}: {entry.description}" if entry else "not in NVIDIA's catalogue"
             driver = off_bus.get(pci) if code == 79 and pci else None
             found.append(_finding(
@@ -720,11 +719,12 @@ def check_probes(host: HostInput, baseline: Baseline) -> list[Finding]:
     for problem in probe.problems:
         severity, why = _TOOL_WEIGHT.get(problem.probe, (Severity.INFO, "not checked"))
         if problem.kind == "hung":
+            smi = problem.tool == "nvidia-smi"
             found.append(_finding(
                 Severity.ERROR, "PROBE_HUNG", host.name, f"{problem.tool} hung ({problem.probe}): {problem.reason}",
-                subject=problem.probe, evidence=problem.reason,
-                fix="A hung nvidia-smi usually means a GPU or the driver stopped answering: check the kernel log "
-                    "for Xid 79/119, drain the host and reboot it." if problem.tool == "nvidia-smi" else
+                subject=problem.probe, evidence=problem.reason, action="RESTART_BM" if smi else None,
+                fix="Drain the host and reboot it: a hung nvidia-smi usually means a GPU or the driver stopped "
+                    "answering (check the kernel log for Xid 79/119)." if smi else
                     f"Find out why {problem.tool} hangs on this host."))
             continue
         if problem.probe == "nvidia-smi-q" and not gpu_fleet:

@@ -51,9 +51,8 @@ class DrainOptions:
     timeout_s: float = DEFAULT_TIMEOUT_S
     #: Evict pods that declare no controller (they are not recreated anywhere).
     force: bool = False
-    #: Evict pods with emptyDir volumes (their data is lost). Off for every drain of a failing host (quarantine,
-    #: health --quarantine, remediate serve, heal: their --delete-emptydir-data); on for maintenance (upgrade,
-    #: remove-node: ``day2.drain.DrainNode``), as kured and kubeadm's guides drain.
+    #: Evict pods with emptyDir volumes (their data is lost): off for every drain of a failing host (their
+    #: --delete-emptydir-data), on for maintenance (upgrade, remove-node: ``day2.drain.DrainNode``), as kured's.
     delete_emptydir_data: bool = False
     retry_every_s: float = RETRY_EVERY_S
 

@@ -125,9 +125,8 @@ def counts_against(finding: Finding, config: QuarantineConfig) -> bool:
 
 
 def needs_drain(finding: Finding, config: QuarantineConfig) -> bool:
-    if config.drain_codes is not None:
-        return finding.code in config.drain_codes
-    return takes_host_down(finding.evidence.get("action"))
+    return finding.code in config.drain_codes if config.drain_codes is not None \
+        else takes_host_down(finding.evidence.get("action"))
 
 
 def health_wanted(verdicts: Sequence[HostVerdict], config: QuarantineConfig) -> list[Wanted]:

@@ -92,11 +92,8 @@ class Remediator:
     def __post_init__(self) -> None:
         self.decision_log = DecisionLog(self.log, self.clock)
         self._say = self.decision_log.say
-        self._by_label: dict[str, Host] = {}
-        for host in self.inventory.hosts:
-            for label in (host.connect_address, host.address, host.name):
-                if label:
-                    self._by_label[label] = host
+        self._by_label: dict[str, Host] = {label: host for host in self.inventory.hosts
+                                           for label in (host.connect_address, host.address, host.name) if label}
         self._marker = Marker(self.inventory, self.runner_factory, self._limit,
                               lease=None if self.dry_run else self.lease)
         self._queue: HostQueue[PendingHost] = HostQueue(self._work, PendingHost.merged, workers=self.workers,
@@ -109,9 +106,6 @@ class Remediator:
 
     def _limit(self) -> int:
         return cap(self.max_unavailable or self.inventory.quarantine.max_unavailable, len(self.inventory.hosts))
-
-    def action_for(self, alert: str) -> str:
-        return self.inventory.quarantine.alerts.get(alert) or ALERT_ACTIONS.get(alert, "report")
 
     def handle(self, body: bytes, caller: str = "") -> tuple[int, dict[str, Any]]:
         """One POST: (HTTP status, JSON answer), at once. 400 for a bad body, with nothing done; else each
@@ -140,7 +134,7 @@ class Remediator:
                 why = "not a host of the inventory" if alert.host_label else f"names no host ({', '.join(HOST_LABELS)})"
                 note(alert.host_label, alert.name, "ignored", f"{why}: never acted on")
                 continue
-            action = self.action_for(alert.name)
+            action = self.inventory.quarantine.alerts.get(alert.name) or ALERT_ACTIONS.get(alert.name, "report")
             if action == "report":
                 note(host.name, alert.name, "reported", "this alert only reports (quarantine.alerts to change)")
                 continue
@@ -204,7 +198,8 @@ class Remediator:
 
     @contextlib.contextmanager
     def _runner(self) -> Iterator[Any]:
-        """A runner for one host's work, which ``stop`` interrupts; once ``stop`` began, none starts (Interrupted)."""
+        """A runner for one host's work, which ``stop`` interrupts. Once ``stop`` began none starts (Interrupted): no
+        drain begins that the process's end would cut off; the next run finishes the host."""
         with self.runner_factory() as runner:
             with self._runners_lock:
                 if self._stopping.is_set():
@@ -255,13 +250,6 @@ class Remediator:
                                     who=f"clusterctl remediate serve@{socket.gethostname()}")
         item = self._marker.decide(MarkRequest(name, request, gate))
         extra = {"caller": wanted.caller} if wanted.caller else {}
-        if self._stopping.is_set() and item.verdict not in ("failed", "held"):
-            # Marked (or found out of service), but the receiver is going: no drain is started that the
-            # process's end would cut off. The node is out of service; an alert that still fires finishes it.
-            self._say(host=name, alert=alerts, decision="failed",
-                      why=f"{item.verdict}: {'; '.join(item.done) or item.why}; the receiver stopped before the "
-                          "rest of the quarantine (drain, Slurm): the next run finishes it", **extra)
-            return "failed"
         outside = item.verdict == "duplicate" and "outside clusterctl" in item.why
         if item.verdict in ("failed", "held") or (item.verdict == "duplicate" and (not drain or outside)):
             self._say(host=name, alert=alerts, decision=item.verdict, why=item.why, **extra)

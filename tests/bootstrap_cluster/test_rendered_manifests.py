@@ -93,6 +93,13 @@ def test_gpu_test_pod_validates_and_asks_for_one_gpu(runtime_class: bool) -> Non
     assert ("runtimeClassName" in pod["spec"]) is runtime_class
 
 
+
+def test_on_a_mig_mixed_node_the_test_pod_asks_for_one_mig_instance() -> None:
+    # The device plugin's mixed strategy offers no nvidia.com/gpu there, only nvidia.com/mig-<profile>.
+    pod_yaml = addons.render_test_pod("gpu-a1", "nvidia.com/mig-1g.5gb", runtime_class=True)
+    (pod,) = validate_all(pod_yaml, make_settings())
+    assert pod["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/mig-1g.5gb": 1}
+
 def test_a_misspelt_field_fails_validation() -> None:
     """The validation above can fail: strict schemas refuse unknown fields."""
     settings = make_settings()

@@ -14,7 +14,7 @@ from fixture_files import read_fixture
 from refusals import refusal
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.kube_nodes import Taint, parse_node, parse_nodes, parse_pods
+from clusterctl.facts.kube_nodes import KubeNode, Taint, parse_node, parse_nodes, parse_pods
 
 RECORDED = "nodelist-kubeadm-v1.28-notready.json"
 
@@ -45,6 +45,39 @@ def test_one_node_as_kubectl_get_node_writes_it_reads_the_same() -> None:
     (listed,) = parse_nodes(json.dumps({"apiVersion": "v1", "kind": "List", "items": [item]}))
     assert listed == node
 
+
+
+def _gpu_node(allocatable: dict[str, str], labels_fixture: str | None = None) -> KubeNode:
+    """The recorded node offering ``allocatable``, with GFD's labels of NVIDIA's MIG-in-Kubernetes walkthrough."""
+    item = _recorded()["items"][0]
+    item["status"]["allocatable"].update(allocatable)
+    if labels_fixture:
+        item["metadata"]["labels"].update(json.loads(read_fixture("kubectl", labels_fixture)))
+    (node,) = parse_nodes(json.dumps({"kind": "List", "items": [item]}))
+    return node
+
+
+def test_the_gpus_a_node_offers_under_each_mig_strategy_of_the_device_plugin() -> None:
+    # none: whole GPUs, one nvidia.com/gpu each.
+    whole = _gpu_node({"nvidia.com/gpu": "8"})
+    assert whole.allocatable_gpus == 8 and whole.offers_gpus(8) and not whole.offers_gpus(7)
+    # mixed (NVIDIA's walkthrough: one A100 cut 3g.20gb + 2g.10gb + 1g.5gb): no nvidia.com/gpu at all.
+    mixed = _gpu_node({"nvidia.com/mig-1g.5gb": "1", "nvidia.com/mig-2g.10gb": "1", "nvidia.com/mig-3g.20gb": "1"},
+                      "nvidia-mig-k8s-mixed-labels.json")
+    assert mixed.gpu_resources == {"nvidia.com/mig-1g.5gb": 1, "nvidia.com/mig-2g.10gb": 1,
+                                   "nvidia.com/mig-3g.20gb": 1}
+    assert mixed.allocatable_gpus == 3 and mixed.offers_gpus(1) and not mixed.offers_gpus(4)
+    # single: the seven 1g.5gb instances of one A100 are nvidia.com/gpu; GFD's product label says MIG.
+    single = _gpu_node({"nvidia.com/gpu": "7"}, "nvidia-mig-k8s-single-labels.json")
+    assert single.allocatable_gpus == 7 and single.offers_gpus(1)
+    assert not _gpu_node({"nvidia.com/gpu": "7"}).offers_gpus(1)  # without the label: 7 whole GPUs, not 1
+
+
+def test_a_pod_asking_for_a_mig_instance_holds_a_gpu() -> None:
+    (pod,) = parse_pods(_pods_asking("containers", "limits", "1").replace("nvidia.com/gpu", "nvidia.com/mig-1g.5gb"))
+    assert pod.gpus == 1
+    with pytest.raises(ParseError, match=r"limits nvidia\.com/mig-1g\.5gb is '1g', not a whole number"):
+        parse_pods(_pods_asking("containers", "limits", "1g").replace("nvidia.com/gpu", "nvidia.com/mig-1g.5gb"))
 
 def test_a_node_without_status_reads_as_readiness_unknown() -> None:
     (node,) = parse_nodes(json.dumps({"kind": "List", "items": [{"metadata": {"name": "gpu-a1"}}]}))

@@ -318,6 +318,9 @@ def test_a_missing_gpu_is_counted_against_hosts_of_its_model_as_in_survey() -> N
     missing = [f for h in judge(hosts).hosts for f in h.findings if f.code == "GPU_MISSING"]
     assert [(f.host, f.message) for f in missing] == [
         ("h3", f"nvidia-smi lists 7 GPU(s), most {h100.gpus[0].name} hosts have 8")]
+    # Its fix opens with the drain and reboot, so the policy drains it (one rule: xid_catalog.takes_host_down).
+    assert missing[0].fix.startswith("Drain the host") and missing[0].evidence["action"] == "RESTART_BM"
+    assert _decision(next(h for h in judge(hosts).hosts if h.host == "h3")) == "drain"
 
 
 def test_probe_output_with_missing_and_hung_tools() -> None:
@@ -330,6 +333,7 @@ def test_probe_output_with_missing_and_hung_tools() -> None:
     assert kinds["nvidia-smi-q"] == "hung" and kinds["rdma"] == "missing" and "ib-counters" not in kinds
     host = judge([HostInput("h1", probe)]).hosts[0]
     assert host.verdict is Verdict.UNHEALTHY and host.reason.startswith("PROBE_HUNG")
+    assert _decision(host) == "drain"  # a hung nvidia-smi: drain and reboot, as its fix opens
     assert probe.kernel is not None and probe.kernel.events == ()  # an empty window is no problem
 
 

@@ -290,6 +290,7 @@ def test_work_that_asks_for_its_runner_after_the_stop_began_gets_none(sim: KubeS
     receiver.handle(payload(("GPUFellOffTheBus", "gpu-03")))
     assert at_runner.wait(120), log.getvalue()
     receiver.stop()
+    assert receiver.settle(300)  # the refused work has logged, however loaded the machine
     assert on_node and [p for p in sim.pods_on("gpu-03") if p.startswith("default/web-")] == on_node
     (last,) = [d for d in decisions(log) if d.get("host") == "gpu-03"]
     assert last["decision"] == "failed" and "receiver stopped in the middle" in last["why"], last

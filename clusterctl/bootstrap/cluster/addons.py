@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from clusterctl.bootstrap.cluster.alerts import COUNTERS_CONFIGMAP, render_counters_configmap
 from clusterctl.bootstrap.cluster.settings import ClusterSettings, site_image
 from clusterctl.bootstrap.cluster.templating import render
-from clusterctl.facts.kube import ADMIN_KUBECONFIG
+from clusterctl.facts.kube import ADMIN_KUBECONFIG, GPU_RESOURCE
 from clusterctl.inventory.cluster_sections import ChartSource
 
 VALUES_DIR = "/etc/kubernetes/clusterctl/helm"
@@ -35,9 +35,7 @@ class HelmRelease:
     @property
     def archive_path(self) -> str | None:
         """Where a local chart archive is copied on the host that runs Helm."""
-        if self.chart.archive is None:
-            return None
-        return f"{CHARTS_DIR}/{self.chart.chart}-{self.chart.version}.tgz"
+        return None if self.chart.archive is None else f"{CHARTS_DIR}/{self.chart.chart}-{self.chart.version}.tgz"
 
     def command(self) -> str:
         c = self.chart
@@ -138,7 +136,8 @@ def test_pod_name(node: str) -> str:
     return base[:63].rstrip("-")
 
 
-def render_test_pod(node: str, *, runtime_class: bool, image_registry: str | None = None) -> str:
+def render_test_pod(node: str, resource: str = GPU_RESOURCE, *, runtime_class: bool,
+                    image_registry: str | None = None) -> str:
     return render("manifests/gpu-test-pod.yaml.j2", name=test_pod_name(node), namespace=TEST_NAMESPACE, node=node,
-                  runtime_class=RUNTIME_CLASS if runtime_class else None,
+                  resource=resource, runtime_class=RUNTIME_CLASS if runtime_class else None,
                   image=site_image(TEST_POD_IMAGE, image_registry))

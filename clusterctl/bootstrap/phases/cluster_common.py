@@ -102,8 +102,7 @@ def nodes(ctx: PhaseContext) -> list[KubeNode]:
 
 def settle_s(ctx: PhaseContext, default: float) -> float:
     """How long to wait for the cluster to converge (CNI pods, NFD's next pass); ``settle_s`` option."""
-    value = ctx.options.settle_s
-    return float(value) if value is not None else default
+    return default if ctx.options.settle_s is None else float(ctx.options.settle_s)
 
 
 def poll(ctx: PhaseContext, command: str, *, within_s: float, every_s: float = 10.0,

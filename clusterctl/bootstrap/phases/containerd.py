@@ -217,4 +217,3 @@ class Containerd(Phase[ContainerdState]):
         # The old config is back (the gate restored it): containerd must run on it again.
         return [Change.run(ctx.host.name, ctx.options.containerd.restart, timeout_s=120,
                            summary="restart containerd with the previous config", makes=(MAKES_NO_TRACE,))]
-

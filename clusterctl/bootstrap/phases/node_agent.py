@@ -291,4 +291,3 @@ class NodeAgent(Phase[AgentState]):
             return [Finding(Severity.ERROR, "NODE_AGENT_TIMER_INACTIVE", f"{TIMER} is not active", host=ctx.host.name,
                             fix=f"systemctl status {TIMER}; journalctl -u {SERVICE}")]
         return []
-

@@ -286,33 +286,27 @@ class Reset(Phase[ResetState]):
             config = kubeadm.render_reset_config(_cri_socket(ctx), skip_phases=skip).encode()
             changes.append(Change.run(host, kubeadm.RESET_COMMAND, stdin=config, timeout_s=600,
                                       summary=f"kubeadm reset ({what}){mark}"))
+        # What the known-names rules may choose too: (command, summary), each summary marked as such.
+        steps: list[tuple[str, str]] = []
         if state.cni_files:
-            changes.append(Change.run(host, "rm -f " + " ".join(q(f"{CNI_DIR}/{n}") for n in state.cni_files),
-                                      summary=f"remove CNI configuration: {', '.join(state.cni_files)}{mark}"))
-        for name in state.interfaces:
-            changes.append(Change.run(host, f"ip link delete {q(name)}", summary=f"delete interface {name}{mark}"))
+            steps.append(("rm -f " + " ".join(q(f"{CNI_DIR}/{n}") for n in state.cni_files),
+                          f"remove CNI configuration: {', '.join(state.cni_files)}"))
+        steps += [(f"ip link delete {q(name)}", f"delete interface {name}") for name in state.interfaces]
         if state.iptables_rules:
-            changes.append(Change.run(
-                host, "sh -c " + q(f"iptables-save | grep -v -E {q(CLUSTER_RULE.pattern)} | iptables-restore"),
-                summary=f"remove {state.iptables_rules} iptables line(s) of kube-proxy/Calico/Flannel (others kept)"
-                + mark))
+            steps.append(("sh -c " + q(f"iptables-save | grep -v -E {q(CLUSTER_RULE.pattern)} | iptables-restore"),
+                          f"remove {state.iptables_rules} iptables line(s) of kube-proxy/Calico/Flannel (others kept)"))
         if state.ipvs:
-            changes.append(Change.run(host, "ipvsadm --clear", summary=f"clear IPVS tables left by kube-proxy{mark}"))
-        for folder in state.leftover_dirs:
-            if folder in state.mount_points:
-                changes.append(Change.run(host, f"find {q(folder)} -mindepth 1 -maxdepth 1 -exec rm -rf -- {{}} +",
-                                          summary=f"remove what is left in {folder} (a mount point: kept){mark}"))
-            else:
-                changes.append(Change.run(host, f"rm -rf {q(folder)}",
-                                          summary=f"remove what is left in {folder}{mark}"))
+            steps.append(("ipvsadm --clear", "clear IPVS tables left by kube-proxy"))
+        steps += [(f"find {q(folder)} -mindepth 1 -maxdepth 1 -exec rm -rf -- {{}} +",
+                   f"remove what is left in {folder} (a mount point: kept)") if folder in state.mount_points
+                  else (f"rm -rf {q(folder)}", f"remove what is left in {folder}") for folder in state.leftover_dirs]
         if state.clusterctl_paths:
-            changes.append(Change.run(host, "rm -rf " + " ".join(q(p) for p in state.clusterctl_paths),
-                                      summary=f"remove clusterctl's cluster files{mark}"))
+            steps.append(("rm -rf " + " ".join(q(p) for p in state.clusterctl_paths),
+                          "remove clusterctl's cluster files"))
         if state.containerd_backup:
-            changes.append(Change.run(
-                host, f"cp -p {q(state.containerd_backup)} {CONTAINERD_CONFIG}",
-                summary=f"restore containerd's config from clusterctl's first backup {state.containerd_backup}"
-                + mark))
+            steps.append((f"cp -p {q(state.containerd_backup)} {CONTAINERD_CONFIG}",
+                          f"restore containerd's config from clusterctl's first backup {state.containerd_backup}"))
+        changes += [Change.run(host, command, summary=summary + mark) for command, summary in steps]
         if state.journal is not None:
             changes += state.journal.steps
             changes += state.folder_steps

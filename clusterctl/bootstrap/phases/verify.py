@@ -1,10 +1,10 @@
 """verify: the cluster works, not just "ran": nodes Ready, GPUs allocatable, labels, a GPU pod per node.
 
 Runs once, on the first control plane, after everything else. Every host of the run must be a
-Ready node; its allocatable ``nvidia.com/gpu`` must equal the GPU count the saved survey saw
-(any GPU at all without a survey); the topology labels written from the survey must be on it;
-and a pod asking for one GPU must run ``nvidia-smi -L`` there and succeed. Any failure is an
-error naming the node (exit 1); success ends with one line that says the cluster works.
+Ready node; the GPUs it offers (``nvidia.com/gpu``, or MIG instances: ``KubeNode.offers_gpus``) must
+account for the GPU count the saved survey saw (any GPU at all without a survey); the topology labels
+written from the survey must be on it; and a pod asking for one of them must run ``nvidia-smi -L`` there
+and succeed. Any failure is an error naming the node (exit 1); success ends with one line that says so.
 """
 
 from __future__ import annotations
@@ -46,10 +46,11 @@ def _node_findings(ctx: PhaseContext, nodes: dict[str, KubeNode]) -> list[Findin
                                     f"{name} offers no nvidia.com/gpu and no saved survey says whether it has GPUs",
                                     host=name, fix="Pass --survey FILE so verify knows how many GPUs each node has."))
         if saved is not None and saved.gpu_count is not None:
-            if node.allocatable_gpus != saved.gpu_count:
+            if not node.offers_gpus(saved.gpu_count):
+                offered = ", ".join(f"{n} {resource}" for resource, n in node.gpu_resources.items() if n)
                 problems.append(Finding(
                     Severity.ERROR, "GPU_ALLOCATABLE_MISMATCH",
-                    f"{name} offers {node.allocatable_gpus} nvidia.com/gpu; the survey saw {saved.gpu_count} GPUs",
+                    f"{name} offers {offered or '0 nvidia.com/gpu'}; the survey saw {saved.gpu_count} GPUs",
                     host=name, fix="Look at the device plugin pod on the node (kubectl -n nvidia-device-plugin logs).",
                     evidence={"allocatable": node.allocatable_gpus, "survey": saved.gpu_count}))
             wanted = topology_labels(saved, ctx.inventory.host(name).fabric.type).as_dict()
@@ -62,15 +63,16 @@ def _node_findings(ctx: PhaseContext, nodes: dict[str, KubeNode]) -> list[Findin
     return problems
 
 
-def _gpu_pod(ctx: PhaseContext, node: str) -> Finding | None:
-    """Run the one-GPU test pod on ``node``; a finding when it does not succeed.
+def _gpu_pod(ctx: PhaseContext, node: str, offered: dict[str, int]) -> Finding | None:
+    """Run the test pod asking for one of the GPUs ``node`` offers; a finding when it does not succeed.
 
     The pod is a temporary change through the gate: created for the test, deleted however it ends.
     """
     name, ns = test_pod_name(node), TEST_NAMESPACE
     pod = f"-n {shlex.quote(ns)} {shlex.quote(name)}"
     host = ctx.host.name
-    manifest = render_test_pod(node, runtime_class=cc.runtime_class(ctx),
+    # A whole GPU (nvidia.com/gpu) first, else a MIG instance of the device plugin's mixed strategy.
+    manifest = render_test_pod(node, min(r for r, n in offered.items() if n), runtime_class=cc.runtime_class(ctx),
                                image_registry=ctx.settings().addons.image_registry)
     setup = [Change.run(host, kubectl(f"delete pod {pod} --ignore-not-found --wait=true"), timeout_s=120,
                         summary=f"remove a GPU test pod left on {node}"),
@@ -132,7 +134,7 @@ class Verify(ClusterWidePhase[bool]):
                 break
             time.sleep(15)
         gpu_nodes = [n for n in cc.run_hosts(ctx) if n in nodes and nodes[n].ready and nodes[n].allocatable_gpus > 0]
-        problems += [f for f in (_gpu_pod(ctx, node) for node in gpu_nodes) if f is not None]
+        problems += [f for f in (_gpu_pod(ctx, n, nodes[n].gpu_resources) for n in gpu_nodes) if f is not None]
         if not fails(problems):
             gpus = sum(nodes[n].allocatable_gpus for n in cc.run_hosts(ctx) if n in nodes)
             gpu_less = [n for n in cc.run_hosts(ctx) if not ctx.inventory.host(n).gpus]
