@@ -185,9 +185,7 @@ def _run_many(transport: Transport, commands: Sequence[str], timeout: float) -> 
         except Exception as exc:
             return exc
 
-    if len(commands) == 1:
-        return [one(commands[0])]
-    with ThreadPoolExecutor(max_workers=len(commands)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, len(commands))) as pool:
         return list(pool.map(one, commands))
 
 

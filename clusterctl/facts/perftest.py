@@ -59,8 +59,8 @@ _TOOL_PREFIX = {"RDMA_Write": "ib_write", "RDMA_Read": "ib_read", "Send": "ib_se
 #: not a wrapper's prose about it (``--- starting ib_write_bw server ---``): its arguments.
 _COMMAND = re.compile(r"(?:^|[$#:]\s*|\b(?:sudo|numactl|taskset)\b.*\s)ib_(?:write|read|send|atomic)_(?:bw|lat)"
                       r"(\s.*)?$")
-#: perftest's short options that take no value; any other's next word is its value (``-d mlx5_0``).
-_FLAGS = set("abCeFghHNORUVz")
+#: A short option with its value (``-d mlx5_0``): every perftest option takes one but -abCeFghHNORUVz.
+_OPTION_VALUE = re.compile(r"(?<!\S)-[^-abCeFghHNORUVz\s]\s+\S+")
 #: Command-line options after which perftest prints its peak as 0.00: duration mode and ``--noPeak``.
 _NO_PEAK_OPTION = re.compile(r"(?:^|\s)(-D\s*\d+|--duration\S*|-N|--noPeak)(?=\s|$)")
 
@@ -182,15 +182,8 @@ def _lat_row(tokens: list[str], columns: list[str], number: int, line: str) -> L
 def _names_a_server(arguments: str) -> bool:
     """Whether a perftest command's arguments name the server to connect to, as only a client's do: a word that is
     neither an option nor an option's value (``ib_write_bw -d mlx5_0 -x 3 10.0.0.2``)."""
-    value_next = False
-    for word in arguments.split():
-        if word.startswith("-"):
-            value_next = len(word) == 2 and word[1] not in _FLAGS
-        elif value_next:
-            value_next = False
-        elif not word.isdigit():
-            return True
-    return False
+    words = _OPTION_VALUE.sub(" ", arguments).split()
+    return any(not word.startswith("-") and not word.isdigit() for word in words)
 
 
 def parse_perftest(text: str, *, side: str | None = None) -> PerftestResult:
