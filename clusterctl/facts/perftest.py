@@ -62,15 +62,19 @@ _COMMAND = re.compile(r"(?:^|[$#:]\s*|\b(?:sudo|numactl|taskset)\b.*\s)ib_(?:wri
 #: perftest's long options that take a value (its getopt table), which may follow as the next word: ``--source_ip
 #: 10.0.0.1`` on a server's command line names no server.
 _LONG_WITH_VALUE = (
-    "port ib-dev ib-port mtu size iters tx-depth qp-timeout sl gid-index connection qp vector inline_size outs tos "
-    "hop_limit MGID rx-depth cq-mod atomic_type post_list duration margin source_mac dest_mac dest_ip source_ip "
-    "dest_port source_port ethertype limit_bw limit_msgrate report-counters force-link remote_mac local_mac remote_ip "
-    "local_ip remote_port local_port pkey_index burst_size typical_pkt_size rate_limit rate_limit_type rate_units "
-    "output out_json_file latency_gap flow_label retry_count payload_file_path use_cuda use_cuda_bus_id cuda_mem_type "
-    "use_musa use_musa_bus_id use_rocm use_neuron use_hl use_mlu use_opencl opencl_platform_id use_ib_dm_dmabuf "
-    "gpu_touch mmap mmap-offset dlid tclass wait_destroy flows flows_burst reply_every vlan_pcp recv_post_list "
-    "aes_block_size kek_path credentials_path data_enc_keys_number data_enc_key_app_path log_dci_streams "
-    "log_active_dci_streams congest_type bind_source_ip cqe_poll tph_mem cpu_id ph pin_cores numa_node").split()
+    "port", "ib-dev", "ib-port", "mtu", "size", "iters", "tx-depth", "qp-timeout", "sl", "gid-index",
+    "connection", "qp", "vector", "inline_size", "outs", "tos", "hop_limit", "MGID", "rx-depth", "cq-mod",
+    "atomic_type", "post_list", "duration", "margin", "source_mac", "dest_mac", "dest_ip", "source_ip",
+    "dest_port", "source_port", "ethertype", "limit_bw", "limit_msgrate", "report-counters", "force-link",
+    "remote_mac", "local_mac", "remote_ip", "local_ip", "remote_port", "local_port", "pkey_index", "burst_size",
+    "typical_pkt_size", "rate_limit", "rate_limit_type", "rate_units", "output", "out_json_file", "latency_gap",
+    "flow_label", "retry_count", "payload_file_path", "use_cuda", "use_cuda_bus_id", "cuda_mem_type", "use_musa",
+    "use_musa_bus_id", "use_rocm", "use_neuron", "use_hl", "use_mlu", "use_opencl", "opencl_platform_id",
+    "use_ib_dm_dmabuf", "gpu_touch", "mmap", "mmap-offset", "dlid", "tclass", "wait_destroy", "flows",
+    "flows_burst", "reply_every", "vlan_pcp", "recv_post_list", "aes_block_size", "kek_path", "credentials_path",
+    "data_enc_keys_number", "data_enc_key_app_path", "log_dci_streams", "log_active_dci_streams", "congest_type",
+    "bind_source_ip", "cqe_poll", "tph_mem", "cpu_id", "ph", "pin_cores", "numa_node",
+)
 #: An option with its value (``-d mlx5_0``, ``--ib-dev mlx5_0``): every short perftest option takes one but
 #: -abCeFghHNORUVvzZP.
 _OPTION_VALUE = re.compile(r"(?<!\S)(?:-[^-abCeFghHNORUVvzZP\s]|--(?:" + "|".join(map(re.escape, _LONG_WITH_VALUE))
