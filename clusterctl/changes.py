@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Protocol
 
+from clusterctl.errors import ClusterctlError
 from clusterctl.secret import Secret, mask_text
 from clusterctl.transport.base import FailureKind, TransportError
 
@@ -240,20 +241,19 @@ class GateRecord:
         return self.result is not None and not self.result.ok
 
 
-class ChangeFailed(Exception):
-    """A change's command ran and failed. Carries the record so the caller can report and undo."""
+class ChangeFailed(ClusterctlError):
+    """A change's command ran and failed: an error reported in words, never as a traceback or a class
+    name. Carries the record so the caller can report and undo."""
 
-    def __init__(self, record: GateRecord) -> None:
+    def __init__(self, record: GateRecord, result: CommandResult) -> None:
         self.record = record
-        result = record.result
-        tail = result.stderr_tail(3) if result is not None else ""
+        tail = result.stderr_tail(3)
         # kubeadm names why it stopped in "[ERROR <check>]: ..." lines well above its last lines
         # ("... preflight checks failed"): keep them, the tail alone does not say what to fix.
-        errors = [line.strip() for line in (result.stderr.splitlines() if result is not None else [])
+        errors = [line.strip() for line in result.stderr.splitlines()
                   if line.lstrip().startswith("[ERROR ") and line.strip() not in tail][:3]
         tail = "\n".join([*errors, tail]) if errors else tail
-        code = result.exit_code if result is not None else "?"
-        super().__init__(mask_text(f"{record.change.summary}: exit {code}" + (f": {tail}" if tail else "")))
+        super().__init__(mask_text(f"{record.change.summary}: exit {result.exit_code}" + (f": {tail}" if tail else "")))
 
 
 @dataclass(frozen=True)
@@ -370,7 +370,7 @@ class Gate:
                                stdin=stdin)
         record = self._keep(GateRecord(change, applied=True, changed=True, result=result, temporary=temporary))
         if not result.ok:
-            raise ChangeFailed(record)
+            raise ChangeFailed(record, result)
         return record
 
     def submit_all(self, transport: Transport, changes: Sequence[Change]) -> list[GateRecord]:

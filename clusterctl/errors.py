@@ -57,8 +57,8 @@ class UsageError(ClusterctlError):
         where = f"{self.file}{line}: " if self.file else ""
         field = f"field '{self.field}': " if self.field else ""
         text = f"{where}{field}{self.message}"
-        if self.hint:
-            text += f" {self.hint}"
+        if self.hint:  # a sentence of its own: "... in the inventory. Add a 'bmc:' entry", never "inventory Add"
+            text += f"{'' if text.endswith(('.', '?', '!', ':')) else '.'} {self.hint}"
         return text
 
 

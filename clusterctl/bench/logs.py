@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterctl.bench.model import bench_finding, judged_rate, latency_over
-from clusterctl.bench.net_capacity import link_capacity_checks
+from clusterctl.bench.nccl_tests import NcclHostRun, judge_nccl
 from clusterctl.bench.payload import nccl_record, perftest_record
-from clusterctl.bench.plausible import nccl_checks, perftest_checks
+from clusterctl.bench.plausible import perftest_checks
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.nccltests import parse_nccl_tests
 from clusterctl.facts.perftest import parse_perftest
@@ -32,29 +32,21 @@ class LogReport:
 def report_text(name: str, text: str, *, rate_gbps: float | None = None, limits: Fabric = Fabric(),
                 fabric: str | None = None, gpus_per_host: int | None = None,
                 survey_ports: Mapping[str, Sequence[tuple[str, float]]] | None = None) -> LogReport:
-    """One log judged against ``limits`` (a share of ``rate_gbps`` to reach, latency limits): failures, slow
-    links, high latency, and figures that cannot be true
-    (``clusterctl.bench.plausible``: above the line rate or NVLink limit, or a banner that names
-    another fabric or GPU count than ``fabric`` / ``gpus_per_host``). A multi-node nccl-tests log
-    is judged against its inter-node links (``clusterctl.bench.net_capacity``): the NICs its own
-    NCCL INFO lines name, their speed from the log, ``rate_gbps`` (each NIC's) or ``survey_ports``."""
-    findings: list[Finding] = []
+    """One log judged against ``limits`` (a share of ``rate_gbps`` to reach, latency limits): failures, slow links,
+    high latency, and figures that cannot be true (``clusterctl.bench.plausible``: above the line rate or NVLink
+    limit, or a banner that names another fabric or GPU count than ``fabric`` / ``gpus_per_host``). An nccl-tests
+    log is judged by ``judge_nccl`` as ``bench nccl`` judges a run, a multi-node one against its inter-node links
+    (``clusterctl.bench.net_capacity``): the NICs its own NCCL INFO lines name, their speed from the log,
+    ``rate_gbps`` (each NIC's) or ``survey_ports``."""
     if _NCCL_MARKERS.search(text):
         nccl = parse_nccl_tests(text)
-        failure = nccl.failure()
-        if failure:
-            findings.append(bench_finding(Severity.ERROR, "NCCL_FAILED", name, failure, about_kind="file"))
-        findings += nccl_checks(nccl, gpus_per_host=gpus_per_host, about=name, about_kind="file")
-        if not failure:
-            findings += link_capacity_checks(nccl, about=name, about_kind="file", nic_rate_gbps=rate_gbps,
-                                             survey_ports=survey_ports)
-        return LogReport(name, {"tool": "nccl-tests", **nccl_record(nccl)}, tuple(findings))
+        run = NcclHostRun(name, "", text, nccl, nccl.failure(), host_gpus=gpus_per_host, nic_ports=survey_ports)
+        judged, _ = judge_nccl([run], nccl.collective or "", nic_rate_gbps=rate_gbps, about_kind="file")
+        return LogReport(name, {"tool": "nccl-tests", **nccl_record(nccl)}, tuple(judged))
     result = parse_perftest(text)
-    if result.errors:
-        findings.append(bench_finding(Severity.ERROR, "PERFTEST_FAILED", name, result.errors[0], about_kind="file"))
-    elif not result.ok and result.side != "server":
-        findings.append(bench_finding(Severity.ERROR, "PERFTEST_FAILED", name, "no result table in the output",
-                                      about_kind="file"))
+    failure = result.errors[0] if result.errors else None if result.ok or result.side == "server" else (
+        "no result table in the output")
+    findings = [bench_finding(Severity.ERROR, "PERFTEST_FAILED", name, failure, about_kind="file")] if failure else []
     findings += perftest_checks(result, line_rate_gbps=rate_gbps, fabric_type=fabric, about=name, about_kind="file")
     expected = judged_rate(rate_gbps, result.bidirectional)
     need = limits.within_rack_min

@@ -14,15 +14,20 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from clusterctl.bench.hcas import discover_hcas
 from clusterctl.bench.model import bench_finding
-from clusterctl.bench.plausible import FIGURE_IMPOSSIBLE, every_gpu_is, nccl_checks, topology_check
+from clusterctl.bench.net_capacity import FROM_SURVEY, link_capacity_checks
+from clusterctl.bench.plausible import FIGURE_IMPOSSIBLE, every_gpu_is, nccl_checks
 from clusterctl.changes import Change, Gate
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.model import NVLinkStatus
 from clusterctl.facts.nccltests import NcclTestResult, parse_nccl_tests
+from clusterctl.facts.nvlink import NVLINK
 from clusterctl.fanout import HostOutcome, Runner
 from clusterctl.findings import Finding, Severity, fails
 from clusterctl.inventory.model import Host, Inventory
+from clusterctl.survey.checks.host import rate_basis, usual_link_rates
+from clusterctl.survey.collect import read_fact
 from clusterctl.transport.base import Transport
 
 OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv", "broadcast", "reduce")
@@ -32,6 +37,7 @@ OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "alltoall"
 EXPECTED_ALLREDUCE_BUSBW: tuple[tuple[str, float], ...] = (("H100", 370.0), ("H200", 370.0), ("A100", 235.0))
 #: Below this fraction of the expected peak is a warning.
 PEAK_FRACTION = 0.9
+_FROM_HOSTS = ("the hosts' HCAs (ibv_devinfo -v) at the inventory's rate, else their usual one",) * 2
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,9 @@ class NcclHostRun:
     host_gpus: int | None = None
     #: The host's NVLinks as ``nvidia-smi nvlink -s`` reports them, read beside the run (None: not read).
     nvlinks: tuple[NVLinkStatus, ...] | None = None
+    #: Host -> (NIC, Gb/s) of its active fabric ports, what a multi-node run's links carry (None: not read).
+    nic_ports: Mapping[str, Sequence[tuple[str, float]]] | None = None
+    nic_ports_from: tuple[str, str] = FROM_SURVEY
 
     @property
     def busbw_gbs(self) -> float | None:
@@ -100,19 +109,6 @@ def _count_gpus(transport: Transport) -> int | None:
     return sum(1 for line in result.stdout.splitlines() if line.startswith("GPU ")) or None
 
 
-def _read_nvlinks(transport: Transport) -> tuple[NVLinkStatus, ...] | None:
-    """The host's NVLinks now; None when the host cannot say (no nvidia-smi, an unreadable answer)."""
-    from clusterctl.facts.nvlink import NVLINK
-
-    result = transport.run(NVLINK.command, timeout=30)
-    if not result.ok:
-        return None
-    try:
-        return NVLINK.parse(result.stdout)
-    except ParseError:
-        return None
-
-
 def _host_run(host: str, command: str, text: str, exit_code: int) -> NcclHostRun:
     try:
         parsed = parse_nccl_tests(text)
@@ -159,10 +155,12 @@ def run_nccl_test(
         result = transport.run(command, env=environment or None, timeout=timeout_s)
         run = _host_run(transport.host.name, command, result.stdout + result.stderr, result.exit_code)
         # Read with the run: a figure the host's own links cannot give is a finding, not "ok".
-        return replace(run, host_gpus=counted, nvlinks=_read_nvlinks(transport))
+        return replace(run, host_gpus=counted, nvlinks=read_fact(transport, NVLINK)[0])
 
     if multi_node:
-        runs = [_run_multi(runner, hosts, op, environment, test_args, gpus, timeout_s, gate, inventory, state_dir)]
+        ports = _nic_ports(runner, hosts)  # read before mpirun takes the links
+        runs = [replace(_run_multi(runner, hosts, op, environment, test_args, gpus, timeout_s, gate, inventory,
+                                   state_dir), nic_ports=ports, nic_ports_from=_FROM_HOSTS)]
     else:
         runs = [_run_of(outcome) for outcome in runner.run_task(
             hosts, task, label=f"bench nccl: {op}", timeout_s=timeout_s + 30).outcomes]
@@ -199,15 +197,21 @@ def _run_multi(runner: Runner, hosts: Sequence[Host], op: str, env: dict[str, st
     return _run_of(outcome)
 
 
+def _nic_ports(runner: Runner, hosts: Sequence[Host]) -> dict[str, list[tuple[str, float]]]:
+    """Each host's fabric HCAs as ``bench ib`` finds them (``discover_hcas``) at the rate the one port-rate rule
+    holds them to (``rate_basis``: the inventory's ``fabric.rate_gbps``, else what the same HCA runs at on most of
+    these hosts, else, too few hosts for a majority, its own rate): what a multi-node run's links carry."""
+    found, _ = discover_hcas(runner, hosts)
+    usual = usual_link_rates(((h.name, None), h.rate_gbps) for hcas in found.values() for h in hcas)
+    return {host.name: [(h.name, judged[1]) for h in found.get(host.name, []) if (judged := rate_basis(
+                host.fabric, h.name, h.link_layer, usual.get((h.name, None)) or h.rate_gbps))] for host in hosts}
+
+
 def _run_of(outcome: HostOutcome[NcclHostRun]) -> NcclHostRun:
     """A host's run, or one that says why the host gave none."""
     if outcome.value is not None:
         return outcome.value
     return NcclHostRun(outcome.host.name, "", "", None, outcome.failure.describe() if outcome.failure else "no result")
-
-
-def nccl_failed(host: str, error: str) -> Finding:
-    return bench_finding(Severity.ERROR, "NCCL_FAILED", host, error, about_kind="host")
 
 
 def expected_peak(result: NcclTestResult | None, op: str) -> tuple[float, str] | None:
@@ -219,15 +223,29 @@ def expected_peak(result: NcclTestResult | None, op: str) -> tuple[float, str] |
                  if every_gpu_is(result, model)), None)
 
 
-def judge_nccl(runs: Sequence[NcclHostRun], op: str, expected: Mapping[str, object] | None = None
-               ) -> tuple[list[Finding], float | None]:
-    findings = [nccl_failed(r.host, r.error) for r in runs if r.error]
+def judge_nccl(runs: Sequence[NcclHostRun], op: str, expected: Mapping[str, object] | None = None, *,
+               nic_rate_gbps: float | None = None, about_kind: str = "host") -> tuple[list[Finding], float | None]:
+    """The one judge of nccl-tests output, a live run's or a saved log's (``about_kind="file"``): failed, figures that
+    cannot be true, unvalidated, warned, below the fleet, the GPUs' peak or the links (``nic_rate_gbps``: each NIC's,
+    else the run's ``nic_ports``). A fact the run lacks (a saved log's NVLinks) skips the check that needs it."""
+    findings = [bench_finding(Severity.ERROR, "NCCL_FAILED", r.host, r.error, about_kind=about_kind)
+                for r in runs if r.error]
     for r in runs:
-        if r.result is not None:
-            # A figure above the GPUs' NVLinks, or a log with fewer ranks than the host has GPUs, is no result.
-            findings += nccl_checks(r.result, gpus_per_host=r.host_gpus, about=r.host, about_kind="host")
-            if not any(f.host == r.host and f.code == FIGURE_IMPOSSIBLE for f in findings):
-                findings += topology_check(r.result, r.nvlinks, about=r.host)
+        if r.result is None:
+            continue
+        # A figure above the GPUs' NVLinks, or a log with fewer ranks than the host has GPUs, is no result.
+        findings += nccl_checks(r.result, gpus_per_host=r.host_gpus, nvlinks=r.nvlinks, about=r.host,
+                                about_kind=about_kind)
+        if r.busbw_gbs is None:
+            continue
+        findings += link_capacity_checks(r.result, about=r.host, about_kind=about_kind, nic_rate_gbps=nic_rate_gbps,
+                                         survey_ports=r.nic_ports, ports_from=r.nic_ports_from)
+        override = (expected or {}).get(r.host)
+        peak = (float(str(override)), "the inventory") if override else expected_peak(r.result, op)
+        if peak and r.busbw_gbs < PEAK_FRACTION * peak[0]:
+            findings.append(bench_finding(Severity.WARNING, "NCCL_BELOW_PEAK", r.host,
+                                    f"{op} bus bandwidth {r.busbw_gbs:.1f} GB/s is below {PEAK_FRACTION:.0%} of "
+                                    f"the ~{peak[0]:g} GB/s expected for {peak[1]}", about_kind=about_kind))
     impossible = {f.host for f in findings if f.code == FIGURE_IMPOSSIBLE}
     values = {r.host: r.busbw_gbs for r in runs if r.busbw_gbs is not None and r.host not in impossible}
     median = statistics.median(values.values()) if values else None
@@ -242,14 +260,5 @@ def judge_nccl(runs: Sequence[NcclHostRun], op: str, expected: Mapping[str, obje
                 continue
             findings.append(bench_finding(Severity.ERROR if z > 3 else Severity.WARNING, "NCCL_OUTLIER", host,
                                     f"{op} bus bandwidth {value:.1f} GB/s is {z:.1f} robust SD below the "
-                                    f"fleet median {median:.1f} GB/s", about_kind="host"))
-    for r in runs:
-        if r.busbw_gbs is None:
-            continue
-        override = (expected or {}).get(r.host)
-        peak = (float(str(override)), "the inventory") if override else expected_peak(r.result, op)
-        if peak and r.busbw_gbs < PEAK_FRACTION * peak[0]:
-            findings.append(bench_finding(Severity.WARNING, "NCCL_BELOW_PEAK", r.host,
-                                    f"{op} bus bandwidth {r.busbw_gbs:.1f} GB/s is below {PEAK_FRACTION:.0%} of "
-                                    f"the ~{peak[0]:g} GB/s expected for {peak[1]}", about_kind="host"))
+                                    f"fleet median {median:.1f} GB/s", about_kind=about_kind))
     return findings, median

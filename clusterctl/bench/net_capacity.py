@@ -27,6 +27,9 @@ NCCL_BELOW_LINKS = "NCCL_BELOW_LINKS"
 LINK_FRACTION = 0.75
 #: A figure within this factor of one NIC's bandwidth is "about one rail".
 ONE_RAIL_FACTOR = 1.25
+_FROM_LOG = "the log's NCCL INFO lines"
+#: Where ``survey_ports`` came from, in words: the speed of NICs the log names; the NICs of a log that names none.
+FROM_SURVEY = ("the saved survey", "the saved survey's active RDMA ports")
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,8 @@ class LinkCapacity:
 
 
 def link_capacity(result: NcclTestResult, *, nic_rate_gbps: float | None = None,
-                  survey_ports: Mapping[str, Sequence[tuple[str, float]]] | None = None) -> LinkCapacity | None:
+                  survey_ports: Mapping[str, Sequence[tuple[str, float]]] | None = None,
+                  ports_from: tuple[str, str] = FROM_SURVEY) -> LinkCapacity | None:
     """The inter-node link capacity per node for a multi-node log, or ``None`` (one node, or nothing
     says how many NICs or how fast). ``survey_ports``: host -> (NIC name, Gb/s) of its active ports."""
     nodes = max(len(result.hosts), result.net.nnodes or 0, len(result.net.hosts))
@@ -55,21 +59,20 @@ def link_capacity(result: NcclTestResult, *, nic_rate_gbps: float | None = None,
     used, listed = result.net.used_nics(), result.net.listed()
     nics: tuple[NcclNic, ...] = used or listed
     extra_listed = len(listed) if used and len(listed) > len(used) else None
-    survey_rates = _survey_rates(result, survey_ports)
+    # The survey's ports of a host the log names, else of any (the hosts of one job are alike).
+    ports = survey_ports or {}
+    named = [h for h in (*result.hosts, *result.net.hosts) if h in ports] or sorted(ports)
+    survey_rates = dict(ports[named[0]]) if named else {}
     per_nic: list[tuple[str, float]] = []
     bases: set[str] = set()
-    for nic in nics:
-        if nic.gbs is not None:
-            per_nic.append((nic.name, nic.gbs))
-            bases.add("the log's NCCL INFO lines")
-        elif nic.name in survey_rates:
-            per_nic.append((nic.name, survey_rates[nic.name] / 8))
-            bases.add("the saved survey")
-        elif nic_rate_gbps:
-            per_nic.append((nic.name, nic_rate_gbps / 8))
-            bases.add(f"--rate-gbps {nic_rate_gbps:g}")
-        else:
+    for nic in nics:  # each NIC's speed from the log, else the survey, else --rate-gbps
+        gbs, basis = ((nic.gbs, _FROM_LOG) if nic.gbs is not None
+                      else (survey_rates[nic.name] / 8, ports_from[0]) if nic.name in survey_rates
+                      else (nic_rate_gbps / 8, f"--rate-gbps {nic_rate_gbps:g}") if nic_rate_gbps else (None, ""))
+        if gbs is None:
             return None
+        per_nic.append((nic.name, gbs))
+        bases.add(basis)
     if not nics:
         count = result.net.ofi_nics
         if count and nic_rate_gbps:
@@ -77,30 +80,23 @@ def link_capacity(result: NcclTestResult, *, nic_rate_gbps: float | None = None,
             bases = {f"the log's NET/OFI line ({count} NIC(s)) and --rate-gbps {nic_rate_gbps:g}"}
         elif survey_rates:
             per_nic = [(name, rate / 8) for name, rate in sorted(survey_rates.items())]
-            bases = {"the saved survey's active RDMA ports"}
+            bases = {ports_from[1]}
         else:
             return None
     basis = " and ".join(sorted(bases))
-    if nics and "the log's NCCL INFO lines" not in bases:
+    if nics and _FROM_LOG not in bases:
         basis = f"the NICs from the log's NCCL INFO lines, their speed from {basis}"
     return LinkCapacity(sum(gbs for _, gbs in per_nic), len(per_nic), tuple(per_nic), basis,
                         listed=extra_listed, nodes=nodes)
 
 
-def _survey_rates(result: NcclTestResult,
-                  survey_ports: Mapping[str, Sequence[tuple[str, float]]] | None) -> dict[str, float]:
-    if not survey_ports:
-        return {}
-    hosts = [h for h in (*result.hosts, *result.net.hosts) if h in survey_ports] or sorted(survey_ports)
-    return dict(survey_ports[hosts[0]]) if hosts else {}
-
-
 def link_capacity_checks(result: NcclTestResult, *, about: str, about_kind: str = "file",
                          nic_rate_gbps: float | None = None,
-                         survey_ports: Mapping[str, Sequence[tuple[str, float]]] | None = None) -> list[Finding]:
+                         survey_ports: Mapping[str, Sequence[tuple[str, float]]] | None = None,
+                         ports_from: tuple[str, str] = FROM_SURVEY) -> list[Finding]:
     """A multi-node run whose saturated bus bandwidth is well below what its links carry."""
     figure = result.largest_busbw_gbs
-    capacity = link_capacity(result, nic_rate_gbps=nic_rate_gbps, survey_ports=survey_ports)
+    capacity = link_capacity(result, nic_rate_gbps=nic_rate_gbps, survey_ports=survey_ports, ports_from=ports_from)
     if figure is None or capacity is None or capacity.gbs <= 0 or figure >= LINK_FRACTION * capacity.gbs:
         return []
     nics = ", ".join(f"{name} {gbs:g} GB/s" for name, gbs in capacity.per_nic)

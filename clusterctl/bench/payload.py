@@ -109,7 +109,7 @@ def dry_run_payload(report: IBBenchReport) -> dict[str, Any]:
 def nccl_host_run_record(r: NcclHostRun) -> dict[str, Any]:
     """One host's (or the mpirun job's) nccl-tests run in JSON: ``bench nccl``'s runs, ``health``'s level 2."""
     return {"host": r.host, "command": r.command, "busbw_gbs": r.busbw_gbs, "error": r.error,
-            "host_gpus": r.host_gpus, "nvlinks": to_plain(r.nvlinks),
+            "host_gpus": r.host_gpus, "nvlinks": to_plain(r.nvlinks), "nic_ports": to_plain(r.nic_ports),
             **(nccl_record(r.result) if r.result else {"avg_busbw_gbs": None, "rows": []})}
 
 

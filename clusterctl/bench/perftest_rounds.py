@@ -185,9 +185,7 @@ def _run_many(transport: Transport, commands: Sequence[str], timeout: float) -> 
         except Exception as exc:
             return exc
 
-    if len(commands) == 1:
-        return [one(commands[0])]
-    with ThreadPoolExecutor(max_workers=len(commands)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, len(commands))) as pool:
         return list(pool.map(one, commands))
 
 
@@ -281,11 +279,11 @@ def measure(base: LinkResult, client_text: str, server_text: str, exit_code: int
     base = replace(base, client_output=client_text)
     if server_text.strip():
         try:
-            base = replace(base, server_result=parse_perftest(server_text))
+            base = replace(base, server_result=parse_perftest(server_text, side="server"))
         except ParseError as exc:
             base = replace(base, server_parse_error=str(exc))
     try:
-        client = parse_perftest(client_text)
+        client = parse_perftest(client_text, side="client")
     except ParseError as exc:
         return replace(base, error=f"client output: {exc}" if exit_code == 0 else _exit_reason(exit_code, client_text))
     base = replace(base, client_result=client, bidirectional=client.bidirectional, link_type=client.link_type)

@@ -88,7 +88,8 @@ def link_type_check(link_type: str | None, *, fabric_type: str | None, about: st
 def consistency_checks(result: PerftestResult, *, about: str, about_kind: str = "subject") -> list[Finding]:
     """Rows whose figures contradict each other: the average is MsgRate x message size, so a row whose
     printed average matches that product in Gb/s under a MB/sec header was printed in another unit than
-    the header says; a peak of 0.00 beside a non-zero average is no measurement of the peak."""
+    the header says; a peak of 0.00 beside a non-zero average is no measurement of the peak, and inconsistent
+    unless the log shows the mode that prints it so (``PerftestResult.peak_unmeasured_by``)."""
     found: list[Finding] = []
     mislabelled, contradicting, zero_peak = [], [], []
     per_mb = result.printed_unit is not None and result.printed_unit.upper() in ("MB/SEC", "MIB/SEC")
@@ -130,12 +131,12 @@ def consistency_checks(result: PerftestResult, *, about: str, about_kind: str = 
             f"size is {from_rate:.2f} Gb/s ({len(contradicting)} row(s)): the figures contradict each other",
             "Check that the log is one run's unedited output; re-run the test.",
             size_bytes=row.size_bytes, average_gbps=row.bw_avg_gbps, gbps_from_msg_rate=round(from_rate, 4))
-    if zero_peak:
+    if zero_peak and result.peak_unmeasured_by is None:
         row = zero_peak[0]
         inconsistent(Severity.WARNING, f"{test}: peak 0.00 beside an average of {row.bw_avg_gbps:g} Gb/s at "
-                     f"{row.size_bytes} B ({len(zero_peak)} row(s)): the peak is not a measurement (perftest prints "
-                     "0.00 for it in duration mode, -D); only the average is judged",
-                     "Judge the average; run without -D (with -n) where the peak matters.",
+                     f"{row.size_bytes} B ({len(zero_peak)} row(s)), and the log's header shows no mode that prints "
+                     "it so (duration -D, --post_list, --noPeak): the peak is not a measurement; only the average "
+                     "is judged", "Judge the average; keep the command line and banner with the log.",
                      size_bytes=row.size_bytes, average_gbps=row.bw_avg_gbps)
     return found
 
@@ -165,9 +166,11 @@ def nvlink_limit(result: NcclTestResult) -> tuple[float, str] | None:
 
 
 def nccl_checks(result: NcclTestResult, *, gpus_per_host: int | None, about: str, about_kind: str = "host",
-                busbw_limit: tuple[float, str] | None = None) -> list[Finding]:
-    """A single-host bus bandwidth above one GPU's NVLink bandwidth; fewer ranks than the host has GPUs; a run
-    that checked no result (``-c 0``), whose ``#wrong`` column proves nothing; a finished run NCCL warned in."""
+                busbw_limit: tuple[float, str] | None = None,
+                nvlinks: tuple[NVLinkStatus, ...] | None = None) -> list[Finding]:
+    """A single-host bus bandwidth above one GPU's NVLink bandwidth, else above what the host's NVLinks as they are
+    now (``nvlinks``; ``None``: not read) let it give; fewer ranks than the host has GPUs; a run that checked no
+    result (``-c 0``), whose ``#wrong`` column proves nothing; a finished run NCCL warned in."""
     found: list[Finding] = []
     if result.validation == 0 and result.rows:
         found.append(bench_finding(
@@ -186,16 +189,22 @@ def nccl_checks(result: NcclTestResult, *, gpus_per_host: int | None, about: str
             about_kind=about_kind, fix="Read the warnings (nccl_warnings in -o json): a network transport that "
             "failed to open or a fallback makes the figures slower than the fabric allows.", warnings=count))
     hosts = Counter(host for _, host, _, _ in result.ranks)
-    limit = busbw_limit or nvlink_limit(result)
-    figure = result.peak_busbw_gbs
-    if limit and figure is not None and len(hosts) <= 1 and figure > limit[0] * ROUNDING_MARGIN:
-        found.append(bench_finding(
-            Severity.ERROR, FIGURE_IMPOSSIBLE, about,
-            f"{result.test or 'nccl-tests'} bus bandwidth {figure:.1f} GB/s is above the {limit[0]:.0f} GB/s one "
-            f"GPU's NVLinks carry per direction ({limit[1]}): this figure cannot be a measurement of this host",
-            about_kind=about_kind, fix="Check that the log is of this host and GPU model, and the units (nccl-tests "
-            "prints GB/s, 10^9 bytes).",
-            measured_gbs=figure, limit_gbs=round(limit[0], 1)))
+    # Above the GPUs' NVLinks (their model's, else the host's as they are now): no measurement of this host.
+    figure = result.peak_busbw_gbs if len(hosts) <= 1 else None
+    model, now = busbw_limit or nvlink_limit(result), topology_limit(nvlinks or ())
+    limit: float | None = None
+    if figure is not None and model and figure > model[0] * ROUNDING_MARGIN:
+        limit, why = model[0], (f"above the {model[0]:.0f} GB/s one GPU's NVLinks carry per direction ({model[1]}): "
+                                "this figure cannot be a measurement of this host")
+        fix = "Check that the log is of this host and GPU model, and the units (nccl-tests prints GB/s, 10^9 bytes)."
+    elif figure is not None and now and figure > now[0] * ROUNDING_MARGIN:
+        limit, why = now[0], f"above what this host's topology can give: {now[1]}"
+        fix = ("Look at the host's NVLinks (clusterctl survey; nvidia-smi nvlink -s and -e): a GPU that lost them "
+               "needs a reset or service. This figure is not a measurement of the host as it is now.")
+    if limit is not None:
+        found.append(bench_finding(Severity.ERROR, FIGURE_IMPOSSIBLE, about, f"{result.test or 'nccl-tests'} bus "
+                                   f"bandwidth {figure:.1f} GB/s is {why}", about_kind=about_kind, fix=fix,
+                                   measured_gbs=figure, limit_gbs=round(limit, 1)))
     if gpus_per_host and hosts:
         short = {host: count for host, count in hosts.items() if count != gpus_per_host}
         if short:
@@ -227,20 +236,3 @@ def topology_limit(statuses: tuple[NVLinkStatus, ...]) -> tuple[float, str] | No
             limits.append((PCIE_GBS_PER_GPU, f"GPU{status.gpu_index} has no active NVLink (nvidia-smi nvlink -s): "
                            f"its traffic crosses PCIe, at most ~{PCIE_GBS_PER_GPU:g} GB/s per direction"))
     return min(limits)
-
-
-def topology_check(result: NcclTestResult, statuses: tuple[NVLinkStatus, ...] | None, *, about: str,
-                   about_kind: str = "host") -> list[Finding]:
-    """A single-host bus bandwidth the host's own topology cannot give (a GPU without NVLink)."""
-    limit = topology_limit(statuses or ())
-    figure = result.peak_busbw_gbs
-    hosts = {host for _, host, _, _ in result.ranks}
-    if limit is None or figure is None or len(hosts) > 1 or figure <= limit[0] * ROUNDING_MARGIN:
-        return []
-    return [bench_finding(
-        Severity.ERROR, FIGURE_IMPOSSIBLE, about,
-        f"{result.test or 'nccl-tests'} bus bandwidth {figure:.1f} GB/s is above what this host's topology can "
-        f"give: {limit[1]}",
-        about_kind=about_kind, fix="Look at the host's NVLinks (clusterctl survey; nvidia-smi nvlink -s and -e): a GPU "
-        "that lost them needs a reset or service. This figure is not a measurement of the host as it is now.",
-        measured_gbs=figure, limit_gbs=round(limit[0], 1))]

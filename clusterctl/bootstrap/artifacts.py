@@ -151,7 +151,6 @@ def _apt(inventory: Inventory, hosts: Sequence[Host], releases: Mapping[str, Hos
     wanted: dict[tuple[str, str, str], list[str]] = {}
     indexes: dict[tuple[str, str, str], dict[str, None]] = {}
     keys: dict[tuple[str, str], list[str]] = {}
-    notes: list[str] = []
     from clusterctl.inventory.model import AptRepo
 
     suites: dict[tuple[str, str], list[str]] = {}
@@ -187,12 +186,10 @@ def _apt(inventory: Inventory, hosts: Sequence[Host], releases: Mapping[str, Hos
                 keys.setdefault((repo.name, repo.key_url), []).append(host.name)
     from clusterctl.hostlist import compress
 
-    for (url, suite), names in suites.items():
-        notes.append(f"containerd.io comes from {url}, suite {suite} (dists/{suite}/stable), for "
-                     f"{compress(names)}: mirror that suite.")
-    for why, names in unread.items():
-        notes.append(f"the OS of {compress(names)} is not known ({why}): Docker's repository for them is "
-                     "linux/ubuntu or linux/debian by their /etc/os-release; run again when they answer.")
+    notes = [f"containerd.io comes from {url}, suite {suite} (dists/{suite}/stable), for {compress(names)}: "
+             "mirror that suite." for (url, suite), names in suites.items()]
+    notes += [f"the OS of {compress(names)} is not known ({why}): Docker's repository for them is linux/ubuntu "
+              "or linux/debian by their /etc/os-release; run again when they answer." for why, names in unread.items()]
     out = [Artifact("apt-package", name, version, source, "packages", tuple(names),
                     indexes=tuple(indexes[name, version, source]))
            for (name, version, source), names in wanted.items()]

@@ -138,10 +138,11 @@ def probe(found: ArtifactList, run: Runner, mirrors: Mapping[str, Sequence[str]]
             fetched[url] = run(f"{CURL} -f {q(url)}")
         return fetched[url]
 
-    def head(url: str, *headers: str) -> tuple[str, str]:
+    def head(artifact: Artifact, url: str, *headers: str) -> ProbeResult:
         extra = "".join(f" -H {q(h)}" for h in headers)
         out, err, code = run(f"{CURL} -o /dev/null -I -w '%{{http_code}}'{extra} {q(url)}")
-        return judge_status(out, code, err)
+        status, detail = judge_status(out, code, err)
+        return ProbeResult(artifact, status, url, detail)
 
     for artifact in found.artifacts:
         if artifact.kind == "apt-package":
@@ -167,10 +168,7 @@ def probe(found: ArtifactList, run: Runner, mirrors: Mapping[str, Sequence[str]]
             results.append(ProbeResult(artifact, "present" if there else "missing", url,
                                        "" if there else f"offers {', '.join(versions[:3]) or 'no version'}"))
         elif artifact.kind == "image":
-            url = image_url(artifact, mirrors)
-            status, detail = head(url, f"Accept: {MANIFEST_ACCEPT}")
-            results.append(ProbeResult(artifact, status, url, detail))
+            results.append(head(artifact, image_url(artifact, mirrors), f"Accept: {MANIFEST_ACCEPT}"))
         else:  # manifest, apt-key: a URL
-            status, detail = head(artifact.source)
-            results.append(ProbeResult(artifact, status, artifact.source, detail))
+            results.append(head(artifact, artifact.source))
     return results

@@ -122,16 +122,13 @@ def run_bootstrap(inventory: Inventory, hosts: Sequence[Host], runner: Runner, p
     return report
 
 
-#: A verify result that counts as the cluster checked on that host.
-_VERIFIED = {Status.OK, Status.CHANGED}
-
-
 def _not_verified(report: RunReport) -> str | None:
     """Why the run's ``verify`` phase checked nothing, or ``None`` (it ran, or was not asked for)."""
     if "verify" not in report.phases:
         return None
     results = [r for r in report.results if r.phase == "verify"]
-    if any(r.status in _VERIFIED or r.message == SkipReason.DONE_BEFORE.value for r in results):
+    # A verify that passed (ok, changed) or was confirmed on resume checked the cluster on that host.
+    if any(r.status in (Status.OK, Status.CHANGED) or r.message == SkipReason.DONE_BEFORE.value for r in results):
         return None
     if any(r.status is Status.FAILED for r in results):
         return None  # a failed verify is already a failed host, with its reason

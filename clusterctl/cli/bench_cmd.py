@@ -157,8 +157,8 @@ def _print_plan(app: AppContext, report: IBBenchReport) -> None:
 
 @bench_app.command("nccl", help="""nccl-tests on each host alone, or across hosts with mpirun (--multi-node).
 
-Compares each host's bus bandwidth with the fleet median (median/MAD) and with the peak
-expected for its GPUs; #wrong > 0 or a missing result table is a failure.
+Compares each host's bus bandwidth with the fleet median (median/MAD) and the peak expected for
+its GPUs, an mpirun job's with its hosts' links; #wrong > 0 or a missing summary is a failure.
 
 Examples:
 
@@ -229,9 +229,10 @@ def nccl_command(
 Pasted or captured logs are fine: shell prompts, code fences and terminal borders are ignored,
 and a row that cannot be read is listed with its line number while the rest is judged. A figure
 above what the link (or, for one host, the GPUs' NVLinks) can carry is an error, not a result;
-with --fabric and --gpus-per-host a log that describes another machine says so. A multi-node
-nccl-tests log is judged against its inter-node links: the NICs its NCCL INFO lines name
-(NCCL_DEBUG=INFO), their speed from the log, --rate-gbps (each NIC's) or --survey. With -i, a
+with --fabric and --gpus-per-host a log that describes another machine says so. An nccl-tests log
+is judged as bench nccl judges a run (failed, unvalidated, warned, below the 8-GPU NVSwitch peak)
+but for what a log cannot tell: the host's NVLinks now; its GPU count unless --gpus-per-host says;
+its inter-node links unless its NCCL INFO lines (NCCL_DEBUG=INFO), --rate-gbps or --survey do. With -i, a
 perftest log meets the inventory's fabric thresholds (within_rack_min, latency_warn_us,
 latency_error_us; the strictest of the hosts selected), as bench ib's links do.
 

@@ -227,21 +227,17 @@ class RenewCertificates(PlacementPhase):
                            "they stay renewed")]
 
 
-def _move_out(host: str, component: str, wait_s: int) -> Change:
+def _moves(host: str, component: str, wait_s: int) -> tuple[Change, Change]:
+    """The manifest of ``component`` out of ``manifests/`` for ``wait_s``, and back."""
     q = shlex.quote
     manifest, parked = q(f"{MANIFESTS_DIR}/{component}.yaml"), q(f"{PARKED_DIR}/{component}.yaml")
     # The way back, in the journal before the move: only a parked manifest with none in its place moves.
     back = f"if [ -f {parked} ] && [ ! -f {manifest} ]; then mv {parked} {manifest}; fi"
-    return Change.run(host, f"mv {manifest} {parked}", undo=back, timeout_s=60,
-                      summary=f"stop static pod {component}: its manifest out of {MANIFESTS_DIR} for {wait_s} s")
-
-
-def _move_back(host: str, component: str) -> Change:
-    q = shlex.quote
-    manifest, parked = q(f"{MANIFESTS_DIR}/{component}.yaml"), q(f"{PARKED_DIR}/{component}.yaml")
-    return Change.run(host, f"mv {parked} {manifest}", timeout_s=60, makes=(MAKES_NO_TRACE,),
-                      cannot_undo="the manifest is back where it was before the run",
-                      summary=f"start static pod {component}: its manifest back in {MANIFESTS_DIR}")
+    return (Change.run(host, f"mv {manifest} {parked}", undo=back, timeout_s=60,
+                       summary=f"stop static pod {component}: its manifest out of {MANIFESTS_DIR} for {wait_s} s"),
+            Change.run(host, f"mv {parked} {manifest}", timeout_s=60, makes=(MAKES_NO_TRACE,),
+                       cannot_undo="the manifest is back where it was before the run",
+                       summary=f"start static pod {component}: its manifest back in {MANIFESTS_DIR}"))
 
 
 class RestartStaticPod(PlacementPhase):
@@ -252,13 +248,11 @@ class RestartStaticPod(PlacementPhase):
     undo_on_interrupt = True
 
     def plan(self, ctx: PhaseContext, state: Placement) -> list[Change]:
-        host, wait_s = ctx.host.name, ctx.options.wait_s
+        host = ctx.host.name
+        out, back = _moves(host, self.component, ctx.options.wait_s)
         if self.component in state.in_place:
-            return [*make_folders(ctx.reader, host, [PARKED_DIR]), _move_out(host, self.component, wait_s),
-                    _move_back(host, self.component)]
-        if self.component in state.parked:
-            return [_move_back(host, self.component)]
-        return []
+            return [*make_folders(ctx.reader, host, [PARKED_DIR]), out, back]
+        return [back] if self.component in state.parked else []
 
     def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
         records = []

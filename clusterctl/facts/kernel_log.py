@@ -2,7 +2,9 @@
 and "fallen off the bus" lines.
 
 A log is mostly lines that do not matter here, so unrecognised lines are skipped, never
-errors. Every timestamp style real hosts print is accepted in front of the message:
+errors; but a line that looks like one read here (``NVRM: Xid``, ``SXid``) and cannot be read, a
+fallen-off-the-bus message that names no GPU, and the author's ``...`` are warnings naming the line.
+Every timestamp style real hosts print is accepted in front of the message:
 journalctl ``-o short-iso`` / ``short`` / ``short-precise``, ``dmesg -T`` (``[Sun Feb 23 16:24:18 2025]``), plain
 ``dmesg`` (``[ 1234.567890]``), ``dmesg --time-format iso``, ``dmesg -x`` facility prefixes
 (``kern  :warn  :``) and syslog. A GPU can fall off the bus without any Xid line
@@ -13,8 +15,9 @@ from __future__ import annotations
 
 import re
 
-from clusterctl.facts.clean import clean_lines
+from clusterctl.facts.clean import clean
 from clusterctl.facts.health_model import KernelEvent, KernelLog
+from clusterctl.facts.model import ParseWarning
 
 #: A PCI address as the kernel logs it (``0000:3b:00`` or ``0000:3b:00.0``).
 _PCI_ADDRESS = r"[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-9A-Fa-f])?"
@@ -22,6 +25,7 @@ _PCI_ADDRESS = r"[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-9A-Fa-f])?"
 #: the GPU and compute instance the error is attributed to (``(PCI:0000:01:00 GPU-I:05 GPU-CI:02)``).
 _CODED = tuple((kind, re.compile(rf"{source} \((?:PCI:)?({_PCI_ADDRESS})(?: GPU-C?I:\d+)*\):\s*(\d+)(?:,\s*(.*))?$"))
                for kind, source in (("xid", r"NVRM: Xid"), ("sxid", r"nvidia-nvswitch\d*: SXid")))
+_CODED_LIKE = re.compile(r"NVRM: Xid|nvidia-nvswitch\d*: SXid")
 _FALLEN = re.compile(r"fallen off the bus", re.IGNORECASE)
 _PCI = re.compile(f"({_PCI_ADDRESS})")
 #: The first line of the driver's message spread over lines ("NVRM: The NVIDIA GPU 0000:b3:00.0" / "NVRM: (PCI ID:
@@ -59,7 +63,8 @@ def parse_kernel_log(text: str) -> KernelLog:
     sources: dict[str, int] = {}
     unreadable: str | None = None
     named: tuple[str, str | None] | None = None  # the GPU and timestamp of "NVRM: The NVIDIA GPU ..."
-    lines = clean_lines(text)
+    lines = (pasted := clean(text)).lines
+    warnings = pasted.elision_warnings("lines", "GPU events there are unknown")
     for line in lines:
         raw = line.text.strip()
         source, stamp = _timestamp(raw)
@@ -79,9 +84,15 @@ def parse_kernel_log(text: str) -> KernelLog:
             address, when = (pci.group(1).lower(), stamp) if pci else named or (None, None)
             events.append(KernelEvent("fallen-off-bus", line.number, evidence, stamp or when, address, None, raw))
             named = None
+            if address is None:
+                warnings.append(ParseWarning("a GPU fell off the bus, but no line of the paste names which "
+                                             "('NVRM: The NVIDIA GPU <address>' is not there)", line.number))
         elif found := _NAMED_GPU.search(raw):
             named = (found.group(1).lower(), stamp)
+        elif _CODED_LIKE.search(raw):
+            warnings.append(ParseWarning("an Xid line not read: no '(PCI:<address>): <code>' where the driver "
+                                         "prints them", line.number))
     source = max(sources, key=lambda s: sources[s]) if sources else "unknown"
     if events:
         unreadable = None
-    return KernelLog(tuple(events), source=source, unreadable=unreadable, lines=len(lines))
+    return KernelLog(tuple(events), source=source, unreadable=unreadable, lines=len(lines), warnings=tuple(warnings))

@@ -18,11 +18,11 @@ binary the user ran; ``collective`` gives ``all_gather``), with or without ``mpi
 a CUDA or NCCL error printed into it is not a measurement: it is left out with a warning, and
 the error counts as the run's failure. Any other unreadable row costs that row, not the run.
 
-Multi-node logs interleave ``host:pid:tid [gpu] NCCL INFO ...`` lines from every rank, and
-non-MPI builds launched by ``mpirun`` print one header per process: those lines are skipped,
-and ``mpirun --tag-output`` prefixes (``[1,0]<stdout>:``) are removed. When the ``Using devices`` lines
-name one rank from two processes (``Rank 0`` on testgpu1 and on testgpu2), each process ran its own test (a
-binary built without ``MPI=1`` under mpirun): every rank is kept, and a warning names the line.
+Multi-node logs interleave ``host:pid:tid [gpu] NCCL INFO ...`` lines from every rank, and non-MPI builds launched
+by ``mpirun`` print one header per process: those lines are skipped, and ``mpirun --tag-output`` prefixes
+(``[1,0]<stdout>:``) are removed. When the ``Using devices`` lines name one rank from two processes (``Rank 0`` on
+testgpu1 and on testgpu2), each process ran its own test (a binary built without ``MPI=1`` under mpirun): every rank
+is kept, and a warning names the line; the log is finished when each process's table has its own summary.
 """
 
 from __future__ import annotations
@@ -118,6 +118,8 @@ class NcclTestResult(ParseResult):
     nccl_version: str | None = None
     #: nccl-tests' own ``# nccl-tests version 2.18.0 ...`` banner (2.14 and later).
     nccl_tests_version: str | None = None
+    #: Tables without their own ``Avg bus bandwidth`` (each process of a non-MPI launch prints its own table).
+    unfinished_runs: int = 0
 
     @property
     def collective(self) -> str | None:
@@ -160,6 +162,9 @@ class NcclTestResult(ParseResult):
         if self.avg_busbw_gbs is None:
             return (f"the table stops after the {self.rows[-1].size_bytes}-byte row, before the 'Avg bus bandwidth' "
                     "summary: the run did not finish (killed, timed out, hung) or the log was cut")
+        if self.unfinished_runs:
+            return (f"{self.unfinished_runs} of the log's tests (one per process: its own setup line and table) "
+                    "ended without an 'Avg bus bandwidth' summary of its own: not every process finished")
         return None
 
 
@@ -235,6 +240,7 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
     columns: list[str] | None = None
     rows: list[NcclRow] = []
     avg: float | None = None
+    summaries = setups = tables = 0
     oob: int | None = None
     setup: dict[str, int] = {}
     ranks: dict[tuple[int, str, int, str], str | None] = {}  # (rank, host, device, GPU) -> pid
@@ -277,15 +283,18 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
             continue
         if _HEADER.match(line):
             columns = _columns(line, number)
+            tables += 1
             continue
         if found := _AVG.match(line):
             avg = _float(found.group(1), number, line)
+            summaries += 1
             continue
         if found := _OOB.match(line):
             oob = int(found.group(1))
             continue
-        if (found := _SETUP.match(line)) and not setup:
-            setup = {name: int(value) for name, value in zip(
+        if found := _SETUP.match(line):
+            setups += 1
+            setup = setup or {name: int(value) for name, value in zip(
                 ("n_threads", "n_gpus", "min_bytes", "max_bytes", "validation"), found.groups(), strict=True) if value}
             continue
         if found := _RANK.match(line):
@@ -332,4 +341,5 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
         net=parse_nccl_info(info_lines),
         nccl_version=nccl_version,
         nccl_tests_version=tests_version,
+        unfinished_runs=max(setups, tables, 1, summaries) - summaries if rows else 0,
     )

@@ -40,13 +40,10 @@ _BW_HEADER = re.compile(
 )
 _CPU_UTIL = re.compile(r"\bCPU_Util\[%\]", re.IGNORECASE)
 _LAT_HEADER = re.compile(r"#bytes\s+#?iterations\s+t_min\[usec\]")
-_LAT_COLUMNS = re.compile(r"t_min|t_max|t_typical|t_avg|t_stdev|99\.9% percentile|99% percentile")
-_SETTING = {
-    "device": re.compile(r"\bDevice\s*:\s*(\S+)"),
-    "link_type": re.compile(r"\bLink type\s*:\s*(\S+)"),
-    "gid_index": re.compile(r"\bGID index\s*:\s*(\d+)"),
-    "qps": re.compile(r"\bNumber of qps\s*:\s*(\d+)"),
-}
+#: Latency columns as the header names them -> ``LatencyRow`` fields.
+_LAT_FIELDS = {"t_min": "t_min_us", "t_max": "t_max_us", "t_typical": "t_typical_us", "t_avg": "t_avg_us",
+               "t_stdev": "t_stdev_us", "99.9% percentile": "p99_9_us", "99% percentile": "p99_us"}
+_LAT_COLUMNS = re.compile("|".join(map(re.escape, _LAT_FIELDS)))
 #: One ``Name : value`` pair of the banner (``Dual-port       : OFF          Device         : mlx5_0``):
 #: pairs are apart by a tab or two spaces; a value is one word or words apart by single spaces.
 _BANNER_PAIR = re.compile(r"([A-Za-z][\w .*/-]*?)\s*:\s*(\S+(?: \S+)*)")
@@ -58,6 +55,14 @@ _NUMBER_START = re.compile(r"^\s*\d")
 _ERROR = re.compile(r"(?:Couldn't|Unable to|Failed to) \w|\bnot found\b|No IB devices found|Completion with error|"
                     r"Failed status \d")
 _TOOL_PREFIX = {"RDMA_Write": "ib_write", "RDMA_Read": "ib_read", "Send": "ib_send", "Atomic": "ib_atomic"}
+#: The command as pasted (``$ ib_write_bw -d mlx5_0 HOST``, ``Client: ib_send_bw ...``, ``numactl -C 1 ib_send_bw``),
+#: not a wrapper's prose about it (``--- starting ib_write_bw server ---``): its arguments.
+_COMMAND = re.compile(r"(?:^|[$#:]\s*|\b(?:sudo|numactl|taskset)\b.*\s)ib_(?:write|read|send|atomic)_(?:bw|lat)"
+                      r"(\s.*)?$")
+#: A short option with its value (``-d mlx5_0``): every perftest option takes one but -abCeFghHNORUVz.
+_OPTION_VALUE = re.compile(r"(?<!\S)-[^-abCeFghHNORUVz\s]\s+\S+")
+#: Command-line options after which perftest prints its peak as 0.00: duration mode and ``--noPeak``.
+_NO_PEAK_OPTION = re.compile(r"(?:^|\s)(-D\s*\d+|--duration\S*|-N|--noPeak)(?=\s|$)")
 
 
 @dataclass(frozen=True)
@@ -97,8 +102,9 @@ class PerftestResult(ParseResult):
     test: str | None
     #: ``bw`` or ``lat``, ``None`` when no table was printed.
     kind: str | None
-    #: ``server`` when the log shows "Waiting for client to connect", else ``client`` when it
-    #: shows a table or an error after a connection attempt, else ``None``.
+    #: ``server`` or ``client`` from the lines that tell (``Waiting for client to connect``, a command naming the
+    #: server, ``TX depth``/``RX depth`` of a one-way test, ``Couldn't connect to``); ``None`` (unknown, with a
+    #: warning) when none does, or they disagree.
     side: str | None
     device: str | None = None
     link_type: str | None = None
@@ -113,6 +119,10 @@ class PerftestResult(ParseResult):
     errors: tuple[str, ...] = ()
     #: Every ``Name : value`` of the banner as printed (``TX depth`` -> ``128``, ``Mtu`` -> ``4096[B]``).
     banner_settings: tuple[tuple[str, str], ...] = ()
+    #: Why the ``BW peak`` column is no measurement (perftest prints 0.00 there), as the log's header shows it:
+    #: ``Post List`` (``--post_list``), ``-D 5`` (duration mode; also the ``CPU_Util`` column, printed only then),
+    #: ``--noPeak``; ``None`` when the header shows none of them.
+    peak_unmeasured_by: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -153,11 +163,9 @@ def _bw_row(tokens: list[str], number: int, line: str, scale: float, cpu_util: b
         raise ParseError(_WHAT, f"a bandwidth row has {' or '.join(map(str, columns))} columns under this header, "
                          f"this one has {len(tokens)}", line=number, text=line)
     size, iters = _size_and_iterations(tokens, number, line)
-    peak = _number(tokens[2], number, line) * scale
-    avg = _number(tokens[3], number, line) * scale
-    rate = _number(tokens[4], number, line) if len(tokens) >= 5 else None
-    util = _number(tokens[5], number, line) if cpu_util else None
-    return BandwidthRow(size, iters, round(peak, 4), round(avg, 4), rate, util)
+    # MsgRate when printed, and CPU_Util: the column count was checked against the header above.
+    peak, avg, *rate_and_util = (_number(token, number, line) for token in tokens[2:])
+    return BandwidthRow(size, iters, round(peak * scale, 4), round(avg * scale, 4), *rate_and_util)
 
 
 def _lat_row(tokens: list[str], columns: list[str], number: int, line: str) -> LatencyRow:
@@ -168,22 +176,19 @@ def _lat_row(tokens: list[str], columns: list[str], number: int, line: str) -> L
     if not {"t_min", "t_max", "t_typical"} <= set(values):
         raise ParseError(_WHAT, "latency table lacks t_min/t_max/t_typical", line=number, text=line)
     size, iters = _size_and_iterations(tokens, number, line)
-    return LatencyRow(
-        size_bytes=size,
-        iterations=iters,
-        t_min_us=values["t_min"],
-        t_max_us=values["t_max"],
-        t_typical_us=values["t_typical"],
-        t_avg_us=values.get("t_avg"),
-        t_stdev_us=values.get("t_stdev"),
-        p99_us=values.get("99% percentile"),
-        p99_9_us=values.get("99.9% percentile"),
-    )
+    return LatencyRow(size, iters, **{_LAT_FIELDS[name]: value for name, value in values.items()})
 
 
-def parse_perftest(text: str) -> PerftestResult:
-    """Parse one perftest run's output (client or server side, any version)."""
-    settings: dict[str, str] = {}
+def _names_a_server(arguments: str) -> bool:
+    """Whether a perftest command's arguments name the server to connect to, as only a client's do: a word that is
+    neither an option nor an option's value (``ib_write_bw -d mlx5_0 -x 3 10.0.0.2``)."""
+    words = _OPTION_VALUE.sub(" ", arguments).split()
+    return any(not word.startswith("-") and not word.isdigit() for word in words)
+
+
+def parse_perftest(text: str, *, side: str | None = None) -> PerftestResult:
+    """Parse one perftest run's output (client or server side, any version). ``side``: the role when the caller
+    knows it (clusterctl's own runs); otherwise the lines that tell decide it."""
     banner: str | None = None
     server = False
     kind: str | None = None
@@ -198,11 +203,15 @@ def parse_perftest(text: str) -> PerftestResult:
     banner_pairs: list[tuple[str, str]] = []
     lines = (pasted := clean(text)).lines
     warnings = pasted.elision_warnings("lines", "settings and rows there are unknown")
+    # The command is on a prompt line clean() took away; it tells the role, and duration mode.
+    commands = [found.group(1) or "" for line in text.splitlines() if (found := _COMMAND.search(line.strip()))]
+    client = any(map(_names_a_server, commands))
     for cleaned in without_mpi_tags(lines):
         number, line = cleaned.number, cleaned.text
-        if "Waiting for client to connect" in line:
+        if re.search(r"Waiting for client (?:rdma_cm QP )?to connect", line):
             server = True
             continue
+        client = client or "Couldn't connect to " in line
         found = _BANNER.match(line)
         if found and banner is None:
             banner = found.group(1)
@@ -234,36 +243,45 @@ def parse_perftest(text: str) -> PerftestResult:
         if _ERROR.search(line):
             errors.append(line.strip())
             continue
-        if banner is not None and not in_table:
-            for key, pattern in _SETTING.items():
-                match = pattern.search(line)
-                if match and key not in settings:
-                    settings[key] = match.group(1)
-            if kind is None and not re.match(r"\s*(?:local|remote) address|\s*GID:", line):
-                joined = re.sub(r"[ \t]*\t[ \t]*(?=:)", " ", line.strip())  # 'rdma_cm QPs\t : OFF'
-                for part in re.split(r"\t+|\s{2,}(?=[A-Za-z][\w .*/-]*?\s*:)", joined):
-                    pair = _BANNER_PAIR.fullmatch(part.strip())
-                    if pair:
-                        banner_pairs.append((pair.group(1).strip(), pair.group(2).strip()))
+        if banner is not None and kind is None and not re.match(r"\s*(?:local|remote) address|\s*GID:", line):
+            joined = re.sub(r"[ \t]*\t[ \t]*(?=:)", " ", line.strip())  # 'rdma_cm QPs\t : OFF'
+            for part in re.split(r"\t+|\s{2,}(?=[A-Za-z][\w .*/-]*?\s*:)", joined):
+                pair = _BANNER_PAIR.fullmatch(part.strip())
+                if pair:
+                    banner_pairs.append((pair.group(1).strip(), pair.group(2).strip()))
         # Anything else (warnings, CPU frequency notes, address lines) is commentary.
     if banner is None and kind is None and not errors:
         first = lines[0] if lines else None
         raise ParseError(_WHAT, "no perftest banner, result table or known error message",
                          line=first.number if first else 1, text=first.text if first else "")
-    side = "server" if server else ("client" if (bw_rows or lat_rows or errors) else None)
+    bidirectional = bool(banner and "Bidirectional" in banner)
+    named = dict(reversed(banner_pairs))  # the first of a name, as printed
+    # A one-way test's banner has TX depth on the client only and RX depth (send tests) on the server only.
+    roles = {role for role, shown in (("server", server), ("client", client),
+                                      ("client", "TX depth" in named and not bidirectional),
+                                      ("server", "RX depth" in named and not bidirectional)) if shown}
+    if side is None and len(roles) == 1:
+        (side,) = roles
+    elif side is None:
+        warnings.append(ParseWarning("client or server: unknown, " + (
+            "its lines say both" if roles else "no line says (no 'Waiting for client to connect', no command naming "
+            "the server, no TX or RX depth of a one-way test)")))
+    no_peak = next(filter(None, (_NO_PEAK_OPTION.search(command) for command in commands)), None)
     return PerftestResult(
         test=_test_name(banner) if banner else None,
         kind=kind,
         side=side,
-        device=settings.get("device"),
-        link_type=settings.get("link_type"),
-        gid_index=int(settings["gid_index"]) if "gid_index" in settings else None,
-        qps=int(settings["qps"]) if "qps" in settings else None,
-        bidirectional=bool(banner and "Bidirectional" in banner),
+        device=named.get("Device"),
+        link_type=named.get("Link type"),
+        gid_index=int(named["GID index"]) if named.get("GID index", "").isdigit() else None,
+        qps=int(named["Number of qps"]) if named.get("Number of qps", "").isdigit() else None,
+        bidirectional=bidirectional,
         printed_unit=unit,
         bandwidth=tuple(bw_rows),
         latency=tuple(lat_rows),
         errors=tuple(errors),
         warnings=tuple(warnings),
         banner_settings=tuple(banner_pairs),
+        peak_unmeasured_by=("Post List : " + named["Post List"] if "Post List" in named else
+                            no_peak.group(1) if no_peak else "CPU_Util column (duration mode)" if cpu_util else None),
     )

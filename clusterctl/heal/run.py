@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from clusterctl.changes import MAKES_NO_TRACE, Change, ChangeFailed, Gate, GateRecord, HostGate
+from clusterctl.changes import MAKES_NO_TRACE, Change, Gate, GateRecord, HostGate
 from clusterctl.cluster_access import ControlPlaneUnreachable, NoCluster, not_usable, read_node
 from clusterctl.day2.drain import DrainNode
 from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing, Wait
@@ -154,7 +154,7 @@ class _Healer:
 
         try:
             self.on_cp(task, "heal: note", f"note {step} on the node")
-        except (ClusterctlError, ChangeFailed) as exc:
+        except ClusterctlError as exc:  # a ChangeFailed too
             self.result.detail = str(exc)
 
     def mark(self, milestone: str) -> None:

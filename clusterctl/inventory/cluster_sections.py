@@ -110,11 +110,9 @@ def _known(data: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
 
 
 def text_setting(value: Any, where: str) -> str:
-    if not isinstance(value, (str, int, float)) or isinstance(value, bool) or str(value).strip() == "":
+    text = _by_rule(values.text, value.strip() if isinstance(value, str) else value, where)
+    if not text:
         raise UsageError(f"must be a non-empty text value, not {value!r}.", field=where)
-    text = str(value).strip()
-    if any(ord(c) < 32 for c in text):
-        raise UsageError("must not contain control characters.", field=where)
     return text
 
 

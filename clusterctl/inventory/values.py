@@ -19,6 +19,7 @@ from typing import Any
 
 from clusterctl.errors import BadValue
 from clusterctl.inventory.model import FABRIC_TYPES, ROLES, TRANSPORT_KINDS
+from clusterctl.terminal_text import one_line
 
 #: Words people use for a role, from kubeadm/kubespray/k3s vocabulary, and the role they mean.
 ROLE_ALIASES: dict[str, str] = {
@@ -80,10 +81,12 @@ def mask_secrets(variables: dict[str, Any]) -> dict[str, Any]:
 
 
 def text(value: Any, what: str) -> str:
-    """A plain scalar as text; numbers are accepted because YAML turns ``rack: 1`` into an int."""
+    """A plain scalar as text (YAML turns ``rack: 1`` into an int), on one line and with no terminal escape."""
     if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):
         raise BadValue(f"{what} must be a text value, not {describe(value)}.")
-    return str(value)
+    if one_line(given := str(value)) != given:
+        raise BadValue(f"{what} must not hold a control character (a newline, a terminal escape), not {given!r}.")
+    return given
 
 
 def port(value: Any) -> int:
@@ -152,7 +155,7 @@ def boolean(value: Any, what: str) -> bool:
 def url(value: Any, what: str, *, local_files: bool = True) -> str:
     """A base URL apt, containerd or Helm fetches from (``http(s)://`` or, with ``local_files``, a ``file:/``
     mirror), one word, without its trailing slash: every URL setting and option is read by this one rule."""
-    given = text(value, what)
+    given = value if isinstance(value, str) else text(value, what)  # its own words for a control character
     if not given.startswith(("http://", "https://", "file:/") if local_files else ("http://", "https://")):
         raise BadValue(f"{what} must be an http(s):// {'or file:/ ' if local_files else ''}URL, not {given!r}.")
     if any(c.isspace() or ord(c) < 32 for c in given):

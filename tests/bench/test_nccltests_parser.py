@@ -93,5 +93,5 @@ def test_parser_returns_a_result_or_raises_parse_error(lines: list[str]) -> None
         assert exc.line is not None and 1 <= exc.line <= len(text.splitlines())
     else:
         assert (result.failure() is None) == (bool(result.rows) and not result.errors and result.wrong_total == 0
-                                              and not result.out_of_bounds
+                                              and not result.out_of_bounds and not result.unfinished_runs
                                               and result.avg_busbw_gbs is not None)

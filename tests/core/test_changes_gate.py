@@ -66,6 +66,19 @@ def test_failed_command_raises_with_the_record_and_masks_secrets(local: LocalTra
     assert MASK in str(caught.value)
 
 
+def test_a_failed_change_in_a_fan_out_is_named_in_words_not_as_a_python_class(local: LocalTransport) -> None:
+    """'heal' printed "nvidia-bug-report: not made (error: ChangeFailed: collect ...)": a change that failed
+    inside a fan-out task reached the user as the exception's class name."""
+    from clusterctl.fanout.outcomes import failure_from
+
+    change = Change.run("here", "echo 'nvidia-bug-report.sh: not found' >&2; exit 127", sudo=False,
+                        summary="collect nvidia-bug-report on here")
+    with pytest.raises(ChangeFailed) as caught:
+        Gate(apply=True).submit(local, change)
+    said = failure_from(caught.value).describe()
+    assert said == "error: collect nvidia-bug-report on here: exit 127: nvidia-bug-report.sh: not found", said
+
+
 def test_secret_is_masked_in_every_formatting() -> None:
     secret = Secret("s3cr3t-value", "password")
     assert str(secret) == MASK and f"{secret}" == MASK and "s3cr3t" not in repr(secret)

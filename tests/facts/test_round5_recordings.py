@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from fixture_files import read_fixture
 
 from clusterctl.facts.dcgmi import parse_dcgmi_diag
@@ -61,8 +62,27 @@ def test_perftest_lines_the_author_left_out_are_a_warning() -> None:
     assert (row.size_bytes, row.bw_peak_gbps, row.bw_avg_gbps) == (1048576, 0.0, 397.44)
     # 'Link type' and 'GID index' were behind the banner's ' ...': unknown, and said to be.
     assert (run.link_type, run.gid_index) == (None, None)
-    (elided,) = run.warnings
+    elided, role = run.warnings
     assert "leaves lines out" in elided.message and "2 '...' elision lines" in elided.message
+    # A server's log whose 'Waiting for client to connect' is behind the '...': no line left says which side it
+    # is (the pod's own '--- starting ib_write_bw server ---' is not perftest's), so it is unknown, and said to be.
+    assert run.side is None and role.message.startswith("client or server: unknown")
+
+
+@pytest.mark.parametrize(("name", "side"), [
+    ("read_lat-server-waiting-mlx4.txt", "server"),  # '* Waiting for client to connect... *'
+    ("write_bw-rtx4080-gdr-mib-sec-server.txt", "server"),
+    ("send_bw-bidir-D5-peak-zero-client.txt", "client"),  # 'Client: ib_send_bw -D5 -F -s 4096 -b 1.1.1.42'
+    ("read_bw-a-no-rules-iterations-without-hash-excerpt.txt", "client"),  # '[root@cn3 ~]#ib_read_bw  cn2  -a ...'
+    ("write_bw-roce-postlist-gbits-client.txt", "client"),  # no command; 'TX depth' of a one-way test
+    ("write_bw-couldnt-connect-client.txt", "client"),  # "Couldn't connect to 192.168.125.211:18515"
+    ("write_bw-bidir-a-sweep-gbits-indented.txt", None),  # a two-way banner has TX depth on both sides
+    ("write_bw-efa-srd-gpu0-far-nic-table.txt", None),  # the table alone
+])
+def test_perftest_side_comes_from_the_lines_that_tell_it(name: str, side: str | None) -> None:
+    run = parse_perftest(read_fixture("perftest", name))
+    assert run.side == side
+    assert any(w.message.startswith("client or server: unknown") for w in run.warnings) == (side is None)
 
 
 def test_an_elided_ibstat_line_warns_whatever_prompt_surrounds_the_paste() -> None:

@@ -20,7 +20,8 @@ from clusterctl.health.summary import host_facts
 RECORDINGS = {
     "smi": [("nvidia-smi-q", "gpud-535.183.01-8xh100-sxm.txt"),
             ("nvidia-smi-q", "DERIVED-a10-remap-pending-arrow-note.txt")],
-    "kernel": [("kernel-log", "gpud-dmesg-iso-xid48-63-94-h100.log")],
+    "kernel": [("kernel-log", "gpud-dmesg-iso-xid48-63-94-h100.log"),
+               ("kernel-log", "DERIVED-dmesg-fallen-off-bus-first-line-elided-570.log")],
     "nvlink": [("nvlink", "gb200-nvml-mock-issue-elided.txt")],
     "nvlink_errors": [("nvlink-e", "brev-535.161.08-8xa100-40gb-loop-banners.txt")],
     "rdma": [("ibv_devinfo", "mlx4-ddr-20g-root-prompt-ompi-users-2010.txt"),

@@ -145,6 +145,27 @@ def test_fallen_off_the_bus_without_an_xid_is_its_own_event() -> None:
     assert event.kind == "fallen-off-bus" and event.pci == "0000:3b:00.0"
 
 
+def test_a_paste_that_leaves_out_the_line_naming_the_fallen_gpu_says_so() -> None:
+    log = parse_kernel_log(read_fixture("kernel-log", "DERIVED-dmesg-fallen-off-bus-first-line-elided-570.log"))
+    (event,) = log.events
+    assert (event.kind, event.pci, event.line) == ("fallen-off-bus", None, 3)
+    elided, unnamed = log.warnings
+    assert elided.line is None and "1 '...' elision line" in elided.message
+    assert unnamed.line == 3 and "names which" in unnamed.message
+    # The whole recording names the GPU: no warning.
+    whole = read_fixture("kernel-log", "nvsentinel155-dmesg-fallen-off-bus-no-xid-570.log")
+    assert parse_kernel_log(whole).warnings == ()
+
+
+def test_an_xid_line_it_cannot_read_is_named_and_other_lines_are_not() -> None:
+    # Hand-made: an Xid line clipped before its code, among lines of a real log (gpud-dmesg-T-xid119-h100.log).
+    text = read_fixture("kernel-log", "gpud-dmesg-T-xid119-h100.log") + "[Sun Feb 23 16:30:01 2025] NVRM: Xid (PCI:00\n"
+    log = parse_kernel_log(text)
+    (warning,) = log.warnings
+    assert warning.line == len(text.splitlines()) and warning.message.startswith("an Xid line not read")
+    assert [e.code for e in log.events] == [e.code for e in parse_kernel_log(text.rsplit("\n", 2)[0]).events]
+
+
 def test_unreadable_journal_is_said() -> None:
     log = parse_kernel_log("No journal files were opened due to insufficient permissions.\n")
     assert log.unreadable and not log.events

@@ -12,6 +12,8 @@ from clusterctl.hostlist import HostListError, expand
 from clusterctl.inventory.ansible import MAX_RANGE_HOSTS
 from clusterctl.inventory.loader import load_inventory
 
+from .conftest import DEMO
+
 
 def test_an_incomplete_ini_range_is_an_error_like_ansibles(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     ini = tmp_path / "hosts.ini"
@@ -101,3 +103,34 @@ def test_an_ad_hoc_list_works_as_an_inventory(cli) -> None:  # type: ignore[no-u
     assert list(hosts) == ["gpu-01", "gpu-02", "login1"]
     assert hosts["login1"]["user"] == "root" and hosts["login1"]["port"] == 2222
     assert cli("-i", "x;rm -rf /,", "inventory", "show").code == 2
+
+
+@pytest.mark.parametrize(
+    ("field", "line"),
+    [("rack", '  gpu-a1: {address: 10.0.0.1, rack: "b\\e[2J\\e]0;pwned\\a"}'),
+     ("cluster", 'cluster: "lab\\e[31m"'),
+     ("user", '  gpu-a1: {address: 10.0.0.1, user: "ubuntu\\nroot"}')],
+)
+def test_a_terminal_escape_or_newline_in_an_inventory_value_is_refused_not_printed(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, field: str, line: str
+) -> None:
+    """A rack or cluster name holding ``ESC [2J`` reached 'inventory show' and 'survey' tables raw: it
+    cleared the user's screen. It is refused when the inventory loads, shown as an escape."""
+    inv = tmp_path / "inv.yaml"
+    text = "cluster: c\nhosts:\n  gpu-a1: {address: 10.0.0.1}\n"
+    inv.write_text(line + "\nhosts:\n  gpu-a1: {address: 10.0.0.1}\n" if field == "cluster" else
+                   text.replace("  gpu-a1: {address: 10.0.0.1}", line))
+    ran = cli("-i", str(inv), "inventory", "show")
+    assert ran.code == 2 and ran.out == "", ran.out
+    assert "\x1b" not in ran.err and "control character" in ran.err and f"{inv}:" in ran.err, ran.err
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [(("power", "status", "gpu-a3"), "gpu-a3 has no BMC in the inventory. Add a 'bmc:' entry"),
+     (("tune-nccl", "--format", "bogus"), "unknown --format 'bogus'. Use one of: conf")],
+)
+def test_an_errors_hint_is_a_sentence_of_its_own(cli, argv: tuple[str, ...], said: str) -> None:  # type: ignore[no-untyped-def]
+    """A message without its full stop ran into its hint: "... in the inventory Add a 'bmc:' entry"."""
+    ran = cli("-i", DEMO, *argv)
+    assert ran.code == 2 and said in " ".join(ran.err.split()), ran.err

@@ -248,3 +248,25 @@ def test_version_matching_respects_component_boundaries() -> None:
     assert version_matches("535", "535.104.05")
     assert version_matches("v1.29", "1.29.3")
     assert not version_matches("12.2", "12.20")
+
+
+def test_a_matrix_without_nic_columns_on_a_host_with_rdma_devices_says_affinity_is_unknown() -> None:
+    """Driver 610 on a B300 host prints no NIC columns in topo -m while ibstat lists 11 adapters: no GPU-NIC path
+    is known, and survey says so instead of reading the matrix as a host without NICs."""
+    from fixture_files import read_fixture
+
+    from clusterctl.facts.rdma import parse_ibstat
+    from clusterctl.facts.topo import parse_topo
+
+    matrix = parse_topo(read_fixture("topo", "b300-7gpu-610.57.04-nv18-no-nic-columns-interleaved-cpus-prompt.txt"))
+    devices = parse_ibstat(read_fixture("ibstat", "b300-xe9780-7-cx8-disabled-4-cx7-ib-100-prompt.txt"))
+    state = healthy_state("bad", topology=matrix, rdma=devices, gpus=gpu_infos(7, "NVIDIA B300 SXM6 AC"), nvlink=None)
+    (unknown,) = [f for f in fleet_findings([state]) if f.code == "TOPO_NO_NICS"]
+    assert unknown.severity is Severity.WARNING and len(unknown.evidence["hcas"]) == 11
+    assert "names no NICs" in unknown.message and "11 RDMA device(s)" in unknown.message
+    # No path is made up: no GPU is given a nearest NIC, and no locality finding reads the matrix as NIC-less.
+    assert all(g.nearest_nics == () for g in state.topology.gpus)
+    assert not {"GPU_NO_NEAR_NIC", "NIC_NUMA_MISMATCH"} & {f.code for f in fleet_findings([state])}
+    # Without RDMA devices, a matrix without NICs is a host without NICs: nothing to say.
+    bare = healthy_state("bare", topology=matrix, rdma=(), gpus=gpu_infos(7, "NVIDIA B300 SXM6 AC"), nvlink=None)
+    assert not [f for f in fleet_findings([bare]) if f.code == "TOPO_NO_NICS"]

@@ -54,8 +54,7 @@ class TopologyLabels(GpuPhase[LabelState]):
         saved = survey.hosts.get(ctx.host.name)
         if saved is None or not saved.reachable:
             return LabelState(None, None, None, f"the survey of {survey.generated_at} has no data for this host")
-        fabric = ctx.host.fabric.type
-        text = render_feature_file(topology_labels(saved, fabric), survey)
+        text = render_feature_file(topology_labels(saved, ctx.host.fabric.type), survey)
         return LabelState(text, cc.read(ctx, STAGING_PATH), cc.read(ctx, PUBLISHED_PATH))
 
     def findings(self, ctx: PhaseContext, state: LabelState) -> list[Finding]:

@@ -39,6 +39,9 @@ CODES: dict[str, tuple[str, str]] = {
                         "expect lower inter-node bandwidth; check NIC placement."),
     "NIC_NUMA_MISMATCH": ("GPU's nearest NIC on the other NUMA node", "Traffic crosses the CPU interconnect: "
                           "move the NIC, or pin ranks to NICs on their own socket."),
+    "TOPO_NO_NICS": ("topology matrix names no NICs while the host has RDMA devices", "GPU-NIC paths are unknown, "
+                     "not absent: read each NIC's PCIe place (lspci -tv, /sys/class/infiniband/*/device/numa_node) "
+                     "or run nvidia-smi topo -m from another driver, and set the inventory's fabric HCAs."),
     "STACK_PIN_MISMATCH": ("version differs from the inventory's stack pin", "Install the pinned version, "
                            "or update the pin in the inventory."),
     "STACK_DRIFT": ("version differs from the fleet majority", "Align the host with its peers (same "

@@ -88,13 +88,17 @@ def check_locality(state: SurveyedHost, baseline: FleetBaseline) -> list[Finding
     """GPUs without a NIC on their PCIe switch, or whose nearest NIC is on the other socket.
 
     Where the peers are wired the same way this is the machine's design: ``info``. It is a
-    warning when peers have a near NIC for that GPU (a NIC missing or moved).
+    warning when peers have a near NIC for that GPU (a NIC missing or moved). A matrix with no NIC
+    columns on a host with RDMA devices (driver 610 on B300) tells no GPU-NIC path: a warning, not "no NIC".
     """
     topology = state.topology
     if topology is None or not topology.gpus:
         return []
     if not topology.nics:
-        return []
+        hcas = sorted({d.hca for d in (state.facts.rdma if state.facts else None) or ()})
+        return [finding(Severity.WARNING, "TOPO_NO_NICS", state.name, f"nvidia-smi topo -m names no NICs, but the "
+                        f"host has {len(hcas)} RDMA device(s) ({', '.join(hcas)}): GPU-NIC affinity is unknown",
+                        hcas=hcas)] if hcas else []
     no_near: list[int] = []
     far: list[int] = []
     for gpu in topology.gpus:
