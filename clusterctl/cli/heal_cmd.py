@@ -12,19 +12,19 @@ from clusterctl.cli.quarantine_cmd import DELETE_EMPTYDIR_DATA
 HEAL_HELP = """\
 Run the escalation chain on quarantined hosts until one step makes them healthy, then bring them
 back. First the release gate (the health checks and a one-host NCCL test, as 'release' runs
-them); then each step of the host's chain, chosen by its finding codes (the inventory's
-quarantine.heal.chains, else the Xid catalogue's action): restart-app (the drain restarted the
-application elsewhere: check again), reset-gpu ('nvidia-smi -r -i N' on the GPUs the findings
-name, only when no process uses them), reboot (over SSH), power-cycle (through the BMC: 'clusterctl
-power'). The node is drained before the first step that stops its GPUs (pods with emptyDir data
-only with --delete-emptydir-data, as 'quarantine --drain'); a reboot or power cycle
-waits, bounded, for a new boot id and the node Ready. After each step the release gate must pass
-quarantine.heal.passes times in a row (2 by default); then the host is released by 'release's
-own code. A host nothing cures stays quarantined as 'needs hardware', with a report to paste into
-a ticket (serials, findings, steps tried, nvidia-bug-report's log). A host quarantined
-flapping.count times within flapping.window_h (3 in 24 h) stays out for a person. Every step is
-kept on the node: 'clusterctl status HOST' shows it. Asks first (--yes for scripts); --dry-run
-runs the checks and prints the whole chain, changing nothing.
+them); then each step of the host's chain, from the action of each finding that keeps it out
+(quarantine.heal.chains by code first; RMA, CHECK_MECHANICALS: straight to needs hardware):
+restart-app (the drain restarted the application elsewhere: check again), reset-gpu ('nvidia-smi
+-r -i N' on the GPUs the findings name, only when no process uses them), reboot (over SSH),
+power-cycle (through the BMC: 'clusterctl power'). The node is drained before the first step
+that stops its GPUs (pods with emptyDir data only with --delete-emptydir-data, as 'quarantine
+--drain'); a reboot or power cycle waits, bounded, for a new boot id and the node Ready. After
+each step the release gate must pass quarantine.heal.passes times in a row (2 by default); then the
+host is released by 'release's own code. A host nothing cures stays quarantined as 'needs
+hardware', with a report to paste into a ticket (serials, findings, steps tried, nvidia-bug-report's
+log). A host quarantined flapping.count times within flapping.window_h (3 in 24 h) stays out for a
+person. Every step is kept on the node: 'clusterctl status HOST' shows it. Asks first (--yes for
+scripts); --dry-run runs the checks and prints the whole chain, changing nothing.
 
 Examples:
 

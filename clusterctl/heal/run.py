@@ -5,8 +5,8 @@ For each host, quarantined by clusterctl:
 1. **Flapping?** Quarantined ``flap_count`` times within ``flap_window_s``: it stays out for a
    person (``heal-state: flapping``); nothing else is done.
 2. **The release gate** (health at ``level`` and a one-host NCCL test, ``release``'s checks):
-   when it passes ``passes`` times in a row the host returns at once. Its findings pick the
-   chain (``chain.chain_for``: the codes, the Xids and their catalogue actions).
+   when it passes ``passes`` times in a row the host returns at once. The actions of its findings that
+   count against the host pick the chain (``chain.chain_for``), with the codes it was quarantined for.
 3. **The chain**: the action engine runs its steps as remedies (``Phase.remedy``), with its lock, journal,
    interrupt handling and ``Status``. The node is drained (``HealDrain``: day 2's ``DrainNode``) before the
    first step that stops the GPUs; a reboot or power cycle waits (``Wait``), bounded, for a new boot id
@@ -41,6 +41,7 @@ from clusterctl.heal import history
 from clusterctl.heal.chain import DEFAULT_TIMEOUTS, chain_for
 from clusterctl.quarantine import node_ops
 from clusterctl.quarantine.drain import DrainOptions
+from clusterctl.quarantine.policy import counts_against
 from clusterctl.quarantine.run import control_plane
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import FailureKind, TransportError
@@ -218,10 +219,12 @@ class _Healer:
                              f"({', '.join(recent)}): it stays out for a person")
             self.note("flapping", "stays out", result.detail, state="flapping")
             return result
-        # A dry run runs the checks once, only reading (as 'release --dry-run' does): their Xids pick the chain.
+        # A dry run runs the checks once, only reading (as 'release --dry-run' does): the actions of the findings
+        # that keep the host out (release's rule) pick the chain.
         passed = self.gate_passes(self.config.passes if self.gate.apply else 1)
         self.mark("checked")
-        result.chain, result.chain_reason = chain_for(codes, xids=_xids(self.findings), overrides=self.config.chains)
+        against = [f for f in self.findings if counts_against(f, self.inventory.quarantine)]
+        result.chain, result.chain_reason = chain_for(codes, against, self.config.chains)
         if not self.gate.apply:
             self.steps()
             result.outcome = "planned"
@@ -530,11 +533,6 @@ def apply_gpu_reset(transport: Transport, gate: Gate, reset: GpuReset) -> GateRe
         return gate.submit(transport, reset.reset)
     with gate.temporary(transport, reset.persistence_off, reset.persistence_on):
         return gate.submit(transport, reset.reset)
-
-
-def _xids(findings: Sequence[Finding]) -> list[tuple[int, str]]:
-    return [(int(str(f.evidence["xid"])), str(f.evidence.get("action", ""))) for f in findings
-            if f.code == "GPU_XID" and f.severity is Severity.ERROR and str(f.evidence.get("xid", "")).isdigit()]
 
 
 _GPU = re.compile(r"^GPU (\d+)\b")

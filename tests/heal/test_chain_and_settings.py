@@ -8,23 +8,65 @@ from pathlib import Path
 import pytest
 from refusals import inventory_refusal
 
+from clusterctl.findings import Finding, Severity
 from clusterctl.heal.chain import DEFAULT_CHAIN, chain_for
 from clusterctl.inventory.loader import load_inventory
 
 
+def _finding(code: str, action: str | None = None, **more: object) -> Finding:
+    return Finding(Severity.ERROR, code, code, host="h", evidence={"action": action, **more} if action else more)
+
+
 def test_xid_79_takes_a_power_cycle_and_other_xids_their_catalogue_action() -> None:
     assert chain_for(["GPUFellOffTheBus"])[0] == ("power-cycle",)
-    assert chain_for(["GPU_XID"], xids=[(79, "RESTART_BM")])[0] == ("power-cycle",)
-    steps, why = chain_for(["GPU_XID"], xids=[(48, "WORKFLOW_XID_48")])
+    assert chain_for(["GPU_XID"], [_finding("GPU_XID", "RESTART_BM", xid=79)])[0] == ("power-cycle",)
+    steps, why = chain_for(["GPU_XID"], [_finding("GPU_XID", "WORKFLOW_XID_48", xid=48)])
     assert steps == ("reset-gpu", "reboot", "power-cycle") and "WORKFLOW_XID_48" in why
-    assert chain_for(["GPU_XID"], xids=[(13, "RESTART_APP")])[0][0] == "restart-app"
-    assert chain_for(["GPU_XID"], xids=[(95, "RESTART_BM")])[0] == ("reboot", "power-cycle")
+    assert chain_for(["GPU_XID"], [_finding("GPU_XID", "RESTART_APP", xid=13)])[0][0] == "restart-app"
+    assert chain_for(["GPU_XID"], [_finding("GPU_XID", "RESTART_BM", xid=95)])[0] == ("reboot", "power-cycle")
     # NVIDIA says contact support: straight to "needs hardware".
-    assert chain_for(["GPU_XID"], xids=[(119, "CONTACT_SUPPORT")])[0] == ()
+    assert chain_for(["GPU_XID"], [_finding("GPU_XID", "CONTACT_SUPPORT", xid=119)])[0] == ()
     assert chain_for(["SOMETHING_ELSE"]) == (DEFAULT_CHAIN, "no chain for these codes: the default")
     # Several codes: every step any of them takes, in escalation order; the inventory's chain wins.
     assert chain_for(["GPUFellOffTheBus", "NVLinkCRCErrors"])[0] == ("reset-gpu", "reboot", "power-cycle")
     assert chain_for(["GPUFellOffTheBus"], overrides={"GPUFellOffTheBus": ("reboot",)})[0] == ("reboot",)
+
+
+@pytest.mark.parametrize(("finding", "chain"), [
+    # Findings other than an Xid, by their action: the GPU reset first where NVIDIA asks for one.
+    (_finding("GPU_ROW_REMAP_PENDING", "RESET_GPU"), ("reset-gpu", "reboot", "power-cycle")),
+    (_finding("GPU_REPAIR_PENDING", "RESET_GPU"), ("reset-gpu", "reboot", "power-cycle")),
+    (_finding("NVLINK_DOWN", "RESET_GPU"), ("reset-gpu", "reboot", "power-cycle")),
+    (_finding("DCGM_DIAG_FAILED", "RESET_GPU"), ("reset-gpu", "reboot", "power-cycle")),
+    (_finding("GPU_FABRIC_UNHEALTHY", "WORKFLOW_NVLINK5_ERR"), ("reset-gpu", "reboot", "power-cycle")),
+    (_finding("GPU_RESET_REQUIRED", "DRAIN_P2P"), ("restart-app", "reset-gpu", "reboot", "power-cycle")),
+    (_finding("GPU_MISSING", "RESTART_BM"), ("reboot", "power-cycle")),
+    # The driver's own "fallen off the bus" line, no Xid 79 beside it: the power cycle, as for the Xid.
+    (_finding("GPU_FELL_OFF_BUS", "RESTART_BM"), ("power-cycle",)),
+    # Hands, not software: a card that is not seated, a part to replace, its cooling.
+    (_finding("PCIE_LINK_DOWN", "CHECK_MECHANICALS"), ()),
+    (_finding("GPU_ROW_REMAP_FAILURE", "RMA"), ()),
+    (_finding("GPU_TEMPERATURE_HIGH", "CHECK_COOLING"), ()),
+    # An error with no action: the default.
+    (_finding("IB_PORT_DOWN"), DEFAULT_CHAIN),
+])
+def test_every_finding_picks_the_chain_by_its_action(finding: Finding, chain: tuple[str, ...]) -> None:
+    steps, why = chain_for([finding.code], [finding])
+    assert steps == chain, why
+    assert str(finding.evidence.get("action", "the default")) in why or "off the bus" in why
+
+
+def test_a_finding_that_needs_hands_ends_the_chain_and_the_inventory_overrides_by_code() -> None:
+    reset, unseated = _finding("GPU_ROW_REMAP_PENDING", "RESET_GPU"), _finding("PCIE_LINK_DOWN", "CHECK_MECHANICALS")
+    # No step makes the release gate pass while the card is not seated: none is tried.
+    assert chain_for(["GPU_ROW_REMAP_PENDING"], [reset, unseated]) == ((), "PCIE_LINK_DOWN: CHECK_MECHANICALS")
+    steps, why = chain_for([], [reset, unseated], {"PCIE_LINK_DOWN": ("reboot",)})
+    assert steps == ("reset-gpu", "reboot", "power-cycle")
+    assert why == "GPU_ROW_REMAP_PENDING: RESET_GPU; PCIE_LINK_DOWN: the inventory's quarantine.heal.chains"
+    # The inventory's chain for a finding with no action of its own.
+    assert chain_for([], [_finding("IB_PORT_DOWN")], {"IB_PORT_DOWN": ("reboot",)})[0] == ("reboot",)
+    # An alert's code and the findings of the gate together: every step any of them takes.
+    assert chain_for(["GPUFellOffTheBus"], [_finding("GPU_MISSING", "RESTART_BM")])[0] == ("reboot", "power-cycle")
 
 
 def test_heal_settings_are_read_with_their_defaults(tmp_path: Path) -> None:

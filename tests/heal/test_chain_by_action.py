@@ -1,0 +1,86 @@
+"""heal picks a host's chain from the action of every finding that keeps it out (the findings quarantine's
+``counts_against`` reads), not from its Xids only: a pending row remap gets the GPU reset first, a card that is
+not seated goes straight to "needs hardware" with nothing drained, reset or rebooted, and a finding the inventory
+ignores picks nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from clirun import clusterctl
+from kube_sim import KubeSim
+
+from clusterctl.findings import Finding, Severity
+from clusterctl.inventory.model import Host
+
+REMAP = Finding(Severity.ERROR, "GPU_ROW_REMAP_PENDING", "a row remap is pending", subject="GPU 3",
+                evidence={"action": "RESET_GPU", "evidence": "Remapped Rows / Pending : Yes"})
+UNSEATED = Finding(Severity.ERROR, "PCIE_LINK_DOWN", "0000:4e:00.0: PCIe link down (x0), capable of x16",
+                   subject="0000:4e:00.0", evidence={"action": "CHECK_MECHANICALS"})
+
+
+def _sick(monkeypatch: pytest.MonkeyPatch, *findings: Finding) -> None:
+    """The release gate (health and NCCL) finds ``findings`` on every host, every time."""
+
+    def release_gate(_runner: object, hosts: Sequence[Host]) -> dict[str, list[Finding]]:
+        return {h.name: list(findings) for h in hosts}
+
+    monkeypatch.setattr("clusterctl.quarantine.release.health_and_nccl_checks", lambda *_: release_gate)
+
+
+def _quarantined(tmp_path: Path, code: str, inventory: str = "") -> KubeSim:
+    sim = KubeSim(tmp_path)
+    if inventory:
+        sim.inventory.write_text(sim.inventory.read_text() + inventory)
+    sim.deploy("web", 3)
+    assert [p for p in sim.pods_on("gpu-a2") if p.startswith("default/web-")]
+    done = clusterctl("-i", sim.inventory, "quarantine", "gpu-a2", "--reason", "health", "--code", code, "--yes")
+    assert done.exit_code == 0, done.output
+    return sim
+
+
+def test_a_pending_row_remap_takes_the_gpu_reset_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    sim = _quarantined(tmp_path, "GPU_ROW_REMAP_PENDING")
+    _sick(monkeypatch, REMAP)
+    done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a2", "--dry-run")
+    assert done.exit_code == 0, done.output
+    (host,) = json.loads(done.stdout)["hosts"]
+    assert host["chain"] == ["reset-gpu", "reboot", "power-cycle"], host
+    assert host["chain_reason"] == "GPU_ROW_REMAP_PENDING: RESET_GPU"
+    (reset,) = [s for s in host["steps"] if s["step"] == "reset-gpu"]
+    assert "reset GPU 3 of gpu-a2" in reset["changes"]
+    done = clusterctl("-i", sim.inventory, "heal", "gpu-a2", "--dry-run")
+    assert "gpu-a2: chain: reset-gpu -> reboot -> power-cycle -> needs hardware" in done.stdout, done.output
+
+
+def test_a_card_that_is_not_seated_needs_hardware_and_no_step_is_tried(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    sim = _quarantined(tmp_path, "PCIE_LINK_DOWN")
+    _sick(monkeypatch, REMAP, UNSEATED)
+    done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a2", "--yes")
+    assert done.exit_code == 1, done.output
+    (host,) = json.loads(done.stdout)["hosts"]
+    assert host["outcome"] == "needs hardware" and host["chain"] == [] and host["steps"] == [], host
+    assert host["chain_reason"] == "PCIE_LINK_DOWN: CHECK_MECHANICALS"
+    assert "Remediation tried (chain none; PCIE_LINK_DOWN: CHECK_MECHANICALS):\n  nothing" in host["report"]
+    # Nothing drained, reset or rebooted; the host stays out.
+    assert [p for p in sim.pods_on("gpu-a2") if p.startswith("default/web-")]
+    assert sim.state.host("gpu-a2").values().get("boots") is None
+    assert not any(k.startswith("pm") for k in sim.state.host("gpu-a2").values())
+    assert sim.node("gpu-a2")["spec"]["unschedulable"] is True
+
+
+def test_a_finding_the_inventory_ignores_picks_no_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    sim = _quarantined(tmp_path, "GPU_ROW_REMAP_PENDING", "quarantine:\n  ignore_codes: [PCIE_LINK_DOWN]\n")
+    _sick(monkeypatch, REMAP, UNSEATED)
+    done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a2", "--dry-run")
+    assert done.exit_code == 0, done.output
+    (host,) = json.loads(done.stdout)["hosts"]
+    assert host["chain"] == ["reset-gpu", "reboot", "power-cycle"], host
+    assert host["chain_reason"] == "GPU_ROW_REMAP_PENDING: RESET_GPU"
