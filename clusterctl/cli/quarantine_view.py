@@ -37,8 +37,7 @@ def print_quarantine(app: AppContext, results: Sequence[HostQuarantine], *, dry_
         if r.drain is not None:
             d = r.drain
             evicted = ", ".join(d.evicted) if d.evicted else "none"
-            _say(app, f"{r.host}: drain: {would}evict {len(d.evicted)} pod(s): {evicted}" if dry_run else
-                 f"{r.host}: drain: evicted {len(d.evicted)} pod(s): {evicted}")
+            _say(app, f"{r.host}: drain: {'would evict' if dry_run else 'evicted'} {len(d.evicted)} pod(s): {evicted}")
             if d.ignored:
                 _say(app, f"{r.host}: drain: left {len(d.ignored)} pod(s) on purpose: "
                           + ", ".join(f"{p.pod} ({p.reason})" for p in d.ignored))
@@ -119,7 +118,7 @@ def print_host_status(app: AppContext, found: Sequence[HostStatus]) -> None:
         if q is None:
             _say(app, f"{h.host}: in service ({ready})")
         else:
-            _say(app, f"{h.host}: quarantined since {q.since or '?'} by {q.by or '?'}: {q.reason or '-'} "
+            _say(app, f"{h.host}: quarantined since {q.since or '?'} by {q.by or '?'}: {one_line(q.reason or '-')} "
                       f"[{','.join(q.codes) or '-'}] ({ready})")
             _say(app, f"{h.host}: release needs: {q.release_needs}")
         if h.heal_state:

@@ -46,8 +46,8 @@ HOST_DOWN: dict[str, str] = {
     "WORKFLOW_NVLINK5_ERR": "follow NVIDIA's NVLink5 workflow (reset, then fabric manager and link checks) "
                             "(NVIDIA: WORKFLOW_NVLINK5_ERR).",
     "XID_154": "do what the driver's message asks (reset or reboot) (NVIDIA: XID_154).",
-    "DRAIN_P2P": "check again once no process uses peer-to-peer traffic on the GPU: the driver then names the "
-                 "action that follows (NVIDIA: Drain P2P).",
+    "DRAIN_P2P": "check again once no process uses peer-to-peer traffic on the GPU and UVM persistence mode is "
+                 "off: the driver then names the action that follows (NVIDIA: Drain P2P).",
     "RMA": "open an RMA for the GPU.",
     "CHECK_COOLING": "check its cooling now.",
 }

@@ -9,7 +9,8 @@ import pytest
 from refusals import inventory_refusal
 
 from clusterctl.findings import Finding, Severity
-from clusterctl.heal.chain import DEFAULT_CHAIN, chain_for
+from clusterctl.heal.chain import DEFAULT_CHAIN, FIRST_STEP, chain_for
+from clusterctl.health.xid_catalog import HOST_DOWN
 from clusterctl.inventory.loader import load_inventory
 
 
@@ -54,6 +55,12 @@ def test_every_finding_picks_the_chain_by_its_action(finding: Finding, chain: tu
     steps, why = chain_for([finding.code], [finding])
     assert steps == chain, why
     assert str(finding.evidence.get("action", "the default")) in why or "off the bus" in why
+
+
+def test_every_action_that_takes_the_host_down_has_its_first_step() -> None:
+    # The one action rule (xid_catalog.HOST_DOWN: what quarantine drains for) and heal's table stay in step: no
+    # such action falls to the default chain.
+    assert set(HOST_DOWN) <= set(FIRST_STEP), set(HOST_DOWN) - set(FIRST_STEP)
 
 
 def test_a_finding_that_needs_hands_ends_the_chain_and_the_inventory_overrides_by_code() -> None:

@@ -131,7 +131,8 @@ def test_the_six_unwired_links_of_an_h100_pcie_nvlink_bridge_are_not_down() -> N
 
 @pytest.mark.parametrize(("said", "action", "fix_says"), [
     ("Reboot", "RESTART_BM", "a GPU reset is not enough"),
-    ("Drain P2P", "DRAIN_P2P", "peer-to-peer"),
+    # NVIDIA: terminate the processes that conduct peer-to-peer traffic AND disable UVM persistence mode.
+    ("Drain P2P", "DRAIN_P2P", "UVM persistence mode is off"),
     ("Drain and Reset", "RESET_GPU", "nvidia-smi -r -i 0"),
 ])
 def test_gpu_recovery_action_names_nvidias_remedy(said: str, action: str, fix_says: str) -> None:

@@ -111,13 +111,17 @@ def test_status_neutralises_escape_sequences_in_annotations_and_cuts_nothing(
 
     monkeypatch.setenv("COLUMNS", columns)
     assert cli(sim, "quarantine", "gpu-a3", "--reason", "nvlink", "--code", "NVLINK_DOWN", "--yes")[0] == 0
-    hostile = "clusterctl.dev/quarantine-reason=\x1b]0;owned\x07\x1b[2Jfine \x9b31m"
+    hostile = "clusterctl.dev/quarantine-reason=\x1b]0;owned\x07\x1b[2Jfine\nforged line \x9b31m"
     assert sim.kubectl(f"annotate --overwrite node gpu-a3 {shlex.quote(hostile)}")[0] == 0
     code, out = cli(sim, "status")
     assert code == 0, out
     assert not any(ch in out for ch in ("\x1b", "\x07", "\x9b"))
     assert "\\x1b]0;owned\\x07" in out  # shown as escapes, as exec shows them
     assert "…" not in out and "gpu-a3" in out and "NVLINK_DOWN" in out
+    # 'status HOST' too: the reason stays on its host's line (a newline in it used to start a line of its own).
+    code, out = cli(sim, "status", "gpu-a3")
+    assert code == 0 and not any(ch in out for ch in ("\x1b", "\x07", "\x9b")), out
+    assert "fine\\nforged" in out, out
 
 
 def _answer_on_the_control_plane(sim: KubeSim, pattern: str, stdout: str = "", stderr: str = "",
