@@ -423,7 +423,7 @@ def _run(command: Any, args: list[str], debug: bool) -> None:
 def _click_error(exc: Any) -> str:
     """A click error as the product's one paragraph: click's message (lower-case first, like every
     other error), then the command's usage and where its help is, as click shows them."""
-    text = exc.format_message()
+    text = exc.format_message().replace(": Value error, ", ": ")  # typer 0.29's words for a bad choice
     if text[:1].isupper() and text[1:2].islower():
         text = text[0].lower() + text[1:]
     ctx = getattr(exc, "ctx", None)

@@ -149,11 +149,15 @@ def member_of(members: list[EtcdMember], node: str, address: str) -> EtcdMember 
 def etcd_quorum(members: list[EtcdMember], health: list[EndpointHealth], leaving: EtcdMember) -> str:
     """The one quorum rule: why taking ``leaving`` out of etcd would break its quorum ("" when it would not).
     A member that stays is healthy when a client URL of its own answers healthy (etcd's health, not its
-    node's Ready); the healthy ones must be a majority of them (etcd's quorum of n members: n // 2 + 1)."""
+    node's Ready); the healthy ones must be a majority of them (etcd's quorum of n members: n // 2 + 1). As
+    etcd's own check before a removal, only voting members count: a learner neither votes nor, leaving, matters."""
     healthy = {h.endpoint for h in health if h.healthy}
-    left = {m.name or m.hex_id: any(u in healthy for u in m.client_urls) for m in members if m.id != leaving.id}
+    left = {m.name or m.hex_id: any(u in healthy for u in m.client_urls) for m in members
+            if m.id != leaving.id and not m.learner}
     name = leaving.name or leaving.hex_id
     needed, good = len(left) // 2 + 1, sum(left.values())
+    if leaving.learner:
+        return ""
     if not left:
         return f"member {name} is the last etcd member"
     if good >= needed:

@@ -66,6 +66,8 @@ def test_a_mb_per_second_header_over_gbit_figures_is_inconsistent() -> None:
     ("write_bw-roce-postlist-gbits-client.txt", "Post List : 128"),
     ("write_bw-postlist-q8-pollara400-server-pod-log-elided.txt", "Post List : 64"),
     ("write_bw-D-cpu-util-column-peak-zero-table.txt", "CPU_Util column"),
+    # No command line: perftest's own warning line says it (a one-way send test's server never measures a peak).
+    ("send_bw-rxe-server-peak-not-measured-warning.txt", "BW peak won't be measured"),
 ])
 def test_a_zero_peak_the_logs_mode_explains_is_not_inconsistent(name: str, mode: str) -> None:
     """Duration mode (-D, and --cpu_util, valid only in it) and --post_list print the peak as 0.00: the log's

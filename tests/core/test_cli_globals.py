@@ -38,6 +38,13 @@ def test_bad_options_are_usage_errors_even_where_typer_vendors_click() -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_a_bad_choice_is_said_in_the_products_words_not_typers() -> None:
+    """typer 0.29 said "invalid value for '-o' / '--output': Value error, 'xml' is not one of ..."."""
+    run = clusterctl("-o", "xml", "survey")
+    assert run.exit_code == 2
+    assert "'-o' / '--output': 'xml' is not one of 'table', 'json', 'yaml'." in " ".join(run.stderr.split())
+
+
 def test_help_imports_nothing_heavy() -> None:
     """``clusterctl --help`` starts fast: no SSH, YAML, rich, logging or change machinery loaded."""
     import subprocess

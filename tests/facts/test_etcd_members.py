@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from fixture_files import read_fixture
 from refusals import refusal
@@ -81,6 +83,20 @@ def test_quorum_counts_the_healthy_members_left() -> None:
     refused = etcd_quorum(members, one_down, dead)
     assert "quorum needs 2" in refused and "unhealthy: etcd1" in refused
     assert "last etcd member" in etcd_quorum(members[:1], up, members[0])
+
+
+def test_quorum_counts_only_voting_members_as_etcd_does() -> None:
+    # etcd refuses a voting member's removal unless the started VOTING members left are a majority of them;
+    # a learner (kubeadm joins a control plane's member as one first) neither votes nor, removed, costs quorum.
+    voters = parse_member_list(read_fixture("etcdctl", "member-list-three.json"))
+    learner = replace(voters[2], id=1, name="cp-4", client_urls=("https://10.200.18.99:2379",), learner=True)
+    members, leaving = [*voters, learner], voters[1]  # etcd3 leaves; etcd2 is down, etcd1 and the learner up
+    health = [EndpointHealth(voters[0].client_urls[0], False, "5s", "context deadline exceeded"),
+              EndpointHealth(voters[2].client_urls[0], True, "1ms", ""),
+              EndpointHealth(learner.client_urls[0], True, "1ms", "")]
+    refused = etcd_quorum(members, health, leaving)  # counting the learner: 2 healthy of 3, let through
+    assert "would leave 1 healthy etcd member(s) of 2; quorum needs 2 (unhealthy: etcd2)" in refused
+    assert etcd_quorum(members, health, learner) == ""  # the learner itself may always go
 
 
 def test_etcdctl_runs_in_the_healthy_control_planes_etcd_pod_with_kubeadms_certificates() -> None:
