@@ -16,19 +16,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusterctl.changes import Change, ChangeFailed, Gate
-from clusterctl.facts.slurm import REASON_PREFIX, SlurmNode, node_from, show_command, update_command
+from clusterctl.changes import ChangeFailed, Gate
+from clusterctl.facts.slurm import SlurmNode, drain_reason
 from clusterctl.findings import Finding, Severity
 from clusterctl.health.checks import HostInput
 from clusterctl.health.model import HealthOptions, HostHealth, Verdict, verdict_of
 from clusterctl.health.probe import level0_probes, probe_command, read_probes
 from clusterctl.inventory.model import Fabric
+from clusterctl.slurm_changes import drain_change, read_node, resume_change
 from clusterctl.transport.base import Transport, TransportError
 
 #: Slurm stops a HealthCheckProgram after 60 s; this leaves room for scontrol.
 DEFAULT_DEADLINE_S = 50.0
-#: The longest drain reason written (``sinfo -R`` shows the start; scontrol shows all).
-REASON_LIMIT = 200
 SCONTROL_TIMEOUT_S = 10.0
 
 
@@ -88,34 +87,25 @@ def _judge_within(transport: Transport, node: str, options: SlurmCheckOptions, s
     return judge([item], level=0, since=options.since, source="slurm-health-check").hosts[0]
 
 
-def _reason(health: HostHealth) -> str:
-    text = REASON_PREFIX + " ".join(health.reason.split())
-    return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 3] + "..."
-
-
 def run_slurm_check(transport: Transport, options: SlurmCheckOptions) -> SlurmCheck:
     """Check this node, then drain or resume it in Slurm as NHC would; never raises for the host's answers."""
     started = time.monotonic()
     name = options.node or _short_hostname(transport)
-    gate = Gate(apply=True)
     health = _judge_within(transport, name, options, started)
-    check = SlurmCheck(name, health, "none", "")
-    node = node_from(transport.run(show_command(name), timeout=SCONTROL_TIMEOUT_S), name)
-    check.slurm_before = node
-    host = transport.host.name
+    node = read_node(transport, name, SCONTROL_TIMEOUT_S)
+    check = SlurmCheck(name, health, "none", "", slurm_before=node)
     if check.failed:
         check.message = f"ERROR: clusterctl: Health check failed: {health.reason}"
         if node is None:
             check.action = "failed"
             check.problems.append(f"Slurm does not know node {name} (scontrol show node): not drained")
             return check
-        reason = _reason(health)
-        if node.drained and (not node.drained_by_clusterctl or node.reason == reason):
+        reason = drain_reason(health.reason)
+        if node.drain_set and (not node.drained_by_clusterctl or node.reason == reason):
             check.action = "already drained"  # by clusterctl for this reason, or by someone else: theirs stays
             return check
-        change = Change.run(host, update_command(name, "drain", reason), summary=f"drain Slurm node {name}",
-                            undo=update_command(name, "resume"), timeout_s=SCONTROL_TIMEOUT_S)
-        check.action = "reason updated" if node.drained else "drained"
+        change = drain_change(transport.host.name, name, reason, SCONTROL_TIMEOUT_S)
+        check.action = "reason updated" if node.drain_set else "drained"
     else:
         if node is None or not node.drained:
             check.message = f"clusterctl: {name} healthy ({health.reason})"
@@ -125,12 +115,11 @@ def run_slurm_check(transport: Transport, options: SlurmCheckOptions) -> SlurmCh
             check.message = (f"clusterctl: {name} healthy; left drained: drained by someone else "
                              f"({node.reason or node.state})")
             return check
-        change = Change.run(host, update_command(name, "resume"), summary=f"resume Slurm node {name}",
-                            undo=update_command(name, "drain", node.reason), timeout_s=SCONTROL_TIMEOUT_S)
+        change = resume_change(transport.host.name, node, SCONTROL_TIMEOUT_S)
         check.action = "resumed"
         check.message = f"clusterctl: {name} healthy; resumed (drained by clusterctl: {node.reason})"
     try:
-        gate.submit(transport, change)
+        Gate(apply=True).submit(transport, change)
     except ChangeFailed as exc:
         check.problems.append(f"{change.summary} failed: {exc}")
         check.action = "failed"

@@ -12,6 +12,7 @@ naming the line, the node and the field: never a crash, a dropped value or a gue
 from __future__ import annotations
 
 import shlex
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,11 +70,20 @@ class KubeNode:
         """The GPU devices it offers to pods, whole GPUs and MIG instances, whatever the MIG strategy names them."""
         return sum(self.gpu_resources.values())
 
+    def offered(self) -> Counter[str]:
+        """What it offers to pods as it is, by unit: ``GPU(s)``, or MIG instances: ``MIG instance(s) (mixed)``
+        (``nvidia.com/mig-*``), ``MIG instance(s) (single)`` (``nvidia.com/gpu`` where GFD names the product
+        ``...-MIG-<profile>``)."""
+        single = "single" if "-MIG-" in self.labels.get("nvidia.com/gpu.product", "") else None
+        units: Counter[str] = Counter()
+        for name, count in self.gpu_resources.items():
+            strategy = single if name == GPU_RESOURCE else "mixed"
+            units[f"MIG instance(s) ({strategy})" if strategy else "GPU(s)"] += count
+        return +units
+
     def offers_gpus(self, gpus: int) -> bool:
-        """Whether its devices account for ``gpus`` GPUs: one each, or, cut into MIG instances (``mixed``:
-        ``nvidia.com/mig-*``; ``single``: GFD's product ``...-MIG-<profile>``), one or more each."""
-        mig = any(name.startswith(MIG_RESOURCE_PREFIX) for name, count in self.gpu_resources.items() if count) \
-            or "-MIG-" in self.labels.get("nvidia.com/gpu.product", "")
+        """Whether its devices account for ``gpus`` GPUs: one each, or, cut into MIG instances, one or more each."""
+        mig = any(unit != "GPU(s)" for unit in self.offered())
         return self.allocatable_gpus >= gpus if mig else self.allocatable_gpus == gpus
 
 

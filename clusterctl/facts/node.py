@@ -106,11 +106,12 @@ def apt_base(release: dict[str, str]) -> tuple[str | None, str | None]:
     whose archives the OS uses, ``debian`` or ``ubuntu`` (None: neither), and that distribution's codename.
     A derivative names its base in ID_LIKE, closest first (os-release(5)): Linux Mint's ``ubuntu debian``
     is Ubuntu. Its own VERSION_CODENAME (``xia``) is no Ubuntu release; its UBUNTU_CODENAME (``noble``)
-    is, the one Docker's install guide says a derivative uses."""
+    is, the one Docker's install guide says a derivative uses. A Debian derivative says its base's as
+    DEBIAN_CODENAME (LMDE 6: ``faye``, ``bookworm``)."""
     names = [release.get("ID", ""), *release.get("ID_LIKE", "").split()]
     base = next((name for name in names if name in ("debian", "ubuntu")), None)
-    ubuntu = release.get("UBUNTU_CODENAME") if base == "ubuntu" else None
-    return base, ubuntu or release.get("VERSION_CODENAME") or None
+    bases = release.get(f"{base.upper()}_CODENAME") if base else None
+    return base, bases or release.get("VERSION_CODENAME") or None
 
 
 def parse_proc_swaps(text: str) -> tuple[Swap, ...]:

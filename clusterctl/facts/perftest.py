@@ -59,8 +59,29 @@ _TOOL_PREFIX = {"RDMA_Write": "ib_write", "RDMA_Read": "ib_read", "Send": "ib_se
 #: not a wrapper's prose about it (``--- starting ib_write_bw server ---``): its arguments.
 _COMMAND = re.compile(r"(?:^|[$#:]\s*|\b(?:sudo|numactl|taskset)\b.*\s)ib_(?:write|read|send|atomic)_(?:bw|lat)"
                       r"(\s.*)?$")
-#: A short option with its value (``-d mlx5_0``): every perftest option takes one but -abCeFghHNORUVz.
-_OPTION_VALUE = re.compile(r"(?<!\S)-[^-abCeFghHNORUVz\s]\s+\S+")
+#: perftest's long options that take a value (its getopt table), which may follow as the next word: ``--source_ip
+#: 10.0.0.1`` on a server's command line names no server.
+_LONG_WITH_VALUE = (
+    "port", "ib-dev", "ib-port", "mtu", "size", "iters", "tx-depth", "qp-timeout", "sl", "gid-index",
+    "connection", "qp", "vector", "inline_size", "outs", "tos", "hop_limit", "MGID", "rx-depth", "cq-mod",
+    "atomic_type", "post_list", "duration", "margin", "source_mac", "dest_mac", "dest_ip", "source_ip",
+    "dest_port", "source_port", "ethertype", "limit_bw", "limit_msgrate", "report-counters", "force-link",
+    "remote_mac", "local_mac", "remote_ip", "local_ip", "remote_port", "local_port", "pkey_index", "burst_size",
+    "typical_pkt_size", "rate_limit", "rate_limit_type", "rate_units", "output", "out_json_file", "latency_gap",
+    "flow_label", "retry_count", "payload_file_path", "use_cuda", "use_cuda_bus_id", "cuda_mem_type", "use_musa",
+    "use_musa_bus_id", "use_rocm", "use_neuron", "use_hl", "use_mlu", "use_opencl", "opencl_platform_id",
+    "use_ib_dm_dmabuf", "gpu_touch", "mmap", "mmap-offset", "dlid", "tclass", "wait_destroy", "flows",
+    "flows_burst", "reply_every", "vlan_pcp", "recv_post_list", "aes_block_size", "kek_path", "credentials_path",
+    "data_enc_keys_number", "data_enc_key_app_path", "log_dci_streams", "log_active_dci_streams", "congest_type",
+    "bind_source_ip", "cqe_poll", "tph_mem", "cpu_id", "ph", "pin_cores", "numa_node",
+)
+#: An option with its value (``-d mlx5_0``, ``--ib-dev mlx5_0``): every short perftest option takes one but
+#: -abCeFghHNORUVvzZP.
+_OPTION_VALUE = re.compile(r"(?<!\S)(?:-[^-abCeFghHNORUVvzZP\s]|--(?:" + "|".join(map(re.escape, _LONG_WITH_VALUE))
+                           + r"))\s+\S+")
+#: What perftest prints when it will not measure the peak: duration mode, --run_infinitely, more than 20000
+#: iterations, the server of a one-way send test.
+_PEAK_WARNING = "WARNING: BW peak won't be measured in this run."
 #: Command-line options after which perftest prints its peak as 0.00: duration mode and ``--noPeak``.
 _NO_PEAK_OPTION = re.compile(r"(?:^|\s)(-D\s*\d+|--duration\S*|-N|--noPeak)(?=\s|$)")
 
@@ -121,7 +142,7 @@ class PerftestResult(ParseResult):
     banner_settings: tuple[tuple[str, str], ...] = ()
     #: Why the ``BW peak`` column is no measurement (perftest prints 0.00 there), as the log's header shows it:
     #: ``Post List`` (``--post_list``), ``-D 5`` (duration mode; also the ``CPU_Util`` column, printed only then),
-    #: ``--noPeak``; ``None`` when the header shows none of them.
+    #: ``--noPeak``, perftest's own ``WARNING: BW peak won't be measured`` line; ``None`` when the log shows none.
     peak_unmeasured_by: str | None = None
 
     @property
@@ -181,9 +202,10 @@ def _lat_row(tokens: list[str], columns: list[str], number: int, line: str) -> L
 
 def _names_a_server(arguments: str) -> bool:
     """Whether a perftest command's arguments name the server to connect to, as only a client's do: a word that is
-    neither an option nor an option's value (``ib_write_bw -d mlx5_0 -x 3 10.0.0.2``)."""
+    neither an option nor an option's value (``ib_write_bw -d mlx5_0 -x 3 10.0.0.2``); a terminal's border (``│``)
+    after the command is no name."""
     words = _OPTION_VALUE.sub(" ", arguments).split()
-    return any(not word.startswith("-") and not word.isdigit() for word in words)
+    return any(not word.startswith("-") and not word.isdigit() and any(map(str.isalnum, word)) for word in words)
 
 
 def parse_perftest(text: str, *, side: str | None = None) -> PerftestResult:
@@ -206,12 +228,14 @@ def parse_perftest(text: str, *, side: str | None = None) -> PerftestResult:
     # The command is on a prompt line clean() took away; it tells the role, and duration mode.
     commands = [found.group(1) or "" for line in text.splitlines() if (found := _COMMAND.search(line.strip()))]
     client = any(map(_names_a_server, commands))
+    peak_warned = False
     for cleaned in without_mpi_tags(lines):
         number, line = cleaned.number, cleaned.text
         if re.search(r"Waiting for client (?:rdma_cm QP )?to connect", line):
             server = True
             continue
         client = client or "Couldn't connect to " in line
+        peak_warned = peak_warned or _PEAK_WARNING in line
         found = _BANNER.match(line)
         if found and banner is None:
             banner = found.group(1)
@@ -283,5 +307,6 @@ def parse_perftest(text: str, *, side: str | None = None) -> PerftestResult:
         warnings=tuple(warnings),
         banner_settings=tuple(banner_pairs),
         peak_unmeasured_by=("Post List : " + named["Post List"] if "Post List" in named else
-                            no_peak.group(1) if no_peak else "CPU_Util column (duration mode)" if cpu_util else None),
+                            no_peak.group(1) if no_peak else "CPU_Util column (duration mode)" if cpu_util else
+                            _PEAK_WARNING if peak_warned else None),
     )

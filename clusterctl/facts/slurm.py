@@ -21,6 +21,8 @@ from clusterctl.facts.table import blocks, numbered_lines
 COMMAND = "scontrol -o show node"
 #: The mark clusterctl puts before every drain reason it writes: it resumes only nodes whose reason starts with it.
 REASON_PREFIX = "clusterctl: "
+#: The longest drain reason written (``sinfo -R`` shows the start; scontrol shows all).
+REASON_LIMIT = 200
 _KEY = re.compile(r"(?:^|\s)([A-Z][A-Za-z_]*)=")
 #: Slurm's ``[user@time]`` stamp closes a Reason (in the ``-o`` layout the fields after it, ``InstanceId=`` of a
 #: cloud node, are fields): the LAST one, as the text before it may hold a ``[x@y]`` or ``Key=`` typed by an admin.
@@ -46,9 +48,15 @@ class SlurmNode:
     fields: tuple[tuple[str, str], ...] = ()
 
     @property
+    def drain_set(self) -> bool:
+        """DRAIN (draining or drained): Slurm keeps the node out until resumed. DOWN alone does not: Slurm
+        returns a DOWN node to service when its slurmd registers again (ReturnToService), so drains set it."""
+        return "DRAIN" in self.flags or self.base in ("DRAINED", "DRAINING")
+
+    @property
     def drained(self) -> bool:
-        """DRAIN (draining or drained) or DOWN: Slurm gives it no new work."""
-        return "DRAIN" in self.flags or self.base in ("DRAINED", "DRAINING", "DOWN") or "DOWN" in self.flags
+        """DRAIN set or DOWN: Slurm gives it no new work."""
+        return self.drain_set or "DOWN" in (self.base, *self.flags)
 
     @property
     def drained_by_clusterctl(self) -> bool:
@@ -137,6 +145,13 @@ def node_from(result: CommandOutput, name: str) -> SlurmNode | None:
 
 def show_command(name: str) -> str:
     return f"{COMMAND} {shlex.quote(name)}"
+
+
+def drain_reason(text: str) -> str:
+    """clusterctl's drain reason for ``text`` (untrusted): marked as clusterctl's, one line of printable
+    characters (a newline would end the reason in ``scontrol -o``'s line), at most REASON_LIMIT long."""
+    text = REASON_PREFIX + " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 3] + "..."
 
 
 def update_command(name: str, state: str, reason: str | None = None) -> str:

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import Change, ChangeFailed, Gate
-from clusterctl.facts.slurm import REASON_PREFIX, SlurmNode, node_from, show_command, update_command
+from clusterctl.facts.slurm import SlurmNode, drain_reason
+from clusterctl.slurm_changes import drain_change, read_node, resume_change
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -29,16 +30,11 @@ def runs_slurmd(transport: Transport) -> bool:
     return transport.run("systemctl is-active --quiet slurmd", timeout=30).exit_code == 0
 
 
-def read_node(transport: Transport, name: str) -> SlurmNode | None:
-    """The node as ``scontrol -o show node NAME`` shows it; None when Slurm does not know it."""
-    return node_from(transport.run(show_command(name), timeout=30), name)
-
-
 def _on_slurm_nodes(runner: Runner, hosts: Sequence[Host], gate: Gate, label: str,
-                    decide: Callable[[Transport, str, str, str], str | tuple[Change, str, str]]) -> dict[str, str]:
-    """For every host that runs slurmd: read its node's (State, Reason), let ``decide`` say why
-    nothing is done or give the change (with its lines for done and for dry-run), pass that
-    through the gate; host -> what happened, one line."""
+                    decide: Callable[[Transport, SlurmNode], str | tuple[Change, str, str]]) -> dict[str, str]:
+    """For every host that runs slurmd: read its node, let ``decide`` say why nothing is done or give
+    the change (with its lines for done and for dry-run), pass that through the gate; host -> what
+    happened, one line."""
     if not hosts:
         return {}
     by_name = {h.name: h for h in hosts}
@@ -47,10 +43,10 @@ def _on_slurm_nodes(runner: Runner, hosts: Sequence[Host], gate: Gate, label: st
         if not runs_slurmd(transport):
             return "no slurmd"
         name = node_name(by_name[transport.host.name])
-        node = read_node(transport, name)
+        node = read_node(transport, name, 30)
         if node is None:
             return f"failed: Slurm does not know node {name} (scontrol show node)"
-        decision = decide(transport, name, node.state, node.reason)
+        decision = decide(transport, node)
         if isinstance(decision, str):
             return decision
         change, done, would = decision
@@ -68,12 +64,11 @@ def _on_slurm_nodes(runner: Runner, hosts: Sequence[Host], gate: Gate, label: st
 def drain_hosts(runner: Runner, hosts: Sequence[Host], gate: Gate, reason: str) -> dict[str, str]:
     """Drain in Slurm every host of ``hosts`` that runs slurmd; host -> what happened, one line."""
 
-    def decide(transport: Transport, name: str, state: str, current: str) -> str | tuple[Change, str, str]:
-        if "DRAIN" in state:
-            return f"already drained in Slurm ({current or state})"
-        change = Change.run(transport.host.name, update_command(name, "drain", REASON_PREFIX + reason),
-                            summary=f"drain Slurm node {name}", undo=update_command(name, "resume"), timeout_s=60)
-        return change, f"drained in Slurm node {name}", f"would drain Slurm node {name}"
+    def decide(transport: Transport, node: SlurmNode) -> str | tuple[Change, str, str]:
+        if node.drain_set:
+            return f"already drained in Slurm ({node.reason or node.state})"
+        change = drain_change(transport.host.name, node.name, drain_reason(reason), timeout_s=60)
+        return change, f"drained in Slurm node {node.name}", f"would drain Slurm node {node.name}"
 
     return _on_slurm_nodes(runner, hosts, gate, "slurm drain", decide)
 
@@ -81,14 +76,13 @@ def drain_hosts(runner: Runner, hosts: Sequence[Host], gate: Gate, reason: str) 
 def resume_hosts(runner: Runner, hosts: Sequence[Host], gate: Gate) -> dict[str, str]:
     """Resume in Slurm the hosts clusterctl drained there; nodes drained for another reason stay."""
 
-    def decide(transport: Transport, name: str, state: str, reason: str) -> str | tuple[Change, str, str]:
-        if "DRAIN" not in state:
-            return f"not drained in Slurm ({state})"
-        if not reason.startswith(REASON_PREFIX):
-            return f"left drained in Slurm: drained by someone else ({reason or 'no reason'})"
-        change = Change.run(transport.host.name, update_command(name, "resume"), summary=f"resume Slurm node {name}",
-                            undo=update_command(name, "drain", reason), timeout_s=60)
-        return change, f"resumed in Slurm node {name}", f"would resume Slurm node {name}"
+    def decide(transport: Transport, node: SlurmNode) -> str | tuple[Change, str, str]:
+        if not node.drained:
+            return f"not drained in Slurm ({node.state})"
+        if not node.drained_by_clusterctl:
+            return f"left drained in Slurm: drained by someone else ({node.reason or 'no reason'})"
+        change = resume_change(transport.host.name, node, timeout_s=60)
+        return change, f"resumed in Slurm node {node.name}", f"would resume Slurm node {node.name}"
 
     return _on_slurm_nodes(runner, hosts, gate, "slurm resume", decide)
 
@@ -102,7 +96,7 @@ def slurm_nodes(runner: Runner, hosts: Sequence[Host]) -> dict[str, SlurmNode | 
     def task(transport: Transport) -> SlurmNode | None:
         if not runs_slurmd(transport):
             return None
-        return read_node(transport, node_name(by_name[transport.host.name]))
+        return read_node(transport, node_name(by_name[transport.host.name]), 30)
 
     fleet = runner.run_task(list(hosts), task, label="slurm: node states")
     return {o.host.name: (o.value if o.ok else None) for o in fleet.outcomes}

@@ -84,6 +84,18 @@ def test_a_node_a_person_drained_is_never_resumed(tmp_path: Path) -> None:
     assert _slurm_state(tmp_path)["reason"] == "bad DIMM, ticket 4711"
 
 
+def test_a_failing_node_that_is_only_down_is_drained(tmp_path: Path) -> None:
+    """DOWN alone is no drain: Slurm returns the node to service when its slurmd registers again."""
+    inventory = _inventory(tmp_path)
+    run = clusterctl("-i", inventory, "exec", "--sudo", "scontrol update nodename=gpu010 state=down "
+                     "reason='Not responding'")
+    assert run.exit_code == 0, run.output
+    _fault(inventory, "xid-79")
+    code, check, _ = _check(inventory)
+    assert code == 1 and check["action"] == "drained"
+    assert _slurm_state(tmp_path)["reason"].startswith("clusterctl: GPU_XID")
+
+
 def test_recorded_site_health_drain_is_left_alone(tmp_path: Path) -> None:
     """gpu010 as Slurm 25.11 showed it, drained by the site's own health check (health_ps___blocked)."""
     inventory = _inventory(tmp_path, "unige-bamboo-show-node-oneliner.txt")

@@ -66,6 +66,8 @@ def test_a_mb_per_second_header_over_gbit_figures_is_inconsistent() -> None:
     ("write_bw-roce-postlist-gbits-client.txt", "Post List : 128"),
     ("write_bw-postlist-q8-pollara400-server-pod-log-elided.txt", "Post List : 64"),
     ("write_bw-D-cpu-util-column-peak-zero-table.txt", "CPU_Util column"),
+    # No command line: perftest's own warning line says it (a one-way send test's server never measures a peak).
+    ("send_bw-rxe-server-peak-not-measured-warning.txt", "BW peak won't be measured"),
 ])
 def test_a_zero_peak_the_logs_mode_explains_is_not_inconsistent(name: str, mode: str) -> None:
     """Duration mode (-D, and --cpu_util, valid only in it) and --post_list print the peak as 0.00: the log's
@@ -98,3 +100,12 @@ def test_every_banner_setting_of_a_perftest_log_reaches_the_json() -> None:
     banner = dict(entry["parsed"]["banner_settings"])
     assert banner["TX depth"] == "128" and banner["Mtu"] == "4096[B]" and banner["rdma_cm QPs"] == "OFF"
     assert banner["CQE Poll Batch"] == "Dynamic" and len(banner) == 18
+
+
+def test_a_slurm_srun_label_log_is_read_like_an_unlabelled_one() -> None:
+    """``srun -l`` puts `` 0: `` before every line rank 0 prints (the usual Slurm sbatch of nccl-tests): the table and
+    its summary are read through it, not called "no result table"."""
+    _, (entry,) = _report(str(FIXTURES / "nccl-tests" / "all_gather-a3mega-tcpxo-srun-label-c0-excerpt.txt"))
+    assert not any(f["code"] == "NCCL_FAILED" for f in entry["findings"]), entry["findings"]
+    assert len(entry["rows"]) == 11 and entry["avg_busbw_gbs"] == 128.817
+    assert entry["rows"][-1]["size_bytes"] == 8589934592 and entry["rows"][-1]["out_of_place_busbw_gbs"] == 188.88

@@ -71,6 +71,8 @@ def test_bad_output_names_the_line(text: str, line: int) -> None:
     ("os-release-linuxmint-22.1.txt", "linuxmint", "ubuntu", "noble"),
     ("os-release-linuxmint-20.1.txt", "linuxmint", "ubuntu", "focal"),
     ("os-release-pop-22.04.txt", "pop", "ubuntu", "jammy"),
+    # A Debian derivative: Debian's archives at DEBIAN_CODENAME (LMDE's own "faye" is no Debian release).
+    ("os-release-lmde-6.txt", "linuxmint", "debian", "bookworm"),
     ("os-release-rhel-9.3.txt", "rhel", None, None),
     ("os-release-rocky-9.7.txt", "rocky", None, None),
 ])

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -56,3 +57,19 @@ def test_too_few_gpus_are_still_a_mismatch_naming_what_is_offered(monkeypatch: p
     # Two A100s in MIG mode, one of them offering nothing: fewer instances than GPUs.
     assert _judged(_node({"nvidia.com/mig-1g.5gb": "1"}, "nvidia-mig-k8s-mixed-labels.json"), 2, monkeypatch) == [
         "GPU_ALLOCATABLE_MISMATCH: gpu-a1 offers 1 nvidia.com/mig-1g.5gb; the survey saw 2 GPUs"]
+
+
+def test_the_closing_line_says_what_is_offered_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """8 whole GPUs and 8 A100s cut into 7 instances each under ``mixed``: 56 instances are not 56 GPUs."""
+    mixed = _node({"nvidia.com/mig-1g.5gb": "56"}, "nvidia-mig-k8s-mixed-labels.json")
+    nodes = {"gpu-a1": _node({"nvidia.com/gpu": "8"}), "gpu-m1": replace(mixed, name="gpu-m1")}
+    answers = {"api_ready": True, "settle_s": 0.0, "nodes": list(nodes.values()), "run_hosts": list(nodes)}
+    for name, value in answers.items():
+        monkeypatch.setattr(verify.cc, name, lambda *args, value=value: value)
+    monkeypatch.setattr(verify, "_node_findings", lambda ctx, nodes: [])
+    monkeypatch.setattr(verify, "_gpu_pod", lambda ctx, node, offered: None)
+    ctx: Any = SimpleNamespace(host=SimpleNamespace(name="cp1"), inventory=SimpleNamespace(
+        host=lambda name: SimpleNamespace(gpus=True)))
+    (works,) = verify.Verify().verify(ctx)
+    assert works.message.startswith("works: 2 node(s) Ready, 8 GPU(s), 56 MIG instance(s) (mixed) allocatable, "
+                                    "and a pod asking for one GPU ran nvidia-smi -L on each of 2 GPU node(s)")

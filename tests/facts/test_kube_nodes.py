@@ -61,15 +61,22 @@ def test_the_gpus_a_node_offers_under_each_mig_strategy_of_the_device_plugin() -
     # none: whole GPUs, one nvidia.com/gpu each.
     whole = _gpu_node({"nvidia.com/gpu": "8"})
     assert whole.allocatable_gpus == 8 and whole.offers_gpus(8) and not whole.offers_gpus(7)
+    assert whole.offered() == {"GPU(s)": 8}
     # mixed (NVIDIA's walkthrough: one A100 cut 3g.20gb + 2g.10gb + 1g.5gb): no nvidia.com/gpu at all.
     mixed = _gpu_node({"nvidia.com/mig-1g.5gb": "1", "nvidia.com/mig-2g.10gb": "1", "nvidia.com/mig-3g.20gb": "1"},
                       "nvidia-mig-k8s-mixed-labels.json")
     assert mixed.gpu_resources == {"nvidia.com/mig-1g.5gb": 1, "nvidia.com/mig-2g.10gb": 1,
                                    "nvidia.com/mig-3g.20gb": 1}
     assert mixed.allocatable_gpus == 3 and mixed.offers_gpus(1) and not mixed.offers_gpus(4)
+    assert mixed.offered() == {"MIG instance(s) (mixed)": 3}
     # single: the seven 1g.5gb instances of one A100 are nvidia.com/gpu; GFD's product label says MIG.
     single = _gpu_node({"nvidia.com/gpu": "7"}, "nvidia-mig-k8s-single-labels.json")
     assert single.allocatable_gpus == 7 and single.offers_gpus(1)
+    assert single.offered() == {"MIG instance(s) (single)": 7}
+    # mixed with some GPUs left whole, and a profile the plugin offers none of
+    both = _gpu_node({"nvidia.com/gpu": "4", "nvidia.com/mig-1g.5gb": "14", "nvidia.com/mig-2g.10gb": "0"},
+                     "nvidia-mig-k8s-mixed-labels.json")
+    assert both.offered() == {"GPU(s)": 4, "MIG instance(s) (mixed)": 14} and both.offers_gpus(6)
     assert not _gpu_node({"nvidia.com/gpu": "7"}).offers_gpus(1)  # without the label: 7 whole GPUs, not 1
 
 

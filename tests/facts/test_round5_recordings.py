@@ -72,6 +72,8 @@ def test_perftest_lines_the_author_left_out_are_a_warning() -> None:
 @pytest.mark.parametrize(("name", "side"), [
     ("read_lat-server-waiting-mlx4.txt", "server"),  # '* Waiting for client to connect... *'
     ("write_bw-rtx4080-gdr-mib-sec-server.txt", "server"),
+    # '--source_ip 192.168.2.1' is an option's value, not a server to connect to: its 'Waiting...' line decides.
+    ("write_bw-D60-q16-gdr-source-ip-server.txt", "server"),
     ("send_bw-bidir-D5-peak-zero-client.txt", "client"),  # 'Client: ib_send_bw -D5 -F -s 4096 -b 1.1.1.42'
     ("read_bw-a-no-rules-iterations-without-hash-excerpt.txt", "client"),  # '[root@cn3 ~]#ib_read_bw  cn2  -a ...'
     ("write_bw-roce-postlist-gbits-client.txt", "client"),  # no command; 'TX depth' of a one-way test

@@ -7,7 +7,7 @@ from fixture_files import read_fixture
 from refusals import refusal
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.slurm import node_from, parse_node, parse_nodes, show_command
+from clusterctl.facts.slurm import REASON_LIMIT, drain_reason, node_from, parse_node, parse_nodes, show_command
 
 
 def test_a_node_drained_by_a_site_health_check_is_drained_but_not_clusterctls() -> None:
@@ -39,9 +39,9 @@ def test_several_nodes_and_clusterctls_own_reason() -> None:
 
 def test_states_with_flags_and_suffixes() -> None:
     (node,) = parse_nodes("NodeName=n1 State=MIXED+DRAIN* Reason=Kill task failed [root@2025-01-01T00:00:00]\n")
-    assert node.base == "MIXED" and node.flags == ("DRAIN",) and node.drained
+    assert node.base == "MIXED" and node.flags == ("DRAIN",) and node.drained and node.drain_set
     (down,) = parse_nodes("NodeName=n2 State=DOWN+NOT_RESPONDING Reason=Not responding [slurm@2025-01-01T00:00:00]\n")
-    assert down.drained and down.reason_user == "slurm"
+    assert down.drained and not down.drain_set and down.reason_user == "slurm"  # Slurm may return it: drain it
     (idle,) = parse_nodes("NodeName=n3 State=IDLE\n")
     assert not idle.drained and idle.reason == ""
 
@@ -101,3 +101,10 @@ def test_an_h100_node_keeps_its_gres_and_allocation() -> None:
     assert node.field("Gres") == "gpu:H100:8(S:0-1)" and node.field("CPUSpecList") == "52-55,108-111"
     assert node.field("AllocTRES") == "cpu=9,mem=320G,gres/gpu=2"
     assert node.to_json()["fields"]["CfgTRES"] == "cpu=104,mem=1900000M,billing=104,gres/gpu=8"
+
+
+def test_a_drain_reason_is_clusterctls_one_printable_line_within_the_limit() -> None:
+    assert drain_reason("GPU_XID: GPU 3:\n\tXid 79\x1b[31m  fell off the bus") == \
+        "clusterctl: GPU_XID: GPU 3: Xid 79 [31m fell off the bus"
+    long = drain_reason("x" * 500)
+    assert len(long) == REASON_LIMIT and long.startswith("clusterctl: xxx") and long.endswith("...")

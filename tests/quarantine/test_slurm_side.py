@@ -48,6 +48,17 @@ def test_a_slurm_only_host_is_quarantined_and_released_through_slurm(sim: KubeSi
     assert "gpu-s1" not in _status(sim)
 
 
+def test_a_reason_on_several_lines_is_drained_as_one_and_a_down_clusterctl_drain_is_resumed(sim: KubeSim) -> None:
+    code, out = cli(sim, "quarantine", "gpu-s1", "--reason", "xid 79\nticket 4711", "--yes")
+    assert code == 0, out
+    assert "Reason=clusterctl: xid 79 ticket 4711 [" in sim.sh("scontrol -o show node gpu-s1", host="gpu-s1")[1]
+    # Slurm lost the node after clusterctl drained it: still clusterctl's drain, resumed on release
+    sim.sh("scontrol update nodename=gpu-s1 state=down reason='clusterctl: xid 79'", host="gpu-s1")
+    code, out = cli(sim, "release", "gpu-s1", "--skip-checks", "--yes")
+    assert code == 0 and "resumed in Slurm node gpu-s1" in out, out
+    assert "State=IDLE " in sim.sh("scontrol -o show node gpu-s1", host="gpu-s1")[1]
+
+
 def test_status_shows_slurm_beside_kubernetes_and_drains_made_outside(sim: KubeSim) -> None:
     assert cli(sim, "quarantine", "gpu-a2", "--reason", "nvlink", "--yes")[0] == 0
     sim.sh("scontrol update nodename=gpu-s1 state=drain reason='bad DIMM'", host="gpu-s1")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections import Counter
 
 from clusterctl.bootstrap.cluster.addons import TEST_NAMESPACE, render_test_pod, test_pod_name
 from clusterctl.bootstrap.cluster.topology_labels import topology_labels
@@ -136,10 +137,11 @@ class Verify(ClusterWidePhase[bool]):
         gpu_nodes = [n for n in cc.run_hosts(ctx) if n in nodes and nodes[n].ready and nodes[n].allocatable_gpus > 0]
         problems += [f for f in (_gpu_pod(ctx, n, nodes[n].gpu_resources) for n in gpu_nodes) if f is not None]
         if not fails(problems):
-            gpus = sum(nodes[n].allocatable_gpus for n in cc.run_hosts(ctx) if n in nodes)
+            offered = sum((nodes[n].offered() for n in cc.run_hosts(ctx) if n in nodes), Counter[str]())
+            gpus = ", ".join(f"{count} {unit}" for unit, count in sorted(offered.items())) or "0 GPU(s)"
             gpu_less = [n for n in cc.run_hosts(ctx) if not ctx.inventory.host(n).gpus]
             if gpu_nodes or not gpu_less:
-                message = (f"works: {len(nodes)} node(s) Ready, {gpus} GPU(s) allocatable, and a pod asking for one "
+                message = (f"works: {len(nodes)} node(s) Ready, {gpus} allocatable, and a pod asking for one "
                            f"GPU ran nvidia-smi -L on each of {len(gpu_nodes)} GPU node(s)")
             else:
                 message = (f"works: {len(nodes)} node(s) Ready; no GPU pod was run: the hosts have no GPUs "
