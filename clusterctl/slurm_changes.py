@@ -20,10 +20,10 @@ def read_node(transport: Transport, name: str, timeout_s: float) -> SlurmNode | 
 def drain_change(host: str, name: str, reason: str, timeout_s: float) -> Change:
     """Drain Slurm node ``name`` for ``reason`` (``drain_reason``'s text); its undo resumes the node."""
     return Change.run(host, update_command(name, "drain", reason), summary=f"drain Slurm node {name}",
-                      undo=update_command(name, "resume"), timeout_s=timeout_s)
+                      undo=update_command(name, "resume"), timeout_s=timeout_s, node=name)
 
 
 def resume_change(host: str, node: SlurmNode, timeout_s: float) -> Change:
     """Resume Slurm node ``node``; its undo drains it again for the reason it had."""
     return Change.run(host, update_command(node.name, "resume"), summary=f"resume Slurm node {node.name}",
-                      undo=update_command(node.name, "drain", node.reason), timeout_s=timeout_s)
+                      undo=update_command(node.name, "drain", node.reason), timeout_s=timeout_s, node=node.name)
