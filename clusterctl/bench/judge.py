@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from clusterctl.bench.model import HcaInfo, LinkResult, bench_finding, latency_over
-from clusterctl.bench.plausible import bandwidth_check, link_type_check
+from clusterctl.bench.plausible import bandwidth_check, consistency_checks, link_type_check
+from clusterctl.facts.perftest import PerftestResult
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Fabric, Host
 
@@ -52,14 +53,33 @@ def annotate(result: LinkResult, server: Host, client: Host, server_hca: HcaInfo
                    min_fraction=fraction, same_rack=same)
 
 
-def judge_link(result: LinkResult, server: Host) -> list[Finding]:
-    subject = f"{result.server}/{result.server_hca} <-> {result.client}/{result.client_hca}"
+def saved_link(result: PerftestResult, *, rate_gbps: float | None, limits: Fabric) -> LinkResult:
+    """A saved log as the link ``judge_link`` judges: the log's figure, banner and failure; ``rate_gbps`` the line
+    rate (a log does not name its port's rate: without one, the checks against it are skipped); its racks
+    unknown, so held to ``limits.within_rack_min`` as ``placement`` holds unknown racks."""
+    failure = result.errors[0] if result.errors else None if result.ok or result.side == "server" else (
+        "no result table")
+    return LinkResult(round=0, server="", client="", server_hca="", client_hca="", port=0,
+                      test=result.test or "perftest", gbps=result.peak_gbps, latency_us=result.typical_latency_us,
+                      error=failure, bidirectional=result.bidirectional, link_type=result.link_type,
+                      expected_gbps=rate_gbps, min_fraction=limits.within_rack_min, client_result=result)
+
+
+def judge_link(result: LinkResult, limits: Fabric, *, about: str = "", about_kind: str = "subject") -> list[Finding]:
+    """The findings for one perftest link against ``limits`` (its fabric type and latency limits), the one judge of
+    ``bench ib``'s live links (``limits``: the server's fabric) and ``bench report``'s saved logs (``saved_link``;
+    ``about``: the file): failed, slow, high latency, figures that cannot be true (``clusterctl.bench.plausible``)."""
+    subject = about or f"{result.server}/{result.server_hca} <-> {result.client}/{result.client_hca}"
     if result.error is not None:
-        return [bench_finding(Severity.ERROR, "LINK_FAILED", subject, f"{result.test} failed: {result.error}")]
+        return [bench_finding(Severity.ERROR, "LINK_FAILED", subject, f"{result.test} failed: {result.error}",
+                              about_kind=about_kind)]
+    client = result.client_result
     findings: list[Finding] = [
         *bandwidth_check(result.gbps, line_rate_gbps=result.expected_gbps, bidirectional=result.bidirectional,
-                         test=result.test, about=subject),
-        *link_type_check(result.link_type, fabric_type=server.fabric.type, about=subject),
+                         test=result.test, about=subject, about_kind=about_kind,
+                         printed_unit=client.printed_unit if client else None),
+        *link_type_check(result.link_type, fabric_type=limits.type, about=subject, about_kind=about_kind),
+        *(consistency_checks(client, about=subject, about_kind=about_kind) if client else ()),
     ]
     if result.slow and result.fraction is not None and result.judged_gbps and result.min_fraction is not None:
         rate, need = result.judged_gbps, result.judged_gbps * result.min_fraction
@@ -68,13 +88,14 @@ def judge_link(result: LinkResult, server: Host) -> list[Finding]:
         findings.append(bench_finding(Severity.ERROR, "LINK_SLOW", subject,
             f"{result.gbps:.1f} Gb/s is {result.fraction:.0%} of the "
             f"{rate:g} Gb/s line rate{both}; a link {where} must reach "
-            f"{result.min_fraction:.0%} ({need:.1f} Gb/s)",
+            f"{result.min_fraction:.0%} ({need:.1f} Gb/s)", about_kind=about_kind,
         ))
-    high = latency_over(result.latency_us, server.fabric.latency_warn_us, server.fabric.latency_error_us)
+    high = latency_over(result.latency_us, limits.latency_warn_us, limits.latency_error_us)
     if high is not None:
         severity, limit = high
         findings.append(bench_finding(severity, "LATENCY_HIGH", subject,
-                                      f"typical latency {result.latency_us:.2f} us is above {limit:g} us"))
+                                      f"typical latency {result.latency_us:.2f} us is above {limit:g} us",
+                                      about_kind=about_kind))
     return findings
 
 
