@@ -31,17 +31,16 @@ is the end of the cluster: ``clusterctl reset``). The host stays in the inventor
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from clusterctl.changes import Change
-from clusterctl.cluster_access import cluster_nodes, command_failed, on_control_plane
+from clusterctl.cluster_access import cluster_nodes, on_control_plane, read_answer
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode, NodePhase
 from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing
 from clusterctl.engine.progress import RunPlace
 from clusterctl.engine.run import RunSettings, SkipReason, Status, step_json
-from clusterctl.errors import ParseError, UsageError
+from clusterctl.errors import UsageError
 from clusterctl.facts.etcd import (
     CLUSTER_CONFIGURATION,
     EndpointHealth,
@@ -68,7 +67,8 @@ if TYPE_CHECKING:
     from clusterctl.transport.base import Transport
 
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
-T = TypeVar("T")
+#: ``RemovalReport.etcd`` where the cluster's etcd is external (kubeadm's ``etcd.external``).
+EXTERNAL = "external"
 
 
 @dataclass
@@ -101,12 +101,6 @@ class EtcdMemberLeaves(ReadsNothing, Phase[None, PhaseContext]):
     name = "etcd-member"
     description = "the node's etcd member leaves the cluster (kubeadm reset phase remove-etcd-member)"
 
-    def __init__(self, control_plane: bool) -> None:
-        self.control_plane = control_plane
-
-    def applies_to(self, ctx: PhaseContext) -> bool:
-        return self.control_plane
-
     def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
         return [Change.run(ctx.host.name, "kubeadm reset phase remove-etcd-member", timeout_s=180,
                            summary="kubeadm reset phase remove-etcd-member", cannot_undo=REJOIN)]
@@ -126,7 +120,7 @@ class DeadMemberRemoved(Phase["EtcdMember | None", PhaseContext]):
 
     def check(self, ctx: PhaseContext) -> EtcdMember | None:
         # Read again: a second run (after an interrupt) finds the member gone and has nothing to do.
-        members = _read(ctx.reader, etcdctl(self.pod, "member list -w json"), parse_member_list)
+        members = read_answer(ctx.reader, etcdctl(self.pod, "member list -w json"), parse_member_list)
         return next((m for m in members if m.id == self.member.id), None)
 
     def plan(self, ctx: PhaseContext, state: EtcdMember | None) -> list[Change]:
@@ -158,14 +152,13 @@ def remove_node(inventory: Inventory, host: Host, runner: Runner, *, apply: bool
 
     name = host.name
     via = next((h for h in control_plane_hosts(inventory) if h.name != name), None)
-    is_cp = "control-plane" in host.roles
     if via is None:
         raise UsageError(f"{name} is the only control plane: removing it ends the cluster.",
                          hint="Use 'clusterctl reset' to take the whole cluster down.")
     nodes = cluster_nodes(runner, via)
     node = nodes.get(name)
-    report = RemovalReport(name, is_cp or (node is not None and CONTROL_PLANE_LABEL in node.labels), apply,
-                           via.name)
+    is_cp = "control-plane" in host.roles
+    report = RemovalReport(name, is_cp or (node is not None and CONTROL_PLANE_LABEL in node.labels), apply, via.name)
     if node is None:
         report.notes.append(f"{name} is not a node of the cluster: nothing to drain or delete")
     gone = _unreachable(runner, host)
@@ -173,13 +166,13 @@ def remove_node(inventory: Inventory, host: Host, runner: Runner, *, apply: bool
         _may_remove_gone(name, gone, node, report)
     found = _etcd_member(runner, via, host, nodes, report) if report.control_plane else None
     reset = phase_named("reset")
-    phases: list[Phase[Any, Any]] = [DrainNode(via.name, drain_timeout_s, gone=bool(gone)),
-                                     EtcdMemberLeaves(found is not None and node is not None), reset,
-                                     DeleteNode(via.name)]
+    drain, delete = DrainNode(via.name, drain_timeout_s, gone=bool(gone)), DeleteNode(via.name)
+    leaves = report.control_plane and node is not None and report.etcd != EXTERNAL
+    phases: list[Phase[Any, Any]] = [drain, *([EtcdMemberLeaves()] if leaves else []), reset, delete]
     if gone:
         # Nothing can run on the host: only what the cluster's API (and etcd) do for it, from another
         # control plane.
-        phases = [phases[0], *([DeadMemberRemoved(via.name, found[1], found[0])] if found else []), phases[3]]
+        phases = [drain, *([DeadMemberRemoved(via.name, *found)] if found else []), delete]
         if found:
             report.notes.append(f"Its etcd member is removed by its ID from {via.name}, etcd's quorum checked first.")
     place = RunPlace.of(inventory, "remove-node", state_dir)
@@ -232,22 +225,9 @@ def _fill(report: RemovalReport, run: RunReport, phases: dict[str, Phase[Any, An
     report.undo_journal = run.undo_journal
 
 
-def _read(transport: Transport | Any, command: str, parse: Callable[[str], T]) -> T:
-    """``command`` (kubectl, or etcdctl in an etcd pod) on the control plane, parsed. ``endpoint health``
-    exits 1 when any endpoint is unhealthy: its stdout is still the answer, so a failure is only one with
-    nothing on stdout."""
-    result = transport.run(command, sudo=True, timeout=60)
-    if not result.stdout.strip():
-        raise command_failed(result)
-    try:
-        return parse(result.stdout)
-    except ParseError as exc:
-        raise TransportError(FailureKind.COMMAND_FAILED, str(exc)) from exc
-
-
 def _etcd_member(runner: Runner, via: Host, host: Host, nodes: dict[str, KubeNode],
-                 report: RemovalReport) -> tuple[EtcdMember, str] | None:
-    """The control plane's etcd member and the etcd pod that answered (the members and their health are
+                 report: RemovalReport) -> tuple[str, EtcdMember] | None:
+    """The etcd pod that answered and the control plane's etcd member (the members and their health are
     read in each other control plane's etcd pod in turn, ``via``'s first, through ``via``'s kubectl); a
     refusal when removing it would break etcd's quorum, or when no pod answered. None (and a note) when
     it has no member: none left, or an external etcd."""
@@ -258,18 +238,22 @@ def _etcd_member(runner: Runner, via: Host, host: Host, nodes: dict[str, KubeNod
         tried = []
         for pod in pods:
             try:
-                return (pod, _read(transport, etcdctl(pod, "member list -w json"), parse_member_list),
-                        _read(transport, etcdctl(pod, "endpoint health --cluster -w json"), parse_endpoint_health))
+                return (pod, read_answer(transport, etcdctl(pod, "member list -w json"), parse_member_list),
+                        read_answer(transport, etcdctl(pod, "endpoint health --cluster -w json"),
+                                    parse_endpoint_health, stdout_answers=True))
             except TransportError as exc:
                 tried.append(f"etcd-{pod} ({exc})")
         # Asked only once no etcd pod answered (a stacked etcd pays nothing for it). kubeadm's own
         # ClusterConfiguration, not the etcd pods' absence: kubeadm decides by it (reset and upgrade leave an
         # external etcd alone), and a stacked etcd whose pods are missing or down never reads as external.
-        return [] if _read(transport, CLUSTER_CONFIGURATION, parse_external_etcd) else tried
+        try:
+            return [] if read_answer(transport, CLUSTER_CONFIGURATION, parse_external_etcd) else tried
+        except TransportError as exc:  # not known to be external: refused as stacked, the reason named
+            return [*tried, f"the kubeadm-config ConfigMap ({exc})"]
 
     answer = on_control_plane(runner, via, read, what="read etcd's members (etcdctl in the etcd pods)", label="etcd")
     if answer == []:
-        report.etcd = "external"
+        report.etcd = EXTERNAL
         report.notes.append("external etcd: its members are not the cluster's to change; nothing removed from etcd")
         return None
     if isinstance(answer, list):
@@ -292,4 +276,4 @@ def _etcd_member(runner: Runner, via: Host, host: Host, nodes: dict[str, KubeNod
     left = [m for m in members if m.id != member.id]
     report.etcd = (f"{len(members)} etcd member(s) now, {len(left)} after; {healthy} healthy; removing "
                    f"{member.hex_id} ({member.name or host.address})")
-    return member, pod
+    return pod, member
