@@ -61,7 +61,7 @@ def _edges(results: Sequence[LinkResult], hosts: Mapping[str, Host], *, by_hca: 
 def _findings(
     results: Sequence[LinkResult], hosts: Mapping[str, Host], diagnoses: Sequence[Diagnosis]
 ) -> list[Finding]:
-    findings = [f for r in results for f in judge_link(r, hosts[r.server])]
+    findings = [f for r in results for f in judge_link(r, hosts[r.server].fabric)]
     findings.extend(bench_finding(Severity.WARNING if d.kind == "inconclusive" else Severity.ERROR,
                                   d.kind.upper().replace("-", "_"), d.subject, d.explanation,
                                   about_kind="host" if d.kind == "slow-host" else "subject") for d in diagnoses)

@@ -8,12 +8,14 @@ the line rate, one across racks 60% (uplinks are usually oversubscribed); latenc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from clusterctl.bench.model import HcaInfo, LinkResult, bench_finding, latency_over
-from clusterctl.bench.plausible import bandwidth_check, link_type_check
+from clusterctl.bench.plausible import bandwidth_check, consistency_checks, link_type_check
+from clusterctl.facts.perftest import PerftestResult
 from clusterctl.findings import Finding, Severity
+from clusterctl.inventory.fabric import INFINIBAND
 from clusterctl.inventory.model import Fabric, Host
+from clusterctl.survey.checks.host import rate_basis
 
 
 def line_rate(server: Host, client: Host, server_hca: HcaInfo | None, client_hca: HcaInfo | None) -> float | None:
@@ -35,46 +37,63 @@ def placement(server: Host, client: Host) -> tuple[bool | None, float]:
 def fleet_limits(hosts: Sequence[Host]) -> Fabric:
     """The thresholds one figure is judged by where it stands for any link of these hosts (a saved log that
     does not say which hosts or racks it joined, a dashboard's colours): what ``placement`` takes for two of
-    them (the highest within-rack share, the lowest across racks), the lowest latency limits; else the
-    defaults."""
+    them (the highest within-rack share, the lowest across racks), the lowest line rate and latency limits;
+    else the defaults."""
     if not hosts:
         return Fabric()
-    return Fabric(within_rack_min=max(h.fabric.within_rack_min for h in hosts),
+    return Fabric(rate_gbps=min((h.fabric.rate_gbps for h in hosts if h.fabric.rate_gbps), default=None),
+                  within_rack_min=max(h.fabric.within_rack_min for h in hosts),
                   across_racks_min=min(h.fabric.across_racks_min for h in hosts),
                   latency_warn_us=min(h.fabric.latency_warn_us for h in hosts),
                   latency_error_us=min(h.fabric.latency_error_us for h in hosts))
 
 
-def annotate(result: LinkResult, server: Host, client: Host, server_hca: HcaInfo | None,
-             client_hca: HcaInfo | None) -> LinkResult:
-    same, fraction = placement(server, client)
-    return replace(result, expected_gbps=line_rate(server, client, server_hca, client_hca),
-                   min_fraction=fraction, same_rack=same)
+def saved_link(result: PerftestResult, *, rate_gbps: float | None, limits: Fabric) -> LinkResult:
+    """A saved log as the link ``judge_link`` judges: the log's figure, banner and failure; the line rate
+    ``rate_gbps``, else the one ``rate_basis`` holds the banner's device and link type to (``limits``' fabric:
+    a log does not name its port's rate; without either, the checks against it are skipped); its racks
+    unknown, so held to ``limits.within_rack_min`` as ``placement`` holds unknown racks."""
+    # The banner's link type is the link layer ibv_devinfo names (``Ethernet``), but for ``IB``.
+    link_layer = INFINIBAND if result.link_type == "IB" else result.link_type or ""
+    basis = rate_basis(limits, result.device or "", link_layer, None)
+    rate = rate_gbps or (basis[1] if basis else None)
+    failure = result.errors[0] if result.errors else None if result.ok or result.side == "server" else (
+        "no result table")
+    return LinkResult(round=0, server="", client="", server_hca="", client_hca="", port=0,
+                      test=result.test or "perftest", gbps=result.peak_gbps, latency_us=result.typical_latency_us,
+                      error=failure, bidirectional=result.bidirectional, link_type=result.link_type,
+                      expected_gbps=rate, min_fraction=limits.within_rack_min, client_result=result)
 
 
-def judge_link(result: LinkResult, server: Host) -> list[Finding]:
-    subject = f"{result.server}/{result.server_hca} <-> {result.client}/{result.client_hca}"
+def judge_link(result: LinkResult, limits: Fabric, *, about: str = "", about_kind: str = "subject") -> list[Finding]:
+    """The findings for one perftest link against ``limits`` (its fabric type and latency limits), the one judge of
+    ``bench ib``'s live links (``limits``: the server's fabric) and ``bench report``'s saved logs (``saved_link``;
+    ``about``: the file): failed, slow, high latency, figures that cannot be true (``clusterctl.bench.plausible``)."""
+    subject = about or f"{result.server}/{result.server_hca} <-> {result.client}/{result.client_hca}"
     if result.error is not None:
-        return [bench_finding(Severity.ERROR, "LINK_FAILED", subject, f"{result.test} failed: {result.error}")]
+        return [bench_finding(Severity.ERROR, "LINK_FAILED", subject, f"{result.test} failed: {result.error}",
+                              about_kind=about_kind)]
+    client = result.client_result
     findings: list[Finding] = [
         *bandwidth_check(result.gbps, line_rate_gbps=result.expected_gbps, bidirectional=result.bidirectional,
-                         test=result.test, about=subject),
-        *link_type_check(result.link_type, fabric_type=server.fabric.type, about=subject),
+                         test=result.test, about=subject, about_kind=about_kind,
+                         printed_unit=client.printed_unit if client else None),
+        *link_type_check(result.link_type, fabric_type=limits.type, about=subject, about_kind=about_kind),
+        *(consistency_checks(client, about=subject, about_kind=about_kind) if client else ()),
     ]
     if result.slow and result.fraction is not None and result.judged_gbps and result.min_fraction is not None:
         rate, need = result.judged_gbps, result.judged_gbps * result.min_fraction
         where = {True: "within a rack", False: "across racks", None: "(racks unknown)"}[result.same_rack]
         both = " (both directions)" if result.bidirectional else ""
-        findings.append(bench_finding(Severity.ERROR, "LINK_SLOW", subject,
-            f"{result.gbps:.1f} Gb/s is {result.fraction:.0%} of the "
-            f"{rate:g} Gb/s line rate{both}; a link {where} must reach "
-            f"{result.min_fraction:.0%} ({need:.1f} Gb/s)",
-        ))
-    high = latency_over(result.latency_us, server.fabric.latency_warn_us, server.fabric.latency_error_us)
+        findings.append(bench_finding(Severity.ERROR, "LINK_SLOW", subject, f"{result.gbps:.1f} Gb/s is "
+                                      f"{result.fraction:.0%} of the {rate:g} Gb/s line rate{both}; a link {where} "
+                                      f"must reach {result.min_fraction:.0%} ({need:.1f} Gb/s)", about_kind=about_kind))
+    high = latency_over(result.latency_us, limits.latency_warn_us, limits.latency_error_us)
     if high is not None:
         severity, limit = high
         findings.append(bench_finding(severity, "LATENCY_HIGH", subject,
-                                      f"typical latency {result.latency_us:.2f} us is above {limit:g} us"))
+                                      f"typical latency {result.latency_us:.2f} us is above {limit:g} us",
+                                      about_kind=about_kind))
     return findings
 
 

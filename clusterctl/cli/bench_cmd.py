@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
 from clusterctl.cli.context import STATE_DIR, AppContext, app_context
 from clusterctl.errors import ExitCode, UsageError
-from clusterctl.inventory.model import Fabric
+from clusterctl.inventory.model import Fabric, FabricType
 from clusterctl.terminal_layout import Column, print_table, print_wrapped
 from clusterctl.terminal_text import one_line, visible
 from clusterctl.wording import plural
@@ -232,9 +232,13 @@ above what the link (or, for one host, the GPUs' NVLinks) can carry is an error,
 with --fabric and --gpus-per-host a log that describes another machine says so. An nccl-tests log
 is judged as bench nccl judges a run (failed, unvalidated, warned, below the 8-GPU NVSwitch peak)
 but for what a log cannot tell: the host's NVLinks now; its GPU count unless --gpus-per-host says;
-its inter-node links unless its NCCL INFO lines (NCCL_DEBUG=INFO), --rate-gbps or --survey do. With -i, a
-perftest log meets the inventory's fabric thresholds (within_rack_min, latency_warn_us,
-latency_error_us; the strictest of the hosts selected), as bench ib's links do.
+its inter-node links unless its NCCL INFO lines (NCCL_DEBUG=INFO), --rate-gbps or --survey do. A
+perftest log is judged as bench ib judges a link, with the same findings and words. With -i, it meets
+the inventory's fabric thresholds (within_rack_min, latency_warn_us, latency_error_us; the strictest
+of the hosts selected), as bench ib's links do. A log does not name its port's rate: it is
+--rate-gbps, else with -i the inventory's fabric.rate_gbps (the lowest of the hosts selected) for a
+port the banner puts on the fabric (Device, Link type); without either the checks against it are
+skipped.
 
 Examples:
 
@@ -281,10 +285,10 @@ def report_command(
                             n.fabric for n in host.nics)
                                for port in nic.ports if port.state == "PORT_ACTIVE" and port.rate_gbps]
                         for name, host in saved.hosts.items()}
-    limits = fleet_limits(app.hosts() if app.inventory_path else ())
+    limits = replace(fleet_limits(app.hosts() if app.inventory_path else ()), type=cast("FabricType | None", fabric))
     if min_fraction is not None:
         limits = replace(limits, within_rack_min=min_fraction)
-    reports = report_files(files, rate_gbps=rate_gbps, limits=limits, fabric=fabric,
+    reports = report_files(files, rate_gbps=rate_gbps, limits=limits,
                            gpus_per_host=gpus_per_host, survey_ports=survey_ports)
     payload = {"schema_version": FINDINGS_SCHEMA_VERSION,
                "files": [{"file": r.file, **r.record, "findings": [f.to_json() for f in r.findings],

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from clusterctl.errors import ExitCode, UsageError
+from clusterctl.secret import mask_text
+from clusterctl.terminal_text import visible
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -179,32 +181,30 @@ class AppContext:
         came from a host stays as it is. Each line as it is, however long (a file's line, a diff, a
         command), unless ``soft_wrap`` is False: then wrapped under the one rule
         (``terminal_layout.hanging``), a path or a command whole on a line of its own. A registered
-        secret in it is masked, as in ``-o json`` output (``say``, ``note`` and ``warn`` alike)."""
-        from clusterctl.secret import mask_text
+        secret in it is masked, as in ``-o json`` output, and a control character that came from a host
+        (a terminal escape) is shown as an escape (``say``, ``note`` and ``warn`` alike)."""
         from clusterctl.terminal_layout import hanging, wrap_width
 
         console = self.err_console if err else self.console
-        text = mask_text(text)
+        text = visible(mask_text(text))
         if not soft_wrap:
             text = "\n".join(hanging(line, wrap_width(console)) for line in text.split("\n"))
         console.print(text, markup=False, highlight=False, soft_wrap=True)
 
     def note(self, text: str) -> None:
         """``note: TEXT`` on stdout, wrapped under the note (a journal's path or command whole)."""
-        from clusterctl.secret import mask_text
         from clusterctl.terminal_layout import print_wrapped
 
-        print_wrapped(self.console, f"note: {mask_text(text)}", 6)
+        print_wrapped(self.console, f"note: {visible(mask_text(text))}", 6)
 
     def warn(self, message: str) -> None:
         from rich.text import Text
 
-        from clusterctl.secret import mask_text
         from clusterctl.terminal_layout import print_wrapped
 
         # Wrapped between words with a hanging indent (never a host or file name broken in two);
         # a Text, not markup: '[user@]host' or '[control-plane]' in a message is text.
-        text = Text(f"warning: {mask_text(message)}")
+        text = Text(f"warning: {visible(mask_text(message))}")
         text.stylize("yellow", 0, len("warning:"))
         print_wrapped(self.err_console, text, 9)
 

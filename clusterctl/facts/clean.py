@@ -41,8 +41,8 @@ _BORDER_ONLY = re.compile(rf"^[\s{_BOX}]+$")
 _BORDER_LEFT = re.compile(rf"^\s*[{_BOX}]\s?")
 _BORDER_RIGHT = re.compile(rf"\s*[{_BOX}]\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)[\w+-]*\s*$")
-#: ``mpirun --tag-output`` prefix: ``[1,0]<stdout>:``.
-_MPI_TAG = re.compile(r"^\s*\[\d+,\d+\]<(?:stdout|stderr)>:")
+#: ``mpirun --tag-output`` prefix: ``[1,0]<stdout>:``; Slurm's ``srun --label`` (``-l``) prefix: `` 0: ``.
+_MPI_TAG = re.compile(r"^\s*(?:\[\d+,\d+\]<(?:stdout|stderr)>:|\d+:(?:\s|$))")
 #: Shell prompts, with or without the command after them:
 #: ``user@host:~/dir$ cmd``, ``(venv) user@host:~$``, ``[root@host ~]# cmd``, ``$ cmd``, ``host$ cmd``,
 #: ``~/nccl-tests$ cmd`` (a paste clipped at the left), ``sh-4.4# cmd``, ``bash-5.1$ cmd``, ``host:~ # cmd``.
@@ -423,11 +423,9 @@ def _comment_runs(raw: list[tuple[int, str]]) -> list[tuple[int, int, str, int]]
 
 
 def without_mpi_tags(lines: Iterable[Line]) -> Iterator[Line]:
-    """``lines`` without the ``[1,0]<stdout>:`` prefix ``mpirun --tag-output`` puts on each rank's
-    lines (benchmark logs of multi-node runs); lines that held nothing else are dropped."""
+    """``lines`` without the prefix ``mpirun --tag-output`` (``[1,0]<stdout>:``) or ``srun --label`` (`` 0: ``)
+    puts on each rank's lines (benchmark logs of multi-node runs); lines that held nothing else are dropped."""
     for line in lines:
-        text = line.text
-        if "]<" in text:
-            text = _MPI_TAG.sub("", text)
+        text = _MPI_TAG.sub("", line.text, count=1)
         if text.strip():
             yield Line(line.number, text)

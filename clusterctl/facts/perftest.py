@@ -202,9 +202,10 @@ def _lat_row(tokens: list[str], columns: list[str], number: int, line: str) -> L
 
 def _names_a_server(arguments: str) -> bool:
     """Whether a perftest command's arguments name the server to connect to, as only a client's do: a word that is
-    neither an option nor an option's value (``ib_write_bw -d mlx5_0 -x 3 10.0.0.2``)."""
+    neither an option nor an option's value (``ib_write_bw -d mlx5_0 -x 3 10.0.0.2``); a terminal's border (``│``)
+    after the command is no name."""
     words = _OPTION_VALUE.sub(" ", arguments).split()
-    return any(not word.startswith("-") and not word.isdigit() for word in words)
+    return any(not word.startswith("-") and not word.isdigit() and any(map(str.isalnum, word)) for word in words)
 
 
 def parse_perftest(text: str, *, side: str | None = None) -> PerftestResult:

@@ -70,7 +70,7 @@ def test_report_on_saved_logs() -> None:
     assert result.exit_code == 1
     assert files[0]["tool"] == "nccl-tests" and files[0]["test"] == "all_reduce_perf"
     assert files[0]["avg_busbw_gbs"] == 76.0414 and files[0]["rows"][-1]["size_bytes"] == 8589934592
-    assert files[1]["findings"][0]["code"] == "PERFTEST_FAILED"
+    assert files[1]["findings"][0]["code"] == "LINK_FAILED"
     assert files[2]["latency"][0]["t_typical_us"] == 1.79 and files[2]["findings"] == []
 
 

@@ -10,7 +10,7 @@ from clusterctl.bench.ib_bench import IBBenchReport
 from clusterctl.bench.judge import judge_link
 from clusterctl.bench.model import LinkResult
 from clusterctl.bench.payload import link_record
-from clusterctl.inventory.model import Host
+from clusterctl.inventory.model import Fabric
 
 
 def link(gbps: float, *, bidirectional: bool) -> LinkResult:
@@ -26,13 +26,13 @@ def link(gbps: float, *, bidirectional: bool) -> LinkResult:
 ])
 def test_the_json_and_the_findings_agree_on_a_slow_link(gbps: float, bidirectional: bool, slow: bool) -> None:
     result = link(gbps, bidirectional=bidirectional)
-    codes = [f.code for f in judge_link(result, Host("gpu-a1"))]
+    codes = [f.code for f in judge_link(result, Fabric())]
     assert link_record(result)["slow"] is slow
     assert ("LINK_SLOW" in codes) is slow
 
 
 def test_a_slow_bidirectional_link_is_named_against_both_directions() -> None:
-    (finding,) = judge_link(link(300.0, bidirectional=True), Host("gpu-a1"))
+    (finding,) = judge_link(link(300.0, bidirectional=True), Fabric())
     assert "75% of the 400 Gb/s line rate (both directions)" in finding.message
     assert "must reach 90% (360.0 Gb/s)" in finding.message
 

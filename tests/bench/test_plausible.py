@@ -4,16 +4,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clusterctl.bench.plausible import FIGURE_IMPOSSIBLE, RECORDING_MISMATCH, nccl_checks, perftest_checks
+from clusterctl.bench.judge import judge_link, saved_link
+from clusterctl.bench.plausible import FIGURE_IMPOSSIBLE, RECORDING_MISMATCH, nccl_checks
 from clusterctl.facts.nccltests import parse_nccl_tests
-from clusterctl.facts.perftest import parse_perftest
-from clusterctl.findings import Severity
+from clusterctl.facts.perftest import PerftestResult, parse_perftest
+from clusterctl.findings import Finding, Severity
+from clusterctl.inventory.model import Fabric, FabricType
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def perftest(name: str):  # type: ignore[no-untyped-def]
     return parse_perftest((FIXTURES / "perftest" / name).read_text())
+
+
+def perftest_checks(result: PerftestResult, *, line_rate_gbps: float, fabric_type: FabricType, about: str,
+                    about_kind: str = "subject") -> list[Finding]:
+    """What the one perftest judge finds about a saved log, less whether it is slow (``LINK_SLOW``)."""
+    fabric = Fabric(type=fabric_type)
+    return [f for f in judge_link(saved_link(result, rate_gbps=line_rate_gbps, limits=fabric), fabric, about=about,
+                                  about_kind=about_kind) if f.code != "LINK_SLOW"]
 
 
 def nccl(name: str):  # type: ignore[no-untyped-def]

@@ -100,3 +100,12 @@ def test_every_banner_setting_of_a_perftest_log_reaches_the_json() -> None:
     banner = dict(entry["parsed"]["banner_settings"])
     assert banner["TX depth"] == "128" and banner["Mtu"] == "4096[B]" and banner["rdma_cm QPs"] == "OFF"
     assert banner["CQE Poll Batch"] == "Dynamic" and len(banner) == 18
+
+
+def test_a_slurm_srun_label_log_is_read_like_an_unlabelled_one() -> None:
+    """``srun -l`` puts `` 0: `` before every line rank 0 prints (the usual Slurm sbatch of nccl-tests): the table and
+    its summary are read through it, not called "no result table"."""
+    _, (entry,) = _report(str(FIXTURES / "nccl-tests" / "all_gather-a3mega-tcpxo-srun-label-c0-excerpt.txt"))
+    assert not any(f["code"] == "NCCL_FAILED" for f in entry["findings"]), entry["findings"]
+    assert len(entry["rows"]) == 11 and entry["avg_busbw_gbs"] == 128.817
+    assert entry["rows"][-1]["size_bytes"] == 8589934592 and entry["rows"][-1]["out_of_place_busbw_gbs"] == 188.88
