@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import shlex
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from clusterctl.changes import Change, GateRecord
 from clusterctl.errors import UsageError
+from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
     from clusterctl.fanout import FleetResult, Runner
@@ -76,6 +78,15 @@ def copy_file(runner: Runner, inventory: Inventory, hosts: Sequence[Host],
     mode = request.mode if request.mode is not None else local_mode
     with journaled_gate("copy", inventory, apply=not request.dry_run, state_dir=request.state_dir) as step:
         def task(transport: Transport) -> GateRecord:
+            # Read in both modes, so a dry run fails where the write would: no folder, or not writable.
+            folder = posixpath.dirname(path)
+            q = shlex.quote(folder)
+            found = transport.run(f"if [ ! -d {q} ]; then echo missing; elif [ ! -w {q} ]; then echo read-only; fi",
+                                  sudo=request.sudo).stdout.split()
+            if found:
+                why = "is not writable" + ("" if request.sudo else " (--sudo writes as root)")
+                raise TransportError(FailureKind.COMMAND_FAILED, f"cannot write {path}: the folder {folder} "
+                                     + ("does not exist or is not a folder" if found == ["missing"] else why))
             current = transport.get(path, sudo=request.sudo)
             change = Change.write_file(transport.host.name, path, data, current=current, mode=mode,
                                        sudo=request.sudo, summary=f"copy {request.source} to {path}")

@@ -8,13 +8,14 @@ the line rate, one across racks 60% (uplinks are usually oversubscribed); latenc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from clusterctl.bench.model import HcaInfo, LinkResult, bench_finding, latency_over
 from clusterctl.bench.plausible import bandwidth_check, consistency_checks, link_type_check
 from clusterctl.facts.perftest import PerftestResult
 from clusterctl.findings import Finding, Severity
+from clusterctl.inventory.fabric import INFINIBAND
 from clusterctl.inventory.model import Fabric, Host
+from clusterctl.survey.checks.host import rate_basis
 
 
 def line_rate(server: Host, client: Host, server_hca: HcaInfo | None, client_hca: HcaInfo | None) -> float | None:
@@ -36,33 +37,32 @@ def placement(server: Host, client: Host) -> tuple[bool | None, float]:
 def fleet_limits(hosts: Sequence[Host]) -> Fabric:
     """The thresholds one figure is judged by where it stands for any link of these hosts (a saved log that
     does not say which hosts or racks it joined, a dashboard's colours): what ``placement`` takes for two of
-    them (the highest within-rack share, the lowest across racks), the lowest latency limits; else the
-    defaults."""
+    them (the highest within-rack share, the lowest across racks), the lowest line rate and latency limits;
+    else the defaults."""
     if not hosts:
         return Fabric()
-    return Fabric(within_rack_min=max(h.fabric.within_rack_min for h in hosts),
+    return Fabric(rate_gbps=min((h.fabric.rate_gbps for h in hosts if h.fabric.rate_gbps), default=None),
+                  within_rack_min=max(h.fabric.within_rack_min for h in hosts),
                   across_racks_min=min(h.fabric.across_racks_min for h in hosts),
                   latency_warn_us=min(h.fabric.latency_warn_us for h in hosts),
                   latency_error_us=min(h.fabric.latency_error_us for h in hosts))
 
 
-def annotate(result: LinkResult, server: Host, client: Host, server_hca: HcaInfo | None,
-             client_hca: HcaInfo | None) -> LinkResult:
-    same, fraction = placement(server, client)
-    return replace(result, expected_gbps=line_rate(server, client, server_hca, client_hca),
-                   min_fraction=fraction, same_rack=same)
-
-
 def saved_link(result: PerftestResult, *, rate_gbps: float | None, limits: Fabric) -> LinkResult:
-    """A saved log as the link ``judge_link`` judges: the log's figure, banner and failure; ``rate_gbps`` the line
-    rate (a log does not name its port's rate: without one, the checks against it are skipped); its racks
+    """A saved log as the link ``judge_link`` judges: the log's figure, banner and failure; the line rate
+    ``rate_gbps``, else the one ``rate_basis`` holds the banner's device and link type to (``limits``' fabric:
+    a log does not name its port's rate; without either, the checks against it are skipped); its racks
     unknown, so held to ``limits.within_rack_min`` as ``placement`` holds unknown racks."""
+    # The banner's link type is the link layer ibv_devinfo names (``Ethernet``), but for ``IB``.
+    link_layer = INFINIBAND if result.link_type == "IB" else result.link_type or ""
+    basis = rate_basis(limits, result.device or "", link_layer, None)
+    rate = rate_gbps or (basis[1] if basis else None)
     failure = result.errors[0] if result.errors else None if result.ok or result.side == "server" else (
         "no result table")
     return LinkResult(round=0, server="", client="", server_hca="", client_hca="", port=0,
                       test=result.test or "perftest", gbps=result.peak_gbps, latency_us=result.typical_latency_us,
                       error=failure, bidirectional=result.bidirectional, link_type=result.link_type,
-                      expected_gbps=rate_gbps, min_fraction=limits.within_rack_min, client_result=result)
+                      expected_gbps=rate, min_fraction=limits.within_rack_min, client_result=result)
 
 
 def judge_link(result: LinkResult, limits: Fabric, *, about: str = "", about_kind: str = "subject") -> list[Finding]:
@@ -85,11 +85,9 @@ def judge_link(result: LinkResult, limits: Fabric, *, about: str = "", about_kin
         rate, need = result.judged_gbps, result.judged_gbps * result.min_fraction
         where = {True: "within a rack", False: "across racks", None: "(racks unknown)"}[result.same_rack]
         both = " (both directions)" if result.bidirectional else ""
-        findings.append(bench_finding(Severity.ERROR, "LINK_SLOW", subject,
-            f"{result.gbps:.1f} Gb/s is {result.fraction:.0%} of the "
-            f"{rate:g} Gb/s line rate{both}; a link {where} must reach "
-            f"{result.min_fraction:.0%} ({need:.1f} Gb/s)", about_kind=about_kind,
-        ))
+        findings.append(bench_finding(Severity.ERROR, "LINK_SLOW", subject, f"{result.gbps:.1f} Gb/s is "
+                                      f"{result.fraction:.0%} of the {rate:g} Gb/s line rate{both}; a link {where} "
+                                      f"must reach {result.min_fraction:.0%} ({need:.1f} Gb/s)", about_kind=about_kind))
     high = latency_over(result.latency_us, limits.latency_warn_us, limits.latency_error_us)
     if high is not None:
         severity, limit = high

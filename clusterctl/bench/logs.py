@@ -43,8 +43,7 @@ def report_text(name: str, text: str, *, rate_gbps: float | None = None, limits:
         judged, _ = judge_nccl([run], nccl.collective or "", nic_rate_gbps=rate_gbps, about_kind="file")
         return LogReport(name, {"tool": "nccl-tests", **nccl_record(nccl)}, tuple(judged))
     result = parse_perftest(text)
-    link = saved_link(result, rate_gbps=rate_gbps, limits=limits)
-    judged = judge_link(link, limits, about=name, about_kind="file")
+    judged = judge_link(saved_link(result, rate_gbps=rate_gbps, limits=limits), limits, about=name, about_kind="file")
     return LogReport(name, perftest_record(result), tuple(judged))
 
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from clusterctl.bench.judge import annotate
+from clusterctl.bench.judge import line_rate, placement
 from clusterctl.bench.model import HcaInfo, LinkResult
 from clusterctl.bench.schedule import Round
 from clusterctl.errors import ParseError, UsageError
@@ -259,12 +259,13 @@ def run_round(runner: Runner, tests: Sequence[PlannedTest], opts: IBOptions) -> 
 
 
 def _result(t: PlannedTest, state: _Started, client: CommandResult | Exception | None, opts: IBOptions) -> LinkResult:
+    same_rack, min_fraction = placement(t.server, t.client)
     base = LinkResult(
         round=t.round, server=t.server.name, client=t.client.name, server_hca=t.server_hca.name,
         client_hca=t.client_hca.name, port=t.port, test=opts.test, server_command=t.server_command,
-        client_command=t.client_command, server_output=state.server_output,
+        client_command=t.client_command, server_output=state.server_output, min_fraction=min_fraction,
+        expected_gbps=line_rate(t.server, t.client, t.server_hca, t.client_hca), same_rack=same_rack,
     )
-    base = annotate(base, t.server, t.client, t.server_hca, t.client_hca)
     if state.error is not None:
         return replace(base, error=state.error)
     if client is None:

@@ -233,10 +233,12 @@ with --fabric and --gpus-per-host a log that describes another machine says so. 
 is judged as bench nccl judges a run (failed, unvalidated, warned, below the 8-GPU NVSwitch peak)
 but for what a log cannot tell: the host's NVLinks now; its GPU count unless --gpus-per-host says;
 its inter-node links unless its NCCL INFO lines (NCCL_DEBUG=INFO), --rate-gbps or --survey do. A
-perftest log is judged as bench ib judges a link, with the same findings and words, but a log does
-not name its port's rate: without --rate-gbps the checks against the line rate are skipped. With -i,
-it meets the inventory's fabric thresholds (within_rack_min, latency_warn_us, latency_error_us; the
-strictest of the hosts selected), as bench ib's links do.
+perftest log is judged as bench ib judges a link, with the same findings and words. With -i, it meets
+the inventory's fabric thresholds (within_rack_min, latency_warn_us, latency_error_us; the strictest
+of the hosts selected), as bench ib's links do. A log does not name its port's rate: it is
+--rate-gbps, else with -i the inventory's fabric.rate_gbps (the lowest of the hosts selected) for a
+port the banner puts on the fabric (Device, Link type); without either the checks against it are
+skipped.
 
 Examples:
 

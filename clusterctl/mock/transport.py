@@ -160,11 +160,12 @@ class MockTransport(Transport):
         fs = self.machine.host.fs
         self.history.append(f"# put {path} ({len(data)} bytes, mode {mode or 0o644:o})")
         try:
-            parent = path.rsplit("/", 1)[0] or "/"
-            if not fs.is_dir(parent):
+            parent, _, name = path.rpartition("/")
+            if not fs.is_dir(parent or "/"):
                 raise TransportError(
                     FailureKind.COMMAND_FAILED,
-                    f"could not write {path} (exit 2): sh: 1: cannot create {path}: Directory nonexistent",
+                    f"could not write {path} (exit 1): mktemp: failed to create file via template "
+                    f"'{parent}/.{name}.clusterctl-tmp.XXXXXX': No such file or directory",
                 )
             old = fs.read(path)
             current_mode = stat.S_IMODE(os.stat(fs.local(path)).st_mode) if old is not None else None

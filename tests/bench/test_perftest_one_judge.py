@@ -6,12 +6,14 @@ other (``FIGURE_INCONSISTENT``)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from fixture_files import read_fixture
+from clirun import clusterctl
+from fixture_files import FIXTURES, read_fixture
 
 from clusterctl.bench.ib_bench import run_ib_bench
 from clusterctl.bench.logs import report_text
@@ -95,3 +97,21 @@ def test_printed_rounding_is_no_contradiction() -> None:
     log = (Path(__file__).resolve().parents[2] / "inventories" / "demo" / "profiles" / "bench-hdr200" /
            "ib_write_bw-10g.txt").read_text()
     assert "FIGURE_INCONSISTENT" not in {f.code for f in report_text("saved.log", log).findings}
+
+
+def test_with_an_inventory_a_saved_log_is_held_to_its_fabric_rate(tmp_path: Path) -> None:
+    """``-i``: the inventory's ``fabric.rate_gbps`` by ``rate_basis``, as a live link is held to it; a port the
+    banner puts on another link layer (RoCE on ``--fabric ib``) is not held to the InfiniBand rate."""
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text("cluster: lab\ndefaults:\n  fabric: {rate_gbps: 200}\nhosts:\n  gpu-a1: {}\n"
+                         "  gpu-a2: {fabric: {rate_gbps: 400}}\n")
+    logs = [str(FIXTURES / "perftest" / name) for name in ("write_bw-roce-postlist-gbits-client.txt",
+                                                          "write_bw-ndr400-gbits-prompt.txt")]
+
+    def codes(*options: str) -> list[set[str]]:
+        result = clusterctl("-i", str(inventory), "bench", "report", "-o", "json", *options, *logs)
+        return [{f["code"] for f in entry["findings"]} for entry in json.loads(result.stdout)["files"]]
+
+    assert codes() == [{"LINK_SLOW"}, {"FIGURE_IMPOSSIBLE"}]  # 200 Gb/s: the lowest of the hosts'
+    assert codes("--rate-gbps", "400") == [{"LINK_SLOW"}, set()]
+    assert codes("--fabric", "ib") == [{"RECORDING_MISMATCH"}, {"FIGURE_IMPOSSIBLE"}]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import local_inventory
+from .conftest import DEMO, local_inventory
 
 
 def test_copy_writes_the_file_whole_with_its_mode_and_leaves_an_unchanged_file_alone(  # type: ignore[no-untyped-def]
@@ -75,3 +75,34 @@ def test_copy_keeps_its_undo_journal_in_the_state_folder_where_undo_takes_it(  #
     undone = cli("-i", inv, "undo", journal, "--yes")
     assert undone.code == 0, undone.err
     assert dest.read_text() == "original\n"
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_missing_destination_folder_fails_that_host_alike_in_the_dry_run_and_the_copy(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dry_run: bool
+) -> None:
+    # The dry run once read only the file and showed a clean diff where the copy then failed.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "site.conf").write_text("NCCL_DEBUG=WARN\n")
+    assert cli("-i", DEMO, "-l", "gpu-a1", "exec", "--sudo", "--", "mkdir", "/opt/site").code == 0
+    ran = cli("-i", DEMO, "-l", "gpu-a1,gpu-a2", "-o", "json", "copy", "site.conf", "/opt/site/nccl.conf", "--sudo",
+              "--dry-run" if dry_run else "--yes")
+    assert ran.code == 1, ran.err
+    shown, failed = json.loads(ran.out)["hosts"]  # the other host still shown
+    assert (shown["host"], shown["ok"], shown["applied"]) == ("gpu-a1", True, not dry_run)
+    assert (failed["host"], failed["ok"]) == ("gpu-a2", False)
+    assert "the folder /opt/site does not exist" in failed["error"]
+    assert "FAILED gpu-a2" in ran.err and "/opt/site does not exist" in ran.err
+    written = cli("-i", DEMO, "-l", "gpu-a1,gpu-a2", "exec", "--sudo", "--", "cat", "/opt/site/nccl.conf")
+    assert written.out.count("NCCL_DEBUG=WARN") == (0 if dry_run else 1)
+
+
+def test_a_file_in_the_way_of_the_destination_folder_is_named_by_the_dry_run(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path
+) -> None:
+    inv = local_inventory(tmp_path, "n1")
+    (tmp_path / "nccl.conf").write_text("NCCL_DEBUG=WARN\n")
+    (tmp_path / "blocker").write_text("a file, not a folder\n")
+    ran = cli("-i", inv, "copy", str(tmp_path / "nccl.conf"), str(tmp_path / "blocker" / "nccl.conf"), "--dry-run")
+    assert ran.code == 1
+    assert "n1" in ran.err and f"the folder {tmp_path / 'blocker'} does not exist or is not a folder" in ran.err

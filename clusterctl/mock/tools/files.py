@@ -104,6 +104,7 @@ def _test_expr(ctx: ToolContext, args: list[str]) -> bool:
             "-e": local.exists, "-f": local.is_file, "-d": local.is_dir,
             "-s": lambda: local.is_file() and local.stat().st_size > 0,
             "-x": lambda: local.exists() and bool(local.stat().st_mode & 0o111),
+            "-w": lambda: local.exists() and os.access(local, os.W_OK),
         }
         if op in checks:
             return checks[op]()
