@@ -151,19 +151,27 @@ class UnreadableAnswer(TransportError):
         super().__init__(FailureKind.COMMAND_FAILED, text)
 
 
-def read_nodes(transport: Transport | HostReader) -> dict[str, KubeNode]:
-    """The cluster's nodes by name, in the API server's order (``kubectl get nodes -o json`` through
-    ``transport``, a control plane). A failed command is ``command_failed``'s ``TransportError``, an
-    answer that is no node list an ``UnreadableAnswer`` (the parser's line and field)."""
-    from clusterctl.facts.kube_nodes import NODES_COMMAND, parse_nodes
-
-    result = transport.run(NODES_COMMAND, sudo=True, timeout=60)
-    if not result.ok:
+def read_answer(transport: Transport | HostReader, command: str, parse: Callable[[str], T], *,
+                stdout_answers: bool = False) -> T:
+    """``command`` through ``transport``, a control plane, parsed. A failed command is ``command_failed``'s
+    ``TransportError``, an answer the parser cannot read an ``UnreadableAnswer`` (its line and field).
+    ``stdout_answers``: the command's stdout is its answer whatever its exit code (etcdctl's ``endpoint
+    health`` exits 1 when a member is unhealthy), so only an empty one fails."""
+    result = transport.run(command, sudo=True, timeout=60)
+    if not (result.stdout.strip() if stdout_answers else result.ok):
         raise command_failed(result)
     try:
-        return {n.name: n for n in parse_nodes(result.stdout)}
+        return parse(result.stdout)
     except ParseError as exc:
         raise UnreadableAnswer(exc) from exc
+
+
+def read_nodes(transport: Transport | HostReader) -> dict[str, KubeNode]:
+    """The cluster's nodes by name, in the API server's order (``kubectl get nodes -o json``; fails as
+    ``read_answer`` does)."""
+    from clusterctl.facts.kube_nodes import NODES_COMMAND, parse_nodes
+
+    return {n.name: n for n in read_answer(transport, NODES_COMMAND, parse_nodes)}
 
 
 def read_node(transport: Transport | HostReader, name: str) -> KubeNode | None:

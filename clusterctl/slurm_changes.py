@@ -3,13 +3,9 @@ with its undo: quarantine and release, and the node agent's ``health --slurm``, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from clusterctl.changes import Change
 from clusterctl.facts.slurm import SlurmNode, node_from, show_command, update_command
-
-if TYPE_CHECKING:
-    from clusterctl.transport.base import Transport
+from clusterctl.transport.base import Transport
 
 
 def read_node(transport: Transport, name: str, timeout_s: float) -> SlurmNode | None:

@@ -18,7 +18,9 @@ as etcd itself tells it (never by the Nodes' Ready: a NotReady kubelet may run a
 a Ready one a dead member): from another control plane, read the members (``etcdctl member list``)
 and their health (``etcdctl endpoint health --cluster``); the members left that answer healthy must
 be a majority of those left. The member is the one named after the node, or with a peer URL at its
-address. etcdctl runs in that control plane's etcd static pod (``clusterctl.facts.etcd``). A control
+address. etcdctl runs in a control plane's etcd static pod (``clusterctl.facts.etcd``), the first of
+them that answers; none answering refuses, unless the cluster's etcd is external (kubeadm's
+``etcd.external``): a control plane then has no member, and nothing is removed from etcd. A control
 plane that is gone takes the same path as a node that is gone plus kubeadm's step for its member
 (kubeadm's docs, "Remove the node" for a control plane that cannot run ``kubeadm reset``): removed by
 its ID (``etcdctl member remove``) before the Node is deleted. The last control plane is refused (that
@@ -29,24 +31,25 @@ is the end of the cluster: ``clusterctl reset``). The host stays in the inventor
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from clusterctl.changes import Change
-from clusterctl.cluster_access import cluster_nodes, command_failed, on_control_plane
+from clusterctl.cluster_access import cluster_nodes, on_control_plane, read_answer
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode, NodePhase
 from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing
 from clusterctl.engine.progress import RunPlace
 from clusterctl.engine.run import RunSettings, SkipReason, Status, step_json
-from clusterctl.errors import ParseError, UsageError
+from clusterctl.errors import UsageError
 from clusterctl.facts.etcd import (
+    CLUSTER_CONFIGURATION,
     EndpointHealth,
     EtcdMember,
     etcd_quorum,
     etcdctl,
     member_of,
     parse_endpoint_health,
+    parse_external_etcd,
     parse_member_list,
 )
 from clusterctl.facts.kube import kubectl
@@ -64,7 +67,8 @@ if TYPE_CHECKING:
     from clusterctl.transport.base import Transport
 
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
-T = TypeVar("T")
+#: ``RemovalReport.etcd`` where the cluster's etcd is external (kubeadm's ``etcd.external``).
+EXTERNAL = "external"
 
 
 @dataclass
@@ -97,39 +101,34 @@ class EtcdMemberLeaves(ReadsNothing, Phase[None, PhaseContext]):
     name = "etcd-member"
     description = "the node's etcd member leaves the cluster (kubeadm reset phase remove-etcd-member)"
 
-    def __init__(self, control_plane: bool) -> None:
-        self.control_plane = control_plane
-
-    def applies_to(self, ctx: PhaseContext) -> bool:
-        return self.control_plane
-
     def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
         return [Change.run(ctx.host.name, "kubeadm reset phase remove-etcd-member", timeout_s=180,
                            summary="kubeadm reset phase remove-etcd-member", cannot_undo=REJOIN)]
 
 
 class DeadMemberRemoved(Phase["EtcdMember | None", PhaseContext]):
-    """The etcd member of a control plane that is gone leaves, removed by its ID from a healthy control
-    plane (``etcdctl member remove``); the quorum was checked before the run began."""
+    """The etcd member of a control plane that is gone leaves, removed by its ID in the etcd pod of a
+    healthy control plane (``etcdctl member remove``, through ``via``'s kubectl); the quorum was checked
+    before the run began."""
 
     name = "etcd-member"
     description = "remove the dead node's etcd member, from a healthy control plane (etcdctl member remove)"
     via: str
 
-    def __init__(self, via: str, member: EtcdMember) -> None:
-        self.via, self.member = via, member
+    def __init__(self, via: str, pod: str, member: EtcdMember) -> None:
+        self.via, self.pod, self.member = via, pod, member
 
     def check(self, ctx: PhaseContext) -> EtcdMember | None:
         # Read again: a second run (after an interrupt) finds the member gone and has nothing to do.
-        members = _read_etcd(ctx.reader, self.via, "member list -w json", parse_member_list)
+        members = read_answer(ctx.reader, etcdctl(self.pod, "member list -w json"), parse_member_list)
         return next((m for m in members if m.id == self.member.id), None)
 
     def plan(self, ctx: PhaseContext, state: EtcdMember | None) -> list[Change]:
         if state is None:
             return []
         label = state.name or ", ".join(state.peer_urls)
-        return [Change.run(self.via, etcdctl(self.via, f"member remove {state.hex_id}"), timeout_s=60,
-                           summary=f"etcdctl member remove {state.hex_id} ({label}), in etcd-{self.via}",
+        return [Change.run(self.via, etcdctl(self.pod, f"member remove {state.hex_id}"), timeout_s=60,
+                           summary=f"etcdctl member remove {state.hex_id} ({label}), in etcd-{self.pod}",
                            cannot_undo=REJOIN)]
 
 
@@ -153,28 +152,29 @@ def remove_node(inventory: Inventory, host: Host, runner: Runner, *, apply: bool
 
     name = host.name
     via = next((h for h in control_plane_hosts(inventory) if h.name != name), None)
-    is_cp = "control-plane" in host.roles
     if via is None:
         raise UsageError(f"{name} is the only control plane: removing it ends the cluster.",
                          hint="Use 'clusterctl reset' to take the whole cluster down.")
     nodes = cluster_nodes(runner, via)
     node = nodes.get(name)
-    report = RemovalReport(name, is_cp or (node is not None and CONTROL_PLANE_LABEL in node.labels), apply,
-                           via.name)
+    is_cp = "control-plane" in host.roles
+    report = RemovalReport(name, is_cp or (node is not None and CONTROL_PLANE_LABEL in node.labels), apply, via.name)
     if node is None:
         report.notes.append(f"{name} is not a node of the cluster: nothing to drain or delete")
     gone = _unreachable(runner, host)
     if gone:
-        _may_remove_gone(name, gone, node, report, via.name)
-    member = _etcd_member(runner, via, host, report) if report.control_plane else None
+        _may_remove_gone(name, gone, node, report)
+    found = _etcd_member(runner, via, host, nodes, report) if report.control_plane else None
     reset = phase_named("reset")
-    phases: list[Phase[Any, Any]] = [DrainNode(via.name, drain_timeout_s, gone=bool(gone)),
-                                     EtcdMemberLeaves(report.control_plane and node is not None), reset,
-                                     DeleteNode(via.name)]
+    drain, delete = DrainNode(via.name, drain_timeout_s, gone=bool(gone)), DeleteNode(via.name)
+    leaves = report.control_plane and node is not None and report.etcd != EXTERNAL
+    phases: list[Phase[Any, Any]] = [drain, *([EtcdMemberLeaves()] if leaves else []), reset, delete]
     if gone:
         # Nothing can run on the host: only what the cluster's API (and etcd) do for it, from another
         # control plane.
-        phases = [phases[0], *([DeadMemberRemoved(via.name, member)] if member else []), phases[3]]
+        phases = [drain, *([DeadMemberRemoved(via.name, *found)] if found else []), delete]
+        if found:
+            report.notes.append(f"Its etcd member is removed by its ID from {via.name}, etcd's quorum checked first.")
     place = RunPlace.of(inventory, "remove-node", state_dir)
     settings = RunSettings(apply=apply, options=run_options(inventory, [host], [reset], BootstrapRequest(apply=apply)),
                            journal=place.journal(f"remove-node {name}") if apply else None,
@@ -194,7 +194,7 @@ def _unreachable(runner: Runner, host: Host) -> str:
     return failure.describe()
 
 
-def _may_remove_gone(name: str, why: str, node: KubeNode | None, report: RemovalReport, via: str) -> None:
+def _may_remove_gone(name: str, why: str, node: KubeNode | None, report: RemovalReport) -> None:
     """kubeadm's path for a node that is gone, where it is safe; a refusal naming what to do where not."""
     if node is not None and node.ready:
         raise UsageError(f"refusing to remove {name}: it does not answer over SSH ({why}) but its Node is Ready: "
@@ -202,9 +202,7 @@ def _may_remove_gone(name: str, why: str, node: KubeNode | None, report: Removal
                          field="HOST", hint="Fix the SSH path (clusterctl -l HOST exec -- true) and run this again.")
     report.notes.append(
         f"{name} does not answer ({why}): it is removed as a node that is gone: what the API could evict is "
-        "evicted (its pods go with the Node), the Node is deleted, and its reset is skipped."
-        + (f" Its etcd member is removed by its ID from {via}, etcd's quorum checked first."
-           if report.control_plane else ""))
+        "evicted (its pods go with the Node), the Node is deleted, and its reset is skipped.")
     etcd_data = ", its etcd data in /var/lib/etcd" if report.control_plane else ""
     report.notes.append(
         f"left on {name}: everything bootstrap put there (kubelet and its config, /etc/kubernetes, containerd, the "
@@ -227,27 +225,42 @@ def _fill(report: RemovalReport, run: RunReport, phases: dict[str, Phase[Any, An
     report.undo_journal = run.undo_journal
 
 
-def _read_etcd(transport: Transport | Any, via: str, args: str, parse: Callable[[str], T]) -> T:
-    """``etcdctl ARGS`` in ``via``'s etcd pod, parsed. ``endpoint health`` exits 1 when any endpoint is
-    unhealthy: its stdout is still the answer, so a failure is only one with nothing on stdout."""
-    result = transport.run(etcdctl(via, args), sudo=True, timeout=60)
-    if not result.stdout.strip():
-        raise command_failed(result)
-    try:
-        return parse(result.stdout)
-    except ParseError as exc:
-        raise TransportError(FailureKind.COMMAND_FAILED, str(exc)) from exc
+def _etcd_member(runner: Runner, via: Host, host: Host, nodes: dict[str, KubeNode],
+                 report: RemovalReport) -> tuple[str, EtcdMember] | None:
+    """The etcd pod that answered and the control plane's etcd member (the members and their health are
+    read in each other control plane's etcd pod in turn, ``via``'s first, through ``via``'s kubectl); a
+    refusal when removing it would break etcd's quorum, or when no pod answered. None (and a note) when
+    it has no member: none left, or an external etcd."""
+    pods = [via.name, *(n for n, node in nodes.items()
+                        if CONTROL_PLANE_LABEL in node.labels and n not in (via.name, host.name))]
 
+    def read(transport: Transport) -> tuple[str, list[EtcdMember], list[EndpointHealth]] | list[str]:
+        tried = []
+        for pod in pods:
+            try:
+                return (pod, read_answer(transport, etcdctl(pod, "member list -w json"), parse_member_list),
+                        read_answer(transport, etcdctl(pod, "endpoint health --cluster -w json"),
+                                    parse_endpoint_health, stdout_answers=True))
+            except TransportError as exc:
+                tried.append(f"etcd-{pod} ({exc})")
+        # Asked only once no etcd pod answered (a stacked etcd pays nothing for it). kubeadm's own
+        # ClusterConfiguration, not the etcd pods' absence: kubeadm decides by it (reset and upgrade leave an
+        # external etcd alone), and a stacked etcd whose pods are missing or down never reads as external.
+        try:
+            return [] if read_answer(transport, CLUSTER_CONFIGURATION, parse_external_etcd) else tried
+        except TransportError as exc:  # not known to be external: refused as stacked, the reason named
+            return [*tried, f"the kubeadm-config ConfigMap ({exc})"]
 
-def _etcd_member(runner: Runner, via: Host, host: Host, report: RemovalReport) -> EtcdMember | None:
-    """The control plane's etcd member, read from ``via`` with the health of every member; a refusal
-    when removing it would break etcd's quorum. None (and a note) when it has none left."""
-    def read(transport: Transport) -> tuple[list[EtcdMember], list[EndpointHealth]]:
-        return (_read_etcd(transport, via.name, "member list -w json", parse_member_list),
-                _read_etcd(transport, via.name, "endpoint health --cluster -w json", parse_endpoint_health))
-
-    members, health = on_control_plane(runner, via, read, what="read etcd's members (etcdctl in etcd-"
-                                       f"{via.name})", label="etcd")
+    answer = on_control_plane(runner, via, read, what="read etcd's members (etcdctl in the etcd pods)", label="etcd")
+    if answer == []:
+        report.etcd = EXTERNAL
+        report.notes.append("external etcd: its members are not the cluster's to change; nothing removed from etcd")
+        return None
+    if isinstance(answer, list):
+        raise UsageError(f"refusing to remove {host.name}: no etcd member answered, so etcd's quorum cannot be "
+                         f"checked (tried {'; '.join(answer)}). Nothing was changed.", field="HOST",
+                         hint="Bring a control plane's etcd back, then run this again.")
+    pod, members, health = answer
     member = member_of(members, host.name, host.address or "")
     healthy = sum(1 for h in health if h.healthy)
     if member is None:
@@ -258,9 +271,9 @@ def _etcd_member(runner: Runner, via: Host, host: Host, report: RemovalReport) -
     why = etcd_quorum(members, health, member)
     if why:
         raise UsageError(f"refusing to remove {host.name}: {why}. Nothing was changed.", field="HOST",
-                         hint=f"See 'kubectl -n kube-system exec etcd-{via.name} -- etcdctl ... endpoint health "
+                         hint=f"See 'kubectl -n kube-system exec etcd-{pod} -- etcdctl ... endpoint health "
                               "--cluster' (the command is in docs/day2.md).")
     left = [m for m in members if m.id != member.id]
     report.etcd = (f"{len(members)} etcd member(s) now, {len(left)} after; {healthy} healthy; removing "
                    f"{member.hex_id} ({member.name or host.address})")
-    return member
+    return pod, member

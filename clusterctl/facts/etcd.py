@@ -10,6 +10,8 @@ form (``%x``). A member added but not started has neither a name nor client URLs
 ``endpoint health --cluster -w json`` asks every member's client URL and prints one object per endpoint
 (``health`` false and an ``error`` for one that did not answer); it then exits 1 with "Error: unhealthy
 cluster" on stderr when any is unhealthy, so its stdout is read whatever the exit code.
+With an external etcd (kubeadm's ClusterConfiguration sets ``etcd.external``) no control plane runs a
+member or an etcd pod: its members are not the cluster's to change.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import yaml
+
 from clusterctl.errors import ParseError
 from clusterctl.facts.kube import kubectl
 from clusterctl.json_input import syntax_error
@@ -28,6 +32,12 @@ from clusterctl.json_input import syntax_error
 ETCD_PKI = "/etc/kubernetes/pki/etcd"
 ETCDCTL_TLS = (f"--endpoints=https://127.0.0.1:2379 --cacert={ETCD_PKI}/ca.crt "
                f"--cert={ETCD_PKI}/healthcheck-client.crt --key={ETCD_PKI}/healthcheck-client.key")
+
+
+#: kubeadm's ClusterConfiguration as the cluster keeps it (``kubeadm init`` uploads it; reset and
+#: upgrade read it back from there).
+CLUSTER_CONFIGURATION = kubectl("-n kube-system get configmap kubeadm-config -o "
+                                + shlex.quote("jsonpath={.data.ClusterConfiguration}"))
 
 
 def etcdctl(node: str, args: str) -> str:
@@ -127,6 +137,22 @@ def parse_endpoint_health(text: str) -> list[EndpointHealth]:
         found.append(EndpointHealth(entry["endpoint"], entry["health"], str(entry.get("took", "")),
                                     str(entry.get("error", ""))))
     return found
+
+
+def parse_external_etcd(text: str) -> bool:
+    """kubeadm's ClusterConfiguration (YAML) -> whether its etcd is external (``etcd.external``)."""
+    what = "kubeadm's ClusterConfiguration"
+    lines = text.splitlines() or [""]
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = min(mark.line + 1 if mark is not None else 1, len(lines))
+        raise ParseError(what, "not YAML", line=line, text=lines[line - 1]) from None
+    if not isinstance(data, dict) or data.get("kind") != "ClusterConfiguration":
+        raise ParseError(what, "no ClusterConfiguration", line=1, text=lines[0])
+    etcd = data.get("etcd")
+    return isinstance(etcd, dict) and etcd.get("external") is not None
 
 
 def url_host(url: str) -> str:

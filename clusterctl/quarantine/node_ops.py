@@ -67,18 +67,13 @@ def untaint(cp: str, node: KubeNode) -> list[Change]:
                        timeout_s=60, node=node.name)]
 
 
-def cordon(cp: str, node: KubeNode) -> list[Change]:
-    if node.unschedulable:
+def cordon(cp: str, node: KubeNode, on: bool = True) -> list[Change]:
+    """Cordon the node (``on``) or uncordon it, the other its undo; nothing where it is so already."""
+    if node.unschedulable == on:
         return []
-    return [Change.run(cp, kubectl(f"cordon {_node(node.name)}"), summary=f"cordon node {node.name}",
-                       undo=kubectl(f"uncordon {_node(node.name)}"), timeout_s=60, node=node.name)]
-
-
-def uncordon(cp: str, node: KubeNode) -> list[Change]:
-    if not node.unschedulable:
-        return []
-    return [Change.run(cp, kubectl(f"uncordon {_node(node.name)}"), summary=f"uncordon node {node.name}",
-                       undo=kubectl(f"cordon {_node(node.name)}"), timeout_s=60, node=node.name)]
+    verb, back = ("cordon", "uncordon") if on else ("uncordon", "cordon")
+    return [Change.run(cp, kubectl(f"{verb} {_node(node.name)}"), summary=f"{verb} node {node.name}",
+                       undo=kubectl(f"{back} {_node(node.name)}"), timeout_s=60, node=node.name)]
 
 
 def annotate(cp: str, node: KubeNode, wanted: Mapping[str, str | None]) -> list[Change]:

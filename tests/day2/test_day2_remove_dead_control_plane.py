@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from clirun import clusterctl
-from day2_helpers import set_fault, state_digest
+from day2_helpers import mock_cluster_folder, set_fault, state_digest
 
 from clusterctl.facts.etcd import parse_member_list
 from clusterctl.facts.kube_nodes import parse_nodes
@@ -125,3 +125,59 @@ def test_the_simulated_etcdctl_answers_in_etcdctls_shapes(bootstrapped_3cp: Path
     assert sorted(h.healthy for h in parse_endpoint_health(host["stdout"])) == [False, True, True]
     listed = json.loads(_on_a1(bootstrapped_3cp, etcdctl("gpu-a1", "member list -w json")))
     assert set(listed) == {"header", "members"} and all(isinstance(m["ID"], int) for m in listed["members"])
+
+
+def _external_etcd(mock_state: Path) -> None:
+    """The cluster as kubeadm init makes it with ``etcd.external``: no control plane runs an etcd pod."""
+    from clusterctl.mock.state import ClusterState
+
+    with ClusterState(mock_cluster_folder(mock_state)).edit() as data:
+        data["kubernetes"]["cluster_configuration"]["etcd"] = {"external": {
+            "endpoints": ["https://10.0.0.50:2379"], "caFile": "/etc/kubernetes/pki/etcd/ca.crt",
+            "certFile": "/etc/kubernetes/pki/apiserver-etcd-client.crt",
+            "keyFile": "/etc/kubernetes/pki/apiserver-etcd-client.key"}}
+
+
+@pytest.mark.parametrize("gone", [False, True], ids=["alive", "gone"])
+def test_with_external_etcd_a_control_plane_is_removed_and_etcd_left_alone(bootstrapped_3cp: Path,
+                                                                          gone: bool) -> None:
+    inventory, mock_state = bootstrapped_3cp, _mock_state()
+    _external_etcd(mock_state)
+    if gone:
+        set_fault(mock_state, "gpu-a3", "power", "off")
+    done = clusterctl("-i", inventory, "-o", "json", "remove-node", "gpu-a3", "--yes")
+    assert done.exit_code == 0, done.output
+    report = done.json()
+    assert "etcd-member" not in [s["step"] for s in report["steps"]] and report["etcd"] == "external"
+    assert "external etcd: its members are not the cluster's to change; nothing removed from etcd" \
+        in report["notes"]
+    assert not any("etcd member is removed" in n for n in report["notes"])
+    names = {n.name for n in parse_nodes(_on_a1(inventory, "kubectl --kubeconfig /etc/kubernetes/admin.conf "
+                                                            "get nodes -o json"))}
+    assert "gpu-a3" not in names
+
+
+def test_a_down_etcd_pod_on_the_first_control_plane_is_passed_over_for_the_next(bootstrapped_3cp: Path) -> None:
+    inventory, mock_state = bootstrapped_3cp, _mock_state()
+    # gpu-a1 (whose kubectl remove-node uses) has its etcd down: gpu-a2's etcd pod answers, and etcd's own
+    # health, not the missing answer, refuses: gpu-a3 leaving would leave 1 healthy member of 2.
+    set_fault(mock_state, "gpu-a1", "etcd", "down")
+    before = state_digest(mock_state)
+    refused = clusterctl("-i", inventory, "remove-node", "gpu-a3", "--yes")
+    assert refused.exit_code == 2, refused.output
+    assert "quorum needs 2 (unhealthy: gpu-a1)" in refused.stderr, refused.stderr
+    assert "exec etcd-gpu-a2 --" in refused.stderr and "Traceback" not in refused.output
+    assert state_digest(mock_state) == before
+
+
+def test_removal_is_refused_when_no_etcd_pod_answers_naming_each_tried(bootstrapped_3cp: Path) -> None:
+    inventory, mock_state = bootstrapped_3cp, _mock_state()
+    set_fault(mock_state, "gpu-a1", "etcd", "down")
+    set_fault(mock_state, "gpu-a2", "etcd", "down")
+    before = state_digest(mock_state)
+    refused = clusterctl("-i", inventory, "remove-node", "gpu-a3", "--yes")
+    assert refused.exit_code == 2, refused.output
+    assert "no etcd member answered" in refused.stderr and "Nothing was changed" in refused.stderr
+    assert "etcd-gpu-a1 (" in refused.stderr and "etcd-gpu-a2 (" in refused.stderr
+    assert "Traceback" not in refused.output
+    assert state_digest(mock_state) == before

@@ -96,12 +96,13 @@ def test_an_unreachable_host_whose_node_is_ready_is_refused_and_a_dead_control_p
 
     worker = RemovalReport("gpu-b2", control_plane=False, applied=False, via="gpu-a1")
     with pytest.raises(UsageError, match=r"does not answer over SSH .* but its Node is Ready"):
-        _may_remove_gone("gpu-b2", "unreachable", KubeNode("gpu-b2", True), worker, "gpu-a1")
-    # A dead control plane is no longer refused here: its etcd member goes first
-    # (test_day2_remove_dead_control_plane.py).
+        _may_remove_gone("gpu-b2", "unreachable", KubeNode("gpu-b2", True), worker)
+    # A dead control plane is no longer refused here: its etcd member goes first, the note saying so
+    # once etcd was read (test_day2_remove_dead_control_plane.py).
     plane = RemovalReport("cp2", control_plane=True, applied=False, via="cp1")
-    _may_remove_gone("cp2", "unreachable", _cp("cp2", ready=False), plane, "cp1")
-    assert any("etcd member is removed by its ID from cp1" in note for note in plane.notes)
-    _may_remove_gone("gpu-b2", "unreachable", KubeNode("gpu-b2", False), worker, "gpu-a1")
+    _may_remove_gone("cp2", "unreachable", _cp("cp2", ready=False), plane)
+    assert any("its reset is skipped" in note for note in plane.notes)
+    assert any("its etcd data in /var/lib/etcd" in note for note in plane.notes)
+    _may_remove_gone("gpu-b2", "unreachable", KubeNode("gpu-b2", False), worker)
     assert any("left on gpu-b2" in note for note in worker.notes)
     assert not any("etcd" in note for note in worker.notes)

@@ -16,6 +16,7 @@ from clusterctl.facts.etcd import (
     etcdctl,
     member_of,
     parse_endpoint_health,
+    parse_external_etcd,
     parse_member_list,
 )
 
@@ -103,3 +104,18 @@ def test_etcdctl_runs_in_the_healthy_control_planes_etcd_pod_with_kubeadms_certi
     line = etcdctl("cp 1", "member list -w json")
     assert line.startswith("kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system exec 'etcd-cp 1' -- ")
     assert "--cacert=/etc/kubernetes/pki/etcd/ca.crt" in line and line.endswith(" member list -w json")
+
+
+def test_the_cluster_configuration_says_whether_etcd_is_external() -> None:
+    assert parse_external_etcd(read_fixture("kubeadm-config", "cluster-configuration-external.yaml")) is True
+    assert parse_external_etcd(read_fixture("kubeadm-config", "cluster-configuration-local.yaml")) is False
+    assert parse_external_etcd("kind: ClusterConfiguration\nclusterName: kubernetes\n") is False  # stacked: the default
+
+
+@pytest.mark.parametrize("text, line", [
+    ("Error from server (NotFound): configmaps \"kubeadm-config\" not found\n", 1),
+    ("kind: InitConfiguration\n", 1),
+    ("kind: ClusterConfiguration\netcd:\n  external: [\n", 3),  # the last line, where the list never closed
+])
+def test_a_cluster_configuration_that_cannot_be_read_names_the_line(text: str, line: int) -> None:
+    assert refusal(parse_external_etcd, text).line == line

@@ -2,7 +2,8 @@
 
 The members are the simulated cluster's control-plane nodes (kubeadm's stacked etcd: one member per
 control plane, named after its node) less those removed (``kubeadm reset phase remove-etcd-member`` or
-``etcdctl member remove``). A member is unhealthy when its host is switched off (``power: off``) or
+``etcdctl member remove``); none, and no etcd pod, when the ClusterConfiguration kubeadm init was
+given sets ``etcd.external``. A member is unhealthy when its host is switched off (``power: off``) or
 set to ``etcd: down``. Output shapes are etcdctl 3.5's (``-w json``: decimal IDs, one health object per
 endpoint, "Error: unhealthy cluster" and exit 1 when any endpoint is unhealthy; ``member remove HEXID``:
 "Member ID removed from cluster CLUSTERID"); tests/fixtures/etcdctl/README.md names the public
@@ -50,7 +51,8 @@ def run(ctx: ToolContext, pod: str, argv: list[str]) -> ToolResult:
     kube = ks.read(ctx)
     node = pod.removeprefix("etcd-")
     record = (kube.get("nodes") or {}).get(node)
-    if not pod.startswith("etcd-") or record is None or not record.get("control_plane"):
+    external = "external" in ((kube.get("cluster_configuration") or {}).get("etcd") or {})
+    if not pod.startswith("etcd-") or record is None or not record.get("control_plane") or external:
         return ks.not_found("pods", pod)
     if not _healthy(ctx, str(record.get("host", node))):
         return ToolResult("", "error: unable to upgrade connection: container not found (\"etcd\")\n", 1)

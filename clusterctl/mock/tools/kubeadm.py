@@ -179,6 +179,8 @@ def _init(ctx: ToolContext) -> ToolResult:
         kube.update({"initialized": True, "version": str(cluster.get("kubernetesVersion") or version),
                      "endpoint": str(cluster.get("controlPlaneEndpoint") or ""), "ca_hash": ca_hash,
                      "pod_subnet": str((cluster.get("networking") or {}).get("podSubnet") or ""),
+                     # What kubeadm uploads to the kubeadm-config ConfigMap (kubectl reads it back).
+                     "cluster_configuration": cluster,
                      "objects": {}, "releases": {}, "pods": {}, "nodes": {}, "tokens": {}})
         stored = _store_tokens(kube, init)
         if not stored:  # kubeadm makes a default token (24 h) when the config names none

@@ -1,7 +1,9 @@
 """``kubectl`` against the simulated cluster (``kube_state``), as root on a control-plane host.
 
 Supported: ``get --raw /readyz``; ``get nodes [NAME] -o json``; ``get [-n NS] KIND/NAME -o name``;
-``get pod -n NS NAME -o jsonpath={.status.phase}``; ``apply [--server-side] -f FILE|URL|-``;
+``get pod -n NS NAME -o jsonpath={.status.phase}``;
+``get -n kube-system configmap kubeadm-config -o jsonpath={.data.ClusterConfiguration}``;
+``apply [--server-side] -f FILE|URL|-``;
 ``rollout status KIND/NAME -n NS``; ``wait --for=jsonpath={.status.phase}=PHASE pod/NAME``;
 ``logs``; ``delete pod``; ``patch node N --subresource=status`` and token Secrets
 (``kubectl_status``); Leases (``kubectl_lease``: get, create and replace with compare-and-swap on
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 import json
 from typing import Any
+
+import yaml
 
 from clusterctl.mock.tools import kube_state as ks
 from clusterctl.mock.tools import kube_workloads as kw
@@ -230,6 +234,9 @@ def run(ctx: ToolContext) -> ToolResult:
         from clusterctl.mock.tools import etcdctl_exec
 
         return etcdctl_exec.run(ctx, words[1], command)
+    if words[:3] in (["get", "configmap", "kubeadm-config"], ["get", "cm", "kubeadm-config"]) \
+            and namespace == "kube-system" and options.get("--output") == "jsonpath={.data.ClusterConfiguration}":
+        return ctx.ok(yaml.safe_dump({"kind": "ClusterConfiguration", **(kube.get("cluster_configuration") or {})}))
     if kubectl_lease.handles(words, options, ctx):
         return kubectl_lease.run(ctx, words, options)
     if words[:1] == ["get"] and "--raw" in flags:
