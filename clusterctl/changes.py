@@ -90,6 +90,9 @@ class Change:
     #: ``kubeadm-node``, ``etcd-member``, ``cni:calico``, ``dir:/etc/kubernetes/clusterctl``,
     #: ``in-cluster`` (an API object: it goes with the cluster), ``no-trace`` (leaves nothing behind).
     makes: tuple[str, ...] = ()
+    #: For a change made through a cluster's API from ``host`` (kubectl on a control plane, scontrol on
+    #: Slurm's controller): the node it is about, which ``undo --list`` names.
+    node: str | None = None
 
     @classmethod
     def write_file(
@@ -128,10 +131,11 @@ class Change:
         stdin: bytes | None = None,
         env: Mapping[str, str] | None = None,
         makes: tuple[str, ...] = (),
+        node: str | None = None,
     ) -> Change:
         return cls(host, summary or command, ChangeKind.RUN_COMMAND, command=command, undo_command=undo,
                    cannot_undo=cannot_undo, sudo=sudo, timeout_s=timeout_s, stdin_secret=stdin_secret, stdin=stdin,
-                   env=dict(env or {}), makes=makes)
+                   env=dict(env or {}), makes=makes, node=node)
 
     @property
     def is_noop(self) -> bool:

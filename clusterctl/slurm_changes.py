@@ -3,13 +3,9 @@ with its undo: quarantine and release, and the node agent's ``health --slurm``, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from clusterctl.changes import Change
 from clusterctl.facts.slurm import SlurmNode, node_from, show_command, update_command
-
-if TYPE_CHECKING:
-    from clusterctl.transport.base import Transport
+from clusterctl.transport.base import Transport
 
 
 def read_node(transport: Transport, name: str, timeout_s: float) -> SlurmNode | None:
@@ -20,10 +16,10 @@ def read_node(transport: Transport, name: str, timeout_s: float) -> SlurmNode | 
 def drain_change(host: str, name: str, reason: str, timeout_s: float) -> Change:
     """Drain Slurm node ``name`` for ``reason`` (``drain_reason``'s text); its undo resumes the node."""
     return Change.run(host, update_command(name, "drain", reason), summary=f"drain Slurm node {name}",
-                      undo=update_command(name, "resume"), timeout_s=timeout_s)
+                      undo=update_command(name, "resume"), timeout_s=timeout_s, node=name)
 
 
 def resume_change(host: str, node: SlurmNode, timeout_s: float) -> Change:
     """Resume Slurm node ``node``; its undo drains it again for the reason it had."""
     return Change.run(host, update_command(node.name, "resume"), summary=f"resume Slurm node {node.name}",
-                      undo=update_command(node.name, "drain", node.reason), timeout_s=timeout_s)
+                      undo=update_command(node.name, "drain", node.reason), timeout_s=timeout_s, node=node.name)

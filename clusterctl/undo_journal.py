@@ -57,7 +57,7 @@ def record_json(record: GateRecord) -> dict[str, Any]:
                     # What the file held right after the write: undo refuses to touch it if it changed since.
                     sha256=record.written_sha256 or hashlib.sha256(change.content or b"").hexdigest())
     else:
-        data.update(undo_command=change.undo_command)
+        data.update(undo_command=change.undo_command, **({"node": change.node} if change.node else {}))
         if change.cannot_undo:
             data["cannot_undo"] = change.cannot_undo
     if change.makes:
@@ -300,7 +300,8 @@ def newest_journal(folder: Path, kind: str | None) -> Journal:
     journals, _ = journals_in(folder)
     mine = [j for j in journals if kind is None or kind in (j.command, j.command.split(" ", 1)[0])]
     if not mine:
-        raise UsageError(f"--last: no {kind + ' ' if kind else ''}undo journal in {folder}.",
+        kinds = ", ".join(sorted({j.command.split(" ", 1)[0] for j in journals})) or "none"
+        raise UsageError(f"--last: no {f'{kind!r} ' if kind else ''}undo journal in {folder} (kinds there: {kinds}).",
                          hint="'clusterctl undo --list' lists those there; --state-dir names another state folder.")
     return mine[-1]
 
@@ -380,7 +381,7 @@ def _record_from_json(value: Any, field: str) -> GateRecord:
                           written_sha256=word("sha256"), previous_sha256=previous)
     undo = word("undo_command", line=False)
     change = Change(host, summary, ChangeKind.RUN_COMMAND, command=summary, undo_command=undo, sudo=sudo, makes=makes,
-                    cannot_undo=word("cannot_undo", line=False))
+                    cannot_undo=word("cannot_undo", line=False), node=word("node"))
     return GateRecord(change, applied=True, changed=True, cleaned_up=bool(item.get("cleaned")))
 
 

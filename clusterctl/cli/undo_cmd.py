@@ -141,7 +141,7 @@ def _list(app: AppContext, folder: Path) -> None:
 
     journals, unreadable = journals_in(folder)
     rows: list[dict[str, Any]] = [{"journal": str(j.path), "command": j.command, "created": j.created,
-                                   "hosts": sorted({r.change.host for r in j.records}), "used": j.used}
+                                   "hosts": sorted({r.change.node or r.change.host for r in j.records}), "used": j.used}
                                   for j in journals]
 
     def human() -> None:

@@ -54,7 +54,7 @@ from clusterctl.errors import UsageError
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.findings import Finding, Severity, fails
 from clusterctl.host_reader import HostReader
-from clusterctl.quarantine.node_ops import uncordon
+from clusterctl.quarantine.node_ops import cordon
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import TransportError
 
@@ -437,7 +437,7 @@ class Uncordon(UpgradePhase):
             return []
         # A plan shows the uncordon of the drain it planned (the node is not cordoned yet then).
         drained = state.unschedulable or not self.rollout.needs_work(name)
-        return uncordon(self.rollout.first_cp, state if drained else replace(state, unschedulable=True))
+        return cordon(self.rollout.first_cp, state if drained else replace(state, unschedulable=True), on=False)
 
 
 def upgrade_phases(rollout: Rollout) -> list[EnginePhase[Any, Any]]:

@@ -71,14 +71,12 @@ class KubeNode:
         return sum(self.gpu_resources.values())
 
     def offered(self) -> Counter[str]:
-        """What it offers to pods as it is, by unit: ``GPU(s)``, or MIG instances: ``MIG instance(s) (mixed)``
-        (``nvidia.com/mig-*``), ``MIG instance(s) (single)`` (``nvidia.com/gpu`` where GFD names the product
-        ``...-MIG-<profile>``)."""
-        single = "single" if "-MIG-" in self.labels.get("nvidia.com/gpu.product", "") else None
+        """What it offers to pods as it is, by unit: ``GPU(s)``, ``MIG instance(s) (mixed)`` (``nvidia.com/mig-*``),
+        ``MIG instance(s) (single)`` (``nvidia.com/gpu`` where GFD names the product ``...-MIG-<profile>``)."""
+        gpu = "MIG instance(s) (single)" if "-MIG-" in self.labels.get("nvidia.com/gpu.product", "") else "GPU(s)"
         units: Counter[str] = Counter()
         for name, count in self.gpu_resources.items():
-            strategy = single if name == GPU_RESOURCE else "mixed"
-            units[f"MIG instance(s) ({strategy})" if strategy else "GPU(s)"] += count
+            units[gpu if name == GPU_RESOURCE else "MIG instance(s) (mixed)"] += count
         return +units
 
     def offers_gpus(self, gpus: int) -> bool:

@@ -198,7 +198,7 @@ def drain_or_why(transport: Transport, gate: Gate, node: str,
 def _eviction(transport: Transport, pod: Pod, node: str, options: DrainOptions) -> Change:
     return Change.run(transport.host.name, eviction_command(pod),
                       summary=f"evict pod {pod.ref} from node {node}", timeout_s=60, makes=(MAKES_NO_TRACE,),
-                      cannot_undo="an evicted pod is recreated by its controller, not brought back")
+                      cannot_undo="an evicted pod is recreated by its controller, not brought back", node=node)
 
 
 def _wait_gone(transport: Transport, node: str, asked: list[Pod], report: DrainReport, options: DrainOptions,

@@ -53,7 +53,8 @@ def taint(cp: str, node: KubeNode, value: str) -> list[Change]:
     add = kubectl(f"taint nodes {_node(node.name)} --overwrite {shlex.quote(wanted.spec())}")
     undo = (kubectl(f"taint nodes {_node(node.name)} {shlex.quote(f'{TAINT_KEY}:{TAINT_EFFECT}-')}") if current is None
             else kubectl(f"taint nodes {_node(node.name)} --overwrite {shlex.quote(current.spec())}"))
-    return [Change.run(cp, add, summary=f"taint node {node.name} {wanted.spec()}", undo=undo, timeout_s=60)]
+    return [Change.run(cp, add, summary=f"taint node {node.name} {wanted.spec()}", undo=undo, timeout_s=60,
+                       node=node.name)]
 
 
 def untaint(cp: str, node: KubeNode) -> list[Change]:
@@ -63,21 +64,16 @@ def untaint(cp: str, node: KubeNode) -> list[Change]:
     remove = kubectl(f"taint nodes {_node(node.name)} {shlex.quote(f'{TAINT_KEY}-')}")
     undo = kubectl(f"taint nodes {_node(node.name)} --overwrite {shlex.quote(current.spec())}")
     return [Change.run(cp, remove, summary=f"remove taint {TAINT_KEY} from node {node.name}", undo=undo,
-                       timeout_s=60)]
+                       timeout_s=60, node=node.name)]
 
 
-def cordon(cp: str, node: KubeNode) -> list[Change]:
-    if node.unschedulable:
+def cordon(cp: str, node: KubeNode, on: bool = True) -> list[Change]:
+    """Cordon the node (``on``) or uncordon it, the other its undo; nothing where it is so already."""
+    if node.unschedulable == on:
         return []
-    return [Change.run(cp, kubectl(f"cordon {_node(node.name)}"), summary=f"cordon node {node.name}",
-                       undo=kubectl(f"uncordon {_node(node.name)}"), timeout_s=60)]
-
-
-def uncordon(cp: str, node: KubeNode) -> list[Change]:
-    if not node.unschedulable:
-        return []
-    return [Change.run(cp, kubectl(f"uncordon {_node(node.name)}"), summary=f"uncordon node {node.name}",
-                       undo=kubectl(f"cordon {_node(node.name)}"), timeout_s=60)]
+    verb, back = ("cordon", "uncordon") if on else ("uncordon", "cordon")
+    return [Change.run(cp, kubectl(f"{verb} {_node(node.name)}"), summary=f"{verb} node {node.name}",
+                       undo=kubectl(f"{back} {_node(node.name)}"), timeout_s=60, node=node.name)]
 
 
 def annotate(cp: str, node: KubeNode, wanted: Mapping[str, str | None]) -> list[Change]:
@@ -100,7 +96,8 @@ def annotate(cp: str, node: KubeNode, wanted: Mapping[str, str | None]) -> list[
     shown = ", ".join(k.removeprefix("clusterctl.dev/") for k in keys)
     return [Change.run(cp, kubectl(f"annotate --overwrite node {_node(node.name)} {words}"),
                        summary=f"{verb} node {node.name} ({shown})",
-                       undo=kubectl(f"annotate --overwrite node {_node(node.name)} {back}"), timeout_s=60)]
+                       undo=kubectl(f"annotate --overwrite node {_node(node.name)} {back}"), timeout_s=60,
+                       node=node.name)]
 
 
 def quarantine_annotations(*, who: str, when: str, reason: str, codes: list[str]) -> dict[str, str | None]:

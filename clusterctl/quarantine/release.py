@@ -144,8 +144,9 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
             if node is None:
                 results[host.name].refused.append(f"{host.name} is no longer a node of the cluster")
                 continue
-            changes = (node_ops.untaint(transport.host.name, node) + node_ops.uncordon(transport.host.name, node)
-                       + node_ops.annotate(transport.host.name, node, node_ops.release_annotations()))
+            cp_name = transport.host.name
+            changes = (node_ops.untaint(cp_name, node) + node_ops.cordon(cp_name, node, on=False)
+                       + node_ops.annotate(cp_name, node, node_ops.release_annotations()))
             try:
                 for record in gate.submit_all(transport, changes):
                     results[host.name].done.append(record.change.summary)

@@ -9,10 +9,10 @@ administrator drained for another reason. Each drain carries ``state=resume`` as
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from clusterctl.changes import Change, ChangeFailed, Gate
+from clusterctl.changes import ChangeFailed, Gate
 from clusterctl.facts.slurm import SlurmNode, drain_reason
 from clusterctl.slurm_changes import drain_change, read_node, resume_change
 
@@ -30,11 +30,9 @@ def runs_slurmd(transport: Transport) -> bool:
     return transport.run("systemctl is-active --quiet slurmd", timeout=30).exit_code == 0
 
 
-def _on_slurm_nodes(runner: Runner, hosts: Sequence[Host], gate: Gate, label: str,
-                    decide: Callable[[Transport, SlurmNode], str | tuple[Change, str, str]]) -> dict[str, str]:
-    """For every host that runs slurmd: read its node, let ``decide`` say why nothing is done or give
-    the change (with its lines for done and for dry-run), pass that through the gate; host -> what
-    happened, one line."""
+def _on_slurm_nodes(runner: Runner, hosts: Sequence[Host], gate: Gate, reason: str | None) -> dict[str, str]:
+    """For every host that runs slurmd: read its node, then drain it for ``reason`` (``drain_reason``'s text) or
+    (``None``) resume it where clusterctl drained it, through the gate; host -> what happened, one line."""
     if not hosts:
         return {}
     by_name = {h.name: h for h in hosts}
@@ -46,45 +44,34 @@ def _on_slurm_nodes(runner: Runner, hosts: Sequence[Host], gate: Gate, label: st
         node = read_node(transport, name, 30)
         if node is None:
             return f"failed: Slurm does not know node {name} (scontrol show node)"
-        decision = decide(transport, node)
-        if isinstance(decision, str):
-            return decision
-        change, done, would = decision
+        if reason is not None:
+            if node.drain_set:
+                return f"already drained in Slurm ({node.reason or node.state})"
+            change, done = drain_change(transport.host.name, name, reason, 60), "drained"
+        elif not node.drained_by_clusterctl:
+            return f"left drained in Slurm: drained by someone else ({node.reason or 'no reason'})" \
+                if node.drained else f"not drained in Slurm ({node.state})"
+        else:
+            change, done = resume_change(transport.host.name, node, 60), "resumed"
         try:
             gate.submit(transport, change)
         except ChangeFailed as exc:
             return f"failed: {exc}"
-        return done if gate.apply else would
+        return f"{done} in Slurm node {name}" if gate.apply else f"would {change.summary}"
 
-    fleet = runner.run_task(list(hosts), task, label=label)
+    fleet = runner.run_task(list(hosts), task, label="slurm drain" if reason is not None else "slurm resume")
     return {o.host.name: (o.value if o.value is not None else
                           f"failed: {o.failure.describe() if o.failure else 'no result'}") for o in fleet.outcomes}
 
 
 def drain_hosts(runner: Runner, hosts: Sequence[Host], gate: Gate, reason: str) -> dict[str, str]:
     """Drain in Slurm every host of ``hosts`` that runs slurmd; host -> what happened, one line."""
-
-    def decide(transport: Transport, node: SlurmNode) -> str | tuple[Change, str, str]:
-        if node.drain_set:
-            return f"already drained in Slurm ({node.reason or node.state})"
-        change = drain_change(transport.host.name, node.name, drain_reason(reason), timeout_s=60)
-        return change, f"drained in Slurm node {node.name}", f"would drain Slurm node {node.name}"
-
-    return _on_slurm_nodes(runner, hosts, gate, "slurm drain", decide)
+    return _on_slurm_nodes(runner, hosts, gate, drain_reason(reason))
 
 
 def resume_hosts(runner: Runner, hosts: Sequence[Host], gate: Gate) -> dict[str, str]:
     """Resume in Slurm the hosts clusterctl drained there; nodes drained for another reason stay."""
-
-    def decide(transport: Transport, node: SlurmNode) -> str | tuple[Change, str, str]:
-        if not node.drained:
-            return f"not drained in Slurm ({node.state})"
-        if not node.drained_by_clusterctl:
-            return f"left drained in Slurm: drained by someone else ({node.reason or 'no reason'})"
-        change = resume_change(transport.host.name, node, timeout_s=60)
-        return change, f"resumed in Slurm node {node.name}", f"would resume Slurm node {node.name}"
-
-    return _on_slurm_nodes(runner, hosts, gate, "slurm resume", decide)
+    return _on_slurm_nodes(runner, hosts, gate, None)
 
 
 def slurm_nodes(runner: Runner, hosts: Sequence[Host]) -> dict[str, SlurmNode | None]:

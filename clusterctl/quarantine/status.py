@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from clusterctl.bootstrap.cluster.settings import first_control_plane
 from clusterctl.cluster_access import on_control_plane, read_nodes
 from clusterctl.facts.kube_nodes import KubeNode
-from clusterctl.facts.slurm import REASON_PREFIX
+from clusterctl.facts.slurm import REASON_PREFIX, update_command
 from clusterctl.quarantine import node_ops
 
 if TYPE_CHECKING:
@@ -87,9 +87,8 @@ def quarantined_nodes(runner: Runner, inventory: Inventory) -> list[QuarantinedN
             continue
         ours = node.drained_by_clusterctl
         needs = RELEASE_NEEDS.format(host=host.name) if ours else \
-            f"drained in Slurm outside clusterctl: scontrol update nodename={node.name} state=resume " \
-            "when its owner agrees"
+            f"drained in Slurm outside clusterctl: {update_command(node.name, 'resume')} when its owner agrees"
         out.append(QuarantinedNode(host.name, node.reason_time or "", node.reason_user or "",
-                                   node.reason[len(REASON_PREFIX):] if ours else node.reason, (), False, "", ours,
+                                   node.reason.removeprefix(REASON_PREFIX), (), False, "", ours,
                                    needs, node.state, node.reason, False))
     return out

@@ -52,7 +52,11 @@ def test_last_of_a_kind_nothing_ran_and_no_journal_at_all_are_usage_errors(
     _copy("gpu-a1", "/tmp/one.md", tmp_path)
     none = clusterctl("-i", DEMO, "undo", "--last", "quarantine", "--yes")
     assert none.exit_code == 2 and none.stdout == ""
-    assert f"--last: no quarantine undo journal in {tmp_path / 'undo'}" in none.stderr
+    assert f"--last: no 'quarantine' undo journal in {tmp_path / 'undo'} (kinds there: copy)" in \
+        " ".join(none.stderr.split())
+    unknown = clusterctl("-i", DEMO, "undo", "--last", "nothing", "--yes")  # once "no nothing undo journal in ..."
+    assert unknown.exit_code == 2 and "no 'nothing' undo journal" in unknown.stderr
+    assert "(kinds there: copy)" in " ".join(unknown.stderr.split())
     bare = clusterctl("-i", DEMO, "undo", "--yes")
     assert bare.exit_code == 2 and "--last" in bare.stderr and "--list" in bare.stderr
     assert "no undo journal in" in clusterctl("undo", "--list", "--state-dir", tmp_path / "empty").stdout

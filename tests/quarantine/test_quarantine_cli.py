@@ -261,3 +261,17 @@ def test_a_failed_pod_listing_is_one_clear_line_naming_node_control_plane_and_wh
     assert code == 1 and "\x1b" not in out and "\x07" not in out
     assert failed.startswith("FAILED gpu-a3: drain of gpu-a3 stopped: the pods of node gpu-a3 could not be read")
     assert "error:" not in failed and "Error:" not in failed and "request.go" not in failed
+
+
+def test_the_undo_listing_names_the_quarantined_node_not_the_control_plane_that_ran_kubectl(
+        sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(tmp_path / "state"))
+    code, out = cli(sim, "quarantine", "gpu-a2", "--reason", "nvlink", "--yes")  # a Slurm node too
+    assert code == 0, out
+    (journal,) = json.loads(clusterctl("-o", "json", "undo", "--list").stdout)["journals"]
+    assert journal["hosts"] == ["gpu-a2"]  # its taint, cordon, annotations and Slurm drain, made from elsewhere
+    listed = clusterctl("undo", "--list").stdout.splitlines()
+    assert listed[-1].split()[1:] == ["gpu-a2", "-"]
+    code, out = cli(sim, "undo", "--last", "quarantine", "--skip-checks", "--yes")
+    assert code == 0, out
+    assert "clusterctl.dev/unhealthy" not in json.dumps(sim.node("gpu-a2")["spec"].get("taints") or [])
