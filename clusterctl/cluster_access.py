@@ -198,15 +198,11 @@ def read_pods(transport: Transport | HostReader, node: str) -> list[Pod]:
     control plane, and ``command_failed``'s kubectl line or the parser's."""
     from clusterctl.facts.kube_nodes import parse_pods, pods_command
 
-    result = transport.run(pods_command(node), sudo=True, timeout=60)
     try:
-        if result.ok:
-            return parse_pods(result.stdout)
-        why = command_failed(result).message
-    except ParseError as exc:
-        why = str(exc)
-    raise TransportError(FailureKind.COMMAND_FAILED, f"the pods of node {node} could not be read through "
-                                                     f"{transport.host.name} ({one_line(why)})")
+        return read_answer(transport, pods_command(node), parse_pods)
+    except TransportError as exc:
+        raise TransportError(FailureKind.COMMAND_FAILED, f"the pods of node {node} could not be read through "
+                                                         f"{transport.host.name} ({one_line(exc.message)})") from None
 
 
 def cluster_nodes(runner: Runner, host: Host) -> dict[str, KubeNode]:

@@ -44,15 +44,12 @@ def read_source(source: str) -> tuple[bytes, int]:
     """The local file's bytes and permission bits; a folder, special or huge file is a usage error."""
     try:
         info = os.stat(source)
-    except OSError as exc:
-        raise UsageError(f"cannot read: {exc.strerror}.", file=source) from None
-    if stat.S_ISDIR(info.st_mode):
-        raise UsageError("is a folder; copy sends one file.", file=source)
-    if not stat.S_ISREG(info.st_mode):
-        raise UsageError("is not a regular file.", file=source)
-    if info.st_size > MAX_COPY_BYTES:
-        raise UsageError(f"larger than the {MAX_COPY_BYTES // 2**20} MiB limit of copy.", file=source)
-    try:
+        if stat.S_ISDIR(info.st_mode):
+            raise UsageError("is a folder; copy sends one file.", file=source)
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError("is not a regular file.", file=source)
+        if info.st_size > MAX_COPY_BYTES:
+            raise UsageError(f"larger than the {MAX_COPY_BYTES // 2**20} MiB limit of copy.", file=source)
         return Path(source).read_bytes(), stat.S_IMODE(info.st_mode)
     except OSError as exc:
         raise UsageError(f"cannot read: {exc.strerror}.", file=source) from None

@@ -189,9 +189,7 @@ def _unreachable(runner: Runner, host: Host) -> str:
     """Why ``host`` does not answer over SSH ("" when it does): unreachable or timed out only."""
     fleet = runner.run_task([host], lambda t: t.run("true", timeout=20), label="reach", timeout_s=60)
     failure = fleet.outcomes[0].failure
-    if failure is None or failure.kind not in (FailureKind.UNREACHABLE, FailureKind.TIMED_OUT):
-        return ""
-    return failure.describe()
+    return failure.describe() if failure and failure.kind in (FailureKind.UNREACHABLE, FailureKind.TIMED_OUT) else ""
 
 
 def _may_remove_gone(name: str, why: str, node: KubeNode | None, report: RemovalReport) -> None:

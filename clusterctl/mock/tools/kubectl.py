@@ -22,8 +22,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import yaml
-
 from clusterctl.mock.tools import kube_state as ks
 from clusterctl.mock.tools import kube_workloads as kw
 from clusterctl.mock.tools import kubectl_nodes as kn
@@ -236,6 +234,8 @@ def run(ctx: ToolContext) -> ToolResult:
         return etcdctl_exec.run(ctx, words[1], command)
     if words[:3] in (["get", "configmap", "kubeadm-config"], ["get", "cm", "kubeadm-config"]) \
             and namespace == "kube-system" and options.get("--output") == "jsonpath={.data.ClusterConfiguration}":
+        import yaml
+
         return ctx.ok(yaml.safe_dump({"kind": "ClusterConfiguration", **(kube.get("cluster_configuration") or {})}))
     if kubectl_lease.handles(words, options, ctx):
         return kubectl_lease.run(ctx, words, options)
