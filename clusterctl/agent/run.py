@@ -18,8 +18,9 @@ from typing import Any
 
 from clusterctl.agent import conditions as cond
 from clusterctl.agent import metrics
+from clusterctl.findings import Finding, Severity
 from clusterctl.health.checks import HostInput
-from clusterctl.health.model import HealthOptions, HostHealth
+from clusterctl.health.model import HealthOptions, HostHealth, verdict_of
 from clusterctl.inventory.model import Fabric
 from clusterctl.transport.base import Transport, TransportError
 from clusterctl.utc import utc_stamp
@@ -86,16 +87,26 @@ class PublishError(Exception):
     pass
 
 
-def check_host(transport: Transport, node: str, options: HealthOptions, fabric: Fabric) -> HostHealth:
-    """``clusterctl health`` level 0 on this one host, judged alone (no fleet to compare with)."""
+def check_host(transport: Transport, node: str, options: HealthOptions, fabric: Fabric, *,
+               source: str = "node-agent", within: float | None = None) -> HostHealth:
+    """``clusterctl health`` level 0 on this one host, judged alone (no fleet to compare with).
+
+    The node agent's and Slurm's health check both: the probes read as ``clusterctl health`` reads
+    them (its kernel log window, each probe's output bounded), so both decide alike on one host.
+    ``within``: the whole check's bound (Slurm's deadline). A check that cannot finish is, as for
+    NHC's watchdog, a failed check, not a pass (a hung ``nvidia-smi`` is a GPU off the bus).
+    """
     from clusterctl.health.run import judge, probe_host
 
     try:
-        probe = probe_host(transport, options)
-        item = HostInput(node, probe, fabric=fabric)
+        item = HostInput(node, probe_host(transport, options, within), fabric=fabric)
     except TransportError as exc:
-        item = HostInput(node, None, str(exc))
-    return judge([item], level=0, since=options.since, source="node-agent").hosts[0]
+        finding = Finding(Severity.ERROR, "PROBE_HUNG", f"the health check did not finish in time ({exc})",
+                          host=node, fix="A hung nvidia-smi usually means a GPU or its driver stopped answering: "
+                                         "check the kernel log for Xid 79, then reset or reboot the node.")
+        verdict, reason = verdict_of([finding])
+        return HostHealth(node, verdict, reason, (finding,))
+    return judge([item], level=0, since=options.since, source=source).hosts[0]
 
 
 def run_once(transport: Transport, options: AgentOptions) -> AgentRun:

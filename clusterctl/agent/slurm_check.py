@@ -16,15 +16,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusterctl.agent.run import check_host
 from clusterctl.changes import ChangeFailed, Gate
 from clusterctl.facts.slurm import SlurmNode, drain_reason
-from clusterctl.findings import Finding, Severity
-from clusterctl.health.checks import HostInput
-from clusterctl.health.model import HealthOptions, HostHealth, Verdict, verdict_of
-from clusterctl.health.probe import level0_probes, probe_command, read_probes
+from clusterctl.health.model import HealthOptions, HostHealth, Verdict
 from clusterctl.inventory.model import Fabric
 from clusterctl.slurm_changes import drain_change, read_node, resume_change
-from clusterctl.transport.base import Transport, TransportError
+from clusterctl.transport.base import Transport
 
 #: Slurm stops a HealthCheckProgram after 60 s; this leaves room for scontrol.
 DEFAULT_DEADLINE_S = 50.0
@@ -67,31 +65,15 @@ class SlurmCheck:
                 "findings": [f.to_json() for f in self.health.findings]}
 
 
-def _judge_within(transport: Transport, node: str, options: SlurmCheckOptions, started: float) -> HostHealth:
-    """Level 0 on this host, the whole probe bounded by what is left of the deadline."""
-    from clusterctl.health.run import judge
-
-    left = max(options.deadline_s - (time.monotonic() - started) - SCONTROL_TIMEOUT_S * 2, 5.0)
-    probes = level0_probes(HealthOptions(since=options.since).since_s, min(20.0, max(left / 3, 3.0)))
-    try:
-        result = transport.run(probe_command(probes), timeout=left)
-        item = HostInput(node, read_probes(result.stdout, probes), fabric=options.fabric or transport.host.fabric)
-    except TransportError as exc:
-        # The checks did not finish in time: as NHC's watchdog, that is a failed check, not a pass.
-        finding = Finding(Severity.ERROR, "PROBE_HUNG", f"the health check did not finish within "
-                          f"{int(options.deadline_s)} s ({exc})", host=node,
-                          fix="A hung nvidia-smi usually means a GPU or its driver stopped answering: check the "
-                              "kernel log for Xid 79, then reset or reboot the node.")
-        verdict, reason = verdict_of([finding])
-        return HostHealth(node, verdict, reason, (finding,))
-    return judge([item], level=0, since=options.since, source="slurm-health-check").hosts[0]
-
-
 def run_slurm_check(transport: Transport, options: SlurmCheckOptions) -> SlurmCheck:
     """Check this node, then drain or resume it in Slurm as NHC would; never raises for the host's answers."""
     started = time.monotonic()
     name = options.node or _short_hostname(transport)
-    health = _judge_within(transport, name, options, started)
+    # What is left of the deadline after scontrol's two calls bounds the whole check, each probe a third of it.
+    left = max(options.deadline_s - (time.monotonic() - started) - SCONTROL_TIMEOUT_S * 2, 5.0)
+    probing = HealthOptions(since=options.since, probe_timeout_s=min(20.0, max(left / 3, 3.0)))
+    health = check_host(transport, name, probing, options.fabric or transport.host.fabric,
+                        source="slurm-health-check", within=left)
     node = read_node(transport, name, SCONTROL_TIMEOUT_S)
     check = SlurmCheck(name, health, "none", "", slurm_before=node)
     if check.failed:

@@ -36,12 +36,13 @@ if TYPE_CHECKING:
     from clusterctl.fanout import Runner
 
 
-def probe_host(transport: Transport, options: HealthOptions) -> HostProbe:
-    """Run the level-0 probes on one host (one command) and read their outputs."""
+def probe_host(transport: Transport, options: HealthOptions, timeout: float | None = None) -> HostProbe:
+    """Run the level-0 probes on one host (one command) and read their outputs; ``timeout``: the whole
+    command's bound (by default each probe's limit in turn, and 30 s)."""
     probes = level0_probes(options.since_s, options.probe_timeout_s)
     # Read as it streams, each probe's output bounded (a host printing 40 MB costs a few MB here).
     collected = ProbeCollector()
-    transport.run(probe_command(probes), timeout=options.probe_timeout_s * len(probes) + 30,
+    transport.run(probe_command(probes), timeout=timeout or options.probe_timeout_s * len(probes) + 30,
                   on_line=collected, max_output=TRANSPORT_KEEPS)
     probe = read_probe_outputs(collected.outputs(), probes)
     probe.since_s = options.since_s

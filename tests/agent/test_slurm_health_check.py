@@ -16,7 +16,11 @@ import pytest
 from clirun import REPO_ROOT, clusterctl
 from fixture_files import fixture_dir
 
+from clusterctl.agent.run import check_host
+from clusterctl.health.model import HealthOptions
+from clusterctl.inventory.loader import load_inventory
 from clusterctl.mock.state import MockCluster
+from clusterctl.mock.transport import MockTransport
 
 DGX = REPO_ROOT / "inventories" / "demo" / "profiles" / "dgx-a100"
 
@@ -137,3 +141,41 @@ def test_the_json_names_the_node_and_its_findings(tmp_path: Path) -> None:
     data = json.loads(run.stdout)
     assert data["checks"][0]["node"] == "gpu010" and data["checks"][0]["exit_code"] == 1
     assert any(f["code"] == "GPU_XID" for f in data["checks"][0]["findings"])
+
+
+def _with_rule(tmp_path: Path, rule: str) -> Path:
+    """The Slurm node of ``_inventory`` whose profile answers one more command as ``rule`` says."""
+    inventory = _inventory(tmp_path)
+    profile = tmp_path / "profile" / "profile.yaml"
+    profile.write_text(profile.read_text().replace("machine:", f"commands:\n{rule}machine:", 1))
+    return inventory
+
+
+def test_the_slurm_check_and_the_agent_leave_out_the_same_old_xid(tmp_path: Path) -> None:
+    # GPU 3's recorded Xid 79, replayed as if recorded two hours after it: outside a 30 min window. The
+    # mock answers 'journalctl -k --since' with the whole recording, as a log source that ignores the window.
+    inventory = _with_rule(tmp_path, f"  - regex: \"^journalctl -k \"\n    stdout: {DGX / 'journalctl-k-xid79.txt'}\n"
+                                     "    recorded_at: \"2025-01-02T17:23:40+08:00\"\n")
+    code, check, out = _check(inventory, "--since", "30m")
+    assert code == 0 and check["verdict"] == "healthy" and check["action"] == "none", out
+    assert "KERNEL_LOG_BEFORE_WINDOW" in {f["code"] for f in check["findings"]}
+    assert _slurm_state(tmp_path) == {}  # not drained for an Xid older than the window
+
+    host = load_inventory(inventory).host("gpu010")
+    agent = check_host(MockTransport(host), "gpu010", HealthOptions(since="30m"), host.fabric)
+    assert (agent.verdict.value, agent.reason) == (check["verdict"], check["reason"])
+
+    code, check, out = _check(inventory, "--since", "3h")  # inside the window it is judged, by both
+    assert code == 1 and check["action"] == "drained" and check["reason"].startswith("GPU_XID: GPU 3: Xid 79"), out
+    agent = check_host(MockTransport(host), "gpu010", HealthOptions(since="3h"), host.fabric)
+    assert (agent.verdict.value, agent.reason) == (check["verdict"], check["reason"])
+
+
+def test_a_probe_printing_more_than_a_probe_keeps_is_cut_and_said(tmp_path: Path) -> None:
+    flood = tmp_path / "lspci-flood.txt"
+    flood.write_text("00:00.0 Host bridge: a line a debug loop prints again and again\n" * 80_000)  # ~5 MiB
+    inventory = _with_rule(tmp_path, f"  - match: \"lspci -vvv\"\n    stdout: {flood}\n")
+    code, check, out = _check(inventory)
+    cut = [f for f in check["findings"] if f["code"] == "PROBE_OUTPUT_CUT"]
+    assert code == 0 and check["verdict"] == "degraded" and check["action"] == "none", out
+    assert [f["subject"] for f in cut] == ["lspci"] and "were not" in cut[0]["message"]
