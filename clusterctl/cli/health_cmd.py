@@ -68,7 +68,8 @@ def register(app: typer.Typer) -> None:
 def health_command(
     ctx: typer.Context,
     level: int = typer.Option(0, "--level", min=0, max=3, help="0 reads only; 1-3 add dcgmi diag -r N; 2+ nccl-tests."),
-    since: str = typer.Option("24h", "--since", metavar="DURATION", help="Kernel log window: 30m, 24h, 7d."),
+    since: str | None = typer.Option(None, "--since", metavar="DURATION",
+                                     help="Kernel log window: 30m, 24h, 7d (default 24h; 1h with --slurm)."),
     save: str | None = typer.Option(
         None, "--save", metavar="FILE", help="Keep the report as JSON (for 'health compare')."),
     probe_timeout: float = typer.Option(30.0, "--probe-timeout", min=1.0, metavar="SECONDS",
@@ -101,12 +102,12 @@ def health_command(
     if slurm:
         if quarantine or save:
             raise UsageError("--slurm acts on Slurm itself: it takes no --quarantine or --save")
-        slurm_check(app, local=local, deadline=deadline, since=since if since != "24h" else "1h", node=slurm_node)
+        slurm_check(app, local=local, deadline=deadline, since=since or "1h", node=slurm_node)
         return
     from clusterctl.health.model import HealthOptions
     from clusterctl.health.run import run_health
 
-    options = HealthOptions(level=level, since=since, probe_timeout_s=probe_timeout, force=force)
+    options = HealthOptions(level=level, since=since or "24h", probe_timeout_s=probe_timeout, force=force)
     if local:
         inventory_name = app.inventory().name if app.inventory_path else None
         with app.runner() as runner:

@@ -171,6 +171,17 @@ def test_the_slurm_check_and_the_agent_leave_out_the_same_old_xid(tmp_path: Path
     assert (agent.verdict.value, agent.reason) == (check["verdict"], check["reason"])
 
 
+def test_the_slurm_checks_window_is_1h_unless_since_is_typed_even_as_24h(tmp_path: Path) -> None:
+    # The same two-hour-old Xid: outside Slurm's default hour; inside a '--since 24h' the user typed (it was
+    # taken for health's own default and made 1h).
+    inventory = _with_rule(tmp_path, f"  - regex: \"^journalctl -k \"\n    stdout: {DGX / 'journalctl-k-xid79.txt'}\n"
+                                     "    recorded_at: \"2025-01-02T17:23:40+08:00\"\n")
+    code, check, out = _check(inventory)
+    assert code == 0 and check["action"] == "none", out
+    code, check, out = _check(inventory, "--since", "24h")
+    assert code == 1 and check["action"] == "drained" and check["reason"].startswith("GPU_XID: GPU 3: Xid 79"), out
+
+
 def test_a_probe_printing_more_than_a_probe_keeps_is_cut_and_said(tmp_path: Path) -> None:
     flood = tmp_path / "lspci-flood.txt"
     flood.write_text("00:00.0 Host bridge: a line a debug loop prints again and again\n" * 80_000)  # ~5 MiB
