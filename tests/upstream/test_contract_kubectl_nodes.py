@@ -96,7 +96,7 @@ def test_quarantine_and_release_lines_answer_alike(sides: Sides) -> None:
     assert seen(simulated) == seen(quarantined)
     assert node_ops.is_quarantined(quarantined)
 
-    back = (node_ops.untaint(CP, quarantined) + node_ops.uncordon(CP, quarantined)
+    back = (node_ops.untaint(CP, quarantined) + node_ops.cordon(CP, quarantined, on=False)
             + node_ops.annotate(CP, quarantined, node_ops.release_annotations()))
     for change in back:
         assert change.command is not None
