@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,10 @@ READABLE_VERSIONS = (1, 2)
 _MODE = re.compile(r"[0-7]{1,4}")
 T = TypeVar("T")
 
+
+def undo_line(journal: object) -> str:
+    """The line every command that wrote ``journal`` ends with: the command to undo it, quoted to be pasted."""
+    return f"undo with: clusterctl undo {shlex.quote(str(journal))}"
 
 def undoable(records: Sequence[GateRecord]) -> list[GateRecord]:
     """The records that changed a host for good (applied, not already as wanted, not temporary)."""

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from clusterctl.changes import ChangeKind, GateRecord
 from clusterctl.terminal_text import visible
+from clusterctl.undo_journal import undo_line
 
 if TYPE_CHECKING:
     from clusterctl.cli.context import AppContext
@@ -57,4 +58,4 @@ def say_run_end(app: AppContext, *, dry_run: bool, journal: object = None, err: 
     if dry_run:
         app.say(NOTHING_CHANGED, soft_wrap=False)
     elif journal:
-        app.say(f"undo with: clusterctl undo {journal}", err=err, soft_wrap=False)
+        app.say(undo_line(journal), err=err, soft_wrap=False)

@@ -14,6 +14,7 @@ from clusterctl.cli.confirm import confirm_change
 from clusterctl.cli.context import DRAIN_TIMEOUT, STATE_DIR, app_context
 from clusterctl.cli.quarantine_cmd import DELETE_EMPTYDIR_DATA
 from clusterctl.errors import BadValue, ClusterctlError, UsageError
+from clusterctl.undo_journal import undo_line
 from clusterctl.writable import host_file_name, make_folder, replace_file, writable_dir, writable_file
 from clusterctl.writable import state_dir as chosen_state_dir
 
@@ -283,7 +284,7 @@ def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | Non
             why += f"; the report to paste into a ticket: {save_report(host.name, result.report, reports_folder)}"
         say(host=host.name, decision=result.outcome, why=why)
         if path is not None:
-            say(host=host.name, decision="journal", why=f"undo with: clusterctl undo {path}")
+            say(host=host.name, decision="journal", why=undo_line(path))
 
     return after_drain
 

@@ -42,7 +42,7 @@ from clusterctl.findings import Finding, Severity, fails, sorted_findings
 from clusterctl.host_reader import HostReader, ReadOnlyHost
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
-from clusterctl.undo_journal import undoable
+from clusterctl.undo_journal import undo_line, undoable
 
 if TYPE_CHECKING:
     from clusterctl.engine.confirm import HostConfirmations, Read
@@ -431,7 +431,7 @@ def _finish(run: _Run) -> None:
         path = journal.finish(report.kept_records() + run.inflight.kept(run.gate), interrupted=report.interrupted)
         if path is not None:
             report.undo_journal = str(path)
-            report.notes.append(f"undo with: clusterctl undo {path}")
+            report.notes.append(undo_line(path))
 
 
 def _after_interrupt(run: _Run) -> str:
@@ -439,7 +439,7 @@ def _after_interrupt(run: _Run) -> str:
     _finish(run)
     report, settings = run.report, run.settings
     # The journal is named once, in the line that says what undoing it does, not also as a note.
-    said = f"undo with: clusterctl undo {report.undo_journal}"
+    said = undo_line(report.undo_journal)
     lines = [note for note in report.notes if not report.undo_journal or note != said]
     if report.undo_journal:
         lines.append(f"to take back what this run changed: clusterctl undo {report.undo_journal}")

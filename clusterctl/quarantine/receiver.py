@@ -44,6 +44,7 @@ from clusterctl.quarantine.host_queue import HostQueue
 from clusterctl.quarantine.pending_work import PendingHost, PendingWork
 from clusterctl.quarantine.policy import cap
 from clusterctl.quarantine.webhook_payload import HOST_LABELS, BadPayload, DecisionLog, parse_payload
+from clusterctl.undo_journal import undo_line
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
@@ -228,7 +229,7 @@ class Remediator:
                                 state_dir=self.state_dir) as step:
                 decision = self._decide_and_act(host, wanted, step.gate)
             if step.journal is not None:
-                self._say(host=name, decision="journal", why=f"undo with: clusterctl undo {step.journal}")
+                self._say(host=name, decision="journal", why=undo_line(step.journal))
             if self.after_drain is not None and decision == "drain":  # drained now (heal drains what was left)
                 with self._runner() as runner:
                     self.after_drain(runner, host, self._say)

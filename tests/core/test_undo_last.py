@@ -75,3 +75,16 @@ def test_a_journal_left_as_a_log_records_when_its_run_began(tmp_path: Path) -> N
     journal.before(Change.run("gpu-a1", "true", undo="true"))
     assert journal.path is not None and json.loads(journal.path.read_text().splitlines()[0])["partial"]
     assert read_journal(journal.path).created == "2027-01-15T08:00:00Z"
+
+
+def test_the_undo_line_pastes_as_one_argument_where_the_state_folder_has_a_space(tmp_path: Path) -> None:
+    import shlex
+
+    state = tmp_path / "state of the fleet"
+    done = clusterctl("-i", DEMO, "-l", "gpu-a1", "copy", "README.md", "/tmp/spaced.md", "--yes", "--state-dir", state)
+    assert done.exit_code == 0, done.stderr
+    line = next(line for line in (done.stdout + done.stderr).splitlines() if line.startswith("undo with: "))
+    argv = shlex.split(line.removeprefix("undo with: "))
+    assert argv[:2] == ["clusterctl", "undo"] and len(argv) == 3 and Path(argv[2]).is_file(), line
+    undone = clusterctl("-i", DEMO, "undo", argv[2], "--dry-run")
+    assert undone.exit_code == 0 and "would remove /tmp/spaced.md" in undone.stdout, undone.stderr
