@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -73,7 +74,12 @@ def undo_command(
     app = app_context(ctx)
     folder = chosen_state_dir(state_dir) / "undo"
     if list_journals:
+        if journal is not None or last:
+            raise UsageError("--list lists the journals; it takes no JOURNAL and no --last.")
         return _list(app, folder)
+    if last and journal is not None and (journal.endswith(".json") or "/" in journal):
+        raise UsageError(f"--last takes a kind of run (quarantine, bootstrap, ...), not a file: {journal!r}.",
+                         hint=f"To revert that journal: clusterctl undo {shlex.quote(journal)}")
     if journal is None and not last:
         raise UsageError("name the undo journal to revert, or take the newest with --last [KIND].",
                          hint="'clusterctl undo --list' lists the journals in the state folder.")
@@ -93,7 +99,7 @@ def undo_command(
     if not dry_run and not skip_checks:
         _refuse_unhealthy_returns(app, records, journal)
     confirm_change("revert the changes of this journal", [h.name for h in hosts if h.name in in_journal], yes=yes,
-                   dry_run=dry_run, preview=f"clusterctl undo --dry-run {journal}")
+                   dry_run=dry_run, preview=f"clusterctl undo --dry-run {shlex.quote(journal)}")
     with app.runner() as runner:
         fleet = undo_on_hosts(runner, hosts, records, apply=not dry_run, force=force)
     if not dry_run:

@@ -88,3 +88,12 @@ def test_the_undo_line_pastes_as_one_argument_where_the_state_folder_has_a_space
     assert argv[:2] == ["clusterctl", "undo"] and len(argv) == 3 and Path(argv[2]).is_file(), line
     undone = clusterctl("-i", DEMO, "undo", argv[2], "--dry-run")
     assert undone.exit_code == 0 and "would remove /tmp/spaced.md" in undone.stdout, undone.stderr
+
+
+def test_last_given_a_file_and_list_given_a_journal_are_usage_errors(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    journal = _copy("gpu-a1", "/tmp/mixed.md", state)
+    wrong = clusterctl("-i", DEMO, "undo", "--last", str(journal), "--dry-run", "--state-dir", state)
+    assert wrong.exit_code == 2 and "not a file" in wrong.stderr and f"clusterctl undo {journal}" in wrong.stderr
+    listed = clusterctl("undo", "--list", str(journal), "--state-dir", state)
+    assert listed.exit_code == 2 and "takes no JOURNAL" in listed.stderr, listed.stdout
