@@ -10,7 +10,6 @@ from pathlib import Path
 from clusterctl.errors import UsageError
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.fabric import rdma_fabric_of
-from clusterctl.inventory.model import FABRIC_TYPES
 from clusterctl.nccl.grammar import legacy_level, normalise, strtoll
 from clusterctl.nccl.knowledge import SCOPE_READER, KnowledgeBase, VariableInfo, knowledge_base, pytorch_series
 from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, GPU_NIC_PATHS, nccl_path, path_rank, uses_gdr
@@ -46,8 +45,6 @@ def lint_settings(
     kb = knowledge_base()
     torch = _torch_series(torch_version)
     version = parse_version(nccl_version) if isinstance(nccl_version, str) else nccl_version
-    if fabric is not None and fabric not in FABRIC_TYPES:
-        raise UsageError(f"unknown fabric {fabric!r}", hint=f"Use one of: {', '.join(FABRIC_TYPES)}.")
     findings: list[Finding] = []
     assigned = {(s.file, s.scope, s.name) for s in settings if s.origin != PASSTHROUGH}
     for setting in settings:
