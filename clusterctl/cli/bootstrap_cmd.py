@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from clusterctl.cli.changes_view import PLANNED_WORDS
 from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import SKIP_PHASES, STATE_DIR, AppContext, app_context
 from clusterctl.errors import ExitCode
@@ -252,7 +253,6 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
 
 #: A plan's word for a host where the phase planned nothing: "ok" would claim a check that did not
 #: happen (verify only checks after the changes) or work that will not be done (no survey, no labels).
-PLAN_NOTHING = "nothing to change"
 PLAN_VERIFY = "checks after the changes are applied"
 
 
@@ -262,7 +262,7 @@ def plan_word(phase: Phase[Any, Any], result: HostPhaseResult) -> str:
     from clusterctl.findings import Severity
 
     if result.status is Status.CHANGED:
-        return "would change"
+        return PLANNED_WORDS["changed"]
     if result.status is not Status.OK:
         return result.status.value
     if phase.name == "verify":
@@ -270,7 +270,7 @@ def plan_word(phase: Phase[Any, Any], result: HostPhaseResult) -> str:
     left = sorted({f.code for f in result.findings if f.severity in (Severity.WARNING, Severity.ERROR)})
     if left:
         return f"not done ({', '.join(left)}: see findings)"
-    return "ok" if phase.read_only else PLAN_NOTHING  # preflight's checks did run in the plan
+    return "ok" if phase.read_only else PLANNED_WORDS["ok"]  # preflight's checks did run in the plan
 
 
 def _print_plan(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult]) -> None:
@@ -310,7 +310,7 @@ def _print_recap(app: AppContext, report: RunReport) -> None:
     from clusterctl.engine.run import Status
 
     # A plan's "ok" is a phase with nothing to change, not a phase that passed.
-    planned = {Status.CHANGED: "would change", Status.OK: "no change"}
+    planned = {Status.CHANGED: PLANNED_WORDS["changed"], Status.OK: "no change"}
     count_columns = [Column(s.value if report.applied else planned.get(s, s.value), keep=True, justify="right")
                      for s in Status]
     print_table(app.console, (Column("phase", keep=True), *count_columns, Column("time", keep=True, justify="right")),
