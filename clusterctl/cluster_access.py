@@ -152,18 +152,19 @@ class UnreadableAnswer(TransportError):
 
 
 def read_answer(transport: Transport | HostReader, command: str, parse: Callable[[str], T], *,
-                stdout_answers: bool = False) -> T:
+                stdout_answers: bool = False, timeout_s: float = 60, node: str | None = None) -> T:
     """``command`` through ``transport``, a control plane, parsed. A failed command is ``command_failed``'s
-    ``TransportError``, an answer the parser cannot read an ``UnreadableAnswer`` (its line and field).
+    ``TransportError``, an answer the parser cannot read an ``UnreadableAnswer`` (its line and field;
+    ``node``: the node asked for, named where the answer names none).
     ``stdout_answers``: the command's stdout is its answer whatever its exit code (etcdctl's ``endpoint
     health`` exits 1 when a member is unhealthy), so only an empty one fails."""
-    result = transport.run(command, sudo=True, timeout=60)
+    result = transport.run(command, sudo=True, timeout=timeout_s)
     if not (result.stdout.strip() if stdout_answers else result.ok):
         raise command_failed(result)
     try:
         return parse(result.stdout)
     except ParseError as exc:
-        raise UnreadableAnswer(exc) from exc
+        raise UnreadableAnswer(exc, node=node) from exc
 
 
 def read_nodes(transport: Transport | HostReader) -> dict[str, KubeNode]:
@@ -180,15 +181,12 @@ def read_node(transport: Transport | HostReader, name: str) -> KubeNode | None:
     does: ``command_failed``'s ``TransportError``, or an ``UnreadableAnswer`` naming the node."""
     from clusterctl.facts.kube_nodes import node_command, parse_node
 
-    result = transport.run(node_command(name), sudo=True, timeout=60)
-    if not result.ok:
-        if "(NotFound)" in result.stderr:
-            return None
-        raise command_failed(result)
     try:
-        return parse_node(result.stdout)
-    except ParseError as exc:
-        raise UnreadableAnswer(exc, node=name) from exc
+        return read_answer(transport, node_command(name), parse_node, node=name)
+    except TransportError as exc:
+        if isinstance(exc, UnreadableAnswer) or "(NotFound)" not in exc.message:
+            raise
+        return None
 
 
 def read_pods(transport: Transport | HostReader, node: str) -> list[Pod]:

@@ -18,11 +18,12 @@ from typing import Any
 
 from clusterctl.agent import conditions as cond
 from clusterctl.agent import metrics
+from clusterctl.fanout.outcomes import failure_from
 from clusterctl.findings import Finding, Severity
 from clusterctl.health.checks import HostInput
 from clusterctl.health.model import HealthOptions, HostHealth, verdict_of
 from clusterctl.inventory.model import Fabric
-from clusterctl.transport.base import Transport, TransportError
+from clusterctl.transport.base import FailureKind, Transport, TransportError
 from clusterctl.utc import utc_stamp
 
 #: Each kubectl call's own limit: an API server that does not answer costs this, not the timer's.
@@ -94,18 +95,21 @@ def check_host(transport: Transport, node: str, options: HealthOptions, fabric: 
     The node agent's and Slurm's health check both: the probes read as ``clusterctl health`` reads
     them (its kernel log window, each probe's output bounded), so both decide alike on one host.
     ``within``: the whole check's bound (Slurm's deadline). A check that cannot finish is, as for
-    NHC's watchdog, a failed check, not a pass (a hung ``nvidia-smi`` is a GPU off the bus).
+    NHC's watchdog, a failed check, not a pass (a hung ``nvidia-smi`` is a GPU off the bus); one that
+    could not run for another reason is ``HOST_UNREACHABLE``, saying why, as in the fleet run.
     """
     from clusterctl.health.run import judge, probe_host
 
     try:
         item = HostInput(node, probe_host(transport, options, within), fabric=fabric)
     except TransportError as exc:
-        finding = Finding(Severity.ERROR, "PROBE_HUNG", f"the health check did not finish in time ({exc})",
-                          host=node, fix="A hung nvidia-smi usually means a GPU or its driver stopped answering: "
-                                         "check the kernel log for Xid 79, then reset or reboot the node.")
-        verdict, reason = verdict_of([finding])
-        return HostHealth(node, verdict, reason, (finding,))
+        if exc.kind is FailureKind.TIMED_OUT:
+            finding = Finding(Severity.ERROR, "PROBE_HUNG", f"the health check did not finish in time ({exc})",
+                              host=node, fix="A hung nvidia-smi usually means a GPU or its driver stopped answering: "
+                                             "check the kernel log for Xid 79, then reset or reboot the node.")
+            verdict, reason = verdict_of([finding])
+            return HostHealth(node, verdict, reason, (finding,))
+        item = HostInput(node, None, failure_from(exc).describe(), fabric)
     return judge([item], level=0, since=options.since, source=source).hosts[0]
 
 

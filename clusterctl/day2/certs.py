@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from clusterctl.bootstrap.cluster.kubeadm import MANIFESTS_DIR
 from clusterctl.changes import MAKES_NO_TRACE, Change, GateRecord, HostGate, make_folders
-from clusterctl.cluster_access import NO_CERTIFICATES, command_failed, not_usable, reason
+from clusterctl.cluster_access import NO_CERTIFICATES, not_usable, read_answer, reason
 from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing, Wait
 from clusterctl.engine.progress import RunPlace
 from clusterctl.engine.run import RunSettings, run_phases, select_phases
@@ -100,10 +100,7 @@ def control_planes(hosts: tuple[Host, ...] | list[Host]) -> list[Host]:
 
 def read_certs(transport: Transport | HostReader) -> CertExpiration:
     """The host's certificates; ``NO_CERTIFICATES`` (no cluster here) where kubeadm lists none of them."""
-    result = transport.run(COMMAND, sudo=True, timeout=120)
-    if not result.ok:
-        raise command_failed(result)
-    expiration = parse_check_expiration(result.stdout)
+    expiration = read_answer(transport, COMMAND, parse_check_expiration, timeout_s=120)
     if not expiration.certificates and not expiration.authorities:
         raise TransportError(FailureKind.COMMAND_FAILED, NO_CERTIFICATES)
     return expiration

@@ -44,7 +44,7 @@ from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases.packages import APT_ENV, APT_LOCK, UPDATE, Packages, packages_at, refused_downgrades
 from clusterctl.bootstrap.run_data import RunOptions
 from clusterctl.changes import MAKES_NO_TRACE, Change
-from clusterctl.cluster_access import cluster_nodes, command_failed, on_control_plane, read_node, read_nodes
+from clusterctl.cluster_access import cluster_nodes, on_control_plane, read_answer, read_node, read_nodes
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.day2.versions import check_upgrade, parse, static_pod_version
 from clusterctl.engine.phase import ReadsNothing, Wait
@@ -463,14 +463,11 @@ def read_control_plane(reader: Any) -> str | None:
 
 
 def _current(runner: Runner, first_cp: Host) -> KubernetesVersion:
-    def read(reader: Transport) -> str:
-        result = reader.run(f"cat {APISERVER_MANIFEST}", sudo=True)
-        if not result.ok:  # no API server manifest: no control plane runs there (``no_cluster_here``)
-            raise command_failed(result)
-        return static_pod_version(result.stdout)
-
-    return parse(on_control_plane(runner, first_cp, read, what="read the API server's version", label="control plane"),
-                 where=APISERVER_MANIFEST)
+    # No API server manifest: no control plane runs there (``no_cluster_here``).
+    version = on_control_plane(runner, first_cp,
+                               lambda t: read_answer(t, f"cat {APISERVER_MANIFEST}", static_pod_version),
+                               what="read the API server's version", label="control plane")
+    return parse(version, where=APISERVER_MANIFEST)
 
 
 def repository_versions(transport: Transport, inventory: Inventory, target: KubernetesVersion) -> tuple[str, list[str]]:

@@ -190,7 +190,14 @@ def render_host_summary(console: Console, host: HostReport) -> None:
                    f"NVLink domains: {domains}", 2)
     if topology.shape is Shape.PCIE_ONLY:
         _line(console, "  GPUs talk over PCIe only: keep tensor parallelism at 1 or expect slow all-reduce.", 4)
-    for gpu in topology.gpus:
+    if not topology.nics:
+        # Said once for the host, not as "nearest NIC none" on every GPU (the matrix may just not list them).
+        numa: dict[str, list[int]] = {}
+        for gpu in topology.gpus:
+            numa.setdefault(gpu.numa_node or "?", []).append(gpu.index)
+        _line(console, "  the matrix names no NICs: no GPU-NIC path is known; "
+                       + "; ".join(f"NUMA {node}: GPUs {compress_indices(gpus)}" for node, gpus in numa.items()), 4)
+    for gpu in topology.gpus if topology.nics else ():
         nic = ", ".join(gpu.nearest_nics) or "none"
         style = LINK_STYLE.get(gpu.nic_link or "", "")
         link = f"[{style}]{gpu.nic_link}[/]" if style and gpu.nic_link else (gpu.nic_link or "-")

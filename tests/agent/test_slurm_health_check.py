@@ -128,6 +128,16 @@ def test_a_check_that_hangs_past_the_deadline_drains(tmp_path: Path) -> None:
     assert _slurm_state(tmp_path)["reason"].startswith("clusterctl: PROBE_HUNG")
 
 
+@pytest.mark.parametrize("fail", ["unreachable", "command failed"])
+def test_a_check_that_cannot_run_says_why_not_that_it_hung(tmp_path: Path, fail: str) -> None:
+    # It was PROBE_HUNG "did not finish in time" whatever went wrong: a refused connection is not a hang.
+    inventory = _with_rule(tmp_path, f"  - match: \"nvidia-smi -q\"\n    fail: \"{fail}\"\n")
+    code, check, out = _check(inventory)
+    assert code == 1 and check["action"] == "drained", out
+    assert check["reason"].startswith(f"could not be checked: {fail}") and "PROBE_HUNG" not in check["reason"]
+    assert [f["code"] for f in check["findings"]] == ["HOST_UNREACHABLE"]
+
+
 @pytest.mark.parametrize("args", [("--quarantine",), ("--save", "x.json")])
 def test_slurm_mode_refuses_options_of_the_fleet_run(tmp_path: Path, args: tuple[str, ...]) -> None:
     run = clusterctl("-i", _inventory(tmp_path), "health", "--slurm", *args)

@@ -238,6 +238,14 @@ def test_topo_show_says_when_the_nearest_nic_is_no_affinity() -> None:
     assert "nearest NIC NIC0, NIC1 (PHB)" in lines["GPU6"]
 
 
+def test_topo_show_of_a_matrix_without_nics_says_so_once_not_per_gpu() -> None:
+    b300 = TOPO / "b300-7gpu-610.57.04-nv18-no-nic-columns-interleaved-cpus-prompt.txt"
+    result = clusterctl("topo", "show", str(b300))
+    assert result.exit_code == 0, result.output
+    assert "nearest NIC" not in result.stdout
+    assert "the matrix names no NICs: no GPU-NIC path is known; NUMA 0: GPUs 0-2; NUMA 1: GPUs 3-6" in result.stdout
+
+
 def test_live_survey_turns_a_partial_read_into_a_finding_not_a_crash(tmp_path: Path) -> None:
     clipped = tmp_path / "clipped"
     clipped.mkdir()
