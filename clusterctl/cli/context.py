@@ -227,6 +227,23 @@ DRAIN_TIMEOUT = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS
 SKIP_PHASES = typer.Option(None, "--skip-phases", metavar="A,B", help="Phases to leave out, comma-separated.")
 
 
+def with_options(*templates: Callable[..., None]) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Options declared once for several commands: each ``template`` is a function that only declares options,
+    as a command's parameters do (name, type, ``typer.Option`` with its help); the decorated command gets them
+    after its own parameters, in --help too, and takes them as ``**options`` (``ctx.params`` holds them all)."""
+    import inspect
+
+    def add(command: Callable[..., None]) -> Callable[..., None]:
+        params = [p for f in (command, *templates) for p in inspect.signature(f, eval_str=True).parameters.values()
+                  if p.kind is not p.VAR_KEYWORD]
+        # typer reads the signature and the type hints: both hold the shared parameters, their types resolved.
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command
+
+    return add
+
+
 def app_context(ctx: typer.Context) -> AppContext:
     obj = ctx.find_root().obj
     if not isinstance(obj, AppContext):
