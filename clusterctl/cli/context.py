@@ -164,15 +164,21 @@ class AppContext:
 
     # -- output -----------------------------------------------------------------------
 
-    def emit(self, payload: Any, render_table: Callable[[], None], *, failed: bool = False) -> None:
-        """Print ``payload`` as JSON/YAML, or call ``render_table`` for the human view; then, when
-        ``failed`` (a host, check or item failed), exit 1: the output is printed either way."""
+    def emit(self, payload: Any, render_table: Callable[[], None], *, failed: bool = False,
+             errors: Sequence[str] = ()) -> None:
+        """Print ``payload`` as JSON/YAML, or call ``render_table`` for the human view; then each of ``errors``
+        (an input that could not be read while the others were) as ``error: ...`` on stderr, and exit 2;
+        else, when ``failed`` (a host, check or item failed), exit 1: the output is printed either way."""
         from clusterctl.cli.output import dump
 
         if self.machine_output:
             sys.stdout.write(dump(payload, self.output.value))
         else:
             render_table()
+        for message in errors:
+            self.say(f"error: {message}", err=True)
+        if errors:
+            raise typer.Exit(ExitCode.USAGE)
         if failed:
             raise typer.Exit(ExitCode.FAILED)
 
