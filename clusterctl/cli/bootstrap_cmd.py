@@ -150,6 +150,7 @@ def _execute(app: AppContext, *, only: str | None, dry_run: bool, yes: bool = Fa
     ``options`` are the run's flags (``RunOptions``: --force, --allow-downgrade, ...)."""
     from clusterctl.bootstrap.run import BootstrapRequest, downgrade_refusal, run, write_plan_files
     from clusterctl.bootstrap.run_data import RunOptions
+    from clusterctl.cli.findings_view import print_findings
 
     inventory = app.inventory()
     hosts = hosts_of_run(app, only)
@@ -164,7 +165,10 @@ def _execute(app: AppContext, *, only: str | None, dry_run: bool, yes: bool = Fa
     written = write_plan_files(report, out) if out else []
 
     def table() -> None:
-        _print_findings(app, report)
+        # Each finding with its fix, as every report prints findings (the plan's rows say "see findings").
+        if findings := report.all_findings():
+            app.say("findings")
+            print_findings(app.console, findings)
         _print_recap(app, report)
         if out:
             app.say(f"wrote {len(written)} file(s) under {out}", soft_wrap=False)
@@ -288,15 +292,6 @@ def _print_plan(app: AppContext, phase: Phase[Any, Any], results: list[HostPhase
         for text in block:
             shown = text.replace("HOST:", f"{hosts[0]}:") if len(hosts) == 1 else text
             app.say(shown)
-
-
-def _print_findings(app: AppContext, report: RunReport) -> None:
-    from clusterctl.cli.findings_view import print_findings
-
-    findings = report.all_findings()
-    if findings:  # each with its fix, as every report prints findings (the plan's rows say "see findings")
-        app.say("findings")
-        print_findings(app.console, findings)
 
 
 def _print_recap(app: AppContext, report: RunReport) -> None:

@@ -84,12 +84,10 @@ def print_heal(app: AppContext, results: Sequence[HostHeal], *, dry_run: bool, j
         for step in r.steps:
             for line in step.changes:
                 _say(app, f"{r.host}: {step.step}: {'would ' if dry_run else ''}{line}")
-            result = step.result.value
-            if dry_run and result in PLANNED_WORDS:
-                _say(app, f"{r.host}: {step.step}: {PLANNED_WORDS[result]}"
-                          + (f" (wait: {step.detail})" if step.detail else ""))
-            else:
-                _say(app, f"{r.host}: {step.step}: {result}{': ' + step.detail if step.detail else ''}")
+            planned = dry_run and step.result.value in PLANNED_WORDS
+            word = PLANNED_WORDS[step.result.value] if planned else step.result.value
+            detail = (f" (wait: {step.detail})" if planned else f": {step.detail}") if step.detail else ""
+            _say(app, f"{r.host}: {step.step}: {word}{detail}")
         _say(app, f"{r.host}: {r.outcome.upper()}: {r.detail}")
         if r.report:
             app.say(r.report)  # the ticket's text line for line, to paste whole
