@@ -37,8 +37,8 @@ _YES_NO = re.compile(r"^(not active|yes|no|enabled|disabled|on|off|active|true|f
 #: 575+ drivers print "Requested functionality has been deprecated" for GPU Reset Status (see GPU Recovery Action).
 _NOT_PRINTED = {"n/a", "[n/a]", "not supported", "[not supported]", "not available", "",
                 "requested functionality has been deprecated"}
-#: ... and those that say it has no value to give.
-_NOT_AVAILABLE = _NOT_PRINTED | {"unknown error", "[unknown error]", "insufficient permissions",
+#: ... and those that say it has no value to give (lower case): every nvidia-smi reader's one list (``-q``, the CSVs).
+NOT_AVAILABLE = _NOT_PRINTED | {"unknown error", "[unknown error]", "insufficient permissions",
                                  "[insufficient permissions]"}
 
 
@@ -61,7 +61,7 @@ class GpuValues(dict[str, str]):
 def _value(values: Mapping[str, str], *paths: str) -> str | None:
     for path in paths:
         raw = values.get(path)
-        if raw is not None and raw.strip().lower() not in _NOT_AVAILABLE:
+        if raw is not None and raw.strip().lower() not in NOT_AVAILABLE:
             return raw.strip()
     return None
 
