@@ -42,6 +42,10 @@ MAKES_FILE = "file:"
 #: A temporary change (``Gate.temporary``: verify's GPU test pod) a journal keeps until it is cleaned up;
 #: ``reset`` leaves it to the cluster's own removal.
 MAKES_TEMPORARY = "temporary"
+#: clusterctl's quarantine taint put on a node that had none (``Change.node``): undoing it returns the node
+#: to service, so ``undo`` passes it through release's checks first (a cordon alone, an upgrade's or a
+#: drain's, is no quarantine; nor a taint that replaced one: its undo puts that one back).
+MAKES_QUARANTINE = "quarantine"
 
 #: ``Change.cannot_undo`` reasons several phases give.
 #: An object a phase put in the cluster's API (a manifest applied, a Helm release).
