@@ -61,7 +61,7 @@ def lint_command(
     from clusterctl.cli.findings_view import exit_for, print_findings, summary_line
     from clusterctl.findings import FINDINGS_SCHEMA_VERSION, Finding, count_by_severity
     from clusterctl.inventory.model import FABRIC_TYPES
-    from clusterctl.nccl.lint import lint_settings, no_settings_finding, source_findings
+    from clusterctl.nccl.lint import lint_settings, no_settings_finding
     from clusterctl.nccl.sources import FORMATS, Setting, read_settings
 
     app = app_context(ctx)
@@ -96,7 +96,7 @@ def lint_command(
             unreadable.append(str(exc))
             continue
         settings.extend(read)
-        about_sources += source_findings(read.notes)
+        about_sources += read.notes
         if not read:
             about_sources.append(no_settings_finding(label))
     findings = lint_settings(settings, nccl_version=nccl_version, fabric=fabric, nvlink=nvlink,

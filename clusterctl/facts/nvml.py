@@ -65,13 +65,8 @@ def _read_gpu(pynvml: Any, index: int) -> GPUInfo:
         persistence_mode=bool(persistence) if persistence is not None else None,
         # nvmlDeviceGetEccMode returns (current, pending).
         ecc_mode=bool(ecc[0]) if ecc is not None else None,
-        ecc_errors_uncorrected=optional(
-            lambda: int(
-                pynvml.nvmlDeviceGetTotalEccErrors(
-                    handle, pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_VOLATILE_ECC
-                )
-            )
-        ),
+        ecc_errors_uncorrected=optional(lambda: int(pynvml.nvmlDeviceGetTotalEccErrors(
+            handle, pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_VOLATILE_ECC))),
         power_limit_w=power_mw / 1000.0 if power_mw is not None else None,
         pcie_gen_current=optional(lambda: int(pynvml.nvmlDeviceGetCurrPcieLinkGeneration(handle))),
         pcie_gen_max=optional(lambda: int(pynvml.nvmlDeviceGetMaxPcieLinkGeneration(handle))),

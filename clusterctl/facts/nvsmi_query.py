@@ -125,19 +125,14 @@ def _yes(values: Mapping[str, str], *paths: str) -> bool | None:
     return match.group(1).lower() in ("yes", "enabled", "on", "active", "true")
 
 
-def _sum(parts: list[int | None]) -> int | None:
-    known = [p for p in parts if p is not None]
-    return sum(known) if known else None
-
-
 def _ecc(values: Mapping[str, str]) -> EccCounts:
     def count(scope: str, kind: str) -> int | None:
         new = [_int(values, f"ECC Errors/{scope}/{mem} {kind}") for mem in ("SRAM", "DRAM")]
         if kind == "Uncorrectable" and new[0] is None:
             # 550+ split SRAM uncorrectable errors by how they were caught.
             new += [_int(values, f"ECC Errors/{scope}/SRAM Uncorrectable {how}") for how in ("Parity", "SEC-DED")]
-        if any(v is not None for v in new):
-            return _sum(new)
+        if known := [v for v in new if v is not None]:
+            return sum(known)
         old = "Single Bit" if kind == "Correctable" else "Double Bit"
         return _int(values, f"ECC Errors/{scope}/{old}/Total")
 

@@ -3,7 +3,8 @@
 Worse means: the verdict got worse; a finding code appeared on a host; a counter grew (ECC,
 remapped rows, retired pages, PCIe replays, NVLink and InfiniBand error counters); an Xid or
 SXid was seen more often; an NVLink or an InfiniBand port that was up went down. Each change is
-a ``Finding`` (codes ``HEALTH_*``) so it prints and exits the one way every command does.
+a ``Finding`` (codes ``HEALTH_*``) so it prints and exits the one way every command does, with the
+action (``evidence.action``) that a host's own finding of the same fault carries.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from clusterctl.findings import Finding, Severity, sorted_findings
+from clusterctl.health import xid_catalog
 from clusterctl.health.model import HealthReport, HostHealth
 
 _GPU_COUNTERS = ("ecc_volatile_uncorrectable", "ecc_aggregate_uncorrectable", "ecc_volatile_correctable",
@@ -52,8 +54,9 @@ def compare_hosts(before: HostHealth, after: HostHealth) -> list[Finding]:
     for f in after.findings:
         new = (f.code, f.subject) not in old_codes
         if new and f.severity is not Severity.INFO and f.code != "GPU_XID":
+            carried = {"action": f.evidence["action"]} if f.evidence.get("action") else {}
             found.append(Finding(f.severity, "HEALTH_NEW_FINDING", f"new: {f.code}: {f.message}", host=name,
-                                 subject=f.subject, fix=f.fix, evidence={"code": f.code}))
+                                 subject=f.subject, fix=f.fix, evidence={"code": f.code, **carried}))
     b, a = before.facts, after.facts
     for bus, gpu in (a.get("gpus") or {}).items():
         old = (b.get("gpus") or {}).get(bus) or {}
@@ -64,32 +67,40 @@ def compare_hosts(before: HostHealth, after: HostHealth) -> list[Finding]:
                 Severity.ERROR if serious else Severity.WARNING, "HEALTH_GPU_COUNTERS_GREW",
                 ", ".join(f"{c} {x} -> {y}" for c, (x, y) in grown.items()), host=name,
                 subject=f"GPU {gpu.get('index')} ({bus})",
-                evidence={c: {"before": x, "after": y} for c, (x, y) in grown.items()},
+                evidence={**{c: {"before": x, "after": y} for c, (x, y) in grown.items()},
+                          **({"action": "RESET_GPU"} if serious else {})},
                 fix="Uncorrectable errors or remapped rows that grow: drain the host and reset the GPU; RMA if it "
                     "goes on." if serious else "Watch it at the next run."))
         if gpu.get("remap_failure") and not old.get("remap_failure"):
             found.append(Finding(Severity.ERROR, "HEALTH_GPU_REMAP_FAILED", "row remapping failed since the last run",
-                                 host=name, subject=f"GPU {gpu.get('index')} ({bus})",
+                                 host=name, subject=f"GPU {gpu.get('index')} ({bus})", evidence={"action": "RMA"},
                                  fix="Drain the host; RMA the GPU."))
     for bus in set(b.get("gpus") or {}) - set(a.get("gpus") or {}):
         if a.get("gpus") is not None:
             found.append(Finding(Severity.ERROR, "HEALTH_GPU_GONE", f"GPU {bus} was listed before and is gone now",
-                                 host=name, subject=bus, fix="Look for Xid 79 in the kernel log; drain and reboot."))
+                                 host=name, subject=bus, evidence={"action": "RESTART_BM"},
+                                 fix="Drain the host and reboot it; look for Xid 79 in the kernel log."))
     for key, event in (a.get("kernel_events") or {}).items():
         old = (b.get("kernel_events") or {}).get(key) or {}
         if event.get("count", 0) > old.get("count", 0) or (old and event.get("last") != old.get("last")):
             label = f"{event.get('kind')} {event.get('code')}" if event.get("code") is not None else event.get("kind")
+            # An Xid's action is the catalogue's, as on the host's own GPU_XID (which HEALTH_NEW_FINDING leaves out).
+            xid = event.get("code") if event.get("kind") == "xid" else None
+            _, fix, action = xid_catalog.judge(xid) if isinstance(xid, int) else (None, "", None)
+            down = xid_catalog.takes_host_down(action)
             found.append(Finding(
-                Severity.WARNING, "HEALTH_NEW_KERNEL_EVENTS",
+                Severity.ERROR if down else Severity.WARNING, "HEALTH_NEW_KERNEL_EVENTS",
                 f"{label} on {event.get('pci') or '?'}: {old.get('count', 0)} -> {event.get('count')} in the window",
-                host=name, subject=str(event.get("pci") or ""), evidence={"last": event.get("last")}))
+                host=name, subject=str(event.get("pci") or ""), fix=fix,
+                evidence={"last": event.get("last"), **({"action": action} if action else {})}))
     for gpu, state in (a.get("nvlink") or {}).items():
         old = (b.get("nvlink") or {}).get(gpu) or {}
         went_down = sorted(set(state.get("inactive") or ()) - set(old.get("inactive") or ()))
         if old and went_down:
             found.append(Finding(Severity.ERROR, "HEALTH_NVLINK_WENT_DOWN",
                                  f"NVLinks {', '.join(map(str, went_down))} went down", host=name,
-                                 subject=f"GPU {gpu}", fix="Drain the host and reset the GPUs; RMA if they stay down."))
+                                 subject=f"GPU {gpu}", evidence={"action": "RESET_GPU"},
+                                 fix="Drain the host and reset the GPUs; RMA if they stay down."))
     for port, state in (a.get("ib_ports") or {}).items():
         old_state = (b.get("ib_ports") or {}).get(port)
         if old_state == "PORT_ACTIVE" and state != "PORT_ACTIVE":

@@ -10,11 +10,10 @@ from pathlib import Path
 from clusterctl.errors import UsageError
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.fabric import rdma_fabric_of
-from clusterctl.inventory.model import FABRIC_TYPES
 from clusterctl.nccl.grammar import legacy_level, normalise, strtoll
 from clusterctl.nccl.knowledge import SCOPE_READER, KnowledgeBase, VariableInfo, knowledge_base, pytorch_series
 from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, GPU_NIC_PATHS, nccl_path, path_rank, uses_gdr
-from clusterctl.nccl.sources import BUILD_ARG, PASSTHROUGH, UNSET, Setting, SourceNote, resembles_nccl_name
+from clusterctl.nccl.sources import BUILD_ARG, PASSTHROUGH, UNSET, Setting, resembles_nccl_name
 from clusterctl.nccl.value_check import value_problems
 from clusterctl.nccl.versions import NcclVersion, parse_version
 
@@ -46,8 +45,6 @@ def lint_settings(
     kb = knowledge_base()
     torch = _torch_series(torch_version)
     version = parse_version(nccl_version) if isinstance(nccl_version, str) else nccl_version
-    if fabric is not None and fabric not in FABRIC_TYPES:
-        raise UsageError(f"unknown fabric {fabric!r}", hint=f"Use one of: {', '.join(FABRIC_TYPES)}.")
     findings: list[Finding] = []
     assigned = {(s.file, s.scope, s.name) for s in settings if s.origin != PASSTHROUGH}
     for setting in settings:
@@ -96,13 +93,6 @@ def _effective(group: list[Setting]) -> dict[str, Setting]:
 
 #: The end of a launcher's own install-path variable (``OFI_NCCL_PATH``, ``NCCL_PLUGIN_HOME``).
 _PATH_SUFFIXES = ("_PATH", "_HOME", "_DIR", "_ROOT", "_PREFIX", "_INSTALL", "_INSTALL_DIR", "_LIB", "_LIBDIR")
-
-
-def source_findings(notes: Iterable[SourceNote]) -> list[Finding]:
-    """What a settings file held that was not read as a setting, each with its file and line."""
-    return [Finding(Severity(n.severity), "SETTING_NOT_READ", n.message, file=n.file, line=n.line,
-                    fix="write the value so the shell (or YAML) gives it as one word, or check it by hand")
-            for n in notes]
 
 
 def no_settings_finding(file: str) -> Finding:

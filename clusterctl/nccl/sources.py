@@ -14,14 +14,13 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clusterctl.errors import ParseError, UsageError
+from clusterctl.findings import Finding, Severity
 
 if TYPE_CHECKING:
     from yaml import Node, ScalarNode
@@ -70,44 +69,25 @@ class Setting:
         return any(a[0] == b[0] and a[1] != b[1] for a, b in zip(self.branch, other.branch, strict=False))
 
 
-@dataclass(frozen=True)
-class SourceNote:
-    """Something in a settings file the reader did not read as a setting, and why (never dropped silently)."""
-
-    file: str
-    line: int
-    message: str
-    #: ``warning``: a value or line that could not be read; ``info``: an NCCL-looking word that is no setting.
-    severity: str = "warning"
-
-
 class SettingsRead(list[Setting]):
     """The settings of one source (a list, as every caller uses it) and ``notes`` on what was not read."""
 
-    def __init__(self, settings: list[Setting], notes: list[SourceNote]) -> None:
+    def __init__(self, settings: list[Setting], notes: list[Finding]) -> None:
         super().__init__(settings)
         self.notes = tuple(notes)
 
 
-_NOTES: ContextVar[list[SourceNote] | None] = ContextVar("clusterctl_nccl_source_notes", default=None)
-
-
-@contextmanager
-def _collecting() -> Iterator[list[SourceNote]]:
-    notes: list[SourceNote] = []
-    token = _NOTES.set(notes)
-    try:
-        yield notes
-    finally:
-        _NOTES.reset(token)
+_NOTES: ContextVar[list[Finding] | None] = ContextVar("clusterctl_nccl_source_notes", default=None)
 
 
 def _note(file: str, line: int, message: str, severity: str = "warning") -> None:
+    """Something in a settings file not read as a setting, and why (never dropped silently): ``warning`` for a
+    value or line that could not be read, ``info`` for an NCCL-looking word that is no setting."""
     notes = _NOTES.get()
-    if notes is not None:
-        found = SourceNote(file, line, message, severity)
-        if found not in notes:
-            notes.append(found)
+    found = Finding(Severity(severity), "SETTING_NOT_READ", message, file=file, line=line,
+                    fix="write the value so the shell (or YAML) gives it as one word, or check it by hand")
+    if notes is not None and found not in notes:
+        notes.append(found)
 
 
 #: NCCL's own, PyTorch's, aws-ofi-nccl's and the libfabric settings that plugin documents.
@@ -160,14 +140,17 @@ def read_settings(source: str | Path, format: str | None = None, *, name: str | 
     fmt = format or detect_format(label, text)
     if fmt not in FORMATS:
         raise UsageError(f"unknown settings format {fmt!r}", hint=f"Use one of: {', '.join(FORMATS)}.")
+    notes: list[Finding] = []
+    token = _NOTES.set(notes)
     try:
-        with _collecting() as notes:
-            settings = _READERS[fmt](text, label)
+        settings = _READERS[fmt](text, label)
     except ParseError as exc:
         # an input that cannot be read is a usage error (exit 2), never "nothing checked"
         shown = f" ({exc.text.strip()[:80]!r})" if exc.text else ""
         raise UsageError(f"cannot read it as {fmt}: {exc.reason}{shown}", file=label, line=exc.line,
                          hint=f"Give --format ({', '.join(FORMATS)}) if the detected format is wrong.") from None
+    finally:
+        _NOTES.reset(token)
     references = _references(text)
     kept = [s for s in settings if is_nccl_name(s.name) or resembles_nccl_name(s.name)]
     return SettingsRead([_with_reference(s, references) for s in kept], notes)

@@ -100,24 +100,25 @@ def _nics_json(state: SurveyedHost) -> list[dict[str, Any]]:
                                                   "nearest_gpus": list(n.nearest_gpus), "gpu_link": n.gpu_link}
                                           for n in (topology.nics if topology else ())}
     facts = state.facts
+
+    def record(name: str) -> dict[str, Any]:
+        """The NIC's record; a NIC the matrix does not show gets one without placement."""
+        return records.setdefault(name, {"name": name, "label": None, "numa_node": None, "nearest_gpus": [],
+                                         "gpu_link": None})
+
     for device in (facts.rdma if facts else None) or ():
-        record = records.setdefault(device.hca, {"name": device.hca, "label": None, "numa_node": None,
-                                                 "nearest_gpus": [], "gpu_link": None})
-        record.update({"fw_version": device.fw_version, "node_guid": device.node_guid, "board_id": device.board_id,
-                       "ca_type": device.ca_type})
-        record["ports"] = [p.to_json() for p in device.ports]
+        record(device.hca).update({"fw_version": device.fw_version, "node_guid": device.node_guid,
+                                   "board_id": device.board_id, "ca_type": device.ca_type,
+                                   "ports": [p.to_json() for p in device.ports]})
     addresses = _ipv4(state)
     for dev in (facts.netdev if facts else None) or ():
-        if dev.hca is None:
-            continue
-        record = records.setdefault(dev.hca, {"name": dev.hca, "label": None, "numa_node": None,
-                                              "nearest_gpus": [], "gpu_link": None})
-        record.setdefault("netdevs", []).append({"name": dev.name, "port": dev.port, "up": dev.up,
-                                                 "ipv4": list(addresses.get(dev.name, dev.ipv4))})
-    for name, record in records.items():
-        record["fabric"] = name in fabric
-        record.setdefault("ports", [])
-        record.setdefault("netdevs", [])
+        if dev.hca is not None:
+            record(dev.hca).setdefault("netdevs", []).append({"name": dev.name, "port": dev.port, "up": dev.up,
+                                                              "ipv4": list(addresses.get(dev.name, dev.ipv4))})
+    for name, found in records.items():
+        found["fabric"] = name in fabric
+        found.setdefault("ports", [])
+        found.setdefault("netdevs", [])
     return list(records.values())
 
 

@@ -221,54 +221,25 @@ def build_topology(matrix: TopoMatrix) -> HostTopology:
     for device in gpu_devices:
         index = _gpu_index(device.label)
         numa_of_gpu[index] = device.numa_affinity
-        links = [
-            (nic.device_name or nic.label, link)
-            for nic in nic_devices
-            if (link := cell((device.label, nic.label))) is not None
-        ]
-        nic_link, nearest = _best(links)
-        gpus.append(
-            GPUPlacement(
-                index=index,
-                label=device.label,
-                numa_node=device.numa_affinity,
-                cpu_affinity=device.cpu_affinity,
-                nearest_nics=nearest,
-                nic_link=nic_link,
-                nvlink_peers=tuple(sorted(graph.get(index, {}).items())),
-            )
-        )
+        nic_link, nearest = _best([(nic.device_name or nic.label, link) for nic in nic_devices
+                                   if (link := cell((device.label, nic.label))) is not None])
+        gpus.append(GPUPlacement(index=index, label=device.label, numa_node=device.numa_affinity,
+                                 cpu_affinity=device.cpu_affinity, nearest_nics=nearest, nic_link=nic_link,
+                                 nvlink_peers=tuple(sorted(graph.get(index, {}).items()))))
     nics: list[NICPlacement] = []
     for nic in nic_devices:
-        links = [
-            (device.label, link)
-            for device in gpu_devices
-            if (link := cell((nic.label, device.label)) or cell((device.label, nic.label))) is not None
-        ]
+        links = [(device.label, link) for device in gpu_devices
+                 if (link := cell((nic.label, device.label)) or cell((device.label, nic.label))) is not None]
         gpu_link, nearest_labels = _best(links)
         local = [(label, link) for label, link in links if link.kind in SAME_NUMA_CLASSES]
         numa_nodes = {numa_of_gpu.get(_gpu_index(label)) for label, _ in local} - {None}
         # SYS means "another NUMA node": such a NIC has no GPUs of its own (storage, management).
-        near_gpus: tuple[int, ...] = (
-            () if gpu_link in (None, "SYS") else tuple(_gpu_index(label) for label in nearest_labels)
-        )
-        nics.append(
-            NICPlacement(
-                index=nic.index,
-                label=nic.label,
-                name=nic.device_name or nic.label,
-                numa_node=next(iter(numa_nodes)) if len(numa_nodes) == 1 else None,
-                nearest_gpus=near_gpus,
-                gpu_link=gpu_link,
-            )
-        )
-    topology = HostTopology(
-        matrix=matrix,
-        shape=classify_shape(graph),
-        gpus=tuple(gpus),
-        nics=tuple(nics),
-        nvlink_domains=nvlink_domains(graph),
-    )
+        near_gpus = () if gpu_link in (None, "SYS") else tuple(_gpu_index(label) for label in nearest_labels)
+        nics.append(NICPlacement(index=nic.index, label=nic.label, name=nic.device_name or nic.label,
+                                 numa_node=next(iter(numa_nodes)) if len(numa_nodes) == 1 else None,
+                                 nearest_gpus=near_gpus, gpu_link=gpu_link))
+    topology = HostTopology(matrix=matrix, shape=classify_shape(graph), gpus=tuple(gpus), nics=tuple(nics),
+                            nvlink_domains=nvlink_domains(graph))
     # The index built above is the one ``links_by_labels`` would build again on first use.
     topology.__dict__["links_by_labels"] = links_by_labels
     return topology
@@ -281,10 +252,7 @@ def is_nvlink_clique(topology: HostTopology, group: tuple[int, ...]) -> bool:
 
 def modal_nvlink_count(topology: HostTopology) -> tuple[int, float]:
     """Most common NV# count over GPU pairs, and the fraction of pairs that are NVLinked."""
-    indices = topology.gpu_indices
-    pairs = list(combinations(indices, 2))
-    if not pairs:
-        return 0, 0.0
+    pairs = list(combinations(topology.gpu_indices, 2))
     counts = [topology.nvlinks(a, b) for a, b in pairs]
     linked = [c for c in counts if c]
     if not linked:

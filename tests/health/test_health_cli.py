@@ -62,8 +62,26 @@ def test_compare_names_what_got_worse(tmp_path: Path) -> None:
     assert {("n3", "HEALTH_VERDICT_WORSE"), ("n3", "HEALTH_NVLINK_WENT_DOWN"),
             ("n3", "HEALTH_NVLINK_COUNTERS_GREW")} <= worse
     assert not any(host != "n3" for host, _ in worse)
+    # Each change carries the action of the host's own finding of that fault (heal's and quarantine's rule).
+    evidence = [(w["code"], w.get("evidence", {})) for w in compared.json()["worse"]]
+    actions = {(code, e.get("code")): e.get("action") for code, e in evidence}
+    assert actions[("HEALTH_NVLINK_WENT_DOWN", None)] == actions[("HEALTH_NEW_FINDING", "NVLINK_DOWN")] == "RESET_GPU"
     same = clusterctl("health", "compare", str(before), str(before))
     assert same.exit_code == 0 and "Nothing got worse." in same.stdout
+
+
+def test_compare_judges_a_new_xid_by_the_catalogue_as_the_host_finding_does(tmp_path: Path) -> None:
+    """A new Xid 79 was a warning with no fix and no action; the host's GPU_XID is an error: drain, reboot."""
+    inventory = _inventory(tmp_path, "fleet", "dgx-a100")
+    inventory.write_text(inventory.read_text().replace("transport: mock,", "transport: mock, mock_state: state,"))
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    assert clusterctl("-i", str(inventory), "health", "--save", str(before)).exit_code == 0
+    assert clusterctl("-i", str(inventory), "-l", "n3", "mock", "set", "fault=xid-79").exit_code == 0
+    assert clusterctl("-i", str(inventory), "health", "--save", str(after)).exit_code == 1
+    compared = clusterctl("-o", "json", "health", "compare", str(before), str(after))
+    (xid,) = [w for w in compared.json()["worse"] if w["code"] == "HEALTH_NEW_KERNEL_EVENTS"]
+    assert (xid["severity"], xid["evidence"]["action"]) == ("error", "RESTART_BM"), xid
+    assert xid["fix"].startswith("Drain the host, then reboot it")
 
 
 def test_compare_refuses_what_is_not_a_health_report(tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ lands in a file only with a measured reason.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -256,26 +255,16 @@ def usual_port_rates(hosts: Sequence[TuneHost], notes: list[str]) -> UsualRates:
     return usual
 
 
-def _is_ipv4_gid(gid: str) -> bool:
-    text = gid.strip().lower()
-    if text.startswith("::ffff:") or "0000:ffff:" in text:
-        return True
-    try:
-        return ipaddress.ip_address(text).version == 4
-    except ValueError:
-        return False
-
-
 def _plan_roce(plan: _HostPlan, version: NcclVersion | None) -> None:
     if plan.fabric != "roce":
         return
     chosen = plan.chosen
     if version is not None and version >= DYNAMIC_GID_SINCE:
         gids = [g for n in chosen for g in n.gids]
-        v2_ipv4 = [g for g in gids if "v2" in g[2].lower() and _is_ipv4_gid(g[1])]
         v2_any = [g for g in gids if "v2" in g[2].lower()]
         v1 = [g for g in gids if "v1" in g[2].lower()]
-        if v2_ipv4 or any(n.roce_v2_gid_index is not None for n in chosen):
+        # roce_v2_gid_index is the parser's one answer to "a RoCE v2 GID with an IPv4 address" (facts/rdma.py)
+        if any(n.roce_v2_gid_index is not None for n in chosen):
             plan.notes.append(f"NCCL {version} picks the RoCE v2 IPv4 GID itself (AF_INET, RoCE v2 are its defaults)")
         elif v2_any:
             plan.set("NCCL_IB_ADDR_FAMILY", "AF_INET6",
