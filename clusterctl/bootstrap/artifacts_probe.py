@@ -19,7 +19,8 @@ from typing import Any
 from clusterctl.bootstrap.apt_sources import Pin
 from clusterctl.bootstrap.artifacts import Artifact, ArtifactList
 from clusterctl.bootstrap.containerd_config import registry_server
-from clusterctl.errors import ParseError
+from clusterctl.errors import ParseError, UsageError
+from clusterctl.json_input import read_yaml
 
 #: Media types a registry must accept to answer for a multi-arch image (OCI index, Docker list).
 MANIFEST_ACCEPT = ("application/vnd.oci.image.index.v1+json, "
@@ -63,14 +64,10 @@ def parse_packages_index(text: str) -> dict[str, list[str]]:
 
 def chart_versions(text: str, chart: str) -> list[str]:
     """The versions of ``chart`` a Helm repository's ``index.yaml`` offers."""
-    import yaml
-
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ParseError("a Helm index.yaml", f"not YAML ({getattr(exc, 'problem', exc)})",
-                         line=(mark.line + 1) if mark else None) from None
+        data = read_yaml(text)
+    except UsageError as exc:
+        raise ParseError("a Helm index.yaml", exc.message, line=exc.line) from None
     if not isinstance(data, dict) or not isinstance(data.get("entries"), dict):
         raise ParseError("a Helm index.yaml", "no 'entries' mapping (not a Helm repository index)", line=1)
     entries = data["entries"].get(chart) or []

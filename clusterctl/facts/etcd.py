@@ -22,11 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
-
-from clusterctl.errors import ParseError
+from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.kube import kubectl
-from clusterctl.json_input import syntax_error
+from clusterctl.json_input import read_yaml, syntax_error
 
 #: kubeadm's paths inside the etcd static pod (kubeadm's etcd manifest mounts /etc/kubernetes/pki/etcd).
 ETCD_PKI = "/etc/kubernetes/pki/etcd"
@@ -144,11 +142,10 @@ def parse_external_etcd(text: str) -> bool:
     what = "kubeadm's ClusterConfiguration"
     lines = text.splitlines() or [""]
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = min(mark.line + 1 if mark is not None else 1, len(lines))
-        raise ParseError(what, "not YAML", line=line, text=lines[line - 1]) from None
+        data = read_yaml(text)
+    except UsageError as exc:
+        line = min(exc.line or 1, len(lines))
+        raise ParseError(what, exc.message, line=line, text=lines[line - 1]) from None
     if not isinstance(data, dict) or data.get("kind") != "ClusterConfiguration":
         raise ParseError(what, "no ClusterConfiguration", line=1, text=lines[0])
     etcd = data.get("etcd")

@@ -175,13 +175,9 @@ def _problem(probe: Probe, output: ProbeOutput) -> ProbeProblem | None:
     return ProbeProblem(probe.name, probe.tool, "failed", reason) if reason else None
 
 
-def read_probes(text: str, probes: tuple[Probe, ...]) -> HostProbe:
-    """Parse the one command's output into a ``HostProbe``; a probe that cannot be read is a problem."""
-    return read_probe_outputs(split_probe_output(text), probes)
-
-
 def read_probe_outputs(found: dict[str, ProbeOutput], probes: tuple[Probe, ...]) -> HostProbe:
-    """``read_probes`` of an output already cut into the probes' outputs (``ProbeCollector.outputs``)."""
+    """The probes' outputs (``ProbeCollector.outputs``) parsed into a ``HostProbe``; a probe that cannot be
+    read is a problem."""
     parse = parsers()
     probe = HostProbe()
     for p in probes:
@@ -274,7 +270,7 @@ class ProbeCollector:
     A transport's ``LineSplitter`` hands each chunk's complete lines as one text (``add_text``): the
     headers are found by searching that text and the lines between them kept as it is, so the ~3,500
     lines of a host's probes are never made into one string each, and ``outputs()`` hands the probes'
-    sections to ``read_probes`` without joining them into one text to cut apart again.
+    sections to ``read_probe_outputs`` without joining them into one text to cut apart again.
     """
 
     def __init__(self, head: int = PROBE_HEAD_BYTES, tail: int = PROBE_TAIL_BYTES) -> None:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from clusterctl.errors import InventoryError, InventoryFileReader
-from clusterctl.json_input import syntax_error
+from clusterctl.errors import InventoryError, InventoryFileReader, UsageError
+from clusterctl.json_input import read_yaml, syntax_error
 
 #: Upper bound on nodes visited, so an alias bomb ("billion laughs") fails fast.
 MAX_NODES = 200_000
@@ -95,48 +95,13 @@ def parse_yaml(text: str, file: str) -> Node | None:
 
     Raises ``InventoryError`` with the line and column PyYAML reports for a syntax error.
     """
-    import yaml
-
-    # libyaml's parser when PyYAML has it (a 1,000-host inventory: 0.3 s less), PyYAML's own
-    # otherwise and for a document libyaml refuses, so that errors read as they always have.
-    fast = getattr(yaml, "CSafeLoader", None)
-    if fast is not None:
-        loader = fast(text)
-        try:
-            return _Walker(loader, file).document()
-        except yaml.YAMLError:
-            pass
-        finally:
-            loader.dispose()
-    loader = yaml.SafeLoader(text)
     try:
-        return _Walker(loader, file).document()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        start = exc.context_mark
-        problem = exc.problem or exc.context or "the YAML syntax is wrong"
-        if start is not None and "end of stream" in problem:
-            # An unclosed quote or bracket is found only at the end of the file; the line
-            # where it was opened is the one to fix.
-            mark = start
-        line = mark.line + 1 if mark is not None else None
-        column = f" at column {mark.column + 1}" if mark is not None else ""
-        context = ""
-        if exc.context and exc.problem:
-            context = f" ({exc.context}"
-            if start is not None and start is not mark and start.line != (mark.line if mark else -1):
-                context += f" that started at line {start.line + 1}"
-            context += ")"
-        raise InventoryError(
-            f"this is not valid YAML: {problem}{context}{column}.",
-            file=file,
-            line=line,
-            hint="Check indentation, colons after keys and matching quotes around that line.",
-        ) from None
-    except yaml.YAMLError as exc:
-        raise InventoryError(f"this is not valid YAML: {exc}.", file=file) from None
-    finally:
-        loader.dispose()
+        return read_yaml(text, lambda loader: _Walker(loader, file).document())
+    except InventoryError:
+        raise
+    except UsageError as exc:
+        raise InventoryError(f"this is {exc.message}.", file=file, line=exc.line, hint="Check indentation, colons "
+                             "after keys and matching quotes around that line.") from None
 
 
 def parse_json(text: str, file: str) -> Node | None:

@@ -33,6 +33,7 @@ from clusterctl.json_input import (
     maybe,
     number,
     read_json,
+    read_yaml,
     shown,
     text,
 )
@@ -249,24 +250,6 @@ def forget_profiles() -> None:
     _read_profile.cache_clear()
 
 
-def _yaml_document(text: str) -> Any:
-    """``yaml.safe_load`` with libyaml's parser when PyYAML has it; a document it refuses is read
-    again by PyYAML's own, whose error message is the one users have always seen."""
-    import yaml
-
-    fast = getattr(yaml, "CSafeLoader", None)
-    if fast is not None:
-        try:
-            return yaml.load(text, Loader=fast)  # CSafeLoader: the safe loader, in C
-        except yaml.YAMLError:
-            pass
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise UsageError(f"invalid YAML: {exc}", line=mark.line + 1 if mark else None) from None
-
-
 @lru_cache(maxsize=256)
 def _read_profile(folder: str) -> Profile:
     root = Path(folder).resolve()
@@ -274,7 +257,7 @@ def _read_profile(folder: str) -> Profile:
     if not index.is_file():
         raise UsageError(f"mock profile {root} has no {PROFILE_FILE}", file=str(root), field="profile")
     return read_json(str(index), "mock-profile", "a mock profile", lambda data: _profile(root, data or {}),
-                     decode=_yaml_document)
+                     decode=read_yaml)
 
 
 def _profile(root: Path, value: Any) -> Profile:

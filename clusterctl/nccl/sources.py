@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.findings import Finding, Severity
+from clusterctl.json_input import read_yaml
 
 if TYPE_CHECKING:
     from yaml import Node, ScalarNode
@@ -555,14 +556,10 @@ def _without_instruction(span: list[str]) -> str:
 
 
 def read_k8s_text(text: str, label: str) -> list[Setting]:
-    import yaml
-
     try:
-        documents = list(yaml.compose_all(text))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise UsageError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=label, line=line) from None
+        documents = read_yaml(text, lambda loader: [loader.get_node() for _ in iter(loader.check_node, False)])
+    except UsageError as exc:
+        raise UsageError(exc.message, file=label, line=exc.line) from None
     settings: list[Setting] = []
     for doc in documents:
         if doc is None:

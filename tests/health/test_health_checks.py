@@ -18,7 +18,7 @@ from clusterctl.facts.nvsmi_query import parse_nvidia_smi_q
 from clusterctl.health import xid_catalog
 from clusterctl.health.checks import HostInput
 from clusterctl.health.model import HealthOptions, HostHealth, Verdict, since_seconds
-from clusterctl.health.probe import HostProbe, level0_probes, probe_command, read_probes
+from clusterctl.health.probe import HostProbe, level0_probes, probe_command, read_probe_outputs, split_probe_output
 from clusterctl.health.run import judge
 from clusterctl.inventory.model import Fabric, QuarantineConfig
 from clusterctl.quarantine.policy import Action, decide, health_wanted
@@ -329,7 +329,7 @@ def test_probe_output_with_missing_and_hung_tools() -> None:
     text = ("### now\n2026-12-01T10:00:00\n@@rc 0\n### kernel-log\n@@rc 0\n### nvidia-smi-q\n@@rc 124\n"
             "### nvlink-s\nsh: 1: nvidia-smi: not found\n@@rc 127\n### nvlink-e\n@@rc 124\n"
             "### rdma\nsh: 1: ibstat: not found\n@@rc 127\n### ib-counters\n@@rc 2\n### lspci\n@@rc 0\n")
-    probe = read_probes(text, probes)
+    probe = read_probe_outputs(split_probe_output(text), probes)
     kinds = {p.probe: p.kind for p in probe.problems}
     assert kinds["nvidia-smi-q"] == "hung" and kinds["rdma"] == "missing" and "ib-counters" not in kinds
     host = judge([HostInput("h1", probe)]).hosts[0]
@@ -366,7 +366,7 @@ def test_alike_hosts_share_their_facts_and_the_report_reads_as_if_each_had_its_o
     probes = level0_probes(86400, 30)
     texts = {name: f"### now\n2026-12-01T10:00:00\n@@rc 0\n### nvidia-smi-q\n{smi}@@rc 0\n"
              for name, smi in (("a", healthy), ("b", healthy), ("c", healthy + "\n"))}
-    inputs = [HostInput(name, read_probes(text, probes)) for name, text in texts.items()]
+    inputs = [HostInput(name, read_probe_outputs(split_probe_output(text), probes)) for name, text in texts.items()]
     report = judge(inputs)
     a, b, c = report.hosts
     assert a.facts["gpus"] is b.facts["gpus"]

@@ -1,4 +1,4 @@
-"""The probe collector hands each probe's section to ``read_probes`` straight from what it kept, and
+"""The probe collector hands each probe's section to ``read_probe_outputs`` straight from what it kept, and
 what it hands on must be what cutting its joined text apart gives: the same outputs, exit statuses
 and line numbers (which a parser's warning names), or the same error, whatever the host printed and
 however the transport's chunks cut it."""

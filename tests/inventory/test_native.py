@@ -221,6 +221,12 @@ def test_yaml_syntax_error_names_line_and_column(write: WriteFile) -> None:
     assert "column" in str(error)
 
 
+def test_a_control_character_is_a_yaml_error_naming_line_and_column(write: WriteFile) -> None:
+    error = inventory_refusal(write("hosts:\n  gpu-a1:\n    address: 10.0.0.11\x01\n"))
+    assert error.line == 3
+    assert "not valid YAML: a character YAML does not allow (U+0001) at column 23." in str(error)
+
+
 def test_unknown_field_suggests_the_close_one(write: WriteFile) -> None:
     path = write("hosts:\n  gpu-a1:\n    address: 10.0.0.11\n    prot: 22\n")
     error = inventory_refusal(path)

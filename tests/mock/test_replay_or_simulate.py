@@ -65,6 +65,15 @@ def test_a_machine_section_without_simulate_is_refused(tmp_path: Path) -> None:
         load_profile(str(folder))
 
 
+def test_a_profile_that_is_not_yaml_is_refused_in_one_line_naming_file_line_and_column(tmp_path: Path) -> None:
+    (tmp_path / "profile.yaml").write_text("simulate: true\nmachine:\n  kernel: 5.15\n bad: x\n")
+    with pytest.raises(UsageError) as caught:
+        load_profile(str(tmp_path))
+    assert str(caught.value) == (f"{tmp_path / 'profile.yaml'}:4: not valid YAML: expected <block end>, but found "
+                                 "'<block mapping start>' (while parsing a block mapping that started at line 1) "
+                                 "at column 2")
+
+
 def test_simulate_is_inherited_and_can_be_turned_off(tmp_path: Path) -> None:
     base = tmp_path / "base"
     base.mkdir()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
@@ -26,23 +25,9 @@ _NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _SAFE_HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-# --- what gets rendered ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TunerRow:
-    collective: str
-    min_bytes: int
-    max_bytes: int
-    algorithm: str
-    protocol: str
-    channels: int
-    nodes: int
-    ranks: int
-
-
-def tuner_rows(sweep: SweepResult | None, *, nodes: int = -1, ranks: int = -1) -> list[TunerRow]:
-    """One CSV row per collective and size range the sweep confirmed (plugins/tuner/example/README.md)."""
+def tuner_rows(sweep: SweepResult | None) -> list[tuple[str, int, int, str, str]]:
+    """(collective, min_bytes, max_bytes, algorithm, protocol) for each collective and size range the sweep
+    confirmed, as the tuner CSV lists them (plugins/tuner/example/README.md)."""
     if sweep is None:
         return []
     from clusterctl.nccl.tune.sweep_result import SIZE_RANGES, TUNER_MAX_BYTES
@@ -50,10 +35,7 @@ def tuner_rows(sweep: SweepResult | None, *, nodes: int = -1, ranks: int = -1) -
     bounds = {name: (low, TUNER_MAX_BYTES if high is None else high) for name, low, high in SIZE_RANGES}
     order = {name: i for i, (name, _, _) in enumerate(SIZE_RANGES)}
     rows = sorted(sweep.tuner_rows, key=lambda r: (r[0], order.get(r[1], 9)))
-    return [
-        TunerRow(op, bounds[r][0], bounds[r][1], algo, proto, -1, nodes, ranks)
-        for op, r, algo, proto in rows
-    ]
+    return [(op, *bounds[r], algo, proto) for op, r, algo, proto in rows]
 
 
 def final_settings(tuning: Tuning, sweep: SweepResult | None, *, host: str | None = None) -> tuple[TunedSetting, ...]:
@@ -89,6 +71,12 @@ def _host_folder(name: str) -> str:
     return name
 
 
+def _render(template: str, tuning: Tuning, settings: Sequence[TunedSetting], host: str | None = None,
+            **extra: Any) -> str:
+    return environment().get_template(f"nccl/{template}").render(
+        settings=settings, host=host, nccl_version=tuning.nccl_version, fabric=tuning.fabric, **extra)
+
+
 def render_files(
     tuning: Tuning,
     sweep: SweepResult | None = None,
@@ -98,51 +86,35 @@ def render_files(
     nodes: int = -1,
     ranks: int = -1,
 ) -> dict[str, str]:
-    """Relative file name -> content for ``fmt``; hosts with overrides get ``hosts/<name>/...``."""
-    if fmt not in FORMATS:
-        raise UsageError(f"unknown format {fmt!r}", hint=f"Use one of: {', '.join(FORMATS)}.")
-    env = environment()
+    """Relative file name -> content for ``fmt`` (one of FORMATS); hosts with overrides get ``hosts/<name>/...``."""
     common = final_settings(tuning, sweep)
-    context: dict[str, Any] = {
-        "nccl_version": tuning.nccl_version,
-        "fabric": tuning.fabric,
-        "overridden": _overridden(tuning),
-        "configmap_name": CONFIGMAP_NAME,
-        "namespace": namespace,
-        "tuner_path": TUNER_PATH,
-        "host": None,
-    }
     wanted = FORMATS[:-1] if fmt == "all" else (fmt,)
     files: dict[str, str] = {}
-
-    def render(template: str, settings: Sequence[TunedSetting], **extra: Any) -> str:
-        return env.get_template(f"nccl/{template}").render(**{**context, "settings": settings, **extra})
-
     # The formats a host with overrides gets its own copy of: (file name, template).
     per_host = [(name, template) for kind, name, template in (("conf", "nccl.conf", "nccl.conf.j2"),
                                                              ("env", "nccl.sh", "nccl.sh.j2")) if kind in wanted]
     for name, template in per_host:
-        files[name] = render(template, common)
+        files[name] = _render(template, tuning, common)
     for host in sorted(tuning.host_overrides):
         own = final_settings(tuning, sweep, host=host)
         for name, template in per_host:
-            files[f"hosts/{_host_folder(host)}/{name}"] = render(template, own, host=host)
+            files[f"hosts/{_host_folder(host)}/{name}"] = _render(template, tuning, own, host)
+    # The ConfigMap's name, and the per-host values that the ConfigMap and the Slurm exports cannot hold.
+    shared: dict[str, Any] = {"overridden": _overridden(tuning), "configmap_name": CONFIGMAP_NAME,
+                              "namespace": namespace}
     if "k8s" in wanted:
-        files["nccl-configmap.yaml"] = render("configmap.yaml.j2", common)
-        files["nccl-envfrom.yaml"] = render("envfrom.yaml.j2", common)
+        files["nccl-configmap.yaml"] = _render("configmap.yaml.j2", tuning, common, **shared)
+        files["nccl-envfrom.yaml"] = _render("envfrom.yaml.j2", tuning, common, **shared)
     if "slurm" in wanted:
-        files["nccl-slurm.sh"] = render("slurm-exports.sh.j2", common)
-    rows = tuner_rows(sweep, nodes=nodes, ranks=ranks)
+        files["nccl-slurm.sh"] = _render("slurm-exports.sh.j2", tuning, common, **shared)
+    rows = tuner_rows(sweep)
     if "tuner" in wanted and rows:
-        files["nccl_tuner.conf"] = render("nccl_tuner.conf.j2", common, rows=rows)
+        files["nccl_tuner.conf"] = _render("nccl_tuner.conf.j2", tuning, common, rows=rows, nodes=nodes, ranks=ranks,
+                                           tuner_path=TUNER_PATH)
     return files
 
 
 def conf_for_host(tuning: Tuning, sweep: SweepResult | None, host: str) -> str:
     """The /etc/nccl.conf one host gets (common settings with its overrides)."""
-    has_own = host in tuning.host_overrides
-    settings = final_settings(tuning, sweep, host=host if has_own else None)
-    template = environment().get_template("nccl/nccl.conf.j2")
-    return template.render(
-        settings=settings, host=host if has_own else None, nccl_version=tuning.nccl_version, fabric=tuning.fabric
-    )
+    own = host if host in tuning.host_overrides else None
+    return _render("nccl.conf.j2", tuning, final_settings(tuning, sweep, host=own), own)
