@@ -102,11 +102,11 @@ class LazyCommands(TyperGroup):
         except Exception as exc:
             message = getattr(exc, "message", None)
             if isinstance(message, str) and args and "Did you mean" not in message:
-                from difflib import get_close_matches
+                from clusterctl.inventory.values import did_you_mean
 
-                matches = get_close_matches(args[0], self.list_commands(ctx))
-                if matches:
-                    exc.message = f"{message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"  # type: ignore[attr-defined]
+                hint = did_you_mean(args[0], self.list_commands(ctx), n=3)
+                if hint:
+                    exc.message = f"{message.rstrip('.')}. {hint}"  # type: ignore[attr-defined]
             raise
 
 

@@ -38,10 +38,6 @@ STACK_SECTIONS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _build_command() -> str:
-    return "; ".join(f"echo '### {name}'; {{ {command}; }} || true" for name, command in STACK_SECTIONS)
-
-
 _VERSION = re.compile(r"\bv?(\d+\.\d+(?:\.\d+)*)")
 _DRIVER = re.compile(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)")
 #: 610+ drivers' banner says ``KMD Version: 610.57.04     CUDA UMD Version: 13.3``.
@@ -141,4 +137,5 @@ def parse_stack(text: str) -> SoftwareStack:
     return SoftwareStack(os_name=os_name, os_version=os_version, missing=missing, **found)
 
 
-STACK: Fact[SoftwareStack] = Fact("stack", _build_command(), parse_stack)
+STACK: Fact[SoftwareStack] = Fact(
+    "stack", "; ".join(f"echo '### {name}'; {{ {command}; }} || true" for name, command in STACK_SECTIONS), parse_stack)

@@ -8,13 +8,13 @@ Hosts come back in inventory order, whatever the pattern order.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import re
 from collections.abc import Iterable, Sequence
 
 from clusterctl.errors import UsageError
 from clusterctl.inventory.model import Host, Inventory
+from clusterctl.inventory.values import did_you_mean
 
 
 def select_hosts(inventory: Inventory, patterns: Iterable[str] | str | None) -> tuple[Host, ...]:
@@ -58,10 +58,9 @@ def not_in_inventory(inventory: Inventory, names: Sequence[str], given: str, *, 
     """The one refusal of names the inventory does not have: its file, the names as given and the
     closest names it has (its groups' too, for a --limit pattern)."""
     known = [h.name for h in inventory.hosts] + (list(inventory.groups) if groups else [])
-    close = dict.fromkeys(c for name in names for c in difflib.get_close_matches(name, known, n=3))
     return UsageError(f"{given} {', '.join(map(repr, names))}: not in the inventory.", file=inventory.source,
-                      hint=f"The closest it has: {', '.join(map(repr, close))}." if close else
-                      "Run 'clusterctl inventory show' to see its host and group names.")
+                      hint=did_you_mean(names, known, n=3) or "Run 'clusterctl inventory show' to see its host and "
+                      "group names.")
 
 
 def split_patterns(patterns: Iterable[str] | str | None) -> list[str]:

@@ -13,7 +13,7 @@ import ipaddress
 import math
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +48,13 @@ FABRIC_ALIASES: dict[str, str] = {
 SECRET_WORDS: tuple[str, ...] = ("pass", "secret", "token", "vault", "key", "credential")
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
-    """``Did you mean 'x'?`` for the closest choice, or ``None`` when nothing is close."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"Did you mean '{close[0]}'?" if close else None
+def did_you_mean(typed: str | Sequence[str], choices: Iterable[str], *, n: int = 1) -> str | None:
+    """``Did you mean 'x'?`` for the ``n`` choices closest to each word ``typed``, or ``None`` when nothing is
+    close: the one decision of which names a typo was meant to be."""
+    options = list(choices)
+    close = dict.fromkeys(c for word in ([typed] if isinstance(typed, str) else typed)
+                          for c in difflib.get_close_matches(word, options, n=n))
+    return f"Did you mean {', '.join(f'{c!r}' for c in close)}?" if close else None
 
 
 def fields_hint(fields: Iterable[str]) -> str:

@@ -10,11 +10,11 @@ from pathlib import Path
 from clusterctl.errors import UsageError
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.fabric import rdma_fabric_of
-from clusterctl.nccl.grammar import legacy_level, normalise, strtoll
+from clusterctl.nccl.grammar import ValueProblem, check_value, legacy_level, normalise, strtoll
 from clusterctl.nccl.knowledge import SCOPE_READER, KnowledgeBase, VariableInfo, knowledge_base, pytorch_series
 from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, GPU_NIC_PATHS, nccl_path, path_rank, uses_gdr
+from clusterctl.nccl.plugins import check_plugin_value
 from clusterctl.nccl.sources import BUILD_ARG, PASSTHROUGH, UNSET, Setting, resembles_nccl_name
-from clusterctl.nccl.value_check import value_problems
 from clusterctl.nccl.versions import NcclVersion, parse_version
 
 #: Below this many channels a collective cannot spread over the NICs/NVLinks of a modern GPU host.
@@ -100,6 +100,12 @@ def no_settings_finding(file: str) -> Finding:
     return Finding(Severity.WARNING, "NO_SETTINGS_READ",
                    "no NCCL setting was read from this file: nothing in it was checked", file=file,
                    fix="check the file is the one the job uses; give --format if the detected one is wrong")
+
+
+def value_problems(info: VariableInfo, value: str, version: NcclVersion | None = None) -> list[ValueProblem]:
+    """What is wrong with ``value`` for this variable (empty list: nothing): the grammar of its reader, a
+    plugin's (``plugins``) or libnccl's (``grammar``)."""
+    return check_plugin_value(info, value) if info.plugin is not None else check_value(info, value, version)
 
 
 def _finding(s: Setting, code: str, severity: str | Severity, message: str, fix: str) -> Finding:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 from clusterctl.errors import UsageError
-from clusterctl.survey.topology import HostTopology, Shape, compress_indices, is_nvlink_clique, link_rank
+from clusterctl.survey.topology import HostTopology, Shape, compress_indices, is_nvlink_clique, nearest_of
 
 FIT_FULL = "nvlink-all-pairs"
 FIT_RING = "nvlink-ring"
@@ -133,10 +133,11 @@ def rank_nics(topology: HostTopology, usable: set[str] | None = None) -> tuple[R
     load: dict[str, int] = {}
     out: list[RankNIC] = []
     for rank, gpu in enumerate(topology.gpus):
-        choices = [n for n in gpu.nearest_nics if usable is None or n in usable]
+        choices: tuple[str, ...] = tuple(n for n in gpu.nearest_nics if usable is None or n in usable)
         if not choices and usable is not None:
             # Nearest NICs are down: fall back to the best usable one by link class.
-            choices = _best_usable(topology, gpu.label, usable)
+            choices = nearest_of([(nic.name, found) for nic in topology.nics if nic.name in usable
+                                  and (found := topology.link(gpu.label, nic.label)) is not None])[1]
         nic = min(choices, key=lambda n: (load.get(n, 0), n)) if choices else None
         if nic is not None:
             load[nic] = load.get(nic, 0) + 1
@@ -144,18 +145,6 @@ def rank_nics(topology: HostTopology, usable: set[str] | None = None) -> tuple[R
         link = topology.link(gpu.label, placement.label) if placement else None
         out.append(RankNIC(rank, gpu.index, nic, link.kind if link else None))
     return tuple(out)
-
-
-def _best_usable(topology: HostTopology, gpu_label: str, usable: set[str]) -> list[str]:
-    ranked = []
-    for nic in topology.nics:
-        link = topology.link(gpu_label, nic.label)
-        if nic.name in usable and link is not None:
-            ranked.append((link_rank(link.kind), nic.name))
-    if not ranked:
-        return []
-    best = min(r for r, _ in ranked)
-    return [name for r, name in ranked if r == best]
 
 
 @dataclass(frozen=True)

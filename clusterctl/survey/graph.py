@@ -127,10 +127,8 @@ def _switched_domains(topology: HostTopology) -> list[tuple[tuple[int, ...], int
         if len(domain) < 3:
             continue
         counts = {peers.get(a, {}).get(b) for a in domain for b in domain if a < b}
-        if len(counts) == 1 and None not in counts:
-            (count,) = counts
-            if count is not None:
-                out.append((domain, count))
+        if len(counts) == 1 and (count := counts.pop()) is not None:
+            out.append((domain, count))
     return out
 
 

@@ -199,7 +199,7 @@ def classify_shape(graph: dict[int, dict[int, int]]) -> Shape:
     return Shape.PARTIAL_NVLINK
 
 
-def _best(links: list[tuple[str, TopoLink]]) -> tuple[str | None, tuple[str, ...]]:
+def nearest_of(links: list[tuple[str, TopoLink]]) -> tuple[str | None, tuple[str, ...]]:
     """Best link class among ``(name, link)`` and every name at that class."""
     if not links:
         return None, ()
@@ -221,7 +221,7 @@ def build_topology(matrix: TopoMatrix) -> HostTopology:
     for device in gpu_devices:
         index = _gpu_index(device.label)
         numa_of_gpu[index] = device.numa_affinity
-        nic_link, nearest = _best([(nic.device_name or nic.label, link) for nic in nic_devices
+        nic_link, nearest = nearest_of([(nic.device_name or nic.label, link) for nic in nic_devices
                                    if (link := cell((device.label, nic.label))) is not None])
         gpus.append(GPUPlacement(index=index, label=device.label, numa_node=device.numa_affinity,
                                  cpu_affinity=device.cpu_affinity, nearest_nics=nearest, nic_link=nic_link,
@@ -230,7 +230,7 @@ def build_topology(matrix: TopoMatrix) -> HostTopology:
     for nic in nic_devices:
         links = [(device.label, link) for device in gpu_devices
                  if (link := cell((nic.label, device.label)) or cell((device.label, nic.label))) is not None]
-        gpu_link, nearest_labels = _best(links)
+        gpu_link, nearest_labels = nearest_of(links)
         local = [(label, link) for label, link in links if link.kind in SAME_NUMA_CLASSES]
         numa_nodes = {numa_of_gpu.get(_gpu_index(label)) for label, _ in local} - {None}
         # SYS means "another NUMA node": such a NIC has no GPUs of its own (storage, management).

@@ -29,7 +29,7 @@ def test_a_host_name_the_inventory_lacks_is_one_usage_error(where: str) -> None:
     assert run.exit_code == 2, run.stderr
     assert run.stdout == ""
     given = where.split()[-1]
-    assert run.stderr.startswith(f"error: {DEMO}: {given} 'gpu-a33': not in the inventory. The closest it has: "
+    assert run.stderr.startswith(f"error: {DEMO}: {given} 'gpu-a33': not in the inventory. Did you mean "
                                  "'gpu-a3'"), run.stderr
     assert "\n" not in run.stderr.strip()  # one paragraph: off a terminal, one line
 

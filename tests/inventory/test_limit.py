@@ -67,7 +67,7 @@ def test_pattern_matching_nothing_is_an_error(pattern: str) -> None:
 
 
 def test_typo_gets_a_suggestion() -> None:
-    with pytest.raises(UsageError, match="The closest it has: 'rack_a'"):
+    with pytest.raises(UsageError, match="Did you mean 'rack_a'"):
         select_hosts(INVENTORY, "rack-a")
 
 

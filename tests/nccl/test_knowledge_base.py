@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clusterctl.nccl.knowledge import SCOPE_READER, VariableInfo, knowledge_base
-from clusterctl.nccl.value_check import value_problems
+from clusterctl.nccl.lint import value_problems
 from clusterctl.nccl.versions import NcclVersion
 
 KB = knowledge_base()

@@ -6,7 +6,7 @@ import pytest
 
 from clusterctl.nccl.grammar import strtoll
 from clusterctl.nccl.knowledge import knowledge_base
-from clusterctl.nccl.value_check import value_problems
+from clusterctl.nccl.lint import value_problems
 from clusterctl.nccl.versions import NcclVersion
 
 KB = knowledge_base()

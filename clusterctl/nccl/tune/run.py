@@ -150,14 +150,12 @@ def lint_rendered(files: dict[str, str], tuning: Tuning) -> list[Finding]:
     from clusterctl.nccl.lint import lint_settings
     from clusterctl.nccl.sources import read_settings
 
-    formats = {".conf": "env", ".sh": "shell", ".yaml": "k8s"}
     fabric = tuning.fabric if tuning.fabric in FABRIC_TYPES else None
     problems: list[Finding] = []
     for name, text in files.items():
-        fmt = next((f for suffix, f in formats.items() if name.endswith(suffix)), None)
-        if fmt is None or name.endswith("nccl_tuner.conf"):
-            continue
-        settings = read_settings(text, fmt, name=name)
+        if name.endswith("nccl_tuner.conf"):
+            continue  # the tuner plugin's CSV: no settings
+        settings = read_settings(text, name=name)  # the format from the name, as nccl lint finds it
         problems += [f for f in lint_settings(settings, nccl_version=tuning.nccl_version, fabric=fabric)
                      if f.severity in (Severity.ERROR, Severity.WARNING)]
     return problems
