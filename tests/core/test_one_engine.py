@@ -91,7 +91,7 @@ def test_no_command_runs_steps_under_locks_of_its_own() -> None:
     places = [p for name in ("acquire", "acquire_then", "release") for p in _calls(name, on="host_lock")]
     assert places and _outside(places, ("engine/run.py",)) == []
     beyond = {path: names for path, names in _imports_from("clusterctl.engine.lock").items()
-              if not path.startswith("engine/") and names - {"DEFAULT_LOCK_PATH"}}
+              if not path.startswith("engine/") and names - {"DEFAULT_LOCK_PATH", "who_runs_this"}}
     assert beyond == {}
 
 
