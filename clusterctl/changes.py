@@ -254,7 +254,7 @@ class ChangeFailed(ClusterctlError):
     name. Carries the record so the caller can report and undo."""
 
     def __init__(self, record: GateRecord, result: CommandResult) -> None:
-        self.record = record
+        self.record, self.result = record, result
         tail = result.stderr_tail(3)
         # kubeadm names why it stopped in "[ERROR <check>]: ..." lines well above its last lines
         # ("... preflight checks failed"): keep them, the tail alone does not say what to fix.
@@ -496,8 +496,7 @@ class Gate:
             try:
                 self.submit(transport, step.change)  # in record mode: recorded, the host untouched
             except ChangeFailed as exc:
-                tail = exc.record.result.stderr_tail(2) if exc.record.result is not None else ""
-                lines.append(mask_text(f"failed to undo '{record.change.summary}': {tail}"))
+                lines.append(mask_text(f"failed to undo '{record.change.summary}': {exc.result.stderr_tail(2)}"))
                 continue
             except TransportError as exc:
                 what = record.change.path or record.change.summary

@@ -963,7 +963,7 @@ def _roll_back(phase: Phase[Any, Any], ctx: PhaseContext, gate: HostGate, record
                 gate.submit(change)
                 lines.append(mask_text(f"{change.summary}: done"))
             except ChangeFailed as exc:
-                tail = exc.record.result.stderr_tail(2) if exc.record.result is not None else ""
+                tail = exc.result.stderr_tail(2)
                 lines.append(mask_text(f"{change.summary}: failed" + (f": {tail}" if tail else "")))
         if phase.verify_after_rollback:
             problems = [f for f in _verify(phase, ctx, gate) if f.severity is Severity.ERROR]
