@@ -109,9 +109,9 @@ def _count_gpus(transport: Transport) -> int | None:
     return sum(1 for line in result.stdout.splitlines() if line.startswith("GPU ")) or None
 
 
-def _host_run(host: str, command: str, text: str, exit_code: int) -> NcclHostRun:
+def _host_run(host: str, command: str, text: str, exit_code: int, env: Mapping[str, str]) -> NcclHostRun:
     try:
-        parsed = parse_nccl_tests(text)
+        parsed = parse_nccl_tests(text, min_bw=env.get("NCCL_TESTS_MIN_BW"))
     except ParseError as exc:
         return NcclHostRun(host, command, text, None, str(exc))
     return NcclHostRun(host, command, text, parsed, parsed.failure() or (f"exit {exit_code}" if exit_code else None))
@@ -153,7 +153,7 @@ def run_nccl_test(
         counted = None if gpus else _count_gpus(transport)
         command = " ".join(shlex.quote(a) for a in test_args(gpus or counted))
         result = transport.run(command, env=environment or None, timeout=timeout_s)
-        run = _host_run(transport.host.name, command, result.stdout + result.stderr, result.exit_code)
+        run = _host_run(transport.host.name, command, result.stdout + result.stderr, result.exit_code, environment)
         # Read with the run: a figure the host's own links cannot give is a finding, not "ok".
         return replace(run, host_gpus=counted, nvlinks=read_fact(transport, NVLINK)[0])
 
@@ -191,7 +191,8 @@ def _run_multi(runner: Runner, hosts: Sequence[Host], op: str, env: dict[str, st
         command = mpirun_command(hostfile, len(hosts), test_args(ngpus), env)
         with gate.temporary(transport, [write], [remove]):
             result = transport.run(command, timeout=timeout_s)
-        return _host_run("+".join(h.name for h in hosts), command, result.stdout + result.stderr, result.exit_code)
+        return _host_run("+".join(h.name for h in hosts), command, result.stdout + result.stderr, result.exit_code,
+                         env)
 
     (outcome,) = runner.run_task(hosts[:1], task, label=f"bench nccl: mpirun {op}", timeout_s=timeout_s + 30).outcomes
     return _run_of(outcome)

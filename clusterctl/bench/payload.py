@@ -43,7 +43,8 @@ def nccl_record(result: NcclTestResult) -> dict[str, Any]:
         "nccl_version": result.nccl_version, "nccl_tests_version": result.nccl_tests_version,
         "rows": [{"size_bytes": r.size_bytes, "count": r.count, "type": r.type, "redop": r.redop, "root": r.root,
                   **{f"{side}_{figure}": getattr(getattr(r, side), figure)
-                     for figure in ("busbw_gbs", "algbw_gbs", "time_us", "wrong", "error")
+                     for figure in ("busbw_gbs", "algbw_gbs", "time_us", "cpu_time_us", "wrong", "error", "iter_min_us",
+                                    "iter_max_us", "iter_p99_us", "iter_cv_pct")
                      for side in ("out_of_place", "in_place")}}
                  for r in result.rows],
         "avg_busbw_gbs": result.avg_busbw_gbs, "largest_busbw_gbs": result.largest_busbw_gbs,

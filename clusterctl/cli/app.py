@@ -366,21 +366,6 @@ def main(argv: list[str] | None = None) -> None:
         restore()
 
 
-def _output_format(args: list[str]) -> str:
-    """The ``-o/--output`` value of this command line (``table`` when none), for reports made after click."""
-    value = "table"
-    for i, arg in enumerate(args):
-        if arg == "--":
-            break
-        if arg in ("-o", "--output") and i + 1 < len(args):
-            value = args[i + 1]
-        elif arg.startswith("--output="):
-            value = arg.split("=", 1)[1]
-        elif arg.startswith("-o") and len(arg) > 2:
-            value = arg[2:]
-    return value
-
-
 def _run(command: Any, args: list[str], debug: bool) -> None:
     try:
         code = command.main(args=args, prog_name="clusterctl", standalone_mode=False)
@@ -394,7 +379,9 @@ def _run(command: Any, args: list[str], debug: bool) -> None:
     except Interrupted as exc:
         from clusterctl.cli.host_failures import print_interrupted
 
-        print_interrupted(exc, output=_output_format(args))
+        # The command's context is gone: its -o is read again from the global options (hoisted to the front).
+        given = command.make_context("clusterctl", list(args), resilient_parsing=True).params.get("output")
+        print_interrupted(exc, output=given.value if given else "table")
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         _print_error("interrupted")

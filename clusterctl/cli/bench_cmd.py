@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any, cast
 import typer
 
 from clusterctl.cli.context import STATE_DIR, AppContext, app_context
-from clusterctl.errors import ExitCode, UsageError
+from clusterctl.errors import UsageError
+from clusterctl.findings import fails
 from clusterctl.inventory.model import Fabric, FabricType
 from clusterctl.terminal_layout import Column, print_table, print_wrapped
 from clusterctl.terminal_text import one_line, visible
@@ -98,7 +99,7 @@ def ib_command(
     from clusterctl.bench.perftest_rounds import IBOptions
     from clusterctl.bench.results import new_results_dir, save_ib_run
     from clusterctl.changes import Gate
-    from clusterctl.cli.findings_view import exit_for, print_findings
+    from clusterctl.cli.findings_view import print_findings
 
     app = app_context(ctx)
     opts = IBOptions(test="ib_write_lat" if latency else "ib_write_bw", hcas=tuple(hca), size_bytes=size,
@@ -141,8 +142,7 @@ def ib_command(
         print_findings(app.console, list(report.findings))
         app.say(f"results: {folder}", err=True, soft_wrap=False)
 
-    app.emit({**payload, "results_dir": str(folder)}, table)
-    exit_for(report.findings)
+    app.emit({**payload, "results_dir": str(folder)}, table, failed=fails(report.findings))
 
 
 def _print_plan(app: AppContext, report: IBBenchReport) -> None:
@@ -191,7 +191,7 @@ def nccl_command(
     from clusterctl.bench.nccl_tests import run_nccl_test
     from clusterctl.bench.payload import nccl_payload
     from clusterctl.bench.results import new_results_dir, save_nccl_run
-    from clusterctl.cli.findings_view import exit_for, print_findings
+    from clusterctl.cli.findings_view import print_findings
     from clusterctl.nccl.run_env import nccl_env
 
     app = app_context(ctx)
@@ -220,8 +220,7 @@ def nccl_command(
         print_findings(app.console, list(run.findings))
         app.say(f"results: {folder}", err=True, soft_wrap=False)
 
-    app.emit({**payload, "results_dir": str(folder)}, table)
-    exit_for(run.findings)
+    app.emit({**payload, "results_dir": str(folder)}, table, failed=fails(run.findings))
 
 
 @bench_app.command("report", help="""Parse saved nccl-tests and perftest logs (client or server side).
@@ -270,7 +269,7 @@ def report_command(
 ) -> None:
     from clusterctl.bench.judge import fleet_limits
     from clusterctl.bench.logs import report_files
-    from clusterctl.cli.findings_view import exit_for, print_findings
+    from clusterctl.cli.findings_view import print_findings
     from clusterctl.findings import FINDINGS_SCHEMA_VERSION
 
     app = app_context(ctx)
@@ -313,13 +312,8 @@ def report_command(
                 print_wrapped(app.console, line, 4)
         print_findings(app.console, [f for r in reports for f in r.findings])
 
-    app.emit(payload, table)
-    for r in reports:
-        if r.error:
-            app.say(f"error: {r.error}", err=True)
-    if any(r.error for r in reports):
-        raise typer.Exit(ExitCode.USAGE)
-    exit_for([f for r in reports for f in r.findings])
+    app.emit(payload, table, errors=[r.error for r in reports if r.error],
+             failed=fails(f for r in reports for f in r.findings))
 
 
 def _report_figure(record: dict[str, Any]) -> str:

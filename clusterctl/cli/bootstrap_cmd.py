@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from clusterctl.cli.changes_view import PLANNED_WORDS
 from clusterctl.cli.confirm import YES, confirm_change
-from clusterctl.cli.context import SKIP_PHASES, STATE_DIR, AppContext, app_context
+from clusterctl.cli.context import SKIP_PHASES, STATE_DIR, AppContext, app_context, with_options
 from clusterctl.errors import ExitCode
 from clusterctl.hostlist import compress
 from clusterctl.secret import mask_text
@@ -53,16 +54,31 @@ bootstrap_app = typer.Typer(help=HELP, invoke_without_command=True, no_args_is_h
 
 #: Options reset shares (``reset_cmd``).
 ONLY = typer.Option(None, "--only", metavar="PATTERN", help="Only these hosts (like -l/--limit).")
-_DRY = typer.Option(False, "--dry-run", help="Plan and stop: show what would change, touch nothing.")
-_RESUME = typer.Option(False, "--resume", help="Skip phases an earlier run finished (verified again).")
 FORCE_UNLOCK = typer.Option(False, "--force-unlock", help="Clear a lock left by a dead run before taking it.")
-_SURVEY = typer.Option(None, "--survey", metavar="FILE", envvar="CLUSTERCTL_SURVEY",
-                       help="A saved 'clusterctl survey --save FILE' report: topology labels, GPU counts for "
-                       "verify, NVLink alert hosts.")
-_WITHOUT_SURVEY = typer.Option(False, "--without-survey", help="Run without a saved survey even where that "
-                               "drops what an earlier run's survey gave (the NVLink alert rule).")
-_DOWNGRADE = typer.Option(False, "--allow-downgrade", help="Install the inventory's pins even where a host runs a "
-                          "newer version (without it such a run stops with exit 2, naming both).")
+
+
+def _planned(
+    only: str | None = ONLY,
+    survey: str | None = typer.Option(None, "--survey", metavar="FILE", envvar="CLUSTERCTL_SURVEY",
+                                      help="A saved 'clusterctl survey --save FILE' report: topology labels, GPU "
+                                      "counts for verify, NVLink alert hosts."),
+    allow_downgrade: bool = typer.Option(False, "--allow-downgrade", help="Install the inventory's pins even where "
+                                         "a host runs a newer version (without it such a run stops with exit 2, "
+                                         "naming both)."),
+) -> None:
+    """What bootstrap, 'bootstrap phase' and 'bootstrap plan' plan from (``with_options``)."""
+
+
+def _applied(
+    dry_run: bool = typer.Option(False, "--dry-run", help="Plan and stop: show what would change, touch nothing."),
+    resume: bool = typer.Option(False, "--resume", help="Skip phases an earlier run finished (verified again)."),
+    force_unlock: bool = FORCE_UNLOCK,
+    state_dir: str | None = STATE_DIR,
+    without_survey: bool = typer.Option(False, "--without-survey", help="Run without a saved survey even where "
+                                        "that drops what an earlier run's survey gave (the NVLink alert rule)."),
+    yes: bool = YES,
+) -> None:
+    """How bootstrap and 'bootstrap phase' apply their plan (``with_options``)."""
 
 
 def register(app: typer.Typer) -> None:
@@ -73,51 +89,29 @@ def register(app: typer.Typer) -> None:
 
 
 @bootstrap_app.callback()
-def bootstrap_all(
-    ctx: typer.Context,
-    skip_phases: str | None = SKIP_PHASES,
-    only: str | None = ONLY,
-    dry_run: bool = _DRY,
-    resume: bool = _RESUME,
-    force_unlock: bool = FORCE_UNLOCK,
-    state_dir: str | None = STATE_DIR,
-    survey: str | None = _SURVEY,
-    without_survey: bool = _WITHOUT_SURVEY,
-    allow_downgrade: bool = _DOWNGRADE,
-    yes: bool = YES,
-) -> None:
+@with_options(_planned, _applied)
+def bootstrap_all(ctx: typer.Context, skip_phases: str | None = SKIP_PHASES, **options: Any) -> None:
     if ctx.invoked_subcommand is None:
         _execute(app_context(ctx), **ctx.params)
 
 
 @bootstrap_app.command("phase", help="Run one phase by name (see 'bootstrap phases').")
-def bootstrap_phase(
-    ctx: typer.Context,
-    phase: str = typer.Argument(..., metavar="NAME", help="preflight, kernel, packages, containerd, ..."),
-    only: str | None = ONLY,
-    dry_run: bool = _DRY,
-    resume: bool = _RESUME,
-    force_unlock: bool = FORCE_UNLOCK,
-    state_dir: str | None = STATE_DIR,
-    survey: str | None = _SURVEY,
-    without_survey: bool = _WITHOUT_SURVEY,
-    allow_downgrade: bool = _DOWNGRADE,
-    yes: bool = YES,
-) -> None:
+@with_options(_planned, _applied)
+def bootstrap_phase(ctx: typer.Context, phase: str = typer.Argument(
+        ..., metavar="NAME", help="preflight, kernel, packages, containerd, ..."), **options: Any) -> None:
     _execute(app_context(ctx), **ctx.params)
 
 
 @bootstrap_app.command("plan", help="Per host and phase: the commands and a unified diff of every file that "
                        "would change. Touches nothing.")
+@with_options(_planned)
 def bootstrap_plan(
     ctx: typer.Context,
     out: str | None = typer.Option(None, "--out", metavar="DIR",
                                       help="Also write each file under DIR/<host>/<path on the host>."),
     phase: str | None = typer.Option(None, "--phase", metavar="NAME", help="Plan one phase only."),
     skip_phases: str | None = SKIP_PHASES,
-    only: str | None = ONLY,
-    survey: str | None = _SURVEY,
-    allow_downgrade: bool = _DOWNGRADE,
+    **options: Any,
 ) -> None:
     _execute(app_context(ctx), dry_run=True, **ctx.params)
 
@@ -156,6 +150,7 @@ def _execute(app: AppContext, *, only: str | None, dry_run: bool, yes: bool = Fa
     ``options`` are the run's flags (``RunOptions``: --force, --allow-downgrade, ...)."""
     from clusterctl.bootstrap.run import BootstrapRequest, downgrade_refusal, run, write_plan_files
     from clusterctl.bootstrap.run_data import RunOptions
+    from clusterctl.cli.findings_view import print_findings
 
     inventory = app.inventory()
     hosts = hosts_of_run(app, only)
@@ -170,7 +165,10 @@ def _execute(app: AppContext, *, only: str | None, dry_run: bool, yes: bool = Fa
     written = write_plan_files(report, out) if out else []
 
     def table() -> None:
-        _print_findings(app, report)
+        # Each finding with its fix, as every report prints findings (the plan's rows say "see findings").
+        if findings := report.all_findings():
+            app.say("findings")
+            print_findings(app.console, findings)
         _print_recap(app, report)
         if out:
             app.say(f"wrote {len(written)} file(s) under {out}", soft_wrap=False)
@@ -252,7 +250,6 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
 
 #: A plan's word for a host where the phase planned nothing: "ok" would claim a check that did not
 #: happen (verify only checks after the changes) or work that will not be done (no survey, no labels).
-PLAN_NOTHING = "nothing to change"
 PLAN_VERIFY = "checks after the changes are applied"
 
 
@@ -262,7 +259,7 @@ def plan_word(phase: Phase[Any, Any], result: HostPhaseResult) -> str:
     from clusterctl.findings import Severity
 
     if result.status is Status.CHANGED:
-        return "would change"
+        return PLANNED_WORDS["changed"]
     if result.status is not Status.OK:
         return result.status.value
     if phase.name == "verify":
@@ -270,7 +267,7 @@ def plan_word(phase: Phase[Any, Any], result: HostPhaseResult) -> str:
     left = sorted({f.code for f in result.findings if f.severity in (Severity.WARNING, Severity.ERROR)})
     if left:
         return f"not done ({', '.join(left)}: see findings)"
-    return "ok" if phase.read_only else PLAN_NOTHING  # preflight's checks did run in the plan
+    return "ok" if phase.read_only else PLANNED_WORDS["ok"]  # preflight's checks did run in the plan
 
 
 def _print_plan(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult]) -> None:
@@ -297,20 +294,11 @@ def _print_plan(app: AppContext, phase: Phase[Any, Any], results: list[HostPhase
             app.say(shown)
 
 
-def _print_findings(app: AppContext, report: RunReport) -> None:
-    from clusterctl.cli.findings_view import print_findings
-
-    findings = report.all_findings()
-    if findings:  # each with its fix, as every report prints findings (the plan's rows say "see findings")
-        app.say("findings")
-        print_findings(app.console, findings)
-
-
 def _print_recap(app: AppContext, report: RunReport) -> None:
     from clusterctl.engine.run import Status
 
     # A plan's "ok" is a phase with nothing to change, not a phase that passed.
-    planned = {Status.CHANGED: "would change", Status.OK: "no change"}
+    planned = {Status.CHANGED: PLANNED_WORDS["changed"], Status.OK: "no change"}
     count_columns = [Column(s.value if report.applied else planned.get(s, s.value), keep=True, justify="right")
                      for s in Status]
     print_table(app.console, (Column("phase", keep=True), *count_columns, Column("time", keep=True, justify="right")),

@@ -51,6 +51,9 @@ def print_gate_outcomes(app: AppContext, fleet: FleetResult[GateRecord]) -> None
 #: The last line of every dry run's table output (CONTRIBUTING.md, "Confirming changes").
 NOTHING_CHANGED = "dry run: nothing was changed"
 
+#: A dry run's words for a step it planned (bootstrap's plan, heal --dry-run): what it would do, never what it did.
+PLANNED_WORDS = {"changed": "would change", "ok": "nothing to change"}
+
 
 def say_run_end(app: AppContext, *, dry_run: bool, journal: object = None, err: bool = False) -> None:
     """The last line of a command that changes hosts: a dry run's ``NOTHING_CHANGED``, else the journal

@@ -164,15 +164,21 @@ class AppContext:
 
     # -- output -----------------------------------------------------------------------
 
-    def emit(self, payload: Any, render_table: Callable[[], None], *, failed: bool = False) -> None:
-        """Print ``payload`` as JSON/YAML, or call ``render_table`` for the human view; then, when
-        ``failed`` (a host, check or item failed), exit 1: the output is printed either way."""
+    def emit(self, payload: Any, render_table: Callable[[], None], *, failed: bool = False,
+             errors: Sequence[str] = ()) -> None:
+        """Print ``payload`` as JSON/YAML, or call ``render_table`` for the human view; then each of ``errors``
+        (an input that could not be read while the others were) as ``error: ...`` on stderr, and exit 2;
+        else, when ``failed`` (a host, check or item failed), exit 1: the output is printed either way."""
         from clusterctl.cli.output import dump
 
         if self.machine_output:
             sys.stdout.write(dump(payload, self.output.value))
         else:
             render_table()
+        for message in errors:
+            self.say(f"error: {message}", err=True)
+        if errors:
+            raise typer.Exit(ExitCode.USAGE)
         if failed:
             raise typer.Exit(ExitCode.FAILED)
 
@@ -225,6 +231,23 @@ DRAIN_TIMEOUT = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS
 
 #: ``--skip-phases`` of the commands that run the engine's phases by name (bootstrap, upgrade).
 SKIP_PHASES = typer.Option(None, "--skip-phases", metavar="A,B", help="Phases to leave out, comma-separated.")
+
+
+def with_options(*templates: Callable[..., None]) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Options declared once for several commands: each ``template`` is a function that only declares options,
+    as a command's parameters do (name, type, ``typer.Option`` with its help); the decorated command gets them
+    after its own parameters, in --help too, and takes them as ``**options`` (``ctx.params`` holds them all)."""
+    import inspect
+
+    def add(command: Callable[..., None]) -> Callable[..., None]:
+        params = [p for f in (command, *templates) for p in inspect.signature(f, eval_str=True).parameters.values()
+                  if p.kind is not p.VAR_KEYWORD]
+        # typer reads the signature and the type hints: both hold the shared parameters, their types resolved.
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command
+
+    return add
 
 
 def app_context(ctx: typer.Context) -> AppContext:

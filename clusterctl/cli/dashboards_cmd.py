@@ -108,8 +108,8 @@ def _survey(app: AppContext, path: str | None) -> SavedSurvey:
         report = run_survey(runner, hosts, inventory=app.inventory().name)
     for host in report.hosts:
         if host.state.facts is None:
-            app.say(f"warning: {host.state.name} was not reached; its GPUs are left out of the "
-                    "dashboards' NVLink and pool panels", err=True, soft_wrap=False)
+            app.warn(f"{host.state.name} was not reached; its GPUs are left out of the dashboards' NVLink and "
+                     "pool panels")
     return survey_from_json(report_to_json(report))
 
 

@@ -2,7 +2,8 @@
 
 A finding is one line: severity, where (host and subject, or file:line and variable), code
 and message; below it, for errors and warnings, the fix to try. Exit 1 when any finding is
-an error (or, with ``--strict``, a warning); ``-o json`` prints ``Finding.to_json`` instead.
+an error (or, with ``--strict``, a warning): ``AppContext.emit(..., failed=findings.fails(...))``;
+``-o json`` prints ``Finding.to_json`` instead.
 """
 
 from __future__ import annotations
@@ -10,10 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import typer
-
-from clusterctl.errors import ExitCode
-from clusterctl.findings import Finding, Severity, count_by_severity, fails, sorted_findings
+from clusterctl.findings import Finding, Severity, count_by_severity, sorted_findings
 from clusterctl.secret import mask_text
 from clusterctl.terminal_layout import hanging, wrap_width
 from clusterctl.terminal_text import one_line
@@ -63,9 +61,3 @@ def summary_line(findings: Sequence[Finding]) -> str:
     """``2 errors, 1 warning, 0 info``: counts that read naturally."""
     counts = count_by_severity(findings)
     return f"{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, {counts['info']} info"
-
-
-def exit_for(findings: Sequence[Finding], *, strict: bool = False) -> None:
-    """Exit 1 when the findings hold an error (with ``strict``, a warning too); return otherwise."""
-    if fails(findings, strict=strict):
-        raise typer.Exit(int(ExitCode.FAILED))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import typer
 
-from clusterctl.cli.changes_view import say_run_end
 from clusterctl.cli.confirm import YES, confirm_change
 from clusterctl.cli.context import STATE_DIR, app_context
 from clusterctl.cli.quarantine_cmd import DELETE_EMPTYDIR_DATA
+from clusterctl.cli.quarantine_view import print_heal
 
 HEAL_HELP = """\
 Run the escalation chain on quarantined hosts until one step makes them healthy, then bring them
@@ -60,19 +60,5 @@ def heal_command(
         results, journal = heal(runner, app.inventory(), targets, apply=not dry_run, state_dir=state_dir,
                                 drain=DrainOptions(delete_emptydir_data=delete_emptydir_data))
     payload = {"dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
-
-    def human() -> None:
-        for r in results:
-            if r.chain or r.outcome == "planned":
-                app.say(f"{r.host}: chain: {' -> '.join([*r.chain, 'needs hardware'])} ({r.chain_reason})")
-            for step in r.steps:
-                verb = "would " if dry_run else ""
-                for line in step.changes:
-                    app.say(f"{r.host}: {step.step}: {verb}{line}")
-                app.say(f"{r.host}: {step.step}: {step.result.value}{': ' + step.detail if step.detail else ''}")
-            app.say(f"{r.host}: {r.outcome.upper()}: {r.detail}")
-            if r.report:
-                app.say(r.report)
-        say_run_end(app, dry_run=dry_run, journal=journal)
-
-    app.emit(payload, human, failed=not all(r.ok for r in results))
+    app.emit(payload, lambda: print_heal(app, results, dry_run=dry_run, journal=journal),
+             failed=not all(r.ok for r in results))

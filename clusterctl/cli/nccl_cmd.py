@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from clusterctl.cli.context import app_context
-from clusterctl.errors import ExitCode, ParseError, UsageError
+from clusterctl.errors import ParseError, UsageError
 from clusterctl.wording import plural
 
 nccl_app = typer.Typer(
@@ -58,8 +58,8 @@ def lint_command(
         None, "--torch-version", metavar="X.Y", help="PyTorch release the job runs (TORCH_NCCL_* names by version)."
     ),
 ) -> None:
-    from clusterctl.cli.findings_view import exit_for, print_findings, summary_line
-    from clusterctl.findings import FINDINGS_SCHEMA_VERSION, Finding, count_by_severity
+    from clusterctl.cli.findings_view import print_findings, summary_line
+    from clusterctl.findings import FINDINGS_SCHEMA_VERSION, Finding, count_by_severity, fails
     from clusterctl.inventory.model import FABRIC_TYPES
     from clusterctl.nccl.lint import lint_settings, no_settings_finding
     from clusterctl.nccl.sources import FORMATS, Setting, read_settings
@@ -118,12 +118,7 @@ def lint_command(
         print_findings(app.console, findings, empty="No problems found.")
         app.say(f"{plural(len(settings), 'NCCL setting')} checked: {summary_line(findings)}", soft_wrap=False)
 
-    app.emit(payload, human)
-    for message in unreadable:
-        app.say(f"error: {message}", err=True)
-    if unreadable:
-        # One unreadable input is a usage error (exit 2), after the others were still checked.
-        raise typer.Exit(int(ExitCode.USAGE))
-    if any(f.code == "NO_SETTINGS_READ" for f in findings):
-        raise typer.Exit(1)  # a file read as empty is never a silent pass
-    exit_for(findings, strict=strict)
+    # One unreadable input is a usage error (exit 2), after the others were still checked; a file read as
+    # empty is never a silent pass (exit 1, its finding only a warning).
+    app.emit(payload, human, errors=unreadable,
+             failed=fails(findings, strict=strict) or any(f.code == "NO_SETTINGS_READ" for f in findings))

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from clusterctl.cli.changes_view import say_run_end
+from clusterctl.cli.changes_view import PLANNED_WORDS, say_run_end
+from clusterctl.secret import mask_text
 from clusterctl.terminal_layout import Column, print_table, print_wrapped
 from clusterctl.terminal_text import one_line, visible
 
 if TYPE_CHECKING:
     from clusterctl.cli.context import AppContext
+    from clusterctl.heal.run import HostHeal
     from clusterctl.heal.status import HostStatus
     from clusterctl.quarantine.auto import PolicyRun
     from clusterctl.quarantine.release import HostRelease
@@ -20,8 +22,9 @@ if TYPE_CHECKING:
 
 def _say(app: AppContext, text: str) -> None:
     # Pod names, reasons and messages come from the cluster: printed as text, never as markup,
-    # their control characters shown as escapes, long lines wrapped under their host.
-    print_wrapped(app.console, visible(text), 4)
+    # their control characters shown as escapes, a registered secret masked (as ``AppContext.say``
+    # does), long lines wrapped under their host.
+    print_wrapped(app.console, visible(mask_text(text)), 4)
 
 
 def print_quarantine(app: AppContext, results: Sequence[HostQuarantine], *, dry_run: bool,
@@ -69,6 +72,25 @@ def print_release(app: AppContext, results: Sequence[HostRelease], *, dry_run: b
         if r.slurm and r.slurm != "no slurmd":
             _say(app, f"{r.host}: slurm: {r.slurm}")
         _say(app, f"{r.host}: {'would be ' if dry_run else ''}released")
+    say_run_end(app, dry_run=dry_run, journal=journal)
+
+
+def print_heal(app: AppContext, results: Sequence[HostHeal], *, dry_run: bool, journal: str | None) -> None:
+    """``heal``: each host's chain, its steps and their changes, its outcome. A dry run says what each step
+    would do in the words of bootstrap's plan, and what it would then wait for (a planned step's detail)."""
+    for r in results:
+        if r.chain or r.outcome == "planned":
+            _say(app, f"{r.host}: chain: {' -> '.join([*r.chain, 'needs hardware'])} ({r.chain_reason})")
+        for step in r.steps:
+            for line in step.changes:
+                _say(app, f"{r.host}: {step.step}: {'would ' if dry_run else ''}{line}")
+            planned = dry_run and step.result.value in PLANNED_WORDS
+            word = PLANNED_WORDS[step.result.value] if planned else step.result.value
+            detail = (f" (wait: {step.detail})" if planned else f": {step.detail}") if step.detail else ""
+            _say(app, f"{r.host}: {step.step}: {word}{detail}")
+        _say(app, f"{r.host}: {r.outcome.upper()}: {r.detail}")
+        if r.report:
+            app.say(r.report)  # the ticket's text line for line, to paste whole
     say_run_end(app, dry_run=dry_run, journal=journal)
 
 

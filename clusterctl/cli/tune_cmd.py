@@ -111,10 +111,8 @@ def tune_nccl_command(
         for c in conflicts:
             app.warn(f"{host}: /etc/nccl.conf line {c.line} (a site setting outside clusterctl's block) sets "
                      f"{c.name}={c.site_value}; NCCL keeps the first value it reads, the block's {c.block_value}")
-    if outcome.pushed is not None and not outcome.pushed.ok:
-        raise typer.Exit(ExitCode.FAILED)
-    if fails(outcome.lint_findings):
-        # The files just rendered fail clusterctl's own lint: say so in the exit status too.
+    # A host the push failed on, or files just rendered that fail clusterctl's own lint: exit 1.
+    if (outcome.pushed is not None and not outcome.pushed.ok) or fails(outcome.lint_findings):
         raise typer.Exit(ExitCode.FAILED)
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
-from clusterctl.cli.context import DRAIN_TIMEOUT, SKIP_PHASES, STATE_DIR, AppContext, app_context
+from clusterctl.cli.context import DRAIN_TIMEOUT, SKIP_PHASES, STATE_DIR, AppContext, app_context, with_options
 from clusterctl.errors import ExitCode
 from clusterctl.hostlist import compress
 from clusterctl.secret import mask_text
@@ -46,8 +46,17 @@ upgrade_app = typer.Typer(help=HELP, no_args_is_help=True, rich_markup_mode=None
 
 _TO = typer.Option(None, "--to", metavar="X.Y.Z", help="Kubernetes version to reach (default: the inventory's pin).")
 _MAX = typer.Option(1, "--max-unavailable", min=1, metavar="N", help="Workers upgraded at once (control planes: one).")
-_DRY = typer.Option(False, "--dry-run", help="The same as 'upgrade plan': touch nothing.")
-_READY = typer.Option(300, "--ready-timeout", min=1, metavar="S", help="Seconds a node has to come back Ready.")
+
+
+def _applied(
+    yes: bool = YES,
+    dry_run: bool = typer.Option(False, "--dry-run", help="The same as 'upgrade plan': touch nothing."),
+    drain_timeout_s: float = DRAIN_TIMEOUT,
+    ready_timeout_s: int = typer.Option(300, "--ready-timeout", min=1, metavar="S",
+                                        help="Seconds a node has to come back Ready."),
+    state_dir: str | None = STATE_DIR,
+) -> None:
+    """How 'upgrade apply' and 'upgrade phase' change the nodes (``with_options``)."""
 
 
 def register(app: typer.Typer) -> None:
@@ -67,32 +76,23 @@ def upgrade_plan(
 
 
 @upgrade_app.command("apply", help="Upgrade node by node; stops at the first node that fails (--resume continues).")
+@with_options(_applied)
 def upgrade_apply(
     ctx: typer.Context,
     to: str | None = _TO,
     max_unavailable: int = _MAX,
-    yes: bool = YES,
     resume: bool = typer.Option(False, "--resume", help="Continue a rollout that stopped (same target)."),
-    dry_run: bool = _DRY,
-    drain_timeout_s: float = DRAIN_TIMEOUT,
-    ready_timeout_s: int = _READY,
     skip_phases: str | None = SKIP_PHASES,
-    state_dir: str | None = STATE_DIR,
+    **options: Any,
 ) -> None:
     _execute(app_context(ctx), **ctx.params)
 
 
 @upgrade_app.command("phase", help="Run one phase of the upgrade by name (see 'upgrade phases').")
-def upgrade_phase(
-    ctx: typer.Context,
-    phase: str = typer.Argument(..., metavar="NAME", help="kubeadm, kubeadm-upgrade, drain, kubelet, ..."),
-    to: str | None = _TO,
-    state_dir: str | None = STATE_DIR,
-    yes: bool = YES,
-    dry_run: bool = _DRY,
-    drain_timeout_s: float = DRAIN_TIMEOUT,
-    ready_timeout_s: int = _READY,
-) -> None:
+@with_options(_applied)
+def upgrade_phase(ctx: typer.Context, phase: str = typer.Argument(
+        ..., metavar="NAME", help="kubeadm, kubeadm-upgrade, drain, kubelet, ..."), to: str | None = _TO,
+                  **options: Any) -> None:
     _execute(app_context(ctx), **ctx.params)
 
 

@@ -41,8 +41,9 @@ _BORDER_ONLY = re.compile(rf"^[\s{_BOX}]+$")
 _BORDER_LEFT = re.compile(rf"^\s*[{_BOX}]\s?")
 _BORDER_RIGHT = re.compile(rf"\s*[{_BOX}]\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)[\w+-]*\s*$")
-#: ``mpirun --tag-output`` prefix: ``[1,0]<stdout>:``; Slurm's ``srun --label`` (``-l``) prefix: `` 0: ``.
-_MPI_TAG = re.compile(r"^\s*(?:\[\d+,\d+\]<(?:stdout|stderr)>:|\d+:(?:\s|$))")
+#: The rank tag a launcher puts before each rank's output: Open MPI's ``mpirun --tag-output`` ``[1,0]<stdout>:``,
+#: MPICH/Intel MPI (Hydra) ``-prepend-rank`` ``[0] ``, Slurm's ``srun --label`` (``-l``) `` 0: ``.
+_MPI_TAG = re.compile(r"^\s*(?:(\[\d+,\d+\]<(?:stdout|stderr)>:|\[\d+\](?=\s|$))|\d+:(?:\s|$))")
 #: Shell prompts, with or without the command after them:
 #: ``user@host:~/dir$ cmd``, ``(venv) user@host:~$``, ``[root@host ~]# cmd``, ``$ cmd``, ``host$ cmd``,
 #: ``~/nccl-tests$ cmd`` (a paste clipped at the left), ``sh-4.4# cmd``, ``bash-5.1$ cmd``, ``host:~ # cmd``.
@@ -55,8 +56,9 @@ _PROMPTS_DOLLAR = (
     re.compile(r"^\s*[\w.-]+\s?\$\s+\S.*$"),
     re.compile(r"^\s*~[\w./-]*\$(?:\s+\S.*)?$"),
 )
-#: ``[gpu6000 ~]# cmd``, ``[node01 nccl-tests]$ cmd``: a bracketed prompt without a user name.
-_PROMPT_BRACKET_HOST = re.compile(r"^\s*\[[\w.-]+(?:\s+[^\]]*)?\]\s?[$#]\s*(?:\S.*)?$")
+#: ``[gpu6000 ~]# cmd``, ``[node01 nccl-tests]$ cmd``: a bracketed prompt without a user name (``[0] #``, a
+#: bare number, is Hydra's rank tag before a ``#`` line).
+_PROMPT_BRACKET_HOST = re.compile(r"^\s*\[(?!\d+\])[\w.-]+(?:\s+[^\]]*)?\]\s?[$#]\s*(?:\S.*)?$")
 _PROMPT_SHELL_ROOT = re.compile(r"^\s*(?:ba|z|k|c|tc)?sh-\d+(?:\.\d+)*#(?:\s+\S.*)?$")
 #: SUSE's root prompt, ``host:~ # ibstat`` / ``lehi-smoke:/tmp # cmd``: host, ``:``, a directory, `` #``.
 _PROMPT_HOST_DIR_ROOT = re.compile(r"^\s*[\w.-]+:[~/][^\s$#]*\s?#(?:\s+\S.*|\s*)$")
@@ -423,9 +425,13 @@ def _comment_runs(raw: list[tuple[int, str]]) -> list[tuple[int, int, str, int]]
 
 
 def without_mpi_tags(lines: Iterable[Line]) -> Iterator[Line]:
-    """``lines`` without the prefix ``mpirun --tag-output`` (``[1,0]<stdout>:``) or ``srun --label`` (`` 0: ``)
-    puts on each rank's lines (benchmark logs of multi-node runs); lines that held nothing else are dropped."""
+    """``lines`` without the rank tag a launcher puts on each rank's lines (``_MPI_TAG``: benchmark logs of
+    multi-node runs); lines that held nothing else are dropped."""
     for line in lines:
-        text = _MPI_TAG.sub("", line.text, count=1)
+        found = _MPI_TAG.match(line.text)
+        text = line.text[found.end():] if found else line.text
+        if found and found.group(1):
+            # Hydra tags each write, not each line: a row printed in pieces reads "-1[0]    1626.5 ... 0[0]    2302.3".
+            text = re.sub(rf"(?<=\S){re.escape(found.group(1))}", " ", text)
         if text.strip():
             yield Line(line.number, text)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.clean import clean_lines
+from clusterctl.facts.nvsmi_query import NOT_AVAILABLE
 
 COMMAND = "nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv"
 _MIB = re.compile(r"^(\d+)(?:\s*MiB)?$")
@@ -32,11 +33,6 @@ class ComputeApp:
         name = self.process_name or "?"
         memory = f", {self.used_mib} MiB" if self.used_mib is not None else ""
         return f"pid {self.pid if self.pid is not None else '?'} {name}{memory}"
-
-
-def _value(text: str) -> str | None:
-    text = text.strip()
-    return None if text in ("", "[N/A]", "N/A", "[Not Supported]") else text
 
 
 def parse_compute_apps(text: str) -> tuple[ComputeApp, ...]:
@@ -62,7 +58,7 @@ def parse_compute_apps(text: str) -> tuple[ComputeApp, ...]:
             cells = [*cells[:at], ",".join(cells[at:at + extra + 1]), *cells[at + extra + 1:]]
         if len(cells) != len(keys):
             raise ParseError(what, f"{len(cells)} values for {len(keys)} columns", line=number, text=line)
-        row = dict(zip(keys, (_value(c) for c in cells), strict=True))
+        row = dict(zip(keys, (None if c.strip().lower() in NOT_AVAILABLE else c.strip() for c in cells), strict=True))
         pid = row.get("pid")
         memory = row.get("used_mib")
         if pid is not None and not pid.isdigit():

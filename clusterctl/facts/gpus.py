@@ -14,12 +14,10 @@ from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact
 from clusterctl.facts.clean import clean_lines
 from clusterctl.facts.model import GPUInfo
+from clusterctl.facts.nvsmi_query import NOT_AVAILABLE
 
 _WHAT = "nvidia-smi --query-gpu"
 
-#: Values nvidia-smi prints for a field the GPU or driver cannot report.
-_NOT_AVAILABLE = {"[N/A]", "N/A", "[Not Supported]", "Not Supported", "[Unknown Error]", "[Insufficient Permissions]",
-                  ""}
 _NUMBER = re.compile(r"^(-?\d+(?:\.\d+)?)(?:\s*([A-Za-z]+))?$")
 
 
@@ -99,7 +97,7 @@ def parse_gpus(text: str) -> tuple[GPUInfo, ...]:
             if column not in _FIELDS:
                 continue
             attribute, convert = _FIELDS[column]
-            if value in _NOT_AVAILABLE:
+            if value.lower() in NOT_AVAILABLE:
                 if attribute == "index":
                     raise ParseError(_WHAT, "GPU index is not available", line=number, text=line)
                 attributes[attribute] = None

@@ -5,7 +5,9 @@ time ...`` comment line; its column names say which columns a row has, because t
 between versions and collectives (old versions print ``error`` as ``0e+00`` instead of
 ``#wrong``; all_gather has no ``redop``; the first versions had no ``root``). The first
 ``time algbw busbw #wrong`` group is out-of-place, the second in-place. ``N/A`` cells (in-place
-of some collectives) become ``None``. ``# Avg bus bandwidth : X`` closes the run: a table without it is a failure.
+of some collectives) become ``None``. ``-C 1`` prints CPU time in ``cputime`` columns instead of ``time``; ``-I 1``
+adds per-iteration ``i_min i_max i_p99 i_cv%`` after each ``#wrong``. ``# Avg bus bandwidth : X`` closes the run: a
+table without it is a failure, and so is its ``FAILED`` (below 90% of ``NCCL_TESTS_MIN_BW``; ``OK``: above it).
 
 Logs copied from docs or chat often lost the ``#`` at the start of the comment lines (Markdown
 renders them as headings): the header, ``Out of bounds`` and ``Avg bus bandwidth`` lines are
@@ -14,15 +16,16 @@ recognised by their words, not by the ``#``.
 ``#wrong`` is printed with ``%g``: past 999999 wrong elements it reads ``1.04858e+06``, which
 is exactly the corrupted-data case that matters most, so it is read as a number like any other.
 Binaries built with ``NAME_SUFFIX`` (``all_gather_perf_mpi``) keep that name in ``test`` (it is the
-binary the user ran; ``collective`` gives ``all_gather``), with or without ``mpirun --tag-output``. A row cut by
+binary the user ran; ``collective`` gives ``all_gather``), whatever launcher's rank tag starts its lines. A row cut by
 a CUDA or NCCL error printed into it is not a measurement: it is left out with a warning, and
 the error counts as the run's failure. Any other unreadable row costs that row, not the run.
 
 Multi-node logs interleave ``host:pid:tid [gpu] NCCL INFO ...`` lines from every rank, and non-MPI builds launched
-by ``mpirun`` print one header per process: those lines are skipped, and ``mpirun --tag-output`` prefixes
-(``[1,0]<stdout>:``) are removed. When the ``Using devices`` lines name one rank from two processes (``Rank 0`` on
-testgpu1 and on testgpu2), each process ran its own test (a binary built without ``MPI=1`` under mpirun): every rank
-is kept, and a warning names the line; the log is finished when each process's table has its own summary.
+by ``mpirun`` print one header per process: those lines are skipped, and the launcher's rank tags
+(``clean.without_mpi_tags``) are removed. When the ``Using devices`` lines name one rank from two processes
+(``Rank 0`` on testgpu1 and on testgpu2), each process ran its own test (a binary built without ``MPI=1`` under
+mpirun): every rank is kept, and a warning names the line; the log is finished when each process's table has its
+own summary.
 """
 
 from __future__ import annotations
@@ -39,8 +42,11 @@ _WHAT = "nccl-tests output"
 
 #: The table header, by its columns: docs and chat that turn ``# `` lines into headings (or strip
 #: them) lose the ``#`` at the start, never the column names.
-_HEADER = re.compile(r"^\s*#?\s*size\s+count\s+type\s+(?:redop\s+)?(?:root\s+)?time\s+algbw\s+busbw\b")
-_AVG = re.compile(r"^\s*#?\s*Avg bus bandwidth\s*:\s*(\S+)")
+_HEADER = re.compile(r"^\s*#?\s*size\s+count\s+type\s+(?:redop\s+)?(?:root\s+)?(?:cpu)?time\s+algbw\s+busbw\b")
+#: ``OK``/``FAILED``: the run was given ``NCCL_TESTS_MIN_BW``, and the average reached 90% of it or not.
+_AVG = re.compile(r"^\s*#?\s*Avg bus bandwidth\s*:\s*(\S+)(?:\s+(OK|FAILED))?")
+#: The threshold as the command line or the job script sets it (``NCCL_TESTS_MIN_BW=300 ./all_reduce_perf``, ``-x``).
+_MIN_BW = re.compile(r"\bNCCL_TESTS_MIN_BW=['\"]?([^\s'\"]+)")
 _OOB = re.compile(r"^\s*#?\s*Out of bounds values\s*:\s*(\d+)\s*(\w+)?")
 #: The setup line; its ``validation: 0`` is a run started with ``-c 0`` that checked no result (``#wrong`` says
 #: ``N/A``, or ``0`` in some builds: either way nothing was compared).
@@ -61,7 +67,11 @@ _TESTS_VERSION = re.compile(r"^\s*#?\s*nccl-tests version (\S+)")
 #: that finish print: ``Failed to open libibverbs.so``, ``Could not find a path ... falling back``).
 _FAILURE = re.compile(r"Test (?:NCCL|CUDA) failure|Cuda failure|NCCL WARN|\bTest failure\b|"
                       r"(?i:unhandled (?:system|cuda) error)|NCCL failure")
-_KNOWN_COLUMNS = {"size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "error"}
+#: Each half's number columns and the ``Measure`` field each fills (``#wrong`` and ``error`` are read apart).
+_MEASURE_FIELDS = {"time": "time_us", "cputime": "cpu_time_us", "algbw": "algbw_gbs", "busbw": "busbw_gbs",
+                   "i_min": "iter_min_us", "i_max": "iter_max_us", "i_p99": "iter_p99_us", "i_cv%": "iter_cv_pct"}
+_TIMES = ("time", "cputime")
+_KNOWN_COLUMNS = {"size", "count", "type", "redop", "root", "#wrong", "error", *_MEASURE_FIELDS}
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,13 @@ class Measure:
     wrong: int | None
     #: Old versions' max relative error (``0e+00``).
     error: float | None = None
+    #: ``-C 1``: the CPU time per iteration, printed instead of ``time_us``.
+    cpu_time_us: float | None = None
+    #: ``-I 1``: the iterations' shortest, longest and 99th-percentile time and their spread (stdev / mean, %).
+    iter_min_us: float | None = None
+    iter_max_us: float | None = None
+    iter_p99_us: float | None = None
+    iter_cv_pct: float | None = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +115,10 @@ class NcclTestResult(ParseResult):
     rows: tuple[NcclRow, ...]
     #: ``# Avg bus bandwidth`` in GB/s, ``None`` when the run did not get that far.
     avg_busbw_gbs: float | None
+    #: The ``FAILED`` (``True``) or ``OK`` after it; ``None``: the run was given no ``NCCL_TESTS_MIN_BW``.
+    below_min_bw: bool | None = None
+    #: ``NCCL_TESTS_MIN_BW`` as the log's command line (or the caller, who set it) gives it.
+    min_bw: str | None = None
     n_threads: int | None = None
     n_gpus: int | None = None
     min_bytes: int | None = None
@@ -165,6 +186,11 @@ class NcclTestResult(ParseResult):
         if self.unfinished_runs:
             return (f"{self.unfinished_runs} of the log's tests (one per process: its own setup line and table) "
                     "ended without an 'Avg bus bandwidth' summary of its own: not every process finished")
+        if self.below_min_bw:
+            threshold = (f"NCCL_TESTS_MIN_BW={self.min_bw} GB/s" if self.min_bw else
+                         "the NCCL_TESTS_MIN_BW the run was given (the log does not say which)")
+            return (f"nccl-tests marked the run FAILED: its Avg bus bandwidth {self.avg_busbw_gbs:g} GB/s is below "
+                    f"90% of {threshold}")
         return None
 
 
@@ -187,7 +213,7 @@ def _int(token: str, number: int, line: str) -> int:
 def _columns(line: str, number: int) -> list[str]:
     names = line.strip().lstrip("#").split()
     unknown = [n for n in names if n not in _KNOWN_COLUMNS]
-    if unknown or names.count("time") != 2 or names[:3] != ["size", "count", "type"]:
+    if unknown or sum(n in _TIMES for n in names) != 2 or names[:3] != ["size", "count", "type"]:
         raise ParseError(_WHAT, "unrecognised table header", line=number, text=line)
     return names
 
@@ -201,21 +227,16 @@ def _wrong(token: str, number: int, line: str) -> int | None:
 
 
 def _measure(cells: dict[str, str], number: int, line: str) -> Measure:
-    return Measure(
-        time_us=_float(cells.get("time", "N/A"), number, line),
-        algbw_gbs=_float(cells.get("algbw", "N/A"), number, line),
-        busbw_gbs=_float(cells.get("busbw", "N/A"), number, line),
-        wrong=_wrong(cells.get("#wrong", "N/A"), number, line),
-        error=_float(cells["error"], number, line) if "error" in cells else None,
-    )
+    figures = {field: _float(cells.get(name, "N/A"), number, line) for name, field in _MEASURE_FIELDS.items()}
+    return Measure(**figures, wrong=_wrong(cells.get("#wrong", "N/A"), number, line),
+                   error=_float(cells["error"], number, line) if "error" in cells else None)
 
 
 def _row(tokens: list[str], columns: list[str], number: int, line: str) -> NcclRow:
     if len(tokens) != len(columns):
         raise ParseError(_WHAT, f"a row has {len(tokens)} columns, the header names {len(columns)}",
                          line=number, text=line)
-    split = columns.index("time", columns.index("time") + 1)
-    first = columns.index("time")
+    first, split = (i for i, name in enumerate(columns) if name in _TIMES)
     lead = dict(zip(columns[:first], tokens[:first], strict=True))
     oop = dict(zip(columns[first:split], tokens[first:split], strict=True))
     inp = dict(zip(columns[split:], tokens[split:], strict=True))
@@ -231,8 +252,9 @@ def _row(tokens: list[str], columns: list[str], number: int, line: str) -> NcclR
     )
 
 
-def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
-    """Parse one nccl-tests run (one or many ranks' output, any version).
+def parse_nccl_tests(text: str, *, test: str | None = None, min_bw: str | None = None) -> NcclTestResult:
+    """Parse one nccl-tests run (one or many ranks' output, any version); ``min_bw``: the ``NCCL_TESTS_MIN_BW``
+    it ran with, where the caller set it (else the log's command line says).
 
     A log with no table is not an error here: it is a result with no rows whose
     ``failure()`` says so. Malformed table rows raise ``ParseError`` naming the line.
@@ -240,6 +262,7 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
     columns: list[str] | None = None
     rows: list[NcclRow] = []
     avg: float | None = None
+    below_min_bw: bool | None = None
     summaries = setups = tables = 0
     oob: int | None = None
     setup: dict[str, int] = {}
@@ -257,6 +280,7 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
         # pre-cleaning drops (``user@host:~/nccl-tests$ ./build/alltoall_perf``).
         test = next((found.group(1) for raw in text.splitlines()
                      if not _NCCL_LOG.search(raw) and (found := _TOOL.search(raw))), None)
+    min_bw = min_bw or next((found.group(1) for found in _MIN_BW.finditer(text)), None)
     for cleaned in without_mpi_tags(clean_lines(text)):
         number, line = cleaned.number, cleaned.text
         failure = _FAILURE.search(line)
@@ -287,6 +311,8 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
             continue
         if found := _AVG.match(line):
             avg = _float(found.group(1), number, line)
+            if found.group(2):  # one process's FAILED fails the log
+                below_min_bw = bool(below_min_bw) or found.group(2) == "FAILED"
             summaries += 1
             continue
         if found := _OOB.match(line):
@@ -332,6 +358,8 @@ def parse_nccl_tests(text: str, *, test: str | None = None) -> NcclTestResult:
         test=test,
         rows=tuple(rows),
         avg_busbw_gbs=avg,
+        below_min_bw=below_min_bw,
+        min_bw=min_bw,
         **setup,
         out_of_bounds=oob,
         ranks=tuple(sorted(ranks)),

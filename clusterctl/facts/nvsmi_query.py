@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.clean import clean
@@ -37,8 +37,8 @@ _YES_NO = re.compile(r"^(not active|yes|no|enabled|disabled|on|off|active|true|f
 #: 575+ drivers print "Requested functionality has been deprecated" for GPU Reset Status (see GPU Recovery Action).
 _NOT_PRINTED = {"n/a", "[n/a]", "not supported", "[not supported]", "not available", "",
                 "requested functionality has been deprecated"}
-#: ... and those that say it has no value to give.
-_NOT_AVAILABLE = _NOT_PRINTED | {"unknown error", "[unknown error]", "insufficient permissions",
+#: ... and those that say it has no value to give (lower case): every nvidia-smi reader's one list (``-q``, the CSVs).
+NOT_AVAILABLE = _NOT_PRINTED | {"unknown error", "[unknown error]", "insufficient permissions",
                                  "[insufficient permissions]"}
 
 
@@ -58,10 +58,10 @@ class GpuValues(dict[str, str]):
             self.notes.append(entry)
 
 
-def _value(values: Mapping[str, str], *paths: str) -> str | None:
+def _value(values: GpuValues, *paths: str) -> str | None:
     for path in paths:
         raw = values.get(path)
-        if raw is not None and raw.strip().lower() not in _NOT_AVAILABLE:
+        if raw is not None and raw.strip().lower() not in NOT_AVAILABLE:
             return raw.strip()
     return None
 
@@ -71,8 +71,8 @@ _UNITS = frozenset({"W", "C", "F", "%", "MHz", "MiB", "GiB", "KiB", "MB", "GB", 
                     "us", "ms", "s", "J", "mJ", "RPM", "bank(s)", "x", "pages"})
 
 
-def _first_match(values: Mapping[str, str], paths: tuple[str, ...], printed: Callable[[Mapping[str, str], str],
-                 str | None], pattern: re.Pattern[str]) -> tuple[str, str, re.Match[str]] | None:
+def _first_match(values: GpuValues, paths: tuple[str, ...], printed: Callable[[GpuValues, str], str | None],
+                 pattern: re.Pattern[str]) -> tuple[str, str, re.Match[str]] | None:
     """The first of ``paths`` with a ``printed`` value, that value and ``pattern``'s match of it. A value
     the pattern does not match is recorded as unread (``None``): unknown, never taken for a good one."""
     for path in paths:
@@ -81,31 +81,31 @@ def _first_match(values: Mapping[str, str], paths: tuple[str, ...], printed: Cal
             continue
         match = pattern.match(raw)
         if match is None:
-            if isinstance(values, GpuValues) and path not in values.unread:
+            if path not in values.unread:
                 values.unread.append(path)
             return None
         return path, raw, match
     return None
 
 
-def _number(values: Mapping[str, str], *paths: str) -> float | None:
+def _number(values: GpuValues, *paths: str) -> float | None:
     """The leading number of the first printed value; text after it other than its unit is a note."""
     found = _first_match(values, paths, _value, _NUMBER)
     if found is None:
         return None
     path, raw, match = found
     rest = raw[match.end():].strip()
-    if rest and rest not in _UNITS and isinstance(values, GpuValues):
+    if rest and rest not in _UNITS:
         values.note(path, rest)
     return float(match.group(1))
 
 
-def _int(values: Mapping[str, str], *paths: str) -> int | None:
+def _int(values: GpuValues, *paths: str) -> int | None:
     found = _number(values, *paths)
     return int(found) if found is not None else None
 
 
-def _printed(values: Mapping[str, str], path: str) -> str | None:
+def _printed(values: GpuValues, path: str) -> str | None:
     """The value as printed, error strings included (``Unknown Error``); ``None`` for N/A or absent."""
     raw = values.get(path)
     if raw is None or raw.strip().lower() in _NOT_PRINTED:
@@ -113,19 +113,19 @@ def _printed(values: Mapping[str, str], path: str) -> str | None:
     return raw.strip().strip("[]")
 
 
-def _yes(values: Mapping[str, str], *paths: str) -> bool | None:
+def _yes(values: GpuValues, *paths: str) -> bool | None:
     """Yes/No read from the first printed value's leading word (error strings are no such word: unread);
     what follows it is kept as a note."""
     found = _first_match(values, paths, _printed, _YES_NO)
     if found is None:
         return None
     path, _, match = found
-    if match.group(2) and isinstance(values, GpuValues):
+    if match.group(2):
         values.note(path, match.group(2))
     return match.group(1).lower() in ("yes", "enabled", "on", "active", "true")
 
 
-def _ecc(values: Mapping[str, str]) -> EccCounts:
+def _ecc(values: GpuValues) -> EccCounts:
     def count(scope: str, kind: str) -> int | None:
         new = [_int(values, f"ECC Errors/{scope}/{mem} {kind}") for mem in ("SRAM", "DRAM")]
         if kind == "Uncorrectable" and new[0] is None:
@@ -140,7 +140,7 @@ def _ecc(values: Mapping[str, str]) -> EccCounts:
                      count("Aggregate", "Correctable"), count("Aggregate", "Uncorrectable"))
 
 
-def _clock_events(values: Mapping[str, str]) -> tuple[str, ...]:
+def _clock_events(values: GpuValues) -> tuple[str, ...]:
     active = []
     for path, raw in values.items():
         top, _, name = path.partition("/")  # not "Clocks Event Reasons Counters": durations, not states
@@ -149,7 +149,7 @@ def _clock_events(values: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(active)
 
 
-def _width(values: Mapping[str, str], path: str) -> int | None:
+def _width(values: GpuValues, path: str) -> int | None:
     """A PCIe link width as printed (``16x``)."""
     width = (_value(values, path) or "").rstrip("x")
     return int(width) if width.isdigit() else None

@@ -239,21 +239,11 @@ class _IbvDevinfo(_Reader):
         phys_state = _PHYS_STATE_NAMES.get(_without_code(phys), _without_code(phys)) if phys else None
         width = _without_code(values["active_width"]) if "active_width" in values else None
         speed = _without_code(values["active_speed"]) if "active_speed" in values else None
-        roce_index = next(
-            (index for index, gid, kind in draft.gids if kind == "RoCE v2" and _is_ipv4_mapped(gid)),
-            None,
-        )
-        return RDMAPort(
-            port=draft.port,
-            state=_without_code(values["state"]),
-            phys_state=phys_state,
-            link_layer=values.get("link_layer", "InfiniBand"),
-            rate_gbps=_rate_gbps(width, speed),
-            active_width=width,
-            active_speed=speed,
-            roce_v2_gid_index=roce_index,
-            gids=tuple(draft.gids),
-        )
+        roce_index = next((index for index, gid, kind in draft.gids if kind == "RoCE v2" and _is_ipv4_mapped(gid)),
+                          None)
+        return RDMAPort(port=draft.port, state=_without_code(values["state"]), phys_state=phys_state,
+                        link_layer=values.get("link_layer", "InfiniBand"), rate_gbps=_rate_gbps(width, speed),
+                        active_width=width, active_speed=speed, roce_v2_gid_index=roce_index, gids=tuple(draft.gids))
 
     def device_of(self, draft: _DeviceDraft, ports: tuple[RDMAPort, ...]) -> RDMADevice:
         values = draft.values
@@ -301,13 +291,9 @@ class _Ibstat(_Reader):
     def port_of(self, draft: _PortDraft) -> RDMAPort:
         values = draft.values
         rate = _RATE.match(values.get("Rate", ""))
-        return RDMAPort(
-            port=draft.port,
-            state=_IBSTAT_STATES.get(values["State"], values["State"]),
-            phys_state=values.get("Physical state"),
-            link_layer=values.get("Link layer", "InfiniBand"),
-            rate_gbps=float(rate.group(1)) if rate else None,
-        )
+        return RDMAPort(port=draft.port, state=_IBSTAT_STATES.get(values["State"], values["State"]),
+                        phys_state=values.get("Physical state"), link_layer=values.get("Link layer", "InfiniBand"),
+                        rate_gbps=float(rate.group(1)) if rate else None)
 
     def device_of(self, draft: _DeviceDraft, ports: tuple[RDMAPort, ...]) -> RDMADevice:
         values = draft.values

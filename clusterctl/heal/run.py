@@ -240,7 +240,11 @@ class _Healer:
         if blocked is not None:  # not the hardware's fault: a person decides (another run, a drain)
             result.outcome, result.detail = "failed", f"{blocked}; it stays quarantined"
             return result
-        return self.needs_hardware(reason, codes)
+        result.outcome = "needs hardware"
+        result.detail = "no step cured it: it stays quarantined for a hardware repair"
+        result.report = self.report(reason, codes)
+        self.note("needs hardware", "stays out", self.errors(), state="needs hardware")
+        return result
 
     def steps(self) -> tuple[bool, str | None]:
         """The chain on the engine: whether a step cured the host, and why it stopped short (lock, drain)."""
@@ -280,14 +284,6 @@ class _Healer:
             result.outcome = "failed"
             result.detail = "release refused: " + "; ".join(released.refused)
             self.note("release", "refused", result.detail)
-        return result
-
-    def needs_hardware(self, reason: str, codes: tuple[str, ...]) -> HostHeal:
-        result = self.result
-        result.outcome = "needs hardware"
-        result.detail = "no step cured it: it stays quarantined for a hardware repair"
-        result.report = self.report(reason, codes)
-        self.note("needs hardware", "stays out", self.errors(), state="needs hardware")
         return result
 
     def report(self, reason: str, codes: tuple[str, ...]) -> str:
@@ -508,15 +504,11 @@ def read_persistence(transport: Transport | HostReader, gpu: int | None) -> dict
         return {}
 
 
-#: Why a GPU reset leaves nothing for undo.
-GPU_RESET_OVER = "a GPU reset is over once done"
-
-
 def gpu_reset(host: str, gpu: int | None, modes: Mapping[int, bool | None], timeout_s: float) -> GpuReset:
     """The reset of ``gpu`` (None: all), persistence mode off first where ``modes`` says it is on."""
     reset = Change.run(host, "nvidia-smi -r" + (f" -i {gpu}" if gpu is not None else ""), timeout_s=timeout_s,
                        summary=f"reset GPU {gpu} of {host}" if gpu is not None else f"reset the GPUs of {host}",
-                       makes=(MAKES_NO_TRACE,), cannot_undo=GPU_RESET_OVER)
+                       makes=(MAKES_NO_TRACE,), cannot_undo="a GPU reset is over once done")
     held = sorted(i for i, on in modes.items() if on) if gpu is None else [gpu] if modes.get(gpu) else []
     off = tuple(Change.run(host, f"nvidia-smi -pm 0 -i {i}", undo=f"nvidia-smi -pm 1 -i {i}", timeout_s=60,
                            summary=f"turn persistence mode off on GPU {i} of {host} for its reset") for i in held)

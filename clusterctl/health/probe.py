@@ -94,13 +94,11 @@ class ProbeOutput:
     name: str
     text: str
     exit_code: int | None
-    #: 1-based line of the section's first line in the whole output (for warnings).
-    first_line: int = 1
 
 
 def split_probe_output(text: str) -> dict[str, ProbeOutput]:
     """Cut the one command's output back into the probes' outputs and exit statuses."""
-    return {name: _probe_output(name, "\n".join(section.lines), len(section.lines), section.first_line)
+    return {name: _probe_output(name, "\n".join(section.lines), len(section.lines))
             for name, section in split_sections(text, "health probe").items()}
 
 
@@ -360,14 +358,8 @@ class ProbeCollector:
             direct = (self._plain and len(sections) > 1 and not sections[0].lines_kept
                       and all(names) and len({m.group(1) for m in names if m}) == len(names))
             if direct:
-                found: dict[str, ProbeOutput] = {}
-                line = 0  # 0-based index of the section's header in the whole output
-                for section, match in zip(sections[1:], names, strict=True):
-                    assert match is not None
-                    count = section.lines_kept
-                    found[match.group(1)] = _probe_output(match.group(1), section.body(), count, line + 2)
-                    line += 1 + count
-                return found
+                return {match.group(1): _probe_output(match.group(1), section.body(), section.lines_kept)
+                        for section, match in zip(sections[1:], names, strict=True) if match}
         return split_probe_output(self.text())
 
     def cut(self) -> dict[str, tuple[int, int]]:
@@ -377,7 +369,7 @@ class ProbeCollector:
                     if s.dropped and s.header}
 
 
-def _probe_output(name: str, body: str, count: int, first_line: int) -> ProbeOutput:
+def _probe_output(name: str, body: str, count: int) -> ProbeOutput:
     """``count`` lines joined by ``\\n`` in ``body``, read as ``split_probe_output`` reads a section."""
     while count:  # the blank lines at the end go
         last = body.rfind("\n") + 1
@@ -391,4 +383,4 @@ def _probe_output(name: str, body: str, count: int, first_line: int) -> ProbeOut
         if match:
             code = int(match.group(1))
             body, count = body[:last - 1] if last else "", count - 1
-    return ProbeOutput(name, body + "\n" if count else "", code, first_line)
+    return ProbeOutput(name, body + "\n" if count else "", code)

@@ -314,17 +314,10 @@ class _Reader(NodeReader):
         return section
 
     def roles(self, node: Node, field: str) -> tuple[str, ...]:
-        if isinstance(node, Sequence):
-            if not node.items:
-                raise self.error(
-                    "roles must not be empty.",
-                    line=node.line,
-                    field=field,
-                    hint="Valid roles: control-plane, worker.",
-                )
-            read = (self.scalar(item, f"{field}[{i}]", values.role) for i, item in enumerate(node.items))
-            return tuple(dict.fromkeys(read))  # each role once, in the order written
-        return tuple(self.scalar(node, field, values.roles))
+        if not isinstance(node, Sequence) or not node.items:  # one text, or none: values.roles says what is wrong
+            return tuple(self.plain(values.roles)(node, field))
+        read = (self.scalar(item, f"{field}[{i}]", values.role) for i, item in enumerate(node.items))
+        return tuple(dict.fromkeys(read))  # each role once, in the order written, each error at its line
 
     # --- one host -----------------------------------------------------------------------
 

@@ -720,7 +720,7 @@ class Shell:
                 newline, args = False, args[1:]
             return (" ".join(args) + ("\n" if newline else "")).encode(), b"", 0
         if name == "printf":
-            return _printf(argv[1:]).encode(), b"", 0
+            return _printf(argv[1:])
         if name == "eval":
             return self.subshell(self.env).run(" ".join(argv[1:]), stdin)
         if name in ("sh", "bash", "dash") and len(argv) >= 3 and argv[1] in ("-c", "-ec", "-ce", "-euc", "-eu"):
@@ -764,39 +764,84 @@ class Shell:
         return self.dispatch(argv, stdin, env, self)
 
 
-def _printf(args: list[str]) -> str:
-    """``printf FORMAT ARGS...`` for %s, %d, %b and the usual escapes; the format repeats for extra args."""
+#: A backslash escape as printf reads it: ``\xHH``, octal (``\NNN`` in the format; ``%b``
+#: also takes ``\0NNN``), or one character (unknown ones are kept with their backslash).
+_ESCAPE = r"\\(?:x([0-9A-Fa-f]{1,2})|(%s)|(.?))"
+_FORMAT_PIECE = re.compile(_ESCAPE % "[0-7]{1,3}" + r"|%([-+ #0]*\d*(?:\.\d*)?)(.?)|[^\\%]+", re.S)
+_B_PIECE = re.compile(_ESCAPE % "0[0-7]{0,3}|[0-7]{1,3}" + r"|[^\\]+", re.S)
+_ESCAPES = {"a": b"\a", "b": b"\b", "e": b"\x1b", "f": b"\f", "n": b"\n", "r": b"\r", "t": b"\t", "v": b"\v",
+            "\\": b"\\", '"': b'"'}
+#: The start of an integer argument as printf reads it: decimal, octal with a leading 0, hex with 0x.
+_INTEGER = re.compile(r"\s*([+-]?)(?:0[xX]([0-9A-Fa-f]+)|(0[0-7]*)|([1-9][0-9]*))")
+
+
+def _escaped(match: re.Match[str]) -> bytes:
+    """The bytes one piece of ``_FORMAT_PIECE``/``_B_PIECE`` stands for, when it is an escape or text."""
+    hex_digits, octal, char = match.group(1, 2, 3)
+    if hex_digits:
+        return bytes([int(hex_digits, 16)])
+    if octal:
+        return bytes([int(octal, 8) & 0xFF])
+    if char is None:
+        return match.group(0).encode()
+    return _ESCAPES.get(char, b"\\" + char.encode())
+
+
+def _number(value: str, conversion: str) -> tuple[int | float, bool]:
+    """What a ``%d``/``%x``/``%f``... argument stands for, and whether all of it was read (a
+    leading quote gives the next character's code; a bad tail leaves the number before it)."""
+    if value[:1] in ("'", '"'):
+        return ord(value[1]) if len(value) > 1 else 0, True
+    if conversion in "eEfFgG":
+        try:
+            return float(value or 0), True
+        except ValueError:
+            return 0.0, False
+    match = _INTEGER.match(value)
+    if match is None:
+        return 0, not value
+    sign, hex_digits, octal, decimal = match.groups()
+    integer = int(hex_digits, 16) if hex_digits else int(octal, 8) if octal else int(decimal)
+    return -integer if sign == "-" else integer, match.end() == len(value)
+
+
+def _printf(args: list[str]) -> Outcome:
+    """``printf FORMAT ARGS...`` as bash's: the escapes (octal ``\\NNN``, ``\\xHH``), ``%s %b %c``,
+    the integer and floating conversions, with flags, width and precision; the format repeats
+    while arguments are left. A bad number prints what it starts with and fails, as there; a
+    ``\\c`` in a ``%b`` argument ends all output."""
     if not args:
-        return ""
-    fmt, rest = args[0], args[1:]
-    escapes = {"n": "\n", "t": "\t", "\\": "\\", "r": "\r", "0": "\0"}
-
-    def once(values: list[str]) -> tuple[str, list[str]]:
-        out, i = "", 0
-        while i < len(fmt):
-            ch = fmt[i]
-            if ch == "\\" and i + 1 < len(fmt):
-                out += escapes.get(fmt[i + 1], "\\" + fmt[i + 1])
-                i += 2
-            elif ch == "%" and i + 1 < len(fmt):
-                spec = fmt[i + 1]
-                if spec == "%":
-                    out += "%"
-                else:
-                    value = values.pop(0) if values else ""
-                    if spec == "b":
-                        value = value.replace("\\n", "\n").replace("\\t", "\t")
-                    elif spec == "d":
-                        value = value if value.lstrip("-").isdigit() else "0"
-                    out += value
-                i += 2
+        return b"", b"sh: 1: printf: usage: printf format [arg ...]\n", 2
+    fmt, values = args[0], args[1:]
+    out, err = bytearray(), bytearray()
+    while True:
+        taken = len(values)
+        for piece in _FORMAT_PIECE.finditer(fmt):
+            flags, conversion = piece.group(4, 5)
+            if conversion is None:
+                out += _escaped(piece)
+                continue
+            if conversion == "%":
+                out += b"%"
+                continue
+            if not conversion or conversion not in "sbcdiuoxXeEfFgG":
+                err += f"sh: 1: printf: %{conversion}: invalid directive\n".encode()
+                return bytes(out), bytes(err), 1
+            value = values.pop(0) if values else ""
+            spec = ("%" + flags).encode()
+            if conversion == "b":
+                parts = list(_B_PIECE.finditer(value))
+                ended = next((i for i, part in enumerate(parts) if part.group(3) == "c"), None)
+                out += (spec + b"s") % b"".join(_escaped(part) for part in parts[:ended])
+                if ended is not None:
+                    return bytes(out), bytes(err), 1 if err else 0
+            elif conversion in "sc":
+                out += (spec + b"s") % (value[:1] if conversion == "c" else value).encode()
             else:
-                out += ch
-                i += 1
-        return out, values
-
-    text, rest = once(list(rest))
-    while rest:
-        more, rest = once(rest)
-        text += more
-    return text
+                number, whole = _number(value, conversion)
+                if not whole:
+                    err += f"sh: 1: printf: {value}: invalid number\n".encode()
+                text = (spec + conversion.replace("u", "d").encode()) % number
+                out += text.replace(b"0o", b"0", 1) if conversion == "o" else text  # C's %#o: 010, not 0o10
+        if not values or len(values) == taken:
+            return bytes(out), bytes(err), 1 if err else 0

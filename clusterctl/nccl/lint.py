@@ -157,7 +157,7 @@ def _lint_one(s: Setting, kb: KnowledgeBase, version: NcclVersion | None,
     if info.scope != "core":
         return [_finding(s, "NOT_NCCL", "info", f"{s.name} is read by {SCOPE_READER[info.scope]}",
                          "keep it only where that component is used")]
-    findings = _version_findings(s, info, version)
+    findings = _version_findings(s, info, version, kb)
     if s.dynamic:
         return findings
     problems = value_problems(info, s.value, version)
@@ -251,7 +251,8 @@ def _no_living_match(name: str, dead: list[str], kb: KnowledgeBase, version: Ncc
     return f"remove {name}: the closest name, {old.name}, was {gone}{then}"
 
 
-def _version_findings(s: Setting, info: VariableInfo, version: NcclVersion | None) -> list[Finding]:
+def _version_findings(s: Setting, info: VariableInfo, version: NcclVersion | None, kb: KnowledgeBase
+                      ) -> list[Finding]:
     replacement = info.replaced_by
     instead = f"use {replacement}" if replacement else f"remove {s.name}"
     why = f" (replaced by {replacement})" if replacement else ""
@@ -269,7 +270,8 @@ def _version_findings(s: Setting, info: VariableInfo, version: NcclVersion | Non
                          f"{s.name} is not read by NCCL {version}: it first appears in the "
                          f"{_series(info.since)} series", f"upgrade NCCL to {_series(info.since)} or later, "
                          f"or remove {s.name}")]
-    if replacement and info.removed is None:
+    # Deprecated only where its replacement is read: NCCL 2.16 has NCCL_MIN_NCHANNELS but no NCCL_MIN_CTAS.
+    if replacement and info.removed is None and (version is None or kb.successor(info, version)):
         note = (info.replaced_note or "").removeprefix(replacement).strip()
         note = f" {note}" if note.startswith("(") else (f" ({note})" if note else "")
         return [_finding(s, "DEPRECATED", "warning",

@@ -116,12 +116,8 @@ def _read_one(transport: Transport, fact: Fact[Any]) -> tuple[Any, Missing | Non
 GPUReader = Callable[[], "tuple[tuple[GPUInfo, ...] | None, str | None]"]
 
 
-def collect_host_facts(
-    transport: Transport,
-    facts: Sequence[Fact[Any]] | None = None,
-    *,
-    gpu_reader: GPUReader | None = None,
-) -> HostFacts:
+def collect_host_facts(transport: Transport, facts: Sequence[Fact[Any]] | None = None, *,
+                       gpu_reader: GPUReader | None = None) -> HostFacts:
     """Read ``facts`` on one host, in order, going on past any that fail.
 
     ``gpu_reader`` (``--local``: NVML) replaces the ``gpus`` command when it answers; when it
@@ -147,10 +143,6 @@ def collect_host_facts(
     return HostFacts(values=values, missing=tuple(missing), gpu_source=source)
 
 
-def collect_fleet(
-    runner: Runner,
-    hosts: Sequence[Host],
-    *,
-    gpu_reader: GPUReader | None = None,
-) -> FleetResult[HostFacts]:
+def collect_fleet(runner: Runner, hosts: Sequence[Host], *,
+                  gpu_reader: GPUReader | None = None) -> FleetResult[HostFacts]:
     return runner.run_task(hosts, partial(collect_host_facts, gpu_reader=gpu_reader), label="survey")

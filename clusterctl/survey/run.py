@@ -71,15 +71,8 @@ def advise_states(states: Sequence[SurveyedHost], tp: int, pp: int = 1, world_si
     return replace(advice, explanation=advice.explanation + notes) if notes else advice
 
 
-def build_report(
-    states: Sequence[SurveyedHost],
-    *,
-    inventory: str | None = None,
-    tp: int | None = None,
-    pp: int = 1,
-    world_size: int | None = None,
-    source: str = "survey",
-) -> SurveyReport:
+def build_report(states: Sequence[SurveyedHost], *, inventory: str | None = None, tp: int | None = None, pp: int = 1,
+                 world_size: int | None = None, source: str = "survey") -> SurveyReport:
     findings = fleet_findings(states)
     if source == "topo-show":
         # A pasted file's partial read is shown as the input's own warnings, line by line, not as a host finding.
@@ -93,28 +86,14 @@ def build_report(
     return SurveyReport(reports, tuple(findings), utc_stamp(), inventory, advice, source)
 
 
-def run_survey(
-    runner: Runner,
-    hosts: Sequence[Host],
-    *,
-    inventory: str | None = None,
-    tp: int | None = None,
-    pp: int = 1,
-    world_size: int | None = None,
-    gpu_reader: GPUReader | None = None,
-) -> SurveyReport:
+def run_survey(runner: Runner, hosts: Sequence[Host], *, inventory: str | None = None, tp: int | None = None,
+               pp: int = 1, world_size: int | None = None, gpu_reader: GPUReader | None = None) -> SurveyReport:
     """Survey ``hosts`` (one fan-out task each) and judge them against each other."""
     fleet = collect_fleet(runner, hosts, gpu_reader=gpu_reader)
     return build_report(states_from_fleet(fleet), inventory=inventory, tp=tp, pp=pp, world_size=world_size)
 
 
-def topo_show_report(
-    text: str,
-    *,
-    name: str = "input",
-    tp: int | None = None,
-    pp: int = 1,
-) -> SurveyReport:
+def topo_show_report(text: str, *, name: str = "input", tp: int | None = None, pp: int = 1) -> SurveyReport:
     """A one-host report from a saved or pasted ``nvidia-smi topo -m``.
 
     An unparsable input is the user's to fix: ``UsageError`` (exit 2), naming the line.

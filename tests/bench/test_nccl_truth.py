@@ -4,11 +4,10 @@ saved, and the mpirun job's validation-off and NCCL WARN findings were never loo
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
-from fixture_files import FIXTURES, read_fixture
+from fixture_files import read_fixture
 
 from clusterctl.bench.logs import report_text
 from clusterctl.bench.nccl_tests import NcclRun, run_nccl_test
@@ -58,10 +57,11 @@ class KeptHost(MockTransport):
         pass
 
 
-def _run(tmp_path: Path, fixture: str, *, multi_node: bool) -> NcclRun:
+def _run(tmp_path: Path, fixture: str, *, multi_node: bool, env: dict[str, str] | None = None,
+         answer: str | None = None) -> NcclRun:
     profile = tmp_path / "profile"
     profile.mkdir()
-    shutil.copy(FIXTURES / "nccl-tests" / fixture, profile / "answer.txt")
+    (profile / "answer.txt").write_text(answer or read_fixture("nccl-tests", fixture))
     # Exit 0 whatever the log says: a launcher that lost its ranks, or a recorded replay.
     regex = "^mpirun " if multi_node else "_perf "
     (profile / "profile.yaml").write_text(f"extends: {DEMO_PROFILE}\ncommands:\n  - regex: '{regex}'\n"
@@ -71,7 +71,7 @@ def _run(tmp_path: Path, fixture: str, *, multi_node: bool) -> NcclRun:
     transports = {h.name: KeptHost(h, loaded, state_folder=tmp_path / "state") for h in hosts}
     with Runner(lambda host, _t: transports[host.name], parallel=2, timeout_s=60) as runner:
         return run_nccl_test(runner, hosts[: 2 if multi_node else 1], multi_node=multi_node, gpus=8,
-                             gate=Gate(apply=True))
+                             gate=Gate(apply=True), env=env)
 
 
 @pytest.mark.parametrize(("fixture", "codes", "failed"), [
@@ -96,3 +96,14 @@ def test_a_single_host_run_that_exits_0_with_a_table_cut_short_failed(tmp_path: 
     (finding,) = [f for f in run.findings if f.code == "NCCL_FAILED"]
     assert finding.host == "n1" and "stops after the 117440512-byte row" in finding.message
     assert run.runs[0].busbw_gbs is None and run.median_busbw_gbs is None
+
+
+@pytest.mark.parametrize("multi_node", [False, True])
+def test_a_run_given_nccl_tests_min_bw_that_printed_failed_fails_naming_the_threshold_set(
+        tmp_path: Path, multi_node: bool) -> None:
+    # The output does not show the threshold (the command line is not in it): bench nccl set it, so it names it.
+    answer = read_fixture("nccl-tests", "DERIVED-all_reduce-rtx4090-min-bw-20-failed.txt").split("\n", 1)[1]
+    run = _run(tmp_path, "", multi_node=multi_node, env={"NCCL_TESTS_MIN_BW": "20"}, answer=answer)
+    (finding,) = [f for f in run.findings if f.code == "NCCL_FAILED"]
+    assert run.failed and finding.message == ("nccl-tests marked the run FAILED: its Avg bus bandwidth 13.3111 GB/s "
+                                              "is below 90% of NCCL_TESTS_MIN_BW=20 GB/s")

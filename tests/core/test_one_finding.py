@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import io
 
-import pytest
-import typer
 from rich.console import Console
 
-from clusterctl.cli.findings_view import exit_for, print_findings, summary_line
-from clusterctl.findings import Finding, Severity, count_by_severity
+from clusterctl.cli.findings_view import print_findings, summary_line
+from clusterctl.findings import Finding, Severity, count_by_severity, fails
 
 
 def test_json_shape_leaves_out_what_is_empty_and_reads_back() -> None:
@@ -54,11 +52,8 @@ def test_every_kind_of_finding_prints_where_it_is_and_the_fix() -> None:
 
 def test_exit_code_follows_the_worst_severity() -> None:
     warning = [Finding(Severity.WARNING, "X", "m")]
-    exit_for(warning)  # returns: a warning alone is exit 0
-    with pytest.raises(typer.Exit) as strict:
-        exit_for(warning, strict=True)
-    assert strict.value.exit_code == 1
-    with pytest.raises(typer.Exit):
-        exit_for([Finding(Severity.ERROR, "X", "m"), *warning])
+    assert not fails(warning)  # a warning alone is exit 0
+    assert fails(warning, strict=True)
+    assert fails([Finding(Severity.ERROR, "X", "m"), *warning])
     assert count_by_severity(warning) == {"error": 0, "warning": 1, "info": 0}
     assert summary_line(warning) == "0 errors, 1 warning, 0 info"

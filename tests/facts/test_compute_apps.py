@@ -32,10 +32,13 @@ def test_an_idle_host_is_the_header_alone() -> None:
 
 def test_odd_values() -> None:
     text = ("gpu_uuid, pid, process_name, used_gpu_memory [MiB]\n"
-            "GPU-1, 7, [Not Found], [N/A]\nGPU-2, 8, chrome --type=gpu-process,--flag, 12 MiB\n")
+            "GPU-1, 7, [Not Found], [N/A]\nGPU-2, 8, chrome --type=gpu-process,--flag, 12 MiB\n"
+            # nvidia-smi's other no-value words (an unprivileged container's memory, as --query-gpu prints it).
+            "[Unknown Error], 9, python, [Insufficient Permissions]\n")
     apps = parse_compute_apps(text)
     assert apps[0].process_name == "[Not Found]" and apps[0].used_mib is None
     assert apps[1].process_name == "chrome --type=gpu-process,--flag" and apps[1].used_mib == 12
+    assert (apps[2].gpu_uuid, apps[2].pid, apps[2].used_mib) == (None, 9, None)
 
 
 @pytest.mark.parametrize("text,line", [("No devices were found\n", 1), ("pid, process_name\nabc, x\n", 2),

@@ -6,12 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from refusals import inventory_refusal
 
+from clusterctl.bootstrap.cluster.alerts import render_rules
 from clusterctl.findings import Finding, Severity
-from clusterctl.heal.chain import DEFAULT_CHAIN, FIRST_STEP, chain_for
+from clusterctl.heal.chain import ALERT_ACTIONS, DEFAULT_CHAIN, FIRST_STEP, chain_for
 from clusterctl.health.xid_catalog import HOST_DOWN
+from clusterctl.inventory.cluster_sections import AlertSettings
 from clusterctl.inventory.loader import load_inventory
+from clusterctl.quarantine import receiver
 
 
 def _finding(code: str, action: str | None = None, **more: object) -> Finding:
@@ -31,6 +35,16 @@ def test_xid_79_takes_a_power_cycle_and_other_xids_their_catalogue_action() -> N
     # Several codes: every step any of them takes, in escalation order; the inventory's chain wins.
     assert chain_for(["GPUFellOffTheBus", "NVLinkCRCErrors"])[0] == ("reset-gpu", "reboot", "power-cycle")
     assert chain_for(["GPUFellOffTheBus"], overrides={"GPUFellOffTheBus": ("reboot",)})[0] == ("reboot",)
+
+
+def test_the_alert_names_heal_and_the_receiver_act_on_are_bootstraps_rules() -> None:
+    """Both tables name bootstrap's alert rules by hand: a rule renamed in templates/bootstrap/alerts would lose
+    its chain (heal's default instead of a power cycle for GPUFellOffTheBus) and its drain (the receiver's
+    'report'); a new rule gets no receiver action until it is given one here."""
+    rules = yaml.safe_load(render_rules(AlertSettings(), ["gpu-a1"]))
+    names = {rule["alert"] for group in rules["groups"] for rule in group["rules"]}
+    assert set(receiver.ALERT_ACTIONS) == names
+    assert set(ALERT_ACTIONS) <= names and set(ALERT_ACTIONS.values()) <= set(FIRST_STEP)
 
 
 @pytest.mark.parametrize(("finding", "chain"), [

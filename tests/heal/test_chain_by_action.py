@@ -6,6 +6,7 @@ ignores picks nothing."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -84,3 +85,22 @@ def test_a_finding_the_inventory_ignores_picks_no_step(tmp_path: Path, monkeypat
     (host,) = json.loads(done.stdout)["hosts"]
     assert host["chain"] == ["reset-gpu", "reboot", "power-cycle"], host
     assert host["chain_reason"] == "GPU_ROW_REMAP_PENDING: RESET_GPU"
+
+
+def test_a_dry_run_says_what_each_step_would_do_in_80_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """heal --dry-run words each planned step as bootstrap's plan does ("would change", "nothing to change", and
+    what it would wait for), never "changed" or "ok" as if the GPU reset and the reboot had happened; its lines
+    wrap at the terminal's width under their host."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "80")
+    sim = _quarantined(tmp_path, "GPU_ROW_REMAP_PENDING")
+    _sick(monkeypatch, REMAP)
+    done = clusterctl("-i", sim.inventory, "heal", "gpu-a2", "--dry-run")
+    assert done.exit_code == 0, done.output
+    lines = done.stdout.splitlines()
+    assert "gpu-a2: reset-gpu: would reset GPU 3 of gpu-a2" in lines and "gpu-a2: reset-gpu: would change" in lines
+    assert any(line.startswith("gpu-a2: reboot: would change (wait: gpu-a2 back (a new boot id)") for line in lines)
+    assert not [line for line in lines if re.match(r"gpu-a2: [\w-]+: (changed|ok)\b", line)], done.stdout
+    assert lines[-1] == "dry run: nothing was changed"
+    assert all(len(line) <= 80 for line in lines), done.stdout
+    assert "    (GPU_ROW_REMAP_PENDING: RESET_GPU)" in lines  # the chain line wrapped under its host

@@ -1,7 +1,6 @@
 """The probe collector hands each probe's section to ``read_probe_outputs`` straight from what it kept, and
-what it hands on must be what cutting its joined text apart gives: the same outputs, exit statuses
-and line numbers (which a parser's warning names), or the same error, whatever the host printed and
-however the transport's chunks cut it."""
+what it hands on must be what cutting its joined text apart gives: the same outputs and exit statuses,
+or the same error, whatever the host printed and however the transport's chunks cut it."""
 
 from __future__ import annotations
 
@@ -60,15 +59,15 @@ def test_the_sections_handed_on_are_those_the_joined_text_gives(seed: int) -> No
     assert _outcome(collector.outputs) == _outcome(lambda: split_probe_output(collector.text()))
 
 
-def test_a_usual_probe_output_reads_with_its_status_and_line_numbers() -> None:
+def test_a_usual_probe_output_reads_with_its_status() -> None:
     collector = ProbeCollector()
     collector.add_text("stdout", "### now\n2026-12-06T05:00:00+0000\n@@rc 0\n### nvidia-smi-q\nGPU 0\n\n@@rc 3")
     collector.add_text("stdout", "### rdma\n@@rc 127")
     collector.add_text("stderr", "### ignored\nnoise")
     assert collector.outputs() == {
-        "now": ProbeOutput("now", "2026-12-06T05:00:00+0000\n", 0, 2),
-        "nvidia-smi-q": ProbeOutput("nvidia-smi-q", "GPU 0\n\n", 3, 5),
-        "rdma": ProbeOutput("rdma", "", 127, 9),
+        "now": ProbeOutput("now", "2026-12-06T05:00:00+0000\n", 0),
+        "nvidia-smi-q": ProbeOutput("nvidia-smi-q", "GPU 0\n\n", 3),
+        "rdma": ProbeOutput("rdma", "", 127),
     }
 
 

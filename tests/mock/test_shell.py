@@ -40,3 +40,12 @@ def test_long_words_and_quoted_runs_keep_their_characters(cluster: Path) -> None
     t = node(cluster)
     line = "echo a2>/root/x; cat /root/x; echo 10.0.0.1:6443 \"x  \\\"y\\\" \\$z \\\\q\" '$k' a#b # gone; echo no"
     assert t.run(line).stdout == 'a2\n10.0.0.1:6443 x  "y" $z \\q $k a#b\n'
+
+
+def test_printf_reads_octal_and_hex_escapes_widths_and_numbers_as_sh_does(cluster: Path) -> None:
+    t = node(cluster)
+    line = r"printf '\033[1m\0101\x41|%5s|%-3d|%#o|%b|' ab 7 010 '\0101\cgone'; echo"
+    assert t.run(line).stdout == "\x1b[1m\x081A|   ab|7  |010|A\n"
+    bad = t.run("printf '%d,' 12abc 0x10")
+    assert (bad.stdout, bad.exit_code) == ("12,16,", 1)
+    assert "12abc: invalid number" in bad.stderr

@@ -142,6 +142,15 @@ def test_too_new_for_the_release() -> None:
     assert lint_settings([s("NCCL_RAS_ENABLE", "0")], nccl_version="2.24.3+cuda12.6") == []
 
 
+def test_deprecated_only_where_the_replacement_is_read() -> None:
+    # NCCL_MIN_CTAS came in 2.17: on 2.16 NCCL_MIN_NCHANNELS is the only name, and "use NCCL_MIN_CTAS" would be wrong
+    assert lint_settings([s("NCCL_MIN_NCHANNELS", "16")], nccl_version="2.16.5") == []
+    [f] = lint_settings([s("NCCL_MIN_NCHANNELS", "16")], nccl_version="2.17.1")
+    assert (f.code, f.fix) == ("DEPRECATED", "use NCCL_MIN_CTAS")
+    [f] = lint_settings([s("NCCL_MIN_NCHANNELS", "16")])
+    assert f.code == "DEPRECATED"
+
+
 def test_not_nccl_names_say_who_reads_them() -> None:
     findings = lint_settings([s("NCCL_SHARP_DISABLE", "1"), s("NCCL_TESTS_SPLIT", "MOD 8", 2)])
     assert [(f.code, f.severity, f.message) for f in findings] == [

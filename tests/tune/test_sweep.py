@@ -174,6 +174,8 @@ def test_candidates_follow_the_installed_version_and_hardware() -> None:
     assert "NCCL_MIN_CTAS" in new and "NCCL_MIN_NCHANNELS" not in new
     validated = candidate_space(parse_version("2.16.5"), validate=lint_validator())
     assert all(c.get("NCCL_MIN_CTAS") is None for c in validated)
+    # the channel knobs of a release before 2.17 are swept, not dropped as deprecated
+    assert {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"} <= {name for c in validated for name, _ in c.env}
     # NVLS/NVLSTree only on NVSwitch systems and from the release whose ncclAlgoStr has them
     algos = {c.get("NCCL_ALGO") for c in candidate_space(parse_version("2.17.1"), nvswitch=True)}
     assert "NVLS" in algos and "NVLSTree" not in algos

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import stat
 import subprocess
@@ -158,6 +159,30 @@ def test_dash_and_the_mock_shell_run_the_survey_probes_alike(tmp_path: Path) -> 
     probes = [fact.command for fact in SURVEY_FACTS] + [f.command for fact in SURVEY_FACTS for f in fact.fallbacks]
     assert any("### " in probe for probe in probes), "the compound stack probe is among them"
     assert differences(probes + probes, tmp_path) == []
+
+
+#: printf lines where bash's builtin and coreutils' printf agree: escapes, conversions, bad numbers.
+PRINTF_CASES = [
+    [r'\033]0;title\007\033[2J\0101\101\18\x41\e\q\"\a\v\f\0 x' "\\"],
+    ["%b|", r"\033x\0101\101\18\8\x41", r"a\cb", "z"],
+    ["%5s|%-3s|%03d|%x|%X|%c|%.2s|%i|%u|%o|%#o|%#x|%+d|%.3d", "ab", "c", "7", "255", "255", "hello", "abc",
+     "9", "9", "9", "8", "255", "5", "5"],
+    ["%d|", "010", "0x10", "-0x10", "+3", " 5", "12abc", "08", "", "'A", "abc"],
+    [r"%s-%s\n", "a", "b", "c"], ["%e|%5.1f|%g|%f", "1", "2.25", "0.5", "x"], ["no conversion", "x"],
+    ["%%|%s|%s", "\u00e9"], [r"\377\400"], ["a%"], ["%z", "1"],
+]
+
+
+def test_printf_prints_and_exits_as_bash_and_coreutils_do() -> None:
+    bash = system_tool("bash", "bash")
+    shell = Shell(lambda *_a: (b"", b"", 127), glob=lambda _p: [], read_file=lambda _p: None,
+                  write_file=lambda *_a: None)
+    for case in PRINTF_CASES:
+        real = subprocess.run([str(bash), "-c", 'printf "$@"', "printf", *case], capture_output=True, timeout=30)
+        coreutils = subprocess.run(["/usr/bin/printf", *case], capture_output=True, timeout=30)
+        mock, _err, code = shell.run(shlex.join(["printf", *case]))
+        assert (real.stdout, real.returncode) == (coreutils.stdout, coreutils.returncode), case
+        assert (mock, code) == (real.stdout, real.returncode), case
 
 
 def differences(lines: list[str], tmp_path: Path) -> list[str]:
