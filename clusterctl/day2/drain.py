@@ -63,6 +63,7 @@ class DrainNode(NodePhase):
         return cordon(self.via, state) + [eviction(self.via, pod, state.name) for pod in pods]
 
     def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
+        first = len(gate.records())
         # The evictions are the drain's to make (one at a time, budgets retried): the cordon goes first.
         records = gate.submit_all([c for c in changes if not c.summary.startswith("evict pod ")])
         if not self.needed(ctx) or self.check(ctx) is None:
@@ -76,8 +77,8 @@ class DrainNode(NodePhase):
             left = "; ".join(f"{p.pod}: {p.reason}" for p in report.not_evicted[:3])
             raise TransportError(FailureKind.COMMAND_FAILED, f"the drain of {ctx.host.name} left "
                                  f"{len(report.not_evicted)} pod(s) on it: {left}")
-        return records + [r for r in gate.records() if r.change.summary.startswith("evict pod ")
-                          and r.change.node == ctx.host.name]
+        # Its cordon and evictions: what it passed through the gate of the control plane, which drains every node.
+        return gate.records()[first:]
 
     def _options(self) -> DrainOptions:
         if self.gone:
