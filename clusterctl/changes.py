@@ -42,6 +42,10 @@ MAKES_FILE = "file:"
 #: A temporary change (``Gate.temporary``: verify's GPU test pod) a journal keeps until it is cleaned up;
 #: ``reset`` leaves it to the cluster's own removal.
 MAKES_TEMPORARY = "temporary"
+#: clusterctl's quarantine taint put on a node that had none (``Change.node``): undoing it returns the node
+#: to service, so ``undo`` passes it through release's checks first (a cordon alone, an upgrade's or a
+#: drain's, is no quarantine; nor a taint that replaced one: its undo puts that one back).
+MAKES_QUARANTINE = "quarantine"
 
 #: ``Change.cannot_undo`` reasons several phases give.
 #: An object a phase put in the cluster's API (a manifest applied, a Helm release).
@@ -250,7 +254,7 @@ class ChangeFailed(ClusterctlError):
     name. Carries the record so the caller can report and undo."""
 
     def __init__(self, record: GateRecord, result: CommandResult) -> None:
-        self.record = record
+        self.record, self.result = record, result
         tail = result.stderr_tail(3)
         # kubeadm names why it stopped in "[ERROR <check>]: ..." lines well above its last lines
         # ("... preflight checks failed"): keep them, the tail alone does not say what to fix.
@@ -492,8 +496,7 @@ class Gate:
             try:
                 self.submit(transport, step.change)  # in record mode: recorded, the host untouched
             except ChangeFailed as exc:
-                tail = exc.record.result.stderr_tail(2) if exc.record.result is not None else ""
-                lines.append(mask_text(f"failed to undo '{record.change.summary}': {tail}"))
+                lines.append(mask_text(f"failed to undo '{record.change.summary}': {exc.result.stderr_tail(2)}"))
                 continue
             except TransportError as exc:
                 what = record.change.path or record.change.summary

@@ -458,11 +458,11 @@ class SSHDHost:
 
     def _install_profile_tools(self, profile: Path) -> None:
         from clusterctl.mock.profile import load_profile
-        from clusterctl.mock.tools import machine_tools
+        from clusterctl.mock.tools import FILE_TOOLS, TOOLS
 
         python = shlex.quote(sys.executable)
         tools = profile_tools(profile)
-        tools += [t for t in machine_tools() if t not in tools]
+        tools += [t for t in sorted(TOOLS) if t not in FILE_TOOLS and t not in tools]  # the machine tools
         loaded = load_profile(str(profile))
         for tool in tools:
             real = shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin")

@@ -172,8 +172,7 @@ def power_hosts(inventory: Inventory, hosts: Sequence[Host], action: PowerAction
             elif action is not PowerAction.STATUS:
                 result.done.append(f"{host.name} is {result.before.lower()} already: nothing to do")
         except ChangeFailed as exc:
-            tail = exc.record.result.stderr_tail(2) if exc.record.result is not None else ""
-            result.error = mask_text(f"{exc.record.change.summary} failed: {tail}")
+            result.error = mask_text(f"{exc.record.change.summary} failed: {exc.result.stderr_tail(2)}")
         except BmcError as exc:
             result.error = exc.message
         result.seconds = time.monotonic() - start

@@ -176,7 +176,7 @@ def _print_report(app: AppContext, report: UpgradeReport) -> None:
                 for change in step["changes"]:
                     say(f"      $ {change.describe()}")
                 for wait in step["waits"]:
-                    say(f"      wait: {wait}")
+                    say(f"      (wait: {wait})")
         for step in (s for s in report.addons if s["changes"]):
             say(f"\nthen on {step['runs_on']}: {step['step']}: {step['summary']}")
             for change in step["changes"]:

@@ -60,6 +60,7 @@ class DrainNode(NodePhase):
         return [] if state is None or not self.needed(ctx) else cordon(self.via, state)
 
     def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
+        first = len(gate.records())
         records = gate.submit_all(changes)
         if not self.needed(ctx) or self.check(ctx) is None:
             return records
@@ -72,8 +73,8 @@ class DrainNode(NodePhase):
             left = "; ".join(f"{p.pod}: {p.reason}" for p in report.not_evicted[:3])
             raise TransportError(FailureKind.COMMAND_FAILED, f"the drain of {ctx.host.name} left "
                                  f"{len(report.not_evicted)} pod(s) on it: {left}")
-        return records + [r for r in gate.records() if r.change.summary.startswith("evict pod ")
-                          and ctx.host.name in r.change.summary]
+        # Its cordon and evictions: what it passed through the gate of the control plane, which drains every node.
+        return gate.records()[first:]
 
     def _options(self) -> DrainOptions:
         if self.gone:

@@ -232,7 +232,8 @@ def _etcd_member(runner: Runner, via: Host, host: Host, nodes: dict[str, KubeNod
     pods = [via.name, *(n for n, node in nodes.items()
                         if CONTROL_PLANE_LABEL in node.labels and n not in (via.name, host.name))]
 
-    def read(transport: Transport) -> tuple[str, list[EtcdMember], list[EndpointHealth]] | list[str]:
+    def read(transport: Transport) -> tuple[str, list[EtcdMember], list[EndpointHealth]] | str:
+        """The pod that answered, the members and their health; else ``EXTERNAL``, or what was tried."""
         tried = []
         for pod in pods:
             try:
@@ -245,18 +246,18 @@ def _etcd_member(runner: Runner, via: Host, host: Host, nodes: dict[str, KubeNod
         # ClusterConfiguration, not the etcd pods' absence: kubeadm decides by it (reset and upgrade leave an
         # external etcd alone), and a stacked etcd whose pods are missing or down never reads as external.
         try:
-            return [] if read_answer(transport, CLUSTER_CONFIGURATION, parse_external_etcd) else tried
+            return EXTERNAL if read_answer(transport, CLUSTER_CONFIGURATION, parse_external_etcd) else "; ".join(tried)
         except TransportError as exc:  # not known to be external: refused as stacked, the reason named
-            return [*tried, f"the kubeadm-config ConfigMap ({exc})"]
+            return "; ".join([*tried, f"the kubeadm-config ConfigMap ({exc})"])
 
     answer = on_control_plane(runner, via, read, what="read etcd's members (etcdctl in the etcd pods)", label="etcd")
-    if answer == []:
+    if answer == EXTERNAL:
         report.etcd = EXTERNAL
         report.notes.append("external etcd: its members are not the cluster's to change; nothing removed from etcd")
         return None
-    if isinstance(answer, list):
+    if isinstance(answer, str):
         raise UsageError(f"refusing to remove {host.name}: no etcd member answered, so etcd's quorum cannot be "
-                         f"checked (tried {'; '.join(answer)}). Nothing was changed.", field="HOST",
+                         f"checked (tried {answer}). Nothing was changed.", field="HOST",
                          hint="Bring a control plane's etcd back, then run this again.")
     pod, members, health = answer
     member = member_of(members, host.name, host.address or "")

@@ -35,6 +35,15 @@ class HostLocked(ClusterctlError):
     """Another run holds the host's lock."""
 
 
+def who_runs_this() -> tuple[str, str]:
+    """This run's user and control machine: a lock's owner, a quarantine's ``user@machine``."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry in some containers
+        user = str(os.getuid())
+    return user, socket.gethostname()
+
+
 @dataclass(frozen=True)
 class LockInfo:
     owner: str
@@ -45,11 +54,7 @@ class LockInfo:
 
     @classmethod
     def mine(cls, run_id: str) -> LockInfo:
-        try:
-            user = getpass.getuser()
-        except (KeyError, OSError):  # no passwd entry in some containers
-            user = str(os.getuid())
-        return cls(user, socket.gethostname(), os.getpid(), utc_stamp(), run_id)
+        return cls(*who_runs_this(), os.getpid(), utc_stamp(), run_id)
 
     def to_bytes(self) -> bytes:
         return (json.dumps(self.__dict__, sort_keys=True) + "\n").encode()

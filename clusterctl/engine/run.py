@@ -249,15 +249,9 @@ class SkipReason(str, Enum):
     CURED = "left out: an earlier remedy cured the host"
 
 
-def skip_message(why: SkipReason, phase: Phase[Any, Any], ctx: PhaseContext) -> str:
-    """What the report says for a skipped host: the reason, with the phase's own for ``NOT_NEEDED``."""
-    if why is SkipReason.NOT_NEEDED:
-        return f"{why.value}: {phase.not_needed(ctx)}"
-    return why.value
-
-
 def not_needed_message(message: str) -> bool:
-    """A skipped result's message is a phase's no-op reason (``nothing to do: the host has no GPUs``)."""
+    """A skipped result's message is a phase's no-op reason (``nothing to do: the host has no GPUs``, as
+    ``_run_phase`` says it)."""
     return message.startswith(SkipReason.NOT_NEEDED.value + ": ")
 
 
@@ -762,9 +756,9 @@ def _run_phase(run: _Run, phase: Phase[Any, Any], batch: Sequence[Host]) -> tupl
             targets.append(host)
             if why is SkipReason.DONE_BEFORE:
                 done_before.add(host.name)
-        else:
-            results.append(HostPhaseResult(host.name, phase.name, Status.SKIPPED,
-                                           message=skip_message(why, phase, unconnected(host))))
+        else:  # the reason, with the phase's own for NOT_NEEDED
+            said = f"{why.value}: {phase.not_needed(unconnected(host))}" if why is SkipReason.NOT_NEEDED else why.value
+            results.append(HostPhaseResult(host.name, phase.name, Status.SKIPPED, message=said))
 
     # A phase that runs for a host from another one (a drain from the control plane): each such host
     # in turn on that host's connection, in inventory order.
@@ -969,7 +963,7 @@ def _roll_back(phase: Phase[Any, Any], ctx: PhaseContext, gate: HostGate, record
                 gate.submit(change)
                 lines.append(mask_text(f"{change.summary}: done"))
             except ChangeFailed as exc:
-                tail = exc.record.result.stderr_tail(2) if exc.record.result is not None else ""
+                tail = exc.result.stderr_tail(2)
                 lines.append(mask_text(f"{change.summary}: failed" + (f": {tail}" if tail else "")))
         if phase.verify_after_rollback:
             problems = [f for f in _verify(phase, ctx, gate) if f.severity is Severity.ERROR]

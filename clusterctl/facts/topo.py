@@ -222,18 +222,13 @@ def _link(a: str, b: str, raw: str) -> TopoLink:
 def _legends(lines: list[Line]) -> tuple[dict[str, str], bool]:
     """The ``NIC Legend`` (NIC0 -> mlx5_0), and whether a legend was seen."""
     nic_names: dict[str, str] = {}
-    section = ""
-    seen = False
+    seen = in_nic_legend = False
     for line in lines:
         stripped = line.text.strip()
-        if stripped == "Legend:":
-            section, seen = "legend", True
-        elif stripped == "NIC Legend:":
-            section, seen = "nic", True
-        elif section == "nic":
-            match = _NIC_LEGEND_LINE.match(line.text)
-            if match:
-                nic_names[match.group(1)] = match.group(2)
+        if stripped in ("Legend:", "NIC Legend:"):
+            seen, in_nic_legend = True, stripped == "NIC Legend:"
+        elif in_nic_legend and (match := _NIC_LEGEND_LINE.match(line.text)):
+            nic_names[match.group(1)] = match.group(2)
     return nic_names, seen
 
 

@@ -68,19 +68,15 @@ def one_of_hint(word: str, choices: Iterable[str]) -> str:
     return f"{suggestion} Valid values: {listed}." if suggestion else f"Valid values: {listed}."
 
 
-def is_secret_name(name: str) -> bool:
-    lowered = name.lower()
-    return any(word in lowered for word in SECRET_WORDS)
-
-
 def mask_secrets(variables: dict[str, Any]) -> dict[str, Any]:
-    """Same variables with every secret-looking value wrapped in a ``Secret``, so no output can show it."""
+    """Same variables with every secret-looking value (its name has a ``SECRET_WORDS``) wrapped in a ``Secret``,
+    so no output can show it."""
     from clusterctl.secret import Secret
 
-    return {
-        k: (Secret(str(v), label=k) if is_secret_name(k) and v is not None and not isinstance(v, Secret) else v)
-        for k, v in variables.items()
-    }
+    def secret(name: str, value: Any) -> bool:
+        return value is not None and not isinstance(value, Secret) and any(w in name.lower() for w in SECRET_WORDS)
+
+    return {k: Secret(str(v), label=k) if secret(k, v) else v for k, v in variables.items()}
 
 
 def text(value: Any, what: str) -> str:

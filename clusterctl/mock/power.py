@@ -2,7 +2,7 @@
 and on again (a boot: what the kernel logged since the last boot is gone, a broken part's fault comes back).
 ``systemctl reboot`` on a mock host is a boot at once (``boot``).
 
-Faults: ``log_kernel_message`` (a line in the kernel log since boot), or the state value ``fault``
+Faults: a line in the kernel log since boot (``KERNEL_LOG_SINCE_BOOT``), or the state value ``fault``
 (``clusterctl mock set fault=xid-79``: the demo's profiles answer ``journalctl -k`` with an Xid 79);
 ``hardware_fault=xid-79`` makes it come back at every boot.
 
@@ -12,8 +12,6 @@ benchmark's link to sushy-tools' fake driver), or a test directly.
 """
 
 from __future__ import annotations
-
-import time
 
 from clusterctl.mock.state import HostState
 
@@ -25,16 +23,6 @@ BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
 def powered_off(state: HostState) -> bool:
     return state.values().get("power") == "off"
-
-
-def log_kernel_message(state: HostState, message: str) -> str:
-    """Append ``message`` to the host's kernel log as ``journalctl -k -o short-iso`` prints it; the line."""
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S+0000", time.gmtime())
-    hostname = state.name
-    line = f"{stamp} {hostname} kernel: {message}\n"
-    old = state.fs.read(KERNEL_LOG_SINCE_BOOT) or b""
-    state.fs.write(KERNEL_LOG_SINCE_BOOT, old + line.encode())
-    return line
 
 
 def boot(state: HostState) -> None:

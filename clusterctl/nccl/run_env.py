@@ -18,22 +18,18 @@ from clusterctl.errors import UsageError
 from clusterctl.nccl.sources import read_settings
 
 
-def env_from_file(path: str) -> dict[str, str]:
-    """The NCCL variables set in ``path``, the last setting of a name winning (as in a shell)."""
-    if not Path(path).is_file():
-        raise UsageError("no such settings file", file=path)
-    env: dict[str, str] = {}
-    for setting in sorted(read_settings(Path(path)), key=lambda s: s.line):
-        if setting.dynamic:
-            raise UsageError(f"{setting.name}={setting.value} is computed when the job runs; give its value "
-                             "with --env NAME=VALUE", file=path, line=setting.line)
-        env[setting.name] = setting.value
-    return env
-
-
 def nccl_env(pairs: Sequence[str], env_file: str | None = None) -> dict[str, str]:
-    """``env_file``'s settings, then ``--env KEY=VALUE`` pairs over them."""
-    env = env_from_file(env_file) if env_file else {}
+    """The NCCL variables set in ``env_file`` (the last setting of a name winning, as in a shell), then
+    ``--env KEY=VALUE`` pairs over them."""
+    env: dict[str, str] = {}
+    if env_file:
+        if not Path(env_file).is_file():
+            raise UsageError("no such settings file", file=env_file)
+        for setting in sorted(read_settings(Path(env_file)), key=lambda s: s.line):
+            if setting.dynamic:
+                raise UsageError(f"{setting.name}={setting.value} is computed when the job runs; give its value "
+                                 "with --env NAME=VALUE", file=env_file, line=setting.line)
+            env[setting.name] = setting.value
     for pair in pairs:
         name, sep, value = pair.partition("=")
         name = name.strip()

@@ -156,7 +156,7 @@ def drain_node(transport: Transport, gate: Gate, node: str, options: DrainOption
                 gate.submit(transport, _eviction(transport, pod, node, options))
                 asked.append(pod)
             except ChangeFailed as exc:
-                stderr = exc.record.result.stderr if exc.record.result is not None else ""
+                stderr = exc.result.stderr
                 message = stderr.strip().splitlines()[-1] if stderr.strip() else str(exc)
                 if "(NotFound)" in stderr:
                     asked.append(pod)  # gone already: what an eviction wanted

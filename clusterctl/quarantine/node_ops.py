@@ -13,7 +13,7 @@ import re
 import shlex
 from collections.abc import Mapping
 
-from clusterctl.changes import Change
+from clusterctl.changes import MAKES_QUARANTINE, Change
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kube_nodes import KubeNode, Taint
 
@@ -54,7 +54,7 @@ def taint(cp: str, node: KubeNode, value: str) -> list[Change]:
     undo = (kubectl(f"taint nodes {_node(node.name)} {shlex.quote(f'{TAINT_KEY}:{TAINT_EFFECT}-')}") if current is None
             else kubectl(f"taint nodes {_node(node.name)} --overwrite {shlex.quote(current.spec())}"))
     return [Change.run(cp, add, summary=f"taint node {node.name} {wanted.spec()}", undo=undo, timeout_s=60,
-                       node=node.name)]
+                       node=node.name, makes=(MAKES_QUARANTINE,) if current is None else ())]
 
 
 def untaint(cp: str, node: KubeNode) -> list[Change]:
@@ -132,12 +132,3 @@ def out_of_service(node: KubeNode) -> bool:
     """Quarantined by clusterctl, or cordoned by anyone: counted against the cap, listed by ``status``."""
     return node.unschedulable or is_quarantined(node)
 
-
-_QUARANTINED = re.compile(rf"^taint node (\S+) {re.escape(TAINT_KEY)}=")
-
-
-def nodes_taken_out(summaries: list[str]) -> list[str]:
-    """The nodes a journal's changes quarantined (clusterctl's taint, by the summary ``taint`` gives its
-    change): undoing it returns them to service, past release's checks. A cordon alone is not a
-    quarantine: an upgrade's or a drain's is undone without them."""
-    return list(dict.fromkeys(m.group(1) for m in map(_QUARANTINED.match, summaries) if m))

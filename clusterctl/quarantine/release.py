@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.bootstrap.cluster.settings import first_control_plane
-from clusterctl.changes import ChangeFailed, Gate, GateRecord
+from clusterctl.changes import MAKES_QUARANTINE, ChangeFailed, Gate, GateRecord
 from clusterctl.cluster_access import on_control_plane, read_node, reason
 from clusterctl.findings import Finding, Severity
 from clusterctl.quarantine import node_ops, slurm
@@ -185,9 +185,10 @@ def release(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, appl
 
 def undo_refusals(runner: Runner, inventory: Inventory, records: Sequence[GateRecord]) -> dict[str, list[str]]:
     """Node -> why it must stay quarantined, for each node an undo of ``records`` would return to service
-    (its taint or cordon undone): release's own checks (``health_and_nccl_checks``), so that ``undo`` of
-    a quarantine never brings back a host ``release`` would refuse. Empty: nothing to refuse."""
-    names = node_ops.nodes_taken_out([r.change.summary for r in records])
+    (clusterctl's quarantine taint taken away: ``MAKES_QUARANTINE``): release's own checks
+    (``health_and_nccl_checks``), so that ``undo`` of a quarantine never brings back a host ``release``
+    would refuse. Empty: nothing to refuse."""
+    names = dict.fromkeys(r.change.node for r in records if MAKES_QUARANTINE in r.change.makes)
     known = {h.name: h for h in inventory.hosts}
     hosts = [known[n] for n in names if n in known]
     if not hosts:

@@ -10,8 +10,6 @@ host; the others go on.
 
 from __future__ import annotations
 
-import getpass
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -20,6 +18,7 @@ from clusterctl.bootstrap.cluster.settings import first_control_plane
 from clusterctl.changes import ChangeFailed, Gate
 from clusterctl.cluster_access import UnreadableAnswer, read_node
 from clusterctl.cluster_access import on_control_plane as through
+from clusterctl.engine.lock import who_runs_this
 from clusterctl.errors import UsageError
 from clusterctl.hostlist import compress
 from clusterctl.quarantine import node_ops, slurm
@@ -67,14 +66,6 @@ class HostQuarantine:
                 "drain": self.drain.to_json() if self.drain else None, "slurm": self.slurm, "error": self.error}
 
 
-def who_am_i() -> str:
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "unknown"
-    return f"{user}@{socket.gethostname()}"
-
-
 def control_plane(inventory: Inventory) -> Host:
     host = first_control_plane(inventory)
     if host is None:
@@ -98,7 +89,7 @@ def quarantine_node(transport: Transport, gate: Gate, name: str, request: Quaran
     outcome.already = node_ops.is_quarantined(node)
     code = node_ops.taint_value(request.codes[0] if request.codes else request.reason)
     cp = transport.host.name
-    annotations = node_ops.quarantine_annotations(who=request.who or who_am_i(), when=when,
+    annotations = node_ops.quarantine_annotations(who=request.who or "@".join(who_runs_this()), when=when,
                                                   reason=request.reason, codes=list(request.codes))
     if outcome.already:
         # A second quarantine keeps the first one's who and when: status says since when.

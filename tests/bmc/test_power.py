@@ -17,7 +17,7 @@ from bmc_lab import Lab
 from clirun import REPO_ROOT, clusterctl
 from redfish_emulator import PASSWORD
 
-from clusterctl.mock.power import KERNEL_LOG_SINCE_BOOT, log_kernel_message
+from clusterctl.mock.power import KERNEL_LOG_SINCE_BOOT
 
 
 def cli(lab: Lab, *args: str) -> tuple[int, str]:
@@ -38,7 +38,9 @@ def test_cycle_takes_the_mock_host_down_and_boots_it(lab: Lab, tmp_path: Path, m
                                                       ) -> None:
     monkeypatch.chdir(tmp_path)
     state = lab.host_state("gpu-a2")
-    log_kernel_message(state, "NVRM: Xid (PCI:0000:47:00): 79, pid=0, GPU has fallen off the bus.")
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S+0000", time.gmtime())  # as journalctl -k -o short-iso prints it
+    xid = "NVRM: Xid (PCI:0000:47:00): 79, pid=0, GPU has fallen off the bus."
+    state.fs.write(KERNEL_LOG_SINCE_BOOT, f"{stamp} gpu-a2 kernel: {xid}\n".encode())
     code, out = cli(lab, "-l", "gpu-a2", "exec", "--", "journalctl -k --no-pager -q -o short-iso --since=-600s")
     assert code == 0 and "Xid (PCI:0000:47:00): 79" in out, out
 

@@ -51,6 +51,8 @@ def test_the_next_patch_plans_every_node_in_kubeadms_order_then_converges(bootst
     assert worker["steps"][2]["runs_on"] == "gpu-a1" and "cordon gpu-b1" in worker["steps"][2]["changes"][0]["command"]
     human = _run("upgrade", "plan", "--to", "1.36.3")
     assert "PLAN (nothing was changed)" in human.stdout
+    # What a step would wait for, in the one wording of every plan (remove-node, certs renew, heal --dry-run).
+    assert "      (wait: " in human.stdout and "      wait: " not in human.stdout, human.stdout
 
     done = _apply(bootstrapped_demo, "--to", "1.36.3")
     assert done.exit_code == 0, done.output

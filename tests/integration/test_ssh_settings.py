@@ -16,8 +16,15 @@ import pytest
 
 from clusterctl.inventory.model import Host, SSHOptions
 from clusterctl.transport.base import FailureKind, TransportError
-from clusterctl.transport.ssh.config import JumpHop, load_ssh_config, parse_jump_chain, resolve_target, target_for_host
-from clusterctl.transport.ssh.hostkeys import KnownHosts, check_host_key
+from clusterctl.transport.ssh.config import (
+    JumpHop,
+    SSHTarget,
+    load_ssh_config,
+    parse_jump_chain,
+    resolve_target,
+    target_for_host,
+)
+from clusterctl.transport.ssh.hostkeys import HostKeyPolicy, KnownHosts, check_host_key
 
 SSH_CONFIG = """\
 Host gpu-*
@@ -130,6 +137,11 @@ def _hashed(name: str) -> str:
     return f"|1|{base64.b64encode(salt).decode()}|{base64.b64encode(digest).decode()}"
 
 
+def _check_in(known: KnownHosts, target: SSHTarget, key: paramiko.PKey, *, accept_new: bool) -> None:
+    """``check_host_key`` with ``known`` the only file, ``accept-new`` when ``accept_new``."""
+    check_host_key(HostKeyPolicy((known,), strict="accept-new" if accept_new else "yes"), target, key)
+
+
 def test_host_key_known_unknown_changed_and_hashed(tmp_path: Path) -> None:
     good, other, stranger = _key(), _key(), _key()
     path = tmp_path / "known_hosts"
@@ -140,25 +152,25 @@ def test_host_key_known_unknown_changed_and_hashed(tmp_path: Path) -> None:
     )
     known = KnownHosts(path)
     ported = resolve_target(name="a", address="10.0.0.5", port=2222, config=None)
-    check_host_key(known, ported, good, accept_new=False)  # recorded: accepted silently
+    _check_in(known, ported, good, accept_new=False)  # recorded: accepted silently
 
     hashed = resolve_target(name="gpu-h", config=None)
-    check_host_key(known, hashed, other, accept_new=False)
+    _check_in(known, hashed, other, accept_new=False)
 
     with pytest.raises(TransportError) as changed:
-        check_host_key(known, ported, stranger, accept_new=True)
+        _check_in(known, ported, stranger, accept_new=True)
     assert changed.value.kind is FailureKind.HOST_KEY_REFUSED
     assert "man-in-the-middle" in changed.value.message and f"{path}:2" in changed.value.message
 
     fresh = resolve_target(name="new", address="10.0.0.6", config=None)
     with pytest.raises(TransportError) as unknown:
-        check_host_key(known, fresh, stranger, accept_new=False)
+        _check_in(known, fresh, stranger, accept_new=False)
     assert "--accept-new-host-keys" in unknown.value.message
     assert "SHA256:" in unknown.value.message
-    check_host_key(known, fresh, stranger, accept_new=True)
+    _check_in(known, fresh, stranger, accept_new=True)
     assert path.read_text().endswith(f"10.0.0.6 {stranger.get_name()} {stranger.get_base64()}\n")
     # A second reader of the file (another run) trusts it now.
-    check_host_key(KnownHosts(path), fresh, stranger, accept_new=False)
+    _check_in(KnownHosts(path), fresh, stranger, accept_new=False)
 
 
 def test_host_key_policy_follows_ssh_config_per_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -184,7 +196,7 @@ def test_host_key_policy_follows_ssh_config_per_host(tmp_path: Path, monkeypatch
     written = (tmp_path / "kh-hashed-22").read_text()
     assert written.startswith("|1|") and "10.1.1.1" not in written
     # The hashed entry is found again by a fresh reader.
-    check_host_key(KnownHosts(tmp_path / "kh-hashed-22"), hashed, key, accept_new=False)
+    _check_in(KnownHosts(tmp_path / "kh-hashed-22"), hashed, key, accept_new=False)
 
     lax = resolve_target(name="lax", address="10.1.1.2", config=config)
     with caplog.at_level("WARNING", logger="clusterctl.transport.ssh"):

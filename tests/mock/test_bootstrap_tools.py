@@ -42,7 +42,7 @@ def test_curl_writes_a_key_file_only_into_an_existing_folder(tmp_path: Path) -> 
     assert failed.exit_code == 23 and "Failure writing output" in failed.stderr
     assert t.run("install -d -m 0755 /etc/apt/keyrings").ok
     assert t.run("curl -fsSL https://example.org/key.asc -o /etc/apt/keyrings/x.asc").ok
-    assert t.files["/etc/apt/keyrings/x.asc"].startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
+    assert (t.get("/etc/apt/keyrings/x.asc") or b"").startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
     assert t.run("curl -fsSL ftp://example.org/key -o /tmp/k").stderr == 'curl: (1) Protocol "ftp" not supported\n'
 
 
@@ -58,6 +58,19 @@ def test_file_tools_answer_by_the_name_they_were_called_by(tmp_path: Path) -> No
     assert refused.exit_code == 1
     assert refused.stderr == "rm: invalid option -- 'z'\nTry 'rm --help' for more information.\n"
     assert t.run("cat /tmp/abc").stdout == "a\nb\nc\n"
+
+
+def test_head_and_tail_count_lines_as_gnus_do(tmp_path: Path) -> None:
+    """``head -n -N`` leaves out the last N lines and ``tail -n +N`` starts at line N (they were taken for
+    the first and the last N); a count that is no number is refused."""
+    t = node(write_cluster(tmp_path))
+    assert t.run("printf 'a\\nb\\nc\\nd\\n' > /tmp/abcd").ok
+    shown = {line: t.run(f"{line} /tmp/abcd").stdout for line in
+             ("head -n -1", "head -2", "head -n0", "tail -n +2", "tail -n -1", "tail -3", "tail -n +0")}
+    assert shown == {"head -n -1": "a\nb\nc\n", "head -2": "a\nb\n", "head -n0": "", "tail -n +2": "b\nc\nd\n",
+                     "tail -n -1": "d\n", "tail -3": "b\nc\nd\n", "tail -n +0": "a\nb\nc\nd\n"}
+    bad = t.run("head -n x /tmp/abcd")
+    assert (bad.exit_code, bad.stderr) == (1, "head: invalid number of lines: 'x'\n")
 
 
 def test_apt_offers_what_its_lists_had_at_the_last_update(tmp_path: Path) -> None:

@@ -136,3 +136,30 @@ def test_one_node_is_read_by_the_same_reader_as_the_node_list(answer: _ControlPl
     node_json = json.loads(item)["items"][0] | {"kind": "Node", "apiVersion": "v1"}
     node = cluster_access.read_node(_ControlPlane(json.dumps(node_json)), "k8s-controller-01")  # type: ignore[arg-type]
     assert node is not None and node.name == "k8s-controller-01" and node.ready is False
+
+
+def test_a_quarantine_is_signed_as_the_run_lock_is_owned_even_with_no_passwd_entry(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Who runs clusterctl is one decision (``engine.lock.who_runs_this``): quarantine's ``by`` annotation and the
+    host lock's owner say the same, and a user with no passwd entry (a container) is its uid in both (quarantine
+    said ``unknown``)."""
+    import getpass
+    import os
+    import socket
+
+    from clusterctl.changes import Gate
+    from clusterctl.engine.lock import LockInfo
+    from clusterctl.quarantine.run import QuarantineRequest, quarantine_node
+
+    def no_entry() -> str:
+        raise KeyError("getpwuid(): uid not found")
+
+    monkeypatch.setattr(getpass, "getuser", no_entry)
+    node_json = json.loads(read_fixture("kubectl", "nodelist-kubeadm-v1.28-notready.json"))["items"][0]
+    gate = Gate(apply=False)
+    quarantine_node(_ControlPlane(json.dumps(node_json | {"kind": "Node"})), gate,  # type: ignore[arg-type]
+                    "k8s-controller-01", QuarantineRequest("xid"), when="2026-12-07T03:00:00Z")
+    (annotate,) = [r.change for r in gate.records if r.change.summary.startswith("annotate")]
+    signed = f"{os.getuid()}@{socket.gethostname()}"
+    assert f"clusterctl.dev/quarantine-by={signed}" in (annotate.command or "")
+    assert LockInfo.mine("run").describe().startswith(signed + " ")

@@ -84,8 +84,7 @@ def _submit_join(gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
     try:
         return gate.submit_all(changes)
     except ChangeFailed as exc:
-        result = exc.record.result
-        if result is not None and EXPIRED_TOKEN in result.stderr + result.stdout:
+        if EXPIRED_TOKEN in exc.result.stderr + exc.result.stdout:
             raise TransportError(FailureKind.COMMAND_FAILED,
                                  "kubeadm join: the join token expired or is unknown to the cluster (tokens made by "
                                  "clusterctl live 30 minutes); run 'clusterctl bootstrap' again: each run makes a "

@@ -93,10 +93,8 @@ def _gpu_pod(ctx: PhaseContext, node: str, offered: dict[str, int]) -> Finding |
             phase = run(kubectl(f"get pod {pod} -o jsonpath={{.status.phase}}"), sudo=True,
                         timeout=60).stdout.strip()
     except ChangeFailed as exc:
-        result = exc.record.result
         what = "the GPU test pod was refused" if exc.record.change in setup else "the GPU test pod was not deleted"
-        return Finding(Severity.ERROR, "GPU_POD_FAILED", f"{node}: {what}: "
-                       f"{result.stderr_tail(2) if result is not None else exc}", host=node)
+        return Finding(Severity.ERROR, "GPU_POD_FAILED", f"{node}: {what}: {exc.result.stderr_tail(2)}", host=node)
     detail = (logs.stdout.strip() or logs.stderr.strip() or waited.stderr.strip())[-300:]
     return Finding(Severity.ERROR, "GPU_POD_FAILED",
                    f"{node}: the pod asking for one GPU did not run nvidia-smi -L (phase {phase or 'unknown'}"

@@ -60,9 +60,4 @@ def tool_module(name: str) -> ModuleType | None:
     return import_module(module) if module else None
 
 
-def machine_tools() -> list[str]:
-    """Names of simulated tools that stand for programs of the machine (not shell utilities)."""
-    return sorted(name for name in TOOLS if name not in FILE_TOOLS)
-
-
-__all__ = ["BIN_DIRS", "FILE_TOOLS", "TOOLS", "machine_tools", "tool_module"]
+__all__ = ["BIN_DIRS", "FILE_TOOLS", "TOOLS", "tool_module"]

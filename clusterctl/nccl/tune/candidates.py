@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from clusterctl.nccl.lint import MAX_SOCKETS_PER_PEER
 from clusterctl.nccl.versions import NcclVersion
 
 #: Channel knobs were renamed in 2.17 (NCCL_MIN/MAX_NCHANNELS -> NCCL_MIN/MAX_CTAS).
@@ -84,7 +85,7 @@ def socket_candidates(version: NcclVersion | None, *, validate: Validator | None
     """
     pairs = [(2, 8), (4, 4), (4, 8), (8, 4), (8, 8), (16, 4)]
     return valid_only((Candidate((("NCCL_SOCKET_NTHREADS", str(t)), ("NCCL_NSOCKS_PERTHREAD", str(k))))
-                       for t, k in pairs if t * k <= 64), version, validate)
+                       for t, k in pairs if t * k <= MAX_SOCKETS_PER_PEER), version, validate)
 
 def lint_validator() -> Validator:
     """Validity from the lint knowledge base: a value lint warns about, or NCCL's default, is not swept."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from clusterctl.facts.rdma import runs_slow
 from clusterctl.inventory.model import Fabric
+from clusterctl.nccl.lint import MAX_SOCKETS_PER_PEER
 from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, nccl_path, path_rank, uses_gdr
 from clusterctl.nccl.tune.candidates import socket_candidates
 from clusterctl.nccl.tune.inputs import NicFacts, TuneHost
@@ -325,8 +326,8 @@ def _plan_socket_knobs(host: TuneHost, plan: _HostPlan) -> None:
              "env.rst suggests 4 for generic 100G networks")
     plan.set("NCCL_NSOCKS_PERTHREAD", str(SOCKETS_PER_THREAD),
              f"{SOCKET_THREADS} threads x {SOCKETS_PER_THREAD} sockets = {SOCKET_THREADS * SOCKETS_PER_THREAD} "
-             "sockets per peer, within NCCL's limit of 64 (net_socket.cc MAX_SOCKETS); env.rst suggests 4 for "
-             "generic 100G networks")
+             f"sockets per peer, within NCCL's limit of {MAX_SOCKETS_PER_PEER} (net_socket.cc MAX_SOCKETS); env.rst "
+             "suggests 4 for generic 100G networks")
     plan.candidates.extend(c.env for c in socket_candidates(None))
 
 

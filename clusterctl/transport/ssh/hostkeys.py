@@ -241,21 +241,9 @@ def host_key_policy(target: SSHTarget, *, override: str | None, accept_new: bool
     )
 
 
-def check_host_key(
-    known: KnownHosts | HostKeyPolicy,
-    target: SSHTarget,
-    key: paramiko.PKey,
-    *,
-    accept_new: bool = False,
-    peer_ip: str | None = None,
-) -> None:
-    """Raise HOST_KEY_REFUSED unless ``key`` is one the known_hosts files vouch for.
-
-    A plain ``KnownHosts`` is checked as the only file, ``accept-new`` when ``accept_new``.
-    """
-    policy = known if isinstance(known, HostKeyPolicy) else HostKeyPolicy(
-        (known,), (), "accept-new" if accept_new else "yes"
-    )
+def check_host_key(policy: HostKeyPolicy, target: SSHTarget, key: paramiko.PKey, *, peer_ip: str | None = None
+                   ) -> None:
+    """Raise HOST_KEY_REFUSED unless ``key`` is one the known_hosts files of ``policy`` vouch for."""
     name = target.known_hosts_name
     certificate = host_certificate(key)
     if certificate is not None:
