@@ -58,16 +58,6 @@ def _edges(results: Sequence[LinkResult], hosts: Mapping[str, Host], *, by_hca: 
     return [(a, b, slow) for (a, b), slow in worst.items()]
 
 
-def _findings(
-    results: Sequence[LinkResult], hosts: Mapping[str, Host], diagnoses: Sequence[Diagnosis]
-) -> list[Finding]:
-    findings = [f for r in results for f in judge_link(r, hosts[r.server].fabric)]
-    findings.extend(bench_finding(Severity.WARNING if d.kind == "inconclusive" else Severity.ERROR,
-                                  d.kind.upper().replace("-", "_"), d.subject, d.explanation,
-                                  about_kind="host" if d.kind == "slow-host" else "subject") for d in diagnoses)
-    return findings
-
-
 #: Up to this many all-pairs rounds, --find-straggler measures all pairs.
 SMALL_FLEET_ROUNDS = 7
 
@@ -134,7 +124,10 @@ def run_ib_bench(
     return IBBenchReport(
         test=opts.test, pattern="find-straggler" if find_stragglers else pattern, rounds=tuple(rounds),
         planned=tuple(planned), results=tuple(results),
-        findings=tuple(unreachable + _findings(results, by_name, diagnoses)),
+        findings=(*unreachable, *(f for r in results for f in judge_link(r, by_name[r.server].fabric)),
+                  *(bench_finding(Severity.WARNING if d.kind == "inconclusive" else Severity.ERROR,
+                                  d.kind.upper().replace("-", "_"), d.subject, d.explanation,
+                                  about_kind="host" if d.kind == "slow-host" else "subject") for d in diagnoses)),
         diagnoses=tuple(diagnoses), rounds_used=used, all_pairs_rounds=all_pairs_rounds,
     )
 

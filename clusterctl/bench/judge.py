@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from clusterctl.bench.model import HcaInfo, LinkResult, bench_finding, latency_over
+from clusterctl.bench.model import HcaInfo, LinkResult, bench_finding
 from clusterctl.bench.plausible import bandwidth_check, consistency_checks, link_type_check
 from clusterctl.facts.perftest import PerftestResult
 from clusterctl.findings import Finding, Severity
@@ -88,9 +88,10 @@ def judge_link(result: LinkResult, limits: Fabric, *, about: str = "", about_kin
         findings.append(bench_finding(Severity.ERROR, "LINK_SLOW", subject, f"{result.gbps:.1f} Gb/s is "
                                       f"{result.fraction:.0%} of the {rate:g} Gb/s line rate{both}; a link {where} "
                                       f"must reach {result.min_fraction:.0%} ({need:.1f} Gb/s)", about_kind=about_kind))
-    high = latency_over(result.latency_us, limits.latency_warn_us, limits.latency_error_us)
-    if high is not None:
-        severity, limit = high
+    latency = result.latency_us
+    if latency is not None and latency > limits.latency_warn_us:
+        severity, limit = ((Severity.ERROR, limits.latency_error_us) if latency > limits.latency_error_us
+                           else (Severity.WARNING, limits.latency_warn_us))
         findings.append(bench_finding(severity, "LATENCY_HIGH", subject,
                                       f"typical latency {result.latency_us:.2f} us is above {limit:g} us",
                                       about_kind=about_kind))

@@ -24,18 +24,6 @@ def judged_rate(line_rate_gbps: float | None, bidirectional: bool) -> float | No
     return line_rate_gbps * (2 if bidirectional else 1) if line_rate_gbps else None
 
 
-def latency_over(latency_us: float | None, warn_us: float, error_us: float) -> tuple[Severity, float] | None:
-    """How bad a typical latency is: (ERROR, the error limit) above it, (WARNING, the warning limit) above
-    that, else None."""
-    if latency_us is None:
-        return None
-    if latency_us > error_us:
-        return Severity.ERROR, error_us
-    if latency_us > warn_us:
-        return Severity.WARNING, warn_us
-    return None
-
-
 @dataclass(frozen=True)
 class HcaInfo:
     """An RDMA device to test on a host, as the survey or ``ibv_devinfo -v`` saw it."""

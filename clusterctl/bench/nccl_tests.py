@@ -74,16 +74,12 @@ class NcclRun:
         return fails(self.findings)
 
 
-def binary(op: str, binary_dir: str | None = None) -> str:
-    if op not in OPS:
-        raise UsageError(f"unknown --op {op!r}; choose one of {', '.join(OPS)}")
-    name = f"{op}_perf"
-    return f"{binary_dir.rstrip('/')}/{name}" if binary_dir else name
-
-
 def nccl_args(op: str, *, min_bytes: str, max_bytes: str, factor: int, gpus: int | None,
               binary_dir: str | None) -> list[str]:
-    args = [binary(op, binary_dir), "-b", min_bytes, "-e", max_bytes, "-f", str(factor)]
+    if op not in OPS:
+        raise UsageError(f"unknown --op {op!r}; choose one of {', '.join(OPS)}")
+    path = f"{binary_dir.rstrip('/')}/{op}_perf" if binary_dir else f"{op}_perf"
+    args = [path, "-b", min_bytes, "-e", max_bytes, "-f", str(factor)]
     if gpus:
         args += ["-g", str(gpus)]
     return args
@@ -142,12 +138,13 @@ def run_nccl_test(
     completes.
     """
     environment = {str(k): str(v) for k, v in (env or {}).items()}
-    binary(op, binary_dir)
-    if not hosts:
-        raise UsageError("bench nccl needs at least one host")
 
     def test_args(ngpus: int | None) -> list[str]:
         return nccl_args(op, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, gpus=ngpus, binary_dir=binary_dir)
+
+    test_args(gpus)  # an unknown --op is refused before any host is touched
+    if not hosts:
+        raise UsageError("bench nccl needs at least one host")
 
     def task(transport: Transport) -> NcclHostRun:
         counted = None if gpus else _count_gpus(transport)
@@ -215,15 +212,6 @@ def _run_of(outcome: HostOutcome[NcclHostRun]) -> NcclHostRun:
     return NcclHostRun(outcome.host.name, "", "", None, outcome.failure.describe() if outcome.failure else "no result")
 
 
-def expected_peak(result: NcclTestResult | None, op: str) -> tuple[float, str] | None:
-    """Peak bus bandwidth expected for an 8-GPU all_reduce on the GPUs one host's log names (across hosts the
-    network sets the figure)."""
-    if result is None or op != "all_reduce" or len(result.ranks) < 8 or len(result.hosts) > 1:
-        return None
-    return next(((peak, f"8x {model} on NVSwitch") for model, peak in EXPECTED_ALLREDUCE_BUSBW
-                 if every_gpu_is(result, model)), None)
-
-
 def judge_nccl(runs: Sequence[NcclHostRun], op: str, expected: Mapping[str, object] | None = None, *,
                nic_rate_gbps: float | None = None, about_kind: str = "host") -> tuple[list[Finding], float | None]:
     """The one judge of nccl-tests output, a live run's or a saved log's (``about_kind="file"``): failed, figures that
@@ -242,7 +230,11 @@ def judge_nccl(runs: Sequence[NcclHostRun], op: str, expected: Mapping[str, obje
         findings += link_capacity_checks(r.result, about=r.host, about_kind=about_kind, nic_rate_gbps=nic_rate_gbps,
                                          survey_ports=r.nic_ports, ports_from=r.nic_ports_from)
         override = (expected or {}).get(r.host)
-        peak = (float(str(override)), "the inventory") if override else expected_peak(r.result, op)
+        # Else the peak of an 8-GPU all_reduce on the GPUs one host's log names (across hosts the network sets it).
+        one_host = op == "all_reduce" and len(r.result.ranks) >= 8 and len(r.result.hosts) == 1
+        peak = (float(str(override)), "the inventory") if override else next(
+            ((gbs, f"8x {model} on NVSwitch") for model, gbs in EXPECTED_ALLREDUCE_BUSBW
+             if one_host and every_gpu_is(r.result, model)), None)
         if peak and r.busbw_gbs < PEAK_FRACTION * peak[0]:
             findings.append(bench_finding(Severity.WARNING, "NCCL_BELOW_PEAK", r.host,
                                     f"{op} bus bandwidth {r.busbw_gbs:.1f} GB/s is below {PEAK_FRACTION:.0%} of "

@@ -1,15 +1,15 @@
 """A multi-node nccl-tests bus bandwidth judged against what the inter-node links can carry.
 
-nccl-tests' bus bandwidth is defined so that it compares with the hardware: on several nodes,
-a run that has every rail of a node busy reaches about the sum of that node's NIC bandwidths
-(eight 400 Gb/s NICs: about 400 GB/s less protocol overhead). The links come, in this order, from
-the log itself (the NICs NCCL's channels went through, ``via NET/IB/<n>``, else the NICs it
-listed; their speed from ``speed=`` or the topology dump), from ``--rate-gbps`` (each NIC's line
-rate) or from a saved survey (the hosts' active RDMA ports). The saturated figure (the largest
-size) below ``LINK_FRACTION`` of that is a warning that says which links, where they came from,
-and, when the figure is about one NIC's worth on a node with several, that the traffic went
-through one rail. Only a shortfall is judged: NCCL's tree algorithm on two nodes reports bus
-bandwidths above the network's (https://github.com/NVIDIA/nccl-tests/issues/196).
+nccl-tests' bus bandwidth is defined so that it compares with the hardware: on several nodes, a run that
+has every rail of a node busy reaches about the sum of that node's NIC bandwidths (eight 400 Gb/s NICs: about
+400 GB/s less protocol overhead). The NICs come from the log itself (those NCCL's channels went through,
+``via NET/IB/<n>``, else those it listed), else from the hosts' ports; each NIC's rate from the hosts' ports
+(a live run's at the rate the one port-rate rule, ``rate_basis``, holds them to; ``bench report``'s from a
+saved survey), else from the log (``speed=`` or the topology dump: what the port trained at, which a degraded
+port lowers), else from ``--rate-gbps``. The saturated figure (the largest size) below ``LINK_FRACTION`` of
+that is a warning that says which links, where they came from, and, when the figure is about one NIC's worth
+on a node with several, that the traffic went through one rail. Only a shortfall is judged: NCCL's tree
+algorithm on two nodes reports bus bandwidths above the network's (https://github.com/NVIDIA/nccl-tests/issues/196).
 """
 
 from __future__ import annotations
@@ -65,9 +65,9 @@ def link_capacity(result: NcclTestResult, *, nic_rate_gbps: float | None = None,
     survey_rates = dict(ports[named[0]]) if named else {}
     per_nic: list[tuple[str, float]] = []
     bases: set[str] = set()
-    for nic in nics:  # each NIC's speed from the log, else the survey, else --rate-gbps
-        gbs, basis = ((nic.gbs, _FROM_LOG) if nic.gbs is not None
-                      else (survey_rates[nic.name] / 8, ports_from[0]) if nic.name in survey_rates
+    for nic in nics:  # each NIC's rate from the hosts' ports, else the log's speed, else --rate-gbps
+        gbs, basis = ((survey_rates[nic.name] / 8, ports_from[0]) if nic.name in survey_rates
+                      else (nic.gbs, _FROM_LOG) if nic.gbs is not None
                       else (nic_rate_gbps / 8, f"--rate-gbps {nic_rate_gbps:g}") if nic_rate_gbps else (None, ""))
         if gbs is None:
             return None

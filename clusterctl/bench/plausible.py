@@ -149,14 +149,7 @@ def every_gpu_is(result: NcclTestResult, model: str) -> bool:
     return bool(names) and all(model in name for name in names)
 
 
-def nvlink_limit(result: NcclTestResult) -> tuple[float, str] | None:
-    """One GPU's NVLink bandwidth per direction for the GPUs the log names, when all are one known model."""
-    return next(((gbs, f"{model}: {basis}") for model, gbs, basis in NVLINK_GBS_PER_GPU
-                 if every_gpu_is(result, model)), None)
-
-
 def nccl_checks(result: NcclTestResult, *, gpus_per_host: int | None, about: str, about_kind: str = "host",
-                busbw_limit: tuple[float, str] | None = None,
                 nvlinks: tuple[NVLinkStatus, ...] | None = None) -> list[Finding]:
     """A single-host bus bandwidth above one GPU's NVLink bandwidth, else above what the host's NVLinks as they are
     now (``nvlinks``; ``None``: not read) let it give; fewer ranks than the host has GPUs; a run that checked no
@@ -181,7 +174,10 @@ def nccl_checks(result: NcclTestResult, *, gpus_per_host: int | None, about: str
     hosts = Counter(host for _, host, _, _ in result.ranks)
     # Above the GPUs' NVLinks (their model's, else the host's as they are now): no measurement of this host.
     figure = result.peak_busbw_gbs if len(hosts) <= 1 else None
-    model, now = busbw_limit or nvlink_limit(result), topology_limit(nvlinks or ())
+    # One GPU's NVLink bandwidth per direction for the GPUs the log names, when all are one known model.
+    model = next(((gbs, f"{name}: {basis}") for name, gbs, basis in NVLINK_GBS_PER_GPU if every_gpu_is(result, name)),
+                 None)
+    now = topology_limit(nvlinks or ())
     limit: float | None = None
     if figure is not None and model and figure > model[0] * ROUNDING_MARGIN:
         limit, why = model[0], (f"above the {model[0]:.0f} GB/s one GPU's NVLinks carry per direction ({model[1]}): "

@@ -172,7 +172,7 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
             for k in keys]
 
 
-def save_ib_run(folder: Path, report: IBBenchReport, payload: dict[str, Any]) -> Path:
+def save_ib_run(folder: Path, report: IBBenchReport, payload: dict[str, Any]) -> None:
     """Into a ``bench ib`` run's folder (``new_results_dir``, made before the run): each test's raw
     client and server output, and results.json."""
     for r in report.results:
@@ -180,13 +180,11 @@ def save_ib_run(folder: Path, report: IBBenchReport, payload: dict[str, Any]) ->
         save_raw(folder, f"{stem}-client", r.client_output)
         save_raw(folder, f"{stem}-server", r.server_output)
     save_results(folder, payload)
-    return folder
 
 
-def save_nccl_run(folder: Path, run: NcclRun, payload: dict[str, Any]) -> Path:
+def save_nccl_run(folder: Path, run: NcclRun, payload: dict[str, Any]) -> None:
     """Into a ``bench nccl`` run's folder (``new_results_dir``, made before the run): each host's (or
     the mpirun job's) raw output, and results.json."""
     for r in run.runs:
         save_raw(folder, f"nccl-{run.op}-{r.host}", r.output)
     save_results(folder, {"nccl": payload})
-    return folder

@@ -218,17 +218,13 @@ def _columns(line: str, number: int) -> list[str]:
     return names
 
 
-def _wrong(token: str, number: int, line: str) -> int | None:
-    """``#wrong`` as printed with ``%g``: ``0``, ``1024``, ``1.04858e+06``; ``N/A``: nothing was checked."""
-    value = _float(token, number, line)
-    if value is not None and (value < 0 or value != value):
-        raise ParseError(_WHAT, f"{token!r} is not a count of wrong elements", line=number, text=line)
-    return None if value is None else round(value)
-
-
 def _measure(cells: dict[str, str], number: int, line: str) -> Measure:
     figures = {field: _float(cells.get(name, "N/A"), number, line) for name, field in _MEASURE_FIELDS.items()}
-    return Measure(**figures, wrong=_wrong(cells.get("#wrong", "N/A"), number, line),
+    # ``#wrong`` as printed with ``%g``: ``0``, ``1024``, ``1.04858e+06``; ``N/A``: nothing was checked.
+    wrong = _float(cells.get("#wrong", "N/A"), number, line)
+    if wrong is not None and (wrong < 0 or wrong != wrong):
+        raise ParseError(_WHAT, f"{cells['#wrong']!r} is not a count of wrong elements", line=number, text=line)
+    return Measure(**figures, wrong=None if wrong is None else round(wrong),
                    error=_float(cells["error"], number, line) if "error" in cells else None)
 
 
@@ -237,9 +233,8 @@ def _row(tokens: list[str], columns: list[str], number: int, line: str) -> NcclR
         raise ParseError(_WHAT, f"a row has {len(tokens)} columns, the header names {len(columns)}",
                          line=number, text=line)
     first, split = (i for i, name in enumerate(columns) if name in _TIMES)
-    lead = dict(zip(columns[:first], tokens[:first], strict=True))
-    oop = dict(zip(columns[first:split], tokens[first:split], strict=True))
-    inp = dict(zip(columns[split:], tokens[split:], strict=True))
+    lead, oop, inp = (dict(zip(columns[a:b], tokens[a:b], strict=True))
+                      for a, b in ((0, first), (first, split), (split, len(columns))))
     root = lead.get("root")
     return NcclRow(
         size_bytes=_int(lead["size"], number, line),

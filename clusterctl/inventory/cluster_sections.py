@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from clusterctl.errors import BadValue, UsageError
 from clusterctl.inventory import values
-from clusterctl.inventory.pins import CHART_PINS, CNI_PINS, ChartPin
+from clusterctl.inventory.pins import CHART_PINS, CNI_PINS
 from clusterctl.inventory.values import did_you_mean, fields_hint, one_of_hint
 
 #: The site's own: ``network.cni: none`` (a CNI the site installs itself: Cilium, a vendor's) and
@@ -43,10 +43,6 @@ class ChartSource:
     namespace: str
     #: A ``.tgz`` on the control machine (copied to the host running Helm); wins over ``repository``.
     archive: str | None = None
-
-    @classmethod
-    def from_pin(cls, pin: ChartPin) -> ChartSource:
-        return cls(pin.release, pin.chart, pin.version, pin.repository, pin.namespace)
 
 
 @dataclass(frozen=True)
@@ -228,7 +224,8 @@ def check_network(section: Any, where: str) -> NetworkSettings:
 
 
 def _charts(data: Mapping[str, Any], where: str) -> dict[str, ChartSource]:
-    charts = {name: ChartSource.from_pin(pin) for name, pin in CHART_PINS.items()}
+    charts = {name: ChartSource(pin.release, pin.chart, pin.version, pin.repository, pin.namespace)
+              for name, pin in CHART_PINS.items()}
     for release, body in data.items():
         sub = f"{where}.{release}"
         if release not in charts:

@@ -810,6 +810,7 @@ def _printf(args: list[str]) -> Outcome:
     the integer and floating conversions, with flags, width and precision; the format repeats
     while arguments are left. A bad number prints what it starts with and fails, as there; a
     ``\\c`` in a ``%b`` argument ends all output."""
+    args = args[1:] if args[:1] == ["--"] else args  # the end of options, before the format
     if not args:
         return b"", b"sh: 1: printf: usage: printf format [arg ...]\n", 2
     fmt, values = args[0], args[1:]

@@ -49,7 +49,7 @@ def test_the_hostfile_is_written_for_mpirun_and_removed_however_it_ends(tmp_path
     put, mpirun, remove = transports["n1"].history[-3:]
     assert put.startswith(f"# put {hostfile} ") and f"--hostfile {hostfile} " in mpirun
     assert remove == f"# remove {hostfile}"
-    assert transports["n1"].files.get(hostfile) is None  # removed from the launcher
+    assert transports["n1"].get(hostfile) is None  # removed from the launcher
     assert (run.failed, run.median_busbw_gbs is not None) == (answer != "ok", answer == "ok")
 
 

@@ -117,9 +117,13 @@ def test_without_an_inventory_rate_the_rails_are_held_to_what_they_run_at(tmp_pa
     assert run.findings == () and run.runs[0].nic_ports == {h: [(r, 200.0) for r in RAILS] for h in ("n1", "n2")}
 
 
-def test_a_multi_node_run_whose_log_names_its_one_rail_is_judged_by_the_log(tmp_path: Path) -> None:
+def test_a_multi_node_run_whose_log_names_its_one_rail_holds_it_to_the_one_port_rate_rule(tmp_path: Path) -> None:
     text = read_fixture("nccl-tests", GATHER_2NODE) + "# Out of bounds values : 0 OK\n# Avg bus bandwidth : 17.2\n"
-    # No inventory rate, no hcas: the log's own topology dump says its one used NIC carries 25 GB/s.
-    run = _multi_node(tmp_path, text, Fabric())
+    # The log's topology dump says its one used NIC (mlx5_2) carries 25 GB/s: what it trained at. The inventory
+    # holds the rails to 400 Gb/s (rate_basis, as survey and health judge them): that is what the run is held to.
+    run = _multi_node(tmp_path, text, Fabric(type="ib", rate_gbps=400, hcas=RAILS))
     (finding,) = run.findings
-    assert finding.code == NCCL_BELOW_LINKS and finding.evidence["basis"] == "the log's NCCL INFO lines"
+    assert finding.code == NCCL_BELOW_LINKS and (finding.evidence["links_gbs"], finding.evidence["nics_per_node"]) == (
+        50.0, 1)
+    assert finding.evidence["basis"] == ("the NICs from the log's NCCL INFO lines, their speed from the hosts' HCAs "
+                                         "(ibv_devinfo -v) at the inventory's rate, else their usual one")

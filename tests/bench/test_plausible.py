@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from clusterctl.bench.judge import judge_link, saved_link
 from clusterctl.bench.plausible import FIGURE_IMPOSSIBLE, RECORDING_MISMATCH, nccl_checks
 from clusterctl.facts.nccltests import parse_nccl_tests
@@ -68,14 +70,14 @@ def test_eight_a100_all_reduce_is_below_their_nvlink_limit() -> None:
     assert nccl_checks(nccl("all_reduce-a100-8gpu-nvswitch-single-node.txt"), gpus_per_host=8, about="h") == []
 
 
-def test_bus_bandwidth_above_one_gpus_nvlinks_cannot_be_true() -> None:
+def test_bus_bandwidth_above_one_gpus_nvlinks_cannot_be_true(monkeypatch: pytest.MonkeyPatch) -> None:
     # The A100 run (232 GB/s) judged as if the GPUs had A800's 8 NVLinks (200 GB/s per direction).
-    (found,) = nccl_checks(nccl("all_reduce-a100-8gpu-nvswitch-single-node.txt"), gpus_per_host=8, about="h",
-                           busbw_limit=(200.0, "8 NVLink3 links x 25 GB/s"))
+    monkeypatch.setattr("clusterctl.bench.plausible.NVLINK_GBS_PER_GPU", (("A100", 200.0, "8 NVLink3 x 25 GB/s"),))
+    (found,) = nccl_checks(nccl("all_reduce-a100-8gpu-nvswitch-single-node.txt"), gpus_per_host=8, about="h")
     assert (found.severity, found.code) == (Severity.ERROR, FIGURE_IMPOSSIBLE)
     assert found.evidence == {"measured_gbs": 232.44, "limit_gbs": 200.0}
 
 
-def test_multi_host_runs_are_not_held_to_one_hosts_nvlink_limit() -> None:
-    assert [f.code for f in nccl_checks(nccl("all_reduce-h100-2node-mpirun.txt"), gpus_per_host=4, about="j",
-                                        busbw_limit=(100.0, "x"))] == []
+def test_multi_host_runs_are_not_held_to_one_hosts_nvlink_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("clusterctl.bench.plausible.NVLINK_GBS_PER_GPU", (("H100", 100.0, "x"),))
+    assert [f.code for f in nccl_checks(nccl("all_reduce-h100-2node-mpirun.txt"), gpus_per_host=4, about="j")] == []

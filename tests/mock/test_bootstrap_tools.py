@@ -60,6 +60,19 @@ def test_file_tools_answer_by_the_name_they_were_called_by(tmp_path: Path) -> No
     assert t.run("cat /tmp/abc").stdout == "a\nb\nc\n"
 
 
+def test_head_and_tail_count_lines_as_gnus_do(tmp_path: Path) -> None:
+    """``head -n -N`` leaves out the last N lines and ``tail -n +N`` starts at line N (they were taken for
+    the first and the last N); a count that is no number is refused."""
+    t = node(write_cluster(tmp_path))
+    assert t.run("printf 'a\\nb\\nc\\nd\\n' > /tmp/abcd").ok
+    shown = {line: t.run(f"{line} /tmp/abcd").stdout for line in
+             ("head -n -1", "head -2", "head -n0", "tail -n +2", "tail -n -1", "tail -3", "tail -n +0")}
+    assert shown == {"head -n -1": "a\nb\nc\n", "head -2": "a\nb\n", "head -n0": "", "tail -n +2": "b\nc\nd\n",
+                     "tail -n -1": "d\n", "tail -3": "b\nc\nd\n", "tail -n +0": "a\nb\nc\nd\n"}
+    bad = t.run("head -n x /tmp/abcd")
+    assert (bad.exit_code, bad.stderr) == (1, "head: invalid number of lines: 'x'\n")
+
+
 def test_apt_offers_what_its_lists_had_at_the_last_update(tmp_path: Path) -> None:
     """A version the repository gained after ``apt-get update`` is not offered until the next one,
     as on a real host (the real nodes' site mirror gains Kubernetes 1.37 after the bring-up)."""

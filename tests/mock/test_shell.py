@@ -46,6 +46,7 @@ def test_printf_reads_octal_and_hex_escapes_widths_and_numbers_as_sh_does(cluste
     t = node(cluster)
     line = r"printf '\033[1m\0101\x41|%5s|%-3d|%#o|%b|' ab 7 010 '\0101\cgone'; echo"
     assert t.run(line).stdout == "\x1b[1m\x081A|   ab|7  |010|A\n"
+    assert t.run("printf -- '%s|' -- x").stdout == "--|x|"
     bad = t.run("printf '%d,' 12abc 0x10")
     assert (bad.stdout, bad.exit_code) == ("12,16,", 1)
     assert "12abc: invalid number" in bad.stderr

@@ -338,28 +338,25 @@ def _posix_to_python(pattern: str, *, extended: bool) -> str:
 
 
 def head_tail(ctx: ToolContext) -> ToolResult:
-    """``head`` and ``tail``, told apart by the name they were called by."""
-    head = ctx.name == "head"
+    """``head``/``tail`` ``[-n [+-]N | -N] [FILE]``, told apart by the name they were called by, as
+    GNU's: ``head -n -N`` leaves out the last N lines, ``tail -n +N`` starts at line N."""
     args = list(ctx.args)
-    count = 10
-    paths: list[str] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "-n" and i + 1 < len(args):
-            count = int(args[i + 1].lstrip("+-") or 10)
-            i += 2
-            continue
-        if re.fullmatch(r"-n?\d+", arg):
-            count = int(arg.lstrip("-n"))
-        else:
-            paths.append(arg)
-        i += 1
-    data = ctx.stdin if not paths else ctx.fs.read(ctx.path(paths[0]))
+    count = pop_option(args, "-n")
+    for arg in [a for a in args if re.fullmatch(r"-n?\d+", a)]:
+        count = arg.lstrip("-n")
+        args.remove(arg)
+    count = "10" if count is None else count
+    if not re.fullmatch(r"[+-]?\d+", count):
+        return ToolResult("", f"{ctx.name}: invalid number of lines: '{count}'\n", 1)
+    data = ctx.stdin if not args else ctx.fs.read(ctx.path(args[0]))
     if data is None:
-        return ToolResult("", f"{ctx.name}: cannot open '{paths[0]}' for reading: No such file or directory\n", 1)
+        return ToolResult("", f"{ctx.name}: cannot open '{args[0]}' for reading: No such file or directory\n", 1)
     lines = data.decode(errors="replace").splitlines(keepends=True)
-    chosen = lines[:count] if head else (lines[-count:] if count else [])
+    n = int(count.lstrip("+-"))
+    if ctx.name == "head":
+        chosen = lines[:max(len(lines) - n, 0)] if count.startswith("-") else lines[:n]
+    else:
+        chosen = lines[max(n - 1, 0):] if count.startswith("+") else lines[-n:] if n else []
     return ToolResult("".join(chosen))
 
 
