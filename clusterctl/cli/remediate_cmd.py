@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from clusterctl.cli.confirm import confirm_change
 from clusterctl.cli.context import DRAIN_TIMEOUT, STATE_DIR, app_context
 from clusterctl.cli.quarantine_cmd import DELETE_EMPTYDIR_DATA
-from clusterctl.errors import BadValue, ClusterctlError, UsageError
-from clusterctl.undo_journal import undo_line
-from clusterctl.writable import host_file_name, make_folder, replace_file, writable_dir, writable_file
+from clusterctl.errors import BadValue, UsageError
+from clusterctl.writable import make_folder, writable_dir, writable_file
 from clusterctl.writable import state_dir as chosen_state_dir
 
 if TYPE_CHECKING:
-    from clusterctl.inventory.model import Host, Inventory
-    from clusterctl.quarantine.drain import DrainOptions
+    from clusterctl.inventory.model import Inventory
     from clusterctl.quarantine.webhook_server import Security
 
 remediate_app = typer.Typer(help="""Act on alerts: quarantine the hosts that bootstrap's DCGM alert rules name.
@@ -115,6 +112,7 @@ def serve_command(
                               "reboot, power cycle through the BMC) and release it once the release gate passes "
                               "(clusterctl heal; the inventory's quarantine.heal)."),
 ) -> None:
+    from clusterctl.heal.run import heal_after_drain
     from clusterctl.quarantine import webhook_server
     from clusterctl.quarantine.drain import DrainOptions
     from clusterctl.quarantine.policy import cap
@@ -250,49 +248,3 @@ def alertmanager_config_command(
         print("warning: the bearer token would cross the network in clear text: use an https:// URL "
               "(the receiver's --tls-cert)", file=sys.stderr)
     typer.echo(render_alertmanager_receiver(url, ReceiverAuth(token_file, ca_file, cert_file, key_file)), nl=False)
-
-
-#: Where the "needs hardware" reports go when no folder is given (the receiver gives its state folder's).
-REPORTS = Path("clusterctl-results") / "heal"
-
-
-def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | None = None,
-                     on_result: Callable[[Any], None] | None = None, state_dir: str | None = None,
-                     reports_folder: Path = REPORTS, drain: DrainOptions | None = None,
-                     ) -> Callable[[Any, Host, Callable[..., None]], None]:
-    """``remediate serve --heal``: a drained host's escalation chain, each step logged as the receiver's decisions
-    (``on_start`` and ``on_result``: benchmarks/mttr's stopwatch). Its undo journals go to ``state_dir``'s,
-    its "needs hardware" reports to ``reports_folder`` (the CLI passes the state folder's); its drain is the
-    receiver's (``drain``)."""
-
-    def after_drain(runner: Any, host: Host, say: Callable[..., None]) -> None:
-        if on_start is not None:
-            on_start()
-        from clusterctl.heal.run import HostHeal, heal
-
-        def step(name: str, what: str, detail: str) -> None:
-            say(host=name, decision="heal", why=f"{what}{': ' + detail if detail else ''}")
-
-        try:
-            (result,), path = heal(runner, inventory, [host], apply=True, say=step, state_dir=state_dir, drain=drain)
-        except ClusterctlError as exc:  # no cluster to heal in any more (heal's one error): this host's failed heal
-            result, path = HostHeal(host.name, outcome="failed", detail=str(exc)), None
-        if on_result is not None:
-            on_result(result)
-        why = result.detail
-        if result.report:
-            why += f"; the report to paste into a ticket: {save_report(host.name, result.report, reports_folder)}"
-        say(host=host.name, decision=result.outcome, why=why)
-        if path is not None:
-            say(host=host.name, decision="journal", why=undo_line(path))
-
-    return after_drain
-
-
-def save_report(host: str, report: str, folder: Path = REPORTS) -> Path:
-    from clusterctl.utc import file_stamp
-
-    make_folder(folder, "the heal reports folder")
-    path = folder / host_file_name(host, f"-needs-hardware-{file_stamp()}.txt")
-    replace_file(path, report + "\n", mode=0o600)
-    return path

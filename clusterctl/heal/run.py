@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from clusterctl.changes import MAKES_NO_TRACE, Change, Gate, GateRecord, HostGate
@@ -45,7 +46,9 @@ from clusterctl.quarantine.policy import counts_against
 from clusterctl.quarantine.run import control_plane
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import FailureKind, TransportError
+from clusterctl.undo_journal import undo_line
 from clusterctl.utc import file_stamp, utc_stamp
+from clusterctl.writable import host_file_name, make_folder, replace_file
 
 if TYPE_CHECKING:
 
@@ -551,3 +554,46 @@ def heal(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: 
                 healer.result.outcome, healer.result.detail = "failed", str(exc)
                 results.append(healer.result)
     return results, step.journal
+
+
+#: Where the "needs hardware" reports go when no folder is given (the receiver gives its state folder's).
+REPORTS = Path("clusterctl-results") / "heal"
+
+
+def heal_after_drain(inventory: Inventory, *, on_start: Callable[[], None] | None = None,
+                     on_result: Callable[[HostHeal], None] | None = None, state_dir: str | None = None,
+                     reports_folder: Path = REPORTS, drain: DrainOptions | None = None,
+                     ) -> Callable[[Any, Host, Callable[..., None]], None]:
+    """``remediate serve --heal``: a drained host's escalation chain, each step logged as the receiver's decisions
+    (``on_start`` and ``on_result``: benchmarks/mttr's stopwatch). Its undo journals go to ``state_dir``'s,
+    its "needs hardware" reports to ``reports_folder`` (the CLI passes the state folder's); its drain is the
+    receiver's (``drain``)."""
+
+    def after_drain(runner: Any, host: Host, say: Callable[..., None]) -> None:
+        if on_start is not None:
+            on_start()
+
+        def step(name: str, what: str, detail: str) -> None:
+            say(host=name, decision="heal", why=f"{what}{': ' + detail if detail else ''}")
+
+        try:
+            (result,), path = heal(runner, inventory, [host], apply=True, say=step, state_dir=state_dir, drain=drain)
+        except ClusterctlError as exc:  # no cluster to heal in any more (heal's one error): this host's failed heal
+            result, path = HostHeal(host.name, outcome="failed", detail=str(exc)), None
+        if on_result is not None:
+            on_result(result)
+        why = result.detail
+        if result.report:
+            why += f"; the report to paste into a ticket: {save_report(host.name, result.report, reports_folder)}"
+        say(host=host.name, decision=result.outcome, why=why)
+        if path is not None:
+            say(host=host.name, decision="journal", why=undo_line(path))
+
+    return after_drain
+
+
+def save_report(host: str, report: str, folder: Path = REPORTS) -> Path:
+    make_folder(folder, "the heal reports folder")
+    path = folder / host_file_name(host, f"-needs-hardware-{file_stamp()}.txt")
+    replace_file(path, report + "\n", mode=0o600)
+    return path

@@ -92,8 +92,8 @@ class DemoHeal:
 
     def receiver(self, log: Any) -> Any:
         """``remediate serve --heal`` as the CLI builds it, in this process (no HTTP: ``handle(body)``)."""
-        from clusterctl.cli.remediate_cmd import heal_after_drain
         from clusterctl.fanout import Runner
+        from clusterctl.heal.run import heal_after_drain
         from clusterctl.inventory.loader import load_inventory
         from clusterctl.quarantine.receiver import Remediator
         from clusterctl.transport.factory import ConnectOptions, make_connector

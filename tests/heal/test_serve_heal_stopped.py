@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from kube_sim import KubeSim
 
-from clusterctl.cli.remediate_cmd import heal_after_drain
 from clusterctl.engine.lock import DEFAULT_LOCK_PATH
 from clusterctl.fanout import Runner
 from clusterctl.findings import Finding, Severity
+from clusterctl.heal.run import heal_after_drain
 from clusterctl.inventory.loader import load_inventory
 from clusterctl.inventory.model import Host
 from clusterctl.quarantine.receiver import Remediator

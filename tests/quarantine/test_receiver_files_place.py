@@ -99,8 +99,7 @@ def test_heal_after_drain_writes_its_journal_and_report_where_it_is_told(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``--heal``'s chain gets the receiver's folders: the report lands there and the log names it."""
-    from clusterctl.cli.remediate_cmd import heal_after_drain
-    from clusterctl.heal.run import HostHeal
+    from clusterctl.heal.run import HostHeal, heal_after_drain
     from clusterctl.inventory.loader import load_inventory
 
     inventory = load_inventory(str(DEMO))
@@ -138,8 +137,8 @@ def test_heal_after_drain_with_no_cluster_left_logs_that_hosts_failed_heal(tmp_p
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """``clusterctl heal`` stops with the one "no cluster here" error; the receiver's chain, run by a server,
     logs it as the host's failed heal (the decision "failed", no class name) and goes on serving."""
-    from clusterctl.cli.remediate_cmd import heal_after_drain
     from clusterctl.fanout import Runner
+    from clusterctl.heal.run import heal_after_drain
     from clusterctl.inventory.loader import load_inventory
     from clusterctl.transport.factory import ConnectOptions, make_connector
 
