@@ -11,16 +11,15 @@ agent can be alerted on too.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from clusterctl.findings import Finding, Severity
+from clusterctl.health.checks import gpu_index
 
 #: The file in the textfile collector's folder (``--collector.textfile.directory``).
 TEXTFILE_NAME = "clusterctl_node_health.prom"
-_GPU = re.compile(r"^GPU (\d+)$")
 
 
 @dataclass(frozen=True)
@@ -34,8 +33,8 @@ class RunFigures:
 
 
 def gpu_label(finding: Finding) -> str:
-    match = _GPU.match(finding.subject or "")
-    return match.group(1) if match else ""
+    index = gpu_index(finding.subject)
+    return "" if index is None else str(index)
 
 
 def render(findings: Iterable[Finding], figures: RunFigures) -> bytes:

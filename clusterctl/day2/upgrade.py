@@ -539,12 +539,6 @@ def downgrade_ways(findings: Sequence[Finding]) -> str:
     return f"{ways[:1].upper()}{ways[1:]}."
 
 
-def target_inventory(inventory: Inventory, target: KubernetesVersion) -> Inventory:
-    """The inventory as the upgraded cluster has it: every host's Kubernetes pin at ``target``."""
-    hosts = tuple(replace(h, stack=replace(h.stack, kubernetes=target.text)) for h in inventory.hosts)
-    return replace(inventory, hosts=hosts)
-
-
 def rollout_order(inventory: Inventory, hosts: Sequence[Host]) -> list[tuple[Host, str]]:
     first = first_control_plane(inventory)
     planes = [(h, FIRST_CP if first is not None and h.name == first.name else CONTROL_PLANE)
@@ -622,9 +616,10 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
     store = place.progress(resume=request.resume, first="clusterctl upgrade apply --to X") if request.apply else None
     wanted, pin = _target(request, first, store)
     target = parse(wanted)
-    # Every connection of the run carries the hosts as the upgraded cluster has them (the phases read
-    # the pins from their connection's host).
-    original, inventory = inventory, target_inventory(inventory, target)
+    # Every connection of the run carries the hosts as the upgraded cluster has them, every Kubernetes pin at
+    # the target (the phases read the pins from their connection's host).
+    at_target = tuple(replace(h, stack=replace(h.stack, kubernetes=target.text)) for h in inventory.hosts)
+    original, inventory = inventory, replace(inventory, hosts=at_target)
     hosts, first = [inventory.host(h.name) for h in hosts], inventory.host(first.name)
     nodes = cluster_nodes(runner, first)
     current = _current(runner, first)

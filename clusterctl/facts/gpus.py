@@ -38,10 +38,6 @@ def _int(unit: str | None = None) -> Callable[[str], int]:
     return convert
 
 
-def _float(unit: str | None = None) -> Callable[[str], float]:
-    return lambda value: _number(value, unit)
-
-
 def _enabled(value: str) -> bool:
     if value in ("Enabled", "On"):
         return True
@@ -61,7 +57,7 @@ _FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "persistence_mode": ("persistence_mode", _enabled),
     "ecc.mode.current": ("ecc_mode", _enabled),
     "ecc.errors.uncorrected.volatile.total": ("ecc_errors_uncorrected", _int()),
-    "power.limit": ("power_limit_w", _float("W")),
+    "power.limit": ("power_limit_w", lambda value: _number(value, "W")),
     "pcie.link.gen.current": ("pcie_gen_current", _int()),
     "pcie.link.gen.max": ("pcie_gen_max", _int()),
     "pcie.link.width.current": ("pcie_width_current", _int()),

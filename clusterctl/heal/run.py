@@ -23,7 +23,6 @@ Every step's result goes to the node (``history``): ``status HOST`` shows it.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from clusterctl.facts.gpus import PERSISTENCE_MODES
 from clusterctl.findings import Finding, Severity
 from clusterctl.heal import history
 from clusterctl.heal.chain import DEFAULT_TIMEOUTS, chain_for
+from clusterctl.health.checks import gpu_index
 from clusterctl.quarantine import node_ops
 from clusterctl.quarantine.drain import DrainOptions
 from clusterctl.quarantine.policy import counts_against
@@ -357,7 +357,8 @@ class ResetGpus(HealStep):
 
     def check(self, ctx: PhaseContext) -> tuple[list[GpuReset], list[str]]:
         """The resets of the GPUs the findings name (none: all), and the GPUs a process uses (left as they are)."""
-        resets, busy, gpus = [], [], list[int | None](_gpus(self.healer.findings)) or [None]
+        named = (gpu_index(f.subject) for f in self.healer.findings if f.severity is Severity.ERROR)
+        resets, busy, gpus = [], [], list[int | None](dict.fromkeys(i for i in named if i is not None)) or [None]
         for gpu in gpus:
             users = None if gpu is None else ctx.reader.run(
                 f"nvidia-smi --query-compute-apps=pid --format=csv,noheader -i {gpu}", sudo=True, timeout=30)
@@ -525,14 +526,6 @@ def apply_gpu_reset(transport: Transport, gate: Gate, reset: GpuReset) -> GateRe
         return gate.submit(transport, reset.reset)
     with gate.temporary(transport, reset.persistence_off, reset.persistence_on):
         return gate.submit(transport, reset.reset)
-
-
-_GPU = re.compile(r"^GPU (\d+)\b")
-
-
-def _gpus(findings: Sequence[Finding]) -> list[int]:
-    return list(dict.fromkeys(int(match.group(1)) for f in findings
-                              if f.severity is Severity.ERROR and (match := _GPU.match(f.subject or ""))))
 
 
 def heal(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: bool, say: Say | None = None,

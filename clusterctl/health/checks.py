@@ -10,6 +10,7 @@ with the same GPU model and count, as in survey (``survey.checks.host.majority``
 from __future__ import annotations
 
 import datetime
+import re
 import statistics
 from bisect import bisect_right
 from collections import Counter
@@ -113,6 +114,13 @@ def _finding(severity: Severity, code: str, host: str, message: str, *, subject:
 
 def gpu_subject(gpu: GpuHealth) -> str:
     return f"GPU {gpu.index}" if gpu.index_known else f"GPU {gpu.bus_id}"
+
+
+def gpu_index(subject: str | None) -> int | None:
+    """The GPU index a finding's subject names (``GPU 3``, as ``gpu_subject`` writes it); None for another
+    subject (a GPU named by its bus id, a NIC, the host)."""
+    match = re.fullmatch(r"GPU (\d+)", subject or "")
+    return int(match.group(1)) if match else None
 
 
 def nvsmi_id(gpu: GpuHealth) -> str:

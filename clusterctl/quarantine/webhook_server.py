@@ -61,9 +61,10 @@ class ListenAddress:
         except ValueError:
             return False  # a name: whatever it resolves to may be reachable from elsewhere
 
-    def url(self, port: int | None = None, *, tls: bool = False) -> str:
+    def url(self, port: int, *, tls: bool = False) -> str:
+        """The webhook's URL on ``port`` (the one bound: ``--listen :0`` asks for any)."""
         host = f"[{self.host}]" if self.ipv6 else self.host
-        return f"{'https' if tls else 'http'}://{host}:{self.port if port is None else port}/webhook"
+        return f"{'https' if tls else 'http'}://{host}:{port}/webhook"
 
 
 def parse_listen(text: str) -> ListenAddress:
@@ -281,9 +282,9 @@ def _subject(sock: Any) -> str:
     return ""
 
 
-def make_server(handle: Handle, address: ListenAddress, security: Security, say: Say,
-                limits: Limits | None = None) -> ThreadingHTTPServer:
-    """The server, bound (``server_address[1]`` is the port); ``serve_forever`` runs it."""
+def serve(handle: Handle, address: ListenAddress, security: Security, say: Say, *,
+          limits: Limits | None = None, ready: Callable[[int], None] | None = None) -> None:
+    """Answer webhooks on ``address`` until interrupted; ``ready`` is told the port once it is bound."""
     bounds = limits or Limits()
 
     class Handler(BaseHTTPRequestHandler):
@@ -383,13 +384,7 @@ def make_server(handle: Handle, address: ListenAddress, security: Security, say:
 
         do_PUT = do_PATCH = do_DELETE = _not_allowed
 
-    return _Server(address, security, bounds, say, Handler)
-
-
-def serve(handle: Handle, address: ListenAddress, security: Security, say: Say, *,
-          limits: Limits | None = None, ready: Callable[[int], None] | None = None) -> None:
-    """Answer webhooks on ``address`` until interrupted."""
-    server = make_server(handle, address, security, say, limits)
+    server = _Server(address, security, bounds, say, Handler)
     try:
         if ready is not None:
             ready(server.server_address[1])

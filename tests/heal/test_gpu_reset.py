@@ -5,11 +5,14 @@ on that GPU first (through the gate, journaled before it is made) and back on ho
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from clusterctl.changes import ChangeFailed, Gate
-from clusterctl.heal.run import apply_gpu_reset, gpu_reset, read_persistence
+from clusterctl.findings import Finding, Severity
+from clusterctl.heal.run import ResetGpus, apply_gpu_reset, gpu_reset, read_persistence
 from clusterctl.inventory.loader import load_inventory
 from clusterctl.inventory.model import Host
 from clusterctl.mock.admin import set_values
@@ -84,7 +87,7 @@ class _CutOff(MockTransport):
     def run(self, command: str, **kwargs: object) -> CommandResult:
         if command.startswith("nvidia-smi -r") or command.startswith("nvidia-smi -pm 1"):
             raise KeyboardInterrupt
-        return super().run(command, **kwargs)  # type: ignore[arg-type]
+        return super().run(command, **kwargs)
 
 
 def test_an_interrupted_reset_leaves_a_journal_whose_undo_turns_persistence_mode_back_on(
@@ -137,3 +140,15 @@ def test_every_gpu_reset_turns_off_persistence_mode_on_each(host: Host) -> None:
     assert record.result is not None and record.result.stdout.count("was successfully reset") == 8
     assert _commands(host, gate)[8] == "nvidia-smi -r" and len(_commands(host, gate)) == 17
     assert all(read_persistence(transport, i) == {i: True} for i in range(8))
+
+
+@pytest.mark.parametrize(("subject", "reset"), [("GPU 2", [2]), ("GPU 00000000:47:00.0", [None])])
+def test_the_reset_takes_the_gpu_a_finding_names_by_index_else_every_gpu(host: Host, subject: str,
+                                                                         reset: list[int | None]) -> None:
+    """A GPU named by its bus id (nvidia-smi's, where the index is unknown) was read as GPU 0 and GPU 0 reset;
+    the agent's metrics already gave it no GPU label: one reading of a finding's GPU now."""
+    healer: Any = SimpleNamespace(findings=[Finding(Severity.ERROR, "GPU_ROW_REMAP_PENDING", "a row remap is pending",
+                                                    host=host.name, subject=subject)],
+                                  config=SimpleNamespace(timeouts={}))
+    resets, busy = ResetGpus(healer).check(SimpleNamespace(host=host, reader=MockTransport(host)))
+    assert [r.gpu for r in resets] == reset and busy == []
