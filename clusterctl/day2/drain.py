@@ -13,14 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from clusterctl.changes import Change, GateRecord, HostGate
-from clusterctl.cluster_access import read_node, read_pods
+from clusterctl.cluster_access import read_node
 from clusterctl.engine.phase import Phase, PhaseContext, Wait
 from clusterctl.facts.kube_nodes import KubeNode
-from clusterctl.quarantine.drain import DrainOptions, DrainReport, drain_or_why, sort_pods
+from clusterctl.quarantine.drain import DEFAULT_TIMEOUT_S as DEFAULT_DRAIN_TIMEOUT_S
+from clusterctl.quarantine.drain import DrainOptions, drain_or_why, eviction, pods_to_evict
 from clusterctl.quarantine.node_ops import cordon
 from clusterctl.transport.base import FailureKind, TransportError
-
-DEFAULT_DRAIN_TIMEOUT_S = 300.0
 
 
 class NodePhase(Phase["KubeNode | None", PhaseContext]):
@@ -57,11 +56,16 @@ class DrainNode(NodePhase):
         return True
 
     def plan(self, ctx: PhaseContext, state: KubeNode | None) -> list[Change]:
-        return [] if state is None or not self.needed(ctx) else cordon(self.via, state)
+        """The cordon, and the evictions the drain will make (a cordoned node's pods go too)."""
+        if state is None or not self.needed(ctx):
+            return []
+        pods = pods_to_evict(ctx.reader, state.name, self._options())
+        return cordon(self.via, state) + [eviction(self.via, pod, state.name) for pod in pods]
 
     def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
         first = len(gate.records())
-        records = gate.submit_all(changes)
+        # The evictions are the drain's to make (one at a time, budgets retried): the cordon goes first.
+        records = gate.submit_all([c for c in changes if not c.summary.startswith("evict pod ")])
         if not self.needed(ctx) or self.check(ctx) is None:
             return records
         report, why = drain_or_why(gate.transport, gate.gate, ctx.host.name, self._options())
@@ -87,7 +91,7 @@ class DrainNode(NodePhase):
             return None
 
         def empty(c: PhaseContext) -> str | None:
-            left = sort_pods(read_pods(c.reader, c.host.name), self._options(), DrainReport(c.host.name))
+            left = pods_to_evict(c.reader, c.host.name, self._options())
             return None if not left else f"{len(left)} pod(s) left: " + ", ".join(p.ref for p in left[:3])
 
         return Wait(f"no pod a drain takes is left on {ctx.host.name} (up to {int(self.drain_timeout_s)} s)", empty,

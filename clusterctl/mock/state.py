@@ -299,16 +299,20 @@ class FileTree:
         refuse_change(f"create the folder {path}")
         self.local(path).mkdir(parents=parents, exist_ok=parents)
 
-    def remove(self, path: str, *, recursive: bool = False) -> None:
-        """Remove a file (or a folder with ``recursive``), if there is one."""
+    def remove(self, path: str, *, recursive: bool = False) -> bool:
+        """Remove a file (or a folder with ``recursive``); False when there was nothing."""
         refuse_change(f"remove {path}")
         target = self.local(path)
         if target.is_dir() and not target.is_symlink():
             if not recursive:
                 raise IsADirectoryError(path)
             shutil.rmtree(target)
-        else:
-            target.unlink(missing_ok=True)
+            return True
+        try:
+            target.unlink()
+        except FileNotFoundError:
+            return False
+        return True
 
     def listdir(self, path: str) -> list[str]:
         return sorted(p.name for p in self.local(path).iterdir())

@@ -27,7 +27,7 @@ import json
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import MAKES_NO_TRACE, Change, ChangeFailed, Gate
@@ -37,6 +37,7 @@ from clusterctl.facts.kube_nodes import Pod, pods_command
 from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
+    from clusterctl.host_reader import HostReader
     from clusterctl.transport.base import Transport
 
 #: kubectl drain's pause between two tries of an eviction a budget refused.
@@ -83,10 +84,7 @@ class DrainReport:
         return not self.not_evicted
 
     def to_json(self) -> dict[str, object]:
-        return {"node": self.node, "dry_run": self.dry_run, "complete": self.complete, "evicted": self.evicted,
-                "ignored": [{"pod": p.pod, "reason": p.reason} for p in self.ignored],
-                "not_evicted": [{"pod": p.pod, "reason": p.reason} for p in self.not_evicted],
-                "warnings": self.warnings}
+        return {"node": self.node, "dry_run": self.dry_run, "complete": self.complete} | asdict(self)  # keys' order
 
 
 def eviction_command(pod: Pod) -> str:
@@ -139,21 +137,15 @@ def drain_node(transport: Transport, gate: Gate, node: str, options: DrainOption
     """
     options = options or DrainOptions()
     report = DrainReport(node, dry_run=not gate.apply)
-    to_evict = sort_pods(read_pods(transport, node), options, report)
-    if not gate.apply:
-        for pod in to_evict:
-            gate.submit(transport, _eviction(transport, pod, node, options))
-            report.evicted.append(pod.ref)
-        return report
+    pending = sort_pods(read_pods(transport, node), options, report)
     deadline = clock() + options.timeout_s
-    pending = list(to_evict)
     asked: list[Pod] = []
     last_refusal: dict[str, str] = {}
     while pending:
         still: list[Pod] = []
         for pod in pending:
             try:
-                gate.submit(transport, _eviction(transport, pod, node, options))
+                gate.submit(transport, eviction(transport.host.name, pod, node))
                 asked.append(pod)
             except ChangeFailed as exc:
                 stderr = exc.result.stderr
@@ -173,6 +165,9 @@ def drain_node(transport: Transport, gate: Gate, node: str, options: DrainOption
             break
         if pending:
             sleep(options.retry_every_s)
+    if not gate.apply:  # a dry run: every eviction recorded, none refused
+        report.evicted = [pod.ref for pod in asked]
+        return report
     _wait_gone(transport, node, asked, report, options, deadline, sleep, clock)
     return report
 
@@ -184,21 +179,34 @@ def drain_or_why(transport: Transport, gate: Gate, node: str,
     clusterctl cannot read), so that the caller fails that host only and goes on with the others. A
     control plane where no cluster runs (``cluster_access.no_cluster_here``), or one not reached, still
     raises: that is every host's failure. Quarantine's drain and the day-2 drain phase (heal's too) call this."""
-    from clusterctl.cluster_access import no_cluster_here
-
     try:
         return drain_node(transport, gate, node, options), None
     except TransportError as exc:
-        if exc.kind is not FailureKind.COMMAND_FAILED or no_cluster_here(exc):
-            raise
-        return None, (f"drain of {node} stopped: {exc.message}; check on {transport.host.name} that "
-                      f"'sudo {pods_command(node)}' lists them")
+        return None, _why_stopped(transport.host.name, node, exc)
 
 
-def _eviction(transport: Transport, pod: Pod, node: str, options: DrainOptions) -> Change:
-    return Change.run(transport.host.name, eviction_command(pod),
-                      summary=f"evict pod {pod.ref} from node {node}", timeout_s=60, makes=(MAKES_NO_TRACE,),
-                      cannot_undo="an evicted pod is recreated by its controller, not brought back", node=node)
+def pods_to_evict(transport: Transport | HostReader, node: str, options: DrainOptions) -> list[Pod]:
+    """The pods a drain of ``node`` takes now (``sort_pods``), read through ``transport`` (a plan: its read-only
+    view); a pod list that cannot be read fails as ``drain_or_why`` says."""
+    try:
+        return sort_pods(read_pods(transport, node), options, DrainReport(node))
+    except TransportError as exc:
+        raise TransportError(FailureKind.COMMAND_FAILED, _why_stopped(transport.host.name, node, exc)) from None
+
+
+def _why_stopped(cp: str, node: str, exc: TransportError) -> str:
+    from clusterctl.cluster_access import no_cluster_here
+
+    if exc.kind is not FailureKind.COMMAND_FAILED or no_cluster_here(exc):
+        raise exc
+    return f"drain of {node} stopped: {exc.message}; check on {cp} that 'sudo {pods_command(node)}' lists them"
+
+
+def eviction(cp: str, pod: Pod, node: str) -> Change:
+    """The eviction of ``pod`` from ``node`` through the control plane ``cp``."""
+    return Change.run(cp, eviction_command(pod), summary=f"evict pod {pod.ref} from node {node}", timeout_s=60,
+                      makes=(MAKES_NO_TRACE,), node=node,
+                      cannot_undo="an evicted pod is recreated by its controller, not brought back")
 
 
 def _wait_gone(transport: Transport, node: str, asked: list[Pod], report: DrainReport, options: DrainOptions,

@@ -106,3 +106,22 @@ def test_a_heal_holds_its_hosts_lock_not_the_control_planes(tmp_path: Path, monk
     (host,) = json.loads(done.stdout)["hosts"]
     assert [s["step"] for s in host["steps"]][:2] == ["drain", "reset-gpu"], host
     assert locks[1] == (True, False), locks  # gpu-a3 locked, the control plane gpu-a1 free for other runs
+
+
+def test_a_dry_run_on_a_cordoned_node_names_the_evictions_the_run_makes(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A quarantined node is cordoned already: its drain still evicts its pods, and the dry run says so (it said
+    "drain: nothing to change"), by the drain's own rules (DaemonSet pods stay), changing nothing."""
+    monkeypatch.chdir(tmp_path)
+    sim = _quarantined(tmp_path)
+    assert sim.node("gpu-a3")["spec"]["unschedulable"]
+    assert clusterctl("-i", sim.inventory, "-l", "gpu-a3", "mock", "set", "fault=xid-79").exit_code == 0
+    before = sim.snapshot()
+    plan = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a3", "--dry-run", "--delete-emptydir-data")
+    drain = json.loads(plan.stdout)["hosts"][0]["steps"][0]
+    (scratch,) = [p for p in sim.pods_on("gpu-a3") if p.startswith("default/scratch-")]
+    assert drain["step"] == "drain" and drain["result"] == "changed", drain
+    assert drain["changes"] == [f"evict pod {scratch} from node gpu-a3"], drain  # its DaemonSet pods stay
+    assert sim.snapshot() == before
+    text = clusterctl("-i", sim.inventory, "heal", "gpu-a3", "--dry-run", "--delete-emptydir-data").output
+    assert "drain: nothing to change" not in text and f"drain: would evict pod {scratch}" in text, text
