@@ -7,7 +7,7 @@ the line rate, one across racks 60% (uplinks are usually oversubscribed); latenc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from clusterctl.bench.model import HcaInfo, LinkResult, bench_finding
 from clusterctl.bench.plausible import bandwidth_check, consistency_checks, link_type_check
@@ -15,15 +15,15 @@ from clusterctl.facts.perftest import PerftestResult
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.fabric import INFINIBAND
 from clusterctl.inventory.model import Fabric, Host
-from clusterctl.survey.checks.host import rate_basis
+from clusterctl.survey.checks.host import CardPort, rate_basis
 
 
-def line_rate(server: Host, client: Host, server_hca: HcaInfo | None, client_hca: HcaInfo | None) -> float | None:
-    """What the slower end should reach: the inventory's rate, else the port rate seen on the host."""
-    rates = [h.fabric.rate_gbps for h in (server, client) if h.fabric.rate_gbps]
-    if not rates:
-        rates = [h.rate_gbps for h in (server_hca, client_hca) if h is not None and h.rate_gbps]
-    return min(rates) if rates else None
+def line_rate(ends: Iterable[tuple[Host, HcaInfo]], usual: Mapping[CardPort, float]) -> float | None:
+    """What the slower end of a link should reach: each end's HCA at the one port-rate rule's rate (``rate_basis``:
+    the inventory's, else its peers' ``usual`` rate by ``(name, None)``, else, too few for a majority, its own)."""
+    rates = [judged[1] for host, hca in ends if (judged := rate_basis(
+        host.fabric, hca.name, hca.link_layer, usual.get((hca.name, None)) or hca.rate_gbps))]
+    return min(rates, default=None)
 
 
 def placement(server: Host, client: Host) -> tuple[bool | None, float]:
@@ -96,8 +96,3 @@ def judge_link(result: LinkResult, limits: Fabric, *, about: str = "", about_kin
                                       f"typical latency {result.latency_us:.2f} us is above {limit:g} us",
                                       about_kind=about_kind))
     return findings
-
-
-def is_slow(result: LinkResult, server: Host) -> bool:
-    """Whether a result counts against its endpoints when localising stragglers."""
-    return result.slow or (result.latency_us is not None and result.latency_us > server.fabric.latency_warn_us)

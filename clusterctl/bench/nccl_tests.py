@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from clusterctl.bench.hcas import discover_hcas
+from clusterctl.bench.judge import line_rate
 from clusterctl.bench.model import bench_finding
 from clusterctl.bench.net_capacity import FROM_SURVEY, link_capacity_checks
 from clusterctl.bench.plausible import FIGURE_IMPOSSIBLE, every_gpu_is, nccl_checks
@@ -26,7 +27,7 @@ from clusterctl.facts.nvlink import NVLINK
 from clusterctl.fanout import HostOutcome, Runner
 from clusterctl.findings import Finding, Severity, fails
 from clusterctl.inventory.model import Host, Inventory
-from clusterctl.survey.checks.host import rate_basis, usual_link_rates
+from clusterctl.survey.checks.host import usual_link_rates
 from clusterctl.survey.collect import read_fact
 from clusterctl.transport.base import Transport
 
@@ -197,12 +198,11 @@ def _run_multi(runner: Runner, hosts: Sequence[Host], op: str, env: dict[str, st
 
 def _nic_ports(runner: Runner, hosts: Sequence[Host]) -> dict[str, list[tuple[str, float]]]:
     """Each host's fabric HCAs as ``bench ib`` finds them (``discover_hcas``) at the rate the one port-rate rule
-    holds them to (``rate_basis``: the inventory's ``fabric.rate_gbps``, else what the same HCA runs at on most of
-    these hosts, else, too few hosts for a majority, its own rate): what a multi-node run's links carry."""
+    holds them to (``line_rate``, as ``bench ib`` judges them): what a multi-node run's links carry."""
     found, _ = discover_hcas(runner, hosts)
     usual = usual_link_rates(((h.name, None), h.rate_gbps) for hcas in found.values() for h in hcas)
-    return {host.name: [(h.name, judged[1]) for h in found.get(host.name, []) if (judged := rate_basis(
-                host.fabric, h.name, h.link_layer, usual.get((h.name, None)) or h.rate_gbps))] for host in hosts}
+    return {host.name: [(h.name, rate) for h in found.get(host.name, []) if (rate := line_rate([(host, h)], usual))]
+            for host in hosts}
 
 
 def _run_of(outcome: HostOutcome[NcclHostRun]) -> NcclHostRun:

@@ -25,6 +25,7 @@ from clusterctl.facts.perftest import parse_perftest
 from clusterctl.fanout import Runner
 from clusterctl.inventory.fabric import rdma_link_layer
 from clusterctl.inventory.model import Host
+from clusterctl.survey.checks.host import usual_link_rates
 from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
 
 BW_TESTS: tuple[str, ...] = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
@@ -75,6 +76,7 @@ class PlannedTest:
     marker: str
     server_command: str
     client_command: str
+    line_rate_gbps: float | None = None
 
 
 def server_log_path(marker: str) -> str:
@@ -122,10 +124,6 @@ def client_command(opts: IBOptions, hca: HcaInfo, port: int, server_address: str
     return _sudo(opts, " ".join(shlex.quote(a) for a in args))
 
 
-def kill_command(opts: IBOptions, pid: int, log_path: str) -> str:
-    return f"{_sudo(opts, f'kill {pid}')} 2>/dev/null; rm -f {shlex.quote(log_path)}; true"
-
-
 def plan_tests(
     rounds: Sequence[Round],
     hosts: Mapping[str, Host],
@@ -136,6 +134,7 @@ def plan_tests(
 ) -> list[PlannedTest]:
     """One test per HCA pair per host pair, HCAs matched by position (rail i to rail i)."""
     planned: list[PlannedTest] = []
+    usual = usual_link_rates(((h.name, None), h.rate_gbps) for found in hcas.values() for h in found)
     for index, members in enumerate(rounds, start=1):
         port = opts.base_port
         for server_name, client_name in members:
@@ -149,6 +148,7 @@ def plan_tests(
                     marker=marker,
                     server_command=server_start_command(opts, s_hca, port, server_log_path(marker)),
                     client_command=client_command(opts, c_hca, port, bench_address(server)),
+                    line_rate_gbps=line_rate([(server, s_hca), (client, c_hca)], usual),
                 ))
                 port += 1
     return planned
@@ -231,7 +231,8 @@ def run_round(runner: Runner, tests: Sequence[PlannedTest], opts: IBOptions) -> 
                 errors.append(str(exc))
             finally:
                 try:
-                    transport.run(kill_command(opts, state.pid, server_log_path(t.marker)), timeout=15)
+                    log_path = shlex.quote(server_log_path(t.marker))
+                    transport.run(f"{_sudo(opts, f'kill {state.pid}')} 2>/dev/null; rm -f {log_path}; true", timeout=15)
                 except TransportError as exc:
                     errors.append(f"could not kill server PID {state.pid}: {exc}")
         if errors:
@@ -264,7 +265,7 @@ def _result(t: PlannedTest, state: _Started, client: CommandResult | Exception |
         round=t.round, server=t.server.name, client=t.client.name, server_hca=t.server_hca.name,
         client_hca=t.client_hca.name, port=t.port, test=opts.test, server_command=t.server_command,
         client_command=t.client_command, server_output=state.server_output, min_fraction=min_fraction,
-        expected_gbps=line_rate(t.server, t.client, t.server_hca, t.client_hca), same_rack=same_rack,
+        expected_gbps=t.line_rate_gbps, same_rack=same_rack,
     )
     if state.error is not None:
         return replace(base, error=state.error)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
+import yaml
 from clirun import clusterctl
 
 from clusterctl.bench.ib_bench import run_ib_bench
 from clusterctl.bench.model import HcaInfo
 from clusterctl.bench.perftest_rounds import IBOptions
 from clusterctl.changes import Gate
+from clusterctl.inventory.model import Fabric, Host
 
-from .conftest import SERVER_PID, FleetFactory, check_rounds
+from .conftest import FAST, PERFTEST, SERVER_PID, Fleet, FleetFactory, check_rounds
 
 OPTS = IBOptions(settle_s=0, duration_s=5)
 
@@ -145,3 +148,31 @@ def test_hcas_are_found_with_ibstat_where_ibv_devinfo_is_missing(tmp_path: Path)
     host = Host(name="sd1", transport="mock", profile=str(profile), fabric=Fabric(type="ib", rate_gbps=100))
     found, warnings = discover_hcas(Runner(lambda h, t: MockTransport(h), parallel=1, timeout_s=30), [host])
     assert [(h.name, h.rate_gbps) for h in found["sd1"]] == [("ibp2s0f0", 100.0)] and warnings == {}
+
+
+def test_a_port_trained_below_its_peers_is_judged_against_their_rate(tmp_path: Path) -> None:
+    """h3's mlx5_0 trained at 200 Gb/s where h1's and h2's run at 400 (no rate in the inventory): its links
+    reach 196.8 Gb/s, 49% of the 400 Gb/s the port should run at (``rate_basis``, as survey and health hold
+    it), not 98% of its own degraded rate."""
+    hosts = []
+    for i in (1, 2, 3):
+        folder = tmp_path / f"h{i}"
+        folder.mkdir()
+        shutil.copy(PERFTEST / FAST, folder / "hdr.txt")
+        shutil.copy(PERFTEST / "write_bw-ndr400-gbits-prompt.txt", folder / "ndr.txt")
+        rules = [{"regex": r"^ib_write_bw .* > /tmp/clusterctl-bench-\S+\.log 2>&1 < /dev/null & echo \$!$",
+                  "stdout_text": f"{SERVER_PID}\n"},
+                 {"regex": r"^cat /tmp/clusterctl-bench-\S+\.log$", "stdout_text": ""},
+                 {"regex": r"(^|\s)ib_write_bw .* 10\.0\.0\.3$", "stdout": "hdr.txt"},
+                 {"regex": r"(^|\s)ib_write_bw .* \S+$", "stdout": "hdr.txt" if i == 3 else "ndr.txt"}]
+        (folder / "profile.yaml").write_text(yaml.safe_dump({"commands": rules}, sort_keys=False))
+        hosts.append(Host(name=f"h{i}", address=f"10.0.0.{i}", rack="a", transport="mock", profile=str(folder),
+                          fabric=Fabric(type="ib")))
+    hcas = {h.name: [HcaInfo("mlx5_0", rate_gbps=200 if h.name == "h3" else 400)] for h in hosts}
+    with Fleet(hosts).runner() as runner:
+        report = run_ib_bench(runner, hosts, hcas, OPTS)
+    assert {r.expected_gbps for r in report.results} == {400}
+    slow = [(f.subject, f.message) for f in report.findings if f.code == "LINK_SLOW"]
+    assert sorted(slow) == [(link, "196.8 Gb/s is 49% of the 400 Gb/s line rate; a link within a rack must reach 90% "
+                                   "(360.0 Gb/s)") for link in ("h2/mlx5_0 <-> h3/mlx5_0", "h3/mlx5_0 <-> h1/mlx5_0")]
+    assert [(d.kind, d.subject) for d in report.diagnoses] == [("slow-host", "h3")]
