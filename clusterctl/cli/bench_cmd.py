@@ -268,27 +268,19 @@ def report_command(
                                          help="Saved survey (survey --save): NIC line rates for nccl-tests logs."),
 ) -> None:
     from clusterctl.bench.judge import fleet_limits
-    from clusterctl.bench.logs import report_files
+    from clusterctl.bench.logs import report_files, saved_survey_ports
     from clusterctl.cli.findings_view import print_findings
     from clusterctl.findings import FINDINGS_SCHEMA_VERSION
 
     app = app_context(ctx)
     if fabric is not None and fabric not in ("ib", "roce", "ethernet"):
         raise UsageError(f"--fabric must be ib, roce or ethernet, not {fabric!r}")
-    survey_ports = None
-    if survey is not None:
-        from clusterctl.saved_survey import load_saved_survey
-
-        saved = load_saved_survey(survey)
-        survey_ports = {name: [(nic.name, port.rate_gbps) for nic in host.nics if nic.fabric or not any(
-                            n.fabric for n in host.nics)
-                               for port in nic.ports if port.state == "PORT_ACTIVE" and port.rate_gbps]
-                        for name, host in saved.hosts.items()}
     limits = replace(fleet_limits(app.hosts() if app.inventory_path else ()), type=cast("FabricType | None", fabric))
     if min_fraction is not None:
         limits = replace(limits, within_rack_min=min_fraction)
     reports = report_files(files, rate_gbps=rate_gbps, limits=limits,
-                           gpus_per_host=gpus_per_host, survey_ports=survey_ports)
+                           gpus_per_host=gpus_per_host,
+                           survey_ports=None if survey is None else saved_survey_ports(survey))
     payload = {"schema_version": FINDINGS_SCHEMA_VERSION,
                "files": [{"file": r.file, **r.record, "findings": [f.to_json() for f in r.findings],
                           **({"error": r.error} if r.error else {})}

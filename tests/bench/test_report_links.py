@@ -9,11 +9,12 @@ from pathlib import Path
 from clirun import clusterctl
 from fixture_files import FIXTURES
 
-from clusterctl.bench.logs import report_text
+from clusterctl.bench.logs import report_text, saved_survey_ports
 from clusterctl.bench.net_capacity import NCCL_BELOW_LINKS
 
 GATHER_2NODE = FIXTURES / "nccl-tests" / "gather-a100-2node-1nic-nccl-info-topology-excerpt.txt"
 H100_2NODE = FIXTURES / "nccl-tests" / "all_reduce-h100-2node-mpirun.txt"
+DEMO_SURVEY = Path(__file__).parents[1] / "bootstrap_cluster" / "fixtures" / "demo-survey.json"
 
 
 #: The paste in the issue stops before the run's summary; these are the lines a finished run ends with.
@@ -73,3 +74,8 @@ def test_a_log_that_stops_before_its_summary_is_a_failure_not_a_bandwidth() -> N
     assert "the table stops after the 11408506880-byte row" in record["findings"][0]["message"]
     (warning,) = record["parse_warnings"]
     assert warning["line"] == 102 and "no 'Avg bus bandwidth' summary" in warning["message"]
+
+
+def test_a_saved_survey_s_links_are_its_active_fabric_ports() -> None:
+    """`bench report --survey`: the NICs the survey marks as the fabric's (not mlx5_8, a storage NIC), ports up."""
+    assert saved_survey_ports(str(DEMO_SURVEY))["gpu-a1"] == [(f"mlx5_{i}", 200.0) for i in range(8)]
