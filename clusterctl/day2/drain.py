@@ -77,8 +77,9 @@ class DrainNode(NodePhase):
             left = "; ".join(f"{p.pod}: {p.reason}" for p in report.not_evicted[:3])
             raise TransportError(FailureKind.COMMAND_FAILED, f"the drain of {ctx.host.name} left "
                                  f"{len(report.not_evicted)} pod(s) on it: {left}")
-        # Its cordon and evictions: what it passed through the gate of the control plane, which drains every node.
-        return gate.records()[first:]
+        # Its cordon and evictions: what it passed through the gate of the control plane, which drains every node
+        # (heal drains several at once through it: another node's evictions may stand between this one's).
+        return [r for r in gate.records()[first:] if r.change.node == ctx.host.name]
 
     def _options(self) -> DrainOptions:
         if self.gone:
