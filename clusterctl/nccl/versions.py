@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from clusterctl.errors import UsageError
@@ -38,6 +39,12 @@ def try_parse_version(text: str) -> NcclVersion | None:
     if m is None:
         return None
     return NcclVersion(int(m["major"]), int(m["minor"]), int(m["patch"] or 0))
+
+
+def oldest(texts: Iterable[str]) -> NcclVersion | None:
+    """Of the NCCL versions a fleet's hosts run, the one its settings must suit: the oldest (a variable it does not
+    read is ignored on its hosts). Texts that are no version are passed over."""
+    return min((version for text in texts if (version := try_parse_version(text)) is not None), default=None)
 
 
 def parse_version(text: str) -> NcclVersion:
