@@ -360,8 +360,10 @@ class ResetGpus(HealStep):
 
     def check(self, ctx: PhaseContext) -> tuple[list[GpuReset], list[str]]:
         """The resets of the GPUs the findings name (none: all), and the GPUs a process uses (left as they are)."""
-        named = (gpu_index(f.subject) for f in self.healer.findings if f.severity is Severity.ERROR)
-        resets, busy, gpus = [], [], list[int | None](dict.fromkeys(i for i in named if i is not None)) or [None]
+        # A GPU named by its bus id (its index unknown) cannot be reset alone by index: then every GPU is.
+        named = [gpu_index(f.subject) for f in self.healer.findings
+                 if f.severity is Severity.ERROR and (f.subject or "").startswith("GPU ")]
+        resets, busy, gpus = [], [], [None] if not named or None in named else list[int | None](dict.fromkeys(named))
         for gpu in gpus:
             users = None if gpu is None else ctx.reader.run(
                 f"nvidia-smi --query-compute-apps=pid --format=csv,noheader -i {gpu}", sudo=True, timeout=30)
