@@ -23,7 +23,7 @@ from clusterctl.nccl.lint import MAX_SOCKETS_PER_PEER
 from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, nccl_path, path_rank, uses_gdr
 from clusterctl.nccl.tune.candidates import socket_candidates
 from clusterctl.nccl.tune.inputs import NicFacts, TuneHost
-from clusterctl.nccl.versions import NcclVersion, oldest, try_parse_version
+from clusterctl.nccl.versions import NcclVersion, distinct, try_parse_version
 from clusterctl.survey.checks.host import CardPort, rate_basis, usual_link_rates
 
 #: ``usual_link_rates``' answer: each port of a card, the rate it runs at on most hosts.
@@ -447,12 +447,11 @@ def _merge_cross_nic(
 def _version_of(hosts: Sequence[TuneHost], override: str | None, warnings: list[str]) -> NcclVersion | None:
     if override:
         return try_parse_version(override)
-    texts = [h.nccl_version for h in hosts if h.nccl_version]
-    versions = sorted({v for text in texts if (v := try_parse_version(text)) is not None})
+    versions = distinct(h.nccl_version for h in hosts if h.nccl_version)
     if len(versions) > 1:
         warnings.append(f"hosts run different NCCL versions ({', '.join(map(str, versions))}); "
                         "settings follow the oldest")
-    return oldest(texts)
+    return versions[0] if versions else None
 
 
 def derive_settings(hosts: Sequence[TuneHost], *, nccl_version: str | None = None) -> Tuning:
