@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from clusterctl.facts.rdma import runs_slow
 from clusterctl.inventory.model import Fabric
+from clusterctl.nccl.knowledge import knowledge_base
 from clusterctl.nccl.lint import MAX_SOCKETS_PER_PEER
 from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, nccl_path, path_rank, uses_gdr
 from clusterctl.nccl.tune.candidates import socket_candidates
@@ -47,8 +48,6 @@ SETTING_ORDER: tuple[str, ...] = (
 SOCKET_THREADS, SOCKETS_PER_THREAD = 4, 4
 #: Below this Ethernet rate one TCP stream per peer keeps up; no socket knobs are derived.
 SOCKET_KNOBS_FROM_GBPS = 50.0
-#: NCCL_IB_GID_INDEX became dynamic (-1, chosen by address family) in 2.21; before, it was 0.
-DYNAMIC_GID_SINCE = NcclVersion(2, 21, 0)
 #: Interfaces that must never carry NCCL bootstrap traffic.
 NEVER_BOOTSTRAP_PREFIXES: tuple[str, ...] = ("lo", "docker", "virbr", "veth", "cni", "flannel", "cali", "kube-")
 
@@ -260,7 +259,9 @@ def _plan_roce(plan: _HostPlan, version: NcclVersion | None) -> None:
     if plan.fabric != "roce":
         return
     chosen = plan.chosen
-    if version is not None and version >= DYNAMIC_GID_SINCE:
+    # The catalogue's NCCL_IB_GID_INDEX default: -1 from 2.21 (NCCL picks the GID by address family), 0 before.
+    gid_default = knowledge_base().catalogued("NCCL_IB_GID_INDEX").default_for(version)
+    if version is not None and gid_default is not None and gid_default.value == "-1":
         gids = [g for n in chosen for g in n.gids]
         v2_any = [g for g in gids if "v2" in g[2].lower()]
         v1 = [g for g in gids if "v1" in g[2].lower()]
