@@ -422,7 +422,11 @@ def undo_on_hosts(runner: Runner, hosts: Sequence[Host], records: Sequence[GateR
         by_host.setdefault(record.change.host, []).append(record)
     targets = [h for h in hosts if h.name in by_host]
     if not targets:
-        raise UsageError(f"the journal changed {', '.join(sorted(by_host)) or 'no host'}; none of them is selected")
+        # A quarantine's changes run on the control plane: name the nodes too, so '-l NODE' is understood.
+        nodes = sorted({r.change.node for r in records if r.change.node and r.change.node not in by_host})
+        raise UsageError(f"the journal changed {', '.join(sorted(by_host)) or 'no host'}"
+                         + (f" (for {', '.join(nodes)}, through it)" if nodes else "") + "; none of them is selected.",
+                         hint=f"Select them with -l {','.join(sorted(by_host))}, or leave -l out." if by_host else None)
 
     gate = Gate(apply=apply)
 

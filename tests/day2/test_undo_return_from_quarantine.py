@@ -31,3 +31,14 @@ def test_undo_of_a_second_quarantine_keeps_the_node_quarantined_without_release_
     # Undoing the first quarantine would return gpu-a3 to service: that one is refused.
     refused = clusterctl("-i", DEMO, "undo", "--yes", json.loads(first.stdout)["undo_journal"])
     assert refused.exit_code == 1 and "REFUSED gpu-a3: stays quarantined: NVLINK" in refused.output, refused.output
+
+
+def test_undo_narrowed_to_the_quarantined_node_says_which_host_to_select(bootstrapped_demo: Path) -> None:
+    """A quarantine's changes run on the first control plane: ``-l gpu-a3`` selects none of them, and the
+    error says so, naming the node and the host to select (``undo --list`` lists the journal under gpu-a3)."""
+    done = clusterctl("-i", DEMO, "-o", "json", "quarantine", "gpu-a3", "--reason", "nvlink", "--yes")
+    assert done.exit_code == 0, done.output
+    narrowed = clusterctl("-i", DEMO, "-l", "gpu-a3", "undo", "--dry-run", json.loads(done.stdout)["undo_journal"])
+    assert narrowed.exit_code == 2, narrowed.output
+    assert "the journal changed gpu-a1 (for gpu-a3, through it); none of them is selected. " \
+           "Select them with -l gpu-a1, or leave -l out." in " ".join(narrowed.stderr.split()), narrowed.stderr
