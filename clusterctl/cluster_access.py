@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from clusterctl.errors import ClusterctlError, ParseError, UsageError
 from clusterctl.terminal_text import one_line
@@ -128,12 +128,12 @@ def not_usable(host: str, what: str, failure: Failure | None) -> ClusterctlError
 
 def on_control_plane(runner: Runner, host: Host, task: Callable[[Transport], T], *, what: str, label: str,
                      timeout_s: float | None = None) -> T:
-    """``task`` on the control plane ``host``; its value, or ``not_usable``'s error when it failed."""
-    fleet = runner.run_task([host], task, label=label, timeout_s=timeout_s)
-    (outcome,) = fleet.outcomes
-    if outcome.ok and outcome.value is not None:
-        return outcome.value
-    raise not_usable(host.name, what, outcome.failure)
+    """``task`` on the control plane ``host``; its value (None where the task answered None: no such node),
+    or ``not_usable``'s error when it failed."""
+    (outcome,) = runner.run_task([host], task, label=label, timeout_s=timeout_s).outcomes
+    if outcome.failure is not None:
+        raise not_usable(host.name, what, outcome.failure)
+    return cast(T, outcome.value)
 
 
 class UnreadableAnswer(TransportError):

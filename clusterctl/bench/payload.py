@@ -42,6 +42,7 @@ def nccl_record(result: NcclTestResult) -> dict[str, Any]:
         "test": result.test, "hosts": list(result.hosts), "n_gpus": result.n_gpus,
         "nccl_version": result.nccl_version, "nccl_tests_version": result.nccl_tests_version,
         "rows": [{"size_bytes": r.size_bytes, "count": r.count, "type": r.type, "redop": r.redop, "root": r.root,
+                  "timestamp": r.timestamp,
                   **{f"{side}_{figure}": getattr(getattr(r, side), figure)
                      for figure in ("busbw_gbs", "algbw_gbs", "time_us", "cpu_time_us", "wrong", "error", "iter_min_us",
                                     "iter_max_us", "iter_p99_us", "iter_cv_pct")

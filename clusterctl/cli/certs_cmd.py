@@ -43,7 +43,7 @@ def certs_check(
 
     app = app_context(ctx)
     with app.runner() as runner:
-        report = check(runner, app.inventory(), list(app.hosts()), warn_days=warn_days)
+        report = check(runner, list(app.hosts()), warn_days=warn_days)
     app.emit(report.to_json(), lambda: _print_check(app, report), failed=fails(report.findings))
 
 

@@ -59,6 +59,6 @@ def heal_command(
     with app.runner() as runner:
         results, journal = heal(runner, app.inventory(), targets, apply=not dry_run, state_dir=state_dir,
                                 drain=DrainOptions(delete_emptydir_data=delete_emptydir_data))
-    payload = {"dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
+    payload = {"dry_run": dry_run, "undo_journal": journal, "hosts": [r.to_json() for r in results]}
     app.emit(payload, lambda: print_heal(app, results, dry_run=dry_run, journal=journal),
              failed=not all(r.ok for r in results))

@@ -142,7 +142,7 @@ def finish(app: AppContext, report: HealthReport, *, save: str | None = None,
 
     payload = report_to_json(report)
     if policy is not None:
-        payload["quarantine"] = {**policy[0].to_json(), "dry_run": not policy[0].applied, "journal": policy[1]}
+        payload["quarantine"] = {**policy[0].to_json(), "dry_run": not policy[0].applied, "undo_journal": policy[1]}
     if save:
         from clusterctl.cli.output import save_report
 

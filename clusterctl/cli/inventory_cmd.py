@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
 
 def host_record(host: Any) -> dict[str, Any]:
     return {
-        "name": host.name,
+        "host": host.name,
         "address": host.connect_address,
         "port": host.port,
         "user": host.user,

@@ -77,7 +77,7 @@ def _power(ctx: typer.Context, names: list[str], verb: str, *, dry_run: bool, ye
                        preview=f"clusterctl power {verb} {' '.join(h.name for h in targets)} --dry-run")
     results, journal = power(app.inventory(), targets, action, apply=not dry_run, graceful=graceful,
                              state_dir=state_dir)
-    payload = {"action": verb, "dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
+    payload = {"action": verb, "dry_run": dry_run, "undo_journal": journal, "hosts": [r.to_json() for r in results]}
 
     def human() -> None:
         from clusterctl.terminal_layout import Column, print_table

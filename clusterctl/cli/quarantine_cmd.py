@@ -98,7 +98,7 @@ def quarantine_command(
     with app.runner() as runner:
         results, journal = quarantine(runner, app.inventory(), targets, request, apply=not dry_run,
                                      state_dir=state_dir)
-    payload = {"dry_run": dry_run, "journal": journal, "hosts": [r.to_json() for r in results]}
+    payload = {"dry_run": dry_run, "undo_journal": journal, "hosts": [r.to_json() for r in results]}
     app.emit(payload, lambda: print_quarantine(app, results, dry_run=dry_run, journal=journal),
              failed=not all(r.ok for r in results))
 
@@ -128,7 +128,7 @@ def release_command(
     with app.runner() as runner:
         results, journal = release(runner, inventory, targets, apply=not dry_run, confirm=ask, checks=checks,
                                    state_dir=state_dir)
-    payload = {"dry_run": dry_run, "journal": journal, "checks_skipped": skip_checks,
+    payload = {"dry_run": dry_run, "undo_journal": journal, "checks_skipped": skip_checks,
                "hosts": [r.to_json() for r in results]}
     app.emit(payload, lambda: print_release(app, results, dry_run=dry_run, journal=journal, skipped=skip_checks),
              failed=not all(r.ok for r in results))

@@ -178,7 +178,7 @@ def expiration_findings(host: str, expiration: CertExpiration, now: datetime, wa
     return found
 
 
-def check(runner: Runner, inventory: Inventory, hosts: list[Host], *, warn_days: int = WARN_DAYS) -> CertsReport:
+def check(runner: Runner, hosts: list[Host], *, warn_days: int = WARN_DAYS) -> CertsReport:
     """Every selected control plane's certificates; ``NoCluster`` (exit 2) when none could be read."""
     report = CertsReport()
     fleet = runner.run_task(control_planes(hosts), lambda t: (read_certs(t), read_placement(t)), label="certs")
@@ -314,7 +314,7 @@ def renew(runner: Runner, inventory: Inventory, hosts: list[Host], request: Rene
     if request.resume and not request.apply:
         raise UsageError("--resume only makes sense for a run that applies (not with --dry-run)")
     phases = select_phases(RENEW_PHASES, None, request.skip_phases)
-    check(runner, inventory, hosts)  # no certificates to renew where no cluster runs: exit 2 before any step
+    check(runner, hosts)  # no certificates to renew where no cluster runs: exit 2 before any step
     place = RunPlace.of(inventory, "certs-renew", request.state_dir)
     chosen = control_planes(hosts)
     settings = RunSettings(apply=request.apply, resume=request.resume,

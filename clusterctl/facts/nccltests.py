@@ -6,7 +6,8 @@ between versions and collectives (old versions print ``error`` as ``0e+00`` inst
 ``#wrong``; all_gather has no ``redop``; the first versions had no ``root``). The first
 ``time algbw busbw #wrong`` group is out-of-place, the second in-place. ``N/A`` cells (in-place
 of some collectives) become ``None``. ``-C 1`` prints CPU time in ``cputime`` columns instead of ``time``; ``-I 1``
-adds per-iteration ``i_min i_max i_p99 i_cv%`` after each ``#wrong``. ``# Avg bus bandwidth : X`` closes the run: a
+adds per-iteration ``i_min i_max i_p99 i_cv%`` after each ``#wrong``; ``-S 1`` ends each row with the local time it
+finished, a ``timestamp`` column of two words (``2025-11-12 09:41:07``). ``# Avg bus bandwidth : X`` closes the run: a
 table without it is a failure, and so is its ``FAILED`` (below 90% of ``NCCL_TESTS_MIN_BW``; ``OK``: above it).
 
 Logs copied from docs or chat often lost the ``#`` at the start of the comment lines (Markdown
@@ -71,7 +72,9 @@ _FAILURE = re.compile(r"Test (?:NCCL|CUDA) failure|Cuda failure|NCCL WARN|\bTest
 _MEASURE_FIELDS = {"time": "time_us", "cputime": "cpu_time_us", "algbw": "algbw_gbs", "busbw": "busbw_gbs",
                    "i_min": "iter_min_us", "i_max": "iter_max_us", "i_p99": "iter_p99_us", "i_cv%": "iter_cv_pct"}
 _TIMES = ("time", "cputime")
-_KNOWN_COLUMNS = {"size", "count", "type", "redop", "root", "#wrong", "error", *_MEASURE_FIELDS}
+_KNOWN_COLUMNS = {"size", "count", "type", "redop", "root", "#wrong", "error", "timestamp", *_MEASURE_FIELDS}
+#: ``-S 1``'s ``%Y-%m-%d %H:%M:%S`` (``src/util.cu``, ``TIME_STRING_FORMAT``), the host's local time.
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,8 @@ class NcclRow:
     root: int | None
     out_of_place: Measure
     in_place: Measure
+    #: ``-S 1``: when the row finished, as printed (the host's local time, no zone).
+    timestamp: str | None = None
 
 
 @dataclass(frozen=True)
@@ -229,6 +234,8 @@ def _measure(cells: dict[str, str], number: int, line: str) -> Measure:
 
 
 def _row(tokens: list[str], columns: list[str], number: int, line: str) -> NcclRow:
+    if columns[-1] == "timestamp":  # its date and time are one column
+        tokens = [*tokens[:-2], " ".join(tokens[-2:])]
     if len(tokens) != len(columns):
         raise ParseError(_WHAT, f"a row has {len(tokens)} columns, the header names {len(columns)}",
                          line=number, text=line)
@@ -236,6 +243,9 @@ def _row(tokens: list[str], columns: list[str], number: int, line: str) -> NcclR
     lead, oop, inp = (dict(zip(columns[a:b], tokens[a:b], strict=True))
                       for a, b in ((0, first), (first, split), (split, len(columns))))
     root = lead.get("root")
+    timestamp = inp.pop("timestamp", None)
+    if timestamp is not None and not _TIMESTAMP.fullmatch(timestamp):
+        raise ParseError(_WHAT, f"{timestamp!r} is not a timestamp", line=number, text=line)
     return NcclRow(
         size_bytes=_int(lead["size"], number, line),
         count=_int(lead["count"], number, line),
@@ -244,6 +254,7 @@ def _row(tokens: list[str], columns: list[str], number: int, line: str) -> NcclR
         root=_int(root, number, line) if root is not None else None,
         out_of_place=_measure(oop, number, line),
         in_place=_measure(inp, number, line),
+        timestamp=timestamp,
     )
 
 

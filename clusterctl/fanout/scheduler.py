@@ -313,9 +313,7 @@ class Runner:
         for holder in holders:
             for transport in holder:
                 transport.stop_remote()
-        end = time.monotonic() + INTERRUPT_WAIT_S
-        for thread in threads:
-            thread.join(timeout=max(0.0, end - time.monotonic()))
+        _join(threads, INTERRUPT_WAIT_S)
         for holder in holders:
             for transport in holder:
                 close_quietly(transport)
@@ -361,11 +359,11 @@ class Runner:
             self.failed_hosts[o.host.name] = None
 
 
-def _join(threads: list[threading.Thread], within_s: float) -> None:
+def _join(threads: Sequence[threading.Thread], within_s: float) -> None:
     """Wait for worker threads to end (a stuck one is a daemon: it cannot keep the process alive)."""
     end = time.monotonic() + within_s
     for thread in threads:
         thread.join(timeout=max(0.0, end - time.monotonic()))
     stuck = sum(t.is_alive() for t in threads)
     if stuck:
-        log.debug("%d fan-out worker(s) still busy after the run", stuck)
+        log.debug("%d fan-out worker(s) still busy after %s s", stuck, within_s)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from clusterctl.changes import MAKES_NO_TRACE, Change, Gate, GateRecord, HostGate
-from clusterctl.cluster_access import ControlPlaneUnreachable, NoCluster, not_usable, read_node
+from clusterctl.cluster_access import ControlPlaneUnreachable, NoCluster, on_control_plane, read_node
 from clusterctl.day2.drain import DrainNode
 from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing, Wait
 from clusterctl.engine.run import HostPhaseResult, RunSettings, Status, cured, run_phases
@@ -131,15 +131,9 @@ class _Healer:
 
     # -- the cluster side ----------------------------------------------------------------
 
-    def on_cp(self, task: Callable[[Transport], T], label: str, what: str, timeout_s: float = 120.0) -> T | None:
-        (outcome,) = self.runner.run_task([self.cp], task, label=label, timeout_s=timeout_s).outcomes
-        if outcome.failure is not None:
-            raise not_usable(self.cp.name, what, outcome.failure)
-        return outcome.value
-
     def node(self) -> KubeNode | None:
-        return self.on_cp(lambda t: read_node(t, self.host.name), "heal: read node",
-                          f"read the node of {self.host.name}")
+        return on_control_plane(self.runner, self.cp, lambda t: read_node(t, self.host.name), label="heal: read node",
+                                what=f"read the node of {self.host.name}", timeout_s=120.0)
 
     def note(self, step: str, result: str, detail: str = "", *, state: str | None = None) -> None:
         """Keep the step on the node (and tell ``say``); in a dry run the annotation is only planned."""
@@ -157,7 +151,8 @@ class _Healer:
             self.gate.submit_all(transport, node_ops.annotate(transport.host.name, node, wanted))
 
         try:
-            self.on_cp(task, "heal: note", f"note {step} on the node")
+            on_control_plane(self.runner, self.cp, task, label="heal: note", what=f"note {step} on the node",
+                             timeout_s=120.0)
         except ClusterctlError as exc:  # a ChangeFailed too
             self.result.detail = str(exc)
 

@@ -127,6 +127,10 @@ class KnowledgeBase:
     def variable(self, name: str) -> VariableInfo | None:
         return self._variables.get(name)
 
+    def catalogued(self, name: str) -> VariableInfo:
+        """The entry of a variable clusterctl's own rules read facts from (KeyError: the catalogue lost it)."""
+        return self._variables[name]
+
     def similar(self, name: str, *, limit: int = 3, version: NcclVersion | None = None,
                 living: bool = True) -> list[str]:
         """Known names that look like ``name`` (typos), best first; never names that do not exist.

@@ -15,7 +15,7 @@ from clusterctl.nccl.knowledge import SCOPE_READER, KnowledgeBase, VariableInfo,
 from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, GPU_NIC_PATHS, nccl_path, path_rank, uses_gdr
 from clusterctl.nccl.plugins import check_plugin_value
 from clusterctl.nccl.sources import BUILD_ARG, PASSTHROUGH, UNSET, Setting, resembles_nccl_name
-from clusterctl.nccl.versions import NcclVersion, oldest, parse_version
+from clusterctl.nccl.versions import NcclVersion, distinct, parse_version
 
 #: Below this many channels a collective cannot spread over the NICs/NVLinks of a modern GPU host.
 LOW_CHANNEL_CAP = 4
@@ -421,7 +421,7 @@ class SurveyContext:
     nccl_version: str | None
     fabric: str | None
     nvlink: bool | None
-    #: Versions seen when the hosts disagree (the most common one is used).
+    #: The versions the hosts run, oldest first (more than one: the oldest is checked against).
     versions_seen: tuple[str, ...] = ()
     #: For every GPU of every host, the topo -m class to its nearest NIC (PIX ... SYS).
     gpu_nic_links: tuple[str, ...] = ()
@@ -432,11 +432,11 @@ def context_from_survey(path: str | Path) -> SurveyContext:
     from clusterctl.saved_survey import load_saved_survey
 
     hosts = list(load_saved_survey(path).hosts.values())
-    versions = Counter(str(h.stack["nccl"]) for h in hosts if h.stack and h.stack.get("nccl"))
-    found = oldest(versions)  # as tune-nccl: a setting the oldest NCCL does not read is lost on its hosts
-    version = str(found) if found else None
+    # As tune-nccl: checked against the oldest, since a setting the oldest NCCL does not read is lost on its hosts.
+    versions = distinct(str(h.stack["nccl"]) for h in hosts if h.stack and h.stack.get("nccl"))
+    version = str(versions[0]) if versions else None
     layers = Counter(port.link_layer.lower() for h in hosts for nic in h.nics if nic.fabric for port in nic.ports)
     fabric = rdma_fabric_of(layers.most_common(1)[0][0]) if layers else None
     nvlink = any(len(domain) > 1 for h in hosts for domain in h.nvlink_domains) if hosts else None
     links = tuple(str(g.nic_link) for h in hosts for g in h.gpus if g.nic_link)
-    return SurveyContext(version, fabric, nvlink, tuple(sorted(versions)), links)
+    return SurveyContext(version, fabric, nvlink, tuple(map(str, versions)), links)

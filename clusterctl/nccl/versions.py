@@ -41,10 +41,11 @@ def try_parse_version(text: str) -> NcclVersion | None:
     return NcclVersion(int(m["major"]), int(m["minor"]), int(m["patch"] or 0))
 
 
-def oldest(texts: Iterable[str]) -> NcclVersion | None:
-    """Of the NCCL versions a fleet's hosts run, the one its settings must suit: the oldest (a variable it does not
-    read is ignored on its hosts). Texts that are no version are passed over."""
-    return min((version for text in texts if (version := try_parse_version(text)) is not None), default=None)
+def distinct(texts: Iterable[str]) -> list[NcclVersion]:
+    """The different NCCL versions in ``texts``, oldest first, by version (2.9 before 2.18; "2.18.3-1" and
+    "2.18.3+cuda12.2" are one). Texts that are no version are passed over. A fleet's settings must suit the
+    first, the oldest: a variable it does not read is ignored on its hosts."""
+    return sorted({version for text in texts if (version := try_parse_version(text)) is not None})
 
 
 def parse_version(text: str) -> NcclVersion:

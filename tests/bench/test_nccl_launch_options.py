@@ -1,6 +1,6 @@
-"""nccl-tests run with ``-C 1`` (CPU time), ``-I 1`` (per-iteration columns) or ``NCCL_TESTS_MIN_BW``, and
-launched by MPICH/Intel MPI with ``-prepend-rank`` (before: no table found, an "unrecognised table header", a
-FAILED average that passed, no table found). Fixtures: tests/fixtures/nccl-tests/README.md."""
+"""nccl-tests run with ``-C 1`` (CPU time), ``-I 1`` (per-iteration columns), ``-S 1`` (timestamps) or
+``NCCL_TESTS_MIN_BW``, and launched by MPICH/Intel MPI with ``-prepend-rank`` (before: no table found, an
+"unrecognised table header" for each of ``-I 1`` and ``-S 1``, a FAILED average that passed, no table found). Fixtures: tests/fixtures/nccl-tests/README.md."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from clusterctl.facts.nccltests import parse_nccl_tests
 
 CPUTIME = "DERIVED-all_reduce-rtx4090-c1-cputime.txt"
 PER_ITERATION = "DERIVED-all_reduce-rtx4090-i1-per-iteration.txt"
+TIMESTAMPS = "DERIVED-all_reduce-rtx4090-s1-timestamp.txt"
 MIN_BW_FAILED = "DERIVED-all_reduce-rtx4090-min-bw-20-failed.txt"
 HYDRA = "DERIVED-all_reduce-h100-3node-mpich-prepend-rank-rows-split-by-tag.txt"
 
@@ -36,6 +37,22 @@ def test_per_iteration_columns_are_read_beside_each_half() -> None:
             first.in_place.iter_cv_pct) == (18.56, 18.56, 18.56, 0.0)
     row = report_text("i1.log", read_fixture("nccl-tests", PER_ITERATION)).record["rows"][0]
     assert (row["out_of_place_iter_p99_us"], row["in_place_iter_cv_pct"]) == (18.46, 0.0)
+
+
+def test_timestamps_are_read_per_row_and_reach_the_json() -> None:
+    text = read_fixture("nccl-tests", TIMESTAMPS)
+    result = parse_nccl_tests(text)
+    assert len(result.rows) == 21 and result.warnings == () and result.failure() is None
+    last = result.rows[-1]
+    assert (last.timestamp, last.in_place.busbw_gbs, last.in_place.wrong) == ("2025-11-12 09:41:13", 25.31, 0)
+    row = report_text("s1.log", text).record["rows"][-1]
+    assert (row["timestamp"], row["in_place_time_us"]) == ("2025-11-12 09:41:13", 63640)
+    # A row whose last words are not a time is named, not read with a wrong figure.
+    cut = parse_nccl_tests(text.replace("2025-11-12 09:41:13", "09:41:13"))
+    (warning,) = cut.warnings
+    assert len(cut.rows) == 20 and warning.line == 33 and "columns" in warning.message
+    garbled = parse_nccl_tests(text.replace("2025-11-12 09:41:13", "2025-11-12 later"))
+    assert "'2025-11-12 later' is not a timestamp" in garbled.warnings[0].message
 
 
 def test_an_average_nccl_tests_marked_failed_fails_the_run_naming_the_threshold() -> None:

@@ -59,7 +59,7 @@ def test_cycle_takes_the_mock_host_down_and_boots_it(lab: Lab, tmp_path: Path, m
     assert state.values().get("boots") == "1" and state.values().get("power") is None
     assert state.fs.read(KERNEL_LOG_SINCE_BOOT) is None  # what the kernel logged before the boot is gone
     assert not any(name == "gpu-a1" for _, name, _ in lab.emulator.notified)
-    journal = json.loads(out)["journal"]
+    journal = json.loads(out)["undo_journal"]
     assert journal and "power-cycle gpu-a2" in Path(journal).read_text()
     assert PASSWORD not in Path(journal).read_text()
 

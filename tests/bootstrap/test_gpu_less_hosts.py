@@ -54,7 +54,7 @@ hosts:
     hosts = {h.name: h.gpus for h in load_inventory(str(path)).hosts}
     assert hosts == {"cp1": False, "cp2": True, "gpu1": True}
     shown = run_cli("-i", path, "-o", "json", "inventory", "show")
-    assert {h["name"]: h["gpus"] for h in json.loads(shown.stdout)["hosts"]} == hosts
+    assert {h["host"]: h["gpus"] for h in json.loads(shown.stdout)["hosts"]} == hosts
     table = run_cli("-i", path, "inventory", "show").stdout
     assert "(no GPUs)" in table and table.count("(no GPUs)") == 1, table
     everyone = _write(tmp_path, "cpu.yaml", "cluster: lab\ndefaults: {gpus: false}\nhosts: {a: {}, b: {gpus: true}}\n")

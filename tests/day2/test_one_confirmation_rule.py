@@ -172,7 +172,7 @@ def _args(case: Changing, tmp: Path) -> list[str]:
     if case.before:
         done = clusterctl("-i", DEMO, "-o", "json", *case.before, "--yes")
         assert done.exit_code == 0, done.output
-        journal = done.json().get("journal") or ""
+        journal = done.json().get("undo_journal") or ""
     return [a.format(tmp=tmp, journal=journal) for a in case.args]
 
 

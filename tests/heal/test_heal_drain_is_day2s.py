@@ -44,6 +44,7 @@ def test_heal_drains_a_pod_with_emptydir_data_and_goes_on(tmp_path: Path, monkey
     (host,) = json.loads(done.stdout)["hosts"]
     steps = [(s["step"], s["result"]) for s in host["steps"]]
     assert steps[0] == ("drain", "changed") and len(steps) > 1, host
+    assert Path(json.loads(done.stdout)["undo_journal"]).is_file()  # the key every command's JSON uses
     assert [c for c in host["steps"][0]["changes"] if c.startswith("evict pod default/scratch-")], host
     assert not [p for p in sim.pods_on("gpu-a3") if p.startswith("default/scratch-")]
 

@@ -99,7 +99,7 @@ def test_broken_host_lists_are_refused(spec: str) -> None:
 def test_an_ad_hoc_list_works_as_an_inventory(cli) -> None:  # type: ignore[no-untyped-def]
     ran = cli("-i", "gpu-[01-02],root@login1:2222", "-o", "json", "inventory", "show")
     assert ran.code == 0, ran.err
-    hosts = {h["name"]: h for h in json.loads(ran.out)["hosts"]}
+    hosts = {h["host"]: h for h in json.loads(ran.out)["hosts"]}
     assert list(hosts) == ["gpu-01", "gpu-02", "login1"]
     assert hosts["login1"]["user"] == "root" and hosts["login1"]["port"] == 2222
     assert cli("-i", "x;rm -rf /,", "inventory", "show").code == 2

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from clirun import clusterctl
 
 from clusterctl.nccl.lint import context_from_survey
 
@@ -48,3 +49,14 @@ def test_oldest_version_roce_fabric_and_nvlink(monkeypatch: pytest.MonkeyPatch) 
     assert context is not None
     assert (context.nccl_version, context.fabric, context.nvlink) == ("2.18.3", "roce", True)
     assert context.versions_seen == ("2.18.3", "2.21.5")
+
+
+def test_a_mixed_fleet_is_named_oldest_first_by_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warning lists the versions by version, not as text ("2.9.9" before "2.18.3"), and one release built
+    twice ("-1", "+cuda") is one version, not a mixed fleet."""
+    saved = Saved({"a": Host({"nccl": "2.18.3-1"}), "b": Host({"nccl": "2.9.9"}),
+                   "c": Host({"nccl": "2.18.3+cuda12.2"})})
+    monkeypatch.setattr("clusterctl.saved_survey.load_saved_survey", lambda path: saved)
+    result = clusterctl("nccl", "lint", "-", "--format", "env", "--survey", "survey.json", stdin="NCCL_DEBUG=WARN\n")
+    warning = " ".join(result.stderr.split())
+    assert "hosts run different NCCL versions (2.9.9, 2.18.3); checking against 2.9.9" in warning

@@ -79,7 +79,7 @@ def test_quarantine_drain_release_and_undo_on_the_demo(tmp_path: Path, monkeypat
     # Only the quarantines' history stays on the node (flapping is counted from it; status HOST shows it).
     assert set(node("gpu-b1")["metadata"].get("annotations", {})) == {"clusterctl.dev/quarantine-history"}
 
-    journal = report["journal"]
+    journal = report["undo_journal"]
     before = snapshot(state_folder())
     assert cli("undo", "--dry-run", journal)[0] == 0
     assert snapshot(state_folder()) == before
@@ -105,7 +105,7 @@ def test_health_quarantine_on_the_demo_plans_then_quarantines_within_the_cap(
     code, out = cli("-o", "json", "health", "--quarantine", "--dry-run")
     assert code == 1  # unhealthy hosts: health's own exit code
     plan = json.loads(out)["quarantine"]
-    assert plan["dry_run"] and snapshot(state_folder()) == before
+    assert plan["dry_run"] and plan["undo_journal"] is None and snapshot(state_folder()) == before
     acting = [d for d in plan["decisions"] if d["action"] in ("drain", "quarantine")]
     assert [(d["host"], d["action"]) for d in acting] == [("gpu-a3", "drain")]  # 10% of 6 hosts: one
     assert any(d["action"] == "held" for d in plan["decisions"])

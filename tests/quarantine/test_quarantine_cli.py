@@ -78,7 +78,7 @@ def test_release_leaves_a_slurm_drain_someone_else_made(sim: KubeSim) -> None:
 def test_release_of_a_host_that_is_not_quarantined_changes_nothing(sim: KubeSim) -> None:
     code, out = cli(sim, "-o", "json", "release", "gpu-a1", "--skip-checks", "--yes")
     assert code == 0 and json.loads(out)["hosts"][0]["not_quarantined"] is True
-    assert json.loads(out)["journal"] is None
+    assert json.loads(out)["undo_journal"] is None
 
 
 def test_status_lists_cordons_made_outside_clusterctl(sim: KubeSim) -> None:
@@ -163,8 +163,8 @@ def test_a_pod_list_that_cannot_be_read_fails_that_hosts_drain_only(sim: KubeSim
     failed = hosts["gpu-a3"]
     assert not failed["ok"] and "drain of gpu-a3 stopped" in failed["error"] and named in failed["error"]
     assert sim.node("gpu-a3")["spec"]["unschedulable"] is True  # its quarantine itself was done
-    assert report["journal"]  # what was done (both hosts' taints and cordons, gpu-a2's evictions) can be undone
-    journal = Path(report["journal"]).read_text()
+    assert report["undo_journal"]  # what was done (both hosts' taints and cordons, gpu-a2's evictions) can be undone
+    journal = Path(report["undo_journal"]).read_text()
     assert "gpu-a3" in journal and "gpu-a2" in journal
 
     table = cli(sim, "quarantine", "gpu-a3", "--reason", "ecc", "--drain", "--yes")
@@ -222,7 +222,7 @@ def test_a_failed_kubernetes_drain_still_drains_the_host_in_slurm(sim: KubeSim) 
     assert host["slurm"] == "drained in Slurm node gpu-a2"
     state = sim.sh("scontrol -o show node gpu-a2", host="gpu-a2")[1]
     assert "DRAIN" in state and "Reason=clusterctl: ecc" in state
-    assert "resume" in Path(report["journal"]).read_text()  # undo takes the Slurm drain back too
+    assert "resume" in Path(report["undo_journal"]).read_text()  # undo takes the Slurm drain back too
 
     code, out = cli(sim, "quarantine", "gpu-a2", "--reason", "ecc", "--drain", "--yes")
     said = " ".join(out.split())

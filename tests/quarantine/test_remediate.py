@@ -256,7 +256,7 @@ def test_the_receivers_undo_journal_names_its_cluster_and_fleet_as_the_clis_do(
     (made,) = (json.loads(p.read_text()) for p in (sim.root / "undo").glob("*.json"))
     done = clusterctl("-i", sim.inventory, "-o", "json", "quarantine", "gpu-04", "--reason", "xid", "--yes")
     assert done.exit_code == 0, done.output
-    by_cli = json.loads(Path(json.loads(done.stdout)["journal"]).read_text())
+    by_cli = json.loads(Path(json.loads(done.stdout)["undo_journal"]).read_text())
     inventory = load_inventory(str(sim.inventory))
     expected = {"cluster": "qsim", "fleet": RunPlace.of(inventory, "bootstrap").key}
     assert {k: made.get(k) for k in expected} == expected, made

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from fixture_files import FIXTURES as FIXTURES_ROOT
 
 from clusterctl.facts.model import RDMADevice, RDMAPort
@@ -95,6 +96,16 @@ def test_roce_before_2_21_sets_the_v2_gid_index(make_roce_host: Any) -> None:
     tuning = derive_settings([make_roce_host("2.18.3", 3)])
     assert tuning.fabric == "roce"
     assert values(tuning)["NCCL_IB_GID_INDEX"] == "3"
+
+
+@pytest.mark.parametrize(("version", "written"), [("2.20.5", "3"), ("2.21", None), ("2.21.5", None)])
+def test_the_gid_index_is_left_to_nccl_from_the_release_the_catalogue_names(
+        make_roce_host: Any, version: str, written: str | None) -> None:
+    """nccl_vars.yaml: NCCL_IB_GID_INDEX defaults to -1 (NCCL picks the GID itself) from the 2.21 series on."""
+    tuning = derive_settings([make_roce_host(version, 3)])
+    assert values(tuning).get("NCCL_IB_GID_INDEX") == written
+    assert (f"NCCL {tuning.nccl_version} picks the RoCE v2 IPv4 GID itself" in " ".join(tuning.notes)) is (
+        written is None)
 
 
 def test_roce_from_2_21_leaves_gid_selection_to_nccl(make_roce_host: Any) -> None:

@@ -182,6 +182,19 @@ def test_candidates_follow_the_installed_version_and_hardware() -> None:
     assert "NVLS" not in {c.get("NCCL_ALGO") for c in candidate_space(parse_version("2.21.5"))}
 
 
+@pytest.mark.parametrize(("version", "channels"), [("2.16.5", "NCCL_MIN_NCHANNELS"), ("2.17", "NCCL_MIN_CTAS"),
+                                                     ("2.21.5", "NCCL_MIN_CTAS"), (None, "NCCL_MIN_CTAS")])
+def test_the_sweep_measures_the_channel_knob_the_version_reads(version: str | None, channels: str) -> None:
+    """nccl_vars.yaml: NCCL_MIN/MAX_CTAS from the 2.17 series on (the newest release when the version is unknown),
+    NCCL_MIN/MAX_NCHANNELS before."""
+    from clusterctl.nccl.tune.derive import Tuning
+    from clusterctl.nccl.tune.sweep import candidates_for
+
+    tuning = Tuning(hosts=("a",), nccl_version=version, fabric="ib", settings=())
+    knobs = {name for c in candidates_for(tuning, validate=lint_validator()) for name, _ in c.env}
+    assert {n for n in knobs if n.startswith("NCCL_MIN_")} == {channels}
+
+
 def test_socket_candidates_stay_within_ncclss_socket_limit() -> None:
     # src/transport/net_socket.cc: MAX_THREADS 16, MAX_SOCKETS 64 (threads x sockets per thread)
     for c in socket_candidates(parse_version("2.21.5"), validate=lint_validator()):

@@ -306,10 +306,10 @@ def test_quarantine_taints_cordons_annotates_and_drains_honouring_the_budget_and
 
     # Undo would return the node to service: it goes through release's checks, which gpu-b3 (its mlx5_2 at
     # 10 Gb/s) fails, and changes nothing; --skip-checks is the operator saying they know better.
-    refused = cli("undo", done.json()["journal"], "--yes")
+    refused = cli("undo", done.json()["undo_journal"], "--yes")
     assert refused.exit_code == 1 and "IB_PORT_SLOW" in refused.stderr, refused.output
     assert scheduling_state(workload) != as_it_was
-    undone = cli("undo", done.json()["journal"], "--yes", "--skip-checks")
+    undone = cli("undo", done.json()["undo_journal"], "--yes", "--skip-checks")
     assert undone.exit_code == 0, undone.output
     # Uncordoning makes the node lifecycle controller drop its node.kubernetes.io/unschedulable taint a
     # moment later, as on any cluster.

@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from clusterctl.nccl.knowledge import knowledge_base
 from clusterctl.nccl.lint import MAX_SOCKETS_PER_PEER
 from clusterctl.nccl.versions import NcclVersion
 
-#: Channel knobs were renamed in 2.17 (NCCL_MIN/MAX_NCHANNELS -> NCCL_MIN/MAX_CTAS).
-CTAS_SINCE = NcclVersion(2, 17, 0)
 #: The example tuner plugin's CSV format (plugins/tuner/example, NCCL_TUNER_CONFIG_FILE) dates from 2.28.
 TUNER_CSV_SINCE = NcclVersion(2, 28, 0)
 #: First release whose ncclAlgoStr has each algorithm (src/graph/tuning.cc, src/enqueue.cc by tag).
@@ -68,7 +67,8 @@ def candidate_space(
     options += [(("NCCL_PROTO", p),) for p in protos]
     if version is not None and version >= TUNER_CSV_SINCE:
         options += [(("NCCL_ALGO", a), ("NCCL_PROTO", p)) for a in ("Ring", "Tree") for p in protos]
-    if version is None or version >= CTAS_SINCE:
+    # Channel knobs were renamed in 2.17 (NCCL_MIN/MAX_NCHANNELS -> NCCL_MIN/MAX_CTAS): the catalogue says from when.
+    if version is None or knowledge_base().catalogued("NCCL_MIN_CTAS").read_by(version):
         options += [(("NCCL_MIN_CTAS", "32"),), (("NCCL_MAX_CTAS", "8"),)]
     else:
         options += [(("NCCL_MIN_NCHANNELS", "32"),), (("NCCL_MAX_NCHANNELS", "8"),)]

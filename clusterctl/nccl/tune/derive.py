@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 
 from clusterctl.facts.rdma import runs_slow
 from clusterctl.inventory.model import Fabric
+from clusterctl.nccl.knowledge import knowledge_base
 from clusterctl.nccl.lint import MAX_SOCKETS_PER_PEER
 from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, nccl_path, path_rank, uses_gdr
 from clusterctl.nccl.tune.candidates import socket_candidates
 from clusterctl.nccl.tune.inputs import NicFacts, TuneHost
-from clusterctl.nccl.versions import NcclVersion, oldest, try_parse_version
+from clusterctl.nccl.versions import NcclVersion, distinct, try_parse_version
 from clusterctl.survey.checks.host import CardPort, rate_basis, usual_link_rates
 
 #: ``usual_link_rates``' answer: each port of a card, the rate it runs at on most hosts.
@@ -47,8 +48,6 @@ SETTING_ORDER: tuple[str, ...] = (
 SOCKET_THREADS, SOCKETS_PER_THREAD = 4, 4
 #: Below this Ethernet rate one TCP stream per peer keeps up; no socket knobs are derived.
 SOCKET_KNOBS_FROM_GBPS = 50.0
-#: NCCL_IB_GID_INDEX became dynamic (-1, chosen by address family) in 2.21; before, it was 0.
-DYNAMIC_GID_SINCE = NcclVersion(2, 21, 0)
 #: Interfaces that must never carry NCCL bootstrap traffic.
 NEVER_BOOTSTRAP_PREFIXES: tuple[str, ...] = ("lo", "docker", "virbr", "veth", "cni", "flannel", "cali", "kube-")
 
@@ -260,7 +259,9 @@ def _plan_roce(plan: _HostPlan, version: NcclVersion | None) -> None:
     if plan.fabric != "roce":
         return
     chosen = plan.chosen
-    if version is not None and version >= DYNAMIC_GID_SINCE:
+    # The catalogue's NCCL_IB_GID_INDEX default: -1 from 2.21 (NCCL picks the GID by address family), 0 before.
+    gid_default = knowledge_base().catalogued("NCCL_IB_GID_INDEX").default_for(version)
+    if version is not None and gid_default is not None and gid_default.value == "-1":
         gids = [g for n in chosen for g in n.gids]
         v2_any = [g for g in gids if "v2" in g[2].lower()]
         v1 = [g for g in gids if "v1" in g[2].lower()]
@@ -447,12 +448,11 @@ def _merge_cross_nic(
 def _version_of(hosts: Sequence[TuneHost], override: str | None, warnings: list[str]) -> NcclVersion | None:
     if override:
         return try_parse_version(override)
-    texts = [h.nccl_version for h in hosts if h.nccl_version]
-    versions = sorted({v for text in texts if (v := try_parse_version(text)) is not None})
+    versions = distinct(h.nccl_version for h in hosts if h.nccl_version)
     if len(versions) > 1:
         warnings.append(f"hosts run different NCCL versions ({', '.join(map(str, versions))}); "
                         "settings follow the oldest")
-    return oldest(texts)
+    return versions[0] if versions else None
 
 
 def derive_settings(hosts: Sequence[TuneHost], *, nccl_version: str | None = None) -> Tuning:
