@@ -14,3 +14,9 @@ def seconds(value: float | None) -> str:
         return "the time limit"
     shown = round(value, 2) if value < 1 else round(value, 1)
     return f"{shown:g} s"
+
+
+def first_few(items: list[str], shown: int, sep: str = "; ") -> str:
+    """The first ``shown`` of ``items``, and how many were left out: ``a; b; c (+2 more)``."""
+    left = len(items) - shown
+    return sep.join(items[:shown]) + (f" (+{left} more)" if left > 0 else "")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -50,9 +50,6 @@ class PowerAction(str, Enum):
     ON = "on"
     OFF = "off"
     CYCLE = "cycle"
-
-
-BmcFactory = Callable[["BmcConfig", str, "Secret"], RedfishBmc]
 
 
 @dataclass
@@ -139,8 +136,7 @@ def bmc_config(inventory: Inventory, host: str) -> BmcConfig:
 
 
 def power_hosts(inventory: Inventory, hosts: Sequence[Host], action: PowerAction, gate: Gate, *,
-                graceful: bool = False, parallel: int = 16,
-                bmc_factory: BmcFactory | None = None) -> list[HostPower]:
+                graceful: bool = False, parallel: int = 16) -> list[HostPower]:
     """Read (``status``) or change the power of ``hosts``; the gate records (dry-run) or applies each change.
 
     Every host's BMC entry and password are read first, so a missing one stops the run (exit 2)
@@ -148,7 +144,6 @@ def power_hosts(inventory: Inventory, hosts: Sequence[Host], action: PowerAction
     """
     if not hosts:
         raise UsageError("no host to act on")
-    factory = bmc_factory or RedfishBmc
     configs = {h.name: bmc_config(inventory, h.name) for h in hosts}
     passwords: dict[str, Secret] = {}
     for config in configs.values():
@@ -157,7 +152,7 @@ def power_hosts(inventory: Inventory, hosts: Sequence[Host], action: PowerAction
 
     def one(host: Host) -> HostPower:
         config = configs[host.name]
-        bmc = factory(config, host.name, passwords[config.pattern])
+        bmc = RedfishBmc(config, host.name, passwords[config.pattern])
         result = HostPower(host.name, address_for(config, host.name).url)
         start = time.monotonic()
         try:

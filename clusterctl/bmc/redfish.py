@@ -133,19 +133,16 @@ class RedfishBmc:
                            f"{', '.join(sorted(offered))}")
         self._call(f"asking for {reset_type}", lambda: system.reset_system(ResetType(reset_type)))
 
-    def wait_for(self, wanted: str, *, timeout_s: float | None = None, saw: Callable[[str], None] | None = None,
-                 poll_s: float = 0.5) -> float:
-        """Poll until the BMC reports ``wanted``; seconds waited. ``BmcError`` once ``timeout_s`` passes."""
-        limit = self.config.power_timeout_s if timeout_s is None else timeout_s
+    def wait_for(self, wanted: str) -> float:
+        """Poll every half second until the BMC reports ``wanted``; seconds waited. ``BmcError`` once the
+        inventory's ``power_timeout_s`` passes."""
+        limit = self.config.power_timeout_s
         start = self._clock()
-        last = ""
         while True:
             last = self.power_state()
-            if saw is not None:
-                saw(last)
             if last == wanted:
                 return self._clock() - start
             if self._clock() - start >= limit:
                 raise BmcError(f"the BMC {self.address.url} still reports power {last}, not {wanted}, "
                                f"{limit:g} s after the request")
-            self._sleep(poll_s)
+            self._sleep(0.5)

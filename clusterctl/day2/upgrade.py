@@ -57,6 +57,7 @@ from clusterctl.host_reader import HostReader
 from clusterctl.quarantine.node_ops import cordon
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import TransportError
+from clusterctl.wording import first_few
 
 if TYPE_CHECKING:
     from clusterctl.engine.phase import Phase as EnginePhase
@@ -647,9 +648,8 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
                                            f"{host.name} is not Ready before the upgrade ({node.not_ready_reason})",
                                            host=host.name))
     if request.apply and fails(report.findings):
-        blocking = [f for f in report.findings if f.severity is Severity.ERROR]
         _fill(report, None, rollout, order)
-        report.stopped = "; ".join(f.message for f in blocking[:3])
+        report.stopped = first_few([f.message for f in report.findings if f.severity is Severity.ERROR], 3)
         return report
     phases = select_phases(upgrade_phases(rollout), request.phase, request.skip_phases, command="upgrade")
     run_hosts = [h for h, _ in order]

@@ -43,6 +43,7 @@ from clusterctl.host_reader import HostReader, ReadOnlyHost
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
 from clusterctl.undo_journal import undo_line, undoable
+from clusterctl.wording import first_few
 
 if TYPE_CHECKING:
     from clusterctl.engine.confirm import HostConfirmations, Read
@@ -847,8 +848,7 @@ def _one_host(run: _Run, phase: Phase[Any, Any], transport: Transport, *, done_b
         result.findings = list(phase.findings(ctx, state))
         if fails(result.findings):
             blocking = [f for f in result.findings if f.severity is Severity.ERROR]
-            return done(Status.FAILED, "; ".join(f.message for f in blocking[:3]) +
-                        (f" (+{len(blocking) - 3} more)" if len(blocking) > 3 else ""))
+            return done(Status.FAILED, first_few([f.message for f in blocking], 3))
         changes = [c for c in phase.plan(ctx, state) if not c.is_noop]
     except ReadOnlyHost as exc:
         return done(Status.FAILED, f"bug in phase {phase.name}: {exc}")

@@ -24,6 +24,7 @@ from clusterctl.facts.compute_apps import parse_compute_apps
 from clusterctl.health.checks import HostInput
 from clusterctl.terminal_text import one_line
 from clusterctl.transport.base import FailureKind, TransportError
+from clusterctl.wording import first_few
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -49,7 +50,7 @@ class GpuUse:
 
     def describe(self) -> str:
         parts = [*self.processes, *(f"pod {p}" for p in self.pods), *self.unknown]
-        return "; ".join(parts[:6]) + (f" (+{len(parts) - 6} more)" if len(parts) > 6 else "")
+        return first_few(parts, 6)
 
 
 def _processes(runner: Runner, hosts: Sequence[Host], inputs: Sequence[HostInput], uses: dict[str, GpuUse]) -> None:

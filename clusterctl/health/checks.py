@@ -40,6 +40,7 @@ from clusterctl.survey.checks.host import (
     usual_pcie_width,
     usually_active,
 )
+from clusterctl.wording import first_few
 
 #: A counter is "far above the fleet" above this many times the peers' median ...
 FLEET_FACTOR = 10
@@ -770,8 +771,7 @@ def check_dcgm(host: HostInput) -> list[Finding]:
         every = len(skipped) == len(diag.results)
         found.append(_finding(
             Severity.WARNING if every else Severity.INFO, "DCGM_DIAG_SKIPPED", host.name,
-            f"dcgmi diag skipped {len(skipped)} test result(s): {', '.join(names[:6])}"
-            + (f" (+{len(names) - 6} more)" if len(names) > 6 else "") + ": not tested, not passed",
+            f"dcgmi diag skipped {len(skipped)} test result(s): {first_few(names, 6, ', ')}: not tested, not passed",
             skipped=names, dcgm_version=diag.dcgm_version,
             fix="A skipped test proves nothing: run it where it is supported (dcgmi diag -r <test> -v says why it "
                 "was skipped) before counting the GPU as checked."))

@@ -177,8 +177,9 @@ def test_a_host_that_does_not_answer_fails_the_plan_and_stops_the_apply_before_a
 
 def test_a_host_that_is_not_a_node_is_printed_with_its_fix_and_fails_the_plan_as_every_report_does(
         bootstrapped_demo: Path) -> None:
-    gone = _run("-l", "gpu-a1", "exec", "--sudo", "--", f"{KUBECTL} delete node gpu-b3")
-    assert gone.exit_code == 0, gone.output
+    for node in ("gpu-a2", "gpu-a3", "gpu-b2", "gpu-b3"):
+        gone = _run("-l", "gpu-a1", "exec", "--sudo", "--", f"{KUBECTL} delete node {node}")
+        assert gone.exit_code == 0, gone.output
     for command in (("upgrade", "plan"), ("upgrade", "apply", "--yes")):
         run = _run(*command, "--to", "1.36.3")
         lines = run.stdout.splitlines()
@@ -187,6 +188,8 @@ def test_a_host_that_is_not_a_node_is_printed_with_its_fix_and_fails_the_plan_as
         # An error finding is exit 1, a plan's too (the apply stops on it): never "carry it out", exit 0.
         assert run.exit_code == 1, run.output
         assert "to carry it out" not in run.output
+    # The apply stops on the first three and says how many more there are (it said nothing of the fourth).
+    assert run.stderr.splitlines()[-1].endswith("gpu-b2 is not a node of the cluster (+1 more)"), run.output
     assert "PLAN (nothing was changed): errors found (above)" in _run("upgrade", "plan", "--to", "1.36.3").stdout
     plan = _run("-o", "json", "upgrade", "plan", "--to", "1.36.3")
     assert (plan.exit_code, plan.json()["ok"]) == (1, False), plan.output

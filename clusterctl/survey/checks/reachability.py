@@ -5,6 +5,7 @@ from __future__ import annotations
 from clusterctl.survey.checks.baseline import FleetBaseline
 from clusterctl.survey.checks.codes import Finding, Severity, finding
 from clusterctl.survey.checks.host import SurveyedHost
+from clusterctl.wording import first_few
 
 
 def check_reachability(state: SurveyedHost) -> list[Finding]:
@@ -55,7 +56,7 @@ def check_partial_facts(state: SurveyedHost) -> list[Finding]:
         return []
     out: list[Finding] = []
     for fact, warnings in state.facts.warnings.items():
-        shown = "; ".join(str(w) for w in warnings[:3]) + (f" (+{len(warnings) - 3} more)" if len(warnings) > 3 else "")
+        shown = first_few([str(w) for w in warnings], 3)
         out.append(finding(Severity.WARNING, "FACT_PARTIAL", state.name, f"{fact}: read in part: {shown}",
                            fact=fact, warnings=[w.to_json() for w in warnings]))
     return out
