@@ -146,14 +146,14 @@ def placement_findings(host: str, placement: Placement) -> list[Finding]:
         if component in placement.parked:
             found.append(Finding(Severity.ERROR, "CONTROL_PLANE_MANIFEST_PARKED",
                                  f"{component}.yaml is not in {MANIFESTS_DIR} but in {PARKED_DIR} (a restart was "
-                                 f"cut short): {component} is not running", host=host,
+                                 f"cut short): {component} is not running", host=host, subject=component,
                                  fix="clusterctl certs renew --resume --yes (or clusterctl undo on the renew's "
                                      "journal) moves it back"))
         else:
             phase = "etcd local" if component == "etcd" else "control-plane " + component.removeprefix("kube-")
             found.append(Finding(Severity.ERROR, "CONTROL_PLANE_MANIFEST_MISSING",
                                  f"{component}.yaml is missing from {MANIFESTS_DIR}: {component} is not running",
-                                 host=host, fix=f"kubeadm init phase {phase} writes it again"))
+                                 host=host, subject=component, fix=f"kubeadm init phase {phase} writes it again"))
     return found
 
 
@@ -262,7 +262,7 @@ class RestartStaticPod(PlacementPhase):
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
         placement = read_placement(ctx.reader)
-        return [f for f in placement_findings(ctx.host.name, placement) if self.component in f.message]
+        return [f for f in placement_findings(ctx.host.name, placement) if f.subject == self.component]
 
 
 def _restart(component: str) -> type[RestartStaticPod]:

@@ -76,6 +76,9 @@ def test_certs_check_names_a_manifest_left_out_of_place(bootstrapped_demo: Path)
     assert "etcd.yaml is not in /etc/kubernetes/manifests but in /etc/kubernetes/clusterctl/restart" in \
         codes["CONTROL_PLANE_MANIFEST_PARKED"]
     assert "kube-scheduler.yaml is missing" in codes["CONTROL_PLANE_MANIFEST_MISSING"]
+    # Each names its component as its subject (a restart reads back its own by it, not by its message's words).
+    assert {f["code"]: f["subject"] for f in checked.json()["findings"]} == {
+        "CONTROL_PLANE_MANIFEST_PARKED": "etcd", "CONTROL_PLANE_MANIFEST_MISSING": "kube-scheduler"}
     # --resume puts the parked one back; the one gone altogether stops the renew before anything changes.
     resumed = clusterctl("-i", DEMO, "certs", "renew", "--yes", "--restart-wait", "1")
     assert resumed.exit_code == 1 and "kube-scheduler.yaml is missing" in resumed.output
