@@ -190,6 +190,17 @@ def test_stack_gpu_node_assembled_from_recorded_pieces() -> None:
     assert stack.missing == {"cuda_toolkit": "bash: line 1: nvcc: command not found"}
 
 
+def test_stack_reads_os_release_as_preflight_does_and_names_a_line_it_cannot_read() -> None:
+    """One os-release reader (``facts.node.parse_os_release``): survey's own kept a value's backslashes and read
+    an unclosed quote as if closed."""
+    recorded = read_fixture("stack", "debian12-build-host-nvcc-no-driver.txt")
+    escaped = parse_stack(recorded.replace('NAME="Debian GNU/Linux"', 'NAME="Debian \\"GNU\\"/Linux"'))
+    assert (escaped.os_name, escaped.os_version, "os" in escaped.missing) == ('Debian "GNU"/Linux', "12", False)
+    cut = parse_stack(recorded.replace('VERSION_ID="12"', 'VERSION_ID="12'))
+    assert cut.os_name is None and cut.kernel == "6.18.44-fc-v857"
+    assert cut.missing["os"] == "cannot parse os-release at line 3: expected KEY=value: 'VERSION_ID=\"12'"
+
+
 def test_stack_needs_sections() -> None:
     assert refusal(parse_stack, "Ubuntu 22.04\n").line == 1
 
@@ -247,3 +258,13 @@ def test_a_probe_section_that_does_not_parse_is_named_at_its_line(module: str, t
     with pytest.raises(ParseError, match="section '") as caught:
         parse(text)
     assert caught.value.line == line
+
+
+def test_pci_addresses_are_compared_in_one_form() -> None:
+    """nvidia-smi's bus id, the kernel's Xid address and lspci's, as printed (domain kept, function dropped)."""
+    from clusterctl.facts.lspci import pci_address
+
+    assert {pci_address(a) for a in ("00000000:47:00.0", "PCI:0000:47:00", "0000:47:00.0", "47:00.0")} == {
+        "0000:47:00"}
+    assert (pci_address("00000009:06:00.0"), pci_address("0008:06:00")) == ("0009:06:00", "0008:06:00")
+    assert {pci_address(a) for a in (None, "", "GPU-5269b708", "N/A", "0000:47")} == {None}
