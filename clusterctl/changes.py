@@ -46,6 +46,8 @@ MAKES_TEMPORARY = "temporary"
 #: to service, so ``undo`` passes it through release's checks first (a cordon alone, an upgrade's or a
 #: drain's, is no quarantine; nor a taint that replaced one: its undo puts that one back).
 MAKES_QUARANTINE = "quarantine"
+#: A pod's eviction (``quarantine.drain.eviction``): a drain phase plans it, the drain makes it (budgets retried).
+MAKES_EVICTION = "eviction"
 
 #: ``Change.cannot_undo`` reasons several phases give.
 #: An object a phase put in the cluster's API (a manifest applied, a Helm release).

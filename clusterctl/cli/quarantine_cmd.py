@@ -93,7 +93,7 @@ def quarantine_command(
     confirm_change("taint, cordon" + (" and drain" if drain else "") + " (quarantine)", names, yes=yes,
                    dry_run=dry_run, preview=f"clusterctl quarantine {' '.join(names)} ... --dry-run")
     request = QuarantineRequest(reason=reason, codes=tuple(code or ()), drain=drain,
-                                drain_options=DrainOptions(timeout_s=drain_timeout, force=force,
+                                drain_options=DrainOptions(timeout_s=drain_timeout, force=force, offers_force=True,
                                                            delete_emptydir_data=delete_emptydir_data))
     with app.runner() as runner:
         results, journal = quarantine(runner, app.inventory(), targets, request, apply=not dry_run,

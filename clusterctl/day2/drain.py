@@ -4,76 +4,82 @@
 (``via``): the node is cordoned (a ``Change`` with its uncordon as undo), then quarantine's
 drain (``clusterctl.quarantine.drain``: kubectl drain's rules, one eviction per gated change,
 PodDisruptionBudgets honoured and retried until the timeout) takes its pods off, and the engine
-waits (``Wait``) until no pod a drain takes is left on it. A drain that cannot finish fails the
-phase naming the pods that stayed and why.
+waits (``Wait``) until no pod a drain takes is left on it. Pods the rules refuse fail the phase before
+its cordon, in a plan too; a drain that cannot finish fails it naming the pods that stayed and why.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from clusterctl.changes import Change, GateRecord, HostGate
+from clusterctl.changes import MAKES_EVICTION, Change, GateRecord, HostGate
 from clusterctl.cluster_access import read_node
 from clusterctl.engine.phase import Phase, PhaseContext, Wait
-from clusterctl.facts.kube_nodes import KubeNode
+from clusterctl.facts.kube_nodes import KubeNode, Pod
+from clusterctl.findings import Finding, Severity
 from clusterctl.quarantine.drain import DEFAULT_TIMEOUT_S as DEFAULT_DRAIN_TIMEOUT_S
-from clusterctl.quarantine.drain import DrainOptions, drain_or_why, eviction, pods_to_evict
+from clusterctl.quarantine.drain import DrainOptions, PodLeft, drain_node, eviction, pods_to_evict
 from clusterctl.quarantine.node_ops import cordon
 from clusterctl.transport.base import FailureKind, TransportError
 
-
-class NodePhase(Phase["KubeNode | None", PhaseContext]):
-    """A phase on its host's Kubernetes Node, run from the control plane ``via``: its state is the Node as
-    the API shows it (None: there is no such Node)."""
-
-    via: str
-
-    def __init__(self, via: str) -> None:
-        self.via = via
-
-    def check(self, ctx: PhaseContext) -> KubeNode | None:
-        return read_node(ctx.reader, ctx.host.name)
+#: What the drain phase reads of its node: the Node, the pods a drain takes off it now and those it refuses.
+Drainable = tuple[KubeNode, list[Pod], list[PodLeft]]
 
 
-class DrainNode(NodePhase):
+class DrainNode(Phase["Drainable | None", PhaseContext]):
     """Cordon the node and evict its pods (quarantine's drain: kubectl drain's rules), from ``via``; then
     wait until no pod that a drain takes is left on it."""
 
     name = "drain"
     description = "cordon the node, evict its pods (DaemonSets left, budgets honoured)"
+    via: str
 
     def __init__(self, via: str, drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S, *, gone: bool = False,
                  delete_emptydir_data: bool = True) -> None:
-        super().__init__(via)
-        self.drain_timeout_s = drain_timeout_s
+        self.via = via
         #: The host is gone: its kubelet will not confirm any pod stopped, so nothing is waited for.
         self.gone = gone
-        #: A maintenance drain's (``DrainOptions.delete_emptydir_data``); heal's is the user's.
-        self.delete_emptydir_data = delete_emptydir_data
+        # A gone host's drain evicts what the API can, briefly: the pods stay Terminating until the Node is deleted.
+        # A maintenance drain's emptyDir data goes (``DrainOptions.delete_emptydir_data``); heal's is the user's.
+        self.options = DrainOptions(timeout_s=min(drain_timeout_s, 30.0), delete_emptydir_data=True, force=True) \
+            if gone else DrainOptions(timeout_s=drain_timeout_s, delete_emptydir_data=delete_emptydir_data)
 
     def needed(self, ctx: PhaseContext) -> bool:
         """Whether this host is to be drained at all in this run (an upgrade leaves an up-to-date node be)."""
         return True
 
-    def plan(self, ctx: PhaseContext, state: KubeNode | None) -> list[Change]:
+    def check(self, ctx: PhaseContext) -> Drainable | None:
+        """None where there is no such Node or nothing to drain in this run."""
+        node = read_node(ctx.reader, ctx.host.name)
+        if node is None or not self.needed(ctx):
+            return None
+        return node, *pods_to_evict(ctx.reader, node.name, self.options)
+
+    def findings(self, ctx: PhaseContext, state: Drainable | None) -> list[Finding]:
+        """The pods the drain would refuse (kubectl drain's rules), by reason as kubectl names them: the host
+        fails before its cordon, in a plan as in a run, rather than half drained."""
+        refused: dict[str, list[str]] = {}
+        for left in state[2] if state else []:
+            refused.setdefault(left.reason, []).append(left.pod)
+        return [Finding(Severity.ERROR, "DRAIN_REFUSED", f"the drain cannot evict {', '.join(pods)}: {reason}",
+                        host=ctx.host.name) for reason, pods in refused.items()]
+
+    def plan(self, ctx: PhaseContext, state: Drainable | None) -> list[Change]:
         """The cordon, and the evictions the drain will make (a cordoned node's pods go too)."""
-        if state is None or not self.needed(ctx):
+        if state is None:
             return []
-        pods = pods_to_evict(ctx.reader, state.name, self._options())
-        return cordon(self.via, state) + [eviction(self.via, pod, state.name) for pod in pods]
+        node, pods, _ = state
+        return cordon(self.via, node) + [eviction(self.via, pod, node.name) for pod in pods]
 
     def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
         first = len(gate.records())
         # The evictions are the drain's to make (one at a time, budgets retried): the cordon goes first.
-        records = gate.submit_all([c for c in changes if not c.summary.startswith("evict pod ")])
-        if not self.needed(ctx) or self.check(ctx) is None:
+        records = gate.submit_all([c for c in changes if MAKES_EVICTION not in c.makes])
+        if not changes:
             return records
-        report, why = drain_or_why(gate.transport, gate.gate, ctx.host.name, self._options())
-        if report is None:  # this node's pods could not be read: this host's phase fails, named
-            raise TransportError(FailureKind.COMMAND_FAILED, why or f"drain of {ctx.host.name} stopped")
+        report = drain_node(gate.transport, gate.gate, ctx.host.name, self.options)
         if report.not_evicted and not self.gone:
-            # Each pod's reason says why it stayed: a rule (emptyDir data, no controller) refuses at once, a budget
-            # or a slow termination after the timeout.
+            # A budget, or a slow termination, held a pod until the timeout (a rule refuses in ``findings``).
             left = "; ".join(f"{p.pod}: {p.reason}" for p in report.not_evicted[:3])
             raise TransportError(FailureKind.COMMAND_FAILED, f"the drain of {ctx.host.name} left "
                                  f"{len(report.not_evicted)} pod(s) on it: {left}")
@@ -81,19 +87,13 @@ class DrainNode(NodePhase):
         # (heal drains several at once through it: another node's evictions may stand between this one's).
         return [r for r in gate.records()[first:] if r.change.node == ctx.host.name]
 
-    def _options(self) -> DrainOptions:
-        if self.gone:
-            # What the API can evict, briefly: the pods stay Terminating until the Node is deleted.
-            return DrainOptions(timeout_s=min(self.drain_timeout_s, 30.0), delete_emptydir_data=True, force=True)
-        return DrainOptions(timeout_s=self.drain_timeout_s, delete_emptydir_data=self.delete_emptydir_data)
-
     def wait(self, ctx: PhaseContext) -> Wait | None:
         if self.gone or not self.needed(ctx):
             return None
 
         def empty(c: PhaseContext) -> str | None:
-            left = pods_to_evict(c.reader, c.host.name, self._options())
+            left, _ = pods_to_evict(c.reader, c.host.name, self.options)
             return None if not left else f"{len(left)} pod(s) left: " + ", ".join(p.ref for p in left[:3])
 
-        return Wait(f"no pod a drain takes is left on {ctx.host.name} (up to {int(self.drain_timeout_s)} s)", empty,
+        return Wait(f"no pod a drain takes is left on {ctx.host.name} (up to {int(self.options.timeout_s)} s)", empty,
                     timeout_s=60.0)

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.changes import Change
-from clusterctl.cluster_access import cluster_nodes, on_control_plane, read_answer
-from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode, NodePhase
+from clusterctl.cluster_access import cluster_nodes, on_control_plane, read_answer, read_node
+from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing
 from clusterctl.engine.progress import RunPlace
 from clusterctl.engine.run import RunSettings, SkipReason, Status, step_json
@@ -132,9 +132,18 @@ class DeadMemberRemoved(Phase["EtcdMember | None", PhaseContext]):
                            cannot_undo=REJOIN)]
 
 
-class DeleteNode(NodePhase):
+class DeleteNode(Phase["KubeNode | None", PhaseContext]):
+    """The Node deleted from the control plane ``via``; its state: the Node as the API shows it, or None."""
+
     name = "delete-node"
     description = "delete the Node object (once the kubelet is gone)"
+    via: str
+
+    def __init__(self, via: str) -> None:
+        self.via = via
+
+    def check(self, ctx: PhaseContext) -> KubeNode | None:
+        return read_node(ctx.reader, ctx.host.name)
 
     def plan(self, ctx: PhaseContext, state: KubeNode | None) -> list[Change]:
         if state is None:

@@ -9,6 +9,7 @@ decides whether that matters.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -88,16 +89,22 @@ class NodeFacts:
 
 
 def parse_os_release(text: str) -> dict[str, str]:
-    """``KEY=value`` lines of os-release(5), quotes removed; comments and blank lines skipped."""
+    """THE reader of os-release(5): ``KEY=value`` lines, the value unquoted as the shell the format is written
+    for would (double or single quotes, backslash escapes; an ``=`` in it kept); comments and blank lines
+    skipped. A line that is none of these is a ``ParseError`` naming it."""
     values: dict[str, str] = {}
     for line in numbered_lines(text):
         stripped = line.text.strip()
         if stripped.startswith("#"):
             continue
         key, sep, value = stripped.partition("=")
+        try:
+            words = shlex.split(value)
+        except ValueError:  # an unclosed quote
+            sep = ""
         if not sep or not re.fullmatch(r"[A-Z0-9_]+", key):
             raise ParseError("os-release", "expected KEY=value", line=line.number, text=line.text)
-        values[key] = value.strip().strip('"').strip("'")
+        values[key] = " ".join(words)
     return values
 
 
@@ -107,11 +114,14 @@ def apt_base(release: dict[str, str]) -> tuple[str | None, str | None]:
     A derivative names its base in ID_LIKE, closest first (os-release(5)): Linux Mint's ``ubuntu debian``
     is Ubuntu. Its own VERSION_CODENAME (``xia``) is no Ubuntu release; its UBUNTU_CODENAME (``noble``)
     is, the one Docker's install guide says a derivative uses. A Debian derivative says its base's as
-    DEBIAN_CODENAME (LMDE 6: ``faye``, ``bookworm``)."""
+    DEBIAN_CODENAME (LMDE 6: ``faye``, ``bookworm``); one that does not (Kali's ``kali-rolling``, Devuan's
+    ``daedalus``, ``excalibur``) names no release of its base: its codename is None."""
     names = [release.get("ID", ""), *release.get("ID_LIKE", "").split()]
     base = next((name for name in names if name in ("debian", "ubuntu")), None)
-    bases = release.get(f"{base.upper()}_CODENAME") if base else None
-    return base, bases or release.get("VERSION_CODENAME") or None
+    if base is None:
+        return None, None
+    own = release.get("VERSION_CODENAME") if release.get("ID") == base else None
+    return base, release.get(f"{base.upper()}_CODENAME") or own or None
 
 
 def parse_proc_swaps(text: str) -> tuple[Swap, ...]:

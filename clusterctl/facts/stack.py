@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 
+from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact
 from clusterctl.facts.model import SoftwareStack
+from clusterctl.facts.node import parse_os_release
 from clusterctl.facts.sections import split_sections
 
 _WHAT = "software stack"
@@ -70,15 +72,6 @@ def _absent_reason(lines: list[str]) -> str | None:
     return None
 
 
-def _os_release(lines: list[str]) -> tuple[str | None, str | None]:
-    values: dict[str, str] = {}
-    for line in lines:
-        if "=" in line:
-            key, _, value = line.partition("=")
-            values[key.strip()] = value.strip().strip('"').strip("'")
-    return values.get("NAME"), values.get("VERSION_ID")
-
-
 def parse_stack(text: str) -> SoftwareStack:
     sections = {name: list(section.lines) for name, section in split_sections(text, _WHAT).items()}
     found: dict[str, str | None] = {}
@@ -101,11 +94,15 @@ def parse_stack(text: str) -> SoftwareStack:
             first = next((line.strip() for line in lines if line.strip()), "")
             missing.setdefault(component, f"unrecognised output: {first[:80]!r}")
 
-    os_name = os_version = None
-    if "os-release" in sections and _absent_reason(sections["os-release"]) is None:
-        os_name, os_version = _os_release(sections["os-release"])
-    if os_name is None:
-        missing["os"] = _absent_reason(sections.get("os-release", [])) or "no NAME= line in /etc/os-release"
+    why = _absent_reason(sections.get("os-release", []))
+    release: dict[str, str] = {}
+    if why is None:
+        try:
+            release = parse_os_release("\n".join(sections["os-release"]))
+        except ParseError as exc:
+            why = str(exc)  # the line it could not read, named
+    if "NAME" not in release:
+        missing["os"] = why or "no NAME= line in /etc/os-release"
 
     kernel_lines = [line.strip() for line in sections.get("kernel", []) if line.strip()]
     if kernel_lines and _KERNEL.match(kernel_lines[0]):
@@ -134,7 +131,7 @@ def parse_stack(text: str) -> SoftwareStack:
     read("kubeadm", "kubeadm", _VERSION)
     read("nvidia_container_toolkit", "nvidia-ctk", _VERSION)
     # Each component read is under its field's name in ``found``.
-    return SoftwareStack(os_name=os_name, os_version=os_version, missing=missing, **found)
+    return SoftwareStack(os_name=release.get("NAME"), os_version=release.get("VERSION_ID"), missing=missing, **found)
 
 
 STACK: Fact[SoftwareStack] = Fact(

@@ -223,21 +223,21 @@ class _Healer:
         self.mark("checked")
         against = [f for f in self.findings if counts_against(f, self.inventory.quarantine)]
         result.chain, result.chain_reason = chain_for(codes, against, self.config.chains)
+        if self.gate.apply and passed:
+            self.note("check", "passed", f"healthy {self.config.passes} times in a row before any step")
+            return self.release()
+        if self.gate.apply:
+            self.note("check", "failed", self.errors(), state=f"healing: {', '.join(result.chain) or 'none'}")
+        healed, blocked = self.steps()
+        if blocked is not None:  # not the hardware's fault (a lock, a drain refused): a person decides
+            result.outcome, result.detail = "failed", f"{blocked}; it stays quarantined"
+            return result
         if not self.gate.apply:
-            self.steps()
             result.outcome = "planned"
             result.detail = "released after the first step the release gate passes; else 'needs hardware'"
             return result
-        if passed:
-            self.note("check", "passed", f"healthy {self.config.passes} times in a row before any step")
-            return self.release()
-        self.note("check", "failed", self.errors(), state=f"healing: {', '.join(result.chain) or 'none'}")
-        healed, blocked = self.steps()
         if healed:
             return self.release()
-        if blocked is not None:  # not the hardware's fault: a person decides (another run, a drain)
-            result.outcome, result.detail = "failed", f"{blocked}; it stays quarantined"
-            return result
         result.outcome = "needs hardware"
         result.detail = "no step cured it: it stays quarantined for a hardware repair"
         result.report = self.report(reason, codes)

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
-from clusterctl.changes import MAKES_NO_TRACE, Change, ChangeFailed, Gate
+from clusterctl.changes import MAKES_EVICTION, MAKES_NO_TRACE, Change, ChangeFailed, Gate
 from clusterctl.cluster_access import not_found, read_pods
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kube_nodes import Pod, pods_command
@@ -56,6 +56,8 @@ class DrainOptions:
     #: --delete-emptydir-data), on for maintenance (upgrade, remove-node: ``day2.drain.DrainNode``), as kured's.
     delete_emptydir_data: bool = False
     retry_every_s: float = RETRY_EVERY_S
+    #: The command offers ``--force`` (quarantine): a pod refused for want of a controller names it.
+    offers_force: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,10 @@ class PodLeft:
 
     pod: str
     reason: str
+
+
+class PodsUnreadable(TransportError):
+    """One node's pod list could not be read: the drain of that node stops, named; the other nodes' go on."""
 
 
 @dataclass
@@ -111,13 +117,14 @@ def sort_pods(pods: list[Pod], options: DrainOptions, report: DrainReport) -> li
         if pod.finished:
             chosen.append(pod)
             continue
+        # kubectl drain's refusals in its words; every command that may refuse emptyDir data offers its switch.
         if not pod.controller_kind and not options.force:
-            report.not_evicted.append(PodLeft(pod.ref, "declares no controller: nothing would recreate it "
-                                                       "(--force to evict it anyway)"))
+            override = " (use --force to override)" if options.offers_force else ""
+            report.not_evicted.append(PodLeft(pod.ref, f"declares no controller: nothing would recreate it{override}"))
             continue
         if pod.local_storage and not options.delete_emptydir_data:
             report.not_evicted.append(PodLeft(pod.ref, "has local storage (emptyDir) that eviction deletes "
-                                                       "(--delete-emptydir-data to evict it anyway)"))
+                                                       "(use --delete-emptydir-data to override)"))
             continue
         if not pod.controller_kind:
             report.warnings.append(f"{pod.ref} declares no controller: evicted for good (--force)")
@@ -133,11 +140,12 @@ def drain_node(transport: Transport, gate: Gate, node: str, options: DrainOption
     """Evict ``node``'s pods through ``transport`` (a control-plane host running kubectl as root).
 
     With ``gate.apply`` false, nothing is evicted: the report lists what would be. A budget's
-    refusal is retried until ``options.timeout_s``; what cannot go is in ``not_evicted``.
+    refusal is retried until ``options.timeout_s``; what cannot go is in ``not_evicted``. A pod list
+    that cannot be read is ``PodsUnreadable``: the caller fails that host only and goes on with the others.
     """
     options = options or DrainOptions()
     report = DrainReport(node, dry_run=not gate.apply)
-    pending = sort_pods(read_pods(transport, node), options, report)
+    pending = sort_pods(_node_pods(transport, node), options, report)
     deadline = clock() + options.timeout_s
     asked: list[Pod] = []
     last_refusal: dict[str, str] = {}
@@ -172,40 +180,33 @@ def drain_node(transport: Transport, gate: Gate, node: str, options: DrainOption
     return report
 
 
-def drain_or_why(transport: Transport, gate: Gate, node: str,
-                 options: DrainOptions | None = None) -> tuple[DrainReport | None, str | None]:
-    """``drain_node``, with the one rule for a node whose pods cannot be read: its report and None, or
-    None and why the drain of this one node stopped (kubectl failed for its pod list, or answered what
-    clusterctl cannot read), so that the caller fails that host only and goes on with the others. A
-    control plane where no cluster runs (``cluster_access.no_cluster_here``), or one not reached, still
-    raises: that is every host's failure. Quarantine's drain and the day-2 drain phase (heal's too) call this."""
-    try:
-        return drain_node(transport, gate, node, options), None
-    except TransportError as exc:
-        return None, _why_stopped(transport.host.name, node, exc)
+def pods_to_evict(transport: Transport | HostReader, node: str,
+                  options: DrainOptions) -> tuple[list[Pod], list[PodLeft]]:
+    """The pods a drain of ``node`` takes now and those it refuses (``sort_pods``), read through ``transport`` (a
+    plan: its read-only view); a pod list that cannot be read is ``PodsUnreadable``."""
+    report = DrainReport(node)
+    return sort_pods(_node_pods(transport, node), options, report), report.not_evicted
 
 
-def pods_to_evict(transport: Transport | HostReader, node: str, options: DrainOptions) -> list[Pod]:
-    """The pods a drain of ``node`` takes now (``sort_pods``), read through ``transport`` (a plan: its read-only
-    view); a pod list that cannot be read fails as ``drain_or_why`` says."""
-    try:
-        return sort_pods(read_pods(transport, node), options, DrainReport(node))
-    except TransportError as exc:
-        raise TransportError(FailureKind.COMMAND_FAILED, _why_stopped(transport.host.name, node, exc)) from None
-
-
-def _why_stopped(cp: str, node: str, exc: TransportError) -> str:
+def _node_pods(transport: Transport | HostReader, node: str) -> list[Pod]:
+    """``read_pods``, a failure of this one node's read raised as ``PodsUnreadable`` naming what to check. A control
+    plane where no cluster runs (``cluster_access.no_cluster_here``), or one not reached, fails as it is: that is
+    every host's failure."""
     from clusterctl.cluster_access import no_cluster_here
 
-    if exc.kind is not FailureKind.COMMAND_FAILED or no_cluster_here(exc):
-        raise exc
-    return f"drain of {node} stopped: {exc.message}; check on {cp} that 'sudo {pods_command(node)}' lists them"
+    try:
+        return read_pods(transport, node)
+    except TransportError as exc:
+        if exc.kind is not FailureKind.COMMAND_FAILED or no_cluster_here(exc):
+            raise
+        raise PodsUnreadable(FailureKind.COMMAND_FAILED, f"drain of {node} stopped: {exc.message}; check on "
+                             f"{transport.host.name} that 'sudo {pods_command(node)}' lists them") from None
 
 
 def eviction(cp: str, pod: Pod, node: str) -> Change:
     """The eviction of ``pod`` from ``node`` through the control plane ``cp``."""
     return Change.run(cp, eviction_command(pod), summary=f"evict pod {pod.ref} from node {node}", timeout_s=60,
-                      makes=(MAKES_NO_TRACE,), node=node,
+                      makes=(MAKES_NO_TRACE, MAKES_EVICTION), node=node,
                       cannot_undo="an evicted pod is recreated by its controller, not brought back")
 
 
@@ -214,7 +215,7 @@ def _wait_gone(transport: Transport, node: str, asked: list[Pod], report: DrainR
     """Wait until every evicted pod has left the node (terminated), as kubectl drain waits for deletion."""
     waiting = {p.ref for p in asked}
     while waiting:
-        present = {p.ref for p in read_pods(transport, node)}
+        present = {p.ref for p in _node_pods(transport, node)}
         for ref in sorted(waiting - present):
             report.evicted.append(ref)
         waiting &= present

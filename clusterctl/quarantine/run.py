@@ -22,7 +22,7 @@ from clusterctl.engine.lock import who_runs_this
 from clusterctl.errors import UsageError
 from clusterctl.hostlist import compress
 from clusterctl.quarantine import node_ops, slurm
-from clusterctl.quarantine.drain import DrainOptions, DrainReport, drain_or_why
+from clusterctl.quarantine.drain import DrainOptions, DrainReport, PodsUnreadable, drain_node
 from clusterctl.terminal_text import one_line
 from clusterctl.utc import utc_stamp
 
@@ -108,9 +108,10 @@ def quarantine_node(transport: Transport, gate: Gate, name: str, request: Quaran
         return outcome
     if request.drain:
         # One node's unreadable pod list fails that host's drain only (what it evicted is in the journal).
-        outcome.drain, why = drain_or_why(transport, gate, name, request.drain_options)
-        if why is not None:
-            outcome.error = why
+        try:
+            outcome.drain = drain_node(transport, gate, name, request.drain_options)
+        except PodsUnreadable as exc:
+            outcome.error = exc.message
     return outcome
 
 

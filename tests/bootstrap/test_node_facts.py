@@ -75,6 +75,9 @@ def test_bad_output_names_the_line(text: str, line: int) -> None:
     ("os-release-lmde-6.txt", "linuxmint", "debian", "bookworm"),
     ("os-release-rhel-9.3.txt", "rhel", None, None),
     ("os-release-rocky-9.7.txt", "rocky", None, None),
+    # Debian derivatives naming no Debian release: their own codename is no suite of Docker's linux/debian.
+    ("os-release-kali-2023.3.txt", "kali", "debian", None),
+    ("os-release-devuan-6-excalibur.txt", "devuan", "debian", None),
 ])
 def test_real_os_releases_and_the_one_decision_on_them(name: str, os_id: str, base: str | None,
                                                        codename: str | None) -> None:
@@ -97,13 +100,20 @@ def test_real_os_releases_and_the_one_decision_on_them(name: str, os_id: str, ba
     context = PhaseContext(host, LocalTransport(host), Inventory(name="lab", hosts=(host,)))
     refused = [f for f in Preflight().findings(context, facts) if f.code.startswith("OS_")]
     again = [f for f in Packages().findings(context, packages) if f.code.startswith("OS_")]
-    if base:
+    if codename:
         assert refused == again == []
         docker = {r.name: r for r in chosen_repos(host.stack, context.inventory.bootstrap, base, codename)}["docker"]
         assert (docker.url, docker.suites) == (f"https://download.docker.com/linux/{base}", (codename,))
-    else:  # refused before anything changes, by the same decision in both phases
-        assert [(f.code, f.message) for f in refused] == [
-            ("OS_UNSUPPORTED", f"{facts.os_pretty}: bootstrap installs packages with apt (Debian or Ubuntu)")]
-        assert [(f.code, f.message) for f in again] == [
-            ("OS_UNSUPPORTED", f"{os_id}: bootstrap installs packages with apt (Debian or Ubuntu)")]
-        assert replace(refused[0], message=again[0].message) == again[0]
+        return
+    # Refused before anything changes, by the same decision in both phases, in one paragraph naming what it read.
+    why = ("bootstrap installs packages with apt (Debian or Ubuntu)" if base is None else
+           f"its /etc/os-release names no Debian release (no DEBIAN_CODENAME, and the VERSION_CODENAME of {os_id} "
+           "is its own), so Docker's apt source of containerd.io (download.docker.com/linux/debian) has no suite "
+           "for it")
+    assert [(f.code, f.message) for f in refused] == [("OS_UNSUPPORTED", f"{facts.os_pretty}: {why}")]
+    assert [(f.code, f.message) for f in again] == [("OS_UNSUPPORTED", f"{os_id}: {why}")]
+    assert replace(refused[0], message=again[0].message) == again[0]
+    if base:  # the distribution's own containerd needs no Docker source, so no suite: not refused then
+        own = replace(context, inventory=replace(context.inventory, bootstrap=replace(
+            context.inventory.bootstrap, containerd_package="containerd")))
+        assert "containerd_package: containerd" in refused[0].fix and Packages().findings(own, packages) == []

@@ -50,13 +50,13 @@ def test_a_drain_beside_another_through_the_same_gate_keeps_its_own(tmp_path: Pa
     sim.deploy("web", 2)
     inventory, cp = load_inventory(str(sim.inventory)), sim.transport()
     gate, drain = Gate(apply=True), DrainNode("gpu-a1", 30.0)
-    real = day2_drain.drain_or_why
+    real = day2_drain.drain_node
 
     def beside_another(transport: Any, gate_: Any, node: str, options: Any) -> Any:
         gate_.submit(transport, Change.run("gpu-a1", "true", summary="cordon node gpu-a2", node="gpu-a2"))
         return real(transport, gate_, node, options)
 
-    monkeypatch.setattr(day2_drain, "drain_or_why", beside_another)
+    monkeypatch.setattr(day2_drain, "drain_node", beside_another)
     ctx = PhaseContext(inventory.host("gpu-a1"), HostReader(cp, what="drain"), inventory)
     records = drain.apply(ctx, gate.for_host(cp), drain.plan(ctx, drain.check(ctx)))
     assert records and all(r.change.node == "gpu-a1" for r in records), [r.change.summary for r in records]

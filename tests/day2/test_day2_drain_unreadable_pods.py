@@ -1,5 +1,5 @@
 """The day-2 drain phase (remove-node, upgrade) on a node whose pod list kubectl answers unreadably: that
-host's drain phase fails, named as quarantine's drain names it (``quarantine.drain.drain_or_why``), and
+host's drain phase fails, named as quarantine's drain names it (``quarantine.drain.PodsUnreadable``), and
 nothing after it runs on that host; not "no cluster", no traceback."""
 
 from __future__ import annotations

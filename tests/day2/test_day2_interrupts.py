@@ -121,8 +121,8 @@ def test_quarantine_drain_interrupted_at_every_step(cut: Cut, sig: signal.Signal
 
 REMOVAL_STEPS = [Cut("drain: cordon", "cordon gpu-b3"), Cut("drain: pods gone", "spec.nodeName=gpu-b3", 2),
                  Cut("reset", "kubeadm reset", host="gpu-b3"),
-                 # The node as delete-node reads it (the drain read it twice before).
-                 Cut("delete-node", "get node gpu-b3", 3)]
+                 # The node as delete-node reads it (the drain read it once before).
+                 Cut("delete-node", "get node gpu-b3", 2)]
 
 
 @every_signal

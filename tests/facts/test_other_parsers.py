@@ -190,6 +190,17 @@ def test_stack_gpu_node_assembled_from_recorded_pieces() -> None:
     assert stack.missing == {"cuda_toolkit": "bash: line 1: nvcc: command not found"}
 
 
+def test_stack_reads_os_release_as_preflight_does_and_names_a_line_it_cannot_read() -> None:
+    """One os-release reader (``facts.node.parse_os_release``): survey's own kept a value's backslashes and read
+    an unclosed quote as if closed."""
+    recorded = read_fixture("stack", "debian12-build-host-nvcc-no-driver.txt")
+    escaped = parse_stack(recorded.replace('NAME="Debian GNU/Linux"', 'NAME="Debian \\"GNU\\"/Linux"'))
+    assert (escaped.os_name, escaped.os_version, "os" in escaped.missing) == ('Debian "GNU"/Linux', "12", False)
+    cut = parse_stack(recorded.replace('VERSION_ID="12"', 'VERSION_ID="12'))
+    assert cut.os_name is None and cut.kernel == "6.18.44-fc-v857"
+    assert cut.missing["os"] == "cannot parse os-release at line 3: expected KEY=value: 'VERSION_ID=\"12'"
+
+
 def test_stack_needs_sections() -> None:
     assert refusal(parse_stack, "Ubuntu 22.04\n").line == 1
 

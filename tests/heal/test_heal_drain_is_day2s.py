@@ -53,16 +53,22 @@ def test_heal_keeps_emptydir_data_unless_told_as_every_drain_of_a_failing_host(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     sim = _quarantined(tmp_path)
-    scratch = [p for p in sim.pods_on("gpu-a3") if p.startswith("default/scratch-")]
+    (scratch,) = [p for p in sim.pods_on("gpu-a3") if p.startswith("default/scratch-")]
+    refused = (f"the drain cannot evict {scratch}: has local storage (emptyDir) that eviction deletes "
+               "(use --delete-emptydir-data to override)")
     assert clusterctl("-i", sim.inventory, "-l", "gpu-a3", "mock", "set", "fault=xid-79").exit_code == 0
+    # The plan says where the chain will stop and why (it planned the drain and every step after it).
+    plan = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a3", "--dry-run")
+    (planned,) = json.loads(plan.stdout)["hosts"]
+    assert plan.exit_code == 1 and planned["outcome"] == "failed", planned
+    assert [(s["step"], s["result"], s["detail"]) for s in planned["steps"]] == [("drain", "failed", refused)], planned
     done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a3", "--yes")
     (host,) = json.loads(done.stdout)["hosts"]
     assert done.exit_code == 1 and host["outcome"] == "failed" and "stays quarantined" in host["detail"], host
     assert [(s["step"], s["result"]) for s in host["steps"]] == [("drain", "failed")], host
-    assert "emptyDir" in host["detail"] and "--delete-emptydir-data" in host["detail"], host
-    # A rule refused the pods at once: the drain says what it left, not that it ran out of time.
-    assert "left 1 pod(s) on it" in host["detail"] and "did not finish" not in host["detail"], host
-    assert [p for p in sim.pods_on("gpu-a3") if p.startswith("default/scratch-")] == scratch
+    # A rule refused the pod at once, the same as planned: not that the drain ran out of time.
+    assert refused in host["detail"] and "did not finish" not in host["detail"], host
+    assert [p for p in sim.pods_on("gpu-a3") if p.startswith("default/scratch-")] == [scratch]
 
 
 def test_a_receiver_and_the_heal_after_its_drain_keep_emptydir_data_alike(tmp_path: Path,

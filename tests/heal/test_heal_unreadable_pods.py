@@ -1,5 +1,5 @@
 """heal on a node whose pod list kubectl answers unreadably: that host's chain stops before anything
-disruptive, named as the drain's (quarantine's per-host rule, ``quarantine.drain.drain_or_why``), and the
+disruptive, named as the drain's (quarantine's per-host rule, ``quarantine.drain.PodsUnreadable``), and the
 run goes on with the next host."""
 
 from __future__ import annotations

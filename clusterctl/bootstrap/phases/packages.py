@@ -134,7 +134,7 @@ class Packages(Phase[PackageFacts]):
 
     def findings(self, ctx: PhaseContext, state: PackageFacts) -> list[Finding]:
         out = [f for f in stack_findings(ctx) if f.severity is Severity.ERROR]
-        out += os_unsupported(ctx.host.name, state.os_id, state.apt_base)
+        out += os_unsupported(ctx, state.os_id, state.apt_base, state.codename)
         downgrade = self.downgrade_finding(ctx, state)
         return out + ([downgrade] if downgrade else [])
 
@@ -169,9 +169,8 @@ class Packages(Phase[PackageFacts]):
     def plan(self, ctx: PhaseContext, state: PackageFacts) -> list[Change]:
         host = ctx.host.name
         changes: list[Change] = []
-        if state.os_id is not None and state.codename is None and ctx.inventory.bootstrap.containerd_package == \
-                "containerd.io":
-            raise UsageError(f"{host}: /etc/os-release has no VERSION_CODENAME, needed for Docker's apt source")
+        for refused in os_unsupported(ctx, state.os_id, state.apt_base, state.codename):  # upgrade plans it too
+            raise UsageError(f"{host}: {refused.message}")
         sources_changed = False
         if any(keyring_name(r, _key_bytes(r)) not in state.keyrings for r in self._repos(ctx, state)):
             changes += make_folders(ctx.reader, host, [KEYRING_DIR])

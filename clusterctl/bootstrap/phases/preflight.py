@@ -34,14 +34,24 @@ MIN_CPUS_CONTROL_PLANE = 2
 MIN_MEMORY_MIB_CONTROL_PLANE = 1700
 
 
-def os_unsupported(host: str, os_id: str | None, base: str | None, name: str | None = None) -> list[Finding]:
+def os_unsupported(ctx: PhaseContext, os_id: str | None, base: str | None, codename: str | None,
+                   name: str | None = None) -> list[Finding]:
     """THE decision whether bootstrap can install on a host's OS (preflight and the packages phase ask it): the
-    packages phase speaks apt, so the OS must use Debian's or Ubuntu's archives (``base``: the one reading of
+    packages phase speaks apt, so the OS must use Debian's or Ubuntu's archives, and Docker's source of
+    containerd.io needs a release of theirs for its suite (``base``, ``codename``: the one reading of
     os-release, ``facts.node.apt_base``). An OS not known (no os-release) is not refused here."""
-    if os_id is None or base:
+    docker = ctx.inventory.bootstrap.containerd_package == "containerd.io"
+    if os_id is None or (base and (codename or not docker)):
         return []
-    return [Finding(Severity.ERROR, "OS_UNSUPPORTED", f"{name or os_id}: bootstrap installs packages with apt "
-                    "(Debian or Ubuntu)", host=host, evidence={"os": os_id})]
+    message = "bootstrap installs packages with apt (Debian or Ubuntu)"
+    if base:  # Kali, Devuan: their own codename is no release in Docker's linux/debian
+        message = (f"its /etc/os-release names no {base.title()} release (no {base.upper()}_CODENAME, "
+                   f"{'no VERSION_CODENAME' if os_id == base else f'and the VERSION_CODENAME of {os_id} is its own'})"
+                   f", so Docker's apt source of containerd.io (download.docker.com/linux/{base}) has no suite "
+                   "for it")
+    return [Finding(Severity.ERROR, "OS_UNSUPPORTED", f"{name or os_id}: {message}", host=ctx.host.name,
+                    evidence={"os": os_id}, fix="" if not base else "Set bootstrap.containerd_package: containerd "
+                    "(the distribution's own package; Docker's source is then not written).")]
 
 
 class PreflightFailed(ClusterctlError):
@@ -76,7 +86,7 @@ class Preflight(Phase[NodeFacts]):
         control_plane = "control-plane" in host.roles
         if state.os_id is None:
             add(Severity.ERROR, "OS_UNKNOWN", "cannot read /etc/os-release", "Check that the host is a Linux system.")
-        out += os_unsupported(host.name, state.os_id, state.os_apt_base, state.os_pretty)
+        out += os_unsupported(ctx, state.os_id, state.os_apt_base, state.os_codename, state.os_pretty)
         if state.kernel is None:
             add(Severity.WARNING, "KERNEL_UNKNOWN", "cannot read the kernel release (uname -r)")
         # Swap: the kubelet refuses to start with swap on (unless configured); the kernel phase turns it off.
