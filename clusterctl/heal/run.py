@@ -35,7 +35,8 @@ from clusterctl.day2.drain import DrainNode
 from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing, Wait
 from clusterctl.engine.run import HostPhaseResult, RunSettings, Status, cured, run_phases
 from clusterctl.errors import ClusterctlError, ParseError, UsageError
-from clusterctl.facts.gpus import PERSISTENCE_MODES
+from clusterctl.facts.gpus import GPUS, PERSISTENCE_MODES
+from clusterctl.facts.lspci import pci_address
 from clusterctl.findings import Finding, Severity
 from clusterctl.heal import history
 from clusterctl.heal.chain import DEFAULT_TIMEOUTS, chain_for
@@ -355,9 +356,12 @@ class ResetGpus(HealStep):
 
     def check(self, ctx: PhaseContext) -> tuple[list[GpuReset], list[str]]:
         """The resets of the GPUs the findings name (none: all), and the GPUs a process uses (left as they are)."""
-        # A GPU named by its bus id (its index unknown) cannot be reset alone by index: then every GPU is.
-        named = [gpu_index(f.subject) for f in self.healer.findings
-                 if f.severity is Severity.ERROR and (f.subject or "").startswith("GPU ")]
+        subjects = [f.subject for f in self.healer.findings
+                    if f.severity is Severity.ERROR and (f.subject or "").startswith("GPU ")]
+        # A GPU named by its bus id gets its index from the survey's GPU list; one it cannot place is not reset
+        # alone by index: then every GPU is.
+        by_address = gpu_addresses(ctx.reader) if any(gpu_index(s) is None for s in subjects) else {}
+        named = [gpu_index(subject, by_address) for subject in subjects]
         resets, busy, gpus = [], [], [None] if not named or None in named else list[int | None](dict.fromkeys(named))
         for gpu in gpus:
             users = None if gpu is None else ctx.reader.run(
@@ -490,6 +494,16 @@ class GpuReset:
     def changes(self) -> list[Change]:
         """In the order they are made, as a dry run shows them."""
         return [*self.persistence_off, self.reset, *self.persistence_on]
+
+
+def gpu_addresses(reader: HostReader) -> dict[str, int]:
+    """The host's GPU indexes by ``pci_address``, as the survey's GPU list reads them; {} when it cannot say."""
+    result = reader.run(GPUS.command, sudo=True, timeout=60)
+    try:
+        gpus = GPUS.parse(result.stdout) if result.ok else ()
+    except ParseError:
+        gpus = ()
+    return {address: gpu.index for gpu in gpus if (address := pci_address(gpu.pci_bus_id))}
 
 
 def read_persistence(transport: Transport | HostReader, gpu: int | None) -> dict[int, bool | None]:
