@@ -72,11 +72,11 @@ class DrainNode(Phase["Drainable | None", PhaseContext]):
         return cordon(self.via, node) + [eviction(self.via, pod, node.name) for pod in pods]
 
     def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
+        if not changes:
+            return []
         first = len(gate.records())
         # The evictions are the drain's to make (one at a time, budgets retried): the cordon goes first.
-        records = gate.submit_all([c for c in changes if MAKES_EVICTION not in c.makes])
-        if not changes:
-            return records
+        gate.submit_all([c for c in changes if MAKES_EVICTION not in c.makes])
         report = drain_node(gate.transport, gate.gate, ctx.host.name, self.options)
         if report.not_evicted and not self.gone:
             # A budget, or a slow termination, held a pod until the timeout (a rule refuses in ``findings``).

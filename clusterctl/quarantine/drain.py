@@ -81,7 +81,7 @@ class DrainReport:
     ignored: list[PodLeft] = field(default_factory=list)
     #: Pods that could not be evicted (no controller, local data, budget until the timeout, API errors).
     not_evicted: list[PodLeft] = field(default_factory=list)
-    #: Pods that were finished (Succeeded/Failed) and were removed or would be.
+    #: Pods already terminating, and those evicted at a cost (no controller: gone for good; emptyDir data lost).
     warnings: list[str] = field(default_factory=list)
     dry_run: bool = False
 
@@ -111,11 +111,11 @@ def sort_pods(pods: list[Pod], options: DrainOptions, report: DrainReport) -> li
         if pod.mirror:
             report.ignored.append(PodLeft(pod.ref, "mirror pod (a static pod the kubelet owns)"))
             continue
-        if pod.controller_kind == "DaemonSet" and not pod.finished:
-            report.ignored.append(PodLeft(pod.ref, f"DaemonSet-managed ({pod.controller_name})"))
-            continue
         if pod.finished:
             chosen.append(pod)
+            continue
+        if pod.controller_kind == "DaemonSet":
+            report.ignored.append(PodLeft(pod.ref, f"DaemonSet-managed ({pod.controller_name})"))
             continue
         # kubectl drain's refusals in its words; every command that may refuse emptyDir data offers its switch.
         if not pod.controller_kind and not options.force:
@@ -134,7 +134,7 @@ def sort_pods(pods: list[Pod], options: DrainOptions, report: DrainReport) -> li
     return chosen
 
 
-def drain_node(transport: Transport, gate: Gate, node: str, options: DrainOptions | None = None, *,
+def drain_node(transport: Transport, gate: Gate, node: str, options: DrainOptions, *,
                sleep: Callable[[float], None] = time.sleep,
                clock: Callable[[], float] = time.monotonic) -> DrainReport:
     """Evict ``node``'s pods through ``transport`` (a control-plane host running kubectl as root).
@@ -143,7 +143,6 @@ def drain_node(transport: Transport, gate: Gate, node: str, options: DrainOption
     refusal is retried until ``options.timeout_s``; what cannot go is in ``not_evicted``. A pod list
     that cannot be read is ``PodsUnreadable``: the caller fails that host only and goes on with the others.
     """
-    options = options or DrainOptions()
     report = DrainReport(node, dry_run=not gate.apply)
     pending = sort_pods(_node_pods(transport, node), options, report)
     deadline = clock() + options.timeout_s
