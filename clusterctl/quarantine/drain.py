@@ -40,8 +40,6 @@ if TYPE_CHECKING:
     from clusterctl.host_reader import HostReader
     from clusterctl.transport.base import Transport
 
-#: kubectl drain's pause between two tries of an eviction a budget refused.
-RETRY_EVERY_S = 5.0
 DEFAULT_TIMEOUT_S = 300.0
 BUDGET_REFUSAL = "TooManyRequests"
 
@@ -55,7 +53,8 @@ class DrainOptions:
     #: Evict pods with emptyDir volumes (their data is lost): off for every drain of a failing host (their
     #: --delete-emptydir-data), on for maintenance (upgrade, remove-node: ``day2.drain.DrainNode``), as kured's.
     delete_emptydir_data: bool = False
-    retry_every_s: float = RETRY_EVERY_S
+    #: kubectl drain's pause between two tries of an eviction a budget refused.
+    retry_every_s: float = 5.0
     #: The command offers ``--force`` (quarantine): a pod refused for want of a controller names it.
     offers_force: bool = False
 
@@ -188,15 +187,14 @@ def pods_to_evict(transport: Transport | HostReader, node: str,
 
 
 def _node_pods(transport: Transport | HostReader, node: str) -> list[Pod]:
-    """``read_pods``, a failure of this one node's read raised as ``PodsUnreadable`` naming what to check. A control
-    plane where no cluster runs (``cluster_access.no_cluster_here``), or one not reached, fails as it is: that is
-    every host's failure."""
+    """``read_pods`` (its every failure is ``COMMAND_FAILED``), raised as ``PodsUnreadable`` naming what to check,
+    unless no cluster runs on the control plane (``cluster_access.no_cluster_here``): every host's failure."""
     from clusterctl.cluster_access import no_cluster_here
 
     try:
         return read_pods(transport, node)
     except TransportError as exc:
-        if exc.kind is not FailureKind.COMMAND_FAILED or no_cluster_here(exc):
+        if no_cluster_here(exc):
             raise
         raise PodsUnreadable(FailureKind.COMMAND_FAILED, f"drain of {node} stopped: {exc.message}; check on "
                              f"{transport.host.name} that 'sudo {pods_command(node)}' lists them") from None
