@@ -189,8 +189,9 @@ def global_options(
     ),
     limit: str | None = typer.Option(
         None, "-l", "--limit", metavar="PATTERN",
-        help="Hosts to act on, like Ansible's --limit: names, globs, groups; '!x' excludes, '&g' intersects, "
-        "'~regex' matches names, '@FILE' reads names from a file (@retry: the last run's failed hosts).",
+        help="Hosts to act on, like Ansible's --limit: names, addresses, globs, groups; '!x' excludes, "
+        "'&g' intersects, '~regex' matches names, '@FILE' reads names from a file (@retry: the last run's failed "
+        "hosts).",
     ),
     output: OutputFormat = typer.Option(OutputFormat.table, "-o", "--output", help="Output format."),
     parallel: int = typer.Option(64, "--parallel", min=1, max=4096, help="Hosts worked on at once."),

@@ -196,8 +196,8 @@ Each FILE holds one tool's output (or '-' for stdin): nvidia-smi -q, the kernel 
 journalctl -k, syslog lines), nvidia-smi nvlink -s / -e, ibstat, the sysfs counters (grep -H),
 perfquery, lspci -vvv or dcgmi diag (text or -j JSON). The format is recognised from the text;
 shell prompts, tmux pane borders and clipped pastes are tolerated, and what could not be read is
-named with its line. The files are judged together as one host (--host names it; with -i, the
-inventory's entry of that name holds its ports to its fabric.rate_gbps).
+named with its line. The files are judged together as one host (--host names it; with -i, its
+inventory entry, found as --limit finds hosts, holds its ports to its fabric.rate_gbps).
 Exits 1 when the verdict is not healthy, 2 when a file cannot be read as any of these tools.
 
 Example:
@@ -208,20 +208,21 @@ def read_command(
     ctx: typer.Context,
     files: list[str] = typer.Argument(..., metavar="FILE...", help="Saved tool outputs ('-' for stdin)."),
     host: str | None = typer.Option(None, "--host", help="The host these outputs came from (with -i, one of the "
-                                    "inventory's; default 'input')."),
+                                    "inventory's: a name, address or --limit pattern of one host; default 'input')."),
 ) -> None:
     app = app_context(ctx)
     from clusterctl.health.read import read_outputs
     from clusterctl.inputfile import read_text_input
-    from clusterctl.inventory.limit import hosts_named
+    from clusterctl.inventory.limit import host_named
 
     # Checked before the files are read: a name the inventory lacks would judge without its fabric's rate.
-    fabric = hosts_named(app.inventory(), [host], "--host")[0].fabric if host and app.inventory_path else None
+    entry = host_named(app.inventory(), host, "--host") if host and app.inventory_path else None
     texts = []
     for name in files:
         text, label = read_text_input(name, "tool output")
         texts.append(("stdin" if name == "-" else label, text))
-    report, notes = read_outputs(texts, host=host or "input", fabric=fabric)
+    report, notes = read_outputs(texts, host=entry.name if entry else host or "input",
+                                 fabric=entry.fabric if entry else None)
     for note in notes:
         app.warn(note)
     finish(app, report)

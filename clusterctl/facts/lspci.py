@@ -26,6 +26,14 @@ _EXPRESS = re.compile(r"Express \(v\d\) ([A-Za-z ]+?)(?:,|\s*\(|$)")
 _ACS_FLAG = re.compile(r"(\w+)([+-])")
 
 
+def pci_address(text: str | None) -> str | None:
+    """THE form GPUs' PCI addresses are compared in, ``dddd:bb:dd`` (domain, bus, device; lower case): nvidia-smi
+    prints ``00000000:47:00.0``, the kernel's Xid lines ``PCI:0000:47:00``, lspci ``47:00.0`` (domain 0000 left
+    out). The domain is kept: a GB200 tray's GPUs share bus 06 in domains 0008, 0009, 0018 and 0019."""
+    found = re.fullmatch(r"(?:pci:)?(?:([0-9a-f]{4,8}):)?([0-9a-f]{2}:[0-9a-f]{2})(?:\.[0-7])?", (text or "").lower())
+    return f"{int(found.group(1) or '0', 16):04x}:{found.group(2)}" if found else None
+
+
 def parse_lspci(text: str) -> PciDevices:
     before, found = blocks(clean_lines(text), lambda raw: _HEADER.match(raw) if not raw[:1].isspace() else None)
     if not found:

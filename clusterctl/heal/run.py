@@ -35,7 +35,9 @@ from clusterctl.day2.drain import DrainNode
 from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing, Wait
 from clusterctl.engine.run import HostPhaseResult, RunSettings, Status, cured, run_phases
 from clusterctl.errors import ClusterctlError, ParseError, UsageError
-from clusterctl.facts.gpus import PERSISTENCE_MODES
+from clusterctl.facts.gpus import GPUS, PERSISTENCE_MODES
+from clusterctl.facts.lspci import pci_address
+from clusterctl.facts.model import GPUInfo
 from clusterctl.findings import Finding, Severity
 from clusterctl.heal import history
 from clusterctl.heal.chain import DEFAULT_TIMEOUTS, chain_for
@@ -355,9 +357,14 @@ class ResetGpus(HealStep):
 
     def check(self, ctx: PhaseContext) -> tuple[list[GpuReset], list[str]]:
         """The resets of the GPUs the findings name (none: all), and the GPUs a process uses (left as they are)."""
-        # A GPU named by its bus id (its index unknown) cannot be reset alone by index: then every GPU is.
-        named = [gpu_index(f.subject) for f in self.healer.findings
-                 if f.severity is Severity.ERROR and (f.subject or "").startswith("GPU ")]
+        subjects = [f.subject for f in self.healer.findings
+                    if f.severity is Severity.ERROR and (f.subject or "").startswith("GPU ")]
+        # A GPU named by its bus id gets its index from the survey's GPU list; one it cannot place is not reset
+        # alone by index: then every GPU is.
+        listed: tuple[GPUInfo, ...] = _read_gpus(ctx.reader, GPUS.command, GPUS.parse, ()) \
+            if None in map(gpu_index, subjects) else ()
+        by_address = {address: gpu.index for gpu in listed if (address := pci_address(gpu.pci_bus_id))}
+        named = [gpu_index(subject, by_address) for subject in subjects]
         resets, busy, gpus = [], [], [None] if not named or None in named else list[int | None](dict.fromkeys(named))
         for gpu in gpus:
             users = None if gpu is None else ctx.reader.run(
@@ -492,17 +499,20 @@ class GpuReset:
         return [*self.persistence_off, self.reset, *self.persistence_on]
 
 
-def read_persistence(transport: Transport | HostReader, gpu: int | None) -> dict[int, bool | None]:
-    """The persistence mode of ``gpu`` (None: of every GPU); ``{}`` when nvidia-smi cannot say (a GPU
-    that fell off the bus): then it is left as it is."""
-    command = PERSISTENCE_MODES.command + (f" -i {gpu}" if gpu is not None else "")
-    result = transport.run(command, timeout=30)
-    if not result.ok:
-        return {}
+def _read_gpus(reader: Transport | HostReader, command: str, parse: Callable[[str], T], empty: T) -> T:
+    """What nvidia-smi's ``command`` says, or ``empty`` when it cannot say (a GPU that fell off the bus)."""
+    result = reader.run(command, timeout=30)
     try:
-        return PERSISTENCE_MODES.parse(result.stdout)
+        return parse(result.stdout) if result.ok else empty
     except ParseError:
-        return {}
+        return empty
+
+
+def read_persistence(transport: Transport | HostReader, gpu: int | None) -> dict[int, bool | None]:
+    """The persistence mode of ``gpu`` (None: of every GPU); ``{}`` when nvidia-smi cannot say: then it is left
+    as it is."""
+    return _read_gpus(transport, PERSISTENCE_MODES.command + (f" -i {gpu}" if gpu is not None else ""),
+                      PERSISTENCE_MODES.parse, {})
 
 
 def gpu_reset(host: str, gpu: int | None, modes: Mapping[int, bool | None], timeout_s: float) -> GpuReset:

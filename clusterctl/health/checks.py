@@ -10,17 +10,17 @@ with the same GPU model and count, as in survey (``survey.checks.host.majority``
 from __future__ import annotations
 
 import datetime
-import re
 import statistics
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from itertools import accumulate
 from typing import TypeVar
 
 from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent, NVLinkErrorCounters, PciDevice
+from clusterctl.facts.lspci import pci_address
 from clusterctl.facts.model import NVLinkStatus
 from clusterctl.facts.rdma import card_of
 from clusterctl.findings import Finding, Severity
@@ -117,11 +117,14 @@ def gpu_subject(gpu: GpuHealth) -> str:
     return f"GPU {gpu.index}" if gpu.index_known else f"GPU {gpu.bus_id}"
 
 
-def gpu_index(subject: str | None) -> int | None:
-    """The GPU index a finding's subject names (``GPU 3``, as ``gpu_subject`` writes it); None for another
-    subject (a GPU named by its bus id, a NIC, the host)."""
-    match = re.fullmatch(r"GPU (\d+)", subject or "")
-    return int(match.group(1)) if match else None
+def gpu_index(subject: str | None, by_address: Mapping[str, int] | None = None) -> int | None:
+    """The GPU index a finding's subject names (``GPU 3``, as ``gpu_subject`` writes it), or that ``by_address``
+    (``pci_address`` -> index) gives a GPU named by its bus id (``GPU 00000000:47:00.0``); None for another
+    subject (a NIC, the host) or a bus id it does not hold."""
+    named = (subject or "").removeprefix("GPU ")
+    if named.isdigit():
+        return int(named)
+    return (by_address or {}).get(pci_address(named) or "") if named != subject else None
 
 
 def nvsmi_id(gpu: GpuHealth) -> str:
@@ -139,14 +142,6 @@ def _recovery_fix(recovery: str | None, gpu_id: str) -> tuple[str, str]:
                               "inconsistent, so a GPU reset is not enough (NVIDIA: Reboot).")
     action = "DRAIN_P2P" if said == "drain p2p" else "RESET_GPU"
     return action, xid_catalog.ACTIONS[action][1].replace("<gpu>", gpu_id)
-
-
-def _pci_key(address: str | None) -> str | None:
-    """``bb:dd`` of a PCI address in any of the forms the tools print (``0000:19:00``, ``00000000:19:00.0``)."""
-    if not address:
-        return None
-    parts = address.lower().split(".")[0].split(":")
-    return ":".join(parts[-2:]) if len(parts) >= 2 else None
 
 
 def _counter_median(items: Sequence[NVLinkErrorCounters | IBPortCounters], name: str) -> float:
@@ -423,11 +418,11 @@ def check_kernel_log(host: HostInput) -> list[Finding]:
     probe = host.probe
     if probe is None or probe.kernel is None:
         return []
-    gpus = {_pci_key(g.bus_id): g for g in host.gpus}
+    gpus = {pci_address(g.bus_id): g for g in host.gpus}
     groups: dict[tuple[str, str | None, int | None], list[KernelEvent]] = {}
     inside, before = in_window(host)
     for event in inside:
-        groups.setdefault((event.kind, _pci_key(event.pci), event.code), []).append(event)
+        groups.setdefault((event.kind, pci_address(event.pci), event.code), []).append(event)
     found: list[Finding] = []
     if before:
         kinds = sorted({f"Xid {e.code}" if e.kind == "xid" else f"SXid {e.code}" if e.kind == "sxid" else e.kind

@@ -45,13 +45,25 @@ def select_hosts(inventory: Inventory, patterns: Iterable[str] | str | None) -> 
 
 def hosts_named(inventory: Inventory, names: Iterable[str], given: str) -> tuple[Host, ...]:
     """The inventory's hosts of these names (each once, in the order named): THE check of host names a
-    user typed (``HOST...``, ``--host``, ``--from``; ``given`` says which). A name it lacks is exit 2."""
+    user typed as ``HOST...`` (``given``). A name it lacks is exit 2."""
     known = {h.name: h for h in inventory.hosts}
     names = list(dict.fromkeys(names))
     unknown = [n for n in names if n not in known]
     if unknown:
         raise not_in_inventory(inventory, unknown, given)
     return tuple(known[n] for n in names)
+
+
+def host_named(inventory: Inventory, name: str, given: str) -> Host:
+    """The one host an option names (``--host``, ``--from``: ``given``), as ``--limit`` finds hosts: its
+    name, its address, a group or pattern of one host. None is ``not_in_inventory``'s exit 2, several too."""
+    from clusterctl.hostlist import compress
+
+    found = [h for h in inventory.hosts if h.name in _match(inventory, name, name, given)]
+    if len(found) > 1:
+        raise UsageError(f"{given} {name!r} matches {len(found)} hosts ({compress([h.name for h in found])}); "
+                         "it takes one.", file=inventory.source)
+    return found[0]
 
 
 def not_in_inventory(inventory: Inventory, names: Sequence[str], given: str, *, groups: bool = False) -> UsageError:
@@ -77,7 +89,7 @@ def split_patterns(patterns: Iterable[str] | str | None) -> list[str]:
     return terms
 
 
-def _match(inventory: Inventory, pattern: str, term: str) -> set[str]:
+def _match(inventory: Inventory, pattern: str, term: str, given: str = "--limit") -> set[str]:
     host_names = [h.name for h in inventory.hosts]
     if pattern.startswith("@") and len(pattern) > 1:
         # Ansible's --limit @file, and @retry for the hosts the last run failed on.
@@ -85,7 +97,7 @@ def _match(inventory: Inventory, pattern: str, term: str) -> set[str]:
 
         listed: set[str] = set()
         for name in names_from(pattern):
-            listed |= _match(inventory, name, f"{name} (from {pattern})")
+            listed |= _match(inventory, name, f"{name} (from {pattern})", given)
         return listed
     if not pattern:
         raise UsageError(f"the --limit pattern '{term}' is incomplete.", hint="Write '!name' or '&group'.")
@@ -97,6 +109,8 @@ def _match(inventory: Inventory, pattern: str, term: str) -> set[str]:
         found.add(pattern)
     if pattern in inventory.groups:
         found.update(inventory.groups[pattern])
+    if not found:  # the address ssh connects to, as a user reads it in ~/.ssh/config or a prompt
+        found.update(h.name for h in inventory.hosts if h.address == pattern)
     if not found and pattern.startswith("~"):
         try:
             regex = re.compile(pattern[1:])
@@ -109,5 +123,5 @@ def _match(inventory: Inventory, pattern: str, term: str) -> set[str]:
             if fnmatch.fnmatchcase(group, pattern):
                 found.update(members)
     if not found:
-        raise not_in_inventory(inventory, [term], "--limit", groups=True)
+        raise not_in_inventory(inventory, [term], given, groups=True)
     return found

@@ -713,12 +713,10 @@ class Shell:
         if name == "cd":
             self.cwd = self.absolute(argv[1]) if len(argv) > 1 else "/root"
             return b"", b"", 0
-        if name == "echo":
-            args = argv[1:]
-            newline = True
-            if args and args[0] == "-n":
-                newline, args = False, args[1:]
-            return (" ".join(args) + ("\n" if newline else "")).encode(), b"", 0
+        if name == "echo":  # dash's: only a first -n is an option; the escapes of printf's %b, \c ends all output
+            newline = argv[1:2] != ["-n"]
+            text = " ".join(argv[1 if newline else 2:]) + ("\n" if newline else "")
+            return _interpreted(_ECHO_PIECE, text)[0], b"", 0
         if name == "printf":
             return _printf(argv[1:])
         if name == "eval":
@@ -769,6 +767,8 @@ class Shell:
 _ESCAPE = r"\\(?:x([0-9A-Fa-f]{1,2})|(%s)|(.?))"
 _FORMAT_PIECE = re.compile(_ESCAPE % "[0-7]{1,3}" + r"|%([-+ #0]*\d*(?:\.\d*)?)(.?)|[^\\%]+", re.S)
 _B_PIECE = re.compile(_ESCAPE % "0[0-7]{0,3}|[0-7]{1,3}" + r"|[^\\]+", re.S)
+#: dash's echo: ``%b``'s escapes less ``\\xHH`` (group 1 never takes part), an unknown one kept whole.
+_ECHO_PIECE = re.compile(r"\\(?:()(0[0-7]{0,3}|[0-7]{1,3})|([abcefnrtv\\]))|\\|[^\\]+", re.S)
 _ESCAPES = {"a": b"\a", "b": b"\b", "e": b"\x1b", "f": b"\f", "n": b"\n", "r": b"\r", "t": b"\t", "v": b"\v",
             "\\": b"\\", '"': b'"'}
 #: The start of an integer argument as printf reads it: decimal, octal with a leading 0, hex with 0x.
@@ -785,6 +785,14 @@ def _escaped(match: re.Match[str]) -> bytes:
     if char is None:
         return match.group(0).encode()
     return _ESCAPES.get(char, b"\\" + char.encode())
+
+
+def _interpreted(pieces: re.Pattern[str], text: str) -> tuple[bytes, bool]:
+    """``text`` with its escapes read by ``pieces`` (``_B_PIECE``, ``_ECHO_PIECE``) up to a ``\\c``, and
+    whether a ``\\c`` ended it (then nothing more is printed)."""
+    parts = list(pieces.finditer(text))
+    ended = next((i for i, part in enumerate(parts) if part.group(3) == "c"), None)
+    return b"".join(_escaped(part) for part in parts[:ended]), ended is not None
 
 
 def _number(value: str, conversion: str) -> tuple[int | float, bool]:
@@ -831,10 +839,9 @@ def _printf(args: list[str]) -> Outcome:
             value = values.pop(0) if values else ""
             spec = ("%" + flags).encode()
             if conversion == "b":
-                parts = list(_B_PIECE.finditer(value))
-                ended = next((i for i, part in enumerate(parts) if part.group(3) == "c"), None)
-                out += (spec + b"s") % b"".join(_escaped(part) for part in parts[:ended])
-                if ended is not None:
+                text, ended = _interpreted(_B_PIECE, value)
+                out += (spec + b"s") % text
+                if ended:
                     return bytes(out), bytes(err), 1 if err else 0
             elif conversion in "sc":
                 out += (spec + b"s") % (value[:1] if conversion == "c" else value).encode()

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import MAKES_EVICTION, MAKES_NO_TRACE, Change, ChangeFailed, Gate
-from clusterctl.cluster_access import read_pods
+from clusterctl.cluster_access import not_found, read_pods
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kube_nodes import Pod, pods_command
 from clusterctl.transport.base import FailureKind, TransportError
@@ -156,7 +156,7 @@ def drain_node(transport: Transport, gate: Gate, node: str, options: DrainOption
             except ChangeFailed as exc:
                 stderr = exc.result.stderr
                 message = stderr.strip().splitlines()[-1] if stderr.strip() else str(exc)
-                if "(NotFound)" in stderr:
+                if not_found(exc.result):
                     asked.append(pod)  # gone already: what an eviction wanted
                 elif BUDGET_REFUSAL in stderr:
                     last_refusal[pod.ref] = message

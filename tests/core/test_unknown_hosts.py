@@ -45,3 +45,15 @@ def test_health_read_without_an_inventory_names_the_host_freely() -> None:
     assert clusterctl("-o", "json", "health", "read", KERNEL_LOG, "--host", "gpu-a33").json()["hosts"][0]["host"] \
         == "gpu-a33"
     assert clusterctl("-i", DEMO, "-o", "json", "health", "read", KERNEL_LOG).json()["hosts"][0]["host"] == "input"
+
+
+def test_health_read_finds_its_host_as_limit_does() -> None:
+    """--host took only the exact inventory name: an address (gpu-a3's, 10.0.0.13) or a pattern was refused."""
+    for given in ("gpu-a3", "10.0.0.13", "~a3$", "gpu-a[3]"):
+        run = clusterctl("-i", DEMO, "-o", "json", "health", "read", KERNEL_LOG, "--host", given)
+        assert run.json()["hosts"][0]["host"] == "gpu-a3", (given, run.stderr)
+    several = clusterctl("-i", DEMO, "health", "read", KERNEL_LOG, "--host", "rack-a")
+    assert several.exit_code == 2 and "--host 'rack-a' matches 3 hosts (gpu-a[1-3]); it takes one." in \
+        " ".join(several.stderr.split())
+    assert clusterctl("-i", DEMO, "-o", "json", "-l", "10.0.1.11", "inventory", "show").json()["hosts"][0]["host"] \
+        == "gpu-b1"

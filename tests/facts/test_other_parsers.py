@@ -258,3 +258,13 @@ def test_a_probe_section_that_does_not_parse_is_named_at_its_line(module: str, t
     with pytest.raises(ParseError, match="section '") as caught:
         parse(text)
     assert caught.value.line == line
+
+
+def test_pci_addresses_are_compared_in_one_form() -> None:
+    """nvidia-smi's bus id, the kernel's Xid address and lspci's, as printed (domain kept, function dropped)."""
+    from clusterctl.facts.lspci import pci_address
+
+    assert {pci_address(a) for a in ("00000000:47:00.0", "PCI:0000:47:00", "0000:47:00.0", "47:00.0")} == {
+        "0000:47:00"}
+    assert (pci_address("00000009:06:00.0"), pci_address("0008:06:00")) == ("0009:06:00", "0008:06:00")
+    assert {pci_address(a) for a in (None, "", "GPU-5269b708", "N/A", "0000:47")} == {None}

@@ -142,13 +142,14 @@ def test_every_gpu_reset_turns_off_persistence_mode_on_each(host: Host) -> None:
     assert all(read_persistence(transport, i) == {i: True} for i in range(8))
 
 
-@pytest.mark.parametrize(("subjects", "reset"), [(["GPU 2"], [2]), (["GPU 00000000:47:00.0"], [None]),
-                                                  (["GPU 2", "GPU 00000000:47:00.0"], [None]), (["GPU 2", None], [2])])
-def test_the_reset_takes_the_gpu_a_finding_names_by_index_else_every_gpu(host: Host, subjects: list[str | None],
-                                                                         reset: list[int | None]) -> None:
-    """A GPU named by its bus id (nvidia-smi's, where the index is unknown) was read as GPU 0 and GPU 0 reset;
-    the agent's metrics already gave it no GPU label: one reading of a finding's GPU now. Beside a GPU named by
-    index it is not left out: every GPU is reset; a finding about no GPU changes nothing."""
+@pytest.mark.parametrize(("subjects", "reset"), [
+    (["GPU 2"], [2]), (["GPU 00000000:47:00.0"], [2]), (["GPU 3", "GPU 00000000:47:00.0"], [3, 2]),
+    (["GPU 00000000:C1:00.0"], [None]), (["GPU 2", "GPU 00000000:C1:00.0"], [None]), (["GPU 2", None], [2])])
+def test_the_reset_takes_the_gpu_a_finding_names_by_index_or_bus_id_else_every_gpu(
+        host: Host, subjects: list[str | None], reset: list[int | None]) -> None:
+    """A GPU named by its bus id (nvidia-smi's, where the index is unknown) reset every GPU; the host's GPU list
+    (the survey's nvidia-smi --query-gpu, 00000000:47:00.0 is GPU 2) now gives its index. A bus id the list does
+    not hold still resets every GPU, beside one named by index too; a finding about no GPU changes nothing."""
     healer: Any = SimpleNamespace(findings=[Finding(Severity.ERROR, "GPU_ROW_REMAP_PENDING", "a row remap is pending",
                                                     host=host.name, subject=subject) for subject in subjects],
                                   config=SimpleNamespace(timeouts={}))

@@ -188,6 +188,17 @@ def test_xid_79_and_the_drivers_off_the_bus_line_are_one_finding(name: str) -> N
     assert xid79.evidence["fell_off_bus_count"] == 1
 
 
+def test_an_xid_names_the_gpu_of_its_pci_domain() -> None:
+    """GB200 trays number their GPUs' buses alike in other PCI domains (0008:06:00, 0009:06:00): the Xid was
+    matched on bus and device alone, so it named whichever GPU came last. Recorded 8x H100 -q and Xid log, the
+    first two GPUs moved to domains 0008 and 0009 on one bus (no public multi-domain -q was found)."""
+    smi = read_fixture("nvidia-smi-q", "gpud-535.161.08-8xh100-sxm.txt")
+    smi = smi.replace("00000000:19:00.0", "00000008:19:00.0").replace("00000000:3B:00.0", "00000009:19:00.0")
+    log = read_fixture("kernel-log", "gpud-dmesg-iso-xid48-63-94-h100.log").replace("PCI:0000:19:00", "PCI:0008:19:00")
+    host = _judge_one(smi=parse_nvidia_smi_q(smi), kernel=parse_kernel_log(log))
+    assert {f.subject for f in host.findings if f.code == "GPU_XID"} == {"GPU 0"}
+
+
 def test_off_the_bus_without_an_xid_79_stays_its_own_finding() -> None:
     host = _judge_one(kernel=parse_kernel_log(read_fixture("kernel-log",
                                                            "nvsentinel155-dmesg-fallen-off-bus-no-xid-570.log")))

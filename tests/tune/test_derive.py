@@ -173,6 +173,9 @@ def test_tcp_fabric_gets_socket_threads_within_nccls_limit(hgx: TuneHost) -> Non
     assert all(int(dict(env).get("NCCL_SOCKET_NTHREADS", "1")) * int(dict(env).get("NCCL_NSOCKS_PERTHREAD", "1"))
                <= 64 for env in tuning.sweep_candidates)
     assert any(dict(env).get("NCCL_SOCKET_NTHREADS") == "8" for env in tuning.sweep_candidates)
+    # the sweep's baseline runs the derived settings: measuring them again as a candidate would waste its budget
+    written = {(s.name, s.value) for s in tuning.settings}
+    assert [env for env in tuning.sweep_candidates if set(env) <= written] == []
     slow = derive_settings([replace(hgx, nics=(), fabric="ethernet", expected_rate_gbps=10.0)])
     assert "NCCL_SOCKET_NTHREADS" not in values(slow)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from clusterctl.errors import UsageError
-from clusterctl.nccl.tune.candidates import Candidate, candidate_space, lint_validator, socket_candidates
+from clusterctl.nccl.tune.candidates import Candidate, candidate_space, lint_validator
 from clusterctl.nccl.tune.derive import Tuning
 from clusterctl.nccl.tune.render import render_files, tuner_rows
 from clusterctl.nccl.tune.saved_sweep import load_sweep, save_sweep
@@ -193,13 +193,6 @@ def test_the_sweep_measures_the_channel_knob_the_version_reads(version: str | No
     tuning = Tuning(hosts=("a",), nccl_version=version, fabric="ib", settings=())
     knobs = {name for c in candidates_for(tuning, validate=lint_validator()) for name, _ in c.env}
     assert {n for n in knobs if n.startswith("NCCL_MIN_")} == {channels}
-
-
-def test_socket_candidates_stay_within_ncclss_socket_limit() -> None:
-    # src/transport/net_socket.cc: MAX_THREADS 16, MAX_SOCKETS 64 (threads x sockets per thread)
-    for c in socket_candidates(parse_version("2.21.5"), validate=lint_validator()):
-        threads, socks = int(c.get("NCCL_SOCKET_NTHREADS") or 0), int(c.get("NCCL_NSOCKS_PERTHREAD") or 0)
-        assert threads <= 16 and threads * socks <= 64
 
 
 def test_against_a_mock_host_with_real_nccl_tests_output(mock_sweep: MockSweep) -> None:

@@ -173,15 +173,36 @@ PRINTF_CASES = [
 ]
 
 
+def _builtins_only() -> Shell:
+    """The mock shell with no program besides its builtins (echo, printf)."""
+    return Shell(lambda *_a: (b"", b"", 127), glob=lambda _p: [], read_file=lambda _p: None,
+                 write_file=lambda *_a: None)
+
+
 def test_printf_prints_and_exits_as_bash_and_coreutils_do() -> None:
     bash = system_tool("bash", "bash")
-    shell = Shell(lambda *_a: (b"", b"", 127), glob=lambda _p: [], read_file=lambda _p: None,
-                  write_file=lambda *_a: None)
+    shell = _builtins_only()
     for case in PRINTF_CASES:
         real = subprocess.run([str(bash), "-c", 'printf "$@"', "printf", *case], capture_output=True, timeout=30)
         coreutils = subprocess.run(["/usr/bin/printf", *case], capture_output=True, timeout=30)
         mock, _err, code = shell.run(shlex.join(["printf", *case]))
         assert (real.stdout, real.returncode) == (coreutils.stdout, coreutils.returncode), case
+        assert (mock, code) == (real.stdout, real.returncode), case
+
+
+#: echo lines as dash's builtin prints them: the escapes of printf's %b but \xHH, \c, a first -n only.
+ECHO_CASES = [
+    [r"a\nb\tc\0101\101\1234\777\08\00101\8\x41\e\E\q\"\a\b\f\r\v\\", "x\\"], [r"a\cb", "c"],
+    ["-n", "no", "newline"], ["-n", "-e", "y"], ["-e", "x"], ["-nn", "w"], ["--", "z"], [], ["\u00e9\\0"],
+]
+
+
+def test_echo_prints_as_dash_does() -> None:
+    dash = system_tool("dash", "dash")
+    shell = _builtins_only()
+    for case in ECHO_CASES:
+        real = subprocess.run([str(dash), "-c", 'echo "$@"', "echo", *case], capture_output=True, timeout=30)
+        mock, _err, code = shell.run(shlex.join(["echo", *case]))
         assert (mock, code) == (real.stdout, real.returncode), case
 
 

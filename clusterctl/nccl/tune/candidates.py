@@ -1,8 +1,8 @@
 """What a sweep measures: one-knob variations of NCCL's defaults, each valid for the NCCL version.
 
-``candidate_space`` is the common knobs (algorithms, protocols, channels, buffer size, threads);
-``socket_candidates`` the TCP socket transport's (derive proposes them on Ethernet fabrics);
-``lint_validator`` drops a value the lint knowledge base warns about, or NCCL's default.
+``candidate_space`` is the common knobs (algorithms, protocols, channels, buffer size, threads; derive
+proposes the TCP socket transport's on Ethernet fabrics); ``lint_validator`` drops a value the lint
+knowledge base warns about, or NCCL's default.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from clusterctl.nccl.knowledge import knowledge_base
-from clusterctl.nccl.lint import MAX_SOCKETS_PER_PEER
 from clusterctl.nccl.versions import NcclVersion
 
 #: The example tuner plugin's CSV format (plugins/tuner/example, NCCL_TUNER_CONFIG_FILE) dates from 2.28.
@@ -75,17 +74,6 @@ def candidate_space(
     options += [(("NCCL_BUFFSIZE", str(n)),) for n in (2097152, 8388608, 16777216)]
     options += [(("NCCL_NTHREADS", "256"),)]
     return valid_only((Candidate(env) for env in options), version, validate)
-
-def socket_candidates(version: NcclVersion | None, *, validate: Validator | None = None) -> list[Candidate]:
-    """NCCL's TCP socket transport knobs, each pair within its limit of 64 sockets per peer.
-
-    src/transport/net_socket.cc: NCCL_SOCKET_NTHREADS is capped at 16 (MAX_THREADS) and
-    NCCL_SOCKET_NTHREADS * NCCL_NSOCKS_PERTHREAD at 64 (MAX_SOCKETS); above that NCCL lowers
-    NCCL_NSOCKS_PERTHREAD itself with a warning.
-    """
-    pairs = [(2, 8), (4, 4), (4, 8), (8, 4), (8, 8), (16, 4)]
-    return valid_only((Candidate((("NCCL_SOCKET_NTHREADS", str(t)), ("NCCL_NSOCKS_PERTHREAD", str(k))))
-                       for t, k in pairs if t * k <= MAX_SOCKETS_PER_PEER), version, validate)
 
 def lint_validator() -> Validator:
     """Validity from the lint knowledge base: a value lint warns about, or NCCL's default, is not swept."""

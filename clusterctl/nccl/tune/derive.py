@@ -22,7 +22,6 @@ from clusterctl.inventory.model import Fabric
 from clusterctl.nccl.knowledge import knowledge_base
 from clusterctl.nccl.lint import MAX_SOCKETS_PER_PEER
 from clusterctl.nccl.paths import DEFAULT_GDR_LEVEL, nccl_path, path_rank, uses_gdr
-from clusterctl.nccl.tune.candidates import socket_candidates
 from clusterctl.nccl.tune.inputs import NicFacts, TuneHost
 from clusterctl.nccl.versions import NcclVersion, distinct, try_parse_version
 from clusterctl.survey.checks.host import CardPort, rate_basis, usual_link_rates
@@ -46,6 +45,9 @@ SETTING_ORDER: tuple[str, ...] = (
 #: env.rst: "For generic 100G networks, this value can be manually set to 4" (both socket knobs);
 #: src/transport/net_socket.cc: at most 16 threads and 64 sockets (threads x sockets per thread).
 SOCKET_THREADS, SOCKETS_PER_THREAD = 4, 4
+#: The (threads, sockets per thread) --sweep measures, each within 16 threads and 64 sockets; above that NCCL
+#: lowers NCCL_NSOCKS_PERTHREAD itself with a warning. Not the derived pair: the sweep's baseline runs it.
+SOCKET_SWEEP = ((2, 8), (4, 4), (4, 8), (8, 4), (8, 8), (16, 4))
 #: Below this Ethernet rate one TCP stream per peer keeps up; no socket knobs are derived.
 SOCKET_KNOBS_FROM_GBPS = 50.0
 #: Interfaces that must never carry NCCL bootstrap traffic.
@@ -329,7 +331,8 @@ def _plan_socket_knobs(host: TuneHost, plan: _HostPlan) -> None:
              f"{SOCKET_THREADS} threads x {SOCKETS_PER_THREAD} sockets = {SOCKET_THREADS * SOCKETS_PER_THREAD} "
              f"sockets per peer, within NCCL's limit of {MAX_SOCKETS_PER_PEER} (net_socket.cc MAX_SOCKETS); env.rst "
              "suggests 4 for generic 100G networks")
-    plan.candidates.extend(c.env for c in socket_candidates(None))
+    plan.candidates += [(("NCCL_SOCKET_NTHREADS", str(t)), ("NCCL_NSOCKS_PERTHREAD", str(k)))
+                        for t, k in SOCKET_SWEEP if (t, k) != (SOCKET_THREADS, SOCKETS_PER_THREAD)]
 
 
 def _plan_gdr(host: TuneHost, plan: _HostPlan) -> None:
