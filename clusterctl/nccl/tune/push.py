@@ -108,7 +108,6 @@ def push_conf(
 def pushed_records(report: RunReport, hosts: Sequence[Host]) -> FleetResult[GateRecord]:
     """Per host what the push did (or would do) with its file, or why the host failed: the shape the
     CLI prints for every gate (``cli/changes_view.py``)."""
-    from clusterctl.engine.run import Status
     from clusterctl.fanout import FleetResult, HostOutcome
     from clusterctl.fanout.outcomes import Failure
     from clusterctl.transport.base import FailureKind
@@ -117,16 +116,15 @@ def pushed_records(report: RunReport, hosts: Sequence[Host]) -> FleetResult[Gate
     outcomes: list[HostOutcome[GateRecord]] = []
     for host in hosts:
         result = by_host.get(host.name)
+        # The engine names every host that failed (its lock refused, the phase failed) in failed_hosts.
         why = report.failed_hosts.get(host.name)
-        if result is None or result.status is Status.FAILED or why is not None or not isinstance(result.state, Change):
+        if result is None or why is not None or not isinstance(result.state, Change):
             message = why or (result.message if result is not None else "not reached")
             outcomes.append(HostOutcome(host, None, Failure(FailureKind.ERROR, message),
                                         result.duration_s if result else 0.0))
             continue
-        change: Change = result.state
-        if result.records:
-            record = result.records[0]
-        else:
-            record = GateRecord(change, applied=report.applied, changed=result.status is Status.CHANGED)
+        # Where the gate wrote the file, its own record (with the backup it kept); else the change recorded or found.
+        record = next(iter(result.records), None) or GateRecord(result.state, applied=report.applied,
+                                                                  changed=bool(result.changes))
         outcomes.append(HostOutcome(host, record, None, result.duration_s))
     return FleetResult(tuple(outcomes))
