@@ -99,7 +99,22 @@ def command_failed(result: CommandResult) -> TransportError:
     tool = result.command.split()[0] if result.command.split() else "the command"
     said = [line for line in result.stderr.strip().splitlines() if line.strip() != KUBEADM_TRACE]
     tail = _PREFIX.sub("", said[-1].strip() if said else "") or f"exit {result.exit_code}"
-    return TransportError(FailureKind.COMMAND_FAILED, f"{tool} failed: {tail}")
+    return (NotFound if not_found(result) else TransportError)(FailureKind.COMMAND_FAILED, f"{tool} failed: {tail}")
+
+
+#: kubectl's last line for an object the cluster does not have (``Error from server (NotFound): nodes "gpu-a9"
+#: not found``, exit 1; after ``error when replacing "STDIN": `` where kubectl says what it did), not for a
+#: request the server does not serve (``(NotFound): the server could not find the requested resource``).
+_NOT_FOUND = re.compile(r'Error from server \(NotFound\): (?:error when \w+ "[^"]*": )?[\w.-]+ "[^"]+" not found')
+
+
+def not_found(result: CommandResult) -> bool:
+    """THE decision that kubectl answered that the object it asked for is not there (``_NOT_FOUND``)."""
+    return result.exit_code == 1 and bool(_NOT_FOUND.fullmatch(result.stderr.strip().rpartition("\n")[2]))
+
+
+class NotFound(TransportError):
+    """``command_failed`` of a kubectl that said the object it asked for is not there (``not_found``)."""
 
 
 def reason(failure: Failure | None) -> str:
@@ -183,9 +198,7 @@ def read_node(transport: Transport | HostReader, name: str) -> KubeNode | None:
 
     try:
         return read_answer(transport, node_command(name), parse_node, node=name)
-    except TransportError as exc:
-        if isinstance(exc, UnreadableAnswer) or "(NotFound)" not in exc.message:
-            raise
+    except NotFound:
         return None
 
 

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from clusterctl.cluster_access import not_found
 from clusterctl.errors import ClusterctlError
 from clusterctl.facts.kube import kubectl
 
@@ -115,7 +116,7 @@ class ClusterLease:
     def _try(self, transport: Transport) -> Hold | str:
         """One attempt: the hold, or who holds the Lease now."""
         got = self._run(transport, f"get lease {self.name} -n {self.namespace} -o json")
-        if not got.ok and "(NotFound)" in got.stderr:
+        if not_found(got):
             made = self._run(transport, "create -f - -o json", self._object(None, self.holder))
             if made.ok:
                 return Hold(self.holder, self._version(made), self.clock(), self.duration_s, self.clock)
@@ -142,7 +143,7 @@ class ClusterLease:
         taken = self._run(transport, "replace -f - -o json", self._object(version, self.holder))
         if taken.ok:
             return Hold(self.holder, self._version(taken), self.clock(), self.duration_s, self.clock)
-        if "(Conflict)" in taken.stderr or "(NotFound)" in taken.stderr:
+        if "(Conflict)" in taken.stderr or not_found(taken):
             return "another receiver (it wrote the Lease meanwhile)"
         raise LeaseError(f"kubectl replace lease failed (exit {taken.exit_code}): {taken.stderr_tail(2)}")
 

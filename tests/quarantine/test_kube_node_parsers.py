@@ -112,6 +112,9 @@ def test_drain_fails_the_pod_list_of_a_pod_asking_no_whole_number_of_gpus_naming
     (_ControlPlane("<html><body>502 Bad Gateway</body></html>\n"), "node gpu-a2: cannot parse kubectl get node"),
     (_ControlPlane('{"kind": "Node", "metadata": {"name": "gpu-a2"}, "spec": "cordoned"}'),
      "node gpu-a2: spec is str, not an object"),
+    # A NotFound of the request itself (an API the server, or a proxy, does not serve) is no missing node.
+    (_ControlPlane("", "Error from server (NotFound): the server could not find the requested resource\n", 1),
+     "kubectl failed: Error from server (NotFound): the server could not find the requested resource"),
 ])
 def test_one_node_is_read_by_the_same_reader_as_the_node_list(answer: _ControlPlane, said: str) -> None:
     """quarantine, release, heal, status HOST, drain and upgrade read one node through the one reader in
