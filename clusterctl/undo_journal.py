@@ -15,7 +15,7 @@ import os
 import re
 import shlex
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -43,6 +43,12 @@ T = TypeVar("T")
 def undo_line(journal: object) -> str:
     """The line every command that wrote ``journal`` ends with: the command to undo it, quoted to be pasted."""
     return f"undo with: clusterctl undo {shlex.quote(str(journal))}"
+
+def changed_on(record: GateRecord) -> str:
+    """The host a record changed: the node a change through a cluster's API was about (``Change.node``),
+    else the host it ran on. What ``undo --list`` names, ``undo -l`` selects and a journal's ``used`` keeps."""
+    return record.change.node or record.change.host
+
 
 def undoable(records: Sequence[GateRecord]) -> list[GateRecord]:
     """The records that changed a host for good (applied, not already as wanted, not temporary)."""
@@ -299,14 +305,20 @@ def journals_in(folder: Path, pattern: str = "*.json") -> tuple[list[Journal], d
     return journals, unreadable
 
 
-def newest_journal(folder: Path, kind: str | None) -> Journal:
+def newest_journal(folder: Path, kind: str | None, hosts: Collection[str] | None = None) -> Journal:
     """``undo --last [KIND]``: the newest journal in ``folder``, of the runs of ``kind`` when given (the
-    command's first word, ``quarantine``, or the whole command, ``bootstrap phase kernel``)."""
+    command's first word, ``quarantine``, or the whole command, ``bootstrap phase kernel``), that changed
+    one of ``hosts`` when given (``-l``: ``changed_on``)."""
+    from clusterctl.hostlist import compress
+
     journals, _ = journals_in(folder)
-    mine = [j for j in journals if kind is None or kind in (j.command, j.command.split(" ", 1)[0])]
+    mine = [j for j in journals if (kind is None or kind in (j.command, j.command.split(" ", 1)[0]))
+            and (hosts is None or any(changed_on(r) in hosts for r in j.records))]
     if not mine:
         kinds = ", ".join(sorted({j.command.split(" ", 1)[0] for j in journals})) or "none"
-        raise UsageError(f"--last: no {f'{kind!r} ' if kind else ''}undo journal in {folder} (kinds there: {kinds}).",
+        of = f"{kind!r} " if kind else ""
+        of += f"undo journal that changed {compress(sorted(hosts))}" if hosts is not None else "undo journal"
+        raise UsageError(f"--last: no {of} in {folder} (kinds there: {kinds}).",
                          hint="'clusterctl undo --list' lists those there; --state-dir names another state folder.")
     return mine[-1]
 
@@ -413,7 +425,7 @@ def undo_on_hosts(runner: Runner, hosts: Sequence[Host], records: Sequence[GateR
                   force: bool = False) -> FleetResult[list[str]]:
     """Revert ``records`` on those of ``hosts`` they concern, newest change first; one line per change.
 
-    Journal hosts not in ``hosts`` (narrowed with ``-l``) are left alone; none selected is a ``UsageError``.
+    Journal hosts not in ``hosts`` are left alone; none of them there is a ``UsageError``.
     """
     from clusterctl.changes import Gate
 

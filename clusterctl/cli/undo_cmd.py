@@ -24,7 +24,9 @@ else $CLUSTERCTL_STATE_DIR, else ~/.local/state/clusterctl) and prints the path 
 clusterctl undo FILE"). --last takes the newest journal there (the newest of one kind of run
 with --last KIND: quarantine, bootstrap, upgrade, tune-nccl, ...); --list lists them. Each
 replaced file is restored from the backup kept on its host, a file that was new is removed.
-With -l, only those hosts; with --dry-run, say what would be done and touch nothing.
+With -l, only what the run changed on those hosts (a quarantined node's taint, though kubectl
+ran on a control plane), and --last takes the newest journal that changed them; with
+--dry-run, say what would be done and touch nothing.
 
 A change nothing can revert is named with the reason ("cannot undo 'kubeadm upgrade apply
 v1.36.3': ... kubeadm does not support downgrades") and undo exits 1; one that leaves nothing to
@@ -68,7 +70,8 @@ def undo_command(
     state_dir: str | None = STATE_DIR,
 ) -> None:
     from clusterctl.changes import undo_incomplete
-    from clusterctl.undo_journal import mark_journal_used, newest_journal, read_journal, undo_on_hosts
+    from clusterctl.quarantine.slurm import node_name as slurm_node_name
+    from clusterctl.undo_journal import changed_on, mark_journal_used, newest_journal, read_journal, undo_on_hosts
     from clusterctl.writable import state_dir as chosen_state_dir
 
     app = app_context(ctx)
@@ -83,14 +86,20 @@ def undo_command(
     if journal is None and not last:
         raise UsageError("name the undo journal to revert, or take the newest with --last [KIND].",
                          hint="'clusterctl undo --list' lists the journals in the state folder.")
-    read = newest_journal(folder, journal) if last else read_journal(str(journal))
+    # -l selects what the journal changed: a node changed through its cluster's control plane is the node
+    # (named as Slurm names it, for a Slurm drain).
+    selected = {n for h in app.hosts() for n in (h.name, slurm_node_name(h))} if app.limit else None
+    read = newest_journal(folder, journal, selected) if last else read_journal(str(journal))
     journal = str(read.path) if last else str(journal)
     if last:
         app.say(f"the newest {read.command} journal: {journal}", err=True, soft_wrap=False)
-    records = read.records
-    hosts = app.hosts()
-    in_journal = {r.change.host for r in records}
-    used = {h: when for h, when in read.used.items() if h in {x.name for x in hosts}}
+    records = [r for r in read.records if selected is None or changed_on(r) in selected]
+    if not records:
+        every = sorted({changed_on(r) for r in read.records})
+        raise UsageError(f"the journal changed {', '.join(every) or 'no host'}; none of them is selected", file=journal)
+    in_journal = {changed_on(r) for r in records}
+    # A journal of an earlier release marked the host each undo ran on (a control plane, for its nodes).
+    used = {h: when for h, when in read.used.items() if h in in_journal | {r.change.host for r in records}}
     if used and not force and not dry_run:
         listed = ", ".join(f"{h} at {when}" for h, when in sorted(used.items()))
         raise UsageError(f"this journal was already used to undo {listed}: replaying it would remove or overwrite "
@@ -98,13 +107,14 @@ def undo_command(
                          hint="Narrow the hosts with -l, or pass --force to replay it anyway.")
     if not dry_run and not skip_checks:
         _refuse_unhealthy_returns(app, records, journal)
-    confirm_change("revert the changes of this journal", [h.name for h in hosts if h.name in in_journal], yes=yes,
+    confirm_change("revert the changes of this journal", sorted(in_journal), yes=yes,
                    dry_run=dry_run, preview=f"clusterctl undo --dry-run {shlex.quote(journal)}")
     with app.runner() as runner:
-        fleet = undo_on_hosts(runner, hosts, records, apply=not dry_run, force=force)
+        fleet = undo_on_hosts(runner, app.inventory().hosts, records, apply=not dry_run, force=force)
     if not dry_run:
         # A host whose undo ran is marked, even if some files were refused: its other files are reverted.
-        mark_journal_used(journal, [o.host.name for o in fleet.outcomes if o.ok])
+        done = {o.host.name for o in fleet.outcomes if o.ok}
+        mark_journal_used(journal, list(dict.fromkeys(changed_on(r) for r in records if r.change.host in done)))
     payload = {"journal": journal, "dry_run": dry_run, "hosts": [
         {"host": o.host.name, "ok": o.ok, "done": o.value or [], "error": o.failure.describe() if o.failure else None}
         for o in fleet.outcomes]}
@@ -127,9 +137,8 @@ def _refuse_unhealthy_returns(app: AppContext, records: list[GateRecord], journa
     a node fails them: it stays quarantined, as 'clusterctl release' would keep it)."""
     from clusterctl.quarantine.release import undo_refusals
 
-    selected = {h.name for h in app.hosts()}
     with app.runner() as runner:
-        refused = undo_refusals(runner, app.inventory(), [r for r in records if r.change.host in selected])
+        refused = undo_refusals(runner, app.inventory(), records)
     if not refused:
         return
     for node, why in refused.items():
@@ -143,11 +152,11 @@ def _list(app: AppContext, folder: Path) -> None:
     """``--list``: the journals in the state folder, oldest first (``--last`` takes the one at the end)."""
     from clusterctl.hostlist import compress
     from clusterctl.terminal_layout import Column, print_table
-    from clusterctl.undo_journal import journals_in
+    from clusterctl.undo_journal import changed_on, journals_in
 
     journals, unreadable = journals_in(folder)
     rows: list[dict[str, Any]] = [{"journal": str(j.path), "command": j.command, "created": j.created,
-                                   "hosts": sorted({r.change.node or r.change.host for r in j.records}), "used": j.used}
+                                   "hosts": sorted({changed_on(r) for r in j.records}), "used": j.used}
                                   for j in journals]
 
     def human() -> None:

@@ -39,8 +39,8 @@ class DrainNode(Phase["Drainable | None", PhaseContext]):
         self.via = via
         #: The host is gone: its kubelet will not confirm any pod stopped, so nothing is waited for.
         self.gone = gone
-        # A gone host's drain evicts what the API can, briefly: the pods stay Terminating until the Node is deleted.
-        # A maintenance drain's emptyDir data goes (``DrainOptions.delete_emptydir_data``); heal's is the user's.
+        # Gone: what the API can evict, briefly (the pods stay Terminating until the Node is deleted). Else emptyDir
+        # data goes in a maintenance drain (``DrainOptions.delete_emptydir_data``), as the user says in heal's.
         self.options = DrainOptions(timeout_s=min(drain_timeout_s, 30.0), delete_emptydir_data=True, force=True) \
             if gone else DrainOptions(timeout_s=drain_timeout_s, delete_emptydir_data=delete_emptydir_data)
 
@@ -56,8 +56,7 @@ class DrainNode(Phase["Drainable | None", PhaseContext]):
         return node, *pods_to_evict(ctx.reader, node.name, self.options)
 
     def findings(self, ctx: PhaseContext, state: Drainable | None) -> list[Finding]:
-        """The pods the drain would refuse (kubectl drain's rules), by reason as kubectl names them: the host
-        fails before its cordon, in a plan as in a run, rather than half drained."""
+        """The pods the drain refuses, by reason as kubectl drain's: the host fails before its cordon, plan and run."""
         refused: dict[str, list[str]] = {}
         for left in state[2] if state else []:
             refused.setdefault(left.reason, []).append(left.pod)
@@ -72,11 +71,11 @@ class DrainNode(Phase["Drainable | None", PhaseContext]):
         return cordon(self.via, node) + [eviction(self.via, pod, node.name) for pod in pods]
 
     def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
+        if not changes:
+            return []
         first = len(gate.records())
         # The evictions are the drain's to make (one at a time, budgets retried): the cordon goes first.
-        records = gate.submit_all([c for c in changes if MAKES_EVICTION not in c.makes])
-        if not changes:
-            return records
+        gate.submit_all([c for c in changes if MAKES_EVICTION not in c.makes])
         report = drain_node(gate.transport, gate.gate, ctx.host.name, self.options)
         if report.not_evicted and not self.gone:
             # A budget, or a slow termination, held a pod until the timeout (a rule refuses in ``findings``).

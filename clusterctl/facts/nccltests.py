@@ -38,6 +38,7 @@ from clusterctl.errors import ParseError
 from clusterctl.facts.clean import clean_lines, without_mpi_tags
 from clusterctl.facts.model import ParseResult, ParseWarning
 from clusterctl.facts.nccl_info import NcclNetInfo, parse_nccl_info
+from clusterctl.facts.table import figure
 
 _WHAT = "nccl-tests output"
 
@@ -200,19 +201,7 @@ class NcclTestResult(ParseResult):
 
 
 def _float(token: str, number: int, line: str) -> float | None:
-    if token.upper() == "N/A":
-        return None
-    try:
-        return float(token)
-    except ValueError:
-        raise ParseError(_WHAT, f"{token!r} is not a number", line=number, text=line) from None
-
-
-def _int(token: str, number: int, line: str) -> int:
-    try:
-        return int(token)
-    except ValueError:
-        raise ParseError(_WHAT, f"{token!r} is not a whole number", line=number, text=line) from None
+    return None if token.upper() == "N/A" else figure(token, float, _WHAT, number, line)
 
 
 def _columns(line: str, number: int) -> list[str]:
@@ -247,11 +236,11 @@ def _row(tokens: list[str], columns: list[str], number: int, line: str) -> NcclR
     if timestamp is not None and not _TIMESTAMP.fullmatch(timestamp):
         raise ParseError(_WHAT, f"{timestamp!r} is not a timestamp", line=number, text=line)
     return NcclRow(
-        size_bytes=_int(lead["size"], number, line),
-        count=_int(lead["count"], number, line),
+        size_bytes=figure(lead["size"], int, _WHAT, number, line),
+        count=figure(lead["count"], int, _WHAT, number, line),
         type=lead["type"],
         redop=lead.get("redop"),
-        root=_int(root, number, line) if root is not None else None,
+        root=figure(root, int, _WHAT, number, line) if root is not None else None,
         out_of_place=_measure(oop, number, line),
         in_place=_measure(inp, number, line),
         timestamp=timestamp,

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from clusterctl.errors import ParseError
 from clusterctl.facts.clean import clean, without_mpi_tags
 from clusterctl.facts.model import ParseResult, ParseWarning
+from clusterctl.facts.table import figure
 
 _WHAT = "perftest output"
 
@@ -161,13 +162,6 @@ class PerftestResult(ParseResult):
         return row.t_typical_us if row else None
 
 
-def _number(token: str, number: int, line: str, *, integer: bool = False) -> float:
-    try:
-        return int(token) if integer else float(token)
-    except ValueError:
-        raise ParseError(_WHAT, f"{token!r} is not a number", line=number, text=line) from None
-
-
 def _test_name(banner: str) -> str:
     first = banner.split()[0]
     prefix = next((v for k, v in _TOOL_PREFIX.items() if first.startswith(k)), "ib_" + first.lower())
@@ -175,7 +169,7 @@ def _test_name(banner: str) -> str:
 
 
 def _size_and_iterations(tokens: list[str], number: int, line: str) -> tuple[int, int]:
-    return int(_number(tokens[0], number, line, integer=True)), int(_number(tokens[1], number, line, integer=True))
+    return figure(tokens[0], int, _WHAT, number, line), figure(tokens[1], int, _WHAT, number, line)
 
 
 def _bw_row(tokens: list[str], number: int, line: str, scale: float, cpu_util: bool) -> BandwidthRow:
@@ -185,7 +179,7 @@ def _bw_row(tokens: list[str], number: int, line: str, scale: float, cpu_util: b
                          f"this one has {len(tokens)}", line=number, text=line)
     size, iters = _size_and_iterations(tokens, number, line)
     # MsgRate when printed, and CPU_Util: the column count was checked against the header above.
-    peak, avg, *rate_and_util = (_number(token, number, line) for token in tokens[2:])
+    peak, avg, *rate_and_util = (figure(token, float, _WHAT, number, line) for token in tokens[2:])
     return BandwidthRow(size, iters, round(peak * scale, 4), round(avg * scale, 4), *rate_and_util)
 
 
@@ -193,7 +187,7 @@ def _lat_row(tokens: list[str], columns: list[str], number: int, line: str) -> L
     if len(tokens) != 2 + len(columns):
         raise ParseError(_WHAT, f"a latency row needs {2 + len(columns)} columns, this one has {len(tokens)}",
                          line=number, text=line)
-    values = {name: _number(tok, number, line) for name, tok in zip(columns, tokens[2:], strict=True)}
+    values = {name: figure(tok, float, _WHAT, number, line) for name, tok in zip(columns, tokens[2:], strict=True)}
     if not {"t_min", "t_max", "t_typical"} <= set(values):
         raise ParseError(_WHAT, "latency table lacks t_min/t_max/t_typical", line=number, text=line)
     size, iters = _size_and_iterations(tokens, number, line)

@@ -53,13 +53,8 @@ _NCCL = (
 )
 _KERNEL = re.compile(r"^\d+\.\d+\S*$")
 #: Output that means "this tool/file is not there", and how we say it.
-_ABSENT = (
-    (re.compile(r"command not found|: not found|No such file or directory", re.IGNORECASE), None),
-    (
-        re.compile(r"NVIDIA-SMI has failed|couldn't communicate with the NVIDIA driver"),
-        "NVIDIA driver not loaded",
-    ),
-)
+_ABSENT = ((re.compile(r"command not found|: not found|No such file or directory", re.IGNORECASE), None),
+           (re.compile(r"NVIDIA-SMI has failed|couldn't communicate with the NVIDIA"), "NVIDIA driver not loaded"))
 
 
 def _absent_reason(lines: list[str]) -> str | None:
@@ -121,15 +116,11 @@ def parse_stack(text: str) -> SoftwareStack:
     if nccl:
         found["nccl"] = nccl
     else:
-        missing["nccl"] = (
-            "no libnccl library or package found"
-            if "nccl" in sections
-            else "section 'nccl' absent from the output"
-        )
-    read("containerd", "containerd", _VERSION)
-    read("kubelet", "kubelet", _VERSION)
-    read("kubeadm", "kubeadm", _VERSION)
-    read("nvidia_container_toolkit", "nvidia-ctk", _VERSION)
+        missing["nccl"] = ("no libnccl library or package found" if "nccl" in sections
+                           else "section 'nccl' absent from the output")
+    for component, section in (("containerd", "containerd"), ("kubelet", "kubelet"), ("kubeadm", "kubeadm"),
+                               ("nvidia_container_toolkit", "nvidia-ctk")):
+        read(component, section, _VERSION)
     # Each component read is under its field's name in ``found``.
     return SoftwareStack(os_name=release.get("NAME"), os_version=release.get("VERSION_ID"), missing=missing, **found)
 

@@ -17,6 +17,16 @@ T = TypeVar("T")
 Block = tuple[Line, T, list[Line]]
 
 
+def figure(token: str, read: Callable[[str], T], what: str, number: int, line: str) -> T:
+    """A table cell read as a number (``read``: ``int`` or ``float``); one that is not is a ``ParseError`` naming
+    the line."""
+    try:
+        return read(token)
+    except ValueError:
+        raise ParseError(what, f"{token!r} is not a{' whole' if read is int else ''} number", line=number,
+                         text=line) from None
+
+
 def numbered_lines(text: str) -> list[Line]:
     """The non-blank lines of ``text``, as printed, with their 1-based line numbers."""
     return [Line(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]

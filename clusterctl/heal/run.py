@@ -37,6 +37,7 @@ from clusterctl.engine.run import HostPhaseResult, RunSettings, Status, cured, r
 from clusterctl.errors import ClusterctlError, ParseError, UsageError
 from clusterctl.facts.gpus import GPUS, PERSISTENCE_MODES
 from clusterctl.facts.lspci import pci_address
+from clusterctl.facts.model import GPUInfo
 from clusterctl.findings import Finding, Severity
 from clusterctl.heal import history
 from clusterctl.heal.chain import DEFAULT_TIMEOUTS, chain_for
@@ -360,7 +361,9 @@ class ResetGpus(HealStep):
                     if f.severity is Severity.ERROR and (f.subject or "").startswith("GPU ")]
         # A GPU named by its bus id gets its index from the survey's GPU list; one it cannot place is not reset
         # alone by index: then every GPU is.
-        by_address = gpu_addresses(ctx.reader) if any(gpu_index(s) is None for s in subjects) else {}
+        listed: tuple[GPUInfo, ...] = _read_gpus(ctx.reader, GPUS.command, GPUS.parse, ()) \
+            if None in map(gpu_index, subjects) else ()
+        by_address = {address: gpu.index for gpu in listed if (address := pci_address(gpu.pci_bus_id))}
         named = [gpu_index(subject, by_address) for subject in subjects]
         resets, busy, gpus = [], [], [None] if not named or None in named else list[int | None](dict.fromkeys(named))
         for gpu in gpus:
@@ -496,27 +499,20 @@ class GpuReset:
         return [*self.persistence_off, self.reset, *self.persistence_on]
 
 
-def gpu_addresses(reader: HostReader) -> dict[str, int]:
-    """The host's GPU indexes by ``pci_address``, as the survey's GPU list reads them; {} when it cannot say."""
-    result = reader.run(GPUS.command, sudo=True, timeout=60)
+def _read_gpus(reader: Transport | HostReader, command: str, parse: Callable[[str], T], empty: T) -> T:
+    """What nvidia-smi's ``command`` says, or ``empty`` when it cannot say (a GPU that fell off the bus)."""
+    result = reader.run(command, timeout=30)
     try:
-        gpus = GPUS.parse(result.stdout) if result.ok else ()
+        return parse(result.stdout) if result.ok else empty
     except ParseError:
-        gpus = ()
-    return {address: gpu.index for gpu in gpus if (address := pci_address(gpu.pci_bus_id))}
+        return empty
 
 
 def read_persistence(transport: Transport | HostReader, gpu: int | None) -> dict[int, bool | None]:
-    """The persistence mode of ``gpu`` (None: of every GPU); ``{}`` when nvidia-smi cannot say (a GPU
-    that fell off the bus): then it is left as it is."""
-    command = PERSISTENCE_MODES.command + (f" -i {gpu}" if gpu is not None else "")
-    result = transport.run(command, timeout=30)
-    if not result.ok:
-        return {}
-    try:
-        return PERSISTENCE_MODES.parse(result.stdout)
-    except ParseError:
-        return {}
+    """The persistence mode of ``gpu`` (None: of every GPU); ``{}`` when nvidia-smi cannot say: then it is left
+    as it is."""
+    return _read_gpus(transport, PERSISTENCE_MODES.command + (f" -i {gpu}" if gpu is not None else ""),
+                      PERSISTENCE_MODES.parse, {})
 
 
 def gpu_reset(host: str, gpu: int | None, modes: Mapping[int, bool | None], timeout_s: float) -> GpuReset:

@@ -113,12 +113,8 @@ def _finding(severity: Severity, code: str, host: str, message: str, *, subject:
     return Finding(severity, code, message, host=host, subject=subject, fix=fix, evidence=data)
 
 
-def gpu_subject(gpu: GpuHealth) -> str:
-    return f"GPU {gpu.index}" if gpu.index_known else f"GPU {gpu.bus_id}"
-
-
 def gpu_index(subject: str | None, by_address: Mapping[str, int] | None = None) -> int | None:
-    """The GPU index a finding's subject names (``GPU 3``, as ``gpu_subject`` writes it), or that ``by_address``
+    """The GPU index a finding's subject names (``GPU 3``: ``GPU`` and its ``nvsmi_id``), or that ``by_address``
     (``pci_address`` -> index) gives a GPU named by its bus id (``GPU 00000000:47:00.0``); None for another
     subject (a NIC, the host) or a bus id it does not hold."""
     named = (subject or "").removeprefix("GPU ")
@@ -128,7 +124,8 @@ def gpu_index(subject: str | None, by_address: Mapping[str, int] | None = None) 
 
 
 def nvsmi_id(gpu: GpuHealth) -> str:
-    """What ``nvidia-smi -i`` takes for this GPU: its index, or its bus id where the output was a selection."""
+    """What ``nvidia-smi -i`` takes for this GPU, and a finding names it by (``GPU 3``): its index, or its bus id
+    where the output was a selection."""
     return str(gpu.index) if gpu.index_known else gpu.bus_id
 
 
@@ -176,7 +173,7 @@ def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
             g.pcie_width_current for p in baseline.peers(host) for g in p.gpus))
 
     for gpu in host.gpus:
-        subject = gpu_subject(gpu)
+        subject = f"GPU {nvsmi_id(gpu)}"
         where = f"{gpu.bus_id} {gpu.name or ''}".strip()
         if gpu.remap_failure:
             found.append(_finding(
@@ -347,7 +344,7 @@ def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
 
     cap, mig, correctable = baseline.kept.get(("gpu", host.peer_key), peer_values)
     for gpu in host.gpus:
-        subject = gpu_subject(gpu)
+        subject = f"GPU {nvsmi_id(gpu)}"
         if cap and gpu.power_limit_w and gpu.power_limit_w < cap * 0.95:
             found.append(_finding(
                 Severity.WARNING, "GPU_POWER_LIMIT_LOW", host.name,
@@ -441,7 +438,7 @@ def check_kernel_log(host: HostInput) -> list[Finding]:
                and (pci := key[1]) is not None and ("xid", pci, 79) in groups}
     for (kind, pci, code), events in groups.items():
         gpu = gpus.get(pci)
-        subject = gpu_subject(gpu) if gpu else (f"PCI {pci}" if pci else None)
+        subject = f"GPU {nvsmi_id(gpu)}" if gpu else (f"PCI {pci}" if pci else None)
         first, last = events[0], events[-1]
         times = f" ({len(events)} times, last {last.timestamp})" if len(events) > 1 and last.timestamp else (
             f" ({len(events)} times)" if len(events) > 1 else "")

@@ -40,8 +40,6 @@ if TYPE_CHECKING:
     from clusterctl.host_reader import HostReader
     from clusterctl.transport.base import Transport
 
-#: kubectl drain's pause between two tries of an eviction a budget refused.
-RETRY_EVERY_S = 5.0
 DEFAULT_TIMEOUT_S = 300.0
 BUDGET_REFUSAL = "TooManyRequests"
 
@@ -55,7 +53,8 @@ class DrainOptions:
     #: Evict pods with emptyDir volumes (their data is lost): off for every drain of a failing host (their
     #: --delete-emptydir-data), on for maintenance (upgrade, remove-node: ``day2.drain.DrainNode``), as kured's.
     delete_emptydir_data: bool = False
-    retry_every_s: float = RETRY_EVERY_S
+    #: kubectl drain's pause between two tries of an eviction a budget refused.
+    retry_every_s: float = 5.0
     #: The command offers ``--force`` (quarantine): a pod refused for want of a controller names it.
     offers_force: bool = False
 
@@ -81,7 +80,7 @@ class DrainReport:
     ignored: list[PodLeft] = field(default_factory=list)
     #: Pods that could not be evicted (no controller, local data, budget until the timeout, API errors).
     not_evicted: list[PodLeft] = field(default_factory=list)
-    #: Pods that were finished (Succeeded/Failed) and were removed or would be.
+    #: Pods already terminating, and those evicted at a cost (no controller: gone for good; emptyDir data lost).
     warnings: list[str] = field(default_factory=list)
     dry_run: bool = False
 
@@ -111,11 +110,11 @@ def sort_pods(pods: list[Pod], options: DrainOptions, report: DrainReport) -> li
         if pod.mirror:
             report.ignored.append(PodLeft(pod.ref, "mirror pod (a static pod the kubelet owns)"))
             continue
-        if pod.controller_kind == "DaemonSet" and not pod.finished:
-            report.ignored.append(PodLeft(pod.ref, f"DaemonSet-managed ({pod.controller_name})"))
-            continue
         if pod.finished:
             chosen.append(pod)
+            continue
+        if pod.controller_kind == "DaemonSet":
+            report.ignored.append(PodLeft(pod.ref, f"DaemonSet-managed ({pod.controller_name})"))
             continue
         # kubectl drain's refusals in its words; every command that may refuse emptyDir data offers its switch.
         if not pod.controller_kind and not options.force:
@@ -134,7 +133,7 @@ def sort_pods(pods: list[Pod], options: DrainOptions, report: DrainReport) -> li
     return chosen
 
 
-def drain_node(transport: Transport, gate: Gate, node: str, options: DrainOptions | None = None, *,
+def drain_node(transport: Transport, gate: Gate, node: str, options: DrainOptions, *,
                sleep: Callable[[float], None] = time.sleep,
                clock: Callable[[], float] = time.monotonic) -> DrainReport:
     """Evict ``node``'s pods through ``transport`` (a control-plane host running kubectl as root).
@@ -143,7 +142,6 @@ def drain_node(transport: Transport, gate: Gate, node: str, options: DrainOption
     refusal is retried until ``options.timeout_s``; what cannot go is in ``not_evicted``. A pod list
     that cannot be read is ``PodsUnreadable``: the caller fails that host only and goes on with the others.
     """
-    options = options or DrainOptions()
     report = DrainReport(node, dry_run=not gate.apply)
     pending = sort_pods(_node_pods(transport, node), options, report)
     deadline = clock() + options.timeout_s
@@ -189,15 +187,14 @@ def pods_to_evict(transport: Transport | HostReader, node: str,
 
 
 def _node_pods(transport: Transport | HostReader, node: str) -> list[Pod]:
-    """``read_pods``, a failure of this one node's read raised as ``PodsUnreadable`` naming what to check. A control
-    plane where no cluster runs (``cluster_access.no_cluster_here``), or one not reached, fails as it is: that is
-    every host's failure."""
+    """``read_pods`` (its every failure is ``COMMAND_FAILED``), raised as ``PodsUnreadable`` naming what to check,
+    unless no cluster runs on the control plane (``cluster_access.no_cluster_here``): every host's failure."""
     from clusterctl.cluster_access import no_cluster_here
 
     try:
         return read_pods(transport, node)
     except TransportError as exc:
-        if exc.kind is not FailureKind.COMMAND_FAILED or no_cluster_here(exc):
+        if no_cluster_here(exc):
             raise
         raise PodsUnreadable(FailureKind.COMMAND_FAILED, f"drain of {node} stopped: {exc.message}; check on "
                              f"{transport.host.name} that 'sudo {pods_command(node)}' lists them") from None

@@ -164,7 +164,7 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
                 if not results[host.name].released:
                     results[host.name].refused.append(f"the control plane {cp.name} failed ({why})")
     back = [h for h in candidates if results[h.name].released]
-    for name, text in slurm.resume_hosts(runner, back, gate).items():
+    for name, text in slurm.drain_or_resume(runner, back, gate, reason=None).items():
         results[name].slurm = text
         if text.startswith("failed"):
             results[name].refused.append(text)

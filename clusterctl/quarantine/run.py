@@ -134,7 +134,7 @@ def quarantine_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host]
     results = {r.host: r for r in done}
     # Every host is drained in Slurm, whatever its Kubernetes side answered (a drain whose pods could not
     # be read included): a host being quarantined takes no new job. Its first failure stays its error.
-    for host_name, text in slurm.drain_hosts(runner, hosts, gate, request.reason).items():
+    for host_name, text in slurm.drain_or_resume(runner, hosts, gate, request.reason).items():
         result = results[host_name]
         result.slurm = text
         if text.startswith("failed"):

@@ -30,9 +30,10 @@ def runs_slurmd(transport: Transport) -> bool:
     return transport.run("systemctl is-active --quiet slurmd", timeout=30).exit_code == 0
 
 
-def _on_slurm_nodes(runner: Runner, hosts: Sequence[Host], gate: Gate, reason: str | None) -> dict[str, str]:
-    """For every host that runs slurmd: read its node, then drain it for ``reason`` (``drain_reason``'s text) or
-    (``None``) resume it where clusterctl drained it, through the gate; host -> what happened, one line."""
+def drain_or_resume(runner: Runner, hosts: Sequence[Host], gate: Gate, reason: str | None) -> dict[str, str]:
+    """For every host that runs slurmd: read its node, then drain it for ``reason`` (quarantine) or (``None``:
+    release) resume it where clusterctl drained it, a node drained for another reason left as it is, through
+    the gate; host -> what happened, one line."""
     if not hosts:
         return {}
     by_name = {h.name: h for h in hosts}
@@ -47,7 +48,7 @@ def _on_slurm_nodes(runner: Runner, hosts: Sequence[Host], gate: Gate, reason: s
         if reason is not None:
             if node.drain_set:
                 return f"already drained in Slurm ({node.reason or node.state})"
-            change, done = drain_change(transport.host.name, name, reason, 60), "drained"
+            change, done = drain_change(transport.host.name, name, drain_reason(reason), 60), "drained"
         elif not node.drained_by_clusterctl:
             return f"left drained in Slurm: drained by someone else ({node.reason or 'no reason'})" \
                 if node.drained else f"not drained in Slurm ({node.state})"
@@ -62,16 +63,6 @@ def _on_slurm_nodes(runner: Runner, hosts: Sequence[Host], gate: Gate, reason: s
     fleet = runner.run_task(list(hosts), task, label="slurm drain" if reason is not None else "slurm resume")
     return {o.host.name: (o.value if o.value is not None else
                           f"failed: {o.failure.describe() if o.failure else 'no result'}") for o in fleet.outcomes}
-
-
-def drain_hosts(runner: Runner, hosts: Sequence[Host], gate: Gate, reason: str) -> dict[str, str]:
-    """Drain in Slurm every host of ``hosts`` that runs slurmd; host -> what happened, one line."""
-    return _on_slurm_nodes(runner, hosts, gate, drain_reason(reason))
-
-
-def resume_hosts(runner: Runner, hosts: Sequence[Host], gate: Gate) -> dict[str, str]:
-    """Resume in Slurm the hosts clusterctl drained there; nodes drained for another reason stay."""
-    return _on_slurm_nodes(runner, hosts, gate, None)
 
 
 def slurm_nodes(runner: Runner, hosts: Sequence[Host]) -> dict[str, SlurmNode | None]:

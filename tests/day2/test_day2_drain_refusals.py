@@ -37,3 +37,29 @@ def test_remove_node_plans_the_pod_its_drain_refuses_and_the_run_leaves_the_node
     assert done.exit_code == 1 and NO_CONTROLLER in done.output, done.output
     assert not sim.node("gpu-a3")["spec"].get("unschedulable")  # never cordoned, nothing evicted
     assert [p for p in sim.pods_on("gpu-a3") if p.startswith("default/web-")]
+
+
+BARE_ON_B1 = """apiVersion: v1
+kind: Pod
+metadata: {name: debug-shell, namespace: default}
+spec:
+  nodeSelector: {kubernetes.io/hostname: gpu-b1}
+  containers: [{name: main, image: busybox}]
+"""
+
+
+def test_an_upgrade_plan_stops_at_the_node_whose_drain_refuses_a_pod(bootstrapped_demo: Path, tmp_path: Path) -> None:
+    from day2_helpers import DEMO, mock_cluster_folder
+    from demo_cluster import kubectl_apply
+
+    from clusterctl.mock.state import MockCluster
+
+    kubectl_apply(DEMO, tmp_path, BARE_ON_B1)
+    with MockCluster(mock_cluster_folder(bootstrapped_demo)).cluster.edit() as data:
+        data["kubernetes"]["pods"]["default/debug-shell"]["phase"] = "Running"  # the simulator's bare pod ran once
+    plan = clusterctl("-i", DEMO, "-o", "json", "upgrade", "plan", "--to", "1.36.3")
+    assert plan.exit_code == 1, plan.output
+    hosts = {h["host"]: h for h in json.loads(plan.stdout)["hosts"]}
+    assert hosts["gpu-b1"]["status"] == "failed", hosts["gpu-b1"]
+    assert hosts["gpu-b1"]["message"] == "phase drain: " + NO_CONTROLLER
+    assert hosts["gpu-a3"]["status"] == "planned"  # the nodes before it are planned in full

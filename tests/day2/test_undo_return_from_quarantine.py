@@ -11,6 +11,8 @@ from clirun import clusterctl
 from day2_helpers import DEMO
 from demo_cluster import node
 
+from clusterctl.undo_journal import read_journal
+
 
 def _taint(name: str) -> str:
     (taint,) = [t["value"] for t in node(DEMO, name)["spec"]["taints"] if t["key"] == "clusterctl.dev/unhealthy"]
@@ -31,3 +33,31 @@ def test_undo_of_a_second_quarantine_keeps_the_node_quarantined_without_release_
     # Undoing the first quarantine would return gpu-a3 to service: that one is refused.
     refused = clusterctl("-i", DEMO, "undo", "--yes", json.loads(first.stdout)["undo_journal"])
     assert refused.exit_code == 1 and "REFUSED gpu-a3: stays quarantined: NVLINK" in refused.output, refused.output
+
+
+def test_undo_limited_to_a_node_takes_back_that_node_of_a_quarantine(bootstrapped_demo: Path, state_dir: Path) -> None:
+    """A quarantine's changes run on the control plane (gpu-a1) and are about their nodes: ``-l NODE`` selects
+    the node (it selected the control plane: ``-l gpu-a2`` was 'none of them is selected'), ``--last`` the
+    newest journal that changed it, and the node's undo leaves the journal's other nodes to theirs."""
+    def quarantine(*hosts: str) -> str:
+        done = clusterctl("-i", DEMO, "-o", "json", "quarantine", *hosts, "--reason", "maintenance", "--yes")
+        assert done.exit_code == 0, done.output
+        return str(done.json()["undo_journal"])
+
+    def undo(node: str, *args: str) -> None:
+        done = clusterctl("-i", DEMO, "-l", node, "undo", *args, "--yes", "--skip-checks")
+        assert done.exit_code == 0, done.output
+
+    def tainted() -> list[str]:
+        return [h for h in ("gpu-a2", "gpu-b1", "gpu-b2") if "taints" in node(DEMO, h)["spec"]]
+
+    quarantine("gpu-a2")
+    both = quarantine("gpu-b1", "gpu-b2")
+    undo("gpu-a2", "--last", "quarantine")
+    assert tainted() == ["gpu-b1", "gpu-b2"]
+    undo("gpu-b1", "--last", "quarantine")
+    assert tainted() == ["gpu-b2"] and list(read_journal(both).used) == ["gpu-b1"]
+    undo("gpu-b2", both)  # not refused as already used: gpu-b2's changes were not undone yet
+    assert tainted() == []
+    listed = clusterctl("-o", "json", "undo", "--list").json()["journals"]
+    assert [j["hosts"] for j in listed] == [["gpu-a2"], ["gpu-b1", "gpu-b2"]]

@@ -106,7 +106,7 @@ def test_a_dry_run_lists_the_evictions_and_evicts_nothing(sim: KubeSim) -> None:
     before = sim.pods_on("gpu-a3")
     gate = Gate(apply=False)
     time = FakeTime(sim)
-    report = drain_node(sim.transport(), gate, "gpu-a3", sleep=time.sleep, clock=time.clock)
+    report = drain_node(sim.transport(), gate, "gpu-a3", DrainOptions(), sleep=time.sleep, clock=time.clock)
     assert report.dry_run and len(report.evicted) == 1
     assert [r.change.summary for r in gate.records] == [f"evict pod {report.evicted[0]} from node gpu-a3"]
     assert not any(r.applied for r in gate.records)
