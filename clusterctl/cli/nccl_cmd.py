@@ -81,7 +81,7 @@ def lint_command(
         gpu_nic_links = context.gpu_nic_links or None
         if len(context.versions_seen) > 1:
             app.warn(f"hosts run different NCCL versions ({', '.join(context.versions_seen)}); "
-                     f"checking against {context.nccl_version}")
+                     f"checking against {nccl_version}")
     from clusterctl.inputfile import read_text_input
 
     settings: list[Setting] = []

@@ -60,3 +60,7 @@ def test_a_mixed_fleet_is_named_oldest_first_by_version(monkeypatch: pytest.Monk
     result = clusterctl("nccl", "lint", "-", "--format", "env", "--survey", "survey.json", stdin="NCCL_DEBUG=WARN\n")
     warning = " ".join(result.stderr.split())
     assert "hosts run different NCCL versions (2.9.9, 2.18.3); checking against 2.9.9" in warning
+    # --nccl-version wins over the survey's oldest, and the warning names the version checked against
+    result = clusterctl("nccl", "lint", "-", "--format", "env", "--survey", "survey.json", "--nccl-version", "2.18.3",
+                        stdin="NCCL_DEBUG=WARN\n")
+    assert "; checking against 2.18.3" in " ".join(result.stderr.split())
