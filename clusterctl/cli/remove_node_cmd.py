@@ -74,7 +74,7 @@ def _print(app: AppContext, report: object) -> None:
                 say(f"      (wait: {wait})")
     for note in report.notes:
         app.note(note)
-    if report.nothing_to_do and not report.failed:
+    if report.nothing_to_do:
         say("nothing to do: the host is not part of the cluster")
     elif not report.applied:
         say("PLAN (nothing was changed)")
