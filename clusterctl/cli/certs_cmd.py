@@ -83,6 +83,7 @@ def certs_renew(
                                               "restart-kube-controller-manager, restart-kube-scheduler, api-ready."),
     state_dir: str | None = STATE_DIR,
 ) -> None:
+    from clusterctl.cli.changes_view import say_plan_step
     from clusterctl.day2.certs import RenewRequest, renew, renew_summary
 
     app = app_context(ctx)
@@ -102,10 +103,7 @@ def certs_renew(
                     + (f" (soonest certificate: {row['soonest_days_left']} days left)"
                        if row.get("soonest_days_left") is not None else ""))
             if dry_run:
-                for change in row["changes"]:
-                    app.say(f"    $ {change['command']}")
-                for wait_for in row["waits"]:
-                    app.say(f"    (wait: {wait_for})")
+                say_plan_step(app, [change["command"] for change in row["changes"]], row["waits"], "    ")
         for note in report.notes:
             app.note(note)
         if dry_run:

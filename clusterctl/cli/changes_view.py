@@ -48,6 +48,12 @@ def print_gate_outcomes(app: AppContext, fleet: FleetResult[GateRecord]) -> None
         app.say(visible(diff.rstrip("\n") or record_line(record)))
 
 
+def say_plan_step(app: AppContext, commands: list[str], waits: list[str], indent: str = "      ") -> None:
+    """A planned step's commands, each whole on its line to be copied, then what the step waits for."""
+    for line in [f"$ {command}" for command in commands] + [f"(wait: {wait})" for wait in waits]:
+        app.say(indent + line)
+
+
 #: The last line of every dry run's table output (CONTRIBUTING.md, "Confirming changes").
 NOTHING_CHANGED = "dry run: nothing was changed"
 

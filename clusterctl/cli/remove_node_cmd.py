@@ -56,6 +56,7 @@ def remove_node_command(
 
 
 def _print(app: AppContext, report: object) -> None:
+    from clusterctl.cli.changes_view import say_plan_step
     from clusterctl.day2.remove_node import RemovalReport
 
     assert isinstance(report, RemovalReport)
@@ -68,10 +69,7 @@ def _print(app: AppContext, report: object) -> None:
         say(f"  {number}. {step['step']}: {step['summary']} (on {step['runs_on']}){state}"
             + (f": {step['message']}" if step["message"] else ""), soft_wrap=False, indent=5)
         if not report.applied:
-            for change in step["changes"]:
-                say(f"      $ {change.describe()}")
-            for wait in step["waits"]:
-                say(f"      (wait: {wait})")
+            say_plan_step(app, [change.describe() for change in step["changes"]], step["waits"])
     for note in report.notes:
         app.note(note)
     if report.nothing_to_do:

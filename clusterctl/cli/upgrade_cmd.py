@@ -128,7 +128,7 @@ def _execute(app: AppContext, *, yes: bool, dry_run: bool, **fields: Any) -> Non
         report = upgrade(inventory, hosts, runner, request, on_phase=show)
     app.emit(report.to_json(), lambda: _print_report(app, report))
     if report.stopped:  # a node that failed, in a plan too (it cannot be read, a phase's check refuses)
-        app.say(f"STOPPED: {report.stopped}", err=True)
+        app.say(f"STOPPED: {report.stopped}", err=True, soft_wrap=False)
     if not report.ok:  # that, or an error finding (a plan that finds errors exits 1, as every report)
         raise typer.Exit(ExitCode.FAILED)
 
@@ -154,6 +154,7 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
 
 
 def _print_report(app: AppContext, report: UpgradeReport) -> None:
+    from clusterctl.cli.changes_view import say_plan_step
     from clusterctl.cli.findings_view import print_findings
     from clusterctl.engine.run import not_needed_message
 
@@ -173,14 +174,10 @@ def _print_report(app: AppContext, report: UpgradeReport) -> None:
                 number += 1
                 where = "" if step["runs_on"] == host.host else f" [on {step['runs_on']}]"
                 say(f"  {number:>2}. {step['step']}: {step['summary']}{where}", soft_wrap=False, indent=6)
-                for change in step["changes"]:
-                    say(f"      $ {change.describe()}")
-                for wait in step["waits"]:
-                    say(f"      (wait: {wait})")
+                say_plan_step(app, [change.describe() for change in step["changes"]], step["waits"])
         for step in (s for s in report.addons if s["changes"]):
             say(f"\nthen on {step['runs_on']}: {step['step']}: {step['summary']}", soft_wrap=False)
-            for change in step["changes"]:
-                say(f"      $ {change.describe()}")
+            say_plan_step(app, [change.describe() for change in step["changes"]], [])
     else:
         say("")
         for host in report.hosts:

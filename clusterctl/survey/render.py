@@ -244,10 +244,8 @@ def render_parse_warnings(console: Console, host: HostReport, source: str) -> No
     """What the parsers could not read of this host's facts, with the input's line numbers (each wrapped
     under its dash at the terminal's width, as text: it may quote the input)."""
     from rich.markup import escape
-    from rich.text import Text
 
-    from clusterctl.terminal_layout import print_wrapped
-    from clusterctl.terminal_text import visible
+    from clusterctl.terminal_text import markup_safe
 
     facts = host.state.facts
     found = facts.warnings if facts else {}
@@ -255,4 +253,4 @@ def render_parse_warnings(console: Console, host: HostReport, source: str) -> No
         console.print(f"[yellow]{escape(source)}: {fact} read in part[/] ({len(warnings)} warning(s)):")
         for warning in warnings:
             where = f"line {warning.line}: " if warning.line is not None else ""
-            print_wrapped(console, Text.assemble("  ", ("-", "yellow"), f" {visible(where + warning.message)}"), 4)
+            _line(console, f"  [yellow]-[/] {markup_safe(where + warning.message)}", 4)
