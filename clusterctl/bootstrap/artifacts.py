@@ -263,9 +263,9 @@ def artifact_list(inventory: Inventory, hosts: Sequence[Host],
     found.artifacts += _network(settings) if NETWORK_PHASE not in left else []
     net = settings.network
     if NETWORK_PHASE not in left and net.cni == "calico" and net.version not in TIGERA_OPERATOR:
-        found.notes.append(f"quay.io/tigera/operator is left out: its tag for Calico {net.version} is the one "
-                           f"tigera-operator.yaml names (manifests.txt; grep 'image: quay.io/tigera/operator' in "
-                           "it) and clusterctl does not guess it: add that image to images.txt.")
+        found.notes.append(f"quay.io/tigera/operator is left out: its tag for Calico {net.version} is the one on "
+                           "the image: line of tigera-operator.yaml (in manifests.txt) that names it, and clusterctl "
+                           "does not guess it: add that image to images.txt.")
     found.artifacts += _addons(settings) if GPU_ADDONS_PHASE not in left else []
     found.artifacts.append(_image(site_image(TEST_POD_IMAGE, settings.addons.image_registry), VERIFY_IMAGE_PHASE,
                                   "the one-GPU test pod"))

@@ -180,10 +180,10 @@ def _execute(app: AppContext, *, only: str | None, dry_run: bool, yes: bool = Fa
         payload["out_files"] = [str(p) for p in written]
     app.emit(payload, table)
     for host, why in report.failed_hosts.items():
-        app.say(f"FAILED {host}: {one_line(why)}", err=True)
+        app.say(f"FAILED {host}: {one_line(why)}", err=True, soft_wrap=False)
     if report.not_verified:
         # No host failed, but nothing says the cluster works: that is not a success.
-        app.say(f"NOT VERIFIED: {one_line(report.not_verified)}", err=True)
+        app.say(f"NOT VERIFIED: {one_line(report.not_verified)}", err=True, soft_wrap=False)
     refusal = downgrade_refusal(report, inventory)
     if refusal is not None:
         raise refusal

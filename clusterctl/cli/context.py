@@ -182,11 +182,11 @@ class AppContext:
         if failed:
             raise typer.Exit(ExitCode.FAILED)
 
-    def say(self, text: str, *, err: bool = False, soft_wrap: bool = True) -> None:
+    def say(self, text: str, *, err: bool = False, soft_wrap: bool = True, indent: int = 2) -> None:
         """Print ``text`` on stdout (``err``: stderr) as text, never markup: a '[host]' or a '[/]' that
         came from a host stays as it is. Each line as it is, however long (a file's line, a diff, a
-        command), unless ``soft_wrap`` is False: then wrapped under the one rule
-        (``terminal_layout.hanging``), a path or a command whole on a line of its own. A registered
+        command), unless ``soft_wrap`` is False: then wrapped under the one rule (``terminal_layout.hanging``,
+        ``indent`` columns in), a path or a command whole on a line of its own. A registered
         secret in it is masked, as in ``-o json`` output, and a control character that came from a host
         (a terminal escape) is shown as an escape (``say``, ``note`` and ``warn`` alike)."""
         from clusterctl.terminal_layout import hanging, wrap_width
@@ -194,7 +194,7 @@ class AppContext:
         console = self.err_console if err else self.console
         text = visible(mask_text(text))
         if not soft_wrap:
-            text = "\n".join(hanging(line, wrap_width(console)) for line in text.split("\n"))
+            text = "\n".join(hanging(line, wrap_width(console), indent) for line in text.split("\n"))
         console.print(text, markup=False, highlight=False, soft_wrap=True)
 
     def note(self, text: str) -> None:

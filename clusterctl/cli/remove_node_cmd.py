@@ -51,7 +51,7 @@ def remove_node_command(
                              state_dir=state_dir)
     app.emit(report.to_json(), lambda: _print(app, report))
     if report.failed:
-        app.say(f"FAILED {host}: {report.failed}", err=True)
+        app.say(f"FAILED {host}: {report.failed}", err=True, soft_wrap=False)
         raise typer.Exit(ExitCode.FAILED)
 
 
@@ -66,7 +66,7 @@ def _print(app: AppContext, report: object) -> None:
     for number, step in enumerate(report.steps, 1):
         state = "" if not report.applied else f" [{step['status']}]"
         say(f"  {number}. {step['step']}: {step['summary']} (on {step['runs_on']}){state}"
-            + (f": {step['message']}" if step["message"] else ""))
+            + (f": {step['message']}" if step["message"] else ""), soft_wrap=False, indent=5)
         if not report.applied:
             for change in step["changes"]:
                 say(f"      $ {change.describe()}")
@@ -74,7 +74,7 @@ def _print(app: AppContext, report: object) -> None:
                 say(f"      (wait: {wait})")
     for note in report.notes:
         app.note(note)
-    if report.nothing_to_do and not report.failed:
+    if report.nothing_to_do:
         say("nothing to do: the host is not part of the cluster")
     elif not report.applied:
         say("PLAN (nothing was changed)")

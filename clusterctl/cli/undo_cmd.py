@@ -142,7 +142,7 @@ def _refuse_unhealthy_returns(app: AppContext, records: list[GateRecord], journa
     if not refused:
         return
     for node, why in refused.items():
-        app.say(f"REFUSED {node}: stays quarantined: {one_line('; '.join(why))}", err=True)
+        app.say(f"REFUSED {node}: stays quarantined: {one_line('; '.join(why))}", err=True, soft_wrap=False)
     app.say(f"nothing was undone: undoing {journal} would return these nodes to service, and they fail release's "
             "checks. Fix what the checks name, or pass --skip-checks when you know better.", err=True, soft_wrap=False)
     raise typer.Exit(int(ExitCode.FAILED))

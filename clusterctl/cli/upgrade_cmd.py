@@ -172,25 +172,26 @@ def _print_report(app: AppContext, report: UpgradeReport) -> None:
             for step in host.steps:
                 number += 1
                 where = "" if step["runs_on"] == host.host else f" [on {step['runs_on']}]"
-                say(f"  {number:>2}. {step['step']}: {step['summary']}{where}")
+                say(f"  {number:>2}. {step['step']}: {step['summary']}{where}", soft_wrap=False, indent=6)
                 for change in step["changes"]:
                     say(f"      $ {change.describe()}")
                 for wait in step["waits"]:
                     say(f"      (wait: {wait})")
         for step in (s for s in report.addons if s["changes"]):
-            say(f"\nthen on {step['runs_on']}: {step['step']}: {step['summary']}")
+            say(f"\nthen on {step['runs_on']}: {step['step']}: {step['summary']}", soft_wrap=False)
             for change in step["changes"]:
                 say(f"      $ {change.describe()}")
     else:
         say("")
         for host in report.hosts:
-            say(f"{host.host:<16} {host.status.value}" + (f": {host.message}" if host.message else ""))
+            say(f"{host.host:<16} {host.status.value}" + (f": {host.message}" if host.message else ""), soft_wrap=False,
+                indent=17)
     # The cluster phases the inventory leaves to the site: what bootstrap says of them, said here too.
     left = [s for s in report.addons if not s["changes"] and not_needed_message(s["message"])]
     if left:
         say("")
     for step in left:
-        say(f"{step['step']}: {step['message']}")
+        say(f"{step['step']}: {step['message']}", soft_wrap=False)
     for note in report.notes:
         app.note(note)
     if report.nothing_to_do and report.ok:
@@ -198,7 +199,9 @@ def _print_report(app: AppContext, report: UpgradeReport) -> None:
     elif report.applied and report.ok:
         say(f"upgraded: every node runs {report.target}")
     elif not report.applied and report.ok:
-        say("PLAN (nothing was changed): run 'clusterctl upgrade apply --to " + report.target + "' to carry it out")
+        say("PLAN (nothing was changed): run 'clusterctl upgrade apply --to " + report.target + "' to carry it out",
+            soft_wrap=False)
     elif not report.applied:
         say("PLAN (nothing was changed): " + ("incomplete, a node could not be planned" if report.stopped else
-                                               "errors found") + " (above); fix that before 'clusterctl upgrade apply'")
+                                               "errors found") + " (above); fix that before 'clusterctl upgrade apply'",
+            soft_wrap=False)

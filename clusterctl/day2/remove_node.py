@@ -87,7 +87,7 @@ class RemovalReport:
 
     @property
     def nothing_to_do(self) -> bool:
-        return not any(s["changes"] for s in self.steps)
+        return self.failed is None and not any(s["changes"] for s in self.steps)
 
     def to_json(self) -> dict[str, Any]:
         return {"host": self.host, "control_plane": self.control_plane, "mode": "apply" if self.applied else "plan",

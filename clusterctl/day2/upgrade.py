@@ -43,7 +43,7 @@ from clusterctl.bootstrap.cluster.settings import KubernetesVersion
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases.packages import APT_ENV, APT_LOCK, UPDATE, Packages, packages_at, refused_downgrades
 from clusterctl.bootstrap.run_data import RunOptions
-from clusterctl.changes import MAKES_NO_TRACE, Change
+from clusterctl.changes import MAKES_APT, MAKES_DIR, MAKES_NO_TRACE, Change
 from clusterctl.cluster_access import cluster_nodes, on_control_plane, read_answer, read_node, read_nodes
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.day2.versions import check_upgrade, parse, static_pod_version
@@ -256,20 +256,16 @@ def _apt(host: str, names: Sequence[str], target: KubernetesVersion) -> Change:
                       summary=f"upgrade {', '.join(names)} to {target.text} (unhold, update, install, hold)")
 
 
-#: What the packages phase plans for the Kubernetes apt source of the target minor (the kubeadm phase makes it).
-_SOURCE = ("apt source 'kubernetes'", "signing key of 'kubernetes'", "fetch the signing key of 'kubernetes'",
-           f"create {KEYRING_DIR}", "refresh apt's package lists")
+def _source(change: Change) -> bool:
+    """A change of the packages phase for the Kubernetes apt source of the target minor (its key, its file,
+    apt's lists read again): the kubeadm phase makes it."""
+    return MAKES_APT + "kubernetes" in change.makes or change.command == UPDATE
 
 
 def _covered(change: Change) -> bool:
     """A change of the packages phase that the upgrade's own kubeadm/kubelet phases already make."""
-    summary = change.summary
-    if summary.startswith(_SOURCE[:3] + _SOURCE[4:]):
-        return True
-    if summary.startswith(("install ", "hold ")):
-        names = [part.strip().split(" ")[0] for part in summary.split(" ", 1)[1].split(",")]
-        return all(n in PACKAGE_NAMES for n in names)
-    return False
+    made = {t.removeprefix(MAKES_APT) for t in change.makes if t.startswith(MAKES_APT)}
+    return _source(change) or (bool(made) and made <= {"kubernetes", *PACKAGE_NAMES})
 
 
 # --- the phases --------------------------------------------------------------------------------------------
@@ -309,7 +305,7 @@ class AptUpgrade(UpgradePhase):
         return read or Packages().check(ctx)
 
     def plan(self, ctx: PhaseContext, state: PackageFacts) -> list[Change]:
-        sources = [c for c in Packages().plan(ctx, state) if c.summary.startswith(_SOURCE)] \
+        sources = [c for c in Packages().plan(ctx, state) if _source(c) or MAKES_DIR + KEYRING_DIR in c.makes] \
             if self.with_source else []
         behind = [n for n in self.packages if n not in state.packages or not state.packages[n].installed
                   or not self.rollout.at_target(state.packages[n].version)]

@@ -164,7 +164,7 @@ def render_matrix(console: Console, host: HostReport) -> None:
         table.add_row(escape(headers[a]), *row, device.numa_affinity or "")
     console.print(table, width=max(console.width, width_with(headers)), crop=False)
     if headers is short and nics:
-        console.print("key: " + ", ".join(f"{short[a]}={escape(names[a])}" for a in nics), soft_wrap=True)
+        _line(console, "key: " + ", ".join(f"{short[a]}={escape(names[a])}" for a in nics), 5)
     console.print("[dim]NV# NVLink (green) < PIX < PXB < PHB < NODE < SYS (red): nearest first[/]")
 
 
@@ -242,8 +242,13 @@ def render_advice(console: Console, advice: LayoutAdvice) -> None:
 
 
 def render_parse_warnings(console: Console, host: HostReport, source: str) -> None:
-    """What the parsers could not read of this host's facts, with the input's line numbers."""
+    """What the parsers could not read of this host's facts, with the input's line numbers (each wrapped
+    under its dash at the terminal's width, as text: it may quote the input)."""
     from rich.markup import escape
+    from rich.text import Text
+
+    from clusterctl.terminal_layout import print_wrapped
+    from clusterctl.terminal_text import visible
 
     facts = host.state.facts
     found = facts.warnings if facts else {}
@@ -251,4 +256,4 @@ def render_parse_warnings(console: Console, host: HostReport, source: str) -> No
         console.print(f"[yellow]{escape(source)}: {fact} read in part[/] ({len(warnings)} warning(s)):")
         for warning in warnings:
             where = f"line {warning.line}: " if warning.line is not None else ""
-            console.print(f"  [yellow]-[/] {escape(where + warning.message)}", soft_wrap=True)
+            print_wrapped(console, Text.assemble("  ", ("-", "yellow"), f" {visible(where + warning.message)}"), 4)

@@ -32,7 +32,11 @@ def test_demo_plan_works_with_no_cluster(capsys: pytest.CaptureFixture[str]) -> 
     assert "PHASE [preflight]" in out and "PLAN RECAP" in out
 
 
-def test_preflight_failure_is_one_table_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("columns", [None, "80"])
+def test_preflight_failure_is_one_table_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch, columns: str | None) -> None:
+    if columns:  # an 80-column terminal: each FAILED line wraps under itself, a line off a terminal stays whole
+        monkeypatch.setenv("COLUMNS", columns)
     demo = tmp_path / "demo"
     shutil.copytree(REPO / "inventories" / "demo", demo)
     probe = demo / "profiles" / "net" / "gpu-b2" / "node-probe.txt"
@@ -43,6 +47,9 @@ def test_preflight_failure_is_one_table_and_exit_1(tmp_path: Path, capsys: pytes
     assert code == 1
     assert "DRIVER_PIN_MISMATCH" in out and "NVIDIA driver 550.54.15 is loaded, the stack pins 535.154.05" in out
     assert "FAILED gpu-b2: phase preflight" in err and "gpu-a1" not in err
+    lines = err.splitlines()
+    assert lines[0].startswith("FAILED gpu-b2: phase preflight: ") and len(lines) == (2 if columns else 1), err
+    assert all(len(line) <= 80 and line.startswith("  ") for line in lines[1:]), err
 
 
 def test_json_output_and_unknown_phase(capsys: pytest.CaptureFixture[str]) -> None:

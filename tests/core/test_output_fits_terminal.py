@@ -84,6 +84,28 @@ def test_topo_show_wraps_its_host_lines_under_them(width: int) -> None:
     assert any("dgx1-v100-hybrid-cube-mesh.txt" in line and "…" not in line for line in lines)
 
 
+def test_topo_show_wraps_what_it_could_not_read_and_the_nic_key(width: int) -> None:
+    run = clusterctl("topo", "show", FIXTURES / "topo" / "DERIVED-h200-clipped-100-columns.txt")
+    assert run.exit_code == 0, run.output
+    warnings, _ = run.stdout.split("\n\n", 1)  # the matrix below is wider than 80 columns: printed whole
+    lines = assert_fits(warnings, width)
+    assert sum(line.startswith("  - line ") for line in lines) == 3, warnings
+    assert all(line.startswith(("  - line ", "    ")) for line in lines[1:]), warnings
+    if width < 100:  # the NICs' short names, with a key that wraps as text does
+        key = run.stdout.split("\nkey: ", 1)[1].split("\nNV# ", 1)[0].splitlines()
+        assert all(len(line) <= width for line in key) and "N7=mlx5_7" in key[-1], key
+
+
+def test_bootstrap_artifacts_notes_break_no_quoted_command(width: int) -> None:
+    run = clusterctl("-i", DEMO, "bootstrap", "artifacts")
+    assert run.exit_code == 0, run.output
+    lines = assert_fits(run, width)
+    note = [next(line for line in lines if line.startswith("note: quay.io/tigera/operator is left out")),
+            *continuation_lines(lines, "note: quay.io/tigera/operator is left out")]
+    assert all(line.count("'") % 2 == 0 for line in note), note  # nothing quoted to copy is cut in two
+    assert "the image: line of tigera-operator.yaml (in manifests.txt)" in " ".join(" ".join(note).split())
+
+
 def test_bootstrap_phases_wrap_under_the_description(width: int) -> None:
     names = {p["name"] for p in clusterctl("-i", DEMO, "-o", "json", "bootstrap", "phases").json()}
     run = clusterctl("-i", DEMO, "bootstrap", "phases")

@@ -28,6 +28,7 @@ def test_remove_node_plans_the_pod_its_drain_refuses_and_the_run_leaves_the_node
     report = json.loads(plan.stdout)
     (drain,) = [s for s in report["steps"] if s["step"] == "drain"]
     assert drain["status"] == "failed" and drain["message"] == NO_CONTROLLER, drain
+    assert report["nothing_to_do"] is False and report["failed"] == "phase drain: " + NO_CONTROLLER, report
     text = clusterctl("-i", sim.inventory, "remove-node", "gpu-a3", "--dry-run").output
     assert NO_CONTROLLER in text and "not part of the cluster" not in text, text
     assert "--force" not in text  # remove-node has no such switch

@@ -28,7 +28,7 @@ from clusterctl.bootstrap.apt_sources import (
 )
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases.preflight import os_unsupported, stack_findings
-from clusterctl.changes import MAKES_FILE, MAKES_NO_TRACE, MAKES_PACKAGE, Change, make_folders
+from clusterctl.changes import MAKES_APT, MAKES_FILE, MAKES_NO_TRACE, MAKES_PACKAGE, Change, make_folders
 from clusterctl.errors import UsageError
 from clusterctl.facts.packages import PackageFacts, packages_probe, parse_packages_probe
 from clusterctl.findings import Finding, Severity
@@ -175,6 +175,7 @@ class Packages(Phase[PackageFacts]):
         if any(keyring_name(r, _key_bytes(r)) not in state.keyrings for r in self._repos(ctx, state)):
             changes += make_folders(ctx.reader, host, [KEYRING_DIR])
         for repo in self._repos(ctx, state):
+            first = len(changes)
             key = _key_bytes(repo)
             keyring = keyring_name(repo, key)
             keyring_path = f"{KEYRING_DIR}/{keyring}"
@@ -198,6 +199,7 @@ class Packages(Phase[PackageFacts]):
                                        current=state.files.get(sources_path(repo)), summary=f"apt source '{repo.name}'")
             sources_changed |= not source.is_noop
             changes.append(source)
+            changes[first:] = [replace(c, makes=(*c.makes, MAKES_APT + repo.name)) for c in changes[first:]]
         pins = wanted_packages(ctx.host.stack, ctx.inventory.bootstrap, gpus=ctx.host.gpus)
         missing = [p for p in pins if not self._installed(state, p)]
         if missing or sources_changed:
@@ -207,19 +209,21 @@ class Packages(Phase[PackageFacts]):
             args = " ".join(shlex.quote(f"{p.package}={p.version}") for p in missing)
             # Only a package that was not installed at all is bootstrap's (reset --purge-packages); one at
             # another version was the host's before and is only moved to the pin.
-            absent = tuple(MAKES_PACKAGE + p.package for p in missing
-                           if (found := state.packages.get(p.package)) is None or not found.installed)
+            makes = tuple(MAKES_PACKAGE + p.package for p in missing
+                          if (found := state.packages.get(p.package)) is None or not found.installed)
+            makes += tuple(MAKES_APT + p.package for p in missing)
             asked = ctx.options.allow_downgrade and self._downgrades(ctx, state)
             install = f"{INSTALL} {DOWNGRADE}" if asked else INSTALL
             changes.append(Change.run(host, f"{install} {args}", env=APT_ENV, timeout_s=600 + APT_LOCK_WAIT_S,
                                       summary="install " + ", ".join(f"{p.package} {p.upstream}" for p in missing),
-                                      makes=absent, cannot_undo="undo installs and removes no packages ('clusterctl "
+                                      makes=makes, cannot_undo="undo installs and removes no packages ('clusterctl "
                                       "reset --purge-packages' purges those bootstrap installed)"))
         unheld = [p.package for p in pins if p.package not in state.holds]
         if unheld:
             names = " ".join(shlex.quote(n) for n in unheld)
             changes.append(Change.run(host, f"apt-mark hold {names}", summary="hold " + ", ".join(unheld),
-                                      undo=f"apt-mark unhold {names}"))
+                                      undo=f"apt-mark unhold {names}",
+                                      makes=tuple(MAKES_APT + n for n in unheld)))
         return changes
 
     @staticmethod

@@ -1,0 +1,59 @@
+"""Day 2's plans and refusals at an 80-column terminal (``COLUMNS=80``): each step's words wrap under
+the step, a refusal under itself; the commands (``$ ...``) stay whole on their own lines, to be copied."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from clirun import clusterctl
+from day2_helpers import DEMO
+
+
+@pytest.fixture
+def eighty(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+
+
+def _prose(text: str) -> list[str]:
+    """The lines that are not a command printed to be copied."""
+    return [line for line in text.splitlines() if not line.lstrip().startswith("$ ")]
+
+
+def _too_wide(lines: list[str]) -> str:
+    """The lines wider than 80 columns but for one word (a path) that alone is wider."""
+    return "\n".join(line for line in lines if len(line) > 80 and len(line.split()) > 1)
+
+
+def test_upgrade_plan_wraps_each_step_under_its_number(bootstrapped_demo: Path, eighty: None) -> None:
+    run = clusterctl("-i", DEMO, "upgrade", "plan", "--to", "1.36.3")
+    assert run.exit_code == 0, run.output
+    lines = _prose(run.stdout)
+    assert not _too_wide(lines), _too_wide(lines)
+    first = lines.index("   1. kubeadm: kubeadm at the target, from the target minor's apt repository")
+    assert lines[first + 1] == "      (unhold, install, hold)"
+    assert any("'clusterctl upgrade apply --to 1.36.3'" in line for line in lines[-2:]), run.stdout
+    # A command is never folded: it is one line, as long as it is.
+    assert any(line.startswith("      $ apt-mark unhold kubeadm && ") and len(line) > 80
+               for line in run.stdout.splitlines())
+
+
+def test_remove_node_plan_wraps_each_step_under_its_number(bootstrapped_demo: Path, eighty: None) -> None:
+    run = clusterctl("-i", DEMO, "remove-node", "gpu-b3", "--dry-run")
+    assert run.exit_code == 0, run.output
+    lines = _prose(run.stdout)
+    assert not _too_wide(lines), _too_wide(lines)
+    second = next(i for i, line in enumerate(lines) if line.startswith("  2. reset: kubeadm reset"))
+    assert lines[second + 1].startswith("     ") and lines[second + 1].rstrip().endswith("(on gpu-b3)")
+
+
+def test_undo_refusing_a_return_from_quarantine_wraps_the_reasons(bootstrapped_demo: Path, eighty: None) -> None:
+    done = clusterctl("-i", DEMO, "-o", "json", "quarantine", "gpu-a3", "--reason", "nvlink", "--yes")
+    assert done.exit_code == 0, done.output
+    refused = clusterctl("-i", DEMO, "undo", "--yes", json.loads(done.stdout)["undo_journal"])
+    assert refused.exit_code == 1, refused.output
+    lines = refused.stderr.splitlines()
+    assert not _too_wide(lines), refused.stderr
+    start = next(i for i, line in enumerate(lines) if line.startswith("REFUSED gpu-a3: stays quarantined: NVLINK"))
+    assert lines[start + 1].startswith("  ") and "CRC Errors" in " ".join(lines[start:start + 5]), refused.stderr
