@@ -402,7 +402,7 @@ def _record_from_json(value: Any, field: str) -> GateRecord:
     return GateRecord(change, applied=True, changed=True, cleaned_up=bool(item.get("cleaned")))
 
 
-def mark_journal_used(path: str | Path, hosts: Sequence[str], *, now: float | None = None) -> None:
+def mark_journal_used(path: str | Path, hosts: Sequence[str]) -> None:
     """Note in the journal that these hosts were reverted with it: replaying it later would delete or
     overwrite what was made since (a file created again), so the next undo refuses without --force."""
     if not hosts:
@@ -414,7 +414,7 @@ def mark_journal_used(path: str | Path, hosts: Sequence[str], *, now: float | No
     data = _read(str(target), lambda value: dict(mapping(value, "")))
     data.pop("partial", None)
     used = data["used"] if isinstance(data.get("used"), dict) else {}
-    data["used"] = {**used, **dict.fromkeys(hosts, utc_stamp(now))}
+    data["used"] = {**used, **dict.fromkeys(hosts, utc_stamp())}
     try:
         replace_file(target, json.dumps(data, indent=2) + "\n")
     except OSError as exc:

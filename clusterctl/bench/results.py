@@ -28,7 +28,7 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.+-]+")
 CLAIM_FILE = ".clusterctl-run"
 
 
-def new_results_dir(base: str | None = None, *, now: float | None = None, prefix: str = "bench") -> Path:
+def new_results_dir(base: str | None = None, *, now: float | None = None) -> Path:
     """A results folder that belongs to this run alone, created now (before any host is touched).
 
     Default ``./clusterctl-results/bench-YYYYmmdd-HHMMSS``, with ``-2``, ``-3``... when another run
@@ -43,7 +43,7 @@ def new_results_dir(base: str | None = None, *, now: float | None = None, prefix
         parent = Path("clusterctl-results")
         make_folder(parent, f"results folder {parent}")
         for attempt in range(1, 1000):
-            folder = parent / (f"{prefix}-{stamp}" if attempt == 1 else f"{prefix}-{stamp}-{attempt}")
+            folder = parent / (f"bench-{stamp}" if attempt == 1 else f"bench-{stamp}-{attempt}")
             try:
                 folder.mkdir()  # atomic: exactly one run creates each name
             except FileExistsError:
@@ -53,7 +53,7 @@ def new_results_dir(base: str | None = None, *, now: float | None = None, prefix
             _claim(folder)
             break
         else:  # pragma: no cover - a thousand runs in one second
-            raise UsageError(f"too many runs named {prefix}-{stamp} in {parent}")
+            raise UsageError(f"too many runs named bench-{stamp} in {parent}")
     (folder / "raw").mkdir(exist_ok=True)
     return folder
 

@@ -136,7 +136,7 @@ def bmc_config(inventory: Inventory, host: str) -> BmcConfig:
 
 
 def power_hosts(inventory: Inventory, hosts: Sequence[Host], action: PowerAction, gate: Gate, *,
-                graceful: bool = False, parallel: int = 16) -> list[HostPower]:
+                graceful: bool = False) -> list[HostPower]:
     """Read (``status``) or change the power of ``hosts``; the gate records (dry-run) or applies each change.
 
     Every host's BMC entry and password are read first, so a missing one stops the run (exit 2)
@@ -173,8 +173,7 @@ def power_hosts(inventory: Inventory, hosts: Sequence[Host], action: PowerAction
         result.seconds = time.monotonic() - start
         return result
 
-    workers = max(1, min(parallel, len(hosts)))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bmc") as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(hosts)), thread_name_prefix="bmc") as pool:
         return list(pool.map(one, hosts))
 
 

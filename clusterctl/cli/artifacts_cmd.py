@@ -95,11 +95,10 @@ def write_lists(found: ArtifactList, out: str) -> list[Path]:
 
 def _probe(app: AppContext, found: ArtifactList, probe_from: str | None) -> list[ProbeResult]:
     from clusterctl.bootstrap.artifacts_probe import probe
-    from clusterctl.bootstrap.cluster.settings import first_control_plane
     from clusterctl.inventory.limit import host_named
 
     inventory = app.inventory()
-    host = host_named(inventory, probe_from, "--from") if probe_from else first_control_plane(inventory)
+    host = host_named(inventory, probe_from, "--from") if probe_from else inventory.first_control_plane
     if host is None:
         raise UsageError("no control-plane host to probe from", field="--from", hint="Name one with --from HOST.")
     mirrors = dict(inventory.bootstrap.registry_mirrors)

@@ -89,7 +89,7 @@ def certs_renew(
     app = app_context(ctx)
     inventory = app.inventory()
     confirm_change("renew the certificates and restart the control plane's static pods", [h.name for h in
-                   app.hosts() if "control-plane" in h.roles], yes=yes, dry_run=dry_run,
+                   app.hosts() if h.is_control_plane], yes=yes, dry_run=dry_run,
                    preview="clusterctl certs renew --dry-run")
     request = RenewRequest(apply=not dry_run, wait_s=wait, resume=resume, state_dir=state_dir,
                            skip_phases=skip_phases)

@@ -92,7 +92,7 @@ class CertsReport:
 
 
 def control_planes(hosts: tuple[Host, ...] | list[Host]) -> list[Host]:
-    chosen = [h for h in hosts if "control-plane" in h.roles]
+    chosen = [h for h in hosts if h.is_control_plane]
     if not chosen:
         raise UsageError("no control-plane host among the selected hosts", field="roles")
     return chosen

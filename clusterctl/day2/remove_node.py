@@ -155,18 +155,17 @@ class DeleteNode(Phase["KubeNode | None", PhaseContext]):
 
 def remove_node(inventory: Inventory, host: Host, runner: Runner, *, apply: bool,
                 drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S, state_dir: str | None = None) -> RemovalReport:
-    from clusterctl.bootstrap.cluster.settings import control_plane_hosts
     from clusterctl.bootstrap.registry import phase_named
     from clusterctl.bootstrap.run import BootstrapRequest, run_bootstrap, run_options
 
     name = host.name
-    via = next((h for h in control_plane_hosts(inventory) if h.name != name), None)
+    via = next((h for h in inventory.control_planes if h.name != name), None)
     if via is None:
         raise UsageError(f"{name} is the only control plane: removing it ends the cluster.",
                          hint="Use 'clusterctl reset' to take the whole cluster down.")
     nodes = cluster_nodes(runner, via)
     node = nodes.get(name)
-    is_cp = "control-plane" in host.roles
+    is_cp = host.is_control_plane
     report = RemovalReport(name, is_cp or (node is not None and CONTROL_PLANE_LABEL in node.labels), apply, via.name)
     if node is None:
         report.notes.append(f"{name} is not a node of the cluster: nothing to drain or delete")

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from clusterctl.bootstrap.apt_sources import KEYRING_DIR, chosen_repos, packages_index_url, upstream_part
 from clusterctl.bootstrap.cluster.kubeadm import APISERVER_MANIFEST, render_upgrade_config, upgrade_command
-from clusterctl.bootstrap.cluster.settings import KubernetesVersion, first_control_plane
+from clusterctl.bootstrap.cluster.settings import KubernetesVersion
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases.packages import APT_ENV, APT_LOCK, UPDATE, Packages, packages_at, refused_downgrades
 from clusterctl.bootstrap.run_data import RunOptions
@@ -537,12 +537,12 @@ def downgrade_ways(findings: Sequence[Finding]) -> str:
 
 
 def rollout_order(inventory: Inventory, hosts: Sequence[Host]) -> list[tuple[Host, str]]:
-    first = first_control_plane(inventory)
+    first = inventory.first_control_plane
     planes = [(h, FIRST_CP if first is not None and h.name == first.name else CONTROL_PLANE)
-              for h in hosts if "control-plane" in h.roles]
+              for h in hosts if h.is_control_plane]
     # The first control plane first, wherever the selection put it; the others in their order.
     return sorted(planes, key=lambda pair: pair[1] != FIRST_CP) + [(h, WORKER) for h in hosts
-                                                                    if "control-plane" not in h.roles]
+                                                                    if not h.is_control_plane]
 
 
 def batches(order: Sequence[tuple[Host, str]], max_unavailable: int) -> list[list[str]]:
@@ -604,7 +604,7 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
     """
     from clusterctl.bootstrap.run import BootstrapRequest, run_bootstrap, run_options
 
-    first = first_control_plane(inventory)
+    first = inventory.first_control_plane
     if first is None:
         raise UsageError("the inventory has no control-plane host", field="roles")
     if request.resume and not request.apply:

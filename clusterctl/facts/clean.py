@@ -286,18 +286,18 @@ def _first_pass(numbered: Iterable[tuple[int, str]], removed: dict[str, int], *,
     return kept
 
 
-def clean(text: str, *, keep_blank: bool = False) -> Cleaned:
+def clean(text: str) -> Cleaned:
     """The data lines of ``text`` with their original line numbers (see the module docstring),
     and what was removed.
 
     Trailing whitespace is removed; leading whitespace is kept except the indentation common
     to every line (a pasted block indented as a whole), because some formats (``ibv_devinfo``,
-    ``ibstat``) nest by indentation. Blank lines are dropped unless ``keep_blank``.
+    ``ibstat``) nest by indentation. Blank lines are dropped.
     """
-    return _clean(text, keep_blank=keep_blank, plain=_is_plain(text))
+    return _clean(text, plain=_is_plain(text))
 
 
-def _clean(text: str, *, keep_blank: bool, plain: bool) -> Cleaned:
+def _clean(text: str, *, plain: bool) -> Cleaned:
     removed: Counter[str] = Counter()
     kept = _first_pass(enumerate(_split(text), start=1), removed, plain=plain)
     first = next((i for i, (_, line) in enumerate(kept) if line.strip()), None)
@@ -319,11 +319,8 @@ def _clean(text: str, *, keep_blank: bool, plain: bool) -> Cleaned:
     indent = _common_indent(kept)
     result: list[Line] = []
     for number, line in kept:
-        if not line.strip():
-            if keep_blank:
-                result.append(Line(number, ""))
-            continue
-        result.append(Line(number, line[len(indent):] if indent else line))
+        if line.strip():
+            result.append(Line(number, line[len(indent):] if indent else line))
     notes = [plural(removed["prompt"], "shell prompt line")] if removed["prompt"] else []
     notes += prefixes
     if removed["fence"]:
@@ -335,9 +332,9 @@ def _clean(text: str, *, keep_blank: bool, plain: bool) -> Cleaned:
     return Cleaned(result, tuple(notes))
 
 
-def clean_lines(text: str, *, keep_blank: bool = False) -> list[Line]:
+def clean_lines(text: str) -> list[Line]:
     """The data lines of ``text`` with their original line numbers: ``clean(text).lines``."""
-    return clean(text, keep_blank=keep_blank).lines
+    return clean(text).lines
 
 
 def comment_block(text: str, anchor: re.Pattern[str]) -> list[Line] | None:

@@ -109,8 +109,7 @@ def _node_answer(transport: Transport, host: str, cp: str) -> _NodeAnswer | None
 
 
 def _pods(runner: Runner, hosts: Sequence[Host], cluster: Inventory, uses: dict[str, GpuUse]) -> None:
-    # The first control-plane host in inventory order, as every day-2 command reaches the cluster.
-    cp = next((h for h in cluster.hosts if "control-plane" in h.roles), None)
+    cp = cluster.first_control_plane
     if cp is None:
         return  # no Kubernetes here (a Slurm-only cluster): the processes say it all
 

@@ -74,13 +74,13 @@ def level0_probes(since_s: int, timeout_s: float) -> tuple[Probe, ...]:
     )
 
 
-def recorded_commands(since_s: int = 86400) -> list[str]:
+def recorded_commands() -> list[str]:
     """The simple commands inside the level-0 probes, as a mock host answers them (``clusterctl record``).
 
     A replayed host answers each program of the probe line by its own rule, so these are the
     program calls, without the ``timeout``/``sh -c``/``sudo -n`` around them.
     """
-    return [_journal(since_s), "dmesg -T", "nvidia-smi -q", "nvidia-smi nvlink -s", "nvidia-smi nvlink -e",
+    return [_journal(86400), "dmesg -T", "nvidia-smi -q", "nvidia-smi nvlink -s", "nvidia-smi nvlink -e",
             "ibv_devinfo -v", "ibstat", f"grep -H . {_COUNTER_FILES}", "lspci -vvv"]
 
 

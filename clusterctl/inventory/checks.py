@@ -15,7 +15,7 @@ def check_inventory(inventory: Inventory) -> list[str]:
     """One sentence per suspicious thing, naming the hosts; an empty list means nothing found."""
     warnings: list[str] = []
     hosts = inventory.hosts
-    control_planes = [h.name for h in hosts if "control-plane" in h.roles]
+    control_planes = [h.name for h in inventory.control_planes]
     if hosts and not control_planes:
         warnings.append(
             "no host has the role control-plane: Kubernetes bootstrap needs at least one "

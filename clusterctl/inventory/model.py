@@ -95,6 +95,10 @@ class Host:
     def label_dict(self) -> dict[str, str]:
         return dict(self.labels)
 
+    @property
+    def is_control_plane(self) -> bool:
+        return "control-plane" in self.roles
+
 
 RuntimeMode = Literal["default", "runtimeclass"]
 RUNTIME_MODES: tuple[str, ...] = ("default", "runtimeclass")
@@ -244,6 +248,16 @@ class Inventory:
     quarantine: QuarantineConfig = field(default_factory=QuarantineConfig)
     #: The hosts' BMCs (section ``bmc:``), in the order written: an exact host name wins over patterns.
     bmc: tuple[BmcConfig, ...] = ()
+
+    @property
+    def control_planes(self) -> list[Host]:
+        return [h for h in self.hosts if h.is_control_plane]
+
+    @property
+    def first_control_plane(self) -> Host | None:
+        """The host bootstrap and every day-2 command reach the cluster through: the first control-plane
+        host in inventory order; ``None``: none (a Slurm-only cluster)."""
+        return next(iter(self.control_planes), None)
 
     def host(self, name: str) -> Host:
         for h in self.hosts:

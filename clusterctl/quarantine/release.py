@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from clusterctl.bootstrap.cluster.settings import first_control_plane
 from clusterctl.changes import MAKES_QUARANTINE, ChangeFailed, Gate, GateRecord
 from clusterctl.cluster_access import on_control_plane, read_node, reason
 from clusterctl.findings import Finding, Severity
@@ -94,7 +93,7 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
     about to be released (not at all when none passed): the question is asked only when there is
     something to answer; it raises to stop.
     """
-    cp = first_control_plane(inventory)  # None: a Slurm-only cluster
+    cp = inventory.first_control_plane  # None: a Slurm-only cluster
     results = {h.name: HostRelease(h.name) for h in hosts}
 
     def read_all(transport: Transport) -> dict[str, bool | None]:

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from clusterctl.bootstrap.cluster.settings import first_control_plane
 from clusterctl.changes import ChangeFailed, Gate
 from clusterctl.cluster_access import UnreadableAnswer, read_node
 from clusterctl.cluster_access import on_control_plane as through
@@ -67,7 +66,7 @@ class HostQuarantine:
 
 
 def control_plane(inventory: Inventory) -> Host:
-    host = first_control_plane(inventory)
+    host = inventory.first_control_plane
     if host is None:
         raise UsageError("no host has the control-plane role: quarantine reaches the cluster through the first "
                          "control-plane host", field="hosts", hint="Give one host 'roles: [control-plane]'.")
@@ -122,7 +121,7 @@ def quarantine_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host]
         raise UsageError("no host to quarantine")
     if not request.reason.strip():
         raise UsageError("--reason must say why (it is kept on the node for whoever looks next)")
-    cp = first_control_plane(inventory)  # None: a Slurm-only cluster
+    cp = inventory.first_control_plane  # None: a Slurm-only cluster
     when = utc_stamp()
 
     timeout = 120.0 + len(hosts) * (request.drain_options.timeout_s + 120.0 if request.drain else 60.0)

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clusterctl.bootstrap.cluster.settings import first_control_plane
-from clusterctl.cluster_access import on_control_plane, read_nodes
+from clusterctl.cluster_access import cluster_nodes
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.facts.slurm import REASON_PREFIX, update_command
 from clusterctl.quarantine import node_ops
@@ -71,9 +70,8 @@ def quarantined_nodes(runner: Runner, inventory: Inventory) -> list[QuarantinedN
 
     from clusterctl.quarantine.slurm import slurm_nodes
 
-    cp = first_control_plane(inventory)  # None: a Slurm-only cluster
-    nodes = on_control_plane(runner, cp, read_nodes, what="read the cluster's nodes", label="status") \
-        if cp is not None else {}
+    cp = inventory.first_control_plane  # None: a Slurm-only cluster
+    nodes = cluster_nodes(runner, cp) if cp is not None else {}
     rows = [q for q in (describe(n) for n in nodes.values()) if q is not None]
     known = {r.host for r in rows}
     in_slurm = slurm_nodes(runner, inventory.hosts)

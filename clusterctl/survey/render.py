@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from clusterctl.findings import Severity
 from clusterctl.survey.advice import FIT_NONE, LayoutAdvice
+from clusterctl.survey.checks.codes import NIC_LOSS_CODES, NVLINK_LOSS_CODES
 from clusterctl.survey.report import HostReport, SurveyReport
 from clusterctl.survey.topology import SHAPE_WORDS, Shape, compress_indices
 from clusterctl.wording import plural
@@ -39,7 +40,7 @@ def _nic_summary(report: HostReport) -> tuple[str, bool]:
     up = [p for p in ports if p.state == "PORT_ACTIVE"]
     rates = sorted({p.rate_gbps for p in up if p.rate_gbps}, reverse=True)
     rate = "/".join(f"{r:g}G" for r in rates) if rates else ""
-    bad = any(f.code in ("NIC_DOWN", "NIC_SLOW") and f.severity is not Severity.INFO for f in report.findings)
+    bad = any(f.code in NIC_LOSS_CODES and f.severity is not Severity.INFO for f in report.findings)
     return f"{len(up)}/{len(ports)} up" + (f" @ {rate}" if rate else ""), bad
 
 
@@ -80,7 +81,7 @@ def _fleet_row(host: HostReport) -> dict[str, str]:
         model = f"[yellow]{model}[/]"
     shape = SHAPE_WORDS[topology.shape] if topology else "?"
     domains = ", ".join(compress_indices(d) for d in topology.nvlink_domains) if topology else "?"
-    if codes & {"NVLINK_MISSING", "NVLINK_FEWER_LINKS", "NVLINK_LANE_INACTIVE"}:
+    if codes & NVLINK_LOSS_CODES:
         shape, domains = f"[bold red]{shape}[/]", f"[bold red]{domains or '-'}[/]"
     nics, nic_bad = _nic_summary(host)
     if nic_bad:

@@ -16,15 +16,14 @@ from clusterctl.facts import clean as cleaning
 RECORDINGS = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in (".txt", ".log", ".out", ""))
 
 
-def _full(text: str, keep_blank: bool) -> cleaning.Cleaned:
-    return cleaning._clean(text, keep_blank=keep_blank, plain=False)
+def _full(text: str) -> cleaning.Cleaned:
+    return cleaning._clean(text, plain=False)
 
 
 @pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_every_recording_cleans_the_same_on_either_path(path: Path) -> None:
     text = path.read_text(encoding="utf-8", errors="replace")
-    for keep_blank in (False, True):
-        assert cleaning.clean(text, keep_blank=keep_blank) == _full(text, keep_blank)
+    assert cleaning.clean(text) == _full(text)
 
 
 def test_a_plain_recording_takes_the_fast_path() -> None:
@@ -48,9 +47,9 @@ _PIECES = st.sampled_from(["State", ": ", "Active", "  ", "\t", "\r", "\n", "$",
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(_PIECES, max_size=40).map("".join), st.booleans())
-def test_mangled_text_cleans_the_same_on_either_path(text: str, keep_blank: bool) -> None:
-    assert cleaning.clean(text, keep_blank=keep_blank) == _full(text, keep_blank)
+@given(st.lists(_PIECES, max_size=40).map("".join))
+def test_mangled_text_cleans_the_same_on_either_path(text: str) -> None:
+    assert cleaning.clean(text) == _full(text)
 
 
 @pytest.mark.parametrize("dots", [".", "..", "....", "......"])
@@ -58,5 +57,5 @@ def test_a_line_of_dots_cleans_the_same_on_either_path(dots: str) -> None:
     # Four or more dots are an author's elision, as '...' is; one or two are no elision, on either path.
     text = f"Port 1:\n{dots}\n    State: Active\n"
     cleaned = cleaning.clean(text)
-    assert cleaned == _full(text, False)
+    assert cleaned == _full(text)
     assert ("elision" in " ".join(cleaned.removed)) is (len(dots) > 3)

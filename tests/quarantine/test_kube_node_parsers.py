@@ -83,9 +83,10 @@ def test_status_and_the_receiver_fail_a_node_list_they_cannot_read_the_same_way(
     """``quarantine status``, the receiver's marker, upgrade and bootstrap's checks read the node list
     through one reader: a failed kubectl or an answer that is no node list is the control plane's
     failed command, named, never a second error type."""
+    from clusterctl import cluster_access
     from clusterctl.quarantine import cluster_marker, status
 
-    assert cluster_marker.read_nodes is status.read_nodes is read_nodes
+    assert cluster_marker.read_nodes is read_nodes and status.cluster_nodes is cluster_access.cluster_nodes
     with pytest.raises(TransportError) as caught:
         read_nodes(answer)  # type: ignore[arg-type]
     assert caught.value.kind is FailureKind.COMMAND_FAILED and said in caught.value.message

@@ -17,7 +17,7 @@ import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clusterctl.bootstrap.cluster.settings import ClusterSettings, control_plane_hosts, kubelet_node_labels
+from clusterctl.bootstrap.cluster.settings import ClusterSettings, kubelet_node_labels
 from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import ADMIN_KUBECONFIG
@@ -123,7 +123,7 @@ def render_init_config(
     with them it is the copy kubeadm reads on stdin.
     """
     endpoint_host = settings.control_plane_endpoint.rsplit(":", 1)[0].strip("[]")
-    names = (name for cp in control_plane_hosts(inventory) for name in (cp.name, cp.address) if name)
+    names = (name for cp in inventory.control_planes for name in (cp.name, cp.address) if name)
     sans = list(dict.fromkeys([endpoint_host, *names]))
     return render(
         "kubeadm/init-config.yaml.j2",
@@ -150,7 +150,7 @@ def render_join_config(
     certificate_key: Secret | None = None,
 ) -> Secret:
     """The JoinConfiguration kubeadm reads on stdin: a ``Secret`` (it holds the token)."""
-    control_plane = "control-plane" in host.roles
+    control_plane = host.is_control_plane
     if control_plane and certificate_key is None:
         raise ValueError(f"{host.name} joins as a control plane: a certificate key is needed")
     text = render(

@@ -162,15 +162,6 @@ def settings_from_mapping(
 # --- per host ----------------------------------------------------------------------------------------------
 
 
-def control_plane_hosts(inventory: Inventory) -> list[Host]:
-    return [h for h in inventory.hosts if "control-plane" in h.roles]
-
-
-def first_control_plane(inventory: Inventory) -> Host | None:
-    hosts = control_plane_hosts(inventory)
-    return hosts[0] if hosts else None
-
-
 def host_zone(host: Host) -> str | None:
     """The host's zone: its ``zone`` variable (``clusterctl_zone`` in Ansible) or zone label."""
     variables = dict(host.vars)
@@ -216,7 +207,7 @@ def cluster_settings(inventory: Inventory) -> ClusterSettings:
     if len(pins) > 1:
         raise UsageError(f"hosts pin different Kubernetes versions ({', '.join(sorted(pins))}); one cluster runs one.",
                          field="stack.kubernetes")
-    first = first_control_plane(inventory)
+    first = inventory.first_control_plane
     return settings_from_mapping(
         data, kubernetes_pin=next(iter(pins), None),
         first_control_plane=first.connect_address if first is not None else None,

@@ -26,13 +26,12 @@ from dataclasses import dataclass
 from clusterctl.bootstrap.cluster.settings import LABEL_PREFIX
 from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.saved_survey import SavedHost, SavedSurvey
+from clusterctl.survey.checks.codes import NIC_LOSS_CODES, NVLINK_LOSS_CODES
 
 FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
 FEATURE_FILE = "clusterctl-topology"
 #: Kept outside features.d (NFD would read a backup or a temporary file there as features).
 STAGING_PATH = "/etc/kubernetes/clusterctl/nfd/clusterctl-topology"
-NVLINK_LOSS_CODES = ("NVLINK_MISSING", "NVLINK_FEWER_LINKS", "NVLINK_LANE_INACTIVE")
-FABRIC_LOSS_CODES = ("NIC_DOWN", "NIC_SLOW")
 #: NFD's limit on one feature file.
 MAX_FEATURE_FILE_BYTES = 64 * 1024
 
@@ -66,7 +65,7 @@ def topology_labels(host: SavedHost, fabric_type: str | None = None) -> Topology
         labels.append((_key("nvlink.gpus-per-domain"), str(min(len(d) for d in domains))))
         labels.append((_key("nvlink.largest-domain"), str(max(len(d) for d in domains))))
     codes = {f.code for f in host.findings}
-    if codes & set(NVLINK_LOSS_CODES) or host.shape == "partial-nvlink":
+    if codes & NVLINK_LOSS_CODES or host.shape == "partial-nvlink":
         labels.append((_key("nvlink.degraded"), "true"))
     fabric_ports = [p for n in host.nics if n.fabric for p in n.ports if p.state == "PORT_ACTIVE"]
     layers = {p.link_layer for p in fabric_ports}
@@ -77,7 +76,7 @@ def topology_labels(host: SavedHost, fabric_type: str | None = None) -> Topology
     if rates:
         labels.append((_key("fabric.rate-gbps"), _rate(min(rates))))
     labels.append((_key("fabric.ports"), str(len(fabric_ports))))
-    if codes & set(FABRIC_LOSS_CODES):
+    if codes & NIC_LOSS_CODES:
         labels.append((_key("fabric.degraded"), "true"))
     features = [(_key("rack"), host.rack)] if host.rack else []
     return TopologyLabels(host.name, tuple(labels), tuple(features))

@@ -14,7 +14,6 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from clusterctl.bootstrap.cluster.settings import first_control_plane
 from clusterctl.changes import MAKES_IN_CLUSTER, STAYS_IN_CLUSTER, Change, ChangeKind, make_folders
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import ADMIN_KUBECONFIG, kubectl
@@ -39,7 +38,7 @@ def survey(ctx: PhaseContext) -> SavedSurvey | None:
 
 
 def first_cp(ctx: PhaseContext) -> Host:
-    host = first_control_plane(ctx.inventory)
+    host = ctx.inventory.first_control_plane
     if host is None:
         raise UsageError("no host has the control-plane role.", field="hosts")
     return host

@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from clusterctl.bootstrap.cluster import kubeadm
-from clusterctl.bootstrap.cluster.settings import control_plane_hosts
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.changes import (
@@ -137,7 +136,7 @@ class ControlPlane(Phase[ControlPlaneState]):
 
     def findings(self, ctx: PhaseContext, state: ControlPlaneState) -> list[Finding]:
         notes = []
-        control_planes = control_plane_hosts(ctx.inventory)
+        control_planes = ctx.inventory.control_planes
         if state.first and len(control_planes) > 1 and not ctx.inventory.bootstrap.control_plane_endpoint:
             notes.append(Finding(
                 Severity.WARNING, "NO_HA_ENDPOINT",
@@ -186,7 +185,7 @@ class ControlPlane(Phase[ControlPlaneState]):
                 host.name, kubeadm.TOKEN_CREATE_COMMAND, summary=f"join token (30 min) for {', '.join(pending)}",
                 stdin_secret=kubeadm.render_cluster_op_config(settings, token=material.token),
                 makes=(MAKES_IN_CLUSTER, MAKES_NO_TRACE), cannot_undo="the token expires by itself in 30 minutes"))
-        pending_cp = [n for n in pending if "control-plane" in inventory.host(n).roles]
+        pending_cp = [n for n in pending if inventory.host(n).is_control_plane]
         if pending_cp:
             material.certificate_key = kubeadm.new_certificate_key()
             changes.append(Change.run(
@@ -226,7 +225,7 @@ class Join(Phase[bool]):
     uses_cluster_settings = True
 
     def applies_to(self, ctx: PhaseContext) -> bool:
-        return "control-plane" not in ctx.host.roles
+        return not ctx.host.is_control_plane
 
     def check(self, ctx: PhaseContext) -> bool:
         return cc.exists(ctx, kubeadm.KUBELET_CONF)

@@ -83,7 +83,7 @@ class Preflight(Phase[NodeFacts]):
         def add(severity: Severity, code: str, message: str, fix: str = "", **evidence: object) -> None:
             out.append(Finding(severity, code, message, host=host.name, fix=fix, evidence=evidence))
 
-        control_plane = "control-plane" in host.roles
+        control_plane = host.is_control_plane
         if state.os_id is None:
             add(Severity.ERROR, "OS_UNKNOWN", "cannot read /etc/os-release", "Check that the host is a Linux system.")
         out += os_unsupported(ctx, state.os_id, state.os_apt_base, state.os_codename, state.os_pretty)

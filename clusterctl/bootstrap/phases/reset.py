@@ -148,7 +148,7 @@ class Reset(Phase[ResetState]):
         journals = ctx.options.reset_journals
         entries = journals.hosts.get(ctx.host.name) if journals is not None else None
         force = ctx.options.force
-        control_plane = "control-plane" in ctx.host.roles
+        control_plane = ctx.host.is_control_plane
         if entries is None:
             state.basis = BY_KNOWN_NAMES if journals is not None else BY_KNOWN_NAMES_QUIETLY
             # etcd data is kubeadm's only on a control plane; on a worker it is someone else's.

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from clusterctl.nccl.knowledge import knowledge_base
 from clusterctl.nccl.versions import NcclVersion
 
-#: The example tuner plugin's CSV format (plugins/tuner/example, NCCL_TUNER_CONFIG_FILE) dates from 2.28.
+#: The example tuner plugin's CSV format (plugins/tuner/example) dates from 2.28: not the catalogue's
+#: ``since`` of NCCL_TUNER_CONFIG_FILE (2.27.5), the first release that read the variable at all.
 TUNER_CSV_SINCE = NcclVersion(2, 28, 0)
-#: First release whose ncclAlgoStr has each algorithm (src/graph/tuning.cc, src/enqueue.cc by tag).
+#: First release whose ncclAlgoStr has each algorithm (src/graph/tuning.cc, src/enqueue.cc by tag); the
+#: catalogue's NCCL_ALGO lists the names, not when each came (its note says so).
 ALGO_SINCE: dict[str, NcclVersion] = {
     "NVLS": NcclVersion(2, 17, 0),
     "NVLSTree": NcclVersion(2, 18, 0),

@@ -47,6 +47,9 @@ CODES: dict[str, tuple[str, str]] = {
     "STACK_DRIFT": ("version differs from the fleet majority", "Align the host with its peers (same "
                     "packages), or pin the version in the inventory."),
 }
+#: The findings that say a host lost NVLink / a NIC port (survey's table, bootstrap's topology labels).
+NVLINK_LOSS_CODES = frozenset({"NVLINK_MISSING", "NVLINK_FEWER_LINKS", "NVLINK_LANE_INACTIVE"})
+NIC_LOSS_CODES = frozenset({"NIC_DOWN", "NIC_SLOW"})
 
 
 def finding(severity: Severity, code: str, host: str, message: str, **evidence: Any) -> Finding:
