@@ -269,14 +269,15 @@ class Journal:
     records: list[GateRecord]
 
 
-def read_journal(path: str | Path) -> Journal:
-    """A whole journal; bad files are a ``UsageError`` naming the file (and the field)."""
+def read_journal(path: str | Path, folder: Path | None = None) -> Journal:
+    """A whole journal; bad files are a ``UsageError`` naming the file (and the field), a missing one the
+    folder where the journals are (``folder``: the state folder's ``undo/`` the command was given)."""
     from clusterctl.json_input import items, versioned
 
     where = str(path)
     if not Path(where).exists():
-        raise UsageError("no such undo journal", file=where, hint="Journals are kept under "
-                         "~/.local/state/clusterctl/undo/ ('clusterctl undo --list' lists them).")
+        raise UsageError("no such undo journal", file=where, hint=f"Journals are kept in "
+                         f"{folder or '~/.local/state/clusterctl/undo'} ('clusterctl undo --list' lists them).")
 
     def shape(value: Any) -> Journal:
         data = versioned(value, JOURNAL_KIND, READABLE_VERSIONS, key="version")

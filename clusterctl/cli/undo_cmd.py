@@ -89,7 +89,7 @@ def undo_command(
     # -l selects what the journal changed: a node changed through its cluster's control plane is the node
     # (named as Slurm names it, for a Slurm drain).
     selected = {n for h in app.hosts() for n in (h.name, slurm_node_name(h))} if app.limit else None
-    read = newest_journal(folder, journal, selected) if last else read_journal(str(journal))
+    read = newest_journal(folder, journal, selected) if last else read_journal(str(journal), folder)
     journal = str(read.path) if last else str(journal)
     if last:
         app.say(f"the newest {read.command} journal: {journal}", err=True, soft_wrap=False)

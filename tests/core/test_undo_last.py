@@ -97,3 +97,10 @@ def test_last_given_a_file_and_list_given_a_journal_are_usage_errors(tmp_path: P
     assert wrong.exit_code == 2 and "not a file" in wrong.stderr and f"clusterctl undo {journal}" in wrong.stderr
     listed = clusterctl("undo", "--list", str(journal), "--state-dir", state)
     assert listed.exit_code == 2 and "takes no JOURNAL" in listed.stderr, listed.stdout
+
+
+def test_a_journal_that_is_not_there_names_the_state_folder_in_use(tmp_path: Path) -> None:
+    """Not the default folder when --state-dir names another: where 'undo --list' looks."""
+    missing = clusterctl("-i", DEMO, "undo", tmp_path / "gone.json", "--state-dir", tmp_path / "state")
+    assert missing.exit_code == 2 and missing.stdout == "", missing.output
+    assert f"no such undo journal. Journals are kept in {tmp_path / 'state' / 'undo'} (" in missing.stderr
