@@ -1,6 +1,7 @@
 """nccl-tests run with ``-C 1`` (CPU time), ``-I 1`` (per-iteration columns), ``-S 1`` (timestamps) or
 ``NCCL_TESTS_MIN_BW``, and launched by MPICH/Intel MPI with ``-prepend-rank`` (before: no table found, an
-"unrecognised table header" for each of ``-I 1`` and ``-S 1``, a FAILED average that passed, no table found). Fixtures: tests/fixtures/nccl-tests/README.md."""
+"unrecognised table header" for each of ``-I 1`` and ``-S 1``, a FAILED average that passed, no table found).
+Fixtures: tests/fixtures/nccl-tests/README.md."""
 
 from __future__ import annotations
 

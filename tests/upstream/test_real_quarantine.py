@@ -356,8 +356,9 @@ def test_upgrade_plan_reads_the_versions_and_cordons_from_the_real_cluster(
         workload: Cluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """``upgrade plan --to 1.37.3`` (the next patch): the control plane's version from the static pod manifest
     kubeadm wrote, every node's kubelet version and cordon from the real API server (a quarantined node is
-    left cordoned), the packages from the hosts (mock hosts whose repository offers 1.37.3). It changes
-    nothing on the API server."""
+    left cordoned), the packages from the hosts (mock hosts whose repository offers 1.37.3). gpu-b3 runs the
+    workload's notebook, a pod no controller owns: its drain is refused as kubectl drain refuses it, so the
+    plan stops there as the upgrade would, before any cordon. It changes nothing on the API server."""
     from demo_calls import Variant
 
     monkeypatch.chdir(tmp_path)
@@ -369,7 +370,7 @@ def test_upgrade_plan_reads_the_versions_and_cordons_from_the_real_cluster(
     assert clusterctl("-i", inventory, "quarantine", "gpu-b2", "--reason", "row remap", "--yes").exit_code == 0
     before = untouched(workload)
     done = clusterctl("-i", inventory, "-o", "json", "upgrade", "plan", "--to", "1.37.3")
-    assert done.exit_code == 0, done.output
+    assert done.exit_code == 1, done.output
     plan = done.json()
     assert (plan["current"], plan["target"], plan["mode"]) == ("1.37.2", "1.37.3", "plan")
     hosts = {h["host"]: h for h in plan["hosts"]}
@@ -378,6 +379,9 @@ def test_upgrade_plan_reads_the_versions_and_cordons_from_the_real_cluster(
     assert hosts["gpu-a1"]["role"] == "first control plane" and hosts["gpu-a1"]["control_plane"] == "v1.37.2"
     assert hosts["gpu-b2"]["message"] == "cordoned before the upgrade: left cordoned"
     assert "uncordon" not in [s["step"] for s in hosts["gpu-b2"]["steps"]]
-    assert "uncordon" in [s["step"] for s in hosts["gpu-b3"]["steps"]]
+    assert "uncordon" in [s["step"] for s in hosts["gpu-b1"]["steps"]]
+    assert hosts["gpu-b3"]["status"] == "failed", hosts["gpu-b3"]
+    assert hosts["gpu-b3"]["message"].startswith(f"phase drain: the drain cannot evict {NAMESPACE}/notebook: "
+                                                 "declares no controller"), hosts["gpu-b3"]
     assert untouched(workload) == before
     assert clusterctl("-i", inventory, "release", "gpu-b2", "--skip-checks", "--yes").exit_code == 0
