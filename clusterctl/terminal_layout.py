@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 MIN_PROSE_WIDTH = 16
 
 
-#: A command a user copies ('clusterctl undo FILE', or any quoted 'clusterctl ...'): wrapped, it
-#: stays whole on one line, as a path or a name does.
-_COMMAND = r"'clusterctl [^'\n]*'|clusterctl undo \S+"
+#: A command a user copies ('clusterctl undo FILE', or any quoted 'clusterctl ...', or a limit such as
+#: -l '!gpu-a3'): wrapped, it stays whole on one line, as a path or a name does.
+_COMMAND = r"'clusterctl [^'\n]*'|clusterctl undo \S+|-l '[^'\s]+'"
 _GLUE = "\u00a0"  # not a place textwrap breaks at (it breaks at ASCII whitespace only)
 
 

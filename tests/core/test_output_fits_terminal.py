@@ -106,6 +106,12 @@ def test_bootstrap_artifacts_notes_break_no_quoted_command(width: int) -> None:
     assert "the image: line of tigera-operator.yaml (in manifests.txt)" in " ".join(" ".join(note).split())
 
 
+def test_layout_advice_keeps_the_limit_to_copy_on_one_line(width: int) -> None:
+    run = clusterctl("-i", DEMO, "survey", "--tp", "8", "--pp", "2")
+    lines = assert_fits(run, width)
+    assert any("(-l '!gpu-a3')" in line for line in lines), run.stdout  # never "-l" / "'!gpu-a3'" on two lines
+
+
 def test_bootstrap_phases_wrap_under_the_description(width: int) -> None:
     names = {p["name"] for p in clusterctl("-i", DEMO, "-o", "json", "bootstrap", "phases").json()}
     run = clusterctl("-i", DEMO, "bootstrap", "phases")
