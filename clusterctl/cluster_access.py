@@ -205,15 +205,16 @@ def read_node(transport: Transport | HostReader, name: str) -> KubeNode | None:
 def read_pods(transport: Transport | HostReader, node: str) -> list[Pod]:
     """The pods bound to ``node`` (``kubectl get pods --field-selector spec.nodeName=NODE -o json`` through
     ``transport``, a control plane): the one reader of a node's pods (the drain, health's GPU pods). A
-    failed or unreadable answer is a ``COMMAND_FAILED`` ``TransportError`` of one line: the node, the
-    control plane, and ``command_failed``'s kubectl line or the parser's."""
+    failed or unreadable answer is a ``TransportError`` of one line: the node, the control plane, and
+    ``command_failed``'s kubectl line or the parser's; its kind the failure's own (``COMMAND_FAILED``, or
+    the transport's: a control plane unreachable, timed out, interrupted is no one node's failure)."""
     from clusterctl.facts.kube_nodes import parse_pods, pods_command
 
     try:
         return read_answer(transport, pods_command(node), parse_pods)
     except TransportError as exc:
-        raise TransportError(FailureKind.COMMAND_FAILED, f"the pods of node {node} could not be read through "
-                                                         f"{transport.host.name} ({one_line(exc.message)})") from None
+        raise TransportError(exc.kind, f"the pods of node {node} could not be read through "
+                                       f"{transport.host.name} ({one_line(exc.message)})") from None
 
 
 def cluster_nodes(runner: Runner, host: Host) -> dict[str, KubeNode]:

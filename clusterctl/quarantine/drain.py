@@ -187,14 +187,15 @@ def pods_to_evict(transport: Transport | HostReader, node: str,
 
 
 def _node_pods(transport: Transport | HostReader, node: str) -> list[Pod]:
-    """``read_pods`` (its every failure is ``COMMAND_FAILED``), raised as ``PodsUnreadable`` naming what to check,
-    unless no cluster runs on the control plane (``cluster_access.no_cluster_here``): every host's failure."""
+    """``read_pods``, its failed command raised as ``PodsUnreadable`` naming what to check, unless no cluster
+    runs on the control plane (``cluster_access.no_cluster_here``) or the transport failed (the control plane
+    unreachable, timed out, interrupted): every host's failure, raised as it is."""
     from clusterctl.cluster_access import no_cluster_here
 
     try:
         return read_pods(transport, node)
     except TransportError as exc:
-        if no_cluster_here(exc):
+        if exc.kind is not FailureKind.COMMAND_FAILED or no_cluster_here(exc):
             raise
         raise PodsUnreadable(FailureKind.COMMAND_FAILED, f"drain of {node} stopped: {exc.message}; check on "
                              f"{transport.host.name} that 'sudo {pods_command(node)}' lists them") from None
