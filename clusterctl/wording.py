@@ -20,3 +20,11 @@ def first_few(items: list[str], shown: int, sep: str = "; ") -> str:
     """The first ``shown`` of ``items``, and how many were left out: ``a; b; c (+2 more)``."""
     left = len(items) - shown
     return sep.join(items[:shown]) + (f" (+{left} more)" if left > 0 else "")
+
+
+def more_codes(codes: list[str], shown: int = 3) -> str:
+    """`` (+4 more: A, B, C, ...)``: after the finding a line names, how many others follow and their
+    codes (each once, the first ``shown``); empty when none follow."""
+    named = list(dict.fromkeys(codes))
+    listed = ", ".join(named[:shown]) + (", ..." if len(named) > shown else "")
+    return f" (+{len(codes)} more: {listed})" if codes else ""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterctl.findings import Finding, Severity, sorted_findings
+from clusterctl.wording import more_codes
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,7 @@ def reason_of(code: str) -> str:
 def _message(found: Sequence[Finding]) -> str:
     first = found[0]
     subject = f"{first.subject}: " if first.subject else ""
-    more = f" (+{len(found) - 1} more: {', '.join(sorted({f.code for f in found[1:]}))})" if len(found) > 1 else ""
-    text = f"clusterctl: {first.code}: {subject}{first.message}{more}"
+    text = f"clusterctl: {first.code}: {subject}{first.message}{more_codes([f.code for f in found[1:]])}"
     return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 3] + "..."
 
 

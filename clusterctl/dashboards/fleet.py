@@ -11,6 +11,7 @@ from clusterctl.dashboards.inputs import DashboardInputs
 from clusterctl.dashboards.measured import domain_name
 from clusterctl.dashboards.panels import FULL, HALF, THIRD, new_dashboard, target, thresholds, uid
 from clusterctl.quarantine.node_ops import TAINT_KEY
+from clusterctl.wording import first_few
 
 #: The agent's finding gauge (node-exporter textfile), labelled with its node as ``hostname``.
 AGENT_FINDINGS = "clusterctl_node_health_finding"
@@ -91,7 +92,7 @@ def _nvlink_rows(board: dashboard.Dashboard, inputs: DashboardInputs) -> dashboa
     """One row per NVLink layout the survey found (hosts whose GPUs form the same domains), one panel per
     domain: a GPU whose traffic drops while its domain's peers carry on stands out against them."""
     for domains, hosts in inputs.layouts():
-        shown = ", ".join(hosts[:4]) + (f" and {len(hosts) - 4} more" if len(hosts) > 4 else "")
+        shown = first_few(hosts, 4, ", ")
         board = board.with_row(dashboard.Row(f"NVLink: {len(domains)} domain(s) per host on {shown}"))
         width = FULL if len(domains) == 1 else HALF
         for domain in domains:

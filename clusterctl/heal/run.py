@@ -262,13 +262,14 @@ class _Healer:
 
         report = run_phases(self.inventory, [self.host], self.runner, phases,
                             RunSettings(apply=self.gate.apply, gate=self.gate, on_phase=noted))
-        why = report.failed_hosts.get(self.host.name, "")
-        stopped = next((r for r in report.results if r.phase == HealDrain.name and r.status is Status.FAILED), None)
         later = next((r.phase for r in report.results if r.status is Status.SKIPPED and r.phase != HealDrain.name),
                      None)
         if later is None or report.cured:
             return bool(report.cured), None
-        return False, f"{later} could not start: " + (stopped.message if stopped else f"the host's {why}")
+        # A failed drain is said once, on its own step line (which every output shows): here only pointed to.
+        drain = any(r.phase == HealDrain.name and r.status is Status.FAILED for r in report.results)
+        return False, f"{later} could not start: " + ("see the drain step" if drain else
+                                                      f"the host's {report.failed_hosts.get(self.host.name, '')}")
 
     def release(self) -> HostHeal:
         from clusterctl.quarantine.release import release_hosts

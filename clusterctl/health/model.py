@@ -9,6 +9,7 @@ from typing import Any
 
 from clusterctl.errors import UsageError
 from clusterctl.findings import Finding, Severity, sorted_findings
+from clusterctl.wording import more_codes
 
 
 class Verdict(str, Enum):
@@ -123,10 +124,7 @@ def verdict_of(findings: tuple[Finding, ...] | list[Finding], failure: str | Non
     tests = {id(f) for f in results}
     same = [f for f in ordered if f.severity is worst.severity]
     head = next((f for f in same if id(f) not in tests), same[0])
-    others = [f.code for f in same if f is not head]
-    codes = list(dict.fromkeys(others))
-    shown = ", ".join(codes[:3]) + (", ..." if len(codes) > 3 else "")
-    more = f" (+{len(others)} more: {shown})" if others else ""
+    more = more_codes([f.code for f in same if f is not head])
     subject = f"{head.subject}: " if head.subject else ""
     return verdict, f"{head.code}: {subject}{head.message}{more}"
 

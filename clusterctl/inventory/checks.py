@@ -7,6 +7,7 @@ import re
 from collections import Counter, defaultdict
 
 from clusterctl.inventory.model import Host, Inventory, StackPin
+from clusterctl.wording import first_few
 
 _DEFAULT_SSH_PORT = 22
 
@@ -23,20 +24,20 @@ def check_inventory(inventory: Inventory) -> list[str]:
         )
     elif len(control_planes) % 2 == 0 and control_planes:
         warnings.append(
-            f"{len(control_planes)} control-plane hosts ({_names(control_planes)}): etcd needs an odd "
+            f"{len(control_planes)} control-plane hosts ({first_few(control_planes, 8, ', ')}): etcd needs an odd "
             "number to keep quorum when one fails."
         )
     with_rack = [h.name for h in hosts if h.rack]
     without_rack = [h.name for h in hosts if not h.rack]
     if with_rack and without_rack:
         warnings.append(
-            f"hosts without a rack: {_names(without_rack)}, while {len(with_rack)} other host(s) have one; "
+            f"hosts without a rack: {first_few(without_rack, 8, ', ')}, while {len(with_rack)} other host(s) have one; "
             "within-rack and across-rack fabric thresholds cannot be told apart for them."
         )
     clashing = [g for g in inventory.groups if any(h.name == g for h in hosts)]
     if clashing:
         warnings.append(
-            f"group and host share a name: {_names(clashing)}; --limit with that name selects the host "
+            f"group and host share a name: {first_few(clashing, 8, ', ')}; --limit with that name selects the host "
             "and the whole group."
         )
     warnings.extend(_unreachable_by_design(hosts))
@@ -84,7 +85,7 @@ def _same_endpoint(hosts: tuple[Host, ...]) -> list[str]:
         endpoint = f"{host.connect_address}:{host.port or _DEFAULT_SSH_PORT}{jump}"
         by_endpoint[endpoint].append(host.name)
     return [
-        f"hosts {_names(names)} all connect to {endpoint}: they are probably one machine listed twice."
+        f"hosts {first_few(names, 8, ', ')} all connect to {endpoint}: they are probably one machine listed twice."
         for endpoint, names in by_endpoint.items()
         if len(names) > 1
     ]
@@ -95,13 +96,13 @@ def _thresholds(hosts: tuple[Host, ...]) -> list[str]:
     inverted_latency = [h.name for h in hosts if h.fabric.latency_warn_us > h.fabric.latency_error_us]
     if inverted_latency:
         warnings.append(
-            f"latency_warn_us is above latency_error_us on {_names(inverted_latency)}: "
+            f"latency_warn_us is above latency_error_us on {first_few(inverted_latency, 8, ', ')}: "
             "every slow link would be an error before it could be a warning."
         )
     inverted_rack = [h.name for h in hosts if h.fabric.within_rack_min < h.fabric.across_racks_min]
     if inverted_rack:
         warnings.append(
-            f"within_rack_min is below across_racks_min on {_names(inverted_rack)}: links inside a rack "
+            f"within_rack_min is below across_racks_min on {first_few(inverted_rack, 8, ', ')}: links inside a rack "
             "usually must be faster than links across racks."
         )
     return warnings
@@ -115,8 +116,3 @@ def _stack_disagreements(hosts: tuple[Host, ...]) -> list[str]:
             listed = ", ".join(f"{version} ({count} host(s))" for version, count in pins.most_common())
             warnings.append(f"hosts pin different {component} versions: {listed}; a cluster usually runs one.")
     return warnings
-
-
-def _names(names: list[str]) -> str:
-    shown = ", ".join(names[:8])
-    return shown + (f" and {len(names) - 8} more" if len(names) > 8 else "")

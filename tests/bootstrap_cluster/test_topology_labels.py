@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 from cluster_builders import FIXTURES
 
 from clusterctl.bootstrap.cluster.topology_labels import render_feature_file, topology_labels
-from clusterctl.saved_survey import SavedSurvey, load_saved_survey
+from clusterctl.findings import Finding, Severity
+from clusterctl.saved_survey import SavedNIC, SavedPort, SavedSurvey, load_saved_survey
 
 #: NFD's local feature file format (docs: customization guide, "Feature files"): a comment, a
 #: directive comment, or <name>[=<value>] where a prefixed name is <namespace>/<name>.
@@ -79,6 +81,21 @@ def test_a_slow_fabric_port_shows_in_rate_and_degraded(survey: SavedSurvey) -> N
     labels, _ = parse_feature_file(render_feature_file(topology_labels(survey.hosts["gpu-b3"]), survey))
     assert labels["clusterctl.dev/fabric.rate-gbps"] == "10"
     assert labels["clusterctl.dev/fabric.degraded"] == "true"
+
+
+def test_only_a_fabric_port_down_marks_the_fabric_degraded(survey: SavedSurvey) -> None:
+    """A management port down (survey's NIC_DOWN warning about a NIC off the fabric) keeps training jobs on
+    the host; a fabric HCA the survey did not find does not."""
+    host = survey.hosts["gpu-a1"]
+    management = SavedNIC("mlx5_9", "0", (), False, (SavedPort(1, "PORT_DOWN", "Ethernet", None, None),))
+    down = Finding(Severity.WARNING, "NIC_DOWN", "mlx5_9:1 is PORT_DOWN", host="gpu-a1",
+                   evidence={"hca": "mlx5_9", "port": 1, "fabric": False})
+    off = replace(host, nics=(*host.nics, management), findings=(*host.findings, down))
+    assert "clusterctl.dev/fabric.degraded" not in topology_labels(off).as_dict()
+    absent = Finding(Severity.ERROR, "NIC_DOWN", "mlx5_7: expected by the inventory, not found", host="gpu-a1",
+                     evidence={"hca": "mlx5_7", "state": "absent"})
+    gone = replace(host, findings=(*host.findings, absent))
+    assert topology_labels(gone).as_dict()["clusterctl.dev/fabric.degraded"] == "true"
 
 
 def test_the_format_check_can_fail() -> None:

@@ -66,8 +66,12 @@ def test_heal_keeps_emptydir_data_unless_told_as_every_drain_of_a_failing_host(
     (host,) = json.loads(done.stdout)["hosts"]
     assert done.exit_code == 1 and host["outcome"] == "failed" and "stays quarantined" in host["detail"], host
     assert [(s["step"], s["result"]) for s in host["steps"]] == [("drain", "failed")], host
-    # A rule refused the pod at once, the same as planned: not that the drain ran out of time.
-    assert refused in host["detail"] and "did not finish" not in host["detail"], host
+    # A rule refused the pod at once, the same as planned: not that the drain ran out of time. The refusal is
+    # said once, on the drain's step; the outcome points to it.
+    assert host["steps"][0]["detail"] == refused and "did not finish" not in host["detail"], host
+    assert host["detail"] == "reset-gpu could not start: see the drain step; it stays quarantined", host
+    text = clusterctl("-i", sim.inventory, "heal", "gpu-a3", "--dry-run").output
+    assert text.count(refused) == 1 and "FAILED: reset-gpu could not start: see the drain step" in text, text
     assert [p for p in sim.pods_on("gpu-a3") if p.startswith("default/scratch-")] == [scratch]
 
 
@@ -91,8 +95,10 @@ def test_a_receiver_and_the_heal_after_its_drain_keep_emptydir_data_alike(tmp_pa
     assert receiver.handle(json.dumps(body).encode())[0] == 200 and receiver.settle(300)
     said = [json.loads(line) for line in log.getvalue().splitlines()]
     assert [p for p in sim.pods_on("gpu-a3") if p.startswith("default/scratch-")] == scratch, said
+    (drained,) = [d for d in said if d.get("host") == "gpu-a3" and d["why"].startswith("drain: failed")]
+    assert "--delete-emptydir-data" in drained["why"] and drained["decision"] == "heal", said
     (healed,) = [d for d in said if d.get("host") == "gpu-a3" and d["decision"] == "failed"]
-    assert "--delete-emptydir-data" in healed["why"], said
+    assert "see the drain step" in healed["why"], said
 
 
 def test_a_heal_holds_its_hosts_lock_not_the_control_planes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -35,7 +35,7 @@ def test_an_unreadable_pod_list_blocks_that_hosts_chain_only(tmp_path: Path, mon
     # The chain stops before its first disruptive step, at the drain (the engine's phase failed): no GPU reset,
     # reboot or power cycle is tried.
     assert [(s["step"], s["result"]) for s in failed["steps"]] == [("drain", "failed")]
-    assert failed["detail"].startswith("reset-gpu could not start: ") and "drain of gpu-a3 stopped" in failed["detail"]
+    assert failed["detail"] == "reset-gpu could not start: see the drain step; it stays quarantined"
     said = failed["steps"][0]["detail"]
     assert "drain of gpu-a3 stopped: the pods of node gpu-a3 could not be read" in said
     assert "cannot parse kubectl get pods" in said

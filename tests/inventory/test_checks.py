@@ -32,6 +32,12 @@ def test_even_number_of_control_planes() -> None:
     assert any("odd" in w and "a, b" in w for w in check_inventory(inventory(*cps)))
 
 
+def test_long_host_lists_say_how_many_more_like_every_other_list() -> None:
+    cps = [Host(name=f"cp{i:02}", roles=("control-plane",)) for i in range(10)]
+    warnings = [w for w in check_inventory(inventory(*cps)) if "odd" in w]
+    assert warnings and "cp07 (+2 more)" in warnings[0] and "cp08" not in warnings[0]
+
+
 def test_hosts_without_rack_when_others_have_one() -> None:
     warnings = check_inventory(
         inventory(

@@ -76,7 +76,9 @@ def topology_labels(host: SavedHost, fabric_type: str | None = None) -> Topology
     if rates:
         labels.append((_key("fabric.rate-gbps"), _rate(min(rates))))
     labels.append((_key("fabric.ports"), str(len(fabric_ports))))
-    if codes & NIC_LOSS_CODES:
+    # A NIC off the fabric (management, storage) down or slow leaves it whole; an HCA not found was a fabric one.
+    off_fabric = {n.name for n in host.nics if not n.fabric}
+    if any(f.code in NIC_LOSS_CODES and f.evidence.get("hca") not in off_fabric for f in host.findings):
         labels.append((_key("fabric.degraded"), "true"))
     features = [(_key("rack"), host.rack)] if host.rack else []
     return TopologyLabels(host.name, tuple(labels), tuple(features))
