@@ -31,6 +31,7 @@ from clusterctl.secret import mask_text
 if TYPE_CHECKING:
     from clusterctl.bootstrap.reset_journals import ResetJournals
     from clusterctl.fanout import Runner
+    from clusterctl.findings import Finding
     from clusterctl.host_reader import HostReader
     from clusterctl.inventory.model import Host, Inventory
 
@@ -61,6 +62,14 @@ def run(
     phases = select_phases(request.phase, request.skip_phases)
     if request.resume and not request.apply:
         raise UsageError("--resume only makes sense for a run that applies (not with --dry-run or plan)")
+    if request.apply and not request.options.allow_downgrade and any(p.name == "packages" for p in phases):
+        # Refused before any phase changes a host (the kernel's come before the packages'), not halfway.
+        from clusterctl.bootstrap.phases.packages import read_downgrades
+
+        read = read_downgrades(runner, hosts, inventory, request.options)
+        refusal = downgrade_refusal([f for _, f in read.values() if f is not None], inventory)
+        if refusal is not None:
+            raise refusal
     place = RunPlace.of(inventory, "bootstrap", request.state_dir)
     resumed_with = None
     journals = None
@@ -183,18 +192,19 @@ def _survey_of_the_run(request: BootstrapRequest, store: ProgressStore) -> tuple
     return replace(request, survey=store.survey), store.survey
 
 
-def downgrade_refusal(report: RunReport, inventory: Inventory) -> UsageError | None:
-    """The packages phase refused to downgrade (``DOWNGRADE_REFUSED``): one paragraph for the whole
-    fleet, exit 2, naming what each group of hosts runs, the pins, and the two ways on."""
+def downgrade_refusal(findings: Sequence[Finding], inventory: Inventory) -> UsageError | None:
+    """The packages phase refuses to downgrade (``DOWNGRADE_REFUSED``): one paragraph for the whole
+    fleet, exit 2, naming what each group of hosts runs, the pins, and the two ways on. An applying run
+    asks before its first phase; a plan shows its phases and ends with it."""
     from clusterctl.bootstrap.phases.packages import packages_at, refused_downgrades
 
-    refused = refused_downgrades(report.all_findings())
+    refused = refused_downgrades(findings)
     if refused is None:
         return None
     runs, pinned, fields = refused
     pins = packages_at((package, f"{version} ({fields.get(package, '')})") for package, version in pinned.items())
     return UsageError(f"bootstrap would downgrade what the hosts run, and does not unless asked: {runs}; the "
-                      f"inventory pins {pins}.", file=inventory.source or None,
+                      f"inventory pins {pins}. Nothing was changed.", file=inventory.source or None,
                       hint=f"Pick one: set {next(iter(fields.values()), '') or 'the pin'} to what the hosts run "
                       "(after 'clusterctl upgrade apply --to X': X), or pass --allow-downgrade to go back to the pin.")
 

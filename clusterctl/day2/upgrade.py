@@ -41,7 +41,15 @@ from clusterctl.bootstrap.apt_sources import KEYRING_DIR, chosen_repos, packages
 from clusterctl.bootstrap.cluster.kubeadm import APISERVER_MANIFEST, render_upgrade_config, upgrade_command
 from clusterctl.bootstrap.cluster.settings import KubernetesVersion
 from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.bootstrap.phases.packages import APT_ENV, APT_LOCK, UPDATE, Packages, packages_at, refused_downgrades
+from clusterctl.bootstrap.phases.packages import (
+    APT_ENV,
+    APT_LOCK,
+    UPDATE,
+    Packages,
+    packages_at,
+    read_downgrades,
+    refused_downgrades,
+)
 from clusterctl.bootstrap.run_data import RunOptions
 from clusterctl.changes import MAKES_APT, MAKES_DIR, MAKES_NO_TRACE, Change
 from clusterctl.cluster_access import cluster_nodes, on_control_plane, read_answer, read_node, read_nodes
@@ -53,7 +61,6 @@ from clusterctl.engine.run import RunSettings, SkipReason, Status, not_needed_me
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.findings import Finding, Severity, fails
-from clusterctl.host_reader import HostReader
 from clusterctl.quarantine.node_ops import cordon
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import TransportError
@@ -507,12 +514,7 @@ def _refuse_downgrades(runner: Runner, hosts: Sequence[Host], inventory: Invento
     they run (a kubelet upgraded there by hand, a newer patch): bootstrap's packages phase decides it
     (``Packages.downgrade_finding``, the pins at the target). A node that does not answer is the engine's
     to report, as every other failure. Returns what it read, for the run (``Rollout.packages_read``)."""
-    def refusal(transport: Transport) -> tuple[PackageFacts, Finding | None]:
-        ctx = PhaseContext(inventory.host(transport.host.name), HostReader(transport, what="upgrade"), inventory)
-        facts = Packages().check(ctx)
-        return facts, Packages().downgrade_finding(ctx, facts)
-
-    read = runner.run_task(hosts, refusal, label="packages").values
+    read = read_downgrades(runner, hosts, inventory, what="upgrade")
     findings = [f for _, f in read.values() if f is not None]
     refused = refused_downgrades(findings)
     if refused is None:

@@ -40,10 +40,17 @@ def test_after_the_readme_upgrade_walk_bootstrap_plan_plans_no_downgrade(bootstr
     assert "pins kubelet, kubeadm, kubectl 1.36.2 (stack.kubernetes)" in error and "--allow-downgrade" in error
     assert "Traceback" not in plan.output
 
-    # An apply refuses the same way and leaves every host at what it runs.
+    # An apply refuses the same way before its first phase: no host changed, not even by the kernel phase
+    # that comes before the packages'; no progress to resume.
+    hosts = mock_cluster_folder(bootstrapped_demo) / "hosts"
+    before = {p: p.read_bytes() for p in sorted(hosts.rglob("*")) if p.is_file()}
     applied = clusterctl("-i", DEMO, "bootstrap", "--survey", DEMO_SURVEY, "--yes", "--state-dir",
-                         bootstrapped_demo / "progress")
+                         bootstrapped_demo / "fresh-progress")
     assert applied.exit_code == 2, applied.output
+    assert "PHASE [" not in applied.output and "Nothing was changed." in applied.stderr
+    assert "gpu-a[1-3],gpu-b[1-3] run kubelet, kubeadm, kubectl 1.36.3-1.1" in applied.stderr
+    assert {p: p.read_bytes() for p in sorted(hosts.rglob("*")) if p.is_file()} == before
+    assert not (bootstrapped_demo / "fresh-progress").exists()
     assert {installed(bootstrapped_demo, h, "kubelet") for h in ("gpu-a1", "gpu-b3")} == {"1.36.3-1.1"}
 
     # The user picks the running version: the plan is quiet about packages.

@@ -13,9 +13,10 @@ against containerd's published support table before anything is installed.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clusterctl.bootstrap.apt_sources import (
     KEYRING_DIR,
@@ -28,11 +29,17 @@ from clusterctl.bootstrap.apt_sources import (
 )
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases.preflight import os_unsupported, stack_findings
+from clusterctl.bootstrap.run_data import RunOptions
 from clusterctl.changes import MAKES_APT, MAKES_FILE, MAKES_NO_TRACE, MAKES_PACKAGE, Change, make_folders
 from clusterctl.errors import UsageError
 from clusterctl.facts.packages import PackageFacts, packages_probe, parse_packages_probe
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import AptRepo
+
+if TYPE_CHECKING:
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.model import Host, Inventory
+    from clusterctl.transport.base import Transport
 
 APT_ENV = {"DEBIAN_FRONTEND": "noninteractive"}
 #: Seconds apt waits for a dpkg/apt lock another process holds (unattended-upgrades right after
@@ -67,6 +74,22 @@ def packages_at(pairs: Iterable[tuple[str, str]]) -> str:
     for package, version in pairs:
         by_version.setdefault(version, []).append(package)
     return "; ".join(f"{', '.join(packages)} {version}" for version, packages in by_version.items())
+
+
+def read_downgrades(runner: Runner, hosts: Sequence[Host], inventory: Inventory, options: RunOptions | None = None,
+                    what: str = "bootstrap") -> dict[str, tuple[PackageFacts, Finding | None]]:
+    """Each host's packages and whether installing the pins would downgrade them (``downgrade_finding``), read
+    before a run changes anything: a refusal then stops it with nothing changed, not after its first phases.
+    A host that does not answer is left out, for the run to report as every other failure."""
+    from clusterctl.host_reader import HostReader
+
+    def read(transport: Transport) -> tuple[PackageFacts, Finding | None]:
+        ctx = PhaseContext(inventory.host(transport.host.name), HostReader(transport, what=what), inventory,
+                           options=options or RunOptions())
+        facts = Packages().check(ctx)
+        return facts, Packages().downgrade_finding(ctx, facts)
+
+    return runner.run_task(hosts, read, label="packages").values
 
 
 def refused_downgrades(findings: Iterable[Finding]) -> tuple[str, dict[str, str], dict[str, str]] | None:
