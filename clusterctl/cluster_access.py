@@ -63,19 +63,14 @@ _NO_CLUSTER = re.compile(
     r"|dial tcp \S*: connect: connection refused", re.IGNORECASE)
 
 
-def no_cluster_here(error: TransportError | Failure | str) -> bool:
+def no_cluster_here(error: TransportError | Failure) -> bool:
     """Whether a failed kubectl read on a control plane means that no cluster runs there (no kubectl,
     no admin.conf, an API server that refuses connections), as against a failure of that one read (a
     server error for one node): the one decision for every caller that reads several nodes and must
     not take one node's failure for "no cluster"."""
     if isinstance(error, UnreadableAnswer):
         return False  # kubectl answered: a cluster is there
-    if isinstance(error, str):
-        text = error
-    elif isinstance(error, TransportError):
-        text = error.message
-    else:
-        text = f"{error.message} {error.stderr_tail or ''}"
+    text = error.message if isinstance(error, TransportError) else f"{error.message} {error.stderr_tail or ''}"
     return bool(_NO_CLUSTER.search(text))
 
 
@@ -212,9 +207,8 @@ def read_node(transport: Transport | HostReader, name: str) -> KubeNode | None:
 def read_pods(transport: Transport | HostReader, node: str) -> list[Pod]:
     """The pods bound to ``node`` (``kubectl get pods --field-selector spec.nodeName=NODE -o json`` through
     ``transport``, a control plane): the one reader of a node's pods (the drain, health's GPU pods). A
-    failed or unreadable answer is a ``TransportError`` of one line: the node, the control plane, and
-    ``command_failed``'s kubectl line or the parser's; its kind the failure's own (``COMMAND_FAILED``, or
-    the transport's: a control plane unreachable, timed out, interrupted is no one node's failure)."""
+    failed or unreadable answer is a ``TransportError`` of one line (the node, the control plane, and
+    ``command_failed``'s kubectl line or the parser's) of the failure's own kind (unreachable, timed out...)."""
     from clusterctl.facts.kube_nodes import parse_pods, pods_command
 
     try:

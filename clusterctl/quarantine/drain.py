@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import MAKES_EVICTION, MAKES_NO_TRACE, Change, ChangeFailed, Gate
-from clusterctl.cluster_access import not_found, read_pods
+from clusterctl.cluster_access import no_cluster_here, not_found, read_pods
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kube_nodes import Pod, pods_command
 from clusterctl.transport.base import FailureKind, TransportError
@@ -187,11 +187,8 @@ def pods_to_evict(transport: Transport | HostReader, node: str,
 
 
 def _node_pods(transport: Transport | HostReader, node: str) -> list[Pod]:
-    """``read_pods``, its failed command raised as ``PodsUnreadable`` naming what to check, unless no cluster
-    runs on the control plane (``cluster_access.no_cluster_here``) or the transport failed (the control plane
-    unreachable, timed out, interrupted): every host's failure, raised as it is."""
-    from clusterctl.cluster_access import no_cluster_here
-
+    """``read_pods``, a failed command raised as ``PodsUnreadable`` naming what to check; no cluster on the control
+    plane (``cluster_access.no_cluster_here``) or a transport failure (unreachable...) is every host's: raised."""
     try:
         return read_pods(transport, node)
     except TransportError as exc:
