@@ -501,10 +501,12 @@ def check_nvlink(host: HostInput, baseline: Baseline) -> list[Finding]:
             errors = {(e.gpu_index, e.link): e for e in (probe.nvlink_errors.links if probe.nvlink_errors else ())}
             counted = [errors[(status.gpu_index, link)] for link in down if (status.gpu_index, link) in errors]
             with_errors = {f"link {e.link}": e.counters for e in counted if e.total}
+            shown = [f"{link} " + ", ".join(f"{k} {v}" for k, v in values.items() if v)
+                     for link, values in with_errors.items()]
             found.append(_finding(
                 Severity.ERROR, "NVLINK_DOWN", host.name,
                 f"{active} of {len(status.lanes)} NVLinks active, peers have {expected}"
-                + (f"; error counters on the inactive links: {_short(with_errors)}" if with_errors else ""),
+                + (f"; error counters on the inactive links: {first_few(shown, 3)}" if with_errors else ""),
                 subject=f"GPU {status.gpu_index}", evidence=f"Link {down[0]}: <inactive>", inactive_links=down,
                 counters=with_errors or None, action="RESET_GPU",
                 fix="Drain the host, reset the GPUs (or reboot) and check again; NVLinks that stay down after a "
@@ -520,13 +522,6 @@ def _nvlink_lanes(statuses: Sequence[NVLinkStatus]) -> list[tuple[NVLinkStatus, 
     """Per GPU: its status, how many of its links are active, and the inactive links."""
     return [(s, active_lanes(s), [lane.link for lane in s.lanes if not lane.active])
             for s in statuses]
-
-
-def _short(counters: dict[str, dict[str, int]]) -> str:
-    parts = [f"{link} " + ", ".join(f"{k} {v}" for k, v in values.items() if v)
-             for link, values in list(counters.items())[:3]]
-    more = f" (+{len(counters) - 3} links)" if len(counters) > 3 else ""
-    return "; ".join(parts) + more
 
 
 def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:

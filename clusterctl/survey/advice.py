@@ -16,6 +16,7 @@ from itertools import combinations
 
 from clusterctl.errors import UsageError
 from clusterctl.survey.topology import HostTopology, Shape, compress_indices, is_nvlink_clique, nearest_of
+from clusterctl.wording import first_few
 
 FIT_FULL = "nvlink-all-pairs"
 FIT_RING = "nvlink-ring"
@@ -107,7 +108,7 @@ def tp_groups_for_host(topology: HostTopology, tp: int) -> tuple[str, tuple[tupl
                                            "not every pair is direct, NCCL rings stay on NVLink")
     largest = largest_nvlink_clique(topology)
     missing = [f"GPU{a}-GPU{b}" for a, b in combinations(gpus, 2) if topology.nvlinks(a, b) == 0]
-    detail = f"; pairs without NVLink: {', '.join(missing[:6])}{'...' if len(missing) > 6 else ''}" if missing else ""
+    detail = f"; pairs without NVLink: {first_few(missing, 6, ', ')}" if missing else ""
     return FIT_NONE, (), (f"TP={tp} cannot fit an NVLink domain: no split into {len(gpus) // tp} group(s) of {tp} "
                           f"GPUs that are all NVLinked (at most {largest} GPUs are all NVLinked to each other){detail}")
 

@@ -51,6 +51,12 @@ def test_pcie_only_host_cannot_hold_tp2_on_nvlink() -> None:
     assert advice.hosts[0].fit == FIT_NONE
 
 
+def test_a_long_list_of_pairs_without_nvlink_says_how_many_more() -> None:
+    (lonely,) = advise([host("h1", nvswitch(lost=[(0, gpu) for gpu in range(1, 8)]))], tp=8).hosts
+    assert lonely.reason.endswith("pairs without NVLink: GPU0-GPU1, GPU0-GPU2, GPU0-GPU3, GPU0-GPU4, GPU0-GPU5, "
+                                  "GPU0-GPU6 (+1 more)"), lonely.reason
+
+
 def test_each_rank_gets_the_nic_on_its_pcie_switch() -> None:
     advice = advise([host("h1")], tp=8)
     assert [(r.local_rank, r.gpu, r.nic, r.link) for r in advice.hosts[0].rank_nics][:3] == [

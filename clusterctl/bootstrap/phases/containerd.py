@@ -53,6 +53,7 @@ from clusterctl.facts.containerd import (
     parse_ctr_plugins,
 )
 from clusterctl.findings import Finding, Severity
+from clusterctl.wording import first_few
 
 
 @dataclass
@@ -143,7 +144,7 @@ class Containerd(Phase[ContainerdState]):
         if dropped:
             state.findings.append(Finding(Severity.WARNING, "CONTAINERD_SETTINGS_DROPPED",
                                           f"{paths.config} sets CRI options clusterctl does not write; they are "
-                                          f"dropped: {', '.join(dropped[:6])}" + (" ..." if len(dropped) > 6 else ""),
+                                          f"dropped: {first_few(dropped, 6, ', ')}",
                                           host=host, file=paths.config, evidence={"dropped": dropped},
                                           fix=f"Put them in a drop-in under {paths.dropin_dir}/ at config version "
                                           f"{target}."))
