@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, Literal, TypeVar, cast
 
 from clusterctl.errors import ClusterctlError, ParseError, UsageError
 from clusterctl.terminal_text import one_line
@@ -102,15 +102,22 @@ def command_failed(result: CommandResult) -> TransportError:
     return (NotFound if not_found(result) else TransportError)(FailureKind.COMMAND_FAILED, f"{tool} failed: {tail}")
 
 
-#: kubectl's last line for an object the cluster does not have (``Error from server (NotFound): nodes "gpu-a9"
-#: not found``, exit 1; after ``error when replacing "STDIN": `` where kubectl says what it did), not for a
-#: request the server does not serve (``(NotFound): the server could not find the requested resource``).
-_NOT_FOUND = re.compile(r'Error from server \(NotFound\): (?:error when \w+ "[^"]*": )?[\w.-]+ "[^"]+" not found')
+#: By reason, the rest of kubectl's last line ``Error from server (REASON): ...`` (after ``error when replacing
+#: "STDIN": ``) for one object; not NotFound's ``the server could not find the requested resource`` (no object).
+_REFUSED = {"NotFound": r'[\w.-]+ "[^"]+" not found', "AlreadyExists": r'[\w.-]+ "[^"]+" already exists',
+            "Conflict": r'Operation cannot be fulfilled on [\w.-]+ "[^"]+": .+'}
+
+
+def server_refused(result: CommandResult, reason: Literal["NotFound", "AlreadyExists", "Conflict"]) -> bool:
+    """THE decision that kubectl said the API server answered ``reason``: its exit 1 and last stderr line."""
+    line = result.stderr.strip().rpartition("\n")[2]
+    return result.exit_code == 1 and bool(re.fullmatch(
+        rf'Error from server \({reason}\): (?:error when \w+ "[^"]*": )?{_REFUSED[reason]}', line))
 
 
 def not_found(result: CommandResult) -> bool:
-    """THE decision that kubectl answered that the object it asked for is not there (``_NOT_FOUND``)."""
-    return result.exit_code == 1 and bool(_NOT_FOUND.fullmatch(result.stderr.strip().rpartition("\n")[2]))
+    """Whether kubectl answered that the object it asked for is not there (``server_refused``)."""
+    return server_refused(result, "NotFound")
 
 
 class NotFound(TransportError):

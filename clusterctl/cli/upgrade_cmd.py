@@ -191,7 +191,7 @@ def _print_report(app: AppContext, report: UpgradeReport) -> None:
         say(f"{step['step']}: {step['message']}", soft_wrap=False)
     for note in report.notes:
         app.note(note)
-    if report.nothing_to_do and report.ok:
+    if report.nothing_to_do:
         say("nothing to do: every node runs " + report.target + " with the inventory's pins")
     elif report.applied and report.ok:
         say(f"upgraded: every node runs {report.target}")

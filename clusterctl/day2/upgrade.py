@@ -147,7 +147,7 @@ class UpgradeReport:
 
     @property
     def nothing_to_do(self) -> bool:
-        return not any(h.pending for h in self.hosts) and not any(s["changes"] for s in self.addons)
+        return self.ok and not any(h.pending for h in self.hosts) and not any(s["changes"] for s in self.addons)
 
     @property
     def ok(self) -> bool:

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from clusterctl.cluster_access import not_found
+from clusterctl.cluster_access import not_found, server_refused
 from clusterctl.errors import ClusterctlError
 from clusterctl.facts.kube import kubectl
 
@@ -120,7 +120,7 @@ class ClusterLease:
             made = self._run(transport, "create -f - -o json", self._object(None, self.holder))
             if made.ok:
                 return Hold(self.holder, self._version(made), self.clock(), self.duration_s, self.clock)
-            if "(AlreadyExists)" in made.stderr:
+            if server_refused(made, "AlreadyExists"):
                 return "another receiver (it was created meanwhile)"
             raise LeaseError(f"kubectl create lease failed (exit {made.exit_code}): {made.stderr_tail(2)}")
         if not got.ok:
@@ -143,7 +143,7 @@ class ClusterLease:
         taken = self._run(transport, "replace -f - -o json", self._object(version, self.holder))
         if taken.ok:
             return Hold(self.holder, self._version(taken), self.clock(), self.duration_s, self.clock)
-        if "(Conflict)" in taken.stderr or not_found(taken):
+        if server_refused(taken, "Conflict") or not_found(taken):
             return "another receiver (it wrote the Lease meanwhile)"
         raise LeaseError(f"kubectl replace lease failed (exit {taken.exit_code}): {taken.stderr_tail(2)}")
 

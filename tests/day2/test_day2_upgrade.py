@@ -219,3 +219,15 @@ def test_apply_reads_each_nodes_packages_once_then_once_after_each_package_chang
     assert sorted(asked) == ["gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b2", "gpu-b3"]
     # kubeadm's install, kubelet's install: each read by the next phase, nothing read twice in between.
     assert all(steps == ["read", "install", "read", "install", "read"] for steps in asked.values()), asked
+
+
+
+
+def test_an_apply_stopped_before_it_starts_has_something_to_do(bootstrapped_demo: Path) -> None:
+    """An error finding (a host no node of the cluster) stops the apply before any node is planned: its JSON
+    does not say there is nothing to do (as a failed remove-node's does not), nor does its text."""
+    gone = _run("-l", "gpu-a1", "exec", "--sudo", "--", f"{KUBECTL} delete node gpu-b3")
+    assert gone.exit_code == 0, gone.output
+    done = _apply(bootstrapped_demo, "--to", "1.36.3", "-o", "json")
+    assert (done.exit_code, done.json()["ok"], done.json()["nothing_to_do"]) == (1, False, False), done.output
+    assert "nothing to do" not in _apply(bootstrapped_demo, "--to", "1.36.3").output
