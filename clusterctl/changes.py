@@ -269,6 +269,10 @@ class ChangeFailed(ClusterctlError):
         super().__init__(mask_text(f"{record.change.summary}: exit {result.exit_code}" + (f": {tail}" if tail else "")))
 
 
+#: How ``undo --dry-run`` says a step's command (the CLI prints the command whole on its own line, to be copied).
+WOULD_RUN = "would run: "
+
+
 @dataclass(frozen=True)
 class UndoStep:
     """How one applied change is reverted: the change that does it (None: nothing can), and what to say."""
@@ -552,7 +556,7 @@ def undo_step(transport: Transport, record: GateRecord, *, force: bool = False) 
     if change.undo_command:
         revert = Change.run(change.host, change.undo_command, summary=f"undo '{change.summary}'", sudo=change.sudo,
                             timeout_s=change.timeout_s)
-        return UndoStep(revert, f"undid '{change.summary}'", f"would run: {change.undo_command}")
+        return UndoStep(revert, f"undid '{change.summary}'", f"{WOULD_RUN}{change.undo_command}")
     return UndoStep(None, not_undone(change))
 
 

@@ -23,8 +23,7 @@ def first_few(items: list[str], shown: int, sep: str = "; ") -> str:
 
 
 def more_codes(codes: list[str], shown: int = 3) -> str:
-    """`` (+4 more: A, B, C, ...)``: after the finding a line names, how many others follow and their
-    codes (each once, the first ``shown``); empty when none follow."""
+    """`` (+4 more: A, B, C, ...)``: how many findings follow the one a line names, and their first codes."""
     named = list(dict.fromkeys(codes))
     listed = ", ".join(named[:shown]) + (", ..." if len(named) > shown else "")
     return f" (+{len(codes)} more: {listed})" if codes else ""

@@ -120,12 +120,18 @@ def undo_command(
         for o in fleet.outcomes]}
 
     def human() -> None:
-        from clusterctl.cli.changes_view import say_run_end
+        from clusterctl.changes import WOULD_RUN
+        from clusterctl.cli.changes_view import say_plan_step, say_run_end
         from clusterctl.cli.host_failures import print_failures
 
         for outcome in fleet.outcomes:
             for line in outcome.value or []:
-                app.say(f"{outcome.host.name}: {one_line(line)}", soft_wrap=False)
+                command = line.removeprefix(WOULD_RUN)
+                if command == line:
+                    app.say(f"{outcome.host.name}: {one_line(line)}", soft_wrap=False)
+                else:  # a dry run's command: whole on a line of its own, to be copied (not wrapped)
+                    app.say(f"{outcome.host.name}: {WOULD_RUN.strip()}")
+                    say_plan_step(app, [one_line(command)], [], indent="  ")
         say_run_end(app, dry_run=dry_run)
         print_failures(app, fleet)
 

@@ -40,10 +40,8 @@ def check_inventory(inventory: Inventory) -> list[str]:
             f"group and host share a name: {first_few(clashing, 8, ', ')}; --limit with that name selects the host "
             "and the whole group."
         )
-    warnings.extend(_unreachable_by_design(hosts))
-    warnings.extend(_same_endpoint(hosts))
-    warnings.extend(_thresholds(hosts))
-    warnings.extend(_stack_disagreements(hosts))
+    for check in (_unreachable_by_design, _same_endpoint, _thresholds, _stack_disagreements):
+        warnings.extend(check(hosts))
     return warnings
 
 

@@ -57,3 +57,17 @@ def test_undo_refusing_a_return_from_quarantine_wraps_the_reasons(bootstrapped_d
     assert not _too_wide(lines), refused.stderr
     start = next(i for i, line in enumerate(lines) if line.startswith("REFUSED gpu-a3: stays quarantined: NVLINK"))
     assert lines[start + 1].startswith("  ") and "CRC Errors" in " ".join(lines[start:start + 5]), refused.stderr
+
+
+def test_undo_dry_run_prints_each_command_whole_to_be_copied(bootstrapped_demo: Path, eighty: None) -> None:
+    done = clusterctl("-i", DEMO, "-o", "json", "quarantine", "gpu-a3", "--reason", "nvlink", "--yes")
+    assert done.exit_code == 0, done.output
+    plan = clusterctl("-i", DEMO, "undo", "--dry-run", json.loads(done.stdout)["undo_journal"])
+    assert plan.exit_code == 0, plan.output
+    lines = plan.stdout.splitlines()
+    assert not _too_wide(_prose(plan.stdout)), plan.stdout
+    # Each command whole on its line after its host's "would run:" (it was folded at 80 columns).
+    commands = [line.strip()[2:] for line in lines if line.startswith("  $ ")]
+    assert "kubectl --kubeconfig /etc/kubernetes/admin.conf uncordon gpu-a3" in commands, plan.stdout
+    assert len(commands) == 3 and all(lines[lines.index(f"  $ {c}") - 1] == "gpu-a1: would run:" for c in commands)
+    assert lines[-1] == "dry run: nothing was changed"

@@ -104,7 +104,7 @@ def test_undo_of_an_upgrade_reverts_the_cordon_and_names_what_it_leaves(bootstra
     before = digest(bootstrapped_demo)
     dry = clusterctl("-i", DEMO, "undo", "--dry-run", journal)
     assert dry.exit_code == 1, dry.output  # it would leave changes: a script must not read it as all undone
-    assert "gpu-a1: would run: kubectl --kubeconfig /etc/kubernetes/admin.conf uncordon gpu-a1" in dry.stdout
+    assert "gpu-a1: would run:\n  $ kubectl --kubeconfig /etc/kubernetes/admin.conf uncordon gpu-a1\n" in dry.stdout
     assert digest(bootstrapped_demo) == before
 
     undone = clusterctl("-i", DEMO, "undo", "--yes", journal)

@@ -32,6 +32,7 @@ from clusterctl.changes import (
     ChangeKind,
     GateRecord,
 )
+from clusterctl.wording import first_few
 
 #: clusterctl's own folder: nobody else writes there, so an empty one goes even where a journal of an older
 #: clusterctl names only a folder inside it (its ``mkdir -p`` made the parents unrecorded).
@@ -174,8 +175,7 @@ def folder_steps(ctx: PhaseContext, plan: JournalPlan, *, force: bool) -> tuple[
             steps.append(Change.run(host, f"rm -rf {q(folder)}", summary=f"remove {folder} and what is in it "
                                     "(--force)"))
         else:
-            left.append(f"{folder} (bootstrap made it; it holds {', '.join(sorted(others)[:3])}"
-                        + (", ..." if len(others) > 3 else "") + ")")
+            left.append(f"{folder} (bootstrap made it; it holds {first_few(sorted(others), 3, ', ')})")
             continue
         gone.add(folder)
     return steps, left
