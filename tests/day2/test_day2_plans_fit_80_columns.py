@@ -48,10 +48,15 @@ def test_remove_node_plan_wraps_each_step_under_its_number(bootstrapped_demo: Pa
     assert lines[second + 1].startswith("     ") and lines[second + 1].rstrip().endswith("(on gpu-b3)")
 
 
-def test_undo_refusing_a_return_from_quarantine_wraps_the_reasons(bootstrapped_demo: Path, eighty: None) -> None:
+def _quarantine_journal() -> str:
+    """gpu-a3 quarantined (its NVLink is down in the demo: release's checks refuse it); the run's undo journal."""
     done = clusterctl("-i", DEMO, "-o", "json", "quarantine", "gpu-a3", "--reason", "nvlink", "--yes")
     assert done.exit_code == 0, done.output
-    refused = clusterctl("-i", DEMO, "undo", "--yes", json.loads(done.stdout)["undo_journal"])
+    return str(json.loads(done.stdout)["undo_journal"])
+
+
+def test_undo_refusing_a_return_from_quarantine_wraps_the_reasons(bootstrapped_demo: Path, eighty: None) -> None:
+    refused = clusterctl("-i", DEMO, "undo", "--yes", _quarantine_journal())
     assert refused.exit_code == 1, refused.output
     lines = refused.stderr.splitlines()
     assert not _too_wide(lines), refused.stderr
@@ -60,9 +65,7 @@ def test_undo_refusing_a_return_from_quarantine_wraps_the_reasons(bootstrapped_d
 
 
 def test_undo_dry_run_prints_each_command_whole_to_be_copied(bootstrapped_demo: Path, eighty: None) -> None:
-    done = clusterctl("-i", DEMO, "-o", "json", "quarantine", "gpu-a3", "--reason", "nvlink", "--yes")
-    assert done.exit_code == 0, done.output
-    plan = clusterctl("-i", DEMO, "undo", "--dry-run", json.loads(done.stdout)["undo_journal"])
+    plan = clusterctl("-i", DEMO, "undo", "--dry-run", _quarantine_journal())
     assert plan.exit_code == 0, plan.output
     lines = plan.stdout.splitlines()
     assert not _too_wide(_prose(plan.stdout)), plan.stdout
