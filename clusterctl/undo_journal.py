@@ -44,6 +44,7 @@ def undo_line(journal: object) -> str:
     """The line every command that wrote ``journal`` ends with: the command to undo it, quoted to be pasted."""
     return f"undo with: clusterctl undo {shlex.quote(str(journal))}"
 
+
 def changed_on(record: GateRecord) -> str:
     """The host a record changed: the node a change through a cluster's API was about (``Change.node``),
     else the host it ran on. What ``undo --list`` names, ``undo -l`` selects and a journal's ``used`` keeps."""

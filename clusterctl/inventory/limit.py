@@ -59,7 +59,8 @@ def host_named(inventory: Inventory, name: str, given: str) -> Host:
     name, its address, a group or pattern of one host. None is ``not_in_inventory``'s exit 2, several too."""
     from clusterctl.hostlist import compress
 
-    found = [h for h in inventory.hosts if h.name in _match(inventory, name, name, given)]
+    matched = _match(inventory, name, name, given)
+    found = [h for h in inventory.hosts if h.name in matched]
     if len(found) > 1:
         raise UsageError(f"{given} {name!r} matches {len(found)} hosts ({compress([h.name for h in found])}); "
                          "it takes one.", file=inventory.source)
