@@ -6,7 +6,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from clusterctl.bench.judge import judge_link
+from clusterctl.bench.judge import judge_link, latency_high
 from clusterctl.bench.model import HcaInfo, LinkResult, Matrix, bench_finding, build_matrix
 from clusterctl.bench.perftest_rounds import IBOptions, PlannedTest, plan_tests, run_rounds
 from clusterctl.bench.schedule import Round, all_pairs_round_count, plan_rounds
@@ -55,7 +55,7 @@ def _edges(results: Sequence[LinkResult], hosts: Mapping[str, Host], *, by_hca: 
         a, b = r.endpoints if by_hca else (r.server, r.client)
         key = (a, b) if a <= b else (b, a)
         # Too slow or over the latency warning: it counts against its endpoints when localising stragglers.
-        high = r.latency_us is not None and r.latency_us > hosts[r.server].fabric.latency_warn_us
+        high = latency_high(r.latency_us, hosts[r.server].fabric) is not None
         worst[key] = worst.get(key, False) or r.slow or high
     return [(a, b, slow) for (a, b), slow in worst.items()]
 

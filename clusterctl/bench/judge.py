@@ -88,11 +88,19 @@ def judge_link(result: LinkResult, limits: Fabric, *, about: str = "", about_kin
         findings.append(bench_finding(Severity.ERROR, "LINK_SLOW", subject, f"{result.gbps:.1f} Gb/s is "
                                       f"{result.fraction:.0%} of the {rate:g} Gb/s line rate{both}; a link {where} "
                                       f"must reach {result.min_fraction:.0%} ({need:.1f} Gb/s)", about_kind=about_kind))
-    latency = result.latency_us
-    if latency is not None and latency > limits.latency_warn_us:
-        severity, limit = ((Severity.ERROR, limits.latency_error_us) if latency > limits.latency_error_us
-                           else (Severity.WARNING, limits.latency_warn_us))
+    high = latency_high(result.latency_us, limits)
+    if high is not None:
+        severity, limit = high
         findings.append(bench_finding(severity, "LATENCY_HIGH", subject,
                                       f"typical latency {result.latency_us:.2f} us is above {limit:g} us",
                                       about_kind=about_kind))
     return findings
+
+
+def latency_high(latency_us: float | None, limits: Fabric) -> tuple[Severity, float] | None:
+    """A typical latency above the fabric's limits: (ERROR, the error limit), (WARNING, the warning limit); None
+    within them. ``LATENCY_HIGH`` says it, and a link over the warning counts against its hosts (stragglers)."""
+    if latency_us is None or latency_us <= limits.latency_warn_us:
+        return None
+    return (Severity.ERROR, limits.latency_error_us) if latency_us > limits.latency_error_us else \
+        (Severity.WARNING, limits.latency_warn_us)
