@@ -95,15 +95,31 @@ def bootstrap_all(ctx: typer.Context, skip_phases: str | None = SKIP_PHASES, **o
         _execute(app_context(ctx), **ctx.params)
 
 
-@bootstrap_app.command("phase", help="Run one phase by name (see 'bootstrap phases').")
+@bootstrap_app.command("phase", help="""Run one phase by name (see 'bootstrap phases').
+
+Examples:
+
+  clusterctl bootstrap phase containerd -l gpu-a1 --dry-run
+
+  clusterctl bootstrap phase kernel --only 'gpu-b*' --yes
+""")
 @with_options(_planned, _applied)
 def bootstrap_phase(ctx: typer.Context, phase: str = typer.Argument(
         ..., metavar="NAME", help="preflight, kernel, packages, containerd, ..."), **options: Any) -> None:
     _execute(app_context(ctx), **ctx.params)
 
 
-@bootstrap_app.command("plan", help="Per host and phase: the commands and a unified diff of every file that "
-                       "would change. Touches nothing.")
+@bootstrap_app.command("plan", help="""Per host and phase: the commands and a unified diff of every file that
+would change. Touches nothing.
+
+Examples:
+
+  clusterctl -i inventories/demo.yaml bootstrap plan
+
+  clusterctl bootstrap plan --phase containerd --out review/
+
+  clusterctl bootstrap plan --survey survey.json -o json
+""")
 @with_options(_planned)
 def bootstrap_plan(
     ctx: typer.Context,
@@ -116,7 +132,12 @@ def bootstrap_plan(
     _execute(app_context(ctx), dry_run=True, **ctx.params)
 
 
-@bootstrap_app.command("phases", help="List the phases in the order they run.")
+@bootstrap_app.command("phases", help="""List the phases in the order they run.
+
+Example:
+
+  clusterctl bootstrap phases -o json
+""")
 def bootstrap_phases(ctx: typer.Context) -> None:
     from clusterctl.bootstrap.registry import all_phases
 
