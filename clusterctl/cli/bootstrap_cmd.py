@@ -169,7 +169,7 @@ def _execute(app: AppContext, *, only: str | None, dry_run: bool, yes: bool = Fa
              **options: Any) -> None:
     """bootstrap, its phase and plan, and reset: each passes its options by name (``ctx.params``);
     ``options`` are the run's flags (``RunOptions``: --force, --allow-downgrade, ...)."""
-    from clusterctl.bootstrap.run import BootstrapRequest, downgrade_refusal, run, write_plan_files
+    from clusterctl.bootstrap.run import BootstrapRequest, run, write_plan_files
     from clusterctl.bootstrap.run_data import RunOptions
     from clusterctl.cli.findings_view import print_findings
 
@@ -205,10 +205,6 @@ def _execute(app: AppContext, *, only: str | None, dry_run: bool, yes: bool = Fa
     if report.not_verified:
         # No host failed, but nothing says the cluster works: that is not a success.
         app.say(f"NOT VERIFIED: {one_line(report.not_verified)}", err=True, soft_wrap=False)
-    # An applying run was refused before its first phase (``run``); a host that changed since is its FAILED line.
-    refusal = downgrade_refusal(report.all_findings(), inventory) if dry_run else None
-    if refusal is not None:
-        raise refusal
     if not report.ok:
         raise typer.Exit(ExitCode.FAILED)
 
