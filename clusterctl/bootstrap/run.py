@@ -62,8 +62,9 @@ def run(
     phases = select_phases(request.phase, request.skip_phases)
     if request.resume and not request.apply:
         raise UsageError("--resume only makes sense for a run that applies (not with --dry-run or plan)")
-    if request.apply and not request.options.allow_downgrade and any(p.name == "packages" for p in phases):
-        # Refused before any phase changes a host (the kernel's come before the packages'), not halfway.
+    if not request.options.allow_downgrade and any(p.name == "packages" for p in phases):
+        # Refused before any phase changes a host (the kernel's come before the packages'), not halfway; a plan
+        # the same, in one paragraph, as the run it shows (not once per host in its phases, findings and FAILED).
         from clusterctl.bootstrap.phases.packages import read_downgrades
 
         read = read_downgrades(runner, hosts, inventory, request.options)
@@ -194,8 +195,8 @@ def _survey_of_the_run(request: BootstrapRequest, store: ProgressStore) -> tuple
 
 def downgrade_refusal(findings: Sequence[Finding], inventory: Inventory) -> UsageError | None:
     """The packages phase refuses to downgrade (``DOWNGRADE_REFUSED``): one paragraph for the whole
-    fleet, exit 2, naming what each group of hosts runs, the pins, and the two ways on. An applying run
-    asks before its first phase; a plan shows its phases and ends with it."""
+    fleet, exit 2, naming what each group of hosts runs, the pins, and the two ways on; asked before the
+    first phase, by a plan as by an applying run."""
     from clusterctl.bootstrap.phases.packages import packages_at, refused_downgrades
 
     refused = refused_downgrades(findings)

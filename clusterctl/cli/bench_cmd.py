@@ -294,7 +294,8 @@ def report_command(
                 continue
             rec = r.record
             head = Text(r.file, style="bold")
-            head.append(f": {rec['tool']} {rec.get('test') or ''} - {_report_figure(rec)}")
+            # A log that does not name its test (no command line in the paste) shows the tool alone.
+            head.append(f": {' '.join(filter(None, (rec['tool'], rec.get('test'))))} - {_report_figure(rec)}")
             print_wrapped(app.console, head, 2)
             for warning in rec.get("parse_warnings", []):
                 where = f"line {warning['line']}: " if warning["line"] is not None else ""

@@ -33,7 +33,14 @@ def register(app: typer.Typer) -> None:
     app.add_typer(certs_app, name="certs")
 
 
-@certs_app.command("check", help="Days left for each certificate kubeadm manages, per control plane.")
+@certs_app.command("check", help="""Days left for each certificate kubeadm manages, per control plane.
+
+Examples:
+
+  clusterctl -i inventories/demo.yaml certs check
+
+  clusterctl certs check --warn-days 60 -o json
+""")
 def certs_check(
     ctx: typer.Context,
     warn_days: int = typer.Option(30, "--warn-days", min=0, metavar="N", help="Warn when fewer days are left."),
@@ -69,7 +76,16 @@ def _print_check(app: AppContext, report: object) -> None:
         print_findings(app.console, report.findings)
 
 
-@certs_app.command("renew", help="kubeadm certs renew all, then restart the static pods; one control plane at a time.")
+@certs_app.command("renew", help="""kubeadm certs renew all, then restart the static pods; one control plane at a time.
+
+Examples:
+
+  clusterctl certs renew --dry-run
+
+  clusterctl certs renew --yes
+
+  clusterctl certs renew --resume --yes
+""")
 def certs_renew(
     ctx: typer.Context,
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the steps; touch nothing."),

@@ -51,7 +51,14 @@ def host_record(host: Any) -> dict[str, Any]:
     }
 
 
-@inventory_app.command("show", help="Print the hosts as clusterctl resolved them (defaults and group vars applied).")
+@inventory_app.command("show", help="""Print the hosts as clusterctl resolved them (defaults and group vars applied).
+
+Examples:
+
+  clusterctl -i inventories/demo.yaml inventory show
+
+  clusterctl -i hosts.ini -l 'gpu-b*' inventory show -o yaml
+""")
 def show(ctx: typer.Context) -> None:
     app = app_context(ctx)
     inventory = app.inventory()
@@ -83,7 +90,14 @@ def show(ctx: typer.Context) -> None:
     )
 
 
-@inventory_app.command("check", help="Validate the inventory; exit 2 on errors, print warnings.")
+@inventory_app.command("check", help="""Validate the inventory; exit 2 on errors, print warnings.
+
+Examples:
+
+  clusterctl -i inventories/demo.yaml inventory check
+
+  clusterctl -i hosts.ini inventory check -o json
+""")
 def check(ctx: typer.Context) -> None:
     from clusterctl.inventory.checks import check_inventory
 

@@ -37,7 +37,14 @@ def register(app: typer.Typer) -> None:
     app.add_typer(mock_app, name="mock")
 
 
-@mock_app.command("show", help="Where each mock host keeps its state, and its services and packages.")
+@mock_app.command("show", help="""Where each mock host keeps its state, and its services and packages.
+
+Examples:
+
+  clusterctl -i inventories/demo.yaml mock show
+
+  clusterctl -i inventories/demo.yaml -l gpu-a3 mock show -o json
+""")
 def show(ctx: typer.Context) -> None:
     app = app_context(ctx)
     found = summaries(app.hosts())
@@ -57,7 +64,14 @@ def show(ctx: typer.Context) -> None:
 
 @mock_app.command(
     "reset",
-    help="Forget what the selected mock hosts remember (all of the cluster's state when no --limit is given).",
+    help="""Forget what the selected mock hosts remember (all of the cluster's state when no --limit is given).
+
+Examples:
+
+  clusterctl -i inventories/demo.yaml mock reset
+
+  clusterctl -i inventories/demo.yaml -l gpu-a3 mock reset
+""",
 )
 def reset(ctx: typer.Context) -> None:
     app = app_context(ctx)

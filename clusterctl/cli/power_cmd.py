@@ -31,12 +31,39 @@ POWER_SHORT = "Read or change hosts' power through their BMCs (Redfish): status,
 
 def register(app: typer.Typer) -> None:
     group = typer.Typer(help=POWER_HELP, short_help=POWER_SHORT, no_args_is_help=True)
-    group.command("status", help="The power state each host's BMC reports (changes nothing).")(status_command)
-    group.command("on", help="Switch hosts on and wait until their BMCs report On.")(on_command)
-    group.command("off", help="Switch hosts off (forced; --graceful: an orderly shutdown) and wait for Off.")(
-        off_command)
-    group.command("cycle", help="Switch hosts off, then on, waiting for each (a host that is off is only switched "
-                  "on).")(cycle_command)
+    group.command("status", help="""The power state each host's BMC reports (changes nothing).
+
+Examples:
+
+  clusterctl power status gpu-a3 gpu-b1
+
+  clusterctl power status gpu-b1 gpu-b2 gpu-b3 -o json
+""")(status_command)
+    group.command("on", help="""Switch hosts on and wait until their BMCs report On.
+
+Examples:
+
+  clusterctl power on gpu-a3 --dry-run
+
+  clusterctl power on gpu-a3 gpu-b1 --yes
+""")(on_command)
+    group.command("off", help="""Switch hosts off (forced; --graceful: an orderly shutdown) and wait for Off.
+
+Examples:
+
+  clusterctl power off gpu-a3 --dry-run
+
+  clusterctl power off gpu-a3 --graceful --yes
+""")(off_command)
+    group.command("cycle", help="""Switch hosts off, then on, waiting for each (a host that is off is only
+switched on).
+
+Examples:
+
+  clusterctl power cycle gpu-a3 --dry-run
+
+  clusterctl power cycle gpu-a3 --graceful --yes
+""")(cycle_command)
     app.add_typer(group, name="power")
 
 

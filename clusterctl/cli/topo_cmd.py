@@ -37,6 +37,12 @@ legend not pasted, cells run together) is read as far as it can be: what could n
 listed first, with its line numbers, and is in -o json as the host's parse_warnings.
 Exits 1 when a finding is at error level (a GPU pair that lost its NVLink), 2 when the input
 cannot be read or parsed.
+
+Examples:
+
+  clusterctl topo show topo.txt --tp 8 --pp 2 -o json
+
+  ssh gpu-a3 nvidia-smi topo -m | clusterctl topo show - --graph graphs/
 """,
 )
 def show(

@@ -63,9 +63,16 @@ def register(app: typer.Typer) -> None:
     app.add_typer(upgrade_app, name="upgrade")
 
 
-@upgrade_app.command("plan", help="Per node, in order: the steps 'upgrade apply' would take. Touches nothing. "
-                     "Exits 1 when a node cannot be planned or it finds an error apply would stop on (a host that "
-                     "is not a node).")
+@upgrade_app.command("plan", help="""Per node, in order: the steps 'upgrade apply' would take. Touches nothing.
+Exits 1 when a node cannot be planned or it finds an error apply would stop on (a host that
+is not a node).
+
+Examples:
+
+  clusterctl -i inventories/demo.yaml upgrade plan --to 1.36.3
+
+  clusterctl upgrade plan --to 1.37.2 --max-unavailable 2 -o json
+""")
 def upgrade_plan(
     ctx: typer.Context,
     to: str | None = _TO,
@@ -75,7 +82,16 @@ def upgrade_plan(
     _execute(app_context(ctx), dry_run=True, yes=True, **ctx.params)
 
 
-@upgrade_app.command("apply", help="Upgrade node by node; stops at the first node that fails (--resume continues).")
+@upgrade_app.command("apply", help="""Upgrade node by node; stops at the first node that fails (--resume continues).
+
+Examples:
+
+  clusterctl upgrade apply --to 1.37.2 --dry-run
+
+  clusterctl upgrade apply --to 1.37.2 --max-unavailable 2 --yes
+
+  clusterctl upgrade apply --resume --yes
+""")
 @with_options(_applied)
 def upgrade_apply(
     ctx: typer.Context,
@@ -88,7 +104,14 @@ def upgrade_apply(
     _execute(app_context(ctx), **ctx.params)
 
 
-@upgrade_app.command("phase", help="Run one phase of the upgrade by name (see 'upgrade phases').")
+@upgrade_app.command("phase", help="""Run one phase of the upgrade by name (see 'upgrade phases').
+
+Examples:
+
+  clusterctl upgrade phase drain --to 1.37.2 -l gpu-b3 --dry-run
+
+  clusterctl upgrade phase uncordon --to 1.37.2 -l gpu-b3 --yes
+""")
 @with_options(_applied)
 def upgrade_phase(ctx: typer.Context, phase: str = typer.Argument(
         ..., metavar="NAME", help="kubeadm, kubeadm-upgrade, drain, kubelet, ..."), to: str | None = _TO,
@@ -96,7 +119,12 @@ def upgrade_phase(ctx: typer.Context, phase: str = typer.Argument(
     _execute(app_context(ctx), **ctx.params)
 
 
-@upgrade_app.command("phases", help="List the upgrade's phases in the order they run.")
+@upgrade_app.command("phases", help="""List the upgrade's phases in the order they run.
+
+Example:
+
+  clusterctl upgrade phases -o json
+""")
 def upgrade_phases(ctx: typer.Context) -> None:
     from clusterctl.day2.upgrade import phase_descriptions
 

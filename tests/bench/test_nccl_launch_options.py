@@ -5,6 +5,10 @@ Fixtures: tests/fixtures/nccl-tests/README.md."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+from clirun import clusterctl
 from fixture_files import read_fixture
 
 from clusterctl.bench.logs import report_text
@@ -83,3 +87,11 @@ def test_hydra_prepend_rank_tags_are_removed_where_they_split_a_row() -> None:
     # The excerpt ends before the summary: the parser says so, it does not pass the run.
     (warning,) = result.warnings
     assert warning.line == 18 and "536870912 bytes" in warning.message
+
+
+def test_a_log_that_names_no_test_is_headed_by_the_tool_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The MPICH excerpt has no command line: its heading read "nccl-tests  - ..." around an empty name.
+    monkeypatch.chdir(tmp_path)
+    Path("hydra.log").write_text(read_fixture("nccl-tests", HYDRA))
+    first = clusterctl("bench", "report", "hydra.log").stdout.split("\n")[0]
+    assert first == "hydra.log: nccl-tests - 5.31 GB/s busbw at the largest size (no Avg line)"

@@ -39,6 +39,9 @@ def test_after_the_readme_upgrade_walk_bootstrap_plan_plans_no_downgrade(bootstr
     assert "gpu-a[1-3],gpu-b[1-3] run kubelet, kubeadm, kubectl 1.36.3-1.1" in error
     assert "pins kubelet, kubeadm, kubectl 1.36.2 (stack.kubernetes)" in error and "--allow-downgrade" in error
     assert "Traceback" not in plan.output
+    # Said once, as the apply says it: not again per host in the phases, the findings and FAILED lines.
+    assert " ".join(plan.output.split()).count("1.36.3-1.1") == 1, plan.output
+    assert "PHASE [" not in plan.output and "DOWNGRADE_REFUSED" not in plan.output and "FAILED" not in plan.output
 
     # An apply refuses the same way before its first phase: no host changed, not even by the kernel phase
     # that comes before the packages'; no progress to resume.

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from clusterctl.cli.app import COMMANDS, HELP, app
+from clusterctl.cli.app import COMMANDS, HELP, app, hoist_global_options
 
 from .conftest import REPO
 
@@ -74,6 +74,44 @@ def test_every_help_fits_80_columns_and_cuts_nothing(cli, monkeypatch: pytest.Mo
         listed = text.partition("\nCommands:\n")[2].splitlines()
         assert not [line for line in listed if line.endswith("...")], path
         assert "{" not in text.splitlines()[0] and "<list[" not in text and "<str>" not in text, path
+
+
+def _examples(help_text: str) -> list[list[str]]:
+    """The clusterctl command lines a help's examples show, as words (a line continued with '\\' joined;
+    what a shell pipes into it or after it, or redirects it to, left out)."""
+    joined = re.sub(r"\\\n\s*", " ", help_text)
+    lines = re.findall(r"^ +(?:.*[|;] *)?clusterctl (.+)$", joined, re.MULTILINE)
+    examples = []
+    for words in (shlex.split(line, comments=True) for line in lines):
+        cut = [i for i, word in enumerate(words) if word in ("|", ">", ";", "&&")]
+        examples.append(words[:cut[0]] if cut else words)
+    return examples
+
+
+def _parsed_path(words: list[str]) -> list[str]:
+    """The command ``clusterctl WORDS`` runs, once click has parsed every option and argument on the
+    way to it as ``main`` would (global options after the command hoisted): a wrong one raises."""
+    command = typer.main.get_command(app)
+    context = command.make_context("clusterctl", hoist_global_options(words))
+    path: list[str] = []
+    while hasattr(command, "resolve_command") and (rest := [*context._protected_args, *context.args]):
+        name, command, args = command.resolve_command(context, rest)
+        path.append(name)
+        context = command.make_context(name, args, parent=context)
+    return path
+
+
+def test_every_command_shows_an_example_of_itself_and_every_example_parses() -> None:
+    """A newcomer reads a command's --help and copies an example: every command that runs (each leaf,
+    and a group that runs on its own, as 'bootstrap') shows at least one of itself, and every example
+    of every help parses as written (its options exist, its values are accepted)."""
+    without = []
+    for path, command in _commands():
+        shown = [_parsed_path(words) for words in _examples(command.help or "")]  # type: ignore[attr-defined]
+        runs = not hasattr(command, "list_commands") or command.invoke_without_command  # type: ignore[attr-defined]
+        if path and runs and path not in shown:
+            without.append(" ".join(path))
+    assert without == []
 
 
 def test_the_limit_help_lists_every_pattern_form() -> None:
