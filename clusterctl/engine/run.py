@@ -364,6 +364,9 @@ def run_phases(
         if settings.apply and any(p.remedy for p in phases):
             for uncured in [h.name for h in hosts if h.name not in report.cured]:
                 report.failed_hosts.setdefault(uncured, "no remedy cured it")
+        elif any(p.remedy for p in phases):  # a plan cures nothing: a remedy that already fails fails, as any phase
+            for failed in [r for r in report.results if r.status is Status.FAILED]:
+                report.failed_hosts.setdefault(failed.host, f"phase {failed.phase}: {failed.message}")
     except Interrupted as exc:
         report.interrupted = exc.signal_name
         cut_short = run.inflight.snapshot()
