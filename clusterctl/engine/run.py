@@ -27,7 +27,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -233,6 +233,10 @@ class RunSettings:
     #: an applying run, hosts whose previous run finished every phase): their phases' reads are
     #: done in one round trip, with the lock (``clusterctl.engine.read_ahead``).
     read_ahead: frozenset[str] = frozenset()
+    #: Answers read before the run, by host and ``(command, sudo)`` (bootstrap's downgrade check reads each
+    #: host's packages): given to the first ``check`` that asks, as if read ahead (not read again, not in a
+    #: batch, forgotten once the host changes).
+    answered: Mapping[str, Mapping[tuple[str, bool], CommandResult]] = field(default_factory=dict)
 
 
 class SkipReason(str, Enum):
@@ -628,16 +632,18 @@ Reads = dict[str, tuple[list[tuple[str, bool]], ReadAhead]]
 
 
 def _reads_ahead(run: _Run, hosts: Sequence[Host]) -> Reads:
-    """What each read-ahead host's phases will read first (phases that run on every host alone)."""
+    """What each read-ahead host's phases will read first (phases that run on every host alone), but what was
+    read before the run (``RunSettings.answered``): each host's answers start with that."""
     out: Reads = {}
     for host in hosts:
-        if host.name not in run.settings.read_ahead:
-            continue
-        ctx = run.unconnected(host, "read ahead")
-        reads = [read for phase in run.phases if not (phase.serial or phase.once_per_cluster) and phase.applies_to(ctx)
-                 for read in phase.reads(ctx)]
-        if len(reads) > 1:
-            out[host.name] = (reads, ReadAhead())
+        answered = run.settings.answered.get(host.name, {})
+        reads: list[tuple[str, bool]] = []
+        if host.name in run.settings.read_ahead:
+            ctx = run.unconnected(host, "read ahead")
+            reads = [read for phase in run.phases if not (phase.serial or phase.once_per_cluster)
+                     and phase.applies_to(ctx) for read in phase.reads(ctx) if read not in answered]
+        if len(reads) > 1 or answered:
+            out[host.name] = (reads, ReadAhead(answered))
     return out
 
 
