@@ -99,11 +99,13 @@ def command_failed(result: CommandResult) -> TransportError:
 
 #: By reason, the rest of kubectl's last line ``Error from server (REASON): ...`` (after ``error when replacing
 #: "STDIN": ``) for one object; not NotFound's ``the server could not find the requested resource`` (no object).
+#: Any 429 is "try again later" (kubectl drain retries it): an eviction's, that of a PodDisruptionBudget.
 _REFUSED = {"NotFound": r'[\w.-]+ "[^"]+" not found', "AlreadyExists": r'[\w.-]+ "[^"]+" already exists',
-            "Conflict": r'Operation cannot be fulfilled on [\w.-]+ "[^"]+": .+'}
+            "Conflict": r'Operation cannot be fulfilled on [\w.-]+ "[^"]+": .+', "TooManyRequests": ".+"}
 
 
-def server_refused(result: CommandResult, reason: Literal["NotFound", "AlreadyExists", "Conflict"]) -> bool:
+def server_refused(result: CommandResult,
+                   reason: Literal["NotFound", "AlreadyExists", "Conflict", "TooManyRequests"]) -> bool:
     """THE decision that kubectl said the API server answered ``reason``: its exit 1 and last stderr line."""
     line = result.stderr.strip().rpartition("\n")[2]
     return result.exit_code == 1 and bool(re.fullmatch(

@@ -276,6 +276,8 @@ def hoist_global_options(argv: list[str]) -> list[str]:
         if options is not None:
             into = front if options is GLOBAL_OPTIONS else rest
             into.append(arg)
+            if options[name] and "=" not in arg and i + 1 == len(argv) and into is front:
+                return front  # its value missing: click says so, where it would take the command's name for it
             if options[name] and "=" not in arg and i + 1 < len(argv):
                 into.append(argv[i + 1])
                 i += 1

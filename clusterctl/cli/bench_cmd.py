@@ -305,7 +305,7 @@ def report_command(
                 print_wrapped(app.console, line, 4)
         print_findings(app.console, [f for r in reports for f in r.findings])
 
-    app.emit(payload, table, errors=[r.error for r in reports if r.error],
+    app.emit(payload, table, errors=[r.error for r in reports if r.error], inputs=len(reports),
              failed=fails(f for r in reports for f in r.findings))
 
 

@@ -165,16 +165,19 @@ class AppContext:
     # -- output -----------------------------------------------------------------------
 
     def emit(self, payload: Any, render_table: Callable[[], None], *, failed: bool = False,
-             errors: Sequence[str] = ()) -> None:
+             errors: Sequence[str] = (), inputs: int = 0) -> None:
         """Print ``payload`` as JSON/YAML, or call ``render_table`` for the human view; then each of ``errors``
         (an input that could not be read while the others were) as ``error: ...`` on stderr, and exit 2;
-        else, when ``failed`` (a host, check or item failed), exit 1: the output is printed either way."""
+        else, when ``failed`` (a host, check or item failed), exit 1: the output is printed either way.
+        When none of the ``inputs`` could be read there is no result: stdout stays empty (not "No problems
+        found" over nothing read), the errors alone are printed."""
         from clusterctl.cli.output import dump
 
-        if self.machine_output:
-            sys.stdout.write(dump(payload, self.output.value))
-        else:
-            render_table()
+        if not errors or len(errors) < inputs:  # a result (with no input read, the errors alone)
+            if self.machine_output:
+                sys.stdout.write(dump(payload, self.output.value))
+            else:
+                render_table()
         for message in errors:
             self.say(f"error: {message}", err=True)
         if errors:

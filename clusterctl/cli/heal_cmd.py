@@ -24,7 +24,8 @@ host is released by 'release's own code. A host nothing cures stays quarantined 
 hardware', with a report to paste into a ticket (serials, findings, steps tried, nvidia-bug-report's
 log). A host quarantined flapping.count times within flapping.window_h (3 in 24 h) stays out for a
 person. Every step is kept on the node: 'clusterctl status HOST' shows it. Asks first (--yes for
-scripts); --dry-run runs the checks and prints the whole chain, changing nothing.
+scripts); --dry-run runs the checks and prints the whole chain, changing nothing, and fails
+(exit 1) where a step already would (no BMC to power-cycle through), as the run would.
 
 Examples:
 

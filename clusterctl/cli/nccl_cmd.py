@@ -120,5 +120,5 @@ def lint_command(
 
     # One unreadable input is a usage error (exit 2), after the others were still checked; a file read as
     # empty is never a silent pass (exit 1, its finding only a warning).
-    app.emit(payload, human, errors=unreadable,
+    app.emit(payload, human, errors=unreadable, inputs=len(files),
              failed=fails(findings, strict=strict) or any(f.code == "NO_SETTINGS_READ" for f in findings))

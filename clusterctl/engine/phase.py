@@ -113,7 +113,8 @@ class Phase(ABC, Generic[State, Context]):
     done_when_recorded: ClassVar[bool] = False
     #: One of several remedies tried in turn (heal's escalation chain): a host it does not cure (it fails)
     #: goes on to the next phase instead of dropping out, and one it cures (an applying run's verify
-    #: passes) skips every later phase. A host that ran remedies and none cured fails the run.
+    #: passes) skips every later phase. A host that ran remedies and none cured fails the run; in a plan, one
+    #: whose remedy already fails.
     remedy: ClassVar[bool] = False
     #: After a rollback, run ``verify`` again and say whether the host is back to working
     #: (containerd: it answers on the old config).

@@ -8,6 +8,7 @@ against a mock profile.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
@@ -60,25 +61,41 @@ _KNOWN_FAILURES: tuple[tuple[str, str], ...] = (
     ("couldn't communicate with the NVIDIA driver", "nvidia-smi cannot talk to the NVIDIA driver (driver not loaded)"),
     ("No devices were found", "no NVIDIA devices were found"),
     ("No IB devices found", "no RDMA devices found"),
-    ("No such file or directory", "file or device not present"),
     ("Permission denied", "permission denied"),
 )
+#: The shell's words for a program it did not find, naming it: ``sh: 1: nvcc: not found`` (dash, busybox; a
+#: script's ``/tmp/probe.sh: 1: nvcc: not found``), ``bash: line 1: nvcc: command not found``.
+_NOT_FOUND = re.compile(r"([^\s:]+): (?:command )?not found\s*$", re.MULTILINE)
+#: A line that says the tool could not answer, shown as it is (it names the file or the service):
+#: ``cat: /sys/module/nvidia/version: No such file or directory``, systemd's tools in a container.
+_CANNOT_ANSWER = re.compile(r"No such file or directory|has failed|not been booted with systemd|"
+                            r"Failed to connect to bus", re.IGNORECASE)
 
 
-def missing_reason(result: CommandOutput) -> str | None:
-    """Why a fact's command gave no usable output, or ``None`` if it succeeded.
-
-    Recognises the failures seen on real hosts so the report says "driver/library
-    version mismatch" rather than "exit 18".
-    """
-    text = f"{result.stdout}\n{result.stderr}"
-    if result.exit_code == 127 or "command not found" in text:
-        tool = result.command.split()[0] if result.command.split() else result.command
-        return f"{tool}: command not found"
+def absent_reason(text: str, *, tool: str | None = None) -> str | None:
+    """Why a command's output, or its section of a compound script's output, holds no fact; ``None`` when it
+    may hold one. The one decision, and wording, for every reader of a missing tool: ``"nvcc: command not found"``
+    (named as the shell names it; ``tool``: the name to give where the shell exited 127 without saying it),
+    ``"no output"``, a failure seen on real hosts in words (``"NVIDIA driver/library version mismatch ..."`` rather
+    than its exit code), or the line that says the tool could not answer."""
+    found = _NOT_FOUND.search(text)
+    if found or tool:
+        return f"{found.group(1) if found else tool}: command not found"
+    if not text.strip():
+        return "no output"
     for needle, reason in _KNOWN_FAILURES:
         if needle in text:
             return reason
-    if result.exit_code != 0:
+    return next((line.strip() for line in text.splitlines() if _CANNOT_ANSWER.search(line)), None)
+
+
+def missing_reason(result: CommandOutput) -> str | None:
+    """Why a fact's command gave no usable output (``absent_reason``, else its exit code), or ``None`` if it
+    succeeded."""
+    text = f"{result.stdout}\n{result.stderr}"
+    not_run = (result.command.split() or [result.command])[0] if result.exit_code == 127 else None
+    reason = absent_reason(text, tool=not_run) if text.strip() or not_run else None
+    if reason is None and result.exit_code != 0:
         tail = "\n".join(result.stderr.strip().splitlines()[-2:]) or result.stdout.strip()[-200:]
         return f"exit code {result.exit_code}" + (f": {tail}" if tail else "")
-    return None
+    return reason

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.base import Fact
+from clusterctl.facts.base import Fact, absent_reason
 from clusterctl.facts.sections import Section, section_command, split_sections
 from clusterctl.facts.table import cells_under_header, numbered_lines, read_lines
 
@@ -36,10 +36,6 @@ NODE_SECTIONS: tuple[tuple[str, str], ...] = (
     ("gpus", "nvidia-smi -L"),
     ("var-lib", "df -Pk /var/lib"),
 )
-
-_ABSENT = re.compile(r"not found|No such file or directory|has failed|couldn't communicate|"
-                     r"not been booted with systemd|Failed to connect to bus", re.IGNORECASE)
-
 
 @dataclass(frozen=True)
 class Swap:
@@ -183,15 +179,6 @@ def parse_nvidia_smi_list(text: str) -> tuple[str, ...]:
 _DRIVER_VERSION = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
 
 
-def _absent(section: Section) -> str | None:
-    text = section.text.strip()
-    if not text:
-        return "no output"
-    if _ABSENT.search(text):
-        return section.lines[0].strip() if section.lines else text
-    return None
-
-
 def _one_line(section: Section, fits: Callable[[str], object] = bool, expected: str = "") -> str:
     """The section's one line, which ``fits`` must accept (else ``expected`` says what it should be)."""
     values = [line.strip() for line in section.lines if line.strip()]
@@ -211,7 +198,7 @@ def parse_node(text: str) -> NodeFacts:
         if section is None:
             missing[name] = "section missing from the output"
             continue
-        why = _absent(section)
+        why = absent_reason(section.text)
         if why is not None:
             missing[name] = why
             continue

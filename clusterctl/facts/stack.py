@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.base import Fact
+from clusterctl.facts.base import Fact, absent_reason
 from clusterctl.facts.model import SoftwareStack
 from clusterctl.facts.node import parse_os_release
 from clusterctl.facts.sections import split_sections
@@ -52,19 +52,6 @@ _NCCL = (
     re.compile(r"^libnccl-(\d+\.\d+\.\d+)", re.MULTILINE),
 )
 _KERNEL = re.compile(r"^\d+\.\d+\S*$")
-#: Output that means "this tool/file is not there", and how we say it.
-_ABSENT = ((re.compile(r"command not found|: not found|No such file or directory", re.IGNORECASE), None),
-           (re.compile(r"NVIDIA-SMI has failed|couldn't communicate with the NVIDIA"), "NVIDIA driver not loaded"))
-
-
-def _absent_reason(lines: list[str]) -> str | None:
-    text = "\n".join(lines).strip()
-    if not text:
-        return "no output"
-    for pattern, reason in _ABSENT:
-        if pattern.search(text):
-            return reason or next(line.strip() for line in lines if pattern.search(line))
-    return None
 
 
 def parse_stack(text: str) -> SoftwareStack:
@@ -77,7 +64,7 @@ def parse_stack(text: str) -> SoftwareStack:
         if lines is None:
             missing.setdefault(component, f"section '{section}' absent from the output")
             return
-        reason = _absent_reason(lines)
+        reason = absent_reason("\n".join(lines))
         if reason is not None:
             missing.setdefault(component, reason)
             return
@@ -89,7 +76,7 @@ def parse_stack(text: str) -> SoftwareStack:
             first = next((line.strip() for line in lines if line.strip()), "")
             missing.setdefault(component, f"unrecognised output: {first[:80]!r}")
 
-    why = _absent_reason(sections.get("os-release", []))
+    why = absent_reason("\n".join(sections.get("os-release", [])))
     release: dict[str, str] = {}
     if why is None:
         try:
@@ -103,7 +90,7 @@ def parse_stack(text: str) -> SoftwareStack:
     if kernel_lines and _KERNEL.match(kernel_lines[0]):
         found["kernel"] = kernel_lines[0]
     else:
-        missing["kernel"] = _absent_reason(sections.get("kernel", [])) or "unrecognised output of uname -r"
+        missing["kernel"] = absent_reason("\n".join(sections.get("kernel", []))) or "unrecognised output of uname -r"
 
     # The driver version is in /proc; nvidia-smi's banner also has it when /proc is hidden.
     read("driver", "driver", _DRIVER)

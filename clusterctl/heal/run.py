@@ -247,7 +247,7 @@ class _Healer:
         return result
 
     def steps(self) -> tuple[bool, str | None]:
-        """The chain on the engine: whether a step cured the host, and why it stopped short (lock, drain)."""
+        """The chain on the engine: whether a step cured the host, and why it stops short (lock, drain, plan)."""
         phases = chain_phases(self, self.result.chain)
         if not phases:
             return False, None
@@ -264,6 +264,10 @@ class _Healer:
                             RunSettings(apply=self.gate.apply, gate=self.gate, on_phase=noted))
         later = next((r.phase for r in report.results if r.status is Status.SKIPPED and r.phase != HealDrain.name),
                      None)
+        if later is None and not self.gate.apply and self.host.name in report.failed_hosts:
+            # A plan whose step already fails (no BMC to power-cycle through): it fails, as the run would.
+            failing = next(r.phase for r in report.results if r.status is Status.FAILED)
+            return False, f"{failing} would fail: see its step"
         if later is None or report.cured:
             return bool(report.cured), None
         # A failed drain is said once, on its own step line (which every output shows): here only pointed to.

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import MAKES_EVICTION, MAKES_NO_TRACE, Change, ChangeFailed, Gate
-from clusterctl.cluster_access import no_cluster_here, not_found, read_pods
+from clusterctl.cluster_access import no_cluster_here, not_found, read_pods, server_refused
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kube_nodes import Pod, pods_command
 from clusterctl.transport.base import FailureKind, TransportError
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from clusterctl.transport.base import Transport
 
 DEFAULT_TIMEOUT_S = 300.0
-BUDGET_REFUSAL = "TooManyRequests"
 
 
 @dataclass(frozen=True)
@@ -154,11 +153,10 @@ def drain_node(transport: Transport, gate: Gate, node: str, options: DrainOption
                 gate.submit(transport, eviction(transport.host.name, pod, node))
                 asked.append(pod)
             except ChangeFailed as exc:
-                stderr = exc.result.stderr
-                message = stderr.strip().splitlines()[-1] if stderr.strip() else str(exc)
+                message = exc.result.stderr.strip().rpartition("\n")[2] or str(exc)
                 if not_found(exc.result):
                     asked.append(pod)  # gone already: what an eviction wanted
-                elif BUDGET_REFUSAL in stderr:
+                elif server_refused(exc.result, "TooManyRequests"):
                     last_refusal[pod.ref] = message
                     still.append(pod)
                 else:

@@ -114,13 +114,17 @@ class _ChecksNothing(Phase[None]):
         return None
 
 
-def remedy(phase_name: str, cures: Sequence[str]) -> Phase[None]:
-    """A remedy (heal's steps) that writes its file and cures the hosts in ``cures`` (its verify passes there)."""
+def remedy(phase_name: str, cures: Sequence[str], cannot: Sequence[str] = ()) -> Phase[None]:
+    """A remedy (heal's steps) that writes its file and cures the hosts in ``cures`` (its verify passes there);
+    on the hosts in ``cannot`` its check finds an error (a power cycle with no BMC)."""
 
     class Remedy(_ChecksNothing):
         name: ClassVar[str] = phase_name
         description: ClassVar[str] = "a remedy"
         remedy: ClassVar[bool] = True
+
+        def findings(self, ctx: PhaseContext, state: None) -> list[Finding]:
+            return [Finding(Severity.ERROR, "NO_BMC", "no BMC", host=ctx.host.name)] if ctx.host.name in cannot else []
 
         def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
             return [Change.write_file(ctx.host.name, f"/etc/{phase_name}", "x\n", current=None)]
@@ -145,6 +149,17 @@ def test_remedies_are_tried_in_turn_until_one_cures_the_host(fleet: Fleet, tmp_p
     # A plan shows every remedy: nothing is cured before anything is applied.
     planned = run(fleet, phases, settings(tmp_path, apply=False))
     assert {r.status for r in planned.results if r.host == "n3"} == {Status.CHANGED} and planned.ok
+
+
+def test_a_plan_whose_remedy_already_fails_fails_its_host_and_still_plans_the_rest(fleet: Fleet,
+                                                                                     tmp_path: Path) -> None:
+    """A remedy's plan that finds an error fails its host, as any phase's plan does (a plan cures nothing); the
+    remedies after it are still planned there, as the applying run would still try them."""
+    phases = [remedy("first", (), cannot=("n2",)), remedy("second", ())]
+    planned = run(fleet, phases, settings(tmp_path, apply=False))
+    by = {(r.host, r.phase): r.status for r in planned.results}
+    assert [by["n2", p] for p in ("first", "second")] == [Status.FAILED, Status.CHANGED]
+    assert planned.failed_hosts == {"n2": "phase first: no BMC"} and not planned.ok
 
 
 def test_plan_touches_nothing_and_shows_the_diff(fleet: Fleet, tmp_path: Path) -> None:

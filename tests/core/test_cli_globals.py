@@ -16,6 +16,15 @@ def test_nothing_after_double_dash_is_touched() -> None:
     assert hoist_global_options(argv) == ["--limit=gpu*", "exec", "--", "ls", "-l", "-o", "x"]
 
 
+@pytest.mark.parametrize("option", ["-o", "-l", "-i", "--timeout"])
+def test_a_global_option_last_without_its_value_is_said_so(option: str) -> None:
+    """'clusterctl survey -l' said "missing command" ('-i': the same; '-o': "'survey' is not one of ..."):
+    the hoisted option took the command's name for its value."""
+    run = clusterctl("survey", option)
+    assert (run.exit_code, run.stdout) == (2, "")
+    assert run.stderr == f"error: option '{option}' requires an argument.\n"
+
+
 def test_a_missing_ssh_config_is_a_usage_error() -> None:
     run = clusterctl("--ssh-config", "/nonexistent/ssh_config", "inventory", "show")
     assert run.exit_code == 2

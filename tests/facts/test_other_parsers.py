@@ -176,8 +176,8 @@ def test_stack_recorded_on_a_host_without_driver_or_kubernetes() -> None:
     assert (stack.os_name, stack.os_version, stack.kernel) == ("Debian GNU/Linux", "12", "6.18.44-fc-v857")
     assert stack.cuda_toolkit == "13.0" and stack.driver is None and stack.kubelet is None
     assert "No such file or directory" in stack.missing["driver"]
-    assert stack.missing["kubelet"] == "sh: 1: kubelet: not found"
-    assert stack.missing["cuda"] == "sh: 1: nvidia-smi: not found"
+    assert stack.missing["kubelet"] == "kubelet: command not found"
+    assert stack.missing["cuda"] == "nvidia-smi: command not found"
 
 
 def test_stack_gpu_node_assembled_from_recorded_pieces() -> None:
@@ -187,7 +187,7 @@ def test_stack_gpu_node_assembled_from_recorded_pieces() -> None:
     assert stack.nccl == "2.21.5" and stack.containerd == "1.7.12"
     assert stack.kubelet == "1.29.3" and stack.kubeadm == "1.29.3"
     assert stack.nvidia_container_toolkit == "1.14.6"
-    assert stack.missing == {"cuda_toolkit": "bash: line 1: nvcc: command not found"}
+    assert stack.missing == {"cuda_toolkit": "nvcc: command not found"}
 
 
 def test_stack_reads_os_release_as_preflight_does_and_names_a_line_it_cannot_read() -> None:
@@ -268,3 +268,27 @@ def test_pci_addresses_are_compared_in_one_form() -> None:
         "0000:47:00"}
     assert (pci_address("00000009:06:00.0"), pci_address("0008:06:00")) == ("0009:06:00", "0008:06:00")
     assert {pci_address(a) for a in (None, "", "GPU-5269b708", "N/A", "0000:47")} == {None}
+
+
+def test_a_missing_tool_reads_one_way_in_every_reader() -> None:
+    """Survey's commands, preflight's node probe and the stack's sections said "nvidia-smi: command not found",
+    the shell's line as it came, and "NVIDIA driver not loaded" for the same facts; now one function decides."""
+    from clusterctl.facts.base import missing_reason
+    from clusterctl.facts.node import parse_node
+    from clusterctl.transport.base import CommandResult
+
+    node = parse_node(read_fixture("node", "node-probe-debian12-no-gpu.txt"))
+    assert node.missing["gpus"] == "nvidia-smi: command not found"  # "/tmp/boot1-probe.sh: 1: nvidia-smi: not found"
+    assert node.missing["nvidia-driver"] == "cat: /sys/module/nvidia/version: No such file or directory"
+    assert node.missing["timesync"].startswith("System has not been booted with systemd")
+    for said in ("sh: 1: nvidia-smi: not found", "bash: line 1: nvidia-smi: command not found"):
+        stack = parse_stack(f"### nvidia-smi\n{said}\n")
+        assert stack.missing["cuda"] == "nvidia-smi: command not found"
+        assert missing_reason(CommandResult("nvidia-smi -q", "", said + "\n", 127, 0.0)) == stack.missing["cuda"]
+    # exit 127 without the shell's words: the command names the tool.
+    assert missing_reason(CommandResult("ibstat", "", "", 127, 0.0)) == "ibstat: command not found"
+    no_driver = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
+                 "latest NVIDIA driver is installed and running.")
+    assert parse_stack(f"### nvidia-smi\n{no_driver}\n").missing["cuda"] == missing_reason(
+        CommandResult("nvidia-smi -q", no_driver + "\n", "", 9, 0.0)) == (
+        "nvidia-smi cannot talk to the NVIDIA driver (driver not loaded)")

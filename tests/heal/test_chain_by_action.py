@@ -48,12 +48,16 @@ def test_a_pending_row_remap_takes_the_gpu_reset_first(tmp_path: Path, monkeypat
     sim = _quarantined(tmp_path, "GPU_ROW_REMAP_PENDING")
     _sick(monkeypatch, REMAP)
     done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a2", "--dry-run")
-    assert done.exit_code == 0, done.output
     (host,) = json.loads(done.stdout)["hosts"]
     assert host["chain"] == ["reset-gpu", "reboot", "power-cycle"], host
     assert host["chain_reason"] == "GPU_ROW_REMAP_PENDING: RESET_GPU"
     (reset,) = [s for s in host["steps"] if s["step"] == "reset-gpu"]
     assert "reset GPU 3 of gpu-a2" in reset["changes"]
+    # gpu-a2 has no BMC: the plan's last step already fails, the plan with it (exit 1), each step still shown.
+    assert done.exit_code == 1 and host["outcome"] == "failed", host
+    assert host["detail"] == "power-cycle would fail: see its step; it stays quarantined", host
+    assert host["steps"][-1] == {"step": "power-cycle", "result": "failed", "seconds": 0.0, "changes": [],
+                                 "detail": "gpu-a2 has no BMC in the inventory (bmc)"}, host
     done = clusterctl("-i", sim.inventory, "heal", "gpu-a2", "--dry-run")
     assert "gpu-a2: chain: reset-gpu -> reboot -> power-cycle -> needs hardware" in done.stdout, done.output
 
@@ -81,10 +85,10 @@ def test_a_finding_the_inventory_ignores_picks_no_step(tmp_path: Path, monkeypat
     sim = _quarantined(tmp_path, "GPU_ROW_REMAP_PENDING", "quarantine:\n  ignore_codes: [PCIE_LINK_DOWN]\n")
     _sick(monkeypatch, REMAP, UNSEATED)
     done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a2", "--dry-run")
-    assert done.exit_code == 0, done.output
     (host,) = json.loads(done.stdout)["hosts"]
     assert host["chain"] == ["reset-gpu", "reboot", "power-cycle"], host
     assert host["chain_reason"] == "GPU_ROW_REMAP_PENDING: RESET_GPU"
+    assert done.exit_code == 1, done.output  # gpu-a2 has no BMC to power-cycle through
 
 
 def test_a_dry_run_says_what_each_step_would_do_in_80_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -96,11 +100,14 @@ def test_a_dry_run_says_what_each_step_would_do_in_80_columns(tmp_path: Path, mo
     sim = _quarantined(tmp_path, "GPU_ROW_REMAP_PENDING")
     _sick(monkeypatch, REMAP)
     done = clusterctl("-i", sim.inventory, "heal", "gpu-a2", "--dry-run")
-    assert done.exit_code == 0, done.output
     lines = done.stdout.splitlines()
     assert "gpu-a2: reset-gpu: would reset GPU 3 of gpu-a2" in lines and "gpu-a2: reset-gpu: would change" in lines
     assert any(line.startswith("gpu-a2: reboot: would change (wait: gpu-a2 back (a new boot id)") for line in lines)
     assert not [line for line in lines if re.match(r"gpu-a2: [\w-]+: (changed|ok)\b", line)], done.stdout
     assert lines[-1] == "dry run: nothing was changed"
+    # gpu-a2 has no BMC: the plan's power cycle already fails, named, and so does the dry run, as the run would
+    # end (before, it said 'PLANNED' and exited 0).
+    assert done.exit_code == 1 and "gpu-a2: power-cycle: failed: gpu-a2 has no BMC in the inventory (bmc)" in lines
+    assert "gpu-a2: FAILED: power-cycle would fail: see its step; it stays quarantined" in lines, done.stdout
     assert all(len(line) <= 80 for line in lines), done.stdout
     assert "    (GPU_ROW_REMAP_PENDING: RESET_GPU)" in lines  # the chain line wrapped under its host

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from clirun import clusterctl
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "nccl-settings"
@@ -52,6 +53,21 @@ def test_unreadable_input_exits_2(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "not valid YAML" in result.stderr
     result = clusterctl("nccl", "lint", str(bad), "--nccl-version", "latest")
     assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("output", ["table", "json"])
+@pytest.mark.parametrize(("command", "readable"), [
+    (("nccl", "lint"), FIXTURES / "nccl.conf"),
+    (("bench", "report"), FIXTURES.parent / "nccl-tests" / "all_reduce-2.20.0-gb10-spark-2node-excerpt.txt")])
+def test_no_input_read_prints_the_error_alone_and_a_partial_read_its_result(
+        command: tuple[str, ...], readable: Path, output: str, tmp_path: Path) -> None:
+    """With no file read there is no result: stdout stays empty (the table said "No problems found"
+    over nothing read, JSON an empty report); with one read, its result and the other's error."""
+    missing = str(tmp_path / "missing.txt")
+    result = clusterctl("-o", output, *command, missing)
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", f"error: {missing}: no such file.\n")
+    result = clusterctl("-o", output, *command, missing, str(readable))
+    assert result.exit_code == 2 and result.stdout.strip() and "no such file" in result.stderr
 
 
 def test_bad_options_exit_2() -> None:

@@ -111,3 +111,17 @@ def test_a_dry_run_lists_the_evictions_and_evicts_nothing(sim: KubeSim) -> None:
     assert [r.change.summary for r in gate.records] == [f"evict pod {report.evicted[0]} from node gpu-a3"]
     assert not any(r.applied for r in gate.records)
     assert sim.pods_on("gpu-a3") == before
+
+
+def test_a_refusal_that_only_quotes_too_many_requests_is_named_at_once_not_waited_on(sim: KubeSim) -> None:
+    # An admission webhook refuses the evictions (InternalError) and quotes an upstream 429 in its message:
+    # the server's reason is not a budget's, nothing is retried and the pod is named with what the server said.
+    with (sim.root / "profiles" / "plain" / "profile.yaml").open("a") as profile:
+        profile.write('commands:\n  - regex: "/eviction"\n    exit: 1\n    stderr_text: "Error from server '
+                      '(InternalError): Internal error occurred: failed calling webhook \\"evict.example.com\\": '
+                      'upstream answered TooManyRequests"\n')
+    sim.deploy("web", 3)
+    report, time = drain(sim, "gpu-a3", timeout_s=30, retry_every_s=5)
+    (left,) = report.not_evicted
+    assert left.reason.startswith("eviction refused: Error from server (InternalError): ") and time.sleeps == 0
+    assert "PodDisruptionBudget" not in left.reason

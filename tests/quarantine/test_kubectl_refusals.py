@@ -20,6 +20,7 @@ CONFLICT = ('Error from server (Conflict): error when replacing "STDIN": Operati
             'and try again')
 NOT_FOUND = 'Error from server (NotFound): nodes "gpu-a9" not found'
 NOT_SERVED = "Error from server (NotFound): the server could not find the requested resource"
+BUDGET = "Error from server (TooManyRequests): Cannot evict pod as it would violate the pod's disruption budget."
 #: An admission webhook's refusal that quotes another reason in its message: the server said InternalError.
 WEBHOOK = ('Error from server (InternalError): error when replacing "STDIN": Internal error occurred: failed calling '
            'webhook "leases.example.com": the webhook answered "(Conflict) retry later"')
@@ -32,6 +33,7 @@ def failed(stderr: str, exit_code: int = 1) -> CommandResult:
 @pytest.mark.parametrize(("stderr", "reason", "said"), [
     (ALREADY, "AlreadyExists", True), (CONFLICT, "Conflict", True), (NOT_FOUND, "NotFound", True),
     (ALREADY, "Conflict", False), (NOT_SERVED, "NotFound", False), (WEBHOOK, "Conflict", False),
+    (BUDGET, "TooManyRequests", True), (WEBHOOK.replace("Conflict", "TooManyRequests"), "TooManyRequests", False),
     (f"{CONFLICT}\nerror: exit status 1", "Conflict", False),  # the server's line is not kubectl's last
 ])
 def test_the_reason_is_the_servers_on_kubectls_last_line(stderr: str, reason: str, said: bool) -> None:
