@@ -22,7 +22,6 @@ from clusterctl.engine.run import (
     RunSettings,
     SkipReason,
     Status,
-    not_needed_message,
     run_phases,
 )
 from clusterctl.errors import UsageError
@@ -138,7 +137,7 @@ def _not_verified(report: RunReport) -> str | None:
         return None
     results = [r for r in report.results if r.phase == "verify"]
     # A verify that passed (ok, changed) or was confirmed on resume checked the cluster on that host.
-    if any(r.status in (Status.OK, Status.CHANGED) or r.message == SkipReason.DONE_BEFORE.value for r in results):
+    if any(r.status in (Status.OK, Status.CHANGED) or r.skipped is SkipReason.DONE_BEFORE for r in results):
         return None
     if any(r.status is Status.FAILED for r in results):
         return None  # a failed verify is already a failed host, with its reason
@@ -250,10 +249,8 @@ def converged_hosts(store: ProgressStore | None, phases: Sequence[Phase[Any]], h
     def finished(entry: dict[str, Any] | None) -> bool:
         if not entry:
             return False
-        status = entry.get("status")
-        message = str(entry.get("message") or "")
-        return status in DONE or (status == "skipped" and (
-            message in (SkipReason.NOT_THIS_HOST.value, SkipReason.CONFIRMED.value) or not_needed_message(message)))
+        return entry.get("status") in DONE or entry.get("skipped") in (
+            SkipReason.NOT_THIS_HOST.name, SkipReason.CONFIRMED.name, SkipReason.NOT_NEEDED.name)
 
     return frozenset(h.name for h in hosts if all(finished(previous.hosts.get(h.name, {}).get(p)) for p in per_host))
 

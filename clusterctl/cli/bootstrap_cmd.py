@@ -235,13 +235,13 @@ def _confirm_bootstrap(phase: str | None, skip_phases: str | None, hosts: list[s
 
 
 def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult], *, plan: bool) -> None:
-    from clusterctl.engine.run import Status, not_needed_message
+    from clusterctl.engine.run import SkipReason, Status
 
     console = app.console
     app.say(f"\nPHASE [{phase.name}] {'*' * max(3, 60 - len(phase.name))}", soft_wrap=False)
     by_status: dict[str, list[str]] = {}
     for r in results:
-        if r.status is Status.SKIPPED and not_needed_message(r.message):
+        if r.skipped is SkipReason.NOT_NEEDED:
             by_status.setdefault(r.message, []).append(r.host)  # why: "nothing to do: the host has no GPUs"
         elif r.status is not Status.FAILED:
             by_status.setdefault(plan_word(phase, r) if plan else r.status.value, []).append(r.host)

@@ -162,13 +162,13 @@ def _execute(app: AppContext, *, yes: bool, dry_run: bool, **fields: Any) -> Non
 
 
 def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult]) -> None:
-    from clusterctl.engine.run import Status, not_needed_message
+    from clusterctl.engine.run import SkipReason
 
     # A phase the inventory leaves to the site (its own CNI, no GPUs) says "nothing to do" and why as it
     # ends, as bootstrap's progress does: one line for the phase, its hosts together.
     left: dict[str, list[str]] = {}
     for r in results:
-        if r.status is Status.SKIPPED and not_needed_message(r.message):
+        if r.skipped is SkipReason.NOT_NEEDED:
             left.setdefault(r.message, []).append(r.host)
     # Each row wraps under its message column on a narrow terminal (``print_wrapped``), one line off it.
     for message, names in left.items():
@@ -184,7 +184,7 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
 def _print_report(app: AppContext, report: UpgradeReport) -> None:
     from clusterctl.cli.changes_view import say_plan_step
     from clusterctl.cli.findings_view import print_findings
-    from clusterctl.engine.run import not_needed_message
+    from clusterctl.engine.run import Status
 
     say = app.say
     say(f"cluster {report.cluster}: Kubernetes {report.current} -> {report.target}")
@@ -212,7 +212,7 @@ def _print_report(app: AppContext, report: UpgradeReport) -> None:
             say(f"{host.host:<16} {host.status.value}" + (f": {host.message}" if host.message else ""), soft_wrap=False,
                 indent=17)
     # The cluster phases the inventory leaves to the site: what bootstrap says of them, said here too.
-    left = [s for s in report.addons if not s["changes"] and not_needed_message(s["message"])]
+    left = [s for s in report.addons if s["status"] == Status.SKIPPED.value]
     if left:
         say("")
     for step in left:

@@ -218,7 +218,7 @@ def _may_remove_gone(name: str, why: str, node: KubeNode | None, report: Removal
 
 def _fill(report: RemovalReport, run: RunReport, phases: dict[str, Phase[Any, Any]]) -> None:
     for result in run.results:
-        if result.status is Status.SKIPPED and result.message == SkipReason.NOT_THIS_HOST.value:
+        if result.skipped is SkipReason.NOT_THIS_HOST:
             continue
         phase = phases[result.phase]
         if isinstance(phase, (DrainNode, DeleteNode)) and not result.changes and not result.waits \

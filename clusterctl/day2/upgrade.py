@@ -57,7 +57,7 @@ from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.day2.versions import check_upgrade, parse, static_pod_version
 from clusterctl.engine.phase import ReadsNothing, Wait
 from clusterctl.engine.progress import RunPlace
-from clusterctl.engine.run import RunSettings, SkipReason, Status, not_needed_message, select_phases, step_json
+from clusterctl.engine.run import RunSettings, SkipReason, Status, select_phases, step_json
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.findings import Finding, Severity, fails
@@ -137,7 +137,8 @@ class UpgradeReport:
     target: str
     applied: bool
     hosts: list[HostUpgrade] = field(default_factory=list)
-    #: The cluster phases (network, gpu-addons) after the last node: one row each, as a node's steps.
+    #: The cluster phases (network, gpu-addons) after the last node: one row each, as a node's steps (skipped: not
+    #: needed, the inventory leaves it to the site).
     addons: list[dict[str, Any]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -678,7 +679,7 @@ def _fill(report: UpgradeReport, run: RunReport | None, rollout: Rollout, order:
         mine = [r for r in results if r.host == name and not by_name[r.phase].once_per_cluster]
         row.steps = [_step(r, by_name[r.phase], rollout) for r in mine
                      if r.changes or r.waits or r.status is Status.FAILED]
-        if not [r for r in mine if r.message != SkipReason.EARLIER_FAILURE.value]:
+        if not [r for r in mine if r.skipped is not SkipReason.EARLIER_FAILURE]:
             row.status, row.message = NodeOutcome.NOT_STARTED, failed.get(name, "")
         elif name in failed:
             row.status, row.message = NodeOutcome.FAILED, failed[name]
@@ -691,7 +692,7 @@ def _fill(report: UpgradeReport, run: RunReport | None, rollout: Rollout, order:
         report.hosts.append(row)
     # A cluster phase the inventory leaves to the site (its own CNI, no GPUs) says so, as bootstrap does.
     report.addons = [_step(r, by_name[r.phase], rollout) for r in results if by_name[r.phase].once_per_cluster
-                     and (r.status is not Status.SKIPPED or not_needed_message(r.message))]
+                     and r.skipped in (None, SkipReason.NOT_NEEDED)]
     if run is None:
         return
     report.notes += run.notes

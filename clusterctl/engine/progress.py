@@ -149,7 +149,9 @@ class ProgressStore:
             for host in hosts:
                 self.hosts.pop(host, None)
 
-    def record(self, host: str, phase: str, status: str, duration_s: float, message: str = "") -> None:
+    def record(self, host: str, phase: str, status: str, duration_s: float, message: str = "",
+               skipped: str | None = None) -> None:
+        """``skipped``: the name of the ``SkipReason`` of a skipped phase (``converged_hosts`` reads it)."""
         entry: dict[str, Any] = {
             "status": status,
             "finished": utc_stamp(),
@@ -157,6 +159,8 @@ class ProgressStore:
         }
         if message:
             entry["message"] = message[:300]
+        if skipped:
+            entry["skipped"] = skipped
         with self._lock:
             self.hosts.setdefault(host, {})[phase] = entry
 

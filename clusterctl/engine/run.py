@@ -75,6 +75,8 @@ class HostPhaseResult:
     findings: list[Finding] = field(default_factory=list)
     #: Why it failed or was skipped, for people.
     message: str = ""
+    #: Why it was skipped (``Status.SKIPPED``), what the code asks; ``None``: it ran.
+    skipped: SkipReason | None = None
     #: What rollback did, one line each.
     rollback: list[str] = field(default_factory=list)
     #: What the phase waits for (a plan shows it; an applying run waited for it).
@@ -250,12 +252,6 @@ class SkipReason(str, Enum):
     #: ``Phase.not_needed`` gave a reason; the report says ``nothing to do: <reason>``.
     NOT_NEEDED = "nothing to do"
     CURED = "left out: an earlier remedy cured the host"
-
-
-def not_needed_message(message: str) -> bool:
-    """A skipped result's message is a phase's no-op reason (``nothing to do: the host has no GPUs``, as
-    ``_run_phase`` says it)."""
-    return message.startswith(SkipReason.NOT_NEEDED.value + ": ")
 
 
 def skip_reason(phase: Phase[Any, Any], ctx: PhaseContext, *, failed_earlier: bool, first_target: str | None,
@@ -463,8 +459,8 @@ def _one_phase(run: _Run, phase: Phase[Any, Any], batch: Sequence[Host]) -> None
             report.failed_hosts.setdefault(r.host, f"phase {phase.name}: {r.message}")
         if settings.apply and cured(phase, r):
             report.cured.setdefault(r.host, phase.name)
-        if store is not None and settings.apply and r.message != SkipReason.EARLIER_FAILURE.value:
-            store.record(r.host, phase.name, r.status.value, r.duration_s, r.message)
+        if store is not None and settings.apply and r.skipped is not SkipReason.EARLIER_FAILURE:
+            store.record(r.host, phase.name, r.status.value, r.duration_s, r.message, r.skipped and r.skipped.name)
     if store is not None and settings.apply:
         store.save()
     if settings.on_phase is not None:
@@ -764,7 +760,7 @@ def _run_phase(run: _Run, phase: Phase[Any, Any], batch: Sequence[Host]) -> tupl
                 done_before.add(host.name)
         else:  # the reason, with the phase's own for NOT_NEEDED
             said = f"{why.value}: {phase.not_needed(unconnected(host))}" if why is SkipReason.NOT_NEEDED else why.value
-            results.append(HostPhaseResult(host.name, phase.name, Status.SKIPPED, message=said))
+            results.append(HostPhaseResult(host.name, phase.name, Status.SKIPPED, message=said, skipped=why))
 
     # A phase that runs for a host from another one (a drain from the control plane): each such host
     # in turn on that host's connection, in inventory order.
@@ -863,6 +859,7 @@ def _one_host(run: _Run, phase: Phase[Any, Any], transport: Transport, *, done_b
         reader.replay_once(keep=True)  # nothing applied: verify's first reads are check's answers
         problems = _verify(phase, ctx, host_gate) if settings.apply else []
         if not fails(problems):
+            result.skipped = SkipReason.DONE_BEFORE
             return done(Status.SKIPPED, SkipReason.DONE_BEFORE.value)
     if not settings.apply:
         host_gate.submit_all(changes)

@@ -148,7 +148,8 @@ _BARE_COMMAND = re.compile(r"^\s*(\S+)(?:\s+[-\w./=:,]+)*\s*$")
 
 def _is_bare_command(text: str) -> bool:
     found = _BARE_COMMAND.match(text)
-    return found is not None and found.group(1).rsplit("/", 1)[-1] in _BARE_COMMANDS
+    # Windows' nvidia-smi is 'nvidia-smi.exe' (a Windows host's paste, or WSL).
+    return found is not None and found.group(1).rsplit("/", 1)[-1].removesuffix(".exe") in _BARE_COMMANDS
 
 
 def _is_root_prompt(text: str) -> bool:

@@ -40,6 +40,10 @@ def parse_lspci(text: str) -> PciDevices:
         raise ParseError("lspci -vvv", "no '<bus>:<dev>.<fn> <class>: <device>' line", line=1)
     warnings = tuple(ParseWarning(f"line before any device: {line.text.strip()[:80]!r}", line.number)
                      for line in before)
+    # Config reads of all ones (header type 7f, 'rev ff'): the device no longer answers, so none of it can be read.
+    warnings += tuple(ParseWarning(f"{header.group(1)} does not answer ({line.text.strip()!r}): its link is unknown; "
+                                   "it is powered off or has fallen off the bus", line.number)
+                      for _, header, lines in found for line in lines if line.text.lstrip().startswith("!!! Unknown"))
     return PciDevices(tuple(_device(opening, header, lines) for opening, header, lines in found), warnings=warnings)
 
 

@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.clean import clean_lines, without_mpi_tags
+from clusterctl.facts.clean import clean, without_mpi_tags
 from clusterctl.facts.model import ParseResult, ParseWarning
 from clusterctl.facts.nccl_info import NcclNetInfo, parse_nccl_info
 from clusterctl.facts.table import figure
@@ -265,7 +265,9 @@ def parse_nccl_tests(text: str, *, test: str | None = None, min_bw: str | None =
     errors: list[str] = []
     nccl_warnings: list[str] = []
     seen_rows: set[tuple[str, ...]] = set()
-    warnings: list[ParseWarning] = []
+    pasted = clean(text)
+    # Ranks and rows behind the author's '...' are unknown: without this, the ranks read look like all there were.
+    warnings = pasted.elision_warnings("lines", "the ranks and rows there are unknown")
     info_lines: list[str] = []
     nccl_version: str | None = None
     tests_version: str | None = None
@@ -276,7 +278,7 @@ def parse_nccl_tests(text: str, *, test: str | None = None, min_bw: str | None =
         test = next((found.group(1) for raw in text.splitlines()
                      if not _NCCL_LOG.search(raw) and (found := _TOOL.search(raw))), None)
     min_bw = min_bw or next((found.group(1) for found in _MIN_BW.finditer(text)), None)
-    for cleaned in without_mpi_tags(clean_lines(text)):
+    for cleaned in without_mpi_tags(pasted.lines):
         number, line = cleaned.number, cleaned.text
         failure = _FAILURE.search(line)
         if failure:

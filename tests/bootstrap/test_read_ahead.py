@@ -145,7 +145,7 @@ def test_hosts_whose_previous_run_finished_every_phase_are_the_ones_read_ahead(t
         store.record(name, "first", "ok", 1.0)
     store.record("done", "second", "changed", 1.0)
     store.record("failed", "second", "failed", 1.0, "verify failed")
-    store.record("not-mine", "second", "skipped", 0.0, SkipReason.NOT_THIS_HOST.value)
+    store.record("not-mine", "second", "skipped", 0.0, SkipReason.NOT_THIS_HOST.value, SkipReason.NOT_THIS_HOST.name)
     store.save()
     fresh = ProgressStore(store.path, "lab")  # what a new (not resumed) run starts with
     assert converged_hosts(fresh, phases, hosts) == {"done", "not-mine"}
