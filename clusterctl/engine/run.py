@@ -92,7 +92,8 @@ class HostPhaseResult:
     def step(self, description: str, runs_on: str) -> dict[str, Any]:
         """This result as one step of a day-2 report (upgrade's nodes, remove-node), for ``step_json``."""
         return {"step": self.phase, "runs_on": runs_on, "summary": description, "status": self.status.value,
-                "changes": self.changes, "waits": self.waits, "message": mask_text(self.message)}
+                "changes": self.changes, "waits": self.waits, "message": mask_text(self.message),
+                "findings": self.findings}
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"host": self.host, "phase": self.phase, "status": self.status.value,
@@ -112,7 +113,8 @@ def cured(phase: Phase[Any, Any], result: HostPhaseResult) -> bool:
 
 
 def step_json(step: dict[str, Any]) -> dict[str, Any]:
-    return {**step, "changes": [c.to_json() for c in step["changes"]]}
+    return {**step, "changes": [c.to_json() for c in step["changes"]],
+            "findings": [f.to_json() for f in step["findings"]]}
 
 
 @dataclass
