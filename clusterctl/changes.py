@@ -284,6 +284,16 @@ class UndoStep:
     planned: str = ""
 
 
+@dataclass(frozen=True)
+class UndoLine:
+    """One line of ``Gate.undo_lines``: what was (or would be) done about one record."""
+
+    record: GateRecord
+    text: str
+    #: In record mode, the command its step would run (its ``UndoStep.change.command``), said whole by the CLI.
+    would_run: str | None = None
+
+
 class ChangeLog(Protocol):
     """Where an applying gate writes each change down before it reaches its host, and how it went after
     (``undo_journal.WriteAheadJournal``): an interrupt or a crash at any point leaves a journal that
@@ -486,33 +496,39 @@ class Gate:
         record mode the same steps are worked out (backups are looked for) and recorded, and the
         lines say what would be done: ``undo --dry-run`` is this code, stopped before the host.
         """
-        lines: list[str] = []
+        return [line.text for line in self.undo_lines(transport, records, force=force)]
+
+    def undo_lines(self, transport: Transport, records: Sequence[GateRecord], *,
+                   force: bool = False) -> list[UndoLine]:
+        """``undo``'s lines, each with the record it is about (and in record mode the command it would run)."""
+        lines: list[UndoLine] = []
         for record in reversed(records):
+            would_run = None
             if record.cleaned_up:
-                lines.append(mask_text(f"'{record.change.summary}': cleaned up by the run itself, nothing to undo"))
-                continue
+                text = f"'{record.change.summary}': cleaned up by the run itself, nothing to undo"
             # A command that failed did not happen: nothing to undo, nothing to say.
-            if not record.applied or not record.changed or record.temporary or record.failed:
+            elif not record.applied or not record.changed or record.temporary or record.failed:
                 continue
-            try:
-                step = undo_step(transport, record, force=force)
-            except TransportError as exc:
-                lines.append(mask_text(f"failed to undo '{record.change.summary}': {exc.message}"))
-                continue
-            if step.change is None:
-                lines.append(mask_text(step.done))
-                continue
-            try:
-                self.submit(transport, step.change)  # in record mode: recorded, the host untouched
-            except ChangeFailed as exc:
-                lines.append(mask_text(f"failed to undo '{record.change.summary}': {exc.result.stderr_tail(2)}"))
-                continue
-            except TransportError as exc:
-                what = record.change.path or record.change.summary
-                lines.append(mask_text(f"failed to undo {what}: {exc.message}"))
-                continue
-            lines.append(mask_text(step.done if self.apply else step.planned))
+            else:
+                text, would_run = self._undo_one(transport, record, force)
+            lines.append(UndoLine(record, mask_text(text), would_run and mask_text(would_run)))
         return lines
+
+    def _undo_one(self, transport: Transport, record: GateRecord, force: bool) -> tuple[str, str | None]:
+        """``undo_lines``'s line for one record, and in record mode the command its step would run."""
+        try:
+            step = undo_step(transport, record, force=force)
+        except TransportError as exc:
+            return f"failed to undo '{record.change.summary}': {exc.message}", None
+        if step.change is None:
+            return step.done, None
+        try:
+            self.submit(transport, step.change)  # in record mode: recorded, the host untouched
+        except ChangeFailed as exc:
+            return f"failed to undo '{record.change.summary}': {exc.result.stderr_tail(2)}", None
+        except TransportError as exc:
+            return f"failed to undo {record.change.path or record.change.summary}: {exc.message}", None
+        return (step.done, None) if self.apply else (step.planned, step.change.command)
 
 
 def undo_step(transport: Transport, record: GateRecord, *, force: bool = False) -> UndoStep:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from clusterctl.changes import Change, ChangeKind, GateRecord
+from clusterctl.changes import Change, ChangeKind, GateRecord, UndoLine
 from clusterctl.errors import UsageError
 from clusterctl.utc import epoch, file_stamp, utc_stamp
 from clusterctl.writable import replace_file
@@ -424,7 +424,7 @@ def mark_journal_used(path: str | Path, hosts: Sequence[str]) -> None:
 
 
 def undo_on_hosts(runner: Runner, hosts: Sequence[Host], records: Sequence[GateRecord], *, apply: bool,
-                  force: bool = False) -> FleetResult[list[str]]:
+                  force: bool = False) -> FleetResult[list[UndoLine]]:
     """Revert ``records`` on those of ``hosts`` they concern, newest change first; one line per change.
 
     Journal hosts not in ``hosts`` are left alone; none of them there is a ``UsageError``.
@@ -440,8 +440,8 @@ def undo_on_hosts(runner: Runner, hosts: Sequence[Host], records: Sequence[GateR
 
     gate = Gate(apply=apply)
 
-    def task(transport: Transport) -> list[str]:
+    def task(transport: Transport) -> list[UndoLine]:
         # One code path for undo and its dry run: the gate works out each step and applies or records it.
-        return gate.undo(transport, by_host[transport.host.name], force=force)
+        return gate.undo_lines(transport, by_host[transport.host.name], force=force)
 
     return runner.run_task(targets, task, label="undo" if apply else "undo (dry run)")

@@ -115,27 +115,27 @@ def undo_command(
         # A host whose undo ran is marked, even if some files were refused: its other files are reverted.
         done = {o.host.name for o in fleet.outcomes if o.ok}
         mark_journal_used(journal, list(dict.fromkeys(changed_on(r) for r in records if r.change.host in done)))
+    said = [[line.text for line in o.value or []] for o in fleet.outcomes]
     payload = {"journal": journal, "dry_run": dry_run, "hosts": [
-        {"host": o.host.name, "ok": o.ok, "done": o.value or [], "error": o.failure.describe() if o.failure else None}
-        for o in fleet.outcomes]}
+        {"host": o.host.name, "ok": o.ok, "done": lines, "error": o.failure.describe() if o.failure else None}
+        for o, lines in zip(fleet.outcomes, said, strict=True)]}
 
     def human() -> None:
         from clusterctl.changes import WOULD_RUN
         from clusterctl.cli.changes_view import say_plan_step, say_run_end
         from clusterctl.cli.host_failures import print_failures
 
-        for outcome in fleet.outcomes:
-            for line in outcome.value or []:
-                command = line.removeprefix(WOULD_RUN)
-                if command == line:
-                    app.say(f"{outcome.host.name}: {one_line(line)}", soft_wrap=False)
-                else:  # a dry run's command: whole on a line of its own, to be copied (not wrapped)
-                    app.say(f"{outcome.host.name}: {WOULD_RUN.strip()}")
-                    say_plan_step(app, [one_line(command)], [], indent="  ")
+        # Each line names the host its step changed: a node changed through the control plane is the node.
+        for line in (line for outcome in fleet.outcomes for line in outcome.value or []):
+            if line.would_run is None:
+                app.say(f"{changed_on(line.record)}: {one_line(line.text)}", soft_wrap=False)
+            else:  # a dry run's command: whole on a line of its own, to be copied (not wrapped)
+                app.say(f"{changed_on(line.record)}: {WOULD_RUN.strip()}")
+                say_plan_step(app, [one_line(line.would_run)], [], indent="  ")
         say_run_end(app, dry_run=dry_run)
         print_failures(app, fleet)
 
-    app.emit(payload, human, failed=not fleet.ok or any(undo_incomplete(o.value or []) for o in fleet.outcomes))
+    app.emit(payload, human, failed=not fleet.ok or any(undo_incomplete(lines) for lines in said))
 
 
 def _refuse_unhealthy_returns(app: AppContext, records: list[GateRecord], journal: str) -> None:

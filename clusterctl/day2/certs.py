@@ -38,6 +38,7 @@ from clusterctl.facts.kubeadm_certs import COMMAND, CertExpiration, parse_check_
 from clusterctl.findings import Finding, Severity
 from clusterctl.terminal_text import one_line
 from clusterctl.transport.base import FailureKind, TransportError
+from clusterctl.utc import utc_stamp
 
 if TYPE_CHECKING:
     from clusterctl.engine.run import RunReport
@@ -77,7 +78,7 @@ class HostCerts:
 
 
 def _row(cert: Any, now: datetime) -> dict[str, Any]:
-    return {"name": cert.name, "expires": cert.expires.isoformat(), "days_left": cert.days_left(now),
+    return {"name": cert.name, "expires": utc_stamp(cert.expires.timestamp()), "days_left": cert.days_left(now),
             "residual": cert.residual, "authority": cert.authority, "externally_managed": cert.externally_managed}
 
 

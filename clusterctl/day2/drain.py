@@ -21,6 +21,7 @@ from clusterctl.quarantine.drain import DEFAULT_TIMEOUT_S as DEFAULT_DRAIN_TIMEO
 from clusterctl.quarantine.drain import DrainOptions, PodLeft, drain_node, eviction, pods_to_evict
 from clusterctl.quarantine.node_ops import cordon
 from clusterctl.transport.base import FailureKind, TransportError
+from clusterctl.wording import first_few
 
 #: What the drain phase reads of its node: the Node, the pods a drain takes off it now and those it refuses.
 Drainable = tuple[KubeNode, list[Pod], list[PodLeft]]
@@ -56,12 +57,13 @@ class DrainNode(Phase["Drainable | None", PhaseContext]):
         return node, *pods_to_evict(ctx.reader, node.name, self.options)
 
     def findings(self, ctx: PhaseContext, state: Drainable | None) -> list[Finding]:
-        """The pods the drain refuses, by reason as kubectl drain's: the host fails before its cordon, plan and run."""
+        """The pods the drain refuses, by reason as kubectl drain's, the first few named (every one in the evidence,
+        for -o json): the host fails before its cordon, plan and run."""
         refused: dict[str, list[str]] = {}
         for left in state[2] if state else []:
             refused.setdefault(left.reason, []).append(left.pod)
-        return [Finding(Severity.ERROR, "DRAIN_REFUSED", f"the drain cannot evict {', '.join(pods)}: {reason}",
-                        host=ctx.host.name) for reason, pods in refused.items()]
+        return [Finding(Severity.ERROR, "DRAIN_REFUSED", f"the drain cannot evict {first_few(pods, 3, ', ')}: {reason}",
+                        host=ctx.host.name, evidence={"pods": pods}) for reason, pods in refused.items()]
 
     def plan(self, ctx: PhaseContext, state: Drainable | None) -> list[Change]:
         """The cordon, and the evictions the drain will make (a cordoned node's pods go too)."""

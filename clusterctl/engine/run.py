@@ -27,7 +27,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -92,7 +92,8 @@ class HostPhaseResult:
     def step(self, description: str, runs_on: str) -> dict[str, Any]:
         """This result as one step of a day-2 report (upgrade's nodes, remove-node), for ``step_json``."""
         return {"step": self.phase, "runs_on": runs_on, "summary": description, "status": self.status.value,
-                "changes": self.changes, "waits": self.waits, "message": mask_text(self.message)}
+                "changes": self.changes, "waits": self.waits, "message": mask_text(self.message),
+                "findings": self.findings}
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"host": self.host, "phase": self.phase, "status": self.status.value,
@@ -112,7 +113,8 @@ def cured(phase: Phase[Any, Any], result: HostPhaseResult) -> bool:
 
 
 def step_json(step: dict[str, Any]) -> dict[str, Any]:
-    return {**step, "changes": [c.to_json() for c in step["changes"]]}
+    return {**step, "changes": [c.to_json() for c in step["changes"]],
+            "findings": [f.to_json() for f in step["findings"]]}
 
 
 @dataclass
@@ -235,6 +237,10 @@ class RunSettings:
     #: an applying run, hosts whose previous run finished every phase): their phases' reads are
     #: done in one round trip, with the lock (``clusterctl.engine.read_ahead``).
     read_ahead: frozenset[str] = frozenset()
+    #: Answers read before the run, by host and ``(command, sudo)`` (bootstrap's downgrade check reads each
+    #: host's packages): given to the first ``check`` that asks, as if read ahead (not read again, not in a
+    #: batch, forgotten once the host changes).
+    answered: Mapping[str, Mapping[tuple[str, bool], CommandResult]] = field(default_factory=dict)
 
 
 class SkipReason(str, Enum):
@@ -627,16 +633,18 @@ Reads = dict[str, tuple[list[tuple[str, bool]], ReadAhead]]
 
 
 def _reads_ahead(run: _Run, hosts: Sequence[Host]) -> Reads:
-    """What each read-ahead host's phases will read first (phases that run on every host alone)."""
+    """What each read-ahead host's phases will read first (phases that run on every host alone), but what was
+    read before the run (``RunSettings.answered``): each host's answers start with that."""
     out: Reads = {}
     for host in hosts:
-        if host.name not in run.settings.read_ahead:
-            continue
-        ctx = run.unconnected(host, "read ahead")
-        reads = [read for phase in run.phases if not (phase.serial or phase.once_per_cluster) and phase.applies_to(ctx)
-                 for read in phase.reads(ctx)]
-        if len(reads) > 1:
-            out[host.name] = (reads, ReadAhead())
+        answered = run.settings.answered.get(host.name, {})
+        reads: list[tuple[str, bool]] = []
+        if host.name in run.settings.read_ahead:
+            ctx = run.unconnected(host, "read ahead")
+            reads = [read for phase in run.phases if not (phase.serial or phase.once_per_cluster)
+                     and phase.applies_to(ctx) for read in phase.reads(ctx) if read not in answered]
+        if len(reads) > 1 or answered:
+            out[host.name] = (reads, ReadAhead(answered))
     return out
 
 

@@ -79,15 +79,18 @@ class StepRun:
     seconds: float = 0.0
     #: What the step changed (or would), one line per change.
     changes: list[str] = field(default_factory=list)
+    #: What it found, in full (``detail`` names the first few of a long list).
+    findings: list[Finding] = field(default_factory=list)
 
     @classmethod
     def of(cls, done: HostPhaseResult) -> StepRun:
         return cls(done.phase, done.status, done.message or "; ".join(done.waits), done.duration_s,
-                   [c.summary for c in done.changes])
+                   [c.summary for c in done.changes], done.findings)
 
     def to_json(self) -> dict[str, object]:
         return {"step": self.step, "result": self.result.value, "detail": self.detail,
-                "seconds": round(self.seconds, 1), "changes": self.changes}
+                "seconds": round(self.seconds, 1), "changes": self.changes,
+                "findings": [f.to_json() for f in self.findings]}
 
 
 @dataclass

@@ -763,10 +763,11 @@ class Shell:
 
 
 #: A backslash escape as printf reads it: ``\xHH``, octal (``\NNN`` in the format; ``%b``
-#: also takes ``\0NNN``), or one character (unknown ones are kept with their backslash).
-_ESCAPE = r"\\(?:x([0-9A-Fa-f]{1,2})|(%s)|(.?))"
-_FORMAT_PIECE = re.compile(_ESCAPE % "[0-7]{1,3}" + r"|%([-+ #0]*\d*(?:\.\d*)?)(.?)|[^\\%]+", re.S)
-_B_PIECE = re.compile(_ESCAPE % "0[0-7]{0,3}|[0-7]{1,3}" + r"|[^\\]+", re.S)
+#: also takes ``\0NNN``), or one character (unknown ones are kept with their backslash; ``%b`` keeps
+#: ``\"`` whole, as bash's and dash's do; bash's format reads it as ``"``).
+_ESCAPE = r"\\(?:x([0-9A-Fa-f]{1,2})|(%s)|(%s))"
+_FORMAT_PIECE = re.compile(_ESCAPE % ("[0-7]{1,3}", ".?") + r"|%([-+ #0]*\d*(?:\.\d*)?)(.?)|[^\\%]+", re.S)
+_B_PIECE = re.compile(_ESCAPE % ("0[0-7]{0,3}|[0-7]{1,3}", '[^"]?') + r"|[^\\]+", re.S)
 #: dash's echo: ``%b``'s escapes less ``\\xHH`` (group 1 never takes part), an unknown one kept whole.
 _ECHO_PIECE = re.compile(r"\\(?:()(0[0-7]{0,3}|[0-7]{1,3})|([abcefnrtv\\]))|\\|[^\\]+", re.S)
 _ESCAPES = {"a": b"\a", "b": b"\b", "e": b"\x1b", "f": b"\f", "n": b"\n", "r": b"\r", "t": b"\t", "v": b"\v",

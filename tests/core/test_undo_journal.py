@@ -49,7 +49,7 @@ def test_journal_survives_the_run_and_undo_restores_every_file(tmp_path: Path) -
     records = read_journal(journal).records
     with Runner(_local) as runner:
         planned = undo_on_hosts(runner, [HOST], records, apply=False)
-        assert planned.outcomes[0].value == [f"would remove {created} (it was new)",
+        assert [line.text for line in planned.outcomes[0].value or []] == [f"would remove {created} (it was new)",
                                              f"would restore {replaced} from {records[0].backup_path}"]
         assert replaced.read_text() == "NCCL_DEBUG=INFO\n" and created.exists()  # dry run touched nothing
         done = undo_on_hosts(runner, [HOST], records, apply=True)
@@ -163,7 +163,7 @@ def test_a_write_cut_off_before_it_reached_the_host_has_nothing_to_undo(tmp_path
     assert path is not None and json.loads(path.read_text())["changes"][0]["pending"] is True
     with Runner(_local) as runner:
         undone = undo_on_hosts(runner, [HOST], read_journal(path).records, apply=True)
-    assert undone.ok and "nothing to undo" in (undone.outcomes[0].value or [""])[0]
+    assert undone.ok and "nothing to undo" in (undone.outcomes[0].value or [])[0].text
     assert conf.read_text() == "NCCL_DEBUG=WARN\n"
 
 

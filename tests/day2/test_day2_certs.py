@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,9 @@ def test_check_lists_days_left_and_warns_before_expiry(bootstrapped_demo: Path) 
     assert host["host"] == "gpu-a1"
     days = {c["name"]: c["days_left"] for c in host["certificates"]}
     assert 300 < days["apiserver"] < 366 and "etcd-server" in days
+    # The product's one timestamp form (``clusterctl.utc``), as every other report's: it said '+00:00'.
+    stamps = [c["expires"] for c in (*host["certificates"], *host["authorities"])]
+    assert stamps and all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:00Z", s) for s in stamps), stamps
     assert done.json()["findings"] == []
     set_fault(bootstrapped_demo, "gpu-a1", "certs", "expiring")
     soon = clusterctl("-i", DEMO, "certs", "check")

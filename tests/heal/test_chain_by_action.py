@@ -56,8 +56,9 @@ def test_a_pending_row_remap_takes_the_gpu_reset_first(tmp_path: Path, monkeypat
     # gpu-a2 has no BMC: the plan's last step already fails, the plan with it (exit 1), each step still shown.
     assert done.exit_code == 1 and host["outcome"] == "failed", host
     assert host["detail"] == "power-cycle would fail: see its step; it stays quarantined", host
-    assert host["steps"][-1] == {"step": "power-cycle", "result": "failed", "seconds": 0.0, "changes": [],
-                                 "detail": "gpu-a2 has no BMC in the inventory (bmc)"}, host
+    last = host["steps"][-1]
+    assert (last["step"], last["result"], last["detail"]) == ("power-cycle", "failed",
+                                                              "gpu-a2 has no BMC in the inventory (bmc)"), host
     done = clusterctl("-i", sim.inventory, "heal", "gpu-a2", "--dry-run")
     assert "gpu-a2: chain: reset-gpu -> reboot -> power-cycle -> needs hardware" in done.stdout, done.output
 

@@ -138,3 +138,25 @@ def test_a_dry_run_on_a_cordoned_node_names_the_evictions_the_run_makes(tmp_path
     assert sim.snapshot() == before
     text = clusterctl("-i", sim.inventory, "heal", "gpu-a3", "--dry-run", "--delete-emptydir-data").output
     assert "drain: nothing to change" not in text and f"drain: would evict pod {scratch}" in text, text
+
+
+def test_a_drain_refusing_many_pods_names_the_first_few_and_json_every_one(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node full of pods no controller owns: the drain's refusal names the first three and how many more (it
+    named every one, a line hundreds of pods long); -o json keeps every pod, in heal's and remove-node's steps."""
+    monkeypatch.chdir(tmp_path)
+    sim = _quarantined(tmp_path)
+    solo = [f"default/solo-{i:02}" for i in range(12)]
+    for pod in solo:
+        sim.bare_pod(pod.split("/")[1], "gpu-a3")
+    assert clusterctl("-i", sim.inventory, "-l", "gpu-a3", "mock", "set", "fault=xid-79").exit_code == 0
+    text = clusterctl("-i", sim.inventory, "heal", "gpu-a3", "--dry-run", "--delete-emptydir-data").output
+    (line,) = [line for line in text.splitlines() if line.startswith("gpu-a3: drain: failed: ")]
+    assert sum(pod in text for pod in solo) == 3 and "(+9 more): declares no controller" in line, text
+    plan = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a3", "--dry-run", "--delete-emptydir-data")
+    (refused,) = json.loads(plan.stdout)["hosts"][0]["steps"][0]["findings"]
+    assert refused["code"] == "DRAIN_REFUSED" and sorted(refused["evidence"]["pods"]) == solo, refused
+    removal = clusterctl("-i", sim.inventory, "-o", "json", "remove-node", "gpu-a3", "--dry-run")
+    (drain,) = [s for s in json.loads(removal.stdout)["steps"] if s["step"] == "drain"]
+    assert removal.exit_code == 1 and "(+9 more)" in drain["message"], drain
+    assert sorted(p for f in drain["findings"] for p in f["evidence"]["pods"] if p.startswith("default/solo-")) == solo
