@@ -67,6 +67,12 @@ class HostReader:
         if not keep:
             self._kept.clear()
 
+    def kept(self) -> dict[tuple[str, bool], CommandResult]:
+        """The answers kept since ``remember()`` of plain commands (no environment, no input), by command and
+        sudo: what a later reader of the host may be given as already read (``RunSettings.answered``)."""
+        return {(command, sudo): result for (command, sudo, env, stdin), result in self._kept.items()
+                if not env and stdin is None}
+
     def start_transcript(self) -> None:
         """From now on, note every read (``transcript``): what a later run replays as one batch
         to learn whether the host still answers as it did (``clusterctl.engine.confirm``)."""

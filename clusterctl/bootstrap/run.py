@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from clusterctl.findings import Finding
     from clusterctl.host_reader import HostReader
     from clusterctl.inventory.model import Host, Inventory
+    from clusterctl.transport.base import CommandResult
 
 
 @dataclass(frozen=True)
@@ -61,15 +62,18 @@ def run(
     phases = select_phases(request.phase, request.skip_phases)
     if request.resume and not request.apply:
         raise UsageError("--resume only makes sense for a run that applies (not with --dry-run or plan)")
+    answered: dict[str, dict[tuple[str, bool], CommandResult]] = {}
     if not request.options.allow_downgrade and any(p.name == "packages" for p in phases):
         # Refused before any phase changes a host (the kernel's come before the packages'), not halfway; a plan
         # the same, in one paragraph, as the run it shows (not once per host in its phases, findings and FAILED).
         from clusterctl.bootstrap.phases.packages import read_downgrades
 
         read = read_downgrades(runner, hosts, inventory, request.options)
-        refusal = downgrade_refusal([f for _, f in read.values() if f is not None], inventory)
+        refusal = downgrade_refusal([r.downgrade for r in read.values() if r.downgrade is not None], inventory)
         if refusal is not None:
             raise refusal
+        # The packages phase's first read, not made again (unless a phase before it changes the host).
+        answered = {host: r.answers for host, r in read.items()}
     place = RunPlace.of(inventory, "bootstrap", request.state_dir)
     resumed_with = None
     journals = None
@@ -94,8 +98,8 @@ def run(
     journal = place.journal(command) if request.apply else None
     settings = RunSettings(apply=request.apply, resume=request.resume, force_unlock=request.force_unlock,
                            lock_path=request.lock_path, progress=store, on_phase=on_phase, options=options,
-                           read_ahead=read_ahead, confirmations=confirmations, journal=journal,
-                           resume_hint="clusterctl reset --yes" if request.phase == "reset" else
+                           read_ahead=read_ahead, answered=answered, confirmations=confirmations,
+                           journal=journal, resume_hint="clusterctl reset --yes" if request.phase == "reset" else
                            f"clusterctl {command} --resume --yes")
     report = run_bootstrap(inventory, hosts, runner, phases, settings)
     if resumed_with:

@@ -516,10 +516,10 @@ def _refuse_downgrades(runner: Runner, hosts: Sequence[Host], inventory: Invento
     (``Packages.downgrade_finding``, the pins at the target). A node that does not answer is the engine's
     to report, as every other failure. Returns what it read, for the run (``Rollout.packages_read``)."""
     read = read_downgrades(runner, hosts, inventory, what="upgrade")
-    findings = [f for _, f in read.values() if f is not None]
+    findings = [r.downgrade for r in read.values() if r.downgrade is not None]
     refused = refused_downgrades(findings)
     if refused is None:
-        return {host: facts for host, (facts, _) in read.items()}
+        return {host: r.facts for host, r in read.items()}
     runs, pinned, fields = refused
     pins = packages_at((p, f"{v} ({'--to' if p in PACKAGE_NAMES else fields.get(p, '')})") for p, v in pinned.items())
     raise UsageError(f"upgrade to {target.text} would downgrade what the nodes run, and does not: {runs}; the "

@@ -24,7 +24,7 @@ import re
 import secrets
 import shlex
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from clusterctl.transport.base import CommandResult, Transport
@@ -89,8 +89,8 @@ class Batch:
 class ReadAhead:
     """One host's answers read ahead: each given once, all forgotten after a change."""
 
-    def __init__(self) -> None:
-        self._answers: dict[tuple[str, bool], CommandResult] = {}
+    def __init__(self, answered: Mapping[tuple[str, bool], CommandResult] | None = None) -> None:
+        self._answers: dict[tuple[str, bool], CommandResult] = dict(answered or {})
         self._lock = threading.Lock()
 
     def batches(self, reads: Sequence[tuple[str, bool]]) -> list[Batch]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -237,6 +237,10 @@ class RunSettings:
     #: an applying run, hosts whose previous run finished every phase): their phases' reads are
     #: done in one round trip, with the lock (``clusterctl.engine.read_ahead``).
     read_ahead: frozenset[str] = frozenset()
+    #: Answers read before the run, by host and ``(command, sudo)`` (bootstrap's downgrade check reads each
+    #: host's packages): given to the first ``check`` that asks, as if read ahead (not read again, not in a
+    #: batch, forgotten once the host changes).
+    answered: Mapping[str, Mapping[tuple[str, bool], CommandResult]] = field(default_factory=dict)
 
 
 class SkipReason(str, Enum):
@@ -284,7 +288,7 @@ def skip_reason(phase: Phase[Any, Any], ctx: PhaseContext, *, failed_earlier: bo
 AnyPhase = TypeVar("AnyPhase", bound="Phase[Any, Any]")
 
 
-def select_phases(phases: Sequence[AnyPhase], only: str | None, skip: str | None, *, command: str = "this command",
+def select_phases(phases: Sequence[AnyPhase], only: str | None, skip: str | None, *, command: str,
                   on_demand: Sequence[AnyPhase] = ()) -> list[AnyPhase]:
     """The phases of a run (``phase NAME``, ``--skip-phases a,b``): ``phases`` in order, or the one named.
     ``on_demand`` phases (bootstrap's reset) run only when named. A name that is no phase is exit 2,
@@ -294,9 +298,9 @@ def select_phases(phases: Sequence[AnyPhase], only: str | None, skip: str | None
 
     names = [p.name for p in [*phases, *on_demand]]
     skipped = [s.strip() for s in (skip or "").split(",") if s.strip()]
-    for name in ([only] if only else []) + skipped:
+    for name, given in [*([(only, "phase")] if only else []), *((name, "--skip-phases") for name in skipped)]:
         if name not in names:
-            raise UsageError(f"{command} has no phase named {name!r}.", field="phase",
+            raise UsageError(f"{command} has no phase named {name!r}.", field=given,
                              hint=did_you_mean(name, names) or "Phases: " + ", ".join(names) + ".")
     chosen = [p for p in [*phases, *on_demand] if p.name == only] if only else list(phases)
     chosen = [p for p in chosen if p.name not in skipped]
@@ -629,16 +633,18 @@ Reads = dict[str, tuple[list[tuple[str, bool]], ReadAhead]]
 
 
 def _reads_ahead(run: _Run, hosts: Sequence[Host]) -> Reads:
-    """What each read-ahead host's phases will read first (phases that run on every host alone)."""
+    """What each read-ahead host's phases will read first (phases that run on every host alone), but what was
+    read before the run (``RunSettings.answered``): each host's answers start with that."""
     out: Reads = {}
     for host in hosts:
-        if host.name not in run.settings.read_ahead:
-            continue
-        ctx = run.unconnected(host, "read ahead")
-        reads = [read for phase in run.phases if not (phase.serial or phase.once_per_cluster) and phase.applies_to(ctx)
-                 for read in phase.reads(ctx)]
-        if len(reads) > 1:
-            out[host.name] = (reads, ReadAhead())
+        answered = run.settings.answered.get(host.name, {})
+        reads: list[tuple[str, bool]] = []
+        if host.name in run.settings.read_ahead:
+            ctx = run.unconnected(host, "read ahead")
+            reads = [read for phase in run.phases if not (phase.serial or phase.once_per_cluster)
+                     and phase.applies_to(ctx) for read in phase.reads(ctx) if read not in answered]
+        if len(reads) > 1 or answered:
+            out[host.name] = (reads, ReadAhead(answered))
     return out
 
 

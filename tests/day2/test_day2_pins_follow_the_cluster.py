@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from clirun import clusterctl
 from day2_helpers import DEMO, DEMO_SURVEY, installed, mock_cluster_folder
+
+from clusterctl.transport.base import CommandResult, RunRequest
 
 
 def _upgraded(state: Path) -> None:
@@ -83,3 +86,28 @@ def test_a_fresh_bootstrap_never_passes_allow_downgrades(_private_mock_state: Pa
     assert plan.exit_code == 0, plan.output
     install = next(line for line in plan.stdout.splitlines() if line.startswith("$ apt-get install"))
     assert "'kubelet=1.36.2-*'" in install and "--allow-downgrades" not in install
+
+
+def test_the_downgrade_check_reads_each_hosts_packages_once_for_the_run(bootstrapped_demo: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The read that decides whether the pins would downgrade a host is the packages phase's first: a plan and
+    a run that changes nothing ask each host's dpkg once, not twice (besides the run's record of the
+    confirmation read, after its phases)."""
+    from clusterctl.engine.confirm import TOKEN
+    from clusterctl.engine.read_ahead import MARKER
+    from clusterctl.mock.transport import MockTransport
+
+    asked: dict[str, int] = {}
+    execute = MockTransport.execute
+
+    def counting(transport: MockTransport, request: RunRequest) -> CommandResult:
+        read = "dpkg-query -W" in request.command and f"{MARKER} {TOKEN} " not in request.command
+        asked[transport.host.name] = asked.get(transport.host.name, 0) + read
+        return execute(transport, request)
+
+    monkeypatch.setattr(MockTransport, "execute", counting)
+    for argv in (["plan"], ["--yes", "--state-dir", str(bootstrapped_demo / "again")]):
+        asked.clear()
+        done = clusterctl("-i", DEMO, "bootstrap", *argv, "--survey", DEMO_SURVEY)
+        assert done.exit_code == 0 and "PHASE [packages]" in done.output, done.output
+        assert asked == dict.fromkeys(("gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b2", "gpu-b3"), 1), argv

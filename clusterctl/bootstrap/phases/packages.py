@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,7 +39,7 @@ from clusterctl.inventory.model import AptRepo
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
-    from clusterctl.transport.base import Transport
+    from clusterctl.transport.base import CommandResult, Transport
 
 APT_ENV = {"DEBIAN_FRONTEND": "noninteractive"}
 #: Seconds apt waits for a dpkg/apt lock another process holds (unattended-upgrades right after
@@ -76,18 +76,30 @@ def packages_at(pairs: Iterable[tuple[str, str]]) -> str:
     return "; ".join(f"{', '.join(packages)} {version}" for version, packages in by_version.items())
 
 
+@dataclass(frozen=True)
+class PackagesRead:
+    """One host's packages as read before a run (``read_downgrades``)."""
+
+    facts: PackageFacts
+    #: ``Packages.downgrade_finding``: ``DOWNGRADE_REFUSED``, ``DOWNGRADE`` (asked for), or ``None``.
+    downgrade: Finding | None
+    #: The answers it read, by ``(command, sudo)``: the run's packages phase is given them (``RunSettings.answered``).
+    answers: dict[tuple[str, bool], CommandResult]
+
+
 def read_downgrades(runner: Runner, hosts: Sequence[Host], inventory: Inventory, options: RunOptions | None = None,
-                    what: str = "bootstrap") -> dict[str, tuple[PackageFacts, Finding | None]]:
+                    what: str = "bootstrap") -> dict[str, PackagesRead]:
     """Each host's packages and whether installing the pins would downgrade them (``downgrade_finding``), read
     before a run changes anything: a refusal then stops it with nothing changed, not after its first phases.
     A host that does not answer is left out, for the run to report as every other failure."""
     from clusterctl.host_reader import HostReader
 
-    def read(transport: Transport) -> tuple[PackageFacts, Finding | None]:
-        ctx = PhaseContext(inventory.host(transport.host.name), HostReader(transport, what=what), inventory,
-                           options=options or RunOptions())
+    def read(transport: Transport) -> PackagesRead:
+        reader = HostReader(transport, what=what)
+        reader.remember()
+        ctx = PhaseContext(inventory.host(transport.host.name), reader, inventory, options=options or RunOptions())
         facts = Packages().check(ctx)
-        return facts, Packages().downgrade_finding(ctx, facts)
+        return PackagesRead(facts, Packages().downgrade_finding(ctx, facts), reader.kept())
 
     return runner.run_task(hosts, read, label="packages").values
 
