@@ -125,13 +125,13 @@ def undo_command(
         from clusterctl.cli.changes_view import say_plan_step, say_run_end
         from clusterctl.cli.host_failures import print_failures
 
-        for outcome in fleet.outcomes:
-            for line in outcome.value or []:
-                if line.would_run is None:
-                    app.say(f"{outcome.host.name}: {one_line(line.text)}", soft_wrap=False)
-                else:  # a dry run's command: whole on a line of its own, to be copied (not wrapped)
-                    app.say(f"{outcome.host.name}: {WOULD_RUN.strip()}")
-                    say_plan_step(app, [one_line(line.would_run)], [], indent="  ")
+        # Each line names the host its step changed: a node changed through the control plane is the node.
+        for line in (line for outcome in fleet.outcomes for line in outcome.value or []):
+            if line.would_run is None:
+                app.say(f"{changed_on(line.record)}: {one_line(line.text)}", soft_wrap=False)
+            else:  # a dry run's command: whole on a line of its own, to be copied (not wrapped)
+                app.say(f"{changed_on(line.record)}: {WOULD_RUN.strip()}")
+                say_plan_step(app, [one_line(line.would_run)], [], indent="  ")
         say_run_end(app, dry_run=dry_run)
         print_failures(app, fleet)
 

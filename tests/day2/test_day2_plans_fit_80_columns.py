@@ -69,8 +69,9 @@ def test_undo_dry_run_prints_each_command_whole_to_be_copied(bootstrapped_demo: 
     assert plan.exit_code == 0, plan.output
     lines = plan.stdout.splitlines()
     assert not _too_wide(_prose(plan.stdout)), plan.stdout
-    # Each command whole on its line after its host's "would run:" (it was folded at 80 columns).
+    # Each command whole on its line after its node's "would run:" (it was folded at 80 columns; kubectl runs on
+    # the control plane gpu-a1, the line names the node it changes).
     commands = [line.strip()[2:] for line in lines if line.startswith("  $ ")]
     assert "kubectl --kubeconfig /etc/kubernetes/admin.conf uncordon gpu-a3" in commands, plan.stdout
-    assert len(commands) == 3 and all(lines[lines.index(f"  $ {c}") - 1] == "gpu-a1: would run:" for c in commands)
+    assert len(commands) == 3 and all(lines[lines.index(f"  $ {c}") - 1] == "gpu-a3: would run:" for c in commands)
     assert lines[-1] == "dry run: nothing was changed"

@@ -138,4 +138,4 @@ def test_undo_of_an_upgrade_uncordons_a_node_release_would_refuse_without_callin
     undone = clusterctl("-i", DEMO, "undo", "--yes", done.json()["undo_journal"])
     assert undone.exit_code == 1, undone.output  # the kubeadm and apt steps it cannot put back, named
     assert "quarantined" not in undone.output and "REFUSED" not in undone.output, undone.output
-    assert "gpu-a1: undid 'cordon node gpu-a3'" in undone.stdout.splitlines()  # through the control plane
+    assert "gpu-a3: undid 'cordon node gpu-a3'" in undone.stdout.splitlines()  # the node, not the control plane

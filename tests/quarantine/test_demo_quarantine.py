@@ -90,7 +90,7 @@ def test_quarantine_drain_release_and_undo_on_the_demo(tmp_path: Path, monkeypat
     code, out = cli("undo", journal, "--skip-checks")
     # The evicted pod is the only thing not put back, and nothing of it is left to put back: exit 0.
     assert code == 0, out
-    assert re.search(r"gpu-a1: nothing to undo: 'evict pod default/trainer-\S+ from node gpu-a3': an evicted pod is "
+    assert re.search(r"gpu-a3: nothing to undo: 'evict pod default/trainer-\S+ from node gpu-a3': an evicted pod is "
                      "recreated by its controller, not brought back", out), out
     assert node("gpu-a3") == as_it_was
     assert "no node is quarantined" in cli("status")[1]
