@@ -288,7 +288,7 @@ def skip_reason(phase: Phase[Any, Any], ctx: PhaseContext, *, failed_earlier: bo
 AnyPhase = TypeVar("AnyPhase", bound="Phase[Any, Any]")
 
 
-def select_phases(phases: Sequence[AnyPhase], only: str | None, skip: str | None, *, command: str = "this command",
+def select_phases(phases: Sequence[AnyPhase], only: str | None, skip: str | None, *, command: str,
                   on_demand: Sequence[AnyPhase] = ()) -> list[AnyPhase]:
     """The phases of a run (``phase NAME``, ``--skip-phases a,b``): ``phases`` in order, or the one named.
     ``on_demand`` phases (bootstrap's reset) run only when named. A name that is no phase is exit 2,
@@ -298,9 +298,9 @@ def select_phases(phases: Sequence[AnyPhase], only: str | None, skip: str | None
 
     names = [p.name for p in [*phases, *on_demand]]
     skipped = [s.strip() for s in (skip or "").split(",") if s.strip()]
-    for name in ([only] if only else []) + skipped:
+    for name, given in [*([(only, "phase")] if only else []), *((name, "--skip-phases") for name in skipped)]:
         if name not in names:
-            raise UsageError(f"{command} has no phase named {name!r}.", field="phase",
+            raise UsageError(f"{command} has no phase named {name!r}.", field=given,
                              hint=did_you_mean(name, names) or "Phases: " + ", ".join(names) + ".")
     chosen = [p for p in [*phases, *on_demand] if p.name == only] if only else list(phases)
     chosen = [p for p in chosen if p.name not in skipped]

@@ -228,8 +228,9 @@ class _Healer:
         self.mark("checked")
         against = [f for f in self.findings if counts_against(f, self.inventory.quarantine)]
         result.chain, result.chain_reason = chain_for(codes, against, self.config.chains)
-        if self.gate.apply and passed:
-            self.note("check", "passed", f"healthy {self.config.passes} times in a row before any step")
+        if passed:  # released before any step, in a dry run too: the run would try no step of the chain
+            if self.gate.apply:
+                self.note("check", "passed", f"healthy {self.config.passes} times in a row before any step")
             return self.release()
         if self.gate.apply:
             self.note("check", "failed", self.errors(), state=f"healing: {', '.join(result.chain) or 'none'}")
@@ -285,8 +286,9 @@ class _Healer:
         result = self.result
         if released.released:
             self.mark("released")
-            result.outcome = "released"
-            result.detail = "; ".join(released.done)
+            result.outcome = "released" if self.gate.apply else "planned"
+            result.detail = ("" if self.gate.apply else "the release gate passes: it would be released at once: ") \
+                + "; ".join(released.done)
             self.note("release", "released", result.detail, state="released")
         else:
             result.outcome = "failed"

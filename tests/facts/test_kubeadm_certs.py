@@ -125,3 +125,30 @@ def test_the_real_kubeadm_1_37_tables_and_an_external_ca() -> None:
     fixes = {f.message.split(" ")[0]: f.fix for f in expiration_findings("cp1", external, soon, 30)
              if f.code == "CERT_EXPIRING"}
     assert fixes["apiserver"] == EXTERNAL_FIX and fixes["etcd-peer"] == "clusterctl certs renew"
+
+
+def test_klog_warnings_before_the_tables_are_skipped_and_every_row_is_read() -> None:
+    # kubespray's and KubeOne's kubeadm print klog "W0420 ..." lines (KubeletConfiguration advice) before the tables.
+    external = parse_check_expiration(read_fixture("kubeadm-certs", "kubespray-klog-warnings-external-etcd.txt"))
+    assert [(c.name, c.residual, c.authority) for c in external.certificates][-2:] == [
+        ("front-proxy-client", "347d", "front-proxy-ca"), ("scheduler.conf", "347d", "ca")]
+    assert [a.name for a in external.authorities] == ["ca", "front-proxy-ca"] and external.missing == ()
+    stacked = parse_check_expiration(read_fixture("kubeadm-certs", "kubeone-stacked-etcd-mixed-renewals.txt"))
+    assert len(stacked.certificates) == 10 and [a.name for a in stacked.authorities] == ["ca", "etcd-ca",
+                                                                                         "front-proxy-ca"]
+    # Renewed at different times: the soonest is an etcd certificate, not the first row; kubeconfigs name no CA.
+    soonest = stacked.soonest()
+    assert soonest is not None and (soonest.name, soonest.residual) == ("etcd-healthcheck-client", "170d")
+    assert [c.authority for c in stacked.certificates if c.name.endswith(".conf")] == ["", "", ""]
+    assert stacked.authorities[-1].expires == datetime(2031, 3, 7, 15, 3, tzinfo=timezone.utc)
+
+
+def test_every_certificate_expired_under_a_new_ca_is_a_finding_and_the_ca_is_not() -> None:
+    from clusterctl.day2.certs import expiration_findings
+
+    found = parse_check_expiration(read_fixture("kubeadm-certs", "config-flag-expired-after-new-ca.txt"))
+    assert {c.residual for c in found.certificates} == {"<invalid>"} and found.certificates[-1].name == \
+        "super-admin.conf"
+    findings = expiration_findings("cp1", found, datetime(2026, 5, 28, tzinfo=timezone.utc), 30)
+    assert [(f.code, f.message.split(" ")[0].rstrip(":")) for f in findings] == [
+        ("CERT_EXPIRED", c.name) for c in found.certificates]

@@ -108,3 +108,30 @@ def test_a_drain_reason_is_clusterctls_one_printable_line_within_the_limit() -> 
         "clusterctl: GPU_XID: GPU 3: Xid 79 [31m fell off the bus"
     long = drain_reason("x" * 500)
     assert len(long) == REASON_LIMIT and long.startswith("clusterctl: xxx") and long.endswith("...")
+
+
+def test_four_nodes_of_slurm_17_with_lines_of_spaces_between_them() -> None:
+    nodes = parse_nodes(read_fixture("scontrol", "slurm17.11-four-nodes-gresdrain-blank-lines.txt"))
+    assert [(n.name, n.state, n.drained) for n in nodes] == [
+        ("cortex-01", "ALLOCATED", False), ("dumfries-002", "ALLOCATED", False), ("oxygen-04", "IDLE+DRAIN", True),
+        ("cricket", "IDLE", False)]
+    drained = nodes[2]
+    assert (drained.reason, drained.reason_user, drained.reason_time) == ("memory issues?", "root",
+                                                                          "2019-01-29T10:42:12")
+    assert not drained.drained_by_clusterctl and drained.partitions == ("short", "medium", "long", "killable")
+    # Values keep their spaces but not the trailing blank scontrol prints; a node without Version= has none.
+    assert nodes[0].field("OS") == "Linux 4.14.61-aufs-1 #1 SMP Tue Aug 7 18:13:22 IDT 2018"
+    assert (nodes[0].field("GresUsed"), nodes[2].field("Gres")) == ("gpu:m60:8(IDX:0-7)", "(null)")
+    assert nodes[3].field("NodeHostName") == "cricket" and nodes[3].field("Version") is None
+
+
+def test_a_drain_reason_in_another_script_and_a_drained_node_with_jobs() -> None:
+    nodes = parse_nodes(read_fixture("scontrol", "slurm25.05-four-nodes-drain-reason-non-ascii.txt"))
+    assert [n.name for n in nodes if n.drained] == ["server5"]
+    server5 = parse_node(read_fixture("scontrol", "slurm25.05-four-nodes-drain-reason-non-ascii.txt"), "server5")
+    assert server5 is not None and (server5.reason, server5.reason_user) == ("维护中", "root")
+    assert server5.to_json()["reason"] == "维护中" and server5.field("ResumeAfterTime") == "None"
+    (busy,) = parse_nodes(read_fixture("scontrol", "slurm20.02-mixed-drain-psu.txt"))
+    assert (busy.base, busy.flags, busy.drain_set) == ("MIXED", ("DRAIN",), True)
+    assert (busy.reason, busy.reason_time) == ("deep power-off required for PSU", "2020-07-17T13:21:02")
+    assert busy.field("AllocTRES") == "cpu=2,mem=1G" and busy.field("Gres") == "gpu:tesla:4(S:0-1)"
