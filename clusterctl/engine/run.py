@@ -540,7 +540,7 @@ def _put_back(run: _Run) -> None:
     def put_back(transport: Transport) -> list[str]:
         name = transport.host.name
         undone = gate.undo(transport, gate.records_for(name)[todo[name][2]:]) if name in todo else []
-        return undone + gate.clean_up_left(transport)
+        return [line.text for line in undone] + gate.clean_up_left(transport)
 
     from clusterctl.fanout import FleetInterrupted
 
@@ -965,7 +965,8 @@ def _roll_back(phase: Phase[Any, Any], ctx: PhaseContext, gate: HostGate, record
         extra = phase.rollback(ctx, records) if any(r.applied and r.changed for r in records) else []
         # A command the rollback runs again (containerd's restart) is not reported as one undo cannot revert.
         again = {c.command for c in extra if c.command}
-        lines = gate.undo([r for r in records if r.change.command is None or r.change.command not in again])
+        kept = [r for r in records if r.change.command is None or r.change.command not in again]
+        lines = [line.text for line in gate.gate.undo(gate.transport, kept)]
         for change in extra:
             try:
                 gate.submit(change)

@@ -188,23 +188,6 @@ class _Healer:
 
         return "; ".join(refusals(self.findings, self.inventory.quarantine)) or "no error finding"
 
-    def back(self, before: str | None, timeout_s: float) -> Wait:
-        """The wait after a reboot or power cycle: a new boot id over SSH, then the node Ready."""
-
-        def probe(ctx: PhaseContext) -> str | None:
-            now = boot_id(ctx.reader)
-            if now is None or now == before:
-                return "it did not come back (no new boot id over SSH)"
-            self.mark("back")
-            try:
-                node = self.node()
-            except ClusterctlError:
-                node = None
-            return None if node is not None and node.ready else "its node is not Ready"
-
-        return Wait(f"{self.host.name} back (a new boot id) and its node Ready, up to {timeout_s:g} s", probe,
-                    timeout_s=timeout_s, poll_s=POLL_S)
-
     # -- the chain -----------------------------------------------------------------------
 
     def run(self) -> HostHeal:
@@ -406,7 +389,22 @@ class _ComesBack(HealStep):
         self.before = boot_id(ctx.reader)
 
     def wait(self, ctx: PhaseContext) -> Wait | None:
-        return self.healer.back(self.before, self.limit_s)
+        """A new boot id over SSH, then the node Ready."""
+        healer = self.healer
+
+        def probe(ctx: PhaseContext) -> str | None:
+            now = boot_id(ctx.reader)
+            if now is None or now == self.before:
+                return "it did not come back (no new boot id over SSH)"
+            healer.mark("back")
+            try:
+                node = healer.node()
+            except ClusterctlError:
+                node = None
+            return None if node is not None and node.ready else "its node is not Ready"
+
+        return Wait(f"{ctx.host.name} back (a new boot id) and its node Ready, up to {self.limit_s:g} s", probe,
+                    timeout_s=self.limit_s, poll_s=POLL_S)
 
 
 class Reboot(_ComesBack):
