@@ -286,7 +286,7 @@ class UndoStep:
 
 @dataclass(frozen=True)
 class UndoLine:
-    """One line of ``Gate.undo_lines``: what was (or would be) done about one record."""
+    """One line of ``Gate.undo``: what was (or would be) done about one record."""
 
     record: GateRecord
     text: str
@@ -485,8 +485,9 @@ class Gate:
                 lines.append(mask_text(f"failed to clean up the temporary {left.summary}: {why}"))
         return lines
 
-    def undo(self, transport: Transport, records: Sequence[GateRecord], *, force: bool = False) -> list[str]:
-        """Revert applied changes, newest first, through this gate; returns what was done, one line each.
+    def undo(self, transport: Transport, records: Sequence[GateRecord], *, force: bool = False) -> list[UndoLine]:
+        """Revert applied changes, newest first, through this gate; returns what was done, one line each
+        with the record it is about (and in record mode the command it would run).
 
         A file whose content is no longer what the gate wrote (edited by hand since, or made
         again by someone else) is left alone with a ``refused:`` line, unless ``force``.
@@ -496,11 +497,6 @@ class Gate:
         record mode the same steps are worked out (backups are looked for) and recorded, and the
         lines say what would be done: ``undo --dry-run`` is this code, stopped before the host.
         """
-        return [line.text for line in self.undo_lines(transport, records, force=force)]
-
-    def undo_lines(self, transport: Transport, records: Sequence[GateRecord], *,
-                   force: bool = False) -> list[UndoLine]:
-        """``undo``'s lines, each with the record it is about (and in record mode the command it would run)."""
         lines: list[UndoLine] = []
         for record in reversed(records):
             would_run = None
@@ -515,7 +511,7 @@ class Gate:
         return lines
 
     def _undo_one(self, transport: Transport, record: GateRecord, force: bool) -> tuple[str, str | None]:
-        """``undo_lines``'s line for one record, and in record mode the command its step would run."""
+        """``undo``'s line for one record, and in record mode the command its step would run."""
         try:
             step = undo_step(transport, record, force=force)
         except TransportError as exc:
@@ -634,9 +630,6 @@ class HostGate:
 
     def submit_all(self, changes: Sequence[Change]) -> list[GateRecord]:
         return self.gate.submit_all(self.transport, changes)
-
-    def undo(self, records: Sequence[GateRecord], *, force: bool = False) -> list[str]:
-        return self.gate.undo(self.transport, records, force=force)
 
     def temporary(self, setup: Sequence[Change], cleanup: Sequence[Change]
                   ) -> contextlib.AbstractContextManager[list[GateRecord]]:

@@ -442,6 +442,6 @@ def undo_on_hosts(runner: Runner, hosts: Sequence[Host], records: Sequence[GateR
 
     def task(transport: Transport) -> list[UndoLine]:
         # One code path for undo and its dry run: the gate works out each step and applies or records it.
-        return gate.undo_lines(transport, by_host[transport.host.name], force=force)
+        return gate.undo(transport, by_host[transport.host.name], force=force)
 
     return runner.run_task(targets, task, label="undo" if apply else "undo (dry run)")

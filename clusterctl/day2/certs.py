@@ -314,7 +314,7 @@ def renew(runner: Runner, inventory: Inventory, hosts: list[Host], request: Rene
     """Plan or run ``RENEW_PHASES`` on the control planes, one at a time; a failure stops there."""
     if request.resume and not request.apply:
         raise UsageError("--resume only makes sense for a run that applies (not with --dry-run)")
-    phases = select_phases(RENEW_PHASES, None, request.skip_phases)
+    phases = select_phases(RENEW_PHASES, None, request.skip_phases, command="certs renew")
     check(runner, hosts)  # no certificates to renew where no cluster runs: exit 2 before any step
     place = RunPlace.of(inventory, "certs-renew", request.state_dir)
     chosen = control_planes(hosts)

@@ -288,7 +288,7 @@ def skip_reason(phase: Phase[Any, Any], ctx: PhaseContext, *, failed_earlier: bo
 AnyPhase = TypeVar("AnyPhase", bound="Phase[Any, Any]")
 
 
-def select_phases(phases: Sequence[AnyPhase], only: str | None, skip: str | None, *, command: str = "this command",
+def select_phases(phases: Sequence[AnyPhase], only: str | None, skip: str | None, *, command: str,
                   on_demand: Sequence[AnyPhase] = ()) -> list[AnyPhase]:
     """The phases of a run (``phase NAME``, ``--skip-phases a,b``): ``phases`` in order, or the one named.
     ``on_demand`` phases (bootstrap's reset) run only when named. A name that is no phase is exit 2,
@@ -298,9 +298,9 @@ def select_phases(phases: Sequence[AnyPhase], only: str | None, skip: str | None
 
     names = [p.name for p in [*phases, *on_demand]]
     skipped = [s.strip() for s in (skip or "").split(",") if s.strip()]
-    for name in ([only] if only else []) + skipped:
+    for name, given in [*([(only, "phase")] if only else []), *((name, "--skip-phases") for name in skipped)]:
         if name not in names:
-            raise UsageError(f"{command} has no phase named {name!r}.", field="phase",
+            raise UsageError(f"{command} has no phase named {name!r}.", field=given,
                              hint=did_you_mean(name, names) or "Phases: " + ", ".join(names) + ".")
     chosen = [p for p in [*phases, *on_demand] if p.name == only] if only else list(phases)
     chosen = [p for p in chosen if p.name not in skipped]
@@ -540,7 +540,7 @@ def _put_back(run: _Run) -> None:
     def put_back(transport: Transport) -> list[str]:
         name = transport.host.name
         undone = gate.undo(transport, gate.records_for(name)[todo[name][2]:]) if name in todo else []
-        return undone + gate.clean_up_left(transport)
+        return [line.text for line in undone] + gate.clean_up_left(transport)
 
     from clusterctl.fanout import FleetInterrupted
 
@@ -965,7 +965,8 @@ def _roll_back(phase: Phase[Any, Any], ctx: PhaseContext, gate: HostGate, record
         extra = phase.rollback(ctx, records) if any(r.applied and r.changed for r in records) else []
         # A command the rollback runs again (containerd's restart) is not reported as one undo cannot revert.
         again = {c.command for c in extra if c.command}
-        lines = gate.undo([r for r in records if r.change.command is None or r.change.command not in again])
+        kept = [r for r in records if r.change.command is None or r.change.command not in again]
+        lines = [line.text for line in gate.gate.undo(gate.transport, kept)]
         for change in extra:
             try:
                 gate.submit(change)

@@ -158,6 +158,8 @@ class NVLinkStatus:
     gpu_name: str | None
     uuid: str | None
     lanes: tuple[NVLinkLane, ...]
+    #: nvidia-smi said "all links are inActive" instead of listing them: a PCIe GPU's usual answer, a fault on SXM.
+    all_inactive: bool = False
 
 
 class NVLinkStatuses(PartialTuple[NVLinkStatus]):

@@ -61,7 +61,8 @@ def parse_nvlink(text: str) -> NVLinkStatuses:
         # Issues often redact the UUID ("UUID: ..."); only a real one is kept.
         uuid = gpu.group(3) if gpu.group(3) and gpu.group(3).startswith("GPU-") else None
         statuses.append(NVLinkStatus(gpu_index=int(gpu.group(1)), gpu_name=gpu.group(2).strip() or None, uuid=uuid,
-                                     lanes=tuple(lanes)))
+                                     lanes=tuple(lanes),
+                                     all_inactive=any("all links are inactive" in ln.text.lower() for ln in lines)))
     indexes = [status.gpu_index for status in statuses]
     if len(set(indexes)) != len(indexes):
         raise ParseError(_WHAT, "the same GPU is listed twice")

@@ -188,23 +188,6 @@ class _Healer:
 
         return "; ".join(refusals(self.findings, self.inventory.quarantine)) or "no error finding"
 
-    def back(self, before: str | None, timeout_s: float) -> Wait:
-        """The wait after a reboot or power cycle: a new boot id over SSH, then the node Ready."""
-
-        def probe(ctx: PhaseContext) -> str | None:
-            now = boot_id(ctx.reader)
-            if now is None or now == before:
-                return "it did not come back (no new boot id over SSH)"
-            self.mark("back")
-            try:
-                node = self.node()
-            except ClusterctlError:
-                node = None
-            return None if node is not None and node.ready else "its node is not Ready"
-
-        return Wait(f"{self.host.name} back (a new boot id) and its node Ready, up to {timeout_s:g} s", probe,
-                    timeout_s=timeout_s, poll_s=POLL_S)
-
     # -- the chain -----------------------------------------------------------------------
 
     def run(self) -> HostHeal:
@@ -228,8 +211,9 @@ class _Healer:
         self.mark("checked")
         against = [f for f in self.findings if counts_against(f, self.inventory.quarantine)]
         result.chain, result.chain_reason = chain_for(codes, against, self.config.chains)
-        if self.gate.apply and passed:
-            self.note("check", "passed", f"healthy {self.config.passes} times in a row before any step")
+        if passed:  # released before any step, in a dry run too: the run would try no step of the chain
+            if self.gate.apply:
+                self.note("check", "passed", f"healthy {self.config.passes} times in a row before any step")
             return self.release()
         if self.gate.apply:
             self.note("check", "failed", self.errors(), state=f"healing: {', '.join(result.chain) or 'none'}")
@@ -285,8 +269,9 @@ class _Healer:
         result = self.result
         if released.released:
             self.mark("released")
-            result.outcome = "released"
-            result.detail = "; ".join(released.done)
+            result.outcome = "released" if self.gate.apply else "planned"
+            result.detail = ("" if self.gate.apply else "the release gate passes: it would be released at once: ") \
+                + "; ".join(released.done)
             self.note("release", "released", result.detail, state="released")
         else:
             result.outcome = "failed"
@@ -404,7 +389,22 @@ class _ComesBack(HealStep):
         self.before = boot_id(ctx.reader)
 
     def wait(self, ctx: PhaseContext) -> Wait | None:
-        return self.healer.back(self.before, self.limit_s)
+        """A new boot id over SSH, then the node Ready."""
+        healer = self.healer
+
+        def probe(ctx: PhaseContext) -> str | None:
+            now = boot_id(ctx.reader)
+            if now is None or now == self.before:
+                return "it did not come back (no new boot id over SSH)"
+            healer.mark("back")
+            try:
+                node = healer.node()
+            except ClusterctlError:
+                node = None
+            return None if node is not None and node.ready else "its node is not Ready"
+
+        return Wait(f"{ctx.host.name} back (a new boot id) and its node Ready, up to {self.limit_s:g} s", probe,
+                    timeout_s=self.limit_s, poll_s=POLL_S)
 
 
 class Reboot(_ComesBack):

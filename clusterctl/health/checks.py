@@ -497,7 +497,8 @@ def check_nvlink(host: HostInput, baseline: Baseline) -> list[Finding]:
         expected = active_peers if active_peers is not None else max((a for _, a, _ in lanes), default=0)
         # Fewer links listed than peers have, none of them inactive: a paste that left links out
         # (its parser warns), not links seen down.
-        if status.lanes and active < expected and down:
+        # "all links are inActive" lists no link: down all the same where its peers have links (an SXM GPU).
+        if active < expected and (down or status.all_inactive):
             errors = {(e.gpu_index, e.link): e for e in (probe.nvlink_errors.links if probe.nvlink_errors else ())}
             counted = [errors[(status.gpu_index, link)] for link in down if (status.gpu_index, link) in errors]
             with_errors = {f"link {e.link}": e.counters for e in counted if e.total}
@@ -505,9 +506,10 @@ def check_nvlink(host: HostInput, baseline: Baseline) -> list[Finding]:
                      for link, values in with_errors.items()]
             found.append(_finding(
                 Severity.ERROR, "NVLINK_DOWN", host.name,
-                f"{active} of {len(status.lanes)} NVLinks active, peers have {expected}"
+                f"{active} of {len(status.lanes) or expected} NVLinks active, peers have {expected}"
                 + (f"; error counters on the inactive links: {first_few(shown, 3)}" if with_errors else ""),
-                subject=f"GPU {status.gpu_index}", evidence=f"Link {down[0]}: <inactive>", inactive_links=down,
+                subject=f"GPU {status.gpu_index}", inactive_links=down,
+                evidence=f"Link {down[0]}: <inactive>" if down else "all links are inActive",
                 counters=with_errors or None, action="RESET_GPU",
                 fix="Drain the host, reset the GPUs (or reboot) and check again; NVLinks that stay down after a "
                     "reset are a hardware fault (RMA the GPU or baseboard)."))

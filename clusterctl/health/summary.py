@@ -125,7 +125,7 @@ def _kernel_events(kernel: KernelLog) -> dict[str, dict[str, Any]]:
 def _nvlink(nvlink: tuple[NVLinkStatus, ...]) -> dict[str, Any]:
     return {str(s.gpu_index): {"active": sum(1 for lane in s.lanes if lane.active),
                                "inactive": [lane.link for lane in s.lanes if not lane.active],
-                               "gpu_name": s.gpu_name, "uuid": s.uuid,
+                               "gpu_name": s.gpu_name, "uuid": s.uuid, "all_inactive": s.all_inactive,
                                "speeds_gbps": {str(lane.link): lane.speed_gbps for lane in s.lanes}}
             for s in nvlink}
 

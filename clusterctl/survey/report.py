@@ -90,6 +90,7 @@ def _gpus_json(state: SurveyedHost) -> list[dict[str, Any]]:
         record.setdefault("uuid", status.uuid)
         record["nvlink_links"] = [{"link": lane.link, "active": lane.active, "speed_gbps": lane.speed_gbps}
                                   for lane in status.lanes]
+        record["nvlink_all_inactive"] = status.all_inactive
     return [by_index[i] for i in sorted(by_index)]
 
 

@@ -63,9 +63,12 @@ def test_json_output_and_unknown_phase(capsys: pytest.CaptureFixture[str]) -> No
     code, _, err = clusterctl(["-i", str(DEMO), "bootstrap", "phase", "prefligth"], capsys)
     assert code == 2 and "Did you mean 'preflight'?" in err
     code, _, err = clusterctl(["-i", str(DEMO), "bootstrap", "--skip-phases", "kernal", "--dry-run"], capsys)
-    assert code == 2 and "bootstrap has no phase named 'kernal'" in err
+    assert code == 2 and "field '--skip-phases': bootstrap has no phase named 'kernal'" in err  # not 'phase'
+    code, _, err = clusterctl(["-i", str(DEMO), "certs", "renew", "--skip-phases", "renw", "--dry-run"], capsys)
+    assert code == 2 and "certs renew has no phase named 'renw'" in err  # not "this command has ..."
     code, _, err = clusterctl(["-i", str(DEMO), "bootstrap", "phase", "zzz"], capsys)
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "bootstrap has no phase named 'zzz'" in err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "field 'phase': bootstrap has no phase named 'zzz'" in err
     assert "Phases: preflight, kernel," in err and "verify, reset." in err
     code, _, err = clusterctl(["-i", str(DEMO), "bootstrap", "--skip-phases", ",".join(
         p.name for p in all_phases()), "--dry-run"], capsys)

@@ -36,7 +36,7 @@ def test_apply_keeps_a_backup_and_undo_restores_it(tmp_path: Path, local: LocalT
     assert target.read_text() == "new\n"
     lines = gate.undo(local, [record])
     assert target.read_text() == "old\n"
-    assert lines and "restored" in lines[0]
+    assert lines and "restored" in lines[0].text
 
 
 def test_identical_content_is_a_noop(tmp_path: Path, local: LocalTransport) -> None:
@@ -97,7 +97,7 @@ def test_undo_and_its_dry_run_are_one_path_that_differ_only_in_touching_the_host
                                                     else None, sudo=False)) for p in (kept, gone, new)]
     Path(records[1].backup_path or "").unlink()  # someone cleaned up the backups
     undo = Gate(apply=apply)
-    lines = undo.undo(local, records)
+    lines = [line.text for line in undo.undo(local, records)]
     would = "" if apply else "would "
     assert lines == [f"{would}remove {new} (it was new)" if not apply else f"removed {new} (it was new)",
                      f"cannot restore {gone}: backup {records[1].backup_path} is gone",

@@ -212,7 +212,7 @@ def test_a_temporary_change_left_by_an_interrupt_is_cleaned_up_after_on_a_fresh_
     assert path is not None  # an interrupted run names its journal: it says what was cleaned up
     (record,) = read_journal(path).records
     assert record.cleaned_up
-    assert Gate(apply=True).undo(LocalTransport(HOST), [record]) == \
+    assert [line.text for line in Gate(apply=True).undo(LocalTransport(HOST), [record])] == \
         [f"'temporary: write {marker}': cleaned up by the run itself, nothing to undo"]
 
 

@@ -8,10 +8,16 @@ from fixture_files import read_fixture
 
 from clusterctl.facts.gpus import parse_gpus
 from clusterctl.facts.lspci import parse_lspci
+from clusterctl.facts.model import NVLinkStatuses
 from clusterctl.facts.nccltests import parse_nccl_tests
+from clusterctl.facts.nvlink import parse_nvlink
 from clusterctl.facts.perftest import parse_perftest
 from clusterctl.facts.rdma import parse_ibstat
 from clusterctl.facts.topo import parse_topo
+from clusterctl.findings import Finding
+from clusterctl.health.checks import HostInput
+from clusterctl.health.probe import HostProbe
+from clusterctl.health.run import judge
 
 
 def test_gb300_tray_all_reduce_reads_four_ranks_across_pci_domains() -> None:
@@ -99,3 +105,23 @@ def test_markdown_bold_figures_are_named_not_read_as_numbers() -> None:
     assert [(w.line, w.message) for w in run.warnings[:2]] == [
         (3, "table row not read: '**5544.28**' is not a number"),
         (7, "table row not read: '**920.13**' is not a number")]
+
+
+def test_all_links_inactive_is_kept_and_is_nvlink_down_among_peers_with_links() -> None:
+    """A B200 that answers 'all links are inActive' lists no link; read as a GPU without NVLink, health passed a
+    GPU whose 18 links had all fallen."""
+    (b200,) = parse_nvlink(read_fixture("nvlink", "gpud1085-b200-gpu2-all-links-inactive-excerpt.txt"))
+    assert (b200.gpu_index, b200.gpu_name, b200.lanes, b200.all_inactive) == (2, "NVIDIA B200", (), True)
+    assert not _nvlink_findings(parse_nvlink(read_fixture(
+        "nvlink", "gpud1085-b200-gpu2-all-links-inactive-excerpt.txt")))  # one GPU: no peer says what it should have
+    statuses = parse_nvlink(read_fixture("nvlink", "DERIVED-b300-7gpu-gpu2-all-links-inactive.txt"))
+    assert [s.gpu_index for s in statuses if s.all_inactive] == [2]
+    (down,) = _nvlink_findings(statuses)
+    assert (down.code, down.message) == ("NVLINK_DOWN", "0 of 18 NVLinks active, peers have 18")
+    assert down.evidence["evidence"] == "all links are inActive" and down.evidence["action"] == "RESET_GPU"
+    assert not _nvlink_findings(parse_nvlink(read_fixture("nvlink", "b300-7gpu-610.57.04-18-links-53.125-prompt.txt")))
+
+
+def _nvlink_findings(statuses: NVLinkStatuses) -> list[Finding]:
+    report = judge([HostInput("h1", HostProbe(nvlink=statuses))])
+    return [f for f in report.hosts[0].findings if f.code == "NVLINK_DOWN"]

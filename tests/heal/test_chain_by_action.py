@@ -112,3 +112,21 @@ def test_a_dry_run_says_what_each_step_would_do_in_80_columns(tmp_path: Path, mo
     assert "gpu-a2: FAILED: power-cycle would fail: see its step; it stays quarantined" in lines, done.stdout
     assert all(len(line) <= 80 for line in lines), done.stdout
     assert "    (GPU_ROW_REMAP_PENDING: RESET_GPU)" in lines  # the chain line wrapped under its host
+
+
+def test_a_dry_run_on_a_host_the_release_gate_passes_says_it_would_be_released_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run releases a host the gate passes before any step: its dry run says so and plans no step (it planned
+    the drain, reboot and power cycle, and failed on gpu-a2's missing BMC while the run exits 0)."""
+    monkeypatch.chdir(tmp_path)
+    sim = _quarantined(tmp_path, "GPU_ROW_REMAP_PENDING")
+    _sick(monkeypatch)  # healthy now
+    before = sim.snapshot()
+    done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a2", "--dry-run")
+    (host,) = json.loads(done.stdout)["hosts"]
+    assert done.exit_code == 0 and host["outcome"] == "planned" and host["steps"] == [], host
+    assert host["detail"].startswith("the release gate passes: it would be released at once: remove taint "), host
+    assert "uncordon node gpu-a2" in host["detail"] and sim.snapshot() == before
+    done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a2", "--yes")
+    (host,) = json.loads(done.stdout)["hosts"]
+    assert done.exit_code == 0 and host["outcome"] == "released" and host["steps"] == [], host

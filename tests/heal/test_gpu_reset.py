@@ -102,7 +102,7 @@ def test_an_interrupted_reset_leaves_a_journal_whose_undo_turns_persistence_mode
     path = journal.finish([r for r in gate.records if not r.failed], interrupted="SIGINT")
     assert path is not None
     lines = Gate(apply=True).undo(MockTransport(host), read_journal(path).records)
-    assert any("turn persistence mode off on GPU 2 of gpu-a2" in line for line in lines), lines
+    assert any("turn persistence mode off on GPU 2 of gpu-a2" in line.text for line in lines), lines
     assert read_persistence(MockTransport(host), 2) == {2: True}
 
 

@@ -12,6 +12,8 @@ import pytest
 from demo_heal import DemoHeal, payload
 from redfish_emulator import PASSWORD, available
 
+from clusterctl.findings import Finding, Severity
+
 pytestmark = pytest.mark.skipif(not available(), reason="needs sushy-tools' sushy-emulator (.[test])")
 TAINT = {"key": "clusterctl.dev/unhealthy", "value": "GPUFellOffTheBus", "effect": "NoSchedule"}
 
@@ -115,9 +117,14 @@ def test_the_chain_escalates_past_a_failed_gpu_reset_to_a_reboot_over_ssh(tmp_pa
     with DemoHeal(tmp_path / "demo", heal=f"passes: 2, pass_interval_s: 0.5, {chain}") as demo:
         assert demo.emulator is not None
         assert demo.cli("quarantine", "gpu-a2", "--reason", "xid 79", "--code", "GPUFellOffTheBus", "--yes")[0] == 0
-        # The dry run, no GPU named by a finding yet: every GPU's reset, persistence mode (Enabled on these
-        # GPUs, which makes nvidia-smi refuse the reset) turned off on each first and back on after; none made.
-        code, out = demo.cli("-o", "json", "heal", "gpu-a2", "--dry-run")
+        # The dry run, the release gate failing with no GPU named by a finding: every GPU's reset, persistence mode
+        # (Enabled on these GPUs, which makes nvidia-smi refuse the reset) turned off on each first and back on
+        # after; none made. (A host the gate passes would be released at once: no step planned.)
+        unnamed = Finding(Severity.ERROR, "GPU_XID", "Xid 79 on a GPU not named yet")
+        with monkeypatch.context() as sick:
+            sick.setattr("clusterctl.quarantine.release.health_and_nccl_checks",
+                         lambda *_: lambda _runner, hosts: {h.name: [unnamed] for h in hosts})
+            code, out = demo.cli("-o", "json", "heal", "gpu-a2", "--dry-run")
         assert code == 0, out
         (planned,) = json.loads(out)["hosts"]
         (reset,) = [s for s in planned["steps"] if s["step"] == "reset-gpu"]

@@ -133,7 +133,8 @@ def test_each_nvlink_speed_reaches_the_json_and_an_elided_paste_is_not_links_dow
     assert host["facts"]["nvlink"]["0"]["speeds_gbps"] == {str(link): 53.125 for link in range(18)}
     assert host["facts"]["nvlink"]["1"] == {"active": 2, "inactive": [], "speeds_gbps": {"0": 53.125, "1": 53.125},
                                             "gpu_name": "NVIDIA GB200",
-                                            "uuid": "GPU-39ac7bce-e3d6-b426-008e-fa47897c72d5"}
+                                            "uuid": "GPU-39ac7bce-e3d6-b426-008e-fa47897c72d5",
+                                            "all_inactive": False}
     # GPU 1's other links were left out with '...': unknown, said so, and not judged as down.
     assert host["verdict"] == "healthy"
     assert any("leaves lines out" in n for n in notes)
