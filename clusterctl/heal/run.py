@@ -223,7 +223,8 @@ class _Healer:
             return result
         if not self.gate.apply:
             result.outcome = "planned"
-            result.detail = "released after the first step the release gate passes; else 'needs hardware'"
+            result.detail = ("released after the first step the release gate passes; else 'needs hardware', "
+                             "nvidia-bug-report.sh run on the host for its report")
             return result
         if healed:
             return self.release()
