@@ -188,23 +188,6 @@ class _Healer:
 
         return "; ".join(refusals(self.findings, self.inventory.quarantine)) or "no error finding"
 
-    def back(self, before: str | None, timeout_s: float) -> Wait:
-        """The wait after a reboot or power cycle: a new boot id over SSH, then the node Ready."""
-
-        def probe(ctx: PhaseContext) -> str | None:
-            now = boot_id(ctx.reader)
-            if now is None or now == before:
-                return "it did not come back (no new boot id over SSH)"
-            self.mark("back")
-            try:
-                node = self.node()
-            except ClusterctlError:
-                node = None
-            return None if node is not None and node.ready else "its node is not Ready"
-
-        return Wait(f"{self.host.name} back (a new boot id) and its node Ready, up to {timeout_s:g} s", probe,
-                    timeout_s=timeout_s, poll_s=POLL_S)
-
     # -- the chain -----------------------------------------------------------------------
 
     def run(self) -> HostHeal:
@@ -240,7 +223,8 @@ class _Healer:
             return result
         if not self.gate.apply:
             result.outcome = "planned"
-            result.detail = "released after the first step the release gate passes; else 'needs hardware'"
+            result.detail = ("released after the first step the release gate passes; else 'needs hardware', "
+                             "nvidia-bug-report.sh run on the host for its report")
             return result
         if healed:
             return self.release()
@@ -406,7 +390,22 @@ class _ComesBack(HealStep):
         self.before = boot_id(ctx.reader)
 
     def wait(self, ctx: PhaseContext) -> Wait | None:
-        return self.healer.back(self.before, self.limit_s)
+        """A new boot id over SSH, then the node Ready."""
+        healer = self.healer
+
+        def probe(ctx: PhaseContext) -> str | None:
+            now = boot_id(ctx.reader)
+            if now is None or now == self.before:
+                return "it did not come back (no new boot id over SSH)"
+            healer.mark("back")
+            try:
+                node = healer.node()
+            except ClusterctlError:
+                node = None
+            return None if node is not None and node.ready else "its node is not Ready"
+
+        return Wait(f"{ctx.host.name} back (a new boot id) and its node Ready, up to {self.limit_s:g} s", probe,
+                    timeout_s=self.limit_s, poll_s=POLL_S)
 
 
 class Reboot(_ComesBack):
@@ -431,7 +430,8 @@ class PowerCycle(_ComesBack):
     description = "power-cycle through the BMC (Redfish), then wait for a new boot id and the node Ready"
 
     def check(self, ctx: PhaseContext) -> tuple[str, str, Transport | None] | str:
-        """The BMC's address, power state and the gate's target (a dry run asks no BMC); or why there is none."""
+        """The BMC's address, power state and the gate's target (a dry run asks no BMC, but has its password as the
+        run must); or why there is none."""
         from clusterctl.bmc.credentials import bmc_password
         from clusterctl.bmc.power import BmcTarget, bmc_config
         from clusterctl.bmc.redfish import ON, BmcError, RedfishBmc, address_for
@@ -440,10 +440,10 @@ class PowerCycle(_ComesBack):
         name = ctx.host.name
         try:
             config = bmc_config(self.healer.inventory, name)
-            url = address_for(config, name).url
+            url, password = address_for(config, name).url, bmc_password(config)
             if not self.healer.gate.apply:
                 return url, ON, None
-            bmc = RedfishBmc(config, name, bmc_password(config))
+            bmc = RedfishBmc(config, name, password)
             return url, bmc.power_state(), BmcTarget(ctx.host, bmc)
         except BmcError as exc:
             return exc.message

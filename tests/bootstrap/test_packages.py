@@ -124,3 +124,30 @@ def test_a_held_package_is_installed_as_real_dpkg_query_says_hi() -> None:
     assert found["runc"].status == "hi" and found["runc"].installed
     assert found["containerd"].installed and "nosuch-package" not in found
     assert not InstalledPackage("x", "1.0", "rc").installed and not InstalledPackage("x", "1.0", "un").installed
+
+
+def test_the_upgrades_packages_phase_refreshes_apts_lists_for_a_source_other_than_kubernetes() -> None:
+    """The upgrade's kubeadm phase writes the Kubernetes source and reads apt's lists again, before the node's
+    packages phase writes any other: a source changed or missing there (NVIDIA's, Docker's) needs its own
+    refresh before the install, the Kubernetes one alone none."""
+    from clusterctl.day2.upgrade import NodePackages
+
+    settings = BootstrapConfig()
+    written = {c.path: (c.content or b"").decode() for c in Packages().plan(ctx(settings), FRESH)
+               if c.kind is ChangeKind.WRITE_FILE and c.path}
+    installed = {p.package: InstalledPackage(p.package, f"{p.upstream}-1", "ii")
+                 for p in wanted_packages(STACK, settings)}
+    keyrings = frozenset(f"clusterctl-{name}.asc" for name in ("kubernetes", "nvidia-container-toolkit", "docker"))
+    done = replace(FRESH, packages=installed, holds=frozenset(installed), files=dict(written), keyrings=keyrings)
+    assert [c for c in NodePackages().plan(ctx(settings), done) if not c.is_noop] == []
+
+    def refreshed(source: str) -> list[str]:
+        files = {path: None if path.endswith(f"clusterctl-{source}.sources") else text
+                 for path, text in written.items()}
+        changes = [c for c in NodePackages().plan(ctx(settings), replace(done, files=files)) if not c.is_noop]
+        return [c.path or c.command or "" for c in changes]
+
+    assert refreshed("kubernetes") == []  # the kubeadm phase's, with its refresh
+    for source in ("nvidia-container-toolkit", "docker"):
+        path, update = refreshed(source)
+        assert path.endswith(f"clusterctl-{source}.sources") and update.startswith("apt-get update"), source
