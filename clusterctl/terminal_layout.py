@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 MIN_PROSE_WIDTH = 16
 
 
-#: A command a user copies ('clusterctl undo FILE', or any quoted 'clusterctl ...', or a limit such as
-#: -l '!gpu-a3'): wrapped, it stays whole on one line, as a path or a name does.
-_COMMAND = r"'clusterctl [^'\n]*'|clusterctl undo \S+|-l '[^'\s]+'"
+#: A command a user copies ('clusterctl undo FILE', 'clusterctl release HOST', or any quoted 'clusterctl ...',
+#: or a limit such as -l '!gpu-a3'): wrapped, it stays whole on one line, as a path or a name does.
+_COMMAND = r"'clusterctl [^'\n]*'|clusterctl (?:undo|release) \S+|-l '[^'\s]+'"
 _GLUE = "\u00a0"  # not a place textwrap breaks at (it breaks at ASCII whitespace only)
 
 
@@ -196,16 +196,32 @@ def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequ
         print_blocks(console, columns, rows)
         return
     table = Table(highlight=False, box=box.HEAVY_HEAD if boxed else None, pad_edge=boxed, show_edge=boxed)
+    widths = _prose_widths(columns, rows, fitted, console.width, boxed)
     for i in fitted.shown:
         column = columns[i]
         table.add_column(column.header, no_wrap=column.keep, overflow="fold", justify=column.justify,  # type: ignore[arg-type]
-                         min_width=fitted.needed[i])
+                         min_width=fitted.needed[i], width=widths.get(i))
     for row in rows:
         table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in (row[i] for i in fitted.shown)))
     console.print(table)
     if fitted.left_out:
         print_wrapped(console, f"(left out to fit {console.width} columns: {', '.join(fitted.left_out)}; "
                                "-o json has every field)", style="dim")
+
+
+def _prose_widths(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], fitted: Fitted, width: int,
+                  boxed: bool) -> dict[int, int]:
+    """Each shown prose column's width, where the table at its natural width is wider than ``width``: rich
+    would narrow the widest prose columns evenly, one below its longest word, then crop every line at the
+    terminal's edge (words, and the end of a command to copy, lost). Each keeps its longest word and takes
+    a share of the room left by how much wider it would be."""
+    prose = [i for i in fitted.shown if not columns[i].keep]
+    wider = {i: max(len(part) for cell in (columns[i].header, *(row[i] for row in rows))
+                    for part in str(cell).split("\n")) - fitted.needed[i] for i in prose}
+    room = width - _overhead(len(fitted.shown), boxed) - sum(fitted.needed[i] for i in fitted.shown)
+    if sum(wider.values()) <= room:
+        return {}
+    return {i: fitted.needed[i] + room * wider[i] // sum(wider.values()) for i in prose}
 
 
 def print_title(console: Console, title: str) -> None:

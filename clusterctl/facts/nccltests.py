@@ -279,7 +279,8 @@ def parse_nccl_tests(text: str, *, test: str | None = None, min_bw: str | None =
                      if not _NCCL_LOG.search(raw) and (found := _TOOL.search(raw))), None)
     min_bw = min_bw or next((found.group(1) for found in _MIN_BW.finditer(text)), None)
     for cleaned in without_mpi_tags(pasted.lines):
-        number, line = cleaned.number, cleaned.text
+        # A GitHub paste's Markdown: '\#' escapes the '#' lines, and rows come as a table's '8 | 2 | float | ...'.
+        number, line = cleaned.number, re.sub(r"^(\s*)\\#", r"\1#", cleaned.text)
         failure = _FAILURE.search(line)
         if failure:
             start = failure.start()
@@ -335,7 +336,7 @@ def parse_nccl_tests(text: str, *, test: str | None = None, min_bw: str | None =
         stripped = line.strip()
         if stripped.startswith("#") or columns is None:
             continue
-        tokens = stripped.split()
+        tokens = stripped.replace(" |", " ").split()
         if not tokens[0].isdigit():
             continue  # launcher chatter between rows (mpirun warnings, shell prompts)
         key = tuple(tokens)

@@ -223,7 +223,8 @@ class _Healer:
             return result
         if not self.gate.apply:
             result.outcome = "planned"
-            result.detail = "released after the first step the release gate passes; else 'needs hardware'"
+            result.detail = ("released after the first step the release gate passes; else 'needs hardware', "
+                             "nvidia-bug-report.sh run on the host for its report")
             return result
         if healed:
             return self.release()
@@ -429,7 +430,8 @@ class PowerCycle(_ComesBack):
     description = "power-cycle through the BMC (Redfish), then wait for a new boot id and the node Ready"
 
     def check(self, ctx: PhaseContext) -> tuple[str, str, Transport | None] | str:
-        """The BMC's address, power state and the gate's target (a dry run asks no BMC); or why there is none."""
+        """The BMC's address, power state and the gate's target (a dry run asks no BMC, but has its password as the
+        run must); or why there is none."""
         from clusterctl.bmc.credentials import bmc_password
         from clusterctl.bmc.power import BmcTarget, bmc_config
         from clusterctl.bmc.redfish import ON, BmcError, RedfishBmc, address_for
@@ -438,10 +440,10 @@ class PowerCycle(_ComesBack):
         name = ctx.host.name
         try:
             config = bmc_config(self.healer.inventory, name)
-            url = address_for(config, name).url
+            url, password = address_for(config, name).url, bmc_password(config)
             if not self.healer.gate.apply:
                 return url, ON, None
-            bmc = RedfishBmc(config, name, bmc_password(config))
+            bmc = RedfishBmc(config, name, password)
             return url, bmc.power_state(), BmcTarget(ctx.host, bmc)
         except BmcError as exc:
             return exc.message

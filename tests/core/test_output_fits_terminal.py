@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from clirun import DEMO, REPO_ROOT, CliRun, clusterctl
 
-from clusterctl.terminal_layout import Column, fit, hanging
+from clusterctl.terminal_layout import Column, fit, hanging, print_table
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
 WIDTHS = (80, 120)
@@ -174,6 +174,24 @@ def test_a_table_leaves_out_droppable_columns_before_cutting_and_prints_blocks_l
     narrow = fit(columns, rows, 100)
     assert narrow.as_table and narrow.left_out == ("note",)
     assert not fit(columns, rows, 60).as_table
+
+
+def test_two_prose_columns_one_with_a_long_word_lose_no_word() -> None:
+    """rich narrowed both prose columns evenly, one below its longest word, then cropped every line at the
+    terminal's edge: 'status' at 120 columns showed "clusterctl release gp" and lost 'bench' and 'pass:'."""
+    from rich.console import Console
+
+    console = Console(width=120, color_system=None, record=True)
+    needs = "health (level 1) and bench nccl on the host pass: clusterctl release gpu-a3"
+    reason = "\\x1b]0;owned\\x07\\x1b[2Jfine\\nforged line \\x9b31m"
+    columns = (Column("HOST", keep=True), Column("SINCE", keep=True), Column("BY", keep=True), Column("REASON"),
+               Column("CODES", keep=True), Column("CORDONED", keep=True), Column("RELEASE NEEDS"))
+    with console.capture() as captured:
+        print_table(console, columns, [("gpu-a3", "2026-12-07T09:26:27Z", "root@vm", reason, "NVLINK_DOWN", "yes",
+                                         needs)], boxed=False)
+    shown = captured.get()
+    assert all(len(line.rstrip()) <= 120 for line in shown.splitlines()), shown
+    assert [word for word in (*needs.split(), *reason.split()) if word not in shown.split()] == [], shown
 
 
 @pytest.mark.parametrize("make", [lambda: "x" * 90, lambda: "see /a/very/" + "long/" * 20 + "path now"])

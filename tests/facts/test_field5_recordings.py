@@ -7,12 +7,14 @@ from __future__ import annotations
 from fixture_files import read_fixture
 
 from clusterctl.facts.gpus import parse_gpus
+from clusterctl.facts.kernel_log import parse_kernel_log
 from clusterctl.facts.lspci import parse_lspci
 from clusterctl.facts.model import NVLinkStatuses
 from clusterctl.facts.nccltests import parse_nccl_tests
+from clusterctl.facts.netdev import parse_ibdev2netdev
 from clusterctl.facts.nvlink import parse_nvlink
 from clusterctl.facts.perftest import parse_perftest
-from clusterctl.facts.rdma import parse_ibstat
+from clusterctl.facts.rdma import parse_ibstat, parse_rdma
 from clusterctl.facts.topo import parse_topo
 from clusterctl.findings import Finding
 from clusterctl.health.checks import HostInput
@@ -125,3 +127,38 @@ def test_all_links_inactive_is_kept_and_is_nvlink_down_among_peers_with_links() 
 def _nvlink_findings(statuses: NVLinkStatuses) -> list[Finding]:
     report = judge([HostInput("h1", HostProbe(nvlink=statuses))])
     return [f for f in report.hosts[0].findings if f.code == "NVLINK_DOWN"]
+
+
+def test_rows_pasted_as_a_markdown_table_under_escaped_headers_are_read() -> None:
+    """'\\#' headers and '1024 | 512 | half | ...' rows (a GitHub Markdown paste): every row was passed over and the
+    log said 'no result table'."""
+    run = parse_nccl_tests(read_fixture("nccl-tests", "all_reduce-markdown-table-rows-escaped-hash-header-excerpt.txt"))
+    assert [row.size_bytes for row in run.rows] == [2 ** n for n in range(10, 19)]
+    assert {(row.type, row.redop, row.root) for row in run.rows} == {("half", "sum", -1)}
+    last = run.rows[-1]
+    assert (last.out_of_place.busbw_gbs, last.in_place.busbw_gbs, last.in_place.wrong) == (39.27, 37.93, 0)
+    (stops,) = run.warnings  # the excerpt ends before the summary, and the parser says so
+    assert stops.line == 13 and "no 'Avg bus bandwidth' summary follows" in stops.message
+
+
+def test_syslog_lines_with_the_kernels_own_stamp_and_a_driver_340_xid() -> None:
+    log = parse_kernel_log(read_fixture("kernel-log", "ubuntuforums-syslog-dmesg-stamp-xid79-fallen-off-bus-2016.log"))
+    assert (log.source, log.warnings) == ("syslog", ())
+    assert [(e.kind, e.code, e.pci, e.timestamp) for e in log.events] == [
+        ("xid", 79, "0000:01:00", "Dec  6 17:49:03"), ("fallen-off-bus", None, "0000:01:00.0", "Dec  6 17:49:03")]
+    old = parse_kernel_log(read_fixture("kernel-log", "ubuntuforums-dmesg-xid62-driver-340-hex-words.log"))
+    (xid,) = old.events
+    assert (xid.code, xid.pci, xid.timestamp, xid.message) == (62, "0000:01:00", "121.331414",
+                                                               "12b2(1fa0) 00000000 00000000")
+
+
+def test_ibdev2netdev_and_ibv_devinfo_of_one_host() -> None:
+    netdevs = parse_ibdev2netdev(read_fixture("ibdev2netdev", "ucx2534-two-ib-two-eth-dollar-prompt.txt"))
+    assert [(d.hca, d.name, d.up) for d in netdevs] == [
+        ("mlx5_0", "ib0", False), ("mlx5_1", "ib1", True),
+        ("mlx5_2", "enp23s0f0", True), ("mlx5_3", "enp23s0f1", False)]
+    devices = parse_rdma(read_fixture("ibv_devinfo", "ucx2534-cx4-ib-and-bogus-guid-eth-tabs-excerpt.txt"))
+    assert [(d.hca, d.fw_version, d.board_id, d.ports[0].state, d.ports[0].link_layer) for d in devices] == [
+        ("mlx5_1", "12.20.1010", "MT_2190110032", "PORT_ACTIVE", "InfiniBand"),
+        ("mlx5_3", "14.17.1010", "PEG0000000001", "PORT_DOWN", "Ethernet")]
+    assert devices[1].node_guid == "0000:0000:0000:0001" and devices.warnings == ()

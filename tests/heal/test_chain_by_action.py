@@ -130,3 +130,18 @@ def test_a_dry_run_on_a_host_the_release_gate_passes_says_it_would_be_released_a
     done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a2", "--yes")
     (host,) = json.loads(done.stdout)["hosts"]
     assert done.exit_code == 0 and host["outcome"] == "released" and host["steps"] == [], host
+
+
+def test_a_dry_run_without_the_bmc_password_fails_as_the_run_would(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A BMC whose password file is missing: the run's power cycle fails on it before asking the BMC, and so does
+    the dry run (it said 'would power-cycle' and exited 0; a dry run asks no BMC, but has what the run needs)."""
+    monkeypatch.chdir(tmp_path)
+    bmc = f"bmc:\n  gpu-*: {{address: 'https://127.0.0.1:9', username: admin, password_file: {tmp_path}/none}}\n"
+    sim = _quarantined(tmp_path, "GPU_ROW_REMAP_PENDING", bmc)
+    _sick(monkeypatch, REMAP)
+    done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a2", "--dry-run")
+    (host,) = json.loads(done.stdout)["hosts"]
+    last = host["steps"][-1]
+    assert done.exit_code == 1 and (last["step"], last["result"]) == ("power-cycle", "failed"), host
+    assert "password" in last["detail"] and f"{tmp_path}/none" in last["detail"], last

@@ -118,6 +118,10 @@ def test_status_neutralises_escape_sequences_in_annotations_and_cuts_nothing(
     assert not any(ch in out for ch in ("\x1b", "\x07", "\x9b"))
     assert "\\x1b]0;owned\\x07" in out  # shown as escapes, as exec shows them
     assert "…" not in out and "gpu-a3" in out and "NVLINK_DOWN" in out
+    needs = "health (level 1) and bench nccl on the host pass: clusterctl release gpu-a3"
+    assert set(needs.split()) <= set(out.split()), out  # no word cropped (at 120 columns: "clusterctl release gp")
+    if columns == "80":  # as blocks: the command to copy whole on its line (it broke after 'clusterctl')
+        assert "clusterctl release gpu-a3" in out, out
     # 'status HOST' too: the reason stays on its host's line (a newline in it used to start a line of its own).
     code, out = cli(sim, "status", "gpu-a3")
     assert code == 0 and not any(ch in out for ch in ("\x1b", "\x07", "\x9b")), out

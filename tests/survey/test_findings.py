@@ -14,7 +14,7 @@ from survey_builders import (
 )
 
 from clusterctl.facts.base import Missing
-from clusterctl.facts.model import RDMADevice, RDMAPort
+from clusterctl.facts.model import NVLinkStatus, RDMADevice, RDMAPort
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Fabric, Host, StackPin
 from clusterctl.survey.checks.host import SurveyedHost
@@ -60,6 +60,14 @@ def test_fewer_nvlinks() -> None:
 def test_inactive_lanes() -> None:
     f = only(fleet(healthy_state("bad", nvlink=nvlink_status(inactive={3: [4, 5]}))), "NVLINK_LANE_INACTIVE")
     assert f.evidence["gpu"] == 3 and f.evidence["inactive_lanes"] == [4, 5] and f.evidence["active"] == 16
+
+
+def test_a_gpu_whose_links_all_fell_says_so_not_an_empty_list() -> None:
+    fallen = NVLinkStatus(3, "GPU", None, (), all_inactive=True)
+    statuses = tuple(fallen if s.gpu_index == 3 else s for s in nvlink_status())
+    f = only(fleet(healthy_state("bad", nvlink=statuses)), "NVLINK_LANE_INACTIVE")
+    assert f.message == "GPU3: 0 of 18 NVLink lanes active (nvidia-smi: all links are inactive)"
+    assert f.evidence["inactive_lanes"] == []
 
 
 def test_gpu_count_differs() -> None:

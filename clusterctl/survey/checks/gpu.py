@@ -90,9 +90,11 @@ def check_nvlink_lanes(state: SurveyedHost, baseline: FleetBaseline) -> list[Fin
         if active[status.gpu_index] >= expected:
             continue
         inactive = [lane.link for lane in status.lanes if not lane.active]
+        # A GPU whose links all fell lists none: nvidia-smi says so in one line instead.
+        which = f"inactive: {', '.join(map(str, inactive))}" if inactive else "nvidia-smi: all links are inactive"
         out.append(finding(Severity.WARNING, "NVLINK_LANE_INACTIVE", state.name,
                            f"GPU{status.gpu_index}: {active[status.gpu_index]} of {expected} NVLink lanes active "
-                           f"(inactive: {', '.join(map(str, inactive))})",
+                           f"({which})",
                            gpu=status.gpu_index, active=active[status.gpu_index], expected=expected,
                            inactive_lanes=inactive))
     return out
