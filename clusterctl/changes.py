@@ -17,7 +17,7 @@ import hashlib
 import shlex
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Protocol
 
@@ -283,16 +283,22 @@ class UndoStep:
     done: str
     #: The line in record mode (``undo --dry-run``) of a step with a change; one without says ``done`` there too.
     planned: str = ""
+    #: What it is about stays as the run made it (nothing reverts it, its backup is gone, its file is refused).
+    left: bool = False
 
 
 @dataclass(frozen=True)
 class UndoLine:
-    """One line of ``Gate.undo``: what was (or would be) done about one record."""
+    """One line of ``Gate.undo``: what was (or would be) done about one record (``None``: a temporary change
+    ``Gate.clean_up_left`` cleaned up)."""
 
-    record: GateRecord
+    record: GateRecord | None
     text: str
     #: In record mode, the command its step would run (its ``UndoStep.change.command``), said whole by the CLI.
     would_run: str | None = None
+    #: What it is about stays as the run made it (a change that failed, that nothing reverts, a file refused, a
+    #: clean-up that failed): the one test behind undo's exit 1 and the engine's put-back, whatever the text says.
+    left: bool = False
 
 
 class ChangeLog(Protocol):
@@ -473,17 +479,18 @@ class Gate:
         with self._lock:
             return [t for t in self._left if host is None or t.host == host]
 
-    def clean_up_left(self, transport: Transport) -> list[str]:
+    def clean_up_left(self, transport: Transport) -> list[UndoLine]:
         """Clean up what ``temporary`` left on ``transport``'s host (after an interrupt, on a fresh
         connection); one line each. What fails stays in the journal for ``clusterctl undo``."""
         lines = []
         for left in self.left_over(transport.host.name):
             failure = self._clean_up(transport, left.cleanup, left)
             if failure is None:
-                lines.append(mask_text(f"cleaned up the temporary {left.summary}"))
+                lines.append(UndoLine(None, mask_text(f"cleaned up the temporary {left.summary}")))
             else:
                 why = failure.message if isinstance(failure, TransportError) else str(failure)
-                lines.append(mask_text(f"failed to clean up the temporary {left.summary}: {why}"))
+                lines.append(UndoLine(None, mask_text(f"failed to clean up the temporary {left.summary}: {why}"),
+                                      left=True))
         return lines
 
     def undo(self, transport: Transport, records: Sequence[GateRecord], *, force: bool = False) -> list[UndoLine]:
@@ -500,32 +507,33 @@ class Gate:
         """
         lines: list[UndoLine] = []
         for record in reversed(records):
-            would_run = None
             if record.cleaned_up:
-                text = f"'{record.change.summary}': cleaned up by the run itself, nothing to undo"
+                line = UndoLine(record, f"'{record.change.summary}': cleaned up by the run itself, nothing to undo")
             # A command that failed did not happen: nothing to undo, nothing to say.
             elif not record.applied or not record.changed or record.temporary or record.failed:
                 continue
             else:
-                text, would_run = self._undo_one(transport, record, force)
-            lines.append(UndoLine(record, mask_text(text), would_run and mask_text(would_run)))
+                line = self._undo_one(transport, record, force)
+            lines.append(replace(line, text=mask_text(line.text),
+                                 would_run=line.would_run and mask_text(line.would_run)))
         return lines
 
-    def _undo_one(self, transport: Transport, record: GateRecord, force: bool) -> tuple[str, str | None]:
-        """``undo``'s line for one record, and in record mode the command its step would run."""
+    def _undo_one(self, transport: Transport, record: GateRecord, force: bool) -> UndoLine:
+        """``undo``'s line for one record (in record mode with the command its step would run)."""
         try:
             step = undo_step(transport, record, force=force)
         except TransportError as exc:
-            return f"failed to undo '{record.change.summary}': {exc.message}", None
+            return UndoLine(record, f"failed to undo '{record.change.summary}': {exc.message}", left=True)
         if step.change is None:
-            return step.done, None
+            return UndoLine(record, step.done, left=step.left)
         try:
             self.submit(transport, step.change)  # in record mode: recorded, the host untouched
         except ChangeFailed as exc:
-            return f"failed to undo '{record.change.summary}': {exc.result.stderr_tail(2)}", None
+            return UndoLine(record, f"failed to undo '{record.change.summary}': {exc.result.stderr_tail(2)}", left=True)
         except TransportError as exc:
-            return f"failed to undo {record.change.path or record.change.summary}: {exc.message}", None
-        return (step.done, None) if self.apply else (step.planned, step.change.command)
+            return UndoLine(record, f"failed to undo {record.change.path or record.change.summary}: {exc.message}",
+                            left=True)
+        return UndoLine(record, step.done) if self.apply else UndoLine(record, step.planned, step.change.command)
 
 
 def undo_step(transport: Transport, record: GateRecord, *, force: bool = False) -> UndoStep:
@@ -550,13 +558,13 @@ def undo_step(transport: Transport, record: GateRecord, *, force: bool = False) 
             if now is None or hashlib.sha256(now).hexdigest() != expected:
                 what = "was removed" if now is None else "was changed"
                 return UndoStep(None, f"refused: {path} {what} since clusterctl wrote it (its content is not what the "
-                                "journal recorded); undo it with --force to overwrite that")
+                                "journal recorded); undo it with --force to overwrite that", left=True)
         if record.backup_path:
             # Through the transport's own file primitives, so undo works the same on every
             # transport (ssh, local, mock) and restores the mode with the content.
             saved = transport.get(record.backup_path, sudo=change.sudo)
             if saved is None:
-                return UndoStep(None, f"cannot restore {path}: backup {record.backup_path} is gone")
+                return UndoStep(None, f"cannot restore {path}: backup {record.backup_path} is gone", left=True)
             now = transport.get(path, sudo=change.sudo)
             restore = Change.write_file(change.host, path, saved, current=now, mode=change.mode, sudo=change.sudo,
                                         backup=False, summary=f"restore {path} from {record.backup_path}")
@@ -565,19 +573,19 @@ def undo_step(transport: Transport, record: GateRecord, *, force: bool = False) 
         if change.current is None:
             remove = Change.remove_file(change.host, path, sudo=change.sudo, summary=f"remove {path} (it was new)")
             return UndoStep(remove, f"removed {path} (it was new)", f"would remove {path} (it was new)")
-        return UndoStep(None, f"cannot restore {path}: no backup was kept")
+        return UndoStep(None, f"cannot restore {path}: no backup was kept", left=True)
     if change.undo_command:
         revert = Change.run(change.host, change.undo_command, summary=f"undo '{change.summary}'", sudo=change.sudo,
                             timeout_s=change.timeout_s)
         return UndoStep(revert, f"undid '{change.summary}'", f"{WOULD_RUN}{change.undo_command}")
-    return UndoStep(None, not_undone(change))
+    return not_undone(change)
 
 
 #: Said of a change whose journal gives no reason (one written before changes gave theirs).
 NO_REASON = "no way back was recorded for it"
 
 
-def not_undone(change: Change) -> str:
+def not_undone(change: Change) -> UndoStep:
     """The one verdict on a command undo cannot revert, with its reason (``cannot_undo``).
 
     A change that leaves nothing to put back (``MAKES_NO_TRACE``: a restart, an eviction, a list
@@ -586,14 +594,8 @@ def not_undone(change: Change) -> str:
     """
     if MAKES_NO_TRACE in change.makes:
         why = f": {change.cannot_undo}" if change.cannot_undo else " leaves nothing behind"
-        return f"nothing to undo: '{change.summary}'{why}"
-    return f"cannot undo '{change.summary}': {change.cannot_undo or NO_REASON}"
-
-
-def undo_incomplete(lines: Sequence[str]) -> bool:
-    """Whether ``Gate.undo``'s lines leave something as the run made it (a change that failed, that
-    nothing reverts, or a file refused): the one test behind undo's exit 1 and the engine's put-back."""
-    return any(line.startswith(("failed", "cannot", "refused")) for line in lines)
+        return UndoStep(None, f"nothing to undo: '{change.summary}'{why}")
+    return UndoStep(None, f"cannot undo '{change.summary}': {change.cannot_undo or NO_REASON}", left=True)
 
 
 def _cleanup_command(cleanup: Sequence[Change]) -> str | None:

@@ -69,7 +69,6 @@ def undo_command(
                                      "release's health and NCCL checks."),
     state_dir: str | None = STATE_DIR,
 ) -> None:
-    from clusterctl.changes import undo_incomplete
     from clusterctl.quarantine.slurm import node_name as slurm_node_name
     from clusterctl.undo_journal import changed_on, mark_journal_used, newest_journal, read_journal, undo_on_hosts
     from clusterctl.writable import state_dir as chosen_state_dir
@@ -126,16 +125,17 @@ def undo_command(
         from clusterctl.cli.host_failures import print_failures
 
         # Each line names the host its step changed: a node changed through the control plane is the node.
-        for line in (line for outcome in fleet.outcomes for line in outcome.value or []):
+        for outcome, line in ((o, line) for o in fleet.outcomes for line in o.value or []):
+            where = changed_on(line.record) if line.record else outcome.host.name
             if line.would_run is None:
-                app.say(f"{changed_on(line.record)}: {one_line(line.text)}", soft_wrap=False)
+                app.say(f"{where}: {one_line(line.text)}", soft_wrap=False)
             else:  # a dry run's command: whole on a line of its own, to be copied (not wrapped)
-                app.say(f"{changed_on(line.record)}: {WOULD_RUN.strip()}")
+                app.say(f"{where}: {WOULD_RUN.strip()}")
                 say_plan_step(app, [one_line(line.would_run)], [], indent="  ")
         say_run_end(app, dry_run=dry_run)
         print_failures(app, fleet)
 
-    app.emit(payload, human, failed=not fleet.ok or any(undo_incomplete(lines) for lines in said))
+    app.emit(payload, human, failed=not fleet.ok or any(line.left for o in fleet.outcomes for line in o.value or []))
 
 
 def _refuse_unhealthy_returns(app: AppContext, records: list[GateRecord], journal: str) -> None:

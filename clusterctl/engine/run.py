@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord, HostGate, undo_incomplete
+from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord, HostGate, UndoLine
 from clusterctl.engine import lock as host_lock
 from clusterctl.engine.phase import Phase, PhaseContext, Wait
 from clusterctl.engine.progress import INTERRUPTED
@@ -537,10 +537,10 @@ def _put_back(run: _Run) -> None:
     by_name = {h: t.host for h, (_, t, _) in todo.items()}
     by_name.update({name: run.inventory.host(name) for name in sorted(left) if name not in by_name})
 
-    def put_back(transport: Transport) -> list[str]:
+    def put_back(transport: Transport) -> list[UndoLine]:
         name = transport.host.name
         undone = gate.undo(transport, gate.records_for(name)[todo[name][2]:]) if name in todo else []
-        return [line.text for line in undone] + gate.clean_up_left(transport)
+        return undone + gate.clean_up_left(transport)
 
     from clusterctl.fanout import FleetInterrupted
 
@@ -552,9 +552,9 @@ def _put_back(run: _Run) -> None:
         return
     for outcome in fleet.outcomes:
         if outcome.ok:
-            if outcome.host.name in todo and not undo_incomplete(outcome.value or []):
+            if outcome.host.name in todo and not any(line.left for line in outcome.value or []):
                 inflight.leave(outcome.host.name)  # undone: nothing of that phase is left for the journal
-            lines = "; ".join(outcome.value or []) or "nothing was moved yet"
+            lines = "; ".join(line.text for line in outcome.value or []) or "nothing was moved yet"
             report.notes.append(f"{outcome.host.name}: put back after the interrupt: {lines}")
         else:
             why = outcome.failure.describe() if outcome.failure else "no result"

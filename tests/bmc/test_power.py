@@ -242,9 +242,10 @@ def test_the_password_is_in_no_output_log_journal_or_argument_list(lab: Lab, tmp
 def test_undo_names_a_power_action_and_fails_only_where_the_power_stays_changed(action: str, before: str,
                                                                                said: str) -> None:
     from clusterctl.bmc.power import PowerAction, power_change
-    from clusterctl.changes import not_undone, undo_incomplete
+    from clusterctl.changes import not_undone
 
     change = power_change("gpu-a1", PowerAction(action), before, "https://bmc-a1")
     assert change is not None
-    assert not_undone(change) == said
-    assert undo_incomplete([said]) is (action != "cycle")
+    step = not_undone(change)
+    assert step.done == said
+    assert step.left is (action != "cycle")

@@ -206,7 +206,8 @@ def test_a_temporary_change_left_by_an_interrupt_is_cleaned_up_after_on_a_fresh_
     with _temporary_file(gate, marker):
         stopping.set()  # Ctrl-C: the block's own connection is being closed, it cleans up nothing
     assert marker.exists() and [t.summary for t in gate.left_over("here")] == [f"write {marker}"]
-    assert gate.clean_up_left(LocalTransport(HOST)) == [f"cleaned up the temporary write {marker}"]
+    assert [line.text for line in gate.clean_up_left(LocalTransport(HOST))] == \
+        [f"cleaned up the temporary write {marker}"]
     assert not marker.exists() and gate.left_over() == []
     path = journal.finish([], interrupted="SIGINT")
     assert path is not None  # an interrupted run names its journal: it says what was cleaned up
