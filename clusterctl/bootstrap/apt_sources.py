@@ -96,7 +96,8 @@ def default_repos(stack: StackPin, settings: BootstrapConfig, os_base: str | Non
                              "https://nvidia.github.io/libnvidia-container/gpgkey"))
     if settings.containerd_package == "containerd.io":
         distro = os_base or "debian"
-        repos.append(AptRepo("docker", f"https://download.docker.com/linux/{distro}", (codename or "stable",),
+        # No codename: the packages phase refuses the host (OS_UNSUPPORTED) before it writes this source.
+        repos.append(AptRepo("docker", f"https://download.docker.com/linux/{distro}", (codename or "<codename>",),
                              ("stable",), None, f"https://download.docker.com/linux/{distro}/gpg"))
     return repos
 

@@ -146,11 +146,17 @@ def _alert(value: Any, field: str, status: Any) -> Alert:
     status = text(alert.get("status", status), join(field, "status"), choices=("firing", "resolved"))
     key = next((k for k in HOST_LABELS if isinstance(labels.get(k), str) and labels[k]), None)
     host = text(labels[key], join(field, f"labels.{key}"), limit=MAX_HOST_CHARS) if key else ""
-    if key == "instance" and ":" in host and not host.startswith("["):
-        host = host.rsplit(":", 1)[0]
-    elif key == "instance" and host.startswith("[") and "]" in host:
-        host = host[1:host.index("]")]  # [fd00::4]:9400
-    return Alert(name, host, status)
+    return Alert(name, _instance_host(host) if key == "instance" else host, status)
+
+
+def _instance_host(instance: str) -> str:
+    """The host an ``instance`` label names: ``gpu-01:9400``, ``[fd00::4]:9400``, a bare name or address (``fd00::4``
+    too), or the URL a blackbox exporter's HTTP probe puts there (``https://gpu-01.lab:8443/healthz``)."""
+    if "://" in instance:
+        instance = re.split(r"[/?#]", instance.split("://", 1)[1], maxsplit=1)[0].rpartition("@")[2]
+    if instance.startswith("[") and "]" in instance:
+        return instance[1:instance.index("]")]
+    return instance.rsplit(":", 1)[0] if instance.count(":") == 1 else instance
 
 
 def clip(text: str, limit: int = FIELD_CHARS) -> str:

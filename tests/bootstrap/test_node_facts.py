@@ -66,6 +66,9 @@ def test_bad_output_names_the_line(text: str, line: int) -> None:
     ("os-release-ubuntu-24.04.4.txt", "ubuntu", "ubuntu", "noble"),
     ("os-release-ubuntu-20.04.6.txt", "ubuntu", "ubuntu", "focal"),
     ("os-release-debian-13.4.txt", "debian", "debian", "trixie"),
+    ("os-release-ubuntu-22.04.4.txt", "ubuntu", "ubuntu", "jammy"),
+    # Debian testing names its coming release (and no VERSION_ID): Docker's trixie suite.
+    ("os-release-debian-trixie-sid.txt", "debian", "debian", "trixie"),
     # Ubuntu's derivatives: Ubuntu's archives and release (UBUNTU_CODENAME), not Debian's, nor their own
     # VERSION_CODENAME (Mint's "xia", "ulyssa").
     ("os-release-linuxmint-22.1.txt", "linuxmint", "ubuntu", "noble"),
@@ -75,6 +78,7 @@ def test_bad_output_names_the_line(text: str, line: int) -> None:
     ("os-release-lmde-6.txt", "linuxmint", "debian", "bookworm"),
     ("os-release-rhel-9.3.txt", "rhel", None, None),
     ("os-release-rocky-9.7.txt", "rocky", None, None),
+    ("os-release-amazon-linux-2023.txt", "amzn", None, None),
     # Debian derivatives naming no Debian release: their own codename is no suite of Docker's linux/debian.
     ("os-release-kali-2023.3.txt", "kali", "debian", None),
     ("os-release-devuan-6-excalibur.txt", "devuan", "debian", None),

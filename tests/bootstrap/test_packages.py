@@ -151,3 +151,22 @@ def test_the_upgrades_packages_phase_refreshes_apts_lists_for_a_source_other_tha
     for source in ("nvidia-container-toolkit", "docker"):
         path, update = refreshed(source)
         assert path.endswith(f"clusterctl-{source}.sources") and update.startswith("apt-get update"), source
+
+
+def test_a_host_whose_os_release_is_not_read_is_refused_for_dockers_source_not_given_suite_stable() -> None:
+    """Docker's repository has no suite ``stable``: without the host's VERSION_CODENAME there is no source to
+    write, so the packages phase refuses the host (OS_UNSUPPORTED), as it refuses an OS with no release of
+    Docker's; with the distribution's containerd (no Docker source) nothing is refused."""
+    import pytest
+
+    from clusterctl.errors import UsageError
+
+    unknown = replace(FRESH, os_id=None, apt_base=None, codename=None)
+    (refused,) = Packages().findings(ctx(BootstrapConfig()), unknown)
+    assert (refused.code, refused.host) == ("OS_UNSUPPORTED", "n1") and "no VERSION_CODENAME" in refused.message
+    assert "containerd_package: containerd" in refused.fix
+    with pytest.raises(UsageError, match=r"^n1: no /etc/os-release read .*no VERSION_CODENAME"):
+        Packages().plan(ctx(BootstrapConfig()), unknown)
+    own = BootstrapConfig(containerd_package="containerd")
+    assert Packages().findings(ctx(own), unknown) == []
+    assert not [c for c in Packages().plan(ctx(own), unknown) if "docker" in (c.path or "")]

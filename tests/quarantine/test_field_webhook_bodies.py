@@ -110,3 +110,24 @@ def test_every_alertmanager_shaped_field_body_is_answered_200_over_http_and_graf
         else:
             assert (status, answer) == (400, {"error": "alerts: missing: not an Alertmanager webhook payload"})
     assert receiver.settle(300)
+
+
+def test_a_node_exporter_group_named_in_chinese_quarantines_the_host_its_relabelled_instance_names(
+        tmp_path: Path) -> None:
+    """kube-prometheus-style relabelling: ``instance`` is the node's name without a port; the alert's name is not
+    ASCII (``load5负载高于5``). Firing acts on the one inventory host and names the others; resolved changes nothing."""
+    sim = KubeSim(tmp_path, names=("gpu-01", "gpu-02"))
+    text = sim.inventory.read_text().replace("address: 10.0.0.2,", "address: test-k8s-node1,")
+    sim.inventory.write_text(text + "quarantine:\n  alerts: {load5负载高于5: quarantine}\n")
+    receiver, log = remediator(sim)
+    status, answer = answered(receiver, "node-exporter-load5-cjk-firing.json")
+    assert status == 200
+    assert [(d["host"], d["alert"], d["decision"]) for d in answer] == [
+        ("test-k8s-master", "load5负载高于5", "ignored"), ("gpu-02", "load5负载高于5", "accepted"),
+        ("test-k8s-node2", "load5负载高于5", "ignored")]
+    assert sim.node("gpu-02")["spec"]["unschedulable"] is True and "unschedulable" not in sim.node("gpu-01")["spec"]
+    before = sim.snapshot()
+    status, answer = answered(receiver, "node-exporter-load5-cjk-resolved.json")
+    assert status == 200 and sim.snapshot() == before
+    assert [d["decision"] for d in answer] == ["ignored"] * 3
+    assert [d["why"] for d in decisions(log) if d.get("host") == "gpu-02"][-1].startswith("resolved")

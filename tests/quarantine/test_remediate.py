@@ -155,9 +155,17 @@ def test_a_dry_run_decides_logs_and_touches_nothing(sim: KubeSim) -> None:
     assert [d["decision"] for d in decisions(log) if d.get("host") == "gpu-04"] == ["would drain"]
 
 
-def test_instance_labels_lose_their_port() -> None:
-    body = json.dumps({"alerts": [{"labels": {"alertname": "GPUXidError", "instance": "10.0.0.4:9400"}}]}).encode()
-    assert parse_payload(body)[0][0].host_label == "10.0.0.4"
+@pytest.mark.parametrize(("instance", "host"), [
+    ("10.0.0.4:9400", "10.0.0.4"), ("[fd00::4]:9400", "fd00::4"), ("gpu-01", "gpu-01"),
+    # A bare IPv6 address (a blackbox ICMP probe's target) was cut at its last colon: "fd00:".
+    ("fd00::4", "fd00::4"),
+    # The blackbox exporter's documented relabelling puts the probed URL in instance; it read as "https".
+    ("https://gpu-01.lab:8443/healthz", "gpu-01.lab"), ("http://10.0.0.4/probe?module=http_2xx", "10.0.0.4"),
+    ("http://[fd00::4]:9115/", "fd00::4"),
+])
+def test_an_instance_label_gives_its_host_without_port_or_url(instance: str, host: str) -> None:
+    body = json.dumps({"alerts": [{"labels": {"alertname": "GPUXidError", "instance": instance}}]}).encode()
+    assert parse_payload(body)[0][0].host_label == host
 
 
 def test_a_body_that_is_not_json_is_refused_saying_where_and_what() -> None:

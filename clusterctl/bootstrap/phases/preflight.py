@@ -39,19 +39,23 @@ def os_unsupported(ctx: PhaseContext, os_id: str | None, base: str | None, coden
     """THE decision whether bootstrap can install on a host's OS (preflight and the packages phase ask it): the
     packages phase speaks apt, so the OS must use Debian's or Ubuntu's archives, and Docker's source of
     containerd.io needs a release of theirs for its suite (``base``, ``codename``: the one reading of
-    os-release, ``facts.node.apt_base``). An OS not known (no os-release) is not refused here."""
+    os-release, ``facts.node.apt_base``). An OS not known (no os-release read) is refused only for that suite."""
     docker = ctx.inventory.bootstrap.containerd_package == "containerd.io"
-    if os_id is None or (base and (codename or not docker)):
+    if (os_id is None and not docker) or (base and (codename or not docker)):
         return []
     message = "bootstrap installs packages with apt (Debian or Ubuntu)"
-    if base:  # Kali, Devuan: their own codename is no release in Docker's linux/debian
+    if os_id is None:
+        message = ("no /etc/os-release read (no ID, no VERSION_CODENAME), so Docker's apt source of containerd.io "
+                   "(download.docker.com/linux/debian or linux/ubuntu) has no suite for it")
+    elif base:  # Kali, Devuan: their own codename is no release in Docker's linux/debian
         message = (f"its /etc/os-release names no {base.title()} release (no {base.upper()}_CODENAME, "
                    f"{'no VERSION_CODENAME' if os_id == base else f'and the VERSION_CODENAME of {os_id} is its own'})"
                    f", so Docker's apt source of containerd.io (download.docker.com/linux/{base}) has no suite "
                    "for it")
-    return [Finding(Severity.ERROR, "OS_UNSUPPORTED", f"{name or os_id}: {message}", host=ctx.host.name,
-                    evidence={"os": os_id}, fix="" if not base else "Set bootstrap.containerd_package: containerd "
-                    "(the distribution's own package; Docker's source is then not written).")]
+    return [Finding(Severity.ERROR, "OS_UNSUPPORTED", f"{name or os_id}: {message}" if os_id else message,
+                    host=ctx.host.name, evidence={"os": os_id}, fix="" if os_id and not base else "Set "
+                    "bootstrap.containerd_package: containerd (the distribution's own package; Docker's source is "
+                    "then not written).")]
 
 
 class PreflightFailed(ClusterctlError):
