@@ -49,9 +49,9 @@ MAKES_QUARANTINE = "quarantine"
 #: A pod's eviction (``quarantine.drain.eviction``): a drain phase plans it, the drain makes it (budgets retried).
 MAKES_EVICTION = "eviction"
 #: What a change of bootstrap's packages phase is for: the packages it installs or holds (``apt:kubelet``), an
-#: apt source (``apt-source:kubernetes``, its key or its file). The upgrade takes the Kubernetes ones from its plan.
+#: apt source (``apt-repo:kubernetes``, its key or its file). The upgrade takes the Kubernetes ones from its plan.
 MAKES_APT = "apt:"
-MAKES_APT_SOURCE = "apt-source:"
+MAKES_REPO = "apt-repo:"
 
 #: ``Change.cannot_undo`` reasons several phases give.
 #: An object a phase put in the cluster's API (a manifest applied, a Helm release).

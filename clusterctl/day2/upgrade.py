@@ -51,7 +51,7 @@ from clusterctl.bootstrap.phases.packages import (
     refused_downgrades,
 )
 from clusterctl.bootstrap.run_data import RunOptions
-from clusterctl.changes import MAKES_APT, MAKES_APT_SOURCE, MAKES_DIR, MAKES_NO_TRACE, Change
+from clusterctl.changes import MAKES_APT, MAKES_DIR, MAKES_NO_TRACE, MAKES_REPO, Change
 from clusterctl.cluster_access import cluster_nodes, on_control_plane, read_answer, read_node, read_nodes
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.day2.versions import check_upgrade, parse, static_pod_version
@@ -267,7 +267,7 @@ def _apt(host: str, names: Sequence[str], target: KubernetesVersion) -> Change:
 def _source(change: Change) -> bool:
     """A change of the packages phase for the Kubernetes apt source of the target minor (its key, its file,
     apt's lists read again): the kubeadm phase makes it."""
-    return MAKES_APT_SOURCE + "kubernetes" in change.makes or change.command == UPDATE
+    return MAKES_REPO + "kubernetes" in change.makes or change.command == UPDATE
 
 
 def _covered(change: Change) -> bool:
@@ -286,7 +286,7 @@ class NodePackages(Packages):
         planned = [c for c in super().plan(ctx, state) if not c.is_noop]
         # The kubeadm phase read apt's lists again before this phase writes another source (NVIDIA's, Docker's, a
         # site's): with one changed here, apt must read them once more, or it installs from lists without it.
-        other_source = any(t.startswith(MAKES_APT_SOURCE) for c in planned if not _source(c) for t in c.makes)
+        other_source = any(t.startswith(MAKES_REPO) for c in planned if not _source(c) for t in c.makes)
         return [c for c in planned if not _covered(c) or (other_source and c.command == UPDATE)]
 
 

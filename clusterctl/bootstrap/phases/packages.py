@@ -30,15 +30,7 @@ from clusterctl.bootstrap.apt_sources import (
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases.preflight import os_unsupported, stack_findings
 from clusterctl.bootstrap.run_data import RunOptions
-from clusterctl.changes import (
-    MAKES_APT,
-    MAKES_APT_SOURCE,
-    MAKES_FILE,
-    MAKES_NO_TRACE,
-    MAKES_PACKAGE,
-    Change,
-    make_folders,
-)
+from clusterctl.changes import MAKES_APT, MAKES_FILE, MAKES_NO_TRACE, MAKES_PACKAGE, MAKES_REPO, Change, make_folders
 from clusterctl.errors import UsageError
 from clusterctl.facts.packages import PackageFacts, packages_probe, parse_packages_probe
 from clusterctl.findings import Finding, Severity
@@ -242,7 +234,7 @@ class Packages(Phase[PackageFacts]):
                                        current=state.files.get(sources_path(repo)), summary=f"apt source '{repo.name}'")
             sources_changed |= not source.is_noop
             changes.append(source)
-            changes[first:] = [replace(c, makes=(*c.makes, MAKES_APT_SOURCE + repo.name)) for c in changes[first:]]
+            changes[first:] = [replace(c, makes=(*c.makes, MAKES_REPO + repo.name)) for c in changes[first:]]
         pins = wanted_packages(ctx.host.stack, ctx.inventory.bootstrap, gpus=ctx.host.gpus)
         missing = [p for p in pins if not self._installed(state, p)]
         if missing or sources_changed:
