@@ -104,11 +104,24 @@ SCHEMA = {"type": "object", "properties": {
 
 def load_results(path: str) -> dict[str, Any]:
     """A ``bench`` run's results.json (or its folder), checked for what is read of it."""
-    from clusterctl.json_input import matching, read_json, versioned
+    from clusterctl.json_input import read_json
 
     target = Path(path) / RESULTS_FILE if Path(path).is_dir() else Path(path)
-    return read_json(str(target), "results", "a results file",
-                     lambda data: dict(matching(versioned(data, None, READABLE_VERSIONS, unversioned=1), SCHEMA)))
+    return read_json(str(target), "results", "a results file", _bench_run)
+
+
+def _bench_run(data: Any) -> dict[str, Any]:
+    """A results file's document: bench ib's (``kind: bench-ib``, its ``links``) or bench nccl's (``nccl``),
+    never another report (a saved survey or health report was compared as a run with no figures, exit 0)."""
+    from clusterctl.json_input import BadField, matching, shown, versioned
+
+    run = dict(matching(versioned(data, None, READABLE_VERSIONS, unversioned=1), SCHEMA))
+    if run.get("kind") not in (None, "bench-ib"):
+        raise BadField("kind", f"a {shown(str(run['kind']))} report, not a bench run's: give the folder (or its "
+                               f"{RESULTS_FILE}) that 'clusterctl bench ib' or 'bench nccl' wrote")
+    if "links" not in run and "nccl" not in run:
+        raise BadField("links", "missing, and so is 'nccl': no figure of a bench run")
+    return run
 
 
 def run_kind(data: dict[str, Any]) -> str:

@@ -79,14 +79,20 @@ def absent_reason(text: str, *, tool: str | None = None) -> str | None:
     ``"no output"``, a failure seen on real hosts in words (``"NVIDIA driver/library version mismatch ..."`` rather
     than its exit code), or the line that says the tool could not answer."""
     found = _NOT_FOUND.search(text)
-    if found or tool:
-        return f"{found.group(1) if found else tool}: command not found"
+    named = found.group(1) if found else tool
+    if named:
+        return not_found(named)
     if not text.strip():
         return "no output"
     for needle, reason in _KNOWN_FAILURES:
         if needle in text:
             return reason
     return next((line.strip() for line in text.splitlines() if _CANNOT_ANSWER.search(line)), None)
+
+
+def not_found(tool: str) -> str:
+    """How every reader says a program is missing (``absent_reason``; health's probes, which know it by exit 127)."""
+    return f"{tool}: command not found"
 
 
 def missing_reason(result: CommandOutput) -> str | None:

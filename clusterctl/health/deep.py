@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from clusterctl.errors import ParseError
+from clusterctl.facts.base import not_found
 from clusterctl.facts.health_model import DcgmDiag
 from clusterctl.findings import Finding, Severity
 from clusterctl.health.checks import HostInput
@@ -30,8 +31,8 @@ def _dcgm_task(options: HealthOptions) -> Callable[[Transport], tuple[object, Pr
     def task(transport: Transport) -> tuple[object, ProbeProblem | None]:
         result = transport.run(dcgm_command(options.level, options.dcgm_timeout_s), timeout=options.dcgm_timeout_s + 30)
         text = result.stdout + ("\n" + result.stderr if result.stderr.strip() and not result.stdout.strip() else "")
-        if result.exit_code == RC_MISSING or "not found" in result.stderr:
-            return None, ProbeProblem("dcgm", "dcgmi", "missing", "dcgmi: command not found (DCGM is not installed)")
+        if result.exit_code == RC_MISSING:
+            return None, ProbeProblem("dcgm", "dcgmi", "missing", not_found("dcgmi"))
         if result.exit_code == RC_TIMED_OUT:
             return None, ProbeProblem("dcgm", "dcgmi", "hung", f"dcgmi diag -r {options.level} did not finish in "
                                                                f"{int(options.dcgm_timeout_s)} s")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.base import missing_reason
+from clusterctl.facts.base import missing_reason, not_found
 from clusterctl.facts.health_model import DcgmDiag, IBCounters, KernelLog, NvidiaSmiQuery, NVLinkErrors, PciDevices
 from clusterctl.facts.model import NVLinkStatus, RDMADevices
 from clusterctl.facts.sections import MARKER, split_sections
@@ -162,10 +162,10 @@ def _problem(probe: Probe, output: ProbeOutput) -> ProbeProblem | None:
     code = output.exit_code
     if code == RC_TIMED_OUT:
         return ProbeProblem(probe.name, probe.tool, "hung", f"{probe.tool} did not answer within its time limit")
-    if code == RC_MISSING or ("not found" in output.text and code not in (0, None)):
-        named = re.search(r"(?:sh: \d+: |bash: )?([\w.-]+): (?:command )?not found", output.text)
-        tool = "journalctl and dmesg" if probe.name == "kernel-log" else (named.group(1) if named else probe.tool)
-        return ProbeProblem(probe.name, tool, "missing", f"{tool}: command not found")
+    # 127: the shell (or ``timeout``) did not find the last program tried; the kernel log tries both of its.
+    if code == RC_MISSING:
+        tool = "journalctl and dmesg" if probe.name == "kernel-log" else probe.tool
+        return ProbeProblem(probe.name, tool, "missing", not_found(tool))
     failed, empty = code not in (0, None), not output.text.strip()
     if empty:
         return ProbeProblem(probe.name, probe.tool, "failed", f"exit code {code}" if failed else "no output")

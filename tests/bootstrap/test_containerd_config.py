@@ -64,6 +64,11 @@ def test_containerd_version_from_real_outputs() -> None:
 def test_ctr_plugins_and_kubeadm_images_from_real_outputs() -> None:
     assert cri_status(parse_ctr_plugins(fixture("ctr-plugins-ls-debian12-1.6.20.txt"))) == "ok"
     assert cri_status(parse_ctr_plugins(fixture("ctr-plugins-ls-cri-error-1.6.20.txt"))) == "error"
+    # containerd 2.x: CRI's settings are io.containerd.cri.v1 plugins; the CRI service is still grpc.v1 "cri", last.
+    two = parse_ctr_plugins(fixture("ctr-plugins-ls-containerd-2.1.5.txt"))
+    assert len(two) == 56 and cri_status(two) == "ok" and two[-1].id == "cri"
+    assert [(p.id, p.platforms) for p in two if p.type == "io.containerd.cri.v1"] == [("images", "-"),
+                                                                                      ("runtime", "linux/amd64")]
     assert pause_image(parse_kubeadm_images(fixture("kubeadm-config-images-list-1.23.0.txt"))) == "k8s.gcr.io/pause:3.6"
 
 

@@ -135,3 +135,18 @@ def test_a_drain_reason_in_another_script_and_a_drained_node_with_jobs() -> None
     assert (busy.base, busy.flags, busy.drain_set) == ("MIXED", ("DRAIN",), True)
     assert (busy.reason, busy.reason_time) == ("deep power-off required for PSU", "2020-07-17T13:21:02")
     assert busy.field("AllocTRES") == "cpu=2,mem=1G" and busy.field("Gres") == "gpu:tesla:4(S:0-1)"
+
+
+def test_a_real_one_line_listing_of_ten_nodes_down_and_drained() -> None:
+    """``scontrol -o show node`` as clusterctl runs it (Slurm 16.05): ``DOWN*`` nodes, one ``DOWN*+DRAIN``, an NHC
+    reason with nothing after its colon, nodes without ``Version=`` (two blanks where it would be)."""
+    text = read_fixture("scontrol", "slurm16.05-oneliner-ten-nodes-down-nhc.txt")
+    nodes = parse_nodes(text)
+    assert len(nodes) == 10 and [n.name for n in nodes if not n.drained] == ["datamover1", "r1n03", "r1n04"]
+    mover = parse_node(text, "datamover2")
+    assert mover is not None and (mover.base, mover.flags, mover.drain_set) == ("DOWN", ("DRAIN",), True)
+    assert (mover.reason, mover.reason_user, mover.reason_time) == ("Not responding", "root", "2017-06-29T08:00:07")
+    lm2 = parse_node(text, "lm2")
+    assert lm2 is not None and (lm2.reason, lm2.reason_time, lm2.drain_set) == ("NHC:", "2017-08-07T11:01:52", False)
+    assert (lm2.field("NodeHostName"), lm2.field("Version"), lm2.field("FreeMem")) == ("lm2", None, "N/A")
+    assert nodes[-1].field("AllocTRES") == "cpu=32,mem=125G" and nodes[-1].partitions == ("batch", "cpu", "test")

@@ -122,6 +122,9 @@ DAMAGED = {
     "gbps": ({"links": [{**LINK, "gbps": "190"}]}, "links[0].gbps': not a results file: text where a number or null"),
     "nccl": ({"nccl": [1]}, "nccl': not a results file: a list where an object belongs"),
     "run": ({"nccl": {"op": "all_reduce", "runs": [{"busbw_gbs": 1.0}]}}, "nccl.runs[0].host': not a results file"),
+    # Another report was compared as a run with no figures ("120 new", exit 0):
+    "health": ({"kind": "clusterctl.health", "hosts": []}, "kind': not a results file: a 'clusterctl.health' report"),
+    "empty": ({}, "links': not a results file: missing, and so is 'nccl'"),
 }
 
 
