@@ -112,11 +112,16 @@ def _temporary_beside(path: Path, permissions: int) -> tuple[int, Path]:
 
 def write_files(files: Mapping[str, str], folder: str | Path) -> list[Path]:
     """Write each relative name's text under ``folder`` (subfolders created), each through ``replace_file``.
-    ``folder`` is the ``--out DIR`` a user gave (dashboards, artifacts, tune-nccl): a file there is exit 2."""
+    ``folder`` is the ``--out DIR`` a user gave (dashboards, artifacts, tune-nccl): a file there, or a folder
+    where one of its files goes, is exit 2."""
     make_folder(Path(folder), f"--out {folder}")
     written: list[Path] = []
     for name, text in files.items():
         path = Path(folder) / name
-        replace_file(path, text)
+        try:
+            replace_file(path, text)
+        except (IsADirectoryError, NotADirectoryError, FileExistsError) as exc:
+            # A folder where the file goes, or a file where a folder above it goes: the user's to move.
+            raise UsageError(f"--out {folder}: cannot write {path}: {exc.strerror or exc}.") from None
         written.append(path)
     return written

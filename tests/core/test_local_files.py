@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import clusterctl
+from clusterctl.errors import UsageError
 from clusterctl.writable import replace_file, write_files
 
 
@@ -31,7 +32,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path, mon
 def test_a_folder_in_the_way_leaves_no_temporary(tmp_path: Path) -> None:
     # No injection: the rename itself fails, as it does for a real user who named a folder.
     (tmp_path / "board.json" / "inside").mkdir(parents=True)
-    with pytest.raises(OSError):
+    with pytest.raises(UsageError, match=f"cannot write {tmp_path / 'board.json'}: Is a directory"):
         write_files({"first.json": "{}\n", "board.json": "{}\n"}, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["board.json", "first.json"]
     assert (tmp_path / "board.json").is_dir()

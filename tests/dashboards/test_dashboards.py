@@ -120,6 +120,14 @@ def test_a_host_name_that_cannot_be_a_matcher_is_refused(tmp_path: Path, demo_su
     assert "Traceback" not in run.output
 
 
+def test_a_folder_where_a_dashboard_goes_is_an_input_error_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "fleet-health.json").mkdir()
+    run = clusterctl("-i", DEMO, "dashboards", "--out", tmp_path)
+    assert run.exit_code == 2, run.output
+    assert f"cannot write {tmp_path / 'fleet-health.json'}" in run.stderr
+    assert "internal error" not in run.stderr.lower()
+
+
 def test_a_bad_namespace_is_refused(tmp_path: Path) -> None:
     run = clusterctl("-i", DEMO, "dashboards", "--namespace", "Monitoring_1", "--out", tmp_path)
     assert run.exit_code == 2 and "--namespace" in run.stderr
