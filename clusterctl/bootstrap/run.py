@@ -68,12 +68,11 @@ def run(
         # the same, in one paragraph, as the run it shows (not once per host in its phases, findings and FAILED).
         from clusterctl.bootstrap.phases.packages import read_downgrades
 
-        read = read_downgrades(runner, hosts, inventory, request.options)
-        refusal = downgrade_refusal([r.downgrade for r in read.values() if r.downgrade is not None], inventory)
+        # Its answers are the packages phase's first read, not made again (unless a phase before it changes the host).
+        findings, answered = read_downgrades(runner, hosts, inventory, request.options)
+        refusal = downgrade_refusal(findings, inventory)
         if refusal is not None:
             raise refusal
-        # The packages phase's first read, not made again (unless a phase before it changes the host).
-        answered = {host: r.answers for host, r in read.items()}
     place = RunPlace.of(inventory, "bootstrap", request.state_dir)
     resumed_with = None
     journals = None

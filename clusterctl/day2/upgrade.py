@@ -519,11 +519,10 @@ def _refuse_downgrades(runner: Runner, hosts: Sequence[Host], inventory: Invento
     they run (a kubelet upgraded there by hand, a newer patch): bootstrap's packages phase decides it
     (``Packages.downgrade_finding``, the pins at the target). A node that does not answer is the engine's
     to report, as every other failure. Returns what it read, for the run (``RunSettings.answered``)."""
-    read = read_downgrades(runner, hosts, inventory, what="upgrade")
-    findings = [r.downgrade for r in read.values() if r.downgrade is not None]
+    findings, answered = read_downgrades(runner, hosts, inventory, what="upgrade")
     refused = refused_downgrades(findings)
     if refused is None:
-        return {host: r.answers for host, r in read.items()}
+        return answered
     runs, pinned, fields = refused
     pins = packages_at((p, f"{v} ({'--to' if p in PACKAGE_NAMES else fields.get(p, '')})") for p, v in pinned.items())
     raise UsageError(f"upgrade to {target.text} would downgrade what the nodes run, and does not: {runs}; the "
