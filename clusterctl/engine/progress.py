@@ -139,9 +139,13 @@ class ProgressStore:
         return store
 
     def is_done(self, host: str, phase: str) -> bool:
+        """The host's last run finished ``phase``: ok, changed, or skipped as finished (``SkipReason.finished``)."""
+        from clusterctl.engine.run import SkipReason
+
         with self._lock:
             entry = self.hosts.get(host, {}).get(phase) or {}
-        return entry.get("status") in DONE
+        skipped = SkipReason.__members__.get(str(entry.get("skipped")))
+        return entry.get("status") in DONE or (skipped is not None and skipped.finished)
 
     def forget(self, hosts: list[str]) -> None:
         """A fresh (not resumed) run starts these hosts' history again."""
@@ -151,7 +155,7 @@ class ProgressStore:
 
     def record(self, host: str, phase: str, status: str, duration_s: float, message: str = "",
                skipped: str | None = None) -> None:
-        """``skipped``: the name of the ``SkipReason`` of a skipped phase (``converged_hosts`` reads it)."""
+        """``skipped``: the name of the ``SkipReason`` of a skipped phase (``is_done`` reads it)."""
         entry: dict[str, Any] = {
             "status": status,
             "finished": utc_stamp(),

@@ -257,6 +257,11 @@ class SkipReason(str, Enum):
     NOT_NEEDED = "nothing to do"
     CURED = "left out: an earlier remedy cured the host"
 
+    @property
+    def finished(self) -> bool:
+        """The host is as a run of the phase leaves it: what ``--resume`` and read-ahead count as done there."""
+        return self in (SkipReason.NOT_THIS_HOST, SkipReason.CONFIRMED, SkipReason.NOT_NEEDED, SkipReason.DONE_BEFORE)
+
 
 def skip_reason(phase: Phase[Any, Any], ctx: PhaseContext, *, failed_earlier: bool, first_target: str | None,
                 done_before: bool, confirmed: bool = False, cured: bool = False) -> SkipReason | None:
