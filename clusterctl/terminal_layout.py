@@ -240,6 +240,7 @@ def print_blocks(console: Console, columns: Sequence[Column], rows: Sequence[Seq
         for column, cell in zip(columns[1:], row[1:], strict=False):
             if not str(cell):
                 continue
-            lead = f"  {column.header}: "
-            lines.append(hanging(str(cell), width, " " * len(lead), first_indent=lead))
+            # The value wraps under itself; a path longer than the room after its header goes whole onto
+            # a line of its own (``hanging``'s rule), where it fits an 80-column line.
+            lines.append(hanging(f"{column.header}: {cell}", width, len(column.header) + 4, first_indent="  "))
     console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)

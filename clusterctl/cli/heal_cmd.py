@@ -25,7 +25,7 @@ hardware', with a report to paste into a ticket (serials, findings, steps tried,
 log). A host quarantined flapping.count times within flapping.window_h (3 in 24 h) stays out for a
 person. Every step is kept on the node: 'clusterctl status HOST' shows it. Asks first (--yes for
 scripts); --dry-run runs the checks and prints the whole chain, changing nothing, and fails
-(exit 1) where a step already would (no BMC to power-cycle through), as the run would.
+(exit 1) where a step already would (no BMC, or one that does not answer), as the run would.
 
 Examples:
 

@@ -153,10 +153,12 @@ class KernelLog(ParseResult):
 class NVLinkErrorCounters:
     gpu_index: int
     link: int
-    #: Counter name as nvidia-smi prints it (``Replay Errors``, ``CRC Errors``...) -> value.
+    #: Error counter name as nvidia-smi prints it (``Replay Errors``, ``CRC Errors``, ``Symbol Errors``...) -> value.
     counters: dict[str, int]
     gpu_name: str | None = None
     line: int | None = None
+    #: Not errors (``nvlink_errors._NOT_ERRORS``): ``Tx packets``, ``FEC Errors - 0``, ``Effective BER`` (a float)...
+    statistics: dict[str, int | float] = field(default_factory=dict)
 
     @property
     def total(self) -> int:

@@ -20,14 +20,17 @@ _WHAT = "nvidia-smi nvlink -e"
 _GPU = re.compile(r"^GPU (\d+):\s*(.*?)(?:\s*\(UUID: [^)]*\))?\s*$")
 _LINK = re.compile(r"^Link (\d+):\s*(.*)$")
 #: A trailing note after the number (``891   <- link 1 is unhealthy``) is a paste's annotation: ignored.
-_COUNTER = re.compile(r"^([A-Za-z][\w /-]*?)\s*:\s*(\d+)(?:\s+\S.*)?$")
+_COUNTER = re.compile(r"^([A-Za-z][\w /-]*?)\s*:\s*(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)(?:\s+\S.*)?$")
+#: What Blackwell drivers (595 on B300) list beside the errors, kept apart: traffic, the FEC histogram of corrected
+#: codewords (billions on a healthy link), rates (any value with a point or exponent), pre-FEC raw lane counts.
+_NOT_ERRORS = re.compile(r"[TR]x (?:packets|bytes)|FEC Errors - \d+|Raw (?:BER|Errors)\b.*|.*\bBER\b.*|PLR \w+ Blocks")
 #: A loop's ``=== GPU 0 ===`` banner (the pre-cleaning has taken out ``[...]`` elision lines).
 _NOISE = re.compile(r"^=+.*=+$")
 
 
 def parse_nvlink_errors(text: str) -> NVLinkErrors:
     #: (GPU, link) -> its counters so far, the GPU's name, the link's first line (built once at the end).
-    links: dict[tuple[int, int], tuple[dict[str, int], str | None, int]] = {}
+    links: dict[tuple[int, int], tuple[dict[str, int | float], str | None, int]] = {}
     gpu: tuple[int, str | None] | None = None
     gpus_seen = 0
     cleaned = clean(text)
@@ -43,11 +46,12 @@ def parse_nvlink_errors(text: str) -> NVLinkErrors:
         if link and gpu is not None:
             number = int(link.group(1))
             rest = link.group(2).strip()
-            counters: dict[str, int] = {}
+            counters: dict[str, int | float] = {}
             for part in (p.strip() for p in rest.split(",")) if rest else ():
                 counter = _COUNTER.match(part)
                 if counter:
-                    counters[counter.group(1)] = int(counter.group(2))
+                    value = counter.group(2)
+                    counters[counter.group(1)] = int(value) if value.isdigit() else float(value)
                 elif part:
                     warnings.append(ParseWarning(f"GPU {gpu[0]} link {number}: unreadable counter {part[:60]!r}",
                                                  line.number))
@@ -67,5 +71,9 @@ def parse_nvlink_errors(text: str) -> NVLinkErrors:
         warnings.append(ParseWarning(f"unrecognised line {raw[:80]!r}", line.number))
     if not links and not gpus_seen:
         raise ParseError(_WHAT, "no 'GPU N:' block with 'Link K: <counter>: <value>' lines", line=1)
-    return NVLinkErrors(tuple(NVLinkErrorCounters(key[0], key[1], *links[key]) for key in sorted(links)),
-                        warnings=tuple(warnings))
+    return NVLinkErrors(tuple(_link(key, *links[key]) for key in sorted(links)), warnings=tuple(warnings))
+
+
+def _link(key: tuple[int, int], values: dict[str, int | float], name: str | None, line: int) -> NVLinkErrorCounters:
+    errors = {k: v for k, v in values.items() if isinstance(v, int) and not _NOT_ERRORS.fullmatch(k)}
+    return NVLinkErrorCounters(*key, errors, name, line, {k: v for k, v in values.items() if k not in errors})

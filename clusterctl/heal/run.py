@@ -429,20 +429,19 @@ class PowerCycle(_ComesBack):
     name = "power-cycle"
     description = "power-cycle through the BMC (Redfish), then wait for a new boot id and the node Ready"
 
-    def check(self, ctx: PhaseContext) -> tuple[str, str, Transport | None] | str:
-        """The BMC's address, power state and the gate's target (a dry run asks no BMC, but has its password as the
-        run must); or why there is none."""
+    def check(self, ctx: PhaseContext) -> tuple[str, str, Transport] | str:
+        """The BMC's address, power state (read in a dry run too, as 'power cycle --dry-run' does: a BMC that does
+        not answer or refuses the credentials fails the plan as it would the run) and the gate's target; or why
+        there is none."""
         from clusterctl.bmc.credentials import bmc_password
         from clusterctl.bmc.power import BmcTarget, bmc_config
-        from clusterctl.bmc.redfish import ON, BmcError, RedfishBmc, address_for
+        from clusterctl.bmc.redfish import BmcError, RedfishBmc, address_for
 
         super().check(ctx)
         name = ctx.host.name
         try:
             config = bmc_config(self.healer.inventory, name)
             url, password = address_for(config, name).url, bmc_password(config)
-            if not self.healer.gate.apply:
-                return url, ON, None
             bmc = RedfishBmc(config, name, password)
             return url, bmc.power_state(), BmcTarget(ctx.host, bmc)
         except BmcError as exc:
@@ -461,7 +460,6 @@ class PowerCycle(_ComesBack):
         return [change] if change is not None else []
 
     def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
-        assert self.target is not None
         records = gate.gate.submit_all(self.target, changes)
         self.healer.mark("power-cycled")
         return records

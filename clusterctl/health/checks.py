@@ -46,7 +46,7 @@ from clusterctl.wording import first_few
 FLEET_FACTOR = 10
 #: ... and never below these floors (a clean fleet's median is 0). Link recoveries and link-down
 #: events are rare enough that one is worth a look.
-NVLINK_FLOORS = {"Recovery Errors": 1}
+NVLINK_FLOORS = {"Recovery Errors": 1, "Link recovery failed events": 1}
 NVLINK_FLOOR = 100
 IB_FLOORS = {"link_downed": 1, "link_error_recovery": 1}
 IB_FLOOR = 100

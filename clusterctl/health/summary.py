@@ -39,6 +39,9 @@ def host_facts(probe: HostProbe, shared: MadeOnce | None = None) -> dict[str, An
         facts["nvlink"] = part(probe.nvlink, _nvlink)
     if probe.nvlink_errors is not None:
         facts["nvlink_errors"] = part(probe.nvlink_errors, _nvlink_errors)
+        # Blackwell drivers' traffic, FEC histogram and bit error rates: beside the errors, never compared as them.
+        if statistics := part(probe.nvlink_errors, _nvlink_statistics):
+            facts["nvlink_statistics"] = statistics
     if probe.rdma is not None:
         facts["ib_ports"] = part(probe.rdma, _ib_ports)
         # The link of each port: a DDR 20 Gb/s port or one at 10 among 200s is seen here.
@@ -132,6 +135,10 @@ def _nvlink(nvlink: tuple[NVLinkStatus, ...]) -> dict[str, Any]:
 
 def _nvlink_errors(errors: NVLinkErrors) -> dict[str, Any]:
     return {f"{e.gpu_index}/{e.link}": dict(e.counters) for e in errors.links}
+
+
+def _nvlink_statistics(errors: NVLinkErrors) -> dict[str, Any]:
+    return {f"{e.gpu_index}/{e.link}": dict(e.statistics) for e in errors.links if e.statistics}
 
 
 def _ib_ports(rdma: RDMADevices) -> dict[str, Any]:

@@ -18,12 +18,17 @@ from clusterctl.inventory.values import did_you_mean
 
 
 def select_hosts(inventory: Inventory, patterns: Iterable[str] | str | None) -> tuple[Host, ...]:
-    """Hosts matching ``patterns``; all hosts when there is no pattern.
+    """Hosts matching ``patterns``; all hosts when there is no pattern (``None``).
 
     Raises ``UsageError`` (exit 2) naming a pattern that matches no host, so a typo never
-    silently runs on nothing (or, with ``!``, on everything).
+    silently runs on nothing (or, with ``!``, on everything); and one given with no term in it
+    (``-l "$HOSTS"`` with the variable empty), which would otherwise act on every host.
     """
     terms = split_patterns(patterns)
+    if not terms and patterns is not None:
+        given = patterns if isinstance(patterns, str) else ",".join(patterns)
+        raise UsageError(f"--limit {given!r}: names no host; leave --limit out to act on every host of the "
+                         "inventory.")
     if not terms:
         return inventory.hosts
     included: set[str] | None = None

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from clirun import DEMO, REPO_ROOT, CliRun, clusterctl
 
-from clusterctl.terminal_layout import Column, fit, hanging, print_table
+from clusterctl.terminal_layout import Column, fit, hanging, print_blocks, print_table
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
 WIDTHS = (80, 120)
@@ -174,6 +174,23 @@ def test_a_table_leaves_out_droppable_columns_before_cutting_and_prints_blocks_l
     narrow = fit(columns, rows, 100)
     assert narrow.as_table and narrow.left_out == ("note",)
     assert not fit(columns, rows, 60).as_table
+
+
+def test_a_block_puts_a_path_too_long_for_the_room_after_its_header_on_a_line_of_its_own(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """'mock show' at 80 columns printed '  state folder: PATH' 88 columns wide, where the path alone fits."""
+    from rich.console import Console
+
+    monkeypatch.setenv("COLUMNS", "80")
+    console = Console(width=80, color_system=None)
+    folder = "/srv/" + "state/" * 11 + "gpu-a1"  # 77 characters: too long after 'state folder: ', not alone
+    with console.capture() as captured:
+        print_blocks(console, (Column("host", keep=True), Column("state folder", keep=True), Column("services")),
+                     [("gpu-a1", folder, "containerd=active, kubelet=active, ssh=active, " * 2)])
+    assert captured.get().splitlines() == [
+        "gpu-a1", "  state folder:", f"  {folder}",
+        "  services: containerd=active, kubelet=active, ssh=active, containerd=active,",
+        "            kubelet=active, ssh=active,"]
 
 
 def test_two_prose_columns_one_with_a_long_word_lose_no_word() -> None:

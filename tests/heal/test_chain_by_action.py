@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from clirun import clusterctl
 from kube_sim import KubeSim
+from local_daemons import free_port
+from redfish_emulator import USERNAME, RedfishEmulator, available
 
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Host
@@ -135,7 +137,7 @@ def test_a_dry_run_on_a_host_the_release_gate_passes_says_it_would_be_released_a
 def test_a_dry_run_without_the_bmc_password_fails_as_the_run_would(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A BMC whose password file is missing: the run's power cycle fails on it before asking the BMC, and so does
-    the dry run (it said 'would power-cycle' and exited 0; a dry run asks no BMC, but has what the run needs)."""
+    the dry run (it said 'would power-cycle' and exited 0)."""
     monkeypatch.chdir(tmp_path)
     bmc = f"bmc:\n  gpu-*: {{address: 'https://127.0.0.1:9', username: admin, password_file: {tmp_path}/none}}\n"
     sim = _quarantined(tmp_path, "GPU_ROW_REMAP_PENDING", bmc)
@@ -145,3 +147,30 @@ def test_a_dry_run_without_the_bmc_password_fails_as_the_run_would(tmp_path: Pat
     last = host["steps"][-1]
     assert done.exit_code == 1 and (last["step"], last["result"]) == ("power-cycle", "failed"), host
     assert "password" in last["detail"] and f"{tmp_path}/none" in last["detail"], last
+
+
+@pytest.mark.skipif(not available(), reason="needs sushy-tools' sushy-emulator (.[test])")
+def test_a_dry_run_reads_the_bmc_and_fails_where_it_does_not_answer_or_refuses_the_credentials(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """heal --dry-run reads the BMC's power state, as 'power cycle --dry-run' does: a BMC that does not answer or
+    refuses the credentials fails the plan's power cycle as it would the run (it said 'would power-cycle' and
+    exited 0, the BMC never asked)."""
+    monkeypatch.chdir(tmp_path)
+    password = tmp_path / "bmc-password"
+    password.write_text("not-the-password\n")
+    password.chmod(0o600)
+    with RedfishEmulator(tmp_path / "bmc", ["gpu-a2"], mock_state=tmp_path / "state") as emulator:
+        bmc = (f"bmc:\n  gpu-*: {{address: '{{address}}', username: {USERNAME}, password_file: {password}, "
+               f"system: '{{host}}', ca_file: {emulator.ca_file}, timeout_s: 3}}\n")
+        sim = _quarantined(tmp_path, "GPU_ROW_REMAP_PENDING", bmc.replace("{address}", emulator.url))
+        _sick(monkeypatch, REMAP)
+        for address, why in ((emulator.url, f"refused the credentials of user '{USERNAME}' (HTTP 401)"),
+                             (f"https://127.0.0.1:{free_port()}", "does not answer (within 3 s)")):
+            text = sim.inventory.read_text()
+            sim.inventory.write_text(text[:text.index("bmc:\n")] + bmc.replace("{address}", address))
+            done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a2", "--dry-run")
+            (host,) = json.loads(done.stdout)["hosts"]
+            last = host["steps"][-1]
+            assert done.exit_code == 1 and (last["step"], last["result"]) == ("power-cycle", "failed"), host
+            assert why in last["detail"] and "not-the-password" not in done.output, last
+        assert emulator.notified == []

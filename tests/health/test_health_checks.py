@@ -446,3 +446,31 @@ def test_a_level_2_host_s_nccl_tests_run_reaches_the_report_s_facts_whole() -> N
     assert (nccl["n_gpus"], nccl["host_gpus"], len(nccl["rows"])) == (8, 8, 27)
     assert nccl["rows"][-1]["out_of_place_time_us"] is not None
     assert nccl["parse_warnings"][0]["line"] == 44  # the row an error cut is named, not dropped in silence
+
+
+def test_a_healthy_blackwell_link_passes_and_one_with_real_errors_does_not() -> None:
+    # B300 driver 595 lists traffic, the FEC histogram (billions of corrected codewords in bucket 0 on a
+    # healthy link), pre-FEC raw lane errors and bit error rates beside its error counters: none is an error.
+    import json
+
+    from clusterctl.cli.output import dump
+    from clusterctl.facts.nvlink_errors import parse_nvlink_errors
+    from clusterctl.health.report import report_to_json
+
+    text = read_fixture("nvlink-e", "DERIVED-b300-595.91.07-healthy-blackwell-counters.txt")
+    host = _judge_one(nvlink_errors=parse_nvlink_errors(text))
+    assert host.verdict is Verdict.HEALTHY and not host.findings
+    report = judge([HostInput("h1", HostProbe(nvlink_errors=parse_nvlink_errors(text)))])
+    (written,) = [h["facts"] for h in json.loads(dump(report_to_json(report), "json"))["hosts"]]
+    assert written["nvlink_statistics"]["0/0"]["Effective BER"] == 1.5e-254
+    assert written["nvlink_statistics"]["0/0"]["FEC Errors - 0"] == 36140749276
+    assert written["nvlink_errors"]["1/1"]["Symbol Errors"] == 0 and "parse_warnings" not in written
+    bad = _judge_one(nvlink_errors=parse_nvlink_errors(text.replace(
+        "Link 1: Link recovery failed events: 0", "Link 1: Link recovery failed events: 2", 1)))
+    assert bad.verdict is not Verdict.HEALTHY
+    assert [(f.code, f.subject, f.evidence["counters"]) for f in bad.findings] == \
+        [("NVLINK_ERRORS_HIGH", "GPU 0", {"Link recovery failed events": 2})]
+    hopper = read_fixture("nvlink-e", "mlengineering-h100-clipped.txt").replace(
+        "Link 17: CRC Errors: 0", "Link 17: CRC Errors: 891")
+    crc = _judge_one(nvlink_errors=parse_nvlink_errors(hopper))
+    assert crc.verdict is not Verdict.HEALTHY and crc.findings[0].evidence["counters"] == {"CRC Errors": 891}

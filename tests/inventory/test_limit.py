@@ -29,8 +29,6 @@ def names(patterns: list[str] | str | None) -> list[str]:
     ("patterns", "expected"),
     [
         (None, NAMES),
-        ("", NAMES),
-        ([], NAMES),
         ("all", NAMES),
         ("gpu-b1", ["gpu-b1"]),
         ("gpu-b1,gpu-a1", ["gpu-a1", "gpu-b1"]),  # inventory order, not pattern order
@@ -64,6 +62,15 @@ def test_pattern_matching_nothing_is_an_error(pattern: str) -> None:
         select_hosts(INVENTORY, f"gpu-a1,{pattern}")
     assert caught.value.exit_code == 2
     assert f"'{pattern}'" in str(caught.value)
+
+
+@pytest.mark.parametrize("pattern", ["", " ", ",", ":"])
+def test_a_pattern_with_no_term_is_an_error_not_every_host(pattern: str) -> None:
+    """'-l "$HOSTS"' with the variable empty selected every host: 'clusterctl -l "$BAD" reset --yes'
+    would have reset the whole cluster."""
+    with pytest.raises(UsageError, match="names no host; leave --limit out") as caught:
+        select_hosts(INVENTORY, pattern)
+    assert caught.value.exit_code == 2
 
 
 def test_typo_gets_a_suggestion() -> None:
