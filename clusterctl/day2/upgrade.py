@@ -74,7 +74,7 @@ if TYPE_CHECKING:
     from clusterctl.facts.packages import PackageFacts
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
-    from clusterctl.transport.base import Transport
+    from clusterctl.transport.base import CommandResult, Transport
 
 #: Bootstrap's lock wait too: unattended-upgrades holding dpkg's lock must not fail a node mid-rollout. No
 #: ``--allow-downgrades``: a node running a package newer than the target is refused before the run
@@ -207,9 +207,6 @@ class Rollout:
     drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S
     assessed: dict[str, NodeAssessment] = field(default_factory=dict)
-    #: Each node's packages as the pre-check read them, before the run: its assessment's, and its kubeadm
-    #: phase's (the node's first change) until that phase takes them (one read, not three).
-    packages_read: dict[str, PackageFacts] = field(default_factory=dict)
     #: Nodes whose kubelet this run restarts (their control plane settles before the uncordon).
     kubelet_restarted: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -217,14 +214,15 @@ class Rollout:
     def at_target(self, version: str | None) -> bool:
         return bool(version) and str(version).lstrip("v").split("-")[0] == self.target.text
 
-    def assess(self, ctx: PhaseContext) -> NodeAssessment:
-        """The node as found by its first phase in this run (read once, on the node itself)."""
+    def assess(self, ctx: PhaseContext, facts: PackageFacts | None = None) -> NodeAssessment:
+        """The node as found by its first phase in this run (read once, on the node itself); ``facts``: its
+        packages, as that phase read them."""
         name = ctx.host.name
         with self._lock:
             known = self.assessed.get(name)
         if known is not None:
             return known
-        facts = self.packages_read.get(name) or NodePackages().check(ctx)
+        facts = facts or NodePackages().check(ctx)
         packages = {n: facts.packages[n].version or "" for n in PACKAGE_NAMES
                     if n in facts.packages and facts.packages[n].installed}
         cp = read_control_plane(ctx.reader) if self.roles.get(name) != WORKER else None
@@ -312,9 +310,11 @@ class AptUpgrade(UpgradePhase):
     timeout_s = 900.0
 
     def check(self, ctx: PhaseContext) -> PackageFacts:
-        self.rollout.assess(ctx)
-        read = self.rollout.packages_read.pop(ctx.host.name, None) if self.with_source else None
-        return read or Packages().check(ctx)
+        # The node's first phase reads its packages once, for its assessment too: the pre-check's read
+        # (``RunSettings.answered``) unless the node changed since.
+        facts = Packages().check(ctx)
+        self.rollout.assess(ctx, facts)
+        return facts
 
     def plan(self, ctx: PhaseContext, state: PackageFacts) -> list[Change]:
         sources = [c for c in Packages().plan(ctx, state) if _source(c) or MAKES_DIR + KEYRING_DIR in c.makes] \
@@ -514,16 +514,16 @@ def _check_repository(runner: Runner, first: Host, inventory: Inventory, target:
 
 
 def _refuse_downgrades(runner: Runner, hosts: Sequence[Host], inventory: Inventory,
-                       target: KubernetesVersion) -> dict[str, PackageFacts]:
+                       target: KubernetesVersion) -> dict[str, dict[tuple[str, bool], CommandResult]]:
     """Refuse, before anything changes, nodes where the upgrade would install a package older than the one
     they run (a kubelet upgraded there by hand, a newer patch): bootstrap's packages phase decides it
     (``Packages.downgrade_finding``, the pins at the target). A node that does not answer is the engine's
-    to report, as every other failure. Returns what it read, for the run (``Rollout.packages_read``)."""
+    to report, as every other failure. Returns what it read, for the run (``RunSettings.answered``)."""
     read = read_downgrades(runner, hosts, inventory, what="upgrade")
     findings = [r.downgrade for r in read.values() if r.downgrade is not None]
     refused = refused_downgrades(findings)
     if refused is None:
-        return {host: r.facts for host, r in read.items()}
+        return {host: r.answers for host, r in read.items()}
     runs, pinned, fields = refused
     pins = packages_at((p, f"{v} ({'--to' if p in PACKAGE_NAMES else fields.get(p, '')})") for p, v in pinned.items())
     raise UsageError(f"upgrade to {target.text} would downgrade what the nodes run, and does not: {runs}; the "
@@ -633,13 +633,13 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
         report.notes.append(f"the inventory pins Kubernetes {pin}: set stack.kubernetes to {target.text} so that "
                             "'clusterctl bootstrap' keeps this version")
     _check_repository(runner, first, original, target, report)
-    read = _refuse_downgrades(runner, hosts, inventory, target)
+    answered = _refuse_downgrades(runner, hosts, inventory, target)
     order = rollout_order(inventory, hosts)
     saved = store.run.get("cordoned_before") if store is not None and request.resume else None
     cordoned = frozenset(str(n) for n in saved) if isinstance(saved, list) else \
         frozenset(n.name for n in nodes.values() if n.unschedulable) - _left_cordoned(place, nodes)
     rollout = Rollout(target, first.name, {h.name: role for h, role in order}, nodes, cordoned,
-                      request.drain_timeout_s, request.ready_timeout_s, packages_read=read)
+                      request.drain_timeout_s, request.ready_timeout_s)
     for host, _ in order:
         node = nodes.get(host.name)
         if node is None:
@@ -662,7 +662,7 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
         apply=request.apply, resume=request.resume, progress=store, on_phase=on_phase,
         options=run_options(inventory, run_hosts, [p for p in phases if isinstance(p, Phase)],
                             BootstrapRequest(apply=request.apply, options=RunOptions(downgrade_fix=downgrade_ways))),
-        batches=batches(order, request.max_unavailable), every_lock_or_none=True,
+        batches=batches(order, request.max_unavailable), every_lock_or_none=True, answered=answered,
         journal=place.journal(f"upgrade {target.text}") if request.apply else None,
         resume_hint="clusterctl upgrade apply --resume --yes")
     run = run_bootstrap(inventory, run_hosts, runner, phases, settings)

@@ -237,9 +237,9 @@ class RunSettings:
     #: an applying run, hosts whose previous run finished every phase): their phases' reads are
     #: done in one round trip, with the lock (``clusterctl.engine.read_ahead``).
     read_ahead: frozenset[str] = frozenset()
-    #: Answers read before the run, by host and ``(command, sudo)`` (bootstrap's downgrade check reads each
-    #: host's packages): given to the first ``check`` that asks, as if read ahead (not read again, not in a
-    #: batch, forgotten once the host changes).
+    #: Answers read before the run, by host and ``(command, sudo)`` (bootstrap's and upgrade's downgrade
+    #: checks read each host's packages): given to the first ``check`` that asks, as if read ahead (not read
+    #: again, not in a batch, forgotten once the host changes).
     answered: Mapping[str, Mapping[tuple[str, bool], CommandResult]] = field(default_factory=dict)
 
 

@@ -80,10 +80,9 @@ def packages_at(pairs: Iterable[tuple[str, str]]) -> str:
 class PackagesRead:
     """One host's packages as read before a run (``read_downgrades``)."""
 
-    facts: PackageFacts
     #: ``Packages.downgrade_finding``: ``DOWNGRADE_REFUSED``, ``DOWNGRADE`` (asked for), or ``None``.
     downgrade: Finding | None
-    #: The answers it read, by ``(command, sudo)``: the run's packages phase is given them (``RunSettings.answered``).
+    #: The answers it read, by ``(command, sudo)``: the run's first read of them (``RunSettings.answered``).
     answers: dict[tuple[str, bool], CommandResult]
 
 
@@ -98,8 +97,7 @@ def read_downgrades(runner: Runner, hosts: Sequence[Host], inventory: Inventory,
         reader = HostReader(transport, what=what)
         reader.remember()
         ctx = PhaseContext(inventory.host(transport.host.name), reader, inventory, options=options or RunOptions())
-        facts = Packages().check(ctx)
-        return PackagesRead(facts, Packages().downgrade_finding(ctx, facts), reader.kept())
+        return PackagesRead(Packages().downgrade_finding(ctx, Packages().check(ctx)), reader.kept())
 
     return runner.run_task(hosts, read, label="packages").values
 
