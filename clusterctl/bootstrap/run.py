@@ -22,6 +22,7 @@ from clusterctl.engine.run import (
     RunSettings,
     SkipReason,
     Status,
+    finished,
     run_phases,
 )
 from clusterctl.errors import UsageError
@@ -249,7 +250,7 @@ def converged_hosts(store: ProgressStore | None, phases: Sequence[Phase[Any]], h
         except UsageError:
             return frozenset()
     per_host = [p.name for p in phases if not (p.serial or p.once_per_cluster)]
-    return frozenset(h.name for h in hosts if all(previous.is_done(h.name, p) for p in per_host))
+    return frozenset(h.name for h in hosts if all(finished(previous, h.name, p) for p in per_host))
 
 
 def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any]],

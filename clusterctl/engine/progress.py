@@ -138,14 +138,10 @@ class ProgressStore:
         store.run = dict(run) if isinstance(run, dict) else {}
         return store
 
-    def is_done(self, host: str, phase: str) -> bool:
-        """The host's last run finished ``phase``: ok, changed, or skipped as finished (``SkipReason.finished``)."""
-        from clusterctl.engine.run import SkipReason
-
+    def last(self, host: str, phase: str) -> dict[str, Any]:
+        """What the host's last run of ``phase`` recorded (``{}``: none); ``engine.run.finished`` judges it."""
         with self._lock:
-            entry = self.hosts.get(host, {}).get(phase) or {}
-        skipped = SkipReason.__members__.get(str(entry.get("skipped")))
-        return entry.get("status") in DONE or (skipped is not None and skipped.finished)
+            return dict(self.hosts.get(host, {}).get(phase) or {})
 
     def forget(self, hosts: list[str]) -> None:
         """A fresh (not resumed) run starts these hosts' history again."""
@@ -155,7 +151,7 @@ class ProgressStore:
 
     def record(self, host: str, phase: str, status: str, duration_s: float, message: str = "",
                skipped: str | None = None) -> None:
-        """``skipped``: the name of the ``SkipReason`` of a skipped phase (``is_done`` reads it)."""
+        """``skipped``: the name of the ``SkipReason`` of a skipped phase (``engine.run.finished`` reads it)."""
         entry: dict[str, Any] = {
             "status": status,
             "finished": utc_stamp(),
