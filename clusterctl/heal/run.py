@@ -182,6 +182,11 @@ class _Healer:
                 return False
         return True
 
+    def gate_rule(self) -> str:
+        """How often the run checks the release gate before it releases a host, in words."""
+        passes, apart = self.config.passes, self.config.pass_interval_s
+        return "passes once" if passes == 1 else f"passes {passes} times in a row ({apart:g} s apart)"
+
     def errors(self) -> str:
         """What keeps the host out, by release's own rule (``refusals``), in words."""
         from clusterctl.quarantine.release import refusals
@@ -211,7 +216,7 @@ class _Healer:
         self.mark("checked")
         against = [f for f in self.findings if counts_against(f, self.inventory.quarantine)]
         result.chain, result.chain_reason = chain_for(codes, against, self.config.chains)
-        if passed:  # released before any step, in a dry run too: the run would try no step of the chain
+        if passed:  # released before any step; a dry run's one pass says what the run's first would do, no more
             if self.gate.apply:
                 self.note("check", "passed", f"healthy {self.config.passes} times in a row before any step")
             return self.release()
@@ -223,8 +228,8 @@ class _Healer:
             return result
         if not self.gate.apply:
             result.outcome = "planned"
-            result.detail = ("released after the first step the release gate passes; else 'needs hardware', "
-                             "nvidia-bug-report.sh run on the host for its report")
+            result.detail = (f"released after the first step the release gate then {self.gate_rule()}; else 'needs "
+                             "hardware', nvidia-bug-report.sh run on the host for its report")
             return result
         if healed:
             return self.release()
@@ -271,7 +276,8 @@ class _Healer:
         if released.released:
             self.mark("released")
             result.outcome = "released" if self.gate.apply else "planned"
-            result.detail = ("" if self.gate.apply else "the release gate passes: it would be released at once: ") \
+            result.detail = ("" if self.gate.apply else f"the release gate passes now, once; if it {self.gate_rule()}"
+                             " as the run checks, it would be released at once (else the chain is tried): ") \
                 + "; ".join(released.done)
             self.note("release", "released", result.detail, state="released")
         else:
