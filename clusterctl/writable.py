@@ -111,7 +111,9 @@ def _temporary_beside(path: Path, permissions: int) -> tuple[int, Path]:
 
 
 def write_files(files: Mapping[str, str], folder: str | Path) -> list[Path]:
-    """Write each relative name's text under ``folder`` (subfolders created), each through ``replace_file``."""
+    """Write each relative name's text under ``folder`` (subfolders created), each through ``replace_file``.
+    ``folder`` is the ``--out DIR`` a user gave (dashboards, artifacts, tune-nccl): a file there is exit 2."""
+    make_folder(Path(folder), f"--out {folder}")
     written: list[Path] = []
     for name, text in files.items():
         path = Path(folder) / name

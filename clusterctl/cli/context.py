@@ -105,7 +105,8 @@ class AppContext:
         selected = {h.name for h in self.hosts()}
         chosen = [h for h in named if h.name in selected]
         if not chosen:
-            raise UsageError("--limit leaves none of the named hosts")
+            raise UsageError(f"--limit {self.limit!r} leaves none of the named hosts ({', '.join(names)}); name "
+                             "hosts it selects, or leave it out.")
         return chosen
 
     def this_machine(self) -> Host:

@@ -82,9 +82,8 @@ def configmaps_yaml(boards: Mapping[str, dict[str, Any]], cluster: str, namespac
 
 def write(rendered: Rendered, out: Path) -> list[Path]:
     """Write every file under ``out``; each one replaced whole (a temporary file renamed over it)."""
-    from clusterctl.writable import make_folder, write_files
+    from clusterctl.writable import write_files
 
-    make_folder(out, f"--out {out}")
     files = {f"{stem}.json": json.dumps(board, indent=1, sort_keys=True) + "\n"
              for stem, board in rendered.dashboards.items()}
     files["dashboards-configmaps.yaml"] = rendered.configmaps

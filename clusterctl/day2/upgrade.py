@@ -57,7 +57,7 @@ from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.day2.versions import check_upgrade, parse, static_pod_version
 from clusterctl.engine.phase import ReadsNothing, Wait
 from clusterctl.engine.progress import RunPlace
-from clusterctl.engine.run import RunSettings, SkipReason, Status, select_phases, step_json
+from clusterctl.engine.run import RunSettings, SkipReason, Status, finished, select_phases, step_json
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.findings import Finding, Severity, fails
@@ -597,7 +597,7 @@ def _left_cordoned(place: RunPlace, nodes: Mapping[str, KubeNode]) -> frozenset[
     saved = last.run.get("cordoned_before")
     before = {str(n) for n in saved} if isinstance(saved, list) else set()
     return frozenset(nodes[host].name for host, phases in last.hosts.items()
-                     if host in nodes and "drain" in phases and not last.is_done(host, "uncordon")
+                     if host in nodes and "drain" in phases and not finished(last, host, "uncordon")
                      and nodes[host].name not in before)
 
 

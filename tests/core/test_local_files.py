@@ -69,6 +69,18 @@ def test_without_parents_a_missing_folder_is_an_error(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("command", [("tune-nccl",), ("bootstrap", "artifacts"), ("dashboards",)])
+def test_an_out_folder_that_is_a_file_is_a_usage_error(command: tuple[str, ...], tmp_path: Path) -> None:
+    """tune-nccl's and bootstrap artifacts' --out FILE ended in 'internal error: FileExistsError', exit 1."""
+    from clirun import DEMO, clusterctl
+
+    (tmp_path / "afile").write_text("mine\n")
+    done = clusterctl("-i", DEMO, *command, "--out", tmp_path / "afile")
+    assert (done.exit_code, done.stdout) == (2, "")
+    assert " ".join(done.stderr.split()) == f"error: --out {tmp_path / 'afile'}: exists and is not a folder."
+    assert (tmp_path / "afile").read_text() == "mine\n"
+
+
 def _renames(tree: ast.AST) -> list[int]:
     """Lines that rename or stage a file by hand: ``os.replace``/``os.rename``, ``PATH.replace(OTHER)``
     (one argument: ``str.replace`` takes two), ``.rename(...)``, ``mkstemp``, ``NamedTemporaryFile``."""

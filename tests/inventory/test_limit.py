@@ -73,6 +73,15 @@ def test_a_pattern_with_no_term_is_an_error_not_every_host(pattern: str) -> None
     assert caught.value.exit_code == 2
 
 
+def test_a_limit_that_leaves_none_of_the_named_hosts_names_both() -> None:
+    """It said "--limit leaves none of the named hosts": neither the limit nor the hosts."""
+    from clirun import DEMO, clusterctl
+
+    done = clusterctl("-i", DEMO, "-l", "gpu-b1", "quarantine", "gpu-a3", "--reason", "x", "--dry-run")
+    assert (done.exit_code, done.stdout) == (2, "")
+    assert "--limit 'gpu-b1' leaves none of the named hosts (gpu-a3)" in " ".join(done.stderr.split())
+
+
 def test_typo_gets_a_suggestion() -> None:
     with pytest.raises(UsageError, match="Did you mean 'rack_a'"):
         select_hosts(INVENTORY, "rack-a")
