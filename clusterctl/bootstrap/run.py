@@ -15,13 +15,14 @@ from clusterctl.bootstrap.run_data import RunData, RunOptions
 from clusterctl.changes import ChangeKind
 from clusterctl.engine.lock import DEFAULT_LOCK_PATH
 from clusterctl.engine.phase import Phase as EnginePhase
-from clusterctl.engine.progress import DONE, ProgressStore, RunPlace
+from clusterctl.engine.progress import ProgressStore, RunPlace
 from clusterctl.engine.run import (
     HostPhaseResult,
     RunReport,
     RunSettings,
     SkipReason,
     Status,
+    finished,
     run_phases,
 )
 from clusterctl.errors import UsageError
@@ -68,12 +69,11 @@ def run(
         # the same, in one paragraph, as the run it shows (not once per host in its phases, findings and FAILED).
         from clusterctl.bootstrap.phases.packages import read_downgrades
 
-        read = read_downgrades(runner, hosts, inventory, request.options)
-        refusal = downgrade_refusal([r.downgrade for r in read.values() if r.downgrade is not None], inventory)
+        # Its answers are the packages phase's first read, not made again (unless a phase before it changes the host).
+        findings, answered = read_downgrades(runner, hosts, inventory, request.options)
+        refusal = downgrade_refusal(findings, inventory)
         if refusal is not None:
             raise refusal
-        # The packages phase's first read, not made again (unless a phase before it changes the host).
-        answered = {host: r.answers for host, r in read.items()}
     place = RunPlace.of(inventory, "bootstrap", request.state_dir)
     resumed_with = None
     journals = None
@@ -249,14 +249,7 @@ def converged_hosts(store: ProgressStore | None, phases: Sequence[Phase[Any]], h
         except UsageError:
             return frozenset()
     per_host = [p.name for p in phases if not (p.serial or p.once_per_cluster)]
-
-    def finished(entry: dict[str, Any] | None) -> bool:
-        if not entry:
-            return False
-        return entry.get("status") in DONE or entry.get("skipped") in (
-            SkipReason.NOT_THIS_HOST.name, SkipReason.CONFIRMED.name, SkipReason.NOT_NEEDED.name)
-
-    return frozenset(h.name for h in hosts if all(finished(previous.hosts.get(h.name, {}).get(p)) for p in per_host))
+    return frozenset(h.name for h in hosts if all(finished(previous, h.name, p) for p in per_host))
 
 
 def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Phase[Any]],

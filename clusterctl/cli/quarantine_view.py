@@ -88,6 +88,8 @@ def print_heal(app: AppContext, results: Sequence[HostHeal], *, dry_run: bool, j
             word = PLANNED_WORDS[step.result.value] if planned else step.result.value
             detail = (f" (wait: {step.detail})" if planned else f": {step.detail}") if step.detail else ""
             _say(app, f"{r.host}: {step.step}: {word}{detail}")
+        for line in r.notes:
+            _say(app, f"{r.host}: {line}")
         _say(app, f"{r.host}: {r.outcome.upper()}: {r.detail}")
         if r.report:
             app.say(r.report)  # the ticket's text line for line, to paste whole

@@ -57,7 +57,7 @@ from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.day2.versions import check_upgrade, parse, static_pod_version
 from clusterctl.engine.phase import ReadsNothing, Wait
 from clusterctl.engine.progress import RunPlace
-from clusterctl.engine.run import RunSettings, SkipReason, Status, select_phases, step_json
+from clusterctl.engine.run import RunSettings, SkipReason, Status, finished, select_phases, step_json
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.findings import Finding, Severity, fails
@@ -519,11 +519,10 @@ def _refuse_downgrades(runner: Runner, hosts: Sequence[Host], inventory: Invento
     they run (a kubelet upgraded there by hand, a newer patch): bootstrap's packages phase decides it
     (``Packages.downgrade_finding``, the pins at the target). A node that does not answer is the engine's
     to report, as every other failure. Returns what it read, for the run (``RunSettings.answered``)."""
-    read = read_downgrades(runner, hosts, inventory, what="upgrade")
-    findings = [r.downgrade for r in read.values() if r.downgrade is not None]
+    findings, answered = read_downgrades(runner, hosts, inventory, what="upgrade")
     refused = refused_downgrades(findings)
     if refused is None:
-        return {host: r.answers for host, r in read.items()}
+        return answered
     runs, pinned, fields = refused
     pins = packages_at((p, f"{v} ({'--to' if p in PACKAGE_NAMES else fields.get(p, '')})") for p, v in pinned.items())
     raise UsageError(f"upgrade to {target.text} would downgrade what the nodes run, and does not: {runs}; the "
@@ -598,7 +597,7 @@ def _left_cordoned(place: RunPlace, nodes: Mapping[str, KubeNode]) -> frozenset[
     saved = last.run.get("cordoned_before")
     before = {str(n) for n in saved} if isinstance(saved, list) else set()
     return frozenset(nodes[host].name for host, phases in last.hosts.items()
-                     if host in nodes and "drain" in phases and not last.is_done(host, "uncordon")
+                     if host in nodes and "drain" in phases and not finished(last, host, "uncordon")
                      and nodes[host].name not in before)
 
 

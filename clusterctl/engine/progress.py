@@ -138,10 +138,10 @@ class ProgressStore:
         store.run = dict(run) if isinstance(run, dict) else {}
         return store
 
-    def is_done(self, host: str, phase: str) -> bool:
+    def last(self, host: str, phase: str) -> dict[str, Any]:
+        """What the host's last run of ``phase`` recorded (``{}``: none); ``engine.run.finished`` judges it."""
         with self._lock:
-            entry = self.hosts.get(host, {}).get(phase) or {}
-        return entry.get("status") in DONE
+            return dict(self.hosts.get(host, {}).get(phase) or {})
 
     def forget(self, hosts: list[str]) -> None:
         """A fresh (not resumed) run starts these hosts' history again."""
@@ -151,7 +151,7 @@ class ProgressStore:
 
     def record(self, host: str, phase: str, status: str, duration_s: float, message: str = "",
                skipped: str | None = None) -> None:
-        """``skipped``: the name of the ``SkipReason`` of a skipped phase (``converged_hosts`` reads it)."""
+        """``skipped``: the name of the ``SkipReason`` of a skipped phase (``engine.run.finished`` reads it)."""
         entry: dict[str, Any] = {
             "status": status,
             "finished": utc_stamp(),

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord, HostGate, UndoLine
 from clusterctl.engine import lock as host_lock
 from clusterctl.engine.phase import Phase, PhaseContext, Wait
-from clusterctl.engine.progress import INTERRUPTED
+from clusterctl.engine.progress import DONE, INTERRUPTED
 from clusterctl.engine.read_ahead import ReadAhead
 from clusterctl.errors import Interrupted
 from clusterctl.findings import Finding, Severity, fails, sorted_findings
@@ -256,6 +256,15 @@ class SkipReason(str, Enum):
     #: ``Phase.not_needed`` gave a reason; the report says ``nothing to do: <reason>``.
     NOT_NEEDED = "nothing to do"
     CURED = "left out: an earlier remedy cured the host"
+
+
+def finished(store: ProgressStore, host: str, phase: str) -> bool:
+    """Whether the host's last run finished ``phase``: ok, changed, or skipped where the host is as a run of it
+    leaves it. What ``--resume``, read-ahead and a rollout's left cordons count as done."""
+    entry = store.last(host, phase)
+    skipped = SkipReason.__members__.get(str(entry.get("skipped")))
+    return entry.get("status") in DONE or skipped in (SkipReason.NOT_THIS_HOST, SkipReason.CONFIRMED,
+                                                      SkipReason.NOT_NEEDED, SkipReason.DONE_BEFORE)
 
 
 def skip_reason(phase: Phase[Any, Any], ctx: PhaseContext, *, failed_earlier: bool, first_target: str | None,
@@ -759,7 +768,7 @@ def _run_phase(run: _Run, phase: Phase[Any, Any], batch: Sequence[Host]) -> tupl
         why = skip_reason(phase, unconnected(host), failed_earlier=host.name in report.failed_hosts,
                           first_target=first_target, confirmed=host.name in run.confirmed,
                           cured=host.name in report.cured,
-                          done_before=resumed is not None and resumed.is_done(host.name, phase.name))
+                          done_before=resumed is not None and finished(resumed, host.name, phase.name))
         if why is None or why is SkipReason.DONE_BEFORE:
             targets.append(host)
             if why is SkipReason.DONE_BEFORE:

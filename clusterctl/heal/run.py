@@ -103,6 +103,8 @@ class HostHeal:
     outcome: str = ""
     detail: str = ""
     report: str | None = None
+    #: A dry run's annotations of the node, as the run writes them (``step: would annotate node ...``).
+    notes: list[str] = field(default_factory=list)
     #: Seconds from the start to each milestone (``checked``, each step, ``healthy``, ``released``).
     timeline: dict[str, float] = field(default_factory=dict)
 
@@ -112,7 +114,7 @@ class HostHeal:
 
     def to_json(self) -> dict[str, object]:
         return {"host": self.host, "outcome": self.outcome, "detail": self.detail, "chain": list(self.chain),
-                "chain_reason": self.chain_reason, "steps": [s.to_json() for s in self.steps],
+                "chain_reason": self.chain_reason, "steps": [s.to_json() for s in self.steps], "notes": self.notes,
                 "report": self.report, "timeline": {k: round(v, 2) for k, v in self.timeline.items()}}
 
 
@@ -141,7 +143,7 @@ class _Healer:
                                 what=f"read the node of {self.host.name}", timeout_s=120.0)
 
     def note(self, step: str, result: str, detail: str = "", *, state: str | None = None) -> None:
-        """Keep the step on the node (and tell ``say``); in a dry run the annotation is only planned."""
+        """Keep the step on the node (and tell ``say``); in a dry run the annotation is only planned (``notes``)."""
         if self.say is not None:
             self.say(self.host.name, f"{step}: {result}", detail)
 
@@ -153,7 +155,9 @@ class _Healer:
             wanted: dict[str, str | None] = {history.STEPS: history.with_step(history.steps_of(node), entry)}
             if state is not None:
                 wanted[history.STATE] = state
-            self.gate.submit_all(transport, node_ops.annotate(transport.host.name, node, wanted))
+            for record in self.gate.submit_all(transport, node_ops.annotate(transport.host.name, node, wanted)):
+                if not record.applied:
+                    self.result.notes.append(f"{step}: would {record.change.summary}")
 
         try:
             on_control_plane(self.runner, self.cp, task, label="heal: note", what=f"note {step} on the node",
@@ -217,11 +221,9 @@ class _Healer:
         against = [f for f in self.findings if counts_against(f, self.inventory.quarantine)]
         result.chain, result.chain_reason = chain_for(codes, against, self.config.chains)
         if passed:  # released before any step; a dry run's one pass says what the run's first would do, no more
-            if self.gate.apply:
-                self.note("check", "passed", f"healthy {self.config.passes} times in a row before any step")
+            self.note("check", "passed", f"healthy {self.config.passes} times in a row before any step")
             return self.release()
-        if self.gate.apply:
-            self.note("check", "failed", self.errors(), state=f"healing: {', '.join(result.chain) or 'none'}")
+        self.note("check", "failed", self.errors(), state=f"healing: {', '.join(result.chain) or 'none'}")
         healed, blocked = self.steps()
         if blocked is not None:  # not the hardware's fault (a lock, a drain refused): a person decides
             result.outcome, result.detail = "failed", f"{blocked}; it stays quarantined"
@@ -249,9 +251,8 @@ class _Healer:
             for r in (r for r in done if r.status is not Status.SKIPPED):
                 self.mark(r.phase)
                 self.result.steps.append(StepRun.of(r))
-                if self.gate.apply:
-                    self.note(r.phase, r.status.value, f"healthy {self.config.passes} times in a row after it"
-                              if cured(phase, r) else r.message)
+                self.note(r.phase, r.status.value, f"healthy {self.config.passes} times in a row after it"
+                          if cured(phase, r) else r.message)
 
         report = run_phases(self.inventory, [self.host], self.runner, phases,
                             RunSettings(apply=self.gate.apply, gate=self.gate, on_phase=noted))

@@ -213,6 +213,27 @@ def test_resume_skips_what_is_done_and_verified(fleet: Fleet, tmp_path: Path) ->
     assert phase.checks == 3
 
 
+class UpgradeNode(_ChecksNothing):
+    """Leaves nothing to read back (as ``kubeadm upgrade node``): a resumed run trusts the progress file."""
+
+    name: ClassVar[str] = "upgrade-node"
+    description: ClassVar[str] = "test phase"
+    done_when_recorded: ClassVar[bool] = True
+
+    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
+        return [Change.run(ctx.host.name, "apt-get install -y upgraded", summary="upgrade", cannot_undo="a test")]
+
+
+def test_a_second_resume_does_not_run_again_what_the_first_found_done(fleet: Fleet, tmp_path: Path) -> None:
+    # The first resume skips what the interrupted run did ("done in an earlier run"); a second one (the
+    # first was cut off too, or failed elsewhere) used to take that skip for not done, and upgrade again.
+    run(fleet, [UpgradeNode(), WriteConf(failing=["n2"])], settings(tmp_path))
+    for _ in range(2):
+        report = run(fleet, [UpgradeNode(), WriteConf()], settings(tmp_path, resume=True))
+        assert report.ok and all(r.status is Status.SKIPPED for r in report.results if r.phase == "upgrade-node")
+    assert [sum("upgraded" in c for c in fleet.transports[h].history) for h in ("n1", "n2", "n3")] == [1, 1, 1]
+
+
 def test_a_second_concurrent_run_is_refused_by_the_lock(fleet: Fleet, tmp_path: Path) -> None:
     other = LockInfo("alice", "elsewhere.example", 4242, "2099-01-01T00:00:00+00:00", "other-run")
     fleet.transports["n1"].files[LOCK] = other.to_bytes()

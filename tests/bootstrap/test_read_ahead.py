@@ -146,9 +146,12 @@ def test_hosts_whose_previous_run_finished_every_phase_are_the_ones_read_ahead(t
     store.record("done", "second", "changed", 1.0)
     store.record("failed", "second", "failed", 1.0, "verify failed")
     store.record("not-mine", "second", "skipped", 0.0, SkipReason.NOT_THIS_HOST.value, SkipReason.NOT_THIS_HOST.name)
+    # A resumed run that found both phases done before (its host confirming) left the host as finished.
+    for phase in ("first", "second"):
+        store.record("resumed", phase, "skipped", 0.0, SkipReason.DONE_BEFORE.value, SkipReason.DONE_BEFORE.name)
     store.save()
     fresh = ProgressStore(store.path, "lab")  # what a new (not resumed) run starts with
-    assert converged_hosts(fresh, phases, hosts) == {"done", "not-mine"}
+    assert converged_hosts(fresh, phases, [*hosts, Host(name="resumed")]) == {"done", "not-mine", "resumed"}
     assert converged_hosts(None, phases, hosts) == frozenset()
 
 

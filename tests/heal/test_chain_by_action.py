@@ -112,6 +112,9 @@ def test_a_dry_run_says_what_each_step_would_do_in_80_columns(tmp_path: Path, mo
     # end (before, it said 'PLANNED' and exited 0).
     assert done.exit_code == 1 and "gpu-a2: power-cycle: failed: gpu-a2 has no BMC in the inventory (bmc)" in lines
     assert "gpu-a2: FAILED: power-cycle would fail: see its step; it stays quarantined" in lines, done.stdout
+    # Each step the run keeps on the node (heal-history, heal-state): would-be changes too, as its steps are.
+    assert "gpu-a2: check: would annotate node gpu-a2 (heal-history, heal-state)" in lines, done.stdout
+    assert "gpu-a2: reboot: would annotate node gpu-a2 (heal-history)" in lines, done.stdout
     assert all(len(line) <= 80 for line in lines), done.stdout
     assert "    (GPU_ROW_REMAP_PENDING: RESET_GPU)" in lines  # the chain line wrapped under its host
 
@@ -133,6 +136,9 @@ def test_a_dry_run_on_a_host_the_release_gate_passes_says_it_would_be_released_i
                                      "as the run checks, it would be released at once (else the chain is tried): "
                                      "remove taint "), host
     assert "uncordon node gpu-a2" in host["detail"] and sim.snapshot() == before
+    # The annotations the run writes on the node are would-be changes too (the dry run left them out).
+    assert host["notes"] == ["check: would annotate node gpu-a2 (heal-history)",
+                             "release: would annotate node gpu-a2 (heal-history, heal-state)"], host
     done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a2", "--yes")
     (host,) = json.loads(done.stdout)["hosts"]
     assert done.exit_code == 0 and host["outcome"] == "released" and host["steps"] == [], host

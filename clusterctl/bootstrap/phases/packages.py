@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -76,30 +76,22 @@ def packages_at(pairs: Iterable[tuple[str, str]]) -> str:
     return "; ".join(f"{', '.join(packages)} {version}" for version, packages in by_version.items())
 
 
-@dataclass(frozen=True)
-class PackagesRead:
-    """One host's packages as read before a run (``read_downgrades``)."""
-
-    #: ``Packages.downgrade_finding``: ``DOWNGRADE_REFUSED``, ``DOWNGRADE`` (asked for), or ``None``.
-    downgrade: Finding | None
-    #: The answers it read, by ``(command, sudo)``: the run's first read of them (``RunSettings.answered``).
-    answers: dict[tuple[str, bool], CommandResult]
-
-
 def read_downgrades(runner: Runner, hosts: Sequence[Host], inventory: Inventory, options: RunOptions | None = None,
-                    what: str = "bootstrap") -> dict[str, PackagesRead]:
+                    what: str = "bootstrap") -> tuple[list[Finding], dict[str, dict[tuple[str, bool], CommandResult]]]:
     """Each host's packages and whether installing the pins would downgrade them (``downgrade_finding``), read
     before a run changes anything: a refusal then stops it with nothing changed, not after its first phases.
-    A host that does not answer is left out, for the run to report as every other failure."""
+    Returns the findings, and the answers by host: the run's first read (``RunSettings.answered``). A host that
+    does not answer is left out, for the run to report as every other failure."""
     from clusterctl.host_reader import HostReader
 
-    def read(transport: Transport) -> PackagesRead:
+    def read_host(transport: Transport) -> tuple[Finding | None, dict[tuple[str, bool], CommandResult]]:
         reader = HostReader(transport, what=what)
         reader.remember()
         ctx = PhaseContext(inventory.host(transport.host.name), reader, inventory, options=options or RunOptions())
-        return PackagesRead(Packages().downgrade_finding(ctx, Packages().check(ctx)), reader.kept())
+        return Packages().downgrade_finding(ctx, Packages().check(ctx)), reader.kept()
 
-    return runner.run_task(hosts, read, label="packages").values
+    read = runner.run_task(hosts, read_host, label="packages").values
+    return [f for f, _ in read.values() if f is not None], {host: answers for host, (_, answers) in read.items()}
 
 
 def refused_downgrades(findings: Iterable[Finding]) -> tuple[str, dict[str, str], dict[str, str]] | None:
