@@ -159,7 +159,7 @@ def hosts_of_run(app: AppContext, only: str | None) -> tuple[Host, ...]:
     """The hosts ``-l`` selects, narrowed by ``--only``."""
     from clusterctl.inventory.limit import select_hosts
 
-    keep = {h.name for h in select_hosts(app.inventory(), only)} if only is not None else None
+    keep = {h.name for h in select_hosts(app.inventory(), only, "--only")} if only is not None else None
     return tuple(h for h in app.hosts() if keep is None or h.name in keep)
 
 

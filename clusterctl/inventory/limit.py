@@ -17,8 +17,9 @@ from clusterctl.inventory.model import Host, Inventory
 from clusterctl.inventory.values import did_you_mean
 
 
-def select_hosts(inventory: Inventory, patterns: Iterable[str] | str | None) -> tuple[Host, ...]:
-    """Hosts matching ``patterns``; all hosts when there is no pattern (``None``).
+def select_hosts(inventory: Inventory, patterns: Iterable[str] | str | None,
+                 given: str = "--limit") -> tuple[Host, ...]:
+    """Hosts matching ``patterns``, the option ``given`` (``--only``); all hosts when there is no pattern (``None``).
 
     Raises ``UsageError`` (exit 2) naming a pattern that matches no host, so a typo never
     silently runs on nothing (or, with ``!``, on everything); and one given with no term in it
@@ -26,8 +27,8 @@ def select_hosts(inventory: Inventory, patterns: Iterable[str] | str | None) -> 
     """
     terms = split_patterns(patterns)
     if not terms and patterns is not None:
-        given = patterns if isinstance(patterns, str) else ",".join(patterns)
-        raise UsageError(f"--limit {given!r}: names no host; leave --limit out to act on every host of the "
+        joined = patterns if isinstance(patterns, str) else ",".join(patterns)
+        raise UsageError(f"{given} {joined!r}: names no host; leave {given} out to act on every host of the "
                          "inventory.")
     if not terms:
         return inventory.hosts
@@ -36,11 +37,11 @@ def select_hosts(inventory: Inventory, patterns: Iterable[str] | str | None) -> 
     excluded: set[str] = set()
     for term in terms:
         if term.startswith("!"):
-            excluded |= _match(inventory, term[1:], term)
+            excluded |= _match(inventory, term[1:], term, given)
         elif term.startswith("&"):
-            required.append(_match(inventory, term[1:], term))
+            required.append(_match(inventory, term[1:], term, given))
         else:
-            included = (included or set()) | _match(inventory, term, term)
+            included = (included or set()) | _match(inventory, term, term, given)
     chosen = set(h.name for h in inventory.hosts) if included is None else included
     for names in required:
         chosen &= names
@@ -95,7 +96,7 @@ def split_patterns(patterns: Iterable[str] | str | None) -> list[str]:
     return terms
 
 
-def _match(inventory: Inventory, pattern: str, term: str, given: str = "--limit") -> set[str]:
+def _match(inventory: Inventory, pattern: str, term: str, given: str) -> set[str]:
     host_names = [h.name for h in inventory.hosts]
     if pattern.startswith("@") and len(pattern) > 1:
         # Ansible's --limit @file, and @retry for the hosts the last run failed on.
@@ -106,7 +107,7 @@ def _match(inventory: Inventory, pattern: str, term: str, given: str = "--limit"
             listed |= _match(inventory, name, f"{name} (from {pattern})", given)
         return listed
     if not pattern:
-        raise UsageError(f"the --limit pattern '{term}' is incomplete.", hint="Write '!name' or '&group'.")
+        raise UsageError(f"the {given} pattern '{term}' is incomplete.", hint="Write '!name' or '&group'.")
     if pattern in ("all", "*"):
         return set(host_names)
     found: set[str] = set()
@@ -121,7 +122,7 @@ def _match(inventory: Inventory, pattern: str, term: str, given: str = "--limit"
         try:
             regex = re.compile(pattern[1:])
         except re.error as exc:
-            raise UsageError(f"the --limit pattern '{term}' is not a valid regular expression: {exc}.") from None
+            raise UsageError(f"the {given} pattern '{term}' is not a valid regular expression: {exc}.") from None
         found.update(n for n in host_names if regex.search(n))
     elif not found and any(c in pattern for c in "*?["):
         found.update(n for n in host_names if fnmatch.fnmatchcase(n, pattern))

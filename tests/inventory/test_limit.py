@@ -73,6 +73,16 @@ def test_a_pattern_with_no_term_is_an_error_not_every_host(pattern: str) -> None
     assert caught.value.exit_code == 2
 
 
+@pytest.mark.parametrize("only", ["", "!", "nosuch"])
+def test_a_bad_only_is_named_as_only_not_limit(only: str) -> None:
+    """bootstrap --only '' said "--limit '': names no host": an option the user never gave."""
+    from clirun import DEMO, clusterctl
+
+    run = clusterctl("-i", DEMO, "bootstrap", "--only", only, "--dry-run")
+    assert run.exit_code == 2, run.output
+    assert "--only" in run.stderr and "--limit" not in run.stderr
+
+
 def test_a_limit_that_leaves_none_of_the_named_hosts_names_both() -> None:
     """It said "--limit leaves none of the named hosts": neither the limit nor the hosts."""
     from clirun import DEMO, clusterctl
