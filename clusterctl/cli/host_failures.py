@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.hostlist import compress
-from clusterctl.terminal_layout import stderr_width, wrap_lines
+from clusterctl.terminal_layout import print_wrapped, stderr_width, wrap_lines
 from clusterctl.terminal_text import markup_safe
 from clusterctl.wording import plural
 
@@ -33,13 +33,15 @@ def outcome_record(outcome: HostOutcome[Any]) -> dict[str, Any]:
 
 
 def print_failures(app: AppContext, fleet: FleetResult[Any]) -> None:
-    """One clear line per failed host, on stderr, then a one-line summary."""
+    """One clear line per failed host, on stderr (wrapped at the terminal's width, under its message), then
+    a one-line summary."""
+    from rich.text import Text
+
     for outcome in fleet.failed:
         assert outcome.failure is not None
-        app.err_console.print(
-            f"[bold red]FAILED[/] [bold]{markup_safe(outcome.host.name)}[/]: {markup_safe(outcome.failure.describe())}",
-            markup=True, highlight=False, soft_wrap=True,
-        )
+        print_wrapped(app.err_console, Text.from_markup(
+            f"[bold red]FAILED[/] [bold]{markup_safe(outcome.host.name)}[/]: {markup_safe(outcome.failure.describe())}"),
+            4)
     total, failed = len(fleet.outcomes), len(fleet.failed)
     if failed:
         app.err_console.print(f"{plural(total, 'host')}: {total - failed} ok, [red]{failed} failed[/]", markup=True)

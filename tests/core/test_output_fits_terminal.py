@@ -164,6 +164,26 @@ def test_record_puts_the_replay_command_whole_on_a_line_of_its_own(width: int, t
     assert f"  clusterctl -i {out / 'inventory.yaml'} survey" in run.stdout.splitlines()
 
 
+LONG_FOLDER = "/opt/a/rather/long/folder/name/that/does/not/exist/on/any/host/of/the/demo/fleet"
+
+
+@pytest.mark.parametrize("command", [
+    ["copy", str(REPO_ROOT / "pyproject.toml"), f"{LONG_FOLDER}/nccl.conf", "--sudo", "--dry-run"],
+    ["exec", "--", f"ls {LONG_FOLDER} && echo the listing of that folder went well on every host; exit 3"],
+], ids=["copy", "exec"])
+def test_failed_lines_of_copy_and_exec_wrap_under_their_message_and_keep_the_path_whole(
+        width: int, command: list[str]) -> None:
+    """They were printed as one line however wide the terminal, unlike every other command's."""
+    run = clusterctl("-i", DEMO, "-l", "gpu-a2", *command)
+    assert run.exit_code == 1, run.output
+    lines = run.stderr.splitlines()
+    assert lines[0].startswith("FAILED gpu-a2: ")
+    for line in lines:
+        assert len(line) <= width or len(line.split()) == 1, f"{len(line)} columns at {width}: {line!r}"
+    assert continuation_lines(lines, "FAILED")  # hanging under it (2 columns in where a path needs the room)
+    assert any(LONG_FOLDER in line for line in lines)
+
+
 # --- the layout rule itself -------------------------------------------------------------------
 
 
