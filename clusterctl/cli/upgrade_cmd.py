@@ -147,8 +147,8 @@ def _execute(app: AppContext, *, yes: bool, dry_run: bool, **fields: Any) -> Non
     request = UpgradeRequest(apply=not dry_run, **fields)
     inventory = app.inventory()
     hosts = app.hosts()
-    what = f"run the upgrade's phase {request.phase} on" if request.phase else \
-        f"drain, upgrade and restart every node of the cluster '{inventory.name}', node by node:"
+    what = f"run the upgrade's phase {request.phase}" if request.phase else \
+        f"drain, upgrade and restart every node of the cluster '{inventory.name}', node by node,"
     confirm_change(what, [h.name for h in hosts], yes=yes, dry_run=not request.apply,
                    preview=f"clusterctl upgrade plan{f' --to {request.to}' if request.to else ''}")
     show = None if app.machine_output or not request.apply else (lambda p, r: _print_phase(app, p, r))

@@ -178,6 +178,10 @@ class UpgradeRequest:
     phase: str | None = None
     skip_phases: str | None = None
 
+    def __post_init__(self) -> None:
+        # A name that is no phase is the user's to mend: said first, before asking or reading the cluster.
+        select_phases(_unread_phases(), self.phase, self.skip_phases, command="upgrade")
+
 
 # --- what the phases share ---------------------------------------------------------------------------------
 
@@ -458,9 +462,14 @@ def upgrade_phases(rollout: Rollout) -> list[EnginePhase[Any, Any]]:
             phase_named("network"), phase_named("gpu-addons")]
 
 
+def _unread_phases() -> list[EnginePhase[Any, Any]]:
+    """The phases by name and description, before any cluster is read."""
+    return upgrade_phases(Rollout(parse("1.0.0"), "", {}, {}, frozenset()))
+
+
 def phase_descriptions() -> list[tuple[str, str]]:
     """``upgrade phases``: each phase's name and what it does, in order."""
-    return [(p.name, p.description) for p in upgrade_phases(Rollout(parse("1.0.0"), "", {}, {}, frozenset()))]
+    return [(p.name, p.description) for p in _unread_phases()]
 
 
 # --- reading the cluster before the run --------------------------------------------------------------------

@@ -73,6 +73,11 @@ def test_json_output_and_unknown_phase(capsys: pytest.CaptureFixture[str]) -> No
     code, _, err = clusterctl(["-i", str(DEMO), "bootstrap", "--skip-phases", ",".join(
         p.name for p in all_phases()), "--dry-run"], capsys)
     assert code == 2 and "--skip-phases leaves no phase to run" in err
+    # upgrade names the typo before reading the cluster (the demo has none: that would be "no working cluster").
+    for args in (["phase", "kubelte", "--yes"], ["apply", "--skip-phases", "kubelte", "--yes"],
+                 ["plan", "--skip-phases", "x"]):
+        code, _, err = clusterctl(["-i", str(DEMO), "upgrade", *args, "--to", "1.31.2"], capsys)
+        assert code == 2 and "upgrade has no phase named" in err and "working cluster" not in err, (args, err)
 
 
 def test_phases_are_listed_in_order(capsys: pytest.CaptureFixture[str]) -> None:
