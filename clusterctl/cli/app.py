@@ -307,7 +307,7 @@ def help_as_written(command: Any) -> None:
     would fail (click keeps a paragraph that starts with a ``\\b`` line; the prose is still wrapped).
     An argument reads as its metavar says it ('HOST...', '[HOST]...'), where typer would add braces, a
     second '...' and the Python type ('{HOST...}...', 'HOST... <list[str]>'); a text option without
-    one is named after itself. A group lists its commands whole (``whole_command_lines``).
+    one is named after itself, a number option reads 'N'. A group lists its commands whole (``whole_command_lines``).
     """
     import types
 
@@ -323,6 +323,8 @@ def help_as_written(command: Any) -> None:
             param.display_type_rich = lambda ctx: None
         elif param.param_type_name == "option" and param.metavar is None and param.bare_type() in ("str", "list[str]"):
             param.metavar = max(param.opts, key=len).lstrip("-").upper()  # '--op OP', not '--op <str>'
+        elif param.param_type_name == "option" and param.metavar is None and param.bare_type() in ("int", "float"):
+            param.metavar = "N"  # '--tp N', not '--tp <int range>': the help's '[x>=1]' says the range
     if hasattr(command, "commands"):
         command.format_commands = types.MethodType(whole_command_lines, command)
         for sub in command.commands.values():
