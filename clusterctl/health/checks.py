@@ -99,10 +99,13 @@ class Baseline:
         return self.kept.get(("gpu-count", model), lambda: usual_gpu_count(
             (h.peer_key for h in self.hosts if h.gpus), model))
 
-    def median(self, key: tuple[object, ...], peers: Callable[[], Sequence[Counted]], counter: str) -> float:
-        """The median of ``counter`` over the counters ``peers`` gives: both made once per run, under ``key``."""
+    def median(self, key: tuple[object, ...], peers: Callable[[], Sequence[Counted]], counter: str, *,
+               own: Sequence[Counted]) -> float:
+        """The median of ``counter`` over the counters ``peers`` gives (made once per run, under ``key``) less
+        ``own``, the judged host's, which ``peers`` holds: a link is held to other hosts' links; 0 with none."""
         every = self.kept.get((*key, "peers"), peers)
-        return self.kept.get((*key, "median", counter), partial(_counter_median, every, counter))
+        spread = self.kept.get((*key, "spread", counter), partial(_counter_spread, every, counter))
+        return _median_without(spread, sorted(c.counters.get(counter, 0) for c in own))
 
 
 def _finding(severity: Severity, code: str, host: str, message: str, *, subject: str | None = None,
@@ -141,24 +144,32 @@ def _recovery_fix(recovery: str | None, gpu_id: str) -> tuple[str, str]:
     return action, xid_catalog.ACTIONS[action][1].replace("<gpu>", gpu_id)
 
 
-def _counter_median(items: Sequence[NVLinkErrorCounters | IBPortCounters], name: str) -> float:
-    """The median of counter ``name`` over ``items``, as ``statistics.median`` gives it.
+def _counter_spread(items: Sequence[NVLinkErrorCounters | IBPortCounters], name: str) -> tuple[list[int], list[int]]:
+    """Counter ``name``'s values over ``items``, sorted and each once, and how many items are at or below each.
 
     Alike hosts share their parsed outputs, so a fleet's list of links holds the same few objects
     over and over (900 hosts x 96 links, a handful of objects): each is read once and counted as
     often as it appears."""
-    counts = Counter(map(id, items))
-    if not counts:
+    by_id = {id(item): item for item in items}
+    times: Counter[int] = Counter()
+    for key, count in Counter(map(id, items)).items():
+        times[by_id[key].counters.get(name, 0)] += count
+    values = sorted(times)
+    return values, list(accumulate(times[v] for v in values))
+
+
+def _median_without(spread: tuple[list[int], list[int]], own: list[int]) -> float:
+    """The median, as ``statistics.median`` gives it, of the ``spread`` less the sorted values ``own`` it holds."""
+    values, at_or_below = spread
+    left = (at_or_below[-1] if values else 0) - len(own)
+    if left <= 0:
         return 0.0
-    by_id = dict(zip(map(id, items), items, strict=True))
-    ordered = sorted((by_id[key].counters.get(name, 0), times) for key, times in counts.items())
-    ends = list(accumulate(times for _, times in ordered))
 
-    def at(index: int) -> int:
-        return ordered[bisect_right(ends, index)][0]
-
-    middle = len(items) // 2
-    return at(middle) if len(items) % 2 else (at(middle - 1) + at(middle)) / 2
+    def at(index: int) -> int:  # the index-th smallest value left: the first with more than index left at or below
+        return values[bisect_right(range(len(values)), index,
+                                   key=lambda i: at_or_below[i] - bisect_right(own, values[i]))]
+    middle = left // 2
+    return at(middle) if left % 2 else (at(middle - 1) + at(middle)) / 2
 
 
 # --- nvidia-smi -q ------------------------------------------------------------------------
@@ -537,7 +548,7 @@ def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
     errors = probe.nvlink_errors
 
     def high_links() -> tuple[list[tuple[NVLinkErrorCounters, dict[str, int]]], dict[str, float]]:
-        median = partial(baseline.median, ("nvlink", host.peer_key), peer_links)
+        median = partial(baseline.median, ("nvlink", host.peer_key), peer_links, own=errors.links)
         return _high_counters(errors.links, median, NVLINK_FLOORS, NVLINK_FLOOR)
 
     # Alike hosts (one parsed nvlink -e, one group of peers) have the same high counters: found once.
@@ -616,7 +627,8 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
     def peer_ports() -> list[IBPortCounters]:
         return [c for p in baseline.hosts if p.probe and p.probe.ib_counters for c in p.probe.ib_counters.ports]
 
-    high_ports, medians = _high_counters(counters, partial(baseline.median, ("ib",), peer_ports), IB_FLOORS, IB_FLOOR)
+    high_ports, medians = _high_counters(counters, partial(baseline.median, ("ib",), peer_ports, own=counters),
+                                         IB_FLOORS, IB_FLOOR)
     for port_counters, high in high_ports:
         flapping = "link_downed" in high or "link_error_recovery" in high
         found.append(_finding(

@@ -398,6 +398,26 @@ def test_alike_hosts_share_their_facts_and_the_report_reads_as_if_each_had_its_o
     assert [h["facts"] for h in written["hosts"]] == json.loads(json.dumps(alone))
 
 
+def test_a_bad_link_is_held_to_the_other_hosts_links_not_to_its_own() -> None:
+    # One host alone: its links' median (half the bad link's count, with one clean link) once hid the bad one.
+    from clusterctl.facts.health_model import IBCounters, IBPortCounters
+    from clusterctl.facts.nvlink_errors import parse_nvlink_errors
+
+    alone = _judge_one(nvlink_errors=parse_nvlink_errors(read_fixture("nvlink-e", "annotated-bad-link-one-line.txt")))
+    assert [(f.code, f.subject, f.evidence["link"], f.evidence["counters"]) for f in alone.findings] == [
+        ("NVLINK_ERRORS_HIGH", "GPU 0", 1, {"Replay Errors": 142, "Recovery Errors": 3, "CRC Errors": 891})]
+    assert "CRC Errors 891 (peers' median 0)" in alone.findings[0].message
+
+    # Two hosts, one port each: the bad port is judged against the clean one, the clean one against the bad.
+    def host(name: str, symbol_errors: int) -> HostInput:
+        port = IBPortCounters("mlx5_0", 1, {"symbol_error": symbol_errors, "link_downed": 0})
+        return HostInput(name, HostProbe(ib_counters=IBCounters((port,))))
+
+    report = judge([host("bad", 500), host("clean", 0)])
+    assert [(f.host, f.code, f.message) for f in report.findings] == [
+        ("bad", "IB_ERRORS_HIGH", "symbol_error 500 (fleet median 0)")]
+
+
 def test_alike_hosts_judged_once_get_the_findings_each_would_get_alone() -> None:
     # Hosts sharing one parsed output (identical text) have their NVLink counters judged once for all;
     # each still gets its own findings, the same as when every host's output was parsed apart.
